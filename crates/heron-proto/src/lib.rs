@@ -1,0 +1,20 @@
+//! DNS wire format for Heron.
+//!
+//! * [`name`]: domain names (wire form, text form, canonical order).
+//! * [`types`]: record types, classes, opcodes and response codes.
+//! * [`text`]: presentation-format tokens shared by zone files and RDATA.
+//! * [`rdata`]: RDATA of every supported type, text ⇄ wire.
+//! * [`message`]: a zero-copy reader of DNS messages.
+//! * [`writer`]: a response writer with name compression.
+//! * [`edns`]: the EDNS(0) OPT record.
+
+pub mod edns;
+pub mod message;
+pub mod name;
+pub mod rdata;
+pub mod text;
+pub mod types;
+pub mod writer;
+
+pub use name::{Name, NameError};
+pub use types::{Class, Opcode, RType, Rcode};

@@ -1,0 +1,727 @@
+//! Domain names.
+//!
+//! A [`Name`] holds an absolute name in uncompressed wire form with its case
+//! preserved. Equality, hashing and ordering ignore ASCII case; ordering is
+//! the DNSSEC canonical order of RFC 4034 section 6.1 (labels compared from
+//! the root down, each as lower-cased bytes).
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+/// Longest name in wire form, including the root label (RFC 1035 2.3.4).
+pub const MAX_NAME_LEN: usize = 255;
+/// Longest label (RFC 1035 2.3.4).
+pub const MAX_LABEL_LEN: usize = 63;
+
+/// Why a name could not be read or built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameError {
+    LabelTooLong,
+    NameTooLong,
+    EmptyLabel,
+    BadEscape,
+    /// A relative name with no origin to complete it.
+    Relative,
+    /// Wire form: the name runs past the end of the message.
+    Truncated,
+    /// Wire form: a compression pointer that does not point strictly backwards.
+    BadPointer,
+    /// Wire form: a label type other than a normal label or a pointer.
+    BadLabelType,
+    /// Wire form: a compression pointer where none is allowed.
+    Compressed,
+}
+
+impl fmt::Display for NameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NameError::LabelTooLong => "label longer than 63 octets",
+            NameError::NameTooLong => "name longer than 255 octets",
+            NameError::EmptyLabel => "empty label in name",
+            NameError::BadEscape => "bad escape sequence in name",
+            NameError::Relative => "relative name and no origin",
+            NameError::Truncated => "name runs past the end of the message",
+            NameError::BadPointer => "compression pointer that is not backwards",
+            NameError::BadLabelType => "unknown label type",
+            NameError::Compressed => "compressed name where none is allowed",
+        })
+    }
+}
+
+impl std::error::Error for NameError {}
+
+/// An absolute domain name in uncompressed wire form, case preserved.
+#[derive(Clone)]
+pub struct Name {
+    wire: Box<[u8]>,
+}
+
+impl Name {
+    /// The root name `.`.
+    pub fn root() -> Name {
+        Name {
+            wire: Box::new([0]),
+        }
+    }
+
+    /// Builds a name from uncompressed wire bytes that must hold exactly one
+    /// name.
+    pub fn from_wire(wire: &[u8]) -> Result<Name, NameError> {
+        let len = uncompressed_len(wire, 0)?;
+        if len != wire.len() {
+            return Err(NameError::Truncated);
+        }
+        Ok(Name { wire: wire.into() })
+    }
+
+    /// Reads a possibly compressed name from `msg` at `pos`; returns the name
+    /// and the position just after it. Pointers must point strictly before
+    /// the start of the label run that holds them, which rules out loops and
+    /// forward references.
+    pub fn read(msg: &[u8], pos: usize) -> Result<(Name, usize), NameError> {
+        let mut buf = NameBuf::new();
+        let end = buf.read_compressed(msg, pos)?;
+        Ok((buf.to_name(), end))
+    }
+
+    /// Reads an uncompressed name from `msg` at `pos` (for RDATA of types
+    /// that must not be compressed).
+    pub fn read_uncompressed(msg: &[u8], pos: usize) -> Result<(Name, usize), NameError> {
+        let len = uncompressed_len(msg, pos)?;
+        Ok((
+            Name {
+                wire: msg[pos..pos + len].into(),
+            },
+            pos + len,
+        ))
+    }
+
+    /// Parses a name in presentation format. `@` stands for the origin; a
+    /// name without a final unescaped dot is relative to the origin.
+    pub fn from_text(text: &[u8], origin: Option<&Name>) -> Result<Name, NameError> {
+        if text == b"@" {
+            return origin.cloned().ok_or(NameError::Relative);
+        }
+        if text == b"." {
+            return Ok(Name::root());
+        }
+        if text.is_empty() {
+            return Err(NameError::EmptyLabel);
+        }
+        let mut wire = Vec::with_capacity(text.len() + 2);
+        let mut label_start = 0;
+        wire.push(0);
+        let mut i = 0;
+        let mut absolute = false;
+        while i < text.len() {
+            let c = text[i];
+            match c {
+                b'.' => {
+                    close_label(&mut wire, label_start)?;
+                    if i + 1 == text.len() {
+                        absolute = true;
+                    } else {
+                        label_start = wire.len();
+                        wire.push(0);
+                    }
+                    i += 1;
+                    continue;
+                }
+                b'\\' => {
+                    let (byte, used) = unescape_at(text, i)?;
+                    wire.push(byte);
+                    i += used;
+                    continue;
+                }
+                _ => wire.push(c),
+            }
+            i += 1;
+        }
+        if !absolute {
+            close_label(&mut wire, label_start)?;
+            let origin = origin.ok_or(NameError::Relative)?;
+            wire.extend_from_slice(&origin.wire);
+        } else {
+            wire.push(0);
+        }
+        if wire.len() > MAX_NAME_LEN {
+            return Err(NameError::NameTooLong);
+        }
+        Ok(Name { wire: wire.into() })
+    }
+
+    /// Parses an absolute name from text (convenience for tests and config).
+    pub fn parse(text: &str) -> Result<Name, NameError> {
+        let text = if text.ends_with('.') {
+            text.to_string()
+        } else {
+            format!("{text}.")
+        };
+        Name::from_text(text.as_bytes(), None)
+    }
+
+    /// The uncompressed wire form, case preserved.
+    pub fn as_wire(&self) -> &[u8] {
+        &self.wire
+    }
+
+    /// Length in wire form.
+    pub fn wire_len(&self) -> usize {
+        self.wire.len()
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.wire.len() == 1
+    }
+
+    /// The labels from the leftmost to the last before the root.
+    pub fn labels(&self) -> Labels<'_> {
+        Labels { wire: &self.wire }
+    }
+
+    /// Number of labels, not counting the root.
+    pub fn label_count(&self) -> usize {
+        self.labels().count()
+    }
+
+    /// Whether the first label is `*`.
+    pub fn is_wildcard(&self) -> bool {
+        self.wire.len() >= 2 && self.wire[0] == 1 && self.wire[1] == b'*'
+    }
+
+    /// The name with its first label removed; `None` for the root.
+    pub fn parent(&self) -> Option<Name> {
+        if self.is_root() {
+            return None;
+        }
+        let skip = 1 + self.wire[0] as usize;
+        Some(Name {
+            wire: self.wire[skip..].into(),
+        })
+    }
+
+    /// The name with `label` added in front.
+    pub fn prepend(&self, label: &[u8]) -> Result<Name, NameError> {
+        if label.is_empty() {
+            return Err(NameError::EmptyLabel);
+        }
+        if label.len() > MAX_LABEL_LEN {
+            return Err(NameError::LabelTooLong);
+        }
+        if self.wire.len() + label.len() + 1 > MAX_NAME_LEN {
+            return Err(NameError::NameTooLong);
+        }
+        let mut wire = Vec::with_capacity(self.wire.len() + label.len() + 1);
+        wire.push(label.len() as u8);
+        wire.extend_from_slice(label);
+        wire.extend_from_slice(&self.wire);
+        Ok(Name { wire: wire.into() })
+    }
+
+    /// `*.` followed by this name.
+    pub fn wildcard_child(&self) -> Result<Name, NameError> {
+        self.prepend(b"*")
+    }
+
+    /// Whether this name equals `other` or lies below it (case-insensitive).
+    pub fn is_subdomain_of(&self, other: &Name) -> bool {
+        ends_with_name(&self.wire, &other.wire)
+    }
+
+    /// Replaces the suffix `old` of this name by `new` (DNAME substitution,
+    /// RFC 6672 2.2).
+    pub fn replace_suffix(&self, old: &Name, new: &Name) -> Result<Name, NameError> {
+        if !self.is_subdomain_of(old) {
+            return Err(NameError::Relative);
+        }
+        let keep = self.wire.len() - old.wire.len();
+        let mut wire = Vec::with_capacity(keep + new.wire.len());
+        wire.extend_from_slice(&self.wire[..keep]);
+        wire.extend_from_slice(&new.wire);
+        if wire.len() > MAX_NAME_LEN {
+            return Err(NameError::NameTooLong);
+        }
+        Ok(Name { wire: wire.into() })
+    }
+
+    /// A copy with ASCII letters lower-cased (the canonical form).
+    pub fn to_lowercase(&self) -> Name {
+        let mut wire = self.wire.clone();
+        lowercase_wire(&mut wire);
+        Name { wire }
+    }
+
+    /// Text relative to `origin` when below it, absolute otherwise.
+    pub fn to_text_relative(&self, origin: &Name) -> String {
+        if self == origin {
+            return "@".into();
+        }
+        if self.is_subdomain_of(origin) && !origin.is_root() {
+            let keep = self.wire.len() - origin.wire.len();
+            let mut s = String::new();
+            write_labels(&mut s, &self.wire[..keep]);
+            s.pop(); // the dot after the last label
+            return s;
+        }
+        self.to_string()
+    }
+}
+
+/// Lower-cases ASCII letters of a wire-form name in place. Labels may hold
+/// any byte, so only the letters within labels change, never length octets.
+pub fn lowercase_wire(wire: &mut [u8]) {
+    let mut i = 0;
+    while i < wire.len() {
+        let len = wire[i] as usize;
+        if len == 0 {
+            break;
+        }
+        let end = (i + 1 + len).min(wire.len());
+        for b in &mut wire[i + 1..end] {
+            b.make_ascii_lowercase();
+        }
+        i += 1 + len;
+    }
+}
+
+fn close_label(wire: &mut [u8], label_start: usize) -> Result<(), NameError> {
+    let len = wire.len() - label_start - 1;
+    if len == 0 {
+        return Err(NameError::EmptyLabel);
+    }
+    if len > MAX_LABEL_LEN {
+        return Err(NameError::LabelTooLong);
+    }
+    wire[label_start] = len as u8;
+    Ok(())
+}
+
+/// Decodes the escape at `text[i]` (a backslash): `\DDD` or `\X`. Returns the
+/// byte and how many input bytes it used.
+pub fn unescape_at(text: &[u8], i: usize) -> Result<(u8, usize), NameError> {
+    let rest = &text[i + 1..];
+    match rest {
+        [a, b, c, ..] if a.is_ascii_digit() && b.is_ascii_digit() && c.is_ascii_digit() => {
+            let v = (a - b'0') as u32 * 100 + (b - b'0') as u32 * 10 + (c - b'0') as u32;
+            if v > 255 {
+                return Err(NameError::BadEscape);
+            }
+            Ok((v as u8, 4))
+        }
+        [a, ..] if a.is_ascii_digit() => Err(NameError::BadEscape),
+        [x, ..] => Ok((*x, 2)),
+        [] => Err(NameError::BadEscape),
+    }
+}
+
+/// Length of the uncompressed name at `msg[pos..]`.
+fn uncompressed_len(msg: &[u8], pos: usize) -> Result<usize, NameError> {
+    let mut i = pos;
+    loop {
+        let len = *msg.get(i).ok_or(NameError::Truncated)? as usize;
+        match len & 0xC0 {
+            0x00 => {}
+            0xC0 => return Err(NameError::Compressed),
+            _ => return Err(NameError::BadLabelType),
+        }
+        if i + 1 + len > msg.len() {
+            return Err(NameError::Truncated);
+        }
+        i += 1 + len;
+        if i - pos > MAX_NAME_LEN {
+            return Err(NameError::NameTooLong);
+        }
+        if len == 0 {
+            return Ok(i - pos);
+        }
+    }
+}
+
+fn ends_with_name(wire: &[u8], suffix: &[u8]) -> bool {
+    if suffix.len() > wire.len() {
+        return false;
+    }
+    // The suffix must start on a label boundary of `wire`.
+    let start = wire.len() - suffix.len();
+    let mut i = 0;
+    while i < start {
+        i += 1 + wire[i] as usize;
+    }
+    i == start && wire[start..].eq_ignore_ascii_case(suffix)
+}
+
+/// A name in wire form held on the stack: what the query path uses so that
+/// reading a query name allocates nothing.
+#[derive(Clone)]
+pub struct NameBuf {
+    bytes: [u8; MAX_NAME_LEN],
+    len: usize,
+}
+
+impl Default for NameBuf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl NameBuf {
+    pub fn new() -> NameBuf {
+        NameBuf {
+            bytes: [0; MAX_NAME_LEN],
+            len: 0,
+        }
+    }
+
+    pub fn as_wire(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    pub fn to_name(&self) -> Name {
+        Name {
+            wire: self.as_wire().into(),
+        }
+    }
+
+    pub fn set(&mut self, wire: &[u8]) {
+        self.bytes[..wire.len()].copy_from_slice(wire);
+        self.len = wire.len();
+    }
+
+    /// Reads a possibly compressed name (see [`Name::read`]). Returns the
+    /// position after the name in the original run.
+    pub fn read_compressed(&mut self, msg: &[u8], pos: usize) -> Result<usize, NameError> {
+        self.len = 0;
+        let mut i = pos;
+        let mut run_start = pos;
+        let mut end = None;
+        loop {
+            let len = *msg.get(i).ok_or(NameError::Truncated)? as usize;
+            match len & 0xC0 {
+                0x00 => {
+                    if i + 1 + len > msg.len() {
+                        return Err(NameError::Truncated);
+                    }
+                    if self.len + 1 + len > MAX_NAME_LEN {
+                        return Err(NameError::NameTooLong);
+                    }
+                    self.bytes[self.len..self.len + 1 + len].copy_from_slice(&msg[i..i + 1 + len]);
+                    self.len += 1 + len;
+                    i += 1 + len;
+                    if len == 0 {
+                        return Ok(end.unwrap_or(i));
+                    }
+                }
+                0xC0 => {
+                    let lo = *msg.get(i + 1).ok_or(NameError::Truncated)? as usize;
+                    let target = ((len & 0x3F) << 8) | lo;
+                    if target >= run_start {
+                        return Err(NameError::BadPointer);
+                    }
+                    end.get_or_insert(i + 2);
+                    i = target;
+                    run_start = target;
+                }
+                _ => return Err(NameError::BadLabelType),
+            }
+        }
+    }
+
+    /// Lower-cases the name in place.
+    pub fn make_lowercase(&mut self) {
+        lowercase_wire(&mut self.bytes[..self.len]);
+    }
+}
+
+/// Iterator over the labels of a name, leftmost first, without the root.
+pub struct Labels<'a> {
+    wire: &'a [u8],
+}
+
+impl<'a> Iterator for Labels<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let len = *self.wire.first()? as usize;
+        if len == 0 {
+            return None;
+        }
+        let label = &self.wire[1..1 + len];
+        self.wire = &self.wire[1 + len..];
+        Some(label)
+    }
+}
+
+/// Start offsets of each label in a wire name, leftmost first, root excluded.
+fn label_offsets(wire: &[u8]) -> ([u8; 128], usize) {
+    let mut offs = [0u8; 128];
+    let mut n = 0;
+    let mut i = 0;
+    while wire[i] != 0 {
+        offs[n] = i as u8;
+        n += 1;
+        i += 1 + wire[i] as usize;
+    }
+    (offs, n)
+}
+
+/// Canonical order of two wire names (RFC 4034 6.1).
+pub fn canonical_cmp(a: &[u8], b: &[u8]) -> Ordering {
+    let (ao, an) = label_offsets(a);
+    let (bo, bn) = label_offsets(b);
+    for k in 1..=an.min(bn) {
+        let x = label_at(a, ao[an - k]);
+        let y = label_at(b, bo[bn - k]);
+        let ord = cmp_label(x, y);
+        if ord != Ordering::Equal {
+            return ord;
+        }
+    }
+    an.cmp(&bn)
+}
+
+fn label_at(wire: &[u8], off: u8) -> &[u8] {
+    let off = off as usize;
+    &wire[off + 1..off + 1 + wire[off] as usize]
+}
+
+fn cmp_label(x: &[u8], y: &[u8]) -> Ordering {
+    for (p, q) in x.iter().zip(y) {
+        let ord = p.to_ascii_lowercase().cmp(&q.to_ascii_lowercase());
+        if ord != Ordering::Equal {
+            return ord;
+        }
+    }
+    x.len().cmp(&y.len())
+}
+
+impl PartialEq for Name {
+    fn eq(&self, other: &Name) -> bool {
+        self.wire.eq_ignore_ascii_case(&other.wire)
+    }
+}
+impl Eq for Name {}
+
+impl Hash for Name {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        for b in self.wire.iter() {
+            state.write_u8(b.to_ascii_lowercase());
+        }
+    }
+}
+
+impl PartialOrd for Name {
+    fn partial_cmp(&self, other: &Name) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Name {
+    fn cmp(&self, other: &Name) -> Ordering {
+        canonical_cmp(&self.wire, &other.wire)
+    }
+}
+
+/// Appends the labels of `wire` in presentation form, each followed by a dot.
+fn write_labels(out: &mut String, wire: &[u8]) {
+    let mut i = 0;
+    while i < wire.len() && wire[i] != 0 {
+        let len = wire[i] as usize;
+        for &b in &wire[i + 1..i + 1 + len] {
+            push_escaped_name_byte(out, b);
+        }
+        out.push('.');
+        i += 1 + len;
+    }
+}
+
+/// Appends one label byte in presentation form.
+pub fn push_escaped_name_byte(out: &mut String, b: u8) {
+    match b {
+        b'.' | b';' | b'(' | b')' | b'"' | b'\\' | b'@' | b'$' => {
+            out.push('\\');
+            out.push(b as char);
+        }
+        0x21..=0x7E => out.push(b as char),
+        _ => {
+            out.push('\\');
+            out.push_str(&format!("{b:03}"));
+        }
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_root() {
+            return f.write_str(".");
+        }
+        let mut s = String::with_capacity(self.wire.len() + 4);
+        write_labels(&mut s, &self.wire);
+        f.write_str(&s)
+    }
+}
+
+impl fmt::Debug for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Name({self})")
+    }
+}
+
+impl std::str::FromStr for Name {
+    type Err = NameError;
+    fn from_str(s: &str) -> Result<Name, NameError> {
+        Name::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(s: &str) -> Name {
+        Name::parse(s).unwrap()
+    }
+
+    #[test]
+    fn text_round_trip_with_escapes() {
+        let name = Name::from_text(br"a\.b.c\032d.\\.example.", None).unwrap();
+        assert_eq!(name.label_count(), 4);
+        assert_eq!(name.labels().next().unwrap(), b"a.b");
+        assert_eq!(name.to_string(), r"a\.b.c\032d.\\.example.");
+        assert_eq!(Name::parse(&name.to_string()).unwrap(), name);
+    }
+
+    #[test]
+    fn relative_names_and_origin() {
+        let origin = n("example.com");
+        assert_eq!(
+            Name::from_text(b"www", Some(&origin)).unwrap(),
+            n("www.example.com")
+        );
+        assert_eq!(Name::from_text(b"@", Some(&origin)).unwrap(), origin);
+        assert_eq!(Name::from_text(b"www", None), Err(NameError::Relative));
+        assert!(Name::from_text(b".", None).unwrap().is_root());
+    }
+
+    #[test]
+    fn label_and_name_limits() {
+        let l63 = "a".repeat(63);
+        assert!(Name::parse(&format!("{l63}.com")).is_ok());
+        assert_eq!(
+            Name::parse(&format!("a{l63}.com")),
+            Err(NameError::LabelTooLong)
+        );
+        // 4 labels of 63 + 4 length octets + root = 257 > 255.
+        let long = [l63.as_str(); 4].join(".");
+        assert_eq!(Name::parse(&long), Err(NameError::NameTooLong));
+        // Exactly 255: 3×(1+63) + (1+61) + 1.
+        let max = format!("{l63}.{l63}.{l63}.{}", "b".repeat(61));
+        assert_eq!(Name::parse(&max).unwrap().wire_len(), 255);
+        assert_eq!(Name::parse("a..b"), Err(NameError::EmptyLabel));
+        assert_eq!(Name::parse(r"a\256.b"), Err(NameError::BadEscape));
+    }
+
+    #[test]
+    fn case_insensitive_equality_preserves_case() {
+        let a = n("WwW.Example.COM");
+        assert_eq!(a, n("www.example.com"));
+        assert_eq!(a.to_string(), "WwW.Example.COM.");
+        assert_eq!(a.to_lowercase().to_string(), "www.example.com.");
+    }
+
+    #[test]
+    fn canonical_order_rfc4034() {
+        // The example list of RFC 4034 section 6.1, in order.
+        let sorted = [
+            "example",
+            "a.example",
+            "yljkjljk.a.example",
+            "Z.a.example",
+            r"zABC.a.EXAMPLE",
+            "z.example",
+            r"\001.z.example",
+            "*.z.example",
+            r"\200.z.example",
+        ];
+        let names: Vec<Name> = sorted.iter().map(|s| n(s)).collect();
+        for w in names.windows(2) {
+            assert_eq!(w[0].cmp(&w[1]), Ordering::Less, "{} < {}", w[0], w[1]);
+        }
+    }
+
+    #[test]
+    fn subdomains_and_parents() {
+        let a = n("a.b.example.com");
+        assert!(a.is_subdomain_of(&n("example.com")));
+        assert!(a.is_subdomain_of(&n("EXAMPLE.com")));
+        assert!(!a.is_subdomain_of(&n("b.example.org")));
+        assert!(!n("xexample.com").is_subdomain_of(&n("example.com")));
+        assert!(a.is_subdomain_of(&Name::root()));
+        assert_eq!(a.parent().unwrap(), n("b.example.com"));
+        assert!(Name::root().parent().is_none());
+        assert!(n("*.example.com").is_wildcard());
+        assert_eq!(n("example.com").wildcard_child().unwrap(), n("*.example.com"));
+        assert_eq!(
+            a.replace_suffix(&n("example.com"), &n("example.net")).unwrap(),
+            n("a.b.example.net")
+        );
+        assert_eq!(a.to_text_relative(&n("example.com")), "a.b");
+    }
+
+    #[test]
+    fn compressed_read() {
+        // "example.com" at 0, then "www" + pointer to 0.
+        let mut msg = b"\x07example\x03com\x00".to_vec();
+        msg.extend_from_slice(b"\x03www\xC0\x00");
+        let (name, end) = Name::read(&msg, 13).unwrap();
+        assert_eq!(name, n("www.example.com"));
+        assert_eq!(end, msg.len());
+    }
+
+    #[test]
+    fn compression_loops_and_forward_pointers_rejected() {
+        // Pointer to itself.
+        assert_eq!(Name::read(b"\xC0\x00", 0).unwrap_err(), NameError::BadPointer);
+        // Label then a pointer back to the start of the same run: a loop.
+        assert_eq!(
+            Name::read(b"\x01a\xC0\x00", 0).unwrap_err(),
+            NameError::BadPointer
+        );
+        // Two pointers pointing at each other.
+        let msg = b"\x01a\xC0\x04\x01b\xC0\x00";
+        assert_eq!(Name::read(msg, 4).unwrap_err(), NameError::BadPointer);
+        // Forward pointer.
+        assert_eq!(
+            Name::read(b"\xC0\x02\x00", 0).unwrap_err(),
+            NameError::BadPointer
+        );
+        // Truncated.
+        assert_eq!(Name::read(b"\x05ab", 0).unwrap_err(), NameError::Truncated);
+        assert_eq!(Name::read(b"\xC0", 0).unwrap_err(), NameError::Truncated);
+        // Extended label types.
+        assert_eq!(Name::read(b"\x41a\x00", 0).unwrap_err(), NameError::BadLabelType);
+    }
+
+    #[test]
+    fn decompressed_name_over_255_rejected() {
+        // A 250-octet name followed by a name that adds labels via pointer.
+        let l = "a".repeat(62);
+        let base = Name::parse(&format!("{l}.{l}.{l}.{}", "b".repeat(60))).unwrap();
+        let mut msg = base.as_wire().to_vec();
+        let second = msg.len();
+        msg.extend_from_slice(b"\x05hello\xC0\x00");
+        assert_eq!(Name::read(&msg, second).unwrap_err(), NameError::NameTooLong);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn wire_text_round_trip(labels in proptest::collection::vec(
+            proptest::collection::vec(proptest::num::u8::ANY, 1..20), 0..8)) {
+            let mut wire = Vec::new();
+            for l in &labels { wire.push(l.len() as u8); wire.extend_from_slice(l); }
+            wire.push(0);
+            let name = Name::from_wire(&wire).unwrap();
+            let text = name.to_string();
+            let back = Name::from_text(text.as_bytes(), None).unwrap();
+            proptest::prop_assert_eq!(back.as_wire(), name.as_wire());
+        }
+    }
+}
