@@ -1,0 +1,482 @@
+//! Reading DNS messages.
+//!
+//! [`parse_query`] is the query path: it reads the header, the one question
+//! and the OPT record without allocating, and checks every record in the
+//! message so that malformed packets get FORMERR. [`Message::parse`] is the
+//! general, allocating reader used for responses, transfers and tests.
+
+use std::fmt;
+use std::ops::Range;
+
+use crate::edns::{self, Edns};
+use crate::name::{Name, NameBuf, NameError};
+use crate::rdata;
+use crate::types::{Class, Opcode, RType, Rcode};
+
+pub const HEADER_LEN: usize = 12;
+
+/// Header flag bits (RFC 1035 4.1.1, RFC 4035 for AD/CD).
+pub mod flags {
+    pub const QR: u16 = 0x8000;
+    pub const AA: u16 = 0x0400;
+    pub const TC: u16 = 0x0200;
+    pub const RD: u16 = 0x0100;
+    pub const RA: u16 = 0x0080;
+    pub const Z: u16 = 0x0040;
+    pub const AD: u16 = 0x0020;
+    pub const CD: u16 = 0x0010;
+}
+
+/// The fixed 12-octet message header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Header {
+    pub id: u16,
+    pub flags: u16,
+    pub qdcount: u16,
+    pub ancount: u16,
+    pub nscount: u16,
+    pub arcount: u16,
+}
+
+impl Header {
+    pub fn read(msg: &[u8]) -> Option<Header> {
+        if msg.len() < HEADER_LEN {
+            return None;
+        }
+        let word = |i: usize| u16::from_be_bytes([msg[i], msg[i + 1]]);
+        Some(Header {
+            id: word(0),
+            flags: word(2),
+            qdcount: word(4),
+            ancount: word(6),
+            nscount: word(8),
+            arcount: word(10),
+        })
+    }
+
+    pub fn write(&self, out: &mut [u8]) {
+        let words = [
+            self.id,
+            self.flags,
+            self.qdcount,
+            self.ancount,
+            self.nscount,
+            self.arcount,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            out[2 * i..2 * i + 2].copy_from_slice(&w.to_be_bytes());
+        }
+    }
+
+    pub fn opcode(&self) -> Opcode {
+        Opcode(((self.flags >> 11) & 0xF) as u8)
+    }
+
+    /// The low four bits of the response code (the rest lives in OPT).
+    pub fn rcode(&self) -> u16 {
+        self.flags & 0xF
+    }
+
+    pub fn has(&self, flag: u16) -> bool {
+        self.flags & flag != 0
+    }
+}
+
+/// Why a message could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParseError {
+    /// Shorter than a header: nothing to answer.
+    ShortHeader,
+    Name(NameError),
+    /// A record or question runs past the end of the message.
+    Truncated,
+    /// Bytes left over after the last record the counts announce.
+    TrailingData,
+    BadRdata(String),
+    /// OPT appears twice, outside the additional section, or not at the root.
+    BadOpt(&'static str),
+    /// A query whose question count is not one.
+    QuestionCount(u16),
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseError::ShortHeader => f.write_str("message shorter than a header"),
+            ParseError::Name(e) => write!(f, "bad name: {e}"),
+            ParseError::Truncated => f.write_str("record runs past the end of the message"),
+            ParseError::TrailingData => f.write_str("data after the last record"),
+            ParseError::BadRdata(e) => write!(f, "bad RDATA: {e}"),
+            ParseError::BadOpt(e) => write!(f, "bad OPT record: {e}"),
+            ParseError::QuestionCount(n) => write!(f, "{n} questions in a query"),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+impl From<NameError> for ParseError {
+    fn from(e: NameError) -> Self {
+        ParseError::Name(e)
+    }
+}
+
+/// The fixed fields that follow an owner name.
+struct RrFixed {
+    rtype: RType,
+    class: u16,
+    ttl: u32,
+    rdata: Range<usize>,
+}
+
+fn read_u16(msg: &[u8], pos: usize) -> Result<u16, ParseError> {
+    msg.get(pos..pos + 2)
+        .map(|b| u16::from_be_bytes([b[0], b[1]]))
+        .ok_or(ParseError::Truncated)
+}
+
+fn read_rr_fixed(msg: &[u8], pos: usize) -> Result<RrFixed, ParseError> {
+    let f = msg.get(pos..pos + 10).ok_or(ParseError::Truncated)?;
+    let rdlen = u16::from_be_bytes([f[8], f[9]]) as usize;
+    let start = pos + 10;
+    if start + rdlen > msg.len() {
+        return Err(ParseError::Truncated);
+    }
+    Ok(RrFixed {
+        rtype: RType(u16::from_be_bytes([f[0], f[1]])),
+        class: u16::from_be_bytes([f[2], f[3]]),
+        ttl: u32::from_be_bytes([f[4], f[5], f[6], f[7]]),
+        rdata: start..start + rdlen,
+    })
+}
+
+/// Skips a possibly compressed name, validating it; returns the end position.
+fn skip_name(msg: &[u8], pos: usize, scratch: &mut NameBuf) -> Result<usize, ParseError> {
+    Ok(scratch.read_compressed(msg, pos)?)
+}
+
+/// What the answer path needs from a query, read without allocation.
+#[derive(Debug)]
+pub struct Query {
+    pub header: Header,
+    /// The question name as sent (case preserved).
+    pub qname: NameBuf,
+    pub qtype: RType,
+    pub qclass: Class,
+    /// Where the question sits in the query, to echo it verbatim.
+    pub question: Range<usize>,
+    pub edns: Option<Edns>,
+    /// Position of a TSIG record, the last in the additional section.
+    pub tsig: Option<Range<usize>>,
+}
+
+/// Why a query gets no normal answer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum QueryError {
+    /// Not worth a response: too short for a header, or a response itself.
+    Drop,
+    /// Answer FORMERR (with the header and, where readable, the question).
+    FormErr(ParseError),
+}
+
+/// Reads a query: header, exactly one question, and the records after it
+/// (checked for well-formedness; OPT extracted).
+pub fn parse_query(msg: &[u8]) -> Result<Query, QueryError> {
+    let header = Header::read(msg).ok_or(QueryError::Drop)?;
+    if header.has(flags::QR) {
+        return Err(QueryError::Drop);
+    }
+    let formerr = QueryError::FormErr;
+    if header.qdcount != 1 {
+        return Err(formerr(ParseError::QuestionCount(header.qdcount)));
+    }
+    let mut qname = NameBuf::new();
+    let qend = qname
+        .read_compressed(msg, HEADER_LEN)
+        .map_err(|e| formerr(e.into()))?;
+    let qtype = read_u16(msg, qend).map_err(formerr)?;
+    let qclass = read_u16(msg, qend + 2).map_err(formerr)?;
+    let question = HEADER_LEN..qend + 4;
+    let trailer = scan_records(msg, question.end, &header).map_err(formerr)?;
+    Ok(Query {
+        header,
+        qname,
+        qtype: RType(qtype),
+        qclass: Class(qclass),
+        question,
+        edns: trailer.edns,
+        tsig: trailer.tsig,
+    })
+}
+
+struct Trailer {
+    edns: Option<Edns>,
+    tsig: Option<Range<usize>>,
+}
+
+/// Walks the answer, authority and additional sections of a query.
+fn scan_records(msg: &[u8], mut pos: usize, header: &Header) -> Result<Trailer, ParseError> {
+    let mut scratch = NameBuf::new();
+    let before_additional = header.ancount as usize + header.nscount as usize;
+    let total = before_additional + header.arcount as usize;
+    let mut trailer = Trailer {
+        edns: None,
+        tsig: None,
+    };
+    for i in 0..total {
+        let start = pos;
+        pos = skip_name(msg, pos, &mut scratch)?;
+        let rr = read_rr_fixed(msg, pos)?;
+        pos = rr.rdata.end;
+        if trailer.tsig.is_some() {
+            return Err(ParseError::BadRdata("record after TSIG".into()));
+        }
+        match rr.rtype {
+            RType::OPT => {
+                if i < before_additional {
+                    return Err(ParseError::BadOpt("outside the additional section"));
+                }
+                if trailer.edns.is_some() {
+                    return Err(ParseError::BadOpt("more than one"));
+                }
+                if scratch.as_wire() != [0] {
+                    return Err(ParseError::BadOpt("owner is not the root"));
+                }
+                let opt = edns::parse_opt(rr.class, rr.ttl, &msg[rr.rdata.clone()])
+                    .map_err(ParseError::BadOpt)?;
+                trailer.edns = Some(opt);
+            }
+            RType::TSIG if i + 1 == total => trailer.tsig = Some(start..pos),
+            RType::TSIG => return Err(ParseError::BadRdata("TSIG is not the last record".into())),
+            _ => {}
+        }
+    }
+    if pos != msg.len() {
+        return Err(ParseError::TrailingData);
+    }
+    Ok(trailer)
+}
+
+/// One question of a parsed message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Question {
+    pub name: Name,
+    pub qtype: RType,
+    pub qclass: Class,
+}
+
+/// One resource record of a parsed message; RDATA uncompressed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub name: Name,
+    pub rtype: RType,
+    pub class: Class,
+    pub ttl: u32,
+    pub rdata: Vec<u8>,
+}
+
+impl fmt::Display for Record {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut rd = String::new();
+        rdata::format_text(self.rtype, &self.rdata, &mut rd);
+        write!(
+            f,
+            "{} {} {} {} {}",
+            self.name, self.ttl, self.class, self.rtype, rd
+        )
+    }
+}
+
+/// A whole message, every name and RDATA decompressed (allocates).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub header: Header,
+    pub questions: Vec<Question>,
+    pub answers: Vec<Record>,
+    pub authority: Vec<Record>,
+    /// Additional records other than OPT.
+    pub additional: Vec<Record>,
+    pub edns: Option<Edns>,
+}
+
+impl Message {
+    pub fn parse(msg: &[u8]) -> Result<Message, ParseError> {
+        let header = Header::read(msg).ok_or(ParseError::ShortHeader)?;
+        let mut pos = HEADER_LEN;
+        let mut questions = Vec::with_capacity(header.qdcount as usize);
+        for _ in 0..header.qdcount {
+            let (name, end) = Name::read(msg, pos)?;
+            questions.push(Question {
+                name,
+                qtype: RType(read_u16(msg, end)?),
+                qclass: Class(read_u16(msg, end + 2)?),
+            });
+            pos = end + 4;
+        }
+        let mut out = Message {
+            header,
+            questions,
+            answers: Vec::new(),
+            authority: Vec::new(),
+            additional: Vec::new(),
+            edns: None,
+        };
+        let counts = [header.ancount, header.nscount, header.arcount];
+        for (section, &count) in counts.iter().enumerate() {
+            for _ in 0..count {
+                pos = out.read_record(msg, pos, section)?;
+            }
+        }
+        if pos != msg.len() {
+            return Err(ParseError::TrailingData);
+        }
+        Ok(out)
+    }
+
+    fn read_record(&mut self, msg: &[u8], pos: usize, section: usize) -> Result<usize, ParseError> {
+        let (name, pos) = Name::read(msg, pos)?;
+        let rr = read_rr_fixed(msg, pos)?;
+        if rr.rtype == RType::OPT {
+            if section != 2 {
+                return Err(ParseError::BadOpt("outside the additional section"));
+            }
+            if self.edns.is_some() {
+                return Err(ParseError::BadOpt("more than one"));
+            }
+            let opt = edns::parse_opt(rr.class, rr.ttl, &msg[rr.rdata.clone()])
+                .map_err(ParseError::BadOpt)?;
+            self.edns = Some(opt);
+            return Ok(rr.rdata.end);
+        }
+        let mut rdata = Vec::with_capacity(rr.rdata.len());
+        rdata::read_wire(rr.rtype, msg, rr.rdata.start, rr.rdata.len(), &mut rdata)
+            .map_err(|e| ParseError::BadRdata(e.0))?;
+        let record = Record {
+            name,
+            rtype: rr.rtype,
+            class: Class(rr.class),
+            ttl: rr.ttl,
+            rdata,
+        };
+        match section {
+            0 => self.answers.push(record),
+            1 => self.authority.push(record),
+            _ => self.additional.push(record),
+        }
+        Ok(rr.rdata.end)
+    }
+
+    /// The full response code, OPT's extended bits included.
+    pub fn rcode(&self) -> Rcode {
+        let high = self.edns.as_ref().map_or(0, |e| e.ext_rcode as u16);
+        Rcode((high << 4) | self.header.rcode())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(qname: &[u8], qtype: u16) -> Vec<u8> {
+        let mut m = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        m.extend_from_slice(qname);
+        m.extend_from_slice(&qtype.to_be_bytes());
+        m.extend_from_slice(&[0, 1]);
+        m
+    }
+
+    fn with_opt(mut m: Vec<u8>, count_at: usize) -> Vec<u8> {
+        m[count_at + 1] += 1;
+        m.extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0x80, 0, 0, 0]);
+        m
+    }
+
+    #[test]
+    fn plain_query() {
+        let m = query(b"\x03www\x07Example\x03com\x00", 1);
+        let q = parse_query(&m).unwrap();
+        assert_eq!(q.header.id, 0x1234);
+        assert!(q.header.has(flags::RD));
+        assert_eq!(q.qname.as_wire(), b"\x03www\x07Example\x03com\x00");
+        assert_eq!(q.qtype, RType::A);
+        assert_eq!(q.qclass, Class::IN);
+        assert_eq!(q.question, 12..m.len());
+        assert!(q.edns.is_none());
+    }
+
+    #[test]
+    fn query_with_opt() {
+        let m = with_opt(query(b"\x00", 2), 10);
+        let q = parse_query(&m).unwrap();
+        let e = q.edns.unwrap();
+        assert_eq!(e.udp_size, 1232);
+        assert!(e.do_bit);
+        assert_eq!(e.version, 0);
+    }
+
+    #[test]
+    fn malformed_queries() {
+        let formerr = |m: &[u8]| matches!(parse_query(m), Err(QueryError::FormErr(_)));
+        assert_eq!(parse_query(&[0; 11]).unwrap_err(), QueryError::Drop);
+        let mut resp = query(b"\x00", 1);
+        resp[2] |= 0x80;
+        assert_eq!(parse_query(&resp).unwrap_err(), QueryError::Drop);
+        // No question, two questions.
+        let mut m = query(b"\x00", 1);
+        m[5] = 0;
+        assert!(formerr(&m));
+        m[5] = 2;
+        assert!(formerr(&m));
+        // Truncated question.
+        let m = query(b"\x00", 1);
+        assert!(formerr(&m[..m.len() - 1]));
+        // Label over 63 (0x40 is an extended label type).
+        assert!(formerr(&query(b"\x40aaaa\x00", 1)));
+        // Pointer loop in the question.
+        assert!(formerr(&query(b"\xC0\x0C", 1)));
+        // Forward pointer.
+        assert!(formerr(&query(b"\xC0\x20", 1)));
+        // Counts beyond the packet.
+        let mut m = query(b"\x00", 1);
+        m[7] = 1;
+        assert!(formerr(&m));
+        // Trailing garbage.
+        let mut m = query(b"\x00", 1);
+        m.push(0);
+        assert!(formerr(&m));
+        // OPT twice.
+        let m = with_opt(with_opt(query(b"\x00", 1), 10), 10);
+        assert!(formerr(&m));
+        // OPT in the answer section.
+        assert!(formerr(&with_opt(query(b"\x00", 1), 6)));
+        // OPT with a non-root owner.
+        let mut m = query(b"\x00", 1);
+        m[11] = 1;
+        m.extend_from_slice(&[1, b'a', 0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0, 0, 0]);
+        assert!(formerr(&m));
+        // OPT option running past RDATA.
+        let mut m = query(b"\x00", 1);
+        m[11] = 1;
+        m.extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0, 0, 4, 0, 10, 0, 8]);
+        assert!(formerr(&m));
+    }
+
+    #[test]
+    fn message_parse_round_trip() {
+        // A response: question, one A answer with a compressed owner.
+        let mut m = query(b"\x03www\x07example\x03com\x00", 1);
+        m[2] |= 0x84;
+        m[7] = 1;
+        m.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 0x0E, 0x10, 0, 4, 192, 0, 2, 1]);
+        let msg = Message::parse(&m).unwrap();
+        assert_eq!(msg.questions.len(), 1);
+        assert_eq!(msg.answers.len(), 1);
+        let a = &msg.answers[0];
+        assert_eq!(a.name, Name::parse("www.example.com").unwrap());
+        assert_eq!(
+            (a.rtype, a.ttl, &a.rdata[..]),
+            (RType::A, 3600, &[192, 0, 2, 1][..])
+        );
+        assert!(Message::parse(&m[..m.len() - 1]).is_err());
+    }
+}

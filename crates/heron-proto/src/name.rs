@@ -353,7 +353,7 @@ fn ends_with_name(wire: &[u8], suffix: &[u8]) -> bool {
 
 /// A name in wire form held on the stack: what the query path uses so that
 /// reading a query name allocates nothing.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct NameBuf {
     bytes: [u8; MAX_NAME_LEN],
     len: usize,
@@ -658,9 +658,13 @@ mod tests {
         assert_eq!(a.parent().unwrap(), n("b.example.com"));
         assert!(Name::root().parent().is_none());
         assert!(n("*.example.com").is_wildcard());
-        assert_eq!(n("example.com").wildcard_child().unwrap(), n("*.example.com"));
         assert_eq!(
-            a.replace_suffix(&n("example.com"), &n("example.net")).unwrap(),
+            n("example.com").wildcard_child().unwrap(),
+            n("*.example.com")
+        );
+        assert_eq!(
+            a.replace_suffix(&n("example.com"), &n("example.net"))
+                .unwrap(),
             n("a.b.example.net")
         );
         assert_eq!(a.to_text_relative(&n("example.com")), "a.b");
@@ -679,7 +683,10 @@ mod tests {
     #[test]
     fn compression_loops_and_forward_pointers_rejected() {
         // Pointer to itself.
-        assert_eq!(Name::read(b"\xC0\x00", 0).unwrap_err(), NameError::BadPointer);
+        assert_eq!(
+            Name::read(b"\xC0\x00", 0).unwrap_err(),
+            NameError::BadPointer
+        );
         // Label then a pointer back to the start of the same run: a loop.
         assert_eq!(
             Name::read(b"\x01a\xC0\x00", 0).unwrap_err(),
@@ -697,7 +704,10 @@ mod tests {
         assert_eq!(Name::read(b"\x05ab", 0).unwrap_err(), NameError::Truncated);
         assert_eq!(Name::read(b"\xC0", 0).unwrap_err(), NameError::Truncated);
         // Extended label types.
-        assert_eq!(Name::read(b"\x41a\x00", 0).unwrap_err(), NameError::BadLabelType);
+        assert_eq!(
+            Name::read(b"\x41a\x00", 0).unwrap_err(),
+            NameError::BadLabelType
+        );
     }
 
     #[test]
@@ -708,7 +718,10 @@ mod tests {
         let mut msg = base.as_wire().to_vec();
         let second = msg.len();
         msg.extend_from_slice(b"\x05hello\xC0\x00");
-        assert_eq!(Name::read(&msg, second).unwrap_err(), NameError::NameTooLong);
+        assert_eq!(
+            Name::read(&msg, second).unwrap_err(),
+            NameError::NameTooLong
+        );
     }
 
     proptest::proptest! {

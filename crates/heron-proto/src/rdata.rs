@@ -54,3 +54,23 @@ pub fn read_wire(
     out.extend_from_slice(&msg[start..end]);
     Ok(())
 }
+
+/// Offsets of the names in `rdata` that a response may compress.
+pub fn compressible_name_offsets(rtype: RType, rdata: &[u8]) -> ([usize; 2], usize) {
+    let _ = rdata;
+    match rtype {
+        RType::NS | RType::CNAME | RType::PTR => ([0, 0], 1),
+        RType::MX => ([2, 0], 1),
+        _ => ([0, 0], 0),
+    }
+}
+
+/// The target name whose addresses belong in the additional section.
+pub fn names_for_additional(rtype: RType, rdata: &[u8]) -> Option<&[u8]> {
+    match rtype {
+        RType::NS => Some(rdata),
+        RType::MX => rdata.get(2..),
+        RType::SRV => rdata.get(6..),
+        _ => None,
+    }
+}

@@ -1,0 +1,336 @@
+//! Building responses, with name compression (RFC 1035 4.1.4).
+//!
+//! The writer appends to a caller-owned buffer, so a worker that reuses its
+//! buffer allocates nothing per response. Each record is written whole or
+//! not at all; [`Writer::mark`] and [`Writer::rollback`] let the caller drop
+//! a whole RRset that does not fit.
+
+use crate::message::{HEADER_LEN, Header};
+use crate::rdata;
+use crate::types::{Class, RType};
+
+/// Compression targets remembered per message; later names beyond this are
+/// simply written in full.
+const MAX_TARGETS: usize = 96;
+/// Pointers can only reach the first 16 KiB of a message.
+const MAX_POINTER: usize = 0x3FFF;
+
+/// The message sections that hold records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Section {
+    Answer = 0,
+    Authority = 1,
+    Additional = 2,
+}
+
+/// The record did not fit under the size limit; nothing of it was written.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Full;
+
+/// A point to roll back to.
+#[derive(Clone, Copy, Debug)]
+pub struct Mark {
+    len: usize,
+    counts: [u16; 3],
+    targets: usize,
+}
+
+pub struct Writer<'a> {
+    buf: &'a mut Vec<u8>,
+    limit: usize,
+    counts: [u16; 3],
+    section: Section,
+    /// Offsets where a name, or the rest of one, was written in full.
+    targets: [u16; MAX_TARGETS],
+    ntargets: usize,
+}
+
+impl<'a> Writer<'a> {
+    /// Starts a message in `buf` (cleared) that may grow to `limit` octets.
+    /// The header is written by [`Writer::finish`].
+    pub fn new(buf: &'a mut Vec<u8>, limit: usize) -> Writer<'a> {
+        buf.clear();
+        buf.resize(HEADER_LEN, 0);
+        Writer {
+            buf,
+            limit,
+            counts: [0; 3],
+            section: Section::Answer,
+            targets: [0; MAX_TARGETS],
+            ntargets: 0,
+        }
+    }
+
+    /// Lowers or raises the size limit (e.g. to keep room for OPT).
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+    }
+
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.len() <= HEADER_LEN
+    }
+
+    /// Writes the question: `qname` exactly as the query had it.
+    pub fn question(&mut self, qname: &[u8], qtype: RType, qclass: Class) {
+        self.write_name(qname, true);
+        self.buf.extend_from_slice(&qtype.0.to_be_bytes());
+        self.buf.extend_from_slice(&qclass.0.to_be_bytes());
+    }
+
+    /// Copies a question section verbatim from the query (its names are
+    /// uncompressed in any sane query; compression targets are recorded).
+    pub fn question_raw(&mut self, raw: &[u8]) {
+        let start = self.buf.len();
+        self.buf.extend_from_slice(raw);
+        let mut i = start;
+        while self.buf[i] != 0 && self.buf[i] & 0xC0 == 0 {
+            self.add_target(i);
+            i += 1 + self.buf[i] as usize;
+        }
+    }
+
+    pub fn section(&mut self, section: Section) {
+        self.section = section;
+    }
+
+    pub fn mark(&self) -> Mark {
+        Mark {
+            len: self.buf.len(),
+            counts: self.counts,
+            targets: self.ntargets,
+        }
+    }
+
+    pub fn rollback(&mut self, mark: Mark) {
+        self.buf.truncate(mark.len);
+        self.counts = mark.counts;
+        self.ntargets = mark.targets;
+    }
+
+    /// Appends one record; its owner and (for the types that allow it) the
+    /// names in its RDATA are compressed.
+    pub fn record(
+        &mut self,
+        owner: &[u8],
+        rtype: RType,
+        class: Class,
+        ttl: u32,
+        rdata: &[u8],
+    ) -> Result<(), Full> {
+        let mark = self.mark();
+        self.write_name(owner, true);
+        self.buf.extend_from_slice(&rtype.0.to_be_bytes());
+        self.buf.extend_from_slice(&class.0.to_be_bytes());
+        self.buf.extend_from_slice(&ttl.to_be_bytes());
+        let len_at = self.buf.len();
+        self.buf.extend_from_slice(&[0, 0]);
+        self.write_rdata(rtype, rdata);
+        let rdlen = self.buf.len() - len_at - 2;
+        if self.buf.len() > self.limit || rdlen > u16::MAX as usize {
+            self.rollback(mark);
+            return Err(Full);
+        }
+        self.buf[len_at..len_at + 2].copy_from_slice(&(rdlen as u16).to_be_bytes());
+        self.counts[self.section as usize] += 1;
+        Ok(())
+    }
+
+    /// Appends pre-built record bytes (e.g. an OPT record) counted in the
+    /// current section; no compression.
+    pub fn raw_record(&mut self, bytes: &[u8]) -> Result<(), Full> {
+        if self.buf.len() + bytes.len() > self.limit {
+            return Err(Full);
+        }
+        self.buf.extend_from_slice(bytes);
+        self.counts[self.section as usize] += 1;
+        Ok(())
+    }
+
+    /// Number of records written so far in `section`.
+    pub fn count(&self, section: Section) -> u16 {
+        self.counts[section as usize]
+    }
+
+    /// Writes the header with the section counts; returns the message length.
+    pub fn finish(self, id: u16, flags: u16, qdcount: u16) -> usize {
+        let header = Header {
+            id,
+            flags,
+            qdcount,
+            ancount: self.counts[0],
+            nscount: self.counts[1],
+            arcount: self.counts[2],
+        };
+        header.write(&mut self.buf[..HEADER_LEN]);
+        self.buf.len()
+    }
+
+    fn write_rdata(&mut self, rtype: RType, rdata: &[u8]) {
+        if !rtype.rdata_names_compressible() {
+            self.buf.extend_from_slice(rdata);
+            return;
+        }
+        let (offsets, n) = rdata::compressible_name_offsets(rtype, rdata);
+        let mut done = 0;
+        for &off in &offsets[..n] {
+            let Some(len) = name_len(&rdata[off..]) else {
+                break;
+            };
+            self.buf.extend_from_slice(&rdata[done..off]);
+            self.write_name(&rdata[off..off + len], true);
+            done = off + len;
+        }
+        self.buf.extend_from_slice(&rdata[done..]);
+    }
+
+    /// Writes an uncompressed wire name, replacing its longest known suffix
+    /// by a pointer.
+    fn write_name(&mut self, name: &[u8], compress: bool) {
+        let mut i = 0;
+        while name[i] != 0 {
+            if compress && let Some(target) = self.find_suffix(&name[i..]) {
+                self.buf.push(0xC0 | (target >> 8) as u8);
+                self.buf.push(target as u8);
+                return;
+            }
+            let len = name[i] as usize;
+            let at = self.buf.len();
+            self.add_target(at);
+            self.buf.extend_from_slice(&name[i..i + 1 + len]);
+            i += 1 + len;
+        }
+        self.buf.push(0);
+    }
+
+    fn add_target(&mut self, at: usize) {
+        if at <= MAX_POINTER && self.ntargets < MAX_TARGETS {
+            self.targets[self.ntargets] = at as u16;
+            self.ntargets += 1;
+        }
+    }
+
+    fn find_suffix(&self, suffix: &[u8]) -> Option<u16> {
+        self.targets[..self.ntargets]
+            .iter()
+            .copied()
+            .find(|&t| name_at_equals(self.buf, t as usize, suffix))
+    }
+}
+
+/// Length of the uncompressed name at the start of `wire`.
+fn name_len(wire: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    loop {
+        let len = *wire.get(i)? as usize;
+        i += 1 + len;
+        if len == 0 {
+            return Some(i);
+        }
+    }
+}
+
+/// Whether the (possibly compressed) name in `msg` at `pos` equals the
+/// uncompressed `name`, ignoring ASCII case. `msg` was written by us, so its
+/// pointers are valid and point backwards.
+fn name_at_equals(msg: &[u8], mut pos: usize, name: &[u8]) -> bool {
+    let mut i = 0;
+    loop {
+        let len = msg[pos];
+        if len & 0xC0 == 0xC0 {
+            pos = (((len & 0x3F) as usize) << 8) | msg[pos + 1] as usize;
+            continue;
+        }
+        let len = len as usize;
+        if name[i] as usize != len {
+            return false;
+        }
+        if len == 0 {
+            return true;
+        }
+        if !msg[pos + 1..pos + 1 + len].eq_ignore_ascii_case(&name[i + 1..i + 1 + len]) {
+            return false;
+        }
+        pos += 1 + len;
+        i += 1 + len;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Message;
+    use crate::name::Name;
+
+    fn wire(s: &str) -> Vec<u8> {
+        Name::parse(s).unwrap().as_wire().to_vec()
+    }
+
+    #[test]
+    fn owner_names_compress_against_question() {
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf, 512);
+        let q = wire("WWW.example.com");
+        w.question(&q, RType::A, Class::IN);
+        w.record(
+            &wire("www.example.com"),
+            RType::A,
+            Class::IN,
+            60,
+            &[1, 2, 3, 4],
+        )
+        .unwrap();
+        w.record(
+            &wire("mail.example.com"),
+            RType::A,
+            Class::IN,
+            60,
+            &[5, 6, 7, 8],
+        )
+        .unwrap();
+        let len = w.finish(7, 0x8400, 1);
+        // Answer owner is a bare pointer to the question name at 12.
+        let first = 12 + q.len() + 4;
+        assert_eq!(&buf[first..first + 2], &[0xC0, 12]);
+        // "mail" label then a pointer to "example.com" at 16.
+        let second = first + 2 + 10 + 4;
+        assert_eq!(&buf[second..second + 7], b"\x04mail\xC0\x10");
+        assert_eq!(len, buf.len());
+        let msg = Message::parse(&buf).unwrap();
+        assert_eq!(msg.answers.len(), 2);
+        assert_eq!(
+            msg.answers[1].name,
+            Name::parse("mail.example.com").unwrap()
+        );
+    }
+
+    #[test]
+    fn record_over_limit_is_not_written() {
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf, 40);
+        w.question(&wire("a.example"), RType::TXT, Class::IN);
+        let before = w.len();
+        assert_eq!(
+            w.record(&wire("a.example"), RType::TXT, Class::IN, 1, &[30; 31]),
+            Err(Full)
+        );
+        assert_eq!(w.len(), before);
+        assert_eq!(w.count(Section::Answer), 0);
+    }
+
+    #[test]
+    fn rollback_drops_a_partial_rrset() {
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf, 512);
+        w.question(&wire("a.example"), RType::A, Class::IN);
+        let mark = w.mark();
+        w.record(&wire("a.example"), RType::A, Class::IN, 1, &[1; 4])
+            .unwrap();
+        w.rollback(mark);
+        assert_eq!(w.count(Section::Answer), 0);
+        assert_eq!(w.len(), mark.len);
+    }
+}
