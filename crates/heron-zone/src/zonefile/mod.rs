@@ -1,0 +1,448 @@
+//! A streaming reader of zone files in the master-file format of RFC 1035
+//! section 5, with the directives BIND, NSD and Knot accept: `$ORIGIN`,
+//! `$TTL`, `$INCLUDE` and BIND's `$GENERATE`.
+//!
+//! The reader resolves names and TTLs and turns RDATA into wire form (through
+//! [`heron_proto::rdata::parse_text`]); it does not check that owners are in
+//! the zone, nor anything else about the zone's contents (the zone loader
+//! does). It keeps reading after an error so that one pass reports every
+//! problem, each with its file and line.
+
+mod directives;
+mod generate;
+mod lexer;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use heron_proto::text::{TextError, Token};
+use heron_proto::{Class, Name, RType};
+
+use self::directives::parse_ttl;
+use self::lexer::Lexer;
+
+/// One resource record read from a zone file.
+#[derive(Clone, Debug)]
+pub struct Record {
+    pub owner: Name,
+    pub class: Class,
+    pub rtype: RType,
+    pub ttl: u32,
+    /// Uncompressed wire-form RDATA.
+    pub rdata: Vec<u8>,
+    /// Where the record's entry starts (for `$GENERATE`, the directive).
+    pub location: Location,
+}
+
+/// A place in a zone file. Displays as `file:line`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub file: Arc<Path>,
+    /// 1-based; 0 for problems with the file as a whole.
+    pub line: u32,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file.display(), self.line)
+    }
+}
+
+/// A problem in a zone file. Displays as `file:line: message`.
+#[derive(Debug, Clone)]
+pub struct ZoneFileError {
+    pub location: Location,
+    pub message: String,
+}
+
+impl fmt::Display for ZoneFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.location, self.message)
+    }
+}
+
+impl std::error::Error for ZoneFileError {}
+
+/// How to read a zone file.
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    /// The initial origin (normally the zone's name).
+    pub origin: Name,
+    /// The zone's class; records of another class are errors.
+    pub class: Class,
+    /// A `$TTL` in force before the file sets one.
+    pub default_ttl: Option<u32>,
+    /// How deeply `$INCLUDE`s may nest (the top file is depth 0).
+    pub max_include_depth: usize,
+    /// Most records one `$GENERATE` may make.
+    pub max_generate: usize,
+}
+
+impl ReadOptions {
+    /// Options for a zone of class IN at `origin`, with the default limits.
+    pub fn new(origin: Name) -> ReadOptions {
+        ReadOptions {
+            origin,
+            class: Class::IN,
+            default_ttl: None,
+            max_include_depth: 8,
+            max_generate: 65536,
+        }
+    }
+}
+
+/// Reads a zone file; every record goes to `sink` in file order; returns
+/// all errors found (reading continues after an error in one entry so that
+/// all problems are reported).
+pub fn read_file(
+    path: &Path,
+    opts: &ReadOptions,
+    sink: &mut dyn FnMut(Record),
+) -> Vec<ZoneFileError> {
+    read_file_with(path, opts, sink, heron_proto::rdata::parse_text)
+}
+
+/// Same as [`read_file`], from text already in memory, with `name` used as
+/// the file name in locations; `$INCLUDE` paths are relative to `base_dir`.
+pub fn read_str(
+    text: &str,
+    name: &Path,
+    base_dir: &Path,
+    opts: &ReadOptions,
+    sink: &mut dyn FnMut(Record),
+) -> Vec<ZoneFileError> {
+    read_str_with(
+        text.as_bytes(),
+        name,
+        base_dir,
+        opts,
+        sink,
+        heron_proto::rdata::parse_text,
+    )
+}
+
+fn read_file_with(
+    path: &Path,
+    opts: &ReadOptions,
+    sink: &mut dyn FnMut(Record),
+    parser: RdataParser,
+) -> Vec<ZoneFileError> {
+    let file: Arc<Path> = Arc::from(path);
+    let text = match std::fs::read(path) {
+        Ok(t) => t,
+        Err(e) => {
+            return vec![ZoneFileError {
+                location: Location { file, line: 0 },
+                message: format!("cannot read zone file: {}", io_message(&e)),
+            }];
+        }
+    };
+    let mut reader = Reader::new(opts, sink, parser);
+    let canonical = std::fs::canonicalize(path).ok();
+    reader.read_top(&text, file, parent_dir(path), canonical);
+    reader.errors
+}
+
+fn read_str_with(
+    text: &[u8],
+    name: &Path,
+    base_dir: &Path,
+    opts: &ReadOptions,
+    sink: &mut dyn FnMut(Record),
+    parser: RdataParser,
+) -> Vec<ZoneFileError> {
+    let mut reader = Reader::new(opts, sink, parser);
+    let canonical = std::fs::canonicalize(base_dir.join(name)).ok();
+    reader.read_top(text, Arc::from(name), base_dir.to_path_buf(), canonical);
+    reader.errors
+}
+
+/// The RDATA parser: [`heron_proto::rdata::parse_text`], replaceable in unit
+/// tests.
+type RdataParser = fn(RType, &[Token], Option<&Name>, &mut Vec<u8>) -> Result<(), TextError>;
+
+/// State shared by the whole read, across `$INCLUDE`s.
+struct Reader<'r> {
+    opts: &'r ReadOptions,
+    sink: &'r mut dyn FnMut(Record),
+    parse_rdata: RdataParser,
+    errors: Vec<ZoneFileError>,
+    /// The `$TTL` in force. Like BIND, `$TTL` and the last explicit TTL carry
+    /// over from an included file to the rest of the including file.
+    dollar_ttl: Option<u32>,
+    /// The last explicit TTL (RFC 1035 5.1), used when there is no `$TTL`.
+    last_ttl: Option<u32>,
+    /// The files being read, outermost first: canonical path (when known)
+    /// and the name used in locations.
+    open_files: Vec<(Option<PathBuf>, Arc<Path>)>,
+    /// Scratch space for RDATA.
+    rdata: Vec<u8>,
+}
+
+/// State of one file being read; `$ORIGIN` and the current owner are scoped
+/// to the file.
+struct FileCtx {
+    file: Arc<Path>,
+    /// Directory that `$INCLUDE` paths are relative to.
+    dir: PathBuf,
+    origin: Name,
+    /// The last owner written, reused by entries that start with a blank.
+    owner: Option<Name>,
+    /// Whether the last owner written was bad (then entries that reuse it are
+    /// skipped without a second error).
+    owner_bad: bool,
+}
+
+/// TTL and class fields found before the type.
+struct TtlClass {
+    ttl: Option<u32>,
+    class: Option<Class>,
+}
+
+impl<'r> Reader<'r> {
+    fn new(
+        opts: &'r ReadOptions,
+        sink: &'r mut dyn FnMut(Record),
+        parse_rdata: RdataParser,
+    ) -> Reader<'r> {
+        Reader {
+            opts,
+            sink,
+            parse_rdata,
+            errors: Vec::new(),
+            dollar_ttl: opts.default_ttl,
+            last_ttl: None,
+            open_files: Vec::new(),
+            rdata: Vec::with_capacity(512),
+        }
+    }
+
+    fn read_top(&mut self, text: &[u8], file: Arc<Path>, dir: PathBuf, canonical: Option<PathBuf>) {
+        self.open_files.push((canonical, file.clone()));
+        let mut ctx = FileCtx {
+            file,
+            dir,
+            origin: self.opts.origin.clone(),
+            owner: None,
+            owner_bad: false,
+        };
+        self.read_text(text, &mut ctx);
+        self.open_files.pop();
+    }
+
+    fn error(&mut self, ctx: &FileCtx, line: u32, message: impl Into<String>) {
+        self.errors.push(ZoneFileError {
+            location: Location {
+                file: ctx.file.clone(),
+                line,
+            },
+            message: message.into(),
+        });
+    }
+
+    fn read_text(&mut self, text: &[u8], ctx: &mut FileCtx) {
+        let mut lexer = Lexer::new(text);
+        let mut tokens: Vec<Token> = Vec::with_capacity(32);
+        while let Some(entry) = lexer.next_entry(&mut tokens) {
+            if !entry.errors.is_empty() {
+                for (line, msg) in entry.errors {
+                    self.error(ctx, line, msg);
+                }
+                // Keep track of the owner so that the following lines that
+                // reuse it are read correctly.
+                let first = tokens.first().filter(|t| t.raw.first() != Some(&b'$'));
+                if let (Some(first), false) = (first, entry.leading_ws) {
+                    match Name::from_text(first.raw, Some(&ctx.origin)) {
+                        Ok(n) => {
+                            ctx.owner = Some(n);
+                            ctx.owner_bad = false;
+                        }
+                        Err(_) => {
+                            ctx.owner = None;
+                            ctx.owner_bad = true;
+                        }
+                    }
+                }
+                continue;
+            }
+            self.entry(ctx, entry.line, entry.leading_ws, &tokens);
+        }
+    }
+
+    /// Handles one entry without syntax errors: a directive or a record.
+    fn entry(&mut self, ctx: &mut FileCtx, line: u32, leading_ws: bool, tokens: &[Token]) {
+        let Some(first) = tokens.first() else { return };
+        if !first.quoted && first.raw.first() == Some(&b'$') {
+            if !leading_ws {
+                self.directive(ctx, line, tokens);
+                return;
+            }
+            if directives::is_directive(first.raw) {
+                self.error(
+                    ctx,
+                    line,
+                    format!(
+                        "directive '{}' must start at the beginning of the line",
+                        first.lossy()
+                    ),
+                );
+                return;
+            }
+        }
+        let (owner, rest) = if leading_ws {
+            match &ctx.owner {
+                Some(o) => (o.clone(), tokens),
+                None if ctx.owner_bad => return,
+                None => {
+                    self.error(
+                        ctx,
+                        line,
+                        "no owner name: the line starts with a blank, which reuses the previous \
+                         owner, but there is no previous owner in this file",
+                    );
+                    return;
+                }
+            }
+        } else {
+            match Name::from_text(first.raw, Some(&ctx.origin)) {
+                Ok(n) => {
+                    ctx.owner = Some(n.clone());
+                    ctx.owner_bad = false;
+                    (n, &tokens[1..])
+                }
+                Err(e) => {
+                    ctx.owner = None;
+                    ctx.owner_bad = true;
+                    self.error(
+                        ctx,
+                        line,
+                        format!("bad owner name '{}': {e}", first.lossy()),
+                    );
+                    return;
+                }
+            }
+        };
+
+        let mut i = 0;
+        let tc = match self.ttl_class(rest, &mut i) {
+            Ok(tc) => tc,
+            Err(msg) => return self.error(ctx, line, msg),
+        };
+        let Some(type_tok) = rest.get(i) else {
+            let msg = match rest.last() {
+                Some(t) => format!("missing record type after '{}'", t.lossy()),
+                None => format!("missing record type after owner '{}'", first.lossy()),
+            };
+            return self.error(ctx, line, msg);
+        };
+        let rtype = match record_type(type_tok) {
+            Ok(t) => t,
+            Err(msg) => return self.error(ctx, line, msg),
+        };
+        let ttl = match self.resolve_ttl(&tc) {
+            Ok(v) => v,
+            Err(msg) => return self.error(ctx, line, msg),
+        };
+        self.rdata.clear();
+        if let Err(e) =
+            (self.parse_rdata)(rtype, &rest[i + 1..], Some(&ctx.origin), &mut self.rdata)
+        {
+            return self.error(ctx, line, format!("{rtype}: {e}"));
+        }
+        let record = Record {
+            owner,
+            class: self.opts.class,
+            rtype,
+            ttl,
+            rdata: self.rdata.as_slice().to_vec(),
+            location: Location {
+                file: ctx.file.clone(),
+                line,
+            },
+        };
+        (self.sink)(record);
+    }
+
+    /// Reads the optional TTL and class (in either order) from `tokens[*i..]`,
+    /// advancing `*i` past them. A class other than the zone's is an error.
+    fn ttl_class(&self, tokens: &[Token], i: &mut usize) -> Result<TtlClass, String> {
+        let mut tc = TtlClass {
+            ttl: None,
+            class: None,
+        };
+        while let Some(t) = tokens.get(*i) {
+            let class = match tc.class {
+                None => Class::from_mnemonic(t.raw),
+                Some(_) => None,
+            };
+            if let Some(c) = class {
+                if c != self.opts.class {
+                    return Err(format!(
+                        "class '{c}' does not match the zone's class '{}'",
+                        self.opts.class
+                    ));
+                }
+                tc.class = class;
+            } else if tc.ttl.is_none() && t.raw.first().is_some_and(u8::is_ascii_digit) {
+                let ttl = parse_ttl(t.raw).map_err(|e| format!("bad TTL '{}': {e}", t.lossy()))?;
+                tc.ttl = Some(ttl);
+            } else {
+                break;
+            }
+            *i += 1;
+        }
+        Ok(tc)
+    }
+
+    /// Works out the TTL of a record (explicit; else `$TTL`; else the last
+    /// explicit TTL). The class has been checked by [`Reader::ttl_class`].
+    fn resolve_ttl(&mut self, tc: &TtlClass) -> Result<u32, String> {
+        let ttl = match tc.ttl {
+            Some(t) => {
+                self.last_ttl = Some(t);
+                t
+            }
+            None => self
+                .dollar_ttl
+                .or(self.last_ttl)
+                .ok_or_else(|| "no TTL given and no $TTL".to_string())?,
+        };
+        Ok(ttl)
+    }
+}
+
+/// Looks up a record type mnemonic (or `TYPEnnn`) for loading.
+fn record_type(tok: &Token) -> Result<RType, String> {
+    let Some(rtype) = RType::from_mnemonic(tok.raw) else {
+        return Err(format!("unknown record type '{}'", tok.lossy()));
+    };
+    if rtype.is_meta() {
+        return Err(format!(
+            "record type '{}' is a query or meta type and cannot be in a zone file",
+            tok.lossy()
+        ));
+    }
+    Ok(rtype)
+}
+
+/// The directory a file's `$INCLUDE`s are relative to.
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// An I/O error as a zone author would want to read it ("No such file or
+/// directory", without the "(os error 2)").
+fn io_message(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(i) if s.ends_with(')') => s[..i].to_string(),
+        _ => s,
+    }
+}
+
+#[cfg(test)]
+mod tests;
