@@ -1,1 +1,51 @@
-//! heron-server
+//! Heron transports: how queries reach the answer engine and go back.
+//!
+//! * [`udp`]: one OS thread per worker, each with its own `SO_REUSEPORT`
+//!   socket, so workers share nothing.
+//! * [`tcp`]: RFC 7766 on the async runtime: length-prefixed messages,
+//!   many and pipelined queries per connection, idle timeout, limits in
+//!   total and per client.
+//!
+//! Both read the current [`Catalog`] snapshot from a [`SharedCatalog`];
+//! a reload swaps in a new snapshot without stopping either.
+
+pub mod tcp;
+pub mod udp;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use heron_zone::{AnswerConfig, Catalog};
+
+/// The catalog all transports answer from; swapped whole on reload.
+pub type SharedCatalog = Arc<ArcSwap<Catalog>>;
+
+/// TCP limits (RFC 7766 6.2: servers must bound resources per client).
+#[derive(Clone, Debug)]
+pub struct TcpLimits {
+    /// Close a connection that sends no complete query for this long.
+    pub idle_timeout: Duration,
+    pub max_connections: usize,
+    pub max_connections_per_client: usize,
+}
+
+impl Default for TcpLimits {
+    fn default() -> Self {
+        TcpLimits {
+            idle_timeout: Duration::from_secs(10),
+            max_connections: 10_000,
+            max_connections_per_client: 100,
+        }
+    }
+}
+
+/// Everything a running server needs.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub listen: Vec<SocketAddr>,
+    pub workers: usize,
+    pub tcp: TcpLimits,
+    pub answer: AnswerConfig,
+}

@@ -1,1 +1,16 @@
-//! heron-zone
+//! Zones for Heron: zone files in, the in-memory zone, the catalog of zones
+//! and the answer engine.
+//!
+//! * [`zonefile`]: reading RFC 1035 master files (with `$INCLUDE`, `$GENERATE`).
+//! * [`zone`]: the checked, read-only zone built from records.
+//! * [`catalog`]: all zones served, found by longest matching origin.
+//! * [`answer`]: the answer engine, a pure function of catalog and query.
+
+pub mod answer;
+pub mod catalog;
+pub mod zone;
+pub mod zonefile;
+
+pub use answer::{AnswerConfig, Transport, answer};
+pub use catalog::Catalog;
+pub use zone::{Loaded, Problem, Severity, Zone, ZoneBuilder, load_zone_file, load_zone_str};

@@ -1,1 +1,70 @@
-fn main() {}
+//! `heron`: the authoritative DNS server's command line.
+
+mod check;
+mod config;
+mod serve;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "heron", version, about = "Heron, an authoritative-only DNS server")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve zones in the foreground until SIGTERM or SIGINT. With neither
+    /// --config nor --zone, serves the built-in example.com zone on
+    /// 127.0.0.1:5300.
+    Serve(ServeArgs),
+    /// Check a zone file; print every problem and exit non-zero on errors.
+    CheckZone {
+        file: PathBuf,
+        /// The zone's origin, e.g. example.com
+        origin: String,
+    },
+    /// Check a configuration file and every zone it names.
+    CheckConfig { file: PathBuf },
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Configuration file (TOML).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Address to answer on, UDP and TCP (repeatable). Overrides the file.
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Vec<SocketAddr>,
+    /// A zone to serve as ORIGIN=FILE (repeatable). Added to the file's zones.
+    #[arg(long, value_name = "ORIGIN=FILE", value_parser = config::parse_zone_arg)]
+    zone: Vec<config::ZoneSpec>,
+    /// Worker threads (default: one per core). Overrides the file.
+    #[arg(long)]
+    workers: Option<usize>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    match cli.command {
+        Command::Serve(args) => serve::run(args),
+        Command::CheckZone { file, origin } => check::zone(&file, &origin),
+        Command::CheckConfig { file } => check::config(&file),
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HERON_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}

@@ -1,0 +1,223 @@
+//! DNS over TCP (RFC 7766).
+//!
+//! Each connection reads whatever the client has sent, answers every
+//! complete query in it, and writes all the responses in one write, so a
+//! client that pipelines gets its answers without waiting for each other.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+
+use heron_zone::{AnswerConfig, Transport, answer};
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::time::timeout;
+
+use crate::{SharedCatalog, TcpLimits};
+
+/// Initial read buffer; grows to hold the largest message in flight.
+const READ_CHUNK: usize = 4096;
+/// Pending listen queue.
+const BACKLOG: i32 = 1024;
+
+/// Binds a TCP listener (with `SO_REUSEADDR`, so restarts do not wait for
+/// TIME_WAIT) for use on the current tokio runtime.
+pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    TcpListener::from_std(socket.into())
+}
+
+/// Counts open connections in total and per client address.
+pub struct ConnectionLimiter {
+    limits: TcpLimits,
+    open: Mutex<(usize, HashMap<IpAddr, usize>)>,
+}
+
+/// An admitted connection; dropping it frees its slot.
+pub struct Slot {
+    limiter: Arc<ConnectionLimiter>,
+    ip: IpAddr,
+}
+
+impl ConnectionLimiter {
+    pub fn new(limits: TcpLimits) -> Arc<ConnectionLimiter> {
+        Arc::new(ConnectionLimiter {
+            limits,
+            open: Mutex::new((0, HashMap::new())),
+        })
+    }
+
+    /// A slot for a new connection from `ip`, or None if a limit is reached.
+    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Slot> {
+        let mut open = self.open.lock().unwrap();
+        if open.0 >= self.limits.max_connections {
+            return None;
+        }
+        let per_client = open.1.entry(ip).or_insert(0);
+        if *per_client >= self.limits.max_connections_per_client {
+            return None;
+        }
+        *per_client += 1;
+        open.0 += 1;
+        Some(Slot {
+            limiter: self.clone(),
+            ip,
+        })
+    }
+
+    pub fn open_connections(&self) -> usize {
+        self.open.lock().unwrap().0
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.limiter.open.lock().unwrap();
+        open.0 -= 1;
+        if let Some(n) = open.1.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.1.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// Accepts connections until `shutdown` turns true.
+pub async fn serve(
+    listener: TcpListener,
+    catalog: SharedCatalog,
+    config: Arc<AnswerConfig>,
+    limiter: Arc<ConnectionLimiter>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.changed() => return,
+        };
+        let (stream, peer) = match accepted {
+            Ok(got) => got,
+            Err(e) => {
+                // Out of file descriptors and the like: back off briefly
+                // rather than spin; connections already open keep working.
+                tracing::warn!("TCP accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Some(slot) = limiter.admit(peer.ip()) else {
+            tracing::debug!("TCP connection from {peer} refused: connection limit");
+            continue; // dropping the stream closes it
+        };
+        let (catalog, config) = (catalog.clone(), config.clone());
+        let idle = limiter.limits.idle_timeout;
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            if let Err(e) = connection(stream, &catalog, &config, idle, shutdown).await {
+                tracing::debug!("TCP connection from {peer} ended: {e}");
+            }
+            drop(slot);
+        });
+    }
+}
+
+async fn connection(
+    mut stream: TcpStream,
+    catalog: &SharedCatalog,
+    config: &AnswerConfig,
+    idle: std::time::Duration,
+    mut shutdown: watch::Receiver<bool>,
+) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut output: Vec<u8> = Vec::new();
+    let mut response = Vec::new();
+    loop {
+        let consumed = answer_complete_messages(&input, catalog, config, &mut response, &mut output)?;
+        input.drain(..consumed);
+        if !output.is_empty() {
+            timeout(idle, stream.write_all(&output))
+                .await
+                .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))??;
+            output.clear();
+        }
+        if input.capacity() - input.len() < READ_CHUNK {
+            input.reserve(READ_CHUNK);
+        }
+        let read = tokio::select! {
+            read = timeout(idle, stream.read_buf(&mut input)) => read,
+            _ = shutdown.changed() => return Ok(()),
+        };
+        match read {
+            Err(_) => return Ok(()), // idle timeout
+            Ok(Ok(0)) => return Ok(()),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(e),
+        }
+    }
+}
+
+/// Answers every whole length-prefixed message at the front of `input`,
+/// appending framed responses to `output`; returns the bytes consumed.
+fn answer_complete_messages(
+    input: &[u8],
+    catalog: &SharedCatalog,
+    config: &AnswerConfig,
+    response: &mut Vec<u8>,
+    output: &mut Vec<u8>,
+) -> io::Result<usize> {
+    let mut at = 0;
+    let snapshot = catalog.load();
+    while input.len() - at >= 2 {
+        let len = u16::from_be_bytes([input[at], input[at + 1]]) as usize;
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "zero-length message"));
+        }
+        if input.len() - at - 2 < len {
+            break;
+        }
+        let msg = &input[at + 2..at + 2 + len];
+        if answer(&snapshot, config, msg, Transport::Tcp, response) {
+            output.extend_from_slice(&(response.len() as u16).to_be_bytes());
+            output.extend_from_slice(response);
+        }
+        at += 2 + len;
+    }
+    Ok(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limiter_counts_total_and_per_client() {
+        let limits = TcpLimits {
+            max_connections: 3,
+            max_connections_per_client: 2,
+            ..TcpLimits::default()
+        };
+        let limiter = ConnectionLimiter::new(limits);
+        let a: IpAddr = "127.0.0.1".parse().unwrap();
+        let b: IpAddr = "127.0.0.2".parse().unwrap();
+        let a1 = limiter.admit(a).unwrap();
+        let _a2 = limiter.admit(a).unwrap();
+        assert!(limiter.admit(a).is_none(), "per-client limit");
+        let _b1 = limiter.admit(b).unwrap();
+        assert!(limiter.admit(b).is_none(), "total limit");
+        drop(a1);
+        assert_eq!(limiter.open_connections(), 2);
+        assert!(limiter.admit(b).is_some(), "slot freed on drop");
+    }
+}

@@ -1,0 +1,524 @@
+//! The answer engine: a pure function of (catalog, query) to a response.
+//!
+//! It follows RFC 1034 4.3.2: find the zone, walk down from its apex to the
+//! query name, stopping at a delegation (referral) or a DNAME (RFC 6672);
+//! answer from the node that matches, from a wildcard at the closest
+//! encloser (RFC 4592), or say NXDOMAIN/NODATA with the SOA (RFC 2308).
+//! CNAMEs are followed inside the zone. It knows nothing of sockets.
+
+use heron_proto::edns::{self, OPT_LEN};
+use heron_proto::message::{self, Header, Query, QueryError, flags};
+use heron_proto::name::{MAX_NAME_LEN, NameBuf, lowercase_wire};
+use heron_proto::rdata;
+use heron_proto::writer::{Full, Mark, Section, Writer};
+use heron_proto::{Class, Opcode, RType, Rcode};
+
+use crate::catalog::Catalog;
+use crate::zone::{Node, RRset, Zone};
+
+/// How the query arrived: it decides the response size limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Udp,
+    Tcp,
+}
+
+/// Server-wide settings the answers depend on.
+#[derive(Clone, Debug)]
+pub struct AnswerConfig {
+    /// Largest UDP response we send, whatever the client offers (RFC 6891
+    /// 6.2.5; 1232 avoids IP fragmentation on common paths).
+    pub max_udp_payload: u16,
+    /// Answer for CH TXT `version.bind` / `version.server`; REFUSED if None.
+    pub version: Option<String>,
+    /// Answer for CH TXT `id.server` / `hostname.bind`; REFUSED if None.
+    pub identity: Option<String>,
+}
+
+impl Default for AnswerConfig {
+    fn default() -> Self {
+        AnswerConfig {
+            max_udp_payload: 1232,
+            version: None,
+            identity: None,
+        }
+    }
+}
+
+/// Longest CNAME/DNAME chain followed inside a zone.
+const MAX_CHAIN: usize = 16;
+/// Distinct targets looked up for the additional section.
+const MAX_ADDITIONAL_TARGETS: usize = 16;
+
+/// Answers `query` into `out`. Returns false when nothing should be sent
+/// (too short to be a query, or a response).
+pub fn answer(
+    catalog: &Catalog,
+    config: &AnswerConfig,
+    query: &[u8],
+    transport: Transport,
+    out: &mut Vec<u8>,
+) -> bool {
+    let q = match message::parse_query(query) {
+        Ok(q) => q,
+        Err(QueryError::Drop) => return false,
+        Err(QueryError::FormErr(_)) => {
+            let header = Header::read(query).expect("FormErr implies a header");
+            write_error(out, &header, None, Rcode::FORMERR);
+            return true;
+        }
+    };
+    let mut r = Responder::new(&q, query, config, transport, out);
+    r.respond(catalog);
+    r.finish();
+    true
+}
+
+/// A header-only (or question-only) error response.
+fn write_error(out: &mut Vec<u8>, header: &Header, question: Option<&[u8]>, rcode: Rcode) {
+    let mut w = Writer::new(out, u16::MAX as usize);
+    if let Some(question) = question {
+        w.question_raw(question);
+    }
+    let flags = response_flags(header.flags) | rcode.0;
+    w.finish(header.id, flags, question.is_some() as u16);
+}
+
+/// QR set; opcode, RD and CD copied from the query; everything else clear.
+fn response_flags(query_flags: u16) -> u16 {
+    flags::QR | (query_flags & (0x7800 | flags::RD | flags::CD))
+}
+
+struct Responder<'a> {
+    q: &'a Query,
+    config: &'a AnswerConfig,
+    transport: Transport,
+    w: Writer<'a>,
+    after_question: Mark,
+    rcode: Rcode,
+    aa: bool,
+    tc: bool,
+    dnssec: bool,
+    /// Names whose addresses go in the additional section.
+    targets: [NameBuf; MAX_ADDITIONAL_TARGETS],
+    ntargets: usize,
+}
+
+/// Where the walk from the apex to a name ended.
+enum Found<'z> {
+    /// The name exists (possibly an empty non-terminal).
+    Exact(&'z Node),
+    /// No such name; a wildcard at the closest encloser matches.
+    Wildcard(&'z Node),
+    /// A delegation at or above the name.
+    Referral(&'z Node),
+    /// A DNAME above the name.
+    Dname(&'z Node),
+    NxDomain,
+}
+
+impl<'a> Responder<'a> {
+    fn new(
+        q: &'a Query,
+        query: &'a [u8],
+        config: &'a AnswerConfig,
+        transport: Transport,
+        out: &'a mut Vec<u8>,
+    ) -> Responder<'a> {
+        let limit = match (transport, q.edns) {
+            (Transport::Tcp, _) => u16::MAX as usize,
+            (Transport::Udp, None) => 512,
+            (Transport::Udp, Some(e)) => e.udp_size.min(config.max_udp_payload.max(512)) as usize,
+        };
+        let reserve = if q.edns.is_some() { OPT_LEN } else { 0 };
+        let mut w = Writer::new(out, limit - reserve);
+        w.question_raw(&query[q.question.clone()]);
+        Responder {
+            q,
+            after_question: w.mark(),
+            config,
+            transport,
+            w,
+            rcode: Rcode::NOERROR,
+            aa: false,
+            tc: false,
+            dnssec: q.edns.is_some_and(|e| e.do_bit),
+            targets: std::array::from_fn(|_| NameBuf::new()),
+            ntargets: 0,
+        }
+    }
+
+    fn respond(&mut self, catalog: &Catalog) {
+        let q = self.q;
+        if let Some(e) = q.edns
+            && e.version > 0
+        {
+            self.rcode = Rcode::BADVERS;
+            return;
+        }
+        if q.header.opcode() != Opcode::QUERY {
+            self.rcode = Rcode::NOTIMP;
+            return;
+        }
+        match q.qtype {
+            RType::AXFR | RType::IXFR => return self.rcode = Rcode::REFUSED,
+            RType::MAILA | RType::MAILB => return self.rcode = Rcode::NOTIMP,
+            t if t.is_meta() && t != RType::ANY => return self.rcode = Rcode::FORMERR,
+            _ => {}
+        }
+        match q.qclass {
+            Class::IN => self.answer_in(catalog),
+            Class::CH => self.answer_chaos(),
+            _ => self.rcode = Rcode::REFUSED,
+        }
+    }
+
+    fn answer_in(&mut self, catalog: &Catalog) {
+        let mut lower = self.q.qname.clone();
+        lower.make_lowercase();
+        let Some(zone) = catalog.find(lower.as_wire()) else {
+            self.rcode = Rcode::REFUSED;
+            return;
+        };
+        self.aa = true;
+        if self.resolve(zone, &lower).is_err() {
+            self.truncate();
+            return;
+        }
+        self.write_additional(zone);
+    }
+
+    /// Answers for `name` in `zone`, following CNAMEs and DNAMEs inside it.
+    fn resolve(&mut self, zone: &Zone, qname_lower: &NameBuf) -> Result<(), Full> {
+        let qtype = self.q.qtype;
+        let mut name = qname_lower.clone();
+        // The owner to write for records at `name`: the query name as sent
+        // (so it compresses to the question), later each chain target.
+        let mut owner = self.q.qname.clone();
+        let mut visited: [NameBuf; MAX_CHAIN] = std::array::from_fn(|_| NameBuf::new());
+        for step in 0..MAX_CHAIN {
+            visited[step] = name.clone();
+            if !in_zone(zone, name.as_wire()) {
+                return Ok(());
+            }
+            match find(zone, name.as_wire(), qtype) {
+                Found::Referral(cut) => return self.referral(cut, step == 0),
+                Found::NxDomain => {
+                    self.rcode = Rcode::NXDOMAIN;
+                    return self.negative(zone);
+                }
+                Found::Dname(node) => {
+                    let dname = node.rrset(RType::DNAME).expect("found by DNAME");
+                    self.rrset(Section::Answer, node.owner.as_wire(), dname)?;
+                    let Some(target) = dname_target(&owner, node, &dname.rdatas[0]) else {
+                        self.rcode = Rcode(6); // YXDOMAIN (RFC 6672 2.2)
+                        return Ok(());
+                    };
+                    self.synthesized_cname(owner.as_wire(), dname.ttl, target.as_wire())?;
+                    owner = target;
+                }
+                Found::Exact(node) | Found::Wildcard(node) => {
+                    let cname = node.rrset(RType::CNAME);
+                    match cname {
+                        Some(c) if qtype != RType::CNAME && qtype != RType::ANY => {
+                            self.rrset(Section::Answer, owner.as_wire(), c)?;
+                            owner.set(&c.rdatas[0]);
+                        }
+                        _ => return self.answer_node(zone, node, owner.as_wire()),
+                    }
+                }
+            }
+            name = owner.clone();
+            name.make_lowercase();
+            if visited[..=step].iter().any(|v| v.as_wire() == name.as_wire()) {
+                return Ok(()); // a CNAME/DNAME loop
+            }
+        }
+        Ok(())
+    }
+
+    /// Data at a matching node, or NODATA.
+    fn answer_node(&mut self, zone: &Zone, node: &Node, owner: &[u8]) -> Result<(), Full> {
+        let qtype = self.q.qtype;
+        if qtype == RType::ANY {
+            return self.answer_any(zone, node, owner);
+        }
+        match node.rrset(qtype) {
+            Some(set) => {
+                self.rrset(Section::Answer, owner, set)?;
+                if matches!(qtype, RType::NS | RType::MX | RType::SRV) {
+                    self.note_targets(set);
+                }
+                Ok(())
+            }
+            None => self.negative(zone),
+        }
+    }
+
+    /// RFC 8482: over UDP one RRset of the name; over TCP all of them.
+    fn answer_any(&mut self, zone: &Zone, node: &Node, owner: &[u8]) -> Result<(), Full> {
+        if node.is_empty() {
+            return self.negative(zone);
+        }
+        for set in node.data() {
+            self.rrset(Section::Answer, owner, set)?;
+            if self.transport == Transport::Udp {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// NXDOMAIN or NODATA: the SOA in the authority section with the TTL
+    /// RFC 2308 section 5 asks for.
+    fn negative(&mut self, zone: &Zone) -> Result<(), Full> {
+        let soa = zone.soa();
+        let ttl = soa.ttl.min(zone.soa_minimum());
+        self.w.section(Section::Authority);
+        let owner = zone.apex().owner.as_wire();
+        for rd in &soa.rdatas {
+            self.w.record(owner, RType::SOA, Class::IN, ttl, rd)?;
+        }
+        if self.dnssec {
+            self.signatures(owner, soa, ttl.min(soa.sig_ttl))?;
+        }
+        Ok(())
+    }
+
+    /// A referral: NS of the cut in authority, glue in additional, AA clear
+    /// unless a CNAME from this zone led here.
+    fn referral(&mut self, cut: &Node, first: bool) -> Result<(), Full> {
+        if first {
+            self.aa = false;
+        }
+        let ns = cut.rrset(RType::NS).expect("a cut has NS");
+        self.rrset(Section::Authority, cut.owner.as_wire(), ns)?;
+        if self.dnssec
+            && let Some(ds) = cut.rrset(RType::DS)
+        {
+            self.rrset(Section::Authority, cut.owner.as_wire(), ds)?;
+        }
+        self.note_targets(ns);
+        Ok(())
+    }
+
+    fn synthesized_cname(&mut self, owner: &[u8], ttl: u32, target: &[u8]) -> Result<(), Full> {
+        self.w.section(Section::Answer);
+        self.w.record(owner, RType::CNAME, Class::IN, ttl, target)
+    }
+
+    /// Writes a whole RRset (and its signatures when DO is set).
+    fn rrset(&mut self, section: Section, owner: &[u8], set: &RRset) -> Result<(), Full> {
+        self.w.section(section);
+        for rd in &set.rdatas {
+            self.w.record(owner, set.rtype, Class::IN, set.ttl, rd)?;
+        }
+        if self.dnssec {
+            self.signatures(owner, set, set.sig_ttl)?;
+        }
+        Ok(())
+    }
+
+    fn signatures(&mut self, owner: &[u8], set: &RRset, ttl: u32) -> Result<(), Full> {
+        for sig in &set.sigs {
+            self.w.record(owner, RType::RRSIG, Class::IN, ttl, sig)?;
+        }
+        Ok(())
+    }
+
+    /// Remembers the NS/MX/SRV targets of `set` for the additional section.
+    fn note_targets(&mut self, set: &RRset) {
+        for rd in &set.rdatas {
+            let Some(target) = rdata::names_for_additional(set.rtype, rd) else {
+                continue;
+            };
+            if self.ntargets == MAX_ADDITIONAL_TARGETS || target.len() > MAX_NAME_LEN {
+                return;
+            }
+            let mut lower = NameBuf::new();
+            lower.set(target);
+            lower.make_lowercase();
+            let seen = self.targets[..self.ntargets]
+                .iter()
+                .any(|t| t.as_wire() == lower.as_wire());
+            if !seen {
+                self.targets[self.ntargets] = lower;
+                self.ntargets += 1;
+            }
+        }
+    }
+
+    /// A and AAAA of the noted targets that this zone holds. What does not
+    /// fit is left out without setting TC, except glue a referral needs.
+    fn write_additional(&mut self, zone: &Zone) {
+        for i in 0..self.ntargets {
+            let target = self.targets[i].clone();
+            let Some(node) = zone.node(target.as_wire()) else {
+                continue;
+            };
+            for rtype in [RType::A, RType::AAAA] {
+                let Some(set) = node.rrset(rtype) else {
+                    continue;
+                };
+                let mark = self.w.mark();
+                if self
+                    .rrset(Section::Additional, node.owner.as_wire(), set)
+                    .is_err()
+                {
+                    self.w.rollback(mark);
+                    if self.aa_is_referral_glue(zone, target.as_wire()) {
+                        self.tc = true;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Whether a referral is being given and `target` lies inside the
+    /// delegated zone, so its address is required glue.
+    fn aa_is_referral_glue(&self, zone: &Zone, target: &[u8]) -> bool {
+        !self.aa && matches!(find(zone, target, RType::A), Found::Referral(_))
+    }
+
+    /// The answer did not fit: keep only the question, set TC.
+    fn truncate(&mut self) {
+        self.w.rollback(self.after_question);
+        self.tc = true;
+    }
+
+    fn answer_chaos(&mut self) {
+        let mut lower = self.q.qname.clone();
+        lower.make_lowercase();
+        let text = match lower.as_wire() {
+            b"\x07version\x04bind\x00" | b"\x07version\x06server\x00" => &self.config.version,
+            b"\x02id\x06server\x00" | b"\x08hostname\x04bind\x00" => &self.config.identity,
+            _ => &None,
+        };
+        let Some(text) = text else {
+            self.rcode = Rcode::REFUSED;
+            return;
+        };
+        if !matches!(self.q.qtype, RType::TXT | RType::ANY) {
+            self.aa = true;
+            return;
+        }
+        let mut rd = Vec::with_capacity(text.len() + 1);
+        for chunk in text.as_bytes().chunks(255) {
+            rd.push(chunk.len() as u8);
+            rd.extend_from_slice(chunk);
+        }
+        self.aa = true;
+        self.w.section(Section::Answer);
+        let owner = self.q.qname.clone();
+        if self
+            .w
+            .record(owner.as_wire(), RType::TXT, Class::CH, 0, &rd)
+            .is_err()
+        {
+            self.truncate();
+        }
+    }
+
+    fn finish(mut self) {
+        let mut flags = response_flags(self.q.header.flags) | (self.rcode.0 & 0xF);
+        if self.aa {
+            flags |= flags::AA;
+        }
+        if self.tc {
+            flags |= flags::TC;
+        }
+        if self.q.edns.is_some() {
+            let mut opt = [0u8; OPT_LEN];
+            let mut v = Vec::with_capacity(OPT_LEN);
+            edns::write_opt(&mut v, self.config.max_udp_payload, self.rcode.0, self.dnssec);
+            opt.copy_from_slice(&v);
+            self.w.set_limit(u16::MAX as usize);
+            self.w.section(Section::Additional);
+            self.w.raw_record(&opt).expect("room was reserved");
+        }
+        self.w.finish(self.q.header.id, flags, 1);
+    }
+}
+
+/// Whether a lower-cased wire name is at or below the zone's origin.
+fn in_zone(zone: &Zone, lower: &[u8]) -> bool {
+    let origin = zone.origin().as_wire();
+    lower.len() >= origin.len() && label_offsets(lower).any(|o| &lower[o..] == origin)
+}
+
+/// Offsets of each suffix of a wire name, the whole name first, root last.
+fn label_offsets(wire: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    let mut next = Some(0usize);
+    std::iter::from_fn(move || {
+        let at = next?;
+        let len = wire[at] as usize;
+        next = (len != 0).then_some(at + 1 + len);
+        Some(at)
+    })
+}
+
+/// Walks from the apex down to `lower` (lower-cased wire, in the zone).
+fn find<'z>(zone: &'z Zone, lower: &[u8], qtype: RType) -> Found<'z> {
+    let origin_len = zone.origin().wire_len();
+    let mut offsets = [0usize; 128];
+    let mut n = 0;
+    for off in label_offsets(lower) {
+        if lower.len() - off < origin_len {
+            break;
+        }
+        offsets[n] = off;
+        n += 1;
+    }
+    // offsets[n-1] is the apex, offsets[0] the name itself.
+    let mut encloser = zone.apex();
+    for i in (0..n).rev() {
+        let off = offsets[i];
+        let Some(node) = zone.node(&lower[off..]) else {
+            return wildcard(zone, encloser);
+        };
+        let exact = off == 0;
+        if node.is_cut && !(exact && qtype == RType::DS) {
+            return Found::Referral(node);
+        }
+        if !exact && node.rrset(RType::DNAME).is_some() {
+            return Found::Dname(node);
+        }
+        encloser = node;
+    }
+    Found::Exact(encloser)
+}
+
+/// The source of synthesis `*.<closest encloser>` (RFC 4592 3.3.1).
+fn wildcard<'z>(zone: &'z Zone, encloser: &Node) -> Found<'z> {
+    let ce = encloser.owner.as_wire();
+    if ce.len() + 2 > MAX_NAME_LEN {
+        return Found::NxDomain;
+    }
+    let mut buf = [0u8; MAX_NAME_LEN];
+    buf[0] = 1;
+    buf[1] = b'*';
+    buf[2..2 + ce.len()].copy_from_slice(ce);
+    let star = &mut buf[..2 + ce.len()];
+    lowercase_wire(star);
+    match zone.node(star) {
+        Some(node) => Found::Wildcard(node),
+        None => Found::NxDomain,
+    }
+}
+
+/// The CNAME target a DNAME synthesizes for `owner` (RFC 6672 2.2), or None
+/// when the result would be longer than 255 octets.
+fn dname_target(owner: &NameBuf, dname_node: &Node, target: &[u8]) -> Option<NameBuf> {
+    let keep = owner.as_wire().len() - dname_node.owner.wire_len();
+    let len = keep + target.len();
+    if len > MAX_NAME_LEN {
+        return None;
+    }
+    let mut buf = [0u8; MAX_NAME_LEN];
+    buf[..keep].copy_from_slice(&owner.as_wire()[..keep]);
+    buf[keep..len].copy_from_slice(target);
+    let mut out = NameBuf::new();
+    out.set(&buf[..len]);
+    Some(out)
+}

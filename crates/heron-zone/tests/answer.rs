@@ -1,0 +1,402 @@
+//! The answer engine, rule by rule (RFC 1034 4.3.2, 2308, 4592, 6672,
+//! 6891, 8482), driven through `answer()` with real query bytes.
+
+use heron_proto::message::{Message, flags};
+use heron_proto::{Name, RType, Rcode};
+use heron_zone::{AnswerConfig, Catalog, Transport, answer, load_zone_str};
+
+const ZONE: &str = r#"
+$ORIGIN example.test.
+$TTL 3600
+@           SOA   ns1 hostmaster 1 7200 3600 1209600 300
+            NS    ns1
+            NS    ns.elsewhere.net.
+            MX    10 mail
+            A     192.0.2.1
+ns1         A     192.0.2.53
+            AAAA  2001:db8::53
+mail        A     192.0.2.25
+www         CNAME @
+a.b.c.ent   TXT   "deep"
+*.wild      A     192.0.2.80
+*.wild      TXT   "wild"
+exact.wild  A     192.0.2.81
+*.mxonly    MX    5 mail
+*.cnw       CNAME www
+chain1      CNAME chain2
+chain2      CNAME chain3
+chain3      A     192.0.2.3
+loop1       CNAME loop2
+loop2       CNAME loop1
+dangling    CNAME nothere
+away        CNAME www.elsewhere.net.
+dn          DNAME example.net.
+long        DNAME aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.
+sub         NS    ns.sub
+sub         NS    ns.elsewhere.net.
+sub         DS    12345 13 2 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+ns.sub      A     192.0.2.99
+srv         SRV   0 5 5060 mail
+big         TXT   "0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123"
+big         TXT   "1123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123"
+big         TXT   "2123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123"
+"#;
+
+fn catalog() -> Catalog {
+    let origin = Name::parse("example.test").unwrap();
+    let loaded = load_zone_str(ZONE, "test.zone", &origin).unwrap_or_else(|p| {
+        panic!("zone: {}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))
+    });
+    let mut c = Catalog::new();
+    c.insert(loaded.zone);
+    c
+}
+
+struct Q {
+    name: String,
+    qtype: RType,
+    qclass: u16,
+    flags: u16,
+    edns: Option<(u16, u8, bool)>,
+    transport: Transport,
+}
+
+fn q(name: &str, qtype: RType) -> Q {
+    Q {
+        name: name.into(),
+        qtype,
+        qclass: 1,
+        flags: flags::RD,
+        edns: None,
+        transport: Transport::Udp,
+    }
+}
+
+impl Q {
+    fn edns(mut self, size: u16, version: u8, do_bit: bool) -> Q {
+        self.edns = Some((size, version, do_bit));
+        self
+    }
+    fn tcp(mut self) -> Q {
+        self.transport = Transport::Tcp;
+        self
+    }
+    fn bytes(&self) -> Vec<u8> {
+        let mut m = vec![0xAB, 0xCD];
+        m.extend_from_slice(&self.flags.to_be_bytes());
+        m.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, self.edns.is_some() as u8]);
+        m.extend_from_slice(Name::parse(&self.name).unwrap().as_wire());
+        m.extend_from_slice(&self.qtype.0.to_be_bytes());
+        m.extend_from_slice(&self.qclass.to_be_bytes());
+        if let Some((size, version, do_bit)) = self.edns {
+            let ttl: u32 = ((version as u32) << 16) | if do_bit { 0x8000 } else { 0 };
+            m.extend_from_slice(&[0, 0, 41]);
+            m.extend_from_slice(&size.to_be_bytes());
+            m.extend_from_slice(&ttl.to_be_bytes());
+            m.extend_from_slice(&[0, 0]);
+        }
+        m
+    }
+}
+
+fn ask_with(cat: &Catalog, cfg: &AnswerConfig, query: &Q) -> (Message, Vec<u8>) {
+    let mut out = Vec::new();
+    assert!(answer(cat, cfg, &query.bytes(), query.transport, &mut out));
+    (Message::parse(&out).expect("response parses"), out)
+}
+
+fn ask(query: Q) -> Message {
+    ask_with(&catalog(), &AnswerConfig::default(), &query).0
+}
+
+fn texts(records: &[heron_proto::message::Record]) -> Vec<String> {
+    let mut v: Vec<String> = records.iter().map(|r| r.to_string().to_lowercase()).collect();
+    v.sort();
+    v
+}
+
+fn aa(m: &Message) -> bool {
+    m.header.has(flags::AA)
+}
+
+#[test]
+fn positive_answer_is_authoritative_and_echoes_question_case() {
+    let m = ask(q("Ns1.EXAMPLE.test", RType::A));
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert!(aa(&m));
+    assert!(m.header.has(flags::RD), "RD copied");
+    assert!(!m.header.has(flags::RA), "RA never set");
+    assert_eq!(m.header.id, 0xABCD);
+    assert_eq!(m.questions[0].name.to_string(), "Ns1.EXAMPLE.test.");
+    assert_eq!(texts(&m.answers), ["ns1.example.test. 3600 in a 192.0.2.53"]);
+    assert!(m.authority.is_empty());
+}
+
+#[test]
+fn nxdomain_has_soa_with_negative_ttl() {
+    let m = ask(q("nothing.example.test", RType::A));
+    assert_eq!(m.rcode(), Rcode::NXDOMAIN);
+    assert!(aa(&m));
+    assert!(m.answers.is_empty());
+    assert_eq!(m.authority.len(), 1);
+    assert_eq!(m.authority[0].rtype, RType::SOA);
+    // min(SOA TTL 3600, MINIMUM 300)
+    assert_eq!(m.authority[0].ttl, 300);
+}
+
+#[test]
+fn nodata_and_empty_non_terminals() {
+    for name in ["ns1.example.test", "c.ent.example.test", "b.c.ent.example.test"] {
+        let m = ask(q(name, RType::MX));
+        assert_eq!(m.rcode(), Rcode::NOERROR, "{name}");
+        assert!(m.answers.is_empty(), "{name}");
+        assert_eq!(m.authority[0].rtype, RType::SOA, "{name}");
+    }
+    let m = ask(q("x.b.c.ent.example.test", RType::A));
+    assert_eq!(m.rcode(), Rcode::NXDOMAIN);
+}
+
+#[test]
+fn wildcards_synthesize_for_missing_names_only() {
+    let m = ask(q("Foo.wild.example.test", RType::A));
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert_eq!(texts(&m.answers), ["foo.wild.example.test. 3600 in a 192.0.2.80"]);
+    // Deeper names match too: the closest encloser is wild.example.test.
+    let m = ask(q("a.b.wild.example.test", RType::TXT));
+    assert_eq!(texts(&m.answers), [r#"a.b.wild.example.test. 3600 in txt "wild""#]);
+    // An existing name is not covered by the wildcard.
+    let m = ask(q("exact.wild.example.test", RType::TXT));
+    assert!(m.answers.is_empty());
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    // Below an existing name the closest encloser is that name: no match.
+    let m = ask(q("x.exact.wild.example.test", RType::A));
+    assert_eq!(m.rcode(), Rcode::NXDOMAIN);
+    // Wildcard with no data of the type: NODATA.
+    let m = ask(q("x.mxonly.example.test", RType::A));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 0));
+    let m = ask(q("x.mxonly.example.test", RType::MX));
+    assert_eq!(m.answers[0].name.to_string(), "x.mxonly.example.test.");
+    // The MX target's address goes in the additional section.
+    assert_eq!(texts(&m.additional), ["mail.example.test. 3600 in a 192.0.2.25"]);
+    // The wildcard itself can be queried.
+    let m = ask(q("*.wild.example.test", RType::A));
+    assert_eq!(m.answers.len(), 1);
+}
+
+#[test]
+fn cname_chains_are_followed_in_zone() {
+    let m = ask(q("chain1.example.test", RType::A));
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert_eq!(
+        texts(&m.answers),
+        [
+            "chain1.example.test. 3600 in cname chain2.example.test.",
+            "chain2.example.test. 3600 in cname chain3.example.test.",
+            "chain3.example.test. 3600 in a 192.0.2.3",
+        ]
+    );
+    // Asking for the CNAME itself does not follow it.
+    let m = ask(q("chain1.example.test", RType::CNAME));
+    assert_eq!(m.answers.len(), 1);
+    // A wildcard CNAME is synthesized and followed.
+    let m = ask(q("x.cnw.example.test", RType::A));
+    assert_eq!(
+        texts(&m.answers),
+        [
+            "example.test. 3600 in a 192.0.2.1",
+            "www.example.test. 3600 in cname example.test.",
+            "x.cnw.example.test. 3600 in cname www.example.test.",
+        ]
+    );
+}
+
+#[test]
+fn cname_loops_dangling_and_out_of_zone_targets() {
+    let m = ask(q("loop1.example.test", RType::A));
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert_eq!(m.answers.len(), 2, "each CNAME once: {:?}", texts(&m.answers));
+    // RFC 6604: the rcode speaks of the last name in the chain.
+    let m = ask(q("dangling.example.test", RType::A));
+    assert_eq!(m.rcode(), Rcode::NXDOMAIN);
+    assert_eq!(m.answers.len(), 1);
+    assert_eq!(m.authority[0].rtype, RType::SOA);
+    let m = ask(q("away.example.test", RType::A));
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert_eq!(m.answers.len(), 1);
+    assert!(m.authority.is_empty());
+}
+
+#[test]
+fn dname_synthesizes_cname() {
+    let m = ask(q("www.Dn.example.test", RType::A));
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert!(aa(&m));
+    assert_eq!(
+        texts(&m.answers),
+        [
+            "dn.example.test. 3600 in dname example.net.",
+            "www.dn.example.test. 3600 in cname www.example.net.",
+        ]
+    );
+    // The DNAME owner itself is an ordinary name.
+    let m = ask(q("dn.example.test", RType::A));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 0));
+    let m = ask(q("dn.example.test", RType::DNAME));
+    assert_eq!(m.answers.len(), 1);
+    // A substitution longer than 255 octets: YXDOMAIN.
+    let m = ask(q("abcdefghij.abcdefghij.long.example.test", RType::A));
+    assert_eq!(m.rcode(), Rcode(6));
+}
+
+#[test]
+fn referrals_at_and_below_delegations() {
+    for name in ["sub.example.test", "www.sub.example.test", "ns.sub.example.test"] {
+        let m = ask(q(name, RType::A));
+        assert_eq!(m.rcode(), Rcode::NOERROR, "{name}");
+        assert!(!aa(&m), "{name}: referral is not authoritative");
+        assert!(m.answers.is_empty(), "{name}");
+        assert_eq!(
+            texts(&m.authority),
+            [
+                "sub.example.test. 3600 in ns ns.elsewhere.net.",
+                "sub.example.test. 3600 in ns ns.sub.example.test.",
+            ],
+            "{name}"
+        );
+        assert_eq!(texts(&m.additional), ["ns.sub.example.test. 3600 in a 192.0.2.99"]);
+    }
+    // NS at the cut is a referral too, not an answer.
+    let m = ask(q("sub.example.test", RType::NS));
+    assert!(!aa(&m) && m.answers.is_empty());
+}
+
+#[test]
+fn ds_is_answered_by_the_parent() {
+    let m = ask(q("sub.example.test", RType::DS));
+    assert!(aa(&m));
+    assert_eq!(m.answers.len(), 1);
+    assert_eq!(m.answers[0].rtype, RType::DS);
+    // Below the cut, DS is the child's business: a referral.
+    let m = ask(q("x.sub.example.test", RType::DS));
+    assert!(!aa(&m));
+}
+
+#[test]
+fn apex_ns_gets_addresses_in_additional() {
+    let m = ask(q("example.test", RType::NS));
+    assert_eq!(m.answers.len(), 2);
+    assert_eq!(
+        texts(&m.additional),
+        [
+            "ns1.example.test. 3600 in a 192.0.2.53",
+            "ns1.example.test. 3600 in aaaa 2001:db8::53",
+        ]
+    );
+    let m = ask(q("srv.example.test", RType::SRV));
+    assert_eq!(m.additional.len(), 1);
+}
+
+#[test]
+fn names_outside_every_zone_are_refused() {
+    let m = ask(q("example.org", RType::A));
+    assert_eq!(m.rcode(), Rcode::REFUSED);
+    assert!(!aa(&m));
+    assert!(m.answers.is_empty() && m.authority.is_empty());
+    assert_eq!(m.questions.len(), 1);
+}
+
+#[test]
+fn opcodes_and_malformed_queries() {
+    let mut query = q("example.test", RType::A);
+    query.flags = 2 << 11; // STATUS
+    let m = ask(query);
+    assert_eq!(m.rcode(), Rcode::NOTIMP);
+    let mut out = Vec::new();
+    let cat = catalog();
+    let cfg = AnswerConfig::default();
+    // Truncated question: FORMERR with the ID.
+    let bytes = q("example.test", RType::A).bytes();
+    assert!(answer(&cat, &cfg, &bytes[..bytes.len() - 2], Transport::Udp, &mut out));
+    let m = Message::parse(&out).unwrap();
+    assert_eq!((m.header.id, m.rcode()), (0xABCD, Rcode::FORMERR));
+    // Shorter than a header, or a response: no answer at all.
+    assert!(!answer(&cat, &cfg, &bytes[..5], Transport::Udp, &mut out));
+    let mut response = bytes.clone();
+    response[2] |= 0x80;
+    assert!(!answer(&cat, &cfg, &response, Transport::Udp, &mut out));
+}
+
+#[test]
+fn any_is_minimal_over_udp_and_full_over_tcp() {
+    let m = ask(q("example.test", RType::ANY));
+    assert_eq!(m.answers.len(), 1, "RFC 8482: one RRset over UDP");
+    let m = ask(q("example.test", RType::ANY).tcp());
+    let types: std::collections::BTreeSet<_> = m.answers.iter().map(|r| r.rtype.0).collect();
+    assert_eq!(types.len(), 4, "SOA NS MX A over TCP");
+    let m = ask(q("c.ent.example.test", RType::ANY));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 0));
+}
+
+#[test]
+fn chaos_identity_answers_only_when_configured() {
+    let mut query = q("version.bind", RType::TXT);
+    query.qclass = 3;
+    let cat = catalog();
+    let (m, _) = ask_with(&cat, &AnswerConfig::default(), &query);
+    assert_eq!(m.rcode(), Rcode::REFUSED);
+    let cfg = AnswerConfig {
+        version: Some("heron test".into()),
+        ..AnswerConfig::default()
+    };
+    let (m, _) = ask_with(&cat, &cfg, &query);
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert_eq!(m.answers[0].to_string(), r#"version.bind. 0 CH TXT "heron test""#);
+}
+
+#[test]
+fn edns_is_echoed_and_negotiated() {
+    let m = ask(q("example.test", RType::A).edns(4096, 0, true));
+    let e = m.edns.expect("OPT echoed");
+    assert!(e.do_bit, "DO echoed");
+    assert_eq!(e.udp_size, 1232, "our maximum, not the client's");
+    let m = ask(q("example.test", RType::A).edns(4096, 0, false));
+    assert!(!m.edns.unwrap().do_bit);
+    let m = ask(q("example.test", RType::A));
+    assert!(m.edns.is_none(), "no OPT without OPT in the query");
+    let m = ask(q("example.test", RType::A).edns(4096, 1, false));
+    assert_eq!(m.rcode(), Rcode::BADVERS);
+    assert!(m.answers.is_empty());
+    assert_eq!(m.edns.unwrap().version, 0);
+}
+
+#[test]
+fn udp_truncation_never_splits_an_rrset() {
+    // ~780 octets of TXT: too big for 512, fits 1232, always fits TCP.
+    let m = ask(q("big.example.test", RType::TXT));
+    assert!(m.header.has(flags::TC));
+    assert!(m.answers.is_empty(), "no partial RRset");
+    assert_eq!(m.questions.len(), 1);
+    let m = ask(q("big.example.test", RType::TXT).edns(1232, 0, false));
+    assert!(!m.header.has(flags::TC));
+    assert_eq!(m.answers.len(), 3);
+    let m = ask(q("big.example.test", RType::TXT).edns(512, 0, false));
+    assert!(m.header.has(flags::TC));
+    assert!(m.edns.is_some(), "OPT kept in a truncated response");
+    let m = ask(q("big.example.test", RType::TXT).tcp());
+    assert!(!m.header.has(flags::TC));
+    assert_eq!(m.answers.len(), 3);
+}
+
+#[test]
+fn responses_never_exceed_the_udp_limit() {
+    let cat = catalog();
+    let cfg = AnswerConfig::default();
+    for (size, limit) in [(None, 512), (Some(600), 600), (Some(65000), 1232)] {
+        let mut query = q("big.example.test", RType::TXT);
+        if let Some(s) = size {
+            query = query.edns(s, 0, false);
+        }
+        let (_, raw) = ask_with(&cat, &cfg, &query);
+        assert!(raw.len() <= limit, "{} > {limit}", raw.len());
+    }
+}

@@ -1,0 +1,74 @@
+//! `heron check-zone` and `heron check-config`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use heron_proto::Name;
+use heron_zone::{Problem, load_zone_file};
+
+use crate::config;
+
+/// Prints each problem of one zone; true if it loads.
+fn report_zone(file: &Path, origin: &Name) -> bool {
+    match load_zone_file(file, origin) {
+        Ok(loaded) => {
+            print_problems(&loaded.warnings);
+            println!(
+                "{}: zone {} OK: serial {}, {} records",
+                file.display(),
+                origin,
+                loaded.zone.serial(),
+                loaded.zone.record_count()
+            );
+            true
+        }
+        Err(problems) => {
+            print_problems(&problems);
+            println!("{}: zone {} has errors", file.display(), origin);
+            false
+        }
+    }
+}
+
+fn print_problems(problems: &[Problem]) {
+    for p in problems {
+        println!("{p}");
+    }
+}
+
+pub fn zone(file: &Path, origin: &str) -> ExitCode {
+    let origin = match Name::parse(origin) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("bad origin '{origin}': {e}");
+            return ExitCode::from(2);
+        }
+    };
+    exit(report_zone(file, &origin))
+}
+
+pub fn config(file: &Path) -> ExitCode {
+    let settings = match config::load(file) {
+        Ok(s) => s,
+        Err(errors) => {
+            errors.iter().for_each(|e| println!("{e}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut ok = true;
+    for spec in &settings.zones {
+        ok &= report_zone(&spec.file, &spec.origin);
+    }
+    if ok {
+        println!("{}: OK, {} zones", file.display(), settings.zones.len());
+    }
+    exit(ok)
+}
+
+fn exit(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,163 @@
+//! `heron serve`: load zones, start the transports, wait for a signal.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arc_swap::ArcSwap;
+use heron_proto::Name;
+use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, udp};
+use heron_zone::{AnswerConfig, Catalog, load_zone_file, load_zone_str};
+use tokio::sync::watch;
+
+use crate::ServeArgs;
+use crate::config::{self, Settings};
+
+/// The zone served when nothing is configured, so the first command a new
+/// user types answers queries.
+const EXAMPLE_ZONE: &str = include_str!("example.com.zone");
+
+pub fn run(args: ServeArgs) -> ExitCode {
+    let settings = match settings(&args) {
+        Ok(s) => s,
+        Err(errors) => {
+            errors.iter().for_each(|e| tracing::error!("{e}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let use_example = args.config.is_none() && settings.zones.is_empty();
+    let catalog = load_catalog(&settings, use_example);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(settings.server.workers)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(settings.server, catalog)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The configuration file (if any) with the command line laid over it.
+fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
+    let mut settings = match &args.config {
+        Some(path) => config::load(path)?,
+        None => Settings {
+            server: ServerConfig {
+                listen: vec![config::DEFAULT_LISTEN.parse().unwrap()],
+                workers: config::default_workers(),
+                tcp: TcpLimits::default(),
+                answer: AnswerConfig::default(),
+            },
+            zones: Vec::new(),
+        },
+    };
+    if !args.listen.is_empty() {
+        settings.server.listen = args.listen.clone();
+    }
+    if let Some(workers) = args.workers {
+        if workers == 0 {
+            return Err(vec!["--workers must be at least 1".into()]);
+        }
+        settings.server.workers = workers;
+    }
+    settings.zones.extend(args.zone.iter().cloned());
+    Ok(settings)
+}
+
+/// Loads every zone; one that fails is reported with its problems and
+/// skipped, and the others are served.
+fn load_catalog(settings: &Settings, use_example: bool) -> Catalog {
+    let mut catalog = Catalog::new();
+    if use_example {
+        let origin = Name::parse("example.com").unwrap();
+        let loaded = load_zone_str(EXAMPLE_ZONE, "built-in example.com.zone", &origin)
+            .expect("the built-in zone is valid");
+        tracing::info!("no zones configured: serving the built-in example.com zone");
+        catalog.insert(loaded.zone);
+    }
+    for spec in &settings.zones {
+        match load_zone_file(&spec.file, &spec.origin) {
+            Ok(loaded) => {
+                loaded.warnings.iter().for_each(|w| tracing::warn!("{w}"));
+                tracing::info!(
+                    "zone {} loaded from {}: serial {}, {} records",
+                    spec.origin,
+                    spec.file.display(),
+                    loaded.zone.serial(),
+                    loaded.zone.record_count()
+                );
+                catalog.insert(loaded.zone);
+            }
+            Err(problems) => {
+                problems.iter().for_each(|p| tracing::error!("{p}"));
+                tracing::error!("zone {} not loaded; it will not be served", spec.origin);
+            }
+        }
+    }
+    catalog
+}
+
+async fn serve(server: ServerConfig, catalog: Catalog) -> Result<(), String> {
+    let catalog: SharedCatalog = Arc::new(ArcSwap::from_pointee(catalog));
+    let answer_config = Arc::new(server.answer.clone());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let limiter = tcp::ConnectionLimiter::new(server.tcp.clone());
+    let mut threads = Vec::new();
+    let mut tasks = Vec::new();
+    for &addr in &server.listen {
+        let workers = udp::spawn_workers(
+            addr,
+            server.workers,
+            catalog.clone(),
+            answer_config.clone(),
+            stop.clone(),
+        )
+        .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
+        threads.extend(workers);
+        let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TCP {addr}: {e}"))?;
+        tasks.push(tokio::spawn(tcp::serve(
+            listener,
+            catalog.clone(),
+            answer_config.clone(),
+            limiter.clone(),
+            shutdown_rx.clone(),
+        )));
+        tracing::info!("answering on {addr} (UDP and TCP)");
+    }
+    tracing::info!(
+        "serving {} zones with {} workers",
+        catalog.load().len(),
+        server.workers
+    );
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    stop.store(true, Ordering::Relaxed);
+    let _ = shutdown_tx.send(true);
+    for task in tasks {
+        let _ = task.await;
+    }
+    for thread in threads {
+        let _ = thread.join();
+    }
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
