@@ -190,20 +190,32 @@ impl<'a> Writer<'a> {
     /// Writes an uncompressed wire name, replacing its longest known suffix
     /// by a pointer.
     fn write_name(&mut self, name: &[u8], compress: bool) {
+        // Labels become compression targets only once the whole name is
+        // written: a half-written name must never be matched.
+        let first_label_at = self.buf.len();
         let mut i = 0;
         while name[i] != 0 {
             if compress && let Some(target) = self.find_suffix(&name[i..]) {
                 self.buf.push(0xC0 | (target >> 8) as u8);
                 self.buf.push(target as u8);
+                self.add_targets(first_label_at, i);
                 return;
             }
             let len = name[i] as usize;
-            let at = self.buf.len();
-            self.add_target(at);
             self.buf.extend_from_slice(&name[i..i + 1 + len]);
             i += 1 + len;
         }
         self.buf.push(0);
+        self.add_targets(first_label_at, i);
+    }
+
+    /// Records each label of the `literal_len` octets written at `start`.
+    fn add_targets(&mut self, start: usize, literal_len: usize) {
+        let mut at = start;
+        while at < start + literal_len {
+            self.add_target(at);
+            at += 1 + self.buf[at] as usize;
+        }
     }
 
     fn add_target(&mut self, at: usize) {
@@ -319,6 +331,21 @@ mod tests {
         );
         assert_eq!(w.len(), before);
         assert_eq!(w.count(Section::Answer), 0);
+    }
+
+    #[test]
+    fn repeated_labels_never_match_a_half_written_name() {
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf, 512);
+        w.question(&wire("a.a.a.example"), RType::A, Class::IN);
+        w.record(&wire("a.a.a.a.a.b"), RType::A, Class::IN, 1, &[1; 4])
+            .unwrap();
+        w.record(&wire("b.b.b"), RType::A, Class::IN, 1, &[1; 4])
+            .unwrap();
+        let len = w.finish(1, 0x8000, 1);
+        let msg = Message::parse(&buf[..len]).unwrap();
+        assert_eq!(msg.answers[0].name, Name::parse("a.a.a.a.a.b").unwrap());
+        assert_eq!(msg.answers[1].name, Name::parse("b.b.b").unwrap());
     }
 
     #[test]
