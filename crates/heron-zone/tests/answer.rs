@@ -45,7 +45,13 @@ big         TXT   "2123456789012345678901234567890123456789012345678901234567890
 fn catalog() -> Catalog {
     let origin = Name::parse("example.test").unwrap();
     let loaded = load_zone_str(ZONE, "test.zone", &origin).unwrap_or_else(|p| {
-        panic!("zone: {}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))
+        panic!(
+            "zone: {}",
+            p.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
     });
     let mut c = Catalog::new();
     c.insert(loaded.zone);
@@ -110,7 +116,10 @@ fn ask(query: Q) -> Message {
 }
 
 fn texts(records: &[heron_proto::message::Record]) -> Vec<String> {
-    let mut v: Vec<String> = records.iter().map(|r| r.to_string().to_lowercase()).collect();
+    let mut v: Vec<String> = records
+        .iter()
+        .map(|r| r.to_string().to_lowercase())
+        .collect();
     v.sort();
     v
 }
@@ -128,7 +137,10 @@ fn positive_answer_is_authoritative_and_echoes_question_case() {
     assert!(!m.header.has(flags::RA), "RA never set");
     assert_eq!(m.header.id, 0xABCD);
     assert_eq!(m.questions[0].name.to_string(), "Ns1.EXAMPLE.test.");
-    assert_eq!(texts(&m.answers), ["ns1.example.test. 3600 in a 192.0.2.53"]);
+    assert_eq!(
+        texts(&m.answers),
+        ["ns1.example.test. 3600 in a 192.0.2.53"]
+    );
     assert!(m.authority.is_empty());
 }
 
@@ -146,7 +158,11 @@ fn nxdomain_has_soa_with_negative_ttl() {
 
 #[test]
 fn nodata_and_empty_non_terminals() {
-    for name in ["ns1.example.test", "c.ent.example.test", "b.c.ent.example.test"] {
+    for name in [
+        "ns1.example.test",
+        "c.ent.example.test",
+        "b.c.ent.example.test",
+    ] {
         let m = ask(q(name, RType::MX));
         assert_eq!(m.rcode(), Rcode::NOERROR, "{name}");
         assert!(m.answers.is_empty(), "{name}");
@@ -160,10 +176,16 @@ fn nodata_and_empty_non_terminals() {
 fn wildcards_synthesize_for_missing_names_only() {
     let m = ask(q("Foo.wild.example.test", RType::A));
     assert_eq!(m.rcode(), Rcode::NOERROR);
-    assert_eq!(texts(&m.answers), ["foo.wild.example.test. 3600 in a 192.0.2.80"]);
+    assert_eq!(
+        texts(&m.answers),
+        ["foo.wild.example.test. 3600 in a 192.0.2.80"]
+    );
     // Deeper names match too: the closest encloser is wild.example.test.
     let m = ask(q("a.b.wild.example.test", RType::TXT));
-    assert_eq!(texts(&m.answers), [r#"a.b.wild.example.test. 3600 in txt "wild""#]);
+    assert_eq!(
+        texts(&m.answers),
+        [r#"a.b.wild.example.test. 3600 in txt "wild""#]
+    );
     // An existing name is not covered by the wildcard.
     let m = ask(q("exact.wild.example.test", RType::TXT));
     assert!(m.answers.is_empty());
@@ -177,7 +199,10 @@ fn wildcards_synthesize_for_missing_names_only() {
     let m = ask(q("x.mxonly.example.test", RType::MX));
     assert_eq!(m.answers[0].name.to_string(), "x.mxonly.example.test.");
     // The MX target's address goes in the additional section.
-    assert_eq!(texts(&m.additional), ["mail.example.test. 3600 in a 192.0.2.25"]);
+    assert_eq!(
+        texts(&m.additional),
+        ["mail.example.test. 3600 in a 192.0.2.25"]
+    );
     // The wildcard itself can be queried.
     let m = ask(q("*.wild.example.test", RType::A));
     assert_eq!(m.answers.len(), 1);
@@ -214,7 +239,12 @@ fn cname_chains_are_followed_in_zone() {
 fn cname_loops_dangling_and_out_of_zone_targets() {
     let m = ask(q("loop1.example.test", RType::A));
     assert_eq!(m.rcode(), Rcode::NOERROR);
-    assert_eq!(m.answers.len(), 2, "each CNAME once: {:?}", texts(&m.answers));
+    assert_eq!(
+        m.answers.len(),
+        2,
+        "each CNAME once: {:?}",
+        texts(&m.answers)
+    );
     // RFC 6604: the rcode speaks of the last name in the chain.
     let m = ask(q("dangling.example.test", RType::A));
     assert_eq!(m.rcode(), Rcode::NXDOMAIN);
@@ -244,13 +274,23 @@ fn dname_synthesizes_cname() {
     let m = ask(q("dn.example.test", RType::DNAME));
     assert_eq!(m.answers.len(), 1);
     // A substitution longer than 255 octets: YXDOMAIN.
-    let m = ask(q("abcdefghij.abcdefghij.long.example.test", RType::A));
+    // 7 × 11 octets of prefix + 191 octets of target = 268.
+    let prefix = "abcdefghij.".repeat(7);
+    let m = ask(q(&format!("{prefix}long.example.test"), RType::A));
     assert_eq!(m.rcode(), Rcode(6));
+    assert_eq!(m.answers.len(), 1, "the DNAME, and no CNAME");
+    // 2 × 11 + 191 = 213 octets still fits.
+    let m = ask(q("abcdefghij.abcdefghij.long.example.test", RType::A));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 2));
 }
 
 #[test]
 fn referrals_at_and_below_delegations() {
-    for name in ["sub.example.test", "www.sub.example.test", "ns.sub.example.test"] {
+    for name in [
+        "sub.example.test",
+        "www.sub.example.test",
+        "ns.sub.example.test",
+    ] {
         let m = ask(q(name, RType::A));
         assert_eq!(m.rcode(), Rcode::NOERROR, "{name}");
         assert!(!aa(&m), "{name}: referral is not authoritative");
@@ -263,7 +303,10 @@ fn referrals_at_and_below_delegations() {
             ],
             "{name}"
         );
-        assert_eq!(texts(&m.additional), ["ns.sub.example.test. 3600 in a 192.0.2.99"]);
+        assert_eq!(
+            texts(&m.additional),
+            ["ns.sub.example.test. 3600 in a 192.0.2.99"]
+        );
     }
     // NS at the cut is a referral too, not an answer.
     let m = ask(q("sub.example.test", RType::NS));
@@ -316,7 +359,13 @@ fn opcodes_and_malformed_queries() {
     let cfg = AnswerConfig::default();
     // Truncated question: FORMERR with the ID.
     let bytes = q("example.test", RType::A).bytes();
-    assert!(answer(&cat, &cfg, &bytes[..bytes.len() - 2], Transport::Udp, &mut out));
+    assert!(answer(
+        &cat,
+        &cfg,
+        &bytes[..bytes.len() - 2],
+        Transport::Udp,
+        &mut out
+    ));
     let m = Message::parse(&out).unwrap();
     assert_eq!((m.header.id, m.rcode()), (0xABCD, Rcode::FORMERR));
     // Shorter than a header, or a response: no answer at all.
@@ -350,7 +399,10 @@ fn chaos_identity_answers_only_when_configured() {
     };
     let (m, _) = ask_with(&cat, &cfg, &query);
     assert_eq!(m.rcode(), Rcode::NOERROR);
-    assert_eq!(m.answers[0].to_string(), r#"version.bind. 0 CH TXT "heron test""#);
+    assert_eq!(
+        m.answers[0].to_string(),
+        r#"version.bind. 0 CH TXT "heron test""#
+    );
 }
 
 #[test]
