@@ -144,7 +144,8 @@ async fn connection(
     let mut output: Vec<u8> = Vec::new();
     let mut response = Vec::new();
     loop {
-        let consumed = answer_complete_messages(&input, catalog, config, &mut response, &mut output)?;
+        let consumed =
+            answer_complete_messages(&input, catalog, config, &mut response, &mut output)?;
         input.drain(..consumed);
         if !output.is_empty() {
             timeout(idle, stream.write_all(&output))
@@ -182,7 +183,10 @@ fn answer_complete_messages(
     while input.len() - at >= 2 {
         let len = u16::from_be_bytes([input[at], input[at + 1]]) as usize;
         if len == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "zero-length message"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "zero-length message",
+            ));
         }
         if input.len() - at - 2 < len {
             break;

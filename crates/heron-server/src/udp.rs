@@ -56,7 +56,12 @@ fn serve(socket: UdpSocket, catalog: &SharedCatalog, config: &AnswerConfig, stop
     while !stop.load(Ordering::Relaxed) {
         let (len, peer) = match socket.recv_from(&mut query) {
             Ok(got) => got,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
                 continue;
             }
             Err(e) => {
@@ -65,8 +70,13 @@ fn serve(socket: UdpSocket, catalog: &SharedCatalog, config: &AnswerConfig, stop
             }
         };
         let snapshot = catalog.load();
-        if answer(&snapshot, config, &query[..len], Transport::Udp, &mut response)
-            && let Err(e) = socket.send_to(&response, peer)
+        if answer(
+            &snapshot,
+            config,
+            &query[..len],
+            Transport::Udp,
+            &mut response,
+        ) && let Err(e) = socket.send_to(&response, peer)
         {
             tracing::debug!("UDP send to {peer} failed: {e}");
         }

@@ -1,1 +1,24 @@
-//! heron-testkit
+//! Test helpers for Heron: reference name servers (NSD, Knot, BIND) and
+//! Heron itself as child processes, a minimal DNS client, response
+//! normalisation for differential comparison, and dig/kdig runners.
+//!
+//! Dev-only; depends on std and `heron-proto` alone.
+
+pub mod client;
+pub mod normalize;
+pub mod process;
+pub mod tools;
+
+pub use client::{
+    EdnsOpts, QueryOpts, build_query, query_tcp, query_tcp_pipelined, query_udp, try_query_tcp,
+    try_query_tcp_pipelined, try_query_udp,
+};
+pub use normalize::{Normalized, diff, normalize};
+pub use process::{ServerKind, ServerProcess, free_port, live_group_members};
+pub use tools::{
+    DigOutput, DigTool, ToolQuery, check_dig_output, check_with_dig_and_kdig, run_dig,
+};
+
+/// What to tell someone whose machine lacks a peer server or tool.
+pub const INSTALL_HINT: &str = "install the reference servers and tools with the README's test \
+     command (Debian: apt-get install nsd knot knot-dnsutils bind9 bind9-dnsutils)";

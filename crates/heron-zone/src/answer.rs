@@ -230,7 +230,10 @@ impl<'a> Responder<'a> {
             }
             name = owner.clone();
             name.make_lowercase();
-            if visited[..=step].iter().any(|v| v.as_wire() == name.as_wire()) {
+            if visited[..=step]
+                .iter()
+                .any(|v| v.as_wire() == name.as_wire())
+            {
                 return Ok(()); // a CNAME/DNAME loop
             }
         }
@@ -431,7 +434,12 @@ impl<'a> Responder<'a> {
         if self.q.edns.is_some() {
             let mut opt = [0u8; OPT_LEN];
             let mut v = Vec::with_capacity(OPT_LEN);
-            edns::write_opt(&mut v, self.config.max_udp_payload, self.rcode.0, self.dnssec);
+            edns::write_opt(
+                &mut v,
+                self.config.max_udp_payload,
+                self.rcode.0,
+                self.dnssec,
+            );
             opt.copy_from_slice(&v);
             self.w.set_limit(u16::MAX as usize);
             self.w.section(Section::Additional);

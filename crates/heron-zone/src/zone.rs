@@ -233,10 +233,10 @@ impl ZoneBuilder {
             Added::Duplicate => return,
             Added::New => {}
             Added::TtlDiffers(first_ttl) => {
-            let msg = format!(
-                "TTL {} differs from the TTL {} of the {} RRset; using {}",
-                rec.ttl, first_ttl, rtype, first_ttl
-            );
+                let msg = format!(
+                    "TTL {} differs from the TTL {} of the {} RRset; using {}",
+                    rec.ttl, first_ttl, rtype, first_ttl
+                );
                 self.problem(Severity::Warning, Some(&rec.location), msg);
             }
         }
@@ -405,9 +405,10 @@ impl ZoneBuilder {
                 }
                 let mut key: Box<[u8]> = target.as_wire().into();
                 lowercase_wire(&mut key);
-                let has_address = self.nodes.get(&key).is_some_and(|n| {
-                    n.rrset(RType::A).is_some() || n.rrset(RType::AAAA).is_some()
-                });
+                let has_address = self
+                    .nodes
+                    .get(&key)
+                    .is_some_and(|n| n.rrset(RType::A).is_some() || n.rrset(RType::AAAA).is_some());
                 if !has_address {
                     missing.push((node.owner.clone(), target));
                 }
@@ -537,8 +538,9 @@ pub fn load_zone_str(text: &str, name: &str, origin: &Name) -> Result<Loaded, Ve
     let opts = crate::zonefile::ReadOptions::new(origin.clone());
     let mut builder = ZoneBuilder::new(origin.clone(), Class::IN);
     let path = std::path::Path::new(name);
-    let errors = crate::zonefile::read_str(text, path, std::path::Path::new("."), &opts, &mut |rec| {
-        builder.add(rec)
-    });
+    let errors =
+        crate::zonefile::read_str(text, path, std::path::Path::new("."), &opts, &mut |rec| {
+            builder.add(rec)
+        });
     finish_load(builder, errors)
 }

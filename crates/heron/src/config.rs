@@ -160,7 +160,10 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         ));
     }
     if server.workers == Some(0) {
-        errors.push(format!("{}: [server] workers must be at least 1", path.display()));
+        errors.push(format!(
+            "{}: [server] workers must be at least 1",
+            path.display()
+        ));
     }
     if !errors.is_empty() {
         return Err(errors);

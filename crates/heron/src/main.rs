@@ -11,7 +11,11 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "heron", version, about = "Heron, an authoritative-only DNS server")]
+#[command(
+    name = "heron",
+    version,
+    about = "Heron, an authoritative-only DNS server"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -62,8 +66,10 @@ fn main() -> ExitCode {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("HERON_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .with_target(false)
         .init();
