@@ -215,6 +215,9 @@ impl<'a> Responder<'a> {
                         return Ok(());
                     };
                     self.synthesized_cname(owner.as_wire(), dname.ttl, target.as_wire())?;
+                    if qtype == RType::CNAME {
+                        return Ok(()); // the synthesized CNAME is the answer
+                    }
                     owner = target;
                 }
                 Found::Exact(node) | Found::Wildcard(node) => {
@@ -296,8 +299,10 @@ impl<'a> Responder<'a> {
         }
         let ns = cut.rrset(RType::NS).expect("a cut has NS");
         self.rrset(Section::Authority, cut.owner.as_wire(), ns)?;
+        // A signed parent proves the child's security with the signed DS
+        // (RFC 4035 3.1.4.1); an unsigned zone does no DNSSEC processing.
         if self.dnssec
-            && let Some(ds) = cut.rrset(RType::DS)
+            && let Some(ds) = cut.rrset(RType::DS).filter(|ds| !ds.sigs.is_empty())
         {
             self.rrset(Section::Authority, cut.owner.as_wire(), ds)?;
         }

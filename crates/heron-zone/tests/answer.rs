@@ -268,6 +268,9 @@ fn dname_synthesizes_cname() {
             "www.dn.example.test. 3600 in cname www.example.net.",
         ]
     );
+    // Asking for the CNAME: the synthesized one answers; no chasing.
+    let m = ask(q("www.dn.example.test", RType::CNAME));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 2));
     // The DNAME owner itself is an ordinary name.
     let m = ask(q("dn.example.test", RType::A));
     assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 0));
@@ -319,6 +322,9 @@ fn ds_is_answered_by_the_parent() {
     assert!(aa(&m));
     assert_eq!(m.answers.len(), 1);
     assert_eq!(m.answers[0].rtype, RType::DS);
+    // In an unsigned zone a referral carries no DS, even with DO.
+    let m = ask(q("www.sub.example.test", RType::A).edns(1232, 0, true));
+    assert!(m.authority.iter().all(|r| r.rtype == RType::NS));
     // Below the cut, DS is the child's business: a referral.
     let m = ask(q("x.sub.example.test", RType::DS));
     assert!(!aa(&m));
