@@ -1,0 +1,167 @@
+//! Load-time checks of a zone's contents: each problem is reported with the
+//! file and line of the record concerned, errors stop the zone from loading
+//! and warnings do not.
+
+use heron_proto::Name;
+use heron_zone::{Problem, Severity, load_zone_file, load_zone_str};
+
+const HEAD: &str =
+    "$ORIGIN example.test.\n$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n";
+
+fn origin() -> Name {
+    Name::parse("example.test").unwrap()
+}
+
+fn problems(body: &str) -> Result<Vec<Problem>, Vec<Problem>> {
+    let text = format!("{HEAD}{body}");
+    load_zone_str(&text, "checks.zone", &origin()).map(|l| l.warnings)
+}
+
+fn one(list: &[Problem], severity: Severity) -> &Problem {
+    let matching: Vec<&Problem> = list.iter().filter(|p| p.severity == severity).collect();
+    assert_eq!(matching.len(), 1, "{list:?}");
+    matching[0]
+}
+
+fn line_of(p: &Problem) -> u32 {
+    p.location.as_ref().expect("a location").line
+}
+
+#[test]
+fn a_clean_zone_loads_without_problems() {
+    let loaded = load_zone_str(HEAD, "checks.zone", &origin()).unwrap();
+    assert!(loaded.warnings.is_empty());
+    assert_eq!(loaded.zone.serial(), 1);
+    assert_eq!(loaded.zone.record_count(), 3);
+}
+
+#[test]
+fn missing_soa_is_an_error() {
+    let text = "$ORIGIN example.test.\n$TTL 300\n@ NS ns\nns A 192.0.2.1\n";
+    let errs = load_zone_str(text, "checks.zone", &origin()).err().unwrap();
+    assert!(
+        one(&errs, Severity::Error)
+            .message
+            .contains("no SOA record at the zone apex")
+    );
+}
+
+#[test]
+fn two_soa_records_are_an_error() {
+    let errs = problems("@ SOA ns2 hostmaster 2 2 3 4 5\n").unwrap_err();
+    let p = one(&errs, Severity::Error);
+    assert!(p.message.contains("2 SOA records"), "{p}");
+    assert_eq!(line_of(p), 3, "points at the first SOA");
+}
+
+#[test]
+fn soa_below_the_apex_is_an_error() {
+    let errs = problems("sub SOA ns hostmaster 1 2 3 4 5\n").unwrap_err();
+    let p = one(&errs, Severity::Error);
+    assert!(p.message.contains("not the zone apex"), "{p}");
+    assert_eq!(line_of(p), 6);
+}
+
+#[test]
+fn missing_apex_ns_is_an_error() {
+    let text = "$ORIGIN example.test.\n$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n";
+    let errs = load_zone_str(text, "checks.zone", &origin()).err().unwrap();
+    assert!(
+        one(&errs, Severity::Error)
+            .message
+            .contains("no NS records at the zone apex")
+    );
+}
+
+#[test]
+fn cname_beside_other_data_is_an_error() {
+    let errs = problems("www A 192.0.2.2\nwww CNAME ns\n").unwrap_err();
+    let p = one(&errs, Severity::Error);
+    assert!(p.message.contains("CNAME beside other data (A)"), "{p}");
+    assert_eq!(line_of(p), 7);
+    assert_eq!(
+        p.to_string(),
+        "checks.zone:7: error: www.example.test.: CNAME beside other data (A)"
+    );
+}
+
+#[test]
+fn two_cnames_at_one_name_are_an_error() {
+    let errs = problems("www CNAME ns\nwww CNAME mail\n").unwrap_err();
+    assert!(
+        one(&errs, Severity::Error)
+            .message
+            .contains("more than one CNAME")
+    );
+}
+
+#[test]
+fn out_of_zone_data_is_reported_and_ignored() {
+    let warnings = problems("www.example.org. A 192.0.2.9\n").unwrap();
+    let p = one(&warnings, Severity::Warning);
+    assert!(p.message.contains("outside the zone"), "{p}");
+    assert_eq!(line_of(p), 6);
+}
+
+#[test]
+fn missing_glue_is_reported() {
+    let warnings = problems("sub NS ns.sub\nsub NS ns.elsewhere.org.\n").unwrap();
+    let p = one(&warnings, Severity::Warning);
+    assert!(
+        p.message
+            .contains("sub.example.test. to ns.sub.example.test. has no glue"),
+        "{p}"
+    );
+    assert_eq!(line_of(p), 6);
+    // With glue there is nothing to say.
+    assert!(
+        problems("sub NS ns.sub\nns.sub A 192.0.2.7\n")
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn differing_ttls_in_an_rrset_use_the_first() {
+    let text = format!("{HEAD}www 300 A 192.0.2.2\nwww 600 A 192.0.2.3\n");
+    let loaded = load_zone_str(&text, "checks.zone", &origin()).unwrap();
+    let p = one(&loaded.warnings, Severity::Warning);
+    assert!(p.message.contains("TTL 600 differs"), "{p}");
+    let www = loaded.zone.node(b"\x03www\x07example\x04test\x00").unwrap();
+    assert_eq!(www.rrset(heron_proto::RType::A).unwrap().ttl, 300);
+}
+
+#[test]
+fn duplicate_records_collapse() {
+    let text = format!("{HEAD}www A 192.0.2.2\nWWW A 192.0.2.2\n");
+    let loaded = load_zone_str(&text, "checks.zone", &origin()).unwrap();
+    assert_eq!(loaded.zone.record_count(), 4);
+}
+
+#[test]
+fn syntax_and_content_errors_are_reported_together() {
+    let errs = problems("www A 192.0.2.300\nx CNAME ns\nx TXT \"y\"\n").unwrap_err();
+    let text: Vec<String> = errs.iter().map(|p| p.to_string()).collect();
+    assert!(
+        text.iter()
+            .any(|t| t.contains("checks.zone:6:") && t.contains("192.0.2.300")),
+        "{text:?}"
+    );
+    assert!(
+        text.iter()
+            .any(|t| t.contains("checks.zone:7:") && t.contains("CNAME beside")),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn a_missing_file_names_the_file() {
+    let errs = load_zone_file(std::path::Path::new("/nonexistent/z.zone"), &origin())
+        .err()
+        .unwrap();
+    assert!(
+        errs[0].to_string().contains("/nonexistent/z.zone"),
+        "{}",
+        errs[0]
+    );
+}
