@@ -1,0 +1,273 @@
+//! A minimal DNS client: build a query, send it over UDP or TCP.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+use heron_proto::message::{HEADER_LEN, Header, flags};
+use heron_proto::{Class, Name, Opcode, RType};
+
+/// How long to wait for a response (per UDP try, per TCP read).
+pub const TIMEOUT: Duration = Duration::from_secs(2);
+/// UDP tries in all (the first and one retry).
+const UDP_TRIES: u32 = 2;
+
+/// The OPT record of a query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EdnsOpts {
+    pub udp_size: u16,
+    pub do_bit: bool,
+    pub version: u8,
+}
+
+impl Default for EdnsOpts {
+    fn default() -> Self {
+        EdnsOpts {
+            udp_size: 1232,
+            do_bit: false,
+            version: 0,
+        }
+    }
+}
+
+/// Header fields and EDNS of a query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueryOpts {
+    pub id: u16,
+    /// Recursion desired.
+    pub rd: bool,
+    pub edns: Option<EdnsOpts>,
+    pub opcode: Opcode,
+    pub qclass: Class,
+}
+
+impl Default for QueryOpts {
+    fn default() -> Self {
+        QueryOpts {
+            id: 0,
+            rd: false,
+            edns: None,
+            opcode: Opcode::QUERY,
+            qclass: Class::IN,
+        }
+    }
+}
+
+/// A query for `qname` (written uncompressed, its case as given) and
+/// `qtype`, with an OPT record if `opts.edns` says so.
+pub fn build_query(qname: &Name, qtype: RType, opts: &QueryOpts) -> Vec<u8> {
+    let mut f = (opts.opcode.0 as u16 & 0xF) << 11;
+    if opts.rd {
+        f |= flags::RD;
+    }
+    let header = Header {
+        id: opts.id,
+        flags: f,
+        qdcount: 1,
+        ancount: 0,
+        nscount: 0,
+        arcount: opts.edns.is_some() as u16,
+    };
+    let mut out = vec![0u8; HEADER_LEN];
+    header.write(&mut out);
+    out.extend_from_slice(qname.as_wire());
+    out.extend_from_slice(&qtype.0.to_be_bytes());
+    out.extend_from_slice(&opts.qclass.0.to_be_bytes());
+    if let Some(e) = opts.edns {
+        let ttl = ((e.version as u32) << 16) | if e.do_bit { 0x8000 } else { 0 };
+        out.push(0);
+        out.extend_from_slice(&RType::OPT.0.to_be_bytes());
+        out.extend_from_slice(&e.udp_size.to_be_bytes());
+        out.extend_from_slice(&ttl.to_be_bytes());
+        out.extend_from_slice(&0u16.to_be_bytes());
+    }
+    out
+}
+
+fn query_id(query: &[u8]) -> io::Result<u16> {
+    Header::read(query)
+        .map(|h| h.id)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "query shorter than a header"))
+}
+
+/// Whether `resp` answers a query with this ID (header only; the rest is
+/// for the caller to judge).
+fn answers(resp: &[u8], id: u16) -> bool {
+    Header::read(resp).is_some_and(|h| h.id == id && h.has(flags::QR))
+}
+
+/// Sends `query` over UDP and returns the response with its ID; waits
+/// [`TIMEOUT`], then tries once more.
+pub fn try_query_udp(addr: SocketAddr, query: &[u8]) -> io::Result<Vec<u8>> {
+    let id = query_id(query)?;
+    let local: SocketAddr = if addr.is_ipv4() {
+        (Ipv4Addr::LOCALHOST, 0).into()
+    } else {
+        (Ipv6Addr::LOCALHOST, 0).into()
+    };
+    let sock = UdpSocket::bind(local)?;
+    sock.connect(addr)?;
+    let mut buf = vec![0u8; 65535];
+    for _ in 0..UDP_TRIES {
+        sock.send(query)?;
+        let deadline = Instant::now() + TIMEOUT;
+        // Bounded: each pass consumes a datagram or ends at the deadline.
+        for _ in 0..1000 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            sock.set_read_timeout(Some(left))?;
+            match sock.recv(&mut buf) {
+                Ok(n) if answers(&buf[..n], id) => return Ok(buf[..n].to_vec()),
+                Ok(_) => continue,
+                Err(e) if is_timeout(&e) => break,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!("no UDP response from {addr} after {UDP_TRIES} tries of {TIMEOUT:?}"),
+    ))
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+fn tcp_connect(addr: SocketAddr) -> io::Result<TcpStream> {
+    let stream = TcpStream::connect_timeout(&addr, TIMEOUT)?;
+    stream.set_read_timeout(Some(TIMEOUT))?;
+    stream.set_write_timeout(Some(TIMEOUT))?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+fn framed(query: &[u8]) -> io::Result<Vec<u8>> {
+    let len = u16::try_from(query.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "query over 65535 octets"))?;
+    let mut out = Vec::with_capacity(query.len() + 2);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(query);
+    Ok(out)
+}
+
+fn read_framed(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
+    let mut len = [0u8; 2];
+    stream.read_exact(&mut len)?;
+    let mut msg = vec![0u8; u16::from_be_bytes(len) as usize];
+    stream.read_exact(&mut msg)?;
+    Ok(msg)
+}
+
+/// Sends `query` over a fresh TCP connection and reads one response.
+pub fn try_query_tcp(addr: SocketAddr, query: &[u8]) -> io::Result<Vec<u8>> {
+    let id = query_id(query)?;
+    let mut stream = tcp_connect(addr)?;
+    stream.write_all(&framed(query)?)?;
+    let resp = read_framed(&mut stream)?;
+    if !answers(&resp, id) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "TCP response does not answer the query (ID or QR)",
+        ));
+    }
+    Ok(resp)
+}
+
+/// Writes every query on one TCP connection, then reads as many responses;
+/// returns them in the order of the queries (matched by ID, which must be
+/// distinct).
+pub fn try_query_tcp_pipelined(addr: SocketAddr, queries: &[Vec<u8>]) -> io::Result<Vec<Vec<u8>>> {
+    let mut index = HashMap::new();
+    for (i, q) in queries.iter().enumerate() {
+        if index.insert(query_id(q)?, i).is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "pipelined queries need distinct IDs",
+            ));
+        }
+    }
+    let mut stream = tcp_connect(addr)?;
+    let mut out = Vec::new();
+    for q in queries {
+        out.extend_from_slice(&framed(q)?);
+    }
+    stream.write_all(&out)?;
+    let mut responses: Vec<Option<Vec<u8>>> = vec![None; queries.len()];
+    for _ in 0..queries.len() {
+        let resp = read_framed(&mut stream)?;
+        let id = Header::read(&resp).map(|h| h.id);
+        let slot = id.and_then(|id| index.remove(&id)).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("pipelined response with unexpected or repeated ID {id:?}"),
+            )
+        })?;
+        responses[slot] = Some(resp);
+    }
+    Ok(responses
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect())
+}
+
+/// [`try_query_udp`], panicking on failure.
+pub fn query_udp(addr: SocketAddr, query: &[u8]) -> Vec<u8> {
+    try_query_udp(addr, query).unwrap_or_else(|e| panic!("UDP query to {addr}: {e}"))
+}
+
+/// [`try_query_tcp`], panicking on failure.
+pub fn query_tcp(addr: SocketAddr, query: &[u8]) -> Vec<u8> {
+    try_query_tcp(addr, query).unwrap_or_else(|e| panic!("TCP query to {addr}: {e}"))
+}
+
+/// [`try_query_tcp_pipelined`], panicking on failure.
+pub fn query_tcp_pipelined(addr: SocketAddr, queries: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    try_query_tcp_pipelined(addr, queries)
+        .unwrap_or_else(|e| panic!("pipelined TCP queries to {addr}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heron_proto::message::parse_query;
+
+    #[test]
+    fn query_round_trips_through_the_parser() {
+        let name = Name::parse("WwW.Example.COM").unwrap();
+        let opts = QueryOpts {
+            id: 0xBEEF,
+            rd: true,
+            edns: Some(EdnsOpts {
+                udp_size: 1232,
+                do_bit: true,
+                version: 1,
+            }),
+            ..QueryOpts::default()
+        };
+        let q = build_query(&name, RType::MX, &opts);
+        let parsed = parse_query(&q).unwrap();
+        assert_eq!(parsed.header.id, 0xBEEF);
+        assert!(parsed.header.has(flags::RD));
+        assert_eq!(parsed.qname.as_wire(), b"\x03WwW\x07Example\x03COM\x00");
+        assert_eq!(parsed.qtype, RType::MX);
+        let e = parsed.edns.unwrap();
+        assert_eq!((e.udp_size, e.do_bit, e.version), (1232, true, 1));
+
+        let plain = build_query(&name, RType::A, &QueryOpts::default());
+        let parsed = parse_query(&plain).unwrap();
+        assert!(parsed.edns.is_none() && !parsed.header.has(flags::RD));
+        let notify = QueryOpts {
+            opcode: Opcode(9),
+            ..QueryOpts::default()
+        };
+        let parsed = parse_query(&build_query(&name, RType::A, &notify)).unwrap();
+        assert_eq!(parsed.header.opcode(), Opcode(9));
+    }
+}
