@@ -323,6 +323,40 @@ impl ServerProcess {
         })
     }
 
+    /// Heron with a configuration file: `make_config(port)` returns the TOML
+    /// (it must listen on 127.0.0.1:port); `origin` is the zone to wait for.
+    pub fn heron_with_config(
+        binary: &Path,
+        origin: &str,
+        make_config: impl Fn(u16) -> String,
+    ) -> ServerProcess {
+        let zones = [(format!("{}.", origin.trim_end_matches('.')), PathBuf::new())];
+        Self::start_with_retries(ServerKind::Heron, &zones, |dir, port| {
+            let path = dir.join("heron.toml");
+            write(&path, &make_config(port));
+            let mut cmd = Command::new(binary);
+            cmd.arg("serve").arg("--config").arg(&path);
+            cmd
+        })
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the process to exit; returns
+    /// its exit status, or None if it had to be killed.
+    pub fn terminate(&mut self) -> Option<std::process::ExitStatus> {
+        let child = self.child.as_mut()?;
+        send_signal(child.id() as i32, SIGTERM);
+        let deadline = Instant::now() + TERM_WAIT;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.stop();
+        None
+    }
+
     fn start_with_retries(
         kind: ServerKind,
         zones: &[Zone],

@@ -1,0 +1,384 @@
+//! The `heron` binary end to end: started as a user would, queried over the
+//! network, stopped with a signal.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use heron_proto::message::{Message, flags};
+use heron_proto::{Name, RType, Rcode};
+use heron_testkit::{
+    QueryOpts, ServerProcess, build_query, query_tcp_pipelined, try_query_tcp, try_query_udp,
+};
+
+fn heron() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+const EDGE: &str = "differential/edge.test.zone";
+
+fn query(name: &str, qtype: RType, id: u16) -> Vec<u8> {
+    let opts = QueryOpts {
+        id,
+        ..QueryOpts::default()
+    };
+    build_query(&Name::parse(name).unwrap(), qtype, &opts)
+}
+
+fn parse(bytes: &[u8]) -> Message {
+    Message::parse(bytes).expect("response parses")
+}
+
+fn soa_query() -> Vec<u8> {
+    query("edge.test", RType::SOA, 7)
+}
+
+fn assert_answers(addr: SocketAddr) {
+    let m = parse(&try_query_udp(addr, &soa_query()).expect("UDP answer"));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+    let m = parse(&try_query_tcp(addr, &soa_query()).expect("TCP answer"));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+}
+
+#[test]
+fn built_in_default_answers_on_port_5300() {
+    let addr: SocketAddr = "127.0.0.1:5300".parse().unwrap();
+    assert!(
+        UdpSocket::bind(addr).is_ok(),
+        "port 5300 is in use; this test runs the README's `heron serve` there"
+    );
+    let mut child = Command::new(heron())
+        .arg("serve")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let q = query("example.com", RType::SOA, 1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut answer = None;
+    while answer.is_none() && Instant::now() < deadline {
+        answer = try_query_udp(addr, &q).ok();
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let m = parse(&answer.expect("the built-in zone answers"));
+    assert!(m.header.has(flags::AA));
+    assert_eq!(m.answers[0].rtype, RType::SOA);
+}
+
+#[test]
+fn sigterm_stops_the_server_cleanly() {
+    let mut server = ServerProcess::heron(&heron(), &[("edge.test", data(EDGE))]);
+    let status = server.terminate().expect("exits within the wait");
+    assert!(status.success(), "{status}: {}", server.log());
+    assert!(server.log().contains("shutting down"));
+}
+
+#[test]
+fn answers_on_ipv6_and_ipv4_from_a_config_file() {
+    let zone = data(EDGE);
+    let server = ServerProcess::heron_with_config(&heron(), "edge.test", |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\", \"[::1]:{port}\"]\nworkers = 2\n\
+             [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n",
+            zone.display()
+        )
+    });
+    assert_answers(server.addr());
+    let v6 = SocketAddr::new("::1".parse().unwrap(), server.addr().port());
+    assert_answers(v6);
+}
+
+#[test]
+fn pipelined_tcp_queries_all_get_answers() {
+    let server = ServerProcess::heron(&heron(), &[("edge.test", data(EDGE))]);
+    let names = [
+        "edge.test",
+        "www.edge.test",
+        "nothing.edge.test",
+        "example.org",
+    ];
+    let queries: Vec<Vec<u8>> = (0..400u16)
+        .map(|i| query(names[i as usize % names.len()], RType::A, 1000 + i))
+        .collect();
+    let responses = query_tcp_pipelined(server.addr(), &queries);
+    assert_eq!(responses.len(), queries.len());
+    for (i, r) in responses.iter().enumerate() {
+        let m = parse(r);
+        let expected = match i % names.len() {
+            2 => Rcode::NXDOMAIN,
+            3 => Rcode::REFUSED,
+            _ => Rcode::NOERROR,
+        };
+        assert_eq!(m.rcode(), expected, "query {i}");
+    }
+}
+
+/// Sends `packet` over UDP; returns the response if one came within 500 ms.
+fn udp_exchange(addr: SocketAddr, packet: &[u8]) -> Option<Vec<u8>> {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    sock.send_to(packet, addr).unwrap();
+    let mut buf = [0u8; 65535];
+    sock.recv(&mut buf).ok().map(|n| buf[..n].to_vec())
+}
+
+/// Broken packets: each must get FORMERR (with its ID) or no answer at all.
+fn malformed_corpus() -> Vec<(&'static str, Vec<u8>)> {
+    let header = |qd: u8, an: u8, ar: u8| vec![0xBE, 0xEF, 0, 0, 0, qd, 0, an, 0, 0, 0, ar];
+    let with = |mut h: Vec<u8>, tail: &[u8]| {
+        h.extend_from_slice(tail);
+        h
+    };
+    let q_root = [0u8, 0, 1, 0, 1];
+    let opt = [0u8, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 0];
+    let long_label = with(with(header(1, 0, 0), &[64]), &[b'a'; 64]);
+    let mut long_name = header(1, 0, 0);
+    for _ in 0..5 {
+        long_name.push(60);
+        long_name.extend_from_slice(&[b'a'; 60]);
+    }
+    long_name.extend_from_slice(&q_root);
+    vec![
+        ("empty", vec![]),
+        ("truncated header", vec![0xBE, 0xEF, 0, 0, 0]),
+        ("header only", header(1, 0, 0)),
+        ("label over 63", with(long_label, &q_root)),
+        ("name over 255", long_name),
+        (
+            "pointer to itself",
+            with(header(1, 0, 0), &[0xC0, 12, 0, 1, 0, 1]),
+        ),
+        (
+            "forward pointer",
+            with(header(1, 0, 0), &[0xC0, 20, 0, 1, 0, 1, 0, 0]),
+        ),
+        (
+            "pointer past the end",
+            with(header(1, 0, 0), &[0xC0, 0xFF, 0, 1, 0, 1]),
+        ),
+        ("question cut short", with(header(1, 0, 0), &[0, 0, 1])),
+        ("answer count beyond packet", with(header(1, 3, 0), &q_root)),
+        (
+            "additional count beyond packet",
+            with(header(1, 0, 2), &q_root),
+        ),
+        (
+            "OPT twice",
+            with(with(with(header(1, 0, 2), &q_root), &opt), &opt),
+        ),
+        (
+            "OPT in the answer section",
+            with(with(header(1, 1, 0), &q_root), &opt),
+        ),
+        (
+            "trailing garbage",
+            with(header(1, 0, 0), &[0, 0, 1, 0, 1, 0xFF]),
+        ),
+        ("no question", header(0, 0, 0)),
+        (
+            "two questions",
+            with(with(header(2, 0, 0), &q_root), &q_root),
+        ),
+    ]
+}
+
+#[test]
+fn malformed_packets_get_formerr_or_silence_and_the_server_lives_on() {
+    let server = ServerProcess::heron(&heron(), &[("edge.test", data(EDGE))]);
+    for (what, packet) in malformed_corpus() {
+        if let Some(r) = udp_exchange(server.addr(), &packet) {
+            let m = parse(&r);
+            assert_eq!(m.rcode(), Rcode::FORMERR, "{what}");
+            assert_eq!(m.header.id, 0xBEEF, "{what}");
+        }
+        // Over TCP the same, on a connection of its own.
+        if packet.is_empty() {
+            continue;
+        }
+        let mut tcp = TcpStream::connect(server.addr()).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        tcp.write_all(&(packet.len() as u16).to_be_bytes()).unwrap();
+        tcp.write_all(&packet).unwrap();
+        let mut len = [0u8; 2];
+        if tcp.read_exact(&mut len).is_ok() {
+            let mut body = vec![0u8; u16::from_be_bytes(len) as usize];
+            tcp.read_exact(&mut body).unwrap();
+            assert_eq!(parse(&body).rcode(), Rcode::FORMERR, "{what} over TCP");
+        }
+    }
+    assert_answers(server.addr());
+}
+
+fn limits_server(idle: u64, per_client: usize) -> ServerProcess {
+    let zone = data(EDGE);
+    ServerProcess::heron_with_config(&heron(), "edge.test", |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
+             [tcp]\nidle-timeout = {idle}\nmax-connections-per-client = {per_client}\n\
+             [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n",
+            zone.display()
+        )
+    })
+}
+
+/// Whether the server answers a query on this open connection.
+fn answers_on(conn: &mut TcpStream) -> bool {
+    let q = soa_query();
+    conn.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    if conn.write_all(&(q.len() as u16).to_be_bytes()).is_err() || conn.write_all(&q).is_err() {
+        return false;
+    }
+    let mut len = [0u8; 2];
+    if conn.read_exact(&mut len).is_err() {
+        return false;
+    }
+    let mut body = vec![0u8; u16::from_be_bytes(len) as usize];
+    conn.read_exact(&mut body).is_ok()
+}
+
+/// A connection the server admits, retrying for a few seconds while slots
+/// of closed connections (e.g. the readiness probe's) are being freed.
+fn admitted_connection(addr: SocketAddr) -> Option<TcpStream> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let mut conn = TcpStream::connect(addr).unwrap();
+        if answers_on(&mut conn) {
+            return Some(conn);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+#[test]
+fn tcp_connections_per_client_are_limited() {
+    let server = limits_server(30, 3);
+    let mut open: Vec<TcpStream> = (0..3)
+        .map(|_| admitted_connection(server.addr()).expect("within the limit"))
+        .collect();
+    let mut fourth = TcpStream::connect(server.addr()).unwrap();
+    assert!(
+        !answers_on(&mut fourth),
+        "past the limit the connection is closed"
+    );
+    // Those admitted keep working.
+    assert!(answers_on(&mut open[0]));
+    drop(open.pop());
+    let again = admitted_connection(server.addr());
+    assert!(again.is_some(), "a freed slot admits a new connection");
+}
+
+#[test]
+fn idle_tcp_connections_are_closed() {
+    let server = limits_server(1, 100);
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    assert!(answers_on(&mut conn));
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = [0u8; 1];
+    // The server closes: read sees end of stream, not our 10 s timeout.
+    assert_eq!(conn.read(&mut buf).unwrap(), 0);
+}
+
+fn run(args: &[&str]) -> (bool, String) {
+    let out = Command::new(heron()).args(args).output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+#[test]
+fn check_zone_reports_problems_with_file_and_line() {
+    let good = data(EDGE);
+    let (ok, text) = run(&["check-zone", good.to_str().unwrap(), "edge.test"]);
+    assert!(ok, "{text}");
+    assert!(text.contains("OK"), "{text}");
+    let dir = tempdir("check-zone");
+    let bad = dir.join("bad.zone");
+    std::fs::write(
+        &bad,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww A 300.1.1.1\nx CNAME ns\nx A 192.0.2.2\n",
+    )
+    .unwrap();
+    let (ok, text) = run(&["check-zone", bad.to_str().unwrap(), "bad.test"]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("bad.zone:5:"), "{text}");
+    assert!(
+        text.contains("bad.zone:6:") && text.contains("CNAME beside other data"),
+        "{text}"
+    );
+}
+
+#[test]
+fn check_config_checks_the_file_and_its_zones() {
+    let dir = tempdir("check-config");
+    let good = dir.join("good.toml");
+    std::fs::write(
+        &good,
+        format!(
+            "[[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n",
+            data(EDGE).display()
+        ),
+    )
+    .unwrap();
+    let (ok, text) = run(&["check-config", good.to_str().unwrap()]);
+    assert!(ok, "{text}");
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[server]\nlisten = [\"127.0.0.1:53\"]\nworkerz = 2\n").unwrap();
+    let (ok, text) = run(&["check-config", bad.to_str().unwrap()]);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("bad.toml") && text.contains("line 3"),
+        "{text}"
+    );
+    let missing_zone = dir.join("missing.toml");
+    std::fs::write(
+        &missing_zone,
+        "[[zone]]\norigin = \"a.test\"\nfile = \"nope.zone\"\n",
+    )
+    .unwrap();
+    let (ok, text) = run(&["check-config", missing_zone.to_str().unwrap()]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("nope.zone"), "{text}");
+}
+
+#[test]
+fn a_broken_zone_is_skipped_and_the_others_serve() {
+    let dir = tempdir("broken-zone");
+    let bad = dir.join("bad.zone");
+    std::fs::write(
+        &bad,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\nwww BOGUS x\n",
+    )
+    .unwrap();
+    let server = ServerProcess::heron(
+        &heron(),
+        &[("edge.test", data(EDGE)), ("bad.test", bad.clone())],
+    );
+    assert_answers(server.addr());
+    let m = parse(&try_query_udp(server.addr(), &query("bad.test", RType::SOA, 3)).unwrap());
+    assert_eq!(m.rcode(), Rcode::REFUSED, "the broken zone is not served");
+    let log = server.log();
+    assert!(
+        log.contains("bad.zone:5:") && log.contains("BOGUS"),
+        "{log}"
+    );
+}
+
+/// A fresh directory under the system temp dir for this test.
+fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("heron-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
