@@ -51,17 +51,27 @@ pub fn spawn_workers(
 }
 
 fn serve(socket: UdpSocket, catalog: &SharedCatalog, config: &AnswerConfig, stop: &AtomicBool) {
+    run_loop(&socket, stop, |query, response| {
+        let snapshot = catalog.load();
+        answer(&snapshot, config, query, Transport::Udp, response)
+    });
+}
+
+/// The receive → handle → send loop of one worker, until `stop` is set.
+/// `handle` writes the response for a datagram into its buffer and says
+/// whether to send it. Heron answers DNS here; the benchmark's reflector
+/// runs the same loop with an echo, which measures the path's own cost.
+pub fn run_loop(
+    socket: &UdpSocket,
+    stop: &AtomicBool,
+    mut handle: impl FnMut(&[u8], &mut Vec<u8>) -> bool,
+) {
     let mut query = vec![0u8; MAX_DATAGRAM];
     let mut response = Vec::with_capacity(MAX_DATAGRAM);
     while !stop.load(Ordering::Relaxed) {
         let (len, peer) = match socket.recv_from(&mut query) {
             Ok(got) => got,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
                 continue;
             }
             Err(e) => {
@@ -69,14 +79,8 @@ fn serve(socket: UdpSocket, catalog: &SharedCatalog, config: &AnswerConfig, stop
                 continue;
             }
         };
-        let snapshot = catalog.load();
-        if answer(
-            &snapshot,
-            config,
-            &query[..len],
-            Transport::Udp,
-            &mut response,
-        ) && let Err(e) = socket.send_to(&response, peer)
+        if handle(&query[..len], &mut response)
+            && let Err(e) = socket.send_to(&response, peer)
         {
             tracing::debug!("UDP send to {peer} failed: {e}");
         }
