@@ -46,6 +46,8 @@ impl Default for TcpLimits {
 pub struct ServerConfig {
     pub listen: Vec<SocketAddr>,
     pub workers: usize,
+    /// CPUs to pin UDP workers to, round robin; empty leaves it to the OS.
+    pub cpu_affinity: Vec<usize>,
     pub tcp: TcpLimits,
     pub answer: AnswerConfig,
 }

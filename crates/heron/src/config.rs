@@ -4,6 +4,7 @@
 //! [server]
 //! listen = ["127.0.0.1:53", "[::1]:53"]
 //! workers = 2
+//! cpu-affinity = [0, 1]      # pin UDP workers to these CPUs, round robin
 //! max-udp-payload = 1232
 //! version = "heron"          # CH TXT version.bind; REFUSED when absent
 //! identity = "ns1"           # CH TXT id.server; REFUSED when absent
@@ -47,6 +48,9 @@ pub struct ServerSection {
     pub listen: Vec<SocketAddr>,
     /// UDP worker threads (and async runtime threads); default one per core.
     pub workers: Option<usize>,
+    /// CPUs to pin UDP workers to (round robin); empty: no pinning.
+    #[serde(default)]
+    pub cpu_affinity: Vec<usize>,
     #[serde(default = "default_udp_payload")]
     pub max_udp_payload: u16,
     pub version: Option<String>,
@@ -58,6 +62,7 @@ impl Default for ServerSection {
         ServerSection {
             listen: default_listen(),
             workers: None,
+            cpu_affinity: Vec::new(),
             max_udp_payload: default_udp_payload(),
             version: None,
             identity: None,
@@ -172,6 +177,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         server: ServerConfig {
             listen: server.listen.clone(),
             workers: server.workers.unwrap_or_else(default_workers),
+            cpu_affinity: server.cpu_affinity.clone(),
             tcp: TcpLimits {
                 idle_timeout: Duration::from_secs(file.tcp.idle_timeout),
                 max_connections: file.tcp.max_connections,

@@ -51,6 +51,9 @@ pub struct ServeArgs {
     /// Worker threads (default: one per core). Overrides the file.
     #[arg(long)]
     workers: Option<usize>,
+    /// Pin UDP workers to these CPUs, round robin (e.g. 0,1). Overrides the file.
+    #[arg(long, value_delimiter = ',', value_name = "CPU,...")]
+    cpu_affinity: Vec<usize>,
 }
 
 fn main() -> ExitCode {

@@ -55,6 +55,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             server: ServerConfig {
                 listen: vec![config::DEFAULT_LISTEN.parse().unwrap()],
                 workers: config::default_workers(),
+                cpu_affinity: Vec::new(),
                 tcp: TcpLimits::default(),
                 answer: AnswerConfig::default(),
             },
@@ -69,6 +70,9 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             return Err(vec!["--workers must be at least 1".into()]);
         }
         settings.server.workers = workers;
+    }
+    if !args.cpu_affinity.is_empty() {
+        settings.server.cpu_affinity = args.cpu_affinity.clone();
     }
     settings.zones.extend(args.zone.iter().cloned());
     Ok(settings)
@@ -119,6 +123,7 @@ async fn serve(server: ServerConfig, catalog: Catalog) -> Result<(), String> {
         let workers = udp::spawn_workers(
             addr,
             server.workers,
+            &server.cpu_affinity,
             catalog.clone(),
             answer_config.clone(),
             stop.clone(),

@@ -1,4 +1,9 @@
-//! UDP: one thread and one `SO_REUSEPORT` socket per worker.
+//! UDP: one thread and one `SO_REUSEPORT` socket per worker, moving
+//! datagrams in batches ([`batch`]) and answering from per-worker buffers,
+//! so the steady state makes no heap allocation and takes no lock.
+
+pub mod affinity;
+pub mod batch;
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -14,8 +19,9 @@ use crate::SharedCatalog;
 
 /// How often a blocked worker wakes to notice shutdown.
 const SHUTDOWN_POLL: Duration = Duration::from_millis(200);
-/// Largest datagram we accept.
-const MAX_DATAGRAM: usize = 65_535;
+/// Largest query we read over UDP. Real queries are far smaller; a longer
+/// one is cut here and then fails to parse (FORMERR).
+const MAX_QUERY: usize = 4096;
 
 /// Binds a UDP socket that other workers may bind too (`SO_REUSEPORT`).
 pub fn bind_reuseport(addr: SocketAddr) -> io::Result<UdpSocket> {
@@ -30,10 +36,13 @@ pub fn bind_reuseport(addr: SocketAddr) -> io::Result<UdpSocket> {
     Ok(socket.into())
 }
 
-/// Starts `workers` threads answering on `addr`; they stop when `stop` is set.
+/// Starts `workers` threads answering on `addr`; they stop when `stop` is
+/// set. Worker `i` is pinned to `cpus[i % cpus.len()]` when `cpus` is not
+/// empty.
 pub fn spawn_workers(
     addr: SocketAddr,
     workers: usize,
+    cpus: &[usize],
     catalog: SharedCatalog,
     config: Arc<AnswerConfig>,
     stop: Arc<AtomicBool>,
@@ -42,18 +51,27 @@ pub fn spawn_workers(
     for i in 0..workers {
         let socket = bind_reuseport(addr)?;
         let (catalog, config, stop) = (catalog.clone(), config.clone(), stop.clone());
+        let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
         let handle = std::thread::Builder::new()
             .name(format!("udp-{addr}-{i}"))
-            .spawn(move || serve(socket, &catalog, &config, &stop))?;
+            .spawn(move || {
+                if let Some(cpu) = cpu
+                    && let Err(e) = affinity::pin_current_thread(cpu)
+                {
+                    tracing::warn!("cannot pin UDP worker {i} to CPU {cpu}: {e}");
+                }
+                serve(socket, catalog, &config, &stop)
+            })?;
         handles.push(handle);
     }
     Ok(handles)
 }
 
-fn serve(socket: UdpSocket, catalog: &SharedCatalog, config: &AnswerConfig, stop: &AtomicBool) {
+fn serve(socket: UdpSocket, catalog: SharedCatalog, config: &AnswerConfig, stop: &AtomicBool) {
+    // The cache checks for a new catalog with one atomic load per query.
+    let mut catalog = arc_swap::Cache::new(catalog);
     run_loop(&socket, stop, |query, response| {
-        let snapshot = catalog.load();
-        answer(&snapshot, config, query, Transport::Udp, response)
+        answer(catalog.load(), config, query, Transport::Udp, response)
     });
 }
 
@@ -66,23 +84,31 @@ pub fn run_loop(
     stop: &AtomicBool,
     mut handle: impl FnMut(&[u8], &mut Vec<u8>) -> bool,
 ) {
-    let mut query = vec![0u8; MAX_DATAGRAM];
-    let mut response = Vec::with_capacity(MAX_DATAGRAM);
+    let mut batch = batch::Batch::new(batch::DEFAULT_BATCH, MAX_QUERY);
     while !stop.load(Ordering::Relaxed) {
-        let (len, peer) = match socket.recv_from(&mut query) {
-            Ok(got) => got,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-                continue;
-            }
+        let received = match batch.receive(socket) {
+            Ok(n) => n,
+            Err(e) if is_timeout(&e) => continue,
             Err(e) => {
                 tracing::warn!("UDP receive failed: {e}");
                 continue;
             }
         };
-        if handle(&query[..len], &mut response)
-            && let Err(e) = socket.send_to(&response, peer)
-        {
-            tracing::debug!("UDP send to {peer} failed: {e}");
+        for i in 0..received {
+            let (query, response) = batch.slot(i);
+            if handle(query, response) {
+                batch.reply(i);
+            }
+        }
+        if let Err(e) = batch.send(socket) {
+            tracing::debug!("UDP send failed: {e}");
         }
     }
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
