@@ -37,18 +37,18 @@ pub fn parse_opt(class: u16, ttl: u32, rdata: &[u8]) -> Result<Edns, &'static st
     })
 }
 
-/// Appends an OPT record with no options: our payload size, the upper bits of
+/// An OPT record with no options: our payload size, the upper bits of
 /// `rcode`, version 0 and the DO bit as given.
-pub fn write_opt(out: &mut Vec<u8>, udp_size: u16, rcode: u16, do_bit: bool) {
+pub fn opt_record(udp_size: u16, rcode: u16, do_bit: bool) -> [u8; OPT_LEN] {
     let ttl = (((rcode >> 4) as u32) << 24) | if do_bit { 0x8000 } else { 0 };
-    out.push(0); // root owner
-    out.extend_from_slice(&41u16.to_be_bytes());
-    out.extend_from_slice(&udp_size.to_be_bytes());
-    out.extend_from_slice(&ttl.to_be_bytes());
-    out.extend_from_slice(&0u16.to_be_bytes());
+    let mut out = [0u8; OPT_LEN]; // root owner first
+    out[1..3].copy_from_slice(&41u16.to_be_bytes());
+    out[3..5].copy_from_slice(&udp_size.to_be_bytes());
+    out[5..9].copy_from_slice(&ttl.to_be_bytes());
+    out
 }
 
-/// Wire length of the OPT record [`write_opt`] writes.
+/// Wire length of the OPT record [`opt_record`] makes.
 pub const OPT_LEN: usize = 11;
 
 #[cfg(test)]
@@ -63,9 +63,7 @@ mod tests {
         assert!(parse_opt(1232, 0, &[0, 10, 0]).is_err());
         assert!(parse_opt(1232, 0, &[0, 10, 0, 9, 1]).is_err());
         assert!(parse_opt(1232, 0, &[0, 10, 0, 1, 1]).is_ok());
-        let mut out = Vec::new();
-        write_opt(&mut out, 1232, 16, true);
+        let out = opt_record(1232, 16, true);
         assert_eq!(out, [0, 0, 41, 4, 0xD0, 1, 0, 0x80, 0, 0, 0]);
-        assert_eq!(out.len(), OPT_LEN);
     }
 }

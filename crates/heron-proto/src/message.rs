@@ -159,8 +159,10 @@ fn skip_name(msg: &[u8], pos: usize, scratch: &mut NameBuf) -> Result<usize, Par
 #[derive(Debug)]
 pub struct Query {
     pub header: Header,
-    /// The question name as sent (case preserved).
-    pub qname: NameBuf,
+    /// Where the question name sits in the query (uncompressed, as sent).
+    pub qname: Range<usize>,
+    /// The question name lower-cased, for lookups.
+    pub qname_lower: NameBuf,
     pub qtype: RType,
     pub qclass: Class,
     /// Where the question sits in the query, to echo it verbatim.
@@ -190,9 +192,9 @@ pub fn parse_query(msg: &[u8]) -> Result<Query, QueryError> {
     if header.qdcount != 1 {
         return Err(formerr(ParseError::QuestionCount(header.qdcount)));
     }
-    let mut qname = NameBuf::new();
-    let qend = qname
-        .read_compressed(msg, HEADER_LEN)
+    let mut qname_lower = NameBuf::new();
+    let qend = qname_lower
+        .read_lowercase(msg, HEADER_LEN)
         .map_err(|e| formerr(e.into()))?;
     let qtype = read_u16(msg, qend).map_err(formerr)?;
     let qclass = read_u16(msg, qend + 2).map_err(formerr)?;
@@ -200,7 +202,8 @@ pub fn parse_query(msg: &[u8]) -> Result<Query, QueryError> {
     let trailer = scan_records(msg, question.end, &header).map_err(formerr)?;
     Ok(Query {
         header,
-        qname,
+        qname: HEADER_LEN..qend,
+        qname_lower,
         qtype: RType(qtype),
         qclass: Class(qclass),
         question,
@@ -397,7 +400,8 @@ mod tests {
         let q = parse_query(&m).unwrap();
         assert_eq!(q.header.id, 0x1234);
         assert!(q.header.has(flags::RD));
-        assert_eq!(q.qname.as_wire(), b"\x03www\x07Example\x03com\x00");
+        assert_eq!(&m[q.qname.clone()], b"\x03www\x07Example\x03com\x00");
+        assert_eq!(q.qname_lower.as_wire(), b"\x03www\x07example\x03com\x00");
         assert_eq!(q.qtype, RType::A);
         assert_eq!(q.qclass, Class::IN);
         assert_eq!(q.question, 12..m.len());

@@ -427,6 +427,35 @@ impl NameBuf {
         }
     }
 
+    /// Reads the uncompressed name at `msg[pos..]` lower-cased (the query
+    /// path: a question name has nothing before it to point to, so a
+    /// pointer there is malformed). Returns the position after the name.
+    pub fn read_lowercase(&mut self, msg: &[u8], pos: usize) -> Result<usize, NameError> {
+        let mut i = pos;
+        self.len = 0;
+        loop {
+            let len = *msg.get(i).ok_or(NameError::Truncated)? as usize;
+            match len & 0xC0 {
+                0x00 => {}
+                0xC0 => return Err(NameError::Compressed),
+                _ => return Err(NameError::BadLabelType),
+            }
+            let label = msg.get(i..i + 1 + len).ok_or(NameError::Truncated)?;
+            if self.len + 1 + len > MAX_NAME_LEN {
+                return Err(NameError::NameTooLong);
+            }
+            let dst = &mut self.bytes[self.len..self.len + 1 + len];
+            for (d, s) in dst.iter_mut().zip(label) {
+                *d = s.to_ascii_lowercase();
+            }
+            self.len += 1 + len;
+            i += 1 + len;
+            if len == 0 {
+                return Ok(i);
+            }
+        }
+    }
+
     /// Lower-cases the name in place.
     pub fn make_lowercase(&mut self) {
         lowercase_wire(&mut self.bytes[..self.len]);
@@ -708,6 +737,27 @@ mod tests {
             Name::read(b"\x41a\x00", 0).unwrap_err(),
             NameError::BadLabelType
         );
+    }
+
+    #[test]
+    fn question_names_are_read_lowercased_and_uncompressed() {
+        let mut buf = NameBuf::new();
+        let msg = b"\x03WwW\x07Example\x00rest";
+        assert_eq!(buf.read_lowercase(msg, 0).unwrap(), 13);
+        assert_eq!(buf.as_wire(), b"\x03www\x07example\x00");
+        assert_eq!(
+            buf.read_lowercase(b"\x01a\xC0\x00", 0),
+            Err(NameError::Compressed)
+        );
+        assert_eq!(buf.read_lowercase(b"\x05ab", 0), Err(NameError::Truncated));
+        let l = [b'a'; 63];
+        let mut long = Vec::new();
+        for _ in 0..4 {
+            long.push(63);
+            long.extend_from_slice(&l);
+        }
+        long.push(0);
+        assert_eq!(buf.read_lowercase(&long, 0), Err(NameError::NameTooLong));
     }
 
     #[test]

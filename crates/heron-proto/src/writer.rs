@@ -42,6 +42,9 @@ pub struct Writer<'a> {
     section: Section,
     /// Offsets where a name, or the rest of one, was written in full.
     targets: [u16; MAX_TARGETS],
+    /// Uncompressed length of the name from each target on: only a suffix
+    /// of the same length can match, which rules out most targets cheaply.
+    target_lens: [u8; MAX_TARGETS],
     ntargets: usize,
 }
 
@@ -57,6 +60,7 @@ impl<'a> Writer<'a> {
             counts: [0; 3],
             section: Section::Answer,
             targets: [0; MAX_TARGETS],
+            target_lens: [0; MAX_TARGETS],
             ntargets: 0,
         }
     }
@@ -86,11 +90,15 @@ impl<'a> Writer<'a> {
     pub fn question_raw(&mut self, raw: &[u8]) {
         let start = self.buf.len();
         self.buf.extend_from_slice(raw);
-        let mut i = start;
-        while self.buf[i] != 0 && self.buf[i] & 0xC0 == 0 {
-            self.add_target(i);
-            i += 1 + self.buf[i] as usize;
+        // Only an uncompressed question name is remembered.
+        let mut end = start;
+        while self.buf[end] != 0 {
+            if self.buf[end] & 0xC0 != 0 {
+                return;
+            }
+            end += 1 + self.buf[end] as usize;
         }
+        self.add_targets(start, end - start, end + 1 - start);
     }
 
     pub fn section(&mut self, section: Section) {
@@ -198,7 +206,7 @@ impl<'a> Writer<'a> {
             if compress && let Some(target) = self.find_suffix(&name[i..]) {
                 self.buf.push(0xC0 | (target >> 8) as u8);
                 self.buf.push(target as u8);
-                self.add_targets(first_label_at, i);
+                self.add_targets(first_label_at, i, name.len());
                 return;
             }
             let len = name[i] as usize;
@@ -206,29 +214,29 @@ impl<'a> Writer<'a> {
             i += 1 + len;
         }
         self.buf.push(0);
-        self.add_targets(first_label_at, i);
+        self.add_targets(first_label_at, i, name.len());
     }
 
-    /// Records each label of the `literal_len` octets written at `start`.
-    fn add_targets(&mut self, start: usize, literal_len: usize) {
+    /// Records each label of the `literal_len` octets written at `start`,
+    /// the start of a name `name_len` octets long uncompressed.
+    fn add_targets(&mut self, start: usize, literal_len: usize, name_len: usize) {
         let mut at = start;
         while at < start + literal_len {
-            self.add_target(at);
+            let remaining = name_len - (at - start);
+            if at <= MAX_POINTER && self.ntargets < MAX_TARGETS {
+                self.targets[self.ntargets] = at as u16;
+                self.target_lens[self.ntargets] = remaining as u8;
+                self.ntargets += 1;
+            }
             at += 1 + self.buf[at] as usize;
         }
     }
 
-    fn add_target(&mut self, at: usize) {
-        if at <= MAX_POINTER && self.ntargets < MAX_TARGETS {
-            self.targets[self.ntargets] = at as u16;
-            self.ntargets += 1;
-        }
-    }
-
     fn find_suffix(&self, suffix: &[u8]) -> Option<u16> {
-        self.targets[..self.ntargets]
-            .iter()
-            .copied()
+        let len = suffix.len() as u8;
+        (0..self.ntargets)
+            .filter(|&k| self.target_lens[k] == len)
+            .map(|k| self.targets[k])
             .find(|&t| name_at_equals(self.buf, t as usize, suffix))
     }
 }

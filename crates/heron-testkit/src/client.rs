@@ -255,7 +255,7 @@ mod tests {
         let parsed = parse_query(&q).unwrap();
         assert_eq!(parsed.header.id, 0xBEEF);
         assert!(parsed.header.has(flags::RD));
-        assert_eq!(parsed.qname.as_wire(), b"\x03WwW\x07Example\x03COM\x00");
+        assert_eq!(&q[parsed.qname.clone()], b"\x03WwW\x07Example\x03COM\x00");
         assert_eq!(parsed.qtype, RType::MX);
         let e = parsed.edns.unwrap();
         assert_eq!((e.udp_size, e.do_bit, e.version), (1232, true, 1));

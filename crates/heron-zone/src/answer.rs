@@ -91,6 +91,8 @@ fn response_flags(query_flags: u16) -> u16 {
 
 struct Responder<'a> {
     q: &'a Query,
+    /// The query name as sent (case preserved).
+    qname: &'a [u8],
     config: &'a AnswerConfig,
     transport: Transport,
     w: Writer<'a>,
@@ -99,9 +101,16 @@ struct Responder<'a> {
     aa: bool,
     tc: bool,
     dnssec: bool,
-    /// Names whose addresses go in the additional section.
-    targets: [NameBuf; MAX_ADDITIONAL_TARGETS],
+    /// Names (in zone data) whose addresses go in the additional section.
+    targets: [&'a [u8]; MAX_ADDITIONAL_TARGETS],
     ntargets: usize,
+}
+
+/// What a step of resolution leaves to do.
+enum Next {
+    Done,
+    /// Continue at this name, reached from this node's CNAME or DNAME.
+    Follow(*const Node, NameBuf),
 }
 
 /// Where the walk from the apex to a name ended.
@@ -135,6 +144,7 @@ impl<'a> Responder<'a> {
         w.question_raw(&query[q.question.clone()]);
         Responder {
             q,
+            qname: &query[q.qname.clone()],
             after_question: w.mark(),
             config,
             transport,
@@ -143,12 +153,12 @@ impl<'a> Responder<'a> {
             aa: false,
             tc: false,
             dnssec: q.edns.is_some_and(|e| e.do_bit),
-            targets: std::array::from_fn(|_| NameBuf::new()),
+            targets: [&[]; MAX_ADDITIONAL_TARGETS],
             ntargets: 0,
         }
     }
 
-    fn respond(&mut self, catalog: &Catalog) {
+    fn respond(&mut self, catalog: &'a Catalog) {
         let q = self.q;
         if let Some(e) = q.edns
             && e.version > 0
@@ -173,78 +183,91 @@ impl<'a> Responder<'a> {
         }
     }
 
-    fn answer_in(&mut self, catalog: &Catalog) {
-        let mut lower = self.q.qname.clone();
-        lower.make_lowercase();
-        let Some(zone) = catalog.find(lower.as_wire()) else {
+    fn answer_in(&mut self, catalog: &'a Catalog) {
+        let q: &'a Query = self.q;
+        let Some(zone) = catalog.find(q.qname_lower.as_wire()) else {
             self.rcode = Rcode::REFUSED;
             return;
         };
         self.aa = true;
-        if self.resolve(zone, &lower).is_err() {
+        if self.resolve(zone, &q.qname_lower).is_err() {
             self.truncate();
             return;
         }
         self.write_additional(zone);
     }
 
-    /// Answers for `name` in `zone`, following CNAMEs and DNAMEs inside it.
-    fn resolve(&mut self, zone: &Zone, qname_lower: &NameBuf) -> Result<(), Full> {
-        let qtype = self.q.qtype;
-        let mut name = qname_lower.clone();
-        // The owner to write for records at `name`: the query name as sent
-        // (so it compresses to the question), later each chain target.
-        let mut owner = self.q.qname.clone();
-        let mut visited: [NameBuf; MAX_CHAIN] = std::array::from_fn(|_| NameBuf::new());
-        for step in 0..MAX_CHAIN {
-            visited[step] = name.clone();
-            if !in_zone(zone, name.as_wire()) {
+    /// Answers for the query name in `zone`, following CNAMEs and DNAMEs
+    /// inside it. The first step works on the query's own buffers; only a
+    /// chain needs copies.
+    fn resolve(&mut self, zone: &'a Zone, qname_lower: &NameBuf) -> Result<(), Full> {
+        let q: &'a Query = self.q;
+        // Nodes whose CNAME or DNAME was followed: meeting one again is a loop.
+        let mut followed = [std::ptr::null::<Node>(); MAX_CHAIN];
+        let mut next = self.step(zone, qname_lower.as_wire(), self.qname, &[])?;
+        for hop in 0..MAX_CHAIN {
+            let Next::Follow(node, owner) = next else {
+                return Ok(());
+            };
+            followed[hop] = node;
+            let mut lower = owner.clone();
+            lower.make_lowercase();
+            if !in_zone(zone, lower.as_wire()) {
                 return Ok(());
             }
-            match find(zone, name.as_wire(), qtype) {
-                Found::Referral(cut) => return self.referral(cut, step == 0),
-                Found::NxDomain => {
-                    self.rcode = Rcode::NXDOMAIN;
-                    return self.negative(zone);
-                }
-                Found::Dname(node) => {
-                    let dname = node.rrset(RType::DNAME).expect("found by DNAME");
-                    self.rrset(Section::Answer, node.owner.as_wire(), dname)?;
-                    let Some(target) = dname_target(&owner, node, &dname.rdatas[0]) else {
-                        self.rcode = Rcode(6); // YXDOMAIN (RFC 6672 2.2)
-                        return Ok(());
-                    };
-                    self.synthesized_cname(owner.as_wire(), dname.ttl, target.as_wire())?;
-                    if qtype == RType::CNAME {
-                        return Ok(()); // the synthesized CNAME is the answer
-                    }
-                    owner = target;
-                }
-                Found::Exact(node) | Found::Wildcard(node) => {
-                    let cname = node.rrset(RType::CNAME);
-                    match cname {
-                        Some(c) if qtype != RType::CNAME && qtype != RType::ANY => {
-                            self.rrset(Section::Answer, owner.as_wire(), c)?;
-                            owner.set(&c.rdatas[0]);
-                        }
-                        _ => return self.answer_node(zone, node, owner.as_wire()),
-                    }
-                }
-            }
-            name = owner.clone();
-            name.make_lowercase();
-            if visited[..=step]
-                .iter()
-                .any(|v| v.as_wire() == name.as_wire())
-            {
-                return Ok(()); // a CNAME/DNAME loop
-            }
+            next = self.step(zone, lower.as_wire(), owner.as_wire(), &followed[..=hop])?;
         }
         Ok(())
     }
 
+    /// One step of [`Responder::resolve`]: answers at `lower` (written with
+    /// the case of `owner`), or writes a CNAME/DNAME and says where to go.
+    fn step(
+        &mut self,
+        zone: &'a Zone,
+        lower: &[u8],
+        owner: &[u8],
+        followed: &[*const Node],
+    ) -> Result<Next, Full> {
+        let qtype = self.q.qtype;
+        let first = followed.is_empty();
+        match find(zone, lower, qtype) {
+            Found::Referral(cut) => self.referral(cut, first).map(|_| Next::Done),
+            Found::NxDomain => {
+                self.rcode = Rcode::NXDOMAIN;
+                self.negative(zone).map(|_| Next::Done)
+            }
+            Found::Dname(node) if !followed.contains(&(node as *const Node)) => {
+                let dname = node.rrset(RType::DNAME).expect("found by DNAME");
+                self.rrset(Section::Answer, node.owner.as_wire(), dname)?;
+                let Some(target) = dname_target(owner, node, &dname.rdatas[0]) else {
+                    self.rcode = Rcode(6); // YXDOMAIN (RFC 6672 2.2)
+                    return Ok(Next::Done);
+                };
+                self.synthesized_cname(owner, dname.ttl, target.as_wire())?;
+                if qtype == RType::CNAME {
+                    return Ok(Next::Done); // the synthesized CNAME is the answer
+                }
+                Ok(Next::Follow(node, target))
+            }
+            Found::Dname(_) => Ok(Next::Done), // a DNAME loop
+            Found::Exact(node) | Found::Wildcard(node) => match node.rrset(RType::CNAME) {
+                Some(c) if qtype != RType::CNAME && qtype != RType::ANY => {
+                    if followed.contains(&(node as *const Node)) {
+                        return Ok(Next::Done); // a CNAME loop
+                    }
+                    self.rrset(Section::Answer, owner, c)?;
+                    let mut target = NameBuf::new();
+                    target.set(&c.rdatas[0]);
+                    Ok(Next::Follow(node, target))
+                }
+                _ => self.answer_node(zone, node, owner).map(|_| Next::Done),
+            },
+        }
+    }
+
     /// Data at a matching node, or NODATA.
-    fn answer_node(&mut self, zone: &Zone, node: &Node, owner: &[u8]) -> Result<(), Full> {
+    fn answer_node(&mut self, zone: &Zone, node: &'a Node, owner: &[u8]) -> Result<(), Full> {
         let qtype = self.q.qtype;
         if qtype == RType::ANY {
             return self.answer_any(zone, node, owner);
@@ -293,7 +316,7 @@ impl<'a> Responder<'a> {
 
     /// A referral: NS of the cut in authority, glue in additional, AA clear
     /// unless a CNAME from this zone led here.
-    fn referral(&mut self, cut: &Node, first: bool) -> Result<(), Full> {
+    fn referral(&mut self, cut: &'a Node, first: bool) -> Result<(), Full> {
         if first {
             self.aa = false;
         }
@@ -335,7 +358,7 @@ impl<'a> Responder<'a> {
     }
 
     /// Remembers the NS/MX/SRV targets of `set` for the additional section.
-    fn note_targets(&mut self, set: &RRset) {
+    fn note_targets(&mut self, set: &'a RRset) {
         for rd in &set.rdatas {
             let Some(target) = rdata::names_for_additional(set.rtype, rd) else {
                 continue;
@@ -343,14 +366,11 @@ impl<'a> Responder<'a> {
             if self.ntargets == MAX_ADDITIONAL_TARGETS || target.len() > MAX_NAME_LEN {
                 return;
             }
-            let mut lower = NameBuf::new();
-            lower.set(target);
-            lower.make_lowercase();
             let seen = self.targets[..self.ntargets]
                 .iter()
-                .any(|t| t.as_wire() == lower.as_wire());
+                .any(|t| t.eq_ignore_ascii_case(target));
             if !seen {
-                self.targets[self.ntargets] = lower;
+                self.targets[self.ntargets] = target;
                 self.ntargets += 1;
             }
         }
@@ -360,7 +380,9 @@ impl<'a> Responder<'a> {
     /// fit is left out without setting TC, except glue a referral needs.
     fn write_additional(&mut self, zone: &Zone) {
         for i in 0..self.ntargets {
-            let target = self.targets[i].clone();
+            let mut target = NameBuf::new();
+            target.set(self.targets[i]);
+            target.make_lowercase();
             let Some(node) = zone.node(target.as_wire()) else {
                 continue;
             };
@@ -396,9 +418,7 @@ impl<'a> Responder<'a> {
     }
 
     fn answer_chaos(&mut self) {
-        let mut lower = self.q.qname.clone();
-        lower.make_lowercase();
-        let text = match lower.as_wire() {
+        let text = match self.q.qname_lower.as_wire() {
             b"\x07version\x04bind\x00" | b"\x07version\x06server\x00" => &self.config.version,
             b"\x02id\x06server\x00" | b"\x08hostname\x04bind\x00" => &self.config.identity,
             _ => &None,
@@ -418,10 +438,9 @@ impl<'a> Responder<'a> {
         }
         self.aa = true;
         self.w.section(Section::Answer);
-        let owner = self.q.qname.clone();
         if self
             .w
-            .record(owner.as_wire(), RType::TXT, Class::CH, 0, &rd)
+            .record(self.qname, RType::TXT, Class::CH, 0, &rd)
             .is_err()
         {
             self.truncate();
@@ -437,15 +456,7 @@ impl<'a> Responder<'a> {
             flags |= flags::TC;
         }
         if self.q.edns.is_some() {
-            let mut opt = [0u8; OPT_LEN];
-            let mut v = Vec::with_capacity(OPT_LEN);
-            edns::write_opt(
-                &mut v,
-                self.config.max_udp_payload,
-                self.rcode.0,
-                self.dnssec,
-            );
-            opt.copy_from_slice(&v);
+            let opt = edns::opt_record(self.config.max_udp_payload, self.rcode.0, self.dnssec);
             self.w.set_limit(u16::MAX as usize);
             self.w.section(Section::Additional);
             self.w.raw_record(&opt).expect("room was reserved");
@@ -522,14 +533,14 @@ fn wildcard<'z>(zone: &'z Zone, encloser: &Node) -> Found<'z> {
 
 /// The CNAME target a DNAME synthesizes for `owner` (RFC 6672 2.2), or None
 /// when the result would be longer than 255 octets.
-fn dname_target(owner: &NameBuf, dname_node: &Node, target: &[u8]) -> Option<NameBuf> {
-    let keep = owner.as_wire().len() - dname_node.owner.wire_len();
+fn dname_target(owner: &[u8], dname_node: &Node, target: &[u8]) -> Option<NameBuf> {
+    let keep = owner.len() - dname_node.owner.wire_len();
     let len = keep + target.len();
     if len > MAX_NAME_LEN {
         return None;
     }
     let mut buf = [0u8; MAX_NAME_LEN];
-    buf[..keep].copy_from_slice(&owner.as_wire()[..keep]);
+    buf[..keep].copy_from_slice(&owner[..keep]);
     buf[keep..len].copy_from_slice(target);
     let mut out = NameBuf::new();
     out.set(&buf[..len]);

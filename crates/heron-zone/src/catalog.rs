@@ -1,6 +1,6 @@
 //! The catalog: every zone served, found by the longest matching origin.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::sync::Arc;
 
 use heron_proto::Name;
@@ -12,6 +12,8 @@ use crate::zone::Zone;
 #[derive(Default)]
 pub struct Catalog {
     zones: HashMap<Box<[u8]>, Arc<Zone>>,
+    /// Wire length of the longest origin: no lookup for a longer suffix.
+    longest_origin: usize,
 }
 
 impl Catalog {
@@ -22,6 +24,7 @@ impl Catalog {
     /// Adds or replaces a zone.
     pub fn insert(&mut self, zone: Zone) {
         let key: Box<[u8]> = zone.origin().to_lowercase().as_wire().into();
+        self.longest_origin = self.longest_origin.max(key.len());
         self.zones.insert(key, Arc::new(zone));
     }
 
@@ -37,7 +40,9 @@ impl Catalog {
         }
         let mut i = 0;
         loop {
-            if let Some(zone) = self.zones.get(&lower_qname[i..]) {
+            if lower_qname.len() - i <= self.longest_origin
+                && let Some(zone) = self.zones.get(&lower_qname[i..])
+            {
                 return Some(zone);
             }
             let len = lower_qname[i] as usize;

@@ -7,6 +7,10 @@
 //! data), so "does this name exist" is one lookup.
 
 use std::collections::HashMap;
+
+/// Owner name → node; foldhash, seeded per process, is several times
+/// cheaper than SipHash on short keys.
+type NodeMap<V> = hashbrown::HashMap<Box<[u8]>, V>;
 use std::fmt;
 
 use heron_proto::name::lowercase_wire;
@@ -65,7 +69,11 @@ impl Node {
 pub struct Zone {
     origin: Name,
     class: Class,
-    nodes: HashMap<Box<[u8]>, Node>,
+    /// The apex, kept out of the table: every answer needs it, and a byte
+    /// comparison is cheaper than a hash lookup.
+    apex: Node,
+    /// Every other node.
+    nodes: NodeMap<Node>,
     /// Record count as loaded (after de-duplication), for reporting.
     records: usize,
 }
@@ -81,11 +89,14 @@ impl Zone {
 
     /// The node at a lower-cased wire name.
     pub fn node(&self, lower_wire: &[u8]) -> Option<&Node> {
+        if lower_wire == self.origin.as_wire() {
+            return Some(&self.apex);
+        }
         self.nodes.get(lower_wire)
     }
 
     pub fn apex(&self) -> &Node {
-        &self.nodes[self.origin.as_wire()]
+        &self.apex
     }
 
     pub fn soa(&self) -> &RRset {
@@ -108,12 +119,12 @@ impl Zone {
     }
 
     pub fn node_count(&self) -> usize {
-        self.nodes.len()
+        self.nodes.len() + 1
     }
 
-    /// Every node, in no particular order.
+    /// Every node, the apex first, the others in no particular order.
     pub fn nodes(&self) -> impl Iterator<Item = &Node> {
-        self.nodes.values()
+        std::iter::once(&self.apex).chain(self.nodes.values())
     }
 }
 
@@ -165,7 +176,7 @@ impl fmt::Display for Problem {
 pub struct ZoneBuilder {
     origin: Name,
     class: Class,
-    nodes: HashMap<Box<[u8]>, Node>,
+    nodes: NodeMap<Node>,
     /// Where each (owner, type) first appeared, for error messages.
     first_seen: HashMap<(Box<[u8]>, RType), Location>,
     problems: Vec<Problem>,
@@ -177,7 +188,7 @@ impl ZoneBuilder {
         ZoneBuilder {
             origin,
             class,
-            nodes: HashMap::new(),
+            nodes: NodeMap::new(),
             first_seen: HashMap::new(),
             problems: Vec::new(),
             records: 0,
@@ -258,13 +269,17 @@ impl ZoneBuilder {
         if self.problems.iter().any(|p| p.severity == Severity::Error) {
             return Err(self.problems);
         }
-        let mut origin = self.origin;
-        origin = origin.to_lowercase();
+        let origin = self.origin.to_lowercase();
+        let mut nodes = self.nodes;
+        let apex = nodes
+            .remove(origin.as_wire())
+            .expect("checked: the apex has an SOA");
         Ok((
             Zone {
                 origin,
                 class: self.class,
-                nodes: self.nodes,
+                apex,
+                nodes,
                 records,
             },
             self.problems,

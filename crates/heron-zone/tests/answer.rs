@@ -382,6 +382,23 @@ fn opcodes_and_malformed_queries() {
 }
 
 #[test]
+fn question_name_compressed_into_the_header_gets_formerr() {
+    // Found by fuzzing: `www` then a pointer to offset 2 (the query's flags,
+    // zero: the root). Echoed verbatim, the pointer landed on the response's
+    // own flags and the response did not parse.
+    let cat = catalog();
+    let cfg = AnswerConfig::default();
+    let mut query = vec![0xAB, 0xCD, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    query.extend_from_slice(b"\x03www\xC0\x02\x00\x01\x00\x01");
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let mut out = Vec::new();
+        assert!(answer(&cat, &cfg, &query, transport, &mut out));
+        let m = Message::parse(&out).expect("response parses");
+        assert_eq!((m.header.id, m.rcode()), (0xABCD, Rcode::FORMERR));
+    }
+}
+
+#[test]
 fn any_is_minimal_over_udp_and_full_over_tcp() {
     let m = ask(q("example.test", RType::ANY));
     assert_eq!(m.answers.len(), 1, "RFC 8482: one RRset over UDP");

@@ -1,0 +1,32 @@
+//! Answers one query many times: a fixed workload for
+//! `valgrind --tool=callgrind`, whose instruction counts per query are
+//! stable even on a noisy machine.
+//!
+//!     cargo build --release -p heron-zone --example answer_loop
+//!     valgrind --tool=callgrind target/release/examples/answer_loop www.bench.test 1 100000
+
+use heron_proto::Name;
+use heron_zone::{AnswerConfig, Catalog, Transport, answer, load_zone_str};
+
+const ZONE: &str = include_str!("../benches/bench.test.zone");
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let qname = args.get(1).map_or("www.bench.test", |s| s.as_str());
+    let qtype: u16 = args.get(2).map_or(1, |s| s.parse().unwrap());
+    let count: usize = args.get(3).map_or(100_000, |s| s.parse().unwrap());
+    let origin = Name::parse("bench.test").unwrap();
+    let mut catalog = Catalog::new();
+    catalog.insert(load_zone_str(ZONE, "bench.zone", &origin).unwrap().zone);
+    let mut q = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+    q.extend_from_slice(Name::parse(qname).unwrap().as_wire());
+    q.extend_from_slice(&qtype.to_be_bytes());
+    q.extend_from_slice(&[0, 1, 0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 0]);
+    let config = AnswerConfig::default();
+    let mut out = Vec::with_capacity(4096);
+    let mut answered = 0;
+    for _ in 0..count {
+        answered += answer(&catalog, &config, &q, Transport::Udp, &mut out) as usize;
+    }
+    println!("{answered} answers of {} octets", out.len());
+}
