@@ -7,8 +7,10 @@
 //! * [`message`]: a zero-copy reader of DNS messages.
 //! * [`writer`]: a response writer with name compression.
 //! * [`edns`]: the EDNS(0) OPT record.
+//! * [`encoded`]: RRsets pre-encoded for responses, compressed against the apex.
 
 pub mod edns;
+pub mod encoded;
 pub mod message;
 pub mod name;
 pub mod rdata;

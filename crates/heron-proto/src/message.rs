@@ -184,6 +184,14 @@ pub enum QueryError {
 /// Reads a query: header, exactly one question, and the records after it
 /// (checked for well-formedness; OPT extracted).
 pub fn parse_query(msg: &[u8]) -> Result<Query, QueryError> {
+    let mut q = Query::new();
+    parse_query_into(msg, &mut q)?;
+    Ok(q)
+}
+
+/// [`parse_query`] into a `Query` the caller owns: the query path reuses
+/// one, so nothing is moved or zeroed per query.
+pub fn parse_query_into(msg: &[u8], q: &mut Query) -> Result<(), QueryError> {
     let header = Header::read(msg).ok_or(QueryError::Drop)?;
     if header.has(flags::QR) {
         return Err(QueryError::Drop);
@@ -192,24 +200,42 @@ pub fn parse_query(msg: &[u8]) -> Result<Query, QueryError> {
     if header.qdcount != 1 {
         return Err(formerr(ParseError::QuestionCount(header.qdcount)));
     }
-    let mut qname_lower = NameBuf::new();
-    let qend = qname_lower
+    let qend = q
+        .qname_lower
         .read_lowercase(msg, HEADER_LEN)
         .map_err(|e| formerr(e.into()))?;
     let qtype = read_u16(msg, qend).map_err(formerr)?;
     let qclass = read_u16(msg, qend + 2).map_err(formerr)?;
-    let question = HEADER_LEN..qend + 4;
-    let trailer = scan_records(msg, question.end, &header).map_err(formerr)?;
-    Ok(Query {
-        header,
-        qname: HEADER_LEN..qend,
-        qname_lower,
-        qtype: RType(qtype),
-        qclass: Class(qclass),
-        question,
-        edns: trailer.edns,
-        tsig: trailer.tsig,
-    })
+    let trailer = scan_records(msg, qend + 4, &header).map_err(formerr)?;
+    q.header = header;
+    q.qname = HEADER_LEN..qend;
+    q.qtype = RType(qtype);
+    q.qclass = Class(qclass);
+    q.question = HEADER_LEN..qend + 4;
+    q.edns = trailer.edns;
+    q.tsig = trailer.tsig;
+    Ok(())
+}
+
+impl Query {
+    pub fn new() -> Query {
+        Query {
+            header: Header::default(),
+            qname: 0..0,
+            qname_lower: NameBuf::new(),
+            qtype: RType(0),
+            qclass: Class(0),
+            question: 0..0,
+            edns: None,
+            tsig: None,
+        }
+    }
+}
+
+impl Default for Query {
+    fn default() -> Self {
+        Query::new()
+    }
 }
 
 struct Trailer {

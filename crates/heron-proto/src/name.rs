@@ -268,21 +268,11 @@ impl Name {
     }
 }
 
-/// Lower-cases ASCII letters of a wire-form name in place. Labels may hold
-/// any byte, so only the letters within labels change, never length octets.
+/// Lower-cases ASCII letters of a wire-form name in place. A length octet
+/// is at most 63, below 'A' (65), so the whole name can be lower-cased as
+/// one byte string without touching the lengths.
 pub fn lowercase_wire(wire: &mut [u8]) {
-    let mut i = 0;
-    while i < wire.len() {
-        let len = wire[i] as usize;
-        if len == 0 {
-            break;
-        }
-        let end = (i + 1 + len).min(wire.len());
-        for b in &mut wire[i + 1..end] {
-            b.make_ascii_lowercase();
-        }
-        i += 1 + len;
-    }
+    wire.make_ascii_lowercase();
 }
 
 fn close_label(wire: &mut [u8], label_start: usize) -> Result<(), NameError> {
@@ -431,29 +421,12 @@ impl NameBuf {
     /// path: a question name has nothing before it to point to, so a
     /// pointer there is malformed). Returns the position after the name.
     pub fn read_lowercase(&mut self, msg: &[u8], pos: usize) -> Result<usize, NameError> {
-        let mut i = pos;
-        self.len = 0;
-        loop {
-            let len = *msg.get(i).ok_or(NameError::Truncated)? as usize;
-            match len & 0xC0 {
-                0x00 => {}
-                0xC0 => return Err(NameError::Compressed),
-                _ => return Err(NameError::BadLabelType),
-            }
-            let label = msg.get(i..i + 1 + len).ok_or(NameError::Truncated)?;
-            if self.len + 1 + len > MAX_NAME_LEN {
-                return Err(NameError::NameTooLong);
-            }
-            let dst = &mut self.bytes[self.len..self.len + 1 + len];
-            for (d, s) in dst.iter_mut().zip(label) {
-                *d = s.to_ascii_lowercase();
-            }
-            self.len += 1 + len;
-            i += 1 + len;
-            if len == 0 {
-                return Ok(i);
-            }
-        }
+        let len = uncompressed_len(msg, pos)?;
+        let dst = &mut self.bytes[..len];
+        dst.copy_from_slice(&msg[pos..pos + len]);
+        lowercase_wire(dst);
+        self.len = len;
+        Ok(pos + len)
     }
 
     /// Lower-cases the name in place.

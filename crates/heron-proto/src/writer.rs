@@ -46,6 +46,12 @@ pub struct Writer<'a> {
     /// of the same length can match, which rules out most targets cheaply.
     target_lens: [u8; MAX_TARGETS],
     ntargets: usize,
+    /// A question name copied verbatim whose labels are not yet targets:
+    /// registered only if a name is ever compressed (most responses are
+    /// built from pre-encoded records and never need them).
+    pending_question: Option<(usize, usize)>,
+    /// How many of the first targets are the question's (never rolled back).
+    question_targets: usize,
 }
 
 impl<'a> Writer<'a> {
@@ -62,6 +68,8 @@ impl<'a> Writer<'a> {
             targets: [0; MAX_TARGETS],
             target_lens: [0; MAX_TARGETS],
             ntargets: 0,
+            pending_question: None,
+            question_targets: 0,
         }
     }
 
@@ -90,15 +98,26 @@ impl<'a> Writer<'a> {
     pub fn question_raw(&mut self, raw: &[u8]) {
         let start = self.buf.len();
         self.buf.extend_from_slice(raw);
+        self.pending_question = Some((start, start + raw.len()));
+    }
+
+    /// Makes the labels of a verbatim question name compression targets.
+    fn register_question(&mut self) {
+        let Some((start, limit)) = self.pending_question.take() else {
+            return;
+        };
         // Only an uncompressed question name is remembered.
         let mut end = start;
-        while self.buf[end] != 0 {
+        while end < limit && self.buf[end] != 0 {
             if self.buf[end] & 0xC0 != 0 {
                 return;
             }
             end += 1 + self.buf[end] as usize;
         }
-        self.add_targets(start, end - start, end + 1 - start);
+        if end < limit {
+            self.add_targets(start, end - start, end + 1 - start);
+            self.question_targets = self.ntargets;
+        }
     }
 
     pub fn section(&mut self, section: Section) {
@@ -116,7 +135,9 @@ impl<'a> Writer<'a> {
     pub fn rollback(&mut self, mark: Mark) {
         self.buf.truncate(mark.len);
         self.counts = mark.counts;
-        self.ntargets = mark.targets;
+        // Targets registered since the mark may point past the new end, but
+        // the lazily registered question's (always the first) never do.
+        self.ntargets = mark.targets.max(self.question_targets);
     }
 
     /// Appends one record; its owner and (for the types that allow it) the
@@ -156,6 +177,32 @@ impl<'a> Writer<'a> {
         self.buf.extend_from_slice(bytes);
         self.counts[self.section as usize] += 1;
         Ok(())
+    }
+
+    /// Appends bytes that are part of a record being written piecewise
+    /// (see [`crate::encoded`]); the caller counts the record when done.
+    pub fn raw_bytes(&mut self, bytes: &[u8]) -> Result<(), Full> {
+        if self.buf.len() + bytes.len() > self.limit {
+            return Err(Full);
+        }
+        self.buf.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Appends a compression pointer to `at`.
+    pub fn raw_pointer(&mut self, at: u16) -> Result<(), Full> {
+        debug_assert!(at as usize <= MAX_POINTER);
+        self.raw_bytes(&(0xC000 | at).to_be_bytes())
+    }
+
+    /// Overwrites the two bytes at `at` with a pointer to `target`.
+    pub fn patch_pointer(&mut self, at: usize, target: u16) {
+        self.buf[at..at + 2].copy_from_slice(&(0xC000 | target).to_be_bytes());
+    }
+
+    /// Counts one record, written piecewise, in the current section.
+    pub fn count_record(&mut self) {
+        self.counts[self.section as usize] += 1;
     }
 
     /// Number of records written so far in `section`.
@@ -200,6 +247,9 @@ impl<'a> Writer<'a> {
     fn write_name(&mut self, name: &[u8], compress: bool) {
         // Labels become compression targets only once the whole name is
         // written: a half-written name must never be matched.
+        if compress {
+            self.register_question();
+        }
         let first_label_at = self.buf.len();
         let mut i = 0;
         while name[i] != 0 {

@@ -7,7 +7,8 @@
 //! CNAMEs are followed inside the zone. It knows nothing of sockets.
 
 use heron_proto::edns::{self, OPT_LEN};
-use heron_proto::message::{self, Header, Query, QueryError, flags};
+use heron_proto::encoded::{Owner, Written};
+use heron_proto::message::{self, HEADER_LEN, Header, Query, QueryError, flags};
 use heron_proto::name::{MAX_NAME_LEN, NameBuf, lowercase_wire};
 use heron_proto::rdata;
 use heron_proto::writer::{Full, Mark, Section, Writer};
@@ -59,8 +60,9 @@ pub fn answer(
     transport: Transport,
     out: &mut Vec<u8>,
 ) -> bool {
-    let q = match message::parse_query(query) {
-        Ok(q) => q,
+    let mut q = Query::new();
+    match message::parse_query_into(query, &mut q) {
+        Ok(()) => {}
         Err(QueryError::Drop) => return false,
         Err(QueryError::FormErr(_)) => {
             let header = Header::read(query).expect("FormErr implies a header");
@@ -97,6 +99,8 @@ struct Responder<'a> {
     transport: Transport,
     w: Writer<'a>,
     after_question: Mark,
+    /// Where the zone's apex sits in the question name.
+    apex_pos: u16,
     rcode: Rcode,
     aa: bool,
     tc: bool,
@@ -107,10 +111,18 @@ struct Responder<'a> {
 }
 
 /// What a step of resolution leaves to do.
+// Boxing the large variant would allocate on every CNAME hop; the value
+// lives on the stack for one step only.
+#[allow(clippy::large_enum_variant)]
 enum Next {
     Done,
-    /// Continue at this name, reached from this node's CNAME or DNAME.
-    Follow(*const Node, NameBuf),
+    /// Continue at `name`, reached from `node`'s CNAME or DNAME; `at` is
+    /// where the name already sits in the response, if it can be pointed to.
+    Follow {
+        node: *const Node,
+        name: NameBuf,
+        at: Option<u16>,
+    },
 }
 
 /// Where the walk from the apex to a name ended.
@@ -146,6 +158,7 @@ impl<'a> Responder<'a> {
             q,
             qname: &query[q.qname.clone()],
             after_question: w.mark(),
+            apex_pos: 0,
             config,
             transport,
             w,
@@ -190,6 +203,8 @@ impl<'a> Responder<'a> {
             return;
         };
         self.aa = true;
+        let apex_len = zone.origin().wire_len();
+        self.apex_pos = (HEADER_LEN + q.qname_lower.as_wire().len() - apex_len) as u16;
         if self.resolve(zone, &q.qname_lower).is_err() {
             self.truncate();
             return;
@@ -201,54 +216,48 @@ impl<'a> Responder<'a> {
     /// inside it. The first step works on the query's own buffers; only a
     /// chain needs copies.
     fn resolve(&mut self, zone: &'a Zone, qname_lower: &NameBuf) -> Result<(), Full> {
-        let q: &'a Query = self.q;
         // Nodes whose CNAME or DNAME was followed: meeting one again is a loop.
         let mut followed = [std::ptr::null::<Node>(); MAX_CHAIN];
-        let mut next = self.step(zone, qname_lower.as_wire(), self.qname, &[])?;
+        let qname = self.qname;
+        let question = Some(HEADER_LEN as u16);
+        let mut next = self.step(zone, qname_lower.as_wire(), qname, question, &[])?;
         for hop in 0..MAX_CHAIN {
-            let Next::Follow(node, owner) = next else {
+            let Next::Follow { node, name, at } = next else {
                 return Ok(());
             };
             followed[hop] = node;
-            let mut lower = owner.clone();
+            let mut lower = name.clone();
             lower.make_lowercase();
             if !in_zone(zone, lower.as_wire()) {
                 return Ok(());
             }
-            next = self.step(zone, lower.as_wire(), owner.as_wire(), &followed[..=hop])?;
+            next = self.step(zone, lower.as_wire(), name.as_wire(), at, &followed[..=hop])?;
         }
         Ok(())
     }
 
-    /// One step of [`Responder::resolve`]: answers at `lower` (written with
-    /// the case of `owner`), or writes a CNAME/DNAME and says where to go.
+    /// One step of [`Responder::resolve`]: answers at `name` (`lower` is
+    /// its lower-cased form; `at`, where it already sits in the response),
+    /// or writes a CNAME/DNAME and says where to go next.
     fn step(
         &mut self,
         zone: &'a Zone,
         lower: &[u8],
-        owner: &[u8],
+        name: &[u8],
+        at: Option<u16>,
         followed: &[*const Node],
     ) -> Result<Next, Full> {
+        let here = owner_of(zone, name, at);
         let qtype = self.q.qtype;
         let first = followed.is_empty();
         match find(zone, lower, qtype) {
-            Found::Referral(cut) => self.referral(cut, first).map(|_| Next::Done),
+            Found::Referral(cut) => self.referral(zone, cut, lower, first).map(|_| Next::Done),
             Found::NxDomain => {
                 self.rcode = Rcode::NXDOMAIN;
                 self.negative(zone).map(|_| Next::Done)
             }
             Found::Dname(node) if !followed.contains(&(node as *const Node)) => {
-                let dname = node.rrset(RType::DNAME).expect("found by DNAME");
-                self.rrset(Section::Answer, node.owner.as_wire(), dname)?;
-                let Some(target) = dname_target(owner, node, &dname.rdatas[0]) else {
-                    self.rcode = Rcode(6); // YXDOMAIN (RFC 6672 2.2)
-                    return Ok(Next::Done);
-                };
-                self.synthesized_cname(owner, dname.ttl, target.as_wire())?;
-                if qtype == RType::CNAME {
-                    return Ok(Next::Done); // the synthesized CNAME is the answer
-                }
-                Ok(Next::Follow(node, target))
+                self.dname(zone, node, name)
             }
             Found::Dname(_) => Ok(Next::Done), // a DNAME loop
             Found::Exact(node) | Found::Wildcard(node) => match node.rrset(RType::CNAME) {
@@ -256,18 +265,43 @@ impl<'a> Responder<'a> {
                     if followed.contains(&(node as *const Node)) {
                         return Ok(Next::Done); // a CNAME loop
                     }
-                    self.rrset(Section::Answer, owner, c)?;
-                    let mut target = NameBuf::new();
-                    target.set(&c.rdatas[0]);
-                    Ok(Next::Follow(node, target))
+                    let written = self.rrset(Section::Answer, here, c)?;
+                    let mut name = NameBuf::new();
+                    name.set(&c.rdatas[0]);
+                    let at = u16::try_from(written.first_rdata)
+                        .ok()
+                        .filter(|&p| p <= 0x3FFF);
+                    Ok(Next::Follow { node, name, at })
                 }
-                _ => self.answer_node(zone, node, owner).map(|_| Next::Done),
+                _ => self.answer_node(zone, node, here).map(|_| Next::Done),
             },
         }
     }
 
+    /// RFC 6672: the DNAME, a CNAME synthesized for the name, then on.
+    fn dname(&mut self, zone: &'a Zone, node: &'a Node, name: &[u8]) -> Result<Next, Full> {
+        let dname = node.rrset(RType::DNAME).expect("found by DNAME");
+        let dname_owner = owner_of(zone, node.owner.as_wire(), None);
+        self.rrset(Section::Answer, dname_owner, dname)?;
+        let Some(target) = dname_target(name, node, &dname.rdatas[0]) else {
+            self.rcode = Rcode(6); // YXDOMAIN (RFC 6672 2.2)
+            return Ok(Next::Done);
+        };
+        self.w.section(Section::Answer);
+        self.w
+            .record(name, RType::CNAME, Class::IN, dname.ttl, target.as_wire())?;
+        if self.q.qtype == RType::CNAME {
+            return Ok(Next::Done); // the synthesized CNAME is the answer
+        }
+        Ok(Next::Follow {
+            node,
+            name: target,
+            at: None,
+        })
+    }
+
     /// Data at a matching node, or NODATA.
-    fn answer_node(&mut self, zone: &Zone, node: &'a Node, owner: &[u8]) -> Result<(), Full> {
+    fn answer_node(&mut self, zone: &'a Zone, node: &'a Node, owner: Owner) -> Result<(), Full> {
         let qtype = self.q.qtype;
         if qtype == RType::ANY {
             return self.answer_any(zone, node, owner);
@@ -285,12 +319,14 @@ impl<'a> Responder<'a> {
     }
 
     /// RFC 8482: over UDP one RRset of the name; over TCP all of them.
-    fn answer_any(&mut self, zone: &Zone, node: &Node, owner: &[u8]) -> Result<(), Full> {
+    fn answer_any(&mut self, zone: &'a Zone, node: &'a Node, owner: Owner) -> Result<(), Full> {
         if node.is_empty() {
             return self.negative(zone);
         }
+        let mut owner = owner;
         for set in node.data() {
-            self.rrset(Section::Answer, owner, set)?;
+            let written = self.rrset(Section::Answer, owner, set)?;
+            owner = Owner::At(written.owner);
             if self.transport == Transport::Udp {
                 break;
             }
@@ -301,60 +337,58 @@ impl<'a> Responder<'a> {
     /// NXDOMAIN or NODATA: the SOA in the authority section with the TTL
     /// RFC 2308 section 5 asks for.
     fn negative(&mut self, zone: &Zone) -> Result<(), Full> {
-        let soa = zone.soa();
-        let ttl = soa.ttl.min(zone.soa_minimum());
         self.w.section(Section::Authority);
-        let owner = zone.apex().owner.as_wire();
-        for rd in &soa.rdatas {
-            self.w.record(owner, RType::SOA, Class::IN, ttl, rd)?;
-        }
+        let owner = Owner::At(self.apex_pos);
+        zone.negative_soa()
+            .write(&mut self.w, owner, self.apex_pos)?;
         if self.dnssec {
-            self.signatures(owner, soa, ttl.min(soa.sig_ttl))?;
+            zone.negative_soa_sigs()
+                .write(&mut self.w, owner, self.apex_pos)?;
         }
         Ok(())
     }
 
     /// A referral: NS of the cut in authority, glue in additional, AA clear
     /// unless a CNAME from this zone led here.
-    fn referral(&mut self, cut: &'a Node, first: bool) -> Result<(), Full> {
+    fn referral(
+        &mut self,
+        zone: &Zone,
+        cut: &'a Node,
+        lower: &[u8],
+        first: bool,
+    ) -> Result<(), Full> {
         if first {
             self.aa = false;
         }
+        // On the first step the cut is the query name or an ancestor of it:
+        // its owner is a suffix of the question.
+        let owner = if first {
+            Owner::At((HEADER_LEN + lower.len() - cut.owner.wire_len()) as u16)
+        } else {
+            Owner::BelowApex(cut.owner.as_wire(), zone.origin().wire_len())
+        };
         let ns = cut.rrset(RType::NS).expect("a cut has NS");
-        self.rrset(Section::Authority, cut.owner.as_wire(), ns)?;
+        let written = self.rrset(Section::Authority, owner, ns)?;
         // A signed parent proves the child's security with the signed DS
         // (RFC 4035 3.1.4.1); an unsigned zone does no DNSSEC processing.
         if self.dnssec
             && let Some(ds) = cut.rrset(RType::DS).filter(|ds| !ds.sigs.is_empty())
         {
-            self.rrset(Section::Authority, cut.owner.as_wire(), ds)?;
+            self.rrset(Section::Authority, Owner::At(written.owner), ds)?;
         }
         self.note_targets(ns);
         Ok(())
     }
 
-    fn synthesized_cname(&mut self, owner: &[u8], ttl: u32, target: &[u8]) -> Result<(), Full> {
-        self.w.section(Section::Answer);
-        self.w.record(owner, RType::CNAME, Class::IN, ttl, target)
-    }
-
     /// Writes a whole RRset (and its signatures when DO is set).
-    fn rrset(&mut self, section: Section, owner: &[u8], set: &RRset) -> Result<(), Full> {
+    fn rrset(&mut self, section: Section, owner: Owner, set: &RRset) -> Result<Written, Full> {
         self.w.section(section);
-        for rd in &set.rdatas {
-            self.w.record(owner, set.rtype, Class::IN, set.ttl, rd)?;
+        let written = set.encoded.write(&mut self.w, owner, self.apex_pos)?;
+        if self.dnssec && !set.encoded_sigs.is_empty() {
+            let owner = Owner::At(written.owner);
+            set.encoded_sigs.write(&mut self.w, owner, self.apex_pos)?;
         }
-        if self.dnssec {
-            self.signatures(owner, set, set.sig_ttl)?;
-        }
-        Ok(())
-    }
-
-    fn signatures(&mut self, owner: &[u8], set: &RRset, ttl: u32) -> Result<(), Full> {
-        for sig in &set.sigs {
-            self.w.record(owner, RType::RRSIG, Class::IN, ttl, sig)?;
-        }
-        Ok(())
+        Ok(written)
     }
 
     /// Remembers the NS/MX/SRV targets of `set` for the additional section.
@@ -379,6 +413,7 @@ impl<'a> Responder<'a> {
     /// A and AAAA of the noted targets that this zone holds. What does not
     /// fit is left out without setting TC, except glue a referral needs.
     fn write_additional(&mut self, zone: &Zone) {
+        let apex_len = zone.origin().wire_len();
         for i in 0..self.ntargets {
             let mut target = NameBuf::new();
             target.set(self.targets[i]);
@@ -386,20 +421,19 @@ impl<'a> Responder<'a> {
             let Some(node) = zone.node(target.as_wire()) else {
                 continue;
             };
+            let mut owner = Owner::BelowApex(node.owner.as_wire(), apex_len);
             for rtype in [RType::A, RType::AAAA] {
                 let Some(set) = node.rrset(rtype) else {
                     continue;
                 };
-                let mark = self.w.mark();
-                if self
-                    .rrset(Section::Additional, node.owner.as_wire(), set)
-                    .is_err()
-                {
-                    self.w.rollback(mark);
-                    if self.aa_is_referral_glue(zone, target.as_wire()) {
-                        self.tc = true;
+                match self.rrset(Section::Additional, owner, set) {
+                    Ok(written) => owner = Owner::At(written.owner),
+                    Err(Full) => {
+                        if self.aa_is_referral_glue(zone, target.as_wire()) {
+                            self.tc = true;
+                        }
+                        return;
                     }
-                    return;
                 }
             }
         }
@@ -465,6 +499,15 @@ impl<'a> Responder<'a> {
     }
 }
 
+/// How to write an owner: a pointer to where it already is, or its labels
+/// down to the apex and a pointer to the apex.
+fn owner_of<'n>(zone: &Zone, name: &'n [u8], at: Option<u16>) -> Owner<'n> {
+    match at {
+        Some(pos) => Owner::At(pos),
+        None => Owner::BelowApex(name, zone.origin().wire_len()),
+    }
+}
+
 /// Whether a lower-cased wire name is at or below the zone's origin.
 fn in_zone(zone: &Zone, lower: &[u8]) -> bool {
     let origin = zone.origin().as_wire();
@@ -485,19 +528,20 @@ fn label_offsets(wire: &[u8]) -> impl Iterator<Item = usize> + '_ {
 /// Walks from the apex down to `lower` (lower-cased wire, in the zone).
 fn find<'z>(zone: &'z Zone, lower: &[u8], qtype: RType) -> Found<'z> {
     let origin_len = zone.origin().wire_len();
-    let mut offsets = [0usize; 128];
+    // A name has at most 127 labels and 255 octets: offsets fit a byte.
+    let mut offsets = [0u8; 128];
     let mut n = 0;
     for off in label_offsets(lower) {
         if lower.len() - off < origin_len {
             break;
         }
-        offsets[n] = off;
+        offsets[n] = off as u8;
         n += 1;
     }
     // offsets[n-1] is the apex, offsets[0] the name itself.
     let mut encloser = zone.apex();
     for i in (0..n).rev() {
-        let off = offsets[i];
+        let off = offsets[i] as usize;
         let Some(node) = zone.node(&lower[off..]) else {
             return wildcard(zone, encloser);
         };

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 type NodeMap<V> = hashbrown::HashMap<Box<[u8]>, V>;
 use std::fmt;
 
+use heron_proto::encoded::EncodedRRset;
 use heron_proto::name::lowercase_wire;
 use heron_proto::rdata;
 use heron_proto::{Class, Name, RType};
@@ -29,6 +30,10 @@ pub struct RRset {
     /// RRSIG RDATA covering this type.
     pub sigs: Vec<Box<[u8]>>,
     pub sig_ttl: u32,
+    /// The records as a response carries them (filled when the zone is built).
+    pub encoded: EncodedRRset,
+    /// The RRSIG records over them, likewise.
+    pub encoded_sigs: EncodedRRset,
 }
 
 /// A name in the zone and its data.
@@ -74,6 +79,10 @@ pub struct Zone {
     apex: Node,
     /// Every other node.
     nodes: NodeMap<Node>,
+    /// The apex SOA with the negative-answer TTL (RFC 2308 5), and its
+    /// signatures, encoded for the authority section.
+    negative_soa: EncodedRRset,
+    negative_soa_sigs: EncodedRRset,
     /// Record count as loaded (after de-duplication), for reporting.
     records: usize,
 }
@@ -101,6 +110,15 @@ impl Zone {
 
     pub fn soa(&self) -> &RRset {
         self.apex().rrset(RType::SOA).expect("checked at build")
+    }
+
+    /// The SOA record for NXDOMAIN and NODATA answers.
+    pub fn negative_soa(&self) -> &EncodedRRset {
+        &self.negative_soa
+    }
+
+    pub fn negative_soa_sigs(&self) -> &EncodedRRset {
+        &self.negative_soa_sigs
     }
 
     /// Serial from the apex SOA.
@@ -271,15 +289,21 @@ impl ZoneBuilder {
         }
         let origin = self.origin.to_lowercase();
         let mut nodes = self.nodes;
+        for node in nodes.values_mut() {
+            encode_node(node, origin.as_wire());
+        }
         let apex = nodes
             .remove(origin.as_wire())
             .expect("checked: the apex has an SOA");
+        let (negative_soa, negative_soa_sigs) = encode_negative_soa(&apex, origin.as_wire());
         Ok((
             Zone {
                 origin,
                 class: self.class,
                 apex,
                 nodes,
+                negative_soa,
+                negative_soa_sigs,
                 records,
             },
             self.problems,
@@ -437,6 +461,29 @@ impl ZoneBuilder {
     }
 }
 
+/// Encodes every RRset of a node for responses.
+fn encode_node(node: &mut Node, apex: &[u8]) {
+    for set in node.rrsets.iter_mut() {
+        let rdatas: Vec<&[u8]> = set.rdatas.iter().map(|r| &r[..]).collect();
+        set.encoded = EncodedRRset::new(set.rtype, set.ttl, &rdatas, apex);
+        let sigs: Vec<&[u8]> = set.sigs.iter().map(|r| &r[..]).collect();
+        set.encoded_sigs = EncodedRRset::new(RType::RRSIG, set.sig_ttl, &sigs, apex);
+    }
+}
+
+/// The SOA as negative answers carry it: TTL the lesser of the SOA's own
+/// and its MINIMUM field (RFC 2308 5), signatures likewise.
+fn encode_negative_soa(apex_node: &Node, apex: &[u8]) -> (EncodedRRset, EncodedRRset) {
+    let soa = apex_node.rrset(RType::SOA).expect("checked at build");
+    let ttl = soa.ttl.min(soa_field(&soa.rdatas[0], 4));
+    let rdatas: Vec<&[u8]> = soa.rdatas.iter().map(|r| &r[..]).collect();
+    let sigs: Vec<&[u8]> = soa.sigs.iter().map(|r| &r[..]).collect();
+    (
+        EncodedRRset::new(RType::SOA, ttl, &rdatas, apex),
+        EncodedRRset::new(RType::RRSIG, ttl.min(soa.sig_ttl), &sigs, apex),
+    )
+}
+
 /// What adding a record to its RRset did.
 enum Added {
     New,
@@ -458,6 +505,8 @@ fn add_to_node(node: &mut Node, rtype: RType, is_sig: bool, ttl: u32, rdata: Vec
                     rdatas: Vec::new(),
                     sigs: Vec::new(),
                     sig_ttl: ttl,
+                    encoded: EncodedRRset::default(),
+                    encoded_sigs: EncodedRRset::default(),
                 },
             );
             i
