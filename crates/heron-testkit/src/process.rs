@@ -109,6 +109,7 @@ unsafe extern "C" {
 }
 const SIGTERM: i32 = 15;
 const SIGKILL: i32 = 9;
+const SIGHUP: i32 = 1;
 
 /// Live (not zombie) processes in process group `pgid`, from /proc.
 /// Orphaned helpers become zombies of PID 1, which may reap them late;
@@ -338,6 +339,13 @@ impl ServerProcess {
             cmd.arg("serve").arg("--config").arg(&path);
             cmd
         })
+    }
+
+    /// Sends SIGHUP (reload) to the server.
+    pub fn reload(&self) {
+        if let Some(child) = &self.child {
+            send_signal(child.id() as i32, SIGHUP);
+        }
     }
 
     /// Sends SIGTERM and waits (bounded) for the process to exit; returns

@@ -9,7 +9,8 @@ use crate::zone::Zone;
 
 /// An immutable set of zones. A new version is built and swapped in whole,
 /// so readers never see a half-updated catalog.
-#[derive(Default)]
+/// Cloning copies the table, not the zones (they are shared).
+#[derive(Clone, Default)]
 pub struct Catalog {
     zones: HashMap<Box<[u8]>, Arc<Zone>>,
     /// Wire length of the longest origin: no lookup for a longer suffix.

@@ -2,6 +2,7 @@
 
 mod check;
 mod config;
+mod reload;
 mod serve;
 
 use std::net::SocketAddr;

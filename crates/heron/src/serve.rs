@@ -3,15 +3,17 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use heron_proto::Name;
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, udp};
-use heron_zone::{AnswerConfig, Catalog, load_zone_file, load_zone_str};
+use heron_zone::{AnswerConfig, Catalog, load_zone_str};
 use tokio::sync::watch;
 
 use crate::ServeArgs;
 use crate::config::{self, Settings};
+use crate::reload::ZoneFiles;
 
 /// The zone served when nothing is configured, so the first command a new
 /// user types answers queries.
@@ -26,7 +28,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
         }
     };
     let use_example = args.config.is_none() && settings.zones.is_empty();
-    let catalog = load_catalog(&settings, use_example);
+    let mut files = ZoneFiles::new(&settings.zones);
+    let catalog = load_catalog(use_example, &mut files);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
         .enable_all()
@@ -38,7 +41,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(settings.server, catalog)) {
+    match runtime.block_on(serve(settings.server, catalog, files)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
@@ -78,9 +81,9 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
     Ok(settings)
 }
 
-/// Loads every zone; one that fails is reported with its problems and
-/// skipped, and the others are served.
-fn load_catalog(settings: &Settings, use_example: bool) -> Catalog {
+/// The built-in example zone, if nothing else is configured, and every
+/// configured zone that loads; one that fails is reported and skipped.
+fn load_catalog(use_example: bool, files: &mut ZoneFiles) -> Catalog {
     let mut catalog = Catalog::new();
     if use_example {
         let origin = Name::parse("example.com").unwrap();
@@ -89,29 +92,10 @@ fn load_catalog(settings: &Settings, use_example: bool) -> Catalog {
         tracing::info!("no zones configured: serving the built-in example.com zone");
         catalog.insert(loaded.zone);
     }
-    for spec in &settings.zones {
-        match load_zone_file(&spec.file, &spec.origin) {
-            Ok(loaded) => {
-                loaded.warnings.iter().for_each(|w| tracing::warn!("{w}"));
-                tracing::info!(
-                    "zone {} loaded from {}: serial {}, {} records",
-                    spec.origin,
-                    spec.file.display(),
-                    loaded.zone.serial(),
-                    loaded.zone.record_count()
-                );
-                catalog.insert(loaded.zone);
-            }
-            Err(problems) => {
-                problems.iter().for_each(|p| tracing::error!("{p}"));
-                tracing::error!("zone {} not loaded; it will not be served", spec.origin);
-            }
-        }
-    }
-    catalog
+    files.load_changed(&catalog).0
 }
 
-async fn serve(server: ServerConfig, catalog: Catalog) -> Result<(), String> {
+async fn serve(server: ServerConfig, catalog: Catalog, files: ZoneFiles) -> Result<(), String> {
     let catalog: SharedCatalog = Arc::new(ArcSwap::from_pointee(catalog));
     let answer_config = Arc::new(server.answer.clone());
     let stop = Arc::new(AtomicBool::new(false));
@@ -145,7 +129,7 @@ async fn serve(server: ServerConfig, catalog: Catalog) -> Result<(), String> {
         catalog.load().len(),
         server.workers
     );
-    wait_for_signal().await;
+    wait_for_signals(&catalog, files).await;
     tracing::info!("shutting down");
     stop.store(true, Ordering::Relaxed);
     let _ = shutdown_tx.send(true);
@@ -158,11 +142,41 @@ async fn serve(server: ServerConfig, catalog: Catalog) -> Result<(), String> {
     Ok(())
 }
 
-async fn wait_for_signal() {
+/// Serves until SIGTERM or SIGINT; on SIGHUP, reloads changed zone files.
+async fn wait_for_signals(catalog: &SharedCatalog, files: ZoneFiles) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
+    let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
+    let files = Arc::new(std::sync::Mutex::new(files));
+    loop {
+        tokio::select! {
+            _ = term.recv() => return,
+            _ = tokio::signal::ctrl_c() => return,
+            _ = hup.recv() => reload(catalog, &files).await,
+        }
+    }
+}
+
+/// Re-reads changed zone files off the async threads and swaps the new
+/// catalog in; queries in flight finish on the old one.
+async fn reload(catalog: &SharedCatalog, files: &Arc<std::sync::Mutex<ZoneFiles>>) {
+    tracing::info!("SIGHUP: reloading changed zone files");
+    let (catalog, files) = (catalog.clone(), files.clone());
+    let started = Instant::now();
+    let work = tokio::task::spawn_blocking(move || {
+        let current = catalog.load_full();
+        let (next, outcome) = files.lock().unwrap().load_changed(&current);
+        catalog.store(Arc::new(next));
+        outcome
+    });
+    match work.await {
+        Ok(o) => tracing::info!(
+            "reload done in {} ms: {} zones re-read, {} unchanged, {} failed",
+            started.elapsed().as_millis(),
+            o.loaded,
+            o.unchanged,
+            o.failed
+        ),
+        Err(e) => tracing::error!("reload failed: {e}"),
     }
 }

@@ -382,3 +382,63 @@ fn tempdir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+fn soa_serial(addr: SocketAddr, origin: &str) -> Option<u32> {
+    let m = parse(&try_query_udp(addr, &query(origin, RType::SOA, 9)).ok()?);
+    let rd = &m.answers.first()?.rdata;
+    // SERIAL follows MNAME and RNAME.
+    let mut i = 0;
+    for _ in 0..2 {
+        while rd[i] != 0 {
+            i += 1 + rd[i] as usize;
+        }
+        i += 1;
+    }
+    Some(u32::from_be_bytes(rd[i..i + 4].try_into().unwrap()))
+}
+
+/// Polls (bounded) until `cond` holds.
+fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn sighup_reloads_changed_zones_and_keeps_the_old_one_on_errors() {
+    let dir = tempdir("reload");
+    let file = dir.join("r.zone");
+    let zone = |serial: u32, extra: &str| {
+        format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n{extra}")
+    };
+    std::fs::write(&file, zone(1, "")).unwrap();
+    let server = ServerProcess::heron(&heron(), &[("r.test", file.clone())]);
+    assert_eq!(soa_serial(server.addr(), "r.test"), Some(1));
+
+    std::fs::write(&file, zone(2, "www A 192.0.2.2\n")).unwrap();
+    server.reload();
+    assert!(eventually(|| soa_serial(server.addr(), "r.test") == Some(2)));
+    let m = parse(&try_query_udp(server.addr(), &query("www.r.test", RType::A, 4)).unwrap());
+    assert_eq!(m.answers.len(), 1, "the new record is served");
+
+    std::fs::write(&file, zone(3, "bad A 192.0.2.300\n")).unwrap();
+    server.reload();
+    assert!(eventually(|| server
+        .log()
+        .contains("previous version is still served")));
+    let log = server.log();
+    assert!(
+        log.contains("r.zone:5:"),
+        "the error names file and line: {log}"
+    );
+    assert_eq!(
+        soa_serial(server.addr(), "r.test"),
+        Some(2),
+        "still the last good version"
+    );
+}
