@@ -4,10 +4,12 @@
 //! * [`zonefile`]: reading RFC 1035 master files (with `$INCLUDE`, `$GENERATE`).
 //! * [`zone`]: the checked, read-only zone built from records.
 //! * [`catalog`]: all zones served, found by longest matching origin.
+//! * [`diff`]: the records that differ between two versions of a zone (IXFR).
 //! * [`answer`]: the answer engine, a pure function of catalog and query.
 
 pub mod answer;
 pub mod catalog;
+pub mod diff;
 pub mod zone;
 pub mod zonefile;
 
