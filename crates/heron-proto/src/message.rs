@@ -9,7 +9,7 @@ use std::fmt;
 use std::ops::Range;
 
 use crate::edns::{self, Edns};
-use crate::name::{Name, NameBuf, NameError};
+use crate::name::{Name, NameBuf, NameError, skip_compressed};
 use crate::rdata;
 use crate::types::{Class, Opcode, RType, Rcode};
 
@@ -150,11 +150,6 @@ fn read_rr_fixed(msg: &[u8], pos: usize) -> Result<RrFixed, ParseError> {
     })
 }
 
-/// Skips a possibly compressed name, validating it; returns the end position.
-fn skip_name(msg: &[u8], pos: usize, scratch: &mut NameBuf) -> Result<usize, ParseError> {
-    Ok(scratch.read_compressed(msg, pos)?)
-}
-
 /// What the answer path needs from a query, read without allocation.
 #[derive(Debug)]
 pub struct Query {
@@ -245,7 +240,6 @@ struct Trailer {
 
 /// Walks the answer, authority and additional sections of a query.
 fn scan_records(msg: &[u8], mut pos: usize, header: &Header) -> Result<Trailer, ParseError> {
-    let mut scratch = NameBuf::new();
     let before_additional = header.ancount as usize + header.nscount as usize;
     let total = before_additional + header.arcount as usize;
     let mut trailer = Trailer {
@@ -254,7 +248,8 @@ fn scan_records(msg: &[u8], mut pos: usize, header: &Header) -> Result<Trailer, 
     };
     for i in 0..total {
         let start = pos;
-        pos = skip_name(msg, pos, &mut scratch)?;
+        let (end, owner_is_root) = skip_compressed(msg, pos)?;
+        pos = end;
         let rr = read_rr_fixed(msg, pos)?;
         pos = rr.rdata.end;
         if trailer.tsig.is_some() {
@@ -268,7 +263,7 @@ fn scan_records(msg: &[u8], mut pos: usize, header: &Header) -> Result<Trailer, 
                 if trailer.edns.is_some() {
                     return Err(ParseError::BadOpt("more than one"));
                 }
-                if scratch.as_wire() != [0] {
+                if !owner_is_root {
                     return Err(ParseError::BadOpt("owner is not the root"));
                 }
                 let opt = edns::parse_opt(rr.class, rr.ttl, &msg[rr.rdata.clone()])

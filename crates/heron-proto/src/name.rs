@@ -341,6 +341,45 @@ fn ends_with_name(wire: &[u8], suffix: &[u8]) -> bool {
     i == start && wire[start..].eq_ignore_ascii_case(suffix)
 }
 
+/// Checks the possibly compressed name at `msg[pos..]` under the same rules
+/// as [`Name::read`], without copying it. Returns the position after the
+/// name and whether it is the root.
+pub fn skip_compressed(msg: &[u8], pos: usize) -> Result<(usize, bool), NameError> {
+    let mut i = pos;
+    let mut run_start = pos;
+    let mut total = 0;
+    let mut end = None;
+    loop {
+        let len = *msg.get(i).ok_or(NameError::Truncated)? as usize;
+        match len & 0xC0 {
+            0x00 => {
+                total += 1 + len;
+                if total > MAX_NAME_LEN {
+                    return Err(NameError::NameTooLong);
+                }
+                if i + 1 + len > msg.len() {
+                    return Err(NameError::Truncated);
+                }
+                i += 1 + len;
+                if len == 0 {
+                    return Ok((end.unwrap_or(i), total == 1));
+                }
+            }
+            0xC0 => {
+                let lo = *msg.get(i + 1).ok_or(NameError::Truncated)? as usize;
+                let target = ((len & 0x3F) << 8) | lo;
+                if target >= run_start {
+                    return Err(NameError::BadPointer);
+                }
+                end.get_or_insert(i + 2);
+                i = target;
+                run_start = target;
+            }
+            _ => return Err(NameError::BadLabelType),
+        }
+    }
+}
+
 /// A name in wire form held on the stack: what the query path uses so that
 /// reading a query name allocates nothing.
 #[derive(Clone, Debug)]

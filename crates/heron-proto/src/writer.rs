@@ -10,8 +10,9 @@ use crate::rdata;
 use crate::types::{Class, RType};
 
 /// Compression targets remembered per message; later names beyond this are
-/// simply written in full.
-const MAX_TARGETS: usize = 96;
+/// simply written in full. Most responses are built from pre-encoded
+/// records ([`crate::encoded`]) and need none, so the table stays small.
+const MAX_TARGETS: usize = 48;
 /// Pointers can only reach the first 16 KiB of a message.
 const MAX_POINTER: usize = 0x3FFF;
 
