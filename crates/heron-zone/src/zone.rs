@@ -190,6 +190,11 @@ impl fmt::Display for Problem {
     }
 }
 
+/// Types whose first record's location is kept, because the zone checks
+/// report problems with them; keeping every record's would double the
+/// memory a large zone needs while it loads.
+const LOCATED_TYPES: [RType; 4] = [RType::SOA, RType::NS, RType::CNAME, RType::DNAME];
+
 /// Collects records and builds a checked [`Zone`].
 pub struct ZoneBuilder {
     origin: Name,
@@ -270,9 +275,11 @@ impl ZoneBuilder {
             }
         }
         self.records += 1;
-        self.first_seen
-            .entry((key, rec.rtype))
-            .or_insert(rec.location);
+        if LOCATED_TYPES.contains(&rec.rtype) {
+            self.first_seen
+                .entry((key, rec.rtype))
+                .or_insert(rec.location);
+        }
     }
 
     /// Checks the zone and builds it. Errors make the zone unusable;
@@ -407,7 +414,14 @@ impl ZoneBuilder {
 
     fn add_empty_non_terminals(&mut self) {
         let origin_len = self.origin.wire_len();
-        let owners: Vec<Name> = self.nodes.values().map(|n| n.owner.clone()).collect();
+        // Only a name two or more labels below the apex can need one.
+        let deep = |n: &Node| n.owner.wire_len() - (1 + n.owner.as_wire()[0] as usize) > origin_len;
+        let owners: Vec<Name> = self
+            .nodes
+            .values()
+            .filter(|n| !n.owner.is_root() && deep(n))
+            .map(|n| n.owner.clone())
+            .collect();
         for owner in owners {
             let mut name = owner;
             while name.wire_len() > origin_len {
