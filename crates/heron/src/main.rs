@@ -8,6 +8,8 @@ mod serve;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::OnceLock;
+use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -57,7 +59,15 @@ pub struct ServeArgs {
     cpu_affinity: Vec<usize>,
 }
 
+/// When the process started (as near as `main` can tell), for the
+/// start-to-ready time operators compare servers by.
+fn started() -> Instant {
+    static STARTED: OnceLock<Instant> = OnceLock::new();
+    *STARTED.get_or_init(Instant::now)
+}
+
 fn main() -> ExitCode {
+    started();
     let cli = Cli::parse();
     init_logging();
     match cli.command {

@@ -3,9 +3,11 @@
 //! keeps serving the version loaded before.
 
 use std::path::Path;
-use std::time::{Instant, SystemTime};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime};
 
-use heron_zone::{Catalog, load_zone_file};
+use heron_zone::{Catalog, Zone, load_zone_file};
 
 use crate::config::ZoneSpec;
 
@@ -62,36 +64,94 @@ impl ZoneFiles {
     }
 
     /// A catalog like `current` with every zone whose file changed since it
-    /// was loaded (or never loaded) read again. A zone that fails keeps its
-    /// version from `current`, if it has one; its problems are logged.
+    /// was loaded (or never loaded) read again, on every core. A zone that
+    /// fails keeps its version from `current`, if it has one; its problems
+    /// are logged.
     pub fn load_changed(&mut self, current: &Catalog) -> (Catalog, Outcome) {
-        let mut next = current.clone();
         let mut outcome = Outcome::default();
-        for entry in &mut self.entries {
+        let mut todo = Vec::new();
+        for (i, entry) in self.entries.iter().enumerate() {
             let stamp = Stamp::of(&entry.spec.file);
             if stamp.is_some() && stamp == entry.loaded {
                 outcome.unchanged += 1;
-                continue;
-            }
-            if load_one(&entry.spec, &mut next) {
-                entry.loaded = stamp;
-                outcome.loaded += 1;
             } else {
-                outcome.failed += 1;
+                todo.push((i, stamp));
+            }
+        }
+        let specs: Vec<&ZoneSpec> = todo.iter().map(|&(i, _)| &self.entries[i].spec).collect();
+        let results = load_parallel(&specs);
+        let mut next = current.clone();
+        for ((i, stamp), zone) in todo.into_iter().zip(results) {
+            let spec = &self.entries[i].spec;
+            match zone {
+                Some(zone) => {
+                    next.insert(zone);
+                    self.entries[i].loaded = stamp;
+                    outcome.loaded += 1;
+                }
+                None => {
+                    report_kept(spec, &next);
+                    outcome.failed += 1;
+                }
             }
         }
         (next, outcome)
     }
 }
 
-/// Loads one zone into `catalog`; false (with the problems logged) if it
-/// has errors.
-fn load_one(spec: &ZoneSpec, catalog: &mut Catalog) -> bool {
+/// How often a long load says how far it got.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// Loads zones on every core; a zone with errors comes back as None (its
+/// problems logged). Results are in the order of `specs`.
+fn load_parallel(specs: &[&ZoneSpec]) -> Vec<Option<Zone>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(specs.len().max(1));
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<Zone>>> = specs.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(spec) = specs.get(i) else { break };
+                    *slots[i].lock().unwrap() = load_one(spec);
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        report_progress(&done, specs.len());
+    });
+    slots.into_iter().map(|s| s.into_inner().unwrap()).collect()
+}
+
+/// Logs progress every few seconds until `total` zones are done.
+fn report_progress(done: &AtomicUsize, total: usize) {
+    let started = Instant::now();
+    let mut last = Instant::now();
+    while done.load(Ordering::Relaxed) < total {
+        std::thread::sleep(Duration::from_millis(20));
+        if last.elapsed() >= PROGRESS_EVERY {
+            last = Instant::now();
+            tracing::info!(
+                "loading zones: {} of {} done after {} s",
+                done.load(Ordering::Relaxed),
+                total,
+                started.elapsed().as_secs()
+            );
+        }
+    }
+}
+
+/// Loads one zone; None (with the problems logged) if it has errors.
+fn load_one(spec: &ZoneSpec) -> Option<Zone> {
     let started = Instant::now();
     match load_zone_file(&spec.file, &spec.origin) {
         Ok(loaded) => {
             loaded.warnings.iter().for_each(|w| tracing::warn!("{w}"));
-            tracing::info!(
+            tracing::debug!(
                 "zone {} loaded from {} in {} ms: serial {}, {} records",
                 spec.origin,
                 spec.file.display(),
@@ -99,21 +159,24 @@ fn load_one(spec: &ZoneSpec, catalog: &mut Catalog) -> bool {
                 loaded.zone.serial(),
                 loaded.zone.record_count()
             );
-            catalog.insert(loaded.zone);
-            true
+            Some(loaded.zone)
         }
         Err(problems) => {
             problems.iter().for_each(|p| tracing::error!("{p}"));
-            if catalog.get(&spec.origin).is_some() {
-                tracing::error!(
-                    "zone {} not reloaded; the previous version is still served",
-                    spec.origin
-                );
-            } else {
-                tracing::error!("zone {} not loaded; it will not be served", spec.origin);
-            }
-            false
+            None
         }
+    }
+}
+
+/// Says what happens to a zone whose file failed to load.
+fn report_kept(spec: &ZoneSpec, catalog: &Catalog) {
+    if catalog.get(&spec.origin).is_some() {
+        tracing::error!(
+            "zone {} not reloaded; the previous version is still served",
+            spec.origin
+        );
+    } else {
+        tracing::error!("zone {} not loaded; it will not be served", spec.origin);
     }
 }
 

@@ -92,7 +92,17 @@ fn load_catalog(use_example: bool, files: &mut ZoneFiles) -> Catalog {
         tracing::info!("no zones configured: serving the built-in example.com zone");
         catalog.insert(loaded.zone);
     }
-    files.load_changed(&catalog).0
+    let started = Instant::now();
+    let (catalog, outcome) = files.load_changed(&catalog);
+    let records: usize = catalog.zones().map(|z| z.record_count()).sum();
+    tracing::info!(
+        "{} zones loaded ({} records) in {} ms; {} failed",
+        outcome.loaded,
+        records,
+        started.elapsed().as_millis(),
+        outcome.failed
+    );
+    catalog
 }
 
 async fn serve(server: ServerConfig, catalog: Catalog, files: ZoneFiles) -> Result<(), String> {
@@ -125,9 +135,10 @@ async fn serve(server: ServerConfig, catalog: Catalog, files: ZoneFiles) -> Resu
         tracing::info!("answering on {addr} (UDP and TCP)");
     }
     tracing::info!(
-        "serving {} zones with {} workers",
+        "ready: serving {} zones with {} workers, {} ms after start",
         catalog.load().len(),
-        server.workers
+        server.workers,
+        crate::started().elapsed().as_millis()
     );
     wait_for_signals(&catalog, files).await;
     tracing::info!("shutting down");
