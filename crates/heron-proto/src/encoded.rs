@@ -24,24 +24,29 @@ pub struct Patch {
     pub delta: u8,
 }
 
-/// Records of one RRset, without owners, ready to copy into a response.
+/// Records of one RRset, ready to copy into a response after the first
+/// record's owner.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EncodedRRset {
-    /// Each record as TYPE CLASS TTL RDLENGTH RDATA, back to back.
+    /// Each record as TYPE CLASS TTL RDLENGTH RDATA, back to back; every
+    /// record after the first is preceded by a two-octet owner pointer to
+    /// patch (to the first record's owner), so the whole RRset is one copy.
     bytes: Box<[u8]>,
-    /// Where each record starts in `bytes`.
+    /// Where each record's TYPE field is in `bytes`.
     starts: Box<[u16]>,
     /// Pointers to the apex inside `bytes`, in increasing order of `at`.
     patches: Box<[Patch]>,
 }
 
 /// Where [`EncodedRRset::write`] put things, for later names to point to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Written {
     /// The owner of the records.
     pub owner: u16,
     /// The first record's RDATA (e.g. a CNAME's target).
     pub first_rdata: usize,
+    /// The first record's TYPE field; record `k`'s is `starts[k]` later.
+    pub first_bytes: usize,
 }
 
 /// How a record's owner is written.
@@ -61,7 +66,10 @@ impl EncodedRRset {
         let mut bytes = Vec::new();
         let mut starts = Vec::with_capacity(rdatas.len());
         let mut patches = Vec::new();
-        for rd in rdatas {
+        for (k, rd) in rdatas.iter().enumerate() {
+            if k > 0 {
+                bytes.extend_from_slice(&[0xC0, 0]); // owner, patched
+            }
             starts.push(bytes.len() as u16);
             bytes.extend_from_slice(&rtype.0.to_be_bytes());
             bytes.extend_from_slice(&Class::IN.0.to_be_bytes());
@@ -104,35 +112,143 @@ impl EncodedRRset {
     }
 
     fn write_records(&self, w: &mut Writer, owner: Owner, apex_pos: u16) -> Result<Written, Full> {
-        let mut first_rdata = 0;
-        let mut owner_at = None;
-        let mut patches = self.patches.iter().peekable();
-        for k in 0..self.starts.len() {
-            let start = self.starts[k] as usize;
-            let end = self
-                .starts
-                .get(k + 1)
-                .map_or(self.bytes.len(), |&e| e as usize);
-            match owner_at {
-                // Later records point to the first record's owner.
-                Some(at) => w.raw_pointer(at)?,
-                None => owner_at = Some(write_owner(w, owner, apex_pos)?),
-            }
-            let base = w.len();
-            w.raw_bytes(&self.bytes[start..end])?;
-            if k == 0 {
-                first_rdata = base + 10;
-            }
-            while let Some(p) = patches.next_if(|p| (p.at as usize) < end) {
-                let at = base + (p.at as usize - start);
-                w.patch_pointer(at, apex_pos + p.delta as u16);
-            }
-            w.count_record();
+        if self.starts.is_empty() {
+            return Ok(Written::default());
         }
+        let owner_at = write_owner(w, owner, apex_pos)?;
+        let base = w.len();
+        w.raw_bytes(&self.bytes)?;
+        for &start in &self.starts[1..] {
+            w.patch_pointer(base + start as usize - 2, owner_at);
+        }
+        for p in self.patches.iter() {
+            w.patch_pointer(base + p.at as usize, apex_pos + p.delta as u16);
+        }
+        w.count_records(self.starts.len() as u16);
         Ok(Written {
-            owner: owner_at.unwrap_or(0),
-            first_rdata,
+            owner: owner_at,
+            first_rdata: base + 10,
+            first_bytes: base,
         })
+    }
+
+    /// Where a name at byte `offset` of record `k` lands relative to the
+    /// first record's TYPE field when the RRset is written (10 is the start
+    /// of RDATA).
+    pub fn name_position(&self, k: usize, offset: usize) -> usize {
+        self.position_in(&Written::default(), k, offset)
+    }
+
+    /// Where byte `offset` of record `k` landed, given where the RRset was
+    /// written.
+    fn position_in(&self, written: &Written, k: usize, offset: usize) -> usize {
+        written.first_bytes + self.starts[k] as usize + offset
+    }
+}
+
+/// The additional-section records that go with an NS, MX or SRV RRset: the
+/// addresses of its targets, encoded once with each owner a pointer to the
+/// target's name inside the RRset as written. NSD and Knot precompute glue
+/// the same way; doing it per query was most of a referral's cost.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AdditionalBlock {
+    /// Records with their owner pointers (placeholders), back to back.
+    bytes: Box<[u8]>,
+    /// One group per target RRset (A or AAAA), in order.
+    groups: Box<[Group]>,
+    /// Owner pointers to patch: (offset in `bytes`, where the target name
+    /// is relative to the parent RRset's first record as written).
+    owners: Box<[(u16, u16)]>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Group {
+    end: u16,
+    records: u16,
+    /// Glue the response cannot do without (RFC 9471): if it does not
+    /// fit, the response is truncated.
+    required: bool,
+}
+
+impl AdditionalBlock {
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// Adds an RRset (A or AAAA, no names in RDATA) owned by the target name
+    /// at `target` in the parent RRset as written (see
+    /// [`EncodedRRset::name_position`]).
+    pub fn push(
+        &mut self,
+        target: usize,
+        rtype: RType,
+        ttl: u32,
+        rdatas: &[&[u8]],
+        required: bool,
+    ) {
+        let mut bytes = std::mem::take(&mut self.bytes).into_vec();
+        let mut owners = std::mem::take(&mut self.owners).into_vec();
+        for rd in rdatas {
+            owners.push((bytes.len() as u16, target as u16));
+            bytes.extend_from_slice(&[0xC0, 0]);
+            bytes.extend_from_slice(&rtype.0.to_be_bytes());
+            bytes.extend_from_slice(&Class::IN.0.to_be_bytes());
+            bytes.extend_from_slice(&ttl.to_be_bytes());
+            bytes.extend_from_slice(&(rd.len() as u16).to_be_bytes());
+            bytes.extend_from_slice(rd);
+        }
+        let mut groups = std::mem::take(&mut self.groups).into_vec();
+        groups.push(Group {
+            end: bytes.len() as u16,
+            records: rdatas.len() as u16,
+            required,
+        });
+        *self = AdditionalBlock {
+            bytes: bytes.into(),
+            groups: groups.into(),
+            owners: owners.into(),
+        };
+    }
+
+    /// Writes as many whole groups as fit into the current section. Err if
+    /// a required group did not fit (the caller sets TC).
+    pub fn write(&self, w: &mut Writer, at: &Written) -> Result<(), Full> {
+        if w.raw_bytes(&self.bytes).is_ok() {
+            // All of it fits (the usual case): one copy, then the owners.
+            let base = w.len() - self.bytes.len();
+            for &(off, target) in self.owners.iter() {
+                w.patch_pointer(
+                    base + off as usize,
+                    (at.first_bytes + target as usize) as u16,
+                );
+            }
+            let records = self.groups.iter().map(|g| g.records).sum();
+            w.count_records(records);
+            return Ok(());
+        }
+        let mut start = 0;
+        let mut owners = self.owners.iter().peekable();
+        for group in self.groups.iter() {
+            let end = group.end as usize;
+            let base = w.len();
+            if w.raw_bytes(&self.bytes[start..end]).is_err() {
+                return if group.required { Err(Full) } else { Ok(()) };
+            }
+            while let Some(&(off, target)) = owners.next_if(|o| (o.0 as usize) < end) {
+                let target = at.first_bytes + target as usize;
+                w.patch_pointer(base + (off as usize - start), target as u16);
+            }
+            w.count_records(group.records);
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Whether every owner pointer can reach its target when the parent
+    /// was written at `at` (pointers reach only the first 16 KiB).
+    pub fn reachable(&self, parent: &EncodedRRset, at: &Written) -> bool {
+        let last = parent.starts.len().saturating_sub(1);
+        parent.position_in(at, last, u8::MAX as usize) <= 0x3FFF
     }
 }
 

@@ -206,6 +206,11 @@ impl<'a> Writer<'a> {
         self.counts[self.section as usize] += 1;
     }
 
+    /// Counts `n` records, written piecewise, in the current section.
+    pub fn count_records(&mut self, n: u16) {
+        self.counts[self.section as usize] += n;
+    }
+
     /// Number of records written so far in `section`.
     pub fn count(&self, section: Section) -> u16 {
         self.counts[section as usize]

@@ -4,6 +4,7 @@
 //!
 //!     cargo build --release -p heron-zone --example answer_loop
 //!     valgrind --tool=callgrind target/release/examples/answer_loop www.bench.test 1 100000
+//!     # another zone: ... QNAME QTYPE COUNT ZONE-FILE ORIGIN
 
 use heron_proto::Name;
 use heron_zone::{AnswerConfig, Catalog, Transport, answer, load_zone_str};
@@ -15,9 +16,13 @@ fn main() {
     let qname = args.get(1).map_or("www.bench.test", |s| s.as_str());
     let qtype: u16 = args.get(2).map_or(1, |s| s.parse().unwrap());
     let count: usize = args.get(3).map_or(100_000, |s| s.parse().unwrap());
-    let origin = Name::parse("bench.test").unwrap();
+    let (text, origin) = match (args.get(4), args.get(5)) {
+        (Some(file), Some(origin)) => (std::fs::read_to_string(file).unwrap(), origin.as_str()),
+        _ => (ZONE.to_string(), "bench.test"),
+    };
+    let origin = Name::parse(origin).unwrap();
     let mut catalog = Catalog::new();
-    catalog.insert(load_zone_str(ZONE, "bench.zone", &origin).unwrap().zone);
+    catalog.insert(load_zone_str(&text, "zone", &origin).unwrap().zone);
     let mut q = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
     q.extend_from_slice(Name::parse(qname).unwrap().as_wire());
     q.extend_from_slice(&qtype.to_be_bytes());

@@ -7,10 +7,9 @@
 //! CNAMEs are followed inside the zone. It knows nothing of sockets.
 
 use heron_proto::edns::{self, OPT_LEN};
-use heron_proto::encoded::{Owner, Written};
+use heron_proto::encoded::{AdditionalBlock, Owner, Written};
 use heron_proto::message::{self, HEADER_LEN, Header, Query, QueryError, flags};
 use heron_proto::name::{MAX_NAME_LEN, NameBuf, lowercase_wire};
-use heron_proto::rdata;
 use heron_proto::writer::{Full, Mark, Section, Writer};
 use heron_proto::{Class, Opcode, RType, Rcode};
 
@@ -48,8 +47,6 @@ impl Default for AnswerConfig {
 
 /// Longest CNAME/DNAME chain followed inside a zone.
 const MAX_CHAIN: usize = 16;
-/// Distinct targets looked up for the additional section.
-const MAX_ADDITIONAL_TARGETS: usize = 16;
 
 /// Answers `query` into `out`. Returns false when nothing should be sent
 /// (too short to be a query, or a response).
@@ -105,9 +102,9 @@ struct Responder<'a> {
     aa: bool,
     tc: bool,
     dnssec: bool,
-    /// Names (in zone data) whose addresses go in the additional section.
-    targets: [&'a [u8]; MAX_ADDITIONAL_TARGETS],
-    ntargets: usize,
+    /// The addresses to add for the NS/MX/SRV RRset written, and where
+    /// that RRset was written (their owners point into it).
+    additional: Option<(&'a AdditionalBlock, Written)>,
 }
 
 /// What a step of resolution leaves to do.
@@ -166,8 +163,7 @@ impl<'a> Responder<'a> {
             aa: false,
             tc: false,
             dnssec: q.edns.is_some_and(|e| e.do_bit),
-            targets: [&[]; MAX_ADDITIONAL_TARGETS],
-            ntargets: 0,
+            additional: None,
         }
     }
 
@@ -209,7 +205,7 @@ impl<'a> Responder<'a> {
             self.truncate();
             return;
         }
-        self.write_additional(zone);
+        self.write_additional();
     }
 
     /// Answers for the query name in `zone`, following CNAMEs and DNAMEs
@@ -308,10 +304,8 @@ impl<'a> Responder<'a> {
         }
         match node.rrset(qtype) {
             Some(set) => {
-                self.rrset(Section::Answer, owner, set)?;
-                if matches!(qtype, RType::NS | RType::MX | RType::SRV) {
-                    self.note_targets(set);
-                }
+                let written = self.rrset(Section::Answer, owner, set)?;
+                self.note_additional(set, written);
                 Ok(())
             }
             None => self.negative(zone),
@@ -369,6 +363,7 @@ impl<'a> Responder<'a> {
         };
         let ns = cut.rrset(RType::NS).expect("a cut has NS");
         let written = self.rrset(Section::Authority, owner, ns)?;
+        self.note_additional(ns, written);
         // A signed parent proves the child's security with the signed DS
         // (RFC 4035 3.1.4.1); an unsigned zone does no DNSSEC processing.
         if self.dnssec
@@ -376,7 +371,6 @@ impl<'a> Responder<'a> {
         {
             self.rrset(Section::Authority, Owner::At(written.owner), ds)?;
         }
-        self.note_targets(ns);
         Ok(())
     }
 
@@ -391,58 +385,24 @@ impl<'a> Responder<'a> {
         Ok(written)
     }
 
-    /// Remembers the NS/MX/SRV targets of `set` for the additional section.
-    fn note_targets(&mut self, set: &'a RRset) {
-        for rd in &set.rdatas {
-            let Some(target) = rdata::names_for_additional(set.rtype, rd) else {
-                continue;
-            };
-            if self.ntargets == MAX_ADDITIONAL_TARGETS || target.len() > MAX_NAME_LEN {
-                return;
-            }
-            let seen = self.targets[..self.ntargets]
-                .iter()
-                .any(|t| t.eq_ignore_ascii_case(target));
-            if !seen {
-                self.targets[self.ntargets] = target;
-                self.ntargets += 1;
-            }
+    /// Remembers the additional records that go with `set`, if any.
+    fn note_additional(&mut self, set: &'a RRset, written: Written) {
+        if let Some(block) = set.additional.as_deref()
+            && block.reachable(&set.encoded, &written)
+        {
+            self.additional = Some((block, written));
         }
     }
 
-    /// A and AAAA of the noted targets that this zone holds. What does not
+    /// The target addresses of the NS/MX/SRV RRset answered. What does not
     /// fit is left out without setting TC, except glue a referral needs.
-    fn write_additional(&mut self, zone: &Zone) {
-        let apex_len = zone.origin().wire_len();
-        for i in 0..self.ntargets {
-            let mut target = NameBuf::new();
-            target.set(self.targets[i]);
-            target.make_lowercase();
-            let Some(node) = zone.node(target.as_wire()) else {
-                continue;
-            };
-            let mut owner = Owner::BelowApex(node.owner.as_wire(), apex_len);
-            for rtype in [RType::A, RType::AAAA] {
-                let Some(set) = node.rrset(rtype) else {
-                    continue;
-                };
-                match self.rrset(Section::Additional, owner, set) {
-                    Ok(written) => owner = Owner::At(written.owner),
-                    Err(Full) => {
-                        if self.aa_is_referral_glue(zone, target.as_wire()) {
-                            self.tc = true;
-                        }
-                        return;
-                    }
-                }
+    fn write_additional(&mut self) {
+        if let Some((block, written)) = self.additional {
+            self.w.section(Section::Additional);
+            if block.write(&mut self.w, &written).is_err() {
+                self.tc = true;
             }
         }
-    }
-
-    /// Whether a referral is being given and `target` lies inside the
-    /// delegated zone, so its address is required glue.
-    fn aa_is_referral_glue(&self, zone: &Zone, target: &[u8]) -> bool {
-        !self.aa && matches!(find(zone, target, RType::A), Found::Referral(_))
     }
 
     /// The answer did not fit: keep only the question, set TC.

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 type NodeMap<V> = hashbrown::HashMap<Box<[u8]>, V>;
 use std::fmt;
 
-use heron_proto::encoded::EncodedRRset;
+use heron_proto::encoded::{AdditionalBlock, EncodedRRset};
 use heron_proto::name::lowercase_wire;
 use heron_proto::rdata;
 use heron_proto::{Class, Name, RType};
@@ -34,6 +34,9 @@ pub struct RRset {
     pub encoded: EncodedRRset,
     /// The RRSIG records over them, likewise.
     pub encoded_sigs: EncodedRRset,
+    /// For NS, MX and SRV: the addresses of the targets this zone holds,
+    /// for the additional section.
+    pub additional: Option<Box<AdditionalBlock>>,
 }
 
 /// A name in the zone and its data.
@@ -299,6 +302,7 @@ impl ZoneBuilder {
         for node in nodes.values_mut() {
             encode_node(node, origin.as_wire());
         }
+        attach_additional_blocks(&mut nodes);
         let apex = nodes
             .remove(origin.as_wire())
             .expect("checked: the apex has an SOA");
@@ -485,6 +489,68 @@ fn encode_node(node: &mut Node, apex: &[u8]) {
     }
 }
 
+/// Most targets whose addresses one RRset brings into the additional section.
+const MAX_ADDITIONAL_TARGETS: usize = 16;
+
+/// Gives every NS, MX and SRV RRset the addresses of its targets that the
+/// zone holds (glue below a delegation included), encoded for responses.
+fn attach_additional_blocks(nodes: &mut NodeMap<Node>) {
+    let mut blocks = Vec::new();
+    for (key, node) in nodes.iter() {
+        for (i, set) in node.rrsets.iter().enumerate() {
+            if matches!(set.rtype, RType::NS | RType::MX | RType::SRV) {
+                let block = additional_block(node, set, nodes);
+                if !block.is_empty() {
+                    blocks.push((key.clone(), i, block));
+                }
+            }
+        }
+    }
+    for (key, i, block) in blocks {
+        let node = nodes.get_mut(&key).expect("collected from the map");
+        node.rrsets[i].additional = Some(Box::new(block));
+    }
+}
+
+fn additional_block(node: &Node, set: &RRset, nodes: &NodeMap<Node>) -> AdditionalBlock {
+    // The target name's offset in a record: past TYPE CLASS TTL RDLENGTH
+    // (10 octets) and the RDATA's leading numbers.
+    let name_offset = 10
+        + match set.rtype {
+            RType::MX => 2,
+            RType::SRV => 6,
+            _ => 0,
+        };
+    let mut block = AdditionalBlock::default();
+    let mut seen: Vec<Box<[u8]>> = Vec::new();
+    for (k, rd) in set.rdatas.iter().enumerate() {
+        let Some(target) = rdata::names_for_additional(set.rtype, rd) else {
+            continue;
+        };
+        let mut lower: Box<[u8]> = target.into();
+        lowercase_wire(&mut lower);
+        if seen.contains(&lower) || seen.len() == MAX_ADDITIONAL_TARGETS {
+            continue;
+        }
+        let Some(target_node) = nodes.get(&lower) else {
+            continue;
+        };
+        // Glue for a name server inside the delegated zone is required
+        // (RFC 9471): without it the referral cannot be followed.
+        let required =
+            node.is_cut && set.rtype == RType::NS && target_node.owner.is_subdomain_of(&node.owner);
+        for rtype in [RType::A, RType::AAAA] {
+            if let Some(addr) = target_node.rrset(rtype) {
+                let rdatas: Vec<&[u8]> = addr.rdatas.iter().map(|r| &r[..]).collect();
+                let target = set.encoded.name_position(k, name_offset);
+                block.push(target, rtype, addr.ttl, &rdatas, required);
+            }
+        }
+        seen.push(lower);
+    }
+    block
+}
+
 /// The SOA as negative answers carry it: TTL the lesser of the SOA's own
 /// and its MINIMUM field (RFC 2308 5), signatures likewise.
 fn encode_negative_soa(apex_node: &Node, apex: &[u8]) -> (EncodedRRset, EncodedRRset) {
@@ -521,6 +587,7 @@ fn add_to_node(node: &mut Node, rtype: RType, is_sig: bool, ttl: u32, rdata: Vec
                     sig_ttl: ttl,
                     encoded: EncodedRRset::default(),
                     encoded_sigs: EncodedRRset::default(),
+                    additional: None,
                 },
             );
             i
