@@ -6,12 +6,14 @@
 //! queries causes no heap allocation here.
 //!
 //! This is the only `unsafe` in the UDP path. The invariants:
-//! * every `iovec` points into a buffer owned by the [`Batch`] that lives
-//!   (and is not reallocated) for as long as the `mmsghdr` array uses it;
-//! * the kernel writes at most `iov_len` bytes per buffer and at most
-//!   `msg_namelen` bytes of address, both set by us just before each call;
-//! * the `mmsghdr` pointers are rebuilt before every call, so moving the
-//!   `Batch` value between calls cannot leave them dangling.
+//! * every `iovec` points into a heap buffer owned by the [`Batch`] that is
+//!   allocated once and never resized, so moving the `Batch` value does not
+//!   move what the pointers point to;
+//! * the receive headers are built once; before each `recvmmsg` every
+//!   `msg_namelen` is reset, so the kernel writes at most `iov_len` bytes
+//!   per buffer and at most a `sockaddr_storage` of address;
+//! * the send headers point into response buffers that may grow between
+//!   calls, so they are rebuilt before every `sendmmsg`.
 
 use std::io;
 use std::mem::{self, MaybeUninit};
@@ -20,6 +22,9 @@ use std::os::fd::AsRawFd;
 
 /// Datagrams moved per system call.
 pub const DEFAULT_BATCH: usize = 32;
+
+/// Room for any peer address.
+const ADDRESS_LEN: libc::socklen_t = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
 
 /// Per-worker receive and send buffers for batched UDP I/O.
 pub struct Batch {
@@ -34,15 +39,17 @@ pub struct Batch {
     responses: Vec<Vec<u8>>,
     /// Slots whose response is to be sent, in order.
     to_send: Vec<usize>,
-    iovecs: Vec<libc::iovec>,
-    headers: Vec<libc::mmsghdr>,
+    recv_iovecs: Vec<libc::iovec>,
+    recv_headers: Vec<libc::mmsghdr>,
+    send_iovecs: Vec<libc::iovec>,
+    send_headers: Vec<libc::mmsghdr>,
 }
 
 impl Batch {
     /// Buffers for `capacity` datagrams of up to `query_size` bytes each.
     pub fn new(capacity: usize, query_size: usize) -> Batch {
         assert!(capacity > 0 && query_size > 0);
-        Batch {
+        let mut batch = Batch {
             capacity,
             query_size,
             queries: vec![0; capacity * query_size],
@@ -53,8 +60,32 @@ impl Batch {
             peer_lens: vec![0; capacity],
             responses: (0..capacity).map(|_| Vec::with_capacity(4096)).collect(),
             to_send: Vec::with_capacity(capacity),
-            iovecs: Vec::with_capacity(capacity),
-            headers: Vec::with_capacity(capacity),
+            recv_iovecs: Vec::with_capacity(capacity),
+            recv_headers: Vec::with_capacity(capacity),
+            send_iovecs: Vec::with_capacity(capacity),
+            send_headers: Vec::with_capacity(capacity),
+        };
+        batch.build_receive_headers();
+        batch
+    }
+
+    /// Points one header per slot at its query buffer and address buffer.
+    /// Called once: those buffers are never reallocated.
+    fn build_receive_headers(&mut self) {
+        for i in 0..self.capacity {
+            let buf = &mut self.queries[i * self.query_size..(i + 1) * self.query_size];
+            self.recv_iovecs.push(libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            });
+        }
+        for i in 0..self.capacity {
+            let header = message_header(
+                &mut self.recv_iovecs[i],
+                (&mut self.peers[i] as *mut libc::sockaddr_storage).cast(),
+                ADDRESS_LEN,
+            );
+            self.recv_headers.push(header);
         }
     }
 
@@ -67,32 +98,17 @@ impl Batch {
     /// the capacity. Returns how many were received.
     pub fn receive(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         self.to_send.clear();
-        self.iovecs.clear();
-        self.headers.clear();
-        for i in 0..self.capacity {
-            let buf = &mut self.queries[i * self.query_size..(i + 1) * self.query_size];
-            self.iovecs.push(libc::iovec {
-                iov_base: buf.as_mut_ptr().cast(),
-                iov_len: buf.len(),
-            });
-            self.peer_lens[i] = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        for header in &mut self.recv_headers {
+            header.msg_hdr.msg_namelen = ADDRESS_LEN;
         }
-        for i in 0..self.capacity {
-            let header = message_header(
-                &mut self.iovecs[i],
-                (&mut self.peers[i] as *mut libc::sockaddr_storage).cast(),
-                self.peer_lens[i],
-            );
-            self.headers.push(header);
-        }
-        // SAFETY: `headers` holds `capacity` initialised mmsghdr values whose
-        // iovecs and address buffers point into `self`'s buffers (see the
-        // module invariants); a null timeout means MSG_WAITFORONE alone
+        // SAFETY: `recv_headers` holds `capacity` initialised mmsghdr values
+        // whose iovecs and address buffers point into `self`'s buffers (see
+        // the module invariants); a null timeout means MSG_WAITFORONE alone
         // bounds the wait (the socket's SO_RCVTIMEO applies to the first).
         let n = unsafe {
             libc::recvmmsg(
                 socket.as_raw_fd(),
-                self.headers.as_mut_ptr(),
+                self.recv_headers.as_mut_ptr(),
                 self.capacity as libc::c_uint,
                 libc::MSG_WAITFORONE,
                 std::ptr::null_mut(),
@@ -103,8 +119,8 @@ impl Batch {
         }
         let n = n as usize;
         for i in 0..n {
-            self.query_lens[i] = self.headers[i].msg_len as usize;
-            self.peer_lens[i] = self.headers[i].msg_hdr.msg_namelen;
+            self.query_lens[i] = self.recv_headers[i].msg_len as usize;
+            self.peer_lens[i] = self.recv_headers[i].msg_hdr.msg_namelen;
         }
         Ok(n)
     }
@@ -130,26 +146,26 @@ impl Batch {
     /// of the batch the kernel did not take. Returns how many were sent;
     /// a datagram the kernel refuses (e.g. an unreachable peer) is dropped.
     pub fn send(&mut self, socket: &UdpSocket) -> io::Result<usize> {
-        self.iovecs.clear();
-        self.headers.clear();
+        self.send_iovecs.clear();
+        self.send_headers.clear();
         for &i in &self.to_send {
             let buf = &self.responses[i];
-            self.iovecs.push(libc::iovec {
+            self.send_iovecs.push(libc::iovec {
                 iov_base: buf.as_ptr() as *mut libc::c_void,
                 iov_len: buf.len(),
             });
         }
         for (k, &i) in self.to_send.iter().enumerate() {
             let header = message_header(
-                &mut self.iovecs[k],
+                &mut self.send_iovecs[k],
                 (&mut self.peers[i] as *mut libc::sockaddr_storage).cast(),
                 self.peer_lens[i],
             );
-            self.headers.push(header);
+            self.send_headers.push(header);
         }
         let mut sent = 0;
-        while sent < self.headers.len() {
-            let rest = &mut self.headers[sent..];
+        while sent < self.send_headers.len() {
+            let rest = &mut self.send_headers[sent..];
             // SAFETY: as in `receive`; the kernel only reads these buffers.
             let n = unsafe {
                 libc::sendmmsg(
@@ -166,7 +182,7 @@ impl Batch {
                 }
                 // The first datagram of the rest failed: skip it, keep going.
                 sent += 1;
-                if sent == self.headers.len() {
+                if sent == self.send_headers.len() {
                     return Err(err);
                 }
                 continue;
