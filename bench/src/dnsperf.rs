@@ -1,0 +1,176 @@
+//! Running `dnsperf` (pinned with taskset) and reading its summary.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+pub const DNSPERF: &str = "/usr/bin/dnsperf";
+
+#[derive(Clone, Debug)]
+pub struct DnsperfOpts {
+    pub target: SocketAddr,
+    pub tcp: bool,
+    pub clients: usize,
+    pub outstanding: usize,
+    /// Queries per second limit; 0 = none.
+    pub rate: f64,
+    pub seconds: f64,
+    pub cpus: Option<String>,
+    /// Run it SCHED_RR at this priority.
+    pub realtime: Option<i32>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct DnsperfResult {
+    pub sent: u64,
+    pub completed: u64,
+    pub lost: u64,
+    pub qps: f64,
+    pub run_s: f64,
+    pub lat_avg_us: f64,
+    pub lat_stddev_us: f64,
+    pub lat_max_us: f64,
+    pub rcodes: String,
+    pub command: String,
+}
+
+impl DnsperfResult {
+    pub fn loss_pct(&self) -> f64 {
+        if self.sent == 0 {
+            100.0
+        } else {
+            self.lost as f64 * 100.0 / self.sent as f64
+        }
+    }
+}
+
+pub fn command(opts: &DnsperfOpts, queries: &Path) -> Vec<String> {
+    let mut c = Vec::new();
+    if let Some(p) = opts.realtime {
+        c.extend(["chrt".to_string(), "-r".to_string(), p.to_string()]);
+    }
+    if let Some(cpus) = &opts.cpus {
+        c.extend(["taskset".to_string(), "-c".to_string(), cpus.clone()]);
+    }
+    c.push(DNSPERF.to_string());
+    c.extend([
+        "-m".to_string(),
+        if opts.tcp { "tcp" } else { "udp" }.to_string(),
+        "-s".into(),
+        opts.target.ip().to_string(),
+        "-p".into(),
+        opts.target.port().to_string(),
+        "-d".into(),
+        queries.display().to_string(),
+        "-c".into(),
+        opts.clients.to_string(),
+        "-q".into(),
+        opts.outstanding.to_string(),
+        "-T".into(),
+        "1".into(),
+        "-t".into(),
+        "2".into(),
+        "-l".into(),
+        format!("{}", opts.seconds),
+    ]);
+    if opts.rate > 0.0 {
+        c.extend(["-Q".to_string(), format!("{}", opts.rate.round() as u64)]);
+    }
+    c
+}
+
+/// Runs dnsperf once, bounded: killed (by its PID) if it outlives its
+/// own time limit by 20 seconds.
+pub fn run(opts: &DnsperfOpts, queries: &Path) -> Result<DnsperfResult, String> {
+    let line = command(opts, queries);
+    let mut child = Command::new(&line[0])
+        .args(&line[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run dnsperf: {e}"))?;
+    let deadline = Instant::now() + Duration::from_secs_f64(opts.seconds + 20.0);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                break;
+            }
+        }
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut r = parse(&text).ok_or_else(|| {
+        format!(
+            "dnsperf gave no summary: {}\n{text}\n{}",
+            line.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
+    r.command = line.join(" ");
+    Ok(r)
+}
+
+fn first_number(s: &str) -> Option<f64> {
+    s.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find(|t| !t.is_empty())
+        .and_then(|t| t.parse().ok())
+}
+
+/// Reads dnsperf's "Statistics:" block.
+pub fn parse(text: &str) -> Option<DnsperfResult> {
+    let mut r = DnsperfResult::default();
+    let mut seen = false;
+    for line in text.lines() {
+        let Some((key, value)) = line.trim().split_once(':') else {
+            continue;
+        };
+        let v = value.trim();
+        match key.trim() {
+            "Queries sent" => r.sent = first_number(v)? as u64,
+            "Queries completed" => {
+                r.completed = first_number(v)? as u64;
+                seen = true;
+            }
+            "Queries lost" => r.lost = first_number(v)? as u64,
+            "Queries per second" => r.qps = first_number(v)?,
+            "Run time (s)" => r.run_s = first_number(v)?,
+            "Response codes" => r.rcodes = v.to_string(),
+            "Average Latency (s)" => {
+                r.lat_avg_us = first_number(v)? * 1e6;
+                if let Some((_, m)) = v.split_once("max ") {
+                    r.lat_max_us = first_number(m).unwrap_or(0.0) * 1e6;
+                }
+            }
+            "Latency StdDev (s)" => r.lat_stddev_us = first_number(v)? * 1e6,
+            _ => {}
+        }
+    }
+    seen.then_some(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_summary() {
+        let out = "Statistics:\n\n  Queries sent:         1000\n  Queries completed:    999 (99.90%)\n  \
+                   Queries lost:         1 (0.10%)\n\n  Response codes:       NOERROR 999 (100.00%)\n  \
+                   Average packet size:  request 33, response 49\n  Run time (s):         2.000104\n  \
+                   Queries per second:   499.474\n\n  Average Latency (s):  0.000120 (min 0.000020, max 0.001940)\n  \
+                   Latency StdDev (s):   0.000051\n";
+        let r = parse(out).unwrap();
+        assert_eq!((r.sent, r.completed, r.lost), (1000, 999, 1));
+        assert!((r.qps - 499.474).abs() < 1e-9);
+        assert!((r.lat_avg_us - 120.0).abs() < 1e-6);
+        assert!((r.lat_max_us - 1940.0).abs() < 1e-6);
+        assert!((r.loss_pct() - 0.1).abs() < 1e-9);
+    }
+}

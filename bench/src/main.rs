@@ -1,0 +1,266 @@
+//! `heron-bench`: Heron's benchmark suite. See `docs/benchmarks/README.md`.
+
+mod blast;
+mod dnsperf;
+mod prng;
+mod profile;
+mod queries;
+mod reflector;
+mod report;
+mod servers;
+mod stats;
+mod suite;
+mod sys;
+mod workloads;
+mod zones;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "heron-bench",
+    version,
+    about = "Heron's benchmark suite: Heron against NSD, Knot, BIND and a UDP reflector"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Args, Clone)]
+struct GenArgs {
+    /// Folder to write into.
+    #[arg(long, default_value = "bench-data")]
+    out: PathBuf,
+    #[arg(long, default_value_t = zones::DEFAULT_SEED)]
+    seed: u64,
+    /// Workloads (comma separated): root, mix40, small, big, many, tcp.
+    #[arg(long, value_delimiter = ',', default_values_t = workloads::ALL.map(String::from))]
+    workloads: Vec<String>,
+    /// A records in the large zone.
+    #[arg(long, default_value_t = zones::BIG_RECORDS)]
+    big_records: usize,
+    /// Zones in the many-zones workload.
+    #[arg(long, default_value_t = zones::MANY_ZONES)]
+    many_zones: usize,
+    /// Queries per file (the large zone's file gets five times as many).
+    #[arg(long, default_value_t = 200_000)]
+    queries: usize,
+}
+
+impl GenArgs {
+    fn sizes(&self) -> workloads::Sizes {
+        workloads::Sizes {
+            big_records: self.big_records,
+            many_zones: self.many_zones,
+            queries: self.queries,
+            big_queries: self.queries * 5,
+            ..workloads::Sizes::default()
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Write the zones: root-like (500 TLDs with glue), small and large A
+    /// zones, 10,000 small zones, the edge zone of the 40% mix.
+    GenZones(GenArgs),
+    /// Write dnsperf query files (random order) for each workload.
+    GenQueries(GenArgs),
+    /// Batched UDP load (sendmmsg/recvmmsg): fixed rate or as fast as a
+    /// window allows, for a bounded time; prints sent, answered, lost and
+    /// latency percentiles.
+    Blast {
+        #[arg(long)]
+        target: SocketAddr,
+        /// dnsperf-format query file.
+        #[arg(long)]
+        queries: PathBuf,
+        /// Offered queries per second; 0 = as fast as --window allows.
+        #[arg(long, default_value_t = 0.0)]
+        rate: f64,
+        #[arg(long, default_value_t = 200)]
+        window: usize,
+        /// Seconds to send (at most 600).
+        #[arg(long, default_value_t = 5.0)]
+        duration: f64,
+        #[arg(long, default_value_t = 4)]
+        sockets: usize,
+        #[arg(long, default_value_t = 32)]
+        batch: usize,
+        /// Pin this process to these CPUs (comma separated), e.g. 1.
+        #[arg(long, value_delimiter = ',')]
+        cpus: Vec<usize>,
+        /// Also run dnsperf at the same rate and file, and print both.
+        #[arg(long)]
+        cross_check: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Echo every datagram with QR set, through Heron's UDP worker loop.
+    Reflector {
+        #[arg(long, default_value = "127.0.0.1:5301")]
+        listen: SocketAddr,
+        #[arg(long, default_value_t = 1)]
+        workers: usize,
+    },
+    /// The whole suite: environment check, every server on every
+    /// workload, results.json, README.md and charts.
+    Run(suite::RunArgs),
+    /// Regenerate README.md and the charts from results.json.
+    Report {
+        #[arg(long, default_value = "docs/benchmarks/results.json")]
+        results: PathBuf,
+        #[arg(long, default_value = "docs/benchmarks")]
+        out: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::GenZones(a) => generate_files(&a, true, false),
+        Cmd::GenQueries(a) => generate_files(&a, false, true),
+        Cmd::Blast {
+            target,
+            queries,
+            rate,
+            window,
+            duration,
+            sockets,
+            batch,
+            cpus,
+            cross_check,
+            json,
+        } => blast_cmd(
+            target,
+            &queries,
+            blast::BlastOpts {
+                target,
+                rate,
+                window,
+                duration: Duration::from_secs_f64(duration.clamp(0.01, 600.0)),
+                sockets,
+                batch,
+                ..blast::BlastOpts::default()
+            },
+            &cpus,
+            cross_check,
+            json,
+        ),
+        Cmd::Reflector { listen, workers } => {
+            reflector::run(listen, workers).map_err(|e| format!("reflector on {listen}: {e}"))
+        }
+        Cmd::Run(args) => suite::run(&args),
+        Cmd::Report { results, out } => report::regenerate(&results, &out),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("heron-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn generate_files(a: &GenArgs, zones: bool, queries: bool) -> Result<(), String> {
+    let list = workloads::generate(&a.out, a.seed, &a.sizes(), &a.workloads, zones, queries)
+        .map_err(|e| format!("{}: {e}", a.out.display()))?;
+    for w in list {
+        if zones {
+            println!(
+                "{}: {} zone(s), {} records ({} of the main kind), first {}",
+                w.id,
+                w.zones.len(),
+                w.records,
+                w.main_records,
+                w.zones
+                    .first()
+                    .map_or(String::new(), |z| z.1.display().to_string())
+            );
+        } else {
+            println!("{}: {}", w.id, w.queries.display());
+        }
+    }
+    Ok(())
+}
+
+fn blast_cmd(
+    target: SocketAddr,
+    queries: &std::path::Path,
+    opts: blast::BlastOpts,
+    cpus: &[usize],
+    cross_check: bool,
+    json: bool,
+) -> Result<(), String> {
+    if !cpus.is_empty() {
+        sys::pin_self(cpus).map_err(|e| format!("cannot pin to CPUs {cpus:?}: {e}"))?;
+    }
+    let set = blast::QuerySet::load(queries)?;
+    let r = blast::blast(&set, &opts).map_err(|e| format!("blast: {e}"))?;
+    let d = if cross_check {
+        let dopts = dnsperf::DnsperfOpts {
+            target,
+            tcp: false,
+            clients: opts.sockets,
+            outstanding: opts.window.max(100),
+            rate: opts.rate,
+            seconds: opts.duration.as_secs_f64(),
+            cpus: (!cpus.is_empty()).then(|| {
+                cpus.iter()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }),
+            realtime: None,
+        };
+        Some(dnsperf::run(&dopts, queries)?)
+    } else {
+        None
+    };
+    if json {
+        println!("{}", serde_json::json!({ "blast": r, "dnsperf": d }));
+        return Ok(());
+    }
+    println!(
+        "blast:   sent {} answered {} lost {} ({:.3}%) offered {:.0} q/s answered {:.0} q/s \
+         latency avg {:.1} us p50 {:.1} p99 {:.1} p99.9 {:.1} max {:.1}; NOERROR {} NXDOMAIN {} other {}; \
+         drops client {} server {}",
+        r.sent,
+        r.answered,
+        r.lost,
+        r.loss_pct,
+        r.offered_qps,
+        r.answered_qps,
+        r.lat_avg_us,
+        r.lat_p50_us,
+        r.lat_p99_us,
+        r.lat_p999_us,
+        r.lat_max_us,
+        r.noerror,
+        r.nxdomain,
+        r.other_rcode,
+        r.client_drops,
+        r.server_drops
+    );
+    if let Some(d) = d {
+        println!(
+            "dnsperf: sent {} completed {} lost {} ({:.3}%) {:.0} q/s latency avg {:.1} us; {}",
+            d.sent,
+            d.completed,
+            d.lost,
+            d.loss_pct(),
+            d.qps,
+            d.lat_avg_us,
+            d.rcodes
+        );
+        println!("         {}", d.command);
+    }
+    Ok(())
+}

@@ -1,0 +1,460 @@
+//! The servers under test as child processes: configuration with a given
+//! worker count, started pinned with `taskset` inside a cgroup (so a CPU
+//! quota and CPU accounting apply to every process and thread they make),
+//! readiness by query, CPU time and memory, and a bounded stop.
+
+use std::fmt::Write as _;
+use std::fs::{self, File};
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use heron_proto::message::{Header, flags};
+use heron_proto::{Name, RType};
+use heron_testkit::{QueryOpts, build_query, free_port};
+use serde::{Deserialize, Serialize};
+
+use crate::sys::{self, Cgroup};
+
+pub const NSD: &str = "/usr/sbin/nsd";
+pub const KNOTD: &str = "/usr/sbin/knotd";
+pub const NAMED: &str = "/usr/sbin/named";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+pub enum Kind {
+    Heron,
+    Reflector,
+    Nsd,
+    Knot,
+    Bind,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 5] = [
+        Kind::Reflector,
+        Kind::Heron,
+        Kind::Nsd,
+        Kind::Knot,
+        Kind::Bind,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Heron => "Heron",
+            Kind::Reflector => "reflector",
+            Kind::Nsd => "NSD",
+            Kind::Knot => "Knot",
+            Kind::Bind => "BIND",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Kind> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s))
+    }
+
+    /// Whether it is a DNS server (the reflector only echoes).
+    pub fn is_dns(self) -> bool {
+        self != Kind::Reflector
+    }
+}
+
+/// The programs to run.
+#[derive(Clone, Debug)]
+pub struct Binaries {
+    pub heron: PathBuf,
+    /// This program, for `heron-bench reflector`.
+    pub bench: PathBuf,
+}
+
+/// How to start a server.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    pub workers: usize,
+    /// `taskset -c` list for the server, e.g. "0".
+    pub cpus: String,
+    /// Longest wait for the zones to load and the first answer.
+    pub ready_timeout: Duration,
+    /// How the server is scheduled.
+    pub sched: Sched,
+    /// A program the server runs under, e.g. valgrind with its options.
+    pub wrapper: Vec<String>,
+}
+
+/// Scheduling of servers and the generator: real-time round robin keeps
+/// other processes on a shared machine from preempting them; `Nice` runs
+/// them at nice -20; `Normal` leaves them alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Sched {
+    Realtime(i32),
+    Nice(i32),
+    Normal,
+}
+
+impl Sched {
+    /// The command prefix that applies this scheduling to a program.
+    pub fn prefix(self) -> Vec<String> {
+        match self {
+            Sched::Realtime(p) => vec!["chrt".into(), "-r".into(), p.to_string()],
+            Sched::Nice(n) => vec!["nice".into(), "-n".into(), n.to_string()],
+            Sched::Normal => Vec::new(),
+        }
+    }
+}
+
+pub struct Server {
+    pub kind: Kind,
+    pub addr: SocketAddr,
+    pub pid: u32,
+    /// Spawn to first complete answer, seconds.
+    pub startup_s: f64,
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+fn q(s: &Path) -> String {
+    s.display().to_string()
+}
+
+/// Writes the configuration and returns the command line (program, args).
+fn command_line(
+    kind: Kind,
+    bins: &Binaries,
+    dir: &Path,
+    port: u16,
+    zones: &[(String, PathBuf)],
+    workers: usize,
+) -> std::io::Result<Vec<String>> {
+    let d = q(dir);
+    Ok(match kind {
+        Kind::Reflector => vec![
+            q(&bins.bench),
+            "reflector".into(),
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+            "--workers".into(),
+            workers.to_string(),
+        ],
+        Kind::Heron => {
+            let mut c = format!(
+                "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = {workers}\n\n\
+                 [tcp]\nidle-timeout = 30\nmax-connections = 20000\n\
+                 max-connections-per-client = 20000\n"
+            );
+            for (origin, file) in zones {
+                let _ = write!(
+                    c,
+                    "\n[[zone]]\norigin = \"{origin}\"\nfile = \"{}\"\n",
+                    q(file)
+                );
+            }
+            let path = dir.join("heron.toml");
+            fs::write(&path, c)?;
+            vec![q(&bins.heron), "serve".into(), "--config".into(), q(&path)]
+        }
+        Kind::Nsd => {
+            let mut c = format!(
+                "server:\n  ip-address: 127.0.0.1@{port}\n  server-count: {workers}\n\
+                 \x20 reuseport: yes\n  tcp-count: 2000\n  tcp-query-count: 0\n  tcp-timeout: 30\n\
+                 \x20 username: \"\"\n  chroot: \"\"\n  database: \"\"\n\
+                 \x20 zonelistfile: \"{d}/zone.list\"\n  xfrdfile: \"{d}/xfrd.state\"\n\
+                 \x20 pidfile: \"{d}/nsd.pid\"\n  zonesdir: \"{d}\"\n  verbosity: 0\n\
+                 \x20 minimal-responses: yes\n  rrl-ratelimit: 0\n  rrl-whitelist-ratelimit: 0\n\
+                 remote-control:\n  control-enable: no\n"
+            );
+            for (origin, file) in zones {
+                let _ = write!(
+                    c,
+                    "zone:\n  name: \"{origin}\"\n  zonefile: \"{}\"\n",
+                    q(file)
+                );
+            }
+            let path = dir.join("nsd.conf");
+            fs::write(&path, c)?;
+            vec![NSD.into(), "-d".into(), "-c".into(), q(&path)]
+        }
+        Kind::Knot => {
+            let mut c = format!(
+                "server:\n  rundir: \"{d}\"\n  listen: 127.0.0.1@{port}\n\
+                 \x20 udp-workers: {workers}\n  tcp-workers: {workers}\n\
+                 \x20 background-workers: {workers}\n  tcp-max-clients: 2000\n\
+                 \x20 tcp-idle-timeout: 30s\n\
+                 log:\n  - target: stderr\n    any: warning\n\
+                 database:\n  storage: \"{d}\"\n  journal-db-max-size: 64M\n\
+                 \x20 kasp-db-max-size: 16M\n  timer-db-max-size: 64M\n  catalog-db-max-size: 16M\n\
+                 template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n\
+                 \x20   zonefile-load: whole\n    journal-content: none\n    semantic-checks: off\n\
+                 zone:\n"
+            );
+            for (origin, file) in zones {
+                let _ = write!(c, "  - domain: \"{origin}\"\n    file: \"{}\"\n", q(file));
+            }
+            let path = dir.join("knot.conf");
+            fs::write(&path, c)?;
+            vec![KNOTD.into(), "-c".into(), q(&path)]
+        }
+        Kind::Bind => {
+            let mut c = format!(
+                "options {{\n  directory \"{d}\";\n  pid-file \"{d}/named.pid\";\n\
+                 \x20 session-keyfile \"{d}/session.key\";\n\
+                 \x20 listen-on port {port} {{ 127.0.0.1; }};\n  listen-on-v6 {{ none; }};\n\
+                 \x20 recursion no;\n  dnssec-validation no;\n  notify no;\n\
+                 \x20 minimal-responses no-auth;\n  tcp-clients 2000;\n  tcp-listen-queue 2048;\n\
+                 \x20 check-integrity no;\n  check-sibling no;\n}};\ncontrols {{ }};\n"
+            );
+            for (origin, file) in zones {
+                let _ = writeln!(
+                    c,
+                    "zone \"{origin}\" {{ type primary; file \"{}\"; check-names ignore; }};",
+                    q(file)
+                );
+            }
+            let path = dir.join("named.conf");
+            fs::write(&path, c)?;
+            vec![
+                NAMED.into(),
+                "-g".into(),
+                "-n".into(),
+                workers.to_string(),
+                "-c".into(),
+                q(&path),
+            ]
+        }
+    })
+}
+
+/// A `/bin/sh` line that moves itself into the cgroup, then execs
+/// `taskset -c CPUS PROGRAM ARGS...` (so the server keeps the shell's PID,
+/// which is also its process group).
+fn wrapped(
+    cgroup: Option<&Cgroup>,
+    sched: Sched,
+    cpus: &str,
+    wrapper: &[String],
+    line: &[String],
+) -> Command {
+    let mut script = String::new();
+    if let Some(cg) = cgroup {
+        for f in cg.procs_files() {
+            let _ = write!(script, "echo $$ > '{}' || exit 97; ", f.display());
+        }
+    }
+    script.push_str("exec \"$@\"");
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(script)
+        .arg("sh")
+        .args(sched.prefix())
+        .arg("taskset")
+        .arg("-c")
+        .arg(cpus)
+        .args(wrapper)
+        .args(line);
+    cmd
+}
+
+impl Server {
+    /// Starts `kind` serving `zones`; waits until each of `ready` (zone
+    /// origins) answers its SOA, or for the reflector any echo.
+    pub fn start(
+        kind: Kind,
+        bins: &Binaries,
+        zones: &[(String, PathBuf)],
+        ready: &[String],
+        launch: &Launch,
+        cgroup: Option<&Cgroup>,
+        work_dir: &Path,
+    ) -> Result<Server, String> {
+        let port = free_port();
+        let dir = work_dir.join(format!("{}-{port}", kind.name().to_lowercase()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let line = command_line(kind, bins, &dir, port, zones, launch.workers)
+            .map_err(|e| format!("{}: cannot write configuration: {e}", dir.display()))?;
+        let log = dir.join("server.log");
+        let out = File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        let mut cmd = wrapped(cgroup, launch.sched, &launch.cpus, &launch.wrapper, &line);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .current_dir(&dir)
+            .env("HERON_LOG", "warn")
+            .process_group(0);
+        let started = Instant::now();
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", line.join(" ")))?;
+        let mut server = Server {
+            kind,
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            pid: child.id(),
+            startup_s: 0.0,
+            child: Some(child),
+            log,
+        };
+        match server.wait_ready(ready, started + launch.ready_timeout) {
+            Ok(()) => {
+                server.startup_s = started.elapsed().as_secs_f64();
+                Ok(server)
+            }
+            Err(e) => {
+                let log = server.log_tail();
+                server.stop();
+                Err(format!("{} did not become ready: {e}\n{log}", kind.name()))
+            }
+        }
+    }
+
+    fn wait_ready(&mut self, ready: &[String], deadline: Instant) -> Result<(), String> {
+        let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| e.to_string())?;
+        sock.set_read_timeout(Some(Duration::from_millis(100)))
+            .map_err(|e| e.to_string())?;
+        let origins: Vec<&str> = if ready.is_empty() {
+            vec!["."]
+        } else {
+            ready.iter().map(String::as_str).collect()
+        };
+        let mut buf = vec![0u8; 65_535];
+        let mut id: u16 = 0x4000;
+        for origin in origins {
+            let name = Name::parse(origin).map_err(|e| format!("bad origin {origin}: {e}"))?;
+            // Bounded by the deadline.
+            loop {
+                if Instant::now() > deadline {
+                    return Err(format!("no SOA answer for {origin} in time"));
+                }
+                if crate::suite::interrupted() {
+                    return Err("interrupted".into());
+                }
+                if let Some(c) = self.child.as_mut()
+                    && let Ok(Some(status)) = c.try_wait()
+                {
+                    return Err(format!("exited early ({status})"));
+                }
+                id = id.wrapping_add(1);
+                let query = build_query(
+                    &name,
+                    RType::SOA,
+                    &QueryOpts {
+                        id,
+                        ..QueryOpts::default()
+                    },
+                );
+                let mut answered = false;
+                if sock.send_to(&query, self.addr).is_ok() {
+                    // Skip late answers to earlier probes, bounded by the
+                    // socket's read timeout.
+                    while let Ok((n, _)) = sock.recv_from(&mut buf) {
+                        let Some(h) = Header::read(&buf[..n]) else {
+                            continue;
+                        };
+                        if h.id == id && h.has(flags::QR) {
+                            answered = !self.kind.is_dns() || (h.rcode() == 0 && h.ancount > 0);
+                            break;
+                        }
+                    }
+                }
+                if answered {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Ok(())
+    }
+
+    /// CPU seconds used so far by all the server's processes and threads:
+    /// the cgroup's counter when there is one, else /proc of the group.
+    pub fn cpu_seconds(&self, cgroup: Option<&Cgroup>) -> f64 {
+        cgroup
+            .and_then(Cgroup::usage_seconds)
+            .unwrap_or_else(|| sys::group_cpu_seconds(self.pid))
+    }
+
+    /// CPU seconds from /proc/PID/stat (utime + stime of every process of
+    /// the group), the cross-check of the cgroup counter.
+    pub fn proc_cpu_seconds(&self) -> f64 {
+        sys::group_cpu_seconds(self.pid)
+    }
+
+    /// (VmRSS, PSS, VmHWM) in KiB, summed over the server's processes.
+    pub fn memory_kib(&self) -> (u64, u64, u64) {
+        sys::group_memory_kib(self.pid)
+    }
+
+    pub fn log_tail(&self) -> String {
+        let text = fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// SIGTERM to the server, a bounded wait, then SIGKILL to its process
+    /// group (only processes this suite started).
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let pid = child.id() as i32;
+        // SAFETY: kill(2) on the PID of our own unreaped child.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for _ in 0..100 {
+            let left = sys::group_members(pid as u32);
+            let leader_alive = matches!(child.try_wait(), Ok(None));
+            if left.is_empty() && !leader_alive {
+                break;
+            }
+            // SAFETY: kill(2) on the process group our child leads.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The version line of each server program.
+pub fn version(kind: Kind, bins: &Binaries) -> String {
+    let (prog, arg) = match kind {
+        Kind::Heron => (q(&bins.heron), "--version"),
+        Kind::Reflector => (q(&bins.bench), "--version"),
+        Kind::Nsd => (NSD.to_string(), "-v"),
+        Kind::Knot => (KNOTD.to_string(), "-V"),
+        Kind::Bind => (NAMED.to_string(), "-v"),
+    };
+    Command::new(&prog)
+        .arg(arg)
+        .output()
+        .map(|o| {
+            let mut t = String::from_utf8_lossy(&o.stdout).to_string();
+            t.push_str(&String::from_utf8_lossy(&o.stderr));
+            t.lines().next().unwrap_or("").trim().to_string()
+        })
+        .unwrap_or_else(|e| format!("{prog}: {e}"))
+}
+
+/// Whether the program for `kind` is installed.
+pub fn available(kind: Kind, bins: &Binaries) -> bool {
+    match kind {
+        Kind::Heron => bins.heron.exists(),
+        Kind::Reflector => bins.bench.exists(),
+        Kind::Nsd => Path::new(NSD).exists(),
+        Kind::Knot => Path::new(KNOTD).exists(),
+        Kind::Bind => Path::new(NAMED).exists(),
+    }
+}

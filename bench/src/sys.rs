@@ -1,0 +1,354 @@
+//! What the suite reads from and writes to the kernel: CPU time and memory
+//! of process groups (/proc), CPU quotas (cgroup v1 or v2, detected at run
+//! time), and CPU affinity.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Clock ticks per second of /proc/PID/stat times.
+fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no memory effects.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+/// Fields of /proc/PID/stat after the command name: state is index 0, so
+/// field N of proc(5) (1-based) is index N - 3.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = text.rsplit_once(')')?.1;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// Live members of process group `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let want = pgid.to_string();
+    let mut out = Vec::new();
+    for entry in dir.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Some(f) = stat_fields(pid)
+            && f.get(2) == Some(&want)
+            && f.first().map(String::as_str) != Some("Z")
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// User + system CPU seconds of every live process in group `pgid` (all
+/// threads of each; NSD's forked servers are members of the group too).
+pub fn group_cpu_seconds(pgid: u32) -> f64 {
+    let tps = ticks_per_second();
+    group_members(pgid)
+        .into_iter()
+        .filter_map(stat_fields)
+        .map(|f| {
+            let utime: f64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+            let stime: f64 = f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+            (utime + stime) / tps
+        })
+        .sum()
+}
+
+/// Memory of a process group in KiB: (sum of VmRSS, sum of PSS, sum of
+/// VmHWM). PSS counts pages shared between NSD's processes once.
+pub fn group_memory_kib(pgid: u32) -> (u64, u64, u64) {
+    let (mut rss, mut pss, mut hwm) = (0, 0, 0);
+    for pid in group_members(pgid) {
+        if let Ok(status) = fs::read_to_string(format!("/proc/{pid}/status")) {
+            rss += kib_field(&status, "VmRSS:");
+            hwm += kib_field(&status, "VmHWM:");
+        }
+        if let Ok(rollup) = fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
+            pss += kib_field(&rollup, "Pss:");
+        }
+    }
+    (rss, pss, hwm)
+}
+
+fn kib_field(text: &str, key: &str) -> u64 {
+    text.lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l[key.len()..].split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Pins the calling process (all its threads created later) to `cpus`.
+pub fn pin_self(cpus: &[usize]) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain old data; CPU_SET writes inside it;
+    // sched_setaffinity reads `size_of::<cpu_set_t>()` bytes of it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Sets the calling thread's scheduling policy: real-time round robin at
+/// `priority` (Some), or back to the normal policy (None).
+pub fn set_self_realtime(priority: Option<i32>) -> io::Result<()> {
+    let (policy, prio) = match priority {
+        Some(p) => (libc::SCHED_RR, p),
+        None => (libc::SCHED_OTHER, 0),
+    };
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: sched_setscheduler reads one sched_param we own.
+    if unsafe { libc::sched_setscheduler(0, policy, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Which cgroup interface limits CPU on this machine.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CgroupFlavor {
+    /// cgroup v1: the `cpu` hierarchy (and `cpuacct`, possibly the same
+    /// mount) for the quota and the usage.
+    V1 {
+        cpu: PathBuf,
+        cpuacct: Option<PathBuf>,
+    },
+    /// cgroup v2: one unified hierarchy with the `cpu` controller.
+    V2 { root: PathBuf },
+}
+
+/// Finds the cgroup CPU controller from /proc/mounts: v1 `cpu` first (a
+/// v2 hierarchy mounted beside it has no cpu controller then), else v2.
+pub fn detect_cgroup() -> Option<CgroupFlavor> {
+    let mounts = fs::read_to_string("/proc/mounts").ok()?;
+    parse_mounts(&mounts, |p| {
+        fs::read_to_string(p.join("cgroup.controllers"))
+            .is_ok_and(|c| c.split_whitespace().any(|w| w == "cpu"))
+    })
+}
+
+fn parse_mounts(mounts: &str, v2_has_cpu: impl Fn(&Path) -> bool) -> Option<CgroupFlavor> {
+    let mut cpu = None;
+    let mut cpuacct = None;
+    let mut v2 = None;
+    for line in mounts.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 4 {
+            continue;
+        }
+        let opts: Vec<&str> = f[3].split(',').collect();
+        match f[2] {
+            "cgroup" => {
+                if opts.contains(&"cpu") {
+                    cpu = Some(PathBuf::from(f[1]));
+                }
+                if opts.contains(&"cpuacct") {
+                    cpuacct = Some(PathBuf::from(f[1]));
+                }
+            }
+            "cgroup2" if v2.is_none() => v2 = Some(PathBuf::from(f[1])),
+            _ => {}
+        }
+    }
+    if let Some(cpu) = cpu {
+        return Some(CgroupFlavor::V1 { cpu, cpuacct });
+    }
+    v2.filter(|p| v2_has_cpu(p))
+        .map(|root| CgroupFlavor::V2 { root })
+}
+
+/// A cgroup made for one server: a CPU quota and a CPU usage counter.
+/// Removed on drop (once its processes have exited).
+#[derive(Debug)]
+pub struct Cgroup {
+    pub flavor: CgroupFlavor,
+    dirs: Vec<PathBuf>,
+    period_us: u64,
+    /// The quota is a real-time bandwidth (cgroup v1 `cpu.rt_runtime_us`)
+    /// for servers run SCHED_RR, instead of a CFS quota.
+    realtime: bool,
+}
+
+/// Whether cgroup v1 real-time group scheduling is available (the kernel
+/// has CONFIG_RT_GROUP_SCHED).
+pub fn rt_group_available(flavor: &CgroupFlavor) -> bool {
+    matches!(flavor, CgroupFlavor::V1 { cpu, .. } if cpu.join("cpu.rt_runtime_us").exists())
+}
+
+impl Cgroup {
+    pub fn create(
+        flavor: &CgroupFlavor,
+        name: &str,
+        period_us: u64,
+        realtime: bool,
+    ) -> io::Result<Cgroup> {
+        let dirs = match flavor {
+            CgroupFlavor::V1 { cpu, cpuacct } => {
+                let mut d = vec![cpu.join(name)];
+                if let Some(a) = cpuacct
+                    && a != cpu
+                {
+                    d.push(a.join(name));
+                }
+                d
+            }
+            CgroupFlavor::V2 { root } => {
+                // Let children of the root use the cpu controller.
+                let _ = fs::write(root.join("cgroup.subtree_control"), "+cpu");
+                vec![root.join(name)]
+            }
+        };
+        for d in &dirs {
+            fs::create_dir_all(d)?;
+        }
+        let cg = Cgroup {
+            flavor: flavor.clone(),
+            dirs,
+            period_us,
+            realtime: realtime && rt_group_available(flavor),
+        };
+        cg.set_quota(None)?;
+        Ok(cg)
+    }
+
+    /// Files to write a PID into to move that process into this group.
+    pub fn procs_files(&self) -> Vec<PathBuf> {
+        self.dirs.iter().map(|d| d.join("cgroup.procs")).collect()
+    }
+
+    /// Limits the group to `share` of one CPU (0.4 = 40%), or lifts the
+    /// limit with None.
+    pub fn set_quota(&self, share: Option<f64>) -> io::Result<()> {
+        let quota = share.map(|s| ((s * self.period_us as f64) as u64).max(1000));
+        if self.realtime {
+            let d = &self.dirs[0];
+            // The group's real-time runtime per period; "no limit" is the
+            // most the root allows (95% by default, kernel.sched_rt_*).
+            let runtime = quota.unwrap_or(self.period_us * 95 / 100);
+            let period = fs::read_to_string(d.join("cpu.rt_period_us")).unwrap_or_default();
+            if period.trim() != self.period_us.to_string() {
+                // Only while the group is empty: the runtime cannot drop to
+                // 0 under running real-time tasks.
+                fs::write(d.join("cpu.rt_runtime_us"), "0")?;
+                fs::write(d.join("cpu.rt_period_us"), self.period_us.to_string())?;
+            }
+            fs::write(d.join("cpu.rt_runtime_us"), runtime.to_string())?;
+            return Ok(());
+        }
+        match &self.flavor {
+            CgroupFlavor::V1 { .. } => {
+                let d = &self.dirs[0];
+                // Lift the quota before changing the period, then set it.
+                fs::write(d.join("cpu.cfs_quota_us"), "-1")?;
+                fs::write(d.join("cpu.cfs_period_us"), self.period_us.to_string())?;
+                if let Some(q) = quota {
+                    fs::write(d.join("cpu.cfs_quota_us"), q.to_string())?;
+                }
+            }
+            CgroupFlavor::V2 { .. } => {
+                let q = quota.map_or("max".to_string(), |q| q.to_string());
+                fs::write(
+                    self.dirs[0].join("cpu.max"),
+                    format!("{q} {}", self.period_us),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// CPU time used by the group's processes so far, seconds (None if
+    /// this kernel has no usage counter for the group).
+    pub fn usage_seconds(&self) -> Option<f64> {
+        match &self.flavor {
+            CgroupFlavor::V1 { cpuacct, .. } => {
+                cpuacct.as_ref()?;
+                let d = self.dirs.last()?;
+                let ns: f64 = fs::read_to_string(d.join("cpuacct.usage"))
+                    .ok()?
+                    .trim()
+                    .parse()
+                    .ok()?;
+                Some(ns / 1e9)
+            }
+            CgroupFlavor::V2 { .. } => {
+                let stat = fs::read_to_string(self.dirs[0].join("cpu.stat")).ok()?;
+                let us: f64 = stat
+                    .lines()
+                    .find_map(|l| l.strip_prefix("usage_usec "))?
+                    .trim()
+                    .parse()
+                    .ok()?;
+                Some(us / 1e6)
+            }
+        }
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        for d in &self.dirs {
+            // Bounded: a group empties right after its processes exit.
+            for _ in 0..50 {
+                if fs::remove_dir(d).is_ok() || !d.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_v1_before_v2() {
+        let m = "tmpfs /sys/fs/cgroup tmpfs rw 0 0\n\
+                 cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\n\
+                 cgroup /sys/fs/cgroup/cpuacct cgroup rw,relatime,cpuacct 0 0\n\
+                 cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
+        assert_eq!(
+            parse_mounts(m, |_| false),
+            Some(CgroupFlavor::V1 {
+                cpu: "/sys/fs/cgroup/cpu".into(),
+                cpuacct: Some("/sys/fs/cgroup/cpuacct".into())
+            })
+        );
+        let m2 = "cgroup2 /sys/fs/cgroup cgroup2 rw,nsdelegate 0 0\n";
+        assert_eq!(
+            parse_mounts(m2, |_| true),
+            Some(CgroupFlavor::V2 {
+                root: "/sys/fs/cgroup".into()
+            })
+        );
+        assert_eq!(parse_mounts(m2, |_| false), None);
+        let combined = "cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\n";
+        assert!(matches!(
+            parse_mounts(combined, |_| false),
+            Some(CgroupFlavor::V1 {
+                cpuacct: Some(_),
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn own_group_cpu_is_readable() {
+        // SAFETY: getpgrp has no memory effects.
+        let pgid = unsafe { libc::getpgrp() } as u32;
+        assert!(group_members(pgid).contains(&std::process::id()));
+        assert!(group_cpu_seconds(pgid) >= 0.0);
+        assert!(group_memory_kib(pgid).0 > 0);
+    }
+}
