@@ -279,7 +279,7 @@ fn encode_rdata(rtype: RType, rd: &[u8], apex: &[u8], out: &mut Vec<u8>, patches
     let (offsets, n) = rdata::compressible_name_offsets(rtype, rd);
     let mut done = 0;
     for &off in &offsets[..n] {
-        let Some(len) = name_len(&rd[off..]) else {
+        let Some(len) = crate::name::uncompressed_len(&rd[off..], 0).ok() else {
             break;
         };
         out.extend_from_slice(&rd[done..off]);
@@ -330,17 +330,6 @@ fn label_starts(name: &[u8]) -> Vec<usize> {
         i += 1 + name[i] as usize;
     }
     out
-}
-
-fn name_len(wire: &[u8]) -> Option<usize> {
-    let mut i = 0;
-    loop {
-        let len = *wire.get(i)? as usize;
-        i += 1 + len;
-        if len == 0 {
-            return Some(i);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -306,7 +306,7 @@ pub fn unescape_at(text: &[u8], i: usize) -> Result<(u8, usize), NameError> {
 }
 
 /// Length of the uncompressed name at `msg[pos..]`.
-fn uncompressed_len(msg: &[u8], pos: usize) -> Result<usize, NameError> {
+pub(crate) fn uncompressed_len(msg: &[u8], pos: usize) -> Result<usize, NameError> {
     let mut i = pos;
     loop {
         let len = *msg.get(i).ok_or(NameError::Truncated)? as usize;
@@ -341,10 +341,16 @@ fn ends_with_name(wire: &[u8], suffix: &[u8]) -> bool {
     i == start && wire[start..].eq_ignore_ascii_case(suffix)
 }
 
-/// Checks the possibly compressed name at `msg[pos..]` under the same rules
-/// as [`Name::read`], without copying it. Returns the position after the
-/// name and whether it is the root.
-pub fn skip_compressed(msg: &[u8], pos: usize) -> Result<(usize, bool), NameError> {
+/// Walks the possibly compressed name at `msg[pos..]`, handing each label
+/// (with its length octet; the root last) to `label`. Pointers must point
+/// strictly before the start of the label run that holds them, which rules
+/// out loops and forward references; the name may not exceed 255 octets.
+/// Returns the position after the name where it started.
+fn walk_compressed(
+    msg: &[u8],
+    pos: usize,
+    mut label: impl FnMut(&[u8]),
+) -> Result<usize, NameError> {
     let mut i = pos;
     let mut run_start = pos;
     let mut total = 0;
@@ -353,16 +359,15 @@ pub fn skip_compressed(msg: &[u8], pos: usize) -> Result<(usize, bool), NameErro
         let len = *msg.get(i).ok_or(NameError::Truncated)? as usize;
         match len & 0xC0 {
             0x00 => {
+                let bytes = msg.get(i..i + 1 + len).ok_or(NameError::Truncated)?;
                 total += 1 + len;
                 if total > MAX_NAME_LEN {
                     return Err(NameError::NameTooLong);
                 }
-                if i + 1 + len > msg.len() {
-                    return Err(NameError::Truncated);
-                }
+                label(bytes);
                 i += 1 + len;
                 if len == 0 {
-                    return Ok((end.unwrap_or(i), total == 1));
+                    return Ok(end.unwrap_or(i));
                 }
             }
             0xC0 => {
@@ -378,6 +383,15 @@ pub fn skip_compressed(msg: &[u8], pos: usize) -> Result<(usize, bool), NameErro
             _ => return Err(NameError::BadLabelType),
         }
     }
+}
+
+/// Checks the possibly compressed name at `msg[pos..]` under the same rules
+/// as [`Name::read`], without copying it. Returns the position after the
+/// name and whether it is the root.
+pub fn skip_compressed(msg: &[u8], pos: usize) -> Result<(usize, bool), NameError> {
+    let mut labels = 0;
+    let end = walk_compressed(msg, pos, |_| labels += 1)?;
+    Ok((end, labels == 1))
 }
 
 /// A name in wire form held on the stack: what the query path uses so that
@@ -420,40 +434,14 @@ impl NameBuf {
     /// Reads a possibly compressed name (see [`Name::read`]). Returns the
     /// position after the name in the original run.
     pub fn read_compressed(&mut self, msg: &[u8], pos: usize) -> Result<usize, NameError> {
-        self.len = 0;
-        let mut i = pos;
-        let mut run_start = pos;
-        let mut end = None;
-        loop {
-            let len = *msg.get(i).ok_or(NameError::Truncated)? as usize;
-            match len & 0xC0 {
-                0x00 => {
-                    if i + 1 + len > msg.len() {
-                        return Err(NameError::Truncated);
-                    }
-                    if self.len + 1 + len > MAX_NAME_LEN {
-                        return Err(NameError::NameTooLong);
-                    }
-                    self.bytes[self.len..self.len + 1 + len].copy_from_slice(&msg[i..i + 1 + len]);
-                    self.len += 1 + len;
-                    i += 1 + len;
-                    if len == 0 {
-                        return Ok(end.unwrap_or(i));
-                    }
-                }
-                0xC0 => {
-                    let lo = *msg.get(i + 1).ok_or(NameError::Truncated)? as usize;
-                    let target = ((len & 0x3F) << 8) | lo;
-                    if target >= run_start {
-                        return Err(NameError::BadPointer);
-                    }
-                    end.get_or_insert(i + 2);
-                    i = target;
-                    run_start = target;
-                }
-                _ => return Err(NameError::BadLabelType),
-            }
-        }
+        let mut len = 0;
+        let bytes = &mut self.bytes;
+        let end = walk_compressed(msg, pos, |label| {
+            bytes[len..len + label.len()].copy_from_slice(label);
+            len += label.len();
+        })?;
+        self.len = len;
+        Ok(end)
     }
 
     /// Reads the uncompressed name at `msg[pos..]` lower-cased (the query

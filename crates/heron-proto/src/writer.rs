@@ -238,7 +238,7 @@ impl<'a> Writer<'a> {
         let (offsets, n) = rdata::compressible_name_offsets(rtype, rdata);
         let mut done = 0;
         for &off in &offsets[..n] {
-            let Some(len) = name_len(&rdata[off..]) else {
+            let Some(len) = crate::name::uncompressed_len(&rdata[off..], 0).ok() else {
                 break;
             };
             self.buf.extend_from_slice(&rdata[done..off]);
@@ -294,18 +294,6 @@ impl<'a> Writer<'a> {
             .filter(|&k| self.target_lens[k] == len)
             .map(|k| self.targets[k])
             .find(|&t| name_at_equals(self.buf, t as usize, suffix))
-    }
-}
-
-/// Length of the uncompressed name at the start of `wire`.
-fn name_len(wire: &[u8]) -> Option<usize> {
-    let mut i = 0;
-    loop {
-        let len = *wire.get(i)? as usize;
-        i += 1 + len;
-        if len == 0 {
-            return Some(i);
-        }
     }
 }
 

@@ -63,7 +63,7 @@ pub fn answer(
         Err(QueryError::Drop) => return false,
         Err(QueryError::FormErr(_)) => {
             let header = Header::read(query).expect("FormErr implies a header");
-            write_error(out, &header, None, Rcode::FORMERR);
+            write_error(out, &header, Rcode::FORMERR);
             return true;
         }
     };
@@ -73,14 +73,11 @@ pub fn answer(
     true
 }
 
-/// A header-only (or question-only) error response.
-fn write_error(out: &mut Vec<u8>, header: &Header, question: Option<&[u8]>, rcode: Rcode) {
-    let mut w = Writer::new(out, u16::MAX as usize);
-    if let Some(question) = question {
-        w.question_raw(question);
-    }
+/// A header-only error response (the question could not be read).
+fn write_error(out: &mut Vec<u8>, header: &Header, rcode: Rcode) {
+    let w = Writer::new(out, u16::MAX as usize);
     let flags = response_flags(header.flags) | rcode.0;
-    w.finish(header.id, flags, question.is_some() as u16);
+    w.finish(header.id, flags, 0);
 }
 
 /// QR set; opcode, RD and CD copied from the query; everything else clear.
