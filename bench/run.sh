@@ -29,7 +29,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-target="${CARGO_TARGET_DIR:-target}"
+# Absolute: the servers run in their own working directories.
+target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
 cargo build --release -p heron -p heron-bench
 exec "$target/release/heron-bench" run \
     --heron "$target/release/heron" \

@@ -157,7 +157,9 @@ fn main() -> ExitCode {
         Cmd::Reflector { listen, workers } => {
             reflector::run(listen, workers).map_err(|e| format!("reflector on {listen}: {e}"))
         }
-        Cmd::Run(args) => suite::run(&args),
+        Cmd::Run(args) => args
+            .with_absolute_paths()
+            .and_then(|args| suite::run(&args)),
         Cmd::Report { results, out } => report::regenerate(&results, &out),
     };
     match result {

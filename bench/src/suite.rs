@@ -1045,6 +1045,17 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
+impl RunArgs {
+    /// The same arguments with every path made absolute: servers run with
+    /// their own working directories, where a relative path means nothing.
+    pub fn with_absolute_paths(mut self) -> Result<RunArgs, String> {
+        for path in [&mut self.heron, &mut self.out, &mut self.data] {
+            *path = std::path::absolute(&*path).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        Ok(self)
+    }
+}
+
 pub fn run(args: &RunArgs) -> Result<(), String> {
     let started = Instant::now();
     // SAFETY: the handler only stores to an atomic (async-signal-safe).
@@ -1397,4 +1408,29 @@ fn run_profiles(ctx: &mut Ctx, wl: &[Workload], results: &mut Results) {
         }
     }
     results.profile_summary = lines.join("\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    #[test]
+    fn default_paths_are_made_absolute() {
+        // The defaults are relative; servers started in their own working
+        // directories could not find configs written under them.
+        let args = Cli::parse_from(["heron-bench"]).run;
+        assert!(args.heron.is_relative());
+        let args = args.with_absolute_paths().unwrap();
+        for path in [&args.heron, &args.out, &args.data] {
+            assert!(path.is_absolute(), "{}", path.display());
+        }
+        assert!(args.heron.ends_with("target/release/heron"));
+    }
 }
