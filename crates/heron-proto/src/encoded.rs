@@ -415,6 +415,81 @@ mod tests {
         assert_eq!(m.answers[0].rdata, srv);
     }
 
+    /// An NS RRset for `cut` with two in-zone targets, and a block holding
+    /// an A record for each (the first required, the second not).
+    fn referral_parts() -> (EncodedRRset, AdditionalBlock) {
+        let apex = wire("example.test");
+        let (ns1, ns2) = (wire("ns1.sub.example.test"), wire("ns2.example.test"));
+        let ns = EncodedRRset::new(RType::NS, 300, &[&ns1, &ns2], &apex);
+        let mut block = AdditionalBlock::default();
+        block.push(
+            ns.name_position(0, 10),
+            RType::A,
+            60,
+            &[&[192, 0, 2, 1]],
+            true,
+        );
+        block.push(
+            ns.name_position(1, 10),
+            RType::A,
+            60,
+            &[&[192, 0, 2, 2]],
+            false,
+        );
+        (ns, block)
+    }
+
+    /// Writes the referral for `qname` within `limit` octets.
+    fn referral(limit: usize) -> (Vec<u8>, Result<(), Full>) {
+        let (ns, block) = referral_parts();
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf, limit);
+        let q = wire("www.sub.example.test");
+        w.question(&q, RType::A, Class::IN);
+        let apex_pos = (12 + q.len() - wire("example.test").len()) as u16;
+        w.section(crate::writer::Section::Authority);
+        let cut_pos = (12 + q.len() - wire("sub.example.test").len()) as u16;
+        let written = ns.write(&mut w, Owner::At(cut_pos), apex_pos).unwrap();
+        assert!(block.reachable(&ns, &written));
+        w.section(crate::writer::Section::Additional);
+        let result = block.write(&mut w, &written);
+        let len = w.finish(1, 0x8000, 1);
+        buf.truncate(len);
+        (buf, result)
+    }
+
+    #[test]
+    fn glue_owners_point_at_the_targets_in_the_ns_records() {
+        let (bytes, result) = referral(512);
+        assert_eq!(result, Ok(()));
+        let m = Message::parse(&bytes).unwrap();
+        let glue: Vec<String> = m.additional.iter().map(|r| r.to_string()).collect();
+        assert_eq!(
+            glue,
+            [
+                "ns1.sub.example.test. 60 IN A 192.0.2.1",
+                "ns2.example.test. 60 IN A 192.0.2.2",
+            ]
+        );
+        assert_eq!(m.authority.len(), 2);
+    }
+
+    #[test]
+    fn glue_that_does_not_fit_is_left_out_unless_required() {
+        let full = referral(512).0.len();
+        // Room for exactly the required group: the optional one is dropped.
+        let (bytes, result) = referral(full - 1);
+        assert_eq!(result, Ok(()));
+        assert_eq!(Message::parse(&bytes).unwrap().additional.len(), 1);
+        // At the limit everything fits.
+        let (bytes, _) = referral(full);
+        assert_eq!(Message::parse(&bytes).unwrap().additional.len(), 2);
+        // No room for the required glue: the caller must set TC.
+        let (bytes, result) = referral(full - 17);
+        assert_eq!(result, Err(Full));
+        assert!(Message::parse(&bytes).unwrap().additional.is_empty());
+    }
+
     #[test]
     fn an_rrset_that_does_not_fit_is_not_written() {
         let apex = wire("example.test");
