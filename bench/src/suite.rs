@@ -689,19 +689,20 @@ fn sweep_rates(reference: f64) -> Vec<f64> {
         .collect()
 }
 
-fn measure_udp(
+/// Starts `kind` on `w`, runs `phases` with it under the server's cgroup,
+/// and records startup, memory and CPU; an error from a phase is recorded
+/// in the result, not raised.
+fn with_server(
     ctx: &mut Ctx,
     kind: Kind,
     w: &Workload,
-    set: &QuerySet,
-    env: &EnvCheck,
-    sweep_ref: Option<f64>,
-    sweeps: &mut Vec<Sweep>,
+    tcp: bool,
+    phases: impl FnOnce(&Ctx, &Server, &mut RunResult) -> Result<(), String>,
 ) -> RunResult {
     let mut rr = RunResult {
         server: kind.name().into(),
         workload: w.id.clone(),
-        tcp: false,
+        tcp,
         ..RunResult::default()
     };
     let cpu0 = ctx.cg.usage_seconds().unwrap_or(0.0);
@@ -718,27 +719,53 @@ fn measure_udp(
         kind.name(),
         server.startup_s
     ));
-    let quota = ctx.args.quota;
-    let cg = &ctx.cg;
-    let result: Result<(), String> = (|| {
+    if let Err(e) = phases(ctx, &server, &mut rr) {
+        rr.error = Some(e);
+    }
+    let (rss, pss, hwm) = server.memory_kib();
+    rr.rss_kib = rss;
+    rr.pss_kib = pss;
+    rr.hwm_kib = hwm;
+    rr.total_cpu_s = server.cpu_seconds(Some(&ctx.cg)) - cpu0;
+    drop(server);
+    rr
+}
+
+/// The one-line summary of a capacity phase.
+fn print_capped(quota: f64, capped: &Phase) {
+    println!(
+        "    capped {:.0}%: {:.0} answered/CPU-s ({:.0}..{:.0}), {:.0} q/s, loss {:.3}%, CPU share {:.2}",
+        quota * 100.0,
+        capped.per_cpu_s.median,
+        capped.per_cpu_s.min,
+        capped.per_cpu_s.max,
+        capped.answered_qps.median,
+        capped.loss_pct.median,
+        capped.cpu_share.median
+    );
+}
+
+fn measure_udp(
+    ctx: &mut Ctx,
+    kind: Kind,
+    w: &Workload,
+    set: &QuerySet,
+    env: &EnvCheck,
+    sweep_ref: Option<f64>,
+    sweeps: &mut Vec<Sweep>,
+) -> RunResult {
+    with_server(ctx, kind, w, false, |ctx, server, rr| {
+        let quota = ctx.args.quota;
+        let cg = &ctx.cg;
         cg.set_quota(Some(quota))
             .map_err(|e| format!("cgroup quota: {e}"))?;
         settle();
-        let capped = capacity_phase(ctx, &server, cg, set)?;
-        println!(
-            "    capped {:.0}%: {:.0} answered/CPU-s ({:.0}..{:.0}), {:.0} q/s, loss {:.3}%, CPU share {:.2}",
-            quota * 100.0,
-            capped.per_cpu_s.median,
-            capped.per_cpu_s.min,
-            capped.per_cpu_s.max,
-            capped.answered_qps.median,
-            capped.loss_pct.median,
-            capped.cpu_share.median
-        );
+        let capped = capacity_phase(ctx, server, cg, set)?;
+        print_capped(quota, &capped);
         rr.capped = Some(capped);
         if matches!(w.id.as_str(), "root" | "mix40") {
             let o = ctx.dnsperf_opts(server.addr, false, 0.0, ctx.timing.trial_s.max(0.5));
-            let d = dnsperf_phase(ctx, Some((&server, cg)), &o, &w.queries, 1)?;
+            let d = dnsperf_phase(ctx, Some((server, cg)), &o, &w.queries, 1)?;
             println!(
                 "    capped, dnsperf: {:.0} answered/CPU-s, {:.0} q/s, loss {:.3}%",
                 d.per_cpu_s.median, d.answered_qps.median, d.loss_pct.median
@@ -746,7 +773,7 @@ fn measure_udp(
             rr.dnsperf_capped = Some(d);
         }
         if let Some(reference) = sweep_ref {
-            let pts = sweep(ctx, &server, cg, set, &sweep_rates(reference))?;
+            let pts = sweep(ctx, server, cg, set, &sweep_rates(reference))?;
             sweeps.push(Sweep {
                 server: kind.name().into(),
                 workload: w.id.clone(),
@@ -757,7 +784,7 @@ fn measure_udp(
         cg.set_quota(None)
             .map_err(|e| format!("cgroup quota: {e}"))?;
         settle();
-        let unc = max_rate_phase(ctx, &server, cg, set, env.blast_open_max)?;
+        let unc = max_rate_phase(ctx, server, cg, set, env.blast_open_max)?;
         println!(
             "    uncapped: {:.0} q/s with ≤0.1% loss (loss {:.3}%, CPU share {:.2}){}",
             unc.rate,
@@ -770,56 +797,26 @@ fn measure_udp(
             }
         );
         rr.uncapped = Some(unc);
-        let lat = latency_phase(ctx, &server, cg, set)?;
+        let lat = latency_phase(ctx, server, cg, set)?;
         println!(
             "    latency at {:.0} q/s: avg {:.1} us, p99 {:.1} us",
             lat.rate, lat.lat_avg_us.median, lat.lat_p99_us.median
         );
         rr.latency = Some(lat);
         Ok(())
-    })();
-    if let Err(e) = result {
-        rr.error = Some(e);
-    }
-    let (rss, pss, hwm) = server.memory_kib();
-    rr.rss_kib = rss;
-    rr.pss_kib = pss;
-    rr.hwm_kib = hwm;
-    rr.total_cpu_s = server.cpu_seconds(Some(&ctx.cg)) - cpu0;
-    drop(server);
-    rr
+    })
 }
 
 fn measure_tcp(ctx: &mut Ctx, kind: Kind, w: &Workload) -> RunResult {
-    let mut rr = RunResult {
-        server: kind.name().into(),
-        workload: w.id.clone(),
-        tcp: true,
-        ..RunResult::default()
-    };
-    let cpu0 = ctx.cg.usage_seconds().unwrap_or(0.0);
-    let server = match ctx.start(kind, w) {
-        Ok(s) => s,
-        Err(e) => {
-            rr.error = Some(e);
-            return rr;
-        }
-    };
-    rr.startup_s = server.startup_s;
-    ctx.say(&format!(
-        "  {} ready in {:.1}s",
-        kind.name(),
-        server.startup_s
-    ));
-    let quota = ctx.args.quota;
-    let cg = &ctx.cg;
-    let result: Result<(), String> = (|| {
+    with_server(ctx, kind, w, true, |ctx, server, rr| {
+        let quota = ctx.args.quota;
+        let cg = &ctx.cg;
         cg.set_quota(Some(quota))
             .map_err(|e| format!("cgroup quota: {e}"))?;
         settle();
         let o = ctx.dnsperf_opts(server.addr, true, 0.0, ctx.timing.tcp_s);
         let mut capped =
-            dnsperf_phase(ctx, Some((&server, cg)), &o, &w.queries, ctx.timing.repeats)?;
+            dnsperf_phase(ctx, Some((server, cg)), &o, &w.queries, ctx.timing.repeats)?;
         capped.saturated = capped.cpu_share.median >= 0.85 * quota;
         capped.generator_bound = !capped.saturated;
         if !capped.saturated {
@@ -829,21 +826,12 @@ fn measure_tcp(ctx: &mut Ctx, kind: Kind, w: &Workload) -> RunResult {
                 quota * 100.0
             );
         }
-        println!(
-            "    capped {:.0}%: {:.0} answered/CPU-s ({:.0}..{:.0}), {:.0} q/s, loss {:.3}%, CPU share {:.2}",
-            quota * 100.0,
-            capped.per_cpu_s.median,
-            capped.per_cpu_s.min,
-            capped.per_cpu_s.max,
-            capped.answered_qps.median,
-            capped.loss_pct.median,
-            capped.cpu_share.median
-        );
+        print_capped(quota, &capped);
         rr.capped = Some(capped);
         cg.set_quota(None)
             .map_err(|e| format!("cgroup quota: {e}"))?;
         settle();
-        let mut unc = dnsperf_phase(ctx, Some((&server, cg)), &o, &w.queries, ctx.timing.repeats)?;
+        let mut unc = dnsperf_phase(ctx, Some((server, cg)), &o, &w.queries, ctx.timing.repeats)?;
         unc.rate = unc.answered_qps.median;
         unc.saturated = unc.cpu_share.median >= 0.9;
         unc.generator_bound = !unc.saturated;
@@ -856,30 +844,14 @@ fn measure_tcp(ctx: &mut Ctx, kind: Kind, w: &Workload) -> RunResult {
         );
         rr.uncapped = Some(unc);
         let lo = ctx.dnsperf_opts(server.addr, true, ctx.args.latency_rate, ctx.timing.tcp_s);
-        let lat = dnsperf_phase(
-            ctx,
-            Some((&server, cg)),
-            &lo,
-            &w.queries,
-            ctx.timing.repeats,
-        )?;
+        let lat = dnsperf_phase(ctx, Some((server, cg)), &lo, &w.queries, ctx.timing.repeats)?;
         println!(
             "    latency at {:.0} q/s: avg {:.1} us",
             lat.rate, lat.lat_avg_us.median
         );
         rr.latency = Some(lat);
         Ok(())
-    })();
-    if let Err(e) = result {
-        rr.error = Some(e);
-    }
-    let (rss, pss, hwm) = server.memory_kib();
-    rr.rss_kib = rss;
-    rr.pss_kib = pss;
-    rr.hwm_kib = hwm;
-    rr.total_cpu_s = server.cpu_seconds(Some(&ctx.cg)) - cpu0;
-    drop(server);
-    rr
+    })
 }
 
 fn env_check(ctx: &mut Ctx, w: &Workload, set: &QuerySet) -> Result<EnvCheck, String> {
