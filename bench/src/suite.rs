@@ -545,6 +545,47 @@ fn capacity_phase(
 
 /// Highest open-loop rate with ≤0.1% loss: a closed-loop probe gives the
 /// scale, a bisection the rate, then repeated trials at it.
+/// Probes of a rate search: (offered q/s, loss %).
+type Probes = Vec<(f64, f64)>;
+
+/// Bisects open-loop offered rates in `range` for the highest one the
+/// server answers with at most MAX_LOSS_PCT loss; returns it (if any) and
+/// every probe as (offered q/s, loss %).
+fn loss_free_rate(
+    ctx: &Ctx,
+    server: &Server,
+    cg: &Cgroup,
+    set: &QuerySet,
+    range: (f64, f64),
+    steps: usize,
+) -> Result<(Option<f64>, Probes), String> {
+    let mut probes = Vec::new();
+    let mut err = None;
+    let (best, _) = search_rate(range.0, range.1, steps, |rate| {
+        match udp_trial(
+            ctx,
+            server,
+            cg,
+            set,
+            &blast_opts(server.addr, rate, 0, ctx.timing.step_s),
+        ) {
+            Ok(t) => {
+                probes.push((t.offered_qps, t.loss_pct));
+                settle();
+                t.loss_pct <= MAX_LOSS_PCT && t.offered_qps >= 0.97 * rate
+            }
+            Err(e) => {
+                err = Some(e);
+                false
+            }
+        }
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok((best, probes)),
+    }
+}
+
 fn max_rate_phase(
     ctx: &Ctx,
     server: &Server,
@@ -561,34 +602,14 @@ fn max_rate_phase(
     )?;
     settle();
     let sat = probe.answered_qps.max(1000.0);
-    let mut probes = Vec::new();
-    let mut err = None;
-    let (best, _) =
-        search_rate(
-            0.6 * sat,
-            1.1 * sat,
-            ctx.timing.search_steps,
-            |rate| match udp_trial(
-                ctx,
-                server,
-                cg,
-                set,
-                &blast_opts(server.addr, rate, 0, ctx.timing.step_s),
-            ) {
-                Ok(t) => {
-                    probes.push((t.offered_qps, t.loss_pct));
-                    settle();
-                    t.loss_pct <= MAX_LOSS_PCT && t.offered_qps >= 0.97 * rate
-                }
-                Err(e) => {
-                    err = Some(e);
-                    false
-                }
-            },
-        );
-    if let Some(e) = err {
-        return Err(e);
-    }
+    let (best, probes) = loss_free_rate(
+        ctx,
+        server,
+        cg,
+        set,
+        (0.6 * sat, 1.1 * sat),
+        ctx.timing.search_steps,
+    )?;
     let rate = best.unwrap_or(0.3 * sat);
     let mut trials = Vec::new();
     for _ in 0..ctx.timing.repeats {
@@ -871,34 +892,14 @@ fn env_check(ctx: &mut Ctx, w: &Workload, set: &QuerySet) -> Result<EnvCheck, St
     }
     env.blast_closed = Phase::from_trials(trials);
     let sat = env.blast_closed.answered_qps.median;
-    let mut probes = Vec::new();
-    let mut err = None;
-    let (best, _) =
-        search_rate(
-            0.6 * sat,
-            1.3 * sat,
-            ctx.timing.search_steps + 1,
-            |rate| match udp_trial(
-                ctx,
-                &server,
-                cg,
-                set,
-                &blast_opts(server.addr, rate, 0, ctx.timing.step_s),
-            ) {
-                Ok(t) => {
-                    probes.push((t.offered_qps, t.loss_pct));
-                    settle();
-                    t.loss_pct <= MAX_LOSS_PCT && t.offered_qps >= 0.97 * rate
-                }
-                Err(e) => {
-                    err = Some(e);
-                    false
-                }
-            },
-        );
-    if let Some(e) = err {
-        return Err(e);
-    }
+    let (best, probes) = loss_free_rate(
+        ctx,
+        &server,
+        cg,
+        set,
+        (0.6 * sat, 1.3 * sat),
+        ctx.timing.search_steps + 1,
+    )?;
     env.blast_open_max = best;
     env.blast_probes = probes;
     let o = ctx.dnsperf_opts(server.addr, false, 0.0, ctx.timing.trial_s.max(0.5));
@@ -992,16 +993,7 @@ fn heron_build(heron: &Path) -> String {
 pub fn utc(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let (h, m) = ((secs % 86_400) / 3600, (secs % 3600) / 60);
-    // Civil from days (Howard Hinnant).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(mo <= 2);
+    let (y, mo, d) = heron_proto::rdata::civil_from_days(days);
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{m:02} UTC")
 }
 

@@ -95,11 +95,6 @@ impl EncodedRRset {
         self.starts.is_empty()
     }
 
-    /// Bytes held (for memory accounting).
-    pub fn heap_size(&self) -> usize {
-        self.bytes.len() + 2 * self.starts.len() + 3 * self.patches.len()
-    }
-
     /// Writes the RRset into the current section of `w` whole, or nothing.
     /// `apex_pos` is where the apex sits in the message.
     pub fn write(&self, w: &mut Writer, owner: Owner, apex_pos: u16) -> Result<Written, Full> {

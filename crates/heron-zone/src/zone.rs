@@ -130,11 +130,6 @@ impl Zone {
         soa_field(rdata, 0)
     }
 
-    /// SOA MINIMUM (RFC 2308: the negative-caching TTL bound).
-    pub fn soa_minimum(&self) -> u32 {
-        soa_field(&self.soa().rdatas[0], 4)
-    }
-
     pub fn record_count(&self) -> usize {
         self.records
     }
@@ -663,18 +658,6 @@ fn finish_load(
             Err(syntax)
         }
     }
-}
-
-/// Text of one RRset for diagnostics.
-pub fn rrset_to_text(owner: &Name, set: &RRset) -> Vec<String> {
-    set.rdatas
-        .iter()
-        .map(|r| {
-            let mut s = String::new();
-            rdata::format_text(set.rtype, r, &mut s);
-            format!("{owner} {} IN {} {s}", set.ttl, set.rtype)
-        })
-        .collect()
 }
 
 /// Reads and checks a zone from text in memory (`name` is used as the file

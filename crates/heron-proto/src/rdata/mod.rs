@@ -21,6 +21,8 @@ mod loc;
 mod schema;
 mod svcb;
 mod time;
+
+pub use time::civil_from_days;
 mod wire;
 
 #[cfg(test)]
