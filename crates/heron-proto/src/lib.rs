@@ -8,6 +8,7 @@
 //! * [`writer`]: a response writer with name compression.
 //! * [`edns`]: the EDNS(0) OPT record.
 //! * [`encoded`]: RRsets pre-encoded for responses, compressed against the apex.
+//! * [`tsig`]: TSIG transaction signatures (RFC 8945), server and client side.
 
 pub mod edns;
 pub mod encoded;
@@ -15,6 +16,7 @@ pub mod message;
 pub mod name;
 pub mod rdata;
 pub mod text;
+pub mod tsig;
 pub mod types;
 pub mod writer;
 

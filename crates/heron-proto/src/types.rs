@@ -146,6 +146,13 @@ impl Rcode {
     pub const NOTAUTH: Rcode = Rcode(9);
     /// Extended: needs OPT (RFC 6891).
     pub const BADVERS: Rcode = Rcode(16);
+    /// TSIG error field values (RFC 8945 3): they travel in the TSIG RR,
+    /// never in the header, whose RCODE is NOTAUTH. BADSIG shares 16 with
+    /// BADVERS; the record they appear in tells them apart.
+    pub const BADSIG: Rcode = Rcode(16);
+    pub const BADKEY: Rcode = Rcode(17);
+    pub const BADTIME: Rcode = Rcode(18);
+    pub const BADTRUNC: Rcode = Rcode(22);
 }
 
 /// Opcodes (RFC 1035 4.1.1, RFC 1996, RFC 2136).
