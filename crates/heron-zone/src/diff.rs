@@ -2,11 +2,10 @@
 //! and the records to add to turn one into the other (the body of an IXFR
 //! reply, RFC 1995 4).
 
-use std::collections::BTreeSet;
-
+use heron_proto::name::NameBuf;
 use heron_proto::{Name, RType};
 
-use crate::zone::Zone;
+use crate::zone::{Node, Zone};
 
 /// One record in a diff; RRSIGs appear as records of type RRSIG.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -36,34 +35,80 @@ impl ZoneDiff {
 
 /// The records of `old` that `new` lacks and those `new` has that `old`
 /// lacks. A record whose TTL changed counts as deleted and added.
+///
+/// Walks the zones node by node and compares RRsets, so only what changed
+/// is copied: diffing two versions of a large zone costs no memory beyond
+/// the change itself.
 pub fn diff(old: &Zone, new: &Zone) -> ZoneDiff {
-    let before = records(old);
-    let after = records(new);
+    let mut deleted = Vec::new();
+    let mut added = Vec::new();
+    for node in new.nodes() {
+        let twin = counterpart(old, node);
+        compare_nodes(twin, Some(node), &mut deleted, &mut added);
+    }
+    for node in old.nodes() {
+        if counterpart(new, node).is_none() {
+            compare_nodes(Some(node), None, &mut deleted, &mut added);
+        }
+    }
+    let is_apex_soa = |r: &DiffRecord, z: &Zone| r.rtype == RType::SOA && r.owner == *z.origin();
+    deleted.retain(|r| !is_apex_soa(r, old));
+    added.retain(|r| !is_apex_soa(r, new));
+    deleted.sort();
+    added.sort();
     ZoneDiff {
         old_soa: soa_record(old),
         new_soa: soa_record(new),
-        deleted: before.difference(&after).cloned().collect(),
-        added: after.difference(&before).cloned().collect(),
+        deleted,
+        added,
     }
 }
 
-/// Every record of a zone but the apex SOA, in canonical order (`Name`
-/// orders canonically, RFC 4034 6.1).
-fn records(zone: &Zone) -> BTreeSet<DiffRecord> {
-    let mut out = BTreeSet::new();
-    for node in zone.nodes() {
-        for set in &node.rrsets {
-            let is_apex_soa = set.rtype == RType::SOA && node.owner == *zone.origin();
-            if !is_apex_soa {
-                for rd in &set.rdatas {
-                    out.insert(record(&node.owner, set.rtype, set.ttl, rd));
-                }
-            }
-            for sig in &set.sigs {
-                out.insert(record(&node.owner, RType::RRSIG, set.sig_ttl, sig));
-            }
-        }
+/// The node of `zone` with the same (case-insensitive) owner as `node`.
+fn counterpart<'z>(zone: &'z Zone, node: &Node) -> Option<&'z Node> {
+    let mut lower = NameBuf::new();
+    lower.set(node.owner.as_wire());
+    lower.make_lowercase();
+    zone.node(lower.as_wire())
+}
+
+/// Adds the records of one owner that differ between its two versions.
+fn compare_nodes(
+    old: Option<&Node>,
+    new: Option<&Node>,
+    deleted: &mut Vec<DiffRecord>,
+    added: &mut Vec<DiffRecord>,
+) {
+    let old_records = old.map_or_else(Vec::new, node_records);
+    let new_records = new.map_or_else(Vec::new, node_records);
+    if old_records == new_records {
+        return;
     }
+    let owner = old.or(new).expect("one side exists").owner.to_lowercase();
+    let make = |(rtype, ttl, rdata): &(RType, u32, &[u8])| DiffRecord {
+        owner: owner.clone(),
+        rtype: *rtype,
+        ttl: *ttl,
+        rdata: rdata.to_vec(),
+    };
+    let gone = old_records.iter().filter(|r| !new_records.contains(r));
+    deleted.extend(gone.map(make));
+    let new_ones = new_records.iter().filter(|r| !old_records.contains(r));
+    added.extend(new_ones.map(make));
+}
+
+/// The records at one node, RRSIGs as records of type RRSIG, sorted.
+fn node_records(node: &Node) -> Vec<(RType, u32, &[u8])> {
+    let mut out = Vec::new();
+    for set in &node.rrsets {
+        out.extend(set.rdatas.iter().map(|rd| (set.rtype, set.ttl, &rd[..])));
+        out.extend(
+            set.sigs
+                .iter()
+                .map(|rd| (RType::RRSIG, set.sig_ttl, &rd[..])),
+        );
+    }
+    out.sort();
     out
 }
 

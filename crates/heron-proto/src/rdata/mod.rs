@@ -286,6 +286,14 @@ pub fn names_for_additional(rtype: RType, rdata: &[u8]) -> Option<&[u8]> {
     Some(&rdata[offset..offset + len])
 }
 
+/// The serial in SOA RDATA (uncompressed wire form), if well-formed.
+pub fn soa_serial(rdata: &[u8]) -> Option<u32> {
+    let rname = name_len(rdata, 0)?;
+    let serial_at = rname + name_len(rdata, rname)?;
+    let bytes = rdata.get(serial_at..serial_at + 4)?;
+    Some(u32::from_be_bytes(bytes.try_into().ok()?))
+}
+
 /// Offsets in `rdata` of the names a response writer may compress (RFC
 /// 3597 section 4: NS, MD, MF, CNAME, SOA, MB, MG, MR, PTR, MINFO, MX),
 /// and how many there are. No offsets for other types or malformed RDATA.

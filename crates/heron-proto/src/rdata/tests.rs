@@ -1325,3 +1325,17 @@ proptest! {
         let _ = compressible_name_offsets(rtype, &bytes);
     }
 }
+
+#[test]
+fn soa_serial_is_read_after_the_two_names() {
+    let mut rdata = b"\x02ns\x00\x01h\x04test\x00".to_vec();
+    rdata.extend_from_slice(&2026112101u32.to_be_bytes());
+    rdata.extend_from_slice(&[0; 16]);
+    assert_eq!(super::soa_serial(&rdata), Some(2026112101));
+    assert_eq!(
+        super::soa_serial(&rdata[..12]),
+        None,
+        "cut inside the serial"
+    );
+    assert_eq!(super::soa_serial(b"\x40"), None, "bad label");
+}
