@@ -155,6 +155,24 @@ impl Rcode {
     pub const BADTRUNC: Rcode = Rcode(22);
 }
 
+impl fmt::Display for Rcode {
+    /// The mnemonic of a header RCODE (TSIG errors print as their number:
+    /// BADSIG and BADVERS share 16).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self.0 {
+            0 => "NOERROR",
+            1 => "FORMERR",
+            2 => "SERVFAIL",
+            3 => "NXDOMAIN",
+            4 => "NOTIMP",
+            5 => "REFUSED",
+            9 => "NOTAUTH",
+            n => return write!(f, "RCODE{n}"),
+        };
+        f.write_str(name)
+    }
+}
+
 /// Opcodes (RFC 1035 4.1.1, RFC 1996, RFC 2136).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Opcode(pub u8);

@@ -5,10 +5,13 @@
 //! * [`tcp`]: RFC 7766 on the async runtime: length-prefixed messages,
 //!   many and pipelined queries per connection, idle timeout, limits in
 //!   total and per client.
+//! * [`pipeline`]: what the answer engine defers: TSIG, zone transfers
+//!   out, NOTIFY in.
 //!
 //! Both read the current [`Catalog`] snapshot from a [`SharedCatalog`];
 //! a reload swaps in a new snapshot without stopping either.
 
+pub mod pipeline;
 pub mod tcp;
 pub mod udp;
 

@@ -11,13 +11,14 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
-use heron_zone::{AnswerConfig, Transport, answer};
+use heron_zone::{AnswerConfig, Answered, Transport, answer};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::timeout;
 
+use crate::pipeline::Pipeline;
 use crate::{SharedCatalog, TcpLimits};
 
 /// Bytes read per system call (on the stack, not kept between reads).
@@ -100,6 +101,7 @@ pub async fn serve(
     listener: TcpListener,
     catalog: SharedCatalog,
     config: Arc<AnswerConfig>,
+    pipeline: Arc<Pipeline>,
     limiter: Arc<ConnectionLimiter>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -122,11 +124,15 @@ pub async fn serve(
             tracing::debug!("TCP connection from {peer} refused: connection limit");
             continue; // dropping the stream closes it
         };
-        let (catalog, config) = (catalog.clone(), config.clone());
-        let idle = limiter.limits.idle_timeout;
+        let shared = Shared {
+            catalog: catalog.clone(),
+            config: config.clone(),
+            pipeline: pipeline.clone(),
+            idle: limiter.limits.idle_timeout,
+        };
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            if let Err(e) = connection(stream, &catalog, &config, idle, shutdown).await {
+            if let Err(e) = connection(stream, peer, &shared, shutdown).await {
                 tracing::debug!("TCP connection from {peer} ended: {e}");
             }
             drop(slot);
@@ -134,13 +140,21 @@ pub async fn serve(
     }
 }
 
+/// What every connection task shares.
+struct Shared {
+    catalog: SharedCatalog,
+    config: Arc<AnswerConfig>,
+    pipeline: Arc<Pipeline>,
+    idle: std::time::Duration,
+}
+
 async fn connection(
     mut stream: TcpStream,
-    catalog: &SharedCatalog,
-    config: &AnswerConfig,
-    idle: std::time::Duration,
+    peer: SocketAddr,
+    shared: &Shared,
     mut shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
+    let (catalog, config, idle) = (&shared.catalog, &*shared.config, shared.idle);
     stream.set_nodelay(true)?;
     // Only an incomplete message is kept between reads: an idle connection
     // holds no buffers at all.
@@ -156,6 +170,7 @@ async fn connection(
         }
         // The chunk is scoped to end before the next await, so it is never
         // part of the task's saved state.
+        let mut deferred = Vec::new();
         let output = {
             let mut chunk = [0u8; READ_CHUNK];
             let n = match stream.try_read(&mut chunk) {
@@ -165,11 +180,11 @@ async fn connection(
                 Err(e) => return Err(e),
             };
             if partial.is_empty() {
-                answer_and_keep_rest(&chunk[..n], &mut partial, catalog, config)?
+                answer_and_keep_rest(&chunk[..n], &mut partial, &mut deferred, catalog, config)?
             } else {
                 partial.extend_from_slice(&chunk[..n]);
                 let input = std::mem::take(&mut partial);
-                answer_and_keep_rest(&input, &mut partial, catalog, config)?
+                answer_and_keep_rest(&input, &mut partial, &mut deferred, catalog, config)?
             }
         };
         if !output.is_empty() {
@@ -177,6 +192,78 @@ async fn connection(
                 .await
                 .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))??;
         }
+        for msg in deferred {
+            // Transfers write many messages; the idle timeout bounds each
+            // write inside, not the whole transfer.
+            let mut writer = TimedWriter::new(&mut stream, idle);
+            let snapshot = catalog.load_full();
+            shared
+                .pipeline
+                .answer_tcp(snapshot, config, &msg, peer, &mut writer)
+                .await?;
+        }
+    }
+}
+
+/// A stream whose every write must make progress within a timeout, so a
+/// client that stops reading a transfer cannot hold its task forever.
+struct TimedWriter<'s> {
+    stream: &'s mut TcpStream,
+    limit: std::time::Duration,
+    sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<'s> TimedWriter<'s> {
+    fn new(stream: &'s mut TcpStream, limit: std::time::Duration) -> TimedWriter<'s> {
+        TimedWriter {
+            stream,
+            limit,
+            sleep: None,
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for TimedWriter<'_> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        use std::task::Poll;
+        let this = &mut *self;
+        match std::pin::Pin::new(&mut *this.stream).poll_write(cx, buf) {
+            Poll::Ready(result) => {
+                this.sleep = None;
+                Poll::Ready(result)
+            }
+            Poll::Pending => {
+                let limit = this.limit;
+                let sleep = this
+                    .sleep
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                match sleep.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "write timed out",
+                    ))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut *self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut *self.stream).poll_shutdown(cx)
     }
 }
 
@@ -185,12 +272,18 @@ async fn connection(
 fn answer_and_keep_rest(
     input: &[u8],
     rest: &mut Vec<u8>,
+    deferred: &mut Vec<Vec<u8>>,
     catalog: &SharedCatalog,
     config: &AnswerConfig,
 ) -> io::Result<Vec<u8>> {
     let mut output = Vec::new();
     let consumed = RESPONSE.with_borrow_mut(|response| {
-        answer_complete_messages(input, catalog, config, response, &mut output)
+        let mut out = Output {
+            response,
+            framed: &mut output,
+            deferred,
+        };
+        answer_complete_messages(input, catalog, config, &mut out)
     })?;
     rest.extend_from_slice(&input[consumed..]);
     Ok(output)
@@ -203,14 +296,23 @@ thread_local! {
         std::cell::RefCell::new(Vec::with_capacity(u16::MAX as usize));
 }
 
+/// Where [`answer_complete_messages`] puts its results.
+struct Output<'a> {
+    /// Scratch space for one response.
+    response: &'a mut Vec<u8>,
+    /// Framed responses, ready to write.
+    framed: &'a mut Vec<u8>,
+    /// Messages for the query pipeline (transfers, NOTIFY, TSIG).
+    deferred: &'a mut Vec<Vec<u8>>,
+}
+
 /// Answers every whole length-prefixed message at the front of `input`,
-/// appending framed responses to `output`; returns the bytes consumed.
+/// appending framed responses to `out`; returns the bytes consumed.
 fn answer_complete_messages(
     input: &[u8],
     catalog: &SharedCatalog,
     config: &AnswerConfig,
-    response: &mut Vec<u8>,
-    output: &mut Vec<u8>,
+    out: &mut Output,
 ) -> io::Result<usize> {
     let mut at = 0;
     let snapshot = catalog.load();
@@ -226,9 +328,14 @@ fn answer_complete_messages(
             break;
         }
         let msg = &input[at + 2..at + 2 + len];
-        if answer(&snapshot, config, msg, Transport::Tcp, response) {
-            output.extend_from_slice(&(response.len() as u16).to_be_bytes());
-            output.extend_from_slice(response);
+        match answer(&snapshot, config, msg, Transport::Tcp, out.response) {
+            Answered::Response => {
+                let len = out.response.len() as u16;
+                out.framed.extend_from_slice(&len.to_be_bytes());
+                out.framed.extend_from_slice(out.response);
+            }
+            Answered::Drop => {}
+            Answered::Deferred => out.deferred.push(msg.to_vec()),
         }
         at += 2 + len;
     }

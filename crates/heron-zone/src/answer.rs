@@ -48,33 +48,68 @@ impl Default for AnswerConfig {
 /// Longest CNAME/DNAME chain followed inside a zone.
 const MAX_CHAIN: usize = 16;
 
-/// Answers `query` into `out`. Returns false when nothing should be sent
-/// (too short to be a query, or a response).
+/// What [`answer`] did with a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answered {
+    /// A response is in `out`.
+    Response,
+    /// Nothing should be sent: too short to be a query, or a response.
+    Drop,
+    /// A zone transfer, NOTIFY or TSIG-signed message: the caller's query
+    /// pipeline handles it (ACLs, keys and transfer state live there).
+    Deferred,
+}
+
+/// Answers `query` into `out`, unless it is dropped or deferred.
 pub fn answer(
     catalog: &Catalog,
     config: &AnswerConfig,
     query: &[u8],
     transport: Transport,
     out: &mut Vec<u8>,
-) -> bool {
+) -> Answered {
     let mut q = Query::new();
     match message::parse_query_into(query, &mut q) {
         Ok(()) => {}
-        Err(QueryError::Drop) => return false,
+        Err(QueryError::Drop) => return Answered::Drop,
         Err(QueryError::FormErr(_)) => {
             let header = Header::read(query).expect("FormErr implies a header");
             write_error(out, &header, Rcode::FORMERR);
-            return true;
+            return Answered::Response;
         }
     };
-    let mut r = Responder::new(&q, query, config, transport, out);
+    if is_deferred(&q) {
+        return Answered::Deferred;
+    }
+    answer_parsed(catalog, config, &q, query, transport, 0, out);
+    Answered::Response
+}
+
+/// Whether a query is for the query pipeline rather than the engine alone.
+pub fn is_deferred(q: &Query) -> bool {
+    q.tsig.is_some()
+        || q.header.opcode() == Opcode::NOTIFY
+        || matches!(q.qtype, RType::AXFR | RType::IXFR)
+}
+
+/// Answers a query already parsed from `query`, leaving `reserve` bytes
+/// of the size limit free (for a TSIG record the caller appends).
+pub fn answer_parsed(
+    catalog: &Catalog,
+    config: &AnswerConfig,
+    q: &Query,
+    query: &[u8],
+    transport: Transport,
+    reserve: usize,
+    out: &mut Vec<u8>,
+) {
+    let mut r = Responder::new(q, query, config, transport, reserve, out);
     r.respond(catalog);
     r.finish();
-    true
 }
 
 /// A header-only error response (the question could not be read).
-fn write_error(out: &mut Vec<u8>, header: &Header, rcode: Rcode) {
+pub fn write_error(out: &mut Vec<u8>, header: &Header, rcode: Rcode) {
     let w = Writer::new(out, u16::MAX as usize);
     let flags = response_flags(header.flags) | rcode.0;
     w.finish(header.id, flags, 0);
@@ -138,6 +173,7 @@ impl<'a> Responder<'a> {
         query: &'a [u8],
         config: &'a AnswerConfig,
         transport: Transport,
+        reserve: usize,
         out: &'a mut Vec<u8>,
     ) -> Responder<'a> {
         let limit = match (transport, q.edns) {
@@ -145,8 +181,8 @@ impl<'a> Responder<'a> {
             (Transport::Udp, None) => 512,
             (Transport::Udp, Some(e)) => e.udp_size.min(config.max_udp_payload.max(512)) as usize,
         };
-        let reserve = if q.edns.is_some() { OPT_LEN } else { 0 };
-        let mut w = Writer::new(out, limit - reserve);
+        let reserve = reserve + if q.edns.is_some() { OPT_LEN } else { 0 };
+        let mut w = Writer::new(out, limit.saturating_sub(reserve).max(HEADER_LEN));
         w.question_raw(&query[q.question.clone()]);
         Responder {
             q,

@@ -5,14 +5,16 @@
 //! * [`zone`]: the checked, read-only zone built from records.
 //! * [`catalog`]: all zones served, found by longest matching origin.
 //! * [`diff`]: the records that differ between two versions of a zone (IXFR).
+//! * [`journal`]: the recent diffs of a zone, bounded, for IXFR out.
 //! * [`answer`]: the answer engine, a pure function of catalog and query.
 
 pub mod answer;
 pub mod catalog;
 pub mod diff;
+pub mod journal;
 pub mod zone;
 pub mod zonefile;
 
-pub use answer::{AnswerConfig, Transport, answer};
+pub use answer::{AnswerConfig, Answered, Transport, answer, answer_parsed, is_deferred};
 pub use catalog::Catalog;
 pub use zone::{Loaded, Problem, Severity, Zone, ZoneBuilder, load_zone_file, load_zone_str};

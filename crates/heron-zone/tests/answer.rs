@@ -3,7 +3,7 @@
 
 use heron_proto::message::{Message, flags};
 use heron_proto::{Name, RType, Rcode};
-use heron_zone::{AnswerConfig, Catalog, Transport, answer, load_zone_str};
+use heron_zone::{AnswerConfig, Answered, Catalog, Transport, answer, load_zone_str};
 
 const ZONE: &str = r#"
 $ORIGIN example.test.
@@ -107,7 +107,10 @@ impl Q {
 
 fn ask_with(cat: &Catalog, cfg: &AnswerConfig, query: &Q) -> (Message, Vec<u8>) {
     let mut out = Vec::new();
-    assert!(answer(cat, cfg, &query.bytes(), query.transport, &mut out));
+    assert_eq!(
+        answer(cat, cfg, &query.bytes(), query.transport, &mut out),
+        Answered::Response
+    );
     (Message::parse(&out).expect("response parses"), out)
 }
 
@@ -365,20 +368,34 @@ fn opcodes_and_malformed_queries() {
     let cfg = AnswerConfig::default();
     // Truncated question: FORMERR with the ID.
     let bytes = q("example.test", RType::A).bytes();
-    assert!(answer(
-        &cat,
-        &cfg,
-        &bytes[..bytes.len() - 2],
-        Transport::Udp,
-        &mut out
-    ));
+    let truncated = &bytes[..bytes.len() - 2];
+    let got = answer(&cat, &cfg, truncated, Transport::Udp, &mut out);
+    assert_eq!(got, Answered::Response);
     let m = Message::parse(&out).unwrap();
     assert_eq!((m.header.id, m.rcode()), (0xABCD, Rcode::FORMERR));
     // Shorter than a header, or a response: no answer at all.
-    assert!(!answer(&cat, &cfg, &bytes[..5], Transport::Udp, &mut out));
+    let got = answer(&cat, &cfg, &bytes[..5], Transport::Udp, &mut out);
+    assert_eq!(got, Answered::Drop);
     let mut response = bytes.clone();
     response[2] |= 0x80;
-    assert!(!answer(&cat, &cfg, &response, Transport::Udp, &mut out));
+    let got = answer(&cat, &cfg, &response, Transport::Udp, &mut out);
+    assert_eq!(got, Answered::Drop);
+}
+
+#[test]
+fn transfers_and_notify_are_left_to_the_query_pipeline() {
+    let cat = catalog();
+    let cfg = AnswerConfig::default();
+    let mut out = Vec::new();
+    for qtype in [RType::AXFR, RType::IXFR] {
+        let bytes = q("example.test", qtype).bytes();
+        let got = answer(&cat, &cfg, &bytes, Transport::Tcp, &mut out);
+        assert_eq!(got, Answered::Deferred, "{qtype}");
+    }
+    let mut notify = q("example.test", RType::SOA);
+    notify.flags = 4 << 11;
+    let got = answer(&cat, &cfg, &notify.bytes(), Transport::Udp, &mut out);
+    assert_eq!(got, Answered::Deferred);
 }
 
 #[test]
@@ -392,7 +409,8 @@ fn question_name_compressed_into_the_header_gets_formerr() {
     query.extend_from_slice(b"\x03www\xC0\x02\x00\x01\x00\x01");
     for transport in [Transport::Udp, Transport::Tcp] {
         let mut out = Vec::new();
-        assert!(answer(&cat, &cfg, &query, transport, &mut out));
+        let got = answer(&cat, &cfg, &query, transport, &mut out);
+        assert_eq!(got, Answered::Response);
         let m = Message::parse(&out).expect("response parses");
         assert_eq!((m.header.id, m.rcode()), (0xABCD, Rcode::FORMERR));
     }

@@ -14,17 +14,30 @@
 //! max-connections = 10000
 //! max-connections-per-client = 100
 //!
+//! [[key]]                            # TSIG keys (`heron keygen NAME` prints one)
+//! name = "xfr.example"
+//! algorithm = "hmac-sha256"
+//! secret = "base64..."
+//!
 //! [[zone]]
 //! origin = "example.com"
 //! file = "zones/example.com.zone"   # relative to this file's folder
+//! allow-transfer = ["192.0.2.0/24 key xfr.example", "::1"]  # default: nobody
+//! notify = ["192.0.2.7:53 key xfr.example"]                # on every new serial
 //! ```
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use std::collections::HashMap;
+use std::net::IpAddr;
+
 use heron_proto::Name;
+use heron_proto::tsig::{Algorithm, Key};
 use heron_server::{ServerConfig, TcpLimits};
+use heron_xfr::acl::{Acl, Rule};
+use heron_xfr::primary::{NotifyTarget, ZonePolicy};
 use heron_zone::AnswerConfig;
 use serde::Deserialize;
 
@@ -39,6 +52,21 @@ pub struct ConfigFile {
     pub tcp: TcpSection,
     #[serde(default, rename = "zone")]
     pub zones: Vec<ZoneEntry>,
+    #[serde(default, rename = "key")]
+    pub keys: Vec<KeyEntry>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct KeyEntry {
+    pub name: String,
+    #[serde(default = "default_algorithm")]
+    pub algorithm: String,
+    pub secret: String,
+}
+
+fn default_algorithm() -> String {
+    "hmac-sha256".into()
 }
 
 #[derive(Debug, Deserialize)]
@@ -92,10 +120,18 @@ impl Default for TcpSection {
 }
 
 #[derive(Debug, Deserialize, Clone)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ZoneEntry {
     pub origin: String,
     pub file: PathBuf,
+    /// "PREFIX [key NAME]" entries.
+    #[serde(default)]
+    pub allow_transfer: Vec<String>,
+    #[serde(default)]
+    pub allow_notify: Vec<String>,
+    /// "ADDRESS[:PORT] [key NAME]" entries.
+    #[serde(default)]
+    pub notify: Vec<String>,
 }
 
 fn default_listen() -> Vec<SocketAddr> {
@@ -126,6 +162,9 @@ pub struct ZoneSpec {
 pub struct Settings {
     pub server: ServerConfig,
     pub zones: Vec<ZoneSpec>,
+    pub keys: Vec<Key>,
+    /// Transfer settings of the zones that have any.
+    pub policies: HashMap<Name, ZonePolicy>,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -141,10 +180,21 @@ pub fn load(path: &Path) -> Result<Settings, Vec<String>> {
 
 fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec<String>> {
     let mut errors = Vec::new();
+    let keys = keys(&file.keys).unwrap_or_else(|e| {
+        errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
+        Vec::new()
+    });
     let mut zones = Vec::new();
+    let mut policies = HashMap::new();
     for entry in &file.zones {
-        match zone_spec(&entry.origin, &base.join(&entry.file)) {
-            Ok(spec) => zones.push(spec),
+        let spec = zone_spec(&entry.origin, &base.join(&entry.file));
+        match spec.and_then(|spec| Ok((zone_policy(entry, &keys)?, spec))) {
+            Ok((policy, spec)) => {
+                if policy != ZonePolicy::default() {
+                    policies.insert(spec.origin.clone(), policy);
+                }
+                zones.push(spec);
+            }
             Err(e) => errors.push(format!("{}: zone '{}': {e}", path.display(), entry.origin)),
         }
     }
@@ -190,7 +240,88 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             },
         },
         zones,
+        keys,
+        policies,
     })
+}
+
+/// The TSIG keys, each name once, each secret valid base64.
+fn keys(entries: &[KeyEntry]) -> Result<Vec<Key>, Vec<String>> {
+    let mut keys: Vec<Key> = Vec::new();
+    let mut errors = Vec::new();
+    for e in entries {
+        let Some(algorithm) = Algorithm::from_text(&e.algorithm) else {
+            errors.push(format!(
+                "key '{}': unknown algorithm '{}' (hmac-sha256, hmac-sha384, hmac-sha512, hmac-sha224, hmac-sha1 or hmac-md5)",
+                e.name, e.algorithm
+            ));
+            continue;
+        };
+        match Key::from_base64(&e.name, algorithm, &e.secret) {
+            Ok(key) if keys.iter().any(|k| k.name == key.name) => {
+                errors.push(format!("key '{}' is defined more than once", e.name))
+            }
+            Ok(key) => keys.push(key),
+            Err(why) => errors.push(format!("key '{}': {why}", e.name)),
+        }
+    }
+    if errors.is_empty() {
+        Ok(keys)
+    } else {
+        Err(errors)
+    }
+}
+
+/// A zone's ACLs and notify targets; every key named must be defined.
+fn zone_policy(entry: &ZoneEntry, keys: &[Key]) -> Result<ZonePolicy, String> {
+    let acl = |list: &[String], what: &str| -> Result<Acl, String> {
+        let rules = list.iter().map(|item| {
+            let (prefix, key) =
+                split_key(item, keys).map_err(|e| format!("{what} '{item}': {e}"))?;
+            let prefix = prefix
+                .parse()
+                .map_err(|e| format!("{what} '{item}': {e}"))?;
+            Ok(Rule { prefix, key })
+        });
+        Ok(Acl::new(rules.collect::<Result<_, String>>()?))
+    };
+    let notify = entry.notify.iter().map(|item| {
+        let (addr, key) = split_key(item, keys).map_err(|e| format!("notify '{item}': {e}"))?;
+        let addr = parse_target(addr).map_err(|e| format!("notify '{item}': {e}"))?;
+        Ok(NotifyTarget { addr, key })
+    });
+    Ok(ZonePolicy {
+        allow_transfer: acl(&entry.allow_transfer, "allow-transfer")?,
+        allow_notify: acl(&entry.allow_notify, "allow-notify")?,
+        notify: notify.collect::<Result<_, String>>()?,
+    })
+}
+
+/// Splits "WHAT [key NAME]"; the key must be defined.
+fn split_key<'a>(item: &'a str, keys: &[Key]) -> Result<(&'a str, Option<Name>), String> {
+    let words: Vec<&str> = item.split_whitespace().collect();
+    match words.as_slice() {
+        [what] => Ok((what, None)),
+        [what, "key", name] => {
+            let name = Name::parse(name).map_err(|e| format!("bad key name: {e}"))?;
+            if !keys.iter().any(|k| k.name == name) {
+                return Err(format!("key {name} is not defined in a [[key]] section"));
+            }
+            Ok((what, Some(name)))
+        }
+        _ => Err("expected ADDRESS or ADDRESS key NAME".into()),
+    }
+}
+
+/// An address with an optional port (default 53): `192.0.2.1`,
+/// `192.0.2.1:5300`, `::1`, `[::1]:5300`.
+fn parse_target(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    text.parse::<IpAddr>()
+        .map(|ip| SocketAddr::new(ip, 53))
+        .map_err(|_| "not an address or address:port".into())
 }
 
 /// One worker per core.
@@ -264,6 +395,61 @@ mod tests {
         assert_eq!(s.server.listen, default_listen());
         assert_eq!(s.server.answer.max_udp_payload, 1232);
         assert!(s.zones.is_empty());
+    }
+
+    const KEY: &str = "[[key]]\nname = \"xfr\"\nsecret = \"c2VjcmV0c2VjcmV0c2VjcmV0\"\n";
+
+    #[test]
+    fn keys_acls_and_notify_targets() {
+        let s = parse(&format!(
+            "{KEY}[[zone]]\norigin = \"a.test\"\nfile = \"a\"\n\
+             allow-transfer = [\"127.0.0.0/8 key xfr\", \"::1\"]\n\
+             notify = [\"127.0.0.2\", \"[::1]:5300 key xfr\"]\n\
+             [[zone]]\norigin = \"b.test\"\nfile = \"b\"\n"
+        ))
+        .unwrap();
+        assert_eq!(s.keys.len(), 1);
+        assert_eq!(s.keys[0].algorithm, Algorithm::HmacSha256, "the default");
+        let p = &s.policies[&Name::parse("a.test").unwrap()];
+        let key = Name::parse("xfr").unwrap();
+        let local: IpAddr = "127.0.0.1".parse().unwrap();
+        assert!(p.allow_transfer.check(local, Some(&key)).is_ok());
+        assert!(p.allow_transfer.check(local, None).is_err());
+        assert!(p.allow_transfer.check("::1".parse().unwrap(), None).is_ok());
+        assert_eq!(p.notify[0].addr, "127.0.0.2:53".parse().unwrap());
+        assert_eq!(p.notify[1].addr, "[::1]:5300".parse().unwrap());
+        assert_eq!(p.notify[1].key, Some(key));
+        assert!(
+            !s.policies.contains_key(&Name::parse("b.test").unwrap()),
+            "no settings: closed"
+        );
+    }
+
+    #[test]
+    fn key_and_acl_mistakes_are_reported() {
+        let zone = |line: &str| format!("[[zone]]\norigin = \"a.test\"\nfile = \"a\"\n{line}\n");
+        let cases = [
+            (
+                zone("allow-transfer = [\"10.0.0.0/8 key nokey\"]"),
+                "not defined",
+            ),
+            (zone("allow-transfer = [\"10.0.0.0/40\"]"), "prefix length"),
+            (zone("notify = [\"ns1.example\"]"), "not an address"),
+            (zone("notify = [\"10.0.0.1 xfr\"]"), "expected ADDRESS"),
+            (format!("{KEY}{KEY}"), "more than once"),
+            (
+                "[[key]]\nname = \"k\"\nalgorithm = \"hmac-sha999\"\nsecret = \"AAAA\"\n".into(),
+                "unknown algorithm",
+            ),
+            (
+                "[[key]]\nname = \"k\"\nsecret = \"not base64!\"\n".into(),
+                "key 'k'",
+            ),
+        ];
+        for (text, want) in cases {
+            let err = parse(&text).unwrap_err();
+            assert!(err.iter().any(|e| e.contains(want)), "{text}: {err:?}");
+        }
     }
 
     #[test]

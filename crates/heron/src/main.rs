@@ -2,6 +2,7 @@
 
 mod check;
 mod config;
+mod keygen;
 mod reload;
 mod serve;
 
@@ -38,6 +39,14 @@ enum Command {
     },
     /// Check a configuration file and every zone it names.
     CheckConfig { file: PathBuf },
+    /// Print a new TSIG key as a [[key]] block for the configuration file.
+    Keygen {
+        /// The key's name, e.g. xfr.example.com
+        name: String,
+        /// hmac-sha256, hmac-sha384, hmac-sha512, hmac-sha224, hmac-sha1 or hmac-md5
+        #[arg(long, short, default_value = "hmac-sha256")]
+        algorithm: String,
+    },
 }
 
 #[derive(Args)]
@@ -74,6 +83,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::CheckZone { file, origin } => check::zone(&file, &origin),
         Command::CheckConfig { file } => check::config(&file),
+        Command::Keygen { name, algorithm } => keygen::run(&name, &algorithm),
     }
 }
 

@@ -7,8 +7,12 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use heron_proto::Name;
+use heron_server::pipeline::Pipeline;
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, udp};
-use heron_zone::{AnswerConfig, Catalog, load_zone_str};
+use heron_xfr::primary::Primary;
+use heron_xfr::primary::notify::Notifier;
+use heron_zone::journal::DEFAULT_MAX_BYTES;
+use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
 use tokio::sync::watch;
 
 use crate::ServeArgs;
@@ -41,7 +45,14 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(settings.server, catalog, files)) {
+    let primary = Arc::new(Primary::new(settings.policies, DEFAULT_MAX_BYTES));
+    let keys = Arc::new(settings.keys);
+    let transfers = Transfers {
+        pipeline: Arc::new(Pipeline::new(primary.clone(), keys.clone())),
+        notifier: Notifier::new(keys),
+        primary,
+    };
+    match runtime.block_on(serve(settings.server, catalog, files, transfers)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
@@ -63,6 +74,8 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
                 answer: AnswerConfig::default(),
             },
             zones: Vec::new(),
+            keys: Vec::new(),
+            policies: Default::default(),
         },
     };
     if !args.listen.is_empty() {
@@ -105,7 +118,46 @@ fn load_catalog(use_example: bool, files: &mut ZoneFiles) -> Catalog {
     catalog
 }
 
-async fn serve(server: ServerConfig, catalog: Catalog, files: ZoneFiles) -> Result<(), String> {
+/// The primary side's state and the pipeline that serves it.
+struct Transfers {
+    primary: Arc<Primary>,
+    pipeline: Arc<Pipeline>,
+    notifier: Notifier,
+}
+
+impl Transfers {
+    /// Journals the zones that changed from `old` to `new`; returns those
+    /// whose secondaries should hear of a new serial (new zones too).
+    fn journal_changes(&self, old: &Catalog, new: &Catalog) -> Vec<Arc<Zone>> {
+        let changed = new.zones().filter(|zone| match old.get(zone.origin()) {
+            Some(before) if Arc::ptr_eq(before, zone) => false,
+            Some(before) => self.primary.zone_changed(before, zone),
+            None => true,
+        });
+        changed.cloned().collect()
+    }
+
+    fn notify(&self, zones: &[Arc<Zone>]) {
+        for zone in zones {
+            let targets = &self.primary.policy(zone.origin()).notify;
+            if !targets.is_empty() {
+                let soa = zone.soa();
+                self.notifier
+                    .notify_all(zone.origin(), (soa.ttl, soa.rdatas[0].to_vec()), targets);
+            }
+        }
+    }
+}
+
+async fn serve(
+    server: ServerConfig,
+    catalog: Catalog,
+    files: ZoneFiles,
+    transfers: Transfers,
+) -> Result<(), String> {
+    // Secondaries may have missed changes while we were down.
+    let every_zone = transfers.journal_changes(&Catalog::new(), &catalog);
+    transfers.notify(&every_zone);
     let catalog: SharedCatalog = Arc::new(ArcSwap::from_pointee(catalog));
     let answer_config = Arc::new(server.answer.clone());
     let stop = Arc::new(AtomicBool::new(false));
@@ -120,6 +172,7 @@ async fn serve(server: ServerConfig, catalog: Catalog, files: ZoneFiles) -> Resu
             &server.cpu_affinity,
             catalog.clone(),
             answer_config.clone(),
+            transfers.pipeline.clone(),
             stop.clone(),
         )
         .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
@@ -129,6 +182,7 @@ async fn serve(server: ServerConfig, catalog: Catalog, files: ZoneFiles) -> Resu
             listener,
             catalog.clone(),
             answer_config.clone(),
+            transfers.pipeline.clone(),
             limiter.clone(),
             shutdown_rx.clone(),
         )));
@@ -140,7 +194,8 @@ async fn serve(server: ServerConfig, catalog: Catalog, files: ZoneFiles) -> Resu
         server.workers,
         crate::started().elapsed().as_millis()
     );
-    wait_for_signals(&catalog, files).await;
+    let transfers = Arc::new(transfers);
+    wait_for_signals(&catalog, files, &transfers).await;
     tracing::info!("shutting down");
     stop.store(true, Ordering::Relaxed);
     let _ = shutdown_tx.send(true);
@@ -154,7 +209,7 @@ async fn serve(server: ServerConfig, catalog: Catalog, files: ZoneFiles) -> Resu
 }
 
 /// Serves until SIGTERM or SIGINT; on SIGHUP, reloads changed zone files.
-async fn wait_for_signals(catalog: &SharedCatalog, files: ZoneFiles) {
+async fn wait_for_signals(catalog: &SharedCatalog, files: ZoneFiles, transfers: &Arc<Transfers>) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
     let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
@@ -163,31 +218,41 @@ async fn wait_for_signals(catalog: &SharedCatalog, files: ZoneFiles) {
         tokio::select! {
             _ = term.recv() => return,
             _ = tokio::signal::ctrl_c() => return,
-            _ = hup.recv() => reload(catalog, &files).await,
+            _ = hup.recv() => reload(catalog, &files, transfers).await,
         }
     }
 }
 
 /// Re-reads changed zone files off the async threads and swaps the new
 /// catalog in; queries in flight finish on the old one.
-async fn reload(catalog: &SharedCatalog, files: &Arc<std::sync::Mutex<ZoneFiles>>) {
+async fn reload(
+    catalog: &SharedCatalog,
+    files: &Arc<std::sync::Mutex<ZoneFiles>>,
+    transfers: &Arc<Transfers>,
+) {
     tracing::info!("SIGHUP: reloading changed zone files");
-    let (catalog, files) = (catalog.clone(), files.clone());
+    let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
     let work = tokio::task::spawn_blocking(move || {
         let current = catalog.load_full();
         let (next, outcome) = files.lock().unwrap().load_changed(&current);
+        // Journal first, then swap: an IXFR for the new serial must find
+        // its step; then notify, once the new version is served.
+        let changed = xfr.journal_changes(&current, &next);
         catalog.store(Arc::new(next));
-        outcome
+        (outcome, changed)
     });
     match work.await {
-        Ok(o) => tracing::info!(
-            "reload done in {} ms: {} zones re-read, {} unchanged, {} failed",
-            started.elapsed().as_millis(),
-            o.loaded,
-            o.unchanged,
-            o.failed
-        ),
+        Ok((o, changed)) => {
+            transfers.notify(&changed);
+            tracing::info!(
+                "reload done in {} ms: {} zones re-read, {} unchanged, {} failed",
+                started.elapsed().as_millis(),
+                o.loaded,
+                o.unchanged,
+                o.failed
+            )
+        }
         Err(e) => tracing::error!("reload failed: {e}"),
     }
 }

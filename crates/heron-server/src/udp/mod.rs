@@ -12,10 +12,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use heron_zone::{AnswerConfig, Transport, answer};
+use heron_zone::{AnswerConfig, Answered, Catalog, Transport, answer};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::SharedCatalog;
+use crate::pipeline::Pipeline;
 
 /// How often a blocked worker wakes to notice shutdown.
 const SHUTDOWN_POLL: Duration = Duration::from_millis(200);
@@ -45,12 +46,14 @@ pub fn spawn_workers(
     cpus: &[usize],
     catalog: SharedCatalog,
     config: Arc<AnswerConfig>,
+    pipeline: Arc<Pipeline>,
     stop: Arc<AtomicBool>,
 ) -> io::Result<Vec<JoinHandle<()>>> {
     let mut handles = Vec::with_capacity(workers);
     for i in 0..workers {
         let socket = bind_reuseport(addr)?;
         let (catalog, config, stop) = (catalog.clone(), config.clone(), stop.clone());
+        let pipeline = pipeline.clone();
         let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
         let handle = std::thread::Builder::new()
             .name(format!("udp-{addr}-{i}"))
@@ -60,30 +63,88 @@ pub fn spawn_workers(
                 {
                     tracing::warn!("cannot pin UDP worker {i} to CPU {cpu}: {e}");
                 }
-                serve(socket, catalog, &config, &stop)
+                let worker = Worker {
+                    catalog: arc_swap::Cache::new(catalog),
+                    config,
+                    pipeline,
+                };
+                run_loop(&socket, &stop, worker)
             })?;
         handles.push(handle);
     }
     Ok(handles)
 }
 
-fn serve(socket: UdpSocket, catalog: SharedCatalog, config: &AnswerConfig, stop: &AtomicBool) {
-    // The cache checks for a new catalog with one atomic load per query.
-    let mut catalog = arc_swap::Cache::new(catalog);
-    run_loop(&socket, stop, |query, response| {
-        answer(catalog.load(), config, query, Transport::Udp, response)
-    });
+/// One Heron UDP worker's state.
+struct Worker {
+    /// Checks for a new catalog with one atomic load per query.
+    catalog: arc_swap::Cache<SharedCatalog, Arc<Catalog>>,
+    config: Arc<AnswerConfig>,
+    pipeline: Arc<Pipeline>,
+}
+
+impl Handler for Worker {
+    fn handle(&mut self, query: &[u8], response: &mut Vec<u8>) -> Reply {
+        match answer(
+            self.catalog.load(),
+            &self.config,
+            query,
+            Transport::Udp,
+            response,
+        ) {
+            Answered::Response => Reply::Send,
+            Answered::Drop => Reply::Skip,
+            Answered::Deferred => Reply::Deferred,
+        }
+    }
+
+    fn handle_deferred(&mut self, query: &[u8], peer: SocketAddr, response: &mut Vec<u8>) -> bool {
+        let catalog = self.catalog.load();
+        self.pipeline
+            .answer_udp(catalog, &self.config, query, peer, response)
+    }
+}
+
+/// What to do with a datagram once handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply {
+    Send,
+    Skip,
+    /// Call [`Handler::handle_deferred`], which needs the peer's address.
+    Deferred,
+}
+
+/// Answers datagrams for [`run_loop`]. A closure returning "send or not"
+/// is a handler too (the benchmark's reflector is one).
+pub trait Handler {
+    fn handle(&mut self, query: &[u8], response: &mut Vec<u8>) -> Reply;
+
+    /// The slow path for [`Reply::Deferred`]; true to send the response.
+    fn handle_deferred(
+        &mut self,
+        _query: &[u8],
+        _peer: SocketAddr,
+        _response: &mut Vec<u8>,
+    ) -> bool {
+        false
+    }
+}
+
+impl<F: FnMut(&[u8], &mut Vec<u8>) -> bool> Handler for F {
+    fn handle(&mut self, query: &[u8], response: &mut Vec<u8>) -> Reply {
+        if self(query, response) {
+            Reply::Send
+        } else {
+            Reply::Skip
+        }
+    }
 }
 
 /// The receive → handle → send loop of one worker, until `stop` is set.
-/// `handle` writes the response for a datagram into its buffer and says
+/// `handler` writes the response for a datagram into its buffer and says
 /// whether to send it. Heron answers DNS here; the benchmark's reflector
 /// runs the same loop with an echo, which measures the path's own cost.
-pub fn run_loop(
-    socket: &UdpSocket,
-    stop: &AtomicBool,
-    mut handle: impl FnMut(&[u8], &mut Vec<u8>) -> bool,
-) {
+pub fn run_loop(socket: &UdpSocket, stop: &AtomicBool, mut handler: impl Handler) {
     let mut batch = batch::Batch::new(batch::DEFAULT_BATCH, MAX_QUERY);
     while !stop.load(Ordering::Relaxed) {
         let received = match batch.receive(socket) {
@@ -96,7 +157,15 @@ pub fn run_loop(
         };
         for i in 0..received {
             let (query, response) = batch.slot(i);
-            if handle(query, response) {
+            let send = match handler.handle(query, response) {
+                Reply::Send => true,
+                Reply::Skip => false,
+                Reply::Deferred => batch.peer(i).is_some_and(|peer| {
+                    let (query, response) = batch.slot(i);
+                    handler.handle_deferred(query, peer, response)
+                }),
+            };
+            if send {
                 batch.reply(i);
             }
         }

@@ -1,0 +1,212 @@
+//! The primary side: who may transfer each zone, the journal of recent
+//! changes each transfer can be served from, and NOTIFY out.
+//!
+//! * [`transfer`]: the messages of an AXFR or IXFR, packed with no I/O.
+//! * [`notify`]: telling secondaries about a new serial (RFC 1996).
+
+pub mod notify;
+pub mod transfer;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use heron_proto::Name;
+use heron_zone::Zone;
+use heron_zone::diff::{ZoneDiff, diff};
+use heron_zone::journal::{self, Journal};
+
+use crate::acl::Acl;
+use crate::serial;
+
+/// A secondary to notify of new serials, with the TSIG key to sign with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotifyTarget {
+    pub addr: SocketAddr,
+    pub key: Option<Name>,
+}
+
+/// The transfer settings of one zone.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ZonePolicy {
+    /// Who may AXFR/IXFR the zone (nobody by default).
+    pub allow_transfer: Acl,
+    /// Who may send NOTIFY for the zone (its primaries, when secondary).
+    pub allow_notify: Acl,
+    /// Secondaries told about every new serial.
+    pub notify: Vec<NotifyTarget>,
+}
+
+/// How to answer one transfer request for a zone we serve.
+#[derive(Debug)]
+pub enum TransferPlan {
+    /// The whole zone.
+    Axfr,
+    /// The steps from the client's serial to ours.
+    Ixfr(Vec<Arc<ZoneDiff>>),
+    /// The client has our serial (or a newer one): our SOA alone.
+    UpToDate,
+}
+
+/// Transfer policies and journals of every zone this server is primary for.
+pub struct Primary {
+    policies: HashMap<Name, ZonePolicy>,
+    /// The policy of a zone that has none configured: refuse everything.
+    closed: ZonePolicy,
+    journals: Mutex<HashMap<Name, Journal>>,
+    journal_max_bytes: usize,
+}
+
+impl Primary {
+    pub fn new(policies: HashMap<Name, ZonePolicy>, journal_max_bytes: usize) -> Primary {
+        let policies = policies
+            .into_iter()
+            .map(|(origin, p)| (origin.to_lowercase(), p))
+            .collect();
+        Primary {
+            policies,
+            closed: ZonePolicy::default(),
+            journals: Mutex::new(HashMap::new()),
+            journal_max_bytes,
+        }
+    }
+
+    pub fn policy(&self, origin: &Name) -> &ZonePolicy {
+        self.policies
+            .get(&origin.to_lowercase())
+            .unwrap_or(&self.closed)
+    }
+
+    /// Records a new version of a zone: its diff goes to the journal when
+    /// the serial moved forward. Returns whether secondaries should be
+    /// notified (the serial moved forward).
+    pub fn zone_changed(&self, old: &Zone, new: &Zone) -> bool {
+        let origin = new.origin().to_lowercase();
+        let mut journals = self.journals.lock().unwrap();
+        let journal = journals
+            .entry(origin)
+            .or_insert_with(|| Journal::new(self.journal_max_bytes));
+        if !serial::is_newer(new.serial(), old.serial()) {
+            if new.serial() == old.serial() {
+                tracing::warn!(
+                    "zone {}: content changed but serial {} did not; secondaries will not see the change",
+                    new.origin(),
+                    new.serial()
+                );
+            }
+            journal.clear();
+            return false;
+        }
+        let step = diff(old, new);
+        tracing::info!(
+            "zone {}: serial {} -> {}, {} records deleted, {} added",
+            new.origin(),
+            old.serial(),
+            new.serial(),
+            step.deleted.len(),
+            step.added.len()
+        );
+        journal.record(step);
+        true
+    }
+
+    /// How to answer a request for `zone`: `client_serial` is the serial
+    /// in an IXFR request, None for AXFR.
+    pub fn plan(&self, zone: &Zone, client_serial: Option<u32>) -> TransferPlan {
+        let Some(client) = client_serial else {
+            return TransferPlan::Axfr;
+        };
+        let ours = zone.serial();
+        if client == ours || serial::is_newer(client, ours) {
+            return TransferPlan::UpToDate;
+        }
+        let journals = self.journals.lock().unwrap();
+        let chain = journals
+            .get(&zone.origin().to_lowercase())
+            .and_then(|j| j.chain(client, ours));
+        match chain {
+            // An IXFR longer than the zone itself is better sent whole.
+            Some(chain) if journal::chain_records(&chain) <= zone.record_count() => {
+                TransferPlan::Ixfr(chain)
+            }
+            _ => TransferPlan::Axfr,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heron_zone::load_zone_str;
+
+    fn zone(serial: u32, body: &str) -> Zone {
+        let text = format!(
+            "$ORIGIN p.test.\n$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n{body}"
+        );
+        load_zone_str(&text, "p.zone", &Name::parse("p.test").unwrap())
+            .unwrap()
+            .zone
+    }
+
+    fn hosts(n: usize) -> String {
+        (0..n).map(|i| format!("h{i} A 192.0.2.{i}\n")).collect()
+    }
+
+    #[test]
+    fn ixfr_from_a_journaled_serial_axfr_otherwise() {
+        let p = Primary::new(HashMap::new(), journal::DEFAULT_MAX_BYTES);
+        let (v1, v2, v3) = (
+            zone(1, &hosts(10)),
+            zone(2, &hosts(11)),
+            zone(3, &hosts(12)),
+        );
+        assert!(p.zone_changed(&v1, &v2));
+        assert!(p.zone_changed(&v2, &v3));
+        match p.plan(&v3, Some(1)) {
+            TransferPlan::Ixfr(chain) => assert_eq!(chain.len(), 2),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(p.plan(&v3, Some(0)), TransferPlan::Axfr));
+        assert!(matches!(p.plan(&v3, None), TransferPlan::Axfr));
+        assert!(matches!(p.plan(&v3, Some(3)), TransferPlan::UpToDate));
+        assert!(matches!(p.plan(&v3, Some(4)), TransferPlan::UpToDate));
+    }
+
+    #[test]
+    fn a_serial_that_goes_back_clears_the_history() {
+        let p = Primary::new(HashMap::new(), journal::DEFAULT_MAX_BYTES);
+        let (v5, v6) = (zone(5, "a A 192.0.2.9\n"), zone(6, "a A 192.0.2.8\n"));
+        assert!(p.zone_changed(&v5, &v6));
+        let v2 = zone(2, "");
+        assert!(!p.zone_changed(&v6, &v2), "no notify for an older serial");
+        assert!(matches!(p.plan(&v2, Some(5)), TransferPlan::UpToDate));
+        assert!(matches!(p.plan(&v2, Some(1)), TransferPlan::Axfr));
+    }
+
+    #[test]
+    fn an_ixfr_larger_than_the_zone_is_sent_as_axfr() {
+        let p = Primary::new(HashMap::new(), journal::DEFAULT_MAX_BYTES);
+        let (v1, v2) = (zone(1, &hosts(20)), zone(2, &hosts(1)));
+        assert!(p.zone_changed(&v1, &v2));
+        assert!(matches!(p.plan(&v2, Some(1)), TransferPlan::Axfr));
+    }
+
+    #[test]
+    fn zones_without_a_policy_are_closed() {
+        let open = ZonePolicy {
+            allow_transfer: Acl::new(vec![crate::acl::Rule {
+                prefix: "127.0.0.0/8".parse().unwrap(),
+                key: None,
+            }]),
+            ..ZonePolicy::default()
+        };
+        let mut policies = HashMap::new();
+        policies.insert(Name::parse("Open.test").unwrap(), open);
+        let p = Primary::new(policies, 1024);
+        let local = "127.0.0.1".parse().unwrap();
+        let open = p.policy(&Name::parse("open.TEST").unwrap());
+        assert!(open.allow_transfer.check(local, None).is_ok());
+        let closed = p.policy(&Name::parse("other.test").unwrap());
+        assert!(closed.allow_transfer.check(local, None).is_err());
+    }
+}
