@@ -7,6 +7,7 @@
 pub mod client;
 pub mod normalize;
 pub mod process;
+pub mod secondary;
 pub mod tools;
 
 pub use client::{
@@ -15,6 +16,7 @@ pub use client::{
 };
 pub use normalize::{Normalized, diff, normalize};
 pub use process::{ServerKind, ServerProcess, free_port, live_group_members};
+pub use secondary::{Secondary, TsigSpec};
 pub use tools::{
     DigOutput, DigTool, ToolQuery, check_dig_output, check_with_dig_and_kdig, run_dig,
 };

@@ -76,10 +76,10 @@ impl fmt::Display for ServerKind {
 
 /// A temporary directory removed on drop (kept when `HERON_TESTKIT_KEEP`
 /// is set, for post-mortems).
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(pub(crate) PathBuf);
 
 impl TempDir {
-    fn new(tag: &str) -> TempDir {
+    pub(crate) fn new(tag: &str) -> TempDir {
         static COUNTER: AtomicU32 = AtomicU32::new(0);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -178,7 +178,7 @@ fn own_zones<O: AsRef<str>, P: AsRef<Path>>(zones: &[(O, P)]) -> Vec<Zone> {
         .collect()
 }
 
-fn require_binary(path: &str) {
+pub(crate) fn require_binary(path: &str) {
     if !Path::new(path).exists() {
         panic!("{path} is missing: {}", crate::INSTALL_HINT);
     }
@@ -386,7 +386,7 @@ impl ServerProcess {
 
     /// Spawns `cmd` and waits for an SOA answer for `origin`. On failure
     /// returns the log (the process stopped and reaped).
-    fn start(
+    pub(crate) fn start(
         kind: ServerKind,
         dir: TempDir,
         port: u16,
@@ -562,6 +562,6 @@ fn port_taken(log: &str) -> bool {
     l.contains("address already in use") || l.contains("address in use")
 }
 
-fn write(path: &Path, text: &str) {
+pub(crate) fn write(path: &Path, text: &str) {
     fs::write(path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
 }

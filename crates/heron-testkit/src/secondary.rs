@@ -1,0 +1,149 @@
+//! NSD, Knot and BIND as secondaries of a primary under test: each is
+//! configured to transfer one zone (with a TSIG key if given) and to take
+//! NOTIFY from the primary, and counts as started once it answers the
+//! zone's SOA, that is once its first transfer succeeded.
+
+use std::net::SocketAddr;
+use std::process::Command;
+
+use crate::process::{
+    KNOTD, NAMED, NSD, ServerKind, ServerProcess, TempDir, require_binary, write,
+};
+
+/// A TSIG key as the peers' configurations spell it.
+#[derive(Clone, Debug)]
+pub struct TsigSpec {
+    /// e.g. `hmac-sha256`
+    pub algorithm: String,
+    /// e.g. `xfr.test` (no trailing dot)
+    pub name: String,
+    pub secret_base64: String,
+}
+
+/// One zone to pull from a primary.
+#[derive(Clone, Debug)]
+pub struct Secondary {
+    /// With a trailing dot.
+    pub origin: String,
+    pub primary: SocketAddr,
+    pub key: Option<TsigSpec>,
+}
+
+impl Secondary {
+    /// Starts `kind` as a secondary listening on 127.0.0.1:`port`; panics
+    /// with the peer's log if the first transfer does not happen.
+    pub fn start(&self, kind: ServerKind, port: u16) -> ServerProcess {
+        let dir = TempDir::new(&format!("{}-secondary", kind.to_string().to_lowercase()));
+        let cmd = match kind {
+            ServerKind::Nsd => self.nsd(&dir, port),
+            ServerKind::Knot => self.knot(&dir, port),
+            ServerKind::Bind => self.bind(&dir, port),
+            ServerKind::Heron => panic!("start a Heron secondary with its own configuration"),
+        };
+        ServerProcess::start(kind, dir, port, cmd, &self.origin)
+            .unwrap_or_else(|log| panic!("{kind} secondary did not get {}: {log}", self.origin))
+    }
+
+    fn nsd(&self, dir: &TempDir, port: u16) -> Command {
+        require_binary(NSD);
+        let d = dir.0.display();
+        let (primary, origin) = (self.primary, &self.origin);
+        let mut conf = format!(
+            "server:\n  ip-address: 127.0.0.1@{port}\n  server-count: 1\n  username: \"\"\n  \
+             chroot: \"\"\n  database: \"\"\n  zonelistfile: \"{d}/zone.list\"\n  \
+             xfrdfile: \"{d}/xfrd.state\"\n  xfrdir: \"{d}\"\n  pidfile: \"{d}/nsd.pid\"\n  \
+             zonesdir: \"{d}\"\n  verbosity: 2\nremote-control:\n  control-enable: no\n"
+        );
+        let key = match &self.key {
+            Some(k) => {
+                conf.push_str(&format!(
+                    "key:\n  name: \"{}\"\n  algorithm: {}\n  secret: \"{}\"\n",
+                    k.name, k.algorithm, k.secret_base64
+                ));
+                k.name.clone()
+            }
+            None => "NOKEY".into(),
+        };
+        let ip = primary.ip();
+        conf.push_str(&format!(
+            "zone:\n  name: \"{origin}\"\n  zonefile: \"{d}/secondary.zone\"\n  \
+             request-xfr: {ip}@{} {key}\n  allow-notify: {ip} {key}\n",
+            primary.port()
+        ));
+        let path = dir.0.join("nsd.conf");
+        write(&path, &conf);
+        let mut cmd = Command::new(NSD);
+        cmd.arg("-d").arg("-c").arg(&path);
+        cmd
+    }
+
+    fn knot(&self, dir: &TempDir, port: u16) -> Command {
+        require_binary(KNOTD);
+        let d = dir.0.display();
+        let (primary, origin) = (self.primary, &self.origin);
+        let mut conf = format!(
+            "server:\n  rundir: \"{d}\"\n  listen: 127.0.0.1@{port}\n  background-workers: 1\n  \
+             udp-workers: 1\n  tcp-workers: 1\nlog:\n  - target: stderr\n    any: info\n\
+             database:\n  storage: \"{d}\"\n  journal-db-max-size: 16M\n  kasp-db-max-size: 16M\n  \
+             timer-db-max-size: 16M\n  catalog-db-max-size: 16M\n"
+        );
+        let key_line = match &self.key {
+            Some(k) => {
+                conf.push_str(&format!(
+                    "key:\n  - id: {}\n    algorithm: {}\n    secret: {}\n",
+                    k.name, k.algorithm, k.secret_base64
+                ));
+                format!("    key: {}\n", k.name)
+            }
+            None => String::new(),
+        };
+        conf.push_str(&format!(
+            "remote:\n  - id: primary\n    address: {}@{}\n{key_line}\
+             acl:\n  - id: notify\n    address: {}\n    action: notify\n{key_line}\
+             zone:\n  - domain: \"{origin}\"\n    storage: \"{d}\"\n    master: primary\n    \
+             acl: notify\n    zonefile-sync: -1\n    journal-content: changes\n",
+            primary.ip(),
+            primary.port(),
+            primary.ip()
+        ));
+        let path = dir.0.join("knot.conf");
+        write(&path, &conf);
+        let mut cmd = Command::new(KNOTD);
+        cmd.arg("-c").arg(&path);
+        cmd
+    }
+
+    fn bind(&self, dir: &TempDir, port: u16) -> Command {
+        require_binary(NAMED);
+        let d = dir.0.display();
+        let (primary, origin) = (self.primary, &self.origin);
+        let mut conf = format!(
+            "options {{\n  directory \"{d}\";\n  pid-file \"{d}/named.pid\";\n  \
+             session-keyfile \"{d}/session.key\";\n  listen-on port {port} {{ 127.0.0.1; }};\n  \
+             listen-on-v6 {{ none; }};\n  recursion no;\n  dnssec-validation no;\n  notify no;\n}};\n\
+             controls {{ }};\n"
+        );
+        let key_clause = match &self.key {
+            Some(k) => {
+                conf.push_str(&format!(
+                    "key \"{}\" {{ algorithm {}; secret \"{}\"; }};\n",
+                    k.name, k.algorithm, k.secret_base64
+                ));
+                format!(" key \"{}\"", k.name)
+            }
+            None => String::new(),
+        };
+        conf.push_str(&format!(
+            "zone \"{origin}\" {{\n  type secondary;\n  file \"{d}/secondary.db\";\n  \
+             primaries port {} {{ {}{key_clause}; }};\n  allow-notify {{ {}; }};\n}};\n",
+            primary.port(),
+            primary.ip(),
+            primary.ip()
+        ));
+        let path = dir.0.join("named.conf");
+        write(&path, &conf);
+        let mut cmd = Command::new(NAMED);
+        cmd.arg("-g").arg("-n").arg("1").arg("-c").arg(&path);
+        cmd
+    }
+}
