@@ -228,7 +228,11 @@ impl<'a> Responder<'a> {
     fn answer_in(&mut self, catalog: &'a Catalog) {
         let q: &'a Query = self.q;
         let Some(zone) = catalog.find(q.qname_lower.as_wire()) else {
-            self.rcode = Rcode::REFUSED;
+            self.rcode = if catalog.is_expired(q.qname_lower.as_wire()) {
+                Rcode::SERVFAIL
+            } else {
+                Rcode::REFUSED
+            };
             return;
         };
         self.aa = true;

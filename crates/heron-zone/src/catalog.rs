@@ -15,6 +15,10 @@ pub struct Catalog {
     zones: HashMap<Box<[u8]>, Arc<Zone>>,
     /// Wire length of the longest origin: no lookup for a longer suffix.
     longest_origin: usize,
+    /// Origins (lower-cased wire) of secondary zones that expired: they
+    /// answer SERVFAIL, not REFUSED (RFC 1034 4.3.5). Consulted only when
+    /// no zone matched, so it costs the query path nothing.
+    expired: Vec<Box<[u8]>>,
 }
 
 impl Catalog {
@@ -24,9 +28,33 @@ impl Catalog {
 
     /// Adds or replaces a zone.
     pub fn insert(&mut self, zone: Zone) {
+        self.insert_shared(Arc::new(zone));
+    }
+
+    /// Adds or replaces a zone already shared (a transfer's new version).
+    pub fn insert_shared(&mut self, zone: Arc<Zone>) {
         let key: Box<[u8]> = zone.origin().to_lowercase().as_wire().into();
         self.longest_origin = self.longest_origin.max(key.len());
-        self.zones.insert(key, Arc::new(zone));
+        self.expired.retain(|e| *e != key);
+        self.zones.insert(key, zone);
+    }
+
+    /// Stops serving a zone's data; names in it get SERVFAIL.
+    pub fn expire(&mut self, origin: &Name) {
+        let key: Box<[u8]> = origin.to_lowercase().as_wire().into();
+        self.zones.remove(&key);
+        if !self.expired.contains(&key) {
+            self.expired.push(key);
+        }
+    }
+
+    /// Whether `lower_qname` is in a zone that expired.
+    pub fn is_expired(&self, lower_qname: &[u8]) -> bool {
+        self.expired
+            .iter()
+            .any(|origin| Name::from_wire(lower_qname).is_ok_and(|n| {
+                Name::from_wire(origin).is_ok_and(|o| n.is_subdomain_of(&o))
+            }))
     }
 
     pub fn get(&self, origin: &Name) -> Option<&Arc<Zone>> {
@@ -64,5 +92,36 @@ impl Catalog {
 
     pub fn zones(&self) -> impl Iterator<Item = &Arc<Zone>> {
         self.zones.values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load_zone_str;
+
+    fn zone(origin: &str) -> Zone {
+        let text = "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n";
+        load_zone_str(text, "z", &Name::parse(origin).unwrap())
+            .unwrap()
+            .zone
+    }
+
+    fn lower(name: &str) -> Vec<u8> {
+        Name::parse(name).unwrap().to_lowercase().as_wire().to_vec()
+    }
+
+    #[test]
+    fn an_expired_zone_is_gone_but_remembered_until_it_returns() {
+        let mut c = Catalog::new();
+        c.insert(zone("a.test"));
+        c.expire(&Name::parse("A.test").unwrap());
+        assert!(c.find(&lower("www.a.test")).is_none());
+        assert!(c.is_expired(&lower("www.a.test")));
+        assert!(c.is_expired(&lower("a.test")));
+        assert!(!c.is_expired(&lower("b.test")));
+        c.insert_shared(Arc::new(zone("a.test")));
+        assert!(c.find(&lower("www.a.test")).is_some());
+        assert!(!c.is_expired(&lower("www.a.test")));
     }
 }

@@ -24,6 +24,11 @@
 //! file = "zones/example.com.zone"   # relative to this file's folder
 //! allow-transfer = ["192.0.2.0/24 key xfr.example", "::1"]  # default: nobody
 //! notify = ["192.0.2.7:53 key xfr.example"]                # on every new serial
+//!
+//! [[zone]]                              # a secondary zone
+//! origin = "example.net"
+//! file = "secondary/example.net.zone"   # where the received zone is kept
+//! primaries = ["192.0.2.1 key xfr.example"]  # NOTIFY accepted from these
 //! ```
 
 use std::net::SocketAddr;
@@ -38,6 +43,8 @@ use heron_proto::tsig::{Algorithm, Key};
 use heron_server::{ServerConfig, TcpLimits};
 use heron_xfr::acl::{Acl, Rule};
 use heron_xfr::primary::{NotifyTarget, ZonePolicy};
+use heron_xfr::secondary::client::Upstream;
+use heron_xfr::secondary::refresh::SecondaryZone;
 use heron_zone::AnswerConfig;
 use serde::Deserialize;
 
@@ -132,6 +139,10 @@ pub struct ZoneEntry {
     /// "ADDRESS[:PORT] [key NAME]" entries.
     #[serde(default)]
     pub notify: Vec<String>,
+    /// Makes the zone a secondary: "ADDRESS[:PORT] [key NAME]" of its
+    /// primaries; `file` is then where the received zone is kept.
+    #[serde(default)]
+    pub primaries: Vec<String>,
 }
 
 fn default_listen() -> Vec<SocketAddr> {
@@ -165,6 +176,8 @@ pub struct Settings {
     pub keys: Vec<Key>,
     /// Transfer settings of the zones that have any.
     pub policies: HashMap<Name, ZonePolicy>,
+    /// Zones pulled from primaries (not in `zones`).
+    pub secondaries: Vec<SecondaryZone>,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -185,15 +198,30 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         Vec::new()
     });
     let mut zones = Vec::new();
+    let mut secondaries = Vec::new();
     let mut policies = HashMap::new();
     for entry in &file.zones {
         let spec = zone_spec(&entry.origin, &base.join(&entry.file));
-        match spec.and_then(|spec| Ok((zone_policy(entry, &keys)?, spec))) {
-            Ok((policy, spec)) => {
+        let checked = spec.and_then(|spec| {
+            let primaries = upstreams(&entry.primaries, &keys)?;
+            Ok((zone_policy(entry, &keys, &primaries)?, spec, primaries))
+        });
+        match checked {
+            Ok((policy, spec, primaries)) => {
                 if policy != ZonePolicy::default() {
                     policies.insert(spec.origin.clone(), policy);
                 }
-                zones.push(spec);
+                if primaries.is_empty() {
+                    zones.push(spec);
+                } else {
+                    // Listed in `zones` too, so origins are checked unique.
+                    secondaries.push(SecondaryZone {
+                        origin: spec.origin.clone(),
+                        primaries,
+                        file: spec.file.clone(),
+                    });
+                    zones.push(spec);
+                }
             }
             Err(e) => errors.push(format!("{}: zone '{}': {e}", path.display(), entry.origin)),
         }
@@ -223,6 +251,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     if !errors.is_empty() {
         return Err(errors);
     }
+    zones.retain(|z| !secondaries.iter().any(|s| s.origin == z.origin));
     Ok(Settings {
         server: ServerConfig {
             listen: server.listen.clone(),
@@ -242,7 +271,19 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         zones,
         keys,
         policies,
+        secondaries,
     })
+}
+
+/// The primaries of a secondary zone.
+fn upstreams(list: &[String], keys: &[Key]) -> Result<Vec<Upstream>, String> {
+    list.iter()
+        .map(|item| {
+            let (addr, key) = split_key(item, keys).map_err(|e| format!("primaries '{item}': {e}"))?;
+            let addr = parse_target(addr).map_err(|e| format!("primaries '{item}': {e}"))?;
+            Ok(Upstream { addr, key })
+        })
+        .collect()
 }
 
 /// The TSIG keys, each name once, each secret valid base64.
@@ -272,8 +313,9 @@ fn keys(entries: &[KeyEntry]) -> Result<Vec<Key>, Vec<String>> {
     }
 }
 
-/// A zone's ACLs and notify targets; every key named must be defined.
-fn zone_policy(entry: &ZoneEntry, keys: &[Key]) -> Result<ZonePolicy, String> {
+/// A zone's ACLs and notify targets; every key named must be defined. A
+/// secondary zone with no allow-notify takes NOTIFY from its primaries.
+fn zone_policy(entry: &ZoneEntry, keys: &[Key], primaries: &[Upstream]) -> Result<ZonePolicy, String> {
     let acl = |list: &[String], what: &str| -> Result<Acl, String> {
         let rules = list.iter().map(|item| {
             let (prefix, key) =
@@ -290,9 +332,17 @@ fn zone_policy(entry: &ZoneEntry, keys: &[Key]) -> Result<ZonePolicy, String> {
         let addr = parse_target(addr).map_err(|e| format!("notify '{item}': {e}"))?;
         Ok(NotifyTarget { addr, key })
     });
+    let mut allow_notify = acl(&entry.allow_notify, "allow-notify")?;
+    if allow_notify.is_empty() {
+        let from_primaries = primaries.iter().map(|p| Rule {
+            prefix: p.addr.ip().to_string().parse().expect("an address is a prefix"),
+            key: p.key.clone(),
+        });
+        allow_notify = Acl::new(from_primaries.collect());
+    }
     Ok(ZonePolicy {
         allow_transfer: acl(&entry.allow_transfer, "allow-transfer")?,
-        allow_notify: acl(&entry.allow_notify, "allow-notify")?,
+        allow_notify,
         notify: notify.collect::<Result<_, String>>()?,
     })
 }
@@ -423,6 +473,26 @@ mod tests {
             !s.policies.contains_key(&Name::parse("b.test").unwrap()),
             "no settings: closed"
         );
+    }
+
+    #[test]
+    fn secondary_zones_take_notify_from_their_primaries() {
+        let s = parse(&format!(
+            "{KEY}[[zone]]\norigin = \"s.test\"\nfile = \"kept/s.zone\"\n\
+             primaries = [\"192.0.2.1:5300 key xfr\", \"192.0.2.2\"]\n"
+        ))
+        .unwrap();
+        assert!(s.zones.is_empty(), "a secondary zone has no zone file to load");
+        let sec = &s.secondaries[0];
+        assert_eq!(sec.file, Path::new("/etc/heron/kept/s.zone"));
+        assert_eq!(sec.primaries[0].addr, "192.0.2.1:5300".parse().unwrap());
+        assert_eq!(sec.primaries[1].addr, "192.0.2.2:53".parse().unwrap());
+        let p = &s.policies[&Name::parse("s.test").unwrap()];
+        let key = Name::parse("xfr").unwrap();
+        assert!(p.allow_notify.check("192.0.2.1".parse().unwrap(), Some(&key)).is_ok());
+        assert!(p.allow_notify.check("192.0.2.1".parse().unwrap(), None).is_err());
+        assert!(p.allow_notify.check("192.0.2.2".parse().unwrap(), None).is_ok());
+        assert!(p.allow_notify.check("192.0.2.3".parse().unwrap(), None).is_err());
     }
 
     #[test]

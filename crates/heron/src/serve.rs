@@ -1,19 +1,24 @@
 //! `heron serve`: load zones, start the transports, wait for a signal.
 
+use std::collections::{HashMap, HashSet};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use heron_proto::Name;
-use heron_server::pipeline::Pipeline;
+use heron_server::pipeline::{NotifyReceived, Pipeline};
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, udp};
 use heron_xfr::primary::Primary;
 use heron_xfr::primary::notify::Notifier;
+use heron_xfr::secondary::client::Connections;
+use heron_xfr::secondary::refresh::{self, Publisher, SecondaryZone, TimerBounds};
+use heron_zone::diff::ZoneDiff;
 use heron_zone::journal::DEFAULT_MAX_BYTES;
 use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::ServeArgs;
 use crate::config::{self, Settings};
@@ -47,12 +52,22 @@ pub fn run(args: ServeArgs) -> ExitCode {
     };
     let primary = Arc::new(Primary::new(settings.policies, DEFAULT_MAX_BYTES));
     let keys = Arc::new(settings.keys);
+    let mut pipeline = Pipeline::new(primary.clone(), keys.clone());
+    let (notify_tx, notify_rx) = mpsc::unbounded_channel();
+    if !settings.secondaries.is_empty() {
+        let origins: HashSet<Name> = settings.secondaries.iter().map(|s| s.origin.to_lowercase()).collect();
+        pipeline.is_secondary = Box::new(move |origin| origins.contains(&origin.to_lowercase()));
+        pipeline.notify_in = Some(notify_tx);
+    }
     let transfers = Transfers {
-        pipeline: Arc::new(Pipeline::new(primary.clone(), keys.clone())),
-        notifier: Notifier::new(keys),
+        pipeline: Arc::new(pipeline),
+        notifier: Notifier::new(keys.clone()),
+        connections: Arc::new(Connections::new(keys, XFR_IN_CONCURRENCY, XFR_IN_TIMEOUT)),
+        catalog_writer: Mutex::new(()),
         primary,
     };
-    match runtime.block_on(serve(settings.server, catalog, files, transfers)) {
+    let secondaries = (settings.secondaries, notify_rx);
+    match runtime.block_on(serve(settings.server, catalog, files, transfers, secondaries)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
@@ -76,6 +91,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             zones: Vec::new(),
             keys: Vec::new(),
             policies: Default::default(),
+            secondaries: Vec::new(),
         },
     };
     if !args.listen.is_empty() {
@@ -123,6 +139,75 @@ struct Transfers {
     primary: Arc<Primary>,
     pipeline: Arc<Pipeline>,
     notifier: Notifier,
+    /// Connections to the primaries of secondary zones.
+    connections: Arc<Connections>,
+    /// Held while a new catalog is built and stored, so a reload and a
+    /// transfer finishing at once do not drop each other's change.
+    catalog_writer: Mutex<()>,
+}
+
+/// SOA checks and transfers in from primaries at once.
+const XFR_IN_CONCURRENCY: usize = 32;
+/// Bound on each connect, read and write to a primary.
+const XFR_IN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Publishes what secondary zones receive into the served catalog.
+struct CatalogPublisher {
+    catalog: SharedCatalog,
+    transfers: Arc<Transfers>,
+}
+
+impl Publisher for CatalogPublisher {
+    fn publish(&self, zone: Arc<Zone>, _diffs: Option<Vec<ZoneDiff>>) {
+        let _writing = self.transfers.catalog_writer.lock().unwrap();
+        let current = self.catalog.load_full();
+        let mut next = (*current).clone();
+        next.insert_shared(zone.clone());
+        // The journal lets our own secondaries IXFR from us in turn.
+        let notify = match current.get(zone.origin()) {
+            Some(before) => self.transfers.primary.zone_changed(before, &zone),
+            None => true,
+        };
+        self.catalog.store(Arc::new(next));
+        if notify {
+            self.transfers.notify(&[zone]);
+        }
+    }
+
+    fn expire(&self, origin: &Name) {
+        let _writing = self.transfers.catalog_writer.lock().unwrap();
+        let mut next = (*self.catalog.load_full()).clone();
+        next.expire(origin);
+        self.catalog.store(Arc::new(next));
+    }
+}
+
+/// Starts the refresh loop of every secondary zone, and routes accepted
+/// NOTIFYs to them.
+fn start_secondaries(
+    zones: Vec<SecondaryZone>,
+    mut notifies: mpsc::UnboundedReceiver<NotifyReceived>,
+    catalog: &SharedCatalog,
+    transfers: &Arc<Transfers>,
+) {
+    let publisher: Arc<dyn Publisher> = Arc::new(CatalogPublisher {
+        catalog: catalog.clone(),
+        transfers: transfers.clone(),
+    });
+    let mut wakes = HashMap::new();
+    for zone in zones {
+        let (wake, woken) = mpsc::unbounded_channel();
+        wakes.insert(zone.origin.to_lowercase(), wake);
+        let conns = transfers.connections.clone();
+        tokio::spawn(refresh::run(zone, conns, publisher.clone(), woken, TimerBounds::default()));
+    }
+    tokio::spawn(async move {
+        while let Some(notify) = notifies.recv().await {
+            if let Some(wake) = wakes.get(&notify.origin.to_lowercase()) {
+                let _ = wake.send(());
+            }
+        }
+    });
 }
 
 impl Transfers {
@@ -154,11 +239,14 @@ async fn serve(
     catalog: Catalog,
     files: ZoneFiles,
     transfers: Transfers,
+    secondaries: (Vec<SecondaryZone>, mpsc::UnboundedReceiver<NotifyReceived>),
 ) -> Result<(), String> {
     // Secondaries may have missed changes while we were down.
     let every_zone = transfers.journal_changes(&Catalog::new(), &catalog);
     transfers.notify(&every_zone);
     let catalog: SharedCatalog = Arc::new(ArcSwap::from_pointee(catalog));
+    let transfers = Arc::new(transfers);
+    start_secondaries(secondaries.0, secondaries.1, &catalog, &transfers);
     let answer_config = Arc::new(server.answer.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -194,7 +282,6 @@ async fn serve(
         server.workers,
         crate::started().elapsed().as_millis()
     );
-    let transfers = Arc::new(transfers);
     wait_for_signals(&catalog, files, &transfers).await;
     tracing::info!("shutting down");
     stop.store(true, Ordering::Relaxed);
@@ -234,6 +321,7 @@ async fn reload(
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
     let work = tokio::task::spawn_blocking(move || {
+        let _writing = xfr.catalog_writer.lock().unwrap();
         let current = catalog.load_full();
         let (next, outcome) = files.lock().unwrap().load_changed(&current);
         // Journal first, then swap: an IXFR for the new serial must find

@@ -1,0 +1,280 @@
+//! Talking to primaries over TCP: SOA checks and transfers.
+//!
+//! Connections are kept and reused: after an exchange completes cleanly
+//! its connection goes back to a small idle pool per primary, so a
+//! secondary of many zones does not open (and leave in TIME_WAIT) one
+//! connection per SOA check and per transfer. Exchanges in flight are
+//! bounded by a semaphore.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use heron_proto::message::{Header, Message, flags};
+use heron_proto::tsig::{self, Key, KeyRing, ResponseVerifier, TsigError};
+use heron_proto::writer::{Section, Writer};
+use heron_proto::{Class, Name, RType, Rcode, rdata};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
+use tokio::time::timeout;
+
+use super::receive::{Outcome, Receiver, Request, XfrError};
+use crate::primary::notify::{random_id, unix_now};
+
+/// Idle connections kept per primary.
+const IDLE_PER_PRIMARY: usize = 2;
+
+/// A primary to pull a zone from, and the key to sign requests with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Upstream {
+    pub addr: SocketAddr,
+    pub key: Option<Name>,
+}
+
+/// Why an exchange with a primary failed.
+#[derive(Debug)]
+pub enum ClientError {
+    Io(io::Error),
+    Timeout,
+    Tsig(TsigError),
+    /// The configured key is not in the key ring.
+    NoKey(Name),
+    Transfer(XfrError),
+    /// The SOA answer was not usable.
+    BadAnswer(String),
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::Io(e) => write!(f, "{e}"),
+            ClientError::Timeout => f.write_str("timed out"),
+            ClientError::Tsig(e) => write!(f, "TSIG: {e}"),
+            ClientError::NoKey(k) => write!(f, "no TSIG key named {k}"),
+            ClientError::Transfer(e) => write!(f, "{e}"),
+            ClientError::BadAnswer(why) => f.write_str(why),
+        }
+    }
+}
+
+impl From<io::Error> for ClientError {
+    fn from(e: io::Error) -> Self {
+        ClientError::Io(e)
+    }
+}
+
+/// The pool of connections to primaries, shared by every secondary zone.
+pub struct Connections {
+    idle: Mutex<HashMap<SocketAddr, Vec<TcpStream>>>,
+    slots: Semaphore,
+    keys: Arc<Vec<Key>>,
+    /// Bound on connecting and on each read or write.
+    io_timeout: Duration,
+    opened: std::sync::atomic::AtomicUsize,
+}
+
+impl Connections {
+    pub fn new(keys: Arc<Vec<Key>>, concurrency: usize, io_timeout: Duration) -> Connections {
+        Connections {
+            idle: Mutex::new(HashMap::new()),
+            slots: Semaphore::new(concurrency),
+            keys,
+            io_timeout,
+            opened: Default::default(),
+        }
+    }
+
+    /// TCP connections opened so far (reuse keeps this low).
+    pub fn opened(&self) -> usize {
+        self.opened.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The serial of `origin` at the primary.
+    pub async fn soa_serial(&self, up: &Upstream, origin: &Name) -> Result<u32, ClientError> {
+        let query = self.query(origin, RType::SOA, None);
+        let mut answer = None;
+        self.exchange(up, query, |msg| {
+            answer = Some(msg.to_vec());
+            Ok(true)
+        })
+        .await?;
+        let msg = answer.expect("set before completion");
+        let m = Message::parse(&msg).map_err(|e| ClientError::BadAnswer(e.to_string()))?;
+        if m.rcode() != Rcode::NOERROR {
+            return Err(ClientError::BadAnswer(format!("SOA query answered {}", m.rcode())));
+        }
+        m.answers
+            .iter()
+            .find(|r| r.rtype == RType::SOA && r.name == *origin)
+            .and_then(|r| rdata::soa_serial(&r.rdata))
+            .ok_or_else(|| ClientError::BadAnswer("no SOA in the answer".into()))
+    }
+
+    /// Transfers `origin`: IXFR from the version in `request`, or AXFR.
+    pub async fn transfer(
+        &self,
+        up: &Upstream,
+        origin: &Name,
+        request: Request,
+    ) -> Result<Outcome, ClientError> {
+        let query = match &request {
+            Request::Axfr => self.query(origin, RType::AXFR, None),
+            Request::Ixfr { have } => {
+                let soa = have.soa();
+                self.query(origin, RType::IXFR, Some((soa.ttl, &soa.rdatas[0][..])))
+            }
+        };
+        let mut receiver = Receiver::new(origin.clone(), request);
+        self.exchange(up, query, |msg| receiver.feed(msg).map_err(ClientError::Transfer))
+            .await?;
+        receiver.finish().map_err(ClientError::Transfer)
+    }
+
+    /// A query for `origin`; for IXFR, our SOA goes in the authority
+    /// section (RFC 1995 3).
+    fn query(&self, origin: &Name, qtype: RType, soa: Option<(u32, &[u8])>) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut w = Writer::new(&mut out, u16::MAX as usize);
+        w.question(origin.as_wire(), qtype, Class::IN);
+        if let Some((ttl, rdata)) = soa {
+            w.section(Section::Authority);
+            let _ = w.record(origin.as_wire(), RType::SOA, Class::IN, ttl, rdata);
+        }
+        w.finish(random_id(), 0, 1);
+        out
+    }
+
+    /// Sends `query` (signed if the upstream has a key) and hands each
+    /// response message, TSIG-verified, to `on_message` until it says the
+    /// exchange is complete. A pooled connection that turns out closed is
+    /// replaced by a new one, once.
+    async fn exchange(
+        &self,
+        up: &Upstream,
+        query: Vec<u8>,
+        mut on_message: impl FnMut(&[u8]) -> Result<bool, ClientError>,
+    ) -> Result<(), ClientError> {
+        let _slot = self.slots.acquire().await.map_err(|_| ClientError::Timeout)?;
+        let key = match &up.key {
+            Some(name) => Some(
+                self.keys
+                    .key(name)
+                    .cloned()
+                    .ok_or_else(|| ClientError::NoKey(name.clone()))?,
+            ),
+            None => None,
+        };
+        let pooled = self.take_idle(up.addr);
+        let reused = pooled.is_some();
+        let mut stream = match pooled {
+            Some(s) => s,
+            None => self.connect(up.addr).await?,
+        };
+        let mut attempt = self.run(&mut stream, &query, key.as_ref(), &mut on_message).await;
+        if reused && matches!(attempt, Err(Attempt::BeforeAnswer(_))) {
+            stream = self.connect(up.addr).await?;
+            attempt = self.run(&mut stream, &query, key.as_ref(), &mut on_message).await;
+        }
+        match attempt {
+            Ok(()) => {
+                self.give_back(up.addr, stream);
+                Ok(())
+            }
+            Err(Attempt::BeforeAnswer(e) | Attempt::During(e)) => Err(e),
+        }
+    }
+
+    async fn connect(&self, addr: SocketAddr) -> Result<TcpStream, ClientError> {
+        let stream = timeout(self.io_timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| ClientError::Timeout)??;
+        stream.set_nodelay(true)?;
+        self.opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(stream)
+    }
+
+    /// One request and its responses on `stream`.
+    async fn run(
+        &self,
+        stream: &mut TcpStream,
+        query: &[u8],
+        key: Option<&Key>,
+        on_message: &mut impl FnMut(&[u8]) -> Result<bool, ClientError>,
+    ) -> Result<(), Attempt> {
+        let mut query = query.to_vec();
+        let id = Header::read(&query).map_or(0, |h| h.id);
+        let mut verifier = key.map(|k| {
+            let mac = tsig::sign_request(&mut query, k, unix_now(), tsig::DEFAULT_FUDGE);
+            ResponseVerifier::new(k, mac)
+        });
+        let mut framed = (query.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(&query);
+        self.timed(stream.write_all(&framed))
+            .await
+            .map_err(Attempt::BeforeAnswer)?;
+        let mut first = true;
+        loop {
+            let msg = match self.read_message(stream).await {
+                Ok(m) => m,
+                Err(e) if first => return Err(Attempt::BeforeAnswer(e)),
+                Err(e) => return Err(Attempt::During(e)),
+            };
+            first = false;
+            let header = Header::read(&msg)
+                .ok_or_else(|| Attempt::During(ClientError::BadAnswer("short message".into())))?;
+            if header.id != id || !header.has(flags::QR) {
+                return Err(Attempt::During(ClientError::BadAnswer(
+                    "answer with a wrong ID".into(),
+                )));
+            }
+            if let Some(v) = verifier.as_mut() {
+                v.verify(&msg, unix_now())
+                    .map_err(|e| Attempt::During(ClientError::Tsig(e)))?;
+            }
+            if on_message(&msg).map_err(Attempt::During)? {
+                if let Some(v) = &verifier {
+                    v.finish().map_err(|e| Attempt::During(ClientError::Tsig(e)))?;
+                }
+                return Ok(());
+            }
+        }
+    }
+
+    async fn read_message(&self, stream: &mut TcpStream) -> Result<Vec<u8>, ClientError> {
+        let mut len = [0u8; 2];
+        self.timed(stream.read_exact(&mut len)).await?;
+        let mut msg = vec![0u8; u16::from_be_bytes(len) as usize];
+        self.timed(stream.read_exact(&mut msg)).await?;
+        Ok(msg)
+    }
+
+    async fn timed<T>(&self, f: impl Future<Output = io::Result<T>>) -> Result<T, ClientError> {
+        timeout(self.io_timeout, f)
+            .await
+            .map_err(|_| ClientError::Timeout)?
+            .map_err(ClientError::Io)
+    }
+
+    fn take_idle(&self, addr: SocketAddr) -> Option<TcpStream> {
+        self.idle.lock().unwrap().get_mut(&addr)?.pop()
+    }
+
+    fn give_back(&self, addr: SocketAddr, stream: TcpStream) {
+        let mut idle = self.idle.lock().unwrap();
+        let list = idle.entry(addr).or_default();
+        if list.len() < IDLE_PER_PRIMARY {
+            list.push(stream);
+        }
+    }
+}
+
+/// How an attempt on one connection failed: before any answer (a pooled
+/// connection the primary closed: worth one retry) or during it.
+enum Attempt {
+    BeforeAnswer(ClientError),
+    During(ClientError),
+}

@@ -1,0 +1,286 @@
+//! The refresh loop of one secondary zone (RFC 1034 4.3.5, RFC 1996).
+//!
+//! At start the zone file kept from the last transfer, if any, is served
+//! at once. Then: check the primaries' SOA when the refresh timer fires or
+//! a NOTIFY arrives; transfer when their serial is newer (IXFR from the
+//! version served, AXFR if that fails, logged); publish and keep the new
+//! version on disk. Failures retry after the retry interval with jitter;
+//! past the expire interval with no successful check the zone stops
+//! answering (SERVFAIL). The file's modification time records the last
+//! successful check, so the timers survive a restart.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use heron_proto::Name;
+use heron_zone::diff::ZoneDiff;
+use heron_zone::{Zone, load_zone_file};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::client::{Connections, Upstream};
+use super::receive::{Outcome, Request};
+use super::store::write_zone_file;
+use crate::serial;
+
+/// One zone this server is a secondary for.
+#[derive(Clone, Debug)]
+pub struct SecondaryZone {
+    pub origin: Name,
+    /// Tried in order.
+    pub primaries: Vec<Upstream>,
+    /// Where the received zone is kept.
+    pub file: PathBuf,
+}
+
+/// Bounds on the SOA timers, whatever the primary's SOA says.
+#[derive(Clone, Copy, Debug)]
+pub struct TimerBounds {
+    pub min_refresh: Duration,
+    pub max_refresh: Duration,
+    pub min_retry: Duration,
+    pub max_retry: Duration,
+}
+
+impl Default for TimerBounds {
+    fn default() -> Self {
+        TimerBounds {
+            min_refresh: Duration::from_secs(30),
+            max_refresh: Duration::from_secs(86_400),
+            min_retry: Duration::from_secs(5),
+            max_retry: Duration::from_secs(3_600),
+        }
+    }
+}
+
+/// Where new versions go: the server's catalog and journal.
+pub trait Publisher: Send + Sync + 'static {
+    /// Serves `zone` from now on; `diffs` are the IXFR steps from the
+    /// previous version, when it came by IXFR.
+    fn publish(&self, zone: Arc<Zone>, diffs: Option<Vec<ZoneDiff>>);
+    /// Stops answering for the zone (expired).
+    fn expire(&self, origin: &Name);
+}
+
+/// Runs the refresh loop until `wake` closes. A message on `wake` (a
+/// NOTIFY) triggers an SOA check now.
+pub async fn run(
+    zone: SecondaryZone,
+    conns: Arc<Connections>,
+    publisher: Arc<dyn Publisher>,
+    mut wake: mpsc::UnboundedReceiver<()>,
+    bounds: TimerBounds,
+) {
+    let mut state = State::start(&zone, &publisher, bounds);
+    loop {
+        let now = Instant::now();
+        if let Some(expire_at) = state.expire_at
+            && now >= expire_at
+            && state.current.is_some()
+        {
+            tracing::error!("zone {}: expired, no answer from any primary; answering SERVFAIL", zone.origin);
+            publisher.expire(&zone.origin);
+            state.current = None;
+        }
+        let next = state.next_check;
+        tokio::select! {
+            _ = tokio::time::sleep_until(next) => {}
+            woke = wake.recv() => if woke.is_none() { return },
+        }
+        state.check(&zone, &conns, &publisher, bounds).await;
+    }
+}
+
+struct State {
+    current: Option<Arc<Zone>>,
+    next_check: Instant,
+    expire_at: Option<Instant>,
+}
+
+impl State {
+    /// The kept file, if any, is served at once; timers resume from its
+    /// modification time.
+    fn start(zone: &SecondaryZone, publisher: &Arc<dyn Publisher>, bounds: TimerBounds) -> State {
+        let now = Instant::now();
+        let mut state = State {
+            current: None,
+            next_check: now,
+            expire_at: None,
+        };
+        if !zone.file.exists() {
+            return state;
+        }
+        match load_zone_file(&zone.file, &zone.origin) {
+            Ok(loaded) => {
+                let kept = Arc::new(loaded.zone);
+                let age = std::fs::metadata(&zone.file)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| SystemTime::now().duration_since(t).ok())
+                    .unwrap_or_default();
+                let (refresh, _, expire) = timers(&kept, bounds);
+                if age >= expire {
+                    tracing::warn!("zone {}: kept copy is past its expire time; not served", zone.origin);
+                } else {
+                    tracing::info!(
+                        "zone {}: serving kept serial {} from {}",
+                        zone.origin,
+                        kept.serial(),
+                        zone.file.display()
+                    );
+                    publisher.publish(kept.clone(), None);
+                    state.next_check = now + refresh.saturating_sub(age);
+                    state.expire_at = Some(now + expire - age);
+                    state.current = Some(kept);
+                }
+            }
+            Err(problems) => {
+                problems.iter().for_each(|p| tracing::error!("{p}"));
+                tracing::error!("zone {}: kept copy unusable; transferring anew", zone.origin);
+            }
+        }
+        state
+    }
+
+    async fn check(
+        &mut self,
+        zone: &SecondaryZone,
+        conns: &Connections,
+        publisher: &Arc<dyn Publisher>,
+        bounds: TimerBounds,
+    ) {
+        for up in &zone.primaries {
+            match self.check_one(zone, up, conns, publisher).await {
+                Ok(()) => {
+                    let current = self.current.as_ref().expect("set by a successful check");
+                    let (refresh, _, expire) = timers(current, bounds);
+                    let now = Instant::now();
+                    self.next_check = now + refresh;
+                    self.expire_at = Some(now + expire);
+                    touch(&zone.file);
+                    return;
+                }
+                Err(e) => tracing::warn!("zone {}: refresh from {} failed: {e}", zone.origin, up.addr),
+            }
+        }
+        let retry = self
+            .current
+            .as_ref()
+            .map_or(bounds.min_retry, |z| timers(z, bounds).1);
+        self.next_check = Instant::now() + jitter(retry);
+    }
+
+    async fn check_one(
+        &mut self,
+        zone: &SecondaryZone,
+        up: &Upstream,
+        conns: &Connections,
+        publisher: &Arc<dyn Publisher>,
+    ) -> Result<(), String> {
+        let theirs = conns.soa_serial(up, &zone.origin).await.map_err(|e| e.to_string())?;
+        if let Some(have) = &self.current
+            && !serial::is_newer(theirs, have.serial())
+        {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let outcome = match &self.current {
+            Some(have) => {
+                let ixfr = Request::Ixfr { have: have.clone() };
+                match conns.transfer(up, &zone.origin, ixfr).await {
+                    Ok(outcome) => outcome,
+                    Err(e) => {
+                        tracing::warn!("zone {}: IXFR from {} failed ({e}); trying AXFR", zone.origin, up.addr);
+                        axfr(zone, up, conns).await?
+                    }
+                }
+            }
+            None => axfr(zone, up, conns).await?,
+        };
+        let (new, diffs, kind) = match outcome {
+            Outcome::UpToDate => return Ok(()),
+            Outcome::Full(z) => (Arc::new(z), None, "AXFR"),
+            Outcome::Incremental { zone: z, diffs } => (Arc::new(z), Some(diffs), "IXFR"),
+        };
+        tracing::info!(
+            "zone {}: {kind} from {} to serial {} ({} records) in {} ms",
+            zone.origin,
+            up.addr,
+            new.serial(),
+            new.record_count(),
+            started.elapsed().as_millis()
+        );
+        publisher.publish(new.clone(), diffs);
+        self.current = Some(new.clone());
+        let file = zone.file.clone();
+        let written = tokio::task::spawn_blocking(move || write_zone_file(&new, &file)).await;
+        if let Ok(Err(e)) | Err(e) = written.map_err(std::io::Error::other) {
+            tracing::error!("zone {}: cannot keep a copy in {}: {e}", zone.origin, zone.file.display());
+        }
+        Ok(())
+    }
+}
+
+async fn axfr(zone: &SecondaryZone, up: &Upstream, conns: &Connections) -> Result<Outcome, String> {
+    conns
+        .transfer(up, &zone.origin, Request::Axfr)
+        .await
+        .map_err(|e| format!("AXFR: {e}"))
+}
+
+/// (refresh, retry, expire) from the zone's SOA, within the bounds.
+fn timers(zone: &Zone, bounds: TimerBounds) -> (Duration, Duration, Duration) {
+    let rdata = &zone.soa().rdatas[0];
+    let field = |i: usize| {
+        let at = rdata.len() - 20 + 4 * i;
+        Duration::from_secs(u32::from_be_bytes(rdata[at..at + 4].try_into().unwrap()) as u64)
+    };
+    let refresh = field(1).clamp(bounds.min_refresh, bounds.max_refresh);
+    let retry = field(2).clamp(bounds.min_retry, bounds.max_retry);
+    let expire = field(3).max(refresh + retry);
+    (refresh, retry, expire)
+}
+
+/// `d` plus up to a fifth more, so zones that failed together do not all
+/// retry in the same instant.
+fn jitter(d: Duration) -> Duration {
+    let r = crate::primary::notify::random_id() as u32;
+    d + d / 5 * r / u16::MAX as u32
+}
+
+/// Records a successful check in the kept file's modification time.
+fn touch(file: &std::path::Path) {
+    if let Ok(f) = std::fs::File::options().append(true).open(file) {
+        let _ = f.set_modified(SystemTime::now());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heron_zone::load_zone_str;
+
+    #[test]
+    fn timers_come_from_the_soa_within_bounds() {
+        let z = load_zone_str(
+            "$TTL 60\n@ SOA ns h 1 7200 1 1209600 60\n@ NS ns\nns A 192.0.2.1\n",
+            "t",
+            &Name::parse("t.test").unwrap(),
+        )
+        .unwrap()
+        .zone;
+        let (refresh, retry, expire) = timers(&z, TimerBounds::default());
+        assert_eq!(refresh, Duration::from_secs(7200));
+        assert_eq!(retry, Duration::from_secs(5), "raised to the minimum");
+        assert_eq!(expire, Duration::from_secs(1_209_600));
+    }
+
+    #[test]
+    fn jitter_adds_at_most_a_fifth() {
+        for _ in 0..100 {
+            let d = jitter(Duration::from_secs(10));
+            assert!(d >= Duration::from_secs(10) && d <= Duration::from_secs(12));
+        }
+    }
+}
