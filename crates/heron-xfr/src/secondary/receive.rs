@@ -86,6 +86,9 @@ impl fmt::Display for XfrError {
 
 impl std::error::Error for XfrError {}
 
+/// The largest TTL (RFC 2181 8).
+const MAX_TTL: u32 = i32::MAX as u32;
+
 fn malformed(msg: impl Into<String>) -> XfrError {
     XfrError::Malformed(msg.into())
 }
@@ -295,7 +298,9 @@ impl Receiver {
         let rr = Rr {
             owner: rec.name,
             rtype: rec.rtype,
-            ttl: rec.ttl,
+            // RFC 2181 8: a TTL with the top bit set is read as zero (a
+            // zone file could not hold it).
+            ttl: if rec.ttl > MAX_TTL { 0 } else { rec.ttl },
             rdata: rec.rdata,
             line,
         };

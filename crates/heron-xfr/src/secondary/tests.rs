@@ -455,6 +455,35 @@ fn nothing_may_follow_the_final_soa() {
 }
 
 #[test]
+fn ttls_with_the_top_bit_set_are_read_as_zero() {
+    // Found by the xfr_receive fuzz target: the zone was received, but its
+    // zone file did not load (TTL over 2^31-1).
+    let src = small(3, "");
+    let big = Owned(
+        Name::parse("big.x.test").unwrap(),
+        RType::A,
+        0xF9FF_002C,
+        vec![192, 0, 2, 7],
+    );
+    let records = [soa_record(&src), big.rec()]
+        .into_iter()
+        .chain(axfr_records(&src).skip(1));
+    let messages = pack(records, RType::AXFR, Class::IN, MAX_MESSAGE);
+    let Outcome::Full(got) = receive(Request::Axfr, &messages).unwrap() else {
+        panic!("not a full zone");
+    };
+    let node = got
+        .nodes()
+        .find(|n| n.owner.to_string() == "big.x.test.")
+        .unwrap();
+    assert_eq!(node.rrset(RType::A).unwrap().ttl, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("zone");
+    write_zone_file(&got, &path).unwrap();
+    assert_same(&load_zone_file(&path, &origin()).unwrap().zone, &got);
+}
+
+#[test]
 fn the_first_record_must_be_the_soa() {
     let src = small(3, "");
     let records: Vec<XfrRecord> = axfr_records(&src).skip(1).collect();
@@ -605,4 +634,57 @@ fn a_zone_file_in_a_missing_directory_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("no/such/dir/zone");
     assert!(write_zone_file(&rich(1), &path).is_err());
+}
+
+/// Writes the seeds of the `xfr_receive` fuzz target (fuzz/seeds/):
+/// `cargo test -p heron-xfr write_fuzz_seeds -- --ignored`. The IXFR seeds
+/// start from the target's own zone, `HAVE` in fuzz_targets/xfr_receive.rs.
+#[test]
+#[ignore]
+fn write_fuzz_seeds() {
+    const HAVE: &str = "$ORIGIN x.test.\n$TTL 300\n\
+        @ SOA ns1 hostmaster 1 3600 900 604800 300\n\
+        @ NS ns1\nns1 A 192.0.2.1\nwww A 192.0.2.3\nwww TXT \"a\"\n";
+    let load = |text: &str| load_zone_str(text, "seed.zone", &origin()).unwrap().zone;
+    let v1 = load(HAVE);
+    let v2 = HAVE
+        .replace(" 1 3600", " 2 3600")
+        .replace("www A 192.0.2.3", "www A 192.0.2.4");
+    let v2 = load(&(v2 + "new TXT \"b\" \"c\\\"d\"\n"));
+    let v3 = load(&format!(
+        "{}{RICH}",
+        HAVE.replace(" 1 3600", " 3 3600")
+            .replace("@ NS ns1\nns1 A 192.0.2.1\n", "")
+    ));
+    let chain = vec![Arc::new(diff(&v1, &v2)), Arc::new(diff(&v2, &v3))];
+    let seeds = [
+        ("axfr", 0u8, axfr_messages(&v3, 512)),
+        ("ixfr-two-steps", 1, ixfr_messages(&chain, &v3, 512)),
+        ("ixfr-one-step", 1, ixfr_messages(&chain[..1], &v2, 512)),
+        (
+            "ixfr-as-axfr",
+            1,
+            pack(axfr_records(&v2), RType::IXFR, Class::IN, 512),
+        ),
+        (
+            "ixfr-single-soa",
+            1,
+            pack(
+                std::iter::once(soa_record(&v3)),
+                RType::IXFR,
+                Class::IN,
+                512,
+            ),
+        ),
+    ];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/xfr_receive");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, mode, messages) in seeds {
+        let mut data = vec![mode];
+        for m in messages {
+            data.extend_from_slice(&(m.len() as u16).to_be_bytes());
+            data.extend_from_slice(&m);
+        }
+        std::fs::write(dir.join(name), data).unwrap();
+    }
 }
