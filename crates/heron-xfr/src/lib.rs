@@ -1,9 +1,12 @@
 //! Zone transfers for Heron.
 //!
 //! * [`primary`]: AXFR and IXFR out (message packing, no I/O), NOTIFY out.
+//! * [`secondary`]: AXFR and IXFR in (message reading, no I/O), and the
+//!   received zone kept on disk.
 //! * [`acl`]: who may transfer or notify, by address prefix and TSIG key.
 //! * [`serial`]: SOA serial arithmetic (RFC 1982).
 
 pub mod acl;
 pub mod primary;
+pub mod secondary;
 pub mod serial;

@@ -1,0 +1,12 @@
+//! The secondary side: taking a zone in from a primary, with no I/O.
+//!
+//! * [`receive`]: reads the messages of an AXFR (RFC 5936) or IXFR
+//!   (RFC 1995) answer and produces the new version of the zone.
+//! * [`store`]: writes a received zone to disk as a master file, so that a
+//!   restart serves it without transferring it again.
+
+pub mod receive;
+pub mod store;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,649 @@
+//! Reading an incoming zone transfer, with no I/O: the caller reads each
+//! response message off the connection, checks its TSIG, and hands it to
+//! [`Receiver::feed`] until that says the transfer is complete; then
+//! [`Receiver::finish`] gives the new version of the zone.
+//!
+//! * AXFR (RFC 5936 2.2): the SOA, every record of the zone, the SOA again.
+//! * IXFR (RFC 1995 4): the newest SOA, then for each step from our serial
+//!   on the old SOA, the records deleted, the new SOA and the records
+//!   added, and the newest SOA again. A server may answer an IXFR in AXFR
+//!   form (told apart by the second record not being an SOA), or with the
+//!   newest SOA alone: we are up to date, or (over UDP) the answer does not
+//!   fit and the query should go over TCP.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use heron_proto::message::{Message, Record as WireRecord, flags};
+use heron_proto::name::lowercase_wire;
+use heron_proto::rdata;
+use heron_proto::{Class, Name, Opcode, RType, Rcode};
+use heron_zone::diff::{DiffRecord, ZoneDiff};
+use heron_zone::zonefile::{Location, Record};
+use heron_zone::{Problem, Zone, ZoneBuilder};
+
+use crate::serial;
+
+/// What was asked of the primary.
+#[derive(Clone, Debug)]
+pub enum Request {
+    Axfr,
+    /// `have` is the version we serve; the request carried its serial.
+    Ixfr {
+        have: Arc<Zone>,
+    },
+}
+
+/// The result of a complete transfer.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The IXFR answer was a single SOA: the primary has nothing newer than
+    /// our serial, or (over UDP) the answer would not fit and the caller
+    /// should ask again over TCP.
+    UpToDate,
+    /// A whole zone (AXFR, or an IXFR answered in AXFR form).
+    Full(Zone),
+    /// Our version with the steps of an IXFR applied; `diffs` are those
+    /// steps, oldest first, in the form the journal keeps.
+    Incremental { zone: Zone, diffs: Vec<ZoneDiff> },
+}
+
+/// Why a transfer failed. After `Malformed` or `Zone` from an IXFR, the
+/// caller falls back to AXFR.
+#[derive(Clone, Debug)]
+pub enum XfrError {
+    /// The primary answered with an error code.
+    Rcode(Rcode),
+    /// TC set: the answer did not fit (UDP); ask again over TCP.
+    Truncated,
+    /// The messages break the protocol, or the steps do not fit our zone.
+    Malformed(String),
+    /// The stream ended before the final SOA.
+    NotComplete,
+    /// The received zone does not build (errors found by the zone checks).
+    Zone(Vec<Problem>),
+}
+
+impl fmt::Display for XfrError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            XfrError::Rcode(rcode) => write!(f, "the primary answered {rcode}"),
+            XfrError::Truncated => f.write_str("the answer is truncated (TC)"),
+            XfrError::Malformed(msg) => write!(f, "malformed transfer: {msg}"),
+            XfrError::NotComplete => f.write_str("the transfer ended before its final SOA"),
+            XfrError::Zone(problems) => {
+                f.write_str("the received zone is not valid")?;
+                for p in problems {
+                    write!(f, "; {p}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for XfrError {}
+
+/// The largest TTL (RFC 2181 8).
+const MAX_TTL: u32 = i32::MAX as u32;
+
+fn malformed(msg: impl Into<String>) -> XfrError {
+    XfrError::Malformed(msg.into())
+}
+
+/// One received record, owner case as sent; `line` is its number in the
+/// stream (1-based), for the zone checks' messages.
+#[derive(Clone, Debug)]
+struct Rr {
+    owner: Name,
+    rtype: RType,
+    ttl: u32,
+    rdata: Vec<u8>,
+    line: u32,
+}
+
+impl Rr {
+    fn to_diff(&self) -> DiffRecord {
+        DiffRecord {
+            owner: self.owner.to_lowercase(),
+            rtype: self.rtype,
+            ttl: self.ttl,
+            rdata: self.rdata.clone(),
+        }
+    }
+
+    fn describe(&self) -> String {
+        let mut rd = String::new();
+        rdata::format_text(self.rtype, &self.rdata, &mut rd);
+        format!("{} {} {} {rd}", self.owner, self.ttl, self.rtype)
+    }
+}
+
+/// One IXFR step as received.
+struct Step {
+    old_soa: Rr,
+    new_soa: Option<Rr>,
+    deleted: Vec<Rr>,
+    added: Vec<Rr>,
+}
+
+enum State {
+    /// Nothing received yet.
+    Start,
+    /// The first SOA of an IXFR answer: the next record tells its form.
+    IxfrFirst {
+        soa: Rr,
+        newest: u32,
+    },
+    /// Reading the body of an AXFR (or an IXFR in AXFR form).
+    Axfr {
+        builder: ZoneBuilder,
+        serial: u32,
+    },
+    /// Reading IXFR steps; the last one is in progress (adding records
+    /// once its new SOA came). `current` is the serial the chain is at.
+    Ixfr {
+        newest: u32,
+        current: u32,
+        steps: Vec<Step>,
+    },
+    Done(Done),
+    Failed(XfrError),
+}
+
+enum Done {
+    UpToDate,
+    Axfr(ZoneBuilder),
+    Ixfr(Vec<Step>),
+}
+
+/// Reads the response messages of one AXFR or IXFR.
+pub struct Receiver {
+    /// Lower-cased.
+    origin: Name,
+    request: Request,
+    /// The "file" of the received records' locations.
+    source: Arc<Path>,
+    messages: u32,
+    records: u32,
+    state: State,
+}
+
+impl Receiver {
+    pub fn new(origin: Name, request: Request) -> Receiver {
+        let origin = origin.to_lowercase();
+        let kind = match request {
+            Request::Axfr => "AXFR",
+            Request::Ixfr { .. } => "IXFR",
+        };
+        let source = Arc::from(Path::new(&format!("{kind} of {origin}")));
+        Receiver {
+            origin,
+            request,
+            source,
+            messages: 0,
+            records: 0,
+            state: State::Start,
+        }
+    }
+
+    /// Names the primary in the locations of the zone checks' messages
+    /// ("AXFR from 192.0.2.1:53:17" for the 17th record of the stream).
+    pub fn with_primary(mut self, primary: impl fmt::Display) -> Receiver {
+        let kind = match self.request {
+            Request::Axfr => "AXFR",
+            Request::Ixfr { .. } => "IXFR",
+        };
+        self.source = Arc::from(Path::new(&format!("{kind} from {primary}")));
+        self
+    }
+
+    /// One response message, already TSIG-verified by the caller. Checks
+    /// QR, the opcode, RCODE NOERROR (else [`XfrError::Rcode`]), TC, the
+    /// question if present, and that every answer record is of class IN
+    /// and inside the zone. Returns Ok(true) when the transfer is complete:
+    /// the caller stops reading and calls [`Receiver::finish`].
+    ///
+    /// After an error the receiver stays failed: later calls return it.
+    pub fn feed(&mut self, msg: &[u8]) -> Result<bool, XfrError> {
+        match &self.state {
+            State::Failed(e) => return Err(e.clone()),
+            State::Done(_) => {
+                let e = malformed("a message after the end of the transfer");
+                self.state = State::Failed(e.clone());
+                return Err(e);
+            }
+            _ => {}
+        }
+        match self.feed_message(msg) {
+            Ok(()) => Ok(matches!(self.state, State::Done(_))),
+            Err(e) => {
+                self.state = State::Failed(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    fn feed_message(&mut self, msg: &[u8]) -> Result<(), XfrError> {
+        let msg = Message::parse(msg).map_err(|e| malformed(format!("unreadable message: {e}")))?;
+        self.messages += 1;
+        let h = &msg.header;
+        if !h.has(flags::QR) {
+            return Err(malformed("not a response (QR clear)"));
+        }
+        if h.opcode() != Opcode::QUERY {
+            return Err(malformed(format!("opcode {} in a response", h.opcode().0)));
+        }
+        let rcode = msg.rcode();
+        if rcode != Rcode::NOERROR {
+            return Err(XfrError::Rcode(rcode));
+        }
+        if h.has(flags::TC) {
+            return Err(XfrError::Truncated);
+        }
+        if msg.questions.len() > 1 {
+            return Err(malformed(format!("{} questions", msg.questions.len())));
+        }
+        if let Some(q) = msg.questions.first() {
+            let qtype = match self.request {
+                Request::Axfr => RType::AXFR,
+                Request::Ixfr { .. } => RType::IXFR,
+            };
+            if q.name != self.origin || q.qtype != qtype || q.qclass != Class::IN {
+                return Err(malformed(format!(
+                    "question {} {} {} does not match {} IN {qtype}",
+                    q.name, q.qclass, q.qtype, self.origin
+                )));
+            }
+        }
+        if msg.answers.is_empty() && self.messages == 1 {
+            return Err(malformed("no records in the first message"));
+        }
+        for rec in msg.answers {
+            self.record(rec)?;
+        }
+        // RFC 1995 4: an IXFR answer of the newest SOA alone.
+        if let State::IxfrFirst { .. } = self.state {
+            if self.records == 1 {
+                self.state = State::Done(Done::UpToDate);
+            }
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, rec: WireRecord) -> Result<(), XfrError> {
+        self.records += 1;
+        let line = self.records;
+        if rec.class != Class::IN {
+            return Err(malformed(format!(
+                "record {line}: {} {} of class {}, not IN",
+                rec.name, rec.rtype, rec.class
+            )));
+        }
+        if !rec.name.is_subdomain_of(&self.origin) {
+            return Err(malformed(format!(
+                "record {line}: {} {} is outside the zone {}",
+                rec.name, rec.rtype, self.origin
+            )));
+        }
+        if rec.rtype.is_meta() {
+            return Err(malformed(format!(
+                "record {line}: {} of meta type {}",
+                rec.name, rec.rtype
+            )));
+        }
+        let is_soa = rec.rtype == RType::SOA && rec.name == self.origin;
+        let rr = Rr {
+            owner: rec.name,
+            rtype: rec.rtype,
+            // RFC 2181 8: a TTL with the top bit set is read as zero (a
+            // zone file could not hold it).
+            ttl: if rec.ttl > MAX_TTL { 0 } else { rec.ttl },
+            rdata: rec.rdata,
+            line,
+        };
+        let soa_serial = if is_soa {
+            let s = rdata::soa_serial(&rr.rdata)
+                .ok_or_else(|| malformed(format!("record {line}: SOA without a serial")))?;
+            Some(s)
+        } else {
+            None
+        };
+        let state = std::mem::replace(&mut self.state, State::Start);
+        self.state = self.next_state(state, rr, soa_serial)?;
+        Ok(())
+    }
+
+    /// The state after one record; `soa` is its serial when the record
+    /// is the apex SOA.
+    fn next_state(&self, state: State, rr: Rr, soa: Option<u32>) -> Result<State, XfrError> {
+        let line = rr.line;
+        Ok(match (state, soa) {
+            (State::Start, None) => {
+                return Err(malformed(format!(
+                    "the transfer starts with {} {}, not the SOA of {}",
+                    rr.owner, rr.rtype, self.origin
+                )));
+            }
+            (State::Start, Some(serial)) => match &self.request {
+                Request::Axfr => State::Axfr {
+                    builder: self.builder_with(rr),
+                    serial,
+                },
+                // Not newer than ours: nothing to take, whatever follows.
+                Request::Ixfr { have } if !serial::is_newer(serial, have.serial()) => {
+                    State::Done(Done::UpToDate)
+                }
+                Request::Ixfr { .. } => State::IxfrFirst {
+                    soa: rr,
+                    newest: serial,
+                },
+            },
+            // An IXFR answered in AXFR form (RFC 1995 4).
+            (State::IxfrFirst { soa, newest }, None) => {
+                let mut builder = self.builder_with(soa);
+                builder.add(self.zone_record(rr));
+                State::Axfr {
+                    builder,
+                    serial: newest,
+                }
+            }
+            (State::IxfrFirst { newest, .. }, Some(old)) => {
+                let ours = self.have_serial();
+                if old != ours {
+                    return Err(malformed(format!(
+                        "record {line}: the IXFR starts from serial {old}, but ours is {ours}"
+                    )));
+                }
+                State::Ixfr {
+                    newest,
+                    current: old,
+                    steps: vec![Step {
+                        old_soa: rr,
+                        new_soa: None,
+                        deleted: Vec::new(),
+                        added: Vec::new(),
+                    }],
+                }
+            }
+            (
+                State::Axfr {
+                    mut builder,
+                    serial,
+                },
+                None,
+            ) => {
+                builder.add(self.zone_record(rr));
+                State::Axfr { builder, serial }
+            }
+            (State::Axfr { builder, serial }, Some(last)) => {
+                if last != serial {
+                    return Err(malformed(format!(
+                        "record {line}: an SOA with serial {last} inside an AXFR of serial {serial}"
+                    )));
+                }
+                State::Done(Done::Axfr(builder))
+            }
+            (
+                State::Ixfr {
+                    newest,
+                    current,
+                    mut steps,
+                },
+                soa,
+            ) => {
+                let step = steps.last_mut().expect("a step is always open");
+                match (soa, &step.new_soa) {
+                    (None, None) => step.deleted.push(rr),
+                    (None, Some(_)) => step.added.push(rr),
+                    (Some(new), None) => {
+                        if !serial::is_newer(new, current) {
+                            return Err(malformed(format!(
+                                "record {line}: an IXFR step from serial {current} to {new}, \
+                                 which is not newer"
+                            )));
+                        }
+                        step.new_soa = Some(rr);
+                        return Ok(State::Ixfr {
+                            newest,
+                            current: new,
+                            steps,
+                        });
+                    }
+                    (Some(s), Some(_)) if s == newest && current == newest => {
+                        return Ok(State::Done(Done::Ixfr(steps)));
+                    }
+                    (Some(s), Some(_)) if s == current => steps.push(Step {
+                        old_soa: rr,
+                        new_soa: None,
+                        deleted: Vec::new(),
+                        added: Vec::new(),
+                    }),
+                    (Some(s), Some(_)) => {
+                        return Err(malformed(format!(
+                            "record {line}: an IXFR step from serial {s}, but the previous \
+                             step ended at {current}"
+                        )));
+                    }
+                }
+                State::Ixfr {
+                    newest,
+                    current,
+                    steps,
+                }
+            }
+            (State::Done(_), _) => {
+                return Err(malformed(format!(
+                    "record {line}: {} {} after the final SOA",
+                    rr.owner, rr.rtype
+                )));
+            }
+            (State::Failed(e), _) => return Err(e),
+        })
+    }
+
+    fn have_serial(&self) -> u32 {
+        match &self.request {
+            Request::Ixfr { have } => have.serial(),
+            Request::Axfr => 0,
+        }
+    }
+
+    fn zone_record(&self, rr: Rr) -> Record {
+        Record {
+            owner: rr.owner,
+            class: Class::IN,
+            rtype: rr.rtype,
+            ttl: rr.ttl,
+            rdata: rr.rdata,
+            location: Location {
+                file: self.source.clone(),
+                line: rr.line,
+            },
+        }
+    }
+
+    fn builder_with(&self, soa: Rr) -> ZoneBuilder {
+        let mut builder = ZoneBuilder::new(self.origin.clone(), Class::IN);
+        builder.add(self.zone_record(soa));
+        builder
+    }
+
+    /// The new version of the zone, once [`Receiver::feed`] said the
+    /// transfer is complete; [`XfrError::NotComplete`] before.
+    pub fn finish(self) -> Result<Outcome, XfrError> {
+        match self.state {
+            State::Done(Done::UpToDate) => Ok(Outcome::UpToDate),
+            State::Done(Done::Axfr(builder)) => build(builder).map(Outcome::Full),
+            State::Done(Done::Ixfr(steps)) => {
+                let Request::Ixfr { have } = &self.request else {
+                    return Err(malformed("IXFR steps in answer to an AXFR"));
+                };
+                let zone = apply(have, &steps, &self.source)?;
+                let diffs = steps.iter().map(journal_diff).collect();
+                Ok(Outcome::Incremental { zone, diffs })
+            }
+            State::Failed(e) => Err(e),
+            _ => Err(XfrError::NotComplete),
+        }
+    }
+}
+
+fn build(builder: ZoneBuilder) -> Result<Zone, XfrError> {
+    let (zone, warnings) = builder.build().map_err(XfrError::Zone)?;
+    for w in warnings {
+        tracing::warn!("zone {}: {w}", zone.origin());
+    }
+    Ok(zone)
+}
+
+/// A step as the journal keeps it: owners lower-cased, lists in canonical
+/// order, as [`heron_zone::diff::diff`] makes them.
+fn journal_diff(step: &Step) -> ZoneDiff {
+    let mut deleted: Vec<DiffRecord> = step.deleted.iter().map(Rr::to_diff).collect();
+    let mut added: Vec<DiffRecord> = step.added.iter().map(Rr::to_diff).collect();
+    deleted.sort();
+    added.sort();
+    ZoneDiff {
+        old_soa: step.old_soa.to_diff(),
+        new_soa: step.new_soa.as_ref().expect("a finished step").to_diff(),
+        deleted,
+        added,
+    }
+}
+
+/// A record's identity in a zone: owner and type, and RDATA compared as
+/// the zone builder compares it (names in the well-known types without
+/// regard to case). The TTL is not part of it.
+#[derive(Hash, PartialEq, Eq)]
+struct Key {
+    owner: Box<[u8]>,
+    rtype: RType,
+    rdata: Box<[u8]>,
+}
+
+impl Key {
+    fn new(owner: &Name, rtype: RType, rdata: &[u8]) -> Key {
+        let mut owner: Box<[u8]> = owner.as_wire().into();
+        lowercase_wire(&mut owner);
+        let mut rdata: Box<[u8]> = rdata.into();
+        if rtype.rdata_names_compressible() || rtype == RType::SRV || rtype == RType::DNAME {
+            rdata.make_ascii_lowercase();
+        }
+        Key {
+            owner,
+            rtype,
+            rdata,
+        }
+    }
+}
+
+/// The records of a zone version being changed, in a stable order (ours
+/// first, then the additions as they came) so that the zone built from
+/// them does not depend on hashing.
+struct Records {
+    list: Vec<Option<Record>>,
+    index: HashMap<Key, usize>,
+}
+
+impl Records {
+    fn insert(&mut self, rec: Record) {
+        let key = Key::new(&rec.owner, rec.rtype, &rec.rdata);
+        match self.index.get(&key) {
+            // Already there: the new TTL wins.
+            Some(&i) => self.list[i] = Some(rec),
+            None => {
+                self.index.insert(key, self.list.len());
+                self.list.push(Some(rec));
+            }
+        }
+    }
+
+    fn remove(&mut self, owner: &Name, rtype: RType, rdata: &[u8]) -> bool {
+        match self.index.remove(&Key::new(owner, rtype, rdata)) {
+            Some(i) => {
+                self.list[i] = None;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Our version with the IXFR steps applied, as a new zone.
+///
+/// This copies every record of `have` and builds the zone anew, so it costs
+/// O(zone) time and memory whatever the size of the change; a later change
+/// is to make it proportional to the change (sharing the untouched nodes
+/// of `have`).
+fn apply(have: &Zone, steps: &[Step], source: &Arc<Path>) -> Result<Zone, XfrError> {
+    let base = Location {
+        file: Arc::from(Path::new(&format!(
+            "{} serial {} before the IXFR",
+            have.origin(),
+            have.serial()
+        ))),
+        line: 0,
+    };
+    let mut records = Records {
+        list: Vec::with_capacity(have.record_count()),
+        index: HashMap::with_capacity(have.record_count()),
+    };
+    let apex = have.apex();
+    for node in have.nodes() {
+        let at_apex = std::ptr::eq(node, apex);
+        for set in &node.rrsets {
+            let skip = at_apex && set.rtype == RType::SOA;
+            let data = set.rdatas.iter().filter(|_| !skip);
+            let data = data.map(|rd| (set.rtype, set.ttl, rd));
+            let sigs = set.sigs.iter().map(|rd| (RType::RRSIG, set.sig_ttl, rd));
+            for (rtype, ttl, rd) in data.chain(sigs) {
+                records.insert(Record {
+                    owner: node.owner.clone(),
+                    class: Class::IN,
+                    rtype,
+                    ttl,
+                    rdata: rd.to_vec(),
+                    location: base.clone(),
+                });
+            }
+        }
+    }
+    let located = |rr: &Rr| Record {
+        owner: rr.owner.clone(),
+        class: Class::IN,
+        rtype: rr.rtype,
+        ttl: rr.ttl,
+        rdata: rr.rdata.clone(),
+        location: Location {
+            file: source.clone(),
+            line: rr.line,
+        },
+    };
+    for step in steps {
+        let new_soa = step.new_soa.as_ref().expect("a finished step");
+        for rr in &step.deleted {
+            if !records.remove(&rr.owner, rr.rtype, &rr.rdata) {
+                return Err(malformed(format!(
+                    "record {}: the step to serial {} deletes {}, which the zone does not hold",
+                    rr.line,
+                    rdata::soa_serial(&new_soa.rdata).unwrap_or(0),
+                    rr.describe()
+                )));
+            }
+        }
+        for rr in &step.added {
+            records.insert(located(rr));
+        }
+    }
+    let last = steps.last().and_then(|s| s.new_soa.as_ref());
+    let last = last.ok_or_else(|| malformed("an IXFR without steps"))?;
+    let mut builder = ZoneBuilder::new(have.origin().clone(), Class::IN);
+    builder.add(located(last));
+    for rec in records.list.into_iter().flatten() {
+        builder.add(rec);
+    }
+    build(builder)
+}

@@ -1,0 +1,91 @@
+//! A received zone on disk, so that a restart serves it without a transfer.
+//!
+//! The zone is written as an RFC 1035 master file that
+//! [`heron_zone::load_zone_file`] reads back to the same zone: `$ORIGIN`,
+//! then one record a line with an absolute owner, TTL, class, type and
+//! presentation RDATA ([`rdata::format_text`], RFC 3597 `\#` form for types
+//! it does not know); the SOA first, the rest in canonical order.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use heron_proto::{RType, rdata};
+use heron_zone::Zone;
+use heron_zone::zone::Node;
+
+/// Writes `zone` to `path` atomically: to `path.tmp` first, synced, then
+/// renamed over `path`, and the directory synced, so that after a crash
+/// `path` holds either the old file or the whole new one.
+pub fn write_zone_file(zone: &Zone, path: &Path) -> io::Result<()> {
+    let tmp = tmp_path(path);
+    let result = write_synced(zone, &tmp).and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    sync_dir(path)
+}
+
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".tmp");
+    PathBuf::from(name)
+}
+
+fn write_synced(zone: &Zone, tmp: &Path) -> io::Result<()> {
+    let mut out = BufWriter::new(File::create(tmp)?);
+    write_zone(zone, &mut out)?;
+    let file = out.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()
+}
+
+/// Makes the rename durable (a no-op where directories cannot be opened).
+fn sync_dir(path: &Path) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    #[cfg(unix)]
+    File::open(dir)?.sync_all()?;
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+/// The zone as master-file text.
+pub fn write_zone(zone: &Zone, out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "; zone {} serial {}", zone.origin(), zone.serial())?;
+    writeln!(out, "$ORIGIN {}", zone.origin())?;
+    let soa = zone.soa();
+    write_record(out, zone.apex(), RType::SOA, soa.ttl, &soa.rdatas[0])?;
+    let mut nodes: Vec<&Node> = zone.nodes().collect();
+    nodes.sort_by(|a, b| a.owner.cmp(&b.owner));
+    let apex = zone.apex();
+    for node in nodes {
+        let at_apex = std::ptr::eq(node, apex);
+        for set in &node.rrsets {
+            if !(at_apex && set.rtype == RType::SOA) {
+                for rd in &set.rdatas {
+                    write_record(out, node, set.rtype, set.ttl, rd)?;
+                }
+            }
+            for rd in &set.sigs {
+                write_record(out, node, RType::RRSIG, set.sig_ttl, rd)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_record(
+    out: &mut impl Write,
+    node: &Node,
+    rtype: RType,
+    ttl: u32,
+    rd: &[u8],
+) -> io::Result<()> {
+    let mut text = String::new();
+    rdata::format_text(rtype, rd, &mut text);
+    writeln!(out, "{} {ttl} IN {rtype} {text}", node.owner)
+}
