@@ -1,11 +1,15 @@
-//! The secondary side: taking a zone in from a primary, with no I/O.
+//! The secondary side: taking a zone in from a primary.
 //!
 //! * [`receive`]: reads the messages of an AXFR (RFC 5936) or IXFR
 //!   (RFC 1995) answer and produces the new version of the zone.
 //! * [`store`]: writes a received zone to disk as a master file, so that a
 //!   restart serves it without transferring it again.
+//! * [`client`]: SOA checks and transfers over pooled TCP connections.
+//! * [`refresh`]: the per-zone refresh loop (timers, NOTIFY, expire).
 
+pub mod client;
 pub mod receive;
+pub mod refresh;
 pub mod store;
 
 #[cfg(test)]
