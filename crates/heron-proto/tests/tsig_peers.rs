@@ -18,7 +18,7 @@ use heron_proto::edns;
 use heron_proto::message::{HEADER_LEN, Header, flags};
 use heron_proto::name::skip_compressed;
 use heron_proto::tsig::{
-    Algorithm, Key, ResponseSigner, TsigError, Verified, find, verify_request,
+    Algorithm, Key, ResponseSigner, TsigError, Verified, error_response_tsig, find, verify_request,
 };
 
 const KEY_NAME: &str = "testkey.";
@@ -222,9 +222,21 @@ fn corrupt_mac(msg: &mut [u8]) {
     msg[at] ^= 0x01;
 }
 
-/// One UDP exchange: the tool's signed SOA query, answered with a signed
-/// response (its MAC flipped if `corrupt`).
-fn udp_exchange(tool: Tool, alg: Algorithm, corrupt: bool) -> Output {
+/// How the test answers a UDP query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reply {
+    /// The SOA, signed by `ResponseSigner`.
+    Signed,
+    /// The same with one MAC octet flipped.
+    Corrupt,
+    /// NOTAUTH with the TSIG `error_response_tsig` builds for this error.
+    Error(TsigError),
+    /// The signed BADTIME answer with one MAC octet flipped.
+    BadTimeCorrupt,
+}
+
+/// One UDP exchange: the tool's signed SOA query and the test's reply.
+fn udp_exchange(tool: Tool, alg: Algorithm, reply: Reply) -> Output {
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     socket.set_read_timeout(Some(DEADLINE)).unwrap();
     let port = socket.local_addr().unwrap().port();
@@ -242,13 +254,46 @@ fn udp_exchange(tool: Tool, alg: Algorithm, corrupt: bool) -> Output {
     };
     let query = &buf[..len];
     let verified = check_query(query, alg);
-    let mut resp = response(query, &[soa()]);
-    ResponseSigner::new(&verified).sign(&mut resp, now());
-    if corrupt {
-        corrupt_mac(&mut resp);
-    }
+    let resp = match reply {
+        Reply::Signed | Reply::Corrupt => {
+            let mut resp = response(query, &[soa()]);
+            ResponseSigner::new(&verified).sign(&mut resp, now());
+            if reply == Reply::Corrupt {
+                corrupt_mac(&mut resp);
+            }
+            resp
+        }
+        Reply::Error(error) => error_reply(query, alg, error),
+        Reply::BadTimeCorrupt => {
+            let mut resp = error_reply(query, alg, TsigError::BadTime);
+            // Other Len and the server's time (6) follow the Error field.
+            let at = resp.len() - 6 - 2 - 2 - 2 - 1;
+            resp[at] ^= 0x01;
+            resp
+        }
+    };
     socket.send_to(&resp, peer).unwrap();
     finish(child, command)
+}
+
+/// A NOTAUTH answer to `query` with the TSIG of `error`, from a failure
+/// made the way a server meets it: no such key (BADKEY), another secret
+/// (BADSIG), a clock an hour ahead (BADTIME).
+fn error_reply(query: &[u8], alg: Algorithm, error: TsigError) -> Vec<u8> {
+    let right = key(alg, SECRET);
+    let (ring, server_now): (Vec<Key>, u64) = match error {
+        TsigError::BadKey => (vec![], now()),
+        TsigError::BadSig => (vec![key(alg, WRONG_SECRET)], now()),
+        TsigError::BadTime => (vec![right], now() + 3600),
+        other => panic!("no reply for {other:?}"),
+    };
+    let failure = verify_request(query, &ring, server_now).unwrap_err();
+    assert_eq!(failure.error, error);
+    let mut resp = response(query, &[]);
+    let rcode = failure.error.response_rcode().0;
+    resp[3] = (resp[3] & 0xF0) | rcode as u8;
+    error_response_tsig(&mut resp, &failure, &ring, server_now);
+    resp
 }
 
 /// How one message of a zone transfer goes out.
@@ -388,8 +433,8 @@ const ALGORITHMS: [Algorithm; 6] = [
 
 fn udp_round_trips(tool: Tool) {
     for alg in ALGORITHMS {
-        assert_accepted(&udp_exchange(tool, alg, false));
-        assert_refused(&udp_exchange(tool, alg, true));
+        assert_accepted(&udp_exchange(tool, alg, Reply::Signed));
+        assert_refused(&udp_exchange(tool, alg, Reply::Corrupt));
     }
 }
 
@@ -456,5 +501,82 @@ fn kdig_axfr_stream() {
         let out = axfr_exchange(Tool::Kdig, alg, &[SignedCorrupt, Signed, Signed]);
         assert_refused(&out);
         assert_ne!(out.status, Some(0), "{out}");
+    }
+}
+
+/// What each peer prints for the error answers `error_response_tsig`
+/// builds: the Error field in its TSIG section, and its verdict. A signed
+/// BADTIME answer must pass the peer's MAC check (it then reports the
+/// clock), and fail it once a MAC octet is flipped.
+#[test]
+fn error_answers_as_peers_read_them() {
+    use TsigError::{BadKey, BadSig, BadTime};
+    let cases: [(Tool, Reply, &str, &str); 8] = [
+        (
+            Tool::Kdig,
+            Reply::Error(BadKey),
+            "BADKEY 0",
+            "(failed to verify TSIG)",
+        ),
+        (
+            Tool::Kdig,
+            Reply::Error(BadSig),
+            "BADSIG 0",
+            "(failed to verify TSIG)",
+        ),
+        (
+            Tool::Kdig,
+            Reply::Error(BadTime),
+            "BADTIME 6",
+            "(TSIG out of time window)",
+        ),
+        (
+            Tool::Kdig,
+            Reply::BadTimeCorrupt,
+            "BADTIME 6",
+            "(failed to verify TSIG)",
+        ),
+        (
+            Tool::Dig,
+            Reply::Error(BadKey),
+            "BADKEY 0",
+            "Couldn't verify signature: tsig indicates error",
+        ),
+        (
+            Tool::Dig,
+            Reply::Error(BadSig),
+            "BADSIG 0",
+            "Couldn't verify signature: tsig indicates error",
+        ),
+        (
+            Tool::Dig,
+            Reply::Error(BadTime),
+            "BADTIME 6",
+            "Couldn't verify signature: clocks are unsynchronized",
+        ),
+        (
+            Tool::Dig,
+            Reply::BadTimeCorrupt,
+            "BADTIME 6",
+            "Couldn't verify signature: tsig verify failure",
+        ),
+    ];
+    for alg in [Algorithm::HmacSha256, Algorithm::HmacMd5] {
+        for (tool, reply, field, verdict) in cases {
+            let out = udp_exchange(tool, alg, reply);
+            let all = format!("{}{}", out.stdout, out.stderr);
+            let tsig_line = out
+                .stdout
+                .lines()
+                .find(|l| l.starts_with("testkey.") && l.contains("TSIG"))
+                .unwrap_or_else(|| panic!("no TSIG section\n{out}"));
+            assert!(tsig_line.contains(field), "{field:?} expected\n{out}");
+            assert!(all.contains(verdict), "{verdict:?} expected\n{out}");
+            let status = match tool {
+                Tool::Kdig => format!("status: {}", field.split(' ').next().unwrap_or("")),
+                Tool::Dig => "status: NOTAUTH".to_string(),
+            };
+            assert!(out.stdout.contains(&status), "{status:?} expected\n{out}");
+        }
     }
 }

@@ -256,7 +256,7 @@ fn badsig_answer_is_unsigned_and_the_client_sees_badsig() {
     let mut resp = response_to(&q, 0);
     error_response_tsig(&mut resp, &failure, &k, NOW + 1);
     let t = find(&resp).unwrap().unwrap();
-    assert_eq!((t.error, t.mac.len(), t.time_signed), (16, 0, NOW + 1));
+    assert_eq!((t.error, t.mac.len(), t.time_signed), (16, 0, NOW));
     assert_eq!(
         (t.key_name, t.algorithm),
         (n("test.key"), Algorithm::HmacSha256.name())
@@ -290,9 +290,10 @@ fn unknown_key_or_algorithm_is_badkey() {
         assert_eq!(failure.error, TsigError::BadKey);
         assert_eq!(failure.algorithm, Some(Algorithm::HmacSha256.name()));
         let mut resp = response_to(&q, 0);
-        error_response_tsig(&mut resp, &failure, ring, NOW);
+        error_response_tsig(&mut resp, &failure, ring, NOW + 7);
         let t = find(&resp).unwrap().unwrap();
         assert_eq!((t.error, t.mac.len(), t.other.len()), (17, 0, 0));
+        assert_eq!((t.time_signed, t.fudge), (NOW, DEFAULT_FUDGE));
         assert_eq!(t.key_name, n("test.key"));
         let mut client = ResponseVerifier::new(&k, request_mac.clone());
         assert_eq!(client.verify(&resp, NOW), Err(TsigError::BadKey));
