@@ -7,9 +7,14 @@
 * rdata: two-byte type + wire RDATA for every case of the codec's own table
   (crates/heron-proto/src/rdata/tests.rs, CASES).
 * zonefile: the zone files under crates/*/tests/data/.
+* tsig: queries signed with the fuzz target's keys (one per algorithm):
+  good, outside the fudge (BADTIME), truncated to the RFC minimum and one
+  octet below, wrong secret, unknown key; and an unsigned query.
 
 Files named regress-* are inputs that once failed; they are kept as they are.
 """
+import hashlib
+import hmac
 import re
 import struct
 from pathlib import Path
@@ -46,6 +51,33 @@ def query(qname, qtype, qclass=1, flags=0x0100, edns=None, id_=0x1234):
     ar = 1 if edns is not None else 0
     m = header(id_, flags, ar=ar) + name(qname) + struct.pack(">HH", qtype, qclass)
     return m + (edns if edns is not None else b"")
+
+
+# The tsig target's clock and keys (fuzz_targets/tsig.rs).
+TSIG_NOW = 1_700_000_000
+TSIG_SECRET = b"fuzz secret"
+TSIG_ALGS = [  # text name, wire name, hashlib name, full MAC length
+    ("hmac-md5", "hmac-md5.sig-alg.reg.int", "md5", 16),
+    ("hmac-sha1", "hmac-sha1", "sha1", 20),
+    ("hmac-sha224", "hmac-sha224", "sha224", 28),
+    ("hmac-sha256", "hmac-sha256", "sha256", 32),
+    ("hmac-sha384", "hmac-sha384", "sha384", 48),
+    ("hmac-sha512", "hmac-sha512", "sha512", 64),
+]
+
+
+def tsig_sign(msg, key_name, alg, secret=TSIG_SECRET, time=TSIG_NOW, fudge=300, trunc=None):
+    """msg with a TSIG RR appended (RFC 8945 4.3.3 digest), ARCOUNT + 1."""
+    _, wire_alg, hash_name, _ = alg
+    time48 = struct.pack(">Q", time)[2:]
+    variables = (name(key_name.lower()) + struct.pack(">HI", 255, 0) + name(wire_alg)
+                 + time48 + struct.pack(">HHH", fudge, 0, 0))
+    mac = hmac.new(secret, msg + variables, hash_name).digest()[:trunc]
+    rdata = (name(wire_alg) + time48 + struct.pack(">HH", fudge, len(mac)) + mac
+             + msg[:2] + struct.pack(">HH", 0, 0))
+    rr = name(key_name) + struct.pack(">HHIH", 250, 255, 0, len(rdata)) + rdata
+    arcount = struct.unpack(">H", msg[10:12])[0] + 1
+    return msg[:10] + struct.pack(">H", arcount) + msg[12:] + rr
 
 
 def write(target, label, data):
@@ -110,6 +142,21 @@ def main():
         m = (header(0xBEEF, 0x8400, an=1, ns=1, ar=2) + qn + struct.pack(">HH", num, 1)
              + rr + auth + glue + opt(do=True))
         write("message", "r-" + mn.lower(), m)
+
+    # tsig
+    q = query("example.com", TYPES["SOA"])
+    write("tsig", "unsigned", q)
+    for alg in TSIG_ALGS:
+        text, _, _, full = alg
+        key = f"{text}.fuzz."
+        minimum = max(10, full // 2)
+        write("tsig", f"{text}-good", tsig_sign(q, key, alg))
+        write("tsig", f"{text}-good-edns", tsig_sign(query("example.com", 6, edns=opt()), key, alg))
+        write("tsig", f"{text}-badtime", tsig_sign(q, key, alg, time=TSIG_NOW + 1000))
+        write("tsig", f"{text}-trunc-min", tsig_sign(q, key, alg, trunc=minimum))
+        write("tsig", f"{text}-trunc-below", tsig_sign(q, key, alg, trunc=minimum - 1))
+        write("tsig", f"{text}-badsig", tsig_sign(q, key, alg, secret=b"wrong"))
+        write("tsig", f"{text}-badkey", tsig_sign(q, "unknown.fuzz.", alg))
 
     # zonefile
     for d in ["crates/heron-zone/tests/data", "crates/heron/tests/data"]:

@@ -12,8 +12,7 @@
 //! Nothing here reads the clock: callers pass `now` in seconds since the
 //! epoch, so tests can move time freely.
 //!
-//! Choices where the RFC leaves room, or where this module departs from a
-//! literal reading of the brief it was written to:
+//! Choices where the RFC leaves room or is easy to misread:
 //!
 //! * Order of the request checks is RFC 8945 5.2: the TSIG RR must parse
 //!   (FORMERR), then key and algorithm (BADKEY), the MAC length rules of
@@ -28,7 +27,9 @@
 //!   reading a peer's error.
 //! * A BADTIME response repeats the request's Time Signed and puts the
 //!   server's time in Other Data, as BIND and Knot do: the client's own
-//!   time check then passes and it can still see the server's clock.
+//!   time check then passes and it can still see the server's clock. The
+//!   unsigned BADKEY and BADSIG responses repeat it too (as Knot does);
+//!   the RFC leaves their Time Signed open.
 //! * Responses are signed with the full MAC, so they are never shorter than
 //!   the request's (RFC 8945 6), and with the default fudge.
 //! * RFC 8945 5.3.1 has servers sign every message of a stream; clients
@@ -612,11 +613,11 @@ fn check_mac_len(algorithm: Algorithm, len: usize) -> Result<(), TsigError> {
 /// Appends the TSIG RR an error response carries (RFC 8945 5.3.2) to
 /// `response`, a complete message whose header the caller has given the
 /// RCODE [`TsigError::response_rcode`]. BADKEY and BADSIG: unsigned (empty
-/// MAC), since the key cannot be trusted to sign. BADTIME and BADTRUNC:
-/// signed with the request's key, the request MAC first in the digest;
-/// BADTIME repeats the request's Time Signed and holds `now` in Other Data.
-/// FormErr (and `Unsigned`): nothing is appended, a FORMERR answer carries
-/// no TSIG.
+/// MAC), since the key cannot be trusted to sign, and Time Signed repeated
+/// from the request. BADTIME and BADTRUNC: signed with the request's key,
+/// the request MAC first in the digest; BADTIME repeats the request's Time
+/// Signed and holds `now` in Other Data. FormErr (and `Unsigned`): nothing
+/// is appended, a FORMERR answer carries no TSIG.
 pub fn error_response_tsig<K: KeyRing + ?Sized>(
     response: &mut Vec<u8>,
     failure: &TsigFailure,
@@ -630,11 +631,12 @@ pub fn error_response_tsig<K: KeyRing + ?Sized>(
         return;
     };
     let now = now & TIME_MASK;
-    let badtime_other = now.to_be_bytes();
+    let server_time = u48_bytes(now);
     let (time_signed, other): (u64, &[u8]) = match failure.error {
         TsigError::FormErr | TsigError::Unsigned => return,
-        TsigError::BadTime => (failure.time_signed, &badtime_other[2..]),
-        _ => (now, &[]),
+        TsigError::BadTime => (failure.time_signed, &server_time),
+        TsigError::BadKey | TsigError::BadSig => (failure.time_signed, &[]),
+        TsigError::BadTrunc => (now, &[]),
     };
     let vars = Variables {
         key_name,

@@ -10,8 +10,9 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use heron_proto::message::{self, Header, Message, Query, flags};
+use heron_proto::message::{self, Header, Message, Query, Record, flags};
 use heron_proto::rdata;
 use heron_proto::tsig::{self, Key, ResponseSigner, TsigFailure, Verified};
 use heron_proto::writer::Writer;
@@ -89,20 +90,20 @@ impl Pipeline {
         true
     }
 
-    /// Answers a deferred TCP message, writing framed responses to
-    /// `stream` (a transfer writes many).
+    /// Answers a deferred TCP message, writing its responses to `stream`
+    /// (a transfer writes many).
     pub async fn answer_tcp<W: AsyncWrite + Unpin>(
         &self,
         catalog: Arc<Catalog>,
         config: &AnswerConfig,
         raw: &[u8],
         peer: SocketAddr,
-        stream: &mut W,
+        stream: &mut FramedWriter<'_, W>,
     ) -> io::Result<()> {
         let mut out = Vec::new();
         let req = match self.check(raw, peer, &mut out) {
             Ok(Some(req)) => req,
-            Ok(None) => return write_framed(stream, &out).await,
+            Ok(None) => return stream.send(&out).await,
             Err(()) => return Ok(()),
         };
         match (req.q.header.opcode(), req.q.qtype) {
@@ -110,7 +111,7 @@ impl Pipeline {
             (_, RType::AXFR | RType::IXFR) => return self.transfer(&catalog, &req, stream).await,
             _ => self.plain(&catalog, config, &req, Transport::Tcp, &mut out),
         }
-        write_framed(stream, &out).await
+        stream.send(&out).await
     }
 
     /// Parses and verifies the TSIG, if any. Ok(None): an error response
@@ -127,14 +128,8 @@ impl Pipeline {
         let signed = match tsig::verify_request(raw, &*self.keys, unix_now()) {
             Ok(signed) => signed,
             Err(failure) => {
-                tracing::warn!(
-                    "TSIG check failed for a query from {peer}: {} (key {})",
-                    failure.error,
-                    failure
-                        .key_name
-                        .as_ref()
-                        .map_or("-".into(), |k| k.to_string())
-                );
+                // Displays as "error (key NAME)".
+                tracing::warn!("TSIG check failed for a query from {peer}: {failure}");
                 self.tsig_error(&q, raw, &failure, out);
                 return Ok(None);
             }
@@ -168,7 +163,7 @@ impl Pipeline {
         transport: Transport,
         out: &mut Vec<u8>,
     ) {
-        let reserve = req.signed.as_ref().map_or(0, tsig_reserve);
+        let reserve = req.signed.as_ref().map_or(0, |v| v.key.rr_len());
         answer_parsed(catalog, config, &req.q, req.raw, transport, reserve, out);
         sign(req, out);
     }
@@ -178,7 +173,7 @@ impl Pipeline {
         tracing::warn!(
             "{what} from {} for {} refused ({rcode})",
             req.peer,
-            question_name(req)
+            req.q.qname_lower.to_name()
         );
         header_only(req, rcode, out);
     }
@@ -189,7 +184,7 @@ impl Pipeline {
         let Some(zone) = self.transfer_zone(catalog, req, out) else {
             return;
         };
-        let reserve = req.signed.as_ref().map_or(0, tsig_reserve);
+        let reserve = req.signed.as_ref().map_or(0, |v| v.key.rr_len());
         let mut packer = Packer::new(
             req.q.header.id,
             &req.raw[req.q.question.clone()],
@@ -236,19 +231,19 @@ impl Pipeline {
         &self,
         catalog: &Catalog,
         req: &Request<'_>,
-        stream: &mut W,
+        stream: &mut FramedWriter<'_, W>,
     ) -> io::Result<()> {
         let mut out = Vec::new();
         let Some(zone) = self.transfer_zone(catalog, req, &mut out) else {
-            return write_framed(stream, &out).await;
+            return stream.send(&out).await;
         };
         let client_serial = match req.q.qtype {
-            RType::IXFR => match ixfr_client_serial(req.raw) {
+            RType::IXFR => match soa_serial_in(req.raw, |m| &m.authority) {
                 Some(s) => Some(s),
                 None => {
                     self.refuse(req, Rcode::FORMERR, "IXFR without an SOA", &mut out);
                     sign(req, &mut out);
-                    return write_framed(stream, &out).await;
+                    return stream.send(&out).await;
                 }
             },
             _ => None,
@@ -293,9 +288,9 @@ impl Pipeline {
         req: &Request<'_>,
         zone: &Zone,
         records: impl Iterator<Item = XfrRecord<'r>>,
-        stream: &mut W,
+        stream: &mut FramedWriter<'_, W>,
     ) -> io::Result<(usize, usize)> {
-        let reserve = req.signed.as_ref().map_or(0, tsig_reserve);
+        let reserve = req.signed.as_ref().map_or(0, |v| v.key.rr_len());
         let question = &req.raw[req.q.question.clone()];
         let mut packer = Packer::new(req.q.header.id, question, zone.class(), reserve);
         let mut signer = req.signed.as_ref().map(ResponseSigner::new);
@@ -314,7 +309,7 @@ impl Pipeline {
             if let Some(signer) = signer.as_mut() {
                 signer.sign(&mut out, unix_now());
             }
-            write_framed(stream, &out).await?;
+            stream.send(&out).await?;
             messages += 1;
         }
         Ok((messages, total))
@@ -341,7 +336,7 @@ impl Pipeline {
             sign(req, out);
             return;
         }
-        let serial = notify_serial(req.raw);
+        let serial = soa_serial_in(req.raw, |m| &m.answers);
         tracing::info!(
             "NOTIFY for {origin} from {} (serial {})",
             req.peer,
@@ -368,10 +363,6 @@ fn header_only(req: &Request, rcode: Rcode, out: &mut Vec<u8>) {
     w.finish(req.q.header.id, response_flags(&req.q) | rcode.0, 1);
 }
 
-fn question_name(req: &Request) -> String {
-    req.q.qname_lower.to_name().to_string()
-}
-
 /// Signs `out` if the request was signed.
 fn sign(req: &Request, out: &mut Vec<u8>) {
     if let Some(verified) = &req.signed {
@@ -379,35 +370,43 @@ fn sign(req: &Request, out: &mut Vec<u8>) {
     }
 }
 
-/// Room a TSIG record needs at the end of a response.
-fn tsig_reserve(v: &Verified) -> usize {
-    // Owner, type/class/TTL/length, algorithm name, time, fudge, MAC
-    // length, MAC, original ID, error, other length, other (BADTIME).
-    v.key.name.wire_len() + 10 + v.key.algorithm.name().wire_len() + 6 + 2 + 2 + 64 + 2 + 2 + 2 + 6
-}
-
-/// The client's serial: the SOA in the authority section (RFC 1995 3).
-fn ixfr_client_serial(raw: &[u8]) -> Option<u32> {
+/// The serial of the first SOA for `origin` in the section `pick` chooses:
+/// an IXFR request's authority section holds the client's version (RFC
+/// 1995 3), a NOTIFY's answer section may hint the new one (RFC 1996 3.7).
+fn soa_serial_in(raw: &[u8], pick: fn(&Message) -> &[Record]) -> Option<u32> {
     let m = Message::parse(raw).ok()?;
-    let soa = m.authority.iter().find(|r| r.rtype == RType::SOA)?;
+    let soa = pick(&m).iter().find(|r| r.rtype == RType::SOA)?;
     rdata::soa_serial(&soa.rdata)
 }
 
-/// The serial a NOTIFY carries in its answer section, if any.
-fn notify_serial(raw: &[u8]) -> Option<u32> {
-    let m = Message::parse(raw).ok()?;
-    let soa = m.answers.iter().find(|r| r.rtype == RType::SOA)?;
-    rdata::soa_serial(&soa.rdata)
+/// Where TCP responses go: each message length-prefixed (RFC 7766 8),
+/// each write bounded in time, so a client that stops reading a transfer
+/// cannot hold its task forever.
+pub struct FramedWriter<'w, W> {
+    stream: &'w mut W,
+    write_timeout: Duration,
 }
 
-async fn write_framed<W: AsyncWrite + Unpin>(stream: &mut W, msg: &[u8]) -> io::Result<()> {
-    if msg.is_empty() {
-        return Ok(());
+impl<'w, W: AsyncWrite + Unpin> FramedWriter<'w, W> {
+    pub fn new(stream: &'w mut W, write_timeout: Duration) -> FramedWriter<'w, W> {
+        FramedWriter {
+            stream,
+            write_timeout,
+        }
     }
-    let mut framed = Vec::with_capacity(msg.len() + 2);
-    framed.extend_from_slice(&(msg.len() as u16).to_be_bytes());
-    framed.extend_from_slice(msg);
-    stream.write_all(&framed).await
+
+    /// Writes one message; nothing for an empty one.
+    async fn send(&mut self, msg: &[u8]) -> io::Result<()> {
+        if msg.is_empty() {
+            return Ok(());
+        }
+        let mut framed = Vec::with_capacity(msg.len() + 2);
+        framed.extend_from_slice(&(msg.len() as u16).to_be_bytes());
+        framed.extend_from_slice(msg);
+        tokio::time::timeout(self.write_timeout, self.stream.write_all(&framed))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))?
+    }
 }
 
 fn unix_now() -> u64 {

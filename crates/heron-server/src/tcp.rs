@@ -18,7 +18,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::timeout;
 
-use crate::pipeline::Pipeline;
+use crate::pipeline::{FramedWriter, Pipeline};
 use crate::{SharedCatalog, TcpLimits};
 
 /// Bytes read per system call (on the stack, not kept between reads).
@@ -194,76 +194,14 @@ async fn connection(
         }
         for msg in deferred {
             // Transfers write many messages; the idle timeout bounds each
-            // write inside, not the whole transfer.
-            let mut writer = TimedWriter::new(&mut stream, idle);
+            // write, not the whole transfer.
+            let mut writer = FramedWriter::new(&mut stream, idle);
             let snapshot = catalog.load_full();
             shared
                 .pipeline
                 .answer_tcp(snapshot, config, &msg, peer, &mut writer)
                 .await?;
         }
-    }
-}
-
-/// A stream whose every write must make progress within a timeout, so a
-/// client that stops reading a transfer cannot hold its task forever.
-struct TimedWriter<'s> {
-    stream: &'s mut TcpStream,
-    limit: std::time::Duration,
-    sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
-}
-
-impl<'s> TimedWriter<'s> {
-    fn new(stream: &'s mut TcpStream, limit: std::time::Duration) -> TimedWriter<'s> {
-        TimedWriter {
-            stream,
-            limit,
-            sleep: None,
-        }
-    }
-}
-
-impl tokio::io::AsyncWrite for TimedWriter<'_> {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<io::Result<usize>> {
-        use std::task::Poll;
-        let this = &mut *self;
-        match std::pin::Pin::new(&mut *this.stream).poll_write(cx, buf) {
-            Poll::Ready(result) => {
-                this.sleep = None;
-                Poll::Ready(result)
-            }
-            Poll::Pending => {
-                let limit = this.limit;
-                let sleep = this
-                    .sleep
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
-                match sleep.as_mut().poll(cx) {
-                    Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "write timed out",
-                    ))),
-                    Poll::Pending => Poll::Pending,
-                }
-            }
-        }
-    }
-
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        std::pin::Pin::new(&mut *self.stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        std::pin::Pin::new(&mut *self.stream).poll_shutdown(cx)
     }
 }
 

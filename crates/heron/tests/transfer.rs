@@ -275,6 +275,35 @@ fn transfers_without_the_right_key_or_address_are_refused_and_logged() {
 }
 
 #[test]
+fn signed_queries_get_signed_answers() {
+    let file = temp_zone("signed", &zone_text(1, ""));
+    let server = start_heron(&file, "");
+    let addr = server.addr();
+    // kdig checks the answer's TSIG and warns when it fails or is missing.
+    let out = kdig(addr, &["-y", &key_arg(SECRET), "mail.xfr.test", "A"]);
+    assert_eq!(records(&out.stdout), ["mail.xfr.test. A"]);
+    assert!(
+        said(&out, "xfr-key.") && said(&out, "TSIG"),
+        "answer is signed"
+    );
+    assert!(
+        !said(&out, "WARNING"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let tcp = kdig(
+        addr,
+        &["+tcp", "-y", &key_arg(SECRET), "mail.xfr.test", "A"],
+    );
+    assert!(!said(&tcp, "WARNING") && records(&tcp.stdout).len() == 1);
+    // A wrong secret: no data, BADSIG.
+    let wrong = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    let out = kdig(addr, &["-y", &key_arg(wrong), "mail.xfr.test", "A"]);
+    assert!(records(&out.stdout).is_empty() && said(&out, "BADSIG"));
+    std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
+}
+
+#[test]
 fn ixfr_over_udp_is_answered_with_the_soa() {
     let file = temp_zone("udp", &zone_text(5, ""));
     let server = start_heron(&file, "allow-transfer = [\"127.0.0.1\"]");
