@@ -6,6 +6,8 @@
 
 pub mod client;
 pub mod normalize;
+mod peer_conf;
+pub mod primary;
 pub mod process;
 pub mod secondary;
 pub mod tools;
@@ -15,6 +17,7 @@ pub use client::{
     try_query_tcp_pipelined, try_query_udp,
 };
 pub use normalize::{Normalized, diff, normalize};
+pub use primary::Primary;
 pub use process::{ServerKind, ServerProcess, free_port, live_group_members};
 pub use secondary::{Secondary, TsigSpec};
 pub use tools::{

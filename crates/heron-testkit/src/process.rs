@@ -341,10 +341,36 @@ impl ServerProcess {
         })
     }
 
+    /// Heron with a configuration file on a port chosen beforehand (so
+    /// that a primary started first can be told where to send NOTIFY);
+    /// `origin` is the zone to wait for. On failure returns the log.
+    pub fn heron_on_port(
+        binary: &Path,
+        port: u16,
+        origin: &str,
+        config: &str,
+    ) -> Result<ServerProcess, String> {
+        let dir = TempDir::new("heron");
+        let path = dir.0.join("heron.toml");
+        write(&path, config);
+        let mut cmd = Command::new(binary);
+        cmd.arg("serve").arg("--config").arg(&path);
+        Self::start(ServerKind::Heron, dir, port, cmd, origin)
+    }
+
     /// Sends SIGHUP (reload) to the server.
     pub fn reload(&self) {
         if let Some(child) = &self.child {
             send_signal(child.id() as i32, SIGHUP);
+        }
+    }
+
+    /// Kills the server at once (SIGKILL, no chance to clean up), as a
+    /// crash or a power cut would, and reaps it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            send_signal(-(child.id() as i32), SIGKILL);
+            let _ = child.wait();
         }
     }
 

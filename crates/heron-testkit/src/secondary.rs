@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 use std::process::Command;
 
+use crate::peer_conf::{bind_key, bind_options, knot_key, knot_server, nsd_key, nsd_server};
 use crate::process::{
     KNOTD, NAMED, NSD, ServerKind, ServerProcess, TempDir, require_binary, write,
 };
@@ -48,22 +49,8 @@ impl Secondary {
         require_binary(NSD);
         let d = dir.0.display();
         let (primary, origin) = (self.primary, &self.origin);
-        let mut conf = format!(
-            "server:\n  ip-address: 127.0.0.1@{port}\n  server-count: 1\n  username: \"\"\n  \
-             chroot: \"\"\n  database: \"\"\n  zonelistfile: \"{d}/zone.list\"\n  \
-             xfrdfile: \"{d}/xfrd.state\"\n  xfrdir: \"{d}\"\n  pidfile: \"{d}/nsd.pid\"\n  \
-             zonesdir: \"{d}\"\n  verbosity: 2\nremote-control:\n  control-enable: no\n"
-        );
-        let key = match &self.key {
-            Some(k) => {
-                conf.push_str(&format!(
-                    "key:\n  name: \"{}\"\n  algorithm: {}\n  secret: \"{}\"\n",
-                    k.name, k.algorithm, k.secret_base64
-                ));
-                k.name.clone()
-            }
-            None => "NOKEY".into(),
-        };
+        let mut conf = nsd_server(&d.to_string(), port);
+        let key = nsd_key(&mut conf, self.key.as_ref());
         let ip = primary.ip();
         conf.push_str(&format!(
             "zone:\n  name: \"{origin}\"\n  zonefile: \"{d}/secondary.zone\"\n  \
@@ -81,22 +68,8 @@ impl Secondary {
         require_binary(KNOTD);
         let d = dir.0.display();
         let (primary, origin) = (self.primary, &self.origin);
-        let mut conf = format!(
-            "server:\n  rundir: \"{d}\"\n  listen: 127.0.0.1@{port}\n  background-workers: 1\n  \
-             udp-workers: 1\n  tcp-workers: 1\nlog:\n  - target: stderr\n    any: info\n\
-             database:\n  storage: \"{d}\"\n  journal-db-max-size: 16M\n  kasp-db-max-size: 16M\n  \
-             timer-db-max-size: 16M\n  catalog-db-max-size: 16M\n"
-        );
-        let key_line = match &self.key {
-            Some(k) => {
-                conf.push_str(&format!(
-                    "key:\n  - id: {}\n    algorithm: {}\n    secret: {}\n",
-                    k.name, k.algorithm, k.secret_base64
-                ));
-                format!("    key: {}\n", k.name)
-            }
-            None => String::new(),
-        };
+        let mut conf = knot_server(&d.to_string(), port);
+        let key_line = knot_key(&mut conf, self.key.as_ref());
         conf.push_str(&format!(
             "remote:\n  - id: primary\n    address: {}@{}\n{key_line}\
              acl:\n  - id: notify\n    address: {}\n    action: notify\n{key_line}\
@@ -117,22 +90,8 @@ impl Secondary {
         require_binary(NAMED);
         let d = dir.0.display();
         let (primary, origin) = (self.primary, &self.origin);
-        let mut conf = format!(
-            "options {{\n  directory \"{d}\";\n  pid-file \"{d}/named.pid\";\n  \
-             session-keyfile \"{d}/session.key\";\n  listen-on port {port} {{ 127.0.0.1; }};\n  \
-             listen-on-v6 {{ none; }};\n  recursion no;\n  dnssec-validation no;\n  notify no;\n}};\n\
-             controls {{ }};\n"
-        );
-        let key_clause = match &self.key {
-            Some(k) => {
-                conf.push_str(&format!(
-                    "key \"{}\" {{ algorithm {}; secret \"{}\"; }};\n",
-                    k.name, k.algorithm, k.secret_base64
-                ));
-                format!(" key \"{}\"", k.name)
-            }
-            None => String::new(),
-        };
+        let mut conf = bind_options(&d.to_string(), port, "  notify no;\n");
+        let key_clause = bind_key(&mut conf, self.key.as_ref());
         conf.push_str(&format!(
             "zone \"{origin}\" {{\n  type secondary;\n  file \"{d}/secondary.db\";\n  \
              primaries port {} {{ {}{key_clause}; }};\n  allow-notify {{ {}; }};\n}};\n",

@@ -35,7 +35,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
 use heron_proto::Name;
@@ -44,7 +44,7 @@ use heron_server::{ServerConfig, TcpLimits};
 use heron_xfr::acl::{Acl, Rule};
 use heron_xfr::primary::{NotifyTarget, ZonePolicy};
 use heron_xfr::secondary::client::Upstream;
-use heron_xfr::secondary::refresh::SecondaryZone;
+use heron_xfr::secondary::refresh::{SecondaryZone, TimerBounds};
 use heron_zone::AnswerConfig;
 use serde::Deserialize;
 
@@ -61,6 +61,72 @@ pub struct ConfigFile {
     pub zones: Vec<ZoneEntry>,
     #[serde(default, rename = "key")]
     pub keys: Vec<KeyEntry>,
+    #[serde(default)]
+    pub secondary: SecondarySection,
+}
+
+/// How secondary zones are refreshed (all times in seconds).
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SecondarySection {
+    /// Bounds on the SOA refresh and retry intervals, whatever the
+    /// primary's SOA says.
+    pub min_refresh: u64,
+    pub max_refresh: u64,
+    pub min_retry: u64,
+    pub max_retry: u64,
+    /// SOA checks and transfers in flight at once (all primaries).
+    pub concurrency: usize,
+    /// Bound on each connect, read and write to a primary.
+    pub timeout: u64,
+}
+
+impl Default for SecondarySection {
+    fn default() -> Self {
+        let bounds = TimerBounds::default();
+        SecondarySection {
+            min_refresh: bounds.min_refresh.as_secs(),
+            max_refresh: bounds.max_refresh.as_secs(),
+            min_retry: bounds.min_retry.as_secs(),
+            max_retry: bounds.max_retry.as_secs(),
+            concurrency: 32,
+            timeout: 10,
+        }
+    }
+}
+
+impl SecondarySection {
+    fn check(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        if self.min_refresh == 0 || self.min_refresh > self.max_refresh {
+            errors.push(format!(
+                "[secondary] min-refresh {} must be at least 1 and at most max-refresh {}",
+                self.min_refresh, self.max_refresh
+            ));
+        }
+        if self.min_retry == 0 || self.min_retry > self.max_retry {
+            errors.push(format!(
+                "[secondary] min-retry {} must be at least 1 and at most max-retry {}",
+                self.min_retry, self.max_retry
+            ));
+        }
+        if self.concurrency == 0 {
+            errors.push("[secondary] concurrency must be at least 1".into());
+        }
+        if self.timeout == 0 {
+            errors.push("[secondary] timeout must be at least 1".into());
+        }
+        errors
+    }
+
+    pub fn bounds(&self) -> TimerBounds {
+        TimerBounds {
+            min_refresh: Duration::from_secs(self.min_refresh),
+            max_refresh: Duration::from_secs(self.max_refresh),
+            min_retry: Duration::from_secs(self.min_retry),
+            max_retry: Duration::from_secs(self.max_retry),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -178,6 +244,7 @@ pub struct Settings {
     pub policies: HashMap<Name, ZonePolicy>,
     /// Zones pulled from primaries (not in `zones`).
     pub secondaries: Vec<SecondaryZone>,
+    pub secondary: SecondarySection,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -248,10 +315,17 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             path.display()
         ));
     }
+    errors.extend(
+        file.secondary
+            .check()
+            .into_iter()
+            .map(|e| format!("{}: {e}", path.display())),
+    );
     if !errors.is_empty() {
         return Err(errors);
     }
-    zones.retain(|z| !secondaries.iter().any(|s| s.origin == z.origin));
+    let secondary_origins: HashSet<&Name> = secondaries.iter().map(|s| &s.origin).collect();
+    zones.retain(|z| !secondary_origins.contains(&z.origin));
     Ok(Settings {
         server: ServerConfig {
             listen: server.listen.clone(),
@@ -272,6 +346,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         keys,
         policies,
         secondaries,
+        secondary: file.secondary,
     })
 }
 
@@ -279,7 +354,8 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
 fn upstreams(list: &[String], keys: &[Key]) -> Result<Vec<Upstream>, String> {
     list.iter()
         .map(|item| {
-            let (addr, key) = split_key(item, keys).map_err(|e| format!("primaries '{item}': {e}"))?;
+            let (addr, key) =
+                split_key(item, keys).map_err(|e| format!("primaries '{item}': {e}"))?;
             let addr = parse_target(addr).map_err(|e| format!("primaries '{item}': {e}"))?;
             Ok(Upstream { addr, key })
         })
@@ -315,7 +391,11 @@ fn keys(entries: &[KeyEntry]) -> Result<Vec<Key>, Vec<String>> {
 
 /// A zone's ACLs and notify targets; every key named must be defined. A
 /// secondary zone with no allow-notify takes NOTIFY from its primaries.
-fn zone_policy(entry: &ZoneEntry, keys: &[Key], primaries: &[Upstream]) -> Result<ZonePolicy, String> {
+fn zone_policy(
+    entry: &ZoneEntry,
+    keys: &[Key],
+    primaries: &[Upstream],
+) -> Result<ZonePolicy, String> {
     let acl = |list: &[String], what: &str| -> Result<Acl, String> {
         let rules = list.iter().map(|item| {
             let (prefix, key) =
@@ -335,7 +415,12 @@ fn zone_policy(entry: &ZoneEntry, keys: &[Key], primaries: &[Upstream]) -> Resul
     let mut allow_notify = acl(&entry.allow_notify, "allow-notify")?;
     if allow_notify.is_empty() {
         let from_primaries = primaries.iter().map(|p| Rule {
-            prefix: p.addr.ip().to_string().parse().expect("an address is a prefix"),
+            prefix: p
+                .addr
+                .ip()
+                .to_string()
+                .parse()
+                .expect("an address is a prefix"),
             key: p.key.clone(),
         });
         allow_notify = Acl::new(from_primaries.collect());
@@ -482,17 +567,36 @@ mod tests {
              primaries = [\"192.0.2.1:5300 key xfr\", \"192.0.2.2\"]\n"
         ))
         .unwrap();
-        assert!(s.zones.is_empty(), "a secondary zone has no zone file to load");
+        assert!(
+            s.zones.is_empty(),
+            "a secondary zone has no zone file to load"
+        );
         let sec = &s.secondaries[0];
         assert_eq!(sec.file, Path::new("/etc/heron/kept/s.zone"));
         assert_eq!(sec.primaries[0].addr, "192.0.2.1:5300".parse().unwrap());
         assert_eq!(sec.primaries[1].addr, "192.0.2.2:53".parse().unwrap());
         let p = &s.policies[&Name::parse("s.test").unwrap()];
         let key = Name::parse("xfr").unwrap();
-        assert!(p.allow_notify.check("192.0.2.1".parse().unwrap(), Some(&key)).is_ok());
-        assert!(p.allow_notify.check("192.0.2.1".parse().unwrap(), None).is_err());
-        assert!(p.allow_notify.check("192.0.2.2".parse().unwrap(), None).is_ok());
-        assert!(p.allow_notify.check("192.0.2.3".parse().unwrap(), None).is_err());
+        assert!(
+            p.allow_notify
+                .check("192.0.2.1".parse().unwrap(), Some(&key))
+                .is_ok()
+        );
+        assert!(
+            p.allow_notify
+                .check("192.0.2.1".parse().unwrap(), None)
+                .is_err()
+        );
+        assert!(
+            p.allow_notify
+                .check("192.0.2.2".parse().unwrap(), None)
+                .is_ok()
+        );
+        assert!(
+            p.allow_notify
+                .check("192.0.2.3".parse().unwrap(), None)
+                .is_err()
+        );
     }
 
     #[test]

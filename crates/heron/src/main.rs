@@ -4,6 +4,7 @@ mod check;
 mod config;
 mod keygen;
 mod reload;
+mod secondary;
 mod serve;
 
 use std::net::SocketAddr;

@@ -1,21 +1,19 @@
 //! `heron serve`: load zones, start the transports, wait for a signal.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use heron_proto::Name;
-use heron_server::pipeline::{NotifyReceived, Pipeline};
+use heron_server::pipeline::Pipeline;
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, udp};
 use heron_xfr::primary::Primary;
 use heron_xfr::primary::notify::Notifier;
 use heron_xfr::secondary::client::Connections;
-use heron_xfr::secondary::refresh::{self, Publisher, SecondaryZone, TimerBounds};
-use heron_zone::diff::ZoneDiff;
 use heron_zone::journal::DEFAULT_MAX_BYTES;
 use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
 use tokio::sync::{mpsc, watch};
@@ -23,6 +21,7 @@ use tokio::sync::{mpsc, watch};
 use crate::ServeArgs;
 use crate::config::{self, Settings};
 use crate::reload::ZoneFiles;
+use crate::secondary;
 
 /// The zone served when nothing is configured, so the first command a new
 /// user types answers queries.
@@ -53,21 +52,40 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let primary = Arc::new(Primary::new(settings.policies, DEFAULT_MAX_BYTES));
     let keys = Arc::new(settings.keys);
     let mut pipeline = Pipeline::new(primary.clone(), keys.clone());
-    let (notify_tx, notify_rx) = mpsc::unbounded_channel();
+    let (notify_tx, notifies) = mpsc::unbounded_channel();
     if !settings.secondaries.is_empty() {
-        let origins: HashSet<Name> = settings.secondaries.iter().map(|s| s.origin.to_lowercase()).collect();
+        let origins: HashSet<Name> = settings
+            .secondaries
+            .iter()
+            .map(|s| s.origin.to_lowercase())
+            .collect();
         pipeline.is_secondary = Box::new(move |origin| origins.contains(&origin.to_lowercase()));
         pipeline.notify_in = Some(notify_tx);
     }
+    let limits = &settings.secondary;
     let transfers = Transfers {
         pipeline: Arc::new(pipeline),
         notifier: Notifier::new(keys.clone()),
-        connections: Arc::new(Connections::new(keys, XFR_IN_CONCURRENCY, XFR_IN_TIMEOUT)),
+        connections: Arc::new(Connections::new(
+            keys,
+            limits.concurrency,
+            Duration::from_secs(limits.timeout),
+        )),
         catalog_writer: Mutex::new(()),
         primary,
     };
-    let secondaries = (settings.secondaries, notify_rx);
-    match runtime.block_on(serve(settings.server, catalog, files, transfers, secondaries)) {
+    let secondaries = secondary::Secondaries {
+        zones: settings.secondaries,
+        notifies,
+        bounds: limits.bounds(),
+    };
+    match runtime.block_on(serve(
+        settings.server,
+        catalog,
+        files,
+        transfers,
+        secondaries,
+    )) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
@@ -92,6 +110,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             keys: Vec::new(),
             policies: Default::default(),
             secondaries: Vec::new(),
+            secondary: Default::default(),
         },
     };
     if !args.listen.is_empty() {
@@ -135,79 +154,15 @@ fn load_catalog(use_example: bool, files: &mut ZoneFiles) -> Catalog {
 }
 
 /// The primary side's state and the pipeline that serves it.
-struct Transfers {
-    primary: Arc<Primary>,
+pub(crate) struct Transfers {
+    pub(crate) primary: Arc<Primary>,
     pipeline: Arc<Pipeline>,
     notifier: Notifier,
     /// Connections to the primaries of secondary zones.
-    connections: Arc<Connections>,
+    pub(crate) connections: Arc<Connections>,
     /// Held while a new catalog is built and stored, so a reload and a
     /// transfer finishing at once do not drop each other's change.
-    catalog_writer: Mutex<()>,
-}
-
-/// SOA checks and transfers in from primaries at once.
-const XFR_IN_CONCURRENCY: usize = 32;
-/// Bound on each connect, read and write to a primary.
-const XFR_IN_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Publishes what secondary zones receive into the served catalog.
-struct CatalogPublisher {
-    catalog: SharedCatalog,
-    transfers: Arc<Transfers>,
-}
-
-impl Publisher for CatalogPublisher {
-    fn publish(&self, zone: Arc<Zone>, _diffs: Option<Vec<ZoneDiff>>) {
-        let _writing = self.transfers.catalog_writer.lock().unwrap();
-        let current = self.catalog.load_full();
-        let mut next = (*current).clone();
-        next.insert_shared(zone.clone());
-        // The journal lets our own secondaries IXFR from us in turn.
-        let notify = match current.get(zone.origin()) {
-            Some(before) => self.transfers.primary.zone_changed(before, &zone),
-            None => true,
-        };
-        self.catalog.store(Arc::new(next));
-        if notify {
-            self.transfers.notify(&[zone]);
-        }
-    }
-
-    fn expire(&self, origin: &Name) {
-        let _writing = self.transfers.catalog_writer.lock().unwrap();
-        let mut next = (*self.catalog.load_full()).clone();
-        next.expire(origin);
-        self.catalog.store(Arc::new(next));
-    }
-}
-
-/// Starts the refresh loop of every secondary zone, and routes accepted
-/// NOTIFYs to them.
-fn start_secondaries(
-    zones: Vec<SecondaryZone>,
-    mut notifies: mpsc::UnboundedReceiver<NotifyReceived>,
-    catalog: &SharedCatalog,
-    transfers: &Arc<Transfers>,
-) {
-    let publisher: Arc<dyn Publisher> = Arc::new(CatalogPublisher {
-        catalog: catalog.clone(),
-        transfers: transfers.clone(),
-    });
-    let mut wakes = HashMap::new();
-    for zone in zones {
-        let (wake, woken) = mpsc::unbounded_channel();
-        wakes.insert(zone.origin.to_lowercase(), wake);
-        let conns = transfers.connections.clone();
-        tokio::spawn(refresh::run(zone, conns, publisher.clone(), woken, TimerBounds::default()));
-    }
-    tokio::spawn(async move {
-        while let Some(notify) = notifies.recv().await {
-            if let Some(wake) = wakes.get(&notify.origin.to_lowercase()) {
-                let _ = wake.send(());
-            }
-        }
-    });
+    pub(crate) catalog_writer: Mutex<()>,
 }
 
 impl Transfers {
@@ -222,7 +177,7 @@ impl Transfers {
         changed.cloned().collect()
     }
 
-    fn notify(&self, zones: &[Arc<Zone>]) {
+    pub(crate) fn notify(&self, zones: &[Arc<Zone>]) {
         for zone in zones {
             let targets = &self.primary.policy(zone.origin()).notify;
             if !targets.is_empty() {
@@ -239,14 +194,15 @@ async fn serve(
     catalog: Catalog,
     files: ZoneFiles,
     transfers: Transfers,
-    secondaries: (Vec<SecondaryZone>, mpsc::UnboundedReceiver<NotifyReceived>),
+    secondaries: secondary::Secondaries,
 ) -> Result<(), String> {
     // Secondaries may have missed changes while we were down.
     let every_zone = transfers.journal_changes(&Catalog::new(), &catalog);
     transfers.notify(&every_zone);
     let catalog: SharedCatalog = Arc::new(ArcSwap::from_pointee(catalog));
     let transfers = Arc::new(transfers);
-    start_secondaries(secondaries.0, secondaries.1, &catalog, &transfers);
+    let secondary_zones = secondaries.zones.len();
+    secondary::start(secondaries, &catalog, &transfers);
     let answer_config = Arc::new(server.answer.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -277,7 +233,7 @@ async fn serve(
         tracing::info!("answering on {addr} (UDP and TCP)");
     }
     tracing::info!(
-        "ready: serving {} zones with {} workers, {} ms after start",
+        "ready: serving {} zones and {secondary_zones} secondary zones with {} workers, {} ms after start",
         catalog.load().len(),
         server.workers,
         crate::started().elapsed().as_millis()

@@ -3,51 +3,18 @@
 //! secondaries: they AXFR the zone, then, after an edit and a SIGHUP,
 //! hear a NOTIFY and fetch the change by IXFR.
 
+mod xfr_common;
+
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use heron_proto::message::Message;
 use heron_proto::{Name, RType, Rcode};
 use heron_testkit::{
-    QueryOpts, Secondary, ServerKind, ServerProcess, TsigSpec, build_query, free_port,
-    try_query_udp,
+    QueryOpts, Secondary, ServerKind, ServerProcess, build_query, free_port, try_query_udp,
 };
-
-const ORIGIN: &str = "xfr.test";
-/// A fixed test key (32 random bytes, base64).
-const SECRET: &str = "q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k=";
-const KEY: &str = "xfr-key";
-/// Address records beyond the fixed ones: enough for several messages.
-const HOSTS: usize = 6000;
-/// Records in the zone at serial 1.
-const RECORDS: usize = HOSTS + 11;
-
-fn heron() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
-}
-
-/// A zone big enough to need several transfer messages, with the
-/// record types whose RDATA holds names.
-fn zone_text(serial: u32, extra: &str) -> String {
-    let mut z = format!(
-        "$ORIGIN {ORIGIN}.\n$TTL 300\n@ SOA ns hostmaster {serial} 3600 600 86400 60\n\
-         @ NS ns\n@ NS ns.other.example.\n@ MX 10 mail\nns A 192.0.2.1\nmail A 192.0.2.2\n\
-         www CNAME mail\n_sip._udp SRV 0 5 5060 mail\ntxt TXT \"hello world\"\n\
-         sub NS ns.sub\nns.sub A 192.0.2.3\n"
-    );
-    for i in 0..HOSTS {
-        z.push_str(&format!(
-            "h{i} A 10.{}.{}.{}\n",
-            i >> 16,
-            (i >> 8) & 255,
-            i & 255
-        ));
-    }
-    z.push_str(extra);
-    z
-}
+use xfr_common::*;
 
 /// Heron serving `file` with `zone_lines` added to its [[zone]] entry.
 fn start_heron(file: &Path, zone_lines: &str) -> ServerProcess {
@@ -61,14 +28,6 @@ fn start_heron(file: &Path, zone_lines: &str) -> ServerProcess {
             file.display()
         )
     })
-}
-
-fn temp_zone(tag: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("heron-xfr-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("xfr.zone");
-    std::fs::write(&file, text).unwrap();
-    file
 }
 
 /// Runs kdig (bounded by its own timeout) and returns its output.
@@ -105,39 +64,6 @@ fn records(stdout: &[u8]) -> Vec<String> {
             (f.len() >= 4 && f[3] != "TSIG").then(|| format!("{} {}", f[0], f[3]))
         })
         .collect()
-}
-
-fn eventually(mut ok: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
-fn soa_serial(addr: SocketAddr) -> Option<u32> {
-    let q = build_query(
-        &Name::parse(ORIGIN).unwrap(),
-        RType::SOA,
-        &QueryOpts::default(),
-    );
-    let m = Message::parse(&try_query_udp(addr, &q).ok()?).ok()?;
-    let soa = m.answers.iter().find(|r| r.rtype == RType::SOA)?;
-    let at = soa.rdata.len() - 20;
-    Some(u32::from_be_bytes(
-        soa.rdata[at..at + 4].try_into().unwrap(),
-    ))
-}
-
-fn answer(addr: SocketAddr, name: &str, qtype: RType) -> Vec<String> {
-    let q = build_query(&Name::parse(name).unwrap(), qtype, &QueryOpts::default());
-    let m = Message::parse(&try_query_udp(addr, &q).expect("answer")).expect("parses");
-    let mut out: Vec<String> = m.answers.iter().map(|r| r.to_string()).collect();
-    out.sort();
-    out
 }
 
 #[test]
@@ -336,11 +262,7 @@ fn primary_to_secondary(kind: ServerKind) {
     let spec = Secondary {
         origin: format!("{ORIGIN}."),
         primary: server.addr(),
-        key: Some(TsigSpec {
-            algorithm: "hmac-sha256".into(),
-            name: KEY.into(),
-            secret_base64: SECRET.into(),
-        }),
+        key: Some(tsig_spec()),
     };
     let secondary = spec.start(kind, secondary_port);
     let sec = secondary.addr();

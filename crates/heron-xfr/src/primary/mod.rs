@@ -78,25 +78,24 @@ impl Primary {
     }
 
     /// Records a new version of a zone: its diff goes to the journal when
-    /// the serial moved forward. Returns whether secondaries should be
-    /// notified (the serial moved forward).
+    /// the serial moved forward and someone may transfer the zone (no
+    /// journal is kept for zones nobody can IXFR). Returns whether
+    /// secondaries should be notified (the serial moved forward).
     pub fn zone_changed(&self, old: &Zone, new: &Zone) -> bool {
-        let origin = new.origin().to_lowercase();
-        let mut journals = self.journals.lock().unwrap();
-        let journal = journals
-            .entry(origin)
-            .or_insert_with(|| Journal::new(self.journal_max_bytes));
-        if !serial::is_newer(new.serial(), old.serial()) {
-            if new.serial() == old.serial() {
-                tracing::warn!(
-                    "zone {}: content changed but serial {} did not; secondaries will not see the change",
-                    new.origin(),
-                    new.serial()
-                );
-            }
-            journal.clear();
+        if !self.serial_moved_on(old, new) {
             return false;
         }
+        if self.policy(new.origin()).allow_transfer.is_empty() {
+            tracing::info!(
+                "zone {}: serial {} -> {}",
+                new.origin(),
+                old.serial(),
+                new.serial()
+            );
+            return true;
+        }
+        // The diff walks the zone: computed before taking the lock that
+        // transfers in progress need.
         let step = diff(old, new);
         tracing::info!(
             "zone {}: serial {} -> {}, {} records deleted, {} added",
@@ -106,8 +105,47 @@ impl Primary {
             step.deleted.len(),
             step.added.len()
         );
-        journal.record(step);
+        self.journal(new.origin(), |j| j.record(step));
         true
+    }
+
+    /// Records a new version received by IXFR, whose steps are known
+    /// already. Returns whether secondaries should be notified.
+    pub fn zone_received(&self, old: &Zone, new: &Zone, steps: Vec<ZoneDiff>) -> bool {
+        if !self.serial_moved_on(old, new) {
+            return false;
+        }
+        if !self.policy(new.origin()).allow_transfer.is_empty() {
+            self.journal(new.origin(), |j| {
+                steps.into_iter().for_each(|s| j.record(s))
+            });
+        }
+        true
+    }
+
+    /// Whether `new` has a later serial than `old`; if not, the zone's
+    /// history is restarted (a serial that went back breaks every chain).
+    fn serial_moved_on(&self, old: &Zone, new: &Zone) -> bool {
+        if serial::is_newer(new.serial(), old.serial()) {
+            return true;
+        }
+        if new.serial() == old.serial() {
+            tracing::warn!(
+                "zone {}: content changed but serial {} did not; secondaries will not see the change",
+                new.origin(),
+                new.serial()
+            );
+        }
+        self.journal(new.origin(), Journal::clear);
+        false
+    }
+
+    fn journal(&self, origin: &Name, update: impl FnOnce(&mut Journal)) {
+        let mut journals = self.journals.lock().unwrap();
+        let journal = journals
+            .entry(origin.to_lowercase())
+            .or_insert_with(|| Journal::new(self.journal_max_bytes));
+        update(journal);
     }
 
     /// How to answer a request for `zone`: `client_serial` is the serial
@@ -148,13 +186,56 @@ mod tests {
             .zone
     }
 
+    /// A primary that lets 127.0.0.0/8 transfer p.test.
+    fn open_primary() -> Primary {
+        let open = ZonePolicy {
+            allow_transfer: Acl::new(vec![crate::acl::Rule {
+                prefix: "127.0.0.0/8".parse().unwrap(),
+                key: None,
+            }]),
+            ..ZonePolicy::default()
+        };
+        let policies = HashMap::from([(Name::parse("p.test").unwrap(), open)]);
+        Primary::new(policies, journal::DEFAULT_MAX_BYTES)
+    }
+
+    #[test]
+    fn no_journal_for_a_zone_nobody_may_transfer() {
+        let p = Primary::new(HashMap::new(), journal::DEFAULT_MAX_BYTES);
+        let (v1, v2) = (zone(1, ""), zone(2, "a A 192.0.2.9\n"));
+        assert!(p.zone_changed(&v1, &v2), "secondaries are still notified");
+        assert!(matches!(p.plan(&v2, Some(1)), TransferPlan::Axfr));
+        assert!(p.journals.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn steps_received_by_ixfr_are_journaled_as_they_came() {
+        let p = open_primary();
+        let (v1, v2, v3) = (
+            zone(1, &hosts(10)),
+            zone(2, &hosts(11)),
+            zone(3, &hosts(12)),
+        );
+        let steps = vec![diff(&v1, &v2), diff(&v2, &v3)];
+        assert!(p.zone_received(&v1, &v3, steps));
+        match p.plan(&v3, Some(1)) {
+            TransferPlan::Ixfr(chain) => assert_eq!(chain.len(), 2),
+            other => panic!("{other:?}"),
+        }
+        assert!(!p.zone_received(&v3, &v1, Vec::new()), "older serial");
+        assert!(
+            matches!(p.plan(&v3, Some(2)), TransferPlan::Axfr),
+            "history restarted"
+        );
+    }
+
     fn hosts(n: usize) -> String {
         (0..n).map(|i| format!("h{i} A 192.0.2.{i}\n")).collect()
     }
 
     #[test]
     fn ixfr_from_a_journaled_serial_axfr_otherwise() {
-        let p = Primary::new(HashMap::new(), journal::DEFAULT_MAX_BYTES);
+        let p = open_primary();
         let (v1, v2, v3) = (
             zone(1, &hosts(10)),
             zone(2, &hosts(11)),
@@ -174,7 +255,7 @@ mod tests {
 
     #[test]
     fn a_serial_that_goes_back_clears_the_history() {
-        let p = Primary::new(HashMap::new(), journal::DEFAULT_MAX_BYTES);
+        let p = open_primary();
         let (v5, v6) = (zone(5, "a A 192.0.2.9\n"), zone(6, "a A 192.0.2.8\n"));
         assert!(p.zone_changed(&v5, &v6));
         let v2 = zone(2, "");
@@ -185,7 +266,7 @@ mod tests {
 
     #[test]
     fn an_ixfr_larger_than_the_zone_is_sent_as_axfr() {
-        let p = Primary::new(HashMap::new(), journal::DEFAULT_MAX_BYTES);
+        let p = open_primary();
         let (v1, v2) = (zone(1, &hosts(20)), zone(2, &hosts(1)));
         assert!(p.zone_changed(&v1, &v2));
         assert!(matches!(p.plan(&v2, Some(1)), TransferPlan::Axfr));

@@ -25,9 +25,6 @@ use tokio::time::timeout;
 use super::receive::{Outcome, Receiver, Request, XfrError};
 use crate::primary::notify::{random_id, unix_now};
 
-/// Idle connections kept per primary.
-const IDLE_PER_PRIMARY: usize = 2;
-
 /// A primary to pull a zone from, and the key to sign requests with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Upstream {
@@ -71,6 +68,10 @@ impl From<io::Error> for ClientError {
 pub struct Connections {
     idle: Mutex<HashMap<SocketAddr, Vec<TcpStream>>>,
     slots: Semaphore,
+    /// Idle connections kept per primary: as many as may be busy at once,
+    /// so a burst of exchanges (a cold start) reuses the same few
+    /// connections instead of closing and reopening them.
+    idle_per_primary: usize,
     keys: Arc<Vec<Key>>,
     /// Bound on connecting and on each read or write.
     io_timeout: Duration,
@@ -82,6 +83,7 @@ impl Connections {
         Connections {
             idle: Mutex::new(HashMap::new()),
             slots: Semaphore::new(concurrency),
+            idle_per_primary: concurrency,
             keys,
             io_timeout,
             opened: Default::default(),
@@ -105,7 +107,10 @@ impl Connections {
         let msg = answer.expect("set before completion");
         let m = Message::parse(&msg).map_err(|e| ClientError::BadAnswer(e.to_string()))?;
         if m.rcode() != Rcode::NOERROR {
-            return Err(ClientError::BadAnswer(format!("SOA query answered {}", m.rcode())));
+            return Err(ClientError::BadAnswer(format!(
+                "SOA query answered {}",
+                m.rcode()
+            )));
         }
         m.answers
             .iter()
@@ -129,8 +134,10 @@ impl Connections {
             }
         };
         let mut receiver = Receiver::new(origin.clone(), request);
-        self.exchange(up, query, |msg| receiver.feed(msg).map_err(ClientError::Transfer))
-            .await?;
+        self.exchange(up, query, |msg| {
+            receiver.feed(msg).map_err(ClientError::Transfer)
+        })
+        .await?;
         receiver.finish().map_err(ClientError::Transfer)
     }
 
@@ -158,7 +165,11 @@ impl Connections {
         query: Vec<u8>,
         mut on_message: impl FnMut(&[u8]) -> Result<bool, ClientError>,
     ) -> Result<(), ClientError> {
-        let _slot = self.slots.acquire().await.map_err(|_| ClientError::Timeout)?;
+        let _slot = self
+            .slots
+            .acquire()
+            .await
+            .map_err(|_| ClientError::Timeout)?;
         let key = match &up.key {
             Some(name) => Some(
                 self.keys
@@ -174,10 +185,14 @@ impl Connections {
             Some(s) => s,
             None => self.connect(up.addr).await?,
         };
-        let mut attempt = self.run(&mut stream, &query, key.as_ref(), &mut on_message).await;
+        let mut attempt = self
+            .run(&mut stream, &query, key.as_ref(), &mut on_message)
+            .await;
         if reused && matches!(attempt, Err(Attempt::BeforeAnswer(_))) {
             stream = self.connect(up.addr).await?;
-            attempt = self.run(&mut stream, &query, key.as_ref(), &mut on_message).await;
+            attempt = self
+                .run(&mut stream, &query, key.as_ref(), &mut on_message)
+                .await;
         }
         match attempt {
             Ok(()) => {
@@ -193,7 +208,8 @@ impl Connections {
             .await
             .map_err(|_| ClientError::Timeout)??;
         stream.set_nodelay(true)?;
-        self.opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.opened
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(stream)
     }
 
@@ -237,7 +253,8 @@ impl Connections {
             }
             if on_message(&msg).map_err(Attempt::During)? {
                 if let Some(v) = &verifier {
-                    v.finish().map_err(|e| Attempt::During(ClientError::Tsig(e)))?;
+                    v.finish()
+                        .map_err(|e| Attempt::During(ClientError::Tsig(e)))?;
                 }
                 return Ok(());
             }
@@ -266,7 +283,7 @@ impl Connections {
     fn give_back(&self, addr: SocketAddr, stream: TcpStream) {
         let mut idle = self.idle.lock().unwrap();
         let list = idle.entry(addr).or_default();
-        if list.len() < IDLE_PER_PRIMARY {
+        if list.len() < self.idle_per_primary {
             list.push(stream);
         }
     }

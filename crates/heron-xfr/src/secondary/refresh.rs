@@ -7,7 +7,9 @@
 //! version on disk. Failures retry after the retry interval with jitter;
 //! past the expire interval with no successful check the zone stops
 //! answering (SERVFAIL). The file's modification time records the last
-//! successful check, so the timers survive a restart.
+//! successful check, so the timers survive a restart; when a newer serial
+//! is seen it is dated one refresh interval back, so a restart before that
+//! transfer completes checks again at once.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -72,14 +74,17 @@ pub async fn run(
     mut wake: mpsc::UnboundedReceiver<()>,
     bounds: TimerBounds,
 ) {
-    let mut state = State::start(&zone, &publisher, bounds);
+    let mut state = State::start(&zone, &publisher, bounds).await;
     loop {
         let now = Instant::now();
         if let Some(expire_at) = state.expire_at
             && now >= expire_at
             && state.current.is_some()
         {
-            tracing::error!("zone {}: expired, no answer from any primary; answering SERVFAIL", zone.origin);
+            tracing::error!(
+                "zone {}: expired, no answer from any primary; answering SERVFAIL",
+                zone.origin
+            );
             publisher.expire(&zone.origin);
             state.current = None;
         }
@@ -101,7 +106,11 @@ struct State {
 impl State {
     /// The kept file, if any, is served at once; timers resume from its
     /// modification time.
-    fn start(zone: &SecondaryZone, publisher: &Arc<dyn Publisher>, bounds: TimerBounds) -> State {
+    async fn start(
+        zone: &SecondaryZone,
+        publisher: &Arc<dyn Publisher>,
+        bounds: TimerBounds,
+    ) -> State {
         let now = Instant::now();
         let mut state = State {
             current: None,
@@ -111,8 +120,12 @@ impl State {
         if !zone.file.exists() {
             return state;
         }
-        match load_zone_file(&zone.file, &zone.origin) {
-            Ok(loaded) => {
+        // A large zone takes a while to read: not on the async workers.
+        let (file, origin) = (zone.file.clone(), zone.origin.clone());
+        let loaded = tokio::task::spawn_blocking(move || load_zone_file(&file, &origin)).await;
+        match loaded {
+            Err(e) => tracing::error!("zone {}: reading the kept copy failed: {e}", zone.origin),
+            Ok(Ok(loaded)) => {
                 let kept = Arc::new(loaded.zone);
                 let age = std::fs::metadata(&zone.file)
                     .and_then(|m| m.modified())
@@ -121,7 +134,10 @@ impl State {
                     .unwrap_or_default();
                 let (refresh, _, expire) = timers(&kept, bounds);
                 if age >= expire {
-                    tracing::warn!("zone {}: kept copy is past its expire time; not served", zone.origin);
+                    tracing::warn!(
+                        "zone {}: kept copy is past its expire time; not served",
+                        zone.origin
+                    );
                 } else {
                     tracing::info!(
                         "zone {}: serving kept serial {} from {}",
@@ -135,9 +151,12 @@ impl State {
                     state.current = Some(kept);
                 }
             }
-            Err(problems) => {
+            Ok(Err(problems)) => {
                 problems.iter().for_each(|p| tracing::error!("{p}"));
-                tracing::error!("zone {}: kept copy unusable; transferring anew", zone.origin);
+                tracing::error!(
+                    "zone {}: kept copy unusable; transferring anew",
+                    zone.origin
+                );
             }
         }
         state
@@ -151,7 +170,7 @@ impl State {
         bounds: TimerBounds,
     ) {
         for up in &zone.primaries {
-            match self.check_one(zone, up, conns, publisher).await {
+            match self.check_one(zone, up, conns, publisher, bounds).await {
                 Ok(()) => {
                     let current = self.current.as_ref().expect("set by a successful check");
                     let (refresh, _, expire) = timers(current, bounds);
@@ -161,7 +180,9 @@ impl State {
                     touch(&zone.file);
                     return;
                 }
-                Err(e) => tracing::warn!("zone {}: refresh from {} failed: {e}", zone.origin, up.addr),
+                Err(e) => {
+                    tracing::warn!("zone {}: refresh from {} failed: {e}", zone.origin, up.addr)
+                }
             }
         }
         let retry = self
@@ -177,12 +198,21 @@ impl State {
         up: &Upstream,
         conns: &Connections,
         publisher: &Arc<dyn Publisher>,
+        bounds: TimerBounds,
     ) -> Result<(), String> {
-        let theirs = conns.soa_serial(up, &zone.origin).await.map_err(|e| e.to_string())?;
+        let theirs = conns
+            .soa_serial(up, &zone.origin)
+            .await
+            .map_err(|e| e.to_string())?;
         if let Some(have) = &self.current
             && !serial::is_newer(theirs, have.serial())
         {
             return Ok(());
+        }
+        // Should we stop before this transfer completes, a restart must
+        // not wait out the refresh interval to fetch it again.
+        if let Some(have) = &self.current {
+            mark_due(&zone.file, timers(have, bounds).0);
         }
         let started = std::time::Instant::now();
         let outcome = match &self.current {
@@ -191,7 +221,11 @@ impl State {
                 match conns.transfer(up, &zone.origin, ixfr).await {
                     Ok(outcome) => outcome,
                     Err(e) => {
-                        tracing::warn!("zone {}: IXFR from {} failed ({e}); trying AXFR", zone.origin, up.addr);
+                        tracing::warn!(
+                            "zone {}: IXFR from {} failed ({e}); trying AXFR",
+                            zone.origin,
+                            up.addr
+                        );
                         axfr(zone, up, conns).await?
                     }
                 }
@@ -216,7 +250,11 @@ impl State {
         let file = zone.file.clone();
         let written = tokio::task::spawn_blocking(move || write_zone_file(&new, &file)).await;
         if let Ok(Err(e)) | Err(e) = written.map_err(std::io::Error::other) {
-            tracing::error!("zone {}: cannot keep a copy in {}: {e}", zone.origin, zone.file.display());
+            tracing::error!(
+                "zone {}: cannot keep a copy in {}: {e}",
+                zone.origin,
+                zone.file.display()
+            );
         }
         Ok(())
     }
@@ -251,8 +289,18 @@ fn jitter(d: Duration) -> Duration {
 
 /// Records a successful check in the kept file's modification time.
 fn touch(file: &std::path::Path) {
+    set_mtime(file, SystemTime::now());
+}
+
+/// Dates the kept file's last check one refresh interval back, so that a
+/// restart checks the primaries at once: a newer serial is known to exist.
+fn mark_due(file: &std::path::Path, refresh: Duration) {
+    set_mtime(file, SystemTime::now() - refresh);
+}
+
+fn set_mtime(file: &std::path::Path, at: SystemTime) {
     if let Ok(f) = std::fs::File::options().append(true).open(file) {
-        let _ = f.set_modified(SystemTime::now());
+        let _ = f.set_modified(at);
     }
 }
 

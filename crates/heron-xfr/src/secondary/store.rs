@@ -15,9 +15,13 @@ use heron_zone::Zone;
 use heron_zone::zone::Node;
 
 /// Writes `zone` to `path` atomically: to `path.tmp` first, synced, then
-/// renamed over `path`, and the directory synced, so that after a crash
-/// `path` holds either the old file or the whole new one.
+/// renamed over `path` (its folder created if need be), and the folder
+/// synced, so that after a crash `path` holds either the old file or the
+/// whole new one.
 pub fn write_zone_file(zone: &Zone, path: &Path) -> io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
     let tmp = tmp_path(path);
     let result = write_synced(zone, &tmp).and_then(|()| std::fs::rename(&tmp, path));
     if let Err(e) = result {

@@ -630,10 +630,14 @@ fn a_received_zone_is_stored_and_loads_back() {
 }
 
 #[test]
-fn a_zone_file_in_a_missing_directory_is_an_error() {
+fn a_missing_folder_is_created_and_an_unwritable_path_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("no/such/dir/zone");
-    assert!(write_zone_file(&rich(1), &path).is_err());
+    let path = dir.path().join("new/folder/zone");
+    write_zone_file(&rich(1), &path).unwrap();
+    assert!(load_zone_file(&path, &origin()).is_ok());
+    let under_a_file = path.join("zone");
+    assert!(write_zone_file(&rich(1), &under_a_file).is_err());
+    assert!(!dir.path().join("new/folder/zone.tmp").exists());
 }
 
 /// Writes the seeds of the `xfr_receive` fuzz target (fuzz/seeds/):

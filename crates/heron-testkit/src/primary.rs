@@ -1,0 +1,115 @@
+//! NSD, Knot and BIND as primaries of a secondary under test: each serves
+//! one zone from a file, lets 127.0.0.1 transfer it (with a TSIG key if
+//! given), keeps the differences between versions of the file so it can
+//! answer IXFR, and sends NOTIFY to the secondary on every new serial
+//! (after `ServerProcess::reload`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::peer_conf::{bind_key, bind_options, knot_key, knot_server, nsd_key, nsd_server};
+use crate::process::{
+    KNOTD, NAMED, NSD, ServerKind, ServerProcess, TempDir, free_port, require_binary, write,
+};
+use crate::secondary::TsigSpec;
+
+/// One zone to serve to a secondary.
+#[derive(Clone, Debug)]
+pub struct Primary {
+    /// With a trailing dot.
+    pub origin: String,
+    /// The zone file: edit it and call `reload` to make a new version.
+    pub file: PathBuf,
+    /// Where NOTIFY goes.
+    pub secondary: SocketAddr,
+    pub key: Option<TsigSpec>,
+}
+
+impl Primary {
+    /// Starts `kind` as a primary on a free loopback port; panics with the
+    /// peer's log if it does not answer the zone's SOA.
+    pub fn start(&self, kind: ServerKind) -> ServerProcess {
+        let dir = TempDir::new(&format!("{}-primary", kind.to_string().to_lowercase()));
+        let port = free_port();
+        let cmd = match kind {
+            ServerKind::Nsd => self.nsd(&dir, port),
+            ServerKind::Knot => self.knot(&dir, port),
+            ServerKind::Bind => self.bind(&dir, port),
+            ServerKind::Heron => panic!("start a Heron primary with its own configuration"),
+        };
+        ServerProcess::start(kind, dir, port, cmd, &self.origin)
+            .unwrap_or_else(|log| panic!("{kind} primary did not serve {}: {log}", self.origin))
+    }
+
+    fn nsd(&self, dir: &TempDir, port: u16) -> Command {
+        require_binary(NSD);
+        let d = dir.0.display();
+        let mut conf = nsd_server(&d.to_string(), port);
+        let key = nsd_key(&mut conf, self.key.as_ref());
+        let to = self.secondary;
+        conf.push_str(&format!(
+            "zone:\n  name: \"{}\"\n  zonefile: \"{}\"\n  provide-xfr: 127.0.0.1 {key}\n  \
+             notify: {}@{} {key}\n  store-ixfr: yes\n  create-ixfr: yes\n",
+            self.origin,
+            self.file.display(),
+            to.ip(),
+            to.port()
+        ));
+        let path = dir.0.join("nsd.conf");
+        write(&path, &conf);
+        let mut cmd = Command::new(NSD);
+        cmd.arg("-d").arg("-c").arg(&path);
+        cmd
+    }
+
+    fn knot(&self, dir: &TempDir, port: u16) -> Command {
+        require_binary(KNOTD);
+        let d = dir.0.display();
+        let mut conf = knot_server(&d.to_string(), port);
+        let key_line = knot_key(&mut conf, self.key.as_ref());
+        let to = self.secondary;
+        conf.push_str(&format!(
+            "remote:\n  - id: secondary\n    address: {}@{}\n{key_line}\
+             acl:\n  - id: transfer\n    address: 127.0.0.1\n    action: transfer\n{key_line}\
+             zone:\n  - domain: \"{}\"\n    file: \"{}\"\n    notify: secondary\n    \
+             acl: transfer\n    zonefile-sync: -1\n    zonefile-load: difference\n    \
+             journal-content: changes\n    semantic-checks: off\n",
+            to.ip(),
+            to.port(),
+            self.origin,
+            self.file.display()
+        ));
+        let path = dir.0.join("knot.conf");
+        write(&path, &conf);
+        let mut cmd = Command::new(KNOTD);
+        cmd.arg("-c").arg(&path);
+        cmd
+    }
+
+    fn bind(&self, dir: &TempDir, port: u16) -> Command {
+        require_binary(NAMED);
+        let d = dir.0.display();
+        let mut conf = bind_options(&d.to_string(), port, "");
+        let key_clause = bind_key(&mut conf, self.key.as_ref());
+        let allowed = match &self.key {
+            Some(k) => format!("key \"{}\"", k.name),
+            None => "127.0.0.1".into(),
+        };
+        let to = self.secondary;
+        conf.push_str(&format!(
+            "zone \"{}\" {{\n  type primary;\n  file \"{}\";\n  check-names ignore;\n  \
+             ixfr-from-differences yes;\n  notify explicit;\n  \
+             also-notify {{ {} port {}{key_clause}; }};\n  allow-transfer {{ {allowed}; }};\n}};\n",
+            self.origin,
+            self.file.display(),
+            to.ip(),
+            to.port()
+        ));
+        let path = dir.0.join("named.conf");
+        write(&path, &conf);
+        let mut cmd = Command::new(NAMED);
+        cmd.arg("-g").arg("-n").arg("1").arg("-c").arg(&path);
+        cmd
+    }
+}

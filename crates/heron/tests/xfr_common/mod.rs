@@ -1,0 +1,95 @@
+//! What the transfer tests share: the test zone, the TSIG key, and small
+//! queries.
+#![allow(dead_code)] // each test file uses its own part
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use heron_proto::message::Message;
+use heron_proto::{Name, RType};
+use heron_testkit::{QueryOpts, TsigSpec, build_query, try_query_udp};
+
+pub const ORIGIN: &str = "xfr.test";
+/// A fixed test key (32 random bytes, base64).
+pub const SECRET: &str = "q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k=";
+pub const KEY: &str = "xfr-key";
+/// Address records beyond the fixed ones: enough for several messages.
+pub const HOSTS: usize = 6000;
+/// Records in the zone at serial 1.
+pub const RECORDS: usize = HOSTS + 11;
+
+pub fn heron() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+/// A zone big enough to need several transfer messages, with the
+/// record types whose RDATA holds names.
+pub fn zone_text(serial: u32, extra: &str) -> String {
+    let mut z = format!(
+        "$ORIGIN {ORIGIN}.\n$TTL 300\n@ SOA ns hostmaster {serial} 3600 600 86400 60\n\
+         @ NS ns\n@ NS ns.other.example.\n@ MX 10 mail\nns A 192.0.2.1\nmail A 192.0.2.2\n\
+         www CNAME mail\n_sip._udp SRV 0 5 5060 mail\ntxt TXT \"hello world\"\n\
+         sub NS ns.sub\nns.sub A 192.0.2.3\n"
+    );
+    for i in 0..HOSTS {
+        z.push_str(&format!(
+            "h{i} A 10.{}.{}.{}\n",
+            i >> 16,
+            (i >> 8) & 255,
+            i & 255
+        ));
+    }
+    z.push_str(extra);
+    z
+}
+
+pub fn temp_zone(tag: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("heron-xfr-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("xfr.zone");
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+pub fn eventually(mut ok: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+pub fn soa_serial(addr: SocketAddr) -> Option<u32> {
+    let q = build_query(
+        &Name::parse(ORIGIN).unwrap(),
+        RType::SOA,
+        &QueryOpts::default(),
+    );
+    let m = Message::parse(&try_query_udp(addr, &q).ok()?).ok()?;
+    let soa = m.answers.iter().find(|r| r.rtype == RType::SOA)?;
+    let at = soa.rdata.len() - 20;
+    Some(u32::from_be_bytes(
+        soa.rdata[at..at + 4].try_into().unwrap(),
+    ))
+}
+
+pub fn answer(addr: SocketAddr, name: &str, qtype: RType) -> Vec<String> {
+    let q = build_query(&Name::parse(name).unwrap(), qtype, &QueryOpts::default());
+    let m = Message::parse(&try_query_udp(addr, &q).expect("answer")).expect("parses");
+    let mut out: Vec<String> = m.answers.iter().map(|r| r.to_string()).collect();
+    out.sort();
+    out
+}
+
+/// The test key as the peers' configurations spell it.
+pub fn tsig_spec() -> TsigSpec {
+    TsigSpec {
+        algorithm: "hmac-sha256".into(),
+        name: KEY.into(),
+        secret_base64: SECRET.into(),
+    }
+}
