@@ -111,9 +111,15 @@ fn load_parallel(specs: &[&ZoneSpec]) -> Vec<Option<Zone>> {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<Zone>>> = specs.iter().map(|_| Mutex::new(None)).collect();
+    // Each loader holds a sender; when the last one is done the channel
+    // disconnects and the progress reporter returns at once.
+    let (working, finished) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| {
+            let working = working.clone();
+            let (next, done, slots) = (&next, &done, &slots);
+            scope.spawn(move || {
+                let _working = working;
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(spec) = specs.get(i) else { break };
@@ -122,26 +128,25 @@ fn load_parallel(specs: &[&ZoneSpec]) -> Vec<Option<Zone>> {
                 }
             });
         }
-        report_progress(&done, specs.len());
+        drop(working);
+        report_progress(&finished, &done, specs.len());
     });
     slots.into_iter().map(|s| s.into_inner().unwrap()).collect()
 }
 
-/// Logs progress every few seconds until `total` zones are done.
-fn report_progress(done: &AtomicUsize, total: usize) {
+/// Logs progress every few seconds until the loaders are done (`finished`
+/// disconnects).
+fn report_progress(finished: &std::sync::mpsc::Receiver<()>, done: &AtomicUsize, total: usize) {
     let started = Instant::now();
-    let mut last = Instant::now();
-    while done.load(Ordering::Relaxed) < total {
-        std::thread::sleep(Duration::from_millis(20));
-        if last.elapsed() >= PROGRESS_EVERY {
-            last = Instant::now();
-            tracing::info!(
-                "loading zones: {} of {} done after {} s",
-                done.load(Ordering::Relaxed),
-                total,
-                started.elapsed().as_secs()
-            );
-        }
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+        finished.recv_timeout(PROGRESS_EVERY)
+    {
+        tracing::info!(
+            "loading zones: {} of {} done after {} s",
+            done.load(Ordering::Relaxed),
+            total,
+            started.elapsed().as_secs()
+        );
     }
 }
 
