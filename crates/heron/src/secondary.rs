@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use heron_proto::Name;
 use heron_server::SharedCatalog;
 use heron_server::pipeline::NotifyReceived;
-use heron_xfr::secondary::refresh::{self, Publisher, SecondaryZone, TimerBounds};
+use heron_xfr::secondary::client::Connections;
+use heron_xfr::secondary::keeper::Keeper;
+use heron_xfr::secondary::refresh::{self, Context, Publisher, SecondaryZone, TimerBounds};
 use heron_zone::Zone;
 use heron_zone::diff::ZoneDiff;
 use tokio::sync::mpsc;
@@ -18,6 +20,8 @@ use crate::serve::Transfers;
 /// The secondary zones of the configuration, and what starts them.
 pub struct Secondaries {
     pub zones: Vec<SecondaryZone>,
+    /// SOA checks and transfers, over pooled connections.
+    pub connections: Connections,
     /// NOTIFYs the query pipeline accepted for them.
     pub notifies: mpsc::UnboundedReceiver<NotifyReceived>,
     pub bounds: TimerBounds,
@@ -32,12 +36,22 @@ const MAX_REBUILD_PAUSE: Duration = Duration::from_millis(50);
 pub fn start(secondaries: Secondaries, catalog: &SharedCatalog, transfers: &Arc<Transfers>) {
     let Secondaries {
         zones,
+        connections,
         mut notifies,
         bounds,
     } = secondaries;
     if zones.is_empty() {
         return;
     }
+    let keeper = match Keeper::start() {
+        Ok(k) => k,
+        Err(e) => {
+            tracing::error!(
+                "cannot start the thread that keeps zone copies: {e}; no secondary zone is served"
+            );
+            return;
+        }
+    };
     let mut unavailable = (*catalog.load_full()).clone();
     zones.iter().for_each(|z| unavailable.expire(&z.origin));
     catalog.store(Arc::new(unavailable));
@@ -51,13 +65,17 @@ pub fn start(secondaries: Secondaries, catalog: &SharedCatalog, transfers: &Arc<
             apply_changes(received, &catalog, &xfr)
         })
         .expect("a thread can be started");
-    let publisher: Arc<dyn Publisher> = Arc::new(CatalogPublisher { changes });
+    let ctx = Arc::new(Context {
+        conns: connections,
+        publisher: Arc::new(CatalogPublisher { changes }),
+        keeper,
+        bounds,
+    });
     let mut wakes = HashMap::new();
     for zone in zones {
         let (wake, woken) = mpsc::unbounded_channel();
         wakes.insert(zone.origin.to_lowercase(), wake);
-        let conns = transfers.connections.clone();
-        tokio::spawn(refresh::run(zone, conns, publisher.clone(), woken, bounds));
+        tokio::spawn(refresh::run(zone, ctx.clone(), woken));
     }
     tokio::spawn(async move {
         while let Some(notify) = notifies.recv().await {

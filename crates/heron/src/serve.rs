@@ -66,16 +66,16 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let transfers = Transfers {
         pipeline: Arc::new(pipeline),
         notifier: Notifier::new(keys.clone()),
-        connections: Arc::new(Connections::new(
-            keys,
-            limits.concurrency,
-            Duration::from_secs(limits.timeout),
-        )),
         catalog_writer: Mutex::new(()),
         primary,
     };
     let secondaries = secondary::Secondaries {
         zones: settings.secondaries,
+        connections: Connections::new(
+            keys,
+            limits.concurrency,
+            Duration::from_secs(limits.timeout),
+        ),
         notifies,
         bounds: limits.bounds(),
     };
@@ -158,8 +158,6 @@ pub(crate) struct Transfers {
     pub(crate) primary: Arc<Primary>,
     pipeline: Arc<Pipeline>,
     notifier: Notifier,
-    /// Connections to the primaries of secondary zones.
-    pub(crate) connections: Arc<Connections>,
     /// Held while a new catalog is built and stored, so a reload and a
     /// transfer finishing at once do not drop each other's change.
     pub(crate) catalog_writer: Mutex<()>,

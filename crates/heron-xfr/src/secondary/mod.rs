@@ -8,6 +8,7 @@
 //! * [`refresh`]: the per-zone refresh loop (timers, NOTIFY, expire).
 
 pub mod client;
+pub mod keeper;
 pub mod receive;
 pub mod refresh;
 pub mod store;

@@ -22,8 +22,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::client::{Connections, Upstream};
+use super::keeper::Keeper;
 use super::receive::{Outcome, Request};
-use super::store::write_zone_file;
 use crate::serial;
 
 /// One zone this server is a secondary for.
@@ -65,16 +65,18 @@ pub trait Publisher: Send + Sync + 'static {
     fn expire(&self, origin: &Name);
 }
 
+/// What the refresh loops of every zone share.
+pub struct Context {
+    pub conns: Connections,
+    pub publisher: Arc<dyn Publisher>,
+    pub keeper: Keeper,
+    pub bounds: TimerBounds,
+}
+
 /// Runs the refresh loop until `wake` closes. A message on `wake` (a
 /// NOTIFY) triggers an SOA check now.
-pub async fn run(
-    zone: SecondaryZone,
-    conns: Arc<Connections>,
-    publisher: Arc<dyn Publisher>,
-    mut wake: mpsc::UnboundedReceiver<()>,
-    bounds: TimerBounds,
-) {
-    let mut state = State::start(&zone, &publisher, bounds).await;
+pub async fn run(zone: SecondaryZone, ctx: Arc<Context>, mut wake: mpsc::UnboundedReceiver<()>) {
+    let mut state = Box::pin(State::start(&zone, &ctx)).await;
     loop {
         let now = Instant::now();
         if let Some(expire_at) = state.expire_at
@@ -85,7 +87,7 @@ pub async fn run(
                 "zone {}: expired, no answer from any primary; answering SERVFAIL",
                 zone.origin
             );
-            publisher.expire(&zone.origin);
+            ctx.publisher.expire(&zone.origin);
             state.current = None;
         }
         let next = state.next_check;
@@ -93,7 +95,9 @@ pub async fn run(
             _ = tokio::time::sleep_until(next) => {}
             woke = wake.recv() => if woke.is_none() { return },
         }
-        state.check(&zone, &conns, &publisher, bounds).await;
+        // Boxed: a check's state (the transfer in progress) is large, and
+        // 100,000 idle loops should not each hold room for one.
+        Box::pin(state.check(&zone, &ctx)).await;
     }
 }
 
@@ -106,11 +110,7 @@ struct State {
 impl State {
     /// The kept file, if any, is served at once; timers resume from its
     /// modification time.
-    async fn start(
-        zone: &SecondaryZone,
-        publisher: &Arc<dyn Publisher>,
-        bounds: TimerBounds,
-    ) -> State {
+    async fn start(zone: &SecondaryZone, ctx: &Context) -> State {
         let now = Instant::now();
         let mut state = State {
             current: None,
@@ -132,7 +132,7 @@ impl State {
                     .ok()
                     .and_then(|t| SystemTime::now().duration_since(t).ok())
                     .unwrap_or_default();
-                let (refresh, _, expire) = timers(&kept, bounds);
+                let (refresh, _, expire) = timers(&kept, ctx.bounds);
                 if age >= expire {
                     tracing::warn!(
                         "zone {}: kept copy is past its expire time; not served",
@@ -145,7 +145,7 @@ impl State {
                         kept.serial(),
                         zone.file.display()
                     );
-                    publisher.publish(kept.clone(), None);
+                    ctx.publisher.publish(kept.clone(), None);
                     state.next_check = now + refresh.saturating_sub(age);
                     state.expire_at = Some(now + expire - age);
                     state.current = Some(kept);
@@ -162,22 +162,17 @@ impl State {
         state
     }
 
-    async fn check(
-        &mut self,
-        zone: &SecondaryZone,
-        conns: &Connections,
-        publisher: &Arc<dyn Publisher>,
-        bounds: TimerBounds,
-    ) {
+    async fn check(&mut self, zone: &SecondaryZone, ctx: &Context) {
         for up in &zone.primaries {
-            match self.check_one(zone, up, conns, publisher, bounds).await {
+            match self.check_one(zone, up, ctx).await {
                 Ok(()) => {
                     let current = self.current.as_ref().expect("set by a successful check");
-                    let (refresh, _, expire) = timers(current, bounds);
+                    let (refresh, _, expire) = timers(current, ctx.bounds);
                     let now = Instant::now();
                     self.next_check = now + refresh;
                     self.expire_at = Some(now + expire);
-                    touch(&zone.file);
+                    // The record of this successful check.
+                    ctx.keeper.date(&zone.file, SystemTime::now());
                     return;
                 }
                 Err(e) => {
@@ -188,7 +183,7 @@ impl State {
         let retry = self
             .current
             .as_ref()
-            .map_or(bounds.min_retry, |z| timers(z, bounds).1);
+            .map_or(ctx.bounds.min_retry, |z| timers(z, ctx.bounds).1);
         self.next_check = Instant::now() + jitter(retry);
     }
 
@@ -196,23 +191,26 @@ impl State {
         &mut self,
         zone: &SecondaryZone,
         up: &Upstream,
-        conns: &Connections,
-        publisher: &Arc<dyn Publisher>,
-        bounds: TimerBounds,
+        ctx: &Context,
     ) -> Result<(), String> {
-        let theirs = conns
-            .soa_serial(up, &zone.origin)
-            .await
-            .map_err(|e| e.to_string())?;
-        if let Some(have) = &self.current
-            && !serial::is_newer(theirs, have.serial())
-        {
-            return Ok(());
+        let conns = &ctx.conns;
+        // With nothing to serve yet there is nothing to compare: the AXFR
+        // itself says which serial it brings.
+        if let Some(have) = &self.current {
+            let theirs = conns
+                .soa_serial(up, &zone.origin)
+                .await
+                .map_err(|e| e.to_string())?;
+            if !serial::is_newer(theirs, have.serial()) {
+                return Ok(());
+            }
         }
         // Should we stop before this transfer completes, a restart must
         // not wait out the refresh interval to fetch it again.
+        // (Its last check dated one refresh interval back.)
         if let Some(have) = &self.current {
-            mark_due(&zone.file, timers(have, bounds).0);
+            let refresh = timers(have, ctx.bounds).0;
+            ctx.keeper.date(&zone.file, SystemTime::now() - refresh);
         }
         let started = std::time::Instant::now();
         let outcome = match &self.current {
@@ -245,17 +243,9 @@ impl State {
             new.record_count(),
             started.elapsed().as_millis()
         );
-        publisher.publish(new.clone(), diffs);
-        self.current = Some(new.clone());
-        let file = zone.file.clone();
-        let written = tokio::task::spawn_blocking(move || write_zone_file(&new, &file)).await;
-        if let Ok(Err(e)) | Err(e) = written.map_err(std::io::Error::other) {
-            tracing::error!(
-                "zone {}: cannot keep a copy in {}: {e}",
-                zone.origin,
-                zone.file.display()
-            );
-        }
+        ctx.publisher.publish(new.clone(), diffs);
+        ctx.keeper.write(&zone.file, new.clone());
+        self.current = Some(new);
         Ok(())
     }
 }
@@ -287,23 +277,6 @@ fn jitter(d: Duration) -> Duration {
     d + d / 5 * r / u16::MAX as u32
 }
 
-/// Records a successful check in the kept file's modification time.
-fn touch(file: &std::path::Path) {
-    set_mtime(file, SystemTime::now());
-}
-
-/// Dates the kept file's last check one refresh interval back, so that a
-/// restart checks the primaries at once: a newer serial is known to exist.
-fn mark_due(file: &std::path::Path, refresh: Duration) {
-    set_mtime(file, SystemTime::now() - refresh);
-}
-
-fn set_mtime(file: &std::path::Path, at: SystemTime) {
-    if let Ok(f) = std::fs::File::options().append(true).open(file) {
-        let _ = f.set_modified(at);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,5 +303,39 @@ mod tests {
             let d = jitter(Duration::from_secs(10));
             assert!(d >= Duration::from_secs(10) && d <= Duration::from_secs(12));
         }
+    }
+}
+/// 100,000 zones mean 100,000 refresh loops: what each holds between
+/// checks is kept small.
+#[cfg(test)]
+mod footprint {
+    use super::*;
+
+    struct Nothing;
+    impl Publisher for Nothing {
+        fn publish(&self, _: Arc<Zone>, _: Option<Vec<ZoneDiff>>) {}
+        fn expire(&self, _: &Name) {}
+    }
+
+    #[test]
+    fn an_idle_refresh_loop_is_small() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let _in_runtime = runtime.enter();
+        let zone = SecondaryZone {
+            origin: Name::parse("a.test").unwrap(),
+            primaries: Vec::new(),
+            file: "/nonexistent".into(),
+        };
+        let ctx = Arc::new(Context {
+            conns: Connections::new(Arc::new(Vec::new()), 1, Duration::from_secs(1)),
+            publisher: Arc::new(Nothing),
+            keeper: Keeper::start().unwrap(),
+            bounds: TimerBounds::default(),
+        });
+        let (_wake, woken) = mpsc::unbounded_channel();
+        let size = std::mem::size_of_val(&run(zone, ctx, woken));
+        assert!(size <= 512, "{size} bytes");
     }
 }

@@ -31,7 +31,7 @@ pub fn write_zone_file(zone: &Zone, path: &Path) -> io::Result<()> {
     sync_dir(path)
 }
 
-fn tmp_path(path: &Path) -> PathBuf {
+pub(crate) fn tmp_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(".tmp");
     PathBuf::from(name)
