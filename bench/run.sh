@@ -18,16 +18,7 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "bench/run.sh needs root (cgroup quotas, taskset, SCHED_RR)" >&2
     exit 1
 fi
-packages=(dnsperf nsd knot bind9 valgrind)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing: ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+scripts/ensure-packages.sh dnsperf nsd knot bind9 valgrind
 
 # Absolute: the servers run in their own working directories.
 target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"

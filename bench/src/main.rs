@@ -12,6 +12,7 @@ mod stats;
 mod suite;
 mod sys;
 mod workloads;
+mod xfr;
 mod zones;
 
 use std::net::SocketAddr;
@@ -113,6 +114,9 @@ enum Cmd {
     /// The whole suite: environment check, every server on every
     /// workload, results.json, README.md and charts.
     Run(suite::RunArgs),
+    /// Zone transfers: secondary cold start with many zones, change
+    /// propagation, a large zone between pairs of servers, TSIG overhead.
+    Xfr(xfr::XfrArgs),
     /// Regenerate README.md and the charts from results.json.
     Report {
         #[arg(long, default_value = "docs/benchmarks/results.json")]
@@ -161,6 +165,7 @@ fn main() -> ExitCode {
             .with_absolute_paths()
             .and_then(|args| suite::run(&args)),
         Cmd::Report { results, out } => report::regenerate(&results, &out),
+        Cmd::Xfr(args) => xfr::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

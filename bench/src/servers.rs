@@ -395,30 +395,9 @@ impl Server {
     /// SIGTERM to the server, a bounded wait, then SIGKILL to its process
     /// group (only processes this suite started).
     pub fn stop(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        let pid = child.id() as i32;
-        // SAFETY: kill(2) on the PID of our own unreaped child.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if let Some(child) = self.child.take() {
+            sys::stop_group(child);
         }
-        for _ in 0..100 {
-            let left = sys::group_members(pid as u32);
-            let leader_alive = matches!(child.try_wait(), Ok(None));
-            if left.is_empty() && !leader_alive {
-                break;
-            }
-            // SAFETY: kill(2) on the process group our child leads.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.wait();
     }
 }
 

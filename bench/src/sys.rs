@@ -308,6 +308,30 @@ impl Drop for Cgroup {
     }
 }
 
+/// Stops a child that leads its own process group: SIGTERM to it, up to
+/// 10 s for it to exit, then SIGKILL to the group until no member is left
+/// (helpers it forked included; only processes this suite started).
+pub fn stop_group(mut child: std::process::Child) {
+    use std::time::{Duration, Instant};
+    let pid = child.id() as i32;
+    // SAFETY: kill(2) on the PID of our own unreaped child.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for _ in 0..100 {
+        let leader_alive = matches!(child.try_wait(), Ok(None));
+        if group_members(pid as u32).is_empty() && !leader_alive {
+            break;
+        }
+        // SAFETY: kill(2) on the process group our child leads.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.wait();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

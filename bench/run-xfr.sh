@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs the zone transfer benchmarks: a secondary's cold start with 1k to
+# 100k zones (Heron, NSD, Knot, BIND as secondaries of a Heron primary),
+# change propagation primary -> secondary for each server, a 2,000,000-record
+# zone between pairs of servers, and TSIG's cost on that transfer. Installs
+# the peers when missing, builds in release mode, and writes
+# docs/benchmarks/transfers.md and transfers.json.
+#
+#   bench/run-xfr.sh                                     # everything, about 30 minutes
+#   bench/run-xfr.sh --sizes 1000,10000 --records 200000 # a quicker look
+#
+# Extra arguments go to `heron-bench xfr` (see `heron-bench xfr --help`).
+# All traffic stays on 127.0.0.1; needs 2 CPUs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/ensure-packages.sh nsd knot bind9 iproute2
+
+target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
+cargo build --release -p heron -p heron-bench
+exec "$target/release/heron-bench" xfr \
+    --heron "$target/release/heron" \
+    --data "$target/bench-data/xfr" \
+    --out docs/benchmarks \
+    "$@"

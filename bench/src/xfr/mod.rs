@@ -1,0 +1,528 @@
+//! The zone transfer benchmarks: how long a secondary of many zones takes
+//! to cold-start (and whether it runs out of ports doing it), how quickly
+//! a change on a primary is answered by its secondary, how fast a large
+//! zone moves between pairs of servers, and what TSIG costs.
+//!
+//! Primary and secondary listen on 127.0.0.1 (BIND listens only on
+//! addresses of an interface, and 127.0.0.2 is not one unless configured),
+//! each with one worker of each kind, pinned: primary on CPU 0, secondary
+//! on CPU 1. Kernel settings are left as they are (the report prints the
+//! ephemeral port range and TIME_WAIT reuse).
+
+pub mod peers;
+pub mod probe;
+mod report;
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use heron_proto::message::Message;
+use heron_proto::{Name, RType};
+use heron_testkit::{QueryOpts, build_query, free_port};
+use serde::{Deserialize, Serialize};
+
+use crate::servers::{Binaries, Kind, available};
+use crate::stats::Spread;
+use crate::zones;
+use peers::{Peer, Role, TsigKey};
+
+#[derive(Args, Clone, Debug)]
+pub struct XfrArgs {
+    /// The heron binary (release build).
+    #[arg(long)]
+    pub heron: PathBuf,
+    /// Where zones and server folders go.
+    #[arg(long, default_value = "target/bench-data/xfr")]
+    pub data: PathBuf,
+    /// Where transfers.md and transfers.json go.
+    #[arg(long, default_value = "docs/benchmarks")]
+    pub out: PathBuf,
+    /// Secondaries to measure (Heron, NSD, Knot, BIND).
+    #[arg(long, value_delimiter = ',', default_value = "heron,nsd,knot,bind")]
+    pub servers: Vec<String>,
+    /// Zone counts for the cold start.
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000,30000,100000")]
+    pub sizes: Vec<usize>,
+    /// Longest wait for one cold start, seconds.
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+    /// Changes per server for the propagation delay.
+    #[arg(long, default_value_t = 30)]
+    pub changes: usize,
+    /// Records of the large zone.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub records: usize,
+    /// Runs of each large-zone transfer.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+    /// Parts to run: cold-start, propagation, axfr (TSIG included).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "cold-start,propagation,axfr"
+    )]
+    pub parts: Vec<String>,
+}
+
+const LOOPBACK: [u8; 4] = [127, 0, 0, 1];
+const SEED: u64 = 0x5eed_0f7a;
+
+/// One secondary's cold start with a number of zones.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ColdStart {
+    pub server: Kind,
+    pub zones: usize,
+    /// Seconds from the secondary's start until every zone answered.
+    pub all_answered_s: Option<f64>,
+    pub answered: usize,
+    /// Log lines saying a connect failed for want of a local address.
+    pub connect_failures: usize,
+    /// TCP connections opened on the machine meanwhile (ActiveOpens).
+    pub connections_opened: u64,
+    /// Sockets in TIME_WAIT with the primary's port once all answered.
+    pub time_wait: usize,
+    pub rss_mib: f64,
+}
+
+/// Reload on the primary → new serial answered by the secondary.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Propagation {
+    pub server: Kind,
+    pub delays_ms: Vec<f64>,
+    pub median_ms: f64,
+    pub p90_ms: f64,
+    /// Changes the secondary never showed within 10 s.
+    pub missed: usize,
+}
+
+/// The large zone from one primary to one secondary.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LargeTransfer {
+    pub primary: Kind,
+    pub secondary: Kind,
+    pub tsig: bool,
+    /// Secondary start → zone answered, seconds.
+    pub seconds: Spread,
+    pub mb_per_s: f64,
+    pub secondary_rss_mib: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Results {
+    pub machine: Vec<String>,
+    pub cold_start: Vec<ColdStart>,
+    pub propagation: Vec<Propagation>,
+    pub large: Vec<LargeTransfer>,
+    /// Bytes of the large zone's AXFR (every message, length prefixes
+    /// included).
+    pub large_axfr_bytes: u64,
+    pub records: usize,
+}
+
+pub fn run(args: &XfrArgs) -> Result<(), String> {
+    // The servers run in their own folders.
+    let heron =
+        fs::canonicalize(&args.heron).map_err(|e| format!("{}: {e}", args.heron.display()))?;
+    let args = &XfrArgs {
+        heron,
+        ..args.clone()
+    };
+    let bins = Binaries {
+        heron: args.heron.clone(),
+        bench: std::env::current_exe().map_err(|e| e.to_string())?,
+    };
+    let kinds: Vec<Kind> = args
+        .servers
+        .iter()
+        .map(|s| {
+            Kind::parse(s)
+                .filter(|k| k.is_dns())
+                .ok_or(format!("unknown server {s}"))
+        })
+        .collect::<Result<_, _>>()?;
+    let kinds: Vec<Kind> = kinds.into_iter().filter(|k| available(*k, &bins)).collect();
+    fs::create_dir_all(&args.data).map_err(|e| e.to_string())?;
+    let mut results = Results {
+        machine: report::machine(&bins),
+        records: args.records,
+        ..Results::default()
+    };
+    let wants = |part: &str| args.parts.iter().any(|p| p == part);
+    if wants("cold-start") {
+        results.cold_start = cold_starts(args, &kinds)?;
+    }
+    if wants("propagation") {
+        results.propagation = propagations(args, &kinds)?;
+    }
+    if wants("axfr") {
+        large_transfers(args, &kinds, &mut results)?;
+    }
+    report::write(&results, &args.out, args)
+}
+
+fn ip(octets: [u8; 4], port: u16) -> SocketAddr {
+    SocketAddr::from((octets, port))
+}
+
+/// `count` minimal zones (SOA and NS) in `dir`, written once.
+fn minimal_zones(dir: &Path, count: usize) -> Result<Vec<(String, PathBuf)>, String> {
+    fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    (0..count)
+        .map(|i| {
+            let origin = zones::many_zone_origin(SEED, i);
+            let path = dir.join(format!("{origin}zone"));
+            if !path.exists() {
+                let text = format!(
+                    "{origin} 3600 IN SOA ns1.hosting.test. hostmaster.hosting.test. 1 7200 3600 1209600 3600\n\
+                     {origin} 3600 IN NS ns1.hosting.test.\n"
+                );
+                fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            Ok((origin, path))
+        })
+        .collect()
+}
+
+/// Starts a `kind` primary of `zones` and waits until every one answers.
+fn start_primary(
+    kind: Kind,
+    args: &XfrArgs,
+    zones: &[(String, PathBuf)],
+    notify: Option<SocketAddr>,
+    key: Option<&TsigKey>,
+    tag: &str,
+) -> Result<Peer, String> {
+    let addr = ip(LOOPBACK, free_port());
+    let dir = args
+        .data
+        .join(format!("primary-{}-{tag}", kind.name().to_lowercase()));
+    let mut peer = Peer::start(
+        kind,
+        Role::Primary { notify },
+        addr,
+        zones,
+        key,
+        &dir,
+        &args.heron,
+    )?;
+    let origins: Vec<String> = zones.iter().map(|(o, _)| o.clone()).collect();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let started = peer.started;
+    let up = probe::until_all_answer(addr, &origins, started, deadline, &mut || peer.is_running());
+    if up.all_after_s.is_some() {
+        return Ok(peer);
+    }
+    Err(format!(
+        "{} primary never served its zones:\n{}",
+        kind.name(),
+        tail(&peer.log())
+    ))
+}
+
+fn tail(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+fn cold_starts(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<ColdStart>, String> {
+    let largest = args.sizes.iter().copied().max().unwrap_or(0);
+    let all = minimal_zones(&args.data.join("minimal"), largest)?;
+    let mut out = Vec::new();
+    for &size in &args.sizes {
+        let zones = &all[..size];
+        let origins: Vec<String> = zones.iter().map(|(o, _)| o.clone()).collect();
+        for &kind in kinds {
+            // A fresh primary port per run: TIME_WAIT sockets of one run
+            // do not take ports from the next.
+            let primary = start_primary(Kind::Heron, args, zones, None, None, "cold")?;
+            let opened_before = active_opens();
+            let addr = ip(LOOPBACK, free_port());
+            let dir = args
+                .data
+                .join(format!("cold-{}-{size}", kind.name().to_lowercase()));
+            let role = Role::Secondary {
+                primary: primary.addr,
+            };
+            let mut secondary = Peer::start(kind, role, addr, zones, None, &dir, &args.heron)?;
+            let (started, deadline) = (
+                secondary.started,
+                secondary.started + Duration::from_secs(args.timeout),
+            );
+            let arrival = probe::until_all_answer(addr, &origins, started, deadline, &mut || {
+                secondary.is_running()
+            });
+            let run = ColdStart {
+                server: kind,
+                zones: size,
+                all_answered_s: arrival.all_after_s,
+                answered: arrival.answered,
+                connect_failures: connect_failures(&secondary.log()),
+                connections_opened: active_opens().saturating_sub(opened_before),
+                time_wait: time_wait_with(primary.addr.port()),
+                rss_mib: secondary.rss_kib() as f64 / 1024.0,
+            };
+            eprintln!("cold start: {run:?}");
+            secondary.stop();
+            out.push(run);
+        }
+    }
+    Ok(out)
+}
+
+/// Log lines of a failed connect for want of a local address (ports).
+fn connect_failures(log: &str) -> usize {
+    log.lines()
+        .filter(|l| {
+            let l = l.to_ascii_lowercase();
+            l.contains("address not available") || l.contains("cannot assign requested address")
+        })
+        .count()
+}
+
+/// TCP connections opened by this machine so far (/proc/net/snmp).
+fn active_opens() -> u64 {
+    let text = fs::read_to_string("/proc/net/snmp").unwrap_or_default();
+    let mut tcp = text.lines().filter(|l| l.starts_with("Tcp:"));
+    let (Some(names), Some(values)) = (tcp.next(), tcp.next()) else {
+        return 0;
+    };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == "ActiveOpens")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Sockets in TIME_WAIT with `port` on either end (`ss`).
+fn time_wait_with(port: u16) -> usize {
+    let out = std::process::Command::new("ss")
+        .args(["-Htan", "state", "time-wait"])
+        .output();
+    let Ok(out) = out else { return 0 };
+    let want = format!(":{port}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.split_whitespace().any(|f| f.ends_with(&want)))
+        .count()
+}
+
+/// A small zone whose serial and one record change with each version.
+fn propagation_zone(version: u32) -> String {
+    format!(
+        "$ORIGIN prop.test.\n$TTL 300\n@ SOA ns hostmaster {version} 3600 600 86400 60\n@ NS ns\n\
+         ns A 192.0.2.1\nwww A 192.0.2.{}\nmail A 192.0.2.2\n",
+        version % 250 + 3
+    )
+}
+
+fn propagations(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<Propagation>, String> {
+    let origin = Name::parse("prop.test.").unwrap();
+    let mut out = Vec::new();
+    for &kind in kinds {
+        let dir = args
+            .data
+            .join(format!("prop-{}", kind.name().to_lowercase()));
+        fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let file = dir.join("prop.test.zone");
+        fs::write(&file, propagation_zone(1)).map_err(|e| e.to_string())?;
+        let zones = vec![("prop.test.".to_string(), file.clone())];
+        let sec_addr = ip(LOOPBACK, free_port());
+        let primary = start_primary(kind, args, &zones, Some(sec_addr), None, "prop")?;
+        let role = Role::Secondary {
+            primary: primary.addr,
+        };
+        let secondary = Peer::start(
+            kind,
+            role,
+            sec_addr,
+            &zones,
+            None,
+            &dir.join("secondary"),
+            &args.heron,
+        )?;
+        if probe::until_serial(
+            sec_addr,
+            &origin,
+            1,
+            Instant::now() + Duration::from_secs(60),
+        )
+        .is_none()
+        {
+            return Err(format!(
+                "{} secondary never got the zone:\n{}",
+                kind.name(),
+                tail(&secondary.log())
+            ));
+        }
+        let mut delays = Vec::new();
+        let mut missed = 0;
+        for version in 2..2 + args.changes as u32 {
+            // Whole seconds apart: some servers compare file times in seconds.
+            std::thread::sleep(Duration::from_millis(1100));
+            fs::write(&file, propagation_zone(version)).map_err(|e| e.to_string())?;
+            let changed = Instant::now();
+            primary.reload();
+            match probe::until_serial(
+                sec_addr,
+                &origin,
+                version,
+                changed + Duration::from_secs(10),
+            ) {
+                Some(at) => delays.push(at.duration_since(changed).as_secs_f64() * 1000.0),
+                None => missed += 1,
+            }
+        }
+        let mut sorted = delays.clone();
+        sorted.sort_by(f64::total_cmp);
+        let run = Propagation {
+            server: kind,
+            median_ms: Spread::of(&sorted).median,
+            p90_ms: sorted
+                .get((sorted.len() * 9).div_ceil(10).saturating_sub(1))
+                .copied()
+                .unwrap_or(f64::NAN),
+            delays_ms: delays,
+            missed,
+        };
+        eprintln!(
+            "propagation: {} median {:.1} ms p90 {:.1} ms missed {}",
+            kind.name(),
+            run.median_ms,
+            run.p90_ms,
+            run.missed
+        );
+        out.push(run);
+    }
+    Ok(out)
+}
+
+/// The pairs of the large-zone transfer: each server to itself, and Heron
+/// with Knot both ways.
+fn pairs(kinds: &[Kind]) -> Vec<(Kind, Kind)> {
+    let mut p: Vec<(Kind, Kind)> = kinds.iter().map(|&k| (k, k)).collect();
+    if kinds.contains(&Kind::Heron) && kinds.contains(&Kind::Knot) {
+        p.push((Kind::Heron, Kind::Knot));
+        p.push((Kind::Knot, Kind::Heron));
+    }
+    p
+}
+
+fn large_transfers(args: &XfrArgs, kinds: &[Kind], results: &mut Results) -> Result<(), String> {
+    let origin = "large.test.";
+    let dir = args.data.join("large");
+    let file = dir.join(format!("{origin}zone"));
+    if !file.exists() {
+        fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        zones::write_a_zone(&dir, origin, SEED, args.records).map_err(|e| e.to_string())?;
+    }
+    let zones = vec![(origin.to_string(), file)];
+    let key = TsigKey {
+        name: "bench-key".into(),
+        secret: "q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k=".into(),
+    };
+    let mut runs: Vec<(Kind, Kind, bool)> = pairs(kinds)
+        .into_iter()
+        .map(|(p, s)| (p, s, false))
+        .collect();
+    if kinds.contains(&Kind::Heron) {
+        runs.push((Kind::Heron, Kind::Heron, true));
+    }
+    let mut current: Option<(Kind, bool, Peer)> = None;
+    for (p, s, tsig) in runs {
+        if !matches!(&current, Some((k, t, _)) if *k == p && *t == tsig) {
+            drop(current.take()); // stops the previous primary first
+            let key = tsig.then_some(&key);
+            current = Some((p, tsig, start_primary(p, args, &zones, None, key, "large")?));
+        }
+        let primary = &current.as_ref().unwrap().2;
+        if results.large_axfr_bytes == 0 && !tsig {
+            results.large_axfr_bytes = axfr_bytes(primary.addr, origin)?;
+        }
+        let mut seconds = Vec::new();
+        let mut rss = 0.0;
+        for run in 0..args.repeats {
+            let addr = ip(LOOPBACK, free_port());
+            let sdir = args
+                .data
+                .join(format!("large-{}-{}-{run}", p.name(), s.name()).to_lowercase());
+            let role = Role::Secondary {
+                primary: primary.addr,
+            };
+            let key = tsig.then_some(&key);
+            let mut secondary = Peer::start(s, role, addr, &zones, key, &sdir, &args.heron)?;
+            let (started, deadline) = (
+                secondary.started,
+                secondary.started + Duration::from_secs(args.timeout),
+            );
+            let origins = [origin.to_string()];
+            let arrival = probe::until_all_answer(addr, &origins, started, deadline, &mut || {
+                secondary.is_running()
+            });
+            match arrival.all_after_s {
+                Some(s) => seconds.push(s),
+                None => eprintln!(
+                    "{} -> {}: no transfer in {} s\n{}",
+                    p.name(),
+                    s.name(),
+                    args.timeout,
+                    tail(&secondary.log())
+                ),
+            }
+            rss = secondary.rss_kib() as f64 / 1024.0;
+            secondary.stop();
+            let _ = fs::remove_dir_all(&sdir);
+        }
+        let spread = Spread::of(&seconds);
+        let run = LargeTransfer {
+            primary: p,
+            secondary: s,
+            tsig,
+            mb_per_s: results.large_axfr_bytes as f64 / 1e6 / spread.median,
+            seconds: spread,
+            secondary_rss_mib: rss,
+        };
+        eprintln!("large: {run:?}");
+        results.large.push(run);
+    }
+    Ok(())
+}
+
+/// Bytes of an AXFR of `origin` from `server` (messages with their length
+/// prefixes), read by a minimal client.
+fn axfr_bytes(server: SocketAddr, origin: &str) -> Result<u64, String> {
+    let mut stream = TcpStream::connect(server).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .map_err(|e| e.to_string())?;
+    let q = build_query(
+        &Name::parse(origin).unwrap(),
+        RType::AXFR,
+        &QueryOpts::default(),
+    );
+    let mut framed = (q.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&q);
+    stream.write_all(&framed).map_err(|e| e.to_string())?;
+    let (mut bytes, mut soas) = (0u64, 0);
+    while soas < 2 {
+        let mut len = [0u8; 2];
+        stream
+            .read_exact(&mut len)
+            .map_err(|e| format!("AXFR: {e}"))?;
+        let mut msg = vec![0u8; u16::from_be_bytes(len) as usize];
+        stream
+            .read_exact(&mut msg)
+            .map_err(|e| format!("AXFR: {e}"))?;
+        bytes += 2 + msg.len() as u64;
+        let m = Message::parse(&msg).map_err(|e| format!("AXFR: {e}"))?;
+        soas += m.answers.iter().filter(|r| r.rtype == RType::SOA).count();
+        if m.answers.is_empty() {
+            return Err("AXFR refused or empty".into());
+        }
+    }
+    Ok(bytes)
+}
