@@ -59,7 +59,8 @@ pub struct XfrArgs {
     /// Runs of each large-zone transfer.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
-    /// Parts to run: cold-start, propagation, axfr (TSIG included).
+    /// Parts to run: cold-start, propagation, axfr (TSIG included); the
+    /// others keep their results from the last transfers.json.
     #[arg(
         long,
         value_delimiter = ',',
@@ -146,11 +147,12 @@ pub fn run(args: &XfrArgs) -> Result<(), String> {
         .collect::<Result<_, _>>()?;
     let kinds: Vec<Kind> = kinds.into_iter().filter(|k| available(*k, &bins)).collect();
     fs::create_dir_all(&args.data).map_err(|e| e.to_string())?;
-    let mut results = Results {
-        machine: report::machine(&bins),
-        records: args.records,
-        ..Results::default()
-    };
+    // Parts not run this time keep their last results.
+    let mut results: Results = fs::read_to_string(args.out.join("transfers.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    results.machine = report::machine(&bins);
     let wants = |part: &str| args.parts.iter().any(|p| p == part);
     if wants("cold-start") {
         results.cold_start = cold_starts(args, &kinds)?;
@@ -159,6 +161,9 @@ pub fn run(args: &XfrArgs) -> Result<(), String> {
         results.propagation = propagations(args, &kinds)?;
     }
     if wants("axfr") {
+        results.records = args.records;
+        results.large.clear();
+        results.large_axfr_bytes = 0;
         large_transfers(args, &kinds, &mut results)?;
     }
     report::write(&results, &args.out, args)
@@ -425,71 +430,90 @@ fn large_transfers(args: &XfrArgs, kinds: &[Kind], results: &mut Results) -> Res
         name: "bench-key".into(),
         secret: "q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k=".into(),
     };
-    let mut runs: Vec<(Kind, Kind, bool)> = pairs(kinds)
-        .into_iter()
-        .map(|(p, s)| (p, s, false))
-        .collect();
-    if kinds.contains(&Kind::Heron) {
-        runs.push((Kind::Heron, Kind::Heron, true));
-    }
-    let mut current: Option<(Kind, bool, Peer)> = None;
-    for (p, s, tsig) in runs {
-        if !matches!(&current, Some((k, t, _)) if *k == p && *t == tsig) {
+    let mut current: Option<(Kind, Peer)> = None;
+    for (p, s) in pairs(kinds) {
+        if !matches!(&current, Some((k, _)) if *k == p) {
             drop(current.take()); // stops the previous primary first
-            let key = tsig.then_some(&key);
-            current = Some((p, tsig, start_primary(p, args, &zones, None, key, "large")?));
+            // A Heron primary takes transfers signed or not.
+            let key = (p == Kind::Heron).then_some(&key);
+            current = Some((p, start_primary(p, args, &zones, None, key, "large")?));
         }
-        let primary = &current.as_ref().unwrap().2;
-        if results.large_axfr_bytes == 0 && !tsig {
+        let primary = &current.as_ref().unwrap().1;
+        if results.large_axfr_bytes == 0 {
             results.large_axfr_bytes = axfr_bytes(primary.addr, origin)?;
         }
-        let mut seconds = Vec::new();
+        // TSIG's cost: signed and unsigned runs alternate, same primary.
+        let variants: &[bool] = if (p, s) == (Kind::Heron, Kind::Heron) {
+            &[false, true]
+        } else {
+            &[false]
+        };
+        let mut seconds = vec![Vec::new(); variants.len()];
         let mut rss = 0.0;
         for run in 0..args.repeats {
-            let addr = ip(LOOPBACK, free_port());
-            let sdir = args
-                .data
-                .join(format!("large-{}-{}-{run}", p.name(), s.name()).to_lowercase());
-            let role = Role::Secondary {
-                primary: primary.addr,
-            };
-            let key = tsig.then_some(&key);
-            let mut secondary = Peer::start(s, role, addr, &zones, key, &sdir, &args.heron)?;
-            let (started, deadline) = (
-                secondary.started,
-                secondary.started + Duration::from_secs(args.timeout),
-            );
-            let origins = [origin.to_string()];
-            let arrival = probe::until_all_answer(addr, &origins, started, deadline, &mut || {
-                secondary.is_running()
-            });
-            match arrival.all_after_s {
-                Some(s) => seconds.push(s),
-                None => eprintln!(
-                    "{} -> {}: no transfer in {} s\n{}",
-                    p.name(),
-                    s.name(),
-                    args.timeout,
-                    tail(&secondary.log())
-                ),
+            for (v, &tsig) in variants.iter().enumerate() {
+                let key = tsig.then_some(&key);
+                let tag = format!("large-{}-{}-{run}-{tsig}", p.name(), s.name());
+                match one_transfer(args, primary, s, &zones, key, &tag) {
+                    Ok((secs, mib)) => {
+                        seconds[v].push(secs);
+                        rss = mib;
+                    }
+                    Err(e) => eprintln!("{} -> {}: {e}", p.name(), s.name()),
+                }
             }
-            rss = secondary.rss_kib() as f64 / 1024.0;
-            secondary.stop();
-            let _ = fs::remove_dir_all(&sdir);
         }
-        let spread = Spread::of(&seconds);
-        let run = LargeTransfer {
-            primary: p,
-            secondary: s,
-            tsig,
-            mb_per_s: results.large_axfr_bytes as f64 / 1e6 / spread.median,
-            seconds: spread,
-            secondary_rss_mib: rss,
-        };
-        eprintln!("large: {run:?}");
-        results.large.push(run);
+        for (v, &tsig) in variants.iter().enumerate() {
+            let spread = Spread::of(&seconds[v]);
+            let run = LargeTransfer {
+                primary: p,
+                secondary: s,
+                tsig,
+                mb_per_s: results.large_axfr_bytes as f64 / 1e6 / spread.median,
+                seconds: spread,
+                secondary_rss_mib: rss,
+            };
+            eprintln!("large: {run:?}");
+            results.large.push(run);
+        }
     }
     Ok(())
+}
+
+/// Starts a `kind` secondary of `primary` and returns the seconds until it
+/// answers the zone, and its RSS in MiB then.
+fn one_transfer(
+    args: &XfrArgs,
+    primary: &Peer,
+    kind: Kind,
+    zones: &[(String, PathBuf)],
+    key: Option<&TsigKey>,
+    tag: &str,
+) -> Result<(f64, f64), String> {
+    let addr = ip(LOOPBACK, free_port());
+    let dir = args.data.join(tag.to_lowercase());
+    let role = Role::Secondary {
+        primary: primary.addr,
+    };
+    let mut secondary = Peer::start(kind, role, addr, zones, key, &dir, &args.heron)?;
+    let started = secondary.started;
+    let deadline = started + Duration::from_secs(args.timeout);
+    let origins = [zones[0].0.clone()];
+    let arrival = probe::until_all_answer(addr, &origins, started, deadline, &mut || {
+        secondary.is_running()
+    });
+    let rss = secondary.rss_kib() as f64 / 1024.0;
+    secondary.stop();
+    let outcome = match arrival.all_after_s {
+        Some(secs) => Ok((secs, rss)),
+        None => Err(format!(
+            "no transfer in {} s\n{}",
+            args.timeout,
+            tail(&secondary.log())
+        )),
+    };
+    let _ = fs::remove_dir_all(&dir);
+    outcome
 }
 
 /// Bytes of an AXFR of `origin` from `server` (messages with their length

@@ -204,7 +204,7 @@ fn heron_config(
             Role::Primary { notify } => {
                 let _ = write!(
                     c,
-                    "file = \"{}\"\nallow-transfer = [\"127.0.0.0/8{with_key}\"]\n",
+                    "file = \"{}\"\nallow-transfer = [\"127.0.0.0/8\", \"127.0.0.0/8{with_key}\"]\n",
                     file.display()
                 );
                 if let Some(to) = notify {
