@@ -33,7 +33,12 @@ const MAX_REBUILD_PAUSE: Duration = Duration::from_millis(50);
 /// NOTIFYs to them.
 /// Until a zone is received (or its kept copy loaded) it answers SERVFAIL,
 /// as when it expires.
-pub fn start(secondaries: Secondaries, catalog: &SharedCatalog, transfers: &Arc<Transfers>) {
+/// Returns the writer of kept copies, to flush at shutdown.
+pub fn start(
+    secondaries: Secondaries,
+    catalog: &SharedCatalog,
+    transfers: &Arc<Transfers>,
+) -> Option<Keeper> {
     let Secondaries {
         zones,
         connections,
@@ -41,7 +46,7 @@ pub fn start(secondaries: Secondaries, catalog: &SharedCatalog, transfers: &Arc<
         bounds,
     } = secondaries;
     if zones.is_empty() {
-        return;
+        return None;
     }
     let keeper = match Keeper::start() {
         Ok(k) => k,
@@ -49,7 +54,7 @@ pub fn start(secondaries: Secondaries, catalog: &SharedCatalog, transfers: &Arc<
             tracing::error!(
                 "cannot start the thread that keeps zone copies: {e}; no secondary zone is served"
             );
-            return;
+            return None;
         }
     };
     let mut unavailable = (*catalog.load_full()).clone();
@@ -68,7 +73,7 @@ pub fn start(secondaries: Secondaries, catalog: &SharedCatalog, transfers: &Arc<
     let ctx = Arc::new(Context {
         conns: connections,
         publisher: Arc::new(CatalogPublisher { changes }),
-        keeper,
+        keeper: keeper.clone(),
         bounds,
     });
     let mut wakes = HashMap::new();
@@ -84,6 +89,7 @@ pub fn start(secondaries: Secondaries, catalog: &SharedCatalog, transfers: &Arc<
             }
         }
     });
+    Some(keeper)
 }
 
 /// A change to the catalog from a refresh loop.

@@ -200,7 +200,7 @@ async fn serve(
     let catalog: SharedCatalog = Arc::new(ArcSwap::from_pointee(catalog));
     let transfers = Arc::new(transfers);
     let secondary_zones = secondaries.zones.len();
-    secondary::start(secondaries, &catalog, &transfers);
+    let keeper = secondary::start(secondaries, &catalog, &transfers);
     let answer_config = Arc::new(server.answer.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -245,6 +245,12 @@ async fn serve(
     }
     for thread in threads {
         let _ = thread.join();
+    }
+    // Zones received in the last moments: on disk before we go.
+    if let Some(keeper) = keeper
+        && !keeper.flush(Duration::from_secs(10))
+    {
+        tracing::warn!("kept copies of secondary zones not all written within 10 s");
     }
     Ok(())
 }

@@ -1,10 +1,11 @@
 //! Talking to primaries over TCP: SOA checks and transfers.
 //!
-//! Connections are kept and reused: after an exchange completes cleanly
-//! its connection goes back to a small idle pool per primary, so a
-//! secondary of many zones does not open (and leave in TIME_WAIT) one
-//! connection per SOA check and per transfer. Exchanges in flight are
-//! bounded by a semaphore.
+//! SOA checks go over one long-lived pipelined connection per primary
+//! ([`super::pipelined`]), many in flight at once. A transfer takes a
+//! connection of its own; after it completes cleanly the connection goes
+//! back to an idle pool per primary, so a secondary of many zones does not
+//! open (and leave in TIME_WAIT) one connection per transfer. Exchanges in
+//! flight are bounded by a semaphore.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -22,6 +23,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::time::timeout;
 
+use super::pipelined::{Line, LineError};
 use super::receive::{Outcome, Receiver, Request, XfrError};
 use crate::primary::notify::{random_id, unix_now};
 
@@ -66,6 +68,8 @@ impl From<io::Error> for ClientError {
 
 /// The pool of connections to primaries, shared by every secondary zone.
 pub struct Connections {
+    /// One pipelined line per primary for SOA checks.
+    soa_lines: Mutex<HashMap<SocketAddr, SoaSlot>>,
     idle: Mutex<HashMap<SocketAddr, Vec<TcpStream>>>,
     slots: Semaphore,
     /// Idle connections kept per primary: as many as may be busy at once,
@@ -81,6 +85,7 @@ pub struct Connections {
 impl Connections {
     pub fn new(keys: Arc<Vec<Key>>, concurrency: usize, io_timeout: Duration) -> Connections {
         Connections {
+            soa_lines: Mutex::new(HashMap::new()),
             idle: Mutex::new(HashMap::new()),
             slots: Semaphore::new(concurrency),
             idle_per_primary: concurrency,
@@ -95,28 +100,75 @@ impl Connections {
         self.opened.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// The serial of `origin` at the primary.
+    /// The serial of `origin` at the primary, asked on the primary's
+    /// pipelined line: the SOA checks of many zones share one connection,
+    /// many in flight at once.
     pub async fn soa_serial(&self, up: &Upstream, origin: &Name) -> Result<u32, ClientError> {
+        let _slot = self
+            .slots
+            .acquire()
+            .await
+            .map_err(|_| ClientError::Timeout)?;
+        let key = self.key_for(up)?;
         let query = self.query(origin, RType::SOA, None);
-        let mut answer = None;
-        self.exchange(up, query, |msg| {
-            answer = Some(msg.to_vec());
-            Ok(true)
-        })
-        .await?;
-        let msg = answer.expect("set before completion");
-        let m = Message::parse(&msg).map_err(|e| ClientError::BadAnswer(e.to_string()))?;
-        if m.rcode() != Rcode::NOERROR {
-            return Err(ClientError::BadAnswer(format!(
-                "SOA query answered {}",
-                m.rcode()
-            )));
+        for attempt in 0..2 {
+            let line = self.soa_line(up.addr).await?;
+            let mut verifier = None;
+            let sign = |q: &mut Vec<u8>| {
+                if let Some(k) = &key {
+                    let mac = tsig::sign_request(q, k, unix_now(), tsig::DEFAULT_FUDGE);
+                    verifier = Some(ResponseVerifier::new(k, mac));
+                }
+            };
+            let answer = match line.exchange(query.clone(), sign, self.io_timeout).await {
+                Ok(answer) => answer,
+                // A line the primary closed while idle: once more, anew.
+                Err(LineError::Closed) if attempt == 0 => continue,
+                Err(LineError::Closed) => {
+                    return Err(ClientError::BadAnswer("connection closed".into()));
+                }
+                Err(LineError::Io(e)) => return Err(ClientError::Io(e)),
+                Err(LineError::Timeout) => return Err(ClientError::Timeout),
+            };
+            if let Some(v) = verifier.as_mut() {
+                v.verify(&answer, unix_now()).map_err(ClientError::Tsig)?;
+                v.finish().map_err(ClientError::Tsig)?;
+            }
+            return serial_in_answer(&answer, origin);
         }
-        m.answers
-            .iter()
-            .find(|r| r.rtype == RType::SOA && r.name == *origin)
-            .and_then(|r| rdata::soa_serial(&r.rdata))
-            .ok_or_else(|| ClientError::BadAnswer("no SOA in the answer".into()))
+        unreachable!("the second attempt returns")
+    }
+
+    /// The pipelined line to `addr`, connected if there is none open.
+    async fn soa_line(&self, addr: SocketAddr) -> Result<Arc<Line>, ClientError> {
+        let slot = self
+            .soa_lines
+            .lock()
+            .unwrap()
+            .entry(addr)
+            .or_default()
+            .clone();
+        let mut line = slot.lock().await;
+        if let Some(open) = line.as_ref().filter(|l| l.is_open()) {
+            return Ok(open.clone());
+        }
+        let fresh = Arc::new(Line::connect(addr, self.io_timeout).await?);
+        self.opened
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *line = Some(fresh.clone());
+        Ok(fresh)
+    }
+
+    fn key_for(&self, up: &Upstream) -> Result<Option<Key>, ClientError> {
+        match &up.key {
+            Some(name) => self
+                .keys
+                .key(name)
+                .cloned()
+                .map(Some)
+                .ok_or_else(|| ClientError::NoKey(name.clone())),
+            None => Ok(None),
+        }
     }
 
     /// Transfers `origin`: IXFR from the version in `request`, or AXFR.
@@ -170,15 +222,7 @@ impl Connections {
             .acquire()
             .await
             .map_err(|_| ClientError::Timeout)?;
-        let key = match &up.key {
-            Some(name) => Some(
-                self.keys
-                    .key(name)
-                    .cloned()
-                    .ok_or_else(|| ClientError::NoKey(name.clone()))?,
-            ),
-            None => None,
-        };
+        let key = self.key_for(up)?;
         let pooled = self.take_idle(up.addr);
         let reused = pooled.is_some();
         let mut stream = match pooled {
@@ -287,6 +331,30 @@ impl Connections {
             list.push(stream);
         }
     }
+}
+
+/// Where a primary's pipelined line lives; connecting holds the lock so
+/// that checks arriving meanwhile wait for that line instead of opening
+/// their own.
+type SoaSlot = Arc<tokio::sync::Mutex<Option<Arc<Line>>>>;
+
+/// The serial in an SOA answer for `origin`.
+fn serial_in_answer(answer: &[u8], origin: &Name) -> Result<u32, ClientError> {
+    let m = Message::parse(answer).map_err(|e| ClientError::BadAnswer(e.to_string()))?;
+    if !m.header.has(flags::QR) {
+        return Err(ClientError::BadAnswer("not an answer".into()));
+    }
+    if m.rcode() != Rcode::NOERROR {
+        return Err(ClientError::BadAnswer(format!(
+            "SOA query answered {}",
+            m.rcode()
+        )));
+    }
+    m.answers
+        .iter()
+        .find(|r| r.rtype == RType::SOA && r.name == *origin)
+        .and_then(|r| rdata::soa_serial(&r.rdata))
+        .ok_or_else(|| ClientError::BadAnswer("no SOA in the answer".into()))
 }
 
 /// How an attempt on one connection failed: before any answer (a pooled

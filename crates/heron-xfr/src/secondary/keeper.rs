@@ -20,7 +20,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use heron_zone::Zone;
 
@@ -30,6 +30,8 @@ enum Op {
     Write(Arc<Zone>),
     /// Sets the file's modification time.
     Date(SystemTime),
+    /// Answered once everything queued before is on disk.
+    Flush(Sender<()>),
 }
 
 /// Hands kept copies to the writer thread. Cloning shares the thread.
@@ -57,6 +59,14 @@ impl Keeper {
     pub fn date(&self, path: &Path, at: SystemTime) {
         let _ = self.ops.send((path.to_path_buf(), Op::Date(at)));
     }
+
+    /// Waits, up to `wait`, until everything queued so far is on disk (at
+    /// shutdown). Returns whether it got there.
+    pub fn flush(&self, wait: Duration) -> bool {
+        let (done, flushed) = channel();
+        let _ = self.ops.send((PathBuf::new(), Op::Flush(done)));
+        flushed.recv_timeout(wait).is_ok()
+    }
 }
 
 /// What a batch does to one file: the newest zone queued, then the last
@@ -70,19 +80,24 @@ struct Pending {
 fn run(queue: Receiver<(PathBuf, Op)>) {
     while let Ok(first) = queue.recv() {
         let mut batch: HashMap<PathBuf, Pending> = HashMap::new();
+        let mut flushes = Vec::new();
         for (path, op) in std::iter::once(first).chain(queue.try_iter()) {
-            let pending = batch.entry(path).or_default();
             match op {
                 Op::Write(zone) => {
-                    *pending = Pending {
+                    let newest = Pending {
                         zone: Some(zone),
                         date: None,
-                    }
+                    };
+                    batch.insert(path, newest);
                 }
-                Op::Date(at) => pending.date = Some(at),
+                Op::Date(at) => batch.entry(path).or_default().date = Some(at),
+                Op::Flush(done) => flushes.push(done),
             }
         }
         commit(batch);
+        for done in flushes {
+            let _ = done.send(());
+        }
     }
 }
 
@@ -208,7 +223,8 @@ mod tests {
         }
         let past = SystemTime::now() - Duration::from_secs(3600);
         keeper.date(&path, past);
-        assert!(wait_for(|| serial_in(&path) == Some(50)));
+        assert!(keeper.flush(Duration::from_secs(10)));
+        assert_eq!(serial_in(&path), Some(50));
         assert!(wait_for(|| std::fs::metadata(&path)
             .unwrap()
             .modified()

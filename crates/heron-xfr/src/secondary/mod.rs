@@ -5,10 +5,13 @@
 //! * [`store`]: writes a received zone to disk as a master file, so that a
 //!   restart serves it without transferring it again.
 //! * [`client`]: SOA checks and transfers over pooled TCP connections.
+//! * [`pipelined`]: one connection carrying many SOA checks at once.
+//! * [`keeper`]: kept copies written to disk in batches.
 //! * [`refresh`]: the per-zone refresh loop (timers, NOTIFY, expire).
 
 pub mod client;
 pub mod keeper;
+pub mod pipelined;
 pub mod receive;
 pub mod refresh;
 pub mod store;
