@@ -182,11 +182,6 @@ fn heron_config(
     key: Option<&TsigKey>,
 ) -> String {
     let mut c = format!("[server]\nlisten = [\"{addr}\"]\nworkers = 1\n");
-    if let Role::Primary { .. } = role {
-        // NSD's secondary opens up to 128 transfer connections at once;
-        // the default of 100 per client would turn some away.
-        c.push_str("[tcp]\nmax-connections-per-client = 10000\n");
-    }
     let with_key = match key {
         Some(k) => {
             let _ = write!(

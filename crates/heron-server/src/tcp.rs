@@ -18,6 +18,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::timeout;
 
+use heron_xfr::acl::Prefix;
+
 use crate::pipeline::{FramedWriter, Pipeline};
 use crate::{SharedCatalog, TcpLimits};
 
@@ -43,6 +45,9 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
 /// Counts open connections in total and per client address.
 pub struct ConnectionLimiter {
     limits: TcpLimits,
+    /// Addresses the per-client limit does not apply to: the secondaries
+    /// of some zone (NSD's opens up to 128 transfer connections at once).
+    unlimited: Vec<Prefix>,
     open: Mutex<(usize, HashMap<IpAddr, usize>)>,
 }
 
@@ -53,9 +58,10 @@ pub struct Slot {
 }
 
 impl ConnectionLimiter {
-    pub fn new(limits: TcpLimits) -> Arc<ConnectionLimiter> {
+    pub fn new(limits: TcpLimits, unlimited: Vec<Prefix>) -> Arc<ConnectionLimiter> {
         Arc::new(ConnectionLimiter {
             limits,
+            unlimited,
             open: Mutex::new((0, HashMap::new())),
         })
     }
@@ -67,7 +73,9 @@ impl ConnectionLimiter {
             return None;
         }
         let per_client = open.1.entry(ip).or_insert(0);
-        if *per_client >= self.limits.max_connections_per_client {
+        if *per_client >= self.limits.max_connections_per_client
+            && !self.unlimited.iter().any(|p| p.contains(ip))
+        {
             return None;
         }
         *per_client += 1;
@@ -291,7 +299,7 @@ mod tests {
             max_connections_per_client: 2,
             ..TcpLimits::default()
         };
-        let limiter = ConnectionLimiter::new(limits);
+        let limiter = ConnectionLimiter::new(limits, Vec::new());
         let a: IpAddr = "127.0.0.1".parse().unwrap();
         let b: IpAddr = "127.0.0.2".parse().unwrap();
         let a1 = limiter.admit(a).unwrap();
@@ -302,5 +310,28 @@ mod tests {
         drop(a1);
         assert_eq!(limiter.open_connections(), 2);
         assert!(limiter.admit(b).is_some(), "slot freed on drop");
+    }
+
+    #[test]
+    fn secondaries_are_held_to_the_total_limit_only() {
+        let limits = TcpLimits {
+            max_connections: 4,
+            max_connections_per_client: 1,
+            ..TcpLimits::default()
+        };
+        let limiter = ConnectionLimiter::new(limits, vec!["192.0.2.0/24".parse().unwrap()]);
+        let secondary: IpAddr = "192.0.2.7".parse().unwrap();
+        let other: IpAddr = "198.51.100.1".parse().unwrap();
+        let slots: Vec<Slot> = (0..3).filter_map(|_| limiter.admit(secondary)).collect();
+        assert_eq!(slots.len(), 3, "past the per-client limit");
+        let _o = limiter.admit(other).unwrap();
+        assert!(
+            limiter.admit(other).is_none(),
+            "others keep the per-client limit"
+        );
+        assert!(
+            limiter.admit(secondary).is_none(),
+            "the total limit holds for all"
+        );
     }
 }

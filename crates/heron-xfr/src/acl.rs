@@ -124,6 +124,11 @@ impl Acl {
         self.rules.is_empty()
     }
 
+    /// The address prefixes of the rules, keys aside.
+    pub fn prefixes(&self) -> impl Iterator<Item = Prefix> + '_ {
+        self.rules.iter().map(|r| r.prefix)
+    }
+
     /// Checks a request from `ip`, verified as signed by `key` (None when
     /// unsigned).
     pub fn check(&self, ip: IpAddr, key: Option<&Name>) -> Result<(), Denied> {

@@ -204,7 +204,8 @@ async fn serve(
     let answer_config = Arc::new(server.answer.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let limiter = tcp::ConnectionLimiter::new(server.tcp.clone());
+    let limiter =
+        tcp::ConnectionLimiter::new(server.tcp.clone(), transfers.primary.transfer_clients());
     let mut threads = Vec::new();
     let mut tasks = Vec::new();
     for &addr in &server.listen {

@@ -16,7 +16,7 @@ use heron_zone::Zone;
 use heron_zone::diff::{ZoneDiff, diff};
 use heron_zone::journal::{self, Journal};
 
-use crate::acl::Acl;
+use crate::acl::{Acl, Prefix};
 use crate::serial;
 
 /// A secondary to notify of new serials, with the TSIG key to sign with.
@@ -148,6 +148,22 @@ impl Primary {
         update(journal);
     }
 
+    /// Every address prefix some zone's `allow-transfer` names (each once):
+    /// the secondaries, which may open many connections at once.
+    pub fn transfer_clients(&self) -> Vec<Prefix> {
+        let mut all: Vec<Prefix> = Vec::new();
+        for prefix in self
+            .policies
+            .values()
+            .flat_map(|p| p.allow_transfer.prefixes())
+        {
+            if !all.contains(&prefix) {
+                all.push(prefix);
+            }
+        }
+        all
+    }
+
     /// How to answer a request for `zone`: `client_serial` is the serial
     /// in an IXFR request, None for AXFR.
     pub fn plan(&self, zone: &Zone, client_serial: Option<u32>) -> TransferPlan {
@@ -197,6 +213,36 @@ mod tests {
         };
         let policies = HashMap::from([(Name::parse("p.test").unwrap(), open)]);
         Primary::new(policies, journal::DEFAULT_MAX_BYTES)
+    }
+
+    #[test]
+    fn transfer_clients_are_every_allow_transfer_prefix_once() {
+        let rule = |p: &str, key: Option<&str>| crate::acl::Rule {
+            prefix: p.parse().unwrap(),
+            key: key.map(|k| Name::parse(k).unwrap()),
+        };
+        let policy = |rules| ZonePolicy {
+            allow_transfer: Acl::new(rules),
+            ..ZonePolicy::default()
+        };
+        let policies = HashMap::from([
+            (
+                Name::parse("a.test").unwrap(),
+                policy(vec![rule("192.0.2.0/24", None), rule("::1", Some("k"))]),
+            ),
+            (
+                Name::parse("b.test").unwrap(),
+                policy(vec![rule("192.0.2.0/24", Some("k"))]),
+            ),
+            (Name::parse("c.test").unwrap(), ZonePolicy::default()),
+        ]);
+        let mut got: Vec<String> = Primary::new(policies, 1024)
+            .transfer_clients()
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        got.sort();
+        assert_eq!(got, ["192.0.2.0/24", "::1/128"]);
     }
 
     #[test]
