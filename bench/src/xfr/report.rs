@@ -71,25 +71,35 @@ fn markdown(r: &Results, args: &XfrArgs) -> String {
         let _ = writeln!(md, "* {line}");
     }
     if !r.cold_start.is_empty() {
-        md.push_str(
+        let _ = write!(
+            md,
             "\n## Secondary cold start\n\n\
              A Heron primary serves N minimal zones (SOA and NS); the secondary starts with all \
              N configured and nothing on disk. Time: from the secondary's start until every zone \
-             answers its SOA (polled over UDP, bursts of 2,000 queries). Connect failures: log \
+             answers its SOA (polled over UDP, bursts of 2,000 queries), median (min–max) of the \
+             runs; a run that does not finish within {} s is not repeated, and the \
+             other columns are those of the median run. Connect failures: log \
              lines about a local address not being available (ephemeral ports exhausted). \
              Connections: TCP connections opened on the machine meanwhile (`ActiveOpens`). \
              TIME_WAIT: sockets to or from the primary's port in TIME_WAIT when all zones \
              answered.\n\n\
              | secondary | zones | all answered | zones answered | connect failures | connections opened | TIME_WAIT | RSS |\n\
              | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+            r.cold_start_limit_s
         );
         for c in &r.cold_start {
+            let time = match c.all_answered_s {
+                Some(_) if c.seconds.n > 1 => format!(
+                    "{:.2} s ({:.2}–{:.2}, {} runs)",
+                    c.seconds.median, c.seconds.min, c.seconds.max, c.seconds.n
+                ),
+                other => secs(other),
+            };
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} | {:.0} MiB |",
+                "| {} | {} | {time} | {} | {} | {} | {} | {:.0} MiB |",
                 c.server.name(),
                 c.zones,
-                secs(c.all_answered_s),
                 c.answered,
                 c.connect_failures,
                 c.connections_opened,
