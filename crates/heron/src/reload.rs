@@ -104,7 +104,7 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
 /// Loads zones on every core; a zone with errors comes back as None (its
 /// problems logged). Results are in the order of `specs`.
-fn load_parallel(specs: &[&ZoneSpec]) -> Vec<Option<Zone>> {
+pub(crate) fn load_parallel(specs: &[&ZoneSpec]) -> Vec<Option<Zone>> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(specs.len().max(1));

@@ -15,6 +15,8 @@ use heron_zone::Zone;
 use heron_zone::diff::ZoneDiff;
 use tokio::sync::mpsc;
 
+use crate::config::ZoneSpec;
+use crate::reload::load_parallel;
 use crate::serve::Transfers;
 
 /// The secondary zones of the configuration, and what starts them.
@@ -25,6 +27,45 @@ pub struct Secondaries {
     /// NOTIFYs the query pipeline accepted for them.
     pub notifies: mpsc::UnboundedReceiver<NotifyReceived>,
     pub bounds: TimerBounds,
+    /// What [`load_kept`] read, in the order of `zones`.
+    pub kept: Vec<Option<Zone>>,
+}
+
+/// Reads the kept copies of `zones` (those that have one) on every core,
+/// as zone files are at start; one that fails is reported and the zone is
+/// transferred anew.
+pub fn load_kept(zones: &[SecondaryZone]) -> Vec<Option<Zone>> {
+    let started = Instant::now();
+    let specs: Vec<ZoneSpec> = zones
+        .iter()
+        .filter(|z| z.file.exists())
+        .map(|z| ZoneSpec {
+            origin: z.origin.clone(),
+            file: z.file.clone(),
+        })
+        .collect();
+    let mut loaded = load_parallel(&specs.iter().collect::<Vec<_>>()).into_iter();
+    let kept: Vec<Option<Zone>> = zones
+        .iter()
+        .map(|z| {
+            if !z.file.exists() {
+                return None;
+            }
+            let zone = loaded.next().flatten();
+            if zone.is_none() {
+                tracing::error!("zone {}: kept copy unusable; transferring anew", z.origin);
+            }
+            zone
+        })
+        .collect();
+    if !specs.is_empty() {
+        tracing::info!(
+            "{} kept copies of secondary zones read in {} ms",
+            kept.iter().flatten().count(),
+            started.elapsed().as_millis()
+        );
+    }
+    kept
 }
 /// Longest pause between two catalog rebuilds (see `apply_changes`).
 const MAX_REBUILD_PAUSE: Duration = Duration::from_millis(50);
@@ -44,6 +85,7 @@ pub fn start(
         connections,
         mut notifies,
         bounds,
+        kept,
     } = secondaries;
     if zones.is_empty() {
         return None;
@@ -77,10 +119,10 @@ pub fn start(
         bounds,
     });
     let mut wakes = HashMap::new();
-    for zone in zones {
+    for (zone, kept) in zones.into_iter().zip(kept) {
         let (wake, woken) = mpsc::unbounded_channel();
         wakes.insert(zone.origin.to_lowercase(), wake);
-        tokio::spawn(refresh::run(zone, ctx.clone(), woken));
+        tokio::spawn(refresh::run(zone, ctx.clone(), woken, kept.map(Arc::new)));
     }
     tokio::spawn(async move {
         while let Some(notify) = notifies.recv().await {

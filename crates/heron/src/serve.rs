@@ -69,7 +69,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
         catalog_writer: Mutex::new(()),
         primary,
     };
+    let kept = secondary::load_kept(&settings.secondaries);
     let secondaries = secondary::Secondaries {
+        kept,
         zones: settings.secondaries,
         connections: Connections::new(
             keys,

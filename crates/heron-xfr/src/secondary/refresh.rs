@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use heron_proto::Name;
+use heron_zone::Zone;
 use heron_zone::diff::ZoneDiff;
-use heron_zone::{Zone, load_zone_file};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -73,10 +73,16 @@ pub struct Context {
     pub bounds: TimerBounds,
 }
 
-/// Runs the refresh loop until `wake` closes. A message on `wake` (a
+/// Runs the refresh loop until `wake` closes, starting from `kept` (the
+/// zone read from `zone.file`, if it could be). A message on `wake` (a
 /// NOTIFY) triggers an SOA check now.
-pub async fn run(zone: SecondaryZone, ctx: Arc<Context>, mut wake: mpsc::UnboundedReceiver<()>) {
-    let mut state = Box::pin(State::start(&zone, &ctx)).await;
+pub async fn run(
+    zone: SecondaryZone,
+    ctx: Arc<Context>,
+    mut wake: mpsc::UnboundedReceiver<()>,
+    kept: Option<Arc<Zone>>,
+) {
+    let mut state = State::start(&zone, &ctx, kept);
     loop {
         let now = Instant::now();
         if let Some(expire_at) = state.expire_at
@@ -108,57 +114,42 @@ struct State {
 }
 
 impl State {
-    /// The kept file, if any, is served at once; timers resume from its
+    /// The kept copy, if any (read by the caller with the other zones at
+    /// start), is served at once; timers resume from the file's
     /// modification time.
-    async fn start(zone: &SecondaryZone, ctx: &Context) -> State {
+    fn start(zone: &SecondaryZone, ctx: &Context, kept: Option<Arc<Zone>>) -> State {
         let now = Instant::now();
         let mut state = State {
             current: None,
             next_check: now,
             expire_at: None,
         };
-        if !zone.file.exists() {
+        let Some(kept) = kept else {
+            return state;
+        };
+        let age = std::fs::metadata(&zone.file)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .unwrap_or_default();
+        let (refresh, _, expire) = timers(&kept, ctx.bounds);
+        if age >= expire {
+            tracing::warn!(
+                "zone {}: kept copy is past its expire time; not served",
+                zone.origin
+            );
             return state;
         }
-        // A large zone takes a while to read: not on the async workers.
-        let (file, origin) = (zone.file.clone(), zone.origin.clone());
-        let loaded = tokio::task::spawn_blocking(move || load_zone_file(&file, &origin)).await;
-        match loaded {
-            Err(e) => tracing::error!("zone {}: reading the kept copy failed: {e}", zone.origin),
-            Ok(Ok(loaded)) => {
-                let kept = Arc::new(loaded.zone);
-                let age = std::fs::metadata(&zone.file)
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| SystemTime::now().duration_since(t).ok())
-                    .unwrap_or_default();
-                let (refresh, _, expire) = timers(&kept, ctx.bounds);
-                if age >= expire {
-                    tracing::warn!(
-                        "zone {}: kept copy is past its expire time; not served",
-                        zone.origin
-                    );
-                } else {
-                    tracing::info!(
-                        "zone {}: serving kept serial {} from {}",
-                        zone.origin,
-                        kept.serial(),
-                        zone.file.display()
-                    );
-                    ctx.publisher.publish(kept.clone(), None);
-                    state.next_check = now + refresh.saturating_sub(age);
-                    state.expire_at = Some(now + expire - age);
-                    state.current = Some(kept);
-                }
-            }
-            Ok(Err(problems)) => {
-                problems.iter().for_each(|p| tracing::error!("{p}"));
-                tracing::error!(
-                    "zone {}: kept copy unusable; transferring anew",
-                    zone.origin
-                );
-            }
-        }
+        tracing::info!(
+            "zone {}: serving kept serial {} from {}",
+            zone.origin,
+            kept.serial(),
+            zone.file.display()
+        );
+        ctx.publisher.publish(kept.clone(), None);
+        state.next_check = now + refresh.saturating_sub(age);
+        state.expire_at = Some(now + expire - age);
+        state.current = Some(kept);
         state
     }
 
@@ -335,7 +326,7 @@ mod footprint {
             bounds: TimerBounds::default(),
         });
         let (_wake, woken) = mpsc::unbounded_channel();
-        let size = std::mem::size_of_val(&run(zone, ctx, woken));
+        let size = std::mem::size_of_val(&run(zone, ctx, woken, None));
         assert!(size <= 512, "{size} bytes");
     }
 }
