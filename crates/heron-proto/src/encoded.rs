@@ -12,6 +12,8 @@
 //! is owned by the query name (a pointer to offset 12), a wildcard's
 //! expansion, or a name elsewhere in the message.
 
+use std::borrow::Cow;
+
 use crate::rdata;
 use crate::types::{Class, RType};
 use crate::writer::{Full, Writer};
@@ -24,28 +26,102 @@ pub struct Patch {
     pub delta: u8,
 }
 
+/// Octets a patch takes in a packed RRset.
+const PATCH_LEN: usize = 3;
+
+/// Largest packed RRset or additional block: positions inside are 16-bit,
+/// and nothing larger fits in a DNS message anyway.
+pub const MAX_PACKED: usize = u16::MAX as usize;
+
 /// Records of one RRset, ready to copy into a response after the first
-/// record's owner.
+/// record's owner, packed in one allocation (see [`EncodedRef`] for the
+/// layout, which a zone stores inline in its arena).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EncodedRRset {
-    /// Each record as TYPE CLASS TTL RDLENGTH RDATA, back to back; every
-    /// record after the first is preceded by a two-octet owner pointer to
-    /// patch (to the first record's owner), so the whole RRset is one copy.
-    bytes: Box<[u8]>,
-    /// Where each record's TYPE field is in `bytes`.
-    starts: Box<[u16]>,
-    /// Pointers to the apex inside `bytes`, in increasing order of `at`.
-    patches: Box<[Patch]>,
+    packed: Box<[u8]>,
 }
 
-/// Where [`EncodedRRset::write`] put things, for later names to point to.
+impl EncodedRRset {
+    /// Encodes records of one type and TTL for a zone whose apex is `apex`
+    /// (lower-cased wire form). RDATA is uncompressed wire form.
+    pub fn new(rtype: RType, ttl: u32, rdatas: &[&[u8]], apex: &[u8]) -> EncodedRRset {
+        let mut packed = Vec::new();
+        pack_rrset(rtype, ttl, rdatas, apex, &mut packed);
+        EncodedRRset {
+            packed: packed.into(),
+        }
+    }
+
+    pub fn view(&self) -> EncodedRef<'_> {
+        EncodedRef::new(&self.packed)
+    }
+
+    pub fn len(&self) -> usize {
+        self.view().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.packed.is_empty()
+    }
+
+    pub fn write(&self, w: &mut Writer, owner: Owner, apex_pos: u16) -> Result<Written, Full> {
+        self.view().write(w, owner, apex_pos)
+    }
+
+    pub fn name_position(&self, k: usize, offset: usize) -> usize {
+        self.view().name_position(k, offset)
+    }
+}
+
+/// Appends the packed form of an RRset to `out`: a 16-bit patch count, the
+/// patches (3 octets each), then each record as TYPE CLASS TTL RDLENGTH
+/// RDATA back to back, every record after the first preceded by a
+/// two-octet owner pointer to patch (to the first record's owner), so the
+/// whole RRset is one copy. No records: nothing is appended.
+pub fn pack_rrset(rtype: RType, ttl: u32, rdatas: &[&[u8]], apex: &[u8], out: &mut Vec<u8>) {
+    if rdatas.is_empty() {
+        return;
+    }
+    let mut bytes = Vec::new();
+    let mut patches = Vec::new();
+    for (k, rd) in rdatas.iter().enumerate() {
+        if k > 0 {
+            bytes.extend_from_slice(&[0xC0, 0]); // owner, patched
+        }
+        bytes.extend_from_slice(&rtype.0.to_be_bytes());
+        bytes.extend_from_slice(&Class::IN.0.to_be_bytes());
+        bytes.extend_from_slice(&ttl.to_be_bytes());
+        let len_at = bytes.len();
+        bytes.extend_from_slice(&[0, 0]);
+        encode_rdata(rtype, rd, apex, &mut bytes, &mut patches);
+        let rdlen = (bytes.len() - len_at - 2) as u16;
+        bytes[len_at..len_at + 2].copy_from_slice(&rdlen.to_be_bytes());
+    }
+    out.extend_from_slice(&(patches.len() as u16).to_be_bytes());
+    for p in &patches {
+        out.extend_from_slice(&p.at.to_be_bytes());
+        out.push(p.delta);
+    }
+    out.extend_from_slice(&bytes);
+}
+
+/// A packed RRset, borrowed (from an [`EncodedRRset`] or a zone's arena).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EncodedRef<'a> {
+    /// The patches, 3 octets each.
+    patches: &'a [u8],
+    /// The records.
+    bytes: &'a [u8],
+}
+
+/// Where [`EncodedRef::write`] put things, for later names to point to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Written {
     /// The owner of the records.
     pub owner: u16,
     /// The first record's RDATA (e.g. a CNAME's target).
     pub first_rdata: usize,
-    /// The first record's TYPE field; record `k`'s is `starts[k]` later.
+    /// The first record's TYPE field; later names are relative to it.
     pub first_bytes: usize,
 }
 
@@ -59,40 +135,115 @@ pub enum Owner<'a> {
     BelowApex(&'a [u8], usize),
 }
 
-impl EncodedRRset {
-    /// Encodes records of one type and TTL for a zone whose apex is `apex`
-    /// (lower-cased wire form). RDATA is uncompressed wire form.
-    pub fn new(rtype: RType, ttl: u32, rdatas: &[&[u8]], apex: &[u8]) -> EncodedRRset {
-        let mut bytes = Vec::new();
-        let mut starts = Vec::with_capacity(rdatas.len());
-        let mut patches = Vec::new();
-        for (k, rd) in rdatas.iter().enumerate() {
-            if k > 0 {
-                bytes.extend_from_slice(&[0xC0, 0]); // owner, patched
-            }
-            starts.push(bytes.len() as u16);
-            bytes.extend_from_slice(&rtype.0.to_be_bytes());
-            bytes.extend_from_slice(&Class::IN.0.to_be_bytes());
-            bytes.extend_from_slice(&ttl.to_be_bytes());
-            let len_at = bytes.len();
-            bytes.extend_from_slice(&[0, 0]);
-            encode_rdata(rtype, rd, apex, &mut bytes, &mut patches);
-            let rdlen = (bytes.len() - len_at - 2) as u16;
-            bytes[len_at..len_at + 2].copy_from_slice(&rdlen.to_be_bytes());
-        }
-        EncodedRRset {
-            bytes: bytes.into(),
-            starts: starts.into(),
-            patches: patches.into(),
-        }
-    }
+/// Reads a big-endian u16 at `at`.
+fn u16_at(bytes: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([bytes[at], bytes[at + 1]])
+}
 
-    pub fn len(&self) -> usize {
-        self.starts.len()
+impl<'a> EncodedRef<'a> {
+    /// Views a packed RRset (as [`pack_rrset`] wrote it; empty for none).
+    pub fn new(packed: &'a [u8]) -> EncodedRef<'a> {
+        if packed.is_empty() {
+            return EncodedRef::default();
+        }
+        let split = 2 + PATCH_LEN * u16_at(packed, 0) as usize;
+        EncodedRef {
+            patches: &packed[2..split],
+            bytes: &packed[split..],
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.starts.is_empty()
+        self.bytes.is_empty()
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.starts().count()
+    }
+
+    /// The TTL of the records (0 for none).
+    pub fn ttl(&self) -> u32 {
+        match self.bytes.get(4..8) {
+            Some(b) => u32::from_be_bytes(b.try_into().expect("4 octets")),
+            None => 0,
+        }
+    }
+
+    fn patches(self) -> impl Iterator<Item = Patch> + 'a {
+        self.patches.chunks_exact(PATCH_LEN).map(|p| Patch {
+            at: u16_at(p, 0),
+            delta: p[2],
+        })
+    }
+
+    pub fn patch_count(&self) -> usize {
+        self.patches.len() / PATCH_LEN
+    }
+
+    /// Where each record's TYPE field is in the record bytes.
+    fn starts(self) -> impl Iterator<Item = usize> + 'a {
+        let bytes = self.bytes;
+        let mut next = if bytes.is_empty() { None } else { Some(0) };
+        std::iter::from_fn(move || {
+            let start = next?;
+            let end = start + 10 + u16_at(bytes, start + 8) as usize;
+            next = (end < bytes.len()).then_some(end + 2);
+            Some(start)
+        })
+    }
+
+    /// Each record's RDATA, uncompressed (the apex suffixes written out
+    /// from `apex`, the lower-cased apex the RRset was encoded for).
+    pub fn rdatas(self, apex: &'a [u8]) -> impl Iterator<Item = Cow<'a, [u8]>> + 'a {
+        let this = self;
+        self.starts().map(move |start| {
+            let rdata_at = start + 10;
+            let end = rdata_at + u16_at(this.bytes, start + 8) as usize;
+            let mut inside = this
+                .patches()
+                .filter(|p| (rdata_at..end).contains(&(p.at as usize)))
+                .peekable();
+            if inside.peek().is_none() {
+                return Cow::Borrowed(&this.bytes[rdata_at..end]);
+            }
+            let mut out = Vec::with_capacity(end - rdata_at + apex.len());
+            let mut done = rdata_at;
+            for p in inside {
+                out.extend_from_slice(&this.bytes[done..p.at as usize]);
+                out.extend_from_slice(&apex[p.delta as usize..]);
+                done = p.at as usize + 2;
+            }
+            out.extend_from_slice(&this.bytes[done..end]);
+            Cow::Owned(out)
+        })
+    }
+
+    /// The first record's RDATA, a name (CNAME), uncompressed into `out`
+    /// without allocating.
+    pub fn first_name(self, apex: &[u8], out: &mut crate::name::NameBuf) {
+        let mut buf = [0u8; crate::name::MAX_NAME_LEN + 2];
+        let Some(start) = self.starts().next() else {
+            return;
+        };
+        let rdata_at = start + 10;
+        let end = rdata_at + u16_at(self.bytes, start + 8) as usize;
+        let rdata = &self.bytes[rdata_at..end];
+        let name = match self
+            .patches()
+            .find(|p| (rdata_at..end).contains(&(p.at as usize)))
+        {
+            Some(p) => {
+                let head = &self.bytes[rdata_at..p.at as usize];
+                let tail = &apex[p.delta as usize..];
+                let len = (head.len() + tail.len()).min(buf.len());
+                buf[..head.len()].copy_from_slice(head);
+                buf[head.len()..len].copy_from_slice(&tail[..len - head.len()]);
+                &buf[..len]
+            }
+            None => rdata,
+        };
+        out.set(name);
     }
 
     /// Writes the RRset into the current section of `w` whole, or nothing.
@@ -107,19 +258,23 @@ impl EncodedRRset {
     }
 
     fn write_records(&self, w: &mut Writer, owner: Owner, apex_pos: u16) -> Result<Written, Full> {
-        if self.starts.is_empty() {
+        if self.bytes.is_empty() {
             return Ok(Written::default());
         }
         let owner_at = write_owner(w, owner, apex_pos)?;
         let base = w.len();
-        w.raw_bytes(&self.bytes)?;
-        for &start in &self.starts[1..] {
-            w.patch_pointer(base + start as usize - 2, owner_at);
+        w.raw_bytes(self.bytes)?;
+        let mut records = 0;
+        for start in self.starts() {
+            if start > 0 {
+                w.patch_pointer(base + start - 2, owner_at);
+            }
+            records += 1;
         }
-        for p in self.patches.iter() {
+        for p in self.patches() {
             w.patch_pointer(base + p.at as usize, apex_pos + p.delta as u16);
         }
-        w.count_records(self.starts.len() as u16);
+        w.count_records(records);
         Ok(Written {
             owner: owner_at,
             first_rdata: base + 10,
@@ -131,13 +286,14 @@ impl EncodedRRset {
     /// first record's TYPE field when the RRset is written (10 is the start
     /// of RDATA).
     pub fn name_position(&self, k: usize, offset: usize) -> usize {
-        self.position_in(&Written::default(), k, offset)
+        self.starts().nth(k).expect("record k exists") + offset
     }
 
-    /// Where byte `offset` of record `k` landed, given where the RRset was
-    /// written.
-    fn position_in(&self, written: &Written, k: usize, offset: usize) -> usize {
-        written.first_bytes + self.starts[k] as usize + offset
+    /// Where the last byte a name in the RRset may start at lands, given
+    /// where the RRset was written.
+    fn last_name_position(&self, written: &Written) -> usize {
+        let last = self.starts().last().unwrap_or(0);
+        written.first_bytes + last + u8::MAX as usize
     }
 }
 
@@ -145,25 +301,29 @@ impl EncodedRRset {
 /// addresses of its targets, encoded once with each owner a pointer to the
 /// target's name inside the RRset as written. NSD and Knot precompute glue
 /// the same way; doing it per query was most of a referral's cost.
+///
+/// This is the builder; [`AdditionalRef`] reads the packed form.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AdditionalBlock {
     /// Records with their owner pointers (placeholders), back to back.
-    bytes: Box<[u8]>,
-    /// One group per target RRset (A or AAAA), in order.
-    groups: Box<[Group]>,
-    /// Owner pointers to patch: (offset in `bytes`, where the target name
-    /// is relative to the parent RRset's first record as written).
-    owners: Box<[(u16, u16)]>,
+    bytes: Vec<u8>,
+    groups: Vec<Group>,
 }
 
+/// One target RRset (A or AAAA) in a block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Group {
     end: u16,
-    records: u16,
+    /// Where the target name is relative to the parent RRset's first
+    /// record as written.
+    target: u16,
     /// Glue the response cannot do without (RFC 9471): if it does not
     /// fit, the response is truncated.
     required: bool,
 }
+
+/// Octets a group takes in a packed block.
+const GROUP_LEN: usize = 5;
 
 impl AdditionalBlock {
     pub fn is_empty(&self) -> bool {
@@ -172,7 +332,7 @@ impl AdditionalBlock {
 
     /// Adds an RRset (A or AAAA, no names in RDATA) owned by the target name
     /// at `target` in the parent RRset as written (see
-    /// [`EncodedRRset::name_position`]).
+    /// [`EncodedRef::name_position`]).
     pub fn push(
         &mut self,
         target: usize,
@@ -181,59 +341,106 @@ impl AdditionalBlock {
         rdatas: &[&[u8]],
         required: bool,
     ) {
-        let mut bytes = std::mem::take(&mut self.bytes).into_vec();
-        let mut owners = std::mem::take(&mut self.owners).into_vec();
         for rd in rdatas {
-            owners.push((bytes.len() as u16, target as u16));
-            bytes.extend_from_slice(&[0xC0, 0]);
-            bytes.extend_from_slice(&rtype.0.to_be_bytes());
-            bytes.extend_from_slice(&Class::IN.0.to_be_bytes());
-            bytes.extend_from_slice(&ttl.to_be_bytes());
-            bytes.extend_from_slice(&(rd.len() as u16).to_be_bytes());
-            bytes.extend_from_slice(rd);
+            self.bytes.extend_from_slice(&[0xC0, 0]);
+            self.bytes.extend_from_slice(&rtype.0.to_be_bytes());
+            self.bytes.extend_from_slice(&Class::IN.0.to_be_bytes());
+            self.bytes.extend_from_slice(&ttl.to_be_bytes());
+            self.bytes
+                .extend_from_slice(&(rd.len() as u16).to_be_bytes());
+            self.bytes.extend_from_slice(rd);
         }
-        let mut groups = std::mem::take(&mut self.groups).into_vec();
-        groups.push(Group {
-            end: bytes.len() as u16,
-            records: rdatas.len() as u16,
+        self.groups.push(Group {
+            end: self.bytes.len() as u16,
+            target: target as u16,
             required,
         });
-        *self = AdditionalBlock {
-            bytes: bytes.into(),
-            groups: groups.into(),
-            owners: owners.into(),
-        };
+    }
+
+    /// Size of the packed form.
+    pub fn packed_len(&self) -> usize {
+        if self.groups.is_empty() {
+            return 0;
+        }
+        2 + GROUP_LEN * self.groups.len() + self.bytes.len()
+    }
+
+    /// Appends the packed form: group count, groups (end, target,
+    /// required), then the records. An empty block appends nothing.
+    pub fn pack(&self, out: &mut Vec<u8>) {
+        if self.groups.is_empty() {
+            return;
+        }
+        out.extend_from_slice(&(self.groups.len() as u16).to_be_bytes());
+        for g in &self.groups {
+            out.extend_from_slice(&g.end.to_be_bytes());
+            out.extend_from_slice(&g.target.to_be_bytes());
+            out.push(g.required as u8);
+        }
+        out.extend_from_slice(&self.bytes);
+    }
+}
+
+/// A packed additional block, borrowed.
+#[derive(Clone, Copy, Debug)]
+pub struct AdditionalRef<'a> {
+    groups: &'a [u8],
+    bytes: &'a [u8],
+}
+
+impl<'a> AdditionalRef<'a> {
+    /// Views a packed block; None for an empty one.
+    pub fn new(packed: &'a [u8]) -> Option<AdditionalRef<'a>> {
+        if packed.is_empty() {
+            return None;
+        }
+        let split = 2 + GROUP_LEN * u16_at(packed, 0) as usize;
+        Some(AdditionalRef {
+            groups: &packed[2..split],
+            bytes: &packed[split..],
+        })
+    }
+
+    fn groups(&self) -> impl Iterator<Item = Group> + 'a {
+        self.groups.chunks_exact(GROUP_LEN).map(|g| Group {
+            end: u16_at(g, 0),
+            target: u16_at(g, 2),
+            required: g[4] != 0,
+        })
+    }
+
+    /// Points the owners of the records in `bytes[start..end]`, written at
+    /// `base`, at `target`; returns how many records there are.
+    fn patch_owners(&self, w: &mut Writer, base: usize, range: (usize, usize), target: u16) -> u16 {
+        let (start, end) = range;
+        let mut at = start;
+        let mut records = 0;
+        while at < end {
+            w.patch_pointer(base + at - start, target);
+            at += 12 + u16_at(self.bytes, at + 10) as usize;
+            records += 1;
+        }
+        records
     }
 
     /// Writes as many whole groups as fit into the current section. Err if
     /// a required group did not fit (the caller sets TC).
     pub fn write(&self, w: &mut Writer, at: &Written) -> Result<(), Full> {
-        if w.raw_bytes(&self.bytes).is_ok() {
-            // All of it fits (the usual case): one copy, then the owners.
-            let base = w.len() - self.bytes.len();
-            for &(off, target) in self.owners.iter() {
-                w.patch_pointer(
-                    base + off as usize,
-                    (at.first_bytes + target as usize) as u16,
-                );
-            }
-            let records = self.groups.iter().map(|g| g.records).sum();
-            w.count_records(records);
-            return Ok(());
-        }
+        let all_fit = w.raw_bytes(self.bytes).is_ok();
+        let mut base = w.len() - if all_fit { self.bytes.len() } else { 0 };
         let mut start = 0;
-        let mut owners = self.owners.iter().peekable();
-        for group in self.groups.iter() {
+        for group in self.groups() {
             let end = group.end as usize;
-            let base = w.len();
-            if w.raw_bytes(&self.bytes[start..end]).is_err() {
-                return if group.required { Err(Full) } else { Ok(()) };
+            if !all_fit {
+                base = w.len();
+                if w.raw_bytes(&self.bytes[start..end]).is_err() {
+                    return if group.required { Err(Full) } else { Ok(()) };
+                }
             }
-            while let Some(&(off, target)) = owners.next_if(|o| (o.0 as usize) < end) {
-                let target = at.first_bytes + target as usize;
-                w.patch_pointer(base + (off as usize - start), target as u16);
-            }
-            w.count_records(group.records);
+            let target = (at.first_bytes + group.target as usize) as u16;
+            let first = if all_fit { base + start } else { base };
+            let n = self.patch_owners(w, first, (start, end), target);
+            w.count_records(n);
             start = end;
         }
         Ok(())
@@ -241,9 +448,8 @@ impl AdditionalBlock {
 
     /// Whether every owner pointer can reach its target when the parent
     /// was written at `at` (pointers reach only the first 16 KiB).
-    pub fn reachable(&self, parent: &EncodedRRset, at: &Written) -> bool {
-        let last = parent.starts.len().saturating_sub(1);
-        parent.position_in(at, last, u8::MAX as usize) <= 0x3FFF
+    pub fn reachable(&self, parent: &EncodedRef, at: &Written) -> bool {
+        parent.last_name_position(at) <= 0x3FFF
     }
 }
 
@@ -355,7 +561,11 @@ mod tests {
         let ns1 = wire("ns1.example.test");
         let ext = wire("ns.other.net");
         let set = EncodedRRset::new(RType::NS, 300, &[&ns1, &ext], &apex);
-        assert_eq!(set.patches.len(), 1, "only the in-zone name is compressed");
+        assert_eq!(
+            set.view().patch_count(),
+            1,
+            "only the in-zone name is compressed"
+        );
         let m = respond("Example.TEST", "example.test", &set, Owner::At(12));
         let text: Vec<String> = m.answers.iter().map(|r| r.to_string()).collect();
         assert_eq!(
@@ -377,7 +587,7 @@ mod tests {
         ]
         .concat();
         let set = EncodedRRset::new(RType::SOA, 60, &[&soa], &apex);
-        assert_eq!(set.patches.len(), 2);
+        assert_eq!(set.view().patch_count(), 2);
         let owner = wire("a.b.example.test");
         let m = respond(
             "x.example.test",
@@ -395,7 +605,11 @@ mod tests {
         let apex = wire("example.test");
         let mx = [vec![0, 10], wire("mail.other.test")].concat();
         let set = EncodedRRset::new(RType::MX, 60, &[&mx], &apex);
-        assert_eq!(set.patches[0].delta, 8, "points at 'test' inside the apex");
+        assert_eq!(
+            set.view().patches().next().unwrap().delta,
+            8,
+            "points at 'test' inside the apex"
+        );
         let m = respond("example.test", "example.test", &set, Owner::At(12));
         assert_eq!(m.answers[0].rdata, mx);
     }
@@ -405,7 +619,7 @@ mod tests {
         let apex = wire("example.test");
         let srv = [vec![0, 1, 0, 2, 0, 3], wire("sip.example.test")].concat();
         let set = EncodedRRset::new(RType::SRV, 60, &[&srv], &apex);
-        assert!(set.patches.is_empty());
+        assert!(set.view().patch_count() == 0);
         let m = respond("_sip.example.test", "example.test", &set, Owner::At(12));
         assert_eq!(m.answers[0].rdata, srv);
     }
@@ -437,6 +651,9 @@ mod tests {
     /// Writes the referral for `qname` within `limit` octets.
     fn referral(limit: usize) -> (Vec<u8>, Result<(), Full>) {
         let (ns, block) = referral_parts();
+        let mut packed = Vec::new();
+        block.pack(&mut packed);
+        let block = AdditionalRef::new(&packed).unwrap();
         let mut buf = Vec::new();
         let mut w = Writer::new(&mut buf, limit);
         let q = wire("www.sub.example.test");
@@ -445,7 +662,7 @@ mod tests {
         w.section(crate::writer::Section::Authority);
         let cut_pos = (12 + q.len() - wire("sub.example.test").len()) as u16;
         let written = ns.write(&mut w, Owner::At(cut_pos), apex_pos).unwrap();
-        assert!(block.reachable(&ns, &written));
+        assert!(block.reachable(&ns.view(), &written));
         w.section(crate::writer::Section::Additional);
         let result = block.write(&mut w, &written);
         let len = w.finish(1, 0x8000, 1);

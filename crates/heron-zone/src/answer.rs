@@ -7,7 +7,7 @@
 //! CNAMEs are followed inside the zone. It knows nothing of sockets.
 
 use heron_proto::edns::{self, OPT_LEN};
-use heron_proto::encoded::{AdditionalBlock, Owner, Written};
+use heron_proto::encoded::{AdditionalRef, Owner, Written};
 use heron_proto::message::{self, HEADER_LEN, Header, Query, QueryError, flags};
 use heron_proto::name::{MAX_NAME_LEN, NameBuf, lowercase_wire};
 use heron_proto::writer::{Full, Mark, Section, Writer};
@@ -136,7 +136,7 @@ struct Responder<'a> {
     dnssec: bool,
     /// The addresses to add for the NS/MX/SRV RRset written, and where
     /// that RRset was written (their owners point into it).
-    additional: Option<(&'a AdditionalBlock, Written)>,
+    additional: Option<(AdditionalRef<'a>, Written)>,
 }
 
 /// What a step of resolution leaves to do.
@@ -148,7 +148,7 @@ enum Next {
     /// Continue at `name`, reached from `node`'s CNAME or DNAME; `at` is
     /// where the name already sits in the response, if it can be pointed to.
     Follow {
-        node: *const Node,
+        node: usize,
         name: NameBuf,
         at: Option<u16>,
     },
@@ -157,13 +157,13 @@ enum Next {
 /// Where the walk from the apex to a name ended.
 enum Found<'z> {
     /// The name exists (possibly an empty non-terminal).
-    Exact(&'z Node),
+    Exact(Node<'z>),
     /// No such name; a wildcard at the closest encloser matches.
-    Wildcard(&'z Node),
+    Wildcard(Node<'z>),
     /// A delegation at or above the name.
-    Referral(&'z Node),
+    Referral(Node<'z>),
     /// A DNAME above the name.
-    Dname(&'z Node),
+    Dname(Node<'z>),
     NxDomain,
 }
 
@@ -250,7 +250,7 @@ impl<'a> Responder<'a> {
     /// chain needs copies.
     fn resolve(&mut self, zone: &'a Zone, qname_lower: &NameBuf) -> Result<(), Full> {
         // Nodes whose CNAME or DNAME was followed: meeting one again is a loop.
-        let mut followed = [std::ptr::null::<Node>(); MAX_CHAIN];
+        let mut followed = [0usize; MAX_CHAIN];
         let qname = self.qname;
         let question = Some(HEADER_LEN as u16);
         let mut next = self.step(zone, qname_lower.as_wire(), qname, question, &[])?;
@@ -278,7 +278,7 @@ impl<'a> Responder<'a> {
         lower: &[u8],
         name: &[u8],
         at: Option<u16>,
-        followed: &[*const Node],
+        followed: &[usize],
     ) -> Result<Next, Full> {
         let here = owner_of(zone, name, at);
         let qtype = self.q.qtype;
@@ -289,22 +289,24 @@ impl<'a> Responder<'a> {
                 self.rcode = Rcode::NXDOMAIN;
                 self.negative(zone).map(|_| Next::Done)
             }
-            Found::Dname(node) if !followed.contains(&(node as *const Node)) => {
-                self.dname(zone, node, name)
-            }
+            Found::Dname(node) if !followed.contains(&node.id()) => self.dname(zone, node, name),
             Found::Dname(_) => Ok(Next::Done), // a DNAME loop
             Found::Exact(node) | Found::Wildcard(node) => match node.rrset(RType::CNAME) {
                 Some(c) if qtype != RType::CNAME && qtype != RType::ANY => {
-                    if followed.contains(&(node as *const Node)) {
+                    if followed.contains(&node.id()) {
                         return Ok(Next::Done); // a CNAME loop
                     }
                     let written = self.rrset(Section::Answer, here, c)?;
                     let mut name = NameBuf::new();
-                    name.set(&c.rdatas[0]);
+                    c.encoded().first_name(zone.origin().as_wire(), &mut name);
                     let at = u16::try_from(written.first_rdata)
                         .ok()
                         .filter(|&p| p <= 0x3FFF);
-                    Ok(Next::Follow { node, name, at })
+                    Ok(Next::Follow {
+                        node: node.id(),
+                        name,
+                        at,
+                    })
                 }
                 _ => self.answer_node(zone, node, here).map(|_| Next::Done),
             },
@@ -312,29 +314,29 @@ impl<'a> Responder<'a> {
     }
 
     /// RFC 6672: the DNAME, a CNAME synthesized for the name, then on.
-    fn dname(&mut self, zone: &'a Zone, node: &'a Node, name: &[u8]) -> Result<Next, Full> {
+    fn dname(&mut self, zone: &'a Zone, node: Node<'a>, name: &[u8]) -> Result<Next, Full> {
         let dname = node.rrset(RType::DNAME).expect("found by DNAME");
-        let dname_owner = owner_of(zone, node.owner.as_wire(), None);
+        let dname_owner = owner_of(zone, node.owner_wire(), None);
         self.rrset(Section::Answer, dname_owner, dname)?;
-        let Some(target) = dname_target(name, node, &dname.rdatas[0]) else {
+        let Some(target) = dname_target(name, node, &dname.first_rdata()) else {
             self.rcode = Rcode(6); // YXDOMAIN (RFC 6672 2.2)
             return Ok(Next::Done);
         };
         self.w.section(Section::Answer);
         self.w
-            .record(name, RType::CNAME, Class::IN, dname.ttl, target.as_wire())?;
+            .record(name, RType::CNAME, Class::IN, dname.ttl(), target.as_wire())?;
         if self.q.qtype == RType::CNAME {
             return Ok(Next::Done); // the synthesized CNAME is the answer
         }
         Ok(Next::Follow {
-            node,
+            node: node.id(),
             name: target,
             at: None,
         })
     }
 
     /// Data at a matching node, or NODATA.
-    fn answer_node(&mut self, zone: &'a Zone, node: &'a Node, owner: Owner) -> Result<(), Full> {
+    fn answer_node(&mut self, zone: &'a Zone, node: Node<'a>, owner: Owner) -> Result<(), Full> {
         let qtype = self.q.qtype;
         if qtype == RType::ANY {
             return self.answer_any(zone, node, owner);
@@ -350,7 +352,7 @@ impl<'a> Responder<'a> {
     }
 
     /// RFC 8482: over UDP one RRset of the name; over TCP all of them.
-    fn answer_any(&mut self, zone: &'a Zone, node: &'a Node, owner: Owner) -> Result<(), Full> {
+    fn answer_any(&mut self, zone: &'a Zone, node: Node<'a>, owner: Owner) -> Result<(), Full> {
         if node.is_empty() {
             return self.negative(zone);
         }
@@ -384,7 +386,7 @@ impl<'a> Responder<'a> {
     fn referral(
         &mut self,
         zone: &Zone,
-        cut: &'a Node,
+        cut: Node<'a>,
         lower: &[u8],
         first: bool,
     ) -> Result<(), Full> {
@@ -394,9 +396,9 @@ impl<'a> Responder<'a> {
         // On the first step the cut is the query name or an ancestor of it:
         // its owner is a suffix of the question.
         let owner = if first {
-            Owner::At((HEADER_LEN + lower.len() - cut.owner.wire_len()) as u16)
+            Owner::At((HEADER_LEN + lower.len() - cut.owner_wire().len()) as u16)
         } else {
-            Owner::BelowApex(cut.owner.as_wire(), zone.origin().wire_len())
+            Owner::BelowApex(cut.owner_wire(), zone.origin().wire_len())
         };
         let ns = cut.rrset(RType::NS).expect("a cut has NS");
         let written = self.rrset(Section::Authority, owner, ns)?;
@@ -404,7 +406,7 @@ impl<'a> Responder<'a> {
         // A signed parent proves the child's security with the signed DS
         // (RFC 4035 3.1.4.1); an unsigned zone does no DNSSEC processing.
         if self.dnssec
-            && let Some(ds) = cut.rrset(RType::DS).filter(|ds| !ds.sigs.is_empty())
+            && let Some(ds) = cut.rrset(RType::DS).filter(|ds| ds.has_sigs())
         {
             self.rrset(Section::Authority, Owner::At(written.owner), ds)?;
         }
@@ -412,20 +414,21 @@ impl<'a> Responder<'a> {
     }
 
     /// Writes a whole RRset (and its signatures when DO is set).
-    fn rrset(&mut self, section: Section, owner: Owner, set: &RRset) -> Result<Written, Full> {
+    fn rrset(&mut self, section: Section, owner: Owner, set: RRset) -> Result<Written, Full> {
         self.w.section(section);
-        let written = set.encoded.write(&mut self.w, owner, self.apex_pos)?;
-        if self.dnssec && !set.encoded_sigs.is_empty() {
+        let written = set.encoded().write(&mut self.w, owner, self.apex_pos)?;
+        if self.dnssec && set.has_sigs() {
             let owner = Owner::At(written.owner);
-            set.encoded_sigs.write(&mut self.w, owner, self.apex_pos)?;
+            set.encoded_sigs()
+                .write(&mut self.w, owner, self.apex_pos)?;
         }
         Ok(written)
     }
 
     /// Remembers the additional records that go with `set`, if any.
-    fn note_additional(&mut self, set: &'a RRset, written: Written) {
-        if let Some(block) = set.additional.as_deref()
-            && block.reachable(&set.encoded, &written)
+    fn note_additional(&mut self, set: RRset<'a>, written: Written) {
+        if let Some(block) = set.additional()
+            && block.reachable(&set.encoded(), &written)
         {
             self.additional = Some((block, written));
         }
@@ -543,7 +546,7 @@ fn find<'z>(zone: &'z Zone, lower: &[u8], qtype: RType) -> Found<'z> {
             return wildcard(zone, encloser);
         };
         let exact = off == 0;
-        if node.is_cut && !(exact && qtype == RType::DS) {
+        if node.is_cut() && !(exact && qtype == RType::DS) {
             return Found::Referral(node);
         }
         if !exact && node.rrset(RType::DNAME).is_some() {
@@ -555,8 +558,8 @@ fn find<'z>(zone: &'z Zone, lower: &[u8], qtype: RType) -> Found<'z> {
 }
 
 /// The source of synthesis `*.<closest encloser>` (RFC 4592 3.3.1).
-fn wildcard<'z>(zone: &'z Zone, encloser: &Node) -> Found<'z> {
-    let ce = encloser.owner.as_wire();
+fn wildcard<'z>(zone: &'z Zone, encloser: Node) -> Found<'z> {
+    let ce = encloser.owner_wire();
     if ce.len() + 2 > MAX_NAME_LEN {
         return Found::NxDomain;
     }
@@ -574,8 +577,8 @@ fn wildcard<'z>(zone: &'z Zone, encloser: &Node) -> Found<'z> {
 
 /// The CNAME target a DNAME synthesizes for `owner` (RFC 6672 2.2), or None
 /// when the result would be longer than 255 octets.
-fn dname_target(owner: &[u8], dname_node: &Node, target: &[u8]) -> Option<NameBuf> {
-    let keep = owner.len() - dname_node.owner.wire_len();
+fn dname_target(owner: &[u8], dname_node: Node, target: &[u8]) -> Option<NameBuf> {
+    let keep = owner.len() - dname_node.owner_wire().len();
     let len = keep + target.len();
     if len > MAX_NAME_LEN {
         return None;

@@ -2,8 +2,9 @@
 //! and the records to add to turn one into the other (the body of an IXFR
 //! reply, RFC 1995 4).
 
-use heron_proto::name::NameBuf;
 use heron_proto::{Name, RType};
+
+use std::borrow::Cow;
 
 use crate::zone::{Node, Zone};
 
@@ -65,17 +66,14 @@ pub fn diff(old: &Zone, new: &Zone) -> ZoneDiff {
 }
 
 /// The node of `zone` with the same (case-insensitive) owner as `node`.
-fn counterpart<'z>(zone: &'z Zone, node: &Node) -> Option<&'z Node> {
-    let mut lower = NameBuf::new();
-    lower.set(node.owner.as_wire());
-    lower.make_lowercase();
-    zone.node(lower.as_wire())
+fn counterpart<'z>(zone: &'z Zone, node: Node) -> Option<Node<'z>> {
+    zone.node(node.key())
 }
 
 /// Adds the records of one owner that differ between its two versions.
 fn compare_nodes(
-    old: Option<&Node>,
-    new: Option<&Node>,
+    old: Option<Node>,
+    new: Option<Node>,
     deleted: &mut Vec<DiffRecord>,
     added: &mut Vec<DiffRecord>,
 ) {
@@ -84,8 +82,8 @@ fn compare_nodes(
     if old_records == new_records {
         return;
     }
-    let owner = old.or(new).expect("one side exists").owner.to_lowercase();
-    let make = |(rtype, ttl, rdata): &(RType, u32, &[u8])| DiffRecord {
+    let owner = Name::from_wire(old.or(new).expect("one side exists").key()).expect("a name");
+    let make = |(rtype, ttl, rdata): &(RType, u32, Cow<[u8]>)| DiffRecord {
         owner: owner.clone(),
         rtype: *rtype,
         ttl: *ttl,
@@ -98,15 +96,11 @@ fn compare_nodes(
 }
 
 /// The records at one node, RRSIGs as records of type RRSIG, sorted.
-fn node_records(node: &Node) -> Vec<(RType, u32, &[u8])> {
+fn node_records(node: Node) -> Vec<(RType, u32, Cow<[u8]>)> {
     let mut out = Vec::new();
-    for set in &node.rrsets {
-        out.extend(set.rdatas.iter().map(|rd| (set.rtype, set.ttl, &rd[..])));
-        out.extend(
-            set.sigs
-                .iter()
-                .map(|rd| (RType::RRSIG, set.sig_ttl, &rd[..])),
-        );
+    for set in node.rrsets() {
+        out.extend(set.rdatas().map(|rd| (set.rtype, set.ttl(), rd)));
+        out.extend(set.sigs().map(|rd| (RType::RRSIG, set.sig_ttl(), rd)));
     }
     out.sort();
     out
@@ -123,7 +117,7 @@ fn record(owner: &Name, rtype: RType, ttl: u32, rdata: &[u8]) -> DiffRecord {
 
 fn soa_record(zone: &Zone) -> DiffRecord {
     let soa = zone.soa();
-    record(zone.origin(), RType::SOA, soa.ttl, &soa.rdatas[0])
+    record(zone.origin(), RType::SOA, soa.ttl(), &soa.first_rdata())
 }
 
 #[cfg(test)]

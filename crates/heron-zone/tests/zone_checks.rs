@@ -128,7 +128,7 @@ fn differing_ttls_in_an_rrset_use_the_first() {
     let p = one(&loaded.warnings, Severity::Warning);
     assert!(p.message.contains("TTL 600 differs"), "{p}");
     let www = loaded.zone.node(b"\x03www\x07example\x04test\x00").unwrap();
-    assert_eq!(www.rrset(heron_proto::RType::A).unwrap().ttl, 300);
+    assert_eq!(www.rrset(heron_proto::RType::A).unwrap().ttl(), 300);
 }
 
 #[test]

@@ -182,8 +182,11 @@ impl Transfers {
             let targets = &self.primary.policy(zone.origin()).notify;
             if !targets.is_empty() {
                 let soa = zone.soa();
-                self.notifier
-                    .notify_all(zone.origin(), (soa.ttl, soa.rdatas[0].to_vec()), targets);
+                self.notifier.notify_all(
+                    zone.origin(),
+                    (soa.ttl(), soa.first_rdata().to_vec()),
+                    targets,
+                );
             }
         }
     }

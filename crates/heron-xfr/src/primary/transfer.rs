@@ -5,6 +5,7 @@
 //! it if the request was signed, and writes it; the zone is walked lazily,
 //! so a transfer of millions of records holds one message in memory.
 
+use std::borrow::Cow;
 use std::iter::Peekable;
 use std::sync::Arc;
 
@@ -18,12 +19,12 @@ use heron_zone::diff::{DiffRecord, ZoneDiff};
 pub const MAX_MESSAGE: usize = u16::MAX as usize;
 
 /// One record of a transfer, borrowed from the zone or a diff.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct XfrRecord<'a> {
     pub owner: &'a [u8],
     pub rtype: RType,
     pub ttl: u32,
-    pub rdata: &'a [u8],
+    pub rdata: Cow<'a, [u8]>,
 }
 
 impl<'a> From<&'a DiffRecord> for XfrRecord<'a> {
@@ -32,7 +33,7 @@ impl<'a> From<&'a DiffRecord> for XfrRecord<'a> {
             owner: r.owner.as_wire(),
             rtype: r.rtype,
             ttl: r.ttl,
-            rdata: &r.rdata,
+            rdata: Cow::Borrowed(&r.rdata),
         }
     }
 }
@@ -43,8 +44,8 @@ pub fn soa_record(zone: &Zone) -> XfrRecord<'_> {
     XfrRecord {
         owner: zone.origin().as_wire(),
         rtype: RType::SOA,
-        ttl: soa.ttl,
-        rdata: &soa.rdatas[0],
+        ttl: soa.ttl(),
+        rdata: soa.first_rdata(),
     }
 }
 
@@ -52,27 +53,30 @@ pub fn soa_record(zone: &Zone) -> XfrRecord<'_> {
 /// RRSIG records), and the SOA again (RFC 5936 2.2).
 pub fn axfr_records(zone: &Zone) -> impl Iterator<Item = XfrRecord<'_>> {
     let soa = soa_record(zone);
+    let apex = zone.apex().id();
     let body = zone.nodes().flat_map(move |node| {
-        let at_apex = std::ptr::eq(node, zone.apex());
-        node.rrsets.iter().flat_map(move |set| {
+        let at_apex = node.id() == apex;
+        node.rrsets().flat_map(move |set| {
             let skip_soa = at_apex && set.rtype == RType::SOA;
-            let data = set.rdatas.iter().filter(move |_| !skip_soa);
+            let data = set.rdatas().filter(move |_| !skip_soa);
             let data = data.map(move |rdata| XfrRecord {
-                owner: node.owner.as_wire(),
+                owner: node.owner_wire(),
                 rtype: set.rtype,
-                ttl: set.ttl,
+                ttl: set.ttl(),
                 rdata,
             });
-            let sigs = set.sigs.iter().map(move |rdata| XfrRecord {
-                owner: node.owner.as_wire(),
+            let sigs = set.sigs().map(move |rdata| XfrRecord {
+                owner: node.owner_wire(),
                 rtype: RType::RRSIG,
-                ttl: set.sig_ttl,
+                ttl: set.sig_ttl(),
                 rdata,
             });
             data.chain(sigs)
         })
     });
-    std::iter::once(soa).chain(body).chain(std::iter::once(soa))
+    std::iter::once(soa.clone())
+        .chain(body)
+        .chain(std::iter::once(soa))
 }
 
 /// The records of an incremental transfer (RFC 1995 4): the newest SOA,
@@ -90,7 +94,7 @@ pub fn ixfr_records<'a>(
             .chain(std::iter::once(XfrRecord::from(&d.new_soa)))
             .chain(added)
     });
-    std::iter::once(newest)
+    std::iter::once(newest.clone())
         .chain(steps)
         .chain(std::iter::once(newest))
 }
@@ -141,7 +145,7 @@ impl Packer {
         };
         let mut written = 0;
         while let Some(r) = records.peek() {
-            if w.record(r.owner, r.rtype, self.class, r.ttl, r.rdata)
+            if w.record(r.owner, r.rtype, self.class, r.ttl, &r.rdata)
                 .is_err()
             {
                 break;
@@ -226,7 +230,7 @@ mod tests {
                 "x.test. SOA"
             ]
         );
-        assert_eq!(m.answers[0].rdata, z.soa().rdatas[0].to_vec());
+        assert_eq!(m.answers[0].rdata, z.soa().first_rdata().to_vec());
     }
 
     #[test]
@@ -296,7 +300,7 @@ mod tests {
             owner: b"\x01x\x04test\x00",
             rtype: RType::NULL,
             ttl: 0,
-            rdata: &rdata,
+            rdata: Cow::Borrowed(&rdata),
         }];
         let mut packer = Packer::new(1, &question(RType::AXFR), Class::IN, 1000);
         let mut out = Vec::new();

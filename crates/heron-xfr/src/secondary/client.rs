@@ -182,7 +182,7 @@ impl Connections {
             Request::Axfr => self.query(origin, RType::AXFR, None),
             Request::Ixfr { have } => {
                 let soa = have.soa();
-                self.query(origin, RType::IXFR, Some((soa.ttl, &soa.rdatas[0][..])))
+                self.query(origin, RType::IXFR, Some((soa.ttl(), &soa.first_rdata())))
             }
         };
         let mut receiver = Receiver::new(origin.clone(), request);

@@ -591,17 +591,18 @@ fn apply(have: &Zone, steps: &[Step], source: &Arc<Path>) -> Result<Zone, XfrErr
         list: Vec::with_capacity(have.record_count()),
         index: HashMap::with_capacity(have.record_count()),
     };
-    let apex = have.apex();
+    let apex = have.apex().id();
     for node in have.nodes() {
-        let at_apex = std::ptr::eq(node, apex);
-        for set in &node.rrsets {
+        let at_apex = node.id() == apex;
+        let owner = node.owner();
+        for set in node.rrsets() {
             let skip = at_apex && set.rtype == RType::SOA;
-            let data = set.rdatas.iter().filter(|_| !skip);
-            let data = data.map(|rd| (set.rtype, set.ttl, rd));
-            let sigs = set.sigs.iter().map(|rd| (RType::RRSIG, set.sig_ttl, rd));
+            let data = set.rdatas().filter(|_| !skip);
+            let data = data.map(|rd| (set.rtype, set.ttl(), rd));
+            let sigs = set.sigs().map(|rd| (RType::RRSIG, set.sig_ttl(), rd));
             for (rtype, ttl, rd) in data.chain(sigs) {
                 records.insert(Record {
-                    owner: node.owner.clone(),
+                    owner: owner.clone(),
                     class: Class::IN,
                     rtype,
                     ttl,

@@ -250,7 +250,7 @@ async fn axfr(zone: &SecondaryZone, up: &Upstream, conns: &Connections) -> Resul
 
 /// (refresh, retry, expire) from the zone's SOA, within the bounds.
 fn timers(zone: &Zone, bounds: TimerBounds) -> (Duration, Duration, Duration) {
-    let rdata = &zone.soa().rdatas[0];
+    let rdata = zone.soa().first_rdata();
     let field = |i: usize| {
         let at = rdata.len() - 20 + 4 * i;
         Duration::from_secs(u32::from_be_bytes(rdata[at..at + 4].try_into().unwrap()) as u64)

@@ -10,6 +10,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use heron_proto::name::canonical_cmp;
 use heron_proto::{RType, rdata};
 use heron_zone::Zone;
 use heron_zone::zone::Node;
@@ -62,20 +63,20 @@ pub fn write_zone(zone: &Zone, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "; zone {} serial {}", zone.origin(), zone.serial())?;
     writeln!(out, "$ORIGIN {}", zone.origin())?;
     let soa = zone.soa();
-    write_record(out, zone.apex(), RType::SOA, soa.ttl, &soa.rdatas[0])?;
-    let mut nodes: Vec<&Node> = zone.nodes().collect();
-    nodes.sort_by(|a, b| a.owner.cmp(&b.owner));
-    let apex = zone.apex();
+    write_record(out, zone.apex(), RType::SOA, soa.ttl(), &soa.first_rdata())?;
+    let mut nodes: Vec<Node> = zone.nodes().collect();
+    nodes.sort_by(|a, b| canonical_cmp(a.owner_wire(), b.owner_wire()));
+    let apex = zone.apex().id();
     for node in nodes {
-        let at_apex = std::ptr::eq(node, apex);
-        for set in &node.rrsets {
+        let at_apex = node.id() == apex;
+        for set in node.rrsets() {
             if !(at_apex && set.rtype == RType::SOA) {
-                for rd in &set.rdatas {
-                    write_record(out, node, set.rtype, set.ttl, rd)?;
+                for rd in set.rdatas() {
+                    write_record(out, node, set.rtype, set.ttl(), &rd)?;
                 }
             }
-            for rd in &set.sigs {
-                write_record(out, node, RType::RRSIG, set.sig_ttl, rd)?;
+            for rd in set.sigs() {
+                write_record(out, node, RType::RRSIG, set.sig_ttl(), &rd)?;
             }
         }
     }
@@ -84,12 +85,12 @@ pub fn write_zone(zone: &Zone, out: &mut impl Write) -> io::Result<()> {
 
 fn write_record(
     out: &mut impl Write,
-    node: &Node,
+    node: Node,
     rtype: RType,
     ttl: u32,
     rd: &[u8],
 ) -> io::Result<()> {
     let mut text = String::new();
     rdata::format_text(rtype, rd, &mut text);
-    writeln!(out, "{} {ttl} IN {rtype} {text}", node.owner)
+    writeln!(out, "{} {ttl} IN {rtype} {text}", node.owner())
 }

@@ -180,7 +180,7 @@ fn axfr_of_a_rich_zone() {
             // Owner case travels with the records.
             assert!(
                 z.nodes()
-                    .any(|n| n.owner.to_string() == "Caps.Upper.x.test.")
+                    .any(|n| n.owner().to_string() == "Caps.Upper.x.test.")
             );
         }
         other => panic!("{other:?}"),
@@ -297,7 +297,7 @@ fn missing_final_soa_is_not_complete() {
     let src = small(3, &hosts(500));
     let records: Vec<XfrRecord> = axfr_records(&src).collect();
     let messages = pack(
-        records[..records.len() - 1].iter().copied(),
+        records[..records.len() - 1].iter().cloned(),
         RType::AXFR,
         Class::IN,
         1024,
@@ -367,7 +367,7 @@ impl Owned {
             owner: self.0.as_wire(),
             rtype: self.1,
             ttl: self.2,
-            rdata: &self.3,
+            rdata: std::borrow::Cow::Borrowed(&self.3),
         }
     }
 }
@@ -474,9 +474,9 @@ fn ttls_with_the_top_bit_set_are_read_as_zero() {
     };
     let node = got
         .nodes()
-        .find(|n| n.owner.to_string() == "big.x.test.")
+        .find(|n| n.owner().to_string() == "big.x.test.")
         .unwrap();
-    assert_eq!(node.rrset(RType::A).unwrap().ttl, 0);
+    assert_eq!(node.rrset(RType::A).unwrap().ttl(), 0);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("zone");
     write_zone_file(&got, &path).unwrap();

@@ -1,0 +1,756 @@
+//! Building a zone: records are appended to one log as they are read, and
+//! turned into nodes in one pass at the end.
+//!
+//! Reading a zone allocates nothing per record: each record is a few bytes
+//! in the log and a 24-byte entry. `build` sorts the entries by (shard,
+//! owner hash, owner, type), so that each node's records are adjacent and
+//! nodes come grouped by shard; finds the empty non-terminals; checks the
+//! zone; and packs each shard, on every core for large zones.
+
+use std::cmp::Ordering;
+use std::hash::BuildHasher;
+use std::path::Path;
+use std::sync::Arc;
+
+use hashbrown::{DefaultHashBuilder, HashSet, HashTable};
+use heron_proto::encoded::{AdditionalBlock, EncodedRRset, pack_rrset};
+use heron_proto::name::{NameBuf, lowercase_wire};
+use heron_proto::rdata;
+use heron_proto::{Class, Name, RType};
+
+use super::node::{NodeWriter, Shard};
+use super::{Problem, Severity, Zone, shard_of, soa_field};
+use crate::zonefile::{Location, Record};
+
+/// What a log record is.
+const DATA: u8 = 0;
+const SIG: u8 = 1;
+/// No record: an empty non-terminal's name.
+const EMPTY: u8 = 2;
+
+/// Records per shard aimed at: small enough that a version changing a few
+/// names copies little, large enough that the shard table stays small.
+const RECORDS_PER_SHARD: usize = 1024;
+
+/// Zones with more records than this are packed on every core.
+const PARALLEL_RECORDS: usize = 50_000;
+
+/// Most targets whose addresses one RRset brings into the additional section.
+const MAX_ADDITIONAL_TARGETS: usize = 16;
+
+/// One record read: where it is in the log and where it came from.
+#[derive(Clone, Copy)]
+struct Entry {
+    /// Of the lower-cased owner.
+    hash: u64,
+    /// Offset in the log.
+    at: usize,
+    line: u32,
+    /// Index into `files`.
+    file: u32,
+}
+
+/// A record as the log holds it.
+struct Logged<'a> {
+    /// As written (case preserved).
+    owner: &'a [u8],
+    /// For signatures, the type covered.
+    rtype: RType,
+    kind: u8,
+    ttl: u32,
+    rdata: &'a [u8],
+}
+
+/// Log layout of a record: owner length, owner, type, kind, TTL, RDATA
+/// length, RDATA.
+fn log_record(log: &mut Vec<u8>, owner: &[u8], rtype: RType, kind: u8, ttl: u32, rdata: &[u8]) {
+    log.push(owner.len() as u8);
+    log.extend_from_slice(owner);
+    log.extend_from_slice(&rtype.0.to_be_bytes());
+    log.push(kind);
+    log.extend_from_slice(&ttl.to_be_bytes());
+    log.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+    log.extend_from_slice(rdata);
+}
+
+fn read_logged(log: &[u8], at: usize) -> Logged<'_> {
+    let owner_end = at + 1 + log[at] as usize;
+    let f = &log[owner_end..owner_end + 9];
+    let rdlen = u16::from_be_bytes([f[7], f[8]]) as usize;
+    let rdata_at = owner_end + 9;
+    Logged {
+        owner: &log[at + 1..owner_end],
+        rtype: RType(u16::from_be_bytes([f[0], f[1]])),
+        kind: f[2],
+        ttl: u32::from_be_bytes([f[3], f[4], f[5], f[6]]),
+        rdata: &log[rdata_at..rdata_at + rdlen],
+    }
+}
+
+/// A node to build: a run of sorted entries.
+#[derive(Clone, Copy)]
+struct Draft {
+    start: u32,
+    len: u32,
+}
+
+/// Collects records and builds a checked [`Zone`].
+pub struct ZoneBuilder {
+    origin: Name,
+    class: Class,
+    hasher: DefaultHashBuilder,
+    log: Vec<u8>,
+    entries: Vec<Entry>,
+    files: Vec<Arc<Path>>,
+    problems: Vec<Problem>,
+}
+
+impl ZoneBuilder {
+    pub fn new(origin: Name, class: Class) -> ZoneBuilder {
+        ZoneBuilder {
+            origin,
+            class,
+            hasher: DefaultHashBuilder::default(),
+            log: Vec::new(),
+            entries: Vec::new(),
+            files: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    fn problem(&mut self, severity: Severity, location: Option<&Location>, message: String) {
+        self.problems.push(Problem {
+            severity,
+            location: location.cloned(),
+            message,
+        });
+    }
+
+    fn file_index(&mut self, file: &Arc<Path>) -> u32 {
+        if !self.files.last().is_some_and(|f| Arc::ptr_eq(f, file)) {
+            match self.files.iter().position(|f| Arc::ptr_eq(f, file)) {
+                Some(i) => return i as u32,
+                None => self.files.push(file.clone()),
+            }
+        }
+        (self.files.len() - 1) as u32
+    }
+
+    /// Adds one record; out-of-zone records are reported and ignored.
+    pub fn add(&mut self, rec: Record) {
+        if !rec.owner.is_subdomain_of(&self.origin) {
+            let msg = format!(
+                "{} {} is outside the zone {}; ignored",
+                rec.owner, rec.rtype, self.origin
+            );
+            self.problem(Severity::Warning, Some(&rec.location), msg);
+            return;
+        }
+        if rec.class != self.class {
+            let msg = format!("class {} differs from the zone's {}", rec.class, self.class);
+            self.problem(Severity::Error, Some(&rec.location), msg);
+            return;
+        }
+        if rec.rtype.is_meta() {
+            let msg = format!("{} is a meta type and cannot be zone data", rec.rtype);
+            self.problem(Severity::Error, Some(&rec.location), msg);
+            return;
+        }
+        if rec.rdata.len() > u16::MAX as usize {
+            let msg = format!("{} RDATA longer than 65535 octets", rec.rtype);
+            self.problem(Severity::Error, Some(&rec.location), msg);
+            return;
+        }
+        let (rtype, kind) = match rec.rtype {
+            RType::RRSIG if rec.rdata.len() >= 2 => {
+                (RType(u16::from_be_bytes([rec.rdata[0], rec.rdata[1]])), SIG)
+            }
+            t => (t, DATA),
+        };
+        let file = self.file_index(&rec.location.file);
+        self.push(
+            rec.owner.as_wire(),
+            rtype,
+            kind,
+            rec.ttl,
+            &rec.rdata,
+            (file, rec.location.line),
+        );
+    }
+
+    fn push(
+        &mut self,
+        owner: &[u8],
+        rtype: RType,
+        kind: u8,
+        ttl: u32,
+        rdata: &[u8],
+        from: (u32, u32),
+    ) {
+        let mut lower = NameBuf::new();
+        lower.set(owner);
+        lower.make_lowercase();
+        self.entries.push(Entry {
+            hash: self.hasher.hash_one(lower.as_wire()),
+            at: self.log.len(),
+            line: from.1,
+            file: from.0,
+        });
+        log_record(&mut self.log, owner, rtype, kind, ttl, rdata);
+    }
+
+    /// Checks the zone and builds it. Errors make the zone unusable;
+    /// warnings come back with the zone.
+    pub fn build(mut self) -> Result<(Zone, Vec<Problem>), Vec<Problem>> {
+        let shards = (self.entries.len() / RECORDS_PER_SHARD)
+            .max(1)
+            .next_power_of_two();
+        self.sort_entries(shards);
+        let mut drafts = self.drafts();
+        if self.add_empty_non_terminals(&drafts) {
+            drafts = self.drafts();
+        }
+        let mut problems = std::mem::take(&mut self.problems);
+        let zone = Plan {
+            b: &self,
+            drafts: &drafts,
+            shards,
+            apex: self.origin.to_lowercase(),
+        };
+        let built = zone.pack();
+        problems.extend(built.problems);
+        problems.sort_by_key(|p| p.location.as_ref().map(|l| (l.file.clone(), l.line)));
+        let apex_node = zone.find(zone.apex.as_wire());
+        let apex = apex_node.map(|d| zone.parts(d)).unwrap_or_default();
+        zone.check_apex(&apex, &mut problems);
+        if problems.iter().any(|p| p.severity == Severity::Error) {
+            return Err(problems);
+        }
+        let (negative_soa, negative_soa_sigs) = encode_negative_soa(&apex, zone.apex.as_wire());
+        let apex_hash = self.hasher.hash_one(zone.apex.as_wire());
+        let apex_shard = shard_of(apex_hash, shards);
+        let apex_at = built.shards[apex_shard]
+            .find(apex_hash, zone.apex.as_wire())
+            .expect("the apex has records");
+        Ok((
+            Zone {
+                origin: zone.apex.clone(),
+                class: self.class,
+                hasher: self.hasher,
+                shards: built.shards.into(),
+                apex: (apex_shard, apex_at),
+                negative_soa,
+                negative_soa_sigs,
+                records: built.records,
+                nodes: drafts.len(),
+            },
+            problems,
+        ))
+    }
+
+    fn logged(&self, e: &Entry) -> Logged<'_> {
+        read_logged(&self.log, e.at)
+    }
+
+    /// Orders entries by shard, owner hash, owner, type, kind, and then as
+    /// read (so RRsets keep the zone file's order).
+    fn sort_entries(&mut self, shards: usize) {
+        let mut entries = std::mem::take(&mut self.entries);
+        entries.sort_unstable_by(|a, b| {
+            (shard_of(a.hash, shards), a.hash)
+                .cmp(&(shard_of(b.hash, shards), b.hash))
+                .then_with(|| {
+                    let (x, y) = (self.logged(a), self.logged(b));
+                    cmp_ignore_case(x.owner, y.owner)
+                        .then((x.rtype, x.kind).cmp(&(y.rtype, y.kind)))
+                        .then(a.at.cmp(&b.at))
+                })
+        });
+        self.entries = entries;
+    }
+
+    /// Runs of entries with one owner.
+    fn drafts(&self) -> Vec<Draft> {
+        let mut drafts: Vec<Draft> = Vec::new();
+        let mut prev: Option<&Entry> = None;
+        for (i, e) in self.entries.iter().enumerate() {
+            let same = prev.is_some_and(|p| {
+                p.hash == e.hash
+                    && self
+                        .logged(p)
+                        .owner
+                        .eq_ignore_ascii_case(self.logged(e).owner)
+            });
+            match drafts.last_mut() {
+                Some(d) if same => d.len += 1,
+                _ => drafts.push(Draft {
+                    start: i as u32,
+                    len: 1,
+                }),
+            }
+            prev = Some(e);
+        }
+        drafts
+    }
+
+    /// Gives every missing ancestor between an owner and the apex an
+    /// (empty) node; true if any was added (entries are then re-sorted).
+    fn add_empty_non_terminals(&mut self, drafts: &[Draft]) -> bool {
+        let origin_len = self.origin.wire_len();
+        let shards = (self.entries.len() / RECORDS_PER_SHARD)
+            .max(1)
+            .next_power_of_two();
+        let mut missing: HashSet<Box<[u8]>> = HashSet::new();
+        let lookup = Lookup {
+            b: self,
+            drafts,
+            shards,
+        };
+        for d in drafts {
+            let owner = self.logged(&self.entries[d.start as usize]).owner;
+            let mut name = owner;
+            loop {
+                let parent = &name[1 + name[0] as usize..];
+                if parent.len() <= origin_len {
+                    break;
+                }
+                let mut lower: Box<[u8]> = parent.into();
+                lowercase_wire(&mut lower);
+                if lookup.find(&lower).is_some() || missing.contains(&lower) {
+                    break;
+                }
+                missing.insert(lower);
+                name = parent;
+            }
+        }
+        if missing.is_empty() {
+            return false;
+        }
+        for name in &missing {
+            self.push(name, RType(0), EMPTY, 0, &[], (0, 0));
+        }
+        self.sort_entries(shards);
+        true
+    }
+}
+
+/// Compares wire names ignoring ASCII case.
+fn cmp_ignore_case(a: &[u8], b: &[u8]) -> Ordering {
+    let fold = |x: &[u8]| {
+        x.iter()
+            .map(|c| c.to_ascii_lowercase())
+            .collect::<Vec<u8>>()
+    };
+    if a.eq_ignore_ascii_case(b) {
+        return Ordering::Equal;
+    }
+    fold(a).cmp(&fold(b))
+}
+
+/// Finds drafts by owner while building.
+struct Lookup<'a> {
+    b: &'a ZoneBuilder,
+    drafts: &'a [Draft],
+    shards: usize,
+}
+
+impl Lookup<'_> {
+    fn find(&self, lower: &[u8]) -> Option<Draft> {
+        let hash = self.b.hasher.hash_one(lower);
+        let key = (shard_of(hash, self.shards), hash);
+        let entry = |d: &Draft| &self.b.entries[d.start as usize];
+        let first = self
+            .drafts
+            .partition_point(|d| (shard_of(entry(d).hash, self.shards), entry(d).hash) < key);
+        self.drafts[first..]
+            .iter()
+            .take_while(|d| entry(d).hash == hash)
+            .find(|d| self.b.logged(entry(d)).owner.eq_ignore_ascii_case(lower))
+            .copied()
+    }
+}
+
+/// One RRset as collected from the log.
+struct SetParts<'a> {
+    rtype: RType,
+    ttl: u32,
+    rdatas: Vec<&'a [u8]>,
+    sig_ttl: u32,
+    sigs: Vec<&'a [u8]>,
+    /// Where its first record was read.
+    first: Option<(u32, u32)>,
+}
+
+/// A node as collected from the log: RRsets in type order, duplicates
+/// dropped.
+#[derive(Default)]
+struct NodeParts<'a> {
+    owner: &'a [u8],
+    sets: Vec<SetParts<'a>>,
+    records: usize,
+    /// Records whose TTL differs from their RRset's: (file, line, TTL, RRset TTL, type).
+    ttl_differs: Vec<((u32, u32), u32, u32, RType)>,
+}
+
+impl<'a> NodeParts<'a> {
+    fn set(&self, rtype: RType) -> Option<&SetParts<'a>> {
+        self.sets
+            .iter()
+            .find(|s| s.rtype == rtype && !s.rdatas.is_empty())
+    }
+}
+
+/// The zone being packed.
+struct Plan<'a> {
+    b: &'a ZoneBuilder,
+    drafts: &'a [Draft],
+    shards: usize,
+    /// Lower-cased origin.
+    apex: Name,
+}
+
+/// What packing made.
+struct Packed {
+    shards: Vec<Arc<Shard>>,
+    problems: Vec<Problem>,
+    records: usize,
+}
+
+impl<'a> Plan<'a> {
+    fn find(&self, lower: &[u8]) -> Option<Draft> {
+        Lookup {
+            b: self.b,
+            drafts: self.drafts,
+            shards: self.shards,
+        }
+        .find(lower)
+    }
+
+    fn location(&self, (file, line): (u32, u32)) -> Option<Location> {
+        let file = self.b.files.get(file as usize)?;
+        Some(Location {
+            file: file.clone(),
+            line,
+        })
+    }
+
+    fn problem(
+        &self,
+        out: &mut Vec<Problem>,
+        at: Option<(u32, u32)>,
+        severity: Severity,
+        message: String,
+    ) {
+        out.push(Problem {
+            severity,
+            location: at.and_then(|a| self.location(a)),
+            message,
+        });
+    }
+
+    /// Collects a node's records, duplicates dropped (RFC 2181 5), each
+    /// RRset keeping its first TTL (RFC 2181 5.2).
+    fn parts(&self, d: Draft) -> NodeParts<'a> {
+        let entries = &self.b.entries[d.start as usize..(d.start + d.len) as usize];
+        let mut node = NodeParts::default();
+        for e in entries {
+            let rec = read_logged(&self.b.log, e.at);
+            if node.owner.is_empty() || (rec.kind == DATA && node.records == 0) {
+                node.owner = rec.owner;
+            }
+            if rec.kind == EMPTY {
+                continue;
+            }
+            if node.sets.last().is_none_or(|s| s.rtype != rec.rtype) {
+                node.sets.push(SetParts {
+                    rtype: rec.rtype,
+                    ttl: 0,
+                    rdatas: Vec::new(),
+                    sig_ttl: 0,
+                    sigs: Vec::new(),
+                    first: None,
+                });
+            }
+            let set = node.sets.last_mut().expect("pushed");
+            let (list, is_sig) = match rec.kind {
+                SIG => (&mut set.sigs, true),
+                _ => (&mut set.rdatas, false),
+            };
+            if list.iter().any(|r| rdata_equal(rec.rtype, r, rec.rdata)) {
+                continue;
+            }
+            if list.is_empty() {
+                if is_sig {
+                    set.sig_ttl = rec.ttl;
+                } else {
+                    set.ttl = rec.ttl;
+                    set.first = Some((e.file, e.line));
+                }
+            }
+            list.push(rec.rdata);
+            node.records += 1;
+            if is_sig {
+                set.sig_ttl = set.sig_ttl.min(rec.ttl);
+            } else if rec.ttl != set.ttl {
+                let ttl = set.ttl;
+                node.ttl_differs
+                    .push(((e.file, e.line), rec.ttl, ttl, rec.rtype));
+            }
+        }
+        node
+    }
+
+    /// Packs every shard, splitting the shards between threads for large
+    /// zones.
+    fn pack(&self) -> Packed {
+        let bounds = self.shard_bounds();
+        let threads = if self.b.entries.len() > PARALLEL_RECORDS {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            1
+        };
+        let per_thread = self.shards.div_ceil(threads);
+        let mut results: Vec<Packed> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..self.shards)
+                .step_by(per_thread)
+                .map(|first| {
+                    let last = (first + per_thread).min(self.shards);
+                    let bounds = &bounds;
+                    scope.spawn(move || self.pack_shards(first..last, bounds))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("packing does not panic"))
+                .collect()
+        });
+        let mut all = results.remove(0);
+        for r in results {
+            all.shards.extend(r.shards);
+            all.problems.extend(r.problems);
+            all.records += r.records;
+        }
+        all
+    }
+
+    /// Where each shard's drafts start (and, last, the end).
+    fn shard_bounds(&self) -> Vec<usize> {
+        let shard = |d: &Draft| shard_of(self.b.entries[d.start as usize].hash, self.shards);
+        (0..=self.shards)
+            .map(|s| self.drafts.partition_point(|d| shard(d) < s))
+            .collect()
+    }
+
+    fn pack_shards(&self, shards: std::ops::Range<usize>, bounds: &[usize]) -> Packed {
+        let mut out = Packed {
+            shards: Vec::with_capacity(shards.len()),
+            problems: Vec::new(),
+            records: 0,
+        };
+        for s in shards {
+            let drafts = &self.drafts[bounds[s]..bounds[s + 1]];
+            let mut arena = Vec::new();
+            let mut table = HashTable::with_capacity(drafts.len());
+            for &d in drafts {
+                let at = arena.len();
+                let hash = self.b.entries[d.start as usize].hash;
+                out.records += self.pack_node(d, &mut arena, &mut out.problems);
+                table.insert_unique(hash, at as u32, |_| unreachable!("sized for every node"));
+            }
+            out.shards.push(Arc::new(Shard {
+                arena: arena.into(),
+                table,
+            }));
+        }
+        out
+    }
+
+    /// Checks one node and appends it to `arena`; returns its record count.
+    fn pack_node(&self, d: Draft, arena: &mut Vec<u8>, problems: &mut Vec<Problem>) -> usize {
+        let node = self.parts(d);
+        let owner = Name::from_wire(node.owner).expect("read as a name");
+        let mut key: Box<[u8]> = node.owner.into();
+        lowercase_wire(&mut key);
+        let is_apex = *key == *self.apex.as_wire();
+        for &(at, ttl, first, rtype) in &node.ttl_differs {
+            let msg = format!(
+                "TTL {ttl} differs from the TTL {first} of the {rtype} RRset; using {first}"
+            );
+            self.problem(problems, Some(at), Severity::Warning, msg);
+        }
+        self.check_node(&node, &owner, is_apex, problems);
+        let is_cut = !is_apex && node.set(RType::NS).is_some();
+        if is_cut {
+            self.check_glue(&node, &owner, problems);
+        }
+        let apex = self.apex.as_wire();
+        let mut w = NodeWriter::begin(arena, &key, node.owner, is_cut);
+        for set in &node.sets {
+            let block = self.additional_block(set, &owner, is_cut, apex);
+            let packed = w.rrset(
+                set.rtype,
+                [
+                    &mut |out| pack_rrset(set.rtype, set.ttl, &set.rdatas, apex, out),
+                    &mut |out| pack_rrset(RType::RRSIG, set.sig_ttl, &set.sigs, apex, out),
+                    &mut |out| block.pack(out),
+                ],
+            );
+            if packed.is_err() {
+                let msg = format!("{owner} {}: the RRset is larger than 64 KiB", set.rtype);
+                self.problem(problems, set.first, Severity::Error, msg);
+            }
+        }
+        node.records
+    }
+
+    /// SOA only at the apex; CNAME alone; one DNAME.
+    fn check_node(
+        &self,
+        node: &NodeParts,
+        owner: &Name,
+        is_apex: bool,
+        problems: &mut Vec<Problem>,
+    ) {
+        if let Some(soa) = node.set(RType::SOA).filter(|_| !is_apex) {
+            let msg = format!("SOA record at {owner}, which is not the zone apex");
+            self.problem(problems, soa.first, Severity::Error, msg);
+        }
+        if let Some(cname) = node.set(RType::CNAME) {
+            if cname.rdatas.len() > 1 {
+                let msg = format!("{owner}: more than one CNAME record");
+                self.problem(problems, cname.first, Severity::Error, msg);
+            }
+            let others: Vec<String> = node
+                .sets
+                .iter()
+                .filter(|s| !s.rdatas.is_empty())
+                .map(|s| s.rtype)
+                .filter(|t| !matches!(*t, RType::CNAME | RType::NSEC | RType::RRSIG))
+                .map(|t| t.to_string())
+                .collect();
+            if !others.is_empty() {
+                let msg = format!("{owner}: CNAME beside other data ({})", others.join(", "));
+                self.problem(problems, cname.first, Severity::Error, msg);
+            }
+        }
+        if let Some(dname) = node.set(RType::DNAME).filter(|d| d.rdatas.len() > 1) {
+            let msg = format!("{owner}: more than one DNAME record");
+            self.problem(problems, dname.first, Severity::Error, msg);
+        }
+    }
+
+    /// Exactly one SOA and some NS at the apex.
+    fn check_apex(&self, apex: &NodeParts, problems: &mut Vec<Problem>) {
+        let origin = &self.b.origin;
+        let soa = apex.set(RType::SOA);
+        match soa.map_or(0, |s| s.rdatas.len()) {
+            0 => {
+                let msg = format!("no SOA record at the zone apex {origin}");
+                self.problem(problems, None, Severity::Error, msg);
+            }
+            1 => {}
+            n => {
+                let msg = format!("{n} SOA records at the apex {origin}; exactly one is allowed");
+                self.problem(problems, soa.and_then(|s| s.first), Severity::Error, msg);
+            }
+        }
+        if apex.set(RType::NS).is_none() {
+            let msg = format!("no NS records at the zone apex {origin}");
+            self.problem(problems, None, Severity::Error, msg);
+        }
+    }
+
+    /// An NS target at or below a delegation of this zone needs an address
+    /// here, or nobody can reach that name server.
+    fn check_glue(&self, node: &NodeParts, cut: &Name, problems: &mut Vec<Problem>) {
+        let ns = node.set(RType::NS).expect("a cut has NS");
+        for target in &ns.rdatas {
+            let Ok(target) = Name::from_wire(target) else {
+                continue;
+            };
+            if !target.is_subdomain_of(cut) {
+                continue;
+            }
+            let has_address = self.find(target.to_lowercase().as_wire()).is_some_and(|t| {
+                let t = self.parts(t);
+                t.set(RType::A).is_some() || t.set(RType::AAAA).is_some()
+            });
+            if !has_address {
+                let msg = format!("delegation {cut} to {target} has no glue address (A/AAAA)");
+                self.problem(problems, ns.first, Severity::Warning, msg);
+            }
+        }
+    }
+
+    /// For NS, MX and SRV: the addresses of the targets the zone holds
+    /// (glue below a delegation included), encoded for responses.
+    fn additional_block(
+        &self,
+        set: &SetParts,
+        owner: &Name,
+        is_cut: bool,
+        apex: &[u8],
+    ) -> AdditionalBlock {
+        let mut block = AdditionalBlock::default();
+        if !matches!(set.rtype, RType::NS | RType::MX | RType::SRV) || set.rdatas.is_empty() {
+            return block;
+        }
+        // The target name's offset in a record: past TYPE CLASS TTL RDLENGTH
+        // (10 octets) and the RDATA's leading numbers.
+        let name_offset = 10
+            + match set.rtype {
+                RType::MX => 2,
+                RType::SRV => 6,
+                _ => 0,
+            };
+        let encoded = EncodedRRset::new(set.rtype, set.ttl, &set.rdatas, apex);
+        let mut seen: Vec<Box<[u8]>> = Vec::new();
+        for (k, rd) in set.rdatas.iter().enumerate() {
+            let Some(target) = rdata::names_for_additional(set.rtype, rd) else {
+                continue;
+            };
+            let mut lower: Box<[u8]> = target.into();
+            lowercase_wire(&mut lower);
+            if seen.contains(&lower) || seen.len() == MAX_ADDITIONAL_TARGETS {
+                continue;
+            }
+            let Some(target_node) = self.find(&lower) else {
+                continue;
+            };
+            let target_parts = self.parts(target_node);
+            // Glue for a name server inside the delegated zone is required
+            // (RFC 9471): without it the referral cannot be followed.
+            let required = is_cut
+                && set.rtype == RType::NS
+                && Name::from_wire(&lower).is_ok_and(|t| t.is_subdomain_of(owner));
+            for rtype in [RType::A, RType::AAAA] {
+                if let Some(addr) = target_parts.set(rtype) {
+                    let at = encoded.name_position(k, name_offset);
+                    block.push(at, rtype, addr.ttl, &addr.rdatas, required);
+                }
+            }
+            seen.push(lower);
+        }
+        block
+    }
+}
+
+/// The SOA as negative answers carry it: TTL the lesser of the SOA's own
+/// and its MINIMUM field (RFC 2308 5), signatures likewise.
+fn encode_negative_soa(apex_node: &NodeParts, apex: &[u8]) -> (EncodedRRset, EncodedRRset) {
+    let soa = apex_node.set(RType::SOA).expect("checked at build");
+    let ttl = soa.ttl.min(soa_field(soa.rdatas[0], 4));
+    (
+        EncodedRRset::new(RType::SOA, ttl, &soa.rdatas, apex),
+        EncodedRRset::new(RType::RRSIG, ttl.min(soa.sig_ttl), &soa.sigs, apex),
+    )
+}
+
+/// RDATA equality: names in well-known types compare case-insensitively.
+fn rdata_equal(rtype: RType, a: &[u8], b: &[u8]) -> bool {
+    if rtype.rdata_names_compressible() || rtype == RType::SRV || rtype == RType::DNAME {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a == b
+    }
+}

@@ -1,0 +1,232 @@
+//! The in-memory zone: nodes by owner name, RRsets in wire form.
+//!
+//! A zone is built once by [`ZoneBuilder`], checked, and then read-only.
+//! Its nodes live in shards ([`node`] has the layout): the hash of a
+//! lower-cased wire owner picks a shard and a slot in the shard's table,
+//! which holds the node's offset in the shard's arena. Every ancestor
+//! between an owner and the apex has a node (an empty non-terminal if it
+//! holds no data), so "does this name exist" is one lookup. Shards are
+//! shared between versions (`Arc`), so that a later version that changes
+//! a few names can copy only the shards they fall in.
+
+mod build;
+mod node;
+
+use std::fmt;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use hashbrown::DefaultHashBuilder;
+use heron_proto::encoded::EncodedRRset;
+use heron_proto::{Class, Name, RType};
+
+use crate::zonefile::Location;
+pub use build::ZoneBuilder;
+use node::Shard;
+pub use node::{Node, RRset};
+
+/// A zone ready to answer from.
+pub struct Zone {
+    /// Lower-cased.
+    origin: Name,
+    class: Class,
+    /// Seeds the owner hashes; kept for the zone's later versions.
+    hasher: DefaultHashBuilder,
+    /// A power of two of them.
+    shards: Box<[Arc<Shard>]>,
+    /// Where the apex node is: (shard, offset).
+    apex: (usize, usize),
+    /// The apex SOA with the negative-answer TTL (RFC 2308 5), and its
+    /// signatures, encoded for the authority section.
+    negative_soa: EncodedRRset,
+    negative_soa_sigs: EncodedRRset,
+    /// Record count as loaded (after de-duplication), for reporting.
+    records: usize,
+    nodes: usize,
+}
+
+/// The shard a hash falls in. The table inside a shard uses the low bits
+/// (slot) and the top seven (tag), so the shard takes bits from 32 up.
+fn shard_of(hash: u64, shards: usize) -> usize {
+    (hash >> 32) as usize & (shards - 1)
+}
+
+impl Zone {
+    pub fn origin(&self) -> &Name {
+        &self.origin
+    }
+
+    pub fn class(&self) -> Class {
+        self.class
+    }
+
+    fn node_at(&self, (shard, at): (usize, usize)) -> Node<'_> {
+        Node::new(&self.shards[shard].arena[at..], self.origin.as_wire())
+    }
+
+    /// The node at a lower-cased wire name.
+    pub fn node(&self, lower_wire: &[u8]) -> Option<Node<'_>> {
+        if lower_wire == self.origin.as_wire() {
+            return Some(self.apex());
+        }
+        let hash = self.hasher.hash_one(lower_wire);
+        let shard = shard_of(hash, self.shards.len());
+        let at = self.shards[shard].find(hash, lower_wire)?;
+        Some(self.node_at((shard, at)))
+    }
+
+    pub fn apex(&self) -> Node<'_> {
+        self.node_at(self.apex)
+    }
+
+    pub fn soa(&self) -> RRset<'_> {
+        self.apex().rrset(RType::SOA).expect("checked at build")
+    }
+
+    /// The SOA record for NXDOMAIN and NODATA answers.
+    pub fn negative_soa(&self) -> &EncodedRRset {
+        &self.negative_soa
+    }
+
+    pub fn negative_soa_sigs(&self) -> &EncodedRRset {
+        &self.negative_soa_sigs
+    }
+
+    /// Serial from the apex SOA.
+    pub fn serial(&self) -> u32 {
+        soa_field(&self.soa().first_rdata(), 0)
+    }
+
+    pub fn record_count(&self) -> usize {
+        self.records
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes
+    }
+
+    /// Heap bytes the zone's nodes take (arenas and tables).
+    pub fn heap_bytes(&self) -> usize {
+        self.shards.iter().map(|s| s.heap_bytes()).sum()
+    }
+
+    /// Every node, the apex first, the others in no particular order.
+    pub fn nodes(&self) -> impl Iterator<Item = Node<'_>> {
+        let apex = self.apex;
+        let others = self.shards.iter().enumerate().flat_map(move |(i, shard)| {
+            shard
+                .offsets()
+                .filter(move |&at| (i, at) != apex)
+                .map(move |at| self.node_at((i, at)))
+        });
+        std::iter::once(self.apex()).chain(others)
+    }
+}
+
+impl fmt::Debug for Zone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Zone")
+            .field("origin", &self.origin)
+            .field("serial", &self.serial())
+            .field("records", &self.records)
+            .field("nodes", &self.nodes)
+            .finish()
+    }
+}
+
+/// The `index`th 32-bit field after the two names of SOA RDATA.
+pub(crate) fn soa_field(rdata: &[u8], index: usize) -> u32 {
+    let names = skip_name(rdata, 0);
+    let at = skip_name(rdata, names) + 4 * index;
+    u32::from_be_bytes(rdata[at..at + 4].try_into().unwrap())
+}
+
+fn skip_name(wire: &[u8], mut i: usize) -> usize {
+    while wire[i] != 0 {
+        i += 1 + wire[i] as usize;
+    }
+    i + 1
+}
+
+/// How bad a zone problem is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    /// The zone is still served; the data concerned may be ignored.
+    Warning,
+    /// The zone cannot be served.
+    Error,
+}
+
+/// A problem found while building a zone, with where it came from.
+#[derive(Clone, Debug)]
+pub struct Problem {
+    pub severity: Severity,
+    pub location: Option<Location>,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let level = match self.severity {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        };
+        match &self.location {
+            Some(loc) => write!(f, "{loc}: {level}: {}", self.message),
+            None => write!(f, "{level}: {}", self.message),
+        }
+    }
+}
+
+/// A zone loaded from a file, with its warnings.
+pub struct Loaded {
+    pub zone: Zone,
+    pub warnings: Vec<Problem>,
+}
+
+/// Reads and checks a zone file. On failure, every problem found (syntax
+/// and semantic) comes back, each naming the file and line.
+pub fn load_zone_file(path: &std::path::Path, origin: &Name) -> Result<Loaded, Vec<Problem>> {
+    let opts = crate::zonefile::ReadOptions::new(origin.clone());
+    let mut builder = ZoneBuilder::new(origin.clone(), Class::IN);
+    let errors = crate::zonefile::read_file(path, &opts, &mut |rec| builder.add(rec));
+    finish_load(builder, errors)
+}
+
+fn finish_load(
+    builder: ZoneBuilder,
+    errors: Vec<crate::zonefile::ZoneFileError>,
+) -> Result<Loaded, Vec<Problem>> {
+    let mut syntax: Vec<Problem> = errors
+        .into_iter()
+        .map(|e| Problem {
+            severity: Severity::Error,
+            location: Some(e.location),
+            message: e.message,
+        })
+        .collect();
+    match builder.build() {
+        Ok((zone, warnings)) if syntax.is_empty() => Ok(Loaded { zone, warnings }),
+        Ok((_, warnings)) => {
+            syntax.extend(warnings);
+            Err(syntax)
+        }
+        Err(problems) => {
+            syntax.extend(problems);
+            Err(syntax)
+        }
+    }
+}
+
+/// Reads and checks a zone from text in memory (`name` is used as the file
+/// name in messages).
+pub fn load_zone_str(text: &str, name: &str, origin: &Name) -> Result<Loaded, Vec<Problem>> {
+    let opts = crate::zonefile::ReadOptions::new(origin.clone());
+    let mut builder = ZoneBuilder::new(origin.clone(), Class::IN);
+    let path = std::path::Path::new(name);
+    let errors =
+        crate::zonefile::read_str(text, path, std::path::Path::new("."), &opts, &mut |rec| {
+            builder.add(rec)
+        });
+    finish_load(builder, errors)
+}

@@ -1,0 +1,322 @@
+//! How a zone's nodes lie in memory, and the views that read them.
+//!
+//! A zone keeps no object per record or per name: each node is a run of
+//! bytes in its shard's arena, found through a table of 32-bit offsets.
+//! A node is
+//!
+//! ```text
+//! u8 key length, key (lower-cased owner, wire form)
+//! u8 flags (CUT, CASED), [the owner as written, if CASED]
+//! u8 RRset count, then per RRset, in type order:
+//!     u16 type, u16 records length, u16 signatures length,
+//!     u16 additional length, then those three packed blobs
+//! ```
+//!
+//! The records and signatures are packed RRsets (`heron_proto::encoded`,
+//! already in response form) and the additional block is the glue that
+//! goes with an NS, MX or SRV RRset. A one-record A node takes about
+//! 50 bytes plus its name.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use hashbrown::HashTable;
+use heron_proto::encoded::{AdditionalRef, EncodedRef, MAX_PACKED};
+use heron_proto::{Name, RType};
+
+/// The node has NS and is not the apex: a delegation point.
+const CUT: u8 = 1;
+/// The owner as written differs from the key in case and follows it.
+const CASED: u8 = 2;
+/// Octets of an RRset's header: type and three lengths.
+const SET_HEADER: usize = 8;
+
+fn u16_at(bytes: &[u8], at: usize) -> usize {
+    u16::from_be_bytes([bytes[at], bytes[at + 1]]) as usize
+}
+
+/// Part of a zone: nodes back to back, and a table from owner hash to the
+/// offset of each node.
+pub(crate) struct Shard {
+    pub(crate) arena: Box<[u8]>,
+    pub(crate) table: HashTable<u32>,
+}
+
+impl Shard {
+    /// The offset of the node with this key (lower-cased wire owner).
+    pub(crate) fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
+        let arena = &self.arena[..];
+        self.table
+            .find(hash, |&at| node_key(arena, at as usize) == key)
+            .map(|&at| at as usize)
+    }
+
+    /// Offsets of every node, in arena order.
+    pub(crate) fn offsets(&self) -> impl Iterator<Item = usize> + '_ {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            if at >= self.arena.len() {
+                return None;
+            }
+            let here = at;
+            at += node_len(&self.arena[here..]);
+            Some(here)
+        })
+    }
+
+    /// Heap bytes this shard holds.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.arena.len() + self.table.allocation_size()
+    }
+}
+
+fn node_key(arena: &[u8], at: usize) -> &[u8] {
+    &arena[at + 1..at + 1 + arena[at] as usize]
+}
+
+/// Length of the node at the start of `bytes`.
+fn node_len(bytes: &[u8]) -> usize {
+    let node = Node::new(bytes, &[]);
+    let mut at = node.sets_at() + 1;
+    for _ in 0..bytes[node.sets_at()] {
+        at += SET_HEADER + u16_at(bytes, at + 2) + u16_at(bytes, at + 4) + u16_at(bytes, at + 6);
+    }
+    at
+}
+
+/// Appends one packed blob to a node being written.
+pub(crate) type Fill<'f> = &'f mut dyn FnMut(&mut Vec<u8>);
+
+/// An RRset too large to store (its packed form passes 64 KiB).
+#[derive(Debug)]
+pub(crate) struct TooLarge;
+
+/// Appends one node to an arena.
+pub(crate) struct NodeWriter<'a> {
+    out: &'a mut Vec<u8>,
+    count_at: usize,
+}
+
+impl<'a> NodeWriter<'a> {
+    /// Starts a node: `key` lower-cased, `owner` as written.
+    pub(crate) fn begin(out: &'a mut Vec<u8>, key: &[u8], owner: &[u8], cut: bool) -> Self {
+        out.push(key.len() as u8);
+        out.extend_from_slice(key);
+        let cased = owner != key;
+        out.push(if cut { CUT } else { 0 } | if cased { CASED } else { 0 });
+        if cased {
+            out.extend_from_slice(owner);
+        }
+        let count_at = out.len();
+        out.push(0);
+        NodeWriter { out, count_at }
+    }
+
+    /// Adds an RRset; each closure appends one packed blob (or nothing).
+    /// RRsets must come in type order.
+    pub(crate) fn rrset(&mut self, rtype: RType, blobs: [Fill; 3]) -> Result<(), TooLarge> {
+        let header = self.out.len();
+        self.out.extend_from_slice(&rtype.0.to_be_bytes());
+        self.out.extend_from_slice(&[0; 6]);
+        for (i, fill) in blobs.into_iter().enumerate() {
+            let start = self.out.len();
+            fill(self.out);
+            let len = self.out.len() - start;
+            if len > MAX_PACKED {
+                return Err(TooLarge);
+            }
+            let at = header + 2 + 2 * i;
+            self.out[at..at + 2].copy_from_slice(&(len as u16).to_be_bytes());
+        }
+        self.out[self.count_at] += 1;
+        Ok(())
+    }
+}
+
+/// A name in a zone and its data: a view into the zone's memory.
+#[derive(Clone, Copy)]
+pub struct Node<'a> {
+    /// From the node's first byte to the end of its arena.
+    bytes: &'a [u8],
+    /// The zone's apex, lower-cased (RDATA names are stored relative to it).
+    apex: &'a [u8],
+}
+
+impl<'a> Node<'a> {
+    pub(crate) fn new(bytes: &'a [u8], apex: &'a [u8]) -> Node<'a> {
+        Node { bytes, apex }
+    }
+
+    fn key_len(&self) -> usize {
+        self.bytes[0] as usize
+    }
+
+    fn flags(&self) -> u8 {
+        self.bytes[1 + self.key_len()]
+    }
+
+    fn sets_at(&self) -> usize {
+        let cased = self.flags() & CASED != 0;
+        2 + self.key_len() * if cased { 2 } else { 1 }
+    }
+
+    /// The owner, lower-cased wire form (what lookups compare).
+    pub fn key(&self) -> &'a [u8] {
+        &self.bytes[1..1 + self.key_len()]
+    }
+
+    /// The owner in wire form as the zone wrote it (case preserved).
+    pub fn owner_wire(&self) -> &'a [u8] {
+        if self.flags() & CASED == 0 {
+            return self.key();
+        }
+        let at = 2 + self.key_len();
+        &self.bytes[at..at + self.key_len()]
+    }
+
+    /// The owner as the zone wrote it.
+    pub fn owner(&self) -> Name {
+        Name::from_wire(self.owner_wire()).expect("stored from a valid name")
+    }
+
+    /// NS here and not at the apex: a delegation point.
+    pub fn is_cut(&self) -> bool {
+        self.flags() & CUT != 0
+    }
+
+    /// Identifies the node within its zone version (e.g. to notice a loop).
+    pub fn id(&self) -> usize {
+        self.bytes.as_ptr() as usize
+    }
+
+    /// Every RRset, in type order, including those that hold only
+    /// signatures.
+    pub fn rrsets(&self) -> impl Iterator<Item = RRset<'a>> + use<'a> {
+        let bytes = self.bytes;
+        let apex = self.apex;
+        let count = bytes[self.sets_at()];
+        let mut at = self.sets_at() + 1;
+        (0..count).map(move |_| {
+            let lens = [
+                u16_at(bytes, at + 2),
+                u16_at(bytes, at + 4),
+                u16_at(bytes, at + 6),
+            ];
+            let rtype = RType(u16_at(bytes, at) as u16);
+            let records = at + SET_HEADER;
+            let sigs = records + lens[0];
+            let additional = sigs + lens[1];
+            at = additional + lens[2];
+            RRset {
+                rtype,
+                records: &bytes[records..sigs],
+                sigs: &bytes[sigs..additional],
+                additional: &bytes[additional..at],
+                apex,
+            }
+        })
+    }
+
+    /// The RRset of `rtype`, if it holds records (signatures alone do not
+    /// make an RRset).
+    pub fn rrset(&self, rtype: RType) -> Option<RRset<'a>> {
+        self.rrsets()
+            .find(|s| s.rtype == rtype)
+            .filter(|s| s.has_records())
+    }
+
+    /// RRsets that hold records, in type order.
+    pub fn data(&self) -> impl Iterator<Item = RRset<'a>> + use<'a> {
+        self.rrsets().filter(|s| s.has_records())
+    }
+
+    /// No data at all: an empty non-terminal.
+    pub fn is_empty(&self) -> bool {
+        self.data().next().is_none()
+    }
+}
+
+impl fmt::Debug for Node<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let types: Vec<RType> = self.rrsets().map(|s| s.rtype).collect();
+        f.debug_struct("Node")
+            .field("owner", &self.owner())
+            .field("types", &types)
+            .field("cut", &self.is_cut())
+            .finish()
+    }
+}
+
+/// One RRset of a node: records of one owner and type, with the
+/// signatures over it, in response form.
+#[derive(Clone, Copy)]
+pub struct RRset<'a> {
+    pub rtype: RType,
+    records: &'a [u8],
+    sigs: &'a [u8],
+    additional: &'a [u8],
+    apex: &'a [u8],
+}
+
+impl<'a> RRset<'a> {
+    pub fn has_records(&self) -> bool {
+        !self.records.is_empty()
+    }
+
+    pub fn ttl(&self) -> u32 {
+        self.encoded().ttl()
+    }
+
+    pub fn sig_ttl(&self) -> u32 {
+        self.encoded_sigs().ttl()
+    }
+
+    /// The records as a response carries them.
+    pub fn encoded(&self) -> EncodedRef<'a> {
+        EncodedRef::new(self.records)
+    }
+
+    /// The RRSIG records over them, likewise.
+    pub fn encoded_sigs(&self) -> EncodedRef<'a> {
+        EncodedRef::new(self.sigs)
+    }
+
+    /// For NS, MX and SRV: the addresses of the targets this zone holds.
+    pub fn additional(&self) -> Option<AdditionalRef<'a>> {
+        AdditionalRef::new(self.additional)
+    }
+
+    /// Each record's RDATA in uncompressed wire form.
+    pub fn rdatas(&self) -> impl Iterator<Item = Cow<'a, [u8]>> + use<'a> {
+        self.encoded().rdatas(self.apex)
+    }
+
+    /// The first record's RDATA (an RRset with records has one).
+    pub fn first_rdata(&self) -> Cow<'a, [u8]> {
+        self.rdatas().next().unwrap_or_default()
+    }
+
+    pub fn rdata_count(&self) -> usize {
+        self.encoded().len()
+    }
+
+    /// Each RRSIG's RDATA.
+    pub fn sigs(&self) -> impl Iterator<Item = Cow<'a, [u8]>> + use<'a> {
+        self.encoded_sigs().rdatas(self.apex)
+    }
+
+    pub fn has_sigs(&self) -> bool {
+        !self.sigs.is_empty()
+    }
+}
+
+impl fmt::Debug for RRset<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RRset")
+            .field("rtype", &self.rtype)
+            .field("ttl", &self.ttl())
+            .field("records", &self.rdata_count())
+            .field("sigs", &self.encoded_sigs().len())
+            .finish()
+    }
+}
