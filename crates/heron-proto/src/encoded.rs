@@ -16,7 +16,7 @@ use std::borrow::Cow;
 
 use crate::rdata;
 use crate::types::{Class, RType};
-use crate::writer::{Full, Writer};
+use crate::writer::{Full, MAX_POINTER, Writer};
 
 /// A pointer to patch: at `at` (offset in the record bytes), point to the
 /// apex position plus `delta` (the start of a suffix of the apex).
@@ -123,6 +123,18 @@ pub struct Written {
     pub first_rdata: usize,
     /// The first record's TYPE field; later names are relative to it.
     pub first_bytes: usize,
+}
+
+impl Written {
+    /// How the next RRset of the same owner writes it: a pointer to this
+    /// one's, if a pointer reaches it, or `owner` again.
+    pub fn next_owner<'n>(&self, owner: Owner<'n>) -> Owner<'n> {
+        if self.owner as usize <= MAX_POINTER {
+            Owner::At(self.owner)
+        } else {
+            owner
+        }
+    }
 }
 
 /// How a record's owner is written.
@@ -263,6 +275,11 @@ impl<'a> EncodedRef<'a> {
         }
         let owner_at = write_owner(w, owner, apex_pos)?;
         let base = w.len();
+        if owner_at as usize > MAX_POINTER {
+            // Past 16 KiB (a large TCP or transfer message): later records
+            // cannot point to the owner, so each writes it again.
+            return self.write_each(w, owner, apex_pos, owner_at);
+        }
         w.raw_bytes(self.bytes)?;
         let mut records = 0;
         for start in self.starts() {
@@ -279,6 +296,40 @@ impl<'a> EncodedRef<'a> {
             owner: owner_at,
             first_rdata: base + 10,
             first_bytes: base,
+        })
+    }
+
+    /// Writes record by record, each with its own owner (the first one's
+    /// is written already).
+    fn write_each(
+        &self,
+        w: &mut Writer,
+        owner: Owner,
+        apex_pos: u16,
+        owner_at: u16,
+    ) -> Result<Written, Full> {
+        let first_bytes = w.len();
+        let mut records = 0;
+        for start in self.starts() {
+            if start > 0 {
+                write_owner(w, owner, apex_pos)?;
+            }
+            let end = start + 10 + u16_at(self.bytes, start + 8) as usize;
+            let base = w.len();
+            w.raw_bytes(&self.bytes[start..end])?;
+            for p in self.patches() {
+                if (start..end).contains(&(p.at as usize)) {
+                    let at = base + p.at as usize - start;
+                    w.patch_pointer(at, apex_pos + p.delta as u16);
+                }
+            }
+            records += 1;
+        }
+        w.count_records(records);
+        Ok(Written {
+            owner: owner_at,
+            first_rdata: first_bytes + 10,
+            first_bytes,
         })
     }
 
@@ -700,6 +751,41 @@ mod tests {
         let (bytes, result) = referral(full - 17);
         assert_eq!(result, Err(Full));
         assert!(Message::parse(&bytes).unwrap().additional.is_empty());
+    }
+
+    #[test]
+    fn owners_past_the_reach_of_pointers_are_written_per_record() {
+        let apex = wire("example.test");
+        let (ns1, ns2) = (wire("ns1.example.test"), wire("ns.other.net"));
+        let set = EncodedRRset::new(RType::NS, 300, &[&ns1, &ns2, &ns1], &apex);
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf, 65535);
+        w.question(&apex, RType::AXFR, Class::IN);
+        // 20 KB of padding records first.
+        let pad = [0u8; 1000];
+        let pad = EncodedRRset::new(RType::NULL, 0, &[&pad[..]; 20], &apex);
+        pad.write(&mut w, Owner::At(12), 12).unwrap();
+        let owner = wire("a.B.example.test");
+        let written = set
+            .write(&mut w, Owner::BelowApex(&owner, apex.len()), 12)
+            .unwrap();
+        assert!(written.owner as usize > MAX_POINTER);
+        let next = written.next_owner(Owner::BelowApex(&owner, apex.len()));
+        assert!(
+            matches!(next, Owner::BelowApex(..)),
+            "no pointer past 16 KiB"
+        );
+        let len = w.finish(1, 0x8400, 1);
+        let m = Message::parse(&buf[..len]).unwrap();
+        let ns: Vec<String> = m.answers[20..].iter().map(|r| r.to_string()).collect();
+        assert_eq!(
+            ns,
+            [
+                "a.B.example.test. 300 IN NS ns1.example.test.",
+                "a.B.example.test. 300 IN NS ns.other.net.",
+                "a.B.example.test. 300 IN NS ns1.example.test.",
+            ]
+        );
     }
 
     #[test]

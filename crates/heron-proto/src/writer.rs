@@ -14,7 +14,7 @@ use crate::types::{Class, RType};
 /// records ([`crate::encoded`]) and need none, so the table stays small.
 const MAX_TARGETS: usize = 48;
 /// Pointers can only reach the first 16 KiB of a message.
-const MAX_POINTER: usize = 0x3FFF;
+pub const MAX_POINTER: usize = 0x3FFF;
 
 /// The message sections that hold records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,8 +16,8 @@ use heron_proto::message::{self, Header, Message, Query, Record, flags};
 use heron_proto::rdata;
 use heron_proto::tsig::{self, Key, ResponseSigner, TsigFailure, Verified};
 use heron_proto::writer::Writer;
-use heron_proto::{Opcode, RType, Rcode};
-use heron_xfr::primary::transfer::{self, Packer, XfrRecord};
+use heron_proto::{Class, Opcode, RType, Rcode};
+use heron_xfr::primary::transfer::{self, AxfrWriter, Packer, XfrRecord};
 use heron_xfr::primary::{Primary, TransferPlan};
 use heron_zone::{AnswerConfig, Catalog, Transport, Zone, answer_parsed};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -259,6 +259,13 @@ impl Pipeline {
         };
         let soa = transfer::soa_record(&zone);
         let (messages, records) = match &plan {
+            TransferPlan::Axfr if zone.class() == Class::IN => {
+                let reserve = req.signed.as_ref().map_or(0, |v| v.key.rr_len());
+                let question = &req.raw[req.q.question.clone()];
+                let mut axfr = AxfrWriter::new(&zone, req.q.header.id, question, reserve);
+                self.send_all(req, |out| axfr.next_message(out), stream)
+                    .await?
+            }
             TransferPlan::Axfr => {
                 self.stream(req, &zone, transfer::axfr_records(&zone), stream)
                     .await?
@@ -293,12 +300,24 @@ impl Pipeline {
         let reserve = req.signed.as_ref().map_or(0, |v| v.key.rr_len());
         let question = &req.raw[req.q.question.clone()];
         let mut packer = Packer::new(req.q.header.id, question, zone.class(), reserve);
-        let mut signer = req.signed.as_ref().map(ResponseSigner::new);
         let mut records = records.peekable();
+        self.send_all(req, |out| packer.next_message(&mut records, out), stream)
+            .await
+    }
+
+    /// Writes the messages `next` makes, each signed if the request was;
+    /// returns (messages, records).
+    async fn send_all<W: AsyncWrite + Unpin>(
+        &self,
+        req: &Request<'_>,
+        mut next: impl FnMut(&mut Vec<u8>) -> Result<bool, transfer::RecordTooLarge>,
+        stream: &mut FramedWriter<'_, W>,
+    ) -> io::Result<(usize, usize)> {
+        let mut signer = req.signed.as_ref().map(ResponseSigner::new);
         let mut out = Vec::with_capacity(transfer::MAX_MESSAGE);
         let (mut messages, mut total) = (0, 0);
         loop {
-            match packer.next_message(&mut records, &mut out) {
+            match next(&mut out) {
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(transfer::RecordTooLarge) => {

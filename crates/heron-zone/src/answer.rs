@@ -359,7 +359,7 @@ impl<'a> Responder<'a> {
         let mut owner = owner;
         for set in node.data() {
             let written = self.rrset(Section::Answer, owner, set)?;
-            owner = Owner::At(written.owner);
+            owner = written.next_owner(owner);
             if self.transport == Transport::Udp {
                 break;
             }
@@ -408,7 +408,7 @@ impl<'a> Responder<'a> {
         if self.dnssec
             && let Some(ds) = cut.rrset(RType::DS).filter(|ds| ds.has_sigs())
         {
-            self.rrset(Section::Authority, Owner::At(written.owner), ds)?;
+            self.rrset(Section::Authority, written.next_owner(owner), ds)?;
         }
         Ok(())
     }
@@ -418,7 +418,7 @@ impl<'a> Responder<'a> {
         self.w.section(section);
         let written = set.encoded().write(&mut self.w, owner, self.apex_pos)?;
         if self.dnssec && set.has_sigs() {
-            let owner = Owner::At(written.owner);
+            let owner = written.next_owner(owner);
             set.encoded_sigs()
                 .write(&mut self.w, owner, self.apex_pos)?;
         }

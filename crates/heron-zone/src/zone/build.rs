@@ -386,17 +386,64 @@ struct SetParts<'a> {
 #[derive(Default)]
 struct NodeParts<'a> {
     owner: &'a [u8],
+    /// The first `used` are this node's; the rest are kept for their
+    /// buffers, so that collecting nodes one after another allocates
+    /// nothing.
     sets: Vec<SetParts<'a>>,
+    used: usize,
     records: usize,
     /// Records whose TTL differs from their RRset's: (file, line, TTL, RRset TTL, type).
     ttl_differs: Vec<((u32, u32), u32, u32, RType)>,
 }
 
 impl<'a> NodeParts<'a> {
+    fn sets(&self) -> &[SetParts<'a>] {
+        &self.sets[..self.used]
+    }
+
     fn set(&self, rtype: RType) -> Option<&SetParts<'a>> {
-        self.sets
+        self.sets()
             .iter()
             .find(|s| s.rtype == rtype && !s.rdatas.is_empty())
+    }
+
+    fn clear(&mut self) {
+        self.owner = &[];
+        self.used = 0;
+        self.records = 0;
+        self.ttl_differs.clear();
+    }
+
+    /// Starts the next RRset.
+    fn open_set(&mut self, rtype: RType) {
+        if self.used == self.sets.len() {
+            self.sets.push(SetParts {
+                rtype,
+                ttl: 0,
+                rdatas: Vec::new(),
+                sig_ttl: 0,
+                sigs: Vec::new(),
+                first: None,
+            });
+        }
+        let set = &mut self.sets[self.used];
+        set.rtype = rtype;
+        set.ttl = 0;
+        set.sig_ttl = 0;
+        set.rdatas.clear();
+        set.sigs.clear();
+        set.first = None;
+        self.used += 1;
+    }
+
+    /// Whether checking or packing the node needs its owner as a name.
+    fn needs_owner_name(&self) -> bool {
+        self.sets().iter().any(|s| {
+            matches!(
+                s.rtype,
+                RType::SOA | RType::CNAME | RType::DNAME | RType::NS | RType::MX | RType::SRV
+            )
+        })
     }
 }
 
@@ -451,8 +498,15 @@ impl<'a> Plan<'a> {
     /// Collects a node's records, duplicates dropped (RFC 2181 5), each
     /// RRset keeping its first TTL (RFC 2181 5.2).
     fn parts(&self, d: Draft) -> NodeParts<'a> {
-        let entries = &self.b.entries[d.start as usize..(d.start + d.len) as usize];
         let mut node = NodeParts::default();
+        self.collect(d, &mut node);
+        node
+    }
+
+    /// [`Plan::parts`] into a reused `node`.
+    fn collect(&self, d: Draft, node: &mut NodeParts<'a>) {
+        let entries = &self.b.entries[d.start as usize..(d.start + d.len) as usize];
+        node.clear();
         for e in entries {
             let rec = read_logged(&self.b.log, e.at);
             if node.owner.is_empty() || (rec.kind == DATA && node.records == 0) {
@@ -461,17 +515,10 @@ impl<'a> Plan<'a> {
             if rec.kind == EMPTY {
                 continue;
             }
-            if node.sets.last().is_none_or(|s| s.rtype != rec.rtype) {
-                node.sets.push(SetParts {
-                    rtype: rec.rtype,
-                    ttl: 0,
-                    rdatas: Vec::new(),
-                    sig_ttl: 0,
-                    sigs: Vec::new(),
-                    first: None,
-                });
+            if node.sets().last().is_none_or(|s| s.rtype != rec.rtype) {
+                node.open_set(rec.rtype);
             }
-            let set = node.sets.last_mut().expect("pushed");
+            let set = &mut node.sets[node.used - 1];
             let (list, is_sig) = match rec.kind {
                 SIG => (&mut set.sigs, true),
                 _ => (&mut set.rdatas, false),
@@ -497,7 +544,6 @@ impl<'a> Plan<'a> {
                     .push(((e.file, e.line), rec.ttl, ttl, rec.rtype));
             }
         }
-        node
     }
 
     /// Packs every shard, splitting the shards between threads for large
@@ -547,6 +593,7 @@ impl<'a> Plan<'a> {
             problems: Vec::new(),
             records: 0,
         };
+        let mut scratch = NodeParts::default();
         for s in shards {
             let drafts = &self.drafts[bounds[s]..bounds[s + 1]];
             let mut arena = Vec::new();
@@ -554,7 +601,8 @@ impl<'a> Plan<'a> {
             for &d in drafts {
                 let at = arena.len();
                 let hash = self.b.entries[d.start as usize].hash;
-                out.records += self.pack_node(d, &mut arena, &mut out.problems);
+                self.collect(d, &mut scratch);
+                out.records += self.pack_node(&scratch, &mut arena, &mut out.problems);
                 table.insert_unique(hash, at as u32, |_| unreachable!("sized for every node"));
             }
             out.shards.push(Arc::new(Shard {
@@ -566,27 +614,40 @@ impl<'a> Plan<'a> {
     }
 
     /// Checks one node and appends it to `arena`; returns its record count.
-    fn pack_node(&self, d: Draft, arena: &mut Vec<u8>, problems: &mut Vec<Problem>) -> usize {
-        let node = self.parts(d);
-        let owner = Name::from_wire(node.owner).expect("read as a name");
-        let mut key: Box<[u8]> = node.owner.into();
-        lowercase_wire(&mut key);
-        let is_apex = *key == *self.apex.as_wire();
+    fn pack_node(
+        &self,
+        node: &NodeParts,
+        arena: &mut Vec<u8>,
+        problems: &mut Vec<Problem>,
+    ) -> usize {
+        let mut key = NameBuf::new();
+        key.set(node.owner);
+        key.make_lowercase();
+        let is_apex = key.as_wire() == self.apex.as_wire();
         for &(at, ttl, first, rtype) in &node.ttl_differs {
             let msg = format!(
                 "TTL {ttl} differs from the TTL {first} of the {rtype} RRset; using {first}"
             );
             self.problem(problems, Some(at), Severity::Warning, msg);
         }
-        self.check_node(&node, &owner, is_apex, problems);
         let is_cut = !is_apex && node.set(RType::NS).is_some();
-        if is_cut {
-            self.check_glue(&node, &owner, problems);
+        // Most nodes (addresses, text) need no name object: no allocation.
+        let owner = node
+            .needs_owner_name()
+            .then(|| Name::from_wire(node.owner).expect("read as a name"));
+        if let Some(owner) = &owner {
+            self.check_node(node, owner, is_apex, problems);
+            if is_cut {
+                self.check_glue(node, owner, problems);
+            }
         }
         let apex = self.apex.as_wire();
-        let mut w = NodeWriter::begin(arena, &key, node.owner, is_cut);
-        for set in &node.sets {
-            let block = self.additional_block(set, &owner, is_cut, apex);
+        let mut w = NodeWriter::begin(arena, key.as_wire(), node.owner, is_cut);
+        for set in node.sets() {
+            let block = match &owner {
+                Some(owner) => self.additional_block(set, owner, is_cut, apex),
+                None => AdditionalBlock::default(),
+            };
             let packed = w.rrset(
                 set.rtype,
                 [
@@ -596,6 +657,7 @@ impl<'a> Plan<'a> {
                 ],
             );
             if packed.is_err() {
+                let owner = Name::from_wire(node.owner).expect("read as a name");
                 let msg = format!("{owner} {}: the RRset is larger than 64 KiB", set.rtype);
                 self.problem(problems, set.first, Severity::Error, msg);
             }
@@ -621,7 +683,7 @@ impl<'a> Plan<'a> {
                 self.problem(problems, cname.first, Severity::Error, msg);
             }
             let others: Vec<String> = node
-                .sets
+                .sets()
                 .iter()
                 .filter(|s| !s.rdatas.is_empty())
                 .map(|s| s.rtype)
