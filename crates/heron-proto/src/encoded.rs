@@ -359,22 +359,24 @@ pub struct AdditionalBlock {
     /// Records with their owner pointers (placeholders), back to back.
     bytes: Vec<u8>,
     groups: Vec<Group>,
+    /// Owner pointers to patch: (offset in `bytes`, where the target name
+    /// is relative to the parent RRset's first record as written).
+    owners: Vec<(u16, u16)>,
 }
 
 /// One target RRset (A or AAAA) in a block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Group {
     end: u16,
-    /// Where the target name is relative to the parent RRset's first
-    /// record as written.
-    target: u16,
+    records: u16,
     /// Glue the response cannot do without (RFC 9471): if it does not
     /// fit, the response is truncated.
     required: bool,
 }
 
-/// Octets a group takes in a packed block.
+/// Octets a group and an owner take in a packed block.
 const GROUP_LEN: usize = 5;
+const OWNER_LEN: usize = 4;
 
 impl AdditionalBlock {
     pub fn is_empty(&self) -> bool {
@@ -393,6 +395,7 @@ impl AdditionalBlock {
         required: bool,
     ) {
         for rd in rdatas {
+            self.owners.push((self.bytes.len() as u16, target as u16));
             self.bytes.extend_from_slice(&[0xC0, 0]);
             self.bytes.extend_from_slice(&rtype.0.to_be_bytes());
             self.bytes.extend_from_slice(&Class::IN.0.to_be_bytes());
@@ -403,30 +406,28 @@ impl AdditionalBlock {
         }
         self.groups.push(Group {
             end: self.bytes.len() as u16,
-            target: target as u16,
+            records: rdatas.len() as u16,
             required,
         });
     }
 
-    /// Size of the packed form.
-    pub fn packed_len(&self) -> usize {
-        if self.groups.is_empty() {
-            return 0;
-        }
-        2 + GROUP_LEN * self.groups.len() + self.bytes.len()
-    }
-
-    /// Appends the packed form: group count, groups (end, target,
-    /// required), then the records. An empty block appends nothing.
+    /// Appends the packed form: group and owner counts, the groups (end,
+    /// records, required), the owners (offset, target), then the records.
+    /// An empty block appends nothing.
     pub fn pack(&self, out: &mut Vec<u8>) {
         if self.groups.is_empty() {
             return;
         }
         out.extend_from_slice(&(self.groups.len() as u16).to_be_bytes());
+        out.extend_from_slice(&(self.owners.len() as u16).to_be_bytes());
         for g in &self.groups {
             out.extend_from_slice(&g.end.to_be_bytes());
-            out.extend_from_slice(&g.target.to_be_bytes());
+            out.extend_from_slice(&g.records.to_be_bytes());
             out.push(g.required as u8);
+        }
+        for (off, target) in &self.owners {
+            out.extend_from_slice(&off.to_be_bytes());
+            out.extend_from_slice(&target.to_be_bytes());
         }
         out.extend_from_slice(&self.bytes);
     }
@@ -436,6 +437,7 @@ impl AdditionalBlock {
 #[derive(Clone, Copy, Debug)]
 pub struct AdditionalRef<'a> {
     groups: &'a [u8],
+    owners: &'a [u8],
     bytes: &'a [u8],
 }
 
@@ -445,53 +447,57 @@ impl<'a> AdditionalRef<'a> {
         if packed.is_empty() {
             return None;
         }
-        let split = 2 + GROUP_LEN * u16_at(packed, 0) as usize;
+        let groups_end = 4 + GROUP_LEN * u16_at(packed, 0) as usize;
+        let owners_end = groups_end + OWNER_LEN * u16_at(packed, 2) as usize;
         Some(AdditionalRef {
-            groups: &packed[2..split],
-            bytes: &packed[split..],
+            groups: &packed[4..groups_end],
+            owners: &packed[groups_end..owners_end],
+            bytes: &packed[owners_end..],
         })
     }
 
     fn groups(&self) -> impl Iterator<Item = Group> + 'a {
         self.groups.chunks_exact(GROUP_LEN).map(|g| Group {
             end: u16_at(g, 0),
-            target: u16_at(g, 2),
+            records: u16_at(g, 2),
             required: g[4] != 0,
         })
     }
 
-    /// Points the owners of the records in `bytes[start..end]`, written at
-    /// `base`, at `target`; returns how many records there are.
-    fn patch_owners(&self, w: &mut Writer, base: usize, range: (usize, usize), target: u16) -> u16 {
-        let (start, end) = range;
-        let mut at = start;
-        let mut records = 0;
-        while at < end {
-            w.patch_pointer(base + at - start, target);
-            at += 12 + u16_at(self.bytes, at + 10) as usize;
-            records += 1;
-        }
-        records
+    fn owners(&self) -> impl Iterator<Item = (u16, u16)> + 'a {
+        self.owners
+            .chunks_exact(OWNER_LEN)
+            .map(|o| (u16_at(o, 0), u16_at(o, 2)))
     }
 
     /// Writes as many whole groups as fit into the current section. Err if
     /// a required group did not fit (the caller sets TC).
     pub fn write(&self, w: &mut Writer, at: &Written) -> Result<(), Full> {
-        let all_fit = w.raw_bytes(self.bytes).is_ok();
-        let mut base = w.len() - if all_fit { self.bytes.len() } else { 0 };
+        if w.raw_bytes(self.bytes).is_ok() {
+            // All of it fits (the usual case): one copy, then the owners.
+            let base = w.len() - self.bytes.len();
+            for (off, target) in self.owners() {
+                w.patch_pointer(
+                    base + off as usize,
+                    (at.first_bytes + target as usize) as u16,
+                );
+            }
+            w.count_records(self.owners.len() as u16 / OWNER_LEN as u16);
+            return Ok(());
+        }
         let mut start = 0;
+        let mut owners = self.owners().peekable();
         for group in self.groups() {
             let end = group.end as usize;
-            if !all_fit {
-                base = w.len();
-                if w.raw_bytes(&self.bytes[start..end]).is_err() {
-                    return if group.required { Err(Full) } else { Ok(()) };
-                }
+            let base = w.len();
+            if w.raw_bytes(&self.bytes[start..end]).is_err() {
+                return if group.required { Err(Full) } else { Ok(()) };
             }
-            let target = (at.first_bytes + group.target as usize) as u16;
-            let first = if all_fit { base + start } else { base };
-            let n = self.patch_owners(w, first, (start, end), target);
-            w.count_records(n);
+            while let Some((off, target)) = owners.next_if(|o| (o.0 as usize) < end) {
+                let target = at.first_bytes + target as usize;
+                w.patch_pointer(base + (off as usize - start), target as u16);
+            }
+            w.count_records(group.records);
             start = end;
         }
         Ok(())

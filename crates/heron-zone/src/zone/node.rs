@@ -28,6 +28,10 @@ use heron_proto::{Name, RType};
 const CUT: u8 = 1;
 /// The owner as written differs from the key in case and follows it.
 const CASED: u8 = 2;
+/// The node holds a CNAME, or a DNAME: asked on every step of a lookup,
+/// so answered without walking the RRsets.
+const HAS_CNAME: u8 = 4;
+const HAS_DNAME: u8 = 8;
 /// Octets of an RRset's header: type and three lengths.
 const SET_HEADER: usize = 8;
 
@@ -94,6 +98,7 @@ pub(crate) struct TooLarge;
 /// Appends one node to an arena.
 pub(crate) struct NodeWriter<'a> {
     out: &'a mut Vec<u8>,
+    flags_at: usize,
     count_at: usize,
 }
 
@@ -104,12 +109,17 @@ impl<'a> NodeWriter<'a> {
         out.extend_from_slice(key);
         let cased = owner != key;
         out.push(if cut { CUT } else { 0 } | if cased { CASED } else { 0 });
+        let flags_at = out.len() - 1;
         if cased {
             out.extend_from_slice(owner);
         }
         let count_at = out.len();
         out.push(0);
-        NodeWriter { out, count_at }
+        NodeWriter {
+            out,
+            flags_at,
+            count_at,
+        }
     }
 
     /// Adds an RRset; each closure appends one packed blob (or nothing).
@@ -129,6 +139,12 @@ impl<'a> NodeWriter<'a> {
             self.out[at..at + 2].copy_from_slice(&(len as u16).to_be_bytes());
         }
         self.out[self.count_at] += 1;
+        let has_records = self.out[header + 2..header + 4] != [0, 0];
+        self.out[self.flags_at] |= match rtype {
+            RType::CNAME if has_records => HAS_CNAME,
+            RType::DNAME if has_records => HAS_DNAME,
+            _ => 0,
+        };
         Ok(())
     }
 }
@@ -220,9 +236,37 @@ impl<'a> Node<'a> {
     /// The RRset of `rtype`, if it holds records (signatures alone do not
     /// make an RRset).
     pub fn rrset(&self, rtype: RType) -> Option<RRset<'a>> {
-        self.rrsets()
-            .find(|s| s.rtype == rtype)
-            .filter(|s| s.has_records())
+        let absent = match rtype {
+            RType::CNAME => self.flags() & HAS_CNAME == 0,
+            RType::DNAME => self.flags() & HAS_DNAME == 0,
+            _ => false,
+        };
+        if absent {
+            return None;
+        }
+        // On every query: skip by the lengths, build only the one found.
+        let bytes = self.bytes;
+        let mut at = self.sets_at() + 1;
+        for _ in 0..bytes[self.sets_at()] {
+            let len = |i: usize| u16_at(bytes, at + 2 + 2 * i);
+            let (records, sigs, additional) = (len(0), len(1), len(2));
+            if u16_at(bytes, at) == rtype.0 as usize {
+                if records == 0 {
+                    return None;
+                }
+                let start = at + SET_HEADER;
+                let (sig_at, add_at) = (start + records, start + records + sigs);
+                return Some(RRset {
+                    rtype,
+                    records: &bytes[start..sig_at],
+                    sigs: &bytes[sig_at..add_at],
+                    additional: &bytes[add_at..add_at + additional],
+                    apex: self.apex,
+                });
+            }
+            at += SET_HEADER + records + sigs + additional;
+        }
+        None
     }
 
     /// RRsets that hold records, in type order.
