@@ -16,7 +16,7 @@ use heron_proto::message::{self, Header, Message, Query, Record, flags};
 use heron_proto::rdata;
 use heron_proto::tsig::{self, Key, ResponseSigner, TsigFailure, Verified};
 use heron_proto::writer::Writer;
-use heron_proto::{Class, Opcode, RType, Rcode};
+use heron_proto::{Opcode, RType, Rcode};
 use heron_xfr::primary::transfer::{self, AxfrWriter, Packer, XfrRecord};
 use heron_xfr::primary::{Primary, TransferPlan};
 use heron_zone::{AnswerConfig, Catalog, Transport, Zone, answer_parsed};
@@ -259,15 +259,11 @@ impl Pipeline {
         };
         let soa = transfer::soa_record(&zone);
         let (messages, records) = match &plan {
-            TransferPlan::Axfr if zone.class() == Class::IN => {
+            TransferPlan::Axfr => {
                 let reserve = req.signed.as_ref().map_or(0, |v| v.key.rr_len());
                 let question = &req.raw[req.q.question.clone()];
                 let mut axfr = AxfrWriter::new(&zone, req.q.header.id, question, reserve);
                 self.send_all(req, |out| axfr.next_message(out), stream)
-                    .await?
-            }
-            TransferPlan::Axfr => {
-                self.stream(req, &zone, transfer::axfr_records(&zone), stream)
                     .await?
             }
             TransferPlan::Ixfr(chain) => {

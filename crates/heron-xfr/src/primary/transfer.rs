@@ -52,8 +52,11 @@ pub fn soa_record(zone: &Zone) -> XfrRecord<'_> {
 }
 
 /// Every record of an AXFR: the SOA, all other records (signatures as
-/// RRSIG records), and the SOA again (RFC 5936 2.2).
-pub fn axfr_records(zone: &Zone) -> impl Iterator<Item = XfrRecord<'_>> {
+/// RRSIG records), and the SOA again (RFC 5936 2.2). Transfers are sent by
+/// [`AxfrWriter`]; this record-by-record form is the reference the tests
+/// check it against and build received transfers from.
+#[cfg(test)]
+pub(crate) fn axfr_records(zone: &Zone) -> impl Iterator<Item = XfrRecord<'_>> {
     let soa = soa_record(zone);
     let apex = zone.apex().id();
     let body = zone.nodes().flat_map(move |node| {
@@ -108,8 +111,8 @@ enum Stage {
 }
 
 impl<'z> AxfrWriter<'z> {
-    /// For a zone of class IN (response-form RRsets are encoded for IN);
     /// `question` is the request's question section, the zone's name.
+    /// Zones are class IN, which the response-form RRsets are encoded for.
     pub fn new(zone: &'z Zone, id: u16, question: &[u8], reserve: usize) -> AxfrWriter<'z> {
         let nodes: Box<dyn Iterator<Item = Node<'z>> + Send + 'z> = Box::new(zone.nodes());
         AxfrWriter {

