@@ -3,6 +3,7 @@
 mod check;
 mod config;
 mod keygen;
+mod memory;
 mod reload;
 mod secondary;
 mod serve;

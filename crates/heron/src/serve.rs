@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::ServeArgs;
 use crate::config::{self, Settings};
+use crate::memory;
 use crate::reload::ZoneFiles;
 use crate::secondary;
 
@@ -38,6 +39,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let use_example = args.config.is_none() && settings.zones.is_empty();
     let mut files = ZoneFiles::new(&settings.zones);
     let catalog = load_catalog(use_example, &mut files);
+    memory::release_free_memory();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
         .enable_all()
@@ -294,6 +296,8 @@ async fn reload(
         // its step; then notify, once the new version is served.
         let changed = xfr.journal_changes(&current, &next);
         catalog.store(Arc::new(next));
+        drop(current);
+        memory::release_free_memory();
         (outcome, changed)
     });
     match work.await {

@@ -190,6 +190,9 @@ impl Reader<'_> {
                 return self.error(ctx, line, format!("$INCLUDE '{shown}': {}", io_message(&e)));
             }
         };
+        if let Some(top) = self.top_path.take() {
+            self.open_files[0].0 = std::fs::canonicalize(top).ok();
+        }
         if let Some(k) = self
             .open_files
             .iter()
