@@ -12,14 +12,14 @@ use std::hash::BuildHasher;
 use std::path::Path;
 use std::sync::Arc;
 
-use hashbrown::{DefaultHashBuilder, HashSet, HashTable};
+use hashbrown::{DefaultHashBuilder, HashMap, HashSet, HashTable};
 use heron_proto::encoded::{AdditionalBlock, EncodedRRset, pack_rrset};
 use heron_proto::name::{NameBuf, lowercase_wire};
 use heron_proto::rdata;
 use heron_proto::{Class, Name, RType};
 
 use super::node::{NodeWriter, Shard};
-use super::{Problem, Severity, Zone, shard_of, soa_field};
+use super::{Links, Problem, Severity, Zone, shard_of, soa_field};
 use crate::zonefile::{Location, Record};
 
 /// What a log record is.
@@ -103,6 +103,9 @@ pub struct ZoneBuilder {
     entries: Vec<Entry>,
     files: Vec<Arc<Path>>,
     problems: Vec<Problem>,
+    /// Children of each node below the apex that has any (see
+    /// `Zone::children`), counted while finding empty non-terminals.
+    children: HashMap<Box<[u8]>, u32>,
 }
 
 impl ZoneBuilder {
@@ -115,6 +118,7 @@ impl ZoneBuilder {
             entries: Vec::new(),
             files: Vec::new(),
             problems: Vec::new(),
+            children: HashMap::new(),
         }
     }
 
@@ -211,6 +215,7 @@ impl ZoneBuilder {
             drafts = self.drafts();
         }
         let mut problems = std::mem::take(&mut self.problems);
+        let children = std::mem::take(&mut self.children);
         let zone = Plan {
             b: &self,
             drafts: &drafts,
@@ -232,6 +237,10 @@ impl ZoneBuilder {
         let apex_at = built.shards[apex_shard]
             .find(apex_hash, zone.apex.as_wire())
             .expect("the apex has records");
+        let mut referrers: HashMap<Box<[u8]>, Vec<Box<[u8]>>> = HashMap::new();
+        for (target, node) in built.referrers {
+            referrers.entry(target).or_default().push(node);
+        }
         Ok((
             Zone {
                 origin: zone.apex.clone(),
@@ -243,6 +252,11 @@ impl ZoneBuilder {
                 negative_soa_sigs,
                 records: built.records,
                 nodes: drafts.len(),
+                links: Links {
+                    children,
+                    referrers,
+                }
+                .boxed(),
             },
             problems,
         ))
@@ -298,6 +312,7 @@ impl ZoneBuilder {
     fn add_empty_non_terminals(&mut self, drafts: &[Draft], shards: usize) -> bool {
         let origin_len = self.origin.wire_len();
         let mut missing: HashSet<Box<[u8]>> = HashSet::new();
+        let mut children: HashMap<Box<[u8]>, u32> = HashMap::new();
         let lookup = Lookup {
             b: self,
             drafts,
@@ -313,13 +328,18 @@ impl ZoneBuilder {
                 }
                 let mut lower: Box<[u8]> = parent.into();
                 lowercase_wire(&mut lower);
-                if lookup.find(&lower).is_some() || missing.contains(&lower) {
+                let known = lookup.find(&lower).is_some() || missing.contains(&lower);
+                if !known {
+                    missing.insert(lower.clone());
+                }
+                *children.entry(lower).or_insert(0) += 1;
+                if known {
                     break;
                 }
-                missing.insert(lower);
                 name = parent;
             }
         }
+        self.children = children;
         if missing.is_empty() {
             return false;
         }
@@ -367,20 +387,20 @@ impl Lookup<'_> {
 }
 
 /// One RRset as collected from the log.
-struct SetParts<'a> {
-    rtype: RType,
-    ttl: u32,
-    rdatas: Vec<&'a [u8]>,
-    sig_ttl: u32,
-    sigs: Vec<&'a [u8]>,
+pub(super) struct SetParts<'a> {
+    pub(super) rtype: RType,
+    pub(super) ttl: u32,
+    pub(super) rdatas: Vec<&'a [u8]>,
+    pub(super) sig_ttl: u32,
+    pub(super) sigs: Vec<&'a [u8]>,
     /// Where its first record was read.
-    first: Option<(u32, u32)>,
+    pub(super) first: Option<(u32, u32)>,
 }
 
 /// A node as collected from the log: RRsets in type order, duplicates
 /// dropped.
 #[derive(Default)]
-struct NodeParts<'a> {
+pub(super) struct NodeParts<'a> {
     owner: &'a [u8],
     /// The first `used` are this node's; the rest are kept for their
     /// buffers, so that collecting nodes one after another allocates
@@ -393,11 +413,22 @@ struct NodeParts<'a> {
 }
 
 impl<'a> NodeParts<'a> {
+    /// A node of these RRsets (each holding records or signatures).
+    pub(super) fn of(owner: &'a [u8], sets: Vec<SetParts<'a>>) -> NodeParts<'a> {
+        NodeParts {
+            owner,
+            used: sets.len(),
+            records: sets.iter().map(|s| s.rdatas.len() + s.sigs.len()).sum(),
+            sets,
+            ttl_differs: Vec::new(),
+        }
+    }
+
     fn sets(&self) -> &[SetParts<'a>] {
         &self.sets[..self.used]
     }
 
-    fn set(&self, rtype: RType) -> Option<&SetParts<'a>> {
+    pub(super) fn set(&self, rtype: RType) -> Option<&SetParts<'a>> {
         self.sets()
             .iter()
             .find(|s| s.rtype == rtype && !s.rdatas.is_empty())
@@ -443,6 +474,9 @@ impl<'a> NodeParts<'a> {
     }
 }
 
+/// (in-zone target, node whose additional section holds its addresses).
+type Referral = (Box<[u8]>, Box<[u8]>);
+
 /// The zone being packed.
 struct Plan<'a> {
     b: &'a ZoneBuilder,
@@ -457,6 +491,7 @@ struct Packed {
     shards: Vec<Arc<Shard>>,
     problems: Vec<Problem>,
     records: usize,
+    referrers: Vec<Referral>,
 }
 
 impl<'a> Plan<'a> {
@@ -551,6 +586,10 @@ impl<'a> Plan<'a> {
         } else {
             1
         };
+        if threads == 1 {
+            // A thread per zone would cost more than packing a small zone.
+            return self.pack_shards(0..self.shards, &bounds);
+        }
         let per_thread = self.shards.div_ceil(threads);
         let mut results: Vec<Packed> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..self.shards)
@@ -571,6 +610,7 @@ impl<'a> Plan<'a> {
             all.shards.extend(r.shards);
             all.problems.extend(r.problems);
             all.records += r.records;
+            all.referrers.extend(r.referrers);
         }
         all
     }
@@ -588,6 +628,7 @@ impl<'a> Plan<'a> {
             shards: Vec::with_capacity(shards.len()),
             problems: Vec::new(),
             records: 0,
+            referrers: Vec::new(),
         };
         let mut scratch = NodeParts::default();
         for s in shards {
@@ -598,7 +639,8 @@ impl<'a> Plan<'a> {
                 let at = arena.len();
                 let hash = self.b.entries[d.start as usize].hash;
                 self.collect(d, &mut scratch);
-                out.records += self.pack_node(&scratch, &mut arena, &mut out.problems);
+                let records = self.pack_node(&scratch, &mut arena, &mut out);
+                out.records += records;
                 table.insert_unique(hash, at as u32, |_| unreachable!("sized for every node"));
             }
             out.shards.push(Arc::new(Shard {
@@ -610,12 +652,7 @@ impl<'a> Plan<'a> {
     }
 
     /// Checks one node and appends it to `arena`; returns its record count.
-    fn pack_node(
-        &self,
-        node: &NodeParts,
-        arena: &mut Vec<u8>,
-        problems: &mut Vec<Problem>,
-    ) -> usize {
+    fn pack_node(&self, node: &NodeParts, arena: &mut Vec<u8>, out: &mut Packed) -> usize {
         let mut key = NameBuf::new();
         key.set(node.owner);
         key.make_lowercase();
@@ -624,77 +661,52 @@ impl<'a> Plan<'a> {
             let msg = format!(
                 "TTL {ttl} differs from the TTL {first} of the {rtype} RRset; using {first}"
             );
-            self.problem(problems, Some(at), Severity::Warning, msg);
+            self.problem(&mut out.problems, Some(at), Severity::Warning, msg);
         }
         let is_cut = !is_apex && node.set(RType::NS).is_some();
         // Most nodes (addresses, text) need no name object: no allocation.
         let owner = node
             .needs_owner_name()
             .then(|| Name::from_wire(node.owner).expect("read as a name"));
+        let apex = self.apex.as_wire();
         if let Some(owner) = &owner {
-            self.check_node(node, owner, is_apex, problems);
+            for (at, msg) in node_errors(node, owner, is_apex) {
+                self.problem(&mut out.problems, at, Severity::Error, msg);
+            }
             if is_cut {
-                self.check_glue(node, owner, problems);
+                self.check_glue(node, owner, &mut out.problems);
+            }
+            for target in in_zone_targets(node, apex) {
+                out.referrers.push((target, key.as_wire().into()));
             }
         }
-        let apex = self.apex.as_wire();
-        let mut w = NodeWriter::begin(arena, key.as_wire(), node.owner, is_cut);
-        for set in node.sets() {
-            let block = match &owner {
-                Some(owner) => self.additional_block(set, owner, is_cut, apex),
+        let addresses = |lower: &[u8], emit: Emit| {
+            self.find(lower).map(|d| self.parts(d)).is_some_and(|t| {
+                for rtype in [RType::A, RType::AAAA] {
+                    if let Some(set) = t.set(rtype) {
+                        emit(rtype, set.ttl, &set.rdatas);
+                    }
+                }
+                true
+            })
+        };
+        let written = write_node(
+            arena,
+            node,
+            key.as_wire(),
+            is_cut,
+            apex,
+            |set| match &owner {
+                Some(owner) => additional_block(set, owner, is_cut, apex, &addresses),
                 None => AdditionalBlock::default(),
-            };
-            let packed = w.rrset(
-                set.rtype,
-                [
-                    &mut |out| pack_rrset(set.rtype, set.ttl, &set.rdatas, apex, out),
-                    &mut |out| pack_rrset(RType::RRSIG, set.sig_ttl, &set.sigs, apex, out),
-                    &mut |out| block.pack(out),
-                ],
-            );
-            if packed.is_err() {
-                let owner = Name::from_wire(node.owner).expect("read as a name");
-                let msg = format!("{owner} {}: the RRset is larger than 64 KiB", set.rtype);
-                self.problem(problems, set.first, Severity::Error, msg);
-            }
+            },
+        );
+        if let Err(set) = written {
+            let owner = Name::from_wire(node.owner).expect("read as a name");
+            let msg = format!("{owner} {}: the RRset is larger than 64 KiB", set.rtype);
+            self.problem(&mut out.problems, set.first, Severity::Error, msg);
         }
         node.records
-    }
-
-    /// SOA only at the apex; CNAME alone; one DNAME.
-    fn check_node(
-        &self,
-        node: &NodeParts,
-        owner: &Name,
-        is_apex: bool,
-        problems: &mut Vec<Problem>,
-    ) {
-        if let Some(soa) = node.set(RType::SOA).filter(|_| !is_apex) {
-            let msg = format!("SOA record at {owner}, which is not the zone apex");
-            self.problem(problems, soa.first, Severity::Error, msg);
-        }
-        if let Some(cname) = node.set(RType::CNAME) {
-            if cname.rdatas.len() > 1 {
-                let msg = format!("{owner}: more than one CNAME record");
-                self.problem(problems, cname.first, Severity::Error, msg);
-            }
-            let others: Vec<String> = node
-                .sets()
-                .iter()
-                .filter(|s| !s.rdatas.is_empty())
-                .map(|s| s.rtype)
-                .filter(|t| !matches!(*t, RType::CNAME | RType::NSEC | RType::RRSIG))
-                .map(|t| t.to_string())
-                .collect();
-            if !others.is_empty() {
-                let msg = format!("{owner}: CNAME beside other data ({})", others.join(", "));
-                self.problem(problems, cname.first, Severity::Error, msg);
-            }
-        }
-        if let Some(dname) = node.set(RType::DNAME).filter(|d| d.rdatas.len() > 1) {
-            let msg = format!("{owner}: more than one DNAME record");
-            self.problem(problems, dname.first, Severity::Error, msg);
-        }
     }
 
     /// Exactly one SOA and some NS at the apex.
@@ -739,63 +751,152 @@ impl<'a> Plan<'a> {
             }
         }
     }
+}
 
-    /// For NS, MX and SRV: the addresses of the targets the zone holds
-    /// (glue below a delegation included), encoded for responses.
-    fn additional_block(
-        &self,
-        set: &SetParts,
-        owner: &Name,
-        is_cut: bool,
-        apex: &[u8],
-    ) -> AdditionalBlock {
-        let mut block = AdditionalBlock::default();
-        if !matches!(set.rtype, RType::NS | RType::MX | RType::SRV) || set.rdatas.is_empty() {
-            return block;
+/// Reports the addresses (A, then AAAA) a zone holds for a lower-cased
+/// name through the closure; false if the zone has no such name.
+pub(super) type Emit<'e> = &'e mut dyn FnMut(RType, u32, &[&[u8]]);
+
+/// Errors in one node's data: SOA away from the apex, a CNAME beside other
+/// data or more than one, more than one DNAME. Each with where its RRset's
+/// first record was read.
+pub(super) fn node_errors(
+    node: &NodeParts,
+    owner: &Name,
+    is_apex: bool,
+) -> Vec<(Option<(u32, u32)>, String)> {
+    let mut out = Vec::new();
+    if let Some(soa) = node.set(RType::SOA).filter(|_| !is_apex) {
+        let msg = format!("SOA record at {owner}, which is not the zone apex");
+        out.push((soa.first, msg));
+    }
+    if let Some(cname) = node.set(RType::CNAME) {
+        if cname.rdatas.len() > 1 {
+            out.push((cname.first, format!("{owner}: more than one CNAME record")));
         }
-        // The target name's offset in a record: past TYPE CLASS TTL RDLENGTH
-        // (10 octets) and the RDATA's leading numbers.
-        let name_offset = 10
-            + match set.rtype {
-                RType::MX => 2,
-                RType::SRV => 6,
-                _ => 0,
-            };
-        let encoded = EncodedRRset::new(set.rtype, set.ttl, &set.rdatas, apex);
-        let mut seen: Vec<Box<[u8]>> = Vec::new();
-        for (k, rd) in set.rdatas.iter().enumerate() {
+        let others: Vec<String> = node
+            .sets()
+            .iter()
+            .filter(|s| !s.rdatas.is_empty())
+            .map(|s| s.rtype)
+            .filter(|t| !matches!(*t, RType::CNAME | RType::NSEC | RType::RRSIG))
+            .map(|t| t.to_string())
+            .collect();
+        if !others.is_empty() {
+            let msg = format!("{owner}: CNAME beside other data ({})", others.join(", "));
+            out.push((cname.first, msg));
+        }
+    }
+    if let Some(dname) = node.set(RType::DNAME).filter(|d| d.rdatas.len() > 1) {
+        out.push((dname.first, format!("{owner}: more than one DNAME record")));
+    }
+    out
+}
+
+/// The lower-cased names inside the zone (at or below `apex`) that the
+/// node's NS, MX and SRV records point at: the names whose addresses its
+/// additional sections carry, so a change to them means packing it again.
+pub(super) fn in_zone_targets(node: &NodeParts, apex: &[u8]) -> Vec<Box<[u8]>> {
+    let mut out: Vec<Box<[u8]>> = Vec::new();
+    for set in node.sets() {
+        if !matches!(set.rtype, RType::NS | RType::MX | RType::SRV) {
+            continue;
+        }
+        for rd in &set.rdatas {
             let Some(target) = rdata::names_for_additional(set.rtype, rd) else {
                 continue;
             };
             let mut lower: Box<[u8]> = target.into();
             lowercase_wire(&mut lower);
-            if seen.contains(&lower) || seen.len() == MAX_ADDITIONAL_TARGETS {
-                continue;
+            if lower.ends_with(apex) && !out.contains(&lower) {
+                out.push(lower);
             }
-            let Some(target_node) = self.find(&lower) else {
-                continue;
-            };
-            let target_parts = self.parts(target_node);
-            // Glue for a name server inside the delegated zone is required
-            // (RFC 9471): without it the referral cannot be followed.
-            let required = is_cut
-                && set.rtype == RType::NS
-                && Name::from_wire(&lower).is_ok_and(|t| t.is_subdomain_of(owner));
-            for rtype in [RType::A, RType::AAAA] {
-                if let Some(addr) = target_parts.set(rtype) {
-                    let at = encoded.name_position(k, name_offset);
-                    block.push(at, rtype, addr.ttl, &addr.rdatas, required);
-                }
-            }
+        }
+    }
+    out
+}
+
+/// Appends a node to `arena`; `block` gives each RRset's additional
+/// block. On an RRset too large to store, that RRset comes back.
+pub(super) fn write_node<'n, 'a>(
+    arena: &mut Vec<u8>,
+    node: &'n NodeParts<'a>,
+    key: &[u8],
+    is_cut: bool,
+    apex: &[u8],
+    block: impl Fn(&SetParts) -> AdditionalBlock,
+) -> Result<(), &'n SetParts<'a>> {
+    let mut w = NodeWriter::begin(arena, key, node.owner, is_cut);
+    for set in node.sets() {
+        let block = block(set);
+        w.rrset(
+            set.rtype,
+            [
+                &mut |out| pack_rrset(set.rtype, set.ttl, &set.rdatas, apex, out),
+                &mut |out| pack_rrset(RType::RRSIG, set.sig_ttl, &set.sigs, apex, out),
+                &mut |out| block.pack(out),
+            ],
+        )
+        .map_err(|_| set)?;
+    }
+    Ok(())
+}
+
+/// For NS, MX and SRV: the addresses of the targets the zone holds
+/// (glue below a delegation included), encoded for responses.
+/// `addresses` looks a lower-cased target up in the zone.
+pub(super) fn additional_block(
+    set: &SetParts,
+    owner: &Name,
+    is_cut: bool,
+    apex: &[u8],
+    addresses: &dyn Fn(&[u8], Emit) -> bool,
+) -> AdditionalBlock {
+    let mut block = AdditionalBlock::default();
+    if !matches!(set.rtype, RType::NS | RType::MX | RType::SRV) || set.rdatas.is_empty() {
+        return block;
+    }
+    // The target name's offset in a record: past TYPE CLASS TTL RDLENGTH
+    // (10 octets) and the RDATA's leading numbers.
+    let name_offset = 10
+        + match set.rtype {
+            RType::MX => 2,
+            RType::SRV => 6,
+            _ => 0,
+        };
+    let encoded = EncodedRRset::new(set.rtype, set.ttl, &set.rdatas, apex);
+    let mut seen: Vec<Box<[u8]>> = Vec::new();
+    for (k, rd) in set.rdatas.iter().enumerate() {
+        let Some(target) = rdata::names_for_additional(set.rtype, rd) else {
+            continue;
+        };
+        let mut lower: Box<[u8]> = target.into();
+        lowercase_wire(&mut lower);
+        if seen.contains(&lower) || seen.len() == MAX_ADDITIONAL_TARGETS {
+            continue;
+        }
+        // Glue for a name server inside the delegated zone is required
+        // (RFC 9471): without it the referral cannot be followed.
+        let required = is_cut
+            && set.rtype == RType::NS
+            && Name::from_wire(&lower).is_ok_and(|t| t.is_subdomain_of(owner));
+        let at = encoded.name_position(k, name_offset);
+        let found = addresses(&lower, &mut |rtype, ttl, rdatas| {
+            block.push(at, rtype, ttl, rdatas, required);
+        });
+        if found {
             seen.push(lower);
         }
-        block
     }
+    block
 }
 
 /// The SOA as negative answers carry it: TTL the lesser of the SOA's own
 /// and its MINIMUM field (RFC 2308 5), signatures likewise.
-fn encode_negative_soa(apex_node: &NodeParts, apex: &[u8]) -> (EncodedRRset, EncodedRRset) {
+pub(super) fn encode_negative_soa(
+    apex_node: &NodeParts,
+    apex: &[u8],
+) -> (EncodedRRset, EncodedRRset) {
     let soa = apex_node.set(RType::SOA).expect("checked at build");
     let ttl = soa.ttl.min(soa_field(soa.rdatas[0], 4));
     (
@@ -805,7 +906,7 @@ fn encode_negative_soa(apex_node: &NodeParts, apex: &[u8]) -> (EncodedRRset, Enc
 }
 
 /// RDATA equality: names in well-known types compare case-insensitively.
-fn rdata_equal(rtype: RType, a: &[u8], b: &[u8]) -> bool {
+pub(super) fn rdata_equal(rtype: RType, a: &[u8], b: &[u8]) -> bool {
     if rtype.rdata_names_compressible() || rtype == RType::SRV || rtype == RType::DNAME {
         a.eq_ignore_ascii_case(b)
     } else {

@@ -79,7 +79,7 @@ fn node_key(arena: &[u8], at: usize) -> &[u8] {
 }
 
 /// Length of the node at the start of `bytes`.
-fn node_len(bytes: &[u8]) -> usize {
+pub(super) fn node_len(bytes: &[u8]) -> usize {
     let node = Node::new(bytes, &[]);
     let mut at = node.sets_at() + 1;
     for _ in 0..bytes[node.sets_at()] {

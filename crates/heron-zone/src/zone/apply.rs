@@ -1,0 +1,559 @@
+//! A zone's next version from a small change (an IXFR step, a reload that
+//! touched a few records), sharing everything the change did not touch.
+//!
+//! Only the nodes a change reaches are decoded and packed again: the names
+//! whose records change, ancestors that appear or vanish as empty
+//! non-terminals, and the names whose additional sections carry addresses
+//! that changed. Only the shards holding them are copied; every other
+//! shard is shared with the previous version. The cost follows the size of
+//! the change (plus one shard copy, about 1,000 records, per shard
+//! touched), not the size of the zone.
+
+use std::borrow::Cow;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use hashbrown::{HashMap, HashSet, HashTable};
+use heron_proto::encoded::AdditionalBlock;
+use heron_proto::name::lowercase_wire;
+use heron_proto::{Name, RType};
+
+use super::build::{
+    Emit, NodeParts, SetParts, additional_block, encode_negative_soa, in_zone_targets, node_errors,
+    rdata_equal, write_node,
+};
+use super::node::{Node, Shard, node_len};
+use super::{Links, Problem, Severity, Zone, shard_of};
+use crate::diff::{DiffRecord, ZoneDiff};
+
+impl Zone {
+    /// This zone with `diff` applied: its deleted records removed, its
+    /// added records added and the SOA replaced by `diff.new_soa`. The
+    /// diff must start from this version's serial and delete only records
+    /// the zone holds; the result passes the same checks as a loaded zone
+    /// (one SOA and NS at the apex, CNAME alone, one DNAME, RRsets within
+    /// 64 KiB), or nothing changes and the problems come back.
+    pub fn apply(&self, diff: &ZoneDiff) -> Result<Zone, Vec<Problem>> {
+        let mut edit = Edit::new(self);
+        edit.check_start(&diff.old_soa);
+        diff.deleted.iter().for_each(|r| edit.delete(r));
+        diff.added.iter().for_each(|r| edit.add(r));
+        edit.replace_soa(&diff.new_soa);
+        edit.settle_existence();
+        edit.load_referrers();
+        edit.finish()
+    }
+}
+
+/// One RRset being edited, records and signatures owned.
+struct EditSet {
+    rtype: RType,
+    ttl: u32,
+    rdatas: Vec<Vec<u8>>,
+    sig_ttl: u32,
+    sigs: Vec<Vec<u8>>,
+}
+
+/// A node being edited.
+struct EditNode {
+    /// The owner as written, wire form.
+    owner: Vec<u8>,
+    /// In type order.
+    sets: Vec<EditSet>,
+    /// In the zone before the change, and after it.
+    existed: bool,
+    exists: bool,
+    /// Its A or AAAA records changed (others' glue may need them).
+    addresses_changed: bool,
+}
+
+impl EditNode {
+    fn absent(owner: &[u8]) -> EditNode {
+        EditNode {
+            owner: owner.to_vec(),
+            sets: Vec::new(),
+            existed: false,
+            exists: false,
+            addresses_changed: false,
+        }
+    }
+
+    fn decode(node: Node) -> EditNode {
+        let owned = |rds: &mut dyn Iterator<Item = Cow<[u8]>>| rds.map(Cow::into_owned).collect();
+        let sets = node
+            .rrsets()
+            .map(|s| EditSet {
+                rtype: s.rtype,
+                ttl: s.ttl(),
+                rdatas: owned(&mut s.rdatas()),
+                sig_ttl: s.sig_ttl(),
+                sigs: owned(&mut s.sigs()),
+            })
+            .collect();
+        EditNode {
+            owner: node.owner_wire().to_vec(),
+            sets,
+            existed: true,
+            exists: true,
+            addresses_changed: false,
+        }
+    }
+
+    fn has_data(&self) -> bool {
+        self.sets
+            .iter()
+            .any(|s| !s.rdatas.is_empty() || !s.sigs.is_empty())
+    }
+
+    fn set(&self, rtype: RType) -> Option<&EditSet> {
+        self.sets
+            .iter()
+            .find(|s| s.rtype == rtype && !s.rdatas.is_empty())
+    }
+
+    /// The RRset of `rtype`, added (empty, in type order) if missing.
+    fn set_mut(&mut self, rtype: RType) -> &mut EditSet {
+        let at = self.sets.partition_point(|s| s.rtype.0 < rtype.0);
+        if self.sets.get(at).is_none_or(|s| s.rtype != rtype) {
+            let empty = EditSet {
+                rtype,
+                ttl: 0,
+                rdatas: Vec::new(),
+                sig_ttl: 0,
+                sigs: Vec::new(),
+            };
+            self.sets.insert(at, empty);
+        }
+        &mut self.sets[at]
+    }
+
+    /// The node as the packing code reads it.
+    fn parts(&self) -> NodeParts<'_> {
+        fn slices(list: &[Vec<u8>]) -> Vec<&[u8]> {
+            list.iter().map(Vec::as_slice).collect()
+        }
+        let sets: Vec<SetParts> = self
+            .sets
+            .iter()
+            .filter(|s| !s.rdatas.is_empty() || !s.sigs.is_empty())
+            .map(|s| SetParts {
+                rtype: s.rtype,
+                ttl: s.ttl,
+                rdatas: slices(&s.rdatas),
+                sig_ttl: s.sig_ttl,
+                sigs: slices(&s.sigs),
+                first: None,
+            })
+            .collect();
+        NodeParts::of(&self.owner, sets)
+    }
+}
+
+/// The lower-cased wire form of a name.
+fn key_of(owner: &[u8]) -> Box<[u8]> {
+    let mut key: Box<[u8]> = owner.into();
+    lowercase_wire(&mut key);
+    key
+}
+
+/// The parent of a wire name (its first label dropped).
+fn parent_of(wire: &[u8]) -> &[u8] {
+    &wire[1 + wire[0] as usize..]
+}
+
+/// For a record: the type whose RRset it belongs to, and whether it is a
+/// signature over that RRset.
+fn placement(rtype: RType, rdata: &[u8]) -> (RType, bool) {
+    match rtype {
+        RType::RRSIG if rdata.len() >= 2 => (RType(u16::from_be_bytes([rdata[0], rdata[1]])), true),
+        t => (t, false),
+    }
+}
+
+/// A change being applied to `zone`.
+struct Edit<'z> {
+    zone: &'z Zone,
+    apex: &'z [u8],
+    /// Every node the change reaches, by key.
+    nodes: HashMap<Box<[u8]>, EditNode>,
+    /// The zone's links, brought up to date as the change goes.
+    links: Links,
+    records: usize,
+    problems: Vec<Problem>,
+}
+
+impl<'z> Edit<'z> {
+    fn new(zone: &'z Zone) -> Edit<'z> {
+        Edit {
+            zone,
+            apex: zone.origin.as_wire(),
+            nodes: HashMap::new(),
+            links: zone.links.as_deref().cloned().unwrap_or_default(),
+            records: zone.records,
+            problems: Vec::new(),
+        }
+    }
+
+    fn error(&mut self, message: String) {
+        self.problems.push(Problem {
+            severity: Severity::Error,
+            location: None,
+            message,
+        });
+    }
+
+    /// The node at `key` (written `owner`), loaded from the zone on first use.
+    fn node(&mut self, key: &[u8], owner: &[u8]) -> &mut EditNode {
+        let zone = self.zone;
+        self.nodes.entry_ref(key).or_insert_with(|| {
+            zone.node(key)
+                .map_or_else(|| EditNode::absent(owner), EditNode::decode)
+        })
+    }
+
+    fn check_start(&mut self, old_soa: &DiffRecord) {
+        let from = heron_proto::rdata::soa_serial(&old_soa.rdata);
+        if from != Some(self.zone.serial()) {
+            let msg = format!(
+                "the change starts from serial {}, but the zone is at serial {}",
+                from.map_or("(none)".into(), |s| s.to_string()),
+                self.zone.serial()
+            );
+            self.error(msg);
+        }
+    }
+
+    fn delete(&mut self, r: &DiffRecord) {
+        let (rtype, is_sig) = placement(r.rtype, &r.rdata);
+        let node = self.node(&key_of(r.owner.as_wire()), r.owner.as_wire());
+        let found = node
+            .sets
+            .iter_mut()
+            .find(|s| s.rtype == rtype)
+            .and_then(|set| {
+                let list = if is_sig {
+                    &mut set.sigs
+                } else {
+                    &mut set.rdatas
+                };
+                let at = list
+                    .iter()
+                    .position(|x| rdata_equal(r.rtype, x, &r.rdata))?;
+                Some(list.remove(at))
+            });
+        node.addresses_changed |= matches!(rtype, RType::A | RType::AAAA) && !is_sig;
+        match found {
+            Some(_) => self.records -= 1,
+            None => self.error(format!(
+                "the change deletes {} {}, which the zone does not hold",
+                r.owner, r.rtype
+            )),
+        }
+    }
+
+    fn add(&mut self, r: &DiffRecord) {
+        if !r.owner.is_subdomain_of(&self.zone.origin) {
+            return self.error(format!("{} {} is outside the zone", r.owner, r.rtype));
+        }
+        if r.rtype.is_meta() || (r.rtype == RType::SOA && r.owner.as_wire() == self.apex) {
+            return self.error(format!(
+                "{} {} cannot be added as zone data",
+                r.owner, r.rtype
+            ));
+        }
+        let (rtype, is_sig) = placement(r.rtype, &r.rdata);
+        let node = self.node(&key_of(r.owner.as_wire()), r.owner.as_wire());
+        node.addresses_changed |= matches!(rtype, RType::A | RType::AAAA) && !is_sig;
+        let set = node.set_mut(rtype);
+        let (list, ttl) = if is_sig {
+            (&mut set.sigs, &mut set.sig_ttl)
+        } else {
+            (&mut set.rdatas, &mut set.ttl)
+        };
+        if list.iter().any(|x| rdata_equal(r.rtype, x, &r.rdata)) {
+            return;
+        }
+        // An RRset keeps one TTL; the first record of a new RRset sets it.
+        if list.is_empty() {
+            *ttl = r.ttl;
+        }
+        list.push(r.rdata.clone());
+        self.records += 1;
+    }
+
+    fn replace_soa(&mut self, soa: &DiffRecord) {
+        let apex = self.apex;
+        let node = self.node(apex, apex);
+        let set = node.set_mut(RType::SOA);
+        set.rdatas = vec![soa.rdata.clone()];
+        set.ttl = soa.ttl;
+    }
+
+    /// Names that gained their first record appear (with any missing
+    /// ancestors as empty non-terminals); names left with no records and
+    /// no children vanish, and so do ancestors they leave empty.
+    fn settle_existence(&mut self) {
+        let keys: Vec<Box<[u8]>> = self.nodes.keys().cloned().collect();
+        for key in &keys {
+            let node = &self.nodes[key];
+            if !node.exists && node.has_data() {
+                self.appear(key);
+            }
+        }
+        for key in &keys {
+            let node = &self.nodes[key];
+            let childless = !self.links.children.contains_key(key);
+            if node.exists && !node.has_data() && childless && **key != *self.apex {
+                self.vanish(key);
+            }
+        }
+    }
+
+    fn appear(&mut self, key: &[u8]) {
+        let mut key: Box<[u8]> = key.into();
+        loop {
+            let node = self.nodes.get_mut(&key).expect("loaded");
+            node.exists = true;
+            let owner = node.owner.clone();
+            let parent = parent_of(&key);
+            if parent.len() <= self.apex.len() {
+                return;
+            }
+            *self.links.children.entry_ref(parent).or_insert(0) += 1;
+            let parent_owner = parent_of(&owner);
+            if self.node(parent, parent_owner).exists {
+                return;
+            }
+            key = parent.into();
+        }
+    }
+
+    fn vanish(&mut self, key: &[u8]) {
+        let mut key: Box<[u8]> = key.into();
+        loop {
+            let node = self.nodes.get_mut(&key).expect("loaded");
+            node.exists = false;
+            let owner = node.owner.clone();
+            let parent = parent_of(&key);
+            if parent.len() <= self.apex.len() {
+                return;
+            }
+            let count = self
+                .links
+                .children
+                .get_mut(parent)
+                .expect("a node's parent counts it");
+            *count -= 1;
+            if *count > 0 {
+                return;
+            }
+            self.links.children.remove(parent);
+            if self.node(parent, parent_of(&owner)).has_data() {
+                return;
+            }
+            key = parent.into();
+        }
+    }
+
+    /// Loads the nodes whose additional sections carry addresses that
+    /// changed, so that they are packed again.
+    fn load_referrers(&mut self) {
+        let changed: Vec<Box<[u8]>> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.addresses_changed || n.existed != n.exists)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for target in changed {
+            let Some(referrers) = self.links.referrers.get(&target).cloned() else {
+                continue;
+            };
+            for key in &referrers {
+                if let Some(node) = self.zone.node(key) {
+                    self.node(key, node.owner_wire());
+                }
+            }
+        }
+    }
+
+    /// The addresses of a lower-cased name in the new version.
+    fn addresses(&self, lower: &[u8], emit: Emit) -> bool {
+        if let Some(node) = self.nodes.get(lower) {
+            for rtype in [RType::A, RType::AAAA] {
+                if let Some(set) = node.set(rtype) {
+                    let rdatas: Vec<&[u8]> = set.rdatas.iter().map(Vec::as_slice).collect();
+                    emit(rtype, set.ttl, &rdatas);
+                }
+            }
+            return node.exists;
+        }
+        let Some(node) = self.zone.node(lower) else {
+            return false;
+        };
+        for rtype in [RType::A, RType::AAAA] {
+            if let Some(set) = node.rrset(rtype) {
+                let owned: Vec<Cow<[u8]>> = set.rdatas().collect();
+                let rdatas: Vec<&[u8]> = owned.iter().map(|r| &**r).collect();
+                emit(rtype, set.ttl(), &rdatas);
+            }
+        }
+        true
+    }
+
+    /// Packs one node; its bytes, or None (with the problems noted) if it
+    /// breaks a rule.
+    fn pack(&self, key: &[u8], node: &EditNode, problems: &mut Vec<Problem>) -> Option<Vec<u8>> {
+        let parts = node.parts();
+        let owner = Name::from_wire(&node.owner).expect("a stored name");
+        let is_apex = key == self.apex;
+        let is_cut = !is_apex && parts.set(RType::NS).is_some();
+        let mut errors: Vec<String> = node_errors(&parts, &owner, is_apex)
+            .into_iter()
+            .map(|(_, msg)| msg)
+            .collect();
+        if is_apex {
+            match parts.set(RType::SOA).map(|s| s.rdatas.len()) {
+                Some(1) => {}
+                _ => errors.push(format!("the apex {owner} must have exactly one SOA record")),
+            }
+            if parts.set(RType::NS).is_none() {
+                errors.push(format!("no NS records at the zone apex {owner}"));
+            }
+        }
+        let addresses = |lower: &[u8], emit: Emit| self.addresses(lower, emit);
+        let mut bytes = Vec::new();
+        let written = write_node(
+            &mut bytes,
+            &parts,
+            key,
+            is_cut,
+            self.apex,
+            |set| match set.rtype {
+                RType::NS | RType::MX | RType::SRV => {
+                    additional_block(set, &owner, is_cut, self.apex, &addresses)
+                }
+                _ => AdditionalBlock::default(),
+            },
+        );
+        if let Err(set) = written {
+            errors.push(format!(
+                "{owner} {}: the RRset is larger than 64 KiB",
+                set.rtype
+            ));
+        }
+        let ok = errors.is_empty();
+        problems.extend(errors.into_iter().map(|message| Problem {
+            severity: Severity::Error,
+            location: None,
+            message,
+        }));
+        ok.then_some(bytes)
+    }
+
+    /// Brings the referrers index up to date with the edited nodes' targets.
+    fn update_referrers(&mut self) {
+        let index = &mut self.links.referrers;
+        for (key, node) in &self.nodes {
+            let old = self.zone.node(key).map(EditNode::decode);
+            let old = old.map_or_else(Vec::new, |n| in_zone_targets(&n.parts(), self.apex));
+            let new = match node.exists {
+                true => in_zone_targets(&node.parts(), self.apex),
+                false => Vec::new(),
+            };
+            for target in old.iter().filter(|t| !new.contains(t)) {
+                if let Some(list) = index.get_mut(target) {
+                    list.retain(|k| k != key);
+                    if list.is_empty() {
+                        index.remove(target);
+                    }
+                }
+            }
+            for target in new.into_iter().filter(|t| !old.contains(t)) {
+                index.entry(target).or_default().push(key.clone());
+            }
+        }
+    }
+
+    fn finish(mut self) -> Result<Zone, Vec<Problem>> {
+        let mut problems = self.problems.clone();
+        let zone = self.zone;
+        let shard_count = zone.shards.len();
+        let mut touched: HashMap<usize, ShardEdit> = HashMap::new();
+        for (key, node) in &self.nodes {
+            let shard = shard_of(zone.hasher.hash_one(&**key), shard_count);
+            let entry = touched.entry(shard).or_default();
+            entry.0.insert(key);
+            if node.exists
+                && let Some(bytes) = self.pack(key, node, &mut problems)
+            {
+                entry.1.push(bytes);
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let mut shards = zone.shards.to_vec();
+        for (at, (replaced, written)) in touched {
+            shards[at] = Arc::new(rewrite_shard(zone, &zone.shards[at], &replaced, &written));
+        }
+        let apex_hash = zone.hasher.hash_one(self.apex);
+        let apex_shard = shard_of(apex_hash, shard_count);
+        let apex_at = shards[apex_shard]
+            .find(apex_hash, self.apex)
+            .expect("the apex is kept");
+        let apex_node = &self.nodes[self.apex];
+        let (negative_soa, negative_soa_sigs) = encode_negative_soa(&apex_node.parts(), self.apex);
+        self.update_referrers();
+        let appeared = self.nodes.values().filter(|n| n.exists && !n.existed);
+        let vanished = self.nodes.values().filter(|n| n.existed && !n.exists);
+        Ok(Zone {
+            origin: zone.origin.clone(),
+            class: zone.class,
+            hasher: zone.hasher,
+            shards: shards.into(),
+            apex: (apex_shard, apex_at),
+            negative_soa,
+            negative_soa_sigs,
+            records: self.records,
+            nodes: zone.nodes + appeared.count() - vanished.count(),
+            links: self.links.boxed(),
+        })
+    }
+}
+
+/// Per shard touched: the keys replaced and the nodes written.
+type ShardEdit<'k> = (HashSet<&'k [u8]>, Vec<Vec<u8>>);
+
+/// A copy of `shard` without the nodes whose keys are in `replaced`, with
+/// the `written` nodes appended, and its table built anew.
+fn rewrite_shard(
+    zone: &Zone,
+    shard: &Shard,
+    replaced: &HashSet<&[u8]>,
+    written: &[Vec<u8>],
+) -> Shard {
+    let apex = zone.origin.as_wire();
+    let mut arena =
+        Vec::with_capacity(shard.arena.len() + written.iter().map(Vec::len).sum::<usize>());
+    for at in shard.offsets() {
+        let bytes = &shard.arena[at..];
+        if !replaced.contains(Node::new(bytes, apex).key()) {
+            arena.extend_from_slice(&bytes[..node_len(bytes)]);
+        }
+    }
+    written.iter().for_each(|n| arena.extend_from_slice(n));
+    let mut shard = Shard {
+        arena: arena.into(),
+        table: HashTable::new(),
+    };
+    let offsets: Vec<usize> = shard.offsets().collect();
+    let mut table = HashTable::with_capacity(offsets.len());
+    for at in offsets {
+        let key = Node::new(&shard.arena[at..], apex).key();
+        table.insert_unique(zone.hasher.hash_one(key), at as u32, |_| {
+            unreachable!("sized for every node")
+        });
+    }
+    shard.table = table;
+    shard
+}
