@@ -156,7 +156,7 @@ struct Sock {
     port: u16,
 }
 
-fn set_buffer(socket: &UdpSocket, force: libc::c_int, plain: libc::c_int, bytes: usize) {
+pub(crate) fn set_buffer(socket: &UdpSocket, force: libc::c_int, plain: libc::c_int, bytes: usize) {
     let v = bytes as libc::c_int;
     let fd = socket.as_raw_fd();
     for opt in [force, plain] {

@@ -1,6 +1,7 @@
 //! `heron-bench`: Heron's benchmark suite. See `docs/benchmarks/README.md`.
 
 mod blast;
+mod change;
 mod dnsperf;
 mod prng;
 mod profile;
@@ -69,7 +70,7 @@ impl GenArgs {
 #[derive(Subcommand)]
 enum Cmd {
     /// Write the zones: root-like (500 TLDs with glue), small and large A
-    /// zones, 10,000 small zones, the edge zone of the 40% mix.
+    /// zones, 100,000 minimal zones, the edge zone of the 40% mix.
     GenZones(GenArgs),
     /// Write dnsperf query files (random order) for each workload.
     GenQueries(GenArgs),
@@ -117,6 +118,19 @@ enum Cmd {
     /// Zone transfers: secondary cold start with many zones, change
     /// propagation, a large zone between pairs of servers, TSIG overhead.
     Xfr(xfr::XfrArgs),
+    /// Apply a small change (half deletions, half additions) to a zone
+    /// in memory, as an IXFR or a reload would, and print the time and
+    /// the memory the new version does not share with the old.
+    ZoneChange {
+        #[arg(long)]
+        zone: PathBuf,
+        #[arg(long)]
+        origin: String,
+        #[arg(long, default_value_t = 10)]
+        records: usize,
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+    },
     /// Regenerate README.md and the charts from results.json.
     Report {
         #[arg(long, default_value = "docs/benchmarks/results.json")]
@@ -129,6 +143,25 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Cmd::ZoneChange {
+            zone,
+            origin,
+            records,
+            repeats,
+        } => change::measure(&zone, &origin, records, repeats).map(|c| {
+            println!(
+                "{} records changed in a zone of {}: {:.2} ms median ({:.2}–{:.2}, {} runs); \
+                 {} bytes not shared with the previous version (zone: {} bytes)",
+                c.changed_records,
+                c.zone_records,
+                c.apply_ms.median,
+                c.apply_ms.min,
+                c.apply_ms.max,
+                c.apply_ms.n,
+                c.extra_bytes,
+                c.zone_bytes
+            )
+        }),
         Cmd::GenZones(a) => generate_files(&a, true, false),
         Cmd::GenQueries(a) => generate_files(&a, false, true),
         Cmd::Blast {

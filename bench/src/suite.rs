@@ -314,6 +314,9 @@ pub struct Results {
     pub profiles: Vec<Profile>,
     #[serde(default)]
     pub profile_summary: String,
+    /// A 10-record change applied to the large zone.
+    #[serde(default)]
+    pub zone_change: Option<crate::change::ZoneChange>,
 }
 
 /// Everything a measurement needs.
@@ -1288,6 +1291,20 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
                 return Err("interrupted; partial results in results.json".into());
             }
         }
+    }
+    if let Some((origin, file)) = wl.iter().find(|w| w.id == "big").map(|w| &w.zones[0]) {
+        ctx.say("zone change: applying 10 records to the large zone");
+        match crate::change::measure(file, origin, 10, timing.repeats.max(5)) {
+            Ok(c) => {
+                ctx.say(&format!(
+                    "  {:.2} ms (median), {} bytes not shared with the previous version",
+                    c.apply_ms.median, c.extra_bytes
+                ));
+                results.zone_change = Some(c);
+            }
+            Err(e) => ctx.say(&format!("  zone change: ERROR {e}")),
+        }
+        save(&results)?;
     }
     if args.profile.unwrap_or(!args.quick) && Path::new(crate::profile::VALGRIND).exists() {
         run_profiles(&mut ctx, &wl, &mut results);

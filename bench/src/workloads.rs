@@ -57,7 +57,10 @@ pub fn title(id: &str, sizes: &Sizes) -> String {
         "mix40" => "40% NXDOMAIN mix (A 60, CNAME 20, SRV 10, MX 4, TXT 3, NS 3), UDP".into(),
         "small" => format!("small zone, {} A records, UDP", sizes.small_records),
         "big" => format!("large zone, {} A records, UDP", sizes.big_records),
-        "many" => format!("{} zones loaded, UDP", sizes.many_zones),
+        "many" => format!(
+            "{} zones loaded (SOA, 2 NS and a www A record each), UDP",
+            sizes.many_zones
+        ),
         "tcp" => format!(
             "root-like zone over TCP, 1,000 clients, pipelined ({} delegations)",
             sizes.tlds
