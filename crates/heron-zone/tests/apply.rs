@@ -281,8 +281,8 @@ fn a_small_change_copies_only_the_shards_it_touches() {
     let next = big.apply(&change(&big, deleted, added)).unwrap();
     let copied = next.unshared_bytes(&big);
     assert!(copied > 0);
-    // Ten names and the apex: at most eleven shards of about a thousand
-    // records each, against the whole zone's twenty.
+    // Ten names and the apex touch at most eleven of the zone's 32 shards
+    // (20,000 records, about a thousand per shard rounded to a power of two).
     assert!(
         copied * 2 < next.heap_bytes(),
         "{copied} of {} bytes copied",

@@ -475,7 +475,7 @@ impl<'z> Edit<'z> {
     }
 
     fn finish(mut self) -> Result<Zone, Vec<Problem>> {
-        let mut problems = self.problems.clone();
+        let mut problems = std::mem::take(&mut self.problems);
         let zone = self.zone;
         let shard_count = zone.shards.len();
         let mut touched: HashMap<usize, ShardEdit> = HashMap::new();

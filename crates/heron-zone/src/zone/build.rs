@@ -808,6 +808,8 @@ pub(super) fn in_zone_targets(node: &NodeParts, apex: &[u8]) -> Vec<Box<[u8]>> {
             };
             let mut lower: Box<[u8]> = target.into();
             lowercase_wire(&mut lower);
+            // A wire suffix match; the rare false match (a label ending in
+            // the apex's bytes) only costs an extra repack in `apply`.
             if lower.ends_with(apex) && !out.contains(&lower) {
                 out.push(lower);
             }
