@@ -150,7 +150,7 @@ impl EditNode {
 }
 
 /// The lower-cased wire form of a name.
-fn key_of(owner: &[u8]) -> Box<[u8]> {
+pub(super) fn key_of(owner: &[u8]) -> Box<[u8]> {
     let mut key: Box<[u8]> = owner.into();
     lowercase_wire(&mut key);
     key
@@ -163,7 +163,7 @@ fn parent_of(wire: &[u8]) -> &[u8] {
 
 /// For a record: the type whose RRset it belongs to, and whether it is a
 /// signature over that RRset.
-fn placement(rtype: RType, rdata: &[u8]) -> (RType, bool) {
+pub(super) fn placement(rtype: RType, rdata: &[u8]) -> (RType, bool) {
     match rtype {
         RType::RRSIG if rdata.len() >= 2 => (RType(u16::from_be_bytes([rdata[0], rdata[1]])), true),
         t => (t, false),
@@ -205,10 +205,13 @@ impl<'z> Edit<'z> {
     /// The node at `key` (written `owner`), loaded from the zone on first use.
     fn node(&mut self, key: &[u8], owner: &[u8]) -> &mut EditNode {
         let zone = self.zone;
-        self.nodes.entry_ref(key).or_insert_with(|| {
-            zone.node(key)
-                .map_or_else(|| EditNode::absent(owner), EditNode::decode)
-        })
+        if !self.nodes.contains_key(key) {
+            let node = zone
+                .node(key)
+                .map_or_else(|| EditNode::absent(owner), EditNode::decode);
+            self.nodes.insert(key.into(), node);
+        }
+        self.nodes.get_mut(key).expect("just inserted")
     }
 
     fn check_start(&mut self, old_soa: &DiffRecord) {
@@ -319,7 +322,7 @@ impl<'z> Edit<'z> {
             if parent.len() <= self.apex.len() {
                 return;
             }
-            *self.links.children.entry_ref(parent).or_insert(0) += 1;
+            *self.links.children.entry(parent.into()).or_insert(0) += 1;
             let parent_owner = parent_of(&owner);
             if self.node(parent, parent_owner).exists {
                 return;
@@ -509,7 +512,7 @@ impl<'z> Edit<'z> {
         Ok(Zone {
             origin: zone.origin.clone(),
             class: zone.class,
-            hasher: zone.hasher,
+            hasher: zone.hasher.clone(),
             shards: shards.into(),
             apex: (apex_shard, apex_at),
             negative_soa,

@@ -122,14 +122,6 @@ impl ZoneBuilder {
         }
     }
 
-    fn problem(&mut self, severity: Severity, location: Option<&Location>, message: String) {
-        self.problems.push(Problem {
-            severity,
-            location: location.cloned(),
-            message,
-        });
-    }
-
     fn file_index(&mut self, file: &Arc<Path>) -> u32 {
         if !self.files.last().is_some_and(|f| Arc::ptr_eq(f, file)) {
             match self.files.iter().position(|f| Arc::ptr_eq(f, file)) {
@@ -142,27 +134,8 @@ impl ZoneBuilder {
 
     /// Adds one record; out-of-zone records are reported and ignored.
     pub fn add(&mut self, rec: Record) {
-        if !rec.owner.is_subdomain_of(&self.origin) {
-            let msg = format!(
-                "{} {} is outside the zone {}; ignored",
-                rec.owner, rec.rtype, self.origin
-            );
-            self.problem(Severity::Warning, Some(&rec.location), msg);
-            return;
-        }
-        if rec.class != self.class {
-            let msg = format!("class {} differs from the zone's {}", rec.class, self.class);
-            self.problem(Severity::Error, Some(&rec.location), msg);
-            return;
-        }
-        if rec.rtype.is_meta() {
-            let msg = format!("{} is a meta type and cannot be zone data", rec.rtype);
-            self.problem(Severity::Error, Some(&rec.location), msg);
-            return;
-        }
-        if rec.rdata.len() > u16::MAX as usize {
-            let msg = format!("{} RDATA longer than 65535 octets", rec.rtype);
-            self.problem(Severity::Error, Some(&rec.location), msg);
+        if let Some(problem) = refusal(&self.origin, self.class, &rec) {
+            self.problems.push(problem);
             return;
         }
         let (rtype, kind) = match rec.rtype {
@@ -349,6 +322,35 @@ impl ZoneBuilder {
         self.sort_entries(shards);
         true
     }
+}
+
+/// Why a record read from a zone file cannot be data of the zone at
+/// `origin`: a warning if it is ignored (outside the zone), an error if it
+/// makes the zone unusable. None for a record the zone takes.
+pub(super) fn refusal(origin: &Name, class: Class, rec: &Record) -> Option<Problem> {
+    let (severity, message) = if !rec.owner.is_subdomain_of(origin) {
+        let msg = format!(
+            "{} {} is outside the zone {}; ignored",
+            rec.owner, rec.rtype, origin
+        );
+        (Severity::Warning, msg)
+    } else if rec.class != class {
+        let msg = format!("class {} differs from the zone's {}", rec.class, class);
+        (Severity::Error, msg)
+    } else if rec.rtype.is_meta() {
+        let msg = format!("{} is a meta type and cannot be zone data", rec.rtype);
+        (Severity::Error, msg)
+    } else if rec.rdata.len() > u16::MAX as usize {
+        let msg = format!("{} RDATA longer than 65535 octets", rec.rtype);
+        (Severity::Error, msg)
+    } else {
+        return None;
+    };
+    Some(Problem {
+        severity,
+        location: Some(rec.location.clone()),
+        message,
+    })
 }
 
 /// Where a problem is, for reporting in file and line order.

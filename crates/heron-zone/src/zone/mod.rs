@@ -12,6 +12,7 @@
 mod apply;
 mod build;
 mod node;
+mod reread;
 
 use std::fmt;
 use std::hash::BuildHasher;
@@ -21,7 +22,7 @@ use hashbrown::{DefaultHashBuilder, HashMap};
 use heron_proto::encoded::EncodedRRset;
 use heron_proto::{Class, Name, RType};
 
-use crate::zonefile::Location;
+use crate::zonefile::{Location, Record};
 pub use build::ZoneBuilder;
 use node::Shard;
 pub use node::{Node, RRset};
@@ -137,17 +138,32 @@ impl Zone {
     /// Heap bytes of this version's nodes that `previous` does not share:
     /// what a change applied to `previous` cost in memory.
     pub fn unshared_bytes(&self, previous: &Zone) -> usize {
-        // A version made by `apply` keeps its shards in place.
+        self.unshared_shards(previous)
+            .map(|i| self.shards[i].heap_bytes())
+            .sum()
+    }
+
+    /// The shards of this version that `other` does not share. A version
+    /// made by `apply` keeps its shards in place, so a shared shard sits
+    /// at the same index in both.
+    fn unshared_shards(&self, other: &Zone) -> impl Iterator<Item = usize> {
         let shared = |i: usize| {
-            previous
+            other
                 .shards
                 .get(i)
                 .is_some_and(|p| Arc::ptr_eq(p, &self.shards[i]))
         };
-        (0..self.shards.len())
-            .filter(|&i| !shared(i))
-            .map(|i| self.shards[i].heap_bytes())
-            .sum()
+        (0..self.shards.len()).filter(move |&i| !shared(i))
+    }
+
+    /// Every node outside the shards `other` shares: a superset of the
+    /// nodes that differ between the two versions.
+    pub fn nodes_not_shared_with<'a>(&'a self, other: &'a Zone) -> impl Iterator<Item = Node<'a>> {
+        self.unshared_shards(other).flat_map(move |i| {
+            self.shards[i]
+                .offsets()
+                .map(move |at| self.node_at((i, at)))
+        })
     }
 
     /// Every node, the apex first, the others in no particular order.
@@ -233,18 +249,54 @@ pub fn load_zone_file(path: &std::path::Path, origin: &Name) -> Result<Loaded, V
     finish_load(builder, errors)
 }
 
+/// Reads a zone file again into the next version of `old`, the zone loaded
+/// from it before. A small change is applied to `old` (see [`reread`]), so
+/// the new version shares what did not change and the reload needs little
+/// more memory than the zone already takes; a large one is loaded in full.
+/// Problems come back as from [`load_zone_file`].
+pub fn reload_zone_file(old: &Zone, path: &std::path::Path) -> Result<Loaded, Vec<Problem>> {
+    let opts = crate::zonefile::ReadOptions::new(old.origin.clone());
+    let read = |sink: &mut dyn FnMut(Record)| crate::zonefile::read_file(path, &opts, sink);
+    settle_reread(reread::reread(old, read), || {
+        load_zone_file(path, &old.origin)
+    })
+}
+
+/// [`reload_zone_file`] from text in memory.
+pub fn reload_zone_str(old: &Zone, text: &str, name: &str) -> Result<Loaded, Vec<Problem>> {
+    let opts = crate::zonefile::ReadOptions::new(old.origin.clone());
+    let (path, base) = (std::path::Path::new(name), std::path::Path::new("."));
+    let read =
+        |sink: &mut dyn FnMut(Record)| crate::zonefile::read_str(text, path, base, &opts, sink);
+    settle_reread(reread::reread(old, read), || {
+        load_zone_str(text, name, &old.origin)
+    })
+}
+
+fn settle_reread(
+    reread: reread::Reread,
+    load_in_full: impl FnOnce() -> Result<Loaded, Vec<Problem>>,
+) -> Result<Loaded, Vec<Problem>> {
+    match reread {
+        reread::Reread::Changed(loaded) => Ok(loaded),
+        reread::Reread::Broken(errors) => Err(errors.into_iter().map(syntax_problem).collect()),
+        reread::Reread::LoadInFull => load_in_full(),
+    }
+}
+
+fn syntax_problem(e: crate::zonefile::ZoneFileError) -> Problem {
+    Problem {
+        severity: Severity::Error,
+        location: Some(e.location),
+        message: e.message,
+    }
+}
+
 fn finish_load(
     builder: ZoneBuilder,
     errors: Vec<crate::zonefile::ZoneFileError>,
 ) -> Result<Loaded, Vec<Problem>> {
-    let mut syntax: Vec<Problem> = errors
-        .into_iter()
-        .map(|e| Problem {
-            severity: Severity::Error,
-            location: Some(e.location),
-            message: e.message,
-        })
-        .collect();
+    let mut syntax: Vec<Problem> = errors.into_iter().map(syntax_problem).collect();
     match builder.build() {
         Ok((zone, warnings)) if syntax.is_empty() => Ok(Loaded { zone, warnings }),
         Ok((_, warnings)) => {

@@ -55,6 +55,23 @@ impl Shard {
             .map(|&at| at as usize)
     }
 
+    /// The table slot of the node with this key: a number below `slots()`
+    /// that names the node for as long as the shard lives.
+    pub(crate) fn find_slot(&self, hash: u64, key: &[u8]) -> Option<usize> {
+        let arena = &self.arena[..];
+        self.table
+            .find_bucket_index(hash, |&at| node_key(arena, at as usize) == key)
+    }
+
+    pub(crate) fn slots(&self) -> usize {
+        self.table.num_buckets()
+    }
+
+    /// The offset of the node in `slot`, if one is there.
+    pub(crate) fn node_in_slot(&self, slot: usize) -> Option<usize> {
+        self.table.get_bucket(slot).map(|&at| at as usize)
+    }
+
     /// Offsets of every node, in arena order.
     pub(crate) fn offsets(&self) -> impl Iterator<Item = usize> + '_ {
         let mut at = 0;
