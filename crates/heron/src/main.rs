@@ -1,5 +1,6 @@
 //! `heron`: the authoritative DNS server's command line.
 
+mod background;
 mod check;
 mod config;
 mod keygen;

@@ -3,11 +3,11 @@
 //! keeps serving the version loaded before.
 
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use heron_zone::{Catalog, Zone, load_zone_file};
+use heron_zone::{Catalog, Zone, load_zone_file, reload_zone_file};
 
 use crate::config::ZoneSpec;
 
@@ -79,7 +79,7 @@ impl ZoneFiles {
             }
         }
         let specs: Vec<&ZoneSpec> = todo.iter().map(|&(i, _)| &self.entries[i].spec).collect();
-        let results = load_parallel(&specs);
+        let results = load_parallel(&specs, current);
         let mut next = current.clone();
         for ((i, stamp), zone) in todo.into_iter().zip(results) {
             let spec = &self.entries[i].spec;
@@ -103,8 +103,9 @@ impl ZoneFiles {
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
 /// Loads zones on every core; a zone with errors comes back as None (its
-/// problems logged). Results are in the order of `specs`.
-pub(crate) fn load_parallel(specs: &[&ZoneSpec]) -> Vec<Option<Zone>> {
+/// problems logged). A zone `previous` holds is read as a change to that
+/// version. Results are in the order of `specs`.
+pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Option<Zone>> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(specs.len().max(1));
@@ -123,7 +124,7 @@ pub(crate) fn load_parallel(specs: &[&ZoneSpec]) -> Vec<Option<Zone>> {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(spec) = specs.get(i) else { break };
-                    *slots[i].lock().unwrap() = load_one(spec);
+                    *slots[i].lock().unwrap() = load_one(spec, previous.get(&spec.origin));
                     done.fetch_add(1, Ordering::Relaxed);
                 }
             });
@@ -150,21 +151,30 @@ fn report_progress(finished: &std::sync::mpsc::Receiver<()>, done: &AtomicUsize,
     }
 }
 
-/// Loads one zone; None (with the problems logged) if it has errors.
-fn load_one(spec: &ZoneSpec) -> Option<Zone> {
+/// Loads one zone, as a change to `previous` if there is one; None (with
+/// the problems logged) if it has errors.
+fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>) -> Option<Zone> {
     let started = Instant::now();
-    match load_zone_file(&spec.file, &spec.origin) {
+    let result = match previous {
+        Some(old) => reload_zone_file(old, &spec.file),
+        None => load_zone_file(&spec.file, &spec.origin),
+    };
+    match result {
         Ok(loaded) => {
             loaded.warnings.iter().for_each(|w| tracing::warn!("{w}"));
+            let zone = loaded.zone;
+            let new_bytes = previous.map_or(zone.heap_bytes(), |old| zone.unshared_bytes(old));
             tracing::debug!(
-                "zone {} loaded from {} in {} ms: serial {}, {} records",
+                "zone {} loaded from {} in {} ms: serial {}, {} records, {} KiB new of {} KiB",
                 spec.origin,
                 spec.file.display(),
                 started.elapsed().as_millis(),
-                loaded.zone.serial(),
-                loaded.zone.record_count()
+                zone.serial(),
+                zone.record_count(),
+                new_bytes / 1024,
+                zone.heap_bytes() / 1024
             );
-            Some(loaded.zone)
+            Some(zone)
         }
         Err(problems) => {
             problems.iter().for_each(|p| tracing::error!("{p}"));

@@ -44,7 +44,11 @@ pub fn load_kept(zones: &[SecondaryZone]) -> Vec<Option<Zone>> {
             file: z.file.clone(),
         })
         .collect();
-    let mut loaded = load_parallel(&specs.iter().collect::<Vec<_>>()).into_iter();
+    let mut loaded = load_parallel(
+        &specs.iter().collect::<Vec<_>>(),
+        &heron_zone::Catalog::new(),
+    )
+    .into_iter();
     let kept: Vec<Option<Zone>> = zones
         .iter()
         .map(|z| {

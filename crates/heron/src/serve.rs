@@ -20,9 +20,9 @@ use tokio::sync::{mpsc, watch};
 
 use crate::ServeArgs;
 use crate::config::{self, Settings};
-use crate::memory;
 use crate::reload::ZoneFiles;
 use crate::secondary;
+use crate::{background, memory};
 
 /// The zone served when nothing is configured, so the first command a new
 /// user types answers queries.
@@ -278,8 +278,9 @@ async fn wait_for_signals(catalog: &SharedCatalog, files: ZoneFiles, transfers: 
     }
 }
 
-/// Re-reads changed zone files off the async threads and swaps the new
-/// catalog in; queries in flight finish on the old one.
+/// Re-reads changed zone files on a background thread (below the query
+/// workers' priority) and swaps the new catalog in; queries in flight
+/// finish on the old one.
 async fn reload(
     catalog: &SharedCatalog,
     files: &Arc<std::sync::Mutex<ZoneFiles>>,
@@ -288,7 +289,7 @@ async fn reload(
     tracing::info!("SIGHUP: reloading changed zone files");
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
-    let work = tokio::task::spawn_blocking(move || {
+    let work = background::run("reload", move || {
         let _writing = xfr.catalog_writer.lock().unwrap();
         let current = catalog.load_full();
         let (next, outcome) = files.lock().unwrap().load_changed(&current);
@@ -300,17 +301,13 @@ async fn reload(
         memory::release_free_memory();
         (outcome, changed)
     });
-    match work.await {
-        Ok((o, changed)) => {
-            transfers.notify(&changed);
-            tracing::info!(
-                "reload done in {} ms: {} zones re-read, {} unchanged, {} failed",
-                started.elapsed().as_millis(),
-                o.loaded,
-                o.unchanged,
-                o.failed
-            )
-        }
-        Err(e) => tracing::error!("reload failed: {e}"),
-    }
+    let (o, changed) = work.await;
+    transfers.notify(&changed);
+    tracing::info!(
+        "reload done in {} ms: {} zones re-read, {} unchanged, {} failed",
+        started.elapsed().as_millis(),
+        o.loaded,
+        o.unchanged,
+        o.failed
+    );
 }

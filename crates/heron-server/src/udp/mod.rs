@@ -23,6 +23,11 @@ const SHUTDOWN_POLL: Duration = Duration::from_millis(200);
 /// Largest query we read over UDP. Real queries are far smaller; a longer
 /// one is cut here and then fails to parse (FORMERR).
 const MAX_QUERY: usize = 4096;
+/// Receive buffer asked of the kernel for each UDP socket (it caps the
+/// request at `net.core.rmem_max`). The default, about 200 KiB, holds only
+/// a few hundred queries: a worker that stalls for a few milliseconds (a
+/// reload taking the core, a page fault) would drop the rest.
+pub const RECEIVE_BUFFER: usize = 4 << 20;
 
 /// Binds a UDP socket that other workers may bind too (`SO_REUSEPORT`).
 pub fn bind_reuseport(addr: SocketAddr) -> io::Result<UdpSocket> {
@@ -33,6 +38,8 @@ pub fn bind_reuseport(addr: SocketAddr) -> io::Result<UdpSocket> {
     socket.set_reuse_address(true)?;
     socket.set_reuse_port(true)?;
     socket.bind(&addr.into())?;
+    // Best effort: a smaller buffer still works.
+    let _ = socket.set_recv_buffer_size(RECEIVE_BUFFER);
     socket.set_read_timeout(Some(SHUTDOWN_POLL))?;
     Ok(socket.into())
 }
@@ -180,4 +187,22 @@ fn is_timeout(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
     )
+}
+
+#[cfg(test)]
+mod buffer_tests {
+    use super::*;
+
+    #[test]
+    fn sockets_ask_for_a_large_receive_buffer() {
+        let socket = bind_reuseport("127.0.0.1:0".parse().unwrap()).unwrap();
+        let got = socket2::SockRef::from(&socket).recv_buffer_size().unwrap();
+        // The kernel grants at most rmem_max (and reports twice what it
+        // grants, for its bookkeeping).
+        let cap = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(RECEIVE_BUFFER);
+        assert!(got >= RECEIVE_BUFFER.min(cap), "receive buffer {got}");
+    }
 }
