@@ -53,15 +53,7 @@ impl QuerySet {
                 .map_err(|e| format!("{}:{}: bad name {name}: {e}", path.display(), n + 1))?;
             let qtype = RType::from_mnemonic(qtype.as_bytes())
                 .ok_or_else(|| format!("{}:{}: unknown type {qtype}", path.display(), n + 1))?;
-            let start = set.bytes.len();
-            // ID 0 (set per send), no flags, one question.
-            set.bytes
-                .extend_from_slice(&[0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-            set.bytes.extend_from_slice(name.as_wire());
-            set.bytes.extend_from_slice(&qtype.0.to_be_bytes());
-            set.bytes.extend_from_slice(&1u16.to_be_bytes());
-            set.offsets
-                .push((start as u32, (set.bytes.len() - start) as u16));
+            set.push(&name, qtype);
         }
         if set.offsets.is_empty() {
             return Err(format!("{}: no queries", path.display()));
@@ -75,6 +67,30 @@ impl QuerySet {
 
     pub fn is_empty(&self) -> bool {
         self.offsets.is_empty()
+    }
+
+    /// Queries for these questions, in this order.
+    pub fn of_questions(questions: &[(Name, RType)]) -> QuerySet {
+        let mut set = QuerySet {
+            bytes: Vec::new(),
+            offsets: Vec::new(),
+        };
+        for (name, qtype) in questions {
+            set.push(name, *qtype);
+        }
+        set
+    }
+
+    fn push(&mut self, name: &Name, qtype: RType) {
+        let start = self.bytes.len();
+        // ID 0 (set per send), no flags, one question.
+        self.bytes
+            .extend_from_slice(&[0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+        self.bytes.extend_from_slice(name.as_wire());
+        self.bytes.extend_from_slice(&qtype.0.to_be_bytes());
+        self.bytes.extend_from_slice(&1u16.to_be_bytes());
+        self.offsets
+            .push((start as u32, (self.bytes.len() - start) as u16));
     }
 
     fn get(&self, i: usize) -> &[u8] {
@@ -152,6 +168,8 @@ struct Sock {
     socket: UdpSocket,
     /// Send time (ns since start, +1) per DNS ID; 0 = free.
     slots: Vec<u64>,
+    /// The query (index in the set) sent with each DNS ID.
+    sent_query: Vec<u32>,
     next_id: u16,
     port: u16,
 }
@@ -191,6 +209,7 @@ fn open_socket(target: SocketAddr) -> io::Result<Sock> {
     Ok(Sock {
         socket,
         slots: vec![0; SLOTS],
+        sent_query: vec![0; SLOTS],
         next_id: 0,
         port,
     })
@@ -222,6 +241,27 @@ pub fn socket_drops(ports: &[u16]) -> u64 {
 
 /// Runs one bounded load: sends for `opts.duration`, then drains.
 pub fn blast(queries: &QuerySet, opts: &BlastOpts) -> io::Result<BlastResult> {
+    blast_checked(queries, opts, Instant::now(), &mut |_| {})
+}
+
+/// One answer as `blast_checked` hands it over.
+pub struct Answer<'a> {
+    /// Index of the query in its set.
+    pub query: usize,
+    /// When the query was sent and the answer came, ns since `start`.
+    pub sent_ns: u64,
+    pub received_ns: u64,
+    pub message: &'a [u8],
+}
+
+/// [`blast`], with every answer handed to `check`; times count from
+/// `start`, which must not be later than the call.
+pub fn blast_checked(
+    queries: &QuerySet,
+    opts: &BlastOpts,
+    start: Instant,
+    check: &mut dyn FnMut(Answer),
+) -> io::Result<BlastResult> {
     assert!(!queries.is_empty());
     let nsock = opts.sockets.max(1);
     let batch = opts.batch.clamp(1, 1024);
@@ -246,9 +286,10 @@ pub fn blast(queries: &QuerySet, opts: &BlastOpts) -> io::Result<BlastResult> {
     let mut rr = 0usize;
     let mut outstanding: u64 = 0;
     let timeout_ns = opts.timeout.as_nanos() as u64;
-    let send_ns = opts.duration.as_nanos() as u64;
+    let send_ns = start.elapsed().as_nanos() as u64 + opts.duration.as_nanos() as u64;
     let end_ns = send_ns + opts.drain.as_nanos() as u64;
-    let start = Instant::now();
+    // Paced sending counts from here.
+    let first_ns = start.elapsed().as_nanos() as u64;
     let mut send_end_ns = send_ns;
     let mut sending = true;
     // Bounded: the loop ends at `end_ns` at the latest.
@@ -265,7 +306,7 @@ pub fn blast(queries: &QuerySet, opts: &BlastOpts) -> io::Result<BlastResult> {
         // Send.
         if sending {
             let want = if opts.rate > 0.0 {
-                let due = (now as f64 * opts.rate / 1e9) as u64;
+                let due = ((now - first_ns) as f64 * opts.rate / 1e9) as u64;
                 due.saturating_sub(r.sent)
             } else {
                 (opts.window as u64).saturating_sub(outstanding)
@@ -276,9 +317,10 @@ pub fn blast(queries: &QuerySet, opts: &BlastOpts) -> io::Result<BlastResult> {
                 let sidx = rr as u32;
                 rr = (rr + 1) % nsock;
                 iov.clear();
-                let mut ids = [0u16; 1024];
+                let mut ids = [(0u16, 0u32); 1024];
                 for (j, id_slot) in ids.iter_mut().enumerate().take(n) {
                     let q = queries.get(qi);
+                    let query = qi as u32;
                     qi += 1;
                     if qi == queries.len() {
                         qi = 0;
@@ -288,7 +330,7 @@ pub fn blast(queries: &QuerySet, opts: &BlastOpts) -> io::Result<BlastResult> {
                     let id = s.next_id;
                     s.next_id = s.next_id.wrapping_add(1);
                     buf[..2].copy_from_slice(&id.to_be_bytes());
-                    *id_slot = id;
+                    *id_slot = (id, query);
                     iov.push(libc::iovec {
                         iov_base: buf.as_mut_ptr().cast(),
                         iov_len: q.len(),
@@ -314,13 +356,14 @@ pub fn blast(queries: &QuerySet, opts: &BlastOpts) -> io::Result<BlastResult> {
                     r.send_errors += 1;
                 } else {
                     let t = start.elapsed().as_nanos() as u64 + 1;
-                    for &id in ids.iter().take(rc as usize) {
+                    for &(id, query) in ids.iter().take(rc as usize) {
                         let slot = &mut s.slots[id as usize];
                         if *slot != 0 {
                             // Reused before an answer came: that one is lost.
                             outstanding -= 1;
                         }
                         *slot = t;
+                        s.sent_query[id as usize] = query;
                         pending.push_back((sidx, id, t));
                     }
                     r.sent += rc as u64;
@@ -379,6 +422,12 @@ pub fn blast(queries: &QuerySet, opts: &BlastOpts) -> io::Result<BlastResult> {
                         continue;
                     }
                     hist.record(t - *slot);
+                    check(Answer {
+                        query: s.sent_query[id as usize] as usize,
+                        sent_ns: *slot - 1,
+                        received_ns: t - 1,
+                        message: msg,
+                    });
                     *slot = 0;
                     outstanding -= 1;
                     r.answered += 1;
@@ -411,7 +460,7 @@ pub fn blast(queries: &QuerySet, opts: &BlastOpts) -> io::Result<BlastResult> {
             std::hint::spin_loop();
         }
     }
-    r.duration_s = send_end_ns as f64 / 1e9;
+    r.duration_s = (send_end_ns - first_ns) as f64 / 1e9;
     r.lost = r.sent - r.answered;
     r.offered_qps = r.sent as f64 / r.duration_s.max(1e-9);
     r.answered_qps = r.answered as f64 / r.duration_s.max(1e-9);

@@ -7,6 +7,7 @@ mod prng;
 mod profile;
 mod queries;
 mod reflector;
+mod reload;
 mod report;
 mod servers;
 mod stats;

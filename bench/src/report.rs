@@ -138,6 +138,9 @@ pub fn targets(r: &Results) -> Vec<Target> {
     if let Some(c) = &r.zone_change {
         out.extend(change_targets(c));
     }
+    if let Some(x) = &r.reload {
+        out.extend(reload_targets(x));
+    }
     if let Some(h) = heron("tcp") {
         let best = best_peer(r, "tcp", &PEERS);
         out.push(Target {
@@ -215,6 +218,36 @@ fn change_targets(c: &crate::change::ZoneChange) -> Vec<Target> {
                 "{} bytes copied of the zone's {:.1} MiB",
                 c.extra_bytes,
                 c.zone_bytes as f64 / (1024.0 * 1024.0)
+            ),
+        },
+    ]
+}
+
+/// Issue 4's reload targets: under load, no query lost or answered wrongly
+/// (nor with data older than some answer already given), and memory below
+/// twice the steady state.
+fn reload_targets(x: &crate::reload::ReloadUnderLoad) -> Vec<Target> {
+    let bad = x.lost + x.wrong + x.stale;
+    vec![
+        Target {
+            what: "reload of the large zone under load: queries lost or wrong".into(),
+            ratio: Some(bad as f64),
+            need: 0.0,
+            bound: Bound::AtMost,
+            detail: format!(
+                "{} reloads, {} queries at {:.0} q/s: {} lost, {} wrong, {} older than an answer already given",
+                x.reloads, x.sent, x.offered_qps, x.lost, x.wrong, x.stale
+            ),
+        },
+        Target {
+            what: "reload of the large zone: peak memory ≤ 2× steady".into(),
+            ratio: Some(x.peak_rss_kib as f64 / x.steady_rss_kib.max(1) as f64),
+            need: 2.0,
+            bound: Bound::AtMost,
+            detail: format!(
+                "peak {:.1} MiB, steady {:.1} MiB",
+                x.peak_rss_kib as f64 / 1024.0,
+                x.steady_rss_kib as f64 / 1024.0
             ),
         },
     ]
@@ -631,6 +664,46 @@ fn readme_text(r: &Results) -> String {
             c.extra_bytes,
             c.zone_bytes as f64 / (1024.0 * 1024.0)
         );
+    }
+    if let Some(x) = &r.reload {
+        let _ = writeln!(
+            s,
+            "\n## Reloading a large zone under load\n\n\
+             Heron serving a copy of the large zone ({} records), with normal scheduling, while \
+             the generator sends {:.0} q/s (half of the {:.0} q/s it answered without loss in this \
+             run) for random names of the zone, one query in eight for the one name each reload \
+             changes. {} times the zone file is replaced (the serial raised, that name's address \
+             changed) and Heron gets SIGHUP. Every answer is checked: NOERROR with exactly the \
+             address the zone holds, and for the changed name never the previous address once \
+             the new one has been answered to an earlier query.\n\n\
+             | queries | answered | lost | wrong | older than an answer already given | \
+             SIGHUP to the change answered, ms (median, min–max) | latency p99 / max, us | \
+             RSS steady / peak, MiB |\n|---|---|---|---|---|---|---|---|\n\
+             | {} | {} | {} | {} | {} | {:.0} ({:.0}–{:.0}) | {:.0} / {:.0} | {:.1} / {:.1} |",
+            x.zone_records,
+            x.offered_qps,
+            x.reference_qps,
+            x.reloads,
+            x.sent,
+            x.answered,
+            x.lost,
+            x.wrong,
+            x.stale,
+            x.reload_ms.median,
+            x.reload_ms.min,
+            x.reload_ms.max,
+            x.lat_p99_us,
+            x.lat_max_us,
+            x.steady_rss_kib as f64 / 1024.0,
+            x.peak_rss_kib as f64 / 1024.0
+        );
+        if !x.wrong_examples.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nWrong answers, first few: {}",
+                x.wrong_examples.join("; ")
+            );
+        }
     }
     let errors: Vec<String> = r
         .runs

@@ -317,6 +317,9 @@ pub struct Results {
     /// A 10-record change applied to the large zone.
     #[serde(default)]
     pub zone_change: Option<crate::change::ZoneChange>,
+    /// Heron reloading the large zone under load, answers checked.
+    #[serde(default)]
+    pub reload: Option<crate::reload::ReloadUnderLoad>,
 }
 
 /// Everything a measurement needs.
@@ -1306,6 +1309,34 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         }
         save(&results)?;
     }
+    let heron_big = results
+        .runs
+        .iter()
+        .find(|x| x.server == "Heron" && x.workload == "big")
+        .and_then(|x| x.uncapped.as_ref().map(|u| u.rate));
+    if let (Some(w), Some(reference)) = (wl.iter().find(|w| w.id == "big"), heron_big) {
+        ctx.say("reload under load: Heron, the large zone, one record changed per reload");
+        match reload_under_load(&ctx, w, reference) {
+            Ok(r) => {
+                ctx.say(&format!(
+                    "  {} reloads at {:.0} q/s: {} sent, {} lost, {} wrong, {} stale; \
+                     change answered {:.0} ms after SIGHUP (median); RSS {} MiB, peak {} MiB",
+                    r.reloads,
+                    r.offered_qps,
+                    r.sent,
+                    r.lost,
+                    r.wrong,
+                    r.stale,
+                    r.reload_ms.median,
+                    r.steady_rss_kib / 1024,
+                    r.peak_rss_kib / 1024
+                ));
+                results.reload = Some(r);
+            }
+            Err(e) => ctx.say(&format!("  reload under load: ERROR {e}")),
+        }
+        save(&results)?;
+    }
     if args.profile.unwrap_or(!args.quick) && Path::new(crate::profile::VALGRIND).exists() {
         run_profiles(&mut ctx, &wl, &mut results);
         save(&results)?;
@@ -1321,6 +1352,62 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         args.out.display()
     );
     Ok(())
+}
+
+/// Heron serving a private copy of the large zone, reloaded a few times
+/// with one record changed while queries run at half the loss-free rate
+/// it reached in this run (`reference`).
+fn reload_under_load(
+    ctx: &Ctx,
+    w: &Workload,
+    reference: f64,
+) -> Result<crate::reload::ReloadUnderLoad, String> {
+    let (origin, file) = &w.zones[0];
+    let dir = ctx.work.join("reload");
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let copy = dir.join(file.file_name().unwrap_or_default());
+    fs::copy(file, &copy).map_err(|e| format!("{}: {e}", copy.display()))?;
+    let served = vec![(origin.clone(), copy.clone())];
+    // Normal scheduling, as operators run it: under a real-time policy the
+    // reload could not yield to the query worker.
+    let launch = Launch {
+        sched: Sched::Normal,
+        ..ctx.launch.clone()
+    };
+    ctx.cg
+        .set_quota(None)
+        .map_err(|e| format!("cgroup quota: {e}"))?;
+    let server = Server::start(
+        Kind::Heron,
+        &ctx.bins,
+        &served,
+        &w.ready,
+        &launch,
+        Some(&ctx.cg),
+        &ctx.work,
+    )?;
+    settle();
+    let plan = crate::reload::Plan {
+        zone: &copy,
+        origin,
+        seed: zones::DEFAULT_SEED,
+        hosts: w.main_records,
+        target: server.addr,
+        pid: server.pid,
+        reference_qps: reference,
+        reloads: if ctx.args.quick { 2 } else { 3 },
+        every: Duration::from_secs(12),
+    };
+    if ctx.realtime {
+        let _ = sys::set_self_realtime(Some(RT_PRIORITY));
+    }
+    let result = crate::reload::measure(&plan);
+    if ctx.realtime {
+        let _ = sys::set_self_realtime(None);
+    }
+    drop(server);
+    let _ = fs::remove_dir_all(&dir);
+    result
 }
 
 /// Callgrind profiles of Heron and the reflector on the UDP target
