@@ -11,13 +11,11 @@
 //!   newest SOA alone: we are up to date, or (over UDP) the answer does not
 //!   fit and the query should go over TCP.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
 use heron_proto::message::{Message, Record as WireRecord, flags};
-use heron_proto::name::lowercase_wire;
 use heron_proto::rdata;
 use heron_proto::{Class, Name, Opcode, RType, Rcode};
 use heron_zone::diff::{DiffRecord, ZoneDiff};
@@ -112,12 +110,6 @@ impl Rr {
             ttl: self.ttl,
             rdata: self.rdata.clone(),
         }
-    }
-
-    fn describe(&self) -> String {
-        let mut rd = String::new();
-        rdata::format_text(self.rtype, &self.rdata, &mut rd);
-        format!("{} {} {} {rd}", self.owner, self.ttl, self.rtype)
     }
 }
 
@@ -481,7 +473,7 @@ impl Receiver {
                 let Request::Ixfr { have } = &self.request else {
                     return Err(malformed("IXFR steps in answer to an AXFR"));
                 };
-                let zone = apply(have, &steps, &self.source)?;
+                let zone = apply(have, &steps)?;
                 let diffs = steps.iter().map(journal_diff).collect();
                 Ok(Outcome::Incremental { zone, diffs })
             }
@@ -514,137 +506,30 @@ fn journal_diff(step: &Step) -> ZoneDiff {
     }
 }
 
-/// A record's identity in a zone: owner and type, and RDATA compared as
-/// the zone builder compares it (names in the well-known types without
-/// regard to case). The TTL is not part of it.
-#[derive(Hash, PartialEq, Eq)]
-struct Key {
-    owner: Box<[u8]>,
-    rtype: RType,
-    rdata: Box<[u8]>,
-}
-
-impl Key {
-    fn new(owner: &Name, rtype: RType, rdata: &[u8]) -> Key {
-        let mut owner: Box<[u8]> = owner.as_wire().into();
-        lowercase_wire(&mut owner);
-        let mut rdata: Box<[u8]> = rdata.into();
-        if rtype.rdata_names_compressible() || rtype == RType::SRV || rtype == RType::DNAME {
-            rdata.make_ascii_lowercase();
-        }
-        Key {
-            owner,
-            rtype,
-            rdata,
-        }
-    }
-}
-
-/// The records of a zone version being changed, in a stable order (ours
-/// first, then the additions as they came) so that the zone built from
-/// them does not depend on hashing.
-struct Records {
-    list: Vec<Option<Record>>,
-    index: HashMap<Key, usize>,
-}
-
-impl Records {
-    fn insert(&mut self, rec: Record) {
-        let key = Key::new(&rec.owner, rec.rtype, &rec.rdata);
-        match self.index.get(&key) {
-            // Already there: the new TTL wins.
-            Some(&i) => self.list[i] = Some(rec),
-            None => {
-                self.index.insert(key, self.list.len());
-                self.list.push(Some(rec));
-            }
-        }
-    }
-
-    fn remove(&mut self, owner: &Name, rtype: RType, rdata: &[u8]) -> bool {
-        match self.index.remove(&Key::new(owner, rtype, rdata)) {
-            Some(i) => {
-                self.list[i] = None;
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-/// Our version with the IXFR steps applied, as a new zone.
-///
-/// This copies every record of `have` and builds the zone anew, so it costs
-/// O(zone) time and memory whatever the size of the change; a later change
-/// is to make it proportional to the change (sharing the untouched nodes
-/// of `have`).
-fn apply(have: &Zone, steps: &[Step], source: &Arc<Path>) -> Result<Zone, XfrError> {
-    let base = Location {
-        file: Arc::from(Path::new(&format!(
-            "{} serial {} before the IXFR",
-            have.origin(),
-            have.serial()
-        ))),
-        line: 0,
-    };
-    let mut records = Records {
-        list: Vec::with_capacity(have.record_count()),
-        index: HashMap::with_capacity(have.record_count()),
-    };
-    let apex = have.apex().id();
-    for node in have.nodes() {
-        let at_apex = node.id() == apex;
-        let owner = node.owner();
-        for set in node.rrsets() {
-            let skip = at_apex && set.rtype == RType::SOA;
-            let data = set.rdatas().filter(|_| !skip);
-            let data = data.map(|rd| (set.rtype, set.ttl(), rd));
-            let sigs = set.sigs().map(|rd| (RType::RRSIG, set.sig_ttl(), rd));
-            for (rtype, ttl, rd) in data.chain(sigs) {
-                records.insert(Record {
-                    owner: owner.clone(),
-                    class: Class::IN,
-                    rtype,
-                    ttl,
-                    rdata: rd.to_vec(),
-                    location: base.clone(),
-                });
-            }
-        }
-    }
-    let located = |rr: &Rr| Record {
+/// A step as `Zone::apply` takes it: owners as the primary sent them.
+fn step_diff(step: &Step) -> ZoneDiff {
+    let as_sent = |rr: &Rr| DiffRecord {
         owner: rr.owner.clone(),
-        class: Class::IN,
-        rtype: rr.rtype,
-        ttl: rr.ttl,
-        rdata: rr.rdata.clone(),
-        location: Location {
-            file: source.clone(),
-            line: rr.line,
-        },
+        ..rr.to_diff()
     };
+    ZoneDiff {
+        old_soa: as_sent(&step.old_soa),
+        new_soa: as_sent(step.new_soa.as_ref().expect("a finished step")),
+        deleted: step.deleted.iter().map(as_sent).collect(),
+        added: step.added.iter().map(as_sent).collect(),
+    }
+}
+
+/// Our version with the IXFR steps applied one after the other. Each
+/// version shares with the one before every part of the zone its step did
+/// not touch, so the cost follows the size of the change, not the zone. A
+/// step that does not fit (it deletes what we lack) or leaves the zone
+/// broken fails the transfer; the zone we serve stays as it is.
+fn apply(have: &Zone, steps: &[Step]) -> Result<Zone, XfrError> {
+    let mut newest: Option<Zone> = None;
     for step in steps {
-        let new_soa = step.new_soa.as_ref().expect("a finished step");
-        for rr in &step.deleted {
-            if !records.remove(&rr.owner, rr.rtype, &rr.rdata) {
-                return Err(malformed(format!(
-                    "record {}: the step to serial {} deletes {}, which the zone does not hold",
-                    rr.line,
-                    rdata::soa_serial(&new_soa.rdata).unwrap_or(0),
-                    rr.describe()
-                )));
-            }
-        }
-        for rr in &step.added {
-            records.insert(located(rr));
-        }
+        let from = newest.as_ref().unwrap_or(have);
+        newest = Some(from.apply(&step_diff(step)).map_err(XfrError::Zone)?);
     }
-    let last = steps.last().and_then(|s| s.new_soa.as_ref());
-    let last = last.ok_or_else(|| malformed("an IXFR without steps"))?;
-    let mut builder = ZoneBuilder::new(have.origin().clone(), Class::IN);
-    builder.add(located(last));
-    for rec in records.list.into_iter().flatten() {
-        builder.add(rec);
-    }
-    build(builder)
+    newest.ok_or_else(|| malformed("an IXFR without steps"))
 }

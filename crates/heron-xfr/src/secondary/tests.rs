@@ -246,6 +246,27 @@ fn ixfr_of_two_chained_steps() {
 }
 
 #[test]
+fn an_ixfr_step_copies_only_what_it_touches() {
+    let hosts: String = (0..20_000)
+        .map(|i| format!("h{i} A 10.0.{}.{}\n", (i >> 8) & 255, i & 255))
+        .collect();
+    let body = format!("@ NS ns1\nns1 A 192.0.2.1\n{hosts}");
+    let v1 = zone(1, &body);
+    let v2 = zone(2, &body.replace("h7 A 10.0.0.7\n", "h7 A 192.0.2.7\n"));
+    let have = Arc::new(clone_zone(&v1));
+    let messages = ixfr_messages(&[Arc::new(diff(&v1, &v2))], &v2, MAX_MESSAGE);
+    match receive(Request::Ixfr { have: have.clone() }, &messages).unwrap() {
+        Outcome::Incremental { zone, .. } => {
+            assert_same(&zone, &v2);
+            // One name and the apex: two of the zone's 32 shards copied.
+            let copied = zone.unshared_bytes(&have);
+            assert!(copied * 8 < zone.heap_bytes(), "{copied} bytes copied");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn ixfr_answered_in_axfr_form() {
     let (v1, _, v3) = versions();
     let messages = pack(axfr_records(&v3), RType::IXFR, Class::IN, 1024);
@@ -348,10 +369,14 @@ fn deleting_a_record_we_do_not_hold_fails() {
     // Our serial 1 lacks the record the step deletes.
     let ours = zone(1, &RICH.replace("www A 192.0.2.33\n", ""));
     let messages = ixfr_messages(&[d12], &v2, MAX_MESSAGE);
-    malformed(
-        receive_loose(ixfr(&ours), &messages),
-        "deletes www.x.test. 300 A 192.0.2.33, which the zone does not hold",
-    );
+    match receive_loose(ixfr(&ours), &messages) {
+        Err(e @ XfrError::Zone(_)) => assert!(
+            e.to_string()
+                .contains("deletes www.x.test. 300 A 192.0.2.33, which the zone does not hold"),
+            "{e}"
+        ),
+        other => panic!("expected the step refused, got {other:?}"),
+    }
 }
 
 /// A record of the transfer, owned.

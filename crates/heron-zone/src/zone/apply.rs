@@ -247,10 +247,14 @@ impl<'z> Edit<'z> {
         node.addresses_changed |= matches!(rtype, RType::A | RType::AAAA) && !is_sig;
         match found {
             Some(_) => self.records -= 1,
-            None => self.error(format!(
-                "the change deletes {} {}, which the zone does not hold",
-                r.owner, r.rtype
-            )),
+            None => {
+                let mut rdata = String::new();
+                heron_proto::rdata::format_text(r.rtype, &r.rdata, &mut rdata);
+                self.error(format!(
+                    "the change deletes {} {} {} {rdata}, which the zone does not hold",
+                    r.owner, r.ttl, r.rtype
+                ))
+            }
         }
     }
 
