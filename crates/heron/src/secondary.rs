@@ -179,6 +179,11 @@ fn apply_changes(
         }
         let changed = apply(batch, catalog, xfr);
         xfr.notify(&changed);
+        if changes.is_empty() {
+            // A burst (a cold start) is over: the transfers' buffers and
+            // the catalog versions it replaced go back to the kernel.
+            crate::memory::release_free_memory();
+        }
         std::thread::sleep((started.elapsed() * 4).min(MAX_REBUILD_PAUSE));
     }
 }
