@@ -14,29 +14,6 @@ fn reload(before: &Zone, serial: u32, lines: &[String]) -> Result<Zone, Vec<Prob
     reload_zone_str(before, &zone_text(serial, lines), "p.zone").map(|l| l.zone)
 }
 
-/// An edit of one line: dropped, added, duplicated, or its TTL changed.
-fn edit(rng: &mut Rng, names: &[String], lines: &mut Vec<String>) {
-    let pick = |rng: &mut Rng, lines: &Vec<String>| rng.below(lines.len().max(1));
-    match rng.below(5) {
-        0 | 1 if !lines.is_empty() => {
-            lines.remove(pick(rng, lines));
-        }
-        2 if !lines.is_empty() => {
-            let line = lines[pick(rng, lines)].clone();
-            lines.push(line);
-        }
-        3 if !lines.is_empty() => {
-            // A TTL of its own: the whole RRset's if it is the only record,
-            // a mixed-TTL RRset (settled by file order) otherwise.
-            let at = pick(rng, lines);
-            let (owner, rest) = lines[at].split_once(' ').unwrap();
-            let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == ' ');
-            lines[at] = format!("{owner} {} {rest}", 60 * (1 + rng.below(3)));
-        }
-        _ => lines.push(random_line(rng, names)),
-    }
-}
-
 #[test]
 fn a_reloaded_file_answers_like_the_file_loaded_whole() {
     let names = universe();

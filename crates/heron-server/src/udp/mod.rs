@@ -27,7 +27,7 @@ const MAX_QUERY: usize = 4096;
 /// request at `net.core.rmem_max`). The default, about 200 KiB, holds only
 /// a few hundred queries: a worker that stalls for a few milliseconds (a
 /// reload taking the core, a page fault) would drop the rest.
-pub const RECEIVE_BUFFER: usize = 4 << 20;
+const RECEIVE_BUFFER: usize = 4 << 20;
 
 /// Binds a UDP socket that other workers may bind too (`SO_REUSEPORT`).
 pub fn bind_reuseport(addr: SocketAddr) -> io::Result<UdpSocket> {
@@ -42,6 +42,23 @@ pub fn bind_reuseport(addr: SocketAddr) -> io::Result<UdpSocket> {
     let _ = socket.set_recv_buffer_size(RECEIVE_BUFFER);
     socket.set_read_timeout(Some(SHUTDOWN_POLL))?;
     Ok(socket.into())
+}
+
+/// Says so when the kernel granted less receive buffer than asked: a
+/// burst of queries larger than the buffer is dropped.
+fn warn_if_small_buffer(socket: &UdpSocket, addr: SocketAddr) {
+    // The kernel reports twice what it grants, for its bookkeeping.
+    let granted = socket2::SockRef::from(socket)
+        .recv_buffer_size()
+        .map_or(0, |b| b / 2);
+    if granted < RECEIVE_BUFFER {
+        tracing::warn!(
+            "UDP {addr}: receive buffer {} KiB of the {} KiB asked; raise net.core.rmem_max \
+             to {RECEIVE_BUFFER} so that bursts are queued rather than dropped",
+            granted / 1024,
+            RECEIVE_BUFFER / 1024
+        );
+    }
 }
 
 /// Starts `workers` threads answering on `addr`; they stop when `stop` is
@@ -59,6 +76,9 @@ pub fn spawn_workers(
     let mut handles = Vec::with_capacity(workers);
     for i in 0..workers {
         let socket = bind_reuseport(addr)?;
+        if i == 0 {
+            warn_if_small_buffer(&socket, addr);
+        }
         let (catalog, config, stop) = (catalog.clone(), config.clone(), stop.clone());
         let pipeline = pipeline.clone();
         let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);

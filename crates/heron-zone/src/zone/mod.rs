@@ -158,7 +158,10 @@ impl Zone {
 
     /// Every node outside the shards `other` shares: a superset of the
     /// nodes that differ between the two versions.
-    pub fn nodes_not_shared_with<'a>(&'a self, other: &'a Zone) -> impl Iterator<Item = Node<'a>> {
+    pub(crate) fn nodes_not_shared_with<'a>(
+        &'a self,
+        other: &'a Zone,
+    ) -> impl Iterator<Item = Node<'a>> {
         self.unshared_shards(other).flat_map(move |i| {
             self.shards[i]
                 .offsets()

@@ -154,11 +154,11 @@ impl<'z> Matcher<'z> {
     /// The change, with the warnings met on the way; None if a full load
     /// must decide.
     fn into_diff(mut self) -> Option<(ZoneDiff, Vec<Problem>)> {
-        let new_soa = self.new_soa.take()?;
-        let deleted = self.deleted()?;
         if self.load_in_full || !self.ttls_agree() {
             return None;
         }
+        let new_soa = self.new_soa.take()?;
+        let deleted = self.deleted()?;
         let diff = ZoneDiff {
             old_soa: soa_record(self.zone),
             new_soa,

@@ -156,6 +156,29 @@ pub fn questions(names: &[String]) -> Vec<(String, RType)> {
     out
 }
 
+/// An edit of one line: dropped, added, duplicated, or its TTL changed.
+pub fn edit(rng: &mut Rng, names: &[String], lines: &mut Vec<String>) {
+    let pick = |rng: &mut Rng, lines: &Vec<String>| rng.below(lines.len().max(1));
+    match rng.below(5) {
+        0 | 1 if !lines.is_empty() => {
+            lines.remove(pick(rng, lines));
+        }
+        2 if !lines.is_empty() => {
+            let line = lines[pick(rng, lines)].clone();
+            lines.push(line);
+        }
+        3 if !lines.is_empty() => {
+            // A TTL of its own: the whole RRset's if it is the only record,
+            // a mixed-TTL RRset (settled by file order) otherwise.
+            let at = pick(rng, lines);
+            let (owner, rest) = lines[at].split_once(' ').unwrap();
+            let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == ' ');
+            lines[at] = format!("{owner} {} {rest}", 60 * (1 + rng.below(3)));
+        }
+        _ => lines.push(random_line(rng, names)),
+    }
+}
+
 /// Asserts that two zones hold the same records and names and answer
 /// every one of `questions` alike.
 pub fn assert_same_zone(a: Zone, b: Zone, questions: &[(String, RType)], context: &str) {
