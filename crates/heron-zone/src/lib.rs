@@ -18,6 +18,6 @@ pub mod zonefile;
 pub use answer::{AnswerConfig, Answered, Transport, answer, answer_parsed, is_deferred};
 pub use catalog::Catalog;
 pub use zone::{
-    Loaded, Problem, Severity, Zone, ZoneBuilder, load_zone_file, load_zone_str, reload_zone_file,
-    reload_zone_str,
+    Loaded, Problem, Severity, Zone, ZoneBuilder, load_zone_file, load_zone_str, load_zone_text,
+    reload_zone_file, reload_zone_str, reload_zone_text,
 };

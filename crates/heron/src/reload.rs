@@ -7,13 +7,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use heron_zone::{Catalog, Zone, load_zone_file, reload_zone_file};
+use heron_zone::zonefile::ZoneFileText;
+use heron_zone::{Catalog, Zone, load_zone_text, reload_zone_text};
 
 use crate::config::ZoneSpec;
 
 /// What a zone file looked like when it was last loaded.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct Stamp {
+pub(crate) struct Stamp {
     modified: SystemTime,
     len: u64,
     inode: u64,
@@ -21,8 +22,11 @@ struct Stamp {
 
 impl Stamp {
     fn of(path: &Path) -> Option<Stamp> {
+        Stamp::from_metadata(&std::fs::metadata(path).ok()?)
+    }
+
+    fn from_metadata(meta: &std::fs::Metadata) -> Option<Stamp> {
         use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::metadata(path).ok()?;
         Some(Stamp {
             modified: meta.modified().ok()?,
             len: meta.len(),
@@ -71,20 +75,21 @@ impl ZoneFiles {
         let mut outcome = Outcome::default();
         let mut todo = Vec::new();
         for (i, entry) in self.entries.iter().enumerate() {
-            let stamp = Stamp::of(&entry.spec.file);
-            if stamp.is_some() && stamp == entry.loaded {
+            // A file never loaded is read without looking first: its stamp
+            // comes from the open file.
+            if entry.loaded.is_some() && Stamp::of(&entry.spec.file) == entry.loaded {
                 outcome.unchanged += 1;
             } else {
-                todo.push((i, stamp));
+                todo.push(i);
             }
         }
-        let specs: Vec<&ZoneSpec> = todo.iter().map(|&(i, _)| &self.entries[i].spec).collect();
+        let specs: Vec<&ZoneSpec> = todo.iter().map(|&i| &self.entries[i].spec).collect();
         let results = load_parallel(&specs, current);
         let mut next = current.clone();
-        for ((i, stamp), zone) in todo.into_iter().zip(results) {
+        for (i, zone) in todo.into_iter().zip(results) {
             let spec = &self.entries[i].spec;
             match zone {
-                Some(zone) => {
+                Some((zone, stamp)) => {
                     next.insert(zone);
                     self.entries[i].loaded = stamp;
                     outcome.loaded += 1;
@@ -102,16 +107,20 @@ impl ZoneFiles {
 /// How often a long load says how far it got.
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
+/// A zone loaded from its file, and the file's stamp when it was opened
+/// (None if the file system gave no modification time).
+pub(crate) type FromFile = (Zone, Option<Stamp>);
+
 /// Loads zones on every core; a zone with errors comes back as None (its
 /// problems logged). A zone `previous` holds is read as a change to that
 /// version. Results are in the order of `specs`.
-pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Option<Zone>> {
+pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Option<FromFile>> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(specs.len().max(1));
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<Zone>>> = specs.iter().map(|_| Mutex::new(None)).collect();
+    let slots: Vec<Mutex<Option<FromFile>>> = specs.iter().map(|_| Mutex::new(None)).collect();
     // Each loader holds a sender; when the last one is done the channel
     // disconnects and the progress reporter returns at once.
     let (working, finished) = std::sync::mpsc::channel::<()>();
@@ -153,11 +162,18 @@ fn report_progress(finished: &std::sync::mpsc::Receiver<()>, done: &AtomicUsize,
 
 /// Loads one zone, as a change to `previous` if there is one; None (with
 /// the problems logged) if it has errors.
-fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>) -> Option<Zone> {
+fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>) -> Option<FromFile> {
     let started = Instant::now();
+    let file = match ZoneFileText::read(&spec.file) {
+        Ok(file) => file,
+        Err(e) => {
+            tracing::error!("{e}");
+            return None;
+        }
+    };
     let result = match previous {
-        Some(old) => reload_zone_file(old, &spec.file),
-        None => load_zone_file(&spec.file, &spec.origin),
+        Some(old) => reload_zone_text(old, &file.text, &spec.file),
+        None => load_zone_text(&file.text, &spec.file, &spec.origin),
     };
     match result {
         Ok(loaded) => {
@@ -174,7 +190,7 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>) -> Option<Zone> {
                 new_bytes / 1024,
                 zone.heap_bytes() / 1024
             );
-            Some(zone)
+            Some((zone, Stamp::from_metadata(&file.metadata)))
         }
         Err(problems) => {
             problems.iter().for_each(|p| tracing::error!("{p}"));

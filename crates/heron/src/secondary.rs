@@ -55,7 +55,7 @@ pub fn load_kept(zones: &[SecondaryZone]) -> Vec<Option<Zone>> {
             if !z.file.exists() {
                 return None;
             }
-            let zone = loaded.next().flatten();
+            let zone = loaded.next().flatten().map(|(zone, _)| zone);
             if zone.is_none() {
                 tracing::error!("zone {}: kept copy unusable; transferring anew", z.origin);
             }

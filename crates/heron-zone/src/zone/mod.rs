@@ -16,13 +16,14 @@ mod reread;
 
 use std::fmt;
 use std::hash::BuildHasher;
+use std::path::Path;
 use std::sync::Arc;
 
 use hashbrown::{DefaultHashBuilder, HashMap};
 use heron_proto::encoded::EncodedRRset;
 use heron_proto::{Class, Name, RType};
 
-use crate::zonefile::{Location, Record};
+use crate::zonefile::{Location, ReadOptions, Record, ZoneFileError, ZoneFileText, read_file_text};
 pub use build::ZoneBuilder;
 use node::Shard;
 pub use node::{Node, RRset};
@@ -245,10 +246,18 @@ pub struct Loaded {
 
 /// Reads and checks a zone file. On failure, every problem found (syntax
 /// and semantic) comes back, each naming the file and line.
-pub fn load_zone_file(path: &std::path::Path, origin: &Name) -> Result<Loaded, Vec<Problem>> {
-    let opts = crate::zonefile::ReadOptions::new(origin.clone());
+pub fn load_zone_file(path: &Path, origin: &Name) -> Result<Loaded, Vec<Problem>> {
+    let file = ZoneFileText::read(path).map_err(|e| vec![syntax_problem(e)])?;
+    load_zone_text(&file.text, path, origin)
+}
+
+/// [`load_zone_file`] from the text of the file at `path`, already read
+/// (see [`ZoneFileText`]).
+pub fn load_zone_text(text: &[u8], path: &Path, origin: &Name) -> Result<Loaded, Vec<Problem>> {
+    let opts = ReadOptions::new(origin.clone());
     let mut builder = ZoneBuilder::new(origin.clone(), Class::IN);
-    let errors = crate::zonefile::read_file(path, &opts, &mut |rec| builder.add(rec));
+    builder.reserve_for_text(text.len());
+    let errors = read_file_text(text, path, &opts, &mut |rec| builder.add(rec));
     finish_load(builder, errors)
 }
 
@@ -257,18 +266,24 @@ pub fn load_zone_file(path: &std::path::Path, origin: &Name) -> Result<Loaded, V
 /// the new version shares what did not change and the reload needs little
 /// more memory than the zone already takes; a large one is loaded in full.
 /// Problems come back as from [`load_zone_file`].
-pub fn reload_zone_file(old: &Zone, path: &std::path::Path) -> Result<Loaded, Vec<Problem>> {
-    let opts = crate::zonefile::ReadOptions::new(old.origin.clone());
-    let read = |sink: &mut dyn FnMut(Record)| crate::zonefile::read_file(path, &opts, sink);
+pub fn reload_zone_file(old: &Zone, path: &Path) -> Result<Loaded, Vec<Problem>> {
+    let file = ZoneFileText::read(path).map_err(|e| vec![syntax_problem(e)])?;
+    reload_zone_text(old, &file.text, path)
+}
+
+/// [`reload_zone_file`] from the text of the file at `path`, already read.
+pub fn reload_zone_text(old: &Zone, text: &[u8], path: &Path) -> Result<Loaded, Vec<Problem>> {
+    let opts = ReadOptions::new(old.origin.clone());
+    let read = |sink: &mut dyn FnMut(Record)| read_file_text(text, path, &opts, sink);
     settle_reread(reread::reread(old, read), || {
-        load_zone_file(path, &old.origin)
+        load_zone_text(text, path, &old.origin)
     })
 }
 
 /// [`reload_zone_file`] from text in memory.
 pub fn reload_zone_str(old: &Zone, text: &str, name: &str) -> Result<Loaded, Vec<Problem>> {
-    let opts = crate::zonefile::ReadOptions::new(old.origin.clone());
-    let (path, base) = (std::path::Path::new(name), std::path::Path::new("."));
+    let opts = ReadOptions::new(old.origin.clone());
+    let (path, base) = (Path::new(name), Path::new("."));
     let read =
         |sink: &mut dyn FnMut(Record)| crate::zonefile::read_str(text, path, base, &opts, sink);
     settle_reread(reread::reread(old, read), || {
@@ -287,7 +302,7 @@ fn settle_reread(
     }
 }
 
-fn syntax_problem(e: crate::zonefile::ZoneFileError) -> Problem {
+fn syntax_problem(e: ZoneFileError) -> Problem {
     Problem {
         severity: Severity::Error,
         location: Some(e.location),
@@ -295,10 +310,7 @@ fn syntax_problem(e: crate::zonefile::ZoneFileError) -> Problem {
     }
 }
 
-fn finish_load(
-    builder: ZoneBuilder,
-    errors: Vec<crate::zonefile::ZoneFileError>,
-) -> Result<Loaded, Vec<Problem>> {
+fn finish_load(builder: ZoneBuilder, errors: Vec<ZoneFileError>) -> Result<Loaded, Vec<Problem>> {
     let mut syntax: Vec<Problem> = errors.into_iter().map(syntax_problem).collect();
     match builder.build() {
         Ok((zone, warnings)) if syntax.is_empty() => Ok(Loaded { zone, warnings }),
@@ -316,12 +328,11 @@ fn finish_load(
 /// Reads and checks a zone from text in memory (`name` is used as the file
 /// name in messages).
 pub fn load_zone_str(text: &str, name: &str, origin: &Name) -> Result<Loaded, Vec<Problem>> {
-    let opts = crate::zonefile::ReadOptions::new(origin.clone());
+    let opts = ReadOptions::new(origin.clone());
     let mut builder = ZoneBuilder::new(origin.clone(), Class::IN);
-    let path = std::path::Path::new(name);
-    let errors =
-        crate::zonefile::read_str(text, path, std::path::Path::new("."), &opts, &mut |rec| {
-            builder.add(rec)
-        });
+    let path = Path::new(name);
+    let errors = crate::zonefile::read_str(text, path, Path::new("."), &opts, &mut |rec| {
+        builder.add(rec)
+    });
     finish_load(builder, errors)
 }

@@ -100,7 +100,50 @@ pub fn read_file(
     opts: &ReadOptions,
     sink: &mut dyn FnMut(Record),
 ) -> Vec<ZoneFileError> {
-    read_file_with(path, opts, sink, heron_proto::rdata::parse_text)
+    match ZoneFileText::read(path) {
+        Ok(file) => read_file_text(&file.text, path, opts, sink),
+        Err(e) => vec![e],
+    }
+}
+
+/// A zone file read whole, and the file as it was when opened.
+pub struct ZoneFileText {
+    pub text: Vec<u8>,
+    /// Taken from the open file before reading it, so that a change made
+    /// while (or after) it is read shows as a later modification.
+    pub metadata: std::fs::Metadata,
+}
+
+impl ZoneFileText {
+    /// One path lookup: open, `fstat`, read. (A `stat` by path before the
+    /// load would walk the path twice; with 100,000 small zone files that
+    /// is a tenth of the startup.)
+    pub fn read(path: &Path) -> Result<ZoneFileText, ZoneFileError> {
+        use std::io::Read;
+        let cannot = |e: std::io::Error| ZoneFileError {
+            location: Location {
+                file: Arc::from(path),
+                line: 0,
+            },
+            message: format!("cannot read zone file: {}", io_message(&e)),
+        };
+        let mut file = std::fs::File::open(path).map_err(cannot)?;
+        let metadata = file.metadata().map_err(cannot)?;
+        let mut text = Vec::with_capacity(metadata.len() as usize + 1);
+        file.read_to_end(&mut text).map_err(cannot)?;
+        Ok(ZoneFileText { text, metadata })
+    }
+}
+
+/// Same as [`read_file`], from the text of the file at `path` already in
+/// memory (see [`ZoneFileText`]).
+pub fn read_file_text(
+    text: &[u8],
+    path: &Path,
+    opts: &ReadOptions,
+    sink: &mut dyn FnMut(Record),
+) -> Vec<ZoneFileError> {
+    read_file_with(text, path, opts, sink, heron_proto::rdata::parse_text)
 }
 
 /// Same as [`read_file`], from text already in memory, with `name` used as
@@ -123,23 +166,14 @@ pub fn read_str(
 }
 
 fn read_file_with(
+    text: &[u8],
     path: &Path,
     opts: &ReadOptions,
     sink: &mut dyn FnMut(Record),
     parser: RdataParser,
 ) -> Vec<ZoneFileError> {
-    let file: Arc<Path> = Arc::from(path);
-    let text = match std::fs::read(path) {
-        Ok(t) => t,
-        Err(e) => {
-            return vec![ZoneFileError {
-                location: Location { file, line: 0 },
-                message: format!("cannot read zone file: {}", io_message(&e)),
-            }];
-        }
-    };
     let mut reader = Reader::new(opts, sink, parser);
-    reader.read_top(&text, file, parent_dir(path), path.to_path_buf());
+    reader.read_top(text, Arc::from(path), parent_dir(path), path.to_path_buf());
     reader.errors
 }
 

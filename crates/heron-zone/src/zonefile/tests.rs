@@ -429,7 +429,10 @@ fn data(p: &str) -> PathBuf {
 
 fn read_path(path: &Path, opts: &ReadOptions) -> (Vec<Record>, Vec<ZoneFileError>) {
     let mut recs = Vec::new();
-    let errs = read_file_with(path, opts, &mut |r| recs.push(r), echo);
+    let errs = match ZoneFileText::read(path) {
+        Ok(file) => read_file_with(&file.text, path, opts, &mut |r| recs.push(r), echo),
+        Err(e) => vec![e],
+    };
     (recs, errs)
 }
 
