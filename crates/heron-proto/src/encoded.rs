@@ -82,7 +82,10 @@ pub fn pack_rrset(rtype: RType, ttl: u32, rdatas: &[&[u8]], apex: &[u8], out: &m
     if rdatas.is_empty() {
         return;
     }
-    let mut bytes = Vec::new();
+    // Compression only shortens names, so this is enough for every record
+    // (fixed fields, RDATA, and an owner pointer after the first).
+    const FIXED: usize = 2 + 2 + 4 + 2 + 2;
+    let mut bytes = Vec::with_capacity(rdatas.iter().map(|rd| FIXED + rd.len()).sum());
     let mut patches = Vec::new();
     for (k, rd) in rdatas.iter().enumerate() {
         if k > 0 {
@@ -97,6 +100,7 @@ pub fn pack_rrset(rtype: RType, ttl: u32, rdatas: &[&[u8]], apex: &[u8], out: &m
         let rdlen = (bytes.len() - len_at - 2) as u16;
         bytes[len_at..len_at + 2].copy_from_slice(&rdlen.to_be_bytes());
     }
+    out.reserve(2 + PATCH_LEN * patches.len() + bytes.len());
     out.extend_from_slice(&(patches.len() as u16).to_be_bytes());
     for p in &patches {
         out.extend_from_slice(&p.at.to_be_bytes());
@@ -563,31 +567,24 @@ fn encode_name(name: &[u8], apex: &[u8], out: &mut Vec<u8>, patches: &mut Vec<Pa
 }
 
 /// The longest non-root label-aligned suffix shared by `name` and `apex`
-/// (ASCII case ignored): where it starts in each.
+/// (ASCII case ignored): where it starts in each. Only suffixes of the same
+/// length can match, and if one does every shorter one does too, so the
+/// first match walking from the left is the longest.
 fn shared_suffix(name: &[u8], apex: &[u8]) -> Option<(usize, usize)> {
-    let mut found = None;
-    let name_offsets = label_starts(name);
-    let apex_offsets = label_starts(apex);
-    // Walk both from the root label upwards while the labels agree.
-    for (&n, &a) in name_offsets.iter().rev().zip(apex_offsets.iter().rev()) {
-        if name[n..].eq_ignore_ascii_case(&apex[a..]) {
-            found = Some((n, a));
-        } else {
-            break;
+    let mut a = 0;
+    let mut n = 0;
+    while n < name.len() && name[n] != 0 {
+        let len = name.len() - n;
+        while a < apex.len() && apex[a] != 0 && apex.len() - a > len {
+            a += 1 + apex[a] as usize;
         }
+        let aligned = a < apex.len() && apex[a] != 0 && apex.len() - a == len;
+        if aligned && name[n..].eq_ignore_ascii_case(&apex[a..]) {
+            return Some((n, a));
+        }
+        n += 1 + name[n] as usize;
     }
-    found
-}
-
-/// Offsets of the labels of an uncompressed name, root excluded.
-fn label_starts(name: &[u8]) -> Vec<usize> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < name.len() && name[i] != 0 {
-        out.push(i);
-        i += 1 + name[i] as usize;
-    }
-    out
+    None
 }
 
 #[cfg(test)]
@@ -669,6 +666,19 @@ mod tests {
         );
         let m = respond("example.test", "example.test", &set, Owner::At(12));
         assert_eq!(m.answers[0].rdata, mx);
+    }
+
+    #[test]
+    fn shared_suffixes_start_at_labels_of_both_names() {
+        let (a, b) = (wire("x.Example.TEST"), wire("example.test"));
+        assert_eq!(shared_suffix(&a, &b), Some((2, 0)), "case is ignored");
+        assert_eq!(shared_suffix(&wire("test"), &b), Some((0, 8)));
+        assert_eq!(shared_suffix(&wire("other.org"), &b), None);
+        assert_eq!(shared_suffix(&wire("."), &b), None, "never the root alone");
+        // The bytes 01 'x' 00 end the one-label apex "\001x." but do not
+        // start a label of it.
+        let apex = vec![2, 1, b'x', 0];
+        assert_eq!(shared_suffix(&wire("x"), &apex), None);
     }
 
     #[test]

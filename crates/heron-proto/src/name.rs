@@ -106,49 +106,32 @@ impl Name {
         if text == b"." {
             return Ok(Name::root());
         }
-        if text.is_empty() {
-            return Err(NameError::EmptyLabel);
+        // Without escapes the wire form is one byte longer than the text,
+        // plus the origin if relative: one allocation, no copy.
+        let origin_len = match (text.last(), origin) {
+            (Some(b'.'), _) | (_, None) => 0,
+            (_, Some(o)) => o.wire.len(),
+        };
+        let mut wire = Vec::with_capacity(text.len() + 1 + origin_len);
+        Name::write_text(text, origin, &mut wire)?;
+        Ok(Name {
+            wire: wire.into_boxed_slice(),
+        })
+    }
+
+    /// Appends the wire form of a name in presentation format (see
+    /// [`Name::from_text`]) to `out`; on error `out` is left as it was.
+    pub fn write_text(
+        text: &[u8],
+        origin: Option<&Name>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), NameError> {
+        let start = out.len();
+        let result = write_text_at(text, origin, out, start);
+        if result.is_err() {
+            out.truncate(start);
         }
-        let mut wire = Vec::with_capacity(text.len() + 2);
-        let mut label_start = 0;
-        wire.push(0);
-        let mut i = 0;
-        let mut absolute = false;
-        while i < text.len() {
-            let c = text[i];
-            match c {
-                b'.' => {
-                    close_label(&mut wire, label_start)?;
-                    if i + 1 == text.len() {
-                        absolute = true;
-                    } else {
-                        label_start = wire.len();
-                        wire.push(0);
-                    }
-                    i += 1;
-                    continue;
-                }
-                b'\\' => {
-                    let (byte, used) = unescape_at(text, i)?;
-                    wire.push(byte);
-                    i += used;
-                    continue;
-                }
-                _ => wire.push(c),
-            }
-            i += 1;
-        }
-        if !absolute {
-            close_label(&mut wire, label_start)?;
-            let origin = origin.ok_or(NameError::Relative)?;
-            wire.extend_from_slice(&origin.wire);
-        } else {
-            wire.push(0);
-        }
-        if wire.len() > MAX_NAME_LEN {
-            return Err(NameError::NameTooLong);
-        }
-        Ok(Name { wire: wire.into() })
+        result
     }
 
     /// Parses an absolute name from text (convenience for tests and config).
@@ -273,6 +256,64 @@ impl Name {
 /// one byte string without touching the lengths.
 pub fn lowercase_wire(wire: &mut [u8]) {
     wire.make_ascii_lowercase();
+}
+
+/// [`Name::write_text`] of a name starting at `out[start..]`.
+fn write_text_at(
+    text: &[u8],
+    origin: Option<&Name>,
+    out: &mut Vec<u8>,
+    start: usize,
+) -> Result<(), NameError> {
+    if text == b"@" {
+        out.extend_from_slice(origin.ok_or(NameError::Relative)?.as_wire());
+        return Ok(());
+    }
+    if text == b"." {
+        out.push(0);
+        return Ok(());
+    }
+    if text.is_empty() {
+        return Err(NameError::EmptyLabel);
+    }
+    let mut label_start = start;
+    out.push(0);
+    let mut i = 0;
+    let mut absolute = false;
+    while i < text.len() {
+        let c = text[i];
+        match c {
+            b'.' => {
+                close_label(out, label_start)?;
+                if i + 1 == text.len() {
+                    absolute = true;
+                } else {
+                    label_start = out.len();
+                    out.push(0);
+                }
+                i += 1;
+                continue;
+            }
+            b'\\' => {
+                let (byte, used) = unescape_at(text, i)?;
+                out.push(byte);
+                i += used;
+                continue;
+            }
+            _ => out.push(c),
+        }
+        i += 1;
+    }
+    if !absolute {
+        close_label(out, label_start)?;
+        out.extend_from_slice(origin.ok_or(NameError::Relative)?.as_wire());
+    } else {
+        out.push(0);
+    }
+    if out.len() - start > MAX_NAME_LEN {
+        return Err(NameError::NameTooLong);
+    }
+    Ok(())
 }
 
 fn close_label(wire: &mut [u8], label_start: usize) -> Result<(), NameError> {
@@ -628,6 +669,20 @@ mod tests {
         assert_eq!(Name::from_text(b"@", Some(&origin)).unwrap(), origin);
         assert_eq!(Name::from_text(b"www", None), Err(NameError::Relative));
         assert!(Name::from_text(b".", None).unwrap().is_root());
+    }
+
+    #[test]
+    fn writing_text_appends_or_leaves_the_buffer_as_it_was() {
+        let origin = n("example.com");
+        let mut out = vec![9];
+        Name::write_text(b"www", Some(&origin), &mut out).unwrap();
+        assert_eq!(out[1..], *n("www.example.com").as_wire());
+        let before = out.clone();
+        let long = "a.".repeat(130);
+        for bad in ["a..b", r"a\256", "", long.as_str()] {
+            assert!(Name::write_text(bad.as_bytes(), Some(&origin), &mut out).is_err());
+            assert_eq!(out, before, "{bad:?}");
+        }
     }
 
     #[test]

@@ -97,10 +97,8 @@ fn parse_name(
     origin: Option<&Name>,
     out: &mut Vec<u8>,
 ) -> Result<(), TextError> {
-    let name = Name::from_text(tok.raw, origin)
-        .map_err(|e| err(format!("bad {what} '{}': {e}", tok.lossy())))?;
-    out.extend_from_slice(name.as_wire());
-    Ok(())
+    Name::write_text(tok.raw, origin, out)
+        .map_err(|e| err(format!("bad {what} '{}': {e}", tok.lossy())))
 }
 
 fn string_field(tok: &Token, rtype: RType, what: &str) -> Result<Vec<u8>, TextError> {

@@ -118,15 +118,34 @@ fn parse_generic(tokens: &[Token], out: &mut Vec<u8>) -> Result<(), TextError> {
     Ok(())
 }
 
+/// Most fields of any type's schema (RRSIG has 9).
+const MAX_FIELDS: usize = 12;
+
+/// The bytes of each field of one RDATA, held without allocating.
+struct Pieces<'a> {
+    items: [&'a [u8]; MAX_FIELDS],
+    len: usize,
+}
+
+impl<'a> std::ops::Deref for Pieces<'a> {
+    type Target = [&'a [u8]];
+    fn deref(&self) -> &[&'a [u8]] {
+        &self.items[..self.len]
+    }
+}
+
 /// Checks uncompressed RDATA of a type with a schema and returns its
 /// fields' bytes.
-fn split(rtype: RType, rdata: &[u8]) -> Result<Vec<&[u8]>, TextError> {
+fn split(rtype: RType, rdata: &[u8]) -> Result<Pieces<'_>, TextError> {
     let schema = schema::fields(rtype).unwrap_or(&[]);
     let mut w = Wire::new(rdata, 0);
-    let pieces = schema
-        .iter()
-        .map(|&f| field::read(f, &mut w))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut pieces = Pieces {
+        items: [&[]; MAX_FIELDS],
+        len: schema.len(),
+    };
+    for (piece, &f) in pieces.items.iter_mut().zip(schema) {
+        *piece = field::read(f, &mut w)?;
+    }
     w.finish()?;
     check_record(rtype, &pieces)?;
     Ok(pieces)
@@ -202,7 +221,7 @@ fn format_known(rtype: RType, rdata: &[u8]) -> Option<String> {
     let pieces = split(rtype, rdata).ok()?;
     check_text(rtype, rdata).ok()?;
     let mut s = String::with_capacity(rdata.len() * 2);
-    for (&field, piece) in schema.iter().zip(pieces) {
+    for (&field, &piece) in schema.iter().zip(pieces.iter()) {
         let mark = s.len();
         if mark > 0 {
             s.push(' ');

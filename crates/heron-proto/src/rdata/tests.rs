@@ -1339,3 +1339,11 @@ fn soa_serial_is_read_after_the_two_names() {
     );
     assert_eq!(super::soa_serial(b"\x40"), None, "bad label");
 }
+
+#[test]
+fn every_schema_fits_the_fields_split_holds() {
+    for t in 0..=u16::MAX {
+        let n = schema::fields(RType(t)).map_or(0, <[_]>::len);
+        assert!(n <= MAX_FIELDS, "type {t} has {n} fields");
+    }
+}

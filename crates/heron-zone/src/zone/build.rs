@@ -122,6 +122,15 @@ impl ZoneBuilder {
         }
     }
 
+    /// Makes room for the records of a zone file of `text_len` bytes, so
+    /// that reading it does not grow the log step by step (with 100,000
+    /// small zones, the regrowth was a tenth of the load).
+    pub fn reserve_for_text(&mut self, text_len: usize) {
+        // A log record holds the full owner, so it is larger than its line.
+        self.log.reserve(text_len + text_len / 2 + 64);
+        self.entries.reserve(text_len / 24 + 4);
+    }
+
     fn file_index(&mut self, file: &Arc<Path>) -> u32 {
         if !self.files.last().is_some_and(|f| Arc::ptr_eq(f, file)) {
             match self.files.iter().position(|f| Arc::ptr_eq(f, file)) {
@@ -237,6 +246,12 @@ impl ZoneBuilder {
 
     fn logged(&self, e: &Entry) -> Logged<'_> {
         read_logged(&self.log, e.at)
+    }
+
+    /// Bytes the record takes in the log.
+    fn log_len(&self, e: &Entry) -> usize {
+        let r = self.logged(e);
+        1 + r.owner.len() + 9 + r.rdata.len()
     }
 
     /// Orders entries by shard, owner hash, owner, type, kind, and then as
@@ -635,7 +650,7 @@ impl<'a> Plan<'a> {
         let mut scratch = NodeParts::default();
         for s in shards {
             let drafts = &self.drafts[bounds[s]..bounds[s + 1]];
-            let mut arena = Vec::new();
+            let mut arena = Vec::with_capacity(self.arena_estimate(drafts));
             let mut table = HashTable::with_capacity(drafts.len());
             for &d in drafts {
                 let at = arena.len();
@@ -651,6 +666,17 @@ impl<'a> Plan<'a> {
             }));
         }
         out
+    }
+
+    /// About what these nodes take in an arena: their records as logged
+    /// (packing drops each record's owner, compresses names and adds a
+    /// node and RRset header).
+    fn arena_estimate(&self, drafts: &[Draft]) -> usize {
+        let logged = |d: &Draft| -> usize {
+            let entries = &self.b.entries[d.start as usize..(d.start + d.len) as usize];
+            entries.iter().map(|e| self.b.log_len(e)).sum()
+        };
+        drafts.iter().map(|d| logged(d) + 32).sum()
     }
 
     /// Checks one node and appends it to `arena`; returns its record count.
