@@ -122,6 +122,50 @@ fn q(s: &Path) -> String {
     s.display().to_string()
 }
 
+/// Heron's configuration of `zones`, each with the extra `settings` lines:
+/// one `[[zone-group]]` when every file name follows one pattern of its
+/// origin (as an operator with many zones writes it, and as the NSD and
+/// Knot configurations use a pattern or template), else a `[[zone]]` each.
+pub fn heron_zones(zones: &[(String, PathBuf)], settings: &str) -> String {
+    let mut c = String::new();
+    if let Some(pattern) = file_pattern(zones) {
+        let origins: Vec<String> = zones.iter().map(|(o, _)| format!("  \"{o}\",\n")).collect();
+        let _ = write!(
+            c,
+            "\n[[zone-group]]\nfile = \"{pattern}\"\n{settings}origins = [\n{}]\n",
+            origins.concat()
+        );
+        return c;
+    }
+    for (origin, file) in zones {
+        let _ = write!(
+            c,
+            "\n[[zone]]\norigin = \"{origin}\"\nfile = \"{}\"\n{settings}",
+            q(file)
+        );
+    }
+    c
+}
+
+/// The `[[zone-group]]` file pattern all of `zones` follow, if there are
+/// several and they do.
+fn file_pattern(zones: &[(String, PathBuf)]) -> Option<String> {
+    let stem = |origin: &str| match origin {
+        "." => "root".to_string(),
+        o => o.trim_end_matches('.').to_string(),
+    };
+    let [(origin, file), _, ..] = zones else {
+        return None;
+    };
+    let file = q(file);
+    let at = file.rfind(&stem(origin))?;
+    let pattern = format!("{}{{zone}}{}", &file[..at], &file[at + stem(origin).len()..]);
+    zones
+        .iter()
+        .all(|(o, f)| pattern.replace("{zone}", &stem(o)) == q(f))
+        .then_some(pattern)
+}
+
 /// Writes the configuration and returns the command line (program, args).
 fn command_line(
     kind: Kind,
@@ -147,13 +191,7 @@ fn command_line(
                  [tcp]\nidle-timeout = 30\nmax-connections = 20000\n\
                  max-connections-per-client = 20000\n"
             );
-            for (origin, file) in zones {
-                let _ = write!(
-                    c,
-                    "\n[[zone]]\norigin = \"{origin}\"\nfile = \"{}\"\n",
-                    q(file)
-                );
-            }
+            c.push_str(&heron_zones(zones, ""));
             let path = dir.join("heron.toml");
             fs::write(&path, c)?;
             vec![q(&bins.heron), "serve".into(), "--config".into(), q(&path)]
@@ -546,5 +584,38 @@ pub fn available(kind: Kind, bins: &Binaries) -> bool {
         Kind::Nsd => Path::new(NSD).exists(),
         Kind::Knot => Path::new(KNOTD).exists(),
         Kind::Bind => Path::new(NAMED).exists(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zones(list: &[(&str, &str)]) -> Vec<(String, PathBuf)> {
+        list.iter()
+            .map(|(o, f)| (o.to_string(), PathBuf::from(f)))
+            .collect()
+    }
+
+    #[test]
+    fn zones_named_by_one_pattern_become_one_group() {
+        let z = zones(&[("a.test.", "/z/a.test.zone"), ("b.org.", "/z/b.org.zone")]);
+        assert_eq!(file_pattern(&z).as_deref(), Some("/z/{zone}.zone"));
+        let text = heron_zones(&z, "notify = [\"127.0.0.2\"]\n");
+        assert_eq!(
+            text,
+            "\n[[zone-group]]\nfile = \"/z/{zone}.zone\"\nnotify = [\"127.0.0.2\"]\n\
+             origins = [\n  \"a.test.\",\n  \"b.org.\",\n]\n"
+        );
+    }
+
+    #[test]
+    fn zones_without_a_shared_pattern_are_listed_one_by_one() {
+        let z = zones(&[("a.test.", "/z/a.test.zone"), ("b.org.", "/y/b.org.zone")]);
+        assert_eq!(file_pattern(&z), None);
+        assert_eq!(file_pattern(&z[..1]), None, "one zone needs no group");
+        let text = heron_zones(&z, "");
+        assert_eq!(text.matches("[[zone]]").count(), 2);
+        assert!(text.contains("origin = \"b.org.\"\nfile = \"/y/b.org.zone\"\n"));
     }
 }

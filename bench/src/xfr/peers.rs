@@ -193,28 +193,25 @@ fn heron_config(
         }
         None => String::new(),
     };
-    for (origin, file) in zones {
-        let _ = write!(c, "[[zone]]\norigin = \"{origin}\"\n");
-        match role {
-            Role::Primary { notify } => {
-                let _ = write!(
-                    c,
-                    "file = \"{}\"\nallow-transfer = [\"127.0.0.0/8\", \"127.0.0.0/8{with_key}\"]\n",
-                    file.display()
-                );
-                if let Some(to) = notify {
-                    let _ = writeln!(c, "notify = [\"{to}{with_key}\"]");
-                }
+    let mut settings = String::new();
+    let files: Vec<(String, PathBuf)> = match role {
+        Role::Primary { notify } => {
+            let _ = writeln!(
+                settings,
+                "allow-transfer = [\"127.0.0.0/8\", \"127.0.0.0/8{with_key}\"]"
+            );
+            if let Some(to) = notify {
+                let _ = writeln!(settings, "notify = [\"{to}{with_key}\"]");
             }
-            Role::Secondary { primary } => {
-                let _ = write!(
-                    c,
-                    "file = \"{}\"\nprimaries = [\"{primary}{with_key}\"]\n",
-                    kept(origin)
-                );
-            }
+            zones.to_vec()
         }
-    }
+        Role::Secondary { primary } => {
+            let _ = writeln!(settings, "primaries = [\"{primary}{with_key}\"]");
+            let kept = |o: &String| (o.clone(), PathBuf::from(kept(o)));
+            zones.iter().map(|(o, _)| kept(o)).collect()
+        }
+    };
+    c.push_str(&crate::servers::heron_zones(&files, &settings));
     c
 }
 
