@@ -323,13 +323,68 @@ pub struct Message {
     pub edns: Option<Edns>,
 }
 
+/// The question of a message, if it has one, read without the rest.
+pub fn first_question(msg: &[u8]) -> Result<Option<Question>, ParseError> {
+    let header = Header::read(msg).ok_or(ParseError::ShortHeader)?;
+    if header.qdcount == 0 {
+        return Ok(None);
+    }
+    let (name, end) = Name::read(msg, HEADER_LEN)?;
+    Ok(Some(Question {
+        name,
+        qtype: RType(read_u16(msg, end)?),
+        qclass: Class(read_u16(msg, end + 2)?),
+    }))
+}
+
+/// A record read from a message into reused buffers: owner and RDATA
+/// uncompressed, borrowed until the next record is read.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordRef<'a> {
+    /// Uncompressed wire form, case as sent.
+    pub name: &'a [u8],
+    pub rtype: RType,
+    pub class: Class,
+    pub ttl: u32,
+    pub rdata: &'a [u8],
+}
+
+impl RecordRef<'_> {
+    pub fn to_record(&self) -> Record {
+        Record {
+            name: Name::from_wire(self.name).expect("read as a name"),
+            rtype: self.rtype,
+            class: self.class,
+            ttl: self.ttl,
+            rdata: self.rdata.to_vec(),
+        }
+    }
+}
+
 impl Message {
     pub fn parse(msg: &[u8]) -> Result<Message, ParseError> {
+        let mut answers = Vec::new();
+        let mut message = Message::parse_answers_with(msg, &mut |r: RecordRef| {
+            answers.push(r.to_record());
+            Ok::<(), ParseError>(())
+        })?;
+        message.answers = answers;
+        Ok(message)
+    }
+
+    /// [`Message::parse`], handing each answer record to `answer` as it is
+    /// read instead of collecting it (`answers` of the result is empty):
+    /// the millions of records of a zone transfer are read without an
+    /// allocation each. Stops at the first error, of either kind.
+    pub fn parse_answers_with<E: From<ParseError>>(
+        msg: &[u8],
+        answer: &mut dyn FnMut(RecordRef<'_>) -> Result<(), E>,
+    ) -> Result<Message, E> {
         let header = Header::read(msg).ok_or(ParseError::ShortHeader)?;
         let mut pos = HEADER_LEN;
         let mut questions = Vec::with_capacity(header.qdcount as usize);
         for _ in 0..header.qdcount {
-            let (name, end) = Name::read(msg, pos)?;
+            let (name, end) = Name::read(msg, pos).map_err(ParseError::from)?;
             questions.push(Question {
                 name,
                 qtype: RType(read_u16(msg, end)?),
@@ -345,14 +400,33 @@ impl Message {
             additional: Vec::new(),
             edns: None,
         };
-        let counts = [header.ancount, header.nscount, header.arcount];
-        for (section, &count) in counts.iter().enumerate() {
+        let mut name = NameBuf::new();
+        let mut rdata = Vec::new();
+        for _ in 0..header.ancount {
+            pos = name.read_compressed(msg, pos).map_err(ParseError::from)?;
+            let rr = read_rr_fixed(msg, pos)?;
+            if rr.rtype == RType::OPT {
+                return Err(ParseError::BadOpt("outside the additional section").into());
+            }
+            rdata.clear();
+            rdata::read_wire(rr.rtype, msg, rr.rdata.start, rr.rdata.len(), &mut rdata)
+                .map_err(|e| ParseError::BadRdata(e.0))?;
+            answer(RecordRef {
+                name: name.as_wire(),
+                rtype: rr.rtype,
+                class: Class(rr.class),
+                ttl: rr.ttl,
+                rdata: &rdata,
+            })?;
+            pos = rr.rdata.end;
+        }
+        for (section, count) in [(1, header.nscount), (2, header.arcount)] {
             for _ in 0..count {
                 pos = out.read_record(msg, pos, section)?;
             }
         }
         if pos != msg.len() {
-            return Err(ParseError::TrailingData);
+            return Err(ParseError::TrailingData.into());
         }
         Ok(out)
     }
@@ -383,7 +457,6 @@ impl Message {
             rdata,
         };
         match section {
-            0 => self.answers.push(record),
             1 => self.authority.push(record),
             _ => self.additional.push(record),
         }
@@ -503,5 +576,57 @@ mod tests {
             (RType::A, 3600, &[192, 0, 2, 1][..])
         );
         assert!(Message::parse(&m[..m.len() - 1]).is_err());
+    }
+
+    /// A response to `example.com. A` with a compressed CNAME and A answer.
+    fn response_with_answers() -> Vec<u8> {
+        let mut m = query(b"\x07example\x03com\x00", 1);
+        m[2] |= 0x80;
+        m[7] = 2;
+        // www.example.com CNAME example.com (both compressed).
+        m.extend_from_slice(b"\x03www\xc0\x0c\x00\x05\x00\x01\x00\x00\x00\x3c\x00\x02\xc0\x0c");
+        m.extend_from_slice(b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04\xc0\x00\x02\x01");
+        m
+    }
+
+    #[test]
+    fn answers_handed_over_one_by_one_match_the_parsed_message() {
+        let m = response_with_answers();
+        let mut seen = Vec::new();
+        let streamed = Message::parse_answers_with(&m, &mut |r: RecordRef| {
+            seen.push(r.to_record());
+            Ok::<(), ParseError>(())
+        })
+        .unwrap();
+        assert!(streamed.answers.is_empty());
+        let whole = Message::parse(&m).unwrap();
+        assert_eq!(seen, whole.answers);
+        assert_eq!(seen[0].name.to_string(), "www.example.com.");
+        assert_eq!(seen[0].rdata, b"\x07example\x03com\x00", "decompressed");
+        assert_eq!(seen[1].rdata, [192, 0, 2, 1]);
+        assert_eq!(
+            first_question(&m).unwrap().unwrap().name,
+            whole.questions[0].name
+        );
+    }
+
+    #[test]
+    fn reading_answers_stops_at_the_first_error() {
+        let m = response_with_answers();
+        let mut calls = 0;
+        let stopped = Message::parse_answers_with(&m, &mut |_: RecordRef| {
+            calls += 1;
+            Err(ParseError::TrailingData)
+        });
+        assert_eq!(stopped.unwrap_err(), ParseError::TrailingData);
+        assert_eq!(calls, 1);
+        // A cut message: the first answer is handed over, then the error.
+        let mut calls = 0;
+        let cut = Message::parse_answers_with(&m[..m.len() - 3], &mut |_: RecordRef| {
+            calls += 1;
+            Ok::<(), ParseError>(())
+        });
+        assert_eq!(cut.unwrap_err(), ParseError::Truncated);
+        assert_eq!(calls, 1);
     }
 }

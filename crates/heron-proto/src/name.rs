@@ -369,7 +369,9 @@ pub(crate) fn uncompressed_len(msg: &[u8], pos: usize) -> Result<usize, NameErro
     }
 }
 
-fn ends_with_name(wire: &[u8], suffix: &[u8]) -> bool {
+/// Whether the uncompressed wire name `wire` is `suffix` or below it
+/// (ASCII case ignored): [`Name::is_subdomain_of`] without a `Name`.
+pub fn ends_with_name(wire: &[u8], suffix: &[u8]) -> bool {
     if suffix.len() > wire.len() {
         return false;
     }

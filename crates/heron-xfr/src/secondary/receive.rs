@@ -15,7 +15,8 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use heron_proto::message::{Message, Record as WireRecord, flags};
+use heron_proto::message::{Header, Message, ParseError, RecordRef, first_question, flags};
+use heron_proto::name::ends_with_name;
 use heron_proto::rdata;
 use heron_proto::{Class, Name, Opcode, RType, Rcode};
 use heron_zone::diff::{DiffRecord, ZoneDiff};
@@ -23,6 +24,18 @@ use heron_zone::zonefile::{Location, Record};
 use heron_zone::{Problem, Zone, ZoneBuilder};
 
 use crate::serial;
+
+/// Why reading a message's answers stopped.
+enum Fed {
+    Parse(ParseError),
+    Record(XfrError),
+}
+
+impl From<ParseError> for Fed {
+    fn from(e: ParseError) -> Fed {
+        Fed::Parse(e)
+    }
+}
 
 /// What was asked of the primary.
 #[derive(Clone, Debug)]
@@ -219,26 +232,25 @@ impl Receiver {
     }
 
     fn feed_message(&mut self, msg: &[u8]) -> Result<(), XfrError> {
-        let msg = Message::parse(msg).map_err(|e| malformed(format!("unreadable message: {e}")))?;
+        let unreadable = |e: ParseError| malformed(format!("unreadable message: {e}"));
+        let h = Header::read(msg).ok_or_else(|| unreadable(ParseError::ShortHeader))?;
         self.messages += 1;
-        let h = &msg.header;
         if !h.has(flags::QR) {
             return Err(malformed("not a response (QR clear)"));
         }
         if h.opcode() != Opcode::QUERY {
             return Err(malformed(format!("opcode {} in a response", h.opcode().0)));
         }
-        let rcode = msg.rcode();
-        if rcode != Rcode::NOERROR {
-            return Err(XfrError::Rcode(rcode));
+        if h.rcode() != Rcode::NOERROR.0 {
+            return Err(XfrError::Rcode(Rcode(h.rcode())));
         }
         if h.has(flags::TC) {
             return Err(XfrError::Truncated);
         }
-        if msg.questions.len() > 1 {
-            return Err(malformed(format!("{} questions", msg.questions.len())));
+        if h.qdcount > 1 {
+            return Err(malformed(format!("{} questions", h.qdcount)));
         }
-        if let Some(q) = msg.questions.first() {
+        if let Some(q) = first_question(msg).map_err(unreadable)? {
             let qtype = match self.request {
                 Request::Axfr => RType::AXFR,
                 Request::Ixfr { .. } => RType::IXFR,
@@ -250,11 +262,20 @@ impl Receiver {
                 )));
             }
         }
-        if msg.answers.is_empty() && self.messages == 1 {
+        if h.ancount == 0 && self.messages == 1 {
             return Err(malformed("no records in the first message"));
         }
-        for rec in msg.answers {
-            self.record(rec)?;
+        let parsed =
+            Message::parse_answers_with(msg, &mut |rec| self.record(rec).map_err(Fed::Record));
+        let msg = match parsed {
+            Ok(msg) => msg,
+            Err(Fed::Record(e)) => return Err(e),
+            Err(Fed::Parse(e)) => return Err(unreadable(e)),
+        };
+        // An extended RCODE (in OPT) is only known once the message is read.
+        let rcode = msg.rcode();
+        if rcode != Rcode::NOERROR {
+            return Err(XfrError::Rcode(rcode));
         }
         // RFC 1995 4: an IXFR answer of the newest SOA alone.
         if let State::IxfrFirst { .. } = self.state {
@@ -265,35 +286,48 @@ impl Receiver {
         Ok(())
     }
 
-    fn record(&mut self, rec: WireRecord) -> Result<(), XfrError> {
+    fn record(&mut self, rec: RecordRef) -> Result<(), XfrError> {
         self.records += 1;
         let line = self.records;
+        let name = || Name::from_wire(rec.name).expect("read as a name");
         if rec.class != Class::IN {
             return Err(malformed(format!(
                 "record {line}: {} {} of class {}, not IN",
-                rec.name, rec.rtype, rec.class
+                name(),
+                rec.rtype,
+                rec.class
             )));
         }
-        if !rec.name.is_subdomain_of(&self.origin) {
+        if !ends_with_name(rec.name, self.origin.as_wire()) {
             return Err(malformed(format!(
                 "record {line}: {} {} is outside the zone {}",
-                rec.name, rec.rtype, self.origin
+                name(),
+                rec.rtype,
+                self.origin
             )));
         }
         if rec.rtype.is_meta() {
             return Err(malformed(format!(
                 "record {line}: {} of meta type {}",
-                rec.name, rec.rtype
+                name(),
+                rec.rtype
             )));
         }
-        let is_soa = rec.rtype == RType::SOA && rec.name == self.origin;
+        // RFC 2181 8: a TTL with the top bit set is read as zero (a zone
+        // file could not hold it).
+        let ttl = if rec.ttl > MAX_TTL { 0 } else { rec.ttl };
+        let is_soa =
+            rec.rtype == RType::SOA && rec.name.eq_ignore_ascii_case(self.origin.as_wire());
+        if let (State::Axfr { builder, .. }, false) = (&mut self.state, is_soa) {
+            // The body of an AXFR: straight into the zone, nothing to keep.
+            builder.add_wire(rec.name, (rec.rtype, ttl), rec.rdata, (&self.source, line));
+            return Ok(());
+        }
         let rr = Rr {
-            owner: rec.name,
+            owner: name(),
             rtype: rec.rtype,
-            // RFC 2181 8: a TTL with the top bit set is read as zero (a
-            // zone file could not hold it).
-            ttl: if rec.ttl > MAX_TTL { 0 } else { rec.ttl },
-            rdata: rec.rdata,
+            ttl,
+            rdata: rec.rdata.to_vec(),
             line,
         };
         let soa_serial = if is_soa {

@@ -147,12 +147,7 @@ impl ZoneBuilder {
             self.problems.push(problem);
             return;
         }
-        let (rtype, kind) = match rec.rtype {
-            RType::RRSIG if rec.rdata.len() >= 2 => {
-                (RType(u16::from_be_bytes([rec.rdata[0], rec.rdata[1]])), SIG)
-            }
-            t => (t, DATA),
-        };
+        let (rtype, kind) = kind_of(rec.rtype, &rec.rdata);
         let file = self.file_index(&rec.location.file);
         self.push(
             rec.owner.as_wire(),
@@ -162,6 +157,27 @@ impl ZoneBuilder {
             &rec.rdata,
             (file, rec.location.line),
         );
+    }
+
+    /// [`ZoneBuilder::add`] of a record given by its parts, for a caller
+    /// that has checked what `add` refuses (in the zone, of its class, not
+    /// a meta type, RDATA in wire form): a zone transfer's records go in
+    /// without a `Record` built for each. `from` is where it was read:
+    /// (file, line).
+    pub fn add_wire(
+        &mut self,
+        owner: &[u8],
+        (rtype, ttl): (RType, u32),
+        rdata: &[u8],
+        from: (&Arc<Path>, u32),
+    ) {
+        debug_assert!(heron_proto::name::ends_with_name(
+            owner,
+            self.origin.as_wire()
+        ));
+        let (rtype, kind) = kind_of(rtype, rdata);
+        let file = self.file_index(from.0);
+        self.push(owner, rtype, kind, ttl, rdata, (file, from.1));
     }
 
     fn push(
@@ -336,6 +352,14 @@ impl ZoneBuilder {
         }
         self.sort_entries(shards);
         true
+    }
+}
+
+/// How the log keeps a record: a signature under the type it covers.
+fn kind_of(rtype: RType, rdata: &[u8]) -> (RType, u8) {
+    match rtype {
+        RType::RRSIG if rdata.len() >= 2 => (RType(u16::from_be_bytes([rdata[0], rdata[1]])), SIG),
+        t => (t, DATA),
     }
 }
 
