@@ -159,7 +159,11 @@ fn file_pattern(zones: &[(String, PathBuf)]) -> Option<String> {
     };
     let file = q(file);
     let at = file.rfind(&stem(origin))?;
-    let pattern = format!("{}{{zone}}{}", &file[..at], &file[at + stem(origin).len()..]);
+    let pattern = format!(
+        "{}{{zone}}{}",
+        &file[..at],
+        &file[at + stem(origin).len()..]
+    );
     zones
         .iter()
         .all(|(o, f)| pattern.replace("{zone}", &stem(o)) == q(f))

@@ -58,7 +58,9 @@ pub fn title(id: &str, sizes: &Sizes) -> String {
         "small" => format!("small zone, {} A records, UDP", sizes.small_records),
         "big" => format!("large zone, {} A records, UDP", sizes.big_records),
         "many" => format!(
-            "{} zones loaded (SOA, 2 NS and a www A record each), UDP",
+            "{} zones loaded (SOA, 2 NS and a www A record each), UDP; every \
+             configuration lists each zone, Heron's in one `[[zone-group]]` with a file \
+             pattern, the peers' in one entry per zone",
             sizes.many_zones
         ),
         "tcp" => format!(
