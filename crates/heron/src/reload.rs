@@ -133,9 +133,11 @@ pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Opti
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(spec) = specs.get(i) else { break };
-                    let old = match previous.is_empty() {
-                        true => None,
-                        false => previous.get(&spec.origin),
+                    // A first load has no old catalog to look in.
+                    let old = if previous.is_empty() {
+                        None
+                    } else {
+                        previous.get(&spec.origin)
                     };
                     *slots[i].lock().unwrap() = load_one(spec, old);
                     done.fetch_add(1, Ordering::Relaxed);
@@ -171,7 +173,7 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>) -> Option<FromFile> {
     let file = match ZoneFileText::read(&spec.file) {
         Ok(file) => file,
         Err(e) => {
-            tracing::error!("{e}");
+            tracing::error!("{}: error: {}", e.location, e.message);
             return None;
         }
     };
