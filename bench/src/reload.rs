@@ -7,6 +7,8 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use heron_proto::message::Message;
@@ -87,6 +89,8 @@ struct Checker {
     /// The newest version answered so far, and when each was first seen.
     newest: usize,
     first_seen_ns: Vec<Option<u64>>,
+    /// `newest`, for the thread that times the reloads.
+    newest_shared: Arc<AtomicUsize>,
     wrong: u64,
     wrong_examples: Vec<String>,
     stale: u64,
@@ -107,6 +111,7 @@ impl Checker {
                 None => self.wrong(format!("{address:?} for the changed name")),
                 Some(v) if v > self.newest => {
                     self.newest = v;
+                    self.newest_shared.store(v, Ordering::Relaxed);
                     self.first_seen_ns[v] = Some(a.received_ns);
                 }
                 Some(v) if v < self.newest => {
@@ -220,6 +225,7 @@ pub fn measure(plan: &Plan) -> Result<ReloadUnderLoad, String> {
         .collect::<Result<_, String>>()?;
     drop(text);
     let (set, expect) = queries(plan, changed)?;
+    let newest_shared = Arc::new(AtomicUsize::new(0));
     let mut checker = Checker {
         expect,
         versions: std::iter::once(host_address(changed))
@@ -227,6 +233,7 @@ pub fn measure(plan: &Plan) -> Result<ReloadUnderLoad, String> {
             .collect(),
         newest: 0,
         first_seen_ns: vec![None; plan.reloads + 1],
+        newest_shared: newest_shared.clone(),
         wrong: 0,
         wrong_examples: Vec::new(),
         stale: 0,
@@ -239,14 +246,16 @@ pub fn measure(plan: &Plan) -> Result<ReloadUnderLoad, String> {
         target: plan.target,
         rate,
         window: usize::MAX,
-        duration: plan.every * (plan.reloads as u32 + 1),
+        // Room for reloads that wait for the one before (see
+        // `reload_on_schedule`).
+        duration: plan.every * (plan.reloads as u32 + 1) + MAX_WAIT,
         drain: Duration::from_millis(500),
         timeout: Duration::from_secs(1),
         ..BlastOpts::default()
     };
     let start = Instant::now();
     let (result, sighups) = std::thread::scope(|scope| {
-        let trigger = scope.spawn(|| reload_on_schedule(plan, &versions, start));
+        let trigger = scope.spawn(|| reload_on_schedule(plan, &versions, start, &newest_shared));
         let result = blast::blast_checked(&set, &opts, start, &mut |a| checker.see(a));
         (result, trigger.join().expect("the reload thread"))
     });
@@ -280,17 +289,30 @@ pub fn measure(plan: &Plan) -> Result<ReloadUnderLoad, String> {
     })
 }
 
+/// Longest a reload waits for the one before it to be answered, and the
+/// time the load runs on for that.
+const MAX_WAIT: Duration = Duration::from_secs(30);
+
 /// Puts each edited version in place and sends SIGHUP, one per
-/// `plan.every`; returns when each SIGHUP went, ns since `start`.
+/// `plan.every`, each once the previous change is answered (a reload on
+/// the idle-priority thread may take longer than `plan.every` under load;
+/// the reloads then wait for each other, at most `MAX_WAIT` in all);
+/// returns when each SIGHUP went, ns since `start`.
 fn reload_on_schedule(
     plan: &Plan,
     versions: &[PathBuf],
     start: Instant,
+    newest_answered: &AtomicUsize,
 ) -> Result<Vec<u64>, String> {
     let mut sent = Vec::new();
+    let give_up = start + plan.every * (versions.len() as u32) + MAX_WAIT;
     for (r, version) in versions.iter().enumerate() {
         let due = plan.every * (r as u32 + 1);
         std::thread::sleep(due.saturating_sub(start.elapsed()));
+        // Version r answered means the change of reload r - 1 is served.
+        while newest_answered.load(Ordering::Relaxed) < r && Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         std::fs::rename(version, plan.zone).map_err(|e| format!("{}: {e}", version.display()))?;
         sent.push(start.elapsed().as_nanos() as u64);
         // SAFETY: kill(2) on the server this suite started, by its PID.
@@ -329,6 +351,7 @@ mod tests {
             versions: vec![[10, 0, 0, 2], [198, 51, 100, 1]],
             newest: 0,
             first_seen_ns: vec![None; 2],
+            newest_shared: Arc::new(AtomicUsize::new(0)),
             wrong: 0,
             wrong_examples: Vec::new(),
             stale: 0,

@@ -673,7 +673,9 @@ fn readme_text(r: &Results) -> String {
              the generator sends {:.0} q/s (half of the {:.0} q/s it answered without loss in this \
              run) for random names of the zone, one query in eight for the one name each reload \
              changes. {} times the zone file is replaced (the serial raised, that name's address \
-             changed) and Heron gets SIGHUP. Every answer is checked: NOERROR with exactly the \
+             changed) and Heron gets SIGHUP, on a fixed schedule or, if later, once the previous change is \
+             answered (waits of 30 s at most in all; the load runs 30 s longer to leave room for \
+             them). Every answer is checked: NOERROR with exactly the \
              address the zone holds, and for the changed name never the previous address once \
              the new one has been answered to an earlier query.\n\n\
              | queries | answered | lost | wrong | older than an answer already given | \
