@@ -329,12 +329,18 @@ pub fn first_question(msg: &[u8]) -> Result<Option<Question>, ParseError> {
     if header.qdcount == 0 {
         return Ok(None);
     }
-    let (name, end) = Name::read(msg, HEADER_LEN)?;
-    Ok(Some(Question {
+    Ok(Some(read_question(msg, HEADER_LEN)?.0))
+}
+
+/// The question at `pos`, and the position after it.
+fn read_question(msg: &[u8], pos: usize) -> Result<(Question, usize), ParseError> {
+    let (name, end) = Name::read(msg, pos)?;
+    let question = Question {
         name,
         qtype: RType(read_u16(msg, end)?),
         qclass: Class(read_u16(msg, end + 2)?),
-    }))
+    };
+    Ok((question, end + 4))
 }
 
 /// A record read from a message into reused buffers: owner and RDATA
@@ -384,13 +390,9 @@ impl Message {
         let mut pos = HEADER_LEN;
         let mut questions = Vec::with_capacity(header.qdcount as usize);
         for _ in 0..header.qdcount {
-            let (name, end) = Name::read(msg, pos).map_err(ParseError::from)?;
-            questions.push(Question {
-                name,
-                qtype: RType(read_u16(msg, end)?),
-                qclass: Class(read_u16(msg, end + 2)?),
-            });
-            pos = end + 4;
+            let (question, end) = read_question(msg, pos)?;
+            questions.push(question);
+            pos = end;
         }
         let mut out = Message {
             header,

@@ -4,6 +4,7 @@ use hashbrown::{HashMap, HashSet};
 use std::sync::Arc;
 
 use heron_proto::Name;
+use heron_proto::name::NameBuf;
 
 use crate::zone::Zone;
 
@@ -53,7 +54,13 @@ impl Catalog {
     }
 
     pub fn get(&self, origin: &Name) -> Option<&Arc<Zone>> {
-        self.zones.get(origin.to_lowercase().as_wire())
+        if self.zones.is_empty() {
+            return None;
+        }
+        let mut lower = NameBuf::new();
+        lower.set(origin.as_wire());
+        lower.make_lowercase();
+        self.zones.get(lower.as_wire())
     }
 
     /// The zone with the longest origin that `lower_qname` (lower-cased wire

@@ -21,13 +21,8 @@ fn a_reloaded_file_answers_like_the_file_loaded_whole() {
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     let (mut valid, mut broken) = (0, 0);
     for round in 0..80 {
-        let count = 4 + rng.below(20);
-        let before_lines = random_lines(&mut rng, &names, count);
+        let (before_lines, after_lines) = random_lines_and_edit(&mut rng, &names);
         let before = load(1, &before_lines).unwrap();
-        let mut after_lines = before_lines.clone();
-        for _ in 0..1 + rng.below(6) {
-            edit(&mut rng, &names, &mut after_lines);
-        }
         let whole = load(2, &after_lines);
         let reloaded = reload(&before, 2, &after_lines);
         let context = format!("round {round}\nbefore: {before_lines:?}\nafter: {after_lines:?}");

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use heron_proto::{Class, Name, RType};
-use heron_zone::zonefile::{ReadOptions, Record, ZoneFileError, read_file, read_str};
+use heron_zone::zonefile::{ReadOptions, Record, ZoneFileError, ZoneFileText, read_file, read_str};
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/zonefile")
@@ -375,6 +375,28 @@ fn reports_every_error_in_one_pass() {
             "example.zone:10: $ORIGIN: bad name 'a..b': empty label in name",
         ]
     );
+}
+
+#[test]
+fn a_zone_from_a_pipe_is_read_to_its_end() {
+    // `heron check-zone <(generate-zone) example.com`: fstat gives no size.
+    let dir = std::env::temp_dir().join(format!("heron-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("zone");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let text = "$TTL 60\n@ SOA ns h 1 2 3 4 5\n".repeat(500);
+    let writer = {
+        let (fifo, text) = (fifo.clone(), text.clone());
+        std::thread::spawn(move || std::fs::write(fifo, text).unwrap())
+    };
+    let read = ZoneFileText::read(&fifo).unwrap();
+    writer.join().unwrap();
+    assert_eq!(read.text, text.as_bytes());
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -238,7 +238,10 @@ pub struct ZoneGroup {
     pub primaries: Vec<String>,
 }
 
-/// The settings a `[[zone]]` or `[[zone-group]]` gives its zones.
+/// The settings a `[[zone]]` or `[[zone-group]]` gives its zones. Both
+/// tables spell the fields out: serde's `flatten` would share them, but it
+/// cannot be combined with `deny_unknown_fields`, and a misspelt key must
+/// be an error.
 struct ZoneOptions<'a> {
     allow_transfer: &'a [String],
     allow_notify: &'a [String],

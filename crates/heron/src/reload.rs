@@ -133,13 +133,7 @@ pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Opti
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(spec) = specs.get(i) else { break };
-                    // A first load has no old catalog to look in.
-                    let old = if previous.is_empty() {
-                        None
-                    } else {
-                        previous.get(&spec.origin)
-                    };
-                    *slots[i].lock().unwrap() = load_one(spec, old);
+                    *slots[i].lock().unwrap() = load_one(spec, previous.get(&spec.origin));
                     done.fetch_add(1, Ordering::Relaxed);
                 }
             });

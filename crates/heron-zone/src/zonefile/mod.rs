@@ -129,14 +129,17 @@ impl ZoneFileText {
         };
         let mut file = std::fs::File::open(path).map_err(cannot)?;
         let metadata = file.metadata().map_err(cannot)?;
-        // Reads the size `fstat` gave, without a last read to see the end:
-        // a file that grows meanwhile has a newer modification time than
-        // `metadata`, so the next reload reads it again.
+        // A regular file is read for the size `fstat` gave, without a last
+        // read to see the end: a file that grows meanwhile has a newer
+        // modification time than `metadata`, so the next reload reads it
+        // again. Anything else (a pipe, `<(...)`) is read to its end.
         let mut text = Vec::with_capacity(metadata.len() as usize);
-        (&mut file)
-            .take(metadata.len())
-            .read_to_end(&mut text)
-            .map_err(cannot)?;
+        let read = if metadata.is_file() {
+            (&mut file).take(metadata.len()).read_to_end(&mut text)
+        } else {
+            file.read_to_end(&mut text)
+        };
+        read.map_err(cannot)?;
         Ok(ZoneFileText { text, metadata })
     }
 }

@@ -156,6 +156,18 @@ pub fn questions(names: &[String]) -> Vec<(String, RType)> {
     out
 }
 
+/// The lines of a random zone of 4 to 23 records, and a copy with one to
+/// six lines edited (see [`edit`]).
+pub fn random_lines_and_edit(rng: &mut Rng, names: &[String]) -> (Vec<String>, Vec<String>) {
+    let count = 4 + rng.below(20);
+    let before = random_lines(rng, names, count);
+    let mut after = before.clone();
+    for _ in 0..1 + rng.below(6) {
+        edit(rng, names, &mut after);
+    }
+    (before, after)
+}
+
 /// An edit of one line: dropped, added, duplicated, or its TTL changed.
 pub fn edit(rng: &mut Rng, names: &[String], lines: &mut Vec<String>) {
     let pick = |rng: &mut Rng, lines: &Vec<String>| rng.below(lines.len().max(1));
