@@ -11,6 +11,7 @@
 
 mod apply;
 mod build;
+mod canonical;
 mod node;
 mod reread;
 
@@ -25,6 +26,7 @@ use heron_proto::{Class, Name, RType};
 
 use crate::zonefile::{Location, ReadOptions, Record, ZoneFileError, ZoneFileText, read_file_text};
 pub use build::ZoneBuilder;
+pub use canonical::CanonicalNodes;
 use node::Shard;
 pub use node::{Node, RRset};
 

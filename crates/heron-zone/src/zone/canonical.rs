@@ -1,0 +1,147 @@
+//! A zone's nodes in canonical order (RFC 4034 6.1). Nodes are stored by
+//! hash; output that peers read is sorted, because they load sorted input
+//! much faster: Knot took 3.8 s for a 2M-record AXFR from Knot (tree
+//! order) and 10.3 s for the same zone from Heron in hash order.
+
+use heron_proto::name::canonical_cmp;
+
+use super::{Node, Zone};
+
+/// Where a node is, and a prefix of its name that orders it.
+#[derive(Clone, Copy)]
+struct Position {
+    key: u64,
+    shard: u32,
+    at: u32,
+}
+
+/// The nodes of a zone, apex first, the rest in canonical order. Holds 16
+/// bytes per node while it lives.
+pub struct CanonicalNodes<'z> {
+    zone: &'z Zone,
+    order: std::vec::IntoIter<Position>,
+}
+
+impl Zone {
+    /// Every node in canonical order: a sort of the zone's positions,
+    /// most comparisons settled by a prefix of the label below the apex.
+    pub fn nodes_in_canonical_order(&self) -> CanonicalNodes<'_> {
+        let apex_len = self.origin.wire_len();
+        let mut order = Vec::with_capacity(self.nodes);
+        for (shard, s) in self.shards.iter().enumerate() {
+            for at in s.offsets() {
+                let key = order_key(self.node_at((shard, at)).key(), apex_len);
+                order.push(Position {
+                    key,
+                    shard: shard as u32,
+                    at: at as u32,
+                });
+            }
+        }
+        let key_of = |p: &Position| self.node_at((p.shard as usize, p.at as usize)).key();
+        order.sort_unstable_by(|a, b| {
+            a.key
+                .cmp(&b.key)
+                .then_with(|| canonical_cmp(key_of(a), key_of(b)))
+        });
+        CanonicalNodes {
+            zone: self,
+            order: order.into_iter(),
+        }
+    }
+}
+
+impl<'z> Iterator for CanonicalNodes<'z> {
+    type Item = Node<'z>;
+
+    fn next(&mut self) -> Option<Node<'z>> {
+        let p = self.order.next()?;
+        Some(self.zone.node_at((p.shard as usize, p.at as usize)))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.order.size_hint()
+    }
+}
+
+/// The first 8 octets of the label just below the apex (lower-cased wire
+/// `key`, zero-padded; 0 for the apex): ordering by it agrees with
+/// canonical order wherever two keys differ.
+fn order_key(key: &[u8], apex_len: usize) -> u64 {
+    let relative = &key[..key.len() - apex_len];
+    let mut at = 0;
+    let mut last = None;
+    while at < relative.len() {
+        last = Some(at);
+        at += 1 + relative[at] as usize;
+    }
+    let Some(label) = last else { return 0 };
+    let label = &relative[label + 1..];
+    let mut bytes = [0u8; 8];
+    let n = label.len().min(8);
+    bytes[..n].copy_from_slice(&label[..n]);
+    // The apex (no label) sorts first; labels start at 1.
+    u64::from_be_bytes(bytes).saturating_add(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load_zone_str;
+    use heron_proto::Name;
+
+    const NAMES: [&str; 12] = [
+        "z.test.",
+        "test.",
+        "a.test.",
+        "ab.test.",
+        "abcdefghij.test.",
+        "abcdefghi.test.",
+        "b.a.test.",
+        "\\000.test.",
+        "a\\000.test.",
+        "yljkjljk.a.test.",
+        "zabc.test.",
+        "ABCDEFGHIJK.test.",
+    ];
+
+    #[test]
+    fn order_keys_agree_with_canonical_order() {
+        let apex = Name::parse("test").unwrap();
+        let mut wires: Vec<Vec<u8>> = NAMES
+            .iter()
+            .map(|n| Name::parse(n).unwrap().as_wire().to_ascii_lowercase())
+            .collect();
+        let mut by_key = wires.clone();
+        by_key.sort_by(|a, b| {
+            order_key(a, apex.wire_len())
+                .cmp(&order_key(b, apex.wire_len()))
+                .then_with(|| canonical_cmp(a, b))
+        });
+        wires.sort_by(|a, b| canonical_cmp(a, b));
+        assert_eq!(by_key, wires);
+    }
+
+    #[test]
+    fn a_zone_walks_in_canonical_order_with_every_node_once() {
+        let mut text = String::from("@ 300 IN SOA ns hm 1 2 3 4 5\n@ 300 IN NS ns\n");
+        for name in NAMES.iter().filter(|n| **n != "test.") {
+            text.push_str(&format!("{name} 300 IN A 192.0.2.1\n"));
+        }
+        for i in 0..500 {
+            text.push_str(&format!("host{i}.sub{} 300 IN A 192.0.2.2\n", i % 7));
+        }
+        let zone = load_zone_str(&text, "t", &Name::parse("test").unwrap())
+            .unwrap()
+            .zone;
+        let walked: Vec<Vec<u8>> = zone
+            .nodes_in_canonical_order()
+            .map(|n| n.key().to_vec())
+            .collect();
+        let mut expected: Vec<Vec<u8>> = zone.nodes().map(|n| n.key().to_vec()).collect();
+        expected.sort_by(|a, b| canonical_cmp(a, b));
+        assert_eq!(walked.len(), zone.node_count());
+        assert_eq!(walked, expected);
+        assert_eq!(walked[0], zone.origin().as_wire());
+    }
+}
