@@ -48,7 +48,7 @@ use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use hmac::{Hmac, Mac};
 
 use crate::message::{HEADER_LEN, Header};
-use crate::name::{MAX_NAME_LEN, Name, NameError, skip_compressed};
+use crate::name::{MAX_NAME_LEN, Name, NameError};
 use crate::types::{Class, RType, Rcode};
 
 /// Allowed clock difference, in seconds, when this module signs (RFC 8945
@@ -422,8 +422,7 @@ pub fn find(msg: &[u8]) -> Result<Option<TsigRecord>, TsigError> {
 fn skip_questions(msg: &[u8], count: u16) -> Result<usize, TsigError> {
     let mut pos = HEADER_LEN;
     for _ in 0..count {
-        let (end, _) = skip_compressed(msg, pos).map_err(|_| TsigError::FormErr)?;
-        pos = end + 4;
+        pos = skip_name(msg, pos)? + 4;
     }
     if pos > msg.len() {
         return Err(TsigError::FormErr);
@@ -433,13 +432,29 @@ fn skip_questions(msg: &[u8], count: u16) -> Result<usize, TsigError> {
 
 /// Skips one RR; returns its type and the position after it.
 fn skip_record(msg: &[u8], pos: usize) -> Result<(RType, usize), TsigError> {
-    let (end, _) = skip_compressed(msg, pos).map_err(|_| TsigError::FormErr)?;
+    let end = skip_name(msg, pos)?;
     let mut r = Cursor::new(msg, end);
     let rtype = RType(r.u16()?);
     r.take(6)?; // class, TTL
     let rdlen = usize::from(r.u16()?);
     r.take(rdlen)?;
     Ok((rtype, r.pos))
+}
+
+/// The position after the name at `pos`, without following compression
+/// pointers: finding the TSIG RR needs only where records end, and
+/// whoever uses the message reads its names in full. Following every
+/// owner's pointers took half of verifying a zone transfer.
+fn skip_name(msg: &[u8], mut pos: usize) -> Result<usize, TsigError> {
+    loop {
+        let len = usize::from(*msg.get(pos).ok_or(TsigError::FormErr)?);
+        match len & 0xC0 {
+            0x00 if len == 0 => return Ok(pos + 1),
+            0x00 => pos += 1 + len,
+            0xC0 if pos + 1 < msg.len() => return Ok(pos + 2),
+            _ => return Err(TsigError::FormErr),
+        }
+    }
 }
 
 /// Reads the TSIG RR at `start`, the last record of `msg`.

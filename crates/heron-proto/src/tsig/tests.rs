@@ -626,6 +626,30 @@ fn malformed_tsig_records_are_formerr() {
 }
 
 #[test]
+fn malformed_owner_names_before_the_tsig_are_formerr() {
+    let (body, rr) = split_signed();
+    let with_record = |record: &[u8]| {
+        let mut m = [body.clone(), record.to_vec(), rr.clone()].concat();
+        set_counts(&mut m, 1, 1);
+        m
+    };
+    // The A record as it should be, then with a reserved label type
+    // (0x40), a label longer than the message and a pointer cut in half.
+    assert!(find(&with_record(A_RECORD)).unwrap().is_some());
+    let mut reserved = A_RECORD.to_vec();
+    reserved[0] = 0x40;
+    assert_formerr(&with_record(&reserved), "reserved label type");
+    let mut m = body.clone();
+    m.push(63);
+    set_counts(&mut m, 1, 0);
+    assert_formerr(&m, "label past the end");
+    let mut m = body.clone();
+    m.push(0xC0);
+    set_counts(&mut m, 1, 0);
+    assert_formerr(&m, "half a pointer");
+}
+
+#[test]
 fn tsig_after_other_additional_records_is_fine() {
     // OPT then TSIG, as dig and kdig send them.
     let k = key(Algorithm::HmacSha256);
