@@ -12,6 +12,7 @@
 pub mod peers;
 pub mod probe;
 mod report;
+mod tsig_work;
 
 use std::fs;
 use std::io::{Read, Write};
@@ -27,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::servers::{Binaries, Kind, available};
 use crate::stats::Spread;
-use crate::zones;
+use crate::{sys, zones};
 use peers::{Peer, Role, TsigKey};
 
 #[derive(Args, Clone, Debug)]
@@ -114,6 +115,21 @@ pub struct LargeTransfer {
     pub seconds: Spread,
     pub mb_per_s: f64,
     pub secondary_rss_mib: f64,
+    /// CPU seconds of the primary and the secondary together per run,
+    /// from the secondary's start until it answers the zone.
+    #[serde(default)]
+    pub cpu_seconds: Spread,
+}
+
+/// What TSIG costs Heron → Heron, from signed and unsigned runs that
+/// alternate: each ratio is a signed run over the unsigned run next to it,
+/// so that drift in the machine's speed cancels out.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TsigOverhead {
+    /// Signed time / unsigned time, per pair of runs.
+    pub time_ratio: Spread,
+    /// Signed CPU seconds / unsigned CPU seconds (both servers), per pair.
+    pub cpu_ratio: Spread,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -129,6 +145,10 @@ pub struct Results {
     /// The cold start's time limit per run, seconds.
     #[serde(default)]
     pub cold_start_limit_s: u64,
+    #[serde(default)]
+    pub tsig_overhead: Option<TsigOverhead>,
+    #[serde(default)]
+    pub tsig_work: Option<tsig_work::TsigWork>,
 }
 
 pub fn run(args: &XfrArgs) -> Result<(), String> {
@@ -172,6 +192,8 @@ pub fn run(args: &XfrArgs) -> Result<(), String> {
         results.records = args.records;
         results.large.clear();
         results.large_axfr_bytes = 0;
+        results.tsig_overhead = None;
+        results.tsig_work = None;
         large_transfers(args, &kinds, &mut results)?;
     }
     report::write(&results, &args.out, args)
@@ -487,31 +509,44 @@ fn large_transfers(args: &XfrArgs, kinds: &[Kind], results: &mut Results) -> Res
         }
         let primary = &current.as_ref().unwrap().1;
         if results.large_axfr_bytes == 0 {
-            results.large_axfr_bytes = axfr_bytes(primary.addr, origin)?;
+            let messages = fetch_axfr(primary.addr, origin)?;
+            results.large_axfr_bytes = messages.iter().map(|m| 2 + m.len() as u64).sum();
+            results.tsig_work = Some(tsig_work::measure(&messages, origin, &key, 1)?);
+            eprintln!("TSIG work: {:?}", results.tsig_work);
         }
-        // TSIG's cost: signed and unsigned runs alternate, same primary.
-        let variants: &[bool] = if (p, s) == (Kind::Heron, Kind::Heron) {
-            &[false, true]
+        // TSIG's cost: signed and unsigned runs alternate, same primary,
+        // more of them than elsewhere: the cost is a few percent.
+        let (variants, runs): (&[bool], usize) = if (p, s) == (Kind::Heron, Kind::Heron) {
+            (&[false, true], args.repeats.max(TSIG_PAIRS))
         } else {
-            &[false]
+            (&[false], args.repeats)
         };
-        let mut seconds = vec![Vec::new(); variants.len()];
+        let mut measured = vec![Vec::new(); variants.len()];
         let mut rss = 0.0;
-        for run in 0..args.repeats {
-            for (v, &tsig) in variants.iter().enumerate() {
+        for run in 0..runs {
+            // Which variant goes first alternates too.
+            for v in (0..variants.len()).map(|i| (i + run) % variants.len()) {
+                let tsig = variants[v];
                 let key = tsig.then_some(&key);
                 let tag = format!("large-{}-{}-{run}-{tsig}", p.name(), s.name());
                 match one_transfer(args, primary, s, &zones, key, &tag) {
-                    Ok((secs, mib)) => {
-                        seconds[v].push(secs);
-                        rss = mib;
+                    Ok(t) => {
+                        rss = t.rss_mib;
+                        measured[v].push(Some(t));
                     }
-                    Err(e) => eprintln!("{} -> {}: {e}", p.name(), s.name()),
+                    Err(e) => {
+                        eprintln!("{} -> {}: {e}", p.name(), s.name());
+                        measured[v].push(None);
+                    }
                 }
             }
         }
+        if variants.len() == 2 {
+            results.tsig_overhead = Some(tsig_overhead(&measured[0], &measured[1]));
+        }
         for (v, &tsig) in variants.iter().enumerate() {
-            let spread = Spread::of(&seconds[v]);
+            let done: Vec<&Transfer> = measured[v].iter().flatten().collect();
+            let spread = Spread::of(&done.iter().map(|t| t.seconds).collect::<Vec<_>>());
             let run = LargeTransfer {
                 primary: p,
                 secondary: s,
@@ -519,6 +554,7 @@ fn large_transfers(args: &XfrArgs, kinds: &[Kind], results: &mut Results) -> Res
                 mb_per_s: results.large_axfr_bytes as f64 / 1e6 / spread.median,
                 seconds: spread,
                 secondary_rss_mib: rss,
+                cpu_seconds: Spread::of(&done.iter().map(|t| t.cpu_seconds).collect::<Vec<_>>()),
             };
             eprintln!("large: {run:?}");
             results.large.push(run);
@@ -527,8 +563,38 @@ fn large_transfers(args: &XfrArgs, kinds: &[Kind], results: &mut Results) -> Res
     Ok(())
 }
 
-/// Starts a `kind` secondary of `primary` and returns the seconds until it
-/// answers the zone, and its RSS in MiB then.
+/// Signed/unsigned pairs of the TSIG measurement.
+const TSIG_PAIRS: usize = 9;
+
+/// Ratios of the signed runs to the unsigned runs, pair by pair (runs that
+/// failed leave their pair out).
+fn tsig_overhead(unsigned: &[Option<Transfer>], signed: &[Option<Transfer>]) -> TsigOverhead {
+    let pairs = || {
+        unsigned
+            .iter()
+            .zip(signed)
+            .filter_map(|(u, s)| u.as_ref().zip(s.as_ref()))
+    };
+    let ratios =
+        |f: fn(&Transfer) -> f64| -> Vec<f64> { pairs().map(|(u, s)| f(s) / f(u)).collect() };
+    TsigOverhead {
+        time_ratio: Spread::of(&ratios(|t| t.seconds)),
+        cpu_ratio: Spread::of(&ratios(|t| t.cpu_seconds)),
+    }
+}
+
+/// One large-zone transfer as measured.
+#[derive(Clone)]
+struct Transfer {
+    /// Secondary start → zone answered.
+    seconds: f64,
+    /// Primary and secondary together over that time.
+    cpu_seconds: f64,
+    rss_mib: f64,
+}
+
+/// Starts a `kind` secondary of `primary` and measures until it answers
+/// the zone.
 fn one_transfer(
     args: &XfrArgs,
     primary: &Peer,
@@ -536,12 +602,13 @@ fn one_transfer(
     zones: &[(String, PathBuf)],
     key: Option<&TsigKey>,
     tag: &str,
-) -> Result<(f64, f64), String> {
+) -> Result<Transfer, String> {
     let addr = ip(LOOPBACK, free_port());
     let dir = args.data.join(tag.to_lowercase());
     let role = Role::Secondary {
         primary: primary.addr,
     };
+    let primary_cpu = sys::group_cpu_seconds(primary.pid());
     let mut secondary = Peer::start(kind, role, addr, zones, key, &dir, &args.heron)?;
     let started = secondary.started;
     let deadline = started + Duration::from_secs(args.timeout);
@@ -549,10 +616,16 @@ fn one_transfer(
     let arrival = probe::until_all_answer(addr, &origins, started, deadline, &mut || {
         secondary.is_running()
     });
-    let rss = secondary.rss_kib() as f64 / 1024.0;
+    let rss_mib = secondary.rss_kib() as f64 / 1024.0;
+    let cpu_seconds = sys::group_cpu_seconds(secondary.pid())
+        + (sys::group_cpu_seconds(primary.pid()) - primary_cpu);
     secondary.stop();
     let outcome = match arrival.all_after_s {
-        Some(secs) => Ok((secs, rss)),
+        Some(seconds) => Ok(Transfer {
+            seconds,
+            cpu_seconds,
+            rss_mib,
+        }),
         None => Err(format!(
             "no transfer in {} s\n{}",
             args.timeout,
@@ -563,9 +636,9 @@ fn one_transfer(
     outcome
 }
 
-/// Bytes of an AXFR of `origin` from `server` (messages with their length
-/// prefixes), read by a minimal client.
-fn axfr_bytes(server: SocketAddr, origin: &str) -> Result<u64, String> {
+/// The messages of an AXFR of `origin` from `server`, read by a minimal
+/// client.
+fn fetch_axfr(server: SocketAddr, origin: &str) -> Result<Vec<Vec<u8>>, String> {
     let mut stream = TcpStream::connect(server).map_err(|e| e.to_string())?;
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
@@ -578,7 +651,7 @@ fn axfr_bytes(server: SocketAddr, origin: &str) -> Result<u64, String> {
     let mut framed = (q.len() as u16).to_be_bytes().to_vec();
     framed.extend_from_slice(&q);
     stream.write_all(&framed).map_err(|e| e.to_string())?;
-    let (mut bytes, mut soas) = (0u64, 0);
+    let (mut messages, mut soas) = (Vec::new(), 0);
     while soas < 2 {
         let mut len = [0u8; 2];
         stream
@@ -588,12 +661,12 @@ fn axfr_bytes(server: SocketAddr, origin: &str) -> Result<u64, String> {
         stream
             .read_exact(&mut msg)
             .map_err(|e| format!("AXFR: {e}"))?;
-        bytes += 2 + msg.len() as u64;
         let m = Message::parse(&msg).map_err(|e| format!("AXFR: {e}"))?;
         soas += m.answers.iter().filter(|r| r.rtype == RType::SOA).count();
         if m.answers.is_empty() {
             return Err("AXFR refused or empty".into());
         }
+        messages.push(msg);
     }
-    Ok(bytes)
+    Ok(messages)
 }
