@@ -5,6 +5,8 @@
 //! * [`tcp`]: RFC 7766 on the async runtime: length-prefixed messages,
 //!   many and pipelined queries per connection, idle timeout, limits in
 //!   total and per client.
+//! * [`tls`]: DNS over TLS (RFC 7858) and XFR over TLS (RFC 9103): the
+//!   TCP connections of [`tcp`] under TLS.
 //! * [`pipeline`]: what the answer engine defers: TSIG, zone transfers
 //!   out, NOTIFY in.
 //!
@@ -13,6 +15,7 @@
 
 pub mod pipeline;
 pub mod tcp;
+pub mod tls;
 pub mod udp;
 
 use std::net::SocketAddr;
@@ -53,4 +56,13 @@ pub struct ServerConfig {
     pub cpu_affinity: Vec<usize>,
     pub tcp: TcpLimits,
     pub answer: AnswerConfig,
+    /// DNS over TLS, if configured.
+    pub tls: Option<TlsListen>,
+}
+
+/// Where DNS over TLS is served and with which certificate.
+#[derive(Clone, Debug)]
+pub struct TlsListen {
+    pub listen: Vec<SocketAddr>,
+    pub settings: Arc<rustls::ServerConfig>,
 }

@@ -5,6 +5,9 @@
 //! client that pipelines gets its answers without waiting for each other.
 //! Between reads a connection keeps only an incomplete message, if any, so
 //! thousands of idle connections cost little more than their sockets.
+//!
+//! A listener given TLS settings serves DNS over TLS (RFC 7858) and zone
+//! transfers over TLS (RFC 9103) the same way, after the handshake.
 
 use std::collections::HashMap;
 use std::io;
@@ -13,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use heron_zone::{AnswerConfig, Answered, Transport, answer};
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::timeout;
@@ -21,6 +24,7 @@ use tokio::time::timeout;
 use heron_xfr::acl::Prefix;
 
 use crate::pipeline::{FramedWriter, Pipeline};
+use crate::tls::TlsAcceptor;
 use crate::{SharedCatalog, TcpLimits};
 
 /// Bytes read per system call (on the stack, not kept between reads).
@@ -104,9 +108,11 @@ impl Drop for Slot {
     }
 }
 
-/// Accepts connections until `shutdown` turns true.
+/// Accepts connections until `shutdown` turns true; with `tls`, each
+/// begins with a TLS handshake.
 pub async fn serve(
     listener: TcpListener,
+    tls: Option<TlsAcceptor>,
     catalog: SharedCatalog,
     config: Arc<AnswerConfig>,
     pipeline: Arc<Pipeline>,
@@ -139,8 +145,13 @@ pub async fn serve(
             idle: limiter.limits.idle_timeout,
         };
         let shutdown = shutdown.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            if let Err(e) = connection(stream, peer, &shared, shutdown).await {
+            let ended = match tls {
+                None => connection(stream, peer, &shared, shutdown).await,
+                Some(tls) => tls_connection(tls, stream, peer, &shared, shutdown).await,
+            };
+            if let Err(e) = ended {
                 tracing::debug!("TCP connection from {peer} ended: {e}");
             }
             drop(slot);
@@ -162,14 +173,13 @@ async fn connection(
     shared: &Shared,
     mut shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
-    let (catalog, config, idle) = (&shared.catalog, &*shared.config, shared.idle);
     stream.set_nodelay(true)?;
     // Only an incomplete message is kept between reads: an idle connection
     // holds no buffers at all.
     let mut partial: Vec<u8> = Vec::new();
     loop {
         let ready = tokio::select! {
-            ready = timeout(idle, stream.readable()) => ready,
+            ready = timeout(shared.idle, stream.readable()) => ready,
             _ = shutdown.changed() => return Ok(()),
         };
         match ready {
@@ -187,30 +197,92 @@ async fn connection(
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 Err(e) => return Err(e),
             };
-            if partial.is_empty() {
-                answer_and_keep_rest(&chunk[..n], &mut partial, &mut deferred, catalog, config)?
-            } else {
-                partial.extend_from_slice(&chunk[..n]);
-                let input = std::mem::take(&mut partial);
-                answer_and_keep_rest(&input, &mut partial, &mut deferred, catalog, config)?
-            }
+            take_input(&chunk[..n], &mut partial, &mut deferred, shared)?
         };
-        if !output.is_empty() {
-            timeout(idle, stream.write_all(&output))
-                .await
-                .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))??;
-        }
-        for msg in deferred {
-            // Transfers write many messages; the idle timeout bounds each
-            // write, not the whole transfer.
-            let mut writer = FramedWriter::new(&mut stream, idle);
-            let snapshot = catalog.load_full();
-            shared
-                .pipeline
-                .answer_tcp(snapshot, config, &msg, peer, &mut writer)
-                .await?;
-        }
+        respond(&mut stream, &output, deferred, peer, shared).await?;
     }
+}
+
+/// A connection with TLS under the same framing. TLS keeps its own
+/// buffers for the connection's life, so a read chunk does not add much.
+async fn tls_connection(
+    tls: TlsAcceptor,
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    mut shutdown: watch::Receiver<bool>,
+) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut stream = timeout(shared.idle, tls.accept(stream))
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
+    let mut partial: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; READ_CHUNK];
+    loop {
+        let read = tokio::select! {
+            read = timeout(shared.idle, stream.read(&mut chunk)) => read,
+            _ = shutdown.changed() => break,
+        };
+        let n = match read {
+            Err(_) => break, // idle timeout
+            Ok(result) => result?,
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        let mut deferred = Vec::new();
+        let output = take_input(&chunk[..n], &mut partial, &mut deferred, shared)?;
+        respond(&mut stream, &output, deferred, peer, shared).await?;
+    }
+    // Our close_notify, best effort: the client may be gone.
+    let _ = timeout(shared.idle, stream.shutdown()).await;
+    Ok(())
+}
+
+/// Answers what a read brought after any incomplete message kept from
+/// before; keeps the new incomplete message, if any.
+fn take_input(
+    data: &[u8],
+    partial: &mut Vec<u8>,
+    deferred: &mut Vec<Vec<u8>>,
+    shared: &Shared,
+) -> io::Result<Vec<u8>> {
+    let (catalog, config) = (&shared.catalog, &*shared.config);
+    if partial.is_empty() {
+        return answer_and_keep_rest(data, partial, deferred, catalog, config);
+    }
+    partial.extend_from_slice(data);
+    let input = std::mem::take(partial);
+    answer_and_keep_rest(&input, partial, deferred, catalog, config)
+}
+
+/// Writes the responses of one read, then runs its deferred messages
+/// through the pipeline (transfers write many messages; the idle timeout
+/// bounds each write, not the whole transfer).
+async fn respond<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    output: &[u8],
+    deferred: Vec<Vec<u8>>,
+    peer: SocketAddr,
+    shared: &Shared,
+) -> io::Result<()> {
+    if !output.is_empty() {
+        timeout(shared.idle, stream.write_all(output))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))??;
+    }
+    for msg in deferred {
+        let mut writer = FramedWriter::new(stream, shared.idle);
+        let snapshot = shared.catalog.load_full();
+        shared
+            .pipeline
+            .answer_tcp(snapshot, &shared.config, &msg, peer, &mut writer)
+            .await?;
+    }
+    // TLS may hold the end of what was written until flushed.
+    timeout(shared.idle, stream.flush())
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))?
 }
 
 /// Answers the whole messages in `input` and returns the framed responses;

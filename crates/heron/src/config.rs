@@ -9,7 +9,12 @@
 //! version = "heron"          # CH TXT version.bind; REFUSED when absent
 //! identity = "ns1"           # CH TXT id.server; REFUSED when absent
 //!
-//! [tcp]
+//! [tls]                      # DNS over TLS (RFC 7858), XFR over TLS (RFC 9103)
+//! listen = ["127.0.0.1:853"]
+//! certificate = "tls/chain.pem"  # PEM, the server's certificate first
+//! key = "tls/key.pem"            # PEM private key
+//!
+//! [tcp]                      # also bounds the TLS connections
 //! idle-timeout = 10          # seconds
 //! max-connections = 10000
 //! max-connections-per-client = 100
@@ -45,7 +50,7 @@ use std::net::IpAddr;
 
 use heron_proto::Name;
 use heron_proto::tsig::{Algorithm, Key};
-use heron_server::{ServerConfig, TcpLimits};
+use heron_server::{ServerConfig, TcpLimits, TlsListen, tls};
 use heron_xfr::acl::{Acl, Rule};
 use heron_xfr::primary::{NotifyTarget, ZonePolicy};
 use heron_xfr::secondary::client::Upstream;
@@ -62,6 +67,8 @@ pub struct ConfigFile {
     pub server: ServerSection,
     #[serde(default)]
     pub tcp: TcpSection,
+    #[serde(default)]
+    pub tls: TlsSection,
     #[serde(default, rename = "zone")]
     pub zones: Vec<ZoneEntry>,
     #[serde(default, rename = "zone-group")]
@@ -147,6 +154,37 @@ pub struct KeyEntry {
 
 fn default_algorithm() -> String {
     "hmac-sha256".into()
+}
+
+/// DNS over TLS: where, and with which certificate (paths relative to
+/// the configuration file's folder).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct TlsSection {
+    pub listen: Vec<SocketAddr>,
+    pub certificate: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
+impl TlsSection {
+    /// The listeners and their TLS settings; None when TLS is off.
+    fn load(&self, base: &Path) -> Result<Option<TlsListen>, String> {
+        let (Some(chain), Some(key)) = (&self.certificate, &self.key) else {
+            if self.listen.is_empty() && self.certificate.is_none() && self.key.is_none() {
+                return Ok(None);
+            }
+            return Err("[tls] needs listen, certificate and key".into());
+        };
+        if self.listen.is_empty() {
+            return Err("[tls] listen is empty".into());
+        }
+        let settings = tls::server_config_from_files(&base.join(chain), &base.join(key))
+            .map_err(|e| format!("[tls]: {e}"))?;
+        Ok(Some(TlsListen {
+            listen: self.listen.clone(),
+            settings,
+        }))
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -383,6 +421,10 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             .into_iter()
             .map(|e| format!("{}: {e}", path.display())),
     );
+    let tls = file.tls.load(base).unwrap_or_else(|e| {
+        errors.push(format!("{}: {e}", path.display()));
+        None
+    });
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -404,6 +446,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
                 version: server.version.clone(),
                 identity: server.identity.clone(),
             },
+            tls,
         },
         zones,
         keys,

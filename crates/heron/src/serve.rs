@@ -10,7 +10,7 @@ use std::time::Instant;
 use arc_swap::ArcSwap;
 use heron_proto::Name;
 use heron_server::pipeline::Pipeline;
-use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, udp};
+use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::primary::Primary;
 use heron_xfr::primary::notify::Notifier;
 use heron_xfr::secondary::client::Connections;
@@ -118,6 +118,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
                 cpu_affinity: Vec::new(),
                 tcp: TcpLimits::default(),
                 answer: AnswerConfig::default(),
+                tls: None,
             },
             zones: Vec::new(),
             keys: Vec::new(),
@@ -222,6 +223,17 @@ async fn serve(
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let limiter =
         tcp::ConnectionLimiter::new(server.tcp.clone(), transfers.primary.transfer_clients());
+    let spawn_stream = |listener, tls| {
+        tokio::spawn(tcp::serve(
+            listener,
+            tls,
+            catalog.clone(),
+            answer_config.clone(),
+            transfers.pipeline.clone(),
+            limiter.clone(),
+            shutdown_rx.clone(),
+        ))
+    };
     let mut threads = Vec::new();
     let mut tasks = Vec::new();
     for &addr in &server.listen {
@@ -237,15 +249,13 @@ async fn serve(
         .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
         threads.extend(workers);
         let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TCP {addr}: {e}"))?;
-        tasks.push(tokio::spawn(tcp::serve(
-            listener,
-            catalog.clone(),
-            answer_config.clone(),
-            transfers.pipeline.clone(),
-            limiter.clone(),
-            shutdown_rx.clone(),
-        )));
+        tasks.push(spawn_stream(listener, None));
         tracing::info!("answering on {addr} (UDP and TCP)");
+    }
+    for (addr, acceptor) in tls_listeners(&server) {
+        let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TLS {addr}: {e}"))?;
+        tasks.push(spawn_stream(listener, Some(acceptor)));
+        tracing::info!("answering on {addr} (DNS over TLS)");
     }
     tracing::info!(
         "ready: serving {} zones and {secondary_zones} secondary zones with {} workers, {} ms after start",
@@ -270,6 +280,15 @@ async fn serve(
         tracing::warn!("kept copies of secondary zones not all written within 10 s");
     }
     Ok(())
+}
+
+/// Each TLS address with what its handshakes use.
+fn tls_listeners(server: &ServerConfig) -> Vec<(std::net::SocketAddr, tls::TlsAcceptor)> {
+    let Some(tls) = &server.tls else {
+        return Vec::new();
+    };
+    let acceptor = tls::TlsAcceptor::from(tls.settings.clone());
+    tls.listen.iter().map(|&a| (a, acceptor.clone())).collect()
 }
 
 /// Serves until SIGTERM or SIGINT; on SIGHUP, reloads changed zone files.

@@ -1,0 +1,94 @@
+//! DNS over TLS (RFC 7858) and zone transfers over TLS (RFC 9103): the
+//! TLS settings a listener serves with. The connections themselves are
+//! TCP connections with TLS under the same framing ([`crate::tcp`]).
+//!
+//! TLS 1.2 and 1.3 with rustls's ring provider. The ALPN protocol "dot" is
+//! offered, as RFC 9103 3.1 asks of a primary; clients that offer no ALPN
+//! are served too (RFC 7858 predates it).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rustls::ServerConfig;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+pub use tokio_rustls::TlsAcceptor;
+
+/// The ALPN protocol of DNS over TLS (RFC 9103 7.1).
+pub const ALPN_DOT: &[u8] = b"dot";
+
+/// Server settings from a PEM certificate chain (the server's certificate
+/// first) and a PEM private key (PKCS#8, PKCS#1 or SEC1).
+pub fn server_config(chain_pem: &[u8], key_pem: &[u8]) -> Result<Arc<ServerConfig>, String> {
+    let chain = CertificateDer::pem_slice_iter(chain_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("certificate: {e}"))?;
+    if chain.is_empty() {
+        return Err("certificate: no CERTIFICATE block".into());
+    }
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| format!("key: {e}"))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("certificate and key: {e}"))?;
+    config.alpn_protocols = vec![ALPN_DOT.to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// [`server_config`] from files; errors name the file.
+pub fn server_config_from_files(chain: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
+    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let (chain_pem, key_pem) = (read(chain)?, read(key)?);
+    server_config(&chain_pem, &key_pem).map_err(|e| {
+        let (chain, key) = (chain.display(), key.display());
+        match e.split_once(':').map(|(what, _)| what) {
+            Some("key") => format!("{key}: {e}"),
+            Some("certificate") => format!("{chain}: {e}"),
+            _ => format!("{chain} and {key}: {e}"),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_pem_is_an_error_that_says_which() {
+        assert!(
+            server_config(b"", b"")
+                .unwrap_err()
+                .contains("no CERTIFICATE")
+        );
+        let junk = b"-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n";
+        assert!(
+            server_config(junk, b"")
+                .unwrap_err()
+                .starts_with("certificate")
+        );
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let chain = cert.cert.pem();
+        assert!(
+            server_config(chain.as_bytes(), b"")
+                .unwrap_err()
+                .starts_with("key")
+        );
+        // A key that does not match the certificate.
+        let other = rcgen::KeyPair::generate().unwrap().serialize_pem();
+        let err = server_config(chain.as_bytes(), other.as_bytes()).unwrap_err();
+        assert!(err.starts_with("certificate and key"), "{err}");
+        let key = cert.signing_key.serialize_pem();
+        let config = server_config(chain.as_bytes(), key.as_bytes()).unwrap();
+        assert_eq!(config.alpn_protocols, vec![b"dot".to_vec()]);
+    }
+
+    #[test]
+    fn missing_files_are_named() {
+        let err = server_config_from_files(Path::new("/nonexistent/c.pem"), Path::new("k.pem"));
+        assert!(err.unwrap_err().starts_with("/nonexistent/c.pem"));
+    }
+}

@@ -1,0 +1,268 @@
+//! DNS over TLS (RFC 7858) and zone transfers over TLS (RFC 9103) with
+//! `kdig +tls` and `dig +tls` as clients: queries and an AXFR answered as
+//! over TCP, the certificate checked against its CA and name, and a
+//! listener that survives clients that do not speak TLS.
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use heron_testkit::{ServerProcess, free_port};
+
+const ORIGIN: &str = "edge.test";
+
+fn heron() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+fn edge_zone() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone")
+}
+
+/// A folder for the certificate files, removed when dropped.
+struct CertDir(PathBuf);
+
+impl Drop for CertDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A self-signed certificate for "localhost" and 127.0.0.1, as
+/// (folder, chain.pem, key.pem).
+fn certificate(tag: &str) -> (CertDir, PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("heron-tls-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    let cert = rcgen::generate_simple_self_signed(names).unwrap();
+    let (chain, key) = (dir.join("chain.pem"), dir.join("key.pem"));
+    std::fs::write(&chain, cert.cert.pem()).unwrap();
+    std::fs::write(&key, cert.signing_key.serialize_pem()).unwrap();
+    (CertDir(dir), chain, key)
+}
+
+/// Heron serving edge.test over UDP/TCP and over TLS on `tls_port`,
+/// transfers allowed to 127.0.0.1, TCP idle timeout 2 s.
+fn heron_with_tls(tls_port: u16, chain: &Path, key: &Path) -> ServerProcess {
+    let zone = edge_zone();
+    ServerProcess::heron_with_config(&heron(), ORIGIN, |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
+             [tls]\nlisten = [\"127.0.0.1:{tls_port}\"]\n\
+             certificate = \"{}\"\nkey = \"{}\"\n\
+             [tcp]\nidle-timeout = 2\n\
+             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n",
+            chain.display(),
+            key.display(),
+            zone.display()
+        )
+    })
+}
+
+/// Runs a tool; returns its standard output, failing on a non-zero exit.
+fn run(tool: &str, args: &[String]) -> String {
+    let out = Command::new(tool)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{tool}: {e}; {}", heron_testkit::INSTALL_HINT));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{tool} {args:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+fn kdig(addr: SocketAddr, extra: &[&str], qname: &str, qtype: &str) -> String {
+    let mut args = vec![
+        format!("@{}", addr.ip()),
+        "-p".into(),
+        addr.port().to_string(),
+        qname.into(),
+        qtype.into(),
+        "+norec".into(),
+        "+time=5".into(),
+        "+retry=0".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    run("kdig", &args)
+}
+
+/// The answer records of kdig's output, as their lines.
+fn records(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[test]
+fn kdig_and_dig_get_the_same_answers_over_tls_as_over_tcp() {
+    let (_dir, chain, key) = certificate("query");
+    let tls_port = free_port();
+    let server = heron_with_tls(tls_port, &chain, &key);
+    let tls: SocketAddr = format!("127.0.0.1:{tls_port}").parse().unwrap();
+    let ca = format!("+tls-ca={}", chain.display());
+    for (qname, qtype, status) in [
+        ("edge.test", "SOA", "NOERROR"),
+        ("www.edge.test", "A", "NOERROR"),
+        ("nx.edge.test", "A", "NXDOMAIN"),
+        ("bigtxt.edge.test", "TXT", "NOERROR"),
+    ] {
+        let over_tcp = kdig(server.addr(), &["+tcp"], qname, qtype);
+        // Strict: the chain must verify against the CA and name "localhost".
+        let strict = ["+tls", ca.as_str(), "+tls-hostname=localhost"];
+        let over_tls = kdig(tls, &strict, qname, qtype);
+        assert!(
+            over_tls.contains(&format!("status: {status}")),
+            "{over_tls}"
+        );
+        assert!(
+            over_tls.contains("TLS session"),
+            "kdig used TLS:\n{over_tls}"
+        );
+        assert_eq!(records(&over_tls), records(&over_tcp), "{qname} {qtype}");
+        let dig = run(
+            "dig",
+            &[
+                format!("@{}", tls.ip()),
+                "-p".into(),
+                tls_port.to_string(),
+                qname.into(),
+                qtype.into(),
+                "+tls".into(),
+                "+norec".into(),
+                "+time=5".into(),
+                "+tries=1".into(),
+            ],
+        );
+        assert!(dig.contains(&format!("status: {status}")), "{dig}");
+        assert!(dig.contains("(TLS)"), "dig used TLS:\n{dig}");
+    }
+    // A name the certificate does not carry fails the strict check.
+    let wrong = ["+tls", ca.as_str(), "+tls-hostname=other.example"];
+    let out = Command::new("kdig")
+        .args([format!("@{}", tls.ip()), "-p".into(), tls_port.to_string()])
+        .args(["edge.test", "SOA", "+time=3", "+retry=0"])
+        .args(wrong)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!text.contains("status: NOERROR"), "{text}");
+}
+
+#[test]
+fn axfr_over_tls_carries_the_zone_as_over_tcp() {
+    let (_dir, chain, key) = certificate("axfr");
+    let tls_port = free_port();
+    let server = heron_with_tls(tls_port, &chain, &key);
+    let tls: SocketAddr = format!("127.0.0.1:{tls_port}").parse().unwrap();
+    let over_tcp = records(&kdig(server.addr(), &[], ORIGIN, "AXFR"));
+    let over_tls = records(&kdig(tls, &["+tls"], ORIGIN, "AXFR"));
+    assert!(over_tcp.len() > 50, "{} records", over_tcp.len());
+    assert_eq!(over_tls, over_tcp);
+    let log = server.log();
+    assert!(log.contains("answering on 127.0.0.1:"), "{log}");
+    assert!(log.contains("(DNS over TLS)"), "{log}");
+}
+
+#[test]
+fn clients_that_do_not_speak_tls_are_dropped_and_others_served() {
+    let (_dir, chain, key) = certificate("junk");
+    let tls_port = free_port();
+    let server = heron_with_tls(tls_port, &chain, &key);
+    let tls: SocketAddr = format!("127.0.0.1:{tls_port}").parse().unwrap();
+    // Plain DNS over TCP to the TLS port: not a ClientHello.
+    let mut plain = TcpStream::connect(tls).unwrap();
+    let query = heron_testkit::build_query(
+        &heron_proto::Name::parse(ORIGIN).unwrap(),
+        heron_proto::RType::SOA,
+        &heron_testkit::QueryOpts::default(),
+    );
+    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&query);
+    std::io::Write::write_all(&mut plain, &framed).unwrap();
+    // A client that connects and says nothing: closed at the idle timeout.
+    let mut silent = TcpStream::connect(tls).unwrap();
+    for stream in [&mut plain, &mut silent] {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let started = Instant::now();
+        let mut buf = [0u8; 512];
+        // An alert, then the close; or the close alone.
+        loop {
+            match stream.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => continue,
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(9),
+            "closed by the server"
+        );
+    }
+    let ok = kdig(tls, &["+tls"], ORIGIN, "SOA");
+    assert!(ok.contains("status: NOERROR"), "{ok}");
+    assert!(server.log().contains("ready"));
+}
+
+#[test]
+fn a_bad_tls_configuration_stops_the_server_with_the_reason() {
+    let (dir, chain, _key) = certificate("bad");
+    let missing = dir.0.join("missing.pem");
+    let other_key = dir.0.join("other.pem");
+    std::fs::write(
+        &other_key,
+        rcgen::KeyPair::generate().unwrap().serialize_pem(),
+    )
+    .unwrap();
+    let config = dir.0.join("heron.toml");
+    let cases = [
+        (
+            format!(
+                "[tls]\nlisten = [\"127.0.0.1:1\"]\ncertificate = \"{}\"\nkey = \"{}\"\n",
+                chain.display(),
+                missing.display()
+            ),
+            "missing.pem",
+        ),
+        (
+            // The certificate given as the key.
+            format!(
+                "[tls]\nlisten = [\"127.0.0.1:1\"]\ncertificate = \"{0}\"\nkey = \"{0}\"\n",
+                chain.display()
+            ),
+            "chain.pem: key:",
+        ),
+        (
+            // A key that is not the certificate's.
+            format!(
+                "[tls]\nlisten = [\"127.0.0.1:1\"]\ncertificate = \"{}\"\nkey = \"{}\"\n",
+                chain.display(),
+                other_key.display()
+            ),
+            "other.pem: certificate and key:",
+        ),
+        (
+            format!("[tls]\ncertificate = \"{}\"\n", chain.display()),
+            "[tls] needs listen, certificate and key",
+        ),
+    ];
+    for (text, expected) in cases {
+        std::fs::write(&config, &text).unwrap();
+        let out = Command::new(heron())
+            .args(["serve", "--config"])
+            .arg(&config)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{text}");
+        assert!(stderr.contains(expected), "{text}\n{stderr}");
+    }
+}
