@@ -28,6 +28,10 @@ pub struct Secondary {
     pub origin: String,
     pub primary: SocketAddr,
     pub key: Option<TsigSpec>,
+    /// Transfers over TLS (XoT, RFC 9103) to `primary`, a TLS port.
+    /// BIND only (Knot and NSD here are too old); BIND's `tls ephemeral`
+    /// encrypts without checking the certificate.
+    pub tls: bool,
 }
 
 impl Secondary {
@@ -35,6 +39,10 @@ impl Secondary {
     /// with the peer's log if the first transfer does not happen.
     pub fn start(&self, kind: ServerKind, port: u16) -> ServerProcess {
         let dir = TempDir::new(&format!("{}-secondary", kind.to_string().to_lowercase()));
+        assert!(
+            !self.tls || kind == ServerKind::Bind,
+            "XoT secondaries: BIND only"
+        );
         let cmd = match kind {
             ServerKind::Nsd => self.nsd(&dir, port),
             ServerKind::Knot => self.knot(&dir, port),
@@ -91,7 +99,10 @@ impl Secondary {
         let d = dir.0.display();
         let (primary, origin) = (self.primary, &self.origin);
         let mut conf = bind_options(&d.to_string(), port, "  notify no;\n");
-        let key_clause = bind_key(&mut conf, self.key.as_ref());
+        let mut key_clause = bind_key(&mut conf, self.key.as_ref());
+        if self.tls {
+            key_clause.push_str(" tls ephemeral");
+        }
         conf.push_str(&format!(
             "zone \"{origin}\" {{\n  type secondary;\n  file \"{d}/secondary.db\";\n  \
              primaries port {} {{ {}{key_clause}; }};\n  allow-notify {{ {}; }};\n}};\n",

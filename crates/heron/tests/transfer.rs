@@ -1,7 +1,8 @@
 //! Heron as a primary, against real peers: `kdig` and `dig` transfer
 //! zones from it with and without TSIG, and NSD, Knot and BIND run as its
 //! secondaries: they AXFR the zone, then, after an edit and a SIGHUP,
-//! hear a NOTIFY and fetch the change by IXFR.
+//! hear a NOTIFY and fetch the change by IXFR; BIND does it over TLS too
+//! (XoT, RFC 9103).
 
 mod xfr_common;
 
@@ -18,16 +19,38 @@ use xfr_common::*;
 
 /// Heron serving `file` with `zone_lines` added to its [[zone]] entry.
 fn start_heron(file: &Path, zone_lines: &str) -> ServerProcess {
+    start_heron_with(file, zone_lines, "")
+}
+
+/// [`start_heron`] with `sections` (e.g. `[tls]`) added to the file.
+fn start_heron_with(file: &Path, zone_lines: &str, sections: &str) -> ServerProcess {
     let file = file.to_path_buf();
     let zone_lines = zone_lines.to_string();
     ServerProcess::heron_with_config(&heron(), ORIGIN, move |port| {
         format!(
-            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n{sections}\n\
              [[key]]\nname = \"{KEY}\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{SECRET}\"\n\
              [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n{zone_lines}\n",
             file.display()
         )
     })
+}
+
+/// A `[tls]` section on a free port with a new self-signed certificate
+/// written next to `file`; returns it and the TLS port.
+fn tls_section(file: &Path) -> (String, u16) {
+    let dir = file.parent().unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (chain, key) = (dir.join("chain.pem"), dir.join("key.pem"));
+    std::fs::write(&chain, cert.cert.pem()).unwrap();
+    std::fs::write(&key, cert.signing_key.serialize_pem()).unwrap();
+    let port = free_port();
+    let section = format!(
+        "[tls]\nlisten = [\"127.0.0.1:{port}\"]\ncertificate = \"{}\"\nkey = \"{}\"\n",
+        chain.display(),
+        key.display()
+    );
+    (section, port)
 }
 
 /// Runs kdig (bounded by its own timeout) and returns its output.
@@ -247,22 +270,40 @@ fn ixfr_over_udp_is_answered_with_the_soa() {
     std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
 }
 
-/// Heron primary, `kind` secondary, TSIG on transfers and NOTIFY.
-fn primary_to_secondary(kind: ServerKind) {
-    let tag = kind.to_string().to_lowercase();
+/// Heron primary, `kind` secondary, TSIG on transfers and NOTIFY; with
+/// `tls`, the transfers (and the secondary's SOA checks) go over TLS.
+fn primary_to_secondary(kind: ServerKind, tls: bool) {
+    let tag = format!(
+        "{}{}",
+        kind.to_string().to_lowercase(),
+        if tls { "-xot" } else { "" }
+    );
     let file = temp_zone(&tag, &zone_text(1, ""));
     let secondary_port = free_port();
-    let server = start_heron(
+    let (sections, tls_port) = if tls {
+        tls_section(&file)
+    } else {
+        (String::new(), 0)
+    };
+    let server = start_heron_with(
         &file,
         &format!(
             "allow-transfer = [\"127.0.0.1 key {KEY}\"]\n\
              notify = [\"127.0.0.1:{secondary_port} key {KEY}\"]"
         ),
+        &sections,
     );
+    // Over TLS the secondary knows only the TLS port.
+    let primary = if tls {
+        SocketAddr::new(server.addr().ip(), tls_port)
+    } else {
+        server.addr()
+    };
     let spec = Secondary {
         origin: format!("{ORIGIN}."),
-        primary: server.addr(),
+        primary,
         key: Some(tsig_spec()),
+        tls,
     };
     let secondary = spec.start(kind, secondary_port);
     let sec = secondary.addr();
@@ -308,20 +349,34 @@ fn primary_to_secondary(kind: ServerKind) {
         !log.contains("failed TSIG") && !log.contains(" answered "),
         "{log}"
     );
+    if tls {
+        let peer = secondary.log();
+        let from = format!("from 127.0.0.1#{tls_port}: Transfer status: success");
+        assert_eq!(
+            peer.matches(&from).count(),
+            2,
+            "AXFR and IXFR over TLS: {peer}"
+        );
+    }
     std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
 }
 
 #[test]
 fn nsd_is_a_secondary_of_heron() {
-    primary_to_secondary(ServerKind::Nsd);
+    primary_to_secondary(ServerKind::Nsd, false);
 }
 
 #[test]
 fn knot_is_a_secondary_of_heron() {
-    primary_to_secondary(ServerKind::Knot);
+    primary_to_secondary(ServerKind::Knot, false);
 }
 
 #[test]
 fn bind_is_a_secondary_of_heron() {
-    primary_to_secondary(ServerKind::Bind);
+    primary_to_secondary(ServerKind::Bind, false);
+}
+
+#[test]
+fn bind_is_a_secondary_of_heron_over_tls() {
+    primary_to_secondary(ServerKind::Bind, true);
 }
