@@ -19,7 +19,7 @@ pub use client::{
 pub use normalize::{Normalized, diff, normalize};
 pub use primary::Primary;
 pub use process::{ServerKind, ServerProcess, free_port, live_group_members};
-pub use secondary::{Secondary, TsigSpec};
+pub use secondary::{Secondary, TsigSpec, XotTrust};
 pub use tools::{
     DigOutput, DigTool, ToolQuery, check_dig_output, check_with_dig_and_kdig, run_dig,
 };

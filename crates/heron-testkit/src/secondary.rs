@@ -4,6 +4,7 @@
 //! zone's SOA, that is once its first transfer succeeded.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::Command;
 
 use crate::peer_conf::{bind_key, bind_options, knot_key, knot_server, nsd_key, nsd_server};
@@ -28,10 +29,19 @@ pub struct Secondary {
     pub origin: String,
     pub primary: SocketAddr,
     pub key: Option<TsigSpec>,
-    /// Transfers over TLS (XoT, RFC 9103) to `primary`, a TLS port.
-    /// BIND only (Knot and NSD here are too old); BIND's `tls ephemeral`
-    /// encrypts without checking the certificate.
-    pub tls: bool,
+    /// Transfers over TLS (XoT, RFC 9103) to `primary`, a TLS port. Knot
+    /// 3.2 cannot; BIND 9.18 does it opportunistically, NSD strictly.
+    pub tls: Option<XotTrust>,
+}
+
+/// How a secondary trusts its primary's TLS certificate.
+#[derive(Clone, Debug)]
+pub enum XotTrust {
+    /// Encrypted, the certificate not checked (BIND's `tls ephemeral`).
+    Opportunistic,
+    /// The certificate must chain to `ca` and carry `name` (NSD's
+    /// `tls-auth`).
+    Strict { ca: PathBuf, name: String },
 }
 
 impl Secondary {
@@ -39,10 +49,12 @@ impl Secondary {
     /// with the peer's log if the first transfer does not happen.
     pub fn start(&self, kind: ServerKind, port: u16) -> ServerProcess {
         let dir = TempDir::new(&format!("{}-secondary", kind.to_string().to_lowercase()));
-        assert!(
-            !self.tls || kind == ServerKind::Bind,
-            "XoT secondaries: BIND only"
-        );
+        let xot_ok = match (&self.tls, kind) {
+            (None, _) => true,
+            (Some(XotTrust::Opportunistic), k) => k == ServerKind::Bind,
+            (Some(XotTrust::Strict { .. }), k) => k == ServerKind::Nsd,
+        };
+        assert!(xot_ok, "{kind} cannot be a secondary with {:?}", self.tls);
         let cmd = match kind {
             ServerKind::Nsd => self.nsd(&dir, port),
             ServerKind::Knot => self.knot(&dir, port),
@@ -59,10 +71,19 @@ impl Secondary {
         let (primary, origin) = (self.primary, &self.origin);
         let mut conf = nsd_server(&d.to_string(), port);
         let key = nsd_key(&mut conf, self.key.as_ref());
+        let mut auth = String::new();
+        if let Some(XotTrust::Strict { ca, name }) = &self.tls {
+            let bundle = format!("  tls-cert-bundle: \"{}\"\n", ca.display());
+            conf = conf.replacen("server:\n", &format!("server:\n{bundle}"), 1);
+            conf.push_str(&format!(
+                "tls-auth:\n  name: xot\n  auth-domain-name: \"{name}\"\n"
+            ));
+            auth.push_str(" xot");
+        }
         let ip = primary.ip();
         conf.push_str(&format!(
             "zone:\n  name: \"{origin}\"\n  zonefile: \"{d}/secondary.zone\"\n  \
-             request-xfr: {ip}@{} {key}\n  allow-notify: {ip} {key}\n",
+             request-xfr: {ip}@{} {key}{auth}\n  allow-notify: {ip} {key}\n",
             primary.port()
         ));
         let path = dir.0.join("nsd.conf");
@@ -100,7 +121,7 @@ impl Secondary {
         let (primary, origin) = (self.primary, &self.origin);
         let mut conf = bind_options(&d.to_string(), port, "  notify no;\n");
         let mut key_clause = bind_key(&mut conf, self.key.as_ref());
-        if self.tls {
+        if self.tls.is_some() {
             key_clause.push_str(" tls ephemeral");
         }
         conf.push_str(&format!(
