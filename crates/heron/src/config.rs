@@ -34,6 +34,8 @@
 //! origin = "example.net"
 //! file = "secondary/example.net.zone"   # where the received zone is kept
 //! primaries = ["192.0.2.1 key xfr.example"]  # NOTIFY accepted from these
+//!                                       # "192.0.2.1 tls": over TLS (XoT), port 853;
+//!                                       # "... tls ns1.example": certificate checked
 //!
 //! [[zone-group]]                        # zones that share their settings
 //! origins = ["example.org", "example.info"]
@@ -55,6 +57,7 @@ use heron_xfr::acl::{Acl, Rule};
 use heron_xfr::primary::{NotifyTarget, ZonePolicy};
 use heron_xfr::secondary::client::Upstream;
 use heron_xfr::secondary::refresh::{SecondaryZone, TimerBounds};
+use heron_xfr::secondary::tls::{TlsClients, XotTrust};
 use heron_zone::AnswerConfig;
 use serde::Deserialize;
 
@@ -93,6 +96,8 @@ pub struct SecondarySection {
     pub concurrency: usize,
     /// Bound on each connect, read and write to a primary.
     pub timeout: u64,
+    /// PEM certificates that primaries reached by `tls NAME` must chain to.
+    pub tls_ca: Option<PathBuf>,
 }
 
 impl Default for SecondarySection {
@@ -105,6 +110,7 @@ impl Default for SecondarySection {
             max_retry: bounds.max_retry.as_secs(),
             concurrency: 32,
             timeout: 10,
+            tls_ca: None,
         }
     }
 }
@@ -131,6 +137,23 @@ impl SecondarySection {
             errors.push("[secondary] timeout must be at least 1".into());
         }
         errors
+    }
+
+    /// What TLS connections to primaries are made with.
+    fn tls_clients(&self, base: &Path) -> Result<TlsClients, String> {
+        let ca = match &self.tls_ca {
+            None => None,
+            Some(file) => {
+                let file = base.join(file);
+                let pem = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+                Some((file, pem))
+            }
+        };
+        let pem = ca.as_ref().map(|(_, pem)| pem.as_slice());
+        TlsClients::new(pem).map_err(|e| match &ca {
+            Some((file, _)) => format!("[secondary] tls-ca: {}: {e}", file.display()),
+            None => e,
+        })
     }
 
     pub fn bounds(&self) -> TimerBounds {
@@ -355,6 +378,8 @@ pub struct Settings {
     /// Zones pulled from primaries (not in `zones`).
     pub secondaries: Vec<SecondaryZone>,
     pub secondary: SecondarySection,
+    /// TLS to primaries (XoT).
+    pub xot: TlsClients,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -425,6 +450,27 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         errors.push(format!("{}: {e}", path.display()));
         None
     });
+    let xot = match file.secondary.tls_clients(base) {
+        Ok(xot) => Some(xot),
+        Err(e) => {
+            errors.push(format!("{}: {e}", path.display()));
+            None
+        }
+    };
+    let can_check = xot.as_ref().is_none_or(TlsClients::can_check_certificates);
+    let strict = |u: &Upstream| matches!(u.tls, Some(XotTrust::Strict { .. }));
+    for zone in secondaries
+        .iter()
+        .filter(|z| z.primaries.iter().any(strict))
+    {
+        if !can_check {
+            errors.push(format!(
+                "{}: zone '{}': a primary with 'tls NAME' needs [secondary] tls-ca",
+                path.display(),
+                zone.origin
+            ));
+        }
+    }
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -453,6 +499,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         policies,
         secondaries,
         secondary: file.secondary,
+        xot: xot.expect("no errors"),
     })
 }
 
@@ -509,13 +556,28 @@ impl Zones {
 /// The primaries of a secondary zone.
 fn upstreams(list: &[String], keys: &[Key]) -> Result<Vec<Upstream>, String> {
     list.iter()
-        .map(|item| {
-            let (addr, key) =
-                split_key(item, keys).map_err(|e| format!("primaries '{item}': {e}"))?;
-            let addr = parse_target(addr).map_err(|e| format!("primaries '{item}': {e}"))?;
-            Ok(Upstream { addr, key })
-        })
+        .map(|item| upstream(item, keys).map_err(|e| format!("primaries '{item}': {e}")))
         .collect()
+}
+
+/// `ADDRESS [key NAME] [tls [NAME]]`: a primary. With `tls` it is reached
+/// over TLS (port 853 unless given), with any certificate; with `tls NAME`
+/// its certificate must be valid for NAME and chain to `tls-ca`.
+fn upstream(item: &str, keys: &[Key]) -> Result<Upstream, String> {
+    let words: Vec<&str> = item.split_whitespace().collect();
+    let (words, tls) = match words.iter().position(|w| *w == "tls") {
+        None => (&words[..], None),
+        Some(at) => match &words[at + 1..] {
+            [] => (&words[..at], Some(XotTrust::Opportunistic)),
+            [name] => (&words[..at], Some(XotTrust::strict(name)?)),
+            _ => return Err("expected 'tls' or 'tls NAME' at the end".into()),
+        },
+    };
+    let head = words.join(" ");
+    let (addr, key) = split_key(&head, keys)?;
+    let port = if tls.is_some() { 853 } else { 53 };
+    let addr = parse_target(addr, port)?;
+    Ok(Upstream { addr, key, tls })
 }
 
 /// The TSIG keys, each name once, each secret valid base64.
@@ -565,7 +627,7 @@ fn zone_policy(
     };
     let notify = entry.notify.iter().map(|item| {
         let (addr, key) = split_key(item, keys).map_err(|e| format!("notify '{item}': {e}"))?;
-        let addr = parse_target(addr).map_err(|e| format!("notify '{item}': {e}"))?;
+        let addr = parse_target(addr, 53).map_err(|e| format!("notify '{item}': {e}"))?;
         Ok(NotifyTarget { addr, key })
     });
     let mut allow_notify = acl(entry.allow_notify, "allow-notify")?;
@@ -604,14 +666,14 @@ fn split_key<'a>(item: &'a str, keys: &[Key]) -> Result<(&'a str, Option<Name>),
     }
 }
 
-/// An address with an optional port (default 53): `192.0.2.1`,
-/// `192.0.2.1:5300`, `::1`, `[::1]:5300`.
-fn parse_target(text: &str) -> Result<SocketAddr, String> {
+/// An address with an optional port: `192.0.2.1`, `192.0.2.1:5300`,
+/// `::1`, `[::1]:5300`.
+fn parse_target(text: &str, default_port: u16) -> Result<SocketAddr, String> {
     if let Ok(addr) = text.parse::<SocketAddr>() {
         return Ok(addr);
     }
     text.parse::<IpAddr>()
-        .map(|ip| SocketAddr::new(ip, 53))
+        .map(|ip| SocketAddr::new(ip, default_port))
         .map_err(|_| "not an address or address:port".into())
 }
 
@@ -753,6 +815,62 @@ mod tests {
                 .check("192.0.2.3".parse().unwrap(), None)
                 .is_err()
         );
+    }
+
+    #[test]
+    fn primaries_over_tls_default_to_port_853_and_may_be_checked() {
+        let ca = std::env::temp_dir().join(format!("heron-config-ca-{}.pem", std::process::id()));
+        let cert = rcgen::generate_simple_self_signed(vec!["ns1.example".into()]).unwrap();
+        std::fs::write(&ca, cert.cert.pem()).unwrap();
+        let zone = |primaries: &str| {
+            format!(
+                "{KEY}[secondary]\ntls-ca = \"{}\"\n\
+                 [[zone]]\norigin = \"s.test\"\nfile = \"s\"\nprimaries = [{primaries}]\n",
+                ca.display()
+            )
+        };
+        let s = parse(&zone(
+            "\"192.0.2.1 tls\", \"192.0.2.2:8853 key xfr tls ns1.example\", \"192.0.2.3 key xfr\"",
+        ))
+        .unwrap();
+        let p = &s.secondaries[0].primaries;
+        assert_eq!(p[0].addr, "192.0.2.1:853".parse().unwrap());
+        assert_eq!(p[0].tls, Some(XotTrust::Opportunistic));
+        assert_eq!(p[1].addr, "192.0.2.2:8853".parse().unwrap());
+        assert_eq!(p[1].key, Some(Name::parse("xfr").unwrap()));
+        let strict = XotTrust::Strict {
+            name: "ns1.example".into(),
+        };
+        assert_eq!(p[1].tls, Some(strict));
+        assert_eq!((p[2].addr.port(), &p[2].tls), (53, &None));
+        assert!(s.xot.can_check_certificates());
+        for (primaries, error) in [
+            ("\"192.0.2.1 tls a b\"", "expected 'tls' or 'tls NAME'"),
+            ("\"192.0.2.1 tls not..a..name\"", "not..a..name"),
+            ("\"192.0.2.1 tls\" , \"tls\"", "primaries 'tls': expected ADDRESS"),
+        ] {
+            let errors = parse(&zone(primaries)).unwrap_err();
+            assert!(
+                errors.iter().any(|e| e.contains(error)),
+                "{primaries}: {errors:?}"
+            );
+        }
+        // Strict needs a CA; a CA file must hold certificates.
+        let no_ca = format!(
+            "{KEY}[[zone]]\norigin = \"s.test\"\nfile = \"s\"\n\
+             primaries = [\"192.0.2.1 tls ns1.example\"]\n"
+        );
+        let errors = parse(&no_ca).unwrap_err();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("needs [secondary] tls-ca")),
+            "{errors:?}"
+        );
+        std::fs::write(&ca, "no certificate here").unwrap();
+        let errors = parse(&zone("\"192.0.2.1 tls\"")).unwrap_err();
+        assert!(errors.iter().any(|e| e.contains("tls-ca")), "{errors:?}");
+        std::fs::remove_file(&ca).unwrap();
     }
 
     #[test]

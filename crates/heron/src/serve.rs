@@ -14,6 +14,7 @@ use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::primary::Primary;
 use heron_xfr::primary::notify::Notifier;
 use heron_xfr::secondary::client::Connections;
+use heron_xfr::secondary::tls::TlsClients;
 use heron_zone::journal::DEFAULT_MAX_BYTES;
 use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
 use tokio::sync::{mpsc, watch};
@@ -88,7 +89,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
             keys,
             limits.concurrency,
             Duration::from_secs(limits.timeout),
-        ),
+        )
+        .with_tls(settings.xot),
         notifies,
         bounds: limits.bounds(),
     };
@@ -125,6 +127,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             policies: Default::default(),
             secondaries: Vec::new(),
             secondary: Default::default(),
+            xot: TlsClients::new(None).expect("no CA to read"),
         },
     };
     if !args.listen.is_empty() {

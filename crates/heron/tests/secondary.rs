@@ -262,6 +262,123 @@ fn a_secondary_killed_mid_transfer_serves_its_last_good_copy_and_resumes() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A new self-signed certificate for "localhost" in `dir`: (chain, key).
+fn write_certificate(dir: &Path) -> (PathBuf, PathBuf) {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (chain, key) = (dir.join("chain.pem"), dir.join("key.pem"));
+    std::fs::write(&chain, cert.cert.pem()).unwrap();
+    std::fs::write(&key, cert.signing_key.serialize_pem()).unwrap();
+    (chain, key)
+}
+
+/// A Heron secondary on `port` pulling over TLS from 127.0.0.1:`tls_port`
+/// (`tls` and what follows it in the primaries entry), trusting `ca`.
+fn xot_secondary_config(port: u16, tls_port: u16, kept: &Path, tls: &str, ca: &Path) -> String {
+    format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n{}\
+         [secondary]\ntls-ca = \"{}\"\n\
+         [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n\
+         primaries = [\"127.0.0.1:{tls_port} key {KEY} {tls}\"]\n",
+        key_block(SECRET),
+        ca.display(),
+        kept.display()
+    )
+}
+
+/// Heron → Heron over TLS (XoT): a secondary that checks the primary's
+/// certificate and one that does not both take the zone by AXFR and the
+/// change by IXFR from the TLS port; one that expects another name in
+/// the certificate takes nothing and says why.
+#[test]
+fn heron_is_a_secondary_of_heron_over_tls() {
+    let dir = work_dir("xot");
+    let zone_file = dir.join("primary.zone");
+    std::fs::write(&zone_file, zone_text(1, "")).unwrap();
+    let (chain, key) = write_certificate(&dir);
+    let [primary_port, tls_port, strict_port, open_port] = [(); 4].map(|_| free_port());
+    let tls = format!(
+        "[tls]\nlisten = [\"127.0.0.1:{tls_port}\"]\ncertificate = \"{}\"\nkey = \"{}\"\n",
+        chain.display(),
+        key.display()
+    );
+    let config = format!(
+        "[server]\nlisten = [\"127.0.0.1:{primary_port}\"]\nworkers = 1\n{}{tls}\
+         [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n\
+         allow-transfer = [\"127.0.0.1 key {KEY}\"]\n\
+         notify = [\"127.0.0.1:{strict_port} key {KEY}\", \"127.0.0.1:{open_port} key {KEY}\"]\n",
+        key_block(SECRET),
+        zone_file.display()
+    );
+    let primary = start(primary_port, &config);
+    let strict_kept = dir.join("strict.kept");
+    let open_kept = dir.join("open.kept");
+    let strict = start(
+        strict_port,
+        &xot_secondary_config(strict_port, tls_port, &strict_kept, "tls localhost", &chain),
+    );
+    let open = start(
+        open_port,
+        &xot_secondary_config(open_port, tls_port, &open_kept, "tls", &chain),
+    );
+    let from = format!("from 127.0.0.1:{tls_port}");
+    for secondary in [&strict, &open] {
+        assert_eq!(soa_serial(secondary.addr()), Some(1));
+        assert_same_answers(primary.addr(), secondary.addr());
+        assert!(
+            secondary.log().contains(&format!("AXFR {from}")),
+            "{}",
+            secondary.log()
+        );
+    }
+
+    std::fs::write(&zone_file, edited_zone()).unwrap();
+    primary.reload();
+    for secondary in [&strict, &open] {
+        let sec = secondary.addr();
+        assert!(
+            eventually(|| soa_serial(sec) == Some(2)),
+            "no serial 2 over TLS: {}\nprimary: {}",
+            secondary.log(),
+            primary.log()
+        );
+        assert_same_answers(primary.addr(), sec);
+        let log = secondary.log();
+        assert!(log.contains(&format!("IXFR {from} to serial 2")), "{log}");
+    }
+
+    // A certificate for "localhost" is not one for "ns1.example".
+    let wrong_port = free_port();
+    let wrong_kept = dir.join("wrong.kept");
+    let wrong = xot_secondary_config(wrong_port, tls_port, &wrong_kept, "tls ns1.example", &chain);
+    let log = run_until_logged(&wrong, &dir.join("wrong.toml"), "refresh from");
+    assert!(log.contains("certificate not valid for name"), "{log}");
+    assert!(!wrong_kept.exists(), "nothing kept: {log}");
+    drop((strict, open, primary));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Runs `heron serve` with `config` (written to `path`) until its log
+/// shows `what` or 20 s pass; returns the log.
+fn run_until_logged(config: &str, path: &Path, what: &str) -> String {
+    std::fs::write(path, config).unwrap();
+    let log_path = path.with_extension("log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = std::process::Command::new(heron())
+        .args(["serve", "--config"])
+        .arg(path)
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let read = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !read().contains(what) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    read()
+}
+
 /// Sends a NOTIFY for `ORIGIN` (signed with `secret` if given) and returns
 /// the answer's RCODE.
 fn notify(to: SocketAddr, secret: Option<&str>) -> Rcode {

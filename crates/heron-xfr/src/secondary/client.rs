@@ -5,7 +5,8 @@
 //! connection of its own; after it completes cleanly the connection goes
 //! back to an idle pool per primary, so a secondary of many zones does not
 //! open (and leave in TIME_WAIT) one connection per transfer. Exchanges in
-//! flight are bounded by a semaphore.
+//! flight are bounded by a semaphore. A primary may be reached over TLS
+//! ([`super::tls`]); its connections are pooled the same way.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -25,13 +26,24 @@ use tokio::time::timeout;
 
 use super::pipelined::{Line, LineError};
 use super::receive::{Outcome, Receiver, Request, XfrError};
+use super::tls::{Stream, TlsClients, XotTrust};
 use crate::primary::notify::{random_id, unix_now};
 
-/// A primary to pull a zone from, and the key to sign requests with.
+/// A primary to pull a zone from, the key to sign requests with, and
+/// whether to reach it over TLS.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Upstream {
     pub addr: SocketAddr,
     pub key: Option<Name>,
+    pub tls: Option<XotTrust>,
+}
+
+/// Connections to the same address with and without TLS are different
+/// connections.
+type Route = (SocketAddr, bool);
+
+fn route(up: &Upstream) -> Route {
+    (up.addr, up.tls.is_some())
 }
 
 /// Why an exchange with a primary failed.
@@ -69,8 +81,9 @@ impl From<io::Error> for ClientError {
 /// The pool of connections to primaries, shared by every secondary zone.
 pub struct Connections {
     /// One pipelined line per primary for SOA checks.
-    soa_lines: Mutex<HashMap<SocketAddr, SoaSlot>>,
-    idle: Mutex<HashMap<SocketAddr, Vec<TcpStream>>>,
+    soa_lines: Mutex<HashMap<Route, SoaSlot>>,
+    idle: Mutex<HashMap<Route, Vec<Stream>>>,
+    tls: TlsClients,
     slots: Semaphore,
     /// Idle connections kept per primary: as many as may be busy at once,
     /// so a burst of exchanges (a cold start) reuses the same few
@@ -92,7 +105,15 @@ impl Connections {
             keys,
             io_timeout,
             opened: Default::default(),
+            tls: TlsClients::new(None).expect("no CA to read"),
         }
+    }
+
+    /// What TLS connections to primaries are made with (by default,
+    /// opportunistic ones only).
+    pub fn with_tls(mut self, tls: TlsClients) -> Connections {
+        self.tls = tls;
+        self
     }
 
     /// TCP connections opened so far (reuse keeps this low).
@@ -112,7 +133,7 @@ impl Connections {
         let key = self.key_for(up)?;
         let query = self.query(origin, RType::SOA, None);
         for attempt in 0..2 {
-            let line = self.soa_line(up.addr).await?;
+            let line = self.soa_line(up).await?;
             let mut verifier = None;
             let sign = |q: &mut Vec<u8>| {
                 if let Some(k) = &key {
@@ -139,22 +160,20 @@ impl Connections {
         unreachable!("the second attempt returns")
     }
 
-    /// The pipelined line to `addr`, connected if there is none open.
-    async fn soa_line(&self, addr: SocketAddr) -> Result<Arc<Line>, ClientError> {
+    /// The pipelined line to `up`, connected if there is none open.
+    async fn soa_line(&self, up: &Upstream) -> Result<Arc<Line>, ClientError> {
         let slot = self
             .soa_lines
             .lock()
             .unwrap()
-            .entry(addr)
+            .entry(route(up))
             .or_default()
             .clone();
         let mut line = slot.lock().await;
         if let Some(open) = line.as_ref().filter(|l| l.is_open()) {
             return Ok(open.clone());
         }
-        let fresh = Arc::new(Line::connect(addr, self.io_timeout).await?);
-        self.opened
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let fresh = Arc::new(Line::start(self.connect(up).await?));
         *line = Some(fresh.clone());
         Ok(fresh)
     }
@@ -223,35 +242,44 @@ impl Connections {
             .await
             .map_err(|_| ClientError::Timeout)?;
         let key = self.key_for(up)?;
-        let pooled = self.take_idle(up.addr);
+        let pooled = self.take_idle(route(up));
         let reused = pooled.is_some();
         let mut stream = match pooled {
             Some(s) => s,
-            None => self.connect(up.addr).await?,
+            None => self.connect(up).await?,
         };
         let mut attempt = self
             .run(&mut stream, &query, key.as_ref(), &mut on_message)
             .await;
         if reused && matches!(attempt, Err(Attempt::BeforeAnswer(_))) {
-            stream = self.connect(up.addr).await?;
+            stream = self.connect(up).await?;
             attempt = self
                 .run(&mut stream, &query, key.as_ref(), &mut on_message)
                 .await;
         }
         match attempt {
             Ok(()) => {
-                self.give_back(up.addr, stream);
+                self.give_back(route(up), stream);
                 Ok(())
             }
             Err(Attempt::BeforeAnswer(e) | Attempt::During(e)) => Err(e),
         }
     }
 
-    async fn connect(&self, addr: SocketAddr) -> Result<TcpStream, ClientError> {
-        let stream = timeout(self.io_timeout, TcpStream::connect(addr))
+    /// A new connection to `up`, the TLS handshake done if it takes TLS;
+    /// the whole within the I/O timeout.
+    async fn connect(&self, up: &Upstream) -> Result<Stream, ClientError> {
+        let connect = async {
+            let tcp = TcpStream::connect(up.addr).await?;
+            tcp.set_nodelay(true)?;
+            match &up.tls {
+                None => Ok(Stream::Tcp(tcp)),
+                Some(trust) => self.tls.connect(tcp, up.addr.ip(), trust).await,
+            }
+        };
+        let stream = timeout(self.io_timeout, connect)
             .await
             .map_err(|_| ClientError::Timeout)??;
-        stream.set_nodelay(true)?;
         self.opened
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(stream)
@@ -260,7 +288,7 @@ impl Connections {
     /// One request and its responses on `stream`.
     async fn run(
         &self,
-        stream: &mut TcpStream,
+        stream: &mut Stream,
         query: &[u8],
         key: Option<&Key>,
         on_message: &mut impl FnMut(&[u8]) -> Result<bool, ClientError>,
@@ -273,9 +301,11 @@ impl Connections {
         });
         let mut framed = (query.len() as u16).to_be_bytes().to_vec();
         framed.extend_from_slice(&query);
-        self.timed(stream.write_all(&framed))
-            .await
-            .map_err(Attempt::BeforeAnswer)?;
+        let send = async {
+            stream.write_all(&framed).await?;
+            stream.flush().await // TLS holds what it has not sent
+        };
+        self.timed(send).await.map_err(Attempt::BeforeAnswer)?;
         let mut first = true;
         loop {
             let msg = match self.read_message(stream).await {
@@ -305,7 +335,7 @@ impl Connections {
         }
     }
 
-    async fn read_message(&self, stream: &mut TcpStream) -> Result<Vec<u8>, ClientError> {
+    async fn read_message(&self, stream: &mut Stream) -> Result<Vec<u8>, ClientError> {
         let mut len = [0u8; 2];
         self.timed(stream.read_exact(&mut len)).await?;
         let mut msg = vec![0u8; u16::from_be_bytes(len) as usize];
@@ -320,11 +350,11 @@ impl Connections {
             .map_err(ClientError::Io)
     }
 
-    fn take_idle(&self, addr: SocketAddr) -> Option<TcpStream> {
+    fn take_idle(&self, addr: Route) -> Option<Stream> {
         self.idle.lock().unwrap().get_mut(&addr)?.pop()
     }
 
-    fn give_back(&self, addr: SocketAddr, stream: TcpStream) {
+    fn give_back(&self, addr: Route, stream: Stream) {
         let mut idle = self.idle.lock().unwrap();
         let list = idle.entry(addr).or_default();
         if list.len() < self.idle_per_primary {

@@ -6,6 +6,7 @@
 //!   restart serves it without transferring it again.
 //! * [`client`]: SOA checks and transfers over pooled TCP connections.
 //! * [`pipelined`]: one connection carrying many SOA checks at once.
+//! * [`tls`]: those connections over TLS (XoT, RFC 9103).
 //! * [`keeper`]: kept copies written to disk in batches.
 //! * [`refresh`]: the per-zone refresh loop (timers, NOTIFY, expire).
 
@@ -15,6 +16,7 @@ pub mod pipelined;
 pub mod receive;
 pub mod refresh;
 pub mod store;
+pub mod tls;
 
 #[cfg(test)]
 mod tests;

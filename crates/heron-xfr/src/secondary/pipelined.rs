@@ -6,16 +6,15 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::oneshot;
 use tokio::time::timeout;
+
+use super::tls::Stream;
 
 type Waiting = Arc<Mutex<HashMap<u16, oneshot::Sender<Vec<u8>>>>>;
 
@@ -32,29 +31,25 @@ pub enum LineError {
 /// A pipelined connection. Once it fails, it stays failed; the owner
 /// replaces it.
 pub struct Line {
-    writer: tokio::sync::Mutex<OwnedWriteHalf>,
+    writer: tokio::sync::Mutex<WriteHalf<Stream>>,
     waiting: Waiting,
     next_id: AtomicU16,
     open: Arc<AtomicBool>,
 }
 
 impl Line {
-    /// Connects to `addr` and starts the reader task.
-    pub async fn connect(addr: SocketAddr, io_timeout: Duration) -> io::Result<Line> {
-        let stream = timeout(io_timeout, TcpStream::connect(addr))
-            .await
-            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
-        stream.set_nodelay(true)?;
-        let (read, write) = stream.into_split();
+    /// Starts the reader task on a connected `stream` (TLS or not).
+    pub fn start(stream: Stream) -> Line {
+        let (read, write) = tokio::io::split(stream);
         let waiting: Waiting = Arc::default();
         let open = Arc::new(AtomicBool::new(true));
         tokio::spawn(read_answers(read, waiting.clone(), open.clone()));
-        Ok(Line {
+        Line {
             writer: tokio::sync::Mutex::new(write),
             waiting,
             next_id: AtomicU16::new(crate::primary::notify::random_id()),
             open,
-        })
+        }
     }
 
     pub fn is_open(&self) -> bool {
@@ -82,7 +77,11 @@ impl Line {
         framed.extend_from_slice(&query);
         let sent = {
             let mut writer = self.writer.lock().await;
-            timeout(io_timeout, writer.write_all(&framed)).await
+            timeout(io_timeout, async {
+                writer.write_all(&framed).await?;
+                writer.flush().await // TLS holds what it has not sent
+            })
+            .await
         };
         let outcome = match sent {
             Err(_) => Err(LineError::Timeout),
@@ -117,7 +116,7 @@ impl Line {
 /// Hands each answer to the exchange waiting for its ID; when the
 /// connection ends, every exchange still waiting learns it (its sender is
 /// dropped).
-async fn read_answers(mut read: OwnedReadHalf, waiting: Waiting, open: Arc<AtomicBool>) {
+async fn read_answers(mut read: ReadHalf<Stream>, waiting: Waiting, open: Arc<AtomicBool>) {
     loop {
         let mut len = [0u8; 2];
         if read.read_exact(&mut len).await.is_err() {
@@ -139,7 +138,12 @@ async fn read_answers(mut read: OwnedReadHalf, waiting: Waiting, open: Arc<Atomi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::net::TcpListener;
+    use std::net::SocketAddr;
+    use tokio::net::{TcpListener, TcpStream};
+
+    async fn connect(addr: SocketAddr) -> Line {
+        Line::start(Stream::Tcp(TcpStream::connect(addr).await.unwrap()))
+    }
 
     /// A server that reads `n` framed queries, then answers them in reverse
     /// order, each answer being the query itself.
@@ -168,7 +172,7 @@ mod tests {
     #[tokio::test]
     async fn answers_in_any_order_reach_their_askers() {
         let addr = reversing_server(20).await;
-        let line = Arc::new(Line::connect(addr, Duration::from_secs(5)).await.unwrap());
+        let line = Arc::new(connect(addr).await);
         let mut asks = Vec::new();
         for i in 0..20u8 {
             let line = line.clone();
@@ -189,7 +193,7 @@ mod tests {
     #[tokio::test]
     async fn a_closed_connection_fails_the_waiting_exchange() {
         let addr = reversing_server(1).await;
-        let line = Line::connect(addr, Duration::from_secs(5)).await.unwrap();
+        let line = connect(addr).await;
         line.exchange(vec![0, 0, 1], |_| {}, Duration::from_secs(5))
             .await
             .unwrap();
@@ -207,7 +211,7 @@ mod tests {
     #[tokio::test]
     async fn the_signer_sees_the_final_id() {
         let addr = reversing_server(1).await;
-        let line = Line::connect(addr, Duration::from_secs(5)).await.unwrap();
+        let line = connect(addr).await;
         let answer = line
             .exchange(vec![0, 0], |q| q.push(q[0] ^ q[1]), Duration::from_secs(5))
             .await
