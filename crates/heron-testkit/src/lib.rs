@@ -17,7 +17,7 @@ pub use client::{
     try_query_tcp_pipelined, try_query_udp,
 };
 pub use normalize::{Normalized, diff, normalize};
-pub use primary::Primary;
+pub use primary::{Primary, TlsServe};
 pub use process::{ServerKind, ServerProcess, free_port, live_group_members};
 pub use secondary::{Secondary, TsigSpec, XotTrust};
 pub use tools::{

@@ -24,12 +24,27 @@ pub struct Primary {
     /// Where NOTIFY goes.
     pub secondary: SocketAddr,
     pub key: Option<TsigSpec>,
+    /// Transfers over TLS too (XoT, RFC 9103); BIND only.
+    pub tls: Option<TlsServe>,
+}
+
+/// Where and with which certificate a primary serves XFR over TLS.
+#[derive(Clone, Debug)]
+pub struct TlsServe {
+    pub port: u16,
+    /// PEM files.
+    pub chain: PathBuf,
+    pub key: PathBuf,
 }
 
 impl Primary {
     /// Starts `kind` as a primary on a free loopback port; panics with the
     /// peer's log if it does not answer the zone's SOA.
     pub fn start(&self, kind: ServerKind) -> ServerProcess {
+        assert!(
+            self.tls.is_none() || kind == ServerKind::Bind,
+            "XoT primaries: BIND only"
+        );
         let dir = TempDir::new(&format!("{}-primary", kind.to_string().to_lowercase()));
         let port = free_port();
         let cmd = match kind {
@@ -90,7 +105,19 @@ impl Primary {
     fn bind(&self, dir: &TempDir, port: u16) -> Command {
         require_binary(NAMED);
         let d = dir.0.display();
-        let mut conf = bind_options(&d.to_string(), port, "");
+        let mut conf = match &self.tls {
+            None => bind_options(&d.to_string(), port, ""),
+            Some(tls) => {
+                let listen = format!("  listen-on port {} tls xot {{ 127.0.0.1; }};\n", tls.port);
+                let mut conf = bind_options(&d.to_string(), port, &listen);
+                conf.push_str(&format!(
+                    "tls xot {{ key-file \"{}\"; cert-file \"{}\"; }};\n",
+                    tls.key.display(),
+                    tls.chain.display()
+                ));
+                conf
+            }
+        };
         let key_clause = bind_key(&mut conf, self.key.as_ref());
         let allowed = match &self.key {
             Some(k) => format!("key \"{}\"", k.name),

@@ -1,5 +1,6 @@
 //! Heron as a secondary, against real primaries: NSD, Knot, BIND and
-//! Heron itself serve a zone that Heron transfers with TSIG (AXFR first),
+//! Heron itself serve a zone that Heron transfers with TSIG (AXFR first;
+//! from BIND and Heron over TLS too),
 //! then, after an edit and a reload on the primary, hears its NOTIFY and
 //! fetches the change by IXFR. Restarted without its primary, Heron serves
 //! the copy it kept; killed in the middle of a transfer, it comes back with
@@ -16,7 +17,7 @@ use heron_proto::message::{Header, Message};
 use heron_proto::tsig::{self, Algorithm, Key};
 use heron_proto::{Name, RType, Rcode};
 use heron_testkit::{
-    Primary, QueryOpts, ServerKind, ServerProcess, build_query, free_port, try_query_udp,
+    Primary, QueryOpts, ServerKind, ServerProcess, TlsServe, build_query, free_port, try_query_udp,
 };
 use heron_xfr::primary::notify::{notify_message, unix_now};
 use xfr_common::*;
@@ -99,20 +100,44 @@ fn work_dir(tag: &str) -> PathBuf {
 }
 
 /// `kind` as primary, Heron as secondary: AXFR, NOTIFY + IXFR, restart.
-fn peer_primary(kind: ServerKind) {
-    let dir = work_dir(&kind.to_string().to_lowercase());
+/// With `tls`, Heron knows only the primary's TLS port and checks its
+/// certificate.
+fn peer_primary(kind: ServerKind, tls: bool) {
+    let dir = work_dir(&format!(
+        "{}{}",
+        kind.to_string().to_lowercase(),
+        if tls { "-xot" } else { "" }
+    ));
     let zone_file = dir.join("primary.zone");
     std::fs::write(&zone_file, zone_text(1, "")).unwrap();
     let heron_port = free_port();
+    let tls = tls.then(|| {
+        let (chain, key) = write_certificate(&dir);
+        TlsServe {
+            port: free_port(),
+            chain,
+            key,
+        }
+    });
     let spec = Primary {
         origin: format!("{ORIGIN}."),
         file: zone_file.clone(),
         secondary: SocketAddr::from(([127, 0, 0, 1], heron_port)),
         key: Some(tsig_spec()),
+        tls: tls.clone(),
     };
     let primary = spec.start(kind);
     let kept = dir.join("kept").join("xfr.zone");
-    let config = secondary_config(heron_port, primary.addr(), &kept, "");
+    let (config, from) = match &tls {
+        None => (
+            secondary_config(heron_port, primary.addr(), &kept, ""),
+            primary.addr(),
+        ),
+        Some(t) => (
+            xot_secondary_config(heron_port, t.port, &kept, "tls localhost", &t.chain),
+            SocketAddr::new(primary.addr().ip(), t.port),
+        ),
+    };
     let mut heron = start(heron_port, &config);
     let sec = heron.addr();
     assert_eq!(soa_serial(sec), Some(1));
@@ -139,7 +164,8 @@ fn peer_primary(kind: ServerKind) {
     let log = heron.log();
     assert!(log.contains("NOTIFY for xfr.test."), "{log}");
     assert!(
-        log.contains(&format!("IXFR from {} to serial 2", primary.addr())),
+        log.contains(&format!("AXFR from {from}"))
+            && log.contains(&format!("IXFR from {from} to serial 2")),
         "{log}"
     );
     assert!(
@@ -171,17 +197,22 @@ fn peer_primary(kind: ServerKind) {
 
 #[test]
 fn heron_is_a_secondary_of_nsd() {
-    peer_primary(ServerKind::Nsd);
+    peer_primary(ServerKind::Nsd, false);
 }
 
 #[test]
 fn heron_is_a_secondary_of_knot() {
-    peer_primary(ServerKind::Knot);
+    peer_primary(ServerKind::Knot, false);
 }
 
 #[test]
 fn heron_is_a_secondary_of_bind() {
-    peer_primary(ServerKind::Bind);
+    peer_primary(ServerKind::Bind, false);
+}
+
+#[test]
+fn heron_is_a_secondary_of_bind_over_tls() {
+    peer_primary(ServerKind::Bind, true);
 }
 
 /// A Heron primary of the test zone at serial 1, with a port set aside for
