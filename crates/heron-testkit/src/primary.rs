@@ -24,7 +24,8 @@ pub struct Primary {
     /// Where NOTIFY goes.
     pub secondary: SocketAddr,
     pub key: Option<TsigSpec>,
-    /// Transfers over TLS too (XoT, RFC 9103); BIND only.
+    /// Transfers over TLS too (XoT, RFC 9103); BIND and NSD (Knot 3.2
+    /// cannot).
     pub tls: Option<TlsServe>,
 }
 
@@ -42,8 +43,8 @@ impl Primary {
     /// peer's log if it does not answer the zone's SOA.
     pub fn start(&self, kind: ServerKind) -> ServerProcess {
         assert!(
-            self.tls.is_none() || kind == ServerKind::Bind,
-            "XoT primaries: BIND only"
+            self.tls.is_none() || matches!(kind, ServerKind::Bind | ServerKind::Nsd),
+            "XoT primaries: BIND and NSD only"
         );
         let dir = TempDir::new(&format!("{}-primary", kind.to_string().to_lowercase()));
         let port = free_port();
@@ -61,6 +62,16 @@ impl Primary {
         require_binary(NSD);
         let d = dir.0.display();
         let mut conf = nsd_server(&d.to_string(), port);
+        if let Some(tls) = &self.tls {
+            let p = tls.port;
+            let server = format!(
+                "server:\n  ip-address: 127.0.0.1@{p}\n  tls-port: {p}\n  \
+                 tls-service-key: \"{}\"\n  tls-service-pem: \"{}\"\n",
+                tls.key.display(),
+                tls.chain.display()
+            );
+            conf = conf.replacen("server:\n", &server, 1);
+        }
         let key = nsd_key(&mut conf, self.key.as_ref());
         let to = self.secondary;
         conf.push_str(&format!(

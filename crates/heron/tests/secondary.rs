@@ -1,6 +1,6 @@
 //! Heron as a secondary, against real primaries: NSD, Knot, BIND and
 //! Heron itself serve a zone that Heron transfers with TSIG (AXFR first;
-//! from BIND and Heron over TLS too),
+//! from NSD, BIND and Heron over TLS too),
 //! then, after an edit and a reload on the primary, hears its NOTIFY and
 //! fetches the change by IXFR. Restarted without its primary, Heron serves
 //! the copy it kept; killed in the middle of a transfer, it comes back with
@@ -208,6 +208,11 @@ fn heron_is_a_secondary_of_knot() {
 #[test]
 fn heron_is_a_secondary_of_bind() {
     peer_primary(ServerKind::Bind, false);
+}
+
+#[test]
+fn heron_is_a_secondary_of_nsd_over_tls() {
+    peer_primary(ServerKind::Nsd, true);
 }
 
 #[test]
