@@ -271,19 +271,23 @@ impl ZoneBuilder {
     }
 
     /// Orders entries by shard, owner hash, owner, type, kind, and then as
-    /// read (so RRsets keep the zone file's order).
+    /// read (so RRsets keep the zone file's order): first into their
+    /// shards, in place, then each shard by itself, small enough to sort
+    /// in cache. One sort of the whole log took 40% of building a
+    /// 2M-record zone.
     fn sort_entries(&mut self, shards: usize) {
         let mut entries = std::mem::take(&mut self.entries);
-        entries.sort_unstable_by(|a, b| {
-            (shard_of(a.hash, shards), a.hash)
-                .cmp(&(shard_of(b.hash, shards), b.hash))
-                .then_with(|| {
+        let bounds = group_by_shard(&mut entries, shards);
+        for shard in bounds.windows(2) {
+            entries[shard[0]..shard[1]].sort_unstable_by(|a, b| {
+                a.hash.cmp(&b.hash).then_with(|| {
                     let (x, y) = (self.logged(a), self.logged(b));
                     cmp_ignore_case(x.owner, y.owner)
                         .then((x.rtype, x.kind).cmp(&(y.rtype, y.kind)))
                         .then(a.at.cmp(&b.at))
                 })
-        });
+            });
+        }
         self.entries = entries;
     }
 
@@ -353,6 +357,32 @@ impl ZoneBuilder {
         self.sort_entries(shards);
         true
     }
+}
+
+/// Moves each entry into its shard's range, shard 0 first (an in-place
+/// counting sort, one swap per misplaced entry); returns the ranges'
+/// bounds, `shards + 1` of them.
+fn group_by_shard(entries: &mut [Entry], shards: usize) -> Vec<usize> {
+    let mut bounds = vec![0; shards + 1];
+    for e in entries.iter() {
+        bounds[shard_of(e.hash, shards) + 1] += 1;
+    }
+    for i in 1..=shards {
+        bounds[i] += bounds[i - 1];
+    }
+    let mut next = bounds.clone();
+    for shard in 0..shards {
+        while next[shard] < bounds[shard + 1] {
+            let home = shard_of(entries[next[shard]].hash, shards);
+            if home == shard {
+                next[shard] += 1;
+            } else {
+                entries.swap(next[shard], next[home]);
+                next[home] += 1;
+            }
+        }
+    }
+    bounds
 }
 
 /// How the log keeps a record: a signature under the type it covers.
@@ -965,5 +995,37 @@ pub(super) fn rdata_equal(rtype: RType, a: &[u8], b: &[u8]) -> bool {
         a.eq_ignore_ascii_case(b)
     } else {
         a == b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouping_by_shard_keeps_every_entry_and_puts_it_home() {
+        for shards in [1, 2, 16, 64] {
+            // Hashes spread over the shard bits, some shards left empty.
+            let mut entries: Vec<Entry> = (0..1000u64)
+                .map(|i| Entry {
+                    hash: i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & !(0x10 << 32),
+                    at: i as usize,
+                    line: 0,
+                    file: 0,
+                })
+                .collect();
+            let bounds = group_by_shard(&mut entries, shards);
+            assert_eq!(
+                (bounds.len(), bounds[0], bounds[shards]),
+                (shards + 1, 0, 1000)
+            );
+            for (shard, range) in bounds.windows(2).enumerate() {
+                let home = entries[range[0]..range[1]].iter();
+                assert!(home.clone().all(|e| shard_of(e.hash, shards) == shard));
+            }
+            let mut seen: Vec<usize> = entries.iter().map(|e| e.at).collect();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..1000).collect::<Vec<_>>());
+        }
     }
 }
