@@ -24,14 +24,14 @@ fn read(text: &str) -> (Vec<Record>, Vec<ZoneFileError>) {
         Path::new("example.zone"),
         &data_dir(),
         &opts(),
-        &mut |r| recs.push(r),
+        &mut |r| recs.push(r.clone()),
     );
     (recs, errs)
 }
 
 fn read_path(path: &Path) -> (Vec<Record>, Vec<ZoneFileError>) {
     let mut recs = Vec::new();
-    let errs = read_file(path, &opts(), &mut |r| recs.push(r));
+    let errs = read_file(path, &opts(), &mut |r| recs.push(r.clone()));
     (recs, errs)
 }
 

@@ -370,7 +370,7 @@ impl Receiver {
             // An IXFR answered in AXFR form (RFC 1995 4).
             (State::IxfrFirst { soa, newest }, None) => {
                 let mut builder = self.builder_with(soa);
-                builder.add(self.zone_record(rr));
+                builder.add(&self.zone_record(rr));
                 State::Axfr {
                     builder,
                     serial: newest,
@@ -401,7 +401,7 @@ impl Receiver {
                 },
                 None,
             ) => {
-                builder.add(self.zone_record(rr));
+                builder.add(&self.zone_record(rr));
                 State::Axfr { builder, serial }
             }
             (State::Axfr { builder, serial }, Some(last)) => {
@@ -493,7 +493,7 @@ impl Receiver {
 
     fn builder_with(&self, soa: Rr) -> ZoneBuilder {
         let mut builder = ZoneBuilder::new(self.origin.clone(), Class::IN);
-        builder.add(self.zone_record(soa));
+        builder.add(&self.zone_record(soa));
         builder
     }
 

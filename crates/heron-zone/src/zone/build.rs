@@ -142,8 +142,8 @@ impl ZoneBuilder {
     }
 
     /// Adds one record; out-of-zone records are reported and ignored.
-    pub fn add(&mut self, rec: Record) {
-        if let Some(problem) = refusal(&self.origin, self.class, &rec) {
+    pub fn add(&mut self, rec: &Record) {
+        if let Some(problem) = refusal(&self.origin, self.class, rec) {
             self.problems.push(problem);
             return;
         }

@@ -276,7 +276,7 @@ pub fn reload_zone_file(old: &Zone, path: &Path) -> Result<Loaded, Vec<Problem>>
 /// [`reload_zone_file`] from the text of the file at `path`, already read.
 pub fn reload_zone_text(old: &Zone, text: &[u8], path: &Path) -> Result<Loaded, Vec<Problem>> {
     let opts = ReadOptions::new(old.origin.clone());
-    let read = |sink: &mut dyn FnMut(Record)| read_file_text(text, path, &opts, sink);
+    let read = |sink: &mut dyn FnMut(&Record)| read_file_text(text, path, &opts, sink);
     settle_reread(reread::reread(old, read), || {
         load_zone_text(text, path, &old.origin)
     })
@@ -287,7 +287,7 @@ pub fn reload_zone_str(old: &Zone, text: &str, name: &str) -> Result<Loaded, Vec
     let opts = ReadOptions::new(old.origin.clone());
     let (path, base) = (Path::new(name), Path::new("."));
     let read =
-        |sink: &mut dyn FnMut(Record)| crate::zonefile::read_str(text, path, base, &opts, sink);
+        |sink: &mut dyn FnMut(&Record)| crate::zonefile::read_str(text, path, base, &opts, sink);
     settle_reread(reread::reread(old, read), || {
         load_zone_str(text, name, &old.origin)
     })

@@ -58,7 +58,7 @@ struct Matcher<'z> {
 /// Reads a zone file (`read` streams its records) as a change to `zone`.
 pub(crate) fn reread(
     zone: &Zone,
-    read: impl FnOnce(&mut dyn FnMut(Record)) -> Vec<ZoneFileError>,
+    read: impl FnOnce(&mut dyn FnMut(&Record)) -> Vec<ZoneFileError>,
 ) -> Reread {
     let mut m = Matcher::new(zone);
     let errors = read(&mut |rec| m.take(rec));
@@ -91,11 +91,11 @@ impl<'z> Matcher<'z> {
         }
     }
 
-    fn take(&mut self, rec: Record) {
+    fn take(&mut self, rec: &Record) {
         if self.load_in_full {
             return;
         }
-        if let Some(problem) = refusal(&self.zone.origin, self.zone.class, &rec) {
+        if let Some(problem) = refusal(&self.zone.origin, self.zone.class, rec) {
             match problem.severity {
                 Severity::Warning => self.warnings.push(problem),
                 Severity::Error => self.load_in_full = true,
@@ -288,11 +288,12 @@ fn record_index(node: Node, rtype: RType, ttl: u32, rdata: &[u8]) -> Option<usiz
     None
 }
 
-fn diff_record(rec: Record) -> DiffRecord {
+/// A changed record, copied out of the reader's buffers.
+fn diff_record(rec: &Record) -> DiffRecord {
     DiffRecord {
-        owner: rec.owner,
+        owner: rec.owner.clone(),
         rtype: rec.rtype,
         ttl: rec.ttl,
-        rdata: rec.rdata,
+        rdata: rec.rdata.clone(),
     }
 }

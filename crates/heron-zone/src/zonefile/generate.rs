@@ -15,7 +15,7 @@ use heron_proto::Name;
 use heron_proto::text::Token;
 
 use super::lexer::Lexer;
-use super::{FileCtx, Location, Reader, Record, record_type};
+use super::{FileCtx, Reader, record_type};
 
 /// Widest `${...}` field accepted (a name is at most 255 octets anyway).
 const MAX_WIDTH: usize = 255;
@@ -309,7 +309,6 @@ impl Reader<'_> {
                 ),
             );
         }
-        let class = self.opts.class;
         let ttl = match self.resolve_ttl(&tc) {
             Ok(v) => v,
             Err(e) => return self.error(ctx, line, format!("$GENERATE: {e}")),
@@ -342,18 +341,7 @@ impl Reader<'_> {
                 });
             match result {
                 Ok(owner) => {
-                    let record = Record {
-                        owner,
-                        class,
-                        rtype,
-                        ttl,
-                        rdata: self.rdata.as_slice().to_vec(),
-                        location: Location {
-                            file: ctx.file.clone(),
-                            line,
-                        },
-                    };
-                    (self.sink)(record);
+                    self.emit(ctx, owner, (rtype, ttl), line);
                 }
                 Err(e) => {
                     // One error per directive: the others would most likely

@@ -98,7 +98,7 @@ impl ReadOptions {
 pub fn read_file(
     path: &Path,
     opts: &ReadOptions,
-    sink: &mut dyn FnMut(Record),
+    sink: &mut dyn FnMut(&Record),
 ) -> Vec<ZoneFileError> {
     match ZoneFileText::read(path) {
         Ok(file) => read_file_text(&file.text, path, opts, sink),
@@ -150,7 +150,7 @@ pub fn read_file_text(
     text: &[u8],
     path: &Path,
     opts: &ReadOptions,
-    sink: &mut dyn FnMut(Record),
+    sink: &mut dyn FnMut(&Record),
 ) -> Vec<ZoneFileError> {
     read_file_with(text, path, opts, sink, heron_proto::rdata::parse_text)
 }
@@ -162,7 +162,7 @@ pub fn read_str(
     name: &Path,
     base_dir: &Path,
     opts: &ReadOptions,
-    sink: &mut dyn FnMut(Record),
+    sink: &mut dyn FnMut(&Record),
 ) -> Vec<ZoneFileError> {
     read_str_with(
         text.as_bytes(),
@@ -178,7 +178,7 @@ fn read_file_with(
     text: &[u8],
     path: &Path,
     opts: &ReadOptions,
-    sink: &mut dyn FnMut(Record),
+    sink: &mut dyn FnMut(&Record),
     parser: RdataParser,
 ) -> Vec<ZoneFileError> {
     let mut reader = Reader::new(opts, sink, parser);
@@ -191,7 +191,7 @@ fn read_str_with(
     name: &Path,
     base_dir: &Path,
     opts: &ReadOptions,
-    sink: &mut dyn FnMut(Record),
+    sink: &mut dyn FnMut(&Record),
     parser: RdataParser,
 ) -> Vec<ZoneFileError> {
     let mut reader = Reader::new(opts, sink, parser);
@@ -211,7 +211,7 @@ type RdataParser = fn(RType, &[Token], Option<&Name>, &mut Vec<u8>) -> Result<()
 /// State shared by the whole read, across `$INCLUDE`s.
 struct Reader<'r> {
     opts: &'r ReadOptions,
-    sink: &'r mut dyn FnMut(Record),
+    sink: &'r mut dyn FnMut(&Record),
     parse_rdata: RdataParser,
     errors: Vec<ZoneFileError>,
     /// The `$TTL` in force. Like BIND, `$TTL` and the last explicit TTL carry
@@ -251,7 +251,7 @@ struct TtlClass {
 impl<'r> Reader<'r> {
     fn new(
         opts: &'r ReadOptions,
-        sink: &'r mut dyn FnMut(Record),
+        sink: &'r mut dyn FnMut(&Record),
         parse_rdata: RdataParser,
     ) -> Reader<'r> {
         Reader {
@@ -344,9 +344,11 @@ impl<'r> Reader<'r> {
                 return;
             }
         }
-        let (owner, rest) = if leading_ws {
+        // The owner stays in `ctx` (a blank-led line reuses it); the record
+        // borrows it, so a record costs no allocation for its owner.
+        let rest = if leading_ws {
             match &ctx.owner {
-                Some(o) => (o.clone(), tokens),
+                Some(_) => tokens,
                 None if ctx.owner_bad => return,
                 None => {
                     self.error(
@@ -361,9 +363,9 @@ impl<'r> Reader<'r> {
         } else {
             match Name::from_text(first.raw, Some(&ctx.origin)) {
                 Ok(n) => {
-                    ctx.owner = Some(n.clone());
+                    ctx.owner = Some(n);
                     ctx.owner_bad = false;
-                    (n, &tokens[1..])
+                    &tokens[1..]
                 }
                 Err(e) => {
                     ctx.owner = None;
@@ -404,18 +406,28 @@ impl<'r> Reader<'r> {
         {
             return self.error(ctx, line, format!("{rtype}: {e}"));
         }
+        let owner = ctx.owner.take().expect("set above");
+        let record = self.emit(ctx, owner, (rtype, ttl), line);
+        ctx.owner = Some(record);
+    }
+
+    /// Hands the record in `self.rdata` to the sink, lending it the owner
+    /// and the RDATA buffer, and returns the owner.
+    fn emit(&mut self, ctx: &FileCtx, owner: Name, (rtype, ttl): (RType, u32), line: u32) -> Name {
         let record = Record {
             owner,
             class: self.opts.class,
             rtype,
             ttl,
-            rdata: self.rdata.as_slice().to_vec(),
+            rdata: std::mem::take(&mut self.rdata),
             location: Location {
                 file: ctx.file.clone(),
                 line,
             },
         };
-        (self.sink)(record);
+        (self.sink)(&record);
+        self.rdata = record.rdata;
+        record.owner
     }
 
     /// Reads the optional TTL and class (in either order) from `tokens[*i..]`,

@@ -44,7 +44,7 @@ fn read_with(text: &str, opts: &ReadOptions) -> (Vec<Record>, Vec<ZoneFileError>
         Path::new("t.zone"),
         Path::new("."),
         opts,
-        &mut |r| recs.push(r),
+        &mut |r| recs.push(r.clone()),
         echo,
     );
     (recs, errs)
@@ -430,7 +430,7 @@ fn data(p: &str) -> PathBuf {
 fn read_path(path: &Path, opts: &ReadOptions) -> (Vec<Record>, Vec<ZoneFileError>) {
     let mut recs = Vec::new();
     let errs = match ZoneFileText::read(path) {
-        Ok(file) => read_file_with(&file.text, path, opts, &mut |r| recs.push(r), echo),
+        Ok(file) => read_file_with(&file.text, path, opts, &mut |r| recs.push(r.clone()), echo),
         Err(e) => vec![e],
     };
     (recs, errs)
