@@ -847,7 +847,10 @@ mod tests {
         for (primaries, error) in [
             ("\"192.0.2.1 tls a b\"", "expected 'tls' or 'tls NAME'"),
             ("\"192.0.2.1 tls not..a..name\"", "not..a..name"),
-            ("\"192.0.2.1 tls\" , \"tls\"", "primaries 'tls': expected ADDRESS"),
+            (
+                "\"192.0.2.1 tls\" , \"tls\"",
+                "primaries 'tls': expected ADDRESS",
+            ),
         ] {
             let errors = parse(&zone(primaries)).unwrap_err();
             assert!(
