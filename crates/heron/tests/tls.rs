@@ -1,7 +1,8 @@
 //! DNS over TLS (RFC 7858) and zone transfers over TLS (RFC 9103) with
 //! `kdig +tls` and `dig +tls` as clients: queries and an AXFR answered as
-//! over TCP, the certificate checked against its CA and name, and a
-//! listener that survives clients that do not speak TLS.
+//! over TCP, the certificate checked against its CA and name, a listener
+//! that survives clients that do not speak TLS, and the TCP connection
+//! limits applied to TLS connections too.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
@@ -210,6 +211,59 @@ fn clients_that_do_not_speak_tls_are_dropped_and_others_served() {
     let ok = kdig(tls, &["+tls"], ORIGIN, "SOA");
     assert!(ok.contains("status: NOERROR"), "{ok}");
     assert!(server.log().contains("ready"));
+}
+
+#[test]
+fn tls_connections_count_against_the_tcp_limits() {
+    let (_dir, chain, key) = certificate("limit");
+    let tls_port = free_port();
+    let zone = edge_zone();
+    let server = ServerProcess::heron_with_config(&heron(), ORIGIN, |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
+             [tls]\nlisten = [\"127.0.0.1:{tls_port}\"]\n\
+             certificate = \"{}\"\nkey = \"{}\"\n\
+             [tcp]\nidle-timeout = 5\nmax-connections-per-client = 2\n\
+             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n",
+            chain.display(),
+            key.display(),
+            zone.display()
+        )
+    });
+    let tls: SocketAddr = format!("127.0.0.1:{tls_port}").parse().unwrap();
+    // Two connections that have not even begun their handshakes hold the
+    // client's two slots; a third is closed at once.
+    let held: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(tls).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut third = TcpStream::connect(tls).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 16];
+    assert_eq!(
+        third.read(&mut buf).unwrap_or(usize::MAX),
+        0,
+        "closed, not left open"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    drop(held);
+    // Slots are freed: TLS works again (the limit is per client, and
+    // kdig is the same client).
+    let mut answered = false;
+    for _ in 0..20 {
+        let out = Command::new("kdig")
+            .args([format!("@{}", tls.ip()), "-p".into(), tls_port.to_string()])
+            .args([ORIGIN, "SOA", "+tls", "+time=2", "+retry=0"])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&out.stdout).contains("status: NOERROR") {
+            answered = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(answered, "{}", server.log());
 }
 
 #[test]
