@@ -16,7 +16,10 @@ use std::sync::{Arc, Mutex};
 
 use heron_zone::{AnswerConfig, Answered, Transport, answer};
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::timeout;
@@ -203,8 +206,11 @@ async fn connection(
     }
 }
 
-/// A connection with TLS under the same framing. TLS keeps its own
-/// buffers for the connection's life, so a read chunk does not add much.
+/// A connection with TLS under the same framing. Between reads it holds
+/// no buffer of ours, only rustls's state: it waits for the socket to be
+/// readable, then takes all the plaintext TLS has at once into a chunk on
+/// the stack (reads polled once, never awaited), so nothing is left in
+/// TLS's buffers while it waits again.
 async fn tls_connection(
     tls: TlsAcceptor,
     stream: TcpStream,
@@ -217,26 +223,55 @@ async fn tls_connection(
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
     let mut partial: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; READ_CHUNK];
-    loop {
-        let read = tokio::select! {
-            read = timeout(shared.idle, stream.read(&mut chunk)) => read,
+    let mut ended = false;
+    while !ended {
+        let mut deferred = Vec::new();
+        let mut output = Vec::new();
+        {
+            let mut chunk = [0u8; READ_CHUNK];
+            loop {
+                match read_now(&mut stream, &mut chunk) {
+                    Poll::Ready(Ok(0)) => ended = true,
+                    Poll::Ready(Ok(n)) => {
+                        let answers = take_input(&chunk[..n], &mut partial, &mut deferred, shared)?;
+                        output.extend_from_slice(&answers);
+                        continue;
+                    }
+                    Poll::Ready(Err(e)) => return Err(e),
+                    Poll::Pending => {}
+                }
+                break;
+            }
+        }
+        respond(&mut stream, &output, deferred, peer, shared).await?;
+        if ended {
+            break;
+        }
+        let ready = tokio::select! {
+            ready = timeout(shared.idle, stream.get_ref().0.readable()) => ready,
             _ = shutdown.changed() => break,
         };
-        let n = match read {
+        match ready {
             Err(_) => break, // idle timeout
             Ok(result) => result?,
-        };
-        if n == 0 {
-            return Ok(());
         }
-        let mut deferred = Vec::new();
-        let output = take_input(&chunk[..n], &mut partial, &mut deferred, shared)?;
-        respond(&mut stream, &output, deferred, peer, shared).await?;
     }
     // Our close_notify, best effort: the client may be gone.
     let _ = timeout(shared.idle, stream.shutdown()).await;
     Ok(())
+}
+
+/// One read of whatever TLS can give now, without waiting: Pending when
+/// the socket has nothing more (its readiness is then cleared, so the
+/// next `readable()` waits for new data).
+fn read_now<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut read = ReadBuf::new(buf);
+    match Pin::new(stream).poll_read(&mut cx, &mut read) {
+        Poll::Ready(Ok(())) => Poll::Ready(Ok(read.filled().len())),
+        Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+        Poll::Pending => Poll::Pending,
+    }
 }
 
 /// Answers what a read brought after any incomplete message kept from

@@ -213,6 +213,66 @@ fn clients_that_do_not_speak_tls_are_dropped_and_others_served() {
     assert!(server.log().contains("ready"));
 }
 
+/// 600 queries (about 21 KB) in one write: several reads' worth of
+/// plaintext, every answer back in order.
+#[test]
+fn pipelined_queries_over_tls_are_all_answered() {
+    use heron_xfr::secondary::tls::{TlsClients, XotTrust};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let (_dir, chain, key) = certificate("pipelined");
+    let tls_port = free_port();
+    let _server = heron_with_tls(tls_port, &chain, &key);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", tls_port))
+            .await
+            .unwrap();
+        let clients = TlsClients::new(Some(&std::fs::read(&chain).unwrap())).unwrap();
+        let trust = XotTrust::Strict {
+            name: "localhost".into(),
+        };
+        let ip = "127.0.0.1".parse().unwrap();
+        let mut stream = clients.connect(tcp, ip, &trust).await.unwrap();
+        let mut batch = Vec::new();
+        for id in 0..600u16 {
+            let opts = heron_testkit::QueryOpts {
+                id,
+                ..Default::default()
+            };
+            let name = heron_proto::Name::parse("www.edge.test").unwrap();
+            let q = heron_testkit::build_query(&name, heron_proto::RType::A, &opts);
+            batch.extend_from_slice(&(q.len() as u16).to_be_bytes());
+            batch.extend_from_slice(&q);
+        }
+        assert!(batch.len() > 16 * 1024);
+        stream.write_all(&batch).await.unwrap();
+        stream.flush().await.unwrap();
+        let mut ids = Vec::new();
+        let read_all = async {
+            for _ in 0..600 {
+                let mut len = [0u8; 2];
+                stream.read_exact(&mut len).await.unwrap();
+                let mut msg = vec![0u8; u16::from_be_bytes(len) as usize];
+                stream.read_exact(&mut msg).await.unwrap();
+                let m = heron_proto::message::Message::parse(&msg).unwrap();
+                assert_eq!(
+                    (m.rcode(), m.answers.len()),
+                    (heron_proto::Rcode::NOERROR, 1)
+                );
+                ids.push(m.header.id);
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), read_all)
+            .await
+            .expect("all 600 answers");
+        assert_eq!(ids, (0..600).collect::<Vec<u16>>());
+    });
+}
+
 #[test]
 fn tls_connections_count_against_the_tcp_limits() {
     let (_dir, chain, key) = certificate("limit");
