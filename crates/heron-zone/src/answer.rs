@@ -68,8 +68,25 @@ pub fn answer(
     transport: Transport,
     out: &mut Vec<u8>,
 ) -> Answered {
-    let mut q = Query::new();
-    match message::parse_query_into(query, &mut q) {
+    QUERY.with_borrow_mut(|q| answer_with(catalog, config, query, transport, out, q))
+}
+
+thread_local! {
+    /// The parsed query, reused by every query on this thread: building a
+    /// new one zeroed its 255-byte name buffer each time, 35 instructions
+    /// (1.5% of a root referral). Every field is set by each parse.
+    static QUERY: std::cell::RefCell<Query> = std::cell::RefCell::new(Query::new());
+}
+
+fn answer_with(
+    catalog: &Catalog,
+    config: &AnswerConfig,
+    query: &[u8],
+    transport: Transport,
+    out: &mut Vec<u8>,
+    q: &mut Query,
+) -> Answered {
+    match message::parse_query_into(query, q) {
         Ok(()) => {}
         Err(QueryError::Drop) => return Answered::Drop,
         Err(QueryError::FormErr(_)) => {
@@ -78,10 +95,10 @@ pub fn answer(
             return Answered::Response;
         }
     };
-    if is_deferred(&q) {
+    if is_deferred(q) {
         return Answered::Deferred;
     }
-    answer_parsed(catalog, config, &q, query, transport, 0, out);
+    answer_parsed(catalog, config, q, query, transport, 0, out);
     Answered::Response
 }
 
