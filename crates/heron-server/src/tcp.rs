@@ -12,13 +12,12 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
 use heron_zone::{AnswerConfig, Answered, Transport, answer};
 use socket2::{Domain, Protocol, Socket, Type};
-use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
-
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -32,6 +31,8 @@ use crate::{SharedCatalog, TcpLimits};
 
 /// Bytes read per system call (on the stack, not kept between reads).
 const READ_CHUNK: usize = 8192;
+/// Reads a TLS connection takes before it writes what they answered.
+const READS_PER_ROUND: usize = 8;
 /// Pending listen queue.
 const BACKLOG: i32 = 1024;
 
@@ -223,13 +224,16 @@ async fn tls_connection(
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
     let mut partial: Vec<u8> = Vec::new();
-    let mut ended = false;
+    let (mut ended, mut drained) = (false, true);
     while !ended {
         let mut deferred = Vec::new();
         let mut output = Vec::new();
         {
             let mut chunk = [0u8; READ_CHUNK];
-            loop {
+            // A client that keeps sending is answered every few reads, so
+            // the answers waiting to be written stay bounded.
+            for _ in 0..READS_PER_ROUND {
+                drained = false;
                 match read_now(&mut stream, &mut chunk) {
                     Poll::Ready(Ok(0)) => ended = true,
                     Poll::Ready(Ok(n)) => {
@@ -238,7 +242,7 @@ async fn tls_connection(
                         continue;
                     }
                     Poll::Ready(Err(e)) => return Err(e),
-                    Poll::Pending => {}
+                    Poll::Pending => drained = true,
                 }
                 break;
             }
@@ -246,6 +250,10 @@ async fn tls_connection(
         respond(&mut stream, &output, deferred, peer, shared).await?;
         if ended {
             break;
+        }
+        if !drained {
+            // Plaintext may still wait in TLS: read again before waiting.
+            continue;
         }
         let ready = tokio::select! {
             ready = timeout(shared.idle, stream.get_ref().0.readable()) => ready,

@@ -3,7 +3,7 @@
 //! TCP connections with TLS under the same framing ([`crate::tcp`]).
 //!
 //! TLS 1.2 and 1.3 with rustls's ring provider. The ALPN protocol "dot" is
-//! offered, as RFC 9103 3.1 asks of a primary; clients that offer no ALPN
+//! offered, as RFC 9103 asks of XoT; clients that offer no ALPN
 //! are served too (RFC 7858 predates it).
 
 use std::path::Path;
@@ -15,7 +15,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 pub use tokio_rustls::TlsAcceptor;
 
-/// The ALPN protocol of DNS over TLS (RFC 9103 7.1).
+/// The ALPN protocol of DNS over TLS (RFC 9103).
 pub const ALPN_DOT: &[u8] = b"dot";
 
 /// Server settings from a PEM certificate chain (the server's certificate

@@ -273,8 +273,8 @@ pub struct ZoneEntry {
     /// "ADDRESS[:PORT] [key NAME]" entries.
     #[serde(default)]
     pub notify: Vec<String>,
-    /// Makes the zone a secondary: "ADDRESS[:PORT] [key NAME]" of its
-    /// primaries; `file` is then where the received zone is kept.
+    /// Makes the zone a secondary: "ADDRESS[:PORT] [key NAME] [tls [NAME]]"
+    /// of its primaries; `file` is then where the received zone is kept.
     #[serde(default)]
     pub primaries: Vec<String>,
 }
@@ -459,18 +459,16 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     };
     let can_check = xot.as_ref().is_none_or(TlsClients::can_check_certificates);
     let strict = |u: &Upstream| matches!(u.tls, Some(XotTrust::Strict { .. }));
-    for zone in secondaries
+    let unchecked = secondaries
         .iter()
-        .filter(|z| z.primaries.iter().any(strict))
-    {
-        if !can_check {
-            errors.push(format!(
-                "{}: zone '{}': a primary with 'tls NAME' needs [secondary] tls-ca",
-                path.display(),
-                zone.origin
-            ));
-        }
-    }
+        .filter(|z| !can_check && z.primaries.iter().any(strict));
+    errors.extend(unchecked.map(|zone| {
+        format!(
+            "{}: zone '{}': a primary with 'tls NAME' needs [secondary] tls-ca",
+            path.display(),
+            zone.origin
+        )
+    }));
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -565,7 +563,9 @@ fn upstreams(list: &[String], keys: &[Key]) -> Result<Vec<Upstream>, String> {
 /// its certificate must be valid for NAME and chain to `tls-ca`.
 fn upstream(item: &str, keys: &[Key]) -> Result<Upstream, String> {
     let words: Vec<&str> = item.split_whitespace().collect();
-    let (words, tls) = match words.iter().position(|w| *w == "tls") {
+    // A TSIG key may itself be named "tls".
+    let is_tls = |(i, w): (usize, &&str)| *w == "tls" && (i == 0 || words[i - 1] != "key");
+    let (words, tls) = match words.iter().enumerate().position(is_tls) {
         None => (&words[..], None),
         Some(at) => match &words[at + 1..] {
             [] => (&words[..at], Some(XotTrust::Opportunistic)),
@@ -843,6 +843,18 @@ mod tests {
         };
         assert_eq!(p[1].tls, Some(strict));
         assert_eq!((p[2].addr.port(), &p[2].tls), (53, &None));
+        // A key named "tls" is a key, and may still be followed by tls.
+        let tls_key = "[[key]]\nname = \"tls\"\nsecret = \"c2VjcmV0c2VjcmV0\"\n";
+        let named_tls = parse(&format!(
+            "{tls_key}[[zone]]\norigin = \"t.test\"\nfile = \"t\"\n\
+             primaries = [\"192.0.2.4 key tls\", \"192.0.2.5 key tls tls\"]\n"
+        ))
+        .unwrap();
+        let q = &named_tls.secondaries[0].primaries;
+        assert_eq!(q[0].key, Some(Name::parse("tls").unwrap()));
+        assert_eq!((q[0].addr.port(), &q[0].tls), (53, &None));
+        assert_eq!(q[1].key, Some(Name::parse("tls").unwrap()));
+        assert_eq!(q[1].tls, Some(XotTrust::Opportunistic));
         assert!(s.xot.can_check_certificates());
         for (primaries, error) in [
             ("\"192.0.2.1 tls a b\"", "expected 'tls' or 'tls NAME'"),

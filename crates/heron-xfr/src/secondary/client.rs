@@ -38,12 +38,14 @@ pub struct Upstream {
     pub tls: Option<XotTrust>,
 }
 
-/// Connections to the same address with and without TLS are different
-/// connections.
-type Route = (SocketAddr, bool);
+/// What a pooled connection was made for: connections to one address
+/// are shared only under the same trust, so a connection checked for one
+/// name (or not checked at all) never serves a primary that asks for
+/// another check.
+type Route = (SocketAddr, Option<XotTrust>);
 
 fn route(up: &Upstream) -> Route {
-    (up.addr, up.tls.is_some())
+    (up.addr, up.tls.clone())
 }
 
 /// Why an exchange with a primary failed.
@@ -392,4 +394,31 @@ fn serial_in_answer(answer: &[u8], origin: &Name) -> Result<u32, ClientError> {
 enum Attempt {
     BeforeAnswer(ClientError),
     During(ClientError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pooled_connections_are_shared_only_under_the_same_trust() {
+        let up = |tls: Option<XotTrust>| Upstream {
+            addr: "192.0.2.1:853".parse().unwrap(),
+            key: None,
+            tls,
+        };
+        let strict = |name: &str| Some(XotTrust::strict(name).unwrap());
+        let routes = [
+            route(&up(None)),
+            route(&up(Some(XotTrust::Opportunistic))),
+            route(&up(strict("ns1.example"))),
+            route(&up(strict("ns2.example"))),
+        ];
+        for (i, a) in routes.iter().enumerate() {
+            for b in &routes[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(route(&up(strict("ns1.example"))), routes[2]);
+    }
 }

@@ -2,11 +2,11 @@
 //! transfers alike: a [`Stream`] is a TCP connection with or without TLS,
 //! so the pool and the pipelined lines do not care which.
 //!
-//! Two ways to trust a primary (RFC 9103 9): strictly, its certificate
+//! Two ways to trust a primary (RFC 9103 allows both): strictly, its certificate
 //! must chain to the configured CA and be valid for a given name; or
 //! opportunistically, encrypted without checking the certificate, as
 //! BIND's `tls ephemeral` does. TSIG still authenticates the zone either
-//! way. The ALPN protocol "dot" is offered, as RFC 9103 7.1 requires.
+//! way. The ALPN protocol "dot" is offered, as RFC 9103 requires.
 
 use std::io;
 use std::net::IpAddr;
@@ -175,15 +175,6 @@ impl ServerCertVerifier for AnyCertificate {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.supported_schemes()
-    }
-}
-
-impl Stream {
-    pub fn set_nodelay(&self) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.set_nodelay(true),
-            Stream::Tls(s) => s.get_ref().0.set_nodelay(true),
-        }
     }
 }
 
