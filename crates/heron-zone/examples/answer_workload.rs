@@ -1,0 +1,74 @@
+//! Answers a benchmark query file in process, without the network: the
+//! DNS work alone, with the memory traffic of the real zones (which
+//! `answer_loop` and callgrind do not show).
+//!
+//!     cargo build --release -p heron-zone --example answer_workload
+//!     target/release/examples/answer_workload QUERIES ZONE-FILE-OR-DIR [ORIGIN] [ROUNDS]
+//!
+//! A directory loads every `NAME.zone` in it as zone NAME (the suite's
+//! 100,000-zone workload); a file needs its ORIGIN. Prints nanoseconds
+//! per query for each round, queries in the file's (random) order,
+//! after the time loading took.
+
+use std::path::Path;
+use std::time::Instant;
+
+use heron_proto::{Name, RType};
+use heron_zone::{AnswerConfig, Answered, Catalog, Transport, answer, load_zone_file};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (queries, zones) = (&args[1], Path::new(&args[2]));
+    let mut catalog = Catalog::new();
+    let loading = Instant::now();
+    let rounds: usize = if zones.is_dir() {
+        for entry in std::fs::read_dir(zones).unwrap() {
+            let path = entry.unwrap().path();
+            let stem = path.file_name().unwrap().to_str().unwrap();
+            let origin = Name::parse(stem.trim_end_matches(".zone")).unwrap();
+            catalog.insert(load_zone_file(&path, &origin).unwrap().zone);
+        }
+        args.get(3).map_or(5, |r| r.parse().unwrap())
+    } else {
+        let origin = Name::parse(&args[3]).unwrap();
+        catalog.insert(load_zone_file(zones, &origin).unwrap().zone);
+        args.get(4).map_or(5, |r| r.parse().unwrap())
+    };
+    println!("loaded in {} ms", loading.elapsed().as_millis());
+    let wire = read_queries(queries);
+    let config = AnswerConfig::default();
+    let mut out = Vec::with_capacity(4096);
+    for _ in 0..rounds {
+        let start = Instant::now();
+        let mut answered = 0;
+        for q in &wire {
+            let r = answer(&catalog, &config, q, Transport::Udp, &mut out);
+            answered += (r == Answered::Response) as usize;
+        }
+        let ns = start.elapsed().as_nanos() as f64 / wire.len() as f64;
+        println!("{ns:.0} ns/query ({answered} of {} answered)", wire.len());
+    }
+    let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
+    for line in rollup
+        .lines()
+        .filter(|l| l.starts_with("Rss") || l.contains("Huge"))
+    {
+        println!("{line}");
+    }
+}
+
+/// dnsperf's format: `NAME TYPE` per line.
+fn read_queries(path: &str) -> Vec<Vec<u8>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .filter_map(|line| line.split_once(' '))
+        .map(|(name, rtype)| {
+            let rtype = RType::from_mnemonic(rtype.as_bytes()).unwrap();
+            let mut q = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+            q.extend_from_slice(Name::parse(name).unwrap().as_wire());
+            q.extend_from_slice(&rtype.0.to_be_bytes());
+            q.extend_from_slice(&[0, 1, 0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 0]);
+            q
+        })
+        .collect()
+}
