@@ -12,6 +12,7 @@ pub mod answer;
 pub mod catalog;
 pub mod diff;
 pub mod journal;
+mod prefetch;
 pub mod zone;
 pub mod zonefile;
 

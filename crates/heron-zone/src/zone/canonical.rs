@@ -6,6 +6,11 @@
 use heron_proto::name::canonical_cmp;
 
 use super::{Node, Zone};
+use crate::prefetch::prefetch;
+
+/// How many nodes ahead of the one returned to start loading: enough to
+/// cover a miss while the caller writes a few nodes out.
+const PREFETCH_AHEAD: usize = 16;
 
 /// Where a node is, and a prefix of its name that orders it.
 #[derive(Clone, Copy)]
@@ -55,6 +60,11 @@ impl<'z> Iterator for CanonicalNodes<'z> {
     type Item = Node<'z>;
 
     fn next(&mut self) -> Option<Node<'z>> {
+        if let Some(ahead) = self.order.as_slice().get(PREFETCH_AHEAD) {
+            let arena = &self.zone.shards[ahead.shard as usize].arena[ahead.at as usize..];
+            prefetch(arena);
+            prefetch(arena.get(64..).unwrap_or_default());
+        }
         let p = self.order.next()?;
         Some(self.zone.node_at((p.shard as usize, p.at as usize)))
     }
