@@ -518,7 +518,13 @@ impl Receiver {
 }
 
 fn build(builder: ZoneBuilder) -> Result<Zone, XfrError> {
+    let started = std::time::Instant::now();
     let (zone, warnings) = builder.build().map_err(XfrError::Zone)?;
+    tracing::debug!(
+        "zone {}: built from the transfer in {} ms",
+        zone.origin(),
+        started.elapsed().as_millis()
+    );
     for w in warnings {
         tracing::warn!("zone {}: {w}", zone.origin());
     }

@@ -293,20 +293,26 @@ impl ZoneBuilder {
 
     /// Orders entries by shard, owner hash, owner, type, kind, and then as
     /// read (so RRsets keep the zone file's order): first into their
-    /// shards, in place, then each shard by itself, small enough to sort
-    /// in cache. One sort of the whole log took 40% of building a
-    /// 2M-record zone.
+    /// shards, then each shard by itself, small enough to sort in cache.
+    /// One sort of the whole log took 40% of building a 2M-record zone.
+    /// Within a shard the hash alone settles most places (a sort by an
+    /// integer key, inlined); only runs of one hash, mostly one owner's
+    /// records, are sorted again reading the log.
     fn sort_entries(&mut self, shards: usize) {
         let (mut entries, bounds) = group_by_shard(std::mem::take(&mut self.entries), shards);
         for shard in bounds.windows(2) {
-            entries[shard[0]..shard[1]].sort_unstable_by(|a, b| {
-                a.hash.cmp(&b.hash).then_with(|| {
-                    let (x, y) = (self.logged(a), self.logged(b));
-                    cmp_ignore_case(x.owner, y.owner)
-                        .then((x.rtype, x.kind).cmp(&(y.rtype, y.kind)))
-                        .then(a.at.cmp(&b.at))
-                })
-            });
+            let shard = &mut entries[shard[0]..shard[1]];
+            shard.sort_unstable_by_key(|e| e.hash);
+            for run in shard.chunk_by_mut(|a, b| a.hash == b.hash) {
+                if run.len() > 1 {
+                    run.sort_unstable_by(|a, b| {
+                        let (x, y) = (self.logged(a), self.logged(b));
+                        cmp_ignore_case(x.owner, y.owner)
+                            .then((x.rtype, x.kind).cmp(&(y.rtype, y.kind)))
+                            .then(a.at.cmp(&b.at))
+                    });
+                }
+            }
         }
         self.entries = entries;
     }

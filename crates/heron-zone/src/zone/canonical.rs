@@ -43,12 +43,15 @@ impl Zone {
                 });
             }
         }
+        // The prefix alone settles most places (a sort by an integer key,
+        // inlined); runs that share one are sorted again by name.
+        order.sort_unstable_by_key(|p| p.key);
         let key_of = |p: &Position| self.node_at((p.shard as usize, p.at as usize)).key();
-        order.sort_unstable_by(|a, b| {
-            a.key
-                .cmp(&b.key)
-                .then_with(|| canonical_cmp(key_of(a), key_of(b)))
-        });
+        for run in order.chunk_by_mut(|a, b| a.key == b.key) {
+            if run.len() > 1 {
+                run.sort_unstable_by(|a, b| canonical_cmp(key_of(a), key_of(b)));
+            }
+        }
         CanonicalNodes {
             zone: self,
             order: order.into_iter(),
