@@ -555,12 +555,17 @@ fn find<'z>(zone: &'z Zone, lower: &[u8], qtype: RType) -> Found<'z> {
         offsets[n] = off as u8;
         n += 1;
     }
-    // offsets[n-1] is the apex, offsets[0] the name itself.
-    let mut encloser = zone.apex();
-    for i in (0..n).rev() {
+    // offsets[n-1] is the apex, offsets[0] the name itself. The apex is
+    // never a cut, and whether it redirects names below it the zone says:
+    // its node is read only when the answer comes from it.
+    if n > 1 && zone.apex_has_dname() {
+        return Found::Dname(zone.apex());
+    }
+    let mut encloser = None;
+    for i in (0..n.saturating_sub(1)).rev() {
         let off = offsets[i] as usize;
         let Some(node) = zone.node(&lower[off..]) else {
-            return wildcard(zone, encloser);
+            return wildcard(zone, encloser.unwrap_or_else(|| zone.apex()));
         };
         let exact = off == 0;
         if node.is_cut() && !(exact && qtype == RType::DS) {
@@ -569,9 +574,9 @@ fn find<'z>(zone: &'z Zone, lower: &[u8], qtype: RType) -> Found<'z> {
         if !exact && node.rrset(RType::DNAME).is_some() {
             return Found::Dname(node);
         }
-        encloser = node;
+        encloser = Some(node);
     }
-    Found::Exact(encloser)
+    Found::Exact(encloser.unwrap_or_else(|| zone.apex()))
 }
 
 /// The source of synthesis `*.<closest encloser>` (RFC 4592 3.3.1).

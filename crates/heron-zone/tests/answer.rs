@@ -291,6 +291,34 @@ fn dname_synthesizes_cname() {
 }
 
 #[test]
+fn a_dname_at_the_apex_redirects_every_name_below_it() {
+    let text = "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns.other.\n@ DNAME example.net.\n\
+                @ A 192.0.2.1\n";
+    let origin = Name::parse("moved.test").unwrap();
+    let mut cat = Catalog::new();
+    cat.insert(load_zone_str(text, "moved.zone", &origin).unwrap().zone);
+    let ask_moved = |name: &str| ask_with(&cat, &AnswerConfig::default(), &q(name, RType::A)).0;
+    // Even a name with data of its own is redirected (RFC 6672 2.3); this
+    // one has none, and the one below would not exist.
+    for (name, target) in [
+        ("www.moved.test", "www.example.net."),
+        ("a.b.moved.test", "a.b.example.net."),
+    ] {
+        let m = ask_moved(name);
+        assert_eq!(m.rcode(), Rcode::NOERROR, "{name}");
+        let mut expected = vec![
+            format!("{name}. 60 in cname {target}"),
+            "moved.test. 60 in dname example.net.".to_string(),
+        ];
+        expected.sort();
+        assert_eq!(texts(&m.answers), expected, "{name}");
+    }
+    // The apex itself answers from its own data.
+    let m = ask_moved("moved.test");
+    assert_eq!(texts(&m.answers), ["moved.test. 60 in a 192.0.2.1"]);
+}
+
+#[test]
 fn referrals_at_and_below_delegations() {
     for name in [
         "sub.example.test",

@@ -173,3 +173,20 @@ fn changes_that_break_the_zone_are_refused() {
     assert_eq!(z.serial(), 1);
     assert!(ask(z, "www.p.test", RType::A).contains("192.0.2.2"));
 }
+
+#[test]
+fn a_dname_added_at_the_apex_takes_effect_and_goes_with_its_removal() {
+    let before = zone(1, &["www A 192.0.2.1"]);
+    let dname = record(
+        ORIGIN,
+        RType::DNAME,
+        Name::parse("example.net").unwrap().as_wire(),
+    );
+    let with = before
+        .apply(&change(&before, vec![], vec![dname.clone()]))
+        .unwrap();
+    assert!(with.apex_has_dname());
+    assert!(!before.apex_has_dname());
+    let without = with.apply(&change(&with, vec![dname], vec![])).unwrap();
+    assert!(!without.apex_has_dname());
+}

@@ -509,7 +509,9 @@ impl<'z> Edit<'z> {
             .find(apex_hash, self.apex)
             .expect("the apex is kept");
         let apex_node = &self.nodes[self.apex];
-        let (negative_soa, negative_soa_sigs) = encode_negative_soa(&apex_node.parts(), self.apex);
+        let apex_parts = apex_node.parts();
+        let (negative_soa, negative_soa_sigs) = encode_negative_soa(&apex_parts, self.apex);
+        let apex_dname = apex_parts.set(RType::DNAME).is_some();
         self.update_referrers();
         let appeared = self.nodes.values().filter(|n| n.exists && !n.existed);
         let vanished = self.nodes.values().filter(|n| n.existed && !n.exists);
@@ -519,6 +521,7 @@ impl<'z> Edit<'z> {
             hasher: zone.hasher.clone(),
             shards: shards.into(),
             apex: (apex_shard, apex_at),
+            apex_dname,
             negative_soa,
             negative_soa_sigs,
             records: self.records,

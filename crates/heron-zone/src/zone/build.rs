@@ -251,6 +251,7 @@ impl ZoneBuilder {
             return Err(problems);
         }
         let (negative_soa, negative_soa_sigs) = encode_negative_soa(&apex, zone.apex.as_wire());
+        let apex_dname = apex.set(RType::DNAME).is_some();
         let apex_hash = self.hasher.hash_one(zone.apex.as_wire());
         let apex_shard = shard_of(apex_hash, shards);
         let apex_at = built.shards[apex_shard]
@@ -267,6 +268,7 @@ impl ZoneBuilder {
                 hasher: self.hasher,
                 shards: built.shards.into(),
                 apex: (apex_shard, apex_at),
+                apex_dname,
                 negative_soa,
                 negative_soa_sigs,
                 records: built.records,

@@ -31,16 +31,22 @@ use node::Shard;
 pub use node::{Node, RRset};
 
 /// A zone ready to answer from.
+// In declaration order: what every query reads comes first, in one cache
+// line, so that a query to one of 100,000 small zones misses less.
+#[repr(C)]
 pub struct Zone {
     /// Lower-cased.
     origin: Name,
-    class: Class,
     /// Seeds the owner hashes; kept for the zone's later versions.
     hasher: DefaultHashBuilder,
     /// A power of two of them.
-    shards: Box<[Arc<Shard>]>,
+    shards: Shards,
     /// Where the apex node is: (shard, offset).
     apex: (usize, usize),
+    /// The apex holds a DNAME: every name below it is redirected. Kept
+    /// here so that a lookup below the apex need not read the apex node.
+    apex_dname: bool,
+    class: Class,
     /// The apex SOA with the negative-answer TTL (RFC 2308 5), and its
     /// signatures, encoded for the authority section.
     negative_soa: EncodedRRset,
@@ -51,6 +57,33 @@ pub struct Zone {
     /// What `apply` needs to find the nodes a change reaches; None when
     /// empty, as for most small zones, so 100,000 of them pay 8 bytes each.
     links: Option<Box<Links>>,
+}
+
+/// A zone's shards. One (every small zone) is held in place: a lookup in
+/// one of 100,000 small zones takes one trip to memory fewer.
+enum Shards {
+    One([Arc<Shard>; 1]),
+    Many(Box<[Arc<Shard>]>),
+}
+
+impl std::ops::Deref for Shards {
+    type Target = [Arc<Shard>];
+
+    fn deref(&self) -> &[Arc<Shard>] {
+        match self {
+            Shards::One(one) => one,
+            Shards::Many(many) => many,
+        }
+    }
+}
+
+impl From<Vec<Arc<Shard>>> for Shards {
+    fn from(mut shards: Vec<Arc<Shard>>) -> Shards {
+        match shards.len() {
+            1 => Shards::One([shards.pop().expect("one")]),
+            _ => Shards::Many(shards.into()),
+        }
+    }
 }
 
 /// How a zone's nodes depend on each other beyond their own records.
@@ -105,6 +138,11 @@ impl Zone {
 
     pub fn apex(&self) -> Node<'_> {
         self.node_at(self.apex)
+    }
+
+    /// Whether the apex holds a DNAME (read without the apex node).
+    pub fn apex_has_dname(&self) -> bool {
+        self.apex_dname
     }
 
     pub fn soa(&self) -> RRset<'_> {
