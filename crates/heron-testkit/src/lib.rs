@@ -21,7 +21,7 @@ pub use primary::{Primary, TlsServe};
 pub use process::{ServerKind, ServerProcess, free_port, live_group_members};
 pub use secondary::{Secondary, TsigSpec, XotTrust};
 pub use tools::{
-    DigOutput, DigTool, ToolQuery, check_dig_output, check_with_dig_and_kdig, run_dig,
+    DigOutput, DigTool, ToolQuery, check_dig_output, check_with_dig_and_kdig, run_dig, run_dig_with,
 };
 
 /// What to tell someone whose machine lacks a peer server or tool.

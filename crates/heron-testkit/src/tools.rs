@@ -51,6 +51,17 @@ pub struct DigOutput {
     pub stderr: String,
 }
 
+impl DigOutput {
+    /// Standard output; panics, showing the whole run, unless it exited 0.
+    pub fn expect_success(&self) -> &str {
+        assert!(
+            self.status.is_some_and(|s| s.success()),
+            "the tool failed:\n{self}"
+        );
+        &self.stdout
+    }
+}
+
 impl fmt::Display for DigOutput {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -64,6 +75,18 @@ impl fmt::Display for DigOutput {
 /// Runs `dig`/`kdig @ADDR -p PORT QNAME QTYPE +norec` (plus `+tcp`), with
 /// bounded timeouts. Panics if the tool is not installed.
 pub fn run_dig(tool: DigTool, addr: SocketAddr, qname: &str, qtype: &str, tcp: bool) -> DigOutput {
+    let extra: &[&str] = if tcp { &["+tcp"] } else { &[] };
+    run_dig_with(tool, addr, qname, qtype, extra)
+}
+
+/// [`run_dig`] with other options (`+tls`, `+tls-ca=...`) after the usual.
+pub fn run_dig_with(
+    tool: DigTool,
+    addr: SocketAddr,
+    qname: &str,
+    qtype: &str,
+    extra: &[&str],
+) -> DigOutput {
     let path = tool.path();
     if !Path::new(path).exists() {
         panic!("{path} is missing: {}", crate::INSTALL_HINT);
@@ -80,9 +103,7 @@ pub fn run_dig(tool: DigTool, addr: SocketAddr, qname: &str, qtype: &str, tcp: b
         DigTool::Dig => args.extend(["+time=2".into(), "+tries=2".into()]),
         DigTool::Kdig => args.extend(["+time=2".into(), "+retry=1".into()]),
     }
-    if tcp {
-        args.push("+tcp".to_string());
-    }
+    args.extend(extra.iter().map(|s| s.to_string()));
     let command = format!("{path} {}", args.join(" "));
     let mut child = Command::new(path)
         .args(&args)

@@ -8,7 +8,8 @@
 //! A directory loads every `NAME.zone` in it as zone NAME (the suite's
 //! 100,000-zone workload); a file needs its ORIGIN. Prints nanoseconds
 //! per query for each round, queries in the file's (random) order,
-//! after the time loading took.
+//! after the time loading took; then the process's RSS and how much of it
+//! is in huge pages (none on a machine without transparent huge pages).
 
 use std::path::Path;
 use std::time::Instant;

@@ -22,7 +22,8 @@ pub struct Catalog {
     hasher: DefaultHashBuilder,
     /// Wire length of the longest origin: no lookup for a longer suffix.
     longest_origin: usize,
-    /// Bit n is set when some origin has n labels: a suffix with a count
+    /// Bit n is set when some origin has (or had: bits stay when zones
+    /// expire, which only costs a lookup) n labels: a suffix with a count
     /// no origin has is not looked up. With 100,000 zones one level
     /// below a TLD, a query for `www.example.com` makes one lookup, not
     /// two, and each costs a trip to memory.

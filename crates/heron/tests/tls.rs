@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use heron_testkit::{ServerProcess, free_port};
+use heron_testkit::{DigTool, ServerProcess, free_port, run_dig_with};
 
 const ORIGIN: &str = "edge.test";
 
@@ -44,11 +44,12 @@ fn certificate(tag: &str) -> (CertDir, PathBuf, PathBuf) {
     (CertDir(dir), chain, key)
 }
 
-/// Heron serving edge.test over UDP/TCP and over TLS on `tls_port`,
-/// transfers allowed to 127.0.0.1, TCP idle timeout 2 s.
-fn heron_with_tls(tls_port: u16, chain: &Path, key: &Path) -> ServerProcess {
+/// Heron serving edge.test over UDP/TCP and over TLS, transfers allowed
+/// to 127.0.0.1, TCP idle timeout 2 s; and the TLS listener's address.
+fn heron_with_tls(chain: &Path, key: &Path) -> (ServerProcess, SocketAddr) {
     let zone = edge_zone();
-    ServerProcess::heron_with_config(&heron(), ORIGIN, |port| {
+    let tls_port = free_port();
+    let server = ServerProcess::heron_with_config(&heron(), ORIGIN, |port| {
         format!(
             "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
              [tls]\nlisten = [\"127.0.0.1:{tls_port}\"]\n\
@@ -59,37 +60,16 @@ fn heron_with_tls(tls_port: u16, chain: &Path, key: &Path) -> ServerProcess {
             key.display(),
             zone.display()
         )
-    })
+    });
+    (server, SocketAddr::from(([127, 0, 0, 1], tls_port)))
 }
 
-/// Runs a tool; returns its standard output, failing on a non-zero exit.
-fn run(tool: &str, args: &[String]) -> String {
-    let out = Command::new(tool)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{tool}: {e}; {}", heron_testkit::INSTALL_HINT));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{tool} {args:?} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
-
+/// kdig's output for a query it must complete (after the testkit's usual
+/// options, `extra`).
 fn kdig(addr: SocketAddr, extra: &[&str], qname: &str, qtype: &str) -> String {
-    let mut args = vec![
-        format!("@{}", addr.ip()),
-        "-p".into(),
-        addr.port().to_string(),
-        qname.into(),
-        qtype.into(),
-        "+norec".into(),
-        "+time=5".into(),
-        "+retry=0".into(),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    run("kdig", &args)
+    run_dig_with(DigTool::Kdig, addr, qname, qtype, extra)
+        .expect_success()
+        .to_string()
 }
 
 /// The answer records of kdig's output, as their lines.
@@ -104,9 +84,7 @@ fn records(output: &str) -> Vec<String> {
 #[test]
 fn kdig_and_dig_get_the_same_answers_over_tls_as_over_tcp() {
     let (_dir, chain, key) = certificate("query");
-    let tls_port = free_port();
-    let server = heron_with_tls(tls_port, &chain, &key);
-    let tls: SocketAddr = format!("127.0.0.1:{tls_port}").parse().unwrap();
+    let (server, tls) = heron_with_tls(&chain, &key);
     let ca = format!("+tls-ca={}", chain.display());
     for (qname, qtype, status) in [
         ("edge.test", "SOA", "NOERROR"),
@@ -127,42 +105,22 @@ fn kdig_and_dig_get_the_same_answers_over_tls_as_over_tcp() {
             "kdig used TLS:\n{over_tls}"
         );
         assert_eq!(records(&over_tls), records(&over_tcp), "{qname} {qtype}");
-        let dig = run(
-            "dig",
-            &[
-                format!("@{}", tls.ip()),
-                "-p".into(),
-                tls_port.to_string(),
-                qname.into(),
-                qtype.into(),
-                "+tls".into(),
-                "+norec".into(),
-                "+time=5".into(),
-                "+tries=1".into(),
-            ],
-        );
+        let dig = run_dig_with(DigTool::Dig, tls, qname, qtype, &["+tls"]);
+        let dig = dig.expect_success();
         assert!(dig.contains(&format!("status: {status}")), "{dig}");
         assert!(dig.contains("(TLS)"), "dig used TLS:\n{dig}");
     }
     // A name the certificate does not carry fails the strict check.
     let wrong = ["+tls", ca.as_str(), "+tls-hostname=other.example"];
-    let out = Command::new("kdig")
-        .args([format!("@{}", tls.ip()), "-p".into(), tls_port.to_string()])
-        .args(["edge.test", "SOA", "+time=3", "+retry=0"])
-        .args(wrong)
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let out = run_dig_with(DigTool::Kdig, tls, "edge.test", "SOA", &wrong);
+    let text = format!("{}{}", out.stdout, out.stderr);
     assert!(!text.contains("status: NOERROR"), "{text}");
 }
 
 #[test]
 fn axfr_over_tls_carries_the_zone_as_over_tcp() {
     let (_dir, chain, key) = certificate("axfr");
-    let tls_port = free_port();
-    let server = heron_with_tls(tls_port, &chain, &key);
-    let tls: SocketAddr = format!("127.0.0.1:{tls_port}").parse().unwrap();
+    let (server, tls) = heron_with_tls(&chain, &key);
     let over_tcp = records(&kdig(server.addr(), &[], ORIGIN, "AXFR"));
     let over_tls = records(&kdig(tls, &["+tls"], ORIGIN, "AXFR"));
     assert!(over_tcp.len() > 50, "{} records", over_tcp.len());
@@ -175,9 +133,7 @@ fn axfr_over_tls_carries_the_zone_as_over_tcp() {
 #[test]
 fn clients_that_do_not_speak_tls_are_dropped_and_others_served() {
     let (_dir, chain, key) = certificate("junk");
-    let tls_port = free_port();
-    let server = heron_with_tls(tls_port, &chain, &key);
-    let tls: SocketAddr = format!("127.0.0.1:{tls_port}").parse().unwrap();
+    let (server, tls) = heron_with_tls(&chain, &key);
     // Plain DNS over TCP to the TLS port: not a ClientHello.
     let mut plain = TcpStream::connect(tls).unwrap();
     let query = heron_testkit::build_query(
@@ -221,16 +177,13 @@ fn pipelined_queries_over_tls_are_all_answered() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     let (_dir, chain, key) = certificate("pipelined");
-    let tls_port = free_port();
-    let _server = heron_with_tls(tls_port, &chain, &key);
+    let (_server, tls) = heron_with_tls(&chain, &key);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async {
-        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", tls_port))
-            .await
-            .unwrap();
+        let tcp = tokio::net::TcpStream::connect(tls).await.unwrap();
         let clients = TlsClients::new(Some(&std::fs::read(&chain).unwrap())).unwrap();
         let trust = XotTrust::Strict {
             name: "localhost".into(),
@@ -312,12 +265,8 @@ fn tls_connections_count_against_the_tcp_limits() {
     // kdig is the same client).
     let mut answered = false;
     for _ in 0..20 {
-        let out = Command::new("kdig")
-            .args([format!("@{}", tls.ip()), "-p".into(), tls_port.to_string()])
-            .args([ORIGIN, "SOA", "+tls", "+time=2", "+retry=0"])
-            .output()
-            .unwrap();
-        if String::from_utf8_lossy(&out.stdout).contains("status: NOERROR") {
+        let out = run_dig_with(DigTool::Kdig, tls, ORIGIN, "SOA", &["+tls"]);
+        if out.stdout.contains("status: NOERROR") {
             answered = true;
             break;
         }

@@ -213,6 +213,7 @@ impl ZoneBuilder {
         lower.make_lowercase();
         let parent_len = owner.len() - owner.first().map_or(0, |&l| 1 + l as usize);
         let deep = parent_len > self.origin.wire_len();
+        debug_assert!(from.0 < DEEP, "file indexes stay below the depth bit");
         self.entries.push(Entry {
             hash: self.hasher.hash_one(lower.as_wire()),
             at: self.log.len(),
