@@ -13,7 +13,7 @@ use heron_proto::name::{MAX_NAME_LEN, NameBuf, lowercase_wire};
 use heron_proto::writer::{Full, Mark, Section, Writer};
 use heron_proto::{Class, Opcode, RType, Rcode};
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Served};
 use crate::zone::{Node, RRset, Zone};
 
 /// How the query arrived: it decides the response size limit.
@@ -68,7 +68,10 @@ pub fn answer(
     transport: Transport,
     out: &mut Vec<u8>,
 ) -> Answered {
-    QUERY.with_borrow_mut(|q| answer_with(catalog, config, query, transport, out, q))
+    QUERY.with_borrow_mut(|q| {
+        let prepared = prepare(catalog, query, q);
+        answer_prepared(config, &prepared, q, query, transport, out)
+    })
 }
 
 thread_local! {
@@ -78,28 +81,66 @@ thread_local! {
     static QUERY: std::cell::RefCell<Query> = std::cell::RefCell::new(Query::new());
 }
 
-fn answer_with(
-    catalog: &Catalog,
+/// A query parsed and its zone found: the first half of [`answer`], which
+/// a batch does for all its queries before answering any (see
+/// [`crate::lookahead`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Prepared<'c> {
+    pub(crate) kind: PreparedKind<'c>,
+    /// The hash of the first name the answer looks up, once its slot is
+    /// being loaded ([`Prepared::prefetch_slot`]).
+    pub(crate) first_lookup: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) enum PreparedKind<'c> {
+    #[default]
+    Drop,
+    FormErr,
+    Deferred,
+    /// A query for the engine, and where its name is served.
+    Query(Served<'c>),
+}
+
+/// Parses `query` into `q` and finds the zone of its name.
+pub fn prepare<'c>(catalog: &'c Catalog, query: &[u8], q: &mut Query) -> Prepared<'c> {
+    let kind = match message::parse_query_into(query, q) {
+        Ok(()) if is_deferred(q) => PreparedKind::Deferred,
+        Ok(()) => PreparedKind::Query(catalog.served(q.qname_lower.as_wire())),
+        Err(QueryError::Drop) => PreparedKind::Drop,
+        Err(QueryError::FormErr(_)) => PreparedKind::FormErr,
+    };
+    Prepared {
+        kind,
+        first_lookup: None,
+    }
+}
+
+/// Answers a query [`prepare`] parsed into `q` into `out`, unless it is
+/// dropped or deferred. The catalog is the one it was prepared with.
+pub fn answer_prepared(
     config: &AnswerConfig,
+    prepared: &Prepared,
+    q: &Query,
     query: &[u8],
     transport: Transport,
     out: &mut Vec<u8>,
-    q: &mut Query,
 ) -> Answered {
-    match message::parse_query_into(query, q) {
-        Ok(()) => {}
-        Err(QueryError::Drop) => return Answered::Drop,
-        Err(QueryError::FormErr(_)) => {
+    match prepared.kind {
+        PreparedKind::Drop => Answered::Drop,
+        PreparedKind::Deferred => Answered::Deferred,
+        PreparedKind::FormErr => {
             let header = Header::read(query).expect("FormErr implies a header");
             write_error(out, &header, Rcode::FORMERR);
-            return Answered::Response;
+            Answered::Response
         }
-    };
-    if is_deferred(q) {
-        return Answered::Deferred;
+        PreparedKind::Query(served) => {
+            let mut r = Responder::new(q, query, config, transport, 0, out);
+            r.respond(served);
+            r.finish();
+            Answered::Response
+        }
     }
-    answer_parsed(catalog, config, q, query, transport, 0, out);
-    Answered::Response
 }
 
 /// Whether a query is for the query pipeline rather than the engine alone.
@@ -121,7 +162,7 @@ pub fn answer_parsed(
     out: &mut Vec<u8>,
 ) {
     let mut r = Responder::new(q, query, config, transport, reserve, out);
-    r.respond(catalog);
+    r.respond(catalog.served(q.qname_lower.as_wire()));
     r.finish();
 }
 
@@ -217,7 +258,8 @@ impl<'a> Responder<'a> {
         }
     }
 
-    fn respond(&mut self, catalog: &'a Catalog) {
+    /// `served`: where the query name's answers come from.
+    fn respond(&mut self, served: Served<'a>) {
         let q = self.q;
         if let Some(e) = q.edns
             && e.version > 0
@@ -236,21 +278,18 @@ impl<'a> Responder<'a> {
             _ => {}
         }
         match q.qclass {
-            Class::IN => self.answer_in(catalog),
+            Class::IN => self.answer_in(served),
             Class::CH => self.answer_chaos(),
             _ => self.rcode = Rcode::REFUSED,
         }
     }
 
-    fn answer_in(&mut self, catalog: &'a Catalog) {
+    fn answer_in(&mut self, served: Served<'a>) {
         let q: &'a Query = self.q;
-        let Some(zone) = catalog.find(q.qname_lower.as_wire()) else {
-            self.rcode = if catalog.is_expired(q.qname_lower.as_wire()) {
-                Rcode::SERVFAIL
-            } else {
-                Rcode::REFUSED
-            };
-            return;
+        let zone = match served {
+            Served::Zone(zone) => zone,
+            Served::Expired => return self.rcode = Rcode::SERVFAIL,
+            Served::NotServed => return self.rcode = Rcode::REFUSED,
         };
         self.aa = true;
         let apex_len = zone.origin().wire_len();
@@ -532,7 +571,7 @@ fn in_zone(zone: &Zone, lower: &[u8]) -> bool {
 }
 
 /// Offsets of each suffix of a wire name, the whole name first, root last.
-fn label_offsets(wire: &[u8]) -> impl Iterator<Item = usize> + '_ {
+pub(crate) fn label_offsets(wire: &[u8]) -> impl Iterator<Item = usize> + '_ {
     let mut next = Some(0usize);
     std::iter::from_fn(move || {
         let at = next?;

@@ -34,6 +34,16 @@ pub struct Catalog {
     expired: HashSet<Arc<[u8]>>,
 }
 
+/// Where a query name's answers come from.
+#[derive(Clone, Copy, Debug)]
+pub enum Served<'c> {
+    Zone(&'c Zone),
+    /// In a secondary zone that expired: SERVFAIL.
+    Expired,
+    /// In no zone of ours: REFUSED.
+    NotServed,
+}
+
 impl Catalog {
     pub fn new() -> Catalog {
         Catalog::default()
@@ -114,6 +124,15 @@ impl Catalog {
             labels = labels.saturating_sub(1);
         }
         None
+    }
+
+    /// Whether and how a name (lower-cased wire) is served.
+    pub fn served(&self, lower_qname: &[u8]) -> Served<'_> {
+        match self.find(lower_qname) {
+            Some(zone) => Served::Zone(zone),
+            None if self.is_expired(lower_qname) => Served::Expired,
+            None => Served::NotServed,
+        }
     }
 
     pub fn len(&self) -> usize {

@@ -7,17 +7,20 @@
 //! * [`diff`]: the records that differ between two versions of a zone (IXFR).
 //! * [`journal`]: the recent diffs of a zone, bounded, for IXFR out.
 //! * [`answer`]: the answer engine, a pure function of catalog and query.
+//! * [`lookahead`]: answering a batch of queries with their memory waits overlapped.
 
 pub mod answer;
 pub mod catalog;
 pub mod diff;
 pub mod journal;
+pub mod lookahead;
 mod prefetch;
 pub mod zone;
 pub mod zonefile;
 
 pub use answer::{AnswerConfig, Answered, Transport, answer, answer_parsed, is_deferred};
-pub use catalog::Catalog;
+pub use catalog::{Catalog, Served};
+pub use lookahead::BatchAnswerer;
 pub use zone::{
     Loaded, Problem, Severity, Zone, ZoneBuilder, load_zone_file, load_zone_str, load_zone_text,
     reload_zone_file, reload_zone_str, reload_zone_text,

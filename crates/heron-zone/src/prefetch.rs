@@ -9,18 +9,18 @@
 //! never faults, whatever the address, and SSE is part of the x86_64
 //! baseline. Elsewhere this is a no-op.
 
-/// Starts loading the cache line that holds the first byte of `bytes`.
+/// Starts loading the cache line that holds the start of `items`.
 #[inline(always)]
-pub(crate) fn prefetch(bytes: &[u8]) {
+pub(crate) fn prefetch<T>(items: &[T]) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: see the module comment; the pointer comes from a live slice
     // (one past its end when it is empty, which a prefetch also accepts).
     unsafe {
         use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>(bytes.as_ptr().cast());
+        _mm_prefetch::<_MM_HINT_T0>(items.as_ptr().cast());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
+    let _ = items;
 }
 
 #[cfg(test)]
@@ -33,7 +33,8 @@ mod tests {
         for at in [0, 1, 63, 64, 255, 256] {
             prefetch(&data[at..]);
         }
-        prefetch(&[]);
+        prefetch::<u8>(&[]);
+        prefetch(&[0u64; 3][1..]);
         assert_eq!(data, (0..=255).collect::<Vec<u8>>());
     }
 }

@@ -125,6 +125,12 @@ impl Batch {
         Ok(n)
     }
 
+    /// The `i`th datagram received.
+    pub fn query(&self, i: usize) -> &[u8] {
+        let start = i * self.query_size;
+        &self.queries[start..start + self.query_lens[i]]
+    }
+
     /// The `i`th received datagram and the response buffer for it.
     pub fn slot(&mut self, i: usize) -> (&[u8], &mut Vec<u8>) {
         let start = i * self.query_size;

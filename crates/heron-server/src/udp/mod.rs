@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use heron_zone::{AnswerConfig, Answered, Catalog, Transport, answer};
+use heron_zone::lookahead::MAX_BATCH;
+use heron_zone::{AnswerConfig, Answered, BatchAnswerer, Catalog, Transport};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::SharedCatalog;
@@ -94,6 +95,7 @@ pub fn spawn_workers(
                     catalog: arc_swap::Cache::new(catalog),
                     config,
                     pipeline,
+                    answerer: BatchAnswerer::default(),
                 };
                 run_loop(&socket, &stop, worker)
             })?;
@@ -104,65 +106,58 @@ pub fn spawn_workers(
 
 /// One Heron UDP worker's state.
 struct Worker {
-    /// Checks for a new catalog with one atomic load per query.
+    /// Checks for a new catalog with one atomic load per batch.
     catalog: arc_swap::Cache<SharedCatalog, Arc<Catalog>>,
     config: Arc<AnswerConfig>,
     pipeline: Arc<Pipeline>,
+    answerer: BatchAnswerer,
 }
+
+// A batch is answered with its memory loads overlapped
+// (`heron_zone::lookahead`), so it must fit the answerer.
+const _: () = assert!(batch::DEFAULT_BATCH <= MAX_BATCH);
 
 impl Handler for Worker {
-    fn handle(&mut self, query: &[u8], response: &mut Vec<u8>) -> Reply {
-        match answer(
-            self.catalog.load(),
-            &self.config,
-            query,
-            Transport::Udp,
-            response,
-        ) {
-            Answered::Response => Reply::Send,
-            Answered::Drop => Reply::Skip,
-            Answered::Deferred => Reply::Deferred,
+    fn handle_batch(&mut self, batch: &mut batch::Batch, received: usize) {
+        let catalog = self.catalog.load();
+        let prepared = self
+            .answerer
+            .prepare(catalog, (0..received).map(|i| batch.query(i)));
+        for i in 0..received {
+            let (query, response) = batch.slot(i);
+            let send = match prepared.answer(i, &self.config, query, Transport::Udp, response) {
+                Answered::Response => true,
+                Answered::Drop => false,
+                // TSIG, NOTIFY, IXFR: the pipeline, which needs the peer.
+                Answered::Deferred => batch.peer(i).is_some_and(|peer| {
+                    let (query, response) = batch.slot(i);
+                    self.pipeline
+                        .answer_udp(catalog, &self.config, query, peer, response)
+                }),
+            };
+            if send {
+                batch.reply(i);
+            }
         }
     }
-
-    fn handle_deferred(&mut self, query: &[u8], peer: SocketAddr, response: &mut Vec<u8>) -> bool {
-        let catalog = self.catalog.load();
-        self.pipeline
-            .answer_udp(catalog, &self.config, query, peer, response)
-    }
 }
 
-/// What to do with a datagram once handled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reply {
-    Send,
-    Skip,
-    /// Call [`Handler::handle_deferred`], which needs the peer's address.
-    Deferred,
-}
-
-/// Answers datagrams for [`run_loop`]. A closure returning "send or not"
-/// is a handler too (the benchmark's reflector is one).
+/// Answers the datagrams of a batch for [`run_loop`]. A closure that
+/// writes a response and says whether to send it is a handler too (the
+/// benchmark's reflector is one).
 pub trait Handler {
-    fn handle(&mut self, query: &[u8], response: &mut Vec<u8>) -> Reply;
-
-    /// The slow path for [`Reply::Deferred`]; true to send the response.
-    fn handle_deferred(
-        &mut self,
-        _query: &[u8],
-        _peer: SocketAddr,
-        _response: &mut Vec<u8>,
-    ) -> bool {
-        false
-    }
+    /// Writes the responses for datagrams `0..received` of `batch` and
+    /// marks those to send with [`batch::Batch::reply`].
+    fn handle_batch(&mut self, batch: &mut batch::Batch, received: usize);
 }
 
 impl<F: FnMut(&[u8], &mut Vec<u8>) -> bool> Handler for F {
-    fn handle(&mut self, query: &[u8], response: &mut Vec<u8>) -> Reply {
-        if self(query, response) {
-            Reply::Send
-        } else {
-            Reply::Skip
+    fn handle_batch(&mut self, batch: &mut batch::Batch, received: usize) {
+        for i in 0..received {
+            let (query, response) = batch.slot(i);
+            if self(query, response) {
+                batch.reply(i);
+            }
         }
     }
 }
@@ -182,20 +177,7 @@ pub fn run_loop(socket: &UdpSocket, stop: &AtomicBool, mut handler: impl Handler
                 continue;
             }
         };
-        for i in 0..received {
-            let (query, response) = batch.slot(i);
-            let send = match handler.handle(query, response) {
-                Reply::Send => true,
-                Reply::Skip => false,
-                Reply::Deferred => batch.peer(i).is_some_and(|peer| {
-                    let (query, response) = batch.slot(i);
-                    handler.handle_deferred(query, peer, response)
-                }),
-            };
-            if send {
-                batch.reply(i);
-            }
-        }
+        handler.handle_batch(&mut batch, received);
         if let Err(e) = batch.send(socket) {
             tracing::debug!("UDP send failed: {e}");
         }

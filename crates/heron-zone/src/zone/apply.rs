@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use hashbrown::{HashMap, HashSet, HashTable};
+use hashbrown::{HashMap, HashSet};
 use heron_proto::encoded::AdditionalBlock;
 use heron_proto::name::lowercase_wire;
 use heron_proto::{Name, RType};
@@ -23,6 +23,7 @@ use super::build::{
     rdata_equal, write_node,
 };
 use super::node::{Node, Shard, node_len};
+use super::table::NodeTable;
 use super::{Links, Problem, Severity, Zone, shard_of};
 use crate::diff::{DiffRecord, ZoneDiff};
 
@@ -554,15 +555,13 @@ fn rewrite_shard(
     written.iter().for_each(|n| arena.extend_from_slice(n));
     let mut shard = Shard {
         arena: arena.into(),
-        table: HashTable::new(),
+        table: NodeTable::with_capacity(0),
     };
     let offsets: Vec<usize> = shard.offsets().collect();
-    let mut table = HashTable::with_capacity(offsets.len());
+    let mut table = NodeTable::with_capacity(offsets.len());
     for at in offsets {
         let key = Node::new(&shard.arena[at..], apex).key();
-        table.insert_unique(zone.hasher.hash_one(key), at as u32, |_| {
-            unreachable!("sized for every node")
-        });
+        table.insert_unique(zone.hasher.hash_one(key), at as u32);
     }
     shard.table = table;
     shard

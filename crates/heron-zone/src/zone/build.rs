@@ -12,13 +12,14 @@ use std::hash::BuildHasher;
 use std::path::Path;
 use std::sync::Arc;
 
-use hashbrown::{DefaultHashBuilder, HashMap, HashSet, HashTable};
+use hashbrown::{DefaultHashBuilder, HashMap, HashSet};
 use heron_proto::encoded::{AdditionalBlock, EncodedRRset, pack_rrset};
 use heron_proto::name::{NameBuf, lowercase_wire};
 use heron_proto::rdata;
 use heron_proto::{Class, Name, RType};
 
 use super::node::{NodeWriter, Shard};
+use super::table::NodeTable;
 use super::{Links, Problem, Severity, Zone, shard_of, soa_field};
 use crate::prefetch::prefetch;
 use crate::zonefile::{Location, Record};
@@ -737,14 +738,14 @@ impl<'a> Plan<'a> {
         for s in shards {
             let drafts = &self.drafts[bounds[s]..bounds[s + 1]];
             let mut arena = Vec::with_capacity(self.arena_estimate(drafts));
-            let mut table = HashTable::with_capacity(drafts.len());
+            let mut table = NodeTable::with_capacity(drafts.len());
             for &d in drafts {
                 let at = arena.len();
                 let hash = self.b.entries[d.start as usize].hash;
                 self.collect(d, &mut scratch);
                 let records = self.pack_node(&scratch, &mut arena, &mut out);
                 out.records += records;
-                table.insert_unique(hash, at as u32, |_| unreachable!("sized for every node"));
+                table.insert_unique(hash, at as u32);
             }
             out.shards.push(Arc::new(Shard {
                 arena: arena.into(),

@@ -14,6 +14,7 @@ mod build;
 mod canonical;
 mod node;
 mod reread;
+mod table;
 
 use std::fmt;
 use std::hash::BuildHasher;
@@ -24,6 +25,7 @@ use hashbrown::{DefaultHashBuilder, HashMap};
 use heron_proto::encoded::EncodedRRset;
 use heron_proto::{Class, Name, RType};
 
+use crate::prefetch::prefetch;
 use crate::zonefile::{Location, ReadOptions, Record, ZoneFileError, ZoneFileText, read_file_text};
 pub use build::ZoneBuilder;
 pub use canonical::CanonicalNodes;
@@ -134,6 +136,34 @@ impl Zone {
         let shard = shard_of(hash, self.shards.len());
         let at = self.shards[shard].find(hash, lower_wire)?;
         Some(self.node_at((shard, at)))
+    }
+
+    /// Starts loading the table slot where a lookup of `lower_wire` (not
+    /// the apex) begins, and returns the name's hash for
+    /// [`Zone::prefetch_node`]. See [`crate::lookahead`].
+    pub(crate) fn prefetch_slot(&self, lower_wire: &[u8]) -> u64 {
+        let hash = self.hasher.hash_one(lower_wire);
+        self.shards[shard_of(hash, self.shards.len())]
+            .table
+            .prefetch(hash);
+        hash
+    }
+
+    /// Starts loading the node a lookup for `hash` most likely reads.
+    pub(crate) fn prefetch_node(&self, hash: u64) {
+        if let Some(node) = self.likely_node(hash) {
+            prefetch(node);
+            // A node often crosses into the next cache line.
+            prefetch(node.get(64..).unwrap_or_default());
+        }
+    }
+
+    /// The bytes from the first node whose tag matches `hash` on, without
+    /// comparing names.
+    pub(crate) fn likely_node(&self, hash: u64) -> Option<&[u8]> {
+        let shard = &self.shards[shard_of(hash, self.shards.len())];
+        let at = shard.table.likely(hash)?;
+        Some(&shard.arena[at as usize..])
     }
 
     pub fn apex(&self) -> Node<'_> {

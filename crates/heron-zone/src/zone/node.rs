@@ -20,9 +20,10 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use hashbrown::HashTable;
 use heron_proto::encoded::{AdditionalRef, EncodedRef, MAX_PACKED};
 use heron_proto::{Name, RType};
+
+use super::table::NodeTable;
 
 /// The node has NS and is not the apex: a delegation point.
 const CUT: u8 = 1;
@@ -43,7 +44,7 @@ fn u16_at(bytes: &[u8], at: usize) -> usize {
 /// offset of each node.
 pub(crate) struct Shard {
     pub(crate) arena: Box<[u8]>,
-    pub(crate) table: HashTable<u32>,
+    pub(crate) table: NodeTable,
 }
 
 impl Shard {
@@ -51,8 +52,8 @@ impl Shard {
     pub(crate) fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
         let arena = &self.arena[..];
         self.table
-            .find(hash, |&at| node_key(arena, at as usize) == key)
-            .map(|&at| at as usize)
+            .find(hash, |at| node_key(arena, at as usize) == key)
+            .map(|at| at as usize)
     }
 
     /// The table slot of the node with this key: a number below `slots()`
@@ -60,16 +61,16 @@ impl Shard {
     pub(crate) fn find_slot(&self, hash: u64, key: &[u8]) -> Option<usize> {
         let arena = &self.arena[..];
         self.table
-            .find_bucket_index(hash, |&at| node_key(arena, at as usize) == key)
+            .find_slot(hash, |at| node_key(arena, at as usize) == key)
     }
 
     pub(crate) fn slots(&self) -> usize {
-        self.table.num_buckets()
+        self.table.slots()
     }
 
     /// The offset of the node in `slot`, if one is there.
     pub(crate) fn node_in_slot(&self, slot: usize) -> Option<usize> {
-        self.table.get_bucket(slot).map(|&at| at as usize)
+        self.table.get(slot).map(|at| at as usize)
     }
 
     /// Offsets of every node, in arena order.
