@@ -3,6 +3,7 @@
 mod blast;
 mod change;
 mod dnsperf;
+mod paired;
 mod prng;
 mod profile;
 mod queries;

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::blast::{self, BlastOpts, BlastResult, QuerySet};
 use crate::dnsperf::{self, DnsperfOpts, DnsperfResult};
+use crate::paired::{self, Paired, Side};
 use crate::report;
 use crate::servers::{self, Binaries, Kind, Launch, Sched, Server};
 use crate::stats::{Spread, search_rate};
@@ -201,7 +202,7 @@ pub struct Phase {
 }
 
 impl Phase {
-    fn from_trials(trials: Vec<Trial>) -> Phase {
+    pub(crate) fn from_trials(trials: Vec<Trial>) -> Phase {
         let f = |g: fn(&Trial) -> f64| Spread::of(&trials.iter().map(g).collect::<Vec<_>>());
         Phase {
             per_cpu_s: f(|t| t.per_cpu_s),
@@ -320,12 +321,15 @@ pub struct Results {
     /// Heron reloading the large zone under load, answers checked.
     #[serde(default)]
     pub reload: Option<crate::reload::ReloadUnderLoad>,
+    /// Comparisons measured in alternating trials (`paired`).
+    #[serde(default)]
+    pub paired: Vec<Paired>,
 }
 
 /// Everything a measurement needs.
-struct Ctx {
-    args: RunArgs,
-    timing: Timing,
+pub(crate) struct Ctx {
+    pub(crate) args: RunArgs,
+    pub(crate) timing: Timing,
     bins: Binaries,
     launch: Launch,
     realtime: bool,
@@ -333,8 +337,9 @@ struct Ctx {
     gen_cpu: String,
     log: fs::File,
     /// The one cgroup every server runs in, one server at a time (sibling
-    /// groups would have to share the real-time bandwidth).
-    cg: Cgroup,
+    /// groups would have to share the real-time bandwidth). A paired
+    /// comparison has two servers in it, loaded in turns.
+    pub(crate) cg: Cgroup,
 }
 
 impl Ctx {
@@ -343,7 +348,7 @@ impl Ctx {
         let _ = writeln!(self.log, "{msg}");
     }
 
-    fn start(&self, kind: Kind, w: &Workload) -> Result<Server, String> {
+    pub(crate) fn start(&self, kind: Kind, w: &Workload) -> Result<Server, String> {
         self.cg
             .set_quota(None)
             .map_err(|e| format!("cgroup quota: {e}"))?;
@@ -492,7 +497,7 @@ fn dnsperf_trial(
     ))
 }
 
-fn settle() {
+pub(crate) fn settle() {
     std::thread::sleep(Duration::from_millis(100));
 }
 
@@ -508,31 +513,14 @@ fn capacity_phase(
     let mut window = ctx.args.window;
     let mut notes = Vec::new();
     for _ in 0..ctx.timing.repeats {
-        let mut t = udp_trial(
+        trials.push(capacity_trial(
             ctx,
             server,
             cg,
             set,
-            &blast_opts(server.addr, 0.0, window, ctx.timing.trial_s),
-        )?;
-        let mut retries = 0;
-        while t.loss_pct > MAX_LOSS_PCT && window > 25 && retries < 3 {
-            notes.push(format!(
-                "loss {:.3}% at window {window}; halved",
-                t.loss_pct
-            ));
-            window /= 2;
-            retries += 1;
-            settle();
-            t = udp_trial(
-                ctx,
-                server,
-                cg,
-                set,
-                &blast_opts(server.addr, 0.0, window, ctx.timing.trial_s),
-            )?;
-        }
-        trials.push(t);
+            &mut window,
+            &mut notes,
+        )?);
         settle();
     }
     let mut p = Phase::from_trials(trials);
@@ -547,6 +535,33 @@ fn capacity_phase(
     }
     p.note = notes.join("; ");
     Ok(p)
+}
+
+/// One closed-loop capacity trial. One that loses more than 0.1% is run
+/// again with half the window (at most three times), and the window stays
+/// halved for the trials after it.
+pub(crate) fn capacity_trial(
+    ctx: &Ctx,
+    server: &Server,
+    cg: &Cgroup,
+    set: &QuerySet,
+    window: &mut usize,
+    notes: &mut Vec<String>,
+) -> Result<Trial, String> {
+    let opts = |window| blast_opts(server.addr, 0.0, window, ctx.timing.trial_s);
+    let mut t = udp_trial(ctx, server, cg, set, &opts(*window))?;
+    let mut retries = 0;
+    while t.loss_pct > MAX_LOSS_PCT && *window > 25 && retries < 3 {
+        notes.push(format!(
+            "loss {:.3}% at window {window}; halved",
+            t.loss_pct
+        ));
+        *window /= 2;
+        retries += 1;
+        settle();
+        t = udp_trial(ctx, server, cg, set, &opts(*window))?;
+    }
+    Ok(t)
 }
 
 /// Highest open-loop rate with ≤0.1% loss: a closed-loop probe gives the
@@ -1295,6 +1310,8 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             }
         }
     }
+    run_paired(&mut ctx, &wl, &kinds, &mut results);
+    save(&results)?;
     if let Some((origin, file)) = wl.iter().find(|w| w.id == "big").map(|w| &w.zones[0]) {
         ctx.say("zone change: applying 10 records to the large zone");
         match crate::change::measure(file, origin, 10, timing.repeats.max(5)) {
@@ -1352,6 +1369,54 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         args.out.display()
     );
     Ok(())
+}
+
+/// The comparisons whose targets ask for a precision that separate runs
+/// on a drifting machine cannot give, each measured in alternating trials
+/// ([`paired`]): Heron against the reflector (root, mix40), and Heron on
+/// the large zone and on many zones against Heron on the small one.
+fn run_paired(ctx: &mut Ctx, wl: &[Workload], kinds: &[Kind], results: &mut Results) {
+    let find = |id: &str| wl.iter().find(|w| w.id == id);
+    let has = |k: Kind| kinds.contains(&k);
+    let mut pairs = Vec::new();
+    for id in ["root", "mix40"] {
+        if let Some(w) = find(id).filter(|_| has(Kind::Heron) && has(Kind::Reflector)) {
+            pairs.push(((Kind::Heron, w), (Kind::Reflector, w)));
+        }
+    }
+    for id in ["big", "many"] {
+        if let (Some(w), Some(small)) = (find(id), find("small"))
+            && has(Kind::Heron)
+        {
+            pairs.push(((Kind::Heron, w), (Kind::Heron, small)));
+        }
+    }
+    for ((sk, sw), (rk, rw)) in pairs {
+        let label = format!("{} {} / {} {}", sk.name(), sw.id, rk.name(), rw.id);
+        ctx.say(&format!("paired trials: {label}"));
+        let compared = QuerySet::load(&sw.queries).and_then(|sq| {
+            let rq = QuerySet::load(&rw.queries)?;
+            let side = |kind, workload, queries| Side {
+                kind,
+                workload,
+                queries,
+            };
+            paired::compare(ctx, side(sk, sw, &sq), side(rk, rw, &rq))
+        });
+        match compared {
+            Ok(p) => {
+                ctx.say(&format!(
+                    "  {label}: {:.3} (median of {} pairs, {:.3}..{:.3})",
+                    p.ratio.median, p.ratio.n, p.ratio.min, p.ratio.max
+                ));
+                results.paired.push(p);
+            }
+            Err(e) => ctx.say(&format!("  {label}: ERROR {e}")),
+        }
+        if interrupted() {
+            return;
+        }
+    }
 }
 
 /// Heron serving a private copy of the large zone, reloaded a few times
