@@ -1524,12 +1524,20 @@ fn run_profiles(ctx: &mut Ctx, wl: &[Workload], results: &mut Results) {
                 .and_then(|r| r.capped.as_ref())
                 .map(|c| c.per_cpu_s.median)
         };
-        if let (Some(h), Some(r), Some(ch), Some(cr)) = (
-            ipq("Heron"),
-            ipq("reflector"),
-            cap("Heron"),
-            cap("reflector"),
-        ) {
+        // The paired trials' figures where the run has them: measured
+        // side by side, their difference is not the machine's drift.
+        let paired = results
+            .paired
+            .iter()
+            .find(|p| p.is(("Heron", &w.id), ("reflector", &w.id)))
+            .map(|p| {
+                (
+                    p.subject_phase.per_cpu_s.median,
+                    p.reference_phase.per_cpu_s.median,
+                )
+            });
+        let caps = paired.or(cap("Heron").zip(cap("reflector")));
+        if let (Some(h), Some(r), Some((ch, cr))) = (ipq("Heron"), ipq("reflector"), caps) {
             let (th, tr) = (1e6 / ch, 1e6 / cr);
             lines.push(format!(
                 "* {}: a query costs Heron {th:.2} µs of CPU and the reflector {tr:.2} µs, so the DNS work adds {:.2} µs ({:.0}% of Heron's time); in user space Heron runs {h:.0} instructions per query against the reflector's {r:.0} (+{:.0}). The rest of both is the kernel's UDP path (recvmmsg/sendmmsg on loopback), which callgrind does not count and which is the same for both.",
