@@ -57,7 +57,8 @@ fn main() {
         let one = start.elapsed().as_nanos() as f64 / wire.len() as f64;
         let start = Instant::now();
         for batch in wire.chunks(BATCH) {
-            let prepared = answerer.prepare(&catalog, batch.iter().map(Vec::as_slice));
+            let mut slots = Default::default();
+            let prepared = answerer.prepare(&catalog, batch.iter().map(Vec::as_slice), &mut slots);
             for (i, q) in batch.iter().enumerate() {
                 prepared.answer(i, &config, q, Transport::Udp, &mut out);
             }

@@ -25,7 +25,7 @@ use crate::answer::{
 use crate::catalog::{Catalog, Served};
 
 /// The most queries [`BatchAnswerer::prepare`] takes at once.
-pub const MAX_BATCH: usize = 64;
+pub const MAX_BATCH: usize = 32;
 
 /// One worker's parsed queries, kept from batch to batch so that nothing
 /// is allocated per batch.
@@ -36,7 +36,7 @@ pub struct BatchAnswerer {
 /// A batch whose queries are parsed and whose memory is on its way.
 pub struct PreparedBatch<'c, 'b> {
     queries: &'b [Query],
-    prepared: [Prepared<'c>; MAX_BATCH],
+    prepared: &'b [Prepared<'c>],
 }
 
 impl Default for BatchAnswerer {
@@ -49,24 +49,26 @@ impl Default for BatchAnswerer {
 
 impl BatchAnswerer {
     /// Steps 1 and 2 for a batch of at most [`MAX_BATCH`] raw queries.
+    /// `slots` holds what each query's answer needs; the caller keeps it
+    /// on its stack, so nothing per batch is copied or allocated.
     pub fn prepare<'c, 'b, 'q>(
         &'b mut self,
         catalog: &'c Catalog,
         queries: impl IntoIterator<Item = &'q [u8]>,
+        slots: &'b mut [Prepared<'c>; MAX_BATCH],
     ) -> PreparedBatch<'c, 'b> {
-        let mut prepared = [Prepared::default(); MAX_BATCH];
         let mut n = 0;
         for raw in queries {
             assert!(n < MAX_BATCH, "a batch of more than {MAX_BATCH} queries");
             let q = &mut self.queries[n];
-            prepared[n] = prepare(catalog, raw, q);
-            prepared[n].prefetch_slot(q);
+            slots[n] = prepare(catalog, raw, q);
+            slots[n].prefetch_slot(q);
             n += 1;
         }
-        prepared[..n].iter().for_each(Prepared::prefetch_node);
+        slots[..n].iter().for_each(Prepared::prefetch_node);
         PreparedBatch {
             queries: &self.queries[..n],
-            prepared,
+            prepared: &slots[..n],
         }
     }
 }
@@ -199,8 +201,8 @@ mod tests {
             ("example.org.", None),
         ];
         let raw: Vec<Vec<u8>> = cases.iter().map(|(n, _)| query(n, 1)).collect();
-        let mut answerer = BatchAnswerer::default();
-        let batch = answerer.prepare(&catalog, raw.iter().map(Vec::as_slice));
+        let (mut answerer, mut slots) = (BatchAnswerer::default(), Default::default());
+        let batch = answerer.prepare(&catalog, raw.iter().map(Vec::as_slice), &mut slots);
         for (i, (name, want)) in cases.iter().enumerate() {
             let got = node_loaded(&batch.prepared[i]);
             assert_eq!(got, want.map(wire), "{name}");
@@ -234,8 +236,8 @@ mod tests {
         notify[2] = 0x20; // opcode NOTIFY: deferred
         raw.push(notify);
         let config = AnswerConfig::default();
-        let mut answerer = BatchAnswerer::default();
-        let batch = answerer.prepare(&catalog, raw.iter().map(Vec::as_slice));
+        let (mut answerer, mut slots) = (BatchAnswerer::default(), Default::default());
+        let batch = answerer.prepare(&catalog, raw.iter().map(Vec::as_slice), &mut slots);
         assert_eq!(batch.len(), raw.len());
         for (i, q) in raw.iter().enumerate() {
             let (mut batched, mut alone) = (Vec::new(), Vec::new());
@@ -253,7 +255,8 @@ mod tests {
         let catalog = catalog();
         let q = query("www.example.com.", 1);
         let mut answerer = BatchAnswerer::default();
-        let batch = answerer.prepare(&catalog, std::iter::repeat_n(&q[..], MAX_BATCH));
+        let mut slots = Default::default();
+        let batch = answerer.prepare(&catalog, std::iter::repeat_n(&q[..], MAX_BATCH), &mut slots);
         assert_eq!(batch.len(), MAX_BATCH);
     }
 
@@ -263,6 +266,11 @@ mod tests {
         let catalog = catalog();
         let q = query("www.example.com.", 1);
         let mut answerer = BatchAnswerer::default();
-        answerer.prepare(&catalog, std::iter::repeat_n(&q[..], MAX_BATCH + 1));
+        let mut slots = Default::default();
+        answerer.prepare(
+            &catalog,
+            std::iter::repeat_n(&q[..], MAX_BATCH + 1),
+            &mut slots,
+        );
     }
 }

@@ -120,9 +120,9 @@ const _: () = assert!(batch::DEFAULT_BATCH <= MAX_BATCH);
 impl Handler for Worker {
     fn handle_batch(&mut self, batch: &mut batch::Batch, received: usize) {
         let catalog = self.catalog.load();
-        let prepared = self
-            .answerer
-            .prepare(catalog, (0..received).map(|i| batch.query(i)));
+        let mut slots = Default::default();
+        let queries = (0..received).map(|i| batch.query(i));
+        let prepared = self.answerer.prepare(catalog, queries, &mut slots);
         for i in 0..received {
             let (query, response) = batch.slot(i);
             let send = match prepared.answer(i, &self.config, query, Transport::Udp, response) {
