@@ -117,7 +117,7 @@ pub fn prepare<'c>(catalog: &'c Catalog, query: &[u8], q: &mut Query) -> Prepare
 }
 
 /// Answers a query [`prepare`] parsed into `q` into `out`, unless it is
-/// dropped or deferred. The catalog is the one it was prepared with.
+/// dropped or deferred.
 pub fn answer_prepared(
     config: &AnswerConfig,
     prepared: &Prepared,

@@ -217,7 +217,8 @@ mod tests {
     /// answers it byte for byte as `answer` does alone.
     #[test]
     fn a_batch_answers_as_each_query_alone() {
-        let catalog = catalog();
+        let mut catalog = catalog();
+        catalog.expire(&Name::parse("gone.example.").unwrap());
         let mut raw: Vec<Vec<u8>> = [
             "www.example.com.",
             "WWW.Example.COM.",
@@ -225,6 +226,7 @@ mod tests {
             "a.sub.example.com.",
             "example.com.",
             "example.org.",
+            "www.gone.example.",
         ]
         .iter()
         .zip(1..)
@@ -247,6 +249,12 @@ mod tests {
                 answer(&catalog, &config, q, Transport::Udp, &mut alone)
             );
             assert_eq!(batched, alone, "query {i}");
+            let rcode = batched.get(3).map(|b| b & 0x0F);
+            match i {
+                5 => assert_eq!(rcode, Some(5), "not ours: REFUSED"),
+                6 => assert_eq!(rcode, Some(2), "expired: SERVFAIL"),
+                _ => {}
+            }
         }
     }
 

@@ -108,8 +108,10 @@ impl Links {
     }
 }
 
-/// The shard a hash falls in. The table inside a shard uses the low bits
-/// (slot) and the top seven (tag), so the shard takes bits from 32 up.
+/// The shard a hash falls in. The table inside a shard takes its slot from
+/// the low bits and keeps the top 32 as a tag (`table.rs`); the shard takes
+/// bits from 32 up, so within a shard those few tag bits are all alike and
+/// the rest of the tag tells names apart.
 fn shard_of(hash: u64, shards: usize) -> usize {
     (hash >> 32) as usize & (shards - 1)
 }

@@ -1,7 +1,8 @@
 //! How a zone's nodes lie in memory, and the views that read them.
 //!
 //! A zone keeps no object per record or per name: each node is a run of
-//! bytes in its shard's arena, found through a table of 32-bit offsets.
+//! bytes in its shard's arena, found through the shard's table of 32-bit
+//! offsets tagged with part of the owner's hash (`table.rs`).
 //! A node is
 //!
 //! ```text

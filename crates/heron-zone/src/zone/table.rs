@@ -87,10 +87,7 @@ impl NodeTable {
     /// The offset of the first node whose tag matches `hash`, without
     /// reading the arena: the node a lookup will most likely read.
     pub(crate) fn likely(&self, hash: u64) -> Option<u32> {
-        let tag = tag(hash);
-        self.probe(hash)
-            .find(|&(_, entry)| entry & !0xFFFF_FFFF == tag)
-            .map(|(_, entry)| offset_of(entry))
+        self.find(hash, |_| true)
     }
 
     /// Starts loading the slot where a lookup for `hash` begins.
