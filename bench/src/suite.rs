@@ -107,6 +107,11 @@ pub struct RunArgs {
     /// results.json in --out, and regenerate the report.
     #[arg(long)]
     pub profile_only: bool,
+    /// Only run the paired comparisons of the chosen servers and
+    /// workloads and print them; writes nothing to --out (for checking a
+    /// change against the tight ratio targets in a few minutes).
+    #[arg(long)]
+    pub paired_only: bool,
     /// TCP clients (connections) of the TCP workload.
     #[arg(long, default_value_t = 1000)]
     pub tcp_clients: usize,
@@ -1246,6 +1251,10 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         let text = serde_json::to_string_pretty(&old).map_err(|e| e.to_string())?;
         fs::write(&json_path, text).map_err(|e| format!("{}: {e}", json_path.display()))?;
         return report::write_all(&old, &args.out);
+    }
+    if args.paired_only {
+        run_paired(&mut ctx, &wl, &kinds, &mut results);
+        return Ok(());
     }
     let env_w = wl
         .iter()
