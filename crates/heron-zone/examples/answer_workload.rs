@@ -11,7 +11,10 @@
 //! after the time loading took: answered one at a time, and in batches of
 //! 32 with the UDP path's lookahead (`heron_zone::lookahead`). Then the
 //! process's RSS and how much of it is in huge pages (none on a machine
-//! without transparent huge pages).
+//! without transparent huge pages). Instructions per query, either way:
+//!
+//!     valgrind --tool=callgrind --toggle-collect='*batched*' \
+//!         target/release/examples/answer_workload QUERIES ZONE ORIGIN 1
 
 use std::path::Path;
 use std::time::Instant;
@@ -49,20 +52,10 @@ fn main() {
     let mut answerer = BatchAnswerer::default();
     for _ in 0..rounds {
         let start = Instant::now();
-        let mut answered = 0;
-        for q in &wire {
-            let r = answer(&catalog, &config, q, Transport::Udp, &mut out);
-            answered += (r == Answered::Response) as usize;
-        }
+        let answered = one_at_a_time(&catalog, &config, &wire, &mut out);
         let one = start.elapsed().as_nanos() as f64 / wire.len() as f64;
         let start = Instant::now();
-        for batch in wire.chunks(BATCH) {
-            let mut slots = Default::default();
-            let prepared = answerer.prepare(&catalog, batch.iter().map(Vec::as_slice), &mut slots);
-            for (i, q) in batch.iter().enumerate() {
-                prepared.answer(i, &config, q, Transport::Udp, &mut out);
-            }
-        }
+        batched(&catalog, &config, &wire, &mut answerer, &mut out);
         let batched = start.elapsed().as_nanos() as f64 / wire.len() as f64;
         println!(
             "{one:.0} ns/query one at a time, {batched:.0} in batches with lookahead \
@@ -80,6 +73,42 @@ fn main() {
 }
 
 /// dnsperf's format: `NAME TYPE` per line.
+/// Each query alone, as TCP answers them. Not inlined, so that a profiler
+/// can count it apart (`valgrind --tool=callgrind
+/// --toggle-collect='*one_at_a_time*'`).
+#[inline(never)]
+fn one_at_a_time(
+    catalog: &Catalog,
+    config: &AnswerConfig,
+    wire: &[Vec<u8>],
+    out: &mut Vec<u8>,
+) -> usize {
+    let mut answered = 0;
+    for q in wire {
+        let r = answer(catalog, config, q, Transport::Udp, out);
+        answered += (r == Answered::Response) as usize;
+    }
+    answered
+}
+
+/// In batches, as the UDP path answers them (`--toggle-collect='*batched*'`).
+#[inline(never)]
+fn batched(
+    catalog: &Catalog,
+    config: &AnswerConfig,
+    wire: &[Vec<u8>],
+    answerer: &mut BatchAnswerer,
+    out: &mut Vec<u8>,
+) {
+    for batch in wire.chunks(BATCH) {
+        let mut slots = Default::default();
+        let prepared = answerer.prepare(catalog, batch.iter().map(Vec::as_slice), &mut slots);
+        for (i, q) in batch.iter().enumerate() {
+            prepared.answer(i, config, q, Transport::Udp, out);
+        }
+    }
+}
+
 fn read_queries(path: &str) -> Vec<Vec<u8>> {
     let text = std::fs::read_to_string(path).unwrap();
     text.lines()
