@@ -87,9 +87,6 @@ thread_local! {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Prepared<'c> {
     pub(crate) kind: PreparedKind<'c>,
-    /// The hash of the first name the answer looks up, once its slot is
-    /// being loaded ([`Prepared::prefetch_slot`]).
-    pub(crate) first_lookup: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -104,15 +101,19 @@ pub(crate) enum PreparedKind<'c> {
 
 /// Parses `query` into `q` and finds the zone of its name.
 pub fn prepare<'c>(catalog: &'c Catalog, query: &[u8], q: &mut Query) -> Prepared<'c> {
-    let kind = match message::parse_query_into(query, q) {
-        Ok(()) if is_deferred(q) => PreparedKind::Deferred,
-        Ok(()) => PreparedKind::Query(catalog.served(q.qname_lower.as_wire())),
-        Err(QueryError::Drop) => PreparedKind::Drop,
-        Err(QueryError::FormErr(_)) => PreparedKind::FormErr,
-    };
-    Prepared {
-        kind,
-        first_lookup: None,
+    let kind = parse(query, q)
+        .unwrap_or_else(|| PreparedKind::Query(catalog.served(q.qname_lower.as_wire())));
+    Prepared { kind }
+}
+
+/// Parses `query` into `q`: what becomes of it, or None for a query the
+/// engine answers once its zone is found.
+pub(crate) fn parse(query: &[u8], q: &mut Query) -> Option<PreparedKind<'static>> {
+    match message::parse_query_into(query, q) {
+        Ok(()) if is_deferred(q) => Some(PreparedKind::Deferred),
+        Ok(()) => None,
+        Err(QueryError::Drop) => Some(PreparedKind::Drop),
+        Err(QueryError::FormErr(_)) => Some(PreparedKind::FormErr),
     }
 }
 

@@ -1,18 +1,34 @@
 //! Answering a batch of queries with their memory waits overlapped.
 //!
-//! In a zone too large for the caches, each lookup waits on memory twice:
-//! for the table slot of the name, then for the node the slot points to.
-//! Taken one query at a time those waits add up; a server that has a batch
-//! in hand (the UDP path's `recvmmsg`) can start them all first.
-//! [`BatchAnswerer::prepare`] does, for every query of the batch:
+//! With many zones, or a zone too large for the caches, one answer waits
+//! on memory at every step from the catalog down to the node: the
+//! catalog's slot, the zone it points to, the zone's origin and shard,
+//! the shard's table slot, the node. Taken one query at a time those
+//! waits add up; a server that has a batch in hand (the UDP path's
+//! `recvmmsg`) can take each step for every query of the batch, starting
+//! the loads the next step needs, before taking the next step:
 //!
-//! 1. parse it, find its zone and start loading the slot of the first
-//!    name its answer looks up;
-//! 2. then, the slot having arrived, start loading the node it points to;
+//! 1. parse each query; load the catalog slot of the first origin its
+//!    name could be in;
+//! 2. load the zone that slot points to;
+//! 3. load the zone's origin and the shard the first lookup of the
+//!    answer reads (the name one label below the apex);
+//! 4. find the zone for certain (the catalog's own lookup, from cache);
+//!    load the shard's table slot for the first lookup;
+//! 5. load the node the slot points to;
 //!
-//! and [`PreparedBatch::answer`] answers each as [`answer`] would, from
-//! memory already in the cache. The loads are hints: a guess that misses
-//! (a name that is not there) costs a wasted load, never a wrong answer.
+//! and then [`PreparedBatch::answer`] answers each as [`answer`] would,
+//! from memory already in the cache. The loads are hints: a guess that
+//! misses (a name that is not there, a zone that is not the one) costs a
+//! wasted load, never a wrong answer, since step 4 and the answer look
+//! everything up again.
+//!
+//! Loading ahead is extra work, which only pays where the loads would
+//! miss the cache: the catalog steps (1 to 3) are taken when the catalog
+//! has many zones ([`Catalog::has_many_zones`]), otherwise the zone is
+//! found at once in step 1; the zone steps (3 to 5) then too, or when
+//! the zone is large ([`Zone::is_large`]). A few small zones cost what
+//! answering each query alone costs.
 //!
 //! [`answer`]: crate::answer::answer
 
@@ -20,9 +36,10 @@ use heron_proto::message::Query;
 
 use crate::answer::{
     AnswerConfig, Answered, Prepared, PreparedKind, Transport, answer_prepared, label_offsets,
-    prepare,
+    parse,
 };
 use crate::catalog::{Catalog, Served};
+use crate::zone::Zone;
 
 /// The most queries [`BatchAnswerer::prepare`] takes at once.
 pub const MAX_BATCH: usize = 32;
@@ -33,10 +50,27 @@ pub struct BatchAnswerer {
     queries: Vec<Query>,
 }
 
+/// One query of a batch on its way through the steps.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Slot<'c> {
+    prepared: Prepared<'c>,
+    /// A query the engine answers: its zone is still to be found.
+    needs_zone: bool,
+    /// The catalog has many zones: whichever the zone, it is not in the
+    /// cache.
+    many_zones: bool,
+    /// The hash of the first origin the catalog tries for its name...
+    origin_hash: Option<u64>,
+    /// ...the zone that origin's slot most likely holds...
+    likely_zone: Option<&'c Zone>,
+    /// ...and the hash of the first name the answer looks up in it.
+    first_lookup: Option<u64>,
+}
+
 /// A batch whose queries are parsed and whose memory is on its way.
 pub struct PreparedBatch<'c, 'b> {
     queries: &'b [Query],
-    prepared: &'b [Prepared<'c>],
+    slots: &'b [Slot<'c>],
 }
 
 impl Default for BatchAnswerer {
@@ -48,28 +82,31 @@ impl Default for BatchAnswerer {
 }
 
 impl BatchAnswerer {
-    /// Steps 1 and 2 for a batch of at most [`MAX_BATCH`] raw queries.
-    /// `slots` holds what each query's answer needs; the caller keeps it
-    /// on its stack, so nothing per batch is copied or allocated.
+    /// Steps 1 to 5 for a batch of at most [`MAX_BATCH`] raw queries.
+    /// `slots` holds each query's progress; the caller keeps it on its
+    /// stack, so nothing per batch is copied or allocated.
     pub fn prepare<'c, 'b, 'q>(
         &'b mut self,
         catalog: &'c Catalog,
         queries: impl IntoIterator<Item = &'q [u8]>,
-        slots: &'b mut [Prepared<'c>; MAX_BATCH],
+        slots: &'b mut [Slot<'c>; MAX_BATCH],
     ) -> PreparedBatch<'c, 'b> {
         let mut n = 0;
         for raw in queries {
             assert!(n < MAX_BATCH, "a batch of more than {MAX_BATCH} queries");
-            let q = &mut self.queries[n];
-            slots[n] = prepare(catalog, raw, q);
-            slots[n].prefetch_slot(q);
+            slots[n].parse(catalog, raw, &mut self.queries[n]);
             n += 1;
         }
-        slots[..n].iter().for_each(Prepared::prefetch_node);
-        PreparedBatch {
-            queries: &self.queries[..n],
-            prepared: &slots[..n],
+        let (queries, slots) = (&self.queries[..n], &mut slots[..n]);
+        slots.iter_mut().for_each(|s| s.load_zone(catalog));
+        for (s, q) in slots.iter_mut().zip(queries) {
+            s.load_shard(q);
         }
+        for (s, q) in slots.iter_mut().zip(queries) {
+            s.find_zone(catalog, q);
+        }
+        slots.iter().for_each(Slot::load_node);
+        PreparedBatch { queries, slots }
     }
 }
 
@@ -85,14 +122,8 @@ impl PreparedBatch<'_, '_> {
         transport: Transport,
         out: &mut Vec<u8>,
     ) -> Answered {
-        answer_prepared(
-            config,
-            &self.prepared[i],
-            &self.queries[i],
-            raw,
-            transport,
-            out,
-        )
+        let prepared = &self.slots[i].prepared;
+        answer_prepared(config, prepared, &self.queries[i], raw, transport, out)
     }
 
     pub fn len(&self) -> usize {
@@ -104,32 +135,97 @@ impl PreparedBatch<'_, '_> {
     }
 }
 
-impl Prepared<'_> {
-    /// Starts loading the table slot of the first name the answer to `q`
-    /// (the query this was prepared from) looks up.
-    fn prefetch_slot(&mut self, q: &Query) {
-        if let PreparedKind::Query(Served::Zone(zone)) = self.kind
-            && let Some(first) = first_lookup(q.qname_lower.as_wire(), zone.origin().wire_len())
-        {
-            self.first_lookup = Some(zone.prefetch_slot(first));
+impl<'c> Slot<'c> {
+    /// Step 1: parses `raw` into `q`. For a query the engine answers,
+    /// starts loading the catalog slot of its first candidate origin, or
+    /// with few zones finds the zone now.
+    fn parse(&mut self, catalog: &'c Catalog, raw: &[u8], q: &mut Query) {
+        *self = Slot::default();
+        match parse(raw, q) {
+            Some(kind) => self.prepared.kind = kind,
+            None if catalog.has_many_zones() => {
+                self.needs_zone = true;
+                self.many_zones = true;
+                self.origin_hash = catalog.prefetch_first_candidate(q.qname_lower.as_wire());
+            }
+            None => {
+                let served = catalog.served(q.qname_lower.as_wire());
+                self.prepared.kind = PreparedKind::Query(served);
+                if let Served::Zone(zone) = served {
+                    self.load_first_shard(zone, q);
+                }
+            }
         }
     }
 
-    /// Starts loading the node the slot from [`Prepared::prefetch_slot`]
-    /// points to.
-    fn prefetch_node(&self) {
+    /// Step 2: starts loading the zone the catalog slot points to.
+    fn load_zone(&mut self, catalog: &'c Catalog) {
+        if let Some(hash) = self.origin_hash {
+            self.likely_zone = catalog.likely_zone(hash);
+        }
+    }
+
+    /// Step 3: starts loading that zone's origin (to compare with the
+    /// name in step 4) and the shard the answer to `q` reads first.
+    fn load_shard(&mut self, q: &Query) {
+        if let Some(zone) = self.likely_zone {
+            zone.prefetch_origin();
+            self.load_first_shard(zone, q);
+        }
+    }
+
+    /// Step 4: finds the zone of `q` (in cache when the guess was right)
+    /// and starts loading the table slot of the answer's first lookup.
+    fn find_zone(&mut self, catalog: &'c Catalog, q: &Query) {
+        if self.needs_zone {
+            let served = catalog.served_hashed(q.qname_lower.as_wire(), self.origin_hash);
+            self.prepared.kind = PreparedKind::Query(served);
+            if let Served::Zone(zone) = served
+                && !self.likely_zone.is_some_and(|z| std::ptr::eq(z, zone))
+            {
+                // The guess was wrong: the shard is loaded now, not ahead.
+                self.load_first_shard(zone, q);
+            }
+        }
         if let (PreparedKind::Query(Served::Zone(zone)), Some(hash)) =
-            (self.kind, self.first_lookup)
+            (self.prepared.kind, self.first_lookup)
+        {
+            zone.prefetch_slot(hash);
+        }
+    }
+
+    /// Step 5: starts loading the node the table slot points to.
+    fn load_node(&self) {
+        if let (PreparedKind::Query(Served::Zone(zone)), Some(hash)) =
+            (self.prepared.kind, self.first_lookup)
         {
             zone.prefetch_node(hash);
         }
     }
+
+    /// In a zone not in the cache (a large one, or one of many), starts
+    /// loading the shard of the first name the answer to `q` looks up,
+    /// and keeps that name's hash for steps 4 and 5.
+    fn load_first_shard(&mut self, zone: &Zone, q: &Query) {
+        self.first_lookup = None;
+        if (self.many_zones || zone.is_large())
+            && let Some(first) = first_lookup(q, zone)
+        {
+            self.first_lookup = Some(zone.prefetch_shard(first));
+        }
+    }
 }
 
-/// The first name a lookup of `lower` reads in a zone whose origin is
-/// `origin_len` octets: the one just below the apex on the way to `lower`
-/// (the answer walks down from the apex). None for the apex itself.
-fn first_lookup(lower: &[u8], origin_len: usize) -> Option<&[u8]> {
+/// The first name the answer to `q` looks up in `zone`: the one just
+/// below the apex on the way to the query name (the answer walks down
+/// from the apex). None for the apex itself, and for names not below it.
+fn first_lookup<'q>(q: &'q Query, zone: &Zone) -> Option<&'q [u8]> {
+    first_lookup_below(q.qname_lower.as_wire(), zone.origin().wire_len())
+}
+
+/// [`first_lookup`] for a lower-cased wire name and an origin of
+/// `origin_len` octets.
+fn first_lookup_below(lower: &[u8], origin_len: usize) -> Option<&[u8]> {
     label_offsets(lower)
         .take_while(|&at| lower.len() - at > origin_len)
         .last()
@@ -152,13 +248,16 @@ mod tests {
         let origin = wire("example.com.");
         let name = wire("a.b.example.com.");
         assert_eq!(
-            first_lookup(&name, origin.len()),
+            first_lookup_below(&name, origin.len()),
             Some(&wire("b.example.com.")[..])
         );
         let child = wire("b.example.com.");
-        assert_eq!(first_lookup(&child, origin.len()), Some(&child[..]));
-        assert_eq!(first_lookup(&origin, origin.len()), None);
-        assert_eq!(first_lookup(&wire("com."), 1), Some(&wire("com.")[..]));
+        assert_eq!(first_lookup_below(&child, origin.len()), Some(&child[..]));
+        assert_eq!(first_lookup_below(&origin, origin.len()), None);
+        assert_eq!(
+            first_lookup_below(&wire("com."), 1),
+            Some(&wire("com.")[..])
+        );
     }
 
     fn query(name: &str, id: u16) -> Vec<u8> {
@@ -169,28 +268,108 @@ mod tests {
         q
     }
 
+    fn zone(origin: &str, records: &str) -> Zone {
+        let text = format!("$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n@ NS ns\n{records}");
+        let origin = Name::parse(origin).unwrap();
+        load_zone_str(&text, "t", &origin).unwrap().zone
+    }
+
+    const EXAMPLE: &str = "ns A 192.0.2.1\nwww A 192.0.2.2\nsub NS ns.sub\nns.sub A 192.0.2.3\n";
+
+    /// example.com. with a delegation; test. and a.test. (a zone below
+    /// another, so that a name in test. has a.test.'s label count). Few
+    /// small zones: nothing is loaded ahead.
     fn catalog() -> Catalog {
-        let text = "$ORIGIN example.com.\n$TTL 300\n\
-                    @ SOA ns hostmaster 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n\
-                    www A 192.0.2.2\nsub NS ns.sub\nns.sub A 192.0.2.3\n";
-        let origin = Name::parse("example.com.").unwrap();
         let mut catalog = Catalog::new();
-        catalog.insert(load_zone_str(text, "t", &origin).unwrap().zone);
+        catalog.insert(zone("example.com.", EXAMPLE));
+        catalog.insert(zone("test.", "www.b A 192.0.2.4\n"));
+        catalog.insert(zone("a.test.", "www A 192.0.2.5\n"));
         catalog
     }
 
-    /// The key (lower-cased wire owner) of the node step 2 loads.
-    fn node_loaded(p: &Prepared) -> Option<Vec<u8>> {
-        let PreparedKind::Query(Served::Zone(zone)) = p.kind else {
+    /// The zones of [`catalog`], example.com. made large, among a
+    /// thousand more: every step is taken.
+    fn large_and_many() -> &'static Catalog {
+        static CATALOG: std::sync::OnceLock<Catalog> = std::sync::OnceLock::new();
+        CATALOG.get_or_init(|| {
+            let mut catalog = catalog();
+            let hosts: String = (0..20_000).map(|i| format!("h{i} A 192.0.2.9\n")).collect();
+            let large = zone("example.com.", &format!("{EXAMPLE}{hosts}"));
+            assert!(large.is_large());
+            catalog.insert(large);
+            for i in 0..MANY_ZONES_FOR_TESTS {
+                catalog.insert(zone(&format!("z{i}.filler."), ""));
+            }
+            assert!(catalog.has_many_zones());
+            catalog
+        })
+    }
+
+    /// Enough zones for [`Catalog::has_many_zones`].
+    const MANY_ZONES_FOR_TESTS: usize = 1100;
+
+    /// The key (lower-cased wire owner) of the node step 5 loads.
+    fn node_loaded(s: &Slot) -> Option<Vec<u8>> {
+        let PreparedKind::Query(Served::Zone(zone)) = s.prepared.kind else {
             return None;
         };
-        let bytes = zone.likely_node(p.first_lookup?)?;
+        let bytes = zone.likely_node(s.first_lookup?)?;
         Some(bytes[1..1 + bytes[0] as usize].to_vec())
+    }
+
+    fn origin_of(zone: Option<&Zone>) -> Option<String> {
+        zone.map(|z| z.origin().to_string())
+    }
+
+    #[test]
+    fn few_small_zones_are_not_loaded_ahead() {
+        let catalog = catalog();
+        let raw = [query("www.example.com.", 1), query("www.b.test.", 2)];
+        let (mut answerer, mut slots) = (BatchAnswerer::default(), Default::default());
+        let batch = answerer.prepare(&catalog, raw.iter().map(Vec::as_slice), &mut slots);
+        for slot in batch.slots {
+            assert!(matches!(
+                slot.prepared.kind,
+                PreparedKind::Query(Served::Zone(_))
+            ));
+            assert!(slot.origin_hash.is_none() && slot.likely_zone.is_none());
+            assert!(slot.first_lookup.is_none());
+        }
+    }
+
+    #[test]
+    fn the_zone_loaded_ahead_is_the_first_origin_tried() {
+        let catalog = large_and_many();
+        let cases = [
+            ("www.example.com.", Some("example.com.")),
+            ("example.com.", Some("example.com.")),
+            ("www.a.test.", Some("a.test.")),
+            // b.test. is tried first and is no zone: nothing loaded ahead,
+            // and the answer finds test. itself.
+            ("www.b.test.", None),
+            ("example.org.", None),
+        ];
+        let raw: Vec<Vec<u8>> = cases.iter().map(|(n, _)| query(n, 1)).collect();
+        let (mut answerer, mut slots) = (BatchAnswerer::default(), Default::default());
+        let batch = answerer.prepare(catalog, raw.iter().map(Vec::as_slice), &mut slots);
+        for (i, (name, want)) in cases.iter().enumerate() {
+            let got = origin_of(batch.slots[i].likely_zone);
+            assert_eq!(got.as_deref(), *want, "{name}");
+        }
+        let PreparedKind::Query(Served::Zone(zone)) = batch.slots[3].prepared.kind else {
+            panic!("www.b.test. is in test.");
+        };
+        assert_eq!(zone.origin().to_string(), "test.");
+        assert_eq!(
+            node_loaded(&batch.slots[3]),
+            Some(wire("b.test.")),
+            "after a wrong guess the right zone's node is loaded"
+        );
     }
 
     #[test]
     fn the_node_loaded_is_the_first_one_the_answer_reads() {
-        let catalog = catalog();
+        let catalog = large_and_many();
         let cases = [
             ("www.example.com.", Some("www.example.com.")),
             ("WWW.Example.COM.", Some("www.example.com.")),
@@ -202,23 +381,29 @@ mod tests {
         ];
         let raw: Vec<Vec<u8>> = cases.iter().map(|(n, _)| query(n, 1)).collect();
         let (mut answerer, mut slots) = (BatchAnswerer::default(), Default::default());
-        let batch = answerer.prepare(&catalog, raw.iter().map(Vec::as_slice), &mut slots);
+        let batch = answerer.prepare(catalog, raw.iter().map(Vec::as_slice), &mut slots);
         for (i, (name, want)) in cases.iter().enumerate() {
-            let got = node_loaded(&batch.prepared[i]);
+            let got = node_loaded(&batch.slots[i]);
             assert_eq!(got, want.map(wire), "{name}");
         }
         assert!(
-            batch.prepared[4].first_lookup.is_some(),
+            batch.slots[4].first_lookup.is_some(),
             "absent names are looked up too"
         );
     }
 
     /// Whatever the query, well-formed or not, in a zone or not, a batch
-    /// answers it byte for byte as `answer` does alone.
+    /// answers it byte for byte as `answer` does alone, whether it loads
+    /// ahead or not.
     #[test]
     fn a_batch_answers_as_each_query_alone() {
-        let mut catalog = catalog();
-        catalog.expire(&Name::parse("gone.example.").unwrap());
+        for mut catalog in [catalog(), large_and_many().clone()] {
+            catalog.expire(&Name::parse("gone.example.").unwrap());
+            answers_as_alone(&catalog);
+        }
+    }
+
+    fn answers_as_alone(catalog: &Catalog) {
         let mut raw: Vec<Vec<u8>> = [
             "www.example.com.",
             "WWW.Example.COM.",
@@ -227,6 +412,9 @@ mod tests {
             "example.com.",
             "example.org.",
             "www.gone.example.",
+            "www.a.test.",
+            "www.b.test.",
+            "nope.b.test.",
         ]
         .iter()
         .zip(1..)
@@ -239,20 +427,19 @@ mod tests {
         raw.push(notify);
         let config = AnswerConfig::default();
         let (mut answerer, mut slots) = (BatchAnswerer::default(), Default::default());
-        let batch = answerer.prepare(&catalog, raw.iter().map(Vec::as_slice), &mut slots);
+        let batch = answerer.prepare(catalog, raw.iter().map(Vec::as_slice), &mut slots);
         assert_eq!(batch.len(), raw.len());
         for (i, q) in raw.iter().enumerate() {
             let (mut batched, mut alone) = (Vec::new(), Vec::new());
             let how = batch.answer(i, &config, q, Transport::Udp, &mut batched);
-            assert_eq!(
-                how,
-                answer(&catalog, &config, q, Transport::Udp, &mut alone)
-            );
+            assert_eq!(how, answer(catalog, &config, q, Transport::Udp, &mut alone));
             assert_eq!(batched, alone, "query {i}");
             let rcode = batched.get(3).map(|b| b & 0x0F);
             match i {
                 5 => assert_eq!(rcode, Some(5), "not ours: REFUSED"),
                 6 => assert_eq!(rcode, Some(2), "expired: SERVFAIL"),
+                7 | 8 => assert_eq!(rcode, Some(0), "in a.test. and in test."),
+                9 => assert_eq!(rcode, Some(3), "not in test.: NXDOMAIN"),
                 _ => {}
             }
         }

@@ -500,10 +500,15 @@ impl<'z> Edit<'z> {
         if !problems.is_empty() {
             return Err(problems);
         }
-        let mut shards = zone.shards.to_vec();
-        for (at, (replaced, written)) in touched {
-            shards[at] = Arc::new(rewrite_shard(zone, &zone.shards[at], &replaced, &written));
-        }
+        let shards: Vec<Arc<Shard>> = (0..shard_count)
+            .map(|at| match touched.remove(&at) {
+                Some((replaced, written)) => {
+                    Arc::new(rewrite_shard(zone, &zone.shards[at], &replaced, &written))
+                }
+                None => zone.shards.shared(at),
+            })
+            .collect();
+        drop(touched); // it borrows the nodes, which change below
         let apex_hash = zone.hasher.hash_one(self.apex);
         let apex_shard = shard_of(apex_hash, shard_count);
         let apex_at = shards[apex_shard]
@@ -516,6 +521,7 @@ impl<'z> Edit<'z> {
         self.update_referrers();
         let appeared = self.nodes.values().filter(|n| n.exists && !n.existed);
         let vanished = self.nodes.values().filter(|n| n.existed && !n.exists);
+        let large = super::is_large(&shards);
         Ok(Zone {
             origin: zone.origin.clone(),
             class: zone.class,
@@ -523,6 +529,7 @@ impl<'z> Edit<'z> {
             shards: shards.into(),
             apex: (apex_shard, apex_at),
             apex_dname,
+            large,
             negative_soa,
             negative_soa_sigs,
             records: self.records,

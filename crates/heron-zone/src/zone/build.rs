@@ -263,6 +263,7 @@ impl ZoneBuilder {
         for (target, node) in built.referrers {
             referrers.entry(target).or_default().push(node);
         }
+        let large = super::is_large(&built.shards);
         Ok((
             Zone {
                 origin: zone.apex.clone(),
@@ -271,6 +272,7 @@ impl ZoneBuilder {
                 shards: built.shards.into(),
                 apex: (apex_shard, apex_at),
                 apex_dname,
+                large,
                 negative_soa,
                 negative_soa_sigs,
                 records: built.records,

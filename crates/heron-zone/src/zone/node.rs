@@ -43,6 +43,7 @@ fn u16_at(bytes: &[u8], at: usize) -> usize {
 
 /// Part of a zone: nodes back to back, and a table from owner hash to the
 /// offset of each node.
+#[derive(Clone)]
 pub(crate) struct Shard {
     pub(crate) arena: Box<[u8]>,
     pub(crate) table: NodeTable,

@@ -14,6 +14,7 @@ use crate::prefetch::prefetch;
 /// that is absent (NXDOMAIN) to about two slots, one cache line.
 const SLOTS_PER_NODE: usize = 2;
 
+#[derive(Clone)]
 pub(crate) struct NodeTable {
     slots: Box<[u64]>,
     len: usize,
@@ -40,16 +41,6 @@ impl NodeTable {
         self.slots.len() - 1
     }
 
-    /// The slots a lookup for `hash` reads, in order, to the first empty.
-    fn probe(&self, hash: u64) -> impl Iterator<Item = (usize, u64)> + '_ {
-        let mask = self.mask();
-        let start = hash as usize & mask;
-        (0..self.slots.len())
-            .map(move |i| (start + i) & mask)
-            .map(|slot| (slot, self.slots[slot]))
-            .take_while(|&(_, entry)| entry != 0)
-    }
-
     /// Adds a node that is not in the table. Panics when the table has
     /// no room left for it: callers size it for every node they add.
     pub(crate) fn insert_unique(&mut self, hash: u64, offset: u32) {
@@ -70,12 +61,25 @@ impl NodeTable {
         );
     }
 
-    /// The slot of the first node with this hash that `is_it` accepts.
+    /// The slot of the first node with this hash that `is_it` accepts:
+    /// the slots from the hash's own on, to the first empty one. (A plain
+    /// loop: this is every query's hot path, and an iterator chain here
+    /// was not always inlined.)
+    #[inline]
     pub(crate) fn find_slot(&self, hash: u64, mut is_it: impl FnMut(u32) -> bool) -> Option<usize> {
-        let tag = tag(hash);
-        self.probe(hash)
-            .find(|&(_, entry)| entry & !0xFFFF_FFFF == tag && is_it(offset_of(entry)))
-            .map(|(slot, _)| slot)
+        let (tag, mask) = (tag(hash), self.mask());
+        let mut slot = hash as usize & mask;
+        // The table is at most half full: a probe ends at an empty slot.
+        loop {
+            let entry = self.slots[slot];
+            if entry == 0 {
+                return None;
+            }
+            if entry & !0xFFFF_FFFF == tag && is_it(offset_of(entry)) {
+                return Some(slot);
+            }
+            slot = (slot + 1) & mask;
+        }
     }
 
     /// The offset of the first node with this hash that `is_it` accepts.
