@@ -409,6 +409,104 @@ fn eventually(mut cond: impl FnMut() -> bool) -> bool {
     false
 }
 
+/// Version `n` of a zone whose answer to `a TXT` spans two nodes that
+/// change together: `a CNAME v{n}` and `v{n} TXT "{n}"`, among records
+/// that change in every version (so a reload applies a real diff).
+fn versioned_zone(n: u32) -> String {
+    let mut text = format!(
+        "$TTL 60\n@ SOA ns h {n} 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n\
+         a CNAME v{n}\nv{n} TXT \"{n}\"\n"
+    );
+    for i in 0..200 {
+        text += &format!("f{i} TXT \"{}\"\n", (i + n) % 7);
+    }
+    text
+}
+
+/// The version of the answer to `a.s.test TXT`: the number in the CNAME's
+/// target and the one in the TXT it leads to, which must agree.
+fn version_of(response: &[u8]) -> u32 {
+    let m = parse(response);
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 2), "{m:?}");
+    let (cname, txt) = (&m.answers[0], &m.answers[1]);
+    assert_eq!((cname.rtype, txt.rtype), (RType::CNAME, RType::TXT));
+    let target = Name::from_wire(&cname.rdata).unwrap().to_string();
+    let from_cname: u32 = target
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let from_txt: u32 = std::str::from_utf8(&txt.rdata[1..])
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(from_cname, from_txt, "an answer mixing two versions: {m:?}");
+    from_cname
+}
+
+/// Queries sent one after another, each after the previous answer, see
+/// each version whole (never the CNAME of one and the data of another)
+/// and never an older version after a newer one, however the reloads
+/// fall between them; over UDP and TCP alike.
+#[test]
+fn reloads_swap_whole_versions_under_queries() {
+    let dir = tempdir("swap");
+    let file = dir.join("s.zone");
+    let write_version = |n: u32| {
+        // Renamed into place: a reload never reads a half-written file.
+        let tmp = dir.join("s.zone.tmp");
+        std::fs::write(&tmp, versioned_zone(n)).unwrap();
+        std::fs::rename(&tmp, &file).unwrap();
+    };
+    write_version(1);
+    let server = ServerProcess::heron(&heron(), &[("s.test", file.clone())]);
+    let addr = server.addr();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    const VERSIONS: u32 = 12;
+    let seen = std::thread::scope(|scope| {
+        let client = |tcp: bool| {
+            let done = &done;
+            scope.spawn(move || {
+                let (mut last, mut seen) = (0, std::collections::BTreeSet::new());
+                for id in 0u16.. {
+                    let q = query("a.s.test", RType::TXT, id);
+                    let response = match tcp {
+                        true => try_query_tcp(addr, &q),
+                        false => try_query_udp(addr, &q),
+                    };
+                    let v = version_of(&response.expect("an answer"));
+                    assert!(v >= last, "version {v} answered after version {last}");
+                    (last, _) = (v, seen.insert(v));
+                    if done.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                }
+                seen
+            })
+        };
+        let clients = [client(false), client(true)];
+        for n in 2..=VERSIONS {
+            write_version(n);
+            server.reload();
+            assert!(eventually(|| soa_serial(addr, "s.test") == Some(n)));
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        clients.map(|c| c.join().unwrap())
+    });
+    for versions in seen {
+        assert!(
+            versions.contains(&VERSIONS),
+            "the last version reached each client"
+        );
+        assert!(
+            versions.len() >= 3,
+            "the clients saw swaps happen: {versions:?}"
+        );
+    }
+}
+
 #[test]
 fn sighup_reloads_changed_zones_and_keeps_the_old_one_on_errors() {
     let dir = tempdir("reload");
