@@ -224,6 +224,8 @@ pub struct ServerSection {
     pub max_udp_payload: u16,
     pub version: Option<String>,
     pub identity: Option<String>,
+    /// The control socket `heron reload` talks to, relative to the file.
+    pub control: Option<PathBuf>,
 }
 
 impl Default for ServerSection {
@@ -235,6 +237,7 @@ impl Default for ServerSection {
             max_udp_payload: default_udp_payload(),
             version: None,
             identity: None,
+            control: None,
         }
     }
 }
@@ -380,6 +383,8 @@ pub struct Settings {
     pub secondary: SecondarySection,
     /// TLS to primaries (XoT).
     pub xot: TlsClients,
+    /// Where the control socket is, if there is one.
+    pub control: Option<PathBuf>,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -496,6 +501,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         keys,
         policies,
         secondaries,
+        control: server.control.as_ref().map(|p| base.join(p)),
         secondary: file.secondary,
         xot: xot.expect("no errors"),
     })

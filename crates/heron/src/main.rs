@@ -3,6 +3,7 @@
 mod background;
 mod check;
 mod config;
+mod control;
 mod keygen;
 mod memory;
 mod reload;
@@ -42,6 +43,10 @@ enum Command {
     },
     /// Check a configuration file and every zone it names.
     CheckConfig { file: PathBuf },
+    /// Ask a running server to re-read its changed zone files, and print
+    /// what it did. Exits 0 if every zone loaded, 1 if some failed (the
+    /// old version keeps serving), 2 if the server cannot be reached.
+    Reload(ControlArgs),
     /// Print a new TSIG key as a [[key]] block for the configuration file.
     Keygen {
         /// The key's name, e.g. xfr.example.com
@@ -69,6 +74,34 @@ pub struct ServeArgs {
     /// Pin UDP workers to these CPUs, round robin (e.g. 0,1). Overrides the file.
     #[arg(long, value_delimiter = ',', value_name = "CPU,...")]
     cpu_affinity: Vec<usize>,
+    /// The control socket `heron reload` talks to. Overrides the file.
+    #[arg(long, value_name = "PATH")]
+    control: Option<PathBuf>,
+}
+
+/// Where a running server's control socket is.
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+pub struct ControlArgs {
+    /// The server's configuration file: its [server] control socket.
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// The control socket itself.
+    #[arg(long, value_name = "PATH")]
+    control: Option<PathBuf>,
+}
+
+impl ControlArgs {
+    fn socket(&self) -> Result<PathBuf, String> {
+        if let Some(path) = &self.control {
+            return Ok(path.clone());
+        }
+        let config = self.config.as_ref().expect("clap requires one of the two");
+        config::load(config)
+            .map_err(|errors| errors.join("\n"))?
+            .control
+            .ok_or_else(|| format!("{}: [server] control is not set", config.display()))
+    }
 }
 
 /// When the process started (as near as `main` can tell), for the
@@ -86,6 +119,13 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::CheckZone { file, origin } => check::zone(&file, &origin),
         Command::CheckConfig { file } => check::config(&file),
+        Command::Reload(args) => match args.socket() {
+            Ok(path) => control::send(&path, "reload"),
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Keygen { name, algorithm } => keygen::run(&name, &algorithm),
     }
 }

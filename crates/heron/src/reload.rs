@@ -52,6 +52,25 @@ pub struct Outcome {
     pub loaded: usize,
     pub unchanged: usize,
     pub failed: usize,
+    /// What went wrong, as logged: file, line and problem, then what
+    /// became of the zone.
+    pub errors: Vec<String>,
+}
+
+impl Outcome {
+    /// One line for a person: how many zones were read, kept and failed.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} zones re-read, {} unchanged, {} failed",
+            self.loaded, self.unchanged, self.failed
+        )
+    }
+
+    /// Logs an error and keeps it for whoever asked for the reload.
+    fn error(&mut self, message: String) {
+        tracing::error!("{message}");
+        self.errors.push(message);
+    }
 }
 
 impl ZoneFiles {
@@ -89,13 +108,14 @@ impl ZoneFiles {
         for (i, zone) in todo.into_iter().zip(results) {
             let spec = &self.entries[i].spec;
             match zone {
-                Some((zone, stamp)) => {
+                Ok((zone, stamp)) => {
                     next.insert(zone);
                     self.entries[i].loaded = stamp;
                     outcome.loaded += 1;
                 }
-                None => {
-                    report_kept(spec, &next);
+                Err(problems) => {
+                    problems.into_iter().for_each(|p| outcome.error(p));
+                    outcome.error(what_is_kept(spec, &next));
                     outcome.failed += 1;
                 }
             }
@@ -111,16 +131,19 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// (None if the file system gave no modification time).
 pub(crate) type FromFile = (Zone, Option<Stamp>);
 
-/// Loads zones on every core; a zone with errors comes back as None (its
-/// problems logged). A zone `previous` holds is read as a change to that
-/// version. Results are in the order of `specs`.
-pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Option<FromFile>> {
+/// A zone loaded from its file, or what is wrong with the file.
+pub(crate) type Loaded = Result<FromFile, Vec<String>>;
+
+/// Loads zones on every core; a zone with errors comes back as its
+/// problems. A zone `previous` holds is read as a change to that version.
+/// Results are in the order of `specs`.
+pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Loaded> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(specs.len().max(1));
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<FromFile>>> = specs.iter().map(|_| Mutex::new(None)).collect();
+    let slots: Vec<Mutex<Option<Loaded>>> = specs.iter().map(|_| Mutex::new(None)).collect();
     // Each loader holds a sender; when the last one is done the channel
     // disconnects and the progress reporter returns at once.
     let (working, finished) = std::sync::mpsc::channel::<()>();
@@ -133,7 +156,7 @@ pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Opti
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(spec) = specs.get(i) else { break };
-                    *slots[i].lock().unwrap() = load_one(spec, previous.get(&spec.origin));
+                    *slots[i].lock().unwrap() = Some(load_one(spec, previous.get(&spec.origin)));
                     done.fetch_add(1, Ordering::Relaxed);
                 }
             });
@@ -141,7 +164,8 @@ pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Opti
         drop(working);
         report_progress(&finished, &done, specs.len());
     });
-    slots.into_iter().map(|s| s.into_inner().unwrap()).collect()
+    let loaded = slots.into_iter().map(|s| s.into_inner().unwrap());
+    loaded.map(|l| l.expect("every zone was loaded")).collect()
 }
 
 /// Logs progress every few seconds until the loaders are done (`finished`
@@ -160,54 +184,43 @@ fn report_progress(finished: &std::sync::mpsc::Receiver<()>, done: &AtomicUsize,
     }
 }
 
-/// Loads one zone, as a change to `previous` if there is one; None (with
-/// the problems logged) if it has errors.
-fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>) -> Option<FromFile> {
+/// Loads one zone, as a change to `previous` if there is one; the
+/// problems if it has errors (warnings are logged).
+fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>) -> Loaded {
     let started = Instant::now();
-    let file = match ZoneFileText::read(&spec.file) {
-        Ok(file) => file,
-        Err(e) => {
-            tracing::error!("{}: error: {}", e.location, e.message);
-            return None;
-        }
-    };
+    let file = ZoneFileText::read(&spec.file)
+        .map_err(|e| vec![format!("{}: error: {}", e.location, e.message)])?;
     let result = match previous {
         Some(old) => reload_zone_text(old, &file.text, &spec.file),
         None => load_zone_text(&file.text, &spec.file, &spec.origin),
     };
-    match result {
-        Ok(loaded) => {
-            loaded.warnings.iter().for_each(|w| tracing::warn!("{w}"));
-            let zone = loaded.zone;
-            let new_bytes = previous.map_or(zone.heap_bytes(), |old| zone.unshared_bytes(old));
-            tracing::debug!(
-                "zone {} loaded from {} in {} ms: serial {}, {} records, {} KiB new of {} KiB",
-                spec.origin,
-                spec.file.display(),
-                started.elapsed().as_millis(),
-                zone.serial(),
-                zone.record_count(),
-                new_bytes / 1024,
-                zone.heap_bytes() / 1024
-            );
-            Some((zone, Stamp::from_metadata(&file.metadata)))
-        }
-        Err(problems) => {
-            problems.iter().for_each(|p| tracing::error!("{p}"));
-            None
-        }
-    }
+    let loaded =
+        result.map_err(|problems| problems.iter().map(|p| p.to_string()).collect::<Vec<_>>())?;
+    loaded.warnings.iter().for_each(|w| tracing::warn!("{w}"));
+    let zone = loaded.zone;
+    let new_bytes = previous.map_or(zone.heap_bytes(), |old| zone.unshared_bytes(old));
+    tracing::debug!(
+        "zone {} loaded from {} in {} ms: serial {}, {} records, {} KiB new of {} KiB",
+        spec.origin,
+        spec.file.display(),
+        started.elapsed().as_millis(),
+        zone.serial(),
+        zone.record_count(),
+        new_bytes / 1024,
+        zone.heap_bytes() / 1024
+    );
+    Ok((zone, Stamp::from_metadata(&file.metadata)))
 }
 
-/// Says what happens to a zone whose file failed to load.
-fn report_kept(spec: &ZoneSpec, catalog: &Catalog) {
+/// What becomes of a zone whose file failed to load.
+fn what_is_kept(spec: &ZoneSpec, catalog: &Catalog) -> String {
     if catalog.get(&spec.origin).is_some() {
-        tracing::error!(
+        format!(
             "zone {} not reloaded; the previous version is still served",
             spec.origin
-        );
+        )
     } else {
-        tracing::error!("zone {} not loaded; it will not be served", spec.origin);
+        format!("zone {} not loaded; it will not be served", spec.origin)
     }
 }
 

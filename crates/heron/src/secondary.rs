@@ -55,7 +55,13 @@ pub fn load_kept(zones: &[SecondaryZone]) -> Vec<Option<Zone>> {
             if !z.file.exists() {
                 return None;
             }
-            let zone = loaded.next().flatten().map(|(zone, _)| zone);
+            let zone = match loaded.next()? {
+                Ok((zone, _)) => Some(zone),
+                Err(problems) => {
+                    problems.iter().for_each(|p| tracing::error!("{p}"));
+                    None
+                }
+            };
             if zone.is_none() {
                 tracing::error!("zone {}: kept copy unusable; transferring anew", z.origin);
             }

@@ -1,6 +1,7 @@
 //! `heron serve`: load zones, start the transports, wait for a signal.
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,7 +22,8 @@ use tokio::sync::{mpsc, watch};
 
 use crate::ServeArgs;
 use crate::config::{self, Settings};
-use crate::reload::ZoneFiles;
+use crate::control;
+use crate::reload::{Outcome, ZoneFiles};
 use crate::secondary;
 use crate::{background, memory};
 
@@ -96,6 +98,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     };
     match runtime.block_on(serve(
         settings.server,
+        settings.control,
         catalog,
         files,
         transfers,
@@ -128,8 +131,12 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             secondaries: Vec::new(),
             secondary: Default::default(),
             xot: TlsClients::new(None).expect("no CA to read"),
+            control: None,
         },
     };
+    if let Some(path) = &args.control {
+        settings.control = Some(path.clone());
+    }
     if !args.listen.is_empty() {
         settings.server.listen = args.listen.clone();
     }
@@ -209,11 +216,18 @@ impl Transfers {
 
 async fn serve(
     server: ServerConfig,
+    control_socket: Option<PathBuf>,
     catalog: Catalog,
     files: ZoneFiles,
     transfers: Transfers,
     secondaries: secondary::Secondaries,
 ) -> Result<(), String> {
+    // First, so that a second server started on the same files stops
+    // here, before it answers anything.
+    let control = match control_socket {
+        Some(path) => Some((control::bind(&path)?, path)),
+        None => None,
+    };
     // Secondaries may have missed changes while we were down.
     let every_zone = transfers.journal_changes(&Catalog::new(), &catalog);
     transfers.notify(&every_zone);
@@ -266,7 +280,24 @@ async fn serve(
         server.workers,
         crate::started().elapsed().as_millis()
     );
-    wait_for_signals(&catalog, files, &transfers).await;
+    let files = Arc::new(std::sync::Mutex::new(files));
+    if let Some((listener, path)) = control {
+        let (catalog, files, transfers) = (catalog.clone(), files.clone(), transfers.clone());
+        tasks.push(tokio::spawn(control::serve(
+            listener,
+            path,
+            shutdown_rx.clone(),
+            move || {
+                let (catalog, files, transfers) =
+                    (catalog.clone(), files.clone(), transfers.clone());
+                async move {
+                    let done = reload(&catalog, &files, &transfers, "control socket").await;
+                    reload_reply(done)
+                }
+            },
+        )));
+    }
+    wait_for_signals(&catalog, &files, &transfers).await;
     tracing::info!("shutting down");
     stop.store(true, Ordering::Relaxed);
     let _ = shutdown_tx.send(true);
@@ -295,29 +326,35 @@ fn tls_listeners(server: &ServerConfig) -> Vec<(std::net::SocketAddr, tls::TlsAc
 }
 
 /// Serves until SIGTERM or SIGINT; on SIGHUP, reloads changed zone files.
-async fn wait_for_signals(catalog: &SharedCatalog, files: ZoneFiles, transfers: &Arc<Transfers>) {
+async fn wait_for_signals(
+    catalog: &SharedCatalog,
+    files: &Arc<std::sync::Mutex<ZoneFiles>>,
+    transfers: &Arc<Transfers>,
+) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
     let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
-    let files = Arc::new(std::sync::Mutex::new(files));
     loop {
         tokio::select! {
             _ = term.recv() => return,
             _ = tokio::signal::ctrl_c() => return,
-            _ = hup.recv() => reload(catalog, &files, transfers).await,
+            _ = hup.recv() => {
+                reload(catalog, files, transfers, "SIGHUP").await;
+            }
         }
     }
 }
 
 /// Re-reads changed zone files on a background thread (below the query
 /// workers' priority) and swaps the new catalog in; queries in flight
-/// finish on the old one.
+/// finish on the old one. Returns what it did and how long it took.
 async fn reload(
     catalog: &SharedCatalog,
     files: &Arc<std::sync::Mutex<ZoneFiles>>,
     transfers: &Arc<Transfers>,
-) {
-    tracing::info!("SIGHUP: reloading changed zone files");
+    asked_by: &str,
+) -> (Outcome, Duration) {
+    tracing::info!("{asked_by}: reloading changed zone files");
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
     let work = background::run("reload", move || {
@@ -332,13 +369,22 @@ async fn reload(
         memory::release_free_memory();
         (outcome, changed)
     });
-    let (o, changed) = work.await;
+    let (outcome, changed) = work.await;
     transfers.notify(&changed);
+    let took = started.elapsed();
     tracing::info!(
-        "reload done in {} ms: {} zones re-read, {} unchanged, {} failed",
-        started.elapsed().as_millis(),
-        o.loaded,
-        o.unchanged,
-        o.failed
+        "reload done in {} ms: {}",
+        took.as_millis(),
+        outcome.summary()
     );
+    (outcome, took)
+}
+
+/// The control socket's answer to `reload`: the summary, then each error.
+fn reload_reply((outcome, took): (Outcome, Duration)) -> control::Reply {
+    let summary = format!("reloaded in {} ms: {}", took.as_millis(), outcome.summary());
+    control::Reply {
+        ok: outcome.failed == 0,
+        lines: std::iter::once(summary).chain(outcome.errors).collect(),
+    }
 }

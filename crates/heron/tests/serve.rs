@@ -409,6 +409,75 @@ fn eventually(mut cond: impl FnMut() -> bool) -> bool {
     false
 }
 
+/// `heron reload` with its arguments; (exit code, stdout, stderr).
+fn heron_reload(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(heron())
+        .arg("reload")
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+/// `heron reload` asks the running server over its control socket and
+/// returns only once the reload is done, saying what it did; a zone file
+/// with errors makes it fail with the file and line while the old version
+/// keeps serving; with the server gone it says it cannot reach it.
+#[test]
+fn heron_reload_waits_for_the_reload_and_reports_it() {
+    let dir = tempdir("control");
+    let (file, socket) = (dir.join("c.zone"), dir.join("heron.sock"));
+    let zone = |serial: u32, extra: &str| {
+        format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n{extra}")
+    };
+    std::fs::write(&file, zone(1, "")).unwrap();
+    let config = |port: u16| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\ncontrol = \"{}\"\n\
+             [[zone]]\norigin = \"c.test\"\nfile = \"{}\"\n",
+            socket.display(),
+            file.display()
+        )
+    };
+    let mut server = ServerProcess::heron_with_config(&heron(), "c.test", config);
+    let socket_arg = socket.to_str().unwrap();
+
+    std::fs::write(&file, zone(2, "")).unwrap();
+    let (code, out, err) = heron_reload(&["--control", socket_arg]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.starts_with("ok: reloaded in "), "{out}");
+    assert!(
+        out.contains("1 zones re-read, 0 unchanged, 0 failed"),
+        "{out}"
+    );
+    assert_eq!(
+        soa_serial(server.addr(), "c.test"),
+        Some(2),
+        "done when it returns"
+    );
+
+    std::fs::write(&file, zone(3, "bad A 192.0.2.300\n")).unwrap();
+    let config_file = dir.join("heron.toml");
+    std::fs::write(&config_file, config(server.addr().port())).unwrap();
+    let (code, out, _) = heron_reload(&["--config", config_file.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.starts_with("error: reloaded in "), "{out}");
+    assert!(
+        out.contains("0 zones re-read, 0 unchanged, 1 failed"),
+        "{out}"
+    );
+    assert!(out.contains("c.zone:5:"), "the file and line: {out}");
+    assert!(out.contains("previous version is still served"), "{out}");
+    assert_eq!(soa_serial(server.addr(), "c.test"), Some(2));
+
+    server.terminate().expect("stops");
+    assert!(!socket.exists(), "the socket goes with the server");
+    let (code, _, err) = heron_reload(&["--control", socket_arg]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("is heron serve running"), "{err}");
+}
+
 /// Version `n` of a zone whose answer to `a TXT` spans two nodes that
 /// change together: `a CNAME v{n}` and `v{n} TXT "{n}"`, among records
 /// that change in every version (so a reload applies a real diff).
