@@ -2,13 +2,16 @@
 //! catalog is swapped in whole. A file with errors is reported and its zone
 //! keeps serving the version loaded before.
 
+use std::io::IsTerminal;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use heron_zone::zonefile::ZoneFileText;
 use heron_zone::{Catalog, Zone, load_zone_text, reload_zone_text};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::ZoneSpec;
 
@@ -124,8 +127,10 @@ impl ZoneFiles {
     }
 }
 
-/// How often a long load says how far it got.
+/// How often a long load says how far it got in the log...
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+/// ...and on a terminal, once it has taken longer than that.
+const BAR_EVERY: Duration = Duration::from_millis(250);
 
 /// A zone loaded from its file, and the file's stamp when it was opened
 /// (None if the file system gave no modification time).
@@ -134,15 +139,27 @@ pub(crate) type FromFile = (Zone, Option<Stamp>);
 /// A zone loaded from its file, or what is wrong with the file.
 pub(crate) type Loaded = Result<FromFile, Vec<String>>;
 
+/// How far a load has got: shared by the loaders and the reporter.
+#[derive(Default)]
+struct LoadProgress {
+    zones_done: AtomicUsize,
+    /// Octets of zone file text read so far...
+    read: Arc<AtomicU64>,
+    /// ...of the files opened so far (files are opened one by one, so
+    /// with many zones this grows as the load goes).
+    opened: AtomicU64,
+}
+
 /// Loads zones on every core; a zone with errors comes back as its
 /// problems. A zone `previous` holds is read as a change to that version.
-/// Results are in the order of `specs`.
+/// Results are in the order of `specs`. A load that takes long says how
+/// far it got (see [`report_progress`]).
 pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Loaded> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(specs.len().max(1));
     let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
+    let progress = LoadProgress::default();
     let slots: Vec<Mutex<Option<Loaded>>> = specs.iter().map(|_| Mutex::new(None)).collect();
     // Each loader holds a sender; when the last one is done the channel
     // disconnects and the progress reporter returns at once.
@@ -150,49 +167,109 @@ pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Load
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let working = working.clone();
-            let (next, done, slots) = (&next, &done, &slots);
+            let (next, progress, slots) = (&next, &progress, &slots);
             scope.spawn(move || {
                 let _working = working;
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(spec) = specs.get(i) else { break };
-                    *slots[i].lock().unwrap() = Some(load_one(spec, previous.get(&spec.origin)));
-                    done.fetch_add(1, Ordering::Relaxed);
+                    let loaded = load_one(spec, previous.get(&spec.origin), progress);
+                    *slots[i].lock().unwrap() = Some(loaded);
+                    progress.zones_done.fetch_add(1, Ordering::Relaxed);
                 }
             });
         }
         drop(working);
-        report_progress(&finished, &done, specs.len());
+        report_progress(&finished, &progress, specs.len());
     });
     let loaded = slots.into_iter().map(|s| s.into_inner().unwrap());
     loaded.map(|l| l.expect("every zone was loaded")).collect()
 }
 
-/// Logs progress every few seconds until the loaders are done (`finished`
-/// disconnects).
-fn report_progress(finished: &std::sync::mpsc::Receiver<()>, done: &AtomicUsize, total: usize) {
+/// Until the loaders are done (`finished` disconnects), says every few
+/// seconds how far they got: on a terminal as a progress bar, otherwise
+/// as log lines. A load done within the first interval says nothing.
+fn report_progress(finished: &Receiver<()>, progress: &LoadProgress, zones: usize) {
     let started = Instant::now();
-    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-        finished.recv_timeout(PROGRESS_EVERY)
-    {
-        tracing::info!(
-            "loading zones: {} of {} done after {} s",
-            done.load(Ordering::Relaxed),
-            total,
-            started.elapsed().as_secs()
-        );
+    let done = |wait| !matches!(finished.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
+    if done(PROGRESS_EVERY) {
+        return;
     }
+    if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(1)
+            .with_elapsed(started.elapsed())
+            .with_style(
+                ProgressStyle::with_template("{elapsed:>4} loading [{bar:40}] {percent:>3}% {msg}")
+                    .expect("a valid template")
+                    .progress_chars("=> "),
+            );
+        loop {
+            let (position, length) = bar_position(progress, zones);
+            bar.set_length(length.max(1));
+            bar.set_position(position);
+            bar.set_message(progress_text(progress, zones));
+            if done(BAR_EVERY) {
+                break;
+            }
+        }
+        bar.finish_and_clear();
+    } else {
+        loop {
+            let secs = started.elapsed().as_secs();
+            tracing::info!("loading: {} after {secs} s", progress_text(progress, zones));
+            if done(PROGRESS_EVERY) {
+                break;
+            }
+        }
+    }
+}
+
+/// How far along the bar is: by octets for one zone (one large file is
+/// what makes a single load long), by zones for many.
+fn bar_position(progress: &LoadProgress, zones: usize) -> (u64, u64) {
+    match zones {
+        1 => (
+            progress.read.load(Ordering::Relaxed),
+            progress.opened.load(Ordering::Relaxed),
+        ),
+        _ => (
+            progress.zones_done.load(Ordering::Relaxed) as u64,
+            zones as u64,
+        ),
+    }
+}
+
+/// "12 of 100000 zones, 3 MB of 5 MB read", and ", building" once the
+/// text of the last zone still loading is read.
+fn progress_text(progress: &LoadProgress, zones: usize) -> String {
+    let octets = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let (read, opened) = (octets(&progress.read), octets(&progress.opened));
+    let done = progress.zones_done.load(Ordering::Relaxed);
+    let building = if zones - done == 1 && read >= opened {
+        ", building"
+    } else {
+        ""
+    };
+    format!(
+        "{done} of {zones} zones, {} MB of {} MB read{building}",
+        read.min(opened) >> 20,
+        opened >> 20
+    )
 }
 
 /// Loads one zone, as a change to `previous` if there is one; the
 /// problems if it has errors (warnings are logged).
-fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>) -> Loaded {
+fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgress) -> Loaded {
     let started = Instant::now();
     let file = ZoneFileText::read(&spec.file)
         .map_err(|e| vec![format!("{}: error: {}", e.location, e.message)])?;
+    let read = Some(&progress.read);
+    progress
+        .opened
+        .fetch_add(file.text.len() as u64, Ordering::Relaxed);
     let result = match previous {
-        Some(old) => reload_zone_text(old, &file.text, &spec.file),
-        None => load_zone_text(&file.text, &spec.file, &spec.origin),
+        Some(old) => reload_zone_text(old, &file.text, &spec.file, read),
+        None => load_zone_text(&file.text, &spec.file, &spec.origin, read),
     };
     let loaded =
         result.map_err(|problems| problems.iter().map(|p| p.to_string()).collect::<Vec<_>>())?;
@@ -265,5 +342,35 @@ mod tests {
         let (_, out) = files.load_changed(&cat);
         assert_eq!(out.failed, 1);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn progress_is_told_by_octets_for_one_zone_and_by_zones_for_many() {
+        let progress = LoadProgress::default();
+        progress.opened.store(5 << 20, Ordering::Relaxed);
+        progress.read.store(3 << 20, Ordering::Relaxed);
+        progress.zones_done.store(12, Ordering::Relaxed);
+        assert_eq!(bar_position(&progress, 1), (3 << 20, 5 << 20));
+        assert_eq!(bar_position(&progress, 100), (12, 100));
+        assert_eq!(
+            progress_text(&progress, 100),
+            "12 of 100 zones, 3 MB of 5 MB read"
+        );
+        // A reload that falls back to a full load reads a file twice.
+        progress.read.store(9 << 20, Ordering::Relaxed);
+        progress.zones_done.store(0, Ordering::Relaxed);
+        assert_eq!(
+            progress_text(&progress, 1),
+            "0 of 1 zones, 5 MB of 5 MB read, building"
+        );
+    }
+
+    #[test]
+    fn a_quick_load_reports_nothing() {
+        let (working, finished) = std::sync::mpsc::channel::<()>();
+        drop(working);
+        let started = Instant::now();
+        report_progress(&finished, &LoadProgress::default(), 3);
+        assert!(started.elapsed() < PROGRESS_EVERY);
     }
 }

@@ -151,6 +151,44 @@ impl ZoneBuilder {
         self.entries.reserve(text_len / 24 + 4);
     }
 
+    /// An empty builder for the same zone whose records can later be
+    /// [`ZoneBuilder::append`]ed to this one: a piece of a large file is
+    /// read on a thread of its own into one.
+    pub(crate) fn sibling(&self) -> ZoneBuilder {
+        ZoneBuilder {
+            origin: self.origin.clone(),
+            class: self.class,
+            hasher: self.hasher.clone(),
+            ..ZoneBuilder::new(self.origin.clone(), self.class)
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty() && self.log.is_empty() && self.problems.is_empty()
+    }
+
+    /// Adds the records (and problems) of a [`ZoneBuilder::sibling`] after
+    /// this one's, as if they had been added here in that order.
+    pub(crate) fn append(&mut self, other: ZoneBuilder) {
+        let shift = self.log.len();
+        let files: Vec<u32> = other.files.iter().map(|f| self.file_index(f)).collect();
+        let moved = other.entries.into_iter().map(|e| Entry {
+            at: e.at + shift,
+            file_and_depth: files[e.file() as usize] | (e.file_and_depth & DEEP),
+            ..e
+        });
+        if self.entries.is_empty() {
+            // The first piece: take its buffers instead of copying them.
+            self.entries = moved.collect();
+            self.log = other.log;
+        } else {
+            self.entries.extend(moved);
+            self.log.extend_from_slice(&other.log);
+        }
+        self.problems.extend(other.problems);
+    }
+
     fn file_index(&mut self, file: &Arc<Path>) -> u32 {
         if !self.files.last().is_some_and(|f| Arc::ptr_eq(f, file)) {
             match self.files.iter().position(|f| Arc::ptr_eq(f, file)) {

@@ -20,13 +20,16 @@ use std::fmt;
 use std::hash::BuildHasher;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use hashbrown::{DefaultHashBuilder, HashMap};
 use heron_proto::encoded::EncodedRRset;
 use heron_proto::{Class, Name, RType};
 
 use crate::prefetch::{prefetch, prefetch_next_line};
-use crate::zonefile::{Location, ReadOptions, Record, ZoneFileError, ZoneFileText, read_file_text};
+use crate::zonefile::{
+    self, Location, ReadOptions, Record, ZoneFileError, ZoneFileText, read_file_text,
+};
 pub use build::ZoneBuilder;
 pub use canonical::CanonicalNodes;
 use node::Shard;
@@ -416,17 +419,74 @@ pub struct Loaded {
 /// and semantic) comes back, each naming the file and line.
 pub fn load_zone_file(path: &Path, origin: &Name) -> Result<Loaded, Vec<Problem>> {
     let file = ZoneFileText::read(path).map_err(|e| vec![syntax_problem(e)])?;
-    load_zone_text(&file.text, path, origin)
+    load_zone_text(&file.text, path, origin, None)
 }
 
 /// [`load_zone_file`] from the text of the file at `path`, already read
 /// (see [`ZoneFileText`]).
-pub fn load_zone_text(text: &[u8], path: &Path, origin: &Name) -> Result<Loaded, Vec<Problem>> {
-    let opts = ReadOptions::new(origin.clone());
+/// `progress`, if given, counts the octets read (see
+/// [`ReadOptions::progress`]).
+pub fn load_zone_text(
+    text: &[u8],
+    path: &Path,
+    origin: &Name,
+    progress: Option<&Arc<AtomicU64>>,
+) -> Result<Loaded, Vec<Problem>> {
+    let mut opts = ReadOptions::new(origin.clone());
+    opts.progress = progress.cloned();
     let mut builder = ZoneBuilder::new(origin.clone(), Class::IN);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if text.len() >= PARALLEL_TEXT && read_in_pieces(text, path, &opts, threads, &mut builder) {
+        return finish_load(builder, Vec::new());
+    }
     builder.reserve_for_text(text.len());
     let errors = read_file_text(text, path, &opts, &mut |rec| builder.add(rec));
     finish_load(builder, errors)
+}
+
+/// Zone files from this size on are read on every core.
+const PARALLEL_TEXT: usize = 4 << 20;
+
+/// Reads a zone file's text in pieces, one thread each, into `builder`;
+/// false (and `builder` untouched) when it cannot be cut (see
+/// `zonefile::split`), or a piece has errors, which a reading of the
+/// whole file then reports as they are.
+fn read_in_pieces(
+    text: &[u8],
+    path: &Path,
+    opts: &ReadOptions,
+    threads: usize,
+    builder: &mut ZoneBuilder,
+) -> bool {
+    let Some(pieces) = zonefile::split(text, &opts.origin, opts.default_ttl, threads) else {
+        return false;
+    };
+    let ends = pieces.iter().skip(1).map(|p| p.start).chain([text.len()]);
+    let read: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = pieces
+            .iter()
+            .zip(ends)
+            .map(|(piece, end)| {
+                let mut part = builder.sibling();
+                scope.spawn(move || {
+                    part.reserve_for_text(end - piece.start);
+                    let errors = zonefile::read_piece(text, (piece, end), path, opts, &mut |rec| {
+                        part.add(rec)
+                    });
+                    (part, errors)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a piece reader"))
+            .collect()
+    });
+    if read.iter().any(|(_, errors)| !errors.is_empty()) {
+        return false;
+    }
+    read.into_iter().for_each(|(part, _)| builder.append(part));
+    true
 }
 
 /// Reads a zone file again into the next version of `old`, the zone loaded
@@ -436,15 +496,22 @@ pub fn load_zone_text(text: &[u8], path: &Path, origin: &Name) -> Result<Loaded,
 /// Problems come back as from [`load_zone_file`].
 pub fn reload_zone_file(old: &Zone, path: &Path) -> Result<Loaded, Vec<Problem>> {
     let file = ZoneFileText::read(path).map_err(|e| vec![syntax_problem(e)])?;
-    reload_zone_text(old, &file.text, path)
+    reload_zone_text(old, &file.text, path, None)
 }
 
-/// [`reload_zone_file`] from the text of the file at `path`, already read.
-pub fn reload_zone_text(old: &Zone, text: &[u8], path: &Path) -> Result<Loaded, Vec<Problem>> {
-    let opts = ReadOptions::new(old.origin.clone());
+/// [`reload_zone_file`] from the text of the file at `path`, already read;
+/// `progress` as for [`load_zone_text`].
+pub fn reload_zone_text(
+    old: &Zone,
+    text: &[u8],
+    path: &Path,
+    progress: Option<&Arc<AtomicU64>>,
+) -> Result<Loaded, Vec<Problem>> {
+    let mut opts = ReadOptions::new(old.origin.clone());
+    opts.progress = progress.cloned();
     let read = |sink: &mut dyn FnMut(&Record)| read_file_text(text, path, &opts, sink);
     settle_reread(reread::reread(old, read), || {
-        load_zone_text(text, path, &old.origin)
+        load_zone_text(text, path, &old.origin, progress)
     })
 }
 
@@ -503,4 +570,140 @@ pub fn load_zone_str(text: &str, name: &str, origin: &Name) -> Result<Loaded, Ve
         builder.add(rec)
     });
     finish_load(builder, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diff::diff;
+
+    /// A zone file of at least `size` octets using what cutting must
+    /// respect: `$TTL` and `$ORIGIN` changes, entries over several lines,
+    /// parentheses in quotes and comments, blank-led lines, `$GENERATE`.
+    fn zone_text(size: usize, broken_line: Option<usize>) -> String {
+        let mut text = String::from("$TTL 300\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n");
+        let mut i = 0;
+        while text.len() < size {
+            if Some(i) == broken_line {
+                text += "broken A 192.0.2.300\n";
+            }
+            text += &match i % 9 {
+                0 => format!("$ORIGIN o{i}.z.test.\n"),
+                1 => format!("$TTL {}\n", 60 + i % 1000),
+                2 => format!("m{i} MX (\n  10 ; a comment (\n  mail{i} )\n"),
+                3 => format!("t{i} TXT \"(\" \"a;b\" ; )\n  TXT \"\\\"(\"\n"),
+                4 => format!("$GENERATE 1-3 g{i}-$ A 192.0.2.$\n"),
+                5 => format!(
+                    "$ORIGIN p{i}.z.test.\nback{i} 120 AAAA 2001:db8::{:x}\n",
+                    i % 65536
+                ),
+                _ => format!("h{i} A 192.0.{}.{}\n", i / 256 % 256, i % 256),
+            };
+            i += 1;
+        }
+        text
+    }
+
+    fn sequential(text: &str) -> Result<Loaded, Vec<Problem>> {
+        let origin = Name::parse("z.test.").unwrap();
+        let opts = ReadOptions::new(origin.clone());
+        let mut builder = ZoneBuilder::new(origin, Class::IN);
+        let path = Path::new("z.zone");
+        let errors = read_file_text(text.as_bytes(), path, &opts, &mut |r| builder.add(r));
+        finish_load(builder, errors)
+    }
+
+    fn in_pieces(text: &str) -> Result<Loaded, Vec<Problem>> {
+        let origin = Name::parse("z.test.").unwrap();
+        load_zone_text(text.as_bytes(), Path::new("z.zone"), &origin, None)
+    }
+
+    #[test]
+    fn a_file_read_in_pieces_is_the_zone_read_whole() {
+        let text = zone_text(1 << 20, None);
+        let whole = sequential(&text).unwrap();
+        let origin = Name::parse("z.test.").unwrap();
+        let opts = ReadOptions::new(origin.clone());
+        for threads in [2, 3, 7] {
+            let mut builder = ZoneBuilder::new(origin.clone(), Class::IN);
+            let path = Path::new("z.zone");
+            assert!(read_in_pieces(
+                text.as_bytes(),
+                path,
+                &opts,
+                threads,
+                &mut builder
+            ));
+            let pieces = finish_load(builder, Vec::new()).unwrap();
+            assert_eq!(pieces.zone.record_count(), whole.zone.record_count());
+            let d = diff(&whole.zone, &pieces.zone);
+            assert!(
+                d.added.is_empty() && d.deleted.is_empty(),
+                "{threads}: {d:?}"
+            );
+            assert_eq!(pieces.warnings.len(), whole.warnings.len());
+        }
+    }
+
+    #[test]
+    fn a_file_with_errors_is_not_read_in_pieces() {
+        let text = zone_text(1 << 20, Some(10_000));
+        let origin = Name::parse("z.test.").unwrap();
+        let mut builder = ZoneBuilder::new(origin.clone(), Class::IN);
+        let opts = ReadOptions::new(origin);
+        let path = Path::new("z.zone");
+        assert!(!read_in_pieces(
+            text.as_bytes(),
+            path,
+            &opts,
+            2,
+            &mut builder
+        ));
+        assert!(builder.is_empty(), "left for the reading of the whole file");
+    }
+
+    /// Where there is more than one core, a large file goes through the
+    /// pieces and loads as read whole; with errors, they are reported as
+    /// read whole (file and line).
+    #[test]
+    fn large_files_load_the_same_on_every_core() {
+        let text = zone_text(PARALLEL_TEXT, None);
+        let d = diff(
+            &sequential(&text).unwrap().zone,
+            &in_pieces(&text).unwrap().zone,
+        );
+        assert!(d.added.is_empty() && d.deleted.is_empty());
+        let broken = zone_text(PARALLEL_TEXT, Some(100_000));
+        let (Err(whole), Err(pieces)) = (sequential(&broken), in_pieces(&broken)) else {
+            panic!("the broken record is an error");
+        };
+        let shown = |p: &[Problem]| p.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+        assert_eq!(shown(&pieces), shown(&whole));
+        assert!(
+            shown(&pieces)[0].starts_with("z.zone:"),
+            "{:?}",
+            shown(&pieces)
+        );
+    }
+
+    #[test]
+    fn progress_counts_every_octet_read_whole_or_in_pieces() {
+        let origin = Name::parse("z.test.").unwrap();
+        let text = zone_text(200_000, None);
+        let read = Arc::new(AtomicU64::new(0));
+        let counted = || read.swap(0, std::sync::atomic::Ordering::Relaxed);
+        load_zone_text(text.as_bytes(), Path::new("z.zone"), &origin, Some(&read)).unwrap();
+        assert_eq!(counted(), text.len() as u64);
+        let mut opts = ReadOptions::new(origin.clone());
+        opts.progress = Some(read.clone());
+        let mut builder = ZoneBuilder::new(origin, Class::IN);
+        assert!(read_in_pieces(
+            text.as_bytes(),
+            Path::new("z.zone"),
+            &opts,
+            3,
+            &mut builder
+        ));
+        assert_eq!(counted(), text.len() as u64);
+    }
 }

@@ -44,6 +44,17 @@ impl<'a> Lexer<'a> {
         Lexer { buf, pos, line: 1 }
     }
 
+    /// A lexer that goes on from octet `pos` of `buf`, which is on line
+    /// `line` (a piece of a file read apart, see `split`).
+    pub fn resuming(buf: &'a [u8], pos: usize, line: u32) -> Lexer<'a> {
+        Lexer { buf, pos, line }
+    }
+
+    /// Where the lexer is: octet offset and line.
+    pub fn position(&self) -> (usize, u32) {
+        (self.pos, self.line)
+    }
+
     /// Reads the next entry, putting its tokens in `tokens` (cleared first).
     /// Blank and comment-only lines are skipped. Returns `None` at the end
     /// of the input.

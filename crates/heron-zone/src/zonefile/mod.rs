@@ -11,10 +11,14 @@
 mod directives;
 mod generate;
 mod lexer;
+mod split;
+
+pub(crate) use self::split::{Piece, split};
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use heron_proto::text::{TextError, Token};
 use heron_proto::{Class, Name, RType};
@@ -77,7 +81,14 @@ pub struct ReadOptions {
     pub max_include_depth: usize,
     /// Most records one `$GENERATE` may make.
     pub max_generate: usize,
+    /// Where to count the octets of text read, for a progress report on
+    /// long loads (added to as reading goes, every [`PROGRESS_STEP`]).
+    pub progress: Option<Arc<AtomicU64>>,
 }
+
+/// Octets read between two additions to [`ReadOptions::progress`]: often
+/// enough for a report every second, rarely enough to cost nothing.
+pub const PROGRESS_STEP: usize = 256 << 10;
 
 impl ReadOptions {
     /// Options for a zone of class IN at `origin`, with the default limits.
@@ -88,6 +99,7 @@ impl ReadOptions {
             default_ttl: None,
             max_include_depth: 8,
             max_generate: 65536,
+            progress: None,
         }
     }
 }
@@ -184,6 +196,61 @@ fn read_file_with(
     let mut reader = Reader::new(opts, sink, parser);
     reader.read_top(text, Arc::from(path), parent_dir(path), path.to_path_buf());
     reader.errors
+}
+
+/// Reads one piece of a zone file's text (see [`split`]): from
+/// `piece.start` up to `end`, in the state the text before it leaves, as
+/// [`read_file_text`] reads that part of the whole file.
+pub(crate) fn read_piece(
+    text: &[u8],
+    (piece, end): (&Piece, usize),
+    path: &Path,
+    opts: &ReadOptions,
+    sink: &mut dyn FnMut(&Record),
+) -> Vec<ZoneFileError> {
+    let mut reader = Reader::new(opts, sink, heron_proto::rdata::parse_text);
+    reader.dollar_ttl = piece.dollar_ttl;
+    let file: Arc<Path> = Arc::from(path);
+    reader.open_files.push((None, file.clone()));
+    let mut ctx = FileCtx {
+        file,
+        dir: parent_dir(path),
+        origin: piece.origin.clone(),
+        owner: None,
+        owner_bad: false,
+    };
+    let text = &text[..end];
+    let lexer = match piece.start {
+        0 => Lexer::new(text),
+        start => Lexer::resuming(text, start, piece.line),
+    };
+    reader.read_entries(lexer, &mut ctx);
+    reader.errors
+}
+
+/// Reads `text` as [`read_file_text`] does, but cut into `pieces` pieces
+/// read one after another, giving the records each piece read, in order;
+/// None when the text is not cut or a piece has errors. For the tests and
+/// the fuzz target that check the pieces agree with the whole.
+#[doc(hidden)]
+pub fn read_text_in_pieces(
+    text: &[u8],
+    path: &Path,
+    opts: &ReadOptions,
+    pieces: usize,
+) -> Option<Vec<Record>> {
+    let pieces = split(text, &opts.origin, opts.default_ttl, pieces)?;
+    let ends = pieces.iter().skip(1).map(|p| p.start).chain([text.len()]);
+    let mut records = Vec::new();
+    for (piece, end) in pieces.iter().zip(ends) {
+        let errors = read_piece(text, (piece, end), path, opts, &mut |r| {
+            records.push(r.clone())
+        });
+        if !errors.is_empty() {
+            return None;
+        }
+    }
+    Some(records)
 }
 
 fn read_str_with(
@@ -296,9 +363,14 @@ impl<'r> Reader<'r> {
     }
 
     fn read_text(&mut self, text: &[u8], ctx: &mut FileCtx) {
-        let mut lexer = Lexer::new(text);
+        self.read_entries(Lexer::new(text), ctx);
+    }
+
+    fn read_entries(&mut self, mut lexer: Lexer, ctx: &mut FileCtx) {
         let mut tokens: Vec<Token> = Vec::with_capacity(32);
+        let mut counted = lexer.position().0;
         while let Some(entry) = lexer.next_entry(&mut tokens) {
+            self.count_progress(&mut counted, lexer.position().0, PROGRESS_STEP);
             if !entry.errors.is_empty() {
                 for (line, msg) in entry.errors {
                     self.error(ctx, line, msg);
@@ -321,6 +393,18 @@ impl<'r> Reader<'r> {
                 continue;
             }
             self.entry(ctx, entry.line, entry.leading_ws, &tokens);
+        }
+        self.count_progress(&mut counted, lexer.position().0, 0);
+    }
+
+    /// Adds the octets read since `counted` to the progress count, once
+    /// there are at least `step` of them.
+    fn count_progress(&self, counted: &mut usize, now: usize, step: usize) {
+        if let Some(progress) = &self.opts.progress
+            && now - *counted >= step.max(1)
+        {
+            progress.fetch_add((now - *counted) as u64, Ordering::Relaxed);
+            *counted = now;
         }
     }
 
