@@ -39,6 +39,10 @@ pub struct ReloadUnderLoad {
     pub stale: u64,
     /// SIGHUP to the first answer carrying the change, per reload.
     pub reload_ms: Spread,
+    /// How long the swap of the new version took, as Heron logs it
+    /// ("swapped in N us"), per reload.
+    #[serde(default)]
+    pub swap_us: Spread,
     pub lat_p99_us: f64,
     pub lat_max_us: f64,
     /// Resident memory before the reloads, and the peak during them.
@@ -282,11 +286,20 @@ pub fn measure(plan: &Plan) -> Result<ReloadUnderLoad, String> {
         stale: checker.stale,
         // NaN (a change never answered) is left out.
         reload_ms: Spread::of(&reload_ms),
+        swap_us: Spread::default(),
         lat_p99_us: r.lat_p99_us,
         lat_max_us: r.lat_max_us,
         steady_rss_kib,
         peak_rss_kib: rss_kib(plan.pid, "VmHWM:"),
     })
+}
+
+/// The swap times (µs) of every reload in a Heron log: "swapped in N us".
+pub fn swap_times_us(log: &str) -> Vec<f64> {
+    log.lines()
+        .filter_map(|line| line.split("swapped in ").nth(1)?.split(" us").next())
+        .filter_map(|n| n.parse().ok())
+        .collect()
 }
 
 /// Longest a reload waits for the one before it to be answered, and the
@@ -374,5 +387,12 @@ mod tests {
         feed(answer(0, 10, [10, 0, 0, 9]), 11);
         assert_eq!((c.stale, c.wrong), (1, 1));
         assert_eq!(c.first_seen_ns, [None, Some(6)]);
+    }
+
+    #[test]
+    fn swap_times_come_from_the_reload_lines() {
+        let log = "x INFO reload done in 3810 ms, swapped in 12 us: 1 zones re-read\n\
+                   x INFO answering\nx INFO reload done in 2 ms, swapped in 7 us: 0 zones\n";
+        assert_eq!(swap_times_us(log), vec![12.0, 7.0]);
     }
 }

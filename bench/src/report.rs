@@ -56,6 +56,37 @@ fn workloads(r: &Results) -> Vec<(String, String)> {
     r.meta.workload_titles.clone()
 }
 
+/// What a record of the large zone and a zone of the many-zone workload
+/// cost each server in resident memory: the workload's RSS less the same
+/// server's with the small zone (its own baseline), over the records or
+/// zones added.
+fn memory_per_item(r: &Results) -> String {
+    let Some(sizes) = &r.meta.sizes else {
+        return String::new();
+    };
+    let mut s = String::from(
+        "\nMemory per record and per zone: the RSS with the large zone (or the many zones) \
+         less the same server's RSS with the small zone, over the records (or zones) added.\n\n\
+         | server | bytes per record (large zone) | bytes per zone (many zones, 4 records each) |\n\
+         | --- | --- | --- |\n",
+    );
+    let per = |sv: &str, id: &str, items: usize| {
+        let (x, base) = (run(r, sv, id)?, run(r, sv, "small")?);
+        let added = (x.rss_kib as f64 - base.rss_kib as f64) * 1024.0;
+        (items > 0 && added > 0.0).then(|| format!("{:.0}", added / items as f64))
+    };
+    let added_records = sizes.big_records.saturating_sub(sizes.small_records);
+    for sv in SERVERS.iter().filter(|&&sv| sv != "reflector") {
+        let big = per(sv, "big", added_records);
+        let many = per(sv, "many", sizes.many_zones);
+        if big.is_some() || many.is_some() {
+            let show = |v: Option<String>| v.unwrap_or_else(|| "–".into());
+            let _ = writeln!(s, "| {sv} | {} | {} |", show(big), show(many));
+        }
+    }
+    s
+}
+
 /// One target of the issue, evaluated.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Target {
@@ -674,7 +705,7 @@ fn readme_text(r: &Results) -> String {
     let _ = writeln!(
         s,
         "\n## Startup, memory and CPU time\n\n\
-         Startup: spawn to the first answer from every checked zone (probed every 0.15 s). Memory after the runs:\n\
+         Startup: spawn to the first answer from every checked zone (probed every few milliseconds). Memory after the runs:\n\
          RSS / PSS in MiB. CPU: server CPU-seconds over its whole life, loading included.\n\n\
          | workload | server | startup s | RSS MiB | PSS MiB | CPU s |\n| --- | --- | --- | --- | --- | --- |"
     );
@@ -692,6 +723,7 @@ fn readme_text(r: &Results) -> String {
             }
         }
     }
+    s += &memory_per_item(r);
     if let Some(c) = &r.zone_change {
         let _ = writeln!(
             s,
@@ -726,9 +758,10 @@ fn readme_text(r: &Results) -> String {
              address the zone holds, and for the changed name never the previous address once \
              the new one has been answered to an earlier query.\n\n\
              | queries | answered | lost | wrong | older than an answer already given | \
-             SIGHUP to the change answered, ms (median, min–max) | latency p99 / max, us | \
-             RSS steady / peak, MiB |\n|---|---|---|---|---|---|---|---|\n\
-             | {} | {} | {} | {} | {} | {:.0} ({:.0}–{:.0}) | {:.0} / {:.0} | {:.1} / {:.1} |",
+             SIGHUP to the change answered, ms (median, min–max) | swap of the new version, us \
+             (median, max) | latency p99 / max, us | \
+             RSS steady / peak, MiB |\n|---|---|---|---|---|---|---|---|---|\n\
+             | {} | {} | {} | {} | {} | {:.0} ({:.0}–{:.0}) | {} | {:.0} / {:.0} | {:.1} / {:.1} |",
             x.zone_records,
             x.offered_qps,
             x.reference_qps,
@@ -741,6 +774,10 @@ fn readme_text(r: &Results) -> String {
             x.reload_ms.median,
             x.reload_ms.min,
             x.reload_ms.max,
+            match x.swap_us.n {
+                0 => "–".to_string(),
+                _ => format!("{:.0} ({:.0})", x.swap_us.median, x.swap_us.max),
+            },
             x.lat_p99_us,
             x.lat_max_us,
             x.steady_rss_kib as f64 / 1024.0,
@@ -1125,6 +1162,36 @@ mod tests {
         assert!((memory.ratio.unwrap() - 100.0 / 150.0).abs() < 1e-9);
         assert_eq!(memory.pass(), Some(false));
         assert!(memory.detail.contains("Knot"));
+    }
+
+    #[test]
+    fn memory_per_record_and_zone_is_over_the_small_zone_baseline() {
+        let mut r = Results::default();
+        r.meta.sizes = Some(crate::workloads::Sizes {
+            small_records: 1_000,
+            big_records: 1_001_000,
+            many_zones: 10_000,
+            ..crate::workloads::Sizes::default()
+        });
+        for (s, w, rss_mib) in [
+            ("Heron", "small", 10),
+            ("Heron", "big", 110),
+            ("Heron", "many", 30),
+            ("NSD", "small", 20),
+            ("NSD", "many", 220),
+        ] {
+            r.runs.push(RunResult {
+                server: s.into(),
+                workload: w.into(),
+                rss_kib: rss_mib * 1024,
+                ..RunResult::default()
+            });
+        }
+        let table = memory_per_item(&r);
+        // 100 MiB over a million records; 20 MiB over 10,000 zones.
+        assert!(table.contains("| Heron | 105 | 2097 |"), "{table}");
+        assert!(table.contains("| NSD | – | 20972 |"), "{table}");
+        assert!(!table.contains("Knot"), "no runs, no row: {table}");
     }
 
     #[test]

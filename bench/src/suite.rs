@@ -1475,9 +1475,13 @@ fn reload_under_load(
     if ctx.realtime {
         let _ = sys::set_self_realtime(Some(RT_PRIORITY));
     }
-    let result = crate::reload::measure(&plan);
+    let mut result = crate::reload::measure(&plan);
     if ctx.realtime {
         let _ = sys::set_self_realtime(None);
+    }
+    if let Ok(r) = &mut result {
+        let swaps = crate::reload::swap_times_us(&server.log_text());
+        r.swap_us = Spread::of(&swaps);
     }
     drop(server);
     let _ = fs::remove_dir_all(&dir);

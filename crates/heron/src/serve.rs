@@ -364,17 +364,22 @@ async fn reload(
         // Journal first, then swap: an IXFR for the new serial must find
         // its step; then notify, once the new version is served.
         let changed = xfr.journal_changes(&current, &next);
+        // The only moment queries could notice: the new catalog goes in
+        // with one atomic store, and queries in flight keep the old one.
+        let swapping = Instant::now();
         catalog.store(Arc::new(next));
+        let swap = swapping.elapsed();
         drop(current);
         memory::release_free_memory();
-        (outcome, changed)
+        (outcome, changed, swap)
     });
-    let (outcome, changed) = work.await;
+    let (outcome, changed, swap) = work.await;
     transfers.notify(&changed);
     let took = started.elapsed();
     tracing::info!(
-        "reload done in {} ms: {}",
+        "reload done in {} ms, swapped in {} us: {}",
         took.as_millis(),
+        swap.as_micros(),
         outcome.summary()
     );
     (outcome, took)
