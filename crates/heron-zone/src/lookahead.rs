@@ -218,7 +218,9 @@ impl<'c> Slot<'c> {
 
 /// The first name the answer to `q` looks up in `zone`: the one just
 /// below the apex on the way to the query name (the answer walks down
-/// from the apex). None for the apex itself, and for names not below it.
+/// from the apex). None for a name no longer than the origin (the apex
+/// itself). Whether the name is in the zone at all is not checked: this
+/// only chooses what to load ahead.
 fn first_lookup<'q>(q: &'q Query, zone: &Zone) -> Option<&'q [u8]> {
     first_lookup_below(q.qname_lower.as_wire(), zone.origin().wire_len())
 }
