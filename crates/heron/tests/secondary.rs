@@ -490,7 +490,7 @@ fn an_expired_zone_answers_servfail_until_its_primary_returns() {
     let (primary_port, secondary_port) = (free_port(), free_port());
     let primary_conf = primary_config(primary_port, &zone_file, secondary_port);
     let mut primary = start(primary_port, &primary_conf);
-    let bounds = "[secondary]\nmin-refresh = 1\nmin-retry = 1\n";
+    let bounds = "[secondary]\nmin-refresh = 1\nmin-retry = 1\nmin-expire = 1\n";
     let config = secondary_config(secondary_port, primary.addr(), &dir.join("k"), bounds);
     let heron = start(secondary_port, &config);
     let sec = heron.addr();

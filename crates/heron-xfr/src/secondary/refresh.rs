@@ -43,6 +43,8 @@ pub struct TimerBounds {
     pub max_refresh: Duration,
     pub min_retry: Duration,
     pub max_retry: Duration,
+    pub min_expire: Duration,
+    pub max_expire: Duration,
 }
 
 impl Default for TimerBounds {
@@ -52,6 +54,10 @@ impl Default for TimerBounds {
             max_refresh: Duration::from_secs(86_400),
             min_retry: Duration::from_secs(5),
             max_retry: Duration::from_secs(3_600),
+            // An SOA expire of minutes would turn a short outage of the
+            // primary into SERVFAIL; one of years serves data long stale.
+            min_expire: Duration::from_secs(3_600),
+            max_expire: Duration::from_secs(31_536_000),
         }
     }
 }
@@ -257,7 +263,10 @@ fn timers(zone: &Zone, bounds: TimerBounds) -> (Duration, Duration, Duration) {
     };
     let refresh = field(1).clamp(bounds.min_refresh, bounds.max_refresh);
     let retry = field(2).clamp(bounds.min_retry, bounds.max_retry);
-    let expire = field(3).max(refresh + retry);
+    // Never before one refresh and one retry have had their chance.
+    let expire = field(3)
+        .clamp(bounds.min_expire, bounds.max_expire)
+        .max(refresh + retry);
     (refresh, retry, expire)
 }
 
@@ -273,19 +282,46 @@ mod tests {
     use super::*;
     use heron_zone::load_zone_str;
 
+    /// A zone whose SOA says `refresh retry expire`.
+    fn zone_with_timers(refresh_retry_expire: &str) -> Zone {
+        let text =
+            format!("$TTL 60\n@ SOA ns h 1 {refresh_retry_expire} 60\n@ NS ns\nns A 192.0.2.1\n");
+        load_zone_str(&text, "t", &Name::parse("t.test").unwrap())
+            .unwrap()
+            .zone
+    }
+
     #[test]
     fn timers_come_from_the_soa_within_bounds() {
-        let z = load_zone_str(
-            "$TTL 60\n@ SOA ns h 1 7200 1 1209600 60\n@ NS ns\nns A 192.0.2.1\n",
-            "t",
-            &Name::parse("t.test").unwrap(),
-        )
-        .unwrap()
-        .zone;
+        let z = zone_with_timers("7200 1 1209600");
         let (refresh, retry, expire) = timers(&z, TimerBounds::default());
         assert_eq!(refresh, Duration::from_secs(7200));
         assert_eq!(retry, Duration::from_secs(5), "raised to the minimum");
         assert_eq!(expire, Duration::from_secs(1_209_600));
+    }
+
+    #[test]
+    fn expire_is_held_within_its_bounds() {
+        let secs = Duration::from_secs;
+        let bounds = TimerBounds {
+            min_expire: secs(7_200),
+            max_expire: secs(86_400),
+            ..TimerBounds::default()
+        };
+        let expire =
+            |soa_expire: u32| timers(&zone_with_timers(&format!("60 10 {soa_expire}")), bounds).2;
+        assert_eq!(expire(7_199), secs(7_200), "raised to the minimum");
+        assert_eq!(expire(7_200), secs(7_200));
+        assert_eq!(expire(40_000), secs(40_000), "inside the bounds: the SOA's");
+        assert_eq!(expire(86_400), secs(86_400));
+        assert_eq!(expire(86_401), secs(86_400), "lowered to the maximum");
+        // Whatever the bounds, a refresh and a retry come first.
+        let short = TimerBounds {
+            min_expire: secs(1),
+            ..bounds
+        };
+        let (refresh, retry, expire) = timers(&zone_with_timers("3600 600 60"), short);
+        assert_eq!(expire, refresh + retry);
     }
 
     #[test]
