@@ -148,7 +148,7 @@ fn tcp_connect(addr: SocketAddr) -> io::Result<TcpStream> {
     Ok(stream)
 }
 
-fn framed(query: &[u8]) -> io::Result<Vec<u8>> {
+pub(crate) fn framed(query: &[u8]) -> io::Result<Vec<u8>> {
     let len = u16::try_from(query.len())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "query over 65535 octets"))?;
     let mut out = Vec::with_capacity(query.len() + 2);
@@ -157,7 +157,7 @@ fn framed(query: &[u8]) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
-fn read_framed(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
+pub(crate) fn read_framed(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
     let mut len = [0u8; 2];
     stream.read_exact(&mut len)?;
     let mut msg = vec![0u8; u16::from_be_bytes(len) as usize];
