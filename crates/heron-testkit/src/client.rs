@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 use heron_proto::message::{HEADER_LEN, Header, flags};
@@ -100,13 +100,19 @@ fn answers(resp: &[u8], id: u16) -> bool {
 /// Sends `query` over UDP and returns the response with its ID; waits
 /// [`TIMEOUT`], then tries once more.
 pub fn try_query_udp(addr: SocketAddr, query: &[u8]) -> io::Result<Vec<u8>> {
-    let id = query_id(query)?;
-    let local: SocketAddr = if addr.is_ipv4() {
-        (Ipv4Addr::LOCALHOST, 0).into()
+    let local: IpAddr = if addr.is_ipv4() {
+        Ipv4Addr::LOCALHOST.into()
     } else {
-        (Ipv6Addr::LOCALHOST, 0).into()
+        Ipv6Addr::LOCALHOST.into()
     };
-    let sock = UdpSocket::bind(local)?;
+    try_query_udp_from(local, addr, query)
+}
+
+/// [`try_query_udp`] from the address `local` (another loopback address,
+/// to be a client that access lists do not know).
+pub fn try_query_udp_from(local: IpAddr, addr: SocketAddr, query: &[u8]) -> io::Result<Vec<u8>> {
+    let id = query_id(query)?;
+    let sock = UdpSocket::bind((local, 0))?;
     sock.connect(addr)?;
     let mut buf = vec![0u8; 65535];
     for _ in 0..UDP_TRIES {
@@ -148,7 +154,7 @@ fn tcp_connect(addr: SocketAddr) -> io::Result<TcpStream> {
     Ok(stream)
 }
 
-fn framed(query: &[u8]) -> io::Result<Vec<u8>> {
+pub(crate) fn framed(query: &[u8]) -> io::Result<Vec<u8>> {
     let len = u16::try_from(query.len())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "query over 65535 octets"))?;
     let mut out = Vec::with_capacity(query.len() + 2);
@@ -157,7 +163,7 @@ fn framed(query: &[u8]) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
-fn read_framed(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
+pub(crate) fn read_framed(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
     let mut len = [0u8; 2];
     stream.read_exact(&mut len)?;
     let mut msg = vec![0u8; u16::from_be_bytes(len) as usize];

@@ -1,10 +1,12 @@
 //! Test helpers for Heron: reference name servers (NSD, Knot, BIND) and
-//! Heron itself as child processes, a minimal DNS client, response
+//! Heron itself as child processes, a primary in the test's own process
+//! that misbehaves on cue, a minimal DNS client, response
 //! normalisation for differential comparison, and dig/kdig runners.
 //!
 //! Dev-only; depends on std and `heron-proto` alone.
 
 pub mod client;
+pub mod fake_primary;
 pub mod normalize;
 mod peer_conf;
 pub mod primary;
@@ -14,8 +16,9 @@ pub mod tools;
 
 pub use client::{
     EdnsOpts, QueryOpts, build_query, query_tcp, query_tcp_pipelined, query_udp, try_query_tcp,
-    try_query_tcp_pipelined, try_query_udp,
+    try_query_tcp_pipelined, try_query_udp, try_query_udp_from,
 };
+pub use fake_primary::{FakePrimary, IxfrAnswer};
 pub use normalize::{Normalized, diff, normalize};
 pub use primary::{Primary, TlsServe};
 pub use process::{ServerKind, ServerProcess, free_port, live_group_members};

@@ -86,12 +86,14 @@ pub struct ConfigFile {
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct SecondarySection {
-    /// Bounds on the SOA refresh and retry intervals, whatever the
-    /// primary's SOA says.
+    /// Bounds on the SOA refresh, retry and expire intervals, whatever
+    /// the primary's SOA says.
     pub min_refresh: u64,
     pub max_refresh: u64,
     pub min_retry: u64,
     pub max_retry: u64,
+    pub min_expire: u64,
+    pub max_expire: u64,
     /// SOA checks and transfers in flight at once (all primaries).
     pub concurrency: usize,
     /// Bound on each connect, read and write to a primary.
@@ -108,6 +110,8 @@ impl Default for SecondarySection {
             max_refresh: bounds.max_refresh.as_secs(),
             min_retry: bounds.min_retry.as_secs(),
             max_retry: bounds.max_retry.as_secs(),
+            min_expire: bounds.min_expire.as_secs(),
+            max_expire: bounds.max_expire.as_secs(),
             concurrency: 32,
             timeout: 10,
             tls_ca: None,
@@ -118,17 +122,12 @@ impl Default for SecondarySection {
 impl SecondarySection {
     fn check(&self) -> Vec<String> {
         let mut errors = Vec::new();
-        if self.min_refresh == 0 || self.min_refresh > self.max_refresh {
-            errors.push(format!(
-                "[secondary] min-refresh {} must be at least 1 and at most max-refresh {}",
-                self.min_refresh, self.max_refresh
-            ));
-        }
-        if self.min_retry == 0 || self.min_retry > self.max_retry {
-            errors.push(format!(
-                "[secondary] min-retry {} must be at least 1 and at most max-retry {}",
-                self.min_retry, self.max_retry
-            ));
+        for (timer, min, max) in [
+            ("refresh", self.min_refresh, self.max_refresh),
+            ("retry", self.min_retry, self.max_retry),
+            ("expire", self.min_expire, self.max_expire),
+        ] {
+            errors.extend(check_timer_bounds(timer, min, max));
         }
         if self.concurrency == 0 {
             errors.push("[secondary] concurrency must be at least 1".into());
@@ -162,8 +161,29 @@ impl SecondarySection {
             max_refresh: Duration::from_secs(self.max_refresh),
             min_retry: Duration::from_secs(self.min_retry),
             max_retry: Duration::from_secs(self.max_retry),
+            min_expire: Duration::from_secs(self.min_expire),
+            max_expire: Duration::from_secs(self.max_expire),
         }
     }
+}
+
+/// What is wrong with `min-TIMER` and `max-TIMER`, if anything: the
+/// minimum must be at least 1 and at most the maximum, which may not
+/// exceed what an SOA field can say.
+fn check_timer_bounds(timer: &str, min: u64, max: u64) -> Vec<String> {
+    let mut errors = Vec::new();
+    if min == 0 || min > max {
+        errors.push(format!(
+            "[secondary] min-{timer} {min} must be at least 1 and at most max-{timer} {max}"
+        ));
+    }
+    if max > u64::from(u32::MAX) {
+        errors.push(format!(
+            "[secondary] max-{timer} {max} is more than an SOA can say ({})",
+            u32::MAX
+        ));
+    }
+    errors
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -821,6 +841,45 @@ mod tests {
                 .check("192.0.2.3".parse().unwrap(), None)
                 .is_err()
         );
+    }
+
+    #[test]
+    fn secondary_timer_bounds_are_checked_at_and_past_their_limits() {
+        let secondary = |keys: &str| parse(&format!("[secondary]\n{keys}\n"));
+        let defaults = secondary("").unwrap().secondary.bounds();
+        assert_eq!(defaults.min_expire, Duration::from_secs(3_600));
+        assert_eq!(defaults.max_expire, Duration::from_secs(31_536_000));
+        let set = secondary("min-expire = 1\nmax-expire = 4294967295").unwrap();
+        let bounds = set.secondary.bounds();
+        assert_eq!(bounds.min_expire, Duration::from_secs(1));
+        assert_eq!(bounds.max_expire, Duration::from_secs(4_294_967_295));
+        let equal = secondary("min-expire = 600\nmax-expire = 600").unwrap();
+        assert_eq!(
+            equal.secondary.bounds().max_expire,
+            Duration::from_secs(600)
+        );
+        for timer in ["refresh", "retry", "expire"] {
+            for (keys, error) in [
+                (
+                    format!("min-{timer} = 0"),
+                    format!("min-{timer} 0 must be at least 1"),
+                ),
+                (
+                    format!("min-{timer} = 601\nmax-{timer} = 600"),
+                    format!("min-{timer} 601 must be at least 1 and at most max-{timer} 600"),
+                ),
+                (
+                    format!("max-{timer} = 4294967296"),
+                    format!("max-{timer} 4294967296 is more than an SOA can say"),
+                ),
+            ] {
+                let errors = secondary(&keys).unwrap_err();
+                assert!(
+                    errors.iter().any(|e| e.contains(&error)),
+                    "{keys}: {errors:?}"
+                );
+            }
+        }
     }
 
     #[test]

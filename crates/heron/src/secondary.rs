@@ -137,7 +137,7 @@ pub fn start(
     tokio::spawn(async move {
         while let Some(notify) = notifies.recv().await {
             if let Some(wake) = wakes.get(&notify.origin.to_lowercase()) {
-                let _ = wake.send(());
+                let _ = wake.send(notify.from.ip());
             }
         }
     });

@@ -7,17 +7,25 @@
 //! the last good version and finishes the transfer. NOTIFYs from outside
 //! the ACL or with a wrong key are refused, and an expired zone answers
 //! SERVFAIL until its primary is back.
+//!
+//! Against a primary in the test's own process, which misbehaves on cue
+//! and counts what it sees: AXFR when an IXFR is refused or broken, timers
+//! resumed from the kept copy after a restart, many zones over a few
+//! connections, the concurrency bound, NOTIFY refused by address, and a
+//! failing primary left alone between tries.
 
 mod xfr_common;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use heron_proto::message::{Header, Message};
 use heron_proto::tsig::{self, Algorithm, Key};
 use heron_proto::{Name, RType, Rcode};
 use heron_testkit::{
-    Primary, QueryOpts, ServerKind, ServerProcess, TlsServe, build_query, free_port, try_query_udp,
+    FakePrimary, IxfrAnswer, Primary, QueryOpts, ServerKind, ServerProcess, TlsServe, build_query,
+    free_port, try_query_udp, try_query_udp_from,
 };
 use heron_xfr::primary::notify::{notify_message, unix_now};
 use xfr_common::*;
@@ -51,8 +59,13 @@ fn primary_config(port: u16, file: &Path, notify_port: u16) -> String {
 }
 
 fn start(port: u16, config: &str) -> ServerProcess {
-    ServerProcess::heron_on_port(&heron(), port, ORIGIN, config)
-        .unwrap_or_else(|log| panic!("Heron did not serve {ORIGIN}: {log}"))
+    start_serving(port, ORIGIN, config)
+}
+
+/// Heron with `config` on `port`, once it answers for `zone`.
+fn start_serving(port: u16, zone: &str, config: &str) -> ServerProcess {
+    ServerProcess::heron_on_port(&heron(), port, zone, config)
+        .unwrap_or_else(|log| panic!("Heron did not serve {zone}: {log}"))
 }
 
 /// The serial in a kept zone file's first line (`; zone ORIGIN serial N`).
@@ -246,14 +259,16 @@ impl HeronPrimary {
 }
 
 /// Heron → Heron, the secondary killed (SIGKILL) while a large change is
-/// on its way: restarted, it serves the last version it completed, then
-/// finishes the transfer.
+/// on its way. Restarted while the primary is away, it serves the last
+/// version it completed at once; when the primary is back (with no NOTIFY
+/// to send), its own timers fetch the change: the kept copy was dated due
+/// when the new serial was first seen.
 #[test]
 fn a_secondary_killed_mid_transfer_serves_its_last_good_copy_and_resumes() {
     let HeronPrimary {
         dir,
         zone_file,
-        primary,
+        mut primary,
         secondary_port,
     } = HeronPrimary::start("killed");
     let kept = dir.join("xfr.kept");
@@ -281,11 +296,30 @@ fn a_secondary_killed_mid_transfer_serves_its_last_good_copy_and_resumes() {
     let unfinished = heron.log();
     assert!(!unfinished.contains("to serial 2"), "{unfinished}");
 
+    // The primary away: serial 1, the last good version, is served at once.
+    let primary_port = primary.addr().port();
+    primary.terminate();
     let heron = start(secondary_port, &config);
-    let first = soa_serial(heron.addr());
-    assert!(first == Some(1) || first == Some(2), "{first:?}");
+    assert_eq!(soa_serial(heron.addr()), Some(1), "{}", heron.log());
     assert!(
-        eventually(|| soa_serial(heron.addr()) == Some(2)),
+        heron.log().contains("serving kept serial 1"),
+        "{}",
+        heron.log()
+    );
+    assert_eq!(
+        answer(heron.addr(), "h7.xfr.test", RType::A),
+        ["h7.xfr.test. 300 IN A 10.0.0.7"]
+    );
+
+    // The primary back, telling nobody: serial 2 arrives after.
+    let notify_line = format!("notify = [\"127.0.0.1:{secondary_port} key {KEY}\"]\n");
+    let with_notify = primary_config(primary_port, &zone_file, secondary_port);
+    let silent = with_notify.replace(&notify_line, "");
+    assert_ne!(silent, with_notify, "the notify line is gone");
+    let primary = start(primary_port, &silent);
+    assert!(
+        eventually_within(Duration::from_secs(90), || soa_serial(heron.addr())
+            == Some(2)),
         "never resumed: {}",
         heron.log()
     );
@@ -418,14 +452,22 @@ fn run_until_logged(config: &str, path: &Path, what: &str) -> String {
 /// Sends a NOTIFY for `ORIGIN` (signed with `secret` if given) and returns
 /// the answer's RCODE.
 fn notify(to: SocketAddr, secret: Option<&str>) -> Rcode {
-    let origin = Name::parse(ORIGIN).unwrap();
+    notify_from(LOCALHOST, to, ORIGIN, secret)
+}
+
+const LOCALHOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// Sends a NOTIFY for `zone` from the address `from` (signed with `secret`
+/// if given) and returns the answer's RCODE.
+fn notify_from(from: IpAddr, to: SocketAddr, zone: &str, secret: Option<&str>) -> Rcode {
+    let origin = Name::parse(zone).unwrap();
     let soa = b"\x02ns\x00\x01h\x00\x00\x00\x00\x09\x00\x00\x0e\x10\x00\x00\x02\x58\x00\x01\x51\x80\x00\x00\x00\x3c";
     let mut msg = notify_message(&origin, &(300, soa.to_vec()), 0x4242);
     if let Some(secret) = secret {
         let key = Key::from_base64(KEY, Algorithm::HmacSha256, secret).unwrap();
         tsig::sign_request(&mut msg, &key, unix_now(), tsig::DEFAULT_FUDGE);
     }
-    let reply = try_query_udp(to, &msg).expect("NOTIFY answered");
+    let reply = try_query_udp_from(from, to, &msg).expect("NOTIFY answered");
     assert_eq!(Header::read(&reply).unwrap().id, 0x4242);
     Message::parse(&reply).unwrap().rcode()
 }
@@ -490,7 +532,7 @@ fn an_expired_zone_answers_servfail_until_its_primary_returns() {
     let (primary_port, secondary_port) = (free_port(), free_port());
     let primary_conf = primary_config(primary_port, &zone_file, secondary_port);
     let mut primary = start(primary_port, &primary_conf);
-    let bounds = "[secondary]\nmin-refresh = 1\nmin-retry = 1\n";
+    let bounds = "[secondary]\nmin-refresh = 1\nmin-retry = 1\nmin-expire = 1\n";
     let config = secondary_config(secondary_port, primary.addr(), &dir.join("k"), bounds);
     let heron = start(secondary_port, &config);
     let sec = heron.addr();
@@ -515,4 +557,275 @@ fn an_expired_zone_answers_servfail_until_its_primary_returns() {
     );
     drop((heron, primary));
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A fake primary of zones at serial 1, and a folder for a secondary of
+/// them (removed when dropped).
+struct FakeSetup {
+    dir: PathBuf,
+    zones: Vec<String>,
+    primary: FakePrimary,
+}
+
+impl FakeSetup {
+    fn new(tag: &str, zones: usize) -> FakeSetup {
+        let zones: Vec<String> = (0..zones).map(|i| format!("z{i}.fake.test")).collect();
+        let names: Vec<&str> = zones.iter().map(String::as_str).collect();
+        FakeSetup {
+            dir: work_dir(tag),
+            primary: FakePrimary::start(&names, 1),
+            zones,
+        }
+    }
+
+    /// A Heron secondary of the zones on `port`, all from the primary (no
+    /// key), with `settings` in its `[secondary]` table. It serves
+    /// `ready.test` from a file of its own, so that it is ready before any
+    /// transfer; its last table is the `[[zone-group]]` of the zones, so
+    /// keys appended to the text go there.
+    fn config(&self, port: u16, settings: &str) -> String {
+        let ready = self.dir.join("ready.zone");
+        let text = "$ORIGIN ready.test.\n$TTL 300\n@ SOA ns h 1 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n";
+        std::fs::write(&ready, text).unwrap();
+        let origins: Vec<String> = self.zones.iter().map(|z| format!("\"{z}\"")).collect();
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n[secondary]\n{settings}\n\
+             [[zone]]\norigin = \"ready.test\"\nfile = \"{}\"\n\
+             [[zone-group]]\norigins = [{}]\nfile = \"{}/{{zone}}.kept\"\nprimaries = [\"{}\"]\n",
+            ready.display(),
+            origins.join(", "),
+            self.dir.display(),
+            self.primary.addr()
+        )
+    }
+
+    /// A secondary on a free port with [`FakeSetup::config`] and `extra`
+    /// appended.
+    fn secondary(&self, settings: &str, extra: &str) -> ServerProcess {
+        let port = free_port();
+        let config = self.config(port, settings) + extra;
+        start_serving(port, "ready.test", &config)
+    }
+
+    /// Whether `addr` answers `serial` for every zone.
+    fn all_at(&self, addr: SocketAddr, serial: u32) -> bool {
+        self.zones
+            .iter()
+            .all(|z| zone_serial(addr, z) == Some(serial))
+    }
+}
+
+impl Drop for FakeSetup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A primary whose IXFR answer is refused, or broken, makes the
+/// secondary say so and fall back to AXFR, which brings the new serial.
+#[test]
+fn an_ixfr_refused_or_broken_falls_back_to_axfr_and_says_so() {
+    for (ixfr, tag, why) in [
+        (IxfrAnswer::Refused, "ixfr-refused", "REFUSED"),
+        (IxfrAnswer::Broken, "ixfr-broken", ""),
+    ] {
+        let setup = FakeSetup::new(tag, 1);
+        let primary = &setup.primary;
+        primary.set_ixfr(ixfr);
+        let heron = setup.secondary("", "");
+        let sec = heron.addr();
+        assert!(eventually(|| setup.all_at(sec, 1)), "{}", heron.log());
+
+        primary.set_serial(2);
+        let notified = notify_from(LOCALHOST, sec, &setup.zones[0], None);
+        assert_eq!(notified, Rcode::NOERROR);
+        assert!(
+            eventually(|| setup.all_at(sec, 2)),
+            "{ixfr:?}: {}",
+            heron.log()
+        );
+        let log = heron.log();
+        let from = primary.addr();
+        let fell_back = format!("IXFR from {from} failed (");
+        assert!(
+            log.contains(&fell_back) && log.contains("trying AXFR") && log.contains(why),
+            "{ixfr:?}: {log}"
+        );
+        assert!(
+            log.contains(&format!("AXFR from {from} to serial 2")),
+            "{log}"
+        );
+        let transfers: Vec<RType> = primary
+            .seen()
+            .iter()
+            .map(|s| s.qtype)
+            .filter(|&t| t != RType::SOA)
+            .collect();
+        let expected = [RType::AXFR, RType::IXFR, RType::AXFR];
+        assert_eq!(transfers, expected, "{ixfr:?}");
+    }
+}
+
+/// A secondary restarted with a kept copy checked most of a refresh
+/// interval ago checks when that interval ends: neither at once nor a
+/// whole interval after the restart, and transfers nothing.
+#[test]
+fn a_restarted_secondary_resumes_its_timers_from_the_kept_copy() {
+    let setup = FakeSetup::new("resume", 1);
+    let (zone, primary) = (&setup.zones[0], &setup.primary);
+    let refresh = Duration::from_secs(3600);
+    let port = free_port();
+    let config = setup.config(port, "");
+    let mut heron = start_serving(port, "ready.test", &config);
+    let kept = setup.dir.join(format!("{zone}.kept"));
+    assert!(eventually(|| kept.exists()), "{}", heron.log());
+    heron.terminate();
+
+    // Last checked 6 s short of a refresh interval ago.
+    let checked = SystemTime::now() - refresh + Duration::from_secs(6);
+    let file = std::fs::File::options().append(true).open(&kept).unwrap();
+    file.set_modified(checked).unwrap();
+    let due = checked + refresh;
+    let before = primary.seen().len();
+    let heron = start_serving(port, "ready.test", &config);
+    assert_eq!(zone_serial(heron.addr(), zone), Some(1));
+    assert!(
+        heron.log().contains("serving kept serial 1"),
+        "{}",
+        heron.log()
+    );
+    assert!(
+        eventually_within(Duration::from_secs(60), || primary.seen().len() > before),
+        "no check after the restart: {}",
+        heron.log()
+    );
+    let after: Vec<_> = primary.seen().split_off(before);
+    assert_eq!(
+        after[0].qtype,
+        RType::SOA,
+        "a check, not a transfer: {after:?}"
+    );
+    // The file's time has whole-second precision on some file systems.
+    let checked_at = after[0].at + Duration::from_secs(1);
+    assert!(
+        checked_at >= due,
+        "checked {:?} before it was due",
+        due.duration_since(after[0].at).unwrap_or_default()
+    );
+    assert!(after.iter().all(|s| s.qtype == RType::SOA), "{after:?}");
+}
+
+/// 200 zones from one primary: transferred, then all changed and
+/// announced, so checked and transferred again, over no more connections
+/// than the concurrency bound plus the one for SOA checks.
+#[test]
+fn many_zones_from_one_primary_share_a_few_connections() {
+    let setup = FakeSetup::new("reuse", 200);
+    let primary = &setup.primary;
+    let heron = setup.secondary("concurrency = 4", "");
+    let sec = heron.addr();
+    assert!(eventually(|| setup.all_at(sec, 1)), "{}", heron.log());
+
+    primary.set_serial(2);
+    for zone in &setup.zones {
+        assert_eq!(notify_from(LOCALHOST, sec, zone, None), Rcode::NOERROR);
+    }
+    assert!(
+        eventually_within(Duration::from_secs(60), || setup.all_at(sec, 2)),
+        "{}",
+        heron.log()
+    );
+    assert_eq!(primary.count(RType::AXFR), 200);
+    assert_eq!(primary.count(RType::SOA), 200);
+    assert_eq!(primary.count(RType::IXFR), 200);
+    assert!(
+        primary.connections() <= 4 + 1,
+        "{} connections for 600 exchanges",
+        primary.connections()
+    );
+}
+
+/// `[secondary] concurrency`: however many zones want a transfer at
+/// once, no more than that many are in flight.
+#[test]
+fn transfers_in_flight_never_exceed_the_concurrency_bound() {
+    let setup = FakeSetup::new("concurrency", 20);
+    let primary = &setup.primary;
+    // Each transfer takes a while, so that the others pile up behind it.
+    primary.set_hold(Duration::from_millis(300));
+    let heron = setup.secondary("concurrency = 3", "");
+    assert!(
+        eventually_within(Duration::from_secs(60), || setup.all_at(heron.addr(), 1)),
+        "{}",
+        heron.log()
+    );
+    assert_eq!(primary.count(RType::AXFR), 20);
+    let most = primary.most_transfers_at_once();
+    assert!(most <= 3, "{most} transfers at once");
+    assert!(
+        most >= 2,
+        "transfers did not overlap: the bound was not tested"
+    );
+}
+
+/// NOTIFY is taken only from the addresses allowed: by default the
+/// primaries', else those of `allow-notify`. Others are refused and logged.
+#[test]
+fn a_notify_from_an_address_outside_allow_notify_is_refused_and_logged() {
+    let setup = FakeSetup::new("notify-acl", 1);
+    let zone = &setup.zones[0];
+    let stranger: IpAddr = "127.0.0.2".parse().unwrap();
+    let friend: IpAddr = "127.0.0.3".parse().unwrap();
+    let refused = |who: IpAddr| format!("NOTIFY (address not allowed) from {who}:");
+
+    let heron = setup.secondary("", "");
+    let sec = heron.addr();
+    assert_eq!(notify_from(stranger, sec, zone, None), Rcode::REFUSED);
+    assert_eq!(notify_from(LOCALHOST, sec, zone, None), Rcode::NOERROR);
+    let log = heron.log();
+    assert!(
+        log.contains(&refused(stranger)) && log.contains("refused (REFUSED)"),
+        "{log}"
+    );
+    drop(heron);
+
+    // Listed in allow-notify: that address only, not even the primary's.
+    let heron = setup.secondary("", &format!("allow-notify = [\"{friend}\"]\n"));
+    let sec = heron.addr();
+    assert_eq!(notify_from(friend, sec, zone, None), Rcode::NOERROR);
+    assert_eq!(notify_from(stranger, sec, zone, None), Rcode::REFUSED);
+    assert_eq!(notify_from(LOCALHOST, sec, zone, None), Rcode::REFUSED);
+    let log = heron.log();
+    for who in [stranger, LOCALHOST] {
+        assert!(log.contains(&refused(who)), "{who}: {log}");
+    }
+}
+
+/// A primary of 200 zones that hangs up on every connection is left
+/// alone between tries: its zones do not each open connections to it.
+/// Once it answers again, every zone is served.
+#[test]
+fn a_primary_that_fails_is_not_hammered_by_its_zones() {
+    let setup = FakeSetup::new("hammer", 200);
+    let primary = &setup.primary;
+    primary.set_hang_up(true);
+    let heron = setup.secondary("concurrency = 4", "");
+    assert!(eventually(|| primary.connections() > 0), "{}", heron.log());
+    // Every zone wants its first transfer now and keeps retrying; each
+    // retry on a connection of its own would be 200 at once.
+    std::thread::sleep(Duration::from_secs(3));
+    let tries = primary.connections();
+    assert!(tries < 50, "{tries} connections from 200 zones in 3 s");
+    assert!(
+        heron.log().contains("refresh from"),
+        "failures are logged: {}",
+        heron.log()
+    );
+
+    primary.set_hang_up(false);
+    assert!(
+        eventually_within(Duration::from_secs(90), || setup.all_at(heron.addr(), 1)),
+        "{}",
+        heron.log()
+    );
 }

@@ -6,7 +6,9 @@
 //! back to an idle pool per primary, so a secondary of many zones does not
 //! open (and leave in TIME_WAIT) one connection per transfer. Exchanges in
 //! flight are bounded by a semaphore. A primary may be reached over TLS
-//! ([`super::tls`]); its connections are pooled the same way.
+//! ([`super::tls`]); its connections are pooled the same way. A primary
+//! that cannot be reached is left alone for a while ([`super::backoff`]):
+//! exchanges with it fail at once, without a connection.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -22,8 +24,9 @@ use heron_proto::{Class, Name, RType, Rcode, rdata};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
-use tokio::time::timeout;
+use tokio::time::{Instant, timeout};
 
+use super::backoff::PrimaryHealth;
 use super::pipelined::{Line, LineError};
 use super::receive::{Outcome, Receiver, Request, XfrError};
 use super::tls::{Stream, TlsClients, XotTrust};
@@ -59,6 +62,10 @@ pub enum ClientError {
     Transfer(XfrError),
     /// The SOA answer was not usable.
     BadAnswer(String),
+    /// Not tried: the primary failed lately and is left alone until then.
+    PrimaryDown {
+        until: Instant,
+    },
 }
 
 impl fmt::Display for ClientError {
@@ -70,6 +77,14 @@ impl fmt::Display for ClientError {
             ClientError::NoKey(k) => write!(f, "no TSIG key named {k}"),
             ClientError::Transfer(e) => write!(f, "{e}"),
             ClientError::BadAnswer(why) => f.write_str(why),
+            ClientError::PrimaryDown { until } => {
+                let wait = until.saturating_duration_since(Instant::now());
+                write!(
+                    f,
+                    "not tried: it failed lately; next try in {} ms",
+                    wait.as_millis()
+                )
+            }
         }
     }
 }
@@ -95,6 +110,7 @@ pub struct Connections {
     /// Bound on connecting and on each read or write.
     io_timeout: Duration,
     opened: std::sync::atomic::AtomicUsize,
+    health: PrimaryHealth,
 }
 
 impl Connections {
@@ -107,6 +123,7 @@ impl Connections {
             keys,
             io_timeout,
             opened: Default::default(),
+            health: PrimaryHealth::default(),
             tls: TlsClients::new(None).expect("no CA to read"),
         }
     }
@@ -123,6 +140,24 @@ impl Connections {
         self.opened.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Which primaries failed lately.
+    pub fn health(&self) -> &PrimaryHealth {
+        &self.health
+    }
+
+    /// Fails at once if `up` is left alone after failing.
+    fn admit(&self, up: &Upstream) -> Result<(), ClientError> {
+        self.health
+            .admit(up.addr, Instant::now())
+            .map_err(|until| ClientError::PrimaryDown { until })
+    }
+
+    /// `up` could not be reached (`e`): it is left alone for a while.
+    fn unreachable(&self, up: &Upstream, e: ClientError) -> ClientError {
+        self.health.failed(up.addr, Instant::now());
+        e
+    }
+
     /// The serial of `origin` at the primary, asked on the primary's
     /// pipelined line: the SOA checks of many zones share one connection,
     /// many in flight at once.
@@ -132,6 +167,9 @@ impl Connections {
             .acquire()
             .await
             .map_err(|_| ClientError::Timeout)?;
+        // Checked once the slot is ours: while queued for it, the primary
+        // may have been found down.
+        self.admit(up)?;
         let key = self.key_for(up)?;
         let query = self.query(origin, RType::SOA, None);
         for attempt in 0..2 {
@@ -148,11 +186,13 @@ impl Connections {
                 // A line the primary closed while idle: once more, anew.
                 Err(LineError::Closed) if attempt == 0 => continue,
                 Err(LineError::Closed) => {
-                    return Err(ClientError::BadAnswer("connection closed".into()));
+                    let closed = ClientError::BadAnswer("connection closed".into());
+                    return Err(self.unreachable(up, closed));
                 }
-                Err(LineError::Io(e)) => return Err(ClientError::Io(e)),
-                Err(LineError::Timeout) => return Err(ClientError::Timeout),
+                Err(LineError::Io(e)) => return Err(self.unreachable(up, ClientError::Io(e))),
+                Err(LineError::Timeout) => return Err(self.unreachable(up, ClientError::Timeout)),
             };
+            self.health.answered(up.addr);
             if let Some(v) = verifier.as_mut() {
                 v.verify(&answer, unix_now()).map_err(ClientError::Tsig)?;
                 v.finish().map_err(ClientError::Tsig)?;
@@ -243,6 +283,7 @@ impl Connections {
             .acquire()
             .await
             .map_err(|_| ClientError::Timeout)?;
+        self.admit(up)?;
         let key = self.key_for(up)?;
         let pooled = self.take_idle(route(up));
         let reused = pooled.is_some();
@@ -261,16 +302,23 @@ impl Connections {
         }
         match attempt {
             Ok(()) => {
+                self.health.answered(up.addr);
                 self.give_back(route(up), stream);
                 Ok(())
             }
-            Err(Attempt::BeforeAnswer(e) | Attempt::During(e)) => Err(e),
+            Err(Attempt::During(e)) => {
+                self.health.answered(up.addr);
+                Err(e)
+            }
+            Err(Attempt::BeforeAnswer(e)) => Err(self.unreachable(up, e)),
         }
     }
 
     /// A new connection to `up`, the TLS handshake done if it takes TLS;
     /// the whole within the I/O timeout.
     async fn connect(&self, up: &Upstream) -> Result<Stream, ClientError> {
+        // Those that waited while another connect to `up` failed.
+        self.admit(up)?;
         let connect = async {
             let tcp = TcpStream::connect(up.addr).await?;
             tcp.set_nodelay(true)?;
@@ -281,7 +329,9 @@ impl Connections {
         };
         let stream = timeout(self.io_timeout, connect)
             .await
-            .map_err(|_| ClientError::Timeout)??;
+            .map_err(|_| ClientError::Timeout)
+            .and_then(|connected| connected.map_err(ClientError::Io))
+            .map_err(|e| self.unreachable(up, e))?;
         self.opened
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(stream)

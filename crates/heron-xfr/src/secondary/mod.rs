@@ -9,7 +9,9 @@
 //! * [`tls`]: those connections over TLS (XoT, RFC 9103).
 //! * [`keeper`]: kept copies written to disk in batches.
 //! * [`refresh`]: the per-zone refresh loop (timers, NOTIFY, expire).
+//! * [`backoff`]: waits after failures, per zone and per primary.
 
+pub mod backoff;
 pub mod client;
 pub mod keeper;
 pub mod pipelined;

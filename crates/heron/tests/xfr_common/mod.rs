@@ -52,8 +52,13 @@ pub fn temp_zone(tag: &str, text: &str) -> PathBuf {
     file
 }
 
-pub fn eventually(mut ok: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
+pub fn eventually(ok: impl FnMut() -> bool) -> bool {
+    eventually_within(Duration::from_secs(20), ok)
+}
+
+/// Whether `ok` comes true within `limit`, asked every 20 ms.
+pub fn eventually_within(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if ok() {
             return true;
@@ -64,8 +69,13 @@ pub fn eventually(mut ok: impl FnMut() -> bool) -> bool {
 }
 
 pub fn soa_serial(addr: SocketAddr) -> Option<u32> {
+    zone_serial(addr, ORIGIN)
+}
+
+/// The serial `addr` answers for `zone`, if it answers with an SOA.
+pub fn zone_serial(addr: SocketAddr, zone: &str) -> Option<u32> {
     let q = build_query(
-        &Name::parse(ORIGIN).unwrap(),
+        &Name::parse(zone).unwrap(),
         RType::SOA,
         &QueryOpts::default(),
     );

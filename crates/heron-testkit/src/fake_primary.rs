@@ -1,0 +1,269 @@
+//! A primary in the test's own process, for what a real server cannot be
+//! made to do on cue: minimal zones (SOA, NS and an address) served over
+//! TCP to SOA queries, AXFR and IXFR; IXFR answered as the test chooses;
+//! a primary that hangs up on every connection; transfers held for a
+//! while; and counts of what it saw (connections, transfers at once, each
+//! request). No TSIG.
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use heron_proto::message::{Query, flags, parse_query};
+use heron_proto::writer::Writer;
+use heron_proto::{Class, Name, RType, Rcode};
+
+use crate::client::{framed, read_framed};
+
+/// How the primary answers an IXFR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IxfrAnswer {
+    /// With the whole zone in AXFR form (RFC 1995 4 allows it).
+    Axfr,
+    /// REFUSED.
+    Refused,
+    /// A message cut short in its first record.
+    Broken,
+}
+
+/// One request the primary read.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub at: SystemTime,
+    pub qtype: RType,
+    /// Lower case.
+    pub zone: Name,
+}
+
+/// The primary; stops listening when dropped.
+pub struct FakePrimary {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// Serial of each zone, by lower-case origin.
+    serials: Mutex<HashMap<Name, u32>>,
+    /// SOA refresh, retry, expire.
+    timers: Mutex<[u32; 3]>,
+    ixfr: Mutex<IxfrAnswer>,
+    hold: Mutex<Duration>,
+    hang_up: AtomicBool,
+    stopped: AtomicBool,
+    connections: AtomicUsize,
+    transfers_now: AtomicUsize,
+    most_transfers: AtomicUsize,
+    seen: Mutex<Vec<Seen>>,
+}
+
+impl FakePrimary {
+    /// Serves `origins`, each at `serial`, on a free port of 127.0.0.1;
+    /// SOA timers 3600 600 86400.
+    pub fn start(origins: &[&str], serial: u32) -> FakePrimary {
+        let serials = origins
+            .iter()
+            .map(|o| (Name::parse(o).expect("an origin").to_lowercase(), serial))
+            .collect();
+        let shared = Arc::new(Shared {
+            serials: Mutex::new(serials),
+            timers: Mutex::new([3600, 600, 86400]),
+            ixfr: Mutex::new(IxfrAnswer::Axfr),
+            hold: Mutex::new(Duration::ZERO),
+            hang_up: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
+            connections: AtomicUsize::new(0),
+            transfers_now: AtomicUsize::new(0),
+            most_transfers: AtomicUsize::new(0),
+            seen: Mutex::new(Vec::new()),
+        });
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("a free port");
+        let addr = listener.local_addr().expect("bound");
+        let accepting = shared.clone();
+        std::thread::spawn(move || accept(listener, accepting));
+        FakePrimary { addr, shared }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Every zone's serial from now on.
+    pub fn set_serial(&self, serial: u32) {
+        self.shared
+            .serials
+            .lock()
+            .unwrap()
+            .values_mut()
+            .for_each(|s| *s = serial);
+    }
+
+    /// The SOA refresh, retry and expire of every zone from now on.
+    pub fn set_timers(&self, refresh: u32, retry: u32, expire: u32) {
+        *self.shared.timers.lock().unwrap() = [refresh, retry, expire];
+    }
+
+    pub fn set_ixfr(&self, answer: IxfrAnswer) {
+        *self.shared.ixfr.lock().unwrap() = answer;
+    }
+
+    /// How long each transfer waits before it is answered.
+    pub fn set_hold(&self, hold: Duration) {
+        *self.shared.hold.lock().unwrap() = hold;
+    }
+
+    /// Whether every new connection is closed at once, unanswered.
+    pub fn set_hang_up(&self, hang_up: bool) {
+        self.shared.hang_up.store(hang_up, Ordering::SeqCst);
+    }
+
+    /// TCP connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.shared.connections.load(Ordering::SeqCst)
+    }
+
+    /// The most transfers (AXFR, IXFR) that were being answered at once.
+    pub fn most_transfers_at_once(&self) -> usize {
+        self.shared.most_transfers.load(Ordering::SeqCst)
+    }
+
+    /// Every request read so far, in order.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.shared.seen.lock().unwrap().clone()
+    }
+
+    /// The requests of type `qtype` read so far.
+    pub fn count(&self, qtype: RType) -> usize {
+        self.seen().iter().filter(|s| s.qtype == qtype).count()
+    }
+}
+
+impl Drop for FakePrimary {
+    fn drop(&mut self) {
+        self.shared.stopped.store(true, Ordering::SeqCst);
+        // Wakes the accepting thread so that it sees the flag.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+    }
+}
+
+fn accept(listener: TcpListener, shared: Arc<Shared>) {
+    for stream in listener.incoming() {
+        if shared.stopped.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        shared.connections.fetch_add(1, Ordering::SeqCst);
+        if shared.hang_up.load(Ordering::SeqCst) {
+            continue; // dropped: closed
+        }
+        let serving = shared.clone();
+        std::thread::spawn(move || serve(stream, serving));
+    }
+}
+
+/// Answers the requests on one connection, in order, until it closes.
+fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
+    while let Ok(msg) = read_framed(&mut stream) {
+        let Ok(query) = parse_query(&msg) else { return };
+        let zone = query.qname_lower.to_name();
+        shared.seen.lock().unwrap().push(Seen {
+            at: SystemTime::now(),
+            qtype: query.qtype,
+            zone: zone.clone(),
+        });
+        let serial = shared.serials.lock().unwrap().get(&zone).copied();
+        let timers = *shared.timers.lock().unwrap();
+        let answer = match (serial, query.qtype) {
+            (None, _) => Answer::Rcode(Rcode::REFUSED),
+            (Some(_), RType::SOA) => Answer::Records(Records::Soa),
+            (Some(_), RType::AXFR) => Answer::Records(Records::Zone),
+            (Some(_), RType::IXFR) => match *shared.ixfr.lock().unwrap() {
+                IxfrAnswer::Axfr => Answer::Records(Records::Zone),
+                IxfrAnswer::Refused => Answer::Rcode(Rcode::REFUSED),
+                IxfrAnswer::Broken => Answer::Broken,
+            },
+            (Some(_), _) => Answer::Rcode(Rcode::NOTIMP),
+        };
+        let response = respond(&msg, &query, &zone, serial.unwrap_or(0), timers, answer);
+        let is_transfer = matches!(query.qtype, RType::AXFR | RType::IXFR);
+        if is_transfer {
+            shared.transfer_begins();
+        }
+        let sent = framed(&response).and_then(|f| std::io::Write::write_all(&mut stream, &f));
+        if is_transfer {
+            shared.transfers_now.fetch_sub(1, Ordering::SeqCst);
+        }
+        if sent.is_err() {
+            return;
+        }
+    }
+}
+
+impl Shared {
+    /// Counts a transfer in flight and holds it as the test asked.
+    fn transfer_begins(&self) {
+        let now = self.transfers_now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_transfers.fetch_max(now, Ordering::SeqCst);
+        let hold = *self.hold.lock().unwrap();
+        std::thread::sleep(hold);
+    }
+}
+
+enum Answer {
+    Rcode(Rcode),
+    Records(Records),
+    Broken,
+}
+
+enum Records {
+    Soa,
+    /// SOA, NS, A, SOA.
+    Zone,
+}
+
+fn respond(
+    msg: &[u8],
+    query: &Query,
+    zone: &Name,
+    serial: u32,
+    [refresh, retry, expire]: [u32; 3],
+    answer: Answer,
+) -> Vec<u8> {
+    let ns = Name::parse(&format!("ns.{zone}")).expect("a name");
+    let mut soa = ns.as_wire().to_vec();
+    soa.extend_from_slice(
+        Name::parse(&format!("hostmaster.{zone}"))
+            .unwrap()
+            .as_wire(),
+    );
+    for field in [serial, refresh, retry, expire, 60] {
+        soa.extend_from_slice(&field.to_be_bytes());
+    }
+    let apex = zone.as_wire();
+    let mut out = Vec::new();
+    let mut w = Writer::new(&mut out, u16::MAX as usize);
+    w.question_raw(&msg[query.question.clone()]);
+    let mut rcode = Rcode::NOERROR;
+    let records = |w: &mut Writer, all: bool| {
+        let _ = w.record(apex, RType::SOA, Class::IN, 300, &soa);
+        if all {
+            let _ = w.record(apex, RType::NS, Class::IN, 300, ns.as_wire());
+            let _ = w.record(ns.as_wire(), RType::A, Class::IN, 300, &[192, 0, 2, 1]);
+            let _ = w.record(apex, RType::SOA, Class::IN, 300, &soa);
+        }
+    };
+    let broken = matches!(answer, Answer::Broken);
+    match answer {
+        Answer::Rcode(r) => rcode = r,
+        Answer::Records(Records::Soa) => records(&mut w, false),
+        Answer::Records(Records::Zone) | Answer::Broken => records(&mut w, true),
+    }
+    w.finish(query.header.id, flags::QR | flags::AA | rcode.0, 1);
+    if broken {
+        // Four records announced, the first (its owner a 2-octet pointer
+        // to the question) cut in its RDATA.
+        out.truncate(query.question.end + 2 + 10 + 4);
+    }
+    out
+}

@@ -1,0 +1,198 @@
+//! Waiting after failures, per zone and per primary.
+//!
+//! A zone whose check failed tries again after [`FIRST_RETRY`], then
+//! twice as long after each further failure, up to its SOA retry interval,
+//! plus up to a fifth more at random so that zones that failed together
+//! spread out. A success starts the count again.
+//!
+//! A primary that cannot be reached (no connection, or no answer in time)
+//! is left alone for a while, its window growing the same way up to
+//! [`PRIMARY_MAX_BACKOFF`]: checks of its zones fail at once, with no
+//! connection attempted, until the window ends. So when a primary of
+//! 100,000 zones goes down, at most the exchanges already under way in
+//! each window reach it, not every zone's retry; and its zones wait for it
+//! together. An answer from it, or a NOTIFY from its address, ends the
+//! window.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// The wait after a first failure.
+pub const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// The longest a primary that keeps failing is left alone: it is tried
+/// again at least this often.
+pub const PRIMARY_MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// `base` after one failure, doubled after each further one, at most
+/// `cap`; zero before any failure.
+pub fn exponential(failures: u32, base: Duration, cap: Duration) -> Duration {
+    if failures == 0 {
+        return Duration::ZERO;
+    }
+    let doublings = (failures - 1).min(31);
+    base.saturating_mul(1 << doublings).min(cap)
+}
+
+/// `d` plus up to a fifth more, at random.
+pub fn jitter(d: Duration) -> Duration {
+    let r = crate::primary::notify::random_id() as u32;
+    d + d / 5 * r / u16::MAX as u32
+}
+
+/// When a zone whose check failed `failures` times in a row tries again:
+/// its own backoff up to `cap` (its SOA retry interval), but not before
+/// its primaries' windows end (`primaries_back`, if they are all left
+/// alone), so the zones of a failed primary wait for it together.
+pub fn retry_delay(failures: u32, primaries_back: Option<Duration>, cap: Duration) -> Duration {
+    let own = exponential(failures, FIRST_RETRY.min(cap), cap);
+    let wait = primaries_back.map_or(own, |back| own.max(back.min(cap)));
+    jitter(wait)
+}
+
+/// The primaries that failed lately, and until when each is left alone.
+#[derive(Default)]
+pub struct PrimaryHealth {
+    down: Mutex<HashMap<SocketAddr, Down>>,
+}
+
+struct Down {
+    /// Windows in a row that ended in another failure.
+    failures: u32,
+    until: Instant,
+}
+
+impl PrimaryHealth {
+    /// Whether `addr` may be tried now; if not, when it may.
+    pub fn admit(&self, addr: SocketAddr, now: Instant) -> Result<(), Instant> {
+        match self.down.lock().unwrap().get(&addr) {
+            Some(down) if now < down.until => Err(down.until),
+            _ => Ok(()),
+        }
+    }
+
+    /// `addr` could not be reached: it is left alone until the returned
+    /// instant. Failures of exchanges that were already under way when
+    /// its window opened do not lengthen it again.
+    pub fn failed(&self, addr: SocketAddr, now: Instant) -> Instant {
+        let mut down = self.down.lock().unwrap();
+        let state = down.entry(addr).or_insert(Down {
+            failures: 0,
+            until: now,
+        });
+        if now >= state.until {
+            state.failures += 1;
+            let wait = exponential(state.failures, FIRST_RETRY, PRIMARY_MAX_BACKOFF);
+            state.until = now + jitter(wait);
+        }
+        state.until
+    }
+
+    /// `addr` answered: its zones may try it at once.
+    pub fn answered(&self, addr: SocketAddr) {
+        let mut down = self.down.lock().unwrap();
+        if !down.is_empty() {
+            down.remove(&addr);
+        }
+    }
+
+    /// A NOTIFY came from `ip`: whatever listens there is up again.
+    pub fn heard_from(&self, ip: IpAddr) {
+        self.down.lock().unwrap().retain(|addr, _| addr.ip() != ip);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const fn secs(s: u64) -> Duration {
+        Duration::from_secs(s)
+    }
+
+    #[test]
+    fn the_wait_doubles_from_the_base_up_to_the_cap() {
+        let waits: Vec<u64> = (0..8)
+            .map(|n| exponential(n, secs(1), secs(20)).as_secs())
+            .collect();
+        assert_eq!(waits, [0, 1, 2, 4, 8, 16, 20, 20]);
+        assert_eq!(exponential(u32::MAX, secs(1), secs(3600)), secs(3600));
+    }
+
+    #[test]
+    fn jitter_adds_at_most_a_fifth() {
+        for _ in 0..100 {
+            let d = jitter(secs(10));
+            assert!(d >= secs(10) && d <= secs(12));
+        }
+    }
+
+    #[test]
+    fn a_zone_retries_sooner_at_first_and_never_later_than_its_retry_interval() {
+        let within = |d: Duration, low: Duration| d >= low && d <= low + low / 5;
+        assert!(within(retry_delay(1, None, secs(600)), secs(1)));
+        assert!(within(retry_delay(4, None, secs(600)), secs(8)));
+        assert!(within(retry_delay(30, None, secs(600)), secs(600)));
+        // A retry interval shorter than the first retry caps it too.
+        assert!(within(retry_delay(1, None, secs(1)), secs(1)));
+        // Its primaries left alone for 30 s: it waits for them...
+        assert!(within(retry_delay(1, Some(secs(30)), secs(600)), secs(30)));
+        // ...but not past its own retry interval, nor less than its own wait.
+        assert!(within(retry_delay(1, Some(secs(30)), secs(10)), secs(10)));
+        assert!(within(retry_delay(7, Some(secs(30)), secs(600)), secs(64)));
+    }
+
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_failed_primary_is_left_alone_for_growing_windows() {
+        let health = PrimaryHealth::default();
+        let (a, b) = (addr("192.0.2.1:53"), addr("192.0.2.2:53"));
+        let t0 = Instant::now();
+        assert_eq!(health.admit(a, t0), Ok(()));
+        let until = health.failed(a, t0);
+        assert!(until >= t0 + secs(1) && until <= t0 + secs(1) * 6 / 5);
+        assert_eq!(health.admit(a, t0), Err(until));
+        assert_eq!(
+            health.admit(b, t0),
+            Ok(()),
+            "other primaries are not affected"
+        );
+        // Exchanges under way when it failed fail too: same window.
+        assert_eq!(health.failed(a, t0 + secs(1) / 2), until);
+        // The window over, it is tried again; failing again doubles it.
+        assert_eq!(health.admit(a, until), Ok(()));
+        let second = health.failed(a, until);
+        assert!(second >= until + secs(2) && second <= until + secs(2) * 6 / 5);
+        // Windows stop growing at the cap.
+        let mut now = second;
+        for _ in 0..20 {
+            now = health.failed(a, now);
+        }
+        let last = health.failed(a, now);
+        assert!(last - now <= PRIMARY_MAX_BACKOFF * 6 / 5);
+        assert!(last - now >= PRIMARY_MAX_BACKOFF);
+    }
+
+    #[test]
+    fn an_answer_or_a_notify_ends_the_window() {
+        let health = PrimaryHealth::default();
+        let (a, b) = (addr("192.0.2.1:53"), addr("192.0.2.1:5300"));
+        let now = Instant::now();
+        health.failed(a, now);
+        health.failed(b, now);
+        health.answered(a);
+        assert_eq!(health.admit(a, now), Ok(()));
+        assert!(health.admit(b, now).is_err());
+        health.heard_from("192.0.2.1".parse().unwrap());
+        assert_eq!(health.admit(b, now), Ok(()));
+        // And the count starts again: the next window is the first one.
+        let until = health.failed(a, now);
+        assert!(until <= now + secs(1) * 6 / 5);
+    }
+}
