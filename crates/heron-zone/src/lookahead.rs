@@ -38,7 +38,7 @@ use crate::answer::{
     AnswerConfig, Answered, Prepared, PreparedKind, Transport, answer_prepared, label_offsets,
     parse,
 };
-use crate::catalog::{Catalog, Served};
+use crate::catalog::{Candidate, Catalog, Served};
 use crate::zone::Zone;
 
 /// The most queries [`BatchAnswerer::prepare`] takes at once.
@@ -59,8 +59,8 @@ pub struct Slot<'c> {
     /// The catalog has many zones: whichever the zone, it is not in the
     /// cache.
     many_zones: bool,
-    /// The hash of the first origin the catalog tries for its name...
-    origin_hash: Option<u64>,
+    /// The first origin the catalog tries for its name, hashed...
+    first_origin: Option<Candidate>,
     /// ...the zone that origin's slot most likely holds...
     likely_zone: Option<&'c Zone>,
     /// ...and the hash of the first name the answer looks up in it.
@@ -146,7 +146,7 @@ impl<'c> Slot<'c> {
             None if catalog.has_many_zones() => {
                 self.needs_zone = true;
                 self.many_zones = true;
-                self.origin_hash = catalog.prefetch_first_candidate(q.qname_lower.as_wire());
+                self.first_origin = catalog.prefetch_first_candidate(q.qname_lower.as_wire());
             }
             None => {
                 let served = catalog.served(q.qname_lower.as_wire());
@@ -160,7 +160,7 @@ impl<'c> Slot<'c> {
 
     /// Step 2: starts loading the zone the catalog slot points to.
     fn load_zone(&mut self, catalog: &'c Catalog) {
-        if let Some(hash) = self.origin_hash {
+        if let Some(hash) = self.first_origin.and_then(|c| c.hash) {
             self.likely_zone = catalog.likely_zone(hash);
         }
     }
@@ -178,7 +178,7 @@ impl<'c> Slot<'c> {
     /// and starts loading the table slot of the answer's first lookup.
     fn find_zone(&mut self, catalog: &'c Catalog, q: &Query) {
         if self.needs_zone {
-            let served = catalog.served_hashed(q.qname_lower.as_wire(), self.origin_hash);
+            let served = catalog.served_from(q.qname_lower.as_wire(), self.first_origin);
             self.prepared.kind = PreparedKind::Query(served);
             if let Served::Zone(zone) = served
                 && !self.likely_zone.is_some_and(|z| std::ptr::eq(z, zone))
@@ -206,6 +206,7 @@ impl<'c> Slot<'c> {
     /// In a zone not in the cache (a large one, or one of many), starts
     /// loading the shard of the first name the answer to `q` looks up,
     /// and keeps that name's hash for steps 4 and 5.
+    #[inline]
     fn load_first_shard(&mut self, zone: &Zone, q: &Query) {
         self.first_lookup = None;
         if (self.many_zones || zone.is_large())
@@ -334,7 +335,7 @@ mod tests {
                 slot.prepared.kind,
                 PreparedKind::Query(Served::Zone(_))
             ));
-            assert!(slot.origin_hash.is_none() && slot.likely_zone.is_none());
+            assert!(slot.first_origin.is_none() && slot.likely_zone.is_none());
             assert!(slot.first_lookup.is_none());
         }
     }

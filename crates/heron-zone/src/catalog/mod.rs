@@ -13,6 +13,15 @@ use zone_table::ZoneTable;
 
 mod zone_table;
 
+/// An origin a name could be in: the suffix of the name from `start`, of
+/// `labels` labels, and its hash once computed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Candidate {
+    start: usize,
+    labels: u32,
+    pub(crate) hash: Option<u64>,
+}
+
 /// Zones from which a catalog counts as having many: each zone's hot
 /// data (its table slot, fields, origin, shard and table) is some 300
 /// octets, so 1,024 zones take more than half of a 512 KiB L2 cache.
@@ -108,39 +117,46 @@ impl Catalog {
         if self.is_empty() {
             return None;
         }
-        self.find_hashed(lower_qname, None)
+        self.find_from(lower_qname, self.first_candidate(lower_qname))
     }
 
-    /// [`Catalog::find`], given the hash of the first candidate origin
-    /// when it is known already ([`Catalog::prefetch_first_candidate`]).
+    /// [`Catalog::find`], starting from `candidate`, the first origin to
+    /// try (from [`Catalog::first_candidate`]), its hash maybe known.
     #[inline]
-    fn find_hashed(&self, lower_qname: &[u8], first_hash: Option<u64>) -> Option<&Zone> {
-        let mut first_hash = first_hash;
-        let mut at = self.next_candidate(lower_qname, 0, label_count(lower_qname));
-        while let Some((start, labels)) = at {
-            let suffix = &lower_qname[start..];
-            let hash = first_hash
-                .take()
-                .unwrap_or_else(|| self.hasher.hash_one(suffix));
+    fn find_from(&self, lower_qname: &[u8], mut candidate: Option<Candidate>) -> Option<&Zone> {
+        while let Some(c) = candidate {
+            let suffix = &lower_qname[c.start..];
+            let hash = c.hash.unwrap_or_else(|| self.hasher.hash_one(suffix));
             if let Some(zone) = self.zones.find(hash, |z| z.origin().as_wire() == suffix) {
                 return Some(zone);
             }
-            at = self.next_candidate(lower_qname, next_label(lower_qname, start)?, labels - 1);
+            let next = next_label(lower_qname, c.start)?;
+            candidate = self.next_candidate(lower_qname, next, c.labels - 1);
         }
         None
     }
 
+    /// The first origin [`Catalog::find`] tries for `lower_qname`.
+    #[inline]
+    fn first_candidate(&self, lower_qname: &[u8]) -> Option<Candidate> {
+        self.next_candidate(lower_qname, 0, label_count(lower_qname))
+    }
+
     /// The first suffix of `name` from `at` on (of `labels` labels) that
     /// some origin could be: of a label count some origin has, and of no
-    /// more octets than the longest origin. Where it starts and its
-    /// labels. A plain loop: every query runs it.
+    /// more octets than the longest origin. A plain loop: every query
+    /// runs it.
     #[inline]
-    fn next_candidate(&self, name: &[u8], mut at: usize, mut labels: u32) -> Option<(usize, u32)> {
+    fn next_candidate(&self, name: &[u8], mut at: usize, mut labels: u32) -> Option<Candidate> {
         loop {
             // labels < 128: a name has at most 127 besides the root.
             let counted = self.label_counts >> labels & 1 == 1;
             if counted && name.len() - at <= self.longest_origin {
-                return Some((at, labels));
+                return Some(Candidate {
+                    start: at,
+                    labels,
+                    hash: None,
+                });
             }
             at = next_label(name, at)?;
             labels = labels.checked_sub(1)?;
@@ -148,13 +164,15 @@ impl Catalog {
     }
 
     /// Starts loading the table slot of the first origin [`Catalog::find`]
-    /// tries for `lower_qname`, and returns that origin's hash for
-    /// [`Catalog::likely_zone`]. See [`crate::lookahead`].
-    pub(crate) fn prefetch_first_candidate(&self, lower_qname: &[u8]) -> Option<u64> {
-        let (start, _) = self.next_candidate(lower_qname, 0, label_count(lower_qname))?;
-        let hash = self.hasher.hash_one(&lower_qname[start..]);
+    /// tries for `lower_qname`, and returns that origin, hashed, for
+    /// [`Catalog::likely_zone`] and [`Catalog::served_from`]. See
+    /// [`crate::lookahead`].
+    pub(crate) fn prefetch_first_candidate(&self, lower_qname: &[u8]) -> Option<Candidate> {
+        let mut first = self.first_candidate(lower_qname)?;
+        let hash = self.hasher.hash_one(&lower_qname[first.start..]);
         self.zones.prefetch(hash);
-        Some(hash)
+        first.hash = Some(hash);
+        Some(first)
     }
 
     /// The zone [`Catalog::prefetch_first_candidate`]'s slot most likely
@@ -175,14 +193,14 @@ impl Catalog {
     /// Whether and how a name (lower-cased wire) is served.
     #[inline]
     pub fn served(&self, lower_qname: &[u8]) -> Served<'_> {
-        self.served_hashed(lower_qname, None)
+        self.served_from(lower_qname, self.first_candidate(lower_qname))
     }
 
-    /// [`Catalog::served`], given the hash of the first candidate origin
-    /// when it is known already ([`Catalog::prefetch_first_candidate`]).
+    /// [`Catalog::served`], from the first candidate origin found already
+    /// ([`Catalog::prefetch_first_candidate`]; None: there is none).
     #[inline]
-    pub(crate) fn served_hashed(&self, lower_qname: &[u8], first_hash: Option<u64>) -> Served<'_> {
-        match self.find_hashed(lower_qname, first_hash) {
+    pub(crate) fn served_from(&self, lower_qname: &[u8], first: Option<Candidate>) -> Served<'_> {
+        match self.find_from(lower_qname, first) {
             Some(zone) => Served::Zone(zone),
             None if self.is_expired(lower_qname) => Served::Expired,
             None => Served::NotServed,
