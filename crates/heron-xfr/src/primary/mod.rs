@@ -104,7 +104,9 @@ impl Primary {
             step.deleted.len(),
             step.added.len()
         );
-        self.journal(new.origin(), |j| j.record(step));
+        self.journal(new.origin(), |j| {
+            j.record(step);
+        });
         true
     }
 
@@ -116,7 +118,9 @@ impl Primary {
         }
         if !self.policy(new.origin()).allow_transfer.is_empty() {
             self.journal(new.origin(), |j| {
-                steps.into_iter().for_each(|s| j.record(s))
+                steps.into_iter().for_each(|s| {
+                    j.record(s);
+                })
             });
         }
         true
