@@ -6,8 +6,8 @@
 //! * [`acl`]: who may transfer or notify, by address prefix and TSIG key.
 //! * [`serial`]: SOA serial arithmetic (RFC 1982).
 //!
-//! `disk` makes many files durable at once (the kept copies of
-//! secondary zones).
+//! `disk` makes many files durable at once, for the kept copies of
+//! secondary zones and the journal files alike.
 
 pub mod acl;
 mod disk;

@@ -61,7 +61,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let primary = Arc::new(Primary::new(settings.policies, DEFAULT_MAX_BYTES));
+    let kept = secondary::load_kept(&settings.secondaries);
+    let mut primary = Primary::new(settings.policies, DEFAULT_MAX_BYTES);
+    // Before anything is served: an IXFR may come at once.
+    primary.open_journal_files(catalog.zones().map(|z| &**z).chain(kept.iter().flatten()));
+    let primary = Arc::new(primary);
     let keys = Arc::new(settings.keys);
     let mut pipeline = Pipeline::new(primary.clone(), keys.clone());
     let (notify_tx, notifies) = mpsc::unbounded_channel();
@@ -81,7 +85,6 @@ pub fn run(args: ServeArgs) -> ExitCode {
         catalog_writer: Mutex::new(()),
         primary,
     };
-    let kept = secondary::load_kept(&settings.secondaries);
     let secondaries = secondary::Secondaries {
         kept,
         zones: settings.secondaries,
@@ -281,6 +284,12 @@ async fn serve(
         && !keeper.flush(Duration::from_secs(10))
     {
         tracing::warn!("kept copies of secondary zones not all written within 10 s");
+    }
+    if !transfers
+        .primary
+        .flush_journal_files(Duration::from_secs(10))
+    {
+        tracing::warn!("journal files not all written within 10 s");
     }
     Ok(())
 }

@@ -1,0 +1,279 @@
+//! The journals of zones kept in files, so that their IXFR history
+//! survives a restart (format: [`heron_zone::journal::file`]).
+//!
+//! Every step a journal records is appended to its file by one writer
+//! thread, which takes all the changes waiting and makes them durable
+//! together, one `syncfs` per folder ([`crate::disk::install`]): no
+//! transfer or query waits for a disk, and a secondary of 100,000 zones
+//! that all change at once pays a few syncs, not 100,000. A step lost in
+//! a crash is safe: at startup a journal is kept only if it ends at the
+//! serial served.
+//!
+//! At startup each zone's file is read back and checked against the zone
+//! served ([`restore`]); one that does not fit is logged and removed, and
+//! that zone's history starts over.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::Duration;
+
+use heron_proto::Name;
+use heron_zone::Zone;
+use heron_zone::diff::ZoneDiff;
+use heron_zone::journal::Journal;
+use heron_zone::journal::file::{self, FileChange, FileSize, StartOver};
+
+use crate::disk::{self, tmp_path};
+
+/// A zone's journal and, when it is kept in a file, that file's size.
+#[derive(Debug)]
+pub(crate) struct History {
+    pub(crate) journal: Journal,
+    file: Option<FileSize>,
+}
+
+impl History {
+    pub(crate) fn new(max_bytes: usize, in_file: bool) -> History {
+        History {
+            journal: Journal::new(max_bytes),
+            file: in_file.then(FileSize::default),
+        }
+    }
+
+    /// Records a step; returns what its file must do.
+    pub(crate) fn record(&mut self, step: ZoneDiff) -> Option<FileChange> {
+        let step = Arc::new(step);
+        let continued = self.journal.record(step.clone());
+        let size = self.file.as_mut()?;
+        Some(size.recorded(&self.journal, &step, continued))
+    }
+
+    /// Forgets every step; returns what its file must do.
+    pub(crate) fn clear(&mut self) -> Option<FileChange> {
+        self.journal.clear();
+        Some(self.file.as_mut()?.cleared())
+    }
+}
+
+enum Message {
+    Change(PathBuf, Name, FileChange),
+    /// Answered once everything sent before is on disk.
+    Flush(Sender<()>),
+}
+
+/// Hands changes to the thread that writes the journal files.
+pub(crate) struct JournalWriter {
+    messages: Sender<Message>,
+}
+
+impl JournalWriter {
+    /// Starts the writer thread; it ends when the writer is dropped.
+    pub(crate) fn start() -> io::Result<JournalWriter> {
+        let (messages, queue) = channel();
+        std::thread::Builder::new()
+            .name("journal-files".into())
+            .spawn(move || run(queue))?;
+        Ok(JournalWriter { messages })
+    }
+
+    pub(crate) fn change(&self, path: &Path, origin: &Name, change: FileChange) {
+        let message = Message::Change(path.to_path_buf(), origin.clone(), change);
+        let _ = self.messages.send(message);
+    }
+
+    /// Waits, up to `wait`, until everything sent so far is on disk.
+    pub(crate) fn flush(&self, wait: Duration) -> bool {
+        let (done, flushed) = channel();
+        let _ = self.messages.send(Message::Flush(done));
+        flushed.recv_timeout(wait).is_ok()
+    }
+}
+
+/// What a batch does to one file: replaced by some steps (none: removed),
+/// or not; then these steps appended.
+struct Pending {
+    origin: Name,
+    replace: Option<Vec<Arc<ZoneDiff>>>,
+    appends: Vec<Arc<ZoneDiff>>,
+}
+
+impl Pending {
+    fn add(&mut self, change: FileChange) {
+        match change {
+            FileChange::Append(step) => self.appends.push(step),
+            FileChange::Replace(steps) => {
+                self.replace = Some(steps);
+                self.appends.clear();
+            }
+        }
+    }
+}
+
+fn run(queue: Receiver<Message>) {
+    while let Ok(first) = queue.recv() {
+        let mut batch: HashMap<PathBuf, Pending> = HashMap::new();
+        let mut flushes = Vec::new();
+        for message in std::iter::once(first).chain(queue.try_iter()) {
+            match message {
+                Message::Change(path, origin, change) => batch
+                    .entry(path)
+                    .or_insert_with(|| Pending {
+                        origin,
+                        replace: None,
+                        appends: Vec::new(),
+                    })
+                    .add(change),
+                Message::Flush(done) => flushes.push(done),
+            }
+        }
+        commit(&batch);
+        for done in flushes {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Writes every file of the batch, then makes them durable together.
+fn commit(batch: &HashMap<PathBuf, Pending>) {
+    let mut renamed: Vec<&Path> = Vec::new();
+    let mut written: Vec<&Path> = Vec::new();
+    for (path, pending) in batch {
+        match write_one(path, pending) {
+            Ok(Written::ToRename) => renamed.push(path),
+            Ok(Written::InPlace) => written.push(path),
+            Err(e) => tracing::error!(
+                "zone {}: journal file {} not written: {e}; its IXFR history will start over at the next restart",
+                pending.origin,
+                path.display()
+            ),
+        }
+    }
+    if !renamed.is_empty() || !written.is_empty() {
+        disk::install(&renamed, &written);
+    }
+}
+
+enum Written {
+    /// A new version in the `.tmp` file.
+    ToRename,
+    /// Appended to, or removed.
+    InPlace,
+}
+
+fn write_one(path: &Path, pending: &Pending) -> io::Result<Written> {
+    let Pending {
+        origin,
+        replace,
+        appends,
+    } = pending;
+    match replace {
+        None => file::append(path, origin, appends).map(|()| Written::InPlace),
+        Some(steps) if steps.is_empty() && appends.is_empty() => {
+            remove(path).map(|()| Written::InPlace)
+        }
+        Some(steps) => {
+            let all: Vec<Arc<ZoneDiff>> = steps.iter().chain(appends).cloned().collect();
+            let tmp = tmp_path(path);
+            file::write_file(&tmp, origin, &all)
+                .inspect_err(|_| {
+                    let _ = std::fs::remove_file(&tmp);
+                })
+                .map(|()| Written::ToRename)
+        }
+    }
+}
+
+fn remove(path: &Path) -> io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// What [`restore`] found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Restored {
+    pub(crate) files: usize,
+    pub(crate) kept: usize,
+    pub(crate) started_over: usize,
+}
+
+/// Reads back the journal file of each zone in `zones` (served now, with
+/// the file its journal is kept in) that has one. A file that does not
+/// end at the serial served, or cannot be read, is logged and removed;
+/// a torn last entry is cut off. Returns each zone's history restored.
+pub(crate) fn restore(
+    zones: &[(&Zone, &Path)],
+    max_bytes: usize,
+    writer: &JournalWriter,
+) -> (HashMap<Name, History>, Restored) {
+    let existing = disk::existing(zones.iter().map(|(_, path)| *path));
+    let mut histories = HashMap::new();
+    let mut summary = Restored::default();
+    for (zone, path) in zones.iter().filter(|(_, p)| existing.contains(*p)) {
+        summary.files += 1;
+        let Some(history) = restore_one(zone, path, max_bytes, writer) else {
+            summary.started_over += 1;
+            continue;
+        };
+        summary.kept += 1;
+        histories.insert(zone.origin().to_lowercase(), history);
+    }
+    (histories, summary)
+}
+
+fn restore_one(
+    zone: &Zone,
+    path: &Path,
+    max_bytes: usize,
+    writer: &JournalWriter,
+) -> Option<History> {
+    let origin = zone.origin();
+    let restored = match file::restore(path, origin, zone.serial(), max_bytes) {
+        Ok(restored) => restored,
+        Err(why) => {
+            let say = format!(
+                "zone {origin}: journal file {} not used: {why}; its IXFR history starts over",
+                path.display()
+            );
+            match why {
+                StartOver::Mismatch { damage: None, .. } => tracing::info!("{say}"),
+                _ => tracing::warn!("{say}"),
+            }
+            if let Err(e) = remove(path) {
+                tracing::warn!("zone {origin}: cannot remove {}: {e}", path.display());
+            }
+            return None;
+        }
+    };
+    if let Some(damage) = &restored.damage {
+        tracing::warn!(
+            "zone {origin}: journal file {}: {damage} (a crash while it was written?); cut off there",
+            path.display()
+        );
+        let cut = std::fs::File::options()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_len(restored.good_len));
+        if let Err(e) = cut {
+            tracing::warn!("zone {origin}: cannot cut {}: {e}", path.display());
+        }
+    }
+    let journal = restored.journal;
+    tracing::debug!(
+        "zone {origin}: {} IXFR steps restored from {}",
+        journal.len(),
+        path.display()
+    );
+    let mut size = restored.size;
+    if size.needs_compaction(&journal) {
+        writer.change(path, origin, size.replace(&journal));
+    }
+    Some(History {
+        journal,
+        file: Some(size),
+    })
+}
