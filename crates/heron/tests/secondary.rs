@@ -4,9 +4,10 @@
 //! then, after an edit and a reload on the primary, hears its NOTIFY and
 //! fetches the change by IXFR. Restarted without its primary, Heron serves
 //! the copy it kept; killed in the middle of a transfer, it comes back with
-//! the last good version and finishes the transfer. NOTIFYs from outside
-//! the ACL or with a wrong key are refused, and an expired zone answers
-//! SERVFAIL until its primary is back.
+//! the last good version and finishes the transfer; restarted, it still
+//! serves IXFR of the steps it received to its own secondaries. NOTIFYs
+//! from outside the ACL or with a wrong key are refused, and an expired
+//! zone answers SERVFAIL until its primary is back.
 
 mod xfr_common;
 
@@ -243,6 +244,83 @@ impl HeronPrimary {
             secondary_port,
         }
     }
+}
+
+/// Heron → Heron → kdig: a secondary that others may transfer from
+/// journals the IXFR steps it receives, and restarted, still serves them
+/// by IXFR to its own secondaries.
+#[test]
+fn a_restarted_secondary_still_serves_ixfr_of_what_it_received() {
+    let HeronPrimary {
+        dir,
+        zone_file,
+        primary,
+        secondary_port,
+    } = HeronPrimary::start("journal");
+    let kept = dir.join("xfr.kept");
+    let config = secondary_config(secondary_port, primary.addr(), &kept, "")
+        + "allow-transfer = [\"127.0.0.1\"]\n";
+    let mut heron = start(secondary_port, &config);
+    assert!(eventually(|| kept_serial(&kept) == Some(1)));
+    for (serial, text) in [
+        (2, edited_zone()),
+        (
+            3,
+            edited_zone().replace(" 2 3600 ", " 3 3600 ") + "newer A 192.0.2.98\n",
+        ),
+    ] {
+        std::fs::write(&zone_file, text).unwrap();
+        primary.reload();
+        assert!(
+            eventually(|| kept_serial(&kept) == Some(serial)),
+            "serial {serial}: {}",
+            heron.log()
+        );
+    }
+    let log = heron.log();
+    assert!(
+        log.contains("IXFR from") && log.contains("to serial 3"),
+        "{log}"
+    );
+    assert!(heron.terminate().is_some_and(|s| s.success()));
+
+    let heron = start(secondary_port, &config);
+    assert!(
+        heron.log().contains("serving kept serial 3"),
+        "{}",
+        heron.log()
+    );
+    let out = kdig(heron.addr(), &[ORIGIN, "IXFR=1"]);
+    assert_eq!(
+        soa_serials(&out.stdout),
+        [3, 1, 2, 2, 3, 3],
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        heron.log()
+    );
+    assert_eq!(
+        records(&out.stdout),
+        [
+            "xfr.test. SOA",
+            "xfr.test. SOA",
+            "h7.xfr.test. A",
+            "txt.xfr.test. TXT",
+            "xfr.test. SOA",
+            "h7.xfr.test. A",
+            "new.xfr.test. A",
+            "xfr.test. SOA",
+            "xfr.test. SOA",
+            "newer.xfr.test. A",
+            "xfr.test. SOA"
+        ]
+    );
+    assert!(
+        heron.log().contains("IXFR of xfr.test. serial 3"),
+        "{}",
+        heron.log()
+    );
+    drop((heron, primary));
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// Heron → Heron, the secondary killed (SIGKILL) while a large change is
