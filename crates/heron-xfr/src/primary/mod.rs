@@ -88,6 +88,7 @@ impl Primary {
     /// are read back first (see [`journal_files`]). Zones not served now
     /// leave their files as they are until they record a step.
     pub fn open_journal_files<'z>(&mut self, served: impl IntoIterator<Item = &'z Zone>) {
+        self.keep_shared_journals_in_memory();
         if !self
             .policies
             .values()
@@ -121,6 +122,36 @@ impl Primary {
         }
         *self.journals.get_mut().unwrap() = histories;
         self.files = Some(writer);
+    }
+
+    /// Zones served from one zone file (parked domains, say) would share
+    /// its journal file, which holds one zone's history: theirs stay in
+    /// memory.
+    fn keep_shared_journals_in_memory(&mut self) {
+        let mut zones_of: HashMap<&Path, Vec<&Name>> = HashMap::new();
+        for (origin, policy) in &self.policies {
+            if let Some(path) = self.journal_path(policy) {
+                zones_of.entry(path).or_default().push(origin);
+            }
+        }
+        let shared: Vec<(PathBuf, Vec<Name>)> = zones_of
+            .into_iter()
+            .filter(|(_, zones)| zones.len() > 1)
+            .map(|(path, zones)| (path.to_path_buf(), zones.into_iter().cloned().collect()))
+            .collect();
+        for (path, zones) in shared {
+            let names: Vec<String> = zones.iter().map(|z| z.to_string()).collect();
+            tracing::warn!(
+                "zones {} would share the journal file {}: their journals stay in memory (journal = false says so without this warning)",
+                names.join(", "),
+                path.display()
+            );
+            for origin in zones {
+                if let Some(policy) = self.policies.get_mut(&origin) {
+                    policy.journal_file = None;
+                }
+            }
+        }
     }
 
     /// Waits, up to `wait`, until every journal change so far is on disk
@@ -297,16 +328,20 @@ mod tests {
     /// A primary that lets 127.0.0.0/8 transfer p.test and keeps its
     /// journal in `file`.
     fn primary_journaling_to(file: Option<&Path>) -> Primary {
-        let open = ZonePolicy {
+        let policies = HashMap::from([(Name::parse("p.test").unwrap(), open_policy(file))]);
+        Primary::new(policies, journal::DEFAULT_MAX_BYTES)
+    }
+
+    /// Transfers allowed from 127.0.0.0/8; the journal kept in `file`.
+    fn open_policy(file: Option<&Path>) -> ZonePolicy {
+        ZonePolicy {
             allow_transfer: Acl::new(vec![crate::acl::Rule {
                 prefix: "127.0.0.0/8".parse().unwrap(),
                 key: None,
             }]),
             journal_file: file.map(Path::to_path_buf),
             ..ZonePolicy::default()
-        };
-        let policies = HashMap::from([(Name::parse("p.test").unwrap(), open)]);
-        Primary::new(policies, journal::DEFAULT_MAX_BYTES)
+        }
     }
 
     /// A primary started with its journal in `file`, serving `zone`.
@@ -414,6 +449,20 @@ mod tests {
         flushed(p);
         let p = restarted(&file, &v[2]);
         assert_eq!(steps_planned(&p, &v[2], 1), Some(2));
+    }
+
+    #[test]
+    fn zones_sharing_a_zone_file_keep_their_journals_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = dir.path().join("parked.zone.jnl");
+        let own = dir.path().join("p.zone.jnl");
+        let policies = [("p.test", &own), ("a.test", &shared), ("b.test", &shared)]
+            .map(|(origin, file)| (Name::parse(origin).unwrap(), open_policy(Some(file))));
+        let mut p = Primary::new(HashMap::from(policies), journal::DEFAULT_MAX_BYTES);
+        p.open_journal_files([]);
+        let journal_of = |o: &str| p.policy(&Name::parse(o).unwrap()).journal_file.clone();
+        assert_eq!(journal_of("p.test"), Some(own));
+        assert_eq!((journal_of("a.test"), journal_of("b.test")), (None, None));
     }
 
     #[test]
