@@ -432,6 +432,7 @@ pub struct Restored {
 #[derive(Debug)]
 pub enum StartOver {
     Unreadable(HeaderError),
+    /// The header, or a step's SOA, names another zone.
     OtherZone(Name),
     /// One step does not start where the one before it ends.
     Gap {
@@ -451,7 +452,7 @@ impl fmt::Display for StartOver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StartOver::Unreadable(e) => e.fmt(f),
-            StartOver::OtherZone(origin) => write!(f, "it is the journal of {origin}"),
+            StartOver::OtherZone(origin) => write!(f, "it holds the journal of {origin}"),
             StartOver::Gap { newest, next_from } => write!(
                 f,
                 "a step from serial {next_from} follows one to serial {newest}"
@@ -500,6 +501,14 @@ pub fn restore(
     let mut journal = Journal::new(max_bytes);
     let mut newest = None;
     for diff in &mut reader {
+        // Each step names its zone in its SOAs: a file two zones wrote
+        // to never gives one of them the other's records.
+        if let Some(soa) = [&diff.old_soa, &diff.new_soa]
+            .into_iter()
+            .find(|s| s.owner != *origin)
+        {
+            return Err(StartOver::OtherZone(soa.owner.clone()));
+        }
         let (from, to) = (serial_of(&diff.old_soa), serial_of(&diff.new_soa));
         if let Some(newest) = newest.filter(|&n| n != from) {
             let next_from = from;

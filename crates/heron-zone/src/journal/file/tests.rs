@@ -280,6 +280,13 @@ fn a_history_that_does_not_end_at_the_served_serial_is_discarded() {
         restore(&path, &other, 4, DEFAULT_MAX_BYTES),
         Err(StartOver::OtherZone(_))
     ));
+    // A step of another zone, in a file with this zone's header.
+    let mut stray = rich_step(4, 5);
+    stray.new_soa.owner = other.clone();
+    let strayed = [chain(3), vec![Arc::new(stray)]].concat();
+    write_file(&path, &origin(), &strayed).unwrap();
+    let err = restore(&path, &origin(), 5, DEFAULT_MAX_BYTES).unwrap_err();
+    assert_eq!(err.to_string(), "it holds the journal of other.test.");
     // A hole in the chain.
     let holed = vec![Arc::new(rich_step(1, 2)), Arc::new(rich_step(3, 4))];
     write_file(&path, &origin(), &holed).unwrap();
