@@ -8,7 +8,7 @@
 //! syncs each folder. After a crash every file is its old or its new
 //! version, and 100,000 files cost a handful of syncs instead of one each.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
@@ -22,10 +22,10 @@ pub(crate) fn tmp_path(path: &Path) -> PathBuf {
 }
 
 /// The folder `path` is in (`.` for a bare file name).
-pub(crate) fn folder(path: &Path) -> PathBuf {
+pub(crate) fn folder(path: &Path) -> &Path {
     match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     }
 }
 
@@ -35,7 +35,7 @@ pub(crate) fn folder(path: &Path) -> PathBuf {
 /// fails nothing is renamed: the files stay as they were.
 pub(crate) fn install(renamed: &[&Path], written: &[&Path]) {
     let all = renamed.iter().chain(written);
-    let folders: BTreeSet<PathBuf> = all.map(|p| folder(p)).collect();
+    let folders: BTreeSet<&Path> = all.map(|p| folder(p)).collect();
     for dir in &folders {
         if let Err(e) =
             File::open(dir).and_then(|d| rustix::fs::syncfs(&d).map_err(io::Error::from))
@@ -61,40 +61,66 @@ pub(crate) fn install(renamed: &[&Path], written: &[&Path]) {
 /// rather than asked about path by path.
 const LIST_FROM: usize = 16;
 
-/// Which of `paths` exist. Where many are in one folder, it is listed
-/// once instead of looking each path up: with 100,000 zones in a folder
-/// and no journal files yet, startup does one listing, not 100,000 failed
-/// lookups.
-pub(crate) fn existing<'p>(paths: impl IntoIterator<Item = &'p Path>) -> HashSet<PathBuf> {
-    let mut by_folder: HashMap<PathBuf, Vec<&Path>> = HashMap::new();
-    for path in paths {
-        by_folder.entry(folder(path)).or_default().push(path);
-    }
-    let mut found = HashSet::new();
-    for (dir, paths) in by_folder {
-        if paths.len() < LIST_FROM {
-            found.extend(paths.iter().filter(|p| p.exists()).map(|p| p.to_path_buf()));
+/// The `items` whose file (`path_of`) exists, in their order. Where many
+/// are in one folder, it is listed once instead of looking each file up:
+/// with 100,000 zones in a folder and no journal files yet, startup does
+/// one listing, not 100,000 failed lookups. Paths are compared as the
+/// octets they are spelt with (hashing a `Path` parses it, which costs
+/// more than the lookup it saves).
+pub(crate) fn keep_existing<T>(items: Vec<T>, path_of: impl Fn(&T) -> &Path) -> Vec<T> {
+    let mut exists = vec![false; items.len()];
+    for (dir, indices) in by_folder(&items, &path_of) {
+        if indices.len() < LIST_FROM {
+            indices
+                .iter()
+                .for_each(|&i| exists[i] = path_of(&items[i]).exists());
             continue;
         }
-        let wanted: HashMap<&OsStr, &Path> = paths
-            .iter()
-            .filter_map(|p| Some((p.file_name()?, *p)))
-            .collect();
-        let Ok(listing) = std::fs::read_dir(&dir) else {
+        let mut by_name: HashMap<&OsStr, usize> = HashMap::with_capacity(indices.len());
+        for i in indices {
+            if let Some(name) = path_of(&items[i]).file_name() {
+                by_name.insert(name, i);
+            }
+        }
+        let Ok(listing) = std::fs::read_dir(dir) else {
             continue;
         };
         for entry in listing.flatten() {
-            if let Some(path) = wanted.get(entry.file_name().as_os_str()) {
-                found.insert(path.to_path_buf());
+            if let Some(&i) = by_name.get(entry.file_name().as_os_str()) {
+                exists[i] = true;
             }
         }
     }
-    found
+    let mut exists = exists.into_iter();
+    items
+        .into_iter()
+        .filter(|_| exists.next() == Some(true))
+        .collect()
+}
+
+/// The indices of `items` by the folder of their path. The paths of one
+/// folder mostly come in a row: a folder is hashed only when it changes.
+fn by_folder<'i, T>(items: &'i [T], path_of: &impl Fn(&T) -> &Path) -> Vec<(&'i Path, Vec<usize>)> {
+    let mut folders: Vec<(&Path, Vec<usize>)> = Vec::new();
+    let mut slot_of: HashMap<&OsStr, usize> = HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let dir = folder(path_of(item));
+        let slot = match folders.last() {
+            Some((last, _)) if last.as_os_str() == dir.as_os_str() => folders.len() - 1,
+            _ => *slot_of.entry(dir.as_os_str()).or_insert_with(|| {
+                folders.push((dir, Vec::new()));
+                folders.len() - 1
+            }),
+        };
+        folders[slot].1.push(i);
+    }
+    folders
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     #[test]
     fn existing_files_are_found_whether_their_folder_is_listed_or_not() {
@@ -120,7 +146,7 @@ mod tests {
         asked.push(few.join("absent.jnl"));
         asked.push(dir.path().join("no-such-folder").join("z.jnl"));
         std::fs::write(many.join("not-asked.jnl"), "x").unwrap();
-        let found = existing(asked.iter().map(|p| p.as_path()));
+        let found: HashSet<PathBuf> = keep_existing(asked, |p| p).into_iter().collect();
         assert_eq!(found, present);
     }
 }

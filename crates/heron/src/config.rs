@@ -389,6 +389,8 @@ pub struct Settings {
     pub secondary: SecondarySection,
     /// TLS to primaries (XoT).
     pub xot: TlsClients,
+    /// What is worth saying about a configuration that is not wrong.
+    pub warnings: Vec<String>,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -409,11 +411,15 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         Vec::new()
     });
     let mut zones = Zones::default();
+    let mut single_zones = Vec::with_capacity(file.zones.len());
     for entry in &file.zones {
         let settings = zone_settings(entry.options(), &keys);
         let spec = zone_spec(&entry.origin, &base.join(&entry.file));
         match settings.and_then(|settings| Ok((spec?, settings))) {
-            Ok((spec, settings)) => zones.add(spec, &settings),
+            Ok((spec, settings)) => {
+                single_zones.push(spec.origin.clone());
+                zones.add(spec, &settings)
+            }
             Err(e) => errors.push(format!("{}: zone '{}': {e}", path.display(), entry.origin)),
         }
     }
@@ -425,8 +431,12 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     let Zones {
         mut zones,
         secondaries,
-        policies,
+        mut policies,
     } = zones;
+    let warnings = keep_shared_journals_in_memory(&single_zones, &mut policies)
+        .into_iter()
+        .map(|w| format!("{}: {w}", path.display()))
+        .collect();
     errors.extend(
         check_unique_origins(&zones)
             .into_iter()
@@ -507,6 +517,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         secondaries,
         secondary: file.secondary,
         xot: xot.expect("no errors"),
+        warnings,
     })
 }
 
@@ -525,6 +536,36 @@ fn zone_settings(options: ZoneOptions, keys: &[Key]) -> Result<ZoneSettings, Str
         keep_journal: keeps_journal(&options)?,
         primaries,
     })
+}
+
+/// `[[zone]]` entries served from one zone file (parked domains, say)
+/// would share its journal file, which holds one zone's history: theirs
+/// stay in memory, and a warning says so. (The zones of a `[[zone-group]]`
+/// each have their own file.)
+fn keep_shared_journals_in_memory(
+    origins: &[Name],
+    policies: &mut HashMap<Name, ZonePolicy>,
+) -> Vec<String> {
+    let mut zones_of: HashMap<PathBuf, Vec<&Name>> = HashMap::new();
+    for origin in origins {
+        if let Some(file) = policies.get(origin).and_then(|p| p.journal_file.clone()) {
+            zones_of.entry(file).or_default().push(origin);
+        }
+    }
+    let mut warnings = Vec::new();
+    for (file, zones) in zones_of.into_iter().filter(|(_, z)| z.len() > 1) {
+        let names: Vec<String> = zones.iter().map(|z| z.to_string()).collect();
+        warnings.push(format!(
+            "zones {} would share the journal file {}, which holds one zone's history: their journals stay in memory (journal = false says so without this warning)",
+            names.join(", "),
+            file.display()
+        ));
+        for origin in zones {
+            policies.get_mut(origin).expect("listed above").journal_file = None;
+        }
+    }
+    warnings.sort();
+    warnings
 }
 
 /// Whether a zone's journal is kept in a file: unless `journal = false`.
@@ -1042,6 +1083,37 @@ mod tests {
         assert_eq!(
             journal("g2.test").as_deref(),
             Some("/etc/heron/g/g2.test.jnl")
+        );
+    }
+
+    #[test]
+    fn zones_that_share_a_zone_file_keep_their_journals_in_memory() {
+        let zone = |origin: &str, file: &str| {
+            format!(
+                "[[zone]]\norigin = \"{origin}\"\nfile = \"{file}\"\nallow-transfer = [\"::1\"]\n"
+            )
+        };
+        let s = parse(&[
+            zone("a.test", "parked.zone"),
+            zone("b.test", "parked.zone"),
+            zone("c.test", "c.zone"),
+            "[[zone-group]]\norigins = [\"d.test\"]\nfile = \"{zone}\"\nallow-transfer = [\"::1\"]\n".into(),
+        ]
+        .concat())
+        .unwrap();
+        let journal = |origin: &str| {
+            s.policies[&Name::parse(origin).unwrap()]
+                .journal_file
+                .clone()
+        };
+        assert_eq!((journal("a.test"), journal("b.test")), (None, None));
+        assert_eq!(journal("c.test"), Some("/etc/heron/c.zone.jnl".into()));
+        assert_eq!(journal("d.test"), Some("/etc/heron/d.test.jnl".into()));
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert!(
+            s.warnings[0].starts_with("heron.toml: zones a.test., b.test. would share the journal file /etc/heron/parked.zone.jnl"),
+            "{:?}",
+            s.warnings
         );
     }
 

@@ -1,6 +1,6 @@
 //! `heron serve`: load zones, start the transports, wait for a signal.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,8 +11,8 @@ use arc_swap::ArcSwap;
 use heron_proto::Name;
 use heron_server::pipeline::Pipeline;
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
-use heron_xfr::primary::Primary;
 use heron_xfr::primary::notify::Notifier;
+use heron_xfr::primary::{Primary, journal_files};
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::tls::TlsClients;
 use heron_zone::journal::DEFAULT_MAX_BYTES;
@@ -39,6 +39,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
                 s.secondaries.len(),
                 started.elapsed().as_millis()
             );
+            s.warnings.iter().for_each(|w| tracing::warn!("{w}"));
             s
         }
         Err(errors) => {
@@ -48,7 +49,17 @@ pub fn run(args: ServeArgs) -> ExitCode {
     };
     let use_example = args.config.is_none() && settings.zones.is_empty();
     let mut files = ZoneFiles::new(&settings.zones);
-    let catalog = load_catalog(use_example, &mut files);
+    // Journal files are looked for while the zones load (a listing of a
+    // folder of 100,000 zones takes tens of ms).
+    let (catalog, journals) = std::thread::scope(|s| {
+        let finding = s.spawn(|| journal_files::find(&settings.policies));
+        let catalog = load_catalog(use_example, &mut files);
+        let journals = finding.join().unwrap_or_else(|_| {
+            tracing::error!("looking for journal files failed; journals start over");
+            Default::default()
+        });
+        (catalog, journals)
+    });
     memory::release_free_memory();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
@@ -64,7 +75,13 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let kept = secondary::load_kept(&settings.secondaries);
     let mut primary = Primary::new(settings.policies, DEFAULT_MAX_BYTES);
     // Before anything is served: an IXFR may come at once.
-    primary.open_journal_files(catalog.zones().map(|z| &**z).chain(kept.iter().flatten()));
+    let kept_copies: HashMap<&Name, &Zone> =
+        kept.iter().flatten().map(|z| (z.origin(), z)).collect();
+    primary.open_journal_files(journals, |origin| {
+        let served = catalog.get(origin).map(|zone| &**zone);
+        served.or_else(|| kept_copies.get(origin).copied())
+    });
+    drop(kept_copies);
     let primary = Arc::new(primary);
     let keys = Arc::new(settings.keys);
     let mut pipeline = Pipeline::new(primary.clone(), keys.clone());
@@ -131,6 +148,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             secondaries: Vec::new(),
             secondary: Default::default(),
             xot: TlsClients::new(None).expect("no CA to read"),
+            warnings: Vec::new(),
         },
     };
     if !args.listen.is_empty() {

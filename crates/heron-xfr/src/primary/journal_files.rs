@@ -26,6 +26,7 @@ use heron_zone::diff::ZoneDiff;
 use heron_zone::journal::Journal;
 use heron_zone::journal::file::{self, FileChange, FileSize, StartOver};
 
+use super::ZonePolicy;
 use crate::disk::{self, tmp_path};
 
 /// A zone's journal and, when it is kept in a file, that file's size.
@@ -193,6 +194,33 @@ fn remove(path: &Path) -> io::Result<()> {
     }
 }
 
+/// The journal files that exist, of the zones that keep one.
+#[derive(Debug, Default)]
+pub struct Found(Vec<(Name, PathBuf)>);
+
+impl Found {
+    pub(crate) fn files(&self) -> impl Iterator<Item = (&Name, &Path)> {
+        self.0.iter().map(|(origin, path)| (origin, path.as_path()))
+    }
+}
+
+/// Looks for the journal files of the zones in `policies`: one listing of
+/// each folder that holds many ([`disk::keep_existing`]), without touching
+/// the zones, so it can run while they load.
+pub fn find(policies: &HashMap<Name, ZonePolicy>) -> Found {
+    let files: Vec<(&Name, &Path)> = policies
+        .iter()
+        .filter_map(|(origin, p)| Some((origin, p.journal_path()?)))
+        .collect();
+    let found = disk::keep_existing(files, |(_, path)| path);
+    Found(
+        found
+            .into_iter()
+            .map(|(o, p)| (o.clone(), p.to_path_buf()))
+            .collect(),
+    )
+}
+
 /// What [`restore`] found.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Restored {
@@ -202,18 +230,17 @@ pub(crate) struct Restored {
 }
 
 /// Reads back the journal file of each zone in `zones` (served now, with
-/// the file its journal is kept in) that has one. A file that does not
-/// end at the serial served, or cannot be read, is logged and removed;
-/// a torn last entry is cut off. Returns each zone's history restored.
-pub(crate) fn restore(
-    zones: &[(&Zone, &Path)],
+/// its journal file, which exists). A file that does not end at the
+/// serial served, or cannot be read, is logged and removed; a torn last
+/// entry is cut off. Returns each zone's history restored.
+pub(crate) fn restore<'z>(
+    zones: impl Iterator<Item = (&'z Zone, &'z Path)>,
     max_bytes: usize,
     writer: &JournalWriter,
 ) -> (HashMap<Name, History>, Restored) {
-    let existing = disk::existing(zones.iter().map(|(_, path)| *path));
     let mut histories = HashMap::new();
     let mut summary = Restored::default();
-    for (zone, path) in zones.iter().filter(|(_, p)| existing.contains(*p)) {
+    for (zone, path) in zones {
         summary.files += 1;
         let Some(history) = restore_one(zone, path, max_bytes, writer) else {
             summary.started_over += 1;

@@ -46,6 +46,17 @@ pub struct ZonePolicy {
     pub journal_file: Option<PathBuf>,
 }
 
+impl ZonePolicy {
+    /// The file the zone's journal is kept in, if any: there is a journal
+    /// only if someone may transfer the zone.
+    pub fn journal_path(&self) -> Option<&Path> {
+        if self.allow_transfer.is_empty() {
+            return None;
+        }
+        self.journal_file.as_deref()
+    }
+}
+
 /// How to answer one transfer request for a zone we serve.
 #[derive(Debug)]
 pub enum TransferPlan {
@@ -83,17 +94,17 @@ impl Primary {
         }
     }
 
-    /// From now on keeps the journals of zones with a `journal_file` in
-    /// those files. `served` are the zones served at startup: their files
-    /// are read back first (see [`journal_files`]). Zones not served now
-    /// leave their files as they are until they record a step.
-    pub fn open_journal_files<'z>(&mut self, served: impl IntoIterator<Item = &'z Zone>) {
-        self.keep_shared_journals_in_memory();
-        if !self
-            .policies
-            .values()
-            .any(|p| self.journal_path(p).is_some())
-        {
+    /// From now on keeps the journals of zones with a journal file in
+    /// those files. `found` are the files that exist ([`journal_files::find`],
+    /// which may run while the zones load); each is read back for its zone
+    /// as `served` finds it at startup. The file of a zone not served now
+    /// is left as it is until the zone records a step.
+    pub fn open_journal_files<'z>(
+        &mut self,
+        found: journal_files::Found,
+        served: impl Fn(&Name) -> Option<&'z Zone>,
+    ) {
+        if !self.policies.values().any(|p| p.journal_path().is_some()) {
             return;
         }
         let writer = match JournalWriter::start() {
@@ -106,11 +117,10 @@ impl Primary {
             }
         };
         let started = Instant::now();
-        let zones: Vec<(&Zone, &Path)> = served
-            .into_iter()
-            .filter_map(|zone| Some((zone, self.journal_path(self.policy(zone.origin()))?)))
-            .collect();
-        let (histories, found) = journal_files::restore(&zones, self.journal_max_bytes, &writer);
+        let zones = found
+            .files()
+            .filter_map(|(origin, path)| Some((served(origin)?, path)));
+        let (histories, found) = journal_files::restore(zones, self.journal_max_bytes, &writer);
         if found.files > 0 {
             tracing::info!(
                 "{} journal files read in {} ms: {} kept, {} started over",
@@ -124,48 +134,10 @@ impl Primary {
         self.files = Some(writer);
     }
 
-    /// Zones served from one zone file (parked domains, say) would share
-    /// its journal file, which holds one zone's history: theirs stay in
-    /// memory.
-    fn keep_shared_journals_in_memory(&mut self) {
-        let mut zones_of: HashMap<&Path, Vec<&Name>> = HashMap::new();
-        for (origin, policy) in &self.policies {
-            if let Some(path) = self.journal_path(policy) {
-                zones_of.entry(path).or_default().push(origin);
-            }
-        }
-        let shared: Vec<(PathBuf, Vec<Name>)> = zones_of
-            .into_iter()
-            .filter(|(_, zones)| zones.len() > 1)
-            .map(|(path, zones)| (path.to_path_buf(), zones.into_iter().cloned().collect()))
-            .collect();
-        for (path, zones) in shared {
-            let names: Vec<String> = zones.iter().map(|z| z.to_string()).collect();
-            tracing::warn!(
-                "zones {} would share the journal file {}: their journals stay in memory (journal = false says so without this warning)",
-                names.join(", "),
-                path.display()
-            );
-            for origin in zones {
-                if let Some(policy) = self.policies.get_mut(&origin) {
-                    policy.journal_file = None;
-                }
-            }
-        }
-    }
-
     /// Waits, up to `wait`, until every journal change so far is on disk
     /// (at shutdown). Returns whether it got there.
     pub fn flush_journal_files(&self, wait: Duration) -> bool {
         self.files.as_ref().is_none_or(|w| w.flush(wait))
-    }
-
-    /// The file a zone's journal is kept in, if any.
-    fn journal_path<'p>(&self, policy: &'p ZonePolicy) -> Option<&'p Path> {
-        if policy.allow_transfer.is_empty() {
-            return None;
-        }
-        policy.journal_file.as_deref()
     }
 
     pub fn policy(&self, origin: &Name) -> &ZonePolicy {
@@ -250,10 +222,7 @@ impl Primary {
         origin: &Name,
         update: impl FnOnce(&mut History) -> C,
     ) {
-        let path = self
-            .files
-            .as_ref()
-            .and(self.journal_path(self.policy(origin)));
+        let path = self.files.as_ref().and(self.policy(origin).journal_path());
         let mut journals = self.journals.lock().unwrap();
         let history = journals
             .entry(origin.to_lowercase())
@@ -347,7 +316,8 @@ mod tests {
     /// A primary started with its journal in `file`, serving `zone`.
     fn restarted(file: &Path, zone: &Zone) -> Primary {
         let mut p = primary_journaling_to(Some(file));
-        p.open_journal_files([zone]);
+        let found = journal_files::find(&p.policies);
+        p.open_journal_files(found, |origin| (origin == zone.origin()).then_some(zone));
         p
     }
 
@@ -452,20 +422,6 @@ mod tests {
     }
 
     #[test]
-    fn zones_sharing_a_zone_file_keep_their_journals_in_memory() {
-        let dir = tempfile::tempdir().unwrap();
-        let shared = dir.path().join("parked.zone.jnl");
-        let own = dir.path().join("p.zone.jnl");
-        let policies = [("p.test", &own), ("a.test", &shared), ("b.test", &shared)]
-            .map(|(origin, file)| (Name::parse(origin).unwrap(), open_policy(Some(file))));
-        let mut p = Primary::new(HashMap::from(policies), journal::DEFAULT_MAX_BYTES);
-        p.open_journal_files([]);
-        let journal_of = |o: &str| p.policy(&Name::parse(o).unwrap()).journal_file.clone();
-        assert_eq!(journal_of("p.test"), Some(own));
-        assert_eq!((journal_of("a.test"), journal_of("b.test")), (None, None));
-    }
-
-    #[test]
     fn no_journal_file_for_a_zone_nobody_may_transfer() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("p.zone.jnl");
@@ -478,7 +434,7 @@ mod tests {
             journal::DEFAULT_MAX_BYTES,
         );
         let (v1, v2) = (zone(1, ""), zone(2, "a A 192.0.2.9\n"));
-        p.open_journal_files([&v1]);
+        p.open_journal_files(journal_files::find(&p.policies), |_| Some(&v1));
         assert!(p.files.is_none(), "no writer thread");
         assert!(p.zone_changed(&v1, &v2));
         flushed(p);
