@@ -160,7 +160,7 @@ fn commit(batch: &HashMap<PathBuf, Pending>) {
 enum Written {
     /// A new version in the `.tmp` file.
     ToRename,
-    /// Appended to, or removed.
+    /// Appended to, created, or removed.
     InPlace,
 }
 
@@ -177,14 +177,24 @@ fn write_one(path: &Path, pending: &Pending) -> io::Result<Written> {
         }
         Some(steps) => {
             let all: Vec<Arc<ZoneDiff>> = steps.iter().chain(appends).cloned().collect();
-            let tmp = tmp_path(path);
-            file::write_file(&tmp, origin, &all)
-                .inspect_err(|_| {
-                    let _ = std::fs::remove_file(&tmp);
-                })
-                .map(|()| Written::ToRename)
+            match file::create_file(path, origin, &all) {
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    write_to_rename(path, origin, &all)
+                }
+                created => created.map(|()| Written::InPlace),
+            }
         }
     }
+}
+
+/// A new version of an existing file, in its `.tmp` file until renamed.
+fn write_to_rename(path: &Path, origin: &Name, steps: &[Arc<ZoneDiff>]) -> io::Result<Written> {
+    let tmp = tmp_path(path);
+    file::write_file(&tmp, origin, steps)
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+        .map(|()| Written::ToRename)
 }
 
 fn remove(path: &Path) -> io::Result<()> {
@@ -229,26 +239,49 @@ pub(crate) struct Restored {
     pub(crate) started_over: usize,
 }
 
+/// Files one thread reads back, at least, before another is started.
+const FILES_PER_THREAD: usize = 256;
+
 /// Reads back the journal file of each zone in `zones` (served now, with
-/// its journal file, which exists). A file that does not end at the
-/// serial served, or cannot be read, is logged and removed; a torn last
-/// entry is cut off. Returns each zone's history restored.
-pub(crate) fn restore<'z>(
-    zones: impl Iterator<Item = (&'z Zone, &'z Path)>,
+/// its journal file, which exists), on every core. A file that does not
+/// end at the serial served, or cannot be read, is logged and removed; a
+/// torn last entry is cut off. Returns each zone's history restored.
+pub(crate) fn restore(
+    zones: &[(&Zone, &Path)],
     max_bytes: usize,
     writer: &JournalWriter,
 ) -> (HashMap<Name, History>, Restored) {
-    let mut histories = HashMap::new();
-    let mut summary = Restored::default();
-    for (zone, path) in zones {
-        summary.files += 1;
-        let Some(history) = restore_one(zone, path, max_bytes, writer) else {
-            summary.started_over += 1;
-            continue;
-        };
-        summary.kept += 1;
-        histories.insert(zone.origin().to_lowercase(), history);
-    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(zones.len().div_ceil(FILES_PER_THREAD))
+        .max(1);
+    let share = zones.len().div_ceil(threads).max(1);
+    let restored: Vec<(Name, Option<History>)> = std::thread::scope(|s| {
+        let workers: Vec<_> = zones
+            .chunks(share)
+            .map(|part| {
+                s.spawn(move || {
+                    let each = |(zone, path): &(&Zone, &Path)| {
+                        let history = restore_one(zone, path, max_bytes, writer);
+                        (zone.origin().to_lowercase(), history)
+                    };
+                    part.iter().map(each).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let done = workers.into_iter().map(|w| w.join().expect("no panic"));
+        done.flatten().collect()
+    });
+    let mut summary = Restored {
+        files: restored.len(),
+        ..Restored::default()
+    };
+    let kept = restored
+        .into_iter()
+        .filter_map(|(origin, h)| Some((origin, h?)));
+    let histories: HashMap<Name, History> = kept.collect();
+    summary.kept = histories.len();
+    summary.started_over = summary.files - summary.kept;
     (histories, summary)
 }
 

@@ -117,10 +117,11 @@ impl Primary {
             }
         };
         let started = Instant::now();
-        let zones = found
+        let zones: Vec<(&Zone, &Path)> = found
             .files()
-            .filter_map(|(origin, path)| Some((served(origin)?, path)));
-        let (histories, found) = journal_files::restore(zones, self.journal_max_bytes, &writer);
+            .filter_map(|(origin, path)| Some((served(origin)?, path)))
+            .collect();
+        let (histories, found) = journal_files::restore(&zones, self.journal_max_bytes, &writer);
         if found.files > 0 {
             tracing::info!(
                 "{} journal files read in {} ms: {} kept, {} started over",
@@ -278,6 +279,7 @@ impl Primary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::disk;
     use heron_zone::load_zone_str;
 
     fn zone(serial: u32, body: &str) -> Zone {
@@ -392,6 +394,19 @@ mod tests {
             Some(3),
             "nothing lost behind the tear"
         );
+    }
+
+    #[test]
+    fn a_history_that_starts_over_replaces_the_file() {
+        let (_dir, file, v) = journaled_1_to_3(5);
+        let p = restarted(&file, &v[2]);
+        // Version 4 never reached the journal: 4 -> 5 starts a new history.
+        assert!(p.zone_changed(&v[3], &v[4]));
+        flushed(p);
+        assert!(!disk::tmp_path(&file).exists());
+        let p = restarted(&file, &v[4]);
+        assert_eq!(steps_planned(&p, &v[4], 4), Some(1));
+        assert_eq!(steps_planned(&p, &v[4], 1), None, "the old steps are gone");
     }
 
     #[test]

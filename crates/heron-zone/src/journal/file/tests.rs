@@ -116,6 +116,22 @@ fn appends_and_whole_files_read_back_through_restore() {
 }
 
 #[test]
+fn a_new_file_is_created_only_where_there_is_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("z.zone.jnl");
+    let diffs = chain(2);
+    create_file(&path, &origin(), &diffs).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), file_bytes(&diffs));
+    let again = create_file(&path, &origin(), &diffs[..1]).unwrap_err();
+    assert_eq!(again.kind(), io::ErrorKind::AlreadyExists);
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        file_bytes(&diffs),
+        "untouched"
+    );
+}
+
+#[test]
 fn a_torn_last_entry_is_dropped_and_cut_before_the_next_append() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("z.zone.jnl");
