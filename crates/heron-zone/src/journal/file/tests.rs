@@ -455,3 +455,28 @@ proptest! {
         prop_assert_eq!(damage.map(|d| d.offset), (!whole).then_some(offsets[hit]));
     }
 }
+
+/// Writes the seeds of the `journal_file` fuzz target (fuzz/seeds/):
+/// `cargo test -p heron-zone write_fuzz_seeds -- --ignored`. The first
+/// octet is the target's mode: 1 sets the checksums before reading.
+#[test]
+#[ignore]
+fn write_fuzz_seeds() {
+    let whole = file_bytes(&chain(3));
+    let second = entry_offsets(&chain(3))[1] as usize;
+    let mut flipped = whole.clone();
+    flipped[second + 12] ^= 0x40;
+    let seeds: [(&str, u8, &[u8]); 6] = [
+        ("three-steps", 0, &whole),
+        ("three-steps-checksums-set", 1, &whole),
+        ("torn", 0, &whole[..whole.len() - 7]),
+        ("header-only", 0, &header(&origin())),
+        ("flipped", 0, &flipped),
+        ("flipped-checksums-set", 1, &flipped),
+    ];
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/journal_file");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, mode, file) in seeds {
+        std::fs::write(dir.join(name), [&[mode][..], file].concat()).unwrap();
+    }
+}
