@@ -1,5 +1,6 @@
 //! `heron serve`: load zones, start the transports, wait for a signal.
 
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +13,7 @@ use heron_proto::Name;
 use heron_server::pipeline::Pipeline;
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::primary::notify::Notifier;
-use heron_xfr::primary::{Primary, journal_files};
+use heron_xfr::primary::{Primary, ZonePolicy, journal_files};
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::tls::TlsClients;
 use heron_zone::journal::DEFAULT_MAX_BYTES;
@@ -49,17 +50,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     };
     let use_example = args.config.is_none() && settings.zones.is_empty();
     let mut files = ZoneFiles::new(&settings.zones);
-    // Journal files are looked for while the zones load (a listing of a
-    // folder of 100,000 zones takes tens of ms).
-    let (catalog, journals) = std::thread::scope(|s| {
-        let finding = s.spawn(|| journal_files::find(&settings.policies));
-        let catalog = load_catalog(use_example, &mut files);
-        let journals = finding.join().unwrap_or_else(|_| {
-            tracing::error!("looking for journal files failed; journals start over");
-            Default::default()
-        });
-        (catalog, journals)
-    });
+    let (catalog, journals) = load_catalog_and_find_journals(use_example, &mut files, &settings);
     memory::release_free_memory();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
@@ -73,16 +64,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
         }
     };
     let kept = secondary::load_kept(&settings.secondaries);
-    let mut primary = Primary::new(settings.policies, DEFAULT_MAX_BYTES);
     // Before anything is served: an IXFR may come at once.
-    let kept_copies: HashMap<&Name, &Zone> =
-        kept.iter().flatten().map(|z| (z.origin(), z)).collect();
-    primary.open_journal_files(journals, |origin| {
-        let served = catalog.get(origin).map(|zone| &**zone);
-        served.or_else(|| kept_copies.get(origin).copied())
-    });
-    drop(kept_copies);
-    let primary = Arc::new(primary);
+    let primary = Arc::new(primary(settings.policies, journals, &catalog, &kept));
     let keys = Arc::new(settings.keys);
     let mut pipeline = Pipeline::new(primary.clone(), keys.clone());
     let (notify_tx, notifies) = mpsc::unbounded_channel();
@@ -165,6 +148,43 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
     }
     settings.zones.extend(args.zone.iter().cloned());
     Ok(settings)
+}
+
+/// [`load_catalog`], while another thread looks for the zones' journal
+/// files (listing a folder of 100,000 zones takes tens of ms).
+fn load_catalog_and_find_journals(
+    use_example: bool,
+    files: &mut ZoneFiles,
+    settings: &Settings,
+) -> (Catalog, journal_files::Found) {
+    std::thread::scope(|s| {
+        let finding = s.spawn(|| journal_files::find(&settings.policies));
+        let catalog = load_catalog(use_example, files);
+        let journals = finding.join().unwrap_or_else(|_| {
+            tracing::error!("looking for journal files failed; journals start over");
+            Default::default()
+        });
+        (catalog, journals)
+    })
+}
+
+/// The primary side, with the journal files `found` read back for the
+/// zones served now: those of `catalog` and the secondaries' `kept` copies.
+fn primary(
+    policies: HashMap<Name, ZonePolicy>,
+    found: journal_files::Found,
+    catalog: &Catalog,
+    kept: &[Option<Zone>],
+) -> Primary {
+    let mut primary = Primary::new(policies, DEFAULT_MAX_BYTES);
+    // Indexed only if a journal file asks for a kept copy.
+    let kept_copies: OnceCell<HashMap<&Name, &Zone>> = OnceCell::new();
+    let index = || kept.iter().flatten().map(|z| (z.origin(), z)).collect();
+    primary.open_journal_files(found, |origin| {
+        let served = catalog.get(origin).map(|zone| &**zone);
+        served.or_else(|| kept_copies.get_or_init(index).get(origin).copied())
+    });
+    primary
 }
 
 /// The built-in example zone, if nothing else is configured, and every
