@@ -137,20 +137,36 @@ fn run(queue: Receiver<Message>) {
     }
 }
 
+/// Failures logged one by one in a batch; the rest are counted (a
+/// read-only folder of 100,000 zones would otherwise log 100,000 lines).
+const FAILURES_LOGGED: usize = 10;
+
 /// Writes every file of the batch, then makes them durable together.
 fn commit(batch: &HashMap<PathBuf, Pending>) {
     let mut renamed: Vec<&Path> = Vec::new();
     let mut written: Vec<&Path> = Vec::new();
+    let mut failed = 0;
     for (path, pending) in batch {
         match write_one(path, pending) {
             Ok(Written::ToRename) => renamed.push(path),
             Ok(Written::InPlace) => written.push(path),
-            Err(e) => tracing::error!(
-                "zone {}: journal file {} not written: {e}; its IXFR history will start over at the next restart",
-                pending.origin,
-                path.display()
-            ),
+            Err(e) => {
+                failed += 1;
+                if failed <= FAILURES_LOGGED {
+                    tracing::error!(
+                        "zone {}: journal file {} not written: {e}; its IXFR history will start over at the next restart",
+                        pending.origin,
+                        path.display()
+                    );
+                }
+            }
         }
+    }
+    if failed > FAILURES_LOGGED {
+        tracing::error!(
+            "{} more journal files not written",
+            failed - FAILURES_LOGGED
+        );
     }
     if !renamed.is_empty() || !written.is_empty() {
         disk::install(&renamed, &written);
@@ -336,4 +352,45 @@ fn restore_one(
         journal,
         file: Some(size),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heron_zone::diff::diff;
+    use heron_zone::load_zone_str;
+
+    fn step(from: u32, to: u32) -> Arc<ZoneDiff> {
+        let zone = |serial: u32| {
+            let text =
+                format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.{serial}\n");
+            load_zone_str(&text, "w", &Name::parse("w.test").unwrap())
+                .unwrap()
+                .zone
+        };
+        Arc::new(diff(&zone(from), &zone(to)))
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_written_does_not_stop_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let not_a_folder = dir.path().join("file");
+        std::fs::write(&not_a_folder, "x").unwrap();
+        let (bad, good) = (not_a_folder.join("w.jnl"), dir.path().join("w.jnl"));
+        let origin = Name::parse("w.test").unwrap();
+        let writer = JournalWriter::start().unwrap();
+        for path in [&bad, &good] {
+            writer.change(path, &origin, FileChange::Replace(vec![step(1, 2)]));
+            writer.change(path, &origin, FileChange::Append(step(2, 3)));
+        }
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert!(!bad.exists());
+        let restored = file::restore(&good, &origin, 3, 1 << 20).unwrap();
+        assert_eq!(restored.journal.len(), 2);
+        // Removed; a removal that fails is logged, the others go on.
+        writer.change(&good, &origin, FileChange::Replace(Vec::new()));
+        writer.change(&bad, &origin, FileChange::Replace(Vec::new()));
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert!(!good.exists());
+    }
 }
