@@ -255,9 +255,9 @@ async fn serve(
     transfers: Transfers,
     secondaries: secondary::Secondaries,
 ) -> Result<(), String> {
-    // Secondaries may have missed changes while we were down.
+    // Secondaries may have missed changes while we were down: told once
+    // we listen, or they would find nobody to transfer from.
     let every_zone = transfers.journal_changes(&Catalog::new(), &catalog);
-    transfers.notify(&every_zone);
     let catalog: SharedCatalog = Arc::new(ArcSwap::from_pointee(catalog));
     let transfers = Arc::new(transfers);
     let secondary_zones = secondaries.zones.len();
@@ -301,6 +301,9 @@ async fn serve(
         tasks.push(spawn_stream(listener, Some(acceptor)));
         tracing::info!("answering on {addr} (DNS over TLS)");
     }
+    transfers.notify(&every_zone);
+    // The zones as loaded: not held past here, or a reload could not free them.
+    drop(every_zone);
     tracing::info!(
         "ready: serving {} zones and {secondary_zones} secondary zones with {} workers, {} ms after start",
         catalog.load().len(),

@@ -544,3 +544,45 @@ fn a_restarted_heron_serves_knot_an_ixfr() {
 fn a_restarted_heron_serves_bind_an_ixfr() {
     restarted_primary_serves_ixfr_to(ServerKind::Bind);
 }
+
+/// At startup Heron tells its secondaries it may have changes they
+/// missed; by then it must take their transfers, or a secondary that
+/// acts at once (BIND does) finds the port closed and waits out its retry
+/// timer.
+#[test]
+fn the_startup_notify_comes_once_transfers_are_taken() {
+    let file = temp_zone("startup-notify", &zone_text(1, ""));
+    let secondary = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    secondary
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let notify_to = secondary.local_addr().unwrap();
+    let port = free_port();
+    // Many addresses take a while to bind: the last is bound last.
+    let listen: Vec<SocketAddr> = (1..=20)
+        .map(|i| SocketAddr::from(([127, 0, 0, i], port)))
+        .collect();
+    let last = *listen.last().unwrap();
+    // What the secondary sees: NOTIFY, then a TCP connection attempt.
+    let seen = std::thread::spawn(move || {
+        let mut buf = [0; 512];
+        secondary.recv_from(&mut buf).map_err(|e| e.to_string())?;
+        std::net::TcpStream::connect(last)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    let listen: Vec<String> = listen.iter().map(|a| format!("\"{a}\"")).collect();
+    let config = format!(
+        "[server]\nlisten = [{}]\nworkers = 1\n\
+         [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n\
+         allow-transfer = [\"127.0.0.1\"]\nnotify = [\"{notify_to}\"]\n",
+        listen.join(", "),
+        file.display()
+    );
+    let server = ServerProcess::heron_on_port(&heron(), port, ORIGIN, &config)
+        .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
+    let connected = seen.join().unwrap();
+    assert_eq!(connected, Ok(()), "{}", server.log());
+    drop(server);
+    std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
+}
