@@ -13,6 +13,7 @@ mod xfr_common;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use heron_proto::message::{Header, Message};
 use heron_proto::tsig::{self, Algorithm, Key};
@@ -350,6 +351,14 @@ fn a_secondary_killed_mid_transfer_serves_its_last_good_copy_and_resumes() {
         "NOTIFY for serial 2 never came: {}",
         heron.log()
     );
+    // Seeing serial 2, it dates its last check one refresh interval back
+    // before it transfers; killed before that, a restart would rightly
+    // wait out the refresh interval.
+    let dated_back = || {
+        let modified = std::fs::metadata(&kept).and_then(|m| m.modified());
+        modified.is_ok_and(|t| t.elapsed().unwrap_or_default() > Duration::from_secs(60))
+    };
+    assert!(eventually(dated_back), "{}", heron.log());
     heron.kill();
     assert_eq!(
         kept_serial(&kept),
