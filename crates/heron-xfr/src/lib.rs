@@ -5,8 +5,12 @@
 //!   received zone kept on disk.
 //! * [`acl`]: who may transfer or notify, by address prefix and TSIG key.
 //! * [`serial`]: SOA serial arithmetic (RFC 1982).
+//!
+//! `disk` makes many files durable at once, for the kept copies of
+//! secondary zones and the journal files alike.
 
 pub mod acl;
+mod disk;
 pub mod primary;
 pub mod secondary;
 pub mod serial;

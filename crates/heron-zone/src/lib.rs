@@ -5,7 +5,8 @@
 //! * [`zone`]: the checked, read-only zone built from records.
 //! * [`catalog`]: all zones served, found by longest matching origin.
 //! * [`diff`]: the records that differ between two versions of a zone (IXFR).
-//! * [`journal`]: the recent diffs of a zone, bounded, for IXFR out.
+//! * [`journal`]: the recent diffs of a zone, bounded, for IXFR out, and
+//!   the file that keeps them across restarts.
 //! * [`answer`]: the answer engine, a pure function of catalog and query.
 //! * [`lookahead`]: answering a batch of queries with their memory waits overlapped.
 

@@ -55,6 +55,10 @@ pub fn config(file: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    settings
+        .warnings
+        .iter()
+        .for_each(|w| println!("warning: {w}"));
     let mut ok = true;
     for spec in &settings.zones {
         ok &= report_zone(&spec.file, &spec.origin);

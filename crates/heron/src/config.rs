@@ -29,6 +29,7 @@
 //! file = "zones/example.com.zone"   # relative to this file's folder
 //! allow-transfer = ["192.0.2.0/24 key xfr.example", "::1"]  # default: nobody
 //! notify = ["192.0.2.7:53 key xfr.example"]                # on every new serial
+//! journal = false            # IXFR history in memory only (default: in FILE.jnl)
 //!
 //! [[zone]]                              # a secondary zone
 //! origin = "example.net"
@@ -59,6 +60,7 @@ use heron_xfr::secondary::client::Upstream;
 use heron_xfr::secondary::refresh::{SecondaryZone, TimerBounds};
 use heron_xfr::secondary::tls::{TlsClients, XotTrust};
 use heron_zone::AnswerConfig;
+use heron_zone::journal::file as journal_file;
 use serde::Deserialize;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:5300";
@@ -300,6 +302,9 @@ pub struct ZoneEntry {
     /// of its primaries; `file` is then where the received zone is kept.
     #[serde(default)]
     pub primaries: Vec<String>,
+    /// Whether the journal (IXFR history) is kept in `FILE.jnl` across
+    /// restarts; default yes, when `allow-transfer` is set.
+    pub journal: Option<bool>,
 }
 
 /// Zones that share their settings, their files named by a pattern: what
@@ -320,6 +325,7 @@ pub struct ZoneGroup {
     pub notify: Vec<String>,
     #[serde(default)]
     pub primaries: Vec<String>,
+    pub journal: Option<bool>,
 }
 
 /// The settings a `[[zone]]` or `[[zone-group]]` gives its zones. Both
@@ -331,6 +337,7 @@ struct ZoneOptions<'a> {
     allow_notify: &'a [String],
     notify: &'a [String],
     primaries: &'a [String],
+    journal: Option<bool>,
 }
 
 impl ZoneEntry {
@@ -340,6 +347,7 @@ impl ZoneEntry {
             allow_notify: &self.allow_notify,
             notify: &self.notify,
             primaries: &self.primaries,
+            journal: self.journal,
         }
     }
 }
@@ -351,6 +359,7 @@ impl ZoneGroup {
             allow_notify: &self.allow_notify,
             notify: &self.notify,
             primaries: &self.primaries,
+            journal: self.journal,
         }
     }
 
@@ -405,6 +414,8 @@ pub struct Settings {
     pub xot: TlsClients,
     /// Where the control socket is, if there is one.
     pub control: Option<PathBuf>,
+    /// What is worth saying about a configuration that is not wrong.
+    pub warnings: Vec<String>,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -425,11 +436,15 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         Vec::new()
     });
     let mut zones = Zones::default();
+    let mut single_zones = Vec::with_capacity(file.zones.len());
     for entry in &file.zones {
         let settings = zone_settings(entry.options(), &keys);
         let spec = zone_spec(&entry.origin, &base.join(&entry.file));
         match settings.and_then(|settings| Ok((spec?, settings))) {
-            Ok((spec, settings)) => zones.add(spec, &settings),
+            Ok((spec, settings)) => {
+                single_zones.push(spec.origin.clone());
+                zones.add(spec, &settings)
+            }
             Err(e) => errors.push(format!("{}: zone '{}': {e}", path.display(), entry.origin)),
         }
     }
@@ -441,8 +456,12 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     let Zones {
         mut zones,
         secondaries,
-        policies,
+        mut policies,
     } = zones;
+    let warnings = keep_shared_journals_in_memory(&single_zones, &mut policies)
+        .into_iter()
+        .map(|w| format!("{}: {w}", path.display()))
+        .collect();
     errors.extend(
         check_unique_origins(&zones)
             .into_iter()
@@ -524,15 +543,67 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         control: server.control.as_ref().map(|p| base.join(p)),
         secondary: file.secondary,
         xot: xot.expect("no errors"),
+        warnings,
     })
 }
 
-/// A zone's transfer policy and primaries (none unless it is a secondary).
-type ZoneSettings = (ZonePolicy, Vec<Upstream>);
+/// What a `[[zone]]` or `[[zone-group]]` gives each of its zones.
+struct ZoneSettings {
+    policy: ZonePolicy,
+    /// None unless the zones are secondaries.
+    primaries: Vec<Upstream>,
+    keep_journal: bool,
+}
 
 fn zone_settings(options: ZoneOptions, keys: &[Key]) -> Result<ZoneSettings, String> {
     let primaries = upstreams(options.primaries, keys)?;
-    Ok((zone_policy(&options, keys, &primaries)?, primaries))
+    Ok(ZoneSettings {
+        policy: zone_policy(&options, keys, &primaries)?,
+        keep_journal: keeps_journal(&options)?,
+        primaries,
+    })
+}
+
+/// `[[zone]]` entries served from one zone file (parked domains, say)
+/// would share its journal file, which holds one zone's history: theirs
+/// stay in memory, and a warning says so. (The zones of a `[[zone-group]]`
+/// each have their own file.)
+fn keep_shared_journals_in_memory(
+    origins: &[Name],
+    policies: &mut HashMap<Name, ZonePolicy>,
+) -> Vec<String> {
+    let mut zones_of: HashMap<PathBuf, Vec<&Name>> = HashMap::new();
+    for origin in origins {
+        if let Some(file) = policies.get(origin).and_then(|p| p.journal_file.clone()) {
+            zones_of.entry(file).or_default().push(origin);
+        }
+    }
+    let mut warnings = Vec::new();
+    for (file, zones) in zones_of.into_iter().filter(|(_, z)| z.len() > 1) {
+        let names: Vec<String> = zones.iter().map(|z| z.to_string()).collect();
+        warnings.push(format!(
+            "zones {} would share the journal file {}, which holds one zone's history: their journals stay in memory (journal = false says so without this warning)",
+            names.join(", "),
+            file.display()
+        ));
+        for origin in zones {
+            policies.get_mut(origin).expect("listed above").journal_file = None;
+        }
+    }
+    warnings.sort();
+    warnings
+}
+
+/// Whether a zone's journal is kept in a file: unless `journal = false`.
+/// There is a journal only for zones someone may transfer, so an explicit
+/// `journal = true` without `allow-transfer` is a mistake.
+fn keeps_journal(options: &ZoneOptions) -> Result<bool, String> {
+    match options.journal {
+        Some(true) if options.allow_transfer.is_empty() => Err(
+            "journal = true, but allow-transfer is empty: a journal is kept only for zones others may transfer".into(),
+        ),
+        journal => Ok(journal.unwrap_or(true)),
+    }
 }
 
 /// The zones configured so far.
@@ -544,9 +615,18 @@ struct Zones {
 }
 
 impl Zones {
-    fn add(&mut self, spec: ZoneSpec, (policy, primaries): &ZoneSettings) {
+    fn add(&mut self, spec: ZoneSpec, settings: &ZoneSettings) {
+        let ZoneSettings {
+            policy,
+            primaries,
+            keep_journal,
+        } = settings;
         if *policy != ZonePolicy::default() {
-            self.policies.insert(spec.origin.clone(), policy.clone());
+            let mut policy = policy.clone();
+            if *keep_journal && !policy.allow_transfer.is_empty() {
+                policy.journal_file = Some(journal_file::path_for(&spec.file));
+            }
+            self.policies.insert(spec.origin.clone(), policy);
         }
         if !primaries.is_empty() {
             // Listed in `zones` too, so origins are checked unique.
@@ -673,6 +753,8 @@ fn zone_policy(
         allow_transfer: acl(entry.allow_transfer, "allow-transfer")?,
         allow_notify,
         notify: notify.collect::<Result<_, String>>()?,
+        // Each zone's own, set when it is added.
+        journal_file: None,
     })
 }
 
@@ -1035,6 +1117,96 @@ mod tests {
         assert_eq!(s.secondaries.len(), 1);
         assert_eq!(s.secondaries[0].file, Path::new("/var/kept/s.test"));
         assert_eq!(s.secondaries[0].primaries[0].addr.port(), 53);
+    }
+
+    #[test]
+    fn journals_are_kept_next_to_zone_files_unless_turned_off() {
+        let s = parse(
+            "[[zone]]\norigin = \"a.test\"\nfile = \"a.zone\"\nallow-transfer = [\"::1\"]\n\
+             [[zone]]\norigin = \"off.test\"\nfile = \"off.zone\"\nallow-transfer = [\"::1\"]\njournal = false\n\
+             [[zone]]\norigin = \"s.test\"\nfile = \"kept/s\"\nallow-transfer = [\"::1\"]\n\
+             primaries = [\"192.0.2.1\"]\n\
+             [[zone]]\norigin = \"closed.test\"\nfile = \"closed.zone\"\nnotify = [\"192.0.2.7\"]\n\
+             [[zone-group]]\norigins = [\"g1.test\", \"g2.test\"]\nfile = \"g/{zone}\"\n\
+             allow-transfer = [\"::1\"]\njournal = true\n",
+        )
+        .unwrap();
+        let journal = |origin: &str| {
+            s.policies[&Name::parse(origin).unwrap()]
+                .journal_file
+                .as_deref()
+                .map(|p| p.display().to_string())
+        };
+        assert_eq!(journal("a.test").as_deref(), Some("/etc/heron/a.zone.jnl"));
+        assert_eq!(journal("off.test"), None);
+        assert_eq!(journal("s.test").as_deref(), Some("/etc/heron/kept/s.jnl"));
+        assert_eq!(journal("closed.test"), None, "nobody may transfer it");
+        assert_eq!(
+            journal("g1.test").as_deref(),
+            Some("/etc/heron/g/g1.test.jnl")
+        );
+        assert_eq!(
+            journal("g2.test").as_deref(),
+            Some("/etc/heron/g/g2.test.jnl")
+        );
+    }
+
+    #[test]
+    fn zones_that_share_a_zone_file_keep_their_journals_in_memory() {
+        let zone = |origin: &str, file: &str| {
+            format!(
+                "[[zone]]\norigin = \"{origin}\"\nfile = \"{file}\"\nallow-transfer = [\"::1\"]\n"
+            )
+        };
+        let s = parse(&[
+            zone("a.test", "parked.zone"),
+            zone("b.test", "parked.zone"),
+            zone("c.test", "c.zone"),
+            "[[zone-group]]\norigins = [\"d.test\"]\nfile = \"{zone}\"\nallow-transfer = [\"::1\"]\n".into(),
+        ]
+        .concat())
+        .unwrap();
+        let journal = |origin: &str| {
+            s.policies[&Name::parse(origin).unwrap()]
+                .journal_file
+                .clone()
+        };
+        assert_eq!((journal("a.test"), journal("b.test")), (None, None));
+        assert_eq!(journal("c.test"), Some("/etc/heron/c.zone.jnl".into()));
+        assert_eq!(journal("d.test"), Some("/etc/heron/d.test.jnl".into()));
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert!(
+            s.warnings[0].starts_with("heron.toml: zones a.test., b.test. would share the journal file /etc/heron/parked.zone.jnl"),
+            "{:?}",
+            s.warnings
+        );
+    }
+
+    #[test]
+    fn a_journal_without_allow_transfer_is_a_mistake() {
+        let err =
+            parse("[[zone]]\norigin = \"a.test\"\nfile = \"a\"\njournal = true\n").unwrap_err();
+        assert!(
+            err.iter()
+                .any(|e| e.contains("zone 'a.test'") && e.contains("allow-transfer is empty")),
+            "{err:?}"
+        );
+        let err =
+            parse("[[zone-group]]\norigins = [\"a.test\"]\nfile = \"{zone}\"\njournal = true\n")
+                .unwrap_err();
+        assert!(
+            err.iter()
+                .any(|e| e.contains("[[zone-group]]: journal = true")),
+            "{err:?}"
+        );
+        let err = parse(
+            "[[zone]]\norigin = \"a.test\"\nfile = \"a\"\nallow-transfer = [\"::1\"]\njournal = \"no\"\n",
+        )
+        .unwrap_err();
+        assert!(
+            err[0].contains("line 5") && err[0].contains("boolean"),
+            "{err:?}"
+        );
     }
 
     #[test]

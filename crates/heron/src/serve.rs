@@ -1,6 +1,7 @@
 //! `heron serve`: load zones, start the transports, wait for a signal.
 
-use std::collections::HashSet;
+use std::cell::OnceCell;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,8 +13,8 @@ use arc_swap::ArcSwap;
 use heron_proto::Name;
 use heron_server::pipeline::Pipeline;
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
-use heron_xfr::primary::Primary;
 use heron_xfr::primary::notify::Notifier;
+use heron_xfr::primary::{Primary, ZonePolicy, journal_files};
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::tls::TlsClients;
 use heron_zone::journal::DEFAULT_MAX_BYTES;
@@ -41,6 +42,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
                 s.secondaries.len(),
                 started.elapsed().as_millis()
             );
+            s.warnings.iter().for_each(|w| tracing::warn!("{w}"));
             s
         }
         Err(errors) => {
@@ -50,7 +52,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     };
     let use_example = args.config.is_none() && settings.zones.is_empty();
     let mut files = ZoneFiles::new(&settings.zones);
-    let catalog = load_catalog(use_example, &mut files);
+    let (catalog, journals) = load_catalog_and_find_journals(use_example, &mut files, &settings);
     memory::release_free_memory();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
@@ -63,7 +65,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let primary = Arc::new(Primary::new(settings.policies, DEFAULT_MAX_BYTES));
+    let kept = secondary::load_kept(&settings.secondaries);
+    // Before anything is served: an IXFR may come at once.
+    let primary = Arc::new(primary(settings.policies, journals, &catalog, &kept));
     let keys = Arc::new(settings.keys);
     let mut pipeline = Pipeline::new(primary.clone(), keys.clone());
     let (notify_tx, notifies) = mpsc::unbounded_channel();
@@ -83,7 +87,6 @@ pub fn run(args: ServeArgs) -> ExitCode {
         catalog_writer: Mutex::new(()),
         primary,
     };
-    let kept = secondary::load_kept(&settings.secondaries);
     let secondaries = secondary::Secondaries {
         kept,
         zones: settings.secondaries,
@@ -132,6 +135,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             secondary: Default::default(),
             xot: TlsClients::new(None).expect("no CA to read"),
             control: None,
+            warnings: Vec::new(),
         },
     };
     if let Some(path) = &args.control {
@@ -151,6 +155,43 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
     }
     settings.zones.extend(args.zone.iter().cloned());
     Ok(settings)
+}
+
+/// [`load_catalog`], while another thread looks for the zones' journal
+/// files (listing a folder of 100,000 zones takes tens of ms).
+fn load_catalog_and_find_journals(
+    use_example: bool,
+    files: &mut ZoneFiles,
+    settings: &Settings,
+) -> (Catalog, journal_files::Found) {
+    std::thread::scope(|s| {
+        let finding = s.spawn(|| journal_files::find(&settings.policies));
+        let catalog = load_catalog(use_example, files);
+        let journals = finding.join().unwrap_or_else(|_| {
+            tracing::error!("looking for journal files failed; journals start over");
+            Default::default()
+        });
+        (catalog, journals)
+    })
+}
+
+/// The primary side, with the journal files `found` read back for the
+/// zones served now: those of `catalog` and the secondaries' `kept` copies.
+fn primary(
+    policies: HashMap<Name, ZonePolicy>,
+    found: journal_files::Found,
+    catalog: &Catalog,
+    kept: &[Option<Zone>],
+) -> Primary {
+    let mut primary = Primary::new(policies, DEFAULT_MAX_BYTES);
+    // Indexed only if a journal file asks for a kept copy.
+    let kept_copies: OnceCell<HashMap<&Name, &Zone>> = OnceCell::new();
+    let index = || kept.iter().flatten().map(|z| (z.origin(), z)).collect();
+    primary.open_journal_files(found, |origin| {
+        let served = catalog.get(origin).map(|zone| &**zone);
+        served.or_else(|| kept_copies.get_or_init(index).get(origin).copied())
+    });
+    primary
 }
 
 /// The built-in example zone, if nothing else is configured, and every
@@ -228,9 +269,9 @@ async fn serve(
         Some(path) => Some((control::bind(&path)?, path)),
         None => None,
     };
-    // Secondaries may have missed changes while we were down.
+    // Secondaries may have missed changes while we were down: told once
+    // we listen, or they would find nobody to transfer from.
     let every_zone = transfers.journal_changes(&Catalog::new(), &catalog);
-    transfers.notify(&every_zone);
     let catalog: SharedCatalog = Arc::new(ArcSwap::from_pointee(catalog));
     let transfers = Arc::new(transfers);
     let secondary_zones = secondaries.zones.len();
@@ -274,6 +315,9 @@ async fn serve(
         tasks.push(spawn_stream(listener, Some(acceptor)));
         tracing::info!("answering on {addr} (DNS over TLS)");
     }
+    transfers.notify(&every_zone);
+    // The zones as loaded: not held past here, or a reload could not free them.
+    drop(every_zone);
     tracing::info!(
         "ready: serving {} zones and {secondary_zones} secondary zones with {} workers, {} ms after start",
         catalog.load().len(),
@@ -312,6 +356,12 @@ async fn serve(
         && !keeper.flush(Duration::from_secs(10))
     {
         tracing::warn!("kept copies of secondary zones not all written within 10 s");
+    }
+    if !transfers
+        .primary
+        .flush_journal_files(Duration::from_secs(10))
+    {
+        tracing::warn!("journal files not all written within 10 s");
     }
     Ok(())
 }

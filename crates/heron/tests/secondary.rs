@@ -4,9 +4,10 @@
 //! then, after an edit and a reload on the primary, hears its NOTIFY and
 //! fetches the change by IXFR. Restarted without its primary, Heron serves
 //! the copy it kept; killed in the middle of a transfer, it comes back with
-//! the last good version and finishes the transfer. NOTIFYs from outside
-//! the ACL or with a wrong key are refused, and an expired zone answers
-//! SERVFAIL until its primary is back.
+//! the last good version and finishes the transfer; restarted, it still
+//! serves IXFR of the steps it received to its own secondaries. NOTIFYs
+//! from outside the ACL or with a wrong key are refused, and an expired
+//! zone answers SERVFAIL until its primary is back.
 //!
 //! Against a primary in the test's own process, which misbehaves on cue
 //! and counts what it sees: AXFR when an IXFR is refused or broken, timers
@@ -258,6 +259,83 @@ impl HeronPrimary {
     }
 }
 
+/// Heron → Heron → kdig: a secondary that others may transfer from
+/// journals the IXFR steps it receives, and restarted, still serves them
+/// by IXFR to its own secondaries.
+#[test]
+fn a_restarted_secondary_still_serves_ixfr_of_what_it_received() {
+    let HeronPrimary {
+        dir,
+        zone_file,
+        primary,
+        secondary_port,
+    } = HeronPrimary::start("journal");
+    let kept = dir.join("xfr.kept");
+    let config = secondary_config(secondary_port, primary.addr(), &kept, "")
+        + "allow-transfer = [\"127.0.0.1\"]\n";
+    let mut heron = start(secondary_port, &config);
+    assert!(eventually(|| kept_serial(&kept) == Some(1)));
+    for (serial, text) in [
+        (2, edited_zone()),
+        (
+            3,
+            edited_zone().replace(" 2 3600 ", " 3 3600 ") + "newer A 192.0.2.98\n",
+        ),
+    ] {
+        std::fs::write(&zone_file, text).unwrap();
+        primary.reload();
+        assert!(
+            eventually(|| kept_serial(&kept) == Some(serial)),
+            "serial {serial}: {}",
+            heron.log()
+        );
+    }
+    let log = heron.log();
+    assert!(
+        log.contains("IXFR from") && log.contains("to serial 3"),
+        "{log}"
+    );
+    assert!(heron.terminate().is_some_and(|s| s.success()));
+
+    let heron = start(secondary_port, &config);
+    assert!(
+        heron.log().contains("serving kept serial 3"),
+        "{}",
+        heron.log()
+    );
+    let out = kdig(heron.addr(), &[ORIGIN, "IXFR=1"]);
+    assert_eq!(
+        soa_serials(&out.stdout),
+        [3, 1, 2, 2, 3, 3],
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        heron.log()
+    );
+    assert_eq!(
+        records(&out.stdout),
+        [
+            "xfr.test. SOA",
+            "xfr.test. SOA",
+            "h7.xfr.test. A",
+            "txt.xfr.test. TXT",
+            "xfr.test. SOA",
+            "h7.xfr.test. A",
+            "new.xfr.test. A",
+            "xfr.test. SOA",
+            "xfr.test. SOA",
+            "newer.xfr.test. A",
+            "xfr.test. SOA"
+        ]
+    );
+    assert!(
+        heron.log().contains("IXFR of xfr.test. serial 3"),
+        "{}",
+        heron.log()
+    );
+    drop((heron, primary));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// Heron → Heron, the secondary killed (SIGKILL) while a large change is
 /// on its way. Restarted while the primary is away, it serves the last
 /// version it completed at once; when the primary is back (with no NOTIFY
@@ -287,6 +365,14 @@ fn a_secondary_killed_mid_transfer_serves_its_last_good_copy_and_resumes() {
         "NOTIFY for serial 2 never came: {}",
         heron.log()
     );
+    // Seeing serial 2, it dates its last check one refresh interval back
+    // before it transfers; killed before that, a restart would rightly
+    // wait out the refresh interval.
+    let dated_back = || {
+        let modified = std::fs::metadata(&kept).and_then(|m| m.modified());
+        modified.is_ok_and(|t| t.elapsed().unwrap_or_default() > Duration::from_secs(60))
+    };
+    assert!(eventually(dated_back), "{}", heron.log());
     heron.kill();
     assert_eq!(
         kept_serial(&kept),

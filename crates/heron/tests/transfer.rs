@@ -2,13 +2,14 @@
 //! zones from it with and without TSIG, and NSD, Knot and BIND run as its
 //! secondaries: they AXFR the zone, then, after an edit and a SIGHUP,
 //! hear a NOTIFY and fetch the change by IXFR; BIND does it over TLS too
-//! (XoT, RFC 9103).
+//! (XoT, RFC 9103). Restarted, Heron still serves IXFR from the journal
+//! it kept on disk, to kdig and to those secondaries.
 
 mod xfr_common;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use heron_proto::message::Message;
 use heron_proto::{Name, RType, Rcode};
@@ -66,40 +67,8 @@ fn tls_section(file: &Path) -> (String, u16) {
     (section, port)
 }
 
-/// Runs kdig (bounded by its own timeout) and returns its output.
-fn kdig(server: SocketAddr, args: &[&str]) -> Output {
-    Command::new("kdig")
-        .arg(format!("@{}", server.ip()))
-        .arg("-p")
-        .arg(server.port().to_string())
-        .args(["+timeout=5", "+retry=0"])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("kdig runs (install knot-dnsutils)")
-}
-
-/// Whether kdig printed `what` (its errors go to stderr).
-fn said(out: &Output, what: &str) -> bool {
-    let text = [&out.stdout[..], &out.stderr[..]].concat();
-    String::from_utf8_lossy(&text).contains(what)
-}
-
 fn key_arg(secret: &str) -> String {
     format!("hmac-sha256:{KEY}:{secret}")
-}
-
-/// The records of a kdig transfer listing: (owner, type) of every line
-/// that is a record, TSIG lines left out.
-fn records(stdout: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() >= 4 && f[3] != "TSIG").then(|| format!("{} {}", f[0], f[3]))
-        })
-        .collect()
 }
 
 #[test]
@@ -398,4 +367,222 @@ fn nsd_is_a_secondary_of_heron_over_tls() {
 #[test]
 fn bind_is_a_secondary_of_heron_over_tls() {
     primary_to_secondary(ServerKind::Bind, true);
+}
+
+/// The zone at serial 3 after two edits: serial 2 adds `new`, serial 3
+/// deletes `h7` and adds `newer`.
+fn edit(serial: u32) -> String {
+    match serial {
+        2 => zone_text(2, "new A 192.0.2.99\n"),
+        _ => zone_text(serial, "new A 192.0.2.99\nnewer A 192.0.2.98\n")
+            .replace("h7 A 10.0.0.7\n", ""),
+    }
+}
+
+/// Writes the zone file at `serial` and reloads until it is served.
+fn reload_to(server: &ServerProcess, file: &Path, serial: u32) {
+    std::fs::write(file, edit(serial)).unwrap();
+    server.reload();
+    assert!(
+        eventually(|| soa_serial(server.addr()) == Some(serial)),
+        "{}",
+        server.log()
+    );
+}
+
+/// Stops `server` with SIGTERM; it must exit cleanly.
+fn stop(mut server: ServerProcess) -> String {
+    let status = server.terminate();
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    server.log()
+}
+
+#[test]
+fn ixfr_history_survives_a_restart() {
+    let file = temp_zone("journal", &zone_text(1, ""));
+    let journal = file.with_extension("zone.jnl");
+    let acl = "allow-transfer = [\"127.0.0.1\"]";
+    let server = start_heron(&file, acl);
+    reload_to(&server, &file, 2);
+    reload_to(&server, &file, 3);
+    stop(server);
+    assert!(journal.exists(), "xfr.zone.jnl next to xfr.zone");
+
+    // Restarted on the same files: IXFR from either journaled serial.
+    let server = start_heron(&file, acl);
+    let out = kdig(server.addr(), &[ORIGIN, "IXFR=1"]);
+    assert_eq!(
+        records(&out.stdout),
+        [
+            "xfr.test. SOA",
+            "xfr.test. SOA",
+            "xfr.test. SOA",
+            "new.xfr.test. A",
+            "xfr.test. SOA",
+            "h7.xfr.test. A",
+            "xfr.test. SOA",
+            "newer.xfr.test. A",
+            "xfr.test. SOA"
+        ],
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        server.log()
+    );
+    assert_eq!(soa_serials(&out.stdout), [3, 1, 2, 2, 3, 3]);
+    let out = kdig(server.addr(), &[ORIGIN, "IXFR=2"]);
+    assert_eq!(soa_serials(&out.stdout), [3, 2, 3, 3]);
+    assert_eq!(records(&out.stdout).len(), 6);
+    let log = stop(server);
+    assert!(
+        log.contains("1 journal files read") && log.contains("1 kept, 0 started over"),
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("IXFR of xfr.test. serial 3 to").count(),
+        2,
+        "{log}"
+    );
+
+    // Edited while Heron was down: the history no longer leads to the
+    // zone served, so it starts over and IXFR=1 gets the whole zone.
+    std::fs::write(&file, edit(4)).unwrap();
+    let server = start_heron(&file, acl);
+    let out = kdig(server.addr(), &[ORIGIN, "IXFR=1"]);
+    let got = records(&out.stdout);
+    // Two records more and one less than at serial 1, the SOA twice.
+    assert_eq!(got.len(), RECORDS + 2, "AXFR form: every record");
+    assert_eq!(soa_serials(&out.stdout), [4, 4]);
+    let log = server.log();
+    assert!(
+        log.contains("IXFR (full zone) of xfr.test. serial 4"),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!(
+            "zone xfr.test.: journal file {} not used: it ends at serial 3 but the zone is at serial 4; its IXFR history starts over",
+            journal.display()
+        )),
+        "{log}"
+    );
+    // And it grows again from there.
+    reload_to(&server, &file, 5);
+    let out = kdig(server.addr(), &[ORIGIN, "IXFR=4"]);
+    assert_eq!(soa_serials(&out.stdout), [5, 4, 5, 5]);
+    drop(server);
+    std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
+}
+
+/// Heron journals a change its secondary (`kind`) has not heard of, is
+/// restarted, and serves the secondary that change by IXFR from the
+/// journal it read back.
+fn restarted_primary_serves_ixfr_to(kind: ServerKind) {
+    let tag = format!("restart-{}", kind.to_string().to_lowercase());
+    let file = temp_zone(&tag, &zone_text(1, ""));
+    let (port, secondary_port) = (free_port(), free_port());
+    // NOTIFY only after the restart: until then the secondary's next
+    // refresh is an hour away.
+    let config = |notify: bool| {
+        let notify = match notify {
+            true => format!("notify = [\"127.0.0.1:{secondary_port} key {KEY}\"]\n"),
+            false => String::new(),
+        };
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [[key]]\nname = \"{KEY}\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{SECRET}\"\n\
+             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n\
+             allow-transfer = [\"127.0.0.1 key {KEY}\"]\n{notify}",
+            file.display()
+        )
+    };
+    let start = |config: &str| {
+        ServerProcess::heron_on_port(&heron(), port, ORIGIN, config)
+            .unwrap_or_else(|log| panic!("Heron did not start: {log}"))
+    };
+    let server = start(&config(false));
+    let spec = Secondary {
+        origin: format!("{ORIGIN}."),
+        primary: server.addr(),
+        key: Some(tsig_spec()),
+        tls: None,
+    };
+    let secondary = spec.start(kind, secondary_port);
+    let sec = secondary.addr();
+    assert_eq!(soa_serial(sec), Some(1));
+    reload_to(&server, &file, 2);
+    stop(server);
+    assert_eq!(soa_serial(sec), Some(1), "{kind} has not heard of serial 2");
+
+    let server = start(&config(true));
+    assert!(
+        eventually(|| soa_serial(sec) == Some(2)),
+        "{kind} never got serial 2.\nHeron: {}\n{kind}: {}",
+        server.log(),
+        secondary.log()
+    );
+    assert_eq!(answer(sec, "new.xfr.test", RType::A).len(), 1);
+    let log = server.log();
+    assert!(
+        log.contains("IXFR of xfr.test. serial 2"),
+        "{kind} got IXFR: {log}"
+    );
+    assert!(!log.contains("full zone"), "{log}");
+    drop((server, secondary));
+    std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn a_restarted_heron_serves_nsd_an_ixfr() {
+    restarted_primary_serves_ixfr_to(ServerKind::Nsd);
+}
+
+#[test]
+fn a_restarted_heron_serves_knot_an_ixfr() {
+    restarted_primary_serves_ixfr_to(ServerKind::Knot);
+}
+
+#[test]
+fn a_restarted_heron_serves_bind_an_ixfr() {
+    restarted_primary_serves_ixfr_to(ServerKind::Bind);
+}
+
+/// At startup Heron tells its secondaries it may have changes they
+/// missed; by then it must take their transfers, or a secondary that
+/// acts at once (BIND does) finds the port closed and waits out its retry
+/// timer.
+#[test]
+fn the_startup_notify_comes_once_transfers_are_taken() {
+    let file = temp_zone("startup-notify", &zone_text(1, ""));
+    let secondary = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    secondary
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let notify_to = secondary.local_addr().unwrap();
+    let port = free_port();
+    // Many addresses take a while to bind: the last is bound last.
+    let listen: Vec<SocketAddr> = (1..=20)
+        .map(|i| SocketAddr::from(([127, 0, 0, i], port)))
+        .collect();
+    let last = *listen.last().unwrap();
+    // What the secondary sees: NOTIFY, then a TCP connection attempt.
+    let seen = std::thread::spawn(move || {
+        let mut buf = [0; 512];
+        secondary.recv_from(&mut buf).map_err(|e| e.to_string())?;
+        std::net::TcpStream::connect(last)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    let listen: Vec<String> = listen.iter().map(|a| format!("\"{a}\"")).collect();
+    let config = format!(
+        "[server]\nlisten = [{}]\nworkers = 1\n\
+         [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n\
+         allow-transfer = [\"127.0.0.1\"]\nnotify = [\"{notify_to}\"]\n",
+        listen.join(", "),
+        file.display()
+    );
+    let server = ServerProcess::heron_on_port(&heron(), port, ORIGIN, &config)
+        .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
+    let connected = seen.join().unwrap();
+    assert_eq!(connected, Ok(()), "{}", server.log());
+    drop(server);
+    std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
 }

@@ -3,18 +3,24 @@
 //!
 //! * [`transfer`]: the messages of an AXFR or IXFR, packed with no I/O.
 //! * [`notify`]: telling secondaries about a new serial (RFC 1996).
+//! * [`journal_files`]: the journals kept in files across restarts.
 
+pub mod journal_files;
 pub mod notify;
 pub mod transfer;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use heron_proto::Name;
 use heron_zone::Zone;
 use heron_zone::diff::{ZoneDiff, diff};
-use heron_zone::journal::{self, Journal};
+use heron_zone::journal;
+
+use journal_files::{History, JournalWriter};
 
 use crate::acl::{Acl, Prefix};
 use crate::serial;
@@ -35,6 +41,20 @@ pub struct ZonePolicy {
     pub allow_notify: Acl,
     /// Secondaries told about every new serial.
     pub notify: Vec<NotifyTarget>,
+    /// Where the zone's journal is kept across restarts (None: in memory
+    /// only). Used only if someone may transfer the zone.
+    pub journal_file: Option<PathBuf>,
+}
+
+impl ZonePolicy {
+    /// The file the zone's journal is kept in, if any: there is a journal
+    /// only if someone may transfer the zone.
+    pub fn journal_path(&self) -> Option<&Path> {
+        if self.allow_transfer.is_empty() {
+            return None;
+        }
+        self.journal_file.as_deref()
+    }
 }
 
 /// How to answer one transfer request for a zone we serve.
@@ -53,8 +73,10 @@ pub struct Primary {
     policies: HashMap<Name, ZonePolicy>,
     /// The policy of a zone that has none configured: refuse everything.
     closed: ZonePolicy,
-    journals: Mutex<HashMap<Name, Journal>>,
+    journals: Mutex<HashMap<Name, History>>,
     journal_max_bytes: usize,
+    /// Writes the journal files, once they are opened.
+    files: Option<JournalWriter>,
 }
 
 impl Primary {
@@ -68,7 +90,55 @@ impl Primary {
             closed: ZonePolicy::default(),
             journals: Mutex::new(HashMap::new()),
             journal_max_bytes,
+            files: None,
         }
+    }
+
+    /// From now on keeps the journals of zones with a journal file in
+    /// those files. `found` are the files that exist ([`journal_files::find`],
+    /// which may run while the zones load); each is read back for its zone
+    /// as `served` finds it at startup. The file of a zone not served now
+    /// is left as it is until the zone records a step.
+    pub fn open_journal_files<'z>(
+        &mut self,
+        found: journal_files::Found,
+        served: impl Fn(&Name) -> Option<&'z Zone>,
+    ) {
+        if !self.policies.values().any(|p| p.journal_path().is_some()) {
+            return;
+        }
+        let writer = match JournalWriter::start() {
+            Ok(writer) => writer,
+            Err(e) => {
+                tracing::error!(
+                    "cannot start the thread that writes journal files: {e}; journals stay in memory"
+                );
+                return;
+            }
+        };
+        let started = Instant::now();
+        let zones: Vec<(&Zone, &Path)> = found
+            .files()
+            .filter_map(|(origin, path)| Some((served(origin)?, path)))
+            .collect();
+        let (histories, found) = journal_files::restore(&zones, self.journal_max_bytes, &writer);
+        if found.files > 0 {
+            tracing::info!(
+                "{} journal files read in {} ms: {} kept, {} started over",
+                found.files,
+                started.elapsed().as_millis(),
+                found.kept,
+                found.started_over
+            );
+        }
+        *self.journals.get_mut().unwrap() = histories;
+        self.files = Some(writer);
+    }
+
+    /// Waits, up to `wait`, until every journal change so far is on disk
+    /// (at shutdown). Returns whether it got there.
+    pub fn flush_journal_files(&self, wait: Duration) -> bool {
+        self.files.as_ref().is_none_or(|w| w.flush(wait))
     }
 
     pub fn policy(&self, origin: &Name) -> &ZonePolicy {
@@ -104,7 +174,7 @@ impl Primary {
             step.deleted.len(),
             step.added.len()
         );
-        self.journal(new.origin(), |j| j.record(step));
+        self.record(new.origin(), [step]);
         true
     }
 
@@ -115,9 +185,7 @@ impl Primary {
             return false;
         }
         if !self.policy(new.origin()).allow_transfer.is_empty() {
-            self.journal(new.origin(), |j| {
-                steps.into_iter().for_each(|s| j.record(s))
-            });
+            self.record(new.origin(), steps);
         }
         true
     }
@@ -135,16 +203,37 @@ impl Primary {
                 new.serial()
             );
         }
-        self.journal(new.origin(), Journal::clear);
+        self.update_history(new.origin(), History::clear);
         false
     }
 
-    fn journal(&self, origin: &Name, update: impl FnOnce(&mut Journal)) {
+    fn record(&self, origin: &Name, steps: impl IntoIterator<Item = ZoneDiff>) {
+        self.update_history(origin, |history| {
+            steps
+                .into_iter()
+                .filter_map(|s| history.record(s))
+                .collect::<Vec<_>>()
+        });
+    }
+
+    /// Changes a zone's history; what its file must do (if it has one)
+    /// goes to the writer in the same order, under the same lock.
+    fn update_history<C: IntoIterator<Item = journal::file::FileChange>>(
+        &self,
+        origin: &Name,
+        update: impl FnOnce(&mut History) -> C,
+    ) {
+        let path = self.files.as_ref().and(self.policy(origin).journal_path());
         let mut journals = self.journals.lock().unwrap();
-        let journal = journals
+        let history = journals
             .entry(origin.to_lowercase())
-            .or_insert_with(|| Journal::new(self.journal_max_bytes));
-        update(journal);
+            .or_insert_with(|| History::new(self.journal_max_bytes, path.is_some()));
+        let changes = update(history);
+        if let (Some(writer), Some(path)) = (&self.files, path) {
+            changes
+                .into_iter()
+                .for_each(|c| writer.change(path, origin, c));
+        }
     }
 
     /// Every address prefix some zone's `allow-transfer` names (each once):
@@ -176,7 +265,7 @@ impl Primary {
         let journals = self.journals.lock().unwrap();
         let chain = journals
             .get(&zone.origin().to_lowercase())
-            .and_then(|j| j.chain(client, ours));
+            .and_then(|h| h.journal.chain(client, ours));
         match chain {
             // An IXFR longer than the zone itself is better sent whole.
             Some(chain) if journal::chain_records(&chain) <= zone.record_count() => {
@@ -190,6 +279,7 @@ impl Primary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::disk;
     use heron_zone::load_zone_str;
 
     fn zone(serial: u32, body: &str) -> Zone {
@@ -203,15 +293,167 @@ mod tests {
 
     /// A primary that lets 127.0.0.0/8 transfer p.test.
     fn open_primary() -> Primary {
-        let open = ZonePolicy {
+        primary_journaling_to(None)
+    }
+
+    /// A primary that lets 127.0.0.0/8 transfer p.test and keeps its
+    /// journal in `file`.
+    fn primary_journaling_to(file: Option<&Path>) -> Primary {
+        let policies = HashMap::from([(Name::parse("p.test").unwrap(), open_policy(file))]);
+        Primary::new(policies, journal::DEFAULT_MAX_BYTES)
+    }
+
+    /// Transfers allowed from 127.0.0.0/8; the journal kept in `file`.
+    fn open_policy(file: Option<&Path>) -> ZonePolicy {
+        ZonePolicy {
             allow_transfer: Acl::new(vec![crate::acl::Rule {
                 prefix: "127.0.0.0/8".parse().unwrap(),
                 key: None,
             }]),
+            journal_file: file.map(Path::to_path_buf),
+            ..ZonePolicy::default()
+        }
+    }
+
+    /// A primary started with its journal in `file`, serving `zone`.
+    fn restarted(file: &Path, zone: &Zone) -> Primary {
+        let mut p = primary_journaling_to(Some(file));
+        let found = journal_files::find(&p.policies);
+        p.open_journal_files(found, |origin| (origin == zone.origin()).then_some(zone));
+        p
+    }
+
+    fn steps_planned(p: &Primary, zone: &Zone, from: u32) -> Option<usize> {
+        match p.plan(zone, Some(from)) {
+            TransferPlan::Ixfr(chain) => Some(chain.len()),
+            _ => None,
+        }
+    }
+
+    fn flushed(p: Primary) {
+        assert!(p.flush_journal_files(Duration::from_secs(10)));
+    }
+
+    /// Versions 1 to `n` of p.test, and the journal file (in a new
+    /// folder) of a primary that served 1, then 2 and 3, and stopped.
+    fn journaled_1_to_3(n: u32) -> (tempfile::TempDir, PathBuf, Vec<Zone>) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.zone.jnl");
+        let v: Vec<Zone> = (1..=n).map(|s| zone(s, &hosts(10 + s as usize))).collect();
+        let p = restarted(&file, &v[0]);
+        assert!(p.zone_changed(&v[0], &v[1]));
+        assert!(p.zone_changed(&v[1], &v[2]));
+        flushed(p);
+        (dir, file, v)
+    }
+
+    #[test]
+    fn the_journal_survives_a_restart_and_grows_on() {
+        let (_dir, file, v) = journaled_1_to_3(4);
+
+        let p = restarted(&file, &v[2]);
+        assert_eq!(steps_planned(&p, &v[2], 1), Some(2));
+        assert_eq!(steps_planned(&p, &v[2], 2), Some(1));
+        assert!(p.zone_changed(&v[2], &v[3]));
+        flushed(p);
+
+        let p = restarted(&file, &v[3]);
+        assert_eq!(steps_planned(&p, &v[3], 1), Some(3));
+    }
+
+    #[test]
+    fn a_journal_behind_the_served_zone_starts_over() {
+        let (_dir, file, v) = journaled_1_to_3(5);
+
+        // Serial 4 was written while the server was down.
+        let p = restarted(&file, &v[3]);
+        assert_eq!(steps_planned(&p, &v[3], 1), None);
+        assert!(!file.exists(), "the old history is gone");
+        assert!(p.zone_changed(&v[3], &v[4]));
+        flushed(p);
+        let p = restarted(&file, &v[4]);
+        assert_eq!(steps_planned(&p, &v[4], 4), Some(1));
+        assert_eq!(steps_planned(&p, &v[4], 1), None);
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_before_the_next_step() {
+        let (_dir, file, v) = journaled_1_to_3(4);
+        // A crash in the middle of writing a fourth version's step.
+        let mut bytes = std::fs::read(&file).unwrap();
+        bytes.extend_from_slice(&[0, 0, 1, 0, 0xde, 0xad]);
+        std::fs::write(&file, bytes).unwrap();
+
+        let p = restarted(&file, &v[2]);
+        assert_eq!(steps_planned(&p, &v[2], 1), Some(2));
+        assert!(p.zone_changed(&v[2], &v[3]));
+        flushed(p);
+        let p = restarted(&file, &v[3]);
+        assert_eq!(
+            steps_planned(&p, &v[3], 1),
+            Some(3),
+            "nothing lost behind the tear"
+        );
+    }
+
+    #[test]
+    fn a_history_that_starts_over_replaces_the_file() {
+        let (_dir, file, v) = journaled_1_to_3(5);
+        let p = restarted(&file, &v[2]);
+        // Version 4 never reached the journal: 4 -> 5 starts a new history.
+        assert!(p.zone_changed(&v[3], &v[4]));
+        flushed(p);
+        assert!(!disk::tmp_path(&file).exists());
+        let p = restarted(&file, &v[4]);
+        assert_eq!(steps_planned(&p, &v[4], 4), Some(1));
+        assert_eq!(steps_planned(&p, &v[4], 1), None, "the old steps are gone");
+    }
+
+    #[test]
+    fn a_serial_that_goes_back_removes_the_journal_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.zone.jnl");
+        let (v1, v2) = (zone(1, &hosts(10)), zone(2, &hosts(11)));
+        let p = restarted(&file, &v1);
+        assert!(p.zone_changed(&v1, &v2));
+        assert!(p.flush_journal_files(Duration::from_secs(10)));
+        assert!(file.exists());
+        assert!(!p.zone_changed(&v2, &v1));
+        flushed(p);
+        assert!(!file.exists());
+    }
+
+    #[test]
+    fn steps_received_by_ixfr_are_kept_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.zone.jnl");
+        let v: Vec<Zone> = (1..=3).map(|s| zone(s, &hosts(10 + s as usize))).collect();
+        let p = restarted(&file, &v[0]);
+        let steps = vec![diff(&v[0], &v[1]), diff(&v[1], &v[2])];
+        assert!(p.zone_received(&v[0], &v[2], steps));
+        flushed(p);
+        let p = restarted(&file, &v[2]);
+        assert_eq!(steps_planned(&p, &v[2], 1), Some(2));
+    }
+
+    #[test]
+    fn no_journal_file_for_a_zone_nobody_may_transfer() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.zone.jnl");
+        let closed = ZonePolicy {
+            journal_file: Some(file.clone()),
             ..ZonePolicy::default()
         };
-        let policies = HashMap::from([(Name::parse("p.test").unwrap(), open)]);
-        Primary::new(policies, journal::DEFAULT_MAX_BYTES)
+        let mut p = Primary::new(
+            HashMap::from([(Name::parse("p.test").unwrap(), closed)]),
+            journal::DEFAULT_MAX_BYTES,
+        );
+        let (v1, v2) = (zone(1, ""), zone(2, "a A 192.0.2.9\n"));
+        p.open_journal_files(journal_files::find(&p.policies), |_| Some(&v1));
+        assert!(p.files.is_none(), "no writer thread");
+        assert!(p.zone_changed(&v1, &v2));
+        flushed(p);
+        assert!(!file.exists());
     }
 
     #[test]

@@ -8,11 +8,13 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use heron_proto::{RType, rdata};
 use heron_zone::Zone;
 use heron_zone::zone::Node;
+
+use crate::disk::{folder, tmp_path};
 
 /// Writes `zone` to `path` atomically: to `path.tmp` first, synced, then
 /// renamed over `path` (its folder created if need be), and the folder
@@ -31,12 +33,6 @@ pub fn write_zone_file(zone: &Zone, path: &Path) -> io::Result<()> {
     sync_dir(path)
 }
 
-pub(crate) fn tmp_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".tmp");
-    PathBuf::from(name)
-}
-
 fn write_synced(zone: &Zone, tmp: &Path) -> io::Result<()> {
     let mut out = BufWriter::new(File::create(tmp)?);
     write_zone(zone, &mut out)?;
@@ -44,17 +40,9 @@ fn write_synced(zone: &Zone, tmp: &Path) -> io::Result<()> {
     file.sync_all()
 }
 
-/// Makes the rename durable (a no-op where directories cannot be opened).
+/// Makes the rename durable.
 fn sync_dir(path: &Path) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    #[cfg(unix)]
-    File::open(dir)?.sync_all()?;
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
+    File::open(folder(path))?.sync_all()
 }
 
 /// The zone as master-file text.

@@ -1,9 +1,10 @@
-//! What the transfer tests share: the test zone, the TSIG key, and small
-//! queries.
+//! What the transfer tests share: the test zone, the TSIG key, small
+//! queries, and kdig for transfers.
 #![allow(dead_code)] // each test file uses its own part
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use heron_proto::message::Message;
@@ -102,4 +103,50 @@ pub fn tsig_spec() -> TsigSpec {
         name: KEY.into(),
         secret_base64: SECRET.into(),
     }
+}
+
+/// Runs kdig (bounded by its own timeout) and returns its output.
+pub fn kdig(server: SocketAddr, args: &[&str]) -> Output {
+    Command::new("kdig")
+        .arg(format!("@{}", server.ip()))
+        .arg("-p")
+        .arg(server.port().to_string())
+        .args(["+timeout=5", "+retry=0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("kdig runs (install knot-dnsutils)")
+}
+
+/// Whether kdig printed `what` (its errors go to stderr).
+pub fn said(out: &Output, what: &str) -> bool {
+    let text = [&out.stdout[..], &out.stderr[..]].concat();
+    String::from_utf8_lossy(&text).contains(what)
+}
+
+/// The records of a kdig transfer listing: (owner, type) of every line
+/// that is a record, TSIG lines left out.
+pub fn records(stdout: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 4 && f[3] != "TSIG").then(|| format!("{} {}", f[0], f[3]))
+        })
+        .collect()
+}
+
+/// The serials of the SOA records in a kdig transfer listing, in order:
+/// an IXFR in incremental form is new, then old and next of each step,
+/// then new again.
+pub fn soa_serials(stdout: &[u8]) -> Vec<u32> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter(|l| !l.starts_with(';'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 7 && f[3] == "SOA").then(|| f[6].parse().ok())?
+        })
+        .collect()
 }

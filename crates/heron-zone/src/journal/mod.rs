@@ -6,6 +6,10 @@
 //! continue from the newest serial (a zone file edited with a lower
 //! serial, or a gap) starts the history over, because a chain with a hole
 //! would send a secondary a wrong zone.
+//!
+//! [`file`] keeps the same history on disk, so it survives a restart.
+
+pub mod file;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -36,12 +40,16 @@ impl Journal {
 
     /// Appends the step to a new version. Drops the oldest steps beyond the
     /// size limit; a diff larger than the limit alone is not kept at all.
-    pub fn record(&mut self, diff: ZoneDiff) {
-        if self.newest_serial() != Some(serial_of(&diff.old_soa)) {
+    /// Returns false if the step did not continue the history, which
+    /// started over with it.
+    pub fn record(&mut self, diff: impl Into<Arc<ZoneDiff>>) -> bool {
+        let diff = diff.into();
+        let continued = self.newest_serial() == Some(serial_of(&diff.old_soa));
+        if !continued {
             self.clear();
         }
         let size = diff_size(&diff);
-        self.diffs.push_back(Arc::new(diff));
+        self.diffs.push_back(diff);
         self.bytes += size;
         while self.bytes > self.max_bytes {
             let Some(old) = self.diffs.pop_front() else {
@@ -49,6 +57,7 @@ impl Journal {
             };
             self.bytes -= diff_size(&old);
         }
+        continued
     }
 
     /// The steps that lead from `serial` to `current`, in order, or None
@@ -82,7 +91,17 @@ impl Journal {
         self.bytes
     }
 
-    fn newest_serial(&self) -> Option<u32> {
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    /// The steps kept, oldest first.
+    pub fn diffs(&self) -> impl ExactSizeIterator<Item = &Arc<ZoneDiff>> {
+        self.diffs.iter()
+    }
+
+    /// The serial the history leads to, None when it is empty.
+    pub fn newest_serial(&self) -> Option<u32> {
         self.diffs.back().map(|d| serial_of(&d.new_soa))
     }
 }
@@ -112,12 +131,13 @@ pub fn chain_records(chain: &[Arc<ZoneDiff>]) -> usize {
         .sum()
 }
 
+/// Made-up steps for the tests of the journal and of its file.
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use super::*;
     use heron_proto::{Name, RType};
 
-    fn soa(serial: u32) -> DiffRecord {
+    pub(crate) fn soa(serial: u32) -> DiffRecord {
         let mut rdata = vec![0, 0];
         rdata.extend_from_slice(&serial.to_be_bytes());
         rdata.extend_from_slice(&[0; 16]);
@@ -129,7 +149,7 @@ mod tests {
         }
     }
 
-    fn step(from: u32, to: u32, added: usize) -> ZoneDiff {
+    pub(crate) fn step(from: u32, to: u32, added: usize) -> ZoneDiff {
         let a = DiffRecord {
             owner: Name::parse("www.z.test").unwrap(),
             rtype: RType::A,
@@ -144,12 +164,20 @@ mod tests {
         }
     }
 
-    fn serials(chain: &[Arc<ZoneDiff>]) -> Vec<(u32, u32)> {
+    pub(crate) fn serials<'a>(
+        chain: impl IntoIterator<Item = &'a Arc<ZoneDiff>>,
+    ) -> Vec<(u32, u32)> {
         chain
-            .iter()
+            .into_iter()
             .map(|d| (serial_of(&d.old_soa), serial_of(&d.new_soa)))
             .collect()
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
 
     #[test]
     fn serial_is_read_from_soa_rdata() {
