@@ -539,8 +539,10 @@ fn reloads_swap_whole_versions_under_queries() {
             let done = &done;
             scope.spawn(move || {
                 let (mut last, mut seen) = (0, std::collections::BTreeSet::new());
-                for id in 0u16.. {
-                    let q = query("a.s.test", RType::TXT, id);
+                // Bounded like every load loop; ids wrap (UDP answers
+                // come back long before an id is reused).
+                for n in 0u32..2_000_000 {
+                    let q = query("a.s.test", RType::TXT, n as u16);
                     let response = match tcp {
                         true => try_query_tcp(addr, &q),
                         false => try_query_udp(addr, &q),
