@@ -85,6 +85,10 @@ pub struct ColdStart {
     #[serde(default)]
     pub seconds: Spread,
     pub answered: usize,
+    /// The probe's resolution: the longest, over the runs, from the last
+    /// refused query to the answer that completed the set, seconds.
+    #[serde(default)]
+    pub probe_gap_s: f64,
     /// Log lines saying a connect failed for want of a local address.
     pub connect_failures: usize,
     /// TCP connections opened on the machine meanwhile (ActiveOpens).
@@ -247,7 +251,14 @@ fn start_primary(
     let origins: Vec<String> = zones.iter().map(|(o, _)| o.clone()).collect();
     let deadline = Instant::now() + Duration::from_secs(600);
     let started = peer.started;
-    let up = probe::until_all_answer(addr, &origins, started, deadline, &mut || peer.is_running());
+    let up = probe::until_all_answer(
+        addr,
+        &origins,
+        started,
+        deadline,
+        (probe::CATCH_UP_RATE, probe::CATCH_UP_RATE),
+        &mut || peer.is_running(),
+    );
     if up.all_after_s.is_some() {
         return Ok(peer);
     }
@@ -311,15 +322,23 @@ fn cold_start_once(
     let mut secondary = Peer::start(kind, role, addr, zones, None, &dir, &args.heron)?;
     let started = secondary.started;
     let deadline = started + Duration::from_secs(args.timeout);
-    let arrival = probe::until_all_answer(addr, origins, started, deadline, &mut || {
-        secondary.is_running()
-    });
+    let arrival = probe::until_all_answer(
+        addr,
+        origins,
+        started,
+        deadline,
+        (probe::WATCH_RATE, probe::CATCH_UP_RATE),
+        &mut || secondary.is_running(),
+    );
     Ok(ColdStart {
         server: kind,
         zones: zones.len(),
         all_answered_s: arrival.all_after_s,
         seconds: Spread::of(&arrival.all_after_s.into_iter().collect::<Vec<_>>()),
         answered: arrival.answered,
+        probe_gap_s: arrival
+            .all_after_s
+            .map_or(0.0, |all| all - arrival.last_refused_s),
         connect_failures: connect_failures(&secondary.log()),
         connections_opened: active_opens().saturating_sub(opened_before),
         time_wait: time_wait_with(primary.addr.port()),
@@ -336,6 +355,7 @@ fn median_run(mut runs: Vec<ColdStart>) -> ColdStart {
         return runs.pop().expect("at least one run");
     }
     let spread = Spread::of(&times);
+    let gap = runs.iter().map(|r| r.probe_gap_s).fold(0.0, f64::max);
     runs.sort_by(|a, b| {
         a.all_answered_s
             .unwrap()
@@ -344,6 +364,7 @@ fn median_run(mut runs: Vec<ColdStart>) -> ColdStart {
     let mut median = runs.swap_remove(runs.len() / 2);
     median.all_answered_s = Some(spread.median);
     median.seconds = spread;
+    median.probe_gap_s = gap;
     median
 }
 
@@ -613,9 +634,14 @@ fn one_transfer(
     let started = secondary.started;
     let deadline = started + Duration::from_secs(args.timeout);
     let origins = [zones[0].0.clone()];
-    let arrival = probe::until_all_answer(addr, &origins, started, deadline, &mut || {
-        secondary.is_running()
-    });
+    let arrival = probe::until_all_answer(
+        addr,
+        &origins,
+        started,
+        deadline,
+        (probe::WATCH_RATE, probe::CATCH_UP_RATE),
+        &mut || secondary.is_running(),
+    );
     let rss_mib = secondary.rss_kib() as f64 / 1024.0;
     let cpu_seconds = sys::group_cpu_seconds(secondary.pid())
         + (sys::group_cpu_seconds(primary.pid()) - primary_cpu);
