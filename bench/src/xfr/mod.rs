@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::servers::{Binaries, Kind, available};
 use crate::stats::Spread;
 use crate::{sys, zones};
-use peers::{Peer, Role, TsigKey};
+use peers::{NsdReload, Peer, Role, TsigKey};
 
 #[derive(Args, Clone, Debug)]
 pub struct XfrArgs {
@@ -84,6 +84,9 @@ const SEED: u64 = 0x5eed_0f7a;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ColdStart {
     pub server: Kind,
+    /// NSD's reload throttle in this run (the others ignore it).
+    #[serde(default)]
+    pub nsd_reload: NsdReload,
     pub zones: usize,
     /// Seconds from the secondary's start until every zone answered
     /// (the median of the runs).
@@ -294,7 +297,7 @@ fn cold_starts(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<ColdStart>, String>
     for &size in &args.sizes {
         let zones = &all[..size];
         let origins: Vec<String> = zones.iter().map(|(o, _)| o.clone()).collect();
-        for &kind in kinds {
+        for (kind, reload) in setups(kinds) {
             let mut runs = Vec::new();
             // Repeated, but not past a run that did not finish.
             while runs.len() < args.repeats
@@ -302,7 +305,7 @@ fn cold_starts(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<ColdStart>, String>
                     .last()
                     .is_none_or(|r: &ColdStart| r.all_answered_s.is_some())
             {
-                let run = cold_start_once(args, kind, zones, &origins)?;
+                let run = cold_start_once(args, kind, reload, zones, &origins)?;
                 eprintln!("cold start: {run:?}");
                 runs.push(run);
             }
@@ -312,10 +315,24 @@ fn cold_starts(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<ColdStart>, String>
     Ok(out)
 }
 
+/// The secondaries of the cold start: each server, NSD with both of its
+/// reload throttles.
+fn setups(kinds: &[Kind]) -> Vec<(Kind, NsdReload)> {
+    let mut out = Vec::new();
+    for &kind in kinds {
+        out.push((kind, NsdReload::Throttled));
+        if kind == Kind::Nsd {
+            out.push((kind, NsdReload::AtOnce));
+        }
+    }
+    out
+}
+
 /// One cold start of a `kind` secondary of `zones`.
 fn cold_start_once(
     args: &XfrArgs,
     kind: Kind,
+    reload: NsdReload,
     zones: &[(String, PathBuf)],
     origins: &[String],
 ) -> Result<ColdStart, String> {
@@ -331,6 +348,7 @@ fn cold_start_once(
     ));
     let role = Role::Secondary {
         primary: primary.addr,
+        reload,
     };
     let mut secondary = Peer::start(kind, role, addr, zones, None, &dir, &args.heron)?;
     let started = secondary.started;
@@ -345,6 +363,7 @@ fn cold_start_once(
     );
     Ok(ColdStart {
         server: kind,
+        nsd_reload: reload,
         zones: zones.len(),
         all_answered_s: arrival.all_after_s,
         seconds: Spread::of(&arrival.all_after_s.into_iter().collect::<Vec<_>>()),
@@ -464,6 +483,7 @@ fn propagations(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<Propagation>, Stri
         let primary = start_primary(kind, args, &zones, Some(sec_addr), None, "prop")?;
         let role = Role::Secondary {
             primary: primary.addr,
+            reload: NsdReload::default(),
         };
         let secondary = Peer::start(
             kind,
@@ -662,6 +682,7 @@ fn one_transfer(
     let dir = args.data.join(tag.to_lowercase());
     let role = Role::Secondary {
         primary: primary.addr,
+        reload: NsdReload::default(),
     };
     let primary_cpu = sys::group_cpu_seconds(primary.pid());
     let mut secondary = Peer::start(kind, role, addr, zones, key, &dir, &args.heron)?;
