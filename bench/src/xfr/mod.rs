@@ -163,6 +163,13 @@ pub struct Results {
     pub tsig_overhead: Option<TsigOverhead>,
     #[serde(default)]
     pub tsig_work: Option<tsig_work::TsigWork>,
+    /// When and at which commit each part was measured.
+    #[serde(default)]
+    pub cold_start_at: Option<String>,
+    #[serde(default)]
+    pub propagation_at: Option<String>,
+    #[serde(default)]
+    pub large_at: Option<String>,
 }
 
 pub fn run(args: &XfrArgs) -> Result<(), String> {
@@ -175,8 +182,11 @@ pub fn run(args: &XfrArgs) -> Result<(), String> {
     // The servers run in their own folders.
     let heron =
         fs::canonicalize(&args.heron).map_err(|e| format!("{}: {e}", args.heron.display()))?;
+    let absolute = |p: &Path| std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()));
     let args = &XfrArgs {
         heron,
+        data: absolute(&args.data)?,
+        out: absolute(&args.out)?,
         ..args.clone()
     };
     let bins = Binaries {
@@ -202,13 +212,16 @@ pub fn run(args: &XfrArgs) -> Result<(), String> {
     results.machine = report::machine(&bins);
     let wants = |part: &str| args.parts.iter().any(|p| p == part);
     if wants("cold-start") {
+        results.cold_start_at = Some(measured_at(args));
         results.cold_start = cold_starts(args, &kinds)?;
         results.cold_start_limit_s = args.timeout;
     }
     if wants("propagation") {
+        results.propagation_at = Some(measured_at(args));
         results.propagation = propagations(args, &kinds)?;
     }
     if wants("axfr") {
+        results.large_at = Some(measured_at(args));
         results.records = args.records;
         results.large.clear();
         results.large_axfr_bytes = 0;
@@ -217,6 +230,16 @@ pub fn run(args: &XfrArgs) -> Result<(), String> {
         large_transfers(args, &kinds, &mut results)?;
     }
     report::write(&results, &args.out, args)
+}
+
+/// Which Heron, when, and how busy the machine was as a part started.
+fn measured_at(args: &XfrArgs) -> String {
+    format!(
+        "{}; started {}, load average {}",
+        crate::suite::heron_build(&args.heron),
+        crate::suite::utc(crate::suite::now_secs()),
+        crate::suite::loadavg()
+    )
 }
 
 fn ip(octets: [u8; 4], port: u16) -> SocketAddr {
