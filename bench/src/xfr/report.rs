@@ -110,13 +110,15 @@ fn markdown(r: &Results, args: &XfrArgs) -> String {
              measured with its reload throttle (`xfrd-reload-timeout`) at its default, one \
              reload a second at most, and at 0, a reload as soon as the last one is done.\n\n\
              The probe asks over UDP for the SOA of each zone that has not answered yet, round \
-             robin, in bursts once a millisecond: 20,000 queries a second while the zones asked \
-             about are refused (they are still being transferred, and the secondary is not to \
-             be slowed down: this costs it a few percent of its CPU), rising to 200,000 a second \
-             as more answers carry the SOA (the zones are there, and the rest must be asked \
-             about soon to see when the last one came). Each zone arrived between the last query \
-             it refused and its first answer; for the zone that completed the set these were at \
-             most {:.0} ms apart in any run here.\n\n\
+             robin, in bursts once a millisecond, each zone at most once in 3 ms: 10,000 queries \
+             a second while the zones asked about are refused (they are still being transferred, \
+             and the secondary is not to be slowed down: a server answers a query with a few \
+             microseconds of CPU), rising to 200,000 a second as more answers carry the SOA \
+             (the zones are there, and the rest must be asked about soon to see when the last \
+             one came). The time is that of the answer that completed the set; the last query a \
+             zone refused was sent at most {:.0} ms before it in any run here, which bounds how \
+             late the probe can be (the interval also holds the servers' own batching: NSD's \
+             reloads, Heron's catalog swaps).\n\n\
              Connect failures: connects that failed for want of a local port, counted from the \
              line each server logs per failed attempt (Heron and NSD \"Cannot assign requested \
              address\", Knot \"failed (address is not available)\", BIND \"failed to connect: \
