@@ -6,11 +6,13 @@
 # the peers when missing, builds in release mode, and writes
 # docs/benchmarks/transfers.md and transfers.json.
 #
-#   bench/run-xfr.sh                                     # everything, about 30 minutes
+#   bench/run-xfr.sh                                     # everything, about 40 minutes
 #   bench/run-xfr.sh --sizes 1000,10000 --records 200000 # a quicker look
+#   bench/run-xfr.sh --parts cold-start,propagation      # some parts; the others are kept
 #
 # Extra arguments go to `heron-bench xfr` (see `heron-bench xfr --help`).
-# All traffic stays on 127.0.0.1; needs 2 CPUs.
+# Needs root and 2 CPUs: the suite runs in a network namespace of its own
+# (loopback only: the primary on 127.0.0.1, the secondary on 127.0.0.2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -988,7 +988,9 @@ fn read_first_line(path: &str, key: &str) -> String {
         .unwrap_or_default()
 }
 
-fn heron_build(heron: &Path) -> String {
+/// Which Heron was measured: the commit checked out (and whether it had
+/// changes) and when the binary was built.
+pub fn heron_build(heron: &Path) -> String {
     let git = |args: &[&str]| {
         std::process::Command::new("git")
             .args(args)
@@ -1023,13 +1025,14 @@ pub fn utc(secs: u64) -> String {
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{m:02} UTC")
 }
 
-fn now_secs() -> u64 {
+pub fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
 
-fn loadavg() -> String {
+/// The 1, 5 and 15 minute load averages.
+pub fn loadavg() -> String {
     fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()

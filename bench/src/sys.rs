@@ -81,6 +81,68 @@ fn kib_field(text: &str, key: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Moves the calling thread, and the threads and processes it starts from
+/// then on, into a network namespace of its own: a loopback interface
+/// with 127.0.0.1/8 and `extra` addresses, the kernel's default network
+/// settings, and no traffic but ours (so connection counters and socket
+/// lists are ours alone). Needs root.
+pub fn private_loopback(extra: &[std::net::Ipv4Addr]) -> io::Result<()> {
+    // SAFETY: unshare(2) takes a flag and touches no memory of ours.
+    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let ip = |args: &[&str]| -> io::Result<()> {
+        let out = std::process::Command::new("ip").args(args).output()?;
+        if out.status.success() {
+            return Ok(());
+        }
+        Err(io::Error::other(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    };
+    ip(&["link", "set", "lo", "up"])?;
+    for a in extra {
+        ip(&["addr", "add", &format!("{a}/8"), "dev", "lo"])?;
+    }
+    Ok(())
+}
+
+/// The scheduling weight of this process's session, raised for as long as
+/// the guard lives. With autogroups (`kernel.sched_autogroup_enabled`)
+/// the kernel first shares CPU time between sessions, and a process's own
+/// nice value counts only inside its session: other people's builds in
+/// their sessions would take as much CPU time from the servers as ever.
+pub struct SessionPriority {
+    before: Option<i32>,
+}
+
+/// Sets this session's autogroup nice value (and the calling thread's own)
+/// to `nice` until the guard is dropped; a no-op where there are no
+/// autogroups.
+pub fn raise_session_priority(nice: i32) -> SessionPriority {
+    const PATH: &str = "/proc/self/autogroup";
+    // "/autogroup-20 nice 0"
+    let before = fs::read_to_string(PATH)
+        .ok()
+        .and_then(|t| t.split_whitespace().last()?.parse().ok());
+    if before.is_some() {
+        let _ = fs::write(PATH, nice.to_string());
+    }
+    // SAFETY: setpriority(2) on the calling thread, no pointers.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+    SessionPriority { before }
+}
+
+impl Drop for SessionPriority {
+    fn drop(&mut self) {
+        if let Some(n) = self.before {
+            let _ = fs::write("/proc/self/autogroup", n.to_string());
+        }
+    }
+}
+
 /// Pins the calling process (all its threads created later) to `cpus`.
 pub fn pin_self(cpus: &[usize]) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain old data; CPU_SET writes inside it;

@@ -3,11 +3,15 @@
 //! a change on a primary is answered by its secondary, how fast a large
 //! zone moves between pairs of servers, and what TSIG costs.
 //!
-//! Primary and secondary listen on 127.0.0.1 (BIND listens only on
-//! addresses of an interface, and 127.0.0.2 is not one unless configured),
-//! each with one worker of each kind, pinned: primary on CPU 0, secondary
-//! on CPU 1. Kernel settings are left as they are (the report prints the
-//! ephemeral port range and TIME_WAIT reuse).
+//! Everything runs in a network namespace of the suite's own, with a
+//! loopback interface carrying 127.0.0.1 and 127.0.0.2: the primary
+//! listens on 127.0.0.1 and the secondary on 127.0.0.2 (BIND listens only
+//! on addresses of an interface, hence the second address), each with one
+//! worker of each kind, pinned: primary on CPU 0, secondary on CPU 1. The
+//! namespace has the kernel's default network settings (the report prints
+//! the ephemeral port range and TIME_WAIT reuse), and no one else's
+//! connections, so the counts of connections and TIME_WAIT sockets are
+//! the servers' alone.
 
 pub mod peers;
 pub mod probe;
@@ -29,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::servers::{Binaries, Kind, available};
 use crate::stats::Spread;
 use crate::{sys, zones};
-use peers::{Peer, Role, TsigKey};
+use peers::{NsdReload, Peer, Role, TsigKey};
 
 #[derive(Args, Clone, Debug)]
 pub struct XfrArgs {
@@ -70,13 +74,19 @@ pub struct XfrArgs {
     pub parts: Vec<String>,
 }
 
-const LOOPBACK: [u8; 4] = [127, 0, 0, 1];
+/// The primary's address.
+const PRIMARY: [u8; 4] = [127, 0, 0, 1];
+/// The secondary's address, added to the namespace's loopback interface.
+const SECONDARY: [u8; 4] = [127, 0, 0, 2];
 const SEED: u64 = 0x5eed_0f7a;
 
 /// One secondary's cold start with a number of zones.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ColdStart {
     pub server: Kind,
+    /// NSD's reload throttle in this run (the others ignore it).
+    #[serde(default)]
+    pub nsd_reload: NsdReload,
     pub zones: usize,
     /// Seconds from the secondary's start until every zone answered
     /// (the median of the runs).
@@ -85,9 +95,13 @@ pub struct ColdStart {
     #[serde(default)]
     pub seconds: Spread,
     pub answered: usize,
+    /// The probe's resolution: the longest, over the runs, from the last
+    /// refused query to the answer that completed the set, seconds.
+    #[serde(default)]
+    pub probe_gap_s: f64,
     /// Log lines saying a connect failed for want of a local address.
     pub connect_failures: usize,
-    /// TCP connections opened on the machine meanwhile (ActiveOpens).
+    /// TCP connections opened in the namespace meanwhile (ActiveOpens).
     pub connections_opened: u64,
     /// Sockets in TIME_WAIT with the primary's port once all answered.
     pub time_wait: usize,
@@ -149,14 +163,30 @@ pub struct Results {
     pub tsig_overhead: Option<TsigOverhead>,
     #[serde(default)]
     pub tsig_work: Option<tsig_work::TsigWork>,
+    /// When and at which commit each part was measured.
+    #[serde(default)]
+    pub cold_start_at: Option<String>,
+    #[serde(default)]
+    pub propagation_at: Option<String>,
+    #[serde(default)]
+    pub large_at: Option<String>,
 }
 
 pub fn run(args: &XfrArgs) -> Result<(), String> {
+    sys::private_loopback(&[SECONDARY.into()])
+        .map_err(|e| format!("cannot make a network namespace (run as root): {e}"))?;
+    // The servers, started from this session, and the probe (this thread).
+    let _priority = sys::raise_session_priority(peers::NICE);
+    // The probe beside the primary: the secondary's CPU is the one measured.
+    sys::pin_self(&[0]).map_err(|e| format!("cannot pin to CPU 0: {e}"))?;
     // The servers run in their own folders.
     let heron =
         fs::canonicalize(&args.heron).map_err(|e| format!("{}: {e}", args.heron.display()))?;
+    let absolute = |p: &Path| std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()));
     let args = &XfrArgs {
         heron,
+        data: absolute(&args.data)?,
+        out: absolute(&args.out)?,
         ..args.clone()
     };
     let bins = Binaries {
@@ -182,13 +212,16 @@ pub fn run(args: &XfrArgs) -> Result<(), String> {
     results.machine = report::machine(&bins);
     let wants = |part: &str| args.parts.iter().any(|p| p == part);
     if wants("cold-start") {
+        results.cold_start_at = Some(measured_at(args));
         results.cold_start = cold_starts(args, &kinds)?;
         results.cold_start_limit_s = args.timeout;
     }
     if wants("propagation") {
+        results.propagation_at = Some(measured_at(args));
         results.propagation = propagations(args, &kinds)?;
     }
     if wants("axfr") {
+        results.large_at = Some(measured_at(args));
         results.records = args.records;
         results.large.clear();
         results.large_axfr_bytes = 0;
@@ -197,6 +230,16 @@ pub fn run(args: &XfrArgs) -> Result<(), String> {
         large_transfers(args, &kinds, &mut results)?;
     }
     report::write(&results, &args.out, args)
+}
+
+/// Which Heron, when, and how busy the machine was as a part started.
+fn measured_at(args: &XfrArgs) -> String {
+    format!(
+        "{}; started {}, load average {}",
+        crate::suite::heron_build(&args.heron),
+        crate::suite::utc(crate::suite::now_secs()),
+        crate::suite::loadavg()
+    )
 }
 
 fn ip(octets: [u8; 4], port: u16) -> SocketAddr {
@@ -231,7 +274,7 @@ fn start_primary(
     key: Option<&TsigKey>,
     tag: &str,
 ) -> Result<Peer, String> {
-    let addr = ip(LOOPBACK, free_port());
+    let addr = ip(PRIMARY, free_port());
     let dir = args
         .data
         .join(format!("primary-{}-{tag}", kind.name().to_lowercase()));
@@ -247,7 +290,14 @@ fn start_primary(
     let origins: Vec<String> = zones.iter().map(|(o, _)| o.clone()).collect();
     let deadline = Instant::now() + Duration::from_secs(600);
     let started = peer.started;
-    let up = probe::until_all_answer(addr, &origins, started, deadline, &mut || peer.is_running());
+    let up = probe::until_all_answer(
+        addr,
+        &origins,
+        started,
+        deadline,
+        (probe::CATCH_UP_RATE, probe::CATCH_UP_RATE),
+        &mut || peer.is_running(),
+    );
     if up.all_after_s.is_some() {
         return Ok(peer);
     }
@@ -270,7 +320,7 @@ fn cold_starts(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<ColdStart>, String>
     for &size in &args.sizes {
         let zones = &all[..size];
         let origins: Vec<String> = zones.iter().map(|(o, _)| o.clone()).collect();
-        for &kind in kinds {
+        for (kind, reload) in setups(kinds) {
             let mut runs = Vec::new();
             // Repeated, but not past a run that did not finish.
             while runs.len() < args.repeats
@@ -278,7 +328,7 @@ fn cold_starts(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<ColdStart>, String>
                     .last()
                     .is_none_or(|r: &ColdStart| r.all_answered_s.is_some())
             {
-                let run = cold_start_once(args, kind, zones, &origins)?;
+                let run = cold_start_once(args, kind, reload, zones, &origins)?;
                 eprintln!("cold start: {run:?}");
                 runs.push(run);
             }
@@ -288,10 +338,24 @@ fn cold_starts(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<ColdStart>, String>
     Ok(out)
 }
 
+/// The secondaries of the cold start: each server, NSD with both of its
+/// reload throttles.
+fn setups(kinds: &[Kind]) -> Vec<(Kind, NsdReload)> {
+    let mut out = Vec::new();
+    for &kind in kinds {
+        out.push((kind, NsdReload::Throttled));
+        if kind == Kind::Nsd {
+            out.push((kind, NsdReload::AtOnce));
+        }
+    }
+    out
+}
+
 /// One cold start of a `kind` secondary of `zones`.
 fn cold_start_once(
     args: &XfrArgs,
     kind: Kind,
+    reload: NsdReload,
     zones: &[(String, PathBuf)],
     origins: &[String],
 ) -> Result<ColdStart, String> {
@@ -299,7 +363,7 @@ fn cold_start_once(
     // take ports from the next.
     let primary = start_primary(Kind::Heron, args, zones, None, None, "cold")?;
     let opened_before = active_opens();
-    let addr = ip(LOOPBACK, free_port());
+    let addr = ip(SECONDARY, free_port());
     let dir = args.data.join(format!(
         "cold-{}-{}",
         kind.name().to_lowercase(),
@@ -307,22 +371,32 @@ fn cold_start_once(
     ));
     let role = Role::Secondary {
         primary: primary.addr,
+        reload,
     };
     let mut secondary = Peer::start(kind, role, addr, zones, None, &dir, &args.heron)?;
     let started = secondary.started;
     let deadline = started + Duration::from_secs(args.timeout);
-    let arrival = probe::until_all_answer(addr, origins, started, deadline, &mut || {
-        secondary.is_running()
-    });
+    let arrival = probe::until_all_answer(
+        addr,
+        origins,
+        started,
+        deadline,
+        (probe::WATCH_RATE, probe::CATCH_UP_RATE),
+        &mut || secondary.is_running(),
+    );
     Ok(ColdStart {
         server: kind,
+        nsd_reload: reload,
         zones: zones.len(),
         all_answered_s: arrival.all_after_s,
         seconds: Spread::of(&arrival.all_after_s.into_iter().collect::<Vec<_>>()),
         answered: arrival.answered,
-        connect_failures: connect_failures(&secondary.log()),
+        probe_gap_s: arrival
+            .all_after_s
+            .map_or(0.0, |all| all - arrival.last_refused_s),
+        connect_failures: connect_failures(kind, &secondary.log()),
         connections_opened: active_opens().saturating_sub(opened_before),
-        time_wait: time_wait_with(primary.addr.port()),
+        time_wait: time_wait_with(primary.addr),
         rss_mib: secondary.rss_kib() as f64 / 1024.0,
     })
 }
@@ -336,6 +410,7 @@ fn median_run(mut runs: Vec<ColdStart>) -> ColdStart {
         return runs.pop().expect("at least one run");
     }
     let spread = Spread::of(&times);
+    let gap = runs.iter().map(|r| r.probe_gap_s).fold(0.0, f64::max);
     runs.sort_by(|a, b| {
         a.all_answered_s
             .unwrap()
@@ -344,20 +419,42 @@ fn median_run(mut runs: Vec<ColdStart>) -> ColdStart {
     let mut median = runs.swap_remove(runs.len() / 2);
     median.all_answered_s = Some(spread.median);
     median.seconds = spread;
+    median.probe_gap_s = gap;
     median
 }
 
-/// Log lines of a failed connect for want of a local address (ports).
-fn connect_failures(log: &str) -> usize {
+/// Connects that failed for want of a local port (EADDRNOTAVAIL, or
+/// EADDRINUSE where the port is bound first), counted from the one line
+/// each server logs per failed attempt (seen with a port range of a few
+/// ports): Heron "refresh from … failed: AXFR: Cannot assign requested
+/// address (os error 99)"; NSD "xfrd: connect … failed: Cannot assign
+/// requested address"; Knot "refresh, remote …, failed (address is not
+/// available)", followed by three more lines about the same failure; BIND
+/// "failed to connect: address not available", followed by a "Transfer
+/// status" line about it.
+fn connect_failures(kind: Kind, log: &str) -> usize {
+    let marks: &[&str] = match kind {
+        Kind::Heron | Kind::Nsd => &["cannot assign requested address", "address already in use"],
+        Kind::Knot => &[
+            "failed (address is not available)",
+            "failed (address already in use)",
+        ],
+        Kind::Bind => &[
+            "failed to connect: address not available",
+            "failed to connect: address in use",
+        ],
+        Kind::Reflector => &[],
+    };
     log.lines()
         .filter(|l| {
             let l = l.to_ascii_lowercase();
-            l.contains("address not available") || l.contains("cannot assign requested address")
+            marks.iter().any(|m| l.contains(m))
         })
         .count()
 }
 
-/// TCP connections opened by this machine so far (/proc/net/snmp).
+/// TCP connections opened so far in this thread's network namespace
+/// (/proc/net/snmp).
 fn active_opens() -> u64 {
     let text = fs::read_to_string("/proc/net/snmp").unwrap_or_default();
     let mut tcp = text.lines().filter(|l| l.starts_with("Tcp:"));
@@ -372,16 +469,16 @@ fn active_opens() -> u64 {
         .unwrap_or(0)
 }
 
-/// Sockets in TIME_WAIT with `port` on either end (`ss`).
-fn time_wait_with(port: u16) -> usize {
+/// Sockets in TIME_WAIT with `addr` on either end (`ss`).
+fn time_wait_with(addr: SocketAddr) -> usize {
     let out = std::process::Command::new("ss")
         .args(["-Htan", "state", "time-wait"])
         .output();
     let Ok(out) = out else { return 0 };
-    let want = format!(":{port}");
+    let want = addr.to_string();
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| l.split_whitespace().any(|f| f.ends_with(&want)))
+        .filter(|l| l.split_whitespace().any(|f| f == want))
         .count()
 }
 
@@ -405,10 +502,11 @@ fn propagations(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<Propagation>, Stri
         let file = dir.join("prop.test.zone");
         fs::write(&file, propagation_zone(1)).map_err(|e| e.to_string())?;
         let zones = vec![("prop.test.".to_string(), file.clone())];
-        let sec_addr = ip(LOOPBACK, free_port());
+        let sec_addr = ip(SECONDARY, free_port());
         let primary = start_primary(kind, args, &zones, Some(sec_addr), None, "prop")?;
         let role = Role::Secondary {
             primary: primary.addr,
+            reload: NsdReload::default(),
         };
         let secondary = Peer::start(
             kind,
@@ -603,19 +701,25 @@ fn one_transfer(
     key: Option<&TsigKey>,
     tag: &str,
 ) -> Result<Transfer, String> {
-    let addr = ip(LOOPBACK, free_port());
+    let addr = ip(SECONDARY, free_port());
     let dir = args.data.join(tag.to_lowercase());
     let role = Role::Secondary {
         primary: primary.addr,
+        reload: NsdReload::default(),
     };
     let primary_cpu = sys::group_cpu_seconds(primary.pid());
     let mut secondary = Peer::start(kind, role, addr, zones, key, &dir, &args.heron)?;
     let started = secondary.started;
     let deadline = started + Duration::from_secs(args.timeout);
     let origins = [zones[0].0.clone()];
-    let arrival = probe::until_all_answer(addr, &origins, started, deadline, &mut || {
-        secondary.is_running()
-    });
+    let arrival = probe::until_all_answer(
+        addr,
+        &origins,
+        started,
+        deadline,
+        (probe::WATCH_RATE, probe::CATCH_UP_RATE),
+        &mut || secondary.is_running(),
+    );
     let rss_mib = secondary.rss_kib() as f64 / 1024.0;
     let cpu_seconds = sys::group_cpu_seconds(secondary.pid())
         + (sys::group_cpu_seconds(primary.pid()) - primary_cpu);
