@@ -100,7 +100,10 @@ pub fn start(
     if zones.is_empty() {
         return None;
     }
-    let keeper = match Keeper::start() {
+    // Kept copies are written when the workers leave the CPU idle.
+    let keeper = match Keeper::start_with(|| {
+        crate::background::lower_this_thread();
+    }) {
         Ok(k) => k,
         Err(e) => {
             tracing::error!(

@@ -14,9 +14,9 @@
 //!
 //! [`store::write_zone_file`]: super::store::write_zone_file
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -44,10 +44,21 @@ pub struct Keeper {
 impl Keeper {
     /// Starts the writer thread; it ends when every `Keeper` is dropped.
     pub fn start() -> io::Result<Keeper> {
+        Keeper::start_with(|| {})
+    }
+
+    /// Starts the writer thread, which first runs `prepare` (the server
+    /// lowers its priority there: during a cold start, creating 100,000
+    /// files costs more CPU than receiving the zones, and the zones are
+    /// served before they are kept).
+    pub fn start_with(prepare: impl FnOnce() + Send + 'static) -> io::Result<Keeper> {
         let (ops, queue) = channel();
         std::thread::Builder::new()
             .name("kept-copies".into())
-            .spawn(move || run(queue))?;
+            .spawn(move || {
+                prepare();
+                run(queue)
+            })?;
         Ok(Keeper { ops })
     }
 
@@ -102,12 +113,22 @@ fn run(queue: Receiver<(PathBuf, Op)>) {
     }
 }
 
-/// Writes every zone of the batch, then applies the dates.
+/// Writes every zone of the batch, then applies the dates (those of a
+/// zone written here travel with its file).
 fn commit(batch: HashMap<PathBuf, Pending>) {
+    let folders: BTreeSet<&Path> = batch
+        .iter()
+        .filter(|(_, p)| p.zone.is_some())
+        .filter_map(|(path, _)| path.parent().filter(|d| !d.as_os_str().is_empty()))
+        .collect();
+    for dir in folders {
+        // An error shows on the files themselves.
+        let _ = std::fs::create_dir_all(dir);
+    }
     let written: Vec<&Path> = batch
         .iter()
-        .filter_map(|(path, p)| Some((path, p.zone.as_ref()?)))
-        .filter(|(path, zone)| match write_tmp(zone, path) {
+        .filter_map(|(path, p)| Some((path, p.zone.as_ref()?, p.date)))
+        .filter(|(path, zone, date)| match write_tmp(zone, path, *date) {
             Ok(()) => true,
             Err(e) => {
                 tracing::error!(
@@ -119,25 +140,28 @@ fn commit(batch: HashMap<PathBuf, Pending>) {
                 false
             }
         })
-        .map(|(path, _)| path.as_path())
+        .map(|(path, _, _)| path.as_path())
         .collect();
     if !written.is_empty() {
         disk::install(&written, &[]);
     }
     for (path, p) in &batch {
-        if let Some(at) = p.date {
+        if let (None, Some(at)) = (&p.zone, p.date) {
             set_mtime(path, at);
         }
     }
 }
 
-fn write_tmp(zone: &Zone, path: &Path) -> io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
+/// Writes `zone` to the temporary file beside `path`, dated `date` if
+/// given (a rename keeps the date).
+fn write_tmp(zone: &Zone, path: &Path, date: Option<SystemTime>) -> io::Result<()> {
     let mut out = BufWriter::new(File::create(tmp_path(path))?);
     write_zone(zone, &mut out)?;
-    out.flush()
+    let file = out.into_inner().map_err(|e| e.into_error())?;
+    if let Some(at) = date {
+        file.set_modified(at)?;
+    }
+    Ok(())
 }
 
 fn set_mtime(file: &Path, at: SystemTime) {
