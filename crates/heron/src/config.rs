@@ -787,7 +787,7 @@ fn parse_target(text: &str, default_port: u16) -> Result<SocketAddr, String> {
 
 /// One worker per core.
 pub fn default_workers() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    heron_zone::cores()
 }
 
 pub fn zone_spec(origin: &str, file: &Path) -> Result<ZoneSpec, String> {

@@ -155,9 +155,7 @@ struct LoadProgress {
 /// Results are in the order of `specs`. A load that takes long says how
 /// far it got (see [`report_progress`]).
 pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Loaded> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(specs.len().max(1));
+    let threads = heron_zone::cores().min(specs.len().max(1));
     let next = AtomicUsize::new(0);
     let progress = LoadProgress::default();
     let slots: Vec<Mutex<Option<Loaded>>> = specs.iter().map(|_| Mutex::new(None)).collect();

@@ -11,6 +11,7 @@ use heron_server::pipeline::NotifyReceived;
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::keeper::Keeper;
 use heron_xfr::secondary::refresh::{self, Context, Publisher, SecondaryZone, TimerBounds};
+use heron_xfr::secondary::store::which_exist;
 use heron_zone::Zone;
 use heron_zone::diff::ZoneDiff;
 use tokio::sync::mpsc;
@@ -36,10 +37,12 @@ pub struct Secondaries {
 /// transferred anew.
 pub fn load_kept(zones: &[SecondaryZone]) -> Vec<Option<Zone>> {
     let started = Instant::now();
+    let exists = which_exist(&zones.iter().map(|z| z.file.as_path()).collect::<Vec<_>>());
     let specs: Vec<ZoneSpec> = zones
         .iter()
-        .filter(|z| z.file.exists())
-        .map(|z| ZoneSpec {
+        .zip(&exists)
+        .filter(|(_, exists)| **exists)
+        .map(|(z, _)| ZoneSpec {
             origin: z.origin.clone(),
             file: z.file.clone(),
         })
@@ -51,8 +54,9 @@ pub fn load_kept(zones: &[SecondaryZone]) -> Vec<Option<Zone>> {
     .into_iter();
     let kept: Vec<Option<Zone>> = zones
         .iter()
-        .map(|z| {
-            if !z.file.exists() {
+        .zip(exists)
+        .map(|(z, exists)| {
+            if !exists {
                 return None;
             }
             let zone = match loaded.next()? {

@@ -267,8 +267,7 @@ pub(crate) fn restore(
     max_bytes: usize,
     writer: &JournalWriter,
 ) -> (HashMap<Name, History>, Restored) {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
+    let threads = heron_zone::cores()
         .min(zones.len().div_ceil(FILES_PER_THREAD))
         .max(1);
     let share = zones.len().div_ceil(threads).max(1);

@@ -14,7 +14,19 @@ use heron_proto::{RType, rdata};
 use heron_zone::Zone;
 use heron_zone::zone::Node;
 
-use crate::disk::{folder, tmp_path};
+use crate::disk::{folder, keep_existing, tmp_path};
+
+/// Which of `files` exist, in their order; a folder holding many of them
+/// is listed once rather than asked about file by file (100,000 zones with
+/// no kept copies yet would cost 100,000 failed lookups at startup).
+pub fn which_exist(files: &[&Path]) -> Vec<bool> {
+    let mut exists = vec![false; files.len()];
+    let numbered: Vec<(usize, &Path)> = files.iter().copied().enumerate().collect();
+    for (i, _) in keep_existing(numbered, |(_, path)| path) {
+        exists[i] = true;
+    }
+    exists
+}
 
 /// Writes `zone` to `path` atomically: to `path.tmp` first, synced, then
 /// renamed over `path` (its folder created if need be), and the folder
@@ -79,4 +91,27 @@ fn write_record(
     let mut text = String::new();
     rdata::format_text(rtype, rd, &mut text);
     writeln!(out, "{} {ttl} IN {rtype} {text}", node.owner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn which_exist_answers_in_order_whether_listed_or_looked_up() {
+        let dir = tempfile::tempdir().unwrap();
+        // Enough in one folder to be listed, and one alone to be looked up.
+        let many: Vec<_> = (0..40).map(|i| dir.path().join(format!("z{i}"))).collect();
+        let alone = dir.path().join("sub/alone");
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        for p in many.iter().step_by(3).chain([&alone]) {
+            std::fs::write(p, "").unwrap();
+        }
+        let mut files: Vec<&Path> = many.iter().map(|p| p.as_path()).collect();
+        files.insert(7, &alone);
+        let expected: Vec<bool> = files.iter().map(|p| p.exists()).collect();
+        assert_eq!(which_exist(&files), expected);
+        assert_eq!(expected.iter().filter(|&&e| e).count(), 15);
+        assert!(which_exist(&[]).is_empty());
+    }
 }

@@ -726,7 +726,7 @@ impl<'a> Plan<'a> {
     fn pack(&self) -> Packed {
         let bounds = self.shard_bounds();
         let threads = if self.b.entries.len() > PARALLEL_RECORDS {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
+            crate::cores()
         } else {
             1
         };

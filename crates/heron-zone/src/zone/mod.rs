@@ -435,7 +435,7 @@ pub fn load_zone_text(
     let mut opts = ReadOptions::new(origin.clone());
     opts.progress = progress.cloned();
     let mut builder = ZoneBuilder::new(origin.clone(), Class::IN);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = crate::cores();
     if text.len() >= PARALLEL_TEXT && read_in_pieces(text, path, &opts, threads, &mut builder) {
         return finish_load(builder, Vec::new());
     }
