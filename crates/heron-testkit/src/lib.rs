@@ -1,7 +1,8 @@
 //! Test helpers for Heron: reference name servers (NSD, Knot, BIND) and
 //! Heron itself as child processes, a primary in the test's own process
 //! that misbehaves on cue, a minimal DNS client, response
-//! normalisation for differential comparison, and dig/kdig runners.
+//! normalisation for differential comparison, dig/kdig runners, and zones
+//! signed at test time with `delv` to validate answers from them.
 //!
 //! Dev-only; depends on std and `heron-proto` alone.
 
@@ -12,6 +13,7 @@ mod peer_conf;
 pub mod primary;
 pub mod process;
 pub mod secondary;
+pub mod signer;
 pub mod tools;
 
 pub use client::{
@@ -23,10 +25,11 @@ pub use normalize::{Normalized, diff, normalize};
 pub use primary::{Primary, TlsServe};
 pub use process::{ServerKind, ServerProcess, free_port, live_group_members};
 pub use secondary::{Secondary, TsigSpec, XotTrust};
+pub use signer::{Chain, SignedZone, Validation};
 pub use tools::{
     DigOutput, DigTool, ToolQuery, check_dig_output, check_with_dig_and_kdig, run_dig, run_dig_with,
 };
 
 /// What to tell someone whose machine lacks a peer server or tool.
 pub const INSTALL_HINT: &str = "install the reference servers and tools with the README's test \
-     command (Debian: apt-get install nsd knot knot-dnsutils bind9 bind9-dnsutils)";
+     command (Debian: apt-get install nsd knot knot-dnsutils bind9 bind9-dnsutils bind9-utils)";

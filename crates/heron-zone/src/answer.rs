@@ -9,11 +9,13 @@
 use heron_proto::edns::{self, OPT_LEN};
 use heron_proto::encoded::{AdditionalRef, Owner, Written};
 use heron_proto::message::{self, HEADER_LEN, Header, Query, QueryError, flags};
-use heron_proto::name::{MAX_NAME_LEN, NameBuf, lowercase_wire};
+use heron_proto::name::{MAX_NAME_LEN, NameBuf};
 use heron_proto::writer::{Full, Mark, Section, Writer};
 use heron_proto::{Class, Opcode, RType, Rcode};
 
 use crate::catalog::{Catalog, Served};
+use crate::denial::{self, Denial, WildcardName};
+use crate::zone::chain::DenialChain;
 use crate::zone::{Node, RRset, Zone};
 
 /// How the query arrived: it decides the response size limit.
@@ -196,6 +198,10 @@ struct Responder<'a> {
     /// The addresses to add for the NS/MX/SRV RRset written, and where
     /// that RRset was written (their owners point into it).
     additional: Option<(AdditionalRef<'a>, Written)>,
+    /// Proofs for the wildcard CNAMEs of a chain, written to the
+    /// authority section once the answer section is complete. Empty (and
+    /// not allocated) but in signed zones with DO set.
+    deferred_proofs: Vec<Node<'a>>,
 }
 
 /// What a step of resolution leaves to do.
@@ -213,6 +219,13 @@ enum Next {
     },
 }
 
+/// A node a name matched, and whether through a wildcard.
+#[derive(Clone, Copy)]
+struct Matched<'z> {
+    node: Node<'z>,
+    wildcard: bool,
+}
+
 /// Where the walk from the apex to a name ended.
 enum Found<'z> {
     /// The name exists (possibly an empty non-terminal).
@@ -223,7 +236,8 @@ enum Found<'z> {
     Referral(Node<'z>),
     /// A DNAME above the name.
     Dname(Node<'z>),
-    NxDomain,
+    /// No such name; the node is its closest encloser.
+    NxDomain(Node<'z>),
 }
 
 impl<'a> Responder<'a> {
@@ -256,6 +270,7 @@ impl<'a> Responder<'a> {
             tc: false,
             dnssec: q.edns.is_some_and(|e| e.do_bit),
             additional: None,
+            deferred_proofs: Vec::new(),
         }
     }
 
@@ -295,7 +310,8 @@ impl<'a> Responder<'a> {
         self.aa = true;
         let apex_len = zone.origin().wire_len();
         self.apex_pos = (HEADER_LEN + q.qname_lower.as_wire().len() - apex_len) as u16;
-        if self.resolve(zone, &q.qname_lower).is_err() {
+        let answered = self.resolve(zone, &q.qname_lower);
+        if answered.and_then(|()| self.write_deferred_proofs(zone)).is_err() {
             self.truncate();
             return;
         }
@@ -342,31 +358,56 @@ impl<'a> Responder<'a> {
         let first = followed.is_empty();
         match find(zone, lower, qtype) {
             Found::Referral(cut) => self.referral(zone, cut, lower, first).map(|_| Next::Done),
-            Found::NxDomain => {
+            Found::NxDomain(encloser) => {
                 self.rcode = Rcode::NXDOMAIN;
-                self.negative(zone).map(|_| Next::Done)
+                self.negative(zone)?;
+                let denial = Denial::NxDomain { encloser };
+                self.prove(zone, lower, denial).map(|_| Next::Done)
             }
             Found::Dname(node) if !followed.contains(&node.id()) => self.dname(zone, node, name),
             Found::Dname(_) => Ok(Next::Done), // a DNAME loop
-            Found::Exact(node) | Found::Wildcard(node) => match node.rrset(RType::CNAME) {
-                Some(c) if qtype != RType::CNAME && qtype != RType::ANY => {
-                    if followed.contains(&node.id()) {
-                        return Ok(Next::Done); // a CNAME loop
-                    }
-                    let written = self.rrset(Section::Answer, here, c)?;
-                    let mut name = NameBuf::new();
-                    c.encoded().first_name(zone.origin().as_wire(), &mut name);
-                    let at = u16::try_from(written.first_rdata)
-                        .ok()
-                        .filter(|&p| p <= 0x3FFF);
-                    Ok(Next::Follow {
-                        node: node.id(),
-                        name,
-                        at,
-                    })
+            Found::Exact(node) => self.at_node(zone, node, here, lower, followed, false),
+            Found::Wildcard(node) => self.at_node(zone, node, here, lower, followed, true),
+        }
+    }
+
+    /// [`Responder::step`] at the node that `lower` matched, itself or
+    /// (`wildcard`) through a wildcard: its CNAME to follow, or its data.
+    fn at_node(
+        &mut self,
+        zone: &'a Zone,
+        node: Node<'a>,
+        here: Owner,
+        lower: &[u8],
+        followed: &[usize],
+        wildcard: bool,
+    ) -> Result<Next, Full> {
+        let qtype = self.q.qtype;
+        match node.rrset(RType::CNAME) {
+            Some(c) if qtype != RType::CNAME && qtype != RType::ANY => {
+                if followed.contains(&node.id()) {
+                    return Ok(Next::Done); // a CNAME loop
                 }
-                _ => self.answer_node(zone, node, here).map(|_| Next::Done),
-            },
+                let written = self.rrset(Section::Answer, here, c)?;
+                if wildcard && self.dnssec {
+                    self.defer_proof(zone, lower, Denial::Wildcard { source: node });
+                }
+                let mut name = NameBuf::new();
+                c.encoded().first_name(zone.origin().as_wire(), &mut name);
+                let at = u16::try_from(written.first_rdata)
+                    .ok()
+                    .filter(|&p| p <= 0x3FFF);
+                Ok(Next::Follow {
+                    node: node.id(),
+                    name,
+                    at,
+                })
+            }
+            _ => {
+                let matched = Matched { node, wildcard };
+                self.answer_node(zone, matched, here, lower)
+                    .map(|_| Next::Done)
+            }
         }
     }
 
@@ -393,32 +434,125 @@ impl<'a> Responder<'a> {
     }
 
     /// Data at a matching node, or NODATA.
-    fn answer_node(&mut self, zone: &'a Zone, node: Node<'a>, owner: Owner) -> Result<(), Full> {
+    fn answer_node(
+        &mut self,
+        zone: &'a Zone,
+        matched: Matched<'a>,
+        owner: Owner,
+        lower: &[u8],
+    ) -> Result<(), Full> {
         let qtype = self.q.qtype;
         if qtype == RType::ANY {
-            return self.answer_any(zone, node, owner);
+            return self.answer_any(zone, matched, owner, lower);
         }
-        match node.rrset(qtype) {
+        match matched.node.rrset(qtype) {
             Some(set) => {
                 let written = self.rrset(Section::Answer, owner, set)?;
                 self.note_additional(set, written);
-                Ok(())
+                self.prove_expansion(zone, matched, lower)
             }
-            None => self.negative(zone),
+            None => self.no_data(zone, matched, lower),
         }
     }
 
     /// RFC 8482: over UDP one RRset of the name; over TCP all of them.
-    fn answer_any(&mut self, zone: &'a Zone, node: Node<'a>, owner: Owner) -> Result<(), Full> {
-        if node.is_empty() {
-            return self.negative(zone);
+    fn answer_any(
+        &mut self,
+        zone: &'a Zone,
+        matched: Matched<'a>,
+        owner: Owner,
+        lower: &[u8],
+    ) -> Result<(), Full> {
+        if matched.node.is_empty() {
+            return self.no_data(zone, matched, lower);
         }
         let mut owner = owner;
-        for set in node.data() {
+        for set in matched.node.data() {
             let written = self.rrset(Section::Answer, owner, set)?;
             owner = written.next_owner(owner);
             if self.transport == Transport::Udp {
                 break;
+            }
+        }
+        self.prove_expansion(zone, matched, lower)
+    }
+
+    /// NODATA: the negative SOA, and in a signed zone the proof that the
+    /// name (or the wildcard it matched) lacks the type.
+    fn no_data(&mut self, zone: &'a Zone, matched: Matched<'a>, lower: &[u8]) -> Result<(), Full> {
+        self.negative(zone)?;
+        let denial = match matched.wildcard {
+            true => Denial::WildcardNoData {
+                source: matched.node,
+            },
+            false => Denial::NoData { node: matched.node },
+        };
+        self.prove(zone, lower, denial)
+    }
+
+    /// Data answered from a wildcard: in a signed zone, the proof that no
+    /// closer name matched (RFC 4035 3.1.3.3).
+    fn prove_expansion(
+        &mut self,
+        zone: &'a Zone,
+        matched: Matched<'a>,
+        lower: &[u8],
+    ) -> Result<(), Full> {
+        match matched.wildcard {
+            true => self.prove(zone, lower, Denial::Wildcard { source: matched.node }),
+            false => Ok(()),
+        }
+    }
+
+    /// With DO set and a signed zone, the NSEC or NSEC3 records (and
+    /// their RRSIGs) that prove `denial` for `lower`, in the authority
+    /// section. Answers to unsigned zones or without DO pay one test.
+    fn prove(&mut self, zone: &'a Zone, lower: &[u8], denial: Denial<'a>) -> Result<(), Full> {
+        match zone.denial_chain() {
+            Some(chain) if self.dnssec => self.write_proof(zone, chain, lower, denial),
+            _ => Ok(()),
+        }
+    }
+
+    #[inline(never)]
+    fn write_proof(
+        &mut self,
+        zone: &'a Zone,
+        chain: &'a DenialChain,
+        lower: &[u8],
+        denial: Denial<'a>,
+    ) -> Result<(), Full> {
+        let proof = denial::prove(zone, chain, lower, denial);
+        proof
+            .records()
+            .try_for_each(|(node, set)| self.write_proof_record(zone, node, set))
+    }
+
+    /// One NSEC or NSEC3 RRset of a proof, and its RRSIGs.
+    fn write_proof_record(&mut self, zone: &Zone, node: Node, set: RRset) -> Result<(), Full> {
+        let owner = Owner::BelowApex(node.owner_wire(), zone.origin().wire_len());
+        self.rrset(Section::Authority, owner, set).map(|_| ())
+    }
+
+    /// [`Responder::prove`] for a step in the middle of a CNAME chain,
+    /// whose proof must wait until the answer section is complete.
+    #[inline(never)]
+    fn defer_proof(&mut self, zone: &'a Zone, lower: &[u8], denial: Denial<'a>) {
+        if let Some(chain) = zone.denial_chain() {
+            let proof = denial::prove(zone, chain, lower, denial);
+            let nodes = proof.records().map(|(node, _)| node);
+            self.deferred_proofs.extend(nodes);
+        }
+    }
+
+    fn write_deferred_proofs(&mut self, zone: &'a Zone) -> Result<(), Full> {
+        let (Some(chain), false) = (zone.denial_chain(), self.deferred_proofs.is_empty()) else {
+            return Ok(());
+        };
+        let rtype = chain.kind().rtype();
+        for node in std::mem::take(&mut self.deferred_proofs) {
+            if let Some(set) = node.rrset(rtype) {
+                self.write_proof_record(zone, node, set)?;
             }
         }
         Ok(())
@@ -442,7 +576,7 @@ impl<'a> Responder<'a> {
     /// unless a CNAME from this zone led here.
     fn referral(
         &mut self,
-        zone: &Zone,
+        zone: &'a Zone,
         cut: Node<'a>,
         lower: &[u8],
         first: bool,
@@ -461,13 +595,17 @@ impl<'a> Responder<'a> {
         let written = self.rrset(Section::Authority, owner, ns)?;
         self.note_additional(ns, written);
         // A signed parent proves the child's security with the signed DS
-        // (RFC 4035 3.1.4.1); an unsigned zone does no DNSSEC processing.
-        if self.dnssec
-            && let Some(ds) = cut.rrset(RType::DS).filter(|ds| ds.has_sigs())
-        {
-            self.rrset(Section::Authority, written.next_owner(owner), ds)?;
+        // (RFC 4035 3.1.4.1), or its absence with NSEC or NSEC3 (RFC 5155
+        // 7.2.7); an unsigned zone does no DNSSEC processing.
+        if !self.dnssec {
+            return Ok(());
         }
-        Ok(())
+        match cut.rrset(RType::DS).filter(|ds| ds.has_sigs()) {
+            Some(ds) => self
+                .rrset(Section::Authority, written.next_owner(owner), ds)
+                .map(|_| ()),
+            None => self.prove(zone, lower, Denial::InsecureReferral { cut }),
+        }
     }
 
     /// Writes a whole RRset (and its signatures when DO is set).
@@ -620,20 +758,11 @@ fn find<'z>(zone: &'z Zone, lower: &[u8], qtype: RType) -> Found<'z> {
 }
 
 /// The source of synthesis `*.<closest encloser>` (RFC 4592 3.3.1).
-fn wildcard<'z>(zone: &'z Zone, encloser: Node) -> Found<'z> {
-    let ce = encloser.owner_wire();
-    if ce.len() + 2 > MAX_NAME_LEN {
-        return Found::NxDomain;
-    }
-    let mut buf = [0u8; MAX_NAME_LEN];
-    buf[0] = 1;
-    buf[1] = b'*';
-    buf[2..2 + ce.len()].copy_from_slice(ce);
-    let star = &mut buf[..2 + ce.len()];
-    lowercase_wire(star);
-    match zone.node(star) {
+fn wildcard<'z>(zone: &'z Zone, encloser: Node<'z>) -> Found<'z> {
+    let source = WildcardName::below(encloser.key()).and_then(|star| zone.node(star.as_wire()));
+    match source {
         Some(node) => Found::Wildcard(node),
-        None => Found::NxDomain,
+        None => Found::NxDomain(encloser),
     }
 }
 

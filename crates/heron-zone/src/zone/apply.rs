@@ -22,6 +22,7 @@ use super::build::{
     Emit, NodeParts, SetParts, additional_block, encode_negative_soa, in_zone_targets, node_errors,
     rdata_equal, write_node,
 };
+use super::chain::DenialChain;
 use super::node::{Node, Shard, node_len};
 use super::table::NodeTable;
 use super::{Links, Problem, Severity, Zone, shard_of};
@@ -522,7 +523,7 @@ impl<'z> Edit<'z> {
         let appeared = self.nodes.values().filter(|n| n.exists && !n.existed);
         let vanished = self.nodes.values().filter(|n| n.existed && !n.exists);
         let large = super::is_large(&shards);
-        Ok(Zone {
+        let mut next = Zone {
             origin: zone.origin.clone(),
             class: zone.class,
             hasher: zone.hasher.clone(),
@@ -535,7 +536,14 @@ impl<'z> Edit<'z> {
             records: self.records,
             nodes: zone.nodes + appeared.count() - vanished.count(),
             links: self.links.boxed(),
-        })
+            chain: None,
+        };
+        next.chain = match &zone.chain {
+            Some(chain) => chain.after_change(zone, &next),
+            None => DenialChain::of(&next),
+        }
+        .map(Box::new);
+        Ok(next)
     }
 }
 

@@ -18,6 +18,7 @@ use heron_proto::name::{NameBuf, lowercase_wire};
 use heron_proto::rdata;
 use heron_proto::{Class, Name, RType};
 
+use super::chain::DenialChain;
 use super::node::{NodeWriter, Shard};
 use super::table::NodeTable;
 use super::{Links, Problem, Severity, Zone, shard_of, soa_field};
@@ -302,8 +303,7 @@ impl ZoneBuilder {
             referrers.entry(target).or_default().push(node);
         }
         let large = super::is_large(&built.shards);
-        Ok((
-            Zone {
+        let mut built_zone = Zone {
                 origin: zone.apex.clone(),
                 class: self.class,
                 hasher: self.hasher,
@@ -315,14 +315,15 @@ impl ZoneBuilder {
                 negative_soa_sigs,
                 records: built.records,
                 nodes: drafts.len(),
-                links: Links {
-                    children,
-                    referrers,
-                }
-                .boxed(),
-            },
-            problems,
-        ))
+            links: Links {
+                children,
+                referrers,
+            }
+            .boxed(),
+            chain: None,
+        };
+        built_zone.chain = DenialChain::of(&built_zone).map(Box::new);
+        Ok((built_zone, problems))
     }
 
     fn logged(&self, e: &Entry) -> Logged<'_> {

@@ -3,6 +3,8 @@
 //! much faster: Knot took 3.8 s for a 2M-record AXFR from Knot (tree
 //! order) and 10.3 s for the same zone from Heron in hash order.
 
+use std::cmp::Ordering;
+
 use heron_proto::name::canonical_cmp;
 
 use super::{Node, Zone};
@@ -14,10 +16,10 @@ const PREFETCH_AHEAD: usize = 16;
 
 /// Where a node is, and a prefix of its name that orders it.
 #[derive(Clone, Copy)]
-struct Position {
-    key: u64,
-    shard: u32,
-    at: u32,
+pub(super) struct Position {
+    pub(super) key: u64,
+    pub(super) shard: u32,
+    pub(super) at: u32,
 }
 
 /// The nodes of a zone, apex first, the rest in canonical order. Holds 16
@@ -31,31 +33,55 @@ impl Zone {
     /// Every node in canonical order: a sort of the zone's positions,
     /// most comparisons settled by a prefix of the label below the apex.
     pub fn nodes_in_canonical_order(&self) -> CanonicalNodes<'_> {
-        let apex_len = self.origin.wire_len();
         let mut order = Vec::with_capacity(self.nodes);
         for (shard, s) in self.shards.iter().enumerate() {
-            for at in s.offsets() {
-                let key = order_key(self.node_at((shard, at)).key(), apex_len);
-                order.push(Position {
-                    key,
-                    shard: shard as u32,
-                    at: at as u32,
-                });
-            }
+            order.extend(s.offsets().map(|at| self.position((shard, at))));
         }
-        // The prefix alone settles most places (a sort by an integer key,
-        // inlined); runs that share one are sorted again by name.
-        order.sort_unstable_by_key(|p| p.key);
-        let key_of = |p: &Position| self.node_at((p.shard as usize, p.at as usize)).key();
-        for run in order.chunk_by_mut(|a, b| a.key == b.key) {
-            if run.len() > 1 {
-                run.sort_unstable_by(|a, b| canonical_cmp(key_of(a), key_of(b)));
-            }
-        }
+        self.sort_canonically(&mut order);
         CanonicalNodes {
             zone: self,
             order: order.into_iter(),
         }
+    }
+
+    /// The position of the node at (shard, offset), with its order key.
+    pub(super) fn position(&self, (shard, at): (usize, usize)) -> Position {
+        Position {
+            key: order_key(self.node_at((shard, at)).key(), self.origin.wire_len()),
+            shard: shard as u32,
+            at: at as u32,
+        }
+    }
+
+    pub(super) fn node_of(&self, p: &Position) -> Node<'_> {
+        self.node_at((p.shard as usize, p.at as usize))
+    }
+
+    /// Sorts positions by their nodes' names in canonical order.
+    pub(super) fn sort_canonically(&self, order: &mut [Position]) {
+        // The prefix alone settles most places (a sort by an integer key,
+        // inlined); runs that share one are sorted again by name.
+        order.sort_unstable_by_key(|p| p.key);
+        for run in order.chunk_by_mut(|a, b| a.key == b.key) {
+            if run.len() > 1 {
+                run.sort_unstable_by(|a, b| self.cmp_positions(a, b));
+            }
+        }
+    }
+
+    /// Canonical order of two positions' names.
+    pub(super) fn cmp_positions(&self, a: &Position, b: &Position) -> Ordering {
+        a.key
+            .cmp(&b.key)
+            .then_with(|| canonical_cmp(self.node_of(a).key(), self.node_of(b).key()))
+    }
+
+    /// Canonical order of a position's name and a lower-cased wire name
+    /// in the zone, whose order key is `key`.
+    pub(super) fn cmp_position_name(&self, p: &Position, key: u64, name: &[u8]) -> Ordering {
+        p.key
+            .cmp(&key)
+            .then_with(|| canonical_cmp(self.node_of(p).key(), name))
     }
 }
 
@@ -69,7 +95,7 @@ impl<'z> Iterator for CanonicalNodes<'z> {
             prefetch(arena.get(64..).unwrap_or_default());
         }
         let p = self.order.next()?;
-        Some(self.zone.node_at((p.shard as usize, p.at as usize)))
+        Some(self.zone.node_of(&p))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -80,7 +106,7 @@ impl<'z> Iterator for CanonicalNodes<'z> {
 /// The first 8 octets of the label just below the apex (lower-cased wire
 /// `key`, zero-padded; 0 for the apex): ordering by it agrees with
 /// canonical order wherever two keys differ.
-fn order_key(key: &[u8], apex_len: usize) -> u64 {
+pub(super) fn order_key(key: &[u8], apex_len: usize) -> u64 {
     let relative = &key[..key.len() - apex_len];
     let mut at = 0;
     let mut last = None;

@@ -12,6 +12,7 @@
 mod apply;
 mod build;
 mod canonical;
+pub(crate) mod chain;
 mod node;
 mod reread;
 mod table;
@@ -32,6 +33,7 @@ use crate::zonefile::{
 };
 pub use build::ZoneBuilder;
 pub use canonical::CanonicalNodes;
+use chain::DenialChain;
 use node::Shard;
 pub use node::{Node, RRset};
 
@@ -65,6 +67,9 @@ pub struct Zone {
     /// What `apply` needs to find the nodes a change reaches; None when
     /// empty, as for most small zones, so 100,000 of them pay 8 bytes each.
     links: Option<Box<Links>>,
+    /// A signed zone's NSEC or NSEC3 chain in canonical order, for the
+    /// proofs that names or types do not exist; None for unsigned zones.
+    chain: Option<Box<DenialChain>>,
 }
 
 /// A zone's shards. A small zone's one shard is held in place: a lookup
@@ -293,6 +298,23 @@ impl Zone {
 
     pub fn negative_soa_sigs(&self) -> &EncodedRRset {
         &self.negative_soa_sigs
+    }
+
+    /// A signed zone's NSEC or NSEC3 chain (None: the zone is unsigned).
+    pub(crate) fn denial_chain(&self) -> Option<&DenialChain> {
+        self.chain.as_deref()
+    }
+
+    /// Whether the zone proves denial of existence (it has NSEC, or
+    /// NSEC3PARAM with SHA-1, at the apex), and how many links the chain
+    /// has that proves it.
+    pub fn signed_chain_len(&self) -> Option<usize> {
+        self.chain.as_ref().map(|c| c.len())
+    }
+
+    /// Heap bytes of the NSEC or NSEC3 chain's index (0 if unsigned).
+    pub fn chain_heap_bytes(&self) -> usize {
+        self.chain.as_ref().map_or(0, |c| c.heap_bytes())
     }
 
     /// Serial from the apex SOA.

@@ -1,0 +1,134 @@
+//! Pre-signed zones: every answer Heron gives from `edge.test.zone`,
+//! signed at test time with NSEC, NSEC3 and NSEC3 opt-out, must validate
+//! with `delv` (bind9-dnsutils) given the zone's key as trust anchor:
+//! positive answers fully validated, NXDOMAIN and NODATA with a validated
+//! proof of denial. Which records those proofs hold is compared with NSD
+//! and Knot in `differential.rs`.
+
+use std::path::PathBuf;
+
+use heron_testkit::{Chain, ServerProcess, SignedZone};
+
+const ORIGIN: &str = "edge.test.";
+
+/// How delv must judge an answer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Expect {
+    /// Data, validated.
+    Answer,
+    NxDomain,
+    NoData,
+    /// A validated CNAME or DNAME to a name that does not exist, whose
+    /// NXDOMAIN proof delv then also checks.
+    ChainToNxDomain,
+}
+
+/// Names relative to the origin ("@" for the apex), the type, and what
+/// the answer must be.
+const QUERIES: &[(&str, &str, Expect)] = &[
+    ("@", "SOA", Expect::Answer),
+    ("@", "DNSKEY", Expect::Answer),
+    ("@", "PTR", Expect::NoData),
+    ("www", "A", Expect::Answer),
+    ("www", "MX", Expect::NoData),
+    ("nx", "A", Expect::NxDomain),
+    ("a.b.c.d.nx", "TXT", Expect::NxDomain),
+    // First and last names in canonical order, and around them.
+    ("_sip._tcp", "SRV", Expect::Answer),
+    ("_sip._tcp", "A", Expect::NoData),
+    ("_a", "A", Expect::NxDomain),
+    ("www", "AAAA", Expect::Answer),
+    ("zzzz", "A", Expect::NxDomain),
+    ("~", "A", Expect::NxDomain),
+    // Empty non-terminals.
+    ("ent", "A", Expect::NoData),
+    ("c.ent", "A", Expect::NoData),
+    ("b.c.ent", "MX", Expect::NoData),
+    ("nx.c.ent", "A", Expect::NxDomain),
+    ("_tcp", "A", Expect::NoData),
+    // Wildcards: an answer, NODATA, and names below one.
+    ("anything.wild", "A", Expect::Answer),
+    ("anything.wild", "TXT", Expect::Answer),
+    ("anything.wild", "MX", Expect::NoData),
+    ("a.b.wild", "A", Expect::Answer),
+    ("specific.wild", "A", Expect::Answer),
+    ("specific.wild", "TXT", Expect::NoData),
+    ("nx.specific.wild", "A", Expect::NxDomain),
+    ("nx.sub.wild", "A", Expect::NxDomain),
+    ("sub.wild", "A", Expect::NoData),
+    ("*.wild", "A", Expect::Answer),
+    ("nx.*.wild", "A", Expect::NxDomain),
+    ("x.mxonly", "MX", Expect::Answer),
+    ("x.mxonly", "A", Expect::NoData),
+    ("x.cnamewild", "A", Expect::Answer),
+    // CNAMEs to a name that does not exist, and through a wildcard.
+    ("dangling", "A", Expect::ChainToNxDomain),
+    ("wcname", "A", Expect::Answer),
+    ("chain1", "A", Expect::Answer),
+    // DS at delegations with and without DS; DNAME targets.
+    ("sub", "DS", Expect::NoData),
+    ("noglue", "DS", Expect::NoData),
+    ("secure", "DS", Expect::Answer),
+    ("x.dname", "A", Expect::Answer),
+    ("nx.dname", "A", Expect::ChainToNxDomain),
+];
+
+fn zone_file() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone")
+}
+
+fn absolute(name: &str) -> String {
+    match name {
+        "@" => ORIGIN.to_string(),
+        _ => format!("{name}.{ORIGIN}"),
+    }
+}
+
+fn validates(chain: Chain) {
+    let signed = SignedZone::sign(ORIGIN, &zone_file(), chain);
+    let heron_bin = PathBuf::from(env!("CARGO_BIN_EXE_heron"));
+    let heron = ServerProcess::heron(&heron_bin, &[(ORIGIN, &signed.path)]);
+    let mut failures = Vec::new();
+    for &(name, qtype, expect) in QUERIES {
+        let v = signed.delv(heron.addr(), &absolute(name), qtype);
+        let ok = match expect {
+            Expect::Answer => v.is_validated_answer(),
+            Expect::NxDomain => v.is_validated_negative(true),
+            Expect::NoData => v.is_validated_negative(false),
+            Expect::ChainToNxDomain => v.is_validated_chain_to_nxdomain(),
+        };
+        if !ok {
+            failures.push(format!("{name} {qtype}: expected {expect:?}\n{v}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{chain}: {} of {} answers did not validate:\n{}",
+        failures.len(),
+        QUERIES.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn nsec_answers_validate() {
+    validates(Chain::Nsec);
+}
+
+#[test]
+fn nsec3_answers_validate() {
+    validates(Chain::Nsec3 {
+        salt: "aabbccdd",
+        iterations: 5,
+        opt_out: false,
+    });
+}
+
+#[test]
+fn nsec3_opt_out_answers_validate() {
+    validates(Chain::Nsec3 {
+        salt: "-",
+        iterations: 0,
+        opt_out: true,
+    });
+}
