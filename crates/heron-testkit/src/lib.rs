@@ -1,8 +1,8 @@
 //! Test helpers for Heron: reference name servers (NSD, Knot, BIND) and
 //! Heron itself as child processes, a primary in the test's own process
 //! that misbehaves on cue, a minimal DNS client, response
-//! normalisation for differential comparison, dig/kdig runners, and zones
-//! signed at test time with `delv` to validate answers from them.
+//! normalisation for differential comparison, dig/kdig runners, and
+//! checked-in signed zones with `delv` to validate answers from them.
 //!
 //! Dev-only; depends on std and `heron-proto` alone.
 
@@ -32,4 +32,4 @@ pub use tools::{
 
 /// What to tell someone whose machine lacks a peer server or tool.
 pub const INSTALL_HINT: &str = "install the reference servers and tools with the README's test \
-     command (Debian: apt-get install nsd knot knot-dnsutils bind9 bind9-dnsutils bind9-utils)";
+     command (Debian: apt-get install nsd knot knot-dnsutils bind9 bind9-dnsutils)";

@@ -1,7 +1,8 @@
-//! Signed zones for DNSSEC tests: a zone file signed at test time with
-//! BIND's `dnssec-keygen` and `dnssec-signzone` (Debian bind9-utils), and
-//! `delv` (bind9-dnsutils) to validate a server's answers against the
-//! zone's key-signing key.
+//! Signed zones for DNSSEC tests: zone files signed once by
+//! `scripts/sign-test-zones.sh` (BIND's `dnssec-signzone`, signatures
+//! valid 2026 to 2040) and checked in, and `delv` (bind9-dnsutils) to
+//! validate a server's answers with the zone's key-signing key as the
+//! trust anchor.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -10,8 +11,6 @@ use std::process::Command;
 
 use crate::process::{TempDir, require_binary, write};
 
-pub const DNSSEC_KEYGEN: &str = "/usr/bin/dnssec-keygen";
-pub const DNSSEC_SIGNZONE: &str = "/usr/bin/dnssec-signzone";
 pub const DELV: &str = "/usr/bin/delv";
 
 /// How a signed zone denies existence.
@@ -24,6 +23,32 @@ pub enum Chain {
         iterations: u16,
         opt_out: bool,
     },
+}
+
+impl Chain {
+    /// The ways `scripts/sign-test-zones.sh` signs each zone.
+    pub const ALL: [Chain; 3] = [
+        Chain::Nsec,
+        Chain::Nsec3 {
+            salt: "aabbccdd",
+            iterations: 5,
+            opt_out: false,
+        },
+        Chain::Nsec3 {
+            salt: "-",
+            iterations: 0,
+            opt_out: true,
+        },
+    ];
+
+    /// The fixture's name part: `nsec`, `nsec3` or `optout`.
+    pub fn file_tag(&self) -> &'static str {
+        match self {
+            Chain::Nsec => "nsec",
+            Chain::Nsec3 { opt_out: false, .. } => "nsec3",
+            Chain::Nsec3 { opt_out: true, .. } => "optout",
+        }
+    }
 }
 
 impl fmt::Display for Chain {
@@ -42,8 +67,8 @@ impl fmt::Display for Chain {
     }
 }
 
-/// A zone signed with a fresh key pair (a KSK and a ZSK, ECDSA P-256),
-/// in a temporary directory that lives as long as this value.
+/// A checked-in signed zone and a `delv` trust anchor for it, in a
+/// temporary directory that lives as long as this value.
 pub struct SignedZone {
     pub origin: String,
     /// The signed zone file.
@@ -54,42 +79,32 @@ pub struct SignedZone {
 }
 
 impl SignedZone {
-    /// Signs the zone file `source` for `origin` with `chain`. Signatures
-    /// are valid from an hour ago for 30 days (`dnssec-signzone`'s
-    /// defaults). Panics, showing the tool's output, if signing fails.
-    pub fn sign(origin: &str, source: &Path, chain: Chain) -> SignedZone {
-        require_binary(DNSSEC_KEYGEN);
-        require_binary(DNSSEC_SIGNZONE);
-        let dir = TempDir::new("signed");
+    /// The fixture `DIR/ORIGIN.TAG.zone` that `scripts/sign-test-zones.sh`
+    /// signed from `source` with `chain`. Panics if the fixture is missing
+    /// or was signed from another version of `source` (run the script).
+    pub fn fixture(origin: &str, source: &Path, chain: Chain) -> SignedZone {
         let origin = origin.trim_end_matches('.').to_string();
-        for extra in [&[][..], &["-f", "KSK"]] {
-            let mut keygen = Command::new(DNSSEC_KEYGEN);
-            keygen.args(["-q", "-a", "ECDSAP256SHA256", "-n", "ZONE"]);
-            run(keygen.args(extra).arg(&origin).current_dir(&dir.0));
-        }
-        let path = dir.0.join(format!("{origin}.signed"));
-        let mut sign = Command::new(DNSSEC_SIGNZONE);
-        sign.args(["-q", "-S", "-K", "."]);
-        if let Chain::Nsec3 {
-            salt,
-            iterations,
-            opt_out,
-        } = chain
-        {
-            sign.args(["-3", salt, "-H", &iterations.to_string()]);
-            if opt_out {
-                sign.arg("-A");
-            }
-        }
-        sign.arg("-o").arg(&origin).arg("-f").arg(&path).arg(source);
-        run(sign.current_dir(&dir.0));
-        let anchor = dir.0.join("anchor.conf");
-        write(&anchor, &trust_anchor(&dir.0, &origin));
+        let dir = source.parent().expect("the source's folder").join("signed");
+        let path = dir.join(format!("{origin}.{}.zone", chain.file_tag()));
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}; run scripts/sign-test-zones.sh", path.display()));
+        let want = sha256_of(source);
+        let first = text.lines().next().unwrap_or_default();
+        assert_eq!(
+            first.strip_prefix("; source sha256 "),
+            Some(want.as_str()),
+            "{} was not signed from {} as it is now: run scripts/sign-test-zones.sh",
+            path.display(),
+            source.display()
+        );
+        let tmp = TempDir::new("signed");
+        let anchor = tmp.0.join("anchor.conf");
+        write(&anchor, &trust_anchor(&text, &origin, &path));
         SignedZone {
             origin: format!("{origin}."),
             path,
             anchor,
-            _dir: dir,
+            _dir: tmp,
         }
     }
 
@@ -114,6 +129,19 @@ impl SignedZone {
     }
 }
 
+/// `sha256sum FILE`'s digest (coreutils).
+fn sha256_of(path: &Path) -> String {
+    let out = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run sha256sum: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// What `delv` said about one answer.
 #[derive(Debug)]
 pub struct Validation {
@@ -125,7 +153,7 @@ pub struct Validation {
 impl Validation {
     /// A positive answer that validated (`; fully validated`).
     pub fn is_validated_answer(&self) -> bool {
-        !self.is_negative() && self.output.lines().any(|l| l == "; fully validated")
+        !self.is_negative() && self.verdict() == Some("; fully validated")
     }
 
     /// A negative answer whose proof validated: NXDOMAIN (`-$NXDOMAIN`)
@@ -149,6 +177,24 @@ impl Validation {
             && !self.output.contains("no valid")
     }
 
+    /// delv's first verdict line (`; fully validated`, `; unsigned
+    /// answer`, ...): the one about the name asked, before any CNAME
+    /// target's.
+    pub fn verdict(&self) -> Option<&str> {
+        self.verdicts().into_iter().next()
+    }
+
+    /// Every verdict line, one per name of a CNAME chain.
+    pub fn verdicts(&self) -> Vec<&str> {
+        let verdicts = self.output.lines().filter(|l| l.starts_with("; "));
+        verdicts.collect()
+    }
+
+    /// An answer (validated or not), not a failure or a negative answer.
+    pub fn is_answer(&self) -> bool {
+        !self.is_negative() && !self.output.contains("resolution failed")
+    }
+
     fn is_negative(&self) -> bool {
         self.output.contains(";; resolution failed: ncache")
     }
@@ -160,39 +206,23 @@ impl fmt::Display for Validation {
     }
 }
 
-fn run(cmd: &mut Command) {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The KSK in `dir` (`K<origin>+*.key`, flags 257) as a `delv` anchor file.
-fn trust_anchor(dir: &Path, origin: &str) -> String {
-    let keys = std::fs::read_dir(dir).expect("the key directory");
-    for entry in keys.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !(name.starts_with(&format!("K{origin}.+")) && name.ends_with(".key")) {
-            continue;
-        }
-        let text = std::fs::read_to_string(entry.path()).expect("a key file");
-        let Some(line) = text.lines().find(|l| !l.starts_with(';') && l.contains("DNSKEY")) else {
+/// The KSK (DNSKEY flags 257 at the apex) of a signed zone written one
+/// record a line (`dnssec-signzone -O full`), as a `delv` anchor file.
+fn trust_anchor(zone: &str, origin: &str, path: &Path) -> String {
+    let apex = format!("{origin}.");
+    for line in zone.lines().filter(|l| !l.starts_with(';')) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let Some(at) = fields.iter().position(|f| *f == "DNSKEY") else {
             continue;
         };
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let at = fields.iter().position(|f| *f == "DNSKEY").expect("DNSKEY");
-        let (flags, protocol, algorithm) = (fields[at + 1], fields[at + 2], fields[at + 3]);
-        if flags == "257" {
-            let key = fields[at + 4..].concat();
-            return format!(
-                "trust-anchors {{\n  {origin}. static-key {flags} {protocol} {algorithm} \"{key}\";\n}};\n"
-            );
+        if fields[0] != apex || fields.get(at + 1) != Some(&"257") {
+            continue;
         }
+        let (flags, protocol, algorithm) = (fields[at + 1], fields[at + 2], fields[at + 3]);
+        let key = fields[at + 4..].concat();
+        return format!(
+            "trust-anchors {{\n  {apex} static-key {flags} {protocol} {algorithm} \"{key}\";\n}};\n"
+        );
     }
-    panic!("no KSK for {origin} in {}", dir.display());
+    panic!("no KSK (DNSKEY 257) for {apex} in {}", path.display());
 }

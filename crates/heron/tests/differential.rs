@@ -525,6 +525,21 @@ fn cname_loop_servfail(case: &Case, a: &mut Normalized, b: &mut Normalized) {
 
 /// Both set TC: what a truncated response still carries is not pinned
 /// down (BIND keeps the records that fit, NSD and Knot none).
+/// ANY over UDP for a name whose RRsets with their RRSIGs do not fit:
+/// BIND sets TC, NSD and Knot answer one RRset (RFC 8482 4.2).
+fn any_udp_truncated(case: &Case, a: &mut Normalized, b: &mut Normalized) {
+    let applies =
+        case.qtype == RType::ANY && case.is_udp() && (a.has_flag("tc") != b.has_flag("tc"));
+    if applies {
+        both(a, b, |n| {
+            n.flags = n.flags.replace(" tc", "");
+            n.answer.clear();
+            n.authority.clear();
+            n.additional.clear();
+        });
+    }
+}
+
 fn truncated_body(_: &Case, a: &mut Normalized, b: &mut Normalized) {
     let applies = a.has_flag("tc") && b.has_flag("tc");
     if applies {
@@ -542,8 +557,14 @@ fn naptr_additional(case: &Case, a: &mut Normalized, b: &mut Normalized) {
     let applies = case.qtype == RType::NAPTR;
     if applies {
         both(a, b, |n| {
-            n.additional
-                .retain(|r| !matches!(rtype_of(r), "SRV" | "A" | "AAAA"))
+            n.additional.retain(|r| {
+                let t = if rtype_of(r) == "RRSIG" {
+                    covered_of(r)
+                } else {
+                    rtype_of(r)
+                };
+                !matches!(t, "SRV" | "A" | "AAAA")
+            })
         });
     }
 }
@@ -556,7 +577,7 @@ fn soa_negative_ttl(case: &Case, a: &mut Normalized, b: &mut Normalized) {
     if applies {
         both(a, b, |n| {
             for r in &mut n.authority {
-                if rtype_of(r) == "SOA" {
+                if rtype_of(r) == "SOA" || covered_of(r) == "SOA" {
                     let mut f: Vec<&str> = r.split(' ').collect();
                     f[1] = "TTL";
                     *r = f.join(" ");
@@ -574,7 +595,9 @@ fn dname_any_target(case: &Case, a: &mut Normalized, b: &mut Normalized) {
     if applies {
         both(a, b, |n| {
             n.rcode.clear();
-            n.authority.retain(|r| rtype_of(r) != "SOA");
+            // The SOA and, in a signed zone, the target's proof of
+            // nonexistence (NSEC or NSEC3 and the RRSIGs).
+            n.authority.clear();
         });
     }
 }
@@ -603,6 +626,21 @@ fn nsec3_wildcard_owner_nodata(case: &Case, a: &mut Normalized, b: &mut Normaliz
     both(a, b, |n| n.authority.retain(|r| !one_sided(r)));
 }
 
+/// RRSIGs over additional-section addresses (glue, NS and MX targets)
+/// that only one side gives: RFC 4035 3.1.1 asks for them only if space
+/// permits, and Heron does not add them yet. Dropped from the side that
+/// has them when the other has no RRSIG in its additional section.
+fn additional_rrsigs(_: &Case, a: &mut Normalized, b: &mut Normalized) {
+    let sigs = |n: &Normalized| n.additional.iter().any(|r| rtype_of(r) == "RRSIG");
+    if sigs(a) == sigs(b) {
+        return;
+    }
+    both(a, b, |n| {
+        n.additional
+            .retain(|r| !(rtype_of(r) == "RRSIG" && matches!(covered_of(r), "A" | "AAAA")))
+    });
+}
+
 const MX_SRV_ADDITIONAL: Accepted = Accepted {
     id: "mx-srv-additional",
     filter: mx_srv_additional,
@@ -622,6 +660,10 @@ const BADVERS_DO: Accepted = Accepted {
 const CHAOS: Accepted = Accepted {
     id: "chaos",
     filter: chaos,
+};
+const ADDITIONAL_RRSIGS: Accepted = Accepted {
+    id: "heron-additional-rrsigs",
+    filter: additional_rrsigs,
 };
 const NSEC3_WILDCARD_OWNER_NODATA: Accepted = Accepted {
     id: "nsec3-wildcard-owner-nodata",
@@ -647,6 +689,7 @@ const NSD_BIND: &[Accepted] = &[
     NOTIMP_BODY,
     BADVERS_DO,
     CHAOS,
+    NSEC3_WILDCARD_OWNER_NODATA,
     Accepted {
         id: "bind-cname-loop-servfail",
         filter: cname_loop_servfail,
@@ -667,6 +710,10 @@ const NSD_BIND: &[Accepted] = &[
         id: "bind-dname-any-target",
         filter: dname_any_target,
     },
+    Accepted {
+        id: "bind-any-udp-truncated",
+        filter: any_udp_truncated,
+    },
 ];
 
 /// Accepted differences between Heron and NSD: where Heron follows Knot.
@@ -677,6 +724,18 @@ const HERON_NSD: &[Accepted] = &[
     BADVERS_DO,
     CHAOS,
     NSEC3_WILDCARD_OWNER_NODATA,
+    ADDITIONAL_RRSIGS,
+];
+
+/// Heron against Knot: the NSD/Knot list and Heron's own item.
+const HERON_KNOT: &[Accepted] = &[
+    MX_SRV_ADDITIONAL,
+    ANY_SUBSET,
+    NOTIMP_BODY,
+    BADVERS_DO,
+    CHAOS,
+    NSEC3_WILDCARD_OWNER_NODATA,
+    ADDITIONAL_RRSIGS,
 ];
 
 // ---------------------------------------------------------------------------
@@ -949,46 +1008,47 @@ fn heron_vs_references_on(zones: &[(&str, PathBuf)], variant: &str) {
     let k = run_cases(&knot, &cases);
     dump(&[("Heron", &h), ("NSD", &n), ("Knot", &k)], &cases);
     let vs_nsd = compare(&cases, ("Heron", &h), ("NSD", &n), HERON_NSD, verbose());
-    let vs_knot = compare(&cases, ("Heron", &h), ("Knot", &k), NSD_KNOT, verbose());
+    let vs_knot = compare(&cases, ("Heron", &h), ("Knot", &k), HERON_KNOT, verbose());
     eprintln!("{}", summary(&format!("Heron vs Knot{variant}"), &vs_knot));
     assert_expectations("Heron", &cases, &h);
-    assert_clean(&format!("Heron vs NSD (primary reference){variant}"), &vs_nsd);
-    assert_clean(&format!("Heron vs Knot (secondary reference){variant}"), &vs_knot);
+    assert_clean(
+        &format!("Heron vs NSD (primary reference){variant}"),
+        &vs_nsd,
+    );
+    assert_clean(
+        &format!("Heron vs Knot (secondary reference){variant}"),
+        &vs_knot,
+    );
 }
 
 // ---------------------------------------------------------------------------
-// The same zone signed (NSEC, NSEC3, NSEC3 opt-out): the proofs of denial
-// (NSEC and NSEC3 records in the authority section) and the RRSIGs are
-// compared too, for every query with DO set.
-
-/// The ways the zone is signed for the signed comparisons.
-const CHAINS: [Chain; 3] = [
-    Chain::Nsec,
-    Chain::Nsec3 {
-        salt: "aabbccdd",
-        iterations: 5,
-        opt_out: false,
-    },
-    Chain::Nsec3 {
-        salt: "-",
-        iterations: 0,
-        opt_out: true,
-    },
-];
+// The same zone signed (NSEC, NSEC3, NSEC3 opt-out; the fixtures in
+// tests/data/differential/signed, from scripts/sign-test-zones.sh): the
+// proofs of denial (NSEC and NSEC3 records in the authority section) and
+// the RRSIGs are compared too, for every query with DO set.
 
 #[test]
 fn nsd_vs_knot_signed() {
-    for chain in CHAINS {
-        let signed = SignedZone::sign(ORIGIN, &zone_file(), chain);
+    for chain in Chain::ALL {
+        let signed = SignedZone::fixture(ORIGIN, &zone_file(), chain);
         let zones = [(ORIGIN, signed.path.clone())];
         nsd_vs_knot_on(&zones, &format!("NSD vs Knot, signed with {chain}"));
     }
 }
 
 #[test]
+fn nsd_vs_bind_signed() {
+    for chain in Chain::ALL {
+        let signed = SignedZone::fixture(ORIGIN, &zone_file(), chain);
+        let zones = [(ORIGIN, signed.path.clone())];
+        nsd_vs_bind_on(&zones, &format!("NSD vs BIND, signed with {chain}"));
+    }
+}
+
+#[test]
 fn heron_vs_references_signed() {
-    for chain in CHAINS {
-        let signed = SignedZone::sign(ORIGIN, &zone_file(), chain);
+    for chain in Chain::ALL {
+        let signed = SignedZone::fixture(ORIGIN, &zone_file(), chain);
         let zones = [(ORIGIN, signed.path.clone())];
         heron_vs_references_on(&zones, &format!(", signed with {chain}"));
     }
@@ -996,12 +1056,17 @@ fn heron_vs_references_signed() {
 
 #[test]
 fn nsd_vs_bind() {
+    nsd_vs_bind_on(&zones(), "NSD vs BIND");
+}
+
+/// Starts NSD and BIND on `zones` and compares their answers.
+fn nsd_vs_bind_on(zones: &[(&str, PathBuf)], title: &str) {
     let cases = cases();
-    let nsd = ServerProcess::nsd(&zones());
-    let bind = ServerProcess::bind(&zones());
+    let nsd = ServerProcess::nsd(zones);
+    let bind = ServerProcess::bind(zones);
     let a = run_cases(&nsd, &cases);
     let b = run_cases(&bind, &cases);
     assert_expectations("BIND", &cases, &b);
     let cmp = compare(&cases, ("NSD", &a), ("BIND", &b), NSD_BIND, verbose());
-    assert_clean("NSD vs BIND", &cmp);
+    assert_clean(title, &cmp);
 }

@@ -1,5 +1,6 @@
 //! Pre-signed zones: every answer Heron gives from `edge.test.zone`,
-//! signed at test time with NSEC, NSEC3 and NSEC3 opt-out, must validate
+//! signed with NSEC, NSEC3 and NSEC3 opt-out (the checked-in fixtures of
+//! `scripts/sign-test-zones.sh`, valid until 2040), must validate
 //! with `delv` (bind9-dnsutils) given the zone's key as trust anchor:
 //! positive answers fully validated, NXDOMAIN and NODATA with a validated
 //! proof of denial. Which records those proofs hold is compared with NSD
@@ -16,6 +17,12 @@ const ORIGIN: &str = "edge.test.";
 enum Expect {
     /// Data, validated.
     Answer,
+    /// Data from a wildcard: validated, except in an opt-out zone, where
+    /// the NSEC3 covering the next closer name has the opt-out flag and
+    /// delv calls the answer insecure (`; unsigned answer`), as it does
+    /// with NSD and Knot serving the same file: there Heron's verdicts
+    /// must equal NSD's.
+    WildcardAnswer,
     NxDomain,
     NoData,
     /// A validated CNAME or DNAME to a name that does not exist, whose
@@ -47,10 +54,10 @@ const QUERIES: &[(&str, &str, Expect)] = &[
     ("nx.c.ent", "A", Expect::NxDomain),
     ("_tcp", "A", Expect::NoData),
     // Wildcards: an answer, NODATA, and names below one.
-    ("anything.wild", "A", Expect::Answer),
-    ("anything.wild", "TXT", Expect::Answer),
+    ("anything.wild", "A", Expect::WildcardAnswer),
+    ("anything.wild", "TXT", Expect::WildcardAnswer),
     ("anything.wild", "MX", Expect::NoData),
-    ("a.b.wild", "A", Expect::Answer),
+    ("a.b.wild", "A", Expect::WildcardAnswer),
     ("specific.wild", "A", Expect::Answer),
     ("specific.wild", "TXT", Expect::NoData),
     ("nx.specific.wild", "A", Expect::NxDomain),
@@ -58,12 +65,12 @@ const QUERIES: &[(&str, &str, Expect)] = &[
     ("sub.wild", "A", Expect::NoData),
     ("*.wild", "A", Expect::Answer),
     ("nx.*.wild", "A", Expect::NxDomain),
-    ("x.mxonly", "MX", Expect::Answer),
+    ("x.mxonly", "MX", Expect::WildcardAnswer),
     ("x.mxonly", "A", Expect::NoData),
-    ("x.cnamewild", "A", Expect::Answer),
+    ("x.cnamewild", "A", Expect::WildcardAnswer),
     // CNAMEs to a name that does not exist, and through a wildcard.
     ("dangling", "A", Expect::ChainToNxDomain),
-    ("wcname", "A", Expect::Answer),
+    ("wcname", "A", Expect::WildcardAnswer),
     ("chain1", "A", Expect::Answer),
     // DS at delegations with and without DS; DNAME targets.
     ("sub", "DS", Expect::NoData),
@@ -85,14 +92,23 @@ fn absolute(name: &str) -> String {
 }
 
 fn validates(chain: Chain) {
-    let signed = SignedZone::sign(ORIGIN, &zone_file(), chain);
+    let signed = SignedZone::fixture(ORIGIN, &zone_file(), chain);
     let heron_bin = PathBuf::from(env!("CARGO_BIN_EXE_heron"));
     let heron = ServerProcess::heron(&heron_bin, &[(ORIGIN, &signed.path)]);
+    let opt_out = matches!(chain, Chain::Nsec3 { opt_out: true, .. });
+    let nsd = opt_out.then(|| ServerProcess::nsd(&[(ORIGIN, &signed.path)]));
     let mut failures = Vec::new();
     for &(name, qtype, expect) in QUERIES {
         let v = signed.delv(heron.addr(), &absolute(name), qtype);
         let ok = match expect {
             Expect::Answer => v.is_validated_answer(),
+            Expect::WildcardAnswer => match &nsd {
+                None => v.is_validated_answer(),
+                Some(nsd) => {
+                    let reference = signed.delv(nsd.addr(), &absolute(name), qtype);
+                    v.verdicts() == reference.verdicts() && v.is_answer()
+                }
+            },
             Expect::NxDomain => v.is_validated_negative(true),
             Expect::NoData => v.is_validated_negative(false),
             Expect::ChainToNxDomain => v.is_validated_chain_to_nxdomain(),
@@ -112,23 +128,15 @@ fn validates(chain: Chain) {
 
 #[test]
 fn nsec_answers_validate() {
-    validates(Chain::Nsec);
+    validates(Chain::ALL[0]);
 }
 
 #[test]
 fn nsec3_answers_validate() {
-    validates(Chain::Nsec3 {
-        salt: "aabbccdd",
-        iterations: 5,
-        opt_out: false,
-    });
+    validates(Chain::ALL[1]);
 }
 
 #[test]
 fn nsec3_opt_out_answers_validate() {
-    validates(Chain::Nsec3 {
-        salt: "-",
-        iterations: 0,
-        opt_out: true,
-    });
+    validates(Chain::ALL[2]);
 }
