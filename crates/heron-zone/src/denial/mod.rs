@@ -14,6 +14,8 @@
 //! that has an NSEC3.
 
 pub(crate) mod nsec3;
+#[cfg(test)]
+mod tests;
 
 use heron_proto::name::MAX_NAME_LEN;
 
@@ -149,8 +151,7 @@ impl<'z> Prover<'z, '_> {
             Denial::NxDomain { encloser } => {
                 if let Some(ce) = h.closest_encloser_proof(name, encloser.key().len(), self.proof) {
                     let star = WildcardName::below(ce);
-                    self.proof
-                        .add(star.and_then(|s| h.covering(s.as_wire())));
+                    self.proof.add(star.and_then(|s| h.covering(s.as_wire())));
                 }
             }
             // 7.2.3, 7.2.4 and 7.2.7: the matching NSEC3, or where there
@@ -191,6 +192,9 @@ impl<'z> Nsec3Chain<'z, '_> {
     /// The NSEC3 whose hashed owner is `name`'s hash.
     fn matching(&self, name: &[u8]) -> Option<Node<'z>> {
         let apex = self.zone.origin().as_wire();
+        if name == apex {
+            return self.chain.apex_match(self.zone);
+        }
         let owner = self.params.hashed_owner(name, apex)?;
         let node = self.zone.node(owner.as_wire())?;
         self.chain.kind().links(&node).then_some(node)
@@ -200,6 +204,9 @@ impl<'z> Nsec3Chain<'z, '_> {
     /// it (wrapping from the first hash to the last).
     fn covering(&self, name: &[u8]) -> Option<Node<'z>> {
         let apex = self.zone.origin().as_wire();
+        if name.len() == apex.len() + 2 && name.starts_with(b"\x01*") && name.ends_with(apex) {
+            return self.chain.apex_wildcard_cover(self.zone);
+        }
         let owner = self.params.hashed_owner(name, apex)?;
         self.chain.before(self.zone, owner.as_wire())
     }

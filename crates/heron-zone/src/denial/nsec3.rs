@@ -96,7 +96,7 @@ impl HashedOwner {
 
 /// A digest in lower-case base32hex (RFC 4648 7), as hashed owner names
 /// are stored (lower-cased keys).
-fn base32hex_lower(digest: &[u8; HASH_LEN], out: &mut [u8]) {
+pub(crate) fn base32hex_lower(digest: &[u8; HASH_LEN], out: &mut [u8]) {
     const ALPHABET: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
     // 20 octets are 160 bits: exactly 32 groups of 5, no padding.
     for (group, chunk) in digest.chunks(5).enumerate() {
@@ -148,7 +148,10 @@ mod tests {
     #[test]
     fn parameters_are_read_and_matched() {
         let p = rfc5155();
-        assert_eq!((p.iterations, &p.salt[..]), (12, &[0xAA, 0xBB, 0xCC, 0xDD][..]));
+        assert_eq!(
+            (p.iterations, &p.salt[..]),
+            (12, &[0xAA, 0xBB, 0xCC, 0xDD][..])
+        );
         let nsec3 = [1, 1, 0, 12, 4, 0xAA, 0xBB, 0xCC, 0xDD, 20];
         assert!(p.made(&nsec3), "the opt-out flag does not matter");
         assert!(!p.made(&[1, 0, 0, 11, 4, 0xAA, 0xBB, 0xCC, 0xDD, 20]));
@@ -156,8 +159,14 @@ mod tests {
         assert!(!p.made(&[1, 0]));
         let no_salt = Nsec3Params::from_nsec3param(&[1, 0, 0, 0, 0]).unwrap();
         assert_eq!((no_salt.iterations, no_salt.salt.len()), (0, 0));
-        assert!(Nsec3Params::from_nsec3param(&[2, 0, 0, 0, 0]).is_none(), "not SHA-1");
-        assert!(Nsec3Params::from_nsec3param(&[1, 0, 0, 0, 3, 1]).is_none(), "salt cut short");
+        assert!(
+            Nsec3Params::from_nsec3param(&[2, 0, 0, 0, 0]).is_none(),
+            "not SHA-1"
+        );
+        assert!(
+            Nsec3Params::from_nsec3param(&[1, 0, 0, 0, 3, 1]).is_none(),
+            "salt cut short"
+        );
         assert!(Nsec3Params::from_nsec3param(&[1, 0]).is_none());
     }
 

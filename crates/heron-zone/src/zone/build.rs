@@ -304,17 +304,17 @@ impl ZoneBuilder {
         }
         let large = super::is_large(&built.shards);
         let mut built_zone = Zone {
-                origin: zone.apex.clone(),
-                class: self.class,
-                hasher: self.hasher,
-                shards: built.shards.into(),
-                apex: (apex_shard, apex_at),
-                apex_dname,
-                large,
-                negative_soa,
-                negative_soa_sigs,
-                records: built.records,
-                nodes: drafts.len(),
+            origin: zone.apex.clone(),
+            class: self.class,
+            hasher: self.hasher,
+            shards: built.shards.into(),
+            apex: (apex_shard, apex_at),
+            apex_dname,
+            large,
+            negative_soa,
+            negative_soa_sigs,
+            records: built.records,
+            nodes: drafts.len(),
             links: Links {
                 children,
                 referrers,
@@ -323,6 +323,12 @@ impl ZoneBuilder {
             chain: None,
         };
         built_zone.chain = DenialChain::of(&built_zone).map(Box::new);
+        let chain_problems = DenialChain::problems(&built_zone, built_zone.chain.as_deref());
+        problems.extend(chain_problems.into_iter().map(|message| Problem {
+            severity: Severity::Warning,
+            location: None,
+            message,
+        }));
         Ok((built_zone, problems))
     }
 

@@ -11,10 +11,16 @@
 use std::cmp::Ordering;
 
 use heron_proto::RType;
+use heron_proto::name::{Name, lowercase_wire};
 
 use super::canonical::{Position, order_key};
 use super::{Node, Zone};
-use crate::denial::nsec3::Nsec3Params;
+use crate::denial::WildcardName;
+use crate::denial::nsec3::{HASH_LEN, LABEL_LEN, Nsec3Params, base32hex_lower};
+
+/// Chain breaks named one by one in the loader's warnings; more are
+/// counted.
+const BREAKS_NAMED: usize = 3;
 
 /// How a signed zone denies existence.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +73,11 @@ impl ChainKind {
 pub(crate) struct DenialChain {
     kind: ChainKind,
     links: Box<[Position]>,
+    /// NSEC3 only: the links (indexes into `links`) that match the apex
+    /// and cover `*.<apex>`, found when the chain is built. An NXDOMAIN
+    /// whose closest encloser is the apex, the usual one, then hashes only
+    /// its next closer name at query time.
+    apex_nsec3: [Option<u32>; 2],
 }
 
 impl DenialChain {
@@ -78,10 +89,40 @@ impl DenialChain {
             links.extend(kind.positions_in(zone, shard, s.offsets()));
         }
         zone.sort_canonically(&mut links);
-        Some(DenialChain {
+        Some(DenialChain::new(kind, links, zone))
+    }
+
+    fn new(kind: ChainKind, links: Vec<Position>, zone: &Zone) -> DenialChain {
+        let mut chain = DenialChain {
             kind,
             links: links.into(),
-        })
+            apex_nsec3: [None; 2],
+        };
+        if let ChainKind::Nsec3(params) = &chain.kind {
+            let apex = zone.origin.as_wire();
+            let own = params.hashed_owner(apex, apex).and_then(|owner| {
+                let at = chain.index_where(zone, owner.as_wire(), |o| o != Ordering::Greater)?;
+                let found = zone.node_of(&chain.links[at]).key() == owner.as_wire();
+                found.then_some(at as u32)
+            });
+            let star = WildcardName::below(apex)
+                .and_then(|star| params.hashed_owner(star.as_wire(), apex))
+                .and_then(|owner| {
+                    chain.index_where(zone, owner.as_wire(), |o| o == Ordering::Less)
+                });
+            chain.apex_nsec3 = [own, star.map(|at| at as u32)];
+        }
+        chain
+    }
+
+    /// NSEC3: the NSEC3 that matches the apex, found at load time.
+    pub(crate) fn apex_match<'z>(&self, zone: &'z Zone) -> Option<Node<'z>> {
+        self.apex_nsec3[0].map(|at| zone.node_of(&self.links[at as usize]))
+    }
+
+    /// NSEC3: the NSEC3 that covers `*.<apex>`, found at load time.
+    pub(crate) fn apex_wildcard_cover<'z>(&self, zone: &'z Zone) -> Option<Node<'z>> {
+        self.apex_nsec3[1].map(|at| zone.node_of(&self.links[at as usize]))
     }
 
     /// The chain of `next`, a version `apply` made from `previous`: this
@@ -103,10 +144,7 @@ impl DenialChain {
         next.sort_canonically(&mut fresh);
         let kept = self.links.iter().filter(|p| !rewritten[p.shard as usize]);
         let links = merge(kept.copied(), fresh, |a, b| next.cmp_positions(a, b));
-        Some(DenialChain {
-            kind,
-            links: links.into(),
-        })
+        Some(DenialChain::new(kind, links, next))
     }
 
     pub(crate) fn kind(&self) -> &ChainKind {
@@ -143,15 +181,108 @@ impl DenialChain {
         name: &[u8],
         keep: impl Fn(Ordering) -> bool,
     ) -> Option<Node<'z>> {
+        let at = self.index_where(zone, name, keep)?;
+        Some(zone.node_of(&self.links[at]))
+    }
+
+    /// [`DenialChain::last_where`]'s index into `links`.
+    fn index_where(
+        &self,
+        zone: &Zone,
+        name: &[u8],
+        keep: impl Fn(Ordering) -> bool,
+    ) -> Option<usize> {
         let key = order_key(name, zone.origin.wire_len());
         let end = self
             .links
             .partition_point(|p| keep(zone.cmp_position_name(p, key, name)));
-        let at = match end {
-            0 => self.links.len().checked_sub(1)?,
-            _ => end - 1,
+        match end {
+            0 => self.links.len().checked_sub(1),
+            _ => Some(end - 1),
+        }
+    }
+
+    /// What is wrong with how `zone` proves denial, for the loader's
+    /// warnings (`chain` is the zone's chain, None if it has none). The
+    /// zone is served all the same: a proof is then built from whatever
+    /// records the zone has (the record before a name covers it), and a
+    /// validator may reject it.
+    pub(super) fn problems(zone: &Zone, chain: Option<&DenialChain>) -> Vec<String> {
+        let apex = zone.apex();
+        let Some(chain) = chain else {
+            if apex.rrset(RType::DNSKEY).is_none() {
+                return Vec::new(); // unsigned
+            }
+            let why = match apex.rrset(RType::NSEC3PARAM) {
+                Some(_) => {
+                    "its NSEC3PARAM has a hash algorithm other than SHA-1 (1) or flags \
+                     other than 0, and it has no NSEC at the apex"
+                }
+                None => "it has neither an NSEC record nor an NSEC3PARAM record at the apex",
+            };
+            return vec![format!(
+                "the zone is signed (DNSKEY at the apex {}) but {why}: answers with the DO \
+                 bit carry no proof of denial of existence (NXDOMAIN, NODATA, wildcards, \
+                 unsigned delegations); add the NSEC3PARAM (or NSEC chain) the zone was \
+                 signed with",
+                zone.origin
+            )];
         };
-        Some(zone.node_of(&self.links[at]))
+        let nodes: Vec<Node> = chain.links.iter().map(|p| zone.node_of(p)).collect();
+        let rtype = chain.kind.rtype();
+        let mut breaks = Vec::new();
+        for (at, node) in nodes.iter().enumerate() {
+            let next = &nodes[(at + 1) % nodes.len()];
+            let Some(set) = node.rrset(rtype) else {
+                continue;
+            };
+            let rdata = set.first_rdata();
+            let (says, is) = match &chain.kind {
+                ChainKind::Nsec => {
+                    let Some(mut named) = nsec_next(&rdata) else {
+                        continue;
+                    };
+                    lowercase_wire(&mut named);
+                    (named, next.key().to_vec())
+                }
+                ChainKind::Nsec3(params) => {
+                    let made = set.rdatas().find(|rd| params.made(rd));
+                    let Some(hash) = made.as_deref().and_then(nsec3_next) else {
+                        continue;
+                    };
+                    let mut label = [0u8; LABEL_LEN];
+                    base32hex_lower(&hash, &mut label);
+                    (
+                        label.to_vec(),
+                        next.key()[1..1 + next.key()[0] as usize].to_vec(),
+                    )
+                }
+            };
+            if says != is {
+                breaks.push((node.owner(), says, next.owner()));
+            }
+        }
+        let mut out = Vec::new();
+        let name = |wire: &[u8]| match &chain.kind {
+            ChainKind::Nsec => Name::from_wire(wire).map_or_else(|_| "?".into(), |n| n.to_string()),
+            ChainKind::Nsec3(_) => String::from_utf8_lossy(wire).into_owned(),
+        };
+        for (owner, says, next) in breaks.iter().take(BREAKS_NAMED) {
+            out.push(format!(
+                "{} chain broken at {owner}: its next name is {}, but the next {} in the zone \
+                 is {next}; proofs of denial near it will not validate (sign the zone again)",
+                rtype,
+                name(says),
+                rtype,
+            ));
+        }
+        if breaks.len() > BREAKS_NAMED {
+            out.push(format!(
+                "{} more breaks in the {rtype} chain",
+                breaks.len() - BREAKS_NAMED
+            ));
+        }
+        out
     }
 
     /// The links in order, for tests.
@@ -173,6 +304,26 @@ impl ChainKind {
             .filter(move |&at| self.links(&zone.node_at((shard, at))))
             .map(move |at| zone.position((shard, at)))
     }
+}
+
+/// The next domain name of NSEC RDATA (RFC 4034 4.1), in wire form.
+fn nsec_next(rdata: &[u8]) -> Option<Vec<u8>> {
+    let mut at = 0;
+    loop {
+        let len = *rdata.get(at)? as usize;
+        at += 1 + len;
+        if len == 0 {
+            return rdata.get(..at).map(<[u8]>::to_vec);
+        }
+    }
+}
+
+/// The next hashed owner of NSEC3 RDATA (RFC 5155 3.2), if SHA-1 sized.
+fn nsec3_next(rdata: &[u8]) -> Option<[u8; HASH_LEN]> {
+    let salt_len = *rdata.get(4)? as usize;
+    let hash_len = *rdata.get(5 + salt_len)? as usize;
+    let hash = rdata.get(6 + salt_len..6 + salt_len + hash_len)?;
+    hash.try_into().ok()
 }
 
 /// Two sorted sequences as one.
