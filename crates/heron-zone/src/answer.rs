@@ -6,6 +6,8 @@
 //! encloser (RFC 4592), or say NXDOMAIN/NODATA with the SOA (RFC 2308).
 //! CNAMEs are followed inside the zone. It knows nothing of sockets.
 
+use std::mem::ManuallyDrop;
+
 use heron_proto::edns::{self, OPT_LEN};
 use heron_proto::encoded::{AdditionalRef, Owner, Written};
 use heron_proto::message::{self, HEADER_LEN, Header, Query, QueryError, flags};
@@ -49,6 +51,9 @@ impl Default for AnswerConfig {
 
 /// Longest CNAME/DNAME chain followed inside a zone.
 const MAX_CHAIN: usize = 16;
+/// The proofs for the wildcard CNAMEs of a chain: one NSEC or NSEC3 node
+/// each (RFC 4035 3.1.3.3, RFC 5155 7.2.6), at most one a hop.
+type Deferred<'a> = [Option<Node<'a>>; MAX_CHAIN];
 
 /// What [`answer`] did with a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,9 +204,11 @@ struct Responder<'a> {
     /// that RRset was written (their owners point into it).
     additional: Option<(AdditionalRef<'a>, Written)>,
     /// Proofs for the wildcard CNAMEs of a chain, written to the
-    /// authority section once the answer section is complete. Empty (and
-    /// not allocated) but in signed zones with DO set.
-    deferred_proofs: Vec<Node<'a>>,
+    /// authority section once the answer section is complete. None but
+    /// for a chain through a wildcard CNAME in a signed zone with DO set.
+    /// `answer_in` always takes it, so the Responder has no drop glue: an
+    /// answer without proofs pays one test for them.
+    deferred_proofs: ManuallyDrop<Option<Box<Deferred<'a>>>>,
 }
 
 /// What a step of resolution leaves to do.
@@ -270,7 +277,7 @@ impl<'a> Responder<'a> {
             tc: false,
             dnssec: q.edns.is_some_and(|e| e.do_bit),
             additional: None,
-            deferred_proofs: Vec::new(),
+            deferred_proofs: ManuallyDrop::new(None),
         }
     }
 
@@ -311,7 +318,11 @@ impl<'a> Responder<'a> {
         let apex_len = zone.origin().wire_len();
         self.apex_pos = (HEADER_LEN + q.qname_lower.as_wire().len() - apex_len) as u16;
         let answered = self.resolve(zone, &q.qname_lower);
-        if answered.and_then(|()| self.write_deferred_proofs(zone)).is_err() {
+        let answered = match self.deferred_proofs.take() {
+            None => answered,
+            Some(deferred) => answered.and_then(|()| self.write_deferred_proofs(zone, &deferred)),
+        };
+        if answered.is_err() {
             self.truncate();
             return;
         }
@@ -373,6 +384,8 @@ impl<'a> Responder<'a> {
 
     /// [`Responder::step`] at the node that `lower` matched, itself or
     /// (`wildcard`) through a wildcard: its CNAME to follow, or its data.
+    /// Inlined: it is the path of every positive answer.
+    #[inline(always)]
     fn at_node(
         &mut self,
         zone: &'a Zone,
@@ -433,7 +446,9 @@ impl<'a> Responder<'a> {
         })
     }
 
-    /// Data at a matching node, or NODATA.
+    /// Data at a matching node, or NODATA. Inlined, as on main before
+    /// proofs: the path of every positive answer.
+    #[inline(always)]
     fn answer_node(
         &mut self,
         zone: &'a Zone,
@@ -499,7 +514,13 @@ impl<'a> Responder<'a> {
         lower: &[u8],
     ) -> Result<(), Full> {
         match matched.wildcard {
-            true => self.prove(zone, lower, Denial::Wildcard { source: matched.node }),
+            true => self.prove(
+                zone,
+                lower,
+                Denial::Wildcard {
+                    source: matched.node,
+                },
+            ),
             false => Ok(()),
         }
     }
@@ -540,19 +561,31 @@ impl<'a> Responder<'a> {
     fn defer_proof(&mut self, zone: &'a Zone, lower: &[u8], denial: Denial<'a>) {
         if let Some(chain) = zone.denial_chain() {
             let proof = denial::prove(zone, chain, lower, denial);
-            let nodes = proof.records().map(|(node, _)| node);
-            self.deferred_proofs.extend(nodes);
+            let deferred = self
+                .deferred_proofs
+                .get_or_insert_with(|| Box::new([None; MAX_CHAIN]));
+            let free = deferred.iter_mut().filter(|slot| slot.is_none());
+            for (slot, (node, _)) in free.zip(proof.records()) {
+                *slot = Some(node);
+            }
         }
     }
 
-    fn write_deferred_proofs(&mut self, zone: &'a Zone) -> Result<(), Full> {
-        let (Some(chain), false) = (zone.denial_chain(), self.deferred_proofs.is_empty()) else {
+    /// The proofs [`Responder::defer_proof`] kept, once the answer section
+    /// is complete.
+    #[inline(never)]
+    fn write_deferred_proofs(
+        &mut self,
+        zone: &'a Zone,
+        deferred: &Deferred<'a>,
+    ) -> Result<(), Full> {
+        let Some(chain) = zone.denial_chain() else {
             return Ok(());
         };
         let rtype = chain.kind().rtype();
-        for node in std::mem::take(&mut self.deferred_proofs) {
+        for node in deferred.iter().flatten() {
             if let Some(set) = node.rrset(rtype) {
-                self.write_proof_record(zone, node, set)?;
+                self.write_proof_record(zone, *node, set)?;
             }
         }
         Ok(())
