@@ -520,7 +520,10 @@ mod tests {
         .unwrap();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         t.join().unwrap();
-        assert!(r.sent >= 500 && r.sent <= 700, "{r:?}");
+        // Paced at 2,000/s for 0.3 s: never more than the schedule allows;
+        // fewer when the test machine is busy (the sender is a thread that
+        // may wait for a core), but not a trickle.
+        assert!(r.sent >= 200 && r.sent <= 700, "{r:?}");
         assert_eq!(r.answered + r.lost, r.sent);
         assert_eq!(r.noerror, r.answered);
         fs::remove_dir_all(dir).unwrap();
