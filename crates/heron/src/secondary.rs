@@ -104,7 +104,11 @@ pub fn start(
     if zones.is_empty() {
         return None;
     }
-    // Kept copies are written when the workers leave the CPU idle.
+    // Kept copies are written when the workers leave the CPU idle (at
+    // nice 19 a long write would still hold a worker's core for a time
+    // slice). The price: on cores kept busy, the date a check leaves on
+    // its file lands late, and a crash then may wait out one refresh
+    // interval before that zone is checked again.
     let keeper = match Keeper::start_with(|| {
         crate::background::lower_this_thread();
     }) {
