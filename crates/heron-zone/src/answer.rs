@@ -446,8 +446,8 @@ impl<'a> Responder<'a> {
         })
     }
 
-    /// Data at a matching node, or NODATA. Inlined, as on main before
-    /// proofs: the path of every positive answer.
+    /// Data at a matching node, or NODATA. Inlined: the path of every
+    /// positive answer.
     #[inline(always)]
     fn answer_node(
         &mut self,
