@@ -705,7 +705,7 @@ fn readme_text(r: &Results) -> String {
     let _ = writeln!(
         s,
         "\n## Startup, memory and CPU time\n\n\
-         Startup: spawn to the first answer from every checked zone (probed every few milliseconds). Memory after the runs:\n\
+         Startup: spawn to the first answer from every checked zone (probed every few milliseconds), with the zone files read once just before each server starts (this VM pages out memory untouched for a minute, page cache included, so otherwise the first server on a workload would read from disk and the next ones from the cache). Memory after the runs:\n\
          RSS / PSS in MiB. CPU: server CPU-seconds over its whole life, loading included.\n\n\
          | workload | server | startup s | RSS MiB | PSS MiB | CPU s |\n| --- | --- | --- | --- | --- | --- |"
     );

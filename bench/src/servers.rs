@@ -301,6 +301,22 @@ fn wrapped(
     cmd
 }
 
+/// Reads each of `zones`' files once, so that every server starts with
+/// its zone files in the page cache. This VM's host pages out memory left
+/// untouched for about a minute, page cache included (DAMON `pageout` on
+/// physical memory: /sys/kernel/mm/damon/admin): without this the first
+/// server to start on a workload read its files from disk and the servers
+/// after it did not (Heron 4.0 s, then NSD 3.2 s on the warm files, for
+/// 100,000 zones that Heron loads in 1.2 s from the cache).
+fn warm_page_cache(zones: &[(String, PathBuf)]) {
+    let files: std::collections::BTreeSet<&Path> =
+        zones.iter().map(|(_, file)| file.as_path()).collect();
+    for file in files {
+        // A file that cannot be read fails the server's start, not this.
+        let _ = fs::read(file);
+    }
+}
+
 /// How long a readiness probe waits for its answer, and the pause before
 /// the next: together the resolution of the startup figure.
 const READY_PROBE_WAIT: Duration = Duration::from_millis(5);
@@ -336,6 +352,9 @@ impl Server {
             // each took), which the reload workload reads.
             .env("HERON_LOG", "warn,heron::serve=info")
             .process_group(0);
+        if kind.is_dns() {
+            warm_page_cache(zones);
+        }
         let started = Instant::now();
         let child = cmd
             .spawn()

@@ -1572,10 +1572,10 @@ fn run_profiles(ctx: &mut Ctx, wl: &[Workload], results: &mut Results) {
 /// Reads every zone file just generated once, then writes what that
 /// changed back to disk, before any server starts. The suite rewrites its
 /// zone files each run, and with `relatime` the first reader of a file
-/// newer than its access time updates that time: the first server to
-/// start on the 100,000-zone workload (Heron, in the suite's order) paid
-/// for 100,000 inode updates that the servers after it did not (its
-/// startup 3.5 s on the first read after generation, 1.3 s after).
+/// newer than its access time updates that time: without this the first
+/// server to start on the 100,000-zone workload would pay for 100,000
+/// inode updates that the servers after it did not. (The page cache is
+/// warmed again right before each server starts: `servers::warm_page_cache`.)
 fn settle_files(workloads: &[Workload]) {
     let started = Instant::now();
     let files: std::collections::BTreeSet<&Path> = workloads
