@@ -38,7 +38,11 @@ pub fn run(listen: SocketAddr, workers: usize) -> io::Result<()> {
         threads.push(
             std::thread::Builder::new()
                 .name(format!("reflector-{i}"))
-                .spawn(move || heron_server::udp::run_loop(&socket, &STOP, reflect))?,
+                .spawn(move || {
+                    // Heron's default, so that the two compare on one path.
+                    let coalesce = heron_server::udp::coalesce::DEFAULT_MAX_DELAY;
+                    heron_server::udp::run_loop(&socket, &STOP, coalesce, reflect)
+                })?,
         );
     }
     eprintln!(

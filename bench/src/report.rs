@@ -396,6 +396,9 @@ fn readme_text(r: &Results) -> String {
          * Every server runs {} worker(s) (Heron `workers`, NSD `server-count`, Knot\n\
          \x20 `udp-workers`/`tcp-workers`/`background-workers`, BIND `-n`, reflector `--workers`),\n\
          \x20 pinned with `taskset -c {}`; the load generator runs on CPU {}. Scheduling: {}.\n\
+         * Heron runs with its defaults, including `udp-coalesce-us = 50` (under load a UDP\n\
+         \x20 worker lets queries gather for up to 50 µs); the reflector runs Heron's UDP loop\n\
+         \x20 with the same setting.\n\
          * **Capacity**: each server's cgroup gets a CPU quota of {:.0}% of one core\n\
          \x20 (cgroup {}, period {} µs), the same for every server, so the generator always\n\
          \x20 out-runs it. `blast` keeps {} queries outstanding (closed loop, fewer than a\n\

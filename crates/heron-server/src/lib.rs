@@ -54,6 +54,9 @@ pub struct ServerConfig {
     pub workers: usize,
     /// CPUs to pin UDP workers to, round robin; empty leaves it to the OS.
     pub cpu_affinity: Vec<usize>,
+    /// Longest a UDP worker waits for datagrams to gather under steady
+    /// load (`udp::coalesce`); zero: never.
+    pub udp_coalesce: Duration,
     pub tcp: TcpLimits,
     pub answer: AnswerConfig,
     /// DNS over TLS, if configured.

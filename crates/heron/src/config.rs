@@ -5,6 +5,7 @@
 //! listen = ["127.0.0.1:53", "[::1]:53"]
 //! workers = 2
 //! cpu-affinity = [0, 1]      # pin UDP workers to these CPUs, round robin
+//! udp-coalesce-us = 50       # under load, let queries gather this long at most (0: never)
 //! max-udp-payload = 1232
 //! version = "heron"          # CH TXT version.bind; REFUSED when absent
 //! identity = "ns1"           # CH TXT id.server; REFUSED when absent
@@ -242,6 +243,9 @@ pub struct ServerSection {
     /// CPUs to pin UDP workers to (round robin); empty: no pinning.
     #[serde(default)]
     pub cpu_affinity: Vec<usize>,
+    /// Longest a busy UDP worker waits for queries to gather, in µs.
+    #[serde(default = "default_udp_coalesce_us")]
+    pub udp_coalesce_us: u64,
     #[serde(default = "default_udp_payload")]
     pub max_udp_payload: u16,
     pub version: Option<String>,
@@ -256,6 +260,7 @@ impl Default for ServerSection {
             listen: default_listen(),
             workers: None,
             cpu_affinity: Vec::new(),
+            udp_coalesce_us: default_udp_coalesce_us(),
             max_udp_payload: default_udp_payload(),
             version: None,
             identity: None,
@@ -379,6 +384,11 @@ const ZONE_PLACEHOLDER: &str = "{zone}";
 fn default_listen() -> Vec<SocketAddr> {
     vec![DEFAULT_LISTEN.parse().unwrap()]
 }
+/// A millisecond: longer would hold answers longer than a network hop.
+const MAX_UDP_COALESCE_US: u64 = 1_000;
+fn default_udp_coalesce_us() -> u64 {
+    heron_server::udp::coalesce::DEFAULT_MAX_DELAY.as_micros() as u64
+}
 fn default_udp_payload() -> u16 {
     1232
 }
@@ -478,6 +488,13 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             server.max_udp_payload
         ));
     }
+    if server.udp_coalesce_us > MAX_UDP_COALESCE_US {
+        errors.push(format!(
+            "{}: [server] udp-coalesce-us {} is above the maximum of {MAX_UDP_COALESCE_US}",
+            path.display(),
+            server.udp_coalesce_us
+        ));
+    }
     if server.workers == Some(0) {
         errors.push(format!(
             "{}: [server] workers must be at least 1",
@@ -524,6 +541,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             listen: server.listen.clone(),
             workers: server.workers.unwrap_or_else(default_workers),
             cpu_affinity: server.cpu_affinity.clone(),
+            udp_coalesce: Duration::from_micros(server.udp_coalesce_us),
             tcp: TcpLimits {
                 idle_timeout: Duration::from_secs(file.tcp.idle_timeout),
                 max_connections: file.tcp.max_connections,
@@ -855,7 +873,33 @@ mod tests {
         let s = parse("").unwrap();
         assert_eq!(s.server.listen, default_listen());
         assert_eq!(s.server.answer.max_udp_payload, 1232);
+        assert_eq!(s.server.udp_coalesce, Duration::from_micros(50));
         assert!(s.zones.is_empty());
+    }
+
+    #[test]
+    fn udp_coalescing_can_be_turned_off_and_is_bounded() {
+        let s = parse(
+            "[server]
+udp-coalesce-us = 0
+",
+        )
+        .unwrap();
+        assert_eq!(s.server.udp_coalesce, Duration::ZERO);
+        let s = parse(
+            "[server]
+udp-coalesce-us = 1000
+",
+        )
+        .unwrap();
+        assert_eq!(s.server.udp_coalesce, Duration::from_millis(1));
+        let err = parse(
+            "[server]
+udp-coalesce-us = 1001
+",
+        )
+        .unwrap_err();
+        assert!(err[0].contains("udp-coalesce-us 1001 is above"), "{err:?}");
     }
 
     const KEY: &str = "[[key]]\nname = \"xfr\"\nsecret = \"c2VjcmV0c2VjcmV0c2VjcmV0\"\n";

@@ -124,6 +124,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
                 listen: vec![config::DEFAULT_LISTEN.parse().unwrap()],
                 workers: config::default_workers(),
                 cpu_affinity: Vec::new(),
+                udp_coalesce: udp::coalesce::DEFAULT_MAX_DELAY,
                 tcp: TcpLimits::default(),
                 answer: AnswerConfig::default(),
                 tls: None,
@@ -297,8 +298,7 @@ async fn serve(
     for &addr in &server.listen {
         let workers = udp::spawn_workers(
             addr,
-            server.workers,
-            &server.cpu_affinity,
+            &server,
             catalog.clone(),
             answer_config.clone(),
             transfers.pipeline.clone(),

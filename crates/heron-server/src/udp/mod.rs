@@ -4,20 +4,21 @@
 
 pub mod affinity;
 pub mod batch;
+pub mod coalesce;
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use heron_zone::lookahead::MAX_BATCH;
 use heron_zone::{AnswerConfig, Answered, BatchAnswerer, Catalog, Transport};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::SharedCatalog;
 use crate::pipeline::Pipeline;
+use crate::{ServerConfig, SharedCatalog};
 
 /// How often a blocked worker wakes to notice shutdown.
 const SHUTDOWN_POLL: Duration = Duration::from_millis(200);
@@ -62,20 +63,20 @@ fn warn_if_small_buffer(socket: &UdpSocket, addr: SocketAddr) {
     }
 }
 
-/// Starts `workers` threads answering on `addr`; they stop when `stop` is
-/// set. Worker `i` is pinned to `cpus[i % cpus.len()]` when `cpus` is not
-/// empty.
+/// Starts `server.workers` threads answering on `addr`; they stop when
+/// `stop` is set. Worker `i` is pinned to `cpu_affinity[i % len]` when
+/// that list is not empty.
 pub fn spawn_workers(
     addr: SocketAddr,
-    workers: usize,
-    cpus: &[usize],
+    server: &ServerConfig,
     catalog: SharedCatalog,
     config: Arc<AnswerConfig>,
     pipeline: Arc<Pipeline>,
     stop: Arc<AtomicBool>,
 ) -> io::Result<Vec<JoinHandle<()>>> {
-    let mut handles = Vec::with_capacity(workers);
-    for i in 0..workers {
+    let (cpus, coalesce) = (&server.cpu_affinity, server.udp_coalesce);
+    let mut handles = Vec::with_capacity(server.workers);
+    for i in 0..server.workers {
         let socket = bind_reuseport(addr)?;
         if i == 0 {
             warn_if_small_buffer(&socket, addr);
@@ -97,7 +98,7 @@ pub fn spawn_workers(
                     pipeline,
                     answerer: BatchAnswerer::default(),
                 };
-                run_loop(&socket, &stop, worker)
+                run_loop(&socket, &stop, coalesce, worker)
             })?;
         handles.push(handle);
     }
@@ -166,9 +167,23 @@ impl<F: FnMut(&[u8], &mut Vec<u8>) -> bool> Handler for F {
 /// `handler` writes the response for a datagram into its buffer and says
 /// whether to send it. Heron answers DNS here; the benchmark's reflector
 /// runs the same loop with an echo, which measures the path's own cost.
-pub fn run_loop(socket: &UdpSocket, stop: &AtomicBool, mut handler: impl Handler) {
+/// Under steady load it lets datagrams gather between receives, for at
+/// most `coalesce` ([`coalesce`]; zero: never).
+pub fn run_loop(
+    socket: &UdpSocket,
+    stop: &AtomicBool,
+    coalesce: Duration,
+    mut handler: impl Handler,
+) {
     let mut batch = batch::Batch::new(batch::DEFAULT_BATCH, MAX_QUERY);
+    if !coalesce.is_zero() && !coalesce::tighten_timer_slack() {
+        tracing::debug!("UDP worker keeps the default timer slack");
+    }
+    let mut pacing = coalesce::Coalescer::new(Instant::now(), coalesce);
     while !stop.load(Ordering::Relaxed) {
+        if let Some(wait) = pacing.wait(Instant::now()) {
+            std::thread::sleep(wait);
+        }
         let received = match batch.receive(socket) {
             Ok(n) => n,
             Err(e) if is_timeout(&e) => continue,
@@ -177,6 +192,7 @@ pub fn run_loop(socket: &UdpSocket, stop: &AtomicBool, mut handler: impl Handler
                 continue;
             }
         };
+        pacing.received(Instant::now(), received);
         handler.handle_batch(&mut batch, received);
         if let Err(e) = batch.send(socket) {
             tracing::debug!("UDP send failed: {e}");
