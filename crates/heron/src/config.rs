@@ -426,6 +426,8 @@ pub struct Settings {
     pub control: Option<PathBuf>,
     /// What is worth saying about a configuration that is not wrong.
     pub warnings: Vec<String>,
+    /// What a reload would not apply.
+    pub restart_only: RestartOnly,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -440,6 +442,7 @@ pub fn load(path: &Path) -> Result<Settings, Vec<String>> {
 }
 
 fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec<String>> {
+    let mut restart_only = RestartOnly::of_sections(&file);
     let mut errors = Vec::new();
     let keys = keys(&file.keys).unwrap_or_else(|e| {
         errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
@@ -533,6 +536,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     if !errors.is_empty() {
         return Err(errors);
     }
+    restart_only.add("secondary zones", &secondaries);
     let mut secondary_origins: HashSet<&Name> = HashSet::with_capacity(secondaries.len());
     secondary_origins.extend(secondaries.iter().map(|s| &s.origin));
     zones.retain(|z| !secondary_origins.contains(&z.origin));
@@ -562,7 +566,42 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         secondary: file.secondary,
         xot: xot.expect("no errors"),
         warnings,
+        restart_only,
     })
+}
+
+/// What of a configuration file only a restart applies (a reload applies
+/// the primary zones and every zone's transfer settings), one fingerprint
+/// per part, so that a reload can say which parts it left alone.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RestartOnly(Vec<(&'static str, u64)>);
+
+impl RestartOnly {
+    fn of_sections(file: &ConfigFile) -> RestartOnly {
+        let mut parts = RestartOnly::default();
+        parts.add("[server]", &file.server);
+        parts.add("[tcp]", &file.tcp);
+        parts.add("[tls]", &file.tls);
+        parts.add("[[key]]", &file.keys);
+        parts.add("[secondary]", &file.secondary);
+        parts
+    }
+
+    fn add(&mut self, part: &'static str, value: &impl std::fmt::Debug) {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let mut hasher = DefaultHasher::new();
+        format!("{value:?}").hash(&mut hasher);
+        self.0.push((part, hasher.finish()));
+    }
+
+    /// The parts that differ from `before`.
+    pub fn changed_since(&self, before: &RestartOnly) -> Vec<&'static str> {
+        self.0
+            .iter()
+            .filter(|part| !before.0.contains(part))
+            .map(|(name, _)| *name)
+            .collect()
+    }
 }
 
 /// What a `[[zone]]` or `[[zone-group]]` gives each of its zones.
@@ -840,6 +879,33 @@ mod tests {
     fn parse(text: &str) -> Result<Settings, Vec<String>> {
         let file: ConfigFile = toml::from_str(text).map_err(|e| vec![e.to_string()])?;
         from_file(file, Path::new("/etc/heron"), Path::new("heron.toml"))
+    }
+
+    #[test]
+    fn a_reload_names_the_parts_it_leaves_for_a_restart() {
+        let zones = "[[zone]]\norigin = \"a.test\"\nfile = \"a\"\n";
+        let base = parse(&format!("[server]\nworkers = 2\n{zones}")).unwrap();
+        let more_zones = parse(&format!(
+            "[server]\nworkers = 2\n{zones}[[zone]]\norigin = \"b.test\"\nfile = \"b\"\n\
+             allow-transfer = [\"::1\"]\n"
+        ))
+        .unwrap();
+        assert!(
+            more_zones
+                .restart_only
+                .changed_since(&base.restart_only)
+                .is_empty(),
+            "zones and their transfer settings are applied by a reload"
+        );
+        let changed = parse(&format!(
+            "[server]\nworkers = 3\n[tcp]\nidle-timeout = 5\n{zones}\
+             [[zone]]\norigin = \"s.test\"\nfile = \"s\"\nprimaries = [\"192.0.2.1\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            changed.restart_only.changed_since(&base.restart_only),
+            vec!["[server]", "[tcp]", "secondary zones"]
+        );
     }
 
     #[test]

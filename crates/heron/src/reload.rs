@@ -2,18 +2,21 @@
 //! catalog is swapped in whole. A file with errors is reported and its zone
 //! keeps serving the version loaded before.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use heron_proto::Name;
+use heron_xfr::primary::ZonePolicy;
 use heron_zone::zonefile::ZoneFileText;
 use heron_zone::{Catalog, Zone, load_zone_text, reload_zone_text};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::config::ZoneSpec;
+use crate::config::{RestartOnly, ZoneSpec};
 
 /// What a zone file looked like when it was last loaded.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -47,6 +50,28 @@ struct Entry {
 /// The configured zone files and the state each was loaded in.
 pub struct ZoneFiles {
     entries: Vec<Entry>,
+    /// Where the zone list comes from, when a file gives it.
+    config: Option<ConfigSource>,
+}
+
+/// The configuration file a server started with, which a reload reads
+/// again for its zone list and transfer settings.
+pub struct ConfigSource {
+    pub path: PathBuf,
+    /// Zones the command line added to the file's.
+    pub extra_zones: Vec<ZoneSpec>,
+    /// The parts only a restart applies, as the server started with them.
+    pub restart_only: RestartOnly,
+}
+
+/// What a configuration read again changes.
+pub struct Reconfigured {
+    /// Every zone's transfer settings, to apply at once.
+    pub policies: HashMap<Name, ZonePolicy>,
+    /// Zones no longer configured: to stop serving.
+    pub removed: Vec<Name>,
+    /// Parts of the file that changed but wait for a restart.
+    pub left_for_restart: Vec<&'static str>,
 }
 
 /// What one load or reload did.
@@ -55,6 +80,10 @@ pub struct Outcome {
     pub loaded: usize,
     pub unchanged: usize,
     pub failed: usize,
+    /// Zones no longer in the configuration, no longer served.
+    pub removed: usize,
+    /// The configuration file had errors: nothing was changed.
+    pub config_failed: bool,
     /// What went wrong, as logged: file, line and problem, then what
     /// became of the zone.
     pub errors: Vec<String>,
@@ -63,10 +92,32 @@ pub struct Outcome {
 impl Outcome {
     /// One line for a person: how many zones were read, kept and failed.
     pub fn summary(&self) -> String {
-        format!(
+        if self.config_failed {
+            return "the configuration file has errors; nothing changed".into();
+        }
+        let mut line = format!(
             "{} zones re-read, {} unchanged, {} failed",
             self.loaded, self.unchanged, self.failed
-        )
+        );
+        if self.removed > 0 {
+            line.push_str(&format!(", {} removed", self.removed));
+        }
+        line
+    }
+
+    /// Whether everything asked was done.
+    pub fn is_ok(&self) -> bool {
+        self.failed == 0 && !self.config_failed
+    }
+
+    /// What a configuration file with `errors` leaves: nothing changed.
+    pub fn config_errors(errors: Vec<String>) -> Outcome {
+        let mut outcome = Outcome {
+            config_failed: true,
+            ..Outcome::default()
+        };
+        errors.into_iter().for_each(|e| outcome.error(e));
+        outcome
     }
 
     /// Logs an error and keeps it for whoever asked for the reload.
@@ -86,7 +137,69 @@ impl ZoneFiles {
                     loaded: None,
                 })
                 .collect(),
+            config: None,
         }
+    }
+
+    /// From now on a reload reads `source` again for the zone list.
+    pub fn with_config(mut self, source: ConfigSource) -> ZoneFiles {
+        self.config = Some(source);
+        self
+    }
+
+    /// Reads the configuration file again, if the server has one, and
+    /// takes its zone list ([`ZoneFiles::reconfigure`]): new zones are
+    /// read at the next [`ZoneFiles::load_changed`]. A file with errors
+    /// changes nothing and returns them.
+    pub fn reread_config(&mut self) -> Result<Option<Reconfigured>, Vec<String>> {
+        let Some(source) = &self.config else {
+            return Ok(None);
+        };
+        let settings = crate::config::load(&source.path)?;
+        settings.warnings.iter().for_each(|w| tracing::warn!("{w}"));
+        let left_for_restart = settings.restart_only.changed_since(&source.restart_only);
+        let mut specs = settings.zones;
+        specs.extend(source.extra_zones.iter().cloned());
+        let secondaries: Vec<Name> = settings
+            .secondaries
+            .iter()
+            .map(|z| z.origin.to_lowercase())
+            .collect();
+        // A zone that became a secondary keeps serving until the restart
+        // that starts its transfers.
+        let removed = self
+            .reconfigure(&specs)
+            .into_iter()
+            .filter(|origin| !secondaries.contains(&origin.to_lowercase()))
+            .collect();
+        Ok(Some(Reconfigured {
+            policies: settings.policies,
+            removed,
+            left_for_restart,
+        }))
+    }
+
+    /// Takes the zone list of a configuration read again: zones still
+    /// listed with the same file keep their state (and are re-read only if
+    /// the file changed), new ones and those with another file are read
+    /// at the next [`ZoneFiles::load_changed`]. Returns the origins no
+    /// longer listed.
+    pub fn reconfigure(&mut self, specs: &[ZoneSpec]) -> Vec<Name> {
+        let mut before: HashMap<Name, Entry> = self
+            .entries
+            .drain(..)
+            .map(|e| (e.spec.origin.to_lowercase(), e))
+            .collect();
+        for spec in specs {
+            let kept = before
+                .remove(&spec.origin.to_lowercase())
+                .filter(|e| e.spec.file == spec.file);
+            self.entries.push(Entry {
+                spec: spec.clone(),
+                loaded: kept.and_then(|e| e.loaded),
+            });
+        }
+        before.into_values().map(|e| e.spec.origin).collect()
     }
 
     /// A catalog like `current` with every zone whose file changed since it
@@ -306,6 +419,42 @@ mod tests {
 
     fn zone_text(serial: u32, extra: &str) -> String {
         format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n{extra}")
+    }
+
+    #[test]
+    fn a_new_zone_list_keeps_what_it_still_names_from_the_same_file() {
+        let dir = std::env::temp_dir().join(format!("heron-reconf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let [a, b, c, a2] = ["a", "b", "c", "a2"].map(|n| dir.join(format!("{n}.zone")));
+        for f in [&a, &b, &c, &a2] {
+            std::fs::write(f, zone_text(1, "")).unwrap();
+        }
+        let spec = |o: &str, f: &Path| ZoneSpec {
+            origin: Name::parse(o).unwrap(),
+            file: f.to_path_buf(),
+        };
+        let mut files = ZoneFiles::new(&[spec("a.test", &a), spec("b.test", &b)]);
+        let (cat, _) = files.load_changed(&Catalog::new());
+
+        // b.test dropped, c.test new, A.test (same zone) from another file.
+        let removed = files.reconfigure(&[spec("A.test", &a2), spec("c.test", &c)]);
+        assert_eq!(removed, vec![Name::parse("b.test").unwrap()]);
+        let (_, out) = files.load_changed(&cat);
+        assert_eq!(
+            (out.loaded, out.unchanged),
+            (2, 0),
+            "a.test's new file and c.test"
+        );
+
+        let removed = files.reconfigure(&[spec("a.test", &a2), spec("c.test", &c)]);
+        assert!(removed.is_empty());
+        let (_, out) = files.load_changed(&cat);
+        assert_eq!(
+            (out.loaded, out.unchanged),
+            (0, 2),
+            "same files: not read again"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

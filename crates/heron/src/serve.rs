@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, watch};
 use crate::ServeArgs;
 use crate::config::{self, Settings};
 use crate::control;
-use crate::reload::{Outcome, ZoneFiles};
+use crate::reload::{ConfigSource, Outcome, ZoneFiles};
 use crate::secondary;
 use crate::{background, memory};
 
@@ -52,6 +52,13 @@ pub fn run(args: ServeArgs) -> ExitCode {
     };
     let use_example = args.config.is_none() && settings.zones.is_empty();
     let mut files = ZoneFiles::new(&settings.zones);
+    if let Some(path) = &args.config {
+        files = files.with_config(ConfigSource {
+            path: path.clone(),
+            extra_zones: args.zone.clone(),
+            restart_only: settings.restart_only.clone(),
+        });
+    }
     let (catalog, journals) = load_catalog_and_find_journals(use_example, &mut files, &settings);
     memory::release_free_memory();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -137,6 +144,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             xot: TlsClients::new(None).expect("no CA to read"),
             control: None,
             warnings: Vec::new(),
+            restart_only: Default::default(),
         },
     };
     if let Some(path) = &args.control {
@@ -243,7 +251,8 @@ impl Transfers {
 
     pub(crate) fn notify(&self, zones: &[Arc<Zone>]) {
         for zone in zones {
-            let targets = &self.primary.policy(zone.origin()).notify;
+            let policy = self.primary.policy(zone.origin());
+            let targets = &policy.notify;
             if !targets.is_empty() {
                 let soa = zone.soa();
                 self.notifier.notify_all(
@@ -375,7 +384,7 @@ fn tls_listeners(server: &ServerConfig) -> Vec<(std::net::SocketAddr, tls::TlsAc
     tls.listen.iter().map(|&a| (a, acceptor.clone())).collect()
 }
 
-/// Serves until SIGTERM or SIGINT; on SIGHUP, reloads changed zone files.
+/// Serves until SIGTERM or SIGINT; on SIGHUP, reloads (see [`reload`]).
 async fn wait_for_signals(
     catalog: &SharedCatalog,
     files: &Arc<std::sync::Mutex<ZoneFiles>>,
@@ -395,22 +404,48 @@ async fn wait_for_signals(
     }
 }
 
-/// Re-reads changed zone files on a background thread (below the query
-/// workers' priority) and swaps the new catalog in; queries in flight
-/// finish on the old one. Returns what it did and how long it took.
+/// Reads the configuration file again (if the server has one) for its
+/// zones and their transfer settings, re-reads changed and new zone files
+/// on a background thread (below the query workers' priority), and swaps
+/// the new catalog in; queries in flight finish on the old one. Returns
+/// what it did and how long it took.
 async fn reload(
     catalog: &SharedCatalog,
     files: &Arc<std::sync::Mutex<ZoneFiles>>,
     transfers: &Arc<Transfers>,
     asked_by: &str,
 ) -> (Outcome, Duration) {
-    tracing::info!("{asked_by}: reloading changed zone files");
+    tracing::info!("{asked_by}: reloading the configuration and changed zone files");
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
     let work = background::run("reload", move || {
         let _writing = xfr.catalog_writer.lock().unwrap();
         let current = catalog.load_full();
-        let (next, outcome) = files.lock().unwrap().load_changed(&current);
+        let mut files = files.lock().unwrap();
+        let reconfigured = match files.reread_config() {
+            Ok(reconfigured) => reconfigured,
+            Err(errors) => return (Outcome::config_errors(errors), Vec::new(), Duration::ZERO),
+        };
+        let mut removed = Vec::new();
+        if let Some(new) = reconfigured {
+            new.left_for_restart.iter().for_each(|part| {
+                tracing::warn!(
+                    "{part} changed in the configuration: it takes effect at the next restart"
+                )
+            });
+            // Before the new zones are served: their transfers and
+            // NOTIFYs follow the settings they came with.
+            xfr.primary.set_policies(new.policies);
+            removed = new.removed;
+        }
+        let (mut next, mut outcome) = files.load_changed(&current);
+        drop(files);
+        for origin in &removed {
+            next.remove(origin);
+            xfr.primary.forget(origin);
+            tracing::info!("zone {origin} is no longer configured: no longer served");
+        }
+        outcome.removed = removed.len();
         // Journal first, then swap: an IXFR for the new serial must find
         // its step; then notify, once the new version is served.
         let changed = xfr.journal_changes(&current, &next);
@@ -439,7 +474,7 @@ async fn reload(
 fn reload_reply((outcome, took): (Outcome, Duration)) -> control::Reply {
     let summary = format!("reloaded in {} ms: {}", took.as_millis(), outcome.summary());
     control::Reply {
-        ok: outcome.failed == 0,
+        ok: outcome.is_ok(),
         lines: std::iter::once(summary).chain(outcome.errors).collect(),
     }
 }

@@ -611,3 +611,98 @@ fn sighup_reloads_changed_zones_and_keeps_the_old_one_on_errors() {
         "still the last good version"
     );
 }
+
+/// The rcode of an AXFR of `origin` over TCP (the zones here fit in one
+/// message).
+fn axfr_rcode(addr: SocketAddr, origin: &str) -> Rcode {
+    Rcode(
+        parse(&try_query_tcp(addr, &query(origin, RType::AXFR, 21)).unwrap())
+            .header
+            .rcode(),
+    )
+}
+
+/// A reload reads the configuration file again: a zone added there is
+/// served, one taken out is no longer (REFUSED, as names in no zone of
+/// ours), a zone's transfer settings apply at once, a file with errors
+/// changes nothing, and a change only a restart applies is named.
+#[test]
+fn reload_applies_zones_added_and_removed_in_the_configuration() {
+    let dir = tempdir("reconfig");
+    let socket = dir.join("heron.sock");
+    let zone_file = |origin: &str| dir.join(format!("{origin}.zone"));
+    for origin in ["a.test", "b.test"] {
+        std::fs::write(
+            zone_file(origin),
+            "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n",
+        )
+        .unwrap();
+    }
+    let config = |port: u16, zones: &[(&str, &str)], version: &str| {
+        let mut text = format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\ncontrol = \"{}\"\nversion = \"{version}\"\n",
+            socket.display()
+        );
+        for (origin, allow) in zones {
+            text.push_str(&format!(
+                "[[zone]]\norigin = \"{origin}\"\nfile = \"{}\"\nallow-transfer = [{allow}]\njournal = false\n",
+                zone_file(origin).display()
+            ));
+        }
+        text
+    };
+    let server = ServerProcess::heron_with_config(&heron(), "a.test", |port| {
+        config(port, &[("a.test", "")], "1")
+    });
+    let (addr, port) = (server.addr(), server.addr().port());
+    let config_file = server.dir().join("heron.toml");
+    let socket_arg = socket.to_str().unwrap();
+    let reload = || heron_reload(&["--control", socket_arg]);
+    assert_eq!(soa_serial(addr, "b.test"), None, "not configured yet");
+    assert_eq!(axfr_rcode(addr, "a.test"), Rcode::REFUSED);
+
+    let both = [("a.test", "\"127.0.0.1\""), ("b.test", "")];
+    std::fs::write(&config_file, config(port, &both, "1")).unwrap();
+    let (code, out, err) = reload();
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("1 zones re-read, 1 unchanged, 0 failed"),
+        "{out}"
+    );
+    assert_eq!(soa_serial(addr, "b.test"), Some(1), "the added zone");
+    assert_eq!(soa_serial(addr, "a.test"), Some(1));
+    assert_eq!(
+        axfr_rcode(addr, "a.test"),
+        Rcode::NOERROR,
+        "allow-transfer applied"
+    );
+
+    std::fs::write(&config_file, config(port, &both[1..], "1")).unwrap();
+    let (code, out, _) = reload();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("0 failed, 1 removed"), "{out}");
+    let refused = parse(&try_query_udp(addr, &query("a.test", RType::SOA, 5)).unwrap());
+    assert_eq!(
+        Rcode(refused.header.rcode()),
+        Rcode::REFUSED,
+        "a.test is gone"
+    );
+    assert_eq!(soa_serial(addr, "b.test"), Some(1));
+
+    std::fs::write(&config_file, "[server\nlisten = 1\n").unwrap();
+    let (code, out, _) = reload();
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("the configuration file has errors; nothing changed"),
+        "{out}"
+    );
+    assert!(out.contains("heron.toml"), "the file is named: {out}");
+    assert_eq!(soa_serial(addr, "b.test"), Some(1), "still served");
+
+    std::fs::write(&config_file, config(port, &both[1..], "2")).unwrap();
+    let (code, out, _) = reload();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(eventually(|| server.log().contains(
+        "[server] changed in the configuration: it takes effect at the next restart"
+    )));
+}

@@ -233,9 +233,9 @@ impl Found {
 /// Looks for the journal files of the zones in `policies`: one listing of
 /// each folder that holds many ([`disk::keep_existing`]), without touching
 /// the zones, so it can run while they load.
-pub fn find(policies: &HashMap<Name, ZonePolicy>) -> Found {
+pub fn find<'p>(policies: impl IntoIterator<Item = (&'p Name, &'p ZonePolicy)>) -> Found {
     let files: Vec<(&Name, &Path)> = policies
-        .iter()
+        .into_iter()
         .filter_map(|(origin, p)| Some((origin, p.journal_path()?)))
         .collect();
     let found = disk::keep_existing(files, |(_, path)| path);

@@ -12,7 +12,7 @@ pub mod transfer;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use heron_proto::Name;
@@ -68,11 +68,25 @@ pub enum TransferPlan {
     UpToDate,
 }
 
+/// Zone policies by lower-cased origin, shared by whoever reads them.
+type Policies = Arc<HashMap<Name, Arc<ZonePolicy>>>;
+
+fn by_lowercase_origin(policies: HashMap<Name, ZonePolicy>) -> Policies {
+    Arc::new(
+        policies
+            .into_iter()
+            .map(|(origin, p)| (origin.to_lowercase(), Arc::new(p)))
+            .collect(),
+    )
+}
+
 /// Transfer policies and journals of every zone this server is primary for.
 pub struct Primary {
-    policies: HashMap<Name, ZonePolicy>,
+    /// By lower-cased origin; replaced whole when the configuration is
+    /// read again ([`Primary::set_policies`]).
+    policies: RwLock<Policies>,
     /// The policy of a zone that has none configured: refuse everything.
-    closed: ZonePolicy,
+    closed: Arc<ZonePolicy>,
     journals: Mutex<HashMap<Name, History>>,
     journal_max_bytes: usize,
     /// Writes the journal files, once they are opened.
@@ -81,13 +95,9 @@ pub struct Primary {
 
 impl Primary {
     pub fn new(policies: HashMap<Name, ZonePolicy>, journal_max_bytes: usize) -> Primary {
-        let policies = policies
-            .into_iter()
-            .map(|(origin, p)| (origin.to_lowercase(), p))
-            .collect();
         Primary {
-            policies,
-            closed: ZonePolicy::default(),
+            policies: RwLock::new(by_lowercase_origin(policies)),
+            closed: Arc::default(),
             journals: Mutex::new(HashMap::new()),
             journal_max_bytes,
             files: None,
@@ -104,7 +114,7 @@ impl Primary {
         found: journal_files::Found,
         served: impl Fn(&Name) -> Option<&'z Zone>,
     ) {
-        if !self.policies.values().any(|p| p.journal_path().is_some()) {
+        if !self.policies().values().any(|p| p.journal_path().is_some()) {
             return;
         }
         let writer = match JournalWriter::start() {
@@ -141,9 +151,30 @@ impl Primary {
         self.files.as_ref().is_none_or(|w| w.flush(wait))
     }
 
-    pub fn policy(&self, origin: &Name) -> &ZonePolicy {
+    pub fn policy(&self, origin: &Name) -> Arc<ZonePolicy> {
         // Names hash and compare ignoring case: no lower-cased copy.
-        self.policies.get(origin).unwrap_or(&self.closed)
+        let policies = self.policies();
+        policies.get(origin).unwrap_or(&self.closed).clone()
+    }
+
+    /// Every zone's policy as configured now.
+    pub fn policies(&self) -> Arc<HashMap<Name, Arc<ZonePolicy>>> {
+        self.policies.read().unwrap().clone()
+    }
+
+    /// Replaces every zone's policy (the configuration was read again):
+    /// transfers, NOTIFYs and journal steps from now on follow `policies`.
+    /// A journal already kept in memory stays; a zone whose journal file
+    /// is new keeps its journal in memory until the next restart if no
+    /// journal file was open before.
+    pub fn set_policies(&self, policies: HashMap<Name, ZonePolicy>) {
+        *self.policies.write().unwrap() = by_lowercase_origin(policies);
+    }
+
+    /// Drops the in-memory journal of a zone no longer served, so that a
+    /// zone configured again later starts its history afresh.
+    pub fn forget(&self, origin: &Name) {
+        self.journals.lock().unwrap().remove(&origin.to_lowercase());
     }
 
     /// Records a new version of a zone: its diff goes to the journal when
@@ -223,7 +254,8 @@ impl Primary {
         origin: &Name,
         update: impl FnOnce(&mut History) -> C,
     ) {
-        let path = self.files.as_ref().and(self.policy(origin).journal_path());
+        let policy = self.policy(origin);
+        let path = self.files.as_ref().and(policy.journal_path());
         let mut journals = self.journals.lock().unwrap();
         let history = journals
             .entry(origin.to_lowercase())
@@ -241,7 +273,7 @@ impl Primary {
     pub fn transfer_clients(&self) -> Vec<Prefix> {
         let mut all: Vec<Prefix> = Vec::new();
         for prefix in self
-            .policies
+            .policies()
             .values()
             .flat_map(|p| p.allow_transfer.prefixes())
         {
@@ -318,7 +350,7 @@ mod tests {
     /// A primary started with its journal in `file`, serving `zone`.
     fn restarted(file: &Path, zone: &Zone) -> Primary {
         let mut p = primary_journaling_to(Some(file));
-        let found = journal_files::find(&p.policies);
+        let found = journal_files::find(p.policies().iter().map(|(o, p)| (o, &**p)));
         p.open_journal_files(found, |origin| (origin == zone.origin()).then_some(zone));
         p
     }
@@ -449,7 +481,10 @@ mod tests {
             journal::DEFAULT_MAX_BYTES,
         );
         let (v1, v2) = (zone(1, ""), zone(2, "a A 192.0.2.9\n"));
-        p.open_journal_files(journal_files::find(&p.policies), |_| Some(&v1));
+        p.open_journal_files(
+            journal_files::find(p.policies().iter().map(|(o, p)| (o, &**p))),
+            |_| Some(&v1),
+        );
         assert!(p.files.is_none(), "no writer thread");
         assert!(p.zone_changed(&v1, &v2));
         flushed(p);

@@ -82,6 +82,16 @@ impl Catalog {
         self.zones.insert(hash, zone.clone(), same_origin);
     }
 
+    /// Stops serving a zone (it left the configuration); names in it get
+    /// REFUSED, as names in no zone of ours do.
+    pub fn remove(&mut self, origin: &Name) {
+        let key = origin.to_lowercase();
+        let key = key.as_wire();
+        let hash = self.hasher.hash_one(key);
+        self.zones.remove(hash, |z| z.origin().as_wire() == key);
+        self.expired.remove(key);
+    }
+
     /// Stops serving a zone's data; names in it get SERVFAIL.
     pub fn expire(&mut self, origin: &Name) {
         let key: Arc<[u8]> = origin.to_lowercase().as_wire().into();
@@ -278,6 +288,22 @@ mod tests {
         c.insert_shared(Arc::new(zone("a.test")));
         assert!(c.find(&lower("www.a.test")).is_some());
         assert!(!c.is_expired(&lower("www.a.test")));
+    }
+
+    #[test]
+    fn a_removed_zone_is_simply_not_ours_and_its_parent_answers() {
+        let mut c = Catalog::new();
+        c.insert(zone("test"));
+        c.insert(zone("a.test"));
+        c.expire(&Name::parse("b.test").unwrap());
+        c.remove(&Name::parse("A.TEST").unwrap());
+        c.remove(&Name::parse("b.test").unwrap());
+        assert_eq!(c.len(), 1);
+        let parent = c.find(&lower("www.a.test")).expect("the parent zone");
+        assert_eq!(parent.origin(), &Name::parse("test").unwrap());
+        assert!(!c.is_expired(&lower("b.test")), "no longer SERVFAIL either");
+        c.remove(&Name::parse("test").unwrap());
+        assert!(matches!(c.served(&lower("a.test")), Served::NotServed));
     }
 
     #[test]
