@@ -33,8 +33,9 @@ use crate::{SharedCatalog, TcpLimits};
 const READ_CHUNK: usize = 8192;
 /// Reads a TLS connection takes before it writes what they answered.
 const READS_PER_ROUND: usize = 8;
-/// Pending listen queue.
-const BACKLOG: i32 = 1024;
+/// Pending listen queue asked of the kernel (which cuts it to
+/// `net.core.somaxconn`; `heron doctor` checks that).
+pub const LISTEN_BACKLOG: i32 = 1024;
 
 /// Binds a TCP listener (with `SO_REUSEADDR`, so restarts do not wait for
 /// TIME_WAIT) for use on the current tokio runtime.
@@ -46,7 +47,7 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
     socket.set_reuse_address(true)?;
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
-    socket.listen(BACKLOG)?;
+    socket.listen(LISTEN_BACKLOG)?;
     TcpListener::from_std(socket.into())
 }
 

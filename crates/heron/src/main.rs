@@ -4,6 +4,7 @@ mod background;
 mod check;
 mod config;
 mod control;
+mod doctor;
 mod keygen;
 mod memory;
 mod reload;
@@ -47,6 +48,15 @@ enum Command {
     /// what it did. Exits 0 if every zone loaded, 1 if some failed (the
     /// old version keeps serving), 2 if the server cannot be reached.
     Reload(ControlArgs),
+    /// Check the kernel settings that matter for DNS over TCP (listen
+    /// backlog, SYN cookies, open files) and UDP bursts, against what the
+    /// configuration (or the defaults) needs. Exits 1 if some need fixing.
+    Doctor {
+        /// The configuration to check for (its max-connections and
+        /// secondary zones).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
     /// Print a new TSIG key as a [[key]] block for the configuration file.
     Keygen {
         /// The key's name, e.g. xfr.example.com
@@ -127,6 +137,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Keygen { name, algorithm } => keygen::run(&name, &algorithm),
+        Command::Doctor { config } => doctor::run(config.as_deref()),
     }
 }
 

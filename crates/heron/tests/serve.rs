@@ -706,3 +706,53 @@ fn reload_applies_zones_added_and_removed_in_the_configuration() {
         "[server] changed in the configuration: it takes effect at the next restart"
     )));
 }
+
+/// `heron doctor` reads this machine's settings and says, for each, what
+/// Heron wants; with a configuration it checks for that server's limits.
+#[test]
+fn doctor_checks_the_kernel_for_the_configured_server() {
+    let (ok, out) = run(&["doctor"]);
+    assert!(
+        out.contains("Kernel settings for 10000 TCP connections (the defaults)"),
+        "{out}"
+    );
+    for setting in [
+        "net.core.somaxconn",
+        "net.ipv4.tcp_syncookies",
+        "open files (ulimit -n)",
+    ] {
+        assert!(out.contains(setting), "{setting}: {out}");
+    }
+    assert_eq!(
+        ok,
+        out.contains("Nothing to fix."),
+        "exit status matches: {out}"
+    );
+
+    let dir = tempdir("doctor");
+    let config = dir.join("heron.toml");
+    std::fs::write(
+        &config,
+        "[tcp]\nmax-connections = 50\n[[zone]]\norigin = \"s.test\"\nfile = \"s.zone\"\n\
+         primaries = [\"192.0.2.1\"]\n",
+    )
+    .unwrap();
+    let (_, out) = run(&["doctor", "--config", config.to_str().unwrap()]);
+    assert!(
+        out.contains("for 50 TCP connections and secondary zones"),
+        "{out}"
+    );
+    assert!(
+        out.contains("want ≥ 1074"),
+        "max-connections plus reserve: {out}"
+    );
+    assert!(out.contains("net.ipv4.ip_local_port_range"), "{out}");
+
+    std::fs::write(&config, "[tcp\n").unwrap();
+    let status = Command::new(heron())
+        .args(["doctor", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&status.stderr).contains("heron.toml"));
+}

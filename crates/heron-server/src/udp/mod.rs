@@ -29,7 +29,7 @@ const MAX_QUERY: usize = 4096;
 /// request at `net.core.rmem_max`). The default, about 200 KiB, holds only
 /// a few hundred queries: a worker that stalls for a few milliseconds (a
 /// reload taking the core, a page fault) would drop the rest.
-const RECEIVE_BUFFER: usize = 4 << 20;
+pub const RECEIVE_BUFFER: usize = 4 << 20;
 
 /// Binds a UDP socket that other workers may bind too (`SO_REUSEPORT`).
 pub fn bind_reuseport(addr: SocketAddr) -> io::Result<UdpSocket> {
