@@ -15,6 +15,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use heron_zone::{AnswerConfig, Answered, Transport, answer};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -113,6 +114,45 @@ impl Drop for Slot {
     }
 }
 
+/// Pause after a failed accept: the connection stays queued, so accepting
+/// again at once would fail again at once.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// At most one warning about failing accepts this often: out of file
+/// descriptors, a listener fails twenty times a second.
+const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// Failed accepts, told in the log at most every [`ACCEPT_WARN_EVERY`].
+#[derive(Default)]
+struct AcceptFailures {
+    last_warning: Option<Instant>,
+    since_warning: u64,
+}
+
+impl AcceptFailures {
+    fn failed(&mut self, e: &io::Error) {
+        self.since_warning += 1;
+        if self
+            .last_warning
+            .is_some_and(|at| at.elapsed() < ACCEPT_WARN_EVERY)
+        {
+            return;
+        }
+        let advice = if e.raw_os_error() == Some(libc::EMFILE)
+            || e.raw_os_error() == Some(libc::ENFILE)
+        {
+            "; connections already open are still served and new ones wait;              raise the open-files limit (see `heron doctor`)"
+        } else {
+            ""
+        };
+        tracing::warn!(
+            "TCP accept failed: {e} ({} time(s) since the last such warning){advice}",
+            self.since_warning
+        );
+        self.last_warning = Some(Instant::now());
+        self.since_warning = 0;
+    }
+}
+
 /// Accepts connections until `shutdown` turns true; with `tls`, each
 /// begins with a TLS handshake.
 pub async fn serve(
@@ -124,6 +164,7 @@ pub async fn serve(
     limiter: Arc<ConnectionLimiter>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let mut failures = AcceptFailures::default();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -133,9 +174,10 @@ pub async fn serve(
             Ok(got) => got,
             Err(e) => {
                 // Out of file descriptors and the like: back off briefly
-                // rather than spin; connections already open keep working.
-                tracing::warn!("TCP accept failed: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                // rather than spin; connections already open keep working,
+                // and new ones wait in the backlog until descriptors free.
+                failures.failed(&e);
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
                 continue;
             }
         };

@@ -756,3 +756,65 @@ fn doctor_checks_the_kernel_for_the_configured_server() {
     assert_eq!(status.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&status.stderr).contains("heron.toml"));
 }
+
+/// Out of file descriptors, a server keeps answering UDP and the TCP
+/// connections it has, says so once (not twenty times a second), and
+/// accepts the waiting connections once descriptors free up.
+#[test]
+fn running_out_of_file_descriptors_loses_nothing_already_served() {
+    let port = heron_testkit::free_port();
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let log_path = tempdir("nofile").join("heron.log");
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 48 && exec \"$0\" serve --listen {addr} --workers 1"
+        ))
+        .arg(heron())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let _stopped_at_the_end = KillOnDrop(child);
+    let example = query("example.com", RType::SOA, 3);
+    assert!(
+        eventually(|| try_query_udp(addr, &example).is_ok()),
+        "starts"
+    );
+    let mut first = TcpStream::connect(addr).unwrap();
+    assert!(answers_on(&mut first), "a connection before the limit");
+
+    // More than the server has descriptors left: the rest wait unaccepted.
+    let mut crowd: Vec<TcpStream> = (0..60).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    assert!(
+        eventually(|| log().contains("Too many open files")),
+        "{}",
+        log()
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let warnings = log().matches("TCP accept failed").count();
+    assert_eq!(warnings, 1, "one warning, not one per retry:\n{}", log());
+    assert!(log().contains("heron doctor"), "says what to do: {}", log());
+    let m = parse(&try_query_udp(addr, &example).expect("UDP still answered"));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+    assert!(
+        answers_on(&mut first),
+        "the open connection is still served"
+    );
+
+    crowd.truncate(0);
+    let mut late = TcpStream::connect(addr).unwrap();
+    assert!(answers_on(&mut late), "accepted once descriptors are free");
+}
+
+/// A child process killed (and reaped) when the test ends, passed or not.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
