@@ -407,7 +407,7 @@ mod tests {
     fn open_files_follow_max_connections() {
         let many = Needs {
             max_connections: 100_000,
-            secondary: false,
+            ..PRIMARY
         };
         let results = checks(good_machine(), Some((65_536, 1_048_576)), &many);
         let files = results
@@ -421,8 +421,8 @@ mod tests {
     #[test]
     fn secondaries_need_local_ports() {
         let secondary = Needs {
-            max_connections: 10_000,
             secondary: true,
+            ..PRIMARY
         };
         let results = checks(good_machine(), Some((65_536, 65_536)), &secondary);
         let ports = results.last().unwrap();

@@ -2,7 +2,7 @@
 //! catalog is swapped in whole. A file with errors is reported and its zone
 //! keeps serving the version loaded before.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -62,6 +62,9 @@ pub struct ConfigSource {
     pub extra_zones: Vec<ZoneSpec>,
     /// The parts only a restart applies, as the server started with them.
     pub restart_only: RestartOnly,
+    /// The secondary zones running (lower-cased): they stay secondaries
+    /// until a restart, whatever the file now says.
+    pub secondaries: HashSet<Name>,
 }
 
 /// What a configuration read again changes.
@@ -160,7 +163,19 @@ impl ZoneFiles {
         let left_for_restart = settings.restart_only.changed_since(&source.restart_only);
         let mut specs = settings.zones;
         specs.extend(source.extra_zones.iter().cloned());
-        let secondaries: Vec<Name> = settings
+        // A running secondary's refresh loop keeps publishing it: a file
+        // loaded for it as well would be overwritten at the next refresh.
+        let running = |spec: &ZoneSpec| source.secondaries.contains(&spec.origin.to_lowercase());
+        if let Some(first) = specs.iter().find(|s| running(s)) {
+            tracing::warn!(
+                "{} zone(s) now configured from a file are secondaries until the next restart \
+                 (the first: {})",
+                specs.iter().filter(|s| running(s)).count(),
+                first.origin
+            );
+        }
+        specs.retain(|s| !running(s));
+        let secondaries: HashSet<Name> = settings
             .secondaries
             .iter()
             .map(|z| z.origin.to_lowercase())
@@ -453,6 +468,34 @@ mod tests {
             (out.loaded, out.unchanged),
             (0, 2),
             "same files: not read again"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_running_secondary_is_not_loaded_from_a_file_until_restart() {
+        let dir = std::env::temp_dir().join(format!("heron-reconf-sec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("s.zone"), zone_text(1, "")).unwrap();
+        let config = dir.join("heron.toml");
+        std::fs::write(
+            &config,
+            "[[zone]]\norigin = \"S.test\"\nfile = \"s.zone\"\n",
+        )
+        .unwrap();
+        let mut files = ZoneFiles::new(&[]).with_config(ConfigSource {
+            path: config,
+            extra_zones: Vec::new(),
+            restart_only: RestartOnly::default(),
+            secondaries: HashSet::from([Name::parse("s.test").unwrap()]),
+        });
+        let reconfigured = files.reread_config().unwrap().unwrap();
+        assert!(reconfigured.removed.is_empty());
+        let (catalog, out) = files.load_changed(&Catalog::new());
+        assert_eq!(
+            (out.loaded, catalog.len()),
+            (0, 0),
+            "left to its refresh loop"
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

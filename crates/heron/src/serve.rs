@@ -57,6 +57,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
             path: path.clone(),
             extra_zones: args.zone.clone(),
             restart_only: settings.restart_only.clone(),
+            secondaries: settings
+                .secondaries
+                .iter()
+                .map(|z| z.origin.to_lowercase())
+                .collect(),
         });
     }
     let (catalog, journals) = load_catalog_and_find_journals(use_example, &mut files, &settings);

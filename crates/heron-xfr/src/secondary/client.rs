@@ -34,7 +34,7 @@ use crate::primary::notify::{random_id, unix_now};
 
 /// A primary to pull a zone from, the key to sign requests with, and
 /// whether to reach it over TLS.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Upstream {
     pub addr: SocketAddr,
     pub key: Option<Name>,

@@ -31,7 +31,7 @@ use super::receive::{Outcome, Request};
 use crate::serial;
 
 /// One zone this server is a secondary for.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct SecondaryZone {
     pub origin: Name,
     /// Tried in order.
