@@ -18,16 +18,57 @@ use crate::rdata;
 use crate::types::{Class, RType};
 use crate::writer::{Full, MAX_POINTER, Writer};
 
-/// A pointer to patch: at `at` (offset in the record bytes), point to the
-/// apex position plus `delta` (the start of a suffix of the apex).
+/// A pointer to patch: at `at` (offset in the record bytes), point to
+/// what `to` says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Patch {
     pub at: u16,
-    pub delta: u8,
+    pub to: PatchTo,
 }
 
-/// Octets a patch takes in a packed RRset.
-const PATCH_LEN: usize = 3;
+/// Where a patched pointer points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchTo {
+    /// The owner of the records (every record after the first has one).
+    Owner,
+    /// The apex position plus `delta`: the start of a suffix of the apex
+    /// (a name in RDATA).
+    Apex(u8),
+}
+
+/// Octets a patch takes in a packed RRset: `at` (little-endian, so one
+/// load), the kind, the delta.
+const PATCH_LEN: usize = 4;
+/// Patch kinds as packed: the index into `[owner, apex]` at write time.
+const TO_OWNER: u8 = 0;
+const TO_APEX: u8 = 1;
+
+impl Patch {
+    fn pack(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.at.to_le_bytes());
+        match self.to {
+            PatchTo::Owner => out.extend_from_slice(&[TO_OWNER, 0]),
+            PatchTo::Apex(delta) => out.extend_from_slice(&[TO_APEX, delta]),
+        }
+    }
+
+    fn unpack(p: &[u8]) -> Patch {
+        let at = u16::from_le_bytes([p[0], p[1]]);
+        let to = match p[2] {
+            TO_OWNER => PatchTo::Owner,
+            _ => PatchTo::Apex(p[3]),
+        };
+        Patch { at, to }
+    }
+
+    /// The apex suffix this patch points to, if it is a name in RDATA.
+    fn delta(self) -> Option<u8> {
+        match self.to {
+            PatchTo::Apex(delta) => Some(delta),
+            PatchTo::Owner => None,
+        }
+    }
+}
 
 /// Largest packed RRset or additional block: positions inside are 16-bit,
 /// and nothing larger fits in a DNS message anyway.
@@ -74,10 +115,11 @@ impl EncodedRRset {
 }
 
 /// Appends the packed form of an RRset to `out`: a 16-bit patch count, the
-/// patches (3 octets each), then each record as TYPE CLASS TTL RDLENGTH
-/// RDATA back to back, every record after the first preceded by a
-/// two-octet owner pointer to patch (to the first record's owner), so the
-/// whole RRset is one copy. No records: nothing is appended.
+/// patches ([`PATCH_LEN`] octets each, in order of position), then each
+/// record as TYPE CLASS TTL RDLENGTH RDATA back to back, every record
+/// after the first preceded by a two-octet owner pointer to patch (to the
+/// first record's owner), so the whole RRset is one copy and one loop
+/// over the patches. No records: nothing is appended.
 pub fn pack_rrset(rtype: RType, ttl: u32, rdatas: &[&[u8]], apex: &[u8], out: &mut Vec<u8>) {
     if rdatas.is_empty() {
         return;
@@ -89,7 +131,11 @@ pub fn pack_rrset(rtype: RType, ttl: u32, rdatas: &[&[u8]], apex: &[u8], out: &m
     let mut patches = Vec::new();
     for (k, rd) in rdatas.iter().enumerate() {
         if k > 0 {
-            bytes.extend_from_slice(&[0xC0, 0]); // owner, patched
+            patches.push(Patch {
+                at: bytes.len() as u16,
+                to: PatchTo::Owner,
+            });
+            bytes.extend_from_slice(&[0xC0, 0]);
         }
         bytes.extend_from_slice(&rtype.0.to_be_bytes());
         bytes.extend_from_slice(&Class::IN.0.to_be_bytes());
@@ -103,8 +149,7 @@ pub fn pack_rrset(rtype: RType, ttl: u32, rdatas: &[&[u8]], apex: &[u8], out: &m
     out.reserve(2 + PATCH_LEN * patches.len() + bytes.len());
     out.extend_from_slice(&(patches.len() as u16).to_be_bytes());
     for p in &patches {
-        out.extend_from_slice(&p.at.to_be_bytes());
-        out.push(p.delta);
+        p.pack(out);
     }
     out.extend_from_slice(&bytes);
 }
@@ -187,14 +232,18 @@ impl<'a> EncodedRef<'a> {
     }
 
     fn patches(self) -> impl Iterator<Item = Patch> + 'a {
-        self.patches.chunks_exact(PATCH_LEN).map(|p| Patch {
-            at: u16_at(p, 0),
-            delta: p[2],
-        })
+        self.patches.chunks_exact(PATCH_LEN).map(Patch::unpack)
     }
 
+    /// The pointers to the apex in RDATA names, with where they point.
+    fn apex_patches(self) -> impl Iterator<Item = (usize, u8)> + 'a {
+        self.patches()
+            .filter_map(|p| p.delta().map(|d| (p.at as usize, d)))
+    }
+
+    /// Names in RDATA compressed against the apex.
     pub fn patch_count(&self) -> usize {
-        self.patches.len() / PATCH_LEN
+        self.apex_patches().count()
     }
 
     /// Where each record's TYPE field is in the record bytes.
@@ -217,18 +266,18 @@ impl<'a> EncodedRef<'a> {
             let rdata_at = start + 10;
             let end = rdata_at + u16_at(this.bytes, start + 8) as usize;
             let mut inside = this
-                .patches()
-                .filter(|p| (rdata_at..end).contains(&(p.at as usize)))
+                .apex_patches()
+                .filter(|(at, _)| (rdata_at..end).contains(at))
                 .peekable();
             if inside.peek().is_none() {
                 return Cow::Borrowed(&this.bytes[rdata_at..end]);
             }
             let mut out = Vec::with_capacity(end - rdata_at + apex.len());
             let mut done = rdata_at;
-            for p in inside {
-                out.extend_from_slice(&this.bytes[done..p.at as usize]);
-                out.extend_from_slice(&apex[p.delta as usize..]);
-                done = p.at as usize + 2;
+            for (at, delta) in inside {
+                out.extend_from_slice(&this.bytes[done..at]);
+                out.extend_from_slice(&apex[delta as usize..]);
+                done = at + 2;
             }
             out.extend_from_slice(&this.bytes[done..end]);
             Cow::Owned(out)
@@ -246,12 +295,12 @@ impl<'a> EncodedRef<'a> {
         let end = rdata_at + u16_at(self.bytes, start + 8) as usize;
         let rdata = &self.bytes[rdata_at..end];
         let name = match self
-            .patches()
-            .find(|p| (rdata_at..end).contains(&(p.at as usize)))
+            .apex_patches()
+            .find(|(at, _)| (rdata_at..end).contains(at))
         {
-            Some(p) => {
-                let head = &self.bytes[rdata_at..p.at as usize];
-                let tail = &apex[p.delta as usize..];
+            Some((at, delta)) => {
+                let head = &self.bytes[rdata_at..at];
+                let tail = &apex[delta as usize..];
                 let len = (head.len() + tail.len()).min(buf.len());
                 buf[..head.len()].copy_from_slice(head);
                 buf[head.len()..len].copy_from_slice(&tail[..len - head.len()]);
@@ -285,15 +334,14 @@ impl<'a> EncodedRef<'a> {
             return self.write_each(w, owner, apex_pos, owner_at);
         }
         w.raw_bytes(self.bytes)?;
-        let mut records = 0;
-        for start in self.starts() {
-            if start > 0 {
-                w.patch_pointer(base + start - 2, owner_at);
-            }
-            records += 1;
-        }
-        for p in self.patches() {
-            w.patch_pointer(base + p.at as usize, apex_pos + p.delta as u16);
+        // One pass over the packed patches: the kind indexes the target.
+        let targets = [owner_at, apex_pos];
+        let mut records = 1;
+        for p in self.patches.chunks_exact(PATCH_LEN) {
+            let at = u16::from_le_bytes([p[0], p[1]]) as usize;
+            let kind = p[2] & 1;
+            w.patch_pointer(base + at, targets[kind as usize] + p[3] as u16);
+            records += (kind == TO_OWNER) as u16;
         }
         w.count_records(records);
         Ok(Written {
@@ -321,10 +369,9 @@ impl<'a> EncodedRef<'a> {
             let end = start + 10 + u16_at(self.bytes, start + 8) as usize;
             let base = w.len();
             w.raw_bytes(&self.bytes[start..end])?;
-            for p in self.patches() {
-                if (start..end).contains(&(p.at as usize)) {
-                    let at = base + p.at as usize - start;
-                    w.patch_pointer(at, apex_pos + p.delta as u16);
+            for (at, delta) in self.apex_patches() {
+                if (start..end).contains(&at) {
+                    w.patch_pointer(base + at - start, apex_pos + delta as u16);
                 }
             }
             records += 1;
@@ -344,11 +391,10 @@ impl<'a> EncodedRef<'a> {
         self.starts().nth(k).expect("record k exists") + offset
     }
 
-    /// Where the last byte a name in the RRset may start at lands, given
-    /// where the RRset was written.
-    fn last_name_position(&self, written: &Written) -> usize {
-        let last = self.starts().last().unwrap_or(0);
-        written.first_bytes + last + u8::MAX as usize
+    /// Where the last octet of the RRset landed, given where it was
+    /// written: every name in it starts at or before.
+    fn last_position(&self, written: &Written) -> usize {
+        written.first_bytes + self.bytes.len().saturating_sub(1)
     }
 }
 
@@ -429,9 +475,10 @@ impl AdditionalBlock {
             out.extend_from_slice(&g.records.to_be_bytes());
             out.push(g.required as u8);
         }
+        // Little-endian: the write loop reads each with one load.
         for (off, target) in &self.owners {
-            out.extend_from_slice(&off.to_be_bytes());
-            out.extend_from_slice(&target.to_be_bytes());
+            out.extend_from_slice(&off.to_le_bytes());
+            out.extend_from_slice(&target.to_le_bytes());
         }
         out.extend_from_slice(&self.bytes);
     }
@@ -469,9 +516,12 @@ impl<'a> AdditionalRef<'a> {
     }
 
     fn owners(&self) -> impl Iterator<Item = (u16, u16)> + 'a {
-        self.owners
-            .chunks_exact(OWNER_LEN)
-            .map(|o| (u16_at(o, 0), u16_at(o, 2)))
+        self.owners.chunks_exact(OWNER_LEN).map(|o| {
+            (
+                u16::from_le_bytes([o[0], o[1]]),
+                u16::from_le_bytes([o[2], o[3]]),
+            )
+        })
     }
 
     /// Writes as many whole groups as fit into the current section. Err if
@@ -481,10 +531,8 @@ impl<'a> AdditionalRef<'a> {
             // All of it fits (the usual case): one copy, then the owners.
             let base = w.len() - self.bytes.len();
             for (off, target) in self.owners() {
-                w.patch_pointer(
-                    base + off as usize,
-                    (at.first_bytes + target as usize) as u16,
-                );
+                let target = at.first_bytes + target as usize;
+                w.patch_pointer(base + off as usize, target as u16);
             }
             w.count_records(self.owners.len() as u16 / OWNER_LEN as u16);
             return Ok(());
@@ -510,7 +558,7 @@ impl<'a> AdditionalRef<'a> {
     /// Whether every owner pointer can reach its target when the parent
     /// was written at `at` (pointers reach only the first 16 KiB).
     pub fn reachable(&self, parent: &EncodedRef, at: &Written) -> bool {
-        parent.last_name_position(at) <= 0x3FFF
+        parent.last_position(at) <= MAX_POINTER
     }
 }
 
@@ -561,7 +609,7 @@ fn encode_name(name: &[u8], apex: &[u8], out: &mut Vec<u8>, patches: &mut Vec<Pa
     out.extend_from_slice(&name[..name_at]);
     patches.push(Patch {
         at: out.len() as u16,
-        delta: apex_at as u8,
+        to: PatchTo::Apex(apex_at as u8),
     });
     out.extend_from_slice(&[0xC0, 0]);
 }
@@ -660,7 +708,7 @@ mod tests {
         let mx = [vec![0, 10], wire("mail.other.test")].concat();
         let set = EncodedRRset::new(RType::MX, 60, &[&mx], &apex);
         assert_eq!(
-            set.view().patches().next().unwrap().delta,
+            set.view().apex_patches().next().unwrap().1,
             8,
             "points at 'test' inside the apex"
         );

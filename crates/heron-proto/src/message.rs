@@ -9,7 +9,7 @@ use std::fmt;
 use std::ops::Range;
 
 use crate::edns::{self, Edns};
-use crate::name::{Name, NameBuf, NameError, skip_compressed};
+use crate::name::{LabelStarts, Name, NameBuf, NameError, skip_compressed};
 use crate::rdata;
 use crate::types::{Class, Opcode, RType, Rcode};
 
@@ -158,6 +158,9 @@ pub struct Query {
     pub qname: Range<usize>,
     /// The question name lower-cased, for lookups.
     pub qname_lower: NameBuf,
+    /// Where its labels start: the catalog and the zone look its suffixes
+    /// up without walking the labels again.
+    pub qname_starts: LabelStarts,
     pub qtype: RType,
     pub qclass: Class,
     /// Where the question sits in the query, to echo it verbatim.
@@ -197,11 +200,17 @@ pub fn parse_query_into(msg: &[u8], q: &mut Query) -> Result<(), QueryError> {
     }
     let qend = q
         .qname_lower
-        .read_lowercase(msg, HEADER_LEN)
+        .read_lowercase(msg, HEADER_LEN, &mut q.qname_starts)
         .map_err(|e| formerr(e.into()))?;
     let qtype = read_u16(msg, qend).map_err(formerr)?;
     let qclass = read_u16(msg, qend + 2).map_err(formerr)?;
-    let trailer = scan_records(msg, qend + 4, &header).map_err(formerr)?;
+    let trailer = match bare_opt(msg, qend + 4, &header) {
+        Some(edns) => Trailer {
+            edns: Some(edns),
+            tsig: None,
+        },
+        None => scan_records(msg, qend + 4, &header).map_err(formerr)?,
+    };
     q.header = header;
     q.qname = HEADER_LEN..qend;
     q.qtype = RType(qtype);
@@ -218,6 +227,7 @@ impl Query {
             header: Header::default(),
             qname: 0..0,
             qname_lower: NameBuf::new(),
+            qname_starts: LabelStarts::default(),
             qtype: RType(0),
             qclass: Class(0),
             question: 0..0,
@@ -236,6 +246,24 @@ impl Default for Query {
 struct Trailer {
     edns: Option<Edns>,
     tsig: Option<Range<usize>>,
+}
+
+/// The usual end of a query, read at once: one OPT record without options
+/// (root owner, RDLENGTH 0) and nothing else after the question. Anything
+/// else is None, for [`scan_records`] to walk (it accepts this form too,
+/// with the same result).
+#[inline]
+fn bare_opt(msg: &[u8], pos: usize, header: &Header) -> Option<Edns> {
+    if (header.ancount, header.nscount, header.arcount) != (0, 0, 1) {
+        return None;
+    }
+    let r: &[u8; edns::OPT_LEN] = msg.get(pos..)?.try_into().ok()?;
+    if r[..3] != [0, 0, 41] || r[9..] != [0, 0] {
+        return None;
+    }
+    let class = u16::from_be_bytes([r[3], r[4]]);
+    let ttl = u32::from_be_bytes([r[5], r[6], r[7], r[8]]);
+    edns::parse_opt(class, ttl, &[]).ok()
 }
 
 /// Walks the answer, authority and additional sections of a query.
@@ -512,6 +540,56 @@ mod tests {
         assert_eq!(e.udp_size, 1232);
         assert!(e.do_bit);
         assert_eq!(e.version, 0);
+    }
+
+    #[test]
+    fn the_bare_opt_shortcut_reads_what_the_general_walk_reads() {
+        let walk = |m: &[u8]| {
+            let header = Header::read(m).unwrap();
+            let end = 12 + uncompressed_question_len(m);
+            scan_records(m, end, &header).map(|t| t.edns)
+        };
+        let opt = with_opt(query(b"\x01a\x00", 1), 10);
+        let mut cases = vec![opt.clone()];
+        for (at, value) in [
+            (3, 0x00),
+            (4, 0x01),
+            (5, 0x01),
+            (6, 0x01),
+            (7, 0x00),
+            (8, 0x7F),
+        ] {
+            let mut m = opt.clone();
+            let i = m.len() - 11 + at; // class, extended rcode, version, flags
+            m[i] = value;
+            cases.push(m);
+        }
+        for m in &cases {
+            let header = Header::read(m).unwrap();
+            let fast = bare_opt(m, m.len() - 11, &header);
+            assert!(fast.is_some(), "{m:?}");
+            assert_eq!(fast, walk(m).unwrap(), "{m:?}");
+        }
+        // Not the bare form: an option, a byte after, a second record, a
+        // non-root owner. The walk decides those.
+        let mut with_option = opt.clone();
+        let n = with_option.len();
+        with_option[n - 1] = 4;
+        with_option.extend_from_slice(&[0, 10, 0, 0]);
+        let mut trailing = opt.clone();
+        trailing.push(0);
+        let mut owner = opt.clone();
+        owner[n - 11] = 1;
+        for m in [with_option, trailing, owner, with_opt(opt.clone(), 10)] {
+            let header = Header::read(&m).unwrap();
+            let pos = 12 + uncompressed_question_len(&m);
+            assert_eq!(bare_opt(&m, pos, &header), None, "{m:?}");
+        }
+    }
+
+    /// Length of the question of a test query (its name uncompressed).
+    fn uncompressed_question_len(m: &[u8]) -> usize {
+        crate::name::uncompressed_len(m, 12).unwrap() + 4
     }
 
     #[test]

@@ -108,8 +108,9 @@ pub(crate) enum PreparedKind<'c> {
 
 /// Parses `query` into `q` and finds the zone of its name.
 pub fn prepare<'c>(catalog: &'c Catalog, query: &[u8], q: &mut Query) -> Prepared<'c> {
-    let kind = parse(query, q)
-        .unwrap_or_else(|| PreparedKind::Query(catalog.served(q.qname_lower.as_wire())));
+    let kind = parse(query, q).unwrap_or_else(|| {
+        PreparedKind::Query(catalog.served_name(q.qname_lower.as_wire(), &q.qname_starts))
+    });
     Prepared { kind }
 }
 
@@ -170,7 +171,7 @@ pub fn answer_parsed(
     out: &mut Vec<u8>,
 ) {
     let mut r = Responder::new(q, query, config, transport, reserve, out);
-    r.respond(catalog.served(q.qname_lower.as_wire()));
+    r.respond(catalog.served_name(q.qname_lower.as_wire(), &q.qname_starts));
     r.finish();
 }
 
@@ -211,20 +212,22 @@ struct Responder<'a> {
     deferred_proofs: ManuallyDrop<Option<Box<Deferred<'a>>>>,
 }
 
-/// What a step of resolution leaves to do.
-// Boxing the large variant would allocate on every CNAME hop; the value
-// lives on the stack for one step only.
-#[allow(clippy::large_enum_variant)]
+/// What a step of resolution leaves to do. Small on purpose: it is
+/// returned on every query, and a name in it was a 264-byte copy each time.
 enum Next {
     Done,
-    /// Continue at `name`, reached from `node`'s CNAME or DNAME; `at` is
-    /// where the name already sits in the response, if it can be pointed to.
+    /// Continue at the target the step wrote (a [`Target`]), reached from
+    /// `node`'s CNAME or DNAME; `at` is where that name already sits in the
+    /// response, if it can be pointed to.
     Follow {
         node: usize,
-        name: NameBuf,
         at: Option<u16>,
     },
 }
+
+/// Where a step that follows a CNAME or DNAME puts the name to follow:
+/// filled only then, so other answers never initialize a name buffer.
+type Target = Option<NameBuf>;
 
 /// A node a name matched, and whether through a wildcard.
 #[derive(Clone, Copy)]
@@ -248,6 +251,7 @@ enum Found<'z> {
 }
 
 impl<'a> Responder<'a> {
+    #[inline(always)]
     fn new(
         q: &'a Query,
         query: &'a [u8],
@@ -256,6 +260,8 @@ impl<'a> Responder<'a> {
         reserve: usize,
         out: &'a mut Vec<u8>,
     ) -> Responder<'a> {
+        // Inlined into its callers (see there) so the Responder is built
+        // where it lives rather than built and copied.
         let limit = match (transport, q.edns) {
             (Transport::Tcp, _) => u16::MAX as usize,
             (Transport::Udp, None) => 512,
@@ -337,25 +343,35 @@ impl<'a> Responder<'a> {
         let mut followed = [0usize; MAX_CHAIN];
         let qname = self.qname;
         let question = Some(HEADER_LEN as u16);
-        let mut next = self.step(zone, qname_lower.as_wire(), qname, question, &[])?;
+        let mut target: Target = None;
+        let mut next = self.step(
+            zone,
+            qname_lower.as_wire(),
+            qname,
+            question,
+            &[],
+            &mut target,
+        )?;
         for hop in 0..MAX_CHAIN {
-            let Next::Follow { node, name, at } = next else {
+            let Next::Follow { node, at } = next else {
                 return Ok(());
             };
+            let name = target.take().expect("a step that follows wrote its target");
             followed[hop] = node;
             let mut lower = name.clone();
             lower.make_lowercase();
             if !in_zone(zone, lower.as_wire()) {
                 return Ok(());
             }
-            next = self.step(zone, lower.as_wire(), name.as_wire(), at, &followed[..=hop])?;
+            let (lower, name) = (lower.as_wire(), name.as_wire());
+            next = self.step(zone, lower, name, at, &followed[..=hop], &mut target)?;
         }
         Ok(())
     }
 
     /// One step of [`Responder::resolve`]: answers at `name` (`lower` is
     /// its lower-cased form; `at`, where it already sits in the response),
-    /// or writes a CNAME/DNAME and says where to go next.
+    /// or writes a CNAME/DNAME and says where to go next (into `target`).
     fn step(
         &mut self,
         zone: &'a Zone,
@@ -363,6 +379,7 @@ impl<'a> Responder<'a> {
         name: &[u8],
         at: Option<u16>,
         followed: &[usize],
+        target: &mut Target,
     ) -> Result<Next, Full> {
         let here = owner_of(zone, name, at);
         let qtype = self.q.qtype;
@@ -375,10 +392,12 @@ impl<'a> Responder<'a> {
                 let denial = Denial::NxDomain { encloser };
                 self.prove(zone, lower, denial).map(|_| Next::Done)
             }
-            Found::Dname(node) if !followed.contains(&node.id()) => self.dname(zone, node, name),
+            Found::Dname(node) if !followed.contains(&node.id()) => {
+                self.dname(zone, node, name, target)
+            }
             Found::Dname(_) => Ok(Next::Done), // a DNAME loop
-            Found::Exact(node) => self.at_node(zone, node, here, lower, followed, false),
-            Found::Wildcard(node) => self.at_node(zone, node, here, lower, followed, true),
+            Found::Exact(node) => self.at_node(zone, node, here, lower, followed, false, target),
+            Found::Wildcard(node) => self.at_node(zone, node, here, lower, followed, true, target),
         }
     }
 
@@ -386,6 +405,7 @@ impl<'a> Responder<'a> {
     /// (`wildcard`) through a wildcard: its CNAME to follow, or its data.
     /// Inlined: it is the path of every positive answer.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn at_node(
         &mut self,
         zone: &'a Zone,
@@ -394,6 +414,7 @@ impl<'a> Responder<'a> {
         lower: &[u8],
         followed: &[usize],
         wildcard: bool,
+        target: &mut Target,
     ) -> Result<Next, Full> {
         let qtype = self.q.qtype;
         match node.rrset(RType::CNAME) {
@@ -405,14 +426,13 @@ impl<'a> Responder<'a> {
                 if wildcard && self.dnssec {
                     self.defer_proof(zone, lower, Denial::Wildcard { source: node });
                 }
-                let mut name = NameBuf::new();
-                c.encoded().first_name(zone.origin().as_wire(), &mut name);
+                let name = target.insert(NameBuf::new());
+                c.encoded().first_name(zone.origin().as_wire(), name);
                 let at = u16::try_from(written.first_rdata)
                     .ok()
                     .filter(|&p| p <= 0x3FFF);
                 Ok(Next::Follow {
                     node: node.id(),
-                    name,
                     at,
                 })
             }
@@ -425,7 +445,13 @@ impl<'a> Responder<'a> {
     }
 
     /// RFC 6672: the DNAME, a CNAME synthesized for the name, then on.
-    fn dname(&mut self, zone: &'a Zone, node: Node<'a>, name: &[u8]) -> Result<Next, Full> {
+    fn dname(
+        &mut self,
+        zone: &'a Zone,
+        node: Node<'a>,
+        name: &[u8],
+        next: &mut Target,
+    ) -> Result<Next, Full> {
         let dname = node.rrset(RType::DNAME).expect("found by DNAME");
         let dname_owner = owner_of(zone, node.owner_wire(), None);
         self.rrset(Section::Answer, dname_owner, dname)?;
@@ -439,9 +465,9 @@ impl<'a> Responder<'a> {
         if self.q.qtype == RType::CNAME {
             return Ok(Next::Done); // the synthesized CNAME is the answer
         }
+        *next = Some(target);
         Ok(Next::Follow {
             node: node.id(),
-            name: target,
             at: None,
         })
     }
@@ -709,6 +735,8 @@ impl<'a> Responder<'a> {
         }
     }
 
+    /// Inlined, like `new`: taking the Responder by value was a copy.
+    #[inline(always)]
     fn finish(mut self) {
         let mut flags = response_flags(self.q.header.flags) | (self.rcode.0 & 0xF);
         if self.aa {

@@ -146,10 +146,11 @@ impl<'c> Slot<'c> {
             None if catalog.has_many_zones() => {
                 self.needs_zone = true;
                 self.many_zones = true;
-                self.first_origin = catalog.prefetch_first_candidate(q.qname_lower.as_wire());
+                self.first_origin =
+                    catalog.prefetch_first_candidate(q.qname_lower.as_wire(), &q.qname_starts);
             }
             None => {
-                let served = catalog.served(q.qname_lower.as_wire());
+                let served = catalog.served_name(q.qname_lower.as_wire(), &q.qname_starts);
                 self.prepared.kind = PreparedKind::Query(served);
                 if let Served::Zone(zone) = served {
                     self.load_first_shard(zone, q);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use hashbrown::{DefaultHashBuilder, HashSet};
 
 use heron_proto::Name;
-use heron_proto::name::NameBuf;
+use heron_proto::name::{LabelStarts, NameBuf};
 
 use crate::zone::Zone;
 use zone_table::ZoneTable;
@@ -127,7 +127,8 @@ impl Catalog {
         if self.is_empty() {
             return None;
         }
-        self.find_from(lower_qname, self.first_candidate(lower_qname))
+        let starts = LabelStarts::of(lower_qname);
+        self.find_from(lower_qname, self.first_candidate(lower_qname, &starts))
     }
 
     /// [`Catalog::find`], starting from `candidate`, the first origin to
@@ -146,10 +147,28 @@ impl Catalog {
         None
     }
 
-    /// The first origin [`Catalog::find`] tries for `lower_qname`.
+    /// The first origin [`Catalog::find`] tries for `lower_qname`, whose
+    /// labels start at `starts`: the longest suffix of a label count some
+    /// origin has and no longer than the longest origin, picked from the
+    /// counts' bits without walking the labels.
     #[inline]
-    fn first_candidate(&self, lower_qname: &[u8]) -> Option<Candidate> {
-        self.next_candidate(lower_qname, 0, label_count(lower_qname))
+    fn first_candidate(&self, lower_qname: &[u8], starts: &LabelStarts) -> Option<Candidate> {
+        let labels = starts.labels();
+        // Bits 0..=labels: the suffixes the name has.
+        let mut counts = self.label_counts & (u128::MAX >> (127 - labels));
+        while counts != 0 {
+            let k = 127 - counts.leading_zeros() as usize;
+            let start = starts.suffix(k);
+            if lower_qname.len() - start <= self.longest_origin {
+                return Some(Candidate {
+                    start,
+                    labels: k as u32,
+                    hash: None,
+                });
+            }
+            counts &= !(1 << k);
+        }
+        None
     }
 
     /// The first suffix of `name` from `at` on (of `labels` labels) that
@@ -177,8 +196,12 @@ impl Catalog {
     /// tries for `lower_qname`, and returns that origin, hashed, for
     /// [`Catalog::likely_zone`] and [`Catalog::served_from`]. See
     /// [`crate::lookahead`].
-    pub(crate) fn prefetch_first_candidate(&self, lower_qname: &[u8]) -> Option<Candidate> {
-        let mut first = self.first_candidate(lower_qname)?;
+    pub(crate) fn prefetch_first_candidate(
+        &self,
+        lower_qname: &[u8],
+        starts: &LabelStarts,
+    ) -> Option<Candidate> {
+        let mut first = self.first_candidate(lower_qname, starts)?;
         let hash = self.hasher.hash_one(&lower_qname[first.start..]);
         self.zones.prefetch(hash);
         first.hash = Some(hash);
@@ -203,7 +226,14 @@ impl Catalog {
     /// Whether and how a name (lower-cased wire) is served.
     #[inline]
     pub fn served(&self, lower_qname: &[u8]) -> Served<'_> {
-        self.served_from(lower_qname, self.first_candidate(lower_qname))
+        self.served_name(lower_qname, &LabelStarts::of(lower_qname))
+    }
+
+    /// [`Catalog::served`] for a name whose label starts are known (a
+    /// parsed query's).
+    #[inline]
+    pub fn served_name(&self, lower_qname: &[u8], starts: &LabelStarts) -> Served<'_> {
+        self.served_from(lower_qname, self.first_candidate(lower_qname, starts))
     }
 
     /// [`Catalog::served`], from the first candidate origin found already
