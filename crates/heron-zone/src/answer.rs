@@ -820,6 +820,9 @@ fn find<'z>(zone: &'z Zone, lower: &[u8], qtype: RType) -> Found<'z> {
 
 /// The source of synthesis `*.<closest encloser>` (RFC 4592 3.3.1).
 fn wildcard<'z>(zone: &'z Zone, encloser: Node<'z>) -> Found<'z> {
+    if !zone.may_have_wildcards() {
+        return Found::NxDomain(encloser);
+    }
     let source = WildcardName::below(encloser.key()).and_then(|star| zone.node(star.as_wire()));
     match source {
         Some(node) => Found::Wildcard(node),

@@ -92,12 +92,19 @@ impl BatchAnswerer {
         slots: &'b mut [Slot<'c>; MAX_BATCH],
     ) -> PreparedBatch<'c, 'b> {
         let mut n = 0;
+        // Whether any step after the first has work: not with few zones,
+        // all small (then each step would only test every slot).
+        let mut ahead = catalog.has_many_zones();
         for raw in queries {
             assert!(n < MAX_BATCH, "a batch of more than {MAX_BATCH} queries");
             slots[n].parse(catalog, raw, &mut self.queries[n]);
+            ahead |= slots[n].first_lookup.is_some();
             n += 1;
         }
         let (queries, slots) = (&self.queries[..n], &mut slots[..n]);
+        if !ahead {
+            return PreparedBatch { queries, slots };
+        }
         slots.iter_mut().for_each(|s| s.load_zone(catalog));
         for (s, q) in slots.iter_mut().zip(queries) {
             s.load_shard(q);

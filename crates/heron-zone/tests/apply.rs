@@ -190,3 +190,24 @@ fn a_dname_added_at_the_apex_takes_effect_and_goes_with_its_removal() {
     let without = with.apply(&change(&with, vec![dname], vec![])).unwrap();
     assert!(!without.apex_has_dname());
 }
+
+#[test]
+fn a_wildcard_added_to_a_zone_without_one_answers_at_once() {
+    // A zone with no wildcard skips the wildcard lookup for names that do
+    // not exist; a change that adds one must turn that lookup back on.
+    let z = zone(1, &["a A 192.0.2.1"]);
+    assert!(!z.may_have_wildcards());
+    let before = zone(1, &["a A 192.0.2.1"]);
+    assert!(ask(before, "nx.p.test", RType::A).starts_with("rcode 3"));
+    let added = z
+        .apply(&change(
+            &z,
+            vec![],
+            vec![record("*.p.test", RType::A, &[192, 0, 2, 8])],
+        ))
+        .unwrap();
+    assert!(added.may_have_wildcards());
+    let answer = ask(added, "nx.p.test", RType::A);
+    assert!(answer.starts_with("rcode 0"), "{answer}");
+    assert!(answer.contains("192.0.2.8"), "{answer}");
+}

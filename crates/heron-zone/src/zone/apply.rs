@@ -25,7 +25,7 @@ use super::build::{
 use super::chain::DenialChain;
 use super::node::{Node, Shard, node_len};
 use super::table::NodeTable;
-use super::{Links, Problem, Severity, Zone, shard_of};
+use super::{Links, Problem, Severity, Zone, is_wildcard, shard_of};
 use crate::diff::{DiffRecord, ZoneDiff};
 
 impl Zone {
@@ -523,6 +523,11 @@ impl<'z> Edit<'z> {
         let appeared = self.nodes.values().filter(|n| n.exists && !n.existed);
         let vanished = self.nodes.values().filter(|n| n.existed && !n.exists);
         let large = super::is_large(&shards);
+        // Kept once set: a wildcard removed costs lookups, never answers.
+        let added_wildcard = self
+            .nodes
+            .iter()
+            .any(|(key, n)| n.exists && is_wildcard(key));
         let mut next = Zone {
             origin: zone.origin.clone(),
             class: zone.class,
@@ -530,6 +535,7 @@ impl<'z> Edit<'z> {
             shards: shards.into(),
             apex: (apex_shard, apex_at),
             apex_dname,
+            wildcards: zone.wildcards || added_wildcard,
             large,
             negative_soa,
             negative_soa_sigs,

@@ -21,7 +21,7 @@ use heron_proto::{Class, Name, RType};
 use super::chain::DenialChain;
 use super::node::{NodeWriter, Shard};
 use super::table::NodeTable;
-use super::{Links, Problem, Severity, Zone, shard_of, soa_field};
+use super::{Links, Problem, Severity, Zone, is_wildcard, shard_of, soa_field};
 use crate::prefetch::prefetch;
 use crate::zonefile::{Location, Record};
 
@@ -310,6 +310,7 @@ impl ZoneBuilder {
             shards: built.shards.into(),
             apex: (apex_shard, apex_at),
             apex_dname,
+            wildcards: built.wildcards,
             large,
             negative_soa,
             negative_soa_sigs,
@@ -643,6 +644,8 @@ struct Packed {
     problems: Vec<Problem>,
     records: usize,
     referrers: Vec<Referral>,
+    /// Some owner is a wildcard (`*.` first).
+    wildcards: bool,
 }
 
 impl<'a> Plan<'a> {
@@ -762,6 +765,7 @@ impl<'a> Plan<'a> {
             all.problems.extend(r.problems);
             all.records += r.records;
             all.referrers.extend(r.referrers);
+            all.wildcards |= r.wildcards;
         }
         all
     }
@@ -780,6 +784,7 @@ impl<'a> Plan<'a> {
             problems: Vec::new(),
             records: 0,
             referrers: Vec::new(),
+            wildcards: false,
         };
         let mut scratch = NodeParts::default();
         for s in shards {
@@ -828,6 +833,7 @@ impl<'a> Plan<'a> {
         key.set(node.owner);
         key.make_lowercase();
         let is_apex = key.as_wire() == self.apex.as_wire();
+        out.wildcards |= is_wildcard(key.as_wire());
         for &(at, ttl, first, rtype) in &node.ttl_differs {
             let msg = format!(
                 "TTL {ttl} differs from the TTL {first} of the {rtype} RRset; using {first}"

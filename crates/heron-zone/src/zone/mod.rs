@@ -53,6 +53,9 @@ pub struct Zone {
     /// The apex holds a DNAME: every name below it is redirected. Kept
     /// here so that a lookup below the apex need not read the apex node.
     apex_dname: bool,
+    /// Some owner is a wildcard: a name that does not exist needs the
+    /// wildcard lookup of RFC 4592 only then (most zones have none).
+    wildcards: bool,
     /// The nodes outgrow a core's cache: lookups are worth loading ahead
     /// ([`crate::lookahead`]).
     large: bool,
@@ -165,6 +168,11 @@ impl Links {
 /// measure on, up to 2 MiB elsewhere), so that a random lookup misses it
 /// and loading ahead pays for its extra work.
 const LARGE_ZONE_BYTES: usize = 512 << 10;
+
+/// Whether a lower-cased wire name is a wildcard: `*` its first label.
+fn is_wildcard(key: &[u8]) -> bool {
+    key.starts_with(b"\x01*")
+}
 
 /// Whether nodes in these shards make a large zone.
 fn is_large(shards: &[Arc<Shard>]) -> bool {
@@ -285,6 +293,12 @@ impl Zone {
     /// Whether the apex holds a DNAME (read without the apex node).
     pub fn apex_has_dname(&self) -> bool {
         self.apex_dname
+    }
+
+    /// Whether any name in the zone may be a wildcard (`*` first). False
+    /// means none is; true may outlive the last one an IXFR removed.
+    pub fn may_have_wildcards(&self) -> bool {
+        self.wildcards
     }
 
     pub fn soa(&self) -> RRset<'_> {
