@@ -16,7 +16,7 @@ use std::borrow::Cow;
 
 use crate::rdata;
 use crate::types::{Class, RType};
-use crate::writer::{Full, MAX_POINTER, Writer};
+use crate::writer::{Full, MAX_POINTER, Writer, put_pointer};
 
 /// A pointer to patch: at `at` (offset in the record bytes), point to
 /// what `to` says.
@@ -337,10 +337,11 @@ impl<'a> EncodedRef<'a> {
         // One pass over the packed patches: the kind indexes the target.
         let targets = [owner_at, apex_pos];
         let mut records = 1;
+        let written = w.written_mut(base);
         for p in self.patches.chunks_exact(PATCH_LEN) {
             let at = u16::from_le_bytes([p[0], p[1]]) as usize;
             let kind = p[2] & 1;
-            w.patch_pointer(base + at, targets[kind as usize] + p[3] as u16);
+            put_pointer(written, at, targets[kind as usize] + p[3] as u16);
             records += (kind == TO_OWNER) as u16;
         }
         w.count_records(records);
@@ -530,9 +531,10 @@ impl<'a> AdditionalRef<'a> {
         if w.raw_bytes(self.bytes).is_ok() {
             // All of it fits (the usual case): one copy, then the owners.
             let base = w.len() - self.bytes.len();
+            let written = w.written_mut(base);
             for (off, target) in self.owners() {
                 let target = at.first_bytes + target as usize;
-                w.patch_pointer(base + off as usize, target as u16);
+                put_pointer(written, off as usize, target as u16);
             }
             w.count_records(self.owners.len() as u16 / OWNER_LEN as u16);
             return Ok(());

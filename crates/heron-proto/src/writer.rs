@@ -55,6 +55,12 @@ pub struct Writer<'a> {
     question_targets: usize,
 }
 
+/// Writes a pointer to `target` into the two bytes at `at`.
+#[inline(always)]
+pub fn put_pointer(bytes: &mut [u8], at: usize, target: u16) {
+    bytes[at..at + 2].copy_from_slice(&(0xC000 | target).to_be_bytes());
+}
+
 impl<'a> Writer<'a> {
     /// Starts a message in `buf` (cleared) that may grow to `limit` octets.
     /// The header is written by [`Writer::finish`].
@@ -198,7 +204,15 @@ impl<'a> Writer<'a> {
 
     /// Overwrites the two bytes at `at` with a pointer to `target`.
     pub fn patch_pointer(&mut self, at: usize, target: u16) {
-        self.buf[at..at + 2].copy_from_slice(&(0xC000 | target).to_be_bytes());
+        put_pointer(self.buf, at, target);
+    }
+
+    /// What was written from `from` on, to patch in place. Patching
+    /// through this slice rather than [`Writer::patch_pointer`] lets the
+    /// compiler keep its bounds in registers: a byte stored through the
+    /// buffer might otherwise be the buffer's own length.
+    pub fn written_mut(&mut self, from: usize) -> &mut [u8] {
+        &mut self.buf[from..]
     }
 
     /// Counts one record, written piecewise, in the current section.

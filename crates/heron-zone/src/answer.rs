@@ -803,7 +803,7 @@ fn find<'z>(zone: &'z Zone, lower: &[u8], qtype: RType) -> Found<'z> {
     let mut encloser = None;
     for i in (0..n.saturating_sub(1)).rev() {
         let off = offsets[i] as usize;
-        let Some(node) = zone.node(&lower[off..]) else {
+        let Some(node) = zone.node_below_apex(&lower[off..]) else {
             return wildcard(zone, encloser.unwrap_or_else(|| zone.apex()));
         };
         let exact = off == 0;

@@ -205,6 +205,13 @@ impl Zone {
         if lower_wire == self.origin.as_wire() {
             return Some(self.apex());
         }
+        self.node_below_apex(lower_wire)
+    }
+
+    /// [`Zone::node`] for a name known to be below the apex (the walk
+    /// down from it): no comparison with the origin.
+    #[inline]
+    pub(crate) fn node_below_apex(&self, lower_wire: &[u8]) -> Option<Node<'_>> {
         let hash = self.hasher.hash_one(lower_wire);
         let shard = shard_of(hash, self.shards.len());
         let at = self.shards[shard].find(hash, lower_wire)?;
