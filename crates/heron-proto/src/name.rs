@@ -538,6 +538,10 @@ impl NameBuf {
         pos: usize,
         starts: &mut LabelStarts,
     ) -> Result<usize, NameError> {
+        let remaining = msg.len().saturating_sub(pos);
+        // One test a label for both limits; which one failed is sorted
+        // out only then.
+        let limit = remaining.min(MAX_NAME_LEN);
         let mut len = 0;
         let mut n = 0;
         loop {
@@ -547,17 +551,19 @@ impl NameBuf {
                 0xC0 => return Err(NameError::Compressed),
                 _ => return Err(NameError::BadLabelType),
             }
-            if pos + len + 1 + label > msg.len() {
-                return Err(NameError::Truncated);
-            }
-            if len + 1 + label > MAX_NAME_LEN {
-                return Err(NameError::NameTooLong);
+            let end = len + 1 + label;
+            if end > limit {
+                return Err(match end > remaining {
+                    true => NameError::Truncated,
+                    false => NameError::NameTooLong,
+                });
             }
             // At most 128 starts: every label but the root takes two
-            // octets or more, and the name at most 255.
-            starts.at[n] = len as u8;
+            // octets or more, and the name at most 255 (the mask only
+            // spares the compiler a bounds test it cannot prove away).
+            starts.at[n & 127] = len as u8;
             n += 1;
-            len += 1 + label;
+            len = end;
             if label == 0 {
                 break;
             }
