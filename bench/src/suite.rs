@@ -1558,7 +1558,7 @@ fn run_profiles(ctx: &mut Ctx, wl: &[Workload], results: &mut Results) {
         if let (Some(h), Some(r), Some((ch, cr))) = (ipq("Heron"), ipq("reflector"), caps) {
             let (th, tr) = (1e6 / ch, 1e6 / cr);
             lines.push(format!(
-                "* {}: a query costs Heron {th:.2} µs of CPU and the reflector {tr:.2} µs, so the DNS work adds {:.2} µs ({:.0}% of Heron's time); in user space Heron runs {h:.0} instructions per query against the reflector's {r:.0} (+{:.0}). The rest of both is the kernel's UDP path (recvmmsg/sendmmsg on loopback), which callgrind does not count and which is the same for both.",
+                "* {}: a query costs Heron {th:.2} µs of CPU and the reflector {tr:.2} µs, so the DNS work adds {:.2} µs ({:.0}% of Heron's time); in user space Heron runs {h:.0} instructions per query against the reflector's {r:.0} (+{:.0}). The rest of both is the kernel's UDP path (recvmmsg/sendmmsg on loopback), which callgrind does not count: the same system calls for both, though Heron's responses are longer than the reflector's echo of the query, so the kernel copies more.",
                 w.id,
                 th - tr,
                 (th - tr) / th * 100.0,

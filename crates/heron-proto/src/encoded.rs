@@ -157,7 +157,7 @@ pub fn pack_rrset(rtype: RType, ttl: u32, rdatas: &[&[u8]], apex: &[u8], out: &m
 /// A packed RRset, borrowed (from an [`EncodedRRset`] or a zone's arena).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EncodedRef<'a> {
-    /// The patches, 3 octets each.
+    /// The patches, [`PATCH_LEN`] octets each.
     patches: &'a [u8],
     /// The records.
     bytes: &'a [u8],
