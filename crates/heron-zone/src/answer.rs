@@ -11,7 +11,7 @@ use std::mem::ManuallyDrop;
 use heron_proto::edns::{self, OPT_LEN};
 use heron_proto::encoded::{AdditionalRef, Owner, Written};
 use heron_proto::message::{self, HEADER_LEN, Header, Query, QueryError, flags};
-use heron_proto::name::{MAX_NAME_LEN, NameBuf};
+use heron_proto::name::{LabelStarts, MAX_NAME_LEN, NameBuf};
 use heron_proto::writer::{Full, Mark, Section, Writer};
 use heron_proto::{Class, Opcode, RType, Rcode};
 
@@ -323,7 +323,7 @@ impl<'a> Responder<'a> {
         self.aa = true;
         let apex_len = zone.origin().wire_len();
         self.apex_pos = (HEADER_LEN + q.qname_lower.as_wire().len() - apex_len) as u16;
-        let answered = self.resolve(zone, &q.qname_lower);
+        let answered = self.resolve(zone, q);
         let answered = match self.deferred_proofs.take() {
             None => answered,
             Some(deferred) => answered.and_then(|()| self.write_deferred_proofs(zone, &deferred)),
@@ -338,20 +338,17 @@ impl<'a> Responder<'a> {
     /// Answers for the query name in `zone`, following CNAMEs and DNAMEs
     /// inside it. The first step works on the query's own buffers; only a
     /// chain needs copies.
-    fn resolve(&mut self, zone: &'a Zone, qname_lower: &NameBuf) -> Result<(), Full> {
-        // Nodes whose CNAME or DNAME was followed: meeting one again is a loop.
-        let mut followed = [0usize; MAX_CHAIN];
+    fn resolve(&mut self, zone: &'a Zone, q: &Query) -> Result<(), Full> {
         let qname = self.qname;
         let question = Some(HEADER_LEN as u16);
         let mut target: Target = None;
-        let mut next = self.step(
-            zone,
-            qname_lower.as_wire(),
-            qname,
-            question,
-            &[],
-            &mut target,
-        )?;
+        let lower = (q.qname_lower.as_wire(), q.qname_starts.as_slice());
+        let mut next = self.step(zone, lower, qname, question, &[], &mut target)?;
+        if let Next::Done = next {
+            return Ok(()); // no chain: most answers
+        }
+        // Nodes whose CNAME or DNAME was followed: meeting one again is a loop.
+        let mut followed = [0usize; MAX_CHAIN];
         for hop in 0..MAX_CHAIN {
             let Next::Follow { node, at } = next else {
                 return Ok(());
@@ -363,19 +360,28 @@ impl<'a> Responder<'a> {
             if !in_zone(zone, lower.as_wire()) {
                 return Ok(());
             }
-            let (lower, name) = (lower.as_wire(), name.as_wire());
-            next = self.step(zone, lower, name, at, &followed[..=hop], &mut target)?;
+            let starts = LabelStarts::of(lower.as_wire());
+            let lower = (lower.as_wire(), starts.as_slice());
+            next = self.step(
+                zone,
+                lower,
+                name.as_wire(),
+                at,
+                &followed[..=hop],
+                &mut target,
+            )?;
         }
         Ok(())
     }
 
     /// One step of [`Responder::resolve`]: answers at `name` (`lower` is
-    /// its lower-cased form; `at`, where it already sits in the response),
-    /// or writes a CNAME/DNAME and says where to go next (into `target`).
+    /// its lower-cased form and where its labels start; `at`, where it
+    /// already sits in the response), or writes a CNAME/DNAME and says
+    /// where to go next (into `target`).
     fn step(
         &mut self,
         zone: &'a Zone,
-        lower: &[u8],
+        (lower, starts): (&[u8], &[u8]),
         name: &[u8],
         at: Option<u16>,
         followed: &[usize],
@@ -384,7 +390,7 @@ impl<'a> Responder<'a> {
         let here = owner_of(zone, name, at);
         let qtype = self.q.qtype;
         let first = followed.is_empty();
-        match find(zone, lower, qtype) {
+        match find(zone, lower, starts, qtype) {
             Found::Referral(cut) => self.referral(zone, cut, lower, first).map(|_| Next::Done),
             Found::NxDomain(encloser) => {
                 self.rcode = Rcode::NXDOMAIN;
@@ -781,28 +787,20 @@ pub(crate) fn label_offsets(wire: &[u8]) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
-/// Walks from the apex down to `lower` (lower-cased wire, in the zone).
-fn find<'z>(zone: &'z Zone, lower: &[u8], qtype: RType) -> Found<'z> {
-    let origin_len = zone.origin().wire_len();
-    // A name has at most 127 labels and 255 octets: offsets fit a byte.
-    let mut offsets = [0u8; 128];
-    let mut n = 0;
-    for off in label_offsets(lower) {
-        if lower.len() - off < origin_len {
-            break;
-        }
-        offsets[n] = off as u8;
-        n += 1;
-    }
-    // offsets[n-1] is the apex, offsets[0] the name itself. The apex is
+/// Walks from the apex down to `lower` (lower-cased wire, in the zone),
+/// whose labels start at `starts` (the whole name's first, the root's
+/// last).
+fn find<'z>(zone: &'z Zone, lower: &[u8], starts: &[u8], qtype: RType) -> Found<'z> {
+    // starts[n-1] is the apex, starts[0] the name itself. The apex is
     // never a cut, and whether it redirects names below it the zone says:
     // its node is read only when the answer comes from it.
+    let n = starts.len().saturating_sub(zone.origin_labels());
     if n > 1 && zone.apex_has_dname() {
         return Found::Dname(zone.apex());
     }
     let mut encloser = None;
-    for i in (0..n.saturating_sub(1)).rev() {
-        let off = offsets[i] as usize;
+    for &off in starts[..n.saturating_sub(1)].iter().rev() {
+        let off = off as usize;
         let Some(node) = zone.node_below_apex(&lower[off..]) else {
             return wildcard(zone, encloser.unwrap_or_else(|| zone.apex()));
         };

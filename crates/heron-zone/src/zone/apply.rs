@@ -530,6 +530,7 @@ impl<'z> Edit<'z> {
             .any(|(key, n)| n.exists && is_wildcard(key));
         let mut next = Zone {
             origin: zone.origin.clone(),
+            origin_labels: zone.origin_labels,
             class: zone.class,
             hasher: zone.hasher.clone(),
             shards: shards.into(),

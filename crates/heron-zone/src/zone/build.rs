@@ -305,6 +305,7 @@ impl ZoneBuilder {
         let large = super::is_large(&built.shards);
         let mut built_zone = Zone {
             origin: zone.apex.clone(),
+            origin_labels: zone.apex.label_count(),
             class: self.class,
             hasher: self.hasher,
             shards: built.shards.into(),

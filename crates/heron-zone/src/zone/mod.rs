@@ -44,6 +44,9 @@ pub use node::{Node, RRset};
 pub struct Zone {
     /// Lower-cased.
     origin: Name,
+    /// Its labels, the root not counted: where the apex sits among a
+    /// query name's label starts.
+    origin_labels: usize,
     /// Seeds the owner hashes; kept for the zone's later versions.
     hasher: DefaultHashBuilder,
     /// A power of two of them.
@@ -295,6 +298,11 @@ impl Zone {
 
     pub fn apex(&self) -> Node<'_> {
         self.node_at(self.apex)
+    }
+
+    /// Labels of the origin, the root not counted.
+    pub fn origin_labels(&self) -> usize {
+        self.origin_labels
     }
 
     /// Whether the apex holds a DNAME (read without the apex node).
