@@ -323,7 +323,7 @@ impl<'a> Responder<'a> {
         self.aa = true;
         let apex_len = zone.origin().wire_len();
         self.apex_pos = (HEADER_LEN + q.qname_lower.as_wire().len() - apex_len) as u16;
-        let answered = self.resolve(zone, q);
+        let answered = self.resolve(zone);
         let answered = match self.deferred_proofs.take() {
             None => answered,
             Some(deferred) => answered.and_then(|()| self.write_deferred_proofs(zone, &deferred)),
@@ -338,8 +338,8 @@ impl<'a> Responder<'a> {
     /// Answers for the query name in `zone`, following CNAMEs and DNAMEs
     /// inside it. The first step works on the query's own buffers; only a
     /// chain needs copies.
-    fn resolve(&mut self, zone: &'a Zone, q: &Query) -> Result<(), Full> {
-        let qname = self.qname;
+    fn resolve(&mut self, zone: &'a Zone) -> Result<(), Full> {
+        let (q, qname) = (self.q, self.qname);
         let question = Some(HEADER_LEN as u16);
         let mut target: Target = None;
         let lower = (q.qname_lower.as_wire(), q.qname_starts.as_slice());
