@@ -305,7 +305,7 @@ impl ZoneBuilder {
         let large = super::is_large(&built.shards);
         let mut built_zone = Zone {
             origin: zone.apex.clone(),
-            origin_labels: zone.apex.label_count(),
+            origin_labels: zone.apex.label_count() as u8,
             class: self.class,
             hasher: self.hasher,
             shards: built.shards.into(),

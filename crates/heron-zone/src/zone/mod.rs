@@ -44,9 +44,6 @@ pub use node::{Node, RRset};
 pub struct Zone {
     /// Lower-cased.
     origin: Name,
-    /// Its labels, the root not counted: where the apex sits among a
-    /// query name's label starts.
-    origin_labels: usize,
     /// Seeds the owner hashes; kept for the zone's later versions.
     hasher: DefaultHashBuilder,
     /// A power of two of them.
@@ -59,6 +56,10 @@ pub struct Zone {
     /// Some owner is a wildcard: a name that does not exist needs the
     /// wildcard lookup of RFC 4592 only then (most zones have none).
     wildcards: bool,
+    /// The origin's labels, the root not counted: where the apex sits
+    /// among a query name's label starts. A byte, next to the flags, so
+    /// that 100,000 zones do not pay 8 bytes each (at most 127 labels).
+    origin_labels: u8,
     /// The nodes outgrow a core's cache: lookups are worth loading ahead
     /// ([`crate::lookahead`]).
     large: bool,
@@ -302,7 +303,7 @@ impl Zone {
 
     /// Labels of the origin, the root not counted.
     pub fn origin_labels(&self) -> usize {
-        self.origin_labels
+        self.origin_labels as usize
     }
 
     /// Whether the apex holds a DNAME (read without the apex node).
