@@ -21,14 +21,14 @@ use crate::writer::{Full, MAX_POINTER, Writer, put_pointer};
 /// A pointer to patch: at `at` (offset in the record bytes), point to
 /// what `to` says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Patch {
-    pub at: u16,
-    pub to: PatchTo,
+struct Patch {
+    at: u16,
+    to: PatchTo,
 }
 
 /// Where a patched pointer points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PatchTo {
+enum PatchTo {
     /// The owner of the records (every record after the first has one).
     Owner,
     /// The apex position plus `delta`: the start of a suffix of the apex

@@ -186,7 +186,8 @@ impl<'c> Slot<'c> {
     /// and starts loading the table slot of the answer's first lookup.
     fn find_zone(&mut self, catalog: &'c Catalog, q: &Query) {
         if self.needs_zone {
-            let served = catalog.served_from(q.qname_lower.as_wire(), self.first_origin);
+            let served =
+                catalog.served_from(q.qname_lower.as_wire(), &q.qname_starts, self.first_origin);
             self.prepared.kind = PreparedKind::Query(served);
             if let Served::Zone(zone) = served
                 && !self.likely_zone.is_some_and(|z| std::ptr::eq(z, zone))

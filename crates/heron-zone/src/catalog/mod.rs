@@ -75,7 +75,7 @@ impl Catalog {
     pub fn insert_shared(&mut self, zone: Arc<Zone>) {
         let key = zone.origin().as_wire();
         self.longest_origin = self.longest_origin.max(key.len());
-        self.label_counts |= 1u128.checked_shl(label_count(key)).unwrap_or(0);
+        self.label_counts |= 1u128 << zone.origin_labels();
         self.expired.remove(key);
         let hash = self.hasher.hash_one(key);
         let same_origin = |z: &Zone| z.origin() == zone.origin();
@@ -128,34 +128,58 @@ impl Catalog {
             return None;
         }
         let starts = LabelStarts::of(lower_qname);
-        self.find_from(lower_qname, self.first_candidate(lower_qname, &starts))
+        self.find_from(
+            lower_qname,
+            &starts,
+            self.first_candidate(lower_qname, &starts),
+        )
     }
 
-    /// [`Catalog::find`], starting from `candidate`, the first origin to
-    /// try (from [`Catalog::first_candidate`]), its hash maybe known.
+    /// [`Catalog::find`] for a name whose labels start at `starts`,
+    /// starting from `candidate`, the first origin to try (from
+    /// [`Catalog::first_candidate`]), its hash maybe known.
     #[inline]
-    fn find_from(&self, lower_qname: &[u8], mut candidate: Option<Candidate>) -> Option<&Zone> {
+    fn find_from(
+        &self,
+        lower_qname: &[u8],
+        starts: &LabelStarts,
+        mut candidate: Option<Candidate>,
+    ) -> Option<&Zone> {
         while let Some(c) = candidate {
             let suffix = &lower_qname[c.start..];
             let hash = c.hash.unwrap_or_else(|| self.hasher.hash_one(suffix));
             if let Some(zone) = self.zones.find(hash, |z| z.origin().as_wire() == suffix) {
                 return Some(zone);
             }
-            let next = next_label(lower_qname, c.start)?;
-            candidate = self.next_candidate(lower_qname, next, c.labels - 1);
+            candidate = self.candidate_below(lower_qname, starts, c.labels as usize);
         }
         None
     }
 
     /// The first origin [`Catalog::find`] tries for `lower_qname`, whose
-    /// labels start at `starts`: the longest suffix of a label count some
-    /// origin has and no longer than the longest origin, picked from the
-    /// counts' bits without walking the labels.
+    /// labels start at `starts`.
     #[inline]
     fn first_candidate(&self, lower_qname: &[u8], starts: &LabelStarts) -> Option<Candidate> {
-        let labels = starts.labels();
-        // Bits 0..=labels: the suffixes the name has.
-        let mut counts = self.label_counts & (u128::MAX >> (127 - labels));
+        self.candidate_below(lower_qname, starts, starts.labels() + 1)
+    }
+
+    /// The longest suffix of `lower_qname` of fewer than `below` labels
+    /// that some origin could be: of a label count some origin has, and
+    /// of no more octets than the longest origin. Picked from the counts'
+    /// bits, without walking the labels: every query runs it.
+    #[inline(always)]
+    fn candidate_below(
+        &self,
+        lower_qname: &[u8],
+        starts: &LabelStarts,
+        below: usize,
+    ) -> Option<Candidate> {
+        if below == 0 {
+            return None;
+        }
+        // Bits 0..below (below is at most 128: a name has at most 127
+        // labels besides the root).
+        let mut counts = self.label_counts & (u128::MAX >> (128 - below));
         while counts != 0 {
             let k = 127 - counts.leading_zeros() as usize;
             let start = starts.suffix(k);
@@ -169,27 +193,6 @@ impl Catalog {
             counts &= !(1 << k);
         }
         None
-    }
-
-    /// The first suffix of `name` from `at` on (of `labels` labels) that
-    /// some origin could be: of a label count some origin has, and of no
-    /// more octets than the longest origin. A plain loop: every query
-    /// runs it.
-    #[inline]
-    fn next_candidate(&self, name: &[u8], mut at: usize, mut labels: u32) -> Option<Candidate> {
-        loop {
-            // labels < 128: a name has at most 127 besides the root.
-            let counted = self.label_counts >> labels & 1 == 1;
-            if counted && name.len() - at <= self.longest_origin {
-                return Some(Candidate {
-                    start: at,
-                    labels,
-                    hash: None,
-                });
-            }
-            at = next_label(name, at)?;
-            labels = labels.checked_sub(1)?;
-        }
     }
 
     /// Starts loading the table slot of the first origin [`Catalog::find`]
@@ -233,14 +236,23 @@ impl Catalog {
     /// parsed query's).
     #[inline]
     pub fn served_name(&self, lower_qname: &[u8], starts: &LabelStarts) -> Served<'_> {
-        self.served_from(lower_qname, self.first_candidate(lower_qname, starts))
+        self.served_from(
+            lower_qname,
+            starts,
+            self.first_candidate(lower_qname, starts),
+        )
     }
 
     /// [`Catalog::served`], from the first candidate origin found already
     /// ([`Catalog::prefetch_first_candidate`]; None: there is none).
     #[inline]
-    pub(crate) fn served_from(&self, lower_qname: &[u8], first: Option<Candidate>) -> Served<'_> {
-        match self.find_from(lower_qname, first) {
+    pub(crate) fn served_from(
+        &self,
+        lower_qname: &[u8],
+        starts: &LabelStarts,
+        first: Option<Candidate>,
+    ) -> Served<'_> {
+        match self.find_from(lower_qname, starts, first) {
             Some(zone) => Served::Zone(zone),
             None if self.is_expired(lower_qname) => Served::Expired,
             None => Served::NotServed,
@@ -257,25 +269,6 @@ impl Catalog {
 
     pub fn zones(&self) -> impl Iterator<Item = &Arc<Zone>> {
         self.zones.iter()
-    }
-}
-
-/// Labels of a wire name, the root label not counted (at most 127).
-fn label_count(name: &[u8]) -> u32 {
-    let (mut labels, mut at) = (0, 0);
-    while let Some(next) = next_label(name, at) {
-        (labels, at) = (labels + 1, next);
-    }
-    labels
-}
-
-/// Where the label after the one at `at` starts; None at the root (or
-/// past the end of a malformed name).
-#[inline]
-fn next_label(name: &[u8], at: usize) -> Option<usize> {
-    match *name.get(at)? {
-        0 => None,
-        len => Some(at + 1 + len as usize),
     }
 }
 
