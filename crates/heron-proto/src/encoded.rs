@@ -93,6 +93,11 @@ impl EncodedRRset {
         }
     }
 
+    /// The packed form as stored, for where it lies in memory.
+    pub fn packed(&self) -> &[u8] {
+        &self.packed
+    }
+
     pub fn view(&self) -> EncodedRef<'_> {
         EncodedRef::new(&self.packed)
     }

@@ -198,8 +198,9 @@ fn apply_changes(
         xfr.notify(&changed);
         if changes.is_empty() {
             // A burst (a cold start) is over: the transfers' buffers and
-            // the catalog versions it replaced go back to the kernel.
-            crate::memory::release_free_memory();
+            // the catalog versions it replaced go back to the kernel, and
+            // the zones it brought move to huge pages.
+            crate::memory::settle(&catalog.load());
         }
         std::thread::sleep((started.elapsed() * 4).min(MAX_REBUILD_PAUSE));
     }

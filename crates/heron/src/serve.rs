@@ -65,7 +65,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         });
     }
     let (catalog, journals) = load_catalog_and_find_journals(use_example, &mut files, &settings);
-    memory::release_free_memory();
+    memory::settle(&catalog);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
         .enable_all()
@@ -460,7 +460,7 @@ async fn reload(
         catalog.store(Arc::new(next));
         let swap = swapping.elapsed();
         drop(current);
-        memory::release_free_memory();
+        memory::settle(&catalog.load());
         (outcome, changed, swap)
     });
     let (outcome, changed, swap) = work.await;

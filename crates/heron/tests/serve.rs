@@ -818,3 +818,49 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// Kilobytes of the process's memory in transparent huge pages.
+fn huge_page_kb(pid: u32) -> usize {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap();
+    let line = rollup
+        .lines()
+        .find_map(|l| l.strip_prefix("AnonHugePages:"))
+        .expect("smaps_rollup counts huge pages");
+    line.trim().trim_end_matches("kB").trim().parse().unwrap()
+}
+
+#[test]
+fn a_large_zone_is_answered_from_huge_pages() {
+    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled");
+    if thp.as_deref().map_or(true, |t| t.contains("[never]")) {
+        eprintln!("transparent huge pages are off here: Heron leaves them off");
+        return;
+    }
+    let dir = tempdir("huge-pages");
+    let zone = dir.join("large.zone");
+    std::fs::write(
+        &zone,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n\
+         $GENERATE 1-50000 host-$ TXT v$\n$GENERATE 50001-100000 host-$ TXT v$\n\
+         $GENERATE 100001-150000 host-$ TXT v$\n$GENERATE 150001-200000 host-$ TXT v$\n",
+    )
+    .unwrap();
+    let server = ServerProcess::heron(&heron(), &[("large.test", zone)]);
+    let asked = query("host-165793.large.test", RType::TXT, 5);
+    let m = parse(&try_query_udp(server.addr(), &asked).unwrap());
+    assert_eq!(m.answers.len(), 1);
+    assert_eq!(m.answers[0].rdata, b"\x07v165793");
+    let log = server.log();
+    let moved: usize = log
+        .split("zone memory in huge pages: ")
+        .nth(1)
+        .and_then(|rest| rest.split(" MiB").next())
+        .and_then(|mib| mib.parse().ok())
+        .unwrap_or_else(|| panic!("no huge-page line in the log: {log}"));
+    assert!(moved >= 4, "{moved} MiB in huge pages: {log}");
+    let kb = huge_page_kb(server.pid().unwrap());
+    assert!(
+        kb >= moved * 1024,
+        "{kb} kB in huge pages, the log says {moved} MiB"
+    );
+}

@@ -270,6 +270,15 @@ impl Catalog {
     pub fn zones(&self) -> impl Iterator<Item = &Arc<Zone>> {
         self.zones.iter()
     }
+
+    /// Calls `visit` with each block of memory that answers read, as
+    /// (address, length): the catalog's table and every zone's blocks
+    /// ([`Zone::for_each_block`]).
+    pub fn for_each_block(&self, mut visit: impl FnMut(usize, usize)) {
+        let (at, len) = self.zones.block();
+        visit(at, len);
+        self.zones().for_each(|z| z.for_each_block(&mut visit));
+    }
 }
 
 /// `name` (wire form), then each of its parent names down to the root.

@@ -166,6 +166,14 @@ impl ZoneTable {
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<Zone>> {
         self.slots.iter().filter_map(|s| s.zone.as_ref())
     }
+
+    /// Where the slots lie: (address, length in bytes).
+    pub(crate) fn block(&self) -> (usize, usize) {
+        (
+            self.slots.as_ptr() as usize,
+            std::mem::size_of_val(&*self.slots),
+        )
+    }
 }
 
 #[cfg(test)]

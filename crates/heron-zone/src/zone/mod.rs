@@ -365,6 +365,22 @@ impl Zone {
         self.shards.iter().map(|s| s.heap_bytes()).sum()
     }
 
+    /// Calls `visit` with each block of memory that answers read, as
+    /// (address, length): the zone itself, its origin, its negative SOA,
+    /// its shards' arenas and tables. For placing that memory (in huge
+    /// pages), not for reading it.
+    pub fn for_each_block(&self, visit: &mut impl FnMut(usize, usize)) {
+        let mut visit_slice = |bytes: &[u8]| visit(bytes.as_ptr() as usize, bytes.len());
+        visit_slice(self.origin.as_wire());
+        visit_slice(self.negative_soa.packed());
+        visit_slice(self.negative_soa_sigs.packed());
+        visit(self as *const Zone as usize, std::mem::size_of::<Zone>());
+        if let Shards::Many(many) = &self.shards {
+            visit(many.as_ptr() as usize, std::mem::size_of_val(&**many));
+        }
+        self.shards.iter().for_each(|s| s.for_each_block(visit));
+    }
+
     /// Heap bytes of this version's nodes that `previous` does not share:
     /// what a change applied to `previous` cost in memory.
     pub fn unshared_bytes(&self, previous: &Zone) -> usize {

@@ -92,6 +92,13 @@ impl Shard {
     pub(crate) fn heap_bytes(&self) -> usize {
         self.arena.len() + self.table.allocation_size()
     }
+
+    /// Calls `visit` with where the arena and the table lie.
+    pub(crate) fn for_each_block(&self, visit: &mut impl FnMut(usize, usize)) {
+        visit(self.arena.as_ptr() as usize, self.arena.len());
+        let (at, len) = self.table.block();
+        visit(at, len);
+    }
 }
 
 fn node_key(arena: &[u8], at: usize) -> &[u8] {

@@ -120,6 +120,11 @@ impl NodeTable {
     pub(crate) fn allocation_size(&self) -> usize {
         std::mem::size_of_val(&*self.slots)
     }
+
+    /// Where the slots lie: (address, length in bytes).
+    pub(crate) fn block(&self) -> (usize, usize) {
+        (self.slots.as_ptr() as usize, self.allocation_size())
+    }
 }
 
 fn offset_of(entry: u64) -> u32 {
