@@ -1387,15 +1387,18 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
 
 /// The comparisons whose targets ask for a precision that separate runs
 /// on a drifting machine cannot give, each measured in alternating trials
-/// ([`paired`]): Heron against the reflector (root, mix40), and Heron on
-/// the large zone and on many zones against Heron on the small one.
+/// ([`paired`]): Heron against the reflector, NSD and Knot (root, mix40),
+/// and Heron on the large zone and on many zones against Heron on the
+/// small one.
 fn run_paired(ctx: &mut Ctx, wl: &[Workload], kinds: &[Kind], results: &mut Results) {
     let find = |id: &str| wl.iter().find(|w| w.id == id);
     let has = |k: Kind| kinds.contains(&k);
     let mut pairs = Vec::new();
     for id in ["root", "mix40"] {
-        if let Some(w) = find(id).filter(|_| has(Kind::Heron) && has(Kind::Reflector)) {
-            pairs.push(((Kind::Heron, w), (Kind::Reflector, w)));
+        for reference in [Kind::Reflector, Kind::Nsd, Kind::Knot] {
+            if let Some(w) = find(id).filter(|_| has(Kind::Heron) && has(reference)) {
+                pairs.push(((Kind::Heron, w), (reference, w)));
+            }
         }
     }
     for id in ["big", "many"] {
