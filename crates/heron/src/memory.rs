@@ -34,7 +34,7 @@ pub fn settle(catalog: &Catalog) {
             done.took.as_millis(),
             match done.failed {
                 0 => String::new(),
-                n => format!(" ({} MiB could not be moved)", n >> 20),
+                n => format!(" ({} MiB left in small pages)", n >> 20),
             }
         ),
         None => tracing::debug!("transparent huge pages are off: zone memory stays in small pages"),
