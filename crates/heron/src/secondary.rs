@@ -200,7 +200,7 @@ fn apply_changes(
             // A burst (a cold start) is over: the transfers' buffers and
             // the catalog versions it replaced go back to the kernel, and
             // the zones it brought move to huge pages.
-            crate::memory::settle(&catalog.load());
+            crate::memory::settle(&catalog.load_full());
         }
         std::thread::sleep((started.elapsed() * 4).min(MAX_REBUILD_PAUSE));
     }

@@ -135,7 +135,7 @@ fn settle_once_answering(catalog: &SharedCatalog) {
     let catalog = catalog.clone();
     let spawned = std::thread::Builder::new()
         .name("settle".into())
-        .spawn(move || memory::settle(&catalog.load()));
+        .spawn(move || memory::settle(&catalog.load_full()));
     if let Err(e) = spawned {
         tracing::warn!("no thread to move zone memory to huge pages: {e}");
     }
@@ -475,7 +475,7 @@ async fn reload(
         catalog.store(Arc::new(next));
         let swap = swapping.elapsed();
         drop(current);
-        memory::settle(&catalog.load());
+        memory::settle(&catalog.load_full());
         (outcome, changed, swap)
     });
     let (outcome, changed, swap) = work.await;

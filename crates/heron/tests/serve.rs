@@ -845,7 +845,7 @@ fn a_large_zone_is_answered_from_huge_pages() {
          $GENERATE 100001-150000 host-$ TXT v$\n$GENERATE 150001-200000 host-$ TXT v$\n",
     )
     .unwrap();
-    let server = ServerProcess::heron(&heron(), &[("large.test", zone)]);
+    let server = ServerProcess::heron(&heron(), &[("large.test", zone.clone())]);
     let asked = query("host-165793.large.test", RType::TXT, 5);
     let m = parse(&try_query_udp(server.addr(), &asked).unwrap());
     assert_eq!(m.answers.len(), 1);
@@ -868,4 +868,15 @@ fn a_large_zone_is_answered_from_huge_pages() {
         kb >= moved * 1024,
         "{kb} kB in huge pages, the log says {moved} MiB"
     );
+    // A reload puts what it changed in new memory: that moves too.
+    let mut text = std::fs::read_to_string(&zone).unwrap();
+    text = text.replace("@ SOA ns h 1 ", "@ SOA ns h 2 ");
+    text.push_str("new TXT added\n");
+    std::fs::write(&zone, text).unwrap();
+    server.reload();
+    let moves = || server.log().matches("zone memory in huge pages: ").count();
+    assert!(eventually(|| moves() == 2), "{}", server.log());
+    let asked = query("new.large.test", RType::TXT, 6);
+    let m = parse(&try_query_udp(server.addr(), &asked).unwrap());
+    assert_eq!(m.answers[0].rdata, b"\x05added");
 }
