@@ -9,6 +9,8 @@
 //! alike, and the ratio of each pair is a measurement of its own: the
 //! median of the ratios, with their spread, is what the report uses.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
 use crate::blast::QuerySet;
@@ -17,14 +19,23 @@ use crate::stats::Spread;
 use crate::suite::{Ctx, Phase, capacity_trial, settle};
 use crate::workloads::Workload;
 
-/// Pairs of trials per comparison, at least.
-const MIN_PAIRS: usize = 5;
-
 /// A server on a workload: one side of a comparison.
 pub struct Side<'a> {
     pub kind: Kind,
     pub workload: &'a Workload,
     pub queries: &'a QuerySet,
+    /// Another Heron build than the suite's (`--baseline`).
+    pub heron: Option<&'a Path>,
+}
+
+impl Side<'_> {
+    /// The server's name in reports: "Heron baseline" for another build.
+    pub fn name(&self) -> String {
+        match self.heron {
+            Some(_) => format!("{} baseline", self.kind.name()),
+            None => self.kind.name().to_string(),
+        }
+    }
 }
 
 /// The result of a paired comparison.
@@ -54,8 +65,8 @@ impl Paired {
 pub fn compare(ctx: &Ctx, subject: Side, reference: Side) -> Result<Paired, String> {
     let sides = [subject, reference];
     let servers = [
-        ctx.start(sides[0].kind, sides[0].workload)?,
-        ctx.start(sides[1].kind, sides[1].workload)?,
+        ctx.start_build(sides[0].kind, sides[0].workload, sides[0].heron)?,
+        ctx.start_build(sides[1].kind, sides[1].workload, sides[1].heron)?,
     ];
     // Both servers sit in the one group; the idle one of a trial uses
     // next to nothing of it.
@@ -66,13 +77,23 @@ pub fn compare(ctx: &Ctx, subject: Side, reference: Side) -> Result<Paired, Stri
     let mut windows = [ctx.args.window; 2];
     let mut trials = [Vec::new(), Vec::new()];
     let mut notes = Vec::new();
-    for pair in 0..ctx.timing.repeats.max(MIN_PAIRS) {
+    for pair in 0..ctx.timing.pairs {
         let order = if pair % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
             let (server, queries) = (&servers[i], sides[i].queries);
-            let t = capacity_trial(ctx, server, cg, queries, &mut windows[i], &mut notes)?;
+            let seconds = ctx.timing.pair_trial_s;
+            let t = capacity_trial(
+                ctx,
+                server,
+                cg,
+                queries,
+                seconds,
+                &mut windows[i],
+                &mut notes,
+            )?;
             trials[i].push(t);
-            settle();
+            // Short: a closed-loop trial ends with nothing outstanding.
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
     }
     cg.set_quota(None)
@@ -83,7 +104,7 @@ pub fn compare(ctx: &Ctx, subject: Side, reference: Side) -> Result<Paired, Stri
         .map(|(s, r)| s.per_cpu_s / r.per_cpu_s)
         .collect();
     let [subject_trials, reference_trials] = trials;
-    let name = |s: &Side| (s.kind.name().to_string(), s.workload.id.clone());
+    let name = |s: &Side| (s.name(), s.workload.id.clone());
     Ok(Paired {
         subject: name(&sides[0]),
         reference: name(&sides[1]),

@@ -46,6 +46,10 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Pairs of trials in a full run's paired comparison, and seconds per trial.
+const PAIRS: usize = 60;
+const PAIR_TRIAL_S: f64 = 0.15;
+
 /// Loss allowed for a rate to count as answered.
 pub const MAX_LOSS_PCT: f64 = 0.1;
 /// Priority of servers and generator under real-time scheduling.
@@ -89,6 +93,9 @@ pub struct RunArgs {
     /// Repeats of each measurement (at least 3).
     #[arg(long)]
     pub repeats: Option<usize>,
+    /// Pairs of trials in each paired comparison (at least 5).
+    #[arg(long)]
+    pub pairs: Option<usize>,
     /// Scheduling: rt (SCHED_RR, quota as cgroup v1 real-time bandwidth;
     /// falls back to a CFS quota at nice -20 where unavailable), nice
     /// (CFS quota, nice -20), normal (CFS quota).
@@ -113,13 +120,17 @@ pub struct RunArgs {
     /// change against the tight ratio targets in a few minutes).
     #[arg(long)]
     pub paired_only: bool,
+    /// With --paired-only: a second Heron build to compare --heron with,
+    /// in paired trials on each chosen workload (an A/B of two builds).
+    #[arg(long, requires = "paired_only")]
+    pub baseline: Option<PathBuf>,
     /// TCP clients (connections) of the TCP workload.
     #[arg(long, default_value_t = 1000)]
     pub tcp_clients: usize,
 }
 
 /// Lengths of the measurements.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Timing {
     pub repeats: usize,
     pub trial_s: f64,
@@ -129,10 +140,17 @@ pub struct Timing {
     pub latency_s: f64,
     pub sweep_s: f64,
     pub tcp_s: f64,
+    /// Pairs of trials in a paired comparison, and the length of each
+    /// trial: short trials, many pairs, so that the host's drift within a
+    /// pair is small and the median of many ratios is steady.
+    #[serde(default)]
+    pub pairs: usize,
+    #[serde(default)]
+    pub pair_trial_s: f64,
 }
 
 impl Timing {
-    fn new(quick: bool, repeats: Option<usize>) -> Timing {
+    fn new(quick: bool, repeats: Option<usize>, pairs: Option<usize>) -> Timing {
         if quick {
             Timing {
                 repeats: repeats.unwrap_or(3).max(3),
@@ -143,6 +161,8 @@ impl Timing {
                 latency_s: 0.25,
                 sweep_s: 0.2,
                 tcp_s: 1.0,
+                pairs: pairs.unwrap_or(5).max(5),
+                pair_trial_s: 0.3,
             }
         } else {
             Timing {
@@ -154,6 +174,8 @@ impl Timing {
                 latency_s: 1.5,
                 sweep_s: 1.0,
                 tcp_s: 3.0,
+                pairs: pairs.unwrap_or(PAIRS).max(5),
+                pair_trial_s: PAIR_TRIAL_S,
             }
         }
     }
@@ -355,12 +377,26 @@ impl Ctx {
     }
 
     pub(crate) fn start(&self, kind: Kind, w: &Workload) -> Result<Server, String> {
+        self.start_build(kind, w, None)
+    }
+
+    /// Starts `kind`, Heron from `heron` when given rather than --heron.
+    pub(crate) fn start_build(
+        &self,
+        kind: Kind,
+        w: &Workload,
+        heron: Option<&Path>,
+    ) -> Result<Server, String> {
         self.cg
             .set_quota(None)
             .map_err(|e| format!("cgroup quota: {e}"))?;
+        let bins = Binaries {
+            heron: heron.map_or_else(|| self.bins.heron.clone(), Path::to_path_buf),
+            bench: self.bins.bench.clone(),
+        };
         Server::start(
             kind,
-            &self.bins,
+            &bins,
             &w.zones,
             &w.ready,
             &self.launch,
@@ -524,6 +560,7 @@ fn capacity_phase(
             server,
             cg,
             set,
+            ctx.timing.trial_s,
             &mut window,
             &mut notes,
         )?);
@@ -546,15 +583,17 @@ fn capacity_phase(
 /// One closed-loop capacity trial. One that loses more than 0.1% is run
 /// again with half the window (at most three times), and the window stays
 /// halved for the trials after it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn capacity_trial(
     ctx: &Ctx,
     server: &Server,
     cg: &Cgroup,
     set: &QuerySet,
+    seconds: f64,
     window: &mut usize,
     notes: &mut Vec<String>,
 ) -> Result<Trial, String> {
-    let opts = |window| blast_opts(server.addr, 0.0, window, ctx.timing.trial_s);
+    let opts = |window| blast_opts(server.addr, 0.0, window, seconds);
     let mut t = udp_trial(ctx, server, cg, set, &opts(*window))?;
     let mut retries = 0;
     while t.loss_pct > MAX_LOSS_PCT && *window > 25 && retries < 3 {
@@ -1064,7 +1103,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let flavor = sys::detect_cgroup().ok_or(
         "no cgroup CPU controller found (neither v1 `cpu` nor v2 with `cpu` in cgroup.controllers)",
     )?;
-    let mut timing = Timing::new(args.quick, args.repeats);
+    let mut timing = Timing::new(args.quick, args.repeats, args.pairs);
     let mut ids: Vec<String> = if args.workloads.is_empty() {
         if args.quick {
             vec!["root".into(), "mix40".into(), "tcp".into()]
@@ -1391,6 +1430,67 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
 /// and Heron on the large zone and on many zones against Heron on the
 /// small one.
 fn run_paired(ctx: &mut Ctx, wl: &[Workload], kinds: &[Kind], results: &mut Results) {
+    let baseline = ctx.args.baseline.clone();
+    let pairs = match &baseline {
+        Some(_) => wl
+            .iter()
+            .map(|w| ((Kind::Heron, w), (Kind::Heron, w)))
+            .collect(),
+        None => paired_targets(wl, kinds),
+    };
+    for ((sk, sw), (rk, rw)) in pairs {
+        let compared = QuerySet::load(&sw.queries).and_then(|sq| {
+            let rq = QuerySet::load(&rw.queries)?;
+            let subject = Side {
+                kind: sk,
+                workload: sw,
+                queries: &sq,
+                heron: None,
+            };
+            let reference = Side {
+                kind: rk,
+                workload: rw,
+                queries: &rq,
+                heron: baseline.as_deref(),
+            };
+            let label = format!(
+                "{} {} / {} {}",
+                subject.name(),
+                sw.id,
+                reference.name(),
+                rw.id
+            );
+            ctx.say(&format!("paired trials: {label}"));
+            paired::compare(ctx, subject, reference).map(|p| (label, p))
+        });
+        match compared {
+            Ok((label, p)) => {
+                let each = p.subject_phase.trials.iter().zip(&p.reference_phase.trials);
+                let each: Vec<String> = each
+                    .map(|(s, r)| format!("{:.0}k/{:.0}k", s.per_cpu_s / 1e3, r.per_cpu_s / 1e3))
+                    .collect();
+                ctx.say(&format!(
+                    "  {label}: {:.3} (median of {} pairs, {:.3}..{:.3}); per CPU-second: {}",
+                    p.ratio.median,
+                    p.ratio.n,
+                    p.ratio.min,
+                    p.ratio.max,
+                    each.join(" ")
+                ));
+                results.paired.push(p);
+            }
+            Err(e) => ctx.say(&format!("  {} {}: ERROR {e}", sk.name(), sw.id)),
+        }
+        if interrupted() {
+            return;
+        }
+    }
+}
+
+/// The comparisons the targets ask for: Heron against the reflector,
+/// NSD and Knot on the root-like and 40% mixes; Heron on the large zone
+/// and on many zones against Heron on the small zone.
+fn paired_targets<'w>(wl: &'w [Workload], kinds: &[Kind]) -> Vec<PairOf<'w>> {
     let find = |id: &str| wl.iter().find(|w| w.id == id);
     let has = |k: Kind| kinds.contains(&k);
     let mut pairs = Vec::new();
@@ -1408,33 +1508,11 @@ fn run_paired(ctx: &mut Ctx, wl: &[Workload], kinds: &[Kind], results: &mut Resu
             pairs.push(((Kind::Heron, w), (Kind::Heron, small)));
         }
     }
-    for ((sk, sw), (rk, rw)) in pairs {
-        let label = format!("{} {} / {} {}", sk.name(), sw.id, rk.name(), rw.id);
-        ctx.say(&format!("paired trials: {label}"));
-        let compared = QuerySet::load(&sw.queries).and_then(|sq| {
-            let rq = QuerySet::load(&rw.queries)?;
-            let side = |kind, workload, queries| Side {
-                kind,
-                workload,
-                queries,
-            };
-            paired::compare(ctx, side(sk, sw, &sq), side(rk, rw, &rq))
-        });
-        match compared {
-            Ok(p) => {
-                ctx.say(&format!(
-                    "  {label}: {:.3} (median of {} pairs, {:.3}..{:.3})",
-                    p.ratio.median, p.ratio.n, p.ratio.min, p.ratio.max
-                ));
-                results.paired.push(p);
-            }
-            Err(e) => ctx.say(&format!("  {label}: ERROR {e}")),
-        }
-        if interrupted() {
-            return;
-        }
-    }
+    pairs
 }
+
+/// (subject, reference) of a paired comparison: a server on a workload each.
+type PairOf<'w> = ((Kind, &'w Workload), (Kind, &'w Workload));
 
 /// Heron serving a private copy of the large zone, reloaded a few times
 /// with one record changed while queries run at half the loss-free rate
