@@ -15,9 +15,22 @@
 //!
 //!     valgrind --tool=callgrind --toggle-collect='*batched*' \
 //!         target/release/examples/answer_workload QUERIES ZONE ORIGIN 1
+//!
+//! In a server the kernel's UDP path runs between two batches and pushes
+//! the answer path's memory out of the caches. `EVICT_KB=N` models that:
+//! N KiB are written between batches, outside the time and the counts
+//! taken (the batches' time is then printed on its own). With callgrind's
+//! cache model (L2 as its last level), the misses per query that the
+//! lookahead and the zone layout are meant to keep down:
+//!
+//!     EVICT_KB=2048 ONLY_BATCHED=1 valgrind --tool=callgrind --cache-sim=yes \
+//!         --D1=32768,8,64 --I1=32768,8,64 --LL=1048576,8,64 \
+//!         --collect-atstart=no --toggle-collect='*BatchAnswerer*prepare*' \
+//!         --toggle-collect='*answer_prepared*' \
+//!         target/release/examples/answer_workload QUERIES ZONE ORIGIN 1
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use heron_proto::{Name, RType};
 use heron_zone::{
@@ -49,14 +62,27 @@ fn main() {
     let wire = read_queries(queries);
     let config = AnswerConfig::default();
     let mut out = Vec::with_capacity(4096);
-    let mut answerer = BatchAnswerer::default();
+    let mut batch = Batch {
+        answerer: BatchAnswerer::default(),
+        // One response buffer per query, as the UDP path has.
+        responses: (0..BATCH).map(|_| Vec::with_capacity(4096)).collect(),
+        evict: vec![0; env_number("EVICT_KB") << 10],
+    };
+    let only_batched = env_number("ONLY_BATCHED") != 0;
     for _ in 0..rounds {
         let start = Instant::now();
-        let answered = one_at_a_time(&catalog, &config, &wire, &mut out);
+        let answered = match only_batched {
+            true => 0,
+            false => one_at_a_time(&catalog, &config, &wire, &mut out),
+        };
         let one = start.elapsed().as_nanos() as f64 / wire.len() as f64;
         let start = Instant::now();
-        batched(&catalog, &config, &wire, &mut answerer, &mut out);
+        let answering = batched(&catalog, &config, &wire, &mut batch);
         let batched = start.elapsed().as_nanos() as f64 / wire.len() as f64;
+        if !batch.evict.is_empty() {
+            let ns = answering.as_nanos() as f64 / wire.len() as f64;
+            println!("{ns:.0} ns/query answering in batches, the eviction left out");
+        }
         println!(
             "{one:.0} ns/query one at a time, {batched:.0} in batches with lookahead \
              ({answered} of {} answered)",
@@ -91,22 +117,48 @@ fn one_at_a_time(
     answered
 }
 
+/// What answering in batches keeps from batch to batch.
+struct Batch {
+    answerer: BatchAnswerer,
+    responses: Vec<Vec<u8>>,
+    /// Written between batches (`EVICT_KB`).
+    evict: Vec<u8>,
+}
+
 /// In batches, as the UDP path answers them (`--toggle-collect='*batched*'`).
+/// Returns the time spent answering, without the evictions.
 #[inline(never)]
-fn batched(
-    catalog: &Catalog,
-    config: &AnswerConfig,
-    wire: &[Vec<u8>],
-    answerer: &mut BatchAnswerer,
-    out: &mut Vec<u8>,
-) {
+fn batched(catalog: &Catalog, config: &AnswerConfig, wire: &[Vec<u8>], b: &mut Batch) -> Duration {
+    let mut answering = Duration::ZERO;
     for batch in wire.chunks(BATCH) {
+        evict(&mut b.evict);
+        let start = Instant::now();
         let mut slots = Default::default();
-        let prepared = answerer.prepare(catalog, batch.iter().map(Vec::as_slice), &mut slots);
+        let prepared = b
+            .answerer
+            .prepare(catalog, batch.iter().map(Vec::as_slice), &mut slots);
         for (i, q) in batch.iter().enumerate() {
-            prepared.answer(i, config, q, Transport::Udp, out);
+            prepared.answer(i, config, q, Transport::Udp, &mut b.responses[i]);
         }
+        answering += start.elapsed();
     }
+    answering
+}
+
+/// Writes a byte in every cache line of `lines`, pushing what was
+/// cached before out, as the kernel's work between two batches does in
+/// a server. Not inlined, so that callgrind can leave it out.
+#[inline(never)]
+fn evict(lines: &mut [u8]) {
+    for line in lines.chunks_mut(64) {
+        line[0] = line[0].wrapping_add(1);
+    }
+    std::hint::black_box(lines);
+}
+
+/// A number from the environment, 0 when unset.
+fn env_number(name: &str) -> usize {
+    std::env::var(name).map_or(0, |v| v.parse().expect("a number"))
 }
 
 fn read_queries(path: &str) -> Vec<Vec<u8>> {

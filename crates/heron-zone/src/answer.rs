@@ -94,6 +94,10 @@ thread_local! {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Prepared<'c> {
     pub(crate) kind: PreparedKind<'c>,
+    /// For a query in a zone: the hash, in that zone, of the first name
+    /// the answer looks up (the one just below the apex), when a batch
+    /// computed it already to load it ahead ([`crate::lookahead`]).
+    pub(crate) first_hash: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -111,7 +115,10 @@ pub fn prepare<'c>(catalog: &'c Catalog, query: &[u8], q: &mut Query) -> Prepare
     let kind = parse(query, q).unwrap_or_else(|| {
         PreparedKind::Query(catalog.served_name(q.qname_lower.as_wire(), &q.qname_starts))
     });
-    Prepared { kind }
+    Prepared {
+        kind,
+        first_hash: None,
+    }
 }
 
 /// Parses `query` into `q`: what becomes of it, or None for a query the
@@ -145,6 +152,7 @@ pub fn answer_prepared(
         }
         PreparedKind::Query(served) => {
             let mut r = Responder::new(q, query, config, transport, 0, out);
+            r.first_hash = prepared.first_hash;
             r.respond(served);
             r.finish();
             Answered::Response
@@ -197,6 +205,8 @@ struct Responder<'a> {
     after_question: Mark,
     /// Where the zone's apex sits in the question name.
     apex_pos: u16,
+    /// The hash of the query name's first lookup, if known ([`Prepared`]).
+    first_hash: Option<u64>,
     rcode: Rcode,
     aa: bool,
     tc: bool,
@@ -275,6 +285,7 @@ impl<'a> Responder<'a> {
             qname: &query[q.qname.clone()],
             after_question: w.mark(),
             apex_pos: 0,
+            first_hash: None,
             config,
             transport,
             w,
@@ -343,7 +354,8 @@ impl<'a> Responder<'a> {
         let question = Some(HEADER_LEN as u16);
         let mut target: Target = None;
         let lower = (q.qname_lower.as_wire(), q.qname_starts.as_slice());
-        let mut next = self.step(zone, lower, qname, question, &[], &mut target)?;
+        let first_hash = self.first_hash;
+        let mut next = self.step(zone, lower, first_hash, qname, question, &[], &mut target)?;
         if let Next::Done = next {
             return Ok(()); // no chain: most answers
         }
@@ -365,6 +377,7 @@ impl<'a> Responder<'a> {
             next = self.step(
                 zone,
                 lower,
+                None,
                 name.as_wire(),
                 at,
                 &followed[..=hop],
@@ -375,13 +388,16 @@ impl<'a> Responder<'a> {
     }
 
     /// One step of [`Responder::resolve`]: answers at `name` (`lower` is
-    /// its lower-cased form and where its labels start; `at`, where it
-    /// already sits in the response), or writes a CNAME/DNAME and says
-    /// where to go next (into `target`).
+    /// its lower-cased form and where its labels start; `first_hash`, the
+    /// hash of its first lookup if known; `at`, where it already sits in
+    /// the response), or writes a CNAME/DNAME and says where to go next
+    /// (into `target`).
+    #[allow(clippy::too_many_arguments)]
     fn step(
         &mut self,
         zone: &'a Zone,
         (lower, starts): (&[u8], &[u8]),
+        first_hash: Option<u64>,
         name: &[u8],
         at: Option<u16>,
         followed: &[usize],
@@ -390,7 +406,7 @@ impl<'a> Responder<'a> {
         let here = owner_of(zone, name, at);
         let qtype = self.q.qtype;
         let first = followed.is_empty();
-        match find(zone, lower, starts, qtype) {
+        match find(zone, lower, starts, first_hash, qtype) {
             Found::Referral(cut) => self.referral(zone, cut, lower, first).map(|_| Next::Done),
             Found::NxDomain(encloser) => {
                 self.rcode = Rcode::NXDOMAIN;
@@ -789,8 +805,15 @@ pub(crate) fn label_offsets(wire: &[u8]) -> impl Iterator<Item = usize> + '_ {
 
 /// Walks from the apex down to `lower` (lower-cased wire, in the zone),
 /// whose labels start at `starts` (the whole name's first, the root's
-/// last).
-fn find<'z>(zone: &'z Zone, lower: &[u8], starts: &[u8], qtype: RType) -> Found<'z> {
+/// last). `first_hash`, if known, is the zone's hash of the first name
+/// looked up, the one just below the apex.
+fn find<'z>(
+    zone: &'z Zone,
+    lower: &[u8],
+    starts: &[u8],
+    first_hash: Option<u64>,
+    qtype: RType,
+) -> Found<'z> {
     // starts[n-1] is the apex, starts[0] the name itself. The apex is
     // never a cut, and whether it redirects names below it the zone says:
     // its node is read only when the answer comes from it.
@@ -799,9 +822,12 @@ fn find<'z>(zone: &'z Zone, lower: &[u8], starts: &[u8], qtype: RType) -> Found<
         return Found::Dname(zone.apex());
     }
     let mut encloser = None;
+    let mut hash = first_hash;
     for &off in starts[..n.saturating_sub(1)].iter().rev() {
         let off = off as usize;
-        let Some(node) = zone.node_below_apex(&lower[off..]) else {
+        let name = &lower[off..];
+        let hash = hash.take().unwrap_or_else(|| zone.hash(name));
+        let Some(node) = zone.node_below_apex(name, hash) else {
             return wildcard(zone, encloser.unwrap_or_else(|| zone.apex()));
         };
         let exact = off == 0;

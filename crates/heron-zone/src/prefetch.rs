@@ -39,9 +39,26 @@ pub(crate) fn prefetch_next_line<T>(items: &[T]) {
     let _ = items;
 }
 
+/// Starts loading `lines` cache lines from the one that holds the start
+/// of `items` on (which may run past their end: a prefetch never faults).
+#[inline(always)]
+pub(crate) fn prefetch_lines<T>(items: &[T], lines: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for line in 0..lines {
+        // SAFETY: as for `prefetch_next_line`.
+        unsafe {
+            use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let at = items.as_ptr().cast::<i8>().wrapping_add(64 * line);
+            _mm_prefetch::<_MM_HINT_T0>(at);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (items, lines);
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{prefetch, prefetch_next_line};
+    use super::{prefetch, prefetch_lines, prefetch_next_line};
 
     #[test]
     fn prefetching_changes_nothing_it_touches() {
@@ -53,6 +70,8 @@ mod tests {
         prefetch_next_line(&data[250..]);
         prefetch_next_line::<u8>(&[]);
         prefetch(&[0u64; 3][1..]);
+        prefetch_lines(&data[200..], 8);
+        prefetch_lines::<u8>(&[], 4);
         assert_eq!(data, (0..=255).collect::<Vec<u8>>());
     }
 }

@@ -522,7 +522,6 @@ impl<'z> Edit<'z> {
         self.update_referrers();
         let appeared = self.nodes.values().filter(|n| n.exists && !n.existed);
         let vanished = self.nodes.values().filter(|n| n.existed && !n.exists);
-        let large = super::is_large(&shards);
         // Kept once set: a wildcard removed costs lookups, never answers.
         let added_wildcard = self
             .nodes
@@ -537,7 +536,6 @@ impl<'z> Edit<'z> {
             apex: (apex_shard, apex_at),
             apex_dname,
             wildcards: zone.wildcards || added_wildcard,
-            large,
             negative_soa,
             negative_soa_sigs,
             records: self.records,

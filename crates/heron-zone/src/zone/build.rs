@@ -302,7 +302,6 @@ impl ZoneBuilder {
         for (target, node) in built.referrers {
             referrers.entry(target).or_default().push(node);
         }
-        let large = super::is_large(&built.shards);
         let mut built_zone = Zone {
             origin: zone.apex.clone(),
             origin_labels: zone.apex.label_count() as u8,
@@ -312,7 +311,6 @@ impl ZoneBuilder {
             apex: (apex_shard, apex_at),
             apex_dname,
             wildcards: built.wildcards,
-            large,
             negative_soa,
             negative_soa_sigs,
             records: built.records,

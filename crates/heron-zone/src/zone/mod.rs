@@ -27,7 +27,7 @@ use hashbrown::{DefaultHashBuilder, HashMap};
 use heron_proto::encoded::EncodedRRset;
 use heron_proto::{Class, Name, RType};
 
-use crate::prefetch::{prefetch, prefetch_next_line};
+use crate::prefetch::{prefetch, prefetch_lines, prefetch_next_line};
 use crate::zonefile::{
     self, Location, ReadOptions, Record, ZoneFileError, ZoneFileText, read_file_text,
 };
@@ -60,9 +60,6 @@ pub struct Zone {
     /// among a query name's label starts. A byte, next to the flags, so
     /// that 100,000 zones do not pay 8 bytes each (at most 127 labels).
     origin_labels: u8,
-    /// The nodes outgrow a core's cache: lookups are worth loading ahead
-    /// ([`crate::lookahead`]).
-    large: bool,
     class: Class,
     /// The apex SOA with the negative-answer TTL (RFC 2308 5), and its
     /// signatures, encoded for the authority section.
@@ -167,20 +164,12 @@ impl Links {
     }
 }
 
-/// Heap bytes of nodes above which a zone counts as large: more than
-/// a core's L2 cache holds (512 KiB on the EPYC and Xeon machines we
-/// measure on, up to 2 MiB elsewhere), so that a random lookup misses it
-/// and loading ahead pays for its extra work.
-const LARGE_ZONE_BYTES: usize = 512 << 10;
+/// Cache lines of a node a batch loads ahead ([`crate::lookahead`]).
+const NODE_LINES_AHEAD: usize = 4;
 
 /// Whether a lower-cased wire name is a wildcard: `*` its first label.
 fn is_wildcard(key: &[u8]) -> bool {
     key.starts_with(b"\x01*")
-}
-
-/// Whether nodes in these shards make a large zone.
-fn is_large(shards: &[Arc<Shard>]) -> bool {
-    shards.iter().map(|s| s.heap_bytes()).sum::<usize>() > LARGE_ZONE_BYTES
 }
 
 /// The shard a hash falls in. The table inside a shard takes its slot from
@@ -209,23 +198,23 @@ impl Zone {
         if lower_wire == self.origin.as_wire() {
             return Some(self.apex());
         }
-        self.node_below_apex(lower_wire)
+        self.node_below_apex(lower_wire, self.hash(lower_wire))
+    }
+
+    /// The hash that places a lower-cased wire owner in this zone.
+    #[inline]
+    pub(crate) fn hash(&self, lower_wire: &[u8]) -> u64 {
+        self.hasher.hash_one(lower_wire)
     }
 
     /// [`Zone::node`] for a name known to be below the apex (the walk
     /// down from it): no comparison with the origin.
     #[inline]
-    pub(crate) fn node_below_apex(&self, lower_wire: &[u8]) -> Option<Node<'_>> {
-        let hash = self.hasher.hash_one(lower_wire);
+    pub(crate) fn node_below_apex(&self, lower_wire: &[u8], hash: u64) -> Option<Node<'_>> {
+        debug_assert_eq!(hash, self.hash(lower_wire), "the hash of another name");
         let shard = shard_of(hash, self.shards.len());
         let at = self.shards[shard].find(hash, lower_wire)?;
         Some(self.node_at((shard, at)))
-    }
-
-    /// Whether lookups in this zone are worth loading ahead: it does not
-    /// fit a core's cache.
-    pub(crate) fn is_large(&self) -> bool {
-        self.large
     }
 
     /// Starts loading the fields every query reads (the first two cache
@@ -283,9 +272,9 @@ impl Zone {
 
     fn prefetch_likely_node(&self, hash: u64) {
         if let Some(node) = self.likely_node(hash) {
-            prefetch(node);
-            // A node often crosses into the next cache line.
-            prefetch_next_line(node);
+            // The key, the flags and the first RRsets: a referral's NS
+            // RRset and its glue, or most nodes whole.
+            prefetch_lines(node, NODE_LINES_AHEAD);
         }
     }
 
