@@ -48,6 +48,25 @@ pub fn a_zone_queries(seed: u64, origin: &str, records: usize, count: usize) -> 
         .collect()
 }
 
+/// Negative answers from an A-record zone, in random order: half for
+/// names it does not hold (NXDOMAIN; its host labels start with h, these
+/// with x), half for its names with type AAAA, which it has none of
+/// (NODATA).
+pub fn negative_queries(seed: u64, origin: &str, records: usize, count: usize) -> Vec<Query> {
+    let mut rng = Rng::new(seed ^ 0x0A55);
+    let mut out: Vec<Query> = (0..count)
+        .map(|k| match k % 2 {
+            0 => (format!("x{}.{origin}", rng.label(8)), "A"),
+            _ => {
+                let i = rng.below(records as u64);
+                (format!("{}.{origin}", zones::host_label(seed, i)), "AAAA")
+            }
+        })
+        .collect();
+    rng.shuffle(&mut out);
+    out
+}
+
 /// `www.ZONE A` for zones drawn uniformly from the many-zones set.
 pub fn many_zone_queries(seed: u64, zones_count: usize, count: usize) -> Vec<Query> {
     let mut rng = Rng::new(seed ^ 0x0A33);
@@ -146,6 +165,14 @@ mod tests {
             .map(|i| format!("{}.s.test.", zones::host_label(3, i)))
             .collect();
         assert!(q.iter().all(|(n, _)| labels.contains(n)));
+        let negative = negative_queries(3, "s.test.", 50, 200);
+        let nodata = negative
+            .iter()
+            .filter(|(n, t)| *t == "AAAA" && labels.contains(n));
+        let nxdomain = negative
+            .iter()
+            .filter(|(n, t)| *t == "A" && n.starts_with('x'));
+        assert_eq!((nodata.count(), nxdomain.count()), (100, 100));
         let tlds = zones::root_tlds(5, 40);
         for (n, _) in root_queries(5, 40, 100) {
             let tld = n.trim_end_matches('.').rsplit('.').next().unwrap();

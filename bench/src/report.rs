@@ -130,6 +130,38 @@ impl Target {
     }
 }
 
+/// Negative answers (NXDOMAIN, NODATA) cost no more than positive ones:
+/// Heron's capacity on the small zone's negative answers against its
+/// positive ones, within the noise of the suite (5%). The peers' own
+/// ratios, from their separate runs, go in the detail.
+fn negative_target(r: &Results, small: f64, negative: f64) -> Target {
+    let peers: Vec<String> = PEERS
+        .iter()
+        .filter_map(|p| {
+            let pos = capped(r, p, "small")?.per_cpu_s.median;
+            let neg = capped(r, p, "negative")?.per_cpu_s.median;
+            Some(format!("{p} {:.2}", neg / pos))
+        })
+        .collect();
+    let target = Target {
+        what: "negative: Heron NXDOMAIN/NODATA ≥ 0.95× positive answers (small zone)".into(),
+        ratio: Some(negative / small),
+        need: 0.95,
+        bound: Bound::AtLeast,
+        detail: format!(
+            "{} vs small zone {}; the peers' own ratios (separate runs): {}",
+            k(negative),
+            k(small),
+            if peers.is_empty() {
+                "–".into()
+            } else {
+                peers.join(", ")
+            }
+        ),
+    };
+    paired_or(r, target, ("Heron", "negative"), ("Heron", "small"))
+}
+
 fn best_peer<'a>(r: &'a Results, workload: &str, peers: &[&'a str]) -> Option<(&'a str, f64)> {
     peers
         .iter()
@@ -188,6 +220,9 @@ pub fn targets(r: &Results) -> Vec<Target> {
                 out.push(paired_or(r, target, ("Heron", w), ("Heron", "small")));
             }
         }
+    }
+    if let (Some(small), Some(h)) = (heron("small"), heron("negative")) {
+        out.push(negative_target(r, small, h));
     }
     for w in ["big", "many"] {
         out.extend(load_targets(r, w));
@@ -1302,6 +1337,37 @@ mod tests {
             ratio: Spread::of(ratios),
             ..Paired::default()
         }
+    }
+
+    #[test]
+    fn negative_answers_are_held_to_the_positive_ones() {
+        let mut r = Results::default();
+        for (s, w, v) in [
+            ("Heron", "small", 400.0),
+            ("Heron", "negative", 360.0),
+            ("NSD", "small", 300.0),
+            ("NSD", "negative", 240.0),
+        ] {
+            r.runs.push(result(s, w, v));
+        }
+        let negative = |r: &Results| {
+            let t = targets(r);
+            t.into_iter()
+                .find(|x| x.what.starts_with("negative"))
+                .unwrap()
+        };
+        let separate = negative(&r);
+        assert_eq!(separate.ratio, Some(0.9));
+        assert_eq!(separate.pass(), Some(false));
+        assert!(separate.detail.contains("NSD 0.80"), "{}", separate.detail);
+        r.paired.push(paired(
+            ("Heron", "negative"),
+            ("Heron", "small"),
+            &[0.97, 1.0, 1.02],
+        ));
+        let measured = negative(&r);
+        assert_eq!(measured.ratio, Some(1.0));
+        assert_eq!(measured.pass(), Some(true));
     }
 
     #[test]

@@ -1501,7 +1501,7 @@ fn paired_targets<'w>(wl: &'w [Workload], kinds: &[Kind]) -> Vec<PairOf<'w>> {
             }
         }
     }
-    for id in ["big", "many"] {
+    for id in ["negative", "big", "many"] {
         if let (Some(w), Some(small)) = (find(id), find("small"))
             && has(Kind::Heron)
         {
@@ -1579,11 +1579,17 @@ fn reload_under_load(
 fn run_profiles(ctx: &mut Ctx, wl: &[Workload], results: &mut Results) {
     ctx.say("profiles: callgrind, instructions per query");
     let mut lines = Vec::new();
-    for w in wl.iter().filter(|w| w.id == "root" || w.id == "mix40") {
+    let profiled = ["root", "mix40", "small", "negative"];
+    for w in wl.iter().filter(|w| profiled.contains(&w.id.as_str())) {
         let Ok(set) = QuerySet::load(&w.queries) else {
             continue;
         };
-        for kind in [Kind::Reflector, Kind::Heron] {
+        // The reflector's cost does not depend on the workload's zone.
+        let kinds = match w.id.as_str() {
+            "root" | "mix40" => &[Kind::Reflector, Kind::Heron][..],
+            _ => &[Kind::Heron][..],
+        };
+        for &kind in kinds {
             match crate::profile::profile(
                 &ctx.bins,
                 kind,
@@ -1646,6 +1652,19 @@ fn run_profiles(ctx: &mut Ctx, wl: &[Workload], results: &mut Results) {
                 h - r
             ));
         }
+    }
+    let heron_ipq = |w: &str| {
+        results
+            .profiles
+            .iter()
+            .find(|p| p.server == "Heron" && p.workload == w)
+            .map(|p| p.instructions_per_query)
+    };
+    if let (Some(pos), Some(neg)) = (heron_ipq("small"), heron_ipq("negative")) {
+        lines.push(format!(
+            "* negative: Heron runs {neg:.0} instructions per negative answer (NXDOMAIN or \
+             NODATA, with the SOA) against {pos:.0} per positive answer on the same zone."
+        ));
     }
     results.profile_summary = lines.join("\n");
 }

@@ -35,7 +35,7 @@ impl Default for Sizes {
 }
 
 /// Every workload, in report order.
-pub const ALL: [&str; 6] = ["root", "mix40", "small", "big", "many", "tcp"];
+pub const ALL: [&str; 7] = ["root", "mix40", "small", "negative", "big", "many", "tcp"];
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Workload {
@@ -56,6 +56,12 @@ pub fn title(id: &str, sizes: &Sizes) -> String {
         "root" => format!("root-like zone, {} TLD delegations, UDP", sizes.tlds),
         "mix40" => "40% NXDOMAIN mix (A 60, CNAME 20, SRV 10, MX 4, TXT 3, NS 3), UDP".into(),
         "small" => format!("small zone, {} A records, UDP", sizes.small_records),
+        "negative" => format!(
+            "the small zone's negative answers: half NXDOMAIN (names not in it), half NODATA \
+             (its names, type AAAA), UDP; against `small` it shows what a negative answer \
+             costs next to a positive one ({} A records)",
+            sizes.small_records
+        ),
         "big" => format!("large zone, {} A records, UDP", sizes.big_records),
         "many" => format!(
             "{} zones loaded (SOA, 2 NS and a www A record each), UDP; every \
@@ -118,6 +124,15 @@ pub fn generate(
             "small" => (
                 zones::write_a_zone(dir, zones::SMALL_ORIGIN, seed, sizes.small_records)?,
                 queries::a_zone_queries(
+                    seed,
+                    zones::SMALL_ORIGIN,
+                    sizes.small_records,
+                    sizes.queries,
+                ),
+            ),
+            "negative" => (
+                zones::write_a_zone(dir, zones::SMALL_ORIGIN, seed, sizes.small_records)?,
+                queries::negative_queries(
                     seed,
                     zones::SMALL_ORIGIN,
                     sizes.small_records,
