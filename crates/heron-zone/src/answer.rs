@@ -439,8 +439,14 @@ impl<'a> Responder<'a> {
         target: &mut Target,
     ) -> Result<Next, Full> {
         let qtype = self.q.qtype;
-        match node.rrset(RType::CNAME) {
-            Some(c) if qtype != RType::CNAME && qtype != RType::ANY => {
+        // The flag first: most nodes hold no CNAME, and the RRset walk is
+        // a call.
+        let cname = match node.has_cname() && qtype != RType::CNAME && qtype != RType::ANY {
+            true => node.rrset(RType::CNAME),
+            false => None,
+        };
+        match cname {
+            Some(c) => {
                 if followed.contains(&node.id()) {
                     return Ok(Next::Done); // a CNAME loop
                 }
@@ -834,7 +840,7 @@ fn find<'z>(
         if node.is_cut() && !(exact && qtype == RType::DS) {
             return Found::Referral(node);
         }
-        if !exact && node.rrset(RType::DNAME).is_some() {
+        if !exact && node.has_dname() {
             return Found::Dname(node);
         }
         encloser = Some(node);

@@ -280,12 +280,25 @@ impl<'a> Node<'a> {
         })
     }
 
+    /// Whether the node holds a CNAME (from its flags: asked at every
+    /// node an answer reaches, so without a call or a walk).
+    #[inline]
+    pub fn has_cname(&self) -> bool {
+        self.flags() & HAS_CNAME != 0
+    }
+
+    /// Whether the node holds a DNAME, as [`Node::has_cname`].
+    #[inline]
+    pub fn has_dname(&self) -> bool {
+        self.flags() & HAS_DNAME != 0
+    }
+
     /// The RRset of `rtype`, if it holds records (signatures alone do not
     /// make an RRset).
     pub fn rrset(&self, rtype: RType) -> Option<RRset<'a>> {
         let absent = match rtype {
-            RType::CNAME => self.flags() & HAS_CNAME == 0,
-            RType::DNAME => self.flags() & HAS_DNAME == 0,
+            RType::CNAME => !self.has_cname(),
+            RType::DNAME => !self.has_dname(),
             _ => false,
         };
         if absent {
