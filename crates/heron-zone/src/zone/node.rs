@@ -307,12 +307,17 @@ impl<'a> Node<'a> {
         // On every query: skip by the lengths, build only the one found.
         // Written out rather than with `set_at`: this form compiles to
         // ~90 fewer instructions per referral (callgrind, answer_loop).
+        // Each RRset header read as one array: one bounds test, not eight.
         let bytes = self.bytes;
-        let mut at = self.sets_at() + 1;
-        for _ in 0..bytes[self.sets_at()] {
-            let len = |i: usize| u16_at(bytes, at + 2 + 2 * i);
-            let (records, sigs, additional) = (len(0), len(1), len(2));
-            if u16_at(bytes, at) == rtype.0 as usize {
+        let sets_at = self.sets_at();
+        let mut at = sets_at + 1;
+        for _ in 0..bytes[sets_at] {
+            let header: &[u8; SET_HEADER] = bytes[at..at + SET_HEADER]
+                .try_into()
+                .expect("an RRset header");
+            let field = |i: usize| u16::from_be_bytes([header[2 * i], header[2 * i + 1]]) as usize;
+            let (records, sigs, additional) = (field(1), field(2), field(3));
+            if field(0) == rtype.0 as usize {
                 if records == 0 {
                     return None;
                 }
