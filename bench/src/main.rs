@@ -3,6 +3,7 @@
 mod blast;
 mod change;
 mod dnsperf;
+mod idle_tcp;
 mod paired;
 mod prng;
 mod profile;

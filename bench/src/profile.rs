@@ -60,6 +60,7 @@ pub fn profile(
             "--tool=callgrind".into(),
             format!("--callgrind-out-file={}", out.display()),
         ],
+        tcp_clients_max: crate::servers::TCP_CLIENTS_MAX,
     };
     let server = Server::start(kind, bins, &w.zones, &w.ready, &launch, None, &dir)?;
     // Let loading finish, then count from zero.

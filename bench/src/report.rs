@@ -88,6 +88,110 @@ fn memory_per_item(r: &Results) -> String {
     s
 }
 
+/// Heron holding thousands of idle TCP connections: every one still
+/// answered at the most the suite opens, and memory per connection flat
+/// (the same at the most as at the fewest, within 25%).
+fn idle_targets(r: &Results) -> Vec<Target> {
+    let Some(heron) = r.idle_tcp.iter().find(|x| x.server == "Heron") else {
+        return Vec::new();
+    };
+    let (Some(fewest), Some(most)) = (heron.points.first(), heron.points.last()) else {
+        return Vec::new();
+    };
+    let peers: Vec<String> = r
+        .idle_tcp
+        .iter()
+        .filter(|x| x.server != "Heron")
+        .filter_map(|x| {
+            let p = x.points.last()?;
+            Some(format!(
+                "{} {} held, {:.0} B each",
+                x.server, p.held, p.bytes_per_connection
+            ))
+        })
+        .collect();
+    let all_answered = most.new_tcp_answered && most.udp_answered;
+    vec![
+        Target {
+            what: format!(
+                "tcp idle: Heron holds {} idle connections",
+                most.connections
+            ),
+            ratio: Some(most.held as f64 / most.connections as f64),
+            need: 1.0,
+            bound: Bound::AtLeast,
+            detail: format!(
+                "{} of {} answered again; new TCP client and UDP {}; peers: {}",
+                most.held,
+                most.connections,
+                if all_answered {
+                    "answered"
+                } else {
+                    "NOT answered"
+                },
+                peers.join(", ")
+            ),
+        },
+        Target {
+            what: format!(
+                "tcp idle: Heron memory per connection flat ({} vs {})",
+                most.connections, fewest.connections
+            ),
+            ratio: (fewest.bytes_per_connection > 0.0)
+                .then(|| most.bytes_per_connection / fewest.bytes_per_connection),
+            need: 0.25,
+            bound: Bound::Within,
+            detail: format!(
+                "{:.0} vs {:.0} bytes per connection",
+                most.bytes_per_connection, fewest.bytes_per_connection
+            ),
+        },
+    ]
+}
+
+/// The idle-connection table ([`crate::idle_tcp`]).
+fn idle_tcp_text(r: &Results) -> String {
+    if r.idle_tcp.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\n## Idle TCP connections\n\n\
+         Each DNS server, configured to accept 10% more TCP connections than it is sent and \
+         to close them after 30 s idle (longer than this takes), is sent connections from \
+         127.0.0.1 that each ask the SOA once, 100 at a time, then stay silent. Half a second \
+         after the last is answered its memory (PSS) is read; then every connection is asked \
+         again (held: answered again), and a new TCP client and a UDP query must be answered. \
+         Each step adds to the connections of the one before. Bytes per connection: the growth \
+         of PSS over the server's own with none open, per connection opened. Kernel memory for \
+         the sockets is not in a process's memory and is left out (the same for every \
+         server). Connections close with a reset (SO_LINGER 0).\n\n\
+         | server | connections | opened | held | PSS MiB, none open | PSS MiB, with them | bytes per connection | new TCP answered | UDP answered |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    let yes = |b: bool| if b { "yes" } else { "**no**" };
+    for x in &r.idle_tcp {
+        if let Some(e) = &x.error {
+            let _ = writeln!(s, "| {} | error: {e} | | | | | | | |", x.server);
+        }
+        for p in &x.points {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {:.1} | {:.1} | {:.0} | {} | {} |",
+                x.server,
+                p.connections,
+                p.opened,
+                p.held,
+                x.base_pss_kib as f64 / 1024.0,
+                p.pss_kib as f64 / 1024.0,
+                p.bytes_per_connection,
+                yes(p.new_tcp_answered),
+                yes(p.udp_answered)
+            );
+        }
+    }
+    s
+}
+
 /// One target of the issue, evaluated.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Target {
@@ -233,6 +337,7 @@ pub fn targets(r: &Results) -> Vec<Target> {
     if let Some(x) = &r.reload {
         out.extend(reload_targets(x));
     }
+    out.extend(idle_targets(r));
     if let Some(h) = heron("tcp") {
         let best = best_peer(r, "tcp", &PEERS);
         out.push(Target {
@@ -797,6 +902,7 @@ fn readme_text(r: &Results) -> String {
         }
     }
     s += &memory_per_item(r);
+    s += &idle_tcp_text(r);
     if let Some(c) = &r.zone_change {
         let _ = writeln!(
             s,
@@ -1337,6 +1443,46 @@ mod tests {
             ratio: Spread::of(ratios),
             ..Paired::default()
         }
+    }
+
+    #[test]
+    fn idle_connections_must_all_be_held_at_flat_memory() {
+        use crate::idle_tcp::{IdlePoint, IdleTcp};
+        let point = |connections, held, bytes_per_connection| IdlePoint {
+            connections,
+            opened: connections,
+            held,
+            bytes_per_connection,
+            new_tcp_answered: true,
+            udp_answered: true,
+            ..IdlePoint::default()
+        };
+        let mut r = Results::default();
+        assert!(idle_targets(&r).is_empty());
+        r.idle_tcp.push(IdleTcp {
+            server: "Heron".into(),
+            points: vec![point(1_000, 1_000, 1400.0), point(10_000, 9_990, 1500.0)],
+            ..IdleTcp::default()
+        });
+        r.idle_tcp.push(IdleTcp {
+            server: "NSD".into(),
+            points: vec![point(1_000, 551, 23_000.0)],
+            ..IdleTcp::default()
+        });
+        let t = idle_targets(&r);
+        assert_eq!(t[0].ratio, Some(0.999));
+        assert_eq!(t[0].pass(), Some(false), "one connection dropped fails it");
+        assert!(t[0].detail.contains("NSD 551 held"), "{}", t[0].detail);
+        assert_eq!(t[1].pass(), Some(true), "1500 vs 1400 bytes is flat");
+        r.idle_tcp[0].points[1] = point(10_000, 10_000, 2000.0);
+        let t = idle_targets(&r);
+        assert_eq!(t[0].pass(), Some(true));
+        assert_eq!(
+            t[1].pass(),
+            Some(false),
+            "growing per connection is not flat"
+        );
+        assert!(readme_text(&r).contains("| Heron | 10000 | 10000 | 10000 |"));
     }
 
     #[test]

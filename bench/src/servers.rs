@@ -85,7 +85,13 @@ pub struct Launch {
     pub sched: Sched,
     /// A program the server runs under, e.g. valgrind with its options.
     pub wrapper: Vec<String>,
+    /// TCP connections each server is configured to hold at once.
+    pub tcp_clients_max: usize,
 }
+
+/// TCP connections every server accepts at once in the throughput runs:
+/// twice the 1,000 clients of the TCP workload.
+pub const TCP_CLIENTS_MAX: usize = 2_000;
 
 /// Scheduling of servers and the generator: real-time round robin keeps
 /// other processes on a shared machine from preempting them; `Nice` runs
@@ -178,6 +184,7 @@ fn command_line(
     port: u16,
     zones: &[(String, PathBuf)],
     workers: usize,
+    tcp_max: usize,
 ) -> std::io::Result<Vec<String>> {
     let d = q(dir);
     Ok(match kind {
@@ -192,8 +199,8 @@ fn command_line(
         Kind::Heron => {
             let mut c = format!(
                 "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = {workers}\n\n\
-                 [tcp]\nidle-timeout = 30\nmax-connections = 20000\n\
-                 max-connections-per-client = 20000\n"
+                 [tcp]\nidle-timeout = 30\nmax-connections = {tcp_max}\n\
+                 max-connections-per-client = {tcp_max}\n"
             );
             c.push_str(&heron_zones(zones, ""));
             let path = dir.join("heron.toml");
@@ -203,7 +210,7 @@ fn command_line(
         Kind::Nsd => {
             let mut c = format!(
                 "server:\n  ip-address: 127.0.0.1@{port}\n  server-count: {workers}\n\
-                 \x20 reuseport: yes\n  tcp-count: 2000\n  tcp-query-count: 0\n  tcp-timeout: 30\n\
+                 \x20 reuseport: yes\n  tcp-count: {tcp_max}\n  tcp-query-count: 0\n  tcp-timeout: 30\n\
                  \x20 username: \"\"\n  chroot: \"\"\n  database: \"\"\n\
                  \x20 zonelistfile: \"{d}/zone.list\"\n  xfrdfile: \"{d}/xfrd.state\"\n\
                  \x20 pidfile: \"{d}/nsd.pid\"\n  zonesdir: \"{d}\"\n  verbosity: 0\n\
@@ -225,7 +232,7 @@ fn command_line(
             let mut c = format!(
                 "server:\n  rundir: \"{d}\"\n  listen: 127.0.0.1@{port}\n\
                  \x20 udp-workers: {workers}\n  tcp-workers: {workers}\n\
-                 \x20 background-workers: {workers}\n  tcp-max-clients: 2000\n\
+                 \x20 background-workers: {workers}\n  tcp-max-clients: {tcp_max}\n\
                  \x20 tcp-idle-timeout: 30s\n\
                  log:\n  - target: stderr\n    any: warning\n\
                  database:\n  storage: \"{d}\"\n  journal-db-max-size: 64M\n\
@@ -247,7 +254,7 @@ fn command_line(
                  \x20 session-keyfile \"{d}/session.key\";\n\
                  \x20 listen-on port {port} {{ 127.0.0.1; }};\n  listen-on-v6 {{ none; }};\n\
                  \x20 recursion no;\n  dnssec-validation no;\n  notify no;\n\
-                 \x20 minimal-responses no-auth;\n  tcp-clients 2000;\n  tcp-listen-queue 2048;\n\
+                 \x20 minimal-responses no-auth;\n  tcp-clients {tcp_max};\n  tcp-listen-queue 2048;\n\
                  \x20 check-integrity no;\n  check-sibling no;\n}};\ncontrols {{ }};\n"
             );
             for (origin, file) in zones {
@@ -338,8 +345,16 @@ impl Server {
         let dir = work_dir.join(format!("{}-{port}", kind.name().to_lowercase()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let line = command_line(kind, bins, &dir, port, zones, launch.workers)
-            .map_err(|e| format!("{}: cannot write configuration: {e}", dir.display()))?;
+        let line = command_line(
+            kind,
+            bins,
+            &dir,
+            port,
+            zones,
+            launch.workers,
+            launch.tcp_clients_max,
+        )
+        .map_err(|e| format!("{}: cannot write configuration: {e}", dir.display()))?;
         let log = dir.join("server.log");
         let out = File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out.try_clone().map_err(|e| e.to_string())?;

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::blast::{self, BlastOpts, BlastResult, QuerySet};
 use crate::dnsperf::{self, DnsperfOpts, DnsperfResult};
+use crate::idle_tcp::{self, IdleTcp};
 use crate::paired::{self, Paired, Side};
 use crate::report;
 use crate::servers::{self, Binaries, Kind, Launch, Sched, Server};
@@ -352,6 +353,9 @@ pub struct Results {
     /// Comparisons measured in alternating trials (`paired`).
     #[serde(default)]
     pub paired: Vec<Paired>,
+    /// Memory per idle TCP connection, each DNS server.
+    #[serde(default)]
+    pub idle_tcp: Vec<crate::idle_tcp::IdleTcp>,
 }
 
 /// Everything a measurement needs.
@@ -387,6 +391,17 @@ impl Ctx {
         w: &Workload,
         heron: Option<&Path>,
     ) -> Result<Server, String> {
+        self.start_with(kind, w, heron, &self.launch)
+    }
+
+    /// Starts `kind` as `launch` says, uncapped.
+    fn start_with(
+        &self,
+        kind: Kind,
+        w: &Workload,
+        heron: Option<&Path>,
+        launch: &Launch,
+    ) -> Result<Server, String> {
         self.cg
             .set_quota(None)
             .map_err(|e| format!("cgroup quota: {e}"))?;
@@ -399,7 +414,7 @@ impl Ctx {
             &bins,
             &w.zones,
             &w.ready,
-            &self.launch,
+            launch,
             Some(&self.cg),
             &self.work,
         )
@@ -1197,6 +1212,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         ready_timeout: Duration::from_secs(900),
         wrapper: Vec::new(),
         sched,
+        tcp_clients_max: servers::TCP_CLIENTS_MAX,
     };
     let cg_name = format!("heron-bench-{}", std::process::id());
     let cg = Cgroup::create(&flavor, &cg_name, args.period_us, realtime)
@@ -1365,6 +1381,10 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     }
     run_paired(&mut ctx, &wl, &kinds, &mut results);
     save(&results)?;
+    if let Some(w) = wl.iter().find(|w| w.tcp) {
+        results.idle_tcp = idle_connections(&mut ctx, w, &kinds);
+        save(&results)?;
+    }
     if let Some((origin, file)) = wl.iter().find(|w| w.id == "big").map(|w| &w.zones[0]) {
         ctx.say("zone change: applying 10 records to the large zone");
         match crate::change::measure(file, origin, 10, timing.repeats.max(5)) {
@@ -1422,6 +1442,65 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         args.out.display()
     );
     Ok(())
+}
+
+/// Each DNS server holding idle TCP connections ([`crate::idle_tcp`]),
+/// configured to accept a few more than the most it is sent.
+fn idle_connections(ctx: &mut Ctx, w: &Workload, kinds: &[Kind]) -> Vec<IdleTcp> {
+    let counts = if ctx.args.quick {
+        idle_tcp::QUICK_COUNTS
+    } else {
+        idle_tcp::COUNTS
+    };
+    let most = counts.iter().copied().max().unwrap_or(0);
+    ctx.say(&format!(
+        "idle TCP connections: memory with {} held",
+        counts.map(|c| c.to_string()).join(" and ")
+    ));
+    let launch = Launch {
+        tcp_clients_max: most + most / 10,
+        ..ctx.launch.clone()
+    };
+    let mut all = Vec::new();
+    for &kind in kinds.iter().filter(|k| k.is_dns()) {
+        let idle = ctx
+            .start_with(kind, w, None, &launch)
+            .and_then(|server| {
+                let origin = w.ready.first().map_or(".", String::as_str);
+                idle_tcp::measure(server.addr, origin, &counts, &server)
+            })
+            .unwrap_or_else(|e| IdleTcp {
+                error: Some(e),
+                ..IdleTcp::default()
+            });
+        let idle = IdleTcp {
+            server: kind.name().into(),
+            ..idle
+        };
+        for p in &idle.points {
+            ctx.say(&format!(
+                "  {}: {} held of {} ({} opened), PSS {} -> {} KiB, {:.0} bytes each; \
+                 new TCP answered {}, UDP answered {}",
+                kind.name(),
+                p.held,
+                p.connections,
+                p.opened,
+                idle.base_pss_kib,
+                p.pss_kib,
+                p.bytes_per_connection,
+                p.new_tcp_answered,
+                p.udp_answered
+            ));
+        }
+        if let Some(e) = &idle.error {
+            ctx.say(&format!("  {}: ERROR {e}", kind.name()));
+        }
+        all.push(idle);
+        if interrupted() {
+            break;
+        }
+    }
+    all
 }
 
 /// The comparisons whose targets ask for a precision that separate runs
