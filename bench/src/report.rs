@@ -39,6 +39,19 @@ fn capped<'a>(r: &'a Results, server: &str, workload: &str) -> Option<&'a Phase>
     run(r, server, workload).and_then(|x| x.capped.as_ref())
 }
 
+/// 10000 as "10,000".
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn k(v: f64) -> String {
     if v >= 10_000.0 {
         format!("{:.0}k", v / 1000.0)
@@ -314,7 +327,19 @@ pub fn targets(r: &Results) -> Vec<Target> {
         ));
     }
     if let Some(small) = heron("small") {
-        for (w, label) in [("big", "large zone"), ("many", "many zones")] {
+        let zones = |n: usize| format!("{} zones", thousands(n));
+        let (some, many) = r
+            .meta
+            .sizes
+            .as_ref()
+            .map_or(("10,000 zones".into(), "many zones".into()), |s| {
+                (zones(s.some_zones), zones(s.many_zones))
+            });
+        for (w, label) in [
+            ("big", "large zone".into()),
+            ("zones10k", some),
+            ("many", many),
+        ] {
             if let Some(h) = heron(w) {
                 let target = Target {
                     what: format!("{w}: Heron {label} within 5% of the small zone"),
@@ -1451,6 +1476,14 @@ mod tests {
             ratio: Spread::of(ratios),
             ..Paired::default()
         }
+    }
+
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(10_000), "10,000");
+        assert_eq!(thousands(2_000_000), "2,000,000");
     }
 
     #[test]

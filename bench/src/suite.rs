@@ -88,7 +88,8 @@ pub struct RunArgs {
     /// Servers (comma separated): heron, reflector, nsd, knot, bind.
     #[arg(long, value_delimiter = ',')]
     pub servers: Vec<String>,
-    /// Workloads (comma separated): root, mix40, small, big, many, tcp.
+    /// Workloads (comma separated): root, mix40, small, negative, big,
+    /// zones10k, many, tcp.
     #[arg(long, value_delimiter = ',')]
     pub workloads: Vec<String>,
     /// Repeats of each measurement (at least 3).
@@ -1174,6 +1175,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             big_queries: 100_000,
             big_records: 100_000,
             many_zones: 1_000,
+            some_zones: 500,
             ..Sizes::default()
         }
     } else {
@@ -1567,8 +1569,8 @@ fn run_paired(ctx: &mut Ctx, wl: &[Workload], kinds: &[Kind], results: &mut Resu
 }
 
 /// The comparisons the targets ask for: Heron against the reflector,
-/// NSD and Knot on the root-like and 40% mixes; Heron on the large zone
-/// and on many zones against Heron on the small zone.
+/// NSD and Knot on the root-like and 40% mixes; Heron on the large zone,
+/// on 10,000 and on 100,000 zones against Heron on the small zone.
 fn paired_targets<'w>(wl: &'w [Workload], kinds: &[Kind]) -> Vec<PairOf<'w>> {
     let find = |id: &str| wl.iter().find(|w| w.id == id);
     let has = |k: Kind| kinds.contains(&k);
@@ -1580,7 +1582,7 @@ fn paired_targets<'w>(wl: &'w [Workload], kinds: &[Kind]) -> Vec<PairOf<'w>> {
             }
         }
     }
-    for id in ["negative", "big", "many"] {
+    for id in ["negative", "big", "zones10k", "many"] {
         if let (Some(w), Some(small)) = (find(id), find("small"))
             && has(Kind::Heron)
         {

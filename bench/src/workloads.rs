@@ -16,6 +16,9 @@ pub struct Sizes {
     pub small_records: usize,
     pub big_records: usize,
     pub many_zones: usize,
+    /// Zones of the `zones10k` workload (10,000 in full mode).
+    #[serde(default = "some_zones")]
+    pub some_zones: usize,
     /// Queries per file (the large zone's file has `big_queries`).
     pub queries: usize,
     pub big_queries: usize,
@@ -28,14 +31,21 @@ impl Default for Sizes {
             small_records: zones::SMALL_RECORDS,
             big_records: zones::BIG_RECORDS,
             many_zones: zones::MANY_ZONES,
+            some_zones: zones::SOME_ZONES,
             queries: 200_000,
             big_queries: 1_000_000,
         }
     }
 }
 
+fn some_zones() -> usize {
+    zones::SOME_ZONES
+}
+
 /// Every workload, in report order.
-pub const ALL: [&str; 7] = ["root", "mix40", "small", "negative", "big", "many", "tcp"];
+pub const ALL: [&str; 8] = [
+    "root", "mix40", "small", "negative", "big", "zones10k", "many", "tcp",
+];
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Workload {
@@ -63,6 +73,11 @@ pub fn title(id: &str, sizes: &Sizes) -> String {
             sizes.small_records
         ),
         "big" => format!("large zone, {} A records, UDP", sizes.big_records),
+        "zones10k" => format!(
+            "{} zones loaded, the first of the many-zone workload's (SOA, 2 NS and a www A \
+             record each), UDP",
+            sizes.some_zones
+        ),
         "many" => format!(
             "{} zones loaded (SOA, 2 NS and a www A record each), UDP; every \
              configuration lists each zone, Heron's in one `[[zone-group]]` with a file \
@@ -151,6 +166,11 @@ pub fn generate(
             "many" => (
                 zones::write_many_zones(dir, seed, sizes.many_zones)?,
                 queries::many_zone_queries(seed, sizes.many_zones, sizes.queries),
+            ),
+            // The same files as the first of `many` (same names, same text).
+            "zones10k" => (
+                zones::write_many_zones(dir, seed, sizes.some_zones)?,
+                queries::many_zone_queries(seed, sizes.some_zones, sizes.queries),
             ),
             other => {
                 return Err(io::Error::new(

@@ -21,6 +21,9 @@ pub const BIG_RECORDS: usize = 2_000_000;
 pub const SMALL_RECORDS: usize = 1_000;
 /// Zones in the many-zones workload (a hosting provider).
 pub const MANY_ZONES: usize = 100_000;
+/// Zones in the workload the throughput target names (10,000 zones
+/// within 5% of the small zone): the first of the many zones.
+pub const SOME_ZONES: usize = 10_000;
 /// Records in each of them.
 pub const MANY_ZONE_RECORDS: usize = 4;
 
