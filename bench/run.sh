@@ -4,7 +4,7 @@
 # mode, and runs every server on every workload. Writes
 # docs/benchmarks/README.md, results.json and the SVG charts.
 #
-#   bench/run.sh            # full suite, about 20 minutes
+#   bench/run.sh            # full suite, about 30 minutes
 #   bench/run.sh --quick    # smoke test, about 3 minutes
 #
 # Extra arguments go to `heron-bench run` (see `heron-bench run --help`).
