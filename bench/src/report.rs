@@ -559,7 +559,7 @@ fn readme_text(r: &Results) -> String {
         s,
         "## How to run\n\n\
          ```sh\n\
-         bench/run.sh            # full suite, about 20 minutes\n\
+         bench/run.sh            # full suite, about 30 minutes\n\
          bench/run.sh --quick    # smoke test, about 3 minutes\n\
          ```\n\n\
          `bench/run.sh` installs the Debian packages `dnsperf nsd knot bind9` when they are\n\
