@@ -20,6 +20,26 @@ pub fn lower_this_thread() -> bool {
     unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0 }
 }
 
+/// How nice [`to_housekeeping_priority`] makes a thread: on a core the
+/// workers keep busy it still gets about a tenth of the time.
+const HOUSEKEEPING_NICE: libc::c_int = 10;
+
+/// Moves the calling thread to the normal policy (`SCHED_OTHER`) at nice
+/// 10, for housekeeping that must finish on a busy server but should not
+/// make queries wait: a real-time policy inherited from the process (an
+/// operator's `chrt`) would let it hold a worker's core for a whole
+/// time slice (100 ms under `SCHED_RR`). Only this thread changes; returns
+/// false if the kernel refused either step.
+pub fn to_housekeeping_priority() -> bool {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as in `lower_this_thread`; `setpriority` takes plain values,
+    // and `who` 0 with PRIO_PROCESS names the calling thread on Linux.
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) == 0
+            && libc::setpriority(libc::PRIO_PROCESS, 0, HOUSEKEEPING_NICE) == 0
+    }
+}
+
 /// Runs `work` on a new thread at background priority and waits for it
 /// without blocking the async runtime.
 pub async fn run<T: Send + 'static>(name: &str, work: impl FnOnce() -> T + Send + 'static) -> T {
@@ -56,6 +76,29 @@ mod tests {
         .unwrap();
         assert_eq!(lowered, libc::SCHED_IDLE);
         assert_eq!(policy_of_this_thread(), before);
+    }
+
+    fn nice_of_this_thread() -> libc::c_int {
+        // SAFETY: plain values; `who` 0 names the calling thread.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
+    }
+
+    #[test]
+    fn housekeeping_drops_a_real_time_policy_for_nice_10() {
+        let before = (policy_of_this_thread(), nice_of_this_thread());
+        let lowered = std::thread::spawn(|| {
+            // Where this may raise itself (root), start from SCHED_RR, as
+            // a server run under `chrt -r` does.
+            let rr = libc::sched_param { sched_priority: 1 };
+            // SAFETY: as in `lower_this_thread`.
+            let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_RR, &rr) };
+            assert!(to_housekeeping_priority());
+            (policy_of_this_thread(), nice_of_this_thread())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(lowered, (libc::SCHED_OTHER, HOUSEKEEPING_NICE));
+        assert_eq!((policy_of_this_thread(), nice_of_this_thread()), before);
     }
 
     #[tokio::test]

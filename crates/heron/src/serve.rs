@@ -129,13 +129,18 @@ pub fn run(args: ServeArgs) -> ExitCode {
 /// Gives the load's scratch back and moves the zones to huge pages, on a
 /// thread of its own: for 2,000,000 records that takes about 0.2 s,
 /// which answering need not wait for (answers are the same before).
-/// At normal priority: under SCHED_IDLE, a busy server would never get
-/// its zones into huge pages.
+/// At housekeeping priority, not SCHED_IDLE: a busy server would never
+/// get its zones into huge pages.
 fn settle_once_answering(catalog: &SharedCatalog) {
     let catalog = catalog.clone();
     let spawned = std::thread::Builder::new()
         .name("settle".into())
-        .spawn(move || memory::settle(&catalog.load_full()));
+        .spawn(move || {
+            if !background::to_housekeeping_priority() {
+                tracing::debug!("the settle thread keeps its CPU priority");
+            }
+            memory::settle(&catalog.load_full())
+        });
     if let Err(e) = spawned {
         tracing::warn!("no thread to move zone memory to huge pages: {e}");
     }
