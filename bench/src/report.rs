@@ -1164,6 +1164,14 @@ fn limits_text(r: &Results, ts: &[Target]) -> Option<String> {
                  here; its {:.2} s go to reading and building the zones one after another.",
                 h.startup_s
             );
+        } else if t.what.contains("reflector") && !r.profile_summary.is_empty() {
+            let _ = write!(
+                s,
+                " The reflector answers from the same UDP loop without any DNS work, so the \
+                 gap is that work: parsing, lookup and the answer's copy in user space, and \
+                 the kernel copying a response longer than the echoed query. The profile \
+                 below measures both for {w}."
+            );
         } else if t.what.contains("within 5% of the small zone") {
             let ratio = |sv: &str| {
                 let a = capped(r, sv, w)?.per_cpu_s.median;
@@ -1408,6 +1416,29 @@ mod tests {
         assert!((memory.ratio.unwrap() - 100.0 / 150.0).abs() < 1e-9);
         assert_eq!(memory.pass(), Some(false));
         assert!(memory.detail.contains("Knot"));
+    }
+
+    #[test]
+    fn a_reflector_target_missed_points_to_the_profile() {
+        let mut r = Results::default();
+        r.profile_summary = "* root: a query costs Heron 3.88 µs".into();
+        let missed = Target {
+            what: "root: Heron ≥ 0.9× reflector".into(),
+            ratio: Some(0.893),
+            need: 0.9,
+            bound: Bound::AtLeast,
+            detail: String::new(),
+        };
+        let text = limits_text(&r, &[missed.clone()]).unwrap();
+        assert!(text.contains("measured 0.893"), "{text}");
+        assert!(
+            text.contains("The profile below measures both for root."),
+            "{text}"
+        );
+        // Without a profile there is nothing below to point to.
+        r.profile_summary.clear();
+        let text = limits_text(&r, &[missed]).unwrap();
+        assert!(!text.contains("profile below"), "{text}");
     }
 
     #[test]
