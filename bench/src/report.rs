@@ -1420,8 +1420,10 @@ mod tests {
 
     #[test]
     fn a_reflector_target_missed_points_to_the_profile() {
-        let mut r = Results::default();
-        r.profile_summary = "* root: a query costs Heron 3.88 µs".into();
+        let mut r = Results {
+            profile_summary: "* root: a query costs Heron 3.88 µs".into(),
+            ..Results::default()
+        };
         let missed = Target {
             what: "root: Heron ≥ 0.9× reflector".into(),
             ratio: Some(0.893),
@@ -1429,7 +1431,7 @@ mod tests {
             bound: Bound::AtLeast,
             detail: String::new(),
         };
-        let text = limits_text(&r, &[missed.clone()]).unwrap();
+        let text = limits_text(&r, std::slice::from_ref(&missed)).unwrap();
         assert!(text.contains("measured 0.893"), "{text}");
         assert!(
             text.contains("The profile below measures both for root."),
