@@ -44,7 +44,8 @@ struct GenArgs {
     out: PathBuf,
     #[arg(long, default_value_t = zones::DEFAULT_SEED)]
     seed: u64,
-    /// Workloads (comma separated): root, mix40, small, big, many, tcp.
+    /// Workloads (comma separated): root, mix40, small, negative, big,
+    /// zones10k, many, tcp.
     #[arg(long, value_delimiter = ',', default_values_t = workloads::ALL.map(String::from))]
     workloads: Vec<String>,
     /// A records in the large zone.
@@ -63,6 +64,8 @@ impl GenArgs {
         workloads::Sizes {
             big_records: self.big_records,
             many_zones: self.many_zones,
+            // The first of the many zones: never more of them.
+            some_zones: zones::SOME_ZONES.min(self.many_zones),
             queries: self.queries,
             big_queries: self.queries * 5,
             ..workloads::Sizes::default()

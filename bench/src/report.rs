@@ -327,18 +327,12 @@ pub fn targets(r: &Results) -> Vec<Target> {
         ));
     }
     if let Some(small) = heron("small") {
+        let sizes = r.meta.sizes.clone().unwrap_or_default();
         let zones = |n: usize| format!("{} zones", thousands(n));
-        let (some, many) = r
-            .meta
-            .sizes
-            .as_ref()
-            .map_or(("10,000 zones".into(), "many zones".into()), |s| {
-                (zones(s.some_zones), zones(s.many_zones))
-            });
         for (w, label) in [
             ("big", "large zone".into()),
-            ("zones10k", some),
-            ("many", many),
+            ("zones10k", zones(sizes.some_zones)),
+            ("many", zones(sizes.many_zones)),
         ] {
             if let Some(h) = heron(w) {
                 let target = Target {

@@ -252,7 +252,8 @@ pub struct RunResult {
     pub server: String,
     pub workload: String,
     pub tcp: bool,
-    /// The median of `startup`'s starts (the one figure the targets use).
+    /// The median of `startup`'s starts (the one figure the targets use);
+    /// the one start's time where `startup` is None (the reflector).
     pub startup_s: f64,
     /// Spawn to ready, over the first start and the extra ones after it.
     #[serde(default)]

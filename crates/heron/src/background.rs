@@ -28,15 +28,18 @@ const HOUSEKEEPING_NICE: libc::c_int = 10;
 /// 10, for housekeeping that must finish on a busy server but should not
 /// make queries wait: a real-time policy inherited from the process (an
 /// operator's `chrt`) would let it hold a worker's core for a whole
-/// time slice (100 ms under `SCHED_RR`). Only this thread changes; returns
-/// false if the kernel refused either step.
+/// time slice (100 ms under `SCHED_RR`). A server the operator already
+/// runs nicer than that keeps its niceness: this only ever lowers. Only
+/// this thread changes; returns false if the kernel refused either step.
 pub fn to_housekeeping_priority() -> bool {
     let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: as in `lower_this_thread`; `setpriority` takes plain values,
-    // and `who` 0 with PRIO_PROCESS names the calling thread on Linux.
+    // SAFETY: as in `lower_this_thread`; `getpriority` and `setpriority`
+    // take plain values, and `who` 0 with PRIO_PROCESS names the calling
+    // thread on Linux.
     unsafe {
         libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) == 0
-            && libc::setpriority(libc::PRIO_PROCESS, 0, HOUSEKEEPING_NICE) == 0
+            && (libc::getpriority(libc::PRIO_PROCESS, 0) >= HOUSEKEEPING_NICE
+                || libc::setpriority(libc::PRIO_PROCESS, 0, HOUSEKEEPING_NICE) == 0)
     }
 }
 
@@ -99,6 +102,19 @@ mod tests {
         .unwrap();
         assert_eq!(lowered, (libc::SCHED_OTHER, HOUSEKEEPING_NICE));
         assert_eq!((policy_of_this_thread(), nice_of_this_thread()), before);
+    }
+
+    #[test]
+    fn housekeeping_never_raises_a_nicer_thread() {
+        let nice = std::thread::spawn(|| {
+            // SAFETY: plain values; `who` 0 names the calling thread.
+            assert_eq!(unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 15) }, 0);
+            assert!(to_housekeeping_priority());
+            nice_of_this_thread()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(nice, 15);
     }
 
     #[tokio::test]

@@ -129,8 +129,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
 /// Gives the load's scratch back and moves the zones to huge pages, on a
 /// thread of its own: for 2,000,000 records that takes about 0.2 s,
 /// which answering need not wait for (answers are the same before).
-/// At housekeeping priority, not SCHED_IDLE: a busy server would never
-/// get its zones into huge pages.
+/// At housekeeping priority (nice 10), not SCHED_IDLE: a busy server
+/// would never get its zones into huge pages.
 fn settle_once_answering(catalog: &SharedCatalog) {
     let catalog = catalog.clone();
     let spawned = std::thread::Builder::new()
