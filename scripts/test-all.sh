@@ -9,6 +9,7 @@ scripts/ensure-packages.sh nsd knot knot-dnsutils bind9 bind9-dnsutils
 # The packaged daemons start themselves on install where systemd runs; the
 # tests start their own instances on free loopback ports, so that is harmless.
 
+scripts/check-conflict-markers.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
