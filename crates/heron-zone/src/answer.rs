@@ -16,8 +16,9 @@ use heron_proto::writer::{Full, Mark, Section, Writer};
 use heron_proto::{Class, Opcode, RType, Rcode};
 
 use crate::catalog::{Catalog, Served};
-use crate::denial::{self, Denial, WildcardName};
+use crate::denial::{self, Denial};
 use crate::zone::chain::DenialChain;
+use crate::zone::wildcard::WildcardName;
 use crate::zone::{Node, RRset, Zone};
 
 /// How the query arrived: it decides the response size limit.

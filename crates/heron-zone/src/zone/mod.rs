@@ -14,8 +14,10 @@ mod build;
 mod canonical;
 pub(crate) mod chain;
 mod node;
+pub(crate) mod nsec3;
 mod reread;
 mod table;
+pub(crate) mod wildcard;
 
 use std::fmt;
 use std::hash::BuildHasher;
