@@ -4,7 +4,8 @@
 //! * [`zonefile`]: reading RFC 1035 master files (with `$INCLUDE`, `$GENERATE`).
 //! * [`zone`]: the checked, read-only zone built from records.
 //! * [`catalog`]: all zones served, found by longest matching origin.
-//! * [`diff`]: the records that differ between two versions of a zone (IXFR).
+//! * [`diff`] (in [`zone`]): the records that differ between two versions
+//!   of a zone (IXFR), used by the zone's incremental apply and the journal.
 //! * [`journal`]: the recent diffs of a zone, bounded, for IXFR out, and
 //!   the file that keeps them across restarts.
 //! * [`answer`]: the answer engine, a pure function of catalog and query.
@@ -15,7 +16,6 @@
 pub mod answer;
 pub mod catalog;
 mod denial;
-pub mod diff;
 pub mod journal;
 pub mod lookahead;
 mod prefetch;
@@ -25,6 +25,7 @@ pub mod zonefile;
 pub use answer::{AnswerConfig, Answered, Transport, answer, answer_parsed, is_deferred};
 pub use catalog::{Catalog, Served};
 pub use lookahead::BatchAnswerer;
+pub use zone::diff;
 pub use zone::{
     Loaded, Problem, Severity, Zone, ZoneBuilder, load_zone_file, load_zone_str, load_zone_text,
     reload_zone_file, reload_zone_str, reload_zone_text,

@@ -8,8 +8,8 @@ use heron_proto::name::canonical_cmp;
 use heron_proto::{Name, RType};
 
 use super::{Denial, prove};
-use crate::diff::diff;
 use crate::zone::chain::ChainKind;
+use crate::zone::diff::diff;
 use crate::zone::nsec3::{LABEL_LEN, Nsec3Params, base32hex_lower};
 use crate::zone::{Loaded, Node, Zone, load_zone_str};
 

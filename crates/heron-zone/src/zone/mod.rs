@@ -13,6 +13,7 @@ mod apply;
 mod build;
 mod canonical;
 pub(crate) mod chain;
+pub mod diff;
 mod node;
 pub(crate) mod nsec3;
 mod reread;
@@ -633,8 +634,8 @@ pub fn load_zone_str(text: &str, name: &str, origin: &Name) -> Result<Loaded, Ve
 
 #[cfg(test)]
 mod tests {
+    use super::diff::diff;
     use super::*;
-    use crate::diff::diff;
 
     /// A zone file of at least `size` octets using what cutting must
     /// respect: `$TTL` and `$ORIGIN` changes, entries over several lines,
