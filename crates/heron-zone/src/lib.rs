@@ -9,13 +9,10 @@
 //! * [`journal`]: the recent diffs of a zone, bounded, for IXFR out, and
 //!   the file that keeps them across restarts.
 //! * [`answer`]: the answer engine, a pure function of catalog and query.
-//! * `denial`: the NSEC and NSEC3 records that prove what a signed zone
-//!   does not have, for the answer engine.
 //! * [`lookahead`]: answering a batch of queries with their memory waits overlapped.
 
 pub mod answer;
 pub mod catalog;
-mod denial;
 pub mod journal;
 pub mod lookahead;
 mod prefetch;

@@ -5,6 +5,11 @@
 //! answer from the node that matches, from a wildcard at the closest
 //! encloser (RFC 4592), or say NXDOMAIN/NODATA with the SOA (RFC 2308).
 //! CNAMEs are followed inside the zone. It knows nothing of sockets.
+//!
+//! * [`denial`]: the NSEC and NSEC3 records that prove what a signed zone
+//!   does not have.
+
+mod denial;
 
 use std::mem::ManuallyDrop;
 
@@ -16,10 +21,10 @@ use heron_proto::writer::{Full, Mark, Section, Writer};
 use heron_proto::{Class, Opcode, RType, Rcode};
 
 use crate::catalog::{Catalog, Served};
-use crate::denial::{self, Denial};
 use crate::zone::chain::DenialChain;
 use crate::zone::wildcard::WildcardName;
 use crate::zone::{Node, RRset, Zone};
+use denial::Denial;
 
 /// How the query arrived: it decides the response size limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,7 +16,7 @@
 #[cfg(test)]
 mod tests;
 
-use crate::answer::label_offsets;
+use super::label_offsets;
 use crate::zone::chain::{ChainKind, DenialChain};
 use crate::zone::nsec3::Nsec3Params;
 use crate::zone::wildcard::WildcardName;
