@@ -8,20 +8,19 @@
 //!   of a zone (IXFR), used by the zone's incremental apply and the journal.
 //! * [`journal`]: the recent diffs of a zone, bounded, for IXFR out, and
 //!   the file that keeps them across restarts.
-//! * [`answer`]: the answer engine, a pure function of catalog and query.
-//! * [`lookahead`]: answering a batch of queries with their memory waits overlapped.
+//! * [`answer`]: the answer engine, a pure function of catalog and query,
+//!   with its denial proofs and the batch answerer ([`lookahead`]).
 
 pub mod answer;
 pub mod catalog;
 pub mod journal;
-pub mod lookahead;
 mod prefetch;
 pub mod zone;
 pub mod zonefile;
 
+pub use answer::lookahead::{self, BatchAnswerer};
 pub use answer::{AnswerConfig, Answered, Transport, answer, answer_parsed, is_deferred};
 pub use catalog::{Catalog, Served};
-pub use lookahead::BatchAnswerer;
 pub use zone::diff;
 pub use zone::{
     Loaded, Problem, Severity, Zone, ZoneBuilder, load_zone_file, load_zone_str, load_zone_text,

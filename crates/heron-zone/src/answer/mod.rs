@@ -8,8 +8,11 @@
 //!
 //! * [`denial`]: the NSEC and NSEC3 records that prove what a signed zone
 //!   does not have.
+//! * [`lookahead`]: answering a batch of queries with their memory waits
+//!   overlapped.
 
 mod denial;
+pub mod lookahead;
 
 use std::mem::ManuallyDrop;
 

@@ -42,9 +42,7 @@
 use heron_proto::message::Query;
 use heron_proto::name::LabelStarts;
 
-use crate::answer::{
-    AnswerConfig, Answered, Prepared, PreparedKind, Transport, answer_prepared, parse,
-};
+use super::{AnswerConfig, Answered, Prepared, PreparedKind, Transport, answer_prepared, parse};
 use crate::catalog::{Candidate, Catalog, Served};
 use crate::zone::Zone;
 
@@ -243,8 +241,8 @@ fn first_lookup<'q>(lower: &'q [u8], starts: &LabelStarts, zone: &Zone) -> Optio
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::answer::answer;
+    use super::*;
     use crate::zone::load_zone_str;
     use heron_proto::Name;
 
