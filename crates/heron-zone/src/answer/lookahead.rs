@@ -241,8 +241,8 @@ fn first_lookup<'q>(lower: &'q [u8], starts: &LabelStarts, zone: &Zone) -> Optio
 
 #[cfg(test)]
 mod tests {
-    use crate::answer::answer;
     use super::*;
+    use crate::answer::answer;
     use crate::zone::load_zone_str;
     use heron_proto::Name;
 

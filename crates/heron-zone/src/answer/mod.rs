@@ -6,11 +6,14 @@
 //! encloser (RFC 4592), or say NXDOMAIN/NODATA with the SOA (RFC 2308).
 //! CNAMEs are followed inside the zone. It knows nothing of sockets.
 //!
+//! * `chaos`: the CHAOS class names operators ask (`version.bind`,
+//!   `id.server`), answered from the configuration.
 //! * [`denial`]: the NSEC and NSEC3 records that prove what a signed zone
 //!   does not have.
 //! * [`lookahead`]: answering a batch of queries with their memory waits
 //!   overlapped.
 
+mod chaos;
 mod denial;
 pub mod lookahead;
 
@@ -740,36 +743,6 @@ impl<'a> Responder<'a> {
     fn truncate(&mut self) {
         self.w.rollback(self.after_question);
         self.tc = true;
-    }
-
-    fn answer_chaos(&mut self) {
-        let text = match self.q.qname_lower.as_wire() {
-            b"\x07version\x04bind\x00" | b"\x07version\x06server\x00" => &self.config.version,
-            b"\x02id\x06server\x00" | b"\x08hostname\x04bind\x00" => &self.config.identity,
-            _ => &None,
-        };
-        let Some(text) = text else {
-            self.rcode = Rcode::REFUSED;
-            return;
-        };
-        if !matches!(self.q.qtype, RType::TXT | RType::ANY) {
-            self.aa = true;
-            return;
-        }
-        let mut rd = Vec::with_capacity(text.len() + 1);
-        for chunk in text.as_bytes().chunks(255) {
-            rd.push(chunk.len() as u8);
-            rd.extend_from_slice(chunk);
-        }
-        self.aa = true;
-        self.w.section(Section::Answer);
-        if self
-            .w
-            .record(self.qname, RType::TXT, Class::CH, 0, &rd)
-            .is_err()
-        {
-            self.truncate();
-        }
     }
 
     /// Inlined, like `new`: taking the Responder by value was a copy.
