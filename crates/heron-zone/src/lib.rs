@@ -5,15 +5,13 @@
 //! * [`zone`]: the checked, read-only zone built from records.
 //! * [`catalog`]: all zones served, found by longest matching origin.
 //! * [`diff`] (in [`zone`]): the records that differ between two versions
-//!   of a zone (IXFR), used by the zone's incremental apply and the journal.
-//! * [`journal`]: the recent diffs of a zone, bounded, for IXFR out, and
-//!   the file that keeps them across restarts.
+//!   of a zone (IXFR), used by the zone's incremental apply and by
+//!   heron-xfr's journal.
 //! * [`answer`]: the answer engine, a pure function of catalog and query,
 //!   with its denial proofs and the batch answerer ([`lookahead`]).
 
 pub mod answer;
 pub mod catalog;
-pub mod journal;
 mod prefetch;
 pub mod zone;
 pub mod zonefile;

@@ -61,7 +61,7 @@ use heron_xfr::secondary::client::Upstream;
 use heron_xfr::secondary::refresh::{SecondaryZone, TimerBounds};
 use heron_xfr::secondary::tls::{TlsClients, XotTrust};
 use heron_zone::AnswerConfig;
-use heron_zone::journal::file as journal_file;
+use heron_xfr::journal::file as journal_file;
 use serde::Deserialize;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:5300";

@@ -17,7 +17,7 @@ use heron_xfr::primary::notify::Notifier;
 use heron_xfr::primary::{Primary, ZonePolicy, journal_files};
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::tls::TlsClients;
-use heron_zone::journal::DEFAULT_MAX_BYTES;
+use heron_xfr::journal::DEFAULT_MAX_BYTES;
 use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
 use tokio::sync::{mpsc, watch};
 

@@ -1,5 +1,5 @@
 //! The journals of zones kept in files, so that their IXFR history
-//! survives a restart (format: [`heron_zone::journal::file`]).
+//! survives a restart (format: [`crate::journal::file`]).
 //!
 //! Every step a journal records is appended to its file by one writer
 //! thread, which takes all the changes waiting and makes them durable
@@ -23,8 +23,8 @@ use std::time::Duration;
 use heron_proto::Name;
 use heron_zone::Zone;
 use heron_zone::diff::ZoneDiff;
-use heron_zone::journal::Journal;
-use heron_zone::journal::file::{self, FileChange, FileSize, StartOver};
+use crate::journal::Journal;
+use crate::journal::file::{self, FileChange, FileSize, StartOver};
 
 use super::ZonePolicy;
 use crate::disk::{self, tmp_path};

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use heron_proto::Name;
 use heron_zone::Zone;
 use heron_zone::diff::{ZoneDiff, diff};
-use heron_zone::journal;
+use crate::journal;
 
 use journal_files::{History, JournalWriter};
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use heron_proto::rdata;
 
-use crate::zone::diff::{DiffRecord, ZoneDiff};
+use heron_zone::diff::{DiffRecord, ZoneDiff};
 
 /// Default history kept per zone.
 pub const DEFAULT_MAX_BYTES: usize = 16 << 20;
