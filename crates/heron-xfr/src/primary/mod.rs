@@ -3,9 +3,7 @@
 //!
 //! * [`transfer`]: the messages of an AXFR or IXFR, packed with no I/O.
 //! * [`notify`]: telling secondaries about a new serial (RFC 1996).
-//! * [`journal_files`]: the journals kept in files across restarts.
 
-pub mod journal_files;
 pub mod notify;
 pub mod transfer;
 
@@ -15,12 +13,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use crate::journal;
 use heron_proto::Name;
 use heron_zone::Zone;
 use heron_zone::diff::{ZoneDiff, diff};
-use crate::journal;
 
-use journal_files::{History, JournalWriter};
+use crate::journal::files::{self as journal_files, History, JournalWriter};
 
 use crate::acl::{Acl, Prefix};
 use crate::serial;
@@ -348,9 +346,17 @@ mod tests {
     }
 
     /// A primary started with its journal in `file`, serving `zone`.
+    fn find_journal_files(p: &Primary) -> journal_files::Found {
+        journal_files::find(
+            p.policies()
+                .iter()
+                .filter_map(|(origin, policy)| Some((origin, policy.journal_path()?))),
+        )
+    }
+
     fn restarted(file: &Path, zone: &Zone) -> Primary {
         let mut p = primary_journaling_to(Some(file));
-        let found = journal_files::find(p.policies().iter().map(|(o, p)| (o, &**p)));
+        let found = find_journal_files(&p);
         p.open_journal_files(found, |origin| (origin == zone.origin()).then_some(zone));
         p
     }
@@ -481,10 +487,7 @@ mod tests {
             journal::DEFAULT_MAX_BYTES,
         );
         let (v1, v2) = (zone(1, ""), zone(2, "a A 192.0.2.9\n"));
-        p.open_journal_files(
-            journal_files::find(p.policies().iter().map(|(o, p)| (o, &**p))),
-            |_| Some(&v1),
-        );
+        p.open_journal_files(find_journal_files(&p), |_| Some(&v1));
         assert!(p.files.is_none(), "no writer thread");
         assert!(p.zone_changed(&v1, &v2));
         flushed(p);
