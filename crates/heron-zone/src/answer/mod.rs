@@ -22,7 +22,7 @@ use std::mem::ManuallyDrop;
 use heron_proto::edns::{self, OPT_LEN};
 use heron_proto::encoded::{AdditionalRef, Owner, Written};
 use heron_proto::message::{self, HEADER_LEN, Header, Query, QueryError, flags};
-use heron_proto::name::{LabelStarts, MAX_NAME_LEN, NameBuf};
+use heron_proto::name::{LabelStarts, MAX_NAME_LEN, NameBuf, suffixes};
 use heron_proto::writer::{Full, Mark, Section, Writer};
 use heron_proto::{Class, Opcode, RType, Rcode};
 
@@ -777,18 +777,7 @@ fn owner_of<'n>(zone: &Zone, name: &'n [u8], at: Option<u16>) -> Owner<'n> {
 /// Whether a lower-cased wire name is at or below the zone's origin.
 fn in_zone(zone: &Zone, lower: &[u8]) -> bool {
     let origin = zone.origin().as_wire();
-    lower.len() >= origin.len() && label_offsets(lower).any(|o| &lower[o..] == origin)
-}
-
-/// Offsets of each suffix of a wire name, the whole name first, root last.
-pub(crate) fn label_offsets(wire: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    let mut next = Some(0usize);
-    std::iter::from_fn(move || {
-        let at = next?;
-        let len = wire[at] as usize;
-        next = (len != 0).then_some(at + 1 + len);
-        Some(at)
-    })
+    lower.len() >= origin.len() && suffixes(lower).any(|s| s == origin)
 }
 
 /// Walks from the apex down to `lower` (lower-cased wire, in the zone),

@@ -16,7 +16,8 @@
 #[cfg(test)]
 mod tests;
 
-use super::label_offsets;
+use heron_proto::name::suffixes;
+
 use crate::zone::chain::{ChainKind, DenialChain};
 use crate::zone::nsec3::Nsec3Params;
 use crate::zone::wildcard::WildcardName;
@@ -221,8 +222,7 @@ impl<'z> Nsec3Chain<'z, '_> {
         proof: &mut Proof<'z>,
     ) -> Option<&'n [u8]> {
         let apex_len = self.zone.origin().wire_len();
-        let candidates = label_offsets(name)
-            .map(|at| &name[at..])
+        let candidates = suffixes(name)
             .filter(|s| s.len() <= longest && s.len() < name.len())
             .take_while(|s| s.len() >= apex_len);
         for ce in candidates {
@@ -251,8 +251,5 @@ fn parent_len(wire: &[u8]) -> usize {
 /// The next closer name of `name` for a closest encloser of `ce_len`
 /// octets: the ancestor of `name` (or itself) one label longer.
 fn next_closer(name: &[u8], ce_len: usize) -> Option<&[u8]> {
-    label_offsets(name)
-        .map(|at| &name[at..])
-        .take_while(|s| s.len() > ce_len)
-        .last()
+    suffixes(name).take_while(|s| s.len() > ce_len).last()
 }
