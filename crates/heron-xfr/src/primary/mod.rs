@@ -13,14 +13,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use crate::journal;
 use heron_proto::Name;
 use heron_zone::Zone;
 use heron_zone::diff::{ZoneDiff, diff};
 
-use crate::journal::files::{self as journal_files, History, JournalWriter};
-
 use crate::acl::{Acl, Prefix};
+use crate::journal;
+use crate::journal::files::{self as journal_files, History, JournalWriter};
 use crate::serial;
 
 /// A secondary to notify of new serials, with the TSIG key to sign with.
@@ -345,7 +344,7 @@ mod tests {
         }
     }
 
-    /// A primary started with its journal in `file`, serving `zone`.
+    /// The journal files that exist of the zones `p` keeps in files.
     fn find_journal_files(p: &Primary) -> journal_files::Found {
         journal_files::find(
             p.policies()
@@ -354,6 +353,7 @@ mod tests {
         )
     }
 
+    /// A primary started with its journal in `file`, serving `zone`.
     fn restarted(file: &Path, zone: &Zone) -> Primary {
         let mut p = primary_journaling_to(Some(file));
         let found = find_journal_files(&p);
