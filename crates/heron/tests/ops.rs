@@ -62,7 +62,16 @@ impl Served {
     /// Starts with the edge.test zone, `config` (its text, if any) and
     /// `HERON_LOG` as given (unset if None).
     fn start(config: Option<&str>, heron_log: Option<&str>) -> Served {
-        let dir = TempDir::new("serve");
+        Served::start_in(TempDir::new("serve"), &edge_zone(), config, heron_log)
+    }
+
+    /// [`Served::start`] in `dir`, with the edge.test zone read from `zone`.
+    fn start_in(
+        dir: TempDir,
+        zone: &Path,
+        config: Option<&str>,
+        heron_log: Option<&str>,
+    ) -> Served {
         let socket = dir.0.join("notify.sock");
         let notifications = UnixDatagram::bind(&socket).unwrap();
         notifications
@@ -76,7 +85,7 @@ impl Served {
             .arg("--listen")
             .arg(addr.to_string())
             .arg("--zone")
-            .arg(format!("edge.test={}", edge_zone().display()))
+            .arg(format!("edge.test={}", zone.display()))
             .env("NOTIFY_SOCKET", &socket)
             .env_remove("HERON_LOG")
             .stdin(Stdio::null())
@@ -176,6 +185,35 @@ fn ready_once_the_zone_answers_and_reloading_around_a_reload() {
     assert_edge_test_answers(server.addr);
     let (status, log) = server.stop();
     assert!(status.success(), "{status}: {log}");
+}
+
+#[test]
+fn a_long_load_says_how_far_it_got_before_ready() {
+    // The zone file is a pipe that gets its text only once the server has
+    // reported the load in progress, however long that takes.
+    let dir = TempDir::new("fifo");
+    let fifo = dir.0.join("edge.test.zone");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let server = Served::start_in(dir, &fifo, None, None);
+    let mut buf = [0u8; 4096];
+    let n = server
+        .notifications
+        .recv(&mut buf)
+        .unwrap_or_else(|e| panic!("no STATUS while loading ({e}): {}", server.log()));
+    let status = String::from_utf8_lossy(&buf[..n]).into_owned();
+    assert!(
+        status.starts_with("STATUS=loading: 0 of 1 zones"),
+        "{status}"
+    );
+    fs::write(&fifo, fs::read(edge_zone()).unwrap()).unwrap();
+    let rest = server.until_ready();
+    assert!(
+        rest.iter()
+            .all(|m| m.starts_with("STATUS=loading") || m.contains("READY=1")),
+        "{rest:?}"
+    );
+    assert_edge_test_answers(server.addr);
 }
 
 /// Every stderr line of a server logging JSON, parsed.
