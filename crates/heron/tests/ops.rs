@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use heron_proto::message::Message;
 use heron_proto::{Name, RType, Rcode};
-use heron_testkit::{QueryOpts, build_query, free_port, try_query_tcp, try_query_udp};
+use heron_testkit::{FakePrimary, QueryOpts, build_query, free_port, try_query_tcp, try_query_udp};
 
 fn heron() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_heron"))
@@ -251,6 +251,43 @@ fn json_logs_carry_the_zone_as_a_key_at_the_levels_configured() {
     assert!(loaded["serial"].is_u64(), "{loaded}");
     // heron::serve stays at the file's level, warn.
     assert!(!has_message(&lines, "answering on"), "{log}");
+}
+
+#[test]
+fn a_zone_transferred_in_is_logged_with_its_zone_and_primary_as_keys() {
+    let primary = FakePrimary::start(&["xfr.test"], 7);
+    let dir = TempDir::new("xfr");
+    let config = format!(
+        "[log]\nformat = \"json\"\n\
+         [[zone]]\norigin = \"xfr.test\"\nfile = \"{}\"\nprimaries = [\"{}\"]\n",
+        dir.0.join("xfr.test.zone").display(),
+        primary.addr()
+    );
+    let server = Served::start_in(dir, &edge_zone(), Some(&config), None);
+    server.until_ready();
+    // A line being written as the log is read does not parse yet: skipped.
+    let transferred = |log: &str| {
+        let mut parsed = log
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok());
+        parsed.find(|l: &serde_json::Value| {
+            l["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("zone transferred in"))
+        })
+    };
+    let mut event = None;
+    for _ in 0..200 {
+        event = transferred(&server.log());
+        if event.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let event = event.unwrap_or_else(|| panic!("no transfer logged: {}", server.log()));
+    assert_eq!(event["zone"], "xfr.test.", "{event}");
+    assert_eq!(event["peer"], primary.addr().to_string(), "{event}");
+    assert_eq!(event["serial"], 7, "{event}");
 }
 
 #[test]
