@@ -7,9 +7,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::paired::Paired;
-use crate::stats::Spread;
-use crate::suite::{MAX_LOSS_PCT, Phase, Results, RunResult};
+use crate::results::{MAX_LOSS_PCT, Paired, Phase, Results, RunResult, Spread};
 
 const PEERS: [&str; 3] = ["NSD", "Knot", "BIND"];
 const SERVERS: [&str; 5] = ["reflector", "Heron", "NSD", "Knot", "BIND"];
@@ -162,7 +160,7 @@ fn idle_targets(r: &Results) -> Vec<Target> {
     ]
 }
 
-/// The idle-connection table ([`crate::idle_tcp`]).
+/// The idle-connection table ([`crate::results::IdleTcp`]).
 fn idle_tcp_text(r: &Results) -> String {
     if r.idle_tcp.is_empty() {
         return String::new();
@@ -491,7 +489,7 @@ fn startup_cell(x: &RunResult) -> String {
 
 /// Issue 4's targets for a 10-record change to the 2,000,000-record zone:
 /// under 10 ms and under 1 MB of memory the new version does not share.
-fn change_targets(c: &crate::change::ZoneChange) -> Vec<Target> {
+fn change_targets(c: &crate::results::ZoneChange) -> Vec<Target> {
     let mib = c.extra_bytes as f64 / (1024.0 * 1024.0);
     vec![
         Target {
@@ -527,7 +525,7 @@ fn change_targets(c: &crate::change::ZoneChange) -> Vec<Target> {
 /// Issue 4's reload targets: under load, no query lost or answered wrongly
 /// (nor with data older than some answer already given), and memory below
 /// twice the steady state.
-fn reload_targets(x: &crate::reload::ReloadUnderLoad) -> Vec<Target> {
+fn reload_targets(x: &crate::results::ReloadUnderLoad) -> Vec<Target> {
     let bad = x.lost + x.wrong + x.stale;
     vec![
         Target {
@@ -1374,7 +1372,7 @@ fn chart_answered(r: &Results, path: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::{Phase, RunResult};
+    use crate::results::{Phase, RunResult};
 
     fn result(server: &str, workload: &str, per_cpu: f64) -> RunResult {
         RunResult {
@@ -1566,7 +1564,7 @@ mod tests {
 
     #[test]
     fn idle_connections_must_all_be_held_at_flat_memory() {
-        use crate::idle_tcp::{IdlePoint, IdleTcp};
+        use crate::results::{IdlePoint, IdleTcp};
         let point = |connections, held, bytes_per_connection| IdlePoint {
             connections,
             opened: connections,
