@@ -2,9 +2,9 @@
 //! uncapped reflector.
 
 use super::Ctx;
-use super::trial::{blast_opts, dnsperf_phase, loss_free_rate, settle, udp_trial};
+use super::trial::{blast_opts, dnsperf_phase, loss_free_rate, repeated_udp};
 use crate::blast::QuerySet;
-use crate::results::{EnvCheck, Phase};
+use crate::results::EnvCheck;
 use crate::servers::Kind;
 use crate::workloads::Workload;
 
@@ -12,18 +12,13 @@ pub(crate) fn run(ctx: &mut Ctx, w: &Workload, set: &QuerySet) -> Result<EnvChec
     let mut env = EnvCheck::default();
     let server = ctx.start(Kind::Reflector, w)?;
     let cg = &ctx.cg;
-    let mut trials = Vec::new();
-    for _ in 0..ctx.timing.repeats {
-        trials.push(udp_trial(
-            ctx,
-            &server,
-            cg,
-            set,
-            &blast_opts(server.addr, 0.0, ctx.args.window, ctx.timing.trial_s),
-        )?);
-        settle();
-    }
-    env.blast_closed = Phase::from_trials(trials);
+    env.blast_closed = repeated_udp(
+        ctx,
+        &server,
+        cg,
+        set,
+        &blast_opts(server.addr, 0.0, ctx.args.window, ctx.timing.trial_s),
+    )?;
     let sat = env.blast_closed.answered_qps.median;
     let (best, probes) = loss_free_rate(
         ctx,
@@ -39,18 +34,13 @@ pub(crate) fn run(ctx: &mut Ctx, w: &Workload, set: &QuerySet) -> Result<EnvChec
     env.dnsperf_max = dnsperf_phase(ctx, Some((&server, cg)), &o, &w.queries, ctx.timing.repeats)?;
     let common = env.dnsperf_max.answered_qps.median.min(best.unwrap_or(sat));
     env.cross_rate = ((common * 0.5) / 1000.0).round().max(1.0) * 1000.0;
-    let mut trials = Vec::new();
-    for _ in 0..ctx.timing.repeats {
-        trials.push(udp_trial(
-            ctx,
-            &server,
-            cg,
-            set,
-            &blast_opts(server.addr, env.cross_rate, 0, ctx.timing.trial_s),
-        )?);
-        settle();
-    }
-    env.cross_blast = Phase::from_trials(trials);
+    env.cross_blast = repeated_udp(
+        ctx,
+        &server,
+        cg,
+        set,
+        &blast_opts(server.addr, env.cross_rate, 0, ctx.timing.trial_s),
+    )?;
     let o = ctx.dnsperf_opts(
         server.addr,
         false,

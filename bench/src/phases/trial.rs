@@ -114,6 +114,22 @@ pub(crate) fn dnsperf_trial(
     ))
 }
 
+/// `ctx.timing.repeats` blast trials of `opts`, a pause after each.
+pub(crate) fn repeated_udp(
+    ctx: &Ctx,
+    server: &Server,
+    cg: &Cgroup,
+    set: &QuerySet,
+    opts: &BlastOpts,
+) -> Result<Phase, String> {
+    let mut trials = Vec::new();
+    for _ in 0..ctx.timing.repeats {
+        trials.push(udp_trial(ctx, server, cg, set, opts)?);
+        settle();
+    }
+    Ok(Phase::from_trials(trials))
+}
+
 pub(crate) fn settle() {
     std::thread::sleep(Duration::from_millis(100));
 }

@@ -2,7 +2,7 @@
 //! MAX_LOSS_PCT loss, and the latency at a fixed moderate rate.
 
 use super::Ctx;
-use super::trial::{blast_opts, loss_free_rate, settle, udp_trial};
+use super::trial::{blast_opts, loss_free_rate, repeated_udp, settle, udp_trial};
 use crate::blast::QuerySet;
 use crate::results::{MAX_LOSS_PCT, Phase};
 use crate::servers::Server;
@@ -35,18 +35,13 @@ pub(crate) fn max_rate(
         ctx.timing.search_steps,
     )?;
     let rate = best.unwrap_or(0.3 * sat);
-    let mut trials = Vec::new();
-    for _ in 0..ctx.timing.repeats {
-        trials.push(udp_trial(
-            ctx,
-            server,
-            cg,
-            set,
-            &blast_opts(server.addr, rate, 0, ctx.timing.trial_s),
-        )?);
-        settle();
-    }
-    let mut p = Phase::from_trials(trials);
+    let mut p = repeated_udp(
+        ctx,
+        server,
+        cg,
+        set,
+        &blast_opts(server.addr, rate, 0, ctx.timing.trial_s),
+    )?;
     p.rate = rate;
     p.probes = probes;
     p.saturated = p.cpu_share.median >= 0.9;
@@ -64,24 +59,20 @@ pub(crate) fn max_rate(
     Ok(p)
 }
 
+/// Latency at the fixed rate of `--latency-rate`, uncapped.
 pub(crate) fn latency(
     ctx: &Ctx,
     server: &Server,
     cg: &Cgroup,
     set: &QuerySet,
 ) -> Result<Phase, String> {
-    let mut trials = Vec::new();
-    for _ in 0..ctx.timing.repeats {
-        trials.push(udp_trial(
-            ctx,
-            server,
-            cg,
-            set,
-            &blast_opts(server.addr, ctx.args.latency_rate, 0, ctx.timing.latency_s),
-        )?);
-        settle();
-    }
-    let mut p = Phase::from_trials(trials);
+    let mut p = repeated_udp(
+        ctx,
+        server,
+        cg,
+        set,
+        &blast_opts(server.addr, ctx.args.latency_rate, 0, ctx.timing.latency_s),
+    )?;
     p.rate = ctx.args.latency_rate;
     Ok(p)
 }
