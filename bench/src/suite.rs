@@ -39,6 +39,33 @@ use crate::zones;
 /// where nothing is to be reported (`--paired-only`).
 pub fn run(args: &RunArgs) -> Result<Option<Results>, String> {
     let started = Instant::now();
+    let (mut ctx, wl, kinds, mut results) = prepare(args)?;
+    let json_path = args.out.join("results.json");
+    if args.profile_only {
+        return profile_only(&mut ctx, &wl, &json_path).map(Some);
+    }
+    if args.paired_only {
+        phases::paired::run(&mut ctx, &wl, &kinds);
+        return Ok(None);
+    }
+    let save = |r: &Results| save(r, &json_path);
+    run_phases(&mut ctx, &wl, &kinds, &mut results, &save)?;
+    results.meta.loadavg_end = loadavg();
+    results.meta.duration_s = started.elapsed().as_secs_f64();
+    save(&results)?;
+    println!(
+        "done in {:.0} s: {} and the charts in {}",
+        results.meta.duration_s,
+        args.out.join("README.md").display(),
+        args.out.display()
+    );
+    Ok(Some(results))
+}
+
+/// Checks the machine and the servers, sets up scheduling, the cgroup
+/// and the workloads: the context of every phase, the workloads, the
+/// servers and the results with their `meta` filled in.
+fn prepare(args: &RunArgs) -> Result<(Ctx, Vec<Workload>, Vec<Kind>, Results), String> {
     // SAFETY: the handler only stores to an atomic (async-signal-safe).
     unsafe {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
@@ -89,7 +116,7 @@ pub fn run(args: &RunArgs) -> Result<Option<Results>, String> {
         .map_err(|e| format!("cannot create cgroup {cg_name}: {e}"))?;
     let mut timing = Timing::new(args.quick, args.repeats, args.pairs);
     timing.repeats = timing.repeats.max(3);
-    let mut ctx = Ctx {
+    let ctx = Ctx {
         cg,
         args: args.clone(),
         timing: timing.clone(),
@@ -105,15 +132,17 @@ pub fn run(args: &RunArgs) -> Result<Option<Results>, String> {
         ..Results::default()
     };
     results.meta.timing = Some(timing);
-    let json_path = args.out.join("results.json");
-    if args.profile_only {
-        return profile_only(&mut ctx, &wl, &json_path).map(Some);
-    }
-    if args.paired_only {
-        phases::paired::run(&mut ctx, &wl, &kinds);
-        return Ok(None);
-    }
-    let save = |r: &Results| save(r, &json_path);
+    Ok((ctx, wl, kinds, results))
+}
+
+/// Every phase in order, the results saved after each.
+fn run_phases(
+    ctx: &mut Ctx,
+    wl: &[Workload],
+    kinds: &[Kind],
+    results: &mut Results,
+    save: &dyn Fn(&Results) -> Result<(), String>,
+) -> Result<(), String> {
     let env_w = wl
         .iter()
         .find(|w| w.id == "root" || w.id == "env")
@@ -121,20 +150,20 @@ pub fn run(args: &RunArgs) -> Result<Option<Results>, String> {
         .ok_or("no root workload")?;
     let env_set = QuerySet::load(&env_w.queries)?;
     ctx.say("environment check: generator ceilings against the reflector (uncapped)");
-    results.env = phases::env::run(&mut ctx, &env_w, &env_set)?;
-    save(&results)?;
+    results.env = phases::env::run(ctx, &env_w, &env_set)?;
+    save(results)?;
     for w in wl.iter().filter(|w| w.id != "env") {
-        measure_workload(&mut ctx, w, &kinds, &mut results, &save)?;
+        measure_workload(ctx, w, kinds, results, save)?;
     }
-    results.paired = phases::paired::run(&mut ctx, &wl, &kinds);
-    save(&results)?;
+    results.paired = phases::paired::run(ctx, wl, kinds);
+    save(results)?;
     if let Some(w) = wl.iter().find(|w| w.tcp) {
-        results.idle_tcp = phases::idle_tcp::run(&mut ctx, w, &kinds);
-        save(&results)?;
+        results.idle_tcp = phases::idle_tcp::run(ctx, w, kinds);
+        save(results)?;
     }
     if let Some(w) = wl.iter().find(|w| w.id == "big") {
-        results.zone_change = phases::change::run(&mut ctx, w);
-        save(&results)?;
+        results.zone_change = phases::change::run(ctx, w);
+        save(results)?;
     }
     let heron_big = results
         .runs
@@ -142,23 +171,15 @@ pub fn run(args: &RunArgs) -> Result<Option<Results>, String> {
         .find(|x| x.server == "Heron" && x.workload == "big")
         .and_then(|x| x.uncapped.as_ref().map(|u| u.rate));
     if let (Some(w), Some(reference)) = (wl.iter().find(|w| w.id == "big"), heron_big) {
-        results.reload = phases::reload::run(&mut ctx, w, reference);
-        save(&results)?;
+        results.reload = phases::reload::run(ctx, w, reference);
+        save(results)?;
     }
-    if args.profile.unwrap_or(!args.quick) && Path::new(phases::profile::VALGRIND).exists() {
-        (results.profiles, results.profile_summary) = phases::profile::run(&mut ctx, &wl, &results);
-        save(&results)?;
+    if ctx.args.profile.unwrap_or(!ctx.args.quick) && Path::new(phases::profile::VALGRIND).exists()
+    {
+        (results.profiles, results.profile_summary) = phases::profile::run(ctx, wl, results);
+        save(results)?;
     }
-    results.meta.loadavg_end = loadavg();
-    results.meta.duration_s = started.elapsed().as_secs_f64();
-    save(&results)?;
-    println!(
-        "done in {:.0} s: {} and the charts in {}",
-        results.meta.duration_s,
-        args.out.join("README.md").display(),
-        args.out.display()
-    );
-    Ok(Some(results))
+    Ok(())
 }
 
 /// Every server on workload `w`, each result saved as it comes.
