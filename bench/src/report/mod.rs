@@ -749,11 +749,11 @@ mod tests {
     #[test]
     fn memory_per_record_and_zone_is_over_the_small_zone_baseline() {
         let mut r = Results::default();
-        r.meta.sizes = Some(crate::workloads::Sizes {
+        r.meta.sizes = Some(crate::results::Sizes {
             small_records: 1_000,
             big_records: 1_001_000,
             many_zones: 10_000,
-            ..crate::workloads::Sizes::default()
+            ..crate::results::Sizes::default()
         });
         for (s, w, rss_mib) in [
             ("Heron", "small", 10),

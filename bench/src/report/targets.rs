@@ -224,7 +224,7 @@ fn negative_target(r: &Results, small: f64, negative: f64) -> Target {
     paired_or(r, target, ("Heron", "negative"), ("Heron", "small"))
 }
 
-/// `target` measured by paired trials (`crate::paired`) when the run has
+/// `target` measured by paired trials (`crate::phases::paired`) when the run has
 /// them: their median ratio replaces the ratio of separate runs, which
 /// stays in the figures.
 fn paired_or(
