@@ -5,6 +5,8 @@
 //!   received zone kept on disk.
 //! * [`acl`]: who may transfer or notify, by address prefix and TSIG key.
 //! * [`serial`]: SOA serial arithmetic (RFC 1982).
+//! * [`timers`]: every secondary zone's refresh, retry and expire timers,
+//!   as a state machine without I/O.
 //!
 //! `disk` makes many files durable at once, for the kept copies of
 //! secondary zones and the journal files alike.
@@ -14,3 +16,4 @@ mod disk;
 pub mod primary;
 pub mod secondary;
 pub mod serial;
+pub mod timers;
