@@ -270,30 +270,24 @@ impl Timers {
                 zone,
                 check,
                 result,
-            } => {
-                if self.waits_for(zone, check) {
-                    match result {
-                        Ok(serial) => self.serial_seen(now, zone, serial, out),
-                        Err(failure) => self.primary_failed(now, zone, failure, out),
-                    }
-                }
-            }
+            } if self.waits_for(zone, check) => match result {
+                Ok(serial) => self.serial_seen(now, zone, serial, out),
+                Err(failure) => self.primary_failed(now, zone, failure, out),
+            },
             Event::Transferred {
                 zone,
                 check,
                 result,
-            } => {
-                if self.waits_for(zone, check) {
-                    match result {
-                        Ok(Transfer::Received(version)) => {
-                            self.state_mut(zone).serving = Some(version);
-                            self.succeeded(now, zone, out)
-                        }
-                        Ok(Transfer::UpToDate) => self.succeeded(now, zone, out),
-                        Err(failure) => self.primary_failed(now, zone, failure, out),
-                    }
+            } if self.waits_for(zone, check) => match result {
+                Ok(Transfer::Received(version)) => {
+                    self.state_mut(zone).serving = Some(version);
+                    self.succeeded(now, zone, out)
                 }
-            }
+                Ok(Transfer::UpToDate) => self.succeeded(now, zone, out),
+                Err(failure) => self.primary_failed(now, zone, failure, out),
+            },
+            // The result of a check no longer awaited.
+            Event::SoaChecked { .. } | Event::Transferred { .. } => {}
         }
     }
 
