@@ -248,10 +248,11 @@ impl Driver {
                 };
                 let kept = entry.current.clone().expect("a kept copy");
                 tracing::info!(
-                    "zone {}: serving kept serial {} from {}",
-                    entry.zone.origin,
-                    kept.serial(),
-                    entry.zone.file.display()
+                    zone = %entry.zone.origin,
+                    file = %entry.zone.file.display(),
+                    serial = kept.serial(),
+                    "serving kept serial {}",
+                    kept.serial()
                 );
                 ctx.publisher.publish(kept, None);
             }
@@ -270,8 +271,8 @@ impl Driver {
                     return;
                 };
                 tracing::error!(
-                    "zone {}: expired, no answer from any primary; answering SERVFAIL",
-                    entry.zone.origin
+                    zone = %entry.zone.origin,
+                    "zone expired: no answer from any primary; answering SERVFAIL"
                 );
                 ctx.publisher.expire(&entry.zone.origin);
                 entry.current = None;
@@ -411,7 +412,10 @@ async fn transfer(
     };
     if let Outcome::Full(new) | Outcome::Incremental { zone: new, .. } = &outcome {
         tracing::info!(
-            "zone {origin}: {kind} from {} to serial {} ({} records) in {} ms",
+            zone = %origin,
+            peer = %up.addr,
+            serial = new.serial(),
+            "zone transferred in: {kind} from {} to serial {} ({} records) in {} ms",
             up.addr,
             new.serial(),
             new.record_count(),
