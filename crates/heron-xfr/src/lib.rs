@@ -4,6 +4,8 @@
 //! * [`secondary`]: AXFR and IXFR in (message reading, no I/O), and the
 //!   received zone kept on disk.
 //! * [`acl`]: who may transfer or notify, by address prefix and TSIG key.
+//! * [`journal`]: the recent diffs of a zone, bounded, for IXFR out, and
+//!   the file that keeps them across restarts.
 //! * [`serial`]: SOA serial arithmetic (RFC 1982).
 //! * [`timers`]: every secondary zone's refresh, retry and expire timers,
 //!   as a state machine without I/O.
@@ -13,6 +15,7 @@
 
 pub mod acl;
 mod disk;
+pub mod journal;
 pub mod primary;
 pub mod secondary;
 pub mod serial;
