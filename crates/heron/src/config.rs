@@ -83,6 +83,11 @@ pub struct ConfigFile {
     pub keys: Vec<KeyEntry>,
     #[serde(default)]
     pub secondary: SecondarySection,
+    /// Checked here with the rest; used before the rest is read, when
+    /// logging starts (see [`crate::logging::section_of`]).
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub log: crate::logging::LogSection,
 }
 
 /// How secondary zones are refreshed (all times in seconds).

@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, watch};
 use crate::ServeArgs;
 use crate::config::{self, Settings};
 use crate::control;
+use crate::notify;
 use crate::reload::{ConfigSource, Outcome, ZoneFiles};
 use crate::secondary;
 use crate::{background, memory};
@@ -409,7 +410,8 @@ fn tls_listeners(server: &ServerConfig) -> Vec<(std::net::SocketAddr, tls::TlsAc
     tls.listen.iter().map(|&a| (a, acceptor.clone())).collect()
 }
 
-/// Serves until SIGTERM or SIGINT; on SIGHUP, reloads (see [`reload`]).
+/// Tells the service manager the server is ready, then serves until
+/// SIGTERM or SIGINT; on SIGHUP, reloads (see [`reload`]).
 async fn wait_for_signals(
     catalog: &SharedCatalog,
     files: &Arc<std::sync::Mutex<ZoneFiles>>,
@@ -418,6 +420,8 @@ async fn wait_for_signals(
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
     let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
+    // Only now: a service manager may send SIGTERM or SIGHUP at once.
+    notify::ready();
     loop {
         tokio::select! {
             _ = term.recv() => return,
@@ -441,6 +445,7 @@ async fn reload(
     asked_by: &str,
 ) -> (Outcome, Duration) {
     tracing::info!("{asked_by}: reloading the configuration and changed zone files");
+    notify::reloading();
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
     let work = background::run("reload", move || {
@@ -468,7 +473,7 @@ async fn reload(
         for origin in &removed {
             next.remove(origin);
             xfr.primary.forget(origin);
-            tracing::info!("zone {origin} is no longer configured: no longer served");
+            tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
         }
         outcome.removed = removed.len();
         // Journal first, then swap: an IXFR for the new serial must find
@@ -492,6 +497,7 @@ async fn reload(
         swap.as_micros(),
         outcome.summary()
     );
+    notify::ready();
     (outcome, took)
 }
 
