@@ -10,6 +10,7 @@ scripts/ensure-packages.sh nsd knot knot-dnsutils bind9 bind9-dnsutils systemd m
 # tests start their own instances on free loopback ports, so that is harmless.
 
 scripts/check-conflict-markers.sh
+scripts/check-layers.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace

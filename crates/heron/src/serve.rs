@@ -13,11 +13,12 @@ use arc_swap::ArcSwap;
 use heron_proto::Name;
 use heron_server::pipeline::Pipeline;
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
+use heron_xfr::journal::DEFAULT_MAX_BYTES;
+use heron_xfr::journal::files as journal_files;
 use heron_xfr::primary::notify::Notifier;
-use heron_xfr::primary::{Primary, ZonePolicy, journal_files};
+use heron_xfr::primary::{Primary, ZonePolicy};
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::tls::TlsClients;
-use heron_zone::journal::DEFAULT_MAX_BYTES;
 use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
 use tokio::sync::{mpsc, watch};
 
@@ -199,7 +200,9 @@ fn load_catalog_and_find_journals(
     settings: &Settings,
 ) -> (Catalog, journal_files::Found) {
     std::thread::scope(|s| {
-        let finding = s.spawn(|| journal_files::find(&settings.policies));
+        let journal_paths = (settings.policies.iter())
+            .filter_map(|(origin, policy)| Some((origin, policy.journal_path()?)));
+        let finding = s.spawn(|| journal_files::find(journal_paths));
         let catalog = load_catalog(use_example, files);
         let journals = finding.join().unwrap_or_else(|_| {
             tracing::error!("looking for journal files failed; journals start over");
