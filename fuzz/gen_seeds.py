@@ -158,6 +158,26 @@ def main():
         write("tsig", f"{text}-badsig", tsig_sign(q, key, alg, secret=b"wrong"))
         write("tsig", f"{text}-badkey", tsig_sign(q, "unknown.fuzz.", alg))
 
+    # cookie: now, switches, age, then OPT RDATA (see fuzz_targets/cookie.rs)
+    def option(code, data):
+        return struct.pack(">HH", code, len(data)) + data
+    client = bytes.fromhex("2464c4abcf10c957")
+    server = bytes.fromhex("010000005cf79f111f8130c3eee29480")
+    for label, switches, age, rdata in [
+        ("client-only", 0b0010, 0, option(10, client)),
+        ("client-only-require", 0b0011, 0, option(10, client)),
+        ("forged-young", 0b1011, 60, option(10, client + server)),
+        ("forged-old", 0b1011, 2000, option(10, client + server)),
+        ("forged-expired", 0b1011, 3601, option(10, client + server)),
+        ("forged-future", 0b1111, -301 & 0xFFFF, option(10, client + server)),
+        ("foreign-server-cookie", 0b0011, 0, option(10, client + server)),
+        ("long-server-cookie", 0b0010, 0, option(10, client + bytes(32))),
+        ("malformed", 0b0010, 0, option(10, client[:7])),
+        ("nsid-expire-unknown", 0b0010, 0, option(3, b"") + option(9, b"") + option(65001, b"x")),
+        ("two-cookies", 0b0010, 0, option(10, client) + option(10, client + server)),
+    ]:
+        write("cookie", label, struct.pack(">IBH", 1559731985, switches, age) + rdata)
+
     # zonefile
     for d in ["crates/heron-zone/tests/data", "crates/heron/tests/data"]:
         for f in sorted((ROOT / d).rglob("*.zone")):

@@ -542,6 +542,33 @@ mod tests {
         assert_eq!(e.version, 0);
     }
 
+    /// A query with an OPT record holding `rdata`.
+    fn with_opt_rdata(rdata: &[u8]) -> Vec<u8> {
+        let mut m = query(b"\x00", 6);
+        m[11] = 1;
+        m.extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0]);
+        m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        m.extend_from_slice(rdata);
+        m
+    }
+
+    #[test]
+    fn query_options_are_read_with_the_opt_record() {
+        let m = with_opt_rdata(&[0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8, 0, 3, 0, 0]);
+        let options = parse_query(&m).unwrap().edns.unwrap().options;
+        assert!(options.nsid && !options.expire);
+        let edns::CookieOption::Present(cookie) = options.cookie else {
+            panic!("cookie read");
+        };
+        assert_eq!(cookie.client(), &[1, 2, 3, 4, 5, 6, 7, 8]);
+        // A cookie of a wrong length is recorded, not refused here: the
+        // cookie layer answers it FORMERR, a server without cookies
+        // ignores it (RFC 7873 5.2.2).
+        let m = with_opt_rdata(&[0, 10, 0, 7, 1, 2, 3, 4, 5, 6, 7]);
+        let options = parse_query(&m).unwrap().edns.unwrap().options;
+        assert_eq!(options.cookie, edns::CookieOption::Malformed);
+    }
+
     #[test]
     fn the_bare_opt_shortcut_reads_what_the_general_walk_reads() {
         let walk = |m: &[u8]| {

@@ -9,11 +9,14 @@
 //!   TCP connections of [`tcp`] under TLS.
 //! * [`pipeline`]: what the answer engine defers: TSIG, zone transfers
 //!   out, NOTIFY in.
+//! * [`rrl`]: response rate limiting, a pure per-worker table (no I/O, no
+//!   clock) for the query processor's RRL layer.
 //!
 //! Both read the current [`Catalog`] snapshot from a [`SharedCatalog`];
 //! a reload swaps in a new snapshot without stopping either.
 
 pub mod pipeline;
+pub mod rrl;
 pub mod tcp;
 pub mod tls;
 pub mod udp;
