@@ -58,6 +58,7 @@ use heron_server::{ServerConfig, TcpLimits, TlsListen, tls};
 use heron_xfr::acl::{Acl, Rule};
 use heron_xfr::primary::{NotifyTarget, ZonePolicy};
 use heron_xfr::secondary::client::Upstream;
+use heron_xfr::secondary::receive::TransferLimits;
 use heron_xfr::secondary::refresh::{SecondaryZone, TimerBounds};
 use heron_xfr::secondary::tls::{TlsClients, XotTrust};
 use heron_zone::AnswerConfig;
@@ -103,11 +104,17 @@ pub struct SecondarySection {
     pub timeout: u64,
     /// PEM certificates that primaries reached by `tls NAME` must chain to.
     pub tls_ca: Option<PathBuf>,
+    /// Bounds on each incoming transfer: past one, it is dropped and the
+    /// version served is kept.
+    pub max_transfer_records: u64,
+    pub max_transfer_bytes: u64,
+    pub transfer_timeout: u64,
 }
 
 impl Default for SecondarySection {
     fn default() -> Self {
         let bounds = TimerBounds::default();
+        let transfer = TransferLimits::default();
         SecondarySection {
             min_refresh: bounds.min_refresh.as_secs(),
             max_refresh: bounds.max_refresh.as_secs(),
@@ -118,6 +125,9 @@ impl Default for SecondarySection {
             concurrency: 32,
             timeout: 10,
             tls_ca: None,
+            max_transfer_records: transfer.max_records,
+            max_transfer_bytes: transfer.max_bytes,
+            transfer_timeout: transfer.max_time.as_secs(),
         }
     }
 }
@@ -135,8 +145,15 @@ impl SecondarySection {
         if self.concurrency == 0 {
             errors.push("[secondary] concurrency must be at least 1".into());
         }
-        if self.timeout == 0 {
-            errors.push("[secondary] timeout must be at least 1".into());
+        for (key, value) in [
+            ("timeout", self.timeout),
+            ("max-transfer-records", self.max_transfer_records),
+            ("max-transfer-bytes", self.max_transfer_bytes),
+            ("transfer-timeout", self.transfer_timeout),
+        ] {
+            if value == 0 {
+                errors.push(format!("[secondary] {key} must be at least 1"));
+            }
         }
         errors
     }
@@ -156,6 +173,14 @@ impl SecondarySection {
             Some((file, _)) => format!("[secondary] tls-ca: {}: {e}", file.display()),
             None => e,
         })
+    }
+
+    pub fn transfer_limits(&self) -> TransferLimits {
+        TransferLimits {
+            max_records: self.max_transfer_records,
+            max_bytes: self.max_transfer_bytes,
+            max_time: Duration::from_secs(self.transfer_timeout),
+        }
     }
 
     pub fn bounds(&self) -> TimerBounds {
@@ -1077,6 +1102,34 @@ udp-coalesce-us = 1001
                     "{keys}: {errors:?}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn transfer_limits_default_high_and_must_be_at_least_one() {
+        let secondary = |keys: &str| parse(&format!("[secondary]\n{keys}\n"));
+        let defaults = secondary("").unwrap().secondary.transfer_limits();
+        assert_eq!(defaults, TransferLimits::default());
+        assert_eq!(defaults.max_records, 50_000_000);
+        let set =
+            secondary("max-transfer-records = 1\nmax-transfer-bytes = 1\ntransfer-timeout = 1")
+                .unwrap()
+                .secondary
+                .transfer_limits();
+        let one = TransferLimits {
+            max_records: 1,
+            max_bytes: 1,
+            max_time: Duration::from_secs(1),
+        };
+        assert_eq!(set, one);
+        for key in [
+            "max-transfer-records",
+            "max-transfer-bytes",
+            "transfer-timeout",
+        ] {
+            let errors = secondary(&format!("{key} = 0")).unwrap_err();
+            let want = format!("[secondary] {key} must be at least 1");
+            assert!(errors.iter().any(|e| e.contains(&want)), "{errors:?}");
         }
     }
 

@@ -290,7 +290,11 @@ mod tests {
         let (done, outcome) = std::sync::mpsc::channel();
         let asked = path.clone();
         std::thread::spawn(move || {
-            let _ = done.send(exchange_within(&asked, "reload", Duration::from_millis(300)));
+            let _ = done.send(exchange_within(
+                &asked,
+                "reload",
+                Duration::from_millis(300),
+            ));
         });
         // Fails rather than hangs when the wait is not bounded.
         let result = outcome

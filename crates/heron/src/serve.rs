@@ -106,7 +106,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
             limits.concurrency,
             Duration::from_secs(limits.timeout),
         )
-        .with_tls(settings.xot),
+        .with_tls(settings.xot)
+        .with_transfer_limits(limits.transfer_limits()),
         notifies,
         bounds: limits.bounds(),
     };
