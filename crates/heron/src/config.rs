@@ -277,6 +277,9 @@ pub struct ServerSection {
     pub identity: Option<String>,
     /// The control socket `heron reload` talks to, relative to the file.
     pub control: Option<PathBuf>,
+    /// Most octets one zone load reads, its `$INCLUDE`s included.
+    #[serde(default = "default_max_zone_file_size")]
+    pub max_zone_file_size: u64,
 }
 
 impl Default for ServerSection {
@@ -290,6 +293,7 @@ impl Default for ServerSection {
             version: None,
             identity: None,
             control: None,
+            max_zone_file_size: default_max_zone_file_size(),
         }
     }
 }
@@ -414,6 +418,9 @@ const MAX_UDP_COALESCE_US: u64 = 1_000;
 fn default_udp_coalesce_us() -> u64 {
     heron_server::udp::coalesce::DEFAULT_MAX_DELAY.as_micros() as u64
 }
+fn default_max_zone_file_size() -> u64 {
+    heron_zone::zonefile::DEFAULT_MAX_LOAD_SIZE
+}
 fn default_udp_payload() -> u16 {
     1232
 }
@@ -449,6 +456,9 @@ pub struct Settings {
     pub xot: TlsClients,
     /// Where the control socket is, if there is one.
     pub control: Option<PathBuf>,
+    /// Most octets one zone load reads (see
+    /// [`heron_zone::zonefile::set_max_load_size`]).
+    pub max_zone_file_size: u64,
     /// What is worth saying about a configuration that is not wrong.
     pub warnings: Vec<String>,
     /// What a reload would not apply.
@@ -523,6 +533,12 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             server.udp_coalesce_us
         ));
     }
+    if server.max_zone_file_size == 0 {
+        errors.push(format!(
+            "{}: [server] max-zone-file-size must be at least 1",
+            path.display()
+        ));
+    }
     if server.workers == Some(0) {
         errors.push(format!(
             "{}: [server] workers must be at least 1",
@@ -588,6 +604,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         policies,
         secondaries,
         control: server.control.as_ref().map(|p| base.join(p)),
+        max_zone_file_size: server.max_zone_file_size,
         secondary: file.secondary,
         xot: xot.expect("no errors"),
         warnings,
@@ -971,6 +988,7 @@ mod tests {
         assert_eq!(s.server.listen, default_listen());
         assert_eq!(s.server.answer.max_udp_payload, 1232);
         assert_eq!(s.server.udp_coalesce, Duration::from_micros(50));
+        assert_eq!(s.max_zone_file_size, 16 << 30);
         assert!(s.zones.is_empty());
     }
 

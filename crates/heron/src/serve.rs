@@ -50,6 +50,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
     let use_example = args.config.is_none() && settings.zones.is_empty();
     let mut files = ZoneFiles::new(&settings.zones);
     if let Some(path) = &args.config {
@@ -168,6 +169,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             secondary: Default::default(),
             xot: TlsClients::new(None).expect("no CA to read"),
             control: None,
+            max_zone_file_size: heron_zone::zonefile::DEFAULT_MAX_LOAD_SIZE,
             warnings: Vec::new(),
             restart_only: Default::default(),
         },
