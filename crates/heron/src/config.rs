@@ -65,6 +65,8 @@ use heron_zone::AnswerConfig;
 use heron_zone::journal::file as journal_file;
 use serde::Deserialize;
 
+mod shared_files;
+
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:5300";
 
 #[derive(Debug, Deserialize)]
@@ -513,6 +515,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     errors.extend(
         check_unique_origins(&zones)
             .into_iter()
+            .chain(check_shared_files(&zones, &secondaries, &policies))
             .map(|e| format!("{}: {e}", path.display())),
     );
     let server = &file.server;
@@ -909,6 +912,29 @@ pub fn parse_zone_arg(arg: &str) -> Result<ZoneSpec, String> {
         .split_once('=')
         .ok_or_else(|| format!("--zone '{arg}': expected ORIGIN=FILE"))?;
     zone_spec(origin, Path::new(file))
+}
+
+/// A file that a zone writes (a secondary's kept copy, a journal) and
+/// another zone also uses, or one zone in two ways: see [`shared_files`].
+fn check_shared_files(
+    zones: &[ZoneSpec],
+    secondaries: &[SecondaryZone],
+    policies: &HashMap<Name, ZonePolicy>,
+) -> Vec<String> {
+    use shared_files::Use;
+    let kept: HashSet<&Name> = secondaries.iter().map(|s| &s.origin).collect();
+    let files = zones.iter().map(|z| {
+        let what = match kept.contains(&z.origin) {
+            true => Use::KeptCopy,
+            false => Use::ZoneFile,
+        };
+        (&z.origin, what, z.file.as_path())
+    });
+    let journals = policies.iter().filter_map(|(origin, policy)| {
+        let file = policy.journal_file.as_deref()?;
+        Some((origin, Use::Journal, file))
+    });
+    shared_files::conflicts(files.chain(journals))
 }
 
 fn check_unique_origins(zones: &[ZoneSpec]) -> Vec<String> {
@@ -1367,6 +1393,55 @@ udp-coalesce-us = 1001
             "{:?}",
             s.warnings
         );
+    }
+
+    #[test]
+    fn a_file_a_zone_writes_may_not_be_used_by_another_zone() {
+        let zone = |origin: &str, file: &str, more: &str| {
+            format!("[[zone]]\norigin = \"{origin}\"\nfile = \"{file}\"\n{more}\n")
+        };
+        let secondary =
+            |origin: &str, file: &str| zone(origin, file, "primaries = [\"192.0.2.1\"]");
+        let transfer = "allow-transfer = [\"::1\"]";
+        let cases = [
+            (
+                // The finding: a secondary kept in a primary zone's file.
+                zone("c.test", "c.zone", "") + &secondary("e.test", "./sub/../c.zone"),
+                "/etc/heron/c.zone is used by zone c.test. (zone file) and zone e.test. (kept copy",
+            ),
+            (
+                secondary("s1.test", "kept/s") + &secondary("s2.test", "kept/s"),
+                "/etc/heron/kept/s is used by zone s1.test. (kept copy (rewritten by every transfer)) and zone s2.test. (kept copy",
+            ),
+            (
+                zone("a.test", "a.zone", transfer) + &zone("b.test", "a.zone.jnl", ""),
+                "zone b.test. (zone file)",
+            ),
+            (
+                zone("a.test", "a.zone", transfer) + &secondary("b.test", "a.zone.jnl"),
+                "zone b.test. (kept copy",
+            ),
+            (
+                "[[zone-group]]\norigins = [\"g.test\"]\nfile = \"{zone}\"\nprimaries = [\"192.0.2.1\"]\n".to_string()
+                    + &zone("p.test", "g.test", ""),
+                "/etc/heron/g.test is used by",
+            ),
+        ];
+        for (text, want) in cases {
+            let errors = parse(&text).unwrap_err();
+            assert!(
+                errors.iter().any(|e| e.starts_with("heron.toml: ")
+                    && e.contains(want)
+                    && e.contains("give each its own file")),
+                "{text}: {errors:?}"
+            );
+        }
+        // Primary zones may share a zone file; different files are fine.
+        let fine = zone("a.test", "same.zone", "")
+            + &zone("b.test", "same.zone", "")
+            + &secondary("s.test", "s.zone")
+            + &zone("j.test", "j.zone", transfer);
+        parse(&fine).unwrap();
     }
 
     #[test]
