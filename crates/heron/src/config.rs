@@ -399,18 +399,53 @@ impl ZoneGroup {
         }
     }
 
-    /// The file of the zone at `origin`, from the pattern.
+    /// The file of the zone at `origin`, from the pattern. A file name
+    /// that would be too long for the file system (origins run to 253
+    /// characters) gets a shortened stem instead: see [`fitting_stem`].
     fn file_of(&self, origin: &str) -> String {
         let stem = match origin {
             "." => "root",
             _ => origin.strip_suffix('.').unwrap_or(origin),
         };
-        self.file.replace(ZONE_PLACEHOLDER, stem)
+        let file = self.file.replace(ZONE_PLACEHOLDER, stem);
+        let name_len = file.rsplit('/').next().map_or(0, str::len);
+        let pattern_name = self.file.rsplit('/').next().unwrap_or_default();
+        let stems = pattern_name.matches(ZONE_PLACEHOLDER).count();
+        if name_len <= MAX_FILE_NAME || stems == 0 {
+            return file;
+        }
+        let fixed = pattern_name.len() - stems * ZONE_PLACEHOLDER.len();
+        let room = MAX_FILE_NAME.saturating_sub(fixed) / stems;
+        self.file
+            .replace(ZONE_PLACEHOLDER, &fitting_stem(stem, room))
     }
 }
 
 /// What a `[[zone-group]]` file pattern replaces with each origin.
 const ZONE_PLACEHOLDER: &str = "{zone}";
+
+/// The longest file name a zone's file may have: the 255 octets Linux
+/// file systems allow (NAME_MAX), less room for the suffixes added to it
+/// (`.jnl.tmp`).
+const MAX_FILE_NAME: usize = 255 - ".jnl.tmp".len();
+
+/// `stem` cut to at most `room` octets: as much of its start as fits,
+/// `~`, and 16 hex digits of a hash of the whole, so that long origins
+/// that start alike still get files of their own. The hash (64-bit
+/// FNV-1a) is spelt out here, not taken from std, whose hashers may
+/// change between releases: a kept copy must be found under the same
+/// name after an upgrade.
+fn fitting_stem(stem: &str, room: usize) -> String {
+    let hash = stem.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let suffix = format!("~{hash:016x}");
+    let mut keep = room.saturating_sub(suffix.len()).min(stem.len());
+    while !stem.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    format!("{}{suffix}", &stem[..keep])
+}
 
 fn default_listen() -> Vec<SocketAddr> {
     vec![DEFAULT_LISTEN.parse().unwrap()]
@@ -1330,6 +1365,53 @@ udp-coalesce-us = 1001
         assert_eq!(s.secondaries.len(), 1);
         assert_eq!(s.secondaries[0].file, Path::new("/var/kept/s.test"));
         assert_eq!(s.secondaries[0].primaries[0].addr.port(), 53);
+    }
+
+    /// A 247-octet origin (245 characters) in a pattern with a prefix and
+    /// a suffix: its file name is shortened to fit NAME_MAX with the
+    /// journal's and the temporary file's suffixes, readable and distinct;
+    /// shorter names stay as they were, so kept copies made before load.
+    #[test]
+    fn zone_group_file_names_too_long_for_the_file_system_are_hashed() {
+        let long = |last: char| {
+            format!(
+                "{0}.{0}.{0}.{1}",
+                "a".repeat(63),
+                last.to_string().repeat(53)
+            )
+        };
+        let (one, two) = (long('b'), long('c'));
+        assert_eq!(Name::parse(&one).unwrap().as_wire().len(), 247);
+        let fits = format!("{}.{}", "a".repeat(63), "b".repeat(63));
+        let s = parse(&format!(
+            "[[zone-group]]\norigins = [\"{one}\", \"{two}\", \"{fits}\", \"short.test\"]\n\
+             file = \"kept/secondary-{{zone}}.zone\"\nprimaries = [\"192.0.2.1\"]\nallow-transfer = [\"::1\"]\n"
+        ))
+        .unwrap();
+        let names: Vec<String> = s
+            .secondaries
+            .iter()
+            .map(|z| z.file.file_name().unwrap().to_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names[2], format!("secondary-{fits}.zone"), "unchanged");
+        assert_eq!(names[3], "secondary-short.test.zone", "unchanged");
+        assert_ne!(names[0], names[1]);
+        let dir = tempfile::tempdir().unwrap();
+        for name in &names[..2] {
+            assert_eq!(name.len(), 247, "{name}");
+            assert!(
+                name.starts_with(&format!("secondary-{}", "a".repeat(63))),
+                "{name}"
+            );
+            assert!(name.ends_with(".zone"), "{name}");
+            // The file, its journal and their temporary files can be made.
+            for suffix in ["", ".tmp", ".jnl", ".jnl.tmp"] {
+                std::fs::write(dir.path().join(format!("{name}{suffix}")), "").unwrap();
+            }
+        }
+        // The same origin gets the same name every time.
+        assert_eq!(fitting_stem(&one, 100), fitting_stem(&one, 100));
+        assert_eq!(fitting_stem(&one, 100).len(), 100);
     }
 
     #[test]

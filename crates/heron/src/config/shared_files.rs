@@ -78,6 +78,9 @@ pub fn conflicts<'a>(uses: impl IntoIterator<Item = (&'a Name, Use, &'a Path)>) 
 #[derive(Default)]
 struct Paths {
     folders: HashMap<PathBuf, Folder>,
+    /// Asked once: relative paths are common (a configuration named
+    /// without its folder).
+    cwd: Option<PathBuf>,
 }
 
 struct Folder {
@@ -88,7 +91,10 @@ struct Folder {
 
 impl Paths {
     fn key(&mut self, path: &Path) -> PathBuf {
-        let path = absolute(path);
+        let cwd = self
+            .cwd
+            .get_or_insert_with(|| std::env::current_dir().unwrap_or_default());
+        let path = absolute(path, cwd);
         let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
             return path;
         };
@@ -121,12 +127,10 @@ impl Folder {
     }
 }
 
-/// `path` made absolute, with `.` and `..` taken out by their text.
-fn absolute(path: &Path) -> PathBuf {
-    let joined = match path.is_absolute() {
-        true => path.to_path_buf(),
-        false => std::env::current_dir().unwrap_or_default().join(path),
-    };
+/// `path` made absolute (from `cwd`), with `.` and `..` taken out by
+/// their text.
+fn absolute(path: &Path, cwd: &Path) -> PathBuf {
+    let joined = cwd.join(path);
     let mut out = PathBuf::new();
     for part in joined.components() {
         match part {
