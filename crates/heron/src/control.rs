@@ -320,7 +320,7 @@ mod tests {
             .unwrap();
         let _in_runtime = rt.enter();
         for path in [&data, &link, &folder] {
-            let err = bind(path).err().expect("refused");
+            let err = bind(path).expect_err("refused");
             assert!(err.contains("not a socket"), "{err}");
             assert!(err.contains(&path.display().to_string()), "{err}");
         }
