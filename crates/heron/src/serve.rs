@@ -52,6 +52,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
     let use_example = args.config.is_none() && settings.zones.is_empty();
     let mut files = ZoneFiles::new(&settings.zones);
     if let Some(path) = &args.config {
@@ -108,7 +109,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
             limits.concurrency,
             Duration::from_secs(limits.timeout),
         )
-        .with_tls(settings.xot),
+        .with_tls(settings.xot)
+        .with_transfer_limits(limits.transfer_limits()),
         notifies,
         bounds: limits.bounds(),
     };
@@ -169,6 +171,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             secondary: Default::default(),
             xot: TlsClients::new(None).expect("no CA to read"),
             control: None,
+            max_zone_file_size: heron_zone::zonefile::DEFAULT_MAX_LOAD_SIZE,
             warnings: Vec::new(),
             restart_only: Default::default(),
         },
