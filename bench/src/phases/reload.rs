@@ -5,50 +5,26 @@
 //! been served, how long until the change is answered, and how much
 //! memory the reload takes on top of the zone.
 
+use std::fs;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use heron_proto::message::Message;
-use heron_proto::{Name, RType};
-use serde::{Deserialize, Serialize};
-
+use super::trial::settle;
+use super::{Ctx, RT_PRIORITY};
 use crate::blast::{self, Answer, BlastOpts, QuerySet};
 use crate::prng::Rng;
+use crate::results::ReloadUnderLoad;
+use crate::servers::{Kind, Launch, Sched, Server};
 use crate::stats::Spread;
+use crate::sys;
+use crate::workloads::Workload;
+use crate::zones;
 use crate::zones::host_label;
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct ReloadUnderLoad {
-    pub zone_records: usize,
-    pub reloads: usize,
-    /// The server's highest loss-free rate in this run, and the rate
-    /// offered during the reloads (about half of it).
-    pub reference_qps: f64,
-    pub offered_qps: f64,
-    pub sent: u64,
-    pub answered: u64,
-    pub lost: u64,
-    /// Answers with a wrong RCODE or data, and the first few of them.
-    pub wrong: u64,
-    pub wrong_examples: Vec<String>,
-    /// Answers with the changed record's previous value to queries sent
-    /// after its new value had been answered: a mix of versions.
-    pub stale: u64,
-    /// SIGHUP to the first answer carrying the change, per reload.
-    pub reload_ms: Spread,
-    /// How long the swap of the new version took, as Heron logs it
-    /// ("swapped in N us"), per reload.
-    #[serde(default)]
-    pub swap_us: Spread,
-    pub lat_p99_us: f64,
-    pub lat_max_us: f64,
-    /// Resident memory before the reloads, and the peak during them.
-    pub steady_rss_kib: u64,
-    pub peak_rss_kib: u64,
-}
+use heron_proto::message::Message;
+use heron_proto::{Name, RType};
 
 /// What to reload and how hard to load the server meanwhile.
 pub struct Plan<'a> {
@@ -332,6 +308,90 @@ fn reload_on_schedule(
         unsafe { libc::kill(plan.pid as i32, libc::SIGHUP) };
     }
     Ok(sent)
+}
+
+/// Heron serving a private copy of the large zone, reloaded a few times
+/// with one record changed while queries run at half the loss-free rate
+/// it reached in this run (`reference`).
+fn under_load(ctx: &Ctx, w: &Workload, reference: f64) -> Result<ReloadUnderLoad, String> {
+    let (origin, file) = &w.zones[0];
+    let dir = ctx.work.join("reload");
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let copy = dir.join(file.file_name().unwrap_or_default());
+    fs::copy(file, &copy).map_err(|e| format!("{}: {e}", copy.display()))?;
+    let served = vec![(origin.clone(), copy.clone())];
+    // Normal scheduling, as operators run it: under a real-time policy the
+    // reload could not yield to the query worker.
+    let launch = Launch {
+        sched: Sched::Normal,
+        ..ctx.launch.clone()
+    };
+    ctx.cg
+        .set_quota(None)
+        .map_err(|e| format!("cgroup quota: {e}"))?;
+    let server = Server::start(
+        Kind::Heron,
+        &ctx.bins,
+        &served,
+        &w.ready,
+        &launch,
+        Some(&ctx.cg),
+        &ctx.work,
+    )?;
+    settle();
+    let plan = Plan {
+        zone: &copy,
+        origin,
+        seed: zones::DEFAULT_SEED,
+        hosts: w.main_records,
+        target: server.addr,
+        pid: server.pid,
+        reference_qps: reference,
+        reloads: if ctx.args.quick { 2 } else { 3 },
+        every: Duration::from_secs(12),
+    };
+    if ctx.realtime {
+        let _ = sys::set_self_realtime(Some(RT_PRIORITY));
+    }
+    let mut result = measure(&plan);
+    if ctx.realtime {
+        let _ = sys::set_self_realtime(None);
+    }
+    if let Ok(r) = &mut result {
+        let swaps = swap_times_us(&server.log_text());
+        r.swap_us = Spread::of(&swaps);
+    }
+    drop(server);
+    let _ = fs::remove_dir_all(&dir);
+    result
+}
+
+/// Heron reloading the large zone of `w` under load, at half of
+/// `reference`, its loss-free rate there in this run.
+pub(crate) fn run(ctx: &mut Ctx, w: &Workload, reference: f64) -> Option<ReloadUnderLoad> {
+    ctx.say("reload under load: Heron, the large zone, one record changed per reload");
+    match under_load(ctx, w, reference) {
+        Ok(r) => {
+            ctx.say(&format!(
+                "  {} reloads at {:.0} q/s: {} sent, {} lost, {} wrong, {} stale; \
+                 change answered {:.0} ms after SIGHUP (median); RSS {} MiB, peak {} MiB",
+                r.reloads,
+                r.offered_qps,
+                r.sent,
+                r.lost,
+                r.wrong,
+                r.stale,
+                r.reload_ms.median,
+                r.steady_rss_kib / 1024,
+                r.peak_rss_kib / 1024
+            ));
+            Some(r)
+        }
+        Err(e) => {
+            ctx.say(&format!("  reload under load: ERROR {e}"));
+            None
+        }
+    }
 }
 
 #[cfg(test)]

@@ -5,26 +5,13 @@
 use std::path::Path;
 use std::time::Instant;
 
+use super::Ctx;
+use crate::results::ZoneChange;
+use crate::stats::Spread;
+use crate::workloads::Workload;
 use heron_proto::{Name, RType};
 use heron_zone::diff::{DiffRecord, ZoneDiff};
 use heron_zone::{Zone, load_zone_file};
-use serde::{Deserialize, Serialize};
-
-use crate::stats::Spread;
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct ZoneChange {
-    /// Records in the zone changed.
-    pub zone_records: usize,
-    /// Records deleted plus records added (the SOA aside).
-    pub changed_records: usize,
-    /// Time to apply the change, milliseconds, one value per repeat.
-    pub apply_ms: Spread,
-    /// Heap bytes of the new version not shared with the old one.
-    pub extra_bytes: usize,
-    /// Heap bytes of the zone's nodes.
-    pub zone_bytes: usize,
-}
 
 /// Loads `file` and applies a change of `records` records (half of them
 /// deleting existing A records, half adding new names) `repeats` times,
@@ -100,6 +87,25 @@ fn small_change(zone: &Zone, records: usize) -> Result<ZoneDiff, String> {
         deleted,
         added,
     })
+}
+
+/// A 10-record change applied to the large zone of `w`.
+pub(crate) fn run(ctx: &mut Ctx, w: &Workload) -> Option<ZoneChange> {
+    let (origin, file) = &w.zones[0];
+    ctx.say("zone change: applying 10 records to the large zone");
+    match measure(file, origin, 10, ctx.timing.repeats.max(5)) {
+        Ok(c) => {
+            ctx.say(&format!(
+                "  {:.2} ms (median), {} bytes not shared with the previous version",
+                c.apply_ms.median, c.extra_bytes
+            ));
+            Some(c)
+        }
+        Err(e) => {
+            ctx.say(&format!("  zone change: ERROR {e}"));
+            None
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,9 +10,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use super::Ctx;
 use crate::blast::{self, BlastOpts, QuerySet};
+use crate::results::{Profile, Results};
 use crate::servers::{Binaries, Kind, Launch, Sched, Server};
-use crate::suite::Profile;
 use crate::workloads::Workload;
 
 pub const VALGRIND: &str = "/usr/bin/valgrind";
@@ -183,6 +184,99 @@ pub fn parse_annotate(text: &str) -> (u64, Vec<(String, f64)>) {
     top.sort_by(|a, b| b.1.total_cmp(&a.1));
     top.truncate(12);
     (total, top)
+}
+
+/// Callgrind profiles of Heron and the reflector on the UDP target
+/// workloads, and what they say about the per-query cost given the
+/// capacity figures already in `results`.
+pub(crate) fn run(ctx: &mut Ctx, wl: &[Workload], results: &Results) -> (Vec<Profile>, String) {
+    ctx.say("profiles: callgrind, instructions per query");
+    let profiled = ["root", "mix40", "small", "negative"];
+    let mut profiles = Vec::new();
+    for w in wl.iter().filter(|w| profiled.contains(&w.id.as_str())) {
+        let Ok(set) = QuerySet::load(&w.queries) else {
+            continue;
+        };
+        // The reflector's cost does not depend on the workload's zone.
+        let kinds = match w.id.as_str() {
+            "root" | "mix40" => &[Kind::Reflector, Kind::Heron][..],
+            _ => &[Kind::Heron][..],
+        };
+        for &kind in kinds {
+            let seconds = if ctx.args.quick { 1.0 } else { 4.0 };
+            let cpus = &ctx.args.server_cpus;
+            match profile(&ctx.bins, kind, w, &set, &ctx.work, cpus, 64, seconds) {
+                Ok(p) => {
+                    ctx.say(&format!(
+                        "  {} on {}: {:.0} instructions per query over {} answers",
+                        p.server, p.workload, p.instructions_per_query, p.answered
+                    ));
+                    profiles.push(p);
+                }
+                Err(e) => ctx.say(&format!(
+                    "  {} on {}: profile failed: {e}",
+                    kind.name(),
+                    w.id
+                )),
+            }
+        }
+    }
+    let summary = summary(&profiles, results, wl);
+    (profiles, summary)
+}
+
+/// Per workload profiled, the DNS work's share of Heron's per-query cost
+/// (Heron against the reflector), and negative against positive answers.
+fn summary(profiles: &[Profile], results: &Results, wl: &[Workload]) -> String {
+    let ipq = |s: &str, w: &str| {
+        profiles
+            .iter()
+            .find(|p| p.server == s && p.workload == w)
+            .map(|p| p.instructions_per_query)
+    };
+    let mut lines = Vec::new();
+    for w in wl {
+        let cap = |s: &str| {
+            results
+                .runs
+                .iter()
+                .find(|r| r.server == s && r.workload == w.id)
+                .and_then(|r| r.capped.as_ref())
+                .map(|c| c.per_cpu_s.median)
+        };
+        // The paired trials' figures where the run has them: measured
+        // side by side, their difference is not the machine's drift.
+        let paired = results
+            .paired
+            .iter()
+            .find(|p| p.is(("Heron", &w.id), ("reflector", &w.id)))
+            .map(|p| {
+                (
+                    p.subject_phase.per_cpu_s.median,
+                    p.reference_phase.per_cpu_s.median,
+                )
+            });
+        let caps = paired.or(cap("Heron").zip(cap("reflector")));
+        if let (Some(h), Some(r), Some((ch, cr))) =
+            (ipq("Heron", &w.id), ipq("reflector", &w.id), caps)
+        {
+            let (th, tr) = (1e6 / ch, 1e6 / cr);
+            lines.push(format!(
+                "* {}: a query costs Heron {th:.2} µs of CPU and the reflector {tr:.2} µs, so the DNS work adds {:.2} µs ({:.0}% of Heron's time); in user space Heron runs {h:.0} instructions per query against the reflector's {r:.0} (+{:.0}). The rest of both is the kernel's UDP path (recvmmsg/sendmmsg on loopback), which callgrind does not count: the same system calls for both, though Heron's responses are longer than the reflector's echo of the query, so the kernel copies more.",
+                w.id,
+                th - tr,
+                (th - tr) / th * 100.0,
+                h - r
+            ));
+        }
+    }
+    if let (Some(pos), Some(neg)) = (ipq("Heron", "small"), ipq("Heron", "negative")) {
+        lines.push(format!(
+            "* negative: Heron runs {neg:.0} instructions per negative answer (NXDOMAIN or \
+             NODATA, with the SOA) against {pos:.0} per positive answer on the same zone."
+        ));
+    }
+    lines.join("\n")
 }
 
 #[cfg(test)]

@@ -16,10 +16,14 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use super::Ctx;
+use crate::interrupt::interrupted;
+use crate::results::{IdlePoint, IdleTcp};
+use crate::servers::{Kind, Launch};
+use crate::workloads::Workload;
 use heron_proto::message::{Header, flags};
 use heron_proto::{Name, RType};
 use heron_testkit::{QueryOpts, build_query, try_query_tcp, try_query_udp};
-use serde::{Deserialize, Serialize};
 
 /// Connections held, in steps, for the full suite and for `--quick`.
 pub const COUNTS: [usize; 2] = [1_000, 10_000];
@@ -32,37 +36,6 @@ const ANSWER_WAIT: Duration = Duration::from_secs(5);
 /// Quiet time before memory is read, for the servers to finish settling
 /// the last connections.
 const SETTLE: Duration = Duration::from_millis(500);
-
-/// One server's idle-connection figures.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct IdleTcp {
-    pub server: String,
-    /// Memory with the zone loaded and no connection open.
-    pub base_rss_kib: u64,
-    pub base_pss_kib: u64,
-    pub points: Vec<IdlePoint>,
-    pub error: Option<String>,
-}
-
-/// The server holding `connections` idle connections.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct IdlePoint {
-    pub connections: usize,
-    /// Answered when opened.
-    pub opened: usize,
-    /// Answered again after the memory was read.
-    pub held: usize,
-    pub rss_kib: u64,
-    pub pss_kib: u64,
-    /// Growth of PSS over the base, per connection opened.
-    pub bytes_per_connection: f64,
-    /// A new TCP client answered with these connections held.
-    pub new_tcp_answered: bool,
-    pub udp_answered: bool,
-    /// Seconds to open and get the first answer on the connections added
-    /// for this step.
-    pub open_s: f64,
-}
 
 /// The memory of a server's processes: (RSS, PSS) in KiB.
 pub trait MemoryProbe {
@@ -226,6 +199,61 @@ fn per_connection(base_kib: u64, kib: u64, connections: usize) -> f64 {
 /// Closes with a reset: no TIME_WAIT left behind on either side.
 fn close_with_reset(s: TcpStream) {
     let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+}
+
+/// Each DNS server holding idle TCP connections ([`crate::idle_tcp`]),
+/// configured to accept a few more than the most it is sent.
+pub(crate) fn run(ctx: &mut Ctx, w: &Workload, kinds: &[Kind]) -> Vec<IdleTcp> {
+    let counts = if ctx.args.quick { QUICK_COUNTS } else { COUNTS };
+    let most = counts.iter().copied().max().unwrap_or(0);
+    ctx.say(&format!(
+        "idle TCP connections: memory with {} held",
+        counts.map(|c| c.to_string()).join(" and ")
+    ));
+    let launch = Launch {
+        tcp_clients_max: most + most / 10,
+        ..ctx.launch.clone()
+    };
+    let mut all = Vec::new();
+    for &kind in kinds.iter().filter(|k| k.is_dns()) {
+        let idle = ctx
+            .start_with(kind, w, None, &launch)
+            .and_then(|server| {
+                let origin = w.ready.first().map_or(".", String::as_str);
+                measure(server.addr, origin, &counts, &server)
+            })
+            .unwrap_or_else(|e| IdleTcp {
+                error: Some(e),
+                ..IdleTcp::default()
+            });
+        let idle = IdleTcp {
+            server: kind.name().into(),
+            ..idle
+        };
+        for p in &idle.points {
+            ctx.say(&format!(
+                "  {}: {} held of {} ({} opened), PSS {} -> {} KiB, {:.0} bytes each; \
+                 new TCP answered {}, UDP answered {}",
+                kind.name(),
+                p.held,
+                p.connections,
+                p.opened,
+                idle.base_pss_kib,
+                p.pss_kib,
+                p.bytes_per_connection,
+                p.new_tcp_answered,
+                p.udp_answered
+            ));
+        }
+        if let Some(e) = &idle.error {
+            ctx.say(&format!("  {}: ERROR {e}", kind.name()));
+        }
+        all.push(idle);
+        if interrupted() {
+            break;
+        }
+    }
+    all
 }
 
 #[cfg(test)]
