@@ -150,6 +150,15 @@ fn read_rr_fixed(msg: &[u8], pos: usize) -> Result<RrFixed, ParseError> {
     })
 }
 
+/// The flags of every response Heron sends to a query with `query_flags`:
+/// QR set; opcode, RD and CD copied (RFC 1035 4.1.1, RFC 4035 3.2.2);
+/// everything else clear. AA is the caller's: set only when answering
+/// authoritatively for a zone it serves.
+#[inline]
+pub fn response_flags(query_flags: u16) -> u16 {
+    flags::QR | (query_flags & (0x7800 | flags::RD | flags::CD))
+}
+
 /// What the answer path needs from a query, read without allocation.
 #[derive(Debug)]
 pub struct Query {

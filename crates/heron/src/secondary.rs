@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use heron_proto::Name;
 use heron_server::SharedCatalog;
-use heron_server::pipeline::NotifyReceived;
+use heron_server::processor::NotifyReceived;
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::keeper::Keeper;
 use heron_xfr::secondary::refresh::{
@@ -28,7 +28,7 @@ pub struct Secondaries {
     pub zones: Vec<SecondaryZone>,
     /// SOA checks and transfers, over pooled connections.
     pub connections: Connections,
-    /// NOTIFYs the query pipeline accepted for them.
+    /// NOTIFYs the query processor accepted for them.
     pub notifies: mpsc::UnboundedReceiver<NotifyReceived>,
     pub bounds: TimerBounds,
     /// What [`load_kept`] read, in the order of `zones`.
