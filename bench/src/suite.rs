@@ -37,10 +37,6 @@ use crate::zones;
 
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
 /// Whether SIGINT or SIGTERM arrived: measurements stop and the servers
 /// are stopped on the way out.
 pub fn interrupted() -> bool {
@@ -1142,13 +1138,8 @@ impl RunArgs {
 
 pub fn run(args: &RunArgs) -> Result<(), String> {
     let started = Instant::now();
-    // SAFETY: the handler only stores to an atomic (async-signal-safe).
-    unsafe {
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-    }
-    // SAFETY: geteuid has no memory effects.
-    if unsafe { libc::geteuid() } != 0 {
+    heron_sys::process::set_on_termination(&INTERRUPTED).map_err(|e| e.to_string())?;
+    if !heron_sys::process::is_root() {
         return Err("the suite needs root: it sets cgroup CPU quotas and scheduling".into());
     }
     let flavor = sys::detect_cgroup().ok_or(
@@ -1193,11 +1184,10 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         "rt" | "nice" => (Sched::Nice(-20), false),
         _ => (Sched::Normal, false),
     };
-    sys::pin_self(&[args.generator_cpu])
+    heron_sys::cpu::pin_current_thread(&[args.generator_cpu])
         .map_err(|e| format!("cannot pin to CPU {}: {e}", args.generator_cpu))?;
     if let Sched::Nice(n) = sched {
-        // SAFETY: setpriority on this process; no memory effects.
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, n) };
+        let _ = heron_sys::sched::set_current_thread_nice(n);
     }
     fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let work = args.data.join("run");
@@ -1270,9 +1260,8 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     m.started = utc(now_secs());
     m.mode = if args.quick { "quick" } else { "full" }.into();
     m.cpu_model = read_first_line("/proc/cpuinfo", "model name");
-    // SAFETY: sysconf has no memory effects. (Not available_parallelism:
-    // this process is pinned to one CPU.)
-    m.cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    // Not available_parallelism: this process is pinned to one CPU.
+    m.cpus = heron_sys::cpu::online_cpus();
     m.mem_gib = read_first_line("/proc/meminfo", "MemTotal")
         .trim_end_matches(" kB")
         .trim()

@@ -81,6 +81,12 @@ pub fn set_open_files_limit(soft: Option<u64>, hard: Option<u64>) -> io::Result<
     Ok(rustix::process::setrlimit(Resource::Nofile, limit)?)
 }
 
+/// Whether `error` says this process reached its limit on open files
+/// (`EMFILE`), as opposed to a fault of the other side.
+pub fn is_open_files_limit(error: &io::Error) -> bool {
+    error.raw_os_error() == Some(libc::EMFILE)
+}
+
 /// Moves the calling thread, and the threads and processes it starts from
 /// then on, into a new network namespace of its own. Needs root.
 pub fn unshare_network_namespace() -> io::Result<()> {
@@ -156,9 +162,47 @@ mod tests {
         set_open_files_limit(soft, hard).unwrap();
         assert_eq!(open_files_limit(), (soft, hard));
         if let Some(hard) = hard {
-            // Past the hard limit only root may go; nobody past nr_open.
+            // The soft limit may not pass the hard one.
             assert!(set_open_files_limit(Some(hard + 1), Some(hard)).is_err());
         }
+    }
+
+    #[test]
+    fn running_out_of_descriptors_is_recognised() {
+        // The limit is the whole process's: lowering it here would starve
+        // the tests running beside this one, so a copy of this test binary
+        // does it, alone.
+        const CHILD: &str = "HERON_SYS_OUT_OF_DESCRIPTORS";
+        if std::env::var_os(CHILD).is_none() {
+            let out = Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "process::tests::running_out_of_descriptors_is_recognised",
+                ])
+                .args(["--nocapture", "--test-threads=1"])
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{text}");
+            assert!(text.contains("1 passed"), "{text}");
+            return;
+        }
+        let (_, hard) = open_files_limit();
+        let opened = std::fs::read_dir("/proc/self/fd").unwrap().count() as u64;
+        set_open_files_limit(Some(opened + 4), hard).unwrap();
+        let mut files = Vec::new();
+        let err = loop {
+            match std::fs::File::open("/dev/null") {
+                Ok(f) if files.len() < 100 => files.push(f),
+                Ok(_) => panic!("the limit did not apply"),
+                Err(e) => break e,
+            }
+        };
+        assert!(is_open_files_limit(&err), "{err}");
+        assert!(!is_open_files_limit(&io::Error::from(
+            io::ErrorKind::NotFound
+        )));
     }
 
     #[test]
