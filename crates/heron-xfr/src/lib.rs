@@ -4,6 +4,8 @@
 //! * [`secondary`]: AXFR and IXFR in (message reading, no I/O), and the
 //!   received zone kept on disk.
 //! * [`acl`]: who may transfer or notify, by address prefix and TSIG key.
+//! * [`journal`]: the recent diffs of a zone, bounded, for IXFR out, and
+//!   the file that keeps them across restarts.
 //! * [`serial`]: SOA serial arithmetic (RFC 1982).
 //!
 //! `disk` makes many files durable at once, for the kept copies of
@@ -11,6 +13,7 @@
 
 pub mod acl;
 mod disk;
+pub mod journal;
 pub mod primary;
 pub mod secondary;
 pub mod serial;

@@ -56,12 +56,12 @@ use heron_proto::Name;
 use heron_proto::tsig::{Algorithm, Key};
 use heron_server::{ServerConfig, TcpLimits, TlsListen, tls};
 use heron_xfr::acl::{Acl, Rule};
+use heron_xfr::journal::file as journal_file;
 use heron_xfr::primary::{NotifyTarget, ZonePolicy};
 use heron_xfr::secondary::client::Upstream;
 use heron_xfr::secondary::refresh::{SecondaryZone, TimerBounds};
 use heron_xfr::secondary::tls::{TlsClients, XotTrust};
 use heron_zone::AnswerConfig;
-use heron_zone::journal::file as journal_file;
 use serde::Deserialize;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:5300";
@@ -83,6 +83,11 @@ pub struct ConfigFile {
     pub keys: Vec<KeyEntry>,
     #[serde(default)]
     pub secondary: SecondarySection,
+    /// Checked here with the rest; used before the rest is read, when
+    /// logging starts (see [`crate::logging::section_of`]).
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub log: crate::logging::LogSection,
 }
 
 /// How secondary zones are refreshed (all times in seconds).

@@ -13,17 +13,19 @@ use arc_swap::ArcSwap;
 use heron_proto::Name;
 use heron_server::pipeline::Pipeline;
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
+use heron_xfr::journal::DEFAULT_MAX_BYTES;
+use heron_xfr::journal::files as journal_files;
 use heron_xfr::primary::notify::Notifier;
-use heron_xfr::primary::{Primary, ZonePolicy, journal_files};
+use heron_xfr::primary::{Primary, ZonePolicy};
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::tls::TlsClients;
-use heron_zone::journal::DEFAULT_MAX_BYTES;
 use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
 use tokio::sync::{mpsc, watch};
 
 use crate::ServeArgs;
 use crate::config::{self, Settings};
 use crate::control;
+use crate::notify;
 use crate::reload::{ConfigSource, Outcome, ZoneFiles};
 use crate::secondary;
 use crate::{background, memory};
@@ -198,7 +200,9 @@ fn load_catalog_and_find_journals(
     settings: &Settings,
 ) -> (Catalog, journal_files::Found) {
     std::thread::scope(|s| {
-        let finding = s.spawn(|| journal_files::find(&settings.policies));
+        let journal_paths = (settings.policies.iter())
+            .filter_map(|(origin, policy)| Some((origin, policy.journal_path()?)));
+        let finding = s.spawn(|| journal_files::find(journal_paths));
         let catalog = load_catalog(use_example, files);
         let journals = finding.join().unwrap_or_else(|_| {
             tracing::error!("looking for journal files failed; journals start over");
@@ -409,7 +413,8 @@ fn tls_listeners(server: &ServerConfig) -> Vec<(std::net::SocketAddr, tls::TlsAc
     tls.listen.iter().map(|&a| (a, acceptor.clone())).collect()
 }
 
-/// Serves until SIGTERM or SIGINT; on SIGHUP, reloads (see [`reload`]).
+/// Tells the service manager the server is ready, then serves until
+/// SIGTERM or SIGINT; on SIGHUP, reloads (see [`reload`]).
 async fn wait_for_signals(
     catalog: &SharedCatalog,
     files: &Arc<std::sync::Mutex<ZoneFiles>>,
@@ -418,6 +423,8 @@ async fn wait_for_signals(
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
     let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
+    // Only now: a service manager may send SIGTERM or SIGHUP at once.
+    notify::ready();
     loop {
         tokio::select! {
             _ = term.recv() => return,
@@ -441,6 +448,7 @@ async fn reload(
     asked_by: &str,
 ) -> (Outcome, Duration) {
     tracing::info!("{asked_by}: reloading the configuration and changed zone files");
+    notify::reloading();
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
     let work = background::run("reload", move || {
@@ -468,7 +476,7 @@ async fn reload(
         for origin in &removed {
             next.remove(origin);
             xfr.primary.forget(origin);
-            tracing::info!("zone {origin} is no longer configured: no longer served");
+            tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
         }
         outcome.removed = removed.len();
         // Journal first, then swap: an IXFR for the new serial must find
@@ -492,6 +500,7 @@ async fn reload(
         swap.as_micros(),
         outcome.summary()
     );
+    notify::ready();
     (outcome, took)
 }
 

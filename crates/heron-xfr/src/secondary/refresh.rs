@@ -101,8 +101,8 @@ pub async fn run(
             && state.current.is_some()
         {
             tracing::error!(
-                "zone {}: expired, no answer from any primary; answering SERVFAIL",
-                zone.origin
+                zone = %zone.origin,
+                "zone expired: no answer from any primary; answering SERVFAIL"
             );
             ctx.publisher.expire(&zone.origin);
             state.current = None;
@@ -167,10 +167,11 @@ impl State {
             return state;
         }
         tracing::info!(
-            "zone {}: serving kept serial {} from {}",
-            zone.origin,
-            kept.serial(),
-            zone.file.display()
+            zone = %zone.origin,
+            file = %zone.file.display(),
+            serial = kept.serial(),
+            "serving kept serial {}",
+            kept.serial()
         );
         ctx.publisher.publish(kept.clone(), None);
         state.next_check = now + refresh.saturating_sub(age);
@@ -269,8 +270,10 @@ impl State {
             Outcome::Incremental { zone: z, diffs } => (Arc::new(z), Some(diffs), "IXFR"),
         };
         tracing::info!(
-            "zone {}: {kind} from {} to serial {} ({} records) in {} ms",
-            zone.origin,
+            zone = %zone.origin,
+            peer = %up.addr,
+            serial = new.serial(),
+            "zone transferred in: {kind} from {} to serial {} ({} records) in {} ms",
             up.addr,
             new.serial(),
             new.record_count(),

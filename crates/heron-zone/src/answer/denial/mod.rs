@@ -13,16 +13,15 @@
 //! whatever precedes the name, a closest encloser the nearest ancestor
 //! that has an NSEC3.
 
-pub(crate) mod nsec3;
 #[cfg(test)]
 mod tests;
 
-use heron_proto::name::MAX_NAME_LEN;
+use heron_proto::name::suffixes;
 
-use crate::answer::label_offsets;
 use crate::zone::chain::{ChainKind, DenialChain};
+use crate::zone::nsec3::Nsec3Params;
+use crate::zone::wildcard::WildcardName;
 use crate::zone::{Node, RRset, Zone};
-use nsec3::Nsec3Params;
 
 /// What an answer to a name says that a signed zone must prove.
 #[derive(Clone, Copy, Debug)]
@@ -223,8 +222,7 @@ impl<'z> Nsec3Chain<'z, '_> {
         proof: &mut Proof<'z>,
     ) -> Option<&'n [u8]> {
         let apex_len = self.zone.origin().wire_len();
-        let candidates = label_offsets(name)
-            .map(|at| &name[at..])
+        let candidates = suffixes(name)
             .filter(|s| s.len() <= longest && s.len() < name.len())
             .take_while(|s| s.len() >= apex_len);
         for ce in candidates {
@@ -253,32 +251,5 @@ fn parent_len(wire: &[u8]) -> usize {
 /// The next closer name of `name` for a closest encloser of `ce_len`
 /// octets: the ancestor of `name` (or itself) one label longer.
 fn next_closer(name: &[u8], ce_len: usize) -> Option<&[u8]> {
-    label_offsets(name)
-        .map(|at| &name[at..])
-        .take_while(|s| s.len() > ce_len)
-        .last()
-}
-
-/// `*.` and a name, in wire form, without allocating.
-pub(crate) struct WildcardName {
-    buf: [u8; MAX_NAME_LEN],
-    len: usize,
-}
-
-impl WildcardName {
-    /// The wildcard child of `encloser`, or None past 255 octets.
-    pub(crate) fn below(encloser: &[u8]) -> Option<WildcardName> {
-        let len = 2 + encloser.len();
-        if len > MAX_NAME_LEN {
-            return None;
-        }
-        let mut buf = [0u8; MAX_NAME_LEN];
-        buf[..2].copy_from_slice(b"\x01*");
-        buf[2..len].copy_from_slice(encloser);
-        Some(WildcardName { buf, len })
-    }
-
-    pub(crate) fn as_wire(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
+    suffixes(name).take_while(|s| s.len() > ce_len).last()
 }

@@ -42,9 +42,7 @@
 use heron_proto::message::Query;
 use heron_proto::name::LabelStarts;
 
-use crate::answer::{
-    AnswerConfig, Answered, Prepared, PreparedKind, Transport, answer_prepared, parse,
-};
+use super::{AnswerConfig, Answered, Prepared, PreparedKind, Transport, answer_prepared, parse};
 use crate::catalog::{Candidate, Catalog, Served};
 use crate::zone::Zone;
 

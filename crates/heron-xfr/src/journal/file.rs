@@ -33,7 +33,7 @@ use std::sync::Arc;
 use heron_proto::{Name, RType, rdata};
 
 use super::{Journal, serial_of};
-use crate::diff::{DiffRecord, ZoneDiff};
+use heron_zone::diff::{DiffRecord, ZoneDiff};
 
 pub const MAGIC: &[u8; 8] = b"HERONJNL";
 pub const VERSION: u16 = 1;

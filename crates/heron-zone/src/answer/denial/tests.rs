@@ -7,16 +7,16 @@ use std::cmp::Ordering;
 use heron_proto::name::canonical_cmp;
 use heron_proto::{Name, RType};
 
-use super::nsec3::{LABEL_LEN, Nsec3Params, base32hex_lower};
 use super::{Denial, prove};
-use crate::diff::diff;
 use crate::zone::chain::ChainKind;
+use crate::zone::diff::diff;
+use crate::zone::nsec3::{LABEL_LEN, Nsec3Params, base32hex_lower};
 use crate::zone::{Loaded, Node, Zone, load_zone_str};
 
 const ORIGIN: &str = "proofs.test.";
-const NSEC: &str = include_str!("../../tests/data/signed/proofs.test.nsec.zone");
-const NSEC3: &str = include_str!("../../tests/data/signed/proofs.test.nsec3.zone");
-const OPT_OUT: &str = include_str!("../../tests/data/signed/proofs.test.optout.zone");
+const NSEC: &str = include_str!("../../../tests/data/signed/proofs.test.nsec.zone");
+const NSEC3: &str = include_str!("../../../tests/data/signed/proofs.test.nsec3.zone");
+const OPT_OUT: &str = include_str!("../../../tests/data/signed/proofs.test.optout.zone");
 
 fn load(text: &str) -> Loaded {
     load_zone_str(text, "fixture", &Name::parse(ORIGIN).unwrap())

@@ -1,5 +1,5 @@
 //! The journals of zones kept in files, so that their IXFR history
-//! survives a restart (format: [`heron_zone::journal::file`]).
+//! survives a restart (format: [`crate::journal::file`]).
 //!
 //! Every step a journal records is appended to its file by one writer
 //! thread, which takes all the changes waiting and makes them durable
@@ -20,13 +20,12 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
+use crate::journal::Journal;
+use crate::journal::file::{self, FileChange, FileSize, StartOver};
 use heron_proto::Name;
 use heron_zone::Zone;
 use heron_zone::diff::ZoneDiff;
-use heron_zone::journal::Journal;
-use heron_zone::journal::file::{self, FileChange, FileSize, StartOver};
 
-use super::ZonePolicy;
 use crate::disk::{self, tmp_path};
 
 /// A zone's journal and, when it is kept in a file, that file's size.
@@ -230,14 +229,11 @@ impl Found {
     }
 }
 
-/// Looks for the journal files of the zones in `policies`: one listing of
+/// Looks for the journal `files` of zones (origin, path): one listing of
 /// each folder that holds many ([`disk::keep_existing`]), without touching
 /// the zones, so it can run while they load.
-pub fn find<'p>(policies: impl IntoIterator<Item = (&'p Name, &'p ZonePolicy)>) -> Found {
-    let files: Vec<(&Name, &Path)> = policies
-        .into_iter()
-        .filter_map(|(origin, p)| Some((origin, p.journal_path()?)))
-        .collect();
+pub fn find<'p>(files: impl IntoIterator<Item = (&'p Name, &'p Path)>) -> Found {
+    let files: Vec<(&Name, &Path)> = files.into_iter().collect();
     let found = disk::keep_existing(files, |(_, path)| path);
     Found(
         found

@@ -5,20 +5,32 @@
 //! answer from the node that matches, from a wildcard at the closest
 //! encloser (RFC 4592), or say NXDOMAIN/NODATA with the SOA (RFC 2308).
 //! CNAMEs are followed inside the zone. It knows nothing of sockets.
+//!
+//! * `chaos`: the CHAOS class names operators ask (`version.bind`,
+//!   `id.server`), answered from the configuration.
+//! * [`denial`]: the NSEC and NSEC3 records that prove what a signed zone
+//!   does not have.
+//! * [`lookahead`]: answering a batch of queries with their memory waits
+//!   overlapped.
+
+mod chaos;
+mod denial;
+pub mod lookahead;
 
 use std::mem::ManuallyDrop;
 
 use heron_proto::edns::{self, OPT_LEN};
 use heron_proto::encoded::{AdditionalRef, Owner, Written};
 use heron_proto::message::{self, HEADER_LEN, Header, Query, QueryError, flags};
-use heron_proto::name::{LabelStarts, MAX_NAME_LEN, NameBuf};
+use heron_proto::name::{LabelStarts, MAX_NAME_LEN, NameBuf, suffixes};
 use heron_proto::writer::{Full, Mark, Section, Writer};
 use heron_proto::{Class, Opcode, RType, Rcode};
 
 use crate::catalog::{Catalog, Served};
-use crate::denial::{self, Denial, WildcardName};
 use crate::zone::chain::DenialChain;
+use crate::zone::wildcard::WildcardName;
 use crate::zone::{Node, RRset, Zone};
+use denial::Denial;
 
 /// How the query arrived: it decides the response size limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -733,36 +745,6 @@ impl<'a> Responder<'a> {
         self.tc = true;
     }
 
-    fn answer_chaos(&mut self) {
-        let text = match self.q.qname_lower.as_wire() {
-            b"\x07version\x04bind\x00" | b"\x07version\x06server\x00" => &self.config.version,
-            b"\x02id\x06server\x00" | b"\x08hostname\x04bind\x00" => &self.config.identity,
-            _ => &None,
-        };
-        let Some(text) = text else {
-            self.rcode = Rcode::REFUSED;
-            return;
-        };
-        if !matches!(self.q.qtype, RType::TXT | RType::ANY) {
-            self.aa = true;
-            return;
-        }
-        let mut rd = Vec::with_capacity(text.len() + 1);
-        for chunk in text.as_bytes().chunks(255) {
-            rd.push(chunk.len() as u8);
-            rd.extend_from_slice(chunk);
-        }
-        self.aa = true;
-        self.w.section(Section::Answer);
-        if self
-            .w
-            .record(self.qname, RType::TXT, Class::CH, 0, &rd)
-            .is_err()
-        {
-            self.truncate();
-        }
-    }
-
     /// Inlined, like `new`: taking the Responder by value was a copy.
     #[inline(always)]
     fn finish(mut self) {
@@ -795,18 +777,7 @@ fn owner_of<'n>(zone: &Zone, name: &'n [u8], at: Option<u16>) -> Owner<'n> {
 /// Whether a lower-cased wire name is at or below the zone's origin.
 fn in_zone(zone: &Zone, lower: &[u8]) -> bool {
     let origin = zone.origin().as_wire();
-    lower.len() >= origin.len() && label_offsets(lower).any(|o| &lower[o..] == origin)
-}
-
-/// Offsets of each suffix of a wire name, the whole name first, root last.
-pub(crate) fn label_offsets(wire: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    let mut next = Some(0usize);
-    std::iter::from_fn(move || {
-        let at = next?;
-        let len = wire[at] as usize;
-        next = (len != 0).then_some(at + 1 + len);
-        Some(at)
-    })
+    lower.len() >= origin.len() && suffixes(lower).any(|s| s == origin)
 }
 
 /// Walks from the apex down to `lower` (lower-cased wire, in the zone),

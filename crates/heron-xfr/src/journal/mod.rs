@@ -7,16 +7,18 @@
 //! serial, or a gap) starts the history over, because a chain with a hole
 //! would send a secondary a wrong zone.
 //!
-//! [`file`] keeps the same history on disk, so it survives a restart.
+//! [`file`] keeps the same history on disk, so it survives a restart;
+//! [`files`] keeps the files of many zones, written by one thread.
 
 pub mod file;
+pub mod files;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use heron_proto::rdata;
 
-use crate::diff::{DiffRecord, ZoneDiff};
+use heron_zone::diff::{DiffRecord, ZoneDiff};
 
 /// Default history kept per zone.
 pub const DEFAULT_MAX_BYTES: usize = 16 << 20;
