@@ -2,7 +2,6 @@
 //! datagrams in batches ([`batch`]) and answering from per-worker buffers,
 //! so the steady state makes no heap allocation and takes no lock.
 
-pub mod affinity;
 pub mod batch;
 pub mod coalesce;
 
@@ -86,7 +85,7 @@ pub fn spawn_workers(
             .name(format!("udp-{addr}-{i}"))
             .spawn(move || {
                 if let Some(cpu) = cpu
-                    && let Err(e) = affinity::pin_current_thread(cpu)
+                    && let Err(e) = heron_sys::cpu::pin_current_thread(&[cpu])
                 {
                     tracing::warn!("cannot pin UDP worker {i} to CPU {cpu}: {e}");
                 }
