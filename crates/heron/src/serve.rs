@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use heron_proto::Name;
-use heron_server::processor::{NotifyReceived, Processor};
+use heron_server::processor::{NotifyReceived, Processor, SharedOrigins};
 use heron_server::service::Service;
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::journal::DEFAULT_MAX_BYTES;
@@ -61,11 +61,6 @@ pub fn run(args: ServeArgs) -> ExitCode {
             path: path.clone(),
             extra_zones: args.zone.clone(),
             restart_only: settings.restart_only.clone(),
-            secondaries: settings
-                .secondaries
-                .iter()
-                .map(|z| z.origin.to_lowercase())
-                .collect(),
         });
     }
     let (catalog, journals) = load_catalog_and_find_journals(use_example, &mut files, &settings);
@@ -85,18 +80,18 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let primary = Arc::new(primary(settings.policies, journals, &catalog, &kept));
     let keys = Arc::new(settings.keys);
     let (notify_tx, notifies) = mpsc::unbounded_channel();
-    let secondary_origins = settings.secondaries.iter().map(|s| s.origin.clone());
     let queries = Queries {
         primary: primary.clone(),
         keys: keys.clone(),
-        secondaries: secondary_origins.collect(),
-        notify_in: (!settings.secondaries.is_empty()).then_some(notify_tx),
+        secondaries: SharedOrigins::default(),
+        notify_in: Some(notify_tx),
     };
     let limits = &settings.secondary;
     let transfers = Transfers {
         notifier: Notifier::new(keys.clone()),
         catalog_writer: Mutex::new(()),
         primary,
+        secondaries: Mutex::new(None),
     };
     let secondaries = secondary::Secondaries {
         kept,
@@ -110,6 +105,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         .with_transfer_limits(limits.transfer_limits()),
         notifies,
         bounds: limits.bounds(),
+        keep_removed: limits.keep_removed,
     };
     match runtime.block_on(serve(
         settings.server,
@@ -261,14 +257,14 @@ struct Queries {
     primary: Arc<Primary>,
     keys: Arc<Vec<heron_proto::tsig::Key>>,
     /// Zones we are secondary for: NOTIFY is accepted for these.
-    secondaries: Vec<Name>,
+    secondaries: SharedOrigins,
     notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
 }
 
 impl Queries {
     fn service(self, catalog: SharedCatalog, config: AnswerConfig) -> Service {
         let processor = Processor::new(catalog, config, self.primary, self.keys)
-            .with_secondaries(self.secondaries);
+            .with_shared_secondaries(self.secondaries);
         Service::new(processor, self.notify_in)
     }
 }
@@ -280,6 +276,8 @@ pub(crate) struct Transfers {
     /// Held while a new catalog is built and stored, so a reload and a
     /// transfer finishing at once do not drop each other's change.
     pub(crate) catalog_writer: Mutex<()>,
+    /// The secondary zones' refresh task, once started.
+    pub(crate) secondaries: Mutex<Option<secondary::Running>>,
 }
 
 impl Transfers {
@@ -331,7 +329,14 @@ async fn serve(
     let catalog: SharedCatalog = Arc::new(ArcSwap::from_pointee(catalog));
     let transfers = Arc::new(transfers);
     let secondary_zones = secondaries.zones.len();
-    let keeper = secondary::start(secondaries, &catalog, &transfers);
+    let running = secondary::start(
+        secondaries,
+        queries.secondaries.clone(),
+        &catalog,
+        &transfers,
+    );
+    let keeper = running.as_ref().map(|r| r.keeper.clone());
+    *transfers.secondaries.lock().unwrap() = running;
     let service = Arc::new(queries.service(catalog.clone(), server.answer.clone()));
     let stop = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -469,6 +474,7 @@ async fn reload(
             Err(errors) => return (Outcome::config_errors(errors), Vec::new(), Duration::ZERO),
         };
         let mut removed = Vec::new();
+        let mut secondaries = None;
         if let Some(new) = reconfigured {
             new.left_for_restart.iter().for_each(|part| {
                 tracing::warn!(
@@ -479,8 +485,16 @@ async fn reload(
             // NOTIFYs follow the settings they came with.
             xfr.primary.set_policies(new.policies);
             removed = new.removed;
+            secondaries = Some(new.secondaries);
         }
         let (mut next, mut outcome) = files.load_changed(&current);
+        if let (Some(wanted), Some(running)) =
+            (secondaries, xfr.secondaries.lock().unwrap().as_mut())
+        {
+            let changes =
+                running.reconfigure(wanted, &mut next, &xfr.primary, |o| files.configures(o));
+            outcome.secondaries = changes;
+        }
         drop(files);
         for origin in &removed {
             next.remove(origin);

@@ -196,9 +196,13 @@ pub struct Processor {
     keys: Arc<Vec<Key>>,
     primary: Arc<Primary>,
     /// Lower-cased origins of the zones we are secondary for: NOTIFY is
-    /// accepted for these only.
-    secondaries: HashSet<Name>,
+    /// accepted for these only. Shared, as a reload or a catalog zone
+    /// changes them while queries are answered.
+    secondaries: SharedOrigins,
 }
+
+/// A set of lower-cased origins that is replaced whole while read.
+pub type SharedOrigins = Arc<arc_swap::ArcSwap<HashSet<Name>>>;
 
 /// A deferred query on its way through the layers after `parse`.
 struct Deferred<'a> {
@@ -240,13 +244,21 @@ impl Processor {
             config,
             keys,
             primary,
-            secondaries: HashSet::new(),
+            secondaries: SharedOrigins::default(),
         }
     }
 
     /// The zones we are secondary for, whose NOTIFYs are accepted.
     pub fn with_secondaries(mut self, origins: impl IntoIterator<Item = Name>) -> Processor {
-        self.secondaries = origins.into_iter().map(|o| o.to_lowercase()).collect();
+        let origins = origins.into_iter().map(|o| o.to_lowercase()).collect();
+        self.secondaries = Arc::new(arc_swap::ArcSwap::from_pointee(origins));
+        self
+    }
+
+    /// The zones we are secondary for, as their owner changes them (each
+    /// origin lower-cased).
+    pub fn with_shared_secondaries(mut self, origins: SharedOrigins) -> Processor {
+        self.secondaries = origins;
         self
     }
 
