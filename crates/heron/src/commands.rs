@@ -10,12 +10,16 @@ use heron_proto::Name;
 use heron_server::SharedCatalog;
 use serde_json::{Value, json};
 
+use heron_xfr::primary::notify::Outcome as NotifyOutcome;
+use heron_xfr::secondary::refresh::{CheckResult, Command, ZoneReport};
+use tokio::sync::{mpsc, oneshot};
+
 use crate::control::{Request, Response};
 use crate::reload::ZoneFiles;
 use crate::serve::{Selection, Transfers, reload};
 
 /// The commands this server answers, for the error that names them.
-const KNOWN: &str = "status, zone-status, reload, stop";
+const KNOWN: &str = "status, zone-status, reload, retransfer, refresh, notify, stop";
 
 /// What the commands see of the running server.
 pub(crate) struct Controller {
@@ -29,6 +33,8 @@ pub(crate) struct Controller {
     pub(crate) workers: usize,
     /// Woken by `stop`: the server shuts down as on SIGTERM.
     pub(crate) stop: Arc<tokio::sync::Notify>,
+    /// The secondary zones' refresh task, if there are secondary zones.
+    pub(crate) refresh: Option<mpsc::UnboundedSender<Command>>,
 }
 
 impl Controller {
@@ -39,8 +45,16 @@ impl Controller {
         };
         match request.command.as_str() {
             "status" => self.status(),
-            "zone-status" => self.zone_status(&zones),
+            "zone-status" => self.zone_status(&zones).await,
             "reload" => self.reload(zones, request.force).await,
+            "retransfer" | "refresh" => match zones.as_slice() {
+                [zone] => self.check_now(zone, request.command == "retransfer").await,
+                _ => Response::error(format!("{} takes one zone", request.command)),
+            },
+            "notify" => match zones.as_slice() {
+                [zone] => self.notify(zone).await,
+                _ => Response::error("notify takes one zone"),
+            },
             "stop" => {
                 tracing::info!("control socket: stop asked");
                 self.stop.notify_one();
@@ -77,7 +91,8 @@ impl Controller {
     }
 
     /// Each zone asked (all when none), or an error naming those unknown.
-    fn zone_status(&self, asked: &[Name]) -> Response {
+    async fn zone_status(&self, asked: &[Name]) -> Response {
+        let reports = self.secondary_reports().await;
         let catalog = self.catalog.load();
         let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
         let mut origins: Vec<Name> = if asked.is_empty() {
@@ -99,13 +114,17 @@ impl Controller {
                 unknown.push(format!("unknown zone {origin}: not configured"));
                 continue;
             }
-            rows.push(json!({
+            let mut row = json!({
                 "zone": origin.to_string(),
                 "role": if secondary { "secondary" } else { "primary" },
                 "serial": zone.map(|z| z.serial()),
                 "served": zone.is_some(),
                 "loaded_at": loaded.flatten().map(unix_seconds),
-            }));
+            });
+            if let Some(report) = reports.iter().find(|r| r.origin.to_lowercase() == origin) {
+                secondary_fields(&mut row, report);
+            }
+            rows.push(row);
         }
         if !unknown.is_empty() {
             return Response {
@@ -114,6 +133,91 @@ impl Controller {
             };
         }
         Response::ok(format!("{} zones", rows.len()), Value::Array(rows))
+    }
+
+    /// What the refresh task says of every secondary zone (none if there
+    /// is no such task, or it is gone).
+    async fn secondary_reports(&self) -> Vec<ZoneReport> {
+        let Some(refresh) = &self.refresh else {
+            return Vec::new();
+        };
+        let (reply, reports) = oneshot::channel();
+        if refresh.send(Command::Report(reply)).is_err() {
+            return Vec::new();
+        }
+        reports.await.unwrap_or_default()
+    }
+
+    /// `refresh` (an SOA check, and a transfer if newer) or, with `full`,
+    /// `retransfer` (AXFR) of `zone`, waiting until it is done.
+    async fn check_now(&self, zone: &Name, full: bool) -> Response {
+        let (Some(refresh), true) = (&self.refresh, self.secondaries.contains(zone)) else {
+            return Response::error(format!("{zone} is not a secondary zone"));
+        };
+        let (done, result) = oneshot::channel();
+        let command = Command::CheckNow {
+            origin: zone.clone(),
+            full,
+            done,
+        };
+        if refresh.send(command).is_err() {
+            return Response::error("the refresh task has stopped");
+        }
+        let what = if full { "transferred" } else { "checked" };
+        let result: CheckResult = result
+            .await
+            .unwrap_or_else(|_| Err(format!("{zone} was removed meanwhile")));
+        match result {
+            Ok(serial) => Response::ok(
+                format!(
+                    "{zone} {what}: serial {}",
+                    serial.map_or("none".into(), |s| s.to_string())
+                ),
+                json!({ "zone": zone.to_string(), "serial": serial }),
+            ),
+            Err(why) => Response {
+                errors: vec![why],
+                ..Response::error(format!("{zone}: not {what}"))
+            },
+        }
+    }
+
+    /// Sends NOTIFY for `zone` to its secondaries and waits for each.
+    async fn notify(&self, zone: &Name) -> Response {
+        let Some(served) = self.catalog.load().get(zone).cloned() else {
+            return Response::error(format!("unknown zone {zone}: not served"));
+        };
+        let outcomes = self.transfers.notify_now(&served).await;
+        if outcomes.is_empty() {
+            return Response::error(format!("{zone} has no notify targets configured"));
+        }
+        let mut errors = Vec::new();
+        let rows: Vec<Value> = outcomes
+            .iter()
+            .map(|(addr, outcome)| {
+                let (acknowledged, text) = match outcome {
+                    NotifyOutcome::Answered(rcode) if rcode.0 == 0 => (true, "NOERROR".into()),
+                    NotifyOutcome::Answered(rcode) => (false, format!("answered {rcode}")),
+                    NotifyOutcome::NoAnswer => (false, "no answer".into()),
+                    NotifyOutcome::Failed(why) => (false, why.clone()),
+                };
+                if !acknowledged {
+                    errors.push(format!("{addr}: {text}"));
+                }
+                json!({ "target": addr.to_string(), "acknowledged": acknowledged, "result": text })
+            })
+            .collect();
+        let sent = format!(
+            "NOTIFY for {zone} serial {}: {} of {} acknowledged",
+            served.serial(),
+            rows.len() - errors.len(),
+            rows.len()
+        );
+        Response {
+            ok: errors.is_empty(),
+            errors,
+            ..Response::ok(sent, Value::Array(rows))
+        }
     }
 
     async fn reload(&self, zones: Vec<Name>, force: bool) -> Response {
@@ -190,6 +294,32 @@ fn parse_zones(names: &[String]) -> Result<Vec<Name>, String> {
                 .map_err(|e| format!("zone name '{n}': {e}"))
         })
         .collect()
+}
+
+/// The refresh task's view of a secondary zone, added to its row.
+fn secondary_fields(row: &mut Value, report: &ZoneReport) {
+    let primaries: Vec<Value> = (report.primaries.iter())
+        .map(|p| {
+            json!({
+                "address": p.addr.to_string(),
+                "tsig_key": p.key.as_ref().map(Name::to_string),
+                "reachable": p.reachable,
+                "backoff_until": p.backoff_until.map(unix_seconds),
+                "last_error": p.last_error,
+            })
+        })
+        .collect();
+    let fields = json!({
+        "transferred_at": report.transferred_at.map(unix_seconds),
+        "next_refresh": report.next_check.map(unix_seconds),
+        "expire_at": report.expire_at.map(unix_seconds),
+        "failures": report.failures,
+        "last_error": report.last_error,
+        "primaries": primaries,
+    });
+    if let (Value::Object(row), Value::Object(fields)) = (row, fields) {
+        row.extend(fields);
+    }
 }
 
 fn unix_seconds(at: SystemTime) -> u64 {

@@ -33,7 +33,10 @@ pub struct CtlArgs {
 pub enum CtlCommand {
     /// Version, uptime, zones by role, listeners, workers and TLS state.
     Status,
-    /// Per zone: role, serial, and when its file was last loaded.
+    /// Per zone: role, serial, and when its file was last loaded; for
+    /// secondary zones also when it was last transferred, the next
+    /// refresh and the expiry, the last error, and per primary whether
+    /// it answered, its back-off, its last error and TSIG key.
     /// Exits 1 if a zone named is not configured.
     ZoneStatus {
         /// The zones to show (default: all).
@@ -49,6 +52,25 @@ pub enum CtlCommand {
         /// Read the files even if they look unchanged.
         #[arg(long)]
         force: bool,
+    },
+    /// Transfer a secondary zone in full (AXFR) now, and wait until it is
+    /// served. Exits 1 if no primary gave it (with each reason).
+    Retransfer {
+        /// The secondary zone.
+        zone: String,
+    },
+    /// Ask a secondary zone's primaries for their serial now, and
+    /// transfer the zone if theirs is newer; waits until done.
+    Refresh {
+        /// The secondary zone.
+        zone: String,
+    },
+    /// Send NOTIFY for a zone to its secondaries (its `notify` targets)
+    /// now, and wait for each to answer. Exits 1 if one did not
+    /// acknowledge it.
+    Notify {
+        /// The zone.
+        zone: String,
     },
     /// Shut the server down cleanly, and wait until its process is gone.
     /// Exits 1 if it is still there when the timeout runs out.
@@ -68,8 +90,18 @@ impl CtlCommand {
                 force: *force,
                 ..Request::new("reload")
             },
+            CtlCommand::Retransfer { zone } => one_zone("retransfer", zone),
+            CtlCommand::Refresh { zone } => one_zone("refresh", zone),
+            CtlCommand::Notify { zone } => one_zone("notify", zone),
             CtlCommand::Stop => Request::new("stop"),
         }
+    }
+}
+
+fn one_zone(command: &str, zone: &str) -> Request {
+    Request {
+        zones: vec![zone.into()],
+        ..Request::new(command)
     }
 }
 
@@ -155,13 +187,20 @@ fn print_human(command: &CtlCommand, response: &Response) {
         println!("{status}: {}", response.message);
     }
     response.errors.iter().for_each(|e| println!("{e}"));
+    if let CtlCommand::Notify { .. } = command {
+        print!("{}", notify_table(&response.data));
+    }
     if !response.ok {
         return;
     }
     match command {
         CtlCommand::Status => print!("{}", status_table(&response.data)),
-        CtlCommand::ZoneStatus { .. } => print!("{}", zone_table(&response.data)),
-        CtlCommand::Reload { .. } | CtlCommand::Stop => {}
+        CtlCommand::ZoneStatus { .. } => {
+            print!("{}", zone_table(&response.data));
+            print!("{}", secondary_table(&response.data));
+        }
+
+        _ => {}
     }
 }
 
@@ -229,6 +268,75 @@ fn zone_table(data: &Value) -> String {
         })
         .unwrap_or_default();
     table(&["ZONE", "ROLE", "SERIAL", "LOADED"], &rows)
+}
+
+fn time_of(v: &Value) -> String {
+    v.as_u64().map_or("-".into(), format_time)
+}
+
+/// The secondary zones' timers and primaries, if there are any.
+fn secondary_table(data: &Value) -> String {
+    let zones = data.as_array().map(Vec::as_slice).unwrap_or_default();
+    let mut rows: Vec<[String; 8]> = Vec::new();
+    for z in zones.iter().filter(|z| z["role"] == "secondary") {
+        let primaries = z["primaries"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for (i, p) in primaries.iter().enumerate() {
+            let reachable = match p["reachable"].as_bool() {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "-",
+            };
+            let zone_cells = [
+                text_of(&z["zone"]),
+                time_of(&z["transferred_at"]),
+                time_of(&z["next_refresh"]),
+                time_of(&z["expire_at"]),
+            ];
+            let [zone, transferred, refresh, expire] = if i == 0 {
+                zone_cells
+            } else {
+                Default::default()
+            };
+            rows.push([
+                zone,
+                transferred,
+                refresh,
+                expire,
+                text_of(&p["address"]),
+                reachable.into(),
+                text_of(&p["tsig_key"]),
+                match p["backoff_until"].as_u64() {
+                    Some(until) => format!("backoff until {}", format_time(until)),
+                    None => text_of(&p["last_error"]),
+                },
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    let header = [
+        "SECONDARY",
+        "TRANSFERRED",
+        "NEXT REFRESH",
+        "EXPIRES",
+        "PRIMARY",
+        "UP",
+        "KEY",
+        "LAST ERROR",
+    ];
+    format!("\n{}", table(&header, &rows))
+}
+
+fn notify_table(data: &Value) -> String {
+    let targets = data.as_array().map(Vec::as_slice).unwrap_or_default();
+    let rows: Vec<[String; 2]> = (targets.iter())
+        .map(|t| [text_of(&t["target"]), text_of(&t["result"])])
+        .collect();
+    table(&["TARGET", "RESULT"], &rows)
 }
 
 /// Columns padded to their widest cell.

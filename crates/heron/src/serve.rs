@@ -294,6 +294,27 @@ impl Transfers {
         changed.cloned().collect()
     }
 
+    /// Notifies `zone`'s secondaries now and waits for each to answer
+    /// (or not, after the retries): each target with how it went.
+    pub(crate) async fn notify_now(
+        &self,
+        zone: &Zone,
+    ) -> Vec<(std::net::SocketAddr, heron_xfr::primary::notify::Outcome)> {
+        let policy = self.primary.policy(zone.origin());
+        let soa = zone.soa();
+        let soa = Arc::new((soa.ttl(), soa.first_rdata().to_vec()));
+        let mut exchanges = tokio::task::JoinSet::new();
+        for target in policy.notify.iter().cloned() {
+            let (notifier, origin, soa) =
+                (self.notifier.clone(), zone.origin().clone(), soa.clone());
+            exchanges
+                .spawn(async move { (target.addr, notifier.notify(&origin, &soa, &target).await) });
+        }
+        let mut outcomes = exchanges.join_all().await;
+        outcomes.sort_by_key(|(addr, _)| *addr);
+        outcomes
+    }
+
     pub(crate) fn notify(&self, zones: &[Arc<Zone>]) {
         for zone in zones {
             let policy = self.primary.policy(zone.origin());
@@ -334,7 +355,7 @@ async fn serve(
     let secondary_origins = (secondaries.zones.iter())
         .map(|z| z.origin.to_lowercase())
         .collect();
-    let keeper = secondary::start(secondaries, &catalog, &transfers);
+    let (keeper, refresh_commands) = secondary::start(secondaries, &catalog, &transfers).unzip();
     let service = Arc::new(queries.service(catalog.clone(), server.answer.clone()));
     let stop = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -386,6 +407,7 @@ async fn serve(
             tls_listeners: server.tls.as_ref().map_or(Vec::new(), |t| t.listen.clone()),
             workers: server.workers,
             stop: stop_asked.clone(),
+            refresh: refresh_commands,
         });
         tasks.push(tokio::spawn(control::serve(
             listener,

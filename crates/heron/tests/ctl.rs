@@ -183,3 +183,168 @@ fn status_says_what_runs_and_stop_stops_the_server() {
     assert_eq!(code, Some(2));
     assert!(err.contains("is heron serve running"), "{err}");
 }
+
+/// Polls `heron ctl zone-status ZONE --json` (bounded) until `cond` holds
+/// for the zone's row; returns that row.
+fn row_when(socket: &Path, zone: &str, cond: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..200 {
+        let row = ctl_json(socket, &["zone-status", zone])[0].clone();
+        if cond(&row) {
+            return row;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{zone} never got there");
+}
+
+/// A Heron that serves ready.test from a file and is secondary for the
+/// `secondaries` (origin, primary address) on `port`.
+fn secondary_config(
+    dir: &Path,
+    socket: &Path,
+    port: u16,
+    secondaries: &[(&str, String)],
+) -> String {
+    let ready = dir.join("ready.zone");
+    std::fs::write(&ready, zone_text(1, "")).unwrap();
+    let mut config = format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
+         [[zone]]\norigin = \"ready.test\"\nfile = \"{}\"\n",
+        socket.display(),
+        ready.display()
+    );
+    for (origin, primary) in secondaries {
+        config += &format!(
+            "[[zone]]\norigin = \"{origin}\"\nfile = \"{}\"\nprimaries = [\"{primary}\"]\n",
+            dir.join(format!("{origin}.kept")).display()
+        );
+    }
+    config
+}
+
+#[test]
+fn secondary_zones_show_their_timers_and_are_refreshed_and_retransferred_on_demand() {
+    use heron_proto::RType;
+    use heron_testkit::FakePrimary;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    let primary = FakePrimary::start(&["s.test"], 1);
+    // Nothing listens there: its checks fail.
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = nobody.local_addr().unwrap().to_string();
+    drop(nobody);
+    let secondaries = [
+        ("s.test", primary.addr().to_string()),
+        ("dead.test", dead.clone()),
+    ];
+    let port = heron_testkit::process::free_port();
+    let config = secondary_config(dir.path(), &socket, port, &secondaries);
+    let _server = ServerProcess::heron_on_port(&heron(), port, "ready.test", &config).unwrap();
+
+    let row = row_when(&socket, "s.test", |r| r["serial"] == 1);
+    assert_eq!(row["role"], "secondary", "{row}");
+    for field in ["transferred_at", "next_refresh", "expire_at"] {
+        assert!(row[field].as_u64().is_some(), "{field}: {row}");
+    }
+    assert!(
+        row["expire_at"].as_u64() > row["next_refresh"].as_u64(),
+        "{row}"
+    );
+    let up = &row["primaries"][0];
+    assert_eq!(up["address"], primary.addr().to_string(), "{row}");
+    assert_eq!(up["reachable"], true, "{row}");
+    assert_eq!(up["tsig_key"], Value::Null, "{row}");
+
+    let axfrs = primary.count(RType::AXFR);
+    let (code, out, err) = ctl(&socket, &["retransfer", "s.test"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("s.test. transferred: serial 1"), "{out}");
+    assert_eq!(
+        primary.count(RType::AXFR),
+        axfrs + 1,
+        "one AXFR, done when ctl returns"
+    );
+
+    primary.set_serial(2);
+    let (code, out, _) = ctl(&socket, &["refresh", "s.test"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("serial 2"), "{out}");
+    assert_eq!(f_serial(&socket, "s.test"), 2);
+
+    let dead_row = row_when(&socket, "dead.test", |r| r["failures"].as_u64() > Some(0));
+    assert_eq!(dead_row["serial"], Value::Null, "{dead_row}");
+    assert_eq!(dead_row["primaries"][0]["reachable"], false, "{dead_row}");
+    assert!(
+        dead_row["last_error"].as_str().unwrap().contains(&dead),
+        "{dead_row}"
+    );
+    let (code, out, _) = ctl(&socket, &["retransfer", "dead.test"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("dead.test.: not transferred") && out.contains(&dead),
+        "{out}"
+    );
+
+    let (code, out, _) = ctl(&socket, &["refresh", "ready.test"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("ready.test. is not a secondary zone"), "{out}");
+
+    // The table shows the secondary's primaries.
+    let (_, out, _) = ctl(&socket, &["zone-status", "s.test"]);
+    assert!(
+        out.contains("PRIMARY") && out.contains(&primary.addr().to_string()),
+        "{out}"
+    );
+}
+
+fn f_serial(socket: &Path, zone: &str) -> Value {
+    ctl_json(socket, &["zone-status", zone])[0]["serial"].clone()
+}
+
+#[test]
+fn notify_waits_for_each_secondary_to_answer() {
+    use heron_testkit::process::free_port;
+    let dir = tempfile::tempdir().unwrap();
+    let (primary_port, secondary_port) = (free_port(), free_port());
+    let socket = dir.path().join("primary.sock");
+    let file = dir.path().join("n.zone");
+    std::fs::write(&file, zone_text(5, "")).unwrap();
+    let primary_config = format!(
+        "[server]\nlisten = [\"127.0.0.1:{primary_port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
+         [[zone]]\norigin = \"n.test\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n\
+         notify = [\"127.0.0.1:{secondary_port}\"]\n\
+         [[zone]]\norigin = \"quiet.test\"\nfile = \"{}\"\n",
+        socket.display(),
+        file.display(),
+        file.display()
+    );
+    let _primary =
+        ServerProcess::heron_on_port(&heron(), primary_port, "n.test", &primary_config).unwrap();
+    let secondary_dir = tempfile::tempdir().unwrap();
+    let secondary_socket = secondary_dir.path().join("secondary.sock");
+    let secondaries = [("n.test", format!("127.0.0.1:{primary_port}"))];
+    let config = secondary_config(
+        secondary_dir.path(),
+        &secondary_socket,
+        secondary_port,
+        &secondaries,
+    );
+    let _secondary =
+        ServerProcess::heron_on_port(&heron(), secondary_port, "ready.test", &config).unwrap();
+    row_when(&secondary_socket, "n.test", |r| r["serial"] == 5);
+
+    let (code, out, err) = ctl(&socket, &["notify", "n.test"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("NOTIFY for n.test. serial 5: 1 of 1 acknowledged"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("127.0.0.1:{secondary_port}  NOERROR")),
+        "{out}"
+    );
+
+    let (code, out, _) = ctl(&socket, &["notify", "quiet.test"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("no notify targets"), "{out}");
+}
