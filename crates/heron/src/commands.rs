@@ -8,6 +8,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use heron_proto::Name;
 use heron_server::SharedCatalog;
+use heron_server::processor::Refusal;
+use heron_server::service::Service;
+use heron_server::tcp::ConnectionLimiter;
 use serde_json::{Value, json};
 
 use heron_xfr::primary::notify::Outcome as NotifyOutcome;
@@ -19,7 +22,7 @@ use crate::reload::ZoneFiles;
 use crate::serve::{Selection, Transfers, reload};
 
 /// The commands this server answers, for the error that names them.
-const KNOWN: &str = "status, zone-status, reload, retransfer, refresh, notify, stop";
+const KNOWN: &str = "status, zone-status, reload, retransfer, refresh, notify, stats, stop";
 
 /// What the commands see of the running server.
 pub(crate) struct Controller {
@@ -35,6 +38,9 @@ pub(crate) struct Controller {
     pub(crate) stop: Arc<tokio::sync::Notify>,
     /// The secondary zones' refresh task, if there are secondary zones.
     pub(crate) refresh: Option<mpsc::UnboundedSender<Command>>,
+    /// Where the refusal counters are.
+    pub(crate) service: Arc<Service>,
+    pub(crate) connections: Arc<ConnectionLimiter>,
 }
 
 impl Controller {
@@ -55,6 +61,7 @@ impl Controller {
                 [zone] => self.notify(zone).await,
                 _ => Response::error("notify takes one zone"),
             },
+            "stats" => self.stats(request.reset),
             "stop" => {
                 tracing::info!("control socket: stop asked");
                 self.stop.notify_one();
@@ -218,6 +225,26 @@ impl Controller {
             errors,
             ..Response::ok(sent, Value::Array(rows))
         }
+    }
+
+    /// The counters there are; with `reset`, set back to zero.
+    fn stats(&self, reset: bool) -> Response {
+        let counts = self.service.refusal_counts(reset);
+        let refusals: serde_json::Map<String, Value> = (Refusal::KIND_NAMES.iter())
+            .zip(counts)
+            .map(|(name, n)| (name.to_string(), json!(n)))
+            .collect();
+        let data = json!({
+            "refused": refusals,
+            "tcp_connections_open": self.connections.open_connections(),
+            "reset": reset,
+        });
+        let message = if reset {
+            "counters read and reset"
+        } else {
+            "counters"
+        };
+        Response::ok(message, data)
     }
 
     async fn reload(&self, zones: Vec<Name>, force: bool) -> Response {

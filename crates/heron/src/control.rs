@@ -43,6 +43,9 @@ pub struct Request {
     /// `reload --force`: read the files even if they look unchanged.
     #[serde(default)]
     pub force: bool,
+    /// `stats --reset`: set the counters back to zero.
+    #[serde(default)]
+    pub reset: bool,
 }
 
 impl Request {
@@ -52,6 +55,7 @@ impl Request {
             command: command.into(),
             zones: Vec::new(),
             force: false,
+            reset: false,
         }
     }
 }

@@ -72,6 +72,14 @@ pub enum CtlCommand {
         /// The zone.
         zone: String,
     },
+    /// The server's counters: requests refused by reason (bad TSIG,
+    /// transfer or NOTIFY not allowed, ...) and TCP connections open.
+    Stats {
+        /// Set the counters back to zero (the values shown are those
+        /// before).
+        #[arg(long)]
+        reset: bool,
+    },
     /// Shut the server down cleanly, and wait until its process is gone.
     /// Exits 1 if it is still there when the timeout runs out.
     Stop,
@@ -93,6 +101,10 @@ impl CtlCommand {
             CtlCommand::Retransfer { zone } => one_zone("retransfer", zone),
             CtlCommand::Refresh { zone } => one_zone("refresh", zone),
             CtlCommand::Notify { zone } => one_zone("notify", zone),
+            CtlCommand::Stats { reset } => Request {
+                reset: *reset,
+                ..Request::new("stats")
+            },
             CtlCommand::Stop => Request::new("stop"),
         }
     }
@@ -200,6 +212,7 @@ fn print_human(command: &CtlCommand, response: &Response) {
             print!("{}", secondary_table(&response.data));
         }
 
+        CtlCommand::Stats { .. } => print!("{}", stats_table(&response.data)),
         _ => {}
     }
 }
@@ -329,6 +342,20 @@ fn secondary_table(data: &Value) -> String {
         "LAST ERROR",
     ];
     format!("\n{}", table(&header, &rows))
+}
+
+fn stats_table(data: &Value) -> String {
+    let mut rows: Vec<[String; 2]> = Vec::new();
+    if let Some(refused) = data["refused"].as_object() {
+        for (reason, n) in refused {
+            rows.push([format!("refused {reason}"), text_of(n)]);
+        }
+    }
+    rows.push([
+        "tcp connections open".into(),
+        text_of(&data["tcp_connections_open"]),
+    ]);
+    table(&["COUNTER", "VALUE"], &rows)
 }
 
 fn notify_table(data: &Value) -> String {

@@ -408,6 +408,8 @@ async fn serve(
             workers: server.workers,
             stop: stop_asked.clone(),
             refresh: refresh_commands,
+            service: service.clone(),
+            connections: limiter.clone(),
         });
         tasks.push(tokio::spawn(control::serve(
             listener,

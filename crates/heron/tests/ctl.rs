@@ -348,3 +348,32 @@ fn notify_waits_for_each_secondary_to_answer() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("no notify targets"), "{out}");
 }
+
+#[test]
+fn stats_counts_refusals_and_reset_sets_them_back_to_zero() {
+    use heron_proto::{Name, RType};
+    use heron_testkit::{QueryOpts, build_query};
+    let f = Fixture::start();
+    let refused = |data: &Value| data["refused"]["axfr-over-udp"].clone();
+    assert_eq!(refused(&ctl_json(&f.socket, &["stats"])), 0);
+    let query = build_query(
+        &Name::parse("a.test").unwrap(),
+        RType::AXFR,
+        &QueryOpts::default(),
+    );
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    for _ in 0..3 {
+        udp.send_to(&query, f.server.addr()).unwrap();
+        let mut answer = [0u8; 512];
+        udp.recv_from(&mut answer).expect("an answer: the refusal");
+    }
+    assert_eq!(refused(&ctl_json(&f.socket, &["stats"])), 3);
+    let before_reset = ctl_json(&f.socket, &["stats", "--reset"]);
+    assert_eq!(refused(&before_reset), 3, "--reset shows the values before");
+    assert_eq!(refused(&ctl_json(&f.socket, &["stats"])), 0);
+    let (code, out, _) = ctl(&f.socket, &["stats"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("refused axfr-over-udp"), "{out}");
+}
