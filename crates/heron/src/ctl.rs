@@ -221,11 +221,7 @@ fn status_table(data: &Value) -> String {
     let text = |v: &Value| match v {
         Value::String(s) => s.clone(),
         Value::Array(items) if items.is_empty() => "-".into(),
-        Value::Array(items) => items
-            .iter()
-            .map(|i| text_of(i))
-            .collect::<Vec<_>>()
-            .join(", "),
+        Value::Array(items) => items.iter().map(text_of).collect::<Vec<_>>().join(", "),
         other => other.to_string(),
     };
     let zones = &data["zones"];
@@ -360,6 +356,9 @@ fn stats_table(data: &Value) -> String {
 
 fn notify_table(data: &Value) -> String {
     let targets = data.as_array().map(Vec::as_slice).unwrap_or_default();
+    if targets.is_empty() {
+        return String::new();
+    }
     let rows: Vec<[String; 2]> = (targets.iter())
         .map(|t| [text_of(&t["target"]), text_of(&t["result"])])
         .collect();
