@@ -17,6 +17,7 @@ pub mod pipeline;
 pub mod tcp;
 pub mod tls;
 pub mod udp;
+pub mod xdp;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -54,6 +54,7 @@ use std::net::IpAddr;
 
 use heron_proto::Name;
 use heron_proto::tsig::{Algorithm, Key};
+use heron_server::xdp::{Mode, XdpConfig, XdpListen};
 use heron_server::{ServerConfig, TcpLimits, TlsListen, tls};
 use heron_xfr::acl::{Acl, Rule};
 use heron_xfr::primary::{NotifyTarget, ZonePolicy};
@@ -83,6 +84,49 @@ pub struct ConfigFile {
     pub keys: Vec<KeyEntry>,
     #[serde(default)]
     pub secondary: SecondarySection,
+    #[serde(default)]
+    pub xdp: XdpSection,
+}
+
+/// The AF_XDP fast path for UDP (off unless `listen` names an interface).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct XdpSection {
+    /// `"IFACE@PORT"` entries, e.g. `"eth0@53"`.
+    pub listen: Vec<String>,
+    /// `"auto"` (native if the driver has it, else generic), `"native"`
+    /// or `"generic"`.
+    pub mode: Option<String>,
+}
+
+impl XdpSection {
+    fn config(&self) -> Result<Option<XdpConfig>, Vec<String>> {
+        let mut errors = Vec::new();
+        let listen: Vec<XdpListen> = self
+            .listen
+            .iter()
+            .filter_map(|l| {
+                l.parse()
+                    .map_err(|e| errors.push(format!("[xdp] listen: {e}")))
+                    .ok()
+            })
+            .collect();
+        let mode = match self.mode.as_deref().unwrap_or("auto") {
+            "auto" => Mode::Auto,
+            "native" => Mode::Native,
+            "generic" => Mode::Generic,
+            other => {
+                errors.push(format!(
+                    "[xdp] mode: {other:?} is not one of \"auto\", \"native\", \"generic\""
+                ));
+                Mode::Auto
+            }
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok((!listen.is_empty()).then_some(XdpConfig { listen, mode }))
+    }
 }
 
 /// How secondary zones are refreshed (all times in seconds).
@@ -422,6 +466,8 @@ pub struct Settings {
     pub secondary: SecondarySection,
     /// TLS to primaries (XoT).
     pub xot: TlsClients,
+    /// The AF_XDP fast path, if `[xdp] listen` names an interface.
+    pub xdp: Option<XdpConfig>,
     /// Where the control socket is, if there is one.
     pub control: Option<PathBuf>,
     /// What is worth saying about a configuration that is not wrong.
@@ -466,6 +512,10 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             errors.push(format!("{}: [[zone-group]]: {e}", path.display()));
         }
     }
+    let xdp = file.xdp.config().unwrap_or_else(|e| {
+        errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
+        None
+    });
     let Zones {
         mut zones,
         secondaries,
@@ -565,6 +615,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         control: server.control.as_ref().map(|p| base.join(p)),
         secondary: file.secondary,
         xot: xot.expect("no errors"),
+        xdp,
         warnings,
         restart_only,
     })
@@ -584,6 +635,7 @@ impl RestartOnly {
         parts.add("[tls]", &file.tls);
         parts.add("[[key]]", &file.keys);
         parts.add("[secondary]", &file.secondary);
+        parts.add("[xdp]", &file.xdp);
         parts
     }
 

@@ -12,6 +12,7 @@ use std::time::Instant;
 use arc_swap::ArcSwap;
 use heron_proto::Name;
 use heron_server::pipeline::Pipeline;
+use heron_server::xdp::XdpConfig;
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::primary::notify::Notifier;
 use heron_xfr::primary::{Primary, ZonePolicy, journal_files};
@@ -112,6 +113,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     };
     match runtime.block_on(serve(
         settings.server,
+        settings.xdp,
         settings.control,
         catalog,
         files,
@@ -166,6 +168,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             secondaries: Vec::new(),
             secondary: Default::default(),
             xot: TlsClients::new(None).expect("no CA to read"),
+            xdp: None,
             control: None,
             warnings: Vec::new(),
             restart_only: Default::default(),
@@ -291,6 +294,7 @@ impl Transfers {
 
 async fn serve(
     server: ServerConfig,
+    xdp: Option<XdpConfig>,
     control_socket: Option<PathBuf>,
     catalog: Catalog,
     files: ZoneFiles,
@@ -343,6 +347,24 @@ async fn serve(
         tasks.push(spawn_stream(listener, None));
         tracing::info!("answering on {addr} (UDP and TCP)");
     }
+    // After the sockets: a server that cannot listen fails before it
+    // attaches anything to an interface.
+    let mut xdp = match &xdp {
+        Some(xdp) => Some(
+            heron_server::xdp::start(
+                xdp,
+                &server,
+                catalog.clone(),
+                transfers.pipeline.clone(),
+                stop.clone(),
+            )
+            .map_err(|e| format!("cannot start XDP: {e}"))?,
+        ),
+        None => None,
+    };
+    if let Some(xdp) = &mut xdp {
+        threads.extend(std::mem::take(&mut xdp.threads));
+    }
     for (addr, acceptor) in tls_listeners(&server) {
         let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TLS {addr}: {e}"))?;
         tasks.push(spawn_stream(listener, Some(acceptor)));
@@ -384,6 +406,11 @@ async fn serve(
     }
     for thread in threads {
         let _ = thread.join();
+    }
+    // The workers are done with the sockets: the programs go.
+    if let Some(xdp) = xdp {
+        drop(xdp);
+        tracing::info!("XDP programs detached");
     }
     // Zones received in the last moments: on disk before we go.
     if let Some(keeper) = keeper

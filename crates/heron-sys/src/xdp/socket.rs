@@ -518,3 +518,35 @@ impl AsFd for XskSocket {
         self.fd.as_fd()
     }
 }
+
+/// Sockets one wait covers; a worker with more waits on the first ones
+/// (the others are still served on each pass).
+const MAX_WAIT: usize = 64;
+
+/// Waits up to `timeout_ms` until one of `sockets` has packets; true if
+/// one has.
+pub fn wait_any(sockets: &[XskSocket], timeout_ms: i32) -> io::Result<bool> {
+    if sockets.iter().any(|s| s.rx.available() > 0) {
+        return Ok(true);
+    }
+    let mut fds = [libc::pollfd {
+        fd: -1,
+        events: libc::POLLIN,
+        revents: 0,
+    }; MAX_WAIT];
+    let n = sockets.len().min(MAX_WAIT);
+    for (pfd, socket) in fds.iter_mut().zip(sockets) {
+        pfd.fd = socket.fd.as_raw_fd();
+    }
+    // SAFETY: `fds` holds `n` initialised pollfds (n <= its length).
+    let ret = unsafe { libc::poll(fds.as_mut_ptr(), n as libc::nfds_t, timeout_ms) };
+    if ret < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted {
+            Ok(false)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(ret > 0)
+}

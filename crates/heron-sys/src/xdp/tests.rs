@@ -156,7 +156,9 @@ impl Veth {
             .args(["link", "show", &self.outside])
             .output()
             .unwrap();
-        String::from_utf8_lossy(&out.stdout).contains("xdp")
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.split_whitespace()
+            .any(|w| w.starts_with("xdp") || w.starts_with("prog/xdp"))
     }
 }
 
