@@ -56,7 +56,7 @@ fn ask_inside(net: &VethNamespace, tool: &str, server: &str, port: u16, args: &[
 
 fn ask_loopback(tool: &str, port: u16, args: &[&str]) -> String {
     let out = Command::new(tool)
-        .args([&format!("@127.0.0.1"), "-p", &port.to_string()])
+        .args(["@127.0.0.1", "-p", &port.to_string()])
         .args(["+tries=2", "+time=2", "+noall", "+answer", "+authority"])
         .args(args)
         .output()

@@ -211,8 +211,8 @@ impl Worker {
             self.answerer
                 .prepare(catalog, (0..self.frames.len()).map(query), &mut slots);
         let mut reply = [false; BATCH];
-        for i in 0..self.frames.len() {
-            let Some(datagram) = &self.found[i] else {
+        for (i, found) in self.found.iter().enumerate() {
+            let Some(datagram) = found else {
                 continue;
             };
             let (raw, out) = (query(i), &mut self.responses[i]);
@@ -226,7 +226,6 @@ impl Worker {
                 }
             };
         }
-        drop(prepared);
         for (i, frame) in self.frames.drain(..).enumerate() {
             let written = match &self.found[i] {
                 Some(datagram) if reply[i] => {
