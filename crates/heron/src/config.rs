@@ -1252,6 +1252,47 @@ udp-coalesce-us = 1001
     }
 
     #[test]
+    fn xdp_listens_on_interface_and_port_in_the_mode_asked() {
+        assert!(parse("").unwrap().xdp.is_none());
+        assert!(parse("[xdp]\nlisten = []\n").unwrap().xdp.is_none());
+        let s = parse("[xdp]\nlisten = [\"eth0@53\", \"veth-a.1@65535\"]\n").unwrap();
+        let xdp = s.xdp.unwrap();
+        assert_eq!(xdp.mode, Mode::Auto);
+        let want = |interface: &str, port| XdpListen {
+            interface: interface.into(),
+            port,
+        };
+        assert_eq!(xdp.listen, [want("eth0", 53), want("veth-a.1", 65535)]);
+        for (mode, want) in [("native", Mode::Native), ("generic", Mode::Generic)] {
+            let s = parse(&format!(
+                "[xdp]\nlisten = [\"eth0@53\"]\nmode = \"{mode}\"\n"
+            ));
+            assert_eq!(s.unwrap().xdp.unwrap().mode, want);
+        }
+        // Interface names: at most 15 bytes (IFNAMSIZ less the NUL).
+        assert!(parse("[xdp]\nlisten = [\"abcdefghijklmno@53\"]\n").is_ok());
+        let bad = [
+            ("abcdefghijklmnop@53", "1 to 15 characters"),
+            ("@53", "1 to 15 characters"),
+            ("eth0", "INTERFACE@PORT"),
+            ("eth0@0", "1 to 65535"),
+            ("eth0@65536", "1 to 65535"),
+            ("eth0@dns", "1 to 65535"),
+        ];
+        for (listen, says) in bad {
+            let err = parse(&format!("[xdp]\nlisten = [\"{listen}\"]\n")).unwrap_err();
+            assert!(
+                err[0].contains("[xdp] listen") && err[0].contains(says),
+                "{listen}: {err:?}"
+            );
+        }
+        let err = parse("[xdp]\nlisten = [\"eth0@53\"]\nmode = \"fast\"\n").unwrap_err();
+        assert!(err[0].contains("\"fast\" is not one of"), "{err:?}");
+        let err = parse("[xdp]\nlsten = []\n").unwrap_err();
+        assert!(err[0].contains("unknown field `lsten`"), "{err:?}");
+    }
+
+    #[test]
     fn a_zone_group_gives_each_origin_its_file_and_the_shared_settings() {
         let s = parse(&format!(
             "{KEY}[[zone]]\norigin = \"one.test\"\nfile = \"one\"\n\

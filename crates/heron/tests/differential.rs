@@ -1103,12 +1103,20 @@ fn heron_over_xdp_answers_as_over_sockets() {
         },
     );
     let port = server.addr().port();
-    let cases: Vec<(u16, Vec<u8>)> = cases()
+    let mut cases: Vec<(u16, Vec<u8>)> = cases()
         .iter()
         .enumerate()
         .filter(|(_, c)| c.is_udp())
         .map(|(i, c)| (i as u16, c.query(i as u16)))
         .collect();
+    // A NOTIFY: deferred to the pipeline, over XDP as over sockets (no
+    // zone here takes NOTIFY from either client).
+    let notify = QueryOpts {
+        id: u16::MAX,
+        opcode: Opcode(4),
+        ..Default::default()
+    };
+    cases.push((u16::MAX, build_query(&name("@"), RType::SOA, &notify)));
     let over_sockets: Vec<Vec<u8>> = cases
         .iter()
         .map(|(_, q)| try_query_udp(server.addr(), q).expect("answer over sockets"))

@@ -243,3 +243,33 @@ impl Worker {
         socket.flush();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_fit_a_frame_and_the_mtu() {
+        let asked = |max_udp_payload| AnswerConfig {
+            max_udp_payload,
+            ..AnswerConfig::default()
+        };
+        // The usual MTU leaves room for what is asked by default.
+        assert_eq!(answer_config(&asked(1232), 1500).max_udp_payload, 1232);
+        // MTU 1500 less IPv6 and UDP headers: 1452 fits, 1453 does not.
+        assert_eq!(answer_config(&asked(1452), 1500).max_udp_payload, 1452);
+        assert_eq!(answer_config(&asked(1453), 1500).max_udp_payload, 1452);
+        // Past a frame (2048 less headroom and headers): cut to the frame.
+        let frame = FRAME_SIZE as u16 - 256 - 62;
+        assert_eq!(answer_config(&asked(4096), 9000).max_udp_payload, frame);
+        assert_eq!(answer_config(&asked(frame), 9000).max_udp_payload, frame);
+    }
+
+    #[test]
+    fn listen_entries_name_an_interface_and_a_port() {
+        let l: XdpListen = "eth0@53".parse().unwrap();
+        assert_eq!((l.interface.as_str(), l.port), ("eth0", 53));
+        assert!("eth0@0".parse::<XdpListen>().is_err());
+        assert!("eth0:53".parse::<XdpListen>().is_err());
+    }
+}
