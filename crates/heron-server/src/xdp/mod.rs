@@ -108,12 +108,12 @@ pub fn start(
             sockets.push(socket);
         }
         tracing::info!(
-            "XDP on {name} ({} mode, {} copy) for UDP port(s) {ports:?}: {} queue(s)",
+            "XDP on {name} ({} mode, {} sockets) for UDP port(s) {ports:?}: {} queue(s)",
             if attached.native { "native" } else { "generic" },
             if sockets.iter().all(|s| s.is_zero_copy()) {
-                "zero"
+                "zero-copy"
             } else {
-                "with"
+                "copy-mode"
             },
             interface.rx_queues
         );

@@ -226,30 +226,35 @@ fn setsockopt<T>(fd: BorrowedFd, name: libc::c_int, value: &T) -> io::Result<()>
     Ok(())
 }
 
-fn mmap_offsets(fd: BorrowedFd) -> io::Result<libc::xdp_mmap_offsets> {
-    // SAFETY: all-zero is a valid value of this plain-integer struct.
-    let mut offsets: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
-    let mut len = size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
-    // SAFETY: `offsets` and `len` are live and `len` is its size; the
+/// The kernel's structs read with `getsockopt(SOL_XDP)`: plain integers,
+/// for which all-zero bytes are a valid value.
+trait Plain: Sized {}
+impl Plain for libc::xdp_mmap_offsets {}
+impl Plain for libc::xdp_statistics {}
+
+/// Reads option `name`; an error unless the kernel filled all of `T`.
+fn getsockopt<T: Plain>(fd: BorrowedFd, name: libc::c_int) -> io::Result<T> {
+    // SAFETY: `T: Plain`, a struct of integers: all-zero is a valid value.
+    let mut value: T = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<T>() as libc::socklen_t;
+    // SAFETY: `value` and `len` are live and `len` is its size; the
     // kernel writes at most `len` bytes.
     let ret = unsafe {
         libc::getsockopt(
             fd.as_raw_fd(),
             libc::SOL_XDP,
-            libc::XDP_MMAP_OFFSETS,
-            (&mut offsets as *mut libc::xdp_mmap_offsets).cast(),
+            name,
+            (&mut value as *mut T).cast(),
             &mut len,
         )
     };
     if ret < 0 {
         return Err(io::Error::last_os_error());
     }
-    if len as usize != size_of::<libc::xdp_mmap_offsets>() {
-        return Err(io::Error::other(
-            "kernel too old: AF_XDP rings without flags",
-        ));
+    if len as usize != size_of::<T>() {
+        return Err(io::Error::other("kernel too old: a shorter AF_XDP struct"));
     }
-    Ok(offsets)
+    Ok(value)
 }
 
 fn bind(fd: BorrowedFd, ifindex: u32, queue: u32, flags: u16) -> io::Result<()> {
@@ -305,7 +310,7 @@ impl XskSocket {
         ] {
             setsockopt(fd.as_fd(), ring, &RING_SIZE)?;
         }
-        let off = mmap_offsets(fd.as_fd())?;
+        let off: libc::xdp_mmap_offsets = getsockopt(fd.as_fd(), libc::XDP_MMAP_OFFSETS)?;
         let fill = Ring::map(fd.as_fd(), &off.fr, libc::XDP_UMEM_PGOFF_FILL_RING)?;
         let completion = Ring::map(fd.as_fd(), &off.cr, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?;
         let rx = Ring::map(fd.as_fd(), &off.rx, libc::XDP_PGOFF_RX_RING as u64)?;
@@ -487,24 +492,7 @@ impl XskSocket {
     /// The kernel's counters for this socket: packets dropped for want
     /// of a fill-ring frame or of RX-ring room, and bad descriptors.
     pub fn statistics(&self) -> io::Result<libc::xdp_statistics> {
-        // SAFETY: all-zero is a valid value of this plain-integer struct.
-        let mut stats: libc::xdp_statistics = unsafe { std::mem::zeroed() };
-        let mut len = size_of::<libc::xdp_statistics>() as libc::socklen_t;
-        // SAFETY: `stats` and `len` are live and `len` is its size; the
-        // kernel writes at most `len` bytes.
-        let ret = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_XDP,
-                libc::XDP_STATISTICS,
-                (&mut stats as *mut libc::xdp_statistics).cast(),
-                &mut len,
-            )
-        };
-        if ret < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(stats)
+        getsockopt(self.fd.as_fd(), libc::XDP_STATISTICS)
     }
 
     /// Whether the fill ring asks to be woken (the driver ran out).

@@ -4,7 +4,6 @@
 use super::program::{XDP_DROP, XDP_PASS, assemble};
 use super::*;
 use std::os::fd::AsRawFd;
-use std::process::Command;
 
 fn skip() -> bool {
     match unavailable() {
@@ -94,130 +93,6 @@ fn the_program_takes_udp_to_our_ports_and_passes_the_rest() {
     ];
     for (what, packet) in &to_kernel {
         assert_eq!(verdict(packet), XDP_PASS, "{what}");
-    }
-}
-
-/// A veth pair with one end in a namespace of its own, both removed on
-/// drop. Addresses from TEST-NET-2: this machine's own network may use
-/// TEST-NET-1 (192.0.2.0/24).
-struct Veth {
-    ns: String,
-    outside: String,
-}
-
-fn ip(args: &[&str]) -> bool {
-    Command::new("ip")
-        .args(args)
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-impl Veth {
-    fn new(tag: &str) -> Veth {
-        let id = std::process::id();
-        let veth = Veth {
-            ns: format!("hsys{tag}{id}"),
-            outside: format!("hs{tag}{id}"),
-        };
-        let inside = format!("{}p", veth.outside);
-        assert!(ip(&["netns", "add", &veth.ns]));
-        assert!(ip(&[
-            "link",
-            "add",
-            &veth.outside,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &inside
-        ]));
-        assert!(ip(&["link", "set", &inside, "netns", &veth.ns]));
-        assert!(ip(&[
-            "addr",
-            "add",
-            "198.51.100.1/24",
-            "dev",
-            &veth.outside
-        ]));
-        assert!(ip(&["link", "set", &veth.outside, "up"]));
-        let inner = |args: &[&str]| {
-            let mut all = vec!["netns", "exec", &veth.ns, "ip"];
-            all.extend_from_slice(args);
-            assert!(ip(&all));
-        };
-        inner(&["addr", "add", "198.51.100.2/24", "dev", &inside]);
-        inner(&["link", "set", &inside, "up"]);
-        inner(&["link", "set", "lo", "up"]);
-        veth
-    }
-
-    fn has_xdp(&self) -> bool {
-        let out = Command::new("ip")
-            .args(["link", "show", &self.outside])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        text.split_whitespace()
-            .any(|w| w.starts_with("xdp") || w.starts_with("prog/xdp"))
-    }
-}
-
-impl Drop for Veth {
-    fn drop(&mut self) {
-        ip(&["link", "del", &self.outside]);
-        ip(&["netns", "del", &self.ns]);
-    }
-}
-
-#[test]
-fn a_socket_receives_udp_to_our_port_and_the_program_goes_with_the_link() {
-    if skip() {
-        return;
-    }
-    let veth = Veth::new("r");
-    let interface = Interface::find(&veth.outside).unwrap();
-    assert_eq!(interface.rx_queues, 1);
-    for mode in [Mode::Native, Mode::Generic] {
-        let attached = Attached::attach(&interface, &[5353], mode).unwrap();
-        assert_eq!(attached.native, mode == Mode::Native);
-        assert!(veth.has_xdp());
-        let mut socket = XskSocket::bind(interface.index, 0, true).unwrap();
-        // veth has no zero-copy: the bind falls back to copy mode.
-        assert!(!socket.is_zero_copy());
-        attached.serve_queue(0, &socket).unwrap();
-        let sent = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &veth.ns,
-                "dig",
-                "@198.51.100.1",
-                "-p",
-                "5353",
-            ])
-            .args(["+tries=1", "+time=1", "heron.example."])
-            .output()
-            .unwrap();
-        assert!(!sent.status.success(), "nobody answers");
-        let mut frames = Vec::new();
-        let mut got = 0;
-        while got == 0 && socket.wait(100).unwrap() {
-            socket.recycle();
-            got = socket.receive(&mut frames, 64);
-        }
-        assert!(got >= 1, "{mode:?}: the query reached the socket");
-        assert_eq!(socket.statistics().unwrap().rx_dropped, 0);
-        let packet = socket.packet(&frames[0]);
-        assert_eq!(&packet[12..14], &[0x08, 0x00], "IPv4");
-        assert_eq!(&packet[36..38], &5353u16.to_be_bytes());
-        let question = b"\x05heron\x07example\x00";
-        assert!(packet.windows(question.len()).any(|w| w == question));
-        for frame in frames.drain(..) {
-            socket.release(frame);
-        }
-        drop(socket);
-        drop(attached);
-        assert!(!veth.has_xdp(), "{mode:?}: detached with its link");
     }
 }
 
