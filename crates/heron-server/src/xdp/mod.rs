@@ -188,6 +188,7 @@ impl Worker {
                     self.answer_batch(socket);
                     busy = true;
                 }
+                socket.flush();
             }
             if !busy && let Err(e) = heron_sys::xdp::wait_any(&sockets, SHUTDOWN_POLL_MS) {
                 tracing::warn!("XDP wait failed: {e}");
@@ -240,7 +241,6 @@ impl Worker {
                 None => socket.release(frame),
             }
         }
-        socket.flush();
     }
 }
 

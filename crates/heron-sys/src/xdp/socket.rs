@@ -439,14 +439,16 @@ impl XskSocket {
         self.free.push(frame.addr - frame.addr % FRAME_SIZE as u64);
     }
 
-    /// Hands queued replies to the kernel, waking it to send them when it
-    /// asks to be woken (always in copy mode).
+    /// Hands queued replies to the kernel, and wakes it to send them
+    /// when it asks to be woken (in copy mode, always: there the sending
+    /// happens in this call, at most a few dozen frames at a time, so
+    /// calling it again also sends what an earlier call left).
     pub fn flush(&mut self) {
-        if !std::mem::take(&mut self.unpublished_tx) {
-            return;
+        if std::mem::take(&mut self.unpublished_tx) {
+            self.tx.publish();
         }
-        self.tx.publish();
-        if self.tx.needs_wakeup() || !self.zero_copy {
+        let outstanding = self.tx.room() < RING_SIZE;
+        if outstanding && (self.tx.needs_wakeup() || !self.zero_copy) {
             // SAFETY: a zero-length sendto with no buffer and no address
             // is AF_XDP's "send what the TX ring holds".
             let ret = unsafe {
