@@ -166,6 +166,27 @@ fn answer_config(answer: &AnswerConfig, mtu: u32) -> AnswerConfig {
     }
 }
 
+/// Says at exit what the kernel dropped on a socket's way, if anything:
+/// a full RX ring or an empty fill ring means the worker fell behind.
+fn report_losses(socket: &XskSocket) {
+    match socket.statistics() {
+        Ok(s)
+            if s.rx_dropped + s.rx_ring_full + s.rx_fill_ring_empty_descs + s.tx_invalid_descs
+                > 0 =>
+        {
+            tracing::info!(
+                "XDP socket: {} packets dropped (RX ring full {}, fill ring empty {}), {} bad TX descriptors",
+                s.rx_dropped,
+                s.rx_ring_full,
+                s.rx_fill_ring_empty_descs,
+                s.tx_invalid_descs
+            )
+        }
+        Ok(_) => {}
+        Err(e) => tracing::debug!("no XDP socket statistics: {e}"),
+    }
+}
+
 /// One XDP worker's state; every buffer is allocated once.
 struct Worker {
     catalog: arc_swap::Cache<SharedCatalog, Arc<Catalog>>,
@@ -193,6 +214,9 @@ impl Worker {
             if !busy && let Err(e) = heron_sys::xdp::wait_any(&sockets, SHUTDOWN_POLL_MS) {
                 tracing::warn!("XDP wait failed: {e}");
             }
+        }
+        for socket in &sockets {
+            report_losses(socket);
         }
     }
 
