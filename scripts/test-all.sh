@@ -5,11 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/ensure-packages.sh nsd knot knot-dnsutils bind9 bind9-dnsutils iproute2
+scripts/ensure-packages.sh nsd knot knot-dnsutils bind9 bind9-dnsutils systemd man-db groff-base iproute2
 # The packaged daemons start themselves on install where systemd runs; the
 # tests start their own instances on free loopback ports, so that is harmless.
 
 scripts/check-conflict-markers.sh
+scripts/check-layers.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace

@@ -1,16 +1,16 @@
 //! `heron-bench`: Heron's benchmark suite. See `docs/benchmarks/README.md`.
 
+mod args;
 mod blast;
-mod change;
 mod dnsperf;
-mod idle_tcp;
-mod paired;
+mod host;
+mod interrupt;
+mod phases;
 mod prng;
-mod profile;
 mod queries;
 mod reflector;
-mod reload;
 mod report;
+mod results;
 mod servers;
 mod stats;
 mod suite;
@@ -120,7 +120,7 @@ enum Cmd {
     },
     /// The whole suite: environment check, every server on every
     /// workload, results.json, README.md and charts.
-    Run(suite::RunArgs),
+    Run(args::RunArgs),
     /// Zone transfers: secondary cold start with many zones, change
     /// propagation, a large zone between pairs of servers, TSIG overhead.
     Xfr(xfr::XfrArgs),
@@ -154,7 +154,7 @@ fn main() -> ExitCode {
             origin,
             records,
             repeats,
-        } => change::measure(&zone, &origin, records, repeats).map(|c| {
+        } => phases::change::measure(&zone, &origin, records, repeats).map(|c| {
             println!(
                 "{} records changed in a zone of {}: {:.2} ms median ({:.2}–{:.2}, {} runs); \
                  {} bytes not shared with the previous version (zone: {} bytes)",
@@ -202,7 +202,10 @@ fn main() -> ExitCode {
         }
         Cmd::Run(args) => args
             .with_absolute_paths()
-            .and_then(|args| suite::run(&args)),
+            .and_then(|args| match suite::run(&args)? {
+                Some(results) => report::write_all(&results, &args.out),
+                None => Ok(()),
+            }),
         Cmd::Report { results, out } => report::regenerate(&results, &out),
         Cmd::Xfr(args) => xfr::run(&args),
     };

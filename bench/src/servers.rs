@@ -427,7 +427,7 @@ impl Server {
                 if Instant::now() > deadline {
                     return Err(format!("no SOA answer for {origin} in time"));
                 }
-                if crate::suite::interrupted() {
+                if crate::interrupt::interrupted() {
                     return Err("interrupted".into());
                 }
                 if let Some(c) = self.child.as_mut()
@@ -496,7 +496,7 @@ impl Server {
             if Instant::now() > deadline {
                 return Err(format!("{} zone(s) not answering in time", pending.len()));
             }
-            if crate::suite::interrupted() {
+            if crate::interrupt::interrupted() {
                 return Err("interrupted".into());
             }
             if let Some(c) = self.child.as_mut()

@@ -7,7 +7,7 @@
 //! their checksums), then the file.
 #![no_main]
 
-use heron_zone::journal::file::{JournalReader, checksum, encode_entry, header};
+use heron_xfr::journal::file::{JournalReader, checksum, encode_entry, header};
 use libfuzzer_sys::fuzz_target;
 
 /// Magic and version, before the origin.

@@ -236,9 +236,9 @@ pub fn run(args: &XfrArgs) -> Result<(), String> {
 fn measured_at(args: &XfrArgs) -> String {
     format!(
         "{}; started {}, load average {}",
-        crate::suite::heron_build(&args.heron),
-        crate::suite::utc(crate::suite::now_secs()),
-        crate::suite::loadavg()
+        crate::host::heron_build(&args.heron),
+        crate::host::utc(crate::host::now_secs()),
+        crate::host::loadavg()
     )
 }
 

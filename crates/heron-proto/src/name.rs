@@ -604,16 +604,11 @@ impl LabelStarts {
     /// The starts of an uncompressed, well-formed wire name.
     pub fn of(wire: &[u8]) -> LabelStarts {
         let mut starts = LabelStarts::default();
-        let mut at = 0;
-        loop {
-            starts.at[starts.count as usize] = at as u8;
+        for suffix in suffixes(wire) {
+            starts.at[starts.count as usize & 127] = (wire.len() - suffix.len()) as u8;
             starts.count += 1;
-            let len = wire[at] as usize;
-            if len == 0 {
-                return starts;
-            }
-            at += 1 + len;
         }
+        starts
     }
 
     /// Labels, the root not counted.
@@ -650,26 +645,43 @@ impl<'a> Iterator for Labels<'a> {
     }
 }
 
-/// Start offsets of each label in a wire name, leftmost first, root excluded.
-fn label_offsets(wire: &[u8]) -> ([u8; 128], usize) {
-    let mut offs = [0u8; 128];
-    let mut n = 0;
-    let mut i = 0;
-    while wire[i] != 0 {
-        offs[n] = i as u8;
-        n += 1;
-        i += 1 + wire[i] as usize;
+/// The suffixes of an uncompressed wire name: the whole name first, then
+/// each parent, the root (`\0`) last. Walking a name up to the root is
+/// how the catalog finds a zone and the answer engine an encloser.
+pub fn suffixes(wire: &[u8]) -> Suffixes<'_> {
+    Suffixes {
+        wire,
+        next: Some(0),
     }
-    (offs, n)
+}
+
+/// Iterator of [`suffixes`]. It ends early, never panics, on a name cut
+/// short; where each suffix starts is `wire.len() - suffix.len()`.
+#[derive(Clone, Debug)]
+pub struct Suffixes<'a> {
+    wire: &'a [u8],
+    next: Option<usize>,
+}
+
+impl<'a> Iterator for Suffixes<'a> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let at = self.next?;
+        let len = *self.wire.get(at)? as usize;
+        self.next = (len != 0).then_some(at + 1 + len);
+        Some(&self.wire[at..])
+    }
 }
 
 /// Canonical order of two wire names (RFC 4034 6.1).
 pub fn canonical_cmp(a: &[u8], b: &[u8]) -> Ordering {
-    let (ao, an) = label_offsets(a);
-    let (bo, bn) = label_offsets(b);
+    let (sa, sb) = (LabelStarts::of(a), LabelStarts::of(b));
+    let (an, bn) = (sa.labels(), sb.labels());
     for k in 1..=an.min(bn) {
-        let x = label_at(a, ao[an - k]);
-        let y = label_at(b, bo[bn - k]);
+        let x = label_at(a, sa.suffix(k));
+        let y = label_at(b, sb.suffix(k));
         let ord = cmp_label(x, y);
         if ord != Ordering::Equal {
             return ord;
@@ -678,8 +690,7 @@ pub fn canonical_cmp(a: &[u8], b: &[u8]) -> Ordering {
     an.cmp(&bn)
 }
 
-fn label_at(wire: &[u8], off: u8) -> &[u8] {
-    let off = off as usize;
+fn label_at(wire: &[u8], off: usize) -> &[u8] {
     &wire[off + 1..off + 1 + wire[off] as usize]
 }
 
@@ -778,6 +789,37 @@ impl std::str::FromStr for Name {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn suffixes_walk_from_the_name_to_the_root() {
+        let name = Name::parse("www.Example.com").unwrap();
+        let got: Vec<&[u8]> = suffixes(name.as_wire()).collect();
+        let want: [&[u8]; 4] = [
+            b"\x03www\x07Example\x03com\x00",
+            b"\x07Example\x03com\x00",
+            b"\x03com\x00",
+            b"\x00",
+        ];
+        assert_eq!(got, want);
+        assert_eq!(suffixes(b"\x00").collect::<Vec<_>>(), [b"\x00"]);
+    }
+
+    #[test]
+    fn suffixes_of_a_name_cut_short_end_early() {
+        assert_eq!(suffixes(b"").count(), 0);
+        // A label longer than what follows: its suffix, then nothing.
+        assert_eq!(suffixes(b"\x03ab").collect::<Vec<_>>(), [b"\x03ab"]);
+        let no_root: Vec<&[u8]> = suffixes(b"\x01a\x01b").collect();
+        assert_eq!(no_root, [&b"\x01a\x01b"[..], b"\x01b"]);
+    }
+
+    #[test]
+    fn label_starts_of_a_name_are_its_suffixes_starts() {
+        let wire = Name::parse("a.bc.def").unwrap();
+        let starts = LabelStarts::of(wire.as_wire());
+        assert_eq!(starts.as_slice(), [0, 2, 5, 9]);
+        assert_eq!((starts.labels(), starts.suffix(1)), (3, 5));
+    }
 
     #[test]
     fn word_at_a_time_lowercasing_matches_ascii_lowercasing() {

@@ -1,6 +1,6 @@
 //! Files made durable many at a time: the kept copies of secondary zones
 //! ([`crate::secondary::keeper`]) and the journal files
-//! ([`crate::primary::journal_files`]).
+//! ([`crate::journal::files`]).
 //!
 //! A writer thread writes a batch (new versions into `.tmp` files,
 //! appends in place), then [`install`] makes the lot durable with one

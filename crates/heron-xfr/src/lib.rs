@@ -4,13 +4,19 @@
 //! * [`secondary`]: AXFR and IXFR in (message reading, no I/O), and the
 //!   received zone kept on disk.
 //! * [`acl`]: who may transfer or notify, by address prefix and TSIG key.
+//! * [`journal`]: the recent diffs of a zone, bounded, for IXFR out, and
+//!   the file that keeps them across restarts.
 //! * [`serial`]: SOA serial arithmetic (RFC 1982).
+//! * [`timers`]: every secondary zone's refresh, retry and expire timers,
+//!   as a state machine without I/O.
 //!
 //! `disk` makes many files durable at once, for the kept copies of
 //! secondary zones and the journal files alike.
 
 pub mod acl;
 mod disk;
+pub mod journal;
 pub mod primary;
 pub mod secondary;
 pub mod serial;
+pub mod timers;

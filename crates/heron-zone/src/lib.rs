@@ -4,27 +4,22 @@
 //! * [`zonefile`]: reading RFC 1035 master files (with `$INCLUDE`, `$GENERATE`).
 //! * [`zone`]: the checked, read-only zone built from records.
 //! * [`catalog`]: all zones served, found by longest matching origin.
-//! * [`diff`]: the records that differ between two versions of a zone (IXFR).
-//! * [`journal`]: the recent diffs of a zone, bounded, for IXFR out, and
-//!   the file that keeps them across restarts.
-//! * [`answer`]: the answer engine, a pure function of catalog and query.
-//! * `denial`: the NSEC and NSEC3 records that prove what a signed zone
-//!   does not have, for the answer engine.
-//! * [`lookahead`]: answering a batch of queries with their memory waits overlapped.
+//! * [`diff`] (in [`zone`]): the records that differ between two versions
+//!   of a zone (IXFR), used by the zone's incremental apply and by
+//!   heron-xfr's journal.
+//! * [`answer`]: the answer engine, a pure function of catalog and query,
+//!   with its denial proofs and the batch answerer ([`lookahead`]).
 
 pub mod answer;
 pub mod catalog;
-mod denial;
-pub mod diff;
-pub mod journal;
-pub mod lookahead;
 mod prefetch;
 pub mod zone;
 pub mod zonefile;
 
+pub use answer::lookahead::{self, BatchAnswerer};
 pub use answer::{AnswerConfig, Answered, Transport, answer, answer_parsed, is_deferred};
 pub use catalog::{Catalog, Served};
-pub use lookahead::BatchAnswerer;
+pub use zone::diff;
 pub use zone::{
     Loaded, Problem, Severity, Zone, ZoneBuilder, load_zone_file, load_zone_str, load_zone_text,
     reload_zone_file, reload_zone_str, reload_zone_text,

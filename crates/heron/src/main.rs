@@ -6,7 +6,9 @@ mod config;
 mod control;
 mod doctor;
 mod keygen;
+mod logging;
 mod memory;
+mod notify;
 mod reload;
 mod secondary;
 mod serve;
@@ -15,9 +17,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::OnceLock;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap_complete::Shell;
 
 #[derive(Parser)]
 #[command(
@@ -46,8 +49,15 @@ enum Command {
     CheckConfig { file: PathBuf },
     /// Ask a running server to re-read its changed zone files, and print
     /// what it did. Exits 0 if every zone loaded, 1 if some failed (the
-    /// old version keeps serving), 2 if the server cannot be reached.
-    Reload(ControlArgs),
+    /// old version keeps serving), 2 if the server cannot be reached or
+    /// does not answer within the timeout.
+    Reload {
+        #[command(flatten)]
+        target: ControlArgs,
+        /// Seconds to wait for the server's answer, connecting included.
+        #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+        timeout: u64,
+    },
     /// Check the kernel settings that matter for DNS over TCP (listen
     /// backlog, SYN cookies, open files) and UDP bursts, against what the
     /// configuration (or the defaults) needs. Exits 1 if some need fixing.
@@ -64,6 +74,17 @@ enum Command {
         /// hmac-sha256, hmac-sha384, hmac-sha512, hmac-sha224, hmac-sha1 or hmac-md5
         #[arg(long, short, default_value = "hmac-sha256")]
         algorithm: String,
+    },
+    /// Write the manual pages (heron.1, and heron-serve.1 and so on for
+    /// each subcommand) into DIR.
+    Man {
+        /// The directory to write into; created if missing.
+        dir: PathBuf,
+    },
+    /// Print the shell completion script for SHELL to standard output.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell
+        shell: Shell,
     },
 }
 
@@ -124,13 +145,18 @@ fn started() -> Instant {
 fn main() -> ExitCode {
     started();
     let cli = Cli::parse();
-    init_logging();
+    logging::init(&match &cli.command {
+        Command::Serve(ServeArgs {
+            config: Some(path), ..
+        }) => logging::section_of(path),
+        _ => logging::LogSection::default(),
+    });
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::CheckZone { file, origin } => check::zone(&file, &origin),
         Command::CheckConfig { file } => check::config(&file),
-        Command::Reload(args) => match args.socket() {
-            Ok(path) => control::send(&path, "reload"),
+        Command::Reload { target, timeout } => match target.socket() {
+            Ok(path) => control::send(&path, "reload", Duration::from_secs(timeout)),
             Err(e) => {
                 eprintln!("{e}");
                 ExitCode::from(2)
@@ -138,17 +164,22 @@ fn main() -> ExitCode {
         },
         Command::Keygen { name, algorithm } => keygen::run(&name, &algorithm),
         Command::Doctor { config } => doctor::run(config.as_deref()),
+        Command::Man { dir } => write_man_pages(&dir),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "heron", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
     }
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HERON_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    use std::io::IsTerminal;
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+fn write_man_pages(dir: &std::path::Path) -> ExitCode {
+    let written =
+        std::fs::create_dir_all(dir).and_then(|()| clap_mangen::generate_to(Cli::command(), dir));
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{}: {e}", dir.display());
+            ExitCode::FAILURE
+        }
+    }
 }

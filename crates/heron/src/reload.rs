@@ -314,9 +314,13 @@ pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Load
 
 /// Until the loaders are done (`finished` disconnects), says every few
 /// seconds how far they got: on a terminal as a progress bar, otherwise
-/// as log lines. A load done within the first interval says nothing.
+/// as log lines. A load done within the first interval logs nothing, but
+/// systemd is told at once that a load is under way.
 fn report_progress(finished: &Receiver<()>, progress: &LoadProgress, zones: usize) {
     let started = Instant::now();
+    // systemd shows a load in progress from its first moment (one datagram,
+    // and nothing at all without NOTIFY_SOCKET).
+    crate::notify::status(&format!("loading: {}", progress_text(progress, zones)));
     let done = |wait| !matches!(finished.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
     if done(PROGRESS_EVERY) {
         return;
@@ -334,6 +338,7 @@ fn report_progress(finished: &Receiver<()>, progress: &LoadProgress, zones: usiz
             bar.set_length(length.max(1));
             bar.set_position(position);
             bar.set_message(progress_text(progress, zones));
+            crate::notify::status(&format!("loading: {}", progress_text(progress, zones)));
             if done(BAR_EVERY) {
                 break;
             }
@@ -342,7 +347,9 @@ fn report_progress(finished: &Receiver<()>, progress: &LoadProgress, zones: usiz
     } else {
         loop {
             let secs = started.elapsed().as_secs();
-            tracing::info!("loading: {} after {secs} s", progress_text(progress, zones));
+            let text = progress_text(progress, zones);
+            tracing::info!("loading: {text} after {secs} s");
+            crate::notify::status(&format!("loading: {text}"));
             if done(PROGRESS_EVERY) {
                 break;
             }
@@ -402,15 +409,17 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
     loaded.warnings.iter().for_each(|w| tracing::warn!("{w}"));
     let zone = loaded.zone;
     let new_bytes = previous.map_or(zone.heap_bytes(), |old| zone.unshared_bytes(old));
-    tracing::debug!(
-        "zone {} loaded from {} in {} ms: serial {}, {} records, {} KiB new of {} KiB",
-        spec.origin,
-        spec.file.display(),
-        started.elapsed().as_millis(),
-        zone.serial(),
-        zone.record_count(),
-        new_bytes / 1024,
-        zone.heap_bytes() / 1024
+    // One line per zone: the zone as a field, for logs read as JSON.
+    tracing::info!(
+        zone = %spec.origin,
+        file = %spec.file.display(),
+        serial = zone.serial(),
+        records = zone.record_count(),
+        ms = started.elapsed().as_millis() as u64,
+        kib_new = new_bytes / 1024,
+        kib = zone.heap_bytes() / 1024,
+        "{}",
+        if previous.is_some() { "zone reloaded" } else { "zone loaded" }
     );
     Ok((zone, Stamp::from_metadata(&file.metadata)))
 }

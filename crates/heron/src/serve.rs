@@ -1,7 +1,7 @@
 //! `heron serve`: load zones, start the transports, wait for a signal.
 
 use std::cell::OnceCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,20 +11,22 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use heron_proto::Name;
-use heron_server::pipeline::Pipeline;
-use heron_server::xdp::XdpConfig;
+use heron_server::processor::{NotifyReceived, Processor};
+use heron_server::service::Service;
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
+use heron_xfr::journal::DEFAULT_MAX_BYTES;
+use heron_xfr::journal::files as journal_files;
 use heron_xfr::primary::notify::Notifier;
-use heron_xfr::primary::{Primary, ZonePolicy, journal_files};
+use heron_xfr::primary::{Primary, ZonePolicy};
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::tls::TlsClients;
-use heron_zone::journal::DEFAULT_MAX_BYTES;
 use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
 use tokio::sync::{mpsc, watch};
 
 use crate::ServeArgs;
 use crate::config::{self, Settings};
 use crate::control;
+use crate::notify;
 use crate::reload::{ConfigSource, Outcome, ZoneFiles};
 use crate::secondary;
 use crate::{background, memory};
@@ -51,6 +53,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
     let use_example = args.config.is_none() && settings.zones.is_empty();
     let mut files = ZoneFiles::new(&settings.zones);
     if let Some(path) = &args.config {
@@ -81,20 +84,16 @@ pub fn run(args: ServeArgs) -> ExitCode {
     // Before anything is served: an IXFR may come at once.
     let primary = Arc::new(primary(settings.policies, journals, &catalog, &kept));
     let keys = Arc::new(settings.keys);
-    let mut pipeline = Pipeline::new(primary.clone(), keys.clone());
     let (notify_tx, notifies) = mpsc::unbounded_channel();
-    if !settings.secondaries.is_empty() {
-        let origins: HashSet<Name> = settings
-            .secondaries
-            .iter()
-            .map(|s| s.origin.to_lowercase())
-            .collect();
-        pipeline.is_secondary = Box::new(move |origin| origins.contains(&origin.to_lowercase()));
-        pipeline.notify_in = Some(notify_tx);
-    }
+    let secondary_origins = settings.secondaries.iter().map(|s| s.origin.clone());
+    let queries = Queries {
+        primary: primary.clone(),
+        keys: keys.clone(),
+        secondaries: secondary_origins.collect(),
+        notify_in: (!settings.secondaries.is_empty()).then_some(notify_tx),
+    };
     let limits = &settings.secondary;
     let transfers = Transfers {
-        pipeline: Arc::new(pipeline),
         notifier: Notifier::new(keys.clone()),
         catalog_writer: Mutex::new(()),
         primary,
@@ -107,17 +106,18 @@ pub fn run(args: ServeArgs) -> ExitCode {
             limits.concurrency,
             Duration::from_secs(limits.timeout),
         )
-        .with_tls(settings.xot),
+        .with_tls(settings.xot)
+        .with_transfer_limits(limits.transfer_limits()),
         notifies,
         bounds: limits.bounds(),
     };
     match runtime.block_on(serve(
         settings.server,
-        settings.xdp,
         settings.control,
         catalog,
         files,
         transfers,
+        queries,
         secondaries,
     )) {
         Ok(()) => ExitCode::SUCCESS,
@@ -161,6 +161,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
                 tcp: TcpLimits::default(),
                 answer: AnswerConfig::default(),
                 tls: None,
+                xdp: None,
             },
             zones: Vec::new(),
             keys: Vec::new(),
@@ -168,8 +169,8 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             secondaries: Vec::new(),
             secondary: Default::default(),
             xot: TlsClients::new(None).expect("no CA to read"),
-            xdp: None,
             control: None,
+            max_zone_file_size: heron_zone::zonefile::DEFAULT_MAX_LOAD_SIZE,
             warnings: Vec::new(),
             restart_only: Default::default(),
         },
@@ -201,7 +202,9 @@ fn load_catalog_and_find_journals(
     settings: &Settings,
 ) -> (Catalog, journal_files::Found) {
     std::thread::scope(|s| {
-        let finding = s.spawn(|| journal_files::find(&settings.policies));
+        let journal_paths = (settings.policies.iter())
+            .filter_map(|(origin, policy)| Some((origin, policy.journal_path()?)));
+        let finding = s.spawn(|| journal_files::find(journal_paths));
         let catalog = load_catalog(use_example, files);
         let journals = finding.join().unwrap_or_else(|_| {
             tracing::error!("looking for journal files failed; journals start over");
@@ -254,10 +257,26 @@ fn load_catalog(use_example: bool, files: &mut ZoneFiles) -> Catalog {
     catalog
 }
 
-/// The primary side's state and the pipeline that serves it.
+/// What the query processor is built from, once the catalog is shared.
+struct Queries {
+    primary: Arc<Primary>,
+    keys: Arc<Vec<heron_proto::tsig::Key>>,
+    /// Zones we are secondary for: NOTIFY is accepted for these.
+    secondaries: Vec<Name>,
+    notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
+}
+
+impl Queries {
+    fn service(self, catalog: SharedCatalog, config: AnswerConfig) -> Service {
+        let processor = Processor::new(catalog, config, self.primary, self.keys)
+            .with_secondaries(self.secondaries);
+        Service::new(processor, self.notify_in)
+    }
+}
+
+/// The primary side's state.
 pub(crate) struct Transfers {
     pub(crate) primary: Arc<Primary>,
-    pipeline: Arc<Pipeline>,
     notifier: Notifier,
     /// Held while a new catalog is built and stored, so a reload and a
     /// transfer finishing at once do not drop each other's change.
@@ -294,11 +313,11 @@ impl Transfers {
 
 async fn serve(
     server: ServerConfig,
-    xdp: Option<XdpConfig>,
     control_socket: Option<PathBuf>,
     catalog: Catalog,
     files: ZoneFiles,
     transfers: Transfers,
+    queries: Queries,
     secondaries: secondary::Secondaries,
 ) -> Result<(), String> {
     // First, so that a second server started on the same files stops
@@ -314,7 +333,7 @@ async fn serve(
     let transfers = Arc::new(transfers);
     let secondary_zones = secondaries.zones.len();
     let keeper = secondary::start(secondaries, &catalog, &transfers);
-    let answer_config = Arc::new(server.answer.clone());
+    let service = Arc::new(queries.service(catalog.clone(), server.answer.clone()));
     let stop = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let limiter =
@@ -323,9 +342,7 @@ async fn serve(
         tokio::spawn(tcp::serve(
             listener,
             tls,
-            catalog.clone(),
-            answer_config.clone(),
-            transfers.pipeline.clone(),
+            service.clone(),
             limiter.clone(),
             shutdown_rx.clone(),
         ))
@@ -333,15 +350,8 @@ async fn serve(
     let mut threads = Vec::new();
     let mut tasks = Vec::new();
     for &addr in &server.listen {
-        let workers = udp::spawn_workers(
-            addr,
-            &server,
-            catalog.clone(),
-            answer_config.clone(),
-            transfers.pipeline.clone(),
-            stop.clone(),
-        )
-        .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
+        let workers = udp::spawn_workers(addr, &server, service.clone(), stop.clone())
+            .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
         threads.extend(workers);
         let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TCP {addr}: {e}"))?;
         tasks.push(spawn_stream(listener, None));
@@ -349,16 +359,10 @@ async fn serve(
     }
     // After the sockets: a server that cannot listen fails before it
     // attaches anything to an interface.
-    let mut xdp = match &xdp {
+    let mut xdp = match &server.xdp {
         Some(xdp) => Some(
-            heron_server::xdp::start(
-                xdp,
-                &server,
-                catalog.clone(),
-                transfers.pipeline.clone(),
-                stop.clone(),
-            )
-            .map_err(|e| format!("cannot start XDP: {e}"))?,
+            heron_server::xdp::start(xdp, &server, service.clone(), stop.clone())
+                .map_err(|e| format!("cannot start XDP: {e}"))?,
         ),
         None => None,
     };
@@ -436,7 +440,8 @@ fn tls_listeners(server: &ServerConfig) -> Vec<(std::net::SocketAddr, tls::TlsAc
     tls.listen.iter().map(|&a| (a, acceptor.clone())).collect()
 }
 
-/// Serves until SIGTERM or SIGINT; on SIGHUP, reloads (see [`reload`]).
+/// Tells the service manager the server is ready, then serves until
+/// SIGTERM or SIGINT; on SIGHUP, reloads (see [`reload`]).
 async fn wait_for_signals(
     catalog: &SharedCatalog,
     files: &Arc<std::sync::Mutex<ZoneFiles>>,
@@ -445,6 +450,8 @@ async fn wait_for_signals(
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
     let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
+    // Only now: a service manager may send SIGTERM or SIGHUP at once.
+    notify::ready();
     loop {
         tokio::select! {
             _ = term.recv() => return,
@@ -468,6 +475,7 @@ async fn reload(
     asked_by: &str,
 ) -> (Outcome, Duration) {
     tracing::info!("{asked_by}: reloading the configuration and changed zone files");
+    notify::reloading();
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
     let work = background::run("reload", move || {
@@ -495,7 +503,7 @@ async fn reload(
         for origin in &removed {
             next.remove(origin);
             xfr.primary.forget(origin);
-            tracing::info!("zone {origin} is no longer configured: no longer served");
+            tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
         }
         outcome.removed = removed.len();
         // Journal first, then swap: an IXFR for the new serial must find
@@ -519,6 +527,7 @@ async fn reload(
         swap.as_micros(),
         outcome.summary()
     );
+    notify::ready();
     (outcome, took)
 }
 

@@ -19,7 +19,9 @@ use heron_sys::xdp::{Attached, FRAME_SIZE, Frame, Interface, XskSocket};
 use heron_zone::lookahead::MAX_BATCH;
 use heron_zone::{AnswerConfig, Answered, BatchAnswerer, Catalog, Transport};
 
-use crate::pipeline::Pipeline;
+use crate::processor::{self, Event, Outcome, Request};
+use crate::service::{Service, unix_now};
+
 use crate::{ServerConfig, SharedCatalog};
 
 /// Packets taken from an RX ring at a time.
@@ -80,15 +82,14 @@ pub struct XdpService {
 pub fn start(
     xdp: &XdpConfig,
     server: &ServerConfig,
-    catalog: SharedCatalog,
-    pipeline: Arc<Pipeline>,
+    service: Arc<Service>,
     stop: Arc<AtomicBool>,
 ) -> io::Result<XdpService> {
     let mut ports: BTreeMap<&str, Vec<u16>> = BTreeMap::new();
     for l in &xdp.listen {
         ports.entry(&l.interface).or_default().push(l.port);
     }
-    let mut service = XdpService {
+    let mut started = XdpService {
         threads: Vec::new(),
         attached: Vec::new(),
     };
@@ -117,7 +118,7 @@ pub fn start(
             },
             interface.rx_queues
         );
-        let config = Arc::new(answer_config(&server.answer, interface.mtu));
+        let config = Arc::new(answer_config(service.processor.config(), interface.mtu));
         let threads = server.workers.min(sockets.len()).max(1);
         let mut shares: Vec<Vec<XskSocket>> = (0..threads).map(|_| Vec::new()).collect();
         for (i, socket) in sockets.into_iter().enumerate() {
@@ -125,10 +126,11 @@ pub fn start(
         }
         for (i, sockets) in shares.into_iter().enumerate() {
             let worker = Worker {
-                catalog: arc_swap::Cache::new(catalog.clone()),
+                catalog: arc_swap::Cache::new(service.processor.catalog().clone()),
                 config: config.clone(),
-                pipeline: pipeline.clone(),
+                service: service.clone(),
                 answerer: BatchAnswerer::default(),
+                events: Vec::new(),
                 responses: (0..BATCH).map(|_| Vec::with_capacity(4096)).collect(),
                 frames: Vec::with_capacity(BATCH),
                 found: Vec::with_capacity(BATCH),
@@ -146,11 +148,11 @@ pub fn start(
                     }
                     worker.run(sockets, &stop)
                 })?;
-            service.threads.push(thread);
+            started.threads.push(thread);
         }
-        service.attached.push(attached);
+        started.attached.push(attached);
     }
-    Ok(service)
+    Ok(started)
 }
 
 /// The answer settings over XDP: UDP responses no larger than a frame
@@ -190,9 +192,12 @@ fn report_losses(socket: &XskSocket) {
 /// One XDP worker's state; every buffer is allocated once.
 struct Worker {
     catalog: arc_swap::Cache<SharedCatalog, Arc<Catalog>>,
+    /// The processor's, with UDP responses capped to what a frame holds.
     config: Arc<AnswerConfig>,
-    pipeline: Arc<Pipeline>,
+    service: Arc<Service>,
     answerer: BatchAnswerer,
+    /// The processor's events, handed on at once; kept to reuse.
+    events: Vec<Event>,
     responses: Vec<Vec<u8>>,
     frames: Vec<Frame>,
     /// Per frame of the batch: the datagram in it.
@@ -244,10 +249,20 @@ impl Worker {
             reply[i] = match prepared.answer(i, &self.config, raw, Transport::Udp, out) {
                 Answered::Response => true,
                 Answered::Drop => false,
-                // TSIG, NOTIFY, IXFR: the pipeline, as over sockets.
+                // TSIG, NOTIFY, IXFR: the processor's other layers, as
+                // over sockets.
                 Answered::Deferred => {
-                    self.pipeline
-                        .answer_udp(catalog, &self.config, raw, datagram.peer, out)
+                    let req = Request {
+                        bytes: raw,
+                        peer: datagram.peer,
+                        transport: processor::Transport::Udp,
+                        now: unix_now(),
+                    };
+                    let processor = &self.service.processor;
+                    let q = prepared.query(i);
+                    let outcome = processor.process_parsed(&req, q, out, &mut self.events);
+                    self.service.dispatch(&mut self.events);
+                    matches!(outcome, Outcome::Response)
                 }
             };
         }

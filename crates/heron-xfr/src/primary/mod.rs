@@ -3,9 +3,7 @@
 //!
 //! * [`transfer`]: the messages of an AXFR or IXFR, packed with no I/O.
 //! * [`notify`]: telling secondaries about a new serial (RFC 1996).
-//! * [`journal_files`]: the journals kept in files across restarts.
 
-pub mod journal_files;
 pub mod notify;
 pub mod transfer;
 
@@ -18,11 +16,10 @@ use std::time::{Duration, Instant};
 use heron_proto::Name;
 use heron_zone::Zone;
 use heron_zone::diff::{ZoneDiff, diff};
-use heron_zone::journal;
-
-use journal_files::{History, JournalWriter};
 
 use crate::acl::{Acl, Prefix};
+use crate::journal;
+use crate::journal::files::{self as journal_files, History, JournalWriter};
 use crate::serial;
 
 /// A secondary to notify of new serials, with the TSIG key to sign with.
@@ -347,10 +344,19 @@ mod tests {
         }
     }
 
+    /// The journal files that exist of the zones `p` keeps in files.
+    fn find_journal_files(p: &Primary) -> journal_files::Found {
+        journal_files::find(
+            p.policies()
+                .iter()
+                .filter_map(|(origin, policy)| Some((origin, policy.journal_path()?))),
+        )
+    }
+
     /// A primary started with its journal in `file`, serving `zone`.
     fn restarted(file: &Path, zone: &Zone) -> Primary {
         let mut p = primary_journaling_to(Some(file));
-        let found = journal_files::find(p.policies().iter().map(|(o, p)| (o, &**p)));
+        let found = find_journal_files(&p);
         p.open_journal_files(found, |origin| (origin == zone.origin()).then_some(zone));
         p
     }
@@ -481,10 +487,7 @@ mod tests {
             journal::DEFAULT_MAX_BYTES,
         );
         let (v1, v2) = (zone(1, ""), zone(2, "a A 192.0.2.9\n"));
-        p.open_journal_files(
-            journal_files::find(p.policies().iter().map(|(o, p)| (o, &**p))),
-            |_| Some(&v1),
-        );
+        p.open_journal_files(find_journal_files(&p), |_| Some(&v1));
         assert!(p.files.is_none(), "no writer thread");
         assert!(p.zone_changed(&v1, &v2));
         flushed(p);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use hashbrown::{DefaultHashBuilder, HashSet};
 
 use heron_proto::Name;
-use heron_proto::name::{LabelStarts, NameBuf};
+use heron_proto::name::{LabelStarts, NameBuf, suffixes};
 
 use crate::zone::Zone;
 use zone_table::ZoneTable;
@@ -302,17 +302,6 @@ impl Catalog {
         visit(at, len);
         self.zones().for_each(|z| z.for_each_block(&mut visit));
     }
-}
-
-/// `name` (wire form), then each of its parent names down to the root.
-fn suffixes(name: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let mut at = Some(0);
-    std::iter::from_fn(move || {
-        let i = at?;
-        let len = *name.get(i)? as usize;
-        at = (len != 0).then_some(i + 1 + len);
-        Some(&name[i..])
-    })
 }
 
 #[cfg(test)]

@@ -23,10 +23,10 @@ use super::build::{
     rdata_equal, write_node,
 };
 use super::chain::DenialChain;
+use super::diff::{DiffRecord, ZoneDiff};
 use super::node::{Node, Shard, node_len};
 use super::table::NodeTable;
 use super::{Links, Problem, Severity, Zone, is_wildcard, shard_of};
-use crate::diff::{DiffRecord, ZoneDiff};
 
 impl Zone {
     /// This zone with `diff` applied: its deleted records removed, its

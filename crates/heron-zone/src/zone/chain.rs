@@ -14,9 +14,9 @@ use heron_proto::RType;
 use heron_proto::name::{Name, lowercase_wire};
 
 use super::canonical::{Position, order_key};
+use super::nsec3::{HASH_LEN, LABEL_LEN, Nsec3Params, base32hex_lower};
+use super::wildcard::WildcardName;
 use super::{Node, Zone};
-use crate::denial::WildcardName;
-use crate::denial::nsec3::{HASH_LEN, LABEL_LEN, Nsec3Params, base32hex_lower};
 
 /// Chain breaks named one by one in the loader's warnings; more are
 /// counted.

@@ -13,9 +13,12 @@ mod apply;
 mod build;
 mod canonical;
 pub(crate) mod chain;
+pub mod diff;
 mod node;
+pub(crate) mod nsec3;
 mod reread;
 mod table;
+pub(crate) mod wildcard;
 
 use std::fmt;
 use std::hash::BuildHasher;
@@ -631,8 +634,8 @@ pub fn load_zone_str(text: &str, name: &str, origin: &Name) -> Result<Loaded, Ve
 
 #[cfg(test)]
 mod tests {
+    use super::diff::diff;
     use super::*;
-    use crate::diff::diff;
 
     /// A zone file of at least `size` octets using what cutting must
     /// respect: `$TTL` and `$ORIGIN` changes, entries over several lines,

@@ -20,9 +20,9 @@ use heron_proto::{Name, RType};
 
 use super::apply::{key_of, placement};
 use super::build::{rdata_equal, refusal};
+use super::diff::{DiffRecord, ZoneDiff, soa_record};
 use super::node::Node;
 use super::{Loaded, Problem, Severity, Zone, shard_of};
-use crate::diff::{DiffRecord, ZoneDiff, soa_record};
 use crate::zonefile::{Record, ZoneFileError};
 
 /// What reading the file again came to.

@@ -1,0 +1,156 @@
+//! `heron-bench run`'s arguments, and the lengths of the measurements
+//! they choose.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::results::Timing;
+
+/// Pairs of trials in a full run's paired comparison, and seconds per trial.
+const PAIRS: usize = 60;
+
+const PAIR_TRIAL_S: f64 = 0.15;
+
+#[derive(Args, Clone, Debug)]
+pub struct RunArgs {
+    /// Smoke test: three workloads, short runs (about 2-3 minutes).
+    #[arg(long)]
+    pub quick: bool,
+    /// The Heron binary (release build).
+    #[arg(long, default_value = "target/release/heron")]
+    pub heron: PathBuf,
+    /// Where README.md, results.json and the charts go.
+    #[arg(long, default_value = "docs/benchmarks")]
+    pub out: PathBuf,
+    /// Scratch folder for zones, query files and server state.
+    #[arg(long, default_value = "target/bench-data")]
+    pub data: PathBuf,
+    /// Workers (threads or processes) of every server.
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    /// CPU quota of every server for the capacity figure, in cores.
+    #[arg(long, default_value_t = 0.4)]
+    pub quota: f64,
+    /// Quota period, microseconds.
+    #[arg(long, default_value_t = 10_000)]
+    pub period_us: u64,
+    /// CPUs of the servers (taskset list).
+    #[arg(long, default_value = "0")]
+    pub server_cpus: String,
+    /// CPU of the load generator.
+    #[arg(long, default_value_t = 1)]
+    pub generator_cpu: usize,
+    /// Servers (comma separated): heron, reflector, nsd, knot, bind.
+    #[arg(long, value_delimiter = ',')]
+    pub servers: Vec<String>,
+    /// Workloads (comma separated): root, mix40, small, negative, big,
+    /// zones10k, many, tcp.
+    #[arg(long, value_delimiter = ',')]
+    pub workloads: Vec<String>,
+    /// Repeats of each measurement (at least 3).
+    #[arg(long)]
+    pub repeats: Option<usize>,
+    /// Pairs of trials in each paired comparison (at least 5).
+    #[arg(long)]
+    pub pairs: Option<usize>,
+    /// Scheduling: rt (SCHED_RR, quota as cgroup v1 real-time bandwidth;
+    /// falls back to a CFS quota at nice -20 where unavailable), nice
+    /// (CFS quota, nice -20), normal (CFS quota).
+    #[arg(long, default_value = "rt")]
+    pub sched: String,
+    /// Fixed offered rate for the latency figures, queries per second.
+    #[arg(long, default_value_t = 20_000.0)]
+    pub latency_rate: f64,
+    /// Queries outstanding in the closed-loop capacity runs.
+    #[arg(long, default_value_t = 200)]
+    pub window: usize,
+    /// Profile Heron and the reflector with callgrind (default: in full
+    /// mode only).
+    #[arg(long)]
+    pub profile: Option<bool>,
+    /// Only (re)run the callgrind profiles, adding them to the existing
+    /// results.json in --out, and regenerate the report.
+    #[arg(long)]
+    pub profile_only: bool,
+    /// Only run the paired comparisons of the chosen servers and
+    /// workloads and print them; writes nothing to --out (for checking a
+    /// change against the tight ratio targets in a few minutes).
+    #[arg(long)]
+    pub paired_only: bool,
+    /// With --paired-only: a second Heron build to compare --heron with,
+    /// in paired trials on each chosen workload (an A/B of two builds).
+    #[arg(long, requires = "paired_only")]
+    pub baseline: Option<PathBuf>,
+    /// TCP clients (connections) of the TCP workload.
+    #[arg(long, default_value_t = 1000)]
+    pub tcp_clients: usize,
+}
+
+impl RunArgs {
+    /// The same arguments with every path made absolute: servers run with
+    /// their own working directories, where a relative path means nothing.
+    pub fn with_absolute_paths(mut self) -> Result<RunArgs, String> {
+        for path in [&mut self.heron, &mut self.out, &mut self.data] {
+            *path = std::path::absolute(&*path).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        Ok(self)
+    }
+}
+
+impl Timing {
+    pub fn new(quick: bool, repeats: Option<usize>, pairs: Option<usize>) -> Timing {
+        if quick {
+            Timing {
+                repeats: repeats.unwrap_or(3).max(3),
+                trial_s: 0.3,
+                probe_s: 0.3,
+                step_s: 0.25,
+                search_steps: 1,
+                latency_s: 0.25,
+                sweep_s: 0.2,
+                tcp_s: 1.0,
+                pairs: pairs.unwrap_or(5).max(5),
+                pair_trial_s: 0.3,
+            }
+        } else {
+            Timing {
+                repeats: repeats.unwrap_or(3).max(3),
+                trial_s: 2.0,
+                probe_s: 1.5,
+                step_s: 1.0,
+                search_steps: 4,
+                latency_s: 1.5,
+                sweep_s: 1.0,
+                tcp_s: 3.0,
+                pairs: pairs.unwrap_or(PAIRS).max(5),
+                pair_trial_s: PAIR_TRIAL_S,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    #[test]
+    fn default_paths_are_made_absolute() {
+        // The defaults are relative; servers started in their own working
+        // directories could not find configs written under them.
+        let args = Cli::parse_from(["heron-bench"]).run;
+        assert!(args.heron.is_relative());
+        let args = args.with_absolute_paths().unwrap();
+        for path in [&args.heron, &args.out, &args.data] {
+            assert!(path.is_absolute(), "{}", path.display());
+        }
+        assert!(args.heron.ends_with("target/release/heron"));
+    }
+}

@@ -1,0 +1,308 @@
+//! The results schema: what `heron-bench run` writes to results.json and
+//! `heron-bench report` reads. The only thing the measurement phases and
+//! the report share; neither imports the other.
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::stats::Spread;
+pub use crate::workloads::Sizes;
+
+/// Loss allowed for a rate to count as answered.
+pub const MAX_LOSS_PCT: f64 = 0.1;
+
+/// Lengths of the measurements.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Timing {
+    pub repeats: usize,
+    pub trial_s: f64,
+    pub probe_s: f64,
+    pub step_s: f64,
+    pub search_steps: usize,
+    pub latency_s: f64,
+    pub sweep_s: f64,
+    pub tcp_s: f64,
+    /// Pairs of trials in a paired comparison, and the length of each
+    /// trial: short trials, many pairs, so that the host's drift within a
+    /// pair is small and the median of many ratios is steady.
+    #[serde(default)]
+    pub pairs: usize,
+    #[serde(default)]
+    pub pair_trial_s: f64,
+}
+
+/// One measured load.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Trial {
+    pub generator: String,
+    /// Offered rate asked for (0: closed loop).
+    pub target_rate: f64,
+    pub window: usize,
+    pub offered_qps: f64,
+    pub answered_qps: f64,
+    pub answered: u64,
+    pub loss_pct: f64,
+    /// Server CPU seconds (cgroup counter) during the load.
+    pub cpu_s: f64,
+    /// The same from /proc/PID/stat, as a cross-check.
+    pub proc_cpu_s: f64,
+    pub wall_s: f64,
+    /// Answered queries per server CPU-second.
+    pub per_cpu_s: f64,
+    /// Server CPU seconds per wall second.
+    pub cpu_share: f64,
+    pub lat_avg_us: f64,
+    pub lat_p99_us: Option<f64>,
+    pub server_drops: u64,
+    pub client_drops: u64,
+    pub nxdomain_pct: f64,
+}
+
+/// Repeated trials of one measurement.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Phase {
+    pub trials: Vec<Trial>,
+    pub per_cpu_s: Spread,
+    pub answered_qps: Spread,
+    pub loss_pct: Spread,
+    pub cpu_share: Spread,
+    pub lat_avg_us: Spread,
+    pub lat_p99_us: Spread,
+    /// The rate the trials ran at (0: closed loop).
+    pub rate: f64,
+    /// Rate-search probes: (offered rate, loss %).
+    pub probes: Vec<(f64, f64)>,
+    /// The server used (nearly) all of its CPU allowance.
+    pub saturated: bool,
+    /// The figure is limited by the load generator, not the server.
+    pub generator_bound: bool,
+    pub note: String,
+}
+
+impl Phase {
+    pub(crate) fn from_trials(trials: Vec<Trial>) -> Phase {
+        let f = |g: fn(&Trial) -> f64| Spread::of(&trials.iter().map(g).collect::<Vec<_>>());
+        Phase {
+            per_cpu_s: f(|t| t.per_cpu_s),
+            answered_qps: f(|t| t.answered_qps),
+            loss_pct: f(|t| t.loss_pct),
+            cpu_share: f(|t| t.cpu_share),
+            lat_avg_us: f(|t| t.lat_avg_us),
+            lat_p99_us: f(|t| t.lat_p99_us.unwrap_or(f64::NAN)),
+            trials,
+            ..Phase::default()
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RunResult {
+    pub server: String,
+    pub workload: String,
+    pub tcp: bool,
+    /// The median of `startup`'s starts (the one figure the targets use);
+    /// the one start's time where `startup` is None (the reflector).
+    pub startup_s: f64,
+    /// Spawn to ready, over the first start and the extra ones after it.
+    #[serde(default)]
+    pub startup: Option<Spread>,
+    pub rss_kib: u64,
+    pub pss_kib: u64,
+    pub hwm_kib: u64,
+    pub capped: Option<Phase>,
+    pub uncapped: Option<Phase>,
+    pub latency: Option<Phase>,
+    /// dnsperf driving the capped server, the cross-check of `capped`.
+    pub dnsperf_capped: Option<Phase>,
+    /// Server CPU seconds over its whole life, loading included.
+    pub total_cpu_s: f64,
+    pub error: Option<String>,
+}
+
+/// Answered-% against offered rate.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Sweep {
+    pub server: String,
+    pub workload: String,
+    pub capped: bool,
+    /// (offered rate asked for, offered rate achieved, answered %).
+    pub points: Vec<(f64, f64, f64)>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct EnvCheck {
+    /// blast, closed loop, against the uncapped reflector.
+    pub blast_closed: Phase,
+    /// Highest open-loop rate blast offers with ≤0.1% loss there.
+    pub blast_open_max: Option<f64>,
+    pub blast_probes: Vec<(f64, f64)>,
+    /// dnsperf as fast as it goes against the uncapped reflector.
+    pub dnsperf_max: Phase,
+    /// Both at one rate both reach.
+    pub cross_rate: f64,
+    pub cross_blast: Phase,
+    pub cross_dnsperf: Phase,
+    pub verdict: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Meta {
+    pub started: String,
+    pub duration_s: f64,
+    pub mode: String,
+    pub cpu_model: String,
+    pub cpus: usize,
+    pub mem_gib: f64,
+    pub kernel: String,
+    pub versions: Vec<(String, String)>,
+    pub heron_build: String,
+    pub heron_binary: String,
+    pub quota: f64,
+    pub period_us: u64,
+    pub cgroup: String,
+    pub sched: String,
+    pub workers: usize,
+    pub server_cpus: String,
+    pub generator_cpu: usize,
+    pub window: usize,
+    pub latency_rate: f64,
+    pub tcp_clients: usize,
+    pub sizes: Option<Sizes>,
+    pub timing: Option<Timing>,
+    pub workload_titles: Vec<(String, String)>,
+    pub command: String,
+    pub loadavg_start: String,
+    pub loadavg_end: String,
+    pub dnsperf_version: String,
+}
+
+/// Instructions per query from callgrind.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Profile {
+    pub server: String,
+    pub workload: String,
+    pub answered: u64,
+    pub instructions: u64,
+    pub instructions_per_query: f64,
+    /// (function, % of instructions), most first.
+    pub top: Vec<(String, f64)>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Results {
+    pub meta: Meta,
+    pub env: EnvCheck,
+    pub runs: Vec<RunResult>,
+    pub sweeps: Vec<Sweep>,
+    #[serde(default)]
+    pub profiles: Vec<Profile>,
+    #[serde(default)]
+    pub profile_summary: String,
+    /// A 10-record change applied to the large zone.
+    #[serde(default)]
+    pub zone_change: Option<ZoneChange>,
+    /// Heron reloading the large zone under load, answers checked.
+    #[serde(default)]
+    pub reload: Option<ReloadUnderLoad>,
+    /// Comparisons measured in alternating trials (`paired`).
+    #[serde(default)]
+    pub paired: Vec<Paired>,
+    /// Memory per idle TCP connection, each DNS server.
+    #[serde(default)]
+    pub idle_tcp: Vec<IdleTcp>,
+}
+
+/// The result of a paired comparison.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Paired {
+    /// (server, workload) of the side measured...
+    pub subject: (String, String),
+    /// ...and of the side it is compared with.
+    pub reference: (String, String),
+    /// Subject / reference answered per CPU-second, one per pair.
+    pub ratio: Spread,
+    pub subject_phase: Phase,
+    pub reference_phase: Phase,
+    pub note: String,
+}
+
+impl Paired {
+    pub fn is(&self, subject: (&str, &str), reference: (&str, &str)) -> bool {
+        (self.subject.0.as_str(), self.subject.1.as_str()) == subject
+            && (self.reference.0.as_str(), self.reference.1.as_str()) == reference
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ZoneChange {
+    /// Records in the zone changed.
+    pub zone_records: usize,
+    /// Records deleted plus records added (the SOA aside).
+    pub changed_records: usize,
+    /// Time to apply the change, milliseconds, one value per repeat.
+    pub apply_ms: Spread,
+    /// Heap bytes of the new version not shared with the old one.
+    pub extra_bytes: usize,
+    /// Heap bytes of the zone's nodes.
+    pub zone_bytes: usize,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ReloadUnderLoad {
+    pub zone_records: usize,
+    pub reloads: usize,
+    /// The server's highest loss-free rate in this run, and the rate
+    /// offered during the reloads (about half of it).
+    pub reference_qps: f64,
+    pub offered_qps: f64,
+    pub sent: u64,
+    pub answered: u64,
+    pub lost: u64,
+    /// Answers with a wrong RCODE or data, and the first few of them.
+    pub wrong: u64,
+    pub wrong_examples: Vec<String>,
+    /// Answers with the changed record's previous value to queries sent
+    /// after its new value had been answered: a mix of versions.
+    pub stale: u64,
+    /// SIGHUP to the first answer carrying the change, per reload.
+    pub reload_ms: Spread,
+    /// How long the swap of the new version took, as Heron logs it
+    /// ("swapped in N us"), per reload.
+    #[serde(default)]
+    pub swap_us: Spread,
+    pub lat_p99_us: f64,
+    pub lat_max_us: f64,
+    /// Resident memory before the reloads, and the peak during them.
+    pub steady_rss_kib: u64,
+    pub peak_rss_kib: u64,
+}
+
+/// One server's idle-connection figures.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct IdleTcp {
+    pub server: String,
+    /// Memory with the zone loaded and no connection open.
+    pub base_rss_kib: u64,
+    pub base_pss_kib: u64,
+    pub points: Vec<IdlePoint>,
+    pub error: Option<String>,
+}
+
+/// The server holding `connections` idle connections.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct IdlePoint {
+    pub connections: usize,
+    /// Answered when opened.
+    pub opened: usize,
+    /// Answered again after the memory was read.
+    pub held: usize,
+    pub rss_kib: u64,
+    pub pss_kib: u64,
+    /// Growth of PSS over the base, per connection opened.
+    pub bytes_per_connection: f64,
+    /// A new TCP client answered with these connections held.
+    pub new_tcp_answered: bool,
+    pub udp_answered: bool,
+    /// Seconds to open and get the first answer on the connections added
+    /// for this step.
+    pub open_s: f64,
+}

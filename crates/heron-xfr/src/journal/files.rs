@@ -1,0 +1,391 @@
+//! The journals of zones kept in files, so that their IXFR history
+//! survives a restart (format: [`crate::journal::file`]).
+//!
+//! Every step a journal records is appended to its file by one writer
+//! thread, which takes all the changes waiting and makes them durable
+//! together, one `syncfs` per folder ([`crate::disk::install`]): no
+//! transfer or query waits for a disk, and a secondary of 100,000 zones
+//! that all change at once pays a few syncs, not 100,000. A step lost in
+//! a crash is safe: at startup a journal is kept only if it ends at the
+//! serial served.
+//!
+//! At startup each zone's file is read back and checked against the zone
+//! served ([`restore`]); one that does not fit is logged and removed, and
+//! that zone's history starts over.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::Duration;
+
+use crate::journal::Journal;
+use crate::journal::file::{self, FileChange, FileSize, StartOver};
+use heron_proto::Name;
+use heron_zone::Zone;
+use heron_zone::diff::ZoneDiff;
+
+use crate::disk::{self, tmp_path};
+
+/// A zone's journal and, when it is kept in a file, that file's size.
+#[derive(Debug)]
+pub(crate) struct History {
+    pub(crate) journal: Journal,
+    file: Option<FileSize>,
+}
+
+impl History {
+    pub(crate) fn new(max_bytes: usize, in_file: bool) -> History {
+        History {
+            journal: Journal::new(max_bytes),
+            file: in_file.then(FileSize::default),
+        }
+    }
+
+    /// Records a step; returns what its file must do.
+    pub(crate) fn record(&mut self, step: ZoneDiff) -> Option<FileChange> {
+        let step = Arc::new(step);
+        let continued = self.journal.record(step.clone());
+        let size = self.file.as_mut()?;
+        Some(size.recorded(&self.journal, &step, continued))
+    }
+
+    /// Forgets every step; returns what its file must do.
+    pub(crate) fn clear(&mut self) -> Option<FileChange> {
+        self.journal.clear();
+        Some(self.file.as_mut()?.cleared())
+    }
+}
+
+enum Message {
+    Change(PathBuf, Name, FileChange),
+    /// Answered once everything sent before is on disk.
+    Flush(Sender<()>),
+}
+
+/// Hands changes to the thread that writes the journal files.
+pub(crate) struct JournalWriter {
+    messages: Sender<Message>,
+}
+
+impl JournalWriter {
+    /// Starts the writer thread; it ends when the writer is dropped.
+    pub(crate) fn start() -> io::Result<JournalWriter> {
+        let (messages, queue) = channel();
+        std::thread::Builder::new()
+            .name("journal-files".into())
+            .spawn(move || run(queue))?;
+        Ok(JournalWriter { messages })
+    }
+
+    pub(crate) fn change(&self, path: &Path, origin: &Name, change: FileChange) {
+        let message = Message::Change(path.to_path_buf(), origin.clone(), change);
+        let _ = self.messages.send(message);
+    }
+
+    /// Waits, up to `wait`, until everything sent so far is on disk.
+    pub(crate) fn flush(&self, wait: Duration) -> bool {
+        let (done, flushed) = channel();
+        let _ = self.messages.send(Message::Flush(done));
+        flushed.recv_timeout(wait).is_ok()
+    }
+}
+
+/// What a batch does to one file: replaced by some steps (none: removed),
+/// or not; then these steps appended.
+struct Pending {
+    origin: Name,
+    replace: Option<Vec<Arc<ZoneDiff>>>,
+    appends: Vec<Arc<ZoneDiff>>,
+}
+
+impl Pending {
+    fn add(&mut self, change: FileChange) {
+        match change {
+            FileChange::Append(step) => self.appends.push(step),
+            FileChange::Replace(steps) => {
+                self.replace = Some(steps);
+                self.appends.clear();
+            }
+        }
+    }
+}
+
+fn run(queue: Receiver<Message>) {
+    while let Ok(first) = queue.recv() {
+        let mut batch: HashMap<PathBuf, Pending> = HashMap::new();
+        let mut flushes = Vec::new();
+        for message in std::iter::once(first).chain(queue.try_iter()) {
+            match message {
+                Message::Change(path, origin, change) => batch
+                    .entry(path)
+                    .or_insert_with(|| Pending {
+                        origin,
+                        replace: None,
+                        appends: Vec::new(),
+                    })
+                    .add(change),
+                Message::Flush(done) => flushes.push(done),
+            }
+        }
+        commit(&batch);
+        for done in flushes {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Failures logged one by one in a batch; the rest are counted (a
+/// read-only folder of 100,000 zones would otherwise log 100,000 lines).
+const FAILURES_LOGGED: usize = 10;
+
+/// Writes every file of the batch, then makes them durable together.
+fn commit(batch: &HashMap<PathBuf, Pending>) {
+    let mut renamed: Vec<&Path> = Vec::new();
+    let mut written: Vec<&Path> = Vec::new();
+    let mut failed = 0;
+    for (path, pending) in batch {
+        match write_one(path, pending) {
+            Ok(Written::ToRename) => renamed.push(path),
+            Ok(Written::InPlace) => written.push(path),
+            Err(e) => {
+                failed += 1;
+                if failed <= FAILURES_LOGGED {
+                    tracing::error!(
+                        "zone {}: journal file {} not written: {e}; its IXFR history will start over at the next restart",
+                        pending.origin,
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+    if failed > FAILURES_LOGGED {
+        tracing::error!(
+            "{} more journal files not written",
+            failed - FAILURES_LOGGED
+        );
+    }
+    if !renamed.is_empty() || !written.is_empty() {
+        disk::install(&renamed, &written);
+    }
+}
+
+enum Written {
+    /// A new version in the `.tmp` file.
+    ToRename,
+    /// Appended to, created, or removed.
+    InPlace,
+}
+
+fn write_one(path: &Path, pending: &Pending) -> io::Result<Written> {
+    let Pending {
+        origin,
+        replace,
+        appends,
+    } = pending;
+    match replace {
+        None => file::append(path, origin, appends).map(|()| Written::InPlace),
+        Some(steps) if steps.is_empty() && appends.is_empty() => {
+            remove(path).map(|()| Written::InPlace)
+        }
+        Some(steps) => {
+            let all: Vec<Arc<ZoneDiff>> = steps.iter().chain(appends).cloned().collect();
+            match file::create_file(path, origin, &all) {
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    write_to_rename(path, origin, &all)
+                }
+                created => created.map(|()| Written::InPlace),
+            }
+        }
+    }
+}
+
+/// A new version of an existing file, in its `.tmp` file until renamed.
+fn write_to_rename(path: &Path, origin: &Name, steps: &[Arc<ZoneDiff>]) -> io::Result<Written> {
+    let tmp = tmp_path(path);
+    file::write_file(&tmp, origin, steps)
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+        .map(|()| Written::ToRename)
+}
+
+fn remove(path: &Path) -> io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// The journal files that exist, of the zones that keep one.
+#[derive(Debug, Default)]
+pub struct Found(Vec<(Name, PathBuf)>);
+
+impl Found {
+    pub(crate) fn files(&self) -> impl Iterator<Item = (&Name, &Path)> {
+        self.0.iter().map(|(origin, path)| (origin, path.as_path()))
+    }
+}
+
+/// Looks for the journal `files` of zones (origin, path): one listing of
+/// each folder that holds many ([`disk::keep_existing`]), without touching
+/// the zones, so it can run while they load.
+pub fn find<'p>(files: impl IntoIterator<Item = (&'p Name, &'p Path)>) -> Found {
+    let files: Vec<(&Name, &Path)> = files.into_iter().collect();
+    let found = disk::keep_existing(files, |(_, path)| path);
+    Found(
+        found
+            .into_iter()
+            .map(|(o, p)| (o.clone(), p.to_path_buf()))
+            .collect(),
+    )
+}
+
+/// What [`restore`] found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Restored {
+    pub(crate) files: usize,
+    pub(crate) kept: usize,
+    pub(crate) started_over: usize,
+}
+
+/// Files one thread reads back, at least, before another is started.
+const FILES_PER_THREAD: usize = 256;
+
+/// Reads back the journal file of each zone in `zones` (served now, with
+/// its journal file, which exists), on every core. A file that does not
+/// end at the serial served, or cannot be read, is logged and removed; a
+/// torn last entry is cut off. Returns each zone's history restored.
+pub(crate) fn restore(
+    zones: &[(&Zone, &Path)],
+    max_bytes: usize,
+    writer: &JournalWriter,
+) -> (HashMap<Name, History>, Restored) {
+    let threads = heron_zone::cores()
+        .min(zones.len().div_ceil(FILES_PER_THREAD))
+        .max(1);
+    let share = zones.len().div_ceil(threads).max(1);
+    let restored: Vec<(Name, Option<History>)> = std::thread::scope(|s| {
+        let workers: Vec<_> = zones
+            .chunks(share)
+            .map(|part| {
+                s.spawn(move || {
+                    let each = |(zone, path): &(&Zone, &Path)| {
+                        let history = restore_one(zone, path, max_bytes, writer);
+                        (zone.origin().to_lowercase(), history)
+                    };
+                    part.iter().map(each).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let done = workers.into_iter().map(|w| w.join().expect("no panic"));
+        done.flatten().collect()
+    });
+    let mut summary = Restored {
+        files: restored.len(),
+        ..Restored::default()
+    };
+    let kept = restored
+        .into_iter()
+        .filter_map(|(origin, h)| Some((origin, h?)));
+    let histories: HashMap<Name, History> = kept.collect();
+    summary.kept = histories.len();
+    summary.started_over = summary.files - summary.kept;
+    (histories, summary)
+}
+
+fn restore_one(
+    zone: &Zone,
+    path: &Path,
+    max_bytes: usize,
+    writer: &JournalWriter,
+) -> Option<History> {
+    let origin = zone.origin();
+    let restored = match file::restore(path, origin, zone.serial(), max_bytes) {
+        Ok(restored) => restored,
+        Err(why) => {
+            let say = format!(
+                "zone {origin}: journal file {} not used: {why}; its IXFR history starts over",
+                path.display()
+            );
+            match why {
+                StartOver::Mismatch { damage: None, .. } => tracing::info!("{say}"),
+                _ => tracing::warn!("{say}"),
+            }
+            if let Err(e) = remove(path) {
+                tracing::warn!("zone {origin}: cannot remove {}: {e}", path.display());
+            }
+            return None;
+        }
+    };
+    if let Some(damage) = &restored.damage {
+        tracing::warn!(
+            "zone {origin}: journal file {}: {damage} (a crash while it was written?); cut off there",
+            path.display()
+        );
+        let cut = std::fs::File::options()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_len(restored.good_len));
+        if let Err(e) = cut {
+            tracing::warn!("zone {origin}: cannot cut {}: {e}", path.display());
+        }
+    }
+    let journal = restored.journal;
+    tracing::debug!(
+        "zone {origin}: {} IXFR steps restored from {}",
+        journal.len(),
+        path.display()
+    );
+    let mut size = restored.size;
+    if size.needs_compaction(&journal) {
+        writer.change(path, origin, size.replace(&journal));
+    }
+    Some(History {
+        journal,
+        file: Some(size),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heron_zone::diff::diff;
+    use heron_zone::load_zone_str;
+
+    fn step(from: u32, to: u32) -> Arc<ZoneDiff> {
+        let zone = |serial: u32| {
+            let text =
+                format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.{serial}\n");
+            load_zone_str(&text, "w", &Name::parse("w.test").unwrap())
+                .unwrap()
+                .zone
+        };
+        Arc::new(diff(&zone(from), &zone(to)))
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_written_does_not_stop_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let not_a_folder = dir.path().join("file");
+        std::fs::write(&not_a_folder, "x").unwrap();
+        let (bad, good) = (not_a_folder.join("w.jnl"), dir.path().join("w.jnl"));
+        let origin = Name::parse("w.test").unwrap();
+        let writer = JournalWriter::start().unwrap();
+        for path in [&bad, &good] {
+            writer.change(path, &origin, FileChange::Replace(vec![step(1, 2)]));
+            writer.change(path, &origin, FileChange::Append(step(2, 3)));
+        }
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert!(!bad.exists());
+        let restored = file::restore(&good, &origin, 3, 1 << 20).unwrap();
+        assert_eq!(restored.journal.len(), 2);
+        // Removed; a removal that fails is logged, the others go on.
+        writer.change(&good, &origin, FileChange::Replace(Vec::new()));
+        writer.change(&bad, &origin, FileChange::Replace(Vec::new()));
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert!(!good.exists());
+    }
+}

@@ -1,0 +1,42 @@
+//! The CHAOS class: the server's version and identity, which operators
+//! ask with `dig CH TXT version.bind` (RFC 4892).
+
+use heron_proto::writer::Section;
+use heron_proto::{Class, RType, Rcode};
+
+use super::Responder;
+
+impl Responder<'_> {
+    /// CH TXT `version.bind`/`version.server` and `id.server`/
+    /// `hostname.bind` (RFC 4892), from [`AnswerConfig`](super::AnswerConfig); REFUSED for
+    /// any other name, or when the configuration has no text for it.
+    pub(super) fn answer_chaos(&mut self) {
+        let text = match self.q.qname_lower.as_wire() {
+            b"\x07version\x04bind\x00" | b"\x07version\x06server\x00" => &self.config.version,
+            b"\x02id\x06server\x00" | b"\x08hostname\x04bind\x00" => &self.config.identity,
+            _ => &None,
+        };
+        let Some(text) = text else {
+            self.rcode = Rcode::REFUSED;
+            return;
+        };
+        if !matches!(self.q.qtype, RType::TXT | RType::ANY) {
+            self.aa = true;
+            return;
+        }
+        let mut rd = Vec::with_capacity(text.len() + 1);
+        for chunk in text.as_bytes().chunks(255) {
+            rd.push(chunk.len() as u8);
+            rd.extend_from_slice(chunk);
+        }
+        self.aa = true;
+        self.w.section(Section::Answer);
+        if self
+            .w
+            .record(self.qname, RType::TXT, Class::CH, 0, &rd)
+            .is_err()
+        {
+            self.truncate();
+        }
+    }
+}

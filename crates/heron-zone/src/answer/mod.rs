@@ -1,0 +1,841 @@
+//! The answer engine: a pure function of (catalog, query) to a response.
+//!
+//! It follows RFC 1034 4.3.2: find the zone, walk down from its apex to the
+//! query name, stopping at a delegation (referral) or a DNAME (RFC 6672);
+//! answer from the node that matches, from a wildcard at the closest
+//! encloser (RFC 4592), or say NXDOMAIN/NODATA with the SOA (RFC 2308).
+//! CNAMEs are followed inside the zone. It knows nothing of sockets.
+//!
+//! * `chaos`: the CHAOS class names operators ask (`version.bind`,
+//!   `id.server`), answered from the configuration.
+//! * [`denial`]: the NSEC and NSEC3 records that prove what a signed zone
+//!   does not have.
+//! * [`lookahead`]: answering a batch of queries with their memory waits
+//!   overlapped.
+
+mod chaos;
+mod denial;
+pub mod lookahead;
+
+use std::mem::ManuallyDrop;
+
+use heron_proto::edns::{self, OPT_LEN};
+use heron_proto::encoded::{AdditionalRef, Owner, Written};
+use heron_proto::message::{self, HEADER_LEN, Header, Query, QueryError, flags, response_flags};
+use heron_proto::name::{LabelStarts, MAX_NAME_LEN, NameBuf, suffixes};
+use heron_proto::writer::{self, Full, Mark, Section, Writer};
+use heron_proto::{Class, Opcode, RType, Rcode};
+
+use crate::catalog::{Catalog, Served};
+use crate::zone::chain::DenialChain;
+use crate::zone::wildcard::WildcardName;
+use crate::zone::{Node, RRset, Zone};
+use denial::Denial;
+
+/// How the query arrived: it decides the response size limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Udp,
+    Tcp,
+}
+
+/// Server-wide settings the answers depend on.
+#[derive(Clone, Debug)]
+pub struct AnswerConfig {
+    /// Largest UDP response we send, whatever the client offers (RFC 6891
+    /// 6.2.5; 1232 avoids IP fragmentation on common paths).
+    pub max_udp_payload: u16,
+    /// Answer for CH TXT `version.bind` / `version.server`; REFUSED if None.
+    pub version: Option<String>,
+    /// Answer for CH TXT `id.server` / `hostname.bind`; REFUSED if None.
+    pub identity: Option<String>,
+}
+
+impl Default for AnswerConfig {
+    fn default() -> Self {
+        AnswerConfig {
+            max_udp_payload: 1232,
+            version: None,
+            identity: None,
+        }
+    }
+}
+
+/// Longest CNAME/DNAME chain followed inside a zone.
+const MAX_CHAIN: usize = 16;
+/// The proofs for the wildcard CNAMEs of a chain: one NSEC or NSEC3 node
+/// each (RFC 4035 3.1.3.3, RFC 5155 7.2.6), at most one a hop.
+type Deferred<'a> = [Option<Node<'a>>; MAX_CHAIN];
+
+/// What [`answer`] did with a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answered {
+    /// A response is in `out`.
+    Response,
+    /// Nothing should be sent: too short to be a query, or a response.
+    Drop,
+    /// A zone transfer, NOTIFY or TSIG-signed message: the caller's query
+    /// pipeline handles it (ACLs, keys and transfer state live there).
+    Deferred,
+}
+
+/// Answers `query` into `out`, unless it is dropped or deferred.
+pub fn answer(
+    catalog: &Catalog,
+    config: &AnswerConfig,
+    query: &[u8],
+    transport: Transport,
+    out: &mut Vec<u8>,
+) -> Answered {
+    QUERY.with_borrow_mut(|q| {
+        let prepared = prepare(catalog, query, q);
+        answer_prepared(config, &prepared, q, query, transport, out)
+    })
+}
+
+thread_local! {
+    /// The parsed query, reused by every query on this thread: building a
+    /// new one zeroed its 255-byte name buffer each time, 35 instructions
+    /// (1.5% of a root referral). Every field is set by each parse.
+    static QUERY: std::cell::RefCell<Query> = std::cell::RefCell::new(Query::new());
+}
+
+/// A query parsed and its zone found: the first half of [`answer`], which
+/// a batch does for all its queries before answering any (see
+/// [`crate::lookahead`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Prepared<'c> {
+    pub(crate) kind: PreparedKind<'c>,
+    /// For a query in a zone: the hash, in that zone, of the first name
+    /// the answer looks up (the one just below the apex), when a batch
+    /// computed it already to load it ahead ([`crate::lookahead`]).
+    pub(crate) first_hash: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) enum PreparedKind<'c> {
+    #[default]
+    Drop,
+    FormErr,
+    Deferred,
+    /// A query for the engine, and where its name is served.
+    Query(Served<'c>),
+}
+
+/// Parses `query` into `q` and finds the zone of its name.
+pub fn prepare<'c>(catalog: &'c Catalog, query: &[u8], q: &mut Query) -> Prepared<'c> {
+    let kind = parse(query, q).unwrap_or_else(|| {
+        PreparedKind::Query(catalog.served_name(q.qname_lower.as_wire(), &q.qname_starts))
+    });
+    Prepared {
+        kind,
+        first_hash: None,
+    }
+}
+
+/// Parses `query` into `q`: what becomes of it, or None for a query the
+/// engine answers once its zone is found.
+pub(crate) fn parse(query: &[u8], q: &mut Query) -> Option<PreparedKind<'static>> {
+    match message::parse_query_into(query, q) {
+        Ok(()) if is_deferred(q) => Some(PreparedKind::Deferred),
+        Ok(()) => None,
+        Err(QueryError::Drop) => Some(PreparedKind::Drop),
+        Err(QueryError::FormErr(_)) => Some(PreparedKind::FormErr),
+    }
+}
+
+/// Answers a query [`prepare`] parsed into `q` into `out`, unless it is
+/// dropped or deferred.
+pub fn answer_prepared(
+    config: &AnswerConfig,
+    prepared: &Prepared,
+    q: &Query,
+    query: &[u8],
+    transport: Transport,
+    out: &mut Vec<u8>,
+) -> Answered {
+    match prepared.kind {
+        PreparedKind::Drop => Answered::Drop,
+        PreparedKind::Deferred => Answered::Deferred,
+        PreparedKind::FormErr => {
+            let header = Header::read(query).expect("FormErr implies a header");
+            write_error(out, &header, Rcode::FORMERR);
+            Answered::Response
+        }
+        PreparedKind::Query(served) => {
+            let mut r = Responder::new(q, query, config, transport, 0, out);
+            r.first_hash = prepared.first_hash;
+            r.respond(served);
+            r.finish();
+            Answered::Response
+        }
+    }
+}
+
+/// Whether a query is for the query pipeline rather than the engine alone.
+pub fn is_deferred(q: &Query) -> bool {
+    q.tsig.is_some()
+        || q.header.opcode() == Opcode::NOTIFY
+        || matches!(q.qtype, RType::AXFR | RType::IXFR)
+}
+
+/// Answers a query already parsed from `query`, leaving `reserve` bytes
+/// of the size limit free (for a TSIG record the caller appends).
+pub fn answer_parsed(
+    catalog: &Catalog,
+    config: &AnswerConfig,
+    q: &Query,
+    query: &[u8],
+    transport: Transport,
+    reserve: usize,
+    out: &mut Vec<u8>,
+) {
+    let mut r = Responder::new(q, query, config, transport, reserve, out);
+    r.respond(catalog.served_name(q.qname_lower.as_wire(), &q.qname_starts));
+    r.finish();
+}
+
+/// A header-only error response (the question could not be read).
+pub fn write_error(out: &mut Vec<u8>, header: &Header, rcode: Rcode) {
+    writer::header_response(out, header, &[], rcode, false);
+}
+
+struct Responder<'a> {
+    q: &'a Query,
+    /// The query name as sent (case preserved).
+    qname: &'a [u8],
+    config: &'a AnswerConfig,
+    transport: Transport,
+    w: Writer<'a>,
+    after_question: Mark,
+    /// Where the zone's apex sits in the question name.
+    apex_pos: u16,
+    /// The hash of the query name's first lookup, if known ([`Prepared`]).
+    first_hash: Option<u64>,
+    rcode: Rcode,
+    aa: bool,
+    tc: bool,
+    dnssec: bool,
+    /// The addresses to add for the NS/MX/SRV RRset written, and where
+    /// that RRset was written (their owners point into it).
+    additional: Option<(AdditionalRef<'a>, Written)>,
+    /// Proofs for the wildcard CNAMEs of a chain, written to the
+    /// authority section once the answer section is complete. None but
+    /// for a chain through a wildcard CNAME in a signed zone with DO set.
+    /// `answer_in` always takes it, so the Responder has no drop glue: an
+    /// answer without proofs pays one test for them.
+    deferred_proofs: ManuallyDrop<Option<Box<Deferred<'a>>>>,
+}
+
+/// What a step of resolution leaves to do. Small on purpose: it is
+/// returned on every query, and a name in it was a 264-byte copy each time.
+enum Next {
+    Done,
+    /// Continue at the target the step wrote (a [`Target`]), reached from
+    /// `node`'s CNAME or DNAME; `at` is where that name already sits in the
+    /// response, if it can be pointed to.
+    Follow {
+        node: usize,
+        at: Option<u16>,
+    },
+}
+
+/// Where a step that follows a CNAME or DNAME puts the name to follow:
+/// filled only then, so other answers never initialize a name buffer.
+type Target = Option<NameBuf>;
+
+/// A node a name matched, and whether through a wildcard.
+#[derive(Clone, Copy)]
+struct Matched<'z> {
+    node: Node<'z>,
+    wildcard: bool,
+}
+
+/// Where the walk from the apex to a name ended.
+enum Found<'z> {
+    /// The name exists (possibly an empty non-terminal).
+    Exact(Node<'z>),
+    /// No such name; a wildcard at the closest encloser matches.
+    Wildcard(Node<'z>),
+    /// A delegation at or above the name.
+    Referral(Node<'z>),
+    /// A DNAME above the name.
+    Dname(Node<'z>),
+    /// No such name; the node is its closest encloser.
+    NxDomain(Node<'z>),
+}
+
+impl<'a> Responder<'a> {
+    #[inline(always)]
+    fn new(
+        q: &'a Query,
+        query: &'a [u8],
+        config: &'a AnswerConfig,
+        transport: Transport,
+        reserve: usize,
+        out: &'a mut Vec<u8>,
+    ) -> Responder<'a> {
+        // Inlined into its callers (see there) so the Responder is built
+        // where it lives rather than built and copied.
+        let limit = match (transport, q.edns) {
+            (Transport::Tcp, _) => u16::MAX as usize,
+            (Transport::Udp, None) => 512,
+            (Transport::Udp, Some(e)) => e.udp_size.min(config.max_udp_payload.max(512)) as usize,
+        };
+        let reserve = reserve + if q.edns.is_some() { OPT_LEN } else { 0 };
+        let mut w = Writer::new(out, limit.saturating_sub(reserve).max(HEADER_LEN));
+        w.question_raw(&query[q.question.clone()]);
+        Responder {
+            q,
+            qname: &query[q.qname.clone()],
+            after_question: w.mark(),
+            apex_pos: 0,
+            first_hash: None,
+            config,
+            transport,
+            w,
+            rcode: Rcode::NOERROR,
+            aa: false,
+            tc: false,
+            dnssec: q.edns.is_some_and(|e| e.do_bit),
+            additional: None,
+            deferred_proofs: ManuallyDrop::new(None),
+        }
+    }
+
+    /// `served`: where the query name's answers come from.
+    fn respond(&mut self, served: Served<'a>) {
+        let q = self.q;
+        if let Some(e) = q.edns
+            && e.version > 0
+        {
+            self.rcode = Rcode::BADVERS;
+            return;
+        }
+        if q.header.opcode() != Opcode::QUERY {
+            self.rcode = Rcode::NOTIMP;
+            return;
+        }
+        match q.qtype {
+            RType::AXFR | RType::IXFR => return self.rcode = Rcode::REFUSED,
+            RType::MAILA | RType::MAILB => return self.rcode = Rcode::NOTIMP,
+            t if t.is_meta() && t != RType::ANY => return self.rcode = Rcode::FORMERR,
+            _ => {}
+        }
+        match q.qclass {
+            Class::IN => self.answer_in(served),
+            Class::CH => self.answer_chaos(),
+            _ => self.rcode = Rcode::REFUSED,
+        }
+    }
+
+    fn answer_in(&mut self, served: Served<'a>) {
+        let q: &'a Query = self.q;
+        let zone = match served {
+            Served::Zone(zone) => zone,
+            Served::Expired => return self.rcode = Rcode::SERVFAIL,
+            Served::NotServed => return self.rcode = Rcode::REFUSED,
+        };
+        self.aa = true;
+        let apex_len = zone.origin().wire_len();
+        self.apex_pos = (HEADER_LEN + q.qname_lower.as_wire().len() - apex_len) as u16;
+        let answered = self.resolve(zone);
+        let answered = match self.deferred_proofs.take() {
+            None => answered,
+            Some(deferred) => answered.and_then(|()| self.write_deferred_proofs(zone, &deferred)),
+        };
+        if answered.is_err() {
+            self.truncate();
+            return;
+        }
+        self.write_additional();
+    }
+
+    /// Answers for the query name in `zone`, following CNAMEs and DNAMEs
+    /// inside it. The first step works on the query's own buffers; only a
+    /// chain needs copies.
+    fn resolve(&mut self, zone: &'a Zone) -> Result<(), Full> {
+        let (q, qname) = (self.q, self.qname);
+        let question = Some(HEADER_LEN as u16);
+        let mut target: Target = None;
+        let lower = (q.qname_lower.as_wire(), q.qname_starts.as_slice());
+        let first_hash = self.first_hash;
+        let mut next = self.step(zone, lower, first_hash, qname, question, &[], &mut target)?;
+        if let Next::Done = next {
+            return Ok(()); // no chain: most answers
+        }
+        // Nodes whose CNAME or DNAME was followed: meeting one again is a loop.
+        let mut followed = [0usize; MAX_CHAIN];
+        for hop in 0..MAX_CHAIN {
+            let Next::Follow { node, at } = next else {
+                return Ok(());
+            };
+            let name = target.take().expect("a step that follows wrote its target");
+            followed[hop] = node;
+            let mut lower = name.clone();
+            lower.make_lowercase();
+            if !in_zone(zone, lower.as_wire()) {
+                return Ok(());
+            }
+            let starts = LabelStarts::of(lower.as_wire());
+            let lower = (lower.as_wire(), starts.as_slice());
+            next = self.step(
+                zone,
+                lower,
+                None,
+                name.as_wire(),
+                at,
+                &followed[..=hop],
+                &mut target,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// One step of [`Responder::resolve`]: answers at `name` (`lower` is
+    /// its lower-cased form and where its labels start; `first_hash`, the
+    /// hash of its first lookup if known; `at`, where it already sits in
+    /// the response), or writes a CNAME/DNAME and says where to go next
+    /// (into `target`).
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        &mut self,
+        zone: &'a Zone,
+        (lower, starts): (&[u8], &[u8]),
+        first_hash: Option<u64>,
+        name: &[u8],
+        at: Option<u16>,
+        followed: &[usize],
+        target: &mut Target,
+    ) -> Result<Next, Full> {
+        let here = owner_of(zone, name, at);
+        let qtype = self.q.qtype;
+        let first = followed.is_empty();
+        match find(zone, lower, starts, first_hash, qtype) {
+            Found::Referral(cut) => self.referral(zone, cut, lower, first).map(|_| Next::Done),
+            Found::NxDomain(encloser) => {
+                self.rcode = Rcode::NXDOMAIN;
+                self.negative(zone)?;
+                let denial = Denial::NxDomain { encloser };
+                self.prove(zone, lower, denial).map(|_| Next::Done)
+            }
+            Found::Dname(node) if !followed.contains(&node.id()) => {
+                self.dname(zone, node, name, target)
+            }
+            Found::Dname(_) => Ok(Next::Done), // a DNAME loop
+            Found::Exact(node) => self.at_node(zone, node, here, lower, followed, false, target),
+            Found::Wildcard(node) => self.at_node(zone, node, here, lower, followed, true, target),
+        }
+    }
+
+    /// [`Responder::step`] at the node that `lower` matched, itself or
+    /// (`wildcard`) through a wildcard: its CNAME to follow, or its data.
+    /// Inlined: it is the path of every positive answer.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn at_node(
+        &mut self,
+        zone: &'a Zone,
+        node: Node<'a>,
+        here: Owner,
+        lower: &[u8],
+        followed: &[usize],
+        wildcard: bool,
+        target: &mut Target,
+    ) -> Result<Next, Full> {
+        let qtype = self.q.qtype;
+        // The flag first: most nodes hold no CNAME, and the RRset walk is
+        // a call.
+        let cname = match node.has_cname() && qtype != RType::CNAME && qtype != RType::ANY {
+            true => node.rrset(RType::CNAME),
+            false => None,
+        };
+        match cname {
+            Some(c) => {
+                if followed.contains(&node.id()) {
+                    return Ok(Next::Done); // a CNAME loop
+                }
+                let written = self.rrset(Section::Answer, here, c)?;
+                if wildcard && self.dnssec {
+                    self.defer_proof(zone, lower, Denial::Wildcard { source: node });
+                }
+                let name = target.insert(NameBuf::new());
+                c.encoded().first_name(zone.origin().as_wire(), name);
+                let at = u16::try_from(written.first_rdata)
+                    .ok()
+                    .filter(|&p| p <= 0x3FFF);
+                Ok(Next::Follow {
+                    node: node.id(),
+                    at,
+                })
+            }
+            _ => {
+                let matched = Matched { node, wildcard };
+                self.answer_node(zone, matched, here, lower)
+                    .map(|_| Next::Done)
+            }
+        }
+    }
+
+    /// RFC 6672: the DNAME, a CNAME synthesized for the name, then on.
+    fn dname(
+        &mut self,
+        zone: &'a Zone,
+        node: Node<'a>,
+        name: &[u8],
+        next: &mut Target,
+    ) -> Result<Next, Full> {
+        let dname = node.rrset(RType::DNAME).expect("found by DNAME");
+        let dname_owner = owner_of(zone, node.owner_wire(), None);
+        self.rrset(Section::Answer, dname_owner, dname)?;
+        let Some(target) = dname_target(name, node, &dname.first_rdata()) else {
+            self.rcode = Rcode(6); // YXDOMAIN (RFC 6672 2.2)
+            return Ok(Next::Done);
+        };
+        self.w.section(Section::Answer);
+        self.w
+            .record(name, RType::CNAME, Class::IN, dname.ttl(), target.as_wire())?;
+        if self.q.qtype == RType::CNAME {
+            return Ok(Next::Done); // the synthesized CNAME is the answer
+        }
+        *next = Some(target);
+        Ok(Next::Follow {
+            node: node.id(),
+            at: None,
+        })
+    }
+
+    /// Data at a matching node, or NODATA. Inlined: the path of every
+    /// positive answer.
+    #[inline(always)]
+    fn answer_node(
+        &mut self,
+        zone: &'a Zone,
+        matched: Matched<'a>,
+        owner: Owner,
+        lower: &[u8],
+    ) -> Result<(), Full> {
+        let qtype = self.q.qtype;
+        if qtype == RType::ANY {
+            return self.answer_any(zone, matched, owner, lower);
+        }
+        match matched.node.rrset(qtype) {
+            Some(set) => {
+                let written = self.rrset(Section::Answer, owner, set)?;
+                self.note_additional(set, written);
+                self.prove_expansion(zone, matched, lower)
+            }
+            None => self.no_data(zone, matched, lower),
+        }
+    }
+
+    /// RFC 8482: over UDP one RRset of the name; over TCP all of them.
+    fn answer_any(
+        &mut self,
+        zone: &'a Zone,
+        matched: Matched<'a>,
+        owner: Owner,
+        lower: &[u8],
+    ) -> Result<(), Full> {
+        if matched.node.is_empty() {
+            return self.no_data(zone, matched, lower);
+        }
+        let mut owner = owner;
+        for set in matched.node.data() {
+            let written = self.rrset(Section::Answer, owner, set)?;
+            owner = written.next_owner(owner);
+            if self.transport == Transport::Udp {
+                break;
+            }
+        }
+        self.prove_expansion(zone, matched, lower)
+    }
+
+    /// NODATA: the negative SOA, and in a signed zone the proof that the
+    /// name (or the wildcard it matched) lacks the type.
+    fn no_data(&mut self, zone: &'a Zone, matched: Matched<'a>, lower: &[u8]) -> Result<(), Full> {
+        self.negative(zone)?;
+        let denial = match matched.wildcard {
+            true => Denial::WildcardNoData {
+                source: matched.node,
+            },
+            false => Denial::NoData { node: matched.node },
+        };
+        self.prove(zone, lower, denial)
+    }
+
+    /// Data answered from a wildcard: in a signed zone, the proof that no
+    /// closer name matched (RFC 4035 3.1.3.3).
+    fn prove_expansion(
+        &mut self,
+        zone: &'a Zone,
+        matched: Matched<'a>,
+        lower: &[u8],
+    ) -> Result<(), Full> {
+        match matched.wildcard {
+            true => self.prove(
+                zone,
+                lower,
+                Denial::Wildcard {
+                    source: matched.node,
+                },
+            ),
+            false => Ok(()),
+        }
+    }
+
+    /// With DO set and a signed zone, the NSEC or NSEC3 records (and
+    /// their RRSIGs) that prove `denial` for `lower`, in the authority
+    /// section. Answers to unsigned zones or without DO pay one test.
+    fn prove(&mut self, zone: &'a Zone, lower: &[u8], denial: Denial<'a>) -> Result<(), Full> {
+        match zone.denial_chain() {
+            Some(chain) if self.dnssec => self.write_proof(zone, chain, lower, denial),
+            _ => Ok(()),
+        }
+    }
+
+    #[inline(never)]
+    fn write_proof(
+        &mut self,
+        zone: &'a Zone,
+        chain: &'a DenialChain,
+        lower: &[u8],
+        denial: Denial<'a>,
+    ) -> Result<(), Full> {
+        let proof = denial::prove(zone, chain, lower, denial);
+        proof
+            .records()
+            .try_for_each(|(node, set)| self.write_proof_record(zone, node, set))
+    }
+
+    /// One NSEC or NSEC3 RRset of a proof, and its RRSIGs.
+    fn write_proof_record(&mut self, zone: &Zone, node: Node, set: RRset) -> Result<(), Full> {
+        let owner = Owner::BelowApex(node.owner_wire(), zone.origin().wire_len());
+        self.rrset(Section::Authority, owner, set).map(|_| ())
+    }
+
+    /// [`Responder::prove`] for a step in the middle of a CNAME chain,
+    /// whose proof must wait until the answer section is complete.
+    #[inline(never)]
+    fn defer_proof(&mut self, zone: &'a Zone, lower: &[u8], denial: Denial<'a>) {
+        if let Some(chain) = zone.denial_chain() {
+            let proof = denial::prove(zone, chain, lower, denial);
+            let deferred = self
+                .deferred_proofs
+                .get_or_insert_with(|| Box::new([None; MAX_CHAIN]));
+            let free = deferred.iter_mut().filter(|slot| slot.is_none());
+            for (slot, (node, _)) in free.zip(proof.records()) {
+                *slot = Some(node);
+            }
+        }
+    }
+
+    /// The proofs [`Responder::defer_proof`] kept, once the answer section
+    /// is complete.
+    #[inline(never)]
+    fn write_deferred_proofs(
+        &mut self,
+        zone: &'a Zone,
+        deferred: &Deferred<'a>,
+    ) -> Result<(), Full> {
+        let Some(chain) = zone.denial_chain() else {
+            return Ok(());
+        };
+        let rtype = chain.kind().rtype();
+        for node in deferred.iter().flatten() {
+            if let Some(set) = node.rrset(rtype) {
+                self.write_proof_record(zone, *node, set)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// NXDOMAIN or NODATA: the SOA in the authority section with the TTL
+    /// RFC 2308 section 5 asks for.
+    fn negative(&mut self, zone: &Zone) -> Result<(), Full> {
+        self.w.section(Section::Authority);
+        let owner = Owner::At(self.apex_pos);
+        zone.negative_soa()
+            .write(&mut self.w, owner, self.apex_pos)?;
+        if self.dnssec {
+            zone.negative_soa_sigs()
+                .write(&mut self.w, owner, self.apex_pos)?;
+        }
+        Ok(())
+    }
+
+    /// A referral: NS of the cut in authority, glue in additional, AA clear
+    /// unless a CNAME from this zone led here.
+    fn referral(
+        &mut self,
+        zone: &'a Zone,
+        cut: Node<'a>,
+        lower: &[u8],
+        first: bool,
+    ) -> Result<(), Full> {
+        if first {
+            self.aa = false;
+        }
+        // On the first step the cut is the query name or an ancestor of it:
+        // its owner is a suffix of the question.
+        let owner = if first {
+            Owner::At((HEADER_LEN + lower.len() - cut.owner_wire().len()) as u16)
+        } else {
+            Owner::BelowApex(cut.owner_wire(), zone.origin().wire_len())
+        };
+        let ns = cut.rrset(RType::NS).expect("a cut has NS");
+        let written = self.rrset(Section::Authority, owner, ns)?;
+        self.note_additional(ns, written);
+        // A signed parent proves the child's security with the signed DS
+        // (RFC 4035 3.1.4.1), or its absence with NSEC or NSEC3 (RFC 5155
+        // 7.2.7); an unsigned zone does no DNSSEC processing.
+        if !self.dnssec {
+            return Ok(());
+        }
+        match cut.rrset(RType::DS).filter(|ds| ds.has_sigs()) {
+            Some(ds) => self
+                .rrset(Section::Authority, written.next_owner(owner), ds)
+                .map(|_| ()),
+            None => self.prove(zone, lower, Denial::InsecureReferral { cut }),
+        }
+    }
+
+    /// Writes a whole RRset (and its signatures when DO is set).
+    fn rrset(&mut self, section: Section, owner: Owner, set: RRset) -> Result<Written, Full> {
+        self.w.section(section);
+        let written = set.encoded().write(&mut self.w, owner, self.apex_pos)?;
+        if self.dnssec && set.has_sigs() {
+            let owner = written.next_owner(owner);
+            set.encoded_sigs()
+                .write(&mut self.w, owner, self.apex_pos)?;
+        }
+        Ok(written)
+    }
+
+    /// Remembers the additional records that go with `set`, if any.
+    fn note_additional(&mut self, set: RRset<'a>, written: Written) {
+        if let Some(block) = set.additional()
+            && block.reachable(&set.encoded(), &written)
+        {
+            self.additional = Some((block, written));
+        }
+    }
+
+    /// The target addresses of the NS/MX/SRV RRset answered. What does not
+    /// fit is left out without setting TC, except glue a referral needs.
+    fn write_additional(&mut self) {
+        if let Some((block, written)) = self.additional {
+            self.w.section(Section::Additional);
+            if block.write(&mut self.w, &written).is_err() {
+                self.tc = true;
+            }
+        }
+    }
+
+    /// The answer did not fit: keep only the question, set TC.
+    fn truncate(&mut self) {
+        self.w.rollback(self.after_question);
+        self.tc = true;
+    }
+
+    /// Inlined, like `new`: taking the Responder by value was a copy.
+    #[inline(always)]
+    fn finish(mut self) {
+        let mut flags = response_flags(self.q.header.flags) | (self.rcode.0 & 0xF);
+        if self.aa {
+            flags |= flags::AA;
+        }
+        if self.tc {
+            flags |= flags::TC;
+        }
+        if self.q.edns.is_some() {
+            let opt = edns::opt_record(self.config.max_udp_payload, self.rcode.0, self.dnssec);
+            self.w.set_limit(u16::MAX as usize);
+            self.w.section(Section::Additional);
+            self.w.raw_record(&opt).expect("room was reserved");
+        }
+        self.w.finish(self.q.header.id, flags, 1);
+    }
+}
+
+/// How to write an owner: a pointer to where it already is, or its labels
+/// down to the apex and a pointer to the apex.
+fn owner_of<'n>(zone: &Zone, name: &'n [u8], at: Option<u16>) -> Owner<'n> {
+    match at {
+        Some(pos) => Owner::At(pos),
+        None => Owner::BelowApex(name, zone.origin().wire_len()),
+    }
+}
+
+/// Whether a lower-cased wire name is at or below the zone's origin.
+fn in_zone(zone: &Zone, lower: &[u8]) -> bool {
+    let origin = zone.origin().as_wire();
+    lower.len() >= origin.len() && suffixes(lower).any(|s| s == origin)
+}
+
+/// Walks from the apex down to `lower` (lower-cased wire, in the zone),
+/// whose labels start at `starts` (the whole name's first, the root's
+/// last). `first_hash`, if known, is the zone's hash of the first name
+/// looked up, the one just below the apex.
+fn find<'z>(
+    zone: &'z Zone,
+    lower: &[u8],
+    starts: &[u8],
+    first_hash: Option<u64>,
+    qtype: RType,
+) -> Found<'z> {
+    // starts[n-1] is the apex, starts[0] the name itself. The apex is
+    // never a cut, and whether it redirects names below it the zone says:
+    // its node is read only when the answer comes from it.
+    let n = starts.len().saturating_sub(zone.origin_labels());
+    if n > 1 && zone.apex_has_dname() {
+        return Found::Dname(zone.apex());
+    }
+    let mut encloser = None;
+    let mut hash = first_hash;
+    for &off in starts[..n.saturating_sub(1)].iter().rev() {
+        let off = off as usize;
+        let name = &lower[off..];
+        let hash = hash.take().unwrap_or_else(|| zone.hash(name));
+        let Some(node) = zone.node_below_apex(name, hash) else {
+            return wildcard(zone, encloser.unwrap_or_else(|| zone.apex()));
+        };
+        let exact = off == 0;
+        if node.is_cut() && !(exact && qtype == RType::DS) {
+            return Found::Referral(node);
+        }
+        if !exact && node.has_dname() {
+            return Found::Dname(node);
+        }
+        encloser = Some(node);
+    }
+    Found::Exact(encloser.unwrap_or_else(|| zone.apex()))
+}
+
+/// The source of synthesis `*.<closest encloser>` (RFC 4592 3.3.1).
+fn wildcard<'z>(zone: &'z Zone, encloser: Node<'z>) -> Found<'z> {
+    if !zone.may_have_wildcards() {
+        return Found::NxDomain(encloser);
+    }
+    let source = WildcardName::below(encloser.key()).and_then(|star| zone.node(star.as_wire()));
+    match source {
+        Some(node) => Found::Wildcard(node),
+        None => Found::NxDomain(encloser),
+    }
+}
+
+/// The CNAME target a DNAME synthesizes for `owner` (RFC 6672 2.2), or None
+/// when the result would be longer than 255 octets.
+fn dname_target(owner: &[u8], dname_node: Node, target: &[u8]) -> Option<NameBuf> {
+    let keep = owner.len() - dname_node.owner_wire().len();
+    let len = keep + target.len();
+    if len > MAX_NAME_LEN {
+        return None;
+    }
+    let mut buf = [0u8; MAX_NAME_LEN];
+    buf[..keep].copy_from_slice(&owner[..keep]);
+    buf[keep..len].copy_from_slice(target);
+    let mut out = NameBuf::new();
+    out.set(&buf[..len]);
+    Some(out)
+}

@@ -1,0 +1,172 @@
+//! Logging to stderr: the `[log]` section (format, level, a level per
+//! target) and the `HERON_LOG` variable, which replaces the file's levels
+//! when set so that one start can be made louder without editing the file.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::str::FromStr;
+
+use serde::Deserialize;
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::LevelFilter;
+
+/// The variable whose filter directives replace `[log] level` and `targets`.
+const ENV: &str = "HERON_LOG";
+
+/// `[log]`: how and how much the server logs.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSection {
+    pub format: LogFormat,
+    /// The level of every target not named in `targets`.
+    pub level: Level,
+    /// A level per target: a crate or module path, e.g. `heron_xfr` or
+    /// `heron_xfr::secondary`.
+    pub targets: BTreeMap<String, Level>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One readable line per event, fields as `key=value` after the message.
+    #[default]
+    Text,
+    /// One JSON object per line; the event's fields are top-level keys.
+    Json,
+}
+
+/// A level as the file names it: off, error, warn, info, debug or trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Level(LevelFilter);
+
+impl Default for Level {
+    fn default() -> Level {
+        Level(LevelFilter::INFO)
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<'de> Deserialize<'de> for Level {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Level, D::Error> {
+        let text = String::deserialize(de)?;
+        LevelFilter::from_str(&text).map(Level).map_err(|_| {
+            serde::de::Error::custom(format!(
+                "log level {text:?}: expected off, error, warn, info, debug or trace"
+            ))
+        })
+    }
+}
+
+impl LogSection {
+    /// The file's levels as filter directives, e.g. `info,heron_xfr=debug`.
+    fn directives(&self) -> String {
+        let targets = self.targets.iter().map(|(t, l)| format!(",{t}={l}"));
+        std::iter::once(self.level.to_string())
+            .chain(targets)
+            .collect()
+    }
+
+    /// `HERON_LOG` if it is set and valid, else the file's levels.
+    fn filter(&self) -> EnvFilter {
+        EnvFilter::try_from_env(ENV).unwrap_or_else(|_| {
+            // Targets are free text: one the filter cannot read is
+            // dropped rather than stopping the server.
+            EnvFilter::builder().parse_lossy(self.directives())
+        })
+    }
+}
+
+/// The `[log]` section of the configuration file at `path`, read before
+/// anything else so that the rest of the start is logged as asked. A file
+/// that cannot be read or parsed gives the defaults here: the full read
+/// that follows reports why.
+pub fn section_of(path: &Path) -> LogSection {
+    #[derive(Deserialize)]
+    struct OnlyLog {
+        #[serde(default)]
+        log: Option<toml::Value>,
+    }
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return LogSection::default();
+    };
+    toml::from_str::<OnlyLog>(&text)
+        .ok()
+        .and_then(|file| file.log)
+        .and_then(|log| log.try_into().ok())
+        .unwrap_or_default()
+}
+
+/// Starts logging to stderr as `section` says.
+pub fn init(section: &LogSection) {
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(section.filter())
+        .with_writer(std::io::stderr);
+    match section.format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_target(false)
+            .init(),
+        // The target says which part spoke: kept for filtering by it.
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .init(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<LogSection, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_are_text_at_info() {
+        let log = parse("").unwrap();
+        assert_eq!(log.format, LogFormat::Text);
+        assert_eq!(log.directives(), "info");
+    }
+
+    #[test]
+    fn targets_become_directives_after_the_level() {
+        let log = parse(
+            "format = \"json\"\nlevel = \"warn\"\n\
+             targets = { \"heron_xfr\" = \"debug\", \"heron::serve\" = \"info\" }",
+        )
+        .unwrap();
+        assert_eq!(log.format, LogFormat::Json);
+        assert_eq!(log.directives(), "warn,heron::serve=info,heron_xfr=debug");
+    }
+
+    #[test]
+    fn unknown_levels_formats_and_keys_are_errors() {
+        let level = parse("level = \"loud\"").unwrap_err();
+        assert!(level.contains("expected off, error"), "{level}");
+        assert!(parse("targets = { heron = \"chatty\" }").is_err());
+        assert!(parse("format = \"xml\"").is_err());
+        assert!(parse("colour = true").is_err());
+    }
+
+    #[test]
+    fn section_of_a_file_that_does_not_parse_is_the_default() {
+        let dir = std::env::temp_dir().join(format!("heron-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("broken.toml");
+        std::fs::write(&path, "[log\nformat = \"json\"").unwrap();
+        assert_eq!(section_of(&path).format, LogFormat::Text);
+        std::fs::write(&path, "[server]\nworkers = 1\n[log]\nformat = \"json\"\n").unwrap();
+        assert_eq!(section_of(&path).format, LogFormat::Json);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

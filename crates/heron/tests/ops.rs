@@ -1,0 +1,479 @@
+//! What an operator runs Heron with: the systemd unit and its readiness
+//! notifications, JSON logs, man pages and shell completions.
+
+use std::fs;
+use std::net::SocketAddr;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use heron_proto::message::Message;
+use heron_proto::{Name, RType, Rcode};
+use heron_testkit::{FakePrimary, QueryOpts, build_query, free_port, try_query_tcp, try_query_udp};
+
+fn heron() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+fn repo_file(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
+fn edge_zone() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone")
+}
+
+/// A fresh directory under the system's temporary one, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let dir =
+            std::env::temp_dir().join(format!("heron-ops-{tag}-{}-{nanos:x}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `heron serve` on a free port with `NOTIFY_SOCKET` set to a socket of
+/// ours, its stderr in a file; killed on drop if still running.
+struct Served {
+    child: Child,
+    addr: SocketAddr,
+    notifications: UnixDatagram,
+    stderr: PathBuf,
+    _dir: TempDir,
+}
+
+impl Served {
+    /// Starts with the edge.test zone, `config` (its text, if any) and
+    /// `HERON_LOG` as given (unset if None).
+    fn start(config: Option<&str>, heron_log: Option<&str>) -> Served {
+        Served::start_in(TempDir::new("serve"), &edge_zone(), config, heron_log)
+    }
+
+    /// [`Served::start`] in `dir`, with the edge.test zone read from `zone`.
+    fn start_in(
+        dir: TempDir,
+        zone: &Path,
+        config: Option<&str>,
+        heron_log: Option<&str>,
+    ) -> Served {
+        let socket = dir.0.join("notify.sock");
+        let notifications = UnixDatagram::bind(&socket).unwrap();
+        notifications
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let stderr = dir.0.join("stderr");
+        let mut command = Command::new(heron());
+        command
+            .arg("serve")
+            .arg("--listen")
+            .arg(addr.to_string())
+            .arg("--zone")
+            .arg(format!("edge.test={}", zone.display()))
+            .env("NOTIFY_SOCKET", &socket)
+            .env_remove("HERON_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&stderr).unwrap());
+        if let Some(text) = config {
+            let path = dir.0.join("heron.toml");
+            fs::write(&path, text).unwrap();
+            command.arg("--config").arg(path);
+        }
+        if let Some(filter) = heron_log {
+            command.env("HERON_LOG", filter);
+        }
+        Served {
+            child: command.spawn().unwrap(),
+            addr,
+            notifications,
+            stderr,
+            _dir: dir,
+        }
+    }
+
+    /// The notifications received up to and including the next READY=1,
+    /// one datagram per entry.
+    fn until_ready(&self) -> Vec<String> {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !seen
+            .last()
+            .is_some_and(|m: &String| m.lines().any(|l| l == "READY=1"))
+        {
+            let n = self
+                .notifications
+                .recv(&mut buf)
+                .unwrap_or_else(|e| panic!("no READY=1 ({e}); got {seen:?}; log: {}", self.log()));
+            seen.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+        seen
+    }
+
+    fn signal(&self, name: &str) {
+        let sent = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -{name}");
+    }
+
+    fn stop(mut self) -> (ExitStatus, String) {
+        self.signal("TERM");
+        let status = self.child.wait().unwrap();
+        (status, self.log())
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn assert_edge_test_answers(addr: SocketAddr) {
+    let query = build_query(
+        &Name::parse("edge.test").unwrap(),
+        RType::SOA,
+        &QueryOpts::default(),
+    );
+    for answer in [try_query_udp(addr, &query), try_query_tcp(addr, &query)] {
+        let m = Message::parse(&answer.expect("an answer")).unwrap();
+        assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+    }
+}
+
+#[test]
+fn ready_once_the_zone_answers_and_reloading_around_a_reload() {
+    let server = Served::start(None, None);
+    server.until_ready();
+    // No waiting, no retry loop: READY=1 promises the zone answers now.
+    assert_edge_test_answers(server.addr);
+
+    server.signal("HUP");
+    let reload = server.until_ready();
+    assert!(
+        reload[0].lines().any(|l| l == "RELOADING=1"),
+        "a reload starts with RELOADING=1: {reload:?}"
+    );
+    assert!(
+        reload[0].lines().any(|l| l.starts_with("MONOTONIC_USEC=")),
+        "{reload:?}"
+    );
+    assert_edge_test_answers(server.addr);
+    let (status, log) = server.stop();
+    assert!(status.success(), "{status}: {log}");
+}
+
+#[test]
+fn a_load_says_it_is_under_way_before_ready() {
+    // Zone files must be regular files (a FIFO could hang a load), so the
+    // load is not held open: the first STATUS line goes out when the load
+    // starts, whatever its length, and READY=1 comes after it.
+    let server = Served::start(None, None);
+    let messages = server.until_ready();
+    let first_status = messages
+        .iter()
+        .position(|m| m.starts_with("STATUS=loading: "));
+    let ready = messages.iter().position(|m| m.contains("READY=1"));
+    assert!(
+        matches!((first_status, ready), (Some(s), Some(r)) if s < r),
+        "a STATUS=loading line before READY=1: {messages:?}"
+    );
+    assert!(
+        messages[first_status.unwrap()].contains(" of 1 zones"),
+        "{messages:?}"
+    );
+    assert_edge_test_answers(server.addr);
+}
+
+/// Every stderr line of a server logging JSON, parsed.
+fn json_lines(log: &str) -> Vec<serde_json::Value> {
+    log.lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+        .collect()
+}
+
+fn has_message(lines: &[serde_json::Value], prefix: &str) -> bool {
+    lines
+        .iter()
+        .any(|l| l["message"].as_str().is_some_and(|m| m.starts_with(prefix)))
+}
+
+const JSON_WARN_BUT_RELOAD_INFO: &str = "[log]\nformat = \"json\"\nlevel = \"warn\"\n\
+     targets = { \"heron::reload\" = \"info\" }\n";
+
+#[test]
+fn json_logs_carry_the_zone_as_a_key_at_the_levels_configured() {
+    let server = Served::start(Some(JSON_WARN_BUT_RELOAD_INFO), None);
+    server.until_ready();
+    let (status, log) = server.stop();
+    assert!(status.success(), "{status}: {log}");
+    let lines = json_lines(&log);
+    let loaded = lines
+        .iter()
+        .find(|l| l["message"] == "zone loaded")
+        .unwrap_or_else(|| panic!("no zone-loaded event: {log}"));
+    assert_eq!(
+        loaded["zone"].as_str().map(|z| z.trim_end_matches('.')),
+        Some("edge.test")
+    );
+    assert_eq!(loaded["level"], "INFO");
+    assert!(loaded["serial"].is_u64(), "{loaded}");
+    // heron::serve stays at the file's level, warn.
+    assert!(!has_message(&lines, "answering on"), "{log}");
+}
+
+#[test]
+fn a_zone_transferred_in_is_logged_with_its_zone_and_primary_as_keys() {
+    let primary = FakePrimary::start(&["xfr.test"], 7);
+    let dir = TempDir::new("xfr");
+    let config = format!(
+        "[log]\nformat = \"json\"\n\
+         [[zone]]\norigin = \"xfr.test\"\nfile = \"{}\"\nprimaries = [\"{}\"]\n",
+        dir.0.join("xfr.test.zone").display(),
+        primary.addr()
+    );
+    let server = Served::start_in(dir, &edge_zone(), Some(&config), None);
+    server.until_ready();
+    // A line being written as the log is read does not parse yet: skipped.
+    let transferred = |log: &str| {
+        let mut parsed = log
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok());
+        parsed.find(|l: &serde_json::Value| {
+            l["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("zone transferred in"))
+        })
+    };
+    let mut event = None;
+    for _ in 0..200 {
+        event = transferred(&server.log());
+        if event.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let event = event.unwrap_or_else(|| panic!("no transfer logged: {}", server.log()));
+    assert_eq!(event["zone"], "xfr.test.", "{event}");
+    assert_eq!(event["peer"], primary.addr().to_string(), "{event}");
+    assert_eq!(event["serial"], 7, "{event}");
+}
+
+#[test]
+fn heron_log_takes_precedence_over_the_files_levels() {
+    let server = Served::start(Some(JSON_WARN_BUT_RELOAD_INFO), Some("info"));
+    server.until_ready();
+    let (status, log) = server.stop();
+    assert!(status.success(), "{status}: {log}");
+    let lines = json_lines(&log);
+    assert!(has_message(&lines, "answering on"), "{log}");
+}
+
+#[test]
+fn check_config_rejects_a_log_level_it_does_not_know() {
+    let dir = TempDir::new("check");
+    let path = dir.0.join("heron.toml");
+    fs::write(&path, "[log]\nlevel = \"chatty\"\n").unwrap();
+    let out = Command::new(heron())
+        .arg("check-config")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("chatty"), "{said}");
+}
+
+const SUBCOMMANDS: [&str; 8] = [
+    "serve",
+    "check-zone",
+    "check-config",
+    "reload",
+    "doctor",
+    "keygen",
+    "man",
+    "completions",
+];
+
+fn write_man_pages(dir: &Path) {
+    let status = Command::new(heron()).arg("man").arg(dir).status().unwrap();
+    assert!(status.success());
+}
+
+/// What `man -l` shows of a page, as a reader would see it.
+fn rendered(page: &Path) -> String {
+    let out = Command::new("man")
+        .arg("-l")
+        .arg(page)
+        .env("MANWIDTH", "200")
+        .env("MAN_KEEP_FORMATTING", "0")
+        .output()
+        .expect("man(1) runs (scripts/test-all.sh installs man-db)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Overstrike bold and underline, as grotty may send them.
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut plain = String::new();
+    for c in text.chars() {
+        if c == '\u{8}' {
+            plain.pop();
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
+
+#[test]
+fn man_pages_render_for_heron_and_each_subcommand() {
+    let dir = TempDir::new("man");
+    write_man_pages(&dir.0);
+    let top = rendered(&dir.0.join("heron.1"));
+    assert!(top.contains("authoritative-only DNS server"), "{top}");
+    for sub in SUBCOMMANDS {
+        let page = dir.0.join(format!("heron-{sub}.1"));
+        let roff = fs::read_to_string(&page).unwrap_or_else(|e| panic!("{sub}: {e}"));
+        assert!(roff.starts_with(".ie") || roff.contains("\n.TH "), "{roff}");
+        assert!(top.contains(sub), "heron(1) lists {sub}: {top}");
+        assert!(rendered(&page).contains("SYNOPSIS"), "{sub}");
+    }
+    let serve = rendered(&dir.0.join("heron-serve.1"));
+    for option in ["--config", "--listen", "--zone", "--workers", "--control"] {
+        assert!(
+            serve.contains(option),
+            "heron-serve(1) documents {option}: {serve}"
+        );
+    }
+}
+
+#[test]
+fn man_fails_on_a_directory_it_cannot_create() {
+    let dir = TempDir::new("man-bad");
+    let file = dir.0.join("a-file");
+    fs::write(&file, "").unwrap();
+    let out = Command::new(heron())
+        .arg("man")
+        .arg(file.join("man1"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a-file"));
+}
+
+fn completions(shell: &str) -> String {
+    let out = Command::new(heron())
+        .args(["completions", shell])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{shell}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn bash_completion_sources_cleanly_and_completes_subcommands() {
+    let dir = TempDir::new("bash");
+    let script = dir.0.join("heron.bash");
+    fs::write(&script, completions("bash")).unwrap();
+    let syntax = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        syntax.status.success(),
+        "{}",
+        String::from_utf8_lossy(&syntax.stderr)
+    );
+    // Sourced, then asked what follows `heron ser`.
+    let complete = format!(
+        "source {}; COMP_WORDS=(heron ser); COMP_CWORD=1; COMP_LINE='heron ser'; \
+         COMP_POINT=9; _heron heron ser heron; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(complete)
+        .output()
+        .unwrap();
+    let words = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        words.trim(),
+        "serve",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn zsh_and_fish_completions_name_every_subcommand() {
+    for shell in ["zsh", "fish"] {
+        let script = completions(shell);
+        for sub in SUBCOMMANDS {
+            assert!(script.contains(sub), "{shell} completes {sub}");
+        }
+    }
+    let bad = Command::new(heron())
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+}
+
+/// `systemd-analyze verify` on docs/heron.service, with the binary paths
+/// pointed at the one built (verify checks they are executable) and the
+/// man pages it names on MANPATH (verify checks they exist).
+#[test]
+fn the_unit_file_passes_systemd_analyze_verify() {
+    let dir = TempDir::new("unit");
+    let unit = fs::read_to_string(repo_file("docs/heron.service")).unwrap();
+    assert!(
+        unit.contains("ExecStart=/usr/local/bin/heron serve"),
+        "{unit}"
+    );
+    let unit = unit.replace("/usr/local/bin/heron", &heron().display().to_string());
+    let path = dir.0.join("heron.service");
+    fs::write(&path, unit).unwrap();
+    write_man_pages(&dir.0.join("man/man1"));
+    let out = match Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&path)
+        .env("MANPATH", dir.0.join("man"))
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => panic!("systemd-analyze: {e} (scripts/test-all.sh installs systemd)"),
+    };
+    let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        !said.contains("heron.service"),
+        "warnings about the unit: {said}"
+    );
+}

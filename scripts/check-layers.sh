@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Fails when a module of heron-zone imports one above it. The layers, lowest
+# first, are listed once below; a module may use `crate::` paths into its
+# own layer and those beneath it. Leaf helpers may be used by anyone. A
+# name re-exported at the crate root (`pub use zone::Zone;` in lib.rs)
+# counts as the layer it comes from. A `crate::` name the script cannot
+# place is an error too, so a new module has to be added here on purpose.
+# Comments are ignored; `super::` paths are not read (they stay inside a
+# layer's folder).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LAYERS="zonefile zone catalog answer"
+LEAVES="prefetch cores"
+SRC=crates/heron-zone/src
+
+perl -e '
+    use strict;
+    my ($src, $layers, $leaves) = @ARGV;
+    my @order = split " ", $layers;
+    my %rank = map { $order[$_] => $_ } 0 .. $#order;
+    my %leaf = map { $_ => 1 } split " ", $leaves;
+
+    sub code_of {
+        my ($path) = @_;
+        open my $f, "<", $path or die "$path: $!\n";
+        local $/;
+        my $text = <$f>;
+        $text =~ s{//[^\n]*}{}g;
+        return $text;
+    }
+
+    # Root re-exports: `pub use LAYER::...;` places every name it brings in.
+    my %exported;
+    my $lib = code_of("$src/lib.rs");
+    while ($lib =~ /pub\s+use\s+(\w+)::([^;]*);/g) {
+        my ($layer, $rest) = ($1, $2);
+        next unless exists $rank{$layer};
+        for my $name ($rest =~ /\b(\w+)\b(?!::)/g) {
+            $exported{$name} = $layer unless $name eq "self";
+        }
+    }
+
+    sub layer_of {
+        my ($name) = @_;
+        return $name if exists $rank{$name};
+        return $exported{$name};
+    }
+
+    my $bad = 0;
+    my @files = split "\n", `find $src -name "*.rs" ! -path "$src/lib.rs" | sort`;
+    for my $path (@files) {
+        my ($top) = $path =~ m{^\Q$src\E/(\w+)};
+        next if $leaf{$top};
+        my $own = $rank{$top};
+        if (!defined $own) {
+            print STDERR "$path: module `$top` is in no layer (add it to LAYERS or LEAVES)\n";
+            $bad = 1;
+            next;
+        }
+        my $code = code_of($path);
+        my @used;
+        while ($code =~ /\bcrate::(\{[^;]*?\}|\w+)/g) {
+            my $group = $1;
+            if ($group =~ /^\{/) {
+                push @used, $group =~ /[{,]\s*(\w+)/g;
+            } else {
+                push @used, $group;
+            }
+        }
+        for my $name (@used) {
+            next if $leaf{$name};
+            my $layer = layer_of($name);
+            if (!defined $layer) {
+                print STDERR "$path: cannot place crate::$name in a layer\n";
+                $bad = 1;
+            } elsif ($rank{$layer} > $own) {
+                print STDERR "$path: `$top` imports crate::$name from `$layer`, a layer above it ($layers)\n";
+                $bad = 1;
+            }
+        }
+    }
+    exit $bad;
+' "$SRC" "$LAYERS" "$LEAVES" || {
+    echo "heron-zone: an import goes up the layers (order: $LAYERS)" >&2
+    exit 1
+}
+echo "heron-zone layers one-way: $LAYERS"
