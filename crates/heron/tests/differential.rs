@@ -1102,6 +1102,8 @@ fn heron_over_xdp_answers_as_over_sockets() {
             )
         },
     );
+    // Loopback answers before XDP is attached: wait for "ready".
+    assert!(server.wait_for_log("ready:"), "{}", server.log());
     let port = server.addr().port();
     let mut cases: Vec<(u16, Vec<u8>)> = cases()
         .iter()

@@ -74,6 +74,8 @@ fn dig_and_kdig_get_over_xdp_what_sockets_answer_and_tcp_still_works() {
         let mut server =
             ServerProcess::heron_with_config(&heron(), "edge.test", |p| xdp_config(&net, mode, p));
         let port = server.addr().port();
+        // Loopback answers before XDP is attached: wait for "ready".
+        assert!(server.wait_for_log("ready:"), "{}", server.log());
         assert!(net.has_xdp(), "{mode}: attached");
         let log = server.log();
         assert!(
