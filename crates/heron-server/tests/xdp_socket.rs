@@ -1,22 +1,12 @@
 //! The AF_XDP socket and program of `heron_sys::xdp` on a veth pair
 //! into a namespace: root only, skipped with the reason otherwise.
 
-use heron_sys::xdp::{Attached, Interface, Mode, XskSocket, unavailable};
-use heron_testkit::netns::VethNamespace;
-
-fn skip() -> bool {
-    match unavailable() {
-        Some(why) => {
-            eprintln!("skipped: XDP unavailable ({why})");
-            true
-        }
-        None => false,
-    }
-}
+use heron_sys::xdp::{Attached, Interface, Mode, XskSocket};
+use heron_testkit::netns::{VethNamespace, skip_without_xdp};
 
 #[test]
 fn a_socket_receives_udp_to_our_port_and_the_program_goes_with_the_link() {
-    if skip() {
+    if skip_without_xdp() {
         return;
     }
     let veth = VethNamespace::new("s").unwrap();

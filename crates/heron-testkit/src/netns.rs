@@ -141,3 +141,13 @@ impl Drop for VethNamespace {
 pub fn xdp_unavailable() -> Option<String> {
     heron_sys::xdp::unavailable()
 }
+
+/// True, after saying why, when XDP tests cannot run here: a test
+/// returns early on it.
+pub fn skip_without_xdp() -> bool {
+    let why = xdp_unavailable();
+    if let Some(why) = &why {
+        eprintln!("skipped: XDP unavailable ({why})");
+    }
+    why.is_some()
+}

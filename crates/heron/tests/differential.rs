@@ -1081,10 +1081,9 @@ fn nsd_vs_bind_on(zones: &[(&str, PathBuf)], title: &str) {
 /// on loopback (IPv4 and IPv6). Needs root and AF_XDP; skipped otherwise.
 #[test]
 fn heron_over_xdp_answers_as_over_sockets() {
-    use heron_testkit::netns::{VethNamespace, xdp_unavailable};
+    use heron_testkit::netns::{VethNamespace, skip_without_xdp};
     use heron_testkit::try_query_udp_from;
-    if let Some(why) = xdp_unavailable() {
-        eprintln!("skipped: XDP unavailable ({why})");
+    if skip_without_xdp() {
         return;
     }
     let net = VethNamespace::new("d").unwrap();

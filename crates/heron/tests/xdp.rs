@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use heron_testkit::ServerProcess;
-use heron_testkit::netns::{VethNamespace, xdp_unavailable};
+use heron_testkit::netns::{VethNamespace, skip_without_xdp};
 
 fn heron() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_heron"))
@@ -16,16 +16,6 @@ fn heron() -> PathBuf {
 
 fn zone_file() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone")
-}
-
-fn skip() -> bool {
-    match xdp_unavailable() {
-        Some(why) => {
-            eprintln!("skipped: XDP unavailable ({why})");
-            true
-        }
-        None => false,
-    }
 }
 
 /// Heron answering edge.test. on loopback (sockets), on the pair's
@@ -66,7 +56,7 @@ fn ask_loopback(tool: &str, port: u16, args: &[&str]) -> String {
 
 #[test]
 fn dig_and_kdig_get_over_xdp_what_sockets_answer_and_tcp_still_works() {
-    if skip() {
+    if skip_without_xdp() {
         return;
     }
     for mode in ["native", "generic"] {

@@ -470,25 +470,7 @@ impl XskSocket {
     /// Waits up to `timeout_ms` for packets (also waking the driver to
     /// fill them in when the fill ring asks for it); true if some came.
     pub fn wait(&self, timeout_ms: i32) -> io::Result<bool> {
-        if self.rx.available() > 0 {
-            return Ok(true);
-        }
-        let mut pfd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one live pollfd, count 1.
-        let ret = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-        if ret < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(false)
-            } else {
-                Err(e)
-            };
-        }
-        Ok(ret > 0)
+        wait_any(std::slice::from_ref(self), timeout_ms)
     }
 
     /// The kernel's counters for this socket: packets dropped for want
