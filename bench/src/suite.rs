@@ -27,7 +27,7 @@ use crate::args::RunArgs;
 use crate::blast::QuerySet;
 use crate::dnsperf;
 use crate::host::{heron_build, loadavg, now_secs, read_first_line, utc};
-use crate::interrupt::{INTERRUPTED, interrupted};
+use crate::interrupt::{self, interrupted};
 use crate::phases::{self, Ctx, RT_PRIORITY};
 use crate::results::{Meta, Results, Timing};
 use crate::servers::{self, Binaries, Kind, Launch, Sched};
@@ -66,7 +66,7 @@ pub fn run(args: &RunArgs) -> Result<Option<Results>, String> {
 /// and the workloads: the context of every phase, the workloads, the
 /// servers and the results with their `meta` filled in.
 fn prepare(args: &RunArgs) -> Result<(Ctx, Vec<Workload>, Vec<Kind>, Results), String> {
-    heron_sys::process::set_on_termination(&INTERRUPTED).map_err(|e| e.to_string())?;
+    interrupt::watch_termination()?;
     if !heron_sys::process::is_root() {
         return Err("the suite needs root: it sets cgroup CPU quotas and scheduling".into());
     }
