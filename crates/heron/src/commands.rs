@@ -33,6 +33,8 @@ pub(crate) struct Controller {
     pub(crate) secondaries: HashSet<Name>,
     pub(crate) listeners: Vec<SocketAddr>,
     pub(crate) tls_listeners: Vec<SocketAddr>,
+    /// `[xdp] listen` entries attached, as INTERFACE@PORT.
+    pub(crate) xdp_listeners: Vec<String>,
     pub(crate) workers: usize,
     /// Woken by `stop`: the server shuts down as on SIGTERM.
     pub(crate) stop: Arc<tokio::sync::Notify>,
@@ -92,6 +94,10 @@ impl Controller {
             "tls": {
                 "enabled": !self.tls_listeners.is_empty(),
                 "listeners": self.tls_listeners.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+            },
+            "xdp": {
+                "enabled": !self.xdp_listeners.is_empty(),
+                "listeners": self.xdp_listeners,
             },
         });
         Response::ok("running", data)

@@ -31,7 +31,7 @@ pub struct CtlArgs {
 
 #[derive(Subcommand)]
 pub enum CtlCommand {
-    /// Version, uptime, zones by role, listeners, workers and TLS state.
+    /// Version, uptime, zones by role, listeners, workers, TLS and XDP.
     Status,
     /// Per zone: role, serial, and when its file was last loaded; for
     /// secondary zones also when it was last transferred, the next
@@ -225,11 +225,12 @@ fn status_table(data: &Value) -> String {
         other => other.to_string(),
     };
     let zones = &data["zones"];
-    let tls = &data["tls"];
-    let tls_state = if tls["enabled"] == Value::Bool(true) {
-        format!("on ({})", text(&tls["listeners"]))
-    } else {
-        "off".into()
+    let state = |part: &Value| {
+        if part["enabled"] == Value::Bool(true) {
+            format!("on ({})", text(&part["listeners"]))
+        } else {
+            "off".into()
+        }
     };
     let rows = [
         ("version", text(&data["version"])),
@@ -246,7 +247,8 @@ fn status_table(data: &Value) -> String {
         ),
         ("listeners", text(&data["listeners"])),
         ("workers", text(&data["workers"])),
-        ("tls", tls_state),
+        ("tls", state(&data["tls"])),
+        ("xdp", state(&data["xdp"])),
     ];
     rows.iter().map(|(k, v)| format!("{k:<16} {v}\n")).collect()
 }

@@ -418,6 +418,9 @@ async fn serve(
             secondaries: secondary_origins,
             listeners: server.listen.clone(),
             tls_listeners: server.tls.as_ref().map_or(Vec::new(), |t| t.listen.clone()),
+            xdp_listeners: (server.xdp.iter().flat_map(|x| &x.listen))
+                .map(|l| format!("{}@{}", l.interface, l.port))
+                .collect(),
             workers: server.workers,
             stop: stop_asked.clone(),
             refresh: refresh_commands,

@@ -166,6 +166,7 @@ fn status_says_what_runs_and_stop_stops_the_server() {
     assert_eq!(status["zones"]["secondary"], 0, "{status}");
     assert_eq!(status["workers"], 1, "{status}");
     assert_eq!(status["tls"]["enabled"], false, "{status}");
+    assert_eq!(status["xdp"]["enabled"], false, "{status}");
     let listener = f.server.addr().to_string();
     assert_eq!(
         status["listeners"],
