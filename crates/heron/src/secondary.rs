@@ -91,12 +91,13 @@ const MAX_REBUILD_PAUSE: Duration = Duration::from_millis(50);
 /// accepted NOTIFYs to it.
 /// Until a zone is received (or its kept copy loaded) it answers SERVFAIL,
 /// as when it expires.
-/// Returns the writer of kept copies, to flush at shutdown.
+/// Returns the writer of kept copies, to flush at shutdown, and the
+/// refresh task's command channel.
 pub fn start(
     secondaries: Secondaries,
     catalog: &SharedCatalog,
     transfers: &Arc<Transfers>,
-) -> Option<Keeper> {
+) -> Option<(Keeper, mpsc::UnboundedSender<Command>)> {
     let Secondaries {
         zones,
         connections,
@@ -147,12 +148,13 @@ pub fn start(
         .zip(kept.into_iter().map(|k| k.map(Arc::new)));
     let (commands, received) = mpsc::unbounded_channel();
     tokio::spawn(refresh::run(zones.collect(), ctx, received));
+    let control = commands.clone();
     tokio::spawn(async move {
         while let Some(NotifyReceived { origin, serial, .. }) = notifies.recv().await {
             let _ = commands.send(Command::Notify { origin, serial });
         }
     });
-    Some(keeper)
+    Some((keeper, control))
 }
 
 /// A change to the catalog from the refresh task.

@@ -295,6 +295,27 @@ impl Transfers {
         changed.cloned().collect()
     }
 
+    /// Notifies `zone`'s secondaries now and waits for each to answer
+    /// (or not, after the retries): each target with how it went.
+    pub(crate) async fn notify_now(
+        &self,
+        zone: &Zone,
+    ) -> Vec<(std::net::SocketAddr, heron_xfr::primary::notify::Outcome)> {
+        let policy = self.primary.policy(zone.origin());
+        let soa = zone.soa();
+        let soa = Arc::new((soa.ttl(), soa.first_rdata().to_vec()));
+        let mut exchanges = tokio::task::JoinSet::new();
+        for target in policy.notify.iter().cloned() {
+            let (notifier, origin, soa) =
+                (self.notifier.clone(), zone.origin().clone(), soa.clone());
+            exchanges
+                .spawn(async move { (target.addr, notifier.notify(&origin, &soa, &target).await) });
+        }
+        let mut outcomes = exchanges.join_all().await;
+        outcomes.sort_by_key(|(addr, _)| *addr);
+        outcomes
+    }
+
     pub(crate) fn notify(&self, zones: &[Arc<Zone>]) {
         for zone in zones {
             let policy = self.primary.policy(zone.origin());
@@ -332,7 +353,10 @@ async fn serve(
     let catalog: SharedCatalog = Arc::new(ArcSwap::from_pointee(catalog));
     let transfers = Arc::new(transfers);
     let secondary_zones = secondaries.zones.len();
-    let keeper = secondary::start(secondaries, &catalog, &transfers);
+    let secondary_origins = (secondaries.zones.iter())
+        .map(|z| z.origin.to_lowercase())
+        .collect();
+    let (keeper, refresh_commands) = secondary::start(secondaries, &catalog, &transfers).unzip();
     let service = Arc::new(queries.service(catalog.clone(), server.answer.clone()));
     let stop = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -385,23 +409,35 @@ async fn serve(
     );
     settle_once_answering(&catalog);
     let files = Arc::new(std::sync::Mutex::new(files));
+    let stop_asked = Arc::new(tokio::sync::Notify::new());
     if let Some((listener, path)) = control {
-        let (catalog, files, transfers) = (catalog.clone(), files.clone(), transfers.clone());
+        let controller = Arc::new(crate::commands::Controller {
+            catalog: catalog.clone(),
+            files: files.clone(),
+            transfers: transfers.clone(),
+            secondaries: secondary_origins,
+            listeners: server.listen.clone(),
+            tls_listeners: server.tls.as_ref().map_or(Vec::new(), |t| t.listen.clone()),
+            xdp_listeners: (server.xdp.iter().flat_map(|x| &x.listen))
+                .map(|l| format!("{}@{}", l.interface, l.port))
+                .collect(),
+            workers: server.workers,
+            stop: stop_asked.clone(),
+            refresh: refresh_commands,
+            service: service.clone(),
+            connections: limiter.clone(),
+        });
         tasks.push(tokio::spawn(control::serve(
             listener,
             path,
             shutdown_rx.clone(),
-            move || {
-                let (catalog, files, transfers) =
-                    (catalog.clone(), files.clone(), transfers.clone());
-                async move {
-                    let done = reload(&catalog, &files, &transfers, "control socket").await;
-                    reload_reply(done)
-                }
+            move |request| {
+                let controller = controller.clone();
+                async move { controller.handle(request).await }
             },
         )));
     }
-    wait_for_signals(&catalog, &files, &transfers).await;
+    wait_for_signals(&catalog, &files, &transfers, &stop_asked).await;
     tracing::info!("shutting down");
     stop.store(true, Ordering::Relaxed);
     let _ = shutdown_tx.send(true);
@@ -441,11 +477,13 @@ fn tls_listeners(server: &ServerConfig) -> Vec<(std::net::SocketAddr, tls::TlsAc
 }
 
 /// Tells the service manager the server is ready, then serves until
-/// SIGTERM or SIGINT; on SIGHUP, reloads (see [`reload`]).
+/// SIGTERM or SIGINT or the control socket's `stop`; on SIGHUP, reloads
+/// (see [`reload`]).
 async fn wait_for_signals(
     catalog: &SharedCatalog,
     files: &Arc<std::sync::Mutex<ZoneFiles>>,
     transfers: &Arc<Transfers>,
+    stop_asked: &tokio::sync::Notify,
 ) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
@@ -456,8 +494,9 @@ async fn wait_for_signals(
         tokio::select! {
             _ = term.recv() => return,
             _ = tokio::signal::ctrl_c() => return,
+            _ = stop_asked.notified() => return,
             _ = hup.recv() => {
-                reload(catalog, files, transfers, "SIGHUP").await;
+                reload(catalog, files, transfers, "SIGHUP", Selection::default()).await;
             }
         }
     }
@@ -468,13 +507,17 @@ async fn wait_for_signals(
 /// on a background thread (below the query workers' priority), and swaps
 /// the new catalog in; queries in flight finish on the old one. Returns
 /// what it did and how long it took.
-async fn reload(
+pub(crate) async fn reload(
     catalog: &SharedCatalog,
     files: &Arc<std::sync::Mutex<ZoneFiles>>,
     transfers: &Arc<Transfers>,
     asked_by: &str,
+    selection: Selection,
 ) -> (Outcome, Duration) {
-    tracing::info!("{asked_by}: reloading the configuration and changed zone files");
+    match &selection.zones {
+        None => tracing::info!("{asked_by}: reloading the configuration and changed zone files"),
+        Some(zones) => tracing::info!("{asked_by}: reloading {} zone(s)", zones.len()),
+    }
     notify::reloading();
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
@@ -482,7 +525,14 @@ async fn reload(
         let _writing = xfr.catalog_writer.lock().unwrap();
         let current = catalog.load_full();
         let mut files = files.lock().unwrap();
-        let reconfigured = match files.reread_config() {
+        // Named zones are re-read alone; the configuration waits for a
+        // whole reload.
+        let reread = if selection.zones.is_none() {
+            files.reread_config()
+        } else {
+            Ok(None)
+        };
+        let reconfigured = match reread {
             Ok(reconfigured) => reconfigured,
             Err(errors) => return (Outcome::config_errors(errors), Vec::new(), Duration::ZERO),
         };
@@ -498,7 +548,8 @@ async fn reload(
             xfr.primary.set_policies(new.policies);
             removed = new.removed;
         }
-        let (mut next, mut outcome) = files.load_changed(&current);
+        let (mut next, mut outcome) =
+            files.load_selected(&current, selection.zones.as_ref(), selection.force);
         drop(files);
         for origin in &removed {
             next.remove(origin);
@@ -531,11 +582,11 @@ async fn reload(
     (outcome, took)
 }
 
-/// The control socket's answer to `reload`: the summary, then each error.
-fn reload_reply((outcome, took): (Outcome, Duration)) -> control::Reply {
-    let summary = format!("reloaded in {} ms: {}", took.as_millis(), outcome.summary());
-    control::Reply {
-        ok: outcome.is_ok(),
-        lines: std::iter::once(summary).chain(outcome.errors).collect(),
-    }
+/// Which zones a reload reads.
+#[derive(Default)]
+pub(crate) struct Selection {
+    /// Only these (lower-cased), and not the configuration; None for all.
+    pub(crate) zones: Option<std::collections::HashSet<Name>>,
+    /// Read the files even if they look unchanged.
+    pub(crate) force: bool,
 }

@@ -150,6 +150,17 @@ impl Refusal {
     /// How many kinds there are, for counters indexed by [`Refusal::kind`].
     pub const KINDS: usize = 7;
 
+    /// A name for each kind, in the order of [`Refusal::kind`].
+    pub const KIND_NAMES: [&'static str; Refusal::KINDS] = [
+        "tsig",
+        "axfr-over-udp",
+        "zone-not-served",
+        "transfer-denied",
+        "ixfr-without-soa",
+        "not-secondary",
+        "notify-denied",
+    ];
+
     /// A number below [`Refusal::KINDS`], one per variant (the reason a
     /// list denied is not told apart).
     pub fn kind(self) -> usize {
