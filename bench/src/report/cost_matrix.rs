@@ -97,6 +97,7 @@ fn detail(m: &CostMatrix) -> String {
     let rows = m.cells.iter().flat_map(|c| {
         c.servers.iter().map(move |s| {
             let f = |g: fn(&CostTrial) -> f64| spread(&Spread::of(&figures(s, g)));
+            let us = |g: fn(&CostTrial) -> f64| ratio(&Spread::of(&figures(s, g)));
             format!(
                 "| {} | {} {} | {} | {} | {} | {} | {} | {} | {} |",
                 c.transport,
@@ -104,10 +105,10 @@ fn detail(m: &CostMatrix) -> String {
                 c.generator,
                 rate(c),
                 s.name,
-                f(CostTrial::server_us),
-                f(CostTrial::machine_us),
+                us(CostTrial::server_us),
+                us(CostTrial::machine_us),
                 f(|t| t.offered_qps),
-                f(|t| t.loss_pct),
+                us(|t| t.loss_pct),
                 f(|t| t.generator_cpu_s * 100.0 / t.wall_s.max(1e-9)),
             )
         })
