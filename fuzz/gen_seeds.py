@@ -7,6 +7,11 @@
 * rdata: two-byte type + wire RDATA for every case of the codec's own table
   (crates/heron-proto/src/rdata/tests.rs, CASES).
 * zonefile: the zone files under crates/*/tests/data/.
+* processor: one octet (transport in bits 0-1: UDP, TCP, TLS; peer in
+  bits 2-4: 127.0.0.2 transfers with the key, .3 without, .4 may NOTIFY,
+  192.0.2.9 nothing) and a query: plain, signed (good and wrong secret),
+  AXFR and IXFR (with the client's SOA, without, over UDP), NOTIFY for the
+  secondary zone and for the primary one.
 * tsig: queries signed with the fuzz target's keys (one per algorithm):
   good, outside the fudge (BADTIME), truncated to the RFC minimum and one
   octet below, wrong secret, unknown key; and an unsigned query.
@@ -157,6 +162,68 @@ def main():
         write("tsig", f"{text}-trunc-below", tsig_sign(q, key, alg, trunc=minimum - 1))
         write("tsig", f"{text}-badsig", tsig_sign(q, key, alg, secret=b"wrong"))
         write("tsig", f"{text}-badkey", tsig_sign(q, "unknown.fuzz.", alg))
+
+    # cookie: now, switches, age, then OPT RDATA (see fuzz_targets/cookie.rs)
+    def option(code, data):
+        return struct.pack(">HH", code, len(data)) + data
+    client = bytes.fromhex("2464c4abcf10c957")
+    server = bytes.fromhex("010000005cf79f111f8130c3eee29480")
+    for label, switches, age, rdata in [
+        ("client-only", 0b0010, 0, option(10, client)),
+        ("client-only-require", 0b0011, 0, option(10, client)),
+        ("forged-young", 0b1011, 60, option(10, client + server)),
+        ("forged-old", 0b1011, 2000, option(10, client + server)),
+        ("forged-expired", 0b1011, 3601, option(10, client + server)),
+        ("forged-future", 0b1111, -301 & 0xFFFF, option(10, client + server)),
+        ("foreign-server-cookie", 0b0011, 0, option(10, client + server)),
+        ("long-server-cookie", 0b0010, 0, option(10, client + bytes(32))),
+        ("malformed", 0b0010, 0, option(10, client[:7])),
+        ("nsid-expire-unknown", 0b0010, 0, option(3, b"") + option(9, b"") + option(65001, b"x")),
+        ("two-cookies", 0b0010, 0, option(10, client) + option(10, client + server)),
+    ]:
+        write("cookie", label, struct.pack(">IBH", 1559731985, switches, age) + rdata)
+    # processor: the peers and the key of fuzz_targets/processor.rs
+    udp, tcp, tls = 0, 1, 2
+    keyed, open_, notifier, stranger = 0 << 2, 1 << 2, 2 << 2, 3 << 2
+    sha256 = TSIG_ALGS[3]
+
+    def soa_rr(serial):
+        return b"\xc0\x0c" + struct.pack(">HHIH", 6, 1, 60, 22) + b"\0\0" + struct.pack(">IIIII", serial, 1, 2, 3, 4)
+
+    def with_soa(m, section, serial):
+        counts = list(struct.unpack(">HHHH", m[4:12]))
+        counts[section] += 1
+        return m[:4] + struct.pack(">HHHH", *counts) + m[12:] + soa_rr(serial)
+
+    def signed(m, secret=TSIG_SECRET):
+        return tsig_sign(m, "xfr.fuzz.", sha256, secret=secret)
+
+    axfr = query("edge.test", TYPES["AXFR"], flags=0)
+    ixfr = with_soa(query("edge.test", TYPES["IXFR"], flags=0), 2, 1)
+    notify = with_soa(query("sec.test", TYPES["SOA"], flags=0x2000), 1, 7)
+    cases = [
+        ("plain-udp", udp | stranger, query("www.edge.test", TYPES["A"], edns=opt())),
+        ("plain-tcp", tcp | stranger, query("edge.test", TYPES["SOA"])),
+        ("signed-udp", udp | keyed, signed(query("www.edge.test", TYPES["A"]))),
+        ("signed-wrong-secret", tcp | keyed, signed(query("www.edge.test", TYPES["A"]), b"wrong")),
+        ("axfr-signed", tcp | keyed, signed(axfr)),
+        ("axfr-signed-tls", tls | keyed, signed(axfr)),
+        ("axfr-unsigned-refused", tcp | keyed, axfr),
+        ("axfr-open", tcp | open_, axfr),
+        ("axfr-stranger", tcp | stranger, axfr),
+        ("axfr-udp", udp | open_, axfr),
+        ("axfr-not-served", tcp | open_, query("other.test", TYPES["AXFR"], flags=0)),
+        ("ixfr-tcp", tcp | open_, ixfr),
+        ("ixfr-signed", tcp | keyed, signed(ixfr)),
+        ("ixfr-udp", udp | open_, ixfr),
+        ("ixfr-without-soa", tcp | open_, query("edge.test", TYPES["IXFR"], flags=0)),
+        ("notify", udp | notifier, notify),
+        ("notify-signed", tcp | notifier, signed(notify)),
+        ("notify-stranger", udp | stranger, notify),
+        ("notify-primary-zone", udp | notifier, query("edge.test", TYPES["SOA"], flags=0x2000)),
+    ]
+    for label, pick, m in cases:
+        write("processor", label, bytes([pick]) + m)
 
     # zonefile
     for d in ["crates/heron-zone/tests/data", "crates/heron/tests/data"]:

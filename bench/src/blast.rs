@@ -6,21 +6,18 @@
 //! query's send time is kept in a slot indexed by (socket, DNS ID), so a
 //! response gives its latency with no search. A query unanswered after
 //! `timeout`, or still unanswered when the run ends, is lost.
-//!
-//! `unsafe` here is the two system calls: every `iovec` points into a
-//! buffer of this module that outlives the call and is not resized while
-//! the kernel uses it; `msg_name` is null because the sockets are
-//! connected.
+//! The batched system calls are `heron_sys::udp`'s; the sockets are
+//! connected, so the datagrams go without a peer address.
 
 use std::collections::VecDeque;
 use std::fs;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use heron_proto::{Name, RType};
+use heron_sys::udp::{Receiver, Sender, Wait};
 use serde::{Deserialize, Serialize};
 
 use crate::stats::Histogram;
@@ -174,26 +171,6 @@ struct Sock {
     port: u16,
 }
 
-pub(crate) fn set_buffer(socket: &UdpSocket, force: libc::c_int, plain: libc::c_int, bytes: usize) {
-    let v = bytes as libc::c_int;
-    let fd = socket.as_raw_fd();
-    for opt in [force, plain] {
-        // SAFETY: setsockopt with a pointer to a live c_int and its size.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                opt,
-                (&v as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if rc == 0 {
-            return;
-        }
-    }
-}
-
 fn open_socket(target: SocketAddr) -> io::Result<Sock> {
     let local: SocketAddr = if target.is_ipv6() {
         "[::1]:0".parse().unwrap()
@@ -203,8 +180,8 @@ fn open_socket(target: SocketAddr) -> io::Result<Sock> {
     let socket = UdpSocket::bind(local)?;
     socket.connect(target)?;
     socket.set_nonblocking(true)?;
-    set_buffer(&socket, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, 32 << 20);
-    set_buffer(&socket, libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, 8 << 20);
+    let _ = heron_sys::socket::grow_receive_buffer(&socket, 32 << 20);
+    let _ = heron_sys::socket::grow_send_buffer(&socket, 8 << 20);
     let port = socket.local_addr()?.port();
     Ok(Sock {
         socket,
@@ -272,10 +249,9 @@ pub fn blast_checked(
     let server_drops_before = socket_drops(&[opts.target.port()]);
 
     let mut send_buf = vec![0u8; batch * SEND_BUF];
-    let mut recv_buf = vec![0u8; batch * RECV_BUF];
-    let mut iov: Vec<libc::iovec> = Vec::with_capacity(batch);
-    // SAFETY: mmsghdr is plain old data; zeroed is a valid empty value.
-    let mut hdrs: Vec<libc::mmsghdr> = vec![unsafe { std::mem::zeroed() }; batch];
+    let mut send_lens = vec![0usize; batch];
+    let mut sender = Sender::with_capacity(batch);
+    let mut received = Receiver::new(batch, RECV_BUF);
     let mut pending: VecDeque<(u32, u16, u64)> = VecDeque::new();
     let mut hist = Histogram::default();
     let mut r = BlastResult {
@@ -316,7 +292,6 @@ pub fn blast_checked(
                 let s = &mut socks[rr];
                 let sidx = rr as u32;
                 rr = (rr + 1) % nsock;
-                iov.clear();
                 let mut ids = [(0u16, 0u32); 1024];
                 for (j, id_slot) in ids.iter_mut().enumerate().take(n) {
                     let q = queries.get(qi);
@@ -331,32 +306,15 @@ pub fn blast_checked(
                     s.next_id = s.next_id.wrapping_add(1);
                     buf[..2].copy_from_slice(&id.to_be_bytes());
                     *id_slot = (id, query);
-                    iov.push(libc::iovec {
-                        iov_base: buf.as_mut_ptr().cast(),
-                        iov_len: q.len(),
-                    });
+                    send_lens[j] = q.len();
                 }
-                for (j, h) in hdrs.iter_mut().enumerate().take(n) {
-                    // SAFETY: see the module comment.
-                    *h = unsafe { std::mem::zeroed() };
-                    h.msg_hdr.msg_iov = &mut iov[j];
-                    h.msg_hdr.msg_iovlen = 1;
-                }
-                // SAFETY: `hdrs[..n]` point at `iov[..n]`, which point into
-                // `send_buf`; all live across the call.
-                let rc = unsafe {
-                    libc::sendmmsg(
-                        s.socket.as_raw_fd(),
-                        hdrs.as_mut_ptr(),
-                        n as libc::c_uint,
-                        libc::MSG_DONTWAIT,
-                    )
-                };
-                if rc < 0 {
-                    r.send_errors += 1;
-                } else {
+                let messages = send_buf.chunks(SEND_BUF).zip(&send_lens);
+                let rc = sender
+                    .load(messages.take(n).map(|(buf, &len)| (&buf[..len], None)))
+                    .send(&s.socket, 0, Wait::Never);
+                if let Ok(rc) = rc {
                     let t = start.elapsed().as_nanos() as u64 + 1;
-                    for &(id, query) in ids.iter().take(rc as usize) {
+                    for &(id, query) in ids.iter().take(rc) {
                         let slot = &mut s.slots[id as usize];
                         if *slot != 0 {
                             // Reused before an answer came: that one is lost.
@@ -369,48 +327,26 @@ pub fn blast_checked(
                     r.sent += rc as u64;
                     outstanding += rc as u64;
                     // IDs of datagrams not sent are handed out again.
-                    let unsent = (n - rc as usize) as u16;
+                    let unsent = (n - rc) as u16;
                     s.next_id = s.next_id.wrapping_sub(unsent);
-                    qi = (qi + queries.len() - (n - rc as usize) % queries.len()) % queries.len();
+                    qi = (qi + queries.len() - (n - rc) % queries.len()) % queries.len();
                     did = rc > 0;
+                } else {
+                    r.send_errors += 1;
                 }
             }
         }
         // Receive whatever is queued on every socket.
         for s in socks.iter_mut() {
             for _ in 0..8 {
-                iov.clear();
-                for j in 0..batch {
-                    let buf = &mut recv_buf[j * RECV_BUF..(j + 1) * RECV_BUF];
-                    iov.push(libc::iovec {
-                        iov_base: buf.as_mut_ptr().cast(),
-                        iov_len: RECV_BUF,
-                    });
-                }
-                for (j, h) in hdrs.iter_mut().enumerate() {
-                    // SAFETY: see the module comment.
-                    *h = unsafe { std::mem::zeroed() };
-                    h.msg_hdr.msg_iov = &mut iov[j];
-                    h.msg_hdr.msg_iovlen = 1;
-                }
-                // SAFETY: as for sendmmsg; the kernel writes at most
-                // RECV_BUF bytes into each buffer of `recv_buf`.
-                let rc = unsafe {
-                    libc::recvmmsg(
-                        s.socket.as_raw_fd(),
-                        hdrs.as_mut_ptr(),
-                        batch as libc::c_uint,
-                        libc::MSG_DONTWAIT,
-                        std::ptr::null_mut(),
-                    )
+                let rc = match received.receive(&s.socket, Wait::Never) {
+                    Ok(rc) if rc > 0 => rc,
+                    _ => break,
                 };
-                if rc <= 0 {
-                    break;
-                }
                 let t = start.elapsed().as_nanos() as u64 + 1;
-                for (j, h) in hdrs.iter().enumerate().take(rc as usize) {
-                    let len = h.msg_len as usize;
-                    let msg = &recv_buf[j * RECV_BUF..j * RECV_BUF + len.min(RECV_BUF)];
+                for j in 0..rc {
+                    let msg = received.datagram(j);
+                    let len = msg.len();
                     if len < 12 || msg[2] & 0x80 == 0 {
                         r.unmatched += 1;
                         continue;
@@ -438,7 +374,7 @@ pub fn blast_checked(
                     }
                 }
                 did = true;
-                if (rc as usize) < batch {
+                if rc < batch {
                     break;
                 }
             }

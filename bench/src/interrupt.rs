@@ -1,14 +1,17 @@
 //! SIGINT and SIGTERM stop the measurements: the servers are stopped on
 //! the way out and the partial results kept.
 
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+use std::sync::atomic::{AtomicBool, Ordering};
 
-pub extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// From now on SIGINT and SIGTERM set the flag [`interrupted`] reads.
+pub fn watch_termination() -> Result<(), String> {
+    heron_sys::process::set_on_termination(&INTERRUPTED).map_err(|e| e.to_string())
 }
 
 /// Whether SIGINT or SIGTERM arrived: measurements stop and the servers
 /// are stopped on the way out.
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
+    INTERRUPTED.load(Ordering::Relaxed)
 }

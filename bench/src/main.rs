@@ -249,7 +249,8 @@ fn blast_cmd(
     json: bool,
 ) -> Result<(), String> {
     if !cpus.is_empty() {
-        sys::pin_self(cpus).map_err(|e| format!("cannot pin to CPUs {cpus:?}: {e}"))?;
+        heron_sys::cpu::pin_current_thread(cpus)
+            .map_err(|e| format!("cannot pin to CPUs {cpus:?}: {e}"))?;
     }
     let set = blast::QuerySet::load(queries)?;
     let r = blast::blast(&set, &opts).map_err(|e| format!("blast: {e}"))?;

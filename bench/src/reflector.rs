@@ -5,13 +5,9 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
 
 /// The echo: the response is the query with the QR bit set.
 pub fn reflect(query: &[u8], response: &mut Vec<u8>) -> bool {
@@ -26,12 +22,7 @@ pub fn reflect(query: &[u8], response: &mut Vec<u8>) -> bool {
 
 /// Serves until SIGTERM or SIGINT, one thread per worker.
 pub fn run(listen: SocketAddr, workers: usize) -> io::Result<()> {
-    // SAFETY: the handler only stores to an atomic, which is
-    // async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-    }
+    heron_sys::process::set_on_termination(&STOP)?;
     let mut threads = Vec::new();
     for i in 0..workers.max(1) {
         let socket = heron_server::udp::bind_reuseport(listen)?;

@@ -483,7 +483,7 @@ impl Server {
         let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| e.to_string())?;
         sock.set_read_timeout(Some(Duration::from_millis(20)))
             .map_err(|e| e.to_string())?;
-        crate::blast::set_buffer(&sock, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, 8 << 20);
+        let _ = heron_sys::socket::grow_receive_buffer(&sock, 8 << 20);
         let mut pending: Vec<usize> = (0..names.len()).collect();
         let mut first_sweep = true;
         let mut last_answer = sample_ready;

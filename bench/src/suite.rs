@@ -27,7 +27,7 @@ use crate::args::RunArgs;
 use crate::blast::QuerySet;
 use crate::dnsperf;
 use crate::host::{heron_build, loadavg, now_secs, read_first_line, utc};
-use crate::interrupt::{interrupted, on_signal};
+use crate::interrupt::{self, interrupted};
 use crate::phases::{self, Ctx, RT_PRIORITY};
 use crate::results::{CostMatrix, Meta, Results, Timing};
 use crate::servers::{self, Binaries, Kind, Launch, Sched};
@@ -88,13 +88,8 @@ pub fn run(args: &RunArgs) -> Result<Option<Results>, String> {
 /// and the workloads: the context of every phase, the workloads, the
 /// servers and the results with their `meta` filled in.
 fn prepare(args: &RunArgs) -> Result<(Ctx, Vec<Workload>, Vec<Kind>, Results), String> {
-    // SAFETY: the handler only stores to an atomic (async-signal-safe).
-    unsafe {
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-    }
-    // SAFETY: geteuid has no memory effects.
-    if unsafe { libc::geteuid() } != 0 {
+    interrupt::watch_termination()?;
+    if !heron_sys::process::is_root() {
         return Err("the suite needs root: it sets cgroup CPU quotas and scheduling".into());
     }
     let flavor = sys::detect_cgroup().ok_or(
@@ -112,11 +107,10 @@ fn prepare(args: &RunArgs) -> Result<(Ctx, Vec<Workload>, Vec<Kind>, Results), S
         "rt" | "nice" => (Sched::Nice(-20), false),
         _ => (Sched::Normal, false),
     };
-    sys::pin_self(&[args.generator_cpu])
+    heron_sys::cpu::pin_current_thread(&[args.generator_cpu])
         .map_err(|e| format!("cannot pin to CPU {}: {e}", args.generator_cpu))?;
     if let Sched::Nice(n) = sched {
-        // SAFETY: setpriority on this process; no memory effects.
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, n) };
+        let _ = heron_sys::sched::set_current_thread_nice(n);
     }
     fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let work = args.data.join("run");
@@ -409,9 +403,8 @@ fn meta(
         started: utc(now_secs()),
         mode: if args.quick { "quick" } else { "full" }.into(),
         cpu_model: read_first_line("/proc/cpuinfo", "model name"),
-        // SAFETY: sysconf has no memory effects. (Not available_parallelism:
-        // this process is pinned to one CPU.)
-        cpus: unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize,
+        // Not available_parallelism: this process is pinned to one CPU.
+        cpus: heron_sys::cpu::online_cpus(),
         mem_gib: read_first_line("/proc/meminfo", "MemTotal")
             .trim_end_matches(" kB")
             .trim()

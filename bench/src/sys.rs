@@ -1,15 +1,14 @@
 //! What the suite reads from and writes to the kernel: CPU time and memory
 //! of process groups (/proc), CPU quotas (cgroup v1 or v2, detected at run
-//! time), and CPU affinity.
+//! time), and the scheduling of the suite's own threads.
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 /// Clock ticks per second of /proc/PID/stat times.
-pub(crate) fn ticks_per_second() -> f64 {
-    // SAFETY: sysconf has no memory effects.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+fn ticks_per_second() -> f64 {
+    let t = heron_sys::process::clock_ticks_per_second();
     if t > 0 { t as f64 } else { 100.0 }
 }
 
@@ -35,17 +34,6 @@ pub fn machine_busy_seconds() -> f64 {
         .collect();
     let busy: f64 = [0, 1, 2, 5, 6].iter().filter_map(|&i| f.get(i)).sum();
     busy / ticks_per_second()
-}
-
-/// CPUs of the machine (the `cpuN` lines of /proc/stat; this process
-/// may be pinned to fewer).
-pub fn online_cpus() -> usize {
-    fs::read_to_string("/proc/stat")
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.starts_with("cpu") && l[3..].starts_with(|c: char| c.is_ascii_digit()))
-        .count()
-        .max(1)
 }
 
 /// CPU seconds the calling thread has run (/proc/thread-self/schedstat,
@@ -142,10 +130,7 @@ fn kib_field(text: &str, key: &str) -> u64 {
 /// settings, and no traffic but ours (so connection counters and socket
 /// lists are ours alone). Needs root.
 pub fn private_loopback(extra: &[std::net::Ipv4Addr]) -> io::Result<()> {
-    // SAFETY: unshare(2) takes a flag and touches no memory of ours.
-    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    heron_sys::process::unshare_network_namespace()?;
     let ip = |args: &[&str]| -> io::Result<()> {
         let out = std::process::Command::new("ip").args(args).output()?;
         if out.status.success() {
@@ -185,8 +170,7 @@ pub fn raise_session_priority(nice: i32) -> SessionPriority {
     if before.is_some() {
         let _ = fs::write(PATH, nice.to_string());
     }
-    // SAFETY: setpriority(2) on the calling thread, no pointers.
-    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+    let _ = heron_sys::sched::set_current_thread_nice(nice);
     SessionPriority { before }
 }
 
@@ -198,37 +182,11 @@ impl Drop for SessionPriority {
     }
 }
 
-/// Pins the calling process (all its threads created later) to `cpus`.
-pub fn pin_self(cpus: &[usize]) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain old data; CPU_SET writes inside it;
-    // sched_setaffinity reads `size_of::<cpu_set_t>()` bytes of it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            libc::CPU_SET(c, &mut set);
-        }
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
 /// Sets the calling thread's scheduling policy: real-time round robin at
 /// `priority` (Some), or back to the normal policy (None).
 pub fn set_self_realtime(priority: Option<i32>) -> io::Result<()> {
-    let (policy, prio) = match priority {
-        Some(p) => (libc::SCHED_RR, p),
-        None => (libc::SCHED_OTHER, 0),
-    };
-    let param = libc::sched_param {
-        sched_priority: prio,
-    };
-    // SAFETY: sched_setscheduler reads one sched_param we own.
-    if unsafe { libc::sched_setscheduler(0, policy, &param) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    use heron_sys::sched::Policy;
+    heron_sys::sched::set_current_thread_policy(priority.map_or(Policy::Other, Policy::RoundRobin))
 }
 
 /// Which cgroup interface limits CPU on this machine.
@@ -429,21 +387,21 @@ impl Drop for Cgroup {
 /// 10 s for it to exit, then SIGKILL to the group until no member is left
 /// (helpers it forked included; only processes this suite started).
 pub fn stop_group(mut child: std::process::Child) {
+    use heron_sys::process::{Signal, signal_group, signal_process};
     use std::time::{Duration, Instant};
-    let pid = child.id() as i32;
-    // SAFETY: kill(2) on the PID of our own unreaped child.
-    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let pid = child.id();
+    // Our own unreaped child, and then the group it leads.
+    let _ = signal_process(pid, Signal::TERM);
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
         std::thread::sleep(Duration::from_millis(20));
     }
     for _ in 0..100 {
         let leader_alive = matches!(child.try_wait(), Ok(None));
-        if group_members(pid as u32).is_empty() && !leader_alive {
+        if group_members(pid).is_empty() && !leader_alive {
             break;
         }
-        // SAFETY: kill(2) on the process group our child leads.
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
+        let _ = signal_group(pid, Signal::KILL);
         std::thread::sleep(Duration::from_millis(20));
     }
     let _ = child.wait();
@@ -486,8 +444,7 @@ mod tests {
 
     #[test]
     fn own_group_cpu_is_readable() {
-        // SAFETY: getpgrp has no memory effects.
-        let pgid = unsafe { libc::getpgrp() } as u32;
+        let pgid = heron_sys::process::process_group();
         assert!(group_members(pgid).contains(&std::process::id()));
         assert!(group_cpu_seconds(pgid) >= 0.0);
         assert!(group_runtime_seconds(pgid) > 0.0);

@@ -2,14 +2,17 @@
 //! panics; and a zone it accepts is stored as a zone file that loads back
 //! to the same zone.
 //!
-//! Input: one octet (bit 0: IXFR from the zone below, else AXFR), then
-//! messages, each preceded by its length in two octets as over TCP.
+//! Input: one octet (bit 0: IXFR from the zone below, else AXFR; bit 1:
+//! under small limits, at most 1 + the octet's top six bits records and
+//! 4 KiB), then messages, each preceded by its length in two octets as
+//! over TCP. A transfer taken under limits holds no more records than
+//! they allow.
 #![no_main]
 
 use std::sync::{Arc, LazyLock};
 
 use heron_proto::Name;
-use heron_xfr::secondary::receive::{Outcome, Receiver, Request};
+use heron_xfr::secondary::receive::{Outcome, Receiver, Request, TransferLimits};
 use heron_xfr::secondary::store::write_zone;
 use heron_zone::{Zone, diff::diff, load_zone_str};
 use libfuzzer_sys::fuzz_target;
@@ -33,7 +36,15 @@ fuzz_target!(|data: &[u8]| {
         1 => Request::Ixfr { have: ZONE.clone() },
         _ => Request::Axfr,
     };
-    let mut r = Receiver::new(ORIGIN.clone(), request);
+    let limits = match mode & 2 {
+        2 => TransferLimits {
+            max_records: 1 + u64::from(mode >> 2),
+            max_bytes: 4096,
+            ..TransferLimits::default()
+        },
+        _ => TransferLimits::default(),
+    };
+    let mut r = Receiver::new(ORIGIN.clone(), request).with_limits(limits);
     while rest.len() >= 2 {
         let len = u16::from_be_bytes([rest[0], rest[1]]) as usize;
         let msg = &rest[2..(2 + len).min(rest.len())];
@@ -44,7 +55,11 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let zone = match r.finish() {
-        Ok(Outcome::Full(zone)) | Ok(Outcome::Incremental { zone, .. }) => zone,
+        Ok(Outcome::Full(zone)) => {
+            assert!(zone.record_count() as u64 <= limits.max_records);
+            zone
+        }
+        Ok(Outcome::Incremental { zone, .. }) => zone,
         _ => return,
     };
     let mut text = Vec::new();

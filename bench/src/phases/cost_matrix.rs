@@ -174,7 +174,7 @@ pub(crate) fn run(
     for &workers in &plan.workers {
         let pinned = workers == 1;
         if !pinned {
-            let all: Vec<usize> = (0..sys::online_cpus()).collect();
+            let all: Vec<usize> = (0..heron_sys::cpu::online_cpus()).collect();
             let _ = sys::pin_self(&all);
         }
         for id in &plan.udp_workloads {
@@ -214,7 +214,7 @@ fn start_all(
     let cpus = if workers == 1 {
         ctx.args.server_cpus.clone()
     } else {
-        format!("0-{}", sys::online_cpus().saturating_sub(1))
+        format!("0-{}", heron_sys::cpu::online_cpus().saturating_sub(1))
     };
     cols.iter()
         .map(|c| {
@@ -459,7 +459,7 @@ fn common_max(
 fn idle_busy_share() -> f64 {
     let (m0, t0) = (sys::machine_busy_seconds(), Instant::now());
     std::thread::sleep(std::time::Duration::from_millis(500));
-    (sys::machine_busy_seconds() - m0) / t0.elapsed().as_secs_f64() / sys::online_cpus() as f64
+    (sys::machine_busy_seconds() - m0) / t0.elapsed().as_secs_f64() / heron_sys::cpu::online_cpus() as f64
 }
 
 fn say_cell(ctx: &Ctx, cell: &CostCell) {

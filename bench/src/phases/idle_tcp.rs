@@ -129,7 +129,7 @@ fn open_batch(
             Ok(s) => sent.push((s, id)),
             // Our own descriptor limit is a fault of the setup, not of
             // the server: say so rather than count it against the server.
-            Err(e) if e.raw_os_error() == Some(libc::EMFILE) => {
+            Err(e) if heron_sys::process::is_open_files_limit(&e) => {
                 return Err(format!("out of file descriptors after {i} in a batch: {e}"));
             }
             Err(_) => failed += 1,

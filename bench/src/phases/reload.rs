@@ -304,8 +304,8 @@ fn reload_on_schedule(
         }
         std::fs::rename(version, plan.zone).map_err(|e| format!("{}: {e}", version.display()))?;
         sent.push(start.elapsed().as_nanos() as u64);
-        // SAFETY: kill(2) on the server this suite started, by its PID.
-        unsafe { libc::kill(plan.pid as i32, libc::SIGHUP) };
+        // The server this suite started, by its PID.
+        let _ = heron_sys::process::signal_process(plan.pid, heron_sys::process::Signal::HUP);
     }
     Ok(sent)
 }

@@ -178,7 +178,7 @@ pub fn run(args: &XfrArgs) -> Result<(), String> {
     // The servers, started from this session, and the probe (this thread).
     let _priority = sys::raise_session_priority(peers::NICE);
     // The probe beside the primary: the secondary's CPU is the one measured.
-    sys::pin_self(&[0]).map_err(|e| format!("cannot pin to CPU 0: {e}"))?;
+    heron_sys::cpu::pin_current_thread(&[0]).map_err(|e| format!("cannot pin to CPU 0: {e}"))?;
     // The servers run in their own folders.
     let heron =
         fs::canonicalize(&args.heron).map_err(|e| format!("{}: {e}", args.heron.display()))?;

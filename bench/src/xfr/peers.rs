@@ -188,8 +188,8 @@ impl Peer {
 
     /// Asks the server to re-read its zone files (SIGHUP for all four).
     pub fn reload(&self) {
-        // SAFETY: kill(2) on the PID of our own unreaped child.
-        unsafe { libc::kill(self.pid() as i32, libc::SIGHUP) };
+        // Our own unreaped child, by its PID.
+        let _ = heron_sys::process::signal_process(self.pid(), heron_sys::process::Signal::HUP);
     }
 
     /// Resident memory of the server's processes, KiB.

@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 
 use super::peers::TsigKey;
 use crate::stats::Spread;
-use crate::sys;
 
 /// Milliseconds to sign (as a primary does) and to verify (as a secondary
 /// does) one whole AXFR, median and spread of the repeats.
@@ -39,7 +38,8 @@ pub fn measure(
     let origin = Name::parse(origin).map_err(|e| e.to_string())?;
     std::thread::scope(|s| {
         s.spawn(|| {
-            sys::pin_self(&[cpu]).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+            heron_sys::cpu::pin_current_thread(&[cpu])
+                .map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
             let (mut sign, mut verify) = (Vec::new(), Vec::new());
             for _ in 0..REPEATS {
                 let (s, v) = sign_and_verify(messages, &origin, &key)?;

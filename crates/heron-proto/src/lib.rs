@@ -6,10 +6,12 @@
 //! * [`rdata`]: RDATA of every supported type, text ⇄ wire.
 //! * [`message`]: a zero-copy reader of DNS messages.
 //! * [`writer`]: a response writer with name compression.
-//! * [`edns`]: the EDNS(0) OPT record.
+//! * [`edns`]: the EDNS(0) OPT record and the options Heron reads and writes.
+//! * [`cookie`]: DNS cookies (RFC 7873, RFC 9018 server cookies).
 //! * [`encoded`]: RRsets pre-encoded for responses, compressed against the apex.
 //! * [`tsig`]: TSIG transaction signatures (RFC 8945), server and client side.
 
+pub mod cookie;
 pub mod edns;
 pub mod encoded;
 pub mod message;

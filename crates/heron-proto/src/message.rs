@@ -150,6 +150,15 @@ fn read_rr_fixed(msg: &[u8], pos: usize) -> Result<RrFixed, ParseError> {
     })
 }
 
+/// The flags of every response Heron sends to a query with `query_flags`:
+/// QR set; opcode, RD and CD copied (RFC 1035 4.1.1, RFC 4035 3.2.2);
+/// everything else clear. AA is the caller's: set only when answering
+/// authoritatively for a zone it serves.
+#[inline]
+pub fn response_flags(query_flags: u16) -> u16 {
+    flags::QR | (query_flags & (0x7800 | flags::RD | flags::CD))
+}
+
 /// What the answer path needs from a query, read without allocation.
 #[derive(Debug)]
 pub struct Query {
@@ -540,6 +549,33 @@ mod tests {
         assert_eq!(e.udp_size, 1232);
         assert!(e.do_bit);
         assert_eq!(e.version, 0);
+    }
+
+    /// A query with an OPT record holding `rdata`.
+    fn with_opt_rdata(rdata: &[u8]) -> Vec<u8> {
+        let mut m = query(b"\x00", 6);
+        m[11] = 1;
+        m.extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0]);
+        m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        m.extend_from_slice(rdata);
+        m
+    }
+
+    #[test]
+    fn query_options_are_read_with_the_opt_record() {
+        let m = with_opt_rdata(&[0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8, 0, 3, 0, 0]);
+        let options = parse_query(&m).unwrap().edns.unwrap().options;
+        assert!(options.nsid && !options.expire);
+        let edns::CookieOption::Present(cookie) = options.cookie else {
+            panic!("cookie read");
+        };
+        assert_eq!(cookie.client(), &[1, 2, 3, 4, 5, 6, 7, 8]);
+        // A cookie of a wrong length is recorded, not refused here: the
+        // cookie layer answers it FORMERR, a server without cookies
+        // ignores it (RFC 7873 5.2.2).
+        let m = with_opt_rdata(&[0, 10, 0, 7, 1, 2, 3, 4, 5, 6, 7]);
+        let options = parse_query(&m).unwrap().edns.unwrap().options;
+        assert_eq!(options.cookie, edns::CookieOption::Malformed);
     }
 
     #[test]

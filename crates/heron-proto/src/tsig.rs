@@ -595,6 +595,38 @@ pub fn verify_request<K: KeyRing + ?Sized>(
     let Some(tsig) = find(msg).map_err(|_| TsigFailure::formerr())? else {
         return Ok(None);
     };
+    verify_found(msg, tsig, keys, now).map(Some)
+}
+
+/// [`verify_request`] for a message already read by
+/// [`parse_query`](crate::message::parse_query), which found where its
+/// TSIG record starts (`Query::tsig`; None: unsigned): the message is not
+/// walked again.
+pub fn verify_request_at<K: KeyRing + ?Sized>(
+    msg: &[u8],
+    tsig_at: Option<usize>,
+    keys: &K,
+    now: u64,
+) -> Result<Option<Verified>, TsigFailure> {
+    let Some(start) = tsig_at else {
+        return Ok(None);
+    };
+    // The query reader takes a TSIG last in any section; it belongs in
+    // the additional one.
+    if Header::read(msg).is_none_or(|h| h.arcount == 0) {
+        return Err(TsigFailure::formerr());
+    }
+    let tsig = read_tsig(msg, start).map_err(|_| TsigFailure::formerr())?;
+    verify_found(msg, tsig, keys, now).map(Some)
+}
+
+/// Checks the TSIG record `tsig` read from `msg`.
+fn verify_found<K: KeyRing + ?Sized>(
+    msg: &[u8],
+    tsig: TsigRecord,
+    keys: &K,
+    now: u64,
+) -> Result<Verified, TsigFailure> {
     let fail = |error| TsigFailure::of(&tsig, error);
     let key = Algorithm::from_name(&tsig.algorithm)
         .and_then(|alg| keys.key(&tsig.key_name).filter(|k| k.algorithm == alg))
@@ -609,11 +641,11 @@ pub fn verify_request<K: KeyRing + ?Sized>(
     if !tsig.in_time(now) {
         return Err(fail(TsigError::BadTime));
     }
-    Ok(Some(Verified {
+    Ok(Verified {
         key: key.clone(),
         mac: tsig.mac,
         time_signed: tsig.time_signed,
-    }))
+    })
 }
 
 /// RFC 8945 5.2.2.1: longer than the hash, or shorter than max(10, half

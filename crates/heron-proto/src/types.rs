@@ -153,6 +153,8 @@ impl Rcode {
     pub const BADKEY: Rcode = Rcode(17);
     pub const BADTIME: Rcode = Rcode(18);
     pub const BADTRUNC: Rcode = Rcode(22);
+    /// Extended: a bad or missing server cookie (RFC 7873 8).
+    pub const BADCOOKIE: Rcode = Rcode(23);
 }
 
 impl fmt::Display for Rcode {
@@ -167,6 +169,7 @@ impl fmt::Display for Rcode {
             4 => "NOTIMP",
             5 => "REFUSED",
             9 => "NOTAUTH",
+            23 => "BADCOOKIE",
             n => return write!(f, "RCODE{n}"),
         };
         f.write_str(name)

@@ -5,8 +5,9 @@
 //! not at all; [`Writer::mark`] and [`Writer::rollback`] let the caller drop
 //! a whole RRset that does not fit.
 
-use crate::message::{HEADER_LEN, Header};
+use crate::message::{HEADER_LEN, Header, flags, response_flags};
 use crate::rdata;
+use crate::types::Rcode;
 use crate::types::{Class, RType};
 
 /// Compression targets remembered per message; later names beyond this are
@@ -425,5 +426,70 @@ mod tests {
         w.rollback(mark);
         assert_eq!(w.count(Section::Answer), 0);
         assert_eq!(w.len(), mark.len);
+    }
+}
+
+/// The one response Heron writes without an answer: the query's header
+/// turned into a response with `rcode`, the question echoed when
+/// `question` (the query's question section, as sent) is not empty, AA
+/// only if `authoritative`. Errors, refusals and a NOTIFY's acknowledgement
+/// are all written here.
+pub fn header_response(
+    out: &mut Vec<u8>,
+    query: &Header,
+    question: &[u8],
+    rcode: Rcode,
+    authoritative: bool,
+) {
+    let mut w = Writer::new(out, u16::MAX as usize);
+    let qdcount = if question.is_empty() {
+        0
+    } else {
+        w.question_raw(question);
+        1
+    };
+    let aa = if authoritative { flags::AA } else { 0 };
+    let flags = response_flags(query.flags) | aa | (rcode.0 & 0xF);
+    w.finish(query.id, flags, qdcount);
+}
+
+#[cfg(test)]
+mod header_response_tests {
+    use super::*;
+
+    fn query_header(flags: u16) -> Header {
+        Header {
+            id: 0x1234,
+            flags,
+            qdcount: 1,
+            ..Header::default()
+        }
+    }
+
+    #[test]
+    fn copies_opcode_rd_cd_and_sets_aa_only_when_asked() {
+        // NOTIFY opcode, RD, CD, and AD/TC/Z which a response must not echo.
+        let query =
+            query_header((4 << 11) | flags::RD | flags::CD | flags::AD | flags::TC | flags::Z);
+        let question = [0u8, 0, 6, 0, 1];
+        let mut out = Vec::new();
+        header_response(&mut out, &query, &question, Rcode::NOTAUTH, false);
+        let h = Header::read(&out).unwrap();
+        assert_eq!(h.id, 0x1234);
+        assert_eq!(h.flags, flags::QR | (4 << 11) | flags::RD | flags::CD | 9);
+        assert_eq!((h.qdcount, h.ancount, h.nscount, h.arcount), (1, 0, 0, 0));
+        assert_eq!(&out[HEADER_LEN..], &question);
+        out.clear();
+        header_response(&mut out, &query, &question, Rcode::NOERROR, true);
+        assert!(Header::read(&out).unwrap().has(flags::AA));
+    }
+
+    #[test]
+    fn without_a_question_it_is_a_bare_header() {
+        let mut out = Vec::new();
+        header_response(&mut out, &query_header(0), &[], Rcode::FORMERR, false);
+        assert_eq!(out.len(), HEADER_LEN);
+        let h = Header::read(&out).unwrap();
+        assert_eq!((h.qdcount, h.rcode()), (0, 1));
     }
 }

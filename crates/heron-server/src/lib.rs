@@ -1,19 +1,29 @@
-//! Heron transports: how queries reach the answer engine and go back.
+//! Heron transports and the query processor between them and the zones.
 //!
+//! * [`processor`]: one I/O-free path from a query's bytes to a response,
+//!   a transfer stream or nothing, plus events; its layers (parse, ACL,
+//!   TSIG, answer / transfer / NOTIFY, sign, size) are listed there.
+//! * [`service`]: the processor with what acts on its events (NOTIFY to
+//!   the secondary side, refusal counters) and the transfer limit: what
+//!   every transport is handed.
 //! * [`udp`]: one OS thread per worker, each with its own `SO_REUSEPORT`
-//!   socket, so workers share nothing.
+//!   socket, so workers share nothing; a batch is answered by the engine
+//!   and only its deferred messages go through the processor's layers.
 //! * [`tcp`]: RFC 7766 on the async runtime: length-prefixed messages,
 //!   many and pipelined queries per connection, idle timeout, limits in
-//!   total and per client.
+//!   total and per client; transfers pulled from the processor one
+//!   message at a time.
 //! * [`tls`]: DNS over TLS (RFC 7858) and XFR over TLS (RFC 9103): the
 //!   TCP connections of [`tcp`] under TLS.
-//! * [`pipeline`]: what the answer engine defers: TSIG, zone transfers
-//!   out, NOTIFY in.
+//! * [`rrl`]: response rate limiting, a pure per-worker table (no I/O, no
+//!   clock) for the query processor's RRL layer.
 //!
-//! Both read the current [`Catalog`] snapshot from a [`SharedCatalog`];
-//! a reload swaps in a new snapshot without stopping either.
+//! All read the current [`Catalog`] snapshot from a [`SharedCatalog`];
+//! a reload swaps in a new snapshot without stopping any.
 
-pub mod pipeline;
+pub mod processor;
+pub mod rrl;
+pub mod service;
 pub mod tcp;
 pub mod tls;
 pub mod udp;

@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use heron_zone::{AnswerConfig, Answered, Transport, answer};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -28,9 +27,10 @@ use tokio::time::timeout;
 
 use heron_xfr::acl::Prefix;
 
-use crate::pipeline::{FramedWriter, Pipeline};
+use crate::TcpLimits;
+use crate::processor::{Event, Outcome, Request, Transfer, Transport};
+use crate::service::{Service, unix_now};
 use crate::tls::TlsAcceptor;
-use crate::{SharedCatalog, TcpLimits};
 
 /// Bytes read per system call (on the stack, not kept between reads).
 const READ_CHUNK: usize = 8192;
@@ -160,17 +160,13 @@ impl AcceptFailures {
 pub async fn serve(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
-    catalog: SharedCatalog,
-    config: Arc<AnswerConfig>,
-    pipeline: Arc<Pipeline>,
+    service: Arc<Service>,
     limiter: Arc<ConnectionLimiter>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut failures = AcceptFailures::default();
     let shared = Arc::new(Shared {
-        catalog,
-        config,
-        pipeline,
+        service,
         idle: limiter.limits.idle_timeout,
     });
     loop {
@@ -233,9 +229,7 @@ fn log_end(peer: SocketAddr, ended: io::Result<()>) {
 
 /// What every connection task shares.
 struct Shared {
-    catalog: SharedCatalog,
-    config: Arc<AnswerConfig>,
-    pipeline: Arc<Pipeline>,
+    service: Arc<Service>,
     idle: std::time::Duration,
 }
 
@@ -260,7 +254,7 @@ async fn connection(
         }
         // The chunk is scoped to end before the next await, so it is never
         // part of the task's saved state.
-        let mut deferred = Vec::new();
+        let mut transfers: Vec<Transfer> = Vec::new();
         let output = {
             let mut chunk = [0u8; READ_CHUNK];
             let n = match stream.try_read(&mut chunk) {
@@ -269,9 +263,10 @@ async fn connection(
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 Err(e) => return Err(e),
             };
-            take_input(&chunk[..n], &mut partial, &mut deferred, &shared)?
+            let from = (peer, Transport::Tcp);
+            take_input(&chunk[..n], &mut partial, &mut transfers, from, &shared)?
         };
-        respond(&mut stream, &output, deferred, peer, &shared).await?;
+        respond(&mut stream, &output, transfers, peer, &shared).await?;
     }
 }
 
@@ -294,7 +289,7 @@ async fn tls_connection(
     let mut partial: Vec<u8> = Vec::new();
     let (mut ended, mut drained) = (false, true);
     while !ended {
-        let mut deferred = Vec::new();
+        let mut transfers: Vec<Transfer> = Vec::new();
         let mut output = Vec::new();
         {
             let mut chunk = [0u8; READ_CHUNK];
@@ -305,8 +300,9 @@ async fn tls_connection(
                 match read_now(&mut stream, &mut chunk) {
                     Poll::Ready(Ok(0)) => ended = true,
                     Poll::Ready(Ok(n)) => {
+                        let from = (peer, Transport::Tls);
                         let answers =
-                            take_input(&chunk[..n], &mut partial, &mut deferred, &shared)?;
+                            take_input(&chunk[..n], &mut partial, &mut transfers, from, &shared)?;
                         output.extend_from_slice(&answers);
                         continue;
                     }
@@ -316,7 +312,7 @@ async fn tls_connection(
                 break;
             }
         }
-        respond(&mut stream, &output, deferred, peer, &shared).await?;
+        respond(&mut stream, &output, transfers, peer, &shared).await?;
         if ended {
             break;
         }
@@ -356,44 +352,35 @@ fn read_now<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut [u8]) -> Poll<io::Re
 fn take_input(
     data: &[u8],
     partial: &mut Vec<u8>,
-    deferred: &mut Vec<Vec<u8>>,
+    transfers: &mut Vec<Transfer>,
+    from: (SocketAddr, Transport),
     shared: &Shared,
 ) -> io::Result<Vec<u8>> {
-    let (catalog, config) = (&shared.catalog, &*shared.config);
+    let service = &*shared.service;
     if partial.is_empty() {
-        return answer_and_keep_rest(data, partial, deferred, catalog, config);
+        return answer_and_keep_rest(data, partial, transfers, from, service);
     }
     partial.extend_from_slice(data);
     let input = std::mem::take(partial);
-    answer_and_keep_rest(&input, partial, deferred, catalog, config)
+    answer_and_keep_rest(&input, partial, transfers, from, service)
 }
 
-/// Writes the responses of one read, then runs its deferred messages
-/// through the pipeline (transfers write many messages; the idle timeout
-/// bounds each write, not the whole transfer).
+/// Writes the responses of one read, then the transfers they asked for
+/// (the idle timeout bounds each write, not the whole transfer).
 async fn respond<S: AsyncWrite + Unpin>(
     stream: &mut S,
     output: &[u8],
-    deferred: Vec<Vec<u8>>,
+    transfers: Vec<Transfer>,
     peer: SocketAddr,
     shared: &Shared,
 ) -> io::Result<()> {
     if !output.is_empty() {
-        timeout(shared.idle, stream.write_all(output))
-            .await
-            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))??;
+        write_all(stream, output, shared.idle).await?;
     }
-    for msg in deferred {
-        let mut writer = FramedWriter::new(stream, shared.idle);
-        let snapshot = shared.catalog.load_full();
-        // Boxed: transfers and TSIG are rare, and inline their state would
-        // size every connection's task for them.
-        Box::pin(
-            shared
-                .pipeline
-                .answer_tcp(snapshot, &shared.config, &msg, peer, &mut writer),
-        )
-        .await?;
+    if !transfers.is_empty() {
+        // Boxed: transfers are rare, and inline their state would size
+        // every connection's task for them.
+        Box::pin(send_transfers(stream, transfers, peer, shared)).await?;
     }
     // TLS may hold the end of what was written until flushed.
     timeout(shared.idle, stream.flush())
@@ -401,23 +388,94 @@ async fn respond<S: AsyncWrite + Unpin>(
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))?
 }
 
+/// Writes `bytes` within `limit`, so that a client that stops reading
+/// cannot hold its task forever.
+async fn write_all<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    bytes: &[u8],
+    limit: Duration,
+) -> io::Result<()> {
+    timeout(limit, stream.write_all(bytes))
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))?
+}
+
+async fn send_transfers<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    transfers: Vec<Transfer>,
+    peer: SocketAddr,
+    shared: &Shared,
+) -> io::Result<()> {
+    for transfer in transfers {
+        send_transfer(stream, transfer, peer, shared).await?;
+    }
+    Ok(())
+}
+
+/// Pulls the messages of a transfer one at a time and writes each as it
+/// is made, so the transfer holds one message in memory; logs it.
+async fn send_transfer<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    mut transfer: Transfer,
+    peer: SocketAddr,
+    shared: &Shared,
+) -> io::Result<()> {
+    let _turn = shared.service.transfer_slot().await;
+    let started = Instant::now();
+    let (zone, kind) = (transfer.zone().clone(), transfer.kind());
+    let mut messages = if transfer.is_large() {
+        off_the_runtime(|| transfer.messages())
+    } else {
+        transfer.messages()
+    };
+    let mut out = Vec::with_capacity(u16::MAX as usize);
+    let mut framed = Vec::with_capacity(u16::MAX as usize + 2);
+    while messages
+        .next(&mut out, unix_now())
+        .map_err(|_| io::Error::other("a record does not fit in a message"))?
+    {
+        framed.clear();
+        framed.extend_from_slice(&(out.len() as u16).to_be_bytes());
+        framed.extend_from_slice(&out);
+        write_all(stream, &framed, shared.idle).await?;
+    }
+    let (sent, records) = messages.made();
+    tracing::info!(
+        "{kind} of {} serial {} to {peer}: {records} records in {sent} messages, {} ms",
+        zone.origin(),
+        zone.serial(),
+        started.elapsed().as_millis()
+    );
+    Ok(())
+}
+
+/// Runs `f` on this thread after handing its other tasks to another
+/// runtime thread (a runtime with one thread, as in tests, just runs it).
+fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
 /// Answers the whole messages in `input` and returns the framed responses;
 /// an incomplete message at the end is copied to `rest`.
 fn answer_and_keep_rest(
     input: &[u8],
     rest: &mut Vec<u8>,
-    deferred: &mut Vec<Vec<u8>>,
-    catalog: &SharedCatalog,
-    config: &AnswerConfig,
+    transfers: &mut Vec<Transfer>,
+    from: (SocketAddr, Transport),
+    service: &Service,
 ) -> io::Result<Vec<u8>> {
     let mut output = Vec::new();
     let consumed = RESPONSE.with_borrow_mut(|response| {
         let mut out = Output {
             response,
             framed: &mut output,
-            deferred,
+            transfers,
         };
-        answer_complete_messages(input, catalog, config, &mut out)
+        answer_complete_messages(input, from, service, &mut out)
     })?;
     rest.extend_from_slice(&input[consumed..]);
     Ok(output)
@@ -436,20 +494,21 @@ struct Output<'a> {
     response: &'a mut Vec<u8>,
     /// Framed responses, ready to write.
     framed: &'a mut Vec<u8>,
-    /// Messages for the query pipeline (transfers, NOTIFY, TSIG).
-    deferred: &'a mut Vec<Vec<u8>>,
+    /// Transfers to send once the responses are written.
+    transfers: &'a mut Vec<Transfer>,
 }
 
 /// Answers every whole length-prefixed message at the front of `input`,
 /// appending framed responses to `out`; returns the bytes consumed.
 fn answer_complete_messages(
     input: &[u8],
-    catalog: &SharedCatalog,
-    config: &AnswerConfig,
+    (peer, transport): (SocketAddr, Transport),
+    service: &Service,
     out: &mut Output,
 ) -> io::Result<usize> {
     let mut at = 0;
-    let snapshot = catalog.load();
+    let now = unix_now();
+    let mut events: Vec<Event> = Vec::new();
     while input.len() - at >= 2 {
         let len = u16::from_be_bytes([input[at], input[at + 1]]) as usize;
         if len == 0 {
@@ -461,18 +520,24 @@ fn answer_complete_messages(
         if input.len() - at - 2 < len {
             break;
         }
-        let msg = &input[at + 2..at + 2 + len];
-        match answer(&snapshot, config, msg, Transport::Tcp, out.response) {
-            Answered::Response => {
+        let req = Request {
+            bytes: &input[at + 2..at + 2 + len],
+            peer,
+            transport,
+            now,
+        };
+        match service.processor.process(&req, out.response, &mut events) {
+            Outcome::Response => {
                 let len = out.response.len() as u16;
                 out.framed.extend_from_slice(&len.to_be_bytes());
                 out.framed.extend_from_slice(out.response);
             }
-            Answered::Drop => {}
-            Answered::Deferred => out.deferred.push(msg.to_vec()),
+            Outcome::Nothing => {}
+            Outcome::Transfer(transfer) => out.transfers.push(*transfer),
         }
         at += 2 + len;
     }
+    service.dispatch(&mut events);
     Ok(at)
 }
 
@@ -490,10 +555,14 @@ mod tests {
         let _client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (stream, peer) = listener.accept().await.unwrap();
         let primary = heron_xfr::primary::Primary::new(HashMap::new(), 0);
+        let processor = crate::processor::Processor::new(
+            crate::SharedCatalog::default(),
+            Default::default(),
+            Arc::new(primary),
+            Arc::default(),
+        );
         let shared = Arc::new(Shared {
-            catalog: SharedCatalog::default(),
-            config: Arc::default(),
-            pipeline: Arc::new(Pipeline::new(Arc::new(primary), Arc::default())),
+            service: Arc::new(Service::new(processor, None)),
             idle: Duration::from_secs(1),
         });
         let (_tx, shutdown) = watch::channel(false);

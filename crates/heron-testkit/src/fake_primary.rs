@@ -2,8 +2,9 @@
 //! made to do on cue: minimal zones (SOA, NS and an address) served over
 //! TCP to SOA queries, AXFR and IXFR; IXFR answered as the test chooses;
 //! a primary that hangs up on every connection; transfers held for a
-//! while; and counts of what it saw (connections, transfers at once, each
-//! request). No TSIG.
+//! while; whole-zone answers padded with as many records as the test
+//! asks (a primary that streams without end); and counts of what it saw
+//! (connections, transfers at once, each request) and sent. No TSIG.
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -51,6 +52,9 @@ struct Shared {
     ixfr: Mutex<IxfrAnswer>,
     hold: Mutex<Duration>,
     hang_up: AtomicBool,
+    /// Records added to every whole-zone answer, and those sent so far.
+    padding: AtomicUsize,
+    padding_sent: AtomicUsize,
     stopped: AtomicBool,
     connections: AtomicUsize,
     transfers_now: AtomicUsize,
@@ -72,6 +76,8 @@ impl FakePrimary {
             ixfr: Mutex::new(IxfrAnswer::Axfr),
             hold: Mutex::new(Duration::ZERO),
             hang_up: AtomicBool::new(false),
+            padding: AtomicUsize::new(0),
+            padding_sent: AtomicUsize::new(0),
             stopped: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
             transfers_now: AtomicUsize::new(0),
@@ -116,6 +122,19 @@ impl FakePrimary {
     /// Whether every new connection is closed at once, unanswered.
     pub fn set_hang_up(&self, hang_up: bool) {
         self.shared.hang_up.store(hang_up, Ordering::SeqCst);
+    }
+
+    /// Every whole-zone answer (AXFR, IXFR in AXFR form) from now on
+    /// carries `records` TXT records more, streamed in messages of a few
+    /// hundred, made as they are sent.
+    pub fn set_padding(&self, records: usize) {
+        self.shared.padding.store(records, Ordering::SeqCst);
+    }
+
+    /// Padding records written to connections so far (a reader that
+    /// stops leaves the rest unsent).
+    pub fn padding_sent(&self) -> usize {
+        self.shared.padding_sent.load(Ordering::SeqCst)
     }
 
     /// TCP connections accepted so far.
@@ -185,12 +204,18 @@ fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             },
             (Some(_), _) => Answer::Rcode(Rcode::NOTIMP),
         };
+        let padding = shared.padding.load(Ordering::SeqCst);
+        let padded = padding > 0 && matches!(answer, Answer::Records(Records::Zone));
         let response = respond(&msg, &query, &zone, serial.unwrap_or(0), timers, answer);
         let is_transfer = matches!(query.qtype, RType::AXFR | RType::IXFR);
         if is_transfer {
             shared.transfer_begins();
         }
-        let sent = framed(&response).and_then(|f| std::io::Write::write_all(&mut stream, &f));
+        let sent = if padded {
+            send_padded(&mut stream, &response, &zone, padding, &shared.padding_sent)
+        } else {
+            framed(&response).and_then(|f| std::io::Write::write_all(&mut stream, &f))
+        };
         if is_transfer {
             shared.transfers_now.fetch_sub(1, Ordering::SeqCst);
         }
@@ -208,6 +233,56 @@ impl Shared {
         let hold = *self.hold.lock().unwrap();
         std::thread::sleep(hold);
     }
+}
+
+/// A whole-zone `response` (SOA, NS, A, SOA in one message) sent with
+/// `padding` TXT records between its records and its final SOA: the
+/// response without that SOA, then messages of padding, then a message
+/// of the SOA, each with the response's header and question.
+fn send_padded(
+    stream: &mut TcpStream,
+    response: &[u8],
+    zone: &Name,
+    padding: usize,
+    sent: &AtomicUsize,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    const PER_MESSAGE: usize = 500;
+    let parsed = heron_proto::message::Message::parse(response).expect("our own response");
+    let id = parsed.header.id;
+    let question = {
+        let q = &parsed.questions[0];
+        (q.name.clone(), q.qtype)
+    };
+    let message = |records: &mut dyn FnMut(&mut Writer)| {
+        let mut out = Vec::new();
+        let mut w = Writer::new(&mut out, u16::MAX as usize);
+        w.question(question.0.as_wire(), question.1, Class::IN);
+        records(&mut w);
+        w.finish(id, flags::QR | flags::AA, 1);
+        out
+    };
+    let (final_soa, body) = parsed.answers.split_last().expect("SOA, NS, A, SOA");
+    let put = |w: &mut Writer, r: &heron_proto::message::Record| {
+        let _ = w.record(r.name.as_wire(), r.rtype, Class::IN, r.ttl, &r.rdata);
+    };
+    let first = message(&mut |w| body.iter().for_each(|r| put(w, r)));
+    stream.write_all(&framed(&first)?)?;
+    let mut next = 0;
+    while next < padding {
+        let count = PER_MESSAGE.min(padding - next);
+        let chunk = message(&mut |w| {
+            for i in next..next + count {
+                let owner = Name::parse(&format!("p{i}.{zone}")).expect("a name");
+                let _ = w.record(owner.as_wire(), RType::TXT, Class::IN, 300, b"\x03pad");
+            }
+        });
+        stream.write_all(&framed(&chunk)?)?;
+        sent.fetch_add(count, Ordering::SeqCst);
+        next += count;
+    }
+    let last = message(&mut |w| put(w, final_soa));
+    stream.write_all(&framed(&last)?)
 }
 
 enum Answer {

@@ -103,13 +103,10 @@ impl Drop for TempDir {
     }
 }
 
-unsafe extern "C" {
-    /// kill(2) from the C library std already links.
-    fn kill(pid: i32, sig: i32) -> i32;
-}
-const SIGTERM: i32 = 15;
-const SIGKILL: i32 = 9;
-const SIGHUP: i32 = 1;
+use heron_sys::process::Signal;
+const SIGTERM: Signal = Signal::TERM;
+const SIGKILL: Signal = Signal::KILL;
+const SIGHUP: Signal = Signal::HUP;
 
 /// Live (not zombie) processes in process group `pgid`, from /proc.
 /// Orphaned helpers become zombies of PID 1, which may reap them late;
@@ -138,12 +135,14 @@ pub fn live_group_members(pgid: u32) -> Vec<u32> {
     out
 }
 
-fn send_signal(pid: i32, sig: i32) {
-    // SAFETY: kill(2) takes plain integers and has no memory effects here;
-    // the PIDs are those of children we spawned and have not yet reaped.
-    unsafe {
-        kill(pid, sig);
-    }
+fn send_signal(pid: i32, sig: Signal) {
+    // The PIDs are those of children we spawned and have not yet reaped;
+    // a negative one names the process group a child leads.
+    let _ = if pid < 0 {
+        heron_sys::process::signal_group(pid.unsigned_abs(), sig)
+    } else {
+        heron_sys::process::signal_process(pid as u32, sig)
+    };
 }
 
 /// A name server child process. Dropping it stops the server (SIGTERM, then

@@ -7,6 +7,8 @@
 //! * [`journal`]: the recent diffs of a zone, bounded, for IXFR out, and
 //!   the file that keeps them across restarts.
 //! * [`serial`]: SOA serial arithmetic (RFC 1982).
+//! * [`timers`]: every secondary zone's refresh, retry and expire timers,
+//!   as a state machine without I/O.
 //!
 //! `disk` makes many files durable at once, for the kept copies of
 //! secondary zones and the journal files alike.
@@ -17,3 +19,4 @@ pub mod journal;
 pub mod primary;
 pub mod secondary;
 pub mod serial;
+pub mod timers;

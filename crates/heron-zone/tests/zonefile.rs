@@ -377,26 +377,123 @@ fn reports_every_error_in_one_pass() {
     );
 }
 
-#[test]
-fn a_zone_from_a_pipe_is_read_to_its_end() {
-    // `heron check-zone <(generate-zone) example.com`: fstat gives no size.
-    let dir = std::env::temp_dir().join(format!("heron-fifo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let fifo = dir.join("zone");
+/// Runs `read` on a thread and gives its result, failing the test (not
+/// hanging it) when it takes more than ten seconds: a read that blocks on
+/// a FIFO would otherwise hang the whole run.
+fn within_seconds<T: Send + 'static>(read: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(read());
+    });
+    result
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the read returned instead of hanging")
+}
+
+/// A temporary folder with a FIFO (no writer) named `zone.fifo`.
+fn folder_with_fifo() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("zone.fifo");
     let made = std::process::Command::new("mkfifo")
         .arg(&fifo)
         .status()
         .unwrap();
     assert!(made.success());
-    let text = "$TTL 60\n@ SOA ns h 1 2 3 4 5\n".repeat(500);
-    let writer = {
-        let (fifo, text) = (fifo.clone(), text.clone());
-        std::thread::spawn(move || std::fs::write(fifo, text).unwrap())
-    };
-    let read = ZoneFileText::read(&fifo).unwrap();
-    writer.join().unwrap();
-    assert_eq!(read.text, text.as_bytes());
-    std::fs::remove_dir_all(&dir).unwrap();
+    (dir, fifo)
+}
+
+/// Errors of reading the zone file at `path` with at most `max` octets
+/// per load, on a thread with a time limit.
+fn errors_reading(path: &Path, max: u64) -> Vec<String> {
+    let path = path.to_path_buf();
+    within_seconds(move || {
+        let mut opts = opts();
+        opts.max_size = max;
+        let errs = read_file(&path, &opts, &mut |_| {});
+        errs.iter().map(ToString::to_string).collect()
+    })
+}
+
+const SMALL_ZONE: &str = "$TTL 60\n@ SOA ns h 1 2 3 4 5\n";
+
+#[test]
+fn a_zone_file_that_is_not_a_regular_file_is_refused_without_waiting() {
+    let (dir, fifo) = folder_with_fifo();
+    for (path, kind) in [
+        (fifo.as_path(), "is a FIFO (named pipe), not a regular file"),
+        (
+            Path::new("/dev/zero"),
+            "is a character device, not a regular file",
+        ),
+        (dir.path(), "is a directory, not a regular file"),
+    ] {
+        let errors = errors_reading(path, u64::MAX);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with(&format!(
+                "{}:0: cannot read zone file: {}",
+                path.display(),
+                path.display()
+            )),
+            "{errors:?}"
+        );
+        assert!(errors[0].contains(kind), "{errors:?}");
+        let held = ZoneFileText::read(path).err().expect("refused");
+        assert!(held.message.contains(kind), "{}", held.message);
+    }
+}
+
+#[test]
+fn an_include_of_what_is_not_a_regular_file_is_refused_without_waiting() {
+    let (dir, fifo) = folder_with_fifo();
+    for (target, kind) in [
+        (fifo.display().to_string(), "a FIFO"),
+        ("/dev/zero".to_string(), "a character device"),
+        (dir.path().display().to_string(), "a directory"),
+    ] {
+        let top = dir.path().join("top.zone");
+        std::fs::write(&top, format!("{SMALL_ZONE}$INCLUDE {target}\n")).unwrap();
+        let errors = errors_reading(&top, u64::MAX);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let want = format!("top.zone:3: $INCLUDE '{target}': {target} is {kind}");
+        assert!(errors[0].contains(&want), "{errors:?}");
+    }
+}
+
+#[test]
+fn a_load_reads_up_to_its_size_limit_includes_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = dir.path().join("top.zone");
+    let included = dir.path().join("more.zone");
+    let head = format!("{SMALL_ZONE}$INCLUDE more.zone\n");
+    let more = "www A 192.0.2.1\n";
+    std::fs::write(&top, &head).unwrap();
+    std::fs::write(&included, more).unwrap();
+    let total = (head.len() + more.len()) as u64;
+    assert_eq!(
+        errors_reading(&top, total),
+        Vec::<String>::new(),
+        "at the limit"
+    );
+    let past = errors_reading(&top, total - 1);
+    assert_eq!(past.len(), 1, "{past:?}");
+    assert!(
+        past[0].contains("$INCLUDE 'more.zone': 16 octets; with the 48 read before, more than max-zone-file-size (63)"),
+        "{past:?}"
+    );
+    // The top file alone, at and past the limit.
+    std::fs::write(&top, SMALL_ZONE).unwrap();
+    let size = SMALL_ZONE.len() as u64;
+    assert_eq!(errors_reading(&top, size), Vec::<String>::new());
+    let past = errors_reading(&top, size - 1);
+    assert_eq!(
+        past,
+        [format!(
+            "{}:0: zone file of {size} octets, more than max-zone-file-size ({}) allows",
+            top.display(),
+            size - 1
+        )]
+    );
 }
 
 #[test]

@@ -9,20 +9,18 @@
 //! at nice 10, 42 us under `SCHED_IDLE`, the same as with no reload). The
 //! price: on a core the workers keep fully busy, a reload waits.
 
+use heron_sys::sched::{self, Policy};
+
 /// Moves the calling thread to `SCHED_IDLE`: it runs when nothing else on
 /// its core wants to, and a real-time policy it may have inherited is
 /// dropped. Only this thread changes; returns false if the kernel refused.
 pub fn lower_this_thread() -> bool {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: a plain value and a pointer to a live, initialised
-    // sched_param; pid 0 names the calling thread only (Linux schedules
-    // threads individually).
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0 }
+    sched::set_current_thread_policy(Policy::Idle).is_ok()
 }
 
 /// How nice [`to_housekeeping_priority`] makes a thread: on a core the
 /// workers keep busy it still gets about a tenth of the time.
-const HOUSEKEEPING_NICE: libc::c_int = 10;
+const HOUSEKEEPING_NICE: i32 = 10;
 
 /// Moves the calling thread to the normal policy (`SCHED_OTHER`) at nice
 /// 10, for housekeeping that must finish on a busy server but should not
@@ -32,15 +30,9 @@ const HOUSEKEEPING_NICE: libc::c_int = 10;
 /// runs nicer than that keeps its niceness: this only ever lowers. Only
 /// this thread changes; returns false if the kernel refused either step.
 pub fn to_housekeeping_priority() -> bool {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: as in `lower_this_thread`; `getpriority` and `setpriority`
-    // take plain values, and `who` 0 with PRIO_PROCESS names the calling
-    // thread on Linux.
-    unsafe {
-        libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) == 0
-            && (libc::getpriority(libc::PRIO_PROCESS, 0) >= HOUSEKEEPING_NICE
-                || libc::setpriority(libc::PRIO_PROCESS, 0, HOUSEKEEPING_NICE) == 0)
-    }
+    sched::set_current_thread_policy(Policy::Other).is_ok()
+        && (sched::current_thread_nice().is_ok_and(|nice| nice >= HOUSEKEEPING_NICE)
+            || sched::set_current_thread_nice(HOUSEKEEPING_NICE).is_ok())
 }
 
 /// Runs `work` on a new thread at background priority and waits for it
@@ -63,9 +55,8 @@ pub async fn run<T: Send + 'static>(name: &str, work: impl FnOnce() -> T + Send 
 mod tests {
     use super::*;
 
-    fn policy_of_this_thread() -> libc::c_int {
-        // SAFETY: pid 0 names the calling thread; no pointers.
-        unsafe { libc::sched_getscheduler(0) }
+    fn policy_of_this_thread() -> Policy {
+        sched::current_thread_policy().unwrap()
     }
 
     #[test]
@@ -77,13 +68,12 @@ mod tests {
         })
         .join()
         .unwrap();
-        assert_eq!(lowered, libc::SCHED_IDLE);
+        assert_eq!(lowered, Policy::Idle);
         assert_eq!(policy_of_this_thread(), before);
     }
 
-    fn nice_of_this_thread() -> libc::c_int {
-        // SAFETY: plain values; `who` 0 names the calling thread.
-        unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
+    fn nice_of_this_thread() -> i32 {
+        sched::current_thread_nice().unwrap()
     }
 
     #[test]
@@ -92,23 +82,20 @@ mod tests {
         let lowered = std::thread::spawn(|| {
             // Where this may raise itself (root), start from SCHED_RR, as
             // a server run under `chrt -r` does.
-            let rr = libc::sched_param { sched_priority: 1 };
-            // SAFETY: as in `lower_this_thread`.
-            let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_RR, &rr) };
+            let _ = sched::set_current_thread_policy(Policy::RoundRobin(1));
             assert!(to_housekeeping_priority());
             (policy_of_this_thread(), nice_of_this_thread())
         })
         .join()
         .unwrap();
-        assert_eq!(lowered, (libc::SCHED_OTHER, HOUSEKEEPING_NICE));
+        assert_eq!(lowered, (Policy::Other, HOUSEKEEPING_NICE));
         assert_eq!((policy_of_this_thread(), nice_of_this_thread()), before);
     }
 
     #[test]
     fn housekeeping_never_raises_a_nicer_thread() {
         let nice = std::thread::spawn(|| {
-            // SAFETY: plain values; `who` 0 names the calling thread.
-            assert_eq!(unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 15) }, 0);
+            sched::set_current_thread_nice(15).unwrap();
             assert!(to_housekeeping_priority());
             nice_of_this_thread()
         })
@@ -119,7 +106,7 @@ mod tests {
 
     #[tokio::test]
     async fn work_runs_and_its_result_comes_back() {
-        assert_eq!(run("test", policy_of_this_thread).await, libc::SCHED_IDLE);
+        assert_eq!(run("test", policy_of_this_thread).await, Policy::Idle);
         assert_eq!(run("test", || 6 * 7).await, 42);
     }
 }

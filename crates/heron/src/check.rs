@@ -55,6 +55,7 @@ pub fn config(file: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
     settings
         .warnings
         .iter()

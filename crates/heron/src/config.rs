@@ -59,10 +59,13 @@ use heron_xfr::acl::{Acl, Rule};
 use heron_xfr::journal::file as journal_file;
 use heron_xfr::primary::{NotifyTarget, ZonePolicy};
 use heron_xfr::secondary::client::Upstream;
+use heron_xfr::secondary::receive::TransferLimits;
 use heron_xfr::secondary::refresh::{SecondaryZone, TimerBounds};
 use heron_xfr::secondary::tls::{TlsClients, XotTrust};
 use heron_zone::AnswerConfig;
 use serde::Deserialize;
+
+mod shared_files;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:5300";
 
@@ -108,11 +111,17 @@ pub struct SecondarySection {
     pub timeout: u64,
     /// PEM certificates that primaries reached by `tls NAME` must chain to.
     pub tls_ca: Option<PathBuf>,
+    /// Bounds on each incoming transfer: past one, it is dropped and the
+    /// version served is kept.
+    pub max_transfer_records: u64,
+    pub max_transfer_bytes: u64,
+    pub transfer_timeout: u64,
 }
 
 impl Default for SecondarySection {
     fn default() -> Self {
         let bounds = TimerBounds::default();
+        let transfer = TransferLimits::default();
         SecondarySection {
             min_refresh: bounds.min_refresh.as_secs(),
             max_refresh: bounds.max_refresh.as_secs(),
@@ -123,6 +132,9 @@ impl Default for SecondarySection {
             concurrency: 32,
             timeout: 10,
             tls_ca: None,
+            max_transfer_records: transfer.max_records,
+            max_transfer_bytes: transfer.max_bytes,
+            transfer_timeout: transfer.max_time.as_secs(),
         }
     }
 }
@@ -140,8 +152,15 @@ impl SecondarySection {
         if self.concurrency == 0 {
             errors.push("[secondary] concurrency must be at least 1".into());
         }
-        if self.timeout == 0 {
-            errors.push("[secondary] timeout must be at least 1".into());
+        for (key, value) in [
+            ("timeout", self.timeout),
+            ("max-transfer-records", self.max_transfer_records),
+            ("max-transfer-bytes", self.max_transfer_bytes),
+            ("transfer-timeout", self.transfer_timeout),
+        ] {
+            if value == 0 {
+                errors.push(format!("[secondary] {key} must be at least 1"));
+            }
         }
         errors
     }
@@ -161,6 +180,14 @@ impl SecondarySection {
             Some((file, _)) => format!("[secondary] tls-ca: {}: {e}", file.display()),
             None => e,
         })
+    }
+
+    pub fn transfer_limits(&self) -> TransferLimits {
+        TransferLimits {
+            max_records: self.max_transfer_records,
+            max_bytes: self.max_transfer_bytes,
+            max_time: Duration::from_secs(self.transfer_timeout),
+        }
     }
 
     pub fn bounds(&self) -> TimerBounds {
@@ -257,6 +284,9 @@ pub struct ServerSection {
     pub identity: Option<String>,
     /// The control socket `heron reload` talks to, relative to the file.
     pub control: Option<PathBuf>,
+    /// Most octets one zone load reads, its `$INCLUDE`s included.
+    #[serde(default = "default_max_zone_file_size")]
+    pub max_zone_file_size: u64,
 }
 
 impl Default for ServerSection {
@@ -270,6 +300,7 @@ impl Default for ServerSection {
             version: None,
             identity: None,
             control: None,
+            max_zone_file_size: default_max_zone_file_size(),
         }
     }
 }
@@ -373,18 +404,53 @@ impl ZoneGroup {
         }
     }
 
-    /// The file of the zone at `origin`, from the pattern.
+    /// The file of the zone at `origin`, from the pattern. A file name
+    /// that would be too long for the file system (origins run to 253
+    /// characters) gets a shortened stem instead: see [`fitting_stem`].
     fn file_of(&self, origin: &str) -> String {
         let stem = match origin {
             "." => "root",
             _ => origin.strip_suffix('.').unwrap_or(origin),
         };
-        self.file.replace(ZONE_PLACEHOLDER, stem)
+        let file = self.file.replace(ZONE_PLACEHOLDER, stem);
+        let name_len = file.rsplit('/').next().map_or(0, str::len);
+        let pattern_name = self.file.rsplit('/').next().unwrap_or_default();
+        let stems = pattern_name.matches(ZONE_PLACEHOLDER).count();
+        if name_len <= MAX_FILE_NAME || stems == 0 {
+            return file;
+        }
+        let fixed = pattern_name.len() - stems * ZONE_PLACEHOLDER.len();
+        let room = MAX_FILE_NAME.saturating_sub(fixed) / stems;
+        self.file
+            .replace(ZONE_PLACEHOLDER, &fitting_stem(stem, room))
     }
 }
 
 /// What a `[[zone-group]]` file pattern replaces with each origin.
 const ZONE_PLACEHOLDER: &str = "{zone}";
+
+/// The longest file name a zone's file may have: the 255 octets Linux
+/// file systems allow (NAME_MAX), less room for the suffixes added to it
+/// (`.jnl.tmp`).
+const MAX_FILE_NAME: usize = 255 - ".jnl.tmp".len();
+
+/// `stem` cut to at most `room` octets: as much of its start as fits,
+/// `~`, and 16 hex digits of a hash of the whole, so that long origins
+/// that start alike still get files of their own. The hash (64-bit
+/// FNV-1a) is spelt out here, not taken from std, whose hashers may
+/// change between releases: a kept copy must be found under the same
+/// name after an upgrade.
+fn fitting_stem(stem: &str, room: usize) -> String {
+    let hash = stem.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let suffix = format!("~{hash:016x}");
+    let mut keep = room.saturating_sub(suffix.len()).min(stem.len());
+    while !stem.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    format!("{}{suffix}", &stem[..keep])
+}
 
 fn default_listen() -> Vec<SocketAddr> {
     vec![DEFAULT_LISTEN.parse().unwrap()]
@@ -393,6 +459,9 @@ fn default_listen() -> Vec<SocketAddr> {
 const MAX_UDP_COALESCE_US: u64 = 1_000;
 fn default_udp_coalesce_us() -> u64 {
     heron_server::udp::coalesce::DEFAULT_MAX_DELAY.as_micros() as u64
+}
+fn default_max_zone_file_size() -> u64 {
+    heron_zone::zonefile::DEFAULT_MAX_LOAD_SIZE
 }
 fn default_udp_payload() -> u16 {
     1232
@@ -429,6 +498,9 @@ pub struct Settings {
     pub xot: TlsClients,
     /// Where the control socket is, if there is one.
     pub control: Option<PathBuf>,
+    /// Most octets one zone load reads (see
+    /// [`heron_zone::zonefile::set_max_load_size`]).
+    pub max_zone_file_size: u64,
     /// What is worth saying about a configuration that is not wrong.
     pub warnings: Vec<String>,
     /// What a reload would not apply.
@@ -483,6 +555,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     errors.extend(
         check_unique_origins(&zones)
             .into_iter()
+            .chain(check_shared_files(&zones, &secondaries, &policies))
             .map(|e| format!("{}: {e}", path.display())),
     );
     let server = &file.server;
@@ -501,6 +574,12 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             "{}: [server] udp-coalesce-us {} is above the maximum of {MAX_UDP_COALESCE_US}",
             path.display(),
             server.udp_coalesce_us
+        ));
+    }
+    if server.max_zone_file_size == 0 {
+        errors.push(format!(
+            "{}: [server] max-zone-file-size must be at least 1",
+            path.display()
         ));
     }
     if server.workers == Some(0) {
@@ -568,6 +647,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         policies,
         secondaries,
         control: server.control.as_ref().map(|p| base.join(p)),
+        max_zone_file_size: server.max_zone_file_size,
         secondary: file.secondary,
         xot: xot.expect("no errors"),
         warnings,
@@ -874,6 +954,29 @@ pub fn parse_zone_arg(arg: &str) -> Result<ZoneSpec, String> {
     zone_spec(origin, Path::new(file))
 }
 
+/// A file that a zone writes (a secondary's kept copy, a journal) and
+/// another zone also uses, or one zone in two ways: see [`shared_files`].
+fn check_shared_files(
+    zones: &[ZoneSpec],
+    secondaries: &[SecondaryZone],
+    policies: &HashMap<Name, ZonePolicy>,
+) -> Vec<String> {
+    use shared_files::Use;
+    let kept: HashSet<&Name> = secondaries.iter().map(|s| &s.origin).collect();
+    let files = zones.iter().map(|z| {
+        let what = match kept.contains(&z.origin) {
+            true => Use::KeptCopy,
+            false => Use::ZoneFile,
+        };
+        (&z.origin, what, z.file.as_path())
+    });
+    let journals = policies.iter().filter_map(|(origin, policy)| {
+        let file = policy.journal_file.as_deref()?;
+        Some((origin, Use::Journal, file))
+    });
+    shared_files::conflicts(files.chain(journals))
+}
+
 fn check_unique_origins(zones: &[ZoneSpec]) -> Vec<String> {
     let mut seen = HashSet::with_capacity(zones.len());
     zones
@@ -951,6 +1054,7 @@ mod tests {
         assert_eq!(s.server.listen, default_listen());
         assert_eq!(s.server.answer.max_udp_payload, 1232);
         assert_eq!(s.server.udp_coalesce, Duration::from_micros(50));
+        assert_eq!(s.max_zone_file_size, 16 << 30);
         assert!(s.zones.is_empty());
     }
 
@@ -1082,6 +1186,34 @@ udp-coalesce-us = 1001
                     "{keys}: {errors:?}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn transfer_limits_default_high_and_must_be_at_least_one() {
+        let secondary = |keys: &str| parse(&format!("[secondary]\n{keys}\n"));
+        let defaults = secondary("").unwrap().secondary.transfer_limits();
+        assert_eq!(defaults, TransferLimits::default());
+        assert_eq!(defaults.max_records, 50_000_000);
+        let set =
+            secondary("max-transfer-records = 1\nmax-transfer-bytes = 1\ntransfer-timeout = 1")
+                .unwrap()
+                .secondary
+                .transfer_limits();
+        let one = TransferLimits {
+            max_records: 1,
+            max_bytes: 1,
+            max_time: Duration::from_secs(1),
+        };
+        assert_eq!(set, one);
+        for key in [
+            "max-transfer-records",
+            "max-transfer-bytes",
+            "transfer-timeout",
+        ] {
+            let errors = secondary(&format!("{key} = 0")).unwrap_err();
+            let want = format!("[secondary] {key} must be at least 1");
+            assert!(errors.iter().any(|e| e.contains(&want)), "{errors:?}");
         }
     }
 
@@ -1240,6 +1372,53 @@ udp-coalesce-us = 1001
         assert_eq!(s.secondaries[0].primaries[0].addr.port(), 53);
     }
 
+    /// A 247-octet origin (245 characters) in a pattern with a prefix and
+    /// a suffix: its file name is shortened to fit NAME_MAX with the
+    /// journal's and the temporary file's suffixes, readable and distinct;
+    /// shorter names stay as they were, so kept copies made before load.
+    #[test]
+    fn zone_group_file_names_too_long_for_the_file_system_are_hashed() {
+        let long = |last: char| {
+            format!(
+                "{0}.{0}.{0}.{1}",
+                "a".repeat(63),
+                last.to_string().repeat(53)
+            )
+        };
+        let (one, two) = (long('b'), long('c'));
+        assert_eq!(Name::parse(&one).unwrap().as_wire().len(), 247);
+        let fits = format!("{}.{}", "a".repeat(63), "b".repeat(63));
+        let s = parse(&format!(
+            "[[zone-group]]\norigins = [\"{one}\", \"{two}\", \"{fits}\", \"short.test\"]\n\
+             file = \"kept/secondary-{{zone}}.zone\"\nprimaries = [\"192.0.2.1\"]\nallow-transfer = [\"::1\"]\n"
+        ))
+        .unwrap();
+        let names: Vec<String> = s
+            .secondaries
+            .iter()
+            .map(|z| z.file.file_name().unwrap().to_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names[2], format!("secondary-{fits}.zone"), "unchanged");
+        assert_eq!(names[3], "secondary-short.test.zone", "unchanged");
+        assert_ne!(names[0], names[1]);
+        let dir = tempfile::tempdir().unwrap();
+        for name in &names[..2] {
+            assert_eq!(name.len(), 247, "{name}");
+            assert!(
+                name.starts_with(&format!("secondary-{}", "a".repeat(63))),
+                "{name}"
+            );
+            assert!(name.ends_with(".zone"), "{name}");
+            // The file, its journal and their temporary files can be made.
+            for suffix in ["", ".tmp", ".jnl", ".jnl.tmp"] {
+                std::fs::write(dir.path().join(format!("{name}{suffix}")), "").unwrap();
+            }
+        }
+        // The same origin gets the same name every time.
+        assert_eq!(fitting_stem(&one, 100), fitting_stem(&one, 100));
+        assert_eq!(fitting_stem(&one, 100).len(), 100);
+    }
+
     #[test]
     fn journals_are_kept_next_to_zone_files_unless_turned_off() {
         let s = parse(
@@ -1301,6 +1480,55 @@ udp-coalesce-us = 1001
             "{:?}",
             s.warnings
         );
+    }
+
+    #[test]
+    fn a_file_a_zone_writes_may_not_be_used_by_another_zone() {
+        let zone = |origin: &str, file: &str, more: &str| {
+            format!("[[zone]]\norigin = \"{origin}\"\nfile = \"{file}\"\n{more}\n")
+        };
+        let secondary =
+            |origin: &str, file: &str| zone(origin, file, "primaries = [\"192.0.2.1\"]");
+        let transfer = "allow-transfer = [\"::1\"]";
+        let cases = [
+            (
+                // The finding: a secondary kept in a primary zone's file.
+                zone("c.test", "c.zone", "") + &secondary("e.test", "./sub/../c.zone"),
+                "/etc/heron/c.zone is used by zone c.test. (zone file) and zone e.test. (kept copy",
+            ),
+            (
+                secondary("s1.test", "kept/s") + &secondary("s2.test", "kept/s"),
+                "/etc/heron/kept/s is used by zone s1.test. (kept copy (rewritten by every transfer)) and zone s2.test. (kept copy",
+            ),
+            (
+                zone("a.test", "a.zone", transfer) + &zone("b.test", "a.zone.jnl", ""),
+                "zone b.test. (zone file)",
+            ),
+            (
+                zone("a.test", "a.zone", transfer) + &secondary("b.test", "a.zone.jnl"),
+                "zone b.test. (kept copy",
+            ),
+            (
+                "[[zone-group]]\norigins = [\"g.test\"]\nfile = \"{zone}\"\nprimaries = [\"192.0.2.1\"]\n".to_string()
+                    + &zone("p.test", "g.test", ""),
+                "/etc/heron/g.test is used by",
+            ),
+        ];
+        for (text, want) in cases {
+            let errors = parse(&text).unwrap_err();
+            assert!(
+                errors.iter().any(|e| e.starts_with("heron.toml: ")
+                    && e.contains(want)
+                    && e.contains("give each its own file")),
+                "{text}: {errors:?}"
+            );
+        }
+        // Primary zones may share a zone file; different files are fine.
+        let fine = zone("a.test", "same.zone", "")
+            + &zone("b.test", "same.zone", "")
+            + &secondary("s.test", "s.zone")
+            + &zone("j.test", "j.zone", transfer);
+        parse(&fine).unwrap();
     }
 
     #[test]

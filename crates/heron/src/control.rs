@@ -59,10 +59,19 @@ impl Reply {
 
 /// Binds the control socket at `path`: a socket file left by a server
 /// that is gone is replaced; one that a running server answers on is an
-/// error, not taken over.
+/// error, not taken over; anything else there (a data file, a folder, a
+/// symbolic link) is an error and left as it is.
 pub fn bind(path: &Path) -> Result<UnixListener, String> {
+    use std::os::unix::fs::FileTypeExt;
     let shown = path.display();
-    if path.exists() {
+    // Not followed: a link is not a socket, whatever it points to.
+    if let Ok(found) = std::fs::symlink_metadata(path) {
+        if !found.file_type().is_socket() {
+            return Err(format!(
+                "control socket {shown}: something that is not a socket is there; \
+                 heron does not replace it: remove it or choose another path"
+            ));
+        }
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return Err(format!(
                 "control socket {shown}: another server answers on it"
@@ -147,10 +156,10 @@ async fn read_command(stream: &mut UnixStream) -> io::Result<String> {
 }
 
 /// `heron reload`: sends `command` to the server on `path` and prints what
-/// it says. Exit status 0 when it says `ok`, 1 when it says `error`, 2 when
-/// it cannot be reached.
-pub fn send(path: &Path, command: &str) -> ExitCode {
-    match exchange(path, command) {
+/// it says, waiting at most `wait`. Exit status 0 when it says `ok`, 1 when
+/// it says `error`, 2 when it cannot be reached or does not answer in time.
+pub fn send(path: &Path, command: &str, wait: Duration) -> ExitCode {
+    match exchange_within(path, command, wait) {
         Ok(reply) => {
             print!("{reply}");
             if reply.starts_with("ok") {
@@ -158,6 +167,16 @@ pub fn send(path: &Path, command: &str) -> ExitCode {
             } else {
                 ExitCode::FAILURE
             }
+        }
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+            eprintln!(
+                "control socket {}: no answer within {} s: the server does not accept or \
+                 answer (a reload may still be under way; its log says how it went; \
+                 --timeout waits longer)",
+                path.display(),
+                wait.as_secs_f64()
+            );
+            ExitCode::from(2)
         }
         Err(e) => {
             eprintln!(
@@ -167,6 +186,19 @@ pub fn send(path: &Path, command: &str) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// [`exchange`] bounded as a whole by `wait`: a connect to a server that
+/// does not accept blocks once its backlog is full, and a read from one
+/// that does not answer blocks forever. The exchange runs on a thread of
+/// its own, left behind when the time is up (the process ends soon after).
+fn exchange_within(path: &Path, command: &str, wait: Duration) -> io::Result<String> {
+    let (done, outcome) = std::sync::mpsc::channel();
+    let (path, command) = (path.to_path_buf(), command.to_string());
+    std::thread::spawn(move || done.send(exchange(&path, &command)));
+    outcome
+        .recv_timeout(wait)
+        .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
 }
 
 fn exchange(path: &Path, command: &str) -> io::Result<String> {
@@ -247,6 +279,54 @@ mod tests {
         assert!(err.contains("another server answers"), "{err}");
         drop(live);
         let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_server_that_neither_accepts_nor_answers_is_waited_for_a_bounded_time() {
+        let path = socket_path("deaf");
+        let _ = std::fs::remove_file(&path);
+        // Bound, listening, never accepting: connects queue, nobody answers.
+        let deaf = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let (done, outcome) = std::sync::mpsc::channel();
+        let asked = path.clone();
+        std::thread::spawn(move || {
+            let _ = done.send(exchange_within(
+                &asked,
+                "reload",
+                Duration::from_millis(300),
+            ));
+        });
+        // Fails rather than hangs when the wait is not bounded.
+        let result = outcome
+            .recv_timeout(Duration::from_secs(20))
+            .expect("exchange_within returned");
+        assert_eq!(result.unwrap_err().kind(), io::ErrorKind::TimedOut);
+        drop(deaf);
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn what_is_not_a_socket_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("victim.txt");
+        std::fs::write(&data, "precious").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&data, &link).unwrap();
+        let folder = dir.path().join("folder");
+        std::fs::create_dir(&folder).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _in_runtime = rt.enter();
+        for path in [&data, &link, &folder] {
+            let err = bind(path).expect_err("refused");
+            assert!(err.contains("not a socket"), "{err}");
+            assert!(err.contains(&path.display().to_string()), "{err}");
+        }
+        assert_eq!(std::fs::read_to_string(&data).unwrap(), "precious");
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert!(folder.is_dir());
     }
 
     #[test]

@@ -233,15 +233,8 @@ fn local_ports(sysctl: &impl Fn(&str) -> Option<String>) -> Check {
 
 /// The soft and hard limits on open files of this process.
 fn open_files_limit() -> Option<(u64, u64)> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit into the live value we pass.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return None;
-    }
-    Some((limit.rlim_cur, limit.rlim_max))
+    let (soft, hard) = heron_sys::process::open_files_limit();
+    Some((soft.unwrap_or(u64::MAX), hard.unwrap_or(u64::MAX)))
 }
 
 fn read_proc_sys(path: &str) -> Option<String> {

@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::OnceLock;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use clap_complete::Shell;
@@ -49,8 +49,15 @@ enum Command {
     CheckConfig { file: PathBuf },
     /// Ask a running server to re-read its changed zone files, and print
     /// what it did. Exits 0 if every zone loaded, 1 if some failed (the
-    /// old version keeps serving), 2 if the server cannot be reached.
-    Reload(ControlArgs),
+    /// old version keeps serving), 2 if the server cannot be reached or
+    /// does not answer within the timeout.
+    Reload {
+        #[command(flatten)]
+        target: ControlArgs,
+        /// Seconds to wait for the server's answer, connecting included.
+        #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+        timeout: u64,
+    },
     /// Check the kernel settings that matter for DNS over TCP (listen
     /// backlog, SYN cookies, open files) and UDP bursts, against what the
     /// configuration (or the defaults) needs. Exits 1 if some need fixing.
@@ -148,8 +155,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::CheckZone { file, origin } => check::zone(&file, &origin),
         Command::CheckConfig { file } => check::config(&file),
-        Command::Reload(args) => match args.socket() {
-            Ok(path) => control::send(&path, "reload"),
+        Command::Reload { target, timeout } => match target.socket() {
+            Ok(path) => control::send(&path, "reload", Duration::from_secs(timeout)),
             Err(e) => {
                 eprintln!("{e}");
                 ExitCode::from(2)

@@ -44,17 +44,10 @@ pub fn settle(catalog: &Catalog) {
 /// Returns free heap pages to the kernel (glibc `malloc_trim`). A no-op
 /// where the C library has no such call.
 fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim takes no pointers and only inspects the
-    // allocator's own free lists under its locks; any thread may call it
-    // at any time.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    heron_sys::memory::release_free_heap();
 }
 
-/// The size of a huge page on x86-64 and on arm64 with 4 KiB pages.
-const HUGE_PAGE: usize = 2 << 20;
+use heron_sys::memory::HUGE_PAGE;
 
 /// A huge page is made only where zone data fills at least half of it:
 /// the kernel fills the rest with zeroes, which then count as resident.
@@ -138,23 +131,11 @@ mod huge_pages {
 
     use super::HUGE_PAGE;
 
-    /// Linux's `MADV_COLLAPSE` (6.1 and later); the libc crate lacks it.
-    const MADV_COLLAPSE: libc::c_int = 25;
-
     /// Moves the huge page at `page` (an aligned address) to one 2 MiB
     /// page now. Fails where the kernel is older than 6.1, the page is
     /// not all in one mapping, or no free huge page could be found.
     pub fn collapse(page: usize) -> io::Result<()> {
-        // SAFETY: the advice does not change what the program sees in
-        // memory: the kernel copies the pages' contents into a huge page,
-        // and fails with ENOMEM on any part of the range that is not
-        // mapped. No Rust reference is created or used.
-        let done = unsafe { libc::madvise(page as *mut libc::c_void, HUGE_PAGE, MADV_COLLAPSE) };
-        if done == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        heron_sys::memory::collapse_into_huge_pages(page, HUGE_PAGE)
     }
 }
 
@@ -211,32 +192,6 @@ mod tests {
         fill.add(usize::MAX - 10, 100);
         assert_eq!(fill.covered.values().sum::<usize>(), 10);
         assert!(fill.dense_pages().is_empty());
-    }
-
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    fn resident_bytes() -> usize {
-        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-        let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-        pages * 4096
-    }
-
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    #[test]
-    fn freed_small_blocks_leave_the_resident_set() {
-        // 64 MiB in small blocks (below the mmap threshold, so they live in
-        // the heap), then all freed but the last, which pins the heap's top
-        // so that free() alone cannot shrink it.
-        let mut blocks: Vec<Vec<u8>> = (0..262_144).map(|i| vec![i as u8; 256]).collect();
-        let pin = blocks.pop();
-        drop(blocks);
-        let before = resident_bytes();
-        release_free_memory();
-        let after = resident_bytes();
-        drop(pin);
-        assert!(
-            after + 32 * 1024 * 1024 < before,
-            "resident {before} bytes before the trim, {after} after"
-        );
     }
 
     /// The kB of huge pages in the mapping that holds `address`

@@ -314,9 +314,13 @@ pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Load
 
 /// Until the loaders are done (`finished` disconnects), says every few
 /// seconds how far they got: on a terminal as a progress bar, otherwise
-/// as log lines. A load done within the first interval says nothing.
+/// as log lines. A load done within the first interval logs nothing, but
+/// systemd is told at once that a load is under way.
 fn report_progress(finished: &Receiver<()>, progress: &LoadProgress, zones: usize) {
     let started = Instant::now();
+    // systemd shows a load in progress from its first moment (one datagram,
+    // and nothing at all without NOTIFY_SOCKET).
+    crate::notify::status(&format!("loading: {}", progress_text(progress, zones)));
     let done = |wait| !matches!(finished.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
     if done(PROGRESS_EVERY) {
         return;

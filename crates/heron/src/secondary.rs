@@ -1,16 +1,19 @@
-//! Secondary zones in the server: one refresh loop per zone, NOTIFYs routed
-//! to them, and what they receive applied to the served catalog.
+//! Secondary zones in the server: one task keeps every zone fresh (the
+//! timers of `heron_xfr::timers`, driven by `heron_xfr::secondary::refresh`),
+//! NOTIFYs are routed to it, and what it receives is applied to the
+//! served catalog.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use heron_proto::Name;
 use heron_server::SharedCatalog;
-use heron_server::pipeline::NotifyReceived;
+use heron_server::processor::NotifyReceived;
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::keeper::Keeper;
-use heron_xfr::secondary::refresh::{self, Context, Publisher, SecondaryZone, TimerBounds};
+use heron_xfr::secondary::refresh::{
+    self, Command, Context, Publisher, SecondaryZone, TimerBounds,
+};
 use heron_xfr::secondary::store::which_exist;
 use heron_zone::Zone;
 use heron_zone::diff::ZoneDiff;
@@ -25,7 +28,7 @@ pub struct Secondaries {
     pub zones: Vec<SecondaryZone>,
     /// SOA checks and transfers, over pooled connections.
     pub connections: Connections,
-    /// NOTIFYs the query pipeline accepted for them.
+    /// NOTIFYs the query processor accepted for them.
     pub notifies: mpsc::UnboundedReceiver<NotifyReceived>,
     pub bounds: TimerBounds,
     /// What [`load_kept`] read, in the order of `zones`.
@@ -84,8 +87,8 @@ pub fn load_kept(zones: &[SecondaryZone]) -> Vec<Option<Zone>> {
 /// Longest pause between two catalog rebuilds (see `apply_changes`).
 const MAX_REBUILD_PAUSE: Duration = Duration::from_millis(50);
 
-/// Starts the refresh loop of every secondary zone, and routes accepted
-/// NOTIFYs to them.
+/// Starts the task that keeps every secondary zone fresh, and routes
+/// accepted NOTIFYs to it.
 /// Until a zone is received (or its kept copy loaded) it answers SERVFAIL,
 /// as when it expires.
 /// Returns the writer of kept copies, to flush at shutdown.
@@ -139,29 +142,26 @@ pub fn start(
         keeper: keeper.clone(),
         bounds,
     });
-    let mut wakes = HashMap::new();
-    for (zone, kept) in zones.into_iter().zip(kept) {
-        let (wake, woken) = mpsc::unbounded_channel();
-        wakes.insert(zone.origin.to_lowercase(), wake);
-        tokio::spawn(refresh::run(zone, ctx.clone(), woken, kept.map(Arc::new)));
-    }
+    let zones = zones
+        .into_iter()
+        .zip(kept.into_iter().map(|k| k.map(Arc::new)));
+    let (commands, received) = mpsc::unbounded_channel();
+    tokio::spawn(refresh::run(zones.collect(), ctx, received));
     tokio::spawn(async move {
-        while let Some(notify) = notifies.recv().await {
-            if let Some(wake) = wakes.get(&notify.origin.to_lowercase()) {
-                let _ = wake.send(notify.from.ip());
-            }
+        while let Some(NotifyReceived { origin, serial, .. }) = notifies.recv().await {
+            let _ = commands.send(Command::Notify { origin, serial });
         }
     });
     Some(keeper)
 }
 
-/// A change to the catalog from a refresh loop.
+/// A change to the catalog from the refresh task.
 enum Change {
     Publish(Arc<Zone>, Option<Vec<ZoneDiff>>),
     Expire(Name),
 }
 
-/// Hands what the refresh loops receive to `apply_changes`.
+/// Hands what the refresh task receives to `apply_changes`.
 struct CatalogPublisher {
     changes: mpsc::UnboundedSender<Change>,
 }

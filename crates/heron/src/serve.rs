@@ -1,7 +1,7 @@
 //! `heron serve`: load zones, start the transports, wait for a signal.
 
 use std::cell::OnceCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,7 +11,8 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use heron_proto::Name;
-use heron_server::pipeline::Pipeline;
+use heron_server::processor::{NotifyReceived, Processor};
+use heron_server::service::Service;
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::journal::DEFAULT_MAX_BYTES;
 use heron_xfr::journal::files as journal_files;
@@ -52,6 +53,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
     let use_example = args.config.is_none() && settings.zones.is_empty();
     let mut files = ZoneFiles::new(&settings.zones);
     if let Some(path) = &args.config {
@@ -82,20 +84,16 @@ pub fn run(args: ServeArgs) -> ExitCode {
     // Before anything is served: an IXFR may come at once.
     let primary = Arc::new(primary(settings.policies, journals, &catalog, &kept));
     let keys = Arc::new(settings.keys);
-    let mut pipeline = Pipeline::new(primary.clone(), keys.clone());
     let (notify_tx, notifies) = mpsc::unbounded_channel();
-    if !settings.secondaries.is_empty() {
-        let origins: HashSet<Name> = settings
-            .secondaries
-            .iter()
-            .map(|s| s.origin.to_lowercase())
-            .collect();
-        pipeline.is_secondary = Box::new(move |origin| origins.contains(&origin.to_lowercase()));
-        pipeline.notify_in = Some(notify_tx);
-    }
+    let secondary_origins = settings.secondaries.iter().map(|s| s.origin.clone());
+    let queries = Queries {
+        primary: primary.clone(),
+        keys: keys.clone(),
+        secondaries: secondary_origins.collect(),
+        notify_in: (!settings.secondaries.is_empty()).then_some(notify_tx),
+    };
     let limits = &settings.secondary;
     let transfers = Transfers {
-        pipeline: Arc::new(pipeline),
         notifier: Notifier::new(keys.clone()),
         catalog_writer: Mutex::new(()),
         primary,
@@ -108,7 +106,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
             limits.concurrency,
             Duration::from_secs(limits.timeout),
         )
-        .with_tls(settings.xot),
+        .with_tls(settings.xot)
+        .with_transfer_limits(limits.transfer_limits()),
         notifies,
         bounds: limits.bounds(),
     };
@@ -118,6 +117,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         catalog,
         files,
         transfers,
+        queries,
         secondaries,
     )) {
         Ok(()) => ExitCode::SUCCESS,
@@ -169,6 +169,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             secondary: Default::default(),
             xot: TlsClients::new(None).expect("no CA to read"),
             control: None,
+            max_zone_file_size: heron_zone::zonefile::DEFAULT_MAX_LOAD_SIZE,
             warnings: Vec::new(),
             restart_only: Default::default(),
         },
@@ -255,10 +256,26 @@ fn load_catalog(use_example: bool, files: &mut ZoneFiles) -> Catalog {
     catalog
 }
 
-/// The primary side's state and the pipeline that serves it.
+/// What the query processor is built from, once the catalog is shared.
+struct Queries {
+    primary: Arc<Primary>,
+    keys: Arc<Vec<heron_proto::tsig::Key>>,
+    /// Zones we are secondary for: NOTIFY is accepted for these.
+    secondaries: Vec<Name>,
+    notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
+}
+
+impl Queries {
+    fn service(self, catalog: SharedCatalog, config: AnswerConfig) -> Service {
+        let processor = Processor::new(catalog, config, self.primary, self.keys)
+            .with_secondaries(self.secondaries);
+        Service::new(processor, self.notify_in)
+    }
+}
+
+/// The primary side's state.
 pub(crate) struct Transfers {
     pub(crate) primary: Arc<Primary>,
-    pipeline: Arc<Pipeline>,
     notifier: Notifier,
     /// Held while a new catalog is built and stored, so a reload and a
     /// transfer finishing at once do not drop each other's change.
@@ -299,6 +316,7 @@ async fn serve(
     catalog: Catalog,
     files: ZoneFiles,
     transfers: Transfers,
+    queries: Queries,
     secondaries: secondary::Secondaries,
 ) -> Result<(), String> {
     // First, so that a second server started on the same files stops
@@ -314,7 +332,7 @@ async fn serve(
     let transfers = Arc::new(transfers);
     let secondary_zones = secondaries.zones.len();
     let keeper = secondary::start(secondaries, &catalog, &transfers);
-    let answer_config = Arc::new(server.answer.clone());
+    let service = Arc::new(queries.service(catalog.clone(), server.answer.clone()));
     let stop = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let limiter =
@@ -323,9 +341,7 @@ async fn serve(
         tokio::spawn(tcp::serve(
             listener,
             tls,
-            catalog.clone(),
-            answer_config.clone(),
-            transfers.pipeline.clone(),
+            service.clone(),
             limiter.clone(),
             shutdown_rx.clone(),
         ))
@@ -333,15 +349,8 @@ async fn serve(
     let mut threads = Vec::new();
     let mut tasks = Vec::new();
     for &addr in &server.listen {
-        let workers = udp::spawn_workers(
-            addr,
-            &server,
-            catalog.clone(),
-            answer_config.clone(),
-            transfers.pipeline.clone(),
-            stop.clone(),
-        )
-        .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
+        let workers = udp::spawn_workers(addr, &server, service.clone(), stop.clone())
+            .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
         threads.extend(workers);
         let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TCP {addr}: {e}"))?;
         tasks.push(spawn_stream(listener, None));

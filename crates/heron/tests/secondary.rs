@@ -916,3 +916,59 @@ fn a_primary_that_fails_is_not_hammered_by_its_zones() {
         heron.log()
     );
 }
+
+/// The peak resident memory of process `pid` (`VmHWM`), in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A primary that streams far more records than `max-transfer-records`
+/// (a hostile one, or anyone in the path without TSIG): the secondary
+/// stops reading at the limit, IXFR and AXFR alike, says which zone,
+/// primary and limit, drops what it got, keeps serving the version it
+/// had, and its memory stays bounded by the limit, not the stream.
+#[test]
+fn a_transfer_past_its_limit_is_dropped_and_the_old_version_kept() {
+    let setup = FakeSetup::new("xfr-limit", 1);
+    let (primary, zone) = (&setup.primary, &setup.zones[0]);
+    let mut heron = setup.secondary("max-transfer-records = 10000", "");
+    let sec = heron.addr();
+    assert!(eventually(|| setup.all_at(sec, 1)), "{}", heron.log());
+    let pid = heron.pid().expect("running");
+    let before = peak_rss_kib(pid);
+
+    // 3,000,000 records: about 90 MB on the wire, several hundred MB held.
+    let streamed = 3_000_000;
+    primary.set_padding(streamed);
+    primary.set_serial(2);
+    assert_eq!(notify_from(LOCALHOST, sec, zone, None), Rcode::NOERROR);
+    let from = primary.addr();
+    let stopped = format!(
+        "zone {zone}.: refresh from {from} failed: AXFR: transfer stopped at more than 10000 records (max-transfer-records)"
+    );
+    assert!(
+        eventually(|| heron.log().contains(&stopped)),
+        "{} {:?} {}",
+        heron.log(),
+        primary.seen(),
+        primary.padding_sent()
+    );
+    let log = heron.log();
+    assert!(
+        log.contains(&format!(
+            "zone {zone}.: IXFR from {from} failed (transfer stopped at more than 10000 records"
+        )),
+        "the IXFR is bounded the same way: {log}"
+    );
+    assert_eq!(zone_serial(sec, zone), Some(1), "the old version is served");
+    let sent = primary.padding_sent();
+    assert!(
+        sent < streamed / 3,
+        "{sent} records sent: not read to the end"
+    );
+    let grown = peak_rss_kib(pid).saturating_sub(before);
+    assert!(grown < 64 << 10, "peak RSS grew by {grown} KiB");
+    assert!(heron.is_running());
+}

@@ -319,6 +319,81 @@ fn check_zone_reports_problems_with_file_and_line() {
     );
 }
 
+/// `run`, failing instead of hanging when heron takes more than 20 s
+/// (it is killed then).
+fn run_within_20_s(args: &[&str]) -> (bool, String) {
+    let mut child = Command::new(heron())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("heron {args:?} did not return within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// `check-zone` of a FIFO or `/dev/zero` (or a file that includes one)
+/// says what the file is instead of hanging or reading without end, and
+/// `check-config` applies `max-zone-file-size` at and past the limit.
+#[test]
+fn check_refuses_zone_files_that_are_not_regular_or_too_large() {
+    let dir = tempdir("check-special");
+    let fifo = dir.join("zone.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let includer = dir.join("includes.zone");
+    std::fs::write(
+        &includer,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\n$INCLUDE /dev/zero\n",
+    )
+    .unwrap();
+    for (file, says) in [
+        (fifo.as_path(), "is a FIFO (named pipe), not a regular file"),
+        (
+            Path::new("/dev/zero"),
+            "is a character device, not a regular file",
+        ),
+        (
+            includer.as_path(),
+            "includes.zone:3: error: $INCLUDE '/dev/zero': /dev/zero is a character device",
+        ),
+    ] {
+        let (ok, text) = run_within_20_s(&["check-zone", file.to_str().unwrap(), "x.test"]);
+        assert!(!ok, "{text}");
+        assert!(text.contains(says), "{text}");
+    }
+    let zone = dir.join("x.zone");
+    let text = "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n";
+    std::fs::write(&zone, text).unwrap();
+    let config = dir.join("heron.toml");
+    for (max, loads) in [(text.len(), true), (text.len() - 1, false)] {
+        std::fs::write(
+            &config,
+            format!(
+                "[server]\nmax-zone-file-size = {max}\n[[zone]]\norigin = \"x.test\"\nfile = \"x.zone\"\n"
+            ),
+        )
+        .unwrap();
+        let (ok, out) = run_within_20_s(&["check-config", config.to_str().unwrap()]);
+        assert_eq!(ok, loads, "{max}: {out}");
+        if !loads {
+            assert!(out.contains("more than max-zone-file-size"), "{out}");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn check_config_checks_the_file_and_its_zones() {
     let dir = tempdir("check-config");

@@ -858,3 +858,39 @@ fn known_answers_from_kdig_and_dig() {
         assert_eq!(ours, q, "{alg}");
     }
 }
+
+/// The processor verifies at the position `parse_query` found: the same
+/// verdict as walking the message again, for good, bad and misplaced
+/// signatures.
+#[test]
+fn verify_at_the_parsed_position_agrees_with_verify_request() {
+    let k = key(Algorithm::HmacSha256);
+    let (good, _) = signed_query(&k);
+    let tampered = replace_mac(&good, &[0x55; 32]);
+    let late = signed_query(&k).0;
+    for (msg, now) in [(&good, NOW), (&tampered, NOW), (&late, NOW + 1000)] {
+        let at = crate::message::parse_query(msg)
+            .unwrap()
+            .tsig
+            .map(|r| r.start);
+        let walked = verify_request(msg, &k, now).map(|v| v.map(|v| v.mac));
+        let parsed = verify_request_at(msg, at, &k, now).map(|v| v.map(|v| v.mac));
+        assert_eq!(walked, parsed);
+    }
+    assert!(
+        verify_request_at(&query(), None, &k, NOW)
+            .unwrap()
+            .is_none()
+    );
+    // A TSIG last in the authority section: FormErr, as `find` says.
+    let mut misplaced = good.clone();
+    misplaced[9] = 1; // NSCOUNT 1
+    misplaced[11] = 0; // ARCOUNT 0
+    let at = crate::message::parse_query(&misplaced)
+        .unwrap()
+        .tsig
+        .map(|r| r.start);
+    let failure = verify_request_at(&misplaced, at, &k, NOW).unwrap_err();
+    assert_eq!(failure.error, TsigError::FormErr);
+    assert_eq!(verify_err(&misplaced, &k, NOW).error, TsigError::FormErr);
+}

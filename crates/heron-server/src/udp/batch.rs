@@ -3,94 +3,42 @@
 //! One system call moves up to [`Batch::capacity`] datagrams each way,
 //! which is where a UDP server's time goes once the DNS work is cheap. All
 //! buffers are allocated once per worker and reused: a steady stream of
-//! queries causes no heap allocation here.
-//!
-//! This is the only `unsafe` in the UDP path. The invariants:
-//! * every `iovec` points into a heap buffer owned by the [`Batch`] that is
-//!   allocated once and never resized, so moving the `Batch` value does not
-//!   move what the pointers point to;
-//! * the receive headers are built once; before each `recvmmsg` every
-//!   `msg_namelen` is reset, so the kernel writes at most `iov_len` bytes
-//!   per buffer and at most a `sockaddr_storage` of address;
-//! * the send headers point into response buffers that may grow between
-//!   calls, so they are rebuilt before every `sendmmsg`.
+//! queries causes no heap allocation here. The system calls themselves
+//! are `heron_sys::udp`'s.
 
 use std::io;
-use std::mem::{self, MaybeUninit};
-use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::net::{SocketAddr, UdpSocket};
+
+use heron_sys::udp::{Receiver, Sender, Wait};
 
 /// Datagrams moved per system call.
 pub const DEFAULT_BATCH: usize = 32;
 
-/// Room for any peer address.
-const ADDRESS_LEN: libc::socklen_t = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-
 /// Per-worker receive and send buffers for batched UDP I/O.
 pub struct Batch {
-    capacity: usize,
-    query_size: usize,
-    /// `capacity` query buffers of `query_size` bytes, back to back.
-    queries: Vec<u8>,
-    query_lens: Vec<usize>,
-    peers: Vec<libc::sockaddr_storage>,
-    peer_lens: Vec<libc::socklen_t>,
+    /// `capacity` query buffers and their peers' addresses.
+    received: Receiver,
     /// One response buffer per slot; each keeps its capacity across uses.
     responses: Vec<Vec<u8>>,
     /// Slots whose response is to be sent, in order.
     to_send: Vec<usize>,
-    recv_iovecs: Vec<libc::iovec>,
-    recv_headers: Vec<libc::mmsghdr>,
-    send_iovecs: Vec<libc::iovec>,
-    send_headers: Vec<libc::mmsghdr>,
+    sender: Sender,
 }
 
 impl Batch {
     /// Buffers for `capacity` datagrams of up to `query_size` bytes each.
     pub fn new(capacity: usize, query_size: usize) -> Batch {
         assert!(capacity > 0 && query_size > 0);
-        let mut batch = Batch {
-            capacity,
-            query_size,
-            queries: vec![0; capacity * query_size],
-            query_lens: vec![0; capacity],
-            // SAFETY: sockaddr_storage is plain old data; all zeroes is a
-            // valid (AF_UNSPEC) value.
-            peers: vec![unsafe { mem::zeroed() }; capacity],
-            peer_lens: vec![0; capacity],
+        Batch {
+            received: Receiver::new(capacity, query_size),
             responses: (0..capacity).map(|_| Vec::with_capacity(4096)).collect(),
             to_send: Vec::with_capacity(capacity),
-            recv_iovecs: Vec::with_capacity(capacity),
-            recv_headers: Vec::with_capacity(capacity),
-            send_iovecs: Vec::with_capacity(capacity),
-            send_headers: Vec::with_capacity(capacity),
-        };
-        batch.build_receive_headers();
-        batch
-    }
-
-    /// Points one header per slot at its query buffer and address buffer.
-    /// Called once: those buffers are never reallocated.
-    fn build_receive_headers(&mut self) {
-        for i in 0..self.capacity {
-            let buf = &mut self.queries[i * self.query_size..(i + 1) * self.query_size];
-            self.recv_iovecs.push(libc::iovec {
-                iov_base: buf.as_mut_ptr().cast(),
-                iov_len: buf.len(),
-            });
-        }
-        for i in 0..self.capacity {
-            let header = message_header(
-                &mut self.recv_iovecs[i],
-                (&mut self.peers[i] as *mut libc::sockaddr_storage).cast(),
-                ADDRESS_LEN,
-            );
-            self.recv_headers.push(header);
+            sender: Sender::with_capacity(capacity),
         }
     }
 
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.received.capacity()
     }
 
     /// Blocks until at least one datagram arrives (or the socket's read
@@ -98,49 +46,22 @@ impl Batch {
     /// the capacity. Returns how many were received.
     pub fn receive(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         self.to_send.clear();
-        for header in &mut self.recv_headers {
-            header.msg_hdr.msg_namelen = ADDRESS_LEN;
-        }
-        // SAFETY: `recv_headers` holds `capacity` initialised mmsghdr values
-        // whose iovecs and address buffers point into `self`'s buffers (see
-        // the module invariants); a null timeout means MSG_WAITFORONE alone
-        // bounds the wait (the socket's SO_RCVTIMEO applies to the first).
-        let n = unsafe {
-            libc::recvmmsg(
-                socket.as_raw_fd(),
-                self.recv_headers.as_mut_ptr(),
-                self.capacity as libc::c_uint,
-                libc::MSG_WAITFORONE,
-                std::ptr::null_mut(),
-            )
-        };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let n = n as usize;
-        for i in 0..n {
-            self.query_lens[i] = self.recv_headers[i].msg_len as usize;
-            self.peer_lens[i] = self.recv_headers[i].msg_hdr.msg_namelen;
-        }
-        Ok(n)
+        self.received.receive(socket, Wait::Blocking)
     }
 
     /// The `i`th datagram received.
     pub fn query(&self, i: usize) -> &[u8] {
-        let start = i * self.query_size;
-        &self.queries[start..start + self.query_lens[i]]
+        self.received.datagram(i)
     }
 
     /// The `i`th received datagram and the response buffer for it.
     pub fn slot(&mut self, i: usize) -> (&[u8], &mut Vec<u8>) {
-        let start = i * self.query_size;
-        let query = &self.queries[start..start + self.query_lens[i]];
-        (query, &mut self.responses[i])
+        (self.received.datagram(i), &mut self.responses[i])
     }
 
     /// Where the `i`th datagram came from.
     pub fn peer(&self, i: usize) -> Option<SocketAddr> {
-        sockaddr_to_std(&self.peers[i], self.peer_lens[i])
+        self.received.peer(i).to_std()
     }
 
     /// Marks slot `i`'s response buffer as ready to send back to its peer.
@@ -152,92 +73,29 @@ impl Batch {
     /// of the batch the kernel did not take. Returns how many were sent;
     /// a datagram the kernel refuses (e.g. an unreachable peer) is dropped.
     pub fn send(&mut self, socket: &UdpSocket) -> io::Result<usize> {
-        self.send_iovecs.clear();
-        self.send_headers.clear();
-        for &i in &self.to_send {
-            let buf = &self.responses[i];
-            self.send_iovecs.push(libc::iovec {
-                iov_base: buf.as_ptr() as *mut libc::c_void,
-                iov_len: buf.len(),
-            });
-        }
-        for (k, &i) in self.to_send.iter().enumerate() {
-            let header = message_header(
-                &mut self.send_iovecs[k],
-                (&mut self.peers[i] as *mut libc::sockaddr_storage).cast(),
-                self.peer_lens[i],
-            );
-            self.send_headers.push(header);
-        }
+        let (received, responses) = (&self.received, &self.responses);
+        let mut loaded = self.sender.load(
+            self.to_send
+                .iter()
+                .map(|&i| (&responses[i][..], Some(received.peer(i)))),
+        );
+        let total = loaded.len();
         let mut sent = 0;
-        while sent < self.send_headers.len() {
-            let rest = &mut self.send_headers[sent..];
-            // SAFETY: as in `receive`; the kernel only reads these buffers.
-            let n = unsafe {
-                libc::sendmmsg(
-                    socket.as_raw_fd(),
-                    rest.as_mut_ptr(),
-                    rest.len() as libc::c_uint,
-                    0,
-                )
-            };
-            if n < 0 {
-                let err = io::Error::last_os_error();
-                if err.kind() == io::ErrorKind::Interrupted {
-                    continue;
+        while sent < total {
+            match loaded.send(socket, sent, Wait::Blocking) {
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // The first datagram of the rest failed: skip it, keep going.
+                    sent += 1;
+                    if sent == total {
+                        return Err(e);
+                    }
                 }
-                // The first datagram of the rest failed: skip it, keep going.
-                sent += 1;
-                if sent == self.send_headers.len() {
-                    return Err(err);
-                }
-                continue;
             }
-            sent += n as usize;
         }
         self.to_send.clear();
         Ok(sent)
-    }
-}
-
-fn message_header(
-    iov: &mut libc::iovec,
-    name: *mut libc::c_void,
-    namelen: libc::socklen_t,
-) -> libc::mmsghdr {
-    // SAFETY: msghdr and mmsghdr are plain C structs for which all zeroes
-    // is valid; the fields that matter are set below.
-    let mut header: libc::mmsghdr = unsafe { MaybeUninit::zeroed().assume_init() };
-    header.msg_hdr.msg_name = name;
-    header.msg_hdr.msg_namelen = namelen;
-    header.msg_hdr.msg_iov = iov;
-    header.msg_hdr.msg_iovlen = 1;
-    header
-}
-
-fn sockaddr_to_std(storage: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<SocketAddr> {
-    match storage.ss_family as libc::c_int {
-        libc::AF_INET if len as usize >= mem::size_of::<libc::sockaddr_in>() => {
-            // SAFETY: the family says the storage holds a sockaddr_in, and
-            // sockaddr_storage is large and aligned enough for it.
-            let sin: &libc::sockaddr_in = unsafe { &*(storage as *const _ as *const _) };
-            let ip = u32::from_be(sin.sin_addr.s_addr);
-            Some(SocketAddr::V4(SocketAddrV4::new(
-                ip.into(),
-                u16::from_be(sin.sin_port),
-            )))
-        }
-        libc::AF_INET6 if len as usize >= mem::size_of::<libc::sockaddr_in6>() => {
-            // SAFETY: as above, for sockaddr_in6.
-            let sin6: &libc::sockaddr_in6 = unsafe { &*(storage as *const _ as *const _) };
-            Some(SocketAddr::V6(SocketAddrV6::new(
-                sin6.sin6_addr.s6_addr.into(),
-                u16::from_be(sin6.sin6_port),
-                sin6.sin6_flowinfo,
-                sin6.sin6_scope_id,
-            )))
-        }
-        _ => None,
     }
 }
 

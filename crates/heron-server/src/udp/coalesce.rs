@@ -96,9 +96,7 @@ impl Coalescer {
 /// when they are due, instead of the default 50 µs of timer slack (which
 /// would double [`DEFAULT_MAX_DELAY`]). Returns false if the kernel refused.
 pub fn tighten_timer_slack() -> bool {
-    // SAFETY: prctl(PR_SET_TIMERSLACK) takes a plain integer (nanoseconds)
-    // and changes only the calling thread's timer slack.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong) == 0 }
+    heron_sys::sched::set_timer_slack(Duration::from_micros(1)).is_ok()
 }
 
 #[cfg(test)]
@@ -185,10 +183,8 @@ mod tests {
     fn timer_slack_can_be_tightened() {
         std::thread::spawn(|| {
             assert!(tighten_timer_slack());
-            // SAFETY: PR_GET_TIMERSLACK takes no pointer and returns the
-            // calling thread's slack in nanoseconds.
-            let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) };
-            assert_eq!(slack, 1_000);
+            let slack = heron_sys::sched::timer_slack().unwrap();
+            assert_eq!(slack, Duration::from_micros(1));
         })
         .join()
         .unwrap();

@@ -2,7 +2,6 @@
 //! datagrams in batches ([`batch`]) and answering from per-worker buffers,
 //! so the steady state makes no heap allocation and takes no lock.
 
-pub mod affinity;
 pub mod batch;
 pub mod coalesce;
 pub mod pacing_choice;
@@ -15,10 +14,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use heron_zone::lookahead::MAX_BATCH;
-use heron_zone::{AnswerConfig, Answered, BatchAnswerer, Catalog, Transport};
+use heron_zone::{Answered, BatchAnswerer, Catalog, Transport};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::pipeline::Pipeline;
+use crate::processor::{self, Event, Outcome, Request};
+use crate::service::{Service, unix_now};
 use crate::{ServerConfig, SharedCatalog};
 
 /// How often a blocked worker wakes to notice shutdown.
@@ -70,9 +70,7 @@ fn warn_if_small_buffer(socket: &UdpSocket, addr: SocketAddr) {
 pub fn spawn_workers(
     addr: SocketAddr,
     server: &ServerConfig,
-    catalog: SharedCatalog,
-    config: Arc<AnswerConfig>,
-    pipeline: Arc<Pipeline>,
+    service: Arc<Service>,
     stop: Arc<AtomicBool>,
 ) -> io::Result<Vec<JoinHandle<()>>> {
     let (cpus, coalesce) = (&server.cpu_affinity, server.udp_coalesce);
@@ -82,22 +80,21 @@ pub fn spawn_workers(
         if i == 0 {
             warn_if_small_buffer(&socket, addr);
         }
-        let (catalog, config, stop) = (catalog.clone(), config.clone(), stop.clone());
-        let pipeline = pipeline.clone();
+        let (service, stop) = (service.clone(), stop.clone());
         let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
         let handle = std::thread::Builder::new()
             .name(format!("udp-{addr}-{i}"))
             .spawn(move || {
                 if let Some(cpu) = cpu
-                    && let Err(e) = affinity::pin_current_thread(cpu)
+                    && let Err(e) = heron_sys::cpu::pin_current_thread(&[cpu])
                 {
                     tracing::warn!("cannot pin UDP worker {i} to CPU {cpu}: {e}");
                 }
                 let worker = Worker {
-                    catalog: arc_swap::Cache::new(catalog),
-                    config,
-                    pipeline,
+                    catalog: arc_swap::Cache::new(service.processor.catalog().clone()),
+                    service,
                     answerer: BatchAnswerer::default(),
+                    events: Vec::new(),
                 };
                 run_loop(&socket, &stop, coalesce, worker)
             })?;
@@ -110,9 +107,10 @@ pub fn spawn_workers(
 struct Worker {
     /// Checks for a new catalog with one atomic load per batch.
     catalog: arc_swap::Cache<SharedCatalog, Arc<Catalog>>,
-    config: Arc<AnswerConfig>,
-    pipeline: Arc<Pipeline>,
+    service: Arc<Service>,
     answerer: BatchAnswerer,
+    /// The processor's events, handed on at once; kept to reuse.
+    events: Vec<Event>,
 }
 
 // A batch is answered with its memory loads overlapped
@@ -122,19 +120,30 @@ const _: () = assert!(batch::DEFAULT_BATCH <= MAX_BATCH);
 impl Handler for Worker {
     fn handle_batch(&mut self, batch: &mut batch::Batch, received: usize) {
         let catalog = self.catalog.load();
+        let processor = &self.service.processor;
+        let config = processor.config();
         let mut slots = Default::default();
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);
         for i in 0..received {
             let (query, response) = batch.slot(i);
-            let send = match prepared.answer(i, &self.config, query, Transport::Udp, response) {
+            let send = match prepared.answer(i, config, query, Transport::Udp, response) {
                 Answered::Response => true,
                 Answered::Drop => false,
-                // TSIG, NOTIFY, IXFR: the pipeline, which needs the peer.
+                // TSIG, NOTIFY, IXFR: the processor's other layers, which
+                // need the peer and the time.
                 Answered::Deferred => batch.peer(i).is_some_and(|peer| {
-                    let (query, response) = batch.slot(i);
-                    self.pipeline
-                        .answer_udp(catalog, &self.config, query, peer, response)
+                    let (bytes, response) = batch.slot(i);
+                    let req = Request {
+                        bytes,
+                        peer,
+                        transport: processor::Transport::Udp,
+                        now: unix_now(),
+                    };
+                    let q = prepared.query(i);
+                    let outcome = processor.process_parsed(&req, q, response, &mut self.events);
+                    self.service.dispatch(&mut self.events);
+                    matches!(outcome, Outcome::Response)
                 }),
             };
             if send {

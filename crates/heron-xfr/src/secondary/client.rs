@@ -28,7 +28,7 @@ use tokio::time::{Instant, timeout};
 
 use super::backoff::PrimaryHealth;
 use super::pipelined::{Line, LineError};
-use super::receive::{Outcome, Receiver, Request, XfrError};
+use super::receive::{Exceeded, Outcome, Receiver, Request, TransferLimits, XfrError};
 use super::tls::{Stream, TlsClients, XotTrust};
 use crate::primary::notify::{random_id, unix_now};
 
@@ -109,6 +109,7 @@ pub struct Connections {
     keys: Arc<Vec<Key>>,
     /// Bound on connecting and on each read or write.
     io_timeout: Duration,
+    transfer_limits: TransferLimits,
     opened: std::sync::atomic::AtomicUsize,
     health: PrimaryHealth,
 }
@@ -122,6 +123,7 @@ impl Connections {
             idle_per_primary: concurrency,
             keys,
             io_timeout,
+            transfer_limits: TransferLimits::default(),
             opened: Default::default(),
             health: PrimaryHealth::default(),
             tls: TlsClients::new(None).expect("no CA to read"),
@@ -132,6 +134,12 @@ impl Connections {
     /// opportunistic ones only).
     pub fn with_tls(mut self, tls: TlsClients) -> Connections {
         self.tls = tls;
+        self
+    }
+
+    /// Bounds on each incoming transfer (by default [`TransferLimits::default`]).
+    pub fn with_transfer_limits(mut self, limits: TransferLimits) -> Connections {
+        self.transfer_limits = limits;
         self
     }
 
@@ -246,8 +254,18 @@ impl Connections {
                 self.query(origin, RType::IXFR, Some((soa.ttl(), &soa.first_rdata())))
             }
         };
-        let mut receiver = Receiver::new(origin.clone(), request);
+        let limits = self.transfer_limits;
+        let mut receiver = Receiver::new(origin.clone(), request).with_limits(limits);
+        // From the first message: waiting for a connection slot or the
+        // primary's first answer is bounded elsewhere. With a read timeout
+        // on each message, the whole takes at most max_time plus one.
+        let mut first_message: Option<Instant> = None;
         self.exchange(up, query, |msg| {
+            let started = *first_message.get_or_insert_with(Instant::now);
+            if started.elapsed() > limits.max_time {
+                let late = XfrError::Limit(Exceeded::Time(limits.max_time));
+                return Err(ClientError::Transfer(late));
+            }
             receiver.feed(msg).map_err(ClientError::Transfer)
         })
         .await?;

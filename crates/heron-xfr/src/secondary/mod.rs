@@ -8,7 +8,8 @@
 //! * [`pipelined`]: one connection carrying many SOA checks at once.
 //! * [`tls`]: those connections over TLS (XoT, RFC 9103).
 //! * [`keeper`]: kept copies written to disk in batches.
-//! * [`refresh`]: the per-zone refresh loop (timers, NOTIFY, expire).
+//! * [`refresh`]: the one task that keeps every zone fresh, driving the
+//!   timers of [`crate::timers`] (SOA checks, transfers, expire).
 //! * [`backoff`]: waits after failures, per zone and per primary.
 
 pub mod backoff;

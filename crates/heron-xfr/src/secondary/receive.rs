@@ -75,6 +75,56 @@ pub enum XfrError {
     NotComplete,
     /// The received zone does not build (errors found by the zone checks).
     Zone(Vec<Problem>),
+    /// The transfer went past one of its [`TransferLimits`]: what was
+    /// received so far is discarded.
+    Limit(Exceeded),
+}
+
+/// Bounds on one incoming transfer, so that a hostile or broken primary
+/// (or anyone in the path of a transfer without TSIG) cannot make a
+/// secondary hold without end what it streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TransferLimits {
+    /// Records in the answer (every record of an IXFR counts, deleted
+    /// ones and SOAs included).
+    pub max_records: u64,
+    /// Octets of the answer's messages.
+    pub max_bytes: u64,
+    /// How long the answer may take, from its first message (the caller
+    /// keeps this one: the receiver reads no clock).
+    pub max_time: std::time::Duration,
+}
+
+impl Default for TransferLimits {
+    /// Well above the largest zones transferred whole in practice (large
+    /// ccTLDs hold tens of millions of records, about 50 octets each on
+    /// the wire), and a rate no real transfer is slower than (4 GiB in an
+    /// hour is 1.2 MB/s).
+    fn default() -> Self {
+        TransferLimits {
+            max_records: 50_000_000,
+            max_bytes: 4 << 30,
+            max_time: std::time::Duration::from_secs(3_600),
+        }
+    }
+}
+
+/// Which of the [`TransferLimits`] a transfer went past.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exceeded {
+    Records(u64),
+    Bytes(u64),
+    Time(std::time::Duration),
+}
+
+impl fmt::Display for Exceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Exceeded::Records(n) => write!(f, "more than {n} records (max-transfer-records)"),
+            Exceeded::Bytes(n) => write!(f, "more than {n} octets (max-transfer-bytes)"),
+            Exceeded::Time(t) => write!(f, "longer than {} s (transfer-timeout)", t.as_secs()),
+        }
+    }
 }
 
 impl fmt::Display for XfrError {
@@ -84,6 +134,10 @@ impl fmt::Display for XfrError {
             XfrError::Truncated => f.write_str("the answer is truncated (TC)"),
             XfrError::Malformed(msg) => write!(f, "malformed transfer: {msg}"),
             XfrError::NotComplete => f.write_str("the transfer ended before its final SOA"),
+            XfrError::Limit(what) => write!(
+                f,
+                "transfer stopped at {what}; what came is discarded, the zone served is kept"
+            ),
             XfrError::Zone(problems) => {
                 f.write_str("the received zone is not valid")?;
                 for p in problems {
@@ -172,7 +226,9 @@ pub struct Receiver {
     /// The "file" of the received records' locations.
     source: Arc<Path>,
     messages: u32,
-    records: u32,
+    records: u64,
+    bytes: u64,
+    limits: TransferLimits,
     state: State,
 }
 
@@ -190,6 +246,8 @@ impl Receiver {
             source,
             messages: 0,
             records: 0,
+            bytes: 0,
+            limits: TransferLimits::default(),
             state: State::Start,
         }
     }
@@ -202,6 +260,12 @@ impl Receiver {
             Request::Ixfr { .. } => "IXFR",
         };
         self.source = Arc::from(Path::new(&format!("{kind} from {primary}")));
+        self
+    }
+
+    /// Bounds the records and octets taken (the time is the caller's).
+    pub fn with_limits(mut self, limits: TransferLimits) -> Receiver {
+        self.limits = limits;
         self
     }
 
@@ -235,6 +299,10 @@ impl Receiver {
         let unreadable = |e: ParseError| malformed(format!("unreadable message: {e}"));
         let h = Header::read(msg).ok_or_else(|| unreadable(ParseError::ShortHeader))?;
         self.messages += 1;
+        self.bytes += msg.len() as u64;
+        if self.bytes > self.limits.max_bytes {
+            return Err(XfrError::Limit(Exceeded::Bytes(self.limits.max_bytes)));
+        }
         if !h.has(flags::QR) {
             return Err(malformed("not a response (QR clear)"));
         }
@@ -287,8 +355,11 @@ impl Receiver {
     }
 
     fn record(&mut self, rec: RecordRef) -> Result<(), XfrError> {
+        if self.records >= self.limits.max_records {
+            return Err(XfrError::Limit(Exceeded::Records(self.limits.max_records)));
+        }
         self.records += 1;
-        let line = self.records;
+        let line = u32::try_from(self.records).unwrap_or(u32::MAX);
         let name = || Name::from_wire(rec.name).expect("read as a name");
         if rec.class != Class::IN {
             return Err(malformed(format!(

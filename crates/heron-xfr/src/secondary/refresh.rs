@@ -1,34 +1,32 @@
-//! The refresh loop of one secondary zone (RFC 1034 4.3.5, RFC 1996).
+//! The driver of the secondary zones' timers: one task for every zone.
+//!
+//! The rules (when to check, retry, transfer, expire; NOTIFY; back-off)
+//! are the I/O-free state machine in [`crate::timers`]. This task sleeps
+//! until its earliest wake-up, hands it the NOTIFYs that arrive and the
+//! results of exchanges, and does what it says: SOA checks and transfers
+//! over the pooled connections ([`super::client`], at most
+//! [`MAX_IN_FLIGHT`] launched at once), publishing what a transfer brings,
+//! and keeping it on disk ([`super::keeper`]). An IXFR that fails is
+//! followed by an AXFR from the same primary (logged).
 //!
 //! At start the zone file kept from the last transfer, if any, is served
-//! at once. Then: check the primaries' SOA when the refresh timer fires or
-//! a NOTIFY arrives; transfer when their serial is newer (IXFR from the
-//! version served, AXFR if that fails, logged); publish and keep the new
-//! version on disk. Failures retry after a wait that doubles up to the
-//! retry interval, with jitter, and not before a primary found down is
-//! tried again ([`super::backoff`]); NOTIFYs arriving together make one
-//! check. Past the expire interval with no successful check the zone
-//! stops answering (SERVFAIL). The file's modification time records the last
-//! successful check, so the timers survive a restart; when a newer serial
-//! is seen it is dated one refresh interval back, so a restart before that
-//! transfer completes checks again at once.
+//! at once; its modification time records the last successful check, so
+//! the timers survive a restart.
 
-use std::net::IpAddr;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use heron_proto::Name;
 use heron_zone::Zone;
 use heron_zone::diff::ZoneDiff;
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
-use super::backoff::retry_delay;
 use super::client::{ClientError, Connections, Upstream};
 use super::keeper::Keeper;
 use super::receive::{Outcome, Request};
-use crate::serial;
+use crate::timers::{Action, CheckId, Event, Failure, Timers, Transfer, Version, ZoneId};
 
 /// One zone this server is a secondary for.
 #[derive(Clone, Debug, Hash)]
@@ -75,7 +73,7 @@ pub trait Publisher: Send + Sync + 'static {
     fn expire(&self, origin: &Name);
 }
 
-/// What the refresh loops of every zone share.
+/// What the driver works with.
 pub struct Context {
     pub conns: Connections,
     pub publisher: Arc<dyn Publisher>,
@@ -83,194 +81,338 @@ pub struct Context {
     pub bounds: TimerBounds,
 }
 
-/// Runs the refresh loop until `wake` closes, starting from `kept` (the
-/// zone read from `zone.file`, if it could be). A message on `wake` (a
-/// NOTIFY, from the address it carries) triggers an SOA check now; those
-/// that arrive together, or during a check, make one check.
+/// What the driver is told while it runs.
+#[derive(Debug)]
+pub enum Command {
+    /// A NOTIFY for `origin` passed its checks.
+    Notify { origin: Name, serial: Option<u32> },
+    /// Keep one more zone fresh, starting from its kept copy, if any.
+    Add(SecondaryZone, Option<Arc<Zone>>),
+    /// Stop keeping `origin` fresh; what is in flight for it is ignored.
+    Remove(Name),
+}
+
+/// Exchanges launched at once. The connection pool bounds those that talk
+/// to primaries; this bounds the tasks (and transfer state) waiting for
+/// it, so a cold start of 100,000 zones does not spawn 100,000.
+pub const MAX_IN_FLIGHT: usize = 256;
+
+/// Keeps `zones` (each with its kept copy, if it was read) fresh until
+/// `commands` closes and the exchanges in flight end.
 pub async fn run(
-    zone: SecondaryZone,
+    zones: Vec<(SecondaryZone, Option<Arc<Zone>>)>,
     ctx: Arc<Context>,
-    mut wake: mpsc::UnboundedReceiver<IpAddr>,
-    kept: Option<Arc<Zone>>,
+    mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
-    let mut state = State::start(&zone, &ctx, kept);
+    let mut driver = Driver::new(ctx);
+    for (zone, kept) in zones {
+        driver.add(zone, kept);
+    }
+    let mut open = true;
     loop {
-        let now = Instant::now();
-        if let Some(expire_at) = state.expire_at
-            && now >= expire_at
-            && state.current.is_some()
-        {
-            tracing::error!(
-                zone = %zone.origin,
-                "zone expired: no answer from any primary; answering SERVFAIL"
-            );
-            ctx.publisher.expire(&zone.origin);
-            state.current = None;
+        driver.launch();
+        if !open && driver.in_flight == 0 {
+            return;
         }
-        let next = state.next_check;
+        let wakeup = driver.timers.next_wakeup();
         tokio::select! {
-            _ = tokio::time::sleep_until(next) => {}
-            woke = wake.recv() => match woke {
-                Some(from) => take_notifies(from, &mut wake, &ctx.conns),
-                None => return,
+            _ = sleep_until(wakeup) => driver.handle(Event::TimerFired),
+            Some(done) = driver.done.1.recv() => driver.finished(done),
+            command = commands.recv(), if open => match command {
+                Some(command) => driver.command(command),
+                None => open = false,
             },
         }
-        // Boxed: a check's state (the transfer in progress) is large, and
-        // 100,000 idle loops should not each hold room for one.
-        Box::pin(state.check(&zone, &ctx)).await;
     }
 }
 
-/// Takes every NOTIFY waiting, so that they make one check; whoever sent
-/// them is up, so a primary there is no longer left alone.
-fn take_notifies(first: IpAddr, wake: &mut mpsc::UnboundedReceiver<IpAddr>, conns: &Connections) {
-    conns.health().heard_from(first);
-    while let Ok(from) = wake.try_recv() {
-        conns.health().heard_from(from);
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 
-struct State {
+struct Driver {
+    ctx: Arc<Context>,
+    timers: Timers,
+    zones: Vec<Option<Entry>>,
+    /// By lower-cased origin.
+    ids: HashMap<Name, ZoneId>,
+    /// What the timers asked for, not launched yet.
+    waiting: VecDeque<Action>,
+    in_flight: usize,
+    done: (mpsc::UnboundedSender<Done>, mpsc::UnboundedReceiver<Done>),
+    actions: Vec<Action>,
+}
+
+struct Entry {
+    zone: SecondaryZone,
+    /// The version served, if any.
     current: Option<Arc<Zone>>,
-    next_check: Instant,
-    expire_at: Option<Instant>,
-    /// Checks failed in a row.
-    failures: u32,
 }
 
-impl State {
-    /// The kept copy, if any (read by the caller with the other zones at
-    /// start), is served at once; timers resume from the file's
-    /// modification time.
-    fn start(zone: &SecondaryZone, ctx: &Context, kept: Option<Arc<Zone>>) -> State {
-        let now = Instant::now();
-        let mut state = State {
-            current: None,
-            next_check: now,
-            expire_at: None,
-            failures: 0,
-        };
-        let Some(kept) = kept else {
-            return state;
-        };
-        let age = std::fs::metadata(&zone.file)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| SystemTime::now().duration_since(t).ok())
-            .unwrap_or_default();
-        let (refresh, _, expire) = timers(&kept, ctx.bounds);
-        if age >= expire {
-            tracing::warn!(
-                "zone {}: kept copy is past its expire time; not served",
-                zone.origin
-            );
-            return state;
+/// An exchange that ended.
+struct Done {
+    zone: ZoneId,
+    check: CheckId,
+    result: Exchanged,
+}
+
+enum Exchanged {
+    Serial(Result<u32, Failure>),
+    Transfer(Result<Outcome, Failure>),
+}
+
+impl Driver {
+    fn new(ctx: Arc<Context>) -> Driver {
+        let min_retry = ctx.bounds.min_retry;
+        Driver {
+            ctx,
+            timers: Timers::new(min_retry, Box::new(crate::primary::notify::random_id)),
+            zones: Vec::new(),
+            ids: HashMap::new(),
+            waiting: VecDeque::new(),
+            in_flight: 0,
+            done: mpsc::unbounded_channel(),
+            actions: Vec::new(),
         }
-        tracing::info!(
-            zone = %zone.origin,
-            file = %zone.file.display(),
-            serial = kept.serial(),
-            "serving kept serial {}",
-            kept.serial()
-        );
-        ctx.publisher.publish(kept.clone(), None);
-        state.next_check = now + refresh.saturating_sub(age);
-        state.expire_at = Some(now + expire - age);
-        state.current = Some(kept);
-        state
     }
 
-    async fn check(&mut self, zone: &SecondaryZone, ctx: &Context) {
-        // The soonest a primary left alone may be tried, if all are.
-        let mut primaries_back: Option<Instant> = None;
-        let mut all_left_alone = true;
-        for up in &zone.primaries {
-            match self.check_one(zone, up, ctx).await {
-                Ok(()) => return self.succeeded(zone, ctx),
-                Err(CheckError {
-                    error: ClientError::PrimaryDown { until },
+    fn entry(&mut self, zone: ZoneId) -> Option<&mut Entry> {
+        self.zones.get_mut(zone.0 as usize)?.as_mut()
+    }
+
+    /// Tells the timers of `event` and does what they say.
+    fn handle(&mut self, event: Event) {
+        let mut actions = std::mem::take(&mut self.actions);
+        self.timers.handle(Instant::now(), event, &mut actions);
+        for action in actions.drain(..) {
+            self.perform(action);
+        }
+        self.actions = actions;
+    }
+
+    fn command(&mut self, command: Command) {
+        match command {
+            Command::Notify { origin, serial } => {
+                if let Some(&zone) = self.ids.get(&origin.to_lowercase()) {
+                    self.handle(Event::Notify { zone, serial });
+                }
+            }
+            Command::Add(zone, kept) => self.add(zone, kept),
+            Command::Remove(origin) => {
+                if let Some(zone) = self.ids.remove(&origin.to_lowercase()) {
+                    self.zones[zone.0 as usize] = None;
+                    self.handle(Event::Removed(zone));
+                }
+            }
+        }
+    }
+
+    /// Starts keeping `zone` fresh; its kept copy's age is its file's.
+    fn add(&mut self, zone: SecondaryZone, kept: Option<Arc<Zone>>) {
+        let id = ZoneId(self.zones.len() as u32);
+        let kept_event = kept.as_ref().map(|kept| {
+            let age = std::fs::metadata(&zone.file)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| SystemTime::now().duration_since(t).ok())
+                .unwrap_or_default();
+            (Version::of(kept, self.ctx.bounds), age)
+        });
+        if let Some(old) = self.ids.insert(zone.origin.to_lowercase(), id) {
+            // Added twice: the later one stands.
+            self.zones[old.0 as usize] = None;
+            self.handle(Event::Removed(old));
+        }
+        let primaries = zone.primaries.len();
+        self.zones.push(Some(Entry {
+            zone,
+            current: kept,
+        }));
+        self.handle(Event::Added {
+            zone: id,
+            primaries,
+            kept: kept_event,
+        });
+    }
+
+    fn perform(&mut self, action: Action) {
+        let ctx = self.ctx.clone();
+        match action {
+            Action::CheckSoa { .. } | Action::Transfer { .. } => self.waiting.push_back(action),
+            Action::ServeKept(zone) => {
+                let Some(entry) = self.entry(zone) else {
+                    return;
+                };
+                let kept = entry.current.clone().expect("a kept copy");
+                tracing::info!(
+                    zone = %entry.zone.origin,
+                    file = %entry.zone.file.display(),
+                    serial = kept.serial(),
+                    "serving kept serial {}",
+                    kept.serial()
+                );
+                ctx.publisher.publish(kept, None);
+            }
+            Action::DropKept(zone) => {
+                let Some(entry) = self.entry(zone) else {
+                    return;
+                };
+                tracing::warn!(
+                    "zone {}: kept copy is past its expire time; not served",
+                    entry.zone.origin
+                );
+                entry.current = None;
+            }
+            Action::Expire(zone) => {
+                let Some(entry) = self.entry(zone) else {
+                    return;
+                };
+                tracing::error!(
+                    zone = %entry.zone.origin,
+                    "zone expired: no answer from any primary; answering SERVFAIL"
+                );
+                ctx.publisher.expire(&entry.zone.origin);
+                entry.current = None;
+            }
+            Action::DateKept { zone, ago } => {
+                let Some(entry) = self.entry(zone) else {
+                    return;
+                };
+                ctx.keeper.date(&entry.zone.file, SystemTime::now() - ago);
+            }
+        }
+    }
+
+    /// Launches the exchanges waiting, as many as may be in flight.
+    fn launch(&mut self) {
+        while self.in_flight < MAX_IN_FLIGHT {
+            let Some(action) = self.waiting.pop_front() else {
+                return;
+            };
+            let (zone, check, primary) = match action {
+                Action::CheckSoa {
+                    zone,
+                    check,
+                    primary,
+                }
+                | Action::Transfer {
+                    zone,
+                    check,
+                    primary,
                     ..
-                }) => {
-                    // Not logged as a failure: 100,000 zones would say so.
-                    tracing::debug!("zone {}: {} left alone for now", zone.origin, up.addr);
-                    primaries_back = Some(primaries_back.map_or(until, |t| t.min(until)));
-                }
-                Err(e) => {
-                    all_left_alone = false;
-                    tracing::warn!("zone {}: refresh from {} failed: {e}", zone.origin, up.addr)
-                }
-            }
+                } => (zone, check, primary),
+                _ => unreachable!("only exchanges wait"),
+            };
+            let Some(entry) = self.entry(zone) else {
+                continue; // removed meanwhile
+            };
+            let (origin, up) = (
+                entry.zone.origin.clone(),
+                entry.zone.primaries[primary].clone(),
+            );
+            let have = match action {
+                Action::Transfer {
+                    ixfr_from: Some(_), ..
+                } => entry.current.clone(),
+                _ => None,
+            };
+            let is_soa = matches!(action, Action::CheckSoa { .. });
+            let (ctx, done) = (self.ctx.clone(), self.done.0.clone());
+            self.in_flight += 1;
+            tokio::spawn(async move {
+                let result = if is_soa {
+                    let serial = ctx.conns.soa_serial(&up, &origin).await;
+                    Exchanged::Serial(serial.map_err(|e| failure(&origin, &up, "", e)))
+                } else {
+                    Exchanged::Transfer(transfer(&ctx.conns, &up, &origin, have).await)
+                };
+                let _ = done.send(Done {
+                    zone,
+                    check,
+                    result,
+                });
+            });
         }
-        self.failures = self.failures.saturating_add(1);
-        let retry = self
-            .current
-            .as_ref()
-            .map_or(ctx.bounds.min_retry, |z| timers(z, ctx.bounds).1);
-        let now = Instant::now();
-        let back = primaries_back
-            .filter(|_| all_left_alone)
-            .map(|t| t.saturating_duration_since(now));
-        self.next_check = now + retry_delay(self.failures, back, retry);
     }
 
-    fn succeeded(&mut self, zone: &SecondaryZone, ctx: &Context) {
-        let current = self.current.as_ref().expect("set by a successful check");
-        let (refresh, _, expire) = timers(current, ctx.bounds);
-        let now = Instant::now();
-        self.failures = 0;
-        self.next_check = now + refresh;
-        self.expire_at = Some(now + expire);
-        // The record of this successful check.
-        ctx.keeper.date(&zone.file, SystemTime::now());
+    /// An exchange ended: what it brought is served and kept, and the
+    /// timers hear of it.
+    fn finished(&mut self, done: Done) {
+        self.in_flight -= 1;
+        let Done {
+            zone,
+            check,
+            result,
+        } = done;
+        if !self.timers.waits_for(zone, check) {
+            return; // the zone was removed meanwhile
+        }
+        let result = match result {
+            Exchanged::Serial(serial) => {
+                return self.handle(Event::SoaChecked {
+                    zone,
+                    check,
+                    result: serial,
+                });
+            }
+            Exchanged::Transfer(Ok(Outcome::UpToDate)) => Ok(Transfer::UpToDate),
+            Exchanged::Transfer(Ok(outcome)) => {
+                Ok(Transfer::Received(self.received(zone, outcome)))
+            }
+            Exchanged::Transfer(Err(failure)) => Err(failure),
+        };
+        self.handle(Event::Transferred {
+            zone,
+            check,
+            result,
+        });
     }
 
-    async fn check_one(
-        &mut self,
-        zone: &SecondaryZone,
-        up: &Upstream,
-        ctx: &Context,
-    ) -> Result<(), CheckError> {
-        let conns = &ctx.conns;
-        // With nothing to serve yet there is nothing to compare: the AXFR
-        // itself says which serial it brings.
-        if let Some(have) = &self.current {
-            let theirs = conns.soa_serial(up, &zone.origin).await?;
-            if !serial::is_newer(theirs, have.serial()) {
-                return Ok(());
-            }
-        }
-        // Should we stop before this transfer completes, a restart must
-        // not wait out the refresh interval to fetch it again.
-        // (Its last check dated one refresh interval back.)
-        if let Some(have) = &self.current {
-            let refresh = timers(have, ctx.bounds).0;
-            ctx.keeper.date(&zone.file, SystemTime::now() - refresh);
-        }
-        let started = std::time::Instant::now();
-        let outcome = match &self.current {
-            Some(have) => {
-                let ixfr = Request::Ixfr { have: have.clone() };
-                match conns.transfer(up, &zone.origin, ixfr).await {
-                    Ok(outcome) => outcome,
-                    Err(e) => {
-                        tracing::warn!(
-                            "zone {}: IXFR from {} failed ({e}); trying AXFR",
-                            zone.origin,
-                            up.addr
-                        );
-                        axfr(zone, up, conns).await?
-                    }
-                }
-            }
-            None => axfr(zone, up, conns).await?,
+    /// Serves and keeps what a transfer brought.
+    fn received(&mut self, zone: ZoneId, outcome: Outcome) -> Version {
+        let ctx = self.ctx.clone();
+        let entry = self.entry(zone).expect("the timers wait for it");
+        let (new, diffs) = match outcome {
+            Outcome::Full(z) => (Arc::new(z), None),
+            Outcome::Incremental { zone: z, diffs } => (Arc::new(z), Some(diffs)),
+            Outcome::UpToDate => unreachable!("nothing received"),
         };
-        let (new, diffs, kind) = match outcome {
-            Outcome::UpToDate => return Ok(()),
-            Outcome::Full(z) => (Arc::new(z), None, "AXFR"),
-            Outcome::Incremental { zone: z, diffs } => (Arc::new(z), Some(diffs), "IXFR"),
-        };
+        ctx.publisher.publish(new.clone(), diffs);
+        ctx.keeper.write(&entry.zone.file, new.clone());
+        let version = Version::of(&new, ctx.bounds);
+        entry.current = Some(new);
+        version
+    }
+}
+
+/// Transfers `origin` from `up`: IXFR from `have`, then AXFR if that
+/// fails; AXFR when there is nothing to start from.
+async fn transfer(
+    conns: &Connections,
+    up: &Upstream,
+    origin: &Name,
+    have: Option<Arc<Zone>>,
+) -> Result<Outcome, Failure> {
+    let started = std::time::Instant::now();
+    let (outcome, kind) = match have {
+        Some(have) => match conns.transfer(up, origin, Request::Ixfr { have }).await {
+            Ok(outcome) => (outcome, "IXFR"),
+            Err(e) => {
+                tracing::warn!(
+                    "zone {origin}: IXFR from {} failed ({e}); trying AXFR",
+                    up.addr
+                );
+                (axfr(conns, up, origin).await?, "AXFR")
+            }
+        },
+        None => (axfr(conns, up, origin).await?, "AXFR"),
+    };
+    if let Outcome::Full(new) | Outcome::Incremental { zone: new, .. } = &outcome {
         tracing::info!(
-            zone = %zone.origin,
+            zone = %origin,
             peer = %up.addr,
             serial = new.serial(),
             "zone transferred in: {kind} from {} to serial {} ({} records) in {} ms",
@@ -279,110 +421,47 @@ impl State {
             new.record_count(),
             started.elapsed().as_millis()
         );
-        ctx.publisher.publish(new.clone(), diffs);
-        ctx.keeper.write(&zone.file, new.clone());
-        self.current = Some(new);
-        Ok(())
     }
+    Ok(outcome)
 }
 
-async fn axfr(
-    zone: &SecondaryZone,
-    up: &Upstream,
-    conns: &Connections,
-) -> Result<Outcome, CheckError> {
+async fn axfr(conns: &Connections, up: &Upstream, origin: &Name) -> Result<Outcome, Failure> {
     conns
-        .transfer(up, &zone.origin, Request::Axfr)
+        .transfer(up, origin, Request::Axfr)
         .await
-        .map_err(CheckError::during("AXFR: "))
+        .map_err(|e| failure(origin, up, "AXFR: ", e))
 }
 
-/// Why checking one primary failed, and in which step (unnamed: the
-/// first).
-struct CheckError {
-    step: &'static str,
-    error: ClientError,
-}
-
-impl From<ClientError> for CheckError {
-    fn from(error: ClientError) -> CheckError {
-        CheckError { step: "", error }
+/// What the timers need to know of `e`, which is logged.
+fn failure(origin: &Name, up: &Upstream, step: &str, e: ClientError) -> Failure {
+    match e {
+        ClientError::PrimaryDown { until } => {
+            // Not logged as a failure: 100,000 zones would say so.
+            tracing::debug!("zone {origin}: {} left alone for now", up.addr);
+            Failure::LeftAlone {
+                until: until.into_std(),
+            }
+        }
+        e => {
+            tracing::warn!("zone {origin}: refresh from {} failed: {step}{e}", up.addr);
+            Failure::Failed
+        }
     }
-}
-
-impl CheckError {
-    fn during(step: &'static str) -> impl Fn(ClientError) -> CheckError {
-        move |error| CheckError { step, error }
-    }
-}
-
-impl std::fmt::Display for CheckError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}{}", self.step, self.error)
-    }
-}
-
-/// (refresh, retry, expire) from the zone's SOA, within the bounds.
-fn timers(zone: &Zone, bounds: TimerBounds) -> (Duration, Duration, Duration) {
-    let rdata = zone.soa().first_rdata();
-    let field = |i: usize| {
-        let at = rdata.len() - 20 + 4 * i;
-        Duration::from_secs(u32::from_be_bytes(rdata[at..at + 4].try_into().unwrap()) as u64)
-    };
-    let refresh = field(1).clamp(bounds.min_refresh, bounds.max_refresh);
-    let retry = field(2).clamp(bounds.min_retry, bounds.max_retry);
-    // Never before one refresh and one retry have had their chance.
-    let expire = field(3)
-        .clamp(bounds.min_expire, bounds.max_expire)
-        .max(refresh + retry);
-    (refresh, retry, expire)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use heron_proto::RType;
+    use heron_testkit::FakePrimary;
     use heron_zone::load_zone_str;
 
-    /// A zone whose SOA says `refresh retry expire`.
-    fn zone_with_timers(refresh_retry_expire: &str) -> Zone {
-        let text =
-            format!("$TTL 60\n@ SOA ns h 1 {refresh_retry_expire} 60\n@ NS ns\nns A 192.0.2.1\n");
+    /// A zone whose SOA says `serial refresh retry expire`.
+    fn zone_with(serial_and_timers: &str) -> Zone {
+        let text = format!("$TTL 60\n@ SOA ns h {serial_and_timers} 60\n@ NS ns\nns A 192.0.2.1\n");
         load_zone_str(&text, "t", &Name::parse("t.test").unwrap())
             .unwrap()
             .zone
-    }
-
-    #[test]
-    fn timers_come_from_the_soa_within_bounds() {
-        let z = zone_with_timers("7200 1 1209600");
-        let (refresh, retry, expire) = timers(&z, TimerBounds::default());
-        assert_eq!(refresh, Duration::from_secs(7200));
-        assert_eq!(retry, Duration::from_secs(5), "raised to the minimum");
-        assert_eq!(expire, Duration::from_secs(1_209_600));
-    }
-
-    #[test]
-    fn expire_is_held_within_its_bounds() {
-        let secs = Duration::from_secs;
-        let bounds = TimerBounds {
-            min_expire: secs(7_200),
-            max_expire: secs(86_400),
-            ..TimerBounds::default()
-        };
-        let expire =
-            |soa_expire: u32| timers(&zone_with_timers(&format!("60 10 {soa_expire}")), bounds).2;
-        assert_eq!(expire(7_199), secs(7_200), "raised to the minimum");
-        assert_eq!(expire(7_200), secs(7_200));
-        assert_eq!(expire(40_000), secs(40_000), "inside the bounds: the SOA's");
-        assert_eq!(expire(86_400), secs(86_400));
-        assert_eq!(expire(86_401), secs(86_400), "lowered to the maximum");
-        // Whatever the bounds, a refresh and a retry come first.
-        let short = TimerBounds {
-            min_expire: secs(1),
-            ..bounds
-        };
-        let (refresh, retry, expire) = timers(&zone_with_timers("3600 600 60"), short);
-        assert_eq!(expire, refresh + retry);
     }
 
     /// Serves nothing; remembers the serials it was given.
@@ -398,8 +477,8 @@ mod tests {
         fn expire(&self, _: &Name) {}
     }
 
-    /// What a refresh loop needs, with the default bounds.
-    pub(super) fn context(publisher: Arc<Recorder>) -> Arc<Context> {
+    /// What the driver needs, with the default bounds.
+    fn context(publisher: Arc<Recorder>) -> Arc<Context> {
         Arc::new(Context {
             conns: Connections::new(Arc::new(Vec::new()), 4, Duration::from_secs(10)),
             publisher,
@@ -408,172 +487,88 @@ mod tests {
         })
     }
 
-    /// t.test from `primaries`, kept in `file`.
-    fn secondary(file: &std::path::Path, primaries: &[std::net::SocketAddr]) -> SecondaryZone {
+    /// t.test from `primary`, kept in `file`.
+    fn secondary(file: &std::path::Path, primary: std::net::SocketAddr) -> SecondaryZone {
         SecondaryZone {
             origin: Name::parse("t.test").unwrap(),
-            primaries: primaries
-                .iter()
-                .map(|&addr| Upstream {
-                    addr,
-                    key: None,
-                    tls: None,
-                })
-                .collect(),
+            primaries: vec![Upstream {
+                addr: primary,
+                key: None,
+                tls: None,
+            }],
             file: file.to_path_buf(),
         }
     }
 
-    /// Dates `file` as if its last check were `ago` in the past.
-    fn checked_ago(file: &std::path::Path, ago: Duration) {
-        let f = std::fs::File::options()
-            .append(true)
-            .create(true)
-            .open(file)
-            .unwrap();
-        f.set_modified(SystemTime::now() - ago).unwrap();
+    /// Waits (at most a minute) until `done` holds.
+    async fn until(mut done: impl FnMut() -> bool) {
+        for _ in 0..6000 {
+            if done() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("never happened");
     }
 
-    /// An address where nothing listens.
-    fn nobody() -> std::net::SocketAddr {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap()
-    }
-
-    const fn secs(s: u64) -> Duration {
-        Duration::from_secs(s)
+    fn notify() -> Command {
+        Command::Notify {
+            origin: Name::parse("T.test").unwrap(),
+            serial: None,
+        }
     }
 
     #[tokio::test]
-    async fn a_restart_resumes_the_timers_from_the_kept_copys_age() {
+    async fn a_zone_is_transferred_at_start_and_again_after_a_notify() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("kept");
-        let zone = secondary(&file, &[]);
+        let primary = FakePrimary::start(&["t.test"], 1);
         let recorder = Arc::new(Recorder::default());
-        let ctx = context(recorder.clone());
-        // refresh 2 h, expire 1 day.
-        let kept = Arc::new(zone_with_timers("7200 600 86400"));
-        let start_checked_ago = |ago: u64| {
-            checked_ago(&file, secs(ago));
-            let before = Instant::now();
-            let state = State::start(&zone, &ctx, Some(kept.clone()));
-            (before, state, Instant::now())
-        };
-        // Checked 2000 s ago: the next check is due in 5200 s, not in a
-        // whole refresh interval, nor now; the zone expires in 84400 s.
-        let (before, state, after) = start_checked_ago(2000);
-        let slack = secs(2); // the clock moves on while the file is dated
-        assert!(state.next_check >= before + secs(5200) - slack);
-        assert!(state.next_check <= after + secs(5200));
-        let expire_at = state.expire_at.unwrap();
-        assert!(expire_at >= before + secs(84_400) - slack && expire_at <= after + secs(84_400));
-        assert_eq!(state.current.as_ref().map(|z| z.serial()), Some(1));
-        assert_eq!(*recorder.published.lock().unwrap(), [1], "served at once");
-        // Checked longer ago than the refresh interval: due now, still served.
-        let (_, state, after) = start_checked_ago(8000);
-        assert!(state.next_check <= after);
-        assert!(state.current.is_some());
-        // Past the expire interval: not served; transferred at once.
-        let (_, state, after) = start_checked_ago(90_000);
-        assert!(state.current.is_none() && state.next_check <= after);
-        assert_eq!(recorder.published.lock().unwrap().len(), 2);
-    }
-
-    #[tokio::test]
-    async fn failed_checks_back_off_up_to_the_retry_interval_and_a_success_starts_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("kept");
-        let down = secondary(&file, &[nobody()]);
-        let ctx = context(Arc::default());
-        // refresh 2 h, retry 20 s.
-        let kept = Arc::new(zone_with_timers("7200 20 86400"));
-        let mut state = State::start(&down, &ctx, Some(kept));
-        // The wait each check leaves before the next, at least and at most.
-        async fn wait_after(
-            state: &mut State,
-            zone: &SecondaryZone,
-            ctx: &Context,
-        ) -> (Duration, Duration) {
-            let before = Instant::now();
-            state.check(zone, ctx).await;
-            let after = Instant::now();
-            (state.next_check - after, state.next_check - before)
-        }
-        // The first fails to connect; the next ones fail at once, the
-        // primary being left alone meanwhile; each waits twice as long.
-        for expected in [1, 2, 4, 8, 16, 20, 20] {
-            let (least, most) = wait_after(&mut state, &down, &ctx).await;
-            let expected = secs(expected);
-            assert!(
-                most >= expected && least <= expected * 6 / 5,
-                "{least:?}..{most:?}, not {expected:?}"
-            );
-        }
-        assert_eq!(state.failures, 7);
-        assert_eq!(ctx.conns.opened(), 0, "no connection made");
-        // A primary that answers: the next check is a refresh interval on.
-        let primary = heron_testkit::FakePrimary::start(&["t.test"], 1);
-        let up = secondary(&file, &[primary.addr()]);
-        let (least, most) = wait_after(&mut state, &up, &ctx).await;
-        assert!(
-            most >= secs(7200) && least <= secs(7200),
-            "{least:?}..{most:?}"
-        );
-        assert_eq!(state.failures, 0);
-        // And the next failure waits the first retry again.
-        let (least, _) = wait_after(&mut state, &secondary(&file, &[nobody()]), &ctx).await;
-        assert!(least <= secs(1) * 6 / 5, "{least:?}");
-    }
-
-    #[tokio::test]
-    async fn notifies_that_arrive_together_make_one_check_and_end_the_primarys_wait() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("kept");
-        let primary = heron_testkit::FakePrimary::start(&["t.test"], 1);
-        let zone = secondary(&file, &[primary.addr()]);
-        checked_ago(&file, Duration::ZERO); // no check due for a refresh interval
-        let ctx = context(Arc::default());
-        // The primary failed a moment ago: left alone, but for its NOTIFYs.
-        ctx.conns.health().failed(primary.addr(), Instant::now());
-        let (wake, woken) = mpsc::unbounded_channel();
-        for _ in 0..50 {
-            wake.send(primary.addr().ip()).unwrap();
-        }
-        drop(wake); // the loop ends once it has seen them all
-        let kept = Arc::new(zone_with_timers("7200 600 86400"));
-        let run = run(zone, ctx.clone(), woken, Some(kept));
-        tokio::time::timeout(secs(60), run)
-            .await
-            .expect("the loop ends");
-        assert_eq!(
-            primary.count(heron_proto::RType::SOA),
-            1,
-            "{:?}",
-            primary.seen()
-        );
-    }
-}
-
-/// 100,000 zones mean 100,000 refresh loops: what each holds between
-/// checks is kept small.
-#[cfg(test)]
-mod footprint {
-    use super::*;
-
-    #[test]
-    fn an_idle_refresh_loop_is_small() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
+        let zone = secondary(&dir.path().join("kept"), primary.addr());
+        let (commands, received) = mpsc::unbounded_channel();
+        let driver = tokio::spawn(run(vec![(zone, None)], context(recorder.clone()), received));
+        let published = || recorder.published.lock().unwrap().clone();
+        until(|| published() == [1]).await;
+        primary.set_serial(2);
+        commands.send(notify()).unwrap();
+        until(|| published() == [1, 2]).await;
+        // Removed, it hears no more NOTIFYs.
+        let queries = primary.seen().len();
+        commands
+            .send(Command::Remove(Name::parse("t.test").unwrap()))
             .unwrap();
-        let _in_runtime = runtime.enter();
-        let zone = SecondaryZone {
-            origin: Name::parse("a.test").unwrap(),
-            primaries: Vec::new(),
-            file: "/nonexistent".into(),
-        };
-        let ctx = tests::context(Arc::default());
-        let (_wake, woken) = mpsc::unbounded_channel();
-        let size = std::mem::size_of_val(&run(zone, ctx, woken, None));
-        assert!(size <= 512, "{size} bytes");
+        primary.set_serial(3);
+        commands.send(notify()).unwrap();
+        drop(commands);
+        driver.await.unwrap();
+        assert_eq!(primary.seen().len(), queries);
+        assert_eq!(published(), [1, 2]);
+    }
+
+    #[tokio::test]
+    async fn a_notify_storm_makes_a_handful_of_soa_queries() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kept");
+        let primary = FakePrimary::start(&["t.test"], 1);
+        // Checked just now: nothing due for a refresh interval.
+        std::fs::write(&file, "").unwrap();
+        let kept = Arc::new(zone_with("1 7200 600 86400"));
+        let zone = secondary(&file, primary.addr());
+        let (commands, received) = mpsc::unbounded_channel();
+        let driver = tokio::spawn(run(
+            vec![(zone, Some(kept))],
+            context(Arc::default()),
+            received,
+        ));
+        for _ in 0..2000 {
+            commands.send(notify()).unwrap();
+        }
+        until(|| primary.count(RType::SOA) >= 1).await;
+        // Long enough for the one further check the storm allows.
+        tokio::time::sleep(crate::timers::NOTIFY_CHECK_INTERVAL + Duration::from_secs(1)).await;
+        drop(commands);
+        driver.await.unwrap();
+        let checks = primary.count(RType::SOA);
+        assert!((1..=2).contains(&checks), "{checks} SOA queries");
+        assert_eq!(primary.count(RType::AXFR) + primary.count(RType::IXFR), 0);
     }
 }

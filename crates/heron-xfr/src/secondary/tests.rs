@@ -9,7 +9,7 @@ use heron_zone::diff::{ZoneDiff, diff};
 use heron_zone::{Zone, load_zone_file, load_zone_str};
 use proptest::prelude::*;
 
-use super::receive::{Outcome, Receiver, Request, XfrError};
+use super::receive::{Exceeded, Outcome, Receiver, Request, TransferLimits, XfrError};
 use super::store::write_zone_file;
 use crate::primary::transfer::{
     MAX_MESSAGE, Packer, XfrRecord, axfr_records, ixfr_records, soa_record,
@@ -264,6 +264,79 @@ fn an_ixfr_step_copies_only_what_it_touches() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// Feeds `messages` under `limits` until an error; how many messages were
+/// taken and how the transfer ended.
+fn receive_limited(
+    request: Request,
+    messages: &[Vec<u8>],
+    limits: TransferLimits,
+) -> (usize, Result<Outcome, XfrError>) {
+    let mut r = Receiver::new(origin(), request).with_limits(limits);
+    for (taken, m) in messages.iter().enumerate() {
+        if let Err(e) = r.feed(m) {
+            return (taken, Err(e));
+        }
+    }
+    (messages.len(), r.finish())
+}
+
+fn limits(max_records: u64, max_bytes: u64) -> TransferLimits {
+    TransferLimits {
+        max_records,
+        max_bytes,
+        ..TransferLimits::default()
+    }
+}
+
+#[test]
+fn an_axfr_is_taken_at_its_limits_and_stopped_past_them() {
+    let z = small(1, &hosts(300));
+    let messages = axfr_messages(&z, 1024);
+    // SOA, NS, A, the hosts, the final SOA.
+    let records = 300 + 4;
+    let bytes: u64 = messages.iter().map(|m| m.len() as u64).sum();
+    let (_, at) = receive_limited(Request::Axfr, &messages, limits(records, bytes));
+    assert!(matches!(at, Ok(Outcome::Full(_))), "{at:?}");
+    for (past, exceeded) in [
+        (limits(records - 1, bytes), Exceeded::Records(records - 1)),
+        (limits(records, bytes - 1), Exceeded::Bytes(bytes - 1)),
+    ] {
+        let (_, result) = receive_limited(Request::Axfr, &messages, past);
+        match result {
+            Err(XfrError::Limit(e)) => assert_eq!(e, exceeded),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// An IXFR that adds far more than the limit stops at the message that
+/// crosses it: what it holds is bounded by the limit, not by the stream.
+#[test]
+fn a_huge_ixfr_is_stopped_at_the_limit() {
+    let v1 = small(1, "");
+    let v2 = small(2, &hosts(20_000));
+    let messages = ixfr_messages(&[Arc::new(diff(&v1, &v2))], &v2, 1024);
+    assert!(messages.len() > 100, "{} messages", messages.len());
+    let (taken, result) = receive_limited(ixfr(&v1), &messages, limits(1_000, u64::MAX));
+    match result {
+        Err(XfrError::Limit(Exceeded::Records(1_000))) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        taken * 10 < messages.len(),
+        "stopped after {taken} messages"
+    );
+    let error = XfrError::Limit(Exceeded::Records(1_000)).to_string();
+    assert!(error.contains("max-transfer-records"), "{error}");
+    // The whole chain counts: newest SOA, old SOA, new SOA, 20,000 added,
+    // newest SOA.
+    let all = 20_000 + 4;
+    let (_, at) = receive_limited(ixfr(&v1), &messages, limits(all, u64::MAX));
+    assert!(matches!(at, Ok(Outcome::Incremental { .. })), "{at:?}");
+    let (_, past) = receive_limited(ixfr(&v1), &messages, limits(all - 1, u64::MAX));
+    assert!(matches!(past, Err(XfrError::Limit(_))), "{past:?}");
 }
 
 #[test]

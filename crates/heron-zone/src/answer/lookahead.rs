@@ -130,6 +130,12 @@ impl PreparedBatch<'_, '_> {
         answer_prepared(config, prepared, &self.queries[i], raw, transport, out)
     }
 
+    /// The `i`th query as parsed: the query processor takes a deferred
+    /// one from here rather than parse it again.
+    pub fn query(&self, i: usize) -> &Query {
+        &self.queries[i]
+    }
+
     pub fn len(&self) -> usize {
         self.queries.len()
     }

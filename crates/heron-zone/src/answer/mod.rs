@@ -21,9 +21,9 @@ use std::mem::ManuallyDrop;
 
 use heron_proto::edns::{self, OPT_LEN};
 use heron_proto::encoded::{AdditionalRef, Owner, Written};
-use heron_proto::message::{self, HEADER_LEN, Header, Query, QueryError, flags};
+use heron_proto::message::{self, HEADER_LEN, Header, Query, QueryError, flags, response_flags};
 use heron_proto::name::{LabelStarts, MAX_NAME_LEN, NameBuf, suffixes};
-use heron_proto::writer::{Full, Mark, Section, Writer};
+use heron_proto::writer::{self, Full, Mark, Section, Writer};
 use heron_proto::{Class, Opcode, RType, Rcode};
 
 use crate::catalog::{Catalog, Served};
@@ -197,14 +197,7 @@ pub fn answer_parsed(
 
 /// A header-only error response (the question could not be read).
 pub fn write_error(out: &mut Vec<u8>, header: &Header, rcode: Rcode) {
-    let w = Writer::new(out, u16::MAX as usize);
-    let flags = response_flags(header.flags) | rcode.0;
-    w.finish(header.id, flags, 0);
-}
-
-/// QR set; opcode, RD and CD copied from the query; everything else clear.
-fn response_flags(query_flags: u16) -> u16 {
-    flags::QR | (query_flags & (0x7800 | flags::RD | flags::CD))
+    writer::header_response(out, header, &[], rcode, false);
 }
 
 struct Responder<'a> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use heron_proto::Name;
 use heron_proto::text::{Token, unescape};
 
-use super::{FileCtx, Reader, io_message, parent_dir};
+use super::{FileCtx, Reader, Refused, io_message, parent_dir, read_regular};
 
 /// Largest TTL (RFC 2181 section 8).
 pub(crate) const MAX_TTL: u32 = 0x7FFF_FFFF;
@@ -220,12 +220,23 @@ impl Reader<'_> {
                 ),
             );
         }
-        let text = match std::fs::read(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                return self.error(ctx, line, format!("$INCLUDE '{shown}': {}", io_message(&e)));
+        let left = self.opts.max_size.saturating_sub(self.text_read);
+        let text = match read_regular(&path, left) {
+            Ok((text, _)) => text,
+            Err(Refused::TooLarge(size)) => {
+                let max = self.opts.max_size;
+                let why = format!(
+                    "{size} octets; with the {} read before, more than max-zone-file-size \
+                     ({max}) allows one load, $INCLUDEs together",
+                    self.text_read
+                );
+                return self.error(ctx, line, format!("$INCLUDE '{shown}': {why}"));
+            }
+            Err(Refused::Other(why)) => {
+                return self.error(ctx, line, format!("$INCLUDE '{shown}': {why}"));
             }
         };
+        self.text_read += text.len() as u64;
         let file: Arc<Path> = Arc::from(path.as_path());
         self.open_files.push((Some(canonical), file.clone()));
         let mut inner = FileCtx {

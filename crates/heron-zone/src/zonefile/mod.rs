@@ -84,6 +84,28 @@ pub struct ReadOptions {
     /// Where to count the octets of text read, for a progress report on
     /// long loads (added to as reading goes, every [`PROGRESS_STEP`]).
     pub progress: Option<Arc<AtomicU64>>,
+    /// Most octets one load reads, the file and its `$INCLUDE`s together.
+    pub max_size: u64,
+}
+
+/// The default of [`max_load_size`]: above the zone files of the largest
+/// zones loaded from files in practice (a large ccTLD's is a few GB), and
+/// a bound on what a mistaken path (a huge sparse file, a disk image) can
+/// make a load hold: the text is read whole into memory.
+pub const DEFAULT_MAX_LOAD_SIZE: u64 = 16 << 30;
+
+static MAX_LOAD_SIZE: AtomicU64 = AtomicU64::new(DEFAULT_MAX_LOAD_SIZE);
+
+/// The most octets one zone load reads, its `$INCLUDE`s included: what
+/// [`ReadOptions::new`] and [`ZoneFileText::read`] take. One setting for
+/// the process (`max-zone-file-size`), set before zones are loaded.
+pub fn max_load_size() -> u64 {
+    MAX_LOAD_SIZE.load(Ordering::Relaxed)
+}
+
+/// Sets [`max_load_size`].
+pub fn set_max_load_size(octets: u64) {
+    MAX_LOAD_SIZE.store(octets, Ordering::Relaxed);
 }
 
 /// Octets read between two additions to [`ReadOptions::progress`]: often
@@ -100,6 +122,7 @@ impl ReadOptions {
             max_include_depth: 8,
             max_generate: 65536,
             progress: None,
+            max_size: max_load_size(),
         }
     }
 }
@@ -112,7 +135,7 @@ pub fn read_file(
     opts: &ReadOptions,
     sink: &mut dyn FnMut(&Record),
 ) -> Vec<ZoneFileError> {
-    match ZoneFileText::read(path) {
+    match ZoneFileText::read_at_most(path, opts.max_size) {
         Ok(file) => read_file_text(&file.text, path, opts, sink),
         Err(e) => vec![e],
     }
@@ -127,32 +150,97 @@ pub struct ZoneFileText {
 }
 
 impl ZoneFileText {
+    /// [`ZoneFileText::read_at_most`] the [`max_load_size`].
+    pub fn read(path: &Path) -> Result<ZoneFileText, ZoneFileError> {
+        ZoneFileText::read_at_most(path, max_load_size())
+    }
+
     /// One path lookup: open, `fstat`, read. (A `stat` by path before the
     /// load would walk the path twice; with 100,000 small zone files that
-    /// is a tenth of the startup.)
-    pub fn read(path: &Path) -> Result<ZoneFileText, ZoneFileError> {
-        use std::io::Read;
-        let cannot = |e: std::io::Error| ZoneFileError {
+    /// is a tenth of the startup.) Only a regular file of at most `max`
+    /// octets is read.
+    pub fn read_at_most(path: &Path, max: u64) -> Result<ZoneFileText, ZoneFileError> {
+        let (text, metadata) = read_regular(path, max).map_err(|refused| ZoneFileError {
             location: Location {
                 file: Arc::from(path),
                 line: 0,
             },
-            message: format!("cannot read zone file: {}", io_message(&e)),
-        };
-        let mut file = std::fs::File::open(path).map_err(cannot)?;
-        let metadata = file.metadata().map_err(cannot)?;
-        // A regular file is read for the size `fstat` gave, without a last
-        // read to see the end: a file that grows meanwhile has a newer
-        // modification time than `metadata`, so the next reload reads it
-        // again. Anything else (a pipe, `<(...)`) is read to its end.
-        let mut text = Vec::with_capacity(metadata.len() as usize);
-        let read = if metadata.is_file() {
-            (&mut file).take(metadata.len()).read_to_end(&mut text)
-        } else {
-            file.read_to_end(&mut text)
-        };
-        read.map_err(cannot)?;
+            message: match refused {
+                Refused::TooLarge(size) => format!(
+                    "zone file of {size} octets, more than max-zone-file-size ({max}) allows"
+                ),
+                Refused::Other(why) => format!("cannot read zone file: {why}"),
+            },
+        })?;
         Ok(ZoneFileText { text, metadata })
+    }
+}
+
+/// The text of the regular file at `path`, and the file as it was when
+/// opened, if it holds at most `max` octets. Anything else is refused
+/// before a byte is read: a FIFO or a device (`/dev/zero`) has no end to
+/// read to, and a directory no text. The open does not block (a FIFO with
+/// no writer would wait forever), and the type checked is that of the file
+/// opened, not of the path, which may change in between.
+pub(crate) fn read_regular(path: &Path, max: u64) -> Result<(Vec<u8>, std::fs::Metadata), Refused> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(Refused::io)?;
+    let metadata = file.metadata().map_err(Refused::io)?;
+    if !metadata.is_file() {
+        return Err(Refused::Other(format!(
+            "{} is {}, not a regular file: only a regular file is read as a zone file",
+            path.display(),
+            file_kind(&metadata)
+        )));
+    }
+    if metadata.len() > max {
+        return Err(Refused::TooLarge(metadata.len()));
+    }
+    // Read for the size `fstat` gave, without a last read to see the
+    // end: a file that grows meanwhile has a newer modification time than
+    // `metadata`, so the next reload reads it again.
+    let mut text = Vec::with_capacity(metadata.len() as usize);
+    file.take(metadata.len())
+        .read_to_end(&mut text)
+        .map_err(Refused::io)?;
+    Ok((text, metadata))
+}
+
+/// Why [`read_regular`] read nothing.
+pub(crate) enum Refused {
+    /// The file holds this many octets, more than allowed.
+    TooLarge(u64),
+    /// It cannot be read, or is not a regular file.
+    Other(String),
+}
+
+impl Refused {
+    fn io(e: std::io::Error) -> Refused {
+        Refused::Other(io_message(&e))
+    }
+}
+
+/// What a file that is not a regular one is, for a person.
+fn file_kind(metadata: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = metadata.file_type();
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a file of an unknown kind"
     }
 }
 
@@ -293,6 +381,9 @@ struct Reader<'r> {
     rdata: Vec<u8>,
     /// The outermost file's path, until its canonical form is needed.
     top_path: Option<PathBuf>,
+    /// Octets of text read so far, `$INCLUDE`s included, against
+    /// [`ReadOptions::max_size`].
+    text_read: u64,
 }
 
 /// State of one file being read; `$ORIGIN` and the current owner are scoped
@@ -331,6 +422,7 @@ impl<'r> Reader<'r> {
             open_files: Vec::new(),
             rdata: Vec::with_capacity(512),
             top_path: None,
+            text_read: 0,
         }
     }
 
@@ -340,6 +432,7 @@ impl<'r> Reader<'r> {
     /// component each.
     fn read_top(&mut self, text: &[u8], file: Arc<Path>, dir: PathBuf, path: PathBuf) {
         self.top_path = Some(path);
+        self.text_read = text.len() as u64;
         self.open_files.push((None, file.clone()));
         let mut ctx = FileCtx {
             file,

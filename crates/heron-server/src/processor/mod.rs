@@ -1,0 +1,344 @@
+//! The query processor: one I/O-free path from a query's bytes to what
+//! goes back, shared by every transport (UDP, TCP, TLS; AF_XDP later).
+//! It opens no socket, reads no clock (the caller says when it is: `now`),
+//! spawns nothing and sends on no channel: it returns an [`Outcome`] and
+//! appends [`Event`]s for the transport's driver to hand on.
+//!
+//! # Layers, in order
+//!
+//! 1. [`parse`]: the query is read once, into a reused [`Query`]; a
+//!    malformed one is answered FORMERR, a response or runt is dropped. A
+//!    plain query (no TSIG, not NOTIFY, not AXFR/IXFR) goes straight to
+//!    the answer engine from here: that is the fast path, one call into
+//!    `heron_zone`. The others are *deferred* and take the layers below.
+//!    The UDP batch path parses a whole batch in the engine's
+//!    [`BatchAnswerer`](heron_zone::BatchAnswerer) and enters at
+//!    [`Processor::process_parsed`] with the deferred ones only.
+//! 2. [`acl`]: who may do what: transfers (`allow-transfer`) and NOTIFY
+//!    (`allow-notify`, and only for zones we are secondary for). Decided on
+//!    the address and the key the TSIG record names; the verdict is
+//!    applied after `tsig` has verified that key, so a bad signature gets
+//!    its TSIG error whatever the address (RFC 8945 5.2) and a refusal of
+//!    a signed request is signed. Query ACLs (issue 25) join here.
+//! 3. [`tsig`]: the signature is verified at the position `parse` found
+//!    (the message is not walked again); a failure is NOTAUTH with the
+//!    TSIG error. The verified key is carried to `sign`.
+//! 4. *Cookies, then response rate limiting* (issue 25) go here, as layers
+//!    of their own: after TSIG (a signed request is not rate limited as an
+//!    anonymous one) and before any answer is built.
+//! 5. [`answer`] (a signed plain query, through the engine, with room
+//!    kept for the TSIG record), [`transfer`] (AXFR/IXFR: a [`Transfer`]
+//!    stream, or over UDP the SOA alone) or [`notify`] (a NOTIFY event).
+//!    The full message is walked once more only for an SOA serial: an
+//!    IXFR's (authority section) or a NOTIFY's (answer section).
+//! 6. [`sign`]: the response, or each message of a stream, is signed
+//!    when the request was.
+//! 7. [`size`]: a UDP response that does not fit the client's size is
+//!    cut to its question with TC set (and signed again).
+//!
+//! Every response without an answer is written by one function,
+//! [`heron_proto::writer::header_response`], with the one
+//! [`response_flags`](heron_proto::message::response_flags) the engine
+//! uses too: QR; opcode, RD and CD copied; AA only for an authoritative
+//! answer from a zone we serve.
+
+mod acl;
+mod answer;
+mod notify;
+mod parse;
+mod sign;
+mod size;
+pub mod transfer;
+mod tsig;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashSet;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use heron_proto::message::Query;
+use heron_proto::tsig::{Key, Verified};
+use heron_proto::writer::header_response;
+use heron_proto::{Name, Rcode};
+use heron_xfr::acl::Denied;
+use heron_xfr::primary::Primary;
+use heron_zone::{AnswerConfig, Catalog, is_deferred};
+
+use crate::SharedCatalog;
+use acl::Admission;
+pub use transfer::{Messages, Transfer};
+
+/// How a query arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Udp,
+    Tcp,
+    /// DNS over TLS (RFC 7858) or XFR over TLS (RFC 9103): TCP's rules.
+    Tls,
+}
+
+impl Transport {
+    /// What the answer engine needs to know: the size limit.
+    fn engine(self) -> heron_zone::Transport {
+        match self {
+            Transport::Udp => heron_zone::Transport::Udp,
+            Transport::Tcp | Transport::Tls => heron_zone::Transport::Tcp,
+        }
+    }
+}
+
+/// One query as a transport received it.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    pub bytes: &'a [u8],
+    pub peer: SocketAddr,
+    pub transport: Transport,
+    /// Seconds since the Unix epoch (TSIG's clock).
+    pub now: u64,
+}
+
+/// What to send back.
+#[derive(Debug)]
+pub enum Outcome {
+    /// One response, in the caller's buffer.
+    Response,
+    /// Nothing.
+    Nothing,
+    /// A zone transfer: pull its messages one at a time
+    /// ([`Transfer::messages`]) and write each as it comes.
+    Transfer(Box<Transfer>),
+}
+
+/// What happened that someone outside the processor acts on or counts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A NOTIFY accepted for a zone we are secondary for.
+    Notify(NotifyReceived),
+    /// A request refused, and why.
+    Refused(Refusal),
+}
+
+/// A NOTIFY that passed its checks: the zone and who sent it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotifyReceived {
+    pub origin: Name,
+    pub from: SocketAddr,
+    /// The serial in the NOTIFY's answer section, if it had one.
+    pub serial: Option<u32>,
+}
+
+/// Why a request got a refusal or an error rather than its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The TSIG did not verify (NOTAUTH with the TSIG error).
+    Tsig,
+    AxfrOverUdp,
+    /// A transfer of a zone we do not serve (NOTAUTH).
+    ZoneNotServed,
+    TransferDenied(Denied),
+    /// An IXFR request without the client's SOA (FORMERR).
+    IxfrWithoutSoa,
+    /// A NOTIFY for a zone we are not secondary for (NOTAUTH).
+    NotSecondary,
+    NotifyDenied(Denied),
+}
+
+impl Refusal {
+    /// How many kinds there are, for counters indexed by [`Refusal::kind`].
+    pub const KINDS: usize = 7;
+
+    /// A number below [`Refusal::KINDS`], one per variant (the reason a
+    /// list denied is not told apart).
+    pub fn kind(self) -> usize {
+        match self {
+            Refusal::Tsig => 0,
+            Refusal::AxfrOverUdp => 1,
+            Refusal::ZoneNotServed => 2,
+            Refusal::TransferDenied(_) => 3,
+            Refusal::IxfrWithoutSoa => 4,
+            Refusal::NotSecondary => 5,
+            Refusal::NotifyDenied(_) => 6,
+        }
+    }
+
+    fn rcode(self) -> Rcode {
+        match self {
+            Refusal::Tsig | Refusal::ZoneNotServed | Refusal::NotSecondary => Rcode::NOTAUTH,
+            Refusal::IxfrWithoutSoa => Rcode::FORMERR,
+            Refusal::AxfrOverUdp | Refusal::TransferDenied(_) | Refusal::NotifyDenied(_) => {
+                Rcode::REFUSED
+            }
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Tsig => f.write_str("TSIG check failed"),
+            Refusal::AxfrOverUdp => f.write_str("AXFR over UDP"),
+            Refusal::ZoneNotServed => f.write_str("transfer of a zone not served"),
+            Refusal::TransferDenied(why) => write!(f, "transfer ({why})"),
+            Refusal::IxfrWithoutSoa => f.write_str("IXFR without an SOA"),
+            Refusal::NotSecondary => f.write_str("NOTIFY for a zone we are not secondary for"),
+            Refusal::NotifyDenied(why) => write!(f, "NOTIFY ({why})"),
+        }
+    }
+}
+
+/// Everything a query is answered from; shared by all workers.
+pub struct Processor {
+    catalog: SharedCatalog,
+    config: AnswerConfig,
+    keys: Arc<Vec<Key>>,
+    primary: Arc<Primary>,
+    /// Lower-cased origins of the zones we are secondary for: NOTIFY is
+    /// accepted for these only.
+    secondaries: HashSet<Name>,
+}
+
+/// A deferred query on its way through the layers after `parse`.
+struct Deferred<'a> {
+    req: &'a Request<'a>,
+    q: &'a Query,
+    /// Set by the `tsig` layer when the request was signed and verified.
+    signed: Option<Verified>,
+}
+
+impl Deferred<'_> {
+    /// The question section as sent, to echo.
+    fn question(&self) -> &[u8] {
+        &self.req.bytes[self.q.question.clone()]
+    }
+
+    /// Room a response leaves for the TSIG record `sign` appends.
+    fn tsig_room(&self) -> usize {
+        self.signed.as_ref().map_or(0, |v| v.key.rr_len())
+    }
+
+    /// The header and question with `rcode`; AA if `authoritative`.
+    fn header_response(&self, rcode: Rcode, authoritative: bool, out: &mut Vec<u8>) {
+        header_response(out, &self.q.header, self.question(), rcode, authoritative);
+    }
+}
+
+impl Processor {
+    /// A processor answering from `catalog` with `config`, transfers and
+    /// NOTIFY policies from `primary`, TSIG keys `keys`, secondary for
+    /// nothing (see [`Processor::with_secondaries`]).
+    pub fn new(
+        catalog: SharedCatalog,
+        config: AnswerConfig,
+        primary: Arc<Primary>,
+        keys: Arc<Vec<Key>>,
+    ) -> Processor {
+        Processor {
+            catalog,
+            config,
+            keys,
+            primary,
+            secondaries: HashSet::new(),
+        }
+    }
+
+    /// The zones we are secondary for, whose NOTIFYs are accepted.
+    pub fn with_secondaries(mut self, origins: impl IntoIterator<Item = Name>) -> Processor {
+        self.secondaries = origins.into_iter().map(|o| o.to_lowercase()).collect();
+        self
+    }
+
+    pub fn catalog(&self) -> &SharedCatalog {
+        &self.catalog
+    }
+
+    pub fn config(&self) -> &AnswerConfig {
+        &self.config
+    }
+
+    /// Processes one query: the response goes to `out` (cleared first),
+    /// events are appended to `events`.
+    pub fn process(&self, req: &Request, out: &mut Vec<u8>, events: &mut Vec<Event>) -> Outcome {
+        parse::with_query(req.bytes, out, |q, out| {
+            if !is_deferred(q) {
+                answer::plain(&self.catalog.load(), &self.config, req, q, out);
+                return Outcome::Response;
+            }
+            self.process_parsed(req, q, out, events)
+        })
+    }
+
+    /// The layers after `parse` for a query the caller parsed already
+    /// (into `q`, from `req.bytes`) and found deferred
+    /// ([`heron_zone::is_deferred`]): the UDP batch path's entry.
+    pub fn process_parsed(
+        &self,
+        req: &Request,
+        q: &Query,
+        out: &mut Vec<u8>,
+        events: &mut Vec<Event>,
+    ) -> Outcome {
+        let catalog = self.catalog.load();
+        let admission = acl::admit(self, &catalog, req, q);
+        let mut d = Deferred {
+            req,
+            q,
+            signed: None,
+        };
+        match tsig::verify(&self.keys, &d) {
+            Ok(signed) => d.signed = signed,
+            Err(failure) => {
+                tsig::error_response(&self.keys, &d, &failure, out);
+                events.push(Event::Refused(Refusal::Tsig));
+                return Outcome::Response;
+            }
+        }
+        let outcome = self.act(&catalog, &d, admission, out, events);
+        if let Outcome::Response = outcome {
+            sign::response(&d, out);
+            size::fit(&self.config, &d, out);
+        }
+        outcome
+    }
+
+    /// The answer, transfer or NOTIFY layer, as `acl` admitted.
+    fn act(
+        &self,
+        catalog: &Catalog,
+        d: &Deferred,
+        admission: Admission,
+        out: &mut Vec<u8>,
+        events: &mut Vec<Event>,
+    ) -> Outcome {
+        let result = match admission {
+            Admission::Query => {
+                answer::signed(catalog, &self.config, d, out);
+                return Outcome::Response;
+            }
+            Admission::Refuse(refusal) => Err(refusal),
+            Admission::Transfer(zone) => transfer::start(&self.primary, d, zone, out),
+            Admission::Notify(origin) => {
+                notify::accept(d, origin, out, events);
+                return Outcome::Response;
+            }
+        };
+        result.unwrap_or_else(|refusal| {
+            refuse(d, refusal, out, events);
+            Outcome::Response
+        })
+    }
+}
+
+/// Writes the error response a refusal gets, logs and counts it.
+fn refuse(d: &Deferred, refusal: Refusal, out: &mut Vec<u8>, events: &mut Vec<Event>) {
+    let rcode = refusal.rcode();
+    tracing::warn!(
+        "{refusal} from {} for {} refused ({rcode})",
+        d.req.peer,
+        d.q.qname_lower.to_name()
+    );
+    d.header_response(rcode, false, out);
+    events.push(Event::Refused(refusal));
+}

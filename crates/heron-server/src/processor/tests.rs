@@ -1,0 +1,432 @@
+//! The processor driven directly, without sockets, at a fixed `now`.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use heron_proto::message::{Header, Message, flags};
+use heron_proto::tsig::{self, Algorithm, Key, ResponseVerifier, TsigError};
+use heron_proto::{Name, Opcode, RType, Rcode};
+use heron_xfr::acl::{Acl, Denied, Rule};
+use heron_xfr::primary::{Primary, ZonePolicy};
+use heron_zone::{AnswerConfig, Catalog, load_zone_str};
+
+use super::*;
+
+const NOW: u64 = 1_700_000_000;
+/// TXT records in the zone: enough for a transfer of several messages.
+const TXT_RECORDS: usize = 2000;
+
+fn n(s: &str) -> Name {
+    Name::parse(s).unwrap()
+}
+
+fn key() -> Key {
+    Key::new(
+        n("xfr-key"),
+        Algorithm::HmacSha256,
+        b"processor test secret".to_vec(),
+    )
+}
+
+fn peer(ip: &str) -> SocketAddr {
+    SocketAddr::new(ip.parse().unwrap(), 5353)
+}
+
+fn zone_text() -> String {
+    let mut text = String::from(
+        "$ORIGIN p.test.\n$TTL 60\n@ SOA ns host 7 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n",
+    );
+    for i in 0..TXT_RECORDS {
+        text.push_str(&format!(
+            "t{i} TXT \"record number {i} of the processor test zone\"\n"
+        ));
+    }
+    text
+}
+
+/// p.test served as a primary (transfers: 127.0.0.2 with the key, or
+/// 127.0.0.3 unsigned); s.test a secondary zone (NOTIFY from 127.0.0.4).
+fn processor() -> Processor {
+    let zone = load_zone_str(&zone_text(), "p.zone", &n("p.test"))
+        .unwrap()
+        .zone;
+    let secondary = load_zone_str(
+        "$ORIGIN s.test.\n$TTL 60\n@ SOA ns host 1 2 3 4 5\n@ NS ns\nns A 192.0.2.2\n",
+        "s.zone",
+        &n("s.test"),
+    )
+    .unwrap()
+    .zone;
+    let mut catalog = Catalog::new();
+    catalog.insert(zone);
+    catalog.insert(secondary);
+    let rule = |prefix: &str, key: Option<&str>| Rule {
+        prefix: prefix.parse().unwrap(),
+        key: key.map(n),
+    };
+    let policies = HashMap::from([
+        (
+            n("p.test"),
+            ZonePolicy {
+                allow_transfer: Acl::new(vec![
+                    rule("127.0.0.2/32", Some("xfr-key")),
+                    rule("127.0.0.3/32", None),
+                ]),
+                ..ZonePolicy::default()
+            },
+        ),
+        (
+            n("s.test"),
+            ZonePolicy {
+                allow_notify: Acl::new(vec![rule("127.0.0.4/32", None)]),
+                ..ZonePolicy::default()
+            },
+        ),
+    ]);
+    let primary = Arc::new(Primary::new(policies, 1 << 20));
+    let catalog = Arc::new(ArcSwap::from_pointee(catalog));
+    Processor::new(
+        catalog,
+        AnswerConfig::default(),
+        primary,
+        Arc::new(vec![key()]),
+    )
+    .with_secondaries([n("S.test")])
+}
+
+/// A query for `qname`/`qtype` with `opcode`, ID 0x4242.
+fn query(qname: &str, qtype: RType, opcode: Opcode) -> Vec<u8> {
+    let mut m = vec![0x42, 0x42, opcode.0 << 3, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    m.extend_from_slice(n(qname).as_wire());
+    m.extend_from_slice(&qtype.0.to_be_bytes());
+    m.extend_from_slice(&[0, 1]);
+    m
+}
+
+/// `m` with an SOA of serial `serial` for the question's name, in the
+/// authority section (`count_at` 8) or the answer section (6).
+fn with_soa(mut m: Vec<u8>, count_at: usize, serial: u32) -> Vec<u8> {
+    m[count_at + 1] += 1;
+    m.extend_from_slice(&[0xC0, 12, 0, 6, 0, 1, 0, 0, 0, 60, 0, 22, 0, 0]);
+    m.extend_from_slice(&serial.to_be_bytes());
+    m.extend_from_slice(&[0; 16]);
+    m
+}
+
+fn signed(mut m: Vec<u8>, key: &Key) -> (Vec<u8>, Vec<u8>) {
+    let mac = tsig::sign_request(&mut m, key, NOW, tsig::DEFAULT_FUDGE);
+    (m, mac)
+}
+
+/// What the processor does with `bytes`: the outcome, the response and
+/// the events.
+fn process(
+    p: &Processor,
+    bytes: &[u8],
+    from: &str,
+    transport: Transport,
+) -> (Outcome, Vec<u8>, Vec<Event>) {
+    let req = Request {
+        bytes,
+        peer: peer(from),
+        transport,
+        now: NOW,
+    };
+    let (mut out, mut events) = (Vec::new(), Vec::new());
+    let outcome = p.process(&req, &mut out, &mut events);
+    (outcome, out, events)
+}
+
+fn response(outcome: (Outcome, Vec<u8>, Vec<Event>)) -> (Message, Vec<u8>, Vec<Event>) {
+    let (outcome, out, events) = outcome;
+    assert!(matches!(outcome, Outcome::Response), "{outcome:?}");
+    (Message::parse(&out).unwrap(), out, events)
+}
+
+#[test]
+fn a_plain_query_is_answered_by_the_engine_with_aa() {
+    let p = processor();
+    let q = query("ns.p.test", RType::A, Opcode::QUERY);
+    for transport in [Transport::Udp, Transport::Tcp, Transport::Tls] {
+        let (m, _, events) = response(process(&p, &q, "192.0.2.9", transport));
+        assert_eq!(m.rcode(), Rcode::NOERROR);
+        assert!(m.header.has(flags::AA) && m.header.has(flags::QR));
+        assert_eq!(m.answers.len(), 1);
+        assert!(events.is_empty());
+    }
+}
+
+#[test]
+fn malformed_queries_get_formerr_and_responses_nothing() {
+    let p = processor();
+    let mut two_questions = query("p.test", RType::A, Opcode::QUERY);
+    two_questions[5] = 2;
+    let (m, out, _) = response(process(&p, &two_questions, "192.0.2.9", Transport::Udp));
+    assert_eq!((m.rcode(), out.len()), (Rcode::FORMERR, 12));
+    let mut a_response = query("p.test", RType::A, Opcode::QUERY);
+    a_response[2] |= 0x80;
+    let (outcome, _, _) = process(&p, &a_response, "192.0.2.9", Transport::Udp);
+    assert!(matches!(outcome, Outcome::Nothing));
+    let (outcome, _, _) = process(&p, &[0x42; 5], "192.0.2.9", Transport::Tcp);
+    assert!(matches!(outcome, Outcome::Nothing));
+}
+
+#[test]
+fn a_signed_query_gets_a_signed_answer() {
+    let p = processor();
+    let (q, mac) = signed(query("ns.p.test", RType::A, Opcode::QUERY), &key());
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let (m, out, events) = response(process(&p, &q, "192.0.2.9", transport));
+        assert_eq!(m.rcode(), Rcode::NOERROR);
+        assert_eq!(m.answers.len(), 1);
+        assert!(events.is_empty());
+        let mut verifier = ResponseVerifier::new(&key(), mac.clone());
+        assert_eq!(verifier.verify(&out, NOW), Ok(()));
+    }
+}
+
+#[test]
+fn a_bad_signature_gets_notauth_with_the_tsig_error() {
+    let p = processor();
+    let wrong = Key::new(
+        n("xfr-key"),
+        Algorithm::HmacSha256,
+        b"another secret".to_vec(),
+    );
+    for qtype in [RType::A, RType::AXFR] {
+        let (q, _) = signed(query("p.test", qtype, Opcode::QUERY), &wrong);
+        // From an address allowed to transfer with the key.
+        let (m, out, events) = response(process(&p, &q, "127.0.0.2", Transport::Tcp));
+        assert_eq!(m.rcode(), Rcode::NOTAUTH);
+        assert!(m.answers.is_empty());
+        let tsig = tsig::find(&out).unwrap().expect("the error carries a TSIG");
+        assert_eq!(tsig.error, TsigError::BadSig.rcode());
+        assert_eq!(events, [Event::Refused(Refusal::Tsig)]);
+    }
+    // Too late: BADTIME, and that error is signed.
+    let (q, mac) = signed(query("p.test", RType::SOA, Opcode::QUERY), &key());
+    let req = Request {
+        bytes: &q,
+        peer: peer("192.0.2.9"),
+        transport: Transport::Udp,
+        now: NOW + 1000,
+    };
+    let mut out = Vec::new();
+    p.process(&req, &mut out, &mut Vec::new());
+    let mut verifier = ResponseVerifier::new(&key(), mac);
+    assert_eq!(verifier.verify(&out, NOW + 1000), Err(TsigError::BadTime));
+}
+
+#[test]
+fn axfr_is_refused_by_the_acl() {
+    let p = processor();
+    let axfr = query("p.test", RType::AXFR, Opcode::QUERY);
+    let (signed_axfr, mac) = signed(axfr.clone(), &key());
+    // Unsigned, from the address whose rule wants the key.
+    let (m, _, events) = response(process(&p, &axfr, "127.0.0.2", Transport::Tcp));
+    assert_eq!(m.rcode(), Rcode::REFUSED);
+    assert!(
+        !m.header.has(flags::AA),
+        "a refusal is not an authoritative answer"
+    );
+    assert_eq!(
+        events,
+        [Event::Refused(Refusal::TransferDenied(Denied::Key))]
+    );
+    // Signed, from an address no rule covers: refused, and signed.
+    let (m, out, events) = response(process(&p, &signed_axfr, "192.0.2.9", Transport::Tcp));
+    assert_eq!(m.rcode(), Rcode::REFUSED);
+    assert_eq!(
+        events,
+        [Event::Refused(Refusal::TransferDenied(Denied::Address))]
+    );
+    assert_eq!(ResponseVerifier::new(&key(), mac).verify(&out, NOW), Ok(()));
+    // A zone we do not serve; AXFR over UDP.
+    let other = query("other.test", RType::AXFR, Opcode::QUERY);
+    let (m, _, _) = response(process(&p, &other, "127.0.0.3", Transport::Tcp));
+    assert_eq!(m.rcode(), Rcode::NOTAUTH);
+    let (m, _, events) = response(process(&p, &axfr, "127.0.0.3", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::REFUSED);
+    assert_eq!(events, [Event::Refused(Refusal::AxfrOverUdp)]);
+}
+
+/// Every record of the zone as text, sorted, the SOA once.
+fn zone_records() -> Vec<String> {
+    let zone = load_zone_str(&zone_text(), "p.zone", &n("p.test"))
+        .unwrap()
+        .zone;
+    let mut lines: Vec<String> = zone_text().lines().skip(2).map(|l| l.to_string()).collect();
+    lines.sort();
+    assert_eq!(zone.record_count(), lines.len());
+    lines
+}
+
+#[test]
+fn an_axfr_stream_pulled_message_by_message_is_the_zone() {
+    let p = processor();
+    let (q, mac) = signed(query("p.test", RType::AXFR, Opcode::QUERY), &key());
+    let (outcome, _, events) = process(&p, &q, "127.0.0.2", Transport::Tcp);
+    assert!(events.is_empty());
+    let Outcome::Transfer(mut transfer) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(transfer.kind(), "AXFR");
+    let mut messages = transfer.messages();
+    let mut verifier = ResponseVerifier::new(&key(), mac);
+    let (mut out, mut records) = (Vec::new(), Vec::new());
+    let mut count = 0;
+    while messages.next(&mut out, NOW + count).unwrap() {
+        assert!(out.len() <= u16::MAX as usize);
+        assert_eq!(
+            verifier.verify(&out, NOW + count),
+            Ok(()),
+            "message {count}"
+        );
+        let m = Message::parse(&out).unwrap();
+        assert_eq!(m.header.id, 0x4242);
+        records.extend(m.answers);
+        count += 1;
+    }
+    assert!(
+        count > 1,
+        "a zone of {TXT_RECORDS} TXT records takes several messages"
+    );
+    assert_eq!(messages.made(), (count as usize, records.len()));
+    let (first, last) = (records.first().unwrap(), records.last().unwrap());
+    assert!(
+        first.rtype == RType::SOA && first == last,
+        "SOA first and last"
+    );
+    records.pop();
+    // The zone's records, as its file has them (relative names, $TTL 60).
+    let mut got: Vec<String> = records.iter().map(relative_line).collect();
+    got.sort();
+    assert_eq!(got, zone_records());
+}
+
+/// A record of p.test written as `zone_text` writes it.
+fn relative_line(r: &heron_proto::message::Record) -> String {
+    let text = r.to_string();
+    let mut fields = text.splitn(5, ' ');
+    let (owner, ttl, _class, rtype, rdata) = (
+        fields.next().unwrap(),
+        fields.next().unwrap(),
+        fields.next().unwrap(),
+        fields.next().unwrap(),
+        fields.next().unwrap(),
+    );
+    assert_eq!(ttl, "60");
+    let owner = match owner.strip_suffix(".p.test.") {
+        Some(label) => label.to_string(),
+        None => "@".to_string(),
+    };
+    let rdata = rdata.replace(".p.test.", "");
+    format!("{owner} {rtype} {rdata}")
+}
+
+#[test]
+fn ixfr_over_udp_gets_the_soa_alone() {
+    let p = processor();
+    let ixfr = with_soa(query("p.test", RType::IXFR, Opcode::QUERY), 8, 6);
+    let (m, _, events) = response(process(&p, &ixfr, "127.0.0.3", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert_eq!(m.answers.len(), 1);
+    assert_eq!(m.answers[0].rtype, RType::SOA);
+    assert!(m.header.has(flags::AA));
+    assert!(events.is_empty());
+    // Over TCP, an IXFR needs the client's SOA.
+    let bare = query("p.test", RType::IXFR, Opcode::QUERY);
+    let (m, _, events) = response(process(&p, &bare, "127.0.0.3", Transport::Tcp));
+    assert_eq!(m.rcode(), Rcode::FORMERR);
+    assert_eq!(events, [Event::Refused(Refusal::IxfrWithoutSoa)]);
+    // And is up to date with our serial: the SOA alone, as a stream.
+    let (outcome, _, _) = process(&p, &with_soa(bare, 8, 7), "127.0.0.3", Transport::Tcp);
+    let Outcome::Transfer(mut transfer) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(transfer.kind(), "IXFR (up to date)");
+    let mut messages = transfer.messages();
+    let mut out = Vec::new();
+    assert!(messages.next(&mut out, NOW).unwrap());
+    let m = Message::parse(&out).unwrap();
+    assert_eq!((m.answers.len(), m.answers[0].rtype), (1, RType::SOA));
+    assert!(!messages.next(&mut out, NOW).unwrap());
+}
+
+#[test]
+fn notify_for_a_secondary_zone_is_an_event_and_noerror() {
+    let p = processor();
+    let notify = with_soa(query("s.test", RType::SOA, Opcode::NOTIFY), 6, 9);
+    let (m, _, events) = response(process(&p, &notify, "127.0.0.4", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert_eq!(m.header.opcode(), Opcode::NOTIFY);
+    assert!(m.header.has(flags::AA) && m.header.has(flags::QR));
+    let want = NotifyReceived {
+        origin: n("s.test"),
+        from: peer("127.0.0.4"),
+        serial: Some(9),
+    };
+    assert_eq!(events, [Event::Notify(want)]);
+    // From an address not allowed to notify.
+    let (m, _, events) = response(process(&p, &notify, "127.0.0.5", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::REFUSED);
+    assert_eq!(
+        events,
+        [Event::Refused(Refusal::NotifyDenied(Denied::Address))]
+    );
+}
+
+#[test]
+fn notify_for_a_zone_we_are_not_secondary_for_is_notauth() {
+    let p = processor();
+    let notify = query("p.test", RType::SOA, Opcode::NOTIFY);
+    let (m, out, events) = response(process(&p, &notify, "127.0.0.4", Transport::Tcp));
+    assert_eq!(m.rcode(), Rcode::NOTAUTH);
+    assert!(!Header::read(&out).unwrap().has(flags::AA));
+    assert_eq!(events, [Event::Refused(Refusal::NotSecondary)]);
+}
+
+#[test]
+fn a_udp_response_too_large_for_the_client_is_cut_with_tc() {
+    // An SOA with long names and a TSIG, to a client without EDNS.
+    let long = |c: &str| [c.repeat(63), c.repeat(63), c.repeat(63)].join(".");
+    let (mname, rname) = (long("m"), long("r"));
+    let text = format!(
+        "$ORIGIN p.test.\n$TTL 60\n@ SOA {mname}.example. {rname}.example. 7 1 2 3 4\n@ NS ns\nns A 192.0.2.1\n"
+    );
+    let zone = load_zone_str(&text, "p.zone", &n("p.test")).unwrap().zone;
+    let mut catalog = Catalog::new();
+    catalog.insert(zone);
+    let p = processor();
+    p.catalog.store(Arc::new(catalog));
+    let long_key = Key::new(
+        n(&format!("{}.{}", "k".repeat(63), "e".repeat(63))),
+        Algorithm::HmacSha512,
+        b"secret".to_vec(),
+    );
+    let p = Processor::new(
+        p.catalog.clone(),
+        AnswerConfig::default(),
+        p.primary.clone(),
+        Arc::new(vec![long_key.clone()]),
+    );
+    let ixfr = with_soa(query("p.test", RType::IXFR, Opcode::QUERY), 8, 6);
+    let (ixfr, mac) = signed(ixfr, &long_key);
+    let (m, out, _) = response(process(&p, &ixfr, "127.0.0.3", Transport::Udp));
+    assert!(out.len() <= 512, "{} octets", out.len());
+    assert!(m.header.has(flags::TC));
+    assert!(m.answers.is_empty());
+    assert_eq!(
+        ResponseVerifier::new(&long_key, mac).verify(&out, NOW),
+        Ok(())
+    );
+}
+
+#[test]
+fn the_processor_is_shared_by_all_workers() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Processor>();
+    shared::<Transfer>();
+}

@@ -1,0 +1,761 @@
+//! Response rate limiting (RRL), as BIND defines it and Knot's `mod-rrl`
+//! follows: a reflector's answers to one network are limited per kind of
+//! answer, so that spoofed floods can not aim the server at a victim.
+//!
+//! Each response is classified ([`Response`]) and debited from a token
+//! bucket keyed by (client prefix, class, name): positive answers per
+//! query name and type, NXDOMAIN per zone, referrals per delegation,
+//! errors per client prefix alone. A bucket earns `rate` tokens a second,
+//! holds at most `rate`, and a response costs one; while the balance is
+//! negative responses are dropped, every `slip`-th one sent truncated
+//! instead (TC=1, so a real client behind the spoofed address retries over
+//! TCP). The balance goes down to `-window × rate`, so a client that
+//! flooded must stay quiet for up to `window` seconds before it is
+//! answered again; a flood that keeps above the rate therefore gets only
+//! slips, as in BIND (Knot keeps no debt and answers such a flood at the
+//! rate).
+//!
+//! The buckets are a fixed-size table indexed by a keyed hash: memory is
+//! the same whatever the attack; keys that collide share a bucket (as in
+//! BIND, where a collision makes one name's limit apply to another). No
+//! clock is read: `now` comes in, in milliseconds.
+//!
+//! One [`Rrl`] per UDP worker, without locks or shared atomics, as the
+//! rest of the UDP path. Rates then apply per worker: the kernel spreads a
+//! client's datagrams over the `SO_REUSEPORT` sockets by source address
+//! *and port*, so a client that varies its port (resolvers do, spoofed
+//! floods too) meets every worker's table. [`RrlSettings::divided_among`]
+//! divides the rates by the workers to give about the configured rate in
+//! total; a client that keeps one source port then gets only its share.
+//! A shared table would be exact, at the cost of a lock or atomics on
+//! every response of every worker.
+
+use std::hash::{BuildHasher, Hasher};
+use std::net::IpAddr;
+
+use foldhash::quality::FixedState;
+use heron_xfr::acl::Prefix;
+
+/// The `[rrl]` settings; BIND's names and defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RrlSettings {
+    /// Positive answers (and NODATA, referrals) a second to one client
+    /// prefix for one name; 0: not limited.
+    pub responses_per_second: u32,
+    /// NXDOMAIN answers a second to one prefix for one zone; None: as
+    /// `responses_per_second`.
+    pub nxdomains_per_second: Option<u32>,
+    /// Error answers (other than NXDOMAIN) a second to one prefix; None:
+    /// as `responses_per_second`.
+    pub errors_per_second: Option<u32>,
+    /// Seconds of debt a flooding client builds up, and so at most waits
+    /// after it stops before it is answered again (1 to 3600).
+    pub window: u32,
+    /// Every `slip`-th limited response is sent truncated rather than
+    /// dropped; 0: none, 1: all (0 to 10).
+    pub slip: u32,
+    /// Clients are grouped by prefixes of these lengths.
+    pub ipv4_prefix_length: u8,
+    pub ipv6_prefix_length: u8,
+    /// Clients never limited.
+    pub exempt: Vec<Prefix>,
+    /// Count and log what would be limited, but send everything.
+    pub log_only: bool,
+    /// Buckets in the table (rounded up to a power of two), each 24
+    /// octets: the default takes 1.5 MiB per worker.
+    pub table_size: usize,
+}
+
+impl Default for RrlSettings {
+    fn default() -> Self {
+        RrlSettings {
+            responses_per_second: 20,
+            nxdomains_per_second: None,
+            errors_per_second: None,
+            window: 15,
+            slip: 2,
+            ipv4_prefix_length: 24,
+            ipv6_prefix_length: 56,
+            exempt: Vec::new(),
+            log_only: false,
+            table_size: 1 << 16,
+        }
+    }
+}
+
+/// The largest table accepted: 16 Mi buckets, 384 MiB.
+pub const MAX_TABLE_SIZE: usize = 1 << 24;
+
+impl RrlSettings {
+    /// Whether the settings are in range; the message names the setting.
+    pub fn validate(&self) -> Result<(), String> {
+        let check = |ok: bool, what: &str| if ok { Ok(()) } else { Err(what.to_string()) };
+        check(
+            (1..=3600).contains(&self.window),
+            "window must be 1 to 3600",
+        )?;
+        check(self.slip <= 10, "slip must be 0 to 10")?;
+        check(
+            self.ipv4_prefix_length <= 32,
+            "ipv4-prefix-length must be 0 to 32",
+        )?;
+        check(
+            self.ipv6_prefix_length <= 128,
+            "ipv6-prefix-length must be 0 to 128",
+        )?;
+        let size_ok = (1..=MAX_TABLE_SIZE).contains(&self.table_size);
+        check(size_ok, "table-size must be 1 to 16777216")
+    }
+
+    /// The settings for one of `workers` tables, each rate divided
+    /// (rounded up, a limited rate stays at least 1) so that a client
+    /// spread over all workers gets about the configured rate in total.
+    pub fn divided_among(&self, workers: usize) -> RrlSettings {
+        let workers = workers.max(1) as u32;
+        let divide = |rate: u32| rate.div_ceil(workers);
+        RrlSettings {
+            responses_per_second: divide(self.responses_per_second),
+            nxdomains_per_second: self.nxdomains_per_second.map(divide),
+            errors_per_second: self.errors_per_second.map(divide),
+            ..self.clone()
+        }
+    }
+}
+
+/// What kind of response is about to be sent, and what it is about.
+/// Names are in lower-cased wire form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Response<'a> {
+    /// An answer or NODATA, keyed by the query name and type.
+    Positive { qname: &'a [u8], qtype: u16 },
+    /// NXDOMAIN, keyed by the zone: random names under one zone share a
+    /// bucket.
+    NxDomain { zone: &'a [u8] },
+    /// A referral, keyed by the delegation point.
+    Referral { delegation: &'a [u8] },
+    /// Any other error (REFUSED, FORMERR, SERVFAIL, ...), keyed by the
+    /// client prefix alone.
+    Error,
+}
+
+impl Response<'_> {
+    /// The class's number in the key, and its name.
+    fn class_and_name(&self) -> (u8, &[u8]) {
+        match *self {
+            Response::Positive { qname, .. } => (0, qname),
+            Response::NxDomain { zone } => (1, zone),
+            Response::Referral { delegation } => (2, delegation),
+            Response::Error => (3, &[]),
+        }
+    }
+}
+
+/// What to do with the response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Send,
+    Drop,
+    /// Send an empty, truncated response (TC=1) instead.
+    Slip,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    pub action: Action,
+    /// Log that this client is limited: true at most once per bucket per
+    /// window, so the log can not be flooded either.
+    pub log: bool,
+}
+
+impl Verdict {
+    const SEND: Verdict = Verdict {
+        action: Action::Send,
+        log: false,
+    };
+}
+
+/// What the table did, for the metrics; summed over workers by the caller.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RrlCounters {
+    pub dropped: u64,
+    pub slipped: u64,
+    /// Responses that would have been dropped or slipped, in log-only mode.
+    pub log_only: u64,
+}
+
+/// One token bucket.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    /// Thousandths of a token: at most `rate × 1000`, at least
+    /// `-window × rate × 1000`. A bucket never used holds [`FULL`].
+    balance: i64,
+    /// When the bucket was last credited, in milliseconds.
+    stamp: u64,
+    /// Limited responses since the last one slipped or sent.
+    slip_count: u32,
+    /// The second (plus one) a log line was last asked for; 0: never.
+    logged_at: u32,
+}
+
+/// The balance of a bucket never used: capped to the rate at first use.
+const FULL: i64 = i64::MAX;
+/// One token, in the units of [`Bucket::balance`].
+const TOKEN: i64 = 1000;
+
+const EMPTY: Bucket = Bucket {
+    balance: FULL,
+    stamp: 0,
+    slip_count: 0,
+    logged_at: 0,
+};
+
+/// One worker's rate limiter.
+pub struct Rrl {
+    table: Box<[Bucket]>,
+    mask: usize,
+    hasher: FixedState,
+    /// Per class (positive, NXDOMAIN, referral, error): tokens a second.
+    rates: [u32; 4],
+    window: u32,
+    slip: u32,
+    ipv4_mask: u32,
+    ipv6_mask: u128,
+    exempt: Vec<Prefix>,
+    log_only: bool,
+    pub counters: RrlCounters,
+}
+
+impl Rrl {
+    /// A table for `settings`, its hash keyed with `seed` (random in
+    /// production, so that nobody can aim collisions at a bucket).
+    pub fn new(settings: &RrlSettings, seed: u64) -> Result<Rrl, String> {
+        settings.validate()?;
+        let size = settings.table_size.next_power_of_two();
+        let positive = settings.responses_per_second;
+        let v4 = settings.ipv4_prefix_length as u32;
+        let v6 = settings.ipv6_prefix_length as u32;
+        Ok(Rrl {
+            table: vec![EMPTY; size].into_boxed_slice(),
+            mask: size - 1,
+            hasher: FixedState::with_seed(seed),
+            rates: [
+                positive,
+                settings.nxdomains_per_second.unwrap_or(positive),
+                positive,
+                settings.errors_per_second.unwrap_or(positive),
+            ],
+            window: settings.window,
+            slip: settings.slip,
+            ipv4_mask: u32::MAX.checked_shl(32 - v4).unwrap_or(0),
+            ipv6_mask: u128::MAX.checked_shl(128 - v6).unwrap_or(0),
+            exempt: settings.exempt.clone(),
+            log_only: settings.log_only,
+            counters: RrlCounters::default(),
+        })
+    }
+
+    /// Octets the table takes; fixed at creation.
+    pub fn memory_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.table)
+    }
+
+    /// Debits the bucket of `response` to `client` at `now_ms` and says
+    /// whether to send it. Clients with a valid server cookie and TCP
+    /// clients should not be checked at all.
+    pub fn check(&mut self, client: IpAddr, response: Response<'_>, now_ms: u64) -> Verdict {
+        let (class, name) = response.class_and_name();
+        let rate = self.rates[class as usize];
+        if rate == 0 || self.is_exempt(client) {
+            return Verdict::SEND;
+        }
+        let index = self.hash(client, class, name, response) as usize & self.mask;
+        let window = self.window;
+        let bucket = &mut self.table[index];
+        if !debit(bucket, rate, window, now_ms) {
+            bucket.slip_count = 0;
+            return Verdict::SEND;
+        }
+        let log = log_due(bucket, window, now_ms);
+        let action = if self.log_only {
+            self.counters.log_only += 1;
+            Action::Send
+        } else if self.slip > 0 && bucket.slip_count + 1 >= self.slip {
+            bucket.slip_count = 0;
+            self.counters.slipped += 1;
+            Action::Slip
+        } else {
+            bucket.slip_count += 1;
+            self.counters.dropped += 1;
+            Action::Drop
+        };
+        Verdict { action, log }
+    }
+
+    fn is_exempt(&self, client: IpAddr) -> bool {
+        !self.exempt.is_empty() && self.exempt.iter().any(|p| p.contains(client))
+    }
+
+    /// The key's hash: the client's prefix, the class, the name (and the
+    /// query type of a positive answer).
+    fn hash(&self, client: IpAddr, class: u8, name: &[u8], response: Response<'_>) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        match client.to_canonical() {
+            IpAddr::V4(v4) => h.write_u32(u32::from(v4) & self.ipv4_mask),
+            IpAddr::V6(v6) => h.write_u128(u128::from(v6) & self.ipv6_mask),
+        }
+        if let Response::Positive { qtype, .. } = response {
+            h.write_u16(qtype);
+        }
+        h.write_u8(class);
+        h.write(name);
+        h.finish()
+    }
+}
+
+/// Credits `bucket` for the time since it was last used, debits one
+/// response, and says whether the response is limited.
+#[inline]
+fn debit(bucket: &mut Bucket, rate: u32, window: u32, now_ms: u64) -> bool {
+    let cap = rate as i64 * TOKEN;
+    // Past a full refill from the floor, more time changes nothing; the
+    // bound keeps the product below overflow. Time going back earns nothing.
+    let refill_ms = (window as u64 + 1) * 1000;
+    let elapsed = now_ms.saturating_sub(bucket.stamp).min(refill_ms);
+    bucket.stamp = bucket.stamp.max(now_ms);
+    let earned = elapsed as i64 * rate as i64;
+    let floor = -(window as i64) * cap;
+    bucket.balance = (bucket.balance.saturating_add(earned).min(cap) - TOKEN).max(floor);
+    bucket.balance < 0
+}
+
+/// Whether a limited bucket should be logged now (then not again for a
+/// window).
+fn log_due(bucket: &mut Bucket, window: u32, now_ms: u64) -> bool {
+    let second = (now_ms / 1000) as u32 + 1;
+    let due = bucket.logged_at == 0 || second.wrapping_sub(bucket.logged_at) >= window;
+    if due {
+        bucket.logged_at = second;
+    }
+    due
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WWW: Response = Response::Positive {
+        qname: b"\x03www\x07example\x00",
+        qtype: 1,
+    };
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn rrl(settings: RrlSettings) -> Rrl {
+        Rrl::new(&settings, 7).unwrap()
+    }
+
+    fn five_a_second() -> RrlSettings {
+        RrlSettings {
+            responses_per_second: 5,
+            ..RrlSettings::default()
+        }
+    }
+
+    /// How many of each action `n` queries of `response` from `client`,
+    /// `gap_ms` apart from `start_ms`, got.
+    fn flood(
+        rrl: &mut Rrl,
+        client: &str,
+        response: Response,
+        start_ms: u64,
+        gap_ms: u64,
+        n: u64,
+    ) -> [u64; 3] {
+        let mut seen = [0; 3];
+        for i in 0..n {
+            let action = rrl
+                .check(ip(client), response, start_ms + i * gap_ms)
+                .action;
+            seen[action as usize] += 1;
+        }
+        seen
+    }
+
+    #[test]
+    fn a_flood_from_one_prefix_is_limited_and_every_other_limited_answer_slips() {
+        let mut rrl = rrl(five_a_second());
+        let (mut sent, mut dropped, mut slipped) = (0, 0, 0);
+        for i in 0..1000u64 {
+            // 100 a second for 10 s, from hosts all over 192.0.2.0/24.
+            let client = ip(&format!("192.0.2.{}", i % 250));
+            match rrl.check(client, WWW, 1_000_000 + i * 10).action {
+                Action::Send => sent += 1,
+                Action::Drop => dropped += 1,
+                Action::Slip => slipped += 1,
+            }
+        }
+        // The bucket's five tokens, then nothing: the flood keeps it in
+        // debt (BIND's behaviour). Of the 995 limited, half slip.
+        assert_eq!((sent, dropped, slipped), (5, 498, 497));
+        assert_eq!(
+            rrl.counters,
+            RrlCounters {
+                dropped: 498,
+                slipped: 497,
+                log_only: 0
+            }
+        );
+    }
+
+    #[test]
+    fn other_prefixes_and_other_names_are_unaffected_by_a_flood() {
+        let mut rrl = rrl(five_a_second());
+        let other_name = Response::Positive {
+            qname: b"\x04mail\x07example\x00",
+            qtype: 1,
+        };
+        for i in 0..2000u64 {
+            let now = i * 10;
+            rrl.check(ip("192.0.2.1"), WWW, now);
+            if i % 50 == 0 {
+                // Twice a second each, well under the rate.
+                let from_elsewhere = rrl.check(ip("192.0.3.1"), WWW, now).action;
+                let other = rrl.check(ip("192.0.2.1"), other_name, now).action;
+                let other_type = Response::Positive {
+                    qname: b"\x03www\x07example\x00",
+                    qtype: 28,
+                };
+                let aaaa = rrl.check(ip("192.0.2.9"), other_type, now).action;
+                assert_eq!(
+                    (from_elsewhere, other, aaaa),
+                    (Action::Send, Action::Send, Action::Send)
+                );
+            }
+        }
+        assert!(rrl.counters.dropped > 900);
+    }
+
+    #[test]
+    fn a_client_at_the_rate_is_never_limited_and_one_above_it_is() {
+        let mut at = rrl(five_a_second());
+        assert_eq!(flood(&mut at, "192.0.2.1", WWW, 0, 200, 300), [300, 0, 0]);
+        let mut above = rrl(five_a_second());
+        let [sent, dropped, slipped] = flood(&mut above, "192.0.2.1", WWW, 0, 190, 300);
+        assert!(
+            dropped > 0 && slipped > 0 && sent < 300,
+            "{sent} {dropped} {slipped}"
+        );
+    }
+
+    #[test]
+    fn exempt_prefixes_are_never_limited() {
+        let mut rrl = rrl(RrlSettings {
+            exempt: vec![
+                "192.0.2.0/24".parse().unwrap(),
+                "2001:db8::/32".parse().unwrap(),
+            ],
+            ..five_a_second()
+        });
+        assert_eq!(
+            flood(&mut rrl, "192.0.2.200", WWW, 0, 1, 1000),
+            [1000, 0, 0]
+        );
+        assert_eq!(
+            flood(&mut rrl, "::ffff:192.0.2.3", WWW, 0, 1, 1000),
+            [1000, 0, 0]
+        );
+        assert_eq!(
+            flood(&mut rrl, "2001:db8:1::5", WWW, 0, 1, 1000),
+            [1000, 0, 0]
+        );
+        assert_eq!(rrl.counters, RrlCounters::default());
+        assert_ne!(flood(&mut rrl, "192.0.3.1", WWW, 0, 1, 1000)[0], 1000);
+    }
+
+    #[test]
+    fn ipv6_clients_are_grouped_by_56_bits_and_mapped_ipv4_by_24() {
+        let mut rrl = rrl(five_a_second());
+        // Five answers to one /56 in all, whichever host asks.
+        for (i, host) in [
+            "2001:db8:0:ff00::1",
+            "2001:db8:0:ff12::2",
+            "2001:db8:0:ffff:1::3",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let want = if i == 0 { [5, 3, 2] } else { [0, 5, 5] };
+            assert_eq!(flood(&mut rrl, host, WWW, 0, 0, 10), want, "{host}");
+        }
+        assert_eq!(
+            flood(&mut rrl, "2001:db8:0:fe00::1", WWW, 0, 0, 5),
+            [5, 0, 0]
+        );
+        // The IPv4 /24 is one bucket whether the socket maps it or not.
+        assert_eq!(flood(&mut rrl, "198.51.100.1", WWW, 0, 0, 5), [5, 0, 0]);
+        assert_eq!(
+            flood(&mut rrl, "::ffff:198.51.100.2", WWW, 0, 0, 2),
+            [0, 1, 1]
+        );
+    }
+
+    /// The action for a query `after_ms` after a 20 s flood stopped.
+    fn after_flood(window: u32, after_ms: u64) -> Action {
+        let mut rrl = rrl(RrlSettings {
+            window,
+            slip: 0,
+            ..five_a_second()
+        });
+        flood(&mut rrl, "192.0.2.1", WWW, 0, 10, 2000);
+        rrl.check(ip("192.0.2.1"), WWW, 20_000 + after_ms).action
+    }
+
+    #[test]
+    fn a_flooding_client_waits_out_the_window_before_it_is_answered() {
+        // The debt is window × rate; paid at the rate, one token more
+        // (200 ms at 5 a second) buys an answer.
+        for window in [1, 2, 15, 60] {
+            let w = window as u64 * 1000;
+            assert_eq!(after_flood(window, w - 10), Action::Drop, "window {window}");
+            assert_eq!(after_flood(window, w), Action::Drop, "window {window}");
+            assert_eq!(
+                after_flood(window, w + 200),
+                Action::Send,
+                "window {window}"
+            );
+        }
+    }
+
+    #[test]
+    fn slip_zero_never_truncates_and_one_always_does() {
+        for (slip, want) in [(0, [5, 995, 0]), (1, [5, 0, 995]), (3, [5, 664, 331])] {
+            let mut rrl = rrl(RrlSettings {
+                slip,
+                ..five_a_second()
+            });
+            assert_eq!(
+                flood(&mut rrl, "192.0.2.1", WWW, 0, 1, 1000),
+                want,
+                "slip {slip}"
+            );
+        }
+    }
+
+    #[test]
+    fn log_only_sends_everything_and_counts_what_it_would_limit() {
+        let mut rrl = rrl(RrlSettings {
+            log_only: true,
+            ..five_a_second()
+        });
+        let mut logs = 0;
+        for i in 0..1000 {
+            let verdict = rrl.check(ip("192.0.2.1"), WWW, i);
+            assert_eq!(verdict.action, Action::Send);
+            logs += verdict.log as u32;
+        }
+        assert_eq!(logs, 1);
+        assert_eq!(
+            rrl.counters,
+            RrlCounters {
+                dropped: 0,
+                slipped: 0,
+                log_only: 995
+            }
+        );
+    }
+
+    #[test]
+    fn a_limited_bucket_asks_for_a_log_line_once_a_window() {
+        let mut rrl = rrl(five_a_second()); // window 15 s
+        let mut logged_at = Vec::new();
+        for i in 0..6000u64 {
+            let now = i * 10; // 60 s of flood
+            if rrl.check(ip("192.0.2.1"), WWW, now).log {
+                logged_at.push(now / 1000);
+            }
+        }
+        assert_eq!(logged_at, [0, 15, 30, 45]);
+    }
+
+    #[test]
+    fn nxdomain_referral_and_error_answers_have_their_own_rates_and_keys() {
+        let mut rrl = rrl(RrlSettings {
+            responses_per_second: 100,
+            nxdomains_per_second: Some(2),
+            errors_per_second: Some(0),
+            slip: 0,
+            ..RrlSettings::default()
+        });
+        let nx = Response::NxDomain {
+            zone: b"\x07example\x00",
+        };
+        assert_eq!(flood(&mut rrl, "192.0.2.1", nx, 0, 0, 10), [2, 8, 0]);
+        let other_zone = Response::NxDomain {
+            zone: b"\x07example\x03org\x00",
+        };
+        assert_eq!(flood(&mut rrl, "192.0.2.1", other_zone, 0, 0, 2), [2, 0, 0]);
+        assert_eq!(flood(&mut rrl, "192.0.2.1", WWW, 0, 0, 100), [100, 0, 0]);
+        let referral = Response::Referral {
+            delegation: b"\x03sub\x07example\x00",
+        };
+        assert_eq!(
+            flood(&mut rrl, "192.0.2.1", referral, 0, 0, 101),
+            [100, 1, 0]
+        );
+        // errors-per-second 0: errors are not limited.
+        let errors = flood(&mut rrl, "192.0.2.1", Response::Error, 0, 0, 1000);
+        assert_eq!(errors, [1000, 0, 0]);
+    }
+
+    #[test]
+    fn errors_are_limited_per_client_prefix_whatever_the_name() {
+        let mut rrl = rrl(RrlSettings {
+            errors_per_second: Some(3),
+            slip: 0,
+            ..RrlSettings::default()
+        });
+        assert_eq!(
+            flood(&mut rrl, "192.0.2.1", Response::Error, 0, 0, 5),
+            [3, 2, 0]
+        );
+        assert_eq!(
+            flood(&mut rrl, "192.0.2.77", Response::Error, 0, 0, 1),
+            [0, 1, 0]
+        );
+        assert_eq!(
+            flood(&mut rrl, "192.0.3.1", Response::Error, 0, 0, 1),
+            [1, 0, 0]
+        );
+    }
+
+    #[test]
+    fn time_going_back_earns_nothing() {
+        let mut rrl = rrl(five_a_second());
+        assert_eq!(flood(&mut rrl, "192.0.2.1", WWW, 10_000, 0, 5), [5, 0, 0]);
+        assert_eq!(flood(&mut rrl, "192.0.2.1", WWW, 0, 0, 2), [0, 1, 1]);
+        assert_eq!(flood(&mut rrl, "192.0.2.1", WWW, 10_200, 0, 1), [0, 1, 0]);
+    }
+
+    #[test]
+    fn the_table_keeps_its_size_at_and_past_capacity() {
+        assert_eq!(std::mem::size_of::<Bucket>(), 24);
+        for (table_size, buckets) in [(1 << 16, 1 << 16), (1000, 1024), (1, 1)] {
+            let mut rrl = rrl(RrlSettings {
+                table_size,
+                ..five_a_second()
+            });
+            let bytes = rrl.memory_bytes();
+            assert_eq!(bytes, buckets * 24);
+            // Four times as many clients as buckets, each flooding: every
+            // one gets a verdict and the table does not grow.
+            for i in 0..(4 * buckets as u32).max(100) {
+                let client = IpAddr::from((i << 8).to_be_bytes());
+                for t in 0..10 {
+                    rrl.check(client, WWW, t);
+                }
+            }
+            assert_eq!(rrl.memory_bytes(), bytes);
+            assert!(rrl.counters.dropped + rrl.counters.slipped > 0);
+        }
+    }
+
+    #[test]
+    fn settings_out_of_range_are_refused() {
+        let ok = RrlSettings::default();
+        assert_eq!(ok.validate(), Ok(()));
+        let edges = [
+            RrlSettings {
+                window: 1,
+                slip: 10,
+                ..ok.clone()
+            },
+            RrlSettings {
+                window: 3600,
+                ipv4_prefix_length: 32,
+                ipv6_prefix_length: 128,
+                ..ok.clone()
+            },
+            RrlSettings {
+                table_size: MAX_TABLE_SIZE,
+                ipv4_prefix_length: 0,
+                ipv6_prefix_length: 0,
+                ..ok.clone()
+            },
+        ];
+        for s in edges {
+            assert_eq!(s.validate(), Ok(()), "{s:?}");
+        }
+        let bad = [
+            RrlSettings {
+                window: 0,
+                ..ok.clone()
+            },
+            RrlSettings {
+                window: 3601,
+                ..ok.clone()
+            },
+            RrlSettings {
+                slip: 11,
+                ..ok.clone()
+            },
+            RrlSettings {
+                ipv4_prefix_length: 33,
+                ..ok.clone()
+            },
+            RrlSettings {
+                ipv6_prefix_length: 129,
+                ..ok.clone()
+            },
+            RrlSettings {
+                table_size: 0,
+                ..ok.clone()
+            },
+            RrlSettings {
+                table_size: MAX_TABLE_SIZE + 1,
+                ..ok.clone()
+            },
+        ];
+        for s in bad {
+            assert!(s.validate().is_err(), "{s:?}");
+            assert!(Rrl::new(&s, 0).is_err());
+        }
+    }
+
+    #[test]
+    fn a_zero_prefix_length_makes_all_clients_one() {
+        let mut rrl = rrl(RrlSettings {
+            ipv4_prefix_length: 0,
+            slip: 0,
+            ..five_a_second()
+        });
+        assert_eq!(flood(&mut rrl, "10.0.0.1", WWW, 0, 0, 5), [5, 0, 0]);
+        assert_eq!(flood(&mut rrl, "203.0.113.9", WWW, 0, 0, 1), [0, 1, 0]);
+    }
+
+    #[test]
+    fn rates_divided_among_workers_round_up() {
+        let settings = RrlSettings {
+            responses_per_second: 21,
+            nxdomains_per_second: Some(1),
+            errors_per_second: None,
+            ..RrlSettings::default()
+        };
+        let each = settings.divided_among(4);
+        assert_eq!(
+            (
+                each.responses_per_second,
+                each.nxdomains_per_second,
+                each.errors_per_second
+            ),
+            (6, Some(1), None)
+        );
+        let unlimited = RrlSettings {
+            responses_per_second: 0,
+            ..settings.clone()
+        };
+        assert_eq!(unlimited.divided_among(4).responses_per_second, 0);
+        assert_eq!(settings.divided_among(0), settings);
+    }
+}

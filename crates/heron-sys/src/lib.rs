@@ -1,0 +1,27 @@
+//! Every system call of Heron that needs `unsafe`, behind safe wrappers.
+//!
+//! The rest of the workspace forbids `unsafe` (`unsafe_code = "forbid"` in
+//! the root `Cargo.toml`), so that an unsound line can only be in this
+//! crate, where each `unsafe` block says why it is sound and has a test.
+//! Where `rustix` already offers a safe call it is used and this crate
+//! only gives it Heron's shape; `libc` is used for what rustix lacks
+//! (`recvmmsg`, `sched_setscheduler`, `malloc_trim`, signal handlers,
+//! `MADV_COLLAPSE`).
+//!
+//! * [`udp`]: batched datagram receive and send (`recvmmsg`/`sendmmsg`).
+//! * [`cpu`]: CPU pinning, online CPUs.
+//! * [`prefetch`]: asking the CPU to load a cache line (no system call).
+//! * [`sched`]: scheduling policy, nice value, timer slack.
+//! * [`memory`]: huge pages (`MADV_COLLAPSE`), `malloc_trim`.
+//! * [`process`]: signals, resource limits, namespaces, clock ticks.
+//! * [`socket`]: socket options the standard library lacks.
+
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub mod cpu;
+pub mod memory;
+pub mod prefetch;
+pub mod process;
+pub mod sched;
+pub mod socket;
+pub mod udp;

@@ -1,0 +1,158 @@
+//! How the kernel schedules the calling thread: its policy
+//! (`sched_setscheduler(2)`), its nice value (`setpriority(2)`) and its
+//! timer slack (`prctl(PR_SET_TIMERSLACK)`). Linux schedules threads one
+//! by one, so each call changes the calling thread only (and the threads
+//! it starts afterwards, which inherit it).
+
+use std::io;
+use std::num::NonZeroU64;
+use std::time::Duration;
+
+/// A scheduling policy (`sched(7)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// `SCHED_OTHER`, the normal time-sharing policy.
+    Other,
+    /// `SCHED_BATCH`.
+    Batch,
+    /// `SCHED_IDLE`: runs only when nothing else on the core wants to.
+    Idle,
+    /// `SCHED_FIFO` at a real-time priority (1 to 99).
+    Fifo(i32),
+    /// `SCHED_RR` at a real-time priority (1 to 99).
+    RoundRobin(i32),
+}
+
+impl Policy {
+    fn to_raw(self) -> (libc::c_int, libc::c_int) {
+        match self {
+            Policy::Other => (libc::SCHED_OTHER, 0),
+            Policy::Batch => (libc::SCHED_BATCH, 0),
+            Policy::Idle => (libc::SCHED_IDLE, 0),
+            Policy::Fifo(p) => (libc::SCHED_FIFO, p),
+            Policy::RoundRobin(p) => (libc::SCHED_RR, p),
+        }
+    }
+}
+
+/// Moves the calling thread to `policy`.
+pub fn set_current_thread_policy(policy: Policy) -> io::Result<()> {
+    let (raw, priority) = policy.to_raw();
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: plain values and a pointer to a live, initialised
+    // sched_param that the kernel only reads; pid 0 names the calling
+    // thread.
+    let rc = unsafe { libc::sched_setscheduler(0, raw, &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The calling thread's policy.
+pub fn current_thread_policy() -> io::Result<Policy> {
+    // SAFETY: pid 0 names the calling thread; no pointers.
+    let raw = unsafe { libc::sched_getscheduler(0) };
+    let priority = || {
+        let mut param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: the kernel writes one sched_param into a live value.
+        match unsafe { libc::sched_getparam(0, &mut param) } {
+            0 => Ok(param.sched_priority),
+            _ => Err(io::Error::last_os_error()),
+        }
+    };
+    match raw {
+        libc::SCHED_OTHER => Ok(Policy::Other),
+        libc::SCHED_BATCH => Ok(Policy::Batch),
+        libc::SCHED_IDLE => Ok(Policy::Idle),
+        libc::SCHED_FIFO => Ok(Policy::Fifo(priority()?)),
+        libc::SCHED_RR => Ok(Policy::RoundRobin(priority()?)),
+        -1 => Err(io::Error::last_os_error()),
+        other => Err(io::Error::other(format!("unknown policy {other}"))),
+    }
+}
+
+/// The calling thread's nice value (-20 to 19).
+pub fn current_thread_nice() -> io::Result<i32> {
+    Ok(rustix::process::getpriority_process(None)?)
+}
+
+/// Sets the calling thread's nice value (-20 to 19; lowering it needs
+/// `CAP_SYS_NICE`).
+pub fn set_current_thread_nice(nice: i32) -> io::Result<()> {
+    Ok(rustix::process::setpriority_process(None, nice)?)
+}
+
+/// Sets how late the kernel may end the calling thread's sleeps, to
+/// gather wake-ups (the default is 50 µs). A zero slack means the
+/// thread's default.
+pub fn set_timer_slack(slack: Duration) -> io::Result<()> {
+    let nanos = u64::try_from(slack.as_nanos()).unwrap_or(u64::MAX);
+    Ok(rustix::thread::set_current_timer_slack(NonZeroU64::new(
+        nanos,
+    ))?)
+}
+
+/// The calling thread's timer slack.
+pub fn timer_slack() -> io::Result<Duration> {
+    Ok(Duration::from_nanos(rustix::thread::current_timer_slack()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `f` on a thread of its own, so the test's changes die with it.
+    fn on_own_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::spawn(f).join().unwrap()
+    }
+
+    #[test]
+    fn policy_round_trips_on_one_thread_only() {
+        let before = current_thread_policy().unwrap();
+        let lowered = on_own_thread(|| {
+            set_current_thread_policy(Policy::Idle).unwrap();
+            current_thread_policy().unwrap()
+        });
+        assert_eq!(lowered, Policy::Idle);
+        assert_eq!(current_thread_policy().unwrap(), before);
+    }
+
+    #[test]
+    fn a_real_time_policy_keeps_its_priority_where_allowed() {
+        let got = on_own_thread(|| {
+            set_current_thread_policy(Policy::RoundRobin(3))
+                .map(|()| current_thread_policy().unwrap())
+        });
+        match got {
+            Ok(policy) => assert_eq!(policy, Policy::RoundRobin(3)),
+            // Not root: the kernel refuses, and says so.
+            Err(e) => assert_eq!(e.kind(), io::ErrorKind::PermissionDenied),
+        }
+        assert!(on_own_thread(|| set_current_thread_policy(Policy::RoundRobin(1000))).is_err());
+    }
+
+    #[test]
+    fn nice_round_trips() {
+        let nice = on_own_thread(|| {
+            set_current_thread_nice(15).unwrap();
+            current_thread_nice().unwrap()
+        });
+        assert_eq!(nice, 15);
+    }
+
+    #[test]
+    fn timer_slack_is_set_and_read_back() {
+        let (set, reset) = on_own_thread(|| {
+            set_timer_slack(Duration::from_micros(1)).unwrap();
+            let set = timer_slack().unwrap();
+            set_timer_slack(Duration::from_micros(7)).unwrap();
+            (set, timer_slack().unwrap())
+        });
+        assert_eq!(set, Duration::from_micros(1));
+        assert_eq!(reset, Duration::from_micros(7));
+    }
+}

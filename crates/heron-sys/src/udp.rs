@@ -1,0 +1,441 @@
+//! Batched datagram I/O with `recvmmsg(2)` and `sendmmsg(2)`: one system
+//! call moves a batch of datagrams each way, which is where a UDP server's
+//! time goes once the DNS work is cheap.
+//!
+//! [`Receiver`] owns its datagram buffers, peer addresses and message
+//! headers, all allocated once and never resized; [`Sender`] owns reusable
+//! header arrays and points them at the caller's buffers for the length of
+//! one [`Sender::load`]. In a steady state neither allocates.
+//!
+//! The invariants that make the system calls sound:
+//! * every receive `iovec` and `msg_name` points into a heap buffer the
+//!   [`Receiver`] owns, allocated once and never resized, so moving the
+//!   `Receiver` does not move what the pointers point to; no `&mut` to
+//!   those buffers is made after the pointers are taken;
+//! * before each `recvmmsg` every `msg_namelen` is reset, so the kernel
+//!   writes at most `iov_len` bytes per buffer and at most a
+//!   `sockaddr_storage` of address;
+//! * send headers are rebuilt by every [`Sender::load`] and used only
+//!   through the [`Loaded`] it returns, which borrows the messages and
+//!   peers they point to; the kernel only reads them.
+
+use std::io;
+use std::marker::PhantomData;
+use std::mem;
+use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::{AsFd, AsRawFd};
+use std::ptr;
+
+/// Room for any peer address.
+const ADDRESS_LEN: libc::socklen_t = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+
+/// Whether a batched call may wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// As the socket does (its read timeout applies); a receive waits for
+    /// the first datagram only and then takes what is already queued
+    /// (`MSG_WAITFORONE`).
+    Blocking,
+    /// Not at all (`MSG_DONTWAIT`): `WouldBlock` when nothing can move.
+    Never,
+}
+
+/// A peer's address as the kernel wrote it, borrowed from a [`Receiver`].
+#[derive(Clone, Copy)]
+pub struct Peer<'a> {
+    storage: &'a libc::sockaddr_storage,
+    len: libc::socklen_t,
+}
+
+impl Peer<'_> {
+    /// The address, or None for a family other than IPv4 and IPv6.
+    pub fn to_std(&self) -> Option<SocketAddr> {
+        let len = self.len as usize;
+        let storage: *const libc::sockaddr_storage = self.storage;
+        match self.storage.ss_family as libc::c_int {
+            libc::AF_INET if len >= mem::size_of::<libc::sockaddr_in>() => {
+                // SAFETY: the family says the storage holds a sockaddr_in,
+                // and sockaddr_storage is large and aligned enough for it.
+                let sin: &libc::sockaddr_in = unsafe { &*storage.cast() };
+                let ip = u32::from_be(sin.sin_addr.s_addr);
+                Some(SocketAddr::V4(SocketAddrV4::new(
+                    ip.into(),
+                    u16::from_be(sin.sin_port),
+                )))
+            }
+            libc::AF_INET6 if len >= mem::size_of::<libc::sockaddr_in6>() => {
+                // SAFETY: as above, for sockaddr_in6.
+                let sin6: &libc::sockaddr_in6 = unsafe { &*storage.cast() };
+                Some(SocketAddr::V6(SocketAddrV6::new(
+                    sin6.sin6_addr.s6_addr.into(),
+                    u16::from_be(sin6.sin6_port),
+                    sin6.sin6_flowinfo,
+                    sin6.sin6_scope_id,
+                )))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn message_header(
+    iov: *mut libc::iovec,
+    name: *mut libc::c_void,
+    namelen: libc::socklen_t,
+) -> libc::mmsghdr {
+    // SAFETY: msghdr and mmsghdr are plain C structs for which all zeroes
+    // is valid; the fields that matter are set below.
+    let mut header: libc::mmsghdr = unsafe { mem::zeroed() };
+    header.msg_hdr.msg_name = name;
+    header.msg_hdr.msg_namelen = namelen;
+    header.msg_hdr.msg_iov = iov;
+    header.msg_hdr.msg_iovlen = 1;
+    header
+}
+
+/// Buffers for receiving up to `capacity` datagrams of up to `size`
+/// bytes each in one system call.
+pub struct Receiver {
+    capacity: usize,
+    size: usize,
+    /// `capacity` buffers of `size` bytes, back to back.
+    buffers: Vec<u8>,
+    lens: Vec<usize>,
+    truncated: Vec<bool>,
+    /// Written by the kernel only: never borrowed mutably once the
+    /// headers point into it.
+    peers: Vec<libc::sockaddr_storage>,
+    peer_lens: Vec<libc::socklen_t>,
+    iovecs: Vec<libc::iovec>,
+    headers: Vec<libc::mmsghdr>,
+}
+
+impl Receiver {
+    /// Buffers for `capacity` datagrams of up to `size` bytes each.
+    pub fn new(capacity: usize, size: usize) -> Receiver {
+        assert!(capacity > 0 && size > 0);
+        let mut receiver = Receiver {
+            capacity,
+            size,
+            buffers: vec![0; capacity * size],
+            lens: vec![0; capacity],
+            truncated: vec![false; capacity],
+            // SAFETY: sockaddr_storage is plain old data; all zeroes is a
+            // valid (AF_UNSPEC) value.
+            peers: vec![unsafe { mem::zeroed() }; capacity],
+            peer_lens: vec![0; capacity],
+            iovecs: Vec::with_capacity(capacity),
+            headers: Vec::with_capacity(capacity),
+        };
+        // One header per slot, pointing at its buffer and its address.
+        // Built once: those buffers are never reallocated.
+        let base = receiver.buffers.as_mut_ptr();
+        for i in 0..capacity {
+            receiver.iovecs.push(libc::iovec {
+                iov_base: base.wrapping_add(i * size).cast(),
+                iov_len: size,
+            });
+        }
+        let iovecs = receiver.iovecs.as_mut_ptr();
+        let peers = receiver.peers.as_mut_ptr();
+        for i in 0..capacity {
+            receiver.headers.push(message_header(
+                iovecs.wrapping_add(i),
+                peers.wrapping_add(i).cast(),
+                ADDRESS_LEN,
+            ));
+        }
+        receiver
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Receives up to the capacity of datagrams from `socket`. With
+    /// [`Wait::Blocking`] it waits for the first (up to the socket's read
+    /// timeout) and takes whatever else is queued. Returns how many came.
+    #[inline]
+    pub fn receive(&mut self, socket: impl AsFd, wait: Wait) -> io::Result<usize> {
+        for header in &mut self.headers {
+            header.msg_hdr.msg_namelen = ADDRESS_LEN;
+        }
+        let flags = match wait {
+            Wait::Blocking => libc::MSG_WAITFORONE,
+            Wait::Never => libc::MSG_DONTWAIT,
+        };
+        // SAFETY: `headers` holds `capacity` initialised mmsghdr values
+        // whose iovecs and address buffers point into buffers `self` owns
+        // (see the module invariants), at most `iov_len` and
+        // `msg_namelen` bytes each; a null timeout leaves the wait to the
+        // flags and the socket.
+        let n = unsafe {
+            libc::recvmmsg(
+                socket.as_fd().as_raw_fd(),
+                self.headers.as_mut_ptr(),
+                self.capacity as libc::c_uint,
+                flags,
+                ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = n as usize;
+        for i in 0..n {
+            let header = &self.headers[i];
+            self.lens[i] = header.msg_len as usize;
+            self.truncated[i] = header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+            self.peer_lens[i] = header.msg_hdr.msg_namelen;
+        }
+        Ok(n)
+    }
+
+    /// The `i`th datagram of the last receive (cut to the buffer size).
+    #[inline]
+    pub fn datagram(&self, i: usize) -> &[u8] {
+        let start = i * self.size;
+        &self.buffers[start..start + self.lens[i]]
+    }
+
+    /// Whether the `i`th datagram was longer than its buffer.
+    pub fn truncated(&self, i: usize) -> bool {
+        self.truncated[i]
+    }
+
+    /// Where the `i`th datagram came from.
+    #[inline]
+    pub fn peer(&self, i: usize) -> Peer<'_> {
+        Peer {
+            storage: &self.peers[i],
+            len: self.peer_lens[i],
+        }
+    }
+}
+
+/// Reusable headers for sending a batch of datagrams in one system call.
+pub struct Sender {
+    iovecs: Vec<libc::iovec>,
+    headers: Vec<libc::mmsghdr>,
+}
+
+/// One datagram to send: its bytes and its peer (None on a connected
+/// socket).
+pub type Outgoing<'a> = (&'a [u8], Option<Peer<'a>>);
+
+impl Sender {
+    /// Headers for batches of up to `capacity` datagrams without
+    /// allocating (larger batches grow them).
+    pub fn with_capacity(capacity: usize) -> Sender {
+        Sender {
+            iovecs: Vec::with_capacity(capacity),
+            headers: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// Points the headers at `messages`, to be sent with [`Loaded::send`].
+    #[inline]
+    pub fn load<'s, 'a>(
+        &'s mut self,
+        messages: impl IntoIterator<Item = Outgoing<'a>>,
+    ) -> Loaded<'s, 'a> {
+        self.iovecs.clear();
+        self.headers.clear();
+        for (bytes, peer) in messages {
+            self.iovecs.push(libc::iovec {
+                // The kernel only reads a sent datagram.
+                iov_base: bytes.as_ptr().cast_mut().cast(),
+                iov_len: bytes.len(),
+            });
+            let (name, len) = match peer {
+                Some(p) => (ptr::from_ref(p.storage).cast_mut().cast(), p.len),
+                None => (ptr::null_mut(), 0),
+            };
+            // The iovec pointer is filled in below, once `iovecs` stops
+            // growing.
+            self.headers
+                .push(message_header(ptr::null_mut(), name, len));
+        }
+        let iovecs = self.iovecs.as_mut_ptr();
+        for (k, header) in self.headers.iter_mut().enumerate() {
+            header.msg_hdr.msg_iov = iovecs.wrapping_add(k);
+        }
+        Loaded {
+            sender: self,
+            _messages: PhantomData,
+        }
+    }
+}
+
+/// A batch of datagrams ready to send; it borrows them and their peers.
+pub struct Loaded<'s, 'a> {
+    sender: &'s mut Sender,
+    _messages: PhantomData<Outgoing<'a>>,
+}
+
+impl Loaded<'_, '_> {
+    /// How many datagrams the batch holds.
+    pub fn len(&self) -> usize {
+        self.sender.headers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sender.headers.is_empty()
+    }
+
+    /// Sends the datagrams from the `first`th on in one system call.
+    /// Returns how many the kernel took (from `first` on, in order); an
+    /// error is about the `first`th.
+    #[inline]
+    pub fn send(&mut self, socket: impl AsFd, first: usize, wait: Wait) -> io::Result<usize> {
+        let rest = &mut self.sender.headers[first..];
+        let flags = match wait {
+            Wait::Blocking => 0,
+            Wait::Never => libc::MSG_DONTWAIT,
+        };
+        // SAFETY: each header points at its own iovec in `iovecs` (not
+        // resized since `load`) and at a message and peer address that
+        // `self` borrows for 'a (see the module invariants); the kernel
+        // only reads them.
+        let n = unsafe {
+            libc::sendmmsg(
+                socket.as_fd().as_raw_fd(),
+                rest.as_mut_ptr(),
+                rest.len() as libc::c_uint,
+                flags,
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::time::Duration;
+
+    fn pair(address: &str) -> (UdpSocket, UdpSocket) {
+        let bind = || {
+            let s = UdpSocket::bind(address).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            s
+        };
+        (bind(), bind())
+    }
+
+    /// Receives until `want` datagrams have come (the kernel may hand
+    /// them over in more than one batch).
+    fn receive_all(rx: &mut Receiver, socket: &UdpSocket, want: usize) -> Vec<(Vec<u8>, bool)> {
+        let mut got = Vec::new();
+        while got.len() < want {
+            let n = rx.receive(socket, Wait::Blocking).unwrap();
+            assert!(n > 0 && n <= rx.capacity());
+            got.extend((0..n).map(|i| (rx.datagram(i).to_vec(), rx.truncated(i))));
+        }
+        got
+    }
+
+    #[test]
+    fn a_batch_arrives_with_its_peers_and_goes_back() {
+        let (server, client) = pair("127.0.0.1:0");
+        let to = server.local_addr().unwrap();
+        for i in 0..6u8 {
+            client.send_to(&[i; 3], to).unwrap();
+        }
+        let mut rx = Receiver::new(8, 64);
+        let got = receive_all(&mut rx, &server, 6);
+        let want: Vec<(Vec<u8>, bool)> = (0..6u8).map(|i| (vec![i; 3], false)).collect();
+        assert_eq!(got, want);
+        // Answer the last batch, each datagram reversed with a marker.
+        let n = rx.receive(&server, Wait::Never).unwrap_err();
+        assert_eq!(n.kind(), io::ErrorKind::WouldBlock);
+        client.send_to(b"abc", to).unwrap();
+        client.send_to(b"defg", to).unwrap();
+        let n = receive_all(&mut rx, &server, 2).len();
+        assert_eq!(n, 2, "both queued datagrams came in one batch");
+        let replies: Vec<Vec<u8>> = (0..n)
+            .map(|i| rx.datagram(i).iter().rev().copied().collect())
+            .collect();
+        assert!((0..n).all(|i| rx.peer(i).to_std() == Some(client.local_addr().unwrap())));
+        let mut tx = Sender::with_capacity(8);
+        let mut loaded = tx.load((0..n).map(|i| (&replies[i][..], Some(rx.peer(i)))));
+        assert_eq!(loaded.len(), 2);
+        assert_eq!(loaded.send(&server, 0, Wait::Blocking).unwrap(), 2);
+        let mut buf = [0u8; 16];
+        let len = client.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..len], b"cba");
+        let len = client.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..len], b"gfed");
+    }
+
+    #[test]
+    fn an_over_long_datagram_is_cut_and_flagged() {
+        let (server, client) = pair("127.0.0.1:0");
+        let to = server.local_addr().unwrap();
+        client.send_to(&[7u8; 100], to).unwrap();
+        client.send_to(&[8u8; 16], to).unwrap();
+        let mut rx = Receiver::new(4, 16);
+        let got = receive_all(&mut rx, &server, 2);
+        assert_eq!(got, vec![(vec![7u8; 16], true), (vec![8u8; 16], false)]);
+    }
+
+    #[test]
+    fn a_short_batch_returns_what_is_queued() {
+        let (server, client) = pair("127.0.0.1:0");
+        client
+            .send_to(b"one", server.local_addr().unwrap())
+            .unwrap();
+        let mut rx = Receiver::new(32, 512);
+        assert_eq!(rx.receive(&server, Wait::Blocking).unwrap(), 1);
+        assert_eq!(rx.datagram(0), b"one");
+        server
+            .set_read_timeout(Some(Duration::from_millis(30)))
+            .unwrap();
+        let err = rx.receive(&server, Wait::Blocking).unwrap_err();
+        assert!(matches!(
+            err.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        ));
+    }
+
+    #[test]
+    fn ipv6_peers_are_decoded() {
+        let (server, client) = pair("[::1]:0");
+        client.send_to(b"x", server.local_addr().unwrap()).unwrap();
+        let mut rx = Receiver::new(2, 64);
+        receive_all(&mut rx, &server, 1);
+        assert_eq!(rx.peer(0).to_std(), Some(client.local_addr().unwrap()));
+    }
+
+    #[test]
+    fn a_connected_socket_sends_without_peers_and_a_batch_can_resume() {
+        let (server, client) = pair("127.0.0.1:0");
+        client.connect(server.local_addr().unwrap()).unwrap();
+        let messages: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; i as usize + 1]).collect();
+        let mut tx = Sender::with_capacity(2);
+        let mut loaded = tx.load(messages.iter().map(|m| (&m[..], None)));
+        assert_eq!(loaded.len(), 5, "more than the capacity is fine");
+        assert_eq!(loaded.send(&client, 3, Wait::Never).unwrap(), 2);
+        assert_eq!(loaded.send(&client, 0, Wait::Never).unwrap(), 5);
+        let mut rx = Receiver::new(16, 64);
+        let got: Vec<Vec<u8>> = receive_all(&mut rx, &server, 7)
+            .into_iter()
+            .map(|(d, _)| d)
+            .collect();
+        let mut want = messages[3..].to_vec();
+        want.extend(messages.iter().cloned());
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn an_unconnected_socket_without_a_peer_is_an_error() {
+        let (server, _client) = pair("127.0.0.1:0");
+        let mut tx = Sender::with_capacity(1);
+        let mut loaded = tx.load([(&b"x"[..], None)]);
+        assert!(loaded.send(&server, 0, Wait::Never).is_err());
+    }
+}

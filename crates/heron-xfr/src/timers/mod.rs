@@ -1,0 +1,534 @@
+//! The timers of every secondary zone, as a state machine without I/O.
+//!
+//! [`Timers`] is told what happened and when ([`Event`], with `now`), and
+//! answers with what to do ([`Action`]) and when to wake it next
+//! ([`Timers::next_wakeup`]). It never reads a clock, touches the network
+//! or the disk, nor draws a random number: the jitter comes from a source
+//! it is given. The tokio driver ([`crate::secondary::refresh`]) does the
+//! I/O and feeds the results back as events; tests drive it with a fake
+//! clock.
+//!
+//! The rules (RFC 1034 4.3.5, RFC 1996):
+//!
+//! * A kept copy younger than its expire interval is served at start; its
+//!   age (the kept file's modification time, the date of its last
+//!   successful check) counts against the refresh and expire intervals, so
+//!   the timers survive a restart.
+//! * A check asks the primaries in order for their SOA serial; a newer one
+//!   is transferred (IXFR from the served serial; AXFR when nothing is
+//!   served). The first primary that answers ends the check.
+//! * After a successful check the next one is a refresh interval on, and
+//!   the zone expires an expire interval on. Before a transfer, the kept
+//!   file is dated one refresh interval back, so that a restart before it
+//!   completes checks again at once.
+//! * A failed check is retried after a wait that doubles up to the SOA
+//!   retry interval, with jitter, and not before its primaries, if they are
+//!   all left alone after failing, may be tried again
+//!   ([`crate::secondary::backoff`]).
+//! * Past the expire interval with no successful check the zone stops
+//!   answering (SERVFAIL); a later successful check serves it again.
+//! * A NOTIFY starts a check at once, but a zone has at most one check in
+//!   flight, and checks started by NOTIFY are at least
+//!   [`NOTIFY_CHECK_INTERVAL`] apart: NOTIFYs arriving during a check, or
+//!   too soon after the last one, make one more check when it is allowed.
+//!   A NOTIFY does not end a primary's back-off, nor a zone's.
+//!
+//! Every zone's next wake-up sits in one binary heap keyed by (when,
+//! zone), as in Knot's `zone/events/`, instead of a task per zone.
+
+mod queue;
+#[cfg(test)]
+mod tests;
+
+use std::time::{Duration, Instant};
+
+use heron_zone::Zone;
+
+use crate::secondary::backoff::retry_delay;
+use crate::secondary::refresh::TimerBounds;
+use crate::serial;
+use queue::Queue;
+
+/// The shortest time between two checks of one zone started by NOTIFY.
+pub const NOTIFY_CHECK_INTERVAL: Duration = Duration::from_secs(2);
+
+/// A zone, numbered by whoever adds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ZoneId(pub u32);
+
+/// One check of one zone. Results carry it back, so that the result of a
+/// check the machine no longer waits for (its zone removed, or removed and
+/// added again) is ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckId(u64);
+
+/// A zone's refresh, retry and expire intervals, within the bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SoaTimers {
+    pub refresh: Duration,
+    pub retry: Duration,
+    pub expire: Duration,
+}
+
+impl SoaTimers {
+    /// The intervals of `zone`'s SOA, held within `bounds`.
+    pub fn of(zone: &Zone, bounds: TimerBounds) -> SoaTimers {
+        let rdata = zone.soa().first_rdata();
+        let field = |i: usize| {
+            let at = rdata.len() - 20 + 4 * i;
+            Duration::from_secs(u32::from_be_bytes(rdata[at..at + 4].try_into().unwrap()) as u64)
+        };
+        let refresh = field(1).clamp(bounds.min_refresh, bounds.max_refresh);
+        let retry = field(2).clamp(bounds.min_retry, bounds.max_retry);
+        // Never before one refresh and one retry have had their chance.
+        let expire = field(3)
+            .clamp(bounds.min_expire, bounds.max_expire)
+            .max(refresh + retry);
+        SoaTimers {
+            refresh,
+            retry,
+            expire,
+        }
+    }
+}
+
+/// A version of a zone: its serial and its timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Version {
+    pub serial: u32,
+    pub timers: SoaTimers,
+}
+
+impl Version {
+    pub fn of(zone: &Zone, bounds: TimerBounds) -> Version {
+        Version {
+            serial: zone.serial(),
+            timers: SoaTimers::of(zone, bounds),
+        }
+    }
+}
+
+/// Why an exchange with a primary failed, as far as the timers care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// Not tried: the primary failed lately and is left alone until then.
+    LeftAlone { until: Instant },
+    /// Tried, and failed.
+    Failed,
+}
+
+/// How a transfer ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transfer {
+    /// The zone now serves this version (published and kept by the
+    /// driver before it says so).
+    Received(Version),
+    /// The primary has nothing newer.
+    UpToDate,
+}
+
+/// What happened.
+#[derive(Clone, Copy, Debug)]
+pub enum Event {
+    /// A zone to keep fresh, from `primaries` primaries; `kept` is the copy
+    /// on disk, if any, with the time since its last successful check.
+    Added {
+        zone: ZoneId,
+        primaries: usize,
+        kept: Option<(Version, Duration)>,
+    },
+    /// A zone no longer kept fresh; what is in flight for it is ignored.
+    Removed(ZoneId),
+    /// The wake-up time came.
+    TimerFired,
+    /// A NOTIFY for the zone, with the serial it carried.
+    Notify { zone: ZoneId, serial: Option<u32> },
+    /// The answer to [`Action::CheckSoa`].
+    SoaChecked {
+        zone: ZoneId,
+        check: CheckId,
+        result: Result<u32, Failure>,
+    },
+    /// The end of [`Action::Transfer`].
+    Transferred {
+        zone: ZoneId,
+        check: CheckId,
+        result: Result<Transfer, Failure>,
+    },
+}
+
+/// What to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Serve the kept copy read at start.
+    ServeKept(ZoneId),
+    /// Do not serve the kept copy: it is past its expire time.
+    DropKept(ZoneId),
+    /// Ask primary number `primary` (in the zone's order) for its serial.
+    CheckSoa {
+        zone: ZoneId,
+        check: CheckId,
+        primary: usize,
+    },
+    /// Transfer the zone from primary number `primary`: IXFR from the
+    /// served serial, if there is one, else AXFR.
+    Transfer {
+        zone: ZoneId,
+        check: CheckId,
+        primary: usize,
+        ixfr_from: Option<u32>,
+    },
+    /// Stop serving the zone (SERVFAIL): no successful check for its
+    /// expire interval.
+    Expire(ZoneId),
+    /// Date the kept copy: its last successful check was `ago` before now.
+    DateKept { zone: ZoneId, ago: Duration },
+}
+
+/// A source of jitter: a number spread evenly over `u16`.
+pub type Jitter = Box<dyn FnMut() -> u16 + Send>;
+
+/// The timers of every secondary zone.
+pub struct Timers {
+    zones: Vec<Option<ZoneState>>,
+    queue: Queue,
+    /// The retry cap of a zone that serves nothing yet.
+    min_retry: Duration,
+    jitter: Jitter,
+    next_check_id: u64,
+}
+
+/// One zone's timers: kept small, there may be 100,000 of them.
+#[derive(Debug)]
+struct ZoneState {
+    primaries: u16,
+    serving: Option<Version>,
+    next_check: Instant,
+    /// Set while serving.
+    expire_at: Option<Instant>,
+    /// Checks failed in a row.
+    failures: u32,
+    check: Option<Check>,
+    /// A NOTIFY came that no check has answered yet.
+    notified: bool,
+    /// The time of the last check a NOTIFY started (or will start).
+    notify_check_at: Option<Instant>,
+    /// Its entry in the queue.
+    queued: Option<Instant>,
+}
+
+/// A check in flight.
+#[derive(Clone, Copy, Debug)]
+struct Check {
+    id: CheckId,
+    /// The primary asked now.
+    primary: u16,
+    /// The soonest a primary left alone may be tried, if all are.
+    primaries_back: Option<Instant>,
+    all_left_alone: bool,
+}
+
+impl Timers {
+    /// `min_retry` caps the retries of a zone that has nothing to serve
+    /// (its SOA, with its retry interval, unknown).
+    pub fn new(min_retry: Duration, jitter: Jitter) -> Timers {
+        Timers {
+            zones: Vec::new(),
+            queue: Queue::default(),
+            min_retry,
+            jitter,
+            next_check_id: 0,
+        }
+    }
+
+    /// When to fire [`Event::TimerFired`] next, if ever.
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        self.queue.earliest()
+    }
+
+    /// Handles `event`, which happened at `now`; what to do goes to `out`.
+    pub fn handle(&mut self, now: Instant, event: Event, out: &mut Vec<Action>) {
+        match event {
+            Event::Added {
+                zone,
+                primaries,
+                kept,
+            } => self.add(now, zone, primaries, kept, out),
+            Event::Removed(zone) => {
+                if let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::take) {
+                    self.queue.move_to(zone, z.queued, None);
+                }
+            }
+            Event::TimerFired => {
+                while let Some(zone) = self.queue.pop_due(now) {
+                    self.state_mut(zone).queued = None;
+                    self.wake(now, zone, out);
+                }
+            }
+            Event::Notify { zone, serial: _ } => self.notified(now, zone, out),
+            Event::SoaChecked {
+                zone,
+                check,
+                result,
+            } if self.waits_for(zone, check) => match result {
+                Ok(serial) => self.serial_seen(now, zone, serial, out),
+                Err(failure) => self.primary_failed(now, zone, failure, out),
+            },
+            Event::Transferred {
+                zone,
+                check,
+                result,
+            } if self.waits_for(zone, check) => match result {
+                Ok(Transfer::Received(version)) => {
+                    self.state_mut(zone).serving = Some(version);
+                    self.succeeded(now, zone, out)
+                }
+                Ok(Transfer::UpToDate) => self.succeeded(now, zone, out),
+                Err(failure) => self.primary_failed(now, zone, failure, out),
+            },
+            // The result of a check no longer awaited.
+            Event::SoaChecked { .. } | Event::Transferred { .. } => {}
+        }
+    }
+
+    fn state(&self, zone: ZoneId) -> Option<&ZoneState> {
+        self.zones.get(zone.0 as usize)?.as_ref()
+    }
+
+    /// The state of a zone known to exist.
+    fn state_mut(&mut self, zone: ZoneId) -> &mut ZoneState {
+        self.zones[zone.0 as usize]
+            .as_mut()
+            .expect("the zone exists")
+    }
+
+    /// Whether `check` of `zone` is the one in flight, its result awaited.
+    pub fn waits_for(&self, zone: ZoneId, check: CheckId) -> bool {
+        self.state(zone)
+            .and_then(|z| z.check)
+            .is_some_and(|c| c.id == check)
+    }
+
+    fn add(
+        &mut self,
+        now: Instant,
+        zone: ZoneId,
+        primaries: usize,
+        kept: Option<(Version, Duration)>,
+        out: &mut Vec<Action>,
+    ) {
+        let mut state = ZoneState {
+            primaries: primaries.min(u16::MAX as usize) as u16,
+            serving: None,
+            next_check: now,
+            expire_at: None,
+            failures: 0,
+            check: None,
+            notified: false,
+            notify_check_at: None,
+            queued: None,
+        };
+        match kept {
+            Some((version, age)) if age < version.timers.expire => {
+                out.push(Action::ServeKept(zone));
+                state.serving = Some(version);
+                state.next_check = now + version.timers.refresh.saturating_sub(age);
+                state.expire_at = Some(now + (version.timers.expire - age));
+            }
+            Some(_) => out.push(Action::DropKept(zone)),
+            None => {}
+        }
+        let at = zone.0 as usize;
+        if self.zones.len() <= at {
+            self.zones.resize_with(at + 1, || None);
+        }
+        if let Some(old) = self.zones[at].replace(state) {
+            self.queue.move_to(zone, old.queued, None);
+        }
+        self.schedule(zone);
+    }
+
+    /// Whatever is due for `zone` at `now`.
+    fn wake(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
+        let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if z.expire_at.is_some_and(|at| at <= now) {
+            z.serving = None;
+            z.expire_at = None;
+            out.push(Action::Expire(zone));
+        }
+        if z.check.is_none() && z.next_check <= now {
+            self.start_check(now, zone, out);
+        }
+        self.schedule(zone);
+    }
+
+    fn notified(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
+        let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if z.check.is_some() {
+            z.notified = true;
+            return;
+        }
+        let allowed = z
+            .notify_check_at
+            .map_or(now, |last| (last + NOTIFY_CHECK_INTERVAL).max(now));
+        if z.next_check <= allowed {
+            // A check comes soon enough anyway.
+            if z.next_check <= now {
+                self.wake(now, zone, out);
+            }
+            return;
+        }
+        z.next_check = allowed;
+        z.notify_check_at = Some(allowed);
+        if allowed <= now {
+            self.wake(now, zone, out);
+        } else {
+            self.schedule(zone);
+        }
+    }
+
+    fn start_check(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
+        let id = CheckId(self.next_check_id);
+        self.next_check_id += 1;
+        let z = self.state_mut(zone);
+        z.notified = false;
+        z.check = Some(Check {
+            id,
+            primary: 0,
+            primaries_back: None,
+            all_left_alone: true,
+        });
+        if z.primaries == 0 {
+            // Nobody to ask: a failed check, retried as any other.
+            return self.check_failed(now, zone, out);
+        }
+        out.push(ask(zone, z, 0));
+    }
+
+    /// A primary answered with `serial`.
+    fn serial_seen(&mut self, now: Instant, zone: ZoneId, serial: u32, out: &mut Vec<Action>) {
+        let z = self.state_mut(zone);
+        let check = z.check.expect("a check is in flight");
+        match z.serving {
+            Some(have) if !serial::is_newer(serial, have.serial) => self.succeeded(now, zone, out),
+            serving => {
+                if let Some(have) = serving {
+                    // Should we stop before this transfer completes, a
+                    // restart must not wait out the refresh interval.
+                    out.push(Action::DateKept {
+                        zone,
+                        ago: have.timers.refresh,
+                    });
+                }
+                out.push(Action::Transfer {
+                    zone,
+                    check: check.id,
+                    primary: check.primary as usize,
+                    ixfr_from: serving.map(|v| v.serial),
+                });
+            }
+        }
+    }
+
+    /// The primary asked failed: the next one is asked, or the check
+    /// failed.
+    fn primary_failed(
+        &mut self,
+        now: Instant,
+        zone: ZoneId,
+        failure: Failure,
+        out: &mut Vec<Action>,
+    ) {
+        let z = self.state_mut(zone);
+        let check = z.check.as_mut().expect("a check is in flight");
+        match failure {
+            Failure::LeftAlone { until } => {
+                check.primaries_back = Some(check.primaries_back.map_or(until, |t| t.min(until)));
+            }
+            Failure::Failed => check.all_left_alone = false,
+        }
+        check.primary += 1;
+        if check.primary < z.primaries {
+            let primary = check.primary as usize;
+            out.push(ask(zone, z, primary));
+        } else {
+            self.check_failed(now, zone, out);
+        }
+    }
+
+    fn check_failed(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
+        let jitter = (self.jitter)();
+        let min_retry = self.min_retry;
+        let z = self.state_mut(zone);
+        let check = z.check.take().expect("a check is in flight");
+        z.failures = z.failures.saturating_add(1);
+        let cap = z.serving.map_or(min_retry, |v| v.timers.retry);
+        let back = check
+            .primaries_back
+            .filter(|_| check.all_left_alone)
+            .map(|t| t.saturating_duration_since(now));
+        z.next_check = now + retry_delay(z.failures, back, cap, jitter);
+        self.check_ended(now, zone, out);
+    }
+
+    fn succeeded(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
+        let z = self.state_mut(zone);
+        z.check = None;
+        z.failures = 0;
+        if let Some(version) = z.serving {
+            z.next_check = now + version.timers.refresh;
+            z.expire_at = Some(now + version.timers.expire);
+            out.push(Action::DateKept {
+                zone,
+                ago: Duration::ZERO,
+            });
+        }
+        self.check_ended(now, zone, out);
+    }
+
+    /// A check ended: NOTIFYs that came during it make one more.
+    fn check_ended(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
+        let z = self.state_mut(zone);
+        if std::mem::take(&mut z.notified) {
+            self.notified(now, zone, out);
+        }
+        self.schedule(zone);
+    }
+
+    /// Puts `zone`'s next wake-up in the queue.
+    fn schedule(&mut self, zone: ZoneId) {
+        let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        let check_at = z.check.is_none().then_some(z.next_check);
+        let wake = match (check_at, z.expire_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.queue.move_to(zone, z.queued, wake);
+        z.queued = wake;
+    }
+}
+
+/// The first step of a check with primary number `primary`: its SOA
+/// serial, or, with nothing served to compare with, the transfer itself.
+fn ask(zone: ZoneId, z: &ZoneState, primary: usize) -> Action {
+    let check = z.check.expect("a check is in flight").id;
+    match z.serving {
+        Some(_) => Action::CheckSoa {
+            zone,
+            check,
+            primary,
+        },
+        None => Action::Transfer {
+            zone,
+            check,
+            primary,
+            ixfr_from: None,
+        },
+    }
+}

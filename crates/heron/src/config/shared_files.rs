@@ -1,0 +1,187 @@
+//! Files that two zones, or a zone and a journal, would both use. Zones
+//! that read one zone file are fine (parked domains); but a secondary's
+//! kept copy and a journal are written to, so a file that is one of those
+//! and anything else besides is a mistake: a transfer would overwrite
+//! another zone's source, or a journal append to a zone file.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use heron_proto::Name;
+
+/// What a zone does with a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Use {
+    /// Read: a primary zone's source.
+    ZoneFile,
+    /// Written by each transfer: a secondary zone's copy.
+    KeptCopy,
+    /// Appended to: a zone's IXFR history.
+    Journal,
+}
+
+impl Use {
+    fn is_written(self) -> bool {
+        self != Use::ZoneFile
+    }
+}
+
+impl fmt::Display for Use {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Use::ZoneFile => "zone file",
+            Use::KeptCopy => "kept copy (rewritten by every transfer)",
+            Use::Journal => "journal (written by every change)",
+        })
+    }
+}
+
+/// One error per file that a zone writes and something else uses too,
+/// naming the zones, the path and what to do. Paths are compared as
+/// [`Paths::key`] resolves them.
+pub fn conflicts<'a>(uses: impl IntoIterator<Item = (&'a Name, Use, &'a Path)>) -> Vec<String> {
+    let mut paths = Paths::default();
+    // Keyed by the octets: hashing a Path walks its components, which cost
+    // more than the rest of the check for 100,000 zones.
+    let mut by_file: HashMap<OsString, Vec<(&Name, Use, &Path)>> = HashMap::new();
+    for (zone, what, path) in uses {
+        by_file
+            .entry(paths.key(path).into_os_string())
+            .or_default()
+            .push((zone, what, path));
+    }
+    let mut errors: Vec<String> = by_file
+        .into_values()
+        .filter(|users| users.len() > 1 && users.iter().any(|(_, what, _)| what.is_written()))
+        .map(|users| {
+            let listed: Vec<String> = users
+                .iter()
+                .map(|(zone, what, _)| format!("zone {zone} ({what})"))
+                .collect();
+            format!(
+                "{} is used by {}: a file a zone writes must be used by nothing else; \
+                 give each its own file",
+                users[0].2.display(),
+                listed.join(" and ")
+            )
+        })
+        .collect();
+    errors.sort();
+    errors
+}
+
+/// Resolves paths for comparison: a file that exists, or whose folder
+/// does, by its canonical path; otherwise by its absolute path with `.`
+/// and `..` taken out. A folder is resolved once and listed once (for its
+/// symbolic links), so that 100,000 zone files in a few folders cost a few
+/// system calls, not one per file.
+#[derive(Default)]
+struct Paths {
+    folders: HashMap<OsString, Folder>,
+    /// Asked once: relative paths are common (a configuration named
+    /// without its folder).
+    cwd: Option<PathBuf>,
+}
+
+struct Folder {
+    canonical: PathBuf,
+    /// Entries that are symbolic links: resolved one by one.
+    links: HashSet<OsString>,
+}
+
+impl Paths {
+    fn key(&mut self, path: &Path) -> PathBuf {
+        let cwd = self
+            .cwd
+            .get_or_insert_with(|| std::env::current_dir().unwrap_or_default());
+        let path = absolute(path, cwd);
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return path;
+        };
+        let folder = self
+            .folders
+            .entry(dir.as_os_str().to_owned())
+            .or_insert_with(|| Folder::read(dir));
+        if folder.links.contains(name) {
+            if let Ok(target) = std::fs::canonicalize(&path) {
+                return target;
+            }
+        }
+        folder.canonical.join(name)
+    }
+}
+
+impl Folder {
+    fn read(dir: &Path) -> Folder {
+        let links = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_symlink()))
+            .map(|entry| entry.file_name())
+            .collect();
+        Folder {
+            canonical: std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()),
+            links,
+        }
+    }
+}
+
+/// `path` made absolute (from `cwd`), with `.` and `..` taken out by
+/// their text.
+fn absolute(path: &Path, cwd: &Path) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let joined = cwd.join(path);
+    let text = joined.as_os_str().as_bytes();
+    let has_dots = text.windows(2).any(|w| w == b"/." || w == b"//");
+    if !has_dots {
+        return joined; // the usual case, without rebuilding it
+    }
+    let mut out = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_that_name_one_file_compare_equal() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("c.zone");
+        std::fs::write(&real, "").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::os::unix::fs::symlink(&real, dir.path().join("link.zone")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("dirlink")).unwrap();
+        let mut paths = Paths::default();
+        let want = std::fs::canonicalize(&real).unwrap();
+        for same in [
+            "c.zone",
+            "sub/../c.zone",
+            "./c.zone",
+            "link.zone",
+            "dirlink/c.zone",
+        ] {
+            assert_eq!(paths.key(&dir.path().join(same)), want, "{same}");
+        }
+        // Files that do not exist yet: by their folder, or by their text.
+        let missing = std::fs::canonicalize(dir.path()).unwrap().join("new.zone");
+        assert_eq!(paths.key(&dir.path().join("dirlink/new.zone")), missing);
+        assert_eq!(paths.key(&dir.path().join("sub//../c.zone")), want);
+        assert_eq!(
+            paths.key(Path::new("/nowhere/a/../b/./kept")),
+            Path::new("/nowhere/b/kept")
+        );
+    }
+}
