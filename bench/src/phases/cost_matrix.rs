@@ -175,7 +175,7 @@ pub(crate) fn run(
         let pinned = workers == 1;
         if !pinned {
             let all: Vec<usize> = (0..heron_sys::cpu::online_cpus()).collect();
-            let _ = sys::pin_self(&all);
+            let _ = heron_sys::cpu::pin_current_thread(&all);
         }
         for id in &plan.udp_workloads {
             let Some(w) = wl.iter().find(|w| &w.id == id) else {
@@ -197,7 +197,7 @@ pub(crate) fn run(
             }
         }
         if !pinned {
-            let _ = sys::pin_self(&[ctx.args.generator_cpu]);
+            let _ = heron_sys::cpu::pin_current_thread(&[ctx.args.generator_cpu]);
         }
     }
     m
@@ -274,7 +274,7 @@ fn udp_rows(
                 tcp: None,
                 gen_cpus: gen_cpus(ctx, workers),
             };
-            let mut cell = CostCell {
+            let cell = CostCell {
                 transport: "udp".into(),
                 workload: w.id.clone(),
                 generator: generator.name().into(),
@@ -283,13 +283,7 @@ fn udp_rows(
                 is_max: max.is_some_and(|x| (x - rate).abs() < 1.0),
                 ..CostCell::default()
             };
-            cell.servers = measure_cell(ctx, &servers, &cols, &load, plan.trials)?;
-            say_cell(ctx, &cell);
-            m.cells.push(cell);
-            save(m);
-            if interrupted() {
-                return Err("interrupted".into());
-            }
+            record_cell(ctx, (&servers, &cols), &load, plan.trials, cell, m, save)?;
         }
     }
     Ok(())
@@ -319,7 +313,7 @@ fn tcp_rows(
                 tcp: Some((connections, in_flight)),
                 gen_cpus: gen_cpus(ctx, 1),
             };
-            let mut cell = CostCell {
+            let cell = CostCell {
                 transport: "tcp".into(),
                 workload: w.id.clone(),
                 generator: "dnsperf".into(),
@@ -329,16 +323,30 @@ fn tcp_rows(
                 workers: 1,
                 ..CostCell::default()
             };
-            cell.servers = measure_cell(ctx, &servers, &cols, &load, plan.trials)?;
-            say_cell(ctx, &cell);
-            m.cells.push(cell);
-            save(m);
-            if interrupted() {
-                return Err("interrupted".into());
-            }
+            record_cell(ctx, (&servers, &cols), &load, plan.trials, cell, m, save)?;
         }
     }
     Ok(())
+}
+
+/// Measures `cell` in every server, adds it to `m` and saves.
+fn record_cell(
+    ctx: &Ctx,
+    (servers, cols): (&[Server], &[Column]),
+    load: &Load,
+    trials: usize,
+    mut cell: CostCell,
+    m: &mut CostMatrix,
+    save: &mut dyn FnMut(&CostMatrix),
+) -> Result<(), String> {
+    cell.servers = measure_cell(ctx, servers, cols, load, trials)?;
+    say_cell(ctx, &cell);
+    m.cells.push(cell);
+    save(m);
+    match interrupted() {
+        true => Err("interrupted".into()),
+        false => Ok(()),
+    }
 }
 
 /// `trials` rounds, every server once per round, the order rotated.
@@ -459,7 +467,9 @@ fn common_max(
 fn idle_busy_share() -> f64 {
     let (m0, t0) = (sys::machine_busy_seconds(), Instant::now());
     std::thread::sleep(std::time::Duration::from_millis(500));
-    (sys::machine_busy_seconds() - m0) / t0.elapsed().as_secs_f64() / heron_sys::cpu::online_cpus() as f64
+    (sys::machine_busy_seconds() - m0)
+        / t0.elapsed().as_secs_f64()
+        / heron_sys::cpu::online_cpus() as f64
 }
 
 fn say_cell(ctx: &Ctx, cell: &CostCell) {

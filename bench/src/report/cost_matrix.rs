@@ -201,7 +201,7 @@ mod tests {
                 .map(|(round, us)| CostTrial {
                     round,
                     answered: 1_000_000,
-                    server_cpu_s: us,
+                    server_cpu_s: *us,
                     wall_s: 1.0,
                     ..CostTrial::default()
                 })
