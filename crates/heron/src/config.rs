@@ -5,7 +5,7 @@
 //! listen = ["127.0.0.1:53", "[::1]:53"]
 //! workers = 2
 //! cpu-affinity = [0, 1]      # pin UDP workers to these CPUs, round robin
-//! udp-coalesce-us = 50       # under load, let queries gather this long at most (0: never)
+//! udp-coalesce-us = 50       # under load, let queries gather this long at most, when cheaper (0: never)
 //! max-udp-payload = 1232
 //! version = "heron"          # CH TXT version.bind; REFUSED when absent
 //! identity = "ns1"           # CH TXT id.server; REFUSED when absent

@@ -4,6 +4,7 @@
 
 pub mod batch;
 pub mod coalesce;
+pub mod pacing_choice;
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -177,7 +178,8 @@ impl<F: FnMut(&[u8], &mut Vec<u8>) -> bool> Handler for F {
 /// whether to send it. Heron answers DNS here; the benchmark's reflector
 /// runs the same loop with an echo, which measures the path's own cost.
 /// Under steady load it lets datagrams gather between receives, for at
-/// most `coalesce` ([`coalesce`]; zero: never).
+/// most `coalesce` ([`coalesce`]; zero: never), while that measures
+/// cheaper than not waiting ([`pacing_choice`]).
 pub fn run_loop(
     socket: &UdpSocket,
     stop: &AtomicBool,
@@ -189,8 +191,12 @@ pub fn run_loop(
         tracing::debug!("UDP worker keeps the default timer slack");
     }
     let mut pacing = coalesce::Coalescer::new(Instant::now(), coalesce);
+    let mut cpu_clock = pacing_choice::ThreadCpuClock::open();
+    let mut choice = pacing_choice::PacingChoice::new(Instant::now(), &mut cpu_clock);
     while !stop.load(Ordering::Relaxed) {
-        if let Some(wait) = pacing.wait(Instant::now()) {
+        if choice.pacing()
+            && let Some(wait) = pacing.wait(Instant::now())
+        {
             std::thread::sleep(wait);
         }
         let received = match batch.receive(socket) {
@@ -201,7 +207,11 @@ pub fn run_loop(
                 continue;
             }
         };
-        pacing.received(Instant::now(), received);
+        let now = Instant::now();
+        pacing.received(now, received);
+        if !coalesce.is_zero() {
+            choice.received(now, received, pacing.busy(), &mut cpu_clock);
+        }
         handler.handle_batch(&mut batch, received);
         if let Err(e) = batch.send(socket) {
             tracing::debug!("UDP send failed: {e}");
