@@ -1,10 +1,14 @@
 //! DNS over TCP (RFC 7766).
 //!
-//! Each connection reads whatever the client has sent, answers every
-//! complete query in it, and writes all the responses in one write, so a
+//! Each connection reads whatever the client has sent, answers the
+//! complete queries in it, and writes the responses in one write, so a
 //! client that pipelines gets its answers without waiting for each other.
-//! Between reads a connection keeps only an incomplete message, if any,
-//! and its task is kept small (transfers and TLS live elsewhere), so an
+//! At most [`QUEUED_ANSWERS_CAP`] bytes of answers are built before they
+//! are written: the queries past the cap wait, unread ones in the socket,
+//! until the client has taken what is queued, so a client that sends and
+//! never reads holds little memory. Between reads a connection keeps only
+//! what it has not answered (an incomplete message, or whole ones the cap
+//! held back: at most a message and a read), and its task is kept small (transfers and TLS live elsewhere), so an
 //! idle connection costs about 1.4 KB besides its socket (`heron-bench`,
 //! docs/benchmarks: "Idle TCP connections").
 //!
@@ -36,6 +40,10 @@ use crate::tls::TlsAcceptor;
 const READ_CHUNK: usize = 8192;
 /// Reads a TLS connection takes before it writes what they answered.
 const READS_PER_ROUND: usize = 8;
+/// Bytes of answers a connection builds before it writes them; the next
+/// query is answered only after they are written. One response may take
+/// it past the cap, by at most a message.
+pub const QUEUED_ANSWERS_CAP: usize = 64 * 1024;
 /// Pending listen queue asked of the kernel (which cuts it to
 /// `net.core.somaxconn`; `heron doctor` checks that).
 pub const LISTEN_BACKLOG: i32 = 1024;
@@ -244,6 +252,21 @@ async fn connection(
     // holds no buffers at all.
     let mut partial: Vec<u8> = Vec::new();
     loop {
+        // What the cap held back is answered before anything more is read.
+        while holds_whole_message(&partial) {
+            let mut transfers: Vec<Transfer> = Vec::new();
+            let mut output = Vec::new();
+            let from = (peer, Transport::Tcp);
+            take_input(
+                &[],
+                &mut partial,
+                &mut output,
+                &mut transfers,
+                from,
+                &shared,
+            )?;
+            respond(&mut stream, &output, transfers, peer, &shared).await?;
+        }
         let ready = tokio::select! {
             ready = timeout(shared.idle, stream.readable()) => ready,
             _ = shutdown.changed() => return Ok(()),
@@ -255,7 +278,8 @@ async fn connection(
         // The chunk is scoped to end before the next await, so it is never
         // part of the task's saved state.
         let mut transfers: Vec<Transfer> = Vec::new();
-        let output = {
+        let mut output = Vec::new();
+        {
             let mut chunk = [0u8; READ_CHUNK];
             let n = match stream.try_read(&mut chunk) {
                 Ok(0) => return Ok(()),
@@ -264,8 +288,16 @@ async fn connection(
                 Err(e) => return Err(e),
             };
             let from = (peer, Transport::Tcp);
-            take_input(&chunk[..n], &mut partial, &mut transfers, from, &shared)?
-        };
+            let data = &chunk[..n];
+            take_input(
+                data,
+                &mut partial,
+                &mut output,
+                &mut transfers,
+                from,
+                &shared,
+            )?;
+        }
         respond(&mut stream, &output, transfers, peer, &shared).await?;
     }
 }
@@ -291,19 +323,40 @@ async fn tls_connection(
     while !ended {
         let mut transfers: Vec<Transfer> = Vec::new();
         let mut output = Vec::new();
-        {
+        let from = (peer, Transport::Tls);
+        if holds_whole_message(&partial) {
+            // What the cap held back is answered before anything more is
+            // read (the rest waits in TLS's bounded buffers or the socket).
+            take_input(
+                &[],
+                &mut partial,
+                &mut output,
+                &mut transfers,
+                from,
+                &shared,
+            )?;
+            drained = false;
+        } else {
             let mut chunk = [0u8; READ_CHUNK];
-            // A client that keeps sending is answered every few reads, so
-            // the answers waiting to be written stay bounded.
+            // A client that keeps sending is answered every few reads, or
+            // sooner once the answers reach the cap.
             for _ in 0..READS_PER_ROUND {
                 drained = false;
                 match read_now(&mut stream, &mut chunk) {
                     Poll::Ready(Ok(0)) => ended = true,
                     Poll::Ready(Ok(n)) => {
-                        let from = (peer, Transport::Tls);
-                        let answers =
-                            take_input(&chunk[..n], &mut partial, &mut transfers, from, &shared)?;
-                        output.extend_from_slice(&answers);
+                        let data = &chunk[..n];
+                        take_input(
+                            data,
+                            &mut partial,
+                            &mut output,
+                            &mut transfers,
+                            from,
+                            &shared,
+                        )?;
+                        if holds_whole_message(&partial) || !transfers.is_empty() {
+                            break;
+                        }
                         continue;
                     }
                     Poll::Ready(Err(e)) => return Err(e),
@@ -347,22 +400,28 @@ fn read_now<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut [u8]) -> Poll<io::Re
     }
 }
 
-/// Answers what a read brought after any incomplete message kept from
-/// before; keeps the new incomplete message, if any.
+/// Answers what a read brought after what was kept from before, up to
+/// the cap on queued answers; keeps what it did not answer.
 fn take_input(
     data: &[u8],
     partial: &mut Vec<u8>,
+    output: &mut Vec<u8>,
     transfers: &mut Vec<Transfer>,
     from: (SocketAddr, Transport),
     shared: &Shared,
-) -> io::Result<Vec<u8>> {
+) -> io::Result<()> {
     let service = &*shared.service;
     if partial.is_empty() {
-        return answer_and_keep_rest(data, partial, transfers, from, service);
+        return answer_and_keep_rest(data, partial, output, transfers, from, service);
     }
     partial.extend_from_slice(data);
     let input = std::mem::take(partial);
-    answer_and_keep_rest(&input, partial, transfers, from, service)
+    answer_and_keep_rest(&input, partial, output, transfers, from, service)
+}
+
+/// Whether `bytes` begin with a whole length-prefixed message.
+fn holds_whole_message(bytes: &[u8]) -> bool {
+    bytes.len() >= 2 && bytes.len() - 2 >= u16::from_be_bytes([bytes[0], bytes[1]]) as usize
 }
 
 /// Writes the responses of one read, then the transfers they asked for
@@ -459,26 +518,26 @@ fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
-/// Answers the whole messages in `input` and returns the framed responses;
-/// an incomplete message at the end is copied to `rest`.
+/// Answers the whole messages in `input` up to the cap, appending the
+/// framed responses to `output`; what is left is copied to `rest`.
 fn answer_and_keep_rest(
     input: &[u8],
     rest: &mut Vec<u8>,
+    output: &mut Vec<u8>,
     transfers: &mut Vec<Transfer>,
     from: (SocketAddr, Transport),
     service: &Service,
-) -> io::Result<Vec<u8>> {
-    let mut output = Vec::new();
+) -> io::Result<()> {
     let consumed = RESPONSE.with_borrow_mut(|response| {
         let mut out = Output {
             response,
-            framed: &mut output,
+            framed: output,
             transfers,
         };
         answer_complete_messages(input, from, service, &mut out)
     })?;
     rest.extend_from_slice(&input[consumed..]);
-    Ok(output)
+    Ok(())
 }
 
 thread_local! {
@@ -498,8 +557,10 @@ struct Output<'a> {
     transfers: &'a mut Vec<Transfer>,
 }
 
-/// Answers every whole length-prefixed message at the front of `input`,
-/// appending framed responses to `out`; returns the bytes consumed.
+/// Answers the whole length-prefixed messages at the front of `input`,
+/// appending framed responses to `out`, until the framed responses reach
+/// [`QUEUED_ANSWERS_CAP`] or a transfer is asked for (it is sent before
+/// the queries after it are answered); returns the bytes consumed.
 fn answer_complete_messages(
     input: &[u8],
     (peer, transport): (SocketAddr, Transport),
@@ -509,7 +570,8 @@ fn answer_complete_messages(
     let mut at = 0;
     let now = unix_now();
     let mut events: Vec<Event> = Vec::new();
-    while input.len() - at >= 2 {
+    while input.len() - at >= 2 && out.framed.len() < QUEUED_ANSWERS_CAP && out.transfers.is_empty()
+    {
         let len = u16::from_be_bytes([input[at], input[at + 1]]) as usize;
         if len == 0 {
             return Err(io::Error::new(
