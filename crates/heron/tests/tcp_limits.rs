@@ -243,3 +243,59 @@ fn pipelining_tls_clients_that_never_read_hold_bounded_memory() {
         .unwrap();
     assert_eq!(answer_count(first), 220);
 }
+
+/// Whether the server has closed `conn` (end of stream or reset).
+fn closed_by_server(conn: &mut TcpStream) -> bool {
+    conn.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 64];
+    let closed = match conn.read(&mut buf) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    };
+    conn.set_nonblocking(false).unwrap();
+    closed
+}
+
+/// Slowloris: clients that send one byte a second and never complete a
+/// message held their slots for as long as they kept sending. Now each
+/// is closed once its message is overdue, and the slots serve others.
+#[test]
+fn clients_that_never_complete_a_message_are_closed() {
+    let zone = edge_zone();
+    let server = ServerProcess::heron_with_config(&heron(), "edge.test", |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
+             [tcp]\nidle-timeout = 60\nmessage-timeout = 2\nmax-connections-per-client = 3\n\
+             [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n",
+            zone.display()
+        )
+    });
+    // Admitted (answered once), then begin a message of 200 bytes.
+    let mut slow: Vec<TcpStream> = (0..3)
+        .map(|_| {
+            let mut conn = admitted_connection(server.addr()).expect("within the limit");
+            conn.write_all(&200u16.to_be_bytes()).unwrap();
+            conn
+        })
+        .collect();
+    let mut refused = TcpStream::connect(server.addr()).unwrap();
+    assert!(
+        !answers_on(&mut refused),
+        "the slow clients hold every slot"
+    );
+    let give_up = Instant::now() + Duration::from_secs(30);
+    while !slow.is_empty() && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_secs(1));
+        // One more byte each; a write may fail once the server is gone.
+        slow.retain_mut(|conn| {
+            let _ = conn.write_all(&[0]);
+            !closed_by_server(conn)
+        });
+    }
+    assert!(slow.is_empty(), "{} slow clients still open", slow.len());
+    assert!(
+        admitted_connection(server.addr()).is_some(),
+        "a new client is served once they are closed"
+    );
+}
