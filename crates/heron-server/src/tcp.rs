@@ -280,18 +280,10 @@ async fn connection(
     loop {
         // What the cap held back is answered before anything more is read.
         while partial.holds_whole_message() {
-            let mut transfers: Vec<Transfer> = Vec::new();
-            let mut output = Vec::new();
+            let mut replies = Replies::default();
             let from = (peer, Transport::Tcp);
-            take_input(
-                &[],
-                &mut partial,
-                &mut output,
-                &mut transfers,
-                from,
-                &shared,
-            )?;
-            respond(&mut stream, &output, transfers, peer, &shared).await?;
+            take_input(&[], &mut partial, &mut replies, from, &shared)?;
+            respond(&mut stream, replies, peer, &shared).await?;
         }
         let ready = tokio::select! {
             ready = timeout(partial.wait(shared.idle), stream.readable()) => ready,
@@ -303,8 +295,7 @@ async fn connection(
         }
         // The chunk is scoped to end before the next await, so it is never
         // part of the task's saved state.
-        let mut transfers: Vec<Transfer> = Vec::new();
-        let mut output = Vec::new();
+        let mut replies = Replies::default();
         {
             let mut chunk = [0u8; READ_CHUNK];
             let n = match stream.try_read(&mut chunk) {
@@ -314,17 +305,9 @@ async fn connection(
                 Err(e) => return Err(e),
             };
             let from = (peer, Transport::Tcp);
-            let data = &chunk[..n];
-            take_input(
-                data,
-                &mut partial,
-                &mut output,
-                &mut transfers,
-                from,
-                &shared,
-            )?;
+            take_input(&chunk[..n], &mut partial, &mut replies, from, &shared)?;
         }
-        respond(&mut stream, &output, transfers, peer, &shared).await?;
+        respond(&mut stream, replies, peer, &shared).await?;
     }
 }
 
@@ -347,20 +330,12 @@ async fn tls_connection(
     let mut partial = Unanswered::default();
     let (mut ended, mut drained) = (false, true);
     while !ended {
-        let mut transfers: Vec<Transfer> = Vec::new();
-        let mut output = Vec::new();
+        let mut replies = Replies::default();
         let from = (peer, Transport::Tls);
         if partial.holds_whole_message() {
             // What the cap held back is answered before anything more is
             // read (the rest waits in TLS's bounded buffers or the socket).
-            take_input(
-                &[],
-                &mut partial,
-                &mut output,
-                &mut transfers,
-                from,
-                &shared,
-            )?;
+            take_input(&[], &mut partial, &mut replies, from, &shared)?;
             drained = false;
         } else {
             let mut chunk = [0u8; READ_CHUNK];
@@ -371,16 +346,8 @@ async fn tls_connection(
                 match read_now(&mut stream, &mut chunk) {
                     Poll::Ready(Ok(0)) => ended = true,
                     Poll::Ready(Ok(n)) => {
-                        let data = &chunk[..n];
-                        take_input(
-                            data,
-                            &mut partial,
-                            &mut output,
-                            &mut transfers,
-                            from,
-                            &shared,
-                        )?;
-                        if partial.holds_whole_message() || !transfers.is_empty() {
+                        take_input(&chunk[..n], &mut partial, &mut replies, from, &shared)?;
+                        if partial.holds_whole_message() || !replies.transfers.is_empty() {
                             break;
                         }
                         continue;
@@ -391,7 +358,7 @@ async fn tls_connection(
                 break;
             }
         }
-        respond(&mut stream, &output, transfers, peer, &shared).await?;
+        respond(&mut stream, replies, peer, &shared).await?;
         if ended {
             break;
         }
@@ -431,22 +398,29 @@ fn read_now<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut [u8]) -> Poll<io::Re
 fn take_input(
     data: &[u8],
     partial: &mut Unanswered,
-    output: &mut Vec<u8>,
-    transfers: &mut Vec<Transfer>,
+    replies: &mut Replies,
     from: (SocketAddr, Transport),
     shared: &Shared,
 ) -> io::Result<()> {
     let service = &*shared.service;
     let kept = &mut partial.bytes;
     let consumed = if kept.is_empty() {
-        answer_and_keep_rest(data, kept, output, transfers, from, service)?
+        answer_and_keep_rest(data, kept, replies, from, service)?
     } else {
         kept.extend_from_slice(data);
         let input = std::mem::take(kept);
-        answer_and_keep_rest(&input, kept, output, transfers, from, service)?
+        answer_and_keep_rest(&input, kept, replies, from, service)?
     };
     partial.restart_deadline(consumed > 0, shared.message_timeout);
     Ok(())
+}
+
+/// What answering some input asks to write: framed responses, then the
+/// transfers they asked for.
+#[derive(Default)]
+struct Replies {
+    framed: Vec<u8>,
+    transfers: Vec<Transfer>,
 }
 
 /// What a connection has read and not answered: the start of a message,
@@ -488,13 +462,13 @@ impl Unanswered {
 /// (the idle timeout bounds each write, not the whole transfer).
 async fn respond<S: AsyncWrite + Unpin>(
     stream: &mut S,
-    output: &[u8],
-    transfers: Vec<Transfer>,
+    replies: Replies,
     peer: SocketAddr,
     shared: &Shared,
 ) -> io::Result<()> {
-    if !output.is_empty() {
-        write_all(stream, output, shared.idle).await?;
+    let Replies { framed, transfers } = replies;
+    if !framed.is_empty() {
+        write_all(stream, &framed, shared.idle).await?;
     }
     if !transfers.is_empty() {
         // Boxed: transfers are rare, and inline their state would size
@@ -579,21 +553,20 @@ fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
 }
 
 /// Answers the whole messages in `input` up to the cap, appending the
-/// framed responses to `output`; what is left is copied to `rest`.
+/// framed responses to `replies`; what is left is copied to `rest`.
 /// Returns the bytes answered.
 fn answer_and_keep_rest(
     input: &[u8],
     rest: &mut Vec<u8>,
-    output: &mut Vec<u8>,
-    transfers: &mut Vec<Transfer>,
+    replies: &mut Replies,
     from: (SocketAddr, Transport),
     service: &Service,
 ) -> io::Result<usize> {
     let consumed = RESPONSE.with_borrow_mut(|response| {
         let mut out = Output {
             response,
-            framed: output,
-            transfers,
+            framed: &mut replies.framed,
+            transfers: &mut replies.transfers,
         };
         answer_complete_messages(input, from, service, &mut out)
     })?;
