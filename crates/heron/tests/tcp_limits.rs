@@ -99,6 +99,17 @@ fn answer_count(conn: &mut impl Read) -> usize {
 /// The most a test lets the server's RSS grow by, in KiB.
 const GROWTH_BOUND_KIB: usize = 150 * 1024;
 
+/// Asserts the server's RSS stays within [`GROWTH_BOUND_KIB`] of
+/// `baseline` for a few seconds with `clients` that never read.
+fn assert_growth_bounded(pid: u32, baseline: usize, clients: &str) {
+    let peak = peak_rss_kib(pid);
+    eprintln!("server RSS {baseline} KiB before, {peak} KiB at most after");
+    assert!(
+        peak < baseline + GROWTH_BOUND_KIB,
+        "RSS {baseline} KiB before, {peak} KiB with {clients} that never read"
+    );
+}
+
 fn scratch_dir(tag: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix(&format!("heron-{tag}-"))
@@ -123,12 +134,7 @@ fn pipelining_clients_that_never_read_hold_bounded_memory() {
             conn
         })
         .collect();
-    let peak = peak_rss_kib(pid);
-    eprintln!("server RSS {baseline} KiB before, {peak} KiB at most after");
-    assert!(
-        peak < baseline + GROWTH_BOUND_KIB,
-        "RSS {baseline} KiB before, {peak} KiB with 100 clients that never read"
-    );
+    assert_growth_bounded(pid, baseline, "100 clients");
     // The queries were answered, as far as the client takes them.
     conns[0]
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -171,12 +177,7 @@ fn pipelining_tls_clients_that_never_read_hold_bounded_memory() {
             conn
         })
         .collect();
-    let peak = peak_rss_kib(pid);
-    eprintln!("server RSS {baseline} KiB before, {peak} KiB at most after");
-    assert!(
-        peak < baseline + GROWTH_BOUND_KIB,
-        "RSS {baseline} KiB before, {peak} KiB with 20 TLS clients that never read"
-    );
+    assert_growth_bounded(pid, baseline, "20 TLS clients");
     let first = &mut conns[0];
     first
         .sock
