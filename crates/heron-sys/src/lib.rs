@@ -15,6 +15,7 @@
 //! * [`memory`]: huge pages (`MADV_COLLAPSE`), `malloc_trim`.
 //! * [`process`]: signals, resource limits, namespaces, clock ticks.
 //! * [`socket`]: socket options the standard library lacks.
+//! * [`xdp`]: the XDP program, AF_XDP sockets and their rings.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -25,3 +26,4 @@ pub mod process;
 pub mod sched;
 pub mod socket;
 pub mod udp;
+pub mod xdp;
