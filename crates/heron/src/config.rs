@@ -354,18 +354,27 @@ impl Default for ServerSection {
 pub struct TcpSection {
     #[serde(default = "default_idle")]
     pub idle_timeout: u64,
+    #[serde(default = "default_message_timeout")]
+    pub message_timeout: u64,
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
     #[serde(default = "default_per_client")]
     pub max_connections_per_client: usize,
+    #[serde(default = "default_ipv4_client_prefix")]
+    pub ipv4_client_prefix: u8,
+    #[serde(default = "default_ipv6_client_prefix")]
+    pub ipv6_client_prefix: u8,
 }
 
 impl Default for TcpSection {
     fn default() -> Self {
         TcpSection {
             idle_timeout: default_idle(),
+            message_timeout: default_message_timeout(),
             max_connections: default_max_connections(),
             max_connections_per_client: default_per_client(),
+            ipv4_client_prefix: default_ipv4_client_prefix(),
+            ipv6_client_prefix: default_ipv6_client_prefix(),
         }
     }
 }
@@ -513,6 +522,33 @@ fn default_udp_payload() -> u16 {
 fn default_idle() -> u64 {
     TcpLimits::default().idle_timeout.as_secs()
 }
+/// Errors in `[tcp]`: prefix lengths an address cannot have, a message
+/// deadline of zero (every message would be late).
+fn check_tcp(tcp: &TcpSection) -> Vec<String> {
+    let mut errors = Vec::new();
+    if tcp.message_timeout == 0 {
+        errors.push("[tcp] message-timeout must be at least 1".to_string());
+    }
+    if tcp.ipv4_client_prefix > 32 {
+        let got = tcp.ipv4_client_prefix;
+        errors.push(format!("[tcp] ipv4-client-prefix {got} is above 32"));
+    }
+    if tcp.ipv6_client_prefix > 128 {
+        let got = tcp.ipv6_client_prefix;
+        errors.push(format!("[tcp] ipv6-client-prefix {got} is above 128"));
+    }
+    errors
+}
+
+fn default_message_timeout() -> u64 {
+    TcpLimits::default().message_timeout.as_secs()
+}
+fn default_ipv4_client_prefix() -> u8 {
+    TcpLimits::default().ipv4_client_prefix
+}
+fn default_ipv6_client_prefix() -> u8 {
+    TcpLimits::default().ipv6_client_prefix
+}
 fn default_max_connections() -> usize {
     TcpLimits::default().max_connections
 }
@@ -606,6 +642,11 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             .chain(check_shared_files(&zones, &secondaries, &policies))
             .map(|e| format!("{}: {e}", path.display())),
     );
+    errors.extend(
+        check_tcp(&file.tcp)
+            .into_iter()
+            .map(|e| format!("{}: {e}", path.display())),
+    );
     let server = &file.server;
     if server.listen.is_empty() {
         errors.push(format!("{}: [server] listen is empty", path.display()));
@@ -680,8 +721,11 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             udp_coalesce: Duration::from_micros(server.udp_coalesce_us),
             tcp: TcpLimits {
                 idle_timeout: Duration::from_secs(file.tcp.idle_timeout),
+                message_timeout: Duration::from_secs(file.tcp.message_timeout),
                 max_connections: file.tcp.max_connections,
                 max_connections_per_client: file.tcp.max_connections_per_client,
+                ipv4_client_prefix: file.tcp.ipv4_client_prefix,
+                ipv6_client_prefix: file.tcp.ipv6_client_prefix,
             },
             answer: AnswerConfig {
                 max_udp_payload: server.max_udp_payload,
@@ -1094,6 +1138,9 @@ mod tests {
         assert_eq!(s.server.workers, 2);
         assert_eq!(s.server.tcp.idle_timeout, Duration::from_secs(3));
         assert_eq!(s.server.tcp.max_connections_per_client, 5);
+        assert_eq!(s.server.tcp.message_timeout, Duration::from_secs(5));
+        assert_eq!(s.server.tcp.ipv6_client_prefix, 56);
+        assert_eq!(s.server.tcp.ipv4_client_prefix, 32);
         assert_eq!(s.server.answer.version.as_deref(), Some("heron 0.1"));
         assert_eq!(s.zones[0].file, Path::new("/etc/heron/example.com.zone"));
     }
@@ -1106,6 +1153,26 @@ mod tests {
         assert_eq!(s.server.udp_coalesce, Duration::from_micros(50));
         assert_eq!(s.max_zone_file_size, 16 << 30);
         assert!(s.zones.is_empty());
+    }
+
+    #[test]
+    fn tcp_client_prefixes_and_message_timeout_are_checked() {
+        let s =
+            parse("[tcp]\nmessage-timeout = 2\nipv4-client-prefix = 24\nipv6-client-prefix = 64\n")
+                .unwrap();
+        assert_eq!(s.server.tcp.message_timeout, Duration::from_secs(2));
+        assert_eq!(s.server.tcp.ipv4_client_prefix, 24);
+        assert_eq!(s.server.tcp.ipv6_client_prefix, 64);
+        let at_most = parse("[tcp]\nipv4-client-prefix = 32\nipv6-client-prefix = 128\n");
+        assert!(at_most.is_ok(), "{at_most:?}");
+        let errors = parse(
+            "[tcp]\nmessage-timeout = 0\nipv4-client-prefix = 33\nipv6-client-prefix = 129\n",
+        )
+        .unwrap_err();
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].ends_with("[tcp] message-timeout must be at least 1"));
+        assert!(errors[1].ends_with("[tcp] ipv4-client-prefix 33 is above 32"));
+        assert!(errors[2].ends_with("[tcp] ipv6-client-prefix 129 is above 128"));
     }
 
     #[test]
