@@ -85,6 +85,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let primary = Arc::new(primary(settings.policies, journals, &catalog, &kept));
     let keys = Arc::new(settings.keys);
     let (notify_tx, notifies) = mpsc::unbounded_channel();
+    let expiry = Arc::new(ExpiryDeadlines::default());
     let secondary_origins = settings.secondaries.iter().map(|s| s.origin.clone());
     let queries = Queries {
         primary: primary.clone(),
@@ -93,7 +94,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         notify_in: (!settings.secondaries.is_empty()).then_some(notify_tx),
         query_policy: settings.shield.query_policy,
         nsid: settings.shield.nsid,
-        expiry: Arc::default(),
+        expiry: expiry.clone(),
     };
     let limits = &settings.secondary;
     let transfers = Transfers {
@@ -113,6 +114,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         .with_transfer_limits(limits.transfer_limits()),
         notifies,
         bounds: limits.bounds(),
+        expiry,
     };
     let process = ProcessSettings {
         control_socket: settings.control,

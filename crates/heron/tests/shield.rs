@@ -11,7 +11,8 @@ use std::time::Duration;
 use heron_proto::message::Message;
 use heron_proto::{Name, RType, Rcode};
 use heron_testkit::{
-    DigTool, EdnsOpts, QueryOpts, ServerProcess, build_query, run_dig_with, try_query_udp_from,
+    DigTool, EdnsOpts, QueryOpts, ServerProcess, build_query, kdig_expire, run_dig_with,
+    try_query_udp_from,
 };
 
 fn heron() -> PathBuf {
@@ -176,18 +177,8 @@ fn nsid_is_returned_to_dig_and_kdig_over_udp_and_tcp() {
     assert!(!dig.expect_success().contains("NSID"), "{dig}");
 }
 
-/// kdig's `;; EXPIRE: N` value, if it printed one.
-fn kdig_expire(output: &str) -> Option<u32> {
-    let line = output.lines().find(|l| l.starts_with(";; EXPIRE: "))?;
-    line[";; EXPIRE: ".len()..]
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 #[test]
-fn a_primary_tells_expire_the_soa_expire_on_soa_and_transfers() {
+fn a_primary_tells_expire_the_soa_expire_on_soa_answers() {
     let server = acl_server();
     let addr = server.addr();
     let soa = run_dig_with(DigTool::Kdig, addr, "open.test", "SOA", &["+expire"]);
