@@ -23,61 +23,47 @@ const ENTRY_BUFFER: usize = 4096;
 
 /// The uid and primary gid of the user called `name`.
 pub fn user(name: &str) -> io::Result<Ids> {
-    let name = c_name(name)?;
-    let mut buf = vec![0u8; ENTRY_BUFFER];
-    loop {
-        // SAFETY: all-zero is a valid `passwd` (null pointers, zero ids);
-        // getpwnam_r fills it in.
-        let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: all-zero is a valid `passwd` (null pointers, zero ids).
+    let entry: libc::passwd = unsafe { std::mem::zeroed() };
+    let found = look_up("user", name, entry, |name, entry, buf, found| {
         // SAFETY: `name` is NUL-terminated; `entry`, `buf` (with its
         // length) and `found` are valid for writes for the call, and the
         // strings written into `buf` are not read after it.
-        let rc = unsafe {
-            libc::getpwnam_r(
-                name.as_ptr(),
-                &mut entry,
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut found,
-            )
-        };
-        match rc {
-            0 if found.is_null() => return Err(not_found("user", &name)),
-            0 => {
-                return Ok(Ids {
-                    uid: entry.pw_uid,
-                    gid: entry.pw_gid,
-                });
-            }
-            libc::ERANGE => buf.resize(buf.len() * 2, 0),
-            errno => return Err(io::Error::from_raw_os_error(errno)),
-        }
-    }
+        unsafe { libc::getpwnam_r(name, entry, buf.as_mut_ptr().cast(), buf.len(), found) }
+    })?;
+    Ok(Ids {
+        uid: found.pw_uid,
+        gid: found.pw_gid,
+    })
 }
 
 /// The gid of the group called `name`.
 pub fn group(name: &str) -> io::Result<u32> {
+    // SAFETY: all-zero is a valid `group` (null pointers, zero id).
+    let entry: libc::group = unsafe { std::mem::zeroed() };
+    let found = look_up("group", name, entry, |name, entry, buf, found| {
+        // SAFETY: as in `user`: every pointer is valid for the call and
+        // nothing in `buf` is read after it.
+        unsafe { libc::getgrnam_r(name, entry, buf.as_mut_ptr().cast(), buf.len(), found) }
+    })?;
+    Ok(found.gr_gid)
+}
+
+/// Calls a `get*nam_r` function, growing its buffer while it is too
+/// small; the entry found (whose ids the caller reads, not its strings).
+fn look_up<E>(
+    what: &str,
+    name: &str,
+    mut entry: E,
+    call: impl Fn(*const libc::c_char, &mut E, &mut [u8], &mut *mut E) -> libc::c_int,
+) -> io::Result<E> {
     let name = c_name(name)?;
     let mut buf = vec![0u8; ENTRY_BUFFER];
     loop {
-        // SAFETY: all-zero is a valid `group` (null pointers, zero id).
-        let mut entry: libc::group = unsafe { std::mem::zeroed() };
-        let mut found: *mut libc::group = std::ptr::null_mut();
-        // SAFETY: as in `user`: every pointer is valid for the call and
-        // nothing in `buf` is read after it.
-        let rc = unsafe {
-            libc::getgrnam_r(
-                name.as_ptr(),
-                &mut entry,
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut found,
-            )
-        };
-        match rc {
-            0 if found.is_null() => return Err(not_found("group", &name)),
-            0 => return Ok(entry.gr_gid),
+        let mut found: *mut E = std::ptr::null_mut();
+        match call(name.as_ptr(), &mut entry, &mut buf, &mut found) {
+            0 if found.is_null() => return Err(not_found(what, &name)),
+            0 => return Ok(entry),
             libc::ERANGE => buf.resize(buf.len() * 2, 0),
             errno => return Err(io::Error::from_raw_os_error(errno)),
         }
