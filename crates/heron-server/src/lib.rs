@@ -27,6 +27,7 @@ pub mod service;
 pub mod tcp;
 pub mod tls;
 pub mod udp;
+pub mod xdp;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -71,6 +72,8 @@ pub struct ServerConfig {
     pub answer: AnswerConfig,
     /// DNS over TLS, if configured.
     pub tls: Option<TlsListen>,
+    /// The AF_XDP fast path for UDP, if configured.
+    pub xdp: Option<xdp::XdpConfig>,
 }
 
 /// Where DNS over TLS is served and with which certificate.

@@ -16,6 +16,7 @@
 //! * [`process`]: signals, resource limits, namespaces, clock ticks.
 //! * [`socket`]: socket options the standard library lacks.
 //! * [`privileges`]: user and group lookup, dropping root.
+//! * [`xdp`]: the XDP program, AF_XDP sockets and their rings.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -27,3 +28,4 @@ pub mod process;
 pub mod sched;
 pub mod socket;
 pub mod udp;
+pub mod xdp;

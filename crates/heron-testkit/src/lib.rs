@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod fake_primary;
+pub mod netns;
 pub mod normalize;
 mod peer_conf;
 pub mod primary;

@@ -55,6 +55,7 @@ use std::net::IpAddr;
 use heron_proto::Name;
 use heron_proto::tsig::{Algorithm, Key};
 use heron_server::processor::QueryPolicy;
+use heron_server::xdp::{Mode, XdpConfig, XdpListen};
 use heron_server::{ServerConfig, TcpLimits, TlsListen, tls};
 use heron_sys::privileges::Ids;
 use heron_xfr::acl::{Acl, Rule};
@@ -90,11 +91,54 @@ pub struct ConfigFile {
     pub keys: Vec<KeyEntry>,
     #[serde(default)]
     pub secondary: SecondarySection,
+    #[serde(default)]
+    pub xdp: XdpSection,
     /// Checked here with the rest; used before the rest is read, when
     /// logging starts (see [`crate::logging::section_of`]).
     #[serde(default)]
     #[allow(dead_code)]
     pub log: crate::logging::LogSection,
+}
+
+/// The AF_XDP fast path for UDP (off unless `listen` names an interface).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct XdpSection {
+    /// `"IFACE@PORT"` entries, e.g. `"eth0@53"`.
+    pub listen: Vec<String>,
+    /// `"auto"` (native if the driver has it, else generic), `"native"`
+    /// or `"generic"`.
+    pub mode: Option<String>,
+}
+
+impl XdpSection {
+    fn config(&self) -> Result<Option<XdpConfig>, Vec<String>> {
+        let mut errors = Vec::new();
+        let listen: Vec<XdpListen> = self
+            .listen
+            .iter()
+            .filter_map(|l| {
+                l.parse()
+                    .map_err(|e| errors.push(format!("[xdp] listen: {e}")))
+                    .ok()
+            })
+            .collect();
+        let mode = match self.mode.as_deref().unwrap_or("auto") {
+            "auto" => Mode::Auto,
+            "native" => Mode::Native,
+            "generic" => Mode::Generic,
+            other => {
+                errors.push(format!(
+                    "[xdp] mode: {other:?} is not one of \"auto\", \"native\", \"generic\""
+                ));
+                Mode::Auto
+            }
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok((!listen.is_empty()).then_some(XdpConfig { listen, mode }))
+    }
 }
 
 /// How secondary zones are refreshed (all times in seconds).
@@ -575,6 +619,10 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             errors.push(format!("{}: [[zone-group]]: {e}", path.display()));
         }
     }
+    let xdp = file.xdp.config().unwrap_or_else(|e| {
+        errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
+        None
+    });
     let Zones {
         mut zones,
         secondaries,
@@ -701,6 +749,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
                 identity: server.identity.clone(),
             },
             tls,
+            xdp,
         },
         zones,
         keys,
@@ -842,6 +891,7 @@ impl RestartOnly {
         parts.add("[tls]", &file.tls);
         parts.add("[[key]]", &file.keys);
         parts.add("[secondary]", &file.secondary);
+        parts.add("[xdp]", &file.xdp);
         parts
     }
 
@@ -1584,6 +1634,47 @@ udp-coalesce-us = 1001
             parse_zone_arg("example.com=f.zone").unwrap().origin,
             Name::parse("example.com").unwrap()
         );
+    }
+
+    #[test]
+    fn xdp_listens_on_interface_and_port_in_the_mode_asked() {
+        assert!(parse("").unwrap().server.xdp.is_none());
+        assert!(parse("[xdp]\nlisten = []\n").unwrap().server.xdp.is_none());
+        let s = parse("[xdp]\nlisten = [\"eth0@53\", \"veth-a.1@65535\"]\n").unwrap();
+        let xdp = s.server.xdp.unwrap();
+        assert_eq!(xdp.mode, Mode::Auto);
+        let want = |interface: &str, port| XdpListen {
+            interface: interface.into(),
+            port,
+        };
+        assert_eq!(xdp.listen, [want("eth0", 53), want("veth-a.1", 65535)]);
+        for (mode, want) in [("native", Mode::Native), ("generic", Mode::Generic)] {
+            let s = parse(&format!(
+                "[xdp]\nlisten = [\"eth0@53\"]\nmode = \"{mode}\"\n"
+            ));
+            assert_eq!(s.unwrap().server.xdp.unwrap().mode, want);
+        }
+        // Interface names: at most 15 bytes (IFNAMSIZ less the NUL).
+        assert!(parse("[xdp]\nlisten = [\"abcdefghijklmno@53\"]\n").is_ok());
+        let bad = [
+            ("abcdefghijklmnop@53", "1 to 15 characters"),
+            ("@53", "1 to 15 characters"),
+            ("eth0", "INTERFACE@PORT"),
+            ("eth0@0", "1 to 65535"),
+            ("eth0@65536", "1 to 65535"),
+            ("eth0@dns", "1 to 65535"),
+        ];
+        for (listen, says) in bad {
+            let err = parse(&format!("[xdp]\nlisten = [\"{listen}\"]\n")).unwrap_err();
+            assert!(
+                err[0].contains("[xdp] listen") && err[0].contains(says),
+                "{listen}: {err:?}"
+            );
+        }
+        let err = parse("[xdp]\nlisten = [\"eth0@53\"]\nmode = \"fast\"\n").unwrap_err();
+        assert!(err[0].contains("\"fast\" is not one of"), "{err:?}");
+        let err = parse("[xdp]\nlsten = []\n").unwrap_err();
+        assert!(err[0].contains("unknown field `lsten`"), "{err:?}");
     }
 
     #[test]

@@ -170,6 +170,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
                 tcp: TcpLimits::default(),
                 answer: AnswerConfig::default(),
                 tls: None,
+                xdp: None,
             },
             zones: Vec::new(),
             keys: Vec::new(),
@@ -384,6 +385,18 @@ async fn serve(
         tasks.push(spawn_stream(listener, None));
         tracing::info!("answering on {addr} (UDP and TCP)");
     }
+    // After the sockets: a server that cannot listen fails before it
+    // attaches anything to an interface.
+    let mut xdp = match &server.xdp {
+        Some(xdp) => Some(
+            heron_server::xdp::start(xdp, &server, service.clone(), stop.clone())
+                .map_err(|e| format!("cannot start XDP: {e}"))?,
+        ),
+        None => None,
+    };
+    if let Some(xdp) = &mut xdp {
+        threads.extend(std::mem::take(&mut xdp.threads));
+    }
     for (addr, acceptor) in tls_listeners(&server) {
         let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TLS {addr}: {e}"))?;
         tasks.push(spawn_stream(listener, Some(acceptor)));
@@ -429,6 +442,11 @@ async fn serve(
     }
     for thread in threads {
         let _ = thread.join();
+    }
+    // The workers are done with the sockets: the programs go.
+    if let Some(xdp) = xdp {
+        drop(xdp);
+        tracing::info!("XDP programs detached");
     }
     // Zones received in the last moments: on disk before we go.
     if let Some(keeper) = keeper

@@ -207,7 +207,8 @@ fn add_options(
     service.processor.add_options(catalog, &req, q, response);
 }
 
-fn udp_request(bytes: &[u8], peer: SocketAddr) -> Request<'_> {
+/// A datagram as the processor takes it, dated now.
+pub(crate) fn udp_request(bytes: &[u8], peer: SocketAddr) -> Request<'_> {
     Request {
         bytes,
         peer,
