@@ -216,6 +216,9 @@ pub async fn serve(
                 continue;
             }
         };
+        if shared.service.processor.blackholes(peer.ip()) {
+            continue; // `blackhole`: closed unanswered
+        }
         let Some(slot) = limiter.admit(peer.ip()) else {
             tracing::debug!("TCP connection from {peer} refused: connection limit");
             continue; // dropping the stream closes it

@@ -54,8 +54,10 @@ use std::net::IpAddr;
 
 use heron_proto::Name;
 use heron_proto::tsig::{Algorithm, Key};
+use heron_server::processor::QueryPolicy;
 use heron_server::xdp::{Mode, XdpConfig, XdpListen};
 use heron_server::{ServerConfig, TcpLimits, TlsListen, tls};
+use heron_sys::privileges::Ids;
 use heron_xfr::acl::{Acl, Rule};
 use heron_xfr::journal::file as journal_file;
 use heron_xfr::primary::{NotifyTarget, ZonePolicy};
@@ -65,6 +67,8 @@ use heron_xfr::secondary::refresh::{SecondaryZone, TimerBounds};
 use heron_xfr::secondary::tls::{TlsClients, XotTrust};
 use heron_zone::AnswerConfig;
 use serde::Deserialize;
+
+use crate::privileges;
 
 mod shared_files;
 
@@ -331,6 +335,19 @@ pub struct ServerSection {
     /// Most octets one zone load reads, its `$INCLUDE`s included.
     #[serde(default = "default_max_zone_file_size")]
     pub max_zone_file_size: u64,
+    // Query ACLs, NSID and the user to run as (issue 25), read into
+    // `QueryAccess`, the NSID and `RunAs` by `from_file`.
+    /// "PREFIX [key NAME]" entries allowed to query; unset: everyone.
+    pub allow_query: Option<Vec<String>>,
+    /// Prefixes whose queries get no answer at all.
+    #[serde(default)]
+    pub blackhole: Vec<String>,
+    /// Name server identifier (RFC 5001), as text or as hex.
+    pub nsid: Option<String>,
+    pub nsid_hex: Option<String>,
+    /// Who the server runs as once its sockets are bound.
+    pub user: Option<String>,
+    pub group: Option<String>,
 }
 
 impl Default for ServerSection {
@@ -345,6 +362,12 @@ impl Default for ServerSection {
             identity: None,
             control: None,
             max_zone_file_size: default_max_zone_file_size(),
+            allow_query: None,
+            blackhole: Vec::new(),
+            nsid: None,
+            nsid_hex: None,
+            user: None,
+            group: None,
         }
     }
 }
@@ -389,6 +412,9 @@ pub struct ZoneEntry {
     pub allow_transfer: Vec<String>,
     #[serde(default)]
     pub allow_notify: Vec<String>,
+    /// "PREFIX [key NAME]" entries that may query the zone; unset: the
+    /// server's `allow-query`.
+    pub allow_query: Option<Vec<String>>,
     /// "ADDRESS[:PORT] [key NAME]" entries.
     #[serde(default)]
     pub notify: Vec<String>,
@@ -415,6 +441,7 @@ pub struct ZoneGroup {
     pub allow_transfer: Vec<String>,
     #[serde(default)]
     pub allow_notify: Vec<String>,
+    pub allow_query: Option<Vec<String>>,
     #[serde(default)]
     pub notify: Vec<String>,
     #[serde(default)]
@@ -429,6 +456,7 @@ pub struct ZoneGroup {
 struct ZoneOptions<'a> {
     allow_transfer: &'a [String],
     allow_notify: &'a [String],
+    allow_query: Option<&'a [String]>,
     notify: &'a [String],
     primaries: &'a [String],
     journal: Option<bool>,
@@ -439,6 +467,7 @@ impl ZoneEntry {
         ZoneOptions {
             allow_transfer: &self.allow_transfer,
             allow_notify: &self.allow_notify,
+            allow_query: self.allow_query.as_deref(),
             notify: &self.notify,
             primaries: &self.primaries,
             journal: self.journal,
@@ -451,6 +480,7 @@ impl ZoneGroup {
         ZoneOptions {
             allow_transfer: &self.allow_transfer,
             allow_notify: &self.allow_notify,
+            allow_query: self.allow_query.as_deref(),
             notify: &self.notify,
             primaries: &self.primaries,
             journal: self.journal,
@@ -581,6 +611,8 @@ pub struct Settings {
     /// Most octets one zone load reads (see
     /// [`heron_zone::zonefile::set_max_load_size`]).
     pub max_zone_file_size: u64,
+    /// Query ACLs, NSID and the user to run as.
+    pub shield: Shield,
     /// What is worth saying about a configuration that is not wrong.
     pub warnings: Vec<String>,
     /// What a reload would not apply.
@@ -631,6 +663,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         mut zones,
         secondaries,
         mut policies,
+        query_acls,
     } = zones;
     let warnings = keep_shared_journals_in_memory(&single_zones, &mut policies)
         .into_iter()
@@ -671,6 +704,20 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             path.display()
         ));
     }
+    // The processor holds the zones' query ACLs from its start.
+    let mut zone_query_acls: Vec<String> = query_acls
+        .iter()
+        .map(|(origin, acl)| format!("{origin} {acl:?}"))
+        .collect();
+    zone_query_acls.sort_unstable();
+    restart_only.add_hashed("zones' allow-query", &zone_query_acls);
+    let shield = server_shield(server, &keys, query_acls).unwrap_or_else(|e| {
+        errors.extend(
+            e.into_iter()
+                .map(|e| format!("{}: [server] {e}", path.display())),
+        );
+        Shield::default()
+    });
     if server.workers == Some(0) {
         errors.push(format!(
             "{}: [server] workers must be at least 1",
@@ -710,6 +757,19 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         return Err(errors);
     }
     restart_only.add_hashed("secondary zones", &secondaries);
+    let mut warnings: Vec<String> = warnings;
+    if let Some(run_as) = &shield.run_as {
+        let control = server.control.as_ref().map(|p| base.join(p));
+        let written = (secondaries.iter().map(|z| z.file.as_path()))
+            .chain(policies.values().filter_map(|p| p.journal_file.as_deref()))
+            .chain(control.as_deref());
+        let unwritable = privileges::unwritable_folders(written, run_as.ids);
+        warnings.extend(
+            unwritable
+                .into_iter()
+                .map(|w| format!("{}: {w}", path.display())),
+        );
+    }
     let mut secondary_origins: HashSet<&Name> = HashSet::with_capacity(secondaries.len());
     secondary_origins.extend(secondaries.iter().map(|s| &s.origin));
     zones.retain(|z| !secondary_origins.contains(&z.origin));
@@ -743,9 +803,122 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         max_zone_file_size: server.max_zone_file_size,
         secondary: file.secondary,
         xot: xot.expect("no errors"),
+        shield,
         warnings,
         restart_only,
     })
+}
+
+/// Issue 25's `[server]` settings, read.
+#[derive(Debug, Default)]
+pub struct Shield {
+    pub query_policy: QueryPolicy,
+    /// Empty: no NSID.
+    pub nsid: Vec<u8>,
+    pub run_as: Option<RunAs>,
+}
+
+/// The user and group the server drops to after binding its sockets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunAs {
+    pub user: String,
+    /// None: the user's primary group.
+    pub group: Option<String>,
+    /// Both looked up.
+    pub ids: Ids,
+}
+
+/// The longest NSID accepted: an option's data is at most 65,535 octets,
+/// but an identifier is a name or a short code (BIND caps it likewise).
+pub const MAX_NSID_LEN: usize = 512;
+
+fn server_shield(
+    server: &ServerSection,
+    keys: &[Key],
+    zone_allow_query: HashMap<Name, Acl>,
+) -> Result<Shield, Vec<String>> {
+    let mut errors = Vec::new();
+    let mut blackhole = Vec::with_capacity(server.blackhole.len());
+    for item in &server.blackhole {
+        match item.parse() {
+            Ok(prefix) => blackhole.push(prefix),
+            Err(e) => errors.push(format!("blackhole '{item}': {e}")),
+        }
+    }
+    let allow_query = server
+        .allow_query
+        .as_deref()
+        .map(|list| parse_acl(list, "allow-query", keys))
+        .transpose()
+        .unwrap_or_else(|e| {
+            errors.push(e);
+            None
+        });
+    let nsid = nsid(server).unwrap_or_else(|e| {
+        errors.push(e);
+        Vec::new()
+    });
+    let run_as = match (&server.user, &server.group) {
+        (Some(user), group) => match privileges::resolve(user, group.as_deref()) {
+            Ok(ids) => Some(RunAs {
+                user: user.clone(),
+                group: group.clone(),
+                ids,
+            }),
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        },
+        (None, Some(_)) => {
+            errors.push("group is set without user".into());
+            None
+        }
+        (None, None) => None,
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(Shield {
+        query_policy: QueryPolicy {
+            blackhole,
+            allow_query,
+            zone_allow_query,
+        },
+        nsid,
+        run_as,
+    })
+}
+
+/// `nsid = "text"` or `nsid-hex = "…"`, not both.
+fn nsid(server: &ServerSection) -> Result<Vec<u8>, String> {
+    let nsid = match (&server.nsid, &server.nsid_hex) {
+        (Some(_), Some(_)) => return Err("nsid and nsid-hex are both set".into()),
+        (Some(text), None) => text.as_bytes().to_vec(),
+        (None, Some(hex)) => {
+            decode_hex(hex).ok_or_else(|| format!("nsid-hex '{hex}' is not hex"))?
+        }
+        (None, None) => return Ok(Vec::new()),
+    };
+    if nsid.is_empty() || nsid.len() > MAX_NSID_LEN {
+        return Err(format!(
+            "nsid must be 1 to {MAX_NSID_LEN} octets, not {}",
+            nsid.len()
+        ));
+    }
+    Ok(nsid)
+}
+
+/// Pairs of hex digits; None for anything else.
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    let digits = text.as_bytes();
+    if digits.len() % 2 != 0 || !digits.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    digits
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect()
 }
 
 /// What of a configuration file only a restart applies (a reload applies
@@ -795,11 +968,17 @@ struct ZoneSettings {
     /// None unless the zones are secondaries.
     primaries: Vec<Upstream>,
     keep_journal: bool,
+    /// The zone's own `allow-query`, if it has one.
+    allow_query: Option<Acl>,
 }
 
 fn zone_settings(options: ZoneOptions, keys: &[Key]) -> Result<ZoneSettings, String> {
     let primaries = upstreams(options.primaries, keys)?;
     Ok(ZoneSettings {
+        allow_query: options
+            .allow_query
+            .map(|list| parse_acl(list, "allow-query", keys))
+            .transpose()?,
         policy: zone_policy(&options, keys, &primaries)?,
         keep_journal: keeps_journal(&options)?,
         primaries,
@@ -854,6 +1033,8 @@ struct Zones {
     zones: Vec<ZoneSpec>,
     secondaries: Vec<SecondaryZone>,
     policies: HashMap<Name, ZonePolicy>,
+    /// Zones with an `allow-query` of their own.
+    query_acls: HashMap<Name, Acl>,
 }
 
 impl Zones {
@@ -862,7 +1043,11 @@ impl Zones {
             policy,
             primaries,
             keep_journal,
+            allow_query,
         } = settings;
+        if let Some(acl) = allow_query {
+            self.query_acls.insert(spec.origin.clone(), acl.clone());
+        }
         if *policy != ZonePolicy::default() {
             let mut policy = policy.clone();
             if *keep_journal && !policy.allow_transfer.is_empty() {
@@ -962,17 +1147,7 @@ fn zone_policy(
     keys: &[Key],
     primaries: &[Upstream],
 ) -> Result<ZonePolicy, String> {
-    let acl = |list: &[String], what: &str| -> Result<Acl, String> {
-        let rules = list.iter().map(|item| {
-            let (prefix, key) =
-                split_key(item, keys).map_err(|e| format!("{what} '{item}': {e}"))?;
-            let prefix = prefix
-                .parse()
-                .map_err(|e| format!("{what} '{item}': {e}"))?;
-            Ok(Rule { prefix, key })
-        });
-        Ok(Acl::new(rules.collect::<Result<_, String>>()?))
-    };
+    let acl = |list: &[String], what: &str| parse_acl(list, what, keys);
     let notify = entry.notify.iter().map(|item| {
         let (addr, key) = split_key(item, keys).map_err(|e| format!("notify '{item}': {e}"))?;
         let addr = parse_target(addr, 53).map_err(|e| format!("notify '{item}': {e}"))?;
@@ -998,6 +1173,19 @@ fn zone_policy(
         // Each zone's own, set when it is added.
         journal_file: None,
     })
+}
+
+/// "PREFIX [key NAME]" entries (`allow-transfer`, `allow-notify`,
+/// `allow-query`); every key named must be defined.
+fn parse_acl(list: &[String], what: &str, keys: &[Key]) -> Result<Acl, String> {
+    let rules = list.iter().map(|item| {
+        let (prefix, key) = split_key(item, keys).map_err(|e| format!("{what} '{item}': {e}"))?;
+        let prefix = prefix
+            .parse()
+            .map_err(|e| format!("{what} '{item}': {e}"))?;
+        Ok(Rule { prefix, key })
+    });
+    Ok(Acl::new(rules.collect::<Result<_, String>>()?))
 }
 
 /// Splits "WHAT [key NAME]"; the key must be defined.
@@ -1087,6 +1275,68 @@ mod tests {
     fn parse(text: &str) -> Result<Settings, Vec<String>> {
         let file: ConfigFile = toml::from_str(text).map_err(|e| vec![e.to_string()])?;
         from_file(file, Path::new("/etc/heron"), Path::new("heron.toml"))
+    }
+
+    #[test]
+    fn query_acls_blackhole_and_nsid_are_read() {
+        let s = parse(
+            "[server]\nallow-query = [\"10.0.0.0/8\", \"::1 key k\"]\nblackhole = [\"192.0.2.0/24\"]\n\
+             nsid-hex = \"6E7331\"\nuser = \"nobody\"\n\
+             [[key]]\nname = \"k\"\nsecret = \"c2VjcmV0\"\n\
+             [[zone]]\norigin = \"a.test\"\nfile = \"a\"\nallow-query = []\n\
+             [[zone]]\norigin = \"b.test\"\nfile = \"b\"\n",
+        )
+        .unwrap();
+        let policy = &s.shield.query_policy;
+        assert!(policy.blackholes("192.0.2.9".parse().unwrap()));
+        assert!(!policy.blackholes("192.0.3.1".parse().unwrap()));
+        let server_wide = policy.allow_query.as_ref().unwrap();
+        assert!(server_wide.check("10.1.2.3".parse().unwrap(), None).is_ok());
+        assert!(server_wide.check("::1".parse().unwrap(), None).is_err());
+        let a = Name::parse("a.test").unwrap();
+        assert!(
+            policy.zone_allow_query[&a].is_empty(),
+            "nobody may query a.test"
+        );
+        assert_eq!(
+            policy.zone_allow_query.len(),
+            1,
+            "b.test has no list of its own"
+        );
+        assert_eq!(s.shield.nsid, b"ns1");
+        let run_as = s.shield.run_as.unwrap();
+        assert_eq!((run_as.user.as_str(), run_as.group), ("nobody", None));
+        assert!(parse("").unwrap().shield.query_policy.is_empty());
+    }
+
+    #[test]
+    fn bad_query_acls_and_nsids_are_errors() {
+        let long = "x".repeat(MAX_NSID_LEN + 1);
+        let at_limit = "x".repeat(MAX_NSID_LEN);
+        assert!(parse(&format!("[server]\nnsid = \"{at_limit}\"\n")).is_ok());
+        for (server, want) in [
+            ("nsid = \"a\"\nnsid-hex = \"61\"", "both set"),
+            ("nsid-hex = \"6\"", "not hex"),
+            ("nsid-hex = \"+6\"", "not hex"),
+            ("nsid-hex = \"zz\"", "not hex"),
+            ("nsid = \"\"", "1 to 512"),
+            (&format!("nsid = \"{long}\""), "1 to 512"),
+            ("blackhole = [\"10.0.0.0/33\"]", "blackhole"),
+            ("allow-query = [\"10.0.0.1 key missing\"]", "not defined"),
+            ("group = \"nogroup\"", "without user"),
+        ] {
+            let errors = parse(&format!("[server]\n{server}\n")).unwrap_err();
+            assert!(
+                errors.iter().any(|e| e.contains(want)),
+                "{server}: {errors:?}"
+            );
+        }
+        let zone = "[[zone]]\norigin = \"a.test\"\nfile = \"a\"\nallow-query = [\"nonsense\"]\n";
+        let errors = parse(zone).unwrap_err();
+        assert!(
+            errors.iter().any(|e| e.contains("allow-query 'nonsense'")),
+            "{errors:?}"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod keygen;
 mod logging;
 mod memory;
 mod notify;
+mod privileges;
 mod reload;
 mod secondary;
 mod serve;

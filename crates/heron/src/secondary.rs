@@ -4,11 +4,11 @@
 //! served catalog.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use heron_proto::Name;
 use heron_server::SharedCatalog;
-use heron_server::processor::NotifyReceived;
+use heron_server::processor::{ExpiryDeadlines, NotifyReceived};
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::keeper::Keeper;
 use heron_xfr::secondary::refresh::{
@@ -33,6 +33,8 @@ pub struct Secondaries {
     pub bounds: TimerBounds,
     /// What [`load_kept`] read, in the order of `zones`.
     pub kept: Vec<Option<Zone>>,
+    /// When each zone expires, for the processor's EDNS EXPIRE.
+    pub expiry: Arc<ExpiryDeadlines>,
 }
 
 /// Reads the kept copies of `zones` (those that have one) on every core,
@@ -104,6 +106,7 @@ pub fn start(
         mut notifies,
         bounds,
         kept,
+        expiry,
     } = secondaries;
     if zones.is_empty() {
         return None;
@@ -139,7 +142,7 @@ pub fn start(
         .expect("a thread can be started");
     let ctx = Arc::new(Context {
         conns: connections,
-        publisher: Arc::new(CatalogPublisher { changes }),
+        publisher: Arc::new(CatalogPublisher { changes, expiry }),
         keeper: keeper.clone(),
         bounds,
     });
@@ -166,6 +169,7 @@ enum Change {
 /// Hands what the refresh task receives to `apply_changes`.
 struct CatalogPublisher {
     changes: mpsc::UnboundedSender<Change>,
+    expiry: Arc<ExpiryDeadlines>,
 }
 
 impl Publisher for CatalogPublisher {
@@ -174,7 +178,13 @@ impl Publisher for CatalogPublisher {
     }
 
     fn expire(&self, origin: &Name) {
+        self.expiry.remove(origin);
         let _ = self.changes.send(Change::Expire(origin.clone()));
+    }
+
+    fn expires_at(&self, origin: &Name, deadline: SystemTime) {
+        let since_epoch = deadline.duration_since(UNIX_EPOCH).unwrap_or_default();
+        self.expiry.set(origin, since_epoch.as_secs());
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use heron_proto::Name;
-use heron_server::processor::{NotifyReceived, Processor};
+use heron_server::processor::{ExpiryDeadlines, NotifyReceived, Processor, QueryPolicy};
 use heron_server::service::Service;
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::journal::DEFAULT_MAX_BYTES;
@@ -24,7 +24,7 @@ use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
 use tokio::sync::{mpsc, watch};
 
 use crate::ServeArgs;
-use crate::config::{self, Settings};
+use crate::config::{self, RunAs, Settings};
 use crate::control;
 use crate::notify;
 use crate::reload::{ConfigSource, Outcome, ZoneFiles};
@@ -85,12 +85,16 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let primary = Arc::new(primary(settings.policies, journals, &catalog, &kept));
     let keys = Arc::new(settings.keys);
     let (notify_tx, notifies) = mpsc::unbounded_channel();
+    let expiry = Arc::new(ExpiryDeadlines::default());
     let secondary_origins = settings.secondaries.iter().map(|s| s.origin.clone());
     let queries = Queries {
         primary: primary.clone(),
         keys: keys.clone(),
         secondaries: secondary_origins.collect(),
         notify_in: (!settings.secondaries.is_empty()).then_some(notify_tx),
+        query_policy: settings.shield.query_policy,
+        nsid: settings.shield.nsid,
+        expiry: expiry.clone(),
     };
     let limits = &settings.secondary;
     let transfers = Transfers {
@@ -110,10 +114,15 @@ pub fn run(args: ServeArgs) -> ExitCode {
         .with_transfer_limits(limits.transfer_limits()),
         notifies,
         bounds: limits.bounds(),
+        expiry,
+    };
+    let process = ProcessSettings {
+        control_socket: settings.control,
+        run_as: settings.shield.run_as,
     };
     match runtime.block_on(serve(
         settings.server,
-        settings.control,
+        process,
         catalog,
         files,
         transfers,
@@ -171,6 +180,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             xot: TlsClients::new(None).expect("no CA to read"),
             control: None,
             max_zone_file_size: heron_zone::zonefile::DEFAULT_MAX_LOAD_SIZE,
+            shield: Default::default(),
             warnings: Vec::new(),
             restart_only: Default::default(),
         },
@@ -264,12 +274,19 @@ struct Queries {
     /// Zones we are secondary for: NOTIFY is accepted for these.
     secondaries: Vec<Name>,
     notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
+    query_policy: QueryPolicy,
+    nsid: Vec<u8>,
+    /// Written by the secondary's driver, read for EDNS EXPIRE.
+    expiry: Arc<ExpiryDeadlines>,
 }
 
 impl Queries {
     fn service(self, catalog: SharedCatalog, config: AnswerConfig) -> Service {
         let processor = Processor::new(catalog, config, self.primary, self.keys)
-            .with_secondaries(self.secondaries);
+            .with_secondaries(self.secondaries)
+            .with_query_policy(self.query_policy)
+            .with_nsid(self.nsid)
+            .with_expiry(self.expiry);
         Service::new(processor, self.notify_in)
     }
 }
@@ -332,9 +349,16 @@ impl Transfers {
     }
 }
 
+/// What the process is given besides what it serves.
+struct ProcessSettings {
+    control_socket: Option<PathBuf>,
+    /// Whom to become once every socket is bound.
+    run_as: Option<RunAs>,
+}
+
 async fn serve(
     server: ServerConfig,
-    control_socket: Option<PathBuf>,
+    process: ProcessSettings,
     catalog: Catalog,
     files: ZoneFiles,
     transfers: Transfers,
@@ -343,6 +367,10 @@ async fn serve(
 ) -> Result<(), String> {
     // First, so that a second server started on the same files stops
     // here, before it answers anything.
+    let ProcessSettings {
+        control_socket,
+        run_as,
+    } = process;
     let control = match control_socket {
         Some(path) => Some((control::bind(&path)?, path)),
         None => None,
@@ -397,6 +425,10 @@ async fn serve(
         let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TLS {addr}: {e}"))?;
         tasks.push(spawn_stream(listener, Some(acceptor)));
         tracing::info!("answering on {addr} (DNS over TLS)");
+    }
+    // Every socket is bound (the control socket first of all).
+    if let Some(run_as) = run_as {
+        drop_privileges(&run_as)?;
     }
     transfers.notify(&every_zone);
     // The zones as loaded: not held past here, or a reload could not free them.
@@ -464,6 +496,20 @@ async fn serve(
     {
         tracing::warn!("journal files not all written within 10 s");
     }
+    Ok(())
+}
+
+/// Becomes `[server] user` (and `group`) in every thread, keeping no
+/// capability. Not being root is fine: then only the same user is allowed.
+fn drop_privileges(run_as: &RunAs) -> Result<(), String> {
+    heron_sys::privileges::drop_to(run_as.ids)
+        .map_err(|e| format!("cannot become user '{}': {e}", run_as.user))?;
+    tracing::info!(
+        "running as user {} (uid {}, gid {})",
+        run_as.user,
+        run_as.ids.uid,
+        run_as.ids.gid
+    );
     Ok(())
 }
 

@@ -13,11 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use heron_zone::lookahead::MAX_BATCH;
+use heron_proto::message::Query;
+use heron_zone::lookahead::{MAX_BATCH, PreparedBatch};
 use heron_zone::{Answered, BatchAnswerer, Catalog, Transport};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::processor::{self, Event, Outcome, Request};
+use crate::processor::{self, Event, Outcome, Request, Screened};
 use crate::service::{Service, unix_now};
 use crate::{ServerConfig, SharedCatalog};
 
@@ -125,21 +126,40 @@ impl Handler for Worker {
         let mut slots = Default::default();
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);
+        // The one branch a batch pays when no query ACL is configured.
+        let screens = processor.screens();
         for i in 0..received {
+            if screens {
+                match screen(
+                    &self.service,
+                    &mut self.events,
+                    catalog,
+                    batch,
+                    &prepared,
+                    i,
+                ) {
+                    Screened::Pass => {}
+                    Screened::Drop => continue,
+                    Screened::Refused => {
+                        batch.reply(i);
+                        continue;
+                    }
+                }
+            }
             let (query, response) = batch.slot(i);
             let send = match prepared.answer(i, config, query, Transport::Udp, response) {
-                Answered::Response => true,
+                Answered::Response => {
+                    if let Some(q) = prepared.parsed(i).filter(|q| processor::asks_options(q)) {
+                        add_options(&self.service, catalog, batch, q, i);
+                    }
+                    true
+                }
                 Answered::Drop => false,
                 // TSIG, NOTIFY, IXFR: the processor's other layers, which
                 // need the peer and the time.
                 Answered::Deferred => batch.peer(i).is_some_and(|peer| {
                     let (bytes, response) = batch.slot(i);
-                    let req = Request {
-                        bytes,
-                        peer,
-                        transport: processor::Transport::Udp,
-                        now: unix_now(),
-                    };
+                    let req = udp_request(bytes, peer);
                     let q = prepared.query(i);
                     let outcome = processor.process_parsed(&req, q, response, &mut self.events);
                     self.service.dispatch(&mut self.events);
@@ -150,6 +170,51 @@ impl Handler for Worker {
                 batch.reply(i);
             }
         }
+    }
+}
+
+/// The `acl` layer for the `i`th query of a batch.
+fn screen(
+    service: &Service,
+    events: &mut Vec<Event>,
+    catalog: &Catalog,
+    batch: &mut batch::Batch,
+    prepared: &PreparedBatch,
+    i: usize,
+) -> Screened {
+    let Some(peer) = batch.peer(i) else {
+        return Screened::Drop;
+    };
+    let (bytes, response) = batch.slot(i);
+    let req = udp_request(bytes, peer);
+    let screened = service
+        .processor
+        .screen(catalog, &req, prepared.parsed(i), response, events);
+    service.dispatch(events);
+    screened
+}
+
+/// NSID and EXPIRE for the `i`th response of a batch, when asked.
+fn add_options(
+    service: &Service,
+    catalog: &Catalog,
+    batch: &mut batch::Batch,
+    q: &Query,
+    i: usize,
+) {
+    let Some(peer) = batch.peer(i) else { return };
+    let (bytes, response) = batch.slot(i);
+    let req = udp_request(bytes, peer);
+    service.processor.add_options(catalog, &req, q, response);
+}
+
+/// A datagram as the processor takes it, dated now.
+pub(crate) fn udp_request(bytes: &[u8], peer: SocketAddr) -> Request<'_> {
+    Request {
+        bytes,
+        peer,
+        transport: processor::Transport::Udp,
+        now: unix_now(),
     }
 }
 

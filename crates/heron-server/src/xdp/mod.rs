@@ -19,8 +19,9 @@ use heron_sys::xdp::{Attached, FRAME_SIZE, Frame, Interface, XskSocket};
 use heron_zone::lookahead::MAX_BATCH;
 use heron_zone::{AnswerConfig, Answered, BatchAnswerer, Catalog, Transport};
 
-use crate::processor::{self, Event, Outcome, Request};
-use crate::service::{Service, unix_now};
+use crate::processor::{self, Event, Outcome, Screened};
+use crate::service::Service;
+use crate::udp::udp_request;
 
 use crate::{ServerConfig, SharedCatalog};
 
@@ -241,24 +242,36 @@ impl Worker {
             self.answerer
                 .prepare(catalog, (0..self.frames.len()).map(query), &mut slots);
         let mut reply = [false; BATCH];
+        let processor = &self.service.processor;
+        // The one branch a batch pays when no query ACL is configured.
+        let screens = processor.screens();
         for (i, found) in self.found.iter().enumerate() {
             let Some(datagram) = found else {
                 continue;
             };
             let (raw, out) = (query(i), &mut self.responses[i]);
+            if screens {
+                let req = udp_request(raw, datagram.peer);
+                let screened =
+                    processor.screen(catalog, &req, prepared.parsed(i), out, &mut self.events);
+                self.service.dispatch(&mut self.events);
+                if screened != Screened::Pass {
+                    reply[i] = screened == Screened::Refused;
+                    continue;
+                }
+            }
             reply[i] = match prepared.answer(i, &self.config, raw, Transport::Udp, out) {
-                Answered::Response => true,
+                Answered::Response => {
+                    if let Some(q) = prepared.parsed(i).filter(|q| processor::asks_options(q)) {
+                        processor.add_options(catalog, &udp_request(raw, datagram.peer), q, out);
+                    }
+                    true
+                }
                 Answered::Drop => false,
                 // TSIG, NOTIFY, IXFR: the processor's other layers, as
                 // over sockets.
                 Answered::Deferred => {
-                    let req = Request {
-                        bytes: raw,
-                        peer: datagram.peer,
-                        transport: processor::Transport::Udp,
-                        now: unix_now(),
-                    };
-                    let processor = &self.service.processor;
+                    let req = udp_request(raw, datagram.peer);
                     let q = prepared.query(i);
                     let outcome = processor.process_parsed(&req, q, out, &mut self.events);
                     self.service.dispatch(&mut self.events);

@@ -104,6 +104,9 @@ pub trait Publisher: Send + Sync + 'static {
     fn publish(&self, zone: Arc<Zone>, diffs: Option<Vec<ZoneDiff>>);
     /// Stops answering for the zone (expired).
     fn expire(&self, origin: &Name);
+    /// The zone, served, expires at `deadline` unless refreshed first:
+    /// told at start and after every successful check (for EDNS EXPIRE).
+    fn expires_at(&self, _origin: &Name, _deadline: SystemTime) {}
 }
 
 /// What the driver works with.
@@ -334,6 +337,7 @@ impl Driver {
                     kept.serial()
                 );
                 ctx.publisher.publish(kept, None);
+                self.tell_expiry(zone);
             }
             Action::DropKept(zone) => {
                 let Some(entry) = self.entry(zone) else {
@@ -361,7 +365,19 @@ impl Driver {
                     return;
                 };
                 ctx.keeper.date(&entry.zone.file, SystemTime::now() - ago);
+                self.tell_expiry(zone);
             }
+        }
+    }
+
+    /// Tells the publisher when `zone` expires, as the timers say now.
+    fn tell_expiry(&mut self, zone: ZoneId) {
+        let Some(left) = self.timers.expires_in(zone, Instant::now()) else {
+            return;
+        };
+        let publisher = self.ctx.publisher.clone();
+        if let Some(entry) = self.entry(zone) {
+            publisher.expires_at(&entry.zone.origin, SystemTime::now() + left);
         }
     }
 

@@ -337,6 +337,13 @@ impl Timers {
             .expect("the zone exists")
     }
 
+    /// How long until `zone` expires, while it is served (EDNS EXPIRE,
+    /// RFC 7314, counts it down).
+    pub fn expires_in(&self, zone: ZoneId, now: Instant) -> Option<Duration> {
+        let at = self.state(zone)?.expire_at?;
+        Some(at.saturating_duration_since(now))
+    }
+
     /// Whether `check` of `zone` is the one in flight, its result awaited.
     pub fn waits_for(&self, zone: ZoneId, check: CheckId) -> bool {
         self.state(zone)
