@@ -189,6 +189,7 @@ impl Refusal {
         "ixfr-without-soa",
         "not-secondary",
         "notify-denied",
+        "query-denied",
     ];
 
     /// A number below [`Refusal::KINDS`], one per variant (the reason a
