@@ -71,6 +71,8 @@ pub struct ServerConfig {
     pub answer: AnswerConfig,
     /// DNS over TLS, if configured.
     pub tls: Option<TlsListen>,
+    /// Response rate limiting on UDP (`[rrl]`); None: off.
+    pub rrl: Option<rrl::RrlSettings>,
 }
 
 /// Where DNS over TLS is served and with which certificate.

@@ -66,6 +66,9 @@ use heron_zone::AnswerConfig;
 use serde::Deserialize;
 
 mod shared_files;
+mod shield;
+
+pub use shield::{CookiesSection, RrlSection};
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:5300";
 
@@ -86,6 +89,9 @@ pub struct ConfigFile {
     pub keys: Vec<KeyEntry>,
     #[serde(default)]
     pub secondary: SecondarySection,
+    pub rrl: Option<RrlSection>,
+    #[serde(default)]
+    pub cookies: CookiesSection,
     /// Checked here with the rest; used before the rest is read, when
     /// logging starts (see [`crate::logging::section_of`]).
     #[serde(default)]
@@ -505,6 +511,8 @@ pub struct Settings {
     pub warnings: Vec<String>,
     /// What a reload would not apply.
     pub restart_only: RestartOnly,
+    /// `[cookies]`.
+    pub cookies: heron_proto::cookie::CookieSettings,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -594,6 +602,20 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             .into_iter()
             .map(|e| format!("{}: {e}", path.display())),
     );
+    let mut section_errors = |e: Vec<String>| {
+        errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
+    };
+    let rrl = match file.rrl.as_ref().map(RrlSection::settings).transpose() {
+        Ok(rrl) => rrl.flatten(),
+        Err(e) => {
+            section_errors(e);
+            None
+        }
+    };
+    let cookies = file.cookies.settings().unwrap_or_else(|e| {
+        section_errors(e);
+        Default::default()
+    });
     let tls = file.tls.load(base).unwrap_or_else(|e| {
         errors.push(format!("{}: {e}", path.display()));
         None
@@ -641,6 +663,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
                 identity: server.identity.clone(),
             },
             tls,
+            rrl,
         },
         zones,
         keys,
@@ -652,6 +675,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         xot: xot.expect("no errors"),
         warnings,
         restart_only,
+        cookies,
     })
 }
 
@@ -669,6 +693,8 @@ impl RestartOnly {
         parts.add("[tls]", &file.tls);
         parts.add("[[key]]", &file.keys);
         parts.add("[secondary]", &file.secondary);
+        parts.add("[rrl]", &file.rrl);
+        parts.add("[cookies]", &file.cookies);
         parts
     }
 

@@ -11,8 +11,9 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use heron_proto::Name;
+use heron_server::processor::cookies::{self, Cookies};
 use heron_server::processor::{NotifyReceived, Processor};
-use heron_server::service::Service;
+use heron_server::service::{Service, unix_now};
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::journal::DEFAULT_MAX_BYTES;
 use heron_xfr::journal::files as journal_files;
@@ -91,6 +92,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         keys: keys.clone(),
         secondaries: secondary_origins.collect(),
         notify_in: (!settings.secondaries.is_empty()).then_some(notify_tx),
+        cookies: settings.cookies,
     };
     let limits = &settings.secondary;
     let transfers = Transfers {
@@ -161,6 +163,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
                 tcp: TcpLimits::default(),
                 answer: AnswerConfig::default(),
                 tls: None,
+                rrl: None,
             },
             zones: Vec::new(),
             keys: Vec::new(),
@@ -172,6 +175,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             max_zone_file_size: heron_zone::zonefile::DEFAULT_MAX_LOAD_SIZE,
             warnings: Vec::new(),
             restart_only: Default::default(),
+            cookies: Default::default(),
         },
     };
     if let Some(path) = &args.control {
@@ -263,12 +267,20 @@ struct Queries {
     /// Zones we are secondary for: NOTIFY is accepted for these.
     secondaries: Vec<Name>,
     notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
+    cookies: heron_proto::cookie::CookieSettings,
 }
 
 impl Queries {
     fn service(self, catalog: SharedCatalog, config: AnswerConfig) -> Service {
+        let cookies = Cookies::new(
+            &self.cookies,
+            cookies::random_secret(),
+            unix_now(),
+            config.max_udp_payload,
+        );
         let processor = Processor::new(catalog, config, self.primary, self.keys)
-            .with_secondaries(self.secondaries);
+            .with_secondaries(self.secondaries)
+            .with_cookies(cookies);
         Service::new(processor, self.notify_in)
     }
 }
@@ -397,6 +409,15 @@ async fn serve(
     }
     for thread in threads {
         let _ = thread.join();
+    }
+    if server.rrl.is_some() {
+        let limited = service.rrl.snapshot();
+        tracing::info!(
+            "response rate limiting: {} responses dropped, {} slipped, {} would have been (log-only)",
+            limited.dropped,
+            limited.slipped,
+            limited.log_only
+        );
     }
     // Zones received in the last moments: on disk before we go.
     if let Some(keeper) = keeper

@@ -23,9 +23,15 @@
 //! 3. [`tsig`]: the signature is verified at the position `parse` found
 //!    (the message is not walked again); a failure is NOTAUTH with the
 //!    TSIG error. The verified key is carried to `sign`.
-//! 4. *Cookies, then response rate limiting* (issue 25) go here, as layers
-//!    of their own: after TSIG (a signed request is not rate limited as an
-//!    anonymous one) and before any answer is built.
+//! 4. [`cookies`], then response rate limiting: after TSIG (a signed
+//!    request is not rate limited as an anonymous one). The cookie layer
+//!    decides before any answer is built (FORMERR, BADCOOKIE) and appends
+//!    the COOKIE option to the answer after (before `sign`); a plain query
+//!    with a COOKIE option takes it on the fast path too, one branch for
+//!    those without. Rate limiting needs the response and is UDP's alone:
+//!    it is the UDP worker's layer ([`crate::udp::limit`]), one table per
+//!    worker, applied to the engine's answers and errors after they are
+//!    written (a client with a valid server cookie is exempt).
 //! 5. [`answer`] (a signed plain query, through the engine, with room
 //!    kept for the TSIG record), [`transfer`] (AXFR/IXFR: a [`Transfer`]
 //!    stream, or over UDP the SOA alone) or [`notify`] (a NOTIFY event).
@@ -44,6 +50,7 @@
 
 mod acl;
 mod answer;
+pub mod cookies;
 mod notify;
 mod parse;
 mod sign;
@@ -69,6 +76,7 @@ use heron_zone::{AnswerConfig, Catalog, is_deferred};
 
 use crate::SharedCatalog;
 use acl::Admission;
+use cookies::{Cookies, Step};
 pub use transfer::{Messages, Transfer};
 
 /// How a query arrived.
@@ -198,6 +206,8 @@ pub struct Processor {
     /// Lower-cased origins of the zones we are secondary for: NOTIFY is
     /// accepted for these only.
     secondaries: HashSet<Name>,
+    /// None when cookies are disabled.
+    cookies: Option<Cookies>,
 }
 
 /// A deferred query on its way through the layers after `parse`.
@@ -241,6 +251,28 @@ impl Processor {
             keys,
             primary,
             secondaries: HashSet::new(),
+            cookies: None,
+        }
+    }
+
+    /// Answers DNS cookies with `cookies` (None: the option is ignored).
+    pub fn with_cookies(mut self, cookies: Option<Cookies>) -> Processor {
+        self.cookies = cookies;
+        self
+    }
+
+    /// The cookie layer for a plain query `q` from `req`, if cookies are on
+    /// and the query has a COOKIE option; else [`Step::Ignore`]. The UDP
+    /// batch path calls it before the engine answers.
+    #[inline(always)]
+    pub fn cookie_step(&self, req: &Request, q: &Query, out: &mut Vec<u8>) -> Step {
+        match &self.cookies {
+            Some(cookies) if cookies::has_cookie(q) => {
+                let question = &req.bytes[q.question.clone()];
+                let udp = req.transport == Transport::Udp;
+                cookies.check(q, question, req.peer.ip(), req.now, udp, out)
+            }
+            _ => Step::Ignore,
         }
     }
 
@@ -263,7 +295,13 @@ impl Processor {
     pub fn process(&self, req: &Request, out: &mut Vec<u8>, events: &mut Vec<Event>) -> Outcome {
         parse::with_query(req.bytes, out, |q, out| {
             if !is_deferred(q) {
-                answer::plain(&self.catalog.load(), &self.config, req, q, out);
+                let step = self.cookie_step(req, q, out);
+                if step != Step::Answered {
+                    answer::plain(&self.catalog.load(), &self.config, req, q, out);
+                }
+                if let Step::Answer(cookie) = step {
+                    cookie.append(out);
+                }
                 return Outcome::Response;
             }
             self.process_parsed(req, q, out, events)
@@ -295,8 +333,16 @@ impl Processor {
                 return Outcome::Response;
             }
         }
-        let outcome = self.act(&catalog, &d, admission, out, events);
+        let step = self.cookie_step(req, q, out);
+        let outcome = if step == Step::Answered {
+            Outcome::Response
+        } else {
+            self.act(&catalog, &d, admission, out, events)
+        };
         if let Outcome::Response = outcome {
+            if let Step::Answer(cookie) = step {
+                cookie.append(out);
+            }
             sign::response(&d, out);
             size::fit(&self.config, &d, out);
         }
