@@ -85,6 +85,8 @@ pub struct ServerConfig {
     pub tls: Option<TlsListen>,
     /// The AF_XDP fast path for UDP, if configured.
     pub xdp: Option<xdp::XdpConfig>,
+    /// Response rate limiting on UDP (`[rrl]`); None: off.
+    pub rrl: Option<rrl::RrlSettings>,
 }
 
 /// Where DNS over TLS is served and with which certificate.

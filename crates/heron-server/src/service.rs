@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{Semaphore, SemaphorePermit, mpsc};
 
 use crate::processor::{Event, NotifyReceived, Processor, Refusal};
+use crate::udp::limit::RrlTotals;
 
 /// Outgoing transfers running at once; more wait their turn.
 const MAX_TRANSFERS: usize = 64;
@@ -18,6 +19,8 @@ pub struct Service {
     notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
     refusals: [AtomicU64; Refusal::KINDS],
     transfers: Semaphore,
+    /// What the UDP workers' rate limiting dropped and slipped.
+    pub rrl: RrlTotals,
 }
 
 impl Service {
@@ -30,6 +33,7 @@ impl Service {
             notify_in,
             refusals: Default::default(),
             transfers: Semaphore::new(MAX_TRANSFERS),
+            rrl: RrlTotals::default(),
         }
     }
 

@@ -71,6 +71,9 @@ use serde::Deserialize;
 use crate::privileges;
 
 mod shared_files;
+mod shield;
+
+pub use shield::{CookiesSection, RrlSection};
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:5300";
 
@@ -93,6 +96,9 @@ pub struct ConfigFile {
     pub secondary: SecondarySection,
     #[serde(default)]
     pub xdp: XdpSection,
+    pub rrl: Option<RrlSection>,
+    #[serde(default)]
+    pub cookies: CookiesSection,
     /// Checked here with the rest; used before the rest is read, when
     /// logging starts (see [`crate::logging::section_of`]).
     #[serde(default)]
@@ -617,6 +623,8 @@ pub struct Settings {
     pub warnings: Vec<String>,
     /// What a reload would not apply.
     pub restart_only: RestartOnly,
+    /// `[cookies]`.
+    pub cookies: heron_proto::cookie::CookieSettings,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -730,6 +738,20 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             .into_iter()
             .map(|e| format!("{}: {e}", path.display())),
     );
+    let mut section_errors = |e: Vec<String>| {
+        errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
+    };
+    let rrl = match file.rrl.as_ref().map(RrlSection::settings).transpose() {
+        Ok(rrl) => rrl.flatten(),
+        Err(e) => {
+            section_errors(e);
+            None
+        }
+    };
+    let cookies = file.cookies.settings().unwrap_or_else(|e| {
+        section_errors(e);
+        Default::default()
+    });
     let tls = file.tls.load(base).unwrap_or_else(|e| {
         errors.push(format!("{}: {e}", path.display()));
         None
@@ -794,6 +816,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             },
             tls,
             xdp,
+            rrl,
         },
         zones,
         keys,
@@ -806,6 +829,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         shield,
         warnings,
         restart_only,
+        cookies,
     })
 }
 
@@ -936,6 +960,8 @@ impl RestartOnly {
         parts.add("[[key]]", &file.keys);
         parts.add("[secondary]", &file.secondary);
         parts.add("[xdp]", &file.xdp);
+        parts.add("[rrl]", &file.rrl);
+        parts.add("[cookies]", &file.cookies);
         parts
     }
 

@@ -11,8 +11,9 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use heron_proto::Name;
+use heron_server::processor::cookies::{self, Cookies};
 use heron_server::processor::{ExpiryDeadlines, NotifyReceived, Processor, QueryPolicy};
-use heron_server::service::Service;
+use heron_server::service::{Service, unix_now};
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::journal::DEFAULT_MAX_BYTES;
 use heron_xfr::journal::files as journal_files;
@@ -95,6 +96,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         query_policy: settings.shield.query_policy,
         nsid: settings.shield.nsid,
         expiry: expiry.clone(),
+        cookies: settings.cookies,
     };
     let limits = &settings.secondary;
     let transfers = Transfers {
@@ -171,6 +173,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
                 answer: AnswerConfig::default(),
                 tls: None,
                 xdp: None,
+                rrl: None,
             },
             zones: Vec::new(),
             keys: Vec::new(),
@@ -183,6 +186,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             shield: Default::default(),
             warnings: Vec::new(),
             restart_only: Default::default(),
+            cookies: Default::default(),
         },
     };
     if let Some(path) = &args.control {
@@ -278,15 +282,23 @@ struct Queries {
     nsid: Vec<u8>,
     /// Written by the secondary's driver, read for EDNS EXPIRE.
     expiry: Arc<ExpiryDeadlines>,
+    cookies: heron_proto::cookie::CookieSettings,
 }
 
 impl Queries {
     fn service(self, catalog: SharedCatalog, config: AnswerConfig) -> Service {
+        let cookies = Cookies::new(
+            &self.cookies,
+            cookies::random_secret(),
+            unix_now(),
+            config.max_udp_payload,
+        );
         let processor = Processor::new(catalog, config, self.primary, self.keys)
             .with_secondaries(self.secondaries)
             .with_query_policy(self.query_policy)
             .with_nsid(self.nsid)
-            .with_expiry(self.expiry);
+            .with_expiry(self.expiry)
+            .with_cookies(cookies);
         Service::new(processor, self.notify_in)
     }
 }
@@ -483,6 +495,15 @@ async fn serve(
     if let Some(xdp) = xdp {
         drop(xdp);
         tracing::info!("XDP programs detached");
+    }
+    if server.rrl.is_some() {
+        let limited = service.rrl.snapshot();
+        tracing::info!(
+            "response rate limiting: {} responses dropped, {} slipped, {} would have been (log-only)",
+            limited.dropped,
+            limited.slipped,
+            limited.log_only
+        );
     }
     // Zones received in the last moments: on disk before we go.
     if let Some(keeper) = keeper

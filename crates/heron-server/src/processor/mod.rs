@@ -27,9 +27,15 @@
 //! 3. [`tsig`]: the signature is verified at the position `parse` found
 //!    (the message is not walked again); a failure is NOTAUTH with the
 //!    TSIG error. The verified key is carried to `sign`.
-//! 4. *Cookies, then response rate limiting* (issue 25) go here, as layers
-//!    of their own: after TSIG (a signed request is not rate limited as an
-//!    anonymous one) and before any answer is built.
+//! 4. [`cookies`], then response rate limiting: after TSIG (a signed
+//!    request is not rate limited as an anonymous one). The cookie layer
+//!    decides before any answer is built (FORMERR, BADCOOKIE) and appends
+//!    the COOKIE option to the answer after (before `sign`); a plain query
+//!    with a COOKIE option takes it on the fast path too, one branch for
+//!    those without. Rate limiting needs the response and is UDP's alone:
+//!    it is the UDP worker's layer ([`crate::udp::limit`]), one table per
+//!    worker, applied to the engine's answers and errors after they are
+//!    written (a client with a valid server cookie is exempt).
 //! 5. [`answer`] (a signed plain query, through the engine, with room
 //!    kept for the TSIG record), [`transfer`] (AXFR/IXFR: a [`Transfer`]
 //!    stream, or over UDP the SOA alone) or [`notify`] (a NOTIFY event).
@@ -49,6 +55,7 @@
 
 mod acl;
 mod answer;
+pub mod cookies;
 mod notify;
 mod options;
 mod parse;
@@ -77,6 +84,7 @@ use heron_zone::{AnswerConfig, Catalog, is_deferred};
 use crate::SharedCatalog;
 use acl::Admission;
 pub use acl::QueryPolicy;
+use cookies::{Cookies, Step};
 pub use options::ExpiryDeadlines;
 pub use transfer::{Messages, Transfer};
 
@@ -249,6 +257,8 @@ pub struct Processor {
     nsid: Option<Box<[u8]>>,
     /// When our secondary zones expire, for EDNS EXPIRE.
     expiry: Arc<ExpiryDeadlines>,
+    /// None when cookies are disabled.
+    cookies: Option<Cookies>,
 }
 
 /// A deferred query on its way through the layers after `parse`.
@@ -295,6 +305,7 @@ impl Processor {
             query_policy: None,
             nsid: None,
             expiry: Arc::default(),
+            cookies: None,
         }
     }
 
@@ -373,6 +384,27 @@ impl Processor {
         }
     }
 
+    /// Answers DNS cookies with `cookies` (None: the option is ignored).
+    pub fn with_cookies(mut self, cookies: Option<Cookies>) -> Processor {
+        self.cookies = cookies;
+        self
+    }
+
+    /// The cookie layer for a plain query `q` from `req`, if cookies are on
+    /// and the query has a COOKIE option; else [`Step::Ignore`]. The UDP
+    /// batch path calls it before the engine answers.
+    #[inline(always)]
+    pub fn cookie_step(&self, req: &Request, q: &Query, out: &mut Vec<u8>) -> Step {
+        match &self.cookies {
+            Some(cookies) if cookies::has_cookie(q) => {
+                let question = &req.bytes[q.question.clone()];
+                let udp = req.transport == Transport::Udp;
+                cookies.check(q, question, req.peer.ip(), req.now, udp, out)
+            }
+            _ => Step::Ignore,
+        }
+    }
+
     /// The zones we are secondary for, whose NOTIFYs are accepted.
     pub fn with_secondaries(mut self, origins: impl IntoIterator<Item = Name>) -> Processor {
         self.secondaries = origins.into_iter().map(|o| o.to_lowercase()).collect();
@@ -401,8 +433,18 @@ impl Processor {
                 {
                     return Outcome::Response;
                 }
-                answer::plain(&catalog, &self.config, req, q, out);
-                self.add_options(&catalog, req, q, out);
+                // Cookies first: their option goes into an OPT that has no
+                // options yet; NSID and EXPIRE are appended after it.
+                let step = self.cookie_step(req, q, out);
+                if step != Step::Answered {
+                    answer::plain(&catalog, &self.config, req, q, out);
+                }
+                if let Step::Answer(cookie) = step {
+                    cookie.append(out);
+                }
+                if step != Step::Answered {
+                    self.add_options(&catalog, req, q, out);
+                }
                 return Outcome::Response;
             }
             self.process_parsed(req, q, out, events)
@@ -434,8 +476,16 @@ impl Processor {
                 return Outcome::Response;
             }
         }
-        let outcome = self.act(&catalog, &d, admission, out, events);
+        let step = self.cookie_step(req, q, out);
+        let outcome = if step == Step::Answered {
+            Outcome::Response
+        } else {
+            self.act(&catalog, &d, admission, out, events)
+        };
         if let Outcome::Response = outcome {
+            if let Step::Answer(cookie) = step {
+                cookie.append(out);
+            }
             sign::response(&d, out);
             size::fit(&self.config, &d, out);
         }

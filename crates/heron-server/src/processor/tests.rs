@@ -582,3 +582,88 @@ fn a_secondary_tells_the_time_left_until_expiry() {
     let (_, out, _) = response(process(&p, &soa, "192.0.2.1", Transport::Udp));
     assert!(options_of(&out).is_empty());
 }
+
+/// `m` with an OPT record (EDNS 1232) holding a COOKIE option of `cookie`.
+fn with_cookie(mut m: Vec<u8>, cookie: &[u8]) -> Vec<u8> {
+    m[11] += 1;
+    m.extend_from_slice(&[0, 0, 41, 4, 0xD0, 0, 0, 0, 0]);
+    m.extend_from_slice(&(4 + cookie.len() as u16).to_be_bytes());
+    m.extend_from_slice(&[0, 10]);
+    m.extend_from_slice(&(cookie.len() as u16).to_be_bytes());
+    m.extend_from_slice(cookie);
+    m
+}
+
+fn with_cookies(require: bool) -> Processor {
+    let settings = heron_proto::cookie::CookieSettings {
+        require,
+        ..Default::default()
+    };
+    processor().with_cookies(cookies::Cookies::new(&settings, [9; 16], NOW, 1232))
+}
+
+/// The COOKIE option at the end of a response, if it ends with one.
+fn response_cookie(out: &[u8]) -> Option<&[u8]> {
+    let tail = out.get(out.len().checked_sub(28)?..)?;
+    (tail[..4] == [0, 10, 0, 24]).then_some(&tail[4..])
+}
+
+#[test]
+fn a_client_cookie_gets_a_server_cookie_that_is_then_accepted() {
+    let p = with_cookies(true);
+    let client = [1, 2, 3, 4, 5, 6, 7, 8];
+    let q = with_cookie(query("ns.p.test", RType::A, Opcode::QUERY), &client);
+    // Required over UDP: BADCOOKIE (23: 7 in the header, 1 in the OPT).
+    let (m, out, _) = response(process(&p, &q, "192.0.2.9", Transport::Udp));
+    assert_eq!((m.header.rcode(), m.answers.len()), (7, 0));
+    let cookie = response_cookie(&out).expect("a fresh cookie").to_vec();
+    assert_eq!(&cookie[..8], &client);
+    // Over TCP: answered, with the same cookie (made in the same second).
+    let (m, out, _) = response(process(&p, &q, "192.0.2.9", Transport::Tcp));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+    assert_eq!(response_cookie(&out), Some(&cookie[..]));
+    // Sent back over UDP: answered, echoed.
+    let back = with_cookie(query("ns.p.test", RType::A, Opcode::QUERY), &cookie);
+    let (m, out, _) = response(process(&p, &back, "192.0.2.9", Transport::Udp));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+    assert_eq!(response_cookie(&out), Some(&cookie[..]));
+    // From another address it is wrong.
+    let (m, _, _) = response(process(&p, &back, "192.0.2.10", Transport::Udp));
+    assert_eq!(m.header.rcode(), 7);
+}
+
+#[test]
+fn cookies_off_or_absent_leave_the_answer_alone() {
+    let q = with_cookie(query("ns.p.test", RType::A, Opcode::QUERY), &[1; 8]);
+    let (_, out, _) = response(process(&processor(), &q, "192.0.2.9", Transport::Udp));
+    assert_eq!(response_cookie(&out), None);
+    let plain = query("ns.p.test", RType::A, Opcode::QUERY);
+    let with = with_cookies(true);
+    let (_, without_cookie, _) = response(process(&with, &plain, "192.0.2.9", Transport::Udp));
+    let (_, reference, _) = response(process(&processor(), &plain, "192.0.2.9", Transport::Udp));
+    assert_eq!(without_cookie, reference);
+    // A malformed option: FORMERR, even when not required.
+    let bad = with_cookie(query("ns.p.test", RType::A, Opcode::QUERY), &[1; 12]);
+    let (m, _, _) = response(process(
+        &with_cookies(false),
+        &bad,
+        "192.0.2.9",
+        Transport::Tcp,
+    ));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::FORMERR, 0));
+}
+
+#[test]
+fn a_signed_query_with_a_cookie_gets_it_before_its_tsig() {
+    let p = with_cookies(false);
+    let q = with_cookie(query("ns.p.test", RType::A, Opcode::QUERY), &[3; 8]);
+    let (q, mac) = signed(q, &key());
+    let (m, out, _) = response(process(&p, &q, "192.0.2.9", Transport::Udp));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+    let mut verifier = ResponseVerifier::new(&key(), mac);
+    assert_eq!(verifier.verify(&out, NOW), Ok(()));
+    // The COOKIE option: in the OPT record, which the TSIG follows.
+    let option = [&[0, 10, 0, 24][..], &[3; 8]].concat();
+    let at = out.windows(12).position(|w| w == option).expect("a COOKIE");
+    assert!(at + 28 <= out.len() - key().rr_len());
+}

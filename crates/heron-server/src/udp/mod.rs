@@ -4,6 +4,7 @@
 
 pub mod batch;
 pub mod coalesce;
+pub mod limit;
 pub mod pacing_choice;
 
 use std::io;
@@ -13,14 +14,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use heron_proto::message::Query;
 use heron_zone::lookahead::{MAX_BATCH, PreparedBatch};
 use heron_zone::{Answered, BatchAnswerer, Catalog, Transport};
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::processor::cookies::{Step, random_bytes};
 use crate::processor::{self, Event, Outcome, Request, Screened};
+use crate::rrl::Rrl;
 use crate::service::{Service, unix_now};
 use crate::{ServerConfig, SharedCatalog};
+use limit::Limiter;
 
 /// How often a blocked worker wakes to notice shutdown.
 const SHUTDOWN_POLL: Duration = Duration::from_millis(200);
@@ -76,7 +79,18 @@ pub fn spawn_workers(
 ) -> io::Result<Vec<JoinHandle<()>>> {
     let (cpus, coalesce) = (&server.cpu_affinity, server.udp_coalesce);
     let mut handles = Vec::with_capacity(server.workers);
+    let rrl = server
+        .rrl
+        .as_ref()
+        .map(|settings| settings.divided_among(server.workers));
     for i in 0..server.workers {
+        let limiter = match &rrl {
+            Some(settings) => Some(Limiter::new(
+                Rrl::new(settings, u64::from_ne_bytes(random_bytes()))
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+            )),
+            None => None,
+        };
         let socket = bind_reuseport(addr)?;
         if i == 0 {
             warn_if_small_buffer(&socket, addr);
@@ -96,6 +110,7 @@ pub fn spawn_workers(
                     service,
                     answerer: BatchAnswerer::default(),
                     events: Vec::new(),
+                    limiter,
                 };
                 run_loop(&socket, &stop, coalesce, worker)
             })?;
@@ -112,6 +127,8 @@ struct Worker {
     answerer: BatchAnswerer,
     /// The processor's events, handed on at once; kept to reuse.
     events: Vec<Event>,
+    /// Response rate limiting; None: off.
+    limiter: Option<Limiter>,
 }
 
 // A batch is answered with its memory loads overlapped
@@ -126,6 +143,9 @@ impl Handler for Worker {
         let mut slots = Default::default();
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);
+        if let Some(limiter) = &mut self.limiter {
+            limiter.start_batch();
+        }
         // The one branch a batch pays when no query ACL is configured.
         let screens = processor.screens();
         for i in 0..received {
@@ -146,29 +166,65 @@ impl Handler for Worker {
                     }
                 }
             }
+            let q = prepared.query(i);
+            let plain = prepared.is_plain_query(i);
+            let has_cookie = plain && processor::cookies::has_cookie(q);
+            let asks_options = plain && processor::asks_options(q);
+            // The address is decoded only for the layers that need it.
+            let needs_peer = !plain || has_cookie || asks_options || self.limiter.is_some();
+            let peer = if needs_peer { batch.peer(i) } else { None };
             let (query, response) = batch.slot(i);
-            let send = match prepared.answer(i, config, query, Transport::Udp, response) {
-                Answered::Response => {
-                    if let Some(q) = prepared.parsed(i).filter(|q| processor::asks_options(q)) {
-                        add_options(&self.service, catalog, batch, q, i);
-                    }
-                    true
-                }
+            let request = |peer| Request {
+                bytes: query,
+                peer,
+                transport: processor::Transport::Udp,
+                now: unix_now(),
+            };
+            // The cookie layer, for a plain query with a COOKIE option only.
+            let step = match peer {
+                Some(peer) if has_cookie => processor.cookie_step(&request(peer), q, response),
+                _ => Step::Ignore,
+            };
+            let answered = match step {
+                Step::Answered => Answered::Response,
+                _ => prepared.answer(i, config, query, Transport::Udp, response),
+            };
+            let mut send = match answered {
+                Answered::Response => true,
                 Answered::Drop => false,
                 // TSIG, NOTIFY, IXFR: the processor's other layers, which
-                // need the peer and the time.
-                Answered::Deferred => batch.peer(i).is_some_and(|peer| {
-                    let (bytes, response) = batch.slot(i);
-                    let req = udp_request(bytes, peer);
-                    let q = prepared.query(i);
-                    let outcome = processor.process_parsed(&req, q, response, &mut self.events);
+                // need the peer and the time. Not rate limited.
+                Answered::Deferred => {
+                    let Some(peer) = peer else { continue };
+                    let outcome =
+                        processor.process_parsed(&request(peer), q, response, &mut self.events);
                     self.service.dispatch(&mut self.events);
-                    matches!(outcome, Outcome::Response)
-                }),
+                    if matches!(outcome, Outcome::Response) {
+                        batch.reply(i);
+                    }
+                    continue;
+                }
             };
+            if let Step::Answer(cookie) = step {
+                cookie.append(response);
+            }
+            // NSID and EXPIRE go after the cookie, which needs an OPT with
+            // no options yet.
+            if let (true, Some(peer)) = (send && asks_options && step != Step::Answered, peer) {
+                processor.add_options(catalog, &request(peer), q, response);
+            }
+            let exempt = matches!(step, Step::Answer(c) if c.rrl_exempt);
+            if let (Some(limiter), Some(peer), true, false) =
+                (&mut self.limiter, peer, send, exempt)
+            {
+                send = limiter.admit(peer.ip(), q, plain, response);
+            }
             if send {
                 batch.reply(i);
             }
+        }
+        if let Some(limiter) = &mut self.limiter {
+            limiter.report(&self.service.rrl);
         }
     }
 }
@@ -192,20 +248,6 @@ fn screen(
         .screen(catalog, &req, prepared.parsed(i), response, events);
     service.dispatch(events);
     screened
-}
-
-/// NSID and EXPIRE for the `i`th response of a batch, when asked.
-fn add_options(
-    service: &Service,
-    catalog: &Catalog,
-    batch: &mut batch::Batch,
-    q: &Query,
-    i: usize,
-) {
-    let Some(peer) = batch.peer(i) else { return };
-    let (bytes, response) = batch.slot(i);
-    let req = udp_request(bytes, peer);
-    service.processor.add_options(catalog, &req, q, response);
 }
 
 /// A datagram as the processor takes it, dated now.

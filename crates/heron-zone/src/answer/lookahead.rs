@@ -147,6 +147,13 @@ impl PreparedBatch<'_, '_> {
         parsed.then(|| &self.queries[i])
     }
 
+    /// Whether the `i`th query parsed and is the engine's to answer (not
+    /// dropped, malformed or deferred): [`PreparedBatch::query`] then
+    /// holds it whole.
+    pub fn is_plain_query(&self, i: usize) -> bool {
+        matches!(self.slots[i].prepared.kind, PreparedKind::Query(_))
+    }
+
     pub fn len(&self) -> usize {
         self.queries.len()
     }
