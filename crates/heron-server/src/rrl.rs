@@ -7,13 +7,14 @@
 //! query name and type, NXDOMAIN per zone, referrals per delegation,
 //! errors per client prefix alone. A bucket earns `rate` tokens a second,
 //! holds at most `rate`, and a response costs one; while the balance is
-//! negative responses are dropped, every `slip`-th one sent truncated
+//! empty responses are dropped, every `slip`-th one sent truncated
 //! instead (TC=1, so a real client behind the spoofed address retries over
-//! TCP). The balance goes down to `-window × rate`, so a client that
-//! flooded must stay quiet for up to `window` seconds before it is
-//! answered again; a flood that keeps above the rate therefore gets only
-//! slips, as in BIND (Knot keeps no debt and answers such a flood at the
-//! rate).
+//! TCP). The balance never goes below zero, as in Knot's `mod-rrl`: a
+//! flood is answered at the rate and the rest limited, and a client is
+//! answered again as soon as it slows down. (BIND keeps a debt of up to
+//! `window × rate`, so a sustained flood gets no real answers, only
+//! slips; the rate a flood is answered at is what issue 25 asks for.)
+//! `window` is how often a limited bucket is logged.
 //!
 //! The buckets are a fixed-size table indexed by a keyed hash: memory is
 //! the same whatever the attack; keys that collide share a bucket (as in
@@ -48,8 +49,7 @@ pub struct RrlSettings {
     /// Error answers (other than NXDOMAIN) a second to one prefix; None:
     /// as `responses_per_second`.
     pub errors_per_second: Option<u32>,
-    /// Seconds of debt a flooding client builds up, and so at most waits
-    /// after it stops before it is answered again (1 to 3600).
+    /// Seconds between two log lines about one limited bucket (1 to 3600).
     pub window: u32,
     /// Every `slip`-th limited response is sent truncated rather than
     /// dropped; 0: none, 1: all (0 to 10).
@@ -186,8 +186,8 @@ pub struct RrlCounters {
 /// One token bucket.
 #[derive(Clone, Copy, Debug)]
 struct Bucket {
-    /// Thousandths of a token: at most `rate × 1000`, at least
-    /// `-window × rate × 1000`. A bucket never used holds [`FULL`].
+    /// Thousandths of a token: 0 to `rate × 1000`. A bucket never used
+    /// holds [`FULL`].
     balance: i64,
     /// When the bucket was last credited, in milliseconds.
     stamp: u64,
@@ -271,8 +271,7 @@ impl Rrl {
         let index = self.hash(client, class, name, response) as usize & self.mask;
         let window = self.window;
         let bucket = &mut self.table[index];
-        if !debit(bucket, rate, window, now_ms) {
-            bucket.slip_count = 0;
+        if !debit(bucket, rate, now_ms) {
             return Verdict::SEND;
         }
         let log = log_due(bucket, window, now_ms);
@@ -312,20 +311,21 @@ impl Rrl {
     }
 }
 
-/// Credits `bucket` for the time since it was last used, debits one
-/// response, and says whether the response is limited.
+/// Credits `bucket` for the time since it was last used and debits one
+/// response if it holds a token; says whether the response is limited
+/// (it held none, and keeps what it earned towards the next one).
 #[inline]
-fn debit(bucket: &mut Bucket, rate: u32, window: u32, now_ms: u64) -> bool {
+fn debit(bucket: &mut Bucket, rate: u32, now_ms: u64) -> bool {
     let cap = rate as i64 * TOKEN;
-    // Past a full refill from the floor, more time changes nothing; the
-    // bound keeps the product below overflow. Time going back earns nothing.
-    let refill_ms = (window as u64 + 1) * 1000;
-    let elapsed = now_ms.saturating_sub(bucket.stamp).min(refill_ms);
+    // Past a full refill from empty, more time changes nothing; the bound
+    // keeps the product below overflow. Time going back earns nothing.
+    let elapsed = now_ms.saturating_sub(bucket.stamp).min(1000);
     bucket.stamp = bucket.stamp.max(now_ms);
     let earned = elapsed as i64 * rate as i64;
-    let floor = -(window as i64) * cap;
-    bucket.balance = (bucket.balance.saturating_add(earned).min(cap) - TOKEN).max(floor);
-    bucket.balance < 0
+    let credited = bucket.balance.saturating_add(earned).min(cap);
+    let limited = credited < TOKEN;
+    bucket.balance = if limited { credited } else { credited - TOKEN };
+    limited
 }
 
 /// Whether a limited bucket should be logged now (then not again for a
@@ -396,14 +396,14 @@ mod tests {
                 Action::Slip => slipped += 1,
             }
         }
-        // The bucket's five tokens, then nothing: the flood keeps it in
-        // debt (BIND's behaviour). Of the 995 limited, half slip.
-        assert_eq!((sent, dropped, slipped), (5, 498, 497));
+        // The bucket's five tokens, then five a second (Knot's behaviour):
+        // 54 in 9.99 s. Of the 946 limited, half slip.
+        assert_eq!((sent, dropped, slipped), (54, 473, 473));
         assert_eq!(
             rrl.counters,
             RrlCounters {
-                dropped: 498,
-                slipped: 497,
+                dropped: 473,
+                slipped: 473,
                 log_only: 0
             }
         );
@@ -442,7 +442,7 @@ mod tests {
         let mut at = rrl(five_a_second());
         assert_eq!(flood(&mut at, "192.0.2.1", WWW, 0, 200, 300), [300, 0, 0]);
         let mut above = rrl(five_a_second());
-        let [sent, dropped, slipped] = flood(&mut above, "192.0.2.1", WWW, 0, 190, 300);
+        let [sent, dropped, slipped] = flood(&mut above, "192.0.2.1", WWW, 0, 100, 300);
         assert!(
             dropped > 0 && slipped > 0 && sent < 300,
             "{sent} {dropped} {slipped}"
@@ -501,36 +501,26 @@ mod tests {
         );
     }
 
-    /// The action for a query `after_ms` after a 20 s flood stopped.
-    fn after_flood(window: u32, after_ms: u64) -> Action {
-        let mut rrl = rrl(RrlSettings {
-            window,
-            slip: 0,
-            ..five_a_second()
-        });
-        flood(&mut rrl, "192.0.2.1", WWW, 0, 10, 2000);
-        rrl.check(ip("192.0.2.1"), WWW, 20_000 + after_ms).action
-    }
-
     #[test]
-    fn a_flooding_client_waits_out_the_window_before_it_is_answered() {
-        // The debt is window × rate; paid at the rate, one token more
-        // (200 ms at 5 a second) buys an answer.
-        for window in [1, 2, 15, 60] {
-            let w = window as u64 * 1000;
-            assert_eq!(after_flood(window, w - 10), Action::Drop, "window {window}");
-            assert_eq!(after_flood(window, w), Action::Drop, "window {window}");
-            assert_eq!(
-                after_flood(window, w + 200),
-                Action::Send,
-                "window {window}"
-            );
+    fn a_sustained_flood_is_answered_at_the_rate_and_the_client_at_once_after_it() {
+        // 100 a second for 20 s at 5 a second: the five first tokens, then
+        // five a second; none of the flood is held against the client.
+        for window in [1, 15, 60] {
+            let mut rrl = rrl(RrlSettings {
+                window,
+                slip: 0,
+                ..five_a_second()
+            });
+            let [sent, dropped, _] = flood(&mut rrl, "192.0.2.1", WWW, 0, 10, 2000);
+            assert_eq!((sent, dropped), (5 + 5 * 20 - 1, 2000 - 104), "{window}");
+            // One token (200 ms at 5 a second) after the flood stops.
+            assert_eq!(flood(&mut rrl, "192.0.2.1", WWW, 20_200, 0, 1), [1, 0, 0]);
         }
     }
 
     #[test]
     fn slip_zero_never_truncates_and_one_always_does() {
-        for (slip, want) in [(0, [5, 995, 0]), (1, [5, 0, 995]), (3, [5, 664, 331])] {
+        for (slip, want) in [(0, [9, 991, 0]), (1, [9, 0, 991]), (3, [9, 661, 330])] {
             let mut rrl = rrl(RrlSettings {
                 slip,
                 ..five_a_second()
@@ -561,7 +551,7 @@ mod tests {
             RrlCounters {
                 dropped: 0,
                 slipped: 0,
-                log_only: 995
+                log_only: 991
             }
         );
     }
@@ -635,7 +625,8 @@ mod tests {
         let mut rrl = rrl(five_a_second());
         assert_eq!(flood(&mut rrl, "192.0.2.1", WWW, 10_000, 0, 5), [5, 0, 0]);
         assert_eq!(flood(&mut rrl, "192.0.2.1", WWW, 0, 0, 2), [0, 1, 1]);
-        assert_eq!(flood(&mut rrl, "192.0.2.1", WWW, 10_200, 0, 1), [0, 1, 0]);
+        // 200 ms after 10 s, not 10.2 s: one token.
+        assert_eq!(flood(&mut rrl, "192.0.2.1", WWW, 10_200, 0, 2), [1, 1, 0]);
     }
 
     #[test]

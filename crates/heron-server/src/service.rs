@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{Semaphore, SemaphorePermit, mpsc};
 
 use crate::processor::{Event, NotifyReceived, Processor, Refusal};
+use crate::udp::limit::RrlTotals;
 
 /// Outgoing transfers running at once; more wait their turn.
 const MAX_TRANSFERS: usize = 64;
@@ -18,6 +19,8 @@ pub struct Service {
     notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
     refusals: [AtomicU64; Refusal::KINDS],
     transfers: Semaphore,
+    /// What the UDP workers' rate limiting dropped and slipped.
+    pub rrl: RrlTotals,
 }
 
 impl Service {
@@ -30,6 +33,7 @@ impl Service {
             notify_in,
             refusals: Default::default(),
             transfers: Semaphore::new(MAX_TRANSFERS),
+            rrl: RrlTotals::default(),
         }
     }
 
@@ -53,6 +57,15 @@ impl Service {
     /// Requests refused so far for reasons of `why`'s kind.
     pub fn refusals(&self, why: Refusal) -> u64 {
         self.refusals[why.kind()].load(Ordering::Relaxed)
+    }
+
+    /// Requests refused per kind ([`Refusal::kind`]), set back to zero
+    /// if `reset` (each counter read and zeroed at once: none is lost).
+    pub fn refusal_counts(&self, reset: bool) -> [u64; Refusal::KINDS] {
+        std::array::from_fn(|kind| match reset {
+            true => self.refusals[kind].swap(0, Ordering::Relaxed),
+            false => self.refusals[kind].load(Ordering::Relaxed),
+        })
     }
 
     /// A turn to send a transfer, waiting while [`MAX_TRANSFERS`] run.

@@ -6,11 +6,11 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use heron_proto::Name;
 use heron_server::SharedCatalog;
-use heron_server::processor::{NotifyReceived, SharedOrigins};
+use heron_server::processor::{ExpiryDeadlines, NotifyReceived, SharedOrigins};
 use heron_xfr::journal::file as journal_file;
 use heron_xfr::primary::Primary;
 use heron_xfr::secondary::client::Connections;
@@ -39,6 +39,8 @@ pub struct Secondaries {
     pub kept: Vec<Option<Zone>>,
     /// `[secondary] keep-removed`.
     pub keep_removed: bool,
+    /// When each zone expires, for the processor's EDNS EXPIRE.
+    pub expiry: Arc<ExpiryDeadlines>,
 }
 
 /// Reads the kept copies of `zones` (those that have one) on every core,
@@ -99,6 +101,7 @@ const MAX_REBUILD_PAUSE: Duration = Duration::from_millis(50);
 /// as when it expires.
 /// Returns what a reload changes them through; `origins` is the set of
 /// secondary zones the query processor takes NOTIFYs for.
+/// Its `commands` are also the control socket's way to the refresh task.
 pub fn start(
     secondaries: Secondaries,
     origins: SharedOrigins,
@@ -112,6 +115,7 @@ pub fn start(
         bounds,
         kept,
         keep_removed,
+        expiry,
     } = secondaries;
     // Kept copies are written when the workers leave the CPU idle (at
     // nice 19 a long write would still hold a worker's core for a time
@@ -147,7 +151,10 @@ pub fn start(
         .expect("a thread can be started");
     let ctx = Arc::new(Context {
         conns: connections,
-        publisher: Arc::new(CatalogPublisher { changes }),
+        publisher: Arc::new(CatalogPublisher {
+            changes,
+            expiry: expiry.clone(),
+        }),
         keeper: keeper.clone(),
         bounds,
     });
@@ -172,6 +179,7 @@ pub fn start(
         origins,
         keeper,
         keep_removed,
+        expiry,
     })
 }
 
@@ -185,6 +193,8 @@ pub struct Running {
     origins: SharedOrigins,
     pub keeper: Keeper,
     keep_removed: bool,
+    /// Forgotten for a removed zone, for EDNS EXPIRE.
+    expiry: Arc<ExpiryDeadlines>,
 }
 
 /// What [`Running::reconfigure`] did.
@@ -197,6 +207,12 @@ pub struct SecondaryChanges {
 }
 
 impl Running {
+    /// The refresh task's command channel (the control socket's `Report`
+    /// and `CheckNow` go through it).
+    pub fn commands(&self) -> mpsc::UnboundedSender<Command> {
+        self.commands.clone()
+    }
+
     /// Makes `wanted` the secondary zones, in the catalog `next` about to
     /// be served: new ones start (from their kept copy, or the version
     /// served now, if any), those no longer wanted stop and are no longer
@@ -226,6 +242,7 @@ impl Running {
         for origin in gone {
             let zone = self.zones.remove(&origin).expect("listed above");
             let _ = self.commands.send(Command::Remove(zone.origin.clone()));
+            self.expiry.remove(&origin);
             if !from_files(&origin) {
                 next.remove(&origin);
                 primary.forget(&origin);
@@ -300,6 +317,7 @@ enum Change {
 /// Hands what the refresh task receives to `apply_changes`.
 struct CatalogPublisher {
     changes: mpsc::UnboundedSender<Change>,
+    expiry: Arc<ExpiryDeadlines>,
 }
 
 impl Publisher for CatalogPublisher {
@@ -308,7 +326,13 @@ impl Publisher for CatalogPublisher {
     }
 
     fn expire(&self, origin: &Name) {
+        self.expiry.remove(origin);
         let _ = self.changes.send(Change::Expire(origin.clone()));
+    }
+
+    fn expires_at(&self, origin: &Name, deadline: SystemTime) {
+        let since_epoch = deadline.duration_since(UNIX_EPOCH).unwrap_or_default();
+        self.expiry.set(origin, since_epoch.as_secs());
     }
 }
 

@@ -11,8 +11,11 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use heron_proto::Name;
-use heron_server::processor::{NotifyReceived, Processor, SharedOrigins};
-use heron_server::service::Service;
+use heron_server::processor::cookies::{self, Cookies};
+use heron_server::processor::{
+    ExpiryDeadlines, NotifyReceived, Processor, QueryPolicy, SharedOrigins,
+};
+use heron_server::service::{Service, unix_now};
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::journal::DEFAULT_MAX_BYTES;
 use heron_xfr::journal::files as journal_files;
@@ -24,7 +27,7 @@ use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
 use tokio::sync::{mpsc, watch};
 
 use crate::ServeArgs;
-use crate::config::{self, Settings};
+use crate::config::{self, RunAs, Settings};
 use crate::control;
 use crate::notify;
 use crate::reload::{ConfigSource, Outcome, ZoneFiles};
@@ -80,11 +83,16 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let primary = Arc::new(primary(settings.policies, journals, &catalog, &kept));
     let keys = Arc::new(settings.keys);
     let (notify_tx, notifies) = mpsc::unbounded_channel();
+    let expiry = Arc::new(ExpiryDeadlines::default());
     let queries = Queries {
         primary: primary.clone(),
         keys: keys.clone(),
         secondaries: SharedOrigins::default(),
         notify_in: Some(notify_tx),
+        query_policy: settings.shield.query_policy,
+        nsid: settings.shield.nsid,
+        expiry: expiry.clone(),
+        cookies: settings.cookies,
     };
     let limits = &settings.secondary;
     let transfers = Transfers {
@@ -106,10 +114,15 @@ pub fn run(args: ServeArgs) -> ExitCode {
         notifies,
         bounds: limits.bounds(),
         keep_removed: limits.keep_removed,
+        expiry,
+    };
+    let process = ProcessSettings {
+        control_socket: settings.control,
+        run_as: settings.shield.run_as,
     };
     match runtime.block_on(serve(
         settings.server,
-        settings.control,
+        process,
         catalog,
         files,
         transfers,
@@ -157,6 +170,8 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
                 tcp: TcpLimits::default(),
                 answer: AnswerConfig::default(),
                 tls: None,
+                xdp: None,
+                rrl: None,
             },
             zones: Vec::new(),
             keys: Vec::new(),
@@ -166,8 +181,10 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             xot: TlsClients::new(None).expect("no CA to read"),
             control: None,
             max_zone_file_size: heron_zone::zonefile::DEFAULT_MAX_LOAD_SIZE,
+            shield: Default::default(),
             warnings: Vec::new(),
             restart_only: Default::default(),
+            cookies: Default::default(),
         },
     };
     if let Some(path) = &args.control {
@@ -259,12 +276,27 @@ struct Queries {
     /// Zones we are secondary for: NOTIFY is accepted for these.
     secondaries: SharedOrigins,
     notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
+    query_policy: QueryPolicy,
+    nsid: Vec<u8>,
+    /// Written by the secondary's driver, read for EDNS EXPIRE.
+    expiry: Arc<ExpiryDeadlines>,
+    cookies: heron_proto::cookie::CookieSettings,
 }
 
 impl Queries {
     fn service(self, catalog: SharedCatalog, config: AnswerConfig) -> Service {
+        let cookies = Cookies::new(
+            &self.cookies,
+            cookies::random_secret(),
+            unix_now(),
+            config.max_udp_payload,
+        );
         let processor = Processor::new(catalog, config, self.primary, self.keys)
-            .with_shared_secondaries(self.secondaries);
+            .with_shared_secondaries(self.secondaries)
+            .with_query_policy(self.query_policy)
+            .with_nsid(self.nsid)
+            .with_expiry(self.expiry)
+            .with_cookies(cookies);
         Service::new(processor, self.notify_in)
     }
 }
@@ -292,6 +324,27 @@ impl Transfers {
         changed.cloned().collect()
     }
 
+    /// Notifies `zone`'s secondaries now and waits for each to answer
+    /// (or not, after the retries): each target with how it went.
+    pub(crate) async fn notify_now(
+        &self,
+        zone: &Zone,
+    ) -> Vec<(std::net::SocketAddr, heron_xfr::primary::notify::Outcome)> {
+        let policy = self.primary.policy(zone.origin());
+        let soa = zone.soa();
+        let soa = Arc::new((soa.ttl(), soa.first_rdata().to_vec()));
+        let mut exchanges = tokio::task::JoinSet::new();
+        for target in policy.notify.iter().cloned() {
+            let (notifier, origin, soa) =
+                (self.notifier.clone(), zone.origin().clone(), soa.clone());
+            exchanges
+                .spawn(async move { (target.addr, notifier.notify(&origin, &soa, &target).await) });
+        }
+        let mut outcomes = exchanges.join_all().await;
+        outcomes.sort_by_key(|(addr, _)| *addr);
+        outcomes
+    }
+
     pub(crate) fn notify(&self, zones: &[Arc<Zone>]) {
         for zone in zones {
             let policy = self.primary.policy(zone.origin());
@@ -308,9 +361,16 @@ impl Transfers {
     }
 }
 
+/// What the process is given besides what it serves.
+struct ProcessSettings {
+    control_socket: Option<PathBuf>,
+    /// Whom to become once every socket is bound.
+    run_as: Option<RunAs>,
+}
+
 async fn serve(
     server: ServerConfig,
-    control_socket: Option<PathBuf>,
+    process: ProcessSettings,
     catalog: Catalog,
     files: ZoneFiles,
     transfers: Transfers,
@@ -319,6 +379,10 @@ async fn serve(
 ) -> Result<(), String> {
     // First, so that a second server started on the same files stops
     // here, before it answers anything.
+    let ProcessSettings {
+        control_socket,
+        run_as,
+    } = process;
     let control = match control_socket {
         Some(path) => Some((control::bind(&path)?, path)),
         None => None,
@@ -329,13 +393,10 @@ async fn serve(
     let catalog: SharedCatalog = Arc::new(ArcSwap::from_pointee(catalog));
     let transfers = Arc::new(transfers);
     let secondary_zones = secondaries.zones.len();
-    let running = secondary::start(
-        secondaries,
-        queries.secondaries.clone(),
-        &catalog,
-        &transfers,
-    );
+    let secondary_origins = queries.secondaries.clone();
+    let running = secondary::start(secondaries, secondary_origins.clone(), &catalog, &transfers);
     let keeper = running.as_ref().map(|r| r.keeper.clone());
+    let refresh_commands = running.as_ref().map(|r| r.commands());
     *transfers.secondaries.lock().unwrap() = running;
     let service = Arc::new(queries.service(catalog.clone(), server.answer.clone()));
     let stop = Arc::new(AtomicBool::new(false));
@@ -361,10 +422,26 @@ async fn serve(
         tasks.push(spawn_stream(listener, None));
         tracing::info!("answering on {addr} (UDP and TCP)");
     }
+    // After the sockets: a server that cannot listen fails before it
+    // attaches anything to an interface.
+    let mut xdp = match &server.xdp {
+        Some(xdp) => Some(
+            heron_server::xdp::start(xdp, &server, service.clone(), stop.clone())
+                .map_err(|e| format!("cannot start XDP: {e}"))?,
+        ),
+        None => None,
+    };
+    if let Some(xdp) = &mut xdp {
+        threads.extend(std::mem::take(&mut xdp.threads));
+    }
     for (addr, acceptor) in tls_listeners(&server) {
         let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TLS {addr}: {e}"))?;
         tasks.push(spawn_stream(listener, Some(acceptor)));
         tracing::info!("answering on {addr} (DNS over TLS)");
+    }
+    // Every socket is bound (the control socket first of all).
+    if let Some(run_as) = run_as {
+        drop_privileges(&run_as)?;
     }
     transfers.notify(&every_zone);
     // The zones as loaded: not held past here, or a reload could not free them.
@@ -377,23 +454,35 @@ async fn serve(
     );
     settle_once_answering(&catalog);
     let files = Arc::new(std::sync::Mutex::new(files));
+    let stop_asked = Arc::new(tokio::sync::Notify::new());
     if let Some((listener, path)) = control {
-        let (catalog, files, transfers) = (catalog.clone(), files.clone(), transfers.clone());
+        let controller = Arc::new(crate::commands::Controller {
+            catalog: catalog.clone(),
+            files: files.clone(),
+            transfers: transfers.clone(),
+            secondaries: secondary_origins,
+            listeners: server.listen.clone(),
+            tls_listeners: server.tls.as_ref().map_or(Vec::new(), |t| t.listen.clone()),
+            xdp_listeners: (server.xdp.iter().flat_map(|x| &x.listen))
+                .map(|l| format!("{}@{}", l.interface, l.port))
+                .collect(),
+            workers: server.workers,
+            stop: stop_asked.clone(),
+            refresh: refresh_commands,
+            service: service.clone(),
+            connections: limiter.clone(),
+        });
         tasks.push(tokio::spawn(control::serve(
             listener,
             path,
             shutdown_rx.clone(),
-            move || {
-                let (catalog, files, transfers) =
-                    (catalog.clone(), files.clone(), transfers.clone());
-                async move {
-                    let done = reload(&catalog, &files, &transfers, "control socket").await;
-                    reload_reply(done)
-                }
+            move |request| {
+                let controller = controller.clone();
+                async move { controller.handle(request).await }
             },
         )));
     }
-    wait_for_signals(&catalog, &files, &transfers).await;
+    wait_for_signals(&catalog, &files, &transfers, &stop_asked).await;
     tracing::info!("shutting down");
     stop.store(true, Ordering::Relaxed);
     let _ = shutdown_tx.send(true);
@@ -402,6 +491,20 @@ async fn serve(
     }
     for thread in threads {
         let _ = thread.join();
+    }
+    // The workers are done with the sockets: the programs go.
+    if let Some(xdp) = xdp {
+        drop(xdp);
+        tracing::info!("XDP programs detached");
+    }
+    if server.rrl.is_some() {
+        let limited = service.rrl.snapshot();
+        tracing::info!(
+            "response rate limiting: {} responses dropped, {} slipped, {} would have been (log-only)",
+            limited.dropped,
+            limited.slipped,
+            limited.log_only
+        );
     }
     // Zones received in the last moments: on disk before we go.
     if let Some(keeper) = keeper
@@ -418,6 +521,20 @@ async fn serve(
     Ok(())
 }
 
+/// Becomes `[server] user` (and `group`) in every thread, keeping no
+/// capability. Not being root is fine: then only the same user is allowed.
+fn drop_privileges(run_as: &RunAs) -> Result<(), String> {
+    heron_sys::privileges::drop_to(run_as.ids)
+        .map_err(|e| format!("cannot become user '{}': {e}", run_as.user))?;
+    tracing::info!(
+        "running as user {} (uid {}, gid {})",
+        run_as.user,
+        run_as.ids.uid,
+        run_as.ids.gid
+    );
+    Ok(())
+}
+
 /// Each TLS address with what its handshakes use.
 fn tls_listeners(server: &ServerConfig) -> Vec<(std::net::SocketAddr, tls::TlsAcceptor)> {
     let Some(tls) = &server.tls else {
@@ -428,11 +545,13 @@ fn tls_listeners(server: &ServerConfig) -> Vec<(std::net::SocketAddr, tls::TlsAc
 }
 
 /// Tells the service manager the server is ready, then serves until
-/// SIGTERM or SIGINT; on SIGHUP, reloads (see [`reload`]).
+/// SIGTERM or SIGINT or the control socket's `stop`; on SIGHUP, reloads
+/// (see [`reload`]).
 async fn wait_for_signals(
     catalog: &SharedCatalog,
     files: &Arc<std::sync::Mutex<ZoneFiles>>,
     transfers: &Arc<Transfers>,
+    stop_asked: &tokio::sync::Notify,
 ) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
@@ -443,8 +562,9 @@ async fn wait_for_signals(
         tokio::select! {
             _ = term.recv() => return,
             _ = tokio::signal::ctrl_c() => return,
+            _ = stop_asked.notified() => return,
             _ = hup.recv() => {
-                reload(catalog, files, transfers, "SIGHUP").await;
+                reload(catalog, files, transfers, "SIGHUP", Selection::default()).await;
             }
         }
     }
@@ -455,13 +575,17 @@ async fn wait_for_signals(
 /// on a background thread (below the query workers' priority), and swaps
 /// the new catalog in; queries in flight finish on the old one. Returns
 /// what it did and how long it took.
-async fn reload(
+pub(crate) async fn reload(
     catalog: &SharedCatalog,
     files: &Arc<std::sync::Mutex<ZoneFiles>>,
     transfers: &Arc<Transfers>,
     asked_by: &str,
+    selection: Selection,
 ) -> (Outcome, Duration) {
-    tracing::info!("{asked_by}: reloading the configuration and changed zone files");
+    match &selection.zones {
+        None => tracing::info!("{asked_by}: reloading the configuration and changed zone files"),
+        Some(zones) => tracing::info!("{asked_by}: reloading {} zone(s)", zones.len()),
+    }
     notify::reloading();
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
@@ -469,7 +593,14 @@ async fn reload(
         let _writing = xfr.catalog_writer.lock().unwrap();
         let current = catalog.load_full();
         let mut files = files.lock().unwrap();
-        let reconfigured = match files.reread_config() {
+        // Named zones are re-read alone; the configuration waits for a
+        // whole reload.
+        let reread = if selection.zones.is_none() {
+            files.reread_config()
+        } else {
+            Ok(None)
+        };
+        let reconfigured = match reread {
             Ok(reconfigured) => reconfigured,
             Err(errors) => return (Outcome::config_errors(errors), Vec::new(), Duration::ZERO),
         };
@@ -487,7 +618,8 @@ async fn reload(
             removed = new.removed;
             secondaries = Some(new.secondaries);
         }
-        let (mut next, mut outcome) = files.load_changed(&current);
+        let (mut next, mut outcome) =
+            files.load_selected(&current, selection.zones.as_ref(), selection.force);
         if let (Some(wanted), Some(running)) =
             (secondaries, xfr.secondaries.lock().unwrap().as_mut())
         {
@@ -527,11 +659,11 @@ async fn reload(
     (outcome, took)
 }
 
-/// The control socket's answer to `reload`: the summary, then each error.
-fn reload_reply((outcome, took): (Outcome, Duration)) -> control::Reply {
-    let summary = format!("reloaded in {} ms: {}", took.as_millis(), outcome.summary());
-    control::Reply {
-        ok: outcome.is_ok(),
-        lines: std::iter::once(summary).chain(outcome.errors).collect(),
-    }
+/// Which zones a reload reads.
+#[derive(Default)]
+pub(crate) struct Selection {
+    /// Only these (lower-cased), and not the configuration; None for all.
+    pub(crate) zones: Option<std::collections::HashSet<Name>>,
+    /// Read the files even if they look unchanged.
+    pub(crate) force: bool,
 }

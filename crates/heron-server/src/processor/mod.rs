@@ -19,18 +19,29 @@
 //!    the address and the key the TSIG record names; the verdict is
 //!    applied after `tsig` has verified that key, so a bad signature gets
 //!    its TSIG error whatever the address (RFC 8945 5.2) and a refusal of
-//!    a signed request is signed. Query ACLs (issue 25) join here.
+//!    a signed request is signed. Query ACLs (`allow-query`) are checked
+//!    here for deferred queries; plain ones, and the `blackhole` that
+//!    drops a query unanswered, are checked by [`Processor::screen`]
+//!    ahead of the engine. Both only when a [`QueryPolicy`] is configured:
+//!    without one the fast path pays a single branch.
 //! 3. [`tsig`]: the signature is verified at the position `parse` found
 //!    (the message is not walked again); a failure is NOTAUTH with the
 //!    TSIG error. The verified key is carried to `sign`.
-//! 4. *Cookies, then response rate limiting* (issue 25) go here, as layers
-//!    of their own: after TSIG (a signed request is not rate limited as an
-//!    anonymous one) and before any answer is built.
+//! 4. [`cookies`], then response rate limiting: after TSIG (a signed
+//!    request is not rate limited as an anonymous one). The cookie layer
+//!    decides before any answer is built (FORMERR, BADCOOKIE) and appends
+//!    the COOKIE option to the answer after (before `sign`); a plain query
+//!    with a COOKIE option takes it on the fast path too, one branch for
+//!    those without. Rate limiting needs the response and is UDP's alone:
+//!    it is the UDP worker's layer ([`crate::udp::limit`]), one table per
+//!    worker, applied to the engine's answers and errors after they are
+//!    written (a client with a valid server cookie is exempt).
 //! 5. [`answer`] (a signed plain query, through the engine, with room
 //!    kept for the TSIG record), [`transfer`] (AXFR/IXFR: a [`Transfer`]
 //!    stream, or over UDP the SOA alone) or [`notify`] (a NOTIFY event).
 //!    The full message is walked once more only for an SOA serial: an
 //!    IXFR's (authority section) or a NOTIFY's (answer section).
+//!    Then [`options`]: NSID and EDNS EXPIRE when the query asked.
 //! 6. [`sign`]: the response, or each message of a stream, is signed
 //!    when the request was.
 //! 7. [`size`]: a UDP response that does not fit the client's size is
@@ -44,7 +55,9 @@
 
 mod acl;
 mod answer;
+pub mod cookies;
 mod notify;
+mod options;
 mod parse;
 mod sign;
 mod size;
@@ -59,6 +72,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use heron_proto::edns::{OptionWriter, opt_record};
 use heron_proto::message::Query;
 use heron_proto::tsig::{Key, Verified};
 use heron_proto::writer::header_response;
@@ -69,6 +83,9 @@ use heron_zone::{AnswerConfig, Catalog, is_deferred};
 
 use crate::SharedCatalog;
 use acl::Admission;
+pub use acl::QueryPolicy;
+use cookies::{Cookies, Step};
+pub use options::ExpiryDeadlines;
 pub use transfer::{Messages, Transfer};
 
 /// How a query arrived.
@@ -144,11 +161,44 @@ pub enum Refusal {
     /// A NOTIFY for a zone we are not secondary for (NOTAUTH).
     NotSecondary,
     NotifyDenied(Denied),
+    /// A query `allow-query` does not allow (REFUSED with Extended DNS
+    /// Error 18, Prohibited).
+    QueryDenied(Denied),
+}
+
+/// Whether `q` asked for an EDNS option [`Processor::add_options`] may
+/// add: a path that answers through the engine itself calls that only then.
+#[inline]
+pub fn asks_options(q: &Query) -> bool {
+    options::asked(q)
+}
+
+/// What [`Processor::screen`] decided about a query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Screened {
+    /// On to the engine.
+    Pass,
+    /// From a blackholed address: no answer at all.
+    Drop,
+    /// Refused: the response is written.
+    Refused,
 }
 
 impl Refusal {
     /// How many kinds there are, for counters indexed by [`Refusal::kind`].
-    pub const KINDS: usize = 7;
+    pub const KINDS: usize = 8;
+
+    /// A name for each kind, in the order of [`Refusal::kind`].
+    pub const KIND_NAMES: [&'static str; Refusal::KINDS] = [
+        "tsig",
+        "axfr-over-udp",
+        "zone-not-served",
+        "transfer-denied",
+        "ixfr-without-soa",
+        "not-secondary",
+        "notify-denied",
+        "query-denied",
+    ];
 
     /// A number below [`Refusal::KINDS`], one per variant (the reason a
     /// list denied is not told apart).
@@ -161,6 +211,7 @@ impl Refusal {
             Refusal::IxfrWithoutSoa => 4,
             Refusal::NotSecondary => 5,
             Refusal::NotifyDenied(_) => 6,
+            Refusal::QueryDenied(_) => 7,
         }
     }
 
@@ -168,9 +219,10 @@ impl Refusal {
         match self {
             Refusal::Tsig | Refusal::ZoneNotServed | Refusal::NotSecondary => Rcode::NOTAUTH,
             Refusal::IxfrWithoutSoa => Rcode::FORMERR,
-            Refusal::AxfrOverUdp | Refusal::TransferDenied(_) | Refusal::NotifyDenied(_) => {
-                Rcode::REFUSED
-            }
+            Refusal::AxfrOverUdp
+            | Refusal::TransferDenied(_)
+            | Refusal::NotifyDenied(_)
+            | Refusal::QueryDenied(_) => Rcode::REFUSED,
         }
     }
 }
@@ -185,6 +237,7 @@ impl fmt::Display for Refusal {
             Refusal::IxfrWithoutSoa => f.write_str("IXFR without an SOA"),
             Refusal::NotSecondary => f.write_str("NOTIFY for a zone we are not secondary for"),
             Refusal::NotifyDenied(why) => write!(f, "NOTIFY ({why})"),
+            Refusal::QueryDenied(why) => write!(f, "query ({why})"),
         }
     }
 }
@@ -199,6 +252,14 @@ pub struct Processor {
     /// accepted for these only. Shared, as a reload or a catalog zone
     /// changes them while queries are answered.
     secondaries: SharedOrigins,
+    /// Held only when something is configured (the fast path's branch).
+    query_policy: Option<Box<QueryPolicy>>,
+    /// This server's NSID (RFC 5001), if configured.
+    nsid: Option<Box<[u8]>>,
+    /// When our secondary zones expire, for EDNS EXPIRE.
+    expiry: Arc<ExpiryDeadlines>,
+    /// None when cookies are disabled.
+    cookies: Option<Cookies>,
 }
 
 /// A set of lower-cased origins that is replaced whole while read.
@@ -245,6 +306,106 @@ impl Processor {
             keys,
             primary,
             secondaries: SharedOrigins::default(),
+            query_policy: None,
+            nsid: None,
+            expiry: Arc::default(),
+            cookies: None,
+        }
+    }
+
+    /// Query ACLs and blackhole; an empty policy is not kept.
+    pub fn with_query_policy(mut self, policy: QueryPolicy) -> Processor {
+        self.query_policy = (!policy.is_empty()).then(|| Box::new(policy));
+        self
+    }
+
+    /// The NSID this server answers with (none if empty).
+    pub fn with_nsid(mut self, nsid: Vec<u8>) -> Processor {
+        self.nsid = (!nsid.is_empty()).then(|| nsid.into_boxed_slice());
+        self
+    }
+
+    /// Where our secondary zones' expiry deadlines are kept; the
+    /// secondary's driver writes them.
+    pub fn with_expiry(mut self, expiry: Arc<ExpiryDeadlines>) -> Processor {
+        self.expiry = expiry;
+        self
+    }
+
+    /// Whether [`Processor::screen`] has anything to do: the one branch
+    /// a fast path takes when no query ACL or blackhole is configured.
+    #[inline]
+    pub fn screens(&self) -> bool {
+        self.query_policy.is_some()
+    }
+
+    /// Whether a connection or datagram from `ip` is to be ignored.
+    pub fn blackholes(&self, ip: std::net::IpAddr) -> bool {
+        self.query_policy.as_ref().is_some_and(|p| p.blackholes(ip))
+    }
+
+    /// The `acl` layer for a query the engine would answer, from a path
+    /// that parsed it already: `q` is None when it did not parse (only
+    /// the blackhole applies then). Deferred queries are checked later,
+    /// with their key; they pass here unless blackholed.
+    pub fn screen(
+        &self,
+        catalog: &Catalog,
+        req: &Request,
+        q: Option<&Query>,
+        out: &mut Vec<u8>,
+        events: &mut Vec<Event>,
+    ) -> Screened {
+        let Some(policy) = &self.query_policy else {
+            return Screened::Pass;
+        };
+        if policy.blackholes(req.peer.ip()) {
+            return Screened::Drop;
+        }
+        let Some(q) = q.filter(|q| !is_deferred(q)) else {
+            return Screened::Pass;
+        };
+        match policy.check_query(catalog, req.peer.ip(), None, q) {
+            Ok(()) => Screened::Pass,
+            Err(why) => {
+                let d = Deferred {
+                    req,
+                    q,
+                    signed: None,
+                };
+                refuse(&d, Refusal::QueryDenied(why), out, events);
+                Screened::Refused
+            }
+        }
+    }
+
+    /// The options layer for a response the engine wrote for `q` (a
+    /// plain query): NSID and EXPIRE when asked for.
+    #[inline]
+    pub fn add_options(&self, catalog: &Catalog, req: &Request, q: &Query, out: &mut Vec<u8>) {
+        if asks_options(q) {
+            options::append(self, catalog, req, q, 0, out);
+        }
+    }
+
+    /// Answers DNS cookies with `cookies` (None: the option is ignored).
+    pub fn with_cookies(mut self, cookies: Option<Cookies>) -> Processor {
+        self.cookies = cookies;
+        self
+    }
+
+    /// The cookie layer for a plain query `q` from `req`, if cookies are on
+    /// and the query has a COOKIE option; else [`Step::Ignore`]. The UDP
+    /// batch path calls it before the engine answers.
+    #[inline(always)]
+    pub fn cookie_step(&self, req: &Request, q: &Query, out: &mut Vec<u8>) -> Step {
+        match &self.cookies {
+            Some(cookies) if cookies::has_cookie(q) => {
+                let question = &req.bytes[q.question.clone()];
+                let udp = req.transport == Transport::Udp;
+                cookies.check(q, question, req.peer.ip(), req.now, udp, out)
+            }
+            _ => Step::Ignore,
         }
     }
 
@@ -273,9 +434,29 @@ impl Processor {
     /// Processes one query: the response goes to `out` (cleared first),
     /// events are appended to `events`.
     pub fn process(&self, req: &Request, out: &mut Vec<u8>, events: &mut Vec<Event>) -> Outcome {
+        if self.blackholes(req.peer.ip()) {
+            return Outcome::Nothing;
+        }
         parse::with_query(req.bytes, out, |q, out| {
             if !is_deferred(q) {
-                answer::plain(&self.catalog.load(), &self.config, req, q, out);
+                let catalog = self.catalog.load();
+                if self.screens()
+                    && self.screen(&catalog, req, Some(q), out, events) != Screened::Pass
+                {
+                    return Outcome::Response;
+                }
+                // Cookies first: their option goes into an OPT that has no
+                // options yet; NSID and EXPIRE are appended after it.
+                let step = self.cookie_step(req, q, out);
+                if step != Step::Answered {
+                    answer::plain(&catalog, &self.config, req, q, out);
+                }
+                if let Step::Answer(cookie) = step {
+                    cookie.append(out);
+                }
+                if step != Step::Answered {
+                    self.add_options(&catalog, req, q, out);
+                }
                 return Outcome::Response;
             }
             self.process_parsed(req, q, out, events)
@@ -307,8 +488,16 @@ impl Processor {
                 return Outcome::Response;
             }
         }
-        let outcome = self.act(&catalog, &d, admission, out, events);
+        let step = self.cookie_step(req, q, out);
+        let outcome = if step == Step::Answered {
+            Outcome::Response
+        } else {
+            self.act(&catalog, &d, admission, out, events)
+        };
         if let Outcome::Response = outcome {
+            if let Step::Answer(cookie) = step {
+                cookie.append(out);
+            }
             sign::response(&d, out);
             size::fit(&self.config, &d, out);
         }
@@ -327,6 +516,9 @@ impl Processor {
         let result = match admission {
             Admission::Query => {
                 answer::signed(catalog, &self.config, d, out);
+                if options::asked(d.q) {
+                    options::append(self, catalog, d.req, d.q, d.tsig_room(), out);
+                }
                 return Outcome::Response;
             }
             Admission::Refuse(refusal) => Err(refusal),
@@ -346,11 +538,33 @@ impl Processor {
 /// Writes the error response a refusal gets, logs and counts it.
 fn refuse(d: &Deferred, refusal: Refusal, out: &mut Vec<u8>, events: &mut Vec<Event>) {
     let rcode = refusal.rcode();
-    tracing::warn!(
-        "{refusal} from {} for {} refused ({rcode})",
-        d.req.peer,
-        d.q.qname_lower.to_name()
-    );
+    if let Refusal::QueryDenied(_) = refusal {
+        // As common as queries can be: not worth a warning each.
+        tracing::debug!("{refusal} from {} refused", d.req.peer);
+    } else {
+        tracing::warn!(
+            "{refusal} from {} for {} refused ({rcode})",
+            d.req.peer,
+            d.q.qname_lower.to_name()
+        );
+    }
     d.header_response(rcode, false, out);
+    if let Refusal::QueryDenied(_) = refusal {
+        prohibited(d, out);
+    }
     events.push(Event::Refused(refusal));
+}
+
+/// Extended DNS Error 18 (Prohibited, RFC 8914 4.19) in an OPT record
+/// after a header-only refusal, for a query that had EDNS.
+fn prohibited(d: &Deferred, out: &mut Vec<u8>) {
+    const PROHIBITED: u16 = 18;
+    const ARCOUNT_LOW: usize = 11;
+    let Some(edns) = d.q.edns else { return };
+    // The size we take; a refusal is never near it.
+    out.extend_from_slice(&opt_record(1232, 0, edns.do_bit));
+    out[ARCOUNT_LOW] = 1;
+    if let Some(mut w) = OptionWriter::after_bare_opt(out, u16::MAX as usize) {
+        let _ = w.extended_error(PROHIBITED, "");
+    }
 }

@@ -4,6 +4,8 @@
 
 pub mod batch;
 pub mod coalesce;
+pub mod limit;
+pub mod pacing_choice;
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -12,13 +14,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use heron_zone::lookahead::MAX_BATCH;
+use heron_zone::lookahead::{MAX_BATCH, PreparedBatch};
 use heron_zone::{Answered, BatchAnswerer, Catalog, Transport};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::processor::{self, Event, Outcome, Request};
+use crate::processor::cookies::{Step, random_bytes};
+use crate::processor::{self, Event, Outcome, Request, Screened};
+use crate::rrl::Rrl;
 use crate::service::{Service, unix_now};
 use crate::{ServerConfig, SharedCatalog};
+use limit::Limiter;
 
 /// How often a blocked worker wakes to notice shutdown.
 const SHUTDOWN_POLL: Duration = Duration::from_millis(200);
@@ -74,7 +79,18 @@ pub fn spawn_workers(
 ) -> io::Result<Vec<JoinHandle<()>>> {
     let (cpus, coalesce) = (&server.cpu_affinity, server.udp_coalesce);
     let mut handles = Vec::with_capacity(server.workers);
+    let rrl = server
+        .rrl
+        .as_ref()
+        .map(|settings| settings.divided_among(server.workers));
     for i in 0..server.workers {
+        let limiter = match &rrl {
+            Some(settings) => Some(Limiter::new(
+                Rrl::new(settings, u64::from_ne_bytes(random_bytes()))
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+            )),
+            None => None,
+        };
         let socket = bind_reuseport(addr)?;
         if i == 0 {
             warn_if_small_buffer(&socket, addr);
@@ -94,6 +110,7 @@ pub fn spawn_workers(
                     service,
                     answerer: BatchAnswerer::default(),
                     events: Vec::new(),
+                    limiter,
                 };
                 run_loop(&socket, &stop, coalesce, worker)
             })?;
@@ -110,6 +127,8 @@ struct Worker {
     answerer: BatchAnswerer,
     /// The processor's events, handed on at once; kept to reuse.
     events: Vec<Event>,
+    /// Response rate limiting; None: off.
+    limiter: Option<Limiter>,
 }
 
 // A batch is answered with its memory loads overlapped
@@ -124,31 +143,120 @@ impl Handler for Worker {
         let mut slots = Default::default();
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);
+        if let Some(limiter) = &mut self.limiter {
+            limiter.start_batch();
+        }
+        // The one branch a batch pays when no query ACL is configured.
+        let screens = processor.screens();
         for i in 0..received {
+            if screens {
+                match screen(
+                    &self.service,
+                    &mut self.events,
+                    catalog,
+                    batch,
+                    &prepared,
+                    i,
+                ) {
+                    Screened::Pass => {}
+                    Screened::Drop => continue,
+                    Screened::Refused => {
+                        batch.reply(i);
+                        continue;
+                    }
+                }
+            }
+            let q = prepared.query(i);
+            let plain = prepared.is_plain_query(i);
+            let has_cookie = plain && processor::cookies::has_cookie(q);
+            let asks_options = plain && processor::asks_options(q);
+            // The address is decoded only for the layers that need it.
+            let needs_peer = !plain || has_cookie || asks_options || self.limiter.is_some();
+            let peer = if needs_peer { batch.peer(i) } else { None };
             let (query, response) = batch.slot(i);
-            let send = match prepared.answer(i, config, query, Transport::Udp, response) {
+            let request = |peer| Request {
+                bytes: query,
+                peer,
+                transport: processor::Transport::Udp,
+                now: unix_now(),
+            };
+            // The cookie layer, for a plain query with a COOKIE option only.
+            let step = match peer {
+                Some(peer) if has_cookie => processor.cookie_step(&request(peer), q, response),
+                _ => Step::Ignore,
+            };
+            let answered = match step {
+                Step::Answered => Answered::Response,
+                _ => prepared.answer(i, config, query, Transport::Udp, response),
+            };
+            let mut send = match answered {
                 Answered::Response => true,
                 Answered::Drop => false,
                 // TSIG, NOTIFY, IXFR: the processor's other layers, which
-                // need the peer and the time.
-                Answered::Deferred => batch.peer(i).is_some_and(|peer| {
-                    let (bytes, response) = batch.slot(i);
-                    let req = Request {
-                        bytes,
-                        peer,
-                        transport: processor::Transport::Udp,
-                        now: unix_now(),
-                    };
-                    let q = prepared.query(i);
-                    let outcome = processor.process_parsed(&req, q, response, &mut self.events);
+                // need the peer and the time. Not rate limited.
+                Answered::Deferred => {
+                    let Some(peer) = peer else { continue };
+                    let outcome =
+                        processor.process_parsed(&request(peer), q, response, &mut self.events);
                     self.service.dispatch(&mut self.events);
-                    matches!(outcome, Outcome::Response)
-                }),
+                    if matches!(outcome, Outcome::Response) {
+                        batch.reply(i);
+                    }
+                    continue;
+                }
             };
+            if let Step::Answer(cookie) = step {
+                cookie.append(response);
+            }
+            // NSID and EXPIRE go after the cookie, which needs an OPT with
+            // no options yet.
+            if let (true, Some(peer)) = (send && asks_options && step != Step::Answered, peer) {
+                processor.add_options(catalog, &request(peer), q, response);
+            }
+            let exempt = matches!(step, Step::Answer(c) if c.rrl_exempt);
+            if let (Some(limiter), Some(peer), true, false) =
+                (&mut self.limiter, peer, send, exempt)
+            {
+                send = limiter.admit(peer.ip(), q, plain, response);
+            }
             if send {
                 batch.reply(i);
             }
         }
+        if let Some(limiter) = &mut self.limiter {
+            limiter.report(&self.service.rrl);
+        }
+    }
+}
+
+/// The `acl` layer for the `i`th query of a batch.
+fn screen(
+    service: &Service,
+    events: &mut Vec<Event>,
+    catalog: &Catalog,
+    batch: &mut batch::Batch,
+    prepared: &PreparedBatch,
+    i: usize,
+) -> Screened {
+    let Some(peer) = batch.peer(i) else {
+        return Screened::Drop;
+    };
+    let (bytes, response) = batch.slot(i);
+    let req = udp_request(bytes, peer);
+    let screened = service
+        .processor
+        .screen(catalog, &req, prepared.parsed(i), response, events);
+    service.dispatch(events);
+    screened
+}
+
+/// A datagram as the processor takes it, dated now.
+pub(crate) fn udp_request(bytes: &[u8], peer: SocketAddr) -> Request<'_> {
+    Request {
+        bytes,
+        peer,
+        transport: processor::Transport::Udp,
+        now: unix_now(),
     }
 }
 
@@ -177,7 +285,8 @@ impl<F: FnMut(&[u8], &mut Vec<u8>) -> bool> Handler for F {
 /// whether to send it. Heron answers DNS here; the benchmark's reflector
 /// runs the same loop with an echo, which measures the path's own cost.
 /// Under steady load it lets datagrams gather between receives, for at
-/// most `coalesce` ([`coalesce`]; zero: never).
+/// most `coalesce` ([`coalesce`]; zero: never), while that measures
+/// cheaper than not waiting ([`pacing_choice`]).
 pub fn run_loop(
     socket: &UdpSocket,
     stop: &AtomicBool,
@@ -189,8 +298,12 @@ pub fn run_loop(
         tracing::debug!("UDP worker keeps the default timer slack");
     }
     let mut pacing = coalesce::Coalescer::new(Instant::now(), coalesce);
+    let mut cpu_clock = pacing_choice::ThreadCpuClock::open();
+    let mut choice = pacing_choice::PacingChoice::new(Instant::now(), &mut cpu_clock);
     while !stop.load(Ordering::Relaxed) {
-        if let Some(wait) = pacing.wait(Instant::now()) {
+        if choice.pacing()
+            && let Some(wait) = pacing.wait(Instant::now())
+        {
             std::thread::sleep(wait);
         }
         let received = match batch.receive(socket) {
@@ -201,7 +314,11 @@ pub fn run_loop(
                 continue;
             }
         };
-        pacing.received(Instant::now(), received);
+        let now = Instant::now();
+        pacing.received(now, received);
+        if !coalesce.is_zero() {
+            choice.received(now, received, pacing.busy(), &mut cpu_clock);
+        }
         handler.handle_batch(&mut batch, received);
         if let Err(e) = batch.send(socket) {
             tracing::debug!("UDP send failed: {e}");

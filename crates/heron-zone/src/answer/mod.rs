@@ -19,6 +19,7 @@ pub mod lookahead;
 
 use std::mem::ManuallyDrop;
 
+use heron_proto::cookie;
 use heron_proto::edns::{self, OPT_LEN};
 use heron_proto::encoded::{AdditionalRef, Owner, Written};
 use heron_proto::message::{self, HEADER_LEN, Header, Query, QueryError, flags, response_flags};
@@ -195,6 +196,14 @@ pub fn answer_parsed(
     r.finish();
 }
 
+/// Octets a response's COOKIE option takes, if the query had one.
+fn cookie_room(option: &edns::CookieOption) -> usize {
+    match option {
+        edns::CookieOption::Absent => 0,
+        _ => edns::OPTION_HEADER_LEN + edns::CLIENT_COOKIE_LEN + cookie::SERVER_COOKIE_LEN,
+    }
+}
+
 /// A header-only error response (the question could not be read).
 pub fn write_error(out: &mut Vec<u8>, header: &Header, rcode: Rcode) {
     writer::header_response(out, header, &[], rcode, false);
@@ -282,7 +291,11 @@ impl<'a> Responder<'a> {
             (Transport::Udp, None) => 512,
             (Transport::Udp, Some(e)) => e.udp_size.min(config.max_udp_payload.max(512)) as usize,
         };
-        let reserve = reserve + if q.edns.is_some() { OPT_LEN } else { 0 };
+        // Room for the OPT record, and for the COOKIE option the query
+        // processor's cookie layer appends to it when the query has one.
+        let reserve = reserve
+            + q.edns
+                .map_or(0, |e| OPT_LEN + cookie_room(&e.options.cookie));
         let mut w = Writer::new(out, limit.saturating_sub(reserve).max(HEADER_LEN));
         w.question_raw(&query[q.question.clone()]);
         Responder {

@@ -1,0 +1,303 @@
+//! Issue 25's shields end to end, against the real server on loopback:
+//! DNS cookies with dig and kdig (and a raw client for what they can not
+//! send), and response rate limiting under a flood from one address.
+
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use heron_proto::{Name, RType};
+use heron_testkit::client::{EdnsOpts, QueryOpts, build_query, try_query_udp};
+use heron_testkit::{ServerProcess, query_udp};
+
+const OLD_SECRET: &str = "000102030405060708090a0b0c0d0e0f";
+const NEW_SECRET: &str = "f0e0d0c0b0a090807060504030201000";
+const BADCOOKIE: &str = "BADCOOKIE";
+
+fn heron() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+fn zone() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone")
+}
+
+/// Heron serving edge.test with `sections` added to its configuration.
+fn start(sections: &str) -> ServerProcess {
+    let sections = sections.to_string();
+    ServerProcess::heron_with_config(&heron(), "edge.test", move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n{sections}\n\
+             [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n",
+            zone().display()
+        )
+    })
+}
+
+fn required(secret: &str) -> String {
+    format!("[cookies]\nrequire = true\nsecret = \"{secret}\"\n")
+}
+
+/// `tool` (dig or kdig) asking `server` for www.edge.test A with `args`.
+fn ask(tool: &str, server: SocketAddr, args: &[&str]) -> String {
+    let out = Command::new(tool)
+        .arg(format!("@{}", server.ip()))
+        .arg("-p")
+        .arg(server.port().to_string())
+        .args(if tool == "dig" {
+            ["+tries=1", "+time=2"]
+        } else {
+            ["+retry=0", "+time=2"]
+        })
+        .args(["www.edge.test", "A"])
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{tool}: {e}"));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The statuses dig or kdig printed, in order.
+fn statuses(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .filter_map(|l| l.split("status: ").nth(1))
+        .map(|s| {
+            s.trim_end_matches([',', ';'])
+                .split([',', ';'])
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+/// The last COOKIE the output shows, in hex (client then server).
+fn cookie(output: &str) -> String {
+    let line = output
+        .lines()
+        .rev()
+        .find_map(|l| l.split("COOKIE: ").nth(1))
+        .unwrap_or_else(|| panic!("no COOKIE in {output}"));
+    line.split_whitespace().next().unwrap().to_lowercase()
+}
+
+/// A cookie Heron gave: 8 octets of the client's, then a 16-octet RFC
+/// 9018 server cookie (version 1, three reserved octets).
+fn assert_server_cookie(hex: &str) {
+    assert_eq!(hex.len(), 2 * (8 + 16), "{hex}");
+    assert_eq!(&hex[16..24], "01000000", "{hex}");
+}
+
+/// dig's cookie from `server` without retrying a BADCOOKIE.
+fn fresh_cookie(server: SocketAddr) -> String {
+    let out = ask("dig", server, &["+cookie", "+nobadcookie"]);
+    cookie(&out)
+}
+
+#[test]
+fn dig_and_kdig_get_a_server_cookie_that_is_accepted_back() {
+    let server = start(&required(OLD_SECRET));
+    // With cookies required, the first query (client cookie only) gets
+    // BADCOOKIE and a server cookie; both tools retry with it, accepted.
+    let dig = ask("dig", server.addr(), &["+cookie"]);
+    assert!(dig.contains("BADCOOKIE, retrying"), "{dig}");
+    assert_eq!(statuses(&dig), ["NOERROR"], "{dig}");
+    assert!(dig.contains("(good)"), "{dig}");
+    assert_server_cookie(&cookie(&dig));
+    let kdig = ask("kdig", server.addr(), &["+cookie"]);
+    assert_eq!(statuses(&kdig), [BADCOOKIE, "NOERROR"], "{kdig}");
+    assert_server_cookie(&cookie(&kdig));
+    // The cookie sent back in a second query is accepted at once.
+    let again = ask(
+        "dig",
+        server.addr(),
+        &[&format!("+cookie={}", cookie(&dig))],
+    );
+    assert_eq!(statuses(&again), ["NOERROR"], "{again}");
+    assert!(!again.contains("BADCOOKIE"), "{again}");
+    // Over TCP the handshake proved the address: answered whatever.
+    let tcp = ask("dig", server.addr(), &["+cookie", "+tcp"]);
+    assert_eq!(statuses(&tcp), ["NOERROR"], "{tcp}");
+}
+
+#[test]
+fn a_wrong_server_cookie_gets_badcookie_when_required_and_an_answer_when_not() {
+    let wrong = "0102030405060708010000006b044db20fec16627a01e3eb";
+    let strict = start(&required(OLD_SECRET));
+    let out = ask(
+        "dig",
+        strict.addr(),
+        &[&format!("+cookie={wrong}"), "+nobadcookie"],
+    );
+    assert_eq!(statuses(&out), [BADCOOKIE], "{out}");
+    // The BADCOOKIE carries a fresh cookie for the client to retry with.
+    let fresh = cookie(&out);
+    assert_server_cookie(&fresh);
+    assert_eq!(&fresh[..16], &wrong[..16]);
+    assert_ne!(fresh, wrong);
+    // By default cookies are answered but not required.
+    let lenient = start("");
+    let out = ask(
+        "dig",
+        lenient.addr(),
+        &[&format!("+cookie={wrong}"), "+nobadcookie"],
+    );
+    assert_eq!(statuses(&out), ["NOERROR"], "{out}");
+    assert_server_cookie(&cookie(&out));
+    // Turned off, the option is ignored: no COOKIE in the answer.
+    let off = start("[cookies]\nenabled = false\n");
+    let out = ask("dig", off.addr(), &["+cookie", "+nobadcookie"]);
+    assert_eq!(statuses(&out), ["NOERROR"], "{out}");
+    assert!(!out.contains("COOKIE:"), "{out}");
+}
+
+#[test]
+fn instances_sharing_a_secret_accept_each_others_cookies_and_rotation_the_old_one() {
+    let first = start(&required(OLD_SECRET));
+    let cookie = fresh_cookie(first.addr());
+    assert_server_cookie(&cookie);
+    let send = |server: &ServerProcess| {
+        let out = ask(
+            "dig",
+            server.addr(),
+            &[&format!("+cookie={cookie}"), "+nobadcookie"],
+        );
+        statuses(&out)
+    };
+    let second = start(&required(OLD_SECRET));
+    assert_eq!(send(&second), ["NOERROR"]);
+    // Rotated: the new secret, the old one still accepted.
+    let rotated = start(&format!(
+        "[cookies]\nrequire = true\nsecret = \"{NEW_SECRET}\"\nprevious-secret = \"{OLD_SECRET}\"\n"
+    ));
+    assert_eq!(send(&rotated), ["NOERROR"]);
+    let other = start(&required(NEW_SECRET));
+    assert_eq!(send(&other), [BADCOOKIE]);
+    // The rotated server hands out cookies of the new secret.
+    let renewed = fresh_cookie(rotated.addr());
+    let out = ask(
+        "dig",
+        other.addr(),
+        &[&format!("+cookie={renewed}"), "+nobadcookie"],
+    );
+    assert_eq!(statuses(&out), ["NOERROR"], "{out}");
+}
+
+/// A query for www.edge.test A with a COOKIE option of `cookie`.
+fn query_with_cookie(cookie: &[u8]) -> Vec<u8> {
+    let name: Name = "www.edge.test.".parse().unwrap();
+    let opts = QueryOpts {
+        id: 0x4242,
+        edns: Some(EdnsOpts::default()),
+        ..QueryOpts::default()
+    };
+    let mut query = build_query(&name, RType::A, &opts);
+    // The OPT record ends the query and has no options yet.
+    let rdlen_at = query.len() - 2;
+    let rdlen = (4 + cookie.len()) as u16;
+    query[rdlen_at..].copy_from_slice(&rdlen.to_be_bytes());
+    query.extend_from_slice(&[0, 10]);
+    query.extend_from_slice(&(cookie.len() as u16).to_be_bytes());
+    query.extend_from_slice(cookie);
+    query
+}
+
+#[test]
+fn malformed_cookies_get_formerr_and_short_client_cookies_too() {
+    let server = start("");
+    for len in [0, 7, 9, 15, 41] {
+        let response = query_udp(server.addr(), &query_with_cookie(&vec![7; len]));
+        assert_eq!(response[3] & 0xF, 1, "FORMERR for a {len}-octet cookie");
+        assert_eq!(&response[6..8], &[0, 0], "no answer");
+    }
+    for len in [8, 16, 40] {
+        let response = query_udp(server.addr(), &query_with_cookie(&vec![7; len]));
+        assert_eq!(response[3] & 0xF, 0, "NOERROR for a {len}-octet cookie");
+        // The COOKIE option ends the response: our 8 octets, then 16.
+        let tail = &response[response.len() - 28..];
+        assert_eq!(&tail[..4], &[0, 10, 0, 24]);
+        assert_eq!(&tail[4..12], &[7; 8]);
+    }
+}
+
+/// What a flood of `count` queries from `from`, about 2,000 a second,
+/// got back: (answers, truncated).
+fn flood(server: SocketAddr, from: &str, count: usize) -> (usize, usize) {
+    let socket = UdpSocket::bind((from.parse::<IpAddr>().unwrap(), 0)).unwrap();
+    socket.connect(server).unwrap();
+    socket.set_nonblocking(true).unwrap();
+    let name: Name = "www.edge.test.".parse().unwrap();
+    let query = build_query(&name, RType::A, &QueryOpts::default());
+    let (mut answered, mut truncated) = (0, 0);
+    let mut buf = [0u8; 4096];
+    let mut drain = |answered: &mut usize, truncated: &mut usize| {
+        while let Ok(n) = socket.recv(&mut buf) {
+            if n >= 12 && buf[2] & 0x02 != 0 {
+                *truncated += 1;
+            } else if n >= 12 && u16::from_be_bytes([buf[6], buf[7]]) > 0 {
+                *answered += 1;
+            }
+        }
+    };
+    for i in 0..count {
+        let _ = socket.send(&query);
+        if i % 2 == 1 {
+            std::thread::sleep(Duration::from_millis(1));
+            drain(&mut answered, &mut truncated);
+        }
+    }
+    // The last responses: they come within a few milliseconds.
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(25));
+        drain(&mut answered, &mut truncated);
+    }
+    (answered, truncated)
+}
+
+#[test]
+fn a_flood_from_one_address_is_answered_at_the_rate_and_half_the_rest_truncated() {
+    // Clients one by one (/32), so that 127.0.0.3 is another client.
+    let server = start("[rrl]\nresponses-per-second = 50\nslip = 2\nipv4-prefix-length = 32\n");
+    let addr = server.addr();
+    let bystander = std::thread::spawn(move || {
+        let mut answered = 0;
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(50));
+            answered += usize::from(ask_once(addr, "127.0.0.3"));
+        }
+        answered
+    });
+    let sent = 4000;
+    let (answered, truncated) = flood(addr, "127.0.0.2", sent);
+    eprintln!("flood of {sent}: {answered} answered, {truncated} truncated");
+    let seconds = 2;
+    let expected = 50 * seconds;
+    assert!(
+        (expected / 2..=2 * expected + 50).contains(&answered),
+        "{answered} answered"
+    );
+    let rest = sent - answered;
+    assert!(
+        (rest * 35 / 100..=rest * 65 / 100).contains(&truncated),
+        "{truncated} of {rest} limited truncated"
+    );
+    assert_eq!(bystander.join().unwrap(), 20, "the other client unaffected");
+}
+
+/// One query from `from`, answered (not truncated)?
+fn ask_once(server: SocketAddr, from: &str) -> bool {
+    let name: Name = "www.edge.test.".parse().unwrap();
+    let query = build_query(&name, RType::A, &QueryOpts::default());
+    let from: IpAddr = from.parse().unwrap();
+    heron_testkit::client::try_query_udp_from(from, server, &query)
+        .is_ok_and(|r| r[2] & 0x02 == 0 && u16::from_be_bytes([r[6], r[7]]) > 0)
+}
+
+#[test]
+fn rate_limiting_is_off_by_default() {
+    let server = start("");
+    let (answered, truncated) = flood(server.addr(), "127.0.0.2", 400);
+    assert_eq!((answered, truncated), (400, 0));
+    assert!(try_query_udp(server.addr(), &query_with_cookie(&[1; 8])).is_ok());
+}
