@@ -186,6 +186,21 @@ impl<'a> OptionWriter<'a> {
         OptionWriter::new(msg, opt_at, limit)
     }
 
+    /// For a response that ends with an OPT record, with or without
+    /// options already (a cookie written before NSID, or after it). The
+    /// bare case costs one compare; otherwise the records are walked once
+    /// to find where the last one starts.
+    pub fn ending(msg: &'a mut Vec<u8>, limit: usize) -> Option<OptionWriter<'a>> {
+        if let Some(opt_at) = msg.len().checked_sub(OPT_LEN)
+            && msg[opt_at..opt_at + 3] == [0, 0, 41]
+            && msg[opt_at + 9..opt_at + 11] == [0, 0]
+        {
+            return OptionWriter::new(msg, opt_at, limit);
+        }
+        let opt_at = last_record_start(msg)?;
+        OptionWriter::new(msg, opt_at, limit)
+    }
+
     /// Appends one option of `parts` concatenated; nothing is written if
     /// it would pass the size limit or RDLENGTH's 65,535.
     pub fn option(&mut self, code: u16, parts: &[&[u8]]) -> Result<(), Full> {
@@ -398,5 +413,82 @@ mod tests {
             .unwrap();
         assert!(OptionWriter::new(&mut msg, 12, 512).is_some());
         assert!(OptionWriter::after_bare_opt(&mut msg, 512).is_none());
+    }
+}
+
+/// Where the last resource record of a well-formed message starts; None
+/// for a message with no records or one that does not parse.
+fn last_record_start(msg: &[u8]) -> Option<usize> {
+    let count = |at: usize| Some(u16::from_be_bytes([*msg.get(at)?, *msg.get(at + 1)?]) as usize);
+    let (questions, records) = (count(4)?, count(6)? + count(8)? + count(10)?);
+    let mut at = 12;
+    for _ in 0..questions {
+        at = skip_name(msg, at)? + 4;
+    }
+    let mut last = None;
+    for _ in 0..records {
+        last = Some(at);
+        at = skip_name(msg, at)?;
+        let rdlen = count(at + 8)?;
+        at += 10 + rdlen;
+    }
+    (at == msg.len()).then_some(last).flatten()
+}
+
+/// The position after the (possibly compressed) name at `at`.
+fn skip_name(msg: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        let len = *msg.get(at)? as usize;
+        match len {
+            0 => return Some(at + 1),
+            l if l & 0xC0 == 0xC0 => return Some(at + 2),
+            l if l & 0xC0 == 0 => at += 1 + l,
+            _ => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod ending_tests {
+    use super::*;
+
+    /// A response: header, question `a.`, one A record, then an OPT.
+    fn response(opt_options: &[u8]) -> Vec<u8> {
+        let mut m = vec![0, 1, 0x84, 0, 0, 1, 0, 1, 0, 0, 0, 1];
+        m.extend_from_slice(&[1, b'a', 0, 0, 1, 0, 1]);
+        m.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1]);
+        m.extend_from_slice(&[0, 0, 41, 4, 0xD0, 0, 0, 0, 0]);
+        m.extend_from_slice(&(opt_options.len() as u16).to_be_bytes());
+        m.extend_from_slice(opt_options);
+        m
+    }
+
+    #[test]
+    fn a_second_option_goes_into_an_opt_that_has_one() {
+        let first = [0, 3, 0, 2, b'i', b'd'];
+        let mut m = response(&first);
+        let mut w = OptionWriter::ending(&mut m, 512).expect("the OPT is found");
+        w.option(9, &[&[0, 0, 0, 5]]).unwrap();
+        let mut want = response(&first);
+        want.truncate(want.len() - first.len() - 2);
+        want.extend_from_slice(&14u16.to_be_bytes());
+        want.extend_from_slice(&first);
+        want.extend_from_slice(&[0, 9, 0, 4, 0, 0, 0, 5]);
+        assert_eq!(m, want);
+    }
+
+    #[test]
+    fn a_bare_opt_and_no_opt_and_a_truncated_message() {
+        let mut bare = response(&[]);
+        assert!(OptionWriter::ending(&mut bare, 512).is_some());
+        let mut no_opt = response(&[]);
+        no_opt.truncate(no_opt.len() - OPT_LEN);
+        no_opt[11] = 0;
+        assert!(OptionWriter::ending(&mut no_opt, 512).is_none());
+        let mut cut = response(&[0, 3, 0, 2, b'i', b'd']);
+        cut.pop();
+        assert!(OptionWriter::ending(&mut cut, 512).is_none());
+        let mut garbage = vec![0xFF; 40];
+        assert!(OptionWriter::ending(&mut garbage, 512).is_none());
     }
 }

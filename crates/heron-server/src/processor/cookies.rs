@@ -175,7 +175,7 @@ impl Pending {
     /// does (the engine kept room for it within the client's size). A
     /// response without an OPT (a refusal) goes without.
     pub fn append(&self, out: &mut Vec<u8>) {
-        if let Some(mut w) = OptionWriter::after_bare_opt(out, u16::MAX as usize) {
+        if let Some(mut w) = OptionWriter::ending(out, u16::MAX as usize) {
             // Full only past 65,535 octets, which no response with an OPT
             // record ending it reaches here.
             let _ = w.cookie(&self.client, &self.server);

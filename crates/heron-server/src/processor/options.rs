@@ -49,8 +49,8 @@ pub(super) fn asked(q: &Query) -> bool {
     q.edns.is_some_and(|e| e.options.nsid || e.options.expire)
 }
 
-/// Appends what `q` asked for to `out`, which must end with the bare OPT
-/// record the engine writes; keeps `reserve` octets of the client's size
+/// Appends what `q` asked for to `out`, which must end with the OPT
+/// record the engine writes (a cookie may be in it already); keeps `reserve` octets of the client's size
 /// free (for TSIG). An option that does not fit is left out.
 pub(super) fn append(
     p: &Processor,
@@ -65,7 +65,7 @@ pub(super) fn append(
         Transport::Udp => super::size::limit(&p.config, q),
         Transport::Tcp | Transport::Tls => u16::MAX as usize,
     };
-    let Some(mut w) = OptionWriter::after_bare_opt(out, limit.saturating_sub(reserve)) else {
+    let Some(mut w) = OptionWriter::ending(out, limit.saturating_sub(reserve)) else {
         return;
     };
     if edns.options.nsid
