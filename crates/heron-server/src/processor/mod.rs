@@ -59,6 +59,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use heron_proto::edns::opt_record;
 use heron_proto::message::Query;
 use heron_proto::tsig::{Key, Verified};
 use heron_proto::writer::header_response;
@@ -168,9 +169,9 @@ impl Refusal {
         match self {
             Refusal::Tsig | Refusal::ZoneNotServed | Refusal::NotSecondary => Rcode::NOTAUTH,
             Refusal::IxfrWithoutSoa => Rcode::FORMERR,
-            Refusal::AxfrOverUdp | Refusal::TransferDenied(_) | Refusal::NotifyDenied(_) => {
-                Rcode::REFUSED
-            }
+            // As NSD and Knot: AXFR needs a stream (RFC 5936 4.2).
+            Refusal::AxfrOverUdp => Rcode::NOTIMP,
+            Refusal::TransferDenied(_) | Refusal::NotifyDenied(_) => Rcode::REFUSED,
         }
     }
 }
@@ -204,6 +205,7 @@ pub struct Processor {
 struct Deferred<'a> {
     req: &'a Request<'a>,
     q: &'a Query,
+    config: &'a AnswerConfig,
     /// Set by the `tsig` layer when the request was signed and verified.
     signed: Option<Verified>,
 }
@@ -219,9 +221,16 @@ impl Deferred<'_> {
         self.signed.as_ref().map_or(0, |v| v.key.rr_len())
     }
 
-    /// The header and question with `rcode`; AA if `authoritative`.
+    /// The header and question with `rcode`; AA if `authoritative`; an
+    /// OPT record if the query had one (RFC 6891 6.1.1: a responder MUST).
     fn header_response(&self, rcode: Rcode, authoritative: bool, out: &mut Vec<u8>) {
         header_response(out, &self.q.header, self.question(), rcode, authoritative);
+        if let Some(edns) = self.q.edns {
+            let payload = self.config.max_udp_payload;
+            out.extend_from_slice(&opt_record(payload, rcode.0, edns.do_bit));
+            let arcount = u16::from_be_bytes([out[10], out[11]]) + 1;
+            out[10..12].copy_from_slice(&arcount.to_be_bytes());
+        }
     }
 }
 
@@ -285,6 +294,7 @@ impl Processor {
         let mut d = Deferred {
             req,
             q,
+            config: &self.config,
             signed: None,
         };
         match tsig::verify(&self.keys, &d) {

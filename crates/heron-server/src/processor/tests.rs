@@ -248,8 +248,89 @@ fn axfr_is_refused_by_the_acl() {
     let (m, _, _) = response(process(&p, &other, "127.0.0.3", Transport::Tcp));
     assert_eq!(m.rcode(), Rcode::NOTAUTH);
     let (m, _, events) = response(process(&p, &axfr, "127.0.0.3", Transport::Udp));
-    assert_eq!(m.rcode(), Rcode::REFUSED);
+    assert_eq!(m.rcode(), Rcode::NOTIMP, "as NSD and Knot");
     assert_eq!(events, [Event::Refused(Refusal::AxfrOverUdp)]);
+}
+
+/// `m` with an OPT record (payload 1232, DO as given) in the additional
+/// section.
+fn with_opt(mut m: Vec<u8>, do_bit: bool) -> Vec<u8> {
+    m[11] += 1;
+    m.extend_from_slice(&heron_proto::edns::opt_record(1232, 0, do_bit));
+    m
+}
+
+#[test]
+fn a_refused_transfer_echoes_opt_and_is_not_authoritative() {
+    let p = processor();
+    for qtype in [RType::AXFR, RType::IXFR] {
+        let q = with_opt(with_soa(query("p.test", qtype, Opcode::QUERY), 8, 1), true);
+        for transport in [Transport::Udp, Transport::Tcp] {
+            let (m, _, _) = response(process(&p, &q, "192.0.2.9", transport));
+            assert_ne!(m.rcode(), Rcode::NOERROR, "{qtype} over {transport:?}");
+            assert!(!m.header.has(flags::AA), "{qtype} over {transport:?}");
+            let edns = m.edns.expect("RFC 6891 6.1.1: OPT in, OPT out");
+            assert!(edns.do_bit);
+        }
+    }
+    // Without OPT in the query, none in the refusal.
+    let q = query("p.test", RType::AXFR, Opcode::QUERY);
+    let (m, _, _) = response(process(&p, &q, "192.0.2.9", Transport::Tcp));
+    assert!(m.edns.is_none());
+}
+
+#[test]
+fn every_error_to_a_signed_valid_request_is_signed() {
+    let p = processor();
+    let opt_axfr = with_opt(query("p.test", RType::AXFR, Opcode::QUERY), false);
+    let cases = [
+        // AXFR over UDP, allowed address: NOTIMP.
+        (opt_axfr.clone(), "127.0.0.2", Transport::Udp, Rcode::NOTIMP),
+        // No rule for the address.
+        (opt_axfr, "192.0.2.9", Transport::Tcp, Rcode::REFUSED),
+        // A zone we do not serve.
+        (
+            query("other.test", RType::AXFR, Opcode::QUERY),
+            "127.0.0.2",
+            Transport::Tcp,
+            Rcode::NOTAUTH,
+        ),
+        // IXFR without the client's SOA.
+        (
+            query("p.test", RType::IXFR, Opcode::QUERY),
+            "127.0.0.2",
+            Transport::Tcp,
+            Rcode::FORMERR,
+        ),
+        // NOTIFY for a zone we are not secondary for.
+        (
+            query("p.test", RType::SOA, Opcode::NOTIFY),
+            "127.0.0.4",
+            Transport::Udp,
+            Rcode::NOTAUTH,
+        ),
+        // NOTIFY from an address not allowed.
+        (
+            query("s.test", RType::SOA, Opcode::NOTIFY),
+            "192.0.2.9",
+            Transport::Udp,
+            Rcode::REFUSED,
+        ),
+        // A query for a zone we do not serve.
+        (
+            query("other.test", RType::A, Opcode::QUERY),
+            "192.0.2.9",
+            Transport::Udp,
+            Rcode::REFUSED,
+        ),
+    ];
+    for (q, from, transport, rcode) in cases {
+        let (q, mac) = signed(q, &key());
+        let (m, out, _) = response(process(&p, &q, from, transport));
+        assert_eq!(m.rcode(), rcode, "{from} {transport:?}");
+        let verified = ResponseVerifier::new(&key(), mac).verify(&out, NOW);
+        assert_eq!(verified, Ok(()), "{rcode} to {from} over {transport:?}");
+    }
 }
 
 /// Every record of the zone as text, sorted, the SOA once.
