@@ -44,6 +44,7 @@
 
 mod acl;
 mod answer;
+pub mod log_limit;
 mod notify;
 mod parse;
 mod sign;
@@ -70,6 +71,7 @@ use heron_zone::{AnswerConfig, Catalog, is_deferred};
 
 use crate::SharedCatalog;
 use acl::Admission;
+use log_limit::{LOG_INTERVAL, LogLimiter};
 pub use transfer::{Messages, Transfer};
 
 /// How a query arrived.
@@ -199,6 +201,8 @@ pub struct Processor {
     /// Lower-cased origins of the zones we are secondary for: NOTIFY is
     /// accepted for these only.
     secondaries: HashSet<Name>,
+    /// One warning per kind of refusal per [`LOG_INTERVAL`].
+    log: LogLimiter<{ Refusal::KINDS }>,
 }
 
 /// A deferred query on its way through the layers after `parse`.
@@ -250,6 +254,7 @@ impl Processor {
             keys,
             primary,
             secondaries: HashSet::new(),
+            log: LogLimiter::new(LOG_INTERVAL),
         }
     }
 
@@ -301,6 +306,10 @@ impl Processor {
             Ok(signed) => d.signed = signed,
             Err(failure) => {
                 tsig::error_response(&self.keys, &d, &failure, out);
+                self.warn_limited(Refusal::Tsig, req.now, || {
+                    // Displays as "error (key NAME)".
+                    format!("TSIG check failed for a query from {}: {failure}", req.peer)
+                });
                 events.push(Event::Refused(Refusal::Tsig));
                 return Outcome::Response;
             }
@@ -335,20 +344,30 @@ impl Processor {
             }
         };
         result.unwrap_or_else(|refusal| {
-            refuse(d, refusal, out, events);
+            self.refuse(d, refusal, out, events);
             Outcome::Response
         })
     }
-}
 
-/// Writes the error response a refusal gets, logs and counts it.
-fn refuse(d: &Deferred, refusal: Refusal, out: &mut Vec<u8>, events: &mut Vec<Event>) {
-    let rcode = refusal.rcode();
-    tracing::warn!(
-        "{refusal} from {} for {} refused ({rcode})",
-        d.req.peer,
-        d.q.qname_lower.to_name()
-    );
-    d.header_response(rcode, false, out);
-    events.push(Event::Refused(refusal));
+    /// Writes the error response a refusal gets, logs and counts it.
+    fn refuse(&self, d: &Deferred, refusal: Refusal, out: &mut Vec<u8>, events: &mut Vec<Event>) {
+        let rcode = refusal.rcode();
+        self.warn_limited(refusal, d.req.now, || {
+            let qname = d.q.qname_lower.to_name();
+            format!(
+                "{refusal} from {} for {qname} refused ({rcode})",
+                d.req.peer
+            )
+        });
+        d.header_response(rcode, false, out);
+        events.push(Event::Refused(refusal));
+    }
+
+    /// A warning about a refusal, unless one of its kind was written less
+    /// than [`LOG_INTERVAL`] ago (the network must not write our log).
+    fn warn_limited(&self, refusal: Refusal, now: u64, line: impl FnOnce() -> String) {
+        if let Some(due) = self.log.admit(refusal.kind(), now) {
+            tracing::warn!("{}{}", line(), due.tail());
+        }
+    }
 }

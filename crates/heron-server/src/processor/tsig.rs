@@ -12,13 +12,8 @@ pub(super) fn verify(keys: &[Key], d: &Deferred) -> Result<Option<Verified>, Tsi
     tsig::verify_request_at(d.req.bytes, at, keys, d.req.now)
 }
 
-/// The NOTAUTH (or FORMERR) a failed check gets, logged.
+/// The NOTAUTH (or FORMERR) a failed check gets.
 pub(super) fn error_response(keys: &[Key], d: &Deferred, failure: &TsigFailure, out: &mut Vec<u8>) {
-    // Displays as "error (key NAME)".
-    tracing::warn!(
-        "TSIG check failed for a query from {}: {failure}",
-        d.req.peer
-    );
     d.header_response(failure.error.response_rcode(), false, out);
     tsig::error_response_tsig(out, failure, keys, d.req.now);
 }
