@@ -22,7 +22,8 @@
 //!    a signed request is signed. Query ACLs (issue 25) join here.
 //! 3. [`tsig`]: the signature is verified at the position `parse` found
 //!    (the message is not walked again); a failure is NOTAUTH with the
-//!    TSIG error. The verified key is carried to `sign`.
+//!    TSIG error, and so is a copy of a request answered already
+//!    ([`replay`]: BADTIME). The verified key is carried to `sign`.
 //! 4. *Cookies, then response rate limiting* (issue 25) go here, as layers
 //!    of their own: after TSIG (a signed request is not rate limited as an
 //!    anonymous one) and before any answer is built.
@@ -47,6 +48,7 @@ mod answer;
 pub mod log_limit;
 mod notify;
 mod parse;
+pub mod replay;
 mod sign;
 mod size;
 pub mod transfer;
@@ -72,6 +74,7 @@ use heron_zone::{AnswerConfig, Catalog, is_deferred};
 use crate::SharedCatalog;
 use acl::Admission;
 use log_limit::{LOG_INTERVAL, LogLimiter};
+use replay::ReplayCache;
 pub use transfer::{Messages, Transfer};
 
 /// How a query arrived.
@@ -138,6 +141,8 @@ pub struct NotifyReceived {
 pub enum Refusal {
     /// The TSIG did not verify (NOTAUTH with the TSIG error).
     Tsig,
+    /// A signed request seen already (NOTAUTH, BADTIME, signed).
+    TsigReplay,
     AxfrOverUdp,
     /// A transfer of a zone we do not serve (NOTAUTH).
     ZoneNotServed,
@@ -151,7 +156,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// How many kinds there are, for counters indexed by [`Refusal::kind`].
-    pub const KINDS: usize = 7;
+    pub const KINDS: usize = 8;
 
     /// A number below [`Refusal::KINDS`], one per variant (the reason a
     /// list denied is not told apart).
@@ -164,12 +169,16 @@ impl Refusal {
             Refusal::IxfrWithoutSoa => 4,
             Refusal::NotSecondary => 5,
             Refusal::NotifyDenied(_) => 6,
+            Refusal::TsigReplay => 7,
         }
     }
 
     fn rcode(self) -> Rcode {
         match self {
-            Refusal::Tsig | Refusal::ZoneNotServed | Refusal::NotSecondary => Rcode::NOTAUTH,
+            Refusal::Tsig
+            | Refusal::TsigReplay
+            | Refusal::ZoneNotServed
+            | Refusal::NotSecondary => Rcode::NOTAUTH,
             Refusal::IxfrWithoutSoa => Rcode::FORMERR,
             // As NSD and Knot: AXFR needs a stream (RFC 5936 4.2).
             Refusal::AxfrOverUdp => Rcode::NOTIMP,
@@ -182,6 +191,7 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Refusal::Tsig => f.write_str("TSIG check failed"),
+            Refusal::TsigReplay => f.write_str("signed request replayed"),
             Refusal::AxfrOverUdp => f.write_str("AXFR over UDP"),
             Refusal::ZoneNotServed => f.write_str("transfer of a zone not served"),
             Refusal::TransferDenied(why) => write!(f, "transfer ({why})"),
@@ -201,6 +211,8 @@ pub struct Processor {
     /// Lower-cased origins of the zones we are secondary for: NOTIFY is
     /// accepted for these only.
     secondaries: HashSet<Name>,
+    /// Signed requests answered already, to refuse their copies.
+    replays: ReplayCache,
     /// One warning per kind of refusal per [`LOG_INTERVAL`].
     log: LogLimiter<{ Refusal::KINDS }>,
 }
@@ -254,6 +266,7 @@ impl Processor {
             keys,
             primary,
             secondaries: HashSet::new(),
+            replays: ReplayCache::new(replay::DEFAULT_CAPACITY),
             log: LogLimiter::new(LOG_INTERVAL),
         }
     }
@@ -302,15 +315,15 @@ impl Processor {
             config: &self.config,
             signed: None,
         };
-        match tsig::verify(&self.keys, &d) {
+        match tsig::verify(&self.keys, &self.replays, &d) {
             Ok(signed) => d.signed = signed,
-            Err(failure) => {
+            Err((failure, refusal)) => {
                 tsig::error_response(&self.keys, &d, &failure, out);
-                self.warn_limited(Refusal::Tsig, req.now, || {
+                self.warn_limited(refusal, req.now, || {
                     // Displays as "error (key NAME)".
-                    format!("TSIG check failed for a query from {}: {failure}", req.peer)
+                    format!("{refusal} for a query from {}: {failure}", req.peer)
                 });
-                events.push(Event::Refused(Refusal::Tsig));
+                events.push(Event::Refused(refusal));
                 return Outcome::Response;
             }
         }

@@ -176,8 +176,11 @@ fn malformed_queries_get_formerr_and_responses_nothing() {
 #[test]
 fn a_signed_query_gets_a_signed_answer() {
     let p = processor();
-    let (q, mac) = signed(query("ns.p.test", RType::A, Opcode::QUERY), &key());
-    for transport in [Transport::Udp, Transport::Tcp] {
+    for (id, transport) in [Transport::Udp, Transport::Tcp].into_iter().enumerate() {
+        // Another ID for each: the same signed bytes twice are a replay.
+        let mut q = query("ns.p.test", RType::A, Opcode::QUERY);
+        q[1] = id as u8;
+        let (q, mac) = signed(q, &key());
         let (m, out, events) = response(process(&p, &q, "192.0.2.9", transport));
         assert_eq!(m.rcode(), Rcode::NOERROR);
         assert_eq!(m.answers.len(), 1);
@@ -324,7 +327,8 @@ fn every_error_to_a_signed_valid_request_is_signed() {
             Rcode::REFUSED,
         ),
     ];
-    for (q, from, transport, rcode) in cases {
+    for (id, (mut q, from, transport, rcode)) in cases.into_iter().enumerate() {
+        q[1] = id as u8; // not a replay of the one before
         let (q, mac) = signed(q, &key());
         let (m, out, _) = response(process(&p, &q, from, transport));
         assert_eq!(m.rcode(), rcode, "{from} {transport:?}");
@@ -510,4 +514,49 @@ fn the_processor_is_shared_by_all_workers() {
     fn shared<T: Send + Sync>() {}
     shared::<Processor>();
     shared::<Transfer>();
+}
+
+#[test]
+fn a_signed_request_replayed_is_answered_once() {
+    let p = processor();
+    let (axfr, mac) = signed(query("p.test", RType::AXFR, Opcode::QUERY), &key());
+    let (outcome, _, events) = process(&p, &axfr, "127.0.0.2", Transport::Tcp);
+    assert!(matches!(outcome, Outcome::Transfer(_)), "{outcome:?}");
+    assert!(events.is_empty());
+    // The same bytes again, from anywhere, over any transport: BADTIME,
+    // signed (RFC 8945 5.2.3), and no transfer.
+    for (from, transport) in [("127.0.0.2", Transport::Tcp), ("192.0.2.9", Transport::Udp)] {
+        let (m, out, events) = response(process(&p, &axfr, from, transport));
+        assert_eq!(m.rcode(), Rcode::NOTAUTH);
+        assert!(m.answers.is_empty());
+        let verified = ResponseVerifier::new(&key(), mac.clone()).verify(&out, NOW);
+        assert_eq!(verified, Err(TsigError::BadTime), "signed, with the error");
+        assert_eq!(events, [Event::Refused(Refusal::TsigReplay)]);
+    }
+    // A query signed the same second, and the same query signed later.
+    let (soa, soa_mac) = signed(query("p.test", RType::SOA, Opcode::QUERY), &key());
+    let (m, out, _) = response(process(&p, &soa, "192.0.2.9", Transport::Udp));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+    assert_eq!(
+        ResponseVerifier::new(&key(), soa_mac).verify(&out, NOW),
+        Ok(())
+    );
+    let mut again = query("p.test", RType::AXFR, Opcode::QUERY);
+    let later = tsig::sign_request(&mut again, &key(), NOW + 1, tsig::DEFAULT_FUDGE);
+    let req = Request {
+        bytes: &again,
+        peer: peer("127.0.0.2"),
+        transport: Transport::Tcp,
+        now: NOW + 1,
+    };
+    let outcome = p.process(&req, &mut Vec::new(), &mut Vec::new());
+    assert!(matches!(outcome, Outcome::Transfer(_)), "{outcome:?}");
+    assert_ne!(later, mac);
+    // An unsigned request is not remembered: the same bytes twice are
+    // two answers.
+    let plain = query("p.test", RType::SOA, Opcode::QUERY);
+    for _ in 0..2 {
+        let (m, _, _) = response(process(&p, &plain, "192.0.2.9", Transport::Udp));
+        assert_eq!(m.rcode(), Rcode::NOERROR);
+    }
 }
