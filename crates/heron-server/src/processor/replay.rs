@@ -14,7 +14,7 @@
 //! cache takes a key's secret.
 
 use std::collections::{HashSet, VecDeque};
-use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Mutex;
 
 use heron_proto::tsig::Verified;
@@ -90,11 +90,8 @@ impl ReplayCache {
     }
 
     fn fingerprint(&self, v: &Verified) -> Fingerprint {
-        let [a, b] = self.hashers.each_ref().map(|h| {
-            let mut hasher = h.build_hasher();
-            (v.key.name.as_wire(), &v.mac, v.time_signed).hash(&mut hasher);
-            hasher.finish()
-        });
+        let request = (v.key.name.as_wire(), &v.mac, v.time_signed);
+        let [a, b] = self.hashers.each_ref().map(|h| h.hash_one(request));
         (u128::from(a) << 64) | u128::from(b)
     }
 }
