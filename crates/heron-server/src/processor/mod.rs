@@ -173,6 +173,18 @@ impl Refusal {
         }
     }
 
+    /// Reasons the log tells apart: the kinds, and a list's two ways to
+    /// deny (address, key) apart, each of which an operator acts on.
+    const LOG_REASONS: usize = Refusal::KINDS + 2;
+
+    fn log_reason(self) -> usize {
+        match self {
+            Refusal::TransferDenied(Denied::Key) => Refusal::KINDS,
+            Refusal::NotifyDenied(Denied::Key) => Refusal::KINDS + 1,
+            _ => self.kind(),
+        }
+    }
+
     fn rcode(self) -> Rcode {
         match self {
             Refusal::Tsig
@@ -214,7 +226,7 @@ pub struct Processor {
     /// Signed requests answered already, to refuse their copies.
     replays: ReplayCache,
     /// One warning per kind of refusal per [`LOG_INTERVAL`].
-    log: LogLimiter<{ Refusal::KINDS }>,
+    log: LogLimiter<{ Refusal::LOG_REASONS }>,
 }
 
 /// A deferred query on its way through the layers after `parse`.
@@ -379,7 +391,7 @@ impl Processor {
     /// A warning about a refusal, unless one of its kind was written less
     /// than [`LOG_INTERVAL`] ago (the network must not write our log).
     fn warn_limited(&self, refusal: Refusal, now: u64, line: impl FnOnce() -> String) {
-        if let Some(due) = self.log.admit(refusal.kind(), now) {
+        if let Some(due) = self.log.admit(refusal.log_reason(), now) {
             tracing::warn!("{}{}", line(), due.tail());
         }
     }
