@@ -82,6 +82,27 @@ pub struct RunArgs {
     /// in paired trials on each chosen workload (an A/B of two builds).
     #[arg(long, requires = "paired_only")]
     pub baseline: Option<PathBuf>,
+    /// Only run the cost matrix (CPU per answered query at fixed rates,
+    /// every server) and write its report; with --quick, fewer cells.
+    #[arg(long, conflicts_with_all = ["paired_only", "profile_only"])]
+    pub matrix_only: bool,
+    /// Worker counts of the cost matrix's UDP rows (default: 1 with
+    /// --quick, else 1,2).
+    #[arg(long, value_delimiter = ',')]
+    pub matrix_workers: Vec<usize>,
+    /// Further Heron builds as columns of the matrix's UDP rows, each
+    /// NAME=PATH (e.g. the previous release, for an A/B of a change);
+    /// repeat the flag for several.
+    #[arg(long)]
+    pub matrix_heron: Vec<String>,
+    /// Only run the reload under load against Heron, loaded at half of
+    /// --reload-reference queries per second, and print it.
+    #[arg(long, conflicts_with_all = ["paired_only", "profile_only", "matrix_only"])]
+    pub reload_only: bool,
+    /// With --reload-only: Heron's loss-free rate on the large zone (the
+    /// full run measures it).
+    #[arg(long, default_value_t = 240_000.0)]
+    pub reload_reference: f64,
     /// TCP clients (connections) of the TCP workload.
     #[arg(long, default_value_t = 1000)]
     pub tcp_clients: usize,

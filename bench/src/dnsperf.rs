@@ -35,6 +35,9 @@ pub struct DnsperfResult {
     pub lat_max_us: f64,
     pub rcodes: String,
     pub command: String,
+    /// dnsperf's own CPU seconds (user + system, from the shell's `times`).
+    #[serde(default)]
+    pub cpu_s: f64,
 }
 
 impl DnsperfResult {
@@ -83,11 +86,13 @@ pub fn command(opts: &DnsperfOpts, queries: &Path) -> Vec<String> {
 }
 
 /// Runs dnsperf once, bounded: killed (by its PID) if it outlives its
-/// own time limit by 20 seconds.
+/// own time limit by 20 seconds. It runs under a shell that then prints
+/// its children's CPU times (`times`), dnsperf's own cost.
 pub fn run(opts: &DnsperfOpts, queries: &Path) -> Result<DnsperfResult, String> {
     let line = command(opts, queries);
-    let mut child = Command::new(&line[0])
-        .args(&line[1..])
+    let mut child = Command::new("/bin/sh")
+        .args(["-c", "\"$@\"; times", "sh"])
+        .args(&line)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -114,7 +119,26 @@ pub fn run(opts: &DnsperfOpts, queries: &Path) -> Result<DnsperfResult, String> 
         )
     })?;
     r.command = line.join(" ");
+    r.cpu_s = children_cpu_seconds(&text).unwrap_or(0.0);
     Ok(r)
+}
+
+/// The children's user + system seconds from the shell's `times`: its
+/// second line, "XmY.YYYs XmY.YYYs".
+fn children_cpu_seconds(text: &str) -> Option<f64> {
+    let seconds = |t: &str| -> Option<f64> {
+        let (m, s) = t.strip_suffix('s')?.split_once('m')?;
+        Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
+    };
+    let times: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() == 2 && f.iter().all(|t| seconds(t).is_some())
+        })
+        .collect();
+    let children = times.get(1)?;
+    children.split_whitespace().map(seconds).sum()
 }
 
 fn first_number(s: &str) -> Option<f64> {
@@ -172,5 +196,13 @@ mod tests {
         assert!((r.lat_avg_us - 120.0).abs() < 1e-6);
         assert!((r.lat_max_us - 1940.0).abs() < 1e-6);
         assert!((r.loss_pct() - 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn reads_the_childrens_cpu_from_times() {
+        let out = "Statistics:\n  Queries completed: 1\n0m0.001s 0m0.002s\n1m2.500s 0m0.250s\n";
+        assert_eq!(children_cpu_seconds(out), Some(62.75));
+        assert_eq!(children_cpu_seconds("0m0.001s 0m0.002s\n"), None);
+        assert_eq!(children_cpu_seconds("no times here\n"), None);
     }
 }

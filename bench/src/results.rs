@@ -209,6 +209,9 @@ pub struct Results {
     /// Memory per idle TCP connection, each DNS server.
     #[serde(default)]
     pub idle_tcp: Vec<IdleTcp>,
+    /// CPU per answered query at fixed rates, every server.
+    #[serde(default)]
+    pub cost_matrix: Option<CostMatrix>,
 }
 
 /// The result of a paired comparison.
@@ -305,4 +308,83 @@ pub struct IdlePoint {
     /// Seconds to open and get the first answer on the connections added
     /// for this step.
     pub open_s: f64,
+}
+
+/// CPU per answered query at fixed offered rates, uncapped
+/// (`phases::cost_matrix`): one cell per transport, workload, generator,
+/// rate and connection shape, every server measured in each.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CostMatrix {
+    pub trials: usize,
+    pub trial_s: f64,
+    /// The highest rate every server answered with at most
+    /// [`MAX_LOSS_PCT`] loss, per workload and worker count, from a short
+    /// ramp of `blast` rates: (workload, workers, rate).
+    pub max_rates: Vec<(String, usize, f64)>,
+    /// Machine busy share (all CPUs) with no load, at the start: what
+    /// other processes on a shared machine were using.
+    pub idle_busy_share: f64,
+    pub cells: Vec<CostCell>,
+    pub errors: Vec<String>,
+}
+
+/// One load shape, every server measured in alternating trials.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CostCell {
+    /// "udp" or "tcp".
+    pub transport: String,
+    pub workload: String,
+    /// "blast" or "dnsperf".
+    pub generator: String,
+    pub rate: f64,
+    /// TCP connections (0 for UDP) and queries in flight on each.
+    pub connections: usize,
+    pub in_flight: usize,
+    pub workers: usize,
+    /// Whether the rate is the common loss-free maximum.
+    pub is_max: bool,
+    pub servers: Vec<CostServer>,
+}
+
+/// One server's trials in a cell, in the order they ran.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CostServer {
+    /// "Heron", "Heron, no pacing", "NSD", ...
+    pub name: String,
+    pub trials: Vec<CostTrial>,
+}
+
+/// One measured window.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CostTrial {
+    /// Which round of the cell it ran in (alternating servers).
+    pub round: usize,
+    pub offered_qps: f64,
+    pub answered_qps: f64,
+    pub answered: u64,
+    pub loss_pct: f64,
+    pub wall_s: f64,
+    /// CPU time of every thread and process of the server: the run time
+    /// that utime + stime split (/proc/PID/task/TID/schedstat, in ns).
+    pub server_cpu_s: f64,
+    /// The same from utime + stime (/proc/PID/stat, clock ticks).
+    #[serde(default)]
+    pub server_ticks_cpu_s: f64,
+    /// Busy time of every CPU (/proc/stat: user, nice, system, irq,
+    /// softirq) over the window.
+    pub machine_cpu_s: f64,
+    /// The generator's own CPU time (its thread or process).
+    pub generator_cpu_s: f64,
+}
+
+impl CostTrial {
+    /// Server CPU microseconds per answered query.
+    pub fn server_us(&self) -> f64 {
+        self.server_cpu_s * 1e6 / self.answered.max(1) as f64
+    }
+
+    /// Whole-machine CPU microseconds per answered query.
+    pub fn machine_us(&self) -> f64 {
+        self.machine_cpu_s * 1e6 / self.answered.max(1) as f64
+    }
 }

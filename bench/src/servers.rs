@@ -87,6 +87,9 @@ pub struct Launch {
     pub wrapper: Vec<String>,
     /// TCP connections each server is configured to hold at once.
     pub tcp_clients_max: usize,
+    /// Extra lines of Heron's `[server]` section (a tuning knob turned
+    /// off, for the cost matrix); empty for the defaults.
+    pub heron_server: String,
 }
 
 /// TCP connections every server accepts at once in the throughput runs:
@@ -183,9 +186,9 @@ fn command_line(
     dir: &Path,
     port: u16,
     zones: &[(String, PathBuf)],
-    workers: usize,
-    tcp_max: usize,
+    launch: &Launch,
 ) -> std::io::Result<Vec<String>> {
+    let (workers, tcp_max) = (launch.workers, launch.tcp_clients_max);
     let d = q(dir);
     Ok(match kind {
         Kind::Reflector => vec![
@@ -198,9 +201,10 @@ fn command_line(
         ],
         Kind::Heron => {
             let mut c = format!(
-                "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = {workers}\n\n\
+                "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = {workers}\n{}\n\
                  [tcp]\nidle-timeout = 30\nmax-connections = {tcp_max}\n\
-                 max-connections-per-client = {tcp_max}\n"
+                 max-connections-per-client = {tcp_max}\n",
+                launch.heron_server
             );
             c.push_str(&heron_zones(zones, ""));
             let path = dir.join("heron.toml");
@@ -345,16 +349,8 @@ impl Server {
         let dir = work_dir.join(format!("{}-{port}", kind.name().to_lowercase()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let line = command_line(
-            kind,
-            bins,
-            &dir,
-            port,
-            zones,
-            launch.workers,
-            launch.tcp_clients_max,
-        )
-        .map_err(|e| format!("{}: cannot write configuration: {e}", dir.display()))?;
+        let line = command_line(kind, bins, &dir, port, zones, launch)
+            .map_err(|e| format!("{}: cannot write configuration: {e}", dir.display()))?;
         let log = dir.join("server.log");
         let out = File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out.try_clone().map_err(|e| e.to_string())?;

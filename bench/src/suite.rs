@@ -29,7 +29,7 @@ use crate::dnsperf;
 use crate::host::{heron_build, loadavg, now_secs, read_first_line, utc};
 use crate::interrupt::{self, interrupted};
 use crate::phases::{self, Ctx, RT_PRIORITY};
-use crate::results::{Meta, Results, Timing};
+use crate::results::{CostMatrix, Meta, Results, Timing};
 use crate::servers::{self, Binaries, Kind, Launch, Sched};
 use crate::sys::{self, Cgroup, CgroupFlavor};
 use crate::workloads::{self, Sizes, Workload};
@@ -47,6 +47,28 @@ pub fn run(args: &RunArgs) -> Result<Option<Results>, String> {
     if args.paired_only {
         phases::paired::run(&mut ctx, &wl, &kinds);
         return Ok(None);
+    }
+    if args.reload_only {
+        let w = wl.iter().find(|w| w.id == "big").ok_or("no big workload")?;
+        let r = phases::reload::run(&mut ctx, w, args.reload_reference);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?
+        );
+        return Ok(None);
+    }
+    if args.matrix_only {
+        let mut partial = results.clone();
+        let mut save_cell = |m: &CostMatrix| {
+            partial.cost_matrix = Some(m.clone());
+            let _ = save(&partial, &json_path);
+        };
+        let m = phases::cost_matrix::run(&mut ctx, &wl, &kinds, &matrix_plan(args), &mut save_cell);
+        results.cost_matrix = Some(m);
+        results.meta.loadavg_end = loadavg();
+        results.meta.duration_s = started.elapsed().as_secs_f64();
+        save(&results, &json_path)?;
+        return Ok(Some(results));
     }
     let save = |r: &Results| save(r, &json_path);
     run_phases(&mut ctx, &wl, &kinds, &mut results, &save)?;
@@ -104,6 +126,7 @@ fn prepare(args: &RunArgs) -> Result<(Ctx, Vec<Workload>, Vec<Kind>, Results), S
         wrapper: Vec::new(),
         sched,
         tcp_clients_max: servers::TCP_CLIENTS_MAX,
+        heron_server: String::new(),
     };
     let cg_name = format!("heron-bench-{}", std::process::id());
     let cg = Cgroup::create(&flavor, &cg_name, args.period_us, realtime)
@@ -150,6 +173,19 @@ fn run_phases(
         measure_workload(ctx, w, kinds, results, save)?;
     }
     results.paired = phases::paired::run(ctx, wl, kinds);
+    save(results)?;
+    let mut matrix = results.clone();
+    let mut save_matrix = |m: &CostMatrix| {
+        matrix.cost_matrix = Some(m.clone());
+        let _ = save(&matrix);
+    };
+    results.cost_matrix = Some(phases::cost_matrix::run(
+        ctx,
+        wl,
+        kinds,
+        &matrix_plan(&ctx.args.clone()),
+        &mut save_matrix,
+    ));
     save(results)?;
     if let Some(w) = wl.iter().find(|w| w.tcp) {
         results.idle_tcp = phases::idle_tcp::run(ctx, w, kinds);
@@ -243,10 +279,36 @@ fn save(r: &Results, json_path: &Path) -> Result<(), String> {
     fs::write(json_path, text).map_err(|e| format!("{}: {e}", json_path.display()))
 }
 
+/// The cost matrix's cells for this run.
+fn matrix_plan(args: &RunArgs) -> phases::cost_matrix::Plan {
+    let workers = match (args.matrix_workers.is_empty(), args.quick) {
+        (false, _) => args.matrix_workers.clone(),
+        (true, true) => vec![1],
+        (true, false) => vec![1, 2],
+    };
+    let mut plan = phases::cost_matrix::Plan::new(args.quick, &workers);
+    plan.extra_herons = args
+        .matrix_heron
+        .iter()
+        .filter_map(|x| x.split_once('='))
+        .map(|(name, path)| {
+            (
+                name.to_string(),
+                std::path::absolute(path).unwrap_or(path.into()),
+            )
+        })
+        .collect();
+    plan
+}
+
 /// The workloads asked for, or the mode's default ones.
 fn workload_ids(args: &RunArgs) -> Vec<String> {
     let mut ids: Vec<String> = if args.workloads.is_empty() {
-        if args.quick {
+        if args.matrix_only {
+            vec!["root".into(), "mix40".into(), "big".into()]
+        } else if args.reload_only {
+            vec!["big".into()]
+        } else if args.quick {
             vec!["root".into(), "mix40".into(), "tcp".into()]
         } else {
             workloads::ALL.iter().map(|s| s.to_string()).collect()

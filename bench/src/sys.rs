@@ -20,6 +20,31 @@ fn stat_fields(pid: u32) -> Option<Vec<String>> {
     Some(rest.split_whitespace().map(str::to_string).collect())
 }
 
+/// Busy CPU seconds of the whole machine so far, every CPU (/proc/stat:
+/// user, nice, system, irq and softirq; not idle, iowait or steal).
+pub fn machine_busy_seconds() -> f64 {
+    let text = fs::read_to_string("/proc/stat").unwrap_or_default();
+    let Some(line) = text.lines().find(|l| l.starts_with("cpu ")) else {
+        return 0.0;
+    };
+    let f: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().unwrap_or(0.0))
+        .collect();
+    let busy: f64 = [0, 1, 2, 5, 6].iter().filter_map(|&i| f.get(i)).sum();
+    busy / ticks_per_second()
+}
+
+/// CPU seconds the calling thread has run (/proc/thread-self/schedstat,
+/// nanoseconds).
+pub fn thread_cpu_seconds() -> f64 {
+    fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0.0, |ns| ns / 1e9)
+}
+
 /// Live members of process group `pgid`.
 pub fn group_members(pgid: u32) -> Vec<u32> {
     let Ok(dir) = fs::read_dir("/proc") else {
@@ -54,6 +79,25 @@ pub fn group_cpu_seconds(pgid: u32) -> f64 {
             (utime + stime) / tps
         })
         .sum()
+}
+
+/// CPU seconds run by every thread of every live process in group
+/// `pgid`, to the nanosecond (/proc/PID/task/TID/schedstat: the time
+/// utime + stime split, without their clock-tick rounding).
+pub fn group_runtime_seconds(pgid: u32) -> f64 {
+    let mut ns = 0u64;
+    for pid in group_members(pgid) {
+        let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            ns += fs::read_to_string(task.path().join("schedstat"))
+                .ok()
+                .and_then(|t| t.split_whitespace().next()?.parse().ok())
+                .unwrap_or(0);
+        }
+    }
+    ns as f64 / 1e9
 }
 
 /// Memory of a process group in KiB: (sum of VmRSS, sum of PSS, sum of
@@ -403,6 +447,18 @@ mod tests {
         let pgid = heron_sys::process::process_group();
         assert!(group_members(pgid).contains(&std::process::id()));
         assert!(group_cpu_seconds(pgid) >= 0.0);
+        assert!(group_runtime_seconds(pgid) > 0.0);
         assert!(group_memory_kib(pgid).0 > 0);
+    }
+
+    #[test]
+    fn busy_time_counts_this_threads_work() {
+        let (thread0, machine0) = (thread_cpu_seconds(), machine_busy_seconds());
+        let mut x = 0u64;
+        while thread_cpu_seconds() - thread0 < 0.03 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        assert!(thread_cpu_seconds() > thread0);
+        assert!(machine_busy_seconds() > machine0);
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod capacity;
 pub mod change;
+pub mod cost_matrix;
 pub mod env;
 pub mod idle_tcp;
 pub mod paired;
@@ -48,9 +49,9 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    pub(crate) fn say(&mut self, msg: &str) {
+    pub(crate) fn say(&self, msg: &str) {
         println!("{msg}");
-        let _ = writeln!(self.log, "{msg}");
+        let _ = writeln!(&self.log, "{msg}");
     }
 
     pub(crate) fn start(&self, kind: Kind, w: &Workload) -> Result<Server, String> {

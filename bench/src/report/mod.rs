@@ -3,6 +3,7 @@
 //! `template.md`'s prose with one function per section filling it in.
 
 mod charts;
+mod cost_matrix;
 mod figures;
 mod targets;
 mod template;
@@ -28,6 +29,10 @@ pub fn regenerate(results: &Path, out: &Path) -> Result<(), String> {
 
 pub fn write_all(r: &Results, out: &Path) -> Result<(), String> {
     fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    if r.runs.is_empty() && r.cost_matrix.is_some() {
+        let page = out.join("cost-matrix.md");
+        return fs::write(&page, matrix_page(r)).map_err(|e| format!("{}: {e}", page.display()));
+    }
     charts::chart_capacity(r, &out.join("capacity.svg"))?;
     charts::chart_answered(r, &out.join("answered.svg"))?;
     let readme = out.join("README.md");
@@ -68,8 +73,32 @@ fn readme_text(r: &Results) -> String {
             ("idle_tcp", idle_tcp(r)),
             ("zone_change", zone_change(r)),
             ("reload", reload(r)),
+            ("cost_matrix", cost_matrix::section(r)),
             ("errors", errors(r)),
             ("notes", notes(r)),
+        ],
+    )
+}
+
+/// The page of a `--matrix-only` run.
+fn matrix_page(r: &Results) -> String {
+    let m = &r.meta;
+    let versions = m.versions.iter().map(|(name, v)| format!("* {name}: {v}"));
+    fill(
+        "matrix_page",
+        &[
+            ("mode", m.mode.clone()),
+            ("started", m.started.clone()),
+            ("duration_s", format!("{:.0}", m.duration_s)),
+            ("heron_build", m.heron_build.clone()),
+            ("command", m.command.clone()),
+            ("cpus", m.cpus.to_string()),
+            ("cpu_model", m.cpu_model.clone()),
+            ("kernel", m.kernel.clone()),
+            ("loadavg_start", m.loadavg_start.clone()),
+            ("loadavg_end", m.loadavg_end.clone()),
+            ("versions", lines(versions)),
+            ("matrix", cost_matrix::section(r)),
         ],
     )
 }

@@ -10,8 +10,9 @@
 //!   socket, so workers share nothing; a batch is answered by the engine
 //!   and only its deferred messages go through the processor's layers.
 //! * [`tcp`]: RFC 7766 on the async runtime: length-prefixed messages,
-//!   many and pipelined queries per connection, idle timeout, limits in
-//!   total and per client; transfers pulled from the processor one
+//!   many and pipelined queries per connection, a bound on answers queued
+//!   per connection, idle timeout and a deadline for each message, limits
+//!   in total and per client network; transfers pulled from the processor one
 //!   message at a time.
 //! * [`tls`]: DNS over TLS (RFC 7858) and XFR over TLS (RFC 9103): the
 //!   TCP connections of [`tcp`] under TLS.
@@ -27,6 +28,7 @@ pub mod service;
 pub mod tcp;
 pub mod tls;
 pub mod udp;
+pub mod xdp;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -41,18 +43,28 @@ pub type SharedCatalog = Arc<ArcSwap<Catalog>>;
 /// TCP limits (RFC 7766 6.2: servers must bound resources per client).
 #[derive(Clone, Debug)]
 pub struct TcpLimits {
-    /// Close a connection that sends no complete query for this long.
+    /// Close a connection that begins no message for this long after the
+    /// last one (or after it opened).
     pub idle_timeout: Duration,
+    /// Close a connection whose message is not complete this long after
+    /// its first byte, however often bytes come (slowloris).
+    pub message_timeout: Duration,
     pub max_connections: usize,
     pub max_connections_per_client: usize,
+    /// Addresses are counted as one client per network of these lengths.
+    pub ipv4_client_prefix: u8,
+    pub ipv6_client_prefix: u8,
 }
 
 impl Default for TcpLimits {
     fn default() -> Self {
         TcpLimits {
             idle_timeout: Duration::from_secs(10),
+            message_timeout: Duration::from_secs(5),
             max_connections: 10_000,
             max_connections_per_client: 100,
+            ipv4_client_prefix: 32,
+            ipv6_client_prefix: 56,
         }
     }
 }
@@ -71,6 +83,8 @@ pub struct ServerConfig {
     pub answer: AnswerConfig,
     /// DNS over TLS, if configured.
     pub tls: Option<TlsListen>,
+    /// The AF_XDP fast path for UDP, if configured.
+    pub xdp: Option<xdp::XdpConfig>,
 }
 
 /// Where DNS over TLS is served and with which certificate.

@@ -55,6 +55,15 @@ impl Service {
         self.refusals[why.kind()].load(Ordering::Relaxed)
     }
 
+    /// Requests refused per kind ([`Refusal::kind`]), set back to zero
+    /// if `reset` (each counter read and zeroed at once: none is lost).
+    pub fn refusal_counts(&self, reset: bool) -> [u64; Refusal::KINDS] {
+        std::array::from_fn(|kind| match reset {
+            true => self.refusals[kind].swap(0, Ordering::Relaxed),
+            false => self.refusals[kind].load(Ordering::Relaxed),
+        })
+    }
+
     /// A turn to send a transfer, waiting while [`MAX_TRANSFERS`] run.
     pub async fn transfer_slot(&self) -> SemaphorePermit<'_> {
         self.transfers

@@ -1,19 +1,27 @@
 //! DNS over TCP (RFC 7766).
 //!
-//! Each connection reads whatever the client has sent, answers every
-//! complete query in it, and writes all the responses in one write, so a
+//! Each connection reads whatever the client has sent, answers the
+//! complete queries in it, and writes the responses in one write, so a
 //! client that pipelines gets its answers without waiting for each other.
-//! Between reads a connection keeps only an incomplete message, if any,
-//! and its task is kept small (transfers and TLS live elsewhere), so an
+//! At most [`QUEUED_ANSWERS_CAP`] bytes of answers are built before they
+//! are written: the queries past the cap wait, unread ones in the socket,
+//! until the client has taken what is queued, so a client that sends and
+//! never reads holds little memory. Between reads a connection keeps only
+//! what it has not answered (an incomplete message, or whole ones the cap
+//! held back: at most a message and a read), and its task is kept small (transfers and TLS live elsewhere), so an
 //! idle connection costs about 1.4 KB besides its socket (`heron-bench`,
 //! docs/benchmarks: "Idle TCP connections").
+//!
+//! A connection is closed when no message begins within the idle timeout,
+//! or when a message begun is not complete within the message timeout:
+//! bytes that trickle in do not keep it open.
 //!
 //! A listener given TLS settings serves DNS over TLS (RFC 7858) and zone
 //! transfers over TLS (RFC 9103) the same way, after the handshake.
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
@@ -36,6 +44,10 @@ use crate::tls::TlsAcceptor;
 const READ_CHUNK: usize = 8192;
 /// Reads a TLS connection takes before it writes what they answered.
 const READS_PER_ROUND: usize = 8;
+/// Bytes of answers a connection builds before it writes them; the next
+/// query is answered only after they are written. One response may take
+/// it past the cap, by at most a message.
+pub const QUEUED_ANSWERS_CAP: usize = 64 * 1024;
 /// Pending listen queue asked of the kernel (which cuts it to
 /// `net.core.somaxconn`; `heron doctor` checks that).
 pub const LISTEN_BACKLOG: i32 = 1024;
@@ -66,7 +78,8 @@ pub struct ConnectionLimiter {
 /// An admitted connection; dropping it frees its slot.
 pub struct Slot {
     limiter: Arc<ConnectionLimiter>,
-    ip: IpAddr,
+    /// The client's network, as counted.
+    client: IpAddr,
 }
 
 impl ConnectionLimiter {
@@ -80,11 +93,12 @@ impl ConnectionLimiter {
 
     /// A slot for a new connection from `ip`, or None if a limit is reached.
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Slot> {
+        let client = self.client(ip);
         let mut open = self.open.lock().unwrap();
         if open.0 >= self.limits.max_connections {
             return None;
         }
-        let per_client = open.1.entry(ip).or_insert(0);
+        let per_client = open.1.entry(client).or_insert(0);
         if *per_client >= self.limits.max_connections_per_client
             && !self.unlimited.iter().any(|p| p.contains(ip))
         {
@@ -94,8 +108,24 @@ impl ConnectionLimiter {
         open.0 += 1;
         Some(Slot {
             limiter: self.clone(),
-            ip,
+            client,
         })
+    }
+
+    /// Who `ip` counts as for the per-client limit: its network of the
+    /// configured prefix length (one host may well hold a whole IPv6 /64).
+    fn client(&self, ip: IpAddr) -> IpAddr {
+        match ip {
+            IpAddr::V4(a) => {
+                let mask = u32::MAX.checked_shl(32 - self.limits.ipv4_client_prefix.min(32) as u32);
+                IpAddr::V4(Ipv4Addr::from_bits(a.to_bits() & mask.unwrap_or(0)))
+            }
+            IpAddr::V6(a) => {
+                let mask =
+                    u128::MAX.checked_shl(128 - self.limits.ipv6_client_prefix.min(128) as u32);
+                IpAddr::V6(Ipv6Addr::from_bits(a.to_bits() & mask.unwrap_or(0)))
+            }
+        }
     }
 
     pub fn open_connections(&self) -> usize {
@@ -107,10 +137,10 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let mut open = self.limiter.open.lock().unwrap();
         open.0 -= 1;
-        if let Some(n) = open.1.get_mut(&self.ip) {
+        if let Some(n) = open.1.get_mut(&self.client) {
             *n -= 1;
             if *n == 0 {
-                open.1.remove(&self.ip);
+                open.1.remove(&self.client);
             }
         }
     }
@@ -168,6 +198,7 @@ pub async fn serve(
     let shared = Arc::new(Shared {
         service,
         idle: limiter.limits.idle_timeout,
+        message_timeout: limiter.limits.message_timeout,
     });
     loop {
         let accepted = tokio::select! {
@@ -185,6 +216,9 @@ pub async fn serve(
                 continue;
             }
         };
+        if shared.service.processor.blackholes(peer.ip()) {
+            continue; // `blackhole`: closed unanswered
+        }
         let Some(slot) = limiter.admit(peer.ip()) else {
             tracing::debug!("TCP connection from {peer} refused: connection limit");
             continue; // dropping the stream closes it
@@ -230,7 +264,10 @@ fn log_end(peer: SocketAddr, ended: io::Result<()>) {
 /// What every connection task shares.
 struct Shared {
     service: Arc<Service>,
-    idle: std::time::Duration,
+    /// Longest wait for a message to begin.
+    idle: Duration,
+    /// Longest time from a message's first byte to its last.
+    message_timeout: Duration,
 }
 
 async fn connection(
@@ -240,22 +277,29 @@ async fn connection(
     mut shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
     stream.set_nodelay(true)?;
-    // Only an incomplete message is kept between reads: an idle connection
+    // Only what is not answered is kept between reads: an idle connection
     // holds no buffers at all.
-    let mut partial: Vec<u8> = Vec::new();
+    let mut partial = Unanswered::default();
     loop {
+        // What the cap held back is answered before anything more is read.
+        while partial.holds_whole_message() {
+            let mut replies = Replies::default();
+            let from = (peer, Transport::Tcp);
+            take_input(&[], &mut partial, &mut replies, from, &shared)?;
+            respond(&mut stream, replies, peer, &shared).await?;
+        }
         let ready = tokio::select! {
-            ready = timeout(shared.idle, stream.readable()) => ready,
+            ready = timeout(partial.wait(shared.idle), stream.readable()) => ready,
             _ = shutdown.changed() => return Ok(()),
         };
         match ready {
-            Err(_) => return Ok(()), // idle timeout
+            Err(_) => return Ok(()), // idle, or a message not completed in time
             Ok(result) => result?,
         }
         // The chunk is scoped to end before the next await, so it is never
         // part of the task's saved state.
-        let mut transfers: Vec<Transfer> = Vec::new();
-        let output = {
+        let mut replies = Replies::default();
+        {
             let mut chunk = [0u8; READ_CHUNK];
             let n = match stream.try_read(&mut chunk) {
                 Ok(0) => return Ok(()),
@@ -264,9 +308,9 @@ async fn connection(
                 Err(e) => return Err(e),
             };
             let from = (peer, Transport::Tcp);
-            take_input(&chunk[..n], &mut partial, &mut transfers, from, &shared)?
-        };
-        respond(&mut stream, &output, transfers, peer, &shared).await?;
+            take_input(&chunk[..n], &mut partial, &mut replies, from, &shared)?;
+        }
+        respond(&mut stream, replies, peer, &shared).await?;
     }
 }
 
@@ -286,24 +330,29 @@ async fn tls_connection(
     let mut stream = timeout(shared.idle, tls.accept(stream))
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
-    let mut partial: Vec<u8> = Vec::new();
+    let mut partial = Unanswered::default();
     let (mut ended, mut drained) = (false, true);
     while !ended {
-        let mut transfers: Vec<Transfer> = Vec::new();
-        let mut output = Vec::new();
-        {
+        let mut replies = Replies::default();
+        let from = (peer, Transport::Tls);
+        if partial.holds_whole_message() {
+            // What the cap held back is answered before anything more is
+            // read (the rest waits in TLS's bounded buffers or the socket).
+            take_input(&[], &mut partial, &mut replies, from, &shared)?;
+            drained = false;
+        } else {
             let mut chunk = [0u8; READ_CHUNK];
-            // A client that keeps sending is answered every few reads, so
-            // the answers waiting to be written stay bounded.
+            // A client that keeps sending is answered every few reads, or
+            // sooner once the answers reach the cap.
             for _ in 0..READS_PER_ROUND {
                 drained = false;
                 match read_now(&mut stream, &mut chunk) {
                     Poll::Ready(Ok(0)) => ended = true,
                     Poll::Ready(Ok(n)) => {
-                        let from = (peer, Transport::Tls);
-                        let answers =
-                            take_input(&chunk[..n], &mut partial, &mut transfers, from, &shared)?;
-                        output.extend_from_slice(&answers);
+                        take_input(&chunk[..n], &mut partial, &mut replies, from, &shared)?;
+                        if partial.holds_whole_message() || !replies.transfers.is_empty() {
+                            break;
+                        }
                         continue;
                     }
                     Poll::Ready(Err(e)) => return Err(e),
@@ -312,7 +361,7 @@ async fn tls_connection(
                 break;
             }
         }
-        respond(&mut stream, &output, transfers, peer, &shared).await?;
+        respond(&mut stream, replies, peer, &shared).await?;
         if ended {
             break;
         }
@@ -321,11 +370,11 @@ async fn tls_connection(
             continue;
         }
         let ready = tokio::select! {
-            ready = timeout(shared.idle, stream.get_ref().0.readable()) => ready,
+            ready = timeout(partial.wait(shared.idle), stream.get_ref().0.readable()) => ready,
             _ = shutdown.changed() => break,
         };
         match ready {
-            Err(_) => break, // idle timeout
+            Err(_) => break, // idle, or a message not completed in time
             Ok(result) => result?,
         }
     }
@@ -347,35 +396,82 @@ fn read_now<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut [u8]) -> Poll<io::Re
     }
 }
 
-/// Answers what a read brought after any incomplete message kept from
-/// before; keeps the new incomplete message, if any.
+/// Answers what a read brought after what was kept from before, up to
+/// the cap on queued answers; keeps what it did not answer.
 fn take_input(
     data: &[u8],
-    partial: &mut Vec<u8>,
-    transfers: &mut Vec<Transfer>,
+    partial: &mut Unanswered,
+    replies: &mut Replies,
     from: (SocketAddr, Transport),
     shared: &Shared,
-) -> io::Result<Vec<u8>> {
+) -> io::Result<()> {
     let service = &*shared.service;
-    if partial.is_empty() {
-        return answer_and_keep_rest(data, partial, transfers, from, service);
+    let kept = &mut partial.bytes;
+    let consumed = if kept.is_empty() {
+        answer_and_keep_rest(data, kept, replies, from, service)?
+    } else {
+        kept.extend_from_slice(data);
+        let input = std::mem::take(kept);
+        answer_and_keep_rest(&input, kept, replies, from, service)?
+    };
+    partial.restart_deadline(consumed > 0, shared.message_timeout);
+    Ok(())
+}
+
+/// What answering some input asks to write: framed responses, then the
+/// transfers they asked for.
+#[derive(Default)]
+struct Replies {
+    framed: Vec<u8>,
+    transfers: Vec<Transfer>,
+}
+
+/// What a connection has read and not answered: the start of a message,
+/// or whole messages the cap on queued answers held back.
+#[derive(Default)]
+struct Unanswered {
+    bytes: Vec<u8>,
+    /// When the first message in `bytes` must be complete.
+    deadline: Option<Instant>,
+}
+
+impl Unanswered {
+    /// Whether it begins with a whole length-prefixed message.
+    fn holds_whole_message(&self) -> bool {
+        let bytes = &self.bytes;
+        bytes.len() >= 2 && bytes.len() - 2 >= u16::from_be_bytes([bytes[0], bytes[1]]) as usize
     }
-    partial.extend_from_slice(data);
-    let input = std::mem::take(partial);
-    answer_and_keep_rest(&input, partial, transfers, from, service)
+
+    /// How long to wait for more data: the idle timeout between messages,
+    /// what is left of the message's deadline within one. A byte now and
+    /// then does not keep a connection open.
+    fn wait(&self, idle: Duration) -> Duration {
+        self.deadline
+            .map_or(idle, |d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// After input was taken: a message begun since a message was
+    /// `answered` gets a new deadline; one still incomplete keeps its own.
+    fn restart_deadline(&mut self, answered: bool, message_timeout: Duration) {
+        if self.bytes.is_empty() {
+            self.deadline = None;
+        } else if answered || self.deadline.is_none() {
+            self.deadline = Some(Instant::now() + message_timeout);
+        }
+    }
 }
 
 /// Writes the responses of one read, then the transfers they asked for
 /// (the idle timeout bounds each write, not the whole transfer).
 async fn respond<S: AsyncWrite + Unpin>(
     stream: &mut S,
-    output: &[u8],
-    transfers: Vec<Transfer>,
+    replies: Replies,
     peer: SocketAddr,
     shared: &Shared,
 ) -> io::Result<()> {
-    if !output.is_empty() {
-        write_all(stream, output, shared.idle).await?;
+    let Replies { framed, transfers } = replies;
+    if !framed.is_empty() {
+        write_all(stream, &framed, shared.idle).await?;
     }
     if !transfers.is_empty() {
         // Boxed: transfers are rare, and inline their state would size
@@ -459,26 +555,26 @@ fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
-/// Answers the whole messages in `input` and returns the framed responses;
-/// an incomplete message at the end is copied to `rest`.
+/// Answers the whole messages in `input` up to the cap, appending the
+/// framed responses to `replies`; what is left is copied to `rest`.
+/// Returns the bytes answered.
 fn answer_and_keep_rest(
     input: &[u8],
     rest: &mut Vec<u8>,
-    transfers: &mut Vec<Transfer>,
+    replies: &mut Replies,
     from: (SocketAddr, Transport),
     service: &Service,
-) -> io::Result<Vec<u8>> {
-    let mut output = Vec::new();
+) -> io::Result<usize> {
     let consumed = RESPONSE.with_borrow_mut(|response| {
         let mut out = Output {
             response,
-            framed: &mut output,
-            transfers,
+            framed: &mut replies.framed,
+            transfers: &mut replies.transfers,
         };
         answer_complete_messages(input, from, service, &mut out)
     })?;
     rest.extend_from_slice(&input[consumed..]);
-    Ok(output)
+    Ok(consumed)
 }
 
 thread_local! {
@@ -498,8 +594,10 @@ struct Output<'a> {
     transfers: &'a mut Vec<Transfer>,
 }
 
-/// Answers every whole length-prefixed message at the front of `input`,
-/// appending framed responses to `out`; returns the bytes consumed.
+/// Answers the whole length-prefixed messages at the front of `input`,
+/// appending framed responses to `out`, until the framed responses reach
+/// [`QUEUED_ANSWERS_CAP`] or a transfer is asked for (it is sent before
+/// the queries after it are answered); returns the bytes consumed.
 fn answer_complete_messages(
     input: &[u8],
     (peer, transport): (SocketAddr, Transport),
@@ -509,7 +607,8 @@ fn answer_complete_messages(
     let mut at = 0;
     let now = unix_now();
     let mut events: Vec<Event> = Vec::new();
-    while input.len() - at >= 2 {
+    while input.len() - at >= 2 && out.framed.len() < QUEUED_ANSWERS_CAP && out.transfers.is_empty()
+    {
         let len = u16::from_be_bytes([input[at], input[at + 1]]) as usize;
         if len == 0 {
             return Err(io::Error::new(
@@ -564,6 +663,7 @@ mod tests {
         let shared = Arc::new(Shared {
             service: Arc::new(Service::new(processor, None)),
             idle: Duration::from_secs(1),
+            message_timeout: Duration::from_secs(1),
         });
         let (_tx, shutdown) = watch::channel(false);
         let limiter = ConnectionLimiter::new(TcpLimits::default(), Vec::new());
@@ -591,6 +691,82 @@ mod tests {
         drop(a1);
         assert_eq!(limiter.open_connections(), 2);
         assert!(limiter.admit(b).is_some(), "slot freed on drop");
+    }
+
+    #[test]
+    fn ipv6_clients_are_counted_per_prefix() {
+        let limits = TcpLimits {
+            max_connections_per_client: 2,
+            ..TcpLimits::default()
+        };
+        assert_eq!(limits.ipv6_client_prefix, 56);
+        let limiter = ConnectionLimiter::new(limits, Vec::new());
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let _a = limiter.admit(ip("2001:db8:0:1::1")).unwrap();
+        let _b = limiter.admit(ip("2001:db8:0:ff:abcd::9")).unwrap();
+        assert!(
+            limiter.admit(ip("2001:db8:0:42::7")).is_none(),
+            "one /56 shares one count"
+        );
+        assert!(
+            limiter.admit(ip("2001:db8:0:100::1")).is_some(),
+            "the next /56 has its own"
+        );
+        // IPv4 is counted per address unless configured otherwise.
+        let _c = limiter.admit(ip("192.0.2.1")).unwrap();
+        let _d = limiter.admit(ip("192.0.2.1")).unwrap();
+        assert!(limiter.admit(ip("192.0.2.1")).is_none());
+        assert!(limiter.admit(ip("192.0.2.2")).is_some());
+    }
+
+    #[test]
+    fn client_prefixes_are_configurable() {
+        let limits = TcpLimits {
+            max_connections_per_client: 1,
+            ipv4_client_prefix: 24,
+            ipv6_client_prefix: 128,
+            ..TcpLimits::default()
+        };
+        let limiter = ConnectionLimiter::new(limits, Vec::new());
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let _a = limiter.admit(ip("192.0.2.1")).unwrap();
+        assert!(limiter.admit(ip("192.0.2.200")).is_none(), "one /24");
+        assert!(limiter.admit(ip("192.0.3.1")).is_some());
+        let _b = limiter.admit(ip("2001:db8::1")).unwrap();
+        assert!(limiter.admit(ip("2001:db8::2")).is_some(), "per /128");
+        let everyone = TcpLimits {
+            max_connections_per_client: 1,
+            ipv4_client_prefix: 0,
+            ..TcpLimits::default()
+        };
+        let limiter = ConnectionLimiter::new(everyone, Vec::new());
+        let _c = limiter.admit(ip("10.0.0.1")).unwrap();
+        assert!(limiter.admit(ip("203.0.113.9")).is_none(), "/0: one client");
+    }
+
+    #[test]
+    fn a_message_deadline_is_kept_while_the_message_grows() {
+        let timeout = Duration::from_secs(5);
+        let mut partial = Unanswered::default();
+        assert_eq!(
+            partial.wait(Duration::from_secs(10)),
+            Duration::from_secs(10)
+        );
+        partial.bytes = vec![0, 40, 1];
+        partial.restart_deadline(false, timeout);
+        let first = partial.deadline.expect("a message has begun");
+        partial.bytes.push(2);
+        partial.restart_deadline(false, timeout);
+        assert_eq!(partial.deadline, Some(first), "more bytes do not extend it");
+        assert!(partial.wait(Duration::from_secs(10)) <= timeout);
+        partial.restart_deadline(true, timeout);
+        assert!(
+            partial.deadline >= Some(first),
+            "a new message, a new deadline"
+        );
+        partial.bytes.clear();
+        partial.restart_deadline(true, timeout);
+        assert_eq!(partial.deadline, None, "between messages: idle timeout");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! Where `rustix` already offers a safe call it is used and this crate
 //! only gives it Heron's shape; `libc` is used for what rustix lacks
 //! (`recvmmsg`, `sched_setscheduler`, `malloc_trim`, signal handlers,
-//! `MADV_COLLAPSE`).
+//! `MADV_COLLAPSE`, the process-wide `setuid` and user lookups).
 //!
 //! * [`udp`]: batched datagram receive and send (`recvmmsg`/`sendmmsg`).
 //! * [`cpu`]: CPU pinning, online CPUs.
@@ -15,13 +15,17 @@
 //! * [`memory`]: huge pages (`MADV_COLLAPSE`), `malloc_trim`.
 //! * [`process`]: signals, resource limits, namespaces, clock ticks.
 //! * [`socket`]: socket options the standard library lacks.
+//! * [`privileges`]: user and group lookup, dropping root.
+//! * [`xdp`]: the XDP program, AF_XDP sockets and their rings.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod cpu;
 pub mod memory;
 pub mod prefetch;
+pub mod privileges;
 pub mod process;
 pub mod sched;
 pub mod socket;
 pub mod udp;
+pub mod xdp;

@@ -97,6 +97,18 @@ pub fn unshare_network_namespace() -> io::Result<()> {
     Ok(())
 }
 
+/// Moves the calling thread into the network namespace `ip netns add
+/// NAME` made (`/run/netns/NAME`): sockets it opens from then on are
+/// that namespace's. Needs root.
+pub fn enter_network_namespace(name: &str) -> io::Result<()> {
+    let file = std::fs::File::open(std::path::Path::new("/run/netns").join(name))?;
+    rustix::thread::move_into_link_name_space(
+        std::os::fd::AsFd::as_fd(&file),
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )?;
+    Ok(())
+}
+
 /// Clock ticks per second of the times in /proc/PID/stat.
 pub fn clock_ticks_per_second() -> u64 {
     rustix::param::clock_ticks_per_second()

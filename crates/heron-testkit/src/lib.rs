@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod fake_primary;
+pub mod netns;
 pub mod normalize;
 mod peer_conf;
 pub mod primary;
@@ -27,7 +28,8 @@ pub use process::{ServerKind, ServerProcess, free_port, live_group_members};
 pub use secondary::{Secondary, TsigSpec, XotTrust};
 pub use signer::{Chain, SignedZone, Validation};
 pub use tools::{
-    DigOutput, DigTool, ToolQuery, check_dig_output, check_with_dig_and_kdig, run_dig, run_dig_with,
+    DigOutput, DigTool, ToolQuery, check_dig_output, check_with_dig_and_kdig, kdig_expire, run_dig,
+    run_dig_with,
 };
 
 /// What to tell someone whose machine lacks a peer server or tool.

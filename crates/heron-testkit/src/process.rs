@@ -542,6 +542,18 @@ impl ServerProcess {
     }
 
     /// Everything the server wrote to stdout and stderr so far.
+    /// Waits up to 10 s for `needle` in the server's log; true if seen.
+    pub fn wait_for_log(&self, needle: &str) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if self.log().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        false
+    }
+
     pub fn log(&self) -> String {
         fs::read(&self.log_path)
             .map(|b| String::from_utf8_lossy(&b).into_owned())

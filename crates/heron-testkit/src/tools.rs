@@ -79,6 +79,16 @@ pub fn run_dig(tool: DigTool, addr: SocketAddr, qname: &str, qtype: &str, tcp: b
     run_dig_with(tool, addr, qname, qtype, extra)
 }
 
+/// kdig's `;; EXPIRE: N` value (`kdig +expire`), if it printed one.
+pub fn kdig_expire(output: &str) -> Option<u32> {
+    let line = output.lines().find(|l| l.starts_with(";; EXPIRE: "))?;
+    line[";; EXPIRE: ".len()..]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// [`run_dig`] with other options (`+tls`, `+tls-ca=...`) after the usual.
 pub fn run_dig_with(
     tool: DigTool,

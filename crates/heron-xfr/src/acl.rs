@@ -124,9 +124,13 @@ impl Acl {
         self.rules.is_empty()
     }
 
-    /// The address prefixes of the rules, keys aside.
-    pub fn prefixes(&self) -> impl Iterator<Item = Prefix> + '_ {
-        self.rules.iter().map(|r| r.prefix)
+    /// The address prefixes of the rules that allow by address alone (no
+    /// TSIG key required): a key rule says nothing about who connects.
+    pub fn keyless_prefixes(&self) -> impl Iterator<Item = Prefix> + '_ {
+        self.rules
+            .iter()
+            .filter(|r| r.key.is_none())
+            .map(|r| r.prefix)
     }
 
     /// Checks a request from `ip`, verified as signed by `key` (None when

@@ -5,7 +5,7 @@
 //! listen = ["127.0.0.1:53", "[::1]:53"]
 //! workers = 2
 //! cpu-affinity = [0, 1]      # pin UDP workers to these CPUs, round robin
-//! udp-coalesce-us = 50       # under load, let queries gather this long at most (0: never)
+//! udp-coalesce-us = 50       # under load, let queries gather this long at most, when cheaper (0: never)
 //! max-udp-payload = 1232
 //! version = "heron"          # CH TXT version.bind; REFUSED when absent
 //! identity = "ns1"           # CH TXT id.server; REFUSED when absent
@@ -54,7 +54,10 @@ use std::net::IpAddr;
 
 use heron_proto::Name;
 use heron_proto::tsig::{Algorithm, Key};
+use heron_server::processor::QueryPolicy;
+use heron_server::xdp::{Mode, XdpConfig, XdpListen};
 use heron_server::{ServerConfig, TcpLimits, TlsListen, tls};
+use heron_sys::privileges::Ids;
 use heron_xfr::acl::{Acl, Rule};
 use heron_xfr::journal::file as journal_file;
 use heron_xfr::primary::{NotifyTarget, ZonePolicy};
@@ -64,6 +67,8 @@ use heron_xfr::secondary::refresh::{SecondaryZone, TimerBounds};
 use heron_xfr::secondary::tls::{TlsClients, XotTrust};
 use heron_zone::AnswerConfig;
 use serde::Deserialize;
+
+use crate::privileges;
 
 mod shared_files;
 
@@ -86,11 +91,54 @@ pub struct ConfigFile {
     pub keys: Vec<KeyEntry>,
     #[serde(default)]
     pub secondary: SecondarySection,
+    #[serde(default)]
+    pub xdp: XdpSection,
     /// Checked here with the rest; used before the rest is read, when
     /// logging starts (see [`crate::logging::section_of`]).
     #[serde(default)]
     #[allow(dead_code)]
     pub log: crate::logging::LogSection,
+}
+
+/// The AF_XDP fast path for UDP (off unless `listen` names an interface).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct XdpSection {
+    /// `"IFACE@PORT"` entries, e.g. `"eth0@53"`.
+    pub listen: Vec<String>,
+    /// `"auto"` (native if the driver has it, else generic), `"native"`
+    /// or `"generic"`.
+    pub mode: Option<String>,
+}
+
+impl XdpSection {
+    fn config(&self) -> Result<Option<XdpConfig>, Vec<String>> {
+        let mut errors = Vec::new();
+        let listen: Vec<XdpListen> = self
+            .listen
+            .iter()
+            .filter_map(|l| {
+                l.parse()
+                    .map_err(|e| errors.push(format!("[xdp] listen: {e}")))
+                    .ok()
+            })
+            .collect();
+        let mode = match self.mode.as_deref().unwrap_or("auto") {
+            "auto" => Mode::Auto,
+            "native" => Mode::Native,
+            "generic" => Mode::Generic,
+            other => {
+                errors.push(format!(
+                    "[xdp] mode: {other:?} is not one of \"auto\", \"native\", \"generic\""
+                ));
+                Mode::Auto
+            }
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok((!listen.is_empty()).then_some(XdpConfig { listen, mode }))
+    }
 }
 
 /// How secondary zones are refreshed (all times in seconds).
@@ -287,6 +335,19 @@ pub struct ServerSection {
     /// Most octets one zone load reads, its `$INCLUDE`s included.
     #[serde(default = "default_max_zone_file_size")]
     pub max_zone_file_size: u64,
+    // Query ACLs, NSID and the user to run as (issue 25), read into
+    // `QueryAccess`, the NSID and `RunAs` by `from_file`.
+    /// "PREFIX [key NAME]" entries allowed to query; unset: everyone.
+    pub allow_query: Option<Vec<String>>,
+    /// Prefixes whose queries get no answer at all.
+    #[serde(default)]
+    pub blackhole: Vec<String>,
+    /// Name server identifier (RFC 5001), as text or as hex.
+    pub nsid: Option<String>,
+    pub nsid_hex: Option<String>,
+    /// Who the server runs as once its sockets are bound.
+    pub user: Option<String>,
+    pub group: Option<String>,
 }
 
 impl Default for ServerSection {
@@ -301,6 +362,12 @@ impl Default for ServerSection {
             identity: None,
             control: None,
             max_zone_file_size: default_max_zone_file_size(),
+            allow_query: None,
+            blackhole: Vec::new(),
+            nsid: None,
+            nsid_hex: None,
+            user: None,
+            group: None,
         }
     }
 }
@@ -310,18 +377,27 @@ impl Default for ServerSection {
 pub struct TcpSection {
     #[serde(default = "default_idle")]
     pub idle_timeout: u64,
+    #[serde(default = "default_message_timeout")]
+    pub message_timeout: u64,
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
     #[serde(default = "default_per_client")]
     pub max_connections_per_client: usize,
+    #[serde(default = "default_ipv4_client_prefix")]
+    pub ipv4_client_prefix: u8,
+    #[serde(default = "default_ipv6_client_prefix")]
+    pub ipv6_client_prefix: u8,
 }
 
 impl Default for TcpSection {
     fn default() -> Self {
         TcpSection {
             idle_timeout: default_idle(),
+            message_timeout: default_message_timeout(),
             max_connections: default_max_connections(),
             max_connections_per_client: default_per_client(),
+            ipv4_client_prefix: default_ipv4_client_prefix(),
+            ipv6_client_prefix: default_ipv6_client_prefix(),
         }
     }
 }
@@ -336,6 +412,9 @@ pub struct ZoneEntry {
     pub allow_transfer: Vec<String>,
     #[serde(default)]
     pub allow_notify: Vec<String>,
+    /// "PREFIX [key NAME]" entries that may query the zone; unset: the
+    /// server's `allow-query`.
+    pub allow_query: Option<Vec<String>>,
     /// "ADDRESS[:PORT] [key NAME]" entries.
     #[serde(default)]
     pub notify: Vec<String>,
@@ -362,6 +441,7 @@ pub struct ZoneGroup {
     pub allow_transfer: Vec<String>,
     #[serde(default)]
     pub allow_notify: Vec<String>,
+    pub allow_query: Option<Vec<String>>,
     #[serde(default)]
     pub notify: Vec<String>,
     #[serde(default)]
@@ -376,6 +456,7 @@ pub struct ZoneGroup {
 struct ZoneOptions<'a> {
     allow_transfer: &'a [String],
     allow_notify: &'a [String],
+    allow_query: Option<&'a [String]>,
     notify: &'a [String],
     primaries: &'a [String],
     journal: Option<bool>,
@@ -386,6 +467,7 @@ impl ZoneEntry {
         ZoneOptions {
             allow_transfer: &self.allow_transfer,
             allow_notify: &self.allow_notify,
+            allow_query: self.allow_query.as_deref(),
             notify: &self.notify,
             primaries: &self.primaries,
             journal: self.journal,
@@ -398,6 +480,7 @@ impl ZoneGroup {
         ZoneOptions {
             allow_transfer: &self.allow_transfer,
             allow_notify: &self.allow_notify,
+            allow_query: self.allow_query.as_deref(),
             notify: &self.notify,
             primaries: &self.primaries,
             journal: self.journal,
@@ -469,6 +552,33 @@ fn default_udp_payload() -> u16 {
 fn default_idle() -> u64 {
     TcpLimits::default().idle_timeout.as_secs()
 }
+/// Errors in `[tcp]`: prefix lengths an address cannot have, a message
+/// deadline of zero (every message would be late).
+fn check_tcp(tcp: &TcpSection) -> Vec<String> {
+    let mut errors = Vec::new();
+    if tcp.message_timeout == 0 {
+        errors.push("[tcp] message-timeout must be at least 1".to_string());
+    }
+    if tcp.ipv4_client_prefix > 32 {
+        let got = tcp.ipv4_client_prefix;
+        errors.push(format!("[tcp] ipv4-client-prefix {got} is above 32"));
+    }
+    if tcp.ipv6_client_prefix > 128 {
+        let got = tcp.ipv6_client_prefix;
+        errors.push(format!("[tcp] ipv6-client-prefix {got} is above 128"));
+    }
+    errors
+}
+
+fn default_message_timeout() -> u64 {
+    TcpLimits::default().message_timeout.as_secs()
+}
+fn default_ipv4_client_prefix() -> u8 {
+    TcpLimits::default().ipv4_client_prefix
+}
+fn default_ipv6_client_prefix() -> u8 {
+    TcpLimits::default().ipv6_client_prefix
+}
 fn default_max_connections() -> usize {
     TcpLimits::default().max_connections
 }
@@ -501,6 +611,8 @@ pub struct Settings {
     /// Most octets one zone load reads (see
     /// [`heron_zone::zonefile::set_max_load_size`]).
     pub max_zone_file_size: u64,
+    /// Query ACLs, NSID and the user to run as.
+    pub shield: Shield,
     /// What is worth saying about a configuration that is not wrong.
     pub warnings: Vec<String>,
     /// What a reload would not apply.
@@ -543,10 +655,15 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             errors.push(format!("{}: [[zone-group]]: {e}", path.display()));
         }
     }
+    let xdp = file.xdp.config().unwrap_or_else(|e| {
+        errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
+        None
+    });
     let Zones {
         mut zones,
         secondaries,
         mut policies,
+        query_acls,
     } = zones;
     let warnings = keep_shared_journals_in_memory(&single_zones, &mut policies)
         .into_iter()
@@ -556,6 +673,11 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         check_unique_origins(&zones)
             .into_iter()
             .chain(check_shared_files(&zones, &secondaries, &policies))
+            .map(|e| format!("{}: {e}", path.display())),
+    );
+    errors.extend(
+        check_tcp(&file.tcp)
+            .into_iter()
             .map(|e| format!("{}: {e}", path.display())),
     );
     let server = &file.server;
@@ -582,6 +704,20 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             path.display()
         ));
     }
+    // The processor holds the zones' query ACLs from its start.
+    let mut zone_query_acls: Vec<String> = query_acls
+        .iter()
+        .map(|(origin, acl)| format!("{origin} {acl:?}"))
+        .collect();
+    zone_query_acls.sort_unstable();
+    restart_only.add_hashed("zones' allow-query", &zone_query_acls);
+    let shield = server_shield(server, &keys, query_acls).unwrap_or_else(|e| {
+        errors.extend(
+            e.into_iter()
+                .map(|e| format!("{}: [server] {e}", path.display())),
+        );
+        Shield::default()
+    });
     if server.workers == Some(0) {
         errors.push(format!(
             "{}: [server] workers must be at least 1",
@@ -621,6 +757,19 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         return Err(errors);
     }
     restart_only.add_hashed("secondary zones", &secondaries);
+    let mut warnings: Vec<String> = warnings;
+    if let Some(run_as) = &shield.run_as {
+        let control = server.control.as_ref().map(|p| base.join(p));
+        let written = (secondaries.iter().map(|z| z.file.as_path()))
+            .chain(policies.values().filter_map(|p| p.journal_file.as_deref()))
+            .chain(control.as_deref());
+        let unwritable = privileges::unwritable_folders(written, run_as.ids);
+        warnings.extend(
+            unwritable
+                .into_iter()
+                .map(|w| format!("{}: {w}", path.display())),
+        );
+    }
     let mut secondary_origins: HashSet<&Name> = HashSet::with_capacity(secondaries.len());
     secondary_origins.extend(secondaries.iter().map(|s| &s.origin));
     zones.retain(|z| !secondary_origins.contains(&z.origin));
@@ -632,8 +781,11 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             udp_coalesce: Duration::from_micros(server.udp_coalesce_us),
             tcp: TcpLimits {
                 idle_timeout: Duration::from_secs(file.tcp.idle_timeout),
+                message_timeout: Duration::from_secs(file.tcp.message_timeout),
                 max_connections: file.tcp.max_connections,
                 max_connections_per_client: file.tcp.max_connections_per_client,
+                ipv4_client_prefix: file.tcp.ipv4_client_prefix,
+                ipv6_client_prefix: file.tcp.ipv6_client_prefix,
             },
             answer: AnswerConfig {
                 max_udp_payload: server.max_udp_payload,
@@ -641,6 +793,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
                 identity: server.identity.clone(),
             },
             tls,
+            xdp,
         },
         zones,
         keys,
@@ -650,9 +803,122 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         max_zone_file_size: server.max_zone_file_size,
         secondary: file.secondary,
         xot: xot.expect("no errors"),
+        shield,
         warnings,
         restart_only,
     })
+}
+
+/// Issue 25's `[server]` settings, read.
+#[derive(Debug, Default)]
+pub struct Shield {
+    pub query_policy: QueryPolicy,
+    /// Empty: no NSID.
+    pub nsid: Vec<u8>,
+    pub run_as: Option<RunAs>,
+}
+
+/// The user and group the server drops to after binding its sockets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunAs {
+    pub user: String,
+    /// None: the user's primary group.
+    pub group: Option<String>,
+    /// Both looked up.
+    pub ids: Ids,
+}
+
+/// The longest NSID accepted: an option's data is at most 65,535 octets,
+/// but an identifier is a name or a short code (BIND caps it likewise).
+pub const MAX_NSID_LEN: usize = 512;
+
+fn server_shield(
+    server: &ServerSection,
+    keys: &[Key],
+    zone_allow_query: HashMap<Name, Acl>,
+) -> Result<Shield, Vec<String>> {
+    let mut errors = Vec::new();
+    let mut blackhole = Vec::with_capacity(server.blackhole.len());
+    for item in &server.blackhole {
+        match item.parse() {
+            Ok(prefix) => blackhole.push(prefix),
+            Err(e) => errors.push(format!("blackhole '{item}': {e}")),
+        }
+    }
+    let allow_query = server
+        .allow_query
+        .as_deref()
+        .map(|list| parse_acl(list, "allow-query", keys))
+        .transpose()
+        .unwrap_or_else(|e| {
+            errors.push(e);
+            None
+        });
+    let nsid = nsid(server).unwrap_or_else(|e| {
+        errors.push(e);
+        Vec::new()
+    });
+    let run_as = match (&server.user, &server.group) {
+        (Some(user), group) => match privileges::resolve(user, group.as_deref()) {
+            Ok(ids) => Some(RunAs {
+                user: user.clone(),
+                group: group.clone(),
+                ids,
+            }),
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        },
+        (None, Some(_)) => {
+            errors.push("group is set without user".into());
+            None
+        }
+        (None, None) => None,
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(Shield {
+        query_policy: QueryPolicy {
+            blackhole,
+            allow_query,
+            zone_allow_query,
+        },
+        nsid,
+        run_as,
+    })
+}
+
+/// `nsid = "text"` or `nsid-hex = "…"`, not both.
+fn nsid(server: &ServerSection) -> Result<Vec<u8>, String> {
+    let nsid = match (&server.nsid, &server.nsid_hex) {
+        (Some(_), Some(_)) => return Err("nsid and nsid-hex are both set".into()),
+        (Some(text), None) => text.as_bytes().to_vec(),
+        (None, Some(hex)) => {
+            decode_hex(hex).ok_or_else(|| format!("nsid-hex '{hex}' is not hex"))?
+        }
+        (None, None) => return Ok(Vec::new()),
+    };
+    if nsid.is_empty() || nsid.len() > MAX_NSID_LEN {
+        return Err(format!(
+            "nsid must be 1 to {MAX_NSID_LEN} octets, not {}",
+            nsid.len()
+        ));
+    }
+    Ok(nsid)
+}
+
+/// Pairs of hex digits; None for anything else.
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    let digits = text.as_bytes();
+    if digits.len() % 2 != 0 || !digits.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    digits
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect()
 }
 
 /// What of a configuration file only a restart applies (a reload applies
@@ -669,6 +935,7 @@ impl RestartOnly {
         parts.add("[tls]", &file.tls);
         parts.add("[[key]]", &file.keys);
         parts.add("[secondary]", &file.secondary);
+        parts.add("[xdp]", &file.xdp);
         parts
     }
 
@@ -701,11 +968,17 @@ struct ZoneSettings {
     /// None unless the zones are secondaries.
     primaries: Vec<Upstream>,
     keep_journal: bool,
+    /// The zone's own `allow-query`, if it has one.
+    allow_query: Option<Acl>,
 }
 
 fn zone_settings(options: ZoneOptions, keys: &[Key]) -> Result<ZoneSettings, String> {
     let primaries = upstreams(options.primaries, keys)?;
     Ok(ZoneSettings {
+        allow_query: options
+            .allow_query
+            .map(|list| parse_acl(list, "allow-query", keys))
+            .transpose()?,
         policy: zone_policy(&options, keys, &primaries)?,
         keep_journal: keeps_journal(&options)?,
         primaries,
@@ -760,6 +1033,8 @@ struct Zones {
     zones: Vec<ZoneSpec>,
     secondaries: Vec<SecondaryZone>,
     policies: HashMap<Name, ZonePolicy>,
+    /// Zones with an `allow-query` of their own.
+    query_acls: HashMap<Name, Acl>,
 }
 
 impl Zones {
@@ -768,7 +1043,11 @@ impl Zones {
             policy,
             primaries,
             keep_journal,
+            allow_query,
         } = settings;
+        if let Some(acl) = allow_query {
+            self.query_acls.insert(spec.origin.clone(), acl.clone());
+        }
         if *policy != ZonePolicy::default() {
             let mut policy = policy.clone();
             if *keep_journal && !policy.allow_transfer.is_empty() {
@@ -868,17 +1147,7 @@ fn zone_policy(
     keys: &[Key],
     primaries: &[Upstream],
 ) -> Result<ZonePolicy, String> {
-    let acl = |list: &[String], what: &str| -> Result<Acl, String> {
-        let rules = list.iter().map(|item| {
-            let (prefix, key) =
-                split_key(item, keys).map_err(|e| format!("{what} '{item}': {e}"))?;
-            let prefix = prefix
-                .parse()
-                .map_err(|e| format!("{what} '{item}': {e}"))?;
-            Ok(Rule { prefix, key })
-        });
-        Ok(Acl::new(rules.collect::<Result<_, String>>()?))
-    };
+    let acl = |list: &[String], what: &str| parse_acl(list, what, keys);
     let notify = entry.notify.iter().map(|item| {
         let (addr, key) = split_key(item, keys).map_err(|e| format!("notify '{item}': {e}"))?;
         let addr = parse_target(addr, 53).map_err(|e| format!("notify '{item}': {e}"))?;
@@ -904,6 +1173,19 @@ fn zone_policy(
         // Each zone's own, set when it is added.
         journal_file: None,
     })
+}
+
+/// "PREFIX [key NAME]" entries (`allow-transfer`, `allow-notify`,
+/// `allow-query`); every key named must be defined.
+fn parse_acl(list: &[String], what: &str, keys: &[Key]) -> Result<Acl, String> {
+    let rules = list.iter().map(|item| {
+        let (prefix, key) = split_key(item, keys).map_err(|e| format!("{what} '{item}': {e}"))?;
+        let prefix = prefix
+            .parse()
+            .map_err(|e| format!("{what} '{item}': {e}"))?;
+        Ok(Rule { prefix, key })
+    });
+    Ok(Acl::new(rules.collect::<Result<_, String>>()?))
 }
 
 /// Splits "WHAT [key NAME]"; the key must be defined.
@@ -996,6 +1278,68 @@ mod tests {
     }
 
     #[test]
+    fn query_acls_blackhole_and_nsid_are_read() {
+        let s = parse(
+            "[server]\nallow-query = [\"10.0.0.0/8\", \"::1 key k\"]\nblackhole = [\"192.0.2.0/24\"]\n\
+             nsid-hex = \"6E7331\"\nuser = \"nobody\"\n\
+             [[key]]\nname = \"k\"\nsecret = \"c2VjcmV0\"\n\
+             [[zone]]\norigin = \"a.test\"\nfile = \"a\"\nallow-query = []\n\
+             [[zone]]\norigin = \"b.test\"\nfile = \"b\"\n",
+        )
+        .unwrap();
+        let policy = &s.shield.query_policy;
+        assert!(policy.blackholes("192.0.2.9".parse().unwrap()));
+        assert!(!policy.blackholes("192.0.3.1".parse().unwrap()));
+        let server_wide = policy.allow_query.as_ref().unwrap();
+        assert!(server_wide.check("10.1.2.3".parse().unwrap(), None).is_ok());
+        assert!(server_wide.check("::1".parse().unwrap(), None).is_err());
+        let a = Name::parse("a.test").unwrap();
+        assert!(
+            policy.zone_allow_query[&a].is_empty(),
+            "nobody may query a.test"
+        );
+        assert_eq!(
+            policy.zone_allow_query.len(),
+            1,
+            "b.test has no list of its own"
+        );
+        assert_eq!(s.shield.nsid, b"ns1");
+        let run_as = s.shield.run_as.unwrap();
+        assert_eq!((run_as.user.as_str(), run_as.group), ("nobody", None));
+        assert!(parse("").unwrap().shield.query_policy.is_empty());
+    }
+
+    #[test]
+    fn bad_query_acls_and_nsids_are_errors() {
+        let long = "x".repeat(MAX_NSID_LEN + 1);
+        let at_limit = "x".repeat(MAX_NSID_LEN);
+        assert!(parse(&format!("[server]\nnsid = \"{at_limit}\"\n")).is_ok());
+        for (server, want) in [
+            ("nsid = \"a\"\nnsid-hex = \"61\"", "both set"),
+            ("nsid-hex = \"6\"", "not hex"),
+            ("nsid-hex = \"+6\"", "not hex"),
+            ("nsid-hex = \"zz\"", "not hex"),
+            ("nsid = \"\"", "1 to 512"),
+            (&format!("nsid = \"{long}\""), "1 to 512"),
+            ("blackhole = [\"10.0.0.0/33\"]", "blackhole"),
+            ("allow-query = [\"10.0.0.1 key missing\"]", "not defined"),
+            ("group = \"nogroup\"", "without user"),
+        ] {
+            let errors = parse(&format!("[server]\n{server}\n")).unwrap_err();
+            assert!(
+                errors.iter().any(|e| e.contains(want)),
+                "{server}: {errors:?}"
+            );
+        }
+        let zone = "[[zone]]\norigin = \"a.test\"\nfile = \"a\"\nallow-query = [\"nonsense\"]\n";
+        let errors = parse(zone).unwrap_err();
+        assert!(
+            errors.iter().any(|e| e.contains("allow-query 'nonsense'")),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
     fn a_reload_names_the_parts_it_leaves_for_a_restart() {
         let zones = "[[zone]]\norigin = \"a.test\"\nfile = \"a\"\n";
         let base = parse(&format!("[server]\nworkers = 2\n{zones}")).unwrap();
@@ -1044,6 +1388,9 @@ mod tests {
         assert_eq!(s.server.workers, 2);
         assert_eq!(s.server.tcp.idle_timeout, Duration::from_secs(3));
         assert_eq!(s.server.tcp.max_connections_per_client, 5);
+        assert_eq!(s.server.tcp.message_timeout, Duration::from_secs(5));
+        assert_eq!(s.server.tcp.ipv6_client_prefix, 56);
+        assert_eq!(s.server.tcp.ipv4_client_prefix, 32);
         assert_eq!(s.server.answer.version.as_deref(), Some("heron 0.1"));
         assert_eq!(s.zones[0].file, Path::new("/etc/heron/example.com.zone"));
     }
@@ -1056,6 +1403,26 @@ mod tests {
         assert_eq!(s.server.udp_coalesce, Duration::from_micros(50));
         assert_eq!(s.max_zone_file_size, 16 << 30);
         assert!(s.zones.is_empty());
+    }
+
+    #[test]
+    fn tcp_client_prefixes_and_message_timeout_are_checked() {
+        let s =
+            parse("[tcp]\nmessage-timeout = 2\nipv4-client-prefix = 24\nipv6-client-prefix = 64\n")
+                .unwrap();
+        assert_eq!(s.server.tcp.message_timeout, Duration::from_secs(2));
+        assert_eq!(s.server.tcp.ipv4_client_prefix, 24);
+        assert_eq!(s.server.tcp.ipv6_client_prefix, 64);
+        let at_most = parse("[tcp]\nipv4-client-prefix = 32\nipv6-client-prefix = 128\n");
+        assert!(at_most.is_ok(), "{at_most:?}");
+        let errors = parse(
+            "[tcp]\nmessage-timeout = 0\nipv4-client-prefix = 33\nipv6-client-prefix = 129\n",
+        )
+        .unwrap_err();
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].ends_with("[tcp] message-timeout must be at least 1"));
+        assert!(errors[1].ends_with("[tcp] ipv4-client-prefix 33 is above 32"));
+        assert!(errors[2].ends_with("[tcp] ipv6-client-prefix 129 is above 128"));
     }
 
     #[test]
@@ -1334,6 +1701,47 @@ udp-coalesce-us = 1001
             parse_zone_arg("example.com=f.zone").unwrap().origin,
             Name::parse("example.com").unwrap()
         );
+    }
+
+    #[test]
+    fn xdp_listens_on_interface_and_port_in_the_mode_asked() {
+        assert!(parse("").unwrap().server.xdp.is_none());
+        assert!(parse("[xdp]\nlisten = []\n").unwrap().server.xdp.is_none());
+        let s = parse("[xdp]\nlisten = [\"eth0@53\", \"veth-a.1@65535\"]\n").unwrap();
+        let xdp = s.server.xdp.unwrap();
+        assert_eq!(xdp.mode, Mode::Auto);
+        let want = |interface: &str, port| XdpListen {
+            interface: interface.into(),
+            port,
+        };
+        assert_eq!(xdp.listen, [want("eth0", 53), want("veth-a.1", 65535)]);
+        for (mode, want) in [("native", Mode::Native), ("generic", Mode::Generic)] {
+            let s = parse(&format!(
+                "[xdp]\nlisten = [\"eth0@53\"]\nmode = \"{mode}\"\n"
+            ));
+            assert_eq!(s.unwrap().server.xdp.unwrap().mode, want);
+        }
+        // Interface names: at most 15 bytes (IFNAMSIZ less the NUL).
+        assert!(parse("[xdp]\nlisten = [\"abcdefghijklmno@53\"]\n").is_ok());
+        let bad = [
+            ("abcdefghijklmnop@53", "1 to 15 characters"),
+            ("@53", "1 to 15 characters"),
+            ("eth0", "INTERFACE@PORT"),
+            ("eth0@0", "1 to 65535"),
+            ("eth0@65536", "1 to 65535"),
+            ("eth0@dns", "1 to 65535"),
+        ];
+        for (listen, says) in bad {
+            let err = parse(&format!("[xdp]\nlisten = [\"{listen}\"]\n")).unwrap_err();
+            assert!(
+                err[0].contains("[xdp] listen") && err[0].contains(says),
+                "{listen}: {err:?}"
+            );
+        }
+        let err = parse("[xdp]\nlisten = [\"eth0@53\"]\nmode = \"fast\"\n").unwrap_err();
+        assert!(err[0].contains("\"fast\" is not one of"), "{err:?}");
+        let err = parse("[xdp]\nlsten = []\n").unwrap_err();
+        assert!(err[0].contains("unknown field `lsten`"), "{err:?}");
     }
 
     #[test]

@@ -1,55 +1,108 @@
-//! The control socket: a Unix stream socket on which `heron reload` asks a
-//! running server to re-read its changed zone files, and waits to hear
-//! how that went (SIGHUP does the same but cannot answer).
+//! The control socket: a Unix stream socket on which `heron ctl` (and its
+//! short form `heron reload`) asks a running server to do something, and
+//! waits to hear how that went (SIGHUP reloads too but cannot answer).
 //!
-//! One command per connection: a line of text in, lines of text out, then
-//! the server closes. The first word out is `ok` or `error`. The socket
-//! is made readable and writable by its owner only: whoever may reload
-//! the server's zones may already write its files.
+//! One request per connection, then the server closes. A request is one
+//! line of JSON, `{"version":1,"command":"zone-status","zones":[...]}`,
+//! answered by one line of JSON, a [`Response`]. A bare word (`reload`) is
+//! the older text form, answered in text: `ok` or `error` first. The
+//! socket is made readable and writable by its owner only: whoever may
+//! control the server may already write its files.
 
 use std::future::Future;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
 
-/// Longest command line read; longer ones are refused.
-const MAX_COMMAND: usize = 256;
-/// How long a client may take to send its command.
+/// The protocol version this build speaks; a request with another is
+/// refused rather than half understood.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Longest request read; longer ones are refused.
+const MAX_REQUEST: usize = 16 << 10;
+/// How long a client may take to send its request.
 const COMMAND_WAIT: Duration = Duration::from_secs(5);
 /// How much, and how long, a client's leftover input is read after the
 /// reply.
 const DRAIN_LIMIT: u64 = 64 << 10;
 const DRAIN_WAIT: Duration = Duration::from_secs(1);
 
-/// What the server says back to one command.
-pub struct Reply {
-    pub ok: bool,
-    /// The lines after the status word: the first sums up, any others
-    /// say what went wrong.
-    pub lines: Vec<String>,
+/// What a client asks.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub version: u32,
+    pub command: String,
+    /// The zones it is about; empty for all (or none).
+    #[serde(default)]
+    pub zones: Vec<String>,
+    /// `reload --force`: read the files even if they look unchanged.
+    #[serde(default)]
+    pub force: bool,
+    /// `stats --reset`: set the counters back to zero.
+    #[serde(default)]
+    pub reset: bool,
 }
 
-impl Reply {
-    fn error(line: String) -> Reply {
-        Reply {
-            ok: false,
-            lines: vec![line],
+impl Request {
+    pub fn new(command: &str) -> Request {
+        Request {
+            version: PROTOCOL_VERSION,
+            command: command.into(),
+            zones: Vec::new(),
+            force: false,
+            reset: false,
+        }
+    }
+}
+
+/// What the server says back to one request.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Response {
+    pub version: u32,
+    pub ok: bool,
+    /// One line that sums up.
+    pub message: String,
+    /// What went wrong, one problem a line.
+    #[serde(default)]
+    pub errors: Vec<String>,
+    /// The command's result, for `--json` and the tables.
+    #[serde(default)]
+    pub data: serde_json::Value,
+}
+
+impl Response {
+    pub fn ok(message: impl Into<String>, data: serde_json::Value) -> Response {
+        Response {
+            version: PROTOCOL_VERSION,
+            ok: true,
+            message: message.into(),
+            errors: Vec::new(),
+            data,
         }
     }
 
+    pub fn error(message: impl Into<String>) -> Response {
+        Response {
+            ok: false,
+            ..Response::ok(message, serde_json::Value::Null)
+        }
+    }
+
+    /// The older text form: the status word and the message, then each
+    /// error on a line.
     fn text(&self) -> String {
         let status = if self.ok { "ok" } else { "error" };
-        let Some((first, rest)) = self.lines.split_first() else {
-            return format!("{status}\n");
+        let mut text = if self.message.is_empty() {
+            format!("{status}\n")
+        } else {
+            format!("{status}: {}\n", self.message)
         };
-        let mut text = format!("{status}: {first}\n");
-        for line in rest {
+        for line in &self.errors {
             text += line;
             text.push('\n');
         }
@@ -86,16 +139,16 @@ pub fn bind(path: &Path) -> Result<UnixListener, String> {
     Ok(listener)
 }
 
-/// Answers commands until `shutdown` turns true, then removes the socket
-/// file. `reload` is what the `reload` command runs.
+/// Answers requests until `shutdown` turns true, then removes the socket
+/// file. `handle` runs each request and says what became of it.
 pub async fn serve<F, Fut>(
     listener: UnixListener,
     path: PathBuf,
     mut shutdown: watch::Receiver<bool>,
-    reload: F,
+    handle: F,
 ) where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Reply>,
+    F: Fn(Request) -> Fut,
+    Fut: Future<Output = Response>,
 {
     loop {
         let accepted = tokio::select! {
@@ -107,30 +160,45 @@ pub async fn serve<F, Fut>(
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
-        // One command at a time: reloads do not overlap anyway.
-        if let Err(e) = answer(stream, &reload).await {
+        // One request at a time: reloads do not overlap anyway, and a
+        // silent client is dropped after COMMAND_WAIT.
+        if let Err(e) = answer(stream, &handle).await {
             tracing::debug!("control connection ended: {e}");
         }
     }
     let _ = std::fs::remove_file(&path);
 }
 
-async fn answer<F, Fut>(mut stream: UnixStream, reload: &F) -> io::Result<()>
+async fn answer<F, Fut>(mut stream: UnixStream, handle: &F) -> io::Result<()>
 where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Reply>,
+    F: Fn(Request) -> Fut,
+    Fut: Future<Output = Response>,
 {
-    let reply = match tokio::time::timeout(COMMAND_WAIT, read_command(&mut stream)).await {
-        Err(_) => Reply::error("no command within 5 s".into()),
-        Ok(Err(e)) => Reply::error(e.to_string()),
-        Ok(Ok(command)) => match command.as_str() {
-            "reload" => reload().await,
-            other => Reply::error(format!("unknown command '{other}'; known: reload")),
+    let reply = match tokio::time::timeout(COMMAND_WAIT, read_line(&mut stream)).await {
+        Err(_) => Response::error("no request within 5 s").text(),
+        Ok(Err(e)) => Response::error(e.to_string()).text(),
+        Ok(Ok(line)) if line.starts_with('{') => {
+            let response = match serde_json::from_str::<Request>(&line) {
+                Err(e) => Response::error(format!("request is not understood: {e}")),
+                Ok(r) if r.version != PROTOCOL_VERSION => Response::error(format!(
+                    "protocol version {} is not spoken here (this server speaks {PROTOCOL_VERSION}): \
+                     use the heron ctl of the server's version",
+                    r.version
+                )),
+                Ok(request) => handle(request).await,
+            };
+            let mut text = serde_json::to_string(&response).expect("a response serializes");
+            text.push('\n');
+            text
+        }
+        Ok(Ok(line)) => match line.as_str() {
+            "reload" => handle(Request::new("reload")).await.text(),
+            other => Response::error(format!("unknown command '{other}'; known: reload")).text(),
         },
     };
-    stream.write_all(reply.text().as_bytes()).await?;
+    stream.write_all(reply.as_bytes()).await?;
     stream.shutdown().await?;
-    // Read what is left of a command too long to take, until the client
+    // Read what is left of a request too long to take, until the client
     // closes: closing with it unread would reset the connection, and the
     // client could lose the reply.
     let (mut leftover, mut sink) = (stream.take(DRAIN_LIMIT), tokio::io::sink());
@@ -138,54 +206,63 @@ where
     Ok(())
 }
 
-/// The first line the client sends, trimmed; at most [`MAX_COMMAND`]
+/// The first line the client sends, trimmed; at most [`MAX_REQUEST`]
 /// octets.
-async fn read_command(stream: &mut UnixStream) -> io::Result<String> {
+async fn read_line(stream: &mut UnixStream) -> io::Result<String> {
     let mut line = Vec::new();
-    let mut limited = BufReader::new(stream.take(MAX_COMMAND as u64 + 1));
+    let mut limited = BufReader::new(stream.take(MAX_REQUEST as u64 + 1));
     limited.read_until(b'\n', &mut line).await?;
-    if line.len() > MAX_COMMAND {
+    if line.len() > MAX_REQUEST {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            "command too long",
+            "request too long",
         ));
     }
     String::from_utf8(line)
         .map(|l| l.trim().to_string())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "command is not text"))
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "request is not text"))
 }
 
-/// `heron reload`: sends `command` to the server on `path` and prints what
-/// it says, waiting at most `wait`. Exit status 0 when it says `ok`, 1 when
-/// it says `error`, 2 when it cannot be reached or does not answer in time.
-pub fn send(path: &Path, command: &str, wait: Duration) -> ExitCode {
-    match exchange_within(path, command, wait) {
-        Ok(reply) => {
-            print!("{reply}");
-            if reply.starts_with("ok") {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-            eprintln!(
-                "control socket {}: no answer within {} s: the server does not accept or \
+/// Why a request got no response.
+pub enum Unanswered {
+    /// Nothing within the wait.
+    TimedOut,
+    /// Cannot connect, or the exchange broke.
+    Unreachable(io::Error),
+    /// Something came back that is not a response.
+    Garbled(String),
+}
+
+impl Unanswered {
+    /// What to tell the user, naming the socket at `path`.
+    pub fn explain(&self, path: &Path, wait: Duration) -> String {
+        let shown = path.display();
+        match self {
+            Unanswered::TimedOut => format!(
+                "control socket {shown}: no answer within {} s: the server does not accept or \
                  answer (a reload may still be under way; its log says how it went; \
                  --timeout waits longer)",
-                path.display(),
                 wait.as_secs_f64()
-            );
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            eprintln!(
-                "control socket {}: {e} (is heron serve running with this control socket?)",
-                path.display()
-            );
-            ExitCode::from(2)
+            ),
+            Unanswered::Unreachable(e) => format!(
+                "control socket {shown}: {e} (is heron serve running with this control socket?)"
+            ),
+            Unanswered::Garbled(what) => {
+                format!("control socket {shown}: the answer is not understood: {what}")
+            }
         }
     }
+}
+
+/// Sends `request` to the server on `path` and returns its response,
+/// waiting at most `wait` in all.
+pub fn ask(path: &Path, request: &Request, wait: Duration) -> Result<Response, Unanswered> {
+    let line = serde_json::to_string(request).expect("a request serializes");
+    let text = exchange_within(path, &line, wait).map_err(|e| match e.kind() {
+        io::ErrorKind::TimedOut => Unanswered::TimedOut,
+        _ => Unanswered::Unreachable(e),
+    })?;
+    serde_json::from_str(text.trim()).map_err(|e| Unanswered::Garbled(format!("{e}: {text}")))
 }
 
 /// [`exchange`] bounded as a whole by `wait`: a connect to a server that
@@ -218,8 +295,9 @@ mod tests {
         std::env::temp_dir().join(format!("heron-control-{tag}-{}", std::process::id()))
     }
 
-    /// Runs a control socket whose reload says `ok: reloaded` and returns
-    /// what `exchange` got for each command.
+    /// Runs a control socket whose `reload` says `ok: reloaded`, and whose
+    /// other commands fail naming themselves, and returns what `exchange`
+    /// got for each line sent.
     fn exchanges(tag: &str, commands: &[&str]) -> Vec<io::Result<String>> {
         let path = socket_path(tag);
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -230,13 +308,13 @@ mod tests {
         let replies = rt.block_on(async {
             let (stop, stopped) = watch::channel(false);
             let listener = bind(&path).unwrap();
-            let reload = || async {
-                Reply {
-                    ok: true,
-                    lines: vec!["reloaded".into()],
+            let handle = |request: Request| async move {
+                match request.command.as_str() {
+                    "reload" => Response::ok("reloaded", serde_json::json!(request.zones)),
+                    other => Response::error(format!("no {other} here")),
                 }
             };
-            let server = tokio::spawn(serve(listener, path.clone(), stopped, reload));
+            let server = tokio::spawn(serve(listener, path.clone(), stopped, handle));
             let mut replies = Vec::new();
             for c in commands {
                 let (path, c) = (path.clone(), c.to_string());
@@ -252,13 +330,79 @@ mod tests {
     }
 
     #[test]
-    fn reload_is_answered_and_other_commands_refused() {
-        let replies = exchanges("cmds", &["reload", "  reload  ", "stop", &"x".repeat(300)]);
+    fn the_text_form_knows_reload_only() {
+        let long = "x".repeat(MAX_REQUEST + 1);
+        let at_limit = "x".repeat(MAX_REQUEST - 1);
+        let replies = exchanges("cmds", &["reload", "  reload  ", "stop", &at_limit, &long]);
         let texts: Vec<String> = replies.into_iter().map(Result::unwrap).collect();
         assert_eq!(texts[0], "ok: reloaded\n");
         assert_eq!(texts[1], "ok: reloaded\n");
         assert_eq!(texts[2], "error: unknown command 'stop'; known: reload\n");
-        assert_eq!(texts[3], "error: command too long\n");
+        assert!(
+            texts[3].starts_with("error: unknown command 'xxx"),
+            "read whole at the limit"
+        );
+        assert_eq!(texts[4], "error: request too long\n");
+    }
+
+    fn response_to(line: &str) -> Response {
+        let text = exchanges("json", &[line]).pop().unwrap().unwrap();
+        assert!(text.ends_with('\n') && text.lines().count() == 1, "{text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn json_requests_get_json_responses() {
+        let request = Request {
+            zones: vec!["a.test".into()],
+            ..Request::new("reload")
+        };
+        let response = response_to(&serde_json::to_string(&request).unwrap());
+        assert!(response.ok);
+        assert_eq!(response.version, PROTOCOL_VERSION);
+        assert_eq!(response.data, serde_json::json!(["a.test"]));
+        let failed = response_to(r#"{"version":1,"command":"nope"}"#);
+        assert!(!failed.ok);
+        assert_eq!(failed.message, "no nope here");
+    }
+
+    #[test]
+    fn malformed_and_other_version_requests_are_refused_with_the_reason() {
+        let garbled = response_to(r#"{"version":1,"command":"#);
+        assert!(garbled.message.contains("not understood"), "{garbled:?}");
+        let no_command = response_to(r#"{"version":1}"#);
+        assert!(no_command.message.contains("command"), "{no_command:?}");
+        let future = response_to(r#"{"version":2,"command":"reload"}"#);
+        assert!(!future.ok);
+        assert!(future.message.contains("protocol version 2"), "{future:?}");
+    }
+
+    /// A client that connects and sends nothing is given up on, and the
+    /// next one is answered.
+    #[test]
+    fn a_silent_client_does_not_hold_the_socket() {
+        let path = socket_path("silent");
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (stop, stopped) = watch::channel(false);
+            let listener = bind(&path).unwrap();
+            let handle = |_: Request| async { Response::ok("reloaded", serde_json::Value::Null) };
+            let server = tokio::spawn(serve(listener, path.clone(), stopped, handle));
+            let silent = UnixStream::connect(&path).await.unwrap();
+            let asked = path.clone();
+            let reply = tokio::task::spawn_blocking(move || exchange(&asked, "reload"));
+            assert_eq!(reply.await.unwrap().unwrap(), "ok: reloaded\n");
+            let mut told = String::new();
+            let mut silent = silent;
+            silent.read_to_string(&mut told).await.unwrap();
+            assert_eq!(told, "error: no request within 5 s\n");
+            stop.send(true).unwrap();
+            server.await.unwrap();
+        });
     }
 
     #[test]
@@ -330,16 +474,13 @@ mod tests {
     }
 
     #[test]
-    fn replies_put_the_status_first() {
-        let reply = Reply {
-            ok: false,
-            lines: vec!["1 failed".into(), "a.zone:3: error: bad".into()],
+    fn text_replies_put_the_status_first() {
+        let reply = Response {
+            errors: vec!["a.zone:3: error: bad".into()],
+            ..Response::error("1 failed")
         };
         assert_eq!(reply.text(), "error: 1 failed\na.zone:3: error: bad\n");
-        let empty = Reply {
-            ok: true,
-            lines: vec![],
-        };
+        let empty = Response::ok("", serde_json::Value::Null);
         assert_eq!(empty.text(), "ok\n");
     }
 }

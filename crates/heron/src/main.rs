@@ -2,13 +2,16 @@
 
 mod background;
 mod check;
+mod commands;
 mod config;
 mod control;
+mod ctl;
 mod doctor;
 mod keygen;
 mod logging;
 mod memory;
 mod notify;
+mod privileges;
 mod reload;
 mod secondary;
 mod serve;
@@ -17,7 +20,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use clap_complete::Shell;
@@ -47,10 +50,15 @@ enum Command {
     },
     /// Check a configuration file and every zone it names.
     CheckConfig { file: PathBuf },
+    /// Control a running server over its control socket: status, zones,
+    /// reload, stop. Every command waits for the result and exits 0 if it
+    /// was done, 1 if it failed (with the reason), 2 if the server cannot
+    /// be reached or does not answer within the timeout.
+    Ctl(ctl::CtlArgs),
     /// Ask a running server to re-read its changed zone files, and print
-    /// what it did. Exits 0 if every zone loaded, 1 if some failed (the
-    /// old version keeps serving), 2 if the server cannot be reached or
-    /// does not answer within the timeout.
+    /// what it did (short for `heron ctl reload`). Exits 0 if every zone
+    /// loaded, 1 if some failed (the old version keeps serving), 2 if the
+    /// server cannot be reached or does not answer within the timeout.
     Reload {
         #[command(flatten)]
         target: ControlArgs,
@@ -118,7 +126,7 @@ pub struct ControlArgs {
     #[arg(long, short)]
     config: Option<PathBuf>,
     /// The control socket itself.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, visible_alias = "socket", value_name = "PATH")]
     control: Option<PathBuf>,
 }
 
@@ -155,13 +163,16 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::CheckZone { file, origin } => check::zone(&file, &origin),
         Command::CheckConfig { file } => check::config(&file),
-        Command::Reload { target, timeout } => match target.socket() {
-            Ok(path) => control::send(&path, "reload", Duration::from_secs(timeout)),
-            Err(e) => {
-                eprintln!("{e}");
-                ExitCode::from(2)
-            }
-        },
+        Command::Ctl(args) => ctl::run(args),
+        Command::Reload { target, timeout } => ctl::run(ctl::CtlArgs {
+            target,
+            json: false,
+            timeout,
+            command: ctl::CtlCommand::Reload {
+                zones: Vec::new(),
+                force: false,
+            },
+        }),
         Command::Keygen { name, algorithm } => keygen::run(&name, &algorithm),
         Command::Doctor { config } => doctor::run(config.as_deref()),
         Command::Man { dir } => write_man_pages(&dir),

@@ -45,6 +45,8 @@ struct Entry {
     spec: ZoneSpec,
     /// None until a load of the file succeeds.
     loaded: Option<Stamp>,
+    /// When the last load that succeeded was done.
+    loaded_at: Option<SystemTime>,
 }
 
 /// The configured zone files and the state each was loaded in.
@@ -138,6 +140,7 @@ impl ZoneFiles {
                 .map(|spec| Entry {
                     spec: spec.clone(),
                     loaded: None,
+                    loaded_at: None,
                 })
                 .collect(),
             config: None,
@@ -209,12 +212,24 @@ impl ZoneFiles {
             let kept = before
                 .remove(&spec.origin.to_lowercase())
                 .filter(|e| e.spec.file == spec.file);
+            let (loaded, loaded_at) = kept.map_or((None, None), |e| (e.loaded, e.loaded_at));
             self.entries.push(Entry {
                 spec: spec.clone(),
-                loaded: kept.and_then(|e| e.loaded),
+                loaded,
+                loaded_at,
             });
         }
         before.into_values().map(|e| e.spec.origin).collect()
+    }
+
+    /// Whether `origin` (lower-cased) is loaded from a file, and when it
+    /// last loaded: `Some(None)` for a zone whose file never loaded.
+    pub fn loaded_at(&self, origin: &Name) -> Option<Option<SystemTime>> {
+        let entry = self
+            .entries
+            .iter()
+            .find(|e| e.spec.origin.to_lowercase() == *origin)?;
+        Some(entry.loaded_at)
     }
 
     /// A catalog like `current` with every zone whose file changed since it
@@ -222,12 +237,27 @@ impl ZoneFiles {
     /// fails keeps its version from `current`, if it has one; its problems
     /// are logged.
     pub fn load_changed(&mut self, current: &Catalog) -> (Catalog, Outcome) {
+        self.load_selected(current, None, false)
+    }
+
+    /// [`ZoneFiles::load_changed`] for the zones in `only` (all when
+    /// None); with `force`, their files are read whether they look
+    /// changed or not.
+    pub fn load_selected(
+        &mut self,
+        current: &Catalog,
+        only: Option<&HashSet<Name>>,
+        force: bool,
+    ) -> (Catalog, Outcome) {
         let mut outcome = Outcome::default();
         let mut todo = Vec::new();
         for (i, entry) in self.entries.iter().enumerate() {
+            if only.is_some_and(|only| !only.contains(&entry.spec.origin.to_lowercase())) {
+                continue;
+            }
             // A file never loaded is read without looking first: its stamp
             // comes from the open file.
-            if entry.loaded.is_some() && Stamp::of(&entry.spec.file) == entry.loaded {
+            if !force && entry.loaded.is_some() && Stamp::of(&entry.spec.file) == entry.loaded {
                 outcome.unchanged += 1;
             } else {
                 todo.push(i);
@@ -242,6 +272,7 @@ impl ZoneFiles {
                 Ok((zone, stamp)) => {
                     next.insert(zone);
                     self.entries[i].loaded = stamp;
+                    self.entries[i].loaded_at = Some(SystemTime::now());
                     outcome.loaded += 1;
                 }
                 Err(problems) => {

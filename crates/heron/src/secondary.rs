@@ -4,11 +4,11 @@
 //! served catalog.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use heron_proto::Name;
 use heron_server::SharedCatalog;
-use heron_server::processor::NotifyReceived;
+use heron_server::processor::{ExpiryDeadlines, NotifyReceived};
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::keeper::Keeper;
 use heron_xfr::secondary::refresh::{
@@ -33,6 +33,8 @@ pub struct Secondaries {
     pub bounds: TimerBounds,
     /// What [`load_kept`] read, in the order of `zones`.
     pub kept: Vec<Option<Zone>>,
+    /// When each zone expires, for the processor's EDNS EXPIRE.
+    pub expiry: Arc<ExpiryDeadlines>,
 }
 
 /// Reads the kept copies of `zones` (those that have one) on every core,
@@ -91,18 +93,20 @@ const MAX_REBUILD_PAUSE: Duration = Duration::from_millis(50);
 /// accepted NOTIFYs to it.
 /// Until a zone is received (or its kept copy loaded) it answers SERVFAIL,
 /// as when it expires.
-/// Returns the writer of kept copies, to flush at shutdown.
+/// Returns the writer of kept copies, to flush at shutdown, and the
+/// refresh task's command channel.
 pub fn start(
     secondaries: Secondaries,
     catalog: &SharedCatalog,
     transfers: &Arc<Transfers>,
-) -> Option<Keeper> {
+) -> Option<(Keeper, mpsc::UnboundedSender<Command>)> {
     let Secondaries {
         zones,
         connections,
         mut notifies,
         bounds,
         kept,
+        expiry,
     } = secondaries;
     if zones.is_empty() {
         return None;
@@ -138,7 +142,7 @@ pub fn start(
         .expect("a thread can be started");
     let ctx = Arc::new(Context {
         conns: connections,
-        publisher: Arc::new(CatalogPublisher { changes }),
+        publisher: Arc::new(CatalogPublisher { changes, expiry }),
         keeper: keeper.clone(),
         bounds,
     });
@@ -147,12 +151,13 @@ pub fn start(
         .zip(kept.into_iter().map(|k| k.map(Arc::new)));
     let (commands, received) = mpsc::unbounded_channel();
     tokio::spawn(refresh::run(zones.collect(), ctx, received));
+    let control = commands.clone();
     tokio::spawn(async move {
         while let Some(NotifyReceived { origin, serial, .. }) = notifies.recv().await {
             let _ = commands.send(Command::Notify { origin, serial });
         }
     });
-    Some(keeper)
+    Some((keeper, control))
 }
 
 /// A change to the catalog from the refresh task.
@@ -164,6 +169,7 @@ enum Change {
 /// Hands what the refresh task receives to `apply_changes`.
 struct CatalogPublisher {
     changes: mpsc::UnboundedSender<Change>,
+    expiry: Arc<ExpiryDeadlines>,
 }
 
 impl Publisher for CatalogPublisher {
@@ -172,7 +178,13 @@ impl Publisher for CatalogPublisher {
     }
 
     fn expire(&self, origin: &Name) {
+        self.expiry.remove(origin);
         let _ = self.changes.send(Change::Expire(origin.clone()));
+    }
+
+    fn expires_at(&self, origin: &Name, deadline: SystemTime) {
+        let since_epoch = deadline.duration_since(UNIX_EPOCH).unwrap_or_default();
+        self.expiry.set(origin, since_epoch.as_secs());
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use heron_proto::Name;
-use heron_server::processor::{NotifyReceived, Processor};
+use heron_server::processor::{ExpiryDeadlines, NotifyReceived, Processor, QueryPolicy};
 use heron_server::service::Service;
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::journal::DEFAULT_MAX_BYTES;
@@ -24,7 +24,7 @@ use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
 use tokio::sync::{mpsc, watch};
 
 use crate::ServeArgs;
-use crate::config::{self, Settings};
+use crate::config::{self, RunAs, Settings};
 use crate::control;
 use crate::notify;
 use crate::reload::{ConfigSource, Outcome, ZoneFiles};
@@ -85,12 +85,16 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let primary = Arc::new(primary(settings.policies, journals, &catalog, &kept));
     let keys = Arc::new(settings.keys);
     let (notify_tx, notifies) = mpsc::unbounded_channel();
+    let expiry = Arc::new(ExpiryDeadlines::default());
     let secondary_origins = settings.secondaries.iter().map(|s| s.origin.clone());
     let queries = Queries {
         primary: primary.clone(),
         keys: keys.clone(),
         secondaries: secondary_origins.collect(),
         notify_in: (!settings.secondaries.is_empty()).then_some(notify_tx),
+        query_policy: settings.shield.query_policy,
+        nsid: settings.shield.nsid,
+        expiry: expiry.clone(),
     };
     let limits = &settings.secondary;
     let transfers = Transfers {
@@ -110,10 +114,15 @@ pub fn run(args: ServeArgs) -> ExitCode {
         .with_transfer_limits(limits.transfer_limits()),
         notifies,
         bounds: limits.bounds(),
+        expiry,
+    };
+    let process = ProcessSettings {
+        control_socket: settings.control,
+        run_as: settings.shield.run_as,
     };
     match runtime.block_on(serve(
         settings.server,
-        settings.control,
+        process,
         catalog,
         files,
         transfers,
@@ -161,6 +170,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
                 tcp: TcpLimits::default(),
                 answer: AnswerConfig::default(),
                 tls: None,
+                xdp: None,
             },
             zones: Vec::new(),
             keys: Vec::new(),
@@ -170,6 +180,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             xot: TlsClients::new(None).expect("no CA to read"),
             control: None,
             max_zone_file_size: heron_zone::zonefile::DEFAULT_MAX_LOAD_SIZE,
+            shield: Default::default(),
             warnings: Vec::new(),
             restart_only: Default::default(),
         },
@@ -263,12 +274,19 @@ struct Queries {
     /// Zones we are secondary for: NOTIFY is accepted for these.
     secondaries: Vec<Name>,
     notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
+    query_policy: QueryPolicy,
+    nsid: Vec<u8>,
+    /// Written by the secondary's driver, read for EDNS EXPIRE.
+    expiry: Arc<ExpiryDeadlines>,
 }
 
 impl Queries {
     fn service(self, catalog: SharedCatalog, config: AnswerConfig) -> Service {
         let processor = Processor::new(catalog, config, self.primary, self.keys)
-            .with_secondaries(self.secondaries);
+            .with_secondaries(self.secondaries)
+            .with_query_policy(self.query_policy)
+            .with_nsid(self.nsid)
+            .with_expiry(self.expiry);
         Service::new(processor, self.notify_in)
     }
 }
@@ -294,6 +312,27 @@ impl Transfers {
         changed.cloned().collect()
     }
 
+    /// Notifies `zone`'s secondaries now and waits for each to answer
+    /// (or not, after the retries): each target with how it went.
+    pub(crate) async fn notify_now(
+        &self,
+        zone: &Zone,
+    ) -> Vec<(std::net::SocketAddr, heron_xfr::primary::notify::Outcome)> {
+        let policy = self.primary.policy(zone.origin());
+        let soa = zone.soa();
+        let soa = Arc::new((soa.ttl(), soa.first_rdata().to_vec()));
+        let mut exchanges = tokio::task::JoinSet::new();
+        for target in policy.notify.iter().cloned() {
+            let (notifier, origin, soa) =
+                (self.notifier.clone(), zone.origin().clone(), soa.clone());
+            exchanges
+                .spawn(async move { (target.addr, notifier.notify(&origin, &soa, &target).await) });
+        }
+        let mut outcomes = exchanges.join_all().await;
+        outcomes.sort_by_key(|(addr, _)| *addr);
+        outcomes
+    }
+
     pub(crate) fn notify(&self, zones: &[Arc<Zone>]) {
         for zone in zones {
             let policy = self.primary.policy(zone.origin());
@@ -310,9 +349,16 @@ impl Transfers {
     }
 }
 
+/// What the process is given besides what it serves.
+struct ProcessSettings {
+    control_socket: Option<PathBuf>,
+    /// Whom to become once every socket is bound.
+    run_as: Option<RunAs>,
+}
+
 async fn serve(
     server: ServerConfig,
-    control_socket: Option<PathBuf>,
+    process: ProcessSettings,
     catalog: Catalog,
     files: ZoneFiles,
     transfers: Transfers,
@@ -321,6 +367,10 @@ async fn serve(
 ) -> Result<(), String> {
     // First, so that a second server started on the same files stops
     // here, before it answers anything.
+    let ProcessSettings {
+        control_socket,
+        run_as,
+    } = process;
     let control = match control_socket {
         Some(path) => Some((control::bind(&path)?, path)),
         None => None,
@@ -331,7 +381,10 @@ async fn serve(
     let catalog: SharedCatalog = Arc::new(ArcSwap::from_pointee(catalog));
     let transfers = Arc::new(transfers);
     let secondary_zones = secondaries.zones.len();
-    let keeper = secondary::start(secondaries, &catalog, &transfers);
+    let secondary_origins = (secondaries.zones.iter())
+        .map(|z| z.origin.to_lowercase())
+        .collect();
+    let (keeper, refresh_commands) = secondary::start(secondaries, &catalog, &transfers).unzip();
     let service = Arc::new(queries.service(catalog.clone(), server.answer.clone()));
     let stop = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -356,10 +409,26 @@ async fn serve(
         tasks.push(spawn_stream(listener, None));
         tracing::info!("answering on {addr} (UDP and TCP)");
     }
+    // After the sockets: a server that cannot listen fails before it
+    // attaches anything to an interface.
+    let mut xdp = match &server.xdp {
+        Some(xdp) => Some(
+            heron_server::xdp::start(xdp, &server, service.clone(), stop.clone())
+                .map_err(|e| format!("cannot start XDP: {e}"))?,
+        ),
+        None => None,
+    };
+    if let Some(xdp) = &mut xdp {
+        threads.extend(std::mem::take(&mut xdp.threads));
+    }
     for (addr, acceptor) in tls_listeners(&server) {
         let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TLS {addr}: {e}"))?;
         tasks.push(spawn_stream(listener, Some(acceptor)));
         tracing::info!("answering on {addr} (DNS over TLS)");
+    }
+    // Every socket is bound (the control socket first of all).
+    if let Some(run_as) = run_as {
+        drop_privileges(&run_as)?;
     }
     transfers.notify(&every_zone);
     // The zones as loaded: not held past here, or a reload could not free them.
@@ -372,23 +441,35 @@ async fn serve(
     );
     settle_once_answering(&catalog);
     let files = Arc::new(std::sync::Mutex::new(files));
+    let stop_asked = Arc::new(tokio::sync::Notify::new());
     if let Some((listener, path)) = control {
-        let (catalog, files, transfers) = (catalog.clone(), files.clone(), transfers.clone());
+        let controller = Arc::new(crate::commands::Controller {
+            catalog: catalog.clone(),
+            files: files.clone(),
+            transfers: transfers.clone(),
+            secondaries: secondary_origins,
+            listeners: server.listen.clone(),
+            tls_listeners: server.tls.as_ref().map_or(Vec::new(), |t| t.listen.clone()),
+            xdp_listeners: (server.xdp.iter().flat_map(|x| &x.listen))
+                .map(|l| format!("{}@{}", l.interface, l.port))
+                .collect(),
+            workers: server.workers,
+            stop: stop_asked.clone(),
+            refresh: refresh_commands,
+            service: service.clone(),
+            connections: limiter.clone(),
+        });
         tasks.push(tokio::spawn(control::serve(
             listener,
             path,
             shutdown_rx.clone(),
-            move || {
-                let (catalog, files, transfers) =
-                    (catalog.clone(), files.clone(), transfers.clone());
-                async move {
-                    let done = reload(&catalog, &files, &transfers, "control socket").await;
-                    reload_reply(done)
-                }
+            move |request| {
+                let controller = controller.clone();
+                async move { controller.handle(request).await }
             },
         )));
     }
-    wait_for_signals(&catalog, &files, &transfers).await;
+    wait_for_signals(&catalog, &files, &transfers, &stop_asked).await;
     tracing::info!("shutting down");
     stop.store(true, Ordering::Relaxed);
     let _ = shutdown_tx.send(true);
@@ -397,6 +478,11 @@ async fn serve(
     }
     for thread in threads {
         let _ = thread.join();
+    }
+    // The workers are done with the sockets: the programs go.
+    if let Some(xdp) = xdp {
+        drop(xdp);
+        tracing::info!("XDP programs detached");
     }
     // Zones received in the last moments: on disk before we go.
     if let Some(keeper) = keeper
@@ -413,6 +499,20 @@ async fn serve(
     Ok(())
 }
 
+/// Becomes `[server] user` (and `group`) in every thread, keeping no
+/// capability. Not being root is fine: then only the same user is allowed.
+fn drop_privileges(run_as: &RunAs) -> Result<(), String> {
+    heron_sys::privileges::drop_to(run_as.ids)
+        .map_err(|e| format!("cannot become user '{}': {e}", run_as.user))?;
+    tracing::info!(
+        "running as user {} (uid {}, gid {})",
+        run_as.user,
+        run_as.ids.uid,
+        run_as.ids.gid
+    );
+    Ok(())
+}
+
 /// Each TLS address with what its handshakes use.
 fn tls_listeners(server: &ServerConfig) -> Vec<(std::net::SocketAddr, tls::TlsAcceptor)> {
     let Some(tls) = &server.tls else {
@@ -423,11 +523,13 @@ fn tls_listeners(server: &ServerConfig) -> Vec<(std::net::SocketAddr, tls::TlsAc
 }
 
 /// Tells the service manager the server is ready, then serves until
-/// SIGTERM or SIGINT; on SIGHUP, reloads (see [`reload`]).
+/// SIGTERM or SIGINT or the control socket's `stop`; on SIGHUP, reloads
+/// (see [`reload`]).
 async fn wait_for_signals(
     catalog: &SharedCatalog,
     files: &Arc<std::sync::Mutex<ZoneFiles>>,
     transfers: &Arc<Transfers>,
+    stop_asked: &tokio::sync::Notify,
 ) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
@@ -438,8 +540,9 @@ async fn wait_for_signals(
         tokio::select! {
             _ = term.recv() => return,
             _ = tokio::signal::ctrl_c() => return,
+            _ = stop_asked.notified() => return,
             _ = hup.recv() => {
-                reload(catalog, files, transfers, "SIGHUP").await;
+                reload(catalog, files, transfers, "SIGHUP", Selection::default()).await;
             }
         }
     }
@@ -450,13 +553,17 @@ async fn wait_for_signals(
 /// on a background thread (below the query workers' priority), and swaps
 /// the new catalog in; queries in flight finish on the old one. Returns
 /// what it did and how long it took.
-async fn reload(
+pub(crate) async fn reload(
     catalog: &SharedCatalog,
     files: &Arc<std::sync::Mutex<ZoneFiles>>,
     transfers: &Arc<Transfers>,
     asked_by: &str,
+    selection: Selection,
 ) -> (Outcome, Duration) {
-    tracing::info!("{asked_by}: reloading the configuration and changed zone files");
+    match &selection.zones {
+        None => tracing::info!("{asked_by}: reloading the configuration and changed zone files"),
+        Some(zones) => tracing::info!("{asked_by}: reloading {} zone(s)", zones.len()),
+    }
     notify::reloading();
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
@@ -464,7 +571,14 @@ async fn reload(
         let _writing = xfr.catalog_writer.lock().unwrap();
         let current = catalog.load_full();
         let mut files = files.lock().unwrap();
-        let reconfigured = match files.reread_config() {
+        // Named zones are re-read alone; the configuration waits for a
+        // whole reload.
+        let reread = if selection.zones.is_none() {
+            files.reread_config()
+        } else {
+            Ok(None)
+        };
+        let reconfigured = match reread {
             Ok(reconfigured) => reconfigured,
             Err(errors) => return (Outcome::config_errors(errors), Vec::new(), Duration::ZERO),
         };
@@ -480,7 +594,8 @@ async fn reload(
             xfr.primary.set_policies(new.policies);
             removed = new.removed;
         }
-        let (mut next, mut outcome) = files.load_changed(&current);
+        let (mut next, mut outcome) =
+            files.load_selected(&current, selection.zones.as_ref(), selection.force);
         drop(files);
         for origin in &removed {
             next.remove(origin);
@@ -513,11 +628,11 @@ async fn reload(
     (outcome, took)
 }
 
-/// The control socket's answer to `reload`: the summary, then each error.
-fn reload_reply((outcome, took): (Outcome, Duration)) -> control::Reply {
-    let summary = format!("reloaded in {} ms: {}", took.as_millis(), outcome.summary());
-    control::Reply {
-        ok: outcome.is_ok(),
-        lines: std::iter::once(summary).chain(outcome.errors).collect(),
-    }
+/// Which zones a reload reads.
+#[derive(Default)]
+pub(crate) struct Selection {
+    /// Only these (lower-cased), and not the configuration; None for all.
+    pub(crate) zones: Option<std::collections::HashSet<Name>>,
+    /// Read the files even if they look unchanged.
+    pub(crate) force: bool,
 }

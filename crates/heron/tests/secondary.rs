@@ -25,8 +25,8 @@ use heron_proto::message::{Header, Message};
 use heron_proto::tsig::{self, Algorithm, Key};
 use heron_proto::{Name, RType, Rcode};
 use heron_testkit::{
-    FakePrimary, IxfrAnswer, Primary, QueryOpts, ServerKind, ServerProcess, TlsServe, build_query,
-    free_port, try_query_udp, try_query_udp_from,
+    DigTool, FakePrimary, IxfrAnswer, Primary, QueryOpts, ServerKind, ServerProcess, TlsServe,
+    build_query, free_port, kdig_expire, run_dig_with, try_query_udp, try_query_udp_from,
 };
 use heron_xfr::primary::notify::{notify_message, unix_now};
 use xfr_common::*;
@@ -641,6 +641,37 @@ fn an_expired_zone_answers_servfail_until_its_primary_returns() {
         eventually(|| rcode(sec, "h1.xfr.test") == Some(Rcode::NOERROR)),
         "never came back: {}",
         heron.log()
+    );
+    drop((heron, primary));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `kdig +expire` of the zone's SOA: the EDNS EXPIRE value.
+fn expire_of(server: SocketAddr) -> Option<u32> {
+    let kdig = run_dig_with(DigTool::Kdig, server, ORIGIN, "SOA", &["+expire"]);
+    kdig_expire(kdig.expect_success())
+}
+
+#[test]
+fn edns_expire_is_the_soa_expire_on_the_primary_and_counts_down_on_the_secondary() {
+    let dir = work_dir("edns-expire");
+    let zone_file = dir.join("primary.zone");
+    std::fs::write(&zone_file, zone_text(1, "")).unwrap();
+    let (primary_port, secondary_port) = (free_port(), free_port());
+    let primary = start(
+        primary_port,
+        &primary_config(primary_port, &zone_file, secondary_port),
+    );
+    let config = secondary_config(secondary_port, primary.addr(), &dir.join("k"), "");
+    let heron = start(secondary_port, &config);
+    let soa_expire = 86400; // zone_text's SOA
+    assert_eq!(expire_of(primary.addr()), Some(soa_expire));
+    let first = expire_of(heron.addr()).expect("the secondary tells EXPIRE");
+    std::thread::sleep(Duration::from_secs(2));
+    let second = expire_of(heron.addr()).expect("the secondary tells EXPIRE");
+    assert!(
+        0 < second && second <= first && first <= soa_expire,
+        "{first} then {second}"
     );
     drop((heron, primary));
     std::fs::remove_dir_all(dir).unwrap();

@@ -220,12 +220,18 @@ fn malformed_packets_get_formerr_or_silence_and_the_server_lives_on() {
 }
 
 fn limits_server(idle: u64, per_client: usize) -> ServerProcess {
+    limits_server_with(idle, per_client, "", "")
+}
+
+/// [`limits_server`] with more `[tcp]` settings and more sections after it
+/// (which may add to the zone's table).
+fn limits_server_with(idle: u64, per_client: usize, tcp: &str, after: &str) -> ServerProcess {
     let zone = data(EDGE);
     ServerProcess::heron_with_config(&heron(), "edge.test", |port| {
         format!(
             "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
-             [tcp]\nidle-timeout = {idle}\nmax-connections-per-client = {per_client}\n\
-             [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n",
+             [tcp]\nidle-timeout = {idle}\nmax-connections-per-client = {per_client}\n{tcp}\
+             [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n{after}",
             zone.display()
         )
     })
@@ -276,6 +282,72 @@ fn tcp_connections_per_client_are_limited() {
     drop(open.pop());
     let again = admitted_connection(server.addr());
     assert!(again.is_some(), "a freed slot admits a new connection");
+}
+
+/// `allow-transfer = ["0.0.0.0/0 key K"]` lets anyone with the key
+/// transfer, but says nothing about who an unsigned client is: it must not
+/// lift the per-client limit for every address (issue 24).
+#[test]
+fn a_key_only_transfer_rule_keeps_the_per_client_limit() {
+    let key = "allow-transfer = [\"0.0.0.0/0 key k\"]\n\
+               [[key]]\nname = \"k\"\nsecret = \"q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k=\"\n";
+    let server = limits_server_with(30, 3, "", key);
+    let _open: Vec<TcpStream> = (0..3)
+        .map(|_| admitted_connection(server.addr()).expect("at the limit"))
+        .collect();
+    for _ in 0..3 {
+        let mut past = TcpStream::connect(server.addr()).unwrap();
+        assert!(!answers_on(&mut past), "past the limit: closed");
+    }
+}
+
+/// Whether the server has closed `conn` (end of stream or reset).
+fn closed_by_server(conn: &mut TcpStream) -> bool {
+    conn.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 64];
+    let closed = match conn.read(&mut buf) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    };
+    conn.set_nonblocking(false).unwrap();
+    closed
+}
+
+/// Slowloris: clients that send one byte a second and never complete a
+/// message held their slots for as long as they kept sending (issue 24).
+/// Now each is closed once its message is overdue, and the slots serve
+/// others.
+#[test]
+fn clients_that_never_complete_a_message_are_closed() {
+    let server = limits_server_with(60, 3, "message-timeout = 2\n", "");
+    // Admitted (answered once), then begin a message of 200 bytes.
+    let mut slow: Vec<TcpStream> = (0..3)
+        .map(|_| {
+            let mut conn = admitted_connection(server.addr()).expect("within the limit");
+            conn.write_all(&200u16.to_be_bytes()).unwrap();
+            conn
+        })
+        .collect();
+    let mut refused = TcpStream::connect(server.addr()).unwrap();
+    assert!(
+        !answers_on(&mut refused),
+        "the slow clients hold every slot"
+    );
+    let give_up = Instant::now() + Duration::from_secs(30);
+    while !slow.is_empty() && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_secs(1));
+        // One more byte each; a write may fail once the server is gone.
+        slow.retain_mut(|conn| {
+            let _ = conn.write_all(&[0]);
+            !closed_by_server(conn)
+        });
+    }
+    assert!(slow.is_empty(), "{} slow clients still open", slow.len());
+    assert!(
+        admitted_connection(server.addr()).is_some(),
+        "a new client is served once they are closed"
+    );
 }
 
 #[test]

@@ -1,14 +1,20 @@
 //! Layer 2: who may do what. Transfers need the zone's `allow-transfer`,
-//! NOTIFY a zone we are secondary for and its `allow-notify`; plain
-//! queries pass (query ACLs come with issue 25). The key checked is the
-//! one the TSIG record names; `tsig` verifies it before the verdict is
-//! acted on.
+//! NOTIFY a zone we are secondary for and its `allow-notify`, queries the
+//! zone's or the server's `allow-query` (a [`QueryPolicy`]; the UDP batch
+//! path and [`Processor::process`] check plain queries with
+//! [`Processor::screen`] before the engine, deferred ones are checked
+//! here). The key checked is the one the TSIG record names; `tsig`
+//! verifies it before the verdict is acted on. Blackholed addresses are
+//! dropped before anything else, on every transport.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use heron_proto::message::Query;
 use heron_proto::{Name, Opcode, RType};
-use heron_zone::{Catalog, Zone};
+use heron_xfr::acl::{Acl, Denied, Prefix};
+use heron_zone::{Catalog, Served, Zone};
 
 use super::{Processor, Refusal, Request, Transport};
 
@@ -54,7 +60,13 @@ pub(super) fn admit(p: &Processor, catalog: &Catalog, req: &Request, q: &Query) 
                 Err(why) => Admission::Refuse(Refusal::TransferDenied(why)),
             }
         }
-        _ => Admission::Query,
+        _ => match &p.query_policy {
+            Some(policy) => match policy.check_query(catalog, ip, key.as_ref(), q) {
+                Ok(()) => Admission::Query,
+                Err(why) => Admission::Refuse(Refusal::QueryDenied(why)),
+            },
+            None => Admission::Query,
+        },
     }
 }
 
@@ -62,4 +74,55 @@ pub(super) fn admit(p: &Processor, catalog: &Catalog, req: &Request, q: &Query) 
 fn claimed_key(bytes: &[u8], q: &Query) -> Option<Name> {
     let at = q.tsig.as_ref()?.start;
     Name::read(bytes, at).ok().map(|(name, _)| name)
+}
+
+/// Who may query, and who gets nothing at all (`[server] allow-query`,
+/// `[[zone]] allow-query`, `[server] blackhole`). The processor holds
+/// one only when something is configured, so the fast path pays a single
+/// branch when nothing is.
+#[derive(Clone, Debug, Default)]
+pub struct QueryPolicy {
+    /// Prefixes whose queries are dropped on every transport.
+    pub blackhole: Vec<Prefix>,
+    /// Server-wide; a zone's own list takes its place for that zone.
+    pub allow_query: Option<Acl>,
+    /// Per zone, by lower-cased origin.
+    pub zone_allow_query: HashMap<Name, Acl>,
+}
+
+impl QueryPolicy {
+    /// Whether anything is configured (an empty policy is not held).
+    pub fn is_empty(&self) -> bool {
+        self.blackhole.is_empty() && self.allow_query.is_none() && self.zone_allow_query.is_empty()
+    }
+
+    /// Whether `ip` gets no answer at all. Blackhole lists are short, so
+    /// a scan over the prefixes is the cheapest lookup.
+    pub fn blackholes(&self, ip: IpAddr) -> bool {
+        self.blackhole.iter().any(|p| p.contains(ip))
+    }
+
+    /// Whether a query for `q` from `ip`, signed by `key`, may be
+    /// answered: the list of the zone its name is in, else the
+    /// server-wide list, else yes.
+    pub(super) fn check_query(
+        &self,
+        catalog: &Catalog,
+        ip: IpAddr,
+        key: Option<&Name>,
+        q: &Query,
+    ) -> Result<(), Denied> {
+        let zone_acl = if self.zone_allow_query.is_empty() {
+            None
+        } else {
+            match catalog.served_name(q.qname_lower.as_wire(), &q.qname_starts) {
+                Served::Zone(zone) => self.zone_allow_query.get(zone.origin()),
+                Served::Expired | Served::NotServed => None,
+            }
+        };
+        match zone_acl.or(self.allow_query.as_ref()) {
+            Some(acl) => acl.check(ip, key),
+            None => Ok(()),
+        }
+    }
 }

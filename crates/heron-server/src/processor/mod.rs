@@ -19,7 +19,11 @@
 //!    the address and the key the TSIG record names; the verdict is
 //!    applied after `tsig` has verified that key, so a bad signature gets
 //!    its TSIG error whatever the address (RFC 8945 5.2) and a refusal of
-//!    a signed request is signed. Query ACLs (issue 25) join here.
+//!    a signed request is signed. Query ACLs (`allow-query`) are checked
+//!    here for deferred queries; plain ones, and the `blackhole` that
+//!    drops a query unanswered, are checked by [`Processor::screen`]
+//!    ahead of the engine. Both only when a [`QueryPolicy`] is configured:
+//!    without one the fast path pays a single branch.
 //! 3. [`tsig`]: the signature is verified at the position `parse` found
 //!    (the message is not walked again); a failure is NOTAUTH with the
 //!    TSIG error, and so is a copy of a request answered already
@@ -32,6 +36,7 @@
 //!    stream, or over UDP the SOA alone) or [`notify`] (a NOTIFY event).
 //!    The full message is walked once more only for an SOA serial: an
 //!    IXFR's (authority section) or a NOTIFY's (answer section).
+//!    Then [`options`]: NSID and EDNS EXPIRE when the query asked.
 //! 6. [`sign`]: the response, or each message of a stream, is signed
 //!    when the request was.
 //! 7. [`size`]: a UDP response that does not fit the client's size is
@@ -47,6 +52,7 @@ mod acl;
 mod answer;
 pub mod log_limit;
 mod notify;
+mod options;
 mod parse;
 pub mod replay;
 mod sign;
@@ -62,7 +68,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use heron_proto::edns::opt_record;
+use heron_proto::edns::{OptionWriter, opt_record};
 use heron_proto::message::Query;
 use heron_proto::tsig::{Key, Verified};
 use heron_proto::writer::header_response;
@@ -73,7 +79,9 @@ use heron_zone::{AnswerConfig, Catalog, is_deferred};
 
 use crate::SharedCatalog;
 use acl::Admission;
+pub use acl::QueryPolicy;
 use log_limit::{LOG_INTERVAL, LogLimiter};
+pub use options::ExpiryDeadlines;
 use replay::ReplayCache;
 pub use transfer::{Messages, Transfer};
 
@@ -152,11 +160,45 @@ pub enum Refusal {
     /// A NOTIFY for a zone we are not secondary for (NOTAUTH).
     NotSecondary,
     NotifyDenied(Denied),
+    /// A query `allow-query` does not allow (REFUSED with Extended DNS
+    /// Error 18, Prohibited).
+    QueryDenied(Denied),
+}
+
+/// Whether `q` asked for an EDNS option [`Processor::add_options`] may
+/// add: a path that answers through the engine itself calls that only then.
+#[inline]
+pub fn asks_options(q: &Query) -> bool {
+    options::asked(q)
+}
+
+/// What [`Processor::screen`] decided about a query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Screened {
+    /// On to the engine.
+    Pass,
+    /// From a blackholed address: no answer at all.
+    Drop,
+    /// Refused: the response is written.
+    Refused,
 }
 
 impl Refusal {
     /// How many kinds there are, for counters indexed by [`Refusal::kind`].
-    pub const KINDS: usize = 8;
+    pub const KINDS: usize = 9;
+
+    /// A name for each kind, in the order of [`Refusal::kind`].
+    pub const KIND_NAMES: [&'static str; Refusal::KINDS] = [
+        "tsig",
+        "axfr-over-udp",
+        "zone-not-served",
+        "transfer-denied",
+        "ixfr-without-soa",
+        "not-secondary",
+        "notify-denied",
+        "query-denied",
+        "tsig-replay",
+    ];
 
     /// A number below [`Refusal::KINDS`], one per variant (the reason a
     /// list denied is not told apart).
@@ -169,7 +211,8 @@ impl Refusal {
             Refusal::IxfrWithoutSoa => 4,
             Refusal::NotSecondary => 5,
             Refusal::NotifyDenied(_) => 6,
-            Refusal::TsigReplay => 7,
+            Refusal::QueryDenied(_) => 7,
+            Refusal::TsigReplay => 8,
         }
     }
 
@@ -194,7 +237,9 @@ impl Refusal {
             Refusal::IxfrWithoutSoa => Rcode::FORMERR,
             // As NSD and Knot: AXFR needs a stream (RFC 5936 4.2).
             Refusal::AxfrOverUdp => Rcode::NOTIMP,
-            Refusal::TransferDenied(_) | Refusal::NotifyDenied(_) => Rcode::REFUSED,
+            Refusal::TransferDenied(_) | Refusal::NotifyDenied(_) | Refusal::QueryDenied(_) => {
+                Rcode::REFUSED
+            }
         }
     }
 }
@@ -210,6 +255,7 @@ impl fmt::Display for Refusal {
             Refusal::IxfrWithoutSoa => f.write_str("IXFR without an SOA"),
             Refusal::NotSecondary => f.write_str("NOTIFY for a zone we are not secondary for"),
             Refusal::NotifyDenied(why) => write!(f, "NOTIFY ({why})"),
+            Refusal::QueryDenied(why) => write!(f, "query ({why})"),
         }
     }
 }
@@ -227,6 +273,12 @@ pub struct Processor {
     replays: ReplayCache,
     /// One warning per kind of refusal per [`LOG_INTERVAL`].
     log: LogLimiter<{ Refusal::LOG_REASONS }>,
+    /// Held only when something is configured (the fast path's branch).
+    query_policy: Option<Box<QueryPolicy>>,
+    /// This server's NSID (RFC 5001), if configured.
+    nsid: Option<Box<[u8]>>,
+    /// When our secondary zones expire, for EDNS EXPIRE.
+    expiry: Arc<ExpiryDeadlines>,
 }
 
 /// A deferred query on its way through the layers after `parse`.
@@ -280,6 +332,85 @@ impl Processor {
             secondaries: HashSet::new(),
             replays: ReplayCache::new(replay::DEFAULT_CAPACITY),
             log: LogLimiter::new(LOG_INTERVAL),
+            query_policy: None,
+            nsid: None,
+            expiry: Arc::default(),
+        }
+    }
+
+    /// Query ACLs and blackhole; an empty policy is not kept.
+    pub fn with_query_policy(mut self, policy: QueryPolicy) -> Processor {
+        self.query_policy = (!policy.is_empty()).then(|| Box::new(policy));
+        self
+    }
+
+    /// The NSID this server answers with (none if empty).
+    pub fn with_nsid(mut self, nsid: Vec<u8>) -> Processor {
+        self.nsid = (!nsid.is_empty()).then(|| nsid.into_boxed_slice());
+        self
+    }
+
+    /// Where our secondary zones' expiry deadlines are kept; the
+    /// secondary's driver writes them.
+    pub fn with_expiry(mut self, expiry: Arc<ExpiryDeadlines>) -> Processor {
+        self.expiry = expiry;
+        self
+    }
+
+    /// Whether [`Processor::screen`] has anything to do: the one branch
+    /// a fast path takes when no query ACL or blackhole is configured.
+    #[inline]
+    pub fn screens(&self) -> bool {
+        self.query_policy.is_some()
+    }
+
+    /// Whether a connection or datagram from `ip` is to be ignored.
+    pub fn blackholes(&self, ip: std::net::IpAddr) -> bool {
+        self.query_policy.as_ref().is_some_and(|p| p.blackholes(ip))
+    }
+
+    /// The `acl` layer for a query the engine would answer, from a path
+    /// that parsed it already: `q` is None when it did not parse (only
+    /// the blackhole applies then). Deferred queries are checked later,
+    /// with their key; they pass here unless blackholed.
+    pub fn screen(
+        &self,
+        catalog: &Catalog,
+        req: &Request,
+        q: Option<&Query>,
+        out: &mut Vec<u8>,
+        events: &mut Vec<Event>,
+    ) -> Screened {
+        let Some(policy) = &self.query_policy else {
+            return Screened::Pass;
+        };
+        if policy.blackholes(req.peer.ip()) {
+            return Screened::Drop;
+        }
+        let Some(q) = q.filter(|q| !is_deferred(q)) else {
+            return Screened::Pass;
+        };
+        match policy.check_query(catalog, req.peer.ip(), None, q) {
+            Ok(()) => Screened::Pass,
+            Err(why) => {
+                let d = Deferred {
+                    req,
+                    q,
+                    config: &self.config,
+                    signed: None,
+                };
+                self.refuse(&d, Refusal::QueryDenied(why), out, events);
+                Screened::Refused
+            }
+        }
+    }
+
+    /// The options layer for a response the engine wrote for `q` (a
+    /// plain query): NSID and EXPIRE when asked for.
+    #[inline]
+    pub fn add_options(&self, catalog: &Catalog, req: &Request, q: &Query, out: &mut Vec<u8>) {
+        if asks_options(q) {
+            options::append(self, catalog, req, q, 0, out);
         }
     }
 
@@ -300,9 +431,19 @@ impl Processor {
     /// Processes one query: the response goes to `out` (cleared first),
     /// events are appended to `events`.
     pub fn process(&self, req: &Request, out: &mut Vec<u8>, events: &mut Vec<Event>) -> Outcome {
+        if self.blackholes(req.peer.ip()) {
+            return Outcome::Nothing;
+        }
         parse::with_query(req.bytes, out, |q, out| {
             if !is_deferred(q) {
-                answer::plain(&self.catalog.load(), &self.config, req, q, out);
+                let catalog = self.catalog.load();
+                if self.screens()
+                    && self.screen(&catalog, req, Some(q), out, events) != Screened::Pass
+                {
+                    return Outcome::Response;
+                }
+                answer::plain(&catalog, &self.config, req, q, out);
+                self.add_options(&catalog, req, q, out);
                 return Outcome::Response;
             }
             self.process_parsed(req, q, out, events)
@@ -359,6 +500,9 @@ impl Processor {
         let result = match admission {
             Admission::Query => {
                 answer::signed(catalog, &self.config, d, out);
+                if options::asked(d.q) {
+                    options::append(self, catalog, d.req, d.q, d.tsig_room(), out);
+                }
                 return Outcome::Response;
             }
             Admission::Refuse(refusal) => Err(refusal),
@@ -377,14 +521,22 @@ impl Processor {
     /// Writes the error response a refusal gets, logs and counts it.
     fn refuse(&self, d: &Deferred, refusal: Refusal, out: &mut Vec<u8>, events: &mut Vec<Event>) {
         let rcode = refusal.rcode();
-        self.warn_limited(refusal, d.req.now, || {
-            let qname = d.q.qname_lower.to_name();
-            format!(
-                "{refusal} from {} for {qname} refused ({rcode})",
-                d.req.peer
-            )
-        });
+        if let Refusal::QueryDenied(_) = refusal {
+            // As common as queries can be: not worth a warning each.
+            tracing::debug!("{refusal} from {} refused", d.req.peer);
+        } else {
+            self.warn_limited(refusal, d.req.now, || {
+                let qname = d.q.qname_lower.to_name();
+                format!(
+                    "{refusal} from {} for {qname} refused ({rcode})",
+                    d.req.peer
+                )
+            });
+        }
         d.header_response(rcode, false, out);
+        if let Refusal::QueryDenied(_) = refusal {
+            prohibited(d, out);
+        }
         events.push(Event::Refused(refusal));
     }
 
@@ -394,5 +546,18 @@ impl Processor {
         if let Some(due) = self.log.admit(refusal.log_reason(), now) {
             tracing::warn!("{}{}", line(), due.tail());
         }
+    }
+}
+
+/// Extended DNS Error 18 (Prohibited, RFC 8914 4.19) in the OPT record
+/// `Deferred::header_response` ended a refusal with, for a query that
+/// had EDNS.
+fn prohibited(d: &Deferred, out: &mut Vec<u8>) {
+    const PROHIBITED: u16 = 18;
+    if d.q.edns.is_none() {
+        return;
+    }
+    if let Some(mut w) = OptionWriter::after_bare_opt(out, u16::MAX as usize) {
+        let _ = w.extended_error(PROHIBITED, "");
     }
 }

@@ -5,13 +5,13 @@
 //! signed again.
 
 use heron_proto::Rcode;
-use heron_proto::message::{Header, flags};
+use heron_proto::message::{Header, Query, flags};
 use heron_zone::AnswerConfig;
 
 use super::{Deferred, Transport, sign};
 
 pub(super) fn fit(config: &AnswerConfig, d: &Deferred, out: &mut Vec<u8>) {
-    if d.req.transport != Transport::Udp || out.len() <= limit(config, d) {
+    if d.req.transport != Transport::Udp || out.len() <= limit(config, d.q) {
         return;
     }
     let header = Header::read(out).expect("a response has a header");
@@ -21,8 +21,8 @@ pub(super) fn fit(config: &AnswerConfig, d: &Deferred, out: &mut Vec<u8>) {
 }
 
 /// The largest UDP response the client takes, as the engine computes it.
-fn limit(config: &AnswerConfig, d: &Deferred) -> usize {
-    match d.q.edns {
+pub(super) fn limit(config: &AnswerConfig, q: &Query) -> usize {
+    match q.edns {
         None => 512,
         Some(e) => usize::from(e.udp_size.min(config.max_udp_payload.max(512))),
     }

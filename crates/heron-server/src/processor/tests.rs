@@ -257,7 +257,7 @@ fn axfr_is_refused_by_the_acl() {
 
 /// `m` with an OPT record (payload 1232, DO as given) in the additional
 /// section.
-fn with_opt(mut m: Vec<u8>, do_bit: bool) -> Vec<u8> {
+fn with_bare_opt(mut m: Vec<u8>, do_bit: bool) -> Vec<u8> {
     m[11] += 1;
     m.extend_from_slice(&heron_proto::edns::opt_record(1232, 0, do_bit));
     m
@@ -267,7 +267,7 @@ fn with_opt(mut m: Vec<u8>, do_bit: bool) -> Vec<u8> {
 fn a_refused_transfer_echoes_opt_and_is_not_authoritative() {
     let p = processor();
     for qtype in [RType::AXFR, RType::IXFR] {
-        let q = with_opt(with_soa(query("p.test", qtype, Opcode::QUERY), 8, 1), true);
+        let q = with_bare_opt(with_soa(query("p.test", qtype, Opcode::QUERY), 8, 1), true);
         for transport in [Transport::Udp, Transport::Tcp] {
             let (m, _, _) = response(process(&p, &q, "192.0.2.9", transport));
             assert_ne!(m.rcode(), Rcode::NOERROR, "{qtype} over {transport:?}");
@@ -285,7 +285,7 @@ fn a_refused_transfer_echoes_opt_and_is_not_authoritative() {
 #[test]
 fn every_error_to_a_signed_valid_request_is_signed() {
     let p = processor();
-    let opt_axfr = with_opt(query("p.test", RType::AXFR, Opcode::QUERY), false);
+    let opt_axfr = with_bare_opt(query("p.test", RType::AXFR, Opcode::QUERY), false);
     let cases = [
         // AXFR over UDP, allowed address: NOTIMP.
         (opt_axfr.clone(), "127.0.0.2", Transport::Udp, Rcode::NOTIMP),
@@ -559,4 +559,158 @@ fn a_signed_request_replayed_is_answered_once() {
         let (m, _, _) = response(process(&p, &plain, "192.0.2.9", Transport::Udp));
         assert_eq!(m.rcode(), Rcode::NOERROR);
     }
+}
+
+/// `m` with an OPT record carrying the given (code, data) options.
+fn with_opt(mut m: Vec<u8>, options: &[(u16, &[u8])]) -> Vec<u8> {
+    let mut rdata = Vec::new();
+    for (code, data) in options {
+        rdata.extend_from_slice(&code.to_be_bytes());
+        rdata.extend_from_slice(&(data.len() as u16).to_be_bytes());
+        rdata.extend_from_slice(data);
+    }
+    m[11] += 1;
+    m.extend_from_slice(&[0, 0, 41, 4, 0xD0, 0, 0, 0, 0]);
+    m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+    m.extend_from_slice(&rdata);
+    m
+}
+
+/// The options of the OPT record that ends an unsigned response, as
+/// (code, data).
+fn options_of(out: &[u8]) -> Vec<(u16, Vec<u8>)> {
+    let ends_here = |at: usize| {
+        let rdlen = u16::from_be_bytes([out[at + 9], out[at + 10]]) as usize;
+        out[at..at + 3] == [0, 0, 41] && at + 11 + rdlen == out.len()
+    };
+    let at = (12..out.len() - 10)
+        .find(|&at| ends_here(at))
+        .expect("an OPT record last");
+    let mut found = Vec::new();
+    let mut rest = &out[at + 11..];
+    while rest.len() >= 4 {
+        let code = u16::from_be_bytes([rest[0], rest[1]]);
+        let len = u16::from_be_bytes([rest[2], rest[3]]) as usize;
+        found.push((code, rest[4..4 + len].to_vec()));
+        rest = &rest[4 + len..];
+    }
+    found
+}
+
+/// p.test may be queried from 10/8, or 127.0.0.2 with the key; every
+/// other name from 127.0.0.0/8; 127.0.0.9 is blackholed.
+fn with_query_policy(p: Processor) -> Processor {
+    let rule = |prefix: &str, key: Option<&str>| Rule {
+        prefix: prefix.parse().unwrap(),
+        key: key.map(n),
+    };
+    let zone_acl = Acl::new(vec![
+        rule("10.0.0.0/8", None),
+        rule("127.0.0.2", Some("xfr-key")),
+    ]);
+    p.with_query_policy(QueryPolicy {
+        blackhole: vec!["127.0.0.9".parse().unwrap()],
+        allow_query: Some(Acl::new(vec![rule("127.0.0.0/8", None)])),
+        zone_allow_query: HashMap::from([(n("p.test"), zone_acl)]),
+    })
+}
+
+#[test]
+fn allow_query_refuses_with_prohibited_and_honours_keys() {
+    let p = with_query_policy(processor());
+    assert!(p.screens());
+    let plain = with_opt(query("ns.p.test", RType::A, Opcode::QUERY), &[]);
+    let (m, _, _) = response(process(&p, &plain, "10.1.1.1", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let (m, out, events) = response(process(&p, &plain, "127.0.0.2", transport));
+        assert_eq!(m.rcode(), Rcode::REFUSED);
+        assert_eq!(options_of(&out), [(15, vec![0, 18])], "EDE 18");
+        assert_eq!(events, [Event::Refused(Refusal::QueryDenied(Denied::Key))]);
+    }
+    // Without EDNS: REFUSED with no OPT record.
+    let no_edns = query("ns.p.test", RType::A, Opcode::QUERY);
+    let (m, _, _) = response(process(&p, &no_edns, "192.0.2.1", Transport::Udp));
+    assert_eq!((m.rcode(), m.edns.is_none()), (Rcode::REFUSED, true));
+    // Signed with the key the zone's list names: answered, and signed.
+    let (q, mac) = signed(query("ns.p.test", RType::A, Opcode::QUERY), &key());
+    let (m, out, _) = response(process(&p, &q, "127.0.0.2", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    let mut verifier = ResponseVerifier::new(&key(), mac);
+    assert_eq!(verifier.verify(&out, NOW), Ok(()));
+    // A signed refusal is signed too (another ID: not a replay).
+    let mut q = query("ns.p.test", RType::A, Opcode::QUERY);
+    q[1] = 1;
+    let (q, mac) = signed(q, &key());
+    let (m, out, _) = response(process(&p, &q, "192.0.2.1", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::REFUSED);
+    let mut verifier = ResponseVerifier::new(&key(), mac);
+    assert_eq!(verifier.verify(&out, NOW), Ok(()));
+    // Names outside p.test: the server-wide list.
+    let other = query("ns.s.test", RType::A, Opcode::QUERY);
+    let (m, _, _) = response(process(&p, &other, "127.0.0.2", Transport::Udp));
+    assert_ne!(m.rcode(), Rcode::REFUSED);
+    let (m, _, _) = response(process(&p, &other, "10.1.1.1", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::REFUSED);
+}
+
+#[test]
+fn blackholed_addresses_get_nothing_on_any_transport() {
+    let p = with_query_policy(processor());
+    let q = query("ns.p.test", RType::A, Opcode::QUERY);
+    let mut malformed = q.clone();
+    malformed[5] = 2;
+    for bytes in [&q, &malformed] {
+        for transport in [Transport::Udp, Transport::Tcp, Transport::Tls] {
+            let (outcome, _, events) = process(&p, bytes, "127.0.0.9", transport);
+            assert!(matches!(outcome, Outcome::Nothing), "{outcome:?}");
+            assert!(events.is_empty());
+        }
+    }
+    assert!(p.blackholes("127.0.0.9".parse().unwrap()));
+    assert!(!processor().screens(), "no policy, nothing to screen");
+    let empty = processor().with_query_policy(QueryPolicy::default());
+    assert!(!empty.screens(), "an empty policy is not held");
+}
+
+#[test]
+fn nsid_and_expire_are_added_when_asked() {
+    let p = processor().with_nsid(b"ns7".to_vec());
+    let asked = &[(3u16, &b""[..]), (9, b"")];
+    let soa = with_opt(query("p.test", RType::SOA, Opcode::QUERY), asked);
+    let (_, out, _) = response(process(&p, &soa, "192.0.2.1", Transport::Tcp));
+    let expire = 86400u32.to_be_bytes().to_vec();
+    assert_eq!(options_of(&out), [(3, b"ns7".to_vec()), (9, expire)]);
+    // EXPIRE only for an SOA query at a zone's apex.
+    let a = with_opt(query("ns.p.test", RType::A, Opcode::QUERY), asked);
+    let (_, out, _) = response(process(&p, &a, "192.0.2.1", Transport::Udp));
+    assert_eq!(options_of(&out), [(3, b"ns7".to_vec())]);
+    // Not asked: nothing added; no NSID configured: none given.
+    let unasked = with_opt(query("p.test", RType::SOA, Opcode::QUERY), &[]);
+    let (_, out, _) = response(process(&p, &unasked, "192.0.2.1", Transport::Udp));
+    assert!(options_of(&out).is_empty());
+    let (_, out, _) = response(process(&processor(), &a, "192.0.2.1", Transport::Udp));
+    assert!(options_of(&out).is_empty());
+}
+
+#[test]
+fn a_secondary_tells_the_time_left_until_expiry() {
+    let expiry = Arc::new(ExpiryDeadlines::default());
+    let p = processor().with_expiry(expiry.clone());
+    let soa = with_opt(query("s.test", RType::SOA, Opcode::QUERY), &[(9, b"")]);
+    let (_, out, _) = response(process(&p, &soa, "192.0.2.1", Transport::Udp));
+    assert!(options_of(&out).is_empty(), "no deadline known yet");
+    expiry.set(&n("S.TEST"), NOW + 100);
+    let (_, out, _) = response(process(&p, &soa, "192.0.2.1", Transport::Udp));
+    assert_eq!(options_of(&out), [(9, 100u32.to_be_bytes().to_vec())]);
+    expiry.set(&n("s.test"), NOW - 5);
+    let (_, out, _) = response(process(&p, &soa, "192.0.2.1", Transport::Udp));
+    assert_eq!(
+        options_of(&out),
+        [(9, vec![0; 4])],
+        "past: zero, not negative"
+    );
+    expiry.remove(&n("s.test"));
+    let (_, out, _) = response(process(&p, &soa, "192.0.2.1", Transport::Udp));
+    assert!(options_of(&out).is_empty());
 }

@@ -265,14 +265,18 @@ impl Primary {
         }
     }
 
-    /// Every address prefix some zone's `allow-transfer` names (each once):
-    /// the secondaries, which may open many connections at once.
+    /// Every address prefix some zone's `allow-transfer` allows without a
+    /// TSIG key (each once): the secondaries known by address, which may
+    /// open many connections at once. A rule that wants a key is left out:
+    /// an unsigned client inside its prefix is not known to be a secondary,
+    /// and `0.0.0.0/0 key K` would otherwise lift the per-client limit for
+    /// everyone.
     pub fn transfer_clients(&self) -> Vec<Prefix> {
         let mut all: Vec<Prefix> = Vec::new();
         for prefix in self
             .policies()
             .values()
-            .flat_map(|p| p.allow_transfer.prefixes())
+            .flat_map(|p| p.allow_transfer.keyless_prefixes())
         {
             if !all.contains(&prefix) {
                 all.push(prefix);
@@ -495,7 +499,7 @@ mod tests {
     }
 
     #[test]
-    fn transfer_clients_are_every_allow_transfer_prefix_once() {
+    fn transfer_clients_are_every_keyless_allow_transfer_prefix_once() {
         let rule = |p: &str, key: Option<&str>| crate::acl::Rule {
             prefix: p.parse().unwrap(),
             key: key.map(|k| Name::parse(k).unwrap()),
@@ -513,6 +517,10 @@ mod tests {
                 Name::parse("b.test").unwrap(),
                 policy(vec![rule("192.0.2.0/24", Some("k"))]),
             ),
+            (
+                Name::parse("d.test").unwrap(),
+                policy(vec![rule("0.0.0.0/0", Some("k")), rule("::/0", Some("k"))]),
+            ),
             (Name::parse("c.test").unwrap(), ZonePolicy::default()),
         ]);
         let mut got: Vec<String> = Primary::new(policies, 1024)
@@ -521,7 +529,7 @@ mod tests {
             .map(|p| p.to_string())
             .collect();
         got.sort();
-        assert_eq!(got, ["192.0.2.0/24", "::1/128"]);
+        assert_eq!(got, ["192.0.2.0/24"], "rules that want a key exempt nobody");
     }
 
     #[test]

@@ -21,12 +21,45 @@ use std::time::{Duration, Instant, SystemTime};
 use heron_proto::Name;
 use heron_zone::Zone;
 use heron_zone::diff::ZoneDiff;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::client::{ClientError, Connections, Upstream};
 use super::keeper::Keeper;
 use super::receive::{Outcome, Request};
 use crate::timers::{Action, CheckId, Event, Failure, Timers, Transfer, Version, ZoneId};
+
+/// What `heron ctl zone-status` shows of a secondary zone.
+#[derive(Clone, Debug)]
+pub struct ZoneReport {
+    pub origin: Name,
+    /// The serial served, if any.
+    pub serial: Option<u32>,
+    /// When a transfer last brought a new version.
+    pub transferred_at: Option<SystemTime>,
+    /// When the next check starts; None while one is in flight.
+    pub next_check: Option<SystemTime>,
+    pub expire_at: Option<SystemTime>,
+    /// Checks failed in a row, and why the last exchange failed.
+    pub failures: u32,
+    pub last_error: Option<String>,
+    pub primaries: Vec<PrimaryReport>,
+}
+
+/// One primary of a secondary zone, as the zone's exchanges saw it.
+#[derive(Clone, Debug)]
+pub struct PrimaryReport {
+    pub addr: std::net::SocketAddr,
+    pub key: Option<Name>,
+    /// Whether the last exchange with it worked; None before the first.
+    pub reachable: Option<bool>,
+    /// Until when it is left alone after failing, if it is.
+    pub backoff_until: Option<SystemTime>,
+    pub last_error: Option<String>,
+}
+
+/// How a check an operator asked for ended: the serial served after it,
+/// or why it failed.
+pub type CheckResult = Result<Option<u32>, String>;
 
 /// One zone this server is a secondary for.
 #[derive(Clone, Debug, Hash)]
@@ -71,6 +104,9 @@ pub trait Publisher: Send + Sync + 'static {
     fn publish(&self, zone: Arc<Zone>, diffs: Option<Vec<ZoneDiff>>);
     /// Stops answering for the zone (expired).
     fn expire(&self, origin: &Name);
+    /// The zone, served, expires at `deadline` unless refreshed first:
+    /// told at start and after every successful check (for EDNS EXPIRE).
+    fn expires_at(&self, _origin: &Name, _deadline: SystemTime) {}
 }
 
 /// What the driver works with.
@@ -90,6 +126,15 @@ pub enum Command {
     Add(SecondaryZone, Option<Arc<Zone>>),
     /// Stop keeping `origin` fresh; what is in flight for it is ignored.
     Remove(Name),
+    /// Report every zone's state.
+    Report(oneshot::Sender<Vec<ZoneReport>>),
+    /// Check `origin` now, with a full transfer if `full`, and say how it
+    /// went once it is done; `Err` at once if it is not a secondary zone.
+    CheckNow {
+        origin: Name,
+        full: bool,
+        done: oneshot::Sender<CheckResult>,
+    },
 }
 
 /// Exchanges launched at once. The connection pool bounds those that talk
@@ -150,18 +195,39 @@ struct Entry {
     zone: SecondaryZone,
     /// The version served, if any.
     current: Option<Arc<Zone>>,
+    transferred_at: Option<SystemTime>,
+    last_error: Option<String>,
+    /// By the index in `zone.primaries`.
+    primaries: Vec<PrimarySeen>,
+    /// Operators waiting for the check in flight (or the next) to end.
+    waiters: Vec<oneshot::Sender<CheckResult>>,
+}
+
+/// The last exchange with one primary of a zone.
+#[derive(Default, Clone)]
+struct PrimarySeen {
+    reachable: Option<bool>,
+    backoff_until: Option<Instant>,
+    last_error: Option<String>,
 }
 
 /// An exchange that ended.
 struct Done {
     zone: ZoneId,
     check: CheckId,
+    primary: usize,
     result: Exchanged,
 }
 
+/// An exchange that failed: what the timers need, and why, for people.
+struct Failed {
+    failure: Failure,
+    reason: String,
+}
+
 enum Exchanged {
-    Serial(Result<u32, Failure>),
-    Transfer(Result<Outcome, Failure>),
+    Serial(Result<u32, Failed>),
+    Transfer(Result<Outcome, Failed>),
 }
 
 impl Driver {
@@ -201,6 +267,18 @@ impl Driver {
                 }
             }
             Command::Add(zone, kept) => self.add(zone, kept),
+            Command::Report(reply) => {
+                let _ = reply.send(self.report());
+            }
+            Command::CheckNow { origin, full, done } => {
+                let Some(&zone) = self.ids.get(&origin.to_lowercase()) else {
+                    let _ = done.send(Err(format!("{origin} is not a secondary zone")));
+                    return;
+                };
+                self.entry(zone).expect("listed").waiters.push(done);
+                self.handle(Event::CheckNow { zone, full });
+                self.answer_waiters(zone);
+            }
             Command::Remove(origin) => {
                 if let Some(zone) = self.ids.remove(&origin.to_lowercase()) {
                     self.zones[zone.0 as usize] = None;
@@ -230,6 +308,10 @@ impl Driver {
         self.zones.push(Some(Entry {
             zone,
             current: kept,
+            transferred_at: None,
+            last_error: None,
+            primaries: vec![PrimarySeen::default(); primaries],
+            waiters: Vec::new(),
         }));
         self.handle(Event::Added {
             zone: id,
@@ -255,6 +337,7 @@ impl Driver {
                     kept.serial()
                 );
                 ctx.publisher.publish(kept, None);
+                self.tell_expiry(zone);
             }
             Action::DropKept(zone) => {
                 let Some(entry) = self.entry(zone) else {
@@ -282,7 +365,19 @@ impl Driver {
                     return;
                 };
                 ctx.keeper.date(&entry.zone.file, SystemTime::now() - ago);
+                self.tell_expiry(zone);
             }
+        }
+    }
+
+    /// Tells the publisher when `zone` expires, as the timers say now.
+    fn tell_expiry(&mut self, zone: ZoneId) {
+        let Some(left) = self.timers.expires_in(zone, Instant::now()) else {
+            return;
+        };
+        let publisher = self.ctx.publisher.clone();
+        if let Some(entry) = self.entry(zone) {
+            publisher.expires_at(&entry.zone.origin, SystemTime::now() + left);
         }
     }
 
@@ -332,6 +427,7 @@ impl Driver {
                 let _ = done.send(Done {
                     zone,
                     check,
+                    primary,
                     result,
                 });
             });
@@ -345,30 +441,122 @@ impl Driver {
         let Done {
             zone,
             check,
+            primary,
             result,
         } = done;
         if !self.timers.waits_for(zone, check) {
             return; // the zone was removed meanwhile
         }
-        let result = match result {
-            Exchanged::Serial(serial) => {
-                return self.handle(Event::SoaChecked {
+        let failed = match &result {
+            Exchanged::Serial(Err(failed)) | Exchanged::Transfer(Err(failed)) => Some(failed),
+            _ => None,
+        };
+        self.note_exchange(zone, primary, failed);
+        match result {
+            Exchanged::Serial(serial) => self.handle(Event::SoaChecked {
+                zone,
+                check,
+                result: serial.map_err(|f| f.failure),
+            }),
+            Exchanged::Transfer(transfer) => {
+                let result = match transfer {
+                    Ok(Outcome::UpToDate) => Ok(Transfer::UpToDate),
+                    Ok(outcome) => Ok(Transfer::Received(self.received(zone, outcome))),
+                    Err(failed) => Err(failed.failure),
+                };
+                self.handle(Event::Transferred {
                     zone,
                     check,
-                    result: serial,
+                    result,
                 });
             }
-            Exchanged::Transfer(Ok(Outcome::UpToDate)) => Ok(Transfer::UpToDate),
-            Exchanged::Transfer(Ok(outcome)) => {
-                Ok(Transfer::Received(self.received(zone, outcome)))
-            }
-            Exchanged::Transfer(Err(failure)) => Err(failure),
+        }
+        self.answer_waiters(zone);
+    }
+
+    /// Remembers how the exchange with primary number `primary` went.
+    fn note_exchange(&mut self, zone: ZoneId, primary: usize, failed: Option<&Failed>) {
+        let Some(entry) = self.entry(zone) else {
+            return;
         };
-        self.handle(Event::Transferred {
-            zone,
-            check,
-            result,
-        });
+        let Some(seen) = entry.primaries.get_mut(primary) else {
+            return;
+        };
+        match failed {
+            None => {
+                *seen = PrimarySeen {
+                    reachable: Some(true),
+                    ..PrimarySeen::default()
+                }
+            }
+            Some(Failed { failure, reason }) => {
+                if let Failure::LeftAlone { until } = *failure {
+                    seen.backoff_until = Some(until);
+                } else {
+                    seen.reachable = Some(false);
+                    seen.backoff_until = None;
+                    seen.last_error = Some(reason.clone());
+                }
+                entry.last_error = Some(reason.clone());
+            }
+        }
+    }
+
+    /// Once no check of `zone` is in flight, tells those waiting how the
+    /// last one went.
+    fn answer_waiters(&mut self, zone: ZoneId) {
+        let Some(view) = self.timers.view(zone) else {
+            return;
+        };
+        if view.next_check.is_none() {
+            return; // still checking
+        }
+        let Some(entry) = self.entry(zone) else {
+            return;
+        };
+        let result = if view.failures == 0 {
+            Ok(view.serial)
+        } else {
+            Err(entry
+                .last_error
+                .clone()
+                .unwrap_or_else(|| "no primary to ask".into()))
+        };
+        for waiter in entry.waiters.drain(..) {
+            let _ = waiter.send(result.clone());
+        }
+    }
+
+    fn report(&self) -> Vec<ZoneReport> {
+        let (now, wall) = (Instant::now(), SystemTime::now());
+        let at = |when: Instant| wall + when.saturating_duration_since(now);
+        let mut reports = Vec::new();
+        for (id, entry) in self.zones.iter().enumerate() {
+            let Some(entry) = entry else { continue };
+            let Some(view) = self.timers.view(ZoneId(id as u32)) else {
+                continue;
+            };
+            let primaries = (entry.zone.primaries.iter().zip(&entry.primaries))
+                .map(|(up, seen)| PrimaryReport {
+                    addr: up.addr,
+                    key: up.key.clone(),
+                    reachable: seen.reachable,
+                    backoff_until: seen.backoff_until.filter(|&t| t > now).map(at),
+                    last_error: seen.last_error.clone(),
+                })
+                .collect();
+            reports.push(ZoneReport {
+                origin: entry.zone.origin.clone(),
+                serial: view.serial,
+                transferred_at: entry.transferred_at,
+                next_check: view.next_check.map(at),
+                expire_at: view.expire_at.map(at),
+                failures: view.failures,
+                last_error: entry.last_error.clone(),
+                primaries,
+            });
+        }
+        reports
     }
 
     /// Serves and keeps what a transfer brought.
@@ -384,6 +572,7 @@ impl Driver {
         ctx.keeper.write(&entry.zone.file, new.clone());
         let version = Version::of(&new, ctx.bounds);
         entry.current = Some(new);
+        entry.transferred_at = Some(SystemTime::now());
         version
     }
 }
@@ -395,7 +584,7 @@ async fn transfer(
     up: &Upstream,
     origin: &Name,
     have: Option<Arc<Zone>>,
-) -> Result<Outcome, Failure> {
+) -> Result<Outcome, Failed> {
     let started = std::time::Instant::now();
     let (outcome, kind) = match have {
         Some(have) => match conns.transfer(up, origin, Request::Ixfr { have }).await {
@@ -425,26 +614,36 @@ async fn transfer(
     Ok(outcome)
 }
 
-async fn axfr(conns: &Connections, up: &Upstream, origin: &Name) -> Result<Outcome, Failure> {
+async fn axfr(conns: &Connections, up: &Upstream, origin: &Name) -> Result<Outcome, Failed> {
     conns
         .transfer(up, origin, Request::Axfr)
         .await
         .map_err(|e| failure(origin, up, "AXFR: ", e))
 }
 
-/// What the timers need to know of `e`, which is logged.
-fn failure(origin: &Name, up: &Upstream, step: &str, e: ClientError) -> Failure {
+/// What the timers need to know of `e`, which is logged, and why.
+fn failure(origin: &Name, up: &Upstream, step: &str, e: ClientError) -> Failed {
     match e {
         ClientError::PrimaryDown { until } => {
             // Not logged as a failure: 100,000 zones would say so.
             tracing::debug!("zone {origin}: {} left alone for now", up.addr);
-            Failure::LeftAlone {
-                until: until.into_std(),
+            let until = until.into_std();
+            let left = until.saturating_duration_since(Instant::now());
+            Failed {
+                failure: Failure::LeftAlone { until },
+                reason: format!(
+                    "{}: left alone for {} s after failing",
+                    up.addr,
+                    left.as_secs()
+                ),
             }
         }
         e => {
             tracing::warn!("zone {origin}: refresh from {} failed: {step}{e}", up.addr);
-            Failure::Failed
+            Failed {
+                failure: Failure::Failed,
+                reason: format!("{}: {step}{e}", up.addr),
+            }
         }
     }
 }

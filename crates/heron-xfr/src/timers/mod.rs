@@ -143,6 +143,11 @@ pub enum Event {
     TimerFired,
     /// A NOTIFY for the zone, with the serial it carried.
     Notify { zone: ZoneId, serial: Option<u32> },
+    /// An operator asks for a check now (`heron ctl refresh`), or, with
+    /// `full`, a full transfer now (`heron ctl retransfer`): it starts at
+    /// once, or right after the check in flight, whatever the NOTIFY rate
+    /// limit says.
+    CheckNow { zone: ZoneId, full: bool },
     /// The answer to [`Action::CheckSoa`].
     SoaChecked {
         zone: ZoneId,
@@ -213,6 +218,9 @@ struct ZoneState {
     notified: bool,
     /// The time of the last check a NOTIFY started (or will start).
     notify_check_at: Option<Instant>,
+    /// An operator asked for a check (a full transfer if true) that
+    /// starts when the one in flight ends.
+    forced: Option<bool>,
     /// Its entry in the queue.
     queued: Option<Instant>,
 }
@@ -226,6 +234,21 @@ struct Check {
     /// The soonest a primary left alone may be tried, if all are.
     primaries_back: Option<Instant>,
     all_left_alone: bool,
+    /// Transfer the whole zone, without asking for the serial first.
+    full: bool,
+}
+
+/// What [`Timers::view`] shows of one zone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimersView {
+    /// The serial served, if any.
+    pub serial: Option<u32>,
+    /// When the next check starts; None while one is in flight.
+    pub next_check: Option<Instant>,
+    /// When the zone expires, if it serves.
+    pub expire_at: Option<Instant>,
+    /// Checks failed in a row.
+    pub failures: u32,
 }
 
 impl Timers {
@@ -239,6 +262,17 @@ impl Timers {
             jitter,
             next_check_id: 0,
         }
+    }
+
+    /// What the timers of `zone` are, if it is kept fresh.
+    pub fn view(&self, zone: ZoneId) -> Option<TimersView> {
+        let z = self.state(zone)?;
+        Some(TimersView {
+            serial: z.serving.map(|v| v.serial),
+            next_check: z.check.is_none().then_some(z.next_check),
+            expire_at: z.expire_at,
+            failures: z.failures,
+        })
     }
 
     /// When to fire [`Event::TimerFired`] next, if ever.
@@ -266,6 +300,7 @@ impl Timers {
                 }
             }
             Event::Notify { zone, serial: _ } => self.notified(now, zone, out),
+            Event::CheckNow { zone, full } => self.check_now(now, zone, full, out),
             Event::SoaChecked {
                 zone,
                 check,
@@ -302,6 +337,13 @@ impl Timers {
             .expect("the zone exists")
     }
 
+    /// How long until `zone` expires, while it is served (EDNS EXPIRE,
+    /// RFC 7314, counts it down).
+    pub fn expires_in(&self, zone: ZoneId, now: Instant) -> Option<Duration> {
+        let at = self.state(zone)?.expire_at?;
+        Some(at.saturating_duration_since(now))
+    }
+
     /// Whether `check` of `zone` is the one in flight, its result awaited.
     pub fn waits_for(&self, zone: ZoneId, check: CheckId) -> bool {
         self.state(zone)
@@ -326,6 +368,7 @@ impl Timers {
             check: None,
             notified: false,
             notify_check_at: None,
+            forced: None,
             queued: None,
         };
         match kept {
@@ -391,7 +434,24 @@ impl Timers {
         }
     }
 
+    fn check_now(&mut self, now: Instant, zone: ZoneId, full: bool, out: &mut Vec<Action>) {
+        let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if z.check.is_some() {
+            z.forced = Some(full || z.forced.unwrap_or(false));
+            return;
+        }
+        self.start_check_of(now, zone, full, out);
+        self.schedule(zone);
+    }
+
     fn start_check(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
+        self.start_check_of(now, zone, false, out)
+    }
+
+    /// Starts a check; with `full`, by transferring the whole zone.
+    fn start_check_of(&mut self, now: Instant, zone: ZoneId, full: bool, out: &mut Vec<Action>) {
         let id = CheckId(self.next_check_id);
         self.next_check_id += 1;
         let z = self.state_mut(zone);
@@ -401,6 +461,7 @@ impl Timers {
             primary: 0,
             primaries_back: None,
             all_left_alone: true,
+            full,
         });
         if z.primaries == 0 {
             // Nobody to ask: a failed check, retried as any other.
@@ -493,7 +554,10 @@ impl Timers {
     /// A check ended: NOTIFYs that came during it make one more.
     fn check_ended(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
         let z = self.state_mut(zone);
-        if std::mem::take(&mut z.notified) {
+        if let Some(full) = z.forced.take() {
+            z.notified = false;
+            self.start_check_of(now, zone, full, out);
+        } else if std::mem::take(&mut z.notified) {
             self.notified(now, zone, out);
         }
         self.schedule(zone);
@@ -517,14 +581,15 @@ impl Timers {
 /// The first step of a check with primary number `primary`: its SOA
 /// serial, or, with nothing served to compare with, the transfer itself.
 fn ask(zone: ZoneId, z: &ZoneState, primary: usize) -> Action {
-    let check = z.check.expect("a check is in flight").id;
+    let check = z.check.expect("a check is in flight");
+    let (full, check) = (check.full, check.id);
     match z.serving {
-        Some(_) => Action::CheckSoa {
+        Some(_) if !full => Action::CheckSoa {
             zone,
             check,
             primary,
         },
-        None => Action::Transfer {
+        _ => Action::Transfer {
             zone,
             check,
             primary,

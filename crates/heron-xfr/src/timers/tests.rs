@@ -628,3 +628,50 @@ fn a_zones_timers_are_small() {
     let size = std::mem::size_of::<Option<ZoneState>>();
     assert!(size <= 160, "{size} bytes");
 }
+
+#[test]
+fn check_now_asks_for_the_serial_at_once_whatever_the_notify_limit() {
+    let mut clock = Clock::new(0);
+    clock.add(1, Some((version(1), secs(0))));
+    let check_now = Event::CheckNow {
+        zone: Z,
+        full: false,
+    };
+    for _ in 0..3 {
+        let actions = clock.handle(check_now);
+        let (check, _) = exchange(&actions);
+        assert_eq!(soa_checks(&actions), 1, "{actions:?}");
+        assert_eq!(clock.timers.view(Z).unwrap().next_check, None, "in flight");
+        clock.soa(check, Ok(1));
+        let view = clock.timers.view(Z).unwrap();
+        assert_eq!(view.next_check, Some(clock.now + secs(7200)));
+        assert_eq!(view.expire_at, Some(clock.now + secs(86_400)));
+        assert_eq!(view.serial, Some(1));
+    }
+}
+
+#[test]
+fn a_full_check_transfers_the_whole_zone_after_the_check_in_flight() {
+    let mut clock = Clock::new(0);
+    clock.add(1, Some((version(1), secs(7200))));
+    let (check, _) = exchange(&clock.fire());
+    let full = Event::CheckNow {
+        zone: Z,
+        full: true,
+    };
+    assert!(clock.handle(full).is_empty(), "one check at a time");
+    let actions = clock.soa(check, Ok(1));
+    let (check, primary) = exchange(&actions);
+    assert!(
+        actions.contains(&Action::Transfer {
+            zone: Z,
+            check,
+            primary,
+            ixfr_from: None,
+        }),
+        "AXFR, without asking for the serial: {actions:?}"
+    );
+    let actions = clock.transferred(check, Ok(Transfer::Received(version(1))));
+    assert_eq!(actions, [dated(secs(0))], "no further check");
+    assert_eq!(clock.timers.view(Z).unwrap().failures, 0);
+}

@@ -136,6 +136,17 @@ impl PreparedBatch<'_, '_> {
         &self.queries[i]
     }
 
+    /// The `i`th query if it parsed (a query for the engine or a
+    /// deferred one); None for one answered FORMERR or dropped, whose
+    /// parsed fields are not to be trusted.
+    pub fn parsed(&self, i: usize) -> Option<&Query> {
+        let parsed = matches!(
+            self.slots[i].prepared.kind,
+            PreparedKind::Query(_) | PreparedKind::Deferred
+        );
+        parsed.then(|| &self.queries[i])
+    }
+
     pub fn len(&self) -> usize {
         self.queries.len()
     }

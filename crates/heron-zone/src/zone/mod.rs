@@ -344,6 +344,12 @@ impl Zone {
         soa_field(&self.soa().first_rdata(), 0)
     }
 
+    /// Expire interval from the apex SOA, in seconds (what a primary
+    /// tells an EDNS EXPIRE query, RFC 7314 3).
+    pub fn soa_expire(&self) -> u32 {
+        soa_field(&self.soa().first_rdata(), 3)
+    }
+
     pub fn record_count(&self) -> usize {
         self.records
     }

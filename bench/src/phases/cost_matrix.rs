@@ -1,0 +1,495 @@
+//! The cost matrix (issue 23): server CPU per answered query at fixed
+//! offered rates, uncapped, every server in every cell.
+//!
+//! Each server runs with the run's worker count (one by default, pinned
+//! to the server CPU; the generator on its own CPU). All servers of a
+//! workload run at once and are loaded in turns, the order rotated each
+//! round, so a drift of the machine falls on all of them alike. A trial's
+//! server CPU is the run time of every process and thread of the server
+//! (/proc: what utime + stime split, in ns; the ticks beside it), the whole machine's busy time (/proc/stat) beside it so that
+//! work moved into softirq or another thread is not hidden, and the
+//! generator's own CPU time, to show it was not the bottleneck.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::Ctx;
+use super::trial::{blast_opts, settle};
+use crate::blast::QuerySet;
+use crate::dnsperf::{self, DnsperfOpts};
+use crate::interrupt::interrupted;
+use crate::results::{CostCell, CostMatrix, CostServer, CostTrial, MAX_LOSS_PCT};
+use crate::servers::{Kind, Launch, Server};
+use crate::sys;
+use crate::workloads::Workload;
+
+/// Heron with UDP pacing off: the knob the matrix checks Heron against.
+pub const NO_PACING: &str = "Heron, no pacing";
+
+/// Offered rates of the ramp that finds the common loss-free maximum.
+const RAMP: [f64; 11] = [
+    40e3, 60e3, 80e3, 100e3, 120e3, 140e3, 160e3, 180e3, 200e3, 240e3, 280e3,
+];
+
+/// TCP connections each server accepts in the matrix (10,000 at most are
+/// opened).
+const TCP_MAX: usize = 11_000;
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub udp_workloads: Vec<String>,
+    /// Fixed UDP rates; the common maximum is added per workload.
+    pub udp_rates: Vec<f64>,
+    /// (connections, queries in flight on each).
+    pub tcp_shapes: Vec<(usize, usize)>,
+    pub tcp_rates: Vec<f64>,
+    pub trials: usize,
+    pub trial_s: f64,
+    pub ramp_s: f64,
+    /// Worker counts; more than one worker uses every CPU, the generator
+    /// unpinned.
+    pub workers: Vec<usize>,
+    pub generators: Vec<Generator>,
+    /// Further Heron builds as UDP columns: (name, binary).
+    pub extra_herons: Vec<(String, PathBuf)>,
+}
+
+impl Plan {
+    pub fn new(quick: bool, workers: &[usize]) -> Plan {
+        let workers = if workers.is_empty() {
+            vec![1]
+        } else {
+            workers.to_vec()
+        };
+        let generators = vec![Generator::Blast, Generator::Dnsperf];
+        if quick {
+            Plan {
+                udp_workloads: vec!["root".into(), "mix40".into(), "big".into()],
+                udp_rates: vec![20e3, 80e3, 120e3],
+                tcp_shapes: vec![(100, 1), (100, 10), (1_000, 1), (1_000, 10)],
+                tcp_rates: vec![20e3],
+                trials: 3,
+                trial_s: 1.0,
+                ramp_s: 0.3,
+                workers,
+                generators,
+                extra_herons: Vec::new(),
+            }
+        } else {
+            Plan {
+                udp_workloads: vec!["root".into(), "mix40".into(), "big".into()],
+                udp_rates: vec![20e3, 80e3, 120e3],
+                tcp_shapes: [100, 1_000, 10_000]
+                    .into_iter()
+                    .flat_map(|c| [(c, 1), (c, 10)])
+                    .collect(),
+                tcp_rates: vec![20e3, 80e3],
+                trials: 3,
+                trial_s: 2.0,
+                ramp_s: 0.5,
+                workers,
+                generators,
+                extra_herons: Vec::new(),
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Generator {
+    Blast,
+    Dnsperf,
+}
+
+impl Generator {
+    fn name(self) -> &'static str {
+        match self {
+            Generator::Blast => "blast",
+            Generator::Dnsperf => "dnsperf",
+        }
+    }
+}
+
+/// A server column: which program, with which Heron settings.
+struct Column {
+    name: String,
+    kind: Kind,
+    heron_server: &'static str,
+    /// Another Heron build than the run's.
+    heron: Option<PathBuf>,
+}
+
+fn columns(kinds: &[Kind], udp: bool, extra_herons: &[(String, PathBuf)]) -> Vec<Column> {
+    let column = |name: &str, kind, heron_server, heron: Option<&PathBuf>| Column {
+        name: name.into(),
+        kind,
+        heron_server,
+        heron: heron.cloned(),
+    };
+    let mut out = Vec::new();
+    for &kind in kinds.iter().filter(|k| k.is_dns()) {
+        out.push(column(kind.name(), kind, "", None));
+        if kind == Kind::Heron && udp {
+            out.push(column(NO_PACING, kind, "udp-coalesce-us = 0\n", None));
+            for (name, path) in extra_herons {
+                out.push(column(name, kind, "", Some(path)));
+            }
+        }
+    }
+    out
+}
+
+/// One load: a generator at a rate, for one trial.
+struct Load<'a> {
+    generator: Generator,
+    rate: f64,
+    seconds: f64,
+    set: &'a QuerySet,
+    queries: &'a Path,
+    /// (connections, in flight) for TCP.
+    tcp: Option<(usize, usize)>,
+    /// CPUs of dnsperf (None: unpinned).
+    gen_cpus: Option<String>,
+}
+
+/// Runs the matrix as `plan` says; `save` is called after every cell.
+pub(crate) fn run(
+    ctx: &mut Ctx,
+    wl: &[Workload],
+    kinds: &[Kind],
+    plan: &Plan,
+    save: &mut dyn FnMut(&CostMatrix),
+) -> CostMatrix {
+    let mut m = CostMatrix {
+        trials: plan.trials,
+        trial_s: plan.trial_s,
+        idle_busy_share: idle_busy_share(),
+        ..CostMatrix::default()
+    };
+    ctx.say(&format!(
+        "cost matrix: the machine was {:.0}% busy before any load (other processes)",
+        m.idle_busy_share * 100.0
+    ));
+    for &workers in &plan.workers {
+        let pinned = workers == 1;
+        if !pinned {
+            let all: Vec<usize> = (0..heron_sys::cpu::online_cpus()).collect();
+            let _ = heron_sys::cpu::pin_current_thread(&all);
+        }
+        for id in &plan.udp_workloads {
+            let Some(w) = wl.iter().find(|w| &w.id == id) else {
+                continue;
+            };
+            if let Err(e) = udp_rows(ctx, w, kinds, plan, workers, &mut m, save) {
+                ctx.say(&format!("  cost matrix {id}: ERROR {e}"));
+                m.errors.push(format!("{id}, {workers} worker(s): {e}"));
+            }
+            if interrupted() {
+                return m;
+            }
+        }
+        // TCP rows are of one worker only (the 2-worker variant is UDP's).
+        if pinned && let Some(w) = wl.iter().find(|w| w.id == "root") {
+            if let Err(e) = tcp_rows(ctx, w, kinds, plan, &mut m, save) {
+                ctx.say(&format!("  cost matrix tcp: ERROR {e}"));
+                m.errors.push(format!("tcp: {e}"));
+            }
+        }
+        if !pinned {
+            let _ = heron_sys::cpu::pin_current_thread(&[ctx.args.generator_cpu]);
+        }
+    }
+    m
+}
+
+/// Starts every column on `w` with `workers` workers.
+fn start_all(
+    ctx: &Ctx,
+    w: &Workload,
+    cols: &[Column],
+    workers: usize,
+    tcp_max: usize,
+) -> Result<Vec<Server>, String> {
+    let cpus = if workers == 1 {
+        ctx.args.server_cpus.clone()
+    } else {
+        format!("0-{}", heron_sys::cpu::online_cpus().saturating_sub(1))
+    };
+    cols.iter()
+        .map(|c| {
+            let launch = Launch {
+                workers,
+                cpus: cpus.clone(),
+                tcp_clients_max: tcp_max,
+                heron_server: c.heron_server.into(),
+                ..ctx.launch.clone()
+            };
+            ctx.start_with(c.kind, w, c.heron.as_deref(), &launch)
+        })
+        .collect()
+}
+
+fn gen_cpus(ctx: &Ctx, workers: usize) -> Option<String> {
+    (workers == 1).then(|| ctx.gen_cpu.clone())
+}
+
+fn udp_rows(
+    ctx: &mut Ctx,
+    w: &Workload,
+    kinds: &[Kind],
+    plan: &Plan,
+    workers: usize,
+    m: &mut CostMatrix,
+    save: &mut dyn FnMut(&CostMatrix),
+) -> Result<(), String> {
+    ctx.say(&format!(
+        "cost matrix: UDP {}, {workers} worker(s): starting every server",
+        w.id
+    ));
+    let set = QuerySet::load(&w.queries)?;
+    let cols = columns(kinds, true, &plan.extra_herons);
+    let servers = start_all(ctx, w, &cols, workers, ctx.launch.tcp_clients_max)?;
+    settle();
+    let max = common_max(ctx, &servers, &cols, &set, plan.ramp_s)?;
+    m.max_rates
+        .push((w.id.clone(), workers, max.unwrap_or(0.0)));
+    let mut rates = plan.udp_rates.clone();
+    if let Some(max) = max {
+        ctx.say(&format!(
+            "  highest rate every server answers: {max:.0} q/s"
+        ));
+        if !rates.iter().any(|r| (r - max).abs() < 1.0) {
+            rates.push(max);
+        }
+    }
+    for &generator in &plan.generators {
+        for &rate in &rates {
+            let load = Load {
+                generator,
+                rate,
+                seconds: plan.trial_s,
+                set: &set,
+                queries: &w.queries,
+                tcp: None,
+                gen_cpus: gen_cpus(ctx, workers),
+            };
+            let cell = CostCell {
+                transport: "udp".into(),
+                workload: w.id.clone(),
+                generator: generator.name().into(),
+                rate,
+                workers,
+                is_max: max.is_some_and(|x| (x - rate).abs() < 1.0),
+                ..CostCell::default()
+            };
+            record_cell(ctx, (&servers, &cols), &load, plan.trials, cell, m, save)?;
+        }
+    }
+    Ok(())
+}
+
+fn tcp_rows(
+    ctx: &mut Ctx,
+    w: &Workload,
+    kinds: &[Kind],
+    plan: &Plan,
+    m: &mut CostMatrix,
+    save: &mut dyn FnMut(&CostMatrix),
+) -> Result<(), String> {
+    ctx.say("cost matrix: TCP (dnsperf; blast has no TCP mode): starting every server");
+    let set = QuerySet::load(&w.queries)?;
+    let cols = columns(kinds, false, &[]);
+    let servers = start_all(ctx, w, &cols, 1, TCP_MAX)?;
+    settle();
+    for &(connections, in_flight) in &plan.tcp_shapes {
+        for &rate in &plan.tcp_rates {
+            let load = Load {
+                generator: Generator::Dnsperf,
+                rate,
+                seconds: plan.trial_s.max(2.0),
+                set: &set,
+                queries: &w.queries,
+                tcp: Some((connections, in_flight)),
+                gen_cpus: gen_cpus(ctx, 1),
+            };
+            let cell = CostCell {
+                transport: "tcp".into(),
+                workload: w.id.clone(),
+                generator: "dnsperf".into(),
+                rate,
+                connections,
+                in_flight,
+                workers: 1,
+                ..CostCell::default()
+            };
+            record_cell(ctx, (&servers, &cols), &load, plan.trials, cell, m, save)?;
+        }
+    }
+    Ok(())
+}
+
+/// Measures `cell` in every server, adds it to `m` and saves.
+fn record_cell(
+    ctx: &Ctx,
+    (servers, cols): (&[Server], &[Column]),
+    load: &Load,
+    trials: usize,
+    mut cell: CostCell,
+    m: &mut CostMatrix,
+    save: &mut dyn FnMut(&CostMatrix),
+) -> Result<(), String> {
+    cell.servers = measure_cell(ctx, servers, cols, load, trials)?;
+    say_cell(ctx, &cell);
+    m.cells.push(cell);
+    save(m);
+    match interrupted() {
+        true => Err("interrupted".into()),
+        false => Ok(()),
+    }
+}
+
+/// `trials` rounds, every server once per round, the order rotated.
+fn measure_cell(
+    ctx: &Ctx,
+    servers: &[Server],
+    cols: &[Column],
+    load: &Load,
+    trials: usize,
+) -> Result<Vec<CostServer>, String> {
+    let mut out: Vec<CostServer> = cols
+        .iter()
+        .map(|c| CostServer {
+            name: c.name.clone(),
+            trials: Vec::new(),
+        })
+        .collect();
+    for round in 0..trials {
+        for k in 0..servers.len() {
+            let i = (k + round) % servers.len();
+            let mut t = trial(ctx, &servers[i], load)?;
+            t.round = round;
+            out[i].trials.push(t);
+            settle();
+        }
+    }
+    Ok(out)
+}
+
+/// One measured window of `load` against `server`.
+fn trial(ctx: &Ctx, server: &Server, load: &Load) -> Result<CostTrial, String> {
+    if interrupted() {
+        return Err("interrupted".into());
+    }
+    let (s0, m0) = (server_runtime(server), sys::machine_busy_seconds());
+    let ticks0 = server.proc_cpu_seconds();
+    let t0 = Instant::now();
+    let mut t = match load.generator {
+        Generator::Blast => {
+            let g0 = sys::thread_cpu_seconds();
+            let opts = blast_opts(server.addr, load.rate, 0, load.seconds);
+            let r = ctx.blast(load.set, &opts)?;
+            CostTrial {
+                offered_qps: r.offered_qps,
+                answered_qps: r.answered_qps,
+                answered: r.answered,
+                loss_pct: r.loss_pct,
+                generator_cpu_s: sys::thread_cpu_seconds() - g0,
+                ..CostTrial::default()
+            }
+        }
+        Generator::Dnsperf => {
+            let opts = dnsperf_opts(ctx, server, load);
+            let r = dnsperf::run(&opts, load.queries)?;
+            CostTrial {
+                offered_qps: r.sent as f64 / r.run_s.max(1e-9),
+                answered_qps: r.qps,
+                answered: r.completed,
+                loss_pct: r.loss_pct(),
+                generator_cpu_s: r.cpu_s,
+                ..CostTrial::default()
+            }
+        }
+    };
+    t.wall_s = t0.elapsed().as_secs_f64();
+    t.server_cpu_s = server_runtime(server) - s0;
+    t.server_ticks_cpu_s = server.proc_cpu_seconds() - ticks0;
+    t.machine_cpu_s = sys::machine_busy_seconds() - m0;
+    Ok(t)
+}
+
+fn server_runtime(server: &Server) -> f64 {
+    sys::group_runtime_seconds(server.pid)
+}
+
+fn dnsperf_opts(ctx: &Ctx, server: &Server, load: &Load) -> DnsperfOpts {
+    let mut o = ctx.dnsperf_opts(server.addr, load.tcp.is_some(), load.rate, load.seconds);
+    if let Some((connections, in_flight)) = load.tcp {
+        o.clients = connections;
+        o.outstanding = connections * in_flight;
+    }
+    o.cpus = load.gen_cpus.clone();
+    o
+}
+
+/// The highest ramp rate every server answers with at most MAX_LOSS_PCT
+/// loss (each server's ramp stops at its first failure).
+fn common_max(
+    ctx: &Ctx,
+    servers: &[Server],
+    cols: &[Column],
+    set: &QuerySet,
+    seconds: f64,
+) -> Result<Option<f64>, String> {
+    let mut common: Option<f64> = None;
+    for (server, col) in servers.iter().zip(cols) {
+        let mut best = None;
+        for rate in RAMP {
+            let r = ctx.blast(set, &blast_opts(server.addr, rate, 0, seconds))?;
+            settle();
+            if r.loss_pct > MAX_LOSS_PCT || r.offered_qps < 0.97 * rate {
+                break;
+            }
+            best = Some(rate);
+        }
+        ctx.say(&format!(
+            "  {}: loss-free up to {}",
+            col.name,
+            best.map_or("none of the ramp".into(), |b| format!("{b:.0} q/s"))
+        ));
+        let Some(best) = best else { return Ok(None) };
+        common = Some(common.map_or(best, |c: f64| c.min(best)));
+    }
+    Ok(common)
+}
+
+/// Share of the machine busy over half a second with no load of ours.
+fn idle_busy_share() -> f64 {
+    let (m0, t0) = (sys::machine_busy_seconds(), Instant::now());
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    (sys::machine_busy_seconds() - m0)
+        / t0.elapsed().as_secs_f64()
+        / heron_sys::cpu::online_cpus() as f64
+}
+
+fn say_cell(ctx: &Ctx, cell: &CostCell) {
+    let shape = match cell.transport.as_str() {
+        "tcp" => format!("{} conns × {}", cell.connections, cell.in_flight),
+        _ => cell.workload.clone(),
+    };
+    let costs: Vec<String> = cell
+        .servers
+        .iter()
+        .map(|s| {
+            let us: Vec<f64> = s.trials.iter().map(CostTrial::server_us).collect();
+            format!("{} {:.2}", s.name, crate::stats::Spread::of(&us).median)
+        })
+        .collect();
+    ctx.say(&format!(
+        "  {} {shape} {} {:.0} q/s, µs/query: {}",
+        cell.transport,
+        cell.generator,
+        cell.rate,
+        costs.join(", ")
+    ));
+}

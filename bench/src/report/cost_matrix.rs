@@ -1,0 +1,242 @@
+//! The cost matrix's section: one table per transport of Heron's server
+//! CPU per answered query against the best peer's, per cell, and every
+//! server's figures beside it.
+
+use super::figures::spread;
+use super::template::{fill, lines};
+use crate::results::{CostCell, CostMatrix, CostServer, CostTrial, Results};
+use crate::stats::Spread;
+
+/// Heron's target in every cell: at most this times the best peer.
+pub const TARGET_VS_PEER: f64 = 0.8;
+
+const HERON: &str = "Heron";
+const NO_PACING: &str = "Heron, no pacing";
+
+/// The section, or nothing when the run had no matrix.
+pub fn section(r: &Results) -> String {
+    let Some(m) = &r.cost_matrix else {
+        return String::new();
+    };
+    let tables: Vec<String> = ["udp", "tcp"]
+        .into_iter()
+        .filter(|t| m.cells.iter().any(|c| c.transport == *t))
+        .map(|t| transport_table(m, t))
+        .collect();
+    let max_rates = m
+        .max_rates
+        .iter()
+        .map(|(w, workers, rate)| match rate {
+            0.0 => format!("{w} ({workers} worker(s)): none"),
+            _ => format!("{w} ({workers} worker(s)): {rate:.0} q/s"),
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let errors = m.errors.iter().map(|e| format!("* error: {e}"));
+    fill(
+        "cost_matrix",
+        &[
+            ("trials", m.trials.to_string()),
+            ("trial_s", format!("{}", m.trial_s)),
+            ("idle_busy_pct", format!("{:.0}", m.idle_busy_share * 100.0)),
+            ("target", format!("{TARGET_VS_PEER}")),
+            ("max_rates", max_rates),
+            ("tables", tables.concat()),
+            ("detail", detail(m)),
+            ("errors", lines(errors)),
+        ],
+    )
+}
+
+fn transport_table(m: &CostMatrix, transport: &str) -> String {
+    let cells: Vec<&CostCell> = m
+        .cells
+        .iter()
+        .filter(|c| c.transport == transport)
+        .collect();
+    let rows = cells.iter().map(|c| {
+        let vs_peer = per_round(c, |round| {
+            Some(us(c, HERON, round)? / best_peer_us(c, round)?.1)
+        });
+        let vs_off = per_round(c, |round| {
+            Some(us(c, HERON, round)? / us(c, NO_PACING, round)?)
+        });
+        let best = best_peer_name(c);
+        let met = match (vs_peer.n, vs_off.n) {
+            (0, _) => "–",
+            (_, 0) if vs_peer.median <= TARGET_VS_PEER => "yes",
+            (_, _) if vs_peer.median <= TARGET_VS_PEER && vs_off.median <= 1.0 => "yes",
+            _ => "no",
+        };
+        format!(
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            shape(c),
+            c.generator,
+            rate(c),
+            ratio(&vs_peer),
+            best,
+            if transport == "udp" {
+                ratio(&vs_off)
+            } else {
+                "–".into()
+            },
+            met
+        )
+    });
+    fill(
+        "cost_matrix_table",
+        &[
+            ("transport", transport.to_uppercase()),
+            ("rows", lines(rows)),
+        ],
+    )
+}
+
+/// Every server's figures in every cell.
+fn detail(m: &CostMatrix) -> String {
+    let rows = m.cells.iter().flat_map(|c| {
+        c.servers.iter().map(move |s| {
+            let f = |g: fn(&CostTrial) -> f64| spread(&Spread::of(&figures(s, g)));
+            let us = |g: fn(&CostTrial) -> f64| ratio(&Spread::of(&figures(s, g)));
+            format!(
+                "| {} | {} {} | {} | {} | {} | {} | {} | {} | {} |",
+                c.transport,
+                shape(c),
+                c.generator,
+                rate(c),
+                s.name,
+                us(CostTrial::server_us),
+                us(CostTrial::machine_us),
+                f(|t| t.offered_qps),
+                us(|t| t.loss_pct),
+                f(|t| t.generator_cpu_s * 100.0 / t.wall_s.max(1e-9)),
+            )
+        })
+    });
+    fill("cost_matrix_detail", &[("rows", lines(rows))])
+}
+
+fn figures(s: &CostServer, g: fn(&CostTrial) -> f64) -> Vec<f64> {
+    s.trials.iter().map(g).collect()
+}
+
+fn shape(c: &CostCell) -> String {
+    match c.transport.as_str() {
+        "tcp" => format!("{} conns × {} in flight", c.connections, c.in_flight),
+        _ if c.workers > 1 => format!("{}, {} workers", c.workload, c.workers),
+        _ => c.workload.clone(),
+    }
+}
+
+fn rate(c: &CostCell) -> String {
+    match c.is_max {
+        true => format!("{:.0} (max)", c.rate),
+        false => format!("{:.0}", c.rate),
+    }
+}
+
+fn ratio(s: &Spread) -> String {
+    match s.n {
+        0 => "–".into(),
+        _ => format!("{:.2} ({:.2}–{:.2})", s.median, s.min, s.max),
+    }
+}
+
+/// Server CPU µs per answered query of `name` in round `round`.
+fn us(c: &CostCell, name: &str, round: usize) -> Option<f64> {
+    let s = c.servers.iter().find(|s| s.name == name)?;
+    let t = s.trials.iter().find(|t| t.round == round)?;
+    (t.answered > 0).then(|| t.server_us())
+}
+
+/// The cheapest peer (not Heron) in round `round`: (name, µs).
+fn best_peer_us(c: &CostCell, round: usize) -> Option<(&str, f64)> {
+    c.servers
+        .iter()
+        .filter(|s| !s.name.starts_with(HERON))
+        .filter_map(|s| Some((s.name.as_str(), us(c, &s.name, round)?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// The peer cheapest in most rounds.
+fn best_peer_name(c: &CostCell) -> String {
+    let mut names: Vec<&str> = (0..rounds(c))
+        .filter_map(|r| best_peer_us(c, r).map(|b| b.0))
+        .collect();
+    names.sort_unstable();
+    let mut best = ("–", 0);
+    for n in &names {
+        let count = names.iter().filter(|x| *x == n).count();
+        if count > best.1 {
+            best = (n, count);
+        }
+    }
+    best.0.to_string()
+}
+
+fn rounds(c: &CostCell) -> usize {
+    c.servers
+        .iter()
+        .flat_map(|s| s.trials.iter().map(|t| t.round + 1))
+        .max()
+        .unwrap_or(0)
+}
+
+/// The spread over rounds of a per-round figure.
+fn per_round(c: &CostCell, f: impl Fn(usize) -> Option<f64>) -> Spread {
+    let v: Vec<f64> = (0..rounds(c)).filter_map(f).collect();
+    Spread::of(&v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(name: &str, us: &[f64]) -> CostServer {
+        CostServer {
+            name: name.into(),
+            trials: us
+                .iter()
+                .enumerate()
+                .map(|(round, us)| CostTrial {
+                    round,
+                    answered: 1_000_000,
+                    server_cpu_s: *us,
+                    wall_s: 1.0,
+                    ..CostTrial::default()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn ratios_are_per_round_against_that_rounds_cheapest_peer() {
+        let c = CostCell {
+            transport: "udp".into(),
+            servers: vec![
+                server(HERON, &[4.0, 4.0, 6.0]),
+                server(NO_PACING, &[5.0, 4.0, 5.0]),
+                server("NSD", &[5.0, 8.0, 6.0]),
+                server("Knot", &[8.0, 5.0, 7.5]),
+            ],
+            ..CostCell::default()
+        };
+        let s = per_round(&c, |r| Some(us(&c, HERON, r)? / best_peer_us(&c, r)?.1));
+        assert_eq!((s.n, s.min, s.median, s.max), (3, 0.8, 0.8, 1.0));
+        assert_eq!(best_peer_name(&c), "NSD");
+        let off = per_round(&c, |r| Some(us(&c, HERON, r)? / us(&c, NO_PACING, r)?));
+        assert_eq!((off.min, off.median, off.max), (0.8, 1.0, 1.2));
+    }
+
+    #[test]
+    fn a_cell_without_answers_has_no_ratio() {
+        let mut heron = server(HERON, &[4.0]);
+        heron.trials[0].answered = 0;
+        let c = CostCell {
+            servers: vec![heron, server("NSD", &[5.0])],
+            ..CostCell::default()
+        };
+        let s = per_round(&c, |r| Some(us(&c, HERON, r)? / best_peer_us(&c, r)?.1));
+        assert_eq!(s.n, 0);
+    }
+}

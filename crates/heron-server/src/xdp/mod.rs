@@ -1,0 +1,327 @@
+//! The AF_XDP transport: UDP queries taken from the network driver by
+//! an XDP program (`heron_sys::xdp`), answered by the same engine as the
+//! UDP workers, and sent back with headers written here ([`packet`]).
+//!
+//! One AF_XDP socket per RX queue of each interface; the sockets are
+//! shared out over at most `workers` threads. Everything else that
+//! reaches the interface (TCP, ARP, other ports) goes to the kernel.
+
+pub mod packet;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+pub use heron_sys::xdp::Mode;
+use heron_sys::xdp::{Attached, FRAME_SIZE, Frame, Interface, XskSocket};
+use heron_zone::lookahead::MAX_BATCH;
+use heron_zone::{AnswerConfig, Answered, BatchAnswerer, Catalog, Transport};
+
+use crate::processor::{self, Event, Outcome, Screened};
+use crate::service::Service;
+use crate::udp::udp_request;
+
+use crate::{ServerConfig, SharedCatalog};
+
+/// Packets taken from an RX ring at a time.
+const BATCH: usize = 32;
+const _: () = assert!(BATCH <= MAX_BATCH);
+/// How long an idle worker waits before looking at `stop` again.
+const SHUTDOWN_POLL_MS: i32 = 200;
+/// Where the kernel puts a received packet in its frame
+/// (`XDP_PACKET_HEADROOM`); the reply is written from the same place.
+const HEADROOM: usize = 256;
+/// Ethernet, IPv6 and UDP headers: the most a reply's headers take.
+const MAX_HEADERS: usize = 14 + 40 + 8;
+
+/// One `[xdp] listen` entry: UDP to `port` on `interface`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XdpListen {
+    pub interface: String,
+    pub port: u16,
+}
+
+impl std::str::FromStr for XdpListen {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (interface, port) = text
+            .rsplit_once('@')
+            .ok_or_else(|| format!("{text:?}: expected INTERFACE@PORT, e.g. \"eth0@53\""))?;
+        let port: u16 = port
+            .parse()
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or_else(|| format!("{text:?}: the port must be 1 to 65535"))?;
+        if interface.is_empty() || interface.len() > 15 {
+            return Err(format!("{text:?}: an interface name is 1 to 15 characters"));
+        }
+        Ok(XdpListen {
+            interface: interface.to_string(),
+            port,
+        })
+    }
+}
+
+/// What `[xdp]` asks for.
+#[derive(Clone, Debug)]
+pub struct XdpConfig {
+    pub listen: Vec<XdpListen>,
+    pub mode: Mode,
+}
+
+/// The XDP programs attached and the worker threads answering their
+/// queues. Dropping it (after the workers stopped) detaches the programs.
+pub struct XdpService {
+    pub threads: Vec<JoinHandle<()>>,
+    pub attached: Vec<Attached>,
+}
+
+/// Attaches the XDP program to each configured interface and starts the
+/// workers; they stop when `stop` is set.
+pub fn start(
+    xdp: &XdpConfig,
+    server: &ServerConfig,
+    service: Arc<Service>,
+    stop: Arc<AtomicBool>,
+) -> io::Result<XdpService> {
+    let mut ports: BTreeMap<&str, Vec<u16>> = BTreeMap::new();
+    for l in &xdp.listen {
+        ports.entry(&l.interface).or_default().push(l.port);
+    }
+    let mut started = XdpService {
+        threads: Vec::new(),
+        attached: Vec::new(),
+    };
+    for (name, ports) in ports {
+        let interface = Interface::find(name)?;
+        let attached = Attached::attach(&interface, &ports, xdp.mode)?;
+        let mut sockets = Vec::new();
+        for queue in 0..interface.rx_queues {
+            let socket = XskSocket::bind(interface.index, queue, xdp.mode != Mode::Generic)
+                .map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!("AF_XDP socket on {name} queue {queue}: {e}"),
+                    )
+                })?;
+            attached.serve_queue(queue, &socket)?;
+            sockets.push(socket);
+        }
+        tracing::info!(
+            "XDP on {name} ({} mode, {} sockets) for UDP port(s) {ports:?}: {} queue(s)",
+            if attached.native { "native" } else { "generic" },
+            if sockets.iter().all(|s| s.is_zero_copy()) {
+                "zero-copy"
+            } else {
+                "copy-mode"
+            },
+            interface.rx_queues
+        );
+        let config = Arc::new(answer_config(service.processor.config(), interface.mtu));
+        let threads = server.workers.min(sockets.len()).max(1);
+        let mut shares: Vec<Vec<XskSocket>> = (0..threads).map(|_| Vec::new()).collect();
+        for (i, socket) in sockets.into_iter().enumerate() {
+            shares[i % threads].push(socket);
+        }
+        for (i, sockets) in shares.into_iter().enumerate() {
+            let worker = Worker {
+                catalog: arc_swap::Cache::new(service.processor.catalog().clone()),
+                config: config.clone(),
+                service: service.clone(),
+                answerer: BatchAnswerer::default(),
+                events: Vec::new(),
+                responses: (0..BATCH).map(|_| Vec::with_capacity(4096)).collect(),
+                frames: Vec::with_capacity(BATCH),
+                found: Vec::with_capacity(BATCH),
+            };
+            let cpus = &server.cpu_affinity;
+            let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
+            let stop = stop.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("xdp-{name}-{i}"))
+                .spawn(move || {
+                    if let Some(cpu) = cpu
+                        && let Err(e) = heron_sys::cpu::pin_current_thread(&[cpu])
+                    {
+                        tracing::warn!("cannot pin XDP worker {i} to CPU {cpu}: {e}");
+                    }
+                    worker.run(sockets, &stop)
+                })?;
+            started.threads.push(thread);
+        }
+        started.attached.push(attached);
+    }
+    Ok(started)
+}
+
+/// The answer settings over XDP: UDP responses no larger than a frame
+/// and the interface's MTU hold (we cannot fragment); longer answers are
+/// truncated (TC) as over sockets.
+fn answer_config(answer: &AnswerConfig, mtu: u32) -> AnswerConfig {
+    let frame_room = FRAME_SIZE as usize - HEADROOM - MAX_HEADERS;
+    let mtu_room = (mtu as usize).saturating_sub(40 + 8);
+    let most = frame_room.min(mtu_room).min(usize::from(u16::MAX)) as u16;
+    AnswerConfig {
+        max_udp_payload: answer.max_udp_payload.min(most),
+        ..answer.clone()
+    }
+}
+
+/// Says at exit what the kernel dropped on a socket's way, if anything:
+/// a full RX ring or an empty fill ring means the worker fell behind.
+fn report_losses(socket: &XskSocket) {
+    match socket.statistics() {
+        Ok(s)
+            if s.rx_dropped + s.rx_ring_full + s.rx_fill_ring_empty_descs + s.tx_invalid_descs
+                > 0 =>
+        {
+            tracing::info!(
+                "XDP socket: {} packets dropped (RX ring full {}, fill ring empty {}), {} bad TX descriptors",
+                s.rx_dropped,
+                s.rx_ring_full,
+                s.rx_fill_ring_empty_descs,
+                s.tx_invalid_descs
+            )
+        }
+        Ok(_) => {}
+        Err(e) => tracing::debug!("no XDP socket statistics: {e}"),
+    }
+}
+
+/// One XDP worker's state; every buffer is allocated once.
+struct Worker {
+    catalog: arc_swap::Cache<SharedCatalog, Arc<Catalog>>,
+    /// The processor's, with UDP responses capped to what a frame holds.
+    config: Arc<AnswerConfig>,
+    service: Arc<Service>,
+    answerer: BatchAnswerer,
+    /// The processor's events, handed on at once; kept to reuse.
+    events: Vec<Event>,
+    responses: Vec<Vec<u8>>,
+    frames: Vec<Frame>,
+    /// Per frame of the batch: the datagram in it.
+    found: Vec<Option<packet::Datagram>>,
+}
+
+impl Worker {
+    fn run(mut self, mut sockets: Vec<XskSocket>, stop: &AtomicBool) {
+        while !stop.load(Ordering::Relaxed) {
+            let mut busy = false;
+            for socket in &mut sockets {
+                socket.recycle();
+                if socket.receive(&mut self.frames, BATCH) > 0 {
+                    self.answer_batch(socket);
+                    busy = true;
+                }
+                socket.flush();
+            }
+            if !busy && let Err(e) = heron_sys::xdp::wait_any(&sockets, SHUTDOWN_POLL_MS) {
+                tracing::warn!("XDP wait failed: {e}");
+            }
+        }
+        for socket in &sockets {
+            report_losses(socket);
+        }
+    }
+
+    /// Answers the frames in `self.frames` and queues the replies.
+    fn answer_batch(&mut self, socket: &mut XskSocket) {
+        let catalog = self.catalog.load();
+        self.found.clear();
+        for frame in &self.frames {
+            self.found.push(packet::parse(socket.packet(frame)));
+        }
+        let query = |i: usize| match &self.found[i] {
+            Some(d) => &socket.packet(&self.frames[i])[d.payload.clone()],
+            None => &[][..],
+        };
+        let mut slots = Default::default();
+        let prepared =
+            self.answerer
+                .prepare(catalog, (0..self.frames.len()).map(query), &mut slots);
+        let mut reply = [false; BATCH];
+        let processor = &self.service.processor;
+        // The one branch a batch pays when no query ACL is configured.
+        let screens = processor.screens();
+        for (i, found) in self.found.iter().enumerate() {
+            let Some(datagram) = found else {
+                continue;
+            };
+            let (raw, out) = (query(i), &mut self.responses[i]);
+            if screens {
+                let req = udp_request(raw, datagram.peer);
+                let screened =
+                    processor.screen(catalog, &req, prepared.parsed(i), out, &mut self.events);
+                self.service.dispatch(&mut self.events);
+                if screened != Screened::Pass {
+                    reply[i] = screened == Screened::Refused;
+                    continue;
+                }
+            }
+            reply[i] = match prepared.answer(i, &self.config, raw, Transport::Udp, out) {
+                Answered::Response => {
+                    if let Some(q) = prepared.parsed(i).filter(|q| processor::asks_options(q)) {
+                        processor.add_options(catalog, &udp_request(raw, datagram.peer), q, out);
+                    }
+                    true
+                }
+                Answered::Drop => false,
+                // TSIG, NOTIFY, IXFR: the processor's other layers, as
+                // over sockets.
+                Answered::Deferred => {
+                    let req = udp_request(raw, datagram.peer);
+                    let q = prepared.query(i);
+                    let outcome = processor.process_parsed(&req, q, out, &mut self.events);
+                    self.service.dispatch(&mut self.events);
+                    matches!(outcome, Outcome::Response)
+                }
+            };
+        }
+        for (i, frame) in self.frames.drain(..).enumerate() {
+            let written = match &self.found[i] {
+                Some(datagram) if reply[i] => {
+                    packet::write_reply(socket.frame_mut(&frame), datagram, &self.responses[i])
+                }
+                _ => None,
+            };
+            match written {
+                Some(len) => {
+                    socket.transmit(frame, len);
+                }
+                None => socket.release(frame),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_fit_a_frame_and_the_mtu() {
+        let asked = |max_udp_payload| AnswerConfig {
+            max_udp_payload,
+            ..AnswerConfig::default()
+        };
+        // The usual MTU leaves room for what is asked by default.
+        assert_eq!(answer_config(&asked(1232), 1500).max_udp_payload, 1232);
+        // MTU 1500 less IPv6 and UDP headers: 1452 fits, 1453 does not.
+        assert_eq!(answer_config(&asked(1452), 1500).max_udp_payload, 1452);
+        assert_eq!(answer_config(&asked(1453), 1500).max_udp_payload, 1452);
+        // Past a frame (2048 less headroom and headers): cut to the frame.
+        let frame = FRAME_SIZE as u16 - 256 - 62;
+        assert_eq!(answer_config(&asked(4096), 9000).max_udp_payload, frame);
+        assert_eq!(answer_config(&asked(frame), 9000).max_udp_payload, frame);
+    }
+
+    #[test]
+    fn listen_entries_name_an_interface_and_a_port() {
+        let l: XdpListen = "eth0@53".parse().unwrap();
+        assert_eq!((l.interface.as_str(), l.port), ("eth0", 53));
+        assert!("eth0@0".parse::<XdpListen>().is_err());
+        assert!("eth0:53".parse::<XdpListen>().is_err());
+    }
+}

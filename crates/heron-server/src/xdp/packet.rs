@@ -1,0 +1,169 @@
+//! Ethernet, IPv4, IPv6 and UDP headers for the AF_XDP path: reading a
+//! query's, and turning them around in place for the reply.
+//!
+//! Only what the XDP program lets through is accepted: Ethernet II,
+//! IPv4 without options and not fragmented, or IPv6 with UDP as the next
+//! header. Anything else, or lengths that do not add up, is None and the
+//! frame is dropped.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::ops::Range;
+
+const ETH: usize = 14;
+const IP4: usize = 20;
+const IP6: usize = 40;
+const UDP: usize = 8;
+/// Hop limit of replies, as Linux's default.
+const TTL: u8 = 64;
+
+/// A UDP datagram found in a frame.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Datagram {
+    /// Who sent it (and gets the reply).
+    pub peer: SocketAddr,
+    /// Where the DNS message is in the frame.
+    pub payload: Range<usize>,
+}
+
+impl Datagram {
+    fn header_len(&self) -> usize {
+        self.payload.start
+    }
+    fn is_ipv6(&self) -> bool {
+        self.peer.is_ipv6()
+    }
+}
+
+fn be16(b: &[u8], at: usize) -> usize {
+    u16::from_be_bytes([b[at], b[at + 1]]) as usize
+}
+
+/// The UDP datagram in an Ethernet frame, if it is one we answer.
+pub fn parse(frame: &[u8]) -> Option<Datagram> {
+    if frame.len() < ETH + IP4 + UDP {
+        return None;
+    }
+    match be16(frame, 12) {
+        0x0800 => parse_ipv4(frame),
+        0x86dd => parse_ipv6(frame),
+        _ => None,
+    }
+}
+
+fn parse_ipv4(frame: &[u8]) -> Option<Datagram> {
+    let ip = &frame[ETH..];
+    let fragment = be16(ip, 6) & 0x3fff != 0;
+    if ip[0] != 0x45 || ip[9] != 17 || fragment {
+        return None;
+    }
+    let total = be16(ip, 2);
+    if total < IP4 + UDP || total > ip.len() {
+        return None;
+    }
+    let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+    udp(frame, ETH + IP4, total - IP4, IpAddr::V4(src))
+}
+
+fn parse_ipv6(frame: &[u8]) -> Option<Datagram> {
+    if frame.len() < ETH + IP6 + UDP {
+        return None;
+    }
+    let ip = &frame[ETH..];
+    if ip[0] >> 4 != 6 || ip[6] != 17 {
+        return None;
+    }
+    let length = be16(ip, 4);
+    if length < UDP || length > ip.len() - IP6 {
+        return None;
+    }
+    let src: [u8; 16] = ip[8..24].try_into().unwrap();
+    udp(frame, ETH + IP6, length, IpAddr::V6(Ipv6Addr::from(src)))
+}
+
+/// The UDP header at `at`, within `room` bytes the IP header allows.
+fn udp(frame: &[u8], at: usize, room: usize, src: IpAddr) -> Option<Datagram> {
+    let length = be16(frame, at + 4);
+    if length < UDP || length > room {
+        return None;
+    }
+    Some(Datagram {
+        peer: SocketAddr::new(src, be16(frame, at) as u16),
+        payload: at + UDP..at + length,
+    })
+}
+
+/// Turns the query's headers in `frame` around (addresses and ports
+/// swapped, lengths and checksums for `payload`) and puts `payload`
+/// after them. Returns the reply's length, or None if it does not fit.
+pub fn write_reply(frame: &mut [u8], query: &Datagram, payload: &[u8]) -> Option<usize> {
+    let at = query.header_len();
+    let end = at + payload.len();
+    if end > frame.len() || payload.len() + UDP > usize::from(u16::MAX) - IP4 {
+        return None;
+    }
+    swap(frame, 0..6, 6..12);
+    let udp_at = at - UDP;
+    swap(frame, udp_at..udp_at + 2, udp_at + 2..udp_at + 4);
+    let udp_len = (UDP + payload.len()) as u16;
+    frame[udp_at + 4..udp_at + 6].copy_from_slice(&udp_len.to_be_bytes());
+    frame[udp_at + 6..udp_at + 8].fill(0);
+    frame[at..end].copy_from_slice(payload);
+    let ip = ETH;
+    let pseudo = if query.is_ipv6() {
+        swap(frame, ip + 8..ip + 24, ip + 24..ip + 40);
+        frame[ip + 4..ip + 6].copy_from_slice(&udp_len.to_be_bytes());
+        frame[ip + 7] = TTL;
+        sum(&frame[ip + 8..ip + 40], 17 + u32::from(udp_len))
+    } else {
+        swap(frame, ip + 12..ip + 16, ip + 16..ip + 20);
+        let total = (IP4 as u16 + udp_len).to_be_bytes();
+        frame[ip + 2..ip + 4].copy_from_slice(&total);
+        // Don't fragment, like the kernel's replies under the path MTU.
+        frame[ip + 6..ip + 8].copy_from_slice(&[0x40, 0]);
+        frame[ip + 8] = TTL;
+        frame[ip + 10..ip + 12].fill(0);
+        let checksum = fold(sum(&frame[ip..ip + IP4], 0));
+        frame[ip + 10..ip + 12].copy_from_slice(&checksum.to_be_bytes());
+        sum(&frame[ip + 12..ip + 20], 17 + u32::from(udp_len))
+    };
+    let checksum = match fold(sum(&frame[udp_at..end], pseudo)) {
+        // Zero means "no checksum" in UDP over IPv4; all ones is the same
+        // value in one's complement.
+        0 => 0xffff,
+        c => c,
+    };
+    frame[udp_at + 6..udp_at + 8].copy_from_slice(&checksum.to_be_bytes());
+    Some(end)
+}
+
+fn swap(frame: &mut [u8], a: Range<usize>, b: Range<usize>) {
+    let (first, second) = frame.split_at_mut(b.start);
+    first[a].swap_with_slice(&mut second[..b.end - b.start]);
+}
+
+/// One's complement sum of `bytes` as 16-bit words, added to `initial`.
+fn sum(bytes: &[u8], initial: u32) -> u32 {
+    let mut total = u64::from(initial);
+    let mut words = bytes.chunks_exact(2);
+    for w in &mut words {
+        total += u64::from(u16::from_be_bytes([w[0], w[1]]));
+    }
+    if let [last] = words.remainder() {
+        total += u64::from(*last) << 8;
+    }
+    while total > 0xffff_ffff {
+        total = (total & 0xffff_ffff) + (total >> 32);
+    }
+    total as u32
+}
+
+/// The checksum field for a sum: folded to 16 bits and complemented.
+fn fold(mut total: u32) -> u16 {
+    while total > 0xffff {
+        total = (total & 0xffff) + (total >> 16);
+    }
+    !(total as u16)
+}
+
+#[cfg(test)]
+mod tests;

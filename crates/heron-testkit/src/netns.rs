@@ -1,0 +1,153 @@
+//! A network namespace joined to the root namespace by a veth pair, for
+//! tests of the XDP path: the server on the root side, clients inside.
+//!
+//! Addresses are TEST-NET-2 (198.51.100.0/24) and 2001:db8:5::/64, on the
+//! pair only: this machine's own network may use TEST-NET-1.
+
+use std::net::{IpAddr, SocketAddr};
+use std::process::{Command, Output};
+
+/// The server's (root side) addresses.
+pub const OUTSIDE_V4: &str = "198.51.100.1";
+pub const OUTSIDE_V6: &str = "2001:db8:5::1";
+const INSIDE_V4: &str = "198.51.100.2/24";
+const INSIDE_V6: &str = "2001:db8:5::2/64";
+
+/// The namespace and the pair; both removed on drop, even when a test
+/// fails.
+pub struct VethNamespace {
+    pub namespace: String,
+    /// The root side's interface, where the server listens.
+    pub outside: String,
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+impl VethNamespace {
+    /// Creates namespace `heronns{tag}{pid}` and pair `hx{tag}{pid}`; `tag` keeps the names of
+    /// tests in one process apart.
+    pub fn new(tag: &str) -> Result<VethNamespace, String> {
+        let id = std::process::id();
+        let net = VethNamespace {
+            namespace: format!("heronns{tag}{id}"),
+            outside: format!("hx{tag}{id}"),
+        };
+        let inside = format!("{}i", net.outside);
+        ip(&["netns", "add", &net.namespace])?;
+        // From here on, Drop cleans up whatever was made.
+        ip(&[
+            "link",
+            "add",
+            &net.outside,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &inside,
+        ])?;
+        ip(&["link", "set", &inside, "netns", &net.namespace])?;
+        ip(&[
+            "addr",
+            "add",
+            &format!("{OUTSIDE_V4}/24"),
+            "dev",
+            &net.outside,
+        ])?;
+        ip(&[
+            "addr",
+            "add",
+            &format!("{OUTSIDE_V6}/64"),
+            "dev",
+            &net.outside,
+            "nodad",
+        ])?;
+        ip(&["link", "set", &net.outside, "up"])?;
+        net.ip_inside(&["addr", "add", INSIDE_V4, "dev", &inside])?;
+        net.ip_inside(&["addr", "add", INSIDE_V6, "dev", &inside, "nodad"])?;
+        net.ip_inside(&["link", "set", &inside, "up"])?;
+        net.ip_inside(&["link", "set", "lo", "up"])?;
+        Ok(net)
+    }
+
+    fn ip_inside(&self, args: &[&str]) -> Result<(), String> {
+        let mut all = vec!["netns", "exec", &self.namespace, "ip"];
+        all.extend_from_slice(args);
+        ip(&all)
+    }
+
+    /// The server's address on the pair for `port`, IPv4 or IPv6.
+    pub fn server(&self, v6: bool, port: u16) -> SocketAddr {
+        let ip: IpAddr = if v6 { OUTSIDE_V6 } else { OUTSIDE_V4 }.parse().unwrap();
+        SocketAddr::new(ip, port)
+    }
+
+    /// Runs `program args` inside the namespace.
+    pub fn run(&self, program: &str, args: &[&str]) -> Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.namespace, program])
+            .args(args)
+            .output()
+            .expect("ip netns exec")
+    }
+
+    /// Runs `f` on a thread inside the namespace (its sockets are the
+    /// namespace's) and returns what it returns.
+    pub fn within<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                heron_sys::process::enter_network_namespace(&self.namespace)
+                    .expect("entering the test namespace");
+                f()
+            })
+            .join()
+            .expect("thread in the namespace")
+        })
+    }
+
+    /// Whether an XDP program is attached to the root side's interface.
+    pub fn has_xdp(&self) -> bool {
+        let out = Command::new("ip")
+            .args(["link", "show", &self.outside])
+            .output()
+            .unwrap();
+        // "xdp", "xdpgeneric", "prog/xdp": not the peer's namespace name.
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.split_whitespace()
+            .any(|w| w.starts_with("xdp") || w.starts_with("prog/xdp"))
+    }
+}
+
+impl Drop for VethNamespace {
+    fn drop(&mut self) {
+        let _ = ip(&["link", "del", &self.outside]);
+        let _ = ip(&["netns", "del", &self.namespace]);
+    }
+}
+
+/// Why XDP tests cannot run here (not root, no AF_XDP), or None.
+pub fn xdp_unavailable() -> Option<String> {
+    heron_sys::xdp::unavailable()
+}
+
+/// True, after saying why, when XDP tests cannot run here: a test
+/// returns early on it.
+pub fn skip_without_xdp() -> bool {
+    let why = xdp_unavailable();
+    if let Some(why) = &why {
+        eprintln!("skipped: XDP unavailable ({why})");
+    }
+    why.is_some()
+}

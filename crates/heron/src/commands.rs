@@ -1,0 +1,360 @@
+//! What the control socket's commands do in a running server: each one
+//! is done (or has failed) before its response is sent.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use heron_proto::Name;
+use heron_server::SharedCatalog;
+use heron_server::processor::Refusal;
+use heron_server::service::Service;
+use heron_server::tcp::ConnectionLimiter;
+use serde_json::{Value, json};
+
+use heron_xfr::primary::notify::Outcome as NotifyOutcome;
+use heron_xfr::secondary::refresh::{CheckResult, Command, ZoneReport};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::control::{Request, Response};
+use crate::reload::ZoneFiles;
+use crate::serve::{Selection, Transfers, reload};
+
+/// The commands this server answers, for the error that names them.
+const KNOWN: &str = "status, zone-status, reload, retransfer, refresh, notify, stats, stop";
+
+/// What the commands see of the running server.
+pub(crate) struct Controller {
+    pub(crate) catalog: SharedCatalog,
+    pub(crate) files: Arc<Mutex<ZoneFiles>>,
+    pub(crate) transfers: Arc<Transfers>,
+    /// The secondary zones, lower-cased.
+    pub(crate) secondaries: HashSet<Name>,
+    pub(crate) listeners: Vec<SocketAddr>,
+    pub(crate) tls_listeners: Vec<SocketAddr>,
+    /// `[xdp] listen` entries attached, as INTERFACE@PORT.
+    pub(crate) xdp_listeners: Vec<String>,
+    pub(crate) workers: usize,
+    /// Woken by `stop`: the server shuts down as on SIGTERM.
+    pub(crate) stop: Arc<tokio::sync::Notify>,
+    /// The secondary zones' refresh task, if there are secondary zones.
+    pub(crate) refresh: Option<mpsc::UnboundedSender<Command>>,
+    /// Where the refusal counters are.
+    pub(crate) service: Arc<Service>,
+    pub(crate) connections: Arc<ConnectionLimiter>,
+}
+
+impl Controller {
+    pub(crate) async fn handle(&self, request: Request) -> Response {
+        let zones = match parse_zones(&request.zones) {
+            Ok(zones) => zones,
+            Err(e) => return Response::error(e),
+        };
+        match request.command.as_str() {
+            "status" => self.status(),
+            "zone-status" => self.zone_status(&zones).await,
+            "reload" => self.reload(zones, request.force).await,
+            "retransfer" | "refresh" => match zones.as_slice() {
+                [zone] => self.check_now(zone, request.command == "retransfer").await,
+                _ => Response::error(format!("{} takes one zone", request.command)),
+            },
+            "notify" => match zones.as_slice() {
+                [zone] => self.notify(zone).await,
+                _ => Response::error("notify takes one zone"),
+            },
+            "stats" => self.stats(request.reset),
+            "stop" => {
+                tracing::info!("control socket: stop asked");
+                self.stop.notify_one();
+                let pid = std::process::id();
+                Response::ok(format!("stopping (pid {pid})"), json!({ "pid": pid }))
+            }
+            other => Response::error(format!("unknown command '{other}'; known: {KNOWN}")),
+        }
+    }
+
+    fn status(&self) -> Response {
+        let catalog = self.catalog.load();
+        let secondary = self.secondaries.len();
+        let served_secondaries = (self.secondaries.iter())
+            .filter(|o| catalog.get(o).is_some())
+            .count();
+        let data = json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "pid": std::process::id(),
+            "uptime_seconds": crate::started().elapsed().as_secs(),
+            "zones": {
+                "primary": catalog.len() - served_secondaries,
+                "secondary": secondary,
+                "secondary_served": served_secondaries,
+            },
+            "listeners": self.listeners.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+            "workers": self.workers,
+            "tls": {
+                "enabled": !self.tls_listeners.is_empty(),
+                "listeners": self.tls_listeners.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+            },
+            "xdp": {
+                "enabled": !self.xdp_listeners.is_empty(),
+                "listeners": self.xdp_listeners,
+            },
+        });
+        Response::ok("running", data)
+    }
+
+    /// Each zone asked (all when none), or an error naming those unknown.
+    async fn zone_status(&self, asked: &[Name]) -> Response {
+        let reports = self.secondary_reports().await;
+        let catalog = self.catalog.load();
+        let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        let mut origins: Vec<Name> = if asked.is_empty() {
+            let served = catalog.zones().map(|z| z.origin().to_lowercase());
+            let mut all: HashSet<Name> = served.collect();
+            all.extend(self.secondaries.iter().cloned());
+            all.into_iter().collect()
+        } else {
+            asked.to_vec()
+        };
+        origins.sort_by_key(|o| o.to_string());
+        let mut rows = Vec::new();
+        let mut unknown = Vec::new();
+        for origin in origins {
+            let zone = catalog.get(&origin);
+            let loaded = files.loaded_at(&origin);
+            let secondary = self.secondaries.contains(&origin);
+            if zone.is_none() && loaded.is_none() && !secondary {
+                unknown.push(format!("unknown zone {origin}: not configured"));
+                continue;
+            }
+            let mut row = json!({
+                "zone": origin.to_string(),
+                "role": if secondary { "secondary" } else { "primary" },
+                "serial": zone.map(|z| z.serial()),
+                "served": zone.is_some(),
+                "loaded_at": loaded.flatten().map(unix_seconds),
+            });
+            if let Some(report) = reports.iter().find(|r| r.origin.to_lowercase() == origin) {
+                secondary_fields(&mut row, report);
+            }
+            rows.push(row);
+        }
+        if !unknown.is_empty() {
+            return Response {
+                errors: unknown,
+                ..Response::error("some zones are not known")
+            };
+        }
+        Response::ok(format!("{} zones", rows.len()), Value::Array(rows))
+    }
+
+    /// What the refresh task says of every secondary zone (none if there
+    /// is no such task, or it is gone).
+    async fn secondary_reports(&self) -> Vec<ZoneReport> {
+        let Some(refresh) = &self.refresh else {
+            return Vec::new();
+        };
+        let (reply, reports) = oneshot::channel();
+        if refresh.send(Command::Report(reply)).is_err() {
+            return Vec::new();
+        }
+        reports.await.unwrap_or_default()
+    }
+
+    /// `refresh` (an SOA check, and a transfer if newer) or, with `full`,
+    /// `retransfer` (AXFR) of `zone`, waiting until it is done.
+    async fn check_now(&self, zone: &Name, full: bool) -> Response {
+        let (Some(refresh), true) = (&self.refresh, self.secondaries.contains(zone)) else {
+            return Response::error(format!("{zone} is not a secondary zone"));
+        };
+        let (done, result) = oneshot::channel();
+        let command = Command::CheckNow {
+            origin: zone.clone(),
+            full,
+            done,
+        };
+        if refresh.send(command).is_err() {
+            return Response::error("the refresh task has stopped");
+        }
+        let what = if full { "transferred" } else { "checked" };
+        let result: CheckResult = result
+            .await
+            .unwrap_or_else(|_| Err(format!("{zone} was removed meanwhile")));
+        match result {
+            Ok(serial) => Response::ok(
+                format!(
+                    "{zone} {what}: serial {}",
+                    serial.map_or("none".into(), |s| s.to_string())
+                ),
+                json!({ "zone": zone.to_string(), "serial": serial }),
+            ),
+            Err(why) => Response {
+                errors: vec![why],
+                ..Response::error(format!("{zone}: not {what}"))
+            },
+        }
+    }
+
+    /// Sends NOTIFY for `zone` to its secondaries and waits for each.
+    async fn notify(&self, zone: &Name) -> Response {
+        let Some(served) = self.catalog.load().get(zone).cloned() else {
+            return Response::error(format!("unknown zone {zone}: not served"));
+        };
+        let outcomes = self.transfers.notify_now(&served).await;
+        if outcomes.is_empty() {
+            return Response::error(format!("{zone} has no notify targets configured"));
+        }
+        let mut errors = Vec::new();
+        let rows: Vec<Value> = outcomes
+            .iter()
+            .map(|(addr, outcome)| {
+                let (acknowledged, text) = match outcome {
+                    NotifyOutcome::Answered(rcode) if rcode.0 == 0 => (true, "NOERROR".into()),
+                    NotifyOutcome::Answered(rcode) => (false, format!("answered {rcode}")),
+                    NotifyOutcome::NoAnswer => (false, "no answer".into()),
+                    NotifyOutcome::Failed(why) => (false, why.clone()),
+                };
+                if !acknowledged {
+                    errors.push(format!("{addr}: {text}"));
+                }
+                json!({ "target": addr.to_string(), "acknowledged": acknowledged, "result": text })
+            })
+            .collect();
+        let sent = format!(
+            "NOTIFY for {zone} serial {}: {} of {} acknowledged",
+            served.serial(),
+            rows.len() - errors.len(),
+            rows.len()
+        );
+        Response {
+            ok: errors.is_empty(),
+            errors,
+            ..Response::ok(sent, Value::Array(rows))
+        }
+    }
+
+    /// The counters there are; with `reset`, set back to zero.
+    fn stats(&self, reset: bool) -> Response {
+        let counts = self.service.refusal_counts(reset);
+        let refusals: serde_json::Map<String, Value> = (Refusal::KIND_NAMES.iter())
+            .zip(counts)
+            .map(|(name, n)| (name.to_string(), json!(n)))
+            .collect();
+        let data = json!({
+            "refused": refusals,
+            "tcp_connections_open": self.connections.open_connections(),
+            "reset": reset,
+        });
+        let message = if reset {
+            "counters read and reset"
+        } else {
+            "counters"
+        };
+        Response::ok(message, data)
+    }
+
+    async fn reload(&self, zones: Vec<Name>, force: bool) -> Response {
+        let selection = if zones.is_empty() {
+            Selection { zones: None, force }
+        } else {
+            if let Err(errors) = self.reloadable(&zones) {
+                return Response {
+                    errors,
+                    ..Response::error("nothing reloaded")
+                };
+            }
+            Selection {
+                zones: Some(zones.into_iter().collect()),
+                force,
+            }
+        };
+        let asked_by = "control socket";
+        let (outcome, took) = reload(
+            &self.catalog,
+            &self.files,
+            &self.transfers,
+            asked_by,
+            selection,
+        )
+        .await;
+        let summary = format!("reloaded in {} ms: {}", took.as_millis(), outcome.summary());
+        let data = json!({
+            "loaded": outcome.loaded,
+            "unchanged": outcome.unchanged,
+            "failed": outcome.failed,
+            "removed": outcome.removed,
+            "milliseconds": took.as_millis() as u64,
+        });
+        Response {
+            ok: outcome.is_ok(),
+            errors: outcome.errors,
+            ..Response::ok(summary, data)
+        }
+    }
+
+    /// Every zone named has a file to read: not unknown, not a secondary.
+    fn reloadable(&self, zones: &[Name]) -> Result<(), Vec<String>> {
+        let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        let errors: Vec<String> = zones
+            .iter()
+            .filter_map(|origin| {
+                if self.secondaries.contains(origin) {
+                    Some(format!(
+                        "{origin} is a secondary zone: it has no file to reload"
+                    ))
+                } else if files.loaded_at(origin).is_none() {
+                    Some(format!("unknown zone {origin}: not configured"))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// The zone names of a request, lower-cased, or what is wrong with one.
+fn parse_zones(names: &[String]) -> Result<Vec<Name>, String> {
+    names
+        .iter()
+        .map(|n| {
+            Name::parse(n)
+                .map(|name| name.to_lowercase())
+                .map_err(|e| format!("zone name '{n}': {e}"))
+        })
+        .collect()
+}
+
+/// The refresh task's view of a secondary zone, added to its row.
+fn secondary_fields(row: &mut Value, report: &ZoneReport) {
+    let primaries: Vec<Value> = (report.primaries.iter())
+        .map(|p| {
+            json!({
+                "address": p.addr.to_string(),
+                "tsig_key": p.key.as_ref().map(Name::to_string),
+                "reachable": p.reachable,
+                "backoff_until": p.backoff_until.map(unix_seconds),
+                "last_error": p.last_error,
+            })
+        })
+        .collect();
+    let fields = json!({
+        "transferred_at": report.transferred_at.map(unix_seconds),
+        "next_refresh": report.next_check.map(unix_seconds),
+        "expire_at": report.expire_at.map(unix_seconds),
+        "failures": report.failures,
+        "last_error": report.last_error,
+        "primaries": primaries,
+    });
+    if let (Value::Object(row), Value::Object(fields)) = (row, fields) {
+        row.extend(fields);
+    }
+}
+
+fn unix_seconds(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}

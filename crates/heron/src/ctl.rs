@@ -1,0 +1,437 @@
+//! `heron ctl`: the client side of the control socket. Each command waits
+//! for the server to have done it, prints the result (a table, or the
+//! server's JSON with `--json`), and exits 0 if it was done, 1 if the
+//! server says it failed (with the reason), 2 if the server cannot be
+//! reached or does not answer in time.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+
+use crate::ControlArgs;
+use crate::control::{self, Request, Response};
+
+#[derive(Args)]
+pub struct CtlArgs {
+    #[command(flatten)]
+    pub target: ControlArgs,
+    /// Print the server's response as one line of JSON (for scripts)
+    /// instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Seconds to wait for the server's answer, connecting included.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, global = true)]
+    pub timeout: u64,
+    #[command(subcommand)]
+    pub command: CtlCommand,
+}
+
+#[derive(Subcommand)]
+pub enum CtlCommand {
+    /// Version, uptime, zones by role, listeners, workers, TLS and XDP.
+    Status,
+    /// Per zone: role, serial, and when its file was last loaded; for
+    /// secondary zones also when it was last transferred, the next
+    /// refresh and the expiry, the last error, and per primary whether
+    /// it answered, its back-off, its last error and TSIG key.
+    /// Exits 1 if a zone named is not configured.
+    ZoneStatus {
+        /// The zones to show (default: all).
+        zones: Vec<String>,
+    },
+    /// Re-read changed zone files (and, with no zone named, the
+    /// configuration's zone list), and wait until they are served.
+    /// Exits 1 if a zone failed to load (its previous version keeps
+    /// serving) or a zone named has no file.
+    Reload {
+        /// The zones to re-read (default: all).
+        zones: Vec<String>,
+        /// Read the files even if they look unchanged.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Transfer a secondary zone in full (AXFR) now, and wait until it is
+    /// served. Exits 1 if no primary gave it (with each reason).
+    Retransfer {
+        /// The secondary zone.
+        zone: String,
+    },
+    /// Ask a secondary zone's primaries for their serial now, and
+    /// transfer the zone if theirs is newer; waits until done.
+    Refresh {
+        /// The secondary zone.
+        zone: String,
+    },
+    /// Send NOTIFY for a zone to its secondaries (its `notify` targets)
+    /// now, and wait for each to answer. Exits 1 if one did not
+    /// acknowledge it.
+    Notify {
+        /// The zone.
+        zone: String,
+    },
+    /// The server's counters: requests refused by reason (bad TSIG,
+    /// transfer or NOTIFY not allowed, ...) and TCP connections open.
+    Stats {
+        /// Set the counters back to zero (the values shown are those
+        /// before).
+        #[arg(long)]
+        reset: bool,
+    },
+    /// Shut the server down cleanly, and wait until its process is gone.
+    /// Exits 1 if it is still there when the timeout runs out.
+    Stop,
+}
+
+impl CtlCommand {
+    fn request(&self) -> Request {
+        match self {
+            CtlCommand::Status => Request::new("status"),
+            CtlCommand::ZoneStatus { zones } => Request {
+                zones: zones.clone(),
+                ..Request::new("zone-status")
+            },
+            CtlCommand::Reload { zones, force } => Request {
+                zones: zones.clone(),
+                force: *force,
+                ..Request::new("reload")
+            },
+            CtlCommand::Retransfer { zone } => one_zone("retransfer", zone),
+            CtlCommand::Refresh { zone } => one_zone("refresh", zone),
+            CtlCommand::Notify { zone } => one_zone("notify", zone),
+            CtlCommand::Stats { reset } => Request {
+                reset: *reset,
+                ..Request::new("stats")
+            },
+            CtlCommand::Stop => Request::new("stop"),
+        }
+    }
+}
+
+fn one_zone(command: &str, zone: &str) -> Request {
+    Request {
+        zones: vec![zone.into()],
+        ..Request::new(command)
+    }
+}
+
+pub fn run(args: CtlArgs) -> ExitCode {
+    let path = match args.target.socket() {
+        Ok(path) => path,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let wait = Duration::from_secs(args.timeout);
+    let started = Instant::now();
+    let response = match control::ask(&path, &args.command.request(), wait) {
+        Ok(response) => response,
+        Err(why) => {
+            eprintln!("{}", why.explain(&path, wait));
+            return ExitCode::from(2);
+        }
+    };
+    let mut ok = response.ok;
+    let mut response = response;
+    if ok && matches!(args.command, CtlCommand::Stop) {
+        let left = wait.saturating_sub(started.elapsed());
+        if let Err(e) = wait_until_gone(&response.data, &path, left) {
+            response = Response::error(e);
+            ok = false;
+        } else {
+            response.message = "stopped".into();
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&response).expect("serializes"));
+    } else {
+        print_human(&args.command, &response);
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Waits until the process `data.pid` is gone (the control socket cannot
+/// say so: it closes before the last transfers are written to disk).
+fn wait_until_gone(data: &Value, socket: &Path, wait: Duration) -> Result<(), String> {
+    let Some(pid) = data.get("pid").and_then(Value::as_u64) else {
+        return Err("the server did not say its process id".into());
+    };
+    let deadline = Instant::now() + wait;
+    while is_running(pid) {
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "process {pid} (control socket {}) is still running after {} s",
+                socket.display(),
+                wait.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// Whether process `pid` runs: it exists and has not exited (an exited
+/// process its parent has not reaped yet is a zombie, state `Z`).
+fn is_running(pid: u64) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name, which is in parentheses and
+    // may itself hold any character.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    !matches!(state, None | Some('Z' | 'X'))
+}
+
+fn print_human(command: &CtlCommand, response: &Response) {
+    let status = if response.ok { "ok" } else { "error" };
+    if response.message.is_empty() {
+        println!("{status}");
+    } else {
+        println!("{status}: {}", response.message);
+    }
+    response.errors.iter().for_each(|e| println!("{e}"));
+    if let CtlCommand::Notify { .. } = command {
+        print!("{}", notify_table(&response.data));
+    }
+    if !response.ok {
+        return;
+    }
+    match command {
+        CtlCommand::Status => print!("{}", status_table(&response.data)),
+        CtlCommand::ZoneStatus { .. } => {
+            print!("{}", zone_table(&response.data));
+            print!("{}", secondary_table(&response.data));
+        }
+
+        CtlCommand::Stats { .. } => print!("{}", stats_table(&response.data)),
+        _ => {}
+    }
+}
+
+fn status_table(data: &Value) -> String {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) if items.is_empty() => "-".into(),
+        Value::Array(items) => items.iter().map(text_of).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    };
+    let zones = &data["zones"];
+    let state = |part: &Value| {
+        if part["enabled"] == Value::Bool(true) {
+            format!("on ({})", text(&part["listeners"]))
+        } else {
+            "off".into()
+        }
+    };
+    let rows = [
+        ("version", text(&data["version"])),
+        ("pid", text(&data["pid"])),
+        ("uptime", format!("{} s", text(&data["uptime_seconds"]))),
+        ("primary zones", text(&zones["primary"])),
+        (
+            "secondary zones",
+            format!(
+                "{} ({} served)",
+                text(&zones["secondary"]),
+                text(&zones["secondary_served"])
+            ),
+        ),
+        ("listeners", text(&data["listeners"])),
+        ("workers", text(&data["workers"])),
+        ("tls", state(&data["tls"])),
+        ("xdp", state(&data["xdp"])),
+    ];
+    rows.iter().map(|(k, v)| format!("{k:<16} {v}\n")).collect()
+}
+
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+fn zone_table(data: &Value) -> String {
+    let rows: Vec<[String; 4]> = data
+        .as_array()
+        .map(|zones| {
+            zones
+                .iter()
+                .map(|z| {
+                    [
+                        text_of(&z["zone"]),
+                        text_of(&z["role"]),
+                        text_of(&z["serial"]),
+                        z["loaded_at"].as_u64().map_or("-".into(), format_time),
+                    ]
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    table(&["ZONE", "ROLE", "SERIAL", "LOADED"], &rows)
+}
+
+fn time_of(v: &Value) -> String {
+    v.as_u64().map_or("-".into(), format_time)
+}
+
+/// The secondary zones' timers and primaries, if there are any.
+fn secondary_table(data: &Value) -> String {
+    let zones = data.as_array().map(Vec::as_slice).unwrap_or_default();
+    let mut rows: Vec<[String; 8]> = Vec::new();
+    for z in zones.iter().filter(|z| z["role"] == "secondary") {
+        let primaries = z["primaries"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for (i, p) in primaries.iter().enumerate() {
+            let reachable = match p["reachable"].as_bool() {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "-",
+            };
+            let zone_cells = [
+                text_of(&z["zone"]),
+                time_of(&z["transferred_at"]),
+                time_of(&z["next_refresh"]),
+                time_of(&z["expire_at"]),
+            ];
+            let [zone, transferred, refresh, expire] = if i == 0 {
+                zone_cells
+            } else {
+                Default::default()
+            };
+            rows.push([
+                zone,
+                transferred,
+                refresh,
+                expire,
+                text_of(&p["address"]),
+                reachable.into(),
+                text_of(&p["tsig_key"]),
+                match p["backoff_until"].as_u64() {
+                    Some(until) => format!("backoff until {}", format_time(until)),
+                    None => text_of(&p["last_error"]),
+                },
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    let header = [
+        "SECONDARY",
+        "TRANSFERRED",
+        "NEXT REFRESH",
+        "EXPIRES",
+        "PRIMARY",
+        "UP",
+        "KEY",
+        "LAST ERROR",
+    ];
+    format!("\n{}", table(&header, &rows))
+}
+
+fn stats_table(data: &Value) -> String {
+    let mut rows: Vec<[String; 2]> = Vec::new();
+    if let Some(refused) = data["refused"].as_object() {
+        for (reason, n) in refused {
+            rows.push([format!("refused {reason}"), text_of(n)]);
+        }
+    }
+    rows.push([
+        "tcp connections open".into(),
+        text_of(&data["tcp_connections_open"]),
+    ]);
+    table(&["COUNTER", "VALUE"], &rows)
+}
+
+fn notify_table(data: &Value) -> String {
+    let targets = data.as_array().map(Vec::as_slice).unwrap_or_default();
+    if targets.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<[String; 2]> = (targets.iter())
+        .map(|t| [text_of(&t["target"]), text_of(&t["result"])])
+        .collect();
+    table(&["TARGET", "RESULT"], &rows)
+}
+
+/// Columns padded to their widest cell.
+fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = (cells.iter().zip(widths))
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        padded.join("  ").trim_end().to_string() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for row in rows {
+        out += &line(row.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+/// Seconds since the epoch as UTC `YYYY-MM-DD HH:MM:SS`.
+fn format_time(seconds: u64) -> String {
+    let (days, rest) = (seconds / 86_400, seconds % 86_400);
+    let (year, month, day) = civil_from_days(days as i64);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01
+/// (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_shown_in_utc() {
+        assert_eq!(format_time(0), "1970-01-01 00:00:00Z");
+        assert_eq!(format_time(951_782_400), "2000-02-29 00:00:00Z");
+        assert_eq!(format_time(1_795_000_000), "2026-11-18 11:06:40Z");
+    }
+
+    #[test]
+    fn tables_pad_columns_to_the_widest_cell() {
+        let rows = [["a.test".to_string(), "7".to_string()]];
+        assert_eq!(
+            table(&["ZONE", "SERIAL"], &rows),
+            "ZONE    SERIAL\na.test  7\n"
+        );
+    }
+}

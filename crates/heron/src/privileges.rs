@@ -1,0 +1,110 @@
+//! `[server] user` and `group`: whom the server becomes once its sockets
+//! are bound, and whether it can still write what it writes later.
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use heron_sys::privileges::{self, Ids};
+
+/// The ids of `user`, with `group`'s gid in place of the user's own
+/// group when one is named.
+pub fn resolve(user: &str, group: Option<&str>) -> Result<Ids, String> {
+    let mut ids = privileges::user(user).map_err(|e| format!("user '{user}': {e}"))?;
+    if let Some(group) = group {
+        ids.gid = privileges::group(group).map_err(|e| format!("group '{group}': {e}"))?;
+    }
+    Ok(ids)
+}
+
+/// A warning for each folder, among those of `files`, that the user of
+/// `ids` can not write: the server writes kept copies of secondary zones,
+/// journals and its control socket there after it dropped root (by
+/// renaming a new file into place, which needs the folder, not the file).
+pub fn unwritable_folders<'a>(files: impl IntoIterator<Item = &'a Path>, ids: Ids) -> Vec<String> {
+    let folders: BTreeSet<&Path> = files
+        .into_iter()
+        .map(|f| {
+            f.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+        })
+        .collect();
+    folders
+        .into_iter()
+        .filter(|folder| !writable_by(folder, ids))
+        .map(|folder| {
+            format!(
+                "{} is not writable by uid {} (the [server] user): the files Heron writes \
+                 there after dropping root (kept copies, journals, the control socket) would \
+                 fail; make the folder belong to that user",
+                folder.display(),
+                ids.uid
+            )
+        })
+        .collect()
+}
+
+/// Whether the owner, group or other write bit of `folder` lets `ids`
+/// write it (a folder that does not exist yet does not).
+fn writable_by(folder: &Path, ids: Ids) -> bool {
+    let Ok(meta) = std::fs::metadata(folder) else {
+        return false;
+    };
+    let mode = meta.mode();
+    (meta.uid() == ids.uid && mode & 0o200 != 0)
+        || (meta.gid() == ids.gid && mode & 0o020 != 0)
+        || mode & 0o002 != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn folders_the_user_cannot_write_are_named_once() {
+        let dir = std::env::temp_dir().join(format!("heron-privileges-{}", std::process::id()));
+        let (open, closed) = (dir.join("open"), dir.join("closed"));
+        for (folder, mode) in [(&open, 0o777), (&closed, 0o755)] {
+            std::fs::create_dir_all(folder).unwrap();
+            std::fs::set_permissions(folder, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        // A uid that owns neither folder.
+        let stranger = Ids {
+            uid: 4_000_000,
+            gid: 4_000_000,
+        };
+        let files = [
+            open.join("a.zone"),
+            closed.join("b.zone"),
+            closed.join("b.zone.jnl"),
+        ];
+        let warnings = unwritable_folders(files.iter().map(|f| f.as_path()), stranger);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains(&closed.display().to_string()));
+        let missing = dir.join("missing/c.zone");
+        assert_eq!(unwritable_folders([missing.as_path()], stranger).len(), 1);
+        let owner = Ids {
+            uid: std::fs::metadata(&closed).unwrap().uid(),
+            gid: 4_000_000,
+        };
+        assert!(unwritable_folders(files.iter().map(|f| f.as_path()), owner).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn unknown_users_and_groups_are_errors() {
+        assert_eq!(resolve("root", None).unwrap(), Ids { uid: 0, gid: 0 });
+        assert!(
+            resolve("no-such-user-heron", None)
+                .unwrap_err()
+                .contains("user")
+        );
+        assert!(
+            resolve("root", Some("no-such-group-heron"))
+                .unwrap_err()
+                .contains("group")
+        );
+    }
+}

@@ -1,0 +1,380 @@
+//! `heron ctl` against a running server on loopback: every command waits
+//! for the result, and a failing one exits non-zero with the reason.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use heron_testkit::process::ServerProcess;
+use serde_json::Value;
+
+fn heron() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+/// `heron ctl --socket SOCKET ARGS`: (exit code, stdout, stderr).
+fn ctl(socket: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(heron())
+        .arg("ctl")
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+/// `heron ctl ARGS --json`, which must succeed: the response's data.
+fn ctl_json(socket: &Path, args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    args.push("--json");
+    let (code, out, err) = ctl(socket, &args);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let response: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(response["ok"], Value::Bool(true), "{out}");
+    response["data"].clone()
+}
+
+fn zone_text(serial: u32, extra: &str) -> String {
+    format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n{extra}")
+}
+
+/// A server with zones a.test and b.test from files, and a control socket.
+struct Fixture {
+    server: ServerProcess,
+    dir: tempfile::TempDir,
+    socket: PathBuf,
+}
+
+impl Fixture {
+    fn start() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("heron.sock");
+        for zone in ["a", "b"] {
+            std::fs::write(dir.path().join(format!("{zone}.zone")), zone_text(1, "")).unwrap();
+        }
+        let (d, s) = (dir.path().to_path_buf(), socket.clone());
+        let server = ServerProcess::heron_with_config(&heron(), "a.test", move |port| {
+            format!(
+                "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
+                 [[zone]]\norigin = \"a.test\"\nfile = \"{}\"\n\
+                 [[zone]]\norigin = \"b.test\"\nfile = \"{}\"\n",
+                s.display(),
+                d.join("a.zone").display(),
+                d.join("b.zone").display()
+            )
+        });
+        Fixture {
+            server,
+            dir,
+            socket,
+        }
+    }
+
+    fn write_zone(&self, zone: &str, text: &str) {
+        // Renamed into place, and with another inode: a reload sees it.
+        let tmp = self.dir.path().join("tmp.zone");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, self.dir.path().join(format!("{zone}.zone"))).unwrap();
+    }
+
+    fn serial(&self, zone: &str) -> Value {
+        let data = ctl_json(&self.socket, &["zone-status", zone]);
+        assert_eq!(data.as_array().unwrap().len(), 1, "{data}");
+        assert_eq!(data[0]["zone"], Value::String(format!("{zone}.")), "{data}");
+        data[0]["serial"].clone()
+    }
+}
+
+#[test]
+fn zone_status_shows_serials_and_reload_of_one_zone_changes_only_it() {
+    let f = Fixture::start();
+    let all = ctl_json(&f.socket, &["zone-status"]);
+    let rows = all.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{all}");
+    for row in rows {
+        assert_eq!(row["role"], "primary", "{all}");
+        assert_eq!(row["serial"], 1, "{all}");
+        assert!(row["loaded_at"].as_u64().is_some(), "{all}");
+    }
+
+    f.write_zone("a", &zone_text(7, ""));
+    f.write_zone("b", &zone_text(8, ""));
+    let (code, out, err) = ctl(&f.socket, &["reload", "a.test"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("1 zones re-read"), "{out}");
+    assert_eq!(f.serial("a.test"), 7, "done when ctl returns");
+    assert_eq!(f.serial("b.test"), 1, "b was not asked for");
+
+    let (code, out, _) = ctl(&f.socket, &["reload"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(f.serial("b.test"), 8);
+
+    // The human-readable table has the same facts.
+    let (code, out, _) = ctl(&f.socket, &["zone-status"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("ZONE") && out.contains("SERIAL"), "{out}");
+    let a_row = out.lines().find(|l| l.starts_with("a.test.")).unwrap();
+    assert!(a_row.contains("primary") && a_row.contains(" 7 "), "{out}");
+}
+
+#[test]
+fn force_rereads_a_file_that_looks_unchanged() {
+    let f = Fixture::start();
+    let (code, out, _) = ctl(&f.socket, &["reload", "a.test"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("0 zones re-read, 1 unchanged"), "{out}");
+    let (code, out, _) = ctl(&f.socket, &["reload", "a.test", "--force"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("1 zones re-read, 0 unchanged"), "{out}");
+}
+
+#[test]
+fn failing_commands_exit_non_zero_with_the_reason() {
+    let f = Fixture::start();
+    let (code, out, _) = ctl(&f.socket, &["zone-status", "nope.test"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("unknown zone nope.test."), "{out}");
+    let (code, out, _) = ctl(&f.socket, &["reload", "nope.test"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("unknown zone nope.test."), "{out}");
+
+    f.write_zone("a", &zone_text(2, "bad A 192.0.2.300\n"));
+    let (code, out, _) = ctl(&f.socket, &["reload", "a.test"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("a.zone:5:"), "the file and line: {out}");
+    assert!(out.contains("previous version is still served"), "{out}");
+    assert_eq!(f.serial("a.test"), 1);
+
+    // The same failure for scripts: ok false, the reason in errors.
+    let (code, out, _) = ctl(&f.socket, &["reload", "a.test", "--json"]);
+    assert_eq!(code, Some(1), "{out}");
+    let response: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(response["ok"], false);
+    assert!(
+        response["errors"].to_string().contains("a.zone:5:"),
+        "{out}"
+    );
+}
+
+#[test]
+fn status_says_what_runs_and_stop_stops_the_server() {
+    let mut f = Fixture::start();
+    let status = ctl_json(&f.socket, &["status"]);
+    assert_eq!(status["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(status["zones"]["primary"], 2, "{status}");
+    assert_eq!(status["zones"]["secondary"], 0, "{status}");
+    assert_eq!(status["workers"], 1, "{status}");
+    assert_eq!(status["tls"]["enabled"], false, "{status}");
+    assert_eq!(status["xdp"]["enabled"], false, "{status}");
+    let listener = f.server.addr().to_string();
+    assert_eq!(
+        status["listeners"],
+        serde_json::json!([listener]),
+        "{status}"
+    );
+    assert_eq!(status["pid"], f.server.pid().unwrap(), "{status}");
+
+    let (code, out, err) = ctl(&f.socket, &["stop"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(out, "ok: stopped\n");
+    assert!(!f.server.is_running(), "gone when stop returns");
+    assert!(!f.socket.exists(), "the socket goes with the server");
+    let (code, _, err) = ctl(&f.socket, &["status"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("is heron serve running"), "{err}");
+}
+
+/// Polls `heron ctl zone-status ZONE --json` (bounded) until `cond` holds
+/// for the zone's row; returns that row.
+fn row_when(socket: &Path, zone: &str, cond: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..200 {
+        let row = ctl_json(socket, &["zone-status", zone])[0].clone();
+        if cond(&row) {
+            return row;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{zone} never got there");
+}
+
+/// A Heron that serves ready.test from a file and is secondary for the
+/// `secondaries` (origin, primary address) on `port`.
+fn secondary_config(
+    dir: &Path,
+    socket: &Path,
+    port: u16,
+    secondaries: &[(&str, String)],
+) -> String {
+    let ready = dir.join("ready.zone");
+    std::fs::write(&ready, zone_text(1, "")).unwrap();
+    let mut config = format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
+         [[zone]]\norigin = \"ready.test\"\nfile = \"{}\"\n",
+        socket.display(),
+        ready.display()
+    );
+    for (origin, primary) in secondaries {
+        config += &format!(
+            "[[zone]]\norigin = \"{origin}\"\nfile = \"{}\"\nprimaries = [\"{primary}\"]\n",
+            dir.join(format!("{origin}.kept")).display()
+        );
+    }
+    config
+}
+
+#[test]
+fn secondary_zones_show_their_timers_and_are_refreshed_and_retransferred_on_demand() {
+    use heron_proto::RType;
+    use heron_testkit::FakePrimary;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    let primary = FakePrimary::start(&["s.test"], 1);
+    // Nothing listens there: its checks fail.
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = nobody.local_addr().unwrap().to_string();
+    drop(nobody);
+    let secondaries = [
+        ("s.test", primary.addr().to_string()),
+        ("dead.test", dead.clone()),
+    ];
+    let port = heron_testkit::process::free_port();
+    let config = secondary_config(dir.path(), &socket, port, &secondaries);
+    let _server = ServerProcess::heron_on_port(&heron(), port, "ready.test", &config).unwrap();
+
+    let row = row_when(&socket, "s.test", |r| r["serial"] == 1);
+    assert_eq!(row["role"], "secondary", "{row}");
+    for field in ["transferred_at", "next_refresh", "expire_at"] {
+        assert!(row[field].as_u64().is_some(), "{field}: {row}");
+    }
+    assert!(
+        row["expire_at"].as_u64() > row["next_refresh"].as_u64(),
+        "{row}"
+    );
+    let up = &row["primaries"][0];
+    assert_eq!(up["address"], primary.addr().to_string(), "{row}");
+    assert_eq!(up["reachable"], true, "{row}");
+    assert_eq!(up["tsig_key"], Value::Null, "{row}");
+
+    let axfrs = primary.count(RType::AXFR);
+    let (code, out, err) = ctl(&socket, &["retransfer", "s.test"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("s.test. transferred: serial 1"), "{out}");
+    assert_eq!(
+        primary.count(RType::AXFR),
+        axfrs + 1,
+        "one AXFR, done when ctl returns"
+    );
+
+    primary.set_serial(2);
+    let (code, out, _) = ctl(&socket, &["refresh", "s.test"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("serial 2"), "{out}");
+    assert_eq!(f_serial(&socket, "s.test"), 2);
+
+    let dead_row = row_when(&socket, "dead.test", |r| r["failures"].as_u64() > Some(0));
+    assert_eq!(dead_row["serial"], Value::Null, "{dead_row}");
+    assert_eq!(dead_row["primaries"][0]["reachable"], false, "{dead_row}");
+    assert!(
+        dead_row["last_error"].as_str().unwrap().contains(&dead),
+        "{dead_row}"
+    );
+    let (code, out, _) = ctl(&socket, &["retransfer", "dead.test"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("dead.test.: not transferred") && out.contains(&dead),
+        "{out}"
+    );
+
+    let (code, out, _) = ctl(&socket, &["refresh", "ready.test"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("ready.test. is not a secondary zone"), "{out}");
+
+    // The table shows the secondary's primaries.
+    let (_, out, _) = ctl(&socket, &["zone-status", "s.test"]);
+    assert!(
+        out.contains("PRIMARY") && out.contains(&primary.addr().to_string()),
+        "{out}"
+    );
+}
+
+fn f_serial(socket: &Path, zone: &str) -> Value {
+    ctl_json(socket, &["zone-status", zone])[0]["serial"].clone()
+}
+
+#[test]
+fn notify_waits_for_each_secondary_to_answer() {
+    use heron_testkit::process::free_port;
+    let dir = tempfile::tempdir().unwrap();
+    let (primary_port, secondary_port) = (free_port(), free_port());
+    let socket = dir.path().join("primary.sock");
+    let file = dir.path().join("n.zone");
+    std::fs::write(&file, zone_text(5, "")).unwrap();
+    let primary_config = format!(
+        "[server]\nlisten = [\"127.0.0.1:{primary_port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
+         [[zone]]\norigin = \"n.test\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n\
+         notify = [\"127.0.0.1:{secondary_port}\"]\n\
+         [[zone]]\norigin = \"quiet.test\"\nfile = \"{}\"\n",
+        socket.display(),
+        file.display(),
+        file.display()
+    );
+    let _primary =
+        ServerProcess::heron_on_port(&heron(), primary_port, "n.test", &primary_config).unwrap();
+    let secondary_dir = tempfile::tempdir().unwrap();
+    let secondary_socket = secondary_dir.path().join("secondary.sock");
+    let secondaries = [("n.test", format!("127.0.0.1:{primary_port}"))];
+    let config = secondary_config(
+        secondary_dir.path(),
+        &secondary_socket,
+        secondary_port,
+        &secondaries,
+    );
+    let _secondary =
+        ServerProcess::heron_on_port(&heron(), secondary_port, "ready.test", &config).unwrap();
+    row_when(&secondary_socket, "n.test", |r| r["serial"] == 5);
+
+    let (code, out, err) = ctl(&socket, &["notify", "n.test"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("NOTIFY for n.test. serial 5: 1 of 1 acknowledged"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("127.0.0.1:{secondary_port}  NOERROR")),
+        "{out}"
+    );
+
+    let (code, out, _) = ctl(&socket, &["notify", "quiet.test"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("no notify targets"), "{out}");
+}
+
+#[test]
+fn stats_counts_refusals_and_reset_sets_them_back_to_zero() {
+    use heron_proto::{Name, RType};
+    use heron_testkit::{QueryOpts, build_query};
+    let f = Fixture::start();
+    let refused = |data: &Value| data["refused"]["axfr-over-udp"].clone();
+    assert_eq!(refused(&ctl_json(&f.socket, &["stats"])), 0);
+    let query = build_query(
+        &Name::parse("a.test").unwrap(),
+        RType::AXFR,
+        &QueryOpts::default(),
+    );
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    for _ in 0..3 {
+        udp.send_to(&query, f.server.addr()).unwrap();
+        let mut answer = [0u8; 512];
+        udp.recv_from(&mut answer).expect("an answer: the refusal");
+    }
+    assert_eq!(refused(&ctl_json(&f.socket, &["stats"])), 3);
+    let before_reset = ctl_json(&f.socket, &["stats", "--reset"]);
+    assert_eq!(refused(&before_reset), 3, "--reset shows the values before");
+    assert_eq!(refused(&ctl_json(&f.socket, &["stats"])), 0);
+    let (code, out, _) = ctl(&f.socket, &["stats"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("refused axfr-over-udp"), "{out}");
+}

@@ -1,0 +1,239 @@
+//! Issue 25's query ACLs, blackhole, NSID and EDNS EXPIRE, end to end:
+//! the `heron` binary queried with dig, kdig and raw sockets from
+//! several loopback addresses (127.0.0.1 is the test harness's own, so it
+//! is always allowed).
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use heron_proto::message::Message;
+use heron_proto::{Name, RType, Rcode};
+use heron_testkit::{
+    DigTool, EdnsOpts, QueryOpts, ServerProcess, build_query, kdig_expire, run_dig_with,
+    try_query_udp_from,
+};
+
+fn heron() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+fn edge_zone() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone")
+}
+
+/// A small zone `open.test` written next to the configuration.
+fn open_zone(dir: &Path) -> PathBuf {
+    let path = dir.join("open.test.zone");
+    std::fs::write(
+        &path,
+        "$ORIGIN open.test.\n$TTL 300\n\
+         @ IN SOA ns1 host 1 7200 3600 86400 300\n@ IN NS ns1\nns1 IN A 192.0.2.1\n",
+    )
+    .unwrap();
+    path
+}
+
+/// Allowed: 127.0.0.1 and 127.0.0.3 server-wide; open.test: 127.0.0.1,
+/// 127.0.0.2, and 127.0.0.5 signed with `nokey`. Blackholed: 127.0.0.4.
+fn acl_server() -> ServerProcess {
+    let dir = std::env::temp_dir().join(format!("heron-shield-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let open = open_zone(&dir);
+    ServerProcess::heron_with_config(&heron(), "edge.test", |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
+             allow-query = [\"127.0.0.1\", \"127.0.0.3\"]\n\
+             blackhole = [\"127.0.0.4\"]\n\
+             nsid = \"heron-ns1\"\n\
+             [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n\
+             [[zone]]\norigin = \"open.test\"\nfile = \"{}\"\n\
+             allow-query = [\"127.0.0.5/32 key nokey\", \"127.0.0.1\", \"127.0.0.2\"]\n\
+             [[key]]\nname = \"nokey\"\nalgorithm = \"hmac-sha256\"\nsecret = \"c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0\"\n",
+            edge_zone().display(),
+            open.display()
+        )
+    })
+}
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+fn edns_query(name: &str) -> Vec<u8> {
+    let opts = QueryOpts {
+        id: 99,
+        edns: Some(EdnsOpts::default()),
+        ..QueryOpts::default()
+    };
+    build_query(&Name::parse(name).unwrap(), RType::SOA, &opts)
+}
+
+/// The rcode of a UDP query for `name` SOA from `from`, or None if no
+/// answer came.
+fn udp_rcode(server: SocketAddr, from: &str, name: &str) -> Option<Rcode> {
+    let response = try_query_udp_from(ip(from), server, &edns_query(name)).ok()?;
+    Some(Message::parse(&response).unwrap().rcode())
+}
+
+/// A TCP query from `from`: the response, or None if the server closed.
+fn tcp_response(server: SocketAddr, from: &str, name: &str) -> Option<Vec<u8>> {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.bind(&SocketAddr::new(ip(from), 0).into()).unwrap();
+    socket.connect(&server.into()).unwrap();
+    let mut conn: TcpStream = socket.into();
+    conn.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let q = edns_query(name);
+    let mut framed = (q.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&q);
+    conn.write_all(&framed).ok()?;
+    let mut len = [0u8; 2];
+    conn.read_exact(&mut len).ok()?;
+    let mut body = vec![0u8; u16::from_be_bytes(len) as usize];
+    conn.read_exact(&mut body).ok()?;
+    Some(body)
+}
+
+#[test]
+fn allow_query_refuses_with_prohibited_and_blackhole_gets_nothing() {
+    let server = acl_server();
+    let addr = server.addr();
+    // Allowed, refused, and over TCP the same.
+    assert_eq!(
+        udp_rcode(addr, "127.0.0.3", "edge.test"),
+        Some(Rcode::NOERROR)
+    );
+    assert_eq!(
+        udp_rcode(addr, "127.0.0.2", "edge.test"),
+        Some(Rcode::REFUSED)
+    );
+    let refused = tcp_response(addr, "127.0.0.2", "edge.test").expect("a TCP refusal");
+    assert_eq!(Message::parse(&refused).unwrap().rcode(), Rcode::REFUSED);
+    // A zone's own list takes the server's place; its keyed rule for
+    // 127.0.0.5 is not met unsigned.
+    assert_eq!(
+        udp_rcode(addr, "127.0.0.2", "open.test"),
+        Some(Rcode::NOERROR)
+    );
+    assert_eq!(
+        udp_rcode(addr, "127.0.0.3", "open.test"),
+        Some(Rcode::REFUSED)
+    );
+    assert_eq!(
+        udp_rcode(addr, "127.0.0.5", "open.test"),
+        Some(Rcode::REFUSED)
+    );
+    // A name in no zone falls to the server-wide list.
+    assert_eq!(
+        udp_rcode(addr, "127.0.0.2", "elsewhere.example"),
+        Some(Rcode::REFUSED)
+    );
+    // Blackholed: no answer on either transport.
+    assert_eq!(udp_rcode(addr, "127.0.0.4", "open.test"), None);
+    assert!(tcp_response(addr, "127.0.0.4", "open.test").is_none());
+    // dig and kdig both see Extended DNS Error 18.
+    let dig = run_dig_with(DigTool::Dig, addr, "edge.test", "SOA", &["-b", "127.0.0.2"]);
+    let out = dig.expect_success();
+    assert!(
+        out.contains("status: REFUSED") && out.contains("EDE: 18 (Prohibited)"),
+        "{dig}"
+    );
+    // kdig sends EDNS only when told.
+    let kdig = run_dig_with(
+        DigTool::Kdig,
+        addr,
+        "edge.test",
+        "SOA",
+        &["-b", "127.0.0.2", "+edns"],
+    );
+    let out = kdig.expect_success();
+    assert!(
+        out.contains("status: REFUSED") && out.contains("EDE: 18"),
+        "{kdig}"
+    );
+    // The server still answers those allowed.
+    assert_eq!(
+        udp_rcode(addr, "127.0.0.1", "edge.test"),
+        Some(Rcode::NOERROR)
+    );
+}
+
+#[test]
+fn nsid_is_returned_to_dig_and_kdig_over_udp_and_tcp() {
+    let server = acl_server();
+    for tcp in [false, true] {
+        let mut extra = vec!["+nsid"];
+        if tcp {
+            extra.push("+tcp");
+        }
+        let dig = run_dig_with(DigTool::Dig, server.addr(), "edge.test", "SOA", &extra);
+        assert!(dig.expect_success().contains("(\"heron-ns1\")"), "{dig}");
+        let kdig = run_dig_with(DigTool::Kdig, server.addr(), "edge.test", "SOA", &extra);
+        assert!(kdig.expect_success().contains("\"heron-ns1\""), "{kdig}");
+    }
+    // Not asked, not given.
+    let dig = run_dig_with(DigTool::Dig, server.addr(), "edge.test", "SOA", &[]);
+    assert!(!dig.expect_success().contains("NSID"), "{dig}");
+}
+
+#[test]
+fn a_primary_tells_expire_the_soa_expire_on_soa_answers() {
+    let server = acl_server();
+    let addr = server.addr();
+    let soa = run_dig_with(DigTool::Kdig, addr, "open.test", "SOA", &["+expire"]);
+    assert_eq!(kdig_expire(soa.expect_success()), Some(86400), "{soa}");
+    let other = run_dig_with(DigTool::Kdig, addr, "open.test", "NS", &["+expire"]);
+    assert_eq!(kdig_expire(other.expect_success()), None, "{other}");
+    let unasked = run_dig_with(DigTool::Kdig, addr, "open.test", "SOA", &[]);
+    assert_eq!(kdig_expire(unasked.expect_success()), None, "{unasked}");
+}
+
+/// A port below 1024 free on 127.0.0.1 for both UDP and TCP.
+fn free_low_port() -> Option<u16> {
+    (900..1000).chain([53]).find(|&port| {
+        std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok()
+            && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+    })
+}
+
+/// The four ids of a `Uid:` or `Gid:` line of /proc/PID/status.
+fn status_field<'a>(status: &'a str, field: &str) -> Vec<&'a str> {
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+    line[field.len()..].split_whitespace().collect()
+}
+
+#[test]
+fn started_as_root_on_a_low_port_it_drops_to_the_user() {
+    if !heron_sys::process::is_root() {
+        eprintln!("SKIPPED: dropping privileges needs root; run the tests as root");
+        return;
+    }
+    let port = free_low_port().expect("a free port below 1024");
+    let config = format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nuser = \"nobody\"\n\
+         [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n",
+        edge_zone().display()
+    );
+    let server = ServerProcess::heron_on_port(&heron(), port, "edge.test", &config)
+        .unwrap_or_else(|log| panic!("did not start:\n{log}"));
+    let nobody = heron_sys::privileges::user("nobody").unwrap();
+    let (uid, gid) = (nobody.uid.to_string(), nobody.gid.to_string());
+    let pid = server.pid().unwrap();
+    // Every thread (UDP workers, the runtime's), not only the main one.
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+    for task in tasks {
+        let status = std::fs::read_to_string(task.unwrap().path().join("status")).unwrap();
+        assert_eq!(status_field(&status, "Uid:"), [uid.as_str(); 4], "{status}");
+        assert_eq!(status_field(&status, "Gid:"), [gid.as_str(); 4], "{status}");
+        assert_eq!(status_field(&status, "CapEff:"), ["0000000000000000"]);
+        assert_eq!(status_field(&status, "CapPrm:"), ["0000000000000000"]);
+    }
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    assert_eq!(
+        udp_rcode(addr, "127.0.0.1", "edge.test"),
+        Some(Rcode::NOERROR)
+    );
+    let over_tcp = tcp_response(addr, "127.0.0.1", "edge.test").expect("a TCP answer");
+    assert_eq!(Message::parse(&over_tcp).unwrap().rcode(), Rcode::NOERROR);
+}
