@@ -221,6 +221,10 @@ def main():
         ("notify-signed", tcp | notifier, signed(notify)),
         ("notify-stranger", udp | stranger, notify),
         ("notify-primary-zone", udp | notifier, query("edge.test", TYPES["SOA"], flags=0x2000)),
+        ("axfr-edns-refused", tcp | stranger, query("edge.test", TYPES["AXFR"], flags=0, edns=opt())),
+        ("axfr-udp-signed", udp | keyed, signed(query("edge.test", TYPES["AXFR"], flags=0, edns=opt()))),
+        ("class-any", udp | stranger, query("www.edge.test", TYPES["A"], qclass=255, edns=opt())),
+        ("class-any-signed", tcp | keyed, signed(query("nx.edge.test", TYPES["A"], qclass=255))),
     ]
     for label, pick, m in cases:
         write("processor", label, bytes([pick]) + m)

@@ -6,7 +6,8 @@
 //! inputs reach every layer. Never panics; every response parses, carries
 //! the query's ID and fits the transport; a transfer is pulled to its end,
 //! every message parsing, within 65535 octets, SOA first and last, and
-//! signed (verified as a stream) when the request verified.
+//! signed (verified as a stream) when the request verified. A request
+//! that verified is sent again and must be refused as a replay.
 #![no_main]
 
 use std::collections::HashMap;
@@ -14,9 +15,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
-use heron_proto::message::{Header, Message, flags};
-use heron_proto::tsig::{self, Algorithm, Key, ResponseVerifier};
-use heron_proto::{Name, RType};
+use heron_proto::message::{Header, Message, flags, parse_query};
+use heron_proto::tsig::{self, Algorithm, Key, ResponseVerifier, TsigError};
+use heron_proto::{Name, RType, Rcode};
 use heron_server::processor::{Outcome, Processor, Request, Transport};
 use heron_xfr::acl::{Acl, Rule};
 use heron_xfr::primary::{Primary, ZonePolicy};
@@ -118,7 +119,25 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(first, last, "a transfer ends with the SOA it began with");
         }
     }
+    check_replay(&req);
 });
+
+/// A signed request that verified, sent again, is a replay (the cache
+/// remembers it whether this input or an earlier one sent it first):
+/// NOTAUTH with a signed BADTIME.
+fn check_replay(req: &Request) {
+    let verified = tsig::verify_request(req.bytes, &*keys(), NOW).ok().flatten();
+    let (Some(v), Ok(_)) = (verified, parse_query(req.bytes)) else {
+        return;
+    };
+    let mut out = Vec::new();
+    let outcome = processor().process(req, &mut out, &mut Vec::new());
+    assert!(matches!(outcome, Outcome::Response), "a replay is refused: {outcome:?}");
+    let m = check_message(req.bytes, &out);
+    assert_eq!(m.rcode(), Rcode::NOTAUTH);
+    let mut verifier = ResponseVerifier::new(&v.key, v.mac);
+    assert_eq!(verifier.verify(&out, NOW), Err(TsigError::BadTime));
+}
 
 /// A response to `query` parses, carries its ID and fits a TCP message.
 fn check_message(query: &[u8], response: &[u8]) -> Message {

@@ -36,8 +36,7 @@
 //!   must still accept up to 99 unsigned messages between signed ones.
 //!   [`ResponseSigner::pass_unsigned`] makes such a stream (for tests and
 //!   for old-style peers); [`ResponseVerifier`] accepts one.
-//! * The replay cache of 5.2.3 (reject a Time Signed older than the last
-//!   one seen for the key) is the caller's: this module keeps no state
+//! * Replay protection (5.2.3) is the caller's: this module keeps no state
 //!   between requests.
 
 use std::fmt;
@@ -535,6 +534,9 @@ pub struct Verified {
     /// response's digest starts with it.
     pub mac: Vec<u8>,
     pub time_signed: u64,
+    /// The request's fudge: after `time_signed + fudge` the time check
+    /// refuses it, so a replay cache need not remember it longer.
+    pub fudge: u16,
 }
 
 /// Why a signed request was refused, with what the error response's TSIG
@@ -645,6 +647,7 @@ fn verify_found<K: KeyRing + ?Sized>(
         key: key.clone(),
         mac: tsig.mac,
         time_signed: tsig.time_signed,
+        fudge: tsig.fudge,
     })
 }
 

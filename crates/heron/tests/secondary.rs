@@ -913,10 +913,11 @@ fn a_notify_from_an_address_outside_allow_notify_is_refused_and_logged() {
     assert_eq!(notify_from(friend, sec, zone, None), Rcode::NOERROR);
     assert_eq!(notify_from(stranger, sec, zone, None), Rcode::REFUSED);
     assert_eq!(notify_from(LOCALHOST, sec, zone, None), Rcode::REFUSED);
+    // One line per reason per 10 s: the first refusal is told, the
+    // second only counted (`serve.rs` tests the count).
     let log = heron.log();
-    for who in [stranger, LOCALHOST] {
-        assert!(log.contains(&refused(who)), "{who}: {log}");
-    }
+    assert!(log.contains(&refused(stranger)), "{log}");
+    assert!(!log.contains(&refused(LOCALHOST)), "{log}");
 }
 
 /// A primary of 200 zones that hangs up on every connection is left

@@ -1027,3 +1027,61 @@ fn a_large_zone_is_answered_from_huge_pages() {
     let m = parse(&try_query_udp(server.addr(), &asked).unwrap());
     assert_eq!(m.answers[0].rdata, b"\x05added");
 }
+
+/// Issue 24 item 4: refusals come from the network (UDP sources are
+/// spoofable), so they are logged once per reason per interval with a
+/// count of the rest, never once each.
+#[test]
+fn a_flood_of_refusals_writes_a_few_log_lines_that_count_it() {
+    let server = ServerProcess::heron(&heron(), &[("edge.test.", data(EDGE))]);
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.connect(server.addr()).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let exchange = |qtype: RType, id: u16| {
+        sock.send(&query("edge.test", qtype, id)).unwrap();
+        let mut buf = [0u8; 512];
+        let n = sock.recv(&mut buf).expect("an answer to each refusal");
+        Rcode(parse(&buf[..n]).header.rcode())
+    };
+    let started = Instant::now();
+    const FLOOD: u64 = 10_000;
+    for i in 0..FLOOD {
+        assert_eq!(exchange(RType::AXFR, i as u16), Rcode::NOTIMP);
+    }
+    assert_eq!(exchange(RType::IXFR, 1), Rcode::REFUSED, "another reason");
+    let flood_secs = started.elapsed().as_secs();
+    // One more once the interval is over: its line tells the rest.
+    std::thread::sleep(Duration::from_millis(10_500));
+    assert_eq!(exchange(RType::AXFR, 2), Rcode::NOTIMP);
+    let lines = |log: &str, what: &str| -> Vec<String> {
+        log.lines()
+            .filter(|l| l.contains(what))
+            .map(str::to_string)
+            .collect()
+    };
+    let mut axfr = Vec::new();
+    assert!(
+        eventually(|| {
+            axfr = lines(&server.log(), "AXFR over UDP");
+            axfr.last().is_some_and(|l| l.contains("more like it"))
+        }),
+        "{}",
+        server.log()
+    );
+    // "… (and N more like it in the last S s)"
+    let counted: u64 = axfr
+        .iter()
+        .filter_map(|l| {
+            l.split("(and ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    assert_eq!(counted + axfr.len() as u64, FLOOD + 1, "{axfr:#?}");
+    // A line to open each 10 s of the flood, and the one after it.
+    assert!(axfr.len() as u64 <= flood_secs / 10 + 2, "{axfr:#?}");
+    assert_eq!(lines(&server.log(), "transfer (").len(), 1);
+}

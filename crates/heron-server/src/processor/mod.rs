@@ -26,7 +26,8 @@
 //!    without one the fast path pays a single branch.
 //! 3. [`tsig`]: the signature is verified at the position `parse` found
 //!    (the message is not walked again); a failure is NOTAUTH with the
-//!    TSIG error. The verified key is carried to `sign`.
+//!    TSIG error, and so is a copy of a request answered already
+//!    ([`replay`]: BADTIME). The verified key is carried to `sign`.
 //! 4. [`cookies`], then response rate limiting: after TSIG (a signed
 //!    request is not rate limited as an anonymous one). The cookie layer
 //!    decides before any answer is built (FORMERR, BADCOOKIE) and appends
@@ -56,9 +57,11 @@
 mod acl;
 mod answer;
 pub mod cookies;
+pub mod log_limit;
 mod notify;
 mod options;
 mod parse;
+pub mod replay;
 mod sign;
 mod size;
 pub mod transfer;
@@ -85,7 +88,9 @@ use crate::SharedCatalog;
 use acl::Admission;
 pub use acl::QueryPolicy;
 use cookies::{Cookies, Step};
+use log_limit::{LOG_INTERVAL, LogLimiter};
 pub use options::ExpiryDeadlines;
+use replay::ReplayCache;
 pub use transfer::{Messages, Transfer};
 
 /// How a query arrived.
@@ -152,6 +157,8 @@ pub struct NotifyReceived {
 pub enum Refusal {
     /// The TSIG did not verify (NOTAUTH with the TSIG error).
     Tsig,
+    /// A signed request seen already (NOTAUTH, BADTIME, signed).
+    TsigReplay,
     AxfrOverUdp,
     /// A transfer of a zone we do not serve (NOTAUTH).
     ZoneNotServed,
@@ -186,7 +193,7 @@ pub enum Screened {
 
 impl Refusal {
     /// How many kinds there are, for counters indexed by [`Refusal::kind`].
-    pub const KINDS: usize = 8;
+    pub const KINDS: usize = 9;
 
     /// A name for each kind, in the order of [`Refusal::kind`].
     pub const KIND_NAMES: [&'static str; Refusal::KINDS] = [
@@ -198,6 +205,7 @@ impl Refusal {
         "not-secondary",
         "notify-denied",
         "query-denied",
+        "tsig-replay",
     ];
 
     /// A number below [`Refusal::KINDS`], one per variant (the reason a
@@ -212,17 +220,34 @@ impl Refusal {
             Refusal::NotSecondary => 5,
             Refusal::NotifyDenied(_) => 6,
             Refusal::QueryDenied(_) => 7,
+            Refusal::TsigReplay => 8,
+        }
+    }
+
+    /// Reasons the log tells apart: the kinds, and a list's two ways to
+    /// deny (address, key) apart, each of which an operator acts on.
+    const LOG_REASONS: usize = Refusal::KINDS + 2;
+
+    fn log_reason(self) -> usize {
+        match self {
+            Refusal::TransferDenied(Denied::Key) => Refusal::KINDS,
+            Refusal::NotifyDenied(Denied::Key) => Refusal::KINDS + 1,
+            _ => self.kind(),
         }
     }
 
     fn rcode(self) -> Rcode {
         match self {
-            Refusal::Tsig | Refusal::ZoneNotServed | Refusal::NotSecondary => Rcode::NOTAUTH,
+            Refusal::Tsig
+            | Refusal::TsigReplay
+            | Refusal::ZoneNotServed
+            | Refusal::NotSecondary => Rcode::NOTAUTH,
             Refusal::IxfrWithoutSoa => Rcode::FORMERR,
-            Refusal::AxfrOverUdp
-            | Refusal::TransferDenied(_)
-            | Refusal::NotifyDenied(_)
-            | Refusal::QueryDenied(_) => Rcode::REFUSED,
+            // As NSD and Knot: AXFR needs a stream (RFC 5936 4.2).
+            Refusal::AxfrOverUdp => Rcode::NOTIMP,
+            Refusal::TransferDenied(_) | Refusal::NotifyDenied(_) | Refusal::QueryDenied(_) => {
+                Rcode::REFUSED
+            }
         }
     }
 }
@@ -231,6 +256,7 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Refusal::Tsig => f.write_str("TSIG check failed"),
+            Refusal::TsigReplay => f.write_str("signed request replayed"),
             Refusal::AxfrOverUdp => f.write_str("AXFR over UDP"),
             Refusal::ZoneNotServed => f.write_str("transfer of a zone not served"),
             Refusal::TransferDenied(why) => write!(f, "transfer ({why})"),
@@ -252,6 +278,10 @@ pub struct Processor {
     /// accepted for these only. Shared, as a reload or a catalog zone
     /// changes them while queries are answered.
     secondaries: SharedOrigins,
+    /// Signed requests answered already, to refuse their copies.
+    replays: ReplayCache,
+    /// One warning per kind of refusal per [`LOG_INTERVAL`].
+    log: LogLimiter<{ Refusal::LOG_REASONS }>,
     /// Held only when something is configured (the fast path's branch).
     query_policy: Option<Box<QueryPolicy>>,
     /// This server's NSID (RFC 5001), if configured.
@@ -269,6 +299,7 @@ pub type SharedOrigins = Arc<arc_swap::ArcSwap<HashSet<Name>>>;
 struct Deferred<'a> {
     req: &'a Request<'a>,
     q: &'a Query,
+    config: &'a AnswerConfig,
     /// Set by the `tsig` layer when the request was signed and verified.
     signed: Option<Verified>,
 }
@@ -284,9 +315,16 @@ impl Deferred<'_> {
         self.signed.as_ref().map_or(0, |v| v.key.rr_len())
     }
 
-    /// The header and question with `rcode`; AA if `authoritative`.
+    /// The header and question with `rcode`; AA if `authoritative`; an
+    /// OPT record if the query had one (RFC 6891 6.1.1: a responder MUST).
     fn header_response(&self, rcode: Rcode, authoritative: bool, out: &mut Vec<u8>) {
         header_response(out, &self.q.header, self.question(), rcode, authoritative);
+        if let Some(edns) = self.q.edns {
+            let payload = self.config.max_udp_payload;
+            out.extend_from_slice(&opt_record(payload, rcode.0, edns.do_bit));
+            let arcount = u16::from_be_bytes([out[10], out[11]]) + 1;
+            out[10..12].copy_from_slice(&arcount.to_be_bytes());
+        }
     }
 }
 
@@ -306,6 +344,8 @@ impl Processor {
             keys,
             primary,
             secondaries: SharedOrigins::default(),
+            replays: ReplayCache::new(replay::DEFAULT_CAPACITY),
+            log: LogLimiter::new(LOG_INTERVAL),
             query_policy: None,
             nsid: None,
             expiry: Arc::default(),
@@ -371,9 +411,10 @@ impl Processor {
                 let d = Deferred {
                     req,
                     q,
+                    config: &self.config,
                     signed: None,
                 };
-                refuse(&d, Refusal::QueryDenied(why), out, events);
+                self.refuse(&d, Refusal::QueryDenied(why), out, events);
                 Screened::Refused
             }
         }
@@ -478,13 +519,18 @@ impl Processor {
         let mut d = Deferred {
             req,
             q,
+            config: &self.config,
             signed: None,
         };
-        match tsig::verify(&self.keys, &d) {
+        match tsig::verify(&self.keys, &self.replays, &d) {
             Ok(signed) => d.signed = signed,
-            Err(failure) => {
+            Err((failure, refusal)) => {
                 tsig::error_response(&self.keys, &d, &failure, out);
-                events.push(Event::Refused(Refusal::Tsig));
+                self.warn_limited(refusal, req.now, || {
+                    // Displays as "error (key NAME)".
+                    format!("{refusal} for a query from {}: {failure}", req.peer)
+                });
+                events.push(Event::Refused(refusal));
                 return Outcome::Response;
             }
         }
@@ -529,41 +575,50 @@ impl Processor {
             }
         };
         result.unwrap_or_else(|refusal| {
-            refuse(d, refusal, out, events);
+            self.refuse(d, refusal, out, events);
             Outcome::Response
         })
     }
+
+    /// Writes the error response a refusal gets, logs and counts it.
+    fn refuse(&self, d: &Deferred, refusal: Refusal, out: &mut Vec<u8>, events: &mut Vec<Event>) {
+        let rcode = refusal.rcode();
+        if let Refusal::QueryDenied(_) = refusal {
+            // As common as queries can be: not worth a warning each.
+            tracing::debug!("{refusal} from {} refused", d.req.peer);
+        } else {
+            self.warn_limited(refusal, d.req.now, || {
+                let qname = d.q.qname_lower.to_name();
+                format!(
+                    "{refusal} from {} for {qname} refused ({rcode})",
+                    d.req.peer
+                )
+            });
+        }
+        d.header_response(rcode, false, out);
+        if let Refusal::QueryDenied(_) = refusal {
+            prohibited(d, out);
+        }
+        events.push(Event::Refused(refusal));
+    }
+
+    /// A warning about a refusal, unless one of its kind was written less
+    /// than [`LOG_INTERVAL`] ago (the network must not write our log).
+    fn warn_limited(&self, refusal: Refusal, now: u64, line: impl FnOnce() -> String) {
+        if let Some(due) = self.log.admit(refusal.log_reason(), now) {
+            tracing::warn!("{}{}", line(), due.tail());
+        }
+    }
 }
 
-/// Writes the error response a refusal gets, logs and counts it.
-fn refuse(d: &Deferred, refusal: Refusal, out: &mut Vec<u8>, events: &mut Vec<Event>) {
-    let rcode = refusal.rcode();
-    if let Refusal::QueryDenied(_) = refusal {
-        // As common as queries can be: not worth a warning each.
-        tracing::debug!("{refusal} from {} refused", d.req.peer);
-    } else {
-        tracing::warn!(
-            "{refusal} from {} for {} refused ({rcode})",
-            d.req.peer,
-            d.q.qname_lower.to_name()
-        );
-    }
-    d.header_response(rcode, false, out);
-    if let Refusal::QueryDenied(_) = refusal {
-        prohibited(d, out);
-    }
-    events.push(Event::Refused(refusal));
-}
-
-/// Extended DNS Error 18 (Prohibited, RFC 8914 4.19) in an OPT record
-/// after a header-only refusal, for a query that had EDNS.
+/// Extended DNS Error 18 (Prohibited, RFC 8914 4.19) in the OPT record
+/// `Deferred::header_response` ended a refusal with, for a query that
+/// had EDNS.
 fn prohibited(d: &Deferred, out: &mut Vec<u8>) {
     const PROHIBITED: u16 = 18;
-    const ARCOUNT_LOW: usize = 11;
-    let Some(edns) = d.q.edns else { return };
-    // The size we take; a refusal is never near it.
-    out.extend_from_slice(&opt_record(1232, 0, edns.do_bit));
-    out[ARCOUNT_LOW] = 1;
+    if d.q.edns.is_none() {
+        return;
+    }
     if let Some(mut w) = OptionWriter::after_bare_opt(out, u16::MAX as usize) {
         let _ = w.extended_error(PROHIBITED, "");
     }

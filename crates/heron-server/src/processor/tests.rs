@@ -176,8 +176,11 @@ fn malformed_queries_get_formerr_and_responses_nothing() {
 #[test]
 fn a_signed_query_gets_a_signed_answer() {
     let p = processor();
-    let (q, mac) = signed(query("ns.p.test", RType::A, Opcode::QUERY), &key());
-    for transport in [Transport::Udp, Transport::Tcp] {
+    for (id, transport) in [Transport::Udp, Transport::Tcp].into_iter().enumerate() {
+        // Another ID for each: the same signed bytes twice are a replay.
+        let mut q = query("ns.p.test", RType::A, Opcode::QUERY);
+        q[1] = id as u8;
+        let (q, mac) = signed(q, &key());
         let (m, out, events) = response(process(&p, &q, "192.0.2.9", transport));
         assert_eq!(m.rcode(), Rcode::NOERROR);
         assert_eq!(m.answers.len(), 1);
@@ -248,8 +251,90 @@ fn axfr_is_refused_by_the_acl() {
     let (m, _, _) = response(process(&p, &other, "127.0.0.3", Transport::Tcp));
     assert_eq!(m.rcode(), Rcode::NOTAUTH);
     let (m, _, events) = response(process(&p, &axfr, "127.0.0.3", Transport::Udp));
-    assert_eq!(m.rcode(), Rcode::REFUSED);
+    assert_eq!(m.rcode(), Rcode::NOTIMP, "as NSD and Knot");
     assert_eq!(events, [Event::Refused(Refusal::AxfrOverUdp)]);
+}
+
+/// `m` with an OPT record (payload 1232, DO as given) in the additional
+/// section.
+fn with_bare_opt(mut m: Vec<u8>, do_bit: bool) -> Vec<u8> {
+    m[11] += 1;
+    m.extend_from_slice(&heron_proto::edns::opt_record(1232, 0, do_bit));
+    m
+}
+
+#[test]
+fn a_refused_transfer_echoes_opt_and_is_not_authoritative() {
+    let p = processor();
+    for qtype in [RType::AXFR, RType::IXFR] {
+        let q = with_bare_opt(with_soa(query("p.test", qtype, Opcode::QUERY), 8, 1), true);
+        for transport in [Transport::Udp, Transport::Tcp] {
+            let (m, _, _) = response(process(&p, &q, "192.0.2.9", transport));
+            assert_ne!(m.rcode(), Rcode::NOERROR, "{qtype} over {transport:?}");
+            assert!(!m.header.has(flags::AA), "{qtype} over {transport:?}");
+            let edns = m.edns.expect("RFC 6891 6.1.1: OPT in, OPT out");
+            assert!(edns.do_bit);
+        }
+    }
+    // Without OPT in the query, none in the refusal.
+    let q = query("p.test", RType::AXFR, Opcode::QUERY);
+    let (m, _, _) = response(process(&p, &q, "192.0.2.9", Transport::Tcp));
+    assert!(m.edns.is_none());
+}
+
+#[test]
+fn every_error_to_a_signed_valid_request_is_signed() {
+    let p = processor();
+    let opt_axfr = with_bare_opt(query("p.test", RType::AXFR, Opcode::QUERY), false);
+    let cases = [
+        // AXFR over UDP, allowed address: NOTIMP.
+        (opt_axfr.clone(), "127.0.0.2", Transport::Udp, Rcode::NOTIMP),
+        // No rule for the address.
+        (opt_axfr, "192.0.2.9", Transport::Tcp, Rcode::REFUSED),
+        // A zone we do not serve.
+        (
+            query("other.test", RType::AXFR, Opcode::QUERY),
+            "127.0.0.2",
+            Transport::Tcp,
+            Rcode::NOTAUTH,
+        ),
+        // IXFR without the client's SOA.
+        (
+            query("p.test", RType::IXFR, Opcode::QUERY),
+            "127.0.0.2",
+            Transport::Tcp,
+            Rcode::FORMERR,
+        ),
+        // NOTIFY for a zone we are not secondary for.
+        (
+            query("p.test", RType::SOA, Opcode::NOTIFY),
+            "127.0.0.4",
+            Transport::Udp,
+            Rcode::NOTAUTH,
+        ),
+        // NOTIFY from an address not allowed.
+        (
+            query("s.test", RType::SOA, Opcode::NOTIFY),
+            "192.0.2.9",
+            Transport::Udp,
+            Rcode::REFUSED,
+        ),
+        // A query for a zone we do not serve.
+        (
+            query("other.test", RType::A, Opcode::QUERY),
+            "192.0.2.9",
+            Transport::Udp,
+            Rcode::REFUSED,
+        ),
+    ];
+    for (id, (mut q, from, transport, rcode)) in cases.into_iter().enumerate() {
+        q[1] = id as u8; // not a replay of the one before
+        let (q, mac) = signed(q, &key());
+        let (m, out, _) = response(process(&p, &q, from, transport));
+        assert_eq!(m.rcode(), rcode, "{from} {transport:?}");
+        let verified = ResponseVerifier::new(&key(), mac).verify(&out, NOW);
+        assert_eq!(verified, Ok(()), "{rcode} to {from} over {transport:?}");
+    }
 }
 
 /// Every record of the zone as text, sorted, the SOA once.
@@ -431,6 +516,51 @@ fn the_processor_is_shared_by_all_workers() {
     shared::<Transfer>();
 }
 
+#[test]
+fn a_signed_request_replayed_is_answered_once() {
+    let p = processor();
+    let (axfr, mac) = signed(query("p.test", RType::AXFR, Opcode::QUERY), &key());
+    let (outcome, _, events) = process(&p, &axfr, "127.0.0.2", Transport::Tcp);
+    assert!(matches!(outcome, Outcome::Transfer(_)), "{outcome:?}");
+    assert!(events.is_empty());
+    // The same bytes again, from anywhere, over any transport: BADTIME,
+    // signed (RFC 8945 5.2.3), and no transfer.
+    for (from, transport) in [("127.0.0.2", Transport::Tcp), ("192.0.2.9", Transport::Udp)] {
+        let (m, out, events) = response(process(&p, &axfr, from, transport));
+        assert_eq!(m.rcode(), Rcode::NOTAUTH);
+        assert!(m.answers.is_empty());
+        let verified = ResponseVerifier::new(&key(), mac.clone()).verify(&out, NOW);
+        assert_eq!(verified, Err(TsigError::BadTime), "signed, with the error");
+        assert_eq!(events, [Event::Refused(Refusal::TsigReplay)]);
+    }
+    // A query signed the same second, and the same query signed later.
+    let (soa, soa_mac) = signed(query("p.test", RType::SOA, Opcode::QUERY), &key());
+    let (m, out, _) = response(process(&p, &soa, "192.0.2.9", Transport::Udp));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+    assert_eq!(
+        ResponseVerifier::new(&key(), soa_mac).verify(&out, NOW),
+        Ok(())
+    );
+    let mut again = query("p.test", RType::AXFR, Opcode::QUERY);
+    let later = tsig::sign_request(&mut again, &key(), NOW + 1, tsig::DEFAULT_FUDGE);
+    let req = Request {
+        bytes: &again,
+        peer: peer("127.0.0.2"),
+        transport: Transport::Tcp,
+        now: NOW + 1,
+    };
+    let outcome = p.process(&req, &mut Vec::new(), &mut Vec::new());
+    assert!(matches!(outcome, Outcome::Transfer(_)), "{outcome:?}");
+    assert_ne!(later, mac);
+    // An unsigned request is not remembered: the same bytes twice are
+    // two answers.
+    let plain = query("p.test", RType::SOA, Opcode::QUERY);
+    for _ in 0..2 {
+        let (m, _, _) = response(process(&p, &plain, "192.0.2.9", Transport::Udp));
+        assert_eq!(m.rcode(), Rcode::NOERROR);
+    }
+}
+
 /// `m` with an OPT record carrying the given (code, data) options.
 fn with_opt(mut m: Vec<u8>, options: &[(u16, &[u8])]) -> Vec<u8> {
     let mut rdata = Vec::new();
@@ -508,8 +638,10 @@ fn allow_query_refuses_with_prohibited_and_honours_keys() {
     assert_eq!(m.rcode(), Rcode::NOERROR);
     let mut verifier = ResponseVerifier::new(&key(), mac);
     assert_eq!(verifier.verify(&out, NOW), Ok(()));
-    // A signed refusal is signed too.
-    let (q, mac) = signed(query("ns.p.test", RType::A, Opcode::QUERY), &key());
+    // A signed refusal is signed too (another ID: not a replay).
+    let mut q = query("ns.p.test", RType::A, Opcode::QUERY);
+    q[1] = 1;
+    let (q, mac) = signed(q, &key());
     let (m, out, _) = response(process(&p, &q, "192.0.2.1", Transport::Udp));
     assert_eq!(m.rcode(), Rcode::REFUSED);
     let mut verifier = ResponseVerifier::new(&key(), mac);

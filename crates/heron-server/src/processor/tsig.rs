@@ -1,24 +1,44 @@
 //! Layer 3: the TSIG signature (RFC 8945), verified where `parse` found
 //! it. A failure is answered NOTAUTH with the TSIG error (5.2), its TSIG
-//! record signed only where the RFC asks (BADTIME).
+//! record signed only where the RFC asks (BADTIME). A verified request
+//! seen already is a replay ([`super::replay`]).
 
-use heron_proto::tsig::{self, Key, TsigFailure, Verified};
+use heron_proto::tsig::{self, Key, TsigError, TsigFailure, Verified};
 
-use super::Deferred;
+use super::replay::ReplayCache;
+use super::{Deferred, Refusal};
 
-/// The verified key and MAC, None if unsigned.
-pub(super) fn verify(keys: &[Key], d: &Deferred) -> Result<Option<Verified>, TsigFailure> {
+/// The verified key and MAC, None if unsigned; or why not, with the
+/// error its answer carries.
+pub(super) fn verify(
+    keys: &[Key],
+    replays: &ReplayCache,
+    d: &Deferred,
+) -> Result<Option<Verified>, (TsigFailure, Refusal)> {
     let at = d.q.tsig.as_ref().map(|r| r.start);
-    tsig::verify_request_at(d.req.bytes, at, keys, d.req.now)
+    match tsig::verify_request_at(d.req.bytes, at, keys, d.req.now) {
+        Ok(Some(v)) if !replays.first_use(&v, d.req.now) => {
+            Err((replayed(&v), Refusal::TsigReplay))
+        }
+        Ok(signed) => Ok(signed),
+        Err(failure) => Err((failure, Refusal::Tsig)),
+    }
 }
 
-/// The NOTAUTH (or FORMERR) a failed check gets, logged.
+/// A copy of a request answered already: BADTIME, as RFC 8945 5.2.3 has
+/// a server answer a request whose time it has seen pass, signed.
+fn replayed(v: &Verified) -> TsigFailure {
+    TsigFailure {
+        error: TsigError::BadTime,
+        key_name: Some(v.key.name.clone()),
+        algorithm: Some(v.key.algorithm.name()),
+        request_mac: Some(v.mac.clone()),
+        time_signed: v.time_signed,
+    }
+}
+
+/// The NOTAUTH (or FORMERR) a failed check gets.
 pub(super) fn error_response(keys: &[Key], d: &Deferred, failure: &TsigFailure, out: &mut Vec<u8>) {
-    // Displays as "error (key NAME)".
-    tracing::warn!(
-        "TSIG check failed for a query from {}: {failure}",
-        d.req.peer
-    );
     d.header_response(failure.error.response_rcode(), false, out);
     tsig::error_response_tsig(out, failure, keys, d.req.now);
 }

@@ -338,8 +338,19 @@ impl<'a> Responder<'a> {
         match q.qclass {
             Class::IN => self.answer_in(served),
             Class::CH => self.answer_chaos(),
+            Class::ANY => self.answer_any_class(served),
             _ => self.rcode = Rcode::REFUSED,
         }
+    }
+
+    /// QCLASS ANY (RFC 1035 3.2.5) matches our only class of data, IN,
+    /// and is answered from it as NSD does: not authoritative (we cannot
+    /// know every class holds nothing more), so a negative answer carries
+    /// no SOA to cache it by (`negative`).
+    #[inline(never)]
+    fn answer_any_class(&mut self, served: Served<'a>) {
+        self.answer_in(served);
+        self.aa = false;
     }
 
     fn answer_in(&mut self, served: Served<'a>) {
@@ -666,6 +677,9 @@ impl<'a> Responder<'a> {
     /// NXDOMAIN or NODATA: the SOA in the authority section with the TTL
     /// RFC 2308 section 5 asks for.
     fn negative(&mut self, zone: &Zone) -> Result<(), Full> {
+        if self.q.qclass == Class::ANY {
+            return Ok(()); // not authoritative: see `answer_any_class`
+        }
         self.w.section(Section::Authority);
         let owner = Owner::At(self.apex_pos);
         zone.negative_soa()
