@@ -3,6 +3,8 @@
 //! * [`primary`]: AXFR and IXFR out (message packing, no I/O), NOTIFY out.
 //! * [`secondary`]: AXFR and IXFR in (message reading, no I/O), and the
 //!   received zone kept on disk.
+//! * [`catalog_zone`]: catalog zones (RFC 9432) read, checked and
+//!   compared, without I/O.
 //! * [`acl`]: who may transfer or notify, by address prefix and TSIG key.
 //! * [`journal`]: the recent diffs of a zone, bounded, for IXFR out, and
 //!   the file that keeps them across restarts.
@@ -14,6 +16,7 @@
 //! secondary zones and the journal files alike.
 
 pub mod acl;
+pub mod catalog_zone;
 mod disk;
 pub mod journal;
 pub mod primary;

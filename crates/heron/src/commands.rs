@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use heron_proto::Name;
 use heron_server::SharedCatalog;
-use heron_server::processor::Refusal;
+use heron_server::processor::{Refusal, SharedOrigins};
 use heron_server::service::Service;
 use heron_server::tcp::ConnectionLimiter;
 use serde_json::{Value, json};
@@ -29,8 +29,8 @@ pub(crate) struct Controller {
     pub(crate) catalog: SharedCatalog,
     pub(crate) files: Arc<Mutex<ZoneFiles>>,
     pub(crate) transfers: Arc<Transfers>,
-    /// The secondary zones, lower-cased.
-    pub(crate) secondaries: HashSet<Name>,
+    /// The secondary zones, lower-cased; a reload changes them.
+    pub(crate) secondaries: SharedOrigins,
     pub(crate) listeners: Vec<SocketAddr>,
     pub(crate) tls_listeners: Vec<SocketAddr>,
     /// `[xdp] listen` entries attached, as INTERFACE@PORT.
@@ -76,8 +76,9 @@ impl Controller {
 
     fn status(&self) -> Response {
         let catalog = self.catalog.load();
-        let secondary = self.secondaries.len();
-        let served_secondaries = (self.secondaries.iter())
+        let secondaries = self.secondaries.load_full();
+        let secondary = secondaries.len();
+        let served_secondaries = (secondaries.iter())
             .filter(|o| catalog.get(o).is_some())
             .count();
         let data = json!({
@@ -111,7 +112,7 @@ impl Controller {
         let mut origins: Vec<Name> = if asked.is_empty() {
             let served = catalog.zones().map(|z| z.origin().to_lowercase());
             let mut all: HashSet<Name> = served.collect();
-            all.extend(self.secondaries.iter().cloned());
+            all.extend(self.secondaries.load_full().iter().cloned());
             all.into_iter().collect()
         } else {
             asked.to_vec()
@@ -119,10 +120,11 @@ impl Controller {
         origins.sort_by_key(|o| o.to_string());
         let mut rows = Vec::new();
         let mut unknown = Vec::new();
+        let secondaries = self.secondaries.load_full();
         for origin in origins {
             let zone = catalog.get(&origin);
             let loaded = files.loaded_at(&origin);
-            let secondary = self.secondaries.contains(&origin);
+            let secondary = secondaries.contains(&origin);
             if zone.is_none() && loaded.is_none() && !secondary {
                 unknown.push(format!("unknown zone {origin}: not configured"));
                 continue;
@@ -164,7 +166,8 @@ impl Controller {
     /// `refresh` (an SOA check, and a transfer if newer) or, with `full`,
     /// `retransfer` (AXFR) of `zone`, waiting until it is done.
     async fn check_now(&self, zone: &Name, full: bool) -> Response {
-        let (Some(refresh), true) = (&self.refresh, self.secondaries.contains(zone)) else {
+        let (Some(refresh), true) = (&self.refresh, self.secondaries.load_full().contains(zone))
+        else {
             return Response::error(format!("{zone} is not a secondary zone"));
         };
         let (done, result) = oneshot::channel();
@@ -295,10 +298,11 @@ impl Controller {
     /// Every zone named has a file to read: not unknown, not a secondary.
     fn reloadable(&self, zones: &[Name]) -> Result<(), Vec<String>> {
         let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        let secondaries = self.secondaries.load_full();
         let errors: Vec<String> = zones
             .iter()
             .filter_map(|origin| {
-                if self.secondaries.contains(origin) {
+                if secondaries.contains(origin) {
                     Some(format!(
                         "{origin} is a secondary zone: it has no file to reload"
                     ))

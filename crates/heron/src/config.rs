@@ -170,6 +170,9 @@ pub struct SecondarySection {
     pub max_transfer_records: u64,
     pub max_transfer_bytes: u64,
     pub transfer_timeout: u64,
+    /// Whether a secondary zone no longer configured keeps its kept copy
+    /// and journal on disk (by default both are deleted).
+    pub keep_removed: bool,
 }
 
 impl Default for SecondarySection {
@@ -189,6 +192,7 @@ impl Default for SecondarySection {
             max_transfer_records: transfer.max_records,
             max_transfer_bytes: transfer.max_bytes,
             transfer_timeout: transfer.max_time.as_secs(),
+            keep_removed: false,
         }
     }
 }
@@ -778,7 +782,6 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     if !errors.is_empty() {
         return Err(errors);
     }
-    restart_only.add_hashed("secondary zones", &secondaries);
     let mut warnings: Vec<String> = warnings;
     if let Some(run_as) = &shield.run_as {
         let control = server.control.as_ref().map(|p| base.join(p));
@@ -1388,7 +1391,8 @@ mod tests {
         .unwrap();
         assert_eq!(
             changed.restart_only.changed_since(&base.restart_only),
-            vec!["[server]", "[tcp]", "secondary zones"]
+            vec!["[server]", "[tcp]"],
+            "secondary zones are applied by a reload"
         );
     }
 

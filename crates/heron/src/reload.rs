@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use heron_proto::Name;
 use heron_xfr::primary::ZonePolicy;
+use heron_xfr::secondary::refresh::SecondaryZone;
 use heron_zone::zonefile::ZoneFileText;
 use heron_zone::{Catalog, Zone, load_zone_text, reload_zone_text};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -64,9 +65,6 @@ pub struct ConfigSource {
     pub extra_zones: Vec<ZoneSpec>,
     /// The parts only a restart applies, as the server started with them.
     pub restart_only: RestartOnly,
-    /// The secondary zones running (lower-cased): they stay secondaries
-    /// until a restart, whatever the file now says.
-    pub secondaries: HashSet<Name>,
 }
 
 /// What a configuration read again changes.
@@ -75,6 +73,8 @@ pub struct Reconfigured {
     pub policies: HashMap<Name, ZonePolicy>,
     /// Zones no longer configured: to stop serving.
     pub removed: Vec<Name>,
+    /// The secondary zones configured now (see [`crate::secondary::Running`]).
+    pub secondaries: Vec<SecondaryZone>,
     /// Parts of the file that changed but wait for a restart.
     pub left_for_restart: Vec<&'static str>,
 }
@@ -87,6 +87,8 @@ pub struct Outcome {
     pub failed: usize,
     /// Zones no longer in the configuration, no longer served.
     pub removed: usize,
+    /// Secondary zones added, removed and re-pointed.
+    pub secondaries: crate::secondary::SecondaryChanges,
     /// The configuration file had errors: nothing was changed.
     pub config_failed: bool,
     /// What went wrong, as logged: file, line and problem, then what
@@ -106,6 +108,13 @@ impl Outcome {
         );
         if self.removed > 0 {
             line.push_str(&format!(", {} removed", self.removed));
+        }
+        let secondaries = &self.secondaries;
+        if *secondaries != Default::default() {
+            line.push_str(&format!(
+                "; secondary zones: {} added, {} removed, {} re-pointed",
+                secondaries.added, secondaries.removed, secondaries.repointed
+            ));
         }
         line
     }
@@ -166,25 +175,13 @@ impl ZoneFiles {
         let left_for_restart = settings.restart_only.changed_since(&source.restart_only);
         let mut specs = settings.zones;
         specs.extend(source.extra_zones.iter().cloned());
-        // A running secondary's refresh loop keeps publishing it: a file
-        // loaded for it as well would be overwritten at the next refresh.
-        let running = |spec: &ZoneSpec| source.secondaries.contains(&spec.origin.to_lowercase());
-        if let Some(first) = specs.iter().find(|s| running(s)) {
-            tracing::warn!(
-                "{} zone(s) now configured from a file are secondaries until the next restart \
-                 (the first: {})",
-                specs.iter().filter(|s| running(s)).count(),
-                first.origin
-            );
-        }
-        specs.retain(|s| !running(s));
         let secondaries: HashSet<Name> = settings
             .secondaries
             .iter()
             .map(|z| z.origin.to_lowercase())
             .collect();
-        // A zone that became a secondary keeps serving until the restart
-        // that starts its transfers.
+        // A zone that became a secondary keeps serving until its first
+        // transfer lands.
         let removed = self
             .reconfigure(&specs)
             .into_iter()
@@ -193,6 +190,7 @@ impl ZoneFiles {
         Ok(Some(Reconfigured {
             policies: settings.policies,
             removed,
+            secondaries: settings.secondaries,
             left_for_restart,
         }))
     }
@@ -220,6 +218,11 @@ impl ZoneFiles {
             });
         }
         before.into_values().map(|e| e.spec.origin).collect()
+    }
+
+    /// Whether `origin` is configured from a zone file.
+    pub fn configures(&self, origin: &Name) -> bool {
+        self.entries.iter().any(|e| e.spec.origin.eq(origin))
     }
 
     /// Whether `origin` (lower-cased) is loaded from a file, and when it
@@ -513,30 +516,36 @@ mod tests {
     }
 
     #[test]
-    fn a_running_secondary_is_not_loaded_from_a_file_until_restart() {
+    fn a_reload_hands_over_the_secondary_zones_configured_now() {
         let dir = std::env::temp_dir().join(format!("heron-reconf-sec-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("s.zone"), zone_text(1, "")).unwrap();
+        std::fs::write(dir.join("p.zone"), zone_text(1, "")).unwrap();
         let config = dir.join("heron.toml");
         std::fs::write(
             &config,
-            "[[zone]]\norigin = \"S.test\"\nfile = \"s.zone\"\n",
+            "[[zone]]\norigin = \"S.test\"\nfile = \"s.zone\"\nprimaries = [\"192.0.2.1\"]\n\
+             [[zone]]\norigin = \"p.test\"\nfile = \"p.zone\"\n",
         )
         .unwrap();
         let mut files = ZoneFiles::new(&[]).with_config(ConfigSource {
             path: config,
             extra_zones: Vec::new(),
             restart_only: RestartOnly::default(),
-            secondaries: HashSet::from([Name::parse("s.test").unwrap()]),
         });
         let reconfigured = files.reread_config().unwrap().unwrap();
-        assert!(reconfigured.removed.is_empty());
-        let (catalog, out) = files.load_changed(&Catalog::new());
-        assert_eq!(
-            (out.loaded, catalog.len()),
-            (0, 0),
-            "left to its refresh loop"
+        let origins: Vec<String> = reconfigured
+            .secondaries
+            .iter()
+            .map(|z| z.origin.to_string())
+            .collect();
+        assert_eq!(origins, ["S.test."]);
+        assert!(files.configures(&Name::parse("p.test").unwrap()));
+        assert!(
+            !files.configures(&Name::parse("s.test").unwrap()),
+            "not from a file"
         );
+        let (catalog, out) = files.load_changed(&Catalog::new());
+        assert_eq!((out.loaded, catalog.len()), (1, 1), "only the primary zone");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -12,7 +12,9 @@ use std::time::Instant;
 use arc_swap::ArcSwap;
 use heron_proto::Name;
 use heron_server::processor::cookies::{self, Cookies};
-use heron_server::processor::{ExpiryDeadlines, NotifyReceived, Processor, QueryPolicy};
+use heron_server::processor::{
+    ExpiryDeadlines, NotifyReceived, Processor, QueryPolicy, SharedOrigins,
+};
 use heron_server::service::{Service, unix_now};
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::journal::DEFAULT_MAX_BYTES;
@@ -62,11 +64,6 @@ pub fn run(args: ServeArgs) -> ExitCode {
             path: path.clone(),
             extra_zones: args.zone.clone(),
             restart_only: settings.restart_only.clone(),
-            secondaries: settings
-                .secondaries
-                .iter()
-                .map(|z| z.origin.to_lowercase())
-                .collect(),
         });
     }
     let (catalog, journals) = load_catalog_and_find_journals(use_example, &mut files, &settings);
@@ -87,12 +84,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let keys = Arc::new(settings.keys);
     let (notify_tx, notifies) = mpsc::unbounded_channel();
     let expiry = Arc::new(ExpiryDeadlines::default());
-    let secondary_origins = settings.secondaries.iter().map(|s| s.origin.clone());
     let queries = Queries {
         primary: primary.clone(),
         keys: keys.clone(),
-        secondaries: secondary_origins.collect(),
-        notify_in: (!settings.secondaries.is_empty()).then_some(notify_tx),
+        secondaries: SharedOrigins::default(),
+        notify_in: Some(notify_tx),
         query_policy: settings.shield.query_policy,
         nsid: settings.shield.nsid,
         expiry: expiry.clone(),
@@ -103,6 +99,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         notifier: Notifier::new(keys.clone()),
         catalog_writer: Mutex::new(()),
         primary,
+        secondaries: Mutex::new(None),
     };
     let secondaries = secondary::Secondaries {
         kept,
@@ -116,6 +113,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         .with_transfer_limits(limits.transfer_limits()),
         notifies,
         bounds: limits.bounds(),
+        keep_removed: limits.keep_removed,
         expiry,
     };
     let process = ProcessSettings {
@@ -276,7 +274,7 @@ struct Queries {
     primary: Arc<Primary>,
     keys: Arc<Vec<heron_proto::tsig::Key>>,
     /// Zones we are secondary for: NOTIFY is accepted for these.
-    secondaries: Vec<Name>,
+    secondaries: SharedOrigins,
     notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
     query_policy: QueryPolicy,
     nsid: Vec<u8>,
@@ -294,7 +292,7 @@ impl Queries {
             config.max_udp_payload,
         );
         let processor = Processor::new(catalog, config, self.primary, self.keys)
-            .with_secondaries(self.secondaries)
+            .with_shared_secondaries(self.secondaries)
             .with_query_policy(self.query_policy)
             .with_nsid(self.nsid)
             .with_expiry(self.expiry)
@@ -310,6 +308,8 @@ pub(crate) struct Transfers {
     /// Held while a new catalog is built and stored, so a reload and a
     /// transfer finishing at once do not drop each other's change.
     pub(crate) catalog_writer: Mutex<()>,
+    /// The secondary zones' refresh task, once started.
+    pub(crate) secondaries: Mutex<Option<secondary::Running>>,
 }
 
 impl Transfers {
@@ -393,10 +393,11 @@ async fn serve(
     let catalog: SharedCatalog = Arc::new(ArcSwap::from_pointee(catalog));
     let transfers = Arc::new(transfers);
     let secondary_zones = secondaries.zones.len();
-    let secondary_origins = (secondaries.zones.iter())
-        .map(|z| z.origin.to_lowercase())
-        .collect();
-    let (keeper, refresh_commands) = secondary::start(secondaries, &catalog, &transfers).unzip();
+    let secondary_origins = queries.secondaries.clone();
+    let running = secondary::start(secondaries, secondary_origins.clone(), &catalog, &transfers);
+    let keeper = running.as_ref().map(|r| r.keeper.clone());
+    let refresh_commands = running.as_ref().map(|r| r.commands());
+    *transfers.secondaries.lock().unwrap() = running;
     let service = Arc::new(queries.service(catalog.clone(), server.answer.clone()));
     let stop = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -604,6 +605,7 @@ pub(crate) async fn reload(
             Err(errors) => return (Outcome::config_errors(errors), Vec::new(), Duration::ZERO),
         };
         let mut removed = Vec::new();
+        let mut secondaries = None;
         if let Some(new) = reconfigured {
             new.left_for_restart.iter().for_each(|part| {
                 tracing::warn!(
@@ -614,9 +616,17 @@ pub(crate) async fn reload(
             // NOTIFYs follow the settings they came with.
             xfr.primary.set_policies(new.policies);
             removed = new.removed;
+            secondaries = Some(new.secondaries);
         }
         let (mut next, mut outcome) =
             files.load_selected(&current, selection.zones.as_ref(), selection.force);
+        if let (Some(wanted), Some(running)) =
+            (secondaries, xfr.secondaries.lock().unwrap().as_mut())
+        {
+            let changes =
+                running.reconfigure(wanted, &mut next, &xfr.primary, |o| files.configures(o));
+            outcome.secondaries = changes;
+        }
         drop(files);
         for origin in &removed {
             next.remove(origin);

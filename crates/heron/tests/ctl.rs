@@ -378,3 +378,31 @@ fn stats_counts_refusals_and_reset_sets_them_back_to_zero() {
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("refused axfr-over-udp"), "{out}");
 }
+
+#[test]
+fn a_secondary_zone_added_by_reload_is_shown_and_refreshed_on_demand() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    let primary = heron_testkit::FakePrimary::start(&["s.test", "t.test"], 1);
+    let port = heron_testkit::process::free_port();
+    let one = [("s.test", primary.addr().to_string())];
+    let config = secondary_config(dir.path(), &socket, port, &one);
+    let server = ServerProcess::heron_on_port(&heron(), port, "ready.test", &config).unwrap();
+    row_when(&socket, "s.test", |r| r["serial"] == 1);
+    let (_, out, _) = ctl(&socket, &["refresh", "t.test"]);
+    assert!(out.contains("t.test. is not a secondary zone"), "{out}");
+
+    let two = [one[0].clone(), ("t.test", primary.addr().to_string())];
+    let config = secondary_config(dir.path(), &socket, port, &two);
+    std::fs::write(server.dir().join("heron.toml"), config).unwrap();
+    let (code, out, err) = ctl(&socket, &["reload"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+
+    let row = row_when(&socket, "t.test", |r| r["serial"] == 1);
+    assert_eq!(row["role"], "secondary", "{row}");
+    assert_eq!(ctl_json(&socket, &["status"])["zones"]["secondary"], 2);
+    primary.set_serial(2);
+    let (code, out, _) = ctl(&socket, &["refresh", "t.test"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("serial 2"), "{out}");
+}

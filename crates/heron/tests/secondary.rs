@@ -1004,3 +1004,100 @@ fn a_transfer_past_its_limit_is_dropped_and_the_old_version_kept() {
     assert!(grown < 64 << 10, "peak RSS grew by {grown} KiB");
     assert!(heron.is_running());
 }
+
+/// Secondary zones come and go with a reload: one added to the file is
+/// transferred and answered, the others untouched; removed, it answers
+/// REFUSED and its kept copy is deleted; re-pointed to another primary,
+/// it follows that one.
+#[test]
+fn a_reload_adds_removes_and_repoints_secondary_zones() {
+    let setup = FakeSetup::new("reload-secondaries", 2);
+    let (first, second) = (&setup.zones[0], &setup.zones[1]);
+    let port = free_port();
+    let all = setup.config(port, "");
+    // At start only the first zone is configured.
+    let only_first = all.replace(&format!(", \"{second}\""), "");
+    assert_ne!(only_first, all);
+    let heron = start_serving(port, "ready.test", &only_first);
+    let sec = heron.addr();
+    let config = heron.dir().join("heron.toml");
+    assert!(
+        eventually(|| zone_serial(sec, first) == Some(1)),
+        "{}",
+        heron.log()
+    );
+    assert_eq!(rcode(sec, second), Some(Rcode::REFUSED));
+    let first_name = Name::parse(first).unwrap();
+    let transfers_of_first = || {
+        let seen = setup.primary.seen();
+        let of_first = seen.iter().filter(|s| s.zone == first_name);
+        of_first.filter(|s| s.qtype == RType::AXFR).count()
+    };
+    let first_transfers = transfers_of_first();
+
+    std::fs::write(&config, &all).unwrap();
+    heron.reload();
+    assert!(
+        eventually(|| zone_serial(sec, second) == Some(1)),
+        "{}",
+        heron.log()
+    );
+    let kept = setup.dir.join(format!("{second}.kept"));
+    assert!(
+        eventually(|| kept_serial(&kept) == Some(1)),
+        "kept copy written"
+    );
+    assert_eq!(
+        transfers_of_first(),
+        first_transfers,
+        "other zones untouched"
+    );
+
+    std::fs::write(&config, &only_first).unwrap();
+    heron.reload();
+    assert!(
+        eventually(|| rcode(sec, second) == Some(Rcode::REFUSED)),
+        "{}",
+        heron.log()
+    );
+    assert!(eventually(|| !kept.exists()), "kept copy deleted");
+    assert_eq!(zone_serial(sec, first), Some(1), "still served");
+
+    // Re-pointed: the first zone now comes from another primary, at serial 7.
+    let other = FakePrimary::start(&[first.as_str()], 7);
+    let repointed =
+        only_first.replace(&setup.primary.addr().to_string(), &other.addr().to_string());
+    std::fs::write(&config, &repointed).unwrap();
+    heron.reload();
+    assert!(
+        eventually(|| zone_serial(sec, first) == Some(7)),
+        "{}",
+        heron.log()
+    );
+}
+
+/// With `keep-removed = true` a removed zone's kept copy stays on disk.
+#[test]
+fn keep_removed_keeps_the_copy_of_a_removed_secondary_zone() {
+    let setup = FakeSetup::new("keep-removed", 1);
+    let zone = &setup.zones[0];
+    let heron = setup.secondary("keep-removed = true", "");
+    let sec = heron.addr();
+    let kept = setup.dir.join(format!("{zone}.kept"));
+    assert!(
+        eventually(|| kept_serial(&kept) == Some(1)),
+        "{}",
+        heron.log()
+    );
+    let config = heron.dir().join("heron.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let without = &text[..text.find("[[zone-group]]").unwrap()];
+    std::fs::write(&config, without).unwrap();
+    heron.reload();
+    assert!(
+        eventually(|| rcode(sec, zone) == Some(Rcode::REFUSED)),
+        "{}",
+        heron.log()
+    );
+    assert_eq!(kept_serial(&kept), Some(1), "kept");
+}

@@ -34,7 +34,7 @@ pub(super) fn admit(p: &Processor, catalog: &Catalog, req: &Request, q: &Query) 
     let ip = req.peer.ip();
     if q.header.opcode() == Opcode::NOTIFY {
         let origin = q.qname_lower.to_name();
-        if !p.secondaries.contains(&origin) {
+        if !p.secondaries.load().contains(&origin) {
             return Admission::Refuse(Refusal::NotSecondary);
         }
         return match p

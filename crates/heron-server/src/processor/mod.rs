@@ -275,8 +275,9 @@ pub struct Processor {
     keys: Arc<Vec<Key>>,
     primary: Arc<Primary>,
     /// Lower-cased origins of the zones we are secondary for: NOTIFY is
-    /// accepted for these only.
-    secondaries: HashSet<Name>,
+    /// accepted for these only. Shared, as a reload or a catalog zone
+    /// changes them while queries are answered.
+    secondaries: SharedOrigins,
     /// Signed requests answered already, to refuse their copies.
     replays: ReplayCache,
     /// One warning per kind of refusal per [`LOG_INTERVAL`].
@@ -290,6 +291,9 @@ pub struct Processor {
     /// None when cookies are disabled.
     cookies: Option<Cookies>,
 }
+
+/// A set of lower-cased origins that is replaced whole while read.
+pub type SharedOrigins = Arc<arc_swap::ArcSwap<HashSet<Name>>>;
 
 /// A deferred query on its way through the layers after `parse`.
 struct Deferred<'a> {
@@ -339,7 +343,7 @@ impl Processor {
             config,
             keys,
             primary,
-            secondaries: HashSet::new(),
+            secondaries: SharedOrigins::default(),
             replays: ReplayCache::new(replay::DEFAULT_CAPACITY),
             log: LogLimiter::new(LOG_INTERVAL),
             query_policy: None,
@@ -448,7 +452,15 @@ impl Processor {
 
     /// The zones we are secondary for, whose NOTIFYs are accepted.
     pub fn with_secondaries(mut self, origins: impl IntoIterator<Item = Name>) -> Processor {
-        self.secondaries = origins.into_iter().map(|o| o.to_lowercase()).collect();
+        let origins = origins.into_iter().map(|o| o.to_lowercase()).collect();
+        self.secondaries = Arc::new(arc_swap::ArcSwap::from_pointee(origins));
+        self
+    }
+
+    /// The zones we are secondary for, as their owner changes them (each
+    /// origin lower-cased).
+    pub fn with_shared_secondaries(mut self, origins: SharedOrigins) -> Processor {
+        self.secondaries = origins;
         self
     }
 

@@ -88,7 +88,7 @@ fn expire(p: &Processor, catalog: &Catalog, now: u64, q: &Query) -> Option<u32> 
     }
     let origin = q.qname_lower.to_name();
     let zone = catalog.get(&origin).filter(|z| z.class() == q.qclass)?;
-    if p.secondaries.contains(&origin) {
+    if p.secondaries.load().contains(&origin) {
         p.expiry.remaining(&origin, now)
     } else {
         Some(zone.soa_expire())

@@ -1,0 +1,361 @@
+//! Catalog zones (RFC 9432, version 2), consumer side, without I/O: the
+//! records of a catalog zone in, its member zones out ([`parse`]); the
+//! member zones checked against what the configuration allows
+//! ([`check`]); and what changed from one version of a catalog to the
+//! next ([`diff`]).
+//!
+//! A catalog that breaks a rule of RFC 9432 is rejected whole, with every
+//! problem naming its record, so that a consumer keeps what it serves.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use heron_proto::{Name, RType};
+use heron_zone::Zone;
+
+/// One member zone of a catalog.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    /// The zone, as its PTR names it.
+    pub zone: Name,
+    /// The label that names its member node (`<unique-id>.zones.<catalog>`),
+    /// lower-cased.
+    pub id: Vec<u8>,
+    /// The `group` property: which template the zone follows.
+    pub group: Option<String>,
+    /// The `coo` property: the catalog the zone is moving to.
+    pub coo: Option<Name>,
+}
+
+/// A catalog's member zones, by lower-cased zone name.
+pub type Members = BTreeMap<Name, Member>;
+
+/// Why a catalog is rejected; each names the record at fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// No `version` TXT, or one saying another version.
+    Version { owner: Name, found: Option<String> },
+    /// A member node without exactly one PTR, or a PTR that cannot be read.
+    MemberPtr { owner: Name, count: usize },
+    /// A zone listed by two member nodes.
+    Duplicate { zone: Name, owners: [Name; 2] },
+    /// A property record not of the form RFC 9432 gives it.
+    Property { owner: Name, what: &'static str },
+    /// The catalog lists itself.
+    ItselfAMember { owner: Name },
+    /// A member zone also configured by hand.
+    ConfiguredByHand { zone: Name, owner: Name },
+    /// A member whose group (or lack of one) has no template.
+    NoTemplate {
+        zone: Name,
+        owner: Name,
+        group: Option<String>,
+    },
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Version { owner, found: None } => {
+                write!(
+                    f,
+                    "{owner} TXT: missing or not one string; version \"2\" is required"
+                )
+            }
+            Problem::Version {
+                owner,
+                found: Some(v),
+            } => {
+                write!(f, "{owner} TXT \"{v}\": only version \"2\" is understood")
+            }
+            Problem::MemberPtr { owner, count } => {
+                write!(
+                    f,
+                    "{owner} PTR: a member node needs exactly one readable PTR, it has {count}"
+                )
+            }
+            Problem::Duplicate { zone, owners } => write!(
+                f,
+                "{} PTR {zone}: the zone is already a member as {}",
+                owners[1], owners[0]
+            ),
+            Problem::Property { owner, what } => write!(f, "{owner}: {what}"),
+            Problem::ItselfAMember { owner } => {
+                write!(f, "{owner} PTR: a catalog cannot list itself")
+            }
+            Problem::ConfiguredByHand { zone, owner } => write!(
+                f,
+                "{owner} PTR {zone}: the zone is configured by hand already"
+            ),
+            Problem::NoTemplate { zone, owner, group } => match group {
+                Some(group) => write!(
+                    f,
+                    "{owner} PTR {zone}: no member template for group \"{group}\""
+                ),
+                None => write!(f, "{owner} PTR {zone}: no member template without a group"),
+            },
+        }
+    }
+}
+
+/// One record of a catalog zone: owner, type, uncompressed RDATA.
+pub type Record<'a> = (&'a Name, RType, &'a [u8]);
+
+/// The member zones of `catalog` from its records, or every problem that
+/// rejects it. Records that RFC 9432 gives no meaning to (other
+/// properties, custom `ext` ones, records outside `zones` and `version`)
+/// are ignored.
+pub fn parse<'a>(
+    catalog: &Name,
+    records: impl IntoIterator<Item = Record<'a>>,
+) -> Result<Members, Vec<Problem>> {
+    let Ok(version_owner) = catalog.prepend(b"version") else {
+        return Err(vec![Problem::Version {
+            owner: catalog.clone(),
+            found: None,
+        }]);
+    };
+    let mut version = Vec::new();
+    let mut ptrs: HashMap<Vec<u8>, Vec<&[u8]>> = HashMap::new();
+    let mut groups: HashMap<Vec<u8>, Vec<&[u8]>> = HashMap::new();
+    let mut coos: HashMap<Vec<u8>, Vec<&[u8]>> = HashMap::new();
+    for (owner, rtype, rdata) in records {
+        if owner.eq(&version_owner) && rtype == RType::TXT {
+            version.push(rdata);
+            continue;
+        }
+        let Some(relative) = below_zones(owner, catalog) else {
+            continue;
+        };
+        match (relative.as_slice(), rtype) {
+            ([id], RType::PTR) => ptrs.entry(id.clone()).or_default().push(rdata),
+            ([property, id], RType::TXT) if property == b"group" => {
+                groups.entry(id.clone()).or_default().push(rdata)
+            }
+            ([property, id], RType::PTR) if property == b"coo" => {
+                coos.entry(id.clone()).or_default().push(rdata)
+            }
+            _ => {}
+        }
+    }
+    let mut problems = Vec::new();
+    match version.as_slice() {
+        [one] if single_string(one).as_deref() == Some("2") => {}
+        [one] => problems.push(Problem::Version {
+            owner: version_owner,
+            found: single_string(one),
+        }),
+        _ => problems.push(Problem::Version {
+            owner: version_owner,
+            found: None,
+        }),
+    }
+    let members = members(catalog, ptrs, &groups, &coos, &mut problems);
+    if problems.is_empty() {
+        Ok(members)
+    } else {
+        Err(problems)
+    }
+}
+
+/// The member nodes' PTRs, with their properties, as members.
+fn members(
+    catalog: &Name,
+    ptrs: HashMap<Vec<u8>, Vec<&[u8]>>,
+    groups: &HashMap<Vec<u8>, Vec<&[u8]>>,
+    coos: &HashMap<Vec<u8>, Vec<&[u8]>>,
+    problems: &mut Vec<Problem>,
+) -> Members {
+    let mut members = Members::new();
+    // In the order of their ids, so that the problems reported do not
+    // depend on the order the records came in.
+    let mut ptrs: Vec<_> = ptrs.into_iter().collect();
+    ptrs.sort();
+    for (id, rdatas) in ptrs {
+        let owner = member_owner(catalog, &id);
+        let zone = match rdatas.as_slice() {
+            [one] => Name::from_wire(one).ok(),
+            _ => None,
+        };
+        let Some(zone) = zone else {
+            problems.push(Problem::MemberPtr {
+                owner,
+                count: rdatas.len(),
+            });
+            continue;
+        };
+        if zone.eq(catalog) {
+            problems.push(Problem::ItselfAMember { owner });
+            continue;
+        }
+        let group = match groups.get(&id).map(Vec::as_slice) {
+            None => None,
+            Some([one]) => match single_string(one) {
+                Some(group) => Some(group),
+                None => {
+                    problems.push(property_problem(catalog, "group", &id, "one TXT string"));
+                    continue;
+                }
+            },
+            Some(_) => {
+                problems.push(property_problem(catalog, "group", &id, "more than one TXT"));
+                continue;
+            }
+        };
+        let coo = match coos.get(&id).map(Vec::as_slice) {
+            None => None,
+            Some([one]) => match Name::from_wire(one) {
+                Ok(to) => Some(to),
+                Err(_) => {
+                    problems.push(property_problem(catalog, "coo", &id, "PTR unreadable"));
+                    continue;
+                }
+            },
+            Some(_) => {
+                problems.push(property_problem(catalog, "coo", &id, "more than one PTR"));
+                continue;
+            }
+        };
+        let key = zone.to_lowercase();
+        if let Some(first) = members.get(&key) {
+            problems.push(Problem::Duplicate {
+                zone,
+                owners: [member_owner(catalog, &first.id), owner],
+            });
+            continue;
+        }
+        members.insert(
+            key,
+            Member {
+                zone,
+                id,
+                group,
+                coo,
+            },
+        );
+    }
+    members
+}
+
+fn property_problem(catalog: &Name, property: &str, id: &[u8], what: &'static str) -> Problem {
+    let owner = member_owner(catalog, id)
+        .prepend(property.as_bytes())
+        .unwrap_or_else(|_| catalog.clone());
+    Problem::Property { owner, what }
+}
+
+/// `<id>.zones.<catalog>`.
+pub fn member_owner(catalog: &Name, id: &[u8]) -> Name {
+    catalog
+        .prepend(b"zones")
+        .and_then(|zones| zones.prepend(id))
+        .unwrap_or_else(|_| catalog.clone())
+}
+
+/// The lower-cased labels of `owner` in front of `zones.<catalog>`,
+/// nearest to it last, if `owner` is below it.
+fn below_zones(owner: &Name, catalog: &Name) -> Option<Vec<Vec<u8>>> {
+    let front = owner.label_count().checked_sub(catalog.label_count() + 1)?;
+    if front == 0 || !owner.is_subdomain_of(catalog) {
+        return None;
+    }
+    let labels: Vec<Vec<u8>> = owner.labels().map(<[u8]>::to_ascii_lowercase).collect();
+    if labels[front] != b"zones" {
+        return None;
+    }
+    Some(labels[..front].to_vec())
+}
+
+/// The one character-string of a TXT RDATA, if it holds exactly one and
+/// it is text.
+fn single_string(rdata: &[u8]) -> Option<String> {
+    let (&len, rest) = rdata.split_first()?;
+    if rest.len() != len as usize {
+        return None;
+    }
+    String::from_utf8(rest.to_vec()).ok()
+}
+
+/// The member zones of a catalog zone as served (see [`parse`]).
+pub fn parse_zone(zone: &Zone) -> Result<Members, Vec<Problem>> {
+    let mut records = Vec::new();
+    for node in zone.nodes() {
+        let owner = node.owner();
+        for rrset in node.data() {
+            for rdata in rrset.rdatas() {
+                records.push((owner.clone(), rrset.rtype, rdata.into_owned()));
+            }
+        }
+    }
+    parse(
+        zone.origin(),
+        records
+            .iter()
+            .map(|(owner, rtype, rdata)| (owner, *rtype, rdata.as_slice())),
+    )
+}
+
+/// The problems of `members` against the configuration: zones configured
+/// by hand, and groups without a template.
+pub fn check(
+    catalog: &Name,
+    members: &Members,
+    configured_by_hand: impl Fn(&Name) -> bool,
+    has_template: impl Fn(Option<&str>) -> bool,
+) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for member in members.values() {
+        let owner = member_owner(catalog, &member.id);
+        if configured_by_hand(&member.zone) {
+            problems.push(Problem::ConfiguredByHand {
+                zone: member.zone.clone(),
+                owner,
+            });
+        } else if !has_template(member.group.as_deref()) {
+            problems.push(Problem::NoTemplate {
+                zone: member.zone.clone(),
+                owner,
+                group: member.group.clone(),
+            });
+        }
+    }
+    problems
+}
+
+/// What changed in a catalog, for its consumer to act on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// A new member: transfer it.
+    Add(Member),
+    /// No longer a member: stop serving it.
+    Remove(Member),
+    /// Its unique ID changed: drop what is kept and transfer it afresh
+    /// (RFC 9432 5.6).
+    Reset(Member),
+    /// Another group: follow the other template, keeping its data.
+    Regroup(Member),
+}
+
+/// The changes from `old` to `new`, in the order of zone names.
+pub fn diff(old: &Members, new: &Members) -> Vec<Change> {
+    let mut changes = Vec::new();
+    for (key, member) in old {
+        if !new.contains_key(key) {
+            changes.push(Change::Remove(member.clone()));
+        }
+    }
+    for (key, member) in new {
+        match old.get(key) {
+            None => changes.push(Change::Add(member.clone())),
+            Some(before) if before.id != member.id => changes.push(Change::Reset(member.clone())),
+            Some(before) if before.group != member.group => {
+                changes.push(Change::Regroup(member.clone()))
+            }
+            Some(_) => {}
+        }
+    }
+    changes
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,279 @@
+use heron_zone::load_zone_str;
+
+use super::*;
+
+fn n(text: &str) -> Name {
+    Name::parse(text).unwrap()
+}
+
+const CATALOG: &str = "cat.test";
+
+/// A catalog zone `cat.test` with `body` after its SOA and NS, and
+/// `version` as its version TXT (none if empty).
+fn catalog_with_version(version: &str, body: &str) -> Result<Members, Vec<Problem>> {
+    let text = format!(
+        "$ORIGIN cat.test.\n$TTL 0\n@ SOA invalid. invalid. 1 3600 600 86400 0\n\
+         @ NS invalid.\n{version}\n{body}"
+    );
+    let zone = load_zone_str(&text, "cat", &n(CATALOG)).unwrap().zone;
+    parse_zone(&zone)
+}
+
+fn catalog(body: &str) -> Result<Members, Vec<Problem>> {
+    catalog_with_version("version TXT \"2\"", body)
+}
+
+fn zones(members: &Members) -> Vec<String> {
+    members.values().map(|m| m.zone.to_string()).collect()
+}
+
+#[test]
+fn members_come_from_ptrs_below_zones_with_their_ids() {
+    let members = catalog(
+        "a1.zones PTR Example.COM.\nb2.zones PTR example.net.\n\
+         nothing.else A 192.0.2.1\n",
+    )
+    .unwrap();
+    assert_eq!(zones(&members), ["Example.COM.", "example.net."]);
+    let com = &members[&n("example.com")];
+    assert_eq!(
+        (com.id.as_slice(), &com.group, &com.coo),
+        (&b"a1"[..], &None, &None)
+    );
+}
+
+#[test]
+fn an_empty_catalog_has_no_members() {
+    assert!(catalog("").unwrap().is_empty());
+}
+
+#[test]
+fn group_and_coo_properties_belong_to_their_member() {
+    let members = catalog(
+        "a1.zones PTR one.test.\ngroup.a1.zones TXT \"gold\"\n\
+         coo.a1.zones PTR other-cat.test.\nb2.zones PTR two.test.\n",
+    )
+    .unwrap();
+    let one = &members[&n("one.test")];
+    assert_eq!(one.group.as_deref(), Some("gold"));
+    assert_eq!(one.coo, Some(n("other-cat.test")));
+    let two = &members[&n("two.test")];
+    assert_eq!((&two.group, &two.coo), (&None, &None));
+}
+
+#[test]
+fn unknown_properties_and_ext_records_are_ignored() {
+    let members = catalog(
+        "a1.zones PTR one.test.\nserial.a1.zones TXT \"7\"\n\
+         x.ext.a1.zones TXT \"custom\"\next TXT \"catalog-wide\"\nzones TXT \"odd\"\n",
+    )
+    .unwrap();
+    assert_eq!(zones(&members), ["one.test."]);
+}
+
+#[test]
+fn a_catalog_without_version_2_is_rejected() {
+    let owner = n("version.cat.test");
+    for (version, found) in [
+        ("", None),
+        ("version TXT \"1\"", Some("1".to_string())),
+        ("version TXT \"2\" \"2\"", None),
+        ("version TXT \"2\"\nversion TXT \"1\"", None),
+        ("version A 192.0.2.2", None),
+    ] {
+        let problems = catalog_with_version(version, "a1.zones PTR one.test.\n").unwrap_err();
+        let want = Problem::Version {
+            owner: owner.clone(),
+            found,
+        };
+        assert_eq!(problems, [want], "{version}");
+    }
+    let message = catalog_with_version("version TXT \"1\"", "").unwrap_err()[0].to_string();
+    assert_eq!(
+        message,
+        "version.cat.test. TXT \"1\": only version \"2\" is understood"
+    );
+}
+
+#[test]
+fn a_zone_listed_twice_rejects_the_catalog_naming_both_records() {
+    let problems =
+        catalog("a1.zones PTR one.test.\nb2.zones PTR ONE.test.\nc3.zones PTR two.test.\n")
+            .unwrap_err();
+    assert_eq!(
+        problems,
+        [Problem::Duplicate {
+            zone: n("ONE.test"),
+            owners: [n("a1.zones.cat.test"), n("b2.zones.cat.test")],
+        }]
+    );
+    assert_eq!(
+        problems[0].to_string(),
+        "b2.zones.cat.test. PTR ONE.test.: the zone is already a member as a1.zones.cat.test."
+    );
+}
+
+#[test]
+fn a_member_node_with_two_ptrs_rejects_the_catalog() {
+    let problems = catalog("a1.zones PTR one.test.\na1.zones PTR two.test.\n").unwrap_err();
+    assert_eq!(
+        problems,
+        [Problem::MemberPtr {
+            owner: n("a1.zones.cat.test"),
+            count: 2
+        }]
+    );
+}
+
+#[test]
+fn a_catalog_listing_itself_is_rejected() {
+    let problems = catalog("a1.zones PTR cat.test.\n").unwrap_err();
+    assert_eq!(
+        problems,
+        [Problem::ItselfAMember {
+            owner: n("a1.zones.cat.test")
+        }]
+    );
+}
+
+#[test]
+fn malformed_properties_reject_the_catalog() {
+    for (body, owner) in [
+        ("group.a1.zones TXT \"a\" \"b\"", "group.a1.zones.cat.test"),
+        (
+            "group.a1.zones TXT \"a\"\ngroup.a1.zones TXT \"b\"",
+            "group.a1.zones.cat.test",
+        ),
+        (
+            "coo.a1.zones PTR x.test.\ncoo.a1.zones PTR y.test.",
+            "coo.a1.zones.cat.test",
+        ),
+    ] {
+        let problems = catalog(&format!("a1.zones PTR one.test.\n{body}\n")).unwrap_err();
+        assert_eq!(problems.len(), 1, "{body}");
+        assert!(
+            matches!(&problems[0], Problem::Property { owner: o, .. } if *o == n(owner)),
+            "{body}: {problems:?}"
+        );
+    }
+}
+
+#[test]
+fn raw_records_that_are_not_names_or_strings_are_problems_not_panics() {
+    let catalog = n(CATALOG);
+    let version = n("version.cat.test");
+    let member = n("a1.zones.cat.test");
+    let group = n("group.a1.zones.cat.test");
+    let coo = n("coo.a1.zones.cat.test");
+    let cases: [(&[Record], &str); 4] = [
+        (&[(&version, RType::TXT, b"\x05two")], "short string"),
+        (
+            &[
+                (&version, RType::TXT, b"\x012"),
+                (&member, RType::PTR, b"\x09bad"),
+            ],
+            "bad PTR",
+        ),
+        (
+            &[
+                (&version, RType::TXT, b"\x012"),
+                (&member, RType::PTR, b"\x03one\x04test\x00"),
+                (&group, RType::TXT, b""),
+            ],
+            "empty TXT",
+        ),
+        (
+            &[
+                (&version, RType::TXT, b"\x012"),
+                (&member, RType::PTR, b"\x03one\x04test\x00"),
+                (&coo, RType::PTR, b"\xff"),
+            ],
+            "bad coo",
+        ),
+    ];
+    for (records, case) in cases {
+        assert!(parse(&catalog, records.iter().copied()).is_err(), "{case}");
+    }
+}
+
+fn member(zone: &str, id: &str, group: Option<&str>) -> Member {
+    Member {
+        zone: n(zone),
+        id: id.as_bytes().to_vec(),
+        group: group.map(str::to_string),
+        coo: None,
+    }
+}
+
+fn members(list: &[Member]) -> Members {
+    list.iter()
+        .map(|m| (m.zone.to_lowercase(), m.clone()))
+        .collect()
+}
+
+#[test]
+fn members_configured_by_hand_or_without_a_template_are_problems() {
+    let list = members(&[
+        member("hand.test", "a", None),
+        member("gold.test", "b", Some("gold")),
+        member("lead.test", "c", Some("lead")),
+        member("plain.test", "d", None),
+    ]);
+    let problems = check(
+        &n(CATALOG),
+        &list,
+        |zone| zone.eq(&n("hand.test")),
+        |group| matches!(group, None | Some("gold")),
+    );
+    assert_eq!(
+        problems,
+        [
+            Problem::ConfiguredByHand {
+                zone: n("hand.test"),
+                owner: n("a.zones.cat.test")
+            },
+            Problem::NoTemplate {
+                zone: n("lead.test"),
+                owner: n("c.zones.cat.test"),
+                group: Some("lead".into())
+            },
+        ]
+    );
+    assert_eq!(
+        problems[1].to_string(),
+        "c.zones.cat.test. PTR lead.test.: no member template for group \"lead\""
+    );
+}
+
+#[test]
+fn the_diff_says_added_removed_reset_and_regrouped() {
+    let old = members(&[
+        member("kept.test", "k", None),
+        member("gone.test", "g", None),
+        member("reset.test", "r1", None),
+        member("moved.test", "m", Some("a")),
+    ]);
+    let new = members(&[
+        member("kept.test", "k", None),
+        member("new.test", "n", None),
+        member("reset.test", "r2", None),
+        member("moved.test", "m", Some("b")),
+    ]);
+    assert_eq!(
+        diff(&old, &new),
+        [
+            Change::Remove(member("gone.test", "g", None)),
+            Change::Regroup(member("moved.test", "m", Some("b"))),
+            Change::Add(member("new.test", "n", None)),
+            Change::Reset(member("reset.test", "r2", None)),
+        ]
+    );
+    assert!(diff(&new, &new).is_empty());
+}
+
+#[test]
+fn a_catalog_name_too_long_for_its_version_record_is_rejected() {
+    let label = "a".repeat(63);
+    let long = n(&format!("{label}.{label}.{label}.{}", "b".repeat(61)));
+    assert!(parse(&long, []).is_err());
+}
