@@ -66,7 +66,9 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
     TcpListener::from_std(socket.into())
 }
 
-/// Counts open connections in total and per client address.
+/// Counts open connections in total and per client, a client being an
+/// address cut to its configured prefix (`ipv4-client-prefix`,
+/// `ipv6-client-prefix`: one host with a /64 is one client).
 pub struct ConnectionLimiter {
     limits: TcpLimits,
     /// Addresses the per-client limit does not apply to: the secondaries
