@@ -163,7 +163,7 @@ const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// Failed accepts, told in the log at most every [`ACCEPT_WARN_EVERY`].
 #[derive(Default)]
-struct AcceptFailures {
+pub struct AcceptFailures {
     last_warning: Option<Instant>,
     since_warning: u64,
 }
@@ -193,6 +193,31 @@ impl AcceptFailures {
     }
 }
 
+/// The next connection on `listener`, or None once `shutdown` turns
+/// true. A failed accept (out of file descriptors and the like) is told
+/// to `failures` and retried after a pause rather than at once:
+/// connections already open keep working, and new ones wait in the
+/// backlog until descriptors free.
+pub async fn next_connection(
+    listener: &TcpListener,
+    shutdown: &mut watch::Receiver<bool>,
+    failures: &mut AcceptFailures,
+) -> Option<(TcpStream, SocketAddr)> {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.changed() => return None,
+        };
+        match accepted {
+            Ok(got) => return Some(got),
+            Err(e) => {
+                failures.failed(&e);
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+            }
+        }
+    }
+}
+
 /// Accepts connections until `shutdown` turns true; with `tls`, each
 /// begins with a TLS handshake.
 pub async fn serve(
@@ -208,22 +233,8 @@ pub async fn serve(
         idle: limiter.limits.idle_timeout,
         message_timeout: limiter.limits.message_timeout,
     });
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            _ = shutdown.changed() => return,
-        };
-        let (stream, peer) = match accepted {
-            Ok(got) => got,
-            Err(e) => {
-                // Out of file descriptors and the like: back off briefly
-                // rather than spin; connections already open keep working,
-                // and new ones wait in the backlog until descriptors free.
-                failures.failed(&e);
-                tokio::time::sleep(ACCEPT_BACKOFF).await;
-                continue;
-            }
-        };
+    while let Some((stream, peer)) = next_connection(&listener, &mut shutdown, &mut failures).await
+    {
         let stats = &shared.service.stats;
         if shared.service.processor.blackholes(peer.ip()) {
             stats.with_thread_cells(|c| c.refused(Limit::Blackhole));

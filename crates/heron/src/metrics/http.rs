@@ -11,6 +11,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
+use heron_server::tcp::{AcceptFailures, next_connection};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
@@ -216,19 +217,9 @@ where
 {
     let metrics = Arc::new(metrics);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            _ = shutdown.changed() => return,
-        };
-        let (stream, peer) = match accepted {
-            Ok(got) => got,
-            Err(e) => {
-                tracing::debug!("metrics: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+    let mut failures = AcceptFailures::default();
+    while let Some((stream, peer)) = next_connection(&listener, &mut shutdown, &mut failures).await
+    {
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             tracing::debug!("metrics: connection from {peer} closed: {MAX_CONNECTIONS} open");
             continue;
