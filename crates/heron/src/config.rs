@@ -1785,6 +1785,28 @@ udp-coalesce-us = 1001
     }
 
     #[test]
+    fn metrics_are_off_unless_an_address_is_given() {
+        assert_eq!(parse("").unwrap().metrics, None);
+        let on = parse("[metrics]\nlisten = \"127.0.0.1:9153\"\n").unwrap();
+        let want = crate::metrics::MetricsSettings {
+            listen: "127.0.0.1:9153".parse().unwrap(),
+            zone_metrics: true,
+        };
+        assert_eq!(on.metrics, Some(want));
+        let quiet = parse("[metrics]\nlisten = \"[::1]:9153\"\nzone-metrics = false\n").unwrap();
+        assert!(!quiet.metrics.unwrap().zone_metrics);
+        for bad in ["9153", "localhost:9153", "127.0.0.1", ""] {
+            let err = parse(&format!("[metrics]\nlisten = \"{bad}\"\n")).unwrap_err();
+            assert!(
+                err[0].contains("[metrics] listen") && err[0].contains("ADDRESS:PORT"),
+                "{err:?}"
+            );
+        }
+        let err = parse("[metrics]\nport = 9153\n").unwrap_err();
+        assert!(err[0].contains("unknown field `port`"), "{err:?}");
+    }
+
+    #[test]
     fn a_zone_group_gives_each_origin_its_file_and_the_shared_settings() {
         let s = parse(&format!(
             "{KEY}[[zone]]\norigin = \"one.test\"\nfile = \"one\"\n\
