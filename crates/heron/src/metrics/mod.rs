@@ -226,6 +226,17 @@ fn label(key: &'static str, value: impl ToString) -> Labels {
 impl Collector for Snapshot {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let e = &mut encoder;
+        self.encode_queries(e)?;
+        self.encode_connections_and_refusals(e)?;
+        if let Some(zones) = &self.zones {
+            encode_zones(e, zones)?;
+        }
+        self.encode_process(e)
+    }
+}
+
+impl Snapshot {
+    fn encode_queries(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let t = &self.totals;
         let queries = (TRANSPORTS.iter().enumerate()).flat_map(|(via, transport)| {
             (t.queries[via].iter().enumerate())
@@ -264,7 +275,14 @@ impl Collector for Snapshot {
             "From receiving a query to sending its response; on UDP measured once per batch",
             &t.latency_us,
             (&LATENCY_BOUNDS_US, 1e6),
-        )?;
+        )
+    }
+
+    fn encode_connections_and_refusals(
+        &self,
+        e: &mut DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        let t = &self.totals;
         gauge(
             e,
             "heron_tcp_connections_open",
@@ -302,15 +320,9 @@ impl Collector for Snapshot {
             "heron_rrl_responses",
             "Responses response rate limiting dropped, slipped (sent truncated) or would have (log-only)",
             rrl.map(|(a, n)| (label("action", a), n)),
-        )?;
-        if let Some(zones) = &self.zones {
-            encode_zones(e, zones)?;
-        }
-        self.encode_process(e)
+        )
     }
-}
 
-impl Snapshot {
     fn encode_process(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         if let Some(bytes) = self.resident_bytes {
             gauge(
