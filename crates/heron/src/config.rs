@@ -74,8 +74,8 @@ mod catalog;
 mod shared_files;
 mod shield;
 
-pub use catalog::CatalogConfig;
 use catalog::CatalogEntry;
+pub use catalog::{CatalogConfig, Template};
 
 pub use shield::{CookiesSection, RrlSection};
 
@@ -1333,13 +1333,20 @@ fn check_unique_origins(zones: &[ZoneSpec]) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests_support {
     use super::*;
 
-    fn parse(text: &str) -> Result<Settings, Vec<String>> {
+    /// A configuration read as if from /etc/heron/heron.toml.
+    pub(super) fn parse(text: &str) -> Result<Settings, Vec<String>> {
         let file: ConfigFile = toml::from_str(text).map_err(|e| vec![e.to_string()])?;
         from_file(file, Path::new("/etc/heron"), Path::new("heron.toml"))
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::parse;
+    use super::*;
 
     #[test]
     fn query_acls_blackhole_and_nsid_are_read() {

@@ -272,3 +272,230 @@ pub fn consumed_copy(file: &Path) -> PathBuf {
     name.push(".consumed");
     PathBuf::from(name)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use heron_xfr::acl::Acl;
+    use heron_xfr::secondary::client::Upstream;
+    use heron_zone::load_zone_str;
+
+    use super::*;
+    use crate::config::Template;
+
+    fn n(text: &str) -> Name {
+        Name::parse(text).unwrap()
+    }
+
+    /// A template whose primary is 192.0.2.`last`, transferable by
+    /// 127.0.0.1 if `open`.
+    fn template(last: u8, open: bool) -> Template {
+        let allow = match open {
+            true => Acl::new(vec![heron_xfr::acl::Rule {
+                prefix: "127.0.0.1".parse().unwrap(),
+                key: None,
+            }]),
+            false => Acl::default(),
+        };
+        Template {
+            primaries: vec![Upstream {
+                addr: format!("192.0.2.{last}:53").parse().unwrap(),
+                key: None,
+                tls: None,
+            }],
+            policy: ZonePolicy {
+                allow_transfer: allow,
+                ..ZonePolicy::default()
+            },
+            keep_journal: false,
+            file_pattern: "/var/lib/heron/members/{zone}.zone".into(),
+        }
+    }
+
+    /// Catalog `name` with a default template (unless `groups_only`) and
+    /// a "gold" one.
+    fn config(name: &str, groups_only: bool) -> CatalogConfig {
+        CatalogConfig {
+            zone: n(name),
+            default: (!groups_only).then(|| template(1, false)),
+            groups: BTreeMap::from([("gold".to_string(), template(2, true))]),
+        }
+    }
+
+    fn version(catalog: &str, serial: u32, body: &str) -> Arc<Zone> {
+        let text = format!(
+            "$ORIGIN {catalog}.\n$TTL 0\n@ SOA invalid. invalid. {serial} 3600 600 86400 0\n\
+             @ NS invalid.\nversion TXT \"2\"\n{body}"
+        );
+        Arc::new(load_zone_str(&text, "cat", &n(catalog)).unwrap().zone)
+    }
+
+    /// Takes `new` as an IXFR from `old`.
+    fn ixfr(consumers: &mut Consumers, old: &Zone, new: &Zone) -> Option<Vec<Step>> {
+        let steps = [heron_zone::diff::diff(old, new)];
+        consumers.consume(new, Some(&steps), |_| false)
+    }
+
+    /// The steps as (what, zone, catalog, primary's last octet).
+    fn summary(steps: &[Step]) -> Vec<(&'static str, String, Option<String>, u8)> {
+        let of = |z: &SecondaryZone| {
+            let ip = match z.primaries[0].addr.ip() {
+                std::net::IpAddr::V4(v4) => v4.octets()[3],
+                std::net::IpAddr::V6(_) => 0,
+            };
+            (
+                z.origin.to_string(),
+                z.catalog.as_ref().map(|c| c.to_string()),
+                ip,
+            )
+        };
+        steps
+            .iter()
+            .map(|step| match step {
+                Step::Add(z, _) => ("add", of(z)),
+                Step::Remove(origin) => ("remove", (origin.to_string(), None, 0)),
+                Step::Repoint(z, _) => ("repoint", of(z)),
+                Step::Reset(z, _) => ("reset", of(z)),
+            })
+            .map(|(what, (zone, catalog, ip))| (what, zone, catalog, ip))
+            .collect()
+    }
+
+    fn step(
+        what: &'static str,
+        zone: &str,
+        catalog: Option<&str>,
+        ip: u8,
+    ) -> (&'static str, String, Option<String>, u8) {
+        (what, zone.to_string(), catalog.map(str::to_string), ip)
+    }
+
+    #[test]
+    fn members_follow_their_group_template_through_every_change() {
+        let mut consumers = Consumers::new(vec![config("cat.test", false)]);
+        let v1 = version(
+            "cat.test",
+            1,
+            "a.zones PTR a.test.\nb.zones PTR b.test.\nc.zones PTR c.test.\n",
+        );
+        let steps = consumers.consume(&v1, None, |_| false).unwrap();
+        let cat = Some("cat.test.");
+        assert_eq!(
+            summary(&steps),
+            [
+                step("add", "a.test.", cat, 1),
+                step("add", "b.test.", cat, 1),
+                step("add", "c.test.", cat, 1)
+            ]
+        );
+        // Taken already: nothing to do.
+        assert!(consumers.consume(&v1, None, |_| false).is_none());
+        let v2 = version(
+            "cat.test",
+            2,
+            "a.zones PTR a.test.\ngroup.a.zones TXT \"gold\"\nc2.zones PTR c.test.\nd.zones PTR d.test.\n",
+        );
+        let steps = ixfr(&mut consumers, &v1, &v2).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [
+                step("remove", "b.test.", None, 0),
+                step("repoint", "a.test.", cat, 2),
+                step("reset", "c.test.", cat, 1),
+                step("add", "d.test.", cat, 1),
+            ]
+        );
+        let Step::Repoint(_, gold) = &steps[1] else {
+            unreachable!()
+        };
+        assert!(!gold.allow_transfer.is_empty(), "the gold template's ACL");
+    }
+
+    #[test]
+    fn a_member_configured_by_hand_rejects_the_version_and_changes_nothing() {
+        let mut consumers = Consumers::new(vec![config("cat.test", false)]);
+        let v1 = version("cat.test", 1, "a.zones PTR a.test.\n");
+        consumers.consume(&v1, None, |_| false).unwrap();
+        let v2 = version(
+            "cat.test",
+            2,
+            "a.zones PTR a.test.\nh.zones PTR hand.test.\n",
+        );
+        let by_hand = |z: &Name| z.eq(&n("hand.test"));
+        let steps = [heron_zone::diff::diff(&v1, &v2)];
+        assert!(consumers.consume(&v2, Some(&steps), by_hand).is_none());
+        // The next version, from the rejected one, is read whole against
+        // the version taken last.
+        let v3 = version("cat.test", 3, "b.zones PTR b.test.\n");
+        let steps = ixfr(&mut consumers, &v2, &v3).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [
+                step("remove", "a.test.", None, 0),
+                step("add", "b.test.", Some("cat.test."), 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_member_whose_group_has_no_template_rejects_the_version() {
+        let mut consumers = Consumers::new(vec![config("cat.test", true)]);
+        let ungrouped = version("cat.test", 1, "a.zones PTR a.test.\n");
+        assert!(consumers.consume(&ungrouped, None, |_| false).is_none());
+        let other = version(
+            "cat.test",
+            2,
+            "a.zones PTR a.test.\ngroup.a.zones TXT \"lead\"\n",
+        );
+        assert!(consumers.consume(&other, None, |_| false).is_none());
+        let gold = version(
+            "cat.test",
+            3,
+            "a.zones PTR a.test.\ngroup.a.zones TXT \"gold\"\n",
+        );
+        let steps = consumers.consume(&gold, None, |_| false).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [step("add", "a.test.", Some("cat.test."), 2)]
+        );
+    }
+
+    #[test]
+    fn coo_hands_a_member_to_the_catalog_it_names_and_no_other() {
+        let mut consumers =
+            Consumers::new(vec![config("old.test", false), config("new.test", false)]);
+        let old1 = version("old.test", 1, "m.zones PTR z.test.\nn.zones PTR y.test.\n");
+        consumers.consume(&old1, None, |_| false).unwrap();
+        // Listed by a catalog it was not handed to: ignored.
+        let new1 = version("new.test", 1, "x.zones PTR y.test.\n");
+        assert_eq!(consumers.consume(&new1, None, |_| false).unwrap().len(), 0);
+        let old2 = version(
+            "old.test",
+            2,
+            "m.zones PTR z.test.\ncoo.m.zones PTR new.test.\nn.zones PTR y.test.\n",
+        );
+        assert!(ixfr(&mut consumers, &old1, &old2).unwrap().is_empty());
+        let new2 = version("new.test", 2, "x.zones PTR y.test.\nk.zones PTR z.test.\n");
+        let steps = ixfr(&mut consumers, &new1, &new2).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [step("repoint", "z.test.", Some("new.test."), 1)]
+        );
+        // The old catalog drops it: it stays, owned by the new one.
+        let old3 = version("old.test", 3, "n.zones PTR y.test.\n");
+        assert!(ixfr(&mut consumers, &old2, &old3).unwrap().is_empty());
+        let new3 = version("new.test", 3, "x.zones PTR y.test.\n");
+        let steps = ixfr(&mut consumers, &new2, &new3).unwrap();
+        assert_eq!(summary(&steps), [step("remove", "z.test.", None, 0)]);
+    }
+
+    #[test]
+    fn the_copy_of_the_version_consumed_sits_beside_the_kept_copy() {
+        assert_eq!(
+            consumed_copy(Path::new("/var/lib/heron/cat.test.zone")),
+            Path::new("/var/lib/heron/cat.test.zone.consumed")
+        );
+    }
+}

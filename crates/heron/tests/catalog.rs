@@ -6,7 +6,7 @@
 //! template lets 127.0.0.1 transfer it) and one reset (a new unique ID);
 //! after each step Heron serves exactly the member zones listed (SOA over
 //! UDP) and refuses the others. A bad version of the catalog changes
-//! nothing. Restarted without its primary, Heron serves the members of
+//! nothing, and so does a reload of the configuration. Restarted without its primary, Heron serves the members of
 //! the catalog copy it kept, and `heron ctl zone-status` names each
 //! member's catalog.
 
@@ -212,6 +212,10 @@ fn consume_from(kind: ServerKind) {
         consumer.log()
     );
     assert_serves_exactly(&consumer, &["a.test", "c.test", "d.test"], "regroup");
+    // A reload of the configuration leaves the catalog's members alone.
+    consumer.reload();
+    assert!(eventually(|| consumer.log().contains("reload done")));
+    assert_serves_exactly(&consumer, &["a.test", "c.test", "d.test"], "reload");
 
     let before = axfrs(&consumer.log(), "c.test");
     members[1].0 = "c2";

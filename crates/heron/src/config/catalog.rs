@@ -164,3 +164,105 @@ impl CatalogEntry {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests_support::parse;
+
+    const KEY: &str = "[[key]]\nname = \"xfr\"\nsecret = \"c2VjcmV0c2VjcmV0c2VjcmV0\"\n";
+
+    const CATALOG: &str = "[[catalog]]\nzone = \"cat.example\"\nfile = \"kept/cat.zone\"\n\
+        primaries = [\"192.0.2.1 key xfr\"]\nmembers-dir = \"members\"\n";
+
+    #[test]
+    fn a_catalog_is_a_secondary_zone_and_its_templates_default_to_its_primaries() {
+        let text = format!(
+            "{KEY}{CATALOG}allow-transfer = [\"::1\"]\n\
+             [catalog.default]\nnotify = [\"192.0.2.9\"]\n\
+             [catalog.group.gold]\nprimaries = [\"192.0.2.2\"]\nmembers-dir = \"gold\"\n\
+             allow-transfer = [\"127.0.0.1\"]\n"
+        );
+        let settings = parse(&text).unwrap();
+        let [catalog_zone] = settings.secondaries.as_slice() else {
+            panic!("{:?}", settings.secondaries)
+        };
+        assert_eq!(catalog_zone.origin.to_string(), "cat.example.");
+        assert_eq!(catalog_zone.file.to_str(), Some("/etc/heron/kept/cat.zone"));
+        assert_eq!(catalog_zone.catalog, None);
+        let [catalog] = settings.catalogs.as_slice() else {
+            panic!()
+        };
+        let zone = heron_proto::Name::parse("a.example").unwrap();
+        let (member, policy) = catalog.template(None).unwrap().member(&zone, &catalog.zone);
+        assert_eq!(member.primaries[0].addr.to_string(), "192.0.2.1:53");
+        assert_eq!(
+            member.primaries[0].key.as_ref().unwrap().to_string(),
+            "xfr."
+        );
+        assert_eq!(
+            member.file.to_str(),
+            Some("/etc/heron/members/a.example.zone")
+        );
+        assert_eq!(member.catalog, Some(catalog.zone.clone()));
+        assert_eq!(policy.notify.len(), 1);
+        assert!(policy.allow_transfer.is_empty() && !policy.allow_notify.is_empty());
+        let (gold, policy) = catalog
+            .template(Some("gold"))
+            .unwrap()
+            .member(&zone, &catalog.zone);
+        assert_eq!(gold.primaries[0].addr.to_string(), "192.0.2.2:53");
+        assert_eq!(gold.file.to_str(), Some("/etc/heron/gold/a.example.zone"));
+        assert_eq!(
+            policy.journal_file.as_deref().and_then(|p| p.to_str()),
+            Some("/etc/heron/gold/a.example.zone.jnl")
+        );
+        // An unknown group follows the default template...
+        assert!(catalog.template(Some("lead")).is_some());
+        // ...unless there is none.
+        let strict = parse(&format!("{KEY}{CATALOG}groups-only = true\n")).unwrap();
+        assert!(strict.catalogs[0].template(Some("lead")).is_none());
+        assert!(strict.catalogs[0].template(None).is_none());
+    }
+
+    #[test]
+    fn catalog_mistakes_are_reported() {
+        for (text, want) in [
+            (
+                "[[catalog]]\nzone = \"cat.example\"\nfile = \"c\"\nprimaries = []\nmembers-dir = \"m\"\n",
+                "catalog 'cat.example': primaries is empty",
+            ),
+            (
+                "[[catalog]]\nzone = \"cat..example\"\nfile = \"c\"\nprimaries = [\"192.0.2.1\"]\nmembers-dir = \"m\"\n",
+                "bad zone 'cat..example'",
+            ),
+            (
+                &format!("{CATALOG}[catalog.group.gold]\nprimaries = [\"192.0.2.2 key nope\"]\n"),
+                "group \"gold\": primaries '192.0.2.2 key nope'",
+            ),
+            (
+                &format!("{CATALOG}[catalog.default]\nfile = \"x\"\n"),
+                "unknown field `file`",
+            ),
+            ("[[catalog]]\nzone = \"cat.example\"\n", "missing field"),
+        ] {
+            let errors = parse(&format!("{KEY}{text}")).unwrap_err();
+            assert!(
+                errors.iter().any(|e| e.contains(want)),
+                "{want}: {errors:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_catalog_zone_also_configured_as_a_zone_is_an_error() {
+        let text =
+            format!("{KEY}{CATALOG}[[zone]]\norigin = \"cat.example\"\nfile = \"other.zone\"\n");
+        let errors = parse(&text).unwrap_err();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("configured more than once")),
+            "{errors:?}"
+        );
+    }
+}
