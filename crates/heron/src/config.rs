@@ -39,6 +39,14 @@
 //!                                       # "192.0.2.1 tls": over TLS (XoT), port 853;
 //!                                       # "... tls ns1.example": certificate checked
 //!
+//! [[catalog]]                           # a catalog zone (RFC 9432) to consume
+//! zone = "catalog.example"
+//! file = "secondary/catalog.example.zone"
+//! primaries = ["192.0.2.1 key xfr.example"]
+//! members-dir = "secondary/members"     # member zones' kept copies
+//! [catalog.group.gold]                  # members whose group is "gold"
+//! allow-transfer = ["192.0.2.0/24"]
+//!
 //! [[zone-group]]                        # zones that share their settings
 //! origins = ["example.org", "example.info"]
 //! file = "zones/{zone}.zone"            # {zone}: each origin, no final dot
