@@ -380,3 +380,60 @@ fn an_ixfr_with_a_malformed_member_node_is_rejected() {
         }]
     );
 }
+
+/// A catalog body of a few records drawn by `next` from a small alphabet
+/// of ids, zones and groups, so that clashes and malformed nodes are
+/// common.
+fn random_body(next: &mut impl FnMut() -> usize) -> String {
+    let ids = ["a", "b", "c", "d"];
+    let zones = ["x.test.", "y.test.", "z.test."];
+    let mut body = String::new();
+    for _ in 0..next() % 7 {
+        let id = ids[next() % ids.len()];
+        let line = match next() % 4 {
+            0 | 1 => format!("{id}.zones PTR {}\n", zones[next() % zones.len()]),
+            2 => format!("group.{id}.zones TXT \"g{}\"\n", next() % 2),
+            _ => format!("coo.{id}.zones PTR other{}.test.\n", next() % 2),
+        };
+        body.push_str(&line);
+    }
+    body
+}
+
+#[test]
+fn reading_an_ixfr_member_by_member_agrees_with_reading_the_whole_catalog() {
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 33) as usize
+    };
+    let mut compared = 0;
+    for _ in 0..2000 {
+        let old = catalog_zone(1, &random_body(&mut next));
+        let Ok(before) = parse_zone(&old) else {
+            continue;
+        };
+        let new = catalog_zone(2, &random_body(&mut next));
+        let steps = [heron_zone::diff::diff(&old, &new)];
+        let ids = touched_ids(&n(CATALOG), &steps).expect("version untouched");
+        let mut set = MemberSet::new(before.clone());
+        let incremental = parse_members(&new, &ids).and_then(|listed| {
+            match set.clashes(&n(CATALOG), &ids, &listed).as_slice() {
+                [] => Ok(set.update(&ids, listed)),
+                problems => Err(problems.to_vec()),
+            }
+        });
+        match (parse_zone(&new), incremental) {
+            (Ok(whole), Ok(changes)) => {
+                assert_eq!(set.members(), &whole);
+                assert_eq!(changes, diff(&before, &whole));
+                compared += 1;
+            }
+            (Err(_), Err(_)) => {}
+            (whole, incremental) => panic!("{whole:?} but {incremental:?}"),
+        }
+    }
+    assert!(compared > 100, "{compared} agreeing pairs");
+}
