@@ -78,12 +78,12 @@ use serde::Deserialize;
 
 use crate::privileges;
 
-mod catalog;
+pub(crate) mod catalog;
 mod shared_files;
 mod shield;
 
 use catalog::CatalogEntry;
-pub use catalog::{CatalogConfig, Template};
+pub use catalog::CatalogConfig;
 
 pub use shield::{CookiesSection, RrlSection};
 

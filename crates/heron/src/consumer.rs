@@ -283,7 +283,7 @@ mod tests {
     use heron_zone::load_zone_str;
 
     use super::*;
-    use crate::config::Template;
+    use crate::config::catalog::Template;
 
     fn n(text: &str) -> Name {
         Name::parse(text).unwrap()

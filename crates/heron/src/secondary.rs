@@ -479,7 +479,7 @@ impl Running {
 fn delete_kept(file: &std::path::Path) {
     let paths = [file, &journal_file::path_for(file), &consumed_copy(file)];
     for path in paths {
-        match std::fs::remove_file(&path) {
+        match std::fs::remove_file(path) {
             Ok(()) => tracing::info!(file = %path.display(), "deleted: its zone is removed"),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => tracing::warn!("cannot delete {}: {e}", path.display()),
