@@ -18,6 +18,7 @@ pub mod probe;
 mod report;
 mod tsig_work;
 
+use std::fmt::Write as _;
 use std::fs;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -166,6 +167,11 @@ pub struct Results {
     /// When and at which commit each part was measured.
     #[serde(default)]
     pub cold_start_at: Option<String>,
+    /// Cold starts of a consumer of one catalog zone listing N zones.
+    #[serde(default)]
+    pub catalog_cold_start: Vec<ColdStart>,
+    #[serde(default)]
+    pub catalog_cold_start_at: Option<String>,
     #[serde(default)]
     pub propagation_at: Option<String>,
     #[serde(default)]
@@ -214,6 +220,11 @@ pub fn run(args: &XfrArgs) -> Result<(), String> {
     if wants("cold-start") {
         results.cold_start_at = Some(measured_at(args));
         results.cold_start = cold_starts(args, &kinds)?;
+        results.cold_start_limit_s = args.timeout;
+    }
+    if wants("catalog") {
+        results.catalog_cold_start_at = Some(measured_at(args));
+        results.catalog_cold_start = catalog_cold_starts(args, &kinds)?;
         results.cold_start_limit_s = args.timeout;
     }
     if wants("propagation") {
@@ -328,7 +339,7 @@ fn cold_starts(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<ColdStart>, String>
                     .last()
                     .is_none_or(|r: &ColdStart| r.all_answered_s.is_some())
             {
-                let run = cold_start_once(args, kind, reload, zones, &origins)?;
+                let run = cold_start_once(args, kind, reload, zones, &origins, None)?;
                 eprintln!("cold start: {run:?}");
                 runs.push(run);
             }
@@ -351,29 +362,94 @@ fn setups(kinds: &[Kind]) -> Vec<(Kind, NsdReload)> {
     out
 }
 
-/// One cold start of a `kind` secondary of `zones`.
+/// The catalog zone [`peers::CATALOG`] listing `zones`, written in `dir`.
+fn catalog_zone(dir: &Path, zones: &[(String, PathBuf)]) -> Result<(String, PathBuf), String> {
+    let path = dir.join(format!("{}-{}.zone", peers::CATALOG, zones.len()));
+    let mut text = format!(
+        "$ORIGIN {}\n$TTL 0\n@ SOA invalid. invalid. 1 3600 600 86400 0\n@ NS invalid.\n\
+         version TXT \"2\"\n",
+        peers::CATALOG
+    );
+    for (i, (origin, _)) in zones.iter().enumerate() {
+        let _ = writeln!(text, "m{i}.zones PTR {origin}");
+    }
+    fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((peers::CATALOG.to_string(), path))
+}
+
+/// Cold starts of a consumer (Heron, Knot) of a catalog zone listing N
+/// minimal zones, from a Heron primary of the catalog and the zones.
+fn catalog_cold_starts(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<ColdStart>, String> {
+    let largest = args.sizes.iter().copied().max().unwrap_or(0);
+    let all = minimal_zones(&args.data.join("minimal"), largest)?;
+    let mut out = Vec::new();
+    for &size in &args.sizes {
+        let zones = &all[..size];
+        let origins: Vec<String> = zones.iter().map(|(o, _)| o.clone()).collect();
+        let catalog = catalog_zone(&args.data, zones)?;
+        for &kind in kinds
+            .iter()
+            .filter(|k| matches!(k, Kind::Heron | Kind::Knot))
+        {
+            let mut runs: Vec<ColdStart> = Vec::new();
+            while runs.len() < args.repeats
+                && runs.last().is_none_or(|r| r.all_answered_s.is_some())
+            {
+                let run = cold_start_once(
+                    args,
+                    kind,
+                    NsdReload::Throttled,
+                    zones,
+                    &origins,
+                    Some(&catalog),
+                )?;
+                eprintln!("catalog cold start: {run:?}");
+                runs.push(run);
+            }
+            out.push(median_run(runs));
+        }
+    }
+    Ok(out)
+}
+
+/// One cold start of a `kind` secondary of `zones`; with `catalog`, of a
+/// consumer of that catalog zone, which lists them.
 fn cold_start_once(
     args: &XfrArgs,
     kind: Kind,
     reload: NsdReload,
     zones: &[(String, PathBuf)],
     origins: &[String],
+    catalog: Option<&(String, PathBuf)>,
 ) -> Result<ColdStart, String> {
     // A fresh primary port per run: TIME_WAIT sockets of one run do not
     // take ports from the next.
-    let primary = start_primary(Kind::Heron, args, zones, None, None, "cold")?;
+    let served: Vec<(String, PathBuf)> = zones.iter().chain(catalog).cloned().collect();
+    let primary = start_primary(Kind::Heron, args, &served, None, None, "cold")?;
     let opened_before = active_opens();
     let addr = ip(SECONDARY, free_port());
     let dir = args.data.join(format!(
-        "cold-{}-{}",
+        "cold-{}{}-{}",
         kind.name().to_lowercase(),
+        if catalog.is_some() { "-catalog" } else { "" },
         zones.len()
     ));
-    let role = Role::Secondary {
-        primary: primary.addr,
-        reload,
+    let (role, given) = match catalog {
+        None => (
+            Role::Secondary {
+                primary: primary.addr,
+                reload,
+            },
+            zones,
+        ),
+        Some(catalog) => (
+            Role::Consumer {
+                primary: primary.addr,
+            },
+            std::slice::from_ref(catalog),
+        ),
     };
-    let mut secondary = Peer::start(kind, role, addr, zones, None, &dir, &args.heron)?;
+    let mut secondary = Peer::start(kind, role, addr, given, None, &dir, &args.heron)?;
     let started = secondary.started;
     let deadline = started + Duration::from_secs(args.timeout);
     let arrival = probe::until_all_answer(

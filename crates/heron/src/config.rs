@@ -82,8 +82,8 @@ pub(crate) mod catalog;
 mod shared_files;
 mod shield;
 
-use catalog::CatalogEntry;
 pub use catalog::CatalogConfig;
+use catalog::CatalogEntry;
 
 pub use shield::{CookiesSection, RrlSection};
 
