@@ -1,6 +1,7 @@
 //! The zone transfer benchmarks: how long a secondary of many zones takes
 //! to cold-start (and whether it runs out of ports doing it), how quickly
-//! a change on a primary is answered by its secondary, how fast a large
+//! a change on a primary is answered by its secondary, how long a consumer
+//! of a catalog zone listing many zones takes to cold-start, how fast a large
 //! zone moves between pairs of servers, and what TSIG costs.
 //!
 //! Everything runs in a network namespace of the suite's own, with a
@@ -70,7 +71,7 @@ pub struct XfrArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "cold-start,propagation,axfr"
+        default_value = "cold-start,catalog,propagation,axfr"
     )]
     pub parts: Vec<String>,
 }
