@@ -66,7 +66,7 @@ pub struct XfrArgs {
     /// Runs of each cold start and large-zone transfer.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
-    /// Parts to run: cold-start, propagation, axfr (TSIG included); the
+    /// Parts to run: cold-start, catalog, propagation, axfr (TSIG included); the
     /// others keep their results from the last transfers.json.
     #[arg(
         long,
