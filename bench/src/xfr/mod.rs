@@ -220,12 +220,12 @@ pub fn run(args: &XfrArgs) -> Result<(), String> {
     let wants = |part: &str| args.parts.iter().any(|p| p == part);
     if wants("cold-start") {
         results.cold_start_at = Some(measured_at(args));
-        results.cold_start = cold_starts(args, &kinds)?;
+        results.cold_start = cold_starts(args, &kinds, false)?;
         results.cold_start_limit_s = args.timeout;
     }
     if wants("catalog") {
         results.catalog_cold_start_at = Some(measured_at(args));
-        results.catalog_cold_start = catalog_cold_starts(args, &kinds)?;
+        results.catalog_cold_start = cold_starts(args, &kinds, true)?;
         results.cold_start_limit_s = args.timeout;
     }
     if wants("propagation") {
@@ -325,14 +325,27 @@ fn tail(log: &str) -> String {
     lines[lines.len().saturating_sub(20)..].join("\n")
 }
 
-fn cold_starts(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<ColdStart>, String> {
+/// Cold starts of every setup at each size; with `catalog`, of consumers
+/// (Heron, Knot) given one catalog zone that lists the zones, instead of
+/// secondaries given every zone.
+fn cold_starts(args: &XfrArgs, kinds: &[Kind], catalog: bool) -> Result<Vec<ColdStart>, String> {
     let largest = args.sizes.iter().copied().max().unwrap_or(0);
     let all = minimal_zones(&args.data.join("minimal"), largest)?;
     let mut out = Vec::new();
     for &size in &args.sizes {
         let zones = &all[..size];
         let origins: Vec<String> = zones.iter().map(|(o, _)| o.clone()).collect();
-        for (kind, reload) in setups(kinds) {
+        let (listing, setups) = match catalog {
+            false => (None, setups(kinds)),
+            true => {
+                let consumers = kinds
+                    .iter()
+                    .filter(|k| matches!(k, Kind::Heron | Kind::Knot));
+                let setups = consumers.map(|&k| (k, NsdReload::Throttled)).collect();
+                (Some(catalog_zone(&args.data, zones)?), setups)
+            }
+        };
+        for (kind, reload) in setups {
             let mut runs = Vec::new();
             // Repeated, but not past a run that did not finish.
             while runs.len() < args.repeats
@@ -340,7 +353,7 @@ fn cold_starts(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<ColdStart>, String>
                     .last()
                     .is_none_or(|r: &ColdStart| r.all_answered_s.is_some())
             {
-                let run = cold_start_once(args, kind, reload, zones, &origins, None)?;
+                let run = cold_start_once(args, kind, reload, zones, &origins, listing.as_ref())?;
                 eprintln!("cold start: {run:?}");
                 runs.push(run);
             }
@@ -376,41 +389,6 @@ fn catalog_zone(dir: &Path, zones: &[(String, PathBuf)]) -> Result<(String, Path
     }
     fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok((peers::CATALOG.to_string(), path))
-}
-
-/// Cold starts of a consumer (Heron, Knot) of a catalog zone listing N
-/// minimal zones, from a Heron primary of the catalog and the zones.
-fn catalog_cold_starts(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<ColdStart>, String> {
-    let largest = args.sizes.iter().copied().max().unwrap_or(0);
-    let all = minimal_zones(&args.data.join("minimal"), largest)?;
-    let mut out = Vec::new();
-    for &size in &args.sizes {
-        let zones = &all[..size];
-        let origins: Vec<String> = zones.iter().map(|(o, _)| o.clone()).collect();
-        let catalog = catalog_zone(&args.data, zones)?;
-        for &kind in kinds
-            .iter()
-            .filter(|k| matches!(k, Kind::Heron | Kind::Knot))
-        {
-            let mut runs: Vec<ColdStart> = Vec::new();
-            while runs.len() < args.repeats
-                && runs.last().is_none_or(|r| r.all_answered_s.is_some())
-            {
-                let run = cold_start_once(
-                    args,
-                    kind,
-                    NsdReload::Throttled,
-                    zones,
-                    &origins,
-                    Some(&catalog),
-                )?;
-                eprintln!("catalog cold start: {run:?}");
-                runs.push(run);
-            }
-            out.push(median_run(runs));
-        }
-    }
-    Ok(out)
 }
 
 /// One cold start of a `kind` secondary of `zones`; with `catalog`, of a
