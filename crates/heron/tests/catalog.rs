@@ -200,9 +200,15 @@ fn consume_from(kind: ServerKind) {
     publish(&members, &primary);
     assert_serves_exactly(&consumer, &["a.test", "b.test", "c.test", "d.test"], "add");
 
+    let b_kept = dir.join("kept").join("members").join("b.test.zone");
+    assert!(eventually(|| b_kept.exists()), "b.test kept");
     members.retain(|(id, _, _)| *id != "b");
     publish(&members, &primary);
     assert_serves_exactly(&consumer, &["a.test", "c.test", "d.test"], "remove");
+    assert!(
+        eventually(|| !b_kept.exists()),
+        "a removed member's kept copy is deleted"
+    );
 
     members[0].2 = Some("blue");
     publish(&members, &primary);
