@@ -4,6 +4,7 @@ mod background;
 mod check;
 mod commands;
 mod config;
+mod consumer;
 mod control;
 mod ctl;
 mod doctor;

@@ -29,6 +29,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::ServeArgs;
 use crate::config::{self, RunAs, Settings};
+use crate::consumer::Consumers;
 use crate::control;
 use crate::notify;
 use crate::reload::{ConfigSource, Outcome, ZoneFiles};
@@ -41,7 +42,7 @@ const EXAMPLE_ZONE: &str = include_str!("example.com.zone");
 
 pub fn run(args: ServeArgs) -> ExitCode {
     let started = Instant::now();
-    let settings = match settings(&args) {
+    let mut settings = match settings(&args) {
         Ok(s) => {
             tracing::info!(
                 "configuration read: {} zones, {} secondary zones, in {} ms",
@@ -79,9 +80,19 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let kept = secondary::load_kept(&settings.secondaries);
+    let mut kept = secondary::load_kept(&settings.secondaries);
+    let mut consumers = Consumers::new(settings.catalogs);
+    let members = secondary::members_at_start(
+        &mut consumers,
+        &mut settings.secondaries,
+        &mut kept,
+        &catalog,
+    );
     // Before anything is served: an IXFR may come at once.
     let primary = Arc::new(primary(settings.policies, journals, &catalog, &kept));
+    for (origin, policy) in members {
+        primary.set_member_policy(&origin, Some(policy));
+    }
     let keys = Arc::new(settings.keys);
     let (notify_tx, notifies) = mpsc::unbounded_channel();
     let expiry = Arc::new(ExpiryDeadlines::default());
@@ -118,6 +129,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         bounds: limits.bounds(),
         keep_removed: limits.keep_removed,
         expiry,
+        consumers,
     };
     let process = ProcessSettings {
         control_socket: settings.control,
@@ -181,6 +193,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             keys: Vec::new(),
             policies: Default::default(),
             secondaries: Vec::new(),
+            catalogs: Vec::new(),
             secondary: Default::default(),
             xot: TlsClients::new(None).expect("no CA to read"),
             control: None,
@@ -405,9 +418,7 @@ async fn serve(
     let secondary_zones = secondaries.zones.len();
     let secondary_origins = queries.secondaries.clone();
     let running = secondary::start(secondaries, secondary_origins.clone(), &catalog, &transfers);
-    let keeper = running.as_ref().map(|r| r.keeper.clone());
-    let refresh_commands = running.as_ref().map(|r| r.commands());
-    *transfers.secondaries.lock().unwrap() = running;
+    let (keeper, refresh_commands) = running.unzip();
     let service = Arc::new(
         (queries.service(catalog.clone(), server.answer.clone()))
             .with_zone_stats(transfers.zone_stats.clone()),
