@@ -449,6 +449,9 @@ pub struct ZoneEntry {
     /// `"generate"`: the zone is a catalog (RFC 9432) that Heron writes
     /// from the zones naming it in `catalog-member`; `file` keeps it.
     pub catalog: Option<String>,
+    /// A generated catalog's members: `"named"` (the default), the zones
+    /// naming it in `catalog-member`; `"all"`, every primary zone besides.
+    pub catalog_members: Option<String>,
     /// The generated catalog that lists this zone.
     pub catalog_member: Option<String>,
     /// The member's `group` property in that catalog.
@@ -693,8 +696,8 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             Ok((spec, settings)) => {
                 single_zones.push(spec.origin.clone());
                 match catalogs::generated(entry, &spec, &settings) {
-                    Ok(true) => zones.catalogs.add_catalog(&spec),
-                    Ok(false) => {}
+                    Ok(Some(all)) => zones.catalogs.add_catalog(&spec, all),
+                    Ok(None) => {}
                     Err(e) => {
                         errors.push(format!("{}: zone '{}': {e}", path.display(), entry.origin))
                     }
@@ -720,7 +723,8 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         query_acls,
         catalogs,
     } = zones;
-    let catalogs = catalogs.finish().unwrap_or_else(|e| {
+    let primaries = primary_origins(&zones, &secondaries);
+    let catalogs = catalogs.finish(&primaries).unwrap_or_else(|e| {
         errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
         Vec::new()
     });
@@ -888,6 +892,16 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         restart_only,
         cookies,
     })
+}
+
+/// The origins of the zones loaded from files here (generated catalogs
+/// are not loaded yet, secondaries are left out).
+fn primary_origins(zones: &[ZoneSpec], secondaries: &[SecondaryZone]) -> Vec<Name> {
+    let secondaries: HashSet<&Name> = secondaries.iter().map(|s| &s.origin).collect();
+    (zones.iter())
+        .filter(|z| !secondaries.contains(&z.origin))
+        .map(|z| z.origin.clone())
+        .collect()
 }
 
 /// Issue 25's `[server]` settings, read.
@@ -1480,6 +1494,33 @@ mod tests {
     }
 
     #[test]
+    fn a_catalog_of_all_primary_zones_lists_them_but_not_secondaries_or_catalogs() {
+        let s = parse(
+            "[[zone]]\norigin = \"all.invalid\"\nfile = \"all\"\ncatalog = \"generate\"\n\
+             catalog-members = \"all\"\n\
+             [[zone]]\norigin = \"named.invalid\"\nfile = \"named\"\ncatalog = \"generate\"\n\
+             [[zone]]\norigin = \"a.test\"\nfile = \"a\"\n\
+             [[zone]]\norigin = \"b.test\"\nfile = \"b\"\ncatalog-member = \"all.invalid\"\n\
+             catalog-group = \"x\"\n\
+             [[zone]]\norigin = \"s.test\"\nfile = \"s\"\nprimaries = [\"192.0.2.1\"]\n",
+        )
+        .unwrap();
+        let listed = |i: usize| -> Vec<(String, Option<String>)> {
+            (s.catalogs[i].members.iter())
+                .map(|m| (m.zone.to_string(), m.group.clone()))
+                .collect()
+        };
+        assert_eq!(
+            listed(0),
+            [
+                ("b.test.".to_string(), Some("x".to_string())),
+                ("a.test.".to_string(), None)
+            ]
+        );
+        assert!(listed(1).is_empty());
+    }
+
+    #[test]
     fn catalog_settings_that_cannot_work_are_errors() {
         let catalog = "[[zone]]\norigin = \"cat.test\"\nfile = \"cat\"\ncatalog = \"generate\"\n";
         let group_at_limit = "g".repeat(255);
@@ -1515,6 +1556,14 @@ mod tests {
                     "{catalog}[[zone]]\norigin = \"a.test\"\nfile = \"a\"\ncatalog-member = \"cat.test\"\ncatalog-group = \"\"\n"
                 ),
                 "1 to 255 octets, not 0",
+            ),
+            (
+                "[[zone]]\norigin = \"a.test\"\nfile = \"a\"\ncatalog-members = \"all\"\n".into(),
+                "catalog-members needs catalog",
+            ),
+            (
+                format!("{catalog}catalog-members = \"some\"\n"),
+                "\"named\" or \"all\"",
             ),
             (
                 "[[zone]]\norigin = \"cat.test\"\nfile = \"cat\"\ncatalog = \"consume\"\n".into(),

@@ -245,3 +245,56 @@ fn knot_consumes_a_catalog_heron_generates() {
 fn bind_consumes_a_catalog_heron_generates() {
     catalog_steps(ServerKind::Bind);
 }
+
+/// Heron's configuration for the tests of Heron alone: the catalog kept
+/// in `work`, where a restart finds it again; `extra` after it.
+fn alone_config(port: u16, work: &Path, members: &[Member], extra: &str) -> String {
+    let text = config(port, free_port(), &work.join("zones"), members);
+    let kept = work.join("catalog.zone");
+    let text = text.replace(
+        "file = \"catalog.zone\"",
+        &format!("file = \"{}\"", kept.display()),
+    );
+    format!("{text}{extra}")
+}
+
+#[test]
+fn the_catalog_keeps_its_serial_across_restarts_and_idle_reloads_and_goes_when_unconfigured() {
+    let work = std::env::temp_dir().join(format!("heron-catalog-alone-{}", std::process::id()));
+    write_zones(&work.join("zones"));
+    let members = [member("one.test"), member("two.test")];
+    let port = free_port();
+    let text = alone_config(port, &work, &members, "");
+    let binary = heron();
+    let mut heron = ServerProcess::heron_on_port(&binary, port, CATALOG, &text)
+        .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
+    let first = zone_serial(heron.addr(), CATALOG).expect("the catalog is served");
+
+    // A reload that changes no member: the same version.
+    heron.reload();
+    assert!(heron.wait_for_log("reload done"));
+    assert_eq!(zone_serial(heron.addr(), CATALOG), Some(first));
+
+    // A restart: the kept version, same serial.
+    heron.terminate();
+    let heron = ServerProcess::heron_on_port(&binary, port, CATALOG, &text)
+        .unwrap_or_else(|log| panic!("Heron did not restart: {log}"));
+    assert_eq!(zone_serial(heron.addr(), CATALOG), Some(first));
+
+    // No longer configured as a catalog: no longer served.
+    let catalog_block = format!("origin = \"{CATALOG}\"");
+    let without: Vec<&str> = (text.split("[[zone]]\n"))
+        .filter(|block| !block.starts_with(&catalog_block))
+        .collect();
+    let without = without
+        .join("[[zone]]\n")
+        .replace(&format!("catalog-member = \"{CATALOG}\"\n"), "");
+    std::fs::write(heron.dir().join("heron.toml"), without).unwrap();
+    heron.reload();
+    let gone = eventually_within(STEP_DEADLINE, || {
+        rcode(heron.addr(), CATALOG) == Some(REFUSED)
+    });
+    assert!(gone, "the catalog is still served\n{}", heron.log());
+    drop(heron);
+    let _ = std::fs::remove_dir_all(&work);
+}

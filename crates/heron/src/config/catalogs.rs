@@ -2,7 +2,7 @@
 //! `catalog = "generate"`, and the zones that name it in
 //! `catalog-member` (with `catalog-group` and `catalog-id-generation`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use heron_proto::Name;
@@ -57,15 +57,28 @@ pub(super) fn membership(
     }))
 }
 
-/// Whether `entry` is a catalog to generate; an error if it asks for
+/// Whether `entry` is a catalog to generate, and if so whether of every
+/// primary zone (`catalog-members = "all"`); an error if it asks for
 /// something else or for what a generated catalog cannot be.
 pub(super) fn generated(
     entry: &ZoneEntry,
     spec: &ZoneSpec,
     settings: &ZoneSettings,
-) -> Result<bool, String> {
+) -> Result<Option<bool>, String> {
+    let all = match entry.catalog_members.as_deref() {
+        None | Some("named") => false,
+        Some("all") => true,
+        Some(other) => {
+            return Err(format!(
+                "catalog-members = \"{other}\": \"named\" or \"all\""
+            ));
+        }
+    };
     match entry.catalog.as_deref() {
-        None => Ok(false),
+        None if entry.catalog_members.is_some() => {
+            Err("catalog-members needs catalog = \"generate\"".into())
+        }
+        None => Ok(None),
         Some("generate") if !settings.primaries.is_empty() => {
             Err("catalog = \"generate\" is for a primary zone: it has primaries".into())
         }
@@ -76,7 +89,7 @@ pub(super) fn generated(
             "the name is too long for a catalog: group.<unique-id>.zones.<catalog> must fit in 255 octets"
                 .into(),
         ),
-        Some("generate") => Ok(true),
+        Some("generate") => Ok(Some(all)),
         Some(other) => Err(format!("catalog = \"{other}\": the only value is \"generate\"")),
     }
 }
@@ -87,10 +100,15 @@ pub(super) struct Catalogs {
     catalogs: Vec<GeneratedCatalog>,
     /// Each member zone with the catalog it names.
     members: Vec<(Name, Membership)>,
+    /// The catalogs (indexes) that list every primary zone.
+    of_all: Vec<usize>,
 }
 
 impl Catalogs {
-    pub(super) fn add_catalog(&mut self, spec: &ZoneSpec) {
+    pub(super) fn add_catalog(&mut self, spec: &ZoneSpec, all: bool) {
+        if all {
+            self.of_all.push(self.catalogs.len());
+        }
         self.catalogs.push(GeneratedCatalog {
             origin: spec.origin.clone(),
             file: spec.file.clone(),
@@ -102,12 +120,14 @@ impl Catalogs {
         self.members.push((zone.clone(), membership.clone()));
     }
 
-    /// Each catalog with its members; an error for every member naming a
+    /// Each catalog with its members (those listing all of them, every
+    /// zone of `primaries` too); an error for every member naming a
     /// catalog that is not generated here.
-    pub(super) fn finish(self) -> Result<Vec<GeneratedCatalog>, Vec<String>> {
+    pub(super) fn finish(self, primaries: &[Name]) -> Result<Vec<GeneratedCatalog>, Vec<String>> {
         let Catalogs {
             mut catalogs,
             members,
+            of_all,
         } = self;
         let index: HashMap<Name, usize> = (catalogs.iter().enumerate())
             .map(|(i, c)| (c.origin.to_lowercase(), i))
@@ -126,6 +146,24 @@ impl Catalogs {
                 group: membership.group,
                 generation: membership.generation,
             });
+        }
+        for i in of_all {
+            let catalog = &mut catalogs[i];
+            let named: HashSet<Name> = (catalog.members.iter())
+                .map(|m| m.zone.to_lowercase())
+                .collect();
+            let others = primaries
+                .iter()
+                .map(|zone| (zone, zone.to_lowercase()))
+                .filter(|(_, key)| !named.contains(key) && !index.contains_key(key));
+            let others: Vec<Wanted> = others
+                .map(|(zone, _)| Wanted {
+                    zone: zone.clone(),
+                    group: None,
+                    generation: 0,
+                })
+                .collect();
+            catalog.members.extend(others);
         }
         if errors.is_empty() {
             Ok(catalogs)
