@@ -253,6 +253,11 @@ impl ZoneFiles {
         self.entries.iter().any(|e| e.spec.origin.eq(origin))
     }
 
+    /// Whether `origin` (lower-cased) is a catalog generated here.
+    pub fn generates(&self, origin: &Name) -> bool {
+        self.catalogs.contains(origin)
+    }
+
     /// Whether `origin` (lower-cased) is loaded from a file, and when it
     /// last loaded: `Some(None)` for a zone whose file never loaded.
     pub fn loaded_at(&self, origin: &Name) -> Option<Option<SystemTime>> {
