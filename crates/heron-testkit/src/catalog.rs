@@ -8,10 +8,8 @@
 use std::net::SocketAddr;
 use std::process::Command;
 
-use crate::peer_conf::{bind_key, bind_options, knot_key, knot_server};
-use crate::process::{
-    KNOTC, KNOTD, NAMED, ServerKind, ServerProcess, TempDir, require_binary, write,
-};
+use crate::peer_conf::{bind_key, bind_options, knot_key, knot_primary, knot_server, peer_command};
+use crate::process::{KNOTC, KNOTD, NAMED, ServerKind, ServerProcess, TempDir, require_binary};
 use crate::secondary::TsigSpec;
 
 /// A catalog to consume.
@@ -67,13 +65,7 @@ impl CatalogConsumer {
         let primary = self.primary;
         let mut conf = knot_server(&d.to_string(), port);
         let key_line = knot_key(&mut conf, self.key.as_ref());
-        conf.push_str(&format!(
-            "remote:\n  - id: primary\n    address: {}@{}\n{key_line}\
-             acl:\n  - id: notify\n    address: {}\n    action: notify\n{key_line}",
-            primary.ip(),
-            primary.port(),
-            primary.ip()
-        ));
+        conf.push_str(&knot_primary(primary, &key_line));
         let secondary = format!(
             "    storage: \"{d}\"\n    master: primary\n    acl: notify\n    zonefile-sync: -1\n"
         );
@@ -90,11 +82,7 @@ impl CatalogConsumer {
             self.catalog,
             templates.join(", ")
         ));
-        let path = dir.0.join("knot.conf");
-        write(&path, &conf);
-        let mut cmd = Command::new(KNOTD);
-        cmd.arg("-c").arg(&path);
-        cmd
+        peer_command(ServerKind::Knot, &dir.0, &conf)
     }
 
     /// BIND 9.18: `catalog-zones` in `options`, members from
@@ -122,10 +110,6 @@ impl CatalogConsumer {
              primaries {primaries};\n  allow-notify {{ {}; }};\n}};\n",
             primary.ip()
         ));
-        let path = dir.0.join("named.conf");
-        write(&path, &conf);
-        let mut cmd = Command::new(NAMED);
-        cmd.arg("-g").arg("-n").arg("1").arg("-c").arg(&path);
-        cmd
+        peer_command(ServerKind::Bind, &dir.0, &conf)
     }
 }
