@@ -957,7 +957,38 @@ pub struct RestartOnly(Vec<(&'static str, u64)>);
 impl RestartOnly {
     fn of_sections(file: &ConfigFile) -> RestartOnly {
         let mut parts = RestartOnly::default();
-        parts.add("[server]", &file.server);
+        // Destructured, so that a new field must be placed here.
+        let ServerSection {
+            listen,
+            workers,
+            cpu_affinity,
+            control,
+            user,
+            group,
+            udp_coalesce_us,
+            max_udp_payload,
+            version,
+            identity,
+            nsid,
+            nsid_hex,
+            allow_query,
+            blackhole,
+            max_zone_file_size,
+        } = &file.server;
+        parts.add("[server] listen", listen);
+        parts.add("[server] workers", workers);
+        parts.add("[server] cpu-affinity", cpu_affinity);
+        parts.add("[server] control", control);
+        parts.add("[server] user, group", &(user, group));
+        // The rest of the section, named as a whole.
+        parts.add(
+            "[server] (answering settings)",
+            &(
+                (udp_coalesce_us, max_udp_payload, max_zone_file_size),
+                (version, identity, nsid, nsid_hex),
+                (allow_query, blackhole),
+            ),
+        );
         parts.add("[tcp]", &file.tcp);
         parts.add("[tls]", &file.tls);
         parts.add("[[key]]", &file.keys);
@@ -1391,7 +1422,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             changed.restart_only.changed_since(&base.restart_only),
-            vec!["[server]", "[tcp]"],
+            vec!["[server] workers", "[tcp]"],
             "secondary zones are applied by a reload"
         );
     }

@@ -200,10 +200,10 @@ pub struct Running {
 /// What [`Running::reconfigure`] did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct SecondaryChanges {
-    pub added: usize,
-    pub removed: usize,
+    pub added: Vec<Name>,
+    pub removed: Vec<Name>,
     /// Given other primaries or another file.
-    pub repointed: usize,
+    pub repointed: Vec<Name>,
 }
 
 impl Running {
@@ -251,7 +251,7 @@ impl Running {
             if !self.keep_removed {
                 to_delete.push(zone.file);
             }
-            changes.removed += 1;
+            changes.removed.push(zone.origin);
         }
         let mut added = Vec::new();
         for (origin, zone) in wanted.drain() {
@@ -268,7 +268,7 @@ impl Running {
                         serial: None,
                     };
                     let _ = self.commands.send(check);
-                    changes.repointed += 1;
+                    changes.repointed.push(zone.origin.clone());
                 }
                 None => added.push(zone.clone()),
             }
@@ -283,8 +283,8 @@ impl Running {
                 next.expire(&zone.origin);
             }
             tracing::info!(zone = %zone.origin, "secondary zone added");
+            changes.added.push(zone.origin.clone());
             let _ = self.commands.send(Command::Add(zone, start));
-            changes.added += 1;
         }
         self.origins
             .store(Arc::new(self.zones.keys().cloned().collect::<HashSet<_>>()));

@@ -587,6 +587,7 @@ pub(crate) async fn reload(
         Some(zones) => tracing::info!("{asked_by}: reloading {} zone(s)", zones.len()),
     }
     notify::reloading();
+    let whole = selection.zones.is_none();
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
     let work = background::run("reload", move || {
@@ -606,20 +607,30 @@ pub(crate) async fn reload(
         };
         let mut removed = Vec::new();
         let mut secondaries = None;
+        let mut listed = (Vec::new(), Vec::new(), Vec::new());
         if let Some(new) = reconfigured {
             new.left_for_restart.iter().for_each(|part| {
                 tracing::warn!(
                     "{part} changed in the configuration: it takes effect at the next restart"
                 )
             });
+            let before = xfr.primary.policies();
+            let mut changed = policies_changed(&before, &new.policies, &new.added, &files);
+            for origin in new.refiled {
+                if !changed.contains(&origin) {
+                    changed.push(origin);
+                }
+            }
             // Before the new zones are served: their transfers and
             // NOTIFYs follow the settings they came with.
             xfr.primary.set_policies(new.policies);
             removed = new.removed;
             secondaries = Some(new.secondaries);
+            listed = (new.added, changed, new.left_for_restart);
         }
         let (mut next, mut outcome) =
             files.load_selected(&current, selection.zones.as_ref(), selection.force);
+        (outcome.added, outcome.changed, outcome.needs_restart) = listed;
         if let (Some(wanted), Some(running)) =
             (secondaries, xfr.secondaries.lock().unwrap().as_mut())
         {
@@ -633,7 +644,7 @@ pub(crate) async fn reload(
             xfr.primary.forget(origin);
             tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
         }
-        outcome.removed = removed.len();
+        outcome.removed = removed;
         // Journal first, then swap: an IXFR for the new serial must find
         // its step; then notify, once the new version is served.
         let changed = xfr.journal_changes(&current, &next);
@@ -649,14 +660,42 @@ pub(crate) async fn reload(
     let (outcome, changed, swap) = work.await;
     transfers.notify(&changed);
     let took = started.elapsed();
+    let changes = match whole && !outcome.config_failed {
+        true => format!(" ({})", outcome.configuration_changes()),
+        false => String::new(),
+    };
     tracing::info!(
-        "reload done in {} ms, swapped in {} us: {}",
+        "reload done in {} ms, swapped in {} us: {}{changes}",
         took.as_millis(),
         swap.as_micros(),
         outcome.summary()
     );
     notify::ready();
     (outcome, took)
+}
+
+/// The zones from files, configured before and now (not `added`), whose
+/// transfer settings (ACLs, NOTIFY targets, journal) differ. A zone with
+/// the default settings has no entry.
+fn policies_changed(
+    before: &HashMap<Name, Arc<ZonePolicy>>,
+    now: &HashMap<Name, ZonePolicy>,
+    added: &[Name],
+    files: &ZoneFiles,
+) -> Vec<Name> {
+    let closed = ZonePolicy::default();
+    let origins: std::collections::HashSet<Name> = (before.keys().chain(now.keys()))
+        .map(Name::to_lowercase)
+        .collect();
+    let mut changed: Vec<Name> = (origins.into_iter())
+        .filter(|origin| {
+            let old = before.get(origin).map_or(&closed, |p| &**p);
+            let new = now.get(origin).unwrap_or(&closed);
+            old != new && files.configures(origin) && !added.contains(origin)
+        })
+        .collect();
+    changed.sort_by_key(|o| o.to_string());
+    changed
 }
 
 /// Which zones a reload reads.

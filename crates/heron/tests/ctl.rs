@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use heron_testkit::process::ServerProcess;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn heron() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_heron"))
@@ -405,4 +405,126 @@ fn a_secondary_zone_added_by_reload_is_shown_and_refreshed_on_demand() {
     let (code, out, _) = ctl(&socket, &["refresh", "t.test"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("serial 2"), "{out}");
+}
+
+/// The response code of an SOA query for `zone` over UDP.
+fn soa_rcode(server: std::net::SocketAddr, zone: &str) -> u8 {
+    use heron_testkit::{QueryOpts, build_query, query_udp};
+    let name = heron_proto::Name::parse(zone).unwrap();
+    let query = build_query(&name, heron_proto::RType::SOA, &QueryOpts::default());
+    query_udp(server, &query)[3] & 0x0f
+}
+
+const NOERROR: u8 = 0;
+const REFUSED: u8 = 5;
+
+/// `secondary_config` with the primary zones `primaries` (from files in
+/// `dir`) added.
+fn config_with(
+    dir: &Path,
+    socket: &Path,
+    port: u16,
+    primaries: &[&str],
+    secondaries: &[(&str, String)],
+) -> String {
+    let mut config = secondary_config(dir, socket, port, secondaries);
+    for origin in primaries {
+        let file = dir.join(format!("{origin}.zone"));
+        std::fs::write(&file, zone_text(3, "")).unwrap();
+        config += &format!(
+            "[[zone]]\norigin = \"{origin}\"\nfile = \"{}\"\n",
+            file.display()
+        );
+    }
+    config
+}
+
+#[test]
+fn reconfigure_adds_and_removes_primary_and_secondary_zones_and_reports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    let upstream = heron_testkit::FakePrimary::start(&["s.test", "t.test"], 1);
+    let port = heron_testkit::process::free_port();
+    let at = |origin| (origin, upstream.addr().to_string());
+    let config = config_with(dir.path(), &socket, port, &["p.test"], &[at("s.test")]);
+    let server = ServerProcess::heron_on_port(&heron(), port, "ready.test", &config).unwrap();
+    let addr = server.addr();
+    row_when(&socket, "s.test", |r| r["serial"] == 1);
+    assert_eq!(soa_rcode(addr, "q.test"), REFUSED);
+
+    // p.test and s.test go, q.test and t.test come.
+    let config = config_with(dir.path(), &socket, port, &["q.test"], &[at("t.test")]);
+    std::fs::write(server.dir().join("heron.toml"), &config).unwrap();
+    let data = ctl_json(&socket, &["reconfigure"]);
+    assert_eq!(
+        data["added"],
+        json!({"primary": ["q.test."], "secondary": ["t.test."]})
+    );
+    assert_eq!(
+        data["removed"],
+        json!({"primary": ["p.test."], "secondary": ["s.test."]})
+    );
+    assert_eq!(data["needs_restart"], json!([]), "{data}");
+    assert_eq!(
+        soa_rcode(addr, "q.test"),
+        NOERROR,
+        "served when ctl returns"
+    );
+    assert_eq!(soa_rcode(addr, "p.test"), REFUSED);
+    assert_eq!(soa_rcode(addr, "s.test"), REFUSED);
+    assert_eq!(soa_rcode(addr, "ready.test"), NOERROR, "untouched");
+    row_when(&socket, "t.test", |r| r["serial"] == 1);
+    assert_eq!(soa_rcode(addr, "t.test"), NOERROR);
+
+    let (code, out, err) = ctl(&socket, &["reconfigure"]);
+    assert_eq!((code, out.as_str()), (Some(0), "ok: no change\n"), "{err}");
+
+    // SIGHUP does the same, and logs what changed.
+    std::fs::write(dir.path().join("r.test.zone"), zone_text(3, "")).unwrap();
+    std::fs::write(
+        server.dir().join("heron.toml"),
+        config.replace("q.test", "r.test"),
+    )
+    .unwrap();
+    server.reload();
+    assert!(server.wait_for_log("(primary zones added: r.test.; primary zones removed: q.test.)"));
+    assert_eq!(soa_rcode(addr, "r.test"), NOERROR);
+    std::fs::write(server.dir().join("heron.toml"), &config).unwrap();
+    server.reload();
+    assert!(server.wait_for_log("(primary zones added: q.test.; primary zones removed: r.test.)"));
+    assert_eq!(soa_rcode(addr, "q.test"), NOERROR);
+
+    // Other transfer settings change the zone, and only it.
+    let config = config.replace(
+        "q.test.zone\"\n",
+        "q.test.zone\"\nallow-transfer = [\"127.0.0.1\"]\n",
+    );
+    std::fs::write(server.dir().join("heron.toml"), &config).unwrap();
+    let (code, out, _) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(out, "ok: primary zones changed: q.test.\n");
+
+    // Listeners and workers wait for a restart, and say so.
+    let more_workers = config.replace("workers = 1", "workers = 2");
+    std::fs::write(server.dir().join("heron.toml"), &more_workers).unwrap();
+    let (code, out, _) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(out, "ok: no change; needs restart: [server] workers\n");
+
+    // A file with errors changes nothing, and says where it is wrong.
+    let broken = format!("{more_workers}[[zone]]\norigin = \"r.test\"\nnot-a-key = 1\n");
+    std::fs::write(server.dir().join("heron.toml"), broken).unwrap();
+    let (code, out, _) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.starts_with("error: the configuration file has errors"),
+        "{out}"
+    );
+    assert!(
+        out.contains("heron.toml") && out.contains("not-a-key"),
+        "{out}"
+    );
+    for zone in ["q.test", "t.test", "ready.test"] {
+        assert_eq!(soa_rcode(addr, zone), NOERROR, "{zone} still served");
+    }
 }
