@@ -528,3 +528,92 @@ fn reconfigure_adds_and_removes_primary_and_secondary_zones_and_reports_it() {
         assert_eq!(soa_rcode(addr, zone), NOERROR, "{zone} still served");
     }
 }
+
+/// The JSON log lines of `log` whose message contains `text`.
+fn log_lines(log: &str, text: &str) -> Vec<Value> {
+    (log.lines())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["message"].as_str().is_some_and(|m| m.contains(text)))
+        .collect()
+}
+
+/// Each zone event is one log line with the zone and the peer as fields
+/// (issue 26, "Logs"): loaded (the file), transferred out and in,
+/// refused transfer, NOTIFY received. Expiry: `tests/secondary.rs`.
+#[test]
+fn zone_events_are_logged_one_line_each_with_zone_and_peer() {
+    use heron_testkit::process::free_port;
+    use heron_testkit::{QueryOpts, build_query, query_tcp};
+    let dir = tempfile::tempdir().unwrap();
+    let (primary_port, secondary_port) = (free_port(), free_port());
+    let file = dir.path().join("n.zone");
+    std::fs::write(&file, zone_text(5, "")).unwrap();
+    let json_logs = "[log]\nformat = \"json\"\n";
+    let primary_config = format!(
+        "{json_logs}[server]\nlisten = [\"127.0.0.1:{primary_port}\"]\nworkers = 1\n\
+         [[zone]]\norigin = \"n.test\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n\
+         notify = [\"127.0.0.1:{secondary_port}\"]\n\
+         [[zone]]\norigin = \"closed.test\"\nfile = \"{}\"\n",
+        file.display(),
+        file.display()
+    );
+    let primary =
+        ServerProcess::heron_on_port(&heron(), primary_port, "n.test", &primary_config).unwrap();
+    let socket = dir.path().join("secondary.sock");
+    let secondaries = [("n.test", format!("127.0.0.1:{primary_port}"))];
+    let config = secondary_config(dir.path(), &socket, secondary_port, &secondaries);
+    let secondary = ServerProcess::heron_on_port(
+        &heron(),
+        secondary_port,
+        "ready.test",
+        &(json_logs.to_owned() + &config),
+    )
+    .unwrap();
+    row_when(&socket, "n.test", |r| r["serial"] == 5);
+    let (code, out, _) = ctl(&socket, &["retransfer", "n.test"]);
+    assert_eq!(code, Some(0), "{out}");
+    let closed = heron_proto::Name::parse("closed.test").unwrap();
+    let axfr = build_query(&closed, heron_proto::RType::AXFR, &QueryOpts::default());
+    assert_eq!(query_tcp(primary.addr(), &axfr)[3] & 0x0f, REFUSED);
+    // The primary NOTIFYs its secondary of a new serial.
+    std::fs::write(&file, zone_text(6, "")).unwrap();
+    primary.reload();
+    row_when(&socket, "n.test", |r| r["serial"] == 6);
+
+    let secondary_ip = "127.0.0.1";
+    let events = [
+        (&primary, "zone loaded", "n.test.", None),
+        (&primary, "AXFR of n.test.", "n.test.", Some(secondary_ip)),
+        (
+            &primary,
+            "for closed.test. refused",
+            "closed.test.",
+            Some(secondary_ip),
+        ),
+        (
+            &secondary,
+            "zone transferred in",
+            "n.test.",
+            Some(secondary_ip),
+        ),
+        (
+            &secondary,
+            "NOTIFY for n.test.",
+            "n.test.",
+            Some(secondary_ip),
+        ),
+    ];
+    for (server, text, zone, peer) in events {
+        let log = server.log();
+        let lines = log_lines(&log, text);
+        assert!(!lines.is_empty(), "no '{text}' in {log}");
+        assert!(lines.iter().any(|l| l["zone"] == zone), "{text}: {log}");
+        for line in lines {
+            assert!(line["zone"].as_str().is_some(), "{line}");
+            match peer {
+                Some(ip) => assert!(line["peer"].as_str().unwrap().starts_with(ip), "{line}"),
+                None => assert!(line["file"].as_str().unwrap().ends_with("n.zone"), "{line}"),
+            }
+        }
+    }
+}

@@ -630,7 +630,12 @@ fn an_expired_zone_answers_servfail_until_its_primary_returns() {
         "never expired: {}",
         heron.log()
     );
-    assert!(heron.log().contains("expired"), "{}", heron.log());
+    let log = heron.log();
+    let expired = log.lines().find(|l| l.contains("zone expired")).unwrap();
+    assert!(
+        expired.contains("zone=xfr.test.") && expired.contains(&format!("peer={}", primary.addr())),
+        "one line with the zone and the primary: {log}"
+    );
     assert_eq!(
         rcode(sec, "other.test"),
         Some(Rcode::REFUSED),

@@ -353,8 +353,10 @@ impl Driver {
                 let Some(entry) = self.entry(zone) else {
                     return;
                 };
+                let primaries = entry.zone.primaries.iter().map(|p| p.addr.to_string());
                 tracing::error!(
                     zone = %entry.zone.origin,
+                    peer = %primaries.collect::<Vec<_>>().join(" "),
                     "zone expired: no answer from any primary; answering SERVFAIL"
                 );
                 ctx.publisher.expire(&entry.zone.origin);
