@@ -696,6 +696,7 @@ mod tests {
                 addr: primary,
                 key: None,
                 tls: None,
+                source: None,
             }],
             file: file.to_path_buf(),
         }
