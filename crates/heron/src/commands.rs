@@ -393,6 +393,7 @@ fn secondary_fields(row: &mut Value, report: &ZoneReport) {
             json!({
                 "address": p.addr.to_string(),
                 "tsig_key": p.key.as_ref().map(Name::to_string),
+                "source": p.source.map(|s| s.to_string()),
                 "reachable": p.reachable,
                 "backoff_until": p.backoff_until.map(unix_seconds),
                 "last_error": p.last_error,

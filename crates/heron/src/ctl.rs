@@ -325,7 +325,10 @@ fn secondary_table(data: &Value) -> String {
                 transferred,
                 refresh,
                 expire,
-                text_of(&p["address"]),
+                match p["source"].as_str() {
+                    Some(source) => format!("{} via {source}", text_of(&p["address"])),
+                    None => text_of(&p["address"]),
+                },
                 reachable.into(),
                 text_of(&p["tsig_key"]),
                 match p["backoff_until"].as_u64() {

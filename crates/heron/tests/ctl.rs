@@ -235,7 +235,7 @@ fn secondary_zones_show_their_timers_and_are_refreshed_and_retransferred_on_dema
     let dead = nobody.local_addr().unwrap().to_string();
     drop(nobody);
     let secondaries = [
-        ("s.test", primary.addr().to_string()),
+        ("s.test", format!("{} via 127.0.0.2", primary.addr())),
         ("dead.test", dead.clone()),
     ];
     let port = heron_testkit::process::free_port();
@@ -255,6 +255,16 @@ fn secondary_zones_show_their_timers_and_are_refreshed_and_retransferred_on_dema
     assert_eq!(up["address"], primary.addr().to_string(), "{row}");
     assert_eq!(up["reachable"], true, "{row}");
     assert_eq!(up["tsig_key"], Value::Null, "{row}");
+    assert_eq!(up["source"], "127.0.0.2", "{row}");
+    let asked_from = primary
+        .seen()
+        .iter()
+        .map(|s| s.from.unwrap().ip())
+        .collect::<Vec<_>>();
+    assert!(
+        asked_from.iter().all(|ip| ip.to_string() == "127.0.0.2"),
+        "{asked_from:?}"
+    );
 
     let axfrs = primary.count(RType::AXFR);
     let (code, out, err) = ctl(&socket, &["retransfer", "s.test"]);
@@ -293,7 +303,7 @@ fn secondary_zones_show_their_timers_and_are_refreshed_and_retransferred_on_dema
     // The table shows the secondary's primaries.
     let (_, out, _) = ctl(&socket, &["zone-status", "s.test"]);
     assert!(
-        out.contains("PRIMARY") && out.contains(&primary.addr().to_string()),
+        out.contains("PRIMARY") && out.contains(&format!("{} via 127.0.0.2", primary.addr())),
         "{out}"
     );
 }

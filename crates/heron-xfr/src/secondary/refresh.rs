@@ -50,6 +50,8 @@ pub struct ZoneReport {
 pub struct PrimaryReport {
     pub addr: std::net::SocketAddr,
     pub key: Option<Name>,
+    /// The address it is asked from, if configured.
+    pub source: Option<std::net::IpAddr>,
     /// Whether the last exchange with it worked; None before the first.
     pub reachable: Option<bool>,
     /// Until when it is left alone after failing, if it is.
@@ -541,6 +543,7 @@ impl Driver {
             let primaries = (entry.zone.primaries.iter().zip(&entry.primaries))
                 .map(|(up, seen)| PrimaryReport {
                     addr: up.addr,
+                    source: up.source,
                     key: up.key.clone(),
                     reachable: seen.reachable,
                     backoff_until: seen.backoff_until.filter(|&t| t > now).map(at),
