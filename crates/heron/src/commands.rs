@@ -332,10 +332,14 @@ impl Controller {
             names
         };
         let secondaries = &outcome.secondaries;
+        let mut secondaries_changed = names(&secondaries.repointed);
+        secondaries_changed.extend(names(&outcome.changed_secondaries));
+        secondaries_changed.sort();
+        secondaries_changed.dedup();
         let data = json!({
             "added": { "primary": names(&outcome.added), "secondary": names(&secondaries.added) },
             "removed": { "primary": names(&outcome.removed), "secondary": names(&secondaries.removed) },
-            "changed": { "primary": names(&outcome.changed), "secondary": names(&secondaries.repointed) },
+            "changed": { "primary": names(&outcome.changed), "secondary": secondaries_changed },
             "zone_files_read": outcome.loaded,
             "failed": outcome.failed,
             "needs_restart": outcome.needs_restart,

@@ -94,6 +94,9 @@ pub struct Outcome {
     pub removed: Vec<Name>,
     /// Zones from files given another file or other transfer settings.
     pub changed: Vec<Name>,
+    /// Secondary zones given other transfer settings (ACLs, NOTIFY
+    /// targets); those given other primaries are `secondaries.repointed`.
+    pub changed_secondaries: Vec<Name>,
     /// Parts of the configuration that changed since the start and wait
     /// for a restart.
     pub needs_restart: Vec<&'static str>,
@@ -148,6 +151,7 @@ impl Outcome {
             ("secondary zones added", &secondaries.added),
             ("secondary zones removed", &secondaries.removed),
             ("secondary zones re-pointed", &secondaries.repointed),
+            ("secondary zones changed", &self.changed_secondaries),
         ];
         let mut parts: Vec<String> = (lists.iter())
             .filter(|(_, zones)| !zones.is_empty())

@@ -207,6 +207,11 @@ pub struct SecondaryChanges {
 }
 
 impl Running {
+    /// Whether `origin` (lower-cased) is one of the secondary zones.
+    pub fn runs(&self, origin: &Name) -> bool {
+        self.zones.contains_key(origin)
+    }
+
     /// The refresh task's command channel (the control socket's `Report`
     /// and `CheckNow` go through it).
     pub fn commands(&self) -> mpsc::UnboundedSender<Command> {

@@ -607,30 +607,34 @@ pub(crate) async fn reload(
         };
         let mut removed = Vec::new();
         let mut secondaries = None;
-        let mut listed = (Vec::new(), Vec::new(), Vec::new());
+        let mut listed = Default::default();
         if let Some(new) = reconfigured {
             new.left_for_restart.iter().for_each(|part| {
                 tracing::warn!(
                     "{part} changed in the configuration: it takes effect at the next restart"
                 )
             });
-            let before = xfr.primary.policies();
-            let mut changed = policies_changed(&before, &new.policies, &new.added, &files);
-            for origin in new.refiled {
-                if !changed.contains(&origin) {
-                    changed.push(origin);
-                }
-            }
+            let (changed, changed_secondaries) = settings_changed(&xfr, &new, &files);
             // Before the new zones are served: their transfers and
             // NOTIFYs follow the settings they came with.
             xfr.primary.set_policies(new.policies);
             removed = new.removed;
             secondaries = Some(new.secondaries);
-            listed = (new.added, changed, new.left_for_restart);
+            listed = (
+                new.added,
+                changed,
+                changed_secondaries,
+                new.left_for_restart,
+            );
         }
         let (mut next, mut outcome) =
             files.load_selected(&current, selection.zones.as_ref(), selection.force);
-        (outcome.added, outcome.changed, outcome.needs_restart) = listed;
+        (
+            outcome.added,
+            outcome.changed,
+            outcome.changed_secondaries,
+            outcome.needs_restart,
+        ) = listed;
         if let (Some(wanted), Some(running)) =
             (secondaries, xfr.secondaries.lock().unwrap().as_mut())
         {
@@ -674,14 +678,41 @@ pub(crate) async fn reload(
     (outcome, took)
 }
 
-/// The zones from files, configured before and now (not `added`), whose
-/// transfer settings (ACLs, NOTIFY targets, journal) differ. A zone with
-/// the default settings has no entry.
+/// The zones configured before and now, in the same role, whose
+/// transfer settings differ: primary zones (those given another file
+/// too) and secondary zones.
+fn settings_changed(
+    xfr: &Transfers,
+    new: &crate::reload::Reconfigured,
+    files: &ZoneFiles,
+) -> (Vec<Name>, Vec<Name>) {
+    let wanted: std::collections::HashSet<Name> = (new.secondaries.iter())
+        .map(|z| z.origin.to_lowercase())
+        .collect();
+    let running = xfr.secondaries.lock().unwrap();
+    let kept_secondary =
+        |o: &Name| wanted.contains(o) && running.as_ref().is_some_and(|r| r.runs(o));
+    let kept_primary = |o: &Name| files.configures(o) && !new.added.contains(o);
+    let changed = policies_changed(&xfr.primary.policies(), &new.policies, |o| {
+        kept_primary(o) || kept_secondary(o)
+    });
+    let (mut primaries, secondaries): (Vec<Name>, Vec<Name>) =
+        changed.into_iter().partition(|o| files.configures(o));
+    for origin in &new.refiled {
+        if !primaries.contains(origin) {
+            primaries.push(origin.clone());
+        }
+    }
+    (primaries, secondaries)
+}
+
+/// The zones `still_configured` whose transfer settings (ACLs, NOTIFY
+/// targets, journal) differ. A zone with the default settings has no
+/// entry.
 fn policies_changed(
     before: &HashMap<Name, Arc<ZonePolicy>>,
     now: &HashMap<Name, ZonePolicy>,
-    added: &[Name],
-    files: &ZoneFiles,
+    still_configured: impl Fn(&Name) -> bool,
 ) -> Vec<Name> {
     let closed = ZonePolicy::default();
     let origins: std::collections::HashSet<Name> = (before.keys().chain(now.keys()))
@@ -691,7 +722,7 @@ fn policies_changed(
         .filter(|origin| {
             let old = before.get(origin).map_or(&closed, |p| &**p);
             let new = now.get(origin).unwrap_or(&closed);
-            old != new && files.configures(origin) && !added.contains(origin)
+            old != new && still_configured(origin)
         })
         .collect();
     changed.sort_by_key(|o| o.to_string());

@@ -474,6 +474,8 @@ fn reconfigure_adds_and_removes_primary_and_secondary_zones_and_reports_it() {
         data["removed"],
         json!({"primary": ["p.test."], "secondary": ["s.test."]})
     );
+    let none = json!({"primary": [], "secondary": []});
+    assert_eq!(data["changed"], none, "{data}");
     assert_eq!(data["needs_restart"], json!([]), "{data}");
     assert_eq!(
         soa_rcode(addr, "q.test"),
@@ -505,14 +507,16 @@ fn reconfigure_adds_and_removes_primary_and_secondary_zones_and_reports_it() {
     assert_eq!(soa_rcode(addr, "q.test"), NOERROR);
 
     // Other transfer settings change the zone, and only it.
-    let config = config.replace(
-        "q.test.zone\"\n",
-        "q.test.zone\"\nallow-transfer = [\"127.0.0.1\"]\n",
-    );
+    let allow = "\"\nallow-transfer = [\"127.0.0.1\"]\n";
+    let config = (config.replace("q.test.zone\"\n", &format!("q.test.zone{allow}")))
+        .replace("t.test.kept\"\n", &format!("t.test.kept{allow}"));
     std::fs::write(server.dir().join("heron.toml"), &config).unwrap();
     let (code, out, _) = ctl(&socket, &["reconfigure"]);
     assert_eq!(code, Some(0), "{out}");
-    assert_eq!(out, "ok: primary zones changed: q.test.\n");
+    assert_eq!(
+        out,
+        "ok: primary zones changed: q.test.; secondary zones changed: t.test.\n"
+    );
 
     // Listeners and workers wait for a restart, and say so.
     let more_workers = config.replace("workers = 1", "workers = 2");
