@@ -103,6 +103,8 @@ pub struct ConfigFile {
     pub rrl: Option<RrlSection>,
     #[serde(default)]
     pub cookies: CookiesSection,
+    #[serde(default)]
+    pub metrics: crate::metrics::MetricsSection,
     /// Checked here with the rest; used before the rest is read, when
     /// logging starts (see [`crate::logging::section_of`]).
     #[serde(default)]
@@ -633,6 +635,8 @@ pub struct Settings {
     pub restart_only: RestartOnly,
     /// `[cookies]`.
     pub cookies: heron_proto::cookie::CookieSettings,
+    /// Where the Prometheus endpoint listens (`[metrics] listen`); None: off.
+    pub metrics: Option<crate::metrics::MetricsSettings>,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -787,6 +791,10 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             zone.origin
         )
     }));
+    let metrics = file.metrics.settings().unwrap_or_else(|e| {
+        errors.push(format!("{}: [metrics] {e}", path.display()));
+        None
+    });
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -841,6 +849,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         warnings,
         restart_only,
         cookies,
+        metrics,
     })
 }
 
@@ -1004,6 +1013,7 @@ impl RestartOnly {
         parts.add("[xdp]", &file.xdp);
         parts.add("[rrl]", &file.rrl);
         parts.add("[cookies]", &file.cookies);
+        parts.add("[metrics]", &file.metrics);
         parts
     }
 
@@ -1864,6 +1874,28 @@ udp-coalesce-us = 1001
         assert!(err[0].contains("\"fast\" is not one of"), "{err:?}");
         let err = parse("[xdp]\nlsten = []\n").unwrap_err();
         assert!(err[0].contains("unknown field `lsten`"), "{err:?}");
+    }
+
+    #[test]
+    fn metrics_are_off_unless_an_address_is_given() {
+        assert_eq!(parse("").unwrap().metrics, None);
+        let on = parse("[metrics]\nlisten = \"127.0.0.1:9153\"\n").unwrap();
+        let want = crate::metrics::MetricsSettings {
+            listen: "127.0.0.1:9153".parse().unwrap(),
+            zone_metrics: true,
+        };
+        assert_eq!(on.metrics, Some(want));
+        let quiet = parse("[metrics]\nlisten = \"[::1]:9153\"\nzone-metrics = false\n").unwrap();
+        assert!(!quiet.metrics.unwrap().zone_metrics);
+        for bad in ["9153", "localhost:9153", "127.0.0.1", ""] {
+            let err = parse(&format!("[metrics]\nlisten = \"{bad}\"\n")).unwrap_err();
+            assert!(
+                err[0].contains("[metrics] listen") && err[0].contains("ADDRESS:PORT"),
+                "{err:?}"
+            );
+        }
+        let err = parse("[metrics]\nport = 9153\n").unwrap_err();
+        assert!(err[0].contains("unknown field `port`"), "{err:?}");
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod doctor;
 mod keygen;
 mod logging;
 mod memory;
+mod metrics;
 mod notify;
 mod privileges;
 mod reload;

@@ -23,6 +23,7 @@ use heron_xfr::primary::notify::Notifier;
 use heron_xfr::primary::{Primary, ZonePolicy};
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::tls::TlsClients;
+use heron_xfr::stats::ZoneStats;
 use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
 use tokio::sync::{mpsc, watch};
 
@@ -95,8 +96,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
         cookies: settings.cookies,
     };
     let limits = &settings.secondary;
+    let zone_stats = Arc::new(ZoneStats::default());
     let transfers = Transfers {
-        notifier: Notifier::new(keys.clone()),
+        notifier: Notifier::new(keys.clone()).with_stats(zone_stats.clone()),
+        zone_stats,
         catalog_writer: Mutex::new(()),
         primary,
         secondaries: Mutex::new(None),
@@ -119,6 +122,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let process = ProcessSettings {
         control_socket: settings.control,
         run_as: settings.shield.run_as,
+        metrics: settings.metrics,
     };
     match runtime.block_on(serve(
         settings.server,
@@ -185,6 +189,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             warnings: Vec::new(),
             restart_only: Default::default(),
             cookies: Default::default(),
+            metrics: None,
         },
     };
     if let Some(path) = &args.control {
@@ -305,6 +310,8 @@ impl Queries {
 pub(crate) struct Transfers {
     pub(crate) primary: Arc<Primary>,
     notifier: Notifier,
+    /// Transfers and NOTIFYs per zone, both ways.
+    pub(crate) zone_stats: Arc<ZoneStats>,
     /// Held while a new catalog is built and stored, so a reload and a
     /// transfer finishing at once do not drop each other's change.
     pub(crate) catalog_writer: Mutex<()>,
@@ -366,6 +373,8 @@ struct ProcessSettings {
     control_socket: Option<PathBuf>,
     /// Whom to become once every socket is bound.
     run_as: Option<RunAs>,
+    /// Where the Prometheus endpoint listens, if anywhere.
+    metrics: Option<crate::metrics::MetricsSettings>,
 }
 
 async fn serve(
@@ -382,6 +391,7 @@ async fn serve(
     let ProcessSettings {
         control_socket,
         run_as,
+        metrics,
     } = process;
     let control = match control_socket {
         Some(path) => Some((control::bind(&path)?, path)),
@@ -398,7 +408,10 @@ async fn serve(
     let keeper = running.as_ref().map(|r| r.keeper.clone());
     let refresh_commands = running.as_ref().map(|r| r.commands());
     *transfers.secondaries.lock().unwrap() = running;
-    let service = Arc::new(queries.service(catalog.clone(), server.answer.clone()));
+    let service = Arc::new(
+        (queries.service(catalog.clone(), server.answer.clone()))
+            .with_zone_stats(transfers.zone_stats.clone()),
+    );
     let stop = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let limiter =
@@ -439,6 +452,14 @@ async fn serve(
         tasks.push(spawn_stream(listener, Some(acceptor)));
         tracing::info!("answering on {addr} (DNS over TLS)");
     }
+    let metrics = match metrics {
+        Some(m) => Some((
+            tcp::bind(m.listen)
+                .map_err(|e| format!("cannot listen for metrics on {}: {e}", m.listen))?,
+            m.zone_metrics,
+        )),
+        None => None,
+    };
     // Every socket is bound (the control socket first of all).
     if let Some(run_as) = run_as {
         drop_privileges(&run_as)?;
@@ -455,23 +476,25 @@ async fn serve(
     settle_once_answering(&catalog);
     let files = Arc::new(std::sync::Mutex::new(files));
     let stop_asked = Arc::new(tokio::sync::Notify::new());
+    // What `heron ctl` and the metrics endpoint see of the server.
+    let controller = Arc::new(crate::commands::Controller {
+        catalog: catalog.clone(),
+        files: files.clone(),
+        transfers: transfers.clone(),
+        secondaries: secondary_origins,
+        listeners: server.listen.clone(),
+        tls_listeners: server.tls.as_ref().map_or(Vec::new(), |t| t.listen.clone()),
+        xdp_listeners: (server.xdp.iter().flat_map(|x| &x.listen))
+            .map(|l| format!("{}@{}", l.interface, l.port))
+            .collect(),
+        workers: server.workers,
+        stop: stop_asked.clone(),
+        refresh: refresh_commands,
+        service: service.clone(),
+        connections: limiter.clone(),
+    });
     if let Some((listener, path)) = control {
-        let controller = Arc::new(crate::commands::Controller {
-            catalog: catalog.clone(),
-            files: files.clone(),
-            transfers: transfers.clone(),
-            secondaries: secondary_origins,
-            listeners: server.listen.clone(),
-            tls_listeners: server.tls.as_ref().map_or(Vec::new(), |t| t.listen.clone()),
-            xdp_listeners: (server.xdp.iter().flat_map(|x| &x.listen))
-                .map(|l| format!("{}@{}", l.interface, l.port))
-                .collect(),
-            workers: server.workers,
-            stop: stop_asked.clone(),
-            refresh: refresh_commands,
-            service: service.clone(),
-            connections: limiter.clone(),
-        });
+        let controller = controller.clone();
         tasks.push(tokio::spawn(control::serve(
             listener,
             path,
@@ -480,6 +503,22 @@ async fn serve(
                 let controller = controller.clone();
                 async move { controller.handle(request).await }
             },
+        )));
+    }
+    if let Some((listener, zone_metrics)) = metrics {
+        if let Ok(addr) = listener.local_addr() {
+            tracing::info!("metrics on http://{addr}/metrics");
+        }
+        let scrape = move || {
+            let controller = controller.clone();
+            async move {
+                let body = crate::metrics::scrape(&controller, zone_metrics).await;
+                (body, crate::metrics::CONTENT_TYPE)
+            }
+        };
+        let shutdown = shutdown_rx.clone();
+        tasks.push(tokio::spawn(crate::metrics::http::serve(
+            listener, scrape, shutdown,
         )));
     }
     wait_for_signals(&catalog, &files, &transfers, &stop_asked).await;

@@ -117,6 +117,8 @@ pub struct Context {
     pub publisher: Arc<dyn Publisher>,
     pub keeper: Keeper,
     pub bounds: TimerBounds,
+    /// Transfers in are counted here.
+    pub stats: Arc<crate::stats::ZoneStats>,
 }
 
 /// What the driver is told while it runs.
@@ -426,7 +428,11 @@ impl Driver {
                     let serial = ctx.conns.soa_serial(&up, &origin).await;
                     Exchanged::Serial(serial.map_err(|e| failure(&origin, &up, "", e)))
                 } else {
-                    Exchanged::Transfer(transfer(&ctx.conns, &up, &origin, have).await)
+                    let started = std::time::Instant::now();
+                    let result = transfer(&ctx.conns, &up, &origin, have).await;
+                    let way = crate::stats::Direction::In;
+                    (ctx.stats).transfer(&origin, way, started.elapsed(), result.is_ok());
+                    Exchanged::Transfer(result)
                 };
                 let _ = done.send(Done {
                     zone,
@@ -688,6 +694,7 @@ mod tests {
             publisher,
             keeper: Keeper::start().unwrap(),
             bounds: TimerBounds::default(),
+            stats: Arc::default(),
         })
     }
 
