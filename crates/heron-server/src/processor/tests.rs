@@ -561,6 +561,27 @@ fn a_signed_request_replayed_is_answered_once() {
     }
 }
 
+#[test]
+fn a_signed_query_retransmitted_by_its_sender_is_answered_again() {
+    let p = processor();
+    let (soa, mac) = signed(query("p.test", RType::SOA, Opcode::QUERY), &key());
+    // dig and kdig resend the very same signed bytes when an answer over
+    // UDP is lost: each copy from the sender is answered and signed.
+    for _ in 0..3 {
+        let (m, out, events) = response(process(&p, &soa, "127.0.0.2", Transport::Udp));
+        assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+        let verified = ResponseVerifier::new(&key(), mac.clone()).verify(&out, NOW);
+        assert_eq!(verified, Ok(()));
+        assert!(events.is_empty(), "{events:?}");
+    }
+    // The same bytes from another address are a replay.
+    let (m, out, events) = response(process(&p, &soa, "192.0.2.9", Transport::Udp));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOTAUTH, 0));
+    let verified = ResponseVerifier::new(&key(), mac).verify(&out, NOW);
+    assert_eq!(verified, Err(TsigError::BadTime));
+    assert_eq!(events, [Event::Refused(Refusal::TsigReplay)]);
+}
+
 /// `m` with an OPT record carrying the given (code, data) options.
 fn with_opt(mut m: Vec<u8>, options: &[(u16, &[u8])]) -> Vec<u8> {
     let mut rdata = Vec::new();
