@@ -715,6 +715,51 @@ fn nsid_and_expire_are_added_when_asked() {
 }
 
 #[test]
+fn a_transfer_asked_for_expire_tells_it_in_its_first_message() {
+    let p = processor();
+    let expire_of = |out: &[u8]| {
+        Message::parse(out)
+            .unwrap()
+            .edns
+            .map(|e| e.options.expire_seconds)
+    };
+    for asked in [true, false] {
+        let options: &[(u16, &[u8])] = if asked { &[(9, b"")] } else { &[] };
+        let axfr = with_opt(query("p.test", RType::AXFR, Opcode::QUERY), options);
+        let (axfr, mac) = signed(axfr, &key());
+        let (outcome, _, _) = process(&p, &axfr, "127.0.0.2", Transport::Tcp);
+        let Outcome::Transfer(mut transfer) = outcome else {
+            panic!("{outcome:?}");
+        };
+        let mut messages = transfer.messages();
+        let mut verifier = ResponseVerifier::new(&key(), mac);
+        let (mut out, mut seen, mut records) = (Vec::new(), Vec::new(), 0);
+        while messages.next(&mut out, NOW).unwrap() {
+            assert_eq!(verifier.verify(&out, NOW), Ok(()), "signed after the OPT");
+            seen.push(expire_of(&out));
+            records += Message::parse(&out).unwrap().answers.len();
+        }
+        assert!(seen.len() > 1);
+        let first = asked.then_some(Some(86_400));
+        assert_eq!(seen[0], first, "asked: {asked}");
+        assert!(seen[1..].iter().all(Option::is_none), "{seen:?}");
+        assert_eq!(
+            records,
+            zone_records().len() + 1,
+            "the whole zone, SOA twice"
+        );
+    }
+    // IXFR over UDP: our SOA alone, with EXPIRE.
+    let ixfr = with_opt(
+        with_soa(query("p.test", RType::IXFR, Opcode::QUERY), 8, 6),
+        &[(9, b"")],
+    );
+    let (m, out, _) = response(process(&p, &ixfr, "127.0.0.3", Transport::Udp));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+    assert_eq!(expire_of(&out), Some(Some(86_400)));
+}
+
+#[test]
 fn a_secondary_tells_the_time_left_until_expiry() {
     let expiry = Arc::new(ExpiryDeadlines::default());
     let p = processor().with_expiry(expiry.clone());
