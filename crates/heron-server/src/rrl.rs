@@ -271,6 +271,7 @@ impl Rrl {
     /// Debits the bucket of `response` to `client` at `now_ms` and says
     /// whether to send it. Clients with a valid server cookie and TCP
     /// clients should not be checked at all.
+    #[inline]
     pub fn check(&mut self, client: IpAddr, response: Response<'_>, now_ms: u64) -> Verdict {
         let (class, name) = response.class_and_name();
         let rate = self.rates[class as usize];

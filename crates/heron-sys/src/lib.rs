@@ -9,6 +9,7 @@
 //! `MADV_COLLAPSE`, the process-wide `setuid` and user lookups).
 //!
 //! * [`udp`]: batched datagram receive and send (`recvmmsg`/`sendmmsg`).
+//! * [`clock`]: the monotonic clock in milliseconds (rustix).
 //! * [`cpu`]: CPU pinning, online CPUs.
 //! * [`prefetch`]: asking the CPU to load a cache line (no system call).
 //! * [`sched`]: scheduling policy, nice value, timer slack.
@@ -20,6 +21,7 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod clock;
 pub mod cpu;
 pub mod memory;
 pub mod prefetch;
