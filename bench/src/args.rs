@@ -82,6 +82,12 @@ pub struct RunArgs {
     /// in paired trials on each chosen workload (an A/B of two builds).
     #[arg(long, requires = "paired_only")]
     pub baseline: Option<PathBuf>,
+    /// With --paired-only: a file of Heron configuration, whole sections
+    /// such as `[rrl]` or `[cookies]`, added to the --heron side of each
+    /// pair, the other side (the same build, or --baseline) running
+    /// without it: an A/B of a setting, the ratio with / without.
+    #[arg(long, requires = "paired_only")]
+    pub with_config: Option<PathBuf>,
     /// Only run the cost matrix (CPU per answered query at fixed rates,
     /// every server) and write its report; with --quick, fewer cells.
     #[arg(long, conflicts_with_all = ["paired_only", "profile_only"])]

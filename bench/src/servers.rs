@@ -88,7 +88,8 @@ pub struct Launch {
     /// TCP connections each server is configured to hold at once.
     pub tcp_clients_max: usize,
     /// Extra lines of Heron's `[server]` section (a tuning knob turned
-    /// off, for the cost matrix); empty for the defaults.
+    /// off, for the cost matrix), or whole sections after it (`[rrl]`, for
+    /// a paired A/B); empty for the defaults.
     pub heron_server: String,
 }
 

@@ -27,15 +27,29 @@ pub struct Side<'a> {
     pub queries: &'a QuerySet,
     /// Another Heron build than the suite's (`--baseline`).
     pub heron: Option<&'a Path>,
+    /// Configuration added to Heron's (`--with-config`): its file name and
+    /// text.
+    pub config: Option<(&'a str, &'a str)>,
 }
 
 impl Side<'_> {
-    /// The server's name in reports: "Heron baseline" for another build.
+    /// The server's name in reports: "Heron baseline" for another build,
+    /// "Heron with rrl.toml" with added configuration.
     pub fn name(&self) -> String {
-        match self.heron {
-            Some(_) => format!("{} baseline", self.kind.name()),
-            None => self.kind.name().to_string(),
+        match (self.heron, self.config) {
+            (Some(_), _) => format!("{} baseline", self.kind.name()),
+            (None, Some((file, _))) => format!("{} with {file}", self.kind.name()),
+            (None, None) => self.kind.name().to_string(),
         }
+    }
+
+    /// Starts this side's server.
+    fn start(&self, ctx: &Ctx) -> Result<crate::servers::Server, String> {
+        let mut launch = ctx.launch.clone();
+        if let Some((_, text)) = self.config {
+            launch.heron_server = format!("{}\n{text}\n", launch.heron_server);
+        }
+        ctx.start_with(self.kind, self.workload, self.heron, &launch)
     }
 }
 
@@ -44,10 +58,7 @@ impl Side<'_> {
 /// in odd ones (so a steady drift favours neither).
 fn compare(ctx: &Ctx, subject: Side, reference: Side) -> Result<Paired, String> {
     let sides = [subject, reference];
-    let servers = [
-        ctx.start_build(sides[0].kind, sides[0].workload, sides[0].heron)?,
-        ctx.start_build(sides[1].kind, sides[1].workload, sides[1].heron)?,
-    ];
+    let servers = [sides[0].start(ctx)?, sides[1].start(ctx)?];
     // Both servers sit in the one group; the idle one of a trial uses
     // next to nothing of it.
     let cg = &ctx.cg;
@@ -103,12 +114,20 @@ fn compare(ctx: &Ctx, subject: Side, reference: Side) -> Result<Paired, String> 
 pub(crate) fn run(ctx: &mut Ctx, wl: &[Workload], kinds: &[Kind]) -> Vec<Paired> {
     let mut done = Vec::new();
     let baseline = ctx.args.baseline.clone();
-    let pairs = match &baseline {
-        Some(_) => wl
+    let added = match added_config(ctx.args.with_config.as_deref()) {
+        Ok(added) => added,
+        Err(e) => {
+            ctx.say(&format!("  --with-config: {e}"));
+            return done;
+        }
+    };
+    let config = added.as_ref().map(|(f, t)| (f.as_str(), t.as_str()));
+    let pairs = match (&baseline, config) {
+        (Some(_), _) | (_, Some(_)) => wl
             .iter()
             .map(|w| ((Kind::Heron, w), (Kind::Heron, w)))
             .collect(),
-        None => paired_targets(wl, kinds),
+        (None, None) => paired_targets(wl, kinds),
     };
     for ((sk, sw), (rk, rw)) in pairs {
         let compared = QuerySet::load(&sw.queries).and_then(|sq| {
@@ -118,12 +137,14 @@ pub(crate) fn run(ctx: &mut Ctx, wl: &[Workload], kinds: &[Kind]) -> Vec<Paired>
                 workload: sw,
                 queries: &sq,
                 heron: None,
+                config,
             };
             let reference = Side {
                 kind: rk,
                 workload: rw,
                 queries: &rq,
                 heron: baseline.as_deref(),
+                config: None,
             };
             let label = format!(
                 "{} {} / {} {}",
@@ -160,6 +181,17 @@ pub(crate) fn run(ctx: &mut Ctx, wl: &[Workload], kinds: &[Kind]) -> Vec<Paired>
     done
 }
 
+/// The file name and text of `--with-config`, if given.
+fn added_config(path: Option<&Path>) -> Result<Option<(String, String)>, String> {
+    let Some(path) = path else { return Ok(None) };
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    Ok(Some((name, text)))
+}
+
 /// The comparisons the targets ask for: Heron against the reflector,
 /// NSD and Knot on the root-like and 40% mixes; Heron on the large zone,
 /// on 10,000 and on 100,000 zones against Heron on the small zone.
@@ -186,3 +218,28 @@ fn paired_targets<'w>(wl: &'w [Workload], kinds: &[Kind]) -> Vec<PairOf<'w>> {
 
 /// (subject, reference) of a paired comparison: a server on a workload each.
 type PairOf<'w> = ((Kind, &'w Workload), (Kind, &'w Workload));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn added_configuration_is_read_and_names_its_side() {
+        let dir = std::env::temp_dir().join(format!("heron-bench-paired-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("rrl.toml");
+        std::fs::write(&file, "[rrl]\nresponses-per-second = 1000\n").unwrap();
+        let (name, text) = added_config(Some(&file)).unwrap().unwrap();
+        assert_eq!(
+            (name.as_str(), text.as_str()),
+            ("rrl.toml", "[rrl]\nresponses-per-second = 1000\n")
+        );
+        assert_eq!(added_config(None), Ok(None));
+        assert!(
+            added_config(Some(&dir.join("missing.toml")))
+                .unwrap_err()
+                .contains("missing.toml")
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -46,8 +46,11 @@ pub struct EdnsOptions {
     /// An NSID option was present: the requestor asks who answers
     /// (RFC 5001 2.1; its payload, empty in queries, is not read).
     pub nsid: bool,
-    /// An EXPIRE option was present (RFC 7314 2; payload not read).
+    /// An EXPIRE option was present (RFC 7314 2).
     pub expire: bool,
+    /// The seconds an EXPIRE option of four octets carried: a response's
+    /// (a query's option is empty).
+    pub expire_seconds: Option<u32>,
 }
 
 /// The first COOKIE option of the record (RFC 7873 5.2 processes only
@@ -131,7 +134,10 @@ fn parse_options(rdata: &[u8]) -> Result<EdnsOptions, &'static str> {
                 };
             }
             code::NSID => options.nsid = true,
-            code::EXPIRE => options.expire = true,
+            code::EXPIRE => {
+                options.expire = true;
+                options.expire_seconds = data.try_into().ok().map(u32::from_be_bytes);
+            }
             _ => {}
         }
         rest = after;
@@ -328,7 +334,18 @@ mod tests {
         assert_eq!(read.cookie, CookieOption::Absent);
         let read = super::tests::read(&[(code::EXPIRE, b""), (code::NSID, b"ignored")]);
         assert!(read.nsid && read.expire);
+        assert_eq!(read.expire_seconds, None, "a query's empty EXPIRE");
         assert_eq!(super::tests::read(&[(65001, b"")]), EdnsOptions::default());
+    }
+
+    #[test]
+    fn a_response_expire_of_four_octets_is_read_and_other_lengths_are_not() {
+        let read = super::tests::read(&[(code::EXPIRE, &86_399u32.to_be_bytes())]);
+        assert_eq!((read.expire, read.expire_seconds), (true, Some(86_399)));
+        for bad in [&[0u8, 1, 2][..], &[0, 0, 0, 1, 0]] {
+            let read = super::tests::read(&[(code::EXPIRE, bad)]);
+            assert_eq!((read.expire, read.expire_seconds), (true, None), "{bad:?}");
+        }
     }
 
     #[test]

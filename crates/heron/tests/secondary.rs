@@ -156,6 +156,10 @@ fn peer_primary(kind: ServerKind, tls: bool) {
     let sec = heron.addr();
     assert_eq!(soa_serial(sec), Some(1));
     assert_same_answers(primary.addr(), sec);
+    // EDNS EXPIRE (RFC 7314) counts down from the SOA's expire, or from
+    // what a primary that supports it (Knot) told.
+    let left = expire_of(sec).expect("the secondary tells EXPIRE");
+    assert!(0 < left && left <= 86_400, "{left}");
     assert!(heron.log().contains("AXFR from"), "{}", heron.log());
     assert!(
         eventually(|| kept_serial(&kept) == Some(1)),
@@ -679,6 +683,36 @@ fn edns_expire_is_the_soa_expire_on_the_primary_and_counts_down_on_the_secondary
         "{first} then {second}"
     );
     drop((heron, primary));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// RFC 7314: a secondary of a secondary expires with its primary's copy.
+/// The second secondary transfers some seconds after the first: were it
+/// to count the SOA's expire from its own transfer, it would outlive the
+/// first by those seconds; told EXPIRE, it expires when the first does.
+#[test]
+fn a_secondary_of_a_secondary_expires_with_it() {
+    let HeronPrimary {
+        dir,
+        primary,
+        secondary_port,
+        ..
+    } = HeronPrimary::start("expire-chain");
+    let config = secondary_config(secondary_port, primary.addr(), &dir.join("first.kept"), "")
+        + &format!("allow-transfer = [\"127.0.0.1 key {KEY}\"]\n");
+    let first = start(secondary_port, &config);
+    std::thread::sleep(Duration::from_secs(4));
+    let second_port = free_port();
+    let config = secondary_config(second_port, first.addr(), &dir.join("second.kept"), "");
+    let second = start(second_port, &config);
+    let first_left = expire_of(first.addr()).expect("the first tells EXPIRE");
+    let second_left = expire_of(second.addr()).expect("the second tells EXPIRE");
+    // Whole seconds each, read one after the other: at most one apart.
+    assert!(
+        second_left <= first_left + 1 && first_left < 86_400,
+        "first {first_left}, second {second_left}"
+    );
+    drop((second, first, primary));
     std::fs::remove_dir_all(dir).unwrap();
 }
 

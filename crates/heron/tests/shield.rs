@@ -11,7 +11,7 @@ use std::time::Duration;
 use heron_proto::message::Message;
 use heron_proto::{Name, RType, Rcode};
 use heron_testkit::{
-    DigTool, EdnsOpts, QueryOpts, ServerProcess, build_query, kdig_expire, run_dig_with,
+    DigTool, EdnsOpts, QueryOpts, ServerProcess, build_query, kdig_expire, query_tcp, run_dig_with,
     try_query_udp_from,
 };
 
@@ -49,6 +49,7 @@ fn acl_server() -> ServerProcess {
              nsid = \"heron-ns1\"\n\
              [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n\
              [[zone]]\norigin = \"open.test\"\nfile = \"{}\"\n\
+             allow-transfer = [\"127.0.0.1\"]\n\
              allow-query = [\"127.0.0.5/32 key nokey\", \"127.0.0.1\", \"127.0.0.2\"]\n\
              [[key]]\nname = \"nokey\"\nalgorithm = \"hmac-sha256\"\nsecret = \"c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0\"\n",
             edge_zone().display(),
@@ -187,6 +188,32 @@ fn a_primary_tells_expire_the_soa_expire_on_soa_answers() {
     assert_eq!(kdig_expire(other.expect_success()), None, "{other}");
     let unasked = run_dig_with(DigTool::Kdig, addr, "open.test", "SOA", &[]);
     assert_eq!(kdig_expire(unasked.expect_success()), None, "{unasked}");
+}
+
+#[test]
+fn a_primary_tells_expire_in_the_first_message_of_a_transfer_asked_for_it() {
+    let server = acl_server();
+    let axfr = |options: &[u8]| {
+        let opts = QueryOpts {
+            id: 7,
+            edns: Some(EdnsOpts::default()),
+            ..QueryOpts::default()
+        };
+        let mut q = build_query(&Name::parse("open.test").unwrap(), RType::AXFR, &opts);
+        // The OPT record ends the query: options go after its RDLENGTH.
+        let rdlength = q.len() - 2;
+        q[rdlength..].copy_from_slice(&(options.len() as u16).to_be_bytes());
+        q.extend_from_slice(options);
+        let first = query_tcp(server.addr(), &q);
+        let m = Message::parse(&first).unwrap();
+        assert_eq!(
+            (m.rcode(), m.answers[0].rtype),
+            (Rcode::NOERROR, RType::SOA)
+        );
+        m.edns.and_then(|e| e.options.expire_seconds)
+    };
+    assert_eq!(axfr(&[0, 9, 0, 0]), Some(86400), "asked: the SOA's expire");
+    assert_eq!(axfr(&[]), None, "not asked");
 }
 
 /// A port below 1024 free on 127.0.0.1 for both UDP and TCP.

@@ -568,7 +568,10 @@ impl Processor {
                 return Outcome::Response;
             }
             Admission::Refuse(refusal) => Err(refusal),
-            Admission::Transfer(zone) => transfer::start(&self.primary, d, zone, out),
+            Admission::Transfer(zone) => {
+                let expire = options::expire_record(self, catalog, d);
+                transfer::start(&self.primary, d, zone, expire, out)
+            }
             Admission::Notify(origin) => {
                 notify::accept(d, origin, out, events);
                 return Outcome::Response;

@@ -7,12 +7,12 @@
 use std::collections::HashMap;
 use std::sync::RwLock;
 
-use heron_proto::edns::OptionWriter;
+use heron_proto::edns::{OPT_LEN, OPTION_HEADER_LEN, OptionWriter, code, opt_record};
 use heron_proto::message::Query;
 use heron_proto::{Name, RType};
 use heron_zone::Catalog;
 
-use super::{Processor, Request, Transport};
+use super::{Deferred, Processor, Request, Transport};
 
 /// When each secondary zone expires (seconds since the Unix epoch),
 /// counted from its last successful refresh: the secondary's driver
@@ -78,6 +78,38 @@ pub(super) fn append(
     {
         let _ = w.expire(seconds);
     }
+}
+
+/// Octets of the OPT record [`expire_record`] makes.
+pub(super) const EXPIRE_RECORD_LEN: usize = OPT_LEN + OPTION_HEADER_LEN + 4;
+
+/// An OPT record holding EXPIRE for a transfer request that asked for it
+/// (RFC 7314 3), to end the transfer's first message: the transfer's
+/// writer makes no OPT record of its own. None if not asked, or no value
+/// is known.
+pub(super) fn expire_record(
+    p: &Processor,
+    catalog: &Catalog,
+    d: &Deferred,
+) -> Option<[u8; EXPIRE_RECORD_LEN]> {
+    let edns = d.q.edns.filter(|e| e.options.expire)?;
+    let seconds = expire(p, catalog, d.req.now, d.q)?;
+    let mut record = [0u8; EXPIRE_RECORD_LEN];
+    record[..OPT_LEN].copy_from_slice(&opt_record(p.config.max_udp_payload, 0, edns.do_bit));
+    let rdlength = (OPTION_HEADER_LEN + 4) as u16;
+    record[OPT_LEN - 2..OPT_LEN].copy_from_slice(&rdlength.to_be_bytes());
+    record[OPT_LEN..OPT_LEN + 2].copy_from_slice(&code::EXPIRE.to_be_bytes());
+    record[OPT_LEN + 2..OPT_LEN + 4].copy_from_slice(&4u16.to_be_bytes());
+    record[OPT_LEN + 4..].copy_from_slice(&seconds.to_be_bytes());
+    Some(record)
+}
+
+/// Appends `record` to the additional section of the message in `out`
+/// (which holds no OPT record yet, nor TSIG).
+pub(super) fn push_additional(out: &mut Vec<u8>, record: &[u8]) {
+    out.extend_from_slice(record);
+    let arcount = u16::from_be_bytes([out[10], out[11]]) + 1;
+    out[10..12].copy_from_slice(&arcount.to_be_bytes());
 }
 
 /// The EXPIRE value for a query at a zone's apex for its SOA or a

@@ -1,11 +1,21 @@
 //! Signed requests already answered, so that a copy replayed within the
-//! fudge window is refused (issue 24 item 8: the same signed AXFR was
-//! answered twice). RFC 8945 5.2.3 has a server remember, per key, the
-//! latest Time Signed and answer BADTIME to an earlier one; that refuses
-//! honest requests that arrive out of order (two secondaries sharing a
-//! key, a UDP retry) and lets a copy of the latest through. Here each
-//! request is remembered by its key, MAC and Time Signed instead, and a
-//! copy gets the BADTIME 5.2.3 asks for.
+//! fudge window does not hand a zone to whoever captured the request
+//! (issue 24 item 8: the same signed AXFR was answered twice). RFC 8945
+//! 5.2.3 has a server remember, per key, the latest Time Signed and
+//! answer BADTIME to an earlier one; that refuses honest requests that
+//! arrive out of order (two secondaries sharing a key) and lets a copy of
+//! the latest through. Knot (`libknot/tsig-op.c`) and BIND
+//! (`lib/dns/tsig.c`) keep no replay state at all: they check the time
+//! window only.
+//!
+//! Here each request is remembered by its key, MAC and Time Signed, and
+//! by the address it came from. A transfer request (AXFR, IXFR) is
+//! answered once: a secondary signs every attempt afresh, and a copy is
+//! the one request that gives its sender a zone. Any other copy from the
+//! address that sent the original is a retransmission (dig and kdig
+//! resend the same signed bytes when a UDP answer is lost) and is
+//! answered again: its answer goes where the first one went. A copy from
+//! another address gets the BADTIME that 5.2.3 asks for.
 //!
 //! Memory is bounded whatever the senders do: a fixed number of entries,
 //! the oldest evicted first. An entry is kept no longer than its request's
@@ -13,13 +23,14 @@
 //! anyway. Only requests whose MAC verified get here, so filling the
 //! cache takes a key's secret.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, RandomState};
+use std::net::IpAddr;
 use std::sync::Mutex;
 
 use heron_proto::tsig::Verified;
 
-/// Entries kept by default: at 24 bytes each plus the set, about 3 MB.
+/// Entries kept by default: at 24 bytes each plus the map, about 5 MB.
 pub const DEFAULT_CAPACITY: usize = 1 << 16;
 
 /// A request as remembered: 128 bits of keyed hash over key name, MAC
@@ -33,8 +44,21 @@ pub struct ReplayCache {
     capacity: usize,
 }
 
+/// What a signed request is, seen against those answered before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seen {
+    /// Not seen before (now remembered).
+    First,
+    /// A copy from the address that sent it first, of a request that is
+    /// not a transfer: answered again.
+    Retransmission,
+    /// A copy to refuse.
+    Replay,
+}
+
 struct Entries {
-    seen: HashSet<Fingerprint>,
+    /// Each request remembered, with the address that sent it first.
+    seen: HashMap<Fingerprint, IpAddr>,
     /// In arrival order: (fingerprint, the second after which the time
     /// check refuses the request).
     order: VecDeque<(Fingerprint, u64)>,
@@ -46,7 +70,7 @@ impl ReplayCache {
         let capacity = capacity.max(1);
         ReplayCache {
             inner: Mutex::new(Entries {
-                seen: HashSet::with_capacity(capacity),
+                seen: HashMap::with_capacity(capacity),
                 order: VecDeque::with_capacity(capacity),
             }),
             hashers: [RandomState::new(), RandomState::new()],
@@ -54,9 +78,11 @@ impl ReplayCache {
         }
     }
 
-    /// Remembers the verified request; false if it was seen already (a
-    /// replay). `now`: the request's clock, in seconds.
-    pub fn first_use(&self, v: &Verified, now: u64) -> bool {
+    /// Remembers the verified request from `from`, and says whether it
+    /// was seen before and how. `transfer`: an AXFR or IXFR request, which
+    /// is answered once whoever sends it again. `now`: the request's
+    /// clock, in seconds.
+    pub fn check(&self, v: &Verified, from: IpAddr, transfer: bool, now: u64) -> Seen {
         let fp = self.fingerprint(v);
         let expires = v.time_signed.saturating_add(u64::from(v.fudge));
         // A panic elsewhere while holding the lock leaves the entries
@@ -65,15 +91,19 @@ impl ReplayCache {
         while e.order.front().is_some_and(|&(_, until)| until < now) {
             e.evict_oldest();
         }
-        if e.seen.contains(&fp) {
-            return false;
+        if let Some(&first) = e.seen.get(&fp) {
+            return if first == from && !transfer {
+                Seen::Retransmission
+            } else {
+                Seen::Replay
+            };
         }
         if e.order.len() == self.capacity {
             e.evict_oldest();
         }
-        e.seen.insert(fp);
+        e.seen.insert(fp, from);
         e.order.push_back((fp, expires));
-        true
+        Seen::First
     }
 
     /// Requests remembered now.
@@ -112,6 +142,13 @@ mod tests {
     use super::*;
 
     const NOW: u64 = 1_700_000_000;
+    const SECONDARY: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1));
+    const ELSEWHERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(203, 0, 113, 9));
+
+    /// Whether a transfer request from the secondary is new.
+    fn first(cache: &ReplayCache, v: &Verified, now: u64) -> bool {
+        cache.check(v, SECONDARY, true, now) == Seen::First
+    }
 
     fn request(key: &str, mac: u32, time_signed: u64) -> Verified {
         let name = Name::parse(key).unwrap();
@@ -126,21 +163,36 @@ mod tests {
     #[test]
     fn a_request_is_answered_once_and_others_still_are() {
         let cache = ReplayCache::new(DEFAULT_CAPACITY);
-        assert!(cache.first_use(&request("k", 1, NOW), NOW));
-        assert!(!cache.first_use(&request("k", 1, NOW), NOW + 1), "replay");
+        assert!(first(&cache, &request("k", 1, NOW), NOW));
+        assert!(!first(&cache, &request("k", 1, NOW), NOW + 1), "replay");
+        assert!(first(&cache, &request("k", 2, NOW), NOW + 1), "another MAC");
         assert!(
-            cache.first_use(&request("k", 2, NOW), NOW + 1),
-            "another MAC"
-        );
-        assert!(
-            cache.first_use(&request("other", 1, NOW), NOW + 1),
+            first(&cache, &request("other", 1, NOW), NOW + 1),
             "another key"
         );
         assert!(
-            cache.first_use(&request("k", 1, NOW + 1), NOW + 1),
+            first(&cache, &request("k", 1, NOW + 1), NOW + 1),
             "another time"
         );
         assert_eq!(cache.len(), 4);
+    }
+
+    #[test]
+    fn a_copy_of_a_query_from_its_sender_is_a_retransmission_and_from_elsewhere_a_replay() {
+        let cache = ReplayCache::new(DEFAULT_CAPACITY);
+        let query = request("k", 1, NOW);
+        assert_eq!(cache.check(&query, SECONDARY, false, NOW), Seen::First);
+        for _ in 0..3 {
+            let again = cache.check(&query, SECONDARY, false, NOW + 1);
+            assert_eq!(again, Seen::Retransmission);
+        }
+        assert_eq!(cache.check(&query, ELSEWHERE, false, NOW), Seen::Replay);
+        // A transfer request is answered once, even to its sender.
+        let axfr = request("k", 2, NOW);
+        assert_eq!(cache.check(&axfr, SECONDARY, true, NOW), Seen::First);
+        assert_eq!(cache.check(&axfr, SECONDARY, true, NOW), Seen::Replay);
+        assert_eq!(cache.check(&axfr, ELSEWHERE, true, NOW), Seen::Replay);
+        assert_eq!(cache.len(), 2, "a copy is not remembered twice");
     }
 
     #[test]
@@ -148,20 +200,20 @@ mod tests {
         let capacity = 1000;
         let cache = ReplayCache::new(capacity);
         for mac in 0..capacity as u32 {
-            assert!(cache.first_use(&request("k", mac, NOW), NOW));
+            assert!(first(&cache, &request("k", mac, NOW), NOW));
         }
         assert_eq!(cache.len(), capacity);
         // At capacity: every one still refused.
-        assert!(!cache.first_use(&request("k", 0, NOW), NOW));
-        assert!(!cache.first_use(&request("k", 999, NOW), NOW));
+        assert!(!first(&cache, &request("k", 0, NOW), NOW));
+        assert!(!first(&cache, &request("k", 999, NOW), NOW));
         // Past it: the newest in, the oldest out, the size the same.
-        assert!(cache.first_use(&request("k", 5000, NOW), NOW));
+        assert!(first(&cache, &request("k", 5000, NOW), NOW));
         assert_eq!(cache.len(), capacity);
-        assert!(!cache.first_use(&request("k", 1, NOW), NOW), "still kept");
-        assert!(cache.first_use(&request("k", 0, NOW), NOW), "evicted");
+        assert!(!first(&cache, &request("k", 1, NOW), NOW), "still kept");
+        assert!(first(&cache, &request("k", 0, NOW), NOW), "evicted");
         // A flood ten times the size leaves it the size.
         for mac in 10_000..20_000 {
-            cache.first_use(&request("k", mac, NOW), NOW);
+            first(&cache, &request("k", mac, NOW), NOW);
         }
         assert_eq!(cache.len(), capacity);
         let e = cache.inner.lock().unwrap();
@@ -172,13 +224,13 @@ mod tests {
     fn entries_past_their_fudge_are_dropped() {
         let cache = ReplayCache::new(DEFAULT_CAPACITY);
         for mac in 0..10 {
-            cache.first_use(&request("k", mac, NOW), NOW);
+            first(&cache, &request("k", mac, NOW), NOW);
         }
         assert_eq!(cache.len(), 10);
         // 300 s of fudge: still kept at the last second of it.
-        cache.first_use(&request("k", 100, NOW + 300), NOW + 300);
+        first(&cache, &request("k", 100, NOW + 300), NOW + 300);
         assert_eq!(cache.len(), 11);
-        cache.first_use(&request("k", 101, NOW + 301), NOW + 301);
+        first(&cache, &request("k", 101, NOW + 301), NOW + 301);
         assert_eq!(cache.len(), 2);
     }
 }

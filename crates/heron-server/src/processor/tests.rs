@@ -561,6 +561,27 @@ fn a_signed_request_replayed_is_answered_once() {
     }
 }
 
+#[test]
+fn a_signed_query_retransmitted_by_its_sender_is_answered_again() {
+    let p = processor();
+    let (soa, mac) = signed(query("p.test", RType::SOA, Opcode::QUERY), &key());
+    // dig and kdig resend the very same signed bytes when an answer over
+    // UDP is lost: each copy from the sender is answered and signed.
+    for _ in 0..3 {
+        let (m, out, events) = response(process(&p, &soa, "127.0.0.2", Transport::Udp));
+        assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+        let verified = ResponseVerifier::new(&key(), mac.clone()).verify(&out, NOW);
+        assert_eq!(verified, Ok(()));
+        assert!(events.is_empty(), "{events:?}");
+    }
+    // The same bytes from another address are a replay.
+    let (m, out, events) = response(process(&p, &soa, "192.0.2.9", Transport::Udp));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOTAUTH, 0));
+    let verified = ResponseVerifier::new(&key(), mac).verify(&out, NOW);
+    assert_eq!(verified, Err(TsigError::BadTime));
+    assert_eq!(events, [Event::Refused(Refusal::TsigReplay)]);
+}
+
 /// `m` with an OPT record carrying the given (code, data) options.
 fn with_opt(mut m: Vec<u8>, options: &[(u16, &[u8])]) -> Vec<u8> {
     let mut rdata = Vec::new();
@@ -691,6 +712,51 @@ fn nsid_and_expire_are_added_when_asked() {
     assert!(options_of(&out).is_empty());
     let (_, out, _) = response(process(&processor(), &a, "192.0.2.1", Transport::Udp));
     assert!(options_of(&out).is_empty());
+}
+
+#[test]
+fn a_transfer_asked_for_expire_tells_it_in_its_first_message() {
+    let p = processor();
+    let expire_of = |out: &[u8]| {
+        Message::parse(out)
+            .unwrap()
+            .edns
+            .map(|e| e.options.expire_seconds)
+    };
+    for asked in [true, false] {
+        let options: &[(u16, &[u8])] = if asked { &[(9, b"")] } else { &[] };
+        let axfr = with_opt(query("p.test", RType::AXFR, Opcode::QUERY), options);
+        let (axfr, mac) = signed(axfr, &key());
+        let (outcome, _, _) = process(&p, &axfr, "127.0.0.2", Transport::Tcp);
+        let Outcome::Transfer(mut transfer) = outcome else {
+            panic!("{outcome:?}");
+        };
+        let mut messages = transfer.messages();
+        let mut verifier = ResponseVerifier::new(&key(), mac);
+        let (mut out, mut seen, mut records) = (Vec::new(), Vec::new(), 0);
+        while messages.next(&mut out, NOW).unwrap() {
+            assert_eq!(verifier.verify(&out, NOW), Ok(()), "signed after the OPT");
+            seen.push(expire_of(&out));
+            records += Message::parse(&out).unwrap().answers.len();
+        }
+        assert!(seen.len() > 1);
+        let first = asked.then_some(Some(86_400));
+        assert_eq!(seen[0], first, "asked: {asked}");
+        assert!(seen[1..].iter().all(Option::is_none), "{seen:?}");
+        assert_eq!(
+            records,
+            zone_records().len() + 1,
+            "the whole zone, SOA twice"
+        );
+    }
+    // IXFR over UDP: our SOA alone, with EXPIRE.
+    let ixfr = with_opt(
+        with_soa(query("p.test", RType::IXFR, Opcode::QUERY), 8, 6),
+        &[(9, b"")],
+    );
+    let (m, out, _) = response(process(&p, &ixfr, "127.0.0.3", Transport::Udp));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+    assert_eq!(expire_of(&out), Some(Some(86_400)));
 }
 
 #[test]

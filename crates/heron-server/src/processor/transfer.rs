@@ -16,6 +16,7 @@ use heron_xfr::primary::transfer::{
 use heron_xfr::primary::{Primary, TransferPlan};
 use heron_zone::Zone;
 
+use super::options::{EXPIRE_RECORD_LEN, push_additional};
 use super::parse::soa_serial_in;
 use super::{Deferred, Outcome, Refusal, Transport};
 
@@ -34,7 +35,12 @@ pub struct Transfer {
     reserve: usize,
     signer: Option<ResponseSigner>,
     incremental: bool,
+    /// The OPT record with EXPIRE that ends the first message, if the
+    /// request asked for it.
+    expire: Option<ExpireRecord>,
 }
+
+type ExpireRecord = [u8; EXPIRE_RECORD_LEN];
 
 impl std::fmt::Debug for Transfer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -72,6 +78,7 @@ impl Transfer {
             question,
             reserve,
             signer,
+            expire,
             ..
         } = self;
         let source = match plan {
@@ -91,6 +98,7 @@ impl Transfer {
         Messages {
             source,
             signer: signer.as_mut(),
+            expire: *expire,
             messages: 0,
             records: 0,
         }
@@ -101,6 +109,7 @@ impl Transfer {
 pub struct Messages<'t> {
     source: Source<'t>,
     signer: Option<&'t mut ResponseSigner>,
+    expire: Option<ExpireRecord>,
     messages: usize,
     records: usize,
 }
@@ -141,6 +150,9 @@ impl Messages<'_> {
             return Ok(false);
         }
         self.records += Header::read(out).map_or(0, |h| usize::from(h.ancount));
+        if let Some(record) = self.expire.take() {
+            push_additional(out, &record);
+        }
         if let Some(signer) = self.signer.as_mut() {
             signer.sign(out, now);
         }
@@ -159,10 +171,16 @@ pub(super) fn start(
     primary: &Primary,
     d: &Deferred,
     zone: Arc<Zone>,
+    expire: Option<ExpireRecord>,
     out: &mut Vec<u8>,
 ) -> Result<Outcome, Refusal> {
+    // Each message leaves room for the EXPIRE record, as for TSIG's.
+    let reserve = d.tsig_room() + expire.map_or(0, |r| r.len());
     if d.req.transport == Transport::Udp {
-        ixfr_over_udp(d, &zone, out);
+        ixfr_over_udp(d, &zone, reserve, out);
+        if let Some(record) = expire {
+            push_additional(out, &record);
+        }
         return Ok(Outcome::Response);
     }
     let incremental = d.q.qtype == RType::IXFR;
@@ -178,15 +196,16 @@ pub(super) fn start(
         plan,
         id: d.q.header.id,
         question: d.question().to_vec(),
-        reserve: d.tsig_room(),
+        reserve,
         signer: d.signed.as_ref().map(ResponseSigner::new),
         incremental,
+        expire,
     })))
 }
 
 /// RFC 1995 2: over UDP the answer is our SOA alone.
-fn ixfr_over_udp(d: &Deferred, zone: &Zone, out: &mut Vec<u8>) {
-    let mut packer = Packer::new(d.q.header.id, d.question(), zone.class(), d.tsig_room());
+fn ixfr_over_udp(d: &Deferred, zone: &Zone, reserve: usize, out: &mut Vec<u8>) {
+    let mut packer = Packer::new(d.q.header.id, d.question(), zone.class(), reserve);
     let mut soa = once(soa_record(zone)).peekable();
     packer
         .next_message(&mut soa, out)

@@ -1,11 +1,13 @@
 //! Layer 3: the TSIG signature (RFC 8945), verified where `parse` found
 //! it. A failure is answered NOTAUTH with the TSIG error (5.2), its TSIG
 //! record signed only where the RFC asks (BADTIME). A verified request
-//! seen already is a replay ([`super::replay`]).
+//! seen already is answered again when it is a retransmission and
+//! refused when it is a replay ([`super::replay`]).
 
+use heron_proto::RType;
 use heron_proto::tsig::{self, Key, TsigError, TsigFailure, Verified};
 
-use super::replay::ReplayCache;
+use super::replay::{ReplayCache, Seen};
 use super::{Deferred, Refusal};
 
 /// The verified key and MAC, None if unsigned; or why not, with the
@@ -16,8 +18,10 @@ pub(super) fn verify(
     d: &Deferred,
 ) -> Result<Option<Verified>, (TsigFailure, Refusal)> {
     let at = d.q.tsig.as_ref().map(|r| r.start);
+    let transfer = matches!(d.q.qtype, RType::AXFR | RType::IXFR);
+    let from = d.req.peer.ip().to_canonical();
     match tsig::verify_request_at(d.req.bytes, at, keys, d.req.now) {
-        Ok(Some(v)) if !replays.first_use(&v, d.req.now) => {
+        Ok(Some(v)) if replays.check(&v, from, transfer, d.req.now) == Seen::Replay => {
             Err((replayed(&v), Refusal::TsigReplay))
         }
         Ok(signed) => Ok(signed),

@@ -6,7 +6,8 @@
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+
+use heron_sys::clock::monotonic_millis;
 
 use heron_proto::message::{HEADER_LEN, Query, flags};
 
@@ -36,7 +37,8 @@ impl RrlTotals {
 /// One worker's limiter.
 pub struct Limiter {
     rrl: Rrl,
-    start: Instant,
+    /// The monotonic clock at creation, in milliseconds.
+    start: u64,
     /// Milliseconds since `start`, read once per batch.
     now_ms: u64,
     /// The counters last added to the totals.
@@ -47,7 +49,7 @@ impl Limiter {
     pub fn new(rrl: Rrl) -> Limiter {
         Limiter {
             rrl,
-            start: Instant::now(),
+            start: monotonic_millis(),
             now_ms: 0,
             reported: RrlCounters::default(),
         }
@@ -55,7 +57,7 @@ impl Limiter {
 
     /// Reads the clock for the batch about to be answered.
     pub fn start_batch(&mut self) {
-        self.now_ms = self.start.elapsed().as_millis() as u64;
+        self.now_ms = monotonic_millis().saturating_sub(self.start);
     }
 
     /// Whether to send `response` to `client`; a slipped one is cut here.

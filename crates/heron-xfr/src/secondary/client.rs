@@ -17,6 +17,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use heron_proto::edns::{OPT_LEN, OPTION_HEADER_LEN, code, opt_record};
 use heron_proto::message::{Header, Message, flags};
 use heron_proto::tsig::{self, Key, KeyRing, ResponseVerifier, TsigError};
 use heron_proto::writer::{Section, Writer};
@@ -31,6 +32,10 @@ use super::pipelined::{Line, LineError};
 use super::receive::{Exceeded, Outcome, Receiver, Request, TransferLimits, XfrError};
 use super::tls::{Stream, TlsClients, XotTrust};
 use crate::primary::notify::{random_id, unix_now};
+
+/// The UDP payload size our queries' OPT record states; they go over TCP,
+/// where it means nothing (RFC 6891 6.2.3), but the field must hold one.
+const QUERY_UDP_SIZE: u16 = 1232;
 
 /// A primary to pull a zone from, the key to sign requests with,
 /// whether to reach it over TLS, and the local address to reach it from.
@@ -193,10 +198,14 @@ impl Connections {
         e
     }
 
-    /// The serial of `origin` at the primary, asked on the primary's
-    /// pipelined line: the SOA checks of many zones share one connection,
-    /// many in flight at once.
-    pub async fn soa_serial(&self, up: &Upstream, origin: &Name) -> Result<u32, ClientError> {
+    /// The serial of `origin` at the primary, and the EDNS EXPIRE it told
+    /// (RFC 7314), asked on the primary's pipelined line: the SOA checks of
+    /// many zones share one connection, many in flight at once.
+    pub async fn soa_serial(
+        &self,
+        up: &Upstream,
+        origin: &Name,
+    ) -> Result<(u32, Option<u32>), ClientError> {
         let _slot = self
             .slots
             .acquire()
@@ -267,13 +276,14 @@ impl Connections {
         }
     }
 
-    /// Transfers `origin`: IXFR from the version in `request`, or AXFR.
+    /// Transfers `origin`: IXFR from the version in `request`, or AXFR;
+    /// with the EDNS EXPIRE the primary told (RFC 7314).
     pub async fn transfer(
         &self,
         up: &Upstream,
         origin: &Name,
         request: Request,
-    ) -> Result<Outcome, ClientError> {
+    ) -> Result<(Outcome, Option<u32>), ClientError> {
         let query = match &request {
             Request::Axfr => self.query(origin, RType::AXFR, None),
             Request::Ixfr { have } => {
@@ -296,11 +306,15 @@ impl Connections {
             receiver.feed(msg).map_err(ClientError::Transfer)
         })
         .await?;
-        receiver.finish().map_err(ClientError::Transfer)
+        let primary_expire = receiver.primary_expire();
+        let outcome = receiver.finish().map_err(ClientError::Transfer)?;
+        Ok((outcome, primary_expire))
     }
 
     /// A query for `origin`; for IXFR, our SOA goes in the authority
-    /// section (RFC 1995 3).
+    /// section (RFC 1995 3). An OPT record asks for EXPIRE (RFC 7314 2),
+    /// so that a zone transferred from another secondary expires with
+    /// that secondary's copy.
     fn query(&self, origin: &Name, qtype: RType, soa: Option<(u32, &[u8])>) -> Vec<u8> {
         let mut out = Vec::new();
         let mut w = Writer::new(&mut out, u16::MAX as usize);
@@ -309,6 +323,12 @@ impl Connections {
             w.section(Section::Authority);
             let _ = w.record(origin.as_wire(), RType::SOA, Class::IN, ttl, rdata);
         }
+        w.section(Section::Additional);
+        let mut opt = opt_record(QUERY_UDP_SIZE, 0, false).to_vec();
+        opt[OPT_LEN - 1] = OPTION_HEADER_LEN as u8; // RDLENGTH
+        opt.extend_from_slice(&code::EXPIRE.to_be_bytes());
+        opt.extend_from_slice(&[0, 0]); // empty in a query
+        let _ = w.raw_record(&opt);
         w.finish(random_id(), 0, 1);
         out
     }
@@ -465,8 +485,8 @@ impl Connections {
 /// their own.
 type SoaSlot = Arc<tokio::sync::Mutex<Option<Arc<Line>>>>;
 
-/// The serial in an SOA answer for `origin`.
-fn serial_in_answer(answer: &[u8], origin: &Name) -> Result<u32, ClientError> {
+/// The serial in an SOA answer for `origin`, and its EDNS EXPIRE.
+fn serial_in_answer(answer: &[u8], origin: &Name) -> Result<(u32, Option<u32>), ClientError> {
     let m = Message::parse(answer).map_err(|e| ClientError::BadAnswer(e.to_string()))?;
     if !m.header.has(flags::QR) {
         return Err(ClientError::BadAnswer("not an answer".into()));
@@ -477,11 +497,13 @@ fn serial_in_answer(answer: &[u8], origin: &Name) -> Result<u32, ClientError> {
             m.rcode()
         )));
     }
-    m.answers
+    let serial = m
+        .answers
         .iter()
         .find(|r| r.rtype == RType::SOA && r.name == *origin)
         .and_then(|r| rdata::soa_serial(&r.rdata))
-        .ok_or_else(|| ClientError::BadAnswer("no SOA in the answer".into()))
+        .ok_or_else(|| ClientError::BadAnswer("no SOA in the answer".into()))?;
+    Ok((serial, m.edns.and_then(|e| e.options.expire_seconds)))
 }
 
 /// How an attempt on one connection failed: before any answer (a pooled
@@ -516,8 +538,8 @@ mod tests {
                 let (conns, up) = (conns.clone(), up.clone());
                 let origin = Name::parse(origin).unwrap();
                 checks.spawn(async move {
-                    let serial = conns.soa_serial(&up, &origin).await.unwrap();
-                    let got = conns.transfer(&up, &origin, Request::Axfr).await.unwrap();
+                    let (serial, _expire) = conns.soa_serial(&up, &origin).await.unwrap();
+                    let (got, _expire) = conns.transfer(&up, &origin, Request::Axfr).await.unwrap();
                     (serial, matches!(got, Outcome::Full(_)))
                 });
             }

@@ -230,6 +230,8 @@ pub struct Receiver {
     bytes: u64,
     limits: TransferLimits,
     state: State,
+    /// The EDNS EXPIRE of the first message (RFC 7314), in seconds.
+    primary_expire: Option<u32>,
 }
 
 impl Receiver {
@@ -249,6 +251,7 @@ impl Receiver {
             bytes: 0,
             limits: TransferLimits::default(),
             state: State::Start,
+            primary_expire: None,
         }
     }
 
@@ -340,6 +343,9 @@ impl Receiver {
             Err(Fed::Record(e)) => return Err(e),
             Err(Fed::Parse(e)) => return Err(unreadable(e)),
         };
+        if self.messages == 1 {
+            self.primary_expire = msg.edns.and_then(|e| e.options.expire_seconds);
+        }
         // An extended RCODE (in OPT) is only known once the message is read.
         let rcode = msg.rcode();
         if rcode != Rcode::NOERROR {
@@ -566,6 +572,11 @@ impl Receiver {
         let mut builder = ZoneBuilder::new(self.origin.clone(), Class::IN);
         builder.add(&self.zone_record(soa));
         builder
+    }
+
+    /// The EDNS EXPIRE the primary put in its first message, if any.
+    pub fn primary_expire(&self) -> Option<u32> {
+        self.primary_expire
     }
 
     /// The new version of the zone, once [`Receiver::feed`] said the

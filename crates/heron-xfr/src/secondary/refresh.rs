@@ -233,9 +233,10 @@ struct Failed {
     reason: String,
 }
 
+/// What an exchange brought, with the EDNS EXPIRE the primary told.
 enum Exchanged {
-    Serial(Result<u32, Failed>),
-    Transfer(Result<Outcome, Failed>),
+    Serial(Result<(u32, Option<u32>), Failed>),
+    Transfer(Result<(Outcome, Option<u32>), Failed>),
 }
 
 impl Driver {
@@ -475,21 +476,25 @@ impl Driver {
         };
         self.note_exchange(zone, primary, failed);
         match result {
-            Exchanged::Serial(serial) => self.handle(Event::SoaChecked {
+            Exchanged::Serial(answer) => self.handle(Event::SoaChecked {
                 zone,
                 check,
-                result: serial.map_err(|f| f.failure),
+                primary_expire: answer.as_ref().ok().and_then(|&(_, expire)| expire),
+                result: answer.map(|(serial, _)| serial).map_err(|f| f.failure),
             }),
             Exchanged::Transfer(transfer) => {
-                let result = match transfer {
-                    Ok(Outcome::UpToDate) => Ok(Transfer::UpToDate),
-                    Ok(outcome) => Ok(Transfer::Received(self.received(zone, outcome))),
-                    Err(failed) => Err(failed.failure),
+                let (result, primary_expire) = match transfer {
+                    Ok((Outcome::UpToDate, expire)) => (Ok(Transfer::UpToDate), expire),
+                    Ok((outcome, expire)) => {
+                        (Ok(Transfer::Received(self.received(zone, outcome))), expire)
+                    }
+                    Err(failed) => (Err(failed.failure), None),
                 };
                 self.handle(Event::Transferred {
                     zone,
                     check,
                     result,
+                    primary_expire,
                 });
             }
         }
@@ -620,11 +625,11 @@ async fn transfer(
         catalog,
     }: Target<'_>,
     have: Option<Arc<Zone>>,
-) -> Result<Outcome, Failed> {
+) -> Result<(Outcome, Option<u32>), Failed> {
     let started = std::time::Instant::now();
-    let (outcome, kind) = match have {
+    let ((outcome, expire), kind) = match have {
         Some(have) => match conns.transfer(up, origin, Request::Ixfr { have }).await {
-            Ok(outcome) => (outcome, "IXFR"),
+            Ok(got) => (got, "IXFR"),
             Err(e) => {
                 tracing::warn!(
                     "zone {origin}: IXFR from {} failed ({e}); trying AXFR",
@@ -648,10 +653,14 @@ async fn transfer(
             started.elapsed().as_millis()
         );
     }
-    Ok(outcome)
+    Ok((outcome, expire))
 }
 
-async fn axfr(conns: &Connections, up: &Upstream, origin: &Name) -> Result<Outcome, Failed> {
+async fn axfr(
+    conns: &Connections,
+    up: &Upstream,
+    origin: &Name,
+) -> Result<(Outcome, Option<u32>), Failed> {
     conns
         .transfer(up, origin, Request::Axfr)
         .await

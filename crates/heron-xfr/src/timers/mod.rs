@@ -153,12 +153,16 @@ pub enum Event {
         zone: ZoneId,
         check: CheckId,
         result: Result<u32, Failure>,
+        /// The EDNS EXPIRE the answer carried (RFC 7314), in seconds.
+        primary_expire: Option<u32>,
     },
     /// The end of [`Action::Transfer`].
     Transferred {
         zone: ZoneId,
         check: CheckId,
         result: Result<Transfer, Failure>,
+        /// The EDNS EXPIRE the transfer's first message carried.
+        primary_expire: Option<u32>,
     },
 }
 
@@ -305,20 +309,30 @@ impl Timers {
                 zone,
                 check,
                 result,
+                primary_expire,
             } if self.waits_for(zone, check) => match result {
-                Ok(serial) => self.serial_seen(now, zone, serial, out),
+                Ok(serial) => {
+                    let expire = PrimaryExpire::at_least(primary_expire);
+                    self.serial_seen(now, zone, serial, expire, out)
+                }
                 Err(failure) => self.primary_failed(now, zone, failure, out),
             },
             Event::Transferred {
                 zone,
                 check,
                 result,
+                primary_expire,
             } if self.waits_for(zone, check) => match result {
                 Ok(Transfer::Received(version)) => {
                     self.state_mut(zone).serving = Some(version);
-                    self.succeeded(now, zone, out)
+                    let expire =
+                        primary_expire.map_or(PrimaryExpire::Absent, PrimaryExpire::Follow);
+                    self.succeeded(now, zone, expire, out)
                 }
-                Ok(Transfer::UpToDate) => self.succeeded(now, zone, out),
+                Ok(Transfer::UpToDate) => {
+                    let expire = PrimaryExpire::at_least(primary_expire);
+                    self.succeeded(now, zone, expire, out)
+                }
                 Err(failure) => self.primary_failed(now, zone, failure, out),
             },
             // The result of a check no longer awaited.
@@ -470,12 +484,22 @@ impl Timers {
         out.push(ask(zone, z, 0));
     }
 
-    /// A primary answered with `serial`.
-    fn serial_seen(&mut self, now: Instant, zone: ZoneId, serial: u32, out: &mut Vec<Action>) {
+    /// A primary answered with `serial` (and `expire`, which counts only
+    /// if we are up to date: a transfer brings its own).
+    fn serial_seen(
+        &mut self,
+        now: Instant,
+        zone: ZoneId,
+        serial: u32,
+        expire: PrimaryExpire,
+        out: &mut Vec<Action>,
+    ) {
         let z = self.state_mut(zone);
         let check = z.check.expect("a check is in flight");
         match z.serving {
-            Some(have) if !serial::is_newer(serial, have.serial) => self.succeeded(now, zone, out),
+            Some(have) if !serial::is_newer(serial, have.serial) => {
+                self.succeeded(now, zone, expire, out)
+            }
             serving => {
                 if let Some(have) = serving {
                     // Should we stop before this transfer completes, a
@@ -536,16 +560,27 @@ impl Timers {
         self.check_ended(now, zone, out);
     }
 
-    fn succeeded(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
+    fn succeeded(
+        &mut self,
+        now: Instant,
+        zone: ZoneId,
+        expire: PrimaryExpire,
+        out: &mut Vec<Action>,
+    ) {
         let z = self.state_mut(zone);
         z.check = None;
         z.failures = 0;
         if let Some(version) = z.serving {
+            let full = version.timers.expire;
+            let left = z.expire_at.map(|at| at.saturating_duration_since(now));
+            let expires_in = expire.expires_in(full, left);
             z.next_check = now + version.timers.refresh;
-            z.expire_at = Some(now + version.timers.expire);
+            z.expire_at = Some(now + expires_in);
+            // Dated so that a restart counts the same expire time down
+            // (it takes the SOA's expire less the copy's age).
             out.push(Action::DateKept {
                 zone,
-                ago: Duration::ZERO,
+                ago: full - expires_in,
             });
         }
         self.check_ended(now, zone, out);
@@ -575,6 +610,38 @@ impl Timers {
         };
         self.queue.move_to(zone, z.queued, wake);
         z.queued = wake;
+    }
+}
+
+/// What a primary's EDNS EXPIRE (RFC 7314 4) makes of the expire timer
+/// after a successful check; as Knot applies it (`consume_edns_expire`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PrimaryExpire {
+    /// None came: the SOA's expire interval, counted from now.
+    Absent,
+    /// After a transfer: the zone is the primary's copy and expires with
+    /// it, so that a chain of secondaries expires together.
+    Follow(u32),
+    /// The primary has nothing newer: its time left may extend ours,
+    /// never shorten it.
+    AtLeast(u32),
+}
+
+impl PrimaryExpire {
+    fn at_least(seconds: Option<u32>) -> PrimaryExpire {
+        seconds.map_or(PrimaryExpire::Absent, PrimaryExpire::AtLeast)
+    }
+
+    /// The time left until the zone expires, given the SOA's interval
+    /// `full` and what was left before (`left`); never more than `full`.
+    fn expires_in(self, full: Duration, left: Option<Duration>) -> Duration {
+        let secs = |s: u32| Duration::from_secs(u64::from(s));
+        let expires_in = match self {
+            PrimaryExpire::Absent => full,
+            PrimaryExpire::Follow(s) => secs(s),
+            PrimaryExpire::AtLeast(s) => secs(s).max(left.unwrap_or_default()),
+        };
+        expires_in.min(full)
     }
 }
 

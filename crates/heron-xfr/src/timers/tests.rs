@@ -76,19 +76,46 @@ impl Clock {
     }
 
     fn soa(&mut self, check: CheckId, result: Result<u32, Failure>) -> Vec<Action> {
+        self.soa_expire(check, result, None)
+    }
+
+    /// An SOA answer carrying EDNS EXPIRE `primary_expire`.
+    fn soa_expire(
+        &mut self,
+        check: CheckId,
+        result: Result<u32, Failure>,
+        primary_expire: Option<u32>,
+    ) -> Vec<Action> {
         self.handle(Event::SoaChecked {
             zone: Z,
             check,
             result,
+            primary_expire,
         })
     }
 
     fn transferred(&mut self, check: CheckId, result: Result<Transfer, Failure>) -> Vec<Action> {
+        self.transferred_expire(check, result, None)
+    }
+
+    /// A transfer whose first message carried EDNS EXPIRE `primary_expire`.
+    fn transferred_expire(
+        &mut self,
+        check: CheckId,
+        result: Result<Transfer, Failure>,
+        primary_expire: Option<u32>,
+    ) -> Vec<Action> {
         self.handle(Event::Transferred {
             zone: Z,
             check,
             result,
+            primary_expire,
         })
+    }
+
+    /// Time left until zone `Z` expires.
+    fn expires_in(&self) -> Duration {
+        self.timers.expires_in(Z, self.now).expect("serving")
     }
 
     fn notify(&mut self) -> Vec<Action> {
@@ -569,6 +596,7 @@ fn one_queue_entry_per_zone_however_often_it_moves() {
                     zone,
                     check,
                     result,
+                    primary_expire: None,
                 },
                 &mut actions,
             );
@@ -674,4 +702,89 @@ fn a_full_check_transfers_the_whole_zone_after_the_check_in_flight() {
     let actions = clock.transferred(check, Ok(Transfer::Received(version(1))));
     assert_eq!(actions, [dated(secs(0))], "no further check");
     assert_eq!(clock.timers.view(Z).unwrap().failures, 0);
+}
+
+#[test]
+fn a_transfer_from_a_primary_telling_expire_expires_when_the_primary_does() {
+    let mut clock = Clock::new(0);
+    let (check, _) = {
+        clock.add(1, None);
+        exchange(&clock.fire())
+    };
+    // The primary (itself a secondary) has 1,000 s left of the day.
+    let actions = clock.transferred_expire(check, Ok(Transfer::Received(version(1))), Some(1000));
+    assert_eq!(clock.expires_in(), secs(1000));
+    // Dated as if checked 85,400 s ago: a restart counts the same down.
+    assert!(actions.contains(&dated(secs(85_400))), "{actions:?}");
+    clock.later(secs(400));
+    assert_eq!(clock.expires_in(), secs(600), "counts down");
+    // No check succeeds until then: it expires with its primary's copy.
+    let mut expired = false;
+    while !expired {
+        let actions = clock.fire();
+        expired = actions.contains(&Action::Expire(Z));
+        if let Some(a) = actions
+            .iter()
+            .find(|a| matches!(a, Action::CheckSoa { .. }))
+        {
+            let Action::CheckSoa { check, .. } = *a else {
+                unreachable!()
+            };
+            clock.soa(check, Err(Failure::Failed));
+        }
+    }
+    assert_eq!(clock.now - clock.start, secs(1000));
+}
+
+#[test]
+fn an_expire_above_the_soa_expire_is_capped_and_absent_means_the_soa_expire() {
+    for (told, want) in [
+        (Some(86_400), 86_400),
+        (Some(86_401), 86_400),
+        (Some(u32::MAX), 86_400),
+        (None, 86_400),
+        (Some(0), 0),
+    ] {
+        let mut clock = Clock::new(0);
+        let (check, _) = {
+            clock.add(1, None);
+            exchange(&clock.fire())
+        };
+        clock.transferred_expire(check, Ok(Transfer::Received(version(1))), told);
+        assert_eq!(
+            clock.timers.view(Z).unwrap().expire_at,
+            Some(clock.now + secs(want)),
+            "{told:?}"
+        );
+    }
+}
+
+#[test]
+fn an_up_to_date_check_takes_the_primary_expire_only_when_it_is_longer() {
+    let mut clock = Clock::new(0);
+    let (check, _) = {
+        clock.add(1, None);
+        exchange(&clock.fire())
+    };
+    clock.transferred_expire(check, Ok(Transfer::Received(version(1))), Some(80_000));
+    // At the refresh (7,200 s on), the primary's copy has less left than
+    // ours: ours is kept (RFC 7314 4).
+    let (check, _) = exchange(&clock.fire());
+    clock.soa_expire(check, Ok(1), Some(100));
+    assert_eq!(clock.expires_in(), secs(80_000 - 7200));
+    // Longer than ours: taken, up to the SOA's expire.
+    let (check, _) = exchange(&clock.fire());
+    clock.soa_expire(check, Ok(1), Some(70_000));
+    assert_eq!(clock.expires_in(), secs(70_000));
+    let (check, _) = exchange(&clock.fire());
+    clock.soa_expire(check, Ok(1), Some(90_000));
+    assert_eq!(clock.expires_in(), secs(86_400));
+    // An IXFR that finds us up to date is the same.
+    let (check, _) = exchange(&clock.fire());
+    clock.transferred_expire(check, Ok(Transfer::UpToDate), Some(10));
+    assert_eq!(clock.expires_in(), secs(86_400 - 7200));
+    // A primary saying nothing: the SOA's expire, as before.
+    let (check, _) = exchange(&clock.fire());
+    clock.soa(check, Ok(1));
+    assert_eq!(clock.expires_in(), secs(86_400));
 }
