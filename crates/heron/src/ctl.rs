@@ -347,9 +347,17 @@ fn secondary_table(data: &Value) -> String {
 
 fn stats_table(data: &Value) -> String {
     let mut rows: Vec<[String; 2]> = Vec::new();
-    if let Some(refused) = data["refused"].as_object() {
-        for (reason, n) in refused {
-            rows.push([format!("refused {reason}"), text_of(n)]);
+    let sections = [
+        ("refused", "refused"),
+        ("queries", "queries"),
+        ("queries_by_type", "queries of type"),
+        ("responses", "responses"),
+        ("tcp_connections_accepted", "tcp connections accepted"),
+        ("tcp_connections_refused", "tcp connections refused"),
+    ];
+    for (key, title) in sections {
+        for (name, n) in data[key].as_object().into_iter().flatten() {
+            rows.push([format!("{title} {name}"), text_of(n)]);
         }
     }
     rows.push([

@@ -1,6 +1,7 @@
 //! `heron`: the authoritative DNS server's command line.
 
 mod background;
+mod catalog_producer;
 mod check;
 mod commands;
 mod config;
@@ -11,6 +12,7 @@ mod doctor;
 mod keygen;
 mod logging;
 mod memory;
+mod metrics;
 mod notify;
 mod privileges;
 mod reload;

@@ -208,6 +208,7 @@ pub fn start(
         }),
         keeper: keeper.clone(),
         bounds,
+        stats: transfers.zone_stats.clone(),
     });
     let by_origin = zones
         .iter()

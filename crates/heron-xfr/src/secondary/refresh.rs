@@ -119,6 +119,8 @@ pub struct Context {
     pub publisher: Arc<dyn Publisher>,
     pub keeper: Keeper,
     pub bounds: TimerBounds,
+    /// Transfers in are counted here.
+    pub stats: Arc<crate::stats::ZoneStats>,
 }
 
 /// What the driver is told while it runs.
@@ -434,7 +436,11 @@ impl Driver {
                         origin: &origin,
                         catalog: catalog.as_ref(),
                     };
-                    Exchanged::Transfer(transfer(&ctx.conns, to, have).await)
+                    let started = std::time::Instant::now();
+                    let result = transfer(&ctx.conns, to, have).await;
+                    let way = crate::stats::Direction::In;
+                    (ctx.stats).transfer(&origin, way, started.elapsed(), result.is_ok());
+                    Exchanged::Transfer(result)
                 };
                 let _ = done.send(Done {
                     zone,
@@ -709,6 +715,7 @@ mod tests {
             publisher,
             keeper: Keeper::start().unwrap(),
             bounds: TimerBounds::default(),
+            stats: Arc::default(),
         })
     }
 
