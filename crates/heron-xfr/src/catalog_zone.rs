@@ -468,6 +468,9 @@ pub enum Change {
     Reset(Member),
     /// Another group: follow the other template, keeping its data.
     Regroup(Member),
+    /// Only its `coo` property changed: it may be handed to the catalog
+    /// it now names (RFC 9432 5.6).
+    Coo(Member),
 }
 
 /// The changes from `old` to `new`, in the order of zone names.
@@ -485,6 +488,7 @@ pub fn diff(old: &Members, new: &Members) -> Vec<Change> {
             Some(before) if before.group != member.group => {
                 changes.push(Change::Regroup(member.clone()))
             }
+            Some(before) if before.coo != member.coo => changes.push(Change::Coo(member.clone())),
             Some(_) => {}
         }
     }

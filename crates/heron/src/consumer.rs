@@ -134,10 +134,20 @@ impl Consumers {
     /// What `change` to catalog `catalog` asks, given who owns the zone.
     fn step(&mut self, catalog: &Name, change: Change) -> Option<Step> {
         let member = match &change {
-            Change::Add(m) | Change::Remove(m) | Change::Reset(m) | Change::Regroup(m) => m,
+            Change::Add(m)
+            | Change::Remove(m)
+            | Change::Reset(m)
+            | Change::Regroup(m)
+            | Change::Coo(m) => m,
         };
         let zone = member.zone.to_lowercase();
         let owned_here = self.owner.get(&zone) == Some(catalog);
+        if owned_here && matches!(change, Change::Regroup(_) | Change::Coo(_)) {
+            // Listed by the catalog it is handed to already: it goes there.
+            if let Some(step) = self.hand_over(catalog, member) {
+                return Some(step);
+            }
+        }
         match change {
             Change::Remove(m) if owned_here => {
                 self.owner.remove(&zone);
@@ -149,14 +159,7 @@ impl Consumers {
                     self.made(catalog, &m).map(|(z, p)| Step::Add(z, p))
                 }
                 Some(other) if self.hands_over(&other, &zone, catalog) => {
-                    tracing::info!(
-                        zone = %m.zone,
-                        catalog = %catalog,
-                        "zone {} changes ownership from catalog {other} to {catalog} (coo)",
-                        m.zone
-                    );
-                    self.owner.insert(zone, catalog.clone());
-                    self.made(catalog, &m).map(|(z, p)| Step::Repoint(z, p))
+                    self.take_over(&other, catalog, &m)
                 }
                 Some(other) => {
                     tracing::warn!(
@@ -175,8 +178,36 @@ impl Consumers {
             Change::Regroup(m) if owned_here => {
                 self.made(catalog, &m).map(|(z, p)| Step::Repoint(z, p))
             }
+            // A `coo` naming a catalog that does not list the zone (yet):
+            // that catalog's listing will take it.
             _ => None,
         }
+    }
+
+    /// `member` of catalog `from`, if its `coo` property names a consumed
+    /// catalog that lists it too: handed over to that one.
+    fn hand_over(&mut self, from: &Name, member: &Member) -> Option<Step> {
+        let to = member.coo.as_ref()?.to_lowercase();
+        let listed = self
+            .catalogs
+            .get(&to)?
+            .members
+            .members()
+            .get(&member.zone.to_lowercase())?;
+        let listed = listed.clone();
+        self.take_over(from, &to, &listed)
+    }
+
+    /// Catalog `to` takes `member` (as it lists it) from catalog `from`.
+    fn take_over(&mut self, from: &Name, to: &Name, member: &Member) -> Option<Step> {
+        tracing::info!(
+            zone = %member.zone,
+            catalog = %to,
+            "zone {} changes ownership from catalog {from} to {to} (coo)",
+            member.zone
+        );
+        self.owner.insert(member.zone.to_lowercase(), to.clone());
+        self.made(to, member).map(|(z, p)| Step::Repoint(z, p))
     }
 
     /// Whether `from`'s member `zone` has a `coo` property naming `to`.
@@ -490,6 +521,37 @@ mod tests {
         let new3 = version("new.test", 3, "x.zones PTR y.test.\n");
         let steps = ixfr(&mut consumers, &new2, &new3).unwrap();
         assert_eq!(summary(&steps), [step("remove", "z.test.", None, 0)]);
+    }
+
+    #[test]
+    fn coo_added_after_the_other_catalog_listed_the_zone_hands_it_over() {
+        let mut consumers =
+            Consumers::new(vec![config("old.test", false), config("new.test", false)]);
+        let old1 = version("old.test", 1, "m.zones PTR z.test.\n");
+        consumers.consume(&old1, None, |_| false).unwrap();
+        let new1 = version(
+            "new.test",
+            1,
+            "k.zones PTR z.test.\ngroup.k.zones TXT \"gold\"\n",
+        );
+        assert!(
+            consumers
+                .consume(&new1, None, |_| false)
+                .unwrap()
+                .is_empty()
+        );
+        let old2 = version(
+            "old.test",
+            2,
+            "m.zones PTR z.test.\ncoo.m.zones PTR new.test.\n",
+        );
+        let steps = ixfr(&mut consumers, &old1, &old2).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [step("repoint", "z.test.", Some("new.test."), 2)]
+        );
+        let old3 = version("old.test", 3, "");
+        assert!(ixfr(&mut consumers, &old2, &old3).unwrap().is_empty());
     }
 
     #[test]

@@ -31,11 +31,16 @@ const ZONES: [&str; 4] = ["a.test", "b.test", "c.test", "d.test"];
 /// A member: unique ID, zone, group.
 type Listed<'a> = (&'a str, &'a str, Option<&'a str>);
 
+/// Catalog zone `catalog` at `serial`: version 2 and `body`.
+fn catalog_zone_text(catalog: &str, serial: u32, body: &str) -> String {
+    format!(
+        "$ORIGIN {catalog}.\n$TTL 0\n@ SOA invalid. invalid. {serial} 3600 600 86400 0\n\
+         @ NS invalid.\nversion TXT \"2\"\n{body}"
+    )
+}
+
 fn catalog_text(serial: u32, members: &[Listed]) -> String {
-    let mut text = format!(
-        "$ORIGIN {CATALOG}.\n$TTL 0\n@ SOA invalid. invalid. {serial} 3600 600 86400 0\n\
-         @ NS invalid.\nversion TXT \"2\"\n"
-    );
+    let mut text = catalog_zone_text(CATALOG, serial, "");
     for (id, zone, group) in members {
         text.push_str(&format!("{id}.zones PTR {zone}.\n"));
         if let Some(group) = group {
@@ -63,19 +68,24 @@ fn key_block() -> String {
     format!("[[key]]\nname = \"{KEY}\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{SECRET}\"\n")
 }
 
-/// The consumer: the catalog from `primary`; members of group "blue" may
+/// The consumer: `catalogs` from `primary`; members of group "blue" may
 /// be transferred by 127.0.0.1, others by nobody.
-fn consumer_config(port: u16, primary: SocketAddr, dir: &Path) -> String {
-    format!(
-        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"{}\"\n{}\
-         [[catalog]]\nzone = \"{CATALOG}\"\nfile = \"{}\"\nprimaries = [\"{primary} key {KEY}\"]\n\
-         members-dir = \"{}\"\n\
-         [catalog.group.blue]\nallow-transfer = [\"127.0.0.1\"]\n",
+fn consumer_config(port: u16, primary: SocketAddr, dir: &Path, catalogs: &[&str]) -> String {
+    let mut config = format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"{}\"\n{}",
         dir.join("ctl.sock").display(),
         key_block(),
-        dir.join("kept").join("cat.test.zone").display(),
-        dir.join("kept").join("members").display(),
-    )
+    );
+    for catalog in catalogs {
+        config.push_str(&format!(
+            "[[catalog]]\nzone = \"{catalog}\"\nfile = \"{}\"\n\
+             primaries = [\"{primary} key {KEY}\"]\nmembers-dir = \"{}\"\n\
+             [catalog.group.blue]\nallow-transfer = [\"127.0.0.1\"]\n",
+            dir.join("kept").join(format!("{catalog}.zone")).display(),
+            dir.join("kept").join("members").display(),
+        ));
+    }
+    config
 }
 
 /// A Heron primary of the catalog and every zone, notifying `consumer`.
@@ -179,7 +189,7 @@ fn consume_from(kind: ServerKind) {
         }
         other => panic!("no catalog producer test for {other}"),
     };
-    let config = consumer_config(consumer_port, primary.addr(), &dir);
+    let config = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG]);
     let mut consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
         .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));
     assert_serves_exactly(&consumer, &["a.test", "b.test", "c.test"], "start");
@@ -218,6 +228,13 @@ fn consume_from(kind: ServerKind) {
         consumer.log()
     );
     assert_serves_exactly(&consumer, &["a.test", "c.test", "d.test"], "regroup");
+    let log = consumer.log();
+    assert!(
+        log.lines().any(|l| l.contains("transferred in")
+            && l.contains("zone=a.test.")
+            && l.contains("catalog=cat.test.")),
+        "a member's log lines name its catalog\n{log}"
+    );
     // A reload of the configuration leaves the catalog's members alone.
     consumer.reload();
     assert!(eventually(|| consumer.log().contains("reload done")));
@@ -286,4 +303,98 @@ fn knot_produces_heron_consumes() {
 #[test]
 fn heron_produces_heron_consumes() {
     consume_from(ServerKind::Heron);
+}
+
+/// The catalog `zone` is a member of, as `heron ctl zone-status` says.
+fn catalog_of(socket: &Path, zone: &str) -> Option<String> {
+    let named = catalogs_named(&zone_status(socket));
+    named
+        .into_iter()
+        .find(|(z, _)| z == zone)
+        .and_then(|(_, c)| c)
+}
+
+/// RFC 9432's change of ownership: a zone listed by a second catalog is
+/// ignored until the first one's `coo` property names the second; then
+/// the second catalog's listing takes it over (with its template), and
+/// the first one dropping it no longer removes it. (The other order, the
+/// `coo` first and then the second catalog's listing, is a unit test.)
+#[test]
+fn coo_hands_a_member_from_one_catalog_to_another() {
+    let dir = work_dir("coo");
+    let file = |name: &str| dir.join(format!("{name}.zone"));
+    std::fs::write(file("z.test"), member_text("z.test")).unwrap();
+    let write = |catalog: &str, serial: u32, body: &str| {
+        std::fs::write(file(catalog), catalog_zone_text(catalog, serial, body)).unwrap();
+    };
+    write("old.test", 1, "m.zones PTR z.test.\n");
+    write("new.test", 1, "");
+    let files: Vec<(String, PathBuf)> = ["old.test", "new.test", "z.test"]
+        .iter()
+        .map(|name| (format!("{name}."), file(name)))
+        .collect();
+    let consumer_port = free_port();
+    let consumer_addr = SocketAddr::from(([127, 0, 0, 1], consumer_port));
+    let port = free_port();
+    let primary = ServerProcess::heron_on_port(
+        &heron(),
+        port,
+        "z.test",
+        &heron_primary_config(port, &files, consumer_addr),
+    )
+    .unwrap_or_else(|log| panic!("Heron primary did not start: {log}"));
+    let catalogs = ["old.test", "new.test"];
+    let config = consumer_config(consumer_port, primary.addr(), &dir, &catalogs);
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, "z.test", &config)
+        .unwrap_or_else(|log| panic!("Heron did not serve z.test: {log}"));
+    let socket = dir.join("ctl.sock");
+    let owned_by =
+        |catalog: &str| eventually(|| catalog_of(&socket, "z.test.").as_deref() == Some(catalog));
+    assert!(owned_by("old.test."));
+
+    // Listed by the new catalog without a hand-over: ignored.
+    write(
+        "new.test",
+        2,
+        "k.zones PTR z.test.\ngroup.k.zones TXT \"blue\"\n",
+    );
+    primary.reload();
+    assert!(
+        eventually(|| consumer
+            .log()
+            .contains("already a member of catalog old.test.")),
+        "{}",
+        consumer.log()
+    );
+    assert_eq!(catalog_of(&socket, "z.test.").as_deref(), Some("old.test."));
+
+    // Handed over by the old catalog's coo: the new catalog's listing
+    // takes it, with its template.
+    write(
+        "old.test",
+        2,
+        "m.zones PTR z.test.\ncoo.m.zones PTR new.test.\n",
+    );
+    primary.reload();
+    assert!(owned_by("new.test."), "{}", consumer.log());
+    assert!(eventually(
+        || rcode(consumer.addr(), "z.test", RType::AXFR) == Some(Rcode::NOERROR)
+    ));
+
+    // The old catalog drops it: still served.
+    write("old.test", 3, "");
+    primary.reload();
+    assert!(eventually(
+        || zone_serial(consumer.addr(), "old.test") == Some(3)
+    ));
+    assert_eq!(zone_serial(consumer.addr(), "z.test"), Some(1));
+    // The new one drops it: gone.
+    write("new.test", 3, "");
+    primary.reload();
+    assert!(
+        eventually(|| rcode(consumer.addr(), "z.test", RType::SOA) == Some(Rcode::REFUSED)),
+        "{}",
+        consumer.log()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,7 +4,8 @@
 //! (a member added, one removed, one's group changed, one's unique ID
 //! reset) the consumer serves exactly the members listed, refuses the
 //! others, and transfers a reset member afresh. Transfers and NOTIFYs of
-//! the catalog and its members are signed with TSIG.
+//! the catalog and its members are signed with TSIG. Heron consumes its
+//! own catalogs too (`[[catalog]]`).
 
 mod xfr_common;
 
@@ -168,6 +169,7 @@ fn transfers_of(kind: ServerKind, log: &str, zone: &str) -> usize {
         ServerKind::Knot => {
             line.contains(&format!("[{zone}.] AXFR, incoming")) && line.contains("finished")
         }
+        ServerKind::Heron => line.contains(&format!("zone={zone}.")) && line.contains("AXFR from"),
         _ => {
             line.contains(&format!("transfer of '{zone}/IN'"))
                 && line.contains("Transfer completed")
@@ -194,10 +196,15 @@ fn catalog_steps(kind: ServerKind) {
         key: Some(tsig_spec()),
         groups: vec!["gold".into()],
     };
-    let consumer = Consumer {
-        server: catalog.start(kind, consumer_port, "one.test."),
-        catalog,
+    let server = match kind {
+        ServerKind::Heron => {
+            let config = heron_consumer_config(consumer_port, heron.addr());
+            ServerProcess::heron_on_port(&xfr_common::heron(), consumer_port, "one.test.", &config)
+                .unwrap_or_else(|log| panic!("the Heron consumer did not start: {log}"))
+        }
+        _ => catalog.start(kind, consumer_port, "one.test."),
     };
+    let consumer = Consumer { server, catalog };
     let step = Step {
         consumer: &consumer,
         heron: &heron,
@@ -239,6 +246,23 @@ fn catalog_steps(kind: ServerKind) {
 #[test]
 fn knot_consumes_a_catalog_heron_generates() {
     catalog_steps(ServerKind::Knot);
+}
+
+#[test]
+fn heron_consumes_a_catalog_heron_generates() {
+    catalog_steps(ServerKind::Heron);
+}
+
+/// A Heron consumer of [`CATALOG`] from `primary`, with a template for
+/// group "gold".
+fn heron_consumer_config(port: u16, primary: SocketAddr) -> String {
+    format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+         [[key]]\nname = \"{KEY}\"\nsecret = \"{SECRET}\"\n\
+         [[catalog]]\nzone = \"{CATALOG}\"\nfile = \"kept/catalog.zone\"\n\
+         primaries = [\"{primary} key {KEY}\"]\nmembers-dir = \"kept/members\"\n\
+         [catalog.group.gold]\n"
+    )
 }
 
 #[test]

@@ -252,17 +252,24 @@ fn the_diff_says_added_removed_reset_and_regrouped() {
         member("gone.test", "g", None),
         member("reset.test", "r1", None),
         member("moved.test", "m", Some("a")),
+        member("handed.test", "h", None),
     ]);
-    let new = members(&[
+    let handed = Member {
+        coo: Some(n("other.test")),
+        ..member("handed.test", "h", None)
+    };
+    let mut new = members(&[
         member("kept.test", "k", None),
         member("new.test", "n", None),
         member("reset.test", "r2", None),
         member("moved.test", "m", Some("b")),
     ]);
+    new.insert(n("handed.test"), handed.clone());
     assert_eq!(
         diff(&old, &new),
         [
             Change::Remove(member("gone.test", "g", None)),
+            Change::Coo(handed),
             Change::Regroup(member("moved.test", "m", Some("b"))),
             Change::Add(member("new.test", "n", None)),
             Change::Reset(member("reset.test", "r2", None)),
@@ -315,7 +322,7 @@ fn an_ixfr_touches_only_the_members_it_changes() {
 }
 
 #[test]
-fn an_ixfr_removes_resets_and_regroups_members() {
+fn an_ixfr_removes_resets_regroups_and_hands_over_members() {
     let old = catalog_zone(
         1,
         "a.zones PTR a.test.\nb.zones PTR b.test.\nc.zones PTR c.test.\n\
@@ -331,6 +338,7 @@ fn an_ixfr_removes_resets_and_regroups_members() {
         changes,
         [
             Change::Remove(member("d.test", "d", None)),
+            Change::Coo(set.members()[&n("a.test")].clone()),
             Change::Reset(member("b.test", "b2", None)),
             Change::Regroup(member("c.test", "c", Some("y"))),
         ]
