@@ -243,11 +243,21 @@ impl Controller {
             .zip(counts)
             .map(|(name, n)| (name.to_string(), json!(n)))
             .collect();
-        let data = json!({
+        let mut data = json!({
             "refused": refusals,
             "tcp_connections_open": self.connections.open_connections(),
             "reset": reset,
         });
+        // Totals since the start: `--reset` leaves them.
+        if let Some(tap) = self.service.processor.tap() {
+            let t = tap.totals();
+            data["dnstap"] = json!({
+                "written": t.written,
+                "dropped": t.dropped,
+                "queued": t.queued,
+                "queued_bytes": t.queued_bytes,
+            });
+        }
         let message = if reset {
             "counters read and reset"
         } else {

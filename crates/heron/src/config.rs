@@ -70,6 +70,7 @@ use serde::Deserialize;
 
 use crate::privileges;
 
+pub mod dnstap;
 mod shared_files;
 mod shield;
 
@@ -99,6 +100,7 @@ pub struct ConfigFile {
     pub rrl: Option<RrlSection>,
     #[serde(default)]
     pub cookies: CookiesSection,
+    pub dnstap: Option<dnstap::DnstapSection>,
     /// Checked here with the rest; used before the rest is read, when
     /// logging starts (see [`crate::logging::section_of`]).
     #[serde(default)]
@@ -629,6 +631,8 @@ pub struct Settings {
     pub restart_only: RestartOnly,
     /// `[cookies]`.
     pub cookies: heron_proto::cookie::CookieSettings,
+    /// `[dnstap]`; None: off.
+    pub dnstap: Option<dnstap::Dnstap>,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -756,6 +760,13 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         section_errors(e);
         Default::default()
     });
+    let dnstap = match file.dnstap.as_ref().map(|d| d.settings(base)).transpose() {
+        Ok(dnstap) => dnstap,
+        Err(e) => {
+            section_errors(e);
+            None
+        }
+    };
     let tls = file.tls.load(base).unwrap_or_else(|e| {
         errors.push(format!("{}: {e}", path.display()));
         None
@@ -833,6 +844,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         warnings,
         restart_only,
         cookies,
+        dnstap,
     })
 }
 
@@ -965,6 +977,7 @@ impl RestartOnly {
         parts.add("[xdp]", &file.xdp);
         parts.add("[rrl]", &file.rrl);
         parts.add("[cookies]", &file.cookies);
+        parts.add("[dnstap]", &file.dnstap);
         parts
     }
 
