@@ -14,7 +14,7 @@ use std::io::{self, BufWriter, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -50,7 +50,11 @@ const IO_TIMEOUT: Duration = Duration::from_secs(1);
 /// First wait before connecting again, doubled up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
-/// How often an idle writer looks at the stop flag and flushes.
+/// How often the writer takes what is queued.
+const DRAIN_EVERY: Duration = Duration::from_millis(50);
+/// Exchanges written at most in one write.
+const MAX_WRITE: usize = 1024;
+/// Longest sleep while waiting to connect again (so a stop is seen).
 const IDLE_WAKE: Duration = Duration::from_millis(100);
 
 /// What the workers and the writer's thread share.
@@ -208,34 +212,39 @@ struct Drain {
 }
 
 impl Drain {
+    /// Every [`DRAIN_EVERY`] (at once while the queue keeps it busy),
+    /// writes what is queued; the workers never wake this thread, so a
+    /// sampled exchange costs them no system call.
     fn run(&mut self) {
         let mut buffer = Vec::new();
+        let mut busy = false;
         loop {
+            let stopping = self.shared.stopping.load(Ordering::Relaxed);
             if !self.sink.ready() {
-                if self.shared.stopping.load(Ordering::Relaxed) {
+                if stopping {
                     break;
                 }
                 self.sink.connect();
                 continue;
             }
-            let first = match self.receiver.recv_timeout(IDLE_WAKE) {
-                Ok(e) => e,
-                Err(RecvTimeoutError::Timeout) => {
-                    if self.shared.stopping.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    continue;
+            if !busy {
+                if stopping && self.shared.queued.load(Ordering::Relaxed) == 0 {
+                    break;
                 }
-                Err(RecvTimeoutError::Disconnected) => break,
-            };
-            // Whatever else is queued goes out in the same write.
+                std::thread::sleep(DRAIN_EVERY);
+            }
             buffer.clear();
-            let mut messages = 0;
-            for e in std::iter::once(first).chain(self.receiver.try_iter().take(1024)) {
+            let (mut exchanges, mut messages) = (0, 0);
+            for e in self.receiver.try_iter().take(MAX_WRITE) {
                 self.shared.queued.fetch_sub(1, Ordering::Relaxed);
                 (self.shared.queued_bytes).fetch_sub(e.size(), Ordering::Relaxed);
+                exchanges += 1;
                 messages += e.messages();
                 self.frames.append(&e, &mut buffer);
+            }
+            busy = exchanges == MAX_WRITE;
+            if exchanges == 0 {
+                continue;
             }
             let counter = match self.sink.write(&buffer) {
                 Ok(()) => &self.shared.written,
