@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use heron_proto::{Name, RType};
-use heron_server::dnstap::frame::{self, CONTENT_TYPE, ControlType};
+use heron_server::dnstap::frame;
 use heron_testkit::{QueryOpts, ServerProcess, build_query, query_tcp, try_query_udp};
 use serde_json::Value;
 
@@ -157,20 +157,13 @@ fn one_query_in_n_is_logged_with_its_response() {
     assert_eq!(ours(" AR "), 20, "{text}");
 }
 
-/// The reader's half of the handshake on a connection from the server.
+/// A connection from the server, the reader's half of the handshake made.
 fn accept_writer(listener: &UnixListener) -> UnixStream {
     let (mut stream, _) = listener.accept().unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    let ready = frame::read(&mut stream).unwrap();
-    assert_eq!(ready.kind, ControlType::Ready);
-    assert!(ready.offers(CONTENT_TYPE));
-    let mut accept = Vec::new();
-    frame::control(ControlType::Accept, Some(CONTENT_TYPE), &mut accept);
-    std::io::Write::write_all(&mut stream, &accept).unwrap();
-    let start = frame::read(&mut stream).unwrap();
-    assert_eq!(start.kind, ControlType::Start);
+    frame::accept(&mut stream).unwrap();
     stream
 }
 

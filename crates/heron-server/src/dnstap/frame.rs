@@ -13,7 +13,7 @@
 //! ([`MAX_CONTENT_TYPE_LEN`]), as `libfstrm` does.
 
 use std::fmt;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 
 /// What dnstap's frames hold.
 pub const CONTENT_TYPE: &[u8] = b"protobuf:dnstap.Dnstap";
@@ -148,6 +148,30 @@ pub fn read(reader: &mut impl Read) -> io::Result<Control> {
     decode_body(&body[..len]).map_err(invalid)
 }
 
+/// The reader's half of the bidirectional handshake on `stream`, for
+/// tests and tools that read dnstap: READY in (offering
+/// [`CONTENT_TYPE`]), ACCEPT out, START in.
+pub fn accept(stream: &mut (impl Read + Write)) -> io::Result<()> {
+    let unexpected = |what: &str, c: &Control| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{c:?} where {what} was due"),
+        )
+    };
+    let ready = read(stream)?;
+    if ready.kind != ControlType::Ready || !ready.offers(CONTENT_TYPE) {
+        return Err(unexpected("READY", &ready));
+    }
+    let mut out = Vec::new();
+    control(ControlType::Accept, Some(CONTENT_TYPE), &mut out);
+    stream.write_all(&out)?;
+    let start = read(stream)?;
+    if start.kind != ControlType::Start {
+        return Err(unexpected("START", &start));
+    }
+    Ok(())
+}
+
 /// The type and fields after the length.
 fn decode_body(body: &[u8]) -> Result<Control, FrameError> {
     let word = |at: usize| -> Option<u32> {
@@ -245,6 +269,55 @@ mod tests {
                 other => panic!("cut at {cut}: {other:?}"),
             }
             assert!(read(&mut &bytes[..cut]).is_err());
+        }
+    }
+
+    /// A stream that reads from `input` and keeps what is written.
+    struct Duplex(&'static [u8], Vec<u8>);
+
+    impl Read for Duplex {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.0.read(buf)
+        }
+    }
+
+    impl Write for Duplex {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.1.write(buf)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn leak(frames: &[(ControlType, Option<&[u8]>)]) -> &'static [u8] {
+        let mut bytes = Vec::new();
+        for (kind, content) in frames {
+            control(*kind, *content, &mut bytes);
+        }
+        bytes.leak()
+    }
+
+    #[test]
+    fn the_readers_half_of_the_handshake() {
+        let good = leak(&[
+            (ControlType::Ready, Some(CONTENT_TYPE)),
+            (ControlType::Start, Some(CONTENT_TYPE)),
+        ]);
+        let mut stream = Duplex(good, Vec::new());
+        accept(&mut stream).unwrap();
+        assert_eq!(stream.1, encoded(ControlType::Accept, Some(CONTENT_TYPE)));
+
+        for wrong in [
+            leak(&[(ControlType::Start, Some(CONTENT_TYPE))]),
+            leak(&[(ControlType::Ready, Some(b"protobuf:other"))]),
+            leak(&[
+                (ControlType::Ready, Some(CONTENT_TYPE)),
+                (ControlType::Stop, None),
+            ]),
+            leak(&[(ControlType::Ready, Some(CONTENT_TYPE))]),
+        ] {
+            assert!(accept(&mut Duplex(wrong, Vec::new())).is_err());
         }
     }
 
