@@ -28,6 +28,7 @@ pub mod dnstap;
 pub mod processor;
 pub mod rrl;
 pub mod service;
+pub mod stats;
 pub mod tcp;
 pub mod tls;
 pub mod udp;

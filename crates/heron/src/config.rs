@@ -39,6 +39,14 @@
 //!                                       # "192.0.2.1 tls": over TLS (XoT), port 853;
 //!                                       # "... tls ns1.example": certificate checked
 //!
+//! [[catalog]]                           # a catalog zone (RFC 9432) to consume
+//! zone = "catalog.example"
+//! file = "secondary/catalog.example.zone"
+//! primaries = ["192.0.2.1 key xfr.example"]
+//! members-dir = "secondary/members"     # member zones' kept copies
+//! [catalog.group.gold]                  # members whose group is "gold"
+//! allow-transfer = ["192.0.2.0/24"]
+//!
 //! [[zone-group]]                        # zones that share their settings
 //! origins = ["example.org", "example.info"]
 //! file = "zones/{zone}.zone"            # {zone}: each origin, no final dot
@@ -70,9 +78,13 @@ use serde::Deserialize;
 
 use crate::privileges;
 
+pub(crate) mod catalog;
 pub mod dnstap;
 mod shared_files;
 mod shield;
+
+pub use catalog::CatalogConfig;
+use catalog::CatalogEntry;
 
 pub use shield::{CookiesSection, RrlSection};
 
@@ -95,12 +107,17 @@ pub struct ConfigFile {
     pub keys: Vec<KeyEntry>,
     #[serde(default)]
     pub secondary: SecondarySection,
+    /// Catalog zones to consume (RFC 9432).
+    #[serde(default, rename = "catalog")]
+    pub catalogs: Vec<CatalogEntry>,
     #[serde(default)]
     pub xdp: XdpSection,
     pub rrl: Option<RrlSection>,
     #[serde(default)]
     pub cookies: CookiesSection,
     pub dnstap: Option<dnstap::DnstapSection>,
+    #[serde(default)]
+    pub metrics: crate::metrics::MetricsSection,
     /// Checked here with the rest; used before the rest is read, when
     /// logging starts (see [`crate::logging::section_of`]).
     #[serde(default)]
@@ -499,26 +516,30 @@ impl ZoneGroup {
         }
     }
 
-    /// The file of the zone at `origin`, from the pattern. A file name
-    /// that would be too long for the file system (origins run to 253
-    /// characters) gets a shortened stem instead: see [`fitting_stem`].
+    /// The file of the zone at `origin`, from the pattern.
     fn file_of(&self, origin: &str) -> String {
-        let stem = match origin {
-            "." => "root",
-            _ => origin.strip_suffix('.').unwrap_or(origin),
-        };
-        let file = self.file.replace(ZONE_PLACEHOLDER, stem);
-        let name_len = file.rsplit('/').next().map_or(0, str::len);
-        let pattern_name = self.file.rsplit('/').next().unwrap_or_default();
-        let stems = pattern_name.matches(ZONE_PLACEHOLDER).count();
-        if name_len <= MAX_FILE_NAME || stems == 0 {
-            return file;
-        }
-        let fixed = pattern_name.len() - stems * ZONE_PLACEHOLDER.len();
-        let room = MAX_FILE_NAME.saturating_sub(fixed) / stems;
-        self.file
-            .replace(ZONE_PLACEHOLDER, &fitting_stem(stem, room))
+        pattern_file(&self.file, origin)
     }
+}
+
+/// The file of the zone at `origin`, from a `{zone}` pattern. A file name
+/// that would be too long for the file system (origins run to 253
+/// characters) gets a shortened stem instead: see [`fitting_stem`].
+fn pattern_file(pattern: &str, origin: &str) -> String {
+    let stem = match origin {
+        "." => "root",
+        _ => origin.strip_suffix('.').unwrap_or(origin),
+    };
+    let file = pattern.replace(ZONE_PLACEHOLDER, stem);
+    let name_len = file.rsplit('/').next().map_or(0, str::len);
+    let pattern_name = pattern.rsplit('/').next().unwrap_or_default();
+    let stems = pattern_name.matches(ZONE_PLACEHOLDER).count();
+    if name_len <= MAX_FILE_NAME || stems == 0 {
+        return file;
+    }
+    let fixed = pattern_name.len() - stems * ZONE_PLACEHOLDER.len();
+    let room = MAX_FILE_NAME.saturating_sub(fixed) / stems;
+    pattern.replace(ZONE_PLACEHOLDER, &fitting_stem(stem, room))
 }
 
 /// What a `[[zone-group]]` file pattern replaces with each origin.
@@ -613,8 +634,11 @@ pub struct Settings {
     pub keys: Vec<Key>,
     /// Transfer settings of the zones that have any.
     pub policies: HashMap<Name, ZonePolicy>,
-    /// Zones pulled from primaries (not in `zones`).
+    /// Zones pulled from primaries (not in `zones`), catalog zones
+    /// included.
     pub secondaries: Vec<SecondaryZone>,
+    /// Catalog zones consumed, and their member templates.
+    pub catalogs: Vec<CatalogConfig>,
     pub secondary: SecondarySection,
     /// TLS to primaries (XoT).
     pub xot: TlsClients,
@@ -633,6 +657,8 @@ pub struct Settings {
     pub cookies: heron_proto::cookie::CookieSettings,
     /// `[dnstap]`; None: off.
     pub dnstap: Option<dnstap::Dnstap>,
+    /// Where the Prometheus endpoint listens (`[metrics] listen`); None: off.
+    pub metrics: Option<crate::metrics::MetricsSettings>,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -669,6 +695,24 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     for group in &file.zone_groups {
         if let Err(e) = zones.add_group(group, &keys, base) {
             errors.push(format!("{}: [[zone-group]]: {e}", path.display()));
+        }
+    }
+    let mut catalogs = Vec::with_capacity(file.catalogs.len());
+    for entry in &file.catalogs {
+        let resolved = entry.resolve(&keys, base).and_then(|catalog| {
+            let settings = zone_settings(entry.zone_options(), &keys)?;
+            Ok((
+                catalog,
+                settings,
+                zone_spec(&entry.zone, &base.join(&entry.file))?,
+            ))
+        });
+        match resolved {
+            Ok((catalog, settings, spec)) => {
+                zones.add(spec, &settings);
+                catalogs.push(catalog);
+            }
+            Err(e) => errors.push(format!("{}: catalog '{}': {e}", path.display(), entry.zone)),
         }
     }
     let xdp = file.xdp.config().unwrap_or_else(|e| {
@@ -790,6 +834,10 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             zone.origin
         )
     }));
+    let metrics = file.metrics.settings().unwrap_or_else(|e| {
+        errors.push(format!("{}: [metrics] {e}", path.display()));
+        None
+    });
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -836,6 +884,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         keys,
         policies,
         secondaries,
+        catalogs,
         control: server.control.as_ref().map(|p| base.join(p)),
         max_zone_file_size: server.max_zone_file_size,
         secondary: file.secondary,
@@ -845,6 +894,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         restart_only,
         cookies,
         dnstap,
+        metrics,
     })
 }
 
@@ -974,10 +1024,12 @@ impl RestartOnly {
         parts.add("[tls]", &file.tls);
         parts.add("[[key]]", &file.keys);
         parts.add("[secondary]", &file.secondary);
+        parts.add_hashed("[[catalog]]", &file.catalogs);
         parts.add("[xdp]", &file.xdp);
         parts.add("[rrl]", &file.rrl);
         parts.add("[cookies]", &file.cookies);
         parts.add("[dnstap]", &file.dnstap);
+        parts.add("[metrics]", &file.metrics);
         parts
     }
 
@@ -1103,6 +1155,7 @@ impl Zones {
                 origin: spec.origin.clone(),
                 primaries: primaries.clone(),
                 file: spec.file.clone(),
+                catalog: None,
             });
         }
         self.zones.push(spec);
@@ -1311,13 +1364,20 @@ fn check_unique_origins(zones: &[ZoneSpec]) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests_support {
     use super::*;
 
-    fn parse(text: &str) -> Result<Settings, Vec<String>> {
+    /// A configuration read as if from /etc/heron/heron.toml.
+    pub(super) fn parse(text: &str) -> Result<Settings, Vec<String>> {
         let file: ConfigFile = toml::from_str(text).map_err(|e| vec![e.to_string()])?;
         from_file(file, Path::new("/etc/heron"), Path::new("heron.toml"))
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::parse;
+    use super::*;
 
     #[test]
     fn query_acls_blackhole_and_nsid_are_read() {
@@ -1785,6 +1845,28 @@ udp-coalesce-us = 1001
         assert!(err[0].contains("\"fast\" is not one of"), "{err:?}");
         let err = parse("[xdp]\nlsten = []\n").unwrap_err();
         assert!(err[0].contains("unknown field `lsten`"), "{err:?}");
+    }
+
+    #[test]
+    fn metrics_are_off_unless_an_address_is_given() {
+        assert_eq!(parse("").unwrap().metrics, None);
+        let on = parse("[metrics]\nlisten = \"127.0.0.1:9153\"\n").unwrap();
+        let want = crate::metrics::MetricsSettings {
+            listen: "127.0.0.1:9153".parse().unwrap(),
+            zone_metrics: true,
+        };
+        assert_eq!(on.metrics, Some(want));
+        let quiet = parse("[metrics]\nlisten = \"[::1]:9153\"\nzone-metrics = false\n").unwrap();
+        assert!(!quiet.metrics.unwrap().zone_metrics);
+        for bad in ["9153", "localhost:9153", "127.0.0.1", ""] {
+            let err = parse(&format!("[metrics]\nlisten = \"{bad}\"\n")).unwrap_err();
+            assert!(
+                err[0].contains("[metrics] listen") && err[0].contains("ADDRESS:PORT"),
+                "{err:?}"
+            );
+        }
+        let err = parse("[metrics]\nport = 9153\n").unwrap_err();
+        assert!(err[0].contains("unknown field `port`"), "{err:?}");
     }
 
     #[test]
