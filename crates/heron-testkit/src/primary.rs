@@ -8,9 +8,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::peer_conf::{bind_key, bind_options, knot_key, knot_server, nsd_key, nsd_server};
+use crate::peer_conf::{
+    bind_key, bind_options, knot_key, knot_server, nsd_key, nsd_server, peer_command,
+};
 use crate::process::{
-    KNOTD, NAMED, NSD, ServerKind, ServerProcess, TempDir, free_port, require_binary, write,
+    KNOTD, NAMED, NSD, ServerKind, ServerProcess, TempDir, free_port, require_binary,
 };
 use crate::secondary::TsigSpec;
 
@@ -82,11 +84,7 @@ impl Primary {
             to.ip(),
             to.port()
         ));
-        let path = dir.0.join("nsd.conf");
-        write(&path, &conf);
-        let mut cmd = Command::new(NSD);
-        cmd.arg("-d").arg("-c").arg(&path);
-        cmd
+        peer_command(ServerKind::Nsd, &dir.0, &conf)
     }
 
     fn knot(&self, dir: &TempDir, port: u16) -> Command {
@@ -106,11 +104,7 @@ impl Primary {
             self.origin,
             self.file.display()
         ));
-        let path = dir.0.join("knot.conf");
-        write(&path, &conf);
-        let mut cmd = Command::new(KNOTD);
-        cmd.arg("-c").arg(&path);
-        cmd
+        peer_command(ServerKind::Knot, &dir.0, &conf)
     }
 
     fn bind(&self, dir: &TempDir, port: u16) -> Command {
@@ -144,11 +138,7 @@ impl Primary {
             to.ip(),
             to.port()
         ));
-        let path = dir.0.join("named.conf");
-        write(&path, &conf);
-        let mut cmd = Command::new(NAMED);
-        cmd.arg("-g").arg("-n").arg("1").arg("-c").arg(&path);
-        cmd
+        peer_command(ServerKind::Bind, &dir.0, &conf)
     }
 }
 
@@ -183,10 +173,7 @@ pub fn knot_primary_of(
             file.display()
         ));
     }
-    let path = dir.0.join("knot.conf");
-    write(&path, &conf);
-    let mut cmd = Command::new(KNOTD);
-    cmd.arg("-c").arg(&path);
+    let cmd = peer_command(ServerKind::Knot, &dir.0, &conf);
     let first = &zones.first().expect("a zone").0;
     ServerProcess::start(ServerKind::Knot, dir, port, cmd, first)
         .unwrap_or_else(|log| panic!("Knot primary did not serve {first}: {log}"))

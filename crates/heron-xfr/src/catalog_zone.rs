@@ -491,5 +491,8 @@ pub fn diff(old: &Members, new: &Members) -> Vec<Change> {
     changes
 }
 
+/// The producer side: a catalog zone generated from configured members.
+pub mod generate;
+
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! `heron`: the authoritative DNS server's command line.
 
 mod background;
+mod catalog_producer;
 mod check;
 mod commands;
 mod config;

@@ -30,6 +30,7 @@ use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
 use tokio::sync::{mpsc, watch};
 
 use crate::ServeArgs;
+use crate::catalog_producer;
 use crate::config::{self, RunAs, Settings};
 use crate::consumer::Consumers;
 use crate::control;
@@ -61,8 +62,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
         }
     };
     heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
-    let use_example = args.config.is_none() && settings.zones.is_empty();
-    let mut files = ZoneFiles::new(&settings.zones);
+    let use_example = args.config.is_none()
+        && settings.zones.is_empty()
+        && settings.generated_catalogs.is_empty();
+    let mut files = ZoneFiles::new(&settings.zones).with_catalogs(&settings.generated_catalogs);
     if let Some(path) = &args.config {
         files = files.with_config(ConfigSource {
             path: path.clone(),
@@ -70,7 +73,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
             restart_only: settings.restart_only.clone(),
         });
     }
-    let (catalog, journals) = load_catalog_and_find_journals(use_example, &mut files, &settings);
+    let (mut catalog, journals) =
+        load_catalog_and_find_journals(use_example, &mut files, &settings);
+    catalog_producer::insert_kept(&settings.generated_catalogs, &mut catalog);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
         .enable_all()
@@ -102,6 +107,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
     for (origin, policy) in members {
         primary.set_member_policy(&origin, Some(policy));
     }
+    let catalog =
+        catalog_producer::update_at_start(&settings.generated_catalogs, catalog, &primary);
     let keys = Arc::new(settings.keys);
     let (notify_tx, notifies) = mpsc::unbounded_channel();
     let expiry = Arc::new(ExpiryDeadlines::default());
@@ -205,6 +212,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             policies: Default::default(),
             secondaries: Vec::new(),
             catalogs: Vec::new(),
+            generated_catalogs: Vec::new(),
             secondary: Default::default(),
             xot: TlsClients::new(None).expect("no CA to read"),
             control: None,
@@ -697,6 +705,7 @@ pub(crate) async fn reload(
         };
         let mut removed = Vec::new();
         let mut secondaries = None;
+        let mut catalogs = None;
         if let Some(new) = reconfigured {
             new.left_for_restart.iter().for_each(|part| {
                 tracing::warn!(
@@ -708,6 +717,7 @@ pub(crate) async fn reload(
             xfr.primary.set_policies(new.policies);
             removed = new.removed;
             secondaries = Some(new.secondaries);
+            catalogs = Some(new.catalogs);
         }
         let (mut next, mut outcome) =
             files.load_selected(&current, selection.zones.as_ref(), selection.force);
@@ -725,6 +735,10 @@ pub(crate) async fn reload(
             tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
         }
         outcome.removed = removed.len();
+        // After the removals: a zone that became a catalog is replaced.
+        if let Some(catalogs) = &catalogs {
+            catalog_producer::update(catalogs, &mut next);
+        }
         // Journal first, then swap: an IXFR for the new serial must find
         // its step; then notify, once the new version is served.
         let changed = xfr.journal_changes(&current, &next);

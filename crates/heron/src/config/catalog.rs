@@ -113,6 +113,9 @@ impl CatalogEntry {
             notify: &[],
             primaries: &self.primaries,
             journal: None,
+            catalog_member: None,
+            catalog_group: None,
+            catalog_id_generation: 0,
         }
     }
 
@@ -153,6 +156,9 @@ impl CatalogEntry {
             notify: &t.notify,
             primaries,
             journal: t.journal,
+            catalog_member: None,
+            catalog_group: None,
+            catalog_id_generation: 0,
         };
         let settings = zone_settings(options, keys)?;
         let dir = base.join(t.members_dir.as_ref().unwrap_or(&self.members_dir));
