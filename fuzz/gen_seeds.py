@@ -229,6 +229,24 @@ def main():
     for label, pick, m in cases:
         write("processor", label, bytes([pick]) + m)
 
+    # dnstap_frame: control frames as a Frame Streams reader sends them
+    def control(kind, content_types=(), extra=b""):
+        body = struct.pack(">I", kind)
+        for c in content_types:
+            body += struct.pack(">II", 1, len(c)) + c
+        body += extra
+        return b"\0\0\0\0" + struct.pack(">I", len(body)) + body
+
+    dnstap = b"protobuf:dnstap.Dnstap"
+    for label, frame in [
+        ("accept", control(1, [dnstap])),
+        ("accept_two", control(1, [b"protobuf:other", dnstap])),
+        ("finish", control(5)),
+        ("ready_unknown_field", control(4, [dnstap], struct.pack(">II", 9, 3) + b"abc")),
+        ("data_frame", struct.pack(">I", 5) + b"hello"),
+    ]:
+        write("dnstap_frame", label, frame)
+
     # zonefile
     for d in ["crates/heron-zone/tests/data", "crates/heron/tests/data"]:
         for f in sorted((ROOT / d).rglob("*.zone")):

@@ -16,12 +16,15 @@
 //!   message at a time.
 //! * [`tls`]: DNS over TLS (RFC 7858) and XFR over TLS (RFC 9103): the
 //!   TCP connections of [`tcp`] under TLS.
+//! * [`dnstap`]: the query log's output: a bounded queue and a thread
+//!   writing Frame Streams to a file or a reader's socket.
 //! * [`rrl`]: response rate limiting, a pure per-worker table (no I/O, no
 //!   clock) for the query processor's RRL layer.
 //!
 //! All read the current [`Catalog`] snapshot from a [`SharedCatalog`];
 //! a reload swaps in a new snapshot without stopping any.
 
+pub mod dnstap;
 pub mod processor;
 pub mod rrl;
 pub mod service;

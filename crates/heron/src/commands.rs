@@ -267,7 +267,7 @@ impl Controller {
             CONNECTION_LIMITS.iter().zip(totals.refused_connections),
             true,
         );
-        let data = json!({
+        let mut data = json!({
             "refused": refusals,
             "queries": queries,
             "queries_by_type": by_type,
@@ -277,6 +277,16 @@ impl Controller {
             "tcp_connections_refused": refused,
             "reset": reset,
         });
+        // Totals since the start: `--reset` leaves them.
+        if let Some(tap) = self.service.processor.tap() {
+            let t = tap.totals();
+            data["dnstap"] = json!({
+                "written": t.written,
+                "dropped": t.dropped,
+                "queued": t.queued,
+                "queued_bytes": t.queued_bytes,
+            });
+        }
         let message = if reset {
             "counters read and reset"
         } else {

@@ -88,6 +88,7 @@ use crate::privileges;
 
 pub(crate) mod catalog;
 mod catalogs;
+pub mod dnstap;
 mod shared_files;
 mod shield;
 mod sources;
@@ -128,6 +129,7 @@ pub struct ConfigFile {
     pub rrl: Option<RrlSection>,
     #[serde(default)]
     pub cookies: CookiesSection,
+    pub dnstap: Option<dnstap::DnstapSection>,
     #[serde(default)]
     pub metrics: crate::metrics::MetricsSection,
     /// Checked here with the rest; used before the rest is read, when
@@ -694,6 +696,8 @@ pub struct Settings {
     pub restart_only: RestartOnly,
     /// `[cookies]`.
     pub cookies: heron_proto::cookie::CookieSettings,
+    /// `[dnstap]`; None: off.
+    pub dnstap: Option<dnstap::Dnstap>,
     /// Where the Prometheus endpoint listens (`[metrics] listen`); None: off.
     pub metrics: Option<crate::metrics::MetricsSettings>,
 }
@@ -863,6 +867,13 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         section_errors(e);
         Default::default()
     });
+    let dnstap = match file.dnstap.as_ref().map(|d| d.settings(base)).transpose() {
+        Ok(dnstap) => dnstap,
+        Err(e) => {
+            section_errors(e);
+            None
+        }
+    };
     let tls = file.tls.load(base).unwrap_or_else(|e| {
         errors.push(format!("{}: {e}", path.display()));
         None
@@ -947,6 +958,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         warnings,
         restart_only,
         cookies,
+        dnstap,
         metrics,
     })
 }
@@ -1122,6 +1134,7 @@ impl RestartOnly {
         parts.add("[xdp]", &file.xdp);
         parts.add("[rrl]", &file.rrl);
         parts.add("[cookies]", &file.cookies);
+        parts.add("[dnstap]", &file.dnstap);
         parts.add("[metrics]", &file.metrics);
         parts
     }

@@ -376,6 +376,11 @@ fn stats_table(data: &Value) -> String {
         "tcp connections open".into(),
         text_of(&data["tcp_connections_open"]),
     ]);
+    if let Some(dnstap) = data["dnstap"].as_object() {
+        for (counter, n) in dnstap {
+            rows.push([format!("dnstap {counter}"), text_of(n)]);
+        }
+    }
     table(&["COUNTER", "VALUE"], &rows)
 }
 

@@ -11,7 +11,9 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use heron_proto::Name;
+use heron_server::dnstap;
 use heron_server::processor::cookies::{self, Cookies};
+use heron_server::processor::tap::{Tap, TapSink};
 use heron_server::processor::{
     ExpiryDeadlines, NotifyReceived, Processor, QueryPolicy, SharedOrigins,
 };
@@ -85,6 +87,13 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let (dnstap, tap) = match settings.dnstap.map(start_dnstap).transpose() {
+        Ok(dnstap) => dnstap.unzip(),
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut kept = secondary::load_kept(&settings.secondaries);
     let mut consumers = Consumers::new(settings.catalogs);
     let members = secondary::members_at_start(
@@ -112,6 +121,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         nsid: settings.shield.nsid,
         expiry: expiry.clone(),
         cookies: settings.cookies,
+        tap,
     };
     let limits = &settings.secondary;
     let zone_stats = Arc::new(ZoneStats::default());
@@ -141,6 +151,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let process = ProcessSettings {
         control_socket: settings.control,
         run_as: settings.shield.run_as,
+        dnstap,
         metrics: settings.metrics,
     };
     match runtime.block_on(serve(
@@ -210,6 +221,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             warnings: Vec::new(),
             restart_only: Default::default(),
             cookies: Default::default(),
+            dnstap: None,
             metrics: None,
         },
     };
@@ -307,6 +319,8 @@ struct Queries {
     /// Written by the secondary's driver, read for EDNS EXPIRE.
     expiry: Arc<ExpiryDeadlines>,
     cookies: heron_proto::cookie::CookieSettings,
+    /// The query log's layer, if `[dnstap]` is on.
+    tap: Option<Tap>,
 }
 
 impl Queries {
@@ -322,7 +336,8 @@ impl Queries {
             .with_query_policy(self.query_policy)
             .with_nsid(self.nsid)
             .with_expiry(self.expiry)
-            .with_cookies(cookies);
+            .with_cookies(cookies)
+            .with_tap(self.tap);
         Service::new(processor, self.notify_in)
     }
 }
@@ -394,8 +409,24 @@ struct ProcessSettings {
     control_socket: Option<PathBuf>,
     /// Whom to become once every socket is bound.
     run_as: Option<RunAs>,
+    /// The query log's writer, ended last.
+    dnstap: Option<Arc<dnstap::Writer>>,
     /// Where the Prometheus endpoint listens, if anywhere.
     metrics: Option<crate::metrics::MetricsSettings>,
+}
+
+/// Starts the query log's writer (a file is created here, a socket is
+/// connected to by the writer's thread); returns it and the processor's
+/// layer that feeds it.
+fn start_dnstap(d: config::dnstap::Dnstap) -> Result<(Arc<dnstap::Writer>, Tap), String> {
+    let target = match &d.writer.output {
+        dnstap::Output::File(p) => format!("file {}", p.display()),
+        dnstap::Output::Socket(p) => format!("socket {}", p.display()),
+    };
+    let writer = dnstap::Writer::start(d.writer).map_err(|e| format!("dnstap {target}: {e}"))?;
+    let tap = Tap::new(d.sample, d.queries, d.responses, writer.clone());
+    tracing::info!("dnstap: logging one query in {} to {target}", d.sample);
+    Ok((writer, tap))
 }
 
 async fn serve(
@@ -412,6 +443,7 @@ async fn serve(
     let ProcessSettings {
         control_socket,
         run_as,
+        dnstap,
         metrics,
     } = process;
     let control = match control_socket {
@@ -562,6 +594,15 @@ async fn serve(
             limited.dropped,
             limited.slipped,
             limited.log_only
+        );
+    }
+    if let Some(writer) = dnstap {
+        writer.finish();
+        let totals = writer.totals();
+        tracing::info!(
+            "dnstap: {} messages written, {} dropped",
+            totals.written,
+            totals.dropped
         );
     }
     // Zones received in the last moments: on disk before we go.

@@ -64,6 +64,7 @@ mod parse;
 pub mod replay;
 mod sign;
 mod size;
+pub mod tap;
 pub mod transfer;
 mod tsig;
 
@@ -91,6 +92,7 @@ use cookies::{Cookies, Step};
 use log_limit::{LOG_INTERVAL, LogLimiter};
 pub use options::ExpiryDeadlines;
 use replay::ReplayCache;
+use tap::Tap;
 pub use transfer::{Messages, Transfer};
 
 /// How a query arrived.
@@ -290,6 +292,8 @@ pub struct Processor {
     expiry: Arc<ExpiryDeadlines>,
     /// None when cookies are disabled.
     cookies: Option<Cookies>,
+    /// The query log (dnstap); None: off.
+    tap: Option<Tap>,
 }
 
 /// A set of lower-cased origins that is replaced whole while read.
@@ -350,6 +354,7 @@ impl Processor {
             nsid: None,
             expiry: Arc::default(),
             cookies: None,
+            tap: None,
         }
     }
 
@@ -450,6 +455,21 @@ impl Processor {
         }
     }
 
+    /// Logs sampled exchanges to `tap` (dnstap).
+    pub fn with_tap(mut self, tap: Option<Tap>) -> Processor {
+        self.tap = tap;
+        self
+    }
+
+    /// The query-log layer, if on: a path that answers without
+    /// [`Processor::process`] (the UDP and XDP batches) tests this once
+    /// per batch and, per exchange, [`Tap::sample`] before
+    /// [`Tap::record`].
+    #[inline]
+    pub fn tap(&self) -> Option<&Tap> {
+        self.tap.as_ref()
+    }
+
     /// The zones we are secondary for, whose NOTIFYs are accepted.
     pub fn with_secondaries(mut self, origins: impl IntoIterator<Item = Name>) -> Processor {
         let origins = origins.into_iter().map(|o| o.to_lowercase()).collect();
@@ -478,6 +498,18 @@ impl Processor {
         if self.blackholes(req.peer.ip()) {
             return Outcome::Nothing;
         }
+        let outcome = self.respond(req, out, events);
+        if let Some(tap) = &self.tap
+            && tap.sample()
+        {
+            let response = matches!(outcome, Outcome::Response).then_some(&out[..]);
+            tap.record((req.transport, req.peer, None), req.bytes, response);
+        }
+        outcome
+    }
+
+    /// [`Processor::process`] but the blackhole and the query log.
+    fn respond(&self, req: &Request, out: &mut Vec<u8>, events: &mut Vec<Event>) -> Outcome {
         parse::with_query(req.bytes, out, |q, out| {
             if !is_deferred(q) {
                 let catalog = self.catalog.load();

@@ -59,6 +59,11 @@ impl Batch {
         (self.received.datagram(i), &mut self.responses[i])
     }
 
+    /// The `i`th received datagram and the response written for it.
+    pub fn exchange(&self, i: usize) -> (&[u8], &[u8]) {
+        (self.received.datagram(i), &self.responses[i])
+    }
+
     /// Where the `i`th datagram came from.
     pub fn peer(&self, i: usize) -> Option<SocketAddr> {
         self.received.peer(i).to_std()

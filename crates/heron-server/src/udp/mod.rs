@@ -19,6 +19,7 @@ use heron_zone::{Answered, BatchAnswerer, Catalog, Transport};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::processor::cookies::{Step, random_bytes};
+use crate::processor::tap::Tap;
 use crate::processor::{self, Event, Outcome, Request, Screened};
 use crate::rrl::Rrl;
 use crate::service::{Service, unix_now};
@@ -107,6 +108,7 @@ pub fn spawn_workers(
                     tracing::warn!("cannot pin UDP worker {i} to CPU {cpu}: {e}");
                 }
                 let worker = Worker {
+                    local: (!addr.ip().is_unspecified()).then_some(addr),
                     catalog: arc_swap::Cache::new(service.processor.catalog().clone()),
                     cells: service.stats.worker(),
                     service,
@@ -123,6 +125,8 @@ pub fn spawn_workers(
 
 /// One Heron UDP worker's state.
 struct Worker {
+    /// The address queries came to, unless it is the unspecified one.
+    local: Option<SocketAddr>,
     /// Checks for a new catalog with one atomic load per batch.
     catalog: arc_swap::Cache<SharedCatalog, Arc<Catalog>>,
     service: Arc<Service>,
@@ -156,6 +160,7 @@ impl Handler for Worker {
         }
         // The one branch a batch pays when no query ACL is configured.
         let screens = processor.screens();
+        let tap = processor.tap();
         for i in 0..received {
             if screens {
                 match screen(
@@ -170,6 +175,9 @@ impl Handler for Worker {
                     Screened::Drop => continue,
                     Screened::Refused => {
                         batch.reply(i);
+                        if let Some(tap) = tap {
+                            tap_exchange(tap, batch, i, (None, self.local), true);
+                        }
                         continue;
                     }
                 }
@@ -207,8 +215,12 @@ impl Handler for Worker {
                     let outcome =
                         processor.process_parsed(&request(peer), q, response, &mut self.events);
                     self.service.dispatch(&mut self.events);
-                    if matches!(outcome, Outcome::Response) {
+                    let sent = matches!(outcome, Outcome::Response);
+                    if sent {
                         batch.reply(i);
+                    }
+                    if let Some(tap) = tap {
+                        tap_exchange(tap, batch, i, (Some(peer), self.local), sent);
                     }
                     continue;
                 }
@@ -229,6 +241,9 @@ impl Handler for Worker {
             }
             if send {
                 batch.reply(i);
+            }
+            if let Some(tap) = tap {
+                tap_exchange(tap, batch, i, (peer, self.local), send);
             }
         }
         if let Some(limiter) = &mut self.limiter {
@@ -263,6 +278,26 @@ fn screen(
         .screen(catalog, &req, prepared.parsed(i), response, events);
     service.dispatch(events);
     screened
+}
+
+/// The query-log layer for the `i`th exchange of a batch, whose response
+/// was `sent` or not; the peer is decoded only for a sampled one.
+fn tap_exchange(
+    tap: &Tap,
+    batch: &batch::Batch,
+    i: usize,
+    (peer, local): (Option<SocketAddr>, Option<SocketAddr>),
+    sent: bool,
+) {
+    if !tap.sample() {
+        return;
+    }
+    let Some(peer) = peer.or_else(|| batch.peer(i)) else {
+        return;
+    };
+    let (query, response) = batch.exchange(i);
+    let transport = processor::Transport::Udp;
+    tap.record((transport, peer, local), query, sent.then_some(response));
 }
 
 /// A datagram as the processor takes it, dated now.

@@ -265,6 +265,7 @@ impl Worker {
         let processor = &self.service.processor;
         // The one branch a batch pays when no query ACL is configured.
         let screens = processor.screens();
+        let tap = processor.tap();
         for (i, found) in self.found.iter().enumerate() {
             let Some(datagram) = found else {
                 continue;
@@ -298,6 +299,12 @@ impl Worker {
                     matches!(outcome, Outcome::Response)
                 }
             };
+            if let Some(tap) = tap
+                && tap.sample()
+            {
+                let at = (processor::Transport::Udp, datagram.peer, None);
+                tap.record(at, raw, reply[i].then_some(&out[..]));
+            }
         }
         for (i, frame) in self.frames.drain(..).enumerate() {
             let written = match &self.found[i] {

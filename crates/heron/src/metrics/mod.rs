@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use heron_server::processor::Refusal;
+use heron_server::processor::tap::TapTotals;
 use heron_server::rrl::RrlCounters;
 use heron_server::stats::{
     CONNECTION_LIMITS, LATENCY_BOUNDS_US, RCODES, SIZE_BOUNDS, TRANSPORTS, Totals, qtype_label,
@@ -92,6 +93,8 @@ struct Snapshot {
     totals: Totals,
     refusals: [u64; Refusal::KINDS],
     rrl: RrlCounters,
+    /// The query log's counters, when `[dnstap]` is on.
+    dnstap: Option<TapTotals>,
     connections_open: usize,
     zones: Option<Vec<ZoneRow>>,
     kernel: Vec<(&'static kernel::KernelCounter, Option<u64>)>,
@@ -110,6 +113,7 @@ pub(crate) async fn scrape(controller: &Controller, zone_metrics: bool) -> Strin
         totals: service.stats.totals(),
         refusals: service.refusal_totals(),
         rrl: service.rrl.snapshot(),
+        dnstap: service.processor.tap().map(|tap| tap.totals()),
         connections_open: controller.connections.open_connections(),
         zones,
         kernel: kernel::read(),
@@ -223,6 +227,22 @@ fn label(key: &'static str, value: impl ToString) -> Labels {
     vec![(key, value.to_string())]
 }
 
+fn encode_dnstap(e: &mut DescriptorEncoder, tap: &TapTotals) -> Result<(), std::fmt::Error> {
+    let results = [("written", tap.written), ("dropped", tap.dropped)];
+    counters(
+        e,
+        "heron_dnstap_messages",
+        "dnstap messages written, or dropped (queue full, reader gone)",
+        results.map(|(r, n)| (label("result", r), n)),
+    )?;
+    gauge(
+        e,
+        "heron_dnstap_queued_bytes",
+        "Bytes of sampled exchanges waiting for the dnstap writer",
+        tap.queued_bytes as f64,
+    )
+}
+
 impl Collector for Snapshot {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let e = &mut encoder;
@@ -230,6 +250,9 @@ impl Collector for Snapshot {
         self.encode_connections_and_refusals(e)?;
         if let Some(zones) = &self.zones {
             encode_zones(e, zones)?;
+        }
+        if let Some(tap) = &self.dnstap {
+            encode_dnstap(e, tap)?;
         }
         self.encode_process(e)
     }
@@ -459,6 +482,12 @@ mod tests {
             totals: stats.totals(),
             refusals: [0; Refusal::KINDS],
             rrl: RrlCounters::default(),
+            dnstap: Some(TapTotals {
+                written: 10,
+                dropped: 4,
+                queued: 1,
+                queued_bytes: 60,
+            }),
             connections_open: 2,
             zones: Some(vec![ZoneRow {
                 zone: "example.com.".into(),
@@ -489,6 +518,9 @@ mod tests {
             "heron_zone_serial{zone=\"example.com.\"} 7",
             "heron_zone_transfers_total{zone=\"example.com.\",direction=\"out\"} 3",
             "heron_process_resident_memory_bytes 4096.0",
+            "heron_dnstap_messages_total{result=\"written\"} 10",
+            "heron_dnstap_messages_total{result=\"dropped\"} 4",
+            "heron_dnstap_queued_bytes 60.0",
         ] {
             assert!(
                 body.lines().any(|l| l == line),

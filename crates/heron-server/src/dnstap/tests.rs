@@ -1,0 +1,201 @@
+use std::io::Read;
+use std::os::unix::net::UnixListener;
+use std::process::Command;
+
+use super::*;
+use crate::processor::Transport;
+use crate::processor::tap::TapSink;
+
+const DNSTAP_READ: &str = "/usr/bin/dnstap-read";
+
+/// A query for `www.example.` A, id 0x1234, and a response to it.
+fn exchange(transport: Transport) -> Exchange {
+    let mut query = vec![0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    query.extend_from_slice(b"\x03www\x07example\x00\x00\x01\x00\x01");
+    let mut response = query.clone();
+    response[2] = 0x84;
+    Exchange {
+        transport,
+        peer: "127.0.0.1:40000".parse().unwrap(),
+        local: Some("127.0.0.1:53".parse().unwrap()),
+        time: Duration::new(1_700_000_000, 5),
+        query: query.into(),
+        response: Some(response.into()),
+    }
+}
+
+fn settings(output: Output) -> Settings {
+    Settings {
+        output,
+        identity: b"test-id".to_vec(),
+        version: b"heron-test".to_vec(),
+        queue_messages: 100,
+        queue_bytes: 1 << 20,
+    }
+}
+
+#[test]
+fn a_file_is_read_back_by_dnstap_read() {
+    if !std::path::Path::new(DNSTAP_READ).exists() {
+        panic!("{DNSTAP_READ} is missing: apt-get install bind9-dnsutils");
+    }
+    let dir = std::env::temp_dir().join(format!("heron-dnstap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("file.dnstap");
+    let writer = Writer::start(settings(Output::File(path.clone()))).unwrap();
+    writer.offer(exchange(Transport::Udp));
+    writer.offer(exchange(Transport::Tcp));
+    writer.offer(exchange(Transport::Tls));
+    writer.finish();
+    assert_eq!(writer.totals().written, 6);
+    let out = Command::new(DNSTAP_READ).arg(&path).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6, "{text}");
+    assert!(
+        lines[0].contains(" AQ 127.0.0.1:40000 -> 127.0.0.1:53 UDP"),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains(" AR 127.0.0.1:40000 <- 127.0.0.1:53 UDP"),
+        "{text}"
+    );
+    assert!(
+        lines[2].contains(" AQ ") && lines[2].contains(" TCP "),
+        "{text}"
+    );
+    // BIND 9.18 prints DOT (3, which the socket test decodes) as UDP.
+    assert!(lines[5].contains(" AR "), "{text}");
+    assert!(
+        lines.iter().all(|l| l.contains("www.example/IN/A")),
+        "{text}"
+    );
+    let yaml = Command::new(DNSTAP_READ)
+        .arg("-y")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let yaml = String::from_utf8_lossy(&yaml.stdout);
+    assert!(yaml.contains("identity: test-id"), "{yaml}");
+    assert!(yaml.contains("version: heron-test"), "{yaml}");
+    assert!(yaml.contains("type: AUTH_RESPONSE"), "{yaml}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Reads Frame Streams data frames until STOP; returns their payloads.
+fn read_data_frames(stream: &mut UnixStream) -> Vec<Vec<u8>> {
+    let mut frames = Vec::new();
+    loop {
+        let mut len = [0u8; 4];
+        stream.read_exact(&mut len).unwrap();
+        let len = u32::from_be_bytes(len) as usize;
+        if len == 0 {
+            let mut rest = [0u8; 8];
+            stream.read_exact(&mut rest).unwrap();
+            assert_eq!(rest, [0, 0, 0, 4, 0, 0, 0, 3], "STOP");
+            return frames;
+        }
+        let mut payload = vec![0u8; len];
+        stream.read_exact(&mut payload).unwrap();
+        frames.push(payload);
+    }
+}
+
+/// A connection from the writer, handshake made.
+fn accept_writer(listener: &UnixListener) -> UnixStream {
+    let (mut stream, _) = listener.accept().unwrap();
+    let timeout = Some(Duration::from_secs(10));
+    stream.set_read_timeout(timeout).unwrap();
+    frame::accept(&mut stream).unwrap();
+    stream
+}
+
+#[test]
+fn a_socket_reader_gets_the_handshake_the_frames_and_stop() {
+    let dir = std::env::temp_dir().join(format!("heron-dnstap-sock-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("reader.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let writer = Writer::start(settings(Output::Socket(path))).unwrap();
+    let mut stream = accept_writer(&listener);
+    writer.offer(exchange(Transport::Tls));
+    let finisher = std::thread::spawn({
+        let writer = writer.clone();
+        move || writer.finish()
+    });
+    let frames = read_data_frames(&mut stream);
+    let mut finish = Vec::new();
+    frame::control(ControlType::Finish, None, &mut finish);
+    stream.write_all(&finish).unwrap();
+    finisher.join().unwrap();
+    assert_eq!(frames.len(), 2);
+    let top = encode::decode::fields(&frames[1]);
+    let encode::decode::Value::Bytes(message) = &top[&14] else {
+        panic!("no message");
+    };
+    let message = encode::decode::fields(message);
+    assert_eq!(
+        message[&1],
+        encode::decode::Value::Varint(2),
+        "AUTH_RESPONSE"
+    );
+    assert_eq!(message[&3], encode::decode::Value::Varint(3), "DOT");
+    assert_eq!(writer.totals().written, 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_queue_is_bounded_in_exchanges_and_in_bytes() {
+    // Nobody listens: nothing leaves the queue.
+    let nowhere = std::env::temp_dir().join("heron-dnstap-nobody-listens.sock");
+    let mut s = settings(Output::Socket(nowhere.clone()));
+    s.queue_messages = 3;
+    let writer = Writer::start(s.clone()).unwrap();
+    for _ in 0..10 {
+        writer.offer(exchange(Transport::Udp));
+    }
+    let totals = writer.totals();
+    assert_eq!((totals.queued, totals.dropped), (3, 14));
+    writer.finish();
+
+    let size = exchange(Transport::Udp).size();
+    s.queue_messages = 100;
+    s.queue_bytes = 2 * size;
+    let writer = Writer::start(s).unwrap();
+    for _ in 0..5 {
+        writer.offer(exchange(Transport::Udp));
+    }
+    let totals = writer.totals();
+    assert_eq!(totals.queued, 2, "at the byte limit");
+    assert_eq!(totals.queued_bytes, 2 * size as u64);
+    assert_eq!(totals.dropped, 6);
+    writer.finish();
+}
+
+#[test]
+fn a_reader_that_refuses_our_content_type_is_not_written_to() {
+    let dir = std::env::temp_dir().join(format!("heron-dnstap-refuse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("reader.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let writer = Writer::start(settings(Output::Socket(path))).unwrap();
+    let (mut stream, _) = listener.accept().unwrap();
+    frame::read(&mut stream).unwrap();
+    let mut accept = Vec::new();
+    frame::control(ControlType::Accept, Some(b"protobuf:other"), &mut accept);
+    stream.write_all(&accept).unwrap();
+    // The writer hangs up rather than sending START.
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "{rest:?}");
+    writer.finish();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

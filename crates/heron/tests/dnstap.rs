@@ -1,0 +1,244 @@
+//! dnstap end to end (issue 26): the `heron` binary logs queries and
+//! responses to a file that BIND's `dnstap-read` reads back, or to a
+//! Frame Streams reader's socket that this test plays (handshake, a
+//! reader that goes away and comes back, one that never reads), with
+//! sampling. Queries are answered whatever happens to the log.
+
+use std::io::Read;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use heron_proto::{Name, RType};
+use heron_server::dnstap::frame;
+use heron_testkit::{QueryOpts, ServerProcess, build_query, query_tcp, try_query_udp};
+use serde_json::Value;
+
+const DNSTAP_READ: &str = "/usr/bin/dnstap-read";
+
+fn heron() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+/// A server for zone `tap.test` (one UDP worker) with `dnstap` as its
+/// `[dnstap]` section and a control socket.
+fn server(dir: &Path, dnstap: &str) -> ServerProcess {
+    let zone = dir.join("tap.test.zone");
+    std::fs::write(
+        &zone,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n* A 192.0.2.2\n",
+    )
+    .unwrap();
+    let (zone, control) = (zone.display().to_string(), dir.join("ctl.sock"));
+    let dnstap = dnstap.to_string();
+    ServerProcess::heron_with_config(&heron(), "tap.test", move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
+             [[zone]]\norigin = \"tap.test\"\nfile = \"{zone}\"\n[dnstap]\n{dnstap}\n",
+            control.display()
+        )
+    })
+}
+
+fn query(name: &str) -> Vec<u8> {
+    let qname = Name::parse(name).unwrap();
+    build_query(
+        &qname,
+        RType::A,
+        &QueryOpts {
+            id: 7,
+            ..QueryOpts::default()
+        },
+    )
+}
+
+/// Asks over UDP and checks an answer came back.
+fn ask_udp(server: &ServerProcess, name: &str) {
+    let response = try_query_udp(server.addr(), &query(name)).unwrap();
+    assert_eq!(response[3] & 0xf, 0, "NOERROR for {name}");
+}
+
+fn stats(dir: &Path) -> Value {
+    let out = Command::new(heron())
+        .args(["ctl", "--socket"])
+        .arg(dir.join("ctl.sock"))
+        .args(["stats", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let response: Value = serde_json::from_slice(&out.stdout).unwrap();
+    response["data"]["dnstap"].clone()
+}
+
+fn dnstap_read(args: &[&str], file: &Path) -> String {
+    let out = Command::new(DNSTAP_READ)
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+#[test]
+fn a_file_holds_every_query_and_response_over_udp_and_tcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("queries.dnstap");
+    let mut server = server(
+        dir.path(),
+        &format!("file = \"{}\"\nidentity = \"ns-test\"", file.display()),
+    );
+    for i in 0..20 {
+        ask_udp(&server, &format!("udp{i}.tap.test"));
+        let response = query_tcp(server.addr(), &query(&format!("tcp{i}.tap.test")));
+        assert_eq!(response[3] & 0xf, 0);
+    }
+    assert!(
+        server.terminate().is_some_and(|s| s.success()),
+        "clean exit"
+    );
+
+    let text = dnstap_read(&[], &file);
+    for i in 0..20 {
+        for (name, protocol) in [(format!("udp{i}"), "UDP"), (format!("tcp{i}"), "TCP")] {
+            let qname = format!(" {name}.tap.test/IN/A");
+            let lines = |kind: &str| {
+                (text.lines())
+                    .filter(|l| l.contains(kind) && l.contains(&qname) && l.contains(protocol))
+                    .count()
+            };
+            assert_eq!(lines(" AQ 127.0.0.1:"), 1, "{name} query in\n{text}");
+            assert_eq!(lines(" AR 127.0.0.1:"), 1, "{name} response in\n{text}");
+        }
+    }
+    let yaml = dnstap_read(&["-y"], &file);
+    assert!(yaml.contains("identity: ns-test"), "{yaml}");
+    assert_eq!(
+        yaml.matches("type: AUTH_QUERY").count(),
+        text.matches(" AQ ").count()
+    );
+    assert!(
+        yaml.contains("- 'udp7.tap.test. 60 IN A 192.0.2.2'"),
+        "{yaml}"
+    );
+}
+
+#[test]
+fn one_query_in_n_is_logged_with_its_response() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sampled.dnstap");
+    let mut server = server(
+        dir.path(),
+        &format!("file = \"{}\"\nsample = 10", file.display()),
+    );
+    for i in 0..200 {
+        ask_udp(&server, &format!("s{i}.tap.test"));
+    }
+    assert!(server.terminate().is_some_and(|s| s.success()));
+    let text = dnstap_read(&[], &file);
+    // One worker counts every query down: of 200 in a row, one in 10,
+    // whatever the start-up queries before them left of the count.
+    let ours = |kind: &str| {
+        (text.lines())
+            .filter(|l| l.contains(kind) && l.contains(".tap.test/IN/A") && l.contains(" s"))
+            .count()
+    };
+    assert_eq!(ours(" AQ "), 20, "{text}");
+    assert_eq!(ours(" AR "), 20, "{text}");
+}
+
+/// A connection from the server, the reader's half of the handshake made.
+fn accept_writer(listener: &UnixListener) -> UnixStream {
+    let (mut stream, _) = listener.accept().unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    frame::accept(&mut stream).unwrap();
+    stream
+}
+
+/// Reads data frames (no control frame may come) until one holds `name`
+/// in wire form.
+fn read_until_name(stream: &mut UnixStream, name: &str) {
+    let name = Name::parse(name).unwrap();
+    let wire = name.as_wire();
+    loop {
+        let mut len = [0u8; 4];
+        stream.read_exact(&mut len).unwrap();
+        let len = u32::from_be_bytes(len) as usize;
+        assert!(len > 0, "a control frame in the middle of the data");
+        let mut payload = vec![0u8; len];
+        stream.read_exact(&mut payload).unwrap();
+        if payload.windows(wire.len()).any(|w| w == wire) {
+            return;
+        }
+    }
+}
+
+fn bind_reader(path: &Path) -> UnixListener {
+    let _ = std::fs::remove_file(path);
+    UnixListener::bind(path).unwrap()
+}
+
+#[test]
+fn a_socket_reader_that_goes_away_and_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("reader.sock");
+    let listener = bind_reader(&socket);
+    let server = server(
+        dir.path(),
+        &format!("socket = \"{}\"\nqueue-messages = 20", socket.display()),
+    );
+    let mut stream = accept_writer(&listener);
+    ask_udp(&server, "first.tap.test");
+    read_until_name(&mut stream, "first.tap.test");
+
+    // The reader goes: every query is still answered, the log drops.
+    drop((stream, listener));
+    std::fs::remove_file(&socket).unwrap();
+    for i in 0..100 {
+        ask_udp(&server, &format!("gone{i}.tap.test"));
+    }
+    let dropped = stats(dir.path())["dropped"].as_u64().unwrap();
+    assert!(dropped >= 2 * (100 - 20), "dropped {dropped}");
+
+    // Back: the writer connects again by itself and logs new queries.
+    let listener = bind_reader(&socket);
+    let mut stream = accept_writer(&listener);
+    ask_udp(&server, "back.tap.test");
+    read_until_name(&mut stream, "back.tap.test");
+    assert!(stats(dir.path())["written"].as_u64().unwrap() >= 4);
+}
+
+#[test]
+fn a_reader_that_never_reads_leaves_the_queue_bounded_and_queries_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("stuck.sock");
+    let listener = bind_reader(&socket);
+    let server = server(
+        dir.path(),
+        &format!(
+            "socket = \"{}\"\nqueue-messages = 50\nqueue-bytes = 65536",
+            socket.display()
+        ),
+    );
+    // Handshakes, then reads nothing more.
+    let _stream = accept_writer(&listener);
+    for i in 0..3000 {
+        ask_udp(&server, &format!("stuck{i}.tap.test"));
+    }
+    let tap = stats(dir.path());
+    assert!(tap["queued"].as_u64().unwrap() <= 50, "{tap}");
+    assert!(tap["queued_bytes"].as_u64().unwrap() <= 65536, "{tap}");
+    assert!(tap["dropped"].as_u64().unwrap() > 0, "{tap}");
+}
