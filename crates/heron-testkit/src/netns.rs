@@ -82,6 +82,23 @@ impl VethNamespace {
         Ok(net)
     }
 
+    /// Adds address `cidr` (e.g. "2001:db8:5::3/64") to the pair's
+    /// inside end, for clients that need several source addresses.
+    pub fn add_inside_address(&self, cidr: &str) -> Result<(), String> {
+        let inside = format!("{}i", self.outside);
+        let mut args = vec!["addr", "add", cidr, "dev", &inside];
+        if cidr.contains(':') {
+            args.push("nodad");
+        }
+        self.ip_inside(&args)
+    }
+
+    /// Routes `network` (one added inside beside the pair's own) from the
+    /// root side over the pair; the route goes with the pair.
+    pub fn route_to_inside(&self, network: &str) -> Result<(), String> {
+        ip(&["route", "add", network, "dev", &self.outside])
+    }
+
     fn ip_inside(&self, args: &[&str]) -> Result<(), String> {
         let mut all = vec!["netns", "exec", &self.namespace, "ip"];
         all.extend_from_slice(args);
