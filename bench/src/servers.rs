@@ -192,6 +192,21 @@ fn file_pattern(zones: &[(String, PathBuf)]) -> Option<String> {
         .then_some(pattern)
 }
 
+/// For a server answering on `pair` too: the extra entry of its listen
+/// list (`entry` of the address) and, with XDP, its XDP section
+/// (`section` of the interface); empty without a pair.
+fn pair_parts(
+    pair: Option<&PairListen>,
+    entry: impl Fn(Ipv4Addr) -> String,
+    section: impl Fn(&str) -> String,
+) -> (String, String) {
+    match pair {
+        Some(p) if p.xdp => (entry(p.addr), section(&p.iface)),
+        Some(p) => (entry(p.addr), String::new()),
+        None => (String::new(), String::new()),
+    }
+}
+
 /// Writes the configuration and returns the command line (program, args).
 fn command_line(
     kind: Kind,
@@ -213,16 +228,11 @@ fn command_line(
             workers.to_string(),
         ],
         Kind::Heron => {
-            let (pair, xdp) = match &launch.pair {
-                Some(p) => (
-                    format!(", \"{}:{port}\"", p.addr),
-                    match p.xdp {
-                        true => format!("[xdp]\nlisten = [\"{}@{port}\"]\n", p.iface),
-                        false => String::new(),
-                    },
-                ),
-                None => (String::new(), String::new()),
-            };
+            let (pair, xdp) = pair_parts(
+                launch.pair.as_ref(),
+                |addr| format!(", \"{addr}:{port}\""),
+                |iface| format!("[xdp]\nlisten = [\"{iface}@{port}\"]\n"),
+            );
             let mut c = format!(
                 "[server]\nlisten = [\"127.0.0.1:{port}\"{pair}]\nworkers = {workers}\n{}\n\
                  [tcp]\nidle-timeout = 30\nmax-connections = {tcp_max}\n\
@@ -256,16 +266,11 @@ fn command_line(
             vec![NSD.into(), "-d".into(), "-c".into(), q(&path)]
         }
         Kind::Knot => {
-            let (pair, xdp) = match &launch.pair {
-                Some(p) => (
-                    format!(", {}@{port}", p.addr),
-                    match p.xdp {
-                        true => format!("xdp:\n  listen: {}@{port}\n", p.iface),
-                        false => String::new(),
-                    },
-                ),
-                None => (String::new(), String::new()),
-            };
+            let (pair, xdp) = pair_parts(
+                launch.pair.as_ref(),
+                |addr| format!(", {addr}@{port}"),
+                |iface| format!("xdp:\n  listen: {iface}@{port}\n"),
+            );
             let mut c = format!(
                 "server:\n  rundir: \"{d}\"\n  listen: [ 127.0.0.1@{port}{pair} ]\n\
                  \x20 udp-workers: {workers}\n  tcp-workers: {workers}\n\

@@ -8,16 +8,18 @@
 //!
 //! The quota is what lets one generator core offer three times a
 //! server's capacity; the generator's own CPU and the rate it achieved
-//! are recorded to show it kept up. Every load is bounded in time.
+//! are recorded to show it kept up. Both transports use `blast` (over TCP:
+//! `blast_tcp`, whose figures leave out opening the connections). Every
+//! load is bounded in time.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::Ctx;
 use super::capacity;
-use super::trial::{blast_opts, settle};
+use super::trial::{blast_opts, loss_free_rate, settle};
 use crate::blast::QuerySet;
-use crate::dnsperf::{self, DnsperfOpts};
+use crate::blast_tcp::TcpBlastOpts;
 use crate::interrupt::interrupted;
 use crate::results::{Overload, OverloadRun, OverloadServer};
 use crate::servers::{Kind, Launch, Server};
@@ -35,6 +37,18 @@ const RECOVERY_WINDOWS: usize = 5;
 const WINDOW_S: f64 = 1.0;
 /// Connections of the TCP recovery windows (a fresh, modest client).
 const RECOVERY_TCP_CONNECTIONS: usize = 100;
+/// Queries outstanding at most on each connection when the TCP capacity
+/// is measured (enough to keep the server busy through throttled
+/// periods), and during the overload (three times as many, for the
+/// offered rate to outrun the server).
+const CAPACITY_IN_FLIGHT: usize = 10;
+const OVERLOAD_IN_FLIGHT: usize = 30;
+/// TCP: the longest wait for the last answers, and for the connections
+/// to open.
+const TCP_DRAIN: Duration = Duration::from_secs(2);
+const TCP_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bisection steps of the UDP capacity (the highest loss-free rate).
+const CAPACITY_STEPS: usize = 5;
 /// How often memory is read during the overload.
 const RSS_EVERY: Duration = Duration::from_millis(250);
 
@@ -121,7 +135,7 @@ fn one_server(ctx: &Ctx, w: &Workload, kind: Kind, set: &QuerySet, plan: &Plan) 
     }
     settle();
     if !interrupted() {
-        match tcp(ctx, &server, w, plan) {
+        match tcp(ctx, &server, set, plan) {
             Ok(r) => result.tcp = Some(r),
             Err(e) => result.errors.push(format!("TCP: {e}")),
         }
@@ -174,7 +188,7 @@ fn rss(server: &Server) -> u64 {
 fn udp(ctx: &Ctx, server: &Server, set: &QuerySet, plan: &Plan) -> Result<OverloadRun, String> {
     let mut window = ctx.args.window;
     let mut notes = Vec::new();
-    let cap = capacity::trial(
+    let closed = capacity::trial(
         ctx,
         server,
         &ctx.cg,
@@ -183,7 +197,14 @@ fn udp(ctx: &Ctx, server: &Server, set: &QuerySet, plan: &Plan) -> Result<Overlo
         &mut window,
         &mut notes,
     )?;
-    let capacity_qps = cap.answered_qps;
+    settle();
+    // A closed loop under a quota waits out each throttled period, so it
+    // may understate what the server answers; the highest loss-free
+    // open-loop rate may not, but one disturbed probe cuts it short: the
+    // higher of the two.
+    let range = (closed.answered_qps * 0.5, closed.answered_qps * 4.0);
+    let (loss_free, _) = loss_free_rate(ctx, server, &ctx.cg, set, range, CAPACITY_STEPS)?;
+    let capacity_qps = loss_free.unwrap_or(0.0).max(closed.answered_qps);
     settle();
     let rss_before_kib = rss(server);
     let target = capacity_qps * FACTOR;
@@ -221,64 +242,61 @@ fn udp(ctx: &Ctx, server: &Server, set: &QuerySet, plan: &Plan) -> Result<Overlo
     })
 }
 
-/// dnsperf over TCP with `connections` connections and two queries
-/// outstanding on each, at `rate` (0: as fast as that window allows).
+/// `blast` over TCP to the server: `connections` connections with up to
+/// `in_flight` queries outstanding on each, at `rate` (0: closed loop).
 fn tcp_load(
-    ctx: &Ctx,
     server: &Server,
     connections: usize,
+    in_flight: usize,
     rate: f64,
     seconds: f64,
-) -> DnsperfOpts {
-    let mut o = ctx.dnsperf_opts(server.addr, true, rate, seconds);
-    o.clients = connections;
-    o.outstanding = connections * 2;
-    o
+) -> TcpBlastOpts {
+    TcpBlastOpts {
+        target: server.addr,
+        rate,
+        connections,
+        in_flight,
+        duration: Duration::from_secs_f64(seconds),
+        drain: TCP_DRAIN,
+        connect_timeout: TCP_CONNECT_TIMEOUT,
+    }
 }
 
-/// The same over TCP: capacity with the connections the overload uses,
-/// closed loop; the overload with them; recovery from a fresh client.
-fn tcp(ctx: &Ctx, server: &Server, w: &Workload, plan: &Plan) -> Result<OverloadRun, String> {
+/// The same over TCP (`blast` over TCP, whose figures leave out opening
+/// the connections): capacity over the overload's connections with
+/// [`CAPACITY_IN_FLIGHT`] queries outstanding on each, closed loop; the overload over them with
+/// up to [`OVERLOAD_IN_FLIGHT`] each; recovery from a fresh client.
+fn tcp(ctx: &Ctx, server: &Server, set: &QuerySet, plan: &Plan) -> Result<OverloadRun, String> {
     let conns = plan.tcp_connections;
-    let cap = dnsperf::run(
-        &tcp_load(ctx, server, conns, 0.0, plan.capacity_s),
-        &w.queries,
-    )?;
-    let capacity_qps = cap.qps;
+    let load = tcp_load(server, conns, CAPACITY_IN_FLIGHT, 0.0, plan.capacity_s);
+    let cap = ctx.blast_tcp(set, &load)?;
+    let capacity_qps = cap.answered_qps;
     settle();
     let rss_before_kib = rss(server);
     let target = capacity_qps * FACTOR;
-    let s0 = server.cpu_seconds(Some(&ctx.cg));
-    let (overload, rss_peak_kib) = with_peak_rss(server, || {
-        dnsperf::run(
-            &tcp_load(ctx, server, conns, target, plan.seconds),
-            &w.queries,
-        )
-    });
+    let (s0, g0) = (server.cpu_seconds(Some(&ctx.cg)), sys::thread_cpu_seconds());
+    let load = tcp_load(server, conns, OVERLOAD_IN_FLIGHT, target, plan.seconds);
+    let (overload, rss_peak_kib) = with_peak_rss(server, || ctx.blast_tcp(set, &load));
     let overload = overload?;
-    let wall = overload.run_s.max(1e-9);
-    let server_cpu = server.cpu_seconds(Some(&ctx.cg)) - s0;
+    let wall = overload.duration_s.max(1e-9);
+    let (server_cpu, generator_cpu) = (
+        server.cpu_seconds(Some(&ctx.cg)) - s0,
+        sys::thread_cpu_seconds() - g0,
+    );
     let mut recovery = Vec::with_capacity(RECOVERY_WINDOWS);
     for _ in 0..RECOVERY_WINDOWS {
-        let r = dnsperf::run(
-            &tcp_load(
-                ctx,
-                server,
-                RECOVERY_TCP_CONNECTIONS,
-                capacity_qps * RECOVERY_SHARE,
-                WINDOW_S,
-            ),
-            &w.queries,
-        )?;
+        let rate = capacity_qps * RECOVERY_SHARE;
+        let load = tcp_load(server, RECOVERY_TCP_CONNECTIONS, 2, rate, WINDOW_S);
+        let r = ctx.blast_tcp(set, &load)?;
         recovery.push((r.sent, r.lost));
     }
     Ok(OverloadRun {
         connections: conns,
         capacity_qps,
         target_qps: target,
-        offered_qps: overload.sent as f64 / wall,
-        answered_qps: overload.qps,
-        generator_cpu_share: overload.cpu_s / wall,
+        offered_qps: overload.offered_qps,
+        answered_qps: overload.answered_qps,
+        generator_cpu_share: generator_cpu / wall,
         server_cpu_share: server_cpu / wall,
         recovery,
         rss_before_kib,
