@@ -40,7 +40,7 @@ const TCP_MAX: usize = 11_000;
 /// blast over TCP: the longest wait for the last answers, and for all
 /// the connections to open.
 const TCP_DRAIN: Duration = Duration::from_secs(2);
-const TCP_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+const TCP_CONNECT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What to measure.
 #[derive(Clone, Debug)]
