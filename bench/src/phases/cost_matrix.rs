@@ -357,7 +357,21 @@ fn tcp_rows(
             workers,
             ..CostCell::default()
         };
-        record_cell(ctx, (&servers, &cols), &load, plan.trials, cell, m, save)?;
+        // One shape that fails (10,000 connections that do not all open
+        // in time) leaves the others to be measured.
+        if let Err(e) = record_cell(ctx, (&servers, &cols), &load, plan.trials, cell, m, save) {
+            if interrupted() {
+                return Err(e);
+            }
+            ctx.say(&format!(
+                "  cost matrix tcp {connections} × {in_flight} {}: ERROR {e}",
+                generator.name()
+            ));
+            m.errors.push(format!(
+                "tcp {connections} conns × {in_flight}, {}, {workers} worker(s): {e}",
+                generator.name()
+            ));
+        }
     }
     Ok(())
 }
