@@ -101,9 +101,14 @@ pub struct RunArgs {
     /// repeat the flag for several.
     #[arg(long)]
     pub matrix_heron: Vec<String>,
+    /// Only run the overload phase (every DNS server offered three times
+    /// its capacity under the quota, UDP and TCP) and write its report;
+    /// with --quick, 5 s and 1,000 connections instead of 30 s and 10,000.
+    #[arg(long, conflicts_with_all = ["paired_only", "profile_only", "matrix_only"])]
+    pub overload_only: bool,
     /// Only run the reload under load against Heron, loaded at half of
     /// --reload-reference queries per second, and print it.
-    #[arg(long, conflicts_with_all = ["paired_only", "profile_only", "matrix_only"])]
+    #[arg(long, conflicts_with_all = ["paired_only", "profile_only", "matrix_only", "overload_only"])]
     pub reload_only: bool,
     /// With --reload-only: Heron's loss-free rate on the large zone (the
     /// full run measures it).

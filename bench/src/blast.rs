@@ -90,7 +90,7 @@ impl QuerySet {
             .push((start as u32, (self.bytes.len() - start) as u16));
     }
 
-    fn get(&self, i: usize) -> &[u8] {
+    pub(crate) fn get(&self, i: usize) -> &[u8] {
         let (start, len) = self.offsets[i];
         &self.bytes[start as usize..start as usize + len as usize]
     }

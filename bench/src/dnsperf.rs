@@ -21,6 +21,8 @@ pub struct DnsperfOpts {
     pub cpus: Option<String>,
     /// Run it SCHED_RR at this priority.
     pub realtime: Option<i32>,
+    /// Run it inside this network namespace (`ip netns exec`).
+    pub netns: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -52,6 +54,9 @@ impl DnsperfResult {
 
 pub fn command(opts: &DnsperfOpts, queries: &Path) -> Vec<String> {
     let mut c = Vec::new();
+    if let Some(ns) = &opts.netns {
+        c.extend(["ip", "netns", "exec", ns].map(String::from));
+    }
     if let Some(p) = opts.realtime {
         c.extend(["chrt".to_string(), "-r".to_string(), p.to_string()]);
     }

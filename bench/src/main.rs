@@ -2,6 +2,7 @@
 
 mod args;
 mod blast;
+mod blast_tcp;
 mod dnsperf;
 mod host;
 mod interrupt;
@@ -269,6 +270,7 @@ fn blast_cmd(
                     .join(",")
             }),
             realtime: None,
+            netns: None,
         };
         Some(dnsperf::run(&dopts, queries)?)
     } else {

@@ -212,6 +212,9 @@ pub struct Results {
     /// CPU per answered query at fixed rates, every server.
     #[serde(default)]
     pub cost_matrix: Option<CostMatrix>,
+    /// Each DNS server offered a multiple of its capacity (issue 24).
+    #[serde(default)]
+    pub overload: Option<Overload>,
 }
 
 /// The result of a paired comparison.
@@ -386,5 +389,75 @@ impl CostTrial {
     /// Whole-machine CPU microseconds per answered query.
     pub fn machine_us(&self) -> f64 {
         self.machine_cpu_s * 1e6 / self.answered.max(1) as f64
+    }
+}
+
+/// Each DNS server under its CPU quota, offered `factor` times its own
+/// measured capacity for `seconds`, over UDP and over TCP
+/// (`phases::overload`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Overload {
+    pub factor: f64,
+    pub seconds: f64,
+    /// Length of each recovery window, seconds, and the rate offered in
+    /// them as a share of capacity.
+    pub window_s: f64,
+    pub recovery_share: f64,
+    pub servers: Vec<OverloadServer>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct OverloadServer {
+    pub server: String,
+    pub udp: Option<OverloadRun>,
+    pub tcp: Option<OverloadRun>,
+    /// The server process was still running at the end.
+    pub alive: bool,
+    /// And still answered a UDP query then.
+    pub answers_at_end: bool,
+    pub errors: Vec<String>,
+}
+
+/// One transport's overload.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct OverloadRun {
+    /// TCP connections the generator used (0: UDP).
+    pub connections: usize,
+    /// Answered q/s under the quota with a load the server keeps up with.
+    pub capacity_qps: f64,
+    /// Offered rate asked for, and what the generator achieved.
+    pub target_qps: f64,
+    pub offered_qps: f64,
+    pub answered_qps: f64,
+    /// The generator's CPU over the overload as a share of one core, and
+    /// the server's as a share of one core (its quota bounds it).
+    pub generator_cpu_share: f64,
+    pub server_cpu_share: f64,
+    /// Right after the overload: one load per window at
+    /// `recovery_share` of capacity, (sent, lost) each.
+    pub recovery: Vec<(u64, u64)>,
+    pub rss_before_kib: u64,
+    pub rss_peak_kib: u64,
+    pub rss_after_kib: u64,
+}
+
+impl OverloadRun {
+    /// Answered during the overload over capacity.
+    pub fn answered_share(&self) -> f64 {
+        self.answered_qps / self.capacity_qps.max(1e-9)
+    }
+
+    /// Queries lost after the overload stopped, in all recovery windows.
+    pub fn lost_after(&self) -> u64 {
+        self.recovery.iter().map(|w| w.1).sum()
+    }
+
+    /// Recovery windows until the first with at most [`MAX_LOSS_PCT`]
+    /// loss (1: the first window was clean), or None if none was.
+    pub fn windows_to_recover(&self) -> Option<usize> {
+        self.recovery
+            .iter()
+            .position(|&(sent, lost)| sent > 0 && lost as f64 * 100.0 / sent as f64 <= MAX_LOSS_PCT)
+            .map(|i| i + 1)
     }
 }

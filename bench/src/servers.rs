@@ -91,6 +91,19 @@ pub struct Launch {
     /// off, for the cost matrix), or whole sections after it (`[rrl]`, for
     /// a paired A/B); empty for the defaults.
     pub heron_server: String,
+    /// An address on a veth pair to answer on besides loopback, and
+    /// whether UDP to it goes through AF_XDP (Heron and Knot only).
+    pub pair: Option<PairListen>,
+}
+
+/// Where a server answers on a veth pair (the cost matrix's XDP table).
+#[derive(Clone, Debug)]
+pub struct PairListen {
+    pub addr: Ipv4Addr,
+    /// The pair's root-side interface.
+    pub iface: String,
+    /// UDP over AF_XDP on `iface` (`[xdp]` / Knot's `xdp:`), else sockets.
+    pub xdp: bool,
 }
 
 /// TCP connections every server accepts at once in the throughput runs:
@@ -180,6 +193,21 @@ fn file_pattern(zones: &[(String, PathBuf)]) -> Option<String> {
         .then_some(pattern)
 }
 
+/// For a server answering on `pair` too: the extra entry of its listen
+/// list (`entry` of the address) and, with XDP, its XDP section
+/// (`section` of the interface); empty without a pair.
+fn pair_parts(
+    pair: Option<&PairListen>,
+    entry: impl Fn(Ipv4Addr) -> String,
+    section: impl Fn(&str) -> String,
+) -> (String, String) {
+    match pair {
+        Some(p) if p.xdp => (entry(p.addr), section(&p.iface)),
+        Some(p) => (entry(p.addr), String::new()),
+        None => (String::new(), String::new()),
+    }
+}
+
 /// Writes the configuration and returns the command line (program, args).
 fn command_line(
     kind: Kind,
@@ -201,10 +229,15 @@ fn command_line(
             workers.to_string(),
         ],
         Kind::Heron => {
+            let (pair, xdp) = pair_parts(
+                launch.pair.as_ref(),
+                |addr| format!(", \"{addr}:{port}\""),
+                |iface| format!("[xdp]\nlisten = [\"{iface}@{port}\"]\n"),
+            );
             let mut c = format!(
-                "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = {workers}\n{}\n\
+                "[server]\nlisten = [\"127.0.0.1:{port}\"{pair}]\nworkers = {workers}\n{}\n\
                  [tcp]\nidle-timeout = 30\nmax-connections = {tcp_max}\n\
-                 max-connections-per-client = {tcp_max}\n",
+                 max-connections-per-client = {tcp_max}\n{xdp}",
                 launch.heron_server
             );
             c.push_str(&heron_zones(zones, ""));
@@ -234,8 +267,13 @@ fn command_line(
             vec![NSD.into(), "-d".into(), "-c".into(), q(&path)]
         }
         Kind::Knot => {
+            let (pair, xdp) = pair_parts(
+                launch.pair.as_ref(),
+                |addr| format!(", {addr}@{port}"),
+                |iface| format!("xdp:\n  listen: {iface}@{port}\n"),
+            );
             let mut c = format!(
-                "server:\n  rundir: \"{d}\"\n  listen: 127.0.0.1@{port}\n\
+                "server:\n  rundir: \"{d}\"\n  listen: [ 127.0.0.1@{port}{pair} ]\n\
                  \x20 udp-workers: {workers}\n  tcp-workers: {workers}\n\
                  \x20 background-workers: {workers}\n  tcp-max-clients: {tcp_max}\n\
                  \x20 tcp-idle-timeout: 30s\n\
@@ -244,7 +282,7 @@ fn command_line(
                  \x20 kasp-db-max-size: 16M\n  timer-db-max-size: 64M\n  catalog-db-max-size: 16M\n\
                  template:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n\
                  \x20   zonefile-load: whole\n    journal-content: none\n    semantic-checks: off\n\
-                 zone:\n"
+                 {xdp}zone:\n"
             );
             for (origin, file) in zones {
                 let _ = write!(c, "  - domain: \"{origin}\"\n    file: \"{}\"\n", q(file));
@@ -583,6 +621,13 @@ impl Server {
         sys::group_memory_kib(self.pid)
     }
 
+    /// Whether the server's process has ended (crashed, or exited).
+    pub fn has_exited(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_none_or(|c| !matches!(c.try_wait(), Ok(None)))
+    }
+
     /// Everything the server has logged so far.
     pub fn log_text(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
@@ -660,6 +705,47 @@ mod tests {
             "\n[[zone-group]]\nfile = \"/z/{zone}.zone\"\nnotify = [\"127.0.0.2\"]\n\
              origins = [\n  \"a.test.\",\n  \"b.org.\",\n]\n"
         );
+    }
+
+    #[test]
+    fn a_pair_address_is_listened_on_and_xdp_only_when_asked() {
+        let dir = std::env::temp_dir().join(format!("heron-bench-pair-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let bins = Binaries {
+            heron: "/x/heron".into(),
+            bench: "/x/heron-bench".into(),
+        };
+        let launch = |xdp| Launch {
+            workers: 1,
+            cpus: "0".into(),
+            ready_timeout: Duration::from_secs(1),
+            sched: Sched::Normal,
+            wrapper: Vec::new(),
+            tcp_clients_max: 10,
+            heron_server: String::new(),
+            pair: Some(PairListen {
+                addr: Ipv4Addr::new(198, 51, 100, 1),
+                iface: "hx0".into(),
+                xdp,
+            }),
+        };
+        let z = zones(&[("a.test.", "/z/a.test.zone")]);
+        let read = |kind, xdp, file: &str| {
+            command_line(kind, &bins, &dir, 5300, &z, &launch(xdp)).unwrap();
+            fs::read_to_string(dir.join(file)).unwrap()
+        };
+        let heron = read(Kind::Heron, true, "heron.toml");
+        assert!(heron.contains("listen = [\"127.0.0.1:5300\", \"198.51.100.1:5300\"]"));
+        assert!(
+            heron.contains("[xdp]\nlisten = [\"hx0@5300\"]\n"),
+            "{heron}"
+        );
+        assert!(!read(Kind::Heron, false, "heron.toml").contains("[xdp]"));
+        let knot = read(Kind::Knot, true, "knot.conf");
+        assert!(knot.contains("listen: [ 127.0.0.1@5300, 198.51.100.1@5300 ]"));
+        assert!(knot.contains("xdp:\n  listen: hx0@5300\n"), "{knot}");
+        assert!(!read(Kind::Knot, false, "knot.conf").contains("xdp:"));
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -70,6 +70,18 @@ pub fn run(args: &RunArgs) -> Result<Option<Results>, String> {
         save(&results, &json_path)?;
         return Ok(Some(results));
     }
+    if args.overload_only {
+        let w = wl
+            .iter()
+            .find(|w| w.id == "root")
+            .ok_or("no root workload")?;
+        let plan = phases::overload::Plan::new(args.quick);
+        results.overload = Some(phases::overload::run(&mut ctx, w, &kinds, &plan));
+        results.meta.loadavg_end = loadavg();
+        results.meta.duration_s = started.elapsed().as_secs_f64();
+        save(&results, &json_path)?;
+        return Ok(Some(results));
+    }
     let save = |r: &Results| save(r, &json_path);
     run_phases(&mut ctx, &wl, &kinds, &mut results, &save)?;
     results.meta.loadavg_end = loadavg();
@@ -92,6 +104,7 @@ fn prepare(args: &RunArgs) -> Result<(Ctx, Vec<Workload>, Vec<Kind>, Results), S
     if !heron_sys::process::is_root() {
         return Err("the suite needs root: it sets cgroup CPU quotas and scheduling".into());
     }
+    raise_open_files_limit()?;
     let flavor = sys::detect_cgroup().ok_or(
         "no cgroup CPU controller found (neither v1 `cpu` nor v2 with `cpu` in cgroup.controllers)",
     )?;
@@ -127,6 +140,7 @@ fn prepare(args: &RunArgs) -> Result<(Ctx, Vec<Workload>, Vec<Kind>, Results), S
         sched,
         tcp_clients_max: servers::TCP_CLIENTS_MAX,
         heron_server: String::new(),
+        pair: None,
     };
     let cg_name = format!("heron-bench-{}", std::process::id());
     let cg = Cgroup::create(&flavor, &cg_name, args.period_us, realtime)
@@ -189,6 +203,11 @@ fn run_phases(
     save(results)?;
     if let Some(w) = wl.iter().find(|w| w.tcp) {
         results.idle_tcp = phases::idle_tcp::run(ctx, w, kinds);
+        save(results)?;
+    }
+    if let Some(w) = wl.iter().find(|w| w.id == "root") {
+        let plan = phases::overload::Plan::new(ctx.args.quick);
+        results.overload = Some(phases::overload::run(ctx, w, kinds, &plan));
         save(results)?;
     }
     if let Some(w) = wl.iter().find(|w| w.id == "big") {
@@ -279,6 +298,34 @@ fn save(r: &Results, json_path: &Path) -> Result<(), String> {
     fs::write(json_path, text).map_err(|e| format!("{}: {e}", json_path.display()))
 }
 
+/// Open files the suite, its generators and its servers may hold: room
+/// for 10,000 TCP connections on each side and every server's own files.
+const OPEN_FILES: u64 = 65_536;
+/// The fewest one process of a 10,000-connection phase can do with.
+const OPEN_FILES_NEEDED: u64 = 12_000;
+
+/// Raises the open-files limit to [`OPEN_FILES`] (the hard limit too,
+/// where the process may), else as far as the hard limit; dnsperf and the
+/// servers inherit it. An error only below [`OPEN_FILES_NEEDED`].
+fn raise_open_files_limit() -> Result<(), String> {
+    use heron_sys::process::{open_files_limit, set_open_files_limit};
+    let (soft, hard) = open_files_limit();
+    if soft.is_none_or(|s| s >= OPEN_FILES)
+        || set_open_files_limit(Some(OPEN_FILES), hard.map(|h| h.max(OPEN_FILES))).is_ok()
+    {
+        return Ok(());
+    }
+    // Without CAP_SYS_RESOURCE the hard limit is as far as it goes.
+    let raised = set_open_files_limit(hard, hard);
+    match hard {
+        Some(h) if h < OPEN_FILES_NEEDED => Err(format!(
+            "the open-files limit is {h} and cannot be raised ({raised:?}): \
+             10,000 TCP connections need {OPEN_FILES_NEEDED} (ulimit -n)"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The cost matrix's cells for this run.
 fn matrix_plan(args: &RunArgs) -> phases::cost_matrix::Plan {
     let workers = match (args.matrix_workers.is_empty(), args.quick) {
@@ -306,6 +353,8 @@ fn workload_ids(args: &RunArgs) -> Vec<String> {
     let mut ids: Vec<String> = if args.workloads.is_empty() {
         if args.matrix_only {
             vec!["root".into(), "mix40".into(), "big".into()]
+        } else if args.overload_only {
+            vec!["root".into()]
         } else if args.reload_only {
             vec!["big".into()]
         } else if args.quick {

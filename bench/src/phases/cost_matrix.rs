@@ -10,16 +10,19 @@
 //! work moved into softirq or another thread is not hidden, and the
 //! generator's own CPU time, to show it was not the bottleneck.
 
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 use super::Ctx;
 use super::trial::{blast_opts, settle};
 use crate::blast::QuerySet;
+use crate::blast_tcp::TcpBlastOpts;
 use crate::dnsperf::{self, DnsperfOpts};
 use crate::interrupt::interrupted;
 use crate::results::{CostCell, CostMatrix, CostServer, CostTrial, MAX_LOSS_PCT};
-use crate::servers::{Kind, Launch, Server};
+use crate::servers::{Kind, Launch, PairListen, Server};
 use crate::sys;
 use crate::workloads::Workload;
 
@@ -34,6 +37,10 @@ const RAMP: [f64; 11] = [
 /// TCP connections each server accepts in the matrix (10,000 at most are
 /// opened).
 const TCP_MAX: usize = 11_000;
+/// blast over TCP: the longest wait for the last answers, and for all
+/// the connections to open.
+const TCP_DRAIN: Duration = Duration::from_secs(2);
+const TCP_CONNECT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -53,6 +60,8 @@ pub struct Plan {
     pub generators: Vec<Generator>,
     /// Further Heron builds as UDP columns: (name, binary).
     pub extra_herons: Vec<(String, PathBuf)>,
+    /// Offered rates of the XDP table (empty: no XDP table).
+    pub xdp_rates: Vec<f64>,
 }
 
 impl Plan {
@@ -67,7 +76,7 @@ impl Plan {
             Plan {
                 udp_workloads: vec!["root".into(), "mix40".into(), "big".into()],
                 udp_rates: vec![20e3, 80e3, 120e3],
-                tcp_shapes: vec![(100, 1), (100, 10), (1_000, 1), (1_000, 10)],
+                tcp_shapes: vec![(100, 1), (100, 10), (1_000, 1), (1_000, 10), (10_000, 1)],
                 tcp_rates: vec![20e3],
                 trials: 3,
                 trial_s: 1.0,
@@ -75,6 +84,7 @@ impl Plan {
                 workers,
                 generators,
                 extra_herons: Vec::new(),
+                xdp_rates: vec![20e3, 50e3],
             }
         } else {
             Plan {
@@ -91,6 +101,7 @@ impl Plan {
                 workers,
                 generators,
                 extra_herons: Vec::new(),
+                xdp_rates: vec![20e3, 50e3, 80e3],
             }
         }
     }
@@ -151,6 +162,9 @@ struct Load<'a> {
     tcp: Option<(usize, usize)>,
     /// CPUs of dnsperf (None: unpinned).
     gen_cpus: Option<String>,
+    /// The server's address on a veth pair and the namespace of its other
+    /// end, where dnsperf then runs (the XDP table).
+    via: Option<(IpAddr, String)>,
 }
 
 /// Runs the matrix as `plan` says; `save` is called after every cell.
@@ -189,15 +203,27 @@ pub(crate) fn run(
                 return m;
             }
         }
-        // TCP rows are of one worker only (the 2-worker variant is UDP's).
-        if pinned && let Some(w) = wl.iter().find(|w| w.id == "root") {
-            if let Err(e) = tcp_rows(ctx, w, kinds, plan, &mut m, save) {
-                ctx.say(&format!("  cost matrix tcp: ERROR {e}"));
-                m.errors.push(format!("tcp: {e}"));
-            }
+        if let Some(w) = wl.iter().find(|w| w.id == "root")
+            && let Err(e) = tcp_rows(ctx, w, kinds, plan, workers, &mut m, save)
+        {
+            ctx.say(&format!("  cost matrix tcp: ERROR {e}"));
+            m.errors.push(format!("tcp, {workers} worker(s): {e}"));
+        }
+        if interrupted() {
+            return m;
+        }
+        if let Some(w) = wl.iter().find(|w| w.id == "root")
+            && !plan.xdp_rates.is_empty()
+            && let Err(e) = xdp_rows(ctx, w, kinds, plan, workers, &mut m, save)
+        {
+            ctx.say(&format!("  cost matrix xdp: ERROR {e}"));
+            m.errors.push(format!("xdp, {workers} worker(s): {e}"));
         }
         if !pinned {
             let _ = heron_sys::cpu::pin_current_thread(&[ctx.args.generator_cpu]);
+        }
+        if interrupted() {
+            return m;
         }
     }
     m
@@ -273,6 +299,7 @@ fn udp_rows(
                 queries: &w.queries,
                 tcp: None,
                 gen_cpus: gen_cpus(ctx, workers),
+                via: None,
             };
             let cell = CostCell {
                 transport: "udp".into(),
@@ -294,36 +321,56 @@ fn tcp_rows(
     w: &Workload,
     kinds: &[Kind],
     plan: &Plan,
+    workers: usize,
     m: &mut CostMatrix,
     save: &mut dyn FnMut(&CostMatrix),
 ) -> Result<(), String> {
-    ctx.say("cost matrix: TCP (dnsperf; blast has no TCP mode): starting every server");
+    ctx.say(&format!(
+        "cost matrix: TCP, {workers} worker(s): starting every server"
+    ));
     let set = QuerySet::load(&w.queries)?;
     let cols = columns(kinds, false, &[]);
-    let servers = start_all(ctx, w, &cols, 1, TCP_MAX)?;
+    let servers = start_all(ctx, w, &cols, workers, TCP_MAX)?;
     settle();
-    for &(connections, in_flight) in &plan.tcp_shapes {
-        for &rate in &plan.tcp_rates {
-            let load = Load {
-                generator: Generator::Dnsperf,
-                rate,
-                seconds: plan.trial_s.max(2.0),
-                set: &set,
-                queries: &w.queries,
-                tcp: Some((connections, in_flight)),
-                gen_cpus: gen_cpus(ctx, 1),
-            };
-            let cell = CostCell {
-                transport: "tcp".into(),
-                workload: w.id.clone(),
-                generator: "dnsperf".into(),
-                rate,
-                connections,
-                in_flight,
-                workers: 1,
-                ..CostCell::default()
-            };
-            record_cell(ctx, (&servers, &cols), &load, plan.trials, cell, m, save)?;
+    let shapes = plan.tcp_shapes.iter().flat_map(|&shape| {
+        let rates = plan.tcp_rates.iter();
+        rates.flat_map(move |&rate| plan.generators.iter().map(move |&g| (shape, rate, g)))
+    });
+    for ((connections, in_flight), rate, generator) in shapes {
+        let load = Load {
+            generator,
+            rate,
+            seconds: plan.trial_s.max(2.0),
+            set: &set,
+            queries: &w.queries,
+            tcp: Some((connections, in_flight)),
+            gen_cpus: gen_cpus(ctx, workers),
+            via: None,
+        };
+        let cell = CostCell {
+            transport: "tcp".into(),
+            workload: w.id.clone(),
+            generator: generator.name().into(),
+            rate,
+            connections,
+            in_flight,
+            workers,
+            ..CostCell::default()
+        };
+        // One shape that fails (10,000 connections that do not all open
+        // in time) leaves the others to be measured.
+        if let Err(e) = record_cell(ctx, (&servers, &cols), &load, plan.trials, cell, m, save) {
+            if interrupted() {
+                return Err(e);
+            }
+            ctx.say(&format!(
+                "  cost matrix tcp {connections} × {in_flight} {}: ERROR {e}",
+                generator.name()
+            ));
+            m.errors.push(format!(
+                "tcp {connections} conns × {in_flight}, {}, {workers} worker(s): {e}",
+                generator.name()
+            ));
         }
     }
     Ok(())
@@ -387,8 +434,24 @@ fn trial(ctx: &Ctx, server: &Server, load: &Load) -> Result<CostTrial, String> {
     let mut t = match load.generator {
         Generator::Blast => {
             let g0 = sys::thread_cpu_seconds();
-            let opts = blast_opts(server.addr, load.rate, 0, load.seconds);
-            let r = ctx.blast(load.set, &opts)?;
+            let r = match load.tcp {
+                None => ctx.blast(
+                    load.set,
+                    &blast_opts(server.addr, load.rate, 0, load.seconds),
+                )?,
+                Some((connections, in_flight)) => ctx.blast_tcp(
+                    load.set,
+                    &TcpBlastOpts {
+                        target: server.addr,
+                        rate: load.rate,
+                        connections,
+                        in_flight,
+                        duration: Duration::from_secs_f64(load.seconds),
+                        drain: TCP_DRAIN,
+                        connect_timeout: TCP_CONNECT_TIMEOUT,
+                    },
+                )?,
+            };
             CostTrial {
                 offered_qps: r.offered_qps,
                 answered_qps: r.answered_qps,
@@ -429,6 +492,10 @@ fn dnsperf_opts(ctx: &Ctx, server: &Server, load: &Load) -> DnsperfOpts {
         o.outstanding = connections * in_flight;
     }
     o.cpus = load.gen_cpus.clone();
+    if let Some((ip, namespace)) = &load.via {
+        o.target = SocketAddr::new(*ip, server.addr.port());
+        o.netns = Some(namespace.clone());
+    }
     o
 }
 
@@ -492,4 +559,157 @@ fn say_cell(ctx: &Ctx, cell: &CostCell) {
         cell.rate,
         costs.join(", ")
     ));
+}
+
+/// The XDP table's columns: name, server, and UDP over AF_XDP or sockets.
+const XDP_COLUMNS: [(&str, Kind, bool); 4] = [
+    ("Heron-XDP", Kind::Heron, true),
+    ("Heron-sockets", Kind::Heron, false),
+    ("Knot-XDP", Kind::Knot, true),
+    ("Knot-sockets", Kind::Knot, false),
+];
+
+/// Heron and Knot with UDP over AF_XDP and over sockets on a veth pair
+/// into a namespace made here (removed at the end), dnsperf inside it,
+/// as bench/xdp.sh does. One program attaches to an interface at a
+/// time, so each trial starts its server and stops it after.
+fn xdp_rows(
+    ctx: &mut Ctx,
+    w: &Workload,
+    kinds: &[Kind],
+    plan: &Plan,
+    workers: usize,
+    m: &mut CostMatrix,
+    save: &mut dyn FnMut(&CostMatrix),
+) -> Result<(), String> {
+    if let Some(why) = heron_sys::xdp::unavailable() {
+        return Err(format!("no XDP here ({why})"));
+    }
+    ctx.say(&format!(
+        "cost matrix: XDP on a veth pair, {workers} worker(s), dnsperf in the namespace"
+    ));
+    let net = heron_testkit::netns::VethNamespace::with_queues("mx", workers)?;
+    let addr: std::net::Ipv4Addr = heron_testkit::netns::OUTSIDE_V4
+        .parse()
+        .map_err(|e| format!("{e}"))?;
+    let cols: Vec<_> = XDP_COLUMNS
+        .iter()
+        .filter(|c| kinds.contains(&c.1))
+        .collect();
+    let set = QuerySet::load(&w.queries)?;
+    for &rate in &plan.xdp_rates {
+        let load = Load {
+            generator: Generator::Dnsperf,
+            rate,
+            seconds: plan.trial_s.max(2.0),
+            set: &set,
+            queries: &w.queries,
+            tcp: None,
+            gen_cpus: gen_cpus(ctx, workers),
+            via: Some((IpAddr::V4(addr), net.namespace.clone())),
+        };
+        let mut cell = CostCell {
+            transport: "xdp".into(),
+            workload: w.id.clone(),
+            generator: "dnsperf".into(),
+            rate,
+            workers,
+            ..CostCell::default()
+        };
+        cell.servers = cols
+            .iter()
+            .map(|c| CostServer {
+                name: c.0.into(),
+                trials: Vec::new(),
+            })
+            .collect();
+        for round in 0..plan.trials {
+            for k in 0..cols.len() {
+                let i = (k + round) % cols.len();
+                let (_, kind, xdp) = *cols[i];
+                let pair = PairListen {
+                    addr,
+                    iface: net.outside.clone(),
+                    xdp,
+                };
+                let mut t = xdp_trial(ctx, w, &net, kind, pair, workers, &load)?;
+                t.round = round;
+                cell.servers[i].trials.push(t);
+            }
+        }
+        say_cell(ctx, &cell);
+        m.cells.push(cell);
+        save(m);
+        if interrupted() {
+            return Err("interrupted".into());
+        }
+    }
+    Ok(())
+}
+
+/// Starts `kind` answering on the pair, waits until it answers there,
+/// measures one trial, stops it and takes any XDP program it left.
+fn xdp_trial(
+    ctx: &Ctx,
+    w: &Workload,
+    net: &heron_testkit::netns::VethNamespace,
+    kind: Kind,
+    pair: PairListen,
+    workers: usize,
+    load: &Load,
+) -> Result<CostTrial, String> {
+    let launch = Launch {
+        workers,
+        cpus: match workers {
+            1 => ctx.args.server_cpus.clone(),
+            _ => format!("0-{}", heron_sys::cpu::online_cpus().saturating_sub(1)),
+        },
+        pair: Some(pair),
+        ..ctx.launch.clone()
+    };
+    let mut server = ctx.start_with(kind, w, None, &launch)?;
+    let answered = answers_on_pair(net, &server, w);
+    let t = match answered {
+        true => trial(ctx, &server, load),
+        false => Err(format!(
+            "{} did not answer on the pair: {}",
+            kind.name(),
+            server.log_tail()
+        )),
+    };
+    server.stop();
+    // Knot 3.2 leaves its program on the interface at exit (to reuse it
+    // at the next start); the next server could not attach its own.
+    for mode in ["xdp", "xdpgeneric"] {
+        let _ = Command::new("ip")
+            .args(["link", "set", "dev", &net.outside, mode, "off"])
+            .output();
+    }
+    settle();
+    t
+}
+
+/// Whether the server answers dig from the namespace on the pair (XDP is
+/// attached after the loopback answers that made it ready); bounded.
+fn answers_on_pair(
+    net: &heron_testkit::netns::VethNamespace,
+    server: &Server,
+    w: &Workload,
+) -> bool {
+    let origin = w.ready.first().map_or(".", String::as_str);
+    let at = format!("@{}", heron_testkit::netns::OUTSIDE_V4);
+    let port = server.addr.port().to_string();
+    (0..50).any(|_| {
+        let out = net.run(
+            "dig",
+            &[
+                &at, "-p", &port, "+short", "+tries=1", "+time=1", origin, "SOA",
+            ],
+        );
+        let ok = !String::from_utf8_lossy(&out.stdout).trim().is_empty();
+        if !ok {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        ok
+    })
 }

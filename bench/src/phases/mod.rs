@@ -7,6 +7,7 @@ pub mod change;
 pub mod cost_matrix;
 pub mod env;
 pub mod idle_tcp;
+pub mod overload;
 pub mod paired;
 pub mod profile;
 pub mod reload;
@@ -23,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use crate::args::RunArgs;
 use crate::blast::{self, BlastOpts, BlastResult, QuerySet};
+use crate::blast_tcp::{TcpBlastOpts, blast_tcp};
 use crate::dnsperf::DnsperfOpts;
 use crate::results::Timing;
 use crate::servers::{Binaries, Kind, Launch, Server};
@@ -97,10 +99,24 @@ impl Ctx {
     /// Runs blast on this thread (pinned to the generator CPU, real-time
     /// while it runs when servers are too).
     pub(crate) fn blast(&self, set: &QuerySet, opts: &BlastOpts) -> Result<BlastResult, String> {
+        self.as_generator(|| blast::blast(set, opts).map_err(|e| format!("blast: {e}")))
+    }
+
+    /// [`Ctx::blast`] over TCP.
+    pub(crate) fn blast_tcp(
+        &self,
+        set: &QuerySet,
+        opts: &TcpBlastOpts,
+    ) -> Result<BlastResult, String> {
+        self.as_generator(|| blast_tcp(set, opts).map_err(|e| format!("blast over TCP: {e}")))
+    }
+
+    /// Runs `load` real-time when the servers are.
+    fn as_generator<T>(&self, load: impl FnOnce() -> T) -> T {
         if self.realtime {
             let _ = sys::set_self_realtime(Some(RT_PRIORITY));
         }
-        let r = blast::blast(set, opts).map_err(|e| format!("blast: {e}"));
+        let r = load();
         if self.realtime {
             let _ = sys::set_self_realtime(None);
         }
@@ -127,6 +143,7 @@ impl Ctx {
             seconds,
             cpus: Some(self.gen_cpu.clone()),
             realtime: self.realtime.then_some(RT_PRIORITY),
+            netns: None,
         }
     }
 }

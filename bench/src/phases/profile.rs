@@ -62,6 +62,7 @@ pub fn profile(
             format!("--callgrind-out-file={}", out.display()),
         ],
         tcp_clients_max: crate::servers::TCP_CLIENTS_MAX,
+        pair: None,
         heron_server: String::new(),
     };
     let server = Server::start(kind, bins, &w.zones, &w.ready, &launch, None, &dir)?;

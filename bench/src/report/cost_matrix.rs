@@ -18,11 +18,14 @@ pub fn section(r: &Results) -> String {
     let Some(m) = &r.cost_matrix else {
         return String::new();
     };
-    let tables: Vec<String> = ["udp", "tcp"]
+    let mut tables: Vec<String> = ["udp", "tcp"]
         .into_iter()
         .filter(|t| m.cells.iter().any(|c| c.transport == *t))
         .map(|t| transport_table(m, t))
         .collect();
+    if m.cells.iter().any(|c| c.transport == "xdp") {
+        tables.push(xdp_table(m));
+    }
     let max_rates = m
         .max_rates
         .iter()
@@ -92,6 +95,46 @@ fn transport_table(m: &CostMatrix, transport: &str) -> String {
     )
 }
 
+/// Heron's targets over XDP: at most this times Knot over XDP, and this
+/// times Heron on sockets over the same pair.
+pub const XDP_TARGET_VS_KNOT: f64 = 0.8;
+pub const XDP_TARGET_VS_SOCKETS: f64 = 0.5;
+
+/// The XDP table: Heron-XDP against Knot-XDP and against Heron-sockets,
+/// per round as the other tables.
+fn xdp_table(m: &CostMatrix) -> String {
+    let rows = m.cells.iter().filter(|c| c.transport == "xdp").map(|c| {
+        let ratio_to = |other: &str| {
+            per_round(c, |round| {
+                Some(us(c, "Heron-XDP", round)? / us(c, other, round)?)
+            })
+        };
+        let (knot, sockets) = (ratio_to("Knot-XDP"), ratio_to("Heron-sockets"));
+        let met = match (knot.n, sockets.n) {
+            (0, _) | (_, 0) => "–",
+            _ if knot.median <= XDP_TARGET_VS_KNOT && sockets.median <= XDP_TARGET_VS_SOCKETS => {
+                "yes"
+            }
+            _ => "no",
+        };
+        format!(
+            "| {} | {} | {} | {} | {met} |",
+            c.workers,
+            rate(c),
+            ratio(&knot),
+            ratio(&sockets)
+        )
+    });
+    fill(
+        "cost_matrix_xdp_table",
+        &[
+            ("vs_knot", format!("{XDP_TARGET_VS_KNOT}")),
+            ("vs_sockets", format!("{XDP_TARGET_VS_SOCKETS}")),
+            ("rows", lines(rows)),
+        ],
+    )
+}
+
 /// Every server's figures in every cell.
 fn detail(m: &CostMatrix) -> String {
     let rows = m.cells.iter().flat_map(|c| {
@@ -122,7 +165,12 @@ fn figures(s: &CostServer, g: fn(&CostTrial) -> f64) -> Vec<f64> {
 
 fn shape(c: &CostCell) -> String {
     match c.transport.as_str() {
+        "tcp" if c.workers > 1 => format!(
+            "{} conns × {} in flight, {} workers",
+            c.connections, c.in_flight, c.workers
+        ),
         "tcp" => format!("{} conns × {} in flight", c.connections, c.in_flight),
+        "xdp" => format!("{}, veth pair, {} worker(s)", c.workload, c.workers),
         _ if c.workers > 1 => format!("{}, {} workers", c.workload, c.workers),
         _ => c.workload.clone(),
     }
@@ -226,6 +274,32 @@ mod tests {
         assert_eq!(best_peer_name(&c), "NSD");
         let off = per_round(&c, |r| Some(us(&c, HERON, r)? / us(&c, NO_PACING, r)?));
         assert_eq!((off.min, off.median, off.max), (0.8, 1.0, 1.2));
+    }
+
+    #[test]
+    fn the_xdp_table_holds_heron_xdp_to_knot_xdp_and_to_its_sockets() {
+        let c = CostCell {
+            transport: "xdp".into(),
+            rate: 50_000.0,
+            workers: 1,
+            servers: vec![
+                server("Heron-XDP", &[2.0, 2.0, 2.0]),
+                server("Heron-sockets", &[8.0, 4.0, 5.0]),
+                server("Knot-XDP", &[2.5, 2.5, 2.0]),
+                server("Knot-sockets", &[6.0, 6.0, 6.0]),
+            ],
+            ..CostCell::default()
+        };
+        let m = CostMatrix {
+            cells: vec![c],
+            ..CostMatrix::default()
+        };
+        let table = xdp_table(&m);
+        // Medians: 0.80 of Knot-XDP (0.8, 0.8, 1.0), 0.40 of sockets.
+        assert!(
+            table.contains("| 1 | 50000 | 0.80 (0.80–1.00) | 0.40 (0.25–0.50) | yes |"),
+            "{table}"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 mod charts;
 mod cost_matrix;
 mod figures;
+mod overload;
 mod targets;
 mod template;
 
@@ -29,9 +30,13 @@ pub fn regenerate(results: &Path, out: &Path) -> Result<(), String> {
 
 pub fn write_all(r: &Results, out: &Path) -> Result<(), String> {
     fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    if r.runs.is_empty() && r.cost_matrix.is_some() {
-        let page = out.join("cost-matrix.md");
-        return fs::write(&page, matrix_page(r)).map_err(|e| format!("{}: {e}", page.display()));
+    if r.runs.is_empty() && (r.cost_matrix.is_some() || r.overload.is_some()) {
+        let name = match r.cost_matrix {
+            Some(_) => "cost-matrix.md",
+            None => "overload.md",
+        };
+        let page = out.join(name);
+        return fs::write(&page, phase_page(r)).map_err(|e| format!("{}: {e}", page.display()));
     }
     charts::chart_capacity(r, &out.join("capacity.svg"))?;
     charts::chart_answered(r, &out.join("answered.svg"))?;
@@ -74,19 +79,26 @@ fn readme_text(r: &Results) -> String {
             ("zone_change", zone_change(r)),
             ("reload", reload(r)),
             ("cost_matrix", cost_matrix::section(r)),
+            ("overload", overload::section(r)),
             ("errors", errors(r)),
             ("notes", notes(r)),
         ],
     )
 }
 
-/// The page of a `--matrix-only` run.
-fn matrix_page(r: &Results) -> String {
+/// The page of a `--matrix-only` or `--overload-only` run.
+fn phase_page(r: &Results) -> String {
     let m = &r.meta;
     let versions = m.versions.iter().map(|(name, v)| format!("* {name}: {v}"));
+    let (title, flag) = match r.cost_matrix {
+        Some(_) => ("Cost matrix", "--matrix-only"),
+        None => ("Overload", "--overload-only"),
+    };
     fill(
-        "matrix_page",
+        "phase_page",
         &[
+            ("title", title.into()),
+            ("flag", flag.into()),
             ("mode", m.mode.clone()),
             ("started", m.started.clone()),
             ("duration_s", format!("{:.0}", m.duration_s)),
@@ -99,6 +111,7 @@ fn matrix_page(r: &Results) -> String {
             ("loadavg_end", m.loadavg_end.clone()),
             ("versions", lines(versions)),
             ("matrix", cost_matrix::section(r)),
+            ("overload", overload::section(r)),
         ],
     )
 }

@@ -40,6 +40,12 @@ impl VethNamespace {
     /// Creates namespace `heronns{tag}{pid}` and pair `hx{tag}{pid}`; `tag` keeps the names of
     /// tests in one process apart.
     pub fn new(tag: &str) -> Result<VethNamespace, String> {
+        VethNamespace::with_queues(tag, 1)
+    }
+
+    /// [`VethNamespace::new`] with `queues` receive and send queues on
+    /// each end (one AF_XDP socket, and one worker, per queue).
+    pub fn with_queues(tag: &str, queues: usize) -> Result<VethNamespace, String> {
         let id = std::process::id();
         let net = VethNamespace {
             namespace: format!("heronns{tag}{id}"),
@@ -48,15 +54,24 @@ impl VethNamespace {
         let inside = format!("{}i", net.outside);
         ip(&["netns", "add", &net.namespace])?;
         // From here on, Drop cleans up whatever was made.
+        let q = queues.max(1).to_string();
         ip(&[
             "link",
             "add",
             &net.outside,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
             "type",
             "veth",
             "peer",
             "name",
             &inside,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
         ])?;
         ip(&["link", "set", &inside, "netns", &net.namespace])?;
         ip(&[
@@ -80,6 +95,23 @@ impl VethNamespace {
         net.ip_inside(&["link", "set", &inside, "up"])?;
         net.ip_inside(&["link", "set", "lo", "up"])?;
         Ok(net)
+    }
+
+    /// Adds address `cidr` (e.g. "2001:db8:5::3/64") to the pair's
+    /// inside end, for clients that need several source addresses.
+    pub fn add_inside_address(&self, cidr: &str) -> Result<(), String> {
+        let inside = format!("{}i", self.outside);
+        let mut args = vec!["addr", "add", cidr, "dev", &inside];
+        if cidr.contains(':') {
+            args.push("nodad");
+        }
+        self.ip_inside(&args)
+    }
+
+    /// Routes `network` (one added inside beside the pair's own) from the
+    /// root side over the pair; the route goes with the pair.
+    pub fn route_to_inside(&self, network: &str) -> Result<(), String> {
+        ip(&["route", "add", network, "dev", &self.outside])
     }
 
     fn ip_inside(&self, args: &[&str]) -> Result<(), String> {

@@ -477,7 +477,10 @@ async fn serve(
         ))
     };
     let mut threads = Vec::new();
-    let mut tasks = Vec::new();
+    let mut tasks = vec![tokio::spawn(tcp::release_memory_after_peaks(
+        limiter.clone(),
+        shutdown_rx.clone(),
+    ))];
     for &addr in &server.listen {
         let workers = udp::spawn_workers(addr, &server, service.clone(), stop.clone())
             .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
