@@ -147,16 +147,14 @@ impl Handler for Worker {
         let mut slots = Default::default();
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);
-        for i in 0..received {
-            let qtype = prepared.parsed(i).map(|q| q.qtype.0);
-            self.cells.query(Via::Udp, qtype);
-        }
         if let Some(limiter) = &mut self.limiter {
             limiter.start_batch();
         }
         // The one branch a batch pays when no query ACL is configured.
         let screens = processor.screens();
         for i in 0..received {
+            let qtype = prepared.parsed(i).map(|q| q.qtype.0);
+            self.cells.query(Via::Udp, qtype);
             if screens {
                 match screen(
                     &self.service,
