@@ -126,13 +126,18 @@ impl Controller {
             let zone = catalog.get(&origin);
             let loaded = files.loaded_at(&origin);
             let secondary = secondaries.contains(&origin);
-            if zone.is_none() && loaded.is_none() && !secondary {
+            let generated = files.generates(&origin);
+            if zone.is_none() && loaded.is_none() && !secondary && !generated {
                 unknown.push(format!("unknown zone {origin}: not configured"));
                 continue;
             }
             let mut row = json!({
                 "zone": origin.to_string(),
-                "role": if secondary { "secondary" } else { "primary" },
+                "role": match (secondary, generated) {
+                    (true, _) => "secondary",
+                    (false, true) => "generated catalog",
+                    (false, false) => "primary",
+                },
                 "serial": zone.map(|z| z.serial()),
                 "served": zone.is_some(),
                 "loaded_at": loaded.flatten().map(unix_seconds),
@@ -328,6 +333,10 @@ impl Controller {
                     Some(format!(
                         "{origin} is a secondary zone: it has no file to reload"
                     ))
+                } else if files.generates(origin) {
+                    Some(format!(
+                        "{origin} is a generated catalog: a reload of the configuration updates it"
+                    ))
                 } else if files.loaded_at(origin).is_none() {
                     Some(format!("unknown zone {origin}: not configured"))
                 } else {
@@ -380,6 +389,7 @@ fn secondary_fields(row: &mut Value, report: &ZoneReport) {
         })
         .collect();
     let fields = json!({
+        "catalog": report.catalog.as_ref().map(Name::to_string),
         "transferred_at": report.transferred_at.map(unix_seconds),
         "next_refresh": report.next_check.map(unix_seconds),
         "expire_at": report.expire_at.map(unix_seconds),

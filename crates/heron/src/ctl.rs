@@ -288,7 +288,7 @@ fn time_of(v: &Value) -> String {
 /// The secondary zones' timers and primaries, if there are any.
 fn secondary_table(data: &Value) -> String {
     let zones = data.as_array().map(Vec::as_slice).unwrap_or_default();
-    let mut rows: Vec<[String; 8]> = Vec::new();
+    let mut rows: Vec<[String; 9]> = Vec::new();
     for z in zones.iter().filter(|z| z["role"] == "secondary") {
         let primaries = z["primaries"]
             .as_array()
@@ -302,17 +302,19 @@ fn secondary_table(data: &Value) -> String {
             };
             let zone_cells = [
                 text_of(&z["zone"]),
+                text_of(&z["catalog"]),
                 time_of(&z["transferred_at"]),
                 time_of(&z["next_refresh"]),
                 time_of(&z["expire_at"]),
             ];
-            let [zone, transferred, refresh, expire] = if i == 0 {
+            let [zone, catalog, transferred, refresh, expire] = if i == 0 {
                 zone_cells
             } else {
                 Default::default()
             };
             rows.push([
                 zone,
+                catalog,
                 transferred,
                 refresh,
                 expire,
@@ -331,6 +333,7 @@ fn secondary_table(data: &Value) -> String {
     }
     let header = [
         "SECONDARY",
+        "CATALOG",
         "TRANSFERRED",
         "NEXT REFRESH",
         "EXPIRES",

@@ -1,9 +1,11 @@
 //! `heron`: the authoritative DNS server's command line.
 
 mod background;
+mod catalog_producer;
 mod check;
 mod commands;
 mod config;
+mod consumer;
 mod control;
 mod ctl;
 mod doctor;

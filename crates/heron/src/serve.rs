@@ -28,7 +28,9 @@ use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
 use tokio::sync::{mpsc, watch};
 
 use crate::ServeArgs;
+use crate::catalog_producer;
 use crate::config::{self, RunAs, Settings};
+use crate::consumer::Consumers;
 use crate::control;
 use crate::notify;
 use crate::reload::{ConfigSource, Outcome, ZoneFiles};
@@ -41,7 +43,7 @@ const EXAMPLE_ZONE: &str = include_str!("example.com.zone");
 
 pub fn run(args: ServeArgs) -> ExitCode {
     let started = Instant::now();
-    let settings = match settings(&args) {
+    let mut settings = match settings(&args) {
         Ok(s) => {
             tracing::info!(
                 "configuration read: {} zones, {} secondary zones, in {} ms",
@@ -58,8 +60,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
         }
     };
     heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
-    let use_example = args.config.is_none() && settings.zones.is_empty();
-    let mut files = ZoneFiles::new(&settings.zones);
+    let use_example = args.config.is_none()
+        && settings.zones.is_empty()
+        && settings.generated_catalogs.is_empty();
+    let mut files = ZoneFiles::new(&settings.zones).with_catalogs(&settings.generated_catalogs);
     if let Some(path) = &args.config {
         files = files.with_config(ConfigSource {
             path: path.clone(),
@@ -67,7 +71,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
             restart_only: settings.restart_only.clone(),
         });
     }
-    let (catalog, journals) = load_catalog_and_find_journals(use_example, &mut files, &settings);
+    let (mut catalog, journals) =
+        load_catalog_and_find_journals(use_example, &mut files, &settings);
+    catalog_producer::insert_kept(&settings.generated_catalogs, &mut catalog);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
         .enable_all()
@@ -79,9 +85,21 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let kept = secondary::load_kept(&settings.secondaries);
+    let mut kept = secondary::load_kept(&settings.secondaries);
+    let mut consumers = Consumers::new(settings.catalogs);
+    let members = secondary::members_at_start(
+        &mut consumers,
+        &mut settings.secondaries,
+        &mut kept,
+        &catalog,
+    );
     // Before anything is served: an IXFR may come at once.
     let primary = Arc::new(primary(settings.policies, journals, &catalog, &kept));
+    for (origin, policy) in members {
+        primary.set_member_policy(&origin, Some(policy));
+    }
+    let catalog =
+        catalog_producer::update_at_start(&settings.generated_catalogs, catalog, &primary);
     let keys = Arc::new(settings.keys);
     let (notify_tx, notifies) = mpsc::unbounded_channel();
     let expiry = Arc::new(ExpiryDeadlines::default());
@@ -118,6 +136,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         bounds: limits.bounds(),
         keep_removed: limits.keep_removed,
         expiry,
+        consumers,
     };
     let process = ProcessSettings {
         control_socket: settings.control,
@@ -181,6 +200,8 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             keys: Vec::new(),
             policies: Default::default(),
             secondaries: Vec::new(),
+            catalogs: Vec::new(),
+            generated_catalogs: Vec::new(),
             secondary: Default::default(),
             xot: TlsClients::new(None).expect("no CA to read"),
             control: None,
@@ -405,9 +426,7 @@ async fn serve(
     let secondary_zones = secondaries.zones.len();
     let secondary_origins = queries.secondaries.clone();
     let running = secondary::start(secondaries, secondary_origins.clone(), &catalog, &transfers);
-    let keeper = running.as_ref().map(|r| r.keeper.clone());
-    let refresh_commands = running.as_ref().map(|r| r.commands());
-    *transfers.secondaries.lock().unwrap() = running;
+    let (keeper, refresh_commands) = running.unzip();
     let service = Arc::new(
         (queries.service(catalog.clone(), server.answer.clone()))
             .with_zone_stats(transfers.zone_stats.clone()),
@@ -645,6 +664,7 @@ pub(crate) async fn reload(
         };
         let mut removed = Vec::new();
         let mut secondaries = None;
+        let mut catalogs = None;
         if let Some(new) = reconfigured {
             new.left_for_restart.iter().for_each(|part| {
                 tracing::warn!(
@@ -656,6 +676,7 @@ pub(crate) async fn reload(
             xfr.primary.set_policies(new.policies);
             removed = new.removed;
             secondaries = Some(new.secondaries);
+            catalogs = Some(new.catalogs);
         }
         let (mut next, mut outcome) =
             files.load_selected(&current, selection.zones.as_ref(), selection.force);
@@ -673,6 +694,10 @@ pub(crate) async fn reload(
             tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
         }
         outcome.removed = removed.len();
+        // After the removals: a zone that became a catalog is replaced.
+        if let Some(catalogs) = &catalogs {
+            catalog_producer::update(catalogs, &mut next);
+        }
         // Journal first, then swap: an IXFR for the new serial must find
         // its step; then notify, once the new version is served.
         let changed = xfr.journal_changes(&current, &next);
