@@ -571,6 +571,8 @@ async fn send_transfer<S: AsyncWrite + Unpin>(
     sent?;
     let (sent, records) = messages.made();
     tracing::info!(
+        zone = %zone.origin(),
+        %peer,
         "{kind} of {} serial {} to {peer}: {records} records in {sent} messages, {} ms",
         zone.origin(),
         zone.serial(),

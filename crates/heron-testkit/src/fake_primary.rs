@@ -36,6 +36,8 @@ pub struct Seen {
     pub qtype: RType,
     /// Lower case.
     pub zone: Name,
+    /// Who asked.
+    pub from: Option<SocketAddr>,
 }
 
 /// The primary; stops listening when dropped.
@@ -183,6 +185,7 @@ fn accept(listener: TcpListener, shared: Arc<Shared>) {
 
 /// Answers the requests on one connection, in order, until it closes.
 fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
+    let from = stream.peer_addr().ok();
     while let Ok(msg) = read_framed(&mut stream) {
         let Ok(query) = parse_query(&msg) else { return };
         let zone = query.qname_lower.to_name();
@@ -190,6 +193,7 @@ fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             at: SystemTime::now(),
             qtype: query.qtype,
             zone: zone.clone(),
+            from,
         });
         let serial = shared.serials.lock().unwrap().get(&zone).copied();
         let timers = *shared.timers.lock().unwrap();

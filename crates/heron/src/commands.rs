@@ -23,7 +23,8 @@ use crate::reload::ZoneFiles;
 use crate::serve::{Selection, Transfers, reload};
 
 /// The commands this server answers, for the error that names them.
-const KNOWN: &str = "status, zone-status, reload, retransfer, refresh, notify, stats, stop";
+const KNOWN: &str =
+    "status, zone-status, reload, reconfigure, retransfer, refresh, notify, stats, stop";
 
 /// What the commands see of the running server.
 pub(crate) struct Controller {
@@ -56,6 +57,7 @@ impl Controller {
             "status" => self.status(),
             "zone-status" => self.zone_status(&zones).await,
             "reload" => self.reload(zones, request.force).await,
+            "reconfigure" => self.reconfigure().await,
             "retransfer" | "refresh" => match zones.as_slice() {
                 [zone] => self.check_now(zone, request.command == "retransfer").await,
                 _ => Response::error(format!("{} takes one zone", request.command)),
@@ -312,13 +314,68 @@ impl Controller {
             "loaded": outcome.loaded,
             "unchanged": outcome.unchanged,
             "failed": outcome.failed,
-            "removed": outcome.removed,
+            "removed": outcome.removed.len(),
             "milliseconds": took.as_millis() as u64,
         });
         Response {
             ok: outcome.is_ok(),
             errors: outcome.errors,
             ..Response::ok(summary, data)
+        }
+    }
+
+    /// Reads the configuration file again and applies it (a whole
+    /// reload, as SIGHUP), then says what changed: zones added, removed
+    /// and changed by name, and the parts that wait for a restart.
+    async fn reconfigure(&self) -> Response {
+        if !self
+            .files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .has_config()
+        {
+            return Response::error(
+                "the server was started without a configuration file: nothing to read again",
+            );
+        }
+        let (outcome, took) = reload(
+            &self.catalog,
+            &self.files,
+            &self.transfers,
+            "control socket (reconfigure)",
+            Selection::default(),
+        )
+        .await;
+        if outcome.config_failed {
+            let message = outcome.summary();
+            return Response {
+                errors: outcome.errors,
+                ..Response::error(message)
+            };
+        }
+        let names = |zones: &[Name]| {
+            let mut names: Vec<String> = zones.iter().map(Name::to_string).collect();
+            names.sort();
+            names
+        };
+        let secondaries = &outcome.secondaries;
+        let mut secondaries_changed = names(&secondaries.repointed);
+        secondaries_changed.extend(names(&outcome.changed_secondaries));
+        secondaries_changed.sort();
+        secondaries_changed.dedup();
+        let data = json!({
+            "added": { "primary": names(&outcome.added), "secondary": names(&secondaries.added) },
+            "removed": { "primary": names(&outcome.removed), "secondary": names(&secondaries.removed) },
+            "changed": { "primary": names(&outcome.changed), "secondary": secondaries_changed },
+            "zone_files_read": outcome.loaded,
+            "failed": outcome.failed,
+            "needs_restart": outcome.needs_restart,
+            "milliseconds": took.as_millis() as u64,
+        });
+        Response {
+            ok: outcome.is_ok(),
+            errors: outcome.errors.clone(),
+            ..Response::ok(outcome.configuration_changes(), data)
         }
     }
 
@@ -382,6 +439,7 @@ fn secondary_fields(row: &mut Value, report: &ZoneReport) {
             json!({
                 "address": p.addr.to_string(),
                 "tsig_key": p.key.as_ref().map(Name::to_string),
+                "source": p.source.map(|s| s.to_string()),
                 "reachable": p.reachable,
                 "backoff_until": p.backoff_until.map(unix_seconds),
                 "last_error": p.last_error,

@@ -90,6 +90,7 @@ pub(crate) mod catalog;
 mod catalogs;
 mod shared_files;
 mod shield;
+mod sources;
 
 pub use catalog::CatalogConfig;
 use catalog::CatalogEntry;
@@ -121,6 +122,9 @@ pub struct ConfigFile {
     pub catalogs: Vec<CatalogEntry>,
     #[serde(default)]
     pub xdp: XdpSection,
+    /// Source addresses of outgoing transfers, SOA queries and NOTIFYs.
+    #[serde(default)]
+    pub xfr: sources::XfrSection,
     pub rrl: Option<RrlSection>,
     #[serde(default)]
     pub cookies: CookiesSection,
@@ -761,7 +765,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     });
     let Zones {
         mut zones,
-        secondaries,
+        mut secondaries,
         mut policies,
         query_acls,
         catalogs: generated,
@@ -771,6 +775,10 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
         Vec::new()
     });
+    match sources::Sources::read(&file.xfr) {
+        Ok(sources) => sources.apply(&mut secondaries, &mut policies, &mut consumed),
+        Err(e) => errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display()))),
+    }
     let warnings = keep_shared_journals_in_memory(&single_zones, &mut policies)
         .into_iter()
         .map(|w| format!("{}: {w}", path.display()))
@@ -1074,7 +1082,38 @@ pub struct RestartOnly(Vec<(&'static str, u64)>);
 impl RestartOnly {
     fn of_sections(file: &ConfigFile) -> RestartOnly {
         let mut parts = RestartOnly::default();
-        parts.add("[server]", &file.server);
+        // Destructured, so that a new field must be placed here.
+        let ServerSection {
+            listen,
+            workers,
+            cpu_affinity,
+            control,
+            user,
+            group,
+            udp_coalesce_us,
+            max_udp_payload,
+            version,
+            identity,
+            nsid,
+            nsid_hex,
+            allow_query,
+            blackhole,
+            max_zone_file_size,
+        } = &file.server;
+        parts.add("[server] listen", listen);
+        parts.add("[server] workers", workers);
+        parts.add("[server] cpu-affinity", cpu_affinity);
+        parts.add("[server] control", control);
+        parts.add("[server] user, group", &(user, group));
+        // The rest of the section, named as a whole.
+        parts.add(
+            "[server] (answering settings)",
+            &(
+                (udp_coalesce_us, max_udp_payload, max_zone_file_size),
+                (version, identity, nsid, nsid_hex),
+                (allow_query, blackhole),
+            ),
+        );
         parts.add("[tcp]", &file.tcp);
         parts.add("[tls]", &file.tls);
         parts.add("[[key]]", &file.keys);
@@ -1257,6 +1296,7 @@ fn upstreams(list: &[String], keys: &[Key]) -> Result<Vec<Upstream>, String> {
 /// over TLS (port 853 unless given), with any certificate; with `tls NAME`
 /// its certificate must be valid for NAME and chain to `tls-ca`.
 fn upstream(item: &str, keys: &[Key]) -> Result<Upstream, String> {
+    let (item, source) = sources::take_via(item)?;
     let words: Vec<&str> = item.split_whitespace().collect();
     // A TSIG key may itself be named "tls".
     let is_tls = |(i, w): (usize, &&str)| *w == "tls" && (i == 0 || words[i - 1] != "key");
@@ -1272,7 +1312,13 @@ fn upstream(item: &str, keys: &[Key]) -> Result<Upstream, String> {
     let (addr, key) = split_key(&head, keys)?;
     let port = if tls.is_some() { 853 } else { 53 };
     let addr = parse_target(addr, port)?;
-    Ok(Upstream { addr, key, tls })
+    sources::check_family(source, addr)?;
+    Ok(Upstream {
+        addr,
+        key,
+        tls,
+        source,
+    })
 }
 
 /// The TSIG keys, each name once, each secret valid base64.
@@ -1311,9 +1357,14 @@ fn zone_policy(
 ) -> Result<ZonePolicy, String> {
     let acl = |list: &[String], what: &str| parse_acl(list, what, keys);
     let notify = entry.notify.iter().map(|item| {
-        let (addr, key) = split_key(item, keys).map_err(|e| format!("notify '{item}': {e}"))?;
-        let addr = parse_target(addr, 53).map_err(|e| format!("notify '{item}': {e}"))?;
-        Ok(NotifyTarget { addr, key })
+        let target = || {
+            let (rest, source) = sources::take_via(item)?;
+            let (addr, key) = split_key(&rest, keys)?;
+            let addr = parse_target(addr, 53)?;
+            sources::check_family(source, addr)?;
+            Ok(NotifyTarget { addr, key, source })
+        };
+        target().map_err(|e: String| format!("notify '{item}': {e}"))
     });
     let mut allow_notify = acl(entry.allow_notify, "allow-notify")?;
     if allow_notify.is_empty() {
@@ -1674,7 +1725,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             changed.restart_only.changed_since(&base.restart_only),
-            vec!["[server]", "[tcp]"],
+            vec!["[server] workers", "[tcp]"],
             "secondary zones are applied by a reload"
         );
     }
@@ -1788,6 +1839,47 @@ udp-coalesce-us = 1001
         assert!(
             !s.policies.contains_key(&Name::parse("b.test").unwrap()),
             "no settings: closed"
+        );
+    }
+
+    #[test]
+    fn source_addresses_serve_every_peer_of_their_family_unless_via_says_otherwise() {
+        let s = parse(
+            "[xfr]\nsource = [\"127.0.0.2\", \"::1\"]\nnotify-source = \"127.0.0.3\"\n\
+             [[zone]]\norigin = \"s.test\"\nfile = \"s\"\n\
+             primaries = [\"192.0.2.1\", \"2001:db8::1\", \"192.0.2.2 key via via 127.0.0.9\"]\n\
+             [[key]]\nname = \"via\"\nsecret = \"AAAA\"\n\
+             [[zone]]\norigin = \"p.test\"\nfile = \"p\"\n\
+             notify = [\"192.0.2.7\", \"[2001:db8::7]:53\", \"192.0.2.8 via 127.0.0.4\"]\n",
+        )
+        .unwrap();
+        let sources: Vec<String> = (s.secondaries[0].primaries.iter())
+            .map(|p| format!("{:?}", p.source))
+            .collect();
+        assert_eq!(sources, ["Some(127.0.0.2)", "Some(::1)", "Some(127.0.0.9)"]);
+        assert_eq!(
+            s.secondaries[0].primaries[2].key,
+            Some(Name::parse("via").unwrap())
+        );
+        let p = &s.policies[&Name::parse("p.test").unwrap()];
+        let sources: Vec<String> = p.notify.iter().map(|t| format!("{:?}", t.source)).collect();
+        assert_eq!(
+            sources,
+            ["Some(127.0.0.3)", "None", "Some(127.0.0.4)"],
+            "no IPv6 notify-source"
+        );
+
+        let wrong_family = "[[zone]]\norigin = \"s.test\"\nfile = \"s\"\n\
+                            primaries = [\"192.0.2.1 via ::1\"]\n";
+        let errors = parse(wrong_family).unwrap_err();
+        assert!(
+            errors[0].contains("via ::1: not of the address family"),
+            "{errors:?}"
+        );
+        let errors = parse("[xfr]\nsource = \"nowhere\"\n").unwrap_err();
+        assert!(
+            errors[0].contains("[xfr] source: nowhere is not"),
+            "{errors:?}"
         );
     }
 

@@ -304,6 +304,7 @@ mod tests {
                 addr: format!("192.0.2.{last}:53").parse().unwrap(),
                 key: None,
                 tls: None,
+                source: None,
             }],
             policy: ZonePolicy {
                 allow_transfer: allow,

@@ -53,6 +53,14 @@ pub enum CtlCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Read the configuration file again and apply it without a restart:
+    /// zones (primary and secondary) added and removed, primaries and
+    /// transfer settings changed; other zones are not touched. Prints
+    /// what changed ("no change" if nothing did) and the settings that
+    /// wait for a restart (listeners, workers, ...). Exits 1 if the file
+    /// has errors (the running configuration stays) or a new zone failed
+    /// to load. SIGHUP does the same, without the answer.
+    Reconfigure,
     /// Transfer a secondary zone in full (AXFR) now, and wait until it is
     /// served. Exits 1 if no primary gave it (with each reason).
     Retransfer {
@@ -98,6 +106,7 @@ impl CtlCommand {
                 force: *force,
                 ..Request::new("reload")
             },
+            CtlCommand::Reconfigure => Request::new("reconfigure"),
             CtlCommand::Retransfer { zone } => one_zone("retransfer", zone),
             CtlCommand::Refresh { zone } => one_zone("refresh", zone),
             CtlCommand::Notify { zone } => one_zone("notify", zone),
@@ -318,7 +327,10 @@ fn secondary_table(data: &Value) -> String {
                 transferred,
                 refresh,
                 expire,
-                text_of(&p["address"]),
+                match p["source"].as_str() {
+                    Some(source) => format!("{} via {source}", text_of(&p["address"])),
+                    None => text_of(&p["address"]),
+                },
                 reachable.into(),
                 text_of(&p["tsig_key"]),
                 match p["backoff_until"].as_u64() {

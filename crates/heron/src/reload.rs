@@ -76,6 +76,9 @@ pub struct Reconfigured {
     pub policies: HashMap<Name, ZonePolicy>,
     /// Zones no longer configured: to stop serving.
     pub removed: Vec<Name>,
+    /// Zone files newly configured, and those given another file.
+    pub added: Vec<Name>,
+    pub refiled: Vec<Name>,
     /// The secondary zones configured now (see [`crate::secondary::Running`]).
     pub secondaries: Vec<SecondaryZone>,
     /// The catalog zones to generate now.
@@ -90,8 +93,18 @@ pub struct Outcome {
     pub loaded: usize,
     pub unchanged: usize,
     pub failed: usize,
+    /// Zones from files newly configured.
+    pub added: Vec<Name>,
     /// Zones no longer in the configuration, no longer served.
-    pub removed: usize,
+    pub removed: Vec<Name>,
+    /// Zones from files given another file or other transfer settings.
+    pub changed: Vec<Name>,
+    /// Secondary zones given other transfer settings (ACLs, NOTIFY
+    /// targets); those given other primaries are `secondaries.repointed`.
+    pub changed_secondaries: Vec<Name>,
+    /// Parts of the configuration that changed since the start and wait
+    /// for a restart.
+    pub needs_restart: Vec<&'static str>,
     /// Secondary zones added, removed and re-pointed.
     pub secondaries: crate::secondary::SecondaryChanges,
     /// The configuration file had errors: nothing was changed.
@@ -111,17 +124,55 @@ impl Outcome {
             "{} zones re-read, {} unchanged, {} failed",
             self.loaded, self.unchanged, self.failed
         );
-        if self.removed > 0 {
-            line.push_str(&format!(", {} removed", self.removed));
+        if !self.removed.is_empty() {
+            line.push_str(&format!(", {} removed", self.removed.len()));
         }
         let secondaries = &self.secondaries;
         if *secondaries != Default::default() {
             line.push_str(&format!(
                 "; secondary zones: {} added, {} removed, {} re-pointed",
-                secondaries.added, secondaries.removed, secondaries.repointed
+                secondaries.added.len(),
+                secondaries.removed.len(),
+                secondaries.repointed.len()
             ));
         }
         line
+    }
+
+    /// What the configuration read again changed, for a person: each
+    /// zone added, removed or changed by name, or "no change"; then the
+    /// parts that wait for a restart.
+    pub fn configuration_changes(&self) -> String {
+        let names = |zones: &[Name]| {
+            let mut names: Vec<String> = zones.iter().map(|z| z.to_string()).collect();
+            names.sort();
+            names.join(" ")
+        };
+        let secondaries = &self.secondaries;
+        let lists = [
+            ("primary zones added", &self.added),
+            ("primary zones removed", &self.removed),
+            ("primary zones changed", &self.changed),
+            ("secondary zones added", &secondaries.added),
+            ("secondary zones removed", &secondaries.removed),
+            ("secondary zones re-pointed", &secondaries.repointed),
+            ("secondary zones changed", &self.changed_secondaries),
+        ];
+        let mut parts: Vec<String> = (lists.iter())
+            .filter(|(_, zones)| !zones.is_empty())
+            .map(|(what, zones)| format!("{what}: {}", names(zones)))
+            .collect();
+        if self.loaded > self.added.len() {
+            let files = self.loaded - self.added.len();
+            parts.push(format!("{files} changed zone files re-read"));
+        }
+        if parts.is_empty() {
+            parts.push("no change".into());
+        }
+        if !self.needs_restart.is_empty() {
+            parts.push(format!("needs restart: {}", self.needs_restart.join(", ")));
+        }
+        parts.join("; ")
     }
 
     /// Whether everything asked was done.
@@ -188,6 +239,17 @@ impl ZoneFiles {
         let left_for_restart = settings.restart_only.changed_since(&source.restart_only);
         let mut specs = settings.zones;
         specs.extend(source.extra_zones.iter().cloned());
+        let before: HashMap<Name, PathBuf> = (self.entries.iter())
+            .map(|e| (e.spec.origin.to_lowercase(), e.spec.file.clone()))
+            .collect();
+        let (mut added, mut refiled) = (Vec::new(), Vec::new());
+        for spec in &specs {
+            match before.get(&spec.origin.to_lowercase()) {
+                None => added.push(spec.origin.clone()),
+                Some(file) if *file != spec.file => refiled.push(spec.origin.clone()),
+                Some(_) => {}
+            }
+        }
         let secondaries: HashSet<Name> = settings
             .secondaries
             .iter()
@@ -217,6 +279,8 @@ impl ZoneFiles {
         Ok(Some(Reconfigured {
             policies: settings.policies,
             removed,
+            added,
+            refiled,
             secondaries: settings.secondaries,
             catalogs: settings.generated_catalogs,
             left_for_restart,
@@ -246,6 +310,11 @@ impl ZoneFiles {
             });
         }
         before.into_values().map(|e| e.spec.origin).collect()
+    }
+
+    /// Whether the server has a configuration file to read again.
+    pub fn has_config(&self) -> bool {
+        self.config.is_some()
     }
 
     /// Whether `origin` is configured from a zone file.

@@ -257,13 +257,18 @@ pub struct Running {
 /// What [`Running::reconfigure`] did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct SecondaryChanges {
-    pub added: usize,
-    pub removed: usize,
+    pub added: Vec<Name>,
+    pub removed: Vec<Name>,
     /// Given other primaries or another file.
-    pub repointed: usize,
+    pub repointed: Vec<Name>,
 }
 
 impl Running {
+    /// Whether `origin` (lower-cased) is one of the secondary zones.
+    pub fn runs(&self, origin: &Name) -> bool {
+        self.zones.contains_key(origin)
+    }
+
     /// Makes `wanted` the secondary zones, in the catalog `next` about to
     /// be served: new ones start (from their kept copy, or the version
     /// served now, if any), those no longer wanted stop and are no longer
@@ -290,11 +295,11 @@ impl Running {
             .collect();
         let mut to_delete = Vec::new();
         for origin in gone {
+            changes.removed.push(self.zones[&origin].origin.clone());
             let file = self.stop(&origin, next, primary, &from_files);
             if let Some(file) = file.filter(|_| !self.keep_removed) {
                 to_delete.push(file);
             }
-            changes.removed += 1;
         }
         let mut added = Vec::new();
         for (origin, zone) in wanted.drain() {
@@ -310,12 +315,12 @@ impl Running {
                         self.consumers.disown(&origin);
                         primary.set_member_policy(&origin, None);
                     }
+                    changes.repointed.push(zone.origin.clone());
                     self.repoint(zone, next);
-                    changes.repointed += 1;
                 }
                 None => {
+                    changes.added.push(zone.origin.clone());
                     added.push(zone);
-                    changes.added += 1;
                 }
             }
         }

@@ -645,6 +645,7 @@ pub(crate) async fn reload(
         Some(zones) => tracing::info!("{asked_by}: reloading {} zone(s)", zones.len()),
     }
     notify::reloading();
+    let whole = selection.zones.is_none();
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
     let work = background::run("reload", move || {
@@ -665,21 +666,35 @@ pub(crate) async fn reload(
         let mut removed = Vec::new();
         let mut secondaries = None;
         let mut catalogs = None;
+        let mut listed = Default::default();
         if let Some(new) = reconfigured {
             new.left_for_restart.iter().for_each(|part| {
                 tracing::warn!(
                     "{part} changed in the configuration: it takes effect at the next restart"
                 )
             });
+            let (changed, changed_secondaries) = settings_changed(&xfr, &new, &files);
             // Before the new zones are served: their transfers and
             // NOTIFYs follow the settings they came with.
             xfr.primary.set_policies(new.policies);
             removed = new.removed;
             secondaries = Some(new.secondaries);
             catalogs = Some(new.catalogs);
+            listed = (
+                new.added,
+                changed,
+                changed_secondaries,
+                new.left_for_restart,
+            );
         }
         let (mut next, mut outcome) =
             files.load_selected(&current, selection.zones.as_ref(), selection.force);
+        (
+            outcome.added,
+            outcome.changed,
+            outcome.changed_secondaries,
+            outcome.needs_restart,
+        ) = listed;
         if let (Some(wanted), Some(running)) =
             (secondaries, xfr.secondaries.lock().unwrap().as_mut())
         {
@@ -693,7 +708,7 @@ pub(crate) async fn reload(
             xfr.primary.forget(origin);
             tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
         }
-        outcome.removed = removed.len();
+        outcome.removed = removed;
         // After the removals: a zone that became a catalog is replaced.
         if let Some(catalogs) = &catalogs {
             catalog_producer::update(catalogs, &mut next);
@@ -713,14 +728,69 @@ pub(crate) async fn reload(
     let (outcome, changed, swap) = work.await;
     transfers.notify(&changed);
     let took = started.elapsed();
+    let changes = match whole && !outcome.config_failed {
+        true => format!(" ({})", outcome.configuration_changes()),
+        false => String::new(),
+    };
     tracing::info!(
-        "reload done in {} ms, swapped in {} us: {}",
+        "reload done in {} ms, swapped in {} us: {}{changes}",
         took.as_millis(),
         swap.as_micros(),
         outcome.summary()
     );
     notify::ready();
     (outcome, took)
+}
+
+/// The zones configured before and now, in the same role, whose
+/// transfer settings differ: primary zones (those given another file
+/// too) and secondary zones.
+fn settings_changed(
+    xfr: &Transfers,
+    new: &crate::reload::Reconfigured,
+    files: &ZoneFiles,
+) -> (Vec<Name>, Vec<Name>) {
+    let wanted: std::collections::HashSet<Name> = (new.secondaries.iter())
+        .map(|z| z.origin.to_lowercase())
+        .collect();
+    let running = xfr.secondaries.lock().unwrap();
+    let kept_secondary =
+        |o: &Name| wanted.contains(o) && running.as_ref().is_some_and(|r| r.runs(o));
+    let kept_primary = |o: &Name| files.configures(o) && !new.added.contains(o);
+    let changed = policies_changed(&xfr.primary.policies(), &new.policies, |o| {
+        kept_primary(o) || kept_secondary(o)
+    });
+    let (mut primaries, secondaries): (Vec<Name>, Vec<Name>) =
+        changed.into_iter().partition(|o| files.configures(o));
+    for origin in &new.refiled {
+        if !primaries.contains(origin) {
+            primaries.push(origin.clone());
+        }
+    }
+    (primaries, secondaries)
+}
+
+/// The zones `still_configured` whose transfer settings (ACLs, NOTIFY
+/// targets, journal) differ. A zone with the default settings has no
+/// entry.
+fn policies_changed(
+    before: &HashMap<Name, Arc<ZonePolicy>>,
+    now: &HashMap<Name, ZonePolicy>,
+    still_configured: impl Fn(&Name) -> bool,
+) -> Vec<Name> {
+    let closed = ZonePolicy::default();
+    let origins: std::collections::HashSet<Name> = (before.keys().chain(now.keys()))
+        .map(Name::to_lowercase)
+        .collect();
+    let mut changed: Vec<Name> = (origins.into_iter())
+        .filter(|origin| {
+            let old = before.get(origin).map_or(&closed, |p| &**p);
+            let new = now.get(origin).unwrap_or(&closed);
+            old != new && still_configured(origin)
+        })
+        .collect();
+    changed.sort_by_key(|o| o.to_string());
+    changed
 }
 
 /// Which zones a reload reads.

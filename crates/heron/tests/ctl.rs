@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use heron_testkit::process::ServerProcess;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn heron() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_heron"))
@@ -235,7 +235,7 @@ fn secondary_zones_show_their_timers_and_are_refreshed_and_retransferred_on_dema
     let dead = nobody.local_addr().unwrap().to_string();
     drop(nobody);
     let secondaries = [
-        ("s.test", primary.addr().to_string()),
+        ("s.test", format!("{} via 127.0.0.2", primary.addr())),
         ("dead.test", dead.clone()),
     ];
     let port = heron_testkit::process::free_port();
@@ -255,6 +255,16 @@ fn secondary_zones_show_their_timers_and_are_refreshed_and_retransferred_on_dema
     assert_eq!(up["address"], primary.addr().to_string(), "{row}");
     assert_eq!(up["reachable"], true, "{row}");
     assert_eq!(up["tsig_key"], Value::Null, "{row}");
+    assert_eq!(up["source"], "127.0.0.2", "{row}");
+    let asked_from = primary
+        .seen()
+        .iter()
+        .map(|s| s.from.unwrap().ip())
+        .collect::<Vec<_>>();
+    assert!(
+        asked_from.iter().all(|ip| ip.to_string() == "127.0.0.2"),
+        "{asked_from:?}"
+    );
 
     let axfrs = primary.count(RType::AXFR);
     let (code, out, err) = ctl(&socket, &["retransfer", "s.test"]);
@@ -293,7 +303,7 @@ fn secondary_zones_show_their_timers_and_are_refreshed_and_retransferred_on_dema
     // The table shows the secondary's primaries.
     let (_, out, _) = ctl(&socket, &["zone-status", "s.test"]);
     assert!(
-        out.contains("PRIMARY") && out.contains(&primary.addr().to_string()),
+        out.contains("PRIMARY") && out.contains(&format!("{} via 127.0.0.2", primary.addr())),
         "{out}"
     );
 }
@@ -434,4 +444,219 @@ fn a_generated_catalog_is_shown_as_one_and_is_not_reloaded_alone() {
         ),
         "{out}{err}"
     );
+}
+
+/// The response code of an SOA query for `zone` over UDP.
+fn soa_rcode(server: std::net::SocketAddr, zone: &str) -> u8 {
+    use heron_testkit::{QueryOpts, build_query, query_udp};
+    let name = heron_proto::Name::parse(zone).unwrap();
+    let query = build_query(&name, heron_proto::RType::SOA, &QueryOpts::default());
+    query_udp(server, &query)[3] & 0x0f
+}
+
+const NOERROR: u8 = 0;
+const REFUSED: u8 = 5;
+
+/// `secondary_config` with the primary zones `primaries` (from files in
+/// `dir`) added.
+fn config_with(
+    dir: &Path,
+    socket: &Path,
+    port: u16,
+    primaries: &[&str],
+    secondaries: &[(&str, String)],
+) -> String {
+    let mut config = secondary_config(dir, socket, port, secondaries);
+    for origin in primaries {
+        let file = dir.join(format!("{origin}.zone"));
+        std::fs::write(&file, zone_text(3, "")).unwrap();
+        config += &format!(
+            "[[zone]]\norigin = \"{origin}\"\nfile = \"{}\"\n",
+            file.display()
+        );
+    }
+    config
+}
+
+#[test]
+fn reconfigure_adds_and_removes_primary_and_secondary_zones_and_reports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    let upstream = heron_testkit::FakePrimary::start(&["s.test", "t.test"], 1);
+    let port = heron_testkit::process::free_port();
+    let at = |origin| (origin, upstream.addr().to_string());
+    let config = config_with(dir.path(), &socket, port, &["p.test"], &[at("s.test")]);
+    let server = ServerProcess::heron_on_port(&heron(), port, "ready.test", &config).unwrap();
+    let addr = server.addr();
+    row_when(&socket, "s.test", |r| r["serial"] == 1);
+    assert_eq!(soa_rcode(addr, "q.test"), REFUSED);
+
+    // p.test and s.test go, q.test and t.test come.
+    let config = config_with(dir.path(), &socket, port, &["q.test"], &[at("t.test")]);
+    std::fs::write(server.dir().join("heron.toml"), &config).unwrap();
+    let data = ctl_json(&socket, &["reconfigure"]);
+    assert_eq!(
+        data["added"],
+        json!({"primary": ["q.test."], "secondary": ["t.test."]})
+    );
+    assert_eq!(
+        data["removed"],
+        json!({"primary": ["p.test."], "secondary": ["s.test."]})
+    );
+    let none = json!({"primary": [], "secondary": []});
+    assert_eq!(data["changed"], none, "{data}");
+    assert_eq!(data["needs_restart"], json!([]), "{data}");
+    assert_eq!(
+        soa_rcode(addr, "q.test"),
+        NOERROR,
+        "served when ctl returns"
+    );
+    assert_eq!(soa_rcode(addr, "p.test"), REFUSED);
+    assert_eq!(soa_rcode(addr, "s.test"), REFUSED);
+    assert_eq!(soa_rcode(addr, "ready.test"), NOERROR, "untouched");
+    row_when(&socket, "t.test", |r| r["serial"] == 1);
+    assert_eq!(soa_rcode(addr, "t.test"), NOERROR);
+
+    let (code, out, err) = ctl(&socket, &["reconfigure"]);
+    assert_eq!((code, out.as_str()), (Some(0), "ok: no change\n"), "{err}");
+
+    // SIGHUP does the same, and logs what changed.
+    std::fs::write(dir.path().join("r.test.zone"), zone_text(3, "")).unwrap();
+    std::fs::write(
+        server.dir().join("heron.toml"),
+        config.replace("q.test", "r.test"),
+    )
+    .unwrap();
+    server.reload();
+    assert!(server.wait_for_log("(primary zones added: r.test.; primary zones removed: q.test.)"));
+    assert_eq!(soa_rcode(addr, "r.test"), NOERROR);
+    std::fs::write(server.dir().join("heron.toml"), &config).unwrap();
+    server.reload();
+    assert!(server.wait_for_log("(primary zones added: q.test.; primary zones removed: r.test.)"));
+    assert_eq!(soa_rcode(addr, "q.test"), NOERROR);
+
+    // Other transfer settings change the zone, and only it.
+    let allow = "\"\nallow-transfer = [\"127.0.0.1\"]\n";
+    let config = (config.replace("q.test.zone\"\n", &format!("q.test.zone{allow}")))
+        .replace("t.test.kept\"\n", &format!("t.test.kept{allow}"));
+    std::fs::write(server.dir().join("heron.toml"), &config).unwrap();
+    let (code, out, _) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(
+        out,
+        "ok: primary zones changed: q.test.; secondary zones changed: t.test.\n"
+    );
+
+    // Listeners and workers wait for a restart, and say so.
+    let more_workers = config.replace("workers = 1", "workers = 2");
+    std::fs::write(server.dir().join("heron.toml"), &more_workers).unwrap();
+    let (code, out, _) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(out, "ok: no change; needs restart: [server] workers\n");
+
+    // A file with errors changes nothing, and says where it is wrong.
+    let broken = format!("{more_workers}[[zone]]\norigin = \"r.test\"\nnot-a-key = 1\n");
+    std::fs::write(server.dir().join("heron.toml"), broken).unwrap();
+    let (code, out, _) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.starts_with("error: the configuration file has errors"),
+        "{out}"
+    );
+    assert!(
+        out.contains("heron.toml") && out.contains("not-a-key"),
+        "{out}"
+    );
+    for zone in ["q.test", "t.test", "ready.test"] {
+        assert_eq!(soa_rcode(addr, zone), NOERROR, "{zone} still served");
+    }
+}
+
+/// The JSON log lines of `log` whose message contains `text`.
+fn log_lines(log: &str, text: &str) -> Vec<Value> {
+    (log.lines())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["message"].as_str().is_some_and(|m| m.contains(text)))
+        .collect()
+}
+
+/// Each zone event is one log line with the zone and the peer as fields
+/// (issue 26, "Logs"): loaded (the file), transferred out and in,
+/// refused transfer, NOTIFY received. Expiry: `tests/secondary.rs`.
+#[test]
+fn zone_events_are_logged_one_line_each_with_zone_and_peer() {
+    use heron_testkit::process::free_port;
+    use heron_testkit::{QueryOpts, build_query, query_tcp};
+    let dir = tempfile::tempdir().unwrap();
+    let (primary_port, secondary_port) = (free_port(), free_port());
+    let file = dir.path().join("n.zone");
+    std::fs::write(&file, zone_text(5, "")).unwrap();
+    let json_logs = "[log]\nformat = \"json\"\n";
+    let primary_config = format!(
+        "{json_logs}[server]\nlisten = [\"127.0.0.1:{primary_port}\"]\nworkers = 1\n\
+         [[zone]]\norigin = \"n.test\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n\
+         notify = [\"127.0.0.1:{secondary_port}\"]\n\
+         [[zone]]\norigin = \"closed.test\"\nfile = \"{}\"\n",
+        file.display(),
+        file.display()
+    );
+    let primary =
+        ServerProcess::heron_on_port(&heron(), primary_port, "n.test", &primary_config).unwrap();
+    let socket = dir.path().join("secondary.sock");
+    let secondaries = [("n.test", format!("127.0.0.1:{primary_port}"))];
+    let config = secondary_config(dir.path(), &socket, secondary_port, &secondaries);
+    let secondary = ServerProcess::heron_on_port(
+        &heron(),
+        secondary_port,
+        "ready.test",
+        &(json_logs.to_owned() + &config),
+    )
+    .unwrap();
+    row_when(&socket, "n.test", |r| r["serial"] == 5);
+    let (code, out, _) = ctl(&socket, &["retransfer", "n.test"]);
+    assert_eq!(code, Some(0), "{out}");
+    let closed = heron_proto::Name::parse("closed.test").unwrap();
+    let axfr = build_query(&closed, heron_proto::RType::AXFR, &QueryOpts::default());
+    assert_eq!(query_tcp(primary.addr(), &axfr)[3] & 0x0f, REFUSED);
+    // The primary NOTIFYs its secondary of a new serial.
+    std::fs::write(&file, zone_text(6, "")).unwrap();
+    primary.reload();
+    row_when(&socket, "n.test", |r| r["serial"] == 6);
+
+    let secondary_ip = "127.0.0.1";
+    let events = [
+        (&primary, "zone loaded", "n.test.", None),
+        (&primary, "AXFR of n.test.", "n.test.", Some(secondary_ip)),
+        (
+            &primary,
+            "for closed.test. refused",
+            "closed.test.",
+            Some(secondary_ip),
+        ),
+        (
+            &secondary,
+            "zone transferred in",
+            "n.test.",
+            Some(secondary_ip),
+        ),
+        (
+            &secondary,
+            "NOTIFY for n.test.",
+            "n.test.",
+            Some(secondary_ip),
+        ),
+    ];
+    for (server, text, zone, peer) in events {
+        let log = server.log();
+        let lines = log_lines(&log, text);
+        assert!(!lines.is_empty(), "no '{text}' in {log}");
+        assert!(lines.iter().any(|l| l["zone"] == zone), "{text}: {log}");
+        for line in lines {
+            assert!(line["zone"].as_str().is_some(), "{line}");
+            match peer {
+                Some(ip) => assert!(line["peer"].as_str().unwrap().starts_with(ip), "{line}"),
+                None => assert!(line["file"].as_str().unwrap().ends_with("n.zone"), "{line}"),
+            }
+        }
+    }
 }

@@ -630,7 +630,12 @@ fn an_expired_zone_answers_servfail_until_its_primary_returns() {
         "never expired: {}",
         heron.log()
     );
-    assert!(heron.log().contains("expired"), "{}", heron.log());
+    let log = heron.log();
+    let expired = log.lines().find(|l| l.contains("zone expired")).unwrap();
+    assert!(
+        expired.contains("zone=xfr.test.") && expired.contains(&format!("peer={}", primary.addr())),
+        "one line with the zone and the primary: {log}"
+    );
     assert_eq!(
         rcode(sec, "other.test"),
         Some(Rcode::REFUSED),
@@ -1100,4 +1105,97 @@ fn keep_removed_keeps_the_copy_of_a_removed_secondary_zone() {
         heron.log()
     );
     assert_eq!(kept_serial(&kept), Some(1), "kept");
+}
+
+/// Source addresses (issue 27): a primary whose ACL allows only
+/// 127.0.0.2 gives the zone to a secondary with `[xfr] source =
+/// "127.0.0.2"` and refuses one without it; its NOTIFYs leave from
+/// 127.0.0.3 (`via`), the only address the secondary takes them from.
+#[test]
+fn transfers_and_notifies_leave_from_their_source_addresses() {
+    let dir = work_dir("source");
+    let zone_file = dir.join("primary.zone");
+    std::fs::write(&zone_file, zone_text(1, "")).unwrap();
+    let (primary_port, secondary_port, plain_port) = (free_port(), free_port(), free_port());
+    let primary_conf = primary_config(primary_port, &zone_file, secondary_port)
+        .replace("127.0.0.1 key", "127.0.0.2 key")
+        .replace(
+            &format!("{secondary_port} key {KEY}"),
+            &format!("{secondary_port} key {KEY} via 127.0.0.3"),
+        );
+    let primary = start(primary_port, &primary_conf);
+    let notify_acl = format!("allow-notify = [\"127.0.0.3 key {KEY}\"]\n");
+    let config = secondary_config(
+        secondary_port,
+        primary.addr(),
+        &dir.join("k"),
+        "[xfr]\nsource = \"127.0.0.2\"\n",
+    ) + &notify_acl;
+    let secondary = start(secondary_port, &config);
+    let sec = secondary.addr();
+    assert_eq!(
+        zone_serial(sec, ORIGIN),
+        Some(1),
+        "transferred from 127.0.0.2"
+    );
+
+    // Without the source address: refused by the primary, nothing served.
+    let plain = secondary_config(plain_port, primary.addr(), &dir.join("plain.kept"), "");
+    let log = run_until_logged(&plain, &dir.join("plain.toml"), "refresh from");
+    assert!(log.contains("REFUSED"), "{log}");
+    assert!(!dir.join("plain.kept").exists(), "nothing kept: {log}");
+
+    // The primary's NOTIFY comes from 127.0.0.3 and is taken.
+    std::fs::write(&zone_file, zone_text(2, "")).unwrap();
+    primary.reload();
+    assert!(
+        eventually(|| zone_serial(sec, ORIGIN) == Some(2)),
+        "{}",
+        secondary.log()
+    );
+    assert!(
+        secondary
+            .log()
+            .contains("NOTIFY for xfr.test. from 127.0.0.3:"),
+        "{}",
+        secondary.log()
+    );
+    // Signed and from elsewhere: refused for the address.
+    let elsewhere = notify_from(LOCALHOST, sec, ORIGIN, Some(SECRET));
+    assert_eq!(elsewhere, Rcode::REFUSED, "only from 127.0.0.3");
+    drop((secondary, primary));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The same over IPv6: a primary (also on [::1]) that allows only ::1,
+/// reached from the `[xfr] source` of that family.
+#[test]
+fn an_ipv6_primary_is_reached_from_the_ipv6_source_address() {
+    let dir = work_dir("source6");
+    let zone_file = dir.join("primary.zone");
+    std::fs::write(&zone_file, zone_text(1, "")).unwrap();
+    let (primary_port, secondary_port) = (free_port(), free_port());
+    let primary_conf = primary_config(primary_port, &zone_file, secondary_port)
+        .replace(
+            &format!("listen = [\"127.0.0.1:{primary_port}\""),
+            &format!("listen = [\"127.0.0.1:{primary_port}\", \"[::1]:{primary_port}\""),
+        )
+        .replace("127.0.0.1 key", "::1 key");
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("skipped: no IPv6 loopback");
+        return;
+    }
+    let primary = start(primary_port, &primary_conf);
+    let v6: SocketAddr = format!("[::1]:{primary_port}").parse().unwrap();
+    let sources = "[xfr]\nsource = [\"127.0.0.2\", \"::1\"]\n";
+    let config = secondary_config(secondary_port, v6, &dir.join("k"), sources);
+    let secondary = start(secondary_port, &config);
+    assert_eq!(
+        zone_serial(secondary.addr(), ORIGIN),
+        Some(1),
+        "{}",
+        primary.log()
+    );
+    drop((secondary, primary));
+    std::fs::remove_dir_all(dir).unwrap();
 }

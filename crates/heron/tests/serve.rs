@@ -849,9 +849,11 @@ fn reload_applies_zones_added_and_removed_in_the_configuration() {
     std::fs::write(&config_file, config(port, &both[1..], "2")).unwrap();
     let (code, out, _) = reload();
     assert_eq!(code, Some(0), "{out}");
-    assert!(eventually(|| server.log().contains(
-        "[server] changed in the configuration: it takes effect at the next restart"
-    )));
+    assert!(eventually(|| {
+        server.log().contains(
+        "[server] (answering settings) changed in the configuration: it takes effect at the next restart"
+    )
+    }));
 }
 
 /// `heron doctor` reads this machine's settings and says, for each, what

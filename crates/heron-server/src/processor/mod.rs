@@ -586,14 +586,16 @@ impl Processor {
         if let Refusal::QueryDenied(_) = refusal {
             // As common as queries can be: not worth a warning each.
             tracing::debug!("{refusal} from {} refused", d.req.peer);
-        } else {
-            self.warn_limited(refusal, d.req.now, || {
-                let qname = d.q.qname_lower.to_name();
-                format!(
-                    "{refusal} from {} for {qname} refused ({rcode})",
-                    d.req.peer
-                )
-            });
+        } else if let Some(due) = self.log.admit(refusal.log_reason(), d.req.now) {
+            // The zone and the peer as fields too, for logs read as JSON.
+            let qname = d.q.qname_lower.to_name();
+            let peer = d.req.peer;
+            tracing::warn!(
+                zone = %qname,
+                %peer,
+                "{refusal} from {peer} for {qname} refused ({rcode}){}",
+                due.tail()
+            );
         }
         d.header_response(rcode, false, out);
         if let Refusal::QueryDenied(_) = refusal {

@@ -10,6 +10,8 @@ use super::{Deferred, Event, NotifyReceived};
 pub(super) fn accept(d: &Deferred, origin: Name, out: &mut Vec<u8>, events: &mut Vec<Event>) {
     let serial = soa_serial_in(d.req.bytes, |m: &Message| &m.answers);
     tracing::info!(
+        zone = %origin,
+        peer = %d.req.peer,
         "NOTIFY for {origin} from {} (serial {})",
         d.req.peer,
         serial.map_or("-".into(), |s| s.to_string())

@@ -8,7 +8,7 @@ pub mod notify;
 pub mod transfer;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -22,11 +22,14 @@ use crate::journal;
 use crate::journal::files::{self as journal_files, History, JournalWriter};
 use crate::serial;
 
-/// A secondary to notify of new serials, with the TSIG key to sign with.
+/// A secondary to notify of new serials, with the TSIG key to sign with
+/// and the local address to send from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NotifyTarget {
     pub addr: SocketAddr,
     pub key: Option<Name>,
+    /// None: the kernel's choice.
+    pub source: Option<IpAddr>,
 }
 
 /// The transfer settings of one zone.

@@ -7,7 +7,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -100,11 +100,10 @@ impl Notifier {
             },
             None => None,
         };
-        let outcome =
-            match exchange(origin, soa, target.addr, key.as_ref(), self.first_timeout).await {
-                Ok(outcome) => outcome,
-                Err(e) => Outcome::Failed(e.to_string()),
-            };
+        let outcome = match exchange(origin, soa, target, key.as_ref(), self.first_timeout).await {
+            Ok(outcome) => outcome,
+            Err(e) => Outcome::Failed(e.to_string()),
+        };
         let acknowledged = outcome == Outcome::Answered(Rcode::NOERROR);
         self.stats.notify_out(origin, acknowledged);
         outcome
@@ -130,16 +129,20 @@ fn log_outcome(origin: &Name, target: &NotifyTarget, outcome: &Outcome) {
 async fn exchange(
     origin: &Name,
     soa: &(u32, Vec<u8>),
-    addr: SocketAddr,
+    target: &NotifyTarget,
     key: Option<&Key>,
     first_timeout: Duration,
 ) -> std::io::Result<Outcome> {
-    let local: SocketAddr = if addr.is_ipv4() {
-        (Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (Ipv6Addr::UNSPECIFIED, 0).into()
+    let addr = target.addr;
+    let any: IpAddr = match addr {
+        SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
     };
-    let socket = UdpSocket::bind(local).await?;
+    let local = SocketAddr::new(target.source.unwrap_or(any), 0);
+    let socket = UdpSocket::bind(local).await.map_err(|e| {
+        let what = format!("cannot bind source address {}: {e}", local.ip());
+        std::io::Error::new(e.kind(), what)
+    })?;
     let mut wait = first_timeout;
     let mut buf = vec![0u8; 65535];
     for _ in 0..TRIES {
@@ -251,7 +254,11 @@ mod tests {
         let fake = tokio::spawn(secondary(socket, 2));
         let notifier =
             Notifier::new(Arc::new(Vec::new())).with_first_timeout(Duration::from_millis(50));
-        let target = NotifyTarget { addr, key: None };
+        let target = NotifyTarget {
+            addr,
+            key: None,
+            source: None,
+        };
         let origin = Name::parse("n.test").unwrap();
         let outcome = notifier.notify(&origin, &soa(), &target).await;
         assert_eq!(outcome, Outcome::Answered(Rcode::NOERROR));
@@ -265,7 +272,11 @@ mod tests {
         let fake = tokio::spawn(secondary(socket, usize::MAX));
         let notifier =
             Notifier::new(Arc::new(Vec::new())).with_first_timeout(Duration::from_millis(10));
-        let target = NotifyTarget { addr, key: None };
+        let target = NotifyTarget {
+            addr,
+            key: None,
+            source: None,
+        };
         let outcome = notifier
             .notify(&Name::parse("n.test").unwrap(), &soa(), &target)
             .await;
@@ -274,11 +285,52 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_notify_comes_from_its_source_address() {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let target = NotifyTarget {
+            addr: socket.local_addr().unwrap(),
+            key: None,
+            source: Some("127.0.0.3".parse().unwrap()),
+        };
+        let notifier = Notifier::new(Arc::new(Vec::new()));
+        let origin = Name::parse("n.test").unwrap();
+        let sending = tokio::spawn(async move { notifier.notify(&origin, &soa(), &target).await });
+        let mut buf = [0u8; 512];
+        let (n, from) = socket.recv_from(&mut buf).await.unwrap();
+        assert_eq!(from.ip().to_string(), "127.0.0.3");
+        buf[2] |= 0x80;
+        socket.send_to(&buf[..n], from).await.unwrap();
+        assert_eq!(sending.await.unwrap(), Outcome::Answered(Rcode::NOERROR));
+
+        let not_ours = NotifyTarget {
+            source: Some("192.0.2.77".parse().unwrap()),
+            ..target_of(socket.local_addr().unwrap())
+        };
+        let notifier = Notifier::new(Arc::new(Vec::new()));
+        let outcome = notifier
+            .notify(&Name::parse("n.test").unwrap(), &soa(), &not_ours)
+            .await;
+        assert!(
+            matches!(outcome, Outcome::Failed(ref why) if why.contains("source address 192.0.2.77")),
+            "{outcome:?}"
+        );
+    }
+
+    fn target_of(addr: SocketAddr) -> NotifyTarget {
+        NotifyTarget {
+            addr,
+            key: None,
+            source: None,
+        }
+    }
+
+    #[tokio::test]
     async fn an_unknown_key_fails_without_sending() {
         let notifier = Notifier::new(Arc::new(Vec::new()));
         let target = NotifyTarget {
             addr: "127.0.0.1:9".parse().unwrap(),
             key: Some(Name::parse("missing.key").unwrap()),
+            source: None,
         };
         let outcome = notifier
             .notify(&Name::parse("n.test").unwrap(), &soa(), &target)

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ use heron_proto::tsig::{self, Key, KeyRing, ResponseVerifier, TsigError};
 use heron_proto::writer::{Section, Writer};
 use heron_proto::{Class, Name, RType, Rcode, rdata};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, timeout};
 
@@ -32,23 +32,50 @@ use super::receive::{Exceeded, Outcome, Receiver, Request, TransferLimits, XfrEr
 use super::tls::{Stream, TlsClients, XotTrust};
 use crate::primary::notify::{random_id, unix_now};
 
-/// A primary to pull a zone from, the key to sign requests with, and
-/// whether to reach it over TLS.
+/// A primary to pull a zone from, the key to sign requests with,
+/// whether to reach it over TLS, and the local address to reach it from.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Upstream {
     pub addr: SocketAddr,
     pub key: Option<Name>,
     pub tls: Option<XotTrust>,
+    /// The source address of SOA queries and transfers (None: the
+    /// kernel's choice).
+    pub source: Option<IpAddr>,
 }
 
 /// What a pooled connection was made for: connections to one address
-/// are shared only under the same trust, so a connection checked for one
-/// name (or not checked at all) never serves a primary that asks for
-/// another check.
-type Route = (SocketAddr, Option<XotTrust>);
+/// are shared only under the same trust and from the same source, so a
+/// connection checked for one name (or not checked at all) never serves
+/// a primary that asks for another check, and a primary whose ACL allows
+/// one source address is never asked from another.
+type Route = (SocketAddr, Option<XotTrust>, Option<IpAddr>);
 
 fn route(up: &Upstream) -> Route {
-    (up.addr, up.tls.clone())
+    (up.addr, up.tls.clone(), up.source)
+}
+
+/// A TCP connection to `addr`, from `source` if given. The socket is
+/// bound with port 0 and `IP_BIND_ADDRESS_NO_PORT`, so the kernel picks
+/// the port at connect, for the 4-tuple: one source address reaches any
+/// number of primaries without holding a port of its own per connection
+/// from bind on (on kernels without the option, bind picks the port).
+pub async fn connect_from(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<TcpStream> {
+    let Some(source) = source else {
+        return TcpStream::connect(addr).await;
+    };
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    let _ = heron_sys::socket::bind_address_no_port(&socket);
+    socket.bind(SocketAddr::new(source, 0)).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot bind source address {source}: {e}"),
+        )
+    })?;
+    socket.connect(addr).await
 }
 
 /// Why an exchange with a primary failed.
@@ -338,7 +365,7 @@ impl Connections {
         // Those that waited while another connect to `up` failed.
         self.admit(up)?;
         let connect = async {
-            let tcp = TcpStream::connect(up.addr).await?;
+            let tcp = connect_from(up.addr, up.source).await?;
             tcp.set_nodelay(true)?;
             match &up.tls {
                 None => Ok(Stream::Tcp(tcp)),
@@ -468,12 +495,70 @@ enum Attempt {
 mod tests {
     use super::*;
 
+    /// SOA checks of many zones and their transfers, from a source
+    /// address: every request comes from it, over a few pooled
+    /// connections (the checks share one line).
+    #[tokio::test]
+    async fn checks_and_transfers_come_from_the_source_address_over_pooled_connections() {
+        let origins: Vec<String> = (0..200).map(|i| format!("z{i}.test")).collect();
+        let names: Vec<&str> = origins.iter().map(String::as_str).collect();
+        let primary = heron_testkit::FakePrimary::start(&names, 7);
+        for source in ["127.0.0.2", "127.0.0.3"] {
+            let up = Upstream {
+                addr: primary.addr(),
+                key: None,
+                tls: None,
+                source: Some(source.parse().unwrap()),
+            };
+            let conns = Arc::new(Connections::new(Arc::default(), 8, Duration::from_secs(10)));
+            let mut checks = tokio::task::JoinSet::new();
+            for origin in &origins {
+                let (conns, up) = (conns.clone(), up.clone());
+                let origin = Name::parse(origin).unwrap();
+                checks.spawn(async move {
+                    let serial = conns.soa_serial(&up, &origin).await.unwrap();
+                    let got = conns.transfer(&up, &origin, Request::Axfr).await.unwrap();
+                    (serial, matches!(got, Outcome::Full(_)))
+                });
+            }
+            for result in checks.join_all().await {
+                assert_eq!(result, (7, true));
+            }
+            // One line for the checks, at most `concurrency` for transfers.
+            assert!(conns.opened() <= 1 + 8, "{} connections", conns.opened());
+        }
+        let seen = primary.seen();
+        assert_eq!(seen.len(), 2 * 2 * origins.len());
+        let from = |ip: &str| {
+            let ip: IpAddr = ip.parse().unwrap();
+            seen.iter().filter(|s| s.from.unwrap().ip() == ip).count()
+        };
+        assert_eq!(from("127.0.0.2"), 2 * origins.len());
+        assert_eq!(from("127.0.0.3"), 2 * origins.len());
+    }
+
+    #[tokio::test]
+    async fn a_source_address_of_another_family_or_not_ours_fails_with_the_reason() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let not_ours: IpAddr = "192.0.2.77".parse().unwrap();
+        let e = connect_from(addr, Some(not_ours)).await.unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("cannot bind source address 192.0.2.77"),
+            "{e}"
+        );
+        let v6: IpAddr = "::1".parse().unwrap();
+        assert!(connect_from(addr, Some(v6)).await.is_err());
+    }
+
     #[test]
     fn pooled_connections_are_shared_only_under_the_same_trust() {
         let up = |tls: Option<XotTrust>| Upstream {
             addr: "192.0.2.1:853".parse().unwrap(),
             key: None,
             tls,
+            source: None,
         };
         let strict = |name: &str| Some(XotTrust::strict(name).unwrap());
         let routes = [
@@ -481,6 +566,10 @@ mod tests {
             route(&up(Some(XotTrust::Opportunistic))),
             route(&up(strict("ns1.example"))),
             route(&up(strict("ns2.example"))),
+            route(&Upstream {
+                source: Some("192.0.2.9".parse().unwrap()),
+                ..up(None)
+            }),
         ];
         for (i, a) in routes.iter().enumerate() {
             for b in &routes[i + 1..] {

@@ -52,6 +52,8 @@ pub struct ZoneReport {
 pub struct PrimaryReport {
     pub addr: std::net::SocketAddr,
     pub key: Option<Name>,
+    /// The address it is asked from, if configured.
+    pub source: Option<std::net::IpAddr>,
     /// Whether the last exchange with it worked; None before the first.
     pub reachable: Option<bool>,
     /// Until when it is left alone after failing, if it is.
@@ -360,9 +362,11 @@ impl Driver {
                 let Some(entry) = self.entry(zone) else {
                     return;
                 };
+                let primaries = entry.zone.primaries.iter().map(|p| p.addr.to_string());
                 tracing::error!(
                     zone = %entry.zone.origin,
                     catalog = entry.zone.catalog.as_ref().map(tracing::field::display),
+                    peer = %primaries.collect::<Vec<_>>().join(" "),
                     "zone expired: no answer from any primary; answering SERVFAIL"
                 );
                 ctx.publisher.expire(&entry.zone.origin);
@@ -557,6 +561,7 @@ impl Driver {
             let primaries = (entry.zone.primaries.iter().zip(&entry.primaries))
                 .map(|(up, seen)| PrimaryReport {
                     addr: up.addr,
+                    source: up.source,
                     key: up.key.clone(),
                     reachable: seen.reachable,
                     backoff_until: seen.backoff_until.filter(|&t| t > now).map(at),
@@ -727,6 +732,7 @@ mod tests {
                 addr: primary,
                 key: None,
                 tls: None,
+                source: None,
             }],
             file: file.to_path_buf(),
             catalog: None,

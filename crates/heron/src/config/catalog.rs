@@ -64,6 +64,13 @@ pub struct CatalogConfig {
     pub groups: BTreeMap<String, Template>,
 }
 
+impl CatalogConfig {
+    /// The default template and the groups'.
+    pub fn templates_mut(&mut self) -> impl Iterator<Item = &mut Template> {
+        self.default.iter_mut().chain(self.groups.values_mut())
+    }
+}
+
 /// A member zone template, resolved.
 #[derive(Clone, Debug)]
 pub struct Template {
