@@ -74,6 +74,23 @@ impl Fixture {
         samples(body)
     }
 
+    /// A scrape once every answer sent has its latency recorded: the UDP
+    /// path records a batch's latency after the send, so a client can
+    /// see its answer a moment before the count moves.
+    fn settled_scrape(&self) -> HashMap<String, f64> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let samples = self.scrape();
+            let count = |k: &str| samples.get(k).copied().unwrap_or(0.0);
+            let settled = count("heron_answer_latency_seconds_count")
+                == count("heron_response_size_bytes_count");
+            if settled || std::time::Instant::now() > deadline {
+                return samples;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     fn ctl_stats(&self) -> serde_json::Value {
         let out = Command::new(heron())
             .args(["ctl", "--socket"])
@@ -131,7 +148,7 @@ fn counters_move_by_exactly_the_queries_sent() {
     // The readiness check's bare TCP connection is accepted whenever the
     // server gets to it; a query answered on a later one means it has.
     heron_testkit::query_tcp(addr, &soa);
-    let before = f.scrape();
+    let before = f.settled_scrape();
     let ctl_before = f.ctl_stats();
 
     let missing = query(&format!("no-such-name.{ORIGIN}"), RType::A);
@@ -160,7 +177,7 @@ fn counters_move_by_exactly_the_queries_sent() {
         assert!(out.contains("NOERROR"), "{out}");
     }
 
-    let after = f.scrape();
+    let after = f.settled_scrape();
     let moved = |key: &str| moved(&before, &after, key);
     let queries = |transport: &str, qtype: &str| {
         moved(&format!(

@@ -151,10 +151,6 @@ impl Handler for Worker {
         let mut slots = Default::default();
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);
-        for i in 0..received {
-            let qtype = prepared.parsed(i).map(|q| q.qtype.0);
-            self.cells.query(Via::Udp, qtype);
-        }
         if let Some(limiter) = &mut self.limiter {
             limiter.start_batch();
         }
@@ -162,6 +158,8 @@ impl Handler for Worker {
         let screens = processor.screens();
         let tap = processor.tap();
         for i in 0..received {
+            let qtype = prepared.parsed(i).map(|q| q.qtype.0);
+            self.cells.query(Via::Udp, qtype);
             if screens {
                 match screen(
                     &self.service,
