@@ -36,6 +36,7 @@
 //! Every zone's next wake-up sits in one binary heap keyed by (when,
 //! zone), as in Knot's `zone/events/`, instead of a task per zone.
 
+pub mod notify_out;
 mod queue;
 #[cfg(test)]
 mod tests;
