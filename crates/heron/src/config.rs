@@ -47,6 +47,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use std::collections::{HashMap, HashSet};
@@ -994,8 +995,9 @@ impl RestartOnly {
 /// What a `[[zone]]` or `[[zone-group]]` gives each of its zones.
 struct ZoneSettings {
     policy: ZonePolicy,
-    /// None unless the zones are secondaries.
-    primaries: Vec<Upstream>,
+    /// None unless the zones are secondaries; shared by the zones of a
+    /// group.
+    primaries: Arc<[Upstream]>,
     keep_journal: bool,
     /// The zone's own `allow-query`, if it has one.
     allow_query: Option<Acl>,
@@ -1010,7 +1012,7 @@ fn zone_settings(options: ZoneOptions, keys: &[Key]) -> Result<ZoneSettings, Str
             .transpose()?,
         policy: zone_policy(&options, keys, &primaries)?,
         keep_journal: keeps_journal(&options)?,
-        primaries,
+        primaries: primaries.into(),
     })
 }
 

@@ -4,6 +4,7 @@
 //! served catalog. A reload adds, removes and re-points secondary zones
 //! while it runs ([`Running::reconfigure`]).
 
+use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -46,7 +47,8 @@ pub struct Secondaries {
 /// Reads the kept copies of `zones` (those that have one) on every core,
 /// as zone files are at start; one that fails is reported and the zone is
 /// transferred anew.
-pub fn load_kept(zones: &[SecondaryZone]) -> Vec<Option<Zone>> {
+pub fn load_kept<Z: Borrow<SecondaryZone>>(zones: &[Z]) -> Vec<Option<Zone>> {
+    let zones: Vec<&SecondaryZone> = zones.iter().map(Borrow::borrow).collect();
     let started = Instant::now();
     let exists = which_exist(&zones.iter().map(|z| z.file.as_path()).collect::<Vec<_>>());
     let specs: Vec<ZoneSpec> = zones
@@ -158,6 +160,8 @@ pub fn start(
         keeper: keeper.clone(),
         bounds,
     });
+    // One copy of each zone's settings, shared with the refresh task.
+    let zones: Vec<Arc<SecondaryZone>> = zones.into_iter().map(Arc::new).collect();
     let by_origin = zones
         .iter()
         .map(|z| (z.origin.to_lowercase(), z.clone()))
@@ -187,7 +191,7 @@ pub fn start(
 pub struct Running {
     commands: mpsc::UnboundedSender<Command>,
     /// By lower-cased origin.
-    zones: HashMap<Name, SecondaryZone>,
+    zones: HashMap<Name, Arc<SecondaryZone>>,
     /// What the query processor takes NOTIFYs for, and what the refresh
     /// task's versions are still served for.
     origins: SharedOrigins,
@@ -249,12 +253,13 @@ impl Running {
             }
             tracing::info!(zone = %zone.origin, "secondary zone removed: no longer transferred");
             if !self.keep_removed {
-                to_delete.push(zone.file);
+                to_delete.push(zone.file.clone());
             }
             changes.removed += 1;
         }
         let mut added = Vec::new();
         for (origin, zone) in wanted.drain() {
+            let zone = Arc::new(zone);
             match self.zones.get(&origin) {
                 Some(running) if format!("{running:?}") == format!("{zone:?}") => continue,
                 Some(_) => {

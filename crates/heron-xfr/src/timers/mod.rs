@@ -265,6 +265,11 @@ impl Timers {
         }
     }
 
+    /// Makes room for `zones` more zones.
+    pub fn reserve(&mut self, zones: usize) {
+        self.zones.reserve_exact(zones);
+    }
+
     /// What the timers of `zone` are, if it is kept fresh.
     pub fn view(&self, zone: ZoneId) -> Option<TimersView> {
         let z = self.state(zone)?;
