@@ -97,6 +97,16 @@ fn answers(resp: &[u8], id: u16) -> bool {
     Header::read(resp).is_some_and(|h| h.id == id && h.has(flags::QR))
 }
 
+/// The serial `addr` answers for `zone` over UDP, if it answers with an
+/// SOA.
+pub fn soa_serial(addr: SocketAddr, zone: &str) -> Option<u32> {
+    let query = build_query(&Name::parse(zone).ok()?, RType::SOA, &QueryOpts::default());
+    let message = heron_proto::message::Message::parse(&try_query_udp(addr, &query).ok()?).ok()?;
+    let soa = message.answers.iter().find(|r| r.rtype == RType::SOA)?;
+    let at = soa.rdata.len().checked_sub(20)?;
+    Some(u32::from_be_bytes(soa.rdata[at..at + 4].try_into().ok()?))
+}
+
 /// Sends `query` over UDP and returns the response with its ID; waits
 /// [`TIMEOUT`], then tries once more.
 pub fn try_query_udp(addr: SocketAddr, query: &[u8]) -> io::Result<Vec<u8>> {

@@ -6,6 +6,7 @@
 //!
 //! Dev-only; depends on std and `heron-proto` alone.
 
+pub mod catalog;
 pub mod client;
 pub mod fake_primary;
 pub mod netns;
@@ -17,13 +18,14 @@ pub mod secondary;
 pub mod signer;
 pub mod tools;
 
+pub use catalog::CatalogConsumer;
 pub use client::{
-    EdnsOpts, QueryOpts, build_query, query_tcp, query_tcp_pipelined, query_udp, try_query_tcp,
-    try_query_tcp_pipelined, try_query_udp, try_query_udp_from,
+    EdnsOpts, QueryOpts, build_query, query_tcp, query_tcp_pipelined, query_udp, soa_serial,
+    try_query_tcp, try_query_tcp_pipelined, try_query_udp, try_query_udp_from,
 };
 pub use fake_primary::{FakePrimary, IxfrAnswer};
 pub use normalize::{Normalized, diff, normalize};
-pub use primary::{Primary, TlsServe};
+pub use primary::{Primary, TlsServe, knot_primary_of};
 pub use process::{ServerKind, ServerProcess, free_port, live_group_members};
 pub use secondary::{Secondary, TsigSpec, XotTrust};
 pub use signer::{Chain, SignedZone, Validation};

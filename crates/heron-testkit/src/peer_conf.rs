@@ -2,7 +2,39 @@
 //! transfer they play: the server section for a loopback port and a test
 //! folder, and a TSIG key as each spells it.
 
+use std::path::Path;
+use std::process::Command;
+
+use crate::process::{KNOTD, NAMED, NSD, ServerKind, write};
 use crate::secondary::TsigSpec;
+
+/// Writes `conf` into `dir` under the name the peer `kind` reads and
+/// returns the command that runs the peer on it, in the foreground.
+pub(crate) fn peer_command(kind: ServerKind, dir: &Path, conf: &str) -> Command {
+    let (file, program, args): (&str, &str, &[&str]) = match kind {
+        ServerKind::Nsd => ("nsd.conf", NSD, &["-d", "-c"]),
+        ServerKind::Knot => ("knot.conf", KNOTD, &["-c"]),
+        ServerKind::Bind => ("named.conf", NAMED, &["-g", "-n", "1", "-c"]),
+        ServerKind::Heron => panic!("Heron is started with its own configuration"),
+    };
+    let path = dir.join(file);
+    write(&path, conf);
+    let mut cmd = Command::new(program);
+    cmd.args(args).arg(&path);
+    cmd
+}
+
+/// Knot's `remote` for the `primary` and its `acl` taking NOTIFY from it
+/// (`key_line` from [`knot_key`]).
+pub(crate) fn knot_primary(primary: std::net::SocketAddr, key_line: &str) -> String {
+    format!(
+        "remote:\n  - id: primary\n    address: {}@{}\n{key_line}\
+         acl:\n  - id: notify\n    address: {}\n    action: notify\n{key_line}",
+        primary.ip(),
+        primary.port(),
+        primary.ip()
+    )
+}
 
 /// NSD's `server:` and `remote-control:` sections.
 pub(crate) fn nsd_server(dir: &str, port: u16) -> String {

@@ -18,6 +18,7 @@ use crate::client::{QueryOpts, build_query};
 
 pub const NSD: &str = "/usr/sbin/nsd";
 pub const KNOTD: &str = "/usr/sbin/knotd";
+pub const KNOTC: &str = "/usr/sbin/knotc";
 pub const NAMED: &str = "/usr/sbin/named";
 
 /// Readiness probe: this many SOA queries, each waiting this long.

@@ -7,10 +7,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::peer_conf::{bind_key, bind_options, knot_key, knot_server, nsd_key, nsd_server};
-use crate::process::{
-    KNOTD, NAMED, NSD, ServerKind, ServerProcess, TempDir, require_binary, write,
+use crate::peer_conf::{
+    bind_key, bind_options, knot_key, knot_primary, knot_server, nsd_key, nsd_server, peer_command,
 };
+use crate::process::{KNOTD, NAMED, NSD, ServerKind, ServerProcess, TempDir, require_binary};
 
 /// A TSIG key as the peers' configurations spell it.
 #[derive(Clone, Debug)]
@@ -86,11 +86,7 @@ impl Secondary {
              request-xfr: {ip}@{} {key}{auth}\n  allow-notify: {ip} {key}\n",
             primary.port()
         ));
-        let path = dir.0.join("nsd.conf");
-        write(&path, &conf);
-        let mut cmd = Command::new(NSD);
-        cmd.arg("-d").arg("-c").arg(&path);
-        cmd
+        peer_command(ServerKind::Nsd, &dir.0, &conf)
     }
 
     fn knot(&self, dir: &TempDir, port: u16) -> Command {
@@ -99,20 +95,12 @@ impl Secondary {
         let (primary, origin) = (self.primary, &self.origin);
         let mut conf = knot_server(&d.to_string(), port);
         let key_line = knot_key(&mut conf, self.key.as_ref());
+        conf.push_str(&knot_primary(primary, &key_line));
         conf.push_str(&format!(
-            "remote:\n  - id: primary\n    address: {}@{}\n{key_line}\
-             acl:\n  - id: notify\n    address: {}\n    action: notify\n{key_line}\
-             zone:\n  - domain: \"{origin}\"\n    storage: \"{d}\"\n    master: primary\n    \
-             acl: notify\n    zonefile-sync: -1\n    journal-content: changes\n",
-            primary.ip(),
-            primary.port(),
-            primary.ip()
+            "zone:\n  - domain: \"{origin}\"\n    storage: \"{d}\"\n    master: primary\n    \
+             acl: notify\n    zonefile-sync: -1\n    journal-content: changes\n"
         ));
-        let path = dir.0.join("knot.conf");
-        write(&path, &conf);
-        let mut cmd = Command::new(KNOTD);
-        cmd.arg("-c").arg(&path);
-        cmd
+        peer_command(ServerKind::Knot, &dir.0, &conf)
     }
 
     fn bind(&self, dir: &TempDir, port: u16) -> Command {
@@ -131,10 +119,6 @@ impl Secondary {
             primary.ip(),
             primary.ip()
         ));
-        let path = dir.0.join("named.conf");
-        write(&path, &conf);
-        let mut cmd = Command::new(NAMED);
-        cmd.arg("-g").arg("-n").arg("1").arg("-c").arg(&path);
-        cmd
+        peer_command(ServerKind::Bind, &dir.0, &conf)
     }
 }

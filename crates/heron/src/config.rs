@@ -39,9 +39,25 @@
 //!                                       # "192.0.2.1 tls": over TLS (XoT), port 853;
 //!                                       # "... tls ns1.example": certificate checked
 //!
+//! [[catalog]]                           # a catalog zone (RFC 9432) to consume
+//! zone = "catalog.example"
+//! file = "secondary/catalog.example.zone"
+//! primaries = ["192.0.2.1 key xfr.example"]
+//! members-dir = "secondary/members"     # member zones' kept copies
+//! [catalog.group.gold]                  # members whose group is "gold"
+//! allow-transfer = ["192.0.2.0/24"]
+//!
 //! [[zone-group]]                        # zones that share their settings
 //! origins = ["example.org", "example.info"]
 //! file = "zones/{zone}.zone"            # {zone}: each origin, no final dot
+//! allow-transfer = ["192.0.2.0/24"]
+//! catalog-member = "catalog.invalid"    # listed in this generated catalog
+//! catalog-group = "gold"                # with this group property
+//!
+//! [[zone]]                              # a catalog zone (RFC 9432) Heron writes
+//! origin = "catalog.invalid"
+//! file = "catalog.invalid.zone"         # where each version is kept
+//! catalog = "generate"                  # members: zones naming it
 //! allow-transfer = ["192.0.2.0/24"]
 //! ```
 
@@ -71,8 +87,14 @@ use serde::Deserialize;
 
 use crate::privileges;
 
+pub(crate) mod catalog;
+mod catalogs;
 mod shared_files;
 mod shield;
+
+pub use catalog::CatalogConfig;
+use catalog::CatalogEntry;
+pub use catalogs::GeneratedCatalog;
 
 pub use shield::{CookiesSection, RrlSection};
 
@@ -95,11 +117,16 @@ pub struct ConfigFile {
     pub keys: Vec<KeyEntry>,
     #[serde(default)]
     pub secondary: SecondarySection,
+    /// Catalog zones to consume (RFC 9432).
+    #[serde(default, rename = "catalog")]
+    pub catalogs: Vec<CatalogEntry>,
     #[serde(default)]
     pub xdp: XdpSection,
     pub rrl: Option<RrlSection>,
     #[serde(default)]
     pub cookies: CookiesSection,
+    #[serde(default)]
+    pub metrics: crate::metrics::MetricsSection,
     /// Checked here with the rest; used before the rest is read, when
     /// logging starts (see [`crate::logging::section_of`]).
     #[serde(default)]
@@ -436,6 +463,20 @@ pub struct ZoneEntry {
     /// Whether the journal (IXFR history) is kept in `FILE.jnl` across
     /// restarts; default yes, when `allow-transfer` is set.
     pub journal: Option<bool>,
+    /// `"generate"`: the zone is a catalog (RFC 9432) that Heron writes
+    /// from the zones naming it in `catalog-member`; `file` keeps it.
+    pub catalog: Option<String>,
+    /// A generated catalog's members: `"named"` (the default), the zones
+    /// naming it in `catalog-member`; `"all"`, every primary zone besides.
+    pub catalog_members: Option<String>,
+    /// The generated catalog that lists this zone.
+    pub catalog_member: Option<String>,
+    /// The member's `group` property in that catalog.
+    pub catalog_group: Option<String>,
+    /// Bump to give the zone a new unique ID in its catalog: consumers
+    /// drop their copy and transfer it afresh (RFC 9432 5.6).
+    #[serde(default)]
+    pub catalog_id_generation: u32,
 }
 
 /// Zones that share their settings, their files named by a pattern: what
@@ -458,6 +499,8 @@ pub struct ZoneGroup {
     #[serde(default)]
     pub primaries: Vec<String>,
     pub journal: Option<bool>,
+    pub catalog_member: Option<String>,
+    pub catalog_group: Option<String>,
 }
 
 /// The settings a `[[zone]]` or `[[zone-group]]` gives its zones. Both
@@ -471,6 +514,9 @@ struct ZoneOptions<'a> {
     notify: &'a [String],
     primaries: &'a [String],
     journal: Option<bool>,
+    catalog_member: Option<&'a str>,
+    catalog_group: Option<&'a str>,
+    catalog_id_generation: u32,
 }
 
 impl ZoneEntry {
@@ -482,6 +528,9 @@ impl ZoneEntry {
             notify: &self.notify,
             primaries: &self.primaries,
             journal: self.journal,
+            catalog_member: self.catalog_member.as_deref(),
+            catalog_group: self.catalog_group.as_deref(),
+            catalog_id_generation: self.catalog_id_generation,
         }
     }
 }
@@ -495,29 +544,36 @@ impl ZoneGroup {
             notify: &self.notify,
             primaries: &self.primaries,
             journal: self.journal,
+            catalog_member: self.catalog_member.as_deref(),
+            catalog_group: self.catalog_group.as_deref(),
+            catalog_id_generation: 0,
         }
     }
 
-    /// The file of the zone at `origin`, from the pattern. A file name
-    /// that would be too long for the file system (origins run to 253
-    /// characters) gets a shortened stem instead: see [`fitting_stem`].
+    /// The file of the zone at `origin`, from the pattern.
     fn file_of(&self, origin: &str) -> String {
-        let stem = match origin {
-            "." => "root",
-            _ => origin.strip_suffix('.').unwrap_or(origin),
-        };
-        let file = self.file.replace(ZONE_PLACEHOLDER, stem);
-        let name_len = file.rsplit('/').next().map_or(0, str::len);
-        let pattern_name = self.file.rsplit('/').next().unwrap_or_default();
-        let stems = pattern_name.matches(ZONE_PLACEHOLDER).count();
-        if name_len <= MAX_FILE_NAME || stems == 0 {
-            return file;
-        }
-        let fixed = pattern_name.len() - stems * ZONE_PLACEHOLDER.len();
-        let room = MAX_FILE_NAME.saturating_sub(fixed) / stems;
-        self.file
-            .replace(ZONE_PLACEHOLDER, &fitting_stem(stem, room))
+        pattern_file(&self.file, origin)
     }
+}
+
+/// The file of the zone at `origin`, from a `{zone}` pattern. A file name
+/// that would be too long for the file system (origins run to 253
+/// characters) gets a shortened stem instead: see [`fitting_stem`].
+fn pattern_file(pattern: &str, origin: &str) -> String {
+    let stem = match origin {
+        "." => "root",
+        _ => origin.strip_suffix('.').unwrap_or(origin),
+    };
+    let file = pattern.replace(ZONE_PLACEHOLDER, stem);
+    let name_len = file.rsplit('/').next().map_or(0, str::len);
+    let pattern_name = pattern.rsplit('/').next().unwrap_or_default();
+    let stems = pattern_name.matches(ZONE_PLACEHOLDER).count();
+    if name_len <= MAX_FILE_NAME || stems == 0 {
+        return file;
+    }
+    let fixed = pattern_name.len() - stems * ZONE_PLACEHOLDER.len();
+    let room = MAX_FILE_NAME.saturating_sub(fixed) / stems;
+    pattern.replace(ZONE_PLACEHOLDER, &fitting_stem(stem, room))
 }
 
 /// What a `[[zone-group]]` file pattern replaces with each origin.
@@ -612,8 +668,13 @@ pub struct Settings {
     pub keys: Vec<Key>,
     /// Transfer settings of the zones that have any.
     pub policies: HashMap<Name, ZonePolicy>,
-    /// Zones pulled from primaries (not in `zones`).
+    /// Zones pulled from primaries (not in `zones`), catalog zones
+    /// included.
     pub secondaries: Vec<SecondaryZone>,
+    /// Catalog zones consumed, and their member templates.
+    pub catalogs: Vec<CatalogConfig>,
+    /// Catalog zones Heron writes (not in `zones`).
+    pub generated_catalogs: Vec<GeneratedCatalog>,
     pub secondary: SecondarySection,
     /// TLS to primaries (XoT).
     pub xot: TlsClients,
@@ -630,6 +691,8 @@ pub struct Settings {
     pub restart_only: RestartOnly,
     /// `[cookies]`.
     pub cookies: heron_proto::cookie::CookieSettings,
+    /// Where the Prometheus endpoint listens (`[metrics] listen`); None: off.
+    pub metrics: Option<crate::metrics::MetricsSettings>,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -658,6 +721,13 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         match settings.and_then(|settings| Ok((spec?, settings))) {
             Ok((spec, settings)) => {
                 single_zones.push(spec.origin.clone());
+                match catalogs::generated(entry, &spec, &settings) {
+                    Ok(Some(all)) => zones.catalogs.add_catalog(&spec, all),
+                    Ok(None) => {}
+                    Err(e) => {
+                        errors.push(format!("{}: zone '{}': {e}", path.display(), entry.origin))
+                    }
+                }
                 zones.add(spec, &settings)
             }
             Err(e) => errors.push(format!("{}: zone '{}': {e}", path.display(), entry.origin)),
@@ -666,6 +736,24 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     for group in &file.zone_groups {
         if let Err(e) = zones.add_group(group, &keys, base) {
             errors.push(format!("{}: [[zone-group]]: {e}", path.display()));
+        }
+    }
+    let mut consumed = Vec::with_capacity(file.catalogs.len());
+    for entry in &file.catalogs {
+        let resolved = entry.resolve(&keys, base).and_then(|catalog| {
+            let settings = zone_settings(entry.zone_options(), &keys)?;
+            Ok((
+                catalog,
+                settings,
+                zone_spec(&entry.zone, &base.join(&entry.file))?,
+            ))
+        });
+        match resolved {
+            Ok((catalog, settings, spec)) => {
+                zones.add(spec, &settings);
+                consumed.push(catalog);
+            }
+            Err(e) => errors.push(format!("{}: catalog '{}': {e}", path.display(), entry.zone)),
         }
     }
     let xdp = file.xdp.config().unwrap_or_else(|e| {
@@ -677,7 +765,13 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         secondaries,
         mut policies,
         query_acls,
+        catalogs: generated,
     } = zones;
+    let primaries = primary_origins(&zones, &secondaries);
+    let generated = generated.finish(&primaries).unwrap_or_else(|e| {
+        errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
+        Vec::new()
+    });
     let warnings = keep_shared_journals_in_memory(&single_zones, &mut policies)
         .into_iter()
         .map(|w| format!("{}: {w}", path.display()))
@@ -685,7 +779,12 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     errors.extend(
         check_unique_origins(&zones)
             .into_iter()
-            .chain(check_shared_files(&zones, &secondaries, &policies))
+            .chain(check_shared_files(
+                &zones,
+                &secondaries,
+                &generated,
+                &policies,
+            ))
             .map(|e| format!("{}: {e}", path.display())),
     );
     errors.extend(
@@ -780,6 +879,10 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             zone.origin
         )
     }));
+    let metrics = file.metrics.settings().unwrap_or_else(|e| {
+        errors.push(format!("{}: [metrics] {e}", path.display()));
+        None
+    });
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -798,6 +901,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     }
     let mut secondary_origins: HashSet<&Name> = HashSet::with_capacity(secondaries.len());
     secondary_origins.extend(secondaries.iter().map(|s| &s.origin));
+    secondary_origins.extend(generated.iter().map(|c| &c.origin));
     zones.retain(|z| !secondary_origins.contains(&z.origin));
     Ok(Settings {
         server: ServerConfig {
@@ -826,6 +930,8 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         keys,
         policies,
         secondaries,
+        catalogs: consumed,
+        generated_catalogs: generated,
         control: server.control.as_ref().map(|p| base.join(p)),
         max_zone_file_size: server.max_zone_file_size,
         secondary: file.secondary,
@@ -834,7 +940,18 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         warnings,
         restart_only,
         cookies,
+        metrics,
     })
+}
+
+/// The origins of the zones loaded from files here (generated catalogs
+/// are not loaded yet, secondaries are left out).
+fn primary_origins(zones: &[ZoneSpec], secondaries: &[SecondaryZone]) -> Vec<Name> {
+    let secondaries: HashSet<&Name> = secondaries.iter().map(|s| &s.origin).collect();
+    (zones.iter())
+        .filter(|z| !secondaries.contains(&z.origin))
+        .map(|z| z.origin.clone())
+        .collect()
 }
 
 /// Issue 25's `[server]` settings, read.
@@ -963,9 +1080,11 @@ impl RestartOnly {
         parts.add("[tls]", &file.tls);
         parts.add("[[key]]", &file.keys);
         parts.add("[secondary]", &file.secondary);
+        parts.add_hashed("[[catalog]]", &file.catalogs);
         parts.add("[xdp]", &file.xdp);
         parts.add("[rrl]", &file.rrl);
         parts.add("[cookies]", &file.cookies);
+        parts.add("[metrics]", &file.metrics);
         parts
     }
 
@@ -1001,11 +1120,18 @@ struct ZoneSettings {
     keep_journal: bool,
     /// The zone's own `allow-query`, if it has one.
     allow_query: Option<Acl>,
+    /// The generated catalog listing the zones, if any.
+    catalog_member: Option<catalogs::Membership>,
 }
 
 fn zone_settings(options: ZoneOptions, keys: &[Key]) -> Result<ZoneSettings, String> {
     let primaries = upstreams(options.primaries, keys)?;
     Ok(ZoneSettings {
+        catalog_member: catalogs::membership(
+            options.catalog_member,
+            options.catalog_group,
+            options.catalog_id_generation,
+        )?,
         allow_query: options
             .allow_query
             .map(|list| parse_acl(list, "allow-query", keys))
@@ -1066,6 +1192,8 @@ struct Zones {
     policies: HashMap<Name, ZonePolicy>,
     /// Zones with an `allow-query` of their own.
     query_acls: HashMap<Name, Acl>,
+    /// Catalogs to generate, and the zones that name one.
+    catalogs: catalogs::Catalogs,
 }
 
 impl Zones {
@@ -1075,7 +1203,11 @@ impl Zones {
             primaries,
             keep_journal,
             allow_query,
+            catalog_member,
         } = settings;
+        if let Some(membership) = catalog_member {
+            self.catalogs.add_member(&spec.origin, membership);
+        }
         if let Some(acl) = allow_query {
             self.query_acls.insert(spec.origin.clone(), acl.clone());
         }
@@ -1092,6 +1224,7 @@ impl Zones {
                 origin: spec.origin.clone(),
                 primaries: primaries.clone(),
                 file: spec.file.clone(),
+                catalog: None,
             });
         }
         self.zones.push(spec);
@@ -1272,14 +1405,19 @@ pub fn parse_zone_arg(arg: &str) -> Result<ZoneSpec, String> {
 fn check_shared_files(
     zones: &[ZoneSpec],
     secondaries: &[SecondaryZone],
+    catalogs: &[GeneratedCatalog],
     policies: &HashMap<Name, ZonePolicy>,
 ) -> Vec<String> {
     use shared_files::Use;
     let kept: HashSet<&Name> = secondaries.iter().map(|s| &s.origin).collect();
+    let generated: HashSet<&Name> = catalogs.iter().map(|c| &c.origin).collect();
     let files = zones.iter().map(|z| {
-        let what = match kept.contains(&z.origin) {
-            true => Use::KeptCopy,
-            false => Use::ZoneFile,
+        let what = if kept.contains(&z.origin) {
+            Use::KeptCopy
+        } else if generated.contains(&z.origin) {
+            Use::GeneratedCatalog
+        } else {
+            Use::ZoneFile
         };
         (&z.origin, what, z.file.as_path())
     });
@@ -1300,13 +1438,20 @@ fn check_unique_origins(zones: &[ZoneSpec]) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests_support {
     use super::*;
 
-    fn parse(text: &str) -> Result<Settings, Vec<String>> {
+    /// A configuration read as if from /etc/heron/heron.toml.
+    pub(super) fn parse(text: &str) -> Result<Settings, Vec<String>> {
         let file: ConfigFile = toml::from_str(text).map_err(|e| vec![e.to_string()])?;
         from_file(file, Path::new("/etc/heron"), Path::new("heron.toml"))
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::parse;
+    use super::*;
 
     #[test]
     fn query_acls_blackhole_and_nsid_are_read() {
@@ -1368,6 +1513,144 @@ mod tests {
             errors.iter().any(|e| e.contains("allow-query 'nonsense'")),
             "{errors:?}"
         );
+    }
+
+    #[test]
+    fn a_generated_catalog_lists_the_zones_naming_it() {
+        let s = parse(
+            "[[zone]]\norigin = \"catalog.invalid\"\nfile = \"cat\"\ncatalog = \"generate\"\n\
+             allow-transfer = [\"127.0.0.1\"]\n\
+             [[zone]]\norigin = \"a.test\"\nfile = \"a\"\ncatalog-member = \"CATALOG.invalid\"\n\
+             catalog-group = \"gold\"\ncatalog-id-generation = 2\n\
+             [[zone-group]]\norigins = [\"b.test\", \"c.test\"]\nfile = \"{zone}\"\n\
+             catalog-member = \"catalog.invalid\"\n\
+             [[zone]]\norigin = \"d.test\"\nfile = \"d\"\n",
+        )
+        .unwrap();
+        assert_eq!(s.generated_catalogs.len(), 1);
+        let catalog = &s.generated_catalogs[0];
+        assert_eq!(catalog.file, Path::new("/etc/heron/cat"));
+        let members: Vec<(String, Option<&str>, u32)> = (catalog.members.iter())
+            .map(|m| (m.zone.to_string(), m.group.as_deref(), m.generation))
+            .collect();
+        assert_eq!(
+            members,
+            [
+                ("a.test.".into(), Some("gold"), 2),
+                ("b.test.".into(), None, 0),
+                ("c.test.".into(), None, 0)
+            ]
+        );
+        let loaded: Vec<String> = s.zones.iter().map(|z| z.origin.to_string()).collect();
+        assert_eq!(
+            loaded,
+            ["a.test.", "d.test.", "b.test.", "c.test."],
+            "not the catalog"
+        );
+        let policy = &s.policies[&catalog.origin];
+        assert!(
+            policy.journal_file.is_some(),
+            "transferable, with a journal"
+        );
+    }
+
+    #[test]
+    fn a_catalog_of_all_primary_zones_lists_them_but_not_secondaries_or_catalogs() {
+        let s = parse(
+            "[[zone]]\norigin = \"all.invalid\"\nfile = \"all\"\ncatalog = \"generate\"\n\
+             catalog-members = \"all\"\n\
+             [[zone]]\norigin = \"named.invalid\"\nfile = \"named\"\ncatalog = \"generate\"\n\
+             [[zone]]\norigin = \"a.test\"\nfile = \"a\"\n\
+             [[zone]]\norigin = \"b.test\"\nfile = \"b\"\ncatalog-member = \"all.invalid\"\n\
+             catalog-group = \"x\"\n\
+             [[zone]]\norigin = \"s.test\"\nfile = \"s\"\nprimaries = [\"192.0.2.1\"]\n",
+        )
+        .unwrap();
+        let listed = |i: usize| -> Vec<(String, Option<String>)> {
+            (s.generated_catalogs[i].members.iter())
+                .map(|m| (m.zone.to_string(), m.group.clone()))
+                .collect()
+        };
+        assert_eq!(
+            listed(0),
+            [
+                ("b.test.".to_string(), Some("x".to_string())),
+                ("a.test.".to_string(), None)
+            ]
+        );
+        assert!(listed(1).is_empty());
+    }
+
+    #[test]
+    fn catalog_settings_that_cannot_work_are_errors() {
+        let catalog = "[[zone]]\norigin = \"cat.test\"\nfile = \"cat\"\ncatalog = \"generate\"\n";
+        let group_at_limit = "g".repeat(255);
+        let ok = format!(
+            "{catalog}[[zone]]\norigin = \"a.test\"\nfile = \"a\"\n\
+             catalog-member = \"cat.test\"\ncatalog-group = \"{group_at_limit}\"\n"
+        );
+        assert!(parse(&ok).is_ok());
+        let long_label = "a".repeat(61);
+        let long_catalog = format!("{long_label}.{long_label}.{long_label}.{long_label}");
+        for (text, want) in [
+            (
+                format!(
+                    "{catalog}[[zone]]\norigin = \"a.test\"\nfile = \"a\"\ncatalog-member = \"other.test\"\n"
+                ),
+                "catalog-member 'other.test.' is not a [[zone]] with catalog",
+            ),
+            (
+                format!(
+                    "{catalog}[[zone]]\norigin = \"a.test\"\nfile = \"a\"\ncatalog-group = \"x\"\n"
+                ),
+                "need catalog-member",
+            ),
+            (
+                format!(
+                    "{catalog}[[zone]]\norigin = \"a.test\"\nfile = \"a\"\n\
+                     catalog-member = \"cat.test\"\ncatalog-group = \"{group_at_limit}g\"\n"
+                ),
+                "1 to 255 octets, not 256",
+            ),
+            (
+                format!(
+                    "{catalog}[[zone]]\norigin = \"a.test\"\nfile = \"a\"\ncatalog-member = \"cat.test\"\ncatalog-group = \"\"\n"
+                ),
+                "1 to 255 octets, not 0",
+            ),
+            (
+                "[[zone]]\norigin = \"a.test\"\nfile = \"a\"\ncatalog-members = \"all\"\n".into(),
+                "catalog-members needs catalog",
+            ),
+            (
+                format!("{catalog}catalog-members = \"some\"\n"),
+                "\"named\" or \"all\"",
+            ),
+            (
+                "[[zone]]\norigin = \"cat.test\"\nfile = \"cat\"\ncatalog = \"consume\"\n".into(),
+                "the only value is \"generate\"",
+            ),
+            (
+                format!("{catalog}primaries = [\"192.0.2.1\"]\n"),
+                "it has primaries",
+            ),
+            (
+                format!(
+                    "[[zone]]\norigin = \"{long_catalog}\"\nfile = \"cat\"\ncatalog = \"generate\"\n"
+                ),
+                "too long for a catalog",
+            ),
+            (
+                format!("{catalog}[[zone]]\norigin = \"a.test\"\nfile = \"cat\"\n"),
+                "generated catalog",
+            ),
+        ] {
+            let errors = parse(&text).unwrap_err();
+            assert!(
+                errors.iter().any(|e| e.contains(want)),
+                "{text}: {errors:?}"
+            );
+        }
     }
 
     #[test]
@@ -1774,6 +2057,28 @@ udp-coalesce-us = 1001
         assert!(err[0].contains("\"fast\" is not one of"), "{err:?}");
         let err = parse("[xdp]\nlsten = []\n").unwrap_err();
         assert!(err[0].contains("unknown field `lsten`"), "{err:?}");
+    }
+
+    #[test]
+    fn metrics_are_off_unless_an_address_is_given() {
+        assert_eq!(parse("").unwrap().metrics, None);
+        let on = parse("[metrics]\nlisten = \"127.0.0.1:9153\"\n").unwrap();
+        let want = crate::metrics::MetricsSettings {
+            listen: "127.0.0.1:9153".parse().unwrap(),
+            zone_metrics: true,
+        };
+        assert_eq!(on.metrics, Some(want));
+        let quiet = parse("[metrics]\nlisten = \"[::1]:9153\"\nzone-metrics = false\n").unwrap();
+        assert!(!quiet.metrics.unwrap().zone_metrics);
+        for bad in ["9153", "localhost:9153", "127.0.0.1", ""] {
+            let err = parse(&format!("[metrics]\nlisten = \"{bad}\"\n")).unwrap_err();
+            assert!(
+                err[0].contains("[metrics] listen") && err[0].contains("ADDRESS:PORT"),
+                "{err:?}"
+            );
+        }
+        let err = parse("[metrics]\nport = 9153\n").unwrap_err();
+        assert!(err[0].contains("unknown field `port`"), "{err:?}");
     }
 
     #[test]

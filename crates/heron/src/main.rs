@@ -1,15 +1,18 @@
 //! `heron`: the authoritative DNS server's command line.
 
 mod background;
+mod catalog_producer;
 mod check;
 mod commands;
 mod config;
+mod consumer;
 mod control;
 mod ctl;
 mod doctor;
 mod keygen;
 mod logging;
 mod memory;
+mod metrics;
 mod notify;
 mod privileges;
 mod reload;

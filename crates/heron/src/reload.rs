@@ -17,7 +17,7 @@ use heron_zone::zonefile::ZoneFileText;
 use heron_zone::{Catalog, Zone, load_zone_text, reload_zone_text};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::config::{RestartOnly, ZoneSpec};
+use crate::config::{GeneratedCatalog, RestartOnly, ZoneSpec};
 
 /// What a zone file looked like when it was last loaded.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -55,6 +55,9 @@ pub struct ZoneFiles {
     entries: Vec<Entry>,
     /// Where the zone list comes from, when a file gives it.
     config: Option<ConfigSource>,
+    /// The catalog zones generated as configured now (not read from
+    /// `entries`' files), by origin.
+    catalogs: Vec<Name>,
 }
 
 /// The configuration file a server started with, which a reload reads
@@ -75,6 +78,8 @@ pub struct Reconfigured {
     pub removed: Vec<Name>,
     /// The secondary zones configured now (see [`crate::secondary::Running`]).
     pub secondaries: Vec<SecondaryZone>,
+    /// The catalog zones to generate now.
+    pub catalogs: Vec<GeneratedCatalog>,
     /// Parts of the file that changed but wait for a restart.
     pub left_for_restart: Vec<&'static str>,
 }
@@ -153,7 +158,15 @@ impl ZoneFiles {
                 })
                 .collect(),
             config: None,
+            catalogs: Vec::new(),
         }
+    }
+
+    /// These catalogs are generated, not read from files: a reload that
+    /// no longer configures one removes it.
+    pub fn with_catalogs(mut self, catalogs: &[GeneratedCatalog]) -> ZoneFiles {
+        self.catalogs = catalogs.iter().map(|c| c.origin.to_lowercase()).collect();
+        self
     }
 
     /// From now on a reload reads `source` again for the zone list.
@@ -180,17 +193,32 @@ impl ZoneFiles {
             .iter()
             .map(|z| z.origin.to_lowercase())
             .collect();
+        let catalogs: Vec<Name> = (settings.generated_catalogs.iter())
+            .map(|c| c.origin.to_lowercase())
+            .collect();
+        let configured: HashSet<Name> = (specs.iter())
+            .map(|z| z.origin.to_lowercase())
+            .chain(catalogs.iter().cloned())
+            .collect();
+        let catalogs_dropped = std::mem::replace(&mut self.catalogs, catalogs)
+            .into_iter()
+            .filter(|origin| !configured.contains(origin));
         // A zone that became a secondary keeps serving until its first
-        // transfer lands.
+        // transfer lands; one that became a generated catalog is replaced.
         let removed = self
             .reconfigure(&specs)
             .into_iter()
-            .filter(|origin| !secondaries.contains(&origin.to_lowercase()))
+            .chain(catalogs_dropped)
+            .filter(|origin| {
+                let origin = origin.to_lowercase();
+                !secondaries.contains(&origin) && !self.catalogs.contains(&origin)
+            })
             .collect();
         Ok(Some(Reconfigured {
             policies: settings.policies,
             removed,
             secondaries: settings.secondaries,
+            catalogs: settings.generated_catalogs,
             left_for_restart,
         }))
     }
@@ -223,6 +251,11 @@ impl ZoneFiles {
     /// Whether `origin` is configured from a zone file.
     pub fn configures(&self, origin: &Name) -> bool {
         self.entries.iter().any(|e| e.spec.origin.eq(origin))
+    }
+
+    /// Whether `origin` (lower-cased) is a catalog generated here.
+    pub fn generates(&self, origin: &Name) -> bool {
+        self.catalogs.contains(origin)
     }
 
     /// Whether `origin` (lower-cased) is loaded from a file, and when it

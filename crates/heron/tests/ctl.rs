@@ -406,3 +406,32 @@ fn a_secondary_zone_added_by_reload_is_shown_and_refreshed_on_demand() {
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("serial 2"), "{out}");
 }
+
+#[test]
+fn a_generated_catalog_is_shown_as_one_and_is_not_reloaded_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    std::fs::write(dir.path().join("a.zone"), zone_text(1, "")).unwrap();
+    let (d, s) = (dir.path().to_path_buf(), socket.clone());
+    let _server = ServerProcess::heron_with_config(&heron(), "catalog.invalid", move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
+             [[zone]]\norigin = \"catalog.invalid\"\nfile = \"{}\"\ncatalog = \"generate\"\n\
+             [[zone]]\norigin = \"a.test\"\nfile = \"{}\"\ncatalog-member = \"catalog.invalid\"\n",
+            s.display(),
+            d.join("catalog.zone").display(),
+            d.join("a.zone").display()
+        )
+    });
+    let data = ctl_json(&socket, &["zone-status", "catalog.invalid"]);
+    assert_eq!(data[0]["role"], "generated catalog", "{data}");
+    assert!(data[0]["serial"].as_u64().is_some(), "{data}");
+    let (code, out, err) = ctl(&socket, &["reload", "catalog.invalid"]);
+    assert_ne!(code, Some(0), "{out}");
+    assert!(
+        out.contains(
+            "catalog.invalid. is a generated catalog: a reload of the configuration updates it"
+        ),
+        "{out}{err}"
+    );
+}

@@ -26,6 +26,7 @@ use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot};
 
 use super::NotifyTarget;
+use crate::stats::ZoneStats;
 pub use crate::timers::notify_out::Outcome;
 use crate::timers::notify_out::{NotifyAction, NotifyOut, PendingId, Soa, TRIES};
 
@@ -55,16 +56,21 @@ enum Command {
 }
 
 impl Notifier {
-    /// Starts the driver on the current tokio runtime.
-    pub fn start(keys: Arc<Vec<Key>>) -> Notifier {
-        Notifier::start_with(keys, FIRST_TIMEOUT)
+    /// Starts the driver on the current tokio runtime; each NOTIFY that
+    /// ends is counted in `stats`.
+    pub fn start(keys: Arc<Vec<Key>>, stats: Arc<ZoneStats>) -> Notifier {
+        Notifier::spawn(keys, FIRST_TIMEOUT, stats)
     }
 
     /// With a first timeout of `first_timeout` (tests shorten it).
     pub fn start_with(keys: Arc<Vec<Key>>, first_timeout: Duration) -> Notifier {
+        Notifier::spawn(keys, first_timeout, Arc::default())
+    }
+
+    fn spawn(keys: Arc<Vec<Key>>, first_timeout: Duration, stats: Arc<ZoneStats>) -> Notifier {
         let (commands, receiver) = mpsc::unbounded_channel();
         let machine = NotifyOut::new(OUTSTANDING, first_timeout, Box::new(random_id));
-        tokio::spawn(Driver::new(machine, keys).run(receiver));
+        tokio::spawn(Driver::new(machine, keys, stats).run(receiver));
         Notifier { commands }
     }
 
@@ -112,6 +118,8 @@ struct Waiter {
 struct Driver {
     machine: NotifyOut,
     keys: Arc<Vec<Key>>,
+    /// Where each NOTIFY that ends is counted.
+    stats: Arc<ZoneStats>,
     v4: Option<UdpSocket>,
     v6: Option<UdpSocket>,
     /// The key and request MAC of each signed NOTIFY's last message.
@@ -121,10 +129,11 @@ struct Driver {
 }
 
 impl Driver {
-    fn new(machine: NotifyOut, keys: Arc<Vec<Key>>) -> Driver {
+    fn new(machine: NotifyOut, keys: Arc<Vec<Key>>, stats: Arc<ZoneStats>) -> Driver {
         Driver {
             machine,
             keys,
+            stats,
             v4: None,
             v6: None,
             signed: HashMap::new(),
@@ -292,6 +301,10 @@ impl Driver {
     ) {
         self.signed.remove(&pending);
         log_outcome(origin, target, &outcome);
+        if outcome != Outcome::ZoneRemoved {
+            let acknowledged = outcome == Outcome::Answered(Rcode::NOERROR);
+            self.stats.notify_out(origin, acknowledged);
+        }
         for waiter in &mut self.waiters {
             if let Some(entry) = waiter
                 .targets
@@ -489,7 +502,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unknown_key_fails_without_sending() {
-        let notifier = Notifier::start(Arc::new(Vec::new()));
+        let notifier = Notifier::start(Arc::new(Vec::new()), Arc::default());
         let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
         let target = NotifyTarget {
             addr,

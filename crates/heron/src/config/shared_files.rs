@@ -20,6 +20,8 @@ pub enum Use {
     KeptCopy,
     /// Appended to: a zone's IXFR history.
     Journal,
+    /// Written by every change: a catalog zone Heron generates.
+    GeneratedCatalog,
 }
 
 impl Use {
@@ -34,6 +36,7 @@ impl fmt::Display for Use {
             Use::ZoneFile => "zone file",
             Use::KeptCopy => "kept copy (rewritten by every transfer)",
             Use::Journal => "journal (written by every change)",
+            Use::GeneratedCatalog => "generated catalog (written by every change)",
         })
     }
 }

@@ -75,17 +75,7 @@ pub fn soa_serial(addr: SocketAddr) -> Option<u32> {
 
 /// The serial `addr` answers for `zone`, if it answers with an SOA.
 pub fn zone_serial(addr: SocketAddr, zone: &str) -> Option<u32> {
-    let q = build_query(
-        &Name::parse(zone).unwrap(),
-        RType::SOA,
-        &QueryOpts::default(),
-    );
-    let m = Message::parse(&try_query_udp(addr, &q).ok()?).ok()?;
-    let soa = m.answers.iter().find(|r| r.rtype == RType::SOA)?;
-    let at = soa.rdata.len() - 20;
-    Some(u32::from_be_bytes(
-        soa.rdata[at..at + 4].try_into().unwrap(),
-    ))
+    heron_testkit::soa_serial(addr, zone)
 }
 
 pub fn answer(addr: SocketAddr, name: &str, qtype: RType) -> Vec<String> {

@@ -1,0 +1,194 @@
+//! Catalog zones Heron generates (RFC 9432): built from the configuration
+//! at start and at each reload, written to their file, then served,
+//! journaled and announced like any primary zone that changed.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::SystemTime;
+
+use heron_xfr::catalog_zone::generate::{Generated, generate};
+use heron_xfr::primary::Primary;
+use heron_zone::{Catalog, load_zone_file};
+
+use crate::config::GeneratedCatalog;
+
+/// The versions `catalogs` kept in their files before a restart, put in
+/// `catalog`, so that journal files are read back against them and a
+/// catalog that did not change keeps its serial.
+pub fn insert_kept(catalogs: &[GeneratedCatalog], catalog: &mut Catalog) {
+    for generated in catalogs.iter().filter(|c| c.file.exists()) {
+        match load_zone_file(&generated.file, &generated.origin) {
+            Ok(loaded) => catalog.insert(loaded.zone),
+            Err(problems) => {
+                let first = problems.first().map(ToString::to_string);
+                tracing::warn!(
+                    zone = %generated.origin,
+                    "the kept catalog {} does not load ({}); the catalog starts over with a serial from the clock",
+                    generated.file.display(),
+                    first.unwrap_or_default()
+                );
+            }
+        }
+    }
+}
+
+/// [`update`] at start: the catalogs that changed while the server was
+/// down are journaled from their kept version, so consumers that have it
+/// get an IXFR.
+pub fn update_at_start(
+    catalogs: &[GeneratedCatalog],
+    catalog: Catalog,
+    primary: &Primary,
+) -> Catalog {
+    let mut next = catalog.clone();
+    update(catalogs, &mut next);
+    for generated in catalogs {
+        if let (Some(old), Some(new)) =
+            (catalog.get(&generated.origin), next.get(&generated.origin))
+            && !std::sync::Arc::ptr_eq(old, new)
+        {
+            primary.zone_changed(old, new);
+        }
+    }
+    next
+}
+
+/// Puts in `next` a new version of every catalog whose members are not
+/// those `next` serves, and writes it to the catalog's file. The caller
+/// journals and announces what changed, as for any zone.
+pub fn update(catalogs: &[GeneratedCatalog], next: &mut Catalog) {
+    let now = unix_now();
+    for generated in catalogs {
+        let current = next.get(&generated.origin).map(|zone| &**zone);
+        let Generated::New { zone, text } =
+            generate(&generated.origin, &generated.members, current, now)
+        else {
+            continue;
+        };
+        tracing::info!(
+            zone = %generated.origin,
+            serial = zone.serial(),
+            members = generated.members.len(),
+            "catalog zone generated"
+        );
+        if let Err(e) = write_atomically(&generated.file, &text) {
+            tracing::error!(
+                zone = %generated.origin,
+                "cannot keep the catalog in {}: {e}; after a restart its serial comes from the clock",
+                generated.file.display()
+            );
+        }
+        next.insert(zone);
+    }
+}
+
+/// Writes `text` to a new file beside `path`, syncs it and renames it
+/// over `path`: after a crash the file is the old or the new version.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let mut file = std::fs::File::create(&tmp)?;
+    file.write_all(text.as_bytes())?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Seconds since 1970, as a serial counts them (mod 2^32).
+fn unix_now() -> u32 {
+    let since = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH);
+    since.map_or(0, |d| d.as_secs() as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heron_proto::Name;
+    use heron_xfr::catalog_zone::generate::Wanted;
+    use heron_xfr::catalog_zone::parse_zone;
+    use heron_xfr::primary::ZonePolicy;
+    use std::collections::HashMap;
+
+    fn catalog_in(dir: &Path, members: &[&str]) -> GeneratedCatalog {
+        GeneratedCatalog {
+            origin: Name::parse("catalog.invalid").unwrap(),
+            file: dir.join("catalog.zone"),
+            members: members
+                .iter()
+                .map(|m| Wanted {
+                    zone: Name::parse(m).unwrap(),
+                    group: None,
+                    generation: 0,
+                })
+                .collect(),
+        }
+    }
+
+    fn serial(catalog: &Catalog) -> u32 {
+        let origin = Name::parse("catalog.invalid").unwrap();
+        catalog.get(&origin).unwrap().serial()
+    }
+
+    #[test]
+    fn a_restart_keeps_the_serial_unless_the_members_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let two = [catalog_in(dir.path(), &["a.test", "b.test"])];
+        let policy = ZonePolicy {
+            allow_transfer: heron_xfr::acl::Acl::new(vec![heron_xfr::acl::Rule {
+                prefix: "127.0.0.1".parse().unwrap(),
+                key: None,
+            }]),
+            ..ZonePolicy::default()
+        };
+        let policies = HashMap::from([(two[0].origin.clone(), policy)]);
+        let primary = Primary::new(policies, 1 << 20);
+
+        // First start: nothing kept.
+        let mut start = Catalog::new();
+        insert_kept(&two, &mut start);
+        let first = update_at_start(&two, start, &primary);
+        let first_serial = serial(&first);
+
+        // Restart with the same members: the kept version, same serial.
+        let mut start = Catalog::new();
+        insert_kept(&two, &mut start);
+        assert_eq!(serial(&start), first_serial);
+        let again = update_at_start(&two, start, &primary);
+        assert_eq!(serial(&again), first_serial);
+
+        // Restart with a member more: a later serial, and the step from
+        // the kept version in the journal.
+        let three = [catalog_in(dir.path(), &["a.test", "b.test", "c.test"])];
+        let mut start = Catalog::new();
+        insert_kept(&three, &mut start);
+        let changed = update_at_start(&three, start, &primary);
+        let new_serial = serial(&changed);
+        assert!(heron_xfr::serial::is_newer(new_serial, first_serial));
+        let zone = changed.get(&three[0].origin).unwrap();
+        assert_eq!(parse_zone(zone).unwrap().len(), 3);
+        let plan = primary.plan(zone, Some(first_serial));
+        assert!(
+            matches!(plan, heron_xfr::primary::TransferPlan::Ixfr(_)),
+            "{plan:?}"
+        );
+    }
+
+    #[test]
+    fn a_kept_file_that_does_not_load_starts_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let generated = [catalog_in(dir.path(), &["a.test"])];
+        std::fs::write(&generated[0].file, "not a zone\n").unwrap();
+        let mut start = Catalog::new();
+        insert_kept(&generated, &mut start);
+        assert!(start.is_empty());
+        let mut next = start.clone();
+        update(&generated, &mut next);
+        assert_eq!(
+            parse_zone(next.get(&generated[0].origin).unwrap())
+                .unwrap()
+                .len(),
+            1
+        );
+        let written = std::fs::read_to_string(&generated[0].file).unwrap();
+        assert!(written.contains("PTR a.test."), "{written}");
+    }
+}
