@@ -224,6 +224,7 @@ impl Controller {
                     NotifyOutcome::Answered(rcode) => (false, format!("answered {rcode}")),
                     NotifyOutcome::NoAnswer => (false, "no answer".into()),
                     NotifyOutcome::Failed(why) => (false, why.clone()),
+                    NotifyOutcome::ZoneRemoved => (false, "zone removed".into()),
                 };
                 if !acknowledged {
                     errors.push(format!("{addr}: {text}"));

@@ -63,6 +63,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use std::collections::{HashMap, HashSet};
@@ -1165,8 +1166,9 @@ impl RestartOnly {
 /// What a `[[zone]]` or `[[zone-group]]` gives each of its zones.
 struct ZoneSettings {
     policy: ZonePolicy,
-    /// None unless the zones are secondaries.
-    primaries: Vec<Upstream>,
+    /// None unless the zones are secondaries; shared by the zones of a
+    /// group.
+    primaries: Arc<[Upstream]>,
     keep_journal: bool,
     /// The zone's own `allow-query`, if it has one.
     allow_query: Option<Acl>,
@@ -1188,7 +1190,7 @@ fn zone_settings(options: ZoneOptions, keys: &[Key]) -> Result<ZoneSettings, Str
             .transpose()?,
         policy: zone_policy(&options, keys, &primaries)?,
         keep_journal: keeps_journal(&options)?,
-        primaries,
+        primaries: primaries.into(),
     })
 }
 

@@ -331,12 +331,13 @@ mod tests {
             false => Acl::default(),
         };
         Template {
-            primaries: vec![Upstream {
+            primaries: [Upstream {
                 addr: format!("192.0.2.{last}:53").parse().unwrap(),
                 key: None,
                 tls: None,
                 source: None,
-            }],
+            }]
+            .into(),
             policy: ZonePolicy {
                 allow_transfer: allow,
                 ..ZonePolicy::default()

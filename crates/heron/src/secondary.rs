@@ -4,6 +4,7 @@
 //! served catalog. A reload adds, removes and re-points secondary zones
 //! while it runs ([`Running::reconfigure`]).
 
+use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -49,7 +50,8 @@ pub struct Secondaries {
 /// Reads the kept copies of `zones` (those that have one) on every core,
 /// as zone files are at start; one that fails is reported and the zone is
 /// transferred anew.
-pub fn load_kept(zones: &[SecondaryZone]) -> Vec<Option<Zone>> {
+pub fn load_kept<Z: Borrow<SecondaryZone>>(zones: &[Z]) -> Vec<Option<Zone>> {
+    let zones: Vec<&SecondaryZone> = zones.iter().map(Borrow::borrow).collect();
     let started = Instant::now();
     let exists = which_exist(&zones.iter().map(|z| z.file.as_path()).collect::<Vec<_>>());
     let specs: Vec<ZoneSpec> = zones
@@ -210,6 +212,8 @@ pub fn start(
         bounds,
         stats: transfers.zone_stats.clone(),
     });
+    // One copy of each zone's settings, shared with the refresh task.
+    let zones: Vec<Arc<SecondaryZone>> = zones.into_iter().map(Arc::new).collect();
     let by_origin = zones
         .iter()
         .map(|z| (z.origin.to_lowercase(), z.clone()))
@@ -242,7 +246,7 @@ pub fn start(
 pub struct Running {
     commands: mpsc::UnboundedSender<Command>,
     /// By lower-cased origin.
-    zones: HashMap<Name, SecondaryZone>,
+    zones: HashMap<Name, Arc<SecondaryZone>>,
     /// What the query processor takes NOTIFYs for, and what the refresh
     /// task's versions are still served for.
     origins: SharedOrigins,
@@ -420,12 +424,13 @@ impl Running {
             catalog = zone.catalog.as_ref().map(tracing::field::display),
             "secondary zone removed: no longer transferred"
         );
-        Some(zone.file)
+        Some(zone.file.clone())
     }
 
     /// Gives a running zone other primaries or another file: it starts
     /// again from the version served, and asks the primaries at once.
     fn repoint(&mut self, zone: SecondaryZone, next: &Catalog) {
+        let zone = Arc::new(zone);
         let origin = zone.origin.to_lowercase();
         let _ = self.commands.send(Command::Remove(zone.origin.clone()));
         tracing::info!(
@@ -449,6 +454,7 @@ impl Running {
     fn start_zones(&mut self, added: Vec<SecondaryZone>, next: &mut Catalog) {
         let kept = load_kept(&added);
         for (zone, kept) in added.into_iter().zip(kept) {
+            let zone = Arc::new(zone);
             let start = kept
                 .map(Arc::new)
                 .or_else(|| next.get(&zone.origin).cloned());

@@ -126,7 +126,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let limits = &settings.secondary;
     let zone_stats = Arc::new(ZoneStats::default());
     let transfers = Transfers {
-        notifier: Notifier::new(keys.clone()).with_stats(zone_stats.clone()),
+        // Its driver task runs on the runtime.
+        notifier: runtime.block_on(async { Notifier::start(keys.clone(), zone_stats.clone()) }),
         zone_stats,
         catalog_writer: Mutex::new(()),
         primary,
@@ -369,21 +370,17 @@ impl Transfers {
 
     /// Notifies `zone`'s secondaries now and waits for each to answer
     /// (or not, after the retries): each target with how it went.
-    pub(crate) async fn notify_now(
-        &self,
-        zone: &Zone,
-    ) -> Vec<(std::net::SocketAddr, heron_xfr::primary::notify::Outcome)> {
+    pub(crate) async fn notify_now(&self, zone: &Zone) -> heron_xfr::primary::notify::Outcomes {
         let policy = self.primary.policy(zone.origin());
-        let soa = zone.soa();
-        let soa = Arc::new((soa.ttl(), soa.first_rdata().to_vec()));
-        let mut exchanges = tokio::task::JoinSet::new();
-        for target in policy.notify.iter().cloned() {
-            let (notifier, origin, soa) =
-                (self.notifier.clone(), zone.origin().clone(), soa.clone());
-            exchanges
-                .spawn(async move { (target.addr, notifier.notify(&origin, &soa, &target).await) });
+        if policy.notify.is_empty() {
+            return Vec::new();
         }
-        let mut outcomes = exchanges.join_all().await;
+        let soa = zone.soa();
+        let soa = (soa.ttl(), soa.first_rdata().to_vec());
+        let mut outcomes = self
+            .notifier
+            .notify_and_wait(zone.origin(), soa, &policy.notify)
+            .await;
         outcomes.sort_by_key(|(addr, _)| *addr);
         outcomes
     }
@@ -750,6 +747,7 @@ pub(crate) async fn reload(
         for origin in &removed {
             next.remove(origin);
             xfr.primary.forget(origin);
+            xfr.notifier.zone_removed(origin);
             tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
         }
         outcome.removed = removed;

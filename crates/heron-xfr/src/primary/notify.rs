@@ -3,115 +3,388 @@
 //!
 //! Each target gets a NOTIFY over UDP, signed if a key is configured, and
 //! is retried with doubling timeouts until it answers; a target that never
-//! answers is logged and left to its refresh timer.
+//! answers is logged and left to its refresh timer. The rules (retries, a
+//! newer serial superseding, the limit on NOTIFYs outstanding) are the
+//! I/O-free [`NotifyOut`]; this is its driver: one task for every zone
+//! and target, with one UDP socket per address family, that sends what
+//! the machine says, matches answers to what was sent, checks their TSIG,
+//! and wakes the machine when a timeout is due.
 
+use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
+use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use heron_proto::message::{Header, flags};
 use heron_proto::tsig::{self, Key, KeyRing, ResponseVerifier};
 use heron_proto::writer::Writer;
 use heron_proto::{Class, Name, Opcode, RType, Rcode};
 use tokio::net::UdpSocket;
-use tokio::sync::Semaphore;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 
 use super::NotifyTarget;
+use crate::stats::ZoneStats;
+pub use crate::timers::notify_out::Outcome;
+use crate::timers::notify_out::{NotifyAction, NotifyOut, PendingId, Soa, TRIES};
 
 /// Wait for the first answer; doubled after every unanswered try.
 const FIRST_TIMEOUT: Duration = Duration::from_millis(1000);
-/// Tries per target before giving up.
-const TRIES: u32 = 5;
-/// NOTIFY exchanges in flight at once (a reload of many zones).
-const CONCURRENCY: usize = 64;
+/// NOTIFYs sent and not answered yet, at most (a reload of many zones).
+pub const OUTSTANDING: usize = 64;
 
-/// Sends NOTIFY messages with bounded concurrency.
+/// Hands NOTIFYs to the driver task. Cloning shares the task, which ends
+/// when every `Notifier` is dropped and nothing is pending.
 #[derive(Clone)]
 pub struct Notifier {
-    keys: Arc<Vec<Key>>,
-    slots: Arc<Semaphore>,
-    first_timeout: Duration,
-    /// Where each exchange is counted.
-    stats: Arc<crate::stats::ZoneStats>,
+    commands: mpsc::UnboundedSender<Command>,
 }
 
-/// How one NOTIFY exchange ended.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// The target answered with this response code.
-    Answered(Rcode),
-    /// No valid answer after every try.
-    NoAnswer,
-    /// The configured key does not exist or the socket failed.
-    Failed(String),
+/// What each target said, by address.
+pub type Outcomes = Vec<(SocketAddr, Outcome)>;
+
+enum Command {
+    Notify {
+        origin: Name,
+        soa: Soa,
+        targets: Vec<NotifyTarget>,
+        done: Option<oneshot::Sender<Outcomes>>,
+    },
+    ZoneRemoved(Name),
 }
 
 impl Notifier {
-    pub fn new(keys: Arc<Vec<Key>>) -> Notifier {
-        Notifier {
-            keys,
-            slots: Arc::new(Semaphore::new(CONCURRENCY)),
-            first_timeout: FIRST_TIMEOUT,
-            stats: Arc::default(),
-        }
+    /// Starts the driver on the current tokio runtime; each NOTIFY that
+    /// ends is counted in `stats`.
+    pub fn start(keys: Arc<Vec<Key>>, stats: Arc<ZoneStats>) -> Notifier {
+        Notifier::spawn(keys, FIRST_TIMEOUT, stats)
     }
 
-    /// Counts each exchange in `stats`.
-    pub fn with_stats(mut self, stats: Arc<crate::stats::ZoneStats>) -> Notifier {
-        self.stats = stats;
-        self
+    /// With a first timeout of `first_timeout` (tests shorten it).
+    pub fn start_with(keys: Arc<Vec<Key>>, first_timeout: Duration) -> Notifier {
+        Notifier::spawn(keys, first_timeout, Arc::default())
     }
 
-    /// Shorter timeouts, for tests.
-    pub fn with_first_timeout(mut self, timeout: Duration) -> Notifier {
-        self.first_timeout = timeout;
-        self
+    fn spawn(keys: Arc<Vec<Key>>, first_timeout: Duration, stats: Arc<ZoneStats>) -> Notifier {
+        let (commands, receiver) = mpsc::unbounded_channel();
+        let machine = NotifyOut::new(OUTSTANDING, first_timeout, Box::new(random_id));
+        let (replies, received) = mpsc::channel(QUEUED_REPLIES);
+        tokio::spawn(Driver::new(machine, keys, stats, replies).run(receiver, received));
+        Notifier { commands }
     }
 
-    /// Notifies every target of `origin`'s new `soa` in the background.
+    /// Notifies every target of `origin`'s new `soa` (TTL, RDATA) in the
+    /// background.
     pub fn notify_all(&self, origin: &Name, soa: (u32, Vec<u8>), targets: &[NotifyTarget]) {
-        let soa = Arc::new(soa);
-        for target in targets {
-            let (me, origin, soa, target) =
-                (self.clone(), origin.clone(), soa.clone(), target.clone());
-            tokio::spawn(async move {
-                let outcome = me.notify(&origin, &soa, &target).await;
-                log_outcome(&origin, &target, &outcome);
-            });
-        }
+        let _ = self.commands.send(Command::Notify {
+            origin: origin.clone(),
+            soa: Arc::new(soa),
+            targets: targets.to_vec(),
+            done: None,
+        });
     }
 
-    /// One NOTIFY exchange with retries; `soa` is (TTL, RDATA).
-    pub async fn notify(
+    /// Notifies every target and waits until each has answered or been
+    /// given up: how each went, in the targets' order.
+    pub async fn notify_and_wait(
         &self,
         origin: &Name,
-        soa: &(u32, Vec<u8>),
-        target: &NotifyTarget,
-    ) -> Outcome {
-        let Ok(_slot) = self.slots.acquire().await else {
-            return Outcome::Failed("shutting down".into());
-        };
-        let key = match &target.key {
-            Some(name) => match self.keys.key(name) {
-                Some(k) => Some(k.clone()),
-                None => return Outcome::Failed(format!("no TSIG key named {name}")),
-            },
-            None => None,
-        };
-        let outcome = match exchange(origin, soa, target, key.as_ref(), self.first_timeout).await {
-            Ok(outcome) => outcome,
-            Err(e) => Outcome::Failed(e.to_string()),
-        };
-        let acknowledged = outcome == Outcome::Answered(Rcode::NOERROR);
-        self.stats.notify_out(origin, acknowledged);
-        outcome
+        soa: (u32, Vec<u8>),
+        targets: &[NotifyTarget],
+    ) -> Outcomes {
+        let (done, outcomes) = oneshot::channel();
+        let _ = self.commands.send(Command::Notify {
+            origin: origin.clone(),
+            soa: Arc::new(soa),
+            targets: targets.to_vec(),
+            done: Some(done),
+        });
+        outcomes.await.unwrap_or_default()
+    }
+
+    /// `origin` is served no more: what is pending for it ends.
+    pub fn zone_removed(&self, origin: &Name) {
+        let _ = self.commands.send(Command::ZoneRemoved(origin.clone()));
     }
 }
 
-fn log_outcome(origin: &Name, target: &NotifyTarget, outcome: &Outcome) {
-    let addr = target.addr;
+/// An operator waiting for every target of one NOTIFY.
+struct Waiter {
+    targets: Vec<(PendingId, SocketAddr, Option<Outcome>)>,
+    done: oneshot::Sender<Outcomes>,
+}
+
+struct Driver {
+    machine: NotifyOut,
+    keys: Arc<Vec<Key>>,
+    /// Where each NOTIFY that ends is counted.
+    stats: Arc<ZoneStats>,
+    /// One socket per local address NOTIFYs go out from (each family's
+    /// wildcard, and each configured source), bound at its first use.
+    sockets: HashMap<IpAddr, Arc<UdpSocket>>,
+    /// The tasks reading those sockets hand every datagram here.
+    replies: mpsc::Sender<(Vec<u8>, SocketAddr)>,
+    readers: Vec<JoinHandle<()>>,
+    /// The key and request MAC of each signed NOTIFY's last message.
+    signed: HashMap<PendingId, (Key, Vec<u8>)>,
+    waiters: Vec<Waiter>,
+    actions: Vec<NotifyAction>,
+}
+
+impl Driver {
+    fn new(
+        machine: NotifyOut,
+        keys: Arc<Vec<Key>>,
+        stats: Arc<ZoneStats>,
+        replies: mpsc::Sender<(Vec<u8>, SocketAddr)>,
+    ) -> Driver {
+        Driver {
+            machine,
+            keys,
+            stats,
+            sockets: HashMap::new(),
+            replies,
+            readers: Vec::new(),
+            signed: HashMap::new(),
+            waiters: Vec::new(),
+            actions: Vec::new(),
+        }
+    }
+
+    async fn run(
+        mut self,
+        mut commands: mpsc::UnboundedReceiver<Command>,
+        mut replies: mpsc::Receiver<(Vec<u8>, SocketAddr)>,
+    ) {
+        let mut open = true;
+        while open || self.machine.pending() > 0 {
+            let wakeup = self.machine.next_wakeup();
+            tokio::select! {
+                _ = sleep_until(wakeup) => {
+                    self.machine.wake(Instant::now(), &mut self.actions);
+                }
+                command = commands.recv(), if open => match command {
+                    Some(command) => self.command(command),
+                    None => open = false,
+                },
+                Some((reply, from)) = replies.recv() => self.received(&reply, from),
+            }
+            self.perform().await;
+        }
+        self.readers.iter().for_each(JoinHandle::abort);
+    }
+
+    fn command(&mut self, command: Command) {
+        let now = Instant::now();
+        match command {
+            Command::Notify {
+                origin,
+                soa,
+                targets,
+                done,
+            } => {
+                let ids = self
+                    .machine
+                    .notify(now, &origin, &soa, &targets, &mut self.actions);
+                if let Some(done) = done {
+                    let targets = ids
+                        .into_iter()
+                        .zip(&targets)
+                        .map(|(id, t)| (id, t.addr, None))
+                        .collect();
+                    self.waiters.push(Waiter { targets, done });
+                }
+            }
+            Command::ZoneRemoved(origin) => {
+                self.machine.zone_removed(now, &origin, &mut self.actions)
+            }
+        }
+    }
+
+    /// An answer: the end of the NOTIFY it is for, if it is one and its
+    /// TSIG, if signed, verifies.
+    fn received(&mut self, reply: &[u8], from: SocketAddr) {
+        let Some(header) = Header::read(reply) else {
+            return;
+        };
+        if !header.has(flags::QR) || header.opcode() != Opcode::NOTIFY {
+            return;
+        }
+        let Some(pending) = self.machine.answer_for(from, header.id) else {
+            return;
+        };
+        if let Some((key, mac)) = self.signed.get(&pending) {
+            let mut verifier = ResponseVerifier::new(key, mac.clone());
+            if let Err(e) = verifier
+                .verify(reply, unix_now())
+                .and_then(|_| verifier.finish())
+            {
+                tracing::warn!("NOTIFY answer from {from} failed TSIG: {e}");
+                return;
+            }
+        }
+        let rcode = Rcode(header.rcode());
+        self.machine
+            .answered(Instant::now(), pending, rcode, &mut self.actions);
+    }
+
+    /// Does what the machine said, until it says nothing more.
+    async fn perform(&mut self) {
+        while !self.actions.is_empty() {
+            for action in std::mem::take(&mut self.actions) {
+                match action {
+                    NotifyAction::Send {
+                        pending,
+                        origin,
+                        soa,
+                        target,
+                        id,
+                    } => {
+                        if let Err(why) = self.send(pending, &origin, &soa, &target, id).await {
+                            self.machine
+                                .failed(Instant::now(), pending, why, &mut self.actions);
+                        }
+                    }
+                    NotifyAction::Finished {
+                        pending,
+                        origin,
+                        target,
+                        outcome,
+                    } => self.finished(pending, &origin, target, outcome),
+                }
+            }
+        }
+    }
+
+    /// Sends one NOTIFY message.
+    async fn send(
+        &mut self,
+        pending: PendingId,
+        origin: &Name,
+        soa: &Soa,
+        target: &NotifyTarget,
+        id: u16,
+    ) -> Result<(), String> {
+        let key = match &target.key {
+            Some(name) => match self.keys.key(name) {
+                Some(k) => Some(k.clone()),
+                None => return Err(format!("no TSIG key named {name}")),
+            },
+            None => None,
+        };
+        let mut msg = notify_message(origin, soa, id);
+        match key {
+            Some(key) => {
+                let mac = tsig::sign_request(&mut msg, &key, unix_now(), tsig::DEFAULT_FUDGE);
+                self.signed.insert(pending, (key, mac));
+            }
+            None => {
+                self.signed.remove(&pending);
+            }
+        }
+        let socket = self.socket_for(target)?;
+        match socket.send_to(&msg, target.addr).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The socket for `target`: from its source address, or its family's
+    /// wildcard; bound at its first use, with a task that reads it.
+    fn socket_for(&mut self, target: &NotifyTarget) -> Result<Arc<UdpSocket>, String> {
+        let any: IpAddr = match target.addr {
+            SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+            SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+        };
+        let local = target.source.unwrap_or(any);
+        if let Some(socket) = self.sockets.get(&local) {
+            return Ok(socket.clone());
+        }
+        let socket = bind_udp(SocketAddr::new(local, 0))
+            .map_err(|e| format!("cannot bind source address {local}: {e}"))?;
+        let socket = Arc::new(socket);
+        let replies = self.replies.clone();
+        self.readers
+            .push(tokio::spawn(read_replies(socket.clone(), replies)));
+        self.sockets.insert(local, socket.clone());
+        Ok(socket)
+    }
+
+    fn finished(
+        &mut self,
+        pending: PendingId,
+        origin: &Name,
+        target: SocketAddr,
+        outcome: Outcome,
+    ) {
+        self.signed.remove(&pending);
+        log_outcome(origin, target, &outcome);
+        if outcome != Outcome::ZoneRemoved {
+            let acknowledged = outcome == Outcome::Answered(Rcode::NOERROR);
+            self.stats.notify_out(origin, acknowledged);
+        }
+        for waiter in &mut self.waiters {
+            if let Some(entry) = waiter
+                .targets
+                .iter_mut()
+                .find(|(id, _, got)| *id == pending && got.is_none())
+            {
+                entry.2 = Some(outcome.clone());
+            }
+        }
+        let (complete, waiting): (Vec<Waiter>, Vec<Waiter>) = std::mem::take(&mut self.waiters)
+            .into_iter()
+            .partition(|w| w.targets.iter().all(|(_, _, got)| got.is_some()));
+        self.waiters = waiting;
+        for waiter in complete {
+            let outcomes = waiter
+                .targets
+                .into_iter()
+                .map(|(_, addr, got)| (addr, got.expect("complete")))
+                .collect();
+            let _ = waiter.done.send(outcomes);
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn bind_udp(local: SocketAddr) -> io::Result<UdpSocket> {
+    let socket = std::net::UdpSocket::bind(local)?;
+    socket.set_nonblocking(true)?;
+    UdpSocket::from_std(socket)
+}
+
+/// Datagrams read but not yet taken by the driver, at most.
+const QUEUED_REPLIES: usize = 256;
+
+/// Hands every datagram on `socket` to the driver; errors (an ICMP port
+/// unreachable from an earlier send, say) are skipped.
+async fn read_replies(socket: Arc<UdpSocket>, replies: mpsc::Sender<(Vec<u8>, SocketAddr)>) {
+    let mut buf = vec![0u8; 65535];
+    loop {
+        let Ok((n, from)) = socket.recv_from(&mut buf).await else {
+            continue;
+        };
+        // A full queue drops the datagram (a flood to this port cannot
+        // grow memory); a NOTIFY whose answer is lost is sent again.
+        if let Err(mpsc::error::TrySendError::Closed(_)) =
+            replies.try_send((buf[..n].to_vec(), from))
+        {
+            return;
+        }
+    }
+}
+
+fn log_outcome(origin: &Name, addr: SocketAddr, outcome: &Outcome) {
     match outcome {
         Outcome::Answered(Rcode::NOERROR) => {
             tracing::debug!("NOTIFY for {origin} to {addr} acknowledged")
@@ -123,57 +396,10 @@ fn log_outcome(origin: &Name, target: &NotifyTarget, outcome: &Outcome) {
             "NOTIFY for {origin} to {addr}: no answer after {TRIES} tries; it will refresh on its own timer"
         ),
         Outcome::Failed(why) => tracing::warn!("NOTIFY for {origin} to {addr} failed: {why}"),
-    }
-}
-
-async fn exchange(
-    origin: &Name,
-    soa: &(u32, Vec<u8>),
-    target: &NotifyTarget,
-    key: Option<&Key>,
-    first_timeout: Duration,
-) -> std::io::Result<Outcome> {
-    let addr = target.addr;
-    let any: IpAddr = match addr {
-        SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
-        SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
-    };
-    let local = SocketAddr::new(target.source.unwrap_or(any), 0);
-    let socket = UdpSocket::bind(local).await.map_err(|e| {
-        let what = format!("cannot bind source address {}: {e}", local.ip());
-        std::io::Error::new(e.kind(), what)
-    })?;
-    let mut wait = first_timeout;
-    let mut buf = vec![0u8; 65535];
-    for _ in 0..TRIES {
-        let id = random_id();
-        let mut msg = notify_message(origin, soa, id);
-        let request_mac =
-            key.map(|k| tsig::sign_request(&mut msg, k, unix_now(), tsig::DEFAULT_FUDGE));
-        socket.send_to(&msg, addr).await?;
-        let deadline = tokio::time::Instant::now() + wait;
-        while let Ok(got) = tokio::time::timeout_at(deadline, socket.recv_from(&mut buf)).await {
-            let (n, from) = got?;
-            let reply = &buf[..n];
-            if from != addr || !is_reply_to(reply, id) {
-                continue;
-            }
-            if let (Some(key), Some(mac)) = (key, &request_mac) {
-                let mut verifier = ResponseVerifier::new(key, mac.clone());
-                if let Err(e) = verifier
-                    .verify(reply, unix_now())
-                    .and_then(|_| verifier.finish())
-                {
-                    tracing::warn!("NOTIFY for {origin}: answer from {addr} failed TSIG: {e}");
-                    continue;
-                }
-            }
-            let header = Header::read(reply).expect("checked by is_reply_to");
-            return Ok(Outcome::Answered(Rcode(header.rcode())));
+        Outcome::ZoneRemoved => {
+            tracing::debug!("NOTIFY for {origin} to {addr} dropped: the zone was removed")
         }
-        wait *= 2;
     }
-    Ok(Outcome::NoAnswer)
 }
 
 /// A NOTIFY for `origin` carrying its SOA (RFC 1996 3.7 allows the
@@ -185,11 +411,6 @@ pub fn notify_message(origin: &Name, soa: &(u32, Vec<u8>), id: u16) -> Vec<u8> {
     let _ = w.record(origin.as_wire(), RType::SOA, Class::IN, soa.0, &soa.1);
     w.finish(id, ((Opcode::NOTIFY.0 as u16) << 11) | flags::AA, 1);
     out
-}
-
-fn is_reply_to(reply: &[u8], id: u16) -> bool {
-    Header::read(reply)
-        .is_some_and(|h| h.id == id && h.has(flags::QR) && h.opcode() == Opcode::NOTIFY)
 }
 
 /// A message ID nobody off the path can guess: std's per-process random
@@ -247,76 +468,7 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn unanswered_notifies_are_retried_until_acknowledged() {
-        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let addr = socket.local_addr().unwrap();
-        let fake = tokio::spawn(secondary(socket, 2));
-        let notifier =
-            Notifier::new(Arc::new(Vec::new())).with_first_timeout(Duration::from_millis(50));
-        let target = NotifyTarget {
-            addr,
-            key: None,
-            source: None,
-        };
-        let origin = Name::parse("n.test").unwrap();
-        let outcome = notifier.notify(&origin, &soa(), &target).await;
-        assert_eq!(outcome, Outcome::Answered(Rcode::NOERROR));
-        assert_eq!(fake.await.unwrap(), 3, "two ignored, the third answered");
-    }
-
-    #[tokio::test]
-    async fn a_silent_target_is_given_up_after_every_try() {
-        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let addr = socket.local_addr().unwrap();
-        let fake = tokio::spawn(secondary(socket, usize::MAX));
-        let notifier =
-            Notifier::new(Arc::new(Vec::new())).with_first_timeout(Duration::from_millis(10));
-        let target = NotifyTarget {
-            addr,
-            key: None,
-            source: None,
-        };
-        let outcome = notifier
-            .notify(&Name::parse("n.test").unwrap(), &soa(), &target)
-            .await;
-        assert_eq!(outcome, Outcome::NoAnswer);
-        fake.abort();
-    }
-
-    #[tokio::test]
-    async fn a_notify_comes_from_its_source_address() {
-        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let target = NotifyTarget {
-            addr: socket.local_addr().unwrap(),
-            key: None,
-            source: Some("127.0.0.3".parse().unwrap()),
-        };
-        let notifier = Notifier::new(Arc::new(Vec::new()));
-        let origin = Name::parse("n.test").unwrap();
-        let sending = tokio::spawn(async move { notifier.notify(&origin, &soa(), &target).await });
-        let mut buf = [0u8; 512];
-        let (n, from) = socket.recv_from(&mut buf).await.unwrap();
-        assert_eq!(from.ip().to_string(), "127.0.0.3");
-        buf[2] |= 0x80;
-        socket.send_to(&buf[..n], from).await.unwrap();
-        assert_eq!(sending.await.unwrap(), Outcome::Answered(Rcode::NOERROR));
-
-        let not_ours = NotifyTarget {
-            source: Some("192.0.2.77".parse().unwrap()),
-            ..target_of(socket.local_addr().unwrap())
-        };
-        let notifier = Notifier::new(Arc::new(Vec::new()));
-        let outcome = notifier
-            .notify(&Name::parse("n.test").unwrap(), &soa(), &not_ours)
-            .await;
-        assert!(
-            matches!(outcome, Outcome::Failed(ref why) if why.contains("source address 192.0.2.77")),
-            "{outcome:?}"
-        );
-    }
-
-    fn target_of(addr: SocketAddr) -> NotifyTarget {
+    fn target(addr: SocketAddr) -> NotifyTarget {
         NotifyTarget {
             addr,
             key: None,
@@ -325,16 +477,116 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_notify_comes_from_its_source_address() {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let from_source = NotifyTarget {
+            source: Some("127.0.0.3".parse().unwrap()),
+            ..target(socket.local_addr().unwrap())
+        };
+        let notifier = Notifier::start_with(Arc::new(Vec::new()), Duration::from_millis(500));
+        let origin = Name::parse("n.test").unwrap();
+        let (me, o, t) = (notifier.clone(), origin.clone(), from_source.clone());
+        let sending = tokio::spawn(async move { me.notify_and_wait(&o, soa(), &[t]).await });
+        let mut buf = [0u8; 512];
+        let (n, from) = socket.recv_from(&mut buf).await.unwrap();
+        assert_eq!(from.ip().to_string(), "127.0.0.3");
+        buf[2] |= 0x80;
+        socket.send_to(&buf[..n], from).await.unwrap();
+        let outcomes = sending.await.unwrap();
+        assert_eq!(
+            outcomes,
+            [(from_source.addr, Outcome::Answered(Rcode::NOERROR))]
+        );
+
+        let not_ours = NotifyTarget {
+            source: Some("192.0.2.77".parse().unwrap()),
+            ..target(socket.local_addr().unwrap())
+        };
+        let outcomes = notifier.notify_and_wait(&origin, soa(), &[not_ours]).await;
+        assert!(
+            matches!(&outcomes[..], [(_, Outcome::Failed(why))] if why.contains("source address 192.0.2.77")),
+            "{outcomes:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn unanswered_notifies_are_retried_until_acknowledged() {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        let fake = tokio::spawn(secondary(socket, 2));
+        let notifier = Notifier::start_with(Arc::new(Vec::new()), Duration::from_millis(50));
+        let origin = Name::parse("n.test").unwrap();
+        let outcomes = notifier
+            .notify_and_wait(&origin, soa(), &[target(addr)])
+            .await;
+        assert_eq!(outcomes, [(addr, Outcome::Answered(Rcode::NOERROR))]);
+        assert_eq!(fake.await.unwrap(), 3, "two ignored, the third answered");
+    }
+
+    #[tokio::test]
+    async fn a_silent_target_is_given_up_after_every_try() {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        let counted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = counted.clone();
+        let fake = tokio::spawn(async move {
+            let mut buf = [0u8; 512];
+            while socket.recv_from(&mut buf).await.is_ok() {
+                count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        let notifier = Notifier::start_with(Arc::new(Vec::new()), Duration::from_millis(5));
+        let outcomes = notifier
+            .notify_and_wait(&Name::parse("n.test").unwrap(), soa(), &[target(addr)])
+            .await;
+        assert_eq!(outcomes, [(addr, Outcome::NoAnswer)]);
+        assert_eq!(
+            counted.load(std::sync::atomic::Ordering::Relaxed),
+            TRIES as usize
+        );
+        fake.abort();
+    }
+
+    #[tokio::test]
+    async fn one_driver_notifies_many_targets_and_reports_each() {
+        let mut fakes = Vec::new();
+        let mut targets = Vec::new();
+        for ignore in [0, 1, 0] {
+            let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+            targets.push(target(socket.local_addr().unwrap()));
+            fakes.push(tokio::spawn(secondary(socket, ignore)));
+        }
+        let notifier = Notifier::start_with(Arc::new(Vec::new()), Duration::from_millis(50));
+        let outcomes = notifier
+            .notify_and_wait(&Name::parse("n.test").unwrap(), soa(), &targets)
+            .await;
+        let expected: Vec<_> = targets
+            .iter()
+            .map(|t| (t.addr, Outcome::Answered(Rcode::NOERROR)))
+            .collect();
+        assert_eq!(outcomes, expected);
+        let mut seen = Vec::new();
+        for fake in fakes {
+            seen.push(fake.await.unwrap());
+        }
+        assert_eq!(seen, [1, 2, 1]);
+    }
+
+    #[tokio::test]
     async fn an_unknown_key_fails_without_sending() {
-        let notifier = Notifier::new(Arc::new(Vec::new()));
+        let notifier = Notifier::start(Arc::new(Vec::new()), Arc::default());
+        let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
         let target = NotifyTarget {
-            addr: "127.0.0.1:9".parse().unwrap(),
+            addr,
             key: Some(Name::parse("missing.key").unwrap()),
             source: None,
         };
-        let outcome = notifier
-            .notify(&Name::parse("n.test").unwrap(), &soa(), &target)
+        let outcomes = notifier
+            .notify_and_wait(&Name::parse("n.test").unwrap(), soa(), &[target])
             .await;
-        assert!(matches!(outcome, Outcome::Failed(ref why) if why.contains("missing.key")));
+        assert!(
+            matches!(&outcomes[..], [(a, Outcome::Failed(why))] if *a == addr && why.contains("missing.key")),
+            "{outcomes:?}"
+        );
     }
 }

@@ -69,8 +69,8 @@ pub type CheckResult = Result<Option<u32>, String>;
 #[derive(Clone, Debug, Hash)]
 pub struct SecondaryZone {
     pub origin: Name,
-    /// Tried in order.
-    pub primaries: Vec<Upstream>,
+    /// Tried in order; shared by the zones configured together.
+    pub primaries: Arc<[Upstream]>,
     /// Where the received zone is kept.
     pub file: PathBuf,
     /// The catalog zone that made it a member, if one did (RFC 9432).
@@ -131,7 +131,7 @@ pub enum Command {
     /// A NOTIFY for `origin` passed its checks.
     Notify { origin: Name, serial: Option<u32> },
     /// Keep one more zone fresh, starting from its kept copy, if any.
-    Add(SecondaryZone, Option<Arc<Zone>>),
+    Add(Arc<SecondaryZone>, Option<Arc<Zone>>),
     /// Stop keeping `origin` fresh; what is in flight for it is ignored.
     Remove(Name),
     /// Report every zone's state.
@@ -153,11 +153,16 @@ pub const MAX_IN_FLIGHT: usize = 256;
 /// Keeps `zones` (each with its kept copy, if it was read) fresh until
 /// `commands` closes and the exchanges in flight end.
 pub async fn run(
-    zones: Vec<(SecondaryZone, Option<Arc<Zone>>)>,
+    zones: Vec<(Arc<SecondaryZone>, Option<Arc<Zone>>)>,
     ctx: Arc<Context>,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
     let mut driver = Driver::new(ctx);
+    // Room for exactly these: grown by doubling, 100,000 zones' entries
+    // would leave up to half as many again unused for good.
+    driver.zones.reserve_exact(zones.len());
+    driver.ids.reserve(zones.len());
+    driver.timers.reserve(zones.len());
     for (zone, kept) in zones {
         driver.add(zone, kept);
     }
@@ -200,7 +205,8 @@ struct Driver {
 }
 
 struct Entry {
-    zone: SecondaryZone,
+    /// Shared with the server's list of secondary zones.
+    zone: Arc<SecondaryZone>,
     /// The version served, if any.
     current: Option<Arc<Zone>>,
     transferred_at: Option<SystemTime>,
@@ -265,7 +271,10 @@ impl Driver {
         for action in actions.drain(..) {
             self.perform(action);
         }
-        self.actions = actions;
+        // The room a burst took (every zone due at once) is not kept.
+        if actions.capacity() <= MAX_IN_FLIGHT {
+            self.actions = actions;
+        }
     }
 
     fn command(&mut self, command: Command) {
@@ -298,7 +307,7 @@ impl Driver {
     }
 
     /// Starts keeping `zone` fresh; its kept copy's age is its file's.
-    fn add(&mut self, zone: SecondaryZone, kept: Option<Arc<Zone>>) {
+    fn add(&mut self, zone: Arc<SecondaryZone>, kept: Option<Arc<Zone>>) {
         let id = ZoneId(self.zones.len() as u32);
         let kept_event = kept.as_ref().map(|kept| {
             let age = std::fs::metadata(&zone.file)
@@ -398,6 +407,11 @@ impl Driver {
     fn launch(&mut self) {
         while self.in_flight < MAX_IN_FLIGHT {
             let Some(action) = self.waiting.pop_front() else {
+                // A cold start queues a check of every zone at once: its
+                // room goes once they are all launched.
+                if self.waiting.capacity() > MAX_IN_FLIGHT {
+                    self.waiting = VecDeque::new();
+                }
                 return;
             };
             let (zone, check, primary) = match action {
@@ -734,18 +748,19 @@ mod tests {
     }
 
     /// t.test from `primary`, kept in `file`.
-    fn secondary(file: &std::path::Path, primary: std::net::SocketAddr) -> SecondaryZone {
-        SecondaryZone {
+    fn secondary(file: &std::path::Path, primary: std::net::SocketAddr) -> Arc<SecondaryZone> {
+        Arc::new(SecondaryZone {
             origin: Name::parse("t.test").unwrap(),
-            primaries: vec![Upstream {
+            primaries: [Upstream {
                 addr: primary,
                 key: None,
                 tls: None,
                 source: None,
-            }],
+            }]
+            .into(),
             file: file.to_path_buf(),
             catalog: None,
-        }
+        })
     }
 
     /// Waits (at most a minute) until `done` holds.

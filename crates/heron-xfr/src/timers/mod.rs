@@ -36,6 +36,7 @@
 //! Every zone's next wake-up sits in one binary heap keyed by (when,
 //! zone), as in Knot's `zone/events/`, instead of a task per zone.
 
+pub mod notify_out;
 mod queue;
 #[cfg(test)]
 mod tests;
@@ -266,6 +267,11 @@ impl Timers {
             jitter,
             next_check_id: 0,
         }
+    }
+
+    /// Makes room for `zones` more zones.
+    pub fn reserve(&mut self, zones: usize) {
+        self.zones.reserve_exact(zones);
     }
 
     /// What the timers of `zone` are, if it is kept fresh.

@@ -74,7 +74,7 @@ impl CatalogConfig {
 /// A member zone template, resolved.
 #[derive(Clone, Debug)]
 pub struct Template {
-    pub primaries: Vec<Upstream>,
+    pub primaries: std::sync::Arc<[Upstream]>,
     /// The member's policy, but for its journal file.
     pub policy: ZonePolicy,
     pub keep_journal: bool,

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 use heron_proto::Name;
 use heron_xfr::primary::ZonePolicy;
@@ -53,20 +54,38 @@ impl Sources {
         policies: &mut HashMap<Name, ZonePolicy>,
         catalogs: &mut [super::CatalogConfig],
     ) {
-        self.to_primaries(secondaries.iter_mut().flat_map(|z| z.primaries.iter_mut()));
+        if self.transfer.is_empty() && self.notify.is_empty() {
+            return;
+        }
+        // Zones share their list of primaries: the lists with sources
+        // given are shared the same way.
+        let mut given = HashMap::new();
+        for zone in secondaries.iter_mut() {
+            self.to_primaries(&mut zone.primaries, &mut given);
+        }
         self.to_notify_targets(policies.values_mut());
         // Catalog members are configured by their templates: the same
         // defaults reach them.
         for template in catalogs.iter_mut().flat_map(|c| c.templates_mut()) {
-            self.to_primaries(template.primaries.iter_mut());
+            self.to_primaries(&mut template.primaries, &mut given);
             self.to_notify_targets(std::iter::once(&mut template.policy));
         }
     }
 
-    fn to_primaries<'a>(&self, primaries: impl Iterator<Item = &'a mut Upstream>) {
-        for up in primaries.filter(|up| up.source.is_none()) {
-            up.source = same_family(&self.transfer, up.addr);
+    fn to_primaries(&self, primaries: &mut Arc<[Upstream]>, given: &mut GivenSources) {
+        if self.transfer.is_empty() || primaries.iter().all(|up| up.source.is_some()) {
+            return;
         }
+        // The old list is kept with the new one so that its address
+        // cannot be reused while it is a key.
+        let (_, with_sources) = given.entry(primaries.as_ptr()).or_insert_with(|| {
+            let mut list = primaries.to_vec();
+            for up in list.iter_mut().filter(|up| up.source.is_none()) {
+                up.source = same_family(&self.transfer, up.addr);
+            }
+            (primaries.clone(), list.into())
+        });
+        *primaries = with_sources.clone();
     }
 
     fn to_notify_targets<'a>(&self, policies: impl Iterator<Item = &'a mut ZonePolicy>) {
@@ -76,6 +95,10 @@ impl Sources {
         }
     }
 }
+
+/// Lists of primaries given sources, by the address of the list they
+/// were made from: (that list, the new one).
+type GivenSources = HashMap<*const Upstream, (Arc<[Upstream]>, Arc<[Upstream]>)>;
 
 fn same_family(sources: &[IpAddr], peer: SocketAddr) -> Option<IpAddr> {
     sources
