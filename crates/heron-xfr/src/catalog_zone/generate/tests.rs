@@ -190,6 +190,9 @@ fn built_whole(wanted: &[Wanted], serial: u32) -> Zone {
     load_zone_str(&text, "whole", &catalog()).unwrap().zone
 }
 
+/// What the steps below edit.
+type Wants = Vec<Wanted>;
+
 #[test]
 fn a_new_version_is_the_served_one_changed_and_equals_one_built_whole() {
     // Enough members for many shards (a shard holds about 1,024 records).
@@ -197,7 +200,7 @@ fn a_new_version_is_the_served_one_changed_and_equals_one_built_whole() {
         .map(|i| want(&format!("z{i}.test"), (i % 3 == 0).then_some("gold")))
         .collect();
     let mut zone = new_version(&wanted, None);
-    let steps: [&dyn Fn(&mut Vec<Wanted>); 4] = [
+    let steps: [&dyn Fn(&mut Wants); 4] = [
         &|w| w.push(want("new.test", Some("blue"))),
         &|w| w.retain(|m| m.zone != n("z5.test")),
         &|w| {
