@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the zone transfer benchmarks: a secondary's cold start with 1k to
 # 100k zones (Heron, NSD, Knot, BIND as secondaries of a Heron primary),
-# change propagation primary -> secondary for each server, a 2,000,000-record
+# a catalog consumer's cold start with 1k to 100k member zones (Heron and
+# Knot consuming one catalog zone a Heron primary serves), change
+# propagation primary -> secondary for each server, a 2,000,000-record
 # zone between pairs of servers, and TSIG's cost on that transfer. Installs
 # the peers when missing, builds in release mode, and writes
 # docs/benchmarks/transfers.md and transfers.json.

@@ -1,6 +1,7 @@
 //! The zone transfer benchmarks: how long a secondary of many zones takes
 //! to cold-start (and whether it runs out of ports doing it), how quickly
-//! a change on a primary is answered by its secondary, how fast a large
+//! a change on a primary is answered by its secondary, how long a consumer
+//! of a catalog zone listing many zones takes to cold-start, how fast a large
 //! zone moves between pairs of servers, and what TSIG costs.
 //!
 //! Everything runs in a network namespace of the suite's own, with a
@@ -18,6 +19,7 @@ pub mod probe;
 mod report;
 mod tsig_work;
 
+use std::fmt::Write as _;
 use std::fs;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -64,12 +66,12 @@ pub struct XfrArgs {
     /// Runs of each cold start and large-zone transfer.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
-    /// Parts to run: cold-start, propagation, axfr (TSIG included); the
+    /// Parts to run: cold-start, catalog, propagation, axfr (TSIG included); the
     /// others keep their results from the last transfers.json.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "cold-start,propagation,axfr"
+        default_value = "cold-start,catalog,propagation,axfr"
     )]
     pub parts: Vec<String>,
 }
@@ -166,6 +168,11 @@ pub struct Results {
     /// When and at which commit each part was measured.
     #[serde(default)]
     pub cold_start_at: Option<String>,
+    /// Cold starts of a consumer of one catalog zone listing N zones.
+    #[serde(default)]
+    pub catalog_cold_start: Vec<ColdStart>,
+    #[serde(default)]
+    pub catalog_cold_start_at: Option<String>,
     #[serde(default)]
     pub propagation_at: Option<String>,
     #[serde(default)]
@@ -213,7 +220,12 @@ pub fn run(args: &XfrArgs) -> Result<(), String> {
     let wants = |part: &str| args.parts.iter().any(|p| p == part);
     if wants("cold-start") {
         results.cold_start_at = Some(measured_at(args));
-        results.cold_start = cold_starts(args, &kinds)?;
+        results.cold_start = cold_starts(args, &kinds, false)?;
+        results.cold_start_limit_s = args.timeout;
+    }
+    if wants("catalog") {
+        results.catalog_cold_start_at = Some(measured_at(args));
+        results.catalog_cold_start = cold_starts(args, &kinds, true)?;
         results.cold_start_limit_s = args.timeout;
     }
     if wants("propagation") {
@@ -313,14 +325,27 @@ fn tail(log: &str) -> String {
     lines[lines.len().saturating_sub(20)..].join("\n")
 }
 
-fn cold_starts(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<ColdStart>, String> {
+/// Cold starts of every setup at each size; with `catalog`, of consumers
+/// (Heron, Knot) given one catalog zone that lists the zones, instead of
+/// secondaries given every zone.
+fn cold_starts(args: &XfrArgs, kinds: &[Kind], catalog: bool) -> Result<Vec<ColdStart>, String> {
     let largest = args.sizes.iter().copied().max().unwrap_or(0);
     let all = minimal_zones(&args.data.join("minimal"), largest)?;
     let mut out = Vec::new();
     for &size in &args.sizes {
         let zones = &all[..size];
         let origins: Vec<String> = zones.iter().map(|(o, _)| o.clone()).collect();
-        for (kind, reload) in setups(kinds) {
+        let (listing, setups) = match catalog {
+            false => (None, setups(kinds)),
+            true => {
+                let consumers = kinds
+                    .iter()
+                    .filter(|k| matches!(k, Kind::Heron | Kind::Knot));
+                let setups = consumers.map(|&k| (k, NsdReload::Throttled)).collect();
+                (Some(catalog_zone(&args.data, zones)?), setups)
+            }
+        };
+        for (kind, reload) in setups {
             let mut runs = Vec::new();
             // Repeated, but not past a run that did not finish.
             while runs.len() < args.repeats
@@ -328,7 +353,7 @@ fn cold_starts(args: &XfrArgs, kinds: &[Kind]) -> Result<Vec<ColdStart>, String>
                     .last()
                     .is_none_or(|r: &ColdStart| r.all_answered_s.is_some())
             {
-                let run = cold_start_once(args, kind, reload, zones, &origins)?;
+                let run = cold_start_once(args, kind, reload, zones, &origins, listing.as_ref())?;
                 eprintln!("cold start: {run:?}");
                 runs.push(run);
             }
@@ -351,29 +376,59 @@ fn setups(kinds: &[Kind]) -> Vec<(Kind, NsdReload)> {
     out
 }
 
-/// One cold start of a `kind` secondary of `zones`.
+/// The catalog zone [`peers::CATALOG`] listing `zones`, written in `dir`.
+fn catalog_zone(dir: &Path, zones: &[(String, PathBuf)]) -> Result<(String, PathBuf), String> {
+    let path = dir.join(format!("{}-{}.zone", peers::CATALOG, zones.len()));
+    let mut text = format!(
+        "$ORIGIN {}\n$TTL 0\n@ SOA invalid. invalid. 1 3600 600 86400 0\n@ NS invalid.\n\
+         version TXT \"2\"\n",
+        peers::CATALOG
+    );
+    for (i, (origin, _)) in zones.iter().enumerate() {
+        let _ = writeln!(text, "m{i}.zones PTR {origin}");
+    }
+    fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((peers::CATALOG.to_string(), path))
+}
+
+/// One cold start of a `kind` secondary of `zones`; with `catalog`, of a
+/// consumer of that catalog zone, which lists them.
 fn cold_start_once(
     args: &XfrArgs,
     kind: Kind,
     reload: NsdReload,
     zones: &[(String, PathBuf)],
     origins: &[String],
+    catalog: Option<&(String, PathBuf)>,
 ) -> Result<ColdStart, String> {
     // A fresh primary port per run: TIME_WAIT sockets of one run do not
     // take ports from the next.
-    let primary = start_primary(Kind::Heron, args, zones, None, None, "cold")?;
+    let served: Vec<(String, PathBuf)> = zones.iter().chain(catalog).cloned().collect();
+    let primary = start_primary(Kind::Heron, args, &served, None, None, "cold")?;
     let opened_before = active_opens();
     let addr = ip(SECONDARY, free_port());
     let dir = args.data.join(format!(
-        "cold-{}-{}",
+        "cold-{}{}-{}",
         kind.name().to_lowercase(),
+        if catalog.is_some() { "-catalog" } else { "" },
         zones.len()
     ));
-    let role = Role::Secondary {
-        primary: primary.addr,
-        reload,
+    let (role, given) = match catalog {
+        None => (
+            Role::Secondary {
+                primary: primary.addr,
+                reload,
+            },
+            zones,
+        ),
+        Some(catalog) => (
+            Role::Consumer {
+                primary: primary.addr,
+            },
+            std::slice::from_ref(catalog),
+        ),
     };
-    let mut secondary = Peer::start(kind, role, addr, zones, None, &dir, &args.heron)?;
+    let mut secondary = Peer::start(kind, role, addr, given, None, &dir, &args.heron)?;
     let started = secondary.started;
     let deadline = started + Duration::from_secs(args.timeout);
     let arrival = probe::until_all_answer(

@@ -95,7 +95,13 @@ pub enum Role {
         primary: SocketAddr,
         reload: NsdReload,
     },
+    /// A consumer of the catalog zone [`CATALOG`] (the only zone it is
+    /// given): its members come from there (Heron and Knot).
+    Consumer { primary: SocketAddr },
 }
+
+/// The catalog zone of the catalog cold start.
+pub const CATALOG: &str = "catalog.bench.";
 
 /// NSD's reload throttle, the one setting the cold start measures both
 /// ways: `xfrd-reload-timeout` (see [`SETTINGS`]).
@@ -148,7 +154,7 @@ impl Peer {
         let err = log.try_clone().map_err(|e| e.to_string())?;
         let cpu = match role {
             Role::Primary { .. } => "0",
-            Role::Secondary { .. } => "1",
+            Role::Secondary { .. } | Role::Consumer { .. } => "1",
         };
         let mut cmd = Command::new("nice");
         cmd.args(["-n", &NICE.to_string(), "taskset", "-c", cpu])
@@ -323,6 +329,16 @@ fn heron_config(
             let kept = |o: &String| (o.clone(), PathBuf::from(kept(o)));
             zones.iter().map(|(o, _)| kept(o)).collect()
         }
+        Role::Consumer { primary } => {
+            let _ = write!(
+                c,
+                "[[catalog]]\nzone = \"{CATALOG}\"\nfile = \"{}\"\n\
+                 primaries = [\"{primary}{with_key}\"]\nmembers-dir = \"kept/members\"\n\
+                 [catalog.default]\nallow-notify = [\"{NOTIFIERS}\"]\n",
+                kept(CATALOG)
+            );
+            return c;
+        }
     };
     c.push_str(&crate::servers::heron_zones(&files, &settings));
     c
@@ -357,7 +373,7 @@ fn nsd_config(
                 let _ = writeln!(c, "  notify: {}@{} NOKEY", to.ip(), to.port());
             }
         }
-        Role::Secondary { primary, .. } => {
+        Role::Secondary { primary, .. } | Role::Consumer { primary } => {
             let _ = write!(
                 c,
                 "  zonefile: \"kept/%s.zone\"\n  request-xfr: {}@{} NOKEY\n  allow-notify: {NOTIFIERS} NOKEY\n",
@@ -382,7 +398,7 @@ fn knot_config(role: Role, addr: SocketAddr, zones: &[(String, PathBuf)], d: &st
     // A secondary's transfers run one per background worker.
     let (workers, pool) = match role {
         Role::Primary { .. } => (1, 0),
-        Role::Secondary { .. } => (IN_FLIGHT, IN_FLIGHT),
+        Role::Secondary { .. } | Role::Consumer { .. } => (IN_FLIGHT, IN_FLIGHT),
     };
     let mut c = format!(
         "server:\n  rundir: \"{d}\"\n  listen: {}@{}\n  background-workers: {workers}\n  \
@@ -438,6 +454,19 @@ fn knot_config(role: Role, addr: SocketAddr, zones: &[(String, PathBuf)], d: &st
                 let _ = writeln!(c, "  - domain: \"{origin}\"");
             }
         }
+        Role::Consumer { primary } => {
+            // Members follow the template the catalog names
+            // (`catalog-template`).
+            let _ = write!(
+                c,
+                "remote:\n  - id: primary\n    address: {}@{}\nacl:\n  - id: notify\n    address: {NOTIFIERS}\n    \
+                 action: notify\ntemplate:\n  - id: default\n    storage: \"{d}/kept\"\n    \
+                 master: primary\n    acl: notify\n    semantic-checks: off\n\
+                 zone:\n  - domain: \"{CATALOG}\"\n    catalog-role: interpret\n    catalog-template: default\n",
+                primary.ip(),
+                primary.port(),
+            );
+        }
     }
     c
 }
@@ -445,7 +474,7 @@ fn knot_config(role: Role, addr: SocketAddr, zones: &[(String, PathBuf)], d: &st
 fn bind_config(role: Role, addr: SocketAddr, zones: &[(String, PathBuf)], d: &str) -> String {
     let tuning = match role {
         Role::Primary { .. } => "  notify-delay 0;\n".to_string(),
-        Role::Secondary { .. } => format!(
+        Role::Secondary { .. } | Role::Consumer { .. } => format!(
             "  serial-query-rate 10000;\n  transfers-in {IN_FLIGHT};\n  \
              transfers-per-ns {IN_FLIGHT};\n"
         ),
@@ -471,7 +500,7 @@ fn bind_config(role: Role, addr: SocketAddr, zones: &[(String, PathBuf)], d: &st
                     file.display()
                 );
             }
-            Role::Secondary { primary, .. } => {
+            Role::Secondary { primary, .. } | Role::Consumer { primary } => {
                 let _ = write!(
                     c,
                     "zone \"{origin}\" {{\n  type secondary;\n  file \"{}\";\n  \

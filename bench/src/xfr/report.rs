@@ -130,27 +130,21 @@ fn markdown(r: &Results, args: &XfrArgs) -> String {
             r.cold_start_limit_s,
             gap * 1e3
         );
-        for c in &r.cold_start {
-            let time = match c.all_answered_s {
-                Some(_) if c.seconds.n > 1 => format!(
-                    "{:.2} s ({:.2}–{:.2}, {} runs)",
-                    c.seconds.median, c.seconds.min, c.seconds.max, c.seconds.n
-                ),
-                other => secs(other),
-            };
-            let _ = writeln!(
-                md,
-                "| {} | {} | {time} | {} | {} | {} | {} | {:.0} MiB |",
-                setup_name(c),
-                c.zones,
-                c.answered,
-                c.connect_failures,
-                c.connections_opened,
-                c.time_wait,
-                c.rss_mib
-            );
-        }
+        cold_start_rows(&mut md, &r.cold_start);
         cold_start_ratios(&mut md, r);
+    }
+    if !r.catalog_cold_start.is_empty() {
+        md.push_str("\n## Catalog consumer cold start\n\n");
+        measured(&mut md, &r.catalog_cold_start_at);
+        md.push_str(
+            "As the secondary cold start, but the secondary is given one zone only, a catalog \
+             zone (RFC 9432, version 2) that the Heron primary serves and that lists the N \
+             minimal zones as members: Heron with `[[catalog]]`, Knot with `catalog-role: \
+             interpret`. Time: from the consumer's start until every member answers its SOA.\n\n\
+             | consumer | zones | all answered | zones answered | connect failures | connections opened | TIME_WAIT | RSS |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        );
+        cold_start_rows(&mut md, &r.catalog_cold_start);
     }
     if !r.propagation.is_empty() {
         md.push_str("\n## Change propagation\n\n");
@@ -216,6 +210,30 @@ fn markdown(r: &Results, args: &XfrArgs) -> String {
         let _ = writeln!(md, "* {server}: {setting}: {why}.");
     }
     md
+}
+
+/// One table row per cold start.
+fn cold_start_rows(md: &mut String, runs: &[ColdStart]) {
+    for c in runs {
+        let time = match c.all_answered_s {
+            Some(_) if c.seconds.n > 1 => format!(
+                "{:.2} s ({:.2}–{:.2}, {} runs)",
+                c.seconds.median, c.seconds.min, c.seconds.max, c.seconds.n
+            ),
+            other => secs(other),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {time} | {} | {} | {} | {} | {:.0} MiB |",
+            setup_name(c),
+            c.zones,
+            c.answered,
+            c.connect_failures,
+            c.connections_opened,
+            c.time_wait,
+            c.rss_mib
+        );
+    }
 }
 
 /// Heron's cold-start time against NSD's (the faster of its two rows) at

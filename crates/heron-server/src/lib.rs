@@ -25,6 +25,7 @@
 pub mod processor;
 pub mod rrl;
 pub mod service;
+pub mod stats;
 pub mod tcp;
 pub mod tls;
 pub mod udp;

@@ -2,12 +2,18 @@
 //! events (accepted NOTIFYs go to the secondary side's channel, refusals
 //! are counted) and the limit on transfers running at once. The
 //! processor itself does no I/O; this is where its results meet tokio.
+//! The query counters every transport writes are here too ([`Stats`]).
 
+use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use heron_xfr::stats::ZoneStats;
 
 use tokio::sync::{Semaphore, SemaphorePermit, mpsc};
 
 use crate::processor::{Event, NotifyReceived, Processor, Refusal};
+use crate::stats::Stats;
 use crate::udp::limit::RrlTotals;
 
 /// Outgoing transfers running at once; more wait their turn.
@@ -18,9 +24,15 @@ pub struct Service {
     /// Where accepted NOTIFYs go; None when secondary for nothing.
     notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
     refusals: [AtomicU64; Refusal::KINDS],
+    /// The refusal counts at the last `ctl stats --reset`.
+    refusals_reset: Mutex<[u64; Refusal::KINDS]>,
     transfers: Semaphore,
     /// What the UDP workers' rate limiting dropped and slipped.
     pub rrl: RrlTotals,
+    /// Queries, responses and connections, per worker.
+    pub stats: Arc<Stats>,
+    /// Transfers and NOTIFYs per zone.
+    pub zones: Arc<ZoneStats>,
 }
 
 impl Service {
@@ -32,9 +44,19 @@ impl Service {
             processor,
             notify_in,
             refusals: Default::default(),
+            refusals_reset: Default::default(),
             transfers: Semaphore::new(MAX_TRANSFERS),
             rrl: RrlTotals::default(),
+            stats: Arc::default(),
+            zones: Arc::default(),
         }
+    }
+
+    /// Counts transfers and NOTIFYs in `zones` (shared with the
+    /// secondary side, which counts its own there).
+    pub fn with_zone_stats(mut self, zones: Arc<ZoneStats>) -> Service {
+        self.zones = zones;
+        self
     }
 
     /// Acts on the processor's events and empties `events`.
@@ -42,6 +64,7 @@ impl Service {
         for event in events.drain(..) {
             match event {
                 Event::Notify(notify) => {
+                    self.zones.notify_in(&notify.origin);
                     if let Some(sender) = &self.notify_in {
                         // Closed only while shutting down.
                         let _ = sender.send(notify);
@@ -59,13 +82,24 @@ impl Service {
         self.refusals[why.kind()].load(Ordering::Relaxed)
     }
 
-    /// Requests refused per kind ([`Refusal::kind`]), set back to zero
-    /// if `reset` (each counter read and zeroed at once: none is lost).
+    /// Requests refused per kind ([`Refusal::kind`]) since the start.
+    pub fn refusal_totals(&self) -> [u64; Refusal::KINDS] {
+        std::array::from_fn(|kind| self.refusals[kind].load(Ordering::Relaxed))
+    }
+
+    /// Requests refused per kind since the last reset, which `reset`
+    /// makes now (the totals go on, as Prometheus counters must).
     pub fn refusal_counts(&self, reset: bool) -> [u64; Refusal::KINDS] {
-        std::array::from_fn(|kind| match reset {
-            true => self.refusals[kind].swap(0, Ordering::Relaxed),
-            false => self.refusals[kind].load(Ordering::Relaxed),
-        })
+        let totals = self.refusal_totals();
+        let mut base = self
+            .refusals_reset
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let since = std::array::from_fn(|kind| totals[kind] - base[kind]);
+        if reset {
+            *base = totals;
+        }
+        since
     }
 
     /// A turn to send a transfer, waiting while [`MAX_TRANSFERS`] run.

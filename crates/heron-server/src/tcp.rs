@@ -38,6 +38,7 @@ use heron_xfr::acl::Prefix;
 use crate::TcpLimits;
 use crate::processor::{Event, Outcome, Request, Transfer, Transport};
 use crate::service::{Service, unix_now};
+use crate::stats::{Limit, Via, qtype_of};
 use crate::tls::TlsAcceptor;
 
 /// Bytes read per system call (on the stack, not kept between reads).
@@ -95,20 +96,25 @@ impl ConnectionLimiter {
 
     /// A slot for a new connection from `ip`, or None if a limit is reached.
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Slot> {
+        self.admit_or_why(ip).ok()
+    }
+
+    /// A slot for a new connection from `ip`, or the limit reached.
+    pub fn admit_or_why(self: &Arc<Self>, ip: IpAddr) -> Result<Slot, Limit> {
         let client = self.client(ip);
         let mut open = self.open.lock().unwrap();
         if open.0 >= self.limits.max_connections {
-            return None;
+            return Err(Limit::Total);
         }
         let per_client = open.1.entry(client).or_insert(0);
         if *per_client >= self.limits.max_connections_per_client
             && !self.unlimited.iter().any(|p| p.contains(ip))
         {
-            return None;
+            return Err(Limit::PerClient);
         }
         *per_client += 1;
         open.0 += 1;
-        Some(Slot {
+        Ok(Slot {
             limiter: self.clone(),
             client,
         })
@@ -157,7 +163,7 @@ const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// Failed accepts, told in the log at most every [`ACCEPT_WARN_EVERY`].
 #[derive(Default)]
-struct AcceptFailures {
+pub struct AcceptFailures {
     last_warning: Option<Instant>,
     since_warning: u64,
 }
@@ -187,6 +193,31 @@ impl AcceptFailures {
     }
 }
 
+/// The next connection on `listener`, or None once `shutdown` turns
+/// true. A failed accept (out of file descriptors and the like) is told
+/// to `failures` and retried after a pause rather than at once:
+/// connections already open keep working, and new ones wait in the
+/// backlog until descriptors free.
+pub async fn next_connection(
+    listener: &TcpListener,
+    shutdown: &mut watch::Receiver<bool>,
+    failures: &mut AcceptFailures,
+) -> Option<(TcpStream, SocketAddr)> {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.changed() => return None,
+        };
+        match accepted {
+            Ok(got) => return Some(got),
+            Err(e) => {
+                failures.failed(&e);
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+            }
+        }
+    }
+}
+
 /// Accepts connections until `shutdown` turns true; with `tls`, each
 /// begins with a TLS handshake.
 pub async fn serve(
@@ -202,29 +233,23 @@ pub async fn serve(
         idle: limiter.limits.idle_timeout,
         message_timeout: limiter.limits.message_timeout,
     });
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            _ = shutdown.changed() => return,
-        };
-        let (stream, peer) = match accepted {
-            Ok(got) => got,
-            Err(e) => {
-                // Out of file descriptors and the like: back off briefly
-                // rather than spin; connections already open keep working,
-                // and new ones wait in the backlog until descriptors free.
-                failures.failed(&e);
-                tokio::time::sleep(ACCEPT_BACKOFF).await;
-                continue;
-            }
-        };
+    while let Some((stream, peer)) = next_connection(&listener, &mut shutdown, &mut failures).await
+    {
+        let stats = &shared.service.stats;
         if shared.service.processor.blackholes(peer.ip()) {
+            stats.with_thread_cells(|c| c.refused(Limit::Blackhole));
             continue; // `blackhole`: closed unanswered
         }
-        let Some(slot) = limiter.admit(peer.ip()) else {
-            tracing::debug!("TCP connection from {peer} refused: connection limit");
-            continue; // dropping the stream closes it
+        let slot = match limiter.admit_or_why(peer.ip()) {
+            Ok(slot) => slot,
+            Err(limit) => {
+                stats.with_thread_cells(|c| c.refused(limit));
+                tracing::debug!("TCP connection from {peer} refused: connection limit");
+                continue; // dropping the stream closes it
+            }
         };
+        let via = if tls.is_some() { Via::Tls } else { Via::Tcp };
+        stats.with_thread_cells(|c| c.accepted(via));
         let (shared, shutdown) = (shared.clone(), shutdown.clone());
         // Spawned apart, so a plain connection's task is not sized for the
         // TLS state it never has: the task is what an idle connection
@@ -528,15 +553,22 @@ async fn send_transfer<S: AsyncWrite + Unpin>(
     };
     let mut out = Vec::with_capacity(u16::MAX as usize);
     let mut framed = Vec::with_capacity(u16::MAX as usize + 2);
-    while messages
-        .next(&mut out, unix_now())
-        .map_err(|_| io::Error::other("a record does not fit in a message"))?
-    {
-        framed.clear();
-        framed.extend_from_slice(&(out.len() as u16).to_be_bytes());
-        framed.extend_from_slice(&out);
-        write_all(stream, &framed, shared.idle).await?;
+    let sent = async {
+        while messages
+            .next(&mut out, unix_now())
+            .map_err(|_| io::Error::other("a record does not fit in a message"))?
+        {
+            framed.clear();
+            framed.extend_from_slice(&(out.len() as u16).to_be_bytes());
+            framed.extend_from_slice(&out);
+            write_all(stream, &framed, shared.idle).await?;
+        }
+        Ok::<_, io::Error>(())
     }
+    .await;
+    let way = heron_xfr::stats::Direction::Out;
+    (shared.service.zones).transfer(zone.origin(), way, started.elapsed(), sent.is_ok());
+    sent?;
     let (sent, records) = messages.made();
     tracing::info!(
         "{kind} of {} serial {} to {peer}: {records} records in {sent} messages, {} ms",
@@ -608,7 +640,14 @@ fn answer_complete_messages(
 ) -> io::Result<usize> {
     let mut at = 0;
     let now = unix_now();
+    let received_at = Instant::now();
+    let mut answered = 0;
+    let via = match transport {
+        Transport::Tls => Via::Tls,
+        _ => Via::Tcp,
+    };
     let mut events: Vec<Event> = Vec::new();
+    let stats = &service.stats;
     while input.len() - at >= 2 && out.framed.len() < QUEUED_ANSWERS_CAP && out.transfers.is_empty()
     {
         let len = u16::from_be_bytes([input[at], input[at + 1]]) as usize;
@@ -627,8 +666,11 @@ fn answer_complete_messages(
             transport,
             now,
         };
+        stats.with_thread_cells(|c| c.query(via, qtype_of(req.bytes)));
         match service.processor.process(&req, out.response, &mut events) {
             Outcome::Response => {
+                stats.with_thread_cells(|c| c.response(out.response));
+                answered += 1;
                 let len = out.response.len() as u16;
                 out.framed.extend_from_slice(&len.to_be_bytes());
                 out.framed.extend_from_slice(out.response);
@@ -637,6 +679,9 @@ fn answer_complete_messages(
             Outcome::Transfer(transfer) => out.transfers.push(*transfer),
         }
         at += 2 + len;
+    }
+    if answered > 0 {
+        stats.with_thread_cells(|c| c.answered(received_at.elapsed(), answered));
     }
     service.dispatch(&mut events);
     Ok(at)

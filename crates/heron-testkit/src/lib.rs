@@ -25,7 +25,7 @@ pub use client::{
 };
 pub use fake_primary::{FakePrimary, IxfrAnswer};
 pub use normalize::{Normalized, diff, normalize};
-pub use primary::{Primary, TlsServe};
+pub use primary::{Primary, TlsServe, knot_primary_of};
 pub use process::{ServerKind, ServerProcess, free_port, live_group_members};
 pub use secondary::{Secondary, TsigSpec, XotTrust};
 pub use signer::{Chain, SignedZone, Validation};

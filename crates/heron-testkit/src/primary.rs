@@ -141,3 +141,40 @@ impl Primary {
         peer_command(ServerKind::Bind, &dir.0, &conf)
     }
 }
+
+/// Knot as the primary of several zones (origins with the trailing dot,
+/// and their files), each sent NOTIFY to `secondary` on a new serial
+/// (after `ServerProcess::reload`); the first zone is waited for. A
+/// catalog zone written as a file is served so like any other: what a
+/// test needs to set unique IDs and groups exactly.
+pub fn knot_primary_of(
+    zones: &[(String, PathBuf)],
+    secondary: SocketAddr,
+    key: Option<&TsigSpec>,
+) -> ServerProcess {
+    require_binary(KNOTD);
+    let dir = TempDir::new("knot-primary");
+    let port = free_port();
+    let d = dir.0.display().to_string();
+    let mut conf = knot_server(&d, port);
+    let key_line = knot_key(&mut conf, key);
+    conf.push_str(&format!(
+        "remote:\n  - id: secondary\n    address: {}@{}\n{key_line}\
+         acl:\n  - id: transfer\n    address: 127.0.0.1\n    action: transfer\n{key_line}\
+         template:\n  - id: default\n    notify: secondary\n    acl: transfer\n    \
+         zonefile-sync: -1\n    zonefile-load: difference\n    journal-content: changes\n    \
+         semantic-checks: off\nzone:\n",
+        secondary.ip(),
+        secondary.port(),
+    ));
+    for (origin, file) in zones {
+        conf.push_str(&format!(
+            "  - domain: \"{origin}\"\n    file: \"{}\"\n",
+            file.display()
+        ));
+    }
+    let cmd = peer_command(ServerKind::Knot, &dir.0, &conf);
+    let first = &zones.first().expect("a zone").0;
+    ServerProcess::start(ServerKind::Knot, dir, port, cmd, first)
+        .unwrap_or_else(|log| panic!("Knot primary did not serve {first}: {log}"))
+}

@@ -2,16 +2,20 @@
 //! records of a catalog zone in, its member zones out ([`parse`]); the
 //! member zones checked against what the configuration allows
 //! ([`check`]); and what changed from one version of a catalog to the
-//! next ([`diff`]).
+//! next ([`diff`]). A catalog's IXFR is applied to its members in
+//! proportion to the change ([`touched_ids`], [`parse_members`],
+//! [`MemberSet::update`]), not by parsing the whole catalog again.
 //!
 //! A catalog that breaks a rule of RFC 9432 is rejected whole, with every
 //! problem naming its record, so that a consumer keeps what it serves.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use heron_proto::{Name, RType};
 use heron_zone::Zone;
+use heron_zone::diff::ZoneDiff;
+use heron_zone::zone::Node;
 
 /// One member zone of a catalog.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -279,20 +283,150 @@ fn single_string(rdata: &[u8]) -> Option<String> {
 /// The member zones of a catalog zone as served (see [`parse`]).
 pub fn parse_zone(zone: &Zone) -> Result<Members, Vec<Problem>> {
     let mut records = Vec::new();
-    for node in zone.nodes() {
-        let owner = node.owner();
-        for rrset in node.data() {
-            for rdata in rrset.rdatas() {
-                records.push((owner.clone(), rrset.rtype, rdata.into_owned()));
-            }
+    zone.nodes()
+        .for_each(|node| push_records(&node, &mut records));
+    parse_owned(zone.origin(), &records)
+}
+
+/// A record with its parts owned.
+type OwnedRecord = (Name, RType, Vec<u8>);
+
+fn push_records(node: &Node, records: &mut Vec<OwnedRecord>) {
+    let owner = node.owner();
+    for rrset in node.data() {
+        for rdata in rrset.rdatas() {
+            records.push((owner.clone(), rrset.rtype, rdata.into_owned()));
         }
     }
+}
+
+fn parse_owned(catalog: &Name, records: &[OwnedRecord]) -> Result<Members, Vec<Problem>> {
     parse(
-        zone.origin(),
+        catalog,
         records
             .iter()
             .map(|(owner, rtype, rdata)| (owner, *rtype, rdata.as_slice())),
     )
+}
+
+/// The member ids whose nodes the steps of an IXFR of `catalog` touch
+/// (a member node or one of its properties), or None when a step touches
+/// the `version` record: the catalog must then be parsed whole.
+pub fn touched_ids(catalog: &Name, diffs: &[ZoneDiff]) -> Option<HashSet<Vec<u8>>> {
+    let version = catalog.prepend(b"version").ok()?;
+    let mut ids = HashSet::new();
+    let records = diffs.iter().flat_map(|d| d.deleted.iter().chain(&d.added));
+    for record in records {
+        if record.owner.eq(&version) {
+            return None;
+        }
+        if let Some(mut labels) = below_zones(&record.owner, catalog) {
+            ids.insert(labels.pop().expect("at least one label"));
+        }
+    }
+    Some(ids)
+}
+
+/// The members that the nodes of `ids` list in `zone`, a catalog zone,
+/// checked as [`parse`] checks a whole catalog (its version included).
+/// Only those nodes are read.
+pub fn parse_members(zone: &Zone, ids: &HashSet<Vec<u8>>) -> Result<Members, Vec<Problem>> {
+    let catalog = zone.origin();
+    let mut records = Vec::new();
+    let mut read = |name: Result<Name, _>| {
+        if let Some(node) = name
+            .ok()
+            .and_then(|n| zone.node(n.to_lowercase().as_wire()))
+        {
+            push_records(&node, &mut records);
+        }
+    };
+    read(catalog.prepend(b"version"));
+    for id in ids {
+        let member = member_owner(catalog, id);
+        read(Ok(member.clone()));
+        read(member.prepend(b"group"));
+        read(member.prepend(b"coo"));
+    }
+    parse_owned(catalog, &records)
+}
+
+/// A catalog's members as consumed, indexed by zone and by unique ID, so
+/// that a change to a few of them costs in proportion to those few.
+#[derive(Clone, Debug, Default)]
+pub struct MemberSet {
+    members: Members,
+    /// The lower-cased zone each id lists.
+    zone_of: HashMap<Vec<u8>, Name>,
+}
+
+impl MemberSet {
+    pub fn new(members: Members) -> MemberSet {
+        let zone_of = (members.iter())
+            .map(|(key, m)| (m.id.clone(), key.clone()))
+            .collect();
+        MemberSet { members, zone_of }
+    }
+
+    pub fn members(&self) -> &Members {
+        &self.members
+    }
+
+    /// Makes `new` the members; returns what changed.
+    pub fn replace(&mut self, new: Members) -> Vec<Change> {
+        let changes = diff(&self.members, &new);
+        *self = MemberSet::new(new);
+        changes
+    }
+
+    /// The members the nodes of `ids` list now.
+    pub fn listed_at(&self, ids: &HashSet<Vec<u8>>) -> Members {
+        ids.iter()
+            .filter_map(|id| self.zone_of.get(id))
+            .filter_map(|key| Some((key.clone(), self.members.get(key)?.clone())))
+            .collect()
+    }
+
+    /// The problems of a new version of the catalog in which the nodes of
+    /// `ids` list `listed` and every other node is as before: a zone
+    /// listed by one of them and by a node not among them.
+    pub fn clashes(
+        &self,
+        catalog: &Name,
+        ids: &HashSet<Vec<u8>>,
+        listed: &Members,
+    ) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        for (key, member) in listed {
+            if let Some(other) = self.members.get(key).filter(|o| !ids.contains(&o.id)) {
+                problems.push(Problem::Duplicate {
+                    zone: member.zone.clone(),
+                    owners: [
+                        member_owner(catalog, &other.id),
+                        member_owner(catalog, &member.id),
+                    ],
+                });
+            }
+        }
+        problems
+    }
+
+    /// Takes a new version in which the nodes of `ids` list `listed` (see
+    /// [`MemberSet::clashes`], which must have found nothing); returns
+    /// what changed.
+    pub fn update(&mut self, ids: &HashSet<Vec<u8>>, listed: Members) -> Vec<Change> {
+        let before = self.listed_at(ids);
+        let changes = diff(&before, &listed);
+        for (key, member) in before {
+            self.zone_of.remove(&member.id);
+            self.members.remove(&key);
+        }
+        for (key, member) in listed {
+            self.zone_of.insert(member.id.clone(), key.clone());
+            self.members.insert(key, member);
+        }
+        changes
+    }
 }
 
 /// The problems of `members` against the configuration: zones configured

@@ -22,4 +22,5 @@ pub mod journal;
 pub mod primary;
 pub mod secondary;
 pub mod serial;
+pub mod stats;
 pub mod timers;

@@ -10,6 +10,7 @@ use heron_proto::Name;
 use heron_server::SharedCatalog;
 use heron_server::processor::{Refusal, SharedOrigins};
 use heron_server::service::Service;
+use heron_server::stats::{CONNECTION_LIMITS, QTYPE_OTHER, RCODES, TRANSPORTS, qtype_label};
 use heron_server::tcp::ConnectionLimiter;
 use serde_json::{Value, json};
 
@@ -157,7 +158,7 @@ impl Controller {
 
     /// What the refresh task says of every secondary zone (none if there
     /// is no such task, or it is gone).
-    async fn secondary_reports(&self) -> Vec<ZoneReport> {
+    pub(crate) async fn secondary_reports(&self) -> Vec<ZoneReport> {
         let Some(refresh) = &self.refresh else {
             return Vec::new();
         };
@@ -241,16 +242,37 @@ impl Controller {
         }
     }
 
-    /// The counters there are; with `reset`, set back to zero.
+    /// The counters there are, since the last reset; with `reset`, start
+    /// again from zero (the Prometheus endpoint's counters go on).
     fn stats(&self, reset: bool) -> Response {
         let counts = self.service.refusal_counts(reset);
-        let refusals: serde_json::Map<String, Value> = (Refusal::KIND_NAMES.iter())
-            .zip(counts)
-            .map(|(name, n)| (name.to_string(), json!(n)))
-            .collect();
+        let refusals = named(Refusal::KIND_NAMES.iter().zip(counts), true);
+        let totals = self.service.stats.since_reset(reset);
+        let queries = named(
+            TRANSPORTS
+                .iter()
+                .zip(totals.queries.map(|row| row.iter().sum())),
+            true,
+        );
+        let by_type = (0..=QTYPE_OTHER).map(|q| {
+            let n: u64 = totals.queries.iter().map(|row| row[q]).sum();
+            (qtype_label(q), n)
+        });
+        let by_type = named(by_type, false);
+        let responses = named(RCODES.iter().zip(totals.responses), false);
+        let accepted = named(TRANSPORTS.iter().zip(totals.accepted).skip(1).take(2), true);
+        let refused = named(
+            CONNECTION_LIMITS.iter().zip(totals.refused_connections),
+            true,
+        );
         let data = json!({
             "refused": refusals,
+            "queries": queries,
+            "queries_by_type": by_type,
+            "responses": responses,
             "tcp_connections_open": self.connections.open_connections(),
+            "tcp_connections_accepted": accepted,
+            "tcp_connections_refused": refused,
             "reset": reset,
         });
         let message = if reset {
@@ -330,6 +352,17 @@ impl Controller {
     }
 }
 
+/// A JSON object of counters by name; zeros left out unless `all`.
+fn named(
+    counts: impl IntoIterator<Item = (impl ToString, u64)>,
+    all: bool,
+) -> serde_json::Map<String, Value> {
+    (counts.into_iter())
+        .filter(|(_, n)| all || *n > 0)
+        .map(|(name, n)| (name.to_string(), json!(n)))
+        .collect()
+}
+
 /// The zone names of a request, lower-cased, or what is wrong with one.
 fn parse_zones(names: &[String]) -> Result<Vec<Name>, String> {
     names
@@ -356,6 +389,7 @@ fn secondary_fields(row: &mut Value, report: &ZoneReport) {
         })
         .collect();
     let fields = json!({
+        "catalog": report.catalog.as_ref().map(Name::to_string),
         "transferred_at": report.transferred_at.map(unix_seconds),
         "next_refresh": report.next_check.map(unix_seconds),
         "expire_at": report.expire_at.map(unix_seconds),

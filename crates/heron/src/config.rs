@@ -39,6 +39,14 @@
 //!                                       # "192.0.2.1 tls": over TLS (XoT), port 853;
 //!                                       # "... tls ns1.example": certificate checked
 //!
+//! [[catalog]]                           # a catalog zone (RFC 9432) to consume
+//! zone = "catalog.example"
+//! file = "secondary/catalog.example.zone"
+//! primaries = ["192.0.2.1 key xfr.example"]
+//! members-dir = "secondary/members"     # member zones' kept copies
+//! [catalog.group.gold]                  # members whose group is "gold"
+//! allow-transfer = ["192.0.2.0/24"]
+//!
 //! [[zone-group]]                        # zones that share their settings
 //! origins = ["example.org", "example.info"]
 //! file = "zones/{zone}.zone"            # {zone}: each origin, no final dot
@@ -78,10 +86,13 @@ use serde::Deserialize;
 
 use crate::privileges;
 
+pub(crate) mod catalog;
 mod catalogs;
 mod shared_files;
 mod shield;
 
+pub use catalog::CatalogConfig;
+use catalog::CatalogEntry;
 pub use catalogs::GeneratedCatalog;
 
 pub use shield::{CookiesSection, RrlSection};
@@ -105,11 +116,16 @@ pub struct ConfigFile {
     pub keys: Vec<KeyEntry>,
     #[serde(default)]
     pub secondary: SecondarySection,
+    /// Catalog zones to consume (RFC 9432).
+    #[serde(default, rename = "catalog")]
+    pub catalogs: Vec<CatalogEntry>,
     #[serde(default)]
     pub xdp: XdpSection,
     pub rrl: Option<RrlSection>,
     #[serde(default)]
     pub cookies: CookiesSection,
+    #[serde(default)]
+    pub metrics: crate::metrics::MetricsSection,
     /// Checked here with the rest; used before the rest is read, when
     /// logging starts (see [`crate::logging::section_of`]).
     #[serde(default)]
@@ -533,26 +549,30 @@ impl ZoneGroup {
         }
     }
 
-    /// The file of the zone at `origin`, from the pattern. A file name
-    /// that would be too long for the file system (origins run to 253
-    /// characters) gets a shortened stem instead: see [`fitting_stem`].
+    /// The file of the zone at `origin`, from the pattern.
     fn file_of(&self, origin: &str) -> String {
-        let stem = match origin {
-            "." => "root",
-            _ => origin.strip_suffix('.').unwrap_or(origin),
-        };
-        let file = self.file.replace(ZONE_PLACEHOLDER, stem);
-        let name_len = file.rsplit('/').next().map_or(0, str::len);
-        let pattern_name = self.file.rsplit('/').next().unwrap_or_default();
-        let stems = pattern_name.matches(ZONE_PLACEHOLDER).count();
-        if name_len <= MAX_FILE_NAME || stems == 0 {
-            return file;
-        }
-        let fixed = pattern_name.len() - stems * ZONE_PLACEHOLDER.len();
-        let room = MAX_FILE_NAME.saturating_sub(fixed) / stems;
-        self.file
-            .replace(ZONE_PLACEHOLDER, &fitting_stem(stem, room))
+        pattern_file(&self.file, origin)
     }
+}
+
+/// The file of the zone at `origin`, from a `{zone}` pattern. A file name
+/// that would be too long for the file system (origins run to 253
+/// characters) gets a shortened stem instead: see [`fitting_stem`].
+fn pattern_file(pattern: &str, origin: &str) -> String {
+    let stem = match origin {
+        "." => "root",
+        _ => origin.strip_suffix('.').unwrap_or(origin),
+    };
+    let file = pattern.replace(ZONE_PLACEHOLDER, stem);
+    let name_len = file.rsplit('/').next().map_or(0, str::len);
+    let pattern_name = pattern.rsplit('/').next().unwrap_or_default();
+    let stems = pattern_name.matches(ZONE_PLACEHOLDER).count();
+    if name_len <= MAX_FILE_NAME || stems == 0 {
+        return file;
+    }
+    let fixed = pattern_name.len() - stems * ZONE_PLACEHOLDER.len();
+    let room = MAX_FILE_NAME.saturating_sub(fixed) / stems;
+    pattern.replace(ZONE_PLACEHOLDER, &fitting_stem(stem, room))
 }
 
 /// What a `[[zone-group]]` file pattern replaces with each origin.
@@ -647,10 +667,13 @@ pub struct Settings {
     pub keys: Vec<Key>,
     /// Transfer settings of the zones that have any.
     pub policies: HashMap<Name, ZonePolicy>,
-    /// Zones pulled from primaries (not in `zones`).
+    /// Zones pulled from primaries (not in `zones`), catalog zones
+    /// included.
     pub secondaries: Vec<SecondaryZone>,
+    /// Catalog zones consumed, and their member templates.
+    pub catalogs: Vec<CatalogConfig>,
     /// Catalog zones Heron writes (not in `zones`).
-    pub catalogs: Vec<GeneratedCatalog>,
+    pub generated_catalogs: Vec<GeneratedCatalog>,
     pub secondary: SecondarySection,
     /// TLS to primaries (XoT).
     pub xot: TlsClients,
@@ -667,6 +690,8 @@ pub struct Settings {
     pub restart_only: RestartOnly,
     /// `[cookies]`.
     pub cookies: heron_proto::cookie::CookieSettings,
+    /// Where the Prometheus endpoint listens (`[metrics] listen`); None: off.
+    pub metrics: Option<crate::metrics::MetricsSettings>,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -712,6 +737,24 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             errors.push(format!("{}: [[zone-group]]: {e}", path.display()));
         }
     }
+    let mut consumed = Vec::with_capacity(file.catalogs.len());
+    for entry in &file.catalogs {
+        let resolved = entry.resolve(&keys, base).and_then(|catalog| {
+            let settings = zone_settings(entry.zone_options(), &keys)?;
+            Ok((
+                catalog,
+                settings,
+                zone_spec(&entry.zone, &base.join(&entry.file))?,
+            ))
+        });
+        match resolved {
+            Ok((catalog, settings, spec)) => {
+                zones.add(spec, &settings);
+                consumed.push(catalog);
+            }
+            Err(e) => errors.push(format!("{}: catalog '{}': {e}", path.display(), entry.zone)),
+        }
+    }
     let xdp = file.xdp.config().unwrap_or_else(|e| {
         errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
         None
@@ -721,10 +764,10 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         secondaries,
         mut policies,
         query_acls,
-        catalogs,
+        catalogs: generated,
     } = zones;
     let primaries = primary_origins(&zones, &secondaries);
-    let catalogs = catalogs.finish(&primaries).unwrap_or_else(|e| {
+    let generated = generated.finish(&primaries).unwrap_or_else(|e| {
         errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
         Vec::new()
     });
@@ -738,7 +781,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             .chain(check_shared_files(
                 &zones,
                 &secondaries,
-                &catalogs,
+                &generated,
                 &policies,
             ))
             .map(|e| format!("{}: {e}", path.display())),
@@ -835,6 +878,10 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             zone.origin
         )
     }));
+    let metrics = file.metrics.settings().unwrap_or_else(|e| {
+        errors.push(format!("{}: [metrics] {e}", path.display()));
+        None
+    });
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -853,7 +900,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     }
     let mut secondary_origins: HashSet<&Name> = HashSet::with_capacity(secondaries.len());
     secondary_origins.extend(secondaries.iter().map(|s| &s.origin));
-    secondary_origins.extend(catalogs.iter().map(|c| &c.origin));
+    secondary_origins.extend(generated.iter().map(|c| &c.origin));
     zones.retain(|z| !secondary_origins.contains(&z.origin));
     Ok(Settings {
         server: ServerConfig {
@@ -882,7 +929,8 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         keys,
         policies,
         secondaries,
-        catalogs,
+        catalogs: consumed,
+        generated_catalogs: generated,
         control: server.control.as_ref().map(|p| base.join(p)),
         max_zone_file_size: server.max_zone_file_size,
         secondary: file.secondary,
@@ -891,6 +939,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         warnings,
         restart_only,
         cookies,
+        metrics,
     })
 }
 
@@ -1030,9 +1079,11 @@ impl RestartOnly {
         parts.add("[tls]", &file.tls);
         parts.add("[[key]]", &file.keys);
         parts.add("[secondary]", &file.secondary);
+        parts.add_hashed("[[catalog]]", &file.catalogs);
         parts.add("[xdp]", &file.xdp);
         parts.add("[rrl]", &file.rrl);
         parts.add("[cookies]", &file.cookies);
+        parts.add("[metrics]", &file.metrics);
         parts
     }
 
@@ -1171,6 +1222,7 @@ impl Zones {
                 origin: spec.origin.clone(),
                 primaries: primaries.clone(),
                 file: spec.file.clone(),
+                catalog: None,
             });
         }
         self.zones.push(spec);
@@ -1384,13 +1436,20 @@ fn check_unique_origins(zones: &[ZoneSpec]) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests_support {
     use super::*;
 
-    fn parse(text: &str) -> Result<Settings, Vec<String>> {
+    /// A configuration read as if from /etc/heron/heron.toml.
+    pub(super) fn parse(text: &str) -> Result<Settings, Vec<String>> {
         let file: ConfigFile = toml::from_str(text).map_err(|e| vec![e.to_string()])?;
         from_file(file, Path::new("/etc/heron"), Path::new("heron.toml"))
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::parse;
+    use super::*;
 
     #[test]
     fn query_acls_blackhole_and_nsid_are_read() {
@@ -1466,8 +1525,8 @@ mod tests {
              [[zone]]\norigin = \"d.test\"\nfile = \"d\"\n",
         )
         .unwrap();
-        assert_eq!(s.catalogs.len(), 1);
-        let catalog = &s.catalogs[0];
+        assert_eq!(s.generated_catalogs.len(), 1);
+        let catalog = &s.generated_catalogs[0];
         assert_eq!(catalog.file, Path::new("/etc/heron/cat"));
         let members: Vec<(String, Option<&str>, u32)> = (catalog.members.iter())
             .map(|m| (m.zone.to_string(), m.group.as_deref(), m.generation))
@@ -1506,7 +1565,7 @@ mod tests {
         )
         .unwrap();
         let listed = |i: usize| -> Vec<(String, Option<String>)> {
-            (s.catalogs[i].members.iter())
+            (s.generated_catalogs[i].members.iter())
                 .map(|m| (m.zone.to_string(), m.group.clone()))
                 .collect()
         };
@@ -1996,6 +2055,28 @@ udp-coalesce-us = 1001
         assert!(err[0].contains("\"fast\" is not one of"), "{err:?}");
         let err = parse("[xdp]\nlsten = []\n").unwrap_err();
         assert!(err[0].contains("unknown field `lsten`"), "{err:?}");
+    }
+
+    #[test]
+    fn metrics_are_off_unless_an_address_is_given() {
+        assert_eq!(parse("").unwrap().metrics, None);
+        let on = parse("[metrics]\nlisten = \"127.0.0.1:9153\"\n").unwrap();
+        let want = crate::metrics::MetricsSettings {
+            listen: "127.0.0.1:9153".parse().unwrap(),
+            zone_metrics: true,
+        };
+        assert_eq!(on.metrics, Some(want));
+        let quiet = parse("[metrics]\nlisten = \"[::1]:9153\"\nzone-metrics = false\n").unwrap();
+        assert!(!quiet.metrics.unwrap().zone_metrics);
+        for bad in ["9153", "localhost:9153", "127.0.0.1", ""] {
+            let err = parse(&format!("[metrics]\nlisten = \"{bad}\"\n")).unwrap_err();
+            assert!(
+                err[0].contains("[metrics] listen") && err[0].contains("ADDRESS:PORT"),
+                "{err:?}"
+            );
+        }
+        let err = parse("[metrics]\nport = 9153\n").unwrap_err();
+        assert!(err[0].contains("unknown field `port`"), "{err:?}");
     }
 
     #[test]

@@ -288,7 +288,7 @@ fn time_of(v: &Value) -> String {
 /// The secondary zones' timers and primaries, if there are any.
 fn secondary_table(data: &Value) -> String {
     let zones = data.as_array().map(Vec::as_slice).unwrap_or_default();
-    let mut rows: Vec<[String; 8]> = Vec::new();
+    let mut rows: Vec<[String; 9]> = Vec::new();
     for z in zones.iter().filter(|z| z["role"] == "secondary") {
         let primaries = z["primaries"]
             .as_array()
@@ -302,17 +302,19 @@ fn secondary_table(data: &Value) -> String {
             };
             let zone_cells = [
                 text_of(&z["zone"]),
+                text_of(&z["catalog"]),
                 time_of(&z["transferred_at"]),
                 time_of(&z["next_refresh"]),
                 time_of(&z["expire_at"]),
             ];
-            let [zone, transferred, refresh, expire] = if i == 0 {
+            let [zone, catalog, transferred, refresh, expire] = if i == 0 {
                 zone_cells
             } else {
                 Default::default()
             };
             rows.push([
                 zone,
+                catalog,
                 transferred,
                 refresh,
                 expire,
@@ -331,6 +333,7 @@ fn secondary_table(data: &Value) -> String {
     }
     let header = [
         "SECONDARY",
+        "CATALOG",
         "TRANSFERRED",
         "NEXT REFRESH",
         "EXPIRES",
@@ -344,9 +347,17 @@ fn secondary_table(data: &Value) -> String {
 
 fn stats_table(data: &Value) -> String {
     let mut rows: Vec<[String; 2]> = Vec::new();
-    if let Some(refused) = data["refused"].as_object() {
-        for (reason, n) in refused {
-            rows.push([format!("refused {reason}"), text_of(n)]);
+    let sections = [
+        ("refused", "refused"),
+        ("queries", "queries"),
+        ("queries_by_type", "queries of type"),
+        ("responses", "responses"),
+        ("tcp_connections_accepted", "tcp connections accepted"),
+        ("tcp_connections_refused", "tcp connections refused"),
+    ];
+    for (key, title) in sections {
+        for (name, n) in data[key].as_object().into_iter().flatten() {
+            rows.push([format!("{title} {name}"), text_of(n)]);
         }
     }
     rows.push([

@@ -193,7 +193,7 @@ impl ZoneFiles {
             .iter()
             .map(|z| z.origin.to_lowercase())
             .collect();
-        let catalogs: Vec<Name> = (settings.catalogs.iter())
+        let catalogs: Vec<Name> = (settings.generated_catalogs.iter())
             .map(|c| c.origin.to_lowercase())
             .collect();
         let configured: HashSet<Name> = (specs.iter())
@@ -218,7 +218,7 @@ impl ZoneFiles {
             policies: settings.policies,
             removed,
             secondaries: settings.secondaries,
-            catalogs: settings.catalogs,
+            catalogs: settings.generated_catalogs,
             left_for_restart,
         }))
     }

@@ -12,7 +12,7 @@ use heron_proto::Name;
 use heron_server::SharedCatalog;
 use heron_server::processor::{ExpiryDeadlines, NotifyReceived, SharedOrigins};
 use heron_xfr::journal::file as journal_file;
-use heron_xfr::primary::Primary;
+use heron_xfr::primary::{Primary, ZonePolicy};
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::keeper::Keeper;
 use heron_xfr::secondary::refresh::{
@@ -24,6 +24,7 @@ use heron_zone::{Catalog, Zone};
 use tokio::sync::mpsc;
 
 use crate::config::ZoneSpec;
+use crate::consumer::{Consumers, Step, consumed_copy};
 use crate::reload::load_parallel;
 use crate::serve::Transfers;
 
@@ -41,6 +42,8 @@ pub struct Secondaries {
     pub keep_removed: bool,
     /// When each zone expires, for the processor's EDNS EXPIRE.
     pub expiry: Arc<ExpiryDeadlines>,
+    /// The catalogs consumed; their members are among `zones`.
+    pub consumers: Consumers,
 }
 
 /// Reads the kept copies of `zones` (those that have one) on every core,
@@ -92,6 +95,52 @@ pub fn load_kept(zones: &[SecondaryZone]) -> Vec<Option<Zone>> {
     }
     kept
 }
+/// The member zones of the consumed catalogs' kept copies, added to
+/// `zones` with their own kept copies (read as [`load_kept`] reads them):
+/// what catalogs made members survives a restart. Returns their
+/// policies.
+pub fn members_at_start(
+    consumers: &mut Consumers,
+    zones: &mut Vec<SecondaryZone>,
+    kept: &mut Vec<Option<Zone>>,
+    served: &Catalog,
+) -> Vec<(Name, ZonePolicy)> {
+    // The version consumed last, else the one received last.
+    let catalogs: Vec<SecondaryZone> = (zones.iter())
+        .filter(|z| consumers.is_catalog(&z.origin.to_lowercase()))
+        .map(|z| SecondaryZone {
+            file: consumed_copy(&z.file),
+            ..z.clone()
+        })
+        .collect();
+    let consumed = load_kept(&catalogs);
+    let mut kept_of: HashMap<Name, &Zone> = (zones.iter().zip(kept.iter()))
+        .filter_map(|(z, k)| Some((z.origin.to_lowercase(), k.as_ref()?)))
+        .collect();
+    for (catalog, copy) in catalogs.iter().zip(&consumed) {
+        if let Some(copy) = copy {
+            kept_of.insert(catalog.origin.to_lowercase(), copy);
+        }
+    }
+    let configured: HashSet<Name> = zones.iter().map(|z| z.origin.to_lowercase()).collect();
+    let members = consumers.start(
+        |catalog| kept_of.get(catalog).copied(),
+        |zone| configured.contains(&zone.to_lowercase()) || served.get(zone).is_some(),
+    );
+    let (members, policies): (Vec<SecondaryZone>, Vec<ZonePolicy>) = members.into_iter().unzip();
+    if !members.is_empty() {
+        tracing::info!(
+            "{} member zones of catalogs, from their kept copies",
+            members.len()
+        );
+    }
+    let origins = members.iter().map(|z| z.origin.clone());
+    let policies = origins.zip(policies).collect();
+    kept.extend(load_kept(&members));
+    zones.extend(members);
+    policies
+}
+
 /// Longest pause between two catalog rebuilds (see `apply_changes`).
 const MAX_REBUILD_PAUSE: Duration = Duration::from_millis(50);
 
@@ -99,15 +148,16 @@ const MAX_REBUILD_PAUSE: Duration = Duration::from_millis(50);
 /// accepted NOTIFYs to it.
 /// Until a zone is received (or its kept copy loaded) it answers SERVFAIL,
 /// as when it expires.
-/// Returns what a reload changes them through; `origins` is the set of
-/// secondary zones the query processor takes NOTIFYs for.
-/// Its `commands` are also the control socket's way to the refresh task.
+/// Puts what a reload changes them through ([`Running`]) in
+/// `transfers`; `origins` is the set of secondary zones the query
+/// processor takes NOTIFYs for. Returns the zones' keeper and the refresh
+/// task's commands (also the control socket's way to it).
 pub fn start(
     secondaries: Secondaries,
     origins: SharedOrigins,
     catalog: &SharedCatalog,
     transfers: &Arc<Transfers>,
-) -> Option<Running> {
+) -> Option<(Keeper, mpsc::UnboundedSender<Command>)> {
     let Secondaries {
         zones,
         connections,
@@ -116,6 +166,7 @@ pub fn start(
         kept,
         keep_removed,
         expiry,
+        consumers,
     } = secondaries;
     // Kept copies are written when the workers leave the CPU idle (at
     // nice 19 a long write would still hold a worker's core for a time
@@ -157,6 +208,7 @@ pub fn start(
         }),
         keeper: keeper.clone(),
         bounds,
+        stats: transfers.zone_stats.clone(),
     });
     let by_origin = zones
         .iter()
@@ -166,6 +218,16 @@ pub fn start(
         .into_iter()
         .zip(kept.into_iter().map(|k| k.map(Arc::new)));
     let (commands, received) = mpsc::unbounded_channel();
+    // In place before the refresh task serves a kept catalog zone.
+    *transfers.secondaries.lock().unwrap() = Some(Running {
+        commands: commands.clone(),
+        zones: by_origin,
+        origins,
+        keeper: keeper.clone(),
+        keep_removed,
+        expiry,
+        consumers,
+    });
     tokio::spawn(refresh::run(zones.collect(), ctx, received));
     let notify_commands = commands.clone();
     tokio::spawn(async move {
@@ -173,14 +235,7 @@ pub fn start(
             let _ = notify_commands.send(Command::Notify { origin, serial });
         }
     });
-    Some(Running {
-        commands,
-        zones: by_origin,
-        origins,
-        keeper,
-        keep_removed,
-        expiry,
-    })
+    Some((keeper, commands))
 }
 
 /// The secondary zones being kept fresh, and how to change them.
@@ -195,6 +250,8 @@ pub struct Running {
     keep_removed: bool,
     /// Forgotten for a removed zone, for EDNS EXPIRE.
     expiry: Arc<ExpiryDeadlines>,
+    /// The catalogs consumed, and which owns each member.
+    consumers: Consumers,
 }
 
 /// What [`Running::reconfigure`] did.
@@ -207,12 +264,6 @@ pub struct SecondaryChanges {
 }
 
 impl Running {
-    /// The refresh task's command channel (the control socket's `Report`
-    /// and `CheckNow` go through it).
-    pub fn commands(&self) -> mpsc::UnboundedSender<Command> {
-        self.commands.clone()
-    }
-
     /// Makes `wanted` the secondary zones, in the catalog `next` about to
     /// be served: new ones start (from their kept copy, or the version
     /// served now, if any), those no longer wanted stop and are no longer
@@ -232,24 +283,16 @@ impl Running {
             .into_iter()
             .map(|z| (z.origin.to_lowercase(), z))
             .collect();
-        let gone: Vec<Name> = self
-            .zones
-            .keys()
-            .filter(|origin| !wanted.contains_key(*origin))
-            .cloned()
+        // Catalog members come and go with their catalog, not here.
+        let gone: Vec<Name> = (self.zones.iter())
+            .filter(|(origin, zone)| zone.catalog.is_none() && !wanted.contains_key(*origin))
+            .map(|(origin, _)| origin.clone())
             .collect();
         let mut to_delete = Vec::new();
         for origin in gone {
-            let zone = self.zones.remove(&origin).expect("listed above");
-            let _ = self.commands.send(Command::Remove(zone.origin.clone()));
-            self.expiry.remove(&origin);
-            if !from_files(&origin) {
-                next.remove(&origin);
-                primary.forget(&origin);
-            }
-            tracing::info!(zone = %zone.origin, "secondary zone removed: no longer transferred");
-            if !self.keep_removed {
-                to_delete.push(zone.file);
+            let file = self.stop(&origin, next, primary, &from_files);
+            if let Some(file) = file.filter(|_| !self.keep_removed) {
+                to_delete.push(file);
             }
             changes.removed += 1;
         }
@@ -257,23 +300,148 @@ impl Running {
         for (origin, zone) in wanted.drain() {
             match self.zones.get(&origin) {
                 Some(running) if format!("{running:?}") == format!("{zone:?}") => continue,
-                Some(_) => {
-                    let _ = self.commands.send(Command::Remove(zone.origin.clone()));
-                    tracing::info!(zone = %zone.origin, "secondary zone re-pointed");
-                    let serving = next.get(&origin).cloned();
-                    let _ = self.commands.send(Command::Add(zone.clone(), serving));
-                    // The new primaries are asked at once, not at the next refresh.
-                    let check = Command::Notify {
-                        origin: zone.origin.clone(),
-                        serial: None,
-                    };
-                    let _ = self.commands.send(check);
+                Some(running) => {
+                    if let Some(catalog) = &running.catalog {
+                        tracing::warn!(
+                            zone = %zone.origin,
+                            "zone {} is configured by hand now: it no longer follows catalog {catalog}",
+                            zone.origin
+                        );
+                        self.consumers.disown(&origin);
+                        primary.set_member_policy(&origin, None);
+                    }
+                    self.repoint(zone, next);
                     changes.repointed += 1;
                 }
-                None => added.push(zone.clone()),
+                None => {
+                    added.push(zone);
+                    changes.added += 1;
+                }
             }
-            self.zones.insert(origin, zone);
         }
+        self.delete_files(&to_delete);
+        self.start_zones(added, next);
+        self.publish_origins();
+        changes
+    }
+
+    /// Takes a version of a catalog zone that was just received (or
+    /// re-served), if it is a consumed catalog: its member zones are
+    /// added, removed, re-pointed and reset in `next` and in the refresh
+    /// task, each on its own.
+    pub fn consume(
+        &mut self,
+        zone: &Arc<Zone>,
+        diffs: Option<&[ZoneDiff]>,
+        next: &mut Catalog,
+        primary: &Primary,
+    ) {
+        if !self.is_catalog(zone.origin()) {
+            return;
+        }
+        let zones = &self.zones;
+        let configured = |z: &Name| zones.contains_key(&z.to_lowercase()) || next.get(z).is_some();
+        let Some(steps) = self.consumers.consume(zone, diffs, configured) else {
+            return;
+        };
+        if let Some(catalog) = self.zones.get(&zone.origin().to_lowercase()) {
+            self.keeper
+                .write(&consumed_copy(&catalog.file), zone.clone());
+        }
+        if steps.is_empty() {
+            return;
+        }
+        let (mut added, mut to_delete) = (Vec::new(), Vec::new());
+        for step in steps {
+            match step {
+                Step::Add(member, policy) => {
+                    primary.set_member_policy(&member.origin, Some(policy));
+                    added.push(member);
+                }
+                Step::Remove(origin) => {
+                    let file = self.stop(&origin.to_lowercase(), next, primary, |_| false);
+                    if let Some(file) = file.filter(|_| !self.keep_removed) {
+                        to_delete.push(file);
+                    }
+                    primary.set_member_policy(&origin, None);
+                }
+                Step::Repoint(member, policy) => {
+                    primary.set_member_policy(&member.origin, Some(policy));
+                    self.repoint(member, next);
+                }
+                Step::Reset(member, policy) => {
+                    tracing::info!(
+                        zone = %member.origin,
+                        catalog = member.catalog.as_ref().map(tracing::field::display),
+                        "member zone reset: its unique ID changed; dropped and transferred afresh"
+                    );
+                    let origin = member.origin.to_lowercase();
+                    to_delete.extend(self.stop(&origin, next, primary, |_| false));
+                    primary.set_member_policy(&member.origin, Some(policy));
+                    added.push(member);
+                }
+            }
+        }
+        // Before the added zones look for their kept copies: a reset
+        // zone's must be gone.
+        self.delete_files(&to_delete);
+        self.start_zones(added, next);
+        self.publish_origins();
+    }
+
+    /// Whether `origin` is a catalog zone this server consumes.
+    pub fn is_catalog(&self, origin: &Name) -> bool {
+        self.consumers.is_catalog(&origin.to_lowercase())
+    }
+
+    /// Stops keeping `origin` (lower-cased) fresh and serving it (unless
+    /// `from_files` loads it now); returns its kept file.
+    fn stop(
+        &mut self,
+        origin: &Name,
+        next: &mut Catalog,
+        primary: &Primary,
+        from_files: impl Fn(&Name) -> bool,
+    ) -> Option<std::path::PathBuf> {
+        let zone = self.zones.remove(origin)?;
+        let _ = self.commands.send(Command::Remove(zone.origin.clone()));
+        self.expiry.remove(origin);
+        if !from_files(origin) {
+            next.remove(origin);
+            primary.forget(origin);
+        }
+        tracing::info!(
+            zone = %zone.origin,
+            catalog = zone.catalog.as_ref().map(tracing::field::display),
+            "secondary zone removed: no longer transferred"
+        );
+        Some(zone.file)
+    }
+
+    /// Gives a running zone other primaries or another file: it starts
+    /// again from the version served, and asks the primaries at once.
+    fn repoint(&mut self, zone: SecondaryZone, next: &Catalog) {
+        let origin = zone.origin.to_lowercase();
+        let _ = self.commands.send(Command::Remove(zone.origin.clone()));
+        tracing::info!(
+            zone = %zone.origin,
+            catalog = zone.catalog.as_ref().map(tracing::field::display),
+            "secondary zone re-pointed"
+        );
+        let serving = next.get(&origin).cloned();
+        let _ = self.commands.send(Command::Add(zone.clone(), serving));
+        // The new primaries are asked at once, not at the next refresh.
+        let check = Command::Notify {
+            origin: zone.origin.clone(),
+            serial: None,
+        };
+        let _ = self.commands.send(check);
+        self.zones.insert(origin, zone);
+    }
+
+    /// Starts new zones, from their kept copies or the versions served;
+    /// those with neither answer SERVFAIL until their first transfer.
+    fn start_zones(&mut self, added: Vec<SecondaryZone>, next: &mut Catalog) {
         let kept = load_kept(&added);
         for (zone, kept) in added.into_iter().zip(kept) {
             let start = kept
@@ -282,25 +450,37 @@ impl Running {
             if start.is_none() {
                 next.expire(&zone.origin);
             }
-            tracing::info!(zone = %zone.origin, "secondary zone added");
+            tracing::info!(
+                zone = %zone.origin,
+                catalog = zone.catalog.as_ref().map(tracing::field::display),
+                "secondary zone added"
+            );
+            self.zones.insert(zone.origin.to_lowercase(), zone.clone());
             let _ = self.commands.send(Command::Add(zone, start));
-            changes.added += 1;
         }
+    }
+
+    /// The processor takes NOTIFYs for the zones kept fresh now.
+    fn publish_origins(&self) {
         self.origins
             .store(Arc::new(self.zones.keys().cloned().collect::<HashSet<_>>()));
-        if !to_delete.is_empty() {
+    }
+
+    fn delete_files(&self, files: &[std::path::PathBuf]) {
+        if !files.is_empty() {
             // A copy being written now would otherwise land after the delete.
             self.keeper.flush(Duration::from_secs(5));
-            to_delete.iter().for_each(|file| delete_kept(file));
+            files.iter().for_each(|file| delete_kept(file));
         }
-        changes
     }
 }
 
-/// Deletes a removed secondary zone's kept copy and journal.
+/// Deletes a removed secondary zone's kept copy and journal (and, for a
+/// catalog zone, the copy of the version consumed).
 fn delete_kept(file: &std::path::Path) {
-    for path in [file.to_path_buf(), journal_file::path_for(file)] {
-        match std::fs::remove_file(&path) {
+    let paths = [file, &journal_file::path_for(file), &consumed_copy(file)];
+    for path in paths {
+        match std::fs::remove_file(path) {
             Ok(()) => tracing::info!(file = %path.display(), "deleted: its zone is removed"),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => tracing::warn!("cannot delete {}: {e}", path.display()),
@@ -380,6 +560,8 @@ fn apply(
     let mut next = (*catalog.load_full()).clone();
     let mut changed = Vec::new();
     let served = served.load();
+    let mut secondaries = xfr.secondaries.lock().unwrap();
+    let mut catalogs = Vec::new();
     for change in batch {
         let origin = match &change {
             Change::Publish(zone, _) => zone.origin(),
@@ -390,6 +572,12 @@ fn apply(
         }
         match change {
             Change::Publish(zone, steps) => {
+                if secondaries
+                    .as_ref()
+                    .is_some_and(|s| s.is_catalog(zone.origin()))
+                {
+                    catalogs.push((zone.clone(), steps.clone()));
+                }
                 // The journal lets our own secondaries IXFR from us in turn.
                 let notify = match (next.get(zone.origin()), steps) {
                     // Served again as it is (a re-pointed zone).
@@ -406,6 +594,12 @@ fn apply(
             Change::Expire(origin) => next.expire(&origin),
         }
     }
+    if let Some(running) = secondaries.as_mut() {
+        for (zone, steps) in catalogs {
+            running.consume(&zone, steps.as_deref(), &mut next, &xfr.primary);
+        }
+    }
+    drop(secondaries);
     catalog.store(Arc::new(next));
     changed
 }

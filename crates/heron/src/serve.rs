@@ -23,12 +23,14 @@ use heron_xfr::primary::notify::Notifier;
 use heron_xfr::primary::{Primary, ZonePolicy};
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::tls::TlsClients;
+use heron_xfr::stats::ZoneStats;
 use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_str};
 use tokio::sync::{mpsc, watch};
 
 use crate::ServeArgs;
 use crate::catalog_producer;
 use crate::config::{self, RunAs, Settings};
+use crate::consumer::Consumers;
 use crate::control;
 use crate::notify;
 use crate::reload::{ConfigSource, Outcome, ZoneFiles};
@@ -41,7 +43,7 @@ const EXAMPLE_ZONE: &str = include_str!("example.com.zone");
 
 pub fn run(args: ServeArgs) -> ExitCode {
     let started = Instant::now();
-    let settings = match settings(&args) {
+    let mut settings = match settings(&args) {
         Ok(s) => {
             tracing::info!(
                 "configuration read: {} zones, {} secondary zones, in {} ms",
@@ -58,9 +60,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
         }
     };
     heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
-    let use_example =
-        args.config.is_none() && settings.zones.is_empty() && settings.catalogs.is_empty();
-    let mut files = ZoneFiles::new(&settings.zones).with_catalogs(&settings.catalogs);
+    let use_example = args.config.is_none()
+        && settings.zones.is_empty()
+        && settings.generated_catalogs.is_empty();
+    let mut files = ZoneFiles::new(&settings.zones).with_catalogs(&settings.generated_catalogs);
     if let Some(path) = &args.config {
         files = files.with_config(ConfigSource {
             path: path.clone(),
@@ -70,7 +73,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     }
     let (mut catalog, journals) =
         load_catalog_and_find_journals(use_example, &mut files, &settings);
-    catalog_producer::insert_kept(&settings.catalogs, &mut catalog);
+    catalog_producer::insert_kept(&settings.generated_catalogs, &mut catalog);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
         .enable_all()
@@ -82,10 +85,21 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let kept = secondary::load_kept(&settings.secondaries);
+    let mut kept = secondary::load_kept(&settings.secondaries);
+    let mut consumers = Consumers::new(settings.catalogs);
+    let members = secondary::members_at_start(
+        &mut consumers,
+        &mut settings.secondaries,
+        &mut kept,
+        &catalog,
+    );
     // Before anything is served: an IXFR may come at once.
     let primary = Arc::new(primary(settings.policies, journals, &catalog, &kept));
-    let catalog = catalog_producer::update_at_start(&settings.catalogs, catalog, &primary);
+    for (origin, policy) in members {
+        primary.set_member_policy(&origin, Some(policy));
+    }
+    let catalog =
+        catalog_producer::update_at_start(&settings.generated_catalogs, catalog, &primary);
     let keys = Arc::new(settings.keys);
     let (notify_tx, notifies) = mpsc::unbounded_channel();
     let expiry = Arc::new(ExpiryDeadlines::default());
@@ -100,8 +114,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
         cookies: settings.cookies,
     };
     let limits = &settings.secondary;
+    let zone_stats = Arc::new(ZoneStats::default());
     let transfers = Transfers {
-        notifier: Notifier::new(keys.clone()),
+        notifier: Notifier::new(keys.clone()).with_stats(zone_stats.clone()),
+        zone_stats,
         catalog_writer: Mutex::new(()),
         primary,
         secondaries: Mutex::new(None),
@@ -120,10 +136,12 @@ pub fn run(args: ServeArgs) -> ExitCode {
         bounds: limits.bounds(),
         keep_removed: limits.keep_removed,
         expiry,
+        consumers,
     };
     let process = ProcessSettings {
         control_socket: settings.control,
         run_as: settings.shield.run_as,
+        metrics: settings.metrics,
     };
     match runtime.block_on(serve(
         settings.server,
@@ -183,6 +201,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             policies: Default::default(),
             secondaries: Vec::new(),
             catalogs: Vec::new(),
+            generated_catalogs: Vec::new(),
             secondary: Default::default(),
             xot: TlsClients::new(None).expect("no CA to read"),
             control: None,
@@ -191,6 +210,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             warnings: Vec::new(),
             restart_only: Default::default(),
             cookies: Default::default(),
+            metrics: None,
         },
     };
     if let Some(path) = &args.control {
@@ -311,6 +331,8 @@ impl Queries {
 pub(crate) struct Transfers {
     pub(crate) primary: Arc<Primary>,
     notifier: Notifier,
+    /// Transfers and NOTIFYs per zone, both ways.
+    pub(crate) zone_stats: Arc<ZoneStats>,
     /// Held while a new catalog is built and stored, so a reload and a
     /// transfer finishing at once do not drop each other's change.
     pub(crate) catalog_writer: Mutex<()>,
@@ -372,6 +394,8 @@ struct ProcessSettings {
     control_socket: Option<PathBuf>,
     /// Whom to become once every socket is bound.
     run_as: Option<RunAs>,
+    /// Where the Prometheus endpoint listens, if anywhere.
+    metrics: Option<crate::metrics::MetricsSettings>,
 }
 
 async fn serve(
@@ -388,6 +412,7 @@ async fn serve(
     let ProcessSettings {
         control_socket,
         run_as,
+        metrics,
     } = process;
     let control = match control_socket {
         Some(path) => Some((control::bind(&path)?, path)),
@@ -401,10 +426,11 @@ async fn serve(
     let secondary_zones = secondaries.zones.len();
     let secondary_origins = queries.secondaries.clone();
     let running = secondary::start(secondaries, secondary_origins.clone(), &catalog, &transfers);
-    let keeper = running.as_ref().map(|r| r.keeper.clone());
-    let refresh_commands = running.as_ref().map(|r| r.commands());
-    *transfers.secondaries.lock().unwrap() = running;
-    let service = Arc::new(queries.service(catalog.clone(), server.answer.clone()));
+    let (keeper, refresh_commands) = running.unzip();
+    let service = Arc::new(
+        (queries.service(catalog.clone(), server.answer.clone()))
+            .with_zone_stats(transfers.zone_stats.clone()),
+    );
     let stop = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let limiter =
@@ -445,6 +471,14 @@ async fn serve(
         tasks.push(spawn_stream(listener, Some(acceptor)));
         tracing::info!("answering on {addr} (DNS over TLS)");
     }
+    let metrics = match metrics {
+        Some(m) => Some((
+            tcp::bind(m.listen)
+                .map_err(|e| format!("cannot listen for metrics on {}: {e}", m.listen))?,
+            m.zone_metrics,
+        )),
+        None => None,
+    };
     // Every socket is bound (the control socket first of all).
     if let Some(run_as) = run_as {
         drop_privileges(&run_as)?;
@@ -461,23 +495,25 @@ async fn serve(
     settle_once_answering(&catalog);
     let files = Arc::new(std::sync::Mutex::new(files));
     let stop_asked = Arc::new(tokio::sync::Notify::new());
+    // What `heron ctl` and the metrics endpoint see of the server.
+    let controller = Arc::new(crate::commands::Controller {
+        catalog: catalog.clone(),
+        files: files.clone(),
+        transfers: transfers.clone(),
+        secondaries: secondary_origins,
+        listeners: server.listen.clone(),
+        tls_listeners: server.tls.as_ref().map_or(Vec::new(), |t| t.listen.clone()),
+        xdp_listeners: (server.xdp.iter().flat_map(|x| &x.listen))
+            .map(|l| format!("{}@{}", l.interface, l.port))
+            .collect(),
+        workers: server.workers,
+        stop: stop_asked.clone(),
+        refresh: refresh_commands,
+        service: service.clone(),
+        connections: limiter.clone(),
+    });
     if let Some((listener, path)) = control {
-        let controller = Arc::new(crate::commands::Controller {
-            catalog: catalog.clone(),
-            files: files.clone(),
-            transfers: transfers.clone(),
-            secondaries: secondary_origins,
-            listeners: server.listen.clone(),
-            tls_listeners: server.tls.as_ref().map_or(Vec::new(), |t| t.listen.clone()),
-            xdp_listeners: (server.xdp.iter().flat_map(|x| &x.listen))
-                .map(|l| format!("{}@{}", l.interface, l.port))
-                .collect(),
-            workers: server.workers,
-            stop: stop_asked.clone(),
-            refresh: refresh_commands,
-            service: service.clone(),
-            connections: limiter.clone(),
-        });
+        let controller = controller.clone();
         tasks.push(tokio::spawn(control::serve(
             listener,
             path,
@@ -486,6 +522,22 @@ async fn serve(
                 let controller = controller.clone();
                 async move { controller.handle(request).await }
             },
+        )));
+    }
+    if let Some((listener, zone_metrics)) = metrics {
+        if let Ok(addr) = listener.local_addr() {
+            tracing::info!("metrics on http://{addr}/metrics");
+        }
+        let scrape = move || {
+            let controller = controller.clone();
+            async move {
+                let body = crate::metrics::scrape(&controller, zone_metrics).await;
+                (body, crate::metrics::CONTENT_TYPE)
+            }
+        };
+        let shutdown = shutdown_rx.clone();
+        tasks.push(tokio::spawn(crate::metrics::http::serve(
+            listener, scrape, shutdown,
         )));
     }
     wait_for_signals(&catalog, &files, &transfers, &stop_asked).await;

@@ -69,6 +69,11 @@ impl Batch {
         self.to_send.push(i);
     }
 
+    /// The responses marked with [`Batch::reply`] so far.
+    pub fn replies(&self) -> impl Iterator<Item = &[u8]> {
+        self.to_send.iter().map(|&i| &self.responses[i][..])
+    }
+
     /// Sends every response marked with [`Batch::reply`], retrying the part
     /// of the batch the kernel did not take. Returns how many were sent;
     /// a datagram the kernel refuses (e.g. an unreachable peer) is dropped.

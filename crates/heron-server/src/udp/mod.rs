@@ -22,6 +22,7 @@ use crate::processor::cookies::{Step, random_bytes};
 use crate::processor::{self, Event, Outcome, Request, Screened};
 use crate::rrl::Rrl;
 use crate::service::{Service, unix_now};
+use crate::stats::{Cells, Via};
 use crate::{ServerConfig, SharedCatalog};
 use limit::Limiter;
 
@@ -107,6 +108,7 @@ pub fn spawn_workers(
                 }
                 let worker = Worker {
                     catalog: arc_swap::Cache::new(service.processor.catalog().clone()),
+                    cells: service.stats.worker(),
                     service,
                     answerer: BatchAnswerer::default(),
                     events: Vec::new(),
@@ -129,6 +131,8 @@ struct Worker {
     events: Vec<Event>,
     /// Response rate limiting; None: off.
     limiter: Option<Limiter>,
+    /// This worker's counters.
+    cells: Arc<Cells>,
 }
 
 // A batch is answered with its memory loads overlapped
@@ -143,6 +147,10 @@ impl Handler for Worker {
         let mut slots = Default::default();
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);
+        for i in 0..received {
+            let qtype = prepared.parsed(i).map(|q| q.qtype.0);
+            self.cells.query(Via::Udp, qtype);
+        }
         if let Some(limiter) = &mut self.limiter {
             limiter.start_batch();
         }
@@ -226,6 +234,13 @@ impl Handler for Worker {
         if let Some(limiter) = &mut self.limiter {
             limiter.report(&self.service.rrl);
         }
+        batch.replies().for_each(|r| self.cells.response(r));
+    }
+
+    fn sent(&mut self, received_at: Instant, replies: usize) {
+        if replies > 0 {
+            self.cells.answered(received_at.elapsed(), replies);
+        }
     }
 }
 
@@ -267,6 +282,9 @@ pub trait Handler {
     /// Writes the responses for datagrams `0..received` of `batch` and
     /// marks those to send with [`batch::Batch::reply`].
     fn handle_batch(&mut self, batch: &mut batch::Batch, received: usize);
+
+    /// The `replies` of a batch received at `received_at` are sent.
+    fn sent(&mut self, _received_at: Instant, _replies: usize) {}
 }
 
 impl<F: FnMut(&[u8], &mut Vec<u8>) -> bool> Handler for F {
@@ -320,8 +338,9 @@ pub fn run_loop(
             choice.received(now, received, pacing.busy(), &mut cpu_clock);
         }
         handler.handle_batch(&mut batch, received);
-        if let Err(e) = batch.send(socket) {
-            tracing::debug!("UDP send failed: {e}");
+        match batch.send(socket) {
+            Ok(sent) => handler.sent(now, sent),
+            Err(e) => tracing::debug!("UDP send failed: {e}"),
         }
     }
 }

@@ -21,6 +21,7 @@ use heron_zone::{AnswerConfig, Answered, BatchAnswerer, Catalog, Transport};
 
 use crate::processor::{self, Event, Outcome, Screened};
 use crate::service::Service;
+use crate::stats::{Cells, Via};
 use crate::udp::udp_request;
 
 use crate::{ServerConfig, SharedCatalog};
@@ -129,6 +130,7 @@ pub fn start(
             let worker = Worker {
                 catalog: arc_swap::Cache::new(service.processor.catalog().clone()),
                 config: config.clone(),
+                cells: service.stats.worker(),
                 service: service.clone(),
                 answerer: BatchAnswerer::default(),
                 events: Vec::new(),
@@ -195,6 +197,8 @@ struct Worker {
     catalog: arc_swap::Cache<SharedCatalog, Arc<Catalog>>,
     /// The processor's, with UDP responses capped to what a frame holds.
     config: Arc<AnswerConfig>,
+    /// This worker's counters.
+    cells: Arc<Cells>,
     service: Arc<Service>,
     answerer: BatchAnswerer,
     /// The processor's events, handed on at once; kept to reuse.
@@ -211,11 +215,19 @@ impl Worker {
             let mut busy = false;
             for socket in &mut sockets {
                 socket.recycle();
-                if socket.receive(&mut self.frames, BATCH) > 0 {
-                    self.answer_batch(socket);
+                let mut replies = 0;
+                let received_at = if socket.receive(&mut self.frames, BATCH) > 0 {
+                    let at = std::time::Instant::now();
+                    replies = self.answer_batch(socket);
                     busy = true;
-                }
+                    Some(at)
+                } else {
+                    None
+                };
                 socket.flush();
+                if let Some(at) = received_at.filter(|_| replies > 0) {
+                    self.cells.answered(at.elapsed(), replies);
+                }
             }
             if !busy && let Err(e) = heron_sys::xdp::wait_any(&sockets, SHUTDOWN_POLL_MS) {
                 tracing::warn!("XDP wait failed: {e}");
@@ -226,8 +238,9 @@ impl Worker {
         }
     }
 
-    /// Answers the frames in `self.frames` and queues the replies.
-    fn answer_batch(&mut self, socket: &mut XskSocket) {
+    /// Answers the frames in `self.frames` and queues the replies;
+    /// returns how many.
+    fn answer_batch(&mut self, socket: &mut XskSocket) -> usize {
         let catalog = self.catalog.load();
         self.found.clear();
         for frame in &self.frames {
@@ -241,7 +254,14 @@ impl Worker {
         let prepared =
             self.answerer
                 .prepare(catalog, (0..self.frames.len()).map(query), &mut slots);
+        for (i, found) in self.found.iter().enumerate() {
+            if found.is_some() {
+                let qtype = prepared.parsed(i).map(|q| q.qtype.0);
+                self.cells.query(Via::Xdp, qtype);
+            }
+        }
         let mut reply = [false; BATCH];
+        let mut replies = 0;
         let processor = &self.service.processor;
         // The one branch a batch pays when no query ACL is configured.
         let screens = processor.screens();
@@ -288,11 +308,14 @@ impl Worker {
             };
             match written {
                 Some(len) => {
+                    self.cells.response(&self.responses[i]);
+                    replies += 1;
                     socket.transmit(frame, len);
                 }
                 None => socket.release(frame),
             }
         }
+        replies
     }
 }
 

@@ -277,3 +277,163 @@ fn a_catalog_name_too_long_for_its_version_record_is_rejected() {
     let long = n(&format!("{label}.{label}.{label}.{}", "b".repeat(61)));
     assert!(parse(&long, []).is_err());
 }
+
+/// The catalog zone `cat.test` at `serial` with `body`, version 2.
+fn catalog_zone(serial: u32, body: &str) -> Zone {
+    let text = format!(
+        "$ORIGIN cat.test.\n$TTL 0\n@ SOA invalid. invalid. {serial} 3600 600 86400 0\n\
+         @ NS invalid.\nversion TXT \"2\"\n{body}"
+    );
+    load_zone_str(&text, "cat", &n(CATALOG)).unwrap().zone
+}
+
+/// What an IXFR from `old` to `new` does to the members of `old`, read
+/// incrementally; checked against parsing `new` whole.
+fn incrementally(old: &Zone, new: &Zone) -> (Vec<Change>, MemberSet) {
+    let steps = [heron_zone::diff::diff(old, new)];
+    let ids = touched_ids(&n(CATALOG), &steps).expect("version untouched");
+    let mut set = MemberSet::new(parse_zone(old).unwrap());
+    let listed = parse_members(new, &ids).unwrap();
+    assert!(set.clashes(&n(CATALOG), &ids, &listed).is_empty());
+    let changes = set.update(&ids, listed);
+    assert_eq!(set.members(), &parse_zone(new).unwrap());
+    (changes, set)
+}
+
+#[test]
+fn an_ixfr_touches_only_the_members_it_changes() {
+    let many: String = (0..1000)
+        .map(|i| format!("m{i}.zones PTR z{i}.test.\n"))
+        .collect();
+    let old = catalog_zone(1, &many);
+    let new = catalog_zone(2, &format!("{many}new.zones PTR new.test.\n"));
+    let steps = [heron_zone::diff::diff(&old, &new)];
+    let ids = touched_ids(&n(CATALOG), &steps).unwrap();
+    assert_eq!(ids, HashSet::from([b"new".to_vec()]));
+    let (changes, _) = incrementally(&old, &new);
+    assert_eq!(changes, [Change::Add(member("new.test", "new", None))]);
+}
+
+#[test]
+fn an_ixfr_removes_resets_and_regroups_members() {
+    let old = catalog_zone(
+        1,
+        "a.zones PTR a.test.\nb.zones PTR b.test.\nc.zones PTR c.test.\n\
+         group.c.zones TXT \"x\"\nd.zones PTR d.test.\n",
+    );
+    let new = catalog_zone(
+        2,
+        "a.zones PTR a.test.\nb2.zones PTR b.test.\nc.zones PTR c.test.\n\
+         group.c.zones TXT \"y\"\ncoo.a.zones PTR other.test.\n",
+    );
+    let (changes, set) = incrementally(&old, &new);
+    assert_eq!(
+        changes,
+        [
+            Change::Remove(member("d.test", "d", None)),
+            Change::Reset(member("b.test", "b2", None)),
+            Change::Regroup(member("c.test", "c", Some("y"))),
+        ]
+    );
+    assert_eq!(set.members()[&n("a.test")].coo, Some(n("other.test")));
+}
+
+#[test]
+fn an_ixfr_that_lists_a_member_twice_is_found_before_it_is_applied() {
+    let old = catalog_zone(1, "a.zones PTR a.test.\n");
+    let new = catalog_zone(2, "a.zones PTR a.test.\nb.zones PTR A.test.\n");
+    let steps = [heron_zone::diff::diff(&old, &new)];
+    let ids = touched_ids(&n(CATALOG), &steps).unwrap();
+    let set = MemberSet::new(parse_zone(&old).unwrap());
+    let listed = parse_members(&new, &ids).unwrap();
+    assert_eq!(
+        set.clashes(&n(CATALOG), &ids, &listed),
+        [Problem::Duplicate {
+            zone: n("A.test"),
+            owners: [n("a.zones.cat.test"), n("b.zones.cat.test")],
+        }]
+    );
+}
+
+#[test]
+fn an_ixfr_that_changes_the_version_needs_the_whole_catalog() {
+    let old = catalog_zone(1, "a.zones PTR a.test.\n");
+    let text = "$ORIGIN cat.test.\n$TTL 0\n@ SOA invalid. invalid. 2 3600 600 86400 0\n\
+                @ NS invalid.\nversion TXT \"3\"\na.zones PTR a.test.\n";
+    let new = load_zone_str(text, "cat", &n(CATALOG)).unwrap().zone;
+    let steps = [heron_zone::diff::diff(&old, &new)];
+    assert_eq!(touched_ids(&n(CATALOG), &steps), None);
+    assert!(parse_zone(&new).is_err());
+}
+
+#[test]
+fn an_ixfr_with_a_malformed_member_node_is_rejected() {
+    let old = catalog_zone(1, "a.zones PTR a.test.\n");
+    let new = catalog_zone(2, "a.zones PTR a.test.\na.zones PTR b.test.\n");
+    let steps = [heron_zone::diff::diff(&old, &new)];
+    let ids = touched_ids(&n(CATALOG), &steps).unwrap();
+    assert_eq!(
+        parse_members(&new, &ids).unwrap_err(),
+        [Problem::MemberPtr {
+            owner: n("a.zones.cat.test"),
+            count: 2
+        }]
+    );
+}
+
+/// A catalog body of a few records drawn by `next` from a small alphabet
+/// of ids, zones and groups, so that clashes and malformed nodes are
+/// common.
+fn random_body(next: &mut impl FnMut() -> usize) -> String {
+    let ids = ["a", "b", "c", "d"];
+    let zones = ["x.test.", "y.test.", "z.test."];
+    let mut body = String::new();
+    for _ in 0..next() % 7 {
+        let id = ids[next() % ids.len()];
+        let line = match next() % 4 {
+            0 | 1 => format!("{id}.zones PTR {}\n", zones[next() % zones.len()]),
+            2 => format!("group.{id}.zones TXT \"g{}\"\n", next() % 2),
+            _ => format!("coo.{id}.zones PTR other{}.test.\n", next() % 2),
+        };
+        body.push_str(&line);
+    }
+    body
+}
+
+#[test]
+fn reading_an_ixfr_member_by_member_agrees_with_reading_the_whole_catalog() {
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 33) as usize
+    };
+    let mut compared = 0;
+    for _ in 0..2000 {
+        let old = catalog_zone(1, &random_body(&mut next));
+        let Ok(before) = parse_zone(&old) else {
+            continue;
+        };
+        let new = catalog_zone(2, &random_body(&mut next));
+        let steps = [heron_zone::diff::diff(&old, &new)];
+        let ids = touched_ids(&n(CATALOG), &steps).expect("version untouched");
+        let mut set = MemberSet::new(before.clone());
+        let incremental = parse_members(&new, &ids).and_then(|listed| {
+            match set.clashes(&n(CATALOG), &ids, &listed).as_slice() {
+                [] => Ok(set.update(&ids, listed)),
+                problems => Err(problems.to_vec()),
+            }
+        });
+        match (parse_zone(&new), incremental) {
+            (Ok(whole), Ok(changes)) => {
+                assert_eq!(set.members(), &whole);
+                assert_eq!(changes, diff(&before, &whole));
+                compared += 1;
+            }
+            (Err(_), Err(_)) => {}
+            (whole, incremental) => panic!("{whole:?} but {incremental:?}"),
+        }
+    }
+    assert!(compared > 100, "{compared} agreeing pairs");
+}

@@ -82,6 +82,10 @@ pub struct Primary {
     /// By lower-cased origin; replaced whole when the configuration is
     /// read again ([`Primary::set_policies`]).
     policies: RwLock<Policies>,
+    /// The policies of catalog member zones, by lower-cased origin: set
+    /// one zone at a time as catalogs change, and left alone when the
+    /// configuration is read again.
+    member_policies: RwLock<HashMap<Name, Arc<ZonePolicy>>>,
     /// The policy of a zone that has none configured: refuse everything.
     closed: Arc<ZonePolicy>,
     journals: Mutex<HashMap<Name, History>>,
@@ -94,6 +98,7 @@ impl Primary {
     pub fn new(policies: HashMap<Name, ZonePolicy>, journal_max_bytes: usize) -> Primary {
         Primary {
             policies: RwLock::new(by_lowercase_origin(policies)),
+            member_policies: RwLock::default(),
             closed: Arc::default(),
             journals: Mutex::new(HashMap::new()),
             journal_max_bytes,
@@ -151,7 +156,20 @@ impl Primary {
     pub fn policy(&self, origin: &Name) -> Arc<ZonePolicy> {
         // Names hash and compare ignoring case: no lower-cased copy.
         let policies = self.policies();
-        policies.get(origin).unwrap_or(&self.closed).clone()
+        if let Some(policy) = policies.get(origin) {
+            return policy.clone();
+        }
+        let members = self.member_policies.read().unwrap();
+        members.get(origin).unwrap_or(&self.closed).clone()
+    }
+
+    /// Sets (or with None, drops) the policy of a catalog member zone.
+    pub fn set_member_policy(&self, origin: &Name, policy: Option<ZonePolicy>) {
+        let mut members = self.member_policies.write().unwrap();
+        match policy {
+            Some(policy) => members.insert(origin.to_lowercase(), Arc::new(policy)),
+            None => members.remove(&origin.to_lowercase()),
+        };
     }
 
     /// Every zone's policy as configured now.

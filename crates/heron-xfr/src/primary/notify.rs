@@ -33,6 +33,8 @@ pub struct Notifier {
     keys: Arc<Vec<Key>>,
     slots: Arc<Semaphore>,
     first_timeout: Duration,
+    /// Where each exchange is counted.
+    stats: Arc<crate::stats::ZoneStats>,
 }
 
 /// How one NOTIFY exchange ended.
@@ -52,7 +54,14 @@ impl Notifier {
             keys,
             slots: Arc::new(Semaphore::new(CONCURRENCY)),
             first_timeout: FIRST_TIMEOUT,
+            stats: Arc::default(),
         }
+    }
+
+    /// Counts each exchange in `stats`.
+    pub fn with_stats(mut self, stats: Arc<crate::stats::ZoneStats>) -> Notifier {
+        self.stats = stats;
+        self
     }
 
     /// Shorter timeouts, for tests.
@@ -91,10 +100,14 @@ impl Notifier {
             },
             None => None,
         };
-        match exchange(origin, soa, target.addr, key.as_ref(), self.first_timeout).await {
-            Ok(outcome) => outcome,
-            Err(e) => Outcome::Failed(e.to_string()),
-        }
+        let outcome =
+            match exchange(origin, soa, target.addr, key.as_ref(), self.first_timeout).await {
+                Ok(outcome) => outcome,
+                Err(e) => Outcome::Failed(e.to_string()),
+            };
+        let acknowledged = outcome == Outcome::Answered(Rcode::NOERROR);
+        self.stats.notify_out(origin, acknowledged);
+        outcome
     }
 }
 

@@ -32,6 +32,8 @@ use crate::timers::{Action, CheckId, Event, Failure, Timers, Transfer, Version, 
 #[derive(Clone, Debug)]
 pub struct ZoneReport {
     pub origin: Name,
+    /// The catalog it is a member of, if any.
+    pub catalog: Option<Name>,
     /// The serial served, if any.
     pub serial: Option<u32>,
     /// When a transfer last brought a new version.
@@ -69,6 +71,8 @@ pub struct SecondaryZone {
     pub primaries: Vec<Upstream>,
     /// Where the received zone is kept.
     pub file: PathBuf,
+    /// The catalog zone that made it a member, if one did (RFC 9432).
+    pub catalog: Option<Name>,
 }
 
 /// Bounds on the SOA timers, whatever the primary's SOA says.
@@ -115,6 +119,8 @@ pub struct Context {
     pub publisher: Arc<dyn Publisher>,
     pub keeper: Keeper,
     pub bounds: TimerBounds,
+    /// Transfers in are counted here.
+    pub stats: Arc<crate::stats::ZoneStats>,
 }
 
 /// What the driver is told while it runs.
@@ -331,6 +337,7 @@ impl Driver {
                 let kept = entry.current.clone().expect("a kept copy");
                 tracing::info!(
                     zone = %entry.zone.origin,
+                    catalog = entry.zone.catalog.as_ref().map(tracing::field::display),
                     file = %entry.zone.file.display(),
                     serial = kept.serial(),
                     "serving kept serial {}",
@@ -355,6 +362,7 @@ impl Driver {
                 };
                 tracing::error!(
                     zone = %entry.zone.origin,
+                    catalog = entry.zone.catalog.as_ref().map(tracing::field::display),
                     "zone expired: no answer from any primary; answering SERVFAIL"
                 );
                 ctx.publisher.expire(&entry.zone.origin);
@@ -404,9 +412,10 @@ impl Driver {
             let Some(entry) = self.entry(zone) else {
                 continue; // removed meanwhile
             };
-            let (origin, up) = (
+            let (origin, up, catalog) = (
                 entry.zone.origin.clone(),
                 entry.zone.primaries[primary].clone(),
+                entry.zone.catalog.clone(),
             );
             let have = match action {
                 Action::Transfer {
@@ -422,7 +431,16 @@ impl Driver {
                     let serial = ctx.conns.soa_serial(&up, &origin).await;
                     Exchanged::Serial(serial.map_err(|e| failure(&origin, &up, "", e)))
                 } else {
-                    Exchanged::Transfer(transfer(&ctx.conns, &up, &origin, have).await)
+                    let to = Target {
+                        up: &up,
+                        origin: &origin,
+                        catalog: catalog.as_ref(),
+                    };
+                    let started = std::time::Instant::now();
+                    let result = transfer(&ctx.conns, to, have).await;
+                    let way = crate::stats::Direction::In;
+                    (ctx.stats).transfer(&origin, way, started.elapsed(), result.is_ok());
+                    Exchanged::Transfer(result)
                 };
                 let _ = done.send(Done {
                     zone,
@@ -547,6 +565,7 @@ impl Driver {
                 .collect();
             reports.push(ZoneReport {
                 origin: entry.zone.origin.clone(),
+                catalog: entry.zone.catalog.clone(),
                 serial: view.serial,
                 transferred_at: entry.transferred_at,
                 next_check: view.next_check.map(at),
@@ -577,12 +596,24 @@ impl Driver {
     }
 }
 
+/// A zone to transfer, from which primary, and the catalog it is a
+/// member of (for the log).
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    up: &'a Upstream,
+    origin: &'a Name,
+    catalog: Option<&'a Name>,
+}
+
 /// Transfers `origin` from `up`: IXFR from `have`, then AXFR if that
 /// fails; AXFR when there is nothing to start from.
 async fn transfer(
     conns: &Connections,
-    up: &Upstream,
-    origin: &Name,
+    Target {
+        up,
+        origin,
+        catalog,
+    }: Target<'_>,
     have: Option<Arc<Zone>>,
 ) -> Result<Outcome, Failed> {
     let started = std::time::Instant::now();
@@ -602,6 +633,7 @@ async fn transfer(
     if let Outcome::Full(new) | Outcome::Incremental { zone: new, .. } = &outcome {
         tracing::info!(
             zone = %origin,
+            catalog = catalog.map(tracing::field::display),
             peer = %up.addr,
             serial = new.serial(),
             "zone transferred in: {kind} from {} to serial {} ({} records) in {} ms",
@@ -683,6 +715,7 @@ mod tests {
             publisher,
             keeper: Keeper::start().unwrap(),
             bounds: TimerBounds::default(),
+            stats: Arc::default(),
         })
     }
 
@@ -696,6 +729,7 @@ mod tests {
                 tls: None,
             }],
             file: file.to_path_buf(),
+            catalog: None,
         }
     }
 

@@ -1,0 +1,274 @@
+//! `[[catalog]]`: catalog zones this server consumes (RFC 9432). The
+//! catalog zone itself becomes a secondary zone like any other (kept,
+//! refreshed, NOTIFYed); its member zones follow a template chosen by
+//! their `group` property.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use heron_proto::Name;
+use heron_proto::tsig::Key;
+use heron_xfr::journal::file as journal_file;
+use heron_xfr::primary::ZonePolicy;
+use heron_xfr::secondary::client::Upstream;
+use heron_xfr::secondary::refresh::SecondaryZone;
+use serde::Deserialize;
+
+use super::{ZoneOptions, pattern_file, zone_settings};
+
+#[derive(Debug, Deserialize, Clone, Hash)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CatalogEntry {
+    /// The catalog zone's name.
+    pub zone: String,
+    /// Where the catalog zone is kept (its members are read from it at
+    /// start).
+    pub file: PathBuf,
+    /// Its primaries, "ADDRESS[:PORT] [key NAME] [tls [NAME]]".
+    pub primaries: Vec<String>,
+    /// Who may transfer the catalog zone itself from us.
+    #[serde(default)]
+    pub allow_transfer: Vec<String>,
+    /// The folder member zones are kept in, one file each.
+    pub members_dir: PathBuf,
+    /// Members whose group has no template of its own (and those without
+    /// a group) are rejected instead of following `[catalog.default]`.
+    #[serde(default)]
+    pub groups_only: bool,
+    /// The template of members without a group of their own.
+    #[serde(default)]
+    pub default: TemplateEntry,
+    /// Templates by the `group` property's value.
+    #[serde(default)]
+    pub group: BTreeMap<String, TemplateEntry>,
+}
+
+/// What a member zone is given. Unset primaries and folder are the
+/// catalog's.
+#[derive(Debug, Deserialize, Clone, Default, Hash)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct TemplateEntry {
+    pub primaries: Vec<String>,
+    pub allow_transfer: Vec<String>,
+    pub allow_notify: Vec<String>,
+    pub notify: Vec<String>,
+    pub members_dir: Option<PathBuf>,
+    pub journal: Option<bool>,
+}
+
+/// A catalog to consume, resolved.
+#[derive(Clone, Debug)]
+pub struct CatalogConfig {
+    pub zone: Name,
+    pub default: Option<Template>,
+    pub groups: BTreeMap<String, Template>,
+}
+
+/// A member zone template, resolved.
+#[derive(Clone, Debug)]
+pub struct Template {
+    pub primaries: Vec<Upstream>,
+    /// The member's policy, but for its journal file.
+    pub policy: ZonePolicy,
+    pub keep_journal: bool,
+    /// `DIR/{zone}.zone`.
+    pub file_pattern: String,
+}
+
+impl CatalogConfig {
+    /// The template for a member of `group`: the group's, else the
+    /// default (unless `groups-only`).
+    pub fn template(&self, group: Option<&str>) -> Option<&Template> {
+        group
+            .and_then(|g| self.groups.get(g))
+            .or(self.default.as_ref())
+    }
+}
+
+impl Template {
+    /// Member zone `zone` of `catalog` as this template makes it.
+    pub fn member(&self, zone: &Name, catalog: &Name) -> (SecondaryZone, ZonePolicy) {
+        let file = PathBuf::from(pattern_file(&self.file_pattern, &zone.to_string()));
+        let mut policy = self.policy.clone();
+        if self.keep_journal && !policy.allow_transfer.is_empty() {
+            policy.journal_file = Some(journal_file::path_for(&file));
+        }
+        let secondary = SecondaryZone {
+            origin: zone.clone(),
+            primaries: self.primaries.clone(),
+            file,
+            catalog: Some(catalog.clone()),
+        };
+        (secondary, policy)
+    }
+}
+
+impl CatalogEntry {
+    /// The catalog zone's own settings, as a `[[zone]]` would give them.
+    pub(super) fn zone_options(&self) -> ZoneOptions<'_> {
+        ZoneOptions {
+            allow_transfer: &self.allow_transfer,
+            allow_notify: &[],
+            allow_query: None,
+            notify: &[],
+            primaries: &self.primaries,
+            journal: None,
+            catalog_member: None,
+            catalog_group: None,
+            catalog_id_generation: 0,
+        }
+    }
+
+    /// The catalog resolved against the keys, with paths from `base`.
+    pub(super) fn resolve(&self, keys: &[Key], base: &Path) -> Result<CatalogConfig, String> {
+        let zone = Name::parse(&self.zone).map_err(|e| format!("bad zone '{}': {e}", self.zone))?;
+        if self.primaries.is_empty() {
+            return Err("primaries is empty".into());
+        }
+        let template = |t: &TemplateEntry, what: &str| {
+            self.template(t, keys, base)
+                .map_err(|e| format!("{what}: {e}"))
+        };
+        let default = match self.groups_only {
+            true => None,
+            false => Some(template(&self.default, "default")?),
+        };
+        let mut groups = BTreeMap::new();
+        for (name, entry) in &self.group {
+            groups.insert(name.clone(), template(entry, &format!("group {name:?}"))?);
+        }
+        Ok(CatalogConfig {
+            zone,
+            default,
+            groups,
+        })
+    }
+
+    fn template(&self, t: &TemplateEntry, keys: &[Key], base: &Path) -> Result<Template, String> {
+        let primaries = match t.primaries.is_empty() {
+            true => &self.primaries,
+            false => &t.primaries,
+        };
+        let options = ZoneOptions {
+            allow_transfer: &t.allow_transfer,
+            allow_notify: &t.allow_notify,
+            allow_query: None,
+            notify: &t.notify,
+            primaries,
+            journal: t.journal,
+            catalog_member: None,
+            catalog_group: None,
+            catalog_id_generation: 0,
+        };
+        let settings = zone_settings(options, keys)?;
+        let dir = base.join(t.members_dir.as_ref().unwrap_or(&self.members_dir));
+        Ok(Template {
+            primaries: settings.primaries,
+            policy: settings.policy,
+            keep_journal: settings.keep_journal,
+            file_pattern: format!("{}/{{zone}}.zone", dir.display()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests_support::parse;
+
+    const KEY: &str = "[[key]]\nname = \"xfr\"\nsecret = \"c2VjcmV0c2VjcmV0c2VjcmV0\"\n";
+
+    const CATALOG: &str = "[[catalog]]\nzone = \"cat.example\"\nfile = \"kept/cat.zone\"\n\
+        primaries = [\"192.0.2.1 key xfr\"]\nmembers-dir = \"members\"\n";
+
+    #[test]
+    fn a_catalog_is_a_secondary_zone_and_its_templates_default_to_its_primaries() {
+        let text = format!(
+            "{KEY}{CATALOG}allow-transfer = [\"::1\"]\n\
+             [catalog.default]\nnotify = [\"192.0.2.9\"]\n\
+             [catalog.group.gold]\nprimaries = [\"192.0.2.2\"]\nmembers-dir = \"gold\"\n\
+             allow-transfer = [\"127.0.0.1\"]\n"
+        );
+        let settings = parse(&text).unwrap();
+        let [catalog_zone] = settings.secondaries.as_slice() else {
+            panic!("{:?}", settings.secondaries)
+        };
+        assert_eq!(catalog_zone.origin.to_string(), "cat.example.");
+        assert_eq!(catalog_zone.file.to_str(), Some("/etc/heron/kept/cat.zone"));
+        assert_eq!(catalog_zone.catalog, None);
+        let [catalog] = settings.catalogs.as_slice() else {
+            panic!()
+        };
+        let zone = heron_proto::Name::parse("a.example").unwrap();
+        let (member, policy) = catalog.template(None).unwrap().member(&zone, &catalog.zone);
+        assert_eq!(member.primaries[0].addr.to_string(), "192.0.2.1:53");
+        assert_eq!(
+            member.primaries[0].key.as_ref().unwrap().to_string(),
+            "xfr."
+        );
+        assert_eq!(
+            member.file.to_str(),
+            Some("/etc/heron/members/a.example.zone")
+        );
+        assert_eq!(member.catalog, Some(catalog.zone.clone()));
+        assert_eq!(policy.notify.len(), 1);
+        assert!(policy.allow_transfer.is_empty() && !policy.allow_notify.is_empty());
+        let (gold, policy) = catalog
+            .template(Some("gold"))
+            .unwrap()
+            .member(&zone, &catalog.zone);
+        assert_eq!(gold.primaries[0].addr.to_string(), "192.0.2.2:53");
+        assert_eq!(gold.file.to_str(), Some("/etc/heron/gold/a.example.zone"));
+        assert_eq!(
+            policy.journal_file.as_deref().and_then(|p| p.to_str()),
+            Some("/etc/heron/gold/a.example.zone.jnl")
+        );
+        // An unknown group follows the default template...
+        assert!(catalog.template(Some("lead")).is_some());
+        // ...unless there is none.
+        let strict = parse(&format!("{KEY}{CATALOG}groups-only = true\n")).unwrap();
+        assert!(strict.catalogs[0].template(Some("lead")).is_none());
+        assert!(strict.catalogs[0].template(None).is_none());
+    }
+
+    #[test]
+    fn catalog_mistakes_are_reported() {
+        for (text, want) in [
+            (
+                "[[catalog]]\nzone = \"cat.example\"\nfile = \"c\"\nprimaries = []\nmembers-dir = \"m\"\n",
+                "catalog 'cat.example': primaries is empty",
+            ),
+            (
+                "[[catalog]]\nzone = \"cat..example\"\nfile = \"c\"\nprimaries = [\"192.0.2.1\"]\nmembers-dir = \"m\"\n",
+                "bad zone 'cat..example'",
+            ),
+            (
+                &format!("{CATALOG}[catalog.group.gold]\nprimaries = [\"192.0.2.2 key nope\"]\n"),
+                "group \"gold\": primaries '192.0.2.2 key nope'",
+            ),
+            (
+                &format!("{CATALOG}[catalog.default]\nfile = \"x\"\n"),
+                "unknown field `file`",
+            ),
+            ("[[catalog]]\nzone = \"cat.example\"\n", "missing field"),
+        ] {
+            let errors = parse(&format!("{KEY}{text}")).unwrap_err();
+            assert!(
+                errors.iter().any(|e| e.contains(want)),
+                "{want}: {errors:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_catalog_zone_also_configured_as_a_zone_is_an_error() {
+        let text =
+            format!("{KEY}{CATALOG}[[zone]]\norigin = \"cat.example\"\nfile = \"other.zone\"\n");
+        let errors = parse(&text).unwrap_err();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("configured more than once")),
+            "{errors:?}"
+        );
+    }
+}

@@ -1,0 +1,501 @@
+//! The catalog consumer (RFC 9432): what each version of a consumed
+//! catalog zone asks of the secondary zones, without I/O. Which zones a
+//! catalog lists, and how a version is read, are
+//! `heron_xfr::catalog_zone`'s; this module keeps, for every catalog,
+//! the members of the version it last took and which catalog owns each
+//! member zone, and turns a new version into [`Step`]s that
+//! [`crate::secondary::Running`] carries out.
+//!
+//! A version that breaks a rule is rejected whole: every problem is
+//! logged naming its record, and the members stay as they were. The
+//! version taken last is kept beside the catalog zone's own copy (which
+//! is the version received, taken or not) in [`consumed_copy`], and a
+//! restart takes its members from there.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use heron_proto::Name;
+use heron_xfr::catalog_zone::{self, Change, Member, MemberSet, Problem};
+use heron_xfr::journal::serial_of;
+use heron_xfr::primary::ZonePolicy;
+use heron_xfr::secondary::refresh::SecondaryZone;
+use heron_zone::Zone;
+use heron_zone::diff::ZoneDiff;
+
+use crate::config::CatalogConfig;
+
+/// What a catalog's new version asks for one member zone.
+#[derive(Debug)]
+pub enum Step {
+    /// Start transferring and serving it.
+    Add(SecondaryZone, ZonePolicy),
+    /// Stop: no longer served.
+    Remove(Name),
+    /// Follow another template, keeping its data.
+    Repoint(SecondaryZone, ZonePolicy),
+    /// Drop its data and transfer it afresh (its unique ID changed).
+    Reset(SecondaryZone, ZonePolicy),
+}
+
+/// Every consumed catalog.
+#[derive(Default)]
+pub struct Consumers {
+    /// By lower-cased catalog zone name.
+    catalogs: HashMap<Name, Consumer>,
+    /// The catalog (lower-cased) that owns each member zone (lower-cased).
+    owner: HashMap<Name, Name>,
+}
+
+struct Consumer {
+    config: CatalogConfig,
+    members: MemberSet,
+    /// The serial of the version `members` come from.
+    consumed: Option<u32>,
+}
+
+impl Consumers {
+    pub fn new(configs: Vec<CatalogConfig>) -> Consumers {
+        let catalogs = configs
+            .into_iter()
+            .map(|config| {
+                let consumer = Consumer {
+                    config,
+                    members: MemberSet::default(),
+                    consumed: None,
+                };
+                (consumer.config.zone.to_lowercase(), consumer)
+            })
+            .collect();
+        Consumers {
+            catalogs,
+            owner: HashMap::new(),
+        }
+    }
+
+    pub fn is_catalog(&self, origin: &Name) -> bool {
+        self.catalogs.contains_key(origin)
+    }
+
+    /// The zone is configured by hand from now on: no catalog owns it.
+    pub fn disown(&mut self, zone: &Name) {
+        self.owner.remove(zone);
+    }
+
+    /// Takes `zone`, a new version of a consumed catalog; `diffs` are its
+    /// IXFR steps, if it came by IXFR. `configured` says whether a zone is
+    /// served or a secondary now (a member is not configured by hand).
+    /// Returns what the secondary zones must do, or None if the version
+    /// is rejected (logged) or was taken already.
+    pub fn consume(
+        &mut self,
+        zone: &Zone,
+        diffs: Option<&[ZoneDiff]>,
+        configured: impl Fn(&Name) -> bool,
+    ) -> Option<Vec<Step>> {
+        let key = zone.origin().to_lowercase();
+        let owner = &self.owner;
+        let by_hand = |z: &Name| configured(z) && !owner.contains_key(&z.to_lowercase());
+        let consumer = self.catalogs.get_mut(&key)?;
+        if consumer.consumed == Some(zone.serial()) {
+            return None;
+        }
+        let changes = match consumer.read(zone, diffs, by_hand) {
+            Ok(changes) => changes,
+            Err(problems) => {
+                for problem in &problems {
+                    tracing::error!(
+                        catalog = %zone.origin(),
+                        serial = zone.serial(),
+                        "catalog zone {} serial {} rejected, members unchanged: {problem}",
+                        zone.origin(),
+                        zone.serial()
+                    );
+                }
+                return None;
+            }
+        };
+        consumer.consumed = Some(zone.serial());
+        if !changes.is_empty() {
+            tracing::info!(
+                catalog = %zone.origin(),
+                serial = zone.serial(),
+                "catalog zone {} serial {}: {} member changes, {} members",
+                zone.origin(),
+                zone.serial(),
+                changes.len(),
+                consumer.members.members().len()
+            );
+        }
+        let steps = changes.into_iter();
+        Some(steps.filter_map(|change| self.step(&key, change)).collect())
+    }
+
+    /// What `change` to catalog `catalog` asks, given who owns the zone.
+    fn step(&mut self, catalog: &Name, change: Change) -> Option<Step> {
+        let member = match &change {
+            Change::Add(m) | Change::Remove(m) | Change::Reset(m) | Change::Regroup(m) => m,
+        };
+        let zone = member.zone.to_lowercase();
+        let owned_here = self.owner.get(&zone) == Some(catalog);
+        match change {
+            Change::Remove(m) if owned_here => {
+                self.owner.remove(&zone);
+                Some(Step::Remove(m.zone))
+            }
+            Change::Add(m) => match self.owner.get(&zone).cloned() {
+                None => {
+                    self.owner.insert(zone, catalog.clone());
+                    self.made(catalog, &m).map(|(z, p)| Step::Add(z, p))
+                }
+                Some(other) if self.hands_over(&other, &zone, catalog) => {
+                    tracing::info!(
+                        zone = %m.zone,
+                        catalog = %catalog,
+                        "zone {} changes ownership from catalog {other} to {catalog} (coo)",
+                        m.zone
+                    );
+                    self.owner.insert(zone, catalog.clone());
+                    self.made(catalog, &m).map(|(z, p)| Step::Repoint(z, p))
+                }
+                Some(other) => {
+                    tracing::warn!(
+                        zone = %m.zone,
+                        catalog = %catalog,
+                        "catalog {catalog} lists {} already a member of catalog {other}, \
+                         which has no coo property for it pointing here: ignored",
+                        m.zone
+                    );
+                    None
+                }
+            },
+            Change::Reset(m) if owned_here => {
+                self.made(catalog, &m).map(|(z, p)| Step::Reset(z, p))
+            }
+            Change::Regroup(m) if owned_here => {
+                self.made(catalog, &m).map(|(z, p)| Step::Repoint(z, p))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `from`'s member `zone` has a `coo` property naming `to`.
+    fn hands_over(&self, from: &Name, zone: &Name, to: &Name) -> bool {
+        let Some(consumer) = self.catalogs.get(from) else {
+            return false;
+        };
+        let coo = consumer
+            .members
+            .members()
+            .get(zone)
+            .and_then(|m| m.coo.as_ref());
+        coo.is_some_and(|coo| coo.to_lowercase() == *to)
+    }
+
+    /// The member zone as catalog `catalog`'s template for it makes it.
+    fn made(&self, catalog: &Name, member: &Member) -> Option<(SecondaryZone, ZonePolicy)> {
+        let config = &self.catalogs.get(catalog)?.config;
+        let template = config.template(member.group.as_deref())?;
+        Some(template.member(&member.zone, &config.zone))
+    }
+
+    /// The members every catalog's copy lists, at start: `kept` finds
+    /// the copy of the version of a catalog taken last. Returns them as
+    /// zones to add.
+    pub fn start<'z>(
+        &mut self,
+        kept: impl Fn(&Name) -> Option<&'z Zone>,
+        configured: impl Fn(&Name) -> bool,
+    ) -> Vec<(SecondaryZone, ZonePolicy)> {
+        let mut catalogs: Vec<Name> = self.catalogs.keys().cloned().collect();
+        catalogs.sort();
+        let mut members = Vec::new();
+        for catalog in catalogs {
+            let Some(zone) = kept(&catalog) else {
+                continue;
+            };
+            for step in self.consume(zone, None, &configured).unwrap_or_default() {
+                if let Step::Add(zone, policy) = step {
+                    members.push((zone, policy));
+                }
+            }
+        }
+        members
+    }
+}
+
+impl Consumer {
+    /// The changes from the members taken last to those of `zone`, or the
+    /// problems that reject it. An IXFR that follows the version taken
+    /// last is read for the members it touches alone.
+    fn read(
+        &mut self,
+        zone: &Zone,
+        diffs: Option<&[ZoneDiff]>,
+        by_hand: impl Fn(&Name) -> bool,
+    ) -> Result<Vec<Change>, Vec<Problem>> {
+        let catalog = zone.origin();
+        let follows = diffs.and_then(|d| d.first()).map(|d| serial_of(&d.old_soa));
+        let touched = match (diffs, follows) {
+            (Some(diffs), Some(from)) if Some(from) == self.consumed => {
+                catalog_zone::touched_ids(catalog, diffs)
+            }
+            _ => None,
+        };
+        let has_template = |group: Option<&str>| self.config.template(group).is_some();
+        match touched {
+            Some(ids) => {
+                let listed = catalog_zone::parse_members(zone, &ids)?;
+                let mut problems = self.members.clashes(catalog, &ids, &listed);
+                problems.extend(catalog_zone::check(catalog, &listed, by_hand, has_template));
+                match problems.is_empty() {
+                    true => Ok(self.members.update(&ids, listed)),
+                    false => Err(problems),
+                }
+            }
+            None => {
+                let members = catalog_zone::parse_zone(zone)?;
+                let problems = catalog_zone::check(catalog, &members, by_hand, has_template);
+                match problems.is_empty() {
+                    true => Ok(self.members.replace(members)),
+                    false => Err(problems),
+                }
+            }
+        }
+    }
+}
+
+/// Where the version of a catalog taken last is kept, beside `file`, the
+/// catalog zone's kept copy.
+pub fn consumed_copy(file: &Path) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".consumed");
+    PathBuf::from(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use heron_xfr::acl::Acl;
+    use heron_xfr::secondary::client::Upstream;
+    use heron_zone::load_zone_str;
+
+    use super::*;
+    use crate::config::catalog::Template;
+
+    fn n(text: &str) -> Name {
+        Name::parse(text).unwrap()
+    }
+
+    /// A template whose primary is 192.0.2.`last`, transferable by
+    /// 127.0.0.1 if `open`.
+    fn template(last: u8, open: bool) -> Template {
+        let allow = match open {
+            true => Acl::new(vec![heron_xfr::acl::Rule {
+                prefix: "127.0.0.1".parse().unwrap(),
+                key: None,
+            }]),
+            false => Acl::default(),
+        };
+        Template {
+            primaries: vec![Upstream {
+                addr: format!("192.0.2.{last}:53").parse().unwrap(),
+                key: None,
+                tls: None,
+            }],
+            policy: ZonePolicy {
+                allow_transfer: allow,
+                ..ZonePolicy::default()
+            },
+            keep_journal: false,
+            file_pattern: "/var/lib/heron/members/{zone}.zone".into(),
+        }
+    }
+
+    /// Catalog `name` with a default template (unless `groups_only`) and
+    /// a "gold" one.
+    fn config(name: &str, groups_only: bool) -> CatalogConfig {
+        CatalogConfig {
+            zone: n(name),
+            default: (!groups_only).then(|| template(1, false)),
+            groups: BTreeMap::from([("gold".to_string(), template(2, true))]),
+        }
+    }
+
+    fn version(catalog: &str, serial: u32, body: &str) -> Arc<Zone> {
+        let text = format!(
+            "$ORIGIN {catalog}.\n$TTL 0\n@ SOA invalid. invalid. {serial} 3600 600 86400 0\n\
+             @ NS invalid.\nversion TXT \"2\"\n{body}"
+        );
+        Arc::new(load_zone_str(&text, "cat", &n(catalog)).unwrap().zone)
+    }
+
+    /// Takes `new` as an IXFR from `old`.
+    fn ixfr(consumers: &mut Consumers, old: &Zone, new: &Zone) -> Option<Vec<Step>> {
+        let steps = [heron_zone::diff::diff(old, new)];
+        consumers.consume(new, Some(&steps), |_| false)
+    }
+
+    /// The steps as (what, zone, catalog, primary's last octet).
+    fn summary(steps: &[Step]) -> Vec<(&'static str, String, Option<String>, u8)> {
+        let of = |z: &SecondaryZone| {
+            let ip = match z.primaries[0].addr.ip() {
+                std::net::IpAddr::V4(v4) => v4.octets()[3],
+                std::net::IpAddr::V6(_) => 0,
+            };
+            (
+                z.origin.to_string(),
+                z.catalog.as_ref().map(|c| c.to_string()),
+                ip,
+            )
+        };
+        steps
+            .iter()
+            .map(|step| match step {
+                Step::Add(z, _) => ("add", of(z)),
+                Step::Remove(origin) => ("remove", (origin.to_string(), None, 0)),
+                Step::Repoint(z, _) => ("repoint", of(z)),
+                Step::Reset(z, _) => ("reset", of(z)),
+            })
+            .map(|(what, (zone, catalog, ip))| (what, zone, catalog, ip))
+            .collect()
+    }
+
+    fn step(
+        what: &'static str,
+        zone: &str,
+        catalog: Option<&str>,
+        ip: u8,
+    ) -> (&'static str, String, Option<String>, u8) {
+        (what, zone.to_string(), catalog.map(str::to_string), ip)
+    }
+
+    #[test]
+    fn members_follow_their_group_template_through_every_change() {
+        let mut consumers = Consumers::new(vec![config("cat.test", false)]);
+        let v1 = version(
+            "cat.test",
+            1,
+            "a.zones PTR a.test.\nb.zones PTR b.test.\nc.zones PTR c.test.\n",
+        );
+        let steps = consumers.consume(&v1, None, |_| false).unwrap();
+        let cat = Some("cat.test.");
+        assert_eq!(
+            summary(&steps),
+            [
+                step("add", "a.test.", cat, 1),
+                step("add", "b.test.", cat, 1),
+                step("add", "c.test.", cat, 1)
+            ]
+        );
+        // Taken already: nothing to do.
+        assert!(consumers.consume(&v1, None, |_| false).is_none());
+        let v2 = version(
+            "cat.test",
+            2,
+            "a.zones PTR a.test.\ngroup.a.zones TXT \"gold\"\nc2.zones PTR c.test.\nd.zones PTR d.test.\n",
+        );
+        let steps = ixfr(&mut consumers, &v1, &v2).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [
+                step("remove", "b.test.", None, 0),
+                step("repoint", "a.test.", cat, 2),
+                step("reset", "c.test.", cat, 1),
+                step("add", "d.test.", cat, 1),
+            ]
+        );
+        let Step::Repoint(_, gold) = &steps[1] else {
+            unreachable!()
+        };
+        assert!(!gold.allow_transfer.is_empty(), "the gold template's ACL");
+    }
+
+    #[test]
+    fn a_member_configured_by_hand_rejects_the_version_and_changes_nothing() {
+        let mut consumers = Consumers::new(vec![config("cat.test", false)]);
+        let v1 = version("cat.test", 1, "a.zones PTR a.test.\n");
+        consumers.consume(&v1, None, |_| false).unwrap();
+        let v2 = version(
+            "cat.test",
+            2,
+            "a.zones PTR a.test.\nh.zones PTR hand.test.\n",
+        );
+        let by_hand = |z: &Name| z.eq(&n("hand.test"));
+        let steps = [heron_zone::diff::diff(&v1, &v2)];
+        assert!(consumers.consume(&v2, Some(&steps), by_hand).is_none());
+        // The next version, from the rejected one, is read whole against
+        // the version taken last.
+        let v3 = version("cat.test", 3, "b.zones PTR b.test.\n");
+        let steps = ixfr(&mut consumers, &v2, &v3).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [
+                step("remove", "a.test.", None, 0),
+                step("add", "b.test.", Some("cat.test."), 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_member_whose_group_has_no_template_rejects_the_version() {
+        let mut consumers = Consumers::new(vec![config("cat.test", true)]);
+        let ungrouped = version("cat.test", 1, "a.zones PTR a.test.\n");
+        assert!(consumers.consume(&ungrouped, None, |_| false).is_none());
+        let other = version(
+            "cat.test",
+            2,
+            "a.zones PTR a.test.\ngroup.a.zones TXT \"lead\"\n",
+        );
+        assert!(consumers.consume(&other, None, |_| false).is_none());
+        let gold = version(
+            "cat.test",
+            3,
+            "a.zones PTR a.test.\ngroup.a.zones TXT \"gold\"\n",
+        );
+        let steps = consumers.consume(&gold, None, |_| false).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [step("add", "a.test.", Some("cat.test."), 2)]
+        );
+    }
+
+    #[test]
+    fn coo_hands_a_member_to_the_catalog_it_names_and_no_other() {
+        let mut consumers =
+            Consumers::new(vec![config("old.test", false), config("new.test", false)]);
+        let old1 = version("old.test", 1, "m.zones PTR z.test.\nn.zones PTR y.test.\n");
+        consumers.consume(&old1, None, |_| false).unwrap();
+        // Listed by a catalog it was not handed to: ignored.
+        let new1 = version("new.test", 1, "x.zones PTR y.test.\n");
+        assert_eq!(consumers.consume(&new1, None, |_| false).unwrap().len(), 0);
+        let old2 = version(
+            "old.test",
+            2,
+            "m.zones PTR z.test.\ncoo.m.zones PTR new.test.\nn.zones PTR y.test.\n",
+        );
+        assert!(ixfr(&mut consumers, &old1, &old2).unwrap().is_empty());
+        let new2 = version("new.test", 2, "x.zones PTR y.test.\nk.zones PTR z.test.\n");
+        let steps = ixfr(&mut consumers, &new1, &new2).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [step("repoint", "z.test.", Some("new.test."), 1)]
+        );
+        // The old catalog drops it: it stays, owned by the new one.
+        let old3 = version("old.test", 3, "n.zones PTR y.test.\n");
+        assert!(ixfr(&mut consumers, &old2, &old3).unwrap().is_empty());
+        let new3 = version("new.test", 3, "x.zones PTR y.test.\n");
+        let steps = ixfr(&mut consumers, &new2, &new3).unwrap();
+        assert_eq!(summary(&steps), [step("remove", "z.test.", None, 0)]);
+    }
+
+    #[test]
+    fn the_copy_of_the_version_consumed_sits_beside_the_kept_copy() {
+        assert_eq!(
+            consumed_copy(Path::new("/var/lib/heron/cat.test.zone")),
+            Path::new("/var/lib/heron/cat.test.zone.consumed")
+        );
+    }
+}

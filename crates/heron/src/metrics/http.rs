@@ -1,0 +1,403 @@
+//! The smallest HTTP/1.0 server Prometheus needs: `GET /metrics`, one
+//! request per connection, then close. Anyone who can reach the port can
+//! talk to it, so everything is bounded: the request head
+//! ([`MAX_REQUEST`]), the time to send it ([`REQUEST_TIMEOUT`]) and to
+//! take the answer ([`WRITE_TIMEOUT`]), and the connections served at
+//! once ([`MAX_CONNECTIONS`]; more are closed at accept). Bodies,
+//! keep-alive and chunked encoding are not spoken.
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use heron_server::tcp::{AcceptFailures, next_connection};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
+use tokio::time::timeout;
+
+/// Longest request head (request line and headers) read.
+pub const MAX_REQUEST: usize = 8192;
+/// Connections served at once.
+pub const MAX_CONNECTIONS: usize = 16;
+/// Longest time from connecting to the end of the request head.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest time to write the answer.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// After answering, what is still read (and dropped) of a client's
+/// input before closing, at most.
+const LINGER: Duration = Duration::from_secs(1);
+const LINGER_BYTES: usize = 64 * 1024;
+
+/// What a request asks for, when it can be answered.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Wanted {
+    /// HEAD: the headers without the body.
+    pub head_only: bool,
+}
+
+/// An answer other than the metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    BadRequest,
+    NotFound,
+    MethodNotAllowed,
+    RequestTimeout,
+    HeaderTooLarge,
+    VersionNotSupported,
+}
+
+impl Status {
+    fn line(self) -> &'static str {
+        match self {
+            Status::BadRequest => "400 Bad Request",
+            Status::NotFound => "404 Not Found",
+            Status::MethodNotAllowed => "405 Method Not Allowed",
+            Status::RequestTimeout => "408 Request Timeout",
+            Status::HeaderTooLarge => "431 Request Header Fields Too Large",
+            Status::VersionNotSupported => "505 HTTP Version Not Supported",
+        }
+    }
+}
+
+/// Where the request head ends (past its blank line), if it has.
+fn head_end(bytes: &[u8]) -> Option<usize> {
+    let crlf = bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|at| at + 4);
+    let lf = bytes.windows(2).position(|w| w == b"\n\n").map(|at| at + 2);
+    match (crlf, lf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Reads a request head: what it asks for, or what to answer instead.
+pub fn parse_request(head: &[u8]) -> Result<Wanted, Status> {
+    let text = std::str::from_utf8(head).map_err(|_| Status::BadRequest)?;
+    let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
+    let request_line = lines.next().ok_or(Status::BadRequest)?;
+    let mut parts = request_line.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(Status::BadRequest);
+    };
+    if !version.starts_with("HTTP/") {
+        return Err(Status::BadRequest);
+    }
+    if !matches!(version, "HTTP/1.0" | "HTTP/1.1") {
+        return Err(Status::VersionNotSupported);
+    }
+    for header in lines.take_while(|l| !l.is_empty()) {
+        let name = header.split_once(':').map(|(n, _)| n);
+        let valid = name.is_some_and(|n| !n.is_empty() && !n.contains([' ', '\t']));
+        if !valid || header.chars().any(|c| c.is_control() && c != '\t') {
+            return Err(Status::BadRequest);
+        }
+    }
+    if !target.starts_with('/') || target.chars().any(|c| c.is_control()) {
+        return Err(Status::BadRequest);
+    }
+    let path = target.split_once('?').map_or(target, |(p, _)| p);
+    let head_only = match method {
+        "GET" => false,
+        "HEAD" => true,
+        _ if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) => {
+            return Err(Status::BadRequest);
+        }
+        _ => return Err(Status::MethodNotAllowed),
+    };
+    if path != "/metrics" {
+        return Err(Status::NotFound);
+    }
+    Ok(Wanted { head_only })
+}
+
+/// Reads the request head within the limits: Ok(None) if the client
+/// closed before sending one (nothing to answer).
+async fn read_head(stream: &mut TcpStream) -> Result<Option<Vec<u8>>, Status> {
+    let mut head = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    let read = async {
+        loop {
+            let n = stream.read(&mut chunk).await.map_err(|_| None)?;
+            if n == 0 {
+                return Err(None);
+            }
+            head.extend_from_slice(&chunk[..n]);
+            if let Some(end) = head_end(&head) {
+                head.truncate(end);
+                return Ok(());
+            }
+            if head.len() > MAX_REQUEST {
+                return Err(Some(Status::HeaderTooLarge));
+            }
+        }
+    };
+    match timeout(REQUEST_TIMEOUT, read).await {
+        Ok(Ok(())) if head.len() <= MAX_REQUEST => Ok(Some(head)),
+        Ok(Ok(())) => Err(Status::HeaderTooLarge),
+        Ok(Err(None)) => Ok(None),
+        Ok(Err(Some(status))) => Err(status),
+        Err(_) => Err(Status::RequestTimeout),
+    }
+}
+
+/// The whole answer: status line, headers, and the body unless HEAD.
+fn response(status: &str, content_type: &str, body: &[u8], head_only: bool) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.0 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    if !head_only {
+        out.extend_from_slice(body);
+    }
+    out
+}
+
+/// One connection: a request read, an answer written, closed.
+async fn serve_one<F, Fut>(mut stream: TcpStream, metrics: Arc<F>) -> io::Result<()>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = (String, &'static str)>,
+{
+    let answer = match read_head(&mut stream).await {
+        Ok(None) => return Ok(()),
+        Ok(Some(head)) => match parse_request(&head) {
+            Ok(wanted) => {
+                let (body, content_type) = metrics().await;
+                response("200 OK", content_type, body.as_bytes(), wanted.head_only)
+            }
+            Err(status) => error_response(status),
+        },
+        Err(status) => error_response(status),
+    };
+    timeout(WRITE_TIMEOUT, async {
+        stream.write_all(&answer).await?;
+        stream.shutdown().await
+    })
+    .await
+    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))??;
+    // Closing with unread input would reset the connection, and the
+    // client could lose the answer: take what it still sends, a little.
+    let mut rest = [0u8; 4096];
+    let drain = async {
+        let mut left = LINGER_BYTES;
+        while left > 0 {
+            match stream.read(&mut rest).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = timeout(LINGER, drain).await;
+    Ok(())
+}
+
+fn error_response(status: Status) -> Vec<u8> {
+    let body = format!("{}\n", status.line());
+    response(
+        status.line(),
+        "text/plain; charset=utf-8",
+        body.as_bytes(),
+        false,
+    )
+}
+
+/// Serves `listener` until `shutdown` turns true; `metrics` makes the
+/// body and its content type for each scrape.
+pub async fn serve<F, Fut>(listener: TcpListener, metrics: F, mut shutdown: watch::Receiver<bool>)
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = (String, &'static str)> + Send,
+{
+    let metrics = Arc::new(metrics);
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut failures = AcceptFailures::default();
+    while let Some((stream, peer)) = next_connection(&listener, &mut shutdown, &mut failures).await
+    {
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::debug!("metrics: connection from {peer} closed: {MAX_CONNECTIONS} open");
+            continue;
+        };
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            if let Err(e) = serve_one(stream, metrics).await {
+                tracing::debug!("metrics: connection from {peer}: {e}");
+            }
+            drop(slot);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scrape_is_understood() {
+        let ok = Ok(Wanted { head_only: false });
+        assert_eq!(
+            parse_request(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+            ok
+        );
+        assert_eq!(parse_request(b"GET /metrics HTTP/1.0\r\n\r\n"), ok);
+        assert_eq!(parse_request(b"GET /metrics?x=1 HTTP/1.0\n\n"), ok);
+        assert_eq!(
+            parse_request(b"HEAD /metrics HTTP/1.1\r\n\r\n"),
+            Ok(Wanted { head_only: true })
+        );
+    }
+
+    #[test]
+    fn malformed_requests_get_their_4xx() {
+        let cases: [(&[u8], Status); 14] = [
+            (b"", Status::BadRequest),
+            (b"\r\n\r\n", Status::BadRequest),
+            (b"GET\r\n\r\n", Status::BadRequest),
+            (b"GET /metrics\r\n\r\n", Status::BadRequest),
+            (b"GET  /metrics HTTP/1.1\r\n\r\n", Status::BadRequest),
+            (b"GET /metrics HTTP/1.1 extra\r\n\r\n", Status::BadRequest),
+            (b"GET metrics HTTP/1.1\r\n\r\n", Status::BadRequest),
+            (b"GET /metrics FTP/1.1\r\n\r\n", Status::BadRequest),
+            (
+                b"GET /metrics HTTP/2.0\r\n\r\n",
+                Status::VersionNotSupported,
+            ),
+            (
+                b"GET /metrics HTTP/1.1\r\nno colon\r\n\r\n",
+                Status::BadRequest,
+            ),
+            (
+                b"GET /metrics HTTP/1.1\r\nA\x01: b\r\n\r\n",
+                Status::BadRequest,
+            ),
+            (b"GET /\xff HTTP/1.1\r\n\r\n", Status::BadRequest),
+            (b"POST /metrics HTTP/1.1\r\n\r\n", Status::MethodNotAllowed),
+            (b"GET /other HTTP/1.1\r\n\r\n", Status::NotFound),
+        ];
+        for (request, want) in cases {
+            assert_eq!(
+                parse_request(request),
+                Err(want),
+                "{:?}",
+                String::from_utf8_lossy(request)
+            );
+        }
+    }
+
+    #[test]
+    fn any_bytes_are_answered_without_a_panic() {
+        // A cheap stand-in for a fuzzer: every short mutation of a request.
+        let base = b"GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n";
+        for at in 0..base.len() {
+            for byte in [0u8, b' ', b'\n', b':', 0x7f, 0xc3, 0xff] {
+                let mut bytes = base.to_vec();
+                bytes[at] = byte;
+                let _ = parse_request(&bytes);
+                let _ = parse_request(&bytes[..at]);
+            }
+        }
+    }
+
+    #[test]
+    fn the_head_ends_at_the_first_blank_line() {
+        assert_eq!(head_end(b"GET / HTTP/1.0\r\n\r\nbody"), Some(18));
+        assert_eq!(head_end(b"GET / HTTP/1.0\n\nbody"), Some(16));
+        assert_eq!(head_end(b"GET / HTTP/1.0\r\n"), None);
+    }
+
+    async fn server() -> (std::net::SocketAddr, watch::Sender<bool>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, shutdown) = watch::channel(false);
+        tokio::spawn(serve(
+            listener,
+            || async { ("up 1\n".to_string(), "text/plain") },
+            shutdown,
+        ));
+        (addr, stop)
+    }
+
+    async fn exchange(addr: std::net::SocketAddr, request: &[u8]) -> String {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        // A request refused may be reset before it is all written.
+        let _ = stream.write_all(request).await;
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer).await;
+        String::from_utf8_lossy(&answer).into_owned()
+    }
+
+    #[tokio::test]
+    async fn requests_at_and_past_the_size_limit() {
+        let (addr, _stop) = server().await;
+        let request = |size: usize| {
+            let mut r = b"GET /metrics HTTP/1.1\r\nX: ".to_vec();
+            r.resize(size - 4, b'a');
+            r.extend_from_slice(b"\r\n\r\n");
+            r
+        };
+        let at_limit = exchange(addr, &request(MAX_REQUEST)).await;
+        assert!(at_limit.starts_with("HTTP/1.0 200 OK\r\n"), "{at_limit}");
+        assert!(at_limit.ends_with("\r\n\r\nup 1\n"), "{at_limit}");
+        let past = exchange(addr, &request(MAX_REQUEST + 1)).await;
+        assert!(past.starts_with("HTTP/1.0 431 "), "{past}");
+        let endless = exchange(addr, &vec![b'a'; 3 * MAX_REQUEST]).await;
+        assert!(endless.starts_with("HTTP/1.0 431 "), "{endless}");
+        let bad = exchange(addr, b"BREW /metrics HTTP/1.1\r\n\r\n").await;
+        assert!(bad.starts_with("HTTP/1.0 405 "), "{bad}");
+        let head = exchange(addr, b"HEAD /metrics HTTP/1.0\r\n\r\n").await;
+        assert!(
+            head.ends_with("Content-Length: 5\r\nConnection: close\r\n\r\n"),
+            "{head}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_slow_client_is_timed_out() {
+        let (addr, _stop) = server().await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        // Answered at the deadline, REQUEST_TIMEOUT after connecting.
+        stream.read_to_end(&mut answer).await.unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.0 408 "), "{answer}");
+    }
+
+    #[tokio::test]
+    async fn connections_past_the_limit_are_closed() {
+        let (addr, _stop) = server().await;
+        let mut held = Vec::new();
+        for _ in 0..MAX_CONNECTIONS {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            s.write_all(b"G").await.unwrap();
+            held.push(s);
+        }
+        // Accepted after those (the listen queue is in order), when
+        // every slot is taken.
+        let mut extra = TcpStream::connect(addr).await.unwrap();
+        let mut answer = Vec::new();
+        let _ = extra.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").await;
+        let _ = extra.read_to_end(&mut answer).await;
+        assert!(answer.is_empty(), "closed unanswered");
+        drop(held);
+        // The slots free as the server sees each close; soon one is.
+        let mut freed = String::new();
+        for _ in 0..100 {
+            freed = exchange(addr, b"GET /metrics HTTP/1.0\r\n\r\n").await;
+            if !freed.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(freed.starts_with("HTTP/1.0 200 "), "{freed}");
+    }
+}

@@ -1,0 +1,502 @@
+//! The Prometheus endpoint (`[metrics] listen`): `GET /metrics` answers
+//! the OpenMetrics text format (which Prometheus reads), made with
+//! `prometheus-client` from the same counters `heron ctl stats` shows.
+//! Nothing is counted for it: each scrape sums the workers' cells
+//! ([`heron_server::stats`]), reads the zones' state and the kernel's
+//! counters ([`kernel`]), and encodes them.
+
+pub mod http;
+pub mod kernel;
+
+use std::net::SocketAddr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use heron_server::processor::Refusal;
+use heron_server::rrl::RrlCounters;
+use heron_server::stats::{
+    CONNECTION_LIMITS, LATENCY_BOUNDS_US, RCODES, SIZE_BOUNDS, TRANSPORTS, Totals, qtype_label,
+};
+use heron_xfr::stats::ZoneCounts;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+use serde::Deserialize;
+
+use crate::commands::Controller;
+
+/// The content type of what `/metrics` answers.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// `[metrics]`: off unless `listen` is set.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSection {
+    /// `"ADDR:PORT"` of the HTTP endpoint.
+    pub listen: Option<String>,
+    /// Export the per-zone series (serial, load time, transfers,
+    /// NOTIFYs); off for servers of very many zones, where they would
+    /// make every scrape large.
+    #[serde(rename = "zone-metrics")]
+    pub zone_metrics: bool,
+}
+
+impl Default for MetricsSection {
+    fn default() -> Self {
+        MetricsSection {
+            listen: None,
+            zone_metrics: true,
+        }
+    }
+}
+
+/// `[metrics]` read: the endpoint is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetricsSettings {
+    pub listen: SocketAddr,
+    pub zone_metrics: bool,
+}
+
+impl MetricsSection {
+    /// The endpoint's settings, None when it is off.
+    pub fn settings(&self) -> Result<Option<MetricsSettings>, String> {
+        let Some(text) = &self.listen else {
+            return Ok(None);
+        };
+        let listen = text.parse().map_err(|_| {
+            format!("listen = \"{text}\": not an ADDRESS:PORT (e.g. \"127.0.0.1:9153\")")
+        })?;
+        Ok(Some(MetricsSettings {
+            listen,
+            zone_metrics: self.zone_metrics,
+        }))
+    }
+}
+
+/// One zone's row.
+#[derive(Debug)]
+struct ZoneRow {
+    zone: String,
+    role: &'static str,
+    serial: Option<u32>,
+    /// Unix seconds of the last load (primary) or transfer (secondary).
+    loaded_at: Option<u64>,
+    counts: ZoneCounts,
+}
+
+/// What one scrape exports, read at once.
+#[derive(Debug)]
+struct Snapshot {
+    totals: Totals,
+    refusals: [u64; Refusal::KINDS],
+    rrl: RrlCounters,
+    connections_open: usize,
+    zones: Option<Vec<ZoneRow>>,
+    kernel: Vec<(&'static kernel::KernelCounter, Option<u64>)>,
+    resident_bytes: Option<u64>,
+    uptime_seconds: f64,
+}
+
+/// The body of a scrape of the server `controller` sees.
+pub(crate) async fn scrape(controller: &Controller, zone_metrics: bool) -> String {
+    let zones = match zone_metrics {
+        true => Some(zone_rows(controller).await),
+        false => None,
+    };
+    let service = &controller.service;
+    let snapshot = Snapshot {
+        totals: service.stats.totals(),
+        refusals: service.refusal_totals(),
+        rrl: service.rrl.snapshot(),
+        connections_open: controller.connections.open_connections(),
+        zones,
+        kernel: kernel::read(),
+        resident_bytes: kernel::resident_bytes(),
+        uptime_seconds: crate::started().elapsed().as_secs_f64(),
+    };
+    encode(snapshot)
+}
+
+fn encode(snapshot: Snapshot) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(snapshot));
+    let mut body = String::new();
+    prometheus_client::encoding::text::encode(&mut body, &registry)
+        .expect("writing to a String does not fail");
+    body
+}
+
+async fn zone_rows(controller: &Controller) -> Vec<ZoneRow> {
+    let reports = controller.secondary_reports().await;
+    let counts = controller.service.zones.snapshot();
+    let catalog = controller.catalog.load();
+    let secondaries = controller.secondaries.load_full();
+    let files = controller.files.lock().unwrap_or_else(|e| e.into_inner());
+    let mut origins: Vec<_> = (catalog.zones().map(|z| z.origin().to_lowercase()))
+        .chain(secondaries.iter().cloned())
+        .chain(counts.iter().map(|(origin, _)| origin.clone()))
+        .collect();
+    origins.sort_by_key(|o| o.to_string());
+    origins.dedup();
+    origins
+        .into_iter()
+        .map(|origin| {
+            let secondary = secondaries.contains(&origin);
+            let loaded_at = match secondary {
+                true => (reports.iter())
+                    .find(|r| r.origin.to_lowercase() == origin)
+                    .and_then(|r| r.transferred_at),
+                false => files.loaded_at(&origin).flatten(),
+            };
+            let counts = (counts.iter())
+                .find(|(o, _)| *o == origin)
+                .map(|(_, c)| c.clone())
+                .unwrap_or_default();
+            ZoneRow {
+                zone: origin.to_string(),
+                role: if secondary { "secondary" } else { "primary" },
+                serial: catalog.get(&origin).map(|z| z.serial()),
+                loaded_at: loaded_at.map(unix_seconds),
+                counts,
+            }
+        })
+        .collect()
+}
+
+fn unix_seconds(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Encodes one metric family: a descriptor, then a sample per row.
+fn family<L: EncodeLabelSet, M: EncodeMetric>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    rows: impl IntoIterator<Item = (L, M)>,
+) -> Result<(), std::fmt::Error> {
+    let mut metric = encoder.encode_descriptor(name, help, None, kind)?;
+    for (labels, value) in rows {
+        value.encode(metric.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+fn counters<L: EncodeLabelSet>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    rows: impl IntoIterator<Item = (L, u64)>,
+) -> Result<(), std::fmt::Error> {
+    let rows = rows.into_iter().map(|(l, v)| (l, ConstCounter::new(v)));
+    family(encoder, name, help, MetricType::Counter, rows)
+}
+
+fn gauge(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: f64,
+) -> Result<(), std::fmt::Error> {
+    let metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    ConstGauge::new(value).encode(metric)
+}
+
+fn histogram<const B: usize>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    histogram: &heron_server::stats::Histogram<B>,
+    (bounds, per_unit): (&[u64], f64),
+) -> Result<(), std::fmt::Error> {
+    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    let buckets = histogram.cumulative(bounds, per_unit);
+    let sum = histogram.sum as f64 / per_unit;
+    metric.encode_histogram::<NoLabelSet>(sum, histogram.count(), &buckets, None)
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+fn label(key: &'static str, value: impl ToString) -> Labels {
+    vec![(key, value.to_string())]
+}
+
+impl Collector for Snapshot {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let e = &mut encoder;
+        self.encode_queries(e)?;
+        self.encode_connections_and_refusals(e)?;
+        if let Some(zones) = &self.zones {
+            encode_zones(e, zones)?;
+        }
+        self.encode_process(e)
+    }
+}
+
+impl Snapshot {
+    fn encode_queries(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let t = &self.totals;
+        let queries = (TRANSPORTS.iter().enumerate()).flat_map(|(via, transport)| {
+            (t.queries[via].iter().enumerate())
+                .filter(|(_, n)| **n > 0)
+                .map(move |(q, &n)| {
+                    let labels = vec![
+                        ("transport", transport.to_string()),
+                        ("qtype", qtype_label(q).to_string()),
+                    ];
+                    (labels, n)
+                })
+        });
+        counters(
+            e,
+            "heron_queries",
+            "DNS messages received, by transport and query type (OTHER: any other, or unreadable)",
+            queries,
+        )?;
+        let rcodes = (RCODES.iter().zip(t.responses)).filter(|(_, n)| *n > 0);
+        counters(
+            e,
+            "heron_responses",
+            "Responses sent, by RCODE (the header's four bits)",
+            rcodes.map(|(r, n)| (label("rcode", r), n)),
+        )?;
+        histogram(
+            e,
+            "heron_response_size_bytes",
+            "Size of the responses sent",
+            &t.response_bytes,
+            (&SIZE_BOUNDS, 1.0),
+        )?;
+        histogram(
+            e,
+            "heron_answer_latency_seconds",
+            "From receiving a query to sending its response; on UDP measured once per batch",
+            &t.latency_us,
+            (&LATENCY_BOUNDS_US, 1e6),
+        )
+    }
+
+    fn encode_connections_and_refusals(
+        &self,
+        e: &mut DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        let t = &self.totals;
+        gauge(
+            e,
+            "heron_tcp_connections_open",
+            "TCP and TLS connections open",
+            self.connections_open as f64,
+        )?;
+        let accepted = (TRANSPORTS.iter().zip(t.accepted)).take(3).skip(1);
+        counters(
+            e,
+            "heron_tcp_connections_accepted",
+            "TCP and TLS connections accepted",
+            accepted.map(|(v, n)| (label("transport", v), n)),
+        )?;
+        let refused = CONNECTION_LIMITS.iter().zip(t.refused_connections);
+        counters(
+            e,
+            "heron_tcp_connections_refused",
+            "TCP and TLS connections closed at accept, by the limit reached",
+            refused.map(|(l, n)| (label("limit", l), n)),
+        )?;
+        let reasons = Refusal::KIND_NAMES.iter().zip(self.refusals);
+        counters(
+            e,
+            "heron_requests_refused",
+            "Requests refused or failed by policy (ACL, TSIG), by reason",
+            reasons.map(|(r, n)| (label("reason", r), n)),
+        )?;
+        let rrl = [
+            ("dropped", self.rrl.dropped),
+            ("slipped", self.rrl.slipped),
+            ("log_only", self.rrl.log_only),
+        ];
+        counters(
+            e,
+            "heron_rrl_responses",
+            "Responses response rate limiting dropped, slipped (sent truncated) or would have (log-only)",
+            rrl.map(|(a, n)| (label("action", a), n)),
+        )
+    }
+
+    fn encode_process(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        if let Some(bytes) = self.resident_bytes {
+            gauge(
+                e,
+                "heron_process_resident_memory_bytes",
+                "Resident memory of the process (VmRSS)",
+                bytes as f64,
+            )?;
+        }
+        gauge(
+            e,
+            "heron_uptime_seconds",
+            "Seconds since the server started",
+            self.uptime_seconds,
+        )?;
+        let mut names: Vec<&str> = self.kernel.iter().map(|(c, _)| c.metric).collect();
+        names.dedup();
+        for name in names {
+            let of_name = self.kernel.iter().filter(|(c, _)| c.metric == name);
+            let help = of_name.clone().next().map_or("", |(c, _)| c.help);
+            let rows = of_name.filter_map(|(c, v)| Some((label("ip", c.ip), (*v)?)));
+            counters(e, name, help, rows)?;
+        }
+        Ok(())
+    }
+}
+
+fn encode_zones(e: &mut DescriptorEncoder, zones: &[ZoneRow]) -> Result<(), std::fmt::Error> {
+    let zone = |z: &ZoneRow| vec![("zone", z.zone.clone())];
+    let serials = zones
+        .iter()
+        .filter_map(|z| Some((zone(z), ConstGauge::new(i64::from(z.serial?)))));
+    family(
+        e,
+        "heron_zone_serial",
+        "The SOA serial served",
+        MetricType::Gauge,
+        serials,
+    )?;
+    let roles = zones.iter().map(|z| {
+        (
+            vec![("zone", z.zone.clone()), ("role", z.role.to_string())],
+            ConstGauge::new(1),
+        )
+    });
+    family(
+        e,
+        "heron_zone_info",
+        "One per configured zone, with its role",
+        MetricType::Gauge,
+        roles,
+    )?;
+    let loaded = zones
+        .iter()
+        .filter_map(|z| Some((zone(z), ConstGauge::new(z.loaded_at? as i64))));
+    family(
+        e,
+        "heron_zone_loaded_timestamp_seconds",
+        "When the zone was last loaded from its file (primary) or transferred in (secondary), Unix time",
+        MetricType::Gauge,
+        loaded,
+    )?;
+    let both_ways = |f: fn(&ZoneCounts) -> (u64, u64)| {
+        zones.iter().flat_map(move |z| {
+            let (out, into) = f(&z.counts);
+            [("out", out), ("in", into)].map(|(way, n)| {
+                (
+                    vec![("zone", z.zone.clone()), ("direction", way.to_string())],
+                    n,
+                )
+            })
+        })
+    };
+    counters(
+        e,
+        "heron_zone_transfers",
+        "Zone transfers (AXFR, IXFR) sent (out) or received (in), finished or not",
+        both_ways(|c| (c.transfers_out, c.transfers_in)),
+    )?;
+    counters(
+        e,
+        "heron_zone_transfer_failures",
+        "Zone transfers that failed",
+        both_ways(|c| (c.transfers_out_failed, c.transfers_in_failed)),
+    )?;
+    let seconds = zones.iter().flat_map(|z| {
+        [
+            ("out", z.counts.transfer_out_seconds),
+            ("in", z.counts.transfer_in_seconds),
+        ]
+        .map(|(way, s)| {
+            (
+                vec![("zone", z.zone.clone()), ("direction", way.to_string())],
+                ConstCounter::new(s),
+            )
+        })
+    });
+    family(
+        e,
+        "heron_zone_transfer_seconds",
+        "Time spent in zone transfers",
+        MetricType::Counter,
+        seconds,
+    )?;
+    counters(
+        e,
+        "heron_zone_notifies",
+        "NOTIFYs accepted (in) or sent to secondaries (out)",
+        both_ways(|c| (c.notifies_out, c.notifies_in)),
+    )?;
+    let failed = zones
+        .iter()
+        .map(|z| (zone(z), z.counts.notifies_out_failed));
+    counters(
+        e,
+        "heron_zone_notify_failures",
+        "NOTIFYs sent that no secondary acknowledged",
+        failed,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot() -> Snapshot {
+        let stats = heron_server::stats::Stats::default();
+        let cells = stats.worker();
+        cells.query(heron_server::stats::Via::Tcp, Some(28));
+        let mut response = vec![0u8; 40];
+        response[3] = 3;
+        cells.response(&response);
+        Snapshot {
+            totals: stats.totals(),
+            refusals: [0; Refusal::KINDS],
+            rrl: RrlCounters::default(),
+            connections_open: 2,
+            zones: Some(vec![ZoneRow {
+                zone: "example.com.".into(),
+                role: "primary",
+                serial: Some(7),
+                loaded_at: Some(1_700_000_000),
+                counts: ZoneCounts {
+                    transfers_out: 3,
+                    ..ZoneCounts::default()
+                },
+            }]),
+            kernel: kernel::read(),
+            resident_bytes: Some(4096),
+            uptime_seconds: 1.5,
+        }
+    }
+
+    #[test]
+    fn counters_and_zones_are_in_the_text_format() {
+        let body = encode(snapshot());
+        for line in [
+            "# TYPE heron_queries counter",
+            "heron_queries_total{transport=\"tcp\",qtype=\"AAAA\"} 1",
+            "heron_responses_total{rcode=\"NXDOMAIN\"} 1",
+            "heron_response_size_bytes_bucket{le=\"64.0\"} 1",
+            "heron_response_size_bytes_count 1",
+            "heron_tcp_connections_open 2.0",
+            "heron_zone_serial{zone=\"example.com.\"} 7",
+            "heron_zone_transfers_total{zone=\"example.com.\",direction=\"out\"} 3",
+            "heron_process_resident_memory_bytes 4096.0",
+        ] {
+            assert!(
+                body.lines().any(|l| l == line),
+                "no line {line:?} in\n{body}"
+            );
+        }
+        assert!(body.contains("heron_kernel_udp_receive_buffer_errors_total{ip=\"4\"} "));
+        assert!(body.contains("heron_kernel_tcp_listen_overflows_total{ip=\"any\"} "));
+        assert!(body.ends_with("# EOF\n"));
+    }
+}

@@ -1,0 +1,316 @@
+//! The Prometheus endpoint of a running server: counters move by exactly
+//! the queries sent per transport and RCODE, they agree with `heron ctl
+//! stats`, the kernel's drop counters are there, bad HTTP gets a 4xx and
+//! the endpoint keeps answering, and every metric the Grafana dashboard
+//! in docs/ uses is exported.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use heron_proto::{Name, RType};
+use heron_testkit::{
+    DigTool, QueryOpts, ServerProcess, build_query, free_port, query_tcp_pipelined, query_udp,
+    run_dig_with,
+};
+
+const ORIGIN: &str = "edge.test";
+
+fn heron() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+/// A running Heron with UDP, TCP, TLS, a control socket and metrics.
+struct Fixture {
+    server: ServerProcess,
+    tls: SocketAddr,
+    metrics: SocketAddr,
+    _certs: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn start() -> Fixture {
+        let certs = tempfile::tempdir().unwrap();
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let (chain, key) = (certs.path().join("chain.pem"), certs.path().join("key.pem"));
+        std::fs::write(&chain, cert.cert.pem()).unwrap();
+        std::fs::write(&key, cert.signing_key.serialize_pem()).unwrap();
+        let zone =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone");
+        let (tls_port, metrics_port) = (free_port(), free_port());
+        let server = ServerProcess::heron_with_config(&heron(), ORIGIN, |port| {
+            format!(
+                "[server]\nlisten = [\"127.0.0.1:{port}\"]\ncontrol = \"heron.sock\"\n\
+                 [tls]\nlisten = [\"127.0.0.1:{tls_port}\"]\n\
+                 certificate = \"{}\"\nkey = \"{}\"\n\
+                 [metrics]\nlisten = \"127.0.0.1:{metrics_port}\"\n\
+                 [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n",
+                chain.display(),
+                key.display(),
+                zone.display()
+            )
+        });
+        Fixture {
+            server,
+            tls: SocketAddr::from(([127, 0, 0, 1], tls_port)),
+            metrics: SocketAddr::from(([127, 0, 0, 1], metrics_port)),
+            _certs: certs,
+        }
+    }
+
+    /// The samples of a scrape, by name and labels as written.
+    fn scrape(&self) -> HashMap<String, f64> {
+        let answer = http(self.metrics, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        let (head, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+        assert!(head.starts_with("HTTP/1.0 200 OK"), "{head}");
+        assert!(
+            head.contains("Content-Type: application/openmetrics-text"),
+            "{head}"
+        );
+        assert!(body.ends_with("# EOF\n"), "{body}");
+        samples(body)
+    }
+
+    fn ctl_stats(&self) -> serde_json::Value {
+        let out = Command::new(heron())
+            .args(["ctl", "--socket"])
+            .arg(self.server.dir().join("heron.sock"))
+            .args(["stats", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let response: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        response["data"].clone()
+    }
+}
+
+/// One HTTP exchange: what the server wrote before closing.
+fn http(to: SocketAddr, request: &[u8]) -> String {
+    let mut stream = TcpStream::connect(to).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let _ = stream.write_all(request);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+fn samples(body: &str) -> HashMap<String, f64> {
+    (body.lines())
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (key, value) = l.rsplit_once(' ').expect("name and value");
+            (key.to_string(), value.parse().expect("a number"))
+        })
+        .collect()
+}
+
+/// How much `key` moved from `before` to `after` (absent: zero).
+fn moved(before: &HashMap<String, f64>, after: &HashMap<String, f64>, key: &str) -> f64 {
+    let get = |m: &HashMap<String, f64>| m.get(key).copied().unwrap_or(0.0);
+    get(after) - get(before)
+}
+
+fn query(name: &str, qtype: RType) -> Vec<u8> {
+    build_query(&Name::parse(name).unwrap(), qtype, &QueryOpts::default())
+}
+
+fn rcode(response: &[u8]) -> u8 {
+    response[3] & 0xF
+}
+
+#[test]
+fn counters_move_by_exactly_the_queries_sent() {
+    let f = Fixture::start();
+    let addr = f.server.addr();
+    let soa = query(ORIGIN, RType::SOA);
+    // The readiness check's bare TCP connection is accepted whenever the
+    // server gets to it; a query answered on a later one means it has.
+    heron_testkit::query_tcp(addr, &soa);
+    let before = f.scrape();
+    let ctl_before = f.ctl_stats();
+
+    let missing = query(&format!("no-such-name.{ORIGIN}"), RType::A);
+    let elsewhere = query("example.org", RType::A);
+    for _ in 0..5 {
+        assert_eq!(rcode(&query_udp(addr, &soa)), 0);
+    }
+    for _ in 0..3 {
+        assert_eq!(rcode(&query_udp(addr, &missing)), 3);
+    }
+    for _ in 0..2 {
+        assert_eq!(rcode(&query_udp(addr, &elsewhere)), 5);
+    }
+    let four: Vec<Vec<u8>> = (0..4u16)
+        .map(|id| {
+            let mut q = soa.clone();
+            q[..2].copy_from_slice(&(id + 100).to_be_bytes());
+            q
+        })
+        .collect();
+    let pipelined = query_tcp_pipelined(addr, &four);
+    assert!(pipelined.iter().all(|r| rcode(r) == 0));
+    for _ in 0..2 {
+        let out = run_dig_with(DigTool::Kdig, f.tls, ORIGIN, "SOA", &["+tls"]);
+        let out = out.expect_success().to_string();
+        assert!(out.contains("NOERROR"), "{out}");
+    }
+
+    let after = f.scrape();
+    let moved = |key: &str| moved(&before, &after, key);
+    let queries = |transport: &str, qtype: &str| {
+        moved(&format!(
+            "heron_queries_total{{transport=\"{transport}\",qtype=\"{qtype}\"}}"
+        ))
+    };
+    assert_eq!(queries("udp", "SOA"), 5.0);
+    assert_eq!(queries("udp", "A"), 5.0);
+    assert_eq!(queries("tcp", "SOA"), 4.0);
+    assert_eq!(queries("tls", "SOA"), 2.0);
+    assert_eq!(queries("xdp", "SOA"), 0.0);
+    let responses = |rcode: &str| moved(&format!("heron_responses_total{{rcode=\"{rcode}\"}}"));
+    assert_eq!(responses("NOERROR"), 11.0);
+    assert_eq!(responses("NXDOMAIN"), 3.0);
+    assert_eq!(responses("REFUSED"), 2.0);
+    assert_eq!(moved("heron_response_size_bytes_count"), 16.0);
+    assert_eq!(moved("heron_answer_latency_seconds_count"), 16.0);
+    assert!(moved("heron_response_size_bytes_sum") > 16.0 * 12.0);
+    let accepted = |t: &str| {
+        moved(&format!(
+            "heron_tcp_connections_accepted_total{{transport=\"{t}\"}}"
+        ))
+    };
+    assert_eq!(accepted("tcp"), 1.0);
+    assert_eq!(accepted("tls"), 2.0);
+
+    // What `heron ctl stats` says comes from the same counters.
+    let ctl_after = f.ctl_stats();
+    let ctl_moved = |section: &str, key: &str| {
+        let get = |v: &serde_json::Value| v[section][key].as_u64().unwrap_or(0);
+        get(&ctl_after) - get(&ctl_before)
+    };
+    assert_eq!(ctl_moved("queries", "udp"), 10);
+    assert_eq!(ctl_moved("queries", "tcp"), 4);
+    assert_eq!(ctl_moved("queries", "tls"), 2);
+    assert_eq!(ctl_moved("responses", "REFUSED"), 2);
+
+    // The kernel's drop counters and the process's memory are there.
+    for name in [
+        "heron_kernel_udp_receive_buffer_errors_total{ip=\"4\"}",
+        "heron_kernel_udp_in_errors_total{ip=\"4\"}",
+        "heron_kernel_tcp_listen_overflows_total{ip=\"any\"}",
+        "heron_kernel_tcp_listen_drops_total{ip=\"any\"}",
+        "heron_kernel_tcp_syncookies_sent_total{ip=\"any\"}",
+    ] {
+        assert!(after.contains_key(name), "{name} missing");
+    }
+    assert!(after["heron_process_resident_memory_bytes"] > 1e6);
+    // The zone as served.
+    let serial = after[&format!("heron_zone_serial{{zone=\"{ORIGIN}.\"}}")];
+    assert!(serial > 0.0);
+    assert!(after[&format!("heron_zone_loaded_timestamp_seconds{{zone=\"{ORIGIN}.\"}}")] > 1e9);
+}
+
+#[test]
+fn bad_requests_get_a_4xx_and_the_endpoint_goes_on() {
+    let f = Fixture::start();
+    let cases: [(&[u8], &str); 6] = [
+        (b"GET /metrics\r\n\r\n", "400"),
+        (
+            b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n",
+            "400",
+        ),
+        (b"POST /metrics HTTP/1.1\r\n\r\n", "405"),
+        (b"GET /admin HTTP/1.1\r\n\r\n", "404"),
+        (b"GET /metrics HTTP/3\r\n\r\n", "505"),
+        (&[b'A'; 20_000], "431"),
+    ];
+    for (request, status) in cases {
+        let answer = http(f.metrics, request);
+        assert!(
+            answer.starts_with(&format!("HTTP/1.0 {status} ")),
+            "{:?}: {answer}",
+            String::from_utf8_lossy(&request[..request.len().min(40)])
+        );
+    }
+    // A client that connects and says nothing, one that goes away
+    // mid-request: closed, and the next scrape is answered.
+    drop(TcpStream::connect(f.metrics).unwrap());
+    let mut half = TcpStream::connect(f.metrics).unwrap();
+    half.write_all(b"GET /met").unwrap();
+    drop(half);
+    assert!(f.scrape().contains_key("heron_uptime_seconds"));
+}
+
+/// Every metric name in docs/grafana-heron.json, without the suffixes
+/// Prometheus adds to histograms.
+fn dashboard_metrics() -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/grafana-heron.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let dashboard: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut exprs = Vec::new();
+    collect_exprs(&dashboard, &mut exprs);
+    assert!(exprs.len() >= 8, "the dashboard has panels: {exprs:?}");
+    let mut names: Vec<String> = exprs
+        .iter()
+        .flat_map(|e| metric_names(e))
+        .map(|n| {
+            let base = ["_bucket", "_count", "_sum"]
+                .iter()
+                .find_map(|s| n.strip_suffix(s));
+            base.unwrap_or(&n).to_string()
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn collect_exprs(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, v) in map {
+                match (key.as_str(), v.as_str()) {
+                    ("expr", Some(expr)) => out.push(expr.to_string()),
+                    _ => collect_exprs(v, out),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_exprs(v, out)),
+        _ => {}
+    }
+}
+
+/// The words of `expr` that begin `heron_`.
+fn metric_names(expr: &str) -> Vec<String> {
+    expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("heron_"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_dashboard_uses_only_exported_metrics() {
+    let f = Fixture::start();
+    // One query of each transport the fixture has, so that every
+    // labelled family has a sample.
+    query_udp(f.server.addr(), &query(ORIGIN, RType::SOA));
+    let answer = http(f.metrics, b"GET /metrics HTTP/1.0\r\n\r\n");
+    let exported: Vec<&str> = (answer.lines())
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    let names = dashboard_metrics();
+    for name in &names {
+        // Counters are declared without `_total` and sampled with it.
+        let declared = name.strip_suffix("_total").unwrap_or(name);
+        assert!(
+            exported.contains(&declared),
+            "the dashboard uses {name}, which the server does not export ({exported:?})"
+        );
+    }
+}
