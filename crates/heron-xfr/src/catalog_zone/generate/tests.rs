@@ -2,6 +2,7 @@ use heron_proto::RType;
 use heron_zone::diff::diff as zone_diff;
 
 use super::*;
+use heron_zone::load_zone_str;
 
 fn n(text: &str) -> Name {
     Name::parse(text).unwrap()
@@ -181,4 +182,45 @@ fn a_catalog_name_needs_room_for_its_member_owners() {
     assert_eq!(text(fits).wire_len(), fits + 1);
     assert!(has_room(&text(fits)));
     assert!(!has_room(&text(fits + 2)));
+}
+
+/// The version a catalog with no history would get: built from its text.
+fn built_whole(wanted: &[Wanted], serial: u32) -> Zone {
+    let text = zone_text(&catalog(), serial, &members(wanted));
+    load_zone_str(&text, "whole", &catalog()).unwrap().zone
+}
+
+/// What the steps below edit.
+type Wants = Vec<Wanted>;
+
+#[test]
+fn a_new_version_is_the_served_one_changed_and_equals_one_built_whole() {
+    // Enough members for many shards (a shard holds about 1,024 records).
+    let mut wanted: Vec<Wanted> = (0..10_000)
+        .map(|i| want(&format!("z{i}.test"), (i % 3 == 0).then_some("gold")))
+        .collect();
+    let mut zone = new_version(&wanted, None);
+    let steps: [&dyn Fn(&mut Wants); 4] = [
+        &|w| w.push(want("new.test", Some("blue"))),
+        &|w| w.retain(|m| m.zone != n("z5.test")),
+        &|w| {
+            w[0].group = None;
+            w[1].group = Some("gold".into());
+            w[3].group = Some("red".into());
+        },
+        &|w| w[2].generation = 7,
+    ];
+    for step in steps {
+        step(&mut wanted);
+        let next = new_version(&wanted, Some(&zone));
+        assert!(
+            zone_diff(&next, &built_whole(&wanted, next.serial())).is_empty(),
+            "the changed version holds what a whole build does"
+        );
+        assert!(
+            next.unshared_bytes(&zone) * 2 < next.heap_bytes(),
+            "most of the zone is shared with the version before (a few members touch a few shards)"
+        );
+        zone = next;
+    }
 }
