@@ -186,18 +186,25 @@ fn wait_until_gone(data: &Value, socket: &Path, wait: Duration) -> Result<(), St
     Ok(())
 }
 
-/// Whether process `pid` runs: it exists and has not exited (an exited
-/// process its parent has not reaped yet is a zombie, state `Z`).
+/// Whether process `pid` runs: any of its threads exists and has not
+/// exited. The leader turns zombie (state `Z`) as soon as it exits, while
+/// the other threads may still be ending (a thread at idle priority can
+/// wait long for the CPU it needs to die); its parent sees it exit only
+/// once they all have.
 fn is_running(pid: u64) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return false;
     };
-    // The state follows the command name, which is in parentheses and
-    // may itself hold any character.
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.trim_start().chars().next());
-    !matches!(state, None | Some('Z' | 'X'))
+    threads.flatten().any(|thread| {
+        std::fs::read_to_string(thread.path().join("stat")).is_ok_and(|stat| {
+            // The state follows the command name, which is in parentheses
+            // and may itself hold any character.
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next());
+            !matches!(state, None | Some('Z' | 'X'))
+        })
+    })
 }
 
 fn print_human(command: &CtlCommand, response: &Response) {

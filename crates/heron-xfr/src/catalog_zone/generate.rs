@@ -212,6 +212,8 @@ fn member_step(
             Change::Reset(member) | Change::Regroup(member) => {
                 (before.get(&member.zone.to_lowercase()), Some(member))
             }
+            // A generated catalog writes no `coo` property.
+            Change::Coo(_) => continue,
         };
         let regroup = matches!(change, Change::Regroup(_));
         if let Some(member) = gone {
