@@ -153,12 +153,6 @@ fn started() -> Instant {
     *STARTED.get_or_init(Instant::now)
 }
 
-/// mimalloc instead of glibc's malloc: a secondary's cold start interleaves
-/// each zone's few long-lived allocations with its transfer's scratch, and
-/// glibc could give back little of the freed space (see `memory.rs`).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     started();
     let cli = Cli::parse();
