@@ -247,6 +247,15 @@ def main():
     ]:
         write("dnstap_frame", label, frame)
 
+    # http_request: request heads as a Prometheus scraper (or anyone) sends
+    for label, head in [
+        ("get", b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("head", b"HEAD /metrics?x=1 HTTP/1.0\r\n\r\n"),
+        ("post", b"POST /metrics HTTP/1.1\r\nA: b\r\n\r\n"),
+        ("v2", b"GET / HTTP/2\n\n"),
+    ]:
+        write("http_request", label, head)
+
     # zonefile
     for d in ["crates/heron-zone/tests/data", "crates/heron/tests/data"]:
         for f in sorted((ROOT / d).rglob("*.zone")):

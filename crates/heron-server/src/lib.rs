@@ -25,6 +25,7 @@
 //! a reload swaps in a new snapshot without stopping any.
 
 pub mod dnstap;
+pub mod http;
 pub mod processor;
 pub mod rrl;
 pub mod service;

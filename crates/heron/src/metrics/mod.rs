@@ -5,7 +5,7 @@
 //! ([`heron_server::stats`]), reads the zones' state and the kernel's
 //! counters ([`kernel`]), and encodes them.
 
-pub mod http;
+pub use heron_server::http;
 pub mod kernel;
 
 use std::net::SocketAddr;
