@@ -86,6 +86,7 @@ impl BatchAnswerer {
     /// Steps 1 to 5 for a batch of at most [`MAX_BATCH`] raw queries.
     /// `slots` holds each query's progress; the caller keeps it on its
     /// stack, so nothing per batch is copied or allocated.
+    #[inline]
     pub fn prepare<'c, 'b, 'q>(
         &'b mut self,
         catalog: &'c Catalog,
