@@ -476,6 +476,32 @@ mod tests {
         }
     }
 
+    /// Anyone can send to a NOTIFY socket: what the driver has not taken
+    /// yet is bounded, the rest dropped, and the reader goes on.
+    #[tokio::test]
+    async fn datagrams_past_the_reply_queue_are_dropped() {
+        let socket = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let addr = socket.local_addr().unwrap();
+        let (replies, mut queued) = mpsc::channel(4);
+        let reader = tokio::spawn(read_replies(socket, replies));
+        let flood = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        for i in 0..10u8 {
+            flood.send_to(&[i], addr).await.unwrap();
+        }
+        // Loopback delivers at once: while the test sleeps, the reader
+        // (on this single-threaded runtime) reads all ten.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut got = Vec::new();
+        while let Ok((bytes, _)) = queued.try_recv() {
+            got.push(bytes[0]);
+        }
+        assert_eq!(got, [0, 1, 2, 3], "the queue holds 4, the rest is dropped");
+        flood.send_to(&[99], addr).await.unwrap();
+        let (bytes, _) = queued.recv().await.unwrap();
+        assert_eq!(bytes, [99], "the reader goes on after dropping");
+        reader.abort();
+    }
+
     #[tokio::test]
     async fn a_notify_comes_from_its_source_address() {
         let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();

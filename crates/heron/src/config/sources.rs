@@ -76,14 +76,12 @@ impl Sources {
         if self.transfer.is_empty() || primaries.iter().all(|up| up.source.is_some()) {
             return;
         }
-        // The old list is kept with the new one so that its address
-        // cannot be reused while it is a key.
-        let (_, with_sources) = given.entry(primaries.as_ptr()).or_insert_with(|| {
+        let with_sources = given.entry(primaries.clone()).or_insert_with(|| {
             let mut list = primaries.to_vec();
             for up in list.iter_mut().filter(|up| up.source.is_none()) {
                 up.source = same_family(&self.transfer, up.addr);
             }
-            (primaries.clone(), list.into())
+            list.into()
         });
         *primaries = with_sources.clone();
     }
@@ -96,9 +94,8 @@ impl Sources {
     }
 }
 
-/// Lists of primaries given sources, by the address of the list they
-/// were made from: (that list, the new one).
-type GivenSources = HashMap<*const Upstream, (Arc<[Upstream]>, Arc<[Upstream]>)>;
+/// Lists of primaries given sources, by the list they were made from.
+type GivenSources = HashMap<Arc<[Upstream]>, Arc<[Upstream]>>;
 
 fn same_family(sources: &[IpAddr], peer: SocketAddr) -> Option<IpAddr> {
     sources
