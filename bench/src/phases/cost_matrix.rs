@@ -28,6 +28,8 @@ use crate::workloads::Workload;
 
 /// Heron with UDP pacing off: the knob the matrix checks Heron against.
 pub const NO_PACING: &str = "Heron, no pacing";
+/// The `[server]` line of Heron with its UDP pacing off.
+pub const NO_PACING_CONFIG: &str = "udp-coalesce-us = 0\n";
 
 /// Offered rates of the ramp that finds the common loss-free maximum.
 const RAMP: [f64; 11] = [
@@ -142,7 +144,7 @@ fn columns(kinds: &[Kind], udp: bool, extra_herons: &[(String, PathBuf)]) -> Vec
     for &kind in kinds.iter().filter(|k| k.is_dns()) {
         out.push(column(kind.name(), kind, "", None));
         if kind == Kind::Heron && udp {
-            out.push(column(NO_PACING, kind, "udp-coalesce-us = 0\n", None));
+            out.push(column(NO_PACING, kind, NO_PACING_CONFIG, None));
             for (name, path) in extra_herons {
                 out.push(column(name, kind, "", Some(path)));
             }
