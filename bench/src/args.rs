@@ -114,8 +114,8 @@ pub struct RunArgs {
     /// The overload's transports (comma separated: udp, tcp; default both).
     #[arg(long, value_delimiter = ',')]
     pub overload_transports: Vec<String>,
-    /// Overload: also run Heron with `udp-coalesce-us = 0`, as its own
-    /// rows (an A/B of its UDP pacing in the same run).
+    /// Overload: also run Heron with `udp-coalesce-us = 50` (pacing on;
+    /// off by default), as its own rows (an A/B in the same run).
     #[arg(long)]
     pub overload_pacing_ab: bool,
     /// Only run the reload under load against Heron, loaded at half of
