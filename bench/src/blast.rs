@@ -164,12 +164,20 @@ pub struct BlastResult {
     /// raise the rate by up to that many over the sending phase.
     #[serde(default)]
     pub answered_sending: u64,
+    /// The stretch of the sending phase `answered_sending` covers, when
+    /// shorter than all of it (0: all of it).
+    #[serde(default)]
+    pub answered_sending_s: f64,
 }
 
 impl BlastResult {
     /// Answers per second received while sending.
     pub fn answered_qps_sending(&self) -> f64 {
-        self.answered_sending as f64 / self.duration_s.max(1e-9)
+        let span = match self.answered_sending_s > 0.0 {
+            true => self.answered_sending_s,
+            false => self.duration_s,
+        };
+        self.answered_sending as f64 / span.max(1e-9)
     }
 }
 

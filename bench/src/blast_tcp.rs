@@ -50,6 +50,7 @@ impl TcpBlastOpts {
             in_flight: self.in_flight,
             duration: self.duration,
             drain: self.drain,
+            count_from: Duration::ZERO,
         }
     }
 }
@@ -64,6 +65,9 @@ pub struct TcpLoad {
     pub duration: Duration,
     /// After sending stops, wait this long at most for the last answers.
     pub drain: Duration,
+    /// Answers received before this point of the sending phase are left
+    /// out of `answered_sending` (the pipelines filling up).
+    pub count_from: Duration,
 }
 
 /// Most queries outstanding on one connection (the low 12 bits of the
@@ -240,6 +244,7 @@ impl TcpClients {
         let start = Instant::now();
         let send_ns = load.duration.as_nanos() as u64;
         let end_ns = send_ns + load.drain.as_nanos() as u64;
+        let count_ns = (load.count_from.as_nanos() as u64).min(send_ns);
         let mut qi = 0usize;
         let mut outstanding = 0u64;
         let mut touched: Vec<usize> = Vec::new();
@@ -319,7 +324,7 @@ impl TcpClients {
                 if ev.is_readable() {
                     let answered = read_answers(c, &mut self.read_buf, tag, t, &mut hist, &mut r);
                     outstanding -= answered;
-                    if t <= send_ns {
+                    if (count_ns..=send_ns).contains(&t) {
                         r.answered_sending += answered;
                     }
                     if c.closed {
@@ -340,6 +345,7 @@ impl TcpClients {
             sent => r.lost as f64 * 100.0 / sent as f64,
         };
         r.slots_taken_s = held_ns as f64 / 1e9;
+        r.answered_sending_s = (send_ns - count_ns) as f64 / 1e9;
         r.lat_avg_us = hist.mean() / 1e3;
         r.lat_p50_us = hist.percentile(50.0) as f64 / 1e3;
         r.lat_p99_us = hist.percentile(99.0) as f64 / 1e3;
@@ -632,6 +638,16 @@ mod tests {
             r.answered_sending > 0 && r.answered_sending <= r.answered,
             "{r:?}"
         );
+        // Counting from the middle of the sending phase: fewer answers,
+        // over half the time.
+        let mut clients = TcpClients::open(echo(), 8, Duration::from_secs(5)).unwrap();
+        let load = TcpLoad {
+            count_from: Duration::from_millis(150),
+            ..opts(echo(), 0.0).load()
+        };
+        let half = clients.run(&set(), &load).unwrap();
+        assert!(half.answered_sending < half.answered, "{half:?}");
+        assert_eq!(half.answered_sending_s, 0.15);
     }
 
     #[test]
@@ -644,6 +660,7 @@ mod tests {
             in_flight: 2,
             duration: Duration::from_millis(200),
             drain: Duration::from_secs(2),
+            count_from: Duration::ZERO,
         };
         for _ in 0..2 {
             let r = clients.run(&set(), &load).unwrap();
@@ -706,6 +723,7 @@ mod tests {
             in_flight: 1,
             duration: Duration::from_millis(10),
             drain: Duration::ZERO,
+            count_from: Duration::ZERO,
         };
         let first = clients.run(&set(), &load).unwrap();
         assert_eq!((first.sent, first.answered), (1, 0));

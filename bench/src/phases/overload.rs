@@ -89,6 +89,11 @@ pub struct Plan {
     pub tcp_connections: usize,
     /// Length of the capacity measurement (each of UDP and TCP).
     pub capacity_s: f64,
+    /// TCP: the first seconds of the capacity run and of the overload,
+    /// whose answers are not counted: 300,000 queries outstanding take a
+    /// while to come back from a slow server (Knot answered none in the
+    /// first 3 s on a busy machine).
+    pub tcp_warmup_s: f64,
     /// The transports measured.
     pub udp: bool,
     pub tcp: bool,
@@ -100,14 +105,15 @@ impl Plan {
     pub fn new(quick: bool, transports: &[String]) -> Plan {
         let has =
             |t: &str| transports.is_empty() || transports.iter().any(|x| x.eq_ignore_ascii_case(t));
-        let (seconds, tcp_connections, capacity_s) = match quick {
-            true => (5.0, 1_000, 1.0),
-            false => (30.0, 10_000, 3.0),
+        let (seconds, tcp_connections, capacity_s, tcp_warmup_s) = match quick {
+            true => (5.0, 1_000, 1.0, 1.0),
+            false => (30.0, 10_000, 3.0, 5.0),
         };
         Plan {
             seconds,
             tcp_connections,
             capacity_s,
+            tcp_warmup_s,
             udp: has("udp"),
             tcp: has("tcp"),
         }
@@ -343,12 +349,13 @@ fn capacity_probe(server: &Server, rate: f64, plan: &Plan) -> BlastOpts {
 
 /// A load over the TCP connections: at `rate` (0: closed loop) with up
 /// to `in_flight` queries outstanding on each.
-fn tcp_load(in_flight: usize, rate: f64, seconds: f64, drain: Duration) -> TcpLoad {
+fn tcp_load(in_flight: usize, rate: f64, seconds: f64, drain: Duration, warmup: f64) -> TcpLoad {
     TcpLoad {
         rate,
         in_flight,
         duration: Duration::from_secs_f64(seconds),
         drain,
+        count_from: Duration::from_secs_f64(warmup),
     }
 }
 
@@ -392,12 +399,20 @@ fn tcp(ctx: &Ctx, server: &Server, set: &QuerySet, plan: &Plan) -> Result<Overlo
         .set_quota(Some(quota))
         .map_err(|e| format!("cgroup quota: {e}"))?;
     settle();
-    let load = tcp_load(CAPACITY_IN_FLIGHT, 0.0, plan.capacity_s, TCP_CAPACITY_DRAIN);
+    let warmup = plan.tcp_warmup_s;
+    let seconds = warmup + plan.capacity_s;
+    let load = tcp_load(CAPACITY_IN_FLIGHT, 0.0, seconds, TCP_CAPACITY_DRAIN, warmup);
     let (cap, cap_generator_cpu) = run_tcp(ctx, &mut clients, set, &load)?;
     // Over the sending phase only: the drain's answers (up to one per
     // slot, 100,000 with 10,000 connections) would add a tenth to a 3 s
     // run at 300,000 q/s.
     let capacity_qps = cap.answered_qps_sending();
+    if capacity_qps <= 0.0 {
+        return Err(format!(
+            "no answers in the capacity run after its first {warmup} s ({} in all)",
+            cap.answered
+        ));
+    }
     ctx.say(&format!(
         "  capacity over TCP: {capacity_qps:.0} q/s while sending ({:.0} with the drain); every \
          slot taken {:.0}% of the time; generator CPU {:.0}%",
@@ -409,7 +424,7 @@ fn tcp(ctx: &Ctx, server: &Server, set: &QuerySet, plan: &Plan) -> Result<Overlo
     let rss_before_kib = rss(server);
     let target = capacity_qps * FACTOR;
     let s0 = server.cpu_seconds(Some(&ctx.cg));
-    let load = tcp_load(OVERLOAD_IN_FLIGHT, target, plan.seconds, TCP_DRAIN);
+    let load = tcp_load(OVERLOAD_IN_FLIGHT, target, plan.seconds, TCP_DRAIN, warmup);
     let (overload, rss_peak_kib) = with_peak_rss(server, || run_tcp(ctx, &mut clients, set, &load));
     let (overload, generator_cpu_share) = overload?;
     let wall = overload.duration_s.max(1e-9);
