@@ -249,7 +249,8 @@ struct Worker {
     /// This worker's counters.
     cells: Arc<Cells>,
     service: Arc<Service>,
-    /// The longest pause for queries to gather (`udp-coalesce-us`).
+    /// The longest pause for queries to gather (`udp-coalesce-us`; zero,
+    /// the default: never).
     coalesce: Duration,
     answerer: BatchAnswerer,
     /// The processor's events, handed on at once; kept to reuse.
