@@ -292,14 +292,29 @@ impl Running {
             .into_iter()
             .map(|z| (z.origin.to_lowercase(), z))
             .collect();
-        // Catalog members come and go with their catalog, not here.
+        // Catalog members come and go with their catalog, not here, unless
+        // a zone file now configures them by hand: the hand wins, as it
+        // does for a member made a secondary by hand below.
         let gone: Vec<Name> = (self.zones.iter())
-            .filter(|(origin, zone)| zone.catalog.is_none() && !wanted.contains_key(*origin))
+            .filter(|(origin, zone)| match &zone.catalog {
+                None => !wanted.contains_key(*origin),
+                Some(_) => from_files(origin),
+            })
             .map(|(origin, _)| origin.clone())
             .collect();
         let mut to_delete = Vec::new();
         for origin in gone {
-            changes.removed.push(self.zones[&origin].origin.clone());
+            let zone = &self.zones[&origin];
+            if let Some(catalog) = &zone.catalog {
+                tracing::warn!(
+                    zone = %zone.origin,
+                    "zone {} is loaded from a file now: it no longer follows catalog {catalog}",
+                    zone.origin
+                );
+                self.consumers.disown(&origin);
+                primary.set_member_policy(&origin, None);
+            }
+            changes.removed.push(zone.origin.clone());
             let file = self.stop(&origin, next, primary, &from_files);
             if let Some(file) = file.filter(|_| !self.keep_removed) {
                 to_delete.push(file);
