@@ -304,16 +304,8 @@ impl Running {
             .collect();
         let mut to_delete = Vec::new();
         for origin in gone {
-            let zone = &self.zones[&origin];
-            if let Some(catalog) = &zone.catalog {
-                tracing::warn!(
-                    zone = %zone.origin,
-                    "zone {} is loaded from a file now: it no longer follows catalog {catalog}",
-                    zone.origin
-                );
-                self.consumers.disown(&origin);
-                primary.set_member_policy(&origin, None);
-            }
+            let zone = self.zones[&origin].clone();
+            self.leave_catalog(&zone, "loaded from a file", primary);
             changes.removed.push(zone.origin.clone());
             let file = self.stop(&origin, next, primary, &from_files);
             if let Some(file) = file.filter(|_| !self.keep_removed) {
@@ -325,15 +317,8 @@ impl Running {
             match self.zones.get(&origin) {
                 Some(running) if format!("{running:?}") == format!("{zone:?}") => continue,
                 Some(running) => {
-                    if let Some(catalog) = &running.catalog {
-                        tracing::warn!(
-                            zone = %zone.origin,
-                            "zone {} is configured by hand now: it no longer follows catalog {catalog}",
-                            zone.origin
-                        );
-                        self.consumers.disown(&origin);
-                        primary.set_member_policy(&origin, None);
-                    }
+                    let running = running.clone();
+                    self.leave_catalog(&running, "configured by hand", primary);
                     changes.repointed.push(zone.origin.clone());
                     self.repoint(zone, next);
                 }
@@ -347,6 +332,21 @@ impl Running {
         self.start_zones(added, next);
         self.publish_origins();
         changes
+    }
+
+    /// A catalog member configured by hand now (`how`) no longer follows
+    /// its catalog: the hand configuration wins.
+    fn leave_catalog(&mut self, member: &SecondaryZone, how: &str, primary: &Primary) {
+        let Some(catalog) = &member.catalog else {
+            return;
+        };
+        tracing::warn!(
+            zone = %member.origin,
+            "zone {} is {how} now: it no longer follows catalog {catalog}",
+            member.origin
+        );
+        self.consumers.disown(&member.origin.to_lowercase());
+        primary.set_member_policy(&member.origin, None);
     }
 
     /// Takes a version of a catalog zone that was just received (or

@@ -305,6 +305,22 @@ fn heron_produces_heron_consumes() {
     consume_from(ServerKind::Heron);
 }
 
+/// A Heron primary of the zones `names` (each in `dir/NAME.zone`),
+/// notifying a consumer to be started on the port returned; started once
+/// it serves `wait_for`.
+fn heron_primary_of(dir: &Path, names: &[&str], wait_for: &str) -> (ServerProcess, u16) {
+    let files: Vec<(String, PathBuf)> = (names.iter())
+        .map(|name| (format!("{name}."), dir.join(format!("{name}.zone"))))
+        .collect();
+    let consumer_port = free_port();
+    let consumer_addr = SocketAddr::from(([127, 0, 0, 1], consumer_port));
+    let port = free_port();
+    let config = heron_primary_config(port, &files, consumer_addr);
+    let primary = ServerProcess::heron_on_port(&heron(), port, wait_for, &config)
+        .unwrap_or_else(|log| panic!("Heron primary did not start: {log}"));
+    (primary, consumer_port)
+}
+
 /// The catalog `zone` is a member of, as `heron ctl zone-status` says.
 fn catalog_of(socket: &Path, zone: &str) -> Option<String> {
     let named = catalogs_named(&zone_status(socket));
@@ -329,20 +345,8 @@ fn coo_hands_a_member_from_one_catalog_to_another() {
     };
     write("old.test", 1, "m.zones PTR z.test.\n");
     write("new.test", 1, "");
-    let files: Vec<(String, PathBuf)> = ["old.test", "new.test", "z.test"]
-        .iter()
-        .map(|name| (format!("{name}."), file(name)))
-        .collect();
-    let consumer_port = free_port();
-    let consumer_addr = SocketAddr::from(([127, 0, 0, 1], consumer_port));
-    let port = free_port();
-    let primary = ServerProcess::heron_on_port(
-        &heron(),
-        port,
-        "z.test",
-        &heron_primary_config(port, &files, consumer_addr),
-    )
-    .unwrap_or_else(|log| panic!("Heron primary did not start: {log}"));
+    let (primary, consumer_port) =
+        heron_primary_of(&dir, &["old.test", "new.test", "z.test"], "z.test");
     let catalogs = ["old.test", "new.test"];
     let config = consumer_config(consumer_port, primary.addr(), &dir, &catalogs);
     let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, "z.test", &config)
@@ -428,20 +432,7 @@ fn a_member_configured_by_hand_later_wins_and_the_others_survive_a_restart() {
     for zone in ["a.test", "b.test"] {
         std::fs::write(file(zone), member_text(zone)).unwrap();
     }
-    let files: Vec<(String, PathBuf)> = [CATALOG, "a.test", "b.test"]
-        .iter()
-        .map(|name| (format!("{name}."), file(name)))
-        .collect();
-    let consumer_port = free_port();
-    let consumer_addr = SocketAddr::from(([127, 0, 0, 1], consumer_port));
-    let port = free_port();
-    let primary = ServerProcess::heron_on_port(
-        &heron(),
-        port,
-        CATALOG,
-        &heron_primary_config(port, &files, consumer_addr),
-    )
-    .unwrap_or_else(|log| panic!("Heron primary did not start: {log}"));
+    let (primary, consumer_port) = heron_primary_of(&dir, &[CATALOG, "a.test", "b.test"], CATALOG);
     let config = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG]);
     let mut consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
         .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));
