@@ -146,10 +146,6 @@ pub fn members_at_start(
 /// Longest pause between two catalog rebuilds (see `apply_changes`).
 const MAX_REBUILD_PAUSE: Duration = Duration::from_millis(50);
 
-/// How often a burst of transfers gives back the memory it freed, until
-/// it ends (when its zones are also moved to huge pages).
-const TRIM_EVERY: Duration = Duration::from_millis(500);
-
 /// Starts the task that keeps every secondary zone fresh, and routes
 /// accepted NOTIFYs to it.
 /// Until a zone is received (or its kept copy loaded) it answers SERVFAIL,
@@ -544,7 +540,6 @@ fn apply_changes(
     xfr: &Transfers,
     served: &SharedOrigins,
 ) {
-    let mut trimmed = Instant::now();
     while let Some(first) = changes.blocking_recv() {
         let started = Instant::now();
         let mut batch = vec![first];
@@ -553,21 +548,13 @@ fn apply_changes(
         }
         let changed = apply(batch, catalog, xfr, served);
         xfr.notify(&changed);
-        let built = started.elapsed();
         if changes.is_empty() {
             // A burst (a cold start) is over: the transfers' buffers and
             // the catalog versions it replaced go back to the kernel, and
             // the zones it brought move to huge pages.
             crate::memory::settle(&catalog.load_full());
-            trimmed = Instant::now();
-        } else if trimmed.elapsed() >= TRIM_EVERY {
-            // Still in a burst: what it freed so far goes back now, not
-            // only at its end (a cold start of 100,000 zones otherwise
-            // holds 100 MB more until its last zone is in).
-            crate::memory::release_free_memory();
-            trimmed = Instant::now();
         }
-        std::thread::sleep((built * 4).min(MAX_REBUILD_PAUSE));
+        std::thread::sleep((started.elapsed() * 4).min(MAX_REBUILD_PAUSE));
     }
 }
 
