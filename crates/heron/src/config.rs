@@ -924,6 +924,8 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     secondary_origins.extend(secondaries.iter().map(|s| &s.origin));
     secondary_origins.extend(generated.iter().map(|c| &c.origin));
     zones.retain(|z| !secondary_origins.contains(&z.origin));
+    // Kept as long as the server runs: not the room of 100,000 secondaries.
+    zones.shrink_to_fit();
     Ok(Settings {
         server: ServerConfig {
             listen: server.listen.clone(),

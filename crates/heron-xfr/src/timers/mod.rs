@@ -212,7 +212,7 @@ pub struct Timers {
 #[derive(Debug)]
 struct ZoneState {
     primaries: u16,
-    serving: Option<Version>,
+    serving: Option<Served>,
     next_check: Instant,
     /// Set while serving.
     expire_at: Option<Instant>,
@@ -228,6 +228,42 @@ struct ZoneState {
     forced: Option<bool>,
     /// Its entry in the queue.
     queued: Option<Instant>,
+}
+
+/// The version served, as [`Version`] in whole seconds (the SOA's fields
+/// and the bounds are whole seconds): 16 octets instead of 56.
+#[derive(Clone, Copy, Debug)]
+struct Served {
+    serial: u32,
+    refresh: u32,
+    retry: u32,
+    expire: u32,
+}
+
+impl Served {
+    fn of(version: Version) -> Served {
+        let secs = |d: Duration| u32::try_from(d.as_secs()).unwrap_or(u32::MAX);
+        let SoaTimers {
+            refresh,
+            retry,
+            expire,
+        } = version.timers;
+        Served {
+            serial: version.serial,
+            refresh: secs(refresh),
+            retry: secs(retry),
+            expire: secs(expire),
+        }
+    }
+
+    fn timers(self) -> SoaTimers {
+        let secs = |s: u32| Duration::from_secs(u64::from(s));
+        SoaTimers {
+            refresh: secs(self.refresh),
+            retry: secs(self.retry),
+            expire: secs(self.expire),
+        }
+    }
 }
 
 /// A check in flight.
@@ -330,7 +366,7 @@ impl Timers {
                 primary_expire,
             } if self.waits_for(zone, check) => match result {
                 Ok(Transfer::Received(version)) => {
-                    self.state_mut(zone).serving = Some(version);
+                    self.state_mut(zone).serving = Some(Served::of(version));
                     let expire =
                         primary_expire.map_or(PrimaryExpire::Absent, PrimaryExpire::Follow);
                     self.succeeded(now, zone, expire, out)
@@ -394,7 +430,7 @@ impl Timers {
         match kept {
             Some((version, age)) if age < version.timers.expire => {
                 out.push(Action::ServeKept(zone));
-                state.serving = Some(version);
+                state.serving = Some(Served::of(version));
                 state.next_check = now + version.timers.refresh.saturating_sub(age);
                 state.expire_at = Some(now + (version.timers.expire - age));
             }
@@ -512,7 +548,7 @@ impl Timers {
                     // restart must not wait out the refresh interval.
                     out.push(Action::DateKept {
                         zone,
-                        ago: have.timers.refresh,
+                        ago: have.timers().refresh,
                     });
                 }
                 out.push(Action::Transfer {
@@ -557,7 +593,7 @@ impl Timers {
         let z = self.state_mut(zone);
         let check = z.check.take().expect("a check is in flight");
         z.failures = z.failures.saturating_add(1);
-        let cap = z.serving.map_or(min_retry, |v| v.timers.retry);
+        let cap = z.serving.map_or(min_retry, |v| v.timers().retry);
         let back = check
             .primaries_back
             .filter(|_| check.all_left_alone)
@@ -576,11 +612,12 @@ impl Timers {
         let z = self.state_mut(zone);
         z.check = None;
         z.failures = 0;
-        if let Some(version) = z.serving {
-            let full = version.timers.expire;
+        if let Some(served) = z.serving {
+            let timers = served.timers();
+            let full = timers.expire;
             let left = z.expire_at.map(|at| at.saturating_duration_since(now));
             let expires_in = expire.expires_in(full, left);
-            z.next_check = now + version.timers.refresh;
+            z.next_check = now + timers.refresh;
             z.expire_at = Some(now + expires_in);
             // Dated so that a restart counts the same expire time down
             // (it takes the SOA's expire less the copy's age).
