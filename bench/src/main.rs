@@ -286,21 +286,10 @@ fn blast_cmd(
     pin(cpus)?;
     let set = blast::QuerySet::load(queries)?;
     let r = blast::blast(&set, &opts).map_err(|e| format!("blast: {e}"))?;
-    let d = cross_check
-        .then(|| {
-            let load = (opts.rate, opts.duration.as_secs_f64());
-            dnsperf_alike(
-                target,
-                false,
-                (opts.sockets, opts.window.max(100)),
-                &load,
-                cpus,
-            )
-        })
-        .map(|dopts| dnsperf::run(&dopts, queries))
-        .transpose()?;
-    print_blast(&r, d, json);
-    Ok(())
+    let load = (opts.rate, opts.duration.as_secs_f64());
+    let clients = (opts.sockets, opts.window.max(100));
+    let also = cross_check.then(|| dnsperf_alike(target, false, clients, &load, cpus));
+    print_blast(&r, also, queries, json)
 }
 
 /// `blast` over TCP: what [`blast_cmd`] does, with `blast_tcp`.
@@ -314,22 +303,10 @@ fn tcp_blast_cmd(
     pin(cpus)?;
     let set = blast::QuerySet::load(queries)?;
     let r = blast_tcp::blast_tcp(&set, &opts).map_err(|e| format!("blast over TCP: {e}"))?;
-    let outstanding = opts.connections * opts.in_flight;
-    let d = cross_check
-        .then(|| {
-            let load = (opts.rate, opts.duration.as_secs_f64());
-            dnsperf_alike(
-                opts.target,
-                true,
-                (opts.connections, outstanding),
-                &load,
-                cpus,
-            )
-        })
-        .map(|dopts| dnsperf::run(&dopts, queries))
-        .transpose()?;
-    print_blast(&r, d, json);
-    Ok(())
+    let load = (opts.rate, opts.duration.as_secs_f64());
+    let clients = (opts.connections, opts.connections * opts.in_flight);
+    let also = cross_check.then(|| dnsperf_alike(opts.target, true, clients, &load, cpus));
+    print_blast(&r, also, queries, json)
 }
 
 fn pin(cpus: &[usize]) -> Result<(), String> {
@@ -367,10 +344,17 @@ fn dnsperf_alike(
     }
 }
 
-fn print_blast(r: &blast::BlastResult, d: Option<dnsperf::DnsperfResult>, json: bool) {
+/// Runs dnsperf after `blast` when asked (`also`), then prints both.
+fn print_blast(
+    r: &blast::BlastResult,
+    also: Option<dnsperf::DnsperfOpts>,
+    queries: &std::path::Path,
+    json: bool,
+) -> Result<(), String> {
+    let d = also.map(|o| dnsperf::run(&o, queries)).transpose()?;
     if json {
         println!("{}", serde_json::json!({ "blast": r, "dnsperf": d }));
-        return;
+        return Ok(());
     }
     println!(
         "blast:   sent {} answered {} lost {} ({:.3}%) offered {:.0} q/s answered {:.0} q/s \
@@ -406,4 +390,5 @@ fn print_blast(r: &blast::BlastResult, d: Option<dnsperf::DnsperfResult>, json: 
         );
         println!("         {}", d.command);
     }
+    Ok(())
 }
