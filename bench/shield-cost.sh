@@ -9,7 +9,10 @@
 #
 # Variants: off (no [rrl]; queries without a cookie), rrl (RRL on, rate
 # far above the load: never limiting), cookie-off / cookie-on (queries
-# carrying a client cookie; [cookies] enabled = false / true).
+# carrying a client cookie; [cookies] enabled = false / true). All four
+# unless VARIANTS names some (VARIANTS="off rrl"). The queries ask for
+# 2,000 names that exist (ANSWERS=positive, the default), below 2,000
+# delegations (ANSWERS=referral) or that do not exist (ANSWERS=nxdomain).
 # Prints one line per run: variant, run, instructions, answered, per query
 # in all and in the UDP worker's handler (`handle_batch`: the DNS work,
 # without the system calls' user-space side, whose share per query moves
@@ -28,8 +31,15 @@ names=2000
     printf '$ORIGIN example.test.\n$TTL 3600\n'
     printf '@ SOA ns1 hostmaster 1 3600 900 604800 300\n@ NS ns1\nns1 A 192.0.2.1\n'
     for i in $(seq 0 $((names - 1))); do printf 'www%d A 192.0.2.%d\n' "$i" $((i % 250)); done
+    for i in $(seq 0 $((names - 1))); do printf 'sub%d NS ns1\n' "$i"; done
 } > "$work/example.zone"
-for i in $(seq 0 $((names - 1))); do printf 'www%d.example.test A\n' "$i"; done > "$work/queries"
+case ${ANSWERS:-positive} in
+    positive) query='www%d.example.test A\n' ;;
+    referral) query='www.sub%d.example.test A\n' ;;
+    nxdomain) query='nx%d.example.test A\n' ;;
+    *) echo "ANSWERS is positive, referral or nxdomain" >&2; exit 2 ;;
+esac
+for i in $(seq 0 $((names - 1))); do printf "$query" "$i"; done > "$work/queries"
 
 config() { # $1: extra sections
     cat > "$work/heron.toml" <<CONF
@@ -73,7 +83,12 @@ run() { # $1: variant name, $2: extra config, $3...: dnsperf options
 }
 
 cookie='-E 10:0102030405060708'
-run off ''
-run rrl $'[rrl]\nresponses-per-second = 100000'
-run cookie-off $'[cookies]\nenabled = false' $cookie
-run cookie-on '' $cookie
+for variant in ${VARIANTS:-off rrl cookie-off cookie-on}; do
+    case $variant in
+        off) run off '' ;;
+        rrl) run rrl $'[rrl]\nresponses-per-second = 100000' ;;
+        cookie-off) run cookie-off $'[cookies]\nenabled = false' $cookie ;;
+        cookie-on) run cookie-on '' $cookie ;;
+        *) echo "unknown variant $variant" >&2; exit 2 ;;
+    esac
+done

@@ -1,34 +1,57 @@
 #!/usr/bin/env bash
 # Heron-XDP vs Heron-sockets vs Knot-XDP vs Knot-sockets on a veth pair into
 # a network namespace made here (removed at the end, even on failure).
-# One worker each, server pinned to CPU 1, dnsperf inside the namespace
-# pinned to CPU 0, a fixed offered rate. Prints, per trial: answered
-# queries, server CPU µs per answered query (utime+stime of the server's
-# process from /proc/PID/stat over the window) and whole-machine CPU µs
-# per answered query (/proc/stat, everything but idle and iowait).
+# One worker each, one queue on the pair, the server confined to CPU 1 by a
+# cpuset cgroup (Knot pins its UDP/XDP threads itself, by thread number: a
+# plain taskset would let its XDP worker move to the generator's CPU),
+# dnsperf inside the namespace pinned to CPU 0, a fixed offered rate.
+# Prints, per trial: answered queries, server CPU µs per answered query
+# (utime+stime of the server's process from /proc/PID/stat over the
+# window), whole-machine CPU µs per answered query (/proc/stat, everything
+# but idle and iowait), and the server's context switches per query (all
+# its threads, voluntary + involuntary).
 #
 #   bench/xdp.sh [RATE] [SECONDS] [TRIALS]      (defaults 50000 10 3)
 #
-# Needs root, dnsperf and knot (apt-get install dnsperf knot), and a
-# release build (cargo build --release -p heron).
+# Environment:
+#   SERVERS="heron-xdp heron-sockets knot-xdp knot-sockets"  which to run;
+#              also "heronnp-MODE" (Heron with udp-coalesce-us = 0) and
+#              "heronold-MODE" (the binary in $HERON_OLD), for A/B runs
+#   COUNT=1    also count the server's system calls per answered query
+#              (perf stat on tracepoints: poll, sendto, recvmmsg, ...);
+#              their CPU figures then include perf's tracing cost
+#   PROFILE=DIR  also record where the server spends its time (perf record
+#              -g -e cpu-clock on its threads, kernel and user) into
+#              DIR/SERVER-RATE.txt (top of perf report)
+#
+# Needs root, dnsperf and knot (apt-get install dnsperf knot), perf for
+# COUNT/PROFILE, cgroup v1 cpuset, and a release build (cargo build
+# --release -p heron).
 set -euo pipefail
 RATE=${1:-50000}
 SECONDS_=${2:-10}
 TRIALS=${3:-3}
+SERVERS=${SERVERS:-heron-xdp heron-sockets knot-xdp knot-sockets}
+COUNT=${COUNT:-0}
+PROFILE=${PROFILE:-}
+SERVER_CPU=1
+GEN_CPU=0
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-HERON=$ROOT/target/release/heron
+HERON=${HERON:-$ROOT/target/release/heron}
 ZONE=$ROOT/crates/heron/tests/data/differential/edge.test.zone
 PORT=5353
 ID=$$
 NS=heronbench$ID
 IF=hb$ID
 WORK=$(mktemp -d /tmp/heron-xdp-bench.XXXXXX)
+CPUSET=/sys/fs/cgroup/cpuset/heron-xdp-bench-$ID
 SERVER_PID=
 
 cleanup() {
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null || true
     ip link del "$IF" 2>/dev/null || true
     ip netns del "$NS" 2>/dev/null || true
+    [ -d "$CPUSET" ] && rmdir "$CPUSET" 2>/dev/null || true
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -36,9 +59,14 @@ trap cleanup EXIT
 [ -x "$HERON" ] || { echo "build first: cargo build --release -p heron" >&2; exit 1; }
 command -v dnsperf >/dev/null || { echo "apt-get install dnsperf" >&2; exit 1; }
 
+mkdir "$CPUSET"
+echo "$SERVER_CPU" > "$CPUSET/cpuset.cpus"
+cat "$(dirname "$CPUSET")/cpuset.mems" > "$CPUSET/cpuset.mems"
+
 # TEST-NET-2 on the pair only: the host's own network may use TEST-NET-1.
 ip netns add "$NS"
-ip link add "$IF" type veth peer name "${IF}i"
+ip link add "$IF" numtxqueues 1 numrxqueues 1 type veth peer name "${IF}i" \
+    numtxqueues 1 numrxqueues 1
 ip link set "${IF}i" netns "$NS"
 ip addr add 198.51.100.1/24 dev "$IF"
 ip link set "$IF" up
@@ -51,9 +79,9 @@ for q in "www.edge.test A" "edge.test SOA" "mail.edge.test AAAA" "nx.edge.test A
     echo "$q"
 done > "$WORK/queries"
 
-heron_conf() { # $1: xdp|sockets
+heron_conf() { # $1: xdp|sockets  $2: extra [server] lines
     {
-        printf '[server]\nlisten = ["198.51.100.1:%s"]\nworkers = 1\n' "$PORT"
+        printf '[server]\nlisten = ["198.51.100.1:%s"]\nworkers = 1\n%s' "$PORT" "$2"
         [ "$1" = xdp ] && printf '[xdp]\nlisten = ["%s@%s"]\n' "$IF" "$PORT"
         printf '[[zone]]\norigin = "edge.test."\nfile = "%s"\n' "$ZONE"
     } > "$WORK/heron.toml"
@@ -72,13 +100,16 @@ knot_conf() { # $1: xdp|sockets
 }
 
 start() { # $1: heron|knot  $2: xdp|sockets
-    if [ "$1" = heron ]; then
-        heron_conf "$2"
-        taskset -c 1 "$HERON" serve --config "$WORK/heron.toml" 2>"$WORK/log" &
-    else
-        knot_conf "$2"
-        taskset -c 1 knotd -c "$WORK/knot.conf" 2>"$WORK/log" &
-    fi
+    local cmd
+    case "$1" in
+        heron) heron_conf "$2" ""; cmd=("$HERON" serve --config "$WORK/heron.toml") ;;
+        heronnp) heron_conf "$2" $'udp-coalesce-us = 0\n'
+                 cmd=("$HERON" serve --config "$WORK/heron.toml") ;;
+        heronold) heron_conf "$2" ""; cmd=("$HERON_OLD" serve --config "$WORK/heron.toml") ;;
+        knot) knot_conf "$2"; cmd=(knotd -c "$WORK/knot.conf") ;;
+        *) echo "unknown server $1" >&2; exit 1 ;;
+    esac
+    sh -c 'echo $$ > "$0/tasks" && exec "$@"' "$CPUSET" "${cmd[@]}" 2>"$WORK/log" &
     SERVER_PID=$!
     for _ in $(seq 50); do
         ip netns exec "$NS" dig @198.51.100.1 -p "$PORT" +short +tries=1 +time=1 www.edge.test A \
@@ -93,35 +124,70 @@ stop() { # $1: heron|knot
     if ip link show "$IF" | grep -qw 'xdp\|xdpgeneric'; then
         # Knot 3.2 leaves its program attached when it exits (it reuses it
         # at the next start); Heron's goes with its process.
-        [ "$1" = heron ] && { echo "XDP left on $IF by Heron" >&2; exit 1; }
+        [ "$1" != knot ] && { echo "XDP left on $IF by Heron" >&2; exit 1; }
         ip link set dev "$IF" xdp off
     fi
 }
 
 proc_cpu() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
 machine_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
+switches() {
+    cat /proc/"$SERVER_PID"/task/*/status 2>/dev/null \
+        | awk '/^(non)?voluntary_ctxt_switches/{n += $2} END {print n}'
+}
+
+EVENTS=raw_syscalls:sys_enter,syscalls:sys_enter_poll,syscalls:sys_enter_ppoll
+EVENTS=$EVENTS,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_sendto
+EVENTS=$EVENTS,syscalls:sys_enter_recvmmsg,syscalls:sys_enter_sendmmsg
+EVENTS=$EVENTS,syscalls:sys_enter_recvfrom,syscalls:sys_enter_sendmsg
+EVENTS=$EVENTS,syscalls:sys_enter_clock_nanosleep,sched:sched_switch
 
 trial() { # $1: heron|knot  $2: xdp|sockets
     start "$1" "$2"
-    local p0 m0 p1 m1 answered hz
+    local p0 m0 s0 p1 m1 s1 answered hz name="$1-$2" watcher=
     hz=$(getconf CLK_TCK)
-    p0=$(proc_cpu); m0=$(machine_busy)
-    ip netns exec "$NS" taskset -c 0 dnsperf -s 198.51.100.1 -p "$PORT" -d "$WORK/queries" \
-        -l "$SECONDS_" -Q "$RATE" -c 4 -q 1000 > "$WORK/dnsperf" 2>&1
-    p1=$(proc_cpu); m1=$(machine_busy)
+    if [ "$COUNT" = 1 ]; then
+        perf stat -x, -e "$EVENTS" -p "$SERVER_PID" -o "$WORK/perfstat" &
+        watcher=$!
+    elif [ -n "$PROFILE" ]; then
+        mkdir -p "$PROFILE"
+        perf record -q -e cpu-clock -g -p "$SERVER_PID" -o "$WORK/perf.data" &
+        watcher=$!
+    fi
+    sleep 0.5
+    p0=$(proc_cpu); m0=$(machine_busy); s0=$(switches)
+    ip netns exec "$NS" taskset -c "$GEN_CPU" dnsperf -s 198.51.100.1 -p "$PORT" \
+        -d "$WORK/queries" -l "$SECONDS_" -Q "$RATE" -c 4 -q 1000 > "$WORK/dnsperf" 2>&1
+    p1=$(proc_cpu); m1=$(machine_busy); s1=$(switches)
+    if [ -n "$watcher" ]; then kill -INT "$watcher"; wait "$watcher" 2>/dev/null || true; fi
+    # Which CPUs the server's threads were allowed (the cpuset holds).
+    local cpus
+    cpus=$(cat /proc/"$SERVER_PID"/task/*/status | awk '/Cpus_allowed_list/{print $2}' | sort -u | tr '\n' ' ')
     stop "$1"
     grep -i 'xdp' "$WORK/log" | sed 's/^/    # /' >&2 || true
     answered=$(awk '/Queries completed:/{print $3}' "$WORK/dnsperf")
-    awk -v s="$1-$2" -v a="$answered" -v p=$((p1 - p0)) -v m=$((m1 - m0)) -v hz="$hz" 'BEGIN {
-        printf "%-14s answered %8d  server %6.2f us/q  machine %6.2f us/q\n",
-            s, a, p * 1e6 / hz / a, m * 1e6 / hz / a }'
+    awk -v s="$name" -v a="$answered" -v p=$((p1 - p0)) -v m=$((m1 - m0)) -v hz="$hz" \
+        -v cs=$((s1 - s0)) -v cpus="$cpus" 'BEGIN {
+        printf "%-14s answered %8d  server %6.2f us/q  machine %6.2f us/q  switches %5.3f/q  cpus %s\n",
+            s, a, p * 1e6 / hz / a, m * 1e6 / hz / a, cs / a, cpus }'
+    if [ "$COUNT" = 1 ]; then
+        # The perf window (0.5 s idle before, the stop after) adds a few
+        # idle wakes: counts are per answered query of the dnsperf window.
+        awk -F, -v a="$answered" '$1 ~ /^[0-9]+$/ {
+            sub(/^(raw_)?syscalls:sys_enter_?/, "", $3); sub(/^sched:/, "", $3)
+            printf "    %-16s %7.3f per query\n", ($3 == "" ? "all syscalls" : $3), $1 / a }' \
+            "$WORK/perfstat"
+    fi
+    if [ -n "$PROFILE" ]; then
+        perf report -i "$WORK/perf.data" --no-children --sort dso,sym -g none --stdio 2>/dev/null \
+            | grep -v '^$' | head -150 > "$PROFILE/$name-$RATE.txt" || true
+        rm -f "$WORK/perf.data"
+    fi
 }
 
 echo "rate $RATE q/s for $SECONDS_ s, $TRIALS alternating trials; kernel $(uname -r)"
 for t in $(seq "$TRIALS"); do
-    for server in heron knot; do
-        for mode in xdp sockets; do
-            trial "$server" "$mode"
-        done
+    for s in $SERVERS; do
+        trial "${s%-*}" "${s#*-}"
     done
 done

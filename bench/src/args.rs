@@ -106,6 +106,18 @@ pub struct RunArgs {
     /// with --quick, 5 s and 1,000 connections instead of 30 s and 10,000.
     #[arg(long, conflicts_with_all = ["paired_only", "profile_only", "matrix_only"])]
     pub overload_only: bool,
+    /// CPU quota of every server in the overload's TCP cells, in cores
+    /// (default: --quota). A lower one leaves the generator more headroom;
+    /// under 10%, BIND with 300,000 queries outstanding stopped answering.
+    #[arg(long)]
+    pub overload_tcp_quota: Option<f64>,
+    /// The overload's transports (comma separated: udp, tcp; default both).
+    #[arg(long, value_delimiter = ',')]
+    pub overload_transports: Vec<String>,
+    /// Overload: also run Heron with `udp-coalesce-us = 50` (pacing on;
+    /// off by default), as its own rows (an A/B in the same run).
+    #[arg(long)]
+    pub overload_pacing_ab: bool,
     /// Only run the reload under load against Heron, loaded at half of
     /// --reload-reference queries per second, and print it.
     #[arg(long, conflicts_with_all = ["paired_only", "profile_only", "matrix_only", "overload_only"])]

@@ -155,6 +155,30 @@ pub struct BlastResult {
     /// Datagrams dropped at sockets bound to the target's port (the
     /// server's receive queues), during this run.
     pub server_drops: u64,
+    /// Over TCP: seconds of the sending phase during which queries were
+    /// due and the server held every slot (no connection had one free).
+    #[serde(default)]
+    pub slots_taken_s: f64,
+    /// Answers received before sending stopped (those of the drain left
+    /// out): with many queries outstanding, the drain's answers would
+    /// raise the rate by up to that many over the sending phase.
+    #[serde(default)]
+    pub answered_sending: u64,
+    /// The stretch of the sending phase `answered_sending` covers, when
+    /// shorter than all of it (0: all of it).
+    #[serde(default)]
+    pub answered_sending_s: f64,
+}
+
+impl BlastResult {
+    /// Answers per second received while sending.
+    pub fn answered_qps_sending(&self) -> f64 {
+        let span = match self.answered_sending_s > 0.0 {
+            true => self.answered_sending_s,
+            false => self.duration_s,
+        };
+        self.answered_sending as f64 / span.max(1e-9)
+    }
 }
 
 const SLOTS: usize = 65_536;
@@ -367,6 +391,7 @@ pub fn blast_checked(
                     *slot = 0;
                     outstanding -= 1;
                     r.answered += 1;
+                    r.answered_sending += u64::from(sending);
                     match msg[3] & 0x0F {
                         0 => r.noerror += 1,
                         3 => r.nxdomain += 1,

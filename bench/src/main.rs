@@ -128,7 +128,7 @@ enum Cmd {
     },
     /// The whole suite: environment check, every server on every
     /// workload, results.json, README.md and charts.
-    Run(args::RunArgs),
+    Run(Box<args::RunArgs>),
     /// Zone transfers: secondary cold start with many zones, change
     /// propagation, a large zone between pairs of servers, TSIG overhead.
     Xfr(xfr::XfrArgs),
@@ -235,7 +235,7 @@ fn main() -> ExitCode {
         Cmd::Reflector { listen, workers } => {
             reflector::run(listen, workers).map_err(|e| format!("reflector on {listen}: {e}"))
         }
-        Cmd::Run(args) => args
+        Cmd::Run(args) => (*args)
             .with_absolute_paths()
             .and_then(|args| match suite::run(&args)? {
                 Some(results) => report::write_all(&results, &args.out),

@@ -352,7 +352,7 @@ pub struct CostCell {
 /// One server's trials in a cell, in the order they ran.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct CostServer {
-    /// "Heron", "Heron, no pacing", "NSD", ...
+    /// "Heron", "Heron, paced", "NSD", ...
     pub name: String,
     pub trials: Vec<CostTrial>,
 }
@@ -439,6 +439,30 @@ pub struct OverloadRun {
     pub rss_before_kib: u64,
     pub rss_peak_kib: u64,
     pub rss_after_kib: u64,
+    /// The server's CPU quota in this run, cores.
+    #[serde(default)]
+    pub quota: f64,
+    /// UDP: the two capacity figures (the higher is `capacity_qps`):
+    /// closed loop, and the highest open-loop rate answered with at most
+    /// 0.1% lost; and the bisection's probes as (offered q/s, loss %).
+    #[serde(default)]
+    pub capacity_closed_qps: f64,
+    #[serde(default)]
+    pub capacity_open_qps: f64,
+    #[serde(default)]
+    pub capacity_probes: Vec<(f64, f64)>,
+    /// TCP: share of the overload during which queries were due and the
+    /// server held every slot of every connection (the generator was
+    /// waiting for it, not the other way round).
+    #[serde(default)]
+    pub slots_taken_share: f64,
+    /// UDP, during the overload: datagrams the kernel dropped at the
+    /// generator's sockets (answers lost there, not at the server) and at
+    /// the server's (queries beyond what it took in).
+    #[serde(default)]
+    pub client_drops: u64,
+    #[serde(default)]
+    pub server_drops: u64,
 }
 
 impl OverloadRun {

@@ -75,7 +75,7 @@ pub fn run(args: &RunArgs) -> Result<Option<Results>, String> {
             .iter()
             .find(|w| w.id == "root")
             .ok_or("no root workload")?;
-        let plan = phases::overload::Plan::new(args.quick);
+        let plan = phases::overload::Plan::new(args.quick, &args.overload_transports);
         results.overload = Some(phases::overload::run(&mut ctx, w, &kinds, &plan));
         results.meta.loadavg_end = loadavg();
         results.meta.duration_s = started.elapsed().as_secs_f64();
@@ -206,7 +206,7 @@ fn run_phases(
         save(results)?;
     }
     if let Some(w) = wl.iter().find(|w| w.id == "root") {
-        let plan = phases::overload::Plan::new(ctx.args.quick);
+        let plan = phases::overload::Plan::new(ctx.args.quick, &ctx.args.overload_transports);
         results.overload = Some(phases::overload::run(ctx, w, kinds, &plan));
         save(results)?;
     }

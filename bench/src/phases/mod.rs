@@ -112,7 +112,7 @@ impl Ctx {
     }
 
     /// Runs `load` real-time when the servers are.
-    fn as_generator<T>(&self, load: impl FnOnce() -> T) -> T {
+    pub(crate) fn as_generator<T>(&self, load: impl FnOnce() -> T) -> T {
         if self.realtime {
             let _ = sys::set_self_realtime(Some(RT_PRIORITY));
         }

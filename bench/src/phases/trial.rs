@@ -165,16 +165,24 @@ pub(crate) fn loss_free_rate(
     range: (f64, f64),
     steps: usize,
 ) -> Result<(Option<f64>, Probes), String> {
+    let probe = |rate: f64| blast_opts(server.addr, rate, 0, ctx.timing.step_s);
+    loss_free_rate_with(ctx, server, cg, set, range, steps, &probe)
+}
+
+/// [`loss_free_rate`] with each probe at `rate` run as `probe(rate)`.
+pub(crate) fn loss_free_rate_with(
+    ctx: &Ctx,
+    server: &Server,
+    cg: &Cgroup,
+    set: &QuerySet,
+    range: (f64, f64),
+    steps: usize,
+    probe: &dyn Fn(f64) -> BlastOpts,
+) -> Result<(Option<f64>, Probes), String> {
     let mut probes = Vec::new();
     let mut err = None;
     let (best, _) = search_rate(range.0, range.1, steps, |rate| {
-        match udp_trial(
-            ctx,
-            server,
-            cg,
-            set,
-            &blast_opts(server.addr, rate, 0, ctx.timing.step_s),
-        ) {
+        match udp_trial(ctx, server, cg, set, &probe(rate)) {
             Ok(t) => {
                 probes.push((t.offered_qps, t.loss_pct));
                 settle();

@@ -65,12 +65,14 @@ fn row(s: &OverloadServer, transport: &str, r: &OverloadRun) -> String {
         None => "none".into(),
     };
     format!(
-        "| {} | {transport} | {} | {:.0} | {:.0} / {:.0} | {:.0} | {:.0} ({:.0}%) | {:.0} | {} | {clean} | {} / {} / {} | {} |",
+        "| {} | {transport} | {} | {:.0} | {} | {:.0} / {:.0} | {} | {:.0} | {:.0} ({:.0}%) | {:.0} | {} | {clean} | {} / {} / {} | {} |",
         s.server,
         r.connections,
-        r.capacity_qps,
+        r.quota * 100.0,
+        capacity(r),
         r.target_qps,
         r.offered_qps,
+        slots_taken(r),
         r.generator_cpu_share * 100.0,
         r.answered_qps,
         r.answered_share() * 100.0,
@@ -81,6 +83,25 @@ fn row(s: &OverloadServer, transport: &str, r: &OverloadRun) -> String {
         mib(r.rss_after_kib),
         if met(s, r) { "yes" } else { "no" }
     )
+}
+
+/// The capacity, and over UDP the two figures it is the higher of.
+fn capacity(r: &OverloadRun) -> String {
+    match r.connections {
+        0 => format!(
+            "{:.0} ({:.0} / {:.0})",
+            r.capacity_qps, r.capacity_closed_qps, r.capacity_open_qps
+        ),
+        _ => format!("{:.0}", r.capacity_qps),
+    }
+}
+
+/// Over TCP, the share of the overload the server held every slot.
+fn slots_taken(r: &OverloadRun) -> String {
+    match r.connections {
+        0 => "".into(),
+        _ => format!("{:.0}", r.slots_taken_share * 100.0),
+    }
 }
 
 /// Whether a run meets every target: answered share, recovery in the
@@ -122,6 +143,38 @@ mod tests {
         assert!(!met(&s, &run(95_000.0, late, 10_000)), "recovery");
         let gone = OverloadServer::default();
         assert!(!met(&gone, &run(95_000.0, clean, 10_000)), "exited");
+    }
+
+    #[test]
+    fn a_row_shows_the_quota_and_what_each_transport_adds() {
+        let s = OverloadServer {
+            server: "Heron".into(),
+            alive: true,
+            ..OverloadServer::default()
+        };
+        let udp = OverloadRun {
+            quota: 0.4,
+            capacity_closed_qps: 95_000.0,
+            capacity_open_qps: 100_000.0,
+            ..run(95_000.0, vec![(50_000, 0)], 10_000)
+        };
+        let row_udp = row(&s, "UDP", &udp);
+        assert!(
+            row_udp.starts_with("| Heron | UDP | 0 | 40 | 100000 (95000 / 100000) |"),
+            "{row_udp}"
+        );
+        let tcp = OverloadRun {
+            connections: 10_000,
+            quota: 0.1,
+            slots_taken_share: 0.97,
+            ..run(95_000.0, vec![(50_000, 0)], 10_000)
+        };
+        let row_tcp = row(&s, "TCP", &tcp);
+        assert!(
+            row_tcp.starts_with("| Heron | TCP | 10000 | 10 | 100000 | 0 / 0 | 97 |"),
+            "{row_tcp}"
+        );
+        assert!(row_tcp.ends_with("| yes |"), "{row_tcp}");
     }
 
     #[test]

@@ -3,13 +3,16 @@
 //! talk to it, so everything is bounded: the request head
 //! ([`MAX_REQUEST`]), the time to send it ([`REQUEST_TIMEOUT`]) and to
 //! take the answer ([`WRITE_TIMEOUT`]), and the connections served at
-//! once ([`MAX_CONNECTIONS`]; more are closed at accept). Bodies,
-//! keep-alive and chunked encoding are not spoken.
+//! once ([`MAX_CONNECTIONS`], of which [`MAX_PER_CLIENT`] from one
+//! client; more are closed at accept). Bodies, keep-alive and chunked
+//! encoding are not spoken.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::sync::Arc;
-use std::time::Duration;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use crate::tcp::{AcceptFailures, next_connection};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -21,6 +24,10 @@ use tokio::time::timeout;
 pub const MAX_REQUEST: usize = 8192;
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 16;
+/// Connections served at once from one client (an IPv4 address, an IPv6
+/// /64), until each is answered: one slow or hostile host cannot hold
+/// every slot and keep the scraper out.
+pub const MAX_PER_CLIENT: usize = 4;
 /// Longest time from connecting to the end of the request head.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest time to write the answer.
@@ -146,21 +153,80 @@ async fn read_head(stream: &mut TcpStream) -> Result<Option<Vec<u8>>, Status> {
     }
 }
 
-/// The whole answer: status line, headers, and the body unless HEAD.
-fn response(status: &str, content_type: &str, body: &[u8], head_only: bool) -> Vec<u8> {
-    let mut out = format!(
-        "HTTP/1.0 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
+/// The status line and headers of an answer whose body has `len`
+/// octets.
+fn response_head(status: &str, content_type: &str, len: usize) -> Vec<u8> {
+    format!(
+        "HTTP/1.0 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
     )
-    .into_bytes();
-    if !head_only {
-        out.extend_from_slice(body);
-    }
-    out
+    .into_bytes()
 }
 
-/// One connection: a request read, an answer written, closed.
-async fn serve_one<F, Fut>(mut stream: TcpStream, metrics: Arc<F>) -> io::Result<()>
+/// The metrics as one scrape made them, shared by every connection that
+/// sends them.
+struct Body {
+    bytes: Vec<u8>,
+    content_type: &'static str,
+    made: Instant,
+}
+
+/// How old a body may be and still be sent to a scrape that arrives
+/// while another connection sends it.
+const REUSE: Duration = Duration::from_secs(1);
+
+/// Makes the metrics one scrape at a time, and sends a body still being
+/// sent (and at most [`REUSE`] old) to the scrapes that arrive meanwhile:
+/// clients that read slowly hold one body between them, not one each
+/// (with per-zone series a body grows with the zones), and scrapes that
+/// come together cost one build.
+#[derive(Default)]
+struct Bodies {
+    last: tokio::sync::Mutex<Weak<Body>>,
+}
+
+impl Bodies {
+    async fn get<F, Fut>(&self, metrics: &F) -> Arc<Body>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = (String, &'static str)>,
+    {
+        let mut last = self.last.lock().await;
+        if let Some(body) = reusable(&last, Instant::now()) {
+            return body;
+        }
+        let (text, content_type) = metrics().await;
+        let body = Arc::new(Body {
+            bytes: text.into_bytes(),
+            content_type,
+            made: Instant::now(),
+        });
+        *last = Arc::downgrade(&body);
+        body
+    }
+}
+
+/// The body `last` names, if a connection still sends it and it is
+/// recent enough at `now`.
+fn reusable(last: &Weak<Body>, now: Instant) -> Option<Arc<Body>> {
+    let body = last.upgrade()?;
+    (now.saturating_duration_since(body.made) < REUSE).then_some(body)
+}
+
+/// What a connection sends: a head, and the metrics unless HEAD.
+struct Answer {
+    head: Vec<u8>,
+    body: Option<Arc<Body>>,
+}
+
+/// One connection: a request read, an answer written, closed. The
+/// client's slot is given back once the answer is written: what is left
+/// is the short drain before closing.
+async fn serve_one<F, Fut>(
+    mut stream: TcpStream,
+    metrics: Arc<F>,
+    bodies: Arc<Bodies>,
+    client: ClientSlot,
+) -> io::Result<()>
 where
     F: Fn() -> Fut,
     Fut: Future<Output = (String, &'static str)>,
@@ -169,19 +235,26 @@ where
         Ok(None) => return Ok(()),
         Ok(Some(head)) => match parse_request(&head) {
             Ok(wanted) => {
-                let (body, content_type) = metrics().await;
-                response("200 OK", content_type, body.as_bytes(), wanted.head_only)
+                let body = bodies.get(&*metrics).await;
+                Answer {
+                    head: response_head("200 OK", body.content_type, body.bytes.len()),
+                    body: (!wanted.head_only).then_some(body),
+                }
             }
             Err(status) => error_response(status),
         },
         Err(status) => error_response(status),
     };
     timeout(WRITE_TIMEOUT, async {
-        stream.write_all(&answer).await?;
+        stream.write_all(&answer.head).await?;
+        if let Some(body) = &answer.body {
+            stream.write_all(&body.bytes).await?;
+        }
         stream.shutdown().await
     })
     .await
     .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))??;
+    drop((answer, client));
     // Closing with unread input would reset the connection, and the
     // client could lose the answer: take what it still sends, a little.
     let mut rest = [0u8; 4096];
@@ -198,14 +271,62 @@ where
     Ok(())
 }
 
-fn error_response(status: Status) -> Vec<u8> {
-    let body = format!("{}\n", status.line());
-    response(
-        status.line(),
-        "text/plain; charset=utf-8",
-        body.as_bytes(),
-        false,
-    )
+fn error_response(status: Status) -> Answer {
+    let text = format!("{}\n", status.line());
+    let mut head = response_head(status.line(), "text/plain; charset=utf-8", text.len());
+    head.extend_from_slice(text.as_bytes());
+    Answer { head, body: None }
+}
+
+/// The connections each client holds now.
+#[derive(Clone, Default)]
+struct Clients(Arc<Mutex<HashMap<IpAddr, usize>>>);
+
+/// One of a client's connections, given back when dropped.
+struct ClientSlot {
+    clients: Clients,
+    client: IpAddr,
+}
+
+impl Clients {
+    /// A slot for a connection from `peer`, unless its client holds
+    /// [`MAX_PER_CLIENT`] already.
+    fn take(&self, peer: IpAddr) -> Option<ClientSlot> {
+        let client = client_of(peer);
+        let mut held = self.0.lock().unwrap();
+        let count = held.entry(client).or_insert(0);
+        if *count >= MAX_PER_CLIENT {
+            return None;
+        }
+        *count += 1;
+        Some(ClientSlot {
+            clients: self.clone(),
+            client,
+        })
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut held = self.clients.0.lock().unwrap();
+        if let Some(count) = held.get_mut(&self.client) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.client);
+            }
+        }
+    }
+}
+
+/// The client an address belongs to: itself (IPv4), its /64 (IPv6).
+fn client_of(peer: IpAddr) -> IpAddr {
+    match peer {
+        IpAddr::V4(_) => peer,
+        IpAddr::V6(v6) => {
+            let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(prefix.into())
+        }
+    }
 }
 
 /// Serves `listener` until `shutdown` turns true; `metrics` makes the
@@ -216,17 +337,25 @@ where
     Fut: Future<Output = (String, &'static str)> + Send,
 {
     let metrics = Arc::new(metrics);
+    let bodies = Arc::new(Bodies::default());
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let clients = Clients::default();
     let mut failures = AcceptFailures::default();
     while let Some((stream, peer)) = next_connection(&listener, &mut shutdown, &mut failures).await
     {
+        let Some(client_slot) = clients.take(peer.ip()) else {
+            tracing::debug!(
+                "metrics: connection from {peer} closed: {MAX_PER_CLIENT} open from it"
+            );
+            continue;
+        };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             tracing::debug!("metrics: connection from {peer} closed: {MAX_CONNECTIONS} open");
             continue;
         };
-        let metrics = metrics.clone();
+        let (metrics, bodies) = (metrics.clone(), bodies.clone());
         tokio::spawn(async move {
-            if let Err(e) = serve_one(stream, metrics).await {
+            if let Err(e) = serve_one(stream, metrics, bodies, client_slot).await {
                 tracing::debug!("metrics: connection from {peer}: {e}");
             }
             drop(slot);
@@ -372,32 +501,109 @@ mod tests {
         assert!(answer.starts_with("HTTP/1.0 408 "), "{answer}");
     }
 
-    #[tokio::test]
-    async fn connections_past_the_limit_are_closed() {
-        let (addr, _stop) = server().await;
+    /// A connection to `addr` from 127.0.0.`last`.
+    async fn connect_from(addr: std::net::SocketAddr, last: u8) -> TcpStream {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(([127, 0, 0, last], 0).into()).unwrap();
+        socket.connect(addr).await.unwrap()
+    }
+
+    /// Connections from 127.0.0.`last` that have begun a request and
+    /// wait.
+    async fn held_from(addr: std::net::SocketAddr, last: u8, count: usize) -> Vec<TcpStream> {
         let mut held = Vec::new();
-        for _ in 0..MAX_CONNECTIONS {
-            let mut s = TcpStream::connect(addr).await.unwrap();
+        for _ in 0..count {
+            let mut s = connect_from(addr, last).await;
             s.write_all(b"G").await.unwrap();
             held.push(s);
         }
-        // Accepted after those (the listen queue is in order), when
-        // every slot is taken.
-        let mut extra = TcpStream::connect(addr).await.unwrap();
+        held
+    }
+
+    /// What a connection from 127.0.0.`last` gets for a scrape.
+    async fn scrape_from(addr: std::net::SocketAddr, last: u8) -> String {
+        let mut stream = connect_from(addr, last).await;
+        let _ = stream.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").await;
         let mut answer = Vec::new();
-        let _ = extra.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").await;
-        let _ = extra.read_to_end(&mut answer).await;
-        assert!(answer.is_empty(), "closed unanswered");
-        drop(held);
-        // The slots free as the server sees each close; soon one is.
-        let mut freed = String::new();
+        let _ = stream.read_to_end(&mut answer).await;
+        String::from_utf8_lossy(&answer).into_owned()
+    }
+
+    /// Scrapes from 127.0.0.`last` until answered (a slot frees as the
+    /// server sees a close), at most 100 tries.
+    async fn answered_soon(addr: std::net::SocketAddr, last: u8) -> String {
+        let mut answer = String::new();
         for _ in 0..100 {
-            freed = exchange(addr, b"GET /metrics HTTP/1.0\r\n\r\n").await;
-            if !freed.is_empty() {
+            answer = scrape_from(addr, last).await;
+            if !answer.is_empty() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        answer
+    }
+
+    #[tokio::test]
+    async fn connections_past_the_limit_are_closed() {
+        let (addr, _stop) = server().await;
+        let mut held = Vec::new();
+        // From as many clients as it takes, each at its own limit.
+        for client in 0..MAX_CONNECTIONS / MAX_PER_CLIENT {
+            held.extend(held_from(addr, 10 + client as u8, MAX_PER_CLIENT).await);
+        }
+        assert_eq!(held.len(), MAX_CONNECTIONS);
+        // Accepted after those (the listen queue is in order), when
+        // every slot is taken.
+        assert_eq!(scrape_from(addr, 100).await, "", "closed unanswered");
+        drop(held);
+        let freed = answered_soon(addr, 100).await;
         assert!(freed.starts_with("HTTP/1.0 200 "), "{freed}");
+    }
+
+    #[tokio::test]
+    async fn one_client_holds_at_most_its_share_of_the_connections() {
+        let (addr, _stop) = server().await;
+        let held = held_from(addr, 20, MAX_PER_CLIENT).await;
+        assert_eq!(scrape_from(addr, 20).await, "", "past its share: closed");
+        let other = scrape_from(addr, 21).await;
+        assert!(other.starts_with("HTTP/1.0 200 "), "{other}");
+        drop(held);
+        let freed = answered_soon(addr, 20).await;
+        assert!(freed.starts_with("HTTP/1.0 200 "), "{freed}");
+    }
+
+    #[test]
+    fn an_ipv6_client_is_its_64() {
+        let one: IpAddr = "2001:db8:5::1".parse().unwrap();
+        let other: IpAddr = "2001:db8:5::ffff:2".parse().unwrap();
+        let next: IpAddr = "2001:db8:5:1::1".parse().unwrap();
+        assert_eq!(client_of(one), client_of(other));
+        assert_ne!(client_of(one), client_of(next));
+        let v4: IpAddr = "192.0.2.1".parse().unwrap();
+        assert_eq!(client_of(v4), v4);
+    }
+
+    #[tokio::test]
+    async fn scrapes_that_meet_share_one_body() {
+        let bodies = Bodies::default();
+        let built = std::sync::atomic::AtomicUsize::new(0);
+        let metrics = || {
+            built.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            async { ("up 1\n".repeat(1000), "text/plain") }
+        };
+        let built = || built.load(std::sync::atomic::Ordering::Relaxed);
+        // A slow reader still holds the first: the second scrape gets it.
+        let first = bodies.get(&metrics).await;
+        let second = bodies.get(&metrics).await;
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(built(), 1);
+        // Once no connection sends it, the next scrape builds anew.
+        drop((first, second));
+        let third = bodies.get(&metrics).await;
+        assert_eq!(built(), 2);
+        // An old one is not sent again, even while sent.
+        let last = Arc::downgrade(&third);
+        assert!(reusable(&last, third.made + REUSE / 2).is_some());
+        assert!(reusable(&last, third.made + REUSE).is_none());
     }
 }

@@ -22,10 +22,11 @@
 //! clock is read: `now` comes in, in milliseconds.
 //!
 //! A response that is not limited costs one hash of the key (client
-//! prefix, class and query type folded into one word, then the name
-//! eight octets at a time: [`key_hash`]) and one read and write of a
-//! 16-octet bucket, which never straddles two cache lines; nothing is
-//! allocated, and an empty exempt list is not walked.
+//! prefix, query type, name length and class in one word, then the name
+//! sixteen octets per multiply: [`key_hash`]) and one read and write of
+//! a 16-octet bucket, which never straddles two cache lines, all inlined
+//! into the caller; nothing is allocated, an empty exempt list is not
+//! walked, and what a limited response needs is out of line.
 //!
 //! One [`Rrl`] per UDP worker, without locks or shared atomics, as the
 //! rest of the UDP path. Rates then apply per worker: the kernel spreads a
@@ -141,14 +142,50 @@ pub enum Response<'a> {
     Error,
 }
 
-impl Response<'_> {
-    /// The class's number in the key, and its name.
-    fn class_and_name(&self) -> (u8, &[u8]) {
-        match *self {
-            Response::Positive { qname, .. } => (0, qname),
-            Response::NxDomain { zone } => (1, zone),
-            Response::Referral { delegation } => (2, delegation),
-            Response::Error => (3, &[]),
+/// The class of a response, each with its own rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Class {
+    Positive = 0,
+    NxDomain = 1,
+    Referral = 2,
+    Error = 3,
+}
+
+/// A [`Response`] as the table keys it: flat (the class, the query type
+/// of a positive answer or 0, the name), so that building it and hashing
+/// it take no branch on the kind of response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Key<'a> {
+    pub class: Class,
+    pub qtype: u16,
+    pub name: &'a [u8],
+}
+
+impl<'a> From<Response<'a>> for Key<'a> {
+    fn from(response: Response<'a>) -> Key<'a> {
+        let (class, qtype, name) = match response {
+            Response::Positive { qname, qtype } => (Class::Positive, qtype, qname),
+            Response::NxDomain { zone } => (Class::NxDomain, 0, zone),
+            Response::Referral { delegation } => (Class::Referral, 0, delegation),
+            Response::Error => (Class::Error, 0, &[][..]),
+        };
+        Key { class, qtype, name }
+    }
+}
+
+impl<'a> From<Key<'a>> for Response<'a> {
+    fn from(key: Key<'a>) -> Response<'a> {
+        match key.class {
+            Class::Positive => Response::Positive {
+                qname: key.name,
+                qtype: key.qtype,
+            },
+            Class::NxDomain => Response::NxDomain { zone: key.name },
+            Class::Referral => Response::Referral {
+                delegation: key.name,
+            },
+            Class::Error => Response::Error,
         }
     }
 }
@@ -217,14 +254,32 @@ const EMPTY: Bucket = Bucket {
     logged_at: 0,
 };
 
+/// One class's limit, with the most a bucket holds worked out once.
+#[derive(Clone, Copy, Debug)]
+struct Limit {
+    /// Tokens a second; 0: not limited.
+    rate: u64,
+    /// `rate` tokens in thousandths, at most [`CAP`].
+    cap: u64,
+}
+
+impl Limit {
+    fn new(rate: u32) -> Limit {
+        Limit {
+            rate: u64::from(rate),
+            cap: (u64::from(rate) * TOKEN).min(CAP),
+        }
+    }
+}
+
 /// One worker's rate limiter.
 pub struct Rrl {
     table: Box<[Bucket]>,
     mask: usize,
     /// Keys the hash: random per worker.
     seed: [u64; 2],
-    /// Per class (positive, NXDOMAIN, referral, error): tokens a second.
-    rates: [u32; 4],
+    /// Per class (positive, NXDOMAIN, referral, error).
+    limits: [Limit; 4],
     window: u32,
     slip: u32,
     ipv4_mask: u32,
@@ -232,6 +287,9 @@ pub struct Rrl {
     exempt: Vec<Prefix>,
     log_only: bool,
     pub counters: RrlCounters,
+    /// Whether `counters` moved since [`Rrl::take_changed`] last said so:
+    /// a batch that limited nothing reports nothing for one test.
+    changed: bool,
 }
 
 impl Rrl {
@@ -247,12 +305,13 @@ impl Rrl {
             table: vec![EMPTY; size].into_boxed_slice(),
             mask: size - 1,
             seed: [seed, seed.rotate_left(32) ^ SEED_SPREAD],
-            rates: [
+            limits: [
                 positive,
                 settings.nxdomains_per_second.unwrap_or(positive),
                 positive,
                 settings.errors_per_second.unwrap_or(positive),
-            ],
+            ]
+            .map(Limit::new),
             window: settings.window,
             slip: settings.slip,
             ipv4_mask: u32::MAX.checked_shl(32 - v4).unwrap_or(0),
@@ -260,6 +319,7 @@ impl Rrl {
             exempt: settings.exempt.clone(),
             log_only: settings.log_only,
             counters: RrlCounters::default(),
+            changed: false,
         })
     }
 
@@ -271,24 +331,31 @@ impl Rrl {
     /// Debits the bucket of `response` to `client` at `now_ms` and says
     /// whether to send it. Clients with a valid server cookie and TCP
     /// clients should not be checked at all.
+    ///
+    /// Inlined into the caller: a response that is not limited costs the
+    /// class's limit, the key's hash and the bucket, and returns; what a
+    /// limited one needs is out of line ([`Rrl::limited`]).
     #[inline]
-    pub fn check(&mut self, client: IpAddr, response: Response<'_>, now_ms: u64) -> Verdict {
-        let (class, name) = response.class_and_name();
-        let rate = self.rates[class as usize];
-        if rate == 0 || self.is_exempt(client) {
+    pub fn check<'a>(&mut self, client: IpAddr, key: impl Into<Key<'a>>, now_ms: u64) -> Verdict {
+        let Key { class, qtype, name } = key.into();
+        let limit = self.limits[class as usize];
+        if limit.rate == 0 || self.is_exempt(client) {
             return Verdict::SEND;
         }
-        let qtype = match response {
-            Response::Positive { qtype, .. } => qtype,
-            _ => 0,
-        };
-        let index = self.hash(client, class, qtype, name) as usize & self.mask;
-        let window = self.window;
+        let index = self.hash(client, class as u8, qtype, name) as usize & self.mask;
+        if !debit(&mut self.table[index], limit, now_ms) {
+            return Verdict::SEND;
+        }
+        self.limited(index, now_ms)
+    }
+
+    /// The verdict on a response whose bucket at `index` is empty.
+    #[cold]
+    #[inline(never)]
+    fn limited(&mut self, index: usize, now_ms: u64) -> Verdict {
+        self.changed = true;
         let bucket = &mut self.table[index];
-        if !debit(bucket, rate, now_ms) {
-            return Verdict::SEND;
-        }
-        let log = log_due(bucket, window, now_ms);
+        let log = log_due(bucket, self.window, now_ms);
         let action = if self.log_only {
             self.counters.log_only += 1;
             Action::Send
@@ -304,20 +371,42 @@ impl Rrl {
         Verdict { action, log }
     }
 
-    fn is_exempt(&self, client: IpAddr) -> bool {
-        !self.exempt.is_empty() && self.exempt.iter().any(|p| p.contains(client))
+    /// Whether `counters` changed since the last call.
+    #[inline]
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
     }
 
-    /// The key's hash: the client's prefix, the class and the query type
-    /// (of a positive answer; else 0) in one word, then the name.
+    /// One test when no prefix is exempt.
+    #[inline]
+    fn is_exempt(&self, client: IpAddr) -> bool {
+        !self.exempt.is_empty() && self.in_exempt(client)
+    }
+
+    /// Out of line, so that the walk's registers do not spill on the
+    /// path of a server with no exempt prefixes.
+    #[cold]
+    #[inline(never)]
+    fn in_exempt(&self, client: IpAddr) -> bool {
+        self.exempt.iter().any(|p| p.contains(client))
+    }
+
+    /// The key's hash: the client's prefix, the query type (of a positive
+    /// answer; else 0), the name's length and the class in one word,
+    /// then the name.
     #[inline]
     fn hash(&self, client: IpAddr, class: u8, qtype: u16, name: &[u8]) -> u64 {
-        let kind = u64::from(qtype) << 16 | u64::from(class) << 8;
+        // A name is at most 255 octets: its length fits the octet.
+        let kind = u64::from(qtype) << 16 | (name.len() as u64 & 0xFF) << 8 | u64::from(class) << 1;
         let key = match client.to_canonical() {
-            IpAddr::V4(v4) => u64::from(u32::from(v4) & self.ipv4_mask) << 32 | kind | 4,
+            IpAddr::V4(v4) => u64::from(u32::from(v4) & self.ipv4_mask) << 32 | kind,
             IpAddr::V6(v6) => {
                 let prefix = u128::from(v6) & self.ipv6_mask;
-                mix(prefix as u64, (prefix >> 64) as u64) ^ kind | 6
+                fold(
+                    prefix as u64 ^ self.seed[1],
+                    (prefix >> 64) as u64 ^ SEED_SPREAD,
+                ) ^ kind
+                    | 1
             }
         };
         key_hash(self.seed, key, name)
@@ -326,59 +415,57 @@ impl Rrl {
 
 /// Spreads the second half of the seed from the first.
 const SEED_SPREAD: u64 = 0x9E37_79B9_7F4A_7C15;
-/// The multiplier of rustc's FxHash: odd, its bits well spread.
-const MULTIPLIER: u64 = 0xF135_7AEA_2E62_A9C5;
 
-/// One step of the hash: `word` into `state`.
+/// A 64 × 64-bit multiply to 128 bits, its halves folded by xor: every
+/// bit of each factor reaches the low bits that index the table.
 #[inline]
-fn mix(state: u64, word: u64) -> u64 {
-    (state.rotate_left(26) ^ word).wrapping_mul(MULTIPLIER)
+fn fold(a: u64, b: u64) -> u64 {
+    let wide = u128::from(a) * u128::from(b);
+    (wide as u64) ^ (wide >> 64) as u64
 }
 
-/// A keyed hash of `key` and `name`, eight octets of the name a step
-/// (the last step reads the last eight, overlapping), then one 128-bit
-/// multiply to spread every bit into the low ones that index the table.
-/// RRL needs spread, not resistance to chosen collisions: a sender who
-/// could aim a key at another's bucket can spoof that key anyway. About
-/// a third of the instructions of a general-purpose hash of the same
-/// name, which matters on a path of about two thousand a query.
+/// A keyed hash of `key` (which holds the name's length) and `name`:
+/// sixteen octets of the name per multiply, read as two words (a shorter
+/// rest as two overlapping reads that cover it, as wyhash does), so a
+/// name of up to 16 octets costs one multiply and a typical query name
+/// two. RRL needs spread, not resistance to chosen collisions: a sender
+/// who could aim a key at another's bucket can spoof that key anyway.
 #[inline]
 fn key_hash(seed: [u64; 2], key: u64, name: &[u8]) -> u64 {
-    let word = |at: usize| u64::from_le_bytes(name[at..at + 8].try_into().expect("8 octets"));
-    let mut h = mix(seed[0] ^ name.len() as u64, key);
     let len = name.len();
-    if len < 8 {
-        let mut tail = 0;
-        for (i, &b) in name.iter().enumerate() {
-            tail |= u64::from(b) << (8 * i);
+    let word = |at: usize| u64::from_le_bytes(name[at..at + 8].try_into().expect("8 octets"));
+    let half = |at: usize| u32::from_le_bytes(name[at..at + 4].try_into().expect("4 octets"));
+    let mut state = key ^ seed[0];
+    let (a, b) = match len {
+        17.. => {
+            let mut at = 0;
+            while len - at > 16 {
+                state = fold(word(at) ^ seed[1], word(at + 8) ^ state);
+                at += 16;
+            }
+            (word(len - 16), word(len - 8))
         }
-        h = mix(h, tail);
-    } else {
-        let mut at = 0;
-        while at + 8 <= len {
-            h = mix(h, word(at));
-            at += 8;
+        8.. => (word(0), word(len - 8)),
+        4.. => (u64::from(half(0)), u64::from(half(len - 4))),
+        1.. => {
+            let octet = |at: usize| u64::from(name[at]);
+            (octet(0) << 16 | octet(len / 2) << 8 | octet(len - 1), 0)
         }
-        if at < len {
-            h = mix(h, word(len - 8));
-        }
-    }
-    let wide = u128::from(h) * u128::from(seed[1] | 1);
-    (wide as u64) ^ (wide >> 64) as u64
+        0 => (0, 0),
+    };
+    fold(a ^ seed[1], b ^ state)
 }
 
 /// Credits `bucket` for the time since it was last used and debits one
 /// response if it holds a token; says whether the response is limited
 /// (it held none, and keeps what it earned towards the next one).
 #[inline]
-fn debit(bucket: &mut Bucket, rate: u32, now_ms: u64) -> bool {
-    let cap = (u64::from(rate) * TOKEN).min(CAP);
+fn debit(bucket: &mut Bucket, limit: Limit, now_ms: u64) -> bool {
     // Past a full refill from empty, more time changes nothing; the bound
     // keeps the product below overflow. Time going back earns nothing.
     let elapsed = now_ms.saturating_sub(bucket.stamp).min(1000);
     bucket.stamp = bucket.stamp.max(now_ms);
-    let earned = elapsed * u64::from(rate);
-    let credited = (u64::from(bucket.balance) + earned).min(cap);
+    let credited = (u64::from(bucket.balance) + elapsed * limit.rate).min(limit.cap);
     let limited = credited < TOKEN;
     // At most CAP: fits.
     bucket.balance = if limited { credited } else { credited - TOKEN } as u32;
@@ -722,10 +809,13 @@ mod tests {
             (u32::MAX, CAP),
         ] {
             let mut bucket = EMPTY;
-            assert!(!debit(&mut bucket, rate, 0), "a fresh bucket sends");
+            assert!(
+                !debit(&mut bucket, Limit::new(rate), 0),
+                "a fresh bucket sends"
+            );
             assert_eq!(u64::from(bucket.balance), holds - TOKEN, "rate {rate}");
             // A second later, full again, whatever the rate: no overflow.
-            assert!(!debit(&mut bucket, rate, 1000));
+            assert!(!debit(&mut bucket, Limit::new(rate), 1000));
             assert_eq!(u64::from(bucket.balance), holds - TOKEN, "rate {rate}");
         }
     }
@@ -733,23 +823,56 @@ mod tests {
     #[test]
     fn the_key_hash_tells_every_octet_and_length_apart() {
         let seed = [7, 9];
-        let long = b"\x03www\x07example\x04test\x00\x01\x02\x03\x04\x05\x06";
-        for len in [0, 1, 7, 8, 9, 16, 17, 18, 24] {
+        let long = b"\x03www\x07example\x04test\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10";
+        // As `Rrl::hash` builds it: the key word holds the name's length.
+        let key = |k: u64, len: usize| k << 16 | (len as u64) << 8;
+        // Every branch of the hash: 0, 1 to 3, 4 to 7, 8 to 16 octets,
+        // one and two 16-octet steps before the last 16.
+        for len in [
+            0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 18, 24, 31, 32, 33, 34,
+        ] {
             let name = &long[..len];
-            let h = key_hash(seed, 42, name);
-            assert_eq!(h, key_hash(seed, 42, name), "the same each time");
-            assert_ne!(h, key_hash(seed, 43, name), "another key, length {len}");
-            assert_ne!(h, key_hash([8, 9], 42, name), "another seed");
-            assert_ne!(h, key_hash([7, 10], 42, name), "another seed");
+            let h = key_hash(seed, key(42, len), name);
+            assert_eq!(h, key_hash(seed, key(42, len), name), "the same each time");
+            assert_ne!(
+                h,
+                key_hash(seed, key(43, len), name),
+                "another key, length {len}"
+            );
+            assert_ne!(h, key_hash([8, 9], key(42, len), name), "another seed");
+            assert_ne!(h, key_hash([7, 10], key(42, len), name), "another seed");
             if len < long.len() {
-                assert_ne!(h, key_hash(seed, 42, &long[..len + 1]), "length {len}");
+                let longer = &long[..len + 1];
+                assert_ne!(h, key_hash(seed, key(42, len + 1), longer), "length {len}");
             }
             for at in 0..len {
                 let mut other = name.to_vec();
                 other[at] ^= 0x20;
-                assert_ne!(h, key_hash(seed, 42, &other), "octet {at} of {len}");
+                let h_other = key_hash(seed, key(42, len), &other);
+                assert_ne!(h, h_other, "octet {at} of {len}");
             }
         }
+    }
+
+    #[test]
+    fn names_that_read_alike_but_differ_in_length_key_apart() {
+        // The short reads of one to three octets see "\0" and "\0\0" alike;
+        // the key's length tells them apart, for both families.
+        let rrl = rrl(five_a_second());
+        for client in [ip("192.0.2.1"), ip("2001:db8::1")] {
+            let short = rrl.hash(client, 0, 1, b"\x00");
+            assert_ne!(short, rrl.hash(client, 0, 1, b"\x00\x00"), "{client}");
+            assert_ne!(short, rrl.hash(client, 1, 1, b"\x00"), "class, {client}");
+            assert_ne!(short, rrl.hash(client, 0, 2, b"\x00"), "type, {client}");
+        }
+        let www = b"\x03www\x07example\x00";
+        let v4 = rrl.hash(ip("192.0.2.1"), 0, 1, www);
+        assert_eq!(v4, rrl.hash(ip("::ffff:192.0.2.1"), 0, 1, www), "mapped");
+        assert_ne!(
+            v4,
+            rrl.hash(ip("::c000:201"), 0, 1, www),
+            "IPv6, not mapped"
+        );
     }
 
     #[test]

@@ -53,3 +53,88 @@ fn a_socket_receives_udp_to_our_port_and_the_program_goes_with_the_link() {
         assert!(!veth.has_xdp(), "{mode:?}: detached with its link");
     }
 }
+
+/// Replies queued with `submit` go out with the next wait or pause (its
+/// `poll()` sends them), without a `sendto()` of their own while fewer
+/// than the kernel's copy-mode send budget are queued; a full budget is
+/// sent at once. Checked at 1, just under, at and past the budget: every
+/// query gets its reply.
+#[test]
+fn submitted_replies_go_out_with_the_next_wait_or_at_a_full_budget() {
+    use heron_server::xdp::packet;
+    use heron_sys::xdp::socket::COPY_TX_BUDGET;
+    if skip_without_xdp() {
+        return;
+    }
+    let veth = VethNamespace::new("t").unwrap();
+    let interface = Interface::find(&veth.outside).unwrap();
+    let attached = Attached::attach(&interface, &[5354], Mode::Native).unwrap();
+    let mut socket = XskSocket::bind(interface.index, 0, true).unwrap();
+    attached.serve_queue(0, &socket).unwrap();
+    let budget = COPY_TX_BUDGET as usize;
+    for (count, queued_after_submit, pause) in [
+        (1, 1, false),
+        (budget - 1, budget - 1, true),
+        (budget, 0, false),
+        (budget + 8, 8, true),
+    ] {
+        let replies = std::thread::scope(|s| {
+            let client = s.spawn(|| veth.within(|| ask_and_collect(count)));
+            let mut frames = Vec::new();
+            while frames.len() < count && socket.wait(2000).unwrap() {
+                socket.recycle();
+                socket.receive(&mut frames, 64);
+            }
+            assert_eq!(frames.len(), count, "every query reached the socket");
+            for frame in frames.drain(..) {
+                let query = packet::parse(socket.packet(&frame)).unwrap();
+                let mut answer = socket.packet(&frame)[query.payload.clone()].to_vec();
+                answer[2] |= 0x80; // QR: a response
+                let len = packet::write_reply(socket.frame_mut(&frame), &query, &answer).unwrap();
+                assert!(socket.transmit(frame, len));
+            }
+            socket.submit();
+            assert_eq!(socket.tx_queued() as usize, queued_after_submit, "{count}");
+            match pause {
+                true => heron_sys::xdp::pause(
+                    std::slice::from_ref(&socket),
+                    std::time::Duration::from_millis(1),
+                )
+                .unwrap(),
+                false => {
+                    socket.wait(0).unwrap();
+                }
+            }
+            assert_eq!(socket.tx_queued(), 0, "{count}: the wait sent the rest");
+            client.join().unwrap()
+        });
+        assert_eq!(replies, count, "{count} replies reached the client");
+    }
+}
+
+/// Sends `count` DNS queries (IDs 0..count) from a fresh socket to the
+/// server's address on the pair, port 5354; returns how many replies
+/// with one of those IDs and QR set came back within 2 s of each other.
+fn ask_and_collect(count: usize) -> usize {
+    let client = std::net::UdpSocket::bind("198.51.100.2:0").unwrap();
+    client
+        .set_read_timeout(Some(std::time::Duration::from_secs(2)))
+        .unwrap();
+    let mut query = *b"\x00\x00\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x05heron\x07example\x00\x00\x01\x00\x01";
+    for id in 0..count as u16 {
+        query[..2].copy_from_slice(&id.to_be_bytes());
+        client.send_to(&query, "198.51.100.1:5354").unwrap();
+    }
+    let mut seen = vec![false; count];
+    let mut buf = [0u8; 512];
+    while let Ok(n) = client.recv(&mut buf) {
+        let id = usize::from(u16::from_be_bytes([buf[0], buf[1]]));
+        if n == query.len() && buf[2] & 0x80 != 0 && id < count {
+            seen[id] = true;
+        }
+        if seen.iter().all(|&s| s) {
+            break;
+        }
+    }
+    seen.iter().filter(|&&s| s).count()
+}

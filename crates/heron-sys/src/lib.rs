@@ -6,11 +6,9 @@
 //! Where `rustix` already offers a safe call it is used and this crate
 //! only gives it Heron's shape; `libc` is used for what rustix lacks
 //! (`recvmmsg`, `sched_setscheduler`, `malloc_trim`, signal handlers,
-//! `MADV_COLLAPSE`, the process-wide `setuid` and user lookups), and for
-//! `clock_gettime`, whose rustix vDSO call valgrind does not survive.
+//! `MADV_COLLAPSE`, the process-wide `setuid` and user lookups).
 //!
 //! * [`udp`]: batched datagram receive and send (`recvmmsg`/`sendmmsg`).
-//! * [`clock`]: the monotonic clock in milliseconds.
 //! * [`cpu`]: CPU pinning, online CPUs.
 //! * [`prefetch`]: asking the CPU to load a cache line (no system call).
 //! * [`sched`]: scheduling policy, nice value, timer slack.
@@ -22,7 +20,6 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-pub mod clock;
 pub mod cpu;
 pub mod memory;
 pub mod prefetch;

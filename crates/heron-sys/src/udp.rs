@@ -22,7 +22,7 @@
 use std::io;
 use std::marker::PhantomData;
 use std::mem;
-use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::net::{IpAddr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsFd, AsRawFd};
 use std::ptr;
 
@@ -48,6 +48,31 @@ pub struct Peer<'a> {
 }
 
 impl Peer<'_> {
+    /// The address without its port, or None for a family other than
+    /// IPv4 and IPv6: what a per-query check of the client (rate
+    /// limiting) needs, without building a [`SocketAddr`] (flow label,
+    /// scope and port) it would throw away.
+    #[inline]
+    pub fn ip(&self) -> Option<IpAddr> {
+        let len = self.len as usize;
+        let storage: *const libc::sockaddr_storage = self.storage;
+        match self.storage.ss_family as libc::c_int {
+            libc::AF_INET if len >= mem::size_of::<libc::sockaddr_in>() => {
+                // SAFETY: as in `to_std`: the family says the storage holds
+                // a sockaddr_in, and sockaddr_storage is large and aligned
+                // enough for it.
+                let sin: &libc::sockaddr_in = unsafe { &*storage.cast() };
+                Some(IpAddr::V4(u32::from_be(sin.sin_addr.s_addr).into()))
+            }
+            libc::AF_INET6 if len >= mem::size_of::<libc::sockaddr_in6>() => {
+                // SAFETY: as above, for sockaddr_in6.
+                let sin6: &libc::sockaddr_in6 = unsafe { &*storage.cast() };
+                Some(IpAddr::V6(sin6.sin6_addr.s6_addr.into()))
+            }
+            _ => None,
+        }
+    }
+
     /// The address, or None for a family other than IPv4 and IPv6.
     pub fn to_std(&self) -> Option<SocketAddr> {
         let len = self.len as usize;
@@ -361,6 +386,7 @@ mod tests {
             .map(|i| rx.datagram(i).iter().rev().copied().collect())
             .collect();
         assert!((0..n).all(|i| rx.peer(i).to_std() == Some(client.local_addr().unwrap())));
+        assert!((0..n).all(|i| rx.peer(i).ip() == Some(client.local_addr().unwrap().ip())));
         let mut tx = Sender::with_capacity(8);
         let mut loaded = tx.load((0..n).map(|i| (&replies[i][..], Some(rx.peer(i)))));
         assert_eq!(loaded.len(), 2);
@@ -409,6 +435,37 @@ mod tests {
         let mut rx = Receiver::new(2, 64);
         receive_all(&mut rx, &server, 1);
         assert_eq!(rx.peer(0).to_std(), Some(client.local_addr().unwrap()));
+        assert_eq!(rx.peer(0).ip(), Some(client.local_addr().unwrap().ip()));
+    }
+
+    #[test]
+    fn a_peer_of_another_family_or_too_short_has_no_address() {
+        // SAFETY: all zeroes is a valid sockaddr_storage (AF_UNSPEC).
+        let mut storage: libc::sockaddr_storage = unsafe { mem::zeroed() };
+        let full = ADDRESS_LEN;
+        let unspecified = Peer {
+            storage: &storage,
+            len: full,
+        };
+        assert_eq!((unspecified.ip(), unspecified.to_std()), (None, None));
+        storage.ss_family = libc::AF_INET as libc::sa_family_t;
+        let short = Peer {
+            storage: &storage,
+            len: 4,
+        };
+        assert_eq!((short.ip(), short.to_std()), (None, None));
+        storage.ss_family = libc::AF_INET6 as libc::sa_family_t;
+        let v4_sized = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let short = Peer {
+            storage: &storage,
+            len: v4_sized,
+        };
+        assert_eq!((short.ip(), short.to_std()), (None, None));
+        let v6 = Peer {
+            storage: &storage,
+            len: full,
+        };
+        assert_eq!(v6.ip(), Some(IpAddr::from([0u8; 16])));
     }
 
     #[test]

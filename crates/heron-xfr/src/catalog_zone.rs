@@ -55,6 +55,10 @@ pub enum Problem {
         owner: Name,
         group: Option<String>,
     },
+    /// More member nodes than the consumer takes (its `max-members`):
+    /// each becomes a zone to keep, so a producer cannot ask for any
+    /// number of them.
+    TooManyMembers { owner: Name, max: usize },
 }
 
 impl fmt::Display for Problem {
@@ -66,11 +70,14 @@ impl fmt::Display for Problem {
                     "{owner} TXT: missing or not one string; version \"2\" is required"
                 )
             }
+            // Strings from the producer are escaped (`{:?}`): a line
+            // break or a terminal control in them must not reach the log
+            // as they are.
             Problem::Version {
                 owner,
                 found: Some(v),
             } => {
-                write!(f, "{owner} TXT \"{v}\": only version \"2\" is understood")
+                write!(f, "{owner} TXT {v:?}: only version \"2\" is understood")
             }
             Problem::MemberPtr { owner, count } => {
                 write!(
@@ -94,10 +101,14 @@ impl fmt::Display for Problem {
             Problem::NoTemplate { zone, owner, group } => match group {
                 Some(group) => write!(
                     f,
-                    "{owner} PTR {zone}: no member template for group \"{group}\""
+                    "{owner} PTR {zone}: no member template for group {group:?}"
                 ),
                 None => write!(f, "{owner} PTR {zone}: no member template without a group"),
             },
+            Problem::TooManyMembers { owner, max } => write!(
+                f,
+                "{owner}: more than {max} member nodes, the most max-members lets this server take"
+            ),
         }
     }
 }
@@ -112,6 +123,16 @@ pub type Record<'a> = (&'a Name, RType, &'a [u8]);
 pub fn parse<'a>(
     catalog: &Name,
     records: impl IntoIterator<Item = Record<'a>>,
+) -> Result<Members, Vec<Problem>> {
+    parse_at_most(catalog, records, usize::MAX)
+}
+
+/// [`parse`], rejecting a catalog of more than `max_members` member
+/// nodes as soon as the reading finds one more.
+pub fn parse_at_most<'a>(
+    catalog: &Name,
+    records: impl IntoIterator<Item = Record<'a>>,
+    max_members: usize,
 ) -> Result<Members, Vec<Problem>> {
     let Ok(version_owner) = catalog.prepend(b"version") else {
         return Err(vec![Problem::Version {
@@ -132,7 +153,12 @@ pub fn parse<'a>(
             continue;
         };
         match (relative.as_slice(), rtype) {
-            ([id], RType::PTR) => ptrs.entry(id.clone()).or_default().push(rdata),
+            ([id], RType::PTR) => {
+                ptrs.entry(id.clone()).or_default().push(rdata);
+                if ptrs.len() > max_members {
+                    return Err(vec![too_many(catalog, max_members)]);
+                }
+            }
             ([property, id], RType::TXT) if property == b"group" => {
                 groups.entry(id.clone()).or_default().push(rdata)
             }
@@ -241,6 +267,13 @@ fn members(
     members
 }
 
+fn too_many(catalog: &Name, max: usize) -> Problem {
+    let owner = catalog
+        .prepend(b"zones")
+        .unwrap_or_else(|_| catalog.clone());
+    Problem::TooManyMembers { owner, max }
+}
+
 fn property_problem(catalog: &Name, property: &str, id: &[u8], what: &'static str) -> Problem {
     let owner = member_owner(catalog, id)
         .prepend(property.as_bytes())
@@ -282,10 +315,26 @@ fn single_string(rdata: &[u8]) -> Option<String> {
 
 /// The member zones of a catalog zone as served (see [`parse`]).
 pub fn parse_zone(zone: &Zone) -> Result<Members, Vec<Problem>> {
+    parse_zone_at_most(zone, usize::MAX)
+}
+
+/// [`parse_zone`] with the bound of [`parse_at_most`], found before the
+/// records of a catalog past it are copied for reading.
+pub fn parse_zone_at_most(zone: &Zone, max_members: usize) -> Result<Members, Vec<Problem>> {
+    let catalog = zone.origin();
     let mut records = Vec::new();
-    zone.nodes()
-        .for_each(|node| push_records(&node, &mut records));
-    parse_owned(zone.origin(), &records)
+    let mut member_nodes = 0;
+    for node in zone.nodes() {
+        let has_ptr = node.data().any(|rrset| rrset.rtype == RType::PTR);
+        if has_ptr && below_zones(&node.owner(), catalog).is_some_and(|l| l.len() == 1) {
+            member_nodes += 1;
+            if member_nodes > max_members {
+                return Err(vec![too_many(catalog, max_members)]);
+            }
+        }
+        push_records(&node, &mut records);
+    }
+    parse_owned(catalog, &records, max_members)
 }
 
 /// A record with its parts owned.
@@ -300,13 +349,14 @@ fn push_records(node: &Node, records: &mut Vec<OwnedRecord>) {
     }
 }
 
-fn parse_owned(catalog: &Name, records: &[OwnedRecord]) -> Result<Members, Vec<Problem>> {
-    parse(
-        catalog,
-        records
-            .iter()
-            .map(|(owner, rtype, rdata)| (owner, *rtype, rdata.as_slice())),
-    )
+fn parse_owned(
+    catalog: &Name,
+    records: &[OwnedRecord],
+    max_members: usize,
+) -> Result<Members, Vec<Problem>> {
+    let records = records.iter();
+    let records = records.map(|(owner, rtype, rdata)| (owner, *rtype, rdata.as_slice()));
+    parse_at_most(catalog, records, max_members)
 }
 
 /// The member ids whose nodes the steps of an IXFR of `catalog` touch
@@ -348,7 +398,7 @@ pub fn parse_members(zone: &Zone, ids: &HashSet<Vec<u8>>) -> Result<Members, Vec
         read(member.prepend(b"group"));
         read(member.prepend(b"coo"));
     }
-    parse_owned(catalog, &records)
+    parse_owned(catalog, &records, usize::MAX)
 }
 
 /// A catalog's members as consumed, indexed by zone and by unique ID, so
@@ -409,6 +459,21 @@ impl MemberSet {
             }
         }
         problems
+    }
+
+    /// The problem of a new version in which the nodes of `ids` list
+    /// `listed` (and every other node is as before), if it has more than
+    /// `max` members.
+    pub fn over(
+        &self,
+        catalog: &Name,
+        ids: &HashSet<Vec<u8>>,
+        listed: &Members,
+        max: usize,
+    ) -> Option<Problem> {
+        let listed_before = ids.iter().filter(|id| self.zone_of.contains_key(*id));
+        let after = self.members.len() - listed_before.count() + listed.len();
+        (after > max).then(|| too_many(catalog, max))
     }
 
     /// Takes a new version in which the nodes of `ids` list `listed` (see

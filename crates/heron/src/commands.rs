@@ -1,7 +1,7 @@
 //! What the control socket's commands do in a running server: each one
 //! is done (or has failed) before its response is sent.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -110,6 +110,8 @@ impl Controller {
     /// Each zone asked (all when none), or an error naming those unknown.
     async fn zone_status(&self, asked: &[Name]) -> Response {
         let reports = self.secondary_reports().await;
+        let report_of: HashMap<&Name, &ZoneReport> =
+            reports.iter().map(|r| (&r.origin, r)).collect();
         let catalog = self.catalog.load();
         let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
         let mut origins: Vec<Name> = if asked.is_empty() {
@@ -120,7 +122,7 @@ impl Controller {
         } else {
             asked.to_vec()
         };
-        origins.sort_by_key(|o| o.to_string());
+        origins.sort_by_cached_key(|o| o.to_string());
         let mut rows = Vec::new();
         let mut unknown = Vec::new();
         let secondaries = self.secondaries.load_full();
@@ -144,7 +146,7 @@ impl Controller {
                 "served": zone.is_some(),
                 "loaded_at": loaded.flatten().map(unix_seconds),
             });
-            if let Some(report) = reports.iter().find(|r| r.origin.to_lowercase() == origin) {
+            if let Some(report) = report_of.get(&origin) {
                 secondary_fields(&mut row, report);
             }
             rows.push(row);

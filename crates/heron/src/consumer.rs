@@ -93,9 +93,22 @@ impl Consumers {
         diffs: Option<&[ZoneDiff]>,
         configured: impl Fn(&Name) -> bool,
     ) -> Option<Vec<Step>> {
+        self.take(zone, diffs, Some(&configured))
+    }
+
+    /// [`Consumers::consume`]; without `configured`, the version is
+    /// not checked against the configuration (see [`Consumers::start`]).
+    fn take(
+        &mut self,
+        zone: &Zone,
+        diffs: Option<&[ZoneDiff]>,
+        configured: Option<&dyn Fn(&Name) -> bool>,
+    ) -> Option<Vec<Step>> {
         let key = zone.origin().to_lowercase();
         let owner = &self.owner;
-        let by_hand = |z: &Name| configured(z) && !owner.contains_key(&z.to_lowercase());
+        let by_hand = configured.map(|configured| {
+            move |z: &Name| configured(z) && !owner.contains_key(&z.to_lowercase())
+        });
         let consumer = self.catalogs.get_mut(&key)?;
         if consumer.consumed == Some(zone.serial()) {
             return None;
@@ -103,13 +116,16 @@ impl Consumers {
         let changes = match consumer.read(zone, diffs, by_hand) {
             Ok(changes) => changes,
             Err(problems) => {
-                for problem in &problems {
+                let rejected = format!(
+                    "catalog zone {} serial {} rejected, members unchanged",
+                    zone.origin(),
+                    zone.serial()
+                );
+                for line in problem_lines(&problems) {
                     tracing::error!(
                         catalog = %zone.origin(),
                         serial = zone.serial(),
-                        "catalog zone {} serial {} rejected, members unchanged: {problem}",
-                        zone.origin(),
-                        zone.serial()
+                        "{rejected}: {line}"
                     );
                 }
                 return None;
@@ -155,8 +171,9 @@ impl Consumers {
             }
             Change::Add(m) => match self.owner.get(&zone).cloned() {
                 None => {
+                    let made = self.made(catalog, &m)?;
                     self.owner.insert(zone, catalog.clone());
-                    self.made(catalog, &m).map(|(z, p)| Step::Add(z, p))
+                    Some(Step::Add(made.0, made.1))
                 }
                 Some(other) if self.hands_over(&other, &zone, catalog) => {
                     self.take_over(&other, catalog, &m)
@@ -224,15 +241,34 @@ impl Consumers {
     }
 
     /// The member zone as catalog `catalog`'s template for it makes it.
+    /// A version is checked for templates before it is taken, so a member
+    /// without one is one of the version taken before a restart whose
+    /// template the configuration no longer has: it is not served.
     fn made(&self, catalog: &Name, member: &Member) -> Option<(SecondaryZone, ZonePolicy)> {
         let config = &self.catalogs.get(catalog)?.config;
-        let template = config.template(member.group.as_deref())?;
+        let Some(template) = config.template(member.group.as_deref()) else {
+            tracing::warn!(
+                zone = %member.zone,
+                catalog = %catalog,
+                "catalog {catalog} lists {} with no member template for its group now \
+                 ({:?}): not served",
+                member.zone,
+                member.group
+            );
+            return None;
+        };
         Some(template.member(&member.zone, &config.zone))
     }
 
     /// The members every catalog's copy lists, at start: `kept` finds
     /// the copy of the version of a catalog taken last. Returns them as
     /// zones to add.
+    ///
+    /// That version was taken under the configuration before the
+    /// restart: what the configuration changed since (a member configured
+    /// by hand now, a template gone, a lower `max-members`) leaves those
+    /// members out, with a warning, but never the others; the next
+    /// version from the primary is checked as usual.
     pub fn start<'z>(
         &mut self,
         kept: impl Fn(&Name) -> Option<&'z Zone>,
@@ -245,10 +281,22 @@ impl Consumers {
             let Some(zone) = kept(&catalog) else {
                 continue;
             };
-            for step in self.consume(zone, None, &configured).unwrap_or_default() {
-                if let Step::Add(zone, policy) = step {
-                    members.push((zone, policy));
+            for step in self.take(zone, None, None).unwrap_or_default() {
+                let Step::Add(member, policy) = step else {
+                    continue;
+                };
+                if configured(&member.origin) {
+                    tracing::warn!(
+                        zone = %member.origin,
+                        catalog = %catalog,
+                        "catalog {catalog} lists {}, configured by hand now: \
+                         the configuration is followed",
+                        member.origin
+                    );
+                    self.disown(&member.origin.to_lowercase());
+                    continue;
                 }
+                members.push((member, policy));
             }
         }
         members
@@ -259,11 +307,14 @@ impl Consumer {
     /// The changes from the members taken last to those of `zone`, or the
     /// problems that reject it. An IXFR that follows the version taken
     /// last is read for the members it touches alone.
+    ///
+    /// Without `by_hand`, the version is taken whatever the configuration
+    /// says of its members (see [`Consumers::start`]).
     fn read(
         &mut self,
         zone: &Zone,
         diffs: Option<&[ZoneDiff]>,
-        by_hand: impl Fn(&Name) -> bool,
+        by_hand: Option<impl Fn(&Name) -> bool>,
     ) -> Result<Vec<Change>, Vec<Problem>> {
         let catalog = zone.origin();
         let follows = diffs.and_then(|d| d.first()).map(|d| serial_of(&d.old_soa));
@@ -274,19 +325,28 @@ impl Consumer {
             _ => None,
         };
         let has_template = |group: Option<&str>| self.config.template(group).is_some();
+        let max = match by_hand {
+            Some(_) => self.config.max_members,
+            None => usize::MAX,
+        };
+        let check = |members: &catalog_zone::Members| match &by_hand {
+            Some(by_hand) => catalog_zone::check(catalog, members, by_hand, has_template),
+            None => Vec::new(),
+        };
         match touched {
             Some(ids) => {
                 let listed = catalog_zone::parse_members(zone, &ids)?;
                 let mut problems = self.members.clashes(catalog, &ids, &listed);
-                problems.extend(catalog_zone::check(catalog, &listed, by_hand, has_template));
+                problems.extend(self.members.over(catalog, &ids, &listed, max));
+                problems.extend(check(&listed));
                 match problems.is_empty() {
                     true => Ok(self.members.update(&ids, listed)),
                     false => Err(problems),
                 }
             }
             None => {
-                let members = catalog_zone::parse_zone(zone)?;
-                let problems = catalog_zone::check(catalog, &members, by_hand, has_template);
+                let members = catalog_zone::parse_zone_at_most(zone, max)?;
+                let problems = check(&members);
                 match problems.is_empty() {
                     true => Ok(self.members.replace(members)),
                     false => Err(problems),
@@ -294,6 +354,25 @@ impl Consumer {
             }
         }
     }
+}
+
+/// The most problems of one rejected version logged one by one: a
+/// hostile or broken producer can list a problem per member, and a
+/// million log lines per transfer would bury everything else.
+const MAX_PROBLEMS_LOGGED: usize = 20;
+
+/// The log lines for `problems`: each of the first
+/// [`MAX_PROBLEMS_LOGGED`], then how many more there are.
+fn problem_lines(problems: &[Problem]) -> Vec<String> {
+    let mut lines: Vec<String> = (problems.iter())
+        .take(MAX_PROBLEMS_LOGGED)
+        .map(Problem::to_string)
+        .collect();
+    if problems.len() > MAX_PROBLEMS_LOGGED {
+        let more = problems.len() - MAX_PROBLEMS_LOGGED;
+        lines.push(format!("and {more} more problems not logged one by one"));
+    }
+    lines
 }
 
 /// Where the version of a catalog taken last is kept, beside `file`, the
@@ -354,6 +433,7 @@ mod tests {
             zone: n(name),
             default: (!groups_only).then(|| template(1, false)),
             groups: BTreeMap::from([("gold".to_string(), template(2, true))]),
+            max_members: crate::config::catalog::DEFAULT_MAX_MEMBERS,
         }
     }
 
@@ -560,6 +640,93 @@ mod tests {
         assert_eq!(
             consumed_copy(Path::new("/var/lib/heron/cat.test.zone")),
             Path::new("/var/lib/heron/cat.test.zone.consumed")
+        );
+    }
+
+    #[test]
+    fn a_restart_serves_every_member_the_configuration_still_allows() {
+        let mut consumers = Consumers::new(vec![config("cat.test", true)]);
+        // Taken before the restart; since, hand.test was configured by
+        // hand and the template of group "lead" was removed.
+        let kept = version(
+            "cat.test",
+            7,
+            "a.zones PTR a.test.\ngroup.a.zones TXT \"gold\"\n\
+             b.zones PTR b.test.\ngroup.b.zones TXT \"lead\"\n\
+             h.zones PTR hand.test.\ngroup.h.zones TXT \"gold\"\n",
+        );
+        let by_hand = |z: &Name| z.eq(&n("hand.test"));
+        let started = consumers.start(|_| Some(&*kept), by_hand);
+        let origins: Vec<String> = started.iter().map(|(z, _)| z.origin.to_string()).collect();
+        assert_eq!(origins, ["a.test."]);
+        // The primary's next version is checked as usual: hand.test
+        // rejects it, and nothing changes.
+        let next = version(
+            "cat.test",
+            8,
+            "a.zones PTR a.test.\ngroup.a.zones TXT \"gold\"\n\
+             h.zones PTR hand.test.\ngroup.h.zones TXT \"gold\"\n",
+        );
+        assert!(consumers.consume(&next, None, by_hand).is_none());
+        let fixed = version(
+            "cat.test",
+            9,
+            "a.zones PTR a.test.\ngroup.a.zones TXT \"gold\"\n\
+             c.zones PTR c.test.\ngroup.c.zones TXT \"gold\"\n",
+        );
+        let steps = consumers.consume(&fixed, None, by_hand).unwrap();
+        let cat = Some("cat.test.");
+        assert_eq!(summary(&steps), [step("add", "c.test.", cat, 2)]);
+    }
+
+    #[test]
+    fn a_catalog_past_max_members_is_rejected_whole_or_by_ixfr() {
+        let mut catalog = config("cat.test", false);
+        catalog.max_members = 2;
+        let mut consumers = Consumers::new(vec![catalog]);
+        let three = version(
+            "cat.test",
+            1,
+            "a.zones PTR a.test.\nb.zones PTR b.test.\nc.zones PTR c.test.\n",
+        );
+        assert!(consumers.consume(&three, None, |_| false).is_none());
+        let two = version("cat.test", 2, "a.zones PTR a.test.\nb.zones PTR b.test.\n");
+        assert_eq!(consumers.consume(&two, None, |_| false).unwrap().len(), 2);
+        let three = version(
+            "cat.test",
+            3,
+            "a.zones PTR a.test.\nb.zones PTR b.test.\nc.zones PTR c.test.\n",
+        );
+        assert!(ixfr(&mut consumers, &two, &three).is_none());
+        // One swapped for another fits.
+        let swapped = version("cat.test", 4, "a.zones PTR a.test.\nc.zones PTR c.test.\n");
+        let steps = ixfr(&mut consumers, &two, &swapped).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [
+                step("remove", "b.test.", None, 0),
+                step("add", "c.test.", Some("cat.test."), 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_version_with_many_problems_logs_a_bounded_number_of_lines() {
+        let problem = |i: usize| Problem::ItselfAMember {
+            owner: n(&format!("m{i}.zones.cat.test")),
+        };
+        let at_bound: Vec<Problem> = (0..MAX_PROBLEMS_LOGGED).map(problem).collect();
+        assert_eq!(problem_lines(&at_bound).len(), MAX_PROBLEMS_LOGGED);
+        let past: Vec<Problem> = (0..1_000).map(problem).collect();
+        let lines = problem_lines(&past);
+        assert_eq!(lines.len(), MAX_PROBLEMS_LOGGED + 1);
+        assert_eq!(lines[0], past[0].to_string());
+        assert_eq!(
+            lines.last().unwrap(),
+            &format!(
+                "and {} more problems not logged one by one",
+                1_000 - MAX_PROBLEMS_LOGGED
+            )
         );
     }
 }

@@ -292,14 +292,21 @@ impl Running {
             .into_iter()
             .map(|z| (z.origin.to_lowercase(), z))
             .collect();
-        // Catalog members come and go with their catalog, not here.
+        // Catalog members come and go with their catalog, not here, unless
+        // a zone file now configures them by hand: the hand wins, as it
+        // does for a member made a secondary by hand below.
         let gone: Vec<Name> = (self.zones.iter())
-            .filter(|(origin, zone)| zone.catalog.is_none() && !wanted.contains_key(*origin))
+            .filter(|(origin, zone)| match &zone.catalog {
+                None => !wanted.contains_key(*origin),
+                Some(_) => from_files(origin),
+            })
             .map(|(origin, _)| origin.clone())
             .collect();
         let mut to_delete = Vec::new();
         for origin in gone {
-            changes.removed.push(self.zones[&origin].origin.clone());
+            let zone = self.zones[&origin].clone();
+            self.leave_catalog(&zone, "loaded from a file", primary);
+            changes.removed.push(zone.origin.clone());
             let file = self.stop(&origin, next, primary, &from_files);
             if let Some(file) = file.filter(|_| !self.keep_removed) {
                 to_delete.push(file);
@@ -310,15 +317,8 @@ impl Running {
             match self.zones.get(&origin) {
                 Some(running) if format!("{running:?}") == format!("{zone:?}") => continue,
                 Some(running) => {
-                    if let Some(catalog) = &running.catalog {
-                        tracing::warn!(
-                            zone = %zone.origin,
-                            "zone {} is configured by hand now: it no longer follows catalog {catalog}",
-                            zone.origin
-                        );
-                        self.consumers.disown(&origin);
-                        primary.set_member_policy(&origin, None);
-                    }
+                    let running = running.clone();
+                    self.leave_catalog(&running, "configured by hand", primary);
                     changes.repointed.push(zone.origin.clone());
                     self.repoint(zone, next);
                 }
@@ -332,6 +332,21 @@ impl Running {
         self.start_zones(added, next);
         self.publish_origins();
         changes
+    }
+
+    /// A catalog member configured by hand now (`how`) no longer follows
+    /// its catalog: the hand configuration wins.
+    fn leave_catalog(&mut self, member: &SecondaryZone, how: &str, primary: &Primary) {
+        let Some(catalog) = &member.catalog else {
+            return;
+        };
+        tracing::warn!(
+            zone = %member.origin,
+            "zone {} is {how} now: it no longer follows catalog {catalog}",
+            member.origin
+        );
+        self.consumers.disown(&member.origin.to_lowercase());
+        primary.set_member_policy(&member.origin, None);
     }
 
     /// Takes a version of a catalog zone that was just received (or

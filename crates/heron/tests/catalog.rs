@@ -305,6 +305,22 @@ fn heron_produces_heron_consumes() {
     consume_from(ServerKind::Heron);
 }
 
+/// A Heron primary of the zones `names` (each in `dir/NAME.zone`),
+/// notifying a consumer to be started on the port returned; started once
+/// it serves `wait_for`.
+fn heron_primary_of(dir: &Path, names: &[&str], wait_for: &str) -> (ServerProcess, u16) {
+    let files: Vec<(String, PathBuf)> = (names.iter())
+        .map(|name| (format!("{name}."), dir.join(format!("{name}.zone"))))
+        .collect();
+    let consumer_port = free_port();
+    let consumer_addr = SocketAddr::from(([127, 0, 0, 1], consumer_port));
+    let port = free_port();
+    let config = heron_primary_config(port, &files, consumer_addr);
+    let primary = ServerProcess::heron_on_port(&heron(), port, wait_for, &config)
+        .unwrap_or_else(|log| panic!("Heron primary did not start: {log}"));
+    (primary, consumer_port)
+}
+
 /// The catalog `zone` is a member of, as `heron ctl zone-status` says.
 fn catalog_of(socket: &Path, zone: &str) -> Option<String> {
     let named = catalogs_named(&zone_status(socket));
@@ -329,20 +345,8 @@ fn coo_hands_a_member_from_one_catalog_to_another() {
     };
     write("old.test", 1, "m.zones PTR z.test.\n");
     write("new.test", 1, "");
-    let files: Vec<(String, PathBuf)> = ["old.test", "new.test", "z.test"]
-        .iter()
-        .map(|name| (format!("{name}."), file(name)))
-        .collect();
-    let consumer_port = free_port();
-    let consumer_addr = SocketAddr::from(([127, 0, 0, 1], consumer_port));
-    let port = free_port();
-    let primary = ServerProcess::heron_on_port(
-        &heron(),
-        port,
-        "z.test",
-        &heron_primary_config(port, &files, consumer_addr),
-    )
-    .unwrap_or_else(|log| panic!("Heron primary did not start: {log}"));
+    let (primary, consumer_port) =
+        heron_primary_of(&dir, &["old.test", "new.test", "z.test"], "z.test");
     let catalogs = ["old.test", "new.test"];
     let config = consumer_config(consumer_port, primary.addr(), &dir, &catalogs);
     let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, "z.test", &config)
@@ -396,5 +400,81 @@ fn coo_hands_a_member_from_one_catalog_to_another() {
         "{}",
         consumer.log()
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `heron ctl --socket SOCKET ARGS...`: whether it succeeded, and what it
+/// printed.
+fn ctl(socket: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(heron())
+        .args(["ctl", "--socket"])
+        .arg(socket)
+        .args(args)
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), said)
+}
+
+/// A careless operator: a member zone of a catalog is configured by hand
+/// with a zone file of its own, and `heron ctl reconfigure` run. The
+/// file's zone is served from then on, not overwritten by the member's
+/// next transfer; and a restart with that configuration still serves the
+/// catalog's other members (the version taken before is not rejected for
+/// a member configured by hand since).
+#[test]
+fn a_member_configured_by_hand_later_wins_and_the_others_survive_a_restart() {
+    let dir = work_dir("by-hand");
+    let file = |name: &str| dir.join(format!("{name}.zone"));
+    let members = [("a", "a.test", None), ("b", "b.test", None)];
+    std::fs::write(file(CATALOG), catalog_text(1, &members)).unwrap();
+    for zone in ["a.test", "b.test"] {
+        std::fs::write(file(zone), member_text(zone)).unwrap();
+    }
+    let (primary, consumer_port) = heron_primary_of(&dir, &[CATALOG, "a.test", "b.test"], CATALOG);
+    let config = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG]);
+    let mut consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
+        .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));
+    let addr = consumer.addr();
+    assert!(eventually(
+        || zone_serial(addr, "a.test") == Some(1) && zone_serial(addr, "b.test") == Some(1)
+    ));
+
+    // b.test by hand, from a file of its own.
+    let hand = dir.join("b-by-hand.zone");
+    std::fs::write(&hand, member_text("b.test").replace(" 1 3600", " 77 3600")).unwrap();
+    let by_hand = format!(
+        "{config}[[zone]]\norigin = \"b.test\"\nfile = \"{}\"\n",
+        hand.display()
+    );
+    std::fs::write(consumer.dir().join("heron.toml"), &by_hand).unwrap();
+    let socket = dir.join("ctl.sock");
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok, "{said}");
+    assert!(eventually(|| zone_serial(addr, "b.test") == Some(77)));
+    assert_eq!(catalog_of(&socket, "b.test."), None);
+    // The catalog's member b.test moves on at the primary: not taken.
+    std::fs::write(
+        file("b.test"),
+        member_text("b.test").replace(" 1 3600", " 2 3600"),
+    )
+    .unwrap();
+    primary.reload();
+    let (ok, said) = ctl(&socket, &["refresh", "b.test"]);
+    assert!(!ok, "b.test is no longer a secondary: {said}");
+    assert_eq!(zone_serial(addr, "b.test"), Some(77), "{}", consumer.log());
+
+    // Restarted with that configuration: a.test is still served.
+    consumer.terminate();
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, "b.test", &by_hand)
+        .unwrap_or_else(|log| panic!("Heron did not restart: {log}"));
+    assert!(
+        eventually(|| zone_serial(addr, "a.test") == Some(1)),
+        "{}",
+        consumer.log()
+    );
+    assert_eq!(zone_serial(addr, "b.test"), Some(77));
+    assert!(consumer.log().contains("configured by hand now"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -7,7 +7,8 @@
 //! are `heron_sys::udp`'s.
 
 use std::io;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::time::Instant;
 
 use heron_sys::udp::{Receiver, Sender, Wait};
 
@@ -23,6 +24,8 @@ pub struct Batch {
     /// Slots whose response is to be sent, in order.
     to_send: Vec<usize>,
     sender: Sender,
+    /// When the last receive returned.
+    received_at: Instant,
 }
 
 impl Batch {
@@ -34,6 +37,7 @@ impl Batch {
             responses: (0..capacity).map(|_| Vec::with_capacity(4096)).collect(),
             to_send: Vec::with_capacity(capacity),
             sender: Sender::with_capacity(capacity),
+            received_at: Instant::now(),
         }
     }
 
@@ -46,7 +50,15 @@ impl Batch {
     /// the capacity. Returns how many were received.
     pub fn receive(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         self.to_send.clear();
-        self.received.receive(socket, Wait::Blocking)
+        let received = self.received.receive(socket, Wait::Blocking)?;
+        self.received_at = Instant::now();
+        Ok(received)
+    }
+
+    /// When the last [`Batch::receive`] returned datagrams: the one clock
+    /// read a batch makes, which its handler dates the batch by.
+    pub fn received_at(&self) -> Instant {
+        self.received_at
     }
 
     /// The `i`th datagram received.
@@ -67,6 +79,13 @@ impl Batch {
     /// Where the `i`th datagram came from.
     pub fn peer(&self, i: usize) -> Option<SocketAddr> {
         self.received.peer(i).to_std()
+    }
+
+    /// The address alone of the `i`th datagram's peer: cheaper than
+    /// [`Batch::peer`] when the port is not needed.
+    #[inline]
+    pub fn peer_ip(&self, i: usize) -> Option<IpAddr> {
+        self.received.peer(i).ip()
     }
 
     /// Marks slot `i`'s response buffer as ready to send back to its peer.
@@ -133,6 +152,7 @@ mod tests {
                 response.clear();
                 response.extend(query.iter().rev());
                 peers.push(batch.peer(i).unwrap());
+                assert_eq!(batch.peer_ip(i), batch.peer(i).map(|p| p.ip()));
                 batch.reply(i);
             }
             assert_eq!(batch.send(server).unwrap(), n);
@@ -173,6 +193,23 @@ mod tests {
         let mut buf = [0u8; 8];
         let n = client.recv(&mut buf).unwrap();
         assert_eq!(&buf[..n], b"cba");
+    }
+
+    #[test]
+    fn a_batch_is_dated_when_it_arrives() {
+        let (server, client) = pair("127.0.0.1:0", "127.0.0.1:0");
+        let mut batch = Batch::new(2, 64);
+        let before = Instant::now();
+        client.send_to(b"x", server.local_addr().unwrap()).unwrap();
+        assert_eq!(batch.receive(&server).unwrap(), 1);
+        let (first, after) = (batch.received_at(), Instant::now());
+        assert!(before <= first && first <= after);
+        // A receive that times out keeps the last date.
+        server
+            .set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        assert!(batch.receive(&server).is_err());
+        assert_eq!(batch.received_at(), first);
     }
 
     #[test]

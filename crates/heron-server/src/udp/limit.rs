@@ -3,15 +3,21 @@
 //! response the engine wrote is classified from its header and first
 //! authority record, which costs no walk of the message, then sent,
 //! dropped or slipped (cut to header and question, TC set).
+//!
+//! What a response that is not limited costs is kept to a few tens of
+//! instructions (`bench/shield-cost.sh`): the batch is dated once, by
+//! its receive ([`Limiter::start_batch`]); the peer's address is read
+//! without its port; a positive answer is told from the header's rcode
+//! and answer count alone; the key is hashed once and its bucket debited
+//! inline; everything a limited response needs is out of line.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-use heron_sys::clock::monotonic_millis;
+use std::time::Instant;
 
 use heron_proto::message::{HEADER_LEN, Query, flags};
 
-use crate::rrl::{Action, Response, Rrl, RrlCounters};
+use crate::rrl::{Action, Class, Key, Response, Rrl, RrlCounters, Verdict};
 
 /// The dropped and slipped responses of all workers, for the metrics and
 /// the log at exit; each worker adds what changed once per batch, and
@@ -37,9 +43,9 @@ impl RrlTotals {
 /// One worker's limiter.
 pub struct Limiter {
     rrl: Rrl,
-    /// The monotonic clock at creation, in milliseconds.
-    start: u64,
-    /// Milliseconds since `start`, read once per batch.
+    /// When the limiter was made: its times count from here.
+    start: Instant,
+    /// Milliseconds from `start` to the batch being answered.
     now_ms: u64,
     /// The counters last added to the totals.
     reported: RrlCounters,
@@ -49,20 +55,26 @@ impl Limiter {
     pub fn new(rrl: Rrl) -> Limiter {
         Limiter {
             rrl,
-            start: monotonic_millis(),
+            start: Instant::now(),
             now_ms: 0,
             reported: RrlCounters::default(),
         }
     }
 
-    /// Reads the clock for the batch about to be answered.
-    pub fn start_batch(&mut self) {
-        self.now_ms = monotonic_millis().saturating_sub(self.start);
+    /// Dates the batch about to be answered by when it was received, so
+    /// that no clock is read here (a time before the limiter's start
+    /// counts as its start).
+    #[inline]
+    pub fn start_batch(&mut self, received_at: Instant) {
+        let since = received_at.saturating_duration_since(self.start);
+        self.now_ms = since.as_secs() * 1000 + u64::from(since.subsec_millis());
     }
 
     /// Whether to send `response` to `client`; a slipped one is cut here.
     /// `q` is the query when it parsed (`plain`), else only its header
-    /// may be trusted.
+    /// may be trusted. Not inlined into the batch loop, whose registers
+    /// are all taken: on its own it keeps the key in registers.
+    #[inline(never)]
     pub fn admit(
         &mut self,
         client: IpAddr,
@@ -74,31 +86,55 @@ impl Limiter {
             return true;
         };
         let verdict = self.rrl.check(client, class, self.now_ms);
-        if verdict.log {
-            tracing::info!("rate limiting {class:?} responses to {client} and its prefix");
+        if verdict.action == Action::Send && !verdict.log {
+            return true;
         }
-        match verdict.action {
-            Action::Send => true,
-            Action::Drop => false,
-            Action::Slip => {
-                let question = if plain { q.question.len() } else { 0 };
-                slip(response, question);
-                true
-            }
-        }
+        limited(verdict, client, class, q, plain, response)
     }
 
     /// Adds what this worker limited since the last call to `totals`.
+    #[inline]
     pub fn report(&mut self, totals: &RrlTotals) {
+        if self.rrl.take_changed() {
+            self.add_to(totals);
+        }
+    }
+
+    fn add_to(&mut self, totals: &RrlTotals) {
         let now = self.rrl.counters;
-        if now != self.reported {
-            let add = |total: &AtomicU64, new: u64, old: u64| {
-                total.fetch_add(new - old, Ordering::Relaxed);
-            };
-            add(&totals.dropped, now.dropped, self.reported.dropped);
-            add(&totals.slipped, now.slipped, self.reported.slipped);
-            add(&totals.log_only, now.log_only, self.reported.log_only);
-            self.reported = now;
+        let add = |total: &AtomicU64, new: u64, old: u64| {
+            total.fetch_add(new - old, Ordering::Relaxed);
+        };
+        add(&totals.dropped, now.dropped, self.reported.dropped);
+        add(&totals.slipped, now.slipped, self.reported.slipped);
+        add(&totals.log_only, now.log_only, self.reported.log_only);
+        self.reported = now;
+    }
+}
+
+/// [`Limiter::admit`] for a response that is limited, or whose limiting
+/// is to be logged.
+#[cold]
+#[inline(never)]
+fn limited(
+    verdict: Verdict,
+    client: IpAddr,
+    class: Key,
+    q: &Query,
+    plain: bool,
+    response: &mut Vec<u8>,
+) -> bool {
+    if verdict.log {
+        let class = Response::from(class);
+        tracing::info!("rate limiting {class:?} responses to {client} and its prefix");
+    }
+    match verdict.action {
+        Action::Send => true,
+        Action::Drop => false,
+        Action::Slip => {
+            let question = if plain { q.question.len() } else { 0 };
+            slip(response, question);
+            true
         }
     }
 }
@@ -111,34 +147,42 @@ const RCODE_NXDOMAIN: u8 = 3;
 /// (the zone's SOA, the delegation's NS), which the engine writes as a
 /// pointer into the question name; any other form keys them by the class
 /// alone. None: not a response (shorter than a header).
-fn classify<'q>(response: &[u8], q: &'q Query, plain: bool) -> Option<Response<'q>> {
-    let header = response.get(..HEADER_LEN)?;
+#[inline]
+fn classify<'q>(response: &[u8], q: &'q Query, plain: bool) -> Option<Key<'q>> {
+    let header: &[u8; HEADER_LEN] = response.get(..HEADER_LEN)?.try_into().ok()?;
     let rcode = header[3] & 0xF;
     if !plain || (rcode != RCODE_NOERROR && rcode != RCODE_NXDOMAIN) {
-        return Some(Response::Error);
+        return Some(Key {
+            class: Class::Error,
+            qtype: 0,
+            name: &[],
+        });
     }
     let count = |at: usize| u16::from_be_bytes([header[at], header[at + 1]]);
     let (answers, authority) = (count(6), count(8));
     let aa = u16::from_be_bytes([header[2], header[3]]) & flags::AA != 0;
     let qname = q.qname_lower.as_wire();
-    let authority_owner = || {
-        if answers != 0 || authority == 0 {
-            return &[][..];
+    let class = match rcode {
+        RCODE_NXDOMAIN => Class::NxDomain,
+        _ if !aa && answers == 0 && authority > 0 => Class::Referral,
+        _ => {
+            return Some(Key {
+                class: Class::Positive,
+                qtype: q.qtype.0,
+                name: qname,
+            });
         }
+    };
+    let name = if answers != 0 || authority == 0 {
+        &[][..]
+    } else {
         let at = HEADER_LEN + q.question.len();
         owner_in_question(response.get(at..at + 2), qname)
     };
-    Some(match rcode {
-        RCODE_NXDOMAIN => Response::NxDomain {
-            zone: authority_owner(),
-        },
-        _ if !aa && answers == 0 && authority > 0 => Response::Referral {
-            delegation: authority_owner(),
-        },
-        _ => Response::Positive {
-            qname,
-            qtype: q.qtype.0,
-        },
+    Some(Key {
+        class,
+        qtype: 0,
+        name,
     })
 }
 
@@ -176,6 +220,7 @@ mod tests {
     use heron_proto::message::parse_query;
     use heron_proto::writer::{Section, Writer};
     use heron_proto::{Class, RType, Rcode};
+    use std::time::Duration;
 
     fn query(name: &[u8]) -> (Vec<u8>, Query) {
         let mut msg = vec![0x12, 0x34, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0];
@@ -216,21 +261,21 @@ mod tests {
         // The zone's SOA owner points at "example" in the question.
         let nx = response(&msg, &q, 3, true, 0, &[0xC0, 12 + 6]);
         assert_eq!(
-            classify(&nx, &q, true),
+            classify(&nx, &q, true).map(Response::from),
             Some(Response::NxDomain {
                 zone: b"\x07example\x00"
             })
         );
         let referral = response(&msg, &q, 0, false, 0, &[0xC0, 12 + 2]);
         assert_eq!(
-            classify(&referral, &q, true),
+            classify(&referral, &q, true).map(Response::from),
             Some(Response::Referral {
                 delegation: b"\x03www\x07example\x00"
             })
         );
         let root_nx = response(&msg, &q, 3, true, 0, &[0]);
         assert_eq!(
-            classify(&root_nx, &q, true),
+            classify(&root_nx, &q, true).map(Response::from),
             Some(Response::NxDomain { zone: b"\x00" })
         );
         let positive = response(&msg, &q, 0, true, 1, &[0xC0, 12]);
@@ -238,14 +283,26 @@ mod tests {
             qname: NAME,
             qtype: RType::A.0,
         };
-        assert_eq!(classify(&positive, &q, true), Some(want));
+        assert_eq!(
+            classify(&positive, &q, true).map(Response::from),
+            Some(want)
+        );
         let nodata = response(&msg, &q, 0, true, 0, &[0xC0, 12]);
-        assert_eq!(classify(&nodata, &q, true), Some(want));
+        assert_eq!(classify(&nodata, &q, true).map(Response::from), Some(want));
         let refused = response(&msg, &q, Rcode::REFUSED.0, false, 0, &[0]);
-        assert_eq!(classify(&refused, &q, true), Some(Response::Error));
+        assert_eq!(
+            classify(&refused, &q, true).map(Response::from),
+            Some(Response::Error)
+        );
         // A query that did not parse: an error whatever the response says.
-        assert_eq!(classify(&positive, &q, false), Some(Response::Error));
-        assert_eq!(classify(&positive[..11], &q, true), None);
+        assert_eq!(
+            classify(&positive, &q, false).map(Response::from),
+            Some(Response::Error)
+        );
+        assert_eq!(
+            classify(&positive[..11], &q, true).map(Response::from),
+            None
+        );
         let _ = Class::IN;
     }
 
@@ -255,7 +312,7 @@ mod tests {
         for owner in [&[0xC0, 200][..], &[0xC0, 2], &[7, b'e'], &[0xC0, 12 + 40]] {
             let nx = response(&msg, &q, 3, true, 0, owner);
             assert_eq!(
-                classify(&nx, &q, true),
+                classify(&nx, &q, true).map(Response::from),
                 Some(Response::NxDomain { zone: b"" }),
                 "{owner:?}"
             );
@@ -263,8 +320,92 @@ mod tests {
         // A CNAME chain ending in NXDOMAIN: the authority is after the answers.
         let chained = response(&msg, &q, 3, true, 1, &[0xC0, 12 + 6]);
         assert_eq!(
-            classify(&chained, &q, true),
+            classify(&chained, &q, true).map(Response::from),
             Some(Response::NxDomain { zone: b"" })
+        );
+    }
+
+    fn limiter(settings: crate::rrl::RrlSettings) -> Limiter {
+        Limiter::new(Rrl::new(&settings, 7).unwrap())
+    }
+
+    #[test]
+    fn a_batch_is_dated_by_its_receive_time_in_milliseconds() {
+        let mut limiter = limiter(Default::default());
+        let start = limiter.start;
+        for (after, ms) in [(0, 0), (999_999, 0), (1_000_000, 1), (1_999_999_999, 1999)] {
+            limiter.start_batch(start + Duration::from_nanos(after));
+            assert_eq!(limiter.now_ms, ms, "{after} ns");
+        }
+        limiter.start_batch(start + Duration::from_secs(90_061));
+        assert_eq!(limiter.now_ms, 90_061_000);
+        // Received before the limiter was made: its start.
+        if let Some(earlier) = start.checked_sub(Duration::from_millis(5)) {
+            limiter.start_batch(earlier);
+            assert_eq!(limiter.now_ms, 0);
+        }
+    }
+
+    #[test]
+    fn answers_at_the_rate_are_sent_whole_and_past_it_dropped_or_slipped() {
+        let mut limiter = limiter(crate::rrl::RrlSettings {
+            responses_per_second: 5,
+            ..Default::default()
+        });
+        let totals = RrlTotals::default();
+        let (msg, q) = query(NAME);
+        let answer = response(&msg, &q, 0, true, 1, &[0xC0, 12]);
+        let client: IpAddr = "192.0.2.1".parse().unwrap();
+        let start = limiter.start;
+        for second in 0..3u64 {
+            limiter.start_batch(start + Duration::from_secs(second));
+            // At the rate: five answers a second, each untouched.
+            for _ in 0..5 {
+                let mut out = answer.clone();
+                assert!(limiter.admit(client, &q, true, &mut out));
+                assert_eq!(out, answer);
+            }
+            limiter.report(&totals);
+            assert_eq!(
+                totals.snapshot(),
+                RrlCounters {
+                    dropped: second,
+                    slipped: second,
+                    log_only: 0
+                }
+            );
+            // Past it: one dropped, then one slipped (slip 2), cut to its question.
+            let mut out = answer.clone();
+            assert!(!limiter.admit(client, &q, true, &mut out), "dropped");
+            let mut out = answer.clone();
+            assert!(limiter.admit(client, &q, true, &mut out), "slipped");
+            assert_eq!(out.len(), HEADER_LEN + q.question.len());
+            assert_eq!(out[2] & 0x02, 0x02, "TC");
+            limiter.report(&totals);
+            let limited = second + 1;
+            assert_eq!(
+                totals.snapshot(),
+                RrlCounters {
+                    dropped: limited,
+                    slipped: limited,
+                    log_only: 0
+                }
+            );
+        }
+        // Another client, and an error to the same one, are unaffected.
+        let other: IpAddr = "2001:db8::1".parse().unwrap();
+        assert!(limiter.admit(other, &q, true, &mut answer.clone()));
+        let mut refused = response(&msg, &q, Rcode::REFUSED.0, false, 0, &[0]);
+        assert!(limiter.admit(client, &q, true, &mut refused));
+        // Nothing limited since: nothing added.
+        limiter.report(&totals);
+        assert_eq!(
+            totals.snapshot(),
+            RrlCounters {
+                dropped: 3,
+                slipped: 3,
+                log_only: 0
+            }
         );
     }
 

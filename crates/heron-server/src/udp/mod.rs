@@ -152,7 +152,7 @@ impl Handler for Worker {
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);
         if let Some(limiter) = &mut self.limiter {
-            limiter.start_batch();
+            limiter.start_batch(batch.received_at());
         }
         // The one branch a batch pays when no query ACL is configured.
         let screens = processor.screens();
@@ -184,9 +184,15 @@ impl Handler for Worker {
             let plain = prepared.is_plain_query(i);
             let has_cookie = plain && processor::cookies::has_cookie(q);
             let asks_options = plain && processor::asks_options(q);
-            // The address is decoded only for the layers that need it.
-            let needs_peer = !plain || has_cookie || asks_options || self.limiter.is_some();
+            // The address is decoded only for the layers that need it
+            // (rate limiting reads it alone, below).
+            let needs_peer = !plain || has_cookie || asks_options;
             let peer = if needs_peer { batch.peer(i) } else { None };
+            let client = match (&self.limiter, peer) {
+                (None, _) => None,
+                (Some(_), Some(peer)) => Some(peer.ip()),
+                (Some(_), None) => batch.peer_ip(i),
+            };
             let (query, response) = batch.slot(i);
             let request = |peer| Request {
                 bytes: query,
@@ -232,10 +238,10 @@ impl Handler for Worker {
                 processor.add_options(catalog, &request(peer), q, response);
             }
             let exempt = matches!(step, Step::Answer(c) if c.rrl_exempt);
-            if let (Some(limiter), Some(peer), true, false) =
-                (&mut self.limiter, peer, send, exempt)
+            if let (Some(limiter), Some(client), true, false) =
+                (&mut self.limiter, client, send, exempt)
             {
-                send = limiter.admit(peer.ip(), q, plain, response);
+                send = limiter.admit(client, q, plain, response);
             }
             if send {
                 batch.reply(i);
@@ -365,7 +371,7 @@ pub fn run_loop(
                 continue;
             }
         };
-        let now = Instant::now();
+        let now = batch.received_at();
         pacing.received(now, received);
         if !coalesce.is_zero() {
             choice.received(now, received, pacing.busy(), &mut cpu_clock);

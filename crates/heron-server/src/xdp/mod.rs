@@ -13,6 +13,7 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 pub use heron_sys::xdp::Mode;
 use heron_sys::xdp::{Attached, FRAME_SIZE, Frame, Interface, XskSocket};
@@ -22,7 +23,7 @@ use heron_zone::{AnswerConfig, Answered, BatchAnswerer, Catalog, Transport};
 use crate::processor::{self, Event, Outcome, Screened};
 use crate::service::Service;
 use crate::stats::{Cells, Via};
-use crate::udp::udp_request;
+use crate::udp::{coalesce, pacing_choice, udp_request};
 
 use crate::{ServerConfig, SharedCatalog};
 
@@ -132,6 +133,7 @@ pub fn start(
                 config: config.clone(),
                 cells: service.stats.worker(),
                 service: service.clone(),
+                coalesce: server.udp_coalesce,
                 answerer: BatchAnswerer::default(),
                 events: Vec::new(),
                 responses: (0..BATCH).map(|_| Vec::with_capacity(4096)).collect(),
@@ -192,6 +194,53 @@ fn report_losses(socket: &XskSocket) {
     }
 }
 
+/// Pauses between batches under steady load so that queries gather, as
+/// the UDP workers do (`udp::coalesce`, at most `udp-coalesce-us`), kept
+/// only while that measures cheaper (`udp::pacing_choice`).
+struct Pacing {
+    coalescer: coalesce::Coalescer,
+    choice: pacing_choice::PacingChoice,
+    cpu_clock: pacing_choice::ThreadCpuClock,
+    off: bool,
+}
+
+impl Pacing {
+    /// Open on the worker's thread (its CPU clock is the thread's).
+    fn new(max_delay: Duration) -> Pacing {
+        if !max_delay.is_zero() && !coalesce::tighten_timer_slack() {
+            tracing::debug!("XDP worker keeps the default timer slack");
+        }
+        let mut cpu_clock = pacing_choice::ThreadCpuClock::open();
+        Pacing {
+            coalescer: coalesce::Coalescer::new(Instant::now(), max_delay),
+            choice: pacing_choice::PacingChoice::new(Instant::now(), &mut cpu_clock),
+            cpu_clock,
+            off: max_delay.is_zero(),
+        }
+    }
+
+    /// After `received` queries taken at `at`: pauses (sending the
+    /// queued replies) when pacing is on and the last batch was small.
+    fn after_batch(
+        &mut self,
+        sockets: &[XskSocket],
+        at: Instant,
+        received: usize,
+    ) -> io::Result<()> {
+        if self.off {
+            return Ok(());
+        }
+        self.coalescer.received(at, received);
+        let busy = self.coalescer.busy();
+        self.choice
+            .received(at, received, busy, &mut self.cpu_clock);
+        match self.coalescer.wait(Instant::now()) {
+            Some(pause) if self.choice.pacing() => heron_sys::xdp::pause(sockets, pause),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// One XDP worker's state; every buffer is allocated once.
 struct Worker {
     catalog: arc_swap::Cache<SharedCatalog, Arc<Catalog>>,
@@ -200,6 +249,9 @@ struct Worker {
     /// This worker's counters.
     cells: Arc<Cells>,
     service: Arc<Service>,
+    /// The longest pause for queries to gather (`udp-coalesce-us`; zero,
+    /// the default: never).
+    coalesce: Duration,
     answerer: BatchAnswerer,
     /// The processor's events, handed on at once; kept to reuse.
     events: Vec<Event>,
@@ -210,32 +262,46 @@ struct Worker {
 }
 
 impl Worker {
+    /// Serves `sockets` until `stop`: takes a batch from each, answers
+    /// it, and queues the replies. They are sent by the `poll()` that
+    /// waits for the next queries (one system call per wake, where a
+    /// `sendto()` after each batch made two), or at once when a full
+    /// send budget is queued (`XskSocket::submit`).
     fn run(mut self, mut sockets: Vec<XskSocket>, stop: &AtomicBool) {
+        let mut pacing = Pacing::new(self.coalesce);
         while !stop.load(Ordering::Relaxed) {
-            let mut busy = false;
-            for socket in &mut sockets {
-                socket.recycle();
-                let mut replies = 0;
-                let received_at = if socket.receive(&mut self.frames, BATCH) > 0 {
-                    let at = std::time::Instant::now();
-                    replies = self.answer_batch(socket);
-                    busy = true;
-                    Some(at)
-                } else {
-                    None
-                };
-                socket.flush();
-                if let Some(at) = received_at.filter(|_| replies > 0) {
-                    self.cells.answered(at.elapsed(), replies);
-                }
-            }
-            if !busy && let Err(e) = heron_sys::xdp::wait_any(&sockets, SHUTDOWN_POLL_MS) {
+            let waited = match self.serve_once(&mut sockets) {
+                None => heron_sys::xdp::wait_any(&sockets, SHUTDOWN_POLL_MS).map(|_| ()),
+                Some((at, received)) => pacing.after_batch(&sockets, at, received),
+            };
+            if let Err(e) = waited {
                 tracing::warn!("XDP wait failed: {e}");
             }
         }
-        for socket in &sockets {
+        for socket in &mut sockets {
+            socket.flush();
             report_losses(socket);
         }
+    }
+
+    /// Answers a batch from each socket that has one; returns when the
+    /// first was taken and how many queries in all, or None if none.
+    fn serve_once(&mut self, sockets: &mut [XskSocket]) -> Option<(Instant, usize)> {
+        let (mut first, mut received) = (None, 0);
+        for socket in sockets {
+            socket.recycle();
+            let n = socket.receive(&mut self.frames, BATCH);
+            if n > 0 {
+                let at = *first.get_or_insert_with(Instant::now);
+                let replies = self.answer_batch(socket);
+                if replies > 0 {
+                    self.cells.answered(at.elapsed(), replies);
+                }
+                received += n;
+            }
+            socket.submit();
+        }
+        first.map(|at| (at, received))
     }
 
     /// Answers the frames in `self.frames` and queues the replies;

@@ -16,7 +16,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 
-pub use socket::{FRAME_SIZE, Frame, XskSocket, wait_any};
+pub use socket::{FRAME_SIZE, Frame, XskSocket, pause, wait_any};
 
 /// Where the XDP program runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -21,6 +21,9 @@ pub const FRAME_SIZE: u32 = 2048;
 const FRAMES: u32 = 2 * RING_SIZE;
 /// Entries of each ring.
 const RING_SIZE: u32 = 2048;
+/// Frames the kernel sends per `sendto()` or `poll()` in copy mode
+/// (`TX_BATCH_SIZE`, the default `XDP_MAX_TX_SKB_BUDGET`).
+pub const COPY_TX_BUDGET: u32 = 32;
 
 /// Each socket's frames carry its number, so a frame is never given to
 /// another socket (whose kernel side may be writing that address).
@@ -439,36 +442,68 @@ impl XskSocket {
         self.free.push(frame.addr - frame.addr % FRAME_SIZE as u64);
     }
 
-    /// Hands queued replies to the kernel, and wakes it to send them
-    /// when it asks to be woken (in copy mode, always: there the sending
-    /// happens in this call, at most a few dozen frames at a time, so
-    /// calling it again also sends what an earlier call left).
-    pub fn flush(&mut self) {
+    /// Replies queued on the TX ring that the kernel has not taken yet.
+    pub fn tx_queued(&self) -> u32 {
+        RING_SIZE - self.tx.room()
+    }
+
+    fn publish_tx(&mut self) {
         if std::mem::take(&mut self.unpublished_tx) {
             self.tx.publish();
         }
-        let outstanding = self.tx.room() < RING_SIZE;
-        if outstanding && (self.tx.needs_wakeup() || !self.zero_copy) {
-            // SAFETY: a zero-length sendto with no buffer and no address
-            // is AF_XDP's "send what the TX ring holds".
-            let ret = unsafe {
-                libc::sendto(
-                    self.fd.as_raw_fd(),
-                    std::ptr::null(),
-                    0,
-                    libc::MSG_DONTWAIT,
-                    std::ptr::null(),
-                    0,
-                )
-            };
-            // EAGAIN/EBUSY/ENOBUFS: the kernel is busy sending; the rest
-            // goes at the next flush.
-            let _ = ret;
+    }
+
+    /// Hands queued replies to the kernel and has them sent now: wakes
+    /// it when it asks to be woken (in copy mode, always: there the
+    /// sending happens in this call, at most [`COPY_TX_BUDGET`] frames
+    /// at a time, so calling it again also sends what an earlier call
+    /// left).
+    pub fn flush(&mut self) {
+        self.publish_tx();
+        if self.tx_queued() > 0 && (self.tx.needs_wakeup() || !self.zero_copy) {
+            self.kick();
         }
     }
 
+    /// Hands queued replies to the kernel, leaving their sending to the
+    /// next [`wait_any`] where that costs no more: `poll()` drives TX
+    /// itself (in copy mode it sends [`COPY_TX_BUDGET`] frames, and it
+    /// wakes a zero-copy driver), so a worker about to wait saves the
+    /// `sendto()` a flush would make. Sends now when waiting would not
+    /// send sooner: a full budget queued in copy mode, or a zero-copy
+    /// driver that asks to be woken.
+    pub fn submit(&mut self) {
+        self.publish_tx();
+        let queued = self.tx_queued();
+        let now = match self.zero_copy {
+            true => queued > 0 && self.tx.needs_wakeup(),
+            false => queued >= COPY_TX_BUDGET,
+        };
+        if now {
+            self.kick();
+        }
+    }
+
+    /// AF_XDP's "send what the TX ring holds". Errors (EAGAIN, EBUSY,
+    /// ENOBUFS: the kernel is busy sending) leave the rest for the next
+    /// kick or poll.
+    fn kick(&self) {
+        // SAFETY: a zero-length sendto with no buffer and no address.
+        let _ = unsafe {
+            libc::sendto(
+                self.fd.as_raw_fd(),
+                std::ptr::null(),
+                0,
+                libc::MSG_DONTWAIT,
+                std::ptr::null(),
+                0,
+            )
+        };
+    }
+
     /// Waits up to `timeout_ms` for packets (also waking the driver to
-    /// fill them in when the fill ring asks for it); true if some came.
+    /// fill them in when the fill ring asks for it, and sending what
+    /// [`XskSocket::submit`] queued); true if some came.
     pub fn wait(&self, timeout_ms: i32) -> io::Result<bool> {
         wait_any(std::slice::from_ref(self), timeout_ms)
     }
@@ -496,20 +531,14 @@ impl AsFd for XskSocket {
 const MAX_WAIT: usize = 64;
 
 /// Waits up to `timeout_ms` until one of `sockets` has packets; true if
-/// one has.
+/// one has. Sends what [`XskSocket::submit`] queued on the way: `poll()`
+/// drives each socket's TX before it sleeps, [`COPY_TX_BUDGET`] frames
+/// of it in copy mode, so a socket with more is kicked first.
 pub fn wait_any(sockets: &[XskSocket], timeout_ms: i32) -> io::Result<bool> {
     if sockets.iter().any(|s| s.rx.available() > 0) {
         return Ok(true);
     }
-    let mut fds = [libc::pollfd {
-        fd: -1,
-        events: libc::POLLIN,
-        revents: 0,
-    }; MAX_WAIT];
-    let n = sockets.len().min(MAX_WAIT);
-    for (pfd, socket) in fds.iter_mut().zip(sockets) {
-        pfd.fd = socket.fd.as_raw_fd();
-    }
+    let (mut fds, n) = poll_set(sockets, libc::POLLIN);
     // SAFETY: `fds` holds `n` initialised pollfds (n <= its length).
     let ret = unsafe { libc::poll(fds.as_mut_ptr(), n as libc::nfds_t, timeout_ms) };
     if ret < 0 {
@@ -521,4 +550,58 @@ pub fn wait_any(sockets: &[XskSocket], timeout_ms: i32) -> io::Result<bool> {
         };
     }
     Ok(ret > 0)
+}
+
+/// The pollfds of (the first [`MAX_WAIT`] of) `sockets` asking for
+/// `events`, and how many there are. Kicks the sockets whose queued
+/// replies one `poll()` would not send: more than [`COPY_TX_BUDGET`] in
+/// copy mode, or any on a socket past `MAX_WAIT`. What the kernel cannot
+/// take now (it is busy sending: EAGAIN) goes at the next wait or kick.
+fn poll_set(sockets: &[XskSocket], events: libc::c_short) -> ([libc::pollfd; MAX_WAIT], usize) {
+    let mut fds = [libc::pollfd {
+        fd: -1,
+        events,
+        revents: 0,
+    }; MAX_WAIT];
+    let n = sockets.len().min(MAX_WAIT);
+    for (pfd, socket) in fds.iter_mut().zip(sockets) {
+        pfd.fd = socket.fd.as_raw_fd();
+    }
+    for (i, socket) in sockets.iter().enumerate() {
+        let queued = socket.tx_queued();
+        if queued > 0 && (i >= n || (!socket.zero_copy && queued > COPY_TX_BUDGET)) {
+            socket.kick();
+        }
+    }
+    (fds, n)
+}
+
+/// Sleeps for `pause` while the queries gather in the RX rings, after
+/// sending what [`XskSocket::submit`] queued. A `poll()` for no event
+/// does both in one call: it drives each socket's TX as [`wait_any`]'s
+/// does, and arriving packets do not wake it (a socket wakes its
+/// waiters for readable data, which this one does not wait for).
+pub fn pause(sockets: &[XskSocket], pause: std::time::Duration) -> io::Result<()> {
+    let (mut fds, n) = poll_set(sockets, 0);
+    let timeout = libc::timespec {
+        tv_sec: pause.as_secs() as libc::time_t,
+        tv_nsec: pause.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `fds` holds `n` initialised pollfds (n <= its length);
+    // `timeout` is a valid timespec the call only reads; no signal mask.
+    let ret = unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            n as libc::nfds_t,
+            &timeout,
+            std::ptr::null(),
+        )
+    };
+    if ret < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(())
 }

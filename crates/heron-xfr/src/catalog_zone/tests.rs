@@ -445,3 +445,68 @@ fn reading_an_ixfr_member_by_member_agrees_with_reading_the_whole_catalog() {
     }
     assert!(compared > 100, "{compared} agreeing pairs");
 }
+
+#[test]
+fn a_catalog_is_taken_at_its_member_bound_and_rejected_past_it() {
+    let zone = catalog_zone(
+        1,
+        "a.zones PTR a.test.\nb.zones PTR b.test.\nc.zones PTR c.test.\n",
+    );
+    assert_eq!(parse_zone_at_most(&zone, 3).unwrap().len(), 3);
+    let problems = parse_zone_at_most(&zone, 2).unwrap_err();
+    assert_eq!(
+        problems,
+        [Problem::TooManyMembers {
+            owner: n("zones.cat.test"),
+            max: 2
+        }]
+    );
+    assert_eq!(
+        problems[0].to_string(),
+        "zones.cat.test.: more than 2 member nodes, the most max-members lets this server take"
+    );
+}
+
+#[test]
+fn an_ixfr_is_held_to_the_member_bound_counting_what_it_removes() {
+    let old = catalog_zone(1, "a.zones PTR a.test.\nb.zones PTR b.test.\n");
+    let set = MemberSet::new(parse_zone(&old).unwrap());
+    let over = |body: &str, max: usize| {
+        let new = catalog_zone(2, body);
+        let steps = [heron_zone::diff::diff(&old, &new)];
+        let ids = touched_ids(&n(CATALOG), &steps).unwrap();
+        let listed = parse_members(&new, &ids).unwrap();
+        set.over(&n(CATALOG), &ids, &listed, max)
+    };
+    let added = "a.zones PTR a.test.\nb.zones PTR b.test.\nc.zones PTR c.test.\n";
+    assert_eq!(over(added, 3), None);
+    assert_eq!(
+        over(added, 2),
+        Some(Problem::TooManyMembers {
+            owner: n("zones.cat.test"),
+            max: 2
+        })
+    );
+    // One removed, one added: still two.
+    assert_eq!(over("a.zones PTR a.test.\nc.zones PTR c.test.\n", 2), None);
+    // One reset (a new id for the same zone): still two.
+    assert_eq!(over("a2.zones PTR a.test.\nb.zones PTR b.test.\n", 2), None);
+}
+
+#[test]
+fn strings_from_the_producer_reach_the_log_escaped() {
+    let zone = catalog_with_version("version TXT \"1\\010forged line\"", "").unwrap_err();
+    let problems = [
+        zone[0].clone(),
+        Problem::NoTemplate {
+            zone: n("a.test"),
+            owner: n("a.zones.cat.test"),
+            group: Some("gold\n2026-11-23 ERROR forged \u{1b}[2J".into()),
+        },
+    ];
+    for problem in problems {
+        let text = problem.to_string();
+        assert!(!text.contains('\n') && !text.contains('\u{1b}'), "{text:?}");
+        assert!(text.contains("\\n"), "{text:?}");
+    }
+}

@@ -41,6 +41,19 @@ pub struct CatalogEntry {
     /// Templates by the `group` property's value.
     #[serde(default)]
     pub group: BTreeMap<String, TemplateEntry>,
+    /// The most member zones taken from the catalog: a version listing
+    /// more is rejected (each member is a zone kept, refreshed and
+    /// served, so the producer must not decide alone how many).
+    #[serde(default = "default_max_members")]
+    pub max_members: usize,
+}
+
+/// `max-members` unless set: well above the 100,000-member catalogs the
+/// project measures, well below what would exhaust a server's memory.
+pub const DEFAULT_MAX_MEMBERS: usize = 250_000;
+
+fn default_max_members() -> usize {
+    DEFAULT_MAX_MEMBERS
 }
 
 /// What a member zone is given. Unset primaries and folder are the
@@ -62,6 +75,8 @@ pub struct CatalogConfig {
     pub zone: Name,
     pub default: Option<Template>,
     pub groups: BTreeMap<String, Template>,
+    /// `max-members`.
+    pub max_members: usize,
 }
 
 impl CatalogConfig {
@@ -132,6 +147,9 @@ impl CatalogEntry {
         if self.primaries.is_empty() {
             return Err("primaries is empty".into());
         }
+        if self.max_members == 0 {
+            return Err("max-members must be at least 1".into());
+        }
         let template = |t: &TemplateEntry, what: &str| {
             self.template(t, keys, base)
                 .map_err(|e| format!("{what}: {e}"))
@@ -148,6 +166,7 @@ impl CatalogEntry {
             zone,
             default,
             groups,
+            max_members: self.max_members,
         })
     }
 
@@ -205,6 +224,7 @@ mod tests {
         let [catalog] = settings.catalogs.as_slice() else {
             panic!()
         };
+        assert_eq!(catalog.max_members, super::DEFAULT_MAX_MEMBERS);
         let zone = heron_proto::Name::parse("a.example").unwrap();
         let (member, policy) = catalog.template(None).unwrap().member(&zone, &catalog.zone);
         assert_eq!(member.primaries[0].addr.to_string(), "192.0.2.1:53");
@@ -232,7 +252,11 @@ mod tests {
         // An unknown group follows the default template...
         assert!(catalog.template(Some("lead")).is_some());
         // ...unless there is none.
-        let strict = parse(&format!("{KEY}{CATALOG}groups-only = true\n")).unwrap();
+        let strict = parse(&format!(
+            "{KEY}{CATALOG}groups-only = true\nmax-members = 1\n"
+        ))
+        .unwrap();
+        assert_eq!(strict.catalogs[0].max_members, 1);
         assert!(strict.catalogs[0].template(Some("lead")).is_none());
         assert!(strict.catalogs[0].template(None).is_none());
     }
@@ -257,6 +281,10 @@ mod tests {
                 "unknown field `file`",
             ),
             ("[[catalog]]\nzone = \"cat.example\"\n", "missing field"),
+            (
+                &format!("{CATALOG}max-members = 0\n"),
+                "catalog 'cat.example': max-members must be at least 1",
+            ),
         ] {
             let errors = parse(&format!("{KEY}{text}")).unwrap_err();
             assert!(

@@ -8,9 +8,11 @@
 pub use heron_server::http;
 pub mod kernel;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use heron_proto::Name;
 use heron_server::processor::Refusal;
 use heron_server::processor::tap::TapTotals;
 use heron_server::rrl::RrlCounters;
@@ -133,37 +135,37 @@ fn encode(snapshot: Snapshot) -> String {
 }
 
 async fn zone_rows(controller: &Controller) -> Vec<ZoneRow> {
-    let reports = controller.secondary_reports().await;
-    let counts = controller.service.zones.snapshot();
+    // Looked up by origin, not searched: a scrape of 100,000 zones must
+    // not compare every zone with every other.
+    let transferred_at: HashMap<Name, Option<SystemTime>> = (controller.secondary_reports().await)
+        .into_iter()
+        .map(|r| (r.origin, r.transferred_at))
+        .collect();
+    let counts: HashMap<Name, ZoneCounts> =
+        controller.service.zones.snapshot().into_iter().collect();
     let catalog = controller.catalog.load();
     let secondaries = controller.secondaries.load_full();
     let files = controller.files.lock().unwrap_or_else(|e| e.into_inner());
     let mut origins: Vec<_> = (catalog.zones().map(|z| z.origin().to_lowercase()))
         .chain(secondaries.iter().cloned())
-        .chain(counts.iter().map(|(origin, _)| origin.clone()))
+        .chain(counts.keys().map(Name::to_lowercase))
         .collect();
-    origins.sort_by_key(|o| o.to_string());
+    origins.sort_by_cached_key(|o| o.to_string());
     origins.dedup();
     origins
         .into_iter()
         .map(|origin| {
             let secondary = secondaries.contains(&origin);
             let loaded_at = match secondary {
-                true => (reports.iter())
-                    .find(|r| r.origin.to_lowercase() == origin)
-                    .and_then(|r| r.transferred_at),
+                true => transferred_at.get(&origin).copied().flatten(),
                 false => files.loaded_at(&origin).flatten(),
             };
-            let counts = (counts.iter())
-                .find(|(o, _)| *o == origin)
-                .map(|(_, c)| c.clone())
-                .unwrap_or_default();
             ZoneRow {
                 zone: origin.to_string(),
                 role: if secondary { "secondary" } else { "primary" },
                 serial: catalog.get(&origin).map(|z| z.serial()),
                 loaded_at: loaded_at.map(unix_seconds),
-                counts,
+                counts: counts.get(&origin).cloned().unwrap_or_default(),
             }
         })
         .collect()
