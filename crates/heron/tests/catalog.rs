@@ -398,3 +398,94 @@ fn coo_hands_a_member_from_one_catalog_to_another() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `heron ctl reconfigure` with the configuration file at `socket`'s
+/// server rewritten to `config`: its output.
+fn reconfigure(server: &ServerProcess, socket: &Path, config: &str) -> String {
+    std::fs::write(server.dir().join("heron.toml"), config).unwrap();
+    let out = Command::new(heron())
+        .args(["ctl", "--socket"])
+        .arg(socket)
+        .arg("reconfigure")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `[[catalog]]` sections come, change and go with a reload, against a
+/// Heron primary serving the catalog: one added is consumed and its
+/// members served; one whose template changes keeps its members (not
+/// transferred again) under the new ACL; one taken out takes its members
+/// with it (REFUSED, kept copies deleted).
+#[test]
+fn catalogs_come_change_and_go_with_a_reload() {
+    let dir = work_dir("reconfigure");
+    let catalog_file = dir.join("cat.test.zone");
+    let mut files = vec![(format!("{CATALOG}."), catalog_file.clone())];
+    for zone in ZONES {
+        let file = dir.join(format!("{zone}.zone"));
+        std::fs::write(&file, member_text(zone)).unwrap();
+        files.push((format!("{zone}."), file));
+    }
+    let members = [("a", "a.test", None), ("b", "b.test", Some("blue"))];
+    std::fs::write(&catalog_file, catalog_text(1, &members)).unwrap();
+    let consumer_port = free_port();
+    let consumer_addr = SocketAddr::from(([127, 0, 0, 1], consumer_port));
+    let port = free_port();
+    let primary_config = heron_primary_config(port, &files, consumer_addr);
+    let primary = ServerProcess::heron_on_port(&heron(), port, CATALOG, &primary_config)
+        .unwrap_or_else(|log| panic!("Heron primary did not start: {log}"));
+    // The consumer starts with a zone of its own and no catalog.
+    let own = dir.join("own.test.zone");
+    std::fs::write(&own, member_text("own.test")).unwrap();
+    let own_zone = format!(
+        "[[zone]]\norigin = \"own.test\"\nfile = \"{}\"\n",
+        own.display()
+    );
+    let without = consumer_config(consumer_port, primary.addr(), &dir, &[]) + &own_zone;
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, "own.test", &without)
+        .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
+    let socket = dir.join("ctl.sock");
+    assert!(serves_exactly(consumer.addr(), &[]));
+
+    let with = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG]);
+    let out = reconfigure(&consumer, &socket, &(with.clone() + &own_zone));
+    assert!(out.contains("catalogs added: cat.test."), "{out}");
+    assert!(!out.contains("needs restart"), "{out}");
+    assert_serves_exactly(&consumer, &["a.test", "b.test"], "catalog added");
+    let transfer = |zone| rcode(consumer.addr(), zone, RType::AXFR);
+    assert_eq!(transfer("a.test"), Some(Rcode::REFUSED));
+    assert_eq!(transfer("b.test"), Some(Rcode::NOERROR), "group blue");
+
+    // The default template lets 127.0.0.1 transfer its members now.
+    let open = "[catalog.default]\nallow-transfer = [\"127.0.0.1\"]\n";
+    let before = axfrs(&consumer.log(), "a.test");
+    let out = reconfigure(&consumer, &socket, &(with + open + &own_zone));
+    assert!(out.contains("catalogs changed: cat.test."), "{out}");
+    assert_eq!(transfer("a.test"), Some(Rcode::NOERROR));
+    assert_serves_exactly(&consumer, &["a.test", "b.test"], "catalog changed");
+    assert_eq!(
+        axfrs(&consumer.log(), "a.test"),
+        before,
+        "a member given another ACL keeps its data"
+    );
+
+    let kept = dir.join("kept");
+    let a_kept = kept.join("members").join("a.test.zone");
+    assert!(eventually(|| a_kept.exists()), "a.test kept");
+    let out = reconfigure(&consumer, &socket, &without);
+    assert!(out.contains("catalogs removed: cat.test."), "{out}");
+    assert!(out.contains("secondary zones removed: cat.test."), "{out}");
+    assert_serves_exactly(&consumer, &[], "catalog removed");
+    assert_eq!(
+        rcode(consumer.addr(), CATALOG, RType::SOA),
+        Some(Rcode::REFUSED)
+    );
+    assert!(
+        eventually(|| !a_kept.exists() && !kept.join("cat.test.zone").exists()),
+        "the kept copies of the catalog and its members are deleted"
+    );
+    assert_eq!(zone_serial(consumer.addr(), "own.test"), Some(1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
