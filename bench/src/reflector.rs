@@ -30,8 +30,9 @@ pub fn run(listen: SocketAddr, workers: usize) -> io::Result<()> {
             std::thread::Builder::new()
                 .name(format!("reflector-{i}"))
                 .spawn(move || {
-                    // Heron's default, so that the two compare on one path.
-                    let coalesce = heron_server::udp::coalesce::DEFAULT_MAX_DELAY;
+                    // Heron's default (no pacing), so that the two compare
+                    // on one path.
+                    let coalesce = std::time::Duration::ZERO;
                     heron_server::udp::run_loop(&socket, &STOP, coalesce, reflect)
                 })?,
         );

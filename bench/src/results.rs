@@ -352,7 +352,7 @@ pub struct CostCell {
 /// One server's trials in a cell, in the order they ran.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct CostServer {
-    /// "Heron", "Heron, no pacing", "NSD", ...
+    /// "Heron", "Heron, paced", "NSD", ...
     pub name: String,
     pub trials: Vec<CostTrial>,
 }

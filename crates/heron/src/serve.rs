@@ -201,7 +201,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
                 listen: vec![config::DEFAULT_LISTEN.parse().unwrap()],
                 workers: config::default_workers(),
                 cpu_affinity: Vec::new(),
-                udp_coalesce: udp::coalesce::DEFAULT_MAX_DELAY,
+                udp_coalesce: Duration::ZERO,
                 tcp: TcpLimits::default(),
                 answer: AnswerConfig::default(),
                 tls: None,

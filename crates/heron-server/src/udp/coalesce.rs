@@ -10,7 +10,7 @@
 //!
 //! So, above [`MIN_RATE`] queries per second, a worker whose last batch was
 //! small sleeps until about [`TARGET_BATCH`] datagrams should be queued,
-//! at most a configured delay ([`DEFAULT_MAX_DELAY`]) after its last
+//! at most a configured delay (e.g. [`SUGGESTED_MAX_DELAY`]) after its last
 //! receive: that is all it adds to an answer's latency (NICs coalesce
 //! their interrupts the same way). Below that rate (the suite's latency
 //! figures are taken at 20k/s), or when batches come back large, it never
@@ -18,6 +18,9 @@
 //! default at 120k/s: 80% -> 58% of the core, median latency 10 -> 49 µs.
 //! Under evenly spaced `dnsperf` load it cost more than it saved, so the
 //! worker only paces while that measures cheaper ([`super::pacing_choice`]).
+//! On a quiet machine even that cost up to 10% more than never pacing (the
+//! suite's cost matrix, 2026-11-23: the probe epochs are paid, the savings
+//! did not come), so pacing is off unless configured.
 
 use std::time::{Duration, Instant};
 
@@ -26,8 +29,9 @@ use std::time::{Duration, Instant};
 pub const MIN_RATE: u64 = 50_000;
 /// Datagrams a worker waits to gather.
 pub const TARGET_BATCH: u64 = 8;
-/// The longest a worker waits after a receive, unless configured.
-pub const DEFAULT_MAX_DELAY: Duration = Duration::from_micros(50);
+/// A good `udp-coalesce-us` for an operator who turns pacing on (the
+/// default is off): about the added latency of a NIC's interrupt moderation.
+pub const SUGGESTED_MAX_DELAY: Duration = Duration::from_micros(50);
 /// Waits shorter than this are skipped: a timer costs more than it saves.
 const MIN_SLEEP: Duration = Duration::from_micros(5);
 /// The rate is measured over windows of this length.
@@ -94,7 +98,7 @@ impl Coalescer {
 
 /// Lets the calling thread's sleeps end within about a microsecond of
 /// when they are due, instead of the default 50 µs of timer slack (which
-/// would double [`DEFAULT_MAX_DELAY`]). Returns false if the kernel refused.
+/// would double [`SUGGESTED_MAX_DELAY`]). Returns false if the kernel refused.
 pub fn tighten_timer_slack() -> bool {
     heron_sys::sched::set_timer_slack(Duration::from_micros(1)).is_ok()
 }
@@ -103,7 +107,7 @@ pub fn tighten_timer_slack() -> bool {
 mod tests {
     use super::*;
 
-    const MAX_DELAY: Duration = DEFAULT_MAX_DELAY;
+    const MAX_DELAY: Duration = SUGGESTED_MAX_DELAY;
 
     /// A coalescer that has seen `rate` queries per second arrive in
     /// batches of `batch`, ending at the returned instant.
