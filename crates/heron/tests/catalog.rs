@@ -137,15 +137,21 @@ fn axfrs(log: &str, zone: &str) -> usize {
         .count()
 }
 
-fn zone_status(socket: &Path) -> serde_json::Value {
+/// What `heron ctl --socket SOCKET ARGS` prints; it must succeed.
+fn ctl(socket: &Path, args: &[&str]) -> Vec<u8> {
     let out = Command::new(heron())
         .args(["ctl", "--socket"])
         .arg(socket)
-        .args(["zone-status", "--json"])
+        .args(args)
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["data"].clone()
+    out.stdout
+}
+
+fn zone_status(socket: &Path) -> serde_json::Value {
+    let out = ctl(socket, &["zone-status", "--json"]);
+    serde_json::from_slice::<serde_json::Value>(&out).unwrap()["data"].clone()
 }
 
 /// The catalog each zone-status row names, by zone.
@@ -162,8 +168,9 @@ fn catalogs_named(status: &serde_json::Value) -> Vec<(String, Option<String>)> {
     named
 }
 
-fn consume_from(kind: ServerKind) {
-    let dir = work_dir(&kind.to_string().to_lowercase());
+/// The catalog's file (to be written) and every zone's, with the member
+/// zones written, in `dir`: what a producer serves.
+fn producer_files(dir: &Path) -> (PathBuf, Vec<(String, PathBuf)>) {
     let catalog_file = dir.join("cat.test.zone");
     let mut files = vec![(format!("{CATALOG}."), catalog_file.clone())];
     for zone in ZONES {
@@ -171,6 +178,12 @@ fn consume_from(kind: ServerKind) {
         std::fs::write(&file, member_text(zone)).unwrap();
         files.push((format!("{zone}."), file));
     }
+    (catalog_file, files)
+}
+
+fn consume_from(kind: ServerKind) {
+    let dir = work_dir(&kind.to_string().to_lowercase());
+    let (catalog_file, files) = producer_files(&dir);
     let mut members = vec![
         ("a", "a.test", None),
         ("b", "b.test", None),
@@ -403,14 +416,7 @@ fn coo_hands_a_member_from_one_catalog_to_another() {
 /// server rewritten to `config`: its output.
 fn reconfigure(server: &ServerProcess, socket: &Path, config: &str) -> String {
     std::fs::write(server.dir().join("heron.toml"), config).unwrap();
-    let out = Command::new(heron())
-        .args(["ctl", "--socket"])
-        .arg(socket)
-        .arg("reconfigure")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(ctl(socket, &["reconfigure"])).unwrap()
 }
 
 /// `[[catalog]]` sections come, change and go with a reload, against a
@@ -421,13 +427,7 @@ fn reconfigure(server: &ServerProcess, socket: &Path, config: &str) -> String {
 #[test]
 fn catalogs_come_change_and_go_with_a_reload() {
     let dir = work_dir("reconfigure");
-    let catalog_file = dir.join("cat.test.zone");
-    let mut files = vec![(format!("{CATALOG}."), catalog_file.clone())];
-    for zone in ZONES {
-        let file = dir.join(format!("{zone}.zone"));
-        std::fs::write(&file, member_text(zone)).unwrap();
-        files.push((format!("{zone}."), file));
-    }
+    let (catalog_file, files) = producer_files(&dir);
     let members = [("a", "a.test", None), ("b", "b.test", Some("blue"))];
     std::fs::write(&catalog_file, catalog_text(1, &members)).unwrap();
     let consumer_port = free_port();
