@@ -1135,7 +1135,6 @@ impl RestartOnly {
         parts.add("[tls]", &file.tls);
         parts.add("[[key]]", &file.keys);
         parts.add("[secondary]", &file.secondary);
-        parts.add_hashed("[[catalog]]", &file.catalogs);
         parts.add("[xdp]", &file.xdp);
         parts.add("[rrl]", &file.rrl);
         parts.add("[cookies]", &file.cookies);

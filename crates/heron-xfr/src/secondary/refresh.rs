@@ -5,7 +5,9 @@
 //! until its earliest wake-up, hands it the NOTIFYs that arrive and the
 //! results of exchanges, and does what it says: SOA checks and transfers
 //! over the pooled connections ([`super::client`], at most
-//! [`MAX_IN_FLIGHT`] launched at once), publishing what a transfer brings,
+//! [`MAX_IN_FLIGHT`] launched at once, those a NOTIFY, an operator, a
+//! newer serial or a zone with nothing to serve asked for ahead of
+//! routine refreshes), publishing what a transfer brings,
 //! and keeping it on disk ([`super::keeper`]). An IXFR that fails is
 //! followed by an AXFR from the same primary (logged).
 //!
@@ -197,8 +199,13 @@ struct Driver {
     zones: Vec<Option<Entry>>,
     /// By lower-cased origin.
     ids: HashMap<Name, ZoneId>,
-    /// What the timers asked for, not launched yet.
+    /// What the timers asked for, not launched yet: routine refreshes.
     waiting: VecDeque<Action>,
+    /// Launched before `waiting`: exchanges of a zone that serves
+    /// nothing yet (a new catalog member), transfers of a newer serial,
+    /// and checks a NOTIFY or an operator asked for. A change announced
+    /// is not held up behind a wave of 100,000 refreshes.
+    urgent: VecDeque<Action>,
     in_flight: usize,
     done: (mpsc::UnboundedSender<Done>, mpsc::UnboundedReceiver<Done>),
     actions: Vec<Action>,
@@ -305,6 +312,7 @@ impl Driver {
             zones: Vec::new(),
             ids: HashMap::new(),
             waiting: VecDeque::new(),
+            urgent: VecDeque::new(),
             in_flight: 0,
             done: mpsc::unbounded_channel(),
             actions: Vec::new(),
@@ -317,10 +325,11 @@ impl Driver {
 
     /// Tells the timers of `event` and does what they say.
     fn handle(&mut self, event: Event) {
+        let asked = matches!(event, Event::Notify { .. } | Event::CheckNow { .. });
         let mut actions = std::mem::take(&mut self.actions);
         self.timers.handle(Instant::now(), event, &mut actions);
         for action in actions.drain(..) {
-            self.perform(action);
+            self.perform(action, asked);
         }
         // The room a burst took (every zone due at once) is not kept.
         if actions.capacity() <= MAX_IN_FLIGHT {
@@ -389,10 +398,19 @@ impl Driver {
         });
     }
 
-    fn perform(&mut self, action: Action) {
+    /// Does what the timers say; `asked`: because of a NOTIFY or an
+    /// operator.
+    fn perform(&mut self, action: Action, asked: bool) {
         let ctx = self.ctx.clone();
         match action {
-            Action::CheckSoa { .. } | Action::Transfer { .. } => self.waiting.push_back(action),
+            Action::CheckSoa { zone, .. } | Action::Transfer { zone, .. } => {
+                let serves_nothing = self.entry(zone).is_some_and(|e| e.current.is_none());
+                let transfer = matches!(action, Action::Transfer { .. });
+                match asked || transfer || serves_nothing {
+                    true => self.urgent.push_back(action),
+                    false => self.waiting.push_back(action),
+                }
+            }
             Action::ServeKept(zone) => {
                 let Some(entry) = self.entry(zone) else {
                     return;
@@ -457,11 +475,14 @@ impl Driver {
     /// Launches the exchanges waiting, as many as may be in flight.
     fn launch(&mut self) {
         while self.in_flight < MAX_IN_FLIGHT {
-            let Some(action) = self.waiting.pop_front() else {
+            let next = self.urgent.pop_front();
+            let Some(action) = next.or_else(|| self.waiting.pop_front()) else {
                 // A cold start queues a check of every zone at once: its
                 // room goes once they are all launched.
-                if self.waiting.capacity() > MAX_IN_FLIGHT {
-                    self.waiting = VecDeque::new();
+                for queue in [&mut self.urgent, &mut self.waiting] {
+                    if queue.capacity() > MAX_IN_FLIGHT {
+                        *queue = VecDeque::new();
+                    }
                 }
                 return;
             };

@@ -31,6 +31,10 @@
 //!   flight, and checks started by NOTIFY are at least
 //!   [`NOTIFY_CHECK_INTERVAL`] apart: NOTIFYs arriving during a check, or
 //!   too soon after the last one, make one more check when it is allowed.
+//!   A NOTIFY that announces a serial newer than the one served, while
+//!   the zone's checks succeed, is a change to fetch, not part of a
+//!   storm: its check starts at once (or as soon as the one in flight
+//!   ends), whatever the interval says.
 //!   A NOTIFY does not end a primary's back-off, nor a zone's.
 //!
 //! Every zone's next wake-up sits in one binary heap keyed by (when,
@@ -220,7 +224,9 @@ struct ZoneState {
     failures: u32,
     check: Option<Check>,
     /// A NOTIFY came that no check has answered yet.
-    notified: bool,
+    /// `Some(true)` if one of them announced a serial newer than the one
+    /// served then.
+    notified: Option<bool>,
     /// The time of the last check a NOTIFY started (or will start).
     notify_check_at: Option<Instant>,
     /// An operator asked for a check (a full transfer if true) that
@@ -345,7 +351,7 @@ impl Timers {
                     self.wake(now, zone, out);
                 }
             }
-            Event::Notify { zone, serial: _ } => self.notified(now, zone, out),
+            Event::Notify { zone, serial } => self.notified(now, zone, serial, out),
             Event::CheckNow { zone, full } => self.check_now(now, zone, full, out),
             Event::SoaChecked {
                 zone,
@@ -422,7 +428,7 @@ impl Timers {
             expire_at: None,
             failures: 0,
             check: None,
-            notified: false,
+            notified: None,
             notify_check_at: None,
             forced: None,
             queued: None,
@@ -463,17 +469,29 @@ impl Timers {
         self.schedule(zone);
     }
 
-    fn notified(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
+    fn notified(&mut self, now: Instant, zone: ZoneId, serial: Option<u32>, out: &mut Vec<Action>) {
         let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::as_mut) else {
             return;
         };
+        // Only while checks succeed: a failing primary is not asked
+        // again at the pace of the NOTIFYs that name it.
+        let serving = z.serving.filter(|_| z.failures == 0);
+        let news = serial.is_some_and(|s| serving.is_some_and(|v| serial::is_newer(s, v.serial)));
         if z.check.is_some() {
-            z.notified = true;
+            z.notified = Some(news || z.notified == Some(true));
             return;
         }
-        let allowed = z
-            .notify_check_at
-            .map_or(now, |last| (last + NOTIFY_CHECK_INTERVAL).max(now));
+        self.notify_check(now, zone, news, out);
+    }
+
+    /// A check for a NOTIFY, at once if it announced `news` (a newer
+    /// serial), else at most every [`NOTIFY_CHECK_INTERVAL`].
+    fn notify_check(&mut self, now: Instant, zone: ZoneId, news: bool, out: &mut Vec<Action>) {
+        let z = self.state_mut(zone);
+        let allowed = match z.notify_check_at {
+            Some(last) if !news => (last + NOTIFY_CHECK_INTERVAL).max(now),
+            _ => now,
+        };
         if z.next_check <= allowed {
             // A check comes soon enough anyway.
             if z.next_check <= now {
@@ -511,7 +529,7 @@ impl Timers {
         let id = CheckId(self.next_check_id);
         self.next_check_id += 1;
         let z = self.state_mut(zone);
-        z.notified = false;
+        z.notified = None;
         z.check = Some(Check {
             id,
             primary: 0,
@@ -633,10 +651,11 @@ impl Timers {
     fn check_ended(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
         let z = self.state_mut(zone);
         if let Some(full) = z.forced.take() {
-            z.notified = false;
+            z.notified = None;
             self.start_check_of(now, zone, full, out);
-        } else if std::mem::take(&mut z.notified) {
-            self.notified(now, zone, out);
+        } else if let Some(news) = z.notified.take() {
+            let news = news && z.failures == 0;
+            self.notify_check(now, zone, news, out);
         }
         self.schedule(zone);
     }
