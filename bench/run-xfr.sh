@@ -2,7 +2,8 @@
 # Runs the zone transfer benchmarks: a secondary's cold start with 1k to
 # 100k zones (Heron, NSD, Knot, BIND as secondaries of a Heron primary),
 # a catalog consumer's cold start with 1k to 100k member zones (Heron and
-# Knot consuming one catalog zone a Heron primary serves), change
+# Knot consuming one catalog zone a Knot primary serves) and then members
+# added to that catalog one at a time (NOTIFY to new member answering), change
 # propagation primary -> secondary for each server, a 2,000,000-record
 # zone between pairs of servers, and TSIG's cost on that transfer. Installs
 # the peers when missing, builds in release mode, and writes

@@ -108,6 +108,13 @@ enum Cmd {
         /// Also run dnsperf at the same rate and file, and print both.
         #[arg(long)]
         cross_check: bool,
+        /// Over TCP instead, with this many connections (`blast_tcp`,
+        /// as the cost matrix runs it; --sockets and --batch do not apply).
+        #[arg(long)]
+        tcp: Option<usize>,
+        /// Queries outstanding at most on each TCP connection.
+        #[arg(long, default_value_t = 1)]
+        in_flight: usize,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -175,6 +182,32 @@ fn main() -> ExitCode {
             target,
             queries,
             rate,
+            duration,
+            cpus,
+            cross_check,
+            tcp: Some(connections),
+            in_flight,
+            json,
+            ..
+        } => tcp_blast_cmd(
+            &queries,
+            blast_tcp::TcpBlastOpts {
+                target,
+                rate,
+                connections,
+                in_flight,
+                duration: Duration::from_secs_f64(duration.clamp(0.01, 600.0)),
+                drain: Duration::from_secs(2),
+                connect_timeout: Duration::from_secs(30),
+            },
+            &cpus,
+            cross_check,
+            json,
+        ),
+        Cmd::Blast {
+            target,
+            queries,
+            rate,
             window,
             duration,
             sockets,
@@ -182,6 +215,7 @@ fn main() -> ExitCode {
             cpus,
             cross_check,
             json,
+            ..
         } => blast_cmd(
             target,
             &queries,
@@ -249,33 +283,75 @@ fn blast_cmd(
     cross_check: bool,
     json: bool,
 ) -> Result<(), String> {
+    pin(cpus)?;
+    let set = blast::QuerySet::load(queries)?;
+    let r = blast::blast(&set, &opts).map_err(|e| format!("blast: {e}"))?;
+    let load = (opts.rate, opts.duration.as_secs_f64());
+    let clients = (opts.sockets, opts.window.max(100));
+    let also = cross_check.then(|| dnsperf_alike(target, false, clients, &load, cpus));
+    print_blast(&r, also, queries, json)
+}
+
+/// `blast` over TCP: what [`blast_cmd`] does, with `blast_tcp`.
+fn tcp_blast_cmd(
+    queries: &std::path::Path,
+    opts: blast_tcp::TcpBlastOpts,
+    cpus: &[usize],
+    cross_check: bool,
+    json: bool,
+) -> Result<(), String> {
+    pin(cpus)?;
+    let set = blast::QuerySet::load(queries)?;
+    let r = blast_tcp::blast_tcp(&set, &opts).map_err(|e| format!("blast over TCP: {e}"))?;
+    let load = (opts.rate, opts.duration.as_secs_f64());
+    let clients = (opts.connections, opts.connections * opts.in_flight);
+    let also = cross_check.then(|| dnsperf_alike(opts.target, true, clients, &load, cpus));
+    print_blast(&r, also, queries, json)
+}
+
+fn pin(cpus: &[usize]) -> Result<(), String> {
     if !cpus.is_empty() {
         heron_sys::cpu::pin_current_thread(cpus)
             .map_err(|e| format!("cannot pin to CPUs {cpus:?}: {e}"))?;
     }
-    let set = blast::QuerySet::load(queries)?;
-    let r = blast::blast(&set, &opts).map_err(|e| format!("blast: {e}"))?;
-    let d = if cross_check {
-        let dopts = dnsperf::DnsperfOpts {
-            target,
-            tcp: false,
-            clients: opts.sockets,
-            outstanding: opts.window.max(100),
-            rate: opts.rate,
-            seconds: opts.duration.as_secs_f64(),
-            cpus: (!cpus.is_empty()).then(|| {
-                cpus.iter()
-                    .map(|c| c.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            }),
-            realtime: None,
-            netns: None,
-        };
-        Some(dnsperf::run(&dopts, queries)?)
-    } else {
-        None
-    };
+    Ok(())
+}
+
+/// dnsperf options for the load `blast` just offered: clients and
+/// queries outstanding, rate and seconds.
+fn dnsperf_alike(
+    target: SocketAddr,
+    tcp: bool,
+    (clients, outstanding): (usize, usize),
+    &(rate, seconds): &(f64, f64),
+    cpus: &[usize],
+) -> dnsperf::DnsperfOpts {
+    dnsperf::DnsperfOpts {
+        target,
+        tcp,
+        clients,
+        outstanding,
+        rate,
+        seconds,
+        cpus: (!cpus.is_empty()).then(|| {
+            cpus.iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        }),
+        realtime: None,
+        netns: None,
+    }
+}
+
+/// Runs dnsperf after `blast` when asked (`also`), then prints both.
+fn print_blast(
+    r: &blast::BlastResult,
+    also: Option<dnsperf::DnsperfOpts>,
+    queries: &std::path::Path,
+    json: bool,
+) -> Result<(), String> {
+    let d = also.map(|o| dnsperf::run(&o, queries)).transpose()?;
     if json {
         println!("{}", serde_json::json!({ "blast": r, "dnsperf": d }));
         return Ok(());

@@ -1,7 +1,8 @@
 //! The zone transfer benchmarks: how long a secondary of many zones takes
 //! to cold-start (and whether it runs out of ports doing it), how quickly
 //! a change on a primary is answered by its secondary, how long a consumer
-//! of a catalog zone listing many zones takes to cold-start, how fast a large
+//! of a catalog zone listing many zones takes to cold-start (and then to
+//! serve a member added to the catalog), how fast a large
 //! zone moves between pairs of servers, and what TSIG costs.
 //!
 //! Everything runs in a network namespace of the suite's own, with a
@@ -108,7 +109,15 @@ pub struct ColdStart {
     /// Sockets in TIME_WAIT with the primary's port once all answered.
     pub time_wait: usize,
     pub rss_mib: f64,
+    /// Catalog cold start only: members then added to the catalog one at
+    /// a time; for each, ms from the NOTIFY for the catalog's new version
+    /// to the new member answering on the consumer (None: not in 10 s).
+    #[serde(default)]
+    pub one_member_ms: Vec<Option<f64>>,
 }
+
+/// Members added, one at a time, after a catalog consumer's cold start.
+const MEMBERS_ADDED: usize = 5;
 
 /// Reload on the primary → new serial answered by the secondary.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -330,10 +339,15 @@ fn tail(log: &str) -> String {
 /// secondaries given every zone.
 fn cold_starts(args: &XfrArgs, kinds: &[Kind], catalog: bool) -> Result<Vec<ColdStart>, String> {
     let largest = args.sizes.iter().copied().max().unwrap_or(0);
-    let all = minimal_zones(&args.data.join("minimal"), largest)?;
+    let all = minimal_zones(&args.data.join("minimal"), largest + MEMBERS_ADDED)?;
     let mut out = Vec::new();
     for &size in &args.sizes {
         let zones = &all[..size];
+        // Served by the primary, listed by the catalog only later.
+        let extras = match catalog {
+            true => &all[size..size + MEMBERS_ADDED],
+            false => &all[..0],
+        };
         let origins: Vec<String> = zones.iter().map(|(o, _)| o.clone()).collect();
         let (listing, setups) = match catalog {
             false => (None, setups(kinds)),
@@ -353,7 +367,13 @@ fn cold_starts(args: &XfrArgs, kinds: &[Kind], catalog: bool) -> Result<Vec<Cold
                     .last()
                     .is_none_or(|r: &ColdStart| r.all_answered_s.is_some())
             {
-                let run = cold_start_once(args, kind, reload, zones, &origins, listing.as_ref())?;
+                let given = Given {
+                    zones,
+                    origins: &origins,
+                    catalog: listing.as_ref(),
+                    extras,
+                };
+                let run = cold_start_once(args, kind, reload, given)?;
                 eprintln!("cold start: {run:?}");
                 runs.push(run);
             }
@@ -379,32 +399,65 @@ fn setups(kinds: &[Kind]) -> Vec<(Kind, NsdReload)> {
 /// The catalog zone [`peers::CATALOG`] listing `zones`, written in `dir`.
 fn catalog_zone(dir: &Path, zones: &[(String, PathBuf)]) -> Result<(String, PathBuf), String> {
     let path = dir.join(format!("{}-{}.zone", peers::CATALOG, zones.len()));
+    write_catalog(&path, 1, zones)?;
+    Ok((peers::CATALOG.to_string(), path))
+}
+
+/// Writes the catalog zone [`peers::CATALOG`] at `serial`, listing
+/// `zones` (the nth with unique ID `m<n>`), to `path`.
+fn write_catalog(path: &Path, serial: u32, zones: &[(String, PathBuf)]) -> Result<(), String> {
     let mut text = format!(
-        "$ORIGIN {}\n$TTL 0\n@ SOA invalid. invalid. 1 3600 600 86400 0\n@ NS invalid.\n\
+        "$ORIGIN {}\n$TTL 0\n@ SOA invalid. invalid. {serial} 3600 600 86400 0\n@ NS invalid.\n\
          version TXT \"2\"\n",
         peers::CATALOG
     );
     for (i, (origin, _)) in zones.iter().enumerate() {
         let _ = writeln!(text, "m{i}.zones PTR {origin}");
     }
-    fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok((peers::CATALOG.to_string(), path))
+    fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// One cold start of a `kind` secondary of `zones`; with `catalog`, of a
-/// consumer of that catalog zone, which lists them.
+/// What a cold start's secondary is given.
+#[derive(Clone, Copy)]
+struct Given<'a> {
+    zones: &'a [(String, PathBuf)],
+    origins: &'a [String],
+    /// The catalog zone listing `zones`, for a consumer.
+    catalog: Option<&'a (String, PathBuf)>,
+    /// Zones the primary serves besides, to add to the catalog one at a
+    /// time once the consumer has every member.
+    extras: &'a [(String, PathBuf)],
+}
+
+/// One cold start of a `kind` secondary of `zones`; with a catalog, of a
+/// consumer of that catalog zone (served by a Knot primary), which lists
+/// them, and then the members added one at a time.
 fn cold_start_once(
     args: &XfrArgs,
     kind: Kind,
     reload: NsdReload,
-    zones: &[(String, PathBuf)],
-    origins: &[String],
-    catalog: Option<&(String, PathBuf)>,
+    given: Given,
 ) -> Result<ColdStart, String> {
+    let Given {
+        zones,
+        origins,
+        catalog,
+        extras,
+    } = given;
+    // Each run starts from the catalog listing `zones` alone.
+    if let Some((_, file)) = catalog {
+        write_catalog(file, 1, zones)?;
+    }
     // A fresh primary port per run: TIME_WAIT sockets of one run do not
     // take ports from the next.
-    let served: Vec<(String, PathBuf)> = zones.iter().chain(catalog).cloned().collect();
-    let primary = start_primary(Kind::Heron, args, &served, None, None, "cold")?;
+    let served: Vec<(String, PathBuf)> = (zones.iter().chain(extras).chain(catalog))
+        .cloned()
+        .collect();
+    let producer = match catalog {
+        Some(_) => Kind::Knot,
+        None => Kind::Heron,
+    };
+    let primary = start_primary(producer, args, &served, None, None, "cold")?;
     let opened_before = active_opens();
     let addr = ip(SECONDARY, free_port());
     let dir = args.data.join(format!(
@@ -439,7 +492,7 @@ fn cold_start_once(
         (probe::WATCH_RATE, probe::CATCH_UP_RATE),
         &mut || secondary.is_running(),
     );
-    Ok(ColdStart {
+    let mut run = ColdStart {
         server: kind,
         nsd_reload: reload,
         zones: zones.len(),
@@ -453,7 +506,51 @@ fn cold_start_once(
         connections_opened: active_opens().saturating_sub(opened_before),
         time_wait: time_wait_with(primary.addr),
         rss_mib: secondary.rss_kib() as f64 / 1024.0,
-    })
+        one_member_ms: Vec::new(),
+    };
+    if let (Some(catalog), Some(_)) = (catalog, arrival.all_after_s) {
+        run.one_member_ms = members_added(&primary, addr, catalog, zones, extras)?;
+    }
+    Ok(run)
+}
+
+/// Adds `extras` to the primary's catalog, which lists `listed`, one at
+/// a time, a little over a second apart. For each, once the primary
+/// serves the new version, sends the consumer at `consumer` the NOTIFY
+/// for it (as the primary would, from its address) and times until the
+/// new member answers its SOA over UDP there. Returns the times, ms
+/// (None: not within 10 s).
+fn members_added(
+    primary: &Peer,
+    consumer: SocketAddr,
+    (catalog, file): &(String, PathBuf),
+    listed: &[(String, PathBuf)],
+    extras: &[(String, PathBuf)],
+) -> Result<Vec<Option<f64>>, String> {
+    let origin = Name::parse(catalog).map_err(|e| e.to_string())?;
+    let mut times = Vec::new();
+    for (k, (member, _)) in extras.iter().enumerate() {
+        // Whole seconds apart: some servers compare file times in seconds.
+        std::thread::sleep(Duration::from_millis(1100));
+        let serial = 2 + k as u32;
+        let listing: Vec<(String, PathBuf)> = listed.iter().chain(&extras[..=k]).cloned().collect();
+        write_catalog(file, serial, &listing)?;
+        primary.reload_zone(catalog);
+        let served = Instant::now() + Duration::from_secs(120);
+        if probe::until_serial(primary.addr, &origin, serial, served).is_none() {
+            return Err(format!(
+                "the primary never served catalog serial {serial}:\n{}",
+                tail(&primary.log())
+            ));
+        }
+        let sent = probe::notify(consumer, &origin, serial)?;
+        let member = Name::parse(member).map_err(|e| e.to_string())?;
+        let answered = probe::until_serial(consumer, &member, 1, sent + Duration::from_secs(10));
+        let ms = answered.map(|at| at.duration_since(sent).as_secs_f64() * 1e3);
+        eprintln!("member added: {member} answered after {ms:?} ms");
+        times.push(ms);
+    }
+    Ok(times)
 }
 
 /// The run with the median time (its counters stand for the lot), with

@@ -19,6 +19,9 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::servers::{KNOTD, Kind, NAMED, NSD};
+
+/// Knot's control client.
+const KNOTC: &str = "/usr/sbin/knotc";
 use crate::sys;
 
 /// The servers' (and the probe's) nice value: other people's work on a
@@ -123,6 +126,7 @@ pub struct TsigKey {
 
 /// One server process of a transfer benchmark.
 pub struct Peer {
+    pub kind: Kind,
     pub addr: SocketAddr,
     pub dir: PathBuf,
     pub started: Instant,
@@ -170,6 +174,7 @@ impl Peer {
             .spawn()
             .map_err(|e| format!("cannot run {}: {e}", argv.join(" ")))?;
         Ok(Peer {
+            kind,
             addr,
             dir: dir.to_path_buf(),
             started,
@@ -196,6 +201,26 @@ impl Peer {
     pub fn reload(&self) {
         // Our own unreaped child, by its PID.
         let _ = heron_sys::process::signal_process(self.pid(), heron_sys::process::Signal::HUP);
+    }
+
+    /// Asks the server to re-read the file of `zone`: Knot through
+    /// `knotc zone-reload` (a SIGHUP would re-read its configuration of
+    /// every zone first), the others by [`Peer::reload`].
+    pub fn reload_zone(&self, zone: &str) {
+        if self.kind != Kind::Knot {
+            return self.reload();
+        }
+        let socket = self.dir.join("knot.sock");
+        let done = Command::new(KNOTC)
+            .arg("-s")
+            .arg(&socket)
+            .args(["zone-reload", zone])
+            .stdout(Stdio::null())
+            .status();
+        if !done.as_ref().is_ok_and(|status| status.success()) {
+            eprintln!("knotc zone-reload {zone} failed ({done:?}); SIGHUP instead");
+            self.reload();
+        }
     }
 
     /// Resident memory of the server's processes, KiB.

@@ -5,7 +5,7 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use heron_proto::message::Message;
-use heron_proto::{Name, RType, Rcode, rdata};
+use heron_proto::{Name, Opcode, RType, Rcode, rdata};
 use heron_testkit::{QueryOpts, build_query};
 
 /// Queries per second while a cold start is watched and the zones asked
@@ -226,6 +226,37 @@ pub fn until_serial(
     None
 }
 
+/// Sends `server` a NOTIFY for `zone` announcing `serial` (RFC 1996: AA
+/// set, the SOA in the answer section), from 127.0.0.1, as a primary
+/// there would; returns when it was sent. The answer is not awaited.
+pub fn notify(server: SocketAddr, zone: &Name, serial: u32) -> Result<Instant, String> {
+    let message = notify_message(zone, serial);
+    let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| e.to_string())?;
+    let sent = Instant::now();
+    sock.send_to(&message, server)
+        .map_err(|e| format!("NOTIFY to {server}: {e}"))?;
+    Ok(sent)
+}
+
+fn notify_message(zone: &Name, serial: u32) -> Vec<u8> {
+    let opts = QueryOpts {
+        opcode: Opcode::NOTIFY,
+        ..QueryOpts::default()
+    };
+    let mut m = build_query(zone, RType::SOA, &opts);
+    m[2] |= 0x04; // AA
+    m[7] = 1; // one answer: the SOA
+    m.extend_from_slice(&[0xC0, 0x0C]); // the question's name
+    m.extend_from_slice(&RType::SOA.0.to_be_bytes());
+    m.extend_from_slice(&[0, 1, 0, 0, 0, 0]); // IN, TTL 0
+    m.extend_from_slice(&22u16.to_be_bytes());
+    m.extend_from_slice(&[0, 0]); // MNAME and RNAME: the root
+    for field in [serial, 3600, 600, 86_400, 0] {
+        m.extend_from_slice(&field.to_be_bytes());
+    }
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,6 +274,16 @@ mod tests {
             r.extend_from_slice(&[0, 1, 0, 0, 0, 60, 0, 0]);
         }
         r
+    }
+
+    #[test]
+    fn a_notify_announces_the_serial_in_its_soa() {
+        let zone = Name::parse("catalog.bench.").unwrap();
+        let m = Message::parse(&notify_message(&zone, 7)).unwrap();
+        assert_eq!(m.header.opcode(), Opcode::NOTIFY);
+        assert!(m.header.flags & 0x0400 != 0, "AA");
+        let soa = m.answers.iter().find(|r| r.rtype == RType::SOA).unwrap();
+        assert_eq!(rdata::soa_serial(&soa.rdata), Some(7));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::path::Path;
 use super::peers::{NsdReload, SETTINGS};
 use super::{ColdStart, Results, XfrArgs};
 use crate::servers::{self, Binaries, Kind};
+use crate::stats::Spread;
 
 /// The machine, the kernel settings that matter for many connections,
 /// and the servers' versions.
@@ -138,13 +139,15 @@ fn markdown(r: &Results, args: &XfrArgs) -> String {
         measured(&mut md, &r.catalog_cold_start_at);
         md.push_str(
             "As the secondary cold start, but the secondary is given one zone only, a catalog \
-             zone (RFC 9432, version 2) that the Heron primary serves and that lists the N \
-             minimal zones as members: Heron with `[[catalog]]`, Knot with `catalog-role: \
-             interpret`. Time: from the consumer's start until every member answers its SOA.\n\n\
+             zone (RFC 9432, version 2) that a Knot primary serves (written as a zone file) and \
+             that lists the N minimal zones as members: Heron with `[[catalog]]`, Knot with \
+             `catalog-role: interpret`. Time: from the consumer's start until every member \
+             answers its SOA.\n\n\
              | consumer | zones | all answered | zones answered | connect failures | connections opened | TIME_WAIT | RSS |\n\
              | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
         );
         cold_start_rows(&mut md, &r.catalog_cold_start);
+        one_member_rows(&mut md, &r.catalog_cold_start);
     }
     if !r.propagation.is_empty() {
         md.push_str("\n## Change propagation\n\n");
@@ -232,6 +235,47 @@ fn cold_start_rows(md: &mut String, runs: &[ColdStart]) {
             c.connections_opened,
             c.time_wait,
             c.rss_mib
+        );
+    }
+}
+
+/// The members added after the catalog cold starts, one at a time.
+fn one_member_rows(md: &mut String, runs: &[ColdStart]) {
+    let added: Vec<&ColdStart> = runs
+        .iter()
+        .filter(|c| !c.one_member_ms.is_empty())
+        .collect();
+    if added.is_empty() {
+        return;
+    }
+    md.push_str(
+        "\nThen, in the median run, members are added to the catalog one at a time (a zone the \
+         primary serves already, written into the catalog's file with the next serial and \
+         reloaded there, a little over a second apart). Once the primary serves the new \
+         version, the suite sends the consumer the NOTIFY for it, from the primary's address, \
+         and polls the new member's SOA over UDP every 0.2 ms. Time: from that NOTIFY until \
+         the member answers, so it holds the consumer's SOA query, the catalog's IXFR, its \
+         reading, the member's transfer and the swaps. Target for Heron: ≤ 50 ms.\n\n\
+         | consumer | members | NOTIFY → new member answers | added | missed (10 s) |\n\
+         | --- | ---: | ---: | ---: | ---: |\n",
+    );
+    for c in added {
+        let done: Vec<f64> = c.one_member_ms.iter().flatten().copied().collect();
+        let spread = Spread::of(&done);
+        let time = match done.is_empty() {
+            true => "none".to_string(),
+            false => format!(
+                "{:.1} ms ({:.1}–{:.1})",
+                spread.median, spread.min, spread.max
+            ),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {time} | {} | {} |",
+            setup_name(c),
+            c.zones,
+            c.one_member_ms.len(),
+            c.one_member_ms.len() - done.len()
         );
     }
 }

@@ -21,7 +21,9 @@
 //! A listener given TLS settings serves DNS over TLS (RFC 7858) and zone
 //! transfers over TLS (RFC 9103) the same way, after the handshake.
 
+use std::cell::Cell;
 use std::collections::HashMap;
+use std::future::Future;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
@@ -29,11 +31,11 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-use tokio::time::timeout;
+use tokio::time::{Sleep, timeout};
 
 use heron_xfr::acl::Prefix;
 
@@ -375,37 +377,131 @@ async fn connection(
     // Only what is not answered is kept between reads: an idle connection
     // holds no buffers at all.
     let mut partial = Unanswered::default();
+    let from = (peer, Transport::Tcp);
+    let stop = shutdown.changed();
+    let timer = tokio::time::sleep(shared.idle);
+    tokio::pin!(stop, timer);
     loop {
         // What the cap held back is answered before anything more is read.
         while partial.holds_whole_message() {
-            let mut replies = Replies::default();
-            let from = (peer, Transport::Tcp);
+            let mut replies = Replies::new();
             take_input(&[], &mut partial, &mut replies, from, &shared)?;
-            respond(&mut stream, replies, peer, &shared).await?;
+            respond_plain(&mut stream, replies, peer, &shared).await?;
         }
-        let ready = tokio::select! {
-            ready = timeout(partial.wait(shared.idle), stream.readable()) => ready,
-            _ = shutdown.changed() => return Ok(()),
-        };
-        match ready {
-            Err(_) => return Ok(()), // idle, or a message not completed in time
-            Ok(result) => result?,
+        let deadline = partial.deadline_or_idle(shared.idle);
+        if !wait_readable(&stream, deadline, timer.as_mut(), stop.as_mut()).await? {
+            return Ok(()); // idle, a message not completed in time, or shutdown
         }
         // The chunk is scoped to end before the next await, so it is never
         // part of the task's saved state.
-        let mut replies = Replies::default();
+        let mut replies = Replies::new();
         {
             let mut chunk = [0u8; READ_CHUNK];
-            let n = match stream.try_read(&mut chunk) {
-                Ok(0) => return Ok(()),
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
+            let n = match read_available(&stream, &mut chunk)? {
+                None => continue, // readiness was stale
+                Some(0) => return Ok(()),
+                Some(n) => n,
             };
-            let from = (peer, Transport::Tcp);
             take_input(&chunk[..n], &mut partial, &mut replies, from, &shared)?;
         }
-        respond(&mut stream, replies, peer, &shared).await?;
+        respond_plain(&mut stream, replies, peer, &shared).await?;
+    }
+}
+
+/// [`respond`] for a plain connection: the answers are written at once
+/// when the socket takes them, as it nearly always does, so that only a
+/// client that does not read makes the task wait (in a boxed future: the
+/// wait's state would otherwise size every connection's task).
+async fn respond_plain(
+    stream: &mut TcpStream,
+    replies: Replies,
+    peer: SocketAddr,
+    shared: &Shared,
+) -> io::Result<()> {
+    let Replies { framed, transfers } = replies;
+    let written = write_now(stream, &framed)?;
+    if written < framed.len() {
+        Box::pin(write_all(stream, &framed[written..], shared.idle)).await?;
+    }
+    give_back(framed);
+    if !transfers.is_empty() {
+        Box::pin(send_transfers(stream, transfers, peer, shared)).await?;
+    }
+    Ok(())
+}
+
+/// Writes what the socket takes of `bytes` without waiting; returns how
+/// much that was.
+fn write_now(stream: &TcpStream, bytes: &[u8]) -> io::Result<usize> {
+    let mut written = 0;
+    while written < bytes.len() {
+        match stream.try_write(&bytes[written..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(written)
+}
+
+/// Waits until `stream` may be read: true then, false once `deadline`
+/// has passed or `stop` has completed. `timer` stays armed from one call
+/// to the next and is moved only when it would fire after the deadline;
+/// when it fires before it (the deadline moved on since), it is armed
+/// again. So a busy connection re-arms its timer about once per idle
+/// timeout, not once per read, and `stop` is registered once.
+async fn wait_readable(
+    stream: &TcpStream,
+    deadline: Instant,
+    mut timer: Pin<&mut Sleep>,
+    mut stop: Pin<&mut impl Future>,
+) -> io::Result<bool> {
+    let deadline = tokio::time::Instant::from_std(deadline);
+    if deadline < timer.deadline() {
+        timer.as_mut().reset(deadline);
+    }
+    loop {
+        tokio::select! {
+            biased;
+            ready = std::future::poll_fn(|cx| stream.poll_read_ready(cx)) => {
+                ready?;
+                return Ok(true);
+            }
+            _ = stop.as_mut() => return Ok(false),
+            () = timer.as_mut() => {
+                if tokio::time::Instant::now() >= deadline {
+                    return Ok(false);
+                }
+                timer.as_mut().reset(deadline);
+            }
+        }
+    }
+}
+
+/// Reads what `stream` holds into `chunk`; None when it holds nothing
+/// (the readiness was stale). A read that leaves room in `chunk` took all
+/// the kernel had, so the readiness is cleared then, and the next wait
+/// goes to epoll rather than to one more read that would only return
+/// WouldBlock: bytes arriving after this read raise a new edge-triggered
+/// event, and tokio clears only the readiness this read was made on.
+fn read_available(stream: &TcpStream, chunk: &mut [u8]) -> io::Result<Option<usize>> {
+    use std::io::Read;
+    let mut drained = 0;
+    let read = stream.try_io(Interest::READABLE, || {
+        let socket = SockRef::from(stream);
+        let n = (&*socket).read(chunk)?;
+        if n == 0 || n == chunk.len() {
+            return Ok(n);
+        }
+        drained = n;
+        Err(io::ErrorKind::WouldBlock.into())
+    });
+    match read {
+        Ok(n) => Ok(Some(n)),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok((drained > 0).then_some(drained)),
+        Err(e) => Err(e),
     }
 }
 
@@ -427,8 +523,11 @@ async fn tls_connection(
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
     let mut partial = Unanswered::default();
     let (mut ended, mut drained) = (false, true);
+    let stop = shutdown.changed();
+    let timer = tokio::time::sleep(shared.idle);
+    tokio::pin!(stop, timer);
     while !ended {
-        let mut replies = Replies::default();
+        let mut replies = Replies::new();
         let from = (peer, Transport::Tls);
         if partial.holds_whole_message() {
             // What the cap held back is answered before anything more is
@@ -464,13 +563,9 @@ async fn tls_connection(
             // Plaintext may still wait in TLS: read again before waiting.
             continue;
         }
-        let ready = tokio::select! {
-            ready = timeout(partial.wait(shared.idle), stream.get_ref().0.readable()) => ready,
-            _ = shutdown.changed() => break,
-        };
-        match ready {
-            Err(_) => break, // idle, or a message not completed in time
-            Ok(result) => result?,
+        let deadline = partial.deadline_or_idle(shared.idle);
+        if !wait_readable(stream.get_ref().0, deadline, timer.as_mut(), stop.as_mut()).await? {
+            break; // idle, a message not completed in time, or shutdown
         }
     }
     // Our close_notify, best effort: the client may be gone.
@@ -515,10 +610,32 @@ fn take_input(
 
 /// What answering some input asks to write: framed responses, then the
 /// transfers they asked for.
-#[derive(Default)]
 struct Replies {
     framed: Vec<u8>,
     transfers: Vec<Transfer>,
+}
+
+thread_local! {
+    /// A buffer for framed responses that the last connection on this
+    /// thread wrote and gave back: the next one builds in it instead of
+    /// growing a new one from nothing on every read.
+    static SPARE_FRAMED: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+impl Replies {
+    fn new() -> Replies {
+        Replies {
+            framed: SPARE_FRAMED.take(),
+            transfers: Vec::new(),
+        }
+    }
+}
+
+/// Keeps `framed`, once written, for the next [`Replies`] on this thread.
+/// It holds at most [`QUEUED_ANSWERS_CAP`] and a message.
+fn give_back(mut framed: Vec<u8>) {
+    framed.clear();
+    SPARE_FRAMED.set(framed);
 }
 
 /// What a connection has read and not answered: the start of a message,
@@ -537,12 +654,11 @@ impl Unanswered {
         bytes.len() >= 2 && bytes.len() - 2 >= u16::from_be_bytes([bytes[0], bytes[1]]) as usize
     }
 
-    /// How long to wait for more data: the idle timeout between messages,
-    /// what is left of the message's deadline within one. A byte now and
-    /// then does not keep a connection open.
-    fn wait(&self, idle: Duration) -> Duration {
-        self.deadline
-            .map_or(idle, |d| d.saturating_duration_since(Instant::now()))
+    /// Until when to wait for more data: the idle timeout from now between
+    /// messages, the message's deadline within one. A byte now and then
+    /// does not keep a connection open.
+    fn deadline_or_idle(&self, idle: Duration) -> Instant {
+        self.deadline.unwrap_or_else(|| Instant::now() + idle)
     }
 
     /// After input was taken: a message begun since a message was
@@ -568,6 +684,7 @@ async fn respond<S: AsyncWrite + Unpin>(
     if !framed.is_empty() {
         write_all(stream, &framed, shared.idle).await?;
     }
+    give_back(framed);
     if !transfers.is_empty() {
         // Boxed: transfers are rare, and inline their state would size
         // every connection's task for them.
@@ -900,9 +1017,11 @@ mod tests {
     fn a_message_deadline_is_kept_while_the_message_grows() {
         let timeout = Duration::from_secs(5);
         let mut partial = Unanswered::default();
-        assert_eq!(
-            partial.wait(Duration::from_secs(10)),
-            Duration::from_secs(10)
+        let idle = Duration::from_secs(10);
+        let before = Instant::now();
+        assert!(
+            partial.deadline_or_idle(idle) >= before + idle,
+            "between messages: the idle timeout from now"
         );
         partial.bytes = vec![0, 40, 1];
         partial.restart_deadline(false, timeout);
@@ -910,7 +1029,7 @@ mod tests {
         partial.bytes.push(2);
         partial.restart_deadline(false, timeout);
         assert_eq!(partial.deadline, Some(first), "more bytes do not extend it");
-        assert!(partial.wait(Duration::from_secs(10)) <= timeout);
+        assert_eq!(partial.deadline_or_idle(idle), first);
         partial.restart_deadline(true, timeout);
         assert!(
             partial.deadline >= Some(first),
@@ -919,6 +1038,123 @@ mod tests {
         partial.bytes.clear();
         partial.restart_deadline(true, timeout);
         assert_eq!(partial.deadline, None, "between messages: idle timeout");
+    }
+
+    /// Both ends of a loopback connection: the client's (blocking) and
+    /// the server's.
+    async fn connected_pair() -> (std::net::TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        (client, server)
+    }
+
+    /// Whether tokio still takes `stream` for readable (a read would be
+    /// tried without waiting for epoll).
+    fn marked_readable(stream: &TcpStream) -> bool {
+        let mut cx = Context::from_waker(Waker::noop());
+        stream.poll_read_ready(&mut cx).is_ready()
+    }
+
+    async fn readable_within_5_s(stream: &TcpStream) {
+        let ready = timeout(Duration::from_secs(5), stream.readable()).await;
+        ready.expect("woken for the bytes sent").unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_read_that_empties_the_socket_waits_for_epoll_and_misses_nothing() {
+        use std::io::Write;
+        let (mut client, server) = connected_pair().await;
+        let mut chunk = [0u8; READ_CHUNK];
+        client.write_all(&[7; 100]).unwrap();
+        readable_within_5_s(&server).await;
+        assert_eq!(read_available(&server, &mut chunk).unwrap(), Some(100));
+        assert!(
+            !marked_readable(&server),
+            "no read that could only return WouldBlock"
+        );
+        client.write_all(&[8; 30]).unwrap();
+        readable_within_5_s(&server).await;
+        assert_eq!(read_available(&server, &mut chunk).unwrap(), Some(30));
+        drop(client);
+        readable_within_5_s(&server).await;
+        assert_eq!(read_available(&server, &mut chunk).unwrap(), Some(0));
+    }
+
+    #[tokio::test]
+    async fn a_read_that_fills_the_chunk_reads_again_before_waiting() {
+        use std::io::Write;
+        let (mut client, server) = connected_pair().await;
+        let mut chunk = [0u8; 32];
+        client.write_all(&[1; 48]).unwrap();
+        readable_within_5_s(&server).await;
+        assert_eq!(read_available(&server, &mut chunk).unwrap(), Some(32));
+        assert!(marked_readable(&server), "more may be queued");
+        assert_eq!(read_available(&server, &mut chunk).unwrap(), Some(16));
+        // Exactly a chunk: the read after it finds nothing and clears.
+        client.write_all(&[2; 32]).unwrap();
+        readable_within_5_s(&server).await;
+        assert_eq!(read_available(&server, &mut chunk).unwrap(), Some(32));
+        assert_eq!(read_available(&server, &mut chunk).unwrap(), None);
+        assert!(!marked_readable(&server));
+    }
+
+    #[tokio::test]
+    async fn a_wait_ends_at_its_deadline_wherever_the_timer_was() {
+        let (_client, server) = connected_pair().await;
+        let stop = std::future::pending::<()>();
+        let timer = tokio::time::sleep(Duration::from_secs(3600));
+        tokio::pin!(stop, timer);
+        // A new socket may be taken for readable before a read says not.
+        assert_eq!(read_available(&server, &mut [0u8; 8]).unwrap(), None);
+        // Armed later than the deadline: moved to it.
+        let deadline = Instant::now() + Duration::from_millis(50);
+        let ready = wait_readable(&server, deadline, timer.as_mut(), stop.as_mut()).await;
+        assert!(!ready.unwrap(), "nothing came: timed out");
+        assert!(Instant::now() >= deadline);
+        // Armed earlier than the deadline (it moved on since): the timer
+        // fires first and is armed again, the wait goes on to the deadline.
+        timer
+            .as_mut()
+            .reset(tokio::time::Instant::now() + Duration::from_millis(20));
+        let deadline = Instant::now() + Duration::from_millis(150);
+        let ready = wait_readable(&server, deadline, timer.as_mut(), stop.as_mut()).await;
+        assert!(!ready.unwrap());
+        assert!(Instant::now() >= deadline, "not ended when the timer fired");
+    }
+
+    #[tokio::test]
+    async fn a_wait_ends_when_bytes_come_or_on_shutdown() {
+        use std::io::Write;
+        let (mut client, server) = connected_pair().await;
+        let (stop_tx, mut stop_rx) = watch::channel(false);
+        let stop = stop_rx.changed();
+        let timer = tokio::time::sleep(Duration::from_secs(3600));
+        tokio::pin!(stop, timer);
+        let far = Instant::now() + Duration::from_secs(3600);
+        client.write_all(&[0, 1]).unwrap();
+        let ready = wait_readable(&server, far, timer.as_mut(), stop.as_mut()).await;
+        assert!(ready.unwrap(), "readable");
+        let mut chunk = [0u8; 8];
+        assert_eq!(read_available(&server, &mut chunk).unwrap(), Some(2));
+        stop_tx.send(true).unwrap();
+        let ready = wait_readable(&server, far, timer.as_mut(), stop.as_mut()).await;
+        assert!(!ready.unwrap(), "shut down");
+    }
+
+    #[test]
+    fn the_answers_buffer_is_reused_empty_once_written() {
+        let mut written = Vec::with_capacity(4096);
+        written.extend_from_slice(&[0, 3, 1, 2, 3]);
+        give_back(written);
+        let replies = Replies::new();
+        assert!(replies.framed.is_empty(), "nothing of the last answers");
+        assert!(replies.framed.capacity() >= 4096, "no new allocation");
+        assert_eq!(
+            Replies::new().framed.capacity(),
+            0,
+            "one connection at a time holds it"
+        );
     }
 
     #[test]

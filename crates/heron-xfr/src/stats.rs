@@ -34,35 +34,65 @@ pub struct ZoneCounts {
     pub notifies_out_failed: u64,
 }
 
-/// Counts per zone, by lower-cased origin.
+/// Counts per zone, by lower-cased origin, in two tables: what a
+/// secondary zone counts (transfers in, NOTIFYs in) and what a primary
+/// zone counts (transfers and NOTIFYs out). A secondary of 100,000 zones
+/// then pays for the first half only.
 #[derive(Debug, Default)]
 pub struct ZoneStats {
-    zones: Mutex<HashMap<Name, ZoneCounts>>,
+    zones: Mutex<Tables>,
+}
+
+#[derive(Debug, Default)]
+struct Tables {
+    inbound: HashMap<Name, Inbound>,
+    outbound: HashMap<Name, Outbound>,
+}
+
+/// A zone's counts as a secondary.
+#[derive(Clone, Copy, Debug, Default)]
+struct Inbound {
+    transfers: u64,
+    failed: u64,
+    seconds: f64,
+    notifies: u64,
+}
+
+/// A zone's counts as a primary.
+#[derive(Clone, Copy, Debug, Default)]
+struct Outbound {
+    transfers: u64,
+    failed: u64,
+    seconds: f64,
+    notifies: u64,
+    notifies_failed: u64,
+}
+
+/// The entry of `origin` in `table`, made if it is not there.
+fn entry<'t, T: Default>(table: &'t mut HashMap<Name, T>, origin: &Name) -> &'t mut T {
+    if table.contains_key(origin) {
+        return table.get_mut(origin).expect("there");
+    }
+    table.entry(origin.to_lowercase()).or_default()
 }
 
 impl ZoneStats {
-    fn with(&self, origin: &Name, f: impl FnOnce(&mut ZoneCounts)) {
-        let mut zones = self.zones.lock().unwrap_or_else(|e| e.into_inner());
-        match zones.get_mut(origin) {
-            Some(counts) => f(counts),
-            None => f(zones.entry(origin.to_lowercase()).or_default()),
-        }
+    fn with(&self, f: impl FnOnce(&mut Tables)) {
+        f(&mut self.zones.lock().unwrap_or_else(|e| e.into_inner()));
     }
 
     /// A transfer of `origin` that ended after `took`, done or failed.
     pub fn transfer(&self, origin: &Name, way: Direction, took: Duration, ok: bool) {
-        self.with(origin, |c| {
+        self.with(|t| {
             let (count, failed, seconds) = match way {
-                Direction::Out => (
-                    &mut c.transfers_out,
-                    &mut c.transfers_out_failed,
-                    &mut c.transfer_out_seconds,
-                ),
-                Direction::In => (
-                    &mut c.transfers_in,
-                    &mut c.transfers_in_failed,
-                    &mut c.transfer_in_seconds,
-                ),
+                Direction::Out => {
+                    let c = entry(&mut t.outbound, origin);
+                    (&mut c.transfers, &mut c.failed, &mut c.seconds)
+                }
+                Direction::In => {
+                    let c = entry(&mut t.inbound, origin);
+                    (&mut c.transfers, &mut c.failed, &mut c.seconds)
+                }
             };
             *count += 1;
             *failed += u64::from(!ok);
@@ -72,21 +102,38 @@ impl ZoneStats {
 
     /// A NOTIFY for `origin` received and accepted.
     pub fn notify_in(&self, origin: &Name) {
-        self.with(origin, |c| c.notifies_in += 1);
+        self.with(|t| entry(&mut t.inbound, origin).notifies += 1);
     }
 
     /// A NOTIFY for `origin` sent to a secondary, `acknowledged` or not.
     pub fn notify_out(&self, origin: &Name, acknowledged: bool) {
-        self.with(origin, |c| {
-            c.notifies_out += 1;
-            c.notifies_out_failed += u64::from(!acknowledged);
+        self.with(|t| {
+            let c = entry(&mut t.outbound, origin);
+            c.notifies += 1;
+            c.notifies_failed += u64::from(!acknowledged);
         });
     }
 
     /// Every zone's counts, sorted by origin.
     pub fn snapshot(&self) -> Vec<(Name, ZoneCounts)> {
-        let zones = self.zones.lock().unwrap_or_else(|e| e.into_inner());
-        let mut all: Vec<_> = zones.iter().map(|(n, c)| (n.clone(), c.clone())).collect();
+        let tables = self.zones.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all: HashMap<&Name, ZoneCounts> = HashMap::new();
+        for (origin, c) in &tables.inbound {
+            let counts = all.entry(origin).or_default();
+            counts.transfers_in = c.transfers;
+            counts.transfers_in_failed = c.failed;
+            counts.transfer_in_seconds = c.seconds;
+            counts.notifies_in = c.notifies;
+        }
+        for (origin, c) in &tables.outbound {
+            let counts = all.entry(origin).or_default();
+            counts.transfers_out = c.transfers;
+            counts.transfers_out_failed = c.failed;
+            counts.transfer_out_seconds = c.seconds;
+            counts.notifies_out = c.notifies;
+            counts.notifies_out_failed = c.notifies_failed;
+        }
+        let mut all: Vec<_> = all.into_iter().map(|(n, c)| (n.clone(), c)).collect();
         all.sort_by_key(|(n, _)| n.to_string());
         all
     }
@@ -117,5 +164,33 @@ mod tests {
             (c.notifies_in, c.notifies_out, c.notifies_out_failed),
             (1, 1, 1)
         );
+    }
+
+    #[test]
+    fn a_zone_counted_one_way_shows_zero_the_other_way() {
+        let stats = ZoneStats::default();
+        let secondary = Name::parse("in.test.").unwrap();
+        let primary = Name::parse("out.test.").unwrap();
+        stats.transfer(&secondary, Direction::In, Duration::from_secs(2), true);
+        stats.notify_in(&secondary);
+        stats.notify_out(&primary, true);
+        let all = stats.snapshot();
+        assert_eq!(all.len(), 2);
+        let (origin, c) = &all[0];
+        assert_eq!(origin, &secondary);
+        let only_in = ZoneCounts {
+            transfers_in: 1,
+            transfer_in_seconds: 2.0,
+            notifies_in: 1,
+            ..ZoneCounts::default()
+        };
+        assert_eq!(c, &only_in);
+        let (origin, c) = &all[1];
+        assert_eq!(origin, &primary);
+        let only_out = ZoneCounts {
+            notifies_out: 1,
+            ..ZoneCounts::default()
+        };
+        assert_eq!(c, &only_out);
     }
 }

@@ -924,6 +924,8 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     secondary_origins.extend(secondaries.iter().map(|s| &s.origin));
     secondary_origins.extend(generated.iter().map(|c| &c.origin));
     zones.retain(|z| !secondary_origins.contains(&z.origin));
+    // Kept as long as the server runs: not the room of 100,000 secondaries.
+    zones.shrink_to_fit();
     Ok(Settings {
         server: ServerConfig {
             listen: server.listen.clone(),
@@ -1133,7 +1135,6 @@ impl RestartOnly {
         parts.add("[tls]", &file.tls);
         parts.add("[[key]]", &file.keys);
         parts.add("[secondary]", &file.secondary);
-        parts.add_hashed("[[catalog]]", &file.catalogs);
         parts.add("[xdp]", &file.xdp);
         parts.add("[rrl]", &file.rrl);
         parts.add("[cookies]", &file.cookies);

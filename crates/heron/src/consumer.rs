@@ -38,6 +38,17 @@ pub enum Step {
     Reset(SecondaryZone, ZonePolicy),
 }
 
+/// What [`Consumers::reconfigure`] changed.
+#[derive(Debug, Default)]
+pub struct Reconsumed {
+    pub added: Vec<Name>,
+    pub removed: Vec<Name>,
+    /// Given other templates (or other primaries, which they inherit).
+    pub changed: Vec<Name>,
+    /// What that asks of their members.
+    pub steps: Vec<Step>,
+}
+
 /// Every consumed catalog.
 #[derive(Default)]
 pub struct Consumers {
@@ -75,6 +86,90 @@ impl Consumers {
 
     pub fn is_catalog(&self, origin: &Name) -> bool {
         self.catalogs.contains_key(origin)
+    }
+
+    /// Takes the catalogs configured now (a reload): one new is consumed
+    /// from the next version it is given; the members of one no longer
+    /// configured are removed; those of one whose templates changed are
+    /// made again from them, keeping their data. Returns the catalogs
+    /// added, removed and changed, and the steps for their members.
+    pub fn reconfigure(&mut self, configs: Vec<CatalogConfig>) -> Reconsumed {
+        let mut wanted: HashMap<Name, CatalogConfig> = (configs.into_iter())
+            .map(|config| (config.zone.to_lowercase(), config))
+            .collect();
+        let mut out = Reconsumed::default();
+        let gone: Vec<Name> = (self.catalogs.keys())
+            .filter(|key| !wanted.contains_key(*key))
+            .cloned()
+            .collect();
+        for key in gone {
+            let consumer = self.catalogs.remove(&key).expect("listed");
+            out.removed.push(consumer.config.zone);
+            for zone in self.owned_by(&key) {
+                self.owner.remove(&zone);
+                let listed = consumer.members.members().get(&zone);
+                out.steps
+                    .push(Step::Remove(listed.map_or(zone, |m| m.zone.clone())));
+            }
+        }
+        let mut keys: Vec<Name> = wanted.keys().cloned().collect();
+        keys.sort();
+        for key in keys {
+            let config = wanted.remove(&key).expect("listed");
+            let Some(consumer) = self.catalogs.get_mut(&key) else {
+                out.added.push(config.zone.clone());
+                let consumer = Consumer {
+                    config,
+                    members: MemberSet::default(),
+                    consumed: None,
+                };
+                self.catalogs.insert(key, consumer);
+                continue;
+            };
+            if format!("{:?}", consumer.config) == format!("{config:?}") {
+                continue;
+            }
+            out.changed.push(config.zone.clone());
+            consumer.config = config;
+            out.steps.extend(self.remade(&key));
+        }
+        out
+    }
+
+    /// The member zones (lower-cased) catalog `catalog` owns, in order.
+    fn owned_by(&self, catalog: &Name) -> Vec<Name> {
+        let mut zones: Vec<Name> = (self.owner.iter())
+            .filter(|(_, owner)| *owner == catalog)
+            .map(|(zone, _)| zone.clone())
+            .collect();
+        zones.sort();
+        zones
+    }
+
+    /// Every member of `catalog` made again from its templates: a member
+    /// whose group lost its template keeps what it had (the catalog's
+    /// next version is rejected for it).
+    fn remade(&self, catalog: &Name) -> Vec<Step> {
+        let Some(consumer) = self.catalogs.get(catalog) else {
+            return Vec::new();
+        };
+        let mut steps = Vec::new();
+        for zone in self.owned_by(catalog) {
+            let Some(member) = consumer.members.members().get(&zone) else {
+                continue;
+            };
+            match self.made(catalog, member) {
+                Some((zone, policy)) => steps.push(Step::Repoint(zone, policy)),
+                None => tracing::warn!(
+                    zone = %member.zone,
+                    catalog = %consumer.config.zone,
+                    "member zone {} of catalog {}: no template for it now; it keeps its settings",
+                    member.zone,
+                    consumer.config.zone
+                ),
+            }
+        }
+        steps
     }
 
     /// The zone is configured by hand from now on: no catalog owns it.
@@ -633,6 +728,65 @@ mod tests {
         );
         let old3 = version("old.test", 3, "");
         assert!(ixfr(&mut consumers, &old2, &old3).unwrap().is_empty());
+    }
+
+    #[test]
+    fn reconfigured_catalogs_come_go_and_repoint_their_members() {
+        let mut consumers = Consumers::new(vec![config("cat.test", false)]);
+        let v1 = version(
+            "cat.test",
+            1,
+            "a.zones PTR a.test.\nb.zones PTR b.test.\ngroup.b.zones TXT \"gold\"\n",
+        );
+        consumers.consume(&v1, None, |_| false).unwrap();
+        let same = consumers.reconfigure(vec![config("cat.test", false)]);
+        assert!(same.steps.is_empty() && same.added.is_empty() && same.changed.is_empty());
+        assert!(same.removed.is_empty());
+        // The default template changes primaries: every member is made
+        // again (the gold one as it was), and a new catalog is taken.
+        let mut moved = config("cat.test", false);
+        moved.default = Some(template(3, false));
+        let out = consumers.reconfigure(vec![moved, config("new.test", false)]);
+        assert_eq!(
+            (out.added, out.changed),
+            (vec![n("new.test")], vec![n("cat.test")])
+        );
+        let cat = Some("cat.test.");
+        assert_eq!(
+            summary(&out.steps),
+            [
+                step("repoint", "a.test.", cat, 3),
+                step("repoint", "b.test.", cat, 2)
+            ]
+        );
+        let new1 = version("new.test", 1, "x.zones PTR x.test.\n");
+        let steps = consumers.consume(&new1, None, |_| false).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [step("add", "x.test.", Some("new.test."), 1)]
+        );
+        // cat.test is no longer configured: its members go, new.test's stay.
+        let out = consumers.reconfigure(vec![config("new.test", false)]);
+        assert_eq!(out.removed, [n("cat.test")]);
+        assert_eq!(
+            summary(&out.steps),
+            [
+                step("remove", "a.test.", None, 0),
+                step("remove", "b.test.", None, 0)
+            ]
+        );
+        assert!(!consumers.is_catalog(&n("cat.test")));
+        assert!(consumers.consume(&v1, None, |_| false).is_none());
+        // Configured again, it takes its members from the next version.
+        consumers.reconfigure(vec![config("new.test", false), config("cat.test", false)]);
+        let steps = consumers.consume(&v1, None, |_| false).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [
+                step("add", "a.test.", cat, 1),
+                step("add", "b.test.", cat, 2)
+            ]
+        );
     }
 
     #[test]

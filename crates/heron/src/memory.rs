@@ -231,13 +231,26 @@ mod tests {
         let pages = fill.dense_pages();
         // Seven whole pages, and whichever end page is more than half full.
         assert!(pages.len() == 8 || pages.len() == 9, "{pages:x?}");
-        let moved = pages
+        let tried = pages.len();
+        let failures: Vec<std::io::Error> = pages
             .into_iter()
-            .filter(|&p| huge_pages::collapse(p).is_ok());
-        assert!(moved.count() >= 7, "MADV_COLLAPSE needs Linux 6.1 or later");
+            .filter_map(|p| huge_pages::collapse(p).err())
+            .collect();
+        // Whatever the kernel did, the contents are the same.
+        assert!(block.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
+        // EINVAL: no MADV_COLLAPSE (Linux before 6.1). EAGAIN/ENOMEM on a
+        // whole page: no free huge page right now (memory fragmented by
+        // other work), which the server takes as "not this time" too.
+        let kernel_cannot = failures.iter().any(|e| {
+            use std::io::ErrorKind::{InvalidInput, OutOfMemory, WouldBlock};
+            matches!(e.kind(), InvalidInput | WouldBlock | OutOfMemory)
+        });
+        if tried - failures.len() < 7 && kernel_cannot {
+            eprintln!("no huge page was free or MADV_COLLAPSE is missing: {failures:?}");
+            return;
+        }
         let huge = huge_kb_at(block.as_ptr() as usize).expect("the block is mapped");
         assert!(huge >= 7 * 2048, "{huge} kB in huge pages");
-        assert!(block.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use heron_zone::zonefile::ZoneFileText;
 use heron_zone::{Catalog, Zone, load_zone_text, reload_zone_text};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::config::{GeneratedCatalog, RestartOnly, ZoneSpec};
+use crate::config::{CatalogConfig, GeneratedCatalog, RestartOnly, ZoneSpec};
 
 /// What a zone file looked like when it was last loaded.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -87,6 +87,8 @@ pub struct Reconfigured {
     pub secondaries: Vec<SecondaryZone>,
     /// The catalog zones to generate now.
     pub catalogs: Vec<GeneratedCatalog>,
+    /// The catalog zones to consume now (`[[catalog]]`).
+    pub consumed: Vec<CatalogConfig>,
     /// Parts of the file that changed but wait for a restart.
     pub left_for_restart: Vec<&'static str>,
 }
@@ -161,6 +163,9 @@ impl Outcome {
             ("secondary zones removed", &secondaries.removed),
             ("secondary zones re-pointed", &secondaries.repointed),
             ("secondary zones changed", &self.changed_secondaries),
+            ("catalogs added", &secondaries.catalogs_added),
+            ("catalogs removed", &secondaries.catalogs_removed),
+            ("catalogs changed", &secondaries.catalogs_changed),
         ];
         let mut parts: Vec<String> = (lists.iter())
             .filter(|(_, zones)| !zones.is_empty())
@@ -298,6 +303,7 @@ impl ZoneFiles {
             refiled,
             secondaries: settings.secondaries,
             catalogs: settings.generated_catalogs,
+            consumed: settings.catalogs,
             left_for_restart,
         }))
     }

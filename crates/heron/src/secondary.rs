@@ -24,7 +24,7 @@ use heron_zone::diff::ZoneDiff;
 use heron_zone::{Catalog, Zone};
 use tokio::sync::mpsc;
 
-use crate::config::ZoneSpec;
+use crate::config::{CatalogConfig, ZoneSpec};
 use crate::consumer::{Consumers, Step, consumed_copy};
 use crate::reload::load_parallel;
 use crate::serve::Transfers;
@@ -143,8 +143,17 @@ pub fn members_at_start(
     policies
 }
 
-/// Longest pause between two catalog rebuilds (see `apply_changes`).
+/// Longest pause between two catalog rebuilds (see [`RebuildPacer`]).
 const MAX_REBUILD_PAUSE: Duration = Duration::from_millis(50);
+/// Rebuild credit a quiet spell earns, at most: enough for the few
+/// rebuilds an isolated change makes (a catalog's IXFR, then the member
+/// it adds) at 100,000 zones, so that none of them waits.
+const REBUILD_CREDIT: Duration = Duration::from_millis(200);
+/// A rebuild costs this many times its duration in credit.
+const REBUILD_COST: f64 = 5.0;
+/// Records received since memory was last settled for it to be settled
+/// again once the changes pause.
+const SETTLE_AFTER_RECORDS: usize = 10_000;
 
 /// Starts the task that keeps every secondary zone fresh, and routes
 /// accepted NOTIFYs to it.
@@ -265,6 +274,11 @@ pub struct SecondaryChanges {
     pub removed: Vec<Name>,
     /// Given other primaries or another file.
     pub repointed: Vec<Name>,
+    /// `[[catalog]]` sections added, removed and changed (their member
+    /// zones are not listed: there may be 100,000).
+    pub catalogs_added: Vec<Name>,
+    pub catalogs_removed: Vec<Name>,
+    pub catalogs_changed: Vec<Name>,
 }
 
 impl Running {
@@ -279,15 +293,27 @@ impl Running {
     /// served (unless `from_files` now loads them), their kept copy and
     /// journal deleted unless `[secondary] keep-removed`; those whose
     /// primaries or file changed start again from the version served.
+    /// `catalogs` are the catalogs to consume now: the members of one no
+    /// longer configured go as removed zones do, one added is consumed
+    /// from the version of its zone served now (if any) or its next one,
+    /// and the members of one whose templates changed follow them.
     /// Other zones are not touched.
     pub fn reconfigure(
         &mut self,
         wanted: Vec<SecondaryZone>,
+        catalogs: Vec<CatalogConfig>,
         next: &mut Catalog,
         primary: &Primary,
         from_files: impl Fn(&Name) -> bool,
     ) -> SecondaryChanges {
-        let mut changes = SecondaryChanges::default();
+        let reconsumed = self.consumers.reconfigure(catalogs);
+        let mut changes = SecondaryChanges {
+            catalogs_added: reconsumed.added,
+            catalogs_removed: reconsumed.removed,
+            catalogs_changed: reconsumed.changed,
+            ..SecondaryChanges::default()
+        };
+        let (mut added, mut to_delete) = self.take_steps(reconsumed.steps, next, primary);
         let mut wanted: HashMap<Name, SecondaryZone> = wanted
             .into_iter()
             .map(|z| (z.origin.to_lowercase(), z))
@@ -302,7 +328,6 @@ impl Running {
             })
             .map(|(origin, _)| origin.clone())
             .collect();
-        let mut to_delete = Vec::new();
         for origin in gone {
             let zone = self.zones[&origin].clone();
             self.leave_catalog(&zone, "loaded from a file", primary);
@@ -312,10 +337,9 @@ impl Running {
                 to_delete.push(file);
             }
         }
-        let mut added = Vec::new();
         for (origin, zone) in wanted.drain() {
             match self.zones.get(&origin) {
-                Some(running) if format!("{running:?}") == format!("{zone:?}") => continue,
+                Some(running) if same_zone(running, &zone) => continue,
                 Some(running) => {
                     let running = running.clone();
                     self.leave_catalog(&running, "configured by hand", primary);
@@ -330,6 +354,13 @@ impl Running {
         }
         self.delete_files(&to_delete);
         self.start_zones(added, next);
+        // A catalog added whose zone is served already (it was a
+        // secondary zone before): its members now.
+        for catalog in &changes.catalogs_added {
+            if let Some(zone) = next.get(catalog).cloned() {
+                self.consume(&zone, None, next, primary);
+            }
+        }
         self.publish_origins();
         changes
     }
@@ -375,6 +406,23 @@ impl Running {
         if steps.is_empty() {
             return;
         }
+        let (added, to_delete) = self.take_steps(steps, next, primary);
+        // Before the added zones look for their kept copies: a reset
+        // zone's must be gone.
+        self.delete_files(&to_delete);
+        self.start_zones(added, next);
+        self.publish_origins();
+    }
+
+    /// Carries out what catalogs ask of their members, but for starting
+    /// the zones to add and deleting the files of those removed or reset:
+    /// returns both.
+    fn take_steps(
+        &mut self,
+        steps: Vec<Step>,
+        next: &mut Catalog,
+        primary: &Primary,
+    ) -> (Vec<SecondaryZone>, Vec<std::path::PathBuf>) {
         let (mut added, mut to_delete) = (Vec::new(), Vec::new());
         for step in steps {
             match step {
@@ -391,7 +439,12 @@ impl Running {
                 }
                 Step::Repoint(member, policy) => {
                     primary.set_member_policy(&member.origin, Some(policy));
-                    self.repoint(member, next);
+                    // Its template changed only in ACLs or NOTIFY targets:
+                    // nothing to ask anew.
+                    let running = self.zones.get(&member.origin.to_lowercase());
+                    if !running.is_some_and(|running| same_zone(running, &member)) {
+                        self.repoint(member, next);
+                    }
                 }
                 Step::Reset(member, policy) => {
                     tracing::info!(
@@ -406,11 +459,7 @@ impl Running {
                 }
             }
         }
-        // Before the added zones look for their kept copies: a reset
-        // zone's must be gone.
-        self.delete_files(&to_delete);
-        self.start_zones(added, next);
-        self.publish_origins();
+        (added, to_delete)
     }
 
     /// Whether `origin` is a catalog zone this server consumes.
@@ -501,6 +550,12 @@ impl Running {
     }
 }
 
+/// Whether `running` is kept fresh as `wanted` asks: same primaries,
+/// file and catalog.
+fn same_zone(running: &SecondaryZone, wanted: &SecondaryZone) -> bool {
+    format!("{running:?}") == format!("{wanted:?}")
+}
+
 /// Deletes a removed secondary zone's kept copy and journal (and, for a
 /// catalog zone, the copy of the version consumed).
 fn delete_kept(file: &std::path::Path) {
@@ -518,6 +573,20 @@ fn delete_kept(file: &std::path::Path) {
 enum Change {
     Publish(Arc<Zone>, Option<Vec<ZoneDiff>>),
     Expire(Name),
+}
+
+impl Change {
+    /// Records it brings: a whole zone's, or an IXFR's steps'.
+    fn records(&self) -> usize {
+        match self {
+            Change::Publish(zone, None) => zone.record_count(),
+            Change::Publish(_, Some(diffs)) => {
+                let steps = diffs.iter().map(|d| d.deleted.len() + d.added.len());
+                steps.sum()
+            }
+            Change::Expire(_) => 0,
+        }
+    }
 }
 
 /// Hands what the refresh task receives to `apply_changes`.
@@ -544,32 +613,109 @@ impl Publisher for CatalogPublisher {
 
 /// Applies changes to the served catalog, every change waiting at once in
 /// one new version. Building a version copies the table of zones, which
-/// costs in proportion to their number (a few ms at 100,000): after each
-/// rebuild the thread pauses four times as long (at most
-/// `MAX_REBUILD_PAUSE`), so rebuilds take at most a fifth of a core while a
-/// cold start delivers thousands of zones, and a single change on a small
-/// catalog is served within microseconds.
+/// costs in proportion to their number (a few ms at 100,000): the
+/// rebuilds are paced ([`RebuildPacer`]) so that they take at most a
+/// fifth of a core while a cold start delivers thousands of zones, while
+/// a change after a quiet spell, and the few that follow it, are served
+/// at once. Memory is settled on another thread after a burst of
+/// records, so that it never holds up the next change.
 fn apply_changes(
     mut changes: mpsc::UnboundedReceiver<Change>,
     catalog: &SharedCatalog,
     xfr: &Transfers,
     served: &SharedOrigins,
 ) {
+    let settle = start_settler(catalog.clone());
+    let mut pacer = RebuildPacer::new(Instant::now());
+    let mut unsettled = 0;
     while let Some(first) = changes.blocking_recv() {
+        let pause = pacer.pause_before_rebuild(Instant::now());
+        if !pause.is_zero() {
+            // Changes arriving meanwhile join this rebuild.
+            std::thread::sleep(pause);
+        }
         let started = Instant::now();
         let mut batch = vec![first];
         while let Ok(more) = changes.try_recv() {
             batch.push(more);
         }
+        unsettled += batch.iter().map(Change::records).sum::<usize>();
         let changed = apply(batch, catalog, xfr, served);
+        pacer.rebuilt(started, Instant::now());
         xfr.notify(&changed);
-        if changes.is_empty() {
-            // A burst (a cold start) is over: the transfers' buffers and
-            // the catalog versions it replaced go back to the kernel, and
-            // the zones it brought move to huge pages.
-            crate::memory::settle(&catalog.load_full());
+        if changes.is_empty() && unsettled >= SETTLE_AFTER_RECORDS {
+            // A burst (a cold start, a large zone) is over: the transfers'
+            // buffers and the catalog versions it replaced go back to the
+            // kernel, and the zones it brought move to huge pages. Not
+            // after a few records: settling 100,000 zones takes tens of
+            // ms, and its trim holds the allocator's locks meanwhile.
+            let _ = settle.try_send(());
+            unsettled = 0;
         }
-        std::thread::sleep((started.elapsed() * 4).min(MAX_REBUILD_PAUSE));
+    }
+}
+
+/// Settles the served catalog's memory ([`crate::memory::settle`]) on a
+/// thread of its own at housekeeping priority whenever asked; asks made
+/// while it works count as one.
+fn start_settler(catalog: SharedCatalog) -> std::sync::mpsc::SyncSender<()> {
+    let (ask, asked) = std::sync::mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new()
+        .name("settle-updates".into())
+        .spawn(move || {
+            if !crate::background::to_housekeeping_priority() {
+                tracing::debug!("the settle thread keeps its CPU priority");
+            }
+            while asked.recv().is_ok() {
+                crate::memory::settle(&catalog.load_full());
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("no thread to settle zone memory after transfers: {e}");
+    }
+    ask
+}
+
+/// Paces the rebuilds of the served catalog by credit: a rebuild costs
+/// [`REBUILD_COST`] times its duration, and credit comes back with wall
+/// time, up to [`REBUILD_CREDIT`]. Over a long burst, rebuilds then take
+/// at most a fifth of the time (each is followed by a pause four times
+/// as long, at most [`MAX_REBUILD_PAUSE`]); after a quiet spell, the
+/// next few are not held back at all.
+struct RebuildPacer {
+    /// Seconds of credit; negative when owed.
+    credit: f64,
+    at: Instant,
+}
+
+impl RebuildPacer {
+    fn new(now: Instant) -> RebuildPacer {
+        RebuildPacer {
+            credit: REBUILD_CREDIT.as_secs_f64(),
+            at: now,
+        }
+    }
+
+    fn earn(&mut self, now: Instant) {
+        let earned = now.saturating_duration_since(self.at).as_secs_f64();
+        self.credit = (self.credit + earned).min(REBUILD_CREDIT.as_secs_f64());
+        self.at = now;
+    }
+
+    /// How long to wait, from `now`, before the next rebuild.
+    fn pause_before_rebuild(&mut self, now: Instant) -> Duration {
+        self.earn(now);
+        Duration::from_secs_f64((-self.credit).max(0.0)).min(MAX_REBUILD_PAUSE)
+    }
+
+    /// A rebuild ran from `started` to `now`.
+    fn rebuilt(&mut self, started: Instant, now: Instant) {
+        self.earn(now);
+        let took = now.saturating_duration_since(started).as_secs_f64();
+        // Never owed more than one pause: a rebuild slowed by a busy
+        // machine does not hold up the next ones for long.
+        let floor = -MAX_REBUILD_PAUSE.as_secs_f64();
+        self.credit = (self.credit - took * REBUILD_COST).max(floor);
     }
 }
 
@@ -628,4 +774,40 @@ fn apply(
     drop(secondaries);
     catalog.store(Arc::new(next));
     changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rebuilds_after_a_quiet_spell_wait_for_nothing_and_a_burst_takes_a_fifth() {
+        let ms = Duration::from_millis;
+        let mut now = Instant::now();
+        let mut pacer = RebuildPacer::new(now);
+        // One member added to a catalog of 100,000 zones: the catalog's
+        // rebuild, then the member's, 5 ms each.
+        for _ in 0..2 {
+            assert_eq!(pacer.pause_before_rebuild(now), Duration::ZERO);
+            pacer.rebuilt(now, now + ms(5));
+            now += ms(5);
+        }
+        // A cold start: rebuilds back to back for 10 s take a fifth of it.
+        let (started, mut busy) = (now, Duration::ZERO);
+        while now < started + Duration::from_secs(10) {
+            now += pacer.pause_before_rebuild(now);
+            pacer.rebuilt(now, now + ms(5));
+            (now, busy) = (now + ms(5), busy + ms(5));
+        }
+        let share = busy.as_secs_f64() / (now - started).as_secs_f64();
+        assert!((0.19..0.22).contains(&share), "{share}");
+        // A rebuild slowed down by a busy machine owes one pause at most...
+        pacer.rebuilt(now, now + Duration::from_secs(1));
+        now += Duration::from_secs(1);
+        let pause = pacer.pause_before_rebuild(now);
+        assert!(pause > ms(49) && pause <= MAX_REBUILD_PAUSE, "{pause:?}");
+        // ...and a quiet spell brings the credit back.
+        now += Duration::from_secs(1);
+        assert_eq!(pacer.pause_before_rebuild(now), Duration::ZERO);
+    }
 }

@@ -719,7 +719,7 @@ pub(crate) async fn reload(
             // NOTIFYs follow the settings they came with.
             xfr.primary.set_policies(new.policies);
             removed = new.removed;
-            secondaries = Some(new.secondaries);
+            secondaries = Some((new.secondaries, new.consumed));
             catalogs = Some(new.catalogs);
             listed = (
                 new.added,
@@ -736,11 +736,12 @@ pub(crate) async fn reload(
             outcome.changed_secondaries,
             outcome.needs_restart,
         ) = listed;
-        if let (Some(wanted), Some(running)) =
+        if let (Some((wanted, consumed)), Some(running)) =
             (secondaries, xfr.secondaries.lock().unwrap().as_mut())
         {
+            let configured = |o: &Name| files.configures(o);
             let changes =
-                running.reconfigure(wanted, &mut next, &xfr.primary, |o| files.configures(o));
+                running.reconfigure(wanted, consumed, &mut next, &xfr.primary, configured);
             outcome.secondaries = changes;
         }
         drop(files);

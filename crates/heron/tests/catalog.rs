@@ -137,15 +137,25 @@ fn axfrs(log: &str, zone: &str) -> usize {
         .count()
 }
 
-fn zone_status(socket: &Path) -> serde_json::Value {
-    let out = Command::new(heron())
+/// What `heron ctl --socket SOCKET ARGS` prints; it must succeed.
+fn ctl(socket: &Path, args: &[&str]) -> Vec<u8> {
+    let out = ctl_output(socket, args);
+    assert!(out.status.success(), "{out:?}");
+    out.stdout
+}
+
+fn ctl_output(socket: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(heron())
         .args(["ctl", "--socket"])
         .arg(socket)
-        .args(["zone-status", "--json"])
+        .args(args)
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["data"].clone()
+        .unwrap()
+}
+
+fn zone_status(socket: &Path) -> serde_json::Value {
+    let out = ctl(socket, &["zone-status", "--json"]);
+    serde_json::from_slice::<serde_json::Value>(&out).unwrap()["data"].clone()
 }
 
 /// The catalog each zone-status row names, by zone.
@@ -162,8 +172,9 @@ fn catalogs_named(status: &serde_json::Value) -> Vec<(String, Option<String>)> {
     named
 }
 
-fn consume_from(kind: ServerKind) {
-    let dir = work_dir(&kind.to_string().to_lowercase());
+/// The catalog's file (to be written) and every zone's, with the member
+/// zones written, in `dir`: what a producer serves.
+fn producer_files(dir: &Path) -> (PathBuf, Vec<(String, PathBuf)>) {
     let catalog_file = dir.join("cat.test.zone");
     let mut files = vec![(format!("{CATALOG}."), catalog_file.clone())];
     for zone in ZONES {
@@ -171,6 +182,12 @@ fn consume_from(kind: ServerKind) {
         std::fs::write(&file, member_text(zone)).unwrap();
         files.push((format!("{zone}."), file));
     }
+    (catalog_file, files)
+}
+
+fn consume_from(kind: ServerKind) {
+    let dir = work_dir(&kind.to_string().to_lowercase());
+    let (catalog_file, files) = producer_files(&dir);
     let mut members = vec![
         ("a", "a.test", None),
         ("b", "b.test", None),
@@ -405,13 +422,8 @@ fn coo_hands_a_member_from_one_catalog_to_another() {
 
 /// `heron ctl --socket SOCKET ARGS...`: whether it succeeded, and what it
 /// printed.
-fn ctl(socket: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new(heron())
-        .args(["ctl", "--socket"])
-        .arg(socket)
-        .args(args)
-        .output()
-        .unwrap();
+fn ctl_said(socket: &Path, args: &[&str]) -> (bool, String) {
+    let out = ctl_output(socket, args);
     let said =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.success(), said)
@@ -450,7 +462,7 @@ fn a_member_configured_by_hand_later_wins_and_the_others_survive_a_restart() {
     );
     std::fs::write(consumer.dir().join("heron.toml"), &by_hand).unwrap();
     let socket = dir.join("ctl.sock");
-    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    let (ok, said) = ctl_said(&socket, &["reconfigure"]);
     assert!(ok, "{said}");
     assert!(eventually(|| zone_serial(addr, "b.test") == Some(77)));
     assert_eq!(catalog_of(&socket, "b.test."), None);
@@ -461,7 +473,7 @@ fn a_member_configured_by_hand_later_wins_and_the_others_survive_a_restart() {
     )
     .unwrap();
     primary.reload();
-    let (ok, said) = ctl(&socket, &["refresh", "b.test"]);
+    let (ok, said) = ctl_said(&socket, &["refresh", "b.test"]);
     assert!(!ok, "b.test is no longer a secondary: {said}");
     assert_eq!(zone_serial(addr, "b.test"), Some(77), "{}", consumer.log());
 
@@ -476,5 +488,83 @@ fn a_member_configured_by_hand_later_wins_and_the_others_survive_a_restart() {
     );
     assert_eq!(zone_serial(addr, "b.test"), Some(77));
     assert!(consumer.log().contains("configured by hand now"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `heron ctl reconfigure` with the configuration file at `socket`'s
+/// server rewritten to `config`: its output.
+fn reconfigure(server: &ServerProcess, socket: &Path, config: &str) -> String {
+    std::fs::write(server.dir().join("heron.toml"), config).unwrap();
+    String::from_utf8(ctl(socket, &["reconfigure"])).unwrap()
+}
+
+/// `[[catalog]]` sections come, change and go with a reload, against a
+/// Heron primary serving the catalog: one added is consumed and its
+/// members served; one whose template changes keeps its members (not
+/// transferred again) under the new ACL; one taken out takes its members
+/// with it (REFUSED, kept copies deleted).
+#[test]
+fn catalogs_come_change_and_go_with_a_reload() {
+    let dir = work_dir("reconfigure");
+    let (catalog_file, files) = producer_files(&dir);
+    let members = [("a", "a.test", None), ("b", "b.test", Some("blue"))];
+    std::fs::write(&catalog_file, catalog_text(1, &members)).unwrap();
+    let consumer_port = free_port();
+    let consumer_addr = SocketAddr::from(([127, 0, 0, 1], consumer_port));
+    let port = free_port();
+    let primary_config = heron_primary_config(port, &files, consumer_addr);
+    let primary = ServerProcess::heron_on_port(&heron(), port, CATALOG, &primary_config)
+        .unwrap_or_else(|log| panic!("Heron primary did not start: {log}"));
+    // The consumer starts with a zone of its own and no catalog.
+    let own = dir.join("own.test.zone");
+    std::fs::write(&own, member_text("own.test")).unwrap();
+    let own_zone = format!(
+        "[[zone]]\norigin = \"own.test\"\nfile = \"{}\"\n",
+        own.display()
+    );
+    let without = consumer_config(consumer_port, primary.addr(), &dir, &[]) + &own_zone;
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, "own.test", &without)
+        .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
+    let socket = dir.join("ctl.sock");
+    assert!(serves_exactly(consumer.addr(), &[]));
+
+    let with = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG]);
+    let out = reconfigure(&consumer, &socket, &(with.clone() + &own_zone));
+    assert!(out.contains("catalogs added: cat.test."), "{out}");
+    assert!(!out.contains("needs restart"), "{out}");
+    assert_serves_exactly(&consumer, &["a.test", "b.test"], "catalog added");
+    let transfer = |zone| rcode(consumer.addr(), zone, RType::AXFR);
+    assert_eq!(transfer("a.test"), Some(Rcode::REFUSED));
+    assert_eq!(transfer("b.test"), Some(Rcode::NOERROR), "group blue");
+
+    // The default template lets 127.0.0.1 transfer its members now.
+    let open = "[catalog.default]\nallow-transfer = [\"127.0.0.1\"]\n";
+    let before = axfrs(&consumer.log(), "a.test");
+    let out = reconfigure(&consumer, &socket, &(with + open + &own_zone));
+    assert!(out.contains("catalogs changed: cat.test."), "{out}");
+    assert_eq!(transfer("a.test"), Some(Rcode::NOERROR));
+    assert_serves_exactly(&consumer, &["a.test", "b.test"], "catalog changed");
+    assert_eq!(
+        axfrs(&consumer.log(), "a.test"),
+        before,
+        "a member given another ACL keeps its data"
+    );
+
+    let kept = dir.join("kept");
+    let a_kept = kept.join("members").join("a.test.zone");
+    assert!(eventually(|| a_kept.exists()), "a.test kept");
+    let out = reconfigure(&consumer, &socket, &without);
+    assert!(out.contains("catalogs removed: cat.test."), "{out}");
+    assert!(out.contains("secondary zones removed: cat.test."), "{out}");
+    assert_serves_exactly(&consumer, &[], "catalog removed");
+    assert_eq!(
+        rcode(consumer.addr(), CATALOG, RType::SOA),
+        Some(Rcode::REFUSED)
+    );
+    assert!(
+        eventually(|| !a_kept.exists() && !kept.join("cat.test.zone").exists()),
+        "the kept copies of the catalog and its members are deleted"
+    );
+    assert_eq!(zone_serial(consumer.addr(), "own.test"), Some(1));
     let _ = std::fs::remove_dir_all(&dir);
 }

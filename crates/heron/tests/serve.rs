@@ -362,6 +362,24 @@ fn idle_tcp_connections_are_closed() {
     assert_eq!(conn.read(&mut buf).unwrap(), 0);
 }
 
+/// A connection's timer is armed once and moved on only when it fires:
+/// one that keeps asking past the idle timeout stays open, and is closed
+/// once it stops.
+#[test]
+fn a_connection_in_use_outlives_the_idle_timeout_and_is_closed_once_idle() {
+    let server = limits_server(1, 100);
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(2500) {
+        assert!(answers_on(&mut conn), "closed while in use");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = [0u8; 1];
+    assert_eq!(conn.read(&mut buf).unwrap(), 0, "closed once idle");
+}
+
 fn run(args: &[&str]) -> (bool, String) {
     let out = Command::new(heron()).args(args).output().unwrap();
     let text =

@@ -65,13 +65,15 @@ struct Entries {
 }
 
 impl ReplayCache {
-    /// A cache of at most `capacity` requests (at least one).
+    /// A cache of at most `capacity` requests (at least one). Its room
+    /// grows with the signed requests that come, not before: a server
+    /// with no TSIG traffic holds none of its 5 MB.
     pub fn new(capacity: usize) -> ReplayCache {
         let capacity = capacity.max(1);
         ReplayCache {
             inner: Mutex::new(Entries {
-                seen: HashMap::with_capacity(capacity),
-                order: VecDeque::with_capacity(capacity),
+                seen: HashMap::new(),
+                order: VecDeque::new(),
             }),
             hashers: [RandomState::new(), RandomState::new()],
             capacity,
@@ -218,6 +220,19 @@ mod tests {
         assert_eq!(cache.len(), capacity);
         let e = cache.inner.lock().unwrap();
         assert!(e.seen.capacity() < 4 * capacity, "{}", e.seen.capacity());
+    }
+
+    #[test]
+    fn a_cache_no_signed_request_reached_holds_no_room() {
+        let cache = ReplayCache::new(DEFAULT_CAPACITY);
+        let room = |c: &ReplayCache| {
+            let e = c.inner.lock().unwrap();
+            (e.seen.capacity(), e.order.capacity())
+        };
+        assert_eq!(room(&cache), (0, 0));
+        assert!(first(&cache, &request("k.", 1, 100), 100));
+        let (seen, order) = room(&cache);
+        assert!((1..1000).contains(&seen) && (1..1000).contains(&order));
     }
 
     #[test]

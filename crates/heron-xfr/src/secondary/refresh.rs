@@ -5,7 +5,9 @@
 //! until its earliest wake-up, hands it the NOTIFYs that arrive and the
 //! results of exchanges, and does what it says: SOA checks and transfers
 //! over the pooled connections ([`super::client`], at most
-//! [`MAX_IN_FLIGHT`] launched at once), publishing what a transfer brings,
+//! [`MAX_IN_FLIGHT`] launched at once, those a NOTIFY, an operator, a
+//! newer serial or a zone with nothing to serve asked for ahead of
+//! routine refreshes), publishing what a transfer brings,
 //! and keeping it on disk ([`super::keeper`]). An IXFR that fails is
 //! followed by an AXFR from the same primary (logged).
 //!
@@ -197,24 +199,80 @@ struct Driver {
     zones: Vec<Option<Entry>>,
     /// By lower-cased origin.
     ids: HashMap<Name, ZoneId>,
-    /// What the timers asked for, not launched yet.
+    /// What the timers asked for, not launched yet: routine refreshes.
     waiting: VecDeque<Action>,
+    /// Launched before `waiting`: exchanges of a zone that serves
+    /// nothing yet (a new catalog member), transfers of a newer serial,
+    /// and checks a NOTIFY or an operator asked for. A change announced
+    /// is not held up behind a wave of 100,000 refreshes.
+    urgent: VecDeque<Action>,
     in_flight: usize,
     done: (mpsc::UnboundedSender<Done>, mpsc::UnboundedReceiver<Done>),
     actions: Vec<Action>,
 }
 
+/// One zone's entry: kept small, there may be 100,000 of them. What most
+/// zones never need (a failure, an operator waiting, a second primary
+/// asked) is boxed apart.
 struct Entry {
     /// Shared with the server's list of secondary zones.
     zone: Arc<SecondaryZone>,
     /// The version served, if any.
     current: Option<Arc<Zone>>,
     transferred_at: Option<SystemTime>,
+    /// Whether the last exchange with the first primary worked, while
+    /// that is all there is to say of the zone's primaries (`rare` holds
+    /// no `primaries`).
+    first_reachable: Option<bool>,
+    rare: Option<Box<Rare>>,
+}
+
+/// The part of an [`Entry`] few zones need.
+#[derive(Default)]
+struct Rare {
     last_error: Option<String>,
-    /// By the index in `zone.primaries`.
+    /// By the index in `zone.primaries`; empty while `first_reachable`
+    /// says it all.
     primaries: Vec<PrimarySeen>,
     /// Operators waiting for the check in flight (or the next) to end.
     waiters: Vec<oneshot::Sender<CheckResult>>,
+}
+
+impl Entry {
+    fn rare(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_default()
+    }
+
+    fn last_error(&self) -> Option<&String> {
+        self.rare.as_ref()?.last_error.as_ref()
+    }
+
+    /// The last exchange with primary number `i`.
+    fn seen(&self, i: usize) -> PrimarySeen {
+        match self.rare.as_deref() {
+            Some(rare) if !rare.primaries.is_empty() => {
+                rare.primaries.get(i).cloned().unwrap_or_default()
+            }
+            _ => PrimarySeen {
+                reachable: self.first_reachable.filter(|_| i == 0),
+                ..PrimarySeen::default()
+            },
+        }
+    }
+
+    /// Every primary's last exchange, one by one from here on.
+    fn primaries_seen(&mut self) -> &mut Vec<PrimarySeen> {
+        let count = self.zone.primaries.len();
+        let first = self.first_reachable.take();
+        let seen = &mut self.rare().primaries;
+        if seen.is_empty() {
+            seen.resize(count, PrimarySeen::default());
+            if let Some(first_seen) = seen.first_mut() {
+                first_seen.reachable = first;
+            }
+        }
+        seen
+    }
 }
 
 /// The last exchange with one primary of a zone.
@@ -254,6 +312,7 @@ impl Driver {
             zones: Vec::new(),
             ids: HashMap::new(),
             waiting: VecDeque::new(),
+            urgent: VecDeque::new(),
             in_flight: 0,
             done: mpsc::unbounded_channel(),
             actions: Vec::new(),
@@ -266,10 +325,11 @@ impl Driver {
 
     /// Tells the timers of `event` and does what they say.
     fn handle(&mut self, event: Event) {
+        let asked = matches!(event, Event::Notify { .. } | Event::CheckNow { .. });
         let mut actions = std::mem::take(&mut self.actions);
         self.timers.handle(Instant::now(), event, &mut actions);
         for action in actions.drain(..) {
-            self.perform(action);
+            self.perform(action, asked);
         }
         // The room a burst took (every zone due at once) is not kept.
         if actions.capacity() <= MAX_IN_FLIGHT {
@@ -293,7 +353,8 @@ impl Driver {
                     let _ = done.send(Err(format!("{origin} is not a secondary zone")));
                     return;
                 };
-                self.entry(zone).expect("listed").waiters.push(done);
+                let entry = self.entry(zone).expect("listed");
+                entry.rare().waiters.push(done);
                 self.handle(Event::CheckNow { zone, full });
                 self.answer_waiters(zone);
             }
@@ -327,9 +388,8 @@ impl Driver {
             zone,
             current: kept,
             transferred_at: None,
-            last_error: None,
-            primaries: vec![PrimarySeen::default(); primaries],
-            waiters: Vec::new(),
+            first_reachable: None,
+            rare: None,
         }));
         self.handle(Event::Added {
             zone: id,
@@ -338,10 +398,19 @@ impl Driver {
         });
     }
 
-    fn perform(&mut self, action: Action) {
+    /// Does what the timers say; `asked`: because of a NOTIFY or an
+    /// operator.
+    fn perform(&mut self, action: Action, asked: bool) {
         let ctx = self.ctx.clone();
         match action {
-            Action::CheckSoa { .. } | Action::Transfer { .. } => self.waiting.push_back(action),
+            Action::CheckSoa { zone, .. } | Action::Transfer { zone, .. } => {
+                let serves_nothing = self.entry(zone).is_some_and(|e| e.current.is_none());
+                let transfer = matches!(action, Action::Transfer { .. });
+                match asked || transfer || serves_nothing {
+                    true => self.urgent.push_back(action),
+                    false => self.waiting.push_back(action),
+                }
+            }
             Action::ServeKept(zone) => {
                 let Some(entry) = self.entry(zone) else {
                     return;
@@ -406,11 +475,14 @@ impl Driver {
     /// Launches the exchanges waiting, as many as may be in flight.
     fn launch(&mut self) {
         while self.in_flight < MAX_IN_FLIGHT {
-            let Some(action) = self.waiting.pop_front() else {
+            let next = self.urgent.pop_front();
+            let Some(action) = next.or_else(|| self.waiting.pop_front()) else {
                 // A cold start queues a check of every zone at once: its
                 // room goes once they are all launched.
-                if self.waiting.capacity() > MAX_IN_FLIGHT {
-                    self.waiting = VecDeque::new();
+                for queue in [&mut self.urgent, &mut self.waiting] {
+                    if queue.capacity() > MAX_IN_FLIGHT {
+                        *queue = VecDeque::new();
+                    }
                 }
                 return;
             };
@@ -520,27 +592,30 @@ impl Driver {
         let Some(entry) = self.entry(zone) else {
             return;
         };
-        let Some(seen) = entry.primaries.get_mut(primary) else {
+        if primary >= entry.zone.primaries.len() {
+            return;
+        }
+        let only_first = entry.rare.as_ref().is_none_or(|r| r.primaries.is_empty());
+        if failed.is_none() && primary == 0 && only_first {
+            entry.first_reachable = Some(true);
+            return;
+        }
+        let seen = &mut entry.primaries_seen()[primary];
+        let Some(Failed { failure, reason }) = failed else {
+            *seen = PrimarySeen {
+                reachable: Some(true),
+                ..PrimarySeen::default()
+            };
             return;
         };
-        match failed {
-            None => {
-                *seen = PrimarySeen {
-                    reachable: Some(true),
-                    ..PrimarySeen::default()
-                }
-            }
-            Some(Failed { failure, reason }) => {
-                if let Failure::LeftAlone { until } = *failure {
-                    seen.backoff_until = Some(until);
-                } else {
-                    seen.reachable = Some(false);
-                    seen.backoff_until = None;
-                    seen.last_error = Some(reason.clone());
-                }
-                entry.last_error = Some(reason.clone());
-            }
+        if let Failure::LeftAlone { until } = *failure {
+            seen.backoff_until = Some(until);
+        } else {
+            seen.reachable = Some(false);
+            seen.backoff_until = None;
+            seen.last_error = Some(reason.clone());
         }
+        entry.rare().last_error = Some(reason.clone());
     }
 
     /// Once no check of `zone` is in flight, tells those waiting how the
@@ -555,15 +630,15 @@ impl Driver {
         let Some(entry) = self.entry(zone) else {
             return;
         };
+        let Some(rare) = entry.rare.as_mut().filter(|r| !r.waiters.is_empty()) else {
+            return;
+        };
         let result = if view.failures == 0 {
             Ok(view.serial)
         } else {
-            Err(entry
-                .last_error
-                .clone()
-                .unwrap_or_else(|| "no primary to ask".into()))
+            Err((rare.last_error.clone()).unwrap_or_else(|| "no primary to ask".into()))
         };
-        for waiter in entry.waiters.drain(..) {
+        for waiter in rare.waiters.drain(..) {
             let _ = waiter.send(result.clone());
         }
     }
@@ -577,14 +652,17 @@ impl Driver {
             let Some(view) = self.timers.view(ZoneId(id as u32)) else {
                 continue;
             };
-            let primaries = (entry.zone.primaries.iter().zip(&entry.primaries))
-                .map(|(up, seen)| PrimaryReport {
-                    addr: up.addr,
-                    source: up.source,
-                    key: up.key.clone(),
-                    reachable: seen.reachable,
-                    backoff_until: seen.backoff_until.filter(|&t| t > now).map(at),
-                    last_error: seen.last_error.clone(),
+            let primaries = (entry.zone.primaries.iter().enumerate())
+                .map(|(i, up)| {
+                    let seen = entry.seen(i);
+                    PrimaryReport {
+                        addr: up.addr,
+                        source: up.source,
+                        key: up.key.clone(),
+                        reachable: seen.reachable,
+                        backoff_until: seen.backoff_until.filter(|&t| t > now).map(at),
+                        last_error: seen.last_error,
+                    }
                 })
                 .collect();
             reports.push(ZoneReport {
@@ -595,7 +673,7 @@ impl Driver {
                 next_check: view.next_check.map(at),
                 expire_at: view.expire_at.map(at),
                 failures: view.failures,
-                last_error: entry.last_error.clone(),
+                last_error: entry.last_error().cloned(),
                 primaries,
             });
         }
@@ -772,6 +850,64 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         panic!("never happened");
+    }
+
+    #[test]
+    fn a_zone_entry_stays_small() {
+        // One per secondary zone: at 100,000 zones each 8 octets here is
+        // 0.8 MB. What few zones need is boxed apart (`Rare`).
+        assert!(std::mem::size_of::<Option<Entry>>() <= 48);
+    }
+
+    #[tokio::test]
+    async fn the_report_shows_each_primary_as_its_last_exchange_went() {
+        let dir = tempfile::tempdir().unwrap();
+        let up = |addr: &str| Upstream {
+            addr: addr.parse().unwrap(),
+            key: None,
+            tls: None,
+            source: None,
+        };
+        let one = secondary(&dir.path().join("kept"), "192.0.2.1:53".parse().unwrap());
+        let two = Arc::new(SecondaryZone {
+            primaries: [up("192.0.2.1:53"), up("192.0.2.2:53")].into(),
+            ..(*one).clone()
+        });
+        let mut driver = Driver::new(context(Arc::default()));
+        driver.add(two, None);
+        let zone = ZoneId(0);
+        let reachable = |d: &Driver| -> Vec<Option<bool>> {
+            d.report()[0]
+                .primaries
+                .iter()
+                .map(|p| p.reachable)
+                .collect()
+        };
+        assert_eq!(reachable(&driver), [None, None]);
+        driver.note_exchange(zone, 0, None);
+        assert_eq!(reachable(&driver), [Some(true), None]);
+        assert!(driver.zones[0].as_ref().unwrap().rare.is_none());
+        let down = Failed {
+            failure: Failure::Failed,
+            reason: "192.0.2.2:53: refused".into(),
+        };
+        driver.note_exchange(zone, 1, Some(&down));
+        assert_eq!(reachable(&driver), [Some(true), Some(false)]);
+        let report = &driver.report()[0];
+        assert_eq!(report.last_error.as_deref(), Some("192.0.2.2:53: refused"));
+        assert_eq!(
+            report.primaries[1].last_error.as_deref(),
+            Some("192.0.2.2:53: refused")
+        );
+        driver.note_exchange(zone, 1, None);
+        driver.note_exchange(zone, 0, None);
+        assert_eq!(reachable(&driver), [Some(true), Some(true)]);
+        let report = &driver.report()[0];
+        assert_eq!(report.primaries[1].last_error, None);
+        assert_eq!(report.last_error.as_deref(), Some("192.0.2.2:53: refused"));
+        // A primary the zone does not have is ignored.
+        driver.note_exchange(zone, 2, Some(&down));
+        assert_eq!(driver.report()[0].primaries.len(), 2);
     }
 
     fn notify() -> Command {

@@ -31,6 +31,10 @@
 //!   flight, and checks started by NOTIFY are at least
 //!   [`NOTIFY_CHECK_INTERVAL`] apart: NOTIFYs arriving during a check, or
 //!   too soon after the last one, make one more check when it is allowed.
+//!   A NOTIFY that announces a serial newer than the one served, while
+//!   the zone's checks succeed, is a change to fetch, not part of a
+//!   storm: its check starts at once (or as soon as the one in flight
+//!   ends), whatever the interval says.
 //!   A NOTIFY does not end a primary's back-off, nor a zone's.
 //!
 //! Every zone's next wake-up sits in one binary heap keyed by (when,
@@ -212,7 +216,7 @@ pub struct Timers {
 #[derive(Debug)]
 struct ZoneState {
     primaries: u16,
-    serving: Option<Version>,
+    serving: Option<Served>,
     next_check: Instant,
     /// Set while serving.
     expire_at: Option<Instant>,
@@ -220,7 +224,9 @@ struct ZoneState {
     failures: u32,
     check: Option<Check>,
     /// A NOTIFY came that no check has answered yet.
-    notified: bool,
+    /// `Some(true)` if one of them announced a serial newer than the one
+    /// served then.
+    notified: Option<bool>,
     /// The time of the last check a NOTIFY started (or will start).
     notify_check_at: Option<Instant>,
     /// An operator asked for a check (a full transfer if true) that
@@ -228,6 +234,42 @@ struct ZoneState {
     forced: Option<bool>,
     /// Its entry in the queue.
     queued: Option<Instant>,
+}
+
+/// The version served, as [`Version`] in whole seconds (the SOA's fields
+/// and the bounds are whole seconds): 16 octets instead of 56.
+#[derive(Clone, Copy, Debug)]
+struct Served {
+    serial: u32,
+    refresh: u32,
+    retry: u32,
+    expire: u32,
+}
+
+impl Served {
+    fn of(version: Version) -> Served {
+        let secs = |d: Duration| u32::try_from(d.as_secs()).unwrap_or(u32::MAX);
+        let SoaTimers {
+            refresh,
+            retry,
+            expire,
+        } = version.timers;
+        Served {
+            serial: version.serial,
+            refresh: secs(refresh),
+            retry: secs(retry),
+            expire: secs(expire),
+        }
+    }
+
+    fn timers(self) -> SoaTimers {
+        let secs = |s: u32| Duration::from_secs(u64::from(s));
+        SoaTimers {
+            refresh: secs(self.refresh),
+            retry: secs(self.retry),
+            expire: secs(self.expire),
+        }
+    }
 }
 
 /// A check in flight.
@@ -309,7 +351,7 @@ impl Timers {
                     self.wake(now, zone, out);
                 }
             }
-            Event::Notify { zone, serial: _ } => self.notified(now, zone, out),
+            Event::Notify { zone, serial } => self.notified(now, zone, serial, out),
             Event::CheckNow { zone, full } => self.check_now(now, zone, full, out),
             Event::SoaChecked {
                 zone,
@@ -330,7 +372,7 @@ impl Timers {
                 primary_expire,
             } if self.waits_for(zone, check) => match result {
                 Ok(Transfer::Received(version)) => {
-                    self.state_mut(zone).serving = Some(version);
+                    self.state_mut(zone).serving = Some(Served::of(version));
                     let expire =
                         primary_expire.map_or(PrimaryExpire::Absent, PrimaryExpire::Follow);
                     self.succeeded(now, zone, expire, out)
@@ -386,7 +428,7 @@ impl Timers {
             expire_at: None,
             failures: 0,
             check: None,
-            notified: false,
+            notified: None,
             notify_check_at: None,
             forced: None,
             queued: None,
@@ -394,7 +436,7 @@ impl Timers {
         match kept {
             Some((version, age)) if age < version.timers.expire => {
                 out.push(Action::ServeKept(zone));
-                state.serving = Some(version);
+                state.serving = Some(Served::of(version));
                 state.next_check = now + version.timers.refresh.saturating_sub(age);
                 state.expire_at = Some(now + (version.timers.expire - age));
             }
@@ -427,17 +469,29 @@ impl Timers {
         self.schedule(zone);
     }
 
-    fn notified(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
+    fn notified(&mut self, now: Instant, zone: ZoneId, serial: Option<u32>, out: &mut Vec<Action>) {
         let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::as_mut) else {
             return;
         };
+        // Only while checks succeed: a failing primary is not asked
+        // again at the pace of the NOTIFYs that name it.
+        let serving = z.serving.filter(|_| z.failures == 0);
+        let news = serial.is_some_and(|s| serving.is_some_and(|v| serial::is_newer(s, v.serial)));
         if z.check.is_some() {
-            z.notified = true;
+            z.notified = Some(news || z.notified == Some(true));
             return;
         }
-        let allowed = z
-            .notify_check_at
-            .map_or(now, |last| (last + NOTIFY_CHECK_INTERVAL).max(now));
+        self.notify_check(now, zone, news, out);
+    }
+
+    /// A check for a NOTIFY, at once if it announced `news` (a newer
+    /// serial), else at most every [`NOTIFY_CHECK_INTERVAL`].
+    fn notify_check(&mut self, now: Instant, zone: ZoneId, news: bool, out: &mut Vec<Action>) {
+        let z = self.state_mut(zone);
+        let allowed = match z.notify_check_at {
+            Some(last) if !news => (last + NOTIFY_CHECK_INTERVAL).max(now),
+            _ => now,
+        };
         if z.next_check <= allowed {
             // A check comes soon enough anyway.
             if z.next_check <= now {
@@ -475,7 +529,7 @@ impl Timers {
         let id = CheckId(self.next_check_id);
         self.next_check_id += 1;
         let z = self.state_mut(zone);
-        z.notified = false;
+        z.notified = None;
         z.check = Some(Check {
             id,
             primary: 0,
@@ -512,7 +566,7 @@ impl Timers {
                     // restart must not wait out the refresh interval.
                     out.push(Action::DateKept {
                         zone,
-                        ago: have.timers.refresh,
+                        ago: have.timers().refresh,
                     });
                 }
                 out.push(Action::Transfer {
@@ -557,7 +611,7 @@ impl Timers {
         let z = self.state_mut(zone);
         let check = z.check.take().expect("a check is in flight");
         z.failures = z.failures.saturating_add(1);
-        let cap = z.serving.map_or(min_retry, |v| v.timers.retry);
+        let cap = z.serving.map_or(min_retry, |v| v.timers().retry);
         let back = check
             .primaries_back
             .filter(|_| check.all_left_alone)
@@ -576,11 +630,12 @@ impl Timers {
         let z = self.state_mut(zone);
         z.check = None;
         z.failures = 0;
-        if let Some(version) = z.serving {
-            let full = version.timers.expire;
+        if let Some(served) = z.serving {
+            let timers = served.timers();
+            let full = timers.expire;
             let left = z.expire_at.map(|at| at.saturating_duration_since(now));
             let expires_in = expire.expires_in(full, left);
-            z.next_check = now + version.timers.refresh;
+            z.next_check = now + timers.refresh;
             z.expire_at = Some(now + expires_in);
             // Dated so that a restart counts the same expire time down
             // (it takes the SOA's expire less the copy's age).
@@ -596,10 +651,11 @@ impl Timers {
     fn check_ended(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
         let z = self.state_mut(zone);
         if let Some(full) = z.forced.take() {
-            z.notified = false;
+            z.notified = None;
             self.start_check_of(now, zone, full, out);
-        } else if std::mem::take(&mut z.notified) {
-            self.notified(now, zone, out);
+        } else if let Some(news) = z.notified.take() {
+            let news = news && z.failures == 0;
+            self.notify_check(now, zone, news, out);
         }
         self.schedule(zone);
     }

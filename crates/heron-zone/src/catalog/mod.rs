@@ -80,7 +80,7 @@ impl Catalog {
         let key = zone.origin().as_wire();
         self.longest_origin = self.longest_origin.max(key.len());
         self.label_counts |= 1u128 << zone.origin_labels();
-        self.expired.remove(key);
+        self.forget_expired(key);
         let hash = self.hasher.hash_one(key);
         let same_origin = |z: &Zone| z.origin() == zone.origin();
         self.zones.insert(hash, zone.clone(), same_origin);
@@ -102,8 +102,17 @@ impl Catalog {
         let key = key.as_wire();
         let hash = self.hasher.hash_one(key);
         self.zones.remove(hash, |z| z.origin().as_wire() == key);
-        self.expired.remove(key);
+        self.forget_expired(key);
         self.note_only_zone();
+    }
+
+    /// Takes `key` out of the expired origins. The room of those gone goes
+    /// too: a cold start expires every secondary zone at first, and each
+    /// catalog version after it would copy a table sized for them all.
+    fn forget_expired(&mut self, key: &[u8]) {
+        if self.expired.remove(key) && self.expired.capacity() > 4 * self.expired.len() + 64 {
+            self.expired.shrink_to_fit();
+        }
     }
 
     /// Stops serving a zone's data; names in it get SERVFAIL.
@@ -332,6 +341,22 @@ mod tests {
         c.insert_shared(Arc::new(zone("a.test")));
         assert!(c.find(&lower("www.a.test")).is_some());
         assert!(!c.is_expired(&lower("www.a.test")));
+    }
+
+    #[test]
+    fn the_room_of_expired_zones_goes_once_they_are_back() {
+        let mut c = Catalog::new();
+        let origins: Vec<String> = (0..2000).map(|i| format!("z{i}.test")).collect();
+        for origin in &origins {
+            c.expire(&Name::parse(origin).unwrap());
+        }
+        assert!(c.expired.capacity() >= 2000);
+        let (back, still) = origins.split_at(1990);
+        back.iter().for_each(|origin| c.insert(zone(origin)));
+        assert!(c.expired.capacity() <= 4 * still.len() + 64);
+        assert!(still.iter().all(|o| c.is_expired(&lower(o))));
+        assert!(back.iter().all(|o| !c.is_expired(&lower(o))));
+        assert_eq!(c.len(), 1990);
     }
 
     #[test]
