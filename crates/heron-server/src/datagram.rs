@@ -31,9 +31,11 @@ pub trait PeerAddress {
 }
 
 impl PeerAddress for SocketAddr {
+    #[inline]
     fn address(&self) -> Option<SocketAddr> {
         Some(*self)
     }
+    #[inline]
     fn ip(&self) -> Option<IpAddr> {
         Some(SocketAddr::ip(self))
     }
