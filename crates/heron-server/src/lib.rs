@@ -24,6 +24,7 @@
 //! All read the current [`Catalog`] snapshot from a [`SharedCatalog`];
 //! a reload swaps in a new snapshot without stopping any.
 
+pub mod datagram;
 pub mod dnstap;
 pub mod http;
 pub mod processor;

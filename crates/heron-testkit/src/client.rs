@@ -251,6 +251,82 @@ pub fn query_tcp_pipelined(addr: SocketAddr, queries: &[Vec<u8>]) -> Vec<Vec<u8>
         .unwrap_or_else(|e| panic!("pipelined TCP queries to {addr}: {e}"))
 }
 
+/// What a flood of identical queries got back.
+#[derive(Clone, Copy, Debug)]
+pub struct Flood {
+    pub sent: usize,
+    /// Whole seconds it took, rounded up.
+    pub seconds: usize,
+    pub answered: usize,
+    /// Truncated (slipped) responses.
+    pub truncated: usize,
+}
+
+impl Flood {
+    /// Asserts what RRL at `rate` responses a second with `slip = 2`
+    /// does: the bucket's `rate`, then `rate` a second at most, about
+    /// half the rest truncated. The bounds come from the time taken, so
+    /// that the machine's load can not break them.
+    pub fn assert_limited(&self, rate: usize) {
+        let Flood {
+            answered,
+            truncated,
+            seconds,
+            ..
+        } = *self;
+        assert!(
+            (rate..=rate + rate * seconds).contains(&answered),
+            "{answered} answered in < {seconds} s"
+        );
+        let rest = self.sent - answered;
+        assert!(
+            (rest * 35 / 100..=rest * 65 / 100).contains(&truncated),
+            "{truncated} of {rest} limited truncated"
+        );
+    }
+}
+
+/// A flood of `count` identical queries (www.edge.test. A) from `from`
+/// to `server`, about 2,000 a second (at least `count / 2` ms), and what
+/// came back. For rate limiting's tests.
+pub fn flood_udp(from: IpAddr, server: SocketAddr, count: usize) -> Flood {
+    let started = Instant::now();
+    let socket = UdpSocket::bind((from, 0)).unwrap();
+    socket.connect(server).unwrap();
+    socket.set_nonblocking(true).unwrap();
+    let name: Name = "www.edge.test.".parse().unwrap();
+    let query = build_query(&name, RType::A, &QueryOpts::default());
+    let (mut answered, mut truncated) = (0, 0);
+    let mut buf = [0u8; 4096];
+    let mut drain = |answered: &mut usize, truncated: &mut usize| {
+        while let Ok(n) = socket.recv(&mut buf) {
+            if n >= 12 && buf[2] & 0x02 != 0 {
+                *truncated += 1;
+            } else if n >= 12 && u16::from_be_bytes([buf[6], buf[7]]) > 0 {
+                *answered += 1;
+            }
+        }
+    };
+    for i in 0..count {
+        let _ = socket.send(&query);
+        if i % 2 == 1 {
+            std::thread::sleep(Duration::from_millis(1));
+            drain(&mut answered, &mut truncated);
+        }
+    }
+    // The last responses: they come within a few milliseconds.
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(25));
+        drain(&mut answered, &mut truncated);
+    }
+    Flood {
+        sent: count,
+        seconds: started.elapsed().as_secs() as usize + 1,
+        answered,
+        truncated,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

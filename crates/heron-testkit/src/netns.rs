@@ -6,6 +6,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
 
 /// The server's (root side) addresses.
 pub const OUTSIDE_V4: &str = "198.51.100.1";
@@ -19,7 +20,14 @@ pub struct VethNamespace {
     pub namespace: String,
     /// The root side's interface, where the server listens.
     pub outside: String,
+    /// Held until the pair is gone: every pair has the same addresses,
+    /// so the kernel's replies (TCP) of two at once could take the
+    /// other's route.
+    _only_pair: MutexGuard<'static, ()>,
 }
+
+/// Held by the one pair this process has at a time.
+static ONE_PAIR: Mutex<()> = Mutex::new(());
 
 fn ip(args: &[&str]) -> Result<(), String> {
     let out = Command::new("ip")
@@ -46,10 +54,13 @@ impl VethNamespace {
     /// [`VethNamespace::new`] with `queues` receive and send queues on
     /// each end (one AF_XDP socket, and one worker, per queue).
     pub fn with_queues(tag: &str, queues: usize) -> Result<VethNamespace, String> {
+        // A test that failed holding it poisoned it; the pair is gone.
+        let only_pair = ONE_PAIR.lock().unwrap_or_else(|e| e.into_inner());
         let id = std::process::id();
         let net = VethNamespace {
             namespace: format!("heronns{tag}{id}"),
             outside: format!("hx{tag}{id}"),
+            _only_pair: only_pair,
         };
         let inside = format!("{}i", net.outside);
         ip(&["netns", "add", &net.namespace])?;

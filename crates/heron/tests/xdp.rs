@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use heron_testkit::ServerProcess;
+use heron_testkit::client::flood_udp;
 use heron_testkit::netns::{VethNamespace, skip_without_xdp};
 
 fn heron() -> PathBuf {
@@ -96,6 +97,100 @@ fn dig_and_kdig_get_over_xdp_what_sockets_answer_and_tcp_still_works() {
         server.terminate();
         assert!(!net.has_xdp(), "{mode}: the program went with the server");
     }
+}
+
+/// Heron as [`xdp_config`] has it (generic mode) with `sections` added,
+/// ready, on `net`.
+fn start_over_xdp(net: &VethNamespace, sections: &str) -> ServerProcess {
+    let server = ServerProcess::heron_with_config(&heron(), "edge.test", |p| {
+        format!("{}{sections}", xdp_config(net, "generic", p))
+    });
+    assert!(server.wait_for_log("ready:"), "{}", server.log());
+    assert!(net.has_xdp(), "attached");
+    server
+}
+
+/// The COOKIE dig printed for a query with client cookie `client`
+/// (hex), asked from `at` (the namespace or None: here).
+fn cookie_answer(net: Option<&VethNamespace>, server: &str, port: u16, client: &str) -> String {
+    let args = [
+        &format!("@{server}"),
+        "-p",
+        &port.to_string(),
+        "+tries=2",
+        "+time=2",
+        &format!("+cookie={client}"),
+        "www.edge.test.",
+        "A",
+    ];
+    let out = match net {
+        Some(net) => net.run("dig", &args),
+        None => Command::new("dig").args(args).output().unwrap(),
+    };
+    let out = stdout(out);
+    let line = out.lines().find_map(|l| l.split("COOKIE: ").nth(1));
+    let line = line.unwrap_or_else(|| panic!("no COOKIE in {out}"));
+    line.split_whitespace().next().unwrap().to_lowercase()
+}
+
+#[test]
+fn a_client_cookie_gets_a_server_cookie_over_xdp_as_over_sockets() {
+    if skip_without_xdp() {
+        return;
+    }
+    let net = VethNamespace::new("c").unwrap();
+    let server = start_over_xdp(&net, "");
+    let port = server.addr().port();
+    let client = "0102030405060708";
+    for (net, at) in [
+        (None, "127.0.0.1"),
+        (Some(&net), heron_testkit::netns::OUTSIDE_V4),
+        (Some(&net), heron_testkit::netns::OUTSIDE_V6),
+    ] {
+        let cookie = cookie_answer(net, at, port, client);
+        // The client's 8 octets, then a 16-octet RFC 9018 server cookie
+        // (version 1, three reserved octets).
+        assert_eq!(cookie.len(), 2 * (8 + 16), "@{at}: {cookie}");
+        assert_eq!(&cookie[..16], client, "@{at}: {cookie}");
+        assert_eq!(&cookie[16..24], "01000000", "@{at}: {cookie}");
+    }
+}
+
+/// The (dropped, slipped) responses the server's exit log reports.
+fn limited_at_exit(server: &mut ServerProcess) -> (usize, usize) {
+    server.terminate();
+    let log = server.log();
+    let line = log
+        .lines()
+        .find_map(|l| l.split("response rate limiting: ").nth(1))
+        .unwrap_or_else(|| panic!("no RRL counters in {log}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    // "D responses dropped, S slipped, ..."
+    (words[0].parse().unwrap(), words[3].parse().unwrap())
+}
+
+#[test]
+fn a_flood_over_xdp_is_rate_limited_as_over_sockets() {
+    if skip_without_xdp() {
+        return;
+    }
+    let net = VethNamespace::new("r").unwrap();
+    let rrl = "[rrl]\nresponses-per-second = 50\nslip = 2\n";
+    let mut server = start_over_xdp(&net, rrl);
+    let to = net.server(false, server.addr().port());
+    let from = std::net::Ipv4Addr::UNSPECIFIED.into();
+    let flood = net.within(|| flood_udp(from, to, 2000));
+    flood.assert_limited(50);
+    let (answered, truncated) = (flood.answered, flood.truncated);
+    let (dropped, slipped) = limited_at_exit(&mut server);
+    assert!(
+        dropped > 0 && slipped >= truncated,
+        "{dropped} dropped, {slipped} slipped"
+    );
+    assert!(
+        answered + dropped + slipped <= flood.sent,
+        "{dropped} dropped, {slipped} slipped"
+    );
 }
 
 #[test]

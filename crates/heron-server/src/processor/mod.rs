@@ -11,9 +11,10 @@
 //!    plain query (no TSIG, not NOTIFY, not AXFR/IXFR) goes straight to
 //!    the answer engine from here: that is the fast path, one call into
 //!    `heron_zone`. The others are *deferred* and take the layers below.
-//!    The UDP batch path parses a whole batch in the engine's
-//!    [`BatchAnswerer`](heron_zone::BatchAnswerer) and enters at
-//!    [`Processor::process_parsed`] with the deferred ones only.
+//!    The datagram batch paths (UDP and XDP) parse a whole batch in the
+//!    engine's [`BatchAnswerer`](heron_zone::BatchAnswerer) and take each
+//!    datagram through [`crate::datagram::Layers::answer`], which enters
+//!    at [`Processor::process_parsed`] with the deferred ones only.
 //! 2. [`acl`]: who may do what: transfers (`allow-transfer`) and NOTIFY
 //!    (`allow-notify`, and only for zones we are secondary for). Decided on
 //!    the address and the key the TSIG record names; the verdict is
@@ -33,9 +34,10 @@
 //!    decides before any answer is built (FORMERR, BADCOOKIE) and appends
 //!    the COOKIE option to the answer after (before `sign`); a plain query
 //!    with a COOKIE option takes it on the fast path too, one branch for
-//!    those without. Rate limiting needs the response and is UDP's alone:
-//!    it is the UDP worker's layer ([`crate::udp::limit`]), one table per
-//!    worker, applied to the engine's answers and errors after they are
+//!    those without. Rate limiting needs the response and is for
+//!    datagrams alone: it is the UDP and XDP workers' layer
+//!    ([`crate::udp::limit`], applied by [`crate::datagram`]), one table
+//!    per worker, applied to the engine's answers and errors after they are
 //!    written (a client with a valid server cookie is exempt).
 //! 5. [`answer`] (a signed plain query, through the engine, with room
 //!    kept for the TSIG record), [`transfer`] (AXFR/IXFR: a [`Transfer`]
@@ -441,8 +443,8 @@ impl Processor {
     }
 
     /// The cookie layer for a plain query `q` from `req`, if cookies are on
-    /// and the query has a COOKIE option; else [`Step::Ignore`]. The UDP
-    /// batch path calls it before the engine answers.
+    /// and the query has a COOKIE option; else [`Step::Ignore`]. The datagram
+    /// batch path ([`crate::datagram`]) calls it before the engine answers.
     #[inline(always)]
     pub fn cookie_step(&self, req: &Request, q: &Query, out: &mut Vec<u8>) -> Step {
         match &self.cookies {

@@ -10,7 +10,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::time::Instant;
 
-use heron_sys::udp::{Receiver, Sender, Wait};
+use heron_sys::udp::{Peer, Receiver, Sender, Wait};
 
 /// Datagrams moved per system call.
 pub const DEFAULT_BATCH: usize = 32;
@@ -69,6 +69,14 @@ impl Batch {
     /// The `i`th received datagram and the response buffer for it.
     pub fn slot(&mut self, i: usize) -> (&[u8], &mut Vec<u8>) {
         (self.received.datagram(i), &mut self.responses[i])
+    }
+
+    /// The `i`th received datagram, where it came from (decoded on
+    /// demand) and the response buffer for it.
+    #[inline]
+    pub fn datagram(&mut self, i: usize) -> (&[u8], Peer<'_>, &mut Vec<u8>) {
+        let peer = self.received.peer(i);
+        (self.received.datagram(i), peer, &mut self.responses[i])
     }
 
     /// The `i`th received datagram and the response written for it.

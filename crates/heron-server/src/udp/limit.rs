@@ -11,13 +11,15 @@
 //! and answer count alone; the key is hashed once and its bucket debited
 //! inline; everything a limited response needs is out of line.
 
+use std::io;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use heron_proto::message::{HEADER_LEN, Query, flags};
 
-use crate::rrl::{Action, Class, Key, Response, Rrl, RrlCounters, Verdict};
+use crate::processor::cookies::random_bytes;
+use crate::rrl::{Action, Class, Key, Response, Rrl, RrlCounters, RrlSettings, Verdict};
 
 /// The dropped and slipped responses of all workers, for the metrics and
 /// the log at exit; each worker adds what changed once per batch, and
@@ -52,6 +54,19 @@ pub struct Limiter {
 }
 
 impl Limiter {
+    /// One of `workers` limiters for `rrl` (None: RRL is off), each with
+    /// its share of the rates ([`RrlSettings::divided_among`]) and its
+    /// own hash key.
+    pub fn for_worker(rrl: Option<&RrlSettings>, workers: usize) -> io::Result<Option<Limiter>> {
+        let Some(settings) = rrl else {
+            return Ok(None);
+        };
+        let key = u64::from_ne_bytes(random_bytes());
+        let rrl = Rrl::new(&settings.divided_among(workers), key)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        Ok(Some(Limiter::new(rrl)))
+    }
+
     pub fn new(rrl: Rrl) -> Limiter {
         Limiter {
             rrl,

@@ -14,15 +14,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use heron_zone::lookahead::{MAX_BATCH, PreparedBatch};
-use heron_zone::{Answered, BatchAnswerer, Catalog, Transport};
+use heron_zone::lookahead::MAX_BATCH;
+use heron_zone::{BatchAnswerer, Catalog};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::processor::cookies::{Step, random_bytes};
-use crate::processor::tap::Tap;
-use crate::processor::{self, Event, Outcome, Request, Screened};
-use crate::rrl::Rrl;
-use crate::service::{Service, unix_now};
+use crate::datagram::Layers;
+use crate::processor::Event;
+use crate::service::Service;
 use crate::stats::{Cells, Via};
 use crate::{ServerConfig, SharedCatalog};
 use limit::Limiter;
@@ -81,18 +79,8 @@ pub fn spawn_workers(
 ) -> io::Result<Vec<JoinHandle<()>>> {
     let (cpus, coalesce) = (&server.cpu_affinity, server.udp_coalesce);
     let mut handles = Vec::with_capacity(server.workers);
-    let rrl = server
-        .rrl
-        .as_ref()
-        .map(|settings| settings.divided_among(server.workers));
     for i in 0..server.workers {
-        let limiter = match &rrl {
-            Some(settings) => Some(Limiter::new(
-                Rrl::new(settings, u64::from_ne_bytes(random_bytes()))
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
-            )),
-            None => None,
-        };
+        let limiter = Limiter::for_worker(server.rrl.as_ref(), server.workers)?;
         let socket = bind_reuseport(addr)?;
         if i == 0 {
             warn_if_small_buffer(&socket, addr);
@@ -146,112 +134,33 @@ const _: () = assert!(batch::DEFAULT_BATCH <= MAX_BATCH);
 impl Handler for Worker {
     fn handle_batch(&mut self, batch: &mut batch::Batch, received: usize) {
         let catalog = self.catalog.load();
-        let processor = &self.service.processor;
-        let config = processor.config();
+        let service = &self.service;
+        let layers = Layers::new(service, catalog, service.processor.config(), self.local);
         let mut slots = Default::default();
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);
         if let Some(limiter) = &mut self.limiter {
             limiter.start_batch(batch.received_at());
         }
-        // The one branch a batch pays when no query ACL is configured.
-        let screens = processor.screens();
-        let tap = processor.tap();
         for i in 0..received {
             let qtype = prepared.parsed(i).map(|q| q.qtype.0);
             self.cells.query(Via::Udp, qtype);
-            if screens {
-                match screen(
-                    &self.service,
-                    &mut self.events,
-                    catalog,
-                    batch,
-                    &prepared,
-                    i,
-                ) {
-                    Screened::Pass => {}
-                    Screened::Drop => continue,
-                    Screened::Refused => {
-                        batch.reply(i);
-                        if let Some(tap) = tap {
-                            tap_exchange(tap, batch, i, (None, self.local), true);
-                        }
-                        continue;
-                    }
-                }
-            }
-            let q = prepared.query(i);
-            let plain = prepared.is_plain_query(i);
-            let has_cookie = plain && processor::cookies::has_cookie(q);
-            let asks_options = plain && processor::asks_options(q);
-            // The address is decoded only for the layers that need it
-            // (rate limiting reads it alone, below).
-            let needs_peer = !plain || has_cookie || asks_options;
-            let peer = if needs_peer { batch.peer(i) } else { None };
-            let client = match (&self.limiter, peer) {
-                (None, _) => None,
-                (Some(_), Some(peer)) => Some(peer.ip()),
-                (Some(_), None) => batch.peer_ip(i),
-            };
-            let (query, response) = batch.slot(i);
-            let request = |peer| Request {
-                bytes: query,
+            let (query, peer, response) = batch.datagram(i);
+            let limiter = self.limiter.as_mut();
+            if layers.answer(
+                &prepared,
+                i,
+                query,
                 peer,
-                transport: processor::Transport::Udp,
-                now: unix_now(),
-            };
-            // The cookie layer, for a plain query with a COOKIE option only.
-            let step = match peer {
-                Some(peer) if has_cookie => processor.cookie_step(&request(peer), q, response),
-                _ => Step::Ignore,
-            };
-            let answered = match step {
-                Step::Answered => Answered::Response,
-                _ => prepared.answer(i, config, query, Transport::Udp, response),
-            };
-            let mut send = match answered {
-                Answered::Response => true,
-                Answered::Drop => false,
-                // TSIG, NOTIFY, IXFR: the processor's other layers, which
-                // need the peer and the time. Not rate limited.
-                Answered::Deferred => {
-                    let Some(peer) = peer else { continue };
-                    let outcome =
-                        processor.process_parsed(&request(peer), q, response, &mut self.events);
-                    self.service.dispatch(&mut self.events);
-                    let sent = matches!(outcome, Outcome::Response);
-                    if sent {
-                        batch.reply(i);
-                    }
-                    if let Some(tap) = tap {
-                        tap_exchange(tap, batch, i, (Some(peer), self.local), sent);
-                    }
-                    continue;
-                }
-            };
-            if let Step::Answer(cookie) = step {
-                cookie.append(response);
-            }
-            // NSID and EXPIRE go after the cookie, which needs an OPT with
-            // no options yet.
-            if let (true, Some(peer)) = (send && asks_options && step != Step::Answered, peer) {
-                processor.add_options(catalog, &request(peer), q, response);
-            }
-            let exempt = matches!(step, Step::Answer(c) if c.rrl_exempt);
-            if let (Some(limiter), Some(client), true, false) =
-                (&mut self.limiter, client, send, exempt)
-            {
-                send = limiter.admit(client, q, plain, response);
-            }
-            if send {
+                response,
+                limiter,
+                &mut self.events,
+            ) {
                 batch.reply(i);
-            }
-            if let Some(tap) = tap {
-                tap_exchange(tap, batch, i, (peer, self.local), send);
             }
         }
         if let Some(limiter) = &mut self.limiter {
-            limiter.report(&self.service.rrl);
+            limiter.report(&service.rrl);
         }
         batch.replies().for_each(|r| self.cells.response(r));
     }
@@ -260,57 +169,6 @@ impl Handler for Worker {
         if replies > 0 {
             self.cells.answered(received_at.elapsed(), replies);
         }
-    }
-}
-
-/// The `acl` layer for the `i`th query of a batch.
-fn screen(
-    service: &Service,
-    events: &mut Vec<Event>,
-    catalog: &Catalog,
-    batch: &mut batch::Batch,
-    prepared: &PreparedBatch,
-    i: usize,
-) -> Screened {
-    let Some(peer) = batch.peer(i) else {
-        return Screened::Drop;
-    };
-    let (bytes, response) = batch.slot(i);
-    let req = udp_request(bytes, peer);
-    let screened = service
-        .processor
-        .screen(catalog, &req, prepared.parsed(i), response, events);
-    service.dispatch(events);
-    screened
-}
-
-/// The query-log layer for the `i`th exchange of a batch, whose response
-/// was `sent` or not; the peer is decoded only for a sampled one.
-fn tap_exchange(
-    tap: &Tap,
-    batch: &batch::Batch,
-    i: usize,
-    (peer, local): (Option<SocketAddr>, Option<SocketAddr>),
-    sent: bool,
-) {
-    if !tap.sample() {
-        return;
-    }
-    let Some(peer) = peer.or_else(|| batch.peer(i)) else {
-        return;
-    };
-    let (query, response) = batch.exchange(i);
-    let transport = processor::Transport::Udp;
-    tap.record((transport, peer, local), query, sent.then_some(response));
-}
-
-/// A datagram as the processor takes it, dated now.
-pub(crate) fn udp_request(bytes: &[u8], peer: SocketAddr) -> Request<'_> {
-    Request {
-        bytes,
-        peer,
-        transport: processor::Transport::Udp,
-        now: unix_now(),
     }
 }
 

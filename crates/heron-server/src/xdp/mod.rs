@@ -18,12 +18,14 @@ use std::time::{Duration, Instant};
 pub use heron_sys::xdp::Mode;
 use heron_sys::xdp::{Attached, FRAME_SIZE, Frame, Interface, XskSocket};
 use heron_zone::lookahead::MAX_BATCH;
-use heron_zone::{AnswerConfig, Answered, BatchAnswerer, Catalog, Transport};
+use heron_zone::{AnswerConfig, BatchAnswerer, Catalog};
 
-use crate::processor::{self, Event, Outcome, Screened};
+use crate::datagram::Layers;
+use crate::processor::Event;
 use crate::service::Service;
 use crate::stats::{Cells, Via};
-use crate::udp::{coalesce, pacing_choice, udp_request};
+use crate::udp::limit::Limiter;
+use crate::udp::{coalesce, pacing_choice};
 
 use crate::{ServerConfig, SharedCatalog};
 
@@ -136,6 +138,7 @@ pub fn start(
                 coalesce: server.udp_coalesce,
                 answerer: BatchAnswerer::default(),
                 events: Vec::new(),
+                limiter: Limiter::for_worker(server.rrl.as_ref(), threads)?,
                 responses: (0..BATCH).map(|_| Vec::with_capacity(4096)).collect(),
                 frames: Vec::with_capacity(BATCH),
                 found: Vec::with_capacity(BATCH),
@@ -255,6 +258,8 @@ struct Worker {
     answerer: BatchAnswerer,
     /// The processor's events, handed on at once; kept to reuse.
     events: Vec<Event>,
+    /// Response rate limiting (its own table, as a UDP worker's); None: off.
+    limiter: Option<Limiter>,
     responses: Vec<Vec<u8>>,
     frames: Vec<Frame>,
     /// Per frame of the batch: the datagram in it.
@@ -293,7 +298,7 @@ impl Worker {
             let n = socket.receive(&mut self.frames, BATCH);
             if n > 0 {
                 let at = *first.get_or_insert_with(Instant::now);
-                let replies = self.answer_batch(socket);
+                let replies = self.answer_batch(socket, at);
                 if replies > 0 {
                     self.cells.answered(at.elapsed(), replies);
                 }
@@ -304,9 +309,9 @@ impl Worker {
         first.map(|at| (at, received))
     }
 
-    /// Answers the frames in `self.frames` and queues the replies;
-    /// returns how many.
-    fn answer_batch(&mut self, socket: &mut XskSocket) -> usize {
+    /// Answers the frames in `self.frames`, taken at `received_at`, and
+    /// queues the replies; returns how many.
+    fn answer_batch(&mut self, socket: &mut XskSocket, received_at: Instant) -> usize {
         let catalog = self.catalog.load();
         self.found.clear();
         for frame in &self.frames {
@@ -328,49 +333,20 @@ impl Worker {
         }
         let mut reply = [false; BATCH];
         let mut replies = 0;
-        let processor = &self.service.processor;
-        // The one branch a batch pays when no query ACL is configured.
-        let screens = processor.screens();
-        let tap = processor.tap();
+        let layers = Layers::new(&self.service, catalog, &self.config, None);
+        if let Some(limiter) = &mut self.limiter {
+            limiter.start_batch(received_at);
+        }
         for (i, found) in self.found.iter().enumerate() {
-            let Some(datagram) = found else {
-                continue;
-            };
-            let (raw, out) = (query(i), &mut self.responses[i]);
-            if screens {
-                let req = udp_request(raw, datagram.peer);
-                let screened =
-                    processor.screen(catalog, &req, prepared.parsed(i), out, &mut self.events);
-                self.service.dispatch(&mut self.events);
-                if screened != Screened::Pass {
-                    reply[i] = screened == Screened::Refused;
-                    continue;
-                }
+            if let Some(datagram) = found {
+                let (raw, out) = (query(i), &mut self.responses[i]);
+                let limiter = self.limiter.as_mut();
+                let events = &mut self.events;
+                reply[i] = layers.answer(&prepared, i, raw, datagram.peer, out, limiter, events);
             }
-            reply[i] = match prepared.answer(i, &self.config, raw, Transport::Udp, out) {
-                Answered::Response => {
-                    if let Some(q) = prepared.parsed(i).filter(|q| processor::asks_options(q)) {
-                        processor.add_options(catalog, &udp_request(raw, datagram.peer), q, out);
-                    }
-                    true
-                }
-                Answered::Drop => false,
-                // TSIG, NOTIFY, IXFR: the processor's other layers, as
-                // over sockets.
-                Answered::Deferred => {
-                    let req = udp_request(raw, datagram.peer);
-                    let q = prepared.query(i);
-                    let outcome = processor.process_parsed(&req, q, out, &mut self.events);
-                    self.service.dispatch(&mut self.events);
-                    matches!(outcome, Outcome::Response)
-                }
-            };
-            if let Some(tap) = tap
-                && tap.sample()
-            {
-                let at = (processor::Transport::Udp, datagram.peer, None);
-                tap.record(at, raw, reply[i].then_some(&out[..]));
-            }
+        }
+        if let Some(limiter) = &mut self.limiter {
+            limiter.report(&self.service.rrl);
         }
         for (i, frame) in self.frames.drain(..).enumerate() {
             let written = match &self.found[i] {

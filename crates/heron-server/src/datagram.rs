@@ -1,0 +1,216 @@
+//! The query processor's layers for one datagram of a batch, in the one
+//! order both datagram transports (the UDP workers, [`crate::udp`], and
+//! the AF_XDP workers, [`crate::xdp`]) apply them: screen (ACL,
+//! blackhole) → cookies → the engine's answer, or the processor's
+//! deferred layers (TSIG, NOTIFY, IXFR) → NSID/EXPIRE options → RRL →
+//! dnstap. A transport only moves the bytes and says where they came
+//! from; a layer added here applies to both.
+//!
+//! The plain query's path is the UDP fast path: it decodes no peer
+//! address (RRL reads the address alone) and pays one branch per layer
+//! that is off.
+
+use std::net::{IpAddr, SocketAddr};
+
+use heron_proto::message::Query;
+use heron_zone::lookahead::PreparedBatch;
+use heron_zone::{AnswerConfig, Answered, Catalog, Transport};
+
+use crate::processor::cookies::{self, Step};
+use crate::processor::tap::Tap;
+use crate::processor::{self, Event, Outcome, Request, Screened};
+use crate::service::{Service, unix_now};
+use crate::udp::limit::Limiter;
+
+/// Where a datagram came from, decoded only when a layer asks.
+pub trait PeerAddress {
+    /// The address and port; None for one that is neither IPv4 nor IPv6.
+    fn address(&self) -> Option<SocketAddr>;
+    /// The address alone, which may cost less than [`Self::address`].
+    fn ip(&self) -> Option<IpAddr>;
+}
+
+impl PeerAddress for SocketAddr {
+    #[inline]
+    fn address(&self) -> Option<SocketAddr> {
+        Some(*self)
+    }
+    #[inline]
+    fn ip(&self) -> Option<IpAddr> {
+        Some(SocketAddr::ip(self))
+    }
+}
+
+impl PeerAddress for heron_sys::udp::Peer<'_> {
+    fn address(&self) -> Option<SocketAddr> {
+        self.to_std()
+    }
+    #[inline]
+    fn ip(&self) -> Option<IpAddr> {
+        heron_sys::udp::Peer::ip(self)
+    }
+}
+
+/// What a worker's batch is answered with; made once per batch.
+pub struct Layers<'a> {
+    service: &'a Service,
+    catalog: &'a Catalog,
+    /// The engine's settings for UDP (XDP caps the payload to a frame).
+    config: &'a AnswerConfig,
+    /// The address queries came to, when known (for dnstap).
+    local: Option<SocketAddr>,
+    /// Whether a query ACL or blackhole is configured.
+    screens: bool,
+    tap: Option<&'a Tap>,
+}
+
+impl<'a> Layers<'a> {
+    pub fn new(
+        service: &'a Service,
+        catalog: &'a Catalog,
+        config: &'a AnswerConfig,
+        local: Option<SocketAddr>,
+    ) -> Layers<'a> {
+        let processor = &service.processor;
+        Layers {
+            service,
+            catalog,
+            config,
+            local,
+            screens: processor.screens(),
+            tap: processor.tap(),
+        }
+    }
+
+    /// Writes the response to the `i`th datagram of `prepared`, `query`
+    /// from `peer`, into `response`, and says whether to send it.
+    /// `limiter` (RRL) is dated for the batch by the caller
+    /// ([`Limiter::start_batch`]).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn answer(
+        &self,
+        prepared: &PreparedBatch,
+        i: usize,
+        query: &[u8],
+        peer: impl PeerAddress,
+        response: &mut Vec<u8>,
+        limiter: Option<&mut Limiter>,
+        events: &mut Vec<Event>,
+    ) -> bool {
+        let processor = &self.service.processor;
+        // The one branch a query pays when no query ACL is configured.
+        if self.screens {
+            let Some(address) = peer.address() else {
+                return false;
+            };
+            let req = udp_request(query, address);
+            let screened =
+                processor.screen(self.catalog, &req, prepared.parsed(i), response, events);
+            self.service.dispatch(events);
+            match screened {
+                Screened::Pass => {}
+                Screened::Drop => return false,
+                Screened::Refused => {
+                    self.tap(query, || Some(address), response, true);
+                    return true;
+                }
+            }
+        }
+        let q = prepared.query(i);
+        let plain = prepared.is_plain_query(i);
+        let has_cookie = plain && cookies::has_cookie(q);
+        let asks_options = plain && processor::asks_options(q);
+        // The address is decoded only for the layers that need it (rate
+        // limiting reads it alone, below).
+        let needs_peer = !plain || has_cookie || asks_options;
+        let address = if needs_peer { peer.address() } else { None };
+        // The cookie layer, for a plain query with a COOKIE option only.
+        let step = match address {
+            Some(address) if has_cookie => {
+                processor.cookie_step(&udp_request(query, address), q, response)
+            }
+            _ => Step::Ignore,
+        };
+        let answered = match step {
+            Step::Answered => Answered::Response,
+            _ => prepared.answer(i, self.config, query, Transport::Udp, response),
+        };
+        let mut send = match answered {
+            Answered::Response => true,
+            Answered::Drop => false,
+            Answered::Deferred => return self.deferred(q, query, address, response, events),
+        };
+        if let Step::Answer(cookie) = step {
+            cookie.append(response);
+        }
+        // NSID and EXPIRE go after the cookie, which needs an OPT with no
+        // options yet.
+        if let (true, Some(address)) = (send && asks_options && step != Step::Answered, address) {
+            processor.add_options(self.catalog, &udp_request(query, address), q, response);
+        }
+        let exempt = matches!(step, Step::Answer(c) if c.rrl_exempt);
+        if let (Some(limiter), true, false) = (limiter, send, exempt) {
+            let client = match address {
+                Some(address) => Some(address.ip()),
+                None => peer.ip(),
+            };
+            if let Some(client) = client {
+                send = limiter.admit(client, q, plain, response);
+            }
+        }
+        self.tap(query, || address.or_else(|| peer.address()), response, send);
+        send
+    }
+
+    /// TSIG, NOTIFY, IXFR: the processor's other layers, which need the
+    /// peer and the time. Not rate limited.
+    #[inline(never)]
+    fn deferred(
+        &self,
+        q: &Query,
+        query: &[u8],
+        address: Option<SocketAddr>,
+        response: &mut Vec<u8>,
+        events: &mut Vec<Event>,
+    ) -> bool {
+        let Some(address) = address else {
+            return false;
+        };
+        let processor = &self.service.processor;
+        let outcome = processor.process_parsed(&udp_request(query, address), q, response, events);
+        self.service.dispatch(events);
+        let sent = matches!(outcome, Outcome::Response);
+        self.tap(query, || Some(address), response, sent);
+        sent
+    }
+
+    /// The query-log layer for an exchange whose response was `sent` or
+    /// not; the peer is decoded only for a sampled one.
+    #[inline(always)]
+    fn tap(
+        &self,
+        query: &[u8],
+        peer: impl FnOnce() -> Option<SocketAddr>,
+        response: &[u8],
+        sent: bool,
+    ) {
+        if let Some(tap) = self.tap
+            && tap.sample()
+            && let Some(peer) = peer()
+        {
+            let at = (processor::Transport::Udp, peer, self.local);
+            tap.record(at, query, sent.then_some(response));
+        }
+    }
+}
+
+/// A datagram as the processor takes it, dated now.
+pub(crate) fn udp_request(bytes: &[u8], peer: SocketAddr) -> Request<'_> {
+    Request {
+        bytes,
+        peer,
+        transport: processor::Transport::Udp,
+        now: unix_now(),
+    }
+}
