@@ -620,9 +620,9 @@ impl Publisher for CatalogPublisher {
 }
 
 /// Applies changes to the served catalog, every change waiting at once in
-/// one new version. Building a version copies the table of zones, which
-/// costs in proportion to their number (a few ms at 100,000): the
-/// rebuilds are paced ([`RebuildPacer`]) so that they take at most a
+/// one new version. Building a version copies the shards of the table of
+/// zones that the changes touch (one for one change, every one for a
+/// batch of thousands in a cold start): the rebuilds are paced ([`RebuildPacer`]) so that they take at most a
 /// fifth of a core while a cold start delivers thousands of zones, while
 /// a change after a quiet spell, and the few that follow it, are served
 /// at once. Memory is settled on another thread after a burst of
