@@ -107,7 +107,7 @@ pub fn members_at_start(
     zones: &mut Vec<SecondaryZone>,
     kept: &mut Vec<Option<Zone>>,
     served: &Catalog,
-) -> Vec<(Name, ZonePolicy)> {
+) -> Vec<(Name, Arc<ZonePolicy>)> {
     // The version consumed last, else the one received last.
     let catalogs: Vec<SecondaryZone> = (zones.iter())
         .filter(|z| consumers.is_catalog(&z.origin.to_lowercase()))
@@ -130,7 +130,8 @@ pub fn members_at_start(
         |catalog| kept_of.get(catalog).copied(),
         |zone| configured.contains(&zone.to_lowercase()) || served.get(zone).is_some(),
     );
-    let (members, policies): (Vec<SecondaryZone>, Vec<ZonePolicy>) = members.into_iter().unzip();
+    let (members, policies): (Vec<SecondaryZone>, Vec<Arc<ZonePolicy>>) =
+        members.into_iter().unzip();
     if !members.is_empty() {
         tracing::info!(
             "{} member zones of catalogs, from their kept copies",
