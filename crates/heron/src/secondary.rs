@@ -20,8 +20,8 @@ use heron_xfr::secondary::refresh::{
     self, Command, Context, Publisher, SecondaryZone, TimerBounds,
 };
 use heron_xfr::secondary::store::which_exist;
-use heron_zone::diff::ZoneDiff;
 use heron_zone::catalog::ShardedSet;
+use heron_zone::diff::ZoneDiff;
 use heron_zone::{Catalog, Zone};
 use tokio::sync::mpsc;
 

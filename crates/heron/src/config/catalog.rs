@@ -245,7 +245,10 @@ mod tests {
         // Members without a journal of their own share their template's
         // policy; those with one get theirs.
         let other = heron_proto::Name::parse("b.example").unwrap();
-        let (_, shared) = catalog.template(None).unwrap().member(&other, &catalog.zone);
+        let (_, shared) = catalog
+            .template(None)
+            .unwrap()
+            .member(&other, &catalog.zone);
         assert!(Arc::ptr_eq(&policy, &shared));
         let gold_template = catalog.template(Some("gold")).unwrap();
         let (_, gold_other) = gold_template.member(&other, &catalog.zone);
