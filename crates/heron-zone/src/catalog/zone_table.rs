@@ -283,7 +283,10 @@ mod tests {
 
         fn is_at_most_half_full(&self) -> bool {
             let lens = self.lens.iter().map(|&l| l as usize);
-            let counted = self.shards.iter().map(|s| s.iter().filter(|s| s.zone.is_some()).count());
+            let counted = self
+                .shards
+                .iter()
+                .map(|s| s.iter().filter(|s| s.zone.is_some()).count());
             lens.clone().sum::<usize>() == self.len
                 && lens.clone().eq(counted)
                 && (self.shards.iter().zip(lens)).all(|(s, l)| l * SLOTS_PER_ZONE <= s.len())
