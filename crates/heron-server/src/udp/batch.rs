@@ -5,7 +5,15 @@
 //! buffers are allocated once per worker and reused: a steady stream of
 //! queries causes no heap allocation here. The system calls themselves
 //! are `heron_sys::udp`'s.
+//!
+//! With segmentation on ([`Batch::segment_replies`]), a batch's replies
+//! are grouped by peer, larger first, so that runs of equal size to one
+//! peer leave as one UDP GSO message: the kernel runs its IP and UDP
+//! output path (and, over loopback, the receive path) once per run and
+//! cuts it into datagrams at the end. A batch without such a run costs
+//! the grouping only (a sort of at most 32 keys).
 
+use std::cmp::Reverse;
 use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::time::Instant;
@@ -26,6 +34,11 @@ pub struct Batch {
     sender: Sender,
     /// When the last receive returned.
     received_at: Instant,
+    /// Whether replies to one peer go out as segmented runs.
+    segment: bool,
+    /// The sort keys of `to_send` while grouping (peer, larger first,
+    /// slot); kept to reuse.
+    grouping: Vec<(u64, Reverse<usize>, usize)>,
 }
 
 impl Batch {
@@ -38,7 +51,17 @@ impl Batch {
             to_send: Vec::with_capacity(capacity),
             sender: Sender::with_capacity(capacity),
             received_at: Instant::now(),
+            segment: false,
+            grouping: Vec::with_capacity(capacity),
         }
+    }
+
+    /// Sends runs of equal-sized replies to one peer as one segmented
+    /// message (UDP GSO) when `on` and the kernel supports it on `socket`
+    /// (Linux 4.18). Returns whether it will.
+    pub fn segment_replies(&mut self, socket: &UdpSocket, on: bool) -> bool {
+        self.segment = on && heron_sys::udp::segmentation_supported(socket);
+        self.segment
     }
 
     pub fn capacity(&self) -> usize {
@@ -108,32 +131,98 @@ impl Batch {
 
     /// Sends every response marked with [`Batch::reply`], retrying the part
     /// of the batch the kernel did not take. Returns how many were sent;
-    /// a datagram the kernel refuses (e.g. an unreachable peer) is dropped.
+    /// a datagram the kernel refuses (e.g. an unreachable peer) is dropped,
+    /// and an error is returned when the last one was.
     pub fn send(&mut self, socket: &UdpSocket) -> io::Result<usize> {
+        if self.segment && self.to_send.len() > 1 {
+            self.group_by_peer();
+        }
         let (received, responses) = (&self.received, &self.responses);
-        let mut loaded = self.sender.load(
-            self.to_send
-                .iter()
-                .map(|&i| (&responses[i][..], Some(received.peer(i)))),
-        );
-        let total = loaded.len();
+        // The first reply (of `to_send`) of the current load.
+        let mut start = 0;
         let mut sent = 0;
-        while sent < total {
-            match loaded.send(socket, sent, Wait::Blocking) {
-                Ok(n) => sent += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    // The first datagram of the rest failed: skip it, keep going.
-                    sent += 1;
-                    if sent == total {
-                        return Err(e);
+        let mut failed = None;
+        'load: while start < self.to_send.len() {
+            let outgoing = self.to_send[start..]
+                .iter()
+                .map(|&i| (&responses[i][..], Some(received.peer(i))));
+            let mut loaded = if self.segment {
+                self.sender.load_segmented(outgoing)
+            } else {
+                self.sender.load(outgoing)
+            };
+            let mut message = 0;
+            while message < loaded.len() {
+                match loaded.send(socket, message, Wait::Blocking) {
+                    Ok(n) => {
+                        sent +=
+                            loaded.datagrams_before(message + n) - loaded.datagrams_before(message);
+                        message += n;
+                        failed = None;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) if loaded.is_segmented(message) && refuses_segmentation(&e) => {
+                        tracing::info!(
+                            "UDP segmentation offload refused ({e}); this worker sends one \
+                             datagram per message from now on"
+                        );
+                        self.segment = false;
+                        start += loaded.datagrams_before(message);
+                        continue 'load;
+                    }
+                    Err(e) => {
+                        // The first message of the rest failed: skip it, keep going.
+                        message += 1;
+                        failed = Some(e);
                     }
                 }
             }
+            break;
         }
         self.to_send.clear();
-        Ok(sent)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(sent),
+        }
     }
+
+    /// Orders the replies to send so that those to one peer are adjacent,
+    /// larger first (a run may end with one shorter datagram).
+    fn group_by_peer(&mut self) {
+        let (received, responses) = (&self.received, &self.responses);
+        self.grouping.clear();
+        self.grouping.extend(self.to_send.iter().map(|&i| {
+            let peer = received.peer(i).to_std().map_or(0, peer_key);
+            (peer, Reverse(responses[i].len()), i)
+        }));
+        self.grouping.sort_unstable();
+        self.to_send.clear();
+        self.to_send
+            .extend(self.grouping.iter().map(|&(_, _, i)| i));
+    }
+}
+
+/// Groups replies by peer: equal for the same address and port; two
+/// peers that collide only miss a run (the sender compares them whole).
+fn peer_key(peer: SocketAddr) -> u64 {
+    let address = match peer.ip() {
+        IpAddr::V4(ip) => u64::from(ip.to_bits()),
+        IpAddr::V6(ip) => {
+            let bits = ip.to_bits();
+            (bits as u64) ^ ((bits >> 64) as u64).rotate_left(17) ^ (1 << 63)
+        }
+    };
+    address.rotate_left(16) ^ u64::from(peer.port())
+}
+
+/// Whether a segmented message failed for being one: the route's MTU is
+/// below a datagram (EINVAL), the device cannot checksum it (EIO), or the
+/// kernel does not know the option.
+fn refuses_segmentation(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EINVAL | libc::EIO | libc::EMSGSIZE | libc::ENOPROTOOPT | libc::EOPNOTSUPP)
+    )
 }
 
 #[cfg(test)]
@@ -262,5 +351,180 @@ mod tests {
             batch.reply(0);
             batch.send(&server).unwrap();
         }
+    }
+    /// Queries from several clients in one batch, each answered with
+    /// `reply_size(query)` bytes that start with the query: every client
+    /// gets each of its replies as its own whole datagram.
+    fn answer_clients(server: &UdpSocket, clients: &[UdpSocket], queries: &[&[u8]]) -> usize {
+        let to = server.local_addr().unwrap();
+        for client in clients {
+            for q in queries {
+                client.send_to(q, to).unwrap();
+            }
+        }
+        let want = clients.len() * queries.len();
+        let mut batch = Batch::new(32, 512);
+        assert!(batch.segment_replies(server, true));
+        let mut answered = 0;
+        while answered < want {
+            let n = batch.receive(server).unwrap();
+            for i in 0..n {
+                let (query, response) = batch.slot(i);
+                response.clear();
+                response.extend_from_slice(query);
+                response.resize(reply_size(query), 0xAA);
+                batch.reply(i);
+            }
+            assert_eq!(batch.send(server).unwrap(), n);
+            answered += n;
+        }
+        for client in clients {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            for _ in queries {
+                let n = client.recv(&mut buf).unwrap();
+                got.push(buf[..n].to_vec());
+            }
+            got.sort();
+            let mut want: Vec<Vec<u8>> = queries
+                .iter()
+                .map(|q| {
+                    let mut r = q.to_vec();
+                    r.resize(reply_size(q), 0xAA);
+                    r
+                })
+                .collect();
+            want.sort();
+            assert_eq!(got, want, "client {:?}", client.local_addr());
+        }
+        answered
+    }
+
+    /// Sizes that make runs: the query's first byte picks one of three.
+    fn reply_size(query: &[u8]) -> usize {
+        [100, 100, 1232, 487][query[0] as usize % 4]
+    }
+
+    #[test]
+    fn segmented_replies_reach_several_clients_as_separate_datagrams() {
+        for (server, client) in [("127.0.0.1:0", "127.0.0.1:0"), ("[::1]:0", "[::1]:0")] {
+            let (server, first) = pair(server, client);
+            let clients = [
+                first,
+                UdpSocket::bind(client).unwrap(),
+                UdpSocket::bind(client).unwrap(),
+            ];
+            for c in &clients {
+                c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            }
+            // Equal sizes, a shorter one after them, a larger one.
+            let queries: Vec<[u8; 3]> = (0..8u8).map(|i| [i, i, 7]).collect();
+            let queries: Vec<&[u8]> = queries.iter().map(|q| &q[..]).collect();
+            assert_eq!(answer_clients(&server, &clients, &queries), 24);
+        }
+    }
+
+    #[test]
+    fn replies_are_grouped_by_peer_larger_first() {
+        let (server, a) = pair("127.0.0.1:0", "127.0.0.1:0");
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = server.local_addr().unwrap();
+        for (client, size) in [(&a, 10), (&b, 10), (&a, 30), (&b, 10), (&a, 10)] {
+            client.send_to(&[size], to).unwrap();
+        }
+        let mut batch = Batch::new(8, 64);
+        batch.segment = true;
+        // Sent over loopback, all are queued before the receive.
+        assert_eq!(batch.receive(&server).unwrap(), 5);
+        for i in 0..5 {
+            let (query, response) = batch.slot(i);
+            response.clear();
+            response.resize(query[0] as usize, 1);
+            batch.reply(i);
+        }
+        batch.group_by_peer();
+        let order: Vec<(SocketAddr, usize)> = batch
+            .to_send
+            .iter()
+            .map(|&i| (batch.peer(i).unwrap(), batch.responses[i].len()))
+            .collect();
+        let (a, b) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+        let by_a = [(a, 30), (a, 10), (a, 10)];
+        let by_b = [(b, 10), (b, 10)];
+        let want: Vec<_> = if peer_key(a) < peer_key(b) {
+            by_a.iter().chain(&by_b).copied().collect()
+        } else {
+            by_b.iter().chain(&by_a).copied().collect()
+        };
+        assert_eq!(order, want);
+    }
+
+    /// A route whose MTU is below a reply's size refuses a segmented
+    /// message (EINVAL): the batch falls back to one datagram per message
+    /// (fragmented by IP) and stays there, and nothing is lost.
+    #[test]
+    fn a_refused_segmented_send_falls_back_to_single_datagrams() {
+        if !heron_sys::process::is_root() {
+            eprintln!("skipped: needs root for a network namespace");
+            return;
+        }
+        std::thread::spawn(|| {
+            heron_sys::process::unshare_network_namespace().unwrap();
+            let ip = std::process::Command::new("ip")
+                .args(["link", "set", "lo", "up", "mtu", "1000"])
+                .status()
+                .unwrap();
+            assert!(ip.success());
+            let (server, client) = pair("127.0.0.1:0", "127.0.0.1:0");
+            // 1,232-byte replies exceed the MTU; 100-byte ones do not.
+            let queries: [&[u8]; 4] = [&[2, 0], &[2, 1], &[0, 2], &[0, 3]];
+            let mut batch = Batch::new(8, 64);
+            batch.segment = true;
+            let to = server.local_addr().unwrap();
+            for q in queries {
+                client.send_to(q, to).unwrap();
+            }
+            let mut answered = 0;
+            while answered < queries.len() {
+                let n = batch.receive(&server).unwrap();
+                for i in 0..n {
+                    let (query, response) = batch.slot(i);
+                    response.clear();
+                    response.extend_from_slice(query);
+                    response.resize(reply_size(query), 0xAA);
+                    batch.reply(i);
+                }
+                assert_eq!(batch.send(&server).unwrap(), n);
+                answered += n;
+            }
+            assert!(!batch.segment, "segmentation turned off");
+            let mut sizes: Vec<usize> = (0..queries.len())
+                .map(|_| client.recv(&mut [0u8; 2048]).unwrap())
+                .collect();
+            sizes.sort();
+            assert_eq!(sizes, [100, 100, 1232, 1232]);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn peers_that_differ_get_different_keys() {
+        let keys: Vec<u64> = [
+            "127.0.0.1:53",
+            "127.0.0.1:54",
+            "127.0.0.2:53",
+            "[::1]:53",
+            "[::1]:54",
+            "[::2]:53",
+            "[2001:db8::1]:53",
+        ]
+        .iter()
+        .map(|p| peer_key(p.parse().unwrap()))
+        .collect();
+        let mut unique = keys.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), keys.len());
     }
 }
