@@ -241,7 +241,7 @@ impl Receiver {
 }
 
 /// Most datagrams one segmented message carries: the kernel's
-/// `UDP_MAX_SEGMENTS` (64 up to Linux 6.x's 128).
+/// `UDP_MAX_SEGMENTS`, 64 until recent kernels raised it to 128.
 pub const MAX_SEGMENTS: usize = 64;
 /// Most bytes one segmented message carries: the largest UDP payload over
 /// IPv4 (65,535 less the IPv4 and UDP headers), which IPv6 allows too.
@@ -416,8 +416,11 @@ impl Peer<'_> {
     /// Whether both are the same address (family, address, port and,
     /// for IPv6, flow label and scope).
     fn same_as(&self, other: &Peer<'_>) -> bool {
-        ptr::eq(self.storage, other.storage)
-            || (self.to_std().is_some() && self.to_std() == other.to_std())
+        if ptr::eq(self.storage, other.storage) {
+            return true;
+        }
+        let address = self.to_std();
+        address.is_some() && address == other.to_std()
     }
 }
 

@@ -5,12 +5,18 @@
 //! another CPU. Alternating trials.
 use heron_sys::udp::{Receiver, Sender, Wait};
 use std::net::UdpSocket;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 fn thread_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat").unwrap().split_whitespace().next().unwrap().parse().unwrap()
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 fn main() {
@@ -36,7 +42,9 @@ fn main() {
             let mut rx = Receiver::new(64, 2048);
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                if let Ok(k) = rx.receive(&c2, Wait::Blocking) { n += k as u64; }
+                if let Ok(k) = rx.receive(&c2, Wait::Blocking) {
+                    n += k as u64;
+                }
             }
             n
         }));
@@ -48,28 +56,61 @@ fn main() {
     assert_eq!(got, peers, "all peers in one receive");
     // The batch: `run` datagrams for each peer, the last of a run one byte
     // shorter (a run of distinct sizes pairs up the same way).
-    let bufs: Vec<Vec<u8>> = (0..peers * run).map(|k| vec![7u8; if k % run == run - 1 && run > 1 { size - 1 } else { size }]).collect();
+    let bufs: Vec<Vec<u8>> = (0..peers * run)
+        .map(|k| {
+            vec![
+                7u8;
+                if k % run == run - 1 && run > 1 {
+                    size - 1
+                } else {
+                    size
+                }
+            ]
+        })
+        .collect();
     let mut tx = Sender::with_capacity(64);
     let batches = 20_000 / (peers * run) + 1;
     let mut ratios = Vec::new();
     for t in 0..trials {
         let mut cost = [0f64; 2];
-        for seg in if t % 2 == 0 { [false, true] } else { [true, false] } {
+        for seg in if t % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        } {
             let t0 = thread_ns();
             for _ in 0..batches {
                 let msgs = (0..peers * run).map(|k| (&bufs[k][..], Some(rx.peer(k / run))));
-                let mut loaded = if seg { tx.load_segmented(msgs) } else { tx.load(msgs) };
+                let mut loaded = if seg {
+                    tx.load_segmented(msgs)
+                } else {
+                    tx.load(msgs)
+                };
                 let mut sent = 0;
-                while sent < loaded.len() { sent += loaded.send(&server, sent, Wait::Blocking).unwrap(); }
+                while sent < loaded.len() {
+                    sent += loaded.send(&server, sent, Wait::Blocking).unwrap();
+                }
             }
             cost[seg as usize] = (thread_ns() - t0) as f64 / (batches * peers * run) as f64;
             std::thread::sleep(Duration::from_millis(50));
         }
-        println!("trial {t}: plain {:.0} ns, gso {:.0} ns per datagram, gso/plain {:.3}", cost[0], cost[1], cost[1] / cost[0]);
+        println!(
+            "trial {t}: plain {:.0} ns, gso {:.0} ns per datagram, gso/plain {:.3}",
+            cost[0],
+            cost[1],
+            cost[1] / cost[0]
+        );
         ratios.push(cost[1] / cost[0]);
     }
     ratios.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    println!("run {run} peers {peers} size {size}: gso/plain median {:.3} (min {:.3}, max {:.3})", ratios[ratios.len() / 2], ratios[0], ratios[ratios.len() - 1]);
+    println!(
+        "run {run} peers {peers} size {size}: gso/plain median {:.3} (min {:.3}, max {:.3})",
+        ratios[ratios.len() / 2],
+        ratios[0],
+        ratios[ratios.len() - 1]
+    );
     stop.store(true, Ordering::Relaxed);
-    for d in drains { d.join().unwrap(); }
+    for d in drains {
+        d.join().unwrap();
+    }
 }

@@ -3,17 +3,25 @@
 //! against none. Client on CPU 1 sends one query and waits for the reply.
 use heron_sys::udp::{Receiver, Sender, Wait};
 use std::net::UdpSocket;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 fn thread_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat").unwrap().split_whitespace().next().unwrap().parse().unwrap()
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 fn serve(timeout: bool, exchanges: u64) -> f64 {
     let server = UdpSocket::bind("127.0.0.1:0").unwrap();
-    server.set_read_timeout(timeout.then_some(Duration::from_millis(200))).unwrap();
+    server
+        .set_read_timeout(timeout.then_some(Duration::from_millis(200)))
+        .unwrap();
     let to = server.local_addr().unwrap();
     let done = Arc::new(AtomicBool::new(false));
     let d2 = done.clone();
@@ -34,10 +42,17 @@ fn serve(timeout: bool, exchanges: u64) -> f64 {
     let reply = [2u8; 100];
     let t0 = thread_ns();
     while !done.load(Ordering::Relaxed) {
-        let n = match rx.receive(&server, Wait::Blocking) { Ok(n) => n, Err(_) => continue };
-        let msgs = (0..n).filter(|&i| rx.datagram(i).len() > 1).map(|i| (&reply[..], Some(rx.peer(i))));
+        let n = match rx.receive(&server, Wait::Blocking) {
+            Ok(n) => n,
+            Err(_) => continue,
+        };
+        let msgs = (0..n)
+            .filter(|&i| rx.datagram(i).len() > 1)
+            .map(|i| (&reply[..], Some(rx.peer(i))));
         let mut l = tx.load(msgs);
-        if !l.is_empty() { l.send(&server, 0, Wait::Blocking).unwrap(); }
+        if !l.is_empty() {
+            l.send(&server, 0, Wait::Blocking).unwrap();
+        }
     }
     let cost = (thread_ns() - t0) as f64 / exchanges as f64;
     client.join().unwrap();
@@ -47,12 +62,26 @@ fn serve(timeout: bool, exchanges: u64) -> f64 {
 fn main() {
     let mut ratios = Vec::new();
     for t in 0..10 {
-        let order = if t % 2 == 0 { [true, false] } else { [false, true] };
+        let order = if t % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
         let mut c = [0f64; 2];
-        for timeout in order { c[timeout as usize] = serve(timeout, 20_000); }
-        println!("with timeout {:.0} ns, without {:.0} ns, without/with {:.3}", c[1], c[0], c[0] / c[1]);
+        for timeout in order {
+            c[timeout as usize] = serve(timeout, 20_000);
+        }
+        println!(
+            "with timeout {:.0} ns, without {:.0} ns, without/with {:.3}",
+            c[1],
+            c[0],
+            c[0] / c[1]
+        );
         ratios.push(c[0] / c[1]);
     }
     ratios.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    println!("without/with median {:.3} (min {:.3}, max {:.3})", ratios[5], ratios[0], ratios[9]);
+    println!(
+        "without/with median {:.3} (min {:.3}, max {:.3})",
+        ratios[5], ratios[0], ratios[9]
+    );
 }

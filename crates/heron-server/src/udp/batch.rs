@@ -365,19 +365,7 @@ mod tests {
         let want = clients.len() * queries.len();
         let mut batch = Batch::new(32, 512);
         assert!(batch.segment_replies(server, true));
-        let mut answered = 0;
-        while answered < want {
-            let n = batch.receive(server).unwrap();
-            for i in 0..n {
-                let (query, response) = batch.slot(i);
-                response.clear();
-                response.extend_from_slice(query);
-                response.resize(reply_size(query), 0xAA);
-                batch.reply(i);
-            }
-            assert_eq!(batch.send(server).unwrap(), n);
-            answered += n;
-        }
+        answer_sized(&mut batch, server, want);
         for client in clients {
             let mut got = Vec::new();
             let mut buf = [0u8; 4096];
@@ -397,7 +385,26 @@ mod tests {
             want.sort();
             assert_eq!(got, want, "client {:?}", client.local_addr());
         }
-        answered
+        want
+    }
+
+    /// Receives until `want` queries came, answering each with
+    /// [`reply_size`] octets that start with the query; every send must
+    /// take the whole batch.
+    fn answer_sized(batch: &mut Batch, server: &UdpSocket, want: usize) {
+        let mut answered = 0;
+        while answered < want {
+            let n = batch.receive(server).unwrap();
+            for i in 0..n {
+                let (query, response) = batch.slot(i);
+                response.clear();
+                response.extend_from_slice(query);
+                response.resize(reply_size(query), 0xAA);
+                batch.reply(i);
+            }
+            assert_eq!(batch.send(server).unwrap(), n);
+            answered += n;
+        }
     }
 
     /// Sizes that make runs: the query's first byte picks one of three.
@@ -484,19 +491,7 @@ mod tests {
             for q in queries {
                 client.send_to(q, to).unwrap();
             }
-            let mut answered = 0;
-            while answered < queries.len() {
-                let n = batch.receive(&server).unwrap();
-                for i in 0..n {
-                    let (query, response) = batch.slot(i);
-                    response.clear();
-                    response.extend_from_slice(query);
-                    response.resize(reply_size(query), 0xAA);
-                    batch.reply(i);
-                }
-                assert_eq!(batch.send(&server).unwrap(), n);
-                answered += n;
-            }
+            answer_sized(&mut batch, &server, queries.len());
             assert!(!batch.segment, "segmentation turned off");
             let mut sizes: Vec<usize> = (0..queries.len())
                 .map(|_| client.recv(&mut [0u8; 2048]).unwrap())
