@@ -314,7 +314,7 @@ impl Sender {
         &'s mut self,
         messages: impl IntoIterator<Item = Outgoing<'a>>,
     ) -> Loaded<'s, 'a> {
-        self.fill(messages, false)
+        self.fill(messages, 0)
     }
 
     /// As [`Sender::load`], but consecutive datagrams to the same peer
@@ -323,21 +323,25 @@ impl Sender {
     /// the IP and UDP output path runs once for them. A run joins while
     /// every datagram but the last has the first one's size (the last may
     /// be shorter), up to [`MAX_SEGMENTS`] datagrams and
-    /// [`MAX_SEGMENTED_BYTES`]. Use it only on a socket for which
-    /// [`segmentation_supported`] is true: an older kernel would send the
-    /// run as one datagram.
+    /// [`MAX_SEGMENTED_BYTES`], and only of datagrams of at most `largest`
+    /// bytes (a route's MTU may be lower than the largest). Use it only on
+    /// a socket for which [`segmentation_supported`] is true: an older
+    /// kernel would send the run as one datagram.
     #[inline]
     pub fn load_segmented<'s, 'a>(
         &'s mut self,
         messages: impl IntoIterator<Item = Outgoing<'a>>,
+        largest: usize,
     ) -> Loaded<'s, 'a> {
-        self.fill(messages, true)
+        self.fill(messages, largest)
     }
 
+    /// Loads `datagrams`, joining runs of datagrams of at most `largest`
+    /// bytes (0: none).
     fn fill<'s, 'a>(
         &'s mut self,
         datagrams: impl IntoIterator<Item = Outgoing<'a>>,
-        segment: bool,
+        largest: usize,
     ) -> Loaded<'s, 'a> {
         self.iovecs.clear();
         self.headers.clear();
@@ -350,9 +354,9 @@ impl Sender {
                 iov_base: bytes.as_ptr().cast_mut().cast(),
                 iov_len: bytes.len(),
             });
-            let joins = segment
-                && matches!((peer, last_peer), (Some(p), Some(q)) if p.same_as(&q))
-                && self.messages.last().is_some_and(|m| m.takes(bytes.len()));
+            let joins = matches!((peer, last_peer), (Some(p), Some(q)) if p.same_as(&q))
+                && (self.messages.last())
+                    .is_some_and(|m| m.segment <= largest && m.takes(bytes.len()));
             if joins && let Some(m) = self.messages.last_mut() {
                 m.count += 1;
                 m.bytes += bytes.len();
@@ -472,12 +476,11 @@ impl Loaded<'_, '_> {
         }
     }
 
-    /// Whether message `message` carries more than one datagram.
-    pub fn is_segmented(&self, message: usize) -> bool {
-        self.sender
-            .messages
-            .get(message)
-            .is_some_and(|m| m.count > 1)
+    /// The size its datagrams are cut to, if message `message` carries
+    /// more than one.
+    pub fn segment_size(&self, message: usize) -> Option<usize> {
+        let m = self.sender.messages.get(message)?;
+        (m.count > 1).then_some(m.segment)
     }
 
     /// Sends the messages from the `first`th on in one system call.
@@ -687,7 +690,8 @@ mod tests {
         to.send_to(b"hello", from.local_addr().unwrap()).unwrap();
         receive_all(&mut rx, from, 1);
         let mut tx = Sender::with_capacity(4);
-        let mut loaded = tx.load_segmented(messages.iter().map(|m| (&m[..], Some(rx.peer(0)))));
+        let to_peer = messages.iter().map(|m| (&m[..], Some(rx.peer(0))));
+        let mut loaded = tx.load_segmented(to_peer, MAX_SEGMENTED_BYTES);
         let groups: Vec<usize> = (0..=loaded.len())
             .map(|m| loaded.datagrams_before(m))
             .collect();
@@ -766,9 +770,11 @@ mod tests {
         let reply = [9u8; 50];
         let mut tx = Sender::with_capacity(4);
         let order = [0, 0, 1, 1, 0];
-        let mut loaded = tx.load_segmented(order.map(|i| (&reply[..], Some(rx.peer(i)))));
+        let to_peers = order.map(|i| (&reply[..], Some(rx.peer(i))));
+        let mut loaded = tx.load_segmented(to_peers, 50);
         assert_eq!(loaded.len(), 3);
-        assert!(loaded.is_segmented(0) && loaded.is_segmented(1) && !loaded.is_segmented(2));
+        let sizes = [0, 1, 2].map(|m| loaded.segment_size(m));
+        assert_eq!(sizes, [Some(50), Some(50), None]);
         assert_eq!(loaded.send(&server, 0, Wait::Blocking).unwrap(), 3);
         for (peer, want) in [(&client, 3), (&other, 2)] {
             let mut got = Receiver::new(8, 64);
@@ -778,8 +784,11 @@ mod tests {
         let loaded = tx.load(order.map(|i| (&reply[..], Some(rx.peer(i)))));
         assert_eq!(loaded.len(), 5);
         assert_eq!(loaded.datagrams_before(2), 2);
-        let loaded = tx.load_segmented([(&reply[..], None), (&reply[..], None)]);
+        let loaded = tx.load_segmented([(&reply[..], None), (&reply[..], None)], 50);
         assert_eq!(loaded.len(), 2);
+        // Nor do datagrams above the largest size asked for.
+        let to_peers = order.map(|i| (&reply[..], Some(rx.peer(i))));
+        assert_eq!(tx.load_segmented(to_peers, 49).len(), 5);
     }
 
     #[test]

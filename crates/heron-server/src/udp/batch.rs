@@ -18,7 +18,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::time::Instant;
 
-use heron_sys::udp::{Peer, Receiver, Sender, Wait};
+use heron_sys::udp::{MAX_SEGMENTED_BYTES, Peer, Receiver, Sender, Wait};
 
 /// Datagrams moved per system call.
 pub const DEFAULT_BATCH: usize = 32;
@@ -34,8 +34,9 @@ pub struct Batch {
     sender: Sender,
     /// When the last receive returned.
     received_at: Instant,
-    /// Whether replies to one peer go out as segmented runs.
-    segment: bool,
+    /// Runs of replies to one peer of at most this many octets go out as
+    /// one segmented message; 0: none.
+    largest_segment: usize,
     /// The sort keys of `to_send` while grouping (peer, larger first,
     /// slot); kept to reuse.
     grouping: Vec<(u64, Reverse<usize>, usize)>,
@@ -51,7 +52,7 @@ impl Batch {
             to_send: Vec::with_capacity(capacity),
             sender: Sender::with_capacity(capacity),
             received_at: Instant::now(),
-            segment: false,
+            largest_segment: 0,
             grouping: Vec::with_capacity(capacity),
         }
     }
@@ -60,8 +61,9 @@ impl Batch {
     /// message (UDP GSO) when `on` and the kernel supports it on `socket`
     /// (Linux 4.18). Returns whether it will.
     pub fn segment_replies(&mut self, socket: &UdpSocket, on: bool) -> bool {
-        self.segment = on && heron_sys::udp::segmentation_supported(socket);
-        self.segment
+        let on = on && heron_sys::udp::segmentation_supported(socket);
+        self.largest_segment = if on { MAX_SEGMENTED_BYTES } else { 0 };
+        on
     }
 
     pub fn capacity(&self) -> usize {
@@ -134,7 +136,7 @@ impl Batch {
     /// a datagram the kernel refuses (e.g. an unreachable peer) is dropped,
     /// and an error is returned when the last one was.
     pub fn send(&mut self, socket: &UdpSocket) -> io::Result<usize> {
-        if self.segment && self.to_send.len() > 1 {
+        if self.largest_segment > 0 && self.to_send.len() > 1 {
             self.group_by_peer();
         }
         let (received, responses) = (&self.received, &self.responses);
@@ -146,8 +148,8 @@ impl Batch {
             let outgoing = self.to_send[start..]
                 .iter()
                 .map(|&i| (&responses[i][..], Some(received.peer(i))));
-            let mut loaded = if self.segment {
-                self.sender.load_segmented(outgoing)
+            let mut loaded = if self.largest_segment > 0 {
+                self.sender.load_segmented(outgoing, self.largest_segment)
             } else {
                 self.sender.load(outgoing)
             };
@@ -161,12 +163,17 @@ impl Batch {
                         failed = None;
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) if loaded.is_segmented(message) && refuses_segmentation(&e) => {
+                    Err(e) if let Some(size) = loaded.segment_size(message) => {
+                        let Some(largest) = largest_after_refusal(&e, size) else {
+                            message += 1;
+                            failed = Some(e);
+                            continue;
+                        };
                         tracing::info!(
-                            "UDP segmentation offload refused ({e}); this worker sends one \
-                             datagram per message from now on"
+                            "UDP segmentation offload refused for {size}-octet replies ({e}); \
+                             this worker segments only runs of at most {largest} octets from now on"
                         );
-                        self.segment = false;
+                        self.largest_segment = largest;
                         start += loaded.datagrams_before(message);
                         continue 'load;
                     }
@@ -215,14 +222,18 @@ fn peer_key(peer: SocketAddr) -> u64 {
     address.rotate_left(16) ^ u64::from(peer.port())
 }
 
-/// Whether a segmented message failed for being one: the route's MTU is
-/// below a datagram (EINVAL), the device cannot checksum it (EIO), or the
-/// kernel does not know the option.
-fn refuses_segmentation(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EINVAL | libc::EIO | libc::EMSGSIZE | libc::ENOPROTOOPT | libc::EOPNOTSUPP)
-    )
+/// The largest segment size to use after a segmented message of `size`
+/// octets failed with `e`, or None when the failure is not about
+/// segmenting (the message's datagrams are then dropped as one would be).
+/// A route whose MTU is below the size (EINVAL, EMSGSIZE) refuses that
+/// size and larger ones; a device that cannot checksum the message (EIO)
+/// or a kernel without the option refuses them all (0).
+fn largest_after_refusal(e: &io::Error, size: usize) -> Option<usize> {
+    match e.raw_os_error()? {
+        libc::EINVAL | libc::EMSGSIZE => Some(size - 1),
+        libc::EIO | libc::ENOPROTOOPT | libc::EOPNOTSUPP => Some(0),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -440,7 +451,7 @@ mod tests {
             client.send_to(&[size], to).unwrap();
         }
         let mut batch = Batch::new(8, 64);
-        batch.segment = true;
+        batch.largest_segment = MAX_SEGMENTED_BYTES;
         // Sent over loopback, all are queued before the receive.
         assert_eq!(batch.receive(&server).unwrap(), 5);
         for i in 0..5 {
@@ -467,8 +478,9 @@ mod tests {
     }
 
     /// A route whose MTU is below a reply's size refuses a segmented
-    /// message (EINVAL): the batch falls back to one datagram per message
-    /// (fragmented by IP) and stays there, and nothing is lost.
+    /// message (EINVAL): the batch sends that run one datagram per message
+    /// (fragmented by IP), segments only smaller replies from then on, and
+    /// loses nothing.
     #[test]
     fn a_refused_segmented_send_falls_back_to_single_datagrams() {
         if !heron_sys::process::is_root() {
@@ -486,21 +498,34 @@ mod tests {
             // 1,232-byte replies exceed the MTU; 100-byte ones do not.
             let queries: [&[u8]; 4] = [&[2, 0], &[2, 1], &[0, 2], &[0, 3]];
             let mut batch = Batch::new(8, 64);
-            batch.segment = true;
+            batch.largest_segment = MAX_SEGMENTED_BYTES;
             let to = server.local_addr().unwrap();
-            for q in queries {
-                client.send_to(q, to).unwrap();
+            // The second round is sent without a refusal.
+            for _round in 0..2 {
+                for q in queries {
+                    client.send_to(q, to).unwrap();
+                }
+                answer_sized(&mut batch, &server, queries.len());
+                assert_eq!(batch.largest_segment, 1231, "only smaller runs segmented");
+                let mut sizes: Vec<usize> = (0..queries.len())
+                    .map(|_| client.recv(&mut [0u8; 2048]).unwrap())
+                    .collect();
+                sizes.sort();
+                assert_eq!(sizes, [100, 100, 1232, 1232]);
             }
-            answer_sized(&mut batch, &server, queries.len());
-            assert!(!batch.segment, "segmentation turned off");
-            let mut sizes: Vec<usize> = (0..queries.len())
-                .map(|_| client.recv(&mut [0u8; 2048]).unwrap())
-                .collect();
-            sizes.sort();
-            assert_eq!(sizes, [100, 100, 1232, 1232]);
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn only_a_route_or_device_refusal_limits_segmentation() {
+        let refusal = |errno| largest_after_refusal(&io::Error::from_raw_os_error(errno), 1232);
+        assert_eq!(refusal(libc::EINVAL), Some(1231));
+        assert_eq!(refusal(libc::EMSGSIZE), Some(1231));
+        assert_eq!(refusal(libc::EIO), Some(0));
+        assert_eq!(refusal(libc::ENETUNREACH), None);
+        assert_eq!(refusal(libc::EPERM), None);
     }
 
     #[test]
