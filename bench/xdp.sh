@@ -82,6 +82,9 @@ ip netns exec "$NS" ip link set "${IF}i" up
 ip netns exec "$NS" ip link set lo up
 if [ "${CLIENT_NAPI:-0}" = 1 ]; then
     ip netns exec "$NS" ethtool -K "${IF}i" gro on >/dev/null
+    # veth hands a packet to the peer's NAPI only if it cannot be a TSO
+    # packet (or comes from a UDP socket): XSK replies need TSO off here.
+    ethtool -K "$IF" tso off >/dev/null
     ip netns exec "$NS" sh -c "echo 1 > /sys/class/net/${IF}i/threaded"
     for pid in $(ps -eo pid=,comm= | awk -v n="napi/${IF}i-" 'index($2, n) == 1 {print $1}'); do
         taskset -pc "$GEN_CPU" "$pid" >/dev/null
