@@ -3,21 +3,12 @@
 //! time (schedstat) per datagram sent, which over loopback includes the
 //! receive path up to the receiver's socket queue. Drained by a thread on
 //! another CPU. Alternating trials.
-use heron_sys::udp::{Receiver, Sender, Wait};
+use gso_micro::thread_ns;
+use heron_sys::udp::{MAX_SEGMENTED_BYTES, Receiver, Sender, Wait};
 use std::net::UdpSocket;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-
-fn thread_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -70,45 +61,25 @@ fn main() {
         .collect();
     let mut tx = Sender::with_capacity(64);
     let batches = 20_000 / (peers * run) + 1;
-    let mut ratios = Vec::new();
-    for t in 0..trials {
-        let mut cost = [0f64; 2];
-        for seg in if t % 2 == 0 {
-            [false, true]
-        } else {
-            [true, false]
-        } {
-            let t0 = thread_ns();
-            for _ in 0..batches {
-                let msgs = (0..peers * run).map(|k| (&bufs[k][..], Some(rx.peer(k / run))));
-                let mut loaded = if seg {
-                    tx.load_segmented(msgs)
-                } else {
-                    tx.load(msgs)
-                };
-                let mut sent = 0;
-                while sent < loaded.len() {
-                    sent += loaded.send(&server, sent, Wait::Blocking).unwrap();
-                }
+    let label = format!("run {run} peers {peers} size {size}: gso/plain");
+    gso_micro::alternate(trials, &label, |segmented| {
+        let t0 = thread_ns();
+        for _ in 0..batches {
+            let msgs = (0..peers * run).map(|k| (&bufs[k][..], Some(rx.peer(k / run))));
+            let mut loaded = if segmented {
+                tx.load_segmented(msgs, MAX_SEGMENTED_BYTES)
+            } else {
+                tx.load(msgs)
+            };
+            let mut sent = 0;
+            while sent < loaded.len() {
+                sent += loaded.send(&server, sent, Wait::Blocking).unwrap();
             }
-            cost[seg as usize] = (thread_ns() - t0) as f64 / (batches * peers * run) as f64;
-            std::thread::sleep(Duration::from_millis(50));
         }
-        println!(
-            "trial {t}: plain {:.0} ns, gso {:.0} ns per datagram, gso/plain {:.3}",
-            cost[0],
-            cost[1],
-            cost[1] / cost[0]
-        );
-        ratios.push(cost[1] / cost[0]);
-    }
-    ratios.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    println!(
-        "run {run} peers {peers} size {size}: gso/plain median {:.3} (min {:.3}, max {:.3})",
-        ratios[ratios.len() / 2],
-        ratios[0],
-        ratios[ratios.len() - 1]
-    );
+        let cost = (thread_ns() - t0) as f64 / (batches * peers * run) as f64;
+        std::thread::sleep(Duration::from_millis(50));
+        cost
+    });
     stop.store(true, Ordering::Relaxed);
     for d in drains {
         d.join().unwrap();

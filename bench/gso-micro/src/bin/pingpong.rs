@@ -1,21 +1,12 @@
 //! Server CPU per exchange when every query wakes it (low load): a
 //! blocking recvmmsg with a read timeout (a timer armed per sleep)
 //! against none. Client on CPU 1 sends one query and waits for the reply.
+use gso_micro::thread_ns;
 use heron_sys::udp::{Receiver, Sender, Wait};
 use std::net::UdpSocket;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-
-fn thread_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
 
 fn serve(timeout: bool, exchanges: u64) -> f64 {
     let server = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -60,28 +51,8 @@ fn serve(timeout: bool, exchanges: u64) -> f64 {
 }
 
 fn main() {
-    let mut ratios = Vec::new();
-    for t in 0..10 {
-        let order = if t % 2 == 0 {
-            [true, false]
-        } else {
-            [false, true]
-        };
-        let mut c = [0f64; 2];
-        for timeout in order {
-            c[timeout as usize] = serve(timeout, 20_000);
-        }
-        println!(
-            "with timeout {:.0} ns, without {:.0} ns, without/with {:.3}",
-            c[1],
-            c[0],
-            c[0] / c[1]
-        );
-        ratios.push(c[0] / c[1]);
-    }
-    ratios.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    println!(
-        "without/with median {:.3} (min {:.3}, max {:.3})",
-        ratios[5], ratios[0], ratios[9]
-    );
+    // true: without the timeout, the numerator.
+    gso_micro::alternate(10, "without/with timeout", |without| {
+        serve(!without, 20_000)
+    });
 }
