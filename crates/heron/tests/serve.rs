@@ -122,6 +122,49 @@ fn pipelined_tcp_queries_all_get_answers() {
     }
 }
 
+/// Queries pipelined in one write are answered in one write: the first
+/// read after the answers begin to arrive holds all of them (one
+/// segment, not one per answer), each matched to its query by ID.
+#[test]
+fn a_pipelined_burst_is_answered_in_one_write() {
+    let server = ServerProcess::heron(&heron(), &[("edge.test", data(EDGE))]);
+    let names = ["edge.test", "www.edge.test", "nothing.edge.test"];
+    let ids: Vec<u16> = (0..10).map(|i| 4000 + i * 7).collect();
+    let mut burst = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let q = query(names[i % names.len()], RType::A, *id);
+        burst.extend_from_slice(&(q.len() as u16).to_be_bytes());
+        burst.extend_from_slice(&q);
+    }
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.write_all(&burst).unwrap();
+    let mut buf = vec![0u8; 65536];
+    let n = conn.read(&mut buf).unwrap();
+    let mut got = Vec::new();
+    let mut at = 0;
+    while at + 2 <= n {
+        let len = u16::from_be_bytes([buf[at], buf[at + 1]]) as usize;
+        assert!(at + 2 + len <= n, "a response cut across reads");
+        let m = parse(&buf[at + 2..at + 2 + len]);
+        let i = ids
+            .iter()
+            .position(|id| *id == m.header.id)
+            .expect("an ID asked");
+        let expected = if i % names.len() == 2 {
+            Rcode::NXDOMAIN
+        } else {
+            Rcode::NOERROR
+        };
+        assert_eq!(m.rcode(), expected, "query {i}");
+        got.push(m.header.id);
+        at += 2 + len;
+    }
+    got.sort_unstable();
+    assert_eq!(got, ids, "every answer of the burst in the first read");
+}
+
 /// A UDP server on IPv4 and IPv6 with the edge zone and room for
 /// 4,096-octet responses, with `udp-segmentation` as given.
 fn segmentation_server(segmentation: bool) -> ServerProcess {
