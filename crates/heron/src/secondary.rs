@@ -25,7 +25,7 @@ use heron_zone::{Catalog, Zone};
 use tokio::sync::mpsc;
 
 use crate::config::{CatalogConfig, ZoneSpec};
-use crate::consumer::{Consumers, Step, consumed_copy};
+use crate::consumer::{Consumers, Step, ceded_copy, consumed_copy, read_ceded, write_ceded};
 use crate::reload::load_parallel;
 use crate::serve::Transfers;
 
@@ -116,6 +116,12 @@ pub fn members_at_start(
         })
         .collect();
     let consumed = load_kept(&catalogs);
+    for catalog in zones.iter() {
+        if consumers.is_catalog(&catalog.origin.to_lowercase()) {
+            let ceded = read_ceded(&ceded_copy(&catalog.file));
+            consumers.restore_ceded(&catalog.origin, ceded);
+        }
+    }
     let mut kept_of: HashMap<Name, &Zone> = (zones.iter().zip(kept.iter()))
         .filter_map(|(z, k)| Some((z.origin.to_lowercase(), k.as_ref()?)))
         .collect();
@@ -403,6 +409,7 @@ impl Running {
             self.keeper
                 .write(&consumed_copy(&catalog.file), zone.clone());
         }
+        self.write_ceded();
         if steps.is_empty() {
             return;
         }
@@ -412,6 +419,19 @@ impl Running {
         self.delete_files(&to_delete);
         self.start_zones(added, next);
         self.publish_origins();
+    }
+
+    /// Keeps, for each catalog whose ceded zones changed, the list beside
+    /// its kept copy: small (the zones two catalogs list), so written now.
+    fn write_ceded(&mut self) {
+        for (catalog, zones) in self.consumers.changed_ceded() {
+            let Some(file) = self.zones.get(&catalog).map(|z| ceded_copy(&z.file)) else {
+                continue;
+            };
+            if let Err(e) = write_ceded(&file, &zones) {
+                tracing::warn!("cannot keep {}: {e}", file.display());
+            }
+        }
     }
 
     /// Carries out what catalogs ask of their members, but for starting
@@ -557,9 +577,14 @@ fn same_zone(running: &SecondaryZone, wanted: &SecondaryZone) -> bool {
 }
 
 /// Deletes a removed secondary zone's kept copy and journal (and, for a
-/// catalog zone, the copy of the version consumed).
+/// catalog zone, the copy of the version consumed and its ceded zones).
 fn delete_kept(file: &std::path::Path) {
-    let paths = [file, &journal_file::path_for(file), &consumed_copy(file)];
+    let paths = [
+        file,
+        &journal_file::path_for(file),
+        &consumed_copy(file),
+        &ceded_copy(file),
+    ];
     for path in paths {
         match std::fs::remove_file(path) {
             Ok(()) => tracing::info!(file = %path.display(), "deleted: its zone is removed"),
