@@ -33,7 +33,8 @@ pub fn run(listen: SocketAddr, workers: usize) -> io::Result<()> {
                     // Heron's default (no pacing), so that the two compare
                     // on one path.
                     let coalesce = std::time::Duration::ZERO;
-                    heron_server::udp::run_loop(&socket, &STOP, coalesce, reflect)
+                    let segment = true;
+                    heron_server::udp::run_loop(&socket, &STOP, coalesce, segment, reflect)
                 })?,
         );
     }

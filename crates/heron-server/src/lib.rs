@@ -85,6 +85,9 @@ pub struct ServerConfig {
     /// Longest a UDP worker waits for datagrams to gather under steady
     /// load (`udp::coalesce`); zero: never.
     pub udp_coalesce: Duration,
+    /// Whether a UDP worker sends runs of equal-sized replies to one
+    /// client as one segmented message (UDP GSO, `udp::batch`).
+    pub udp_segmentation: bool,
     pub tcp: TcpLimits,
     pub answer: AnswerConfig,
     /// DNS over TLS, if configured.

@@ -15,9 +15,11 @@
 //! * before each `recvmmsg` every `msg_namelen` is reset, so the kernel
 //!   writes at most `iov_len` bytes per buffer and at most a
 //!   `sockaddr_storage` of address;
-//! * send headers are rebuilt by every [`Sender::load`] and used only
-//!   through the [`Loaded`] it returns, which borrows the messages and
-//!   peers they point to; the kernel only reads them.
+//! * send headers, iovecs and control messages are rebuilt by every
+//!   [`Sender::load`] and used only through the [`Loaded`] it returns,
+//!   which borrows the messages and peers they point to; the headers are
+//!   pointed into the vectors only once those stop growing, and the kernel
+//!   only reads them.
 
 use std::io;
 use std::marker::PhantomData;
@@ -238,10 +240,55 @@ impl Receiver {
     }
 }
 
+/// Most datagrams one segmented message carries: the kernel's
+/// `UDP_MAX_SEGMENTS`, 64 until recent kernels raised it to 128.
+pub const MAX_SEGMENTS: usize = 64;
+/// Most bytes one segmented message carries: the largest UDP payload over
+/// IPv4 (65,535 less the IPv4 and UDP headers), which IPv6 allows too.
+pub const MAX_SEGMENTED_BYTES: usize = 65_507;
+
+/// The control message that asks the kernel to cut a message into
+/// datagrams of `size` bytes (`UDP_SEGMENT`, generic segmentation offload):
+/// laid out as `CMSG_SPACE(sizeof(u16))`, the value at `CMSG_DATA`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SegmentControl {
+    header: libc::cmsghdr,
+    size: u16,
+}
+
+impl SegmentControl {
+    fn new(size: u16) -> SegmentControl {
+        // SAFETY: cmsghdr is a plain C struct for which all zeroes is
+        // valid; its fields are set below.
+        let mut header: libc::cmsghdr = unsafe { mem::zeroed() };
+        header.cmsg_level = libc::SOL_UDP;
+        header.cmsg_type = libc::UDP_SEGMENT;
+        // CMSG_LEN(sizeof(u16)): the aligned header and the value.
+        header.cmsg_len = mem::offset_of!(SegmentControl, size) + mem::size_of::<u16>();
+        SegmentControl { header, size }
+    }
+}
+
+/// One message of a loaded batch: datagrams `first..first + count` of the
+/// load, sent as one when `count > 1`.
+#[derive(Clone, Copy)]
+struct Message {
+    first: usize,
+    count: usize,
+    /// Bytes of the message's first datagram: every one but the last has
+    /// exactly this size, the last at most.
+    segment: usize,
+    bytes: usize,
+}
+
 /// Reusable headers for sending a batch of datagrams in one system call.
 pub struct Sender {
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
+    messages: Vec<Message>,
+    /// One per message of more than one datagram, in message order.
+    controls: Vec<SegmentControl>,
 }
 
 /// One datagram to send: its bytes and its peer (None on a connected
@@ -255,23 +302,66 @@ impl Sender {
         Sender {
             iovecs: Vec::with_capacity(capacity),
             headers: Vec::with_capacity(capacity),
+            messages: Vec::with_capacity(capacity),
+            controls: Vec::with_capacity(capacity),
         }
     }
 
-    /// Points the headers at `messages`, to be sent with [`Loaded::send`].
+    /// Points the headers at `messages`, one datagram each, to be sent
+    /// with [`Loaded::send`].
     #[inline]
     pub fn load<'s, 'a>(
         &'s mut self,
         messages: impl IntoIterator<Item = Outgoing<'a>>,
     ) -> Loaded<'s, 'a> {
+        self.fill(messages, 0)
+    }
+
+    /// As [`Sender::load`], but consecutive datagrams to the same peer
+    /// whose sizes allow it go as one message that the kernel cuts into
+    /// the datagrams again (UDP generic segmentation offload, Linux 4.18):
+    /// the IP and UDP output path runs once for them. A run joins while
+    /// every datagram but the last has the first one's size (the last may
+    /// be shorter), up to [`MAX_SEGMENTS`] datagrams and
+    /// [`MAX_SEGMENTED_BYTES`], and only of datagrams of at most `largest`
+    /// bytes (a route's MTU may be lower than the largest). Use it only on
+    /// a socket for which [`segmentation_supported`] is true: an older
+    /// kernel would send the run as one datagram.
+    #[inline]
+    pub fn load_segmented<'s, 'a>(
+        &'s mut self,
+        messages: impl IntoIterator<Item = Outgoing<'a>>,
+        largest: usize,
+    ) -> Loaded<'s, 'a> {
+        self.fill(messages, largest)
+    }
+
+    /// Loads `datagrams`, joining runs of datagrams of at most `largest`
+    /// bytes (0: none).
+    fn fill<'s, 'a>(
+        &'s mut self,
+        datagrams: impl IntoIterator<Item = Outgoing<'a>>,
+        largest: usize,
+    ) -> Loaded<'s, 'a> {
         self.iovecs.clear();
         self.headers.clear();
-        for (bytes, peer) in messages {
+        self.messages.clear();
+        self.controls.clear();
+        let mut last_peer: Option<Peer<'a>> = None;
+        for (k, (bytes, peer)) in datagrams.into_iter().enumerate() {
             self.iovecs.push(libc::iovec {
                 // The kernel only reads a sent datagram.
                 iov_base: bytes.as_ptr().cast_mut().cast(),
                 iov_len: bytes.len(),
             });
+            let joins = matches!((peer, last_peer), (Some(p), Some(q)) if p.same_as(&q))
+                && (self.messages.last())
+                    .is_some_and(|m| m.segment <= largest && m.takes(bytes.len()));
+            if joins && let Some(m) = self.messages.last_mut() {
+                m.count += 1;
+                m.bytes += bytes.len();
+                continue;
+            }
             let (name, len) = match peer {
                 Some(p) => (ptr::from_ref(p.storage).cast_mut().cast(), p.len),
                 None => (ptr::null_mut(), 0),
@@ -280,16 +370,83 @@ impl Sender {
             // growing.
             self.headers
                 .push(message_header(ptr::null_mut(), name, len));
+            self.messages.push(Message {
+                first: k,
+                count: 1,
+                segment: bytes.len(),
+                bytes: bytes.len(),
+            });
+            last_peer = peer;
         }
+        for m in &self.messages {
+            if m.count > 1 {
+                // `takes` keeps a segmented message's first size below
+                // MAX_SEGMENTED_BYTES, so it fits a u16.
+                self.controls.push(SegmentControl::new(m.segment as u16));
+            }
+        }
+        // Every vector has stopped growing: point the headers into them.
         let iovecs = self.iovecs.as_mut_ptr();
-        for (k, header) in self.headers.iter_mut().enumerate() {
-            header.msg_hdr.msg_iov = iovecs.wrapping_add(k);
+        let mut controls = self.controls.as_mut_ptr();
+        for (header, m) in self.headers.iter_mut().zip(&self.messages) {
+            header.msg_hdr.msg_iov = iovecs.wrapping_add(m.first);
+            header.msg_hdr.msg_iovlen = m.count;
+            if m.count > 1 {
+                header.msg_hdr.msg_control = controls.cast();
+                header.msg_hdr.msg_controllen = mem::size_of::<SegmentControl>();
+                controls = controls.wrapping_add(1);
+            }
         }
         Loaded {
             sender: self,
             _messages: PhantomData,
         }
     }
+}
+
+impl Message {
+    /// Whether a datagram of `len` bytes may join this message: none may
+    /// follow a datagram shorter than the first.
+    fn takes(&self, len: usize) -> bool {
+        self.bytes == self.count * self.segment
+            && len > 0
+            && len <= self.segment
+            && self.count < MAX_SEGMENTS
+            && self.bytes + len <= MAX_SEGMENTED_BYTES
+    }
+}
+
+impl Peer<'_> {
+    /// Whether both are the same address (family, address, port and,
+    /// for IPv6, flow label and scope).
+    fn same_as(&self, other: &Peer<'_>) -> bool {
+        if ptr::eq(self.storage, other.storage) {
+            return true;
+        }
+        let address = self.to_std();
+        address.is_some() && address == other.to_std()
+    }
+}
+
+/// Whether the kernel cuts segmented messages ([`Sender::load_segmented`])
+/// on this UDP socket: it knows the `UDP_SEGMENT` option (Linux 4.18).
+/// Before that the kernel ignored the control message and would have sent
+/// a run of datagrams as one.
+pub fn segmentation_supported(socket: impl AsFd) -> bool {
+    let mut value: libc::c_int = 0;
+    let mut len = mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` and `len` are live locals the kernel writes at most
+    // `len` bytes into; the descriptor is borrowed for the call.
+    let ret = unsafe {
+        libc::getsockopt(
+            socket.as_fd().as_raw_fd(),
+            libc::SOL_UDP,
+            libc::UDP_SEGMENT,
+            (&raw mut value).cast(),
+            &raw mut len,
+        )
+    };
+    ret == 0
 }
 
 /// A batch of datagrams ready to send; it borrows them and their peers.
@@ -299,7 +456,8 @@ pub struct Loaded<'s, 'a> {
 }
 
 impl Loaded<'_, '_> {
-    /// How many datagrams the batch holds.
+    /// How many messages the batch holds (as many as datagrams unless
+    /// some are segmented).
     pub fn len(&self) -> usize {
         self.sender.headers.len()
     }
@@ -308,9 +466,26 @@ impl Loaded<'_, '_> {
         self.sender.headers.is_empty()
     }
 
-    /// Sends the datagrams from the `first`th on in one system call.
-    /// Returns how many the kernel took (from `first` on, in order); an
-    /// error is about the `first`th.
+    /// How many datagrams messages `0..message` carry: the index, among
+    /// the datagrams loaded, of the first of message `message` (the
+    /// number loaded when `message` is [`Loaded::len`]).
+    pub fn datagrams_before(&self, message: usize) -> usize {
+        match self.sender.messages.get(message) {
+            Some(m) => m.first,
+            None => self.sender.iovecs.len(),
+        }
+    }
+
+    /// The size its datagrams are cut to, if message `message` carries
+    /// more than one.
+    pub fn segment_size(&self, message: usize) -> Option<usize> {
+        let m = self.sender.messages.get(message)?;
+        (m.count > 1).then_some(m.segment)
+    }
+
+    /// Sends the messages from the `first`th on in one system call.
+    /// Returns how many messages the kernel took (from `first` on, in
+    /// order); an error is about the `first`th.
     #[inline]
     pub fn send(&mut self, socket: impl AsFd, first: usize, wait: Wait) -> io::Result<usize> {
         let rest = &mut self.sender.headers[first..];
@@ -318,10 +493,10 @@ impl Loaded<'_, '_> {
             Wait::Blocking => 0,
             Wait::Never => libc::MSG_DONTWAIT,
         };
-        // SAFETY: each header points at its own iovec in `iovecs` (not
-        // resized since `load`) and at a message and peer address that
-        // `self` borrows for 'a (see the module invariants); the kernel
-        // only reads them.
+        // SAFETY: each header points at its own iovecs in `iovecs` and
+        // its control message in `controls` (neither resized since
+        // `load`), and at messages and a peer address that `self` borrows
+        // for 'a (see the module invariants); the kernel only reads them.
         let n = unsafe {
             libc::sendmmsg(
                 socket.as_fd().as_raw_fd(),
@@ -494,5 +669,155 @@ mod tests {
         let mut tx = Sender::with_capacity(1);
         let mut loaded = tx.load([(&b"x"[..], None)]);
         assert!(loaded.send(&server, 0, Wait::Never).is_err());
+    }
+    /// Datagrams whose sizes are `sizes`, each filled with its index.
+    fn datagrams(sizes: &[usize]) -> Vec<Vec<u8>> {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| vec![k as u8; n])
+            .collect()
+    }
+
+    /// Sends `messages` to `to`'s address from `from` as segmented runs,
+    /// then checks that `to` receives each as its own datagram, in order.
+    /// Returns how the datagrams were grouped into messages.
+    fn send_segmented(from: &UdpSocket, to: &UdpSocket, messages: &[Vec<u8>]) -> Vec<usize> {
+        assert!(segmentation_supported(from));
+        crate::socket::grow_receive_buffer(to, 8 << 20).unwrap();
+        let mut rx = Receiver::new(4, 64 << 10);
+        // A peer as the kernel writes it: learn `to`'s from a datagram.
+        to.send_to(b"hello", from.local_addr().unwrap()).unwrap();
+        receive_all(&mut rx, from, 1);
+        let mut tx = Sender::with_capacity(4);
+        let to_peer = messages.iter().map(|m| (&m[..], Some(rx.peer(0))));
+        let mut loaded = tx.load_segmented(to_peer, MAX_SEGMENTED_BYTES);
+        let groups: Vec<usize> = (0..=loaded.len())
+            .map(|m| loaded.datagrams_before(m))
+            .collect();
+        let mut sent = 0;
+        while sent < loaded.len() {
+            sent += loaded.send(from, sent, Wait::Blocking).unwrap();
+        }
+        let mut rx = Receiver::new(64, 64 << 10);
+        let got: Vec<Vec<u8>> = receive_all(&mut rx, to, messages.len())
+            .into_iter()
+            .map(|(d, truncated)| {
+                assert!(!truncated);
+                d
+            })
+            .collect();
+        assert_eq!(
+            got, messages,
+            "each datagram arrives alone, whole, in order"
+        );
+        groups
+    }
+
+    #[test]
+    fn runs_of_equal_sizes_go_as_one_message_and_arrive_apart() {
+        for address in ["127.0.0.1:0", "[::1]:0"] {
+            let (server, client) = pair(address);
+            // Equal sizes join, the last of a run may be shorter; a larger
+            // one or any after a shorter one starts a new message.
+            let sizes = [300, 300, 300, 120, 300, 300, 500, 40, 40, 41];
+            let groups = send_segmented(&server, &client, &datagrams(&sizes));
+            assert_eq!(groups, vec![0, 4, 6, 8, 9, 10], "{address}");
+        }
+    }
+
+    #[test]
+    fn a_run_stops_at_the_segment_and_byte_limits() {
+        let (server, client) = pair("127.0.0.1:0");
+        // At the segment limit one message, past it two.
+        let at = datagrams(&[100; MAX_SEGMENTS]);
+        assert_eq!(send_segmented(&server, &client, &at), vec![0, MAX_SEGMENTS]);
+        let past = datagrams(&[100; MAX_SEGMENTS + 1]);
+        let want = vec![0, MAX_SEGMENTS, MAX_SEGMENTS + 1];
+        assert_eq!(send_segmented(&server, &client, &past), want);
+        // 1,109 bytes: 59 fill 65,431 of the 65,507; a 60th would pass it,
+        // but a last one of 76 bytes fits exactly.
+        let mut sizes = vec![1109; 60];
+        assert_eq!(
+            send_segmented(&server, &client, &datagrams(&sizes)),
+            vec![0, 59, 60]
+        );
+        sizes.truncate(59);
+        sizes.push(MAX_SEGMENTED_BYTES - 59 * 1109);
+        assert_eq!(
+            send_segmented(&server, &client, &datagrams(&sizes)),
+            vec![0, 60]
+        );
+        sizes[59] += 1;
+        assert_eq!(
+            send_segmented(&server, &client, &datagrams(&sizes)),
+            vec![0, 59, 60]
+        );
+    }
+
+    #[test]
+    fn runs_never_join_datagrams_for_different_peers() {
+        let (server, client) = pair("127.0.0.1:0");
+        let other = UdpSocket::bind("127.0.0.1:0").unwrap();
+        other
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        for peer in [&client, &other] {
+            peer.send_to(b"q", server.local_addr().unwrap()).unwrap();
+        }
+        let mut rx = Receiver::new(4, 64);
+        receive_all(&mut rx, &server, 2);
+        let reply = [9u8; 50];
+        let mut tx = Sender::with_capacity(4);
+        let order = [0, 0, 1, 1, 0];
+        let to_peers = order.map(|i| (&reply[..], Some(rx.peer(i))));
+        let mut loaded = tx.load_segmented(to_peers, 50);
+        assert_eq!(loaded.len(), 3);
+        let sizes = [0, 1, 2].map(|m| loaded.segment_size(m));
+        assert_eq!(sizes, [Some(50), Some(50), None]);
+        assert_eq!(loaded.send(&server, 0, Wait::Blocking).unwrap(), 3);
+        for (peer, want) in [(&client, 3), (&other, 2)] {
+            let mut got = Receiver::new(8, 64);
+            assert_eq!(receive_all(&mut got, peer, want).len(), want);
+        }
+        // Unsegmented loads and connected sockets (no peer) never join.
+        let loaded = tx.load(order.map(|i| (&reply[..], Some(rx.peer(i)))));
+        assert_eq!(loaded.len(), 5);
+        assert_eq!(loaded.datagrams_before(2), 2);
+        let loaded = tx.load_segmented([(&reply[..], None), (&reply[..], None)], 50);
+        assert_eq!(loaded.len(), 2);
+        // Nor do datagrams above the largest size asked for.
+        let to_peers = order.map(|i| (&reply[..], Some(rx.peer(i))));
+        assert_eq!(tx.load_segmented(to_peers, 49).len(), 5);
+    }
+
+    #[test]
+    fn the_segment_control_message_has_the_c_layout() {
+        let control = SegmentControl::new(1232);
+        let header: *const libc::cmsghdr = &control.header;
+        // SAFETY: CMSG_* only compute sizes and offsets from a live
+        // header; nothing is read through the pointer returned.
+        let (space, len, data) = unsafe {
+            (
+                libc::CMSG_SPACE(2) as usize,
+                libc::CMSG_LEN(2) as usize,
+                libc::CMSG_DATA(header),
+            )
+        };
+        assert_eq!(mem::size_of::<SegmentControl>(), space);
+        assert_eq!(control.header.cmsg_len, len);
+        assert_eq!(data.cast_const(), ptr::from_ref(&control.size).cast());
+        assert_eq!(
+            (control.header.cmsg_level, control.header.cmsg_type),
+            (libc::SOL_UDP, libc::UDP_SEGMENT)
+        );
+    }
+
+    #[test]
+    fn only_udp_sockets_support_segmentation() {
+        let (udp, _) = pair("127.0.0.1:0");
+        assert!(segmentation_supported(&udp));
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        assert!(!segmentation_supported(&tcp));
     }
 }

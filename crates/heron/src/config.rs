@@ -6,6 +6,7 @@
 //! workers = 2
 //! cpu-affinity = [0, 1]      # pin UDP workers to these CPUs, round robin
 //! udp-coalesce-us = 0        # off (default); 50: under load, let queries gather up to 50 µs when that measures cheaper
+//! udp-segmentation = true    # runs of equal-sized replies to one client leave as one UDP GSO message
 //! max-udp-payload = 1232
 //! version = "heron"          # CH TXT version.bind; REFUSED when absent
 //! identity = "ns1"           # CH TXT id.server; REFUSED when absent
@@ -370,6 +371,10 @@ pub struct ServerSection {
     /// Longest a busy UDP worker waits for queries to gather, in µs.
     #[serde(default = "default_udp_coalesce_us")]
     pub udp_coalesce_us: u64,
+    /// Runs of equal-sized UDP replies to one client leave as one
+    /// segmented message (UDP GSO).
+    #[serde(default = "default_udp_segmentation")]
+    pub udp_segmentation: bool,
     #[serde(default = "default_udp_payload")]
     pub max_udp_payload: u16,
     pub version: Option<String>,
@@ -401,6 +406,7 @@ impl Default for ServerSection {
             workers: None,
             cpu_affinity: Vec::new(),
             udp_coalesce_us: default_udp_coalesce_us(),
+            udp_segmentation: default_udp_segmentation(),
             max_udp_payload: default_udp_payload(),
             version: None,
             identity: None,
@@ -615,6 +621,13 @@ fn default_listen() -> Vec<SocketAddr> {
 const MAX_UDP_COALESCE_US: u64 = 1_000;
 /// Off: on a quiet machine pacing measured dearer than not pacing
 /// (heron_server::udp::coalesce).
+/// `udp-segmentation` when the file does not say.
+pub const DEFAULT_UDP_SEGMENTATION: bool = true;
+
+fn default_udp_segmentation() -> bool {
+    DEFAULT_UDP_SEGMENTATION
+}
+
 fn default_udp_coalesce_us() -> u64 {
     0
 }
@@ -932,6 +945,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
             workers: server.workers.unwrap_or_else(default_workers),
             cpu_affinity: server.cpu_affinity.clone(),
             udp_coalesce: Duration::from_micros(server.udp_coalesce_us),
+            udp_segmentation: server.udp_segmentation,
             tcp: TcpLimits {
                 idle_timeout: Duration::from_secs(file.tcp.idle_timeout),
                 message_timeout: Duration::from_secs(file.tcp.message_timeout),
@@ -1108,6 +1122,7 @@ impl RestartOnly {
             user,
             group,
             udp_coalesce_us,
+            udp_segmentation,
             max_udp_payload,
             version,
             identity,
@@ -1126,7 +1141,8 @@ impl RestartOnly {
         parts.add(
             "[server] (answering settings)",
             &(
-                (udp_coalesce_us, max_udp_payload, max_zone_file_size),
+                (udp_coalesce_us, udp_segmentation),
+                (max_udp_payload, max_zone_file_size),
                 (version, identity, nsid, nsid_hex),
                 (allow_query, blackhole),
             ),
@@ -1783,6 +1799,7 @@ mod tests {
         assert_eq!(s.server.listen, default_listen());
         assert_eq!(s.server.answer.max_udp_payload, 1232);
         assert_eq!(s.server.udp_coalesce, Duration::ZERO);
+        assert!(s.server.udp_segmentation);
         assert_eq!(s.max_zone_file_size, 16 << 30);
         assert!(s.zones.is_empty());
     }
@@ -1805,6 +1822,13 @@ mod tests {
         assert!(errors[0].ends_with("[tcp] message-timeout must be at least 1"));
         assert!(errors[1].ends_with("[tcp] ipv4-client-prefix 33 is above 32"));
         assert!(errors[2].ends_with("[tcp] ipv6-client-prefix 129 is above 128"));
+    }
+
+    #[test]
+    fn udp_segmentation_can_be_turned_off() {
+        let s = parse("[server]\nudp-segmentation = false\n").unwrap();
+        assert!(!s.server.udp_segmentation);
+        assert!(parse("[server]\nudp-segmentation = 1\n").is_err());
     }
 
     #[test]

@@ -202,6 +202,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
                 workers: config::default_workers(),
                 cpu_affinity: Vec::new(),
                 udp_coalesce: Duration::ZERO,
+                udp_segmentation: config::DEFAULT_UDP_SEGMENTATION,
                 tcp: TcpLimits::default(),
                 answer: AnswerConfig::default(),
                 tls: None,

@@ -123,6 +123,112 @@ fn pipelined_tcp_queries_all_get_answers() {
     }
 }
 
+/// A UDP server on IPv4 and IPv6 with the edge zone and room for
+/// 4,096-octet responses, with `udp-segmentation` as given.
+fn segmentation_server(segmentation: bool) -> ServerProcess {
+    let zone = data(EDGE);
+    ServerProcess::heron_with_config(&heron(), "edge.test", |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\", \"[::1]:{port}\"]\nworkers = 1\n\
+             max-udp-payload = 4096\nudp-segmentation = {segmentation}\n\
+             [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n",
+            zone.display()
+        )
+    })
+}
+
+/// One client's burst: equal-sized answers (runs), shorter ones, answers
+/// cut to TC by a small or absent EDNS size, and large ones; IDs from
+/// `first_id`, each query unique by its ID.
+fn burst(first_id: u16) -> Vec<Vec<u8>> {
+    let edns = |udp_size| heron_testkit::EdnsOpts {
+        udp_size,
+        ..Default::default()
+    };
+    let kinds: [(&str, RType, Option<u16>); 8] = [
+        ("edge.test", RType::SOA, None),
+        ("edge.test", RType::SOA, Some(1232)),
+        ("www.edge.test", RType::A, None),
+        ("nothing.edge.test", RType::A, Some(1232)),
+        ("bigtxt.edge.test", RType::TXT, None),
+        ("bigtxt.edge.test", RType::TXT, Some(1232)),
+        ("bigtxt.edge.test", RType::TXT, Some(4096)),
+        ("medtxt.edge.test", RType::TXT, Some(1232)),
+    ];
+    (0..24u16)
+        .map(|k| {
+            let (name, qtype, size) = kinds[k as usize % kinds.len()];
+            let opts = QueryOpts {
+                id: first_id + k,
+                edns: size.map(edns),
+                ..QueryOpts::default()
+            };
+            build_query(&Name::parse(name).unwrap(), qtype, &opts)
+        })
+        .collect()
+}
+
+/// Sends every client's burst before reading any answer, so that the
+/// server's batches hold several replies per client; returns each
+/// client's responses by ID.
+fn answers_to_bursts(addr: SocketAddr, clients: &[UdpSocket]) -> Vec<Vec<(u16, Vec<u8>)>> {
+    for (c, client) in clients.iter().enumerate() {
+        for q in burst(1000 * c as u16) {
+            client.send_to(&q, addr).unwrap();
+        }
+    }
+    clients
+        .iter()
+        .map(|client| {
+            client
+                .set_read_timeout(Some(Duration::from_secs(2)))
+                .unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 65535];
+            while let Ok(n) = client.recv(&mut buf) {
+                got.push((u16::from_be_bytes([buf[0], buf[1]]), buf[..n].to_vec()));
+                if got.len() == 24 {
+                    break;
+                }
+            }
+            got.sort();
+            got
+        })
+        .collect()
+}
+
+#[test]
+fn udp_replies_sent_segmented_reach_each_client_whole_and_alone() {
+    let segmented = segmentation_server(true);
+    let plain = segmentation_server(false);
+    for local in ["127.0.0.1:0", "[::1]:0"] {
+        let to = |server: &ServerProcess| {
+            let ip = local.parse::<SocketAddr>().unwrap().ip();
+            SocketAddr::new(ip, server.addr().port())
+        };
+        // The reference: each query alone, to the server that never
+        // segments.
+        let want: Vec<Vec<(u16, Vec<u8>)>> = (0..3u16)
+            .map(|c| {
+                let queries = burst(1000 * c);
+                let ids = (0..24).map(|k| 1000 * c + k);
+                ids.zip(queries)
+                    .map(|(id, q)| (id, try_query_udp(to(&plain), &q).unwrap()))
+                    .collect()
+            })
+            .collect();
+        let clients: Vec<UdpSocket> = (0..3).map(|_| UdpSocket::bind(local).unwrap()).collect();
+        let got = answers_to_bursts(to(&segmented), &clients);
+        assert_eq!(got, want, "{local}");
+        // The cases the burst is about are there: TC answers, and large
+        // ones past 1,232 octets.
+        let responses = want.iter().flatten().map(|(_, r)| parse(r));
+        let tc = responses.filter(|m| m.header.has(flags::TC)).count();
+        assert_eq!(tc, 3 * 6, "{local}");
+        assert!(want[0].iter().any(|(_, r)| r.len() > 1232));
+    }
+}
+
 /// Sends `packet` over UDP; returns the response if one came within 500 ms.
 fn udp_exchange(addr: SocketAddr, packet: &[u8]) -> Option<Vec<u8>> {
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();

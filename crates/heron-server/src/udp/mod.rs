@@ -78,6 +78,7 @@ pub fn spawn_workers(
     stop: Arc<AtomicBool>,
 ) -> io::Result<Vec<JoinHandle<()>>> {
     let (cpus, coalesce) = (&server.cpu_affinity, server.udp_coalesce);
+    let segment = server.udp_segmentation;
     let mut handles = Vec::with_capacity(server.workers);
     for i in 0..server.workers {
         let limiter = Limiter::for_worker(server.rrl.as_ref(), server.workers)?;
@@ -104,7 +105,7 @@ pub fn spawn_workers(
                     events: Vec::new(),
                     limiter,
                 };
-                run_loop(&socket, &stop, coalesce, worker)
+                run_loop(&socket, &stop, coalesce, segment, worker)
             })?;
         handles.push(handle);
     }
@@ -201,14 +202,20 @@ impl<F: FnMut(&[u8], &mut Vec<u8>) -> bool> Handler for F {
 /// runs the same loop with an echo, which measures the path's own cost.
 /// Under steady load it lets datagrams gather between receives, for at
 /// most `coalesce` ([`coalesce`]; zero: never), while that measures
-/// cheaper than not waiting ([`pacing_choice`]).
+/// cheaper than not waiting ([`pacing_choice`]). With `segment`, runs of
+/// equal-sized replies to one peer leave as one message (UDP GSO, see
+/// [`batch`]) where the kernel supports it.
 pub fn run_loop(
     socket: &UdpSocket,
     stop: &AtomicBool,
     coalesce: Duration,
+    segment: bool,
     mut handler: impl Handler,
 ) {
     let mut batch = batch::Batch::new(batch::DEFAULT_BATCH, MAX_QUERY);
+    if segment && !batch.segment_replies(socket, true) {
+        tracing::debug!("UDP worker sends one datagram per message: no UDP_SEGMENT here");
+    }
     if !coalesce.is_zero() && !coalesce::tighten_timer_slack() {
         tracing::debug!("UDP worker keeps the default timer slack");
     }
