@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use heron_proto::Name;
 use heron_xfr::catalog_zone::{self, Change, Member, MemberSet, Problem};
@@ -29,13 +30,13 @@ use crate::config::CatalogConfig;
 #[derive(Debug)]
 pub enum Step {
     /// Start transferring and serving it.
-    Add(SecondaryZone, ZonePolicy),
+    Add(SecondaryZone, Arc<ZonePolicy>),
     /// Stop: no longer served.
     Remove(Name),
     /// Follow another template, keeping its data.
-    Repoint(SecondaryZone, ZonePolicy),
+    Repoint(SecondaryZone, Arc<ZonePolicy>),
     /// Drop its data and transfer it afresh (its unique ID changed).
-    Reset(SecondaryZone, ZonePolicy),
+    Reset(SecondaryZone, Arc<ZonePolicy>),
 }
 
 /// What [`Consumers::reconfigure`] changed.
@@ -403,7 +404,7 @@ impl Consumers {
     /// A version is checked for templates before it is taken, so a member
     /// without one is one of the version taken before a restart whose
     /// template the configuration no longer has: it is not served.
-    fn made(&self, catalog: &Name, member: &Member) -> Option<(SecondaryZone, ZonePolicy)> {
+    fn made(&self, catalog: &Name, member: &Member) -> Option<(SecondaryZone, Arc<ZonePolicy>)> {
         let config = &self.catalogs.get(catalog)?.config;
         let Some(template) = config.template(member.group.as_deref()) else {
             tracing::warn!(
@@ -432,7 +433,7 @@ impl Consumers {
         &mut self,
         kept: impl Fn(&Name) -> Option<&'z Zone>,
         configured: impl Fn(&Name) -> bool,
-    ) -> Vec<(SecondaryZone, ZonePolicy)> {
+    ) -> Vec<(SecondaryZone, Arc<ZonePolicy>)> {
         let mut catalogs: Vec<Name> = self.catalogs.keys().cloned().collect();
         catalogs.sort();
         let mut members = Vec::new();
@@ -589,7 +590,6 @@ pub fn read_ceded(path: &Path) -> Vec<Name> {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
-    use std::sync::Arc;
 
     use heron_xfr::acl::Acl;
     use heron_xfr::secondary::client::Upstream;
@@ -620,10 +620,10 @@ mod tests {
                 source: None,
             }]
             .into(),
-            policy: ZonePolicy {
+            policy: Arc::new(ZonePolicy {
                 allow_transfer: allow,
                 ..ZonePolicy::default()
-            },
+            }),
             keep_journal: false,
             file_pattern: "/var/lib/heron/members/{zone}.zone".into(),
         }

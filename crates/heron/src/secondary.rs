@@ -20,6 +20,7 @@ use heron_xfr::secondary::refresh::{
     self, Command, Context, Publisher, SecondaryZone, TimerBounds,
 };
 use heron_xfr::secondary::store::which_exist;
+use heron_zone::catalog::ShardedSet;
 use heron_zone::diff::ZoneDiff;
 use heron_zone::{Catalog, Zone};
 use tokio::sync::mpsc;
@@ -106,7 +107,7 @@ pub fn members_at_start(
     zones: &mut Vec<SecondaryZone>,
     kept: &mut Vec<Option<Zone>>,
     served: &Catalog,
-) -> Vec<(Name, ZonePolicy)> {
+) -> Vec<(Name, Arc<ZonePolicy>)> {
     // The version consumed last, else the one received last.
     let catalogs: Vec<SecondaryZone> = (zones.iter())
         .filter(|z| consumers.is_catalog(&z.origin.to_lowercase()))
@@ -135,7 +136,8 @@ pub fn members_at_start(
         |catalog| kept_of.get(catalog).copied(),
         |zone| configured.contains(&zone.to_lowercase()) || served.get(zone).is_some(),
     );
-    let (members, policies): (Vec<SecondaryZone>, Vec<ZonePolicy>) = members.into_iter().unzip();
+    let (members, policies): (Vec<SecondaryZone>, Vec<Arc<ZonePolicy>>) =
+        members.into_iter().unzip();
     if !members.is_empty() {
         tracing::info!(
             "{} member zones of catalogs, from their kept copies",
@@ -204,9 +206,8 @@ pub fn start(
     let mut unavailable = (*catalog.load_full()).clone();
     zones.iter().for_each(|z| unavailable.expire(&z.origin));
     catalog.store(Arc::new(unavailable));
-    origins.store(Arc::new(
-        zones.iter().map(|z| z.origin.to_lowercase()).collect(),
-    ));
+    let kept_fresh: ShardedSet<Name> = zones.iter().map(|z| z.origin.to_lowercase()).collect();
+    origins.store(Arc::new(kept_fresh.clone()));
     let (changes, received) = mpsc::unbounded_channel();
     let runtime = tokio::runtime::Handle::current();
     let (catalog, xfr, served) = (catalog.clone(), transfers.clone(), origins.clone());
@@ -241,6 +242,7 @@ pub fn start(
     *transfers.secondaries.lock().unwrap() = Some(Running {
         commands: commands.clone(),
         zones: by_origin,
+        kept_fresh,
         origins,
         keeper: keeper.clone(),
         keep_removed,
@@ -262,6 +264,10 @@ pub struct Running {
     commands: mpsc::UnboundedSender<Command>,
     /// By lower-cased origin.
     zones: HashMap<Name, Arc<SecondaryZone>>,
+    /// The keys of `zones`, as `origins` is given them: a version
+    /// published shares all but the shards changed since with the one
+    /// before.
+    kept_fresh: ShardedSet<Name>,
     /// What the query processor takes NOTIFYs for, and what the refresh
     /// task's versions are still served for.
     origins: SharedOrigins,
@@ -497,6 +503,7 @@ impl Running {
         from_files: impl Fn(&Name) -> bool,
     ) -> Option<std::path::PathBuf> {
         let zone = self.zones.remove(origin)?;
+        self.kept_fresh.remove(origin);
         let _ = self.commands.send(Command::Remove(zone.origin.clone()));
         self.expiry.remove(origin);
         if !from_files(origin) {
@@ -530,6 +537,7 @@ impl Running {
             serial: None,
         };
         let _ = self.commands.send(check);
+        self.kept_fresh.insert(origin.clone());
         self.zones.insert(origin, zone);
     }
 
@@ -558,15 +566,16 @@ impl Running {
                 catalog = zone.catalog.as_ref().map(tracing::field::display),
                 "secondary zone added"
             );
-            self.zones.insert(zone.origin.to_lowercase(), zone.clone());
+            let origin = zone.origin.to_lowercase();
+            self.kept_fresh.insert(origin.clone());
+            self.zones.insert(origin, zone.clone());
             let _ = self.commands.send(Command::Add(zone, start));
         }
     }
 
     /// The processor takes NOTIFYs for the zones kept fresh now.
     fn publish_origins(&self) {
-        self.origins
-            .store(Arc::new(self.zones.keys().cloned().collect::<HashSet<_>>()));
+        self.origins.store(Arc::new(self.kept_fresh.clone()));
     }
 
     /// Deletes removed zones' files now, and again on the keeper's
@@ -649,9 +658,9 @@ impl Publisher for CatalogPublisher {
 }
 
 /// Applies changes to the served catalog, every change waiting at once in
-/// one new version. Building a version copies the table of zones, which
-/// costs in proportion to their number (a few ms at 100,000): the
-/// rebuilds are paced ([`RebuildPacer`]) so that they take at most a
+/// one new version. Building a version copies the shards of the table of
+/// zones that the changes touch (one for one change, every one for a
+/// batch of thousands in a cold start): the rebuilds are paced ([`RebuildPacer`]) so that they take at most a
 /// fifth of a core while a cold start delivers thousands of zones, while
 /// a change after a quiet spell, and the few that follow it, are served
 /// at once. Memory is settled on another thread after a burst of

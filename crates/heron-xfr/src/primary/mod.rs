@@ -182,11 +182,12 @@ impl Primary {
         members.get(origin).unwrap_or(&self.closed).clone()
     }
 
-    /// Sets (or with None, drops) the policy of a catalog member zone.
-    pub fn set_member_policy(&self, origin: &Name, policy: Option<ZonePolicy>) {
+    /// Sets (or with None, drops) the policy of a catalog member zone
+    /// (the members of one template share one).
+    pub fn set_member_policy(&self, origin: &Name, policy: Option<Arc<ZonePolicy>>) {
         let mut members = self.member_policies.write().unwrap();
         match policy {
-            Some(policy) => members.insert(origin.to_lowercase(), Arc::new(policy)),
+            Some(policy) => members.insert(origin.to_lowercase(), policy),
             None => members.remove(&origin.to_lowercase()),
         };
     }

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use heron_proto::Name;
 use heron_proto::tsig::Key;
@@ -90,8 +91,9 @@ impl CatalogConfig {
 #[derive(Clone, Debug)]
 pub struct Template {
     pub primaries: std::sync::Arc<[Upstream]>,
-    /// The member's policy, but for its journal file.
-    pub policy: ZonePolicy,
+    /// The member's policy, but for its journal file: shared by the
+    /// members that keep none, not copied for each of 100,000.
+    pub policy: Arc<ZonePolicy>,
     pub keep_journal: bool,
     /// `DIR/{zone}.zone`.
     pub file_pattern: String,
@@ -109,11 +111,11 @@ impl CatalogConfig {
 
 impl Template {
     /// Member zone `zone` of `catalog` as this template makes it.
-    pub fn member(&self, zone: &Name, catalog: &Name) -> (SecondaryZone, ZonePolicy) {
+    pub fn member(&self, zone: &Name, catalog: &Name) -> (SecondaryZone, Arc<ZonePolicy>) {
         let file = PathBuf::from(pattern_file(&self.file_pattern, &zone.to_string()));
         let mut policy = self.policy.clone();
         if self.keep_journal && !policy.allow_transfer.is_empty() {
-            policy.journal_file = Some(journal_file::path_for(&file));
+            Arc::make_mut(&mut policy).journal_file = Some(journal_file::path_for(&file));
         }
         let secondary = SecondaryZone {
             origin: zone.clone(),
@@ -190,7 +192,7 @@ impl CatalogEntry {
         let dir = base.join(t.members_dir.as_ref().unwrap_or(&self.members_dir));
         Ok(Template {
             primaries: settings.primaries,
-            policy: settings.policy,
+            policy: Arc::new(settings.policy),
             keep_journal: settings.keep_journal,
             file_pattern: format!("{}/{{zone}}.zone", dir.display()),
         })
@@ -200,6 +202,7 @@ impl CatalogEntry {
 #[cfg(test)]
 mod tests {
     use super::super::tests_support::parse;
+    use std::sync::Arc;
 
     const KEY: &str = "[[key]]\nname = \"xfr\"\nsecret = \"c2VjcmV0c2VjcmV0c2VjcmV0\"\n";
 
@@ -239,10 +242,22 @@ mod tests {
         assert_eq!(member.catalog, Some(catalog.zone.clone()));
         assert_eq!(policy.notify.len(), 1);
         assert!(policy.allow_transfer.is_empty() && !policy.allow_notify.is_empty());
-        let (gold, policy) = catalog
-            .template(Some("gold"))
+        // Members without a journal of their own share their template's
+        // policy; those with one get theirs.
+        let other = heron_proto::Name::parse("b.example").unwrap();
+        let (_, shared) = catalog
+            .template(None)
             .unwrap()
-            .member(&zone, &catalog.zone);
+            .member(&other, &catalog.zone);
+        assert!(Arc::ptr_eq(&policy, &shared));
+        let gold_template = catalog.template(Some("gold")).unwrap();
+        let (_, gold_other) = gold_template.member(&other, &catalog.zone);
+        let (gold, policy) = gold_template.member(&zone, &catalog.zone);
+        assert!(!Arc::ptr_eq(&policy, &gold_other));
+        assert_eq!(
+            gold_other.journal_file.as_deref().and_then(|p| p.to_str()),
+            Some("/etc/heron/gold/b.example.zone.jnl")
+        );
         assert_eq!(gold.primaries[0].addr.to_string(), "192.0.2.2:53");
         assert_eq!(gold.file.to_str(), Some("/etc/heron/gold/a.example.zone"));
         assert_eq!(

@@ -68,7 +68,7 @@ impl Sources {
         // defaults reach them.
         for template in catalogs.iter_mut().flat_map(|c| c.templates_mut()) {
             self.to_primaries(&mut template.primaries, &mut given);
-            self.to_notify_targets(std::iter::once(&mut template.policy));
+            self.to_notify_targets(std::iter::once(Arc::make_mut(&mut template.policy)));
         }
     }
 
