@@ -854,7 +854,7 @@ mod tests {
                 source: None,
             }]
             .into(),
-            policy: ZonePolicy::default(),
+            policy: Default::default(),
             keep_journal: false,
             file_pattern: format!("{}/{{zone}}.zone", dir.display()),
         };
@@ -867,6 +867,7 @@ mod tests {
         Running {
             commands: mpsc::unbounded_channel().0,
             zones: HashMap::new(),
+            kept_fresh: Default::default(),
             origins: Default::default(),
             keeper,
             keep_removed: false,
