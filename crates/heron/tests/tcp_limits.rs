@@ -7,10 +7,18 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use heron_proto::{Name, RType};
-use heron_testkit::{QueryOpts, ServerProcess, build_query};
+use heron_testkit::{QueryOpts, ServerProcess, answers_on, build_query};
 
 fn heron() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+fn soa_query() -> Vec<u8> {
+    let opts = QueryOpts {
+        id: 7,
+        ..QueryOpts::default()
+    };
+    build_query(&Name::parse("wide.test").unwrap(), RType::SOA, &opts)
 }
 
 fn framed(name: &str, qtype: RType, id: u16) -> Vec<u8> {
@@ -347,21 +355,6 @@ fn connect_from(source: &str, server: SocketAddr) -> TcpStream {
     socket.into()
 }
 
-/// Whether the server answers a query on `conn` (a connection refused by
-/// a limit is closed unanswered).
-fn answers_on(conn: &mut TcpStream) -> bool {
-    conn.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-    if conn.write_all(&framed("wide.test", RType::SOA, 7)).is_err() {
-        return false;
-    }
-    let mut len = [0u8; 2];
-    if conn.read_exact(&mut len).is_err() {
-        return false;
-    }
-    let mut body = vec![0u8; u16::from_be_bytes(len) as usize];
-    conn.read_exact(&mut body).is_ok()
-}
-
 /// One IPv6 host usually holds a whole /64: its addresses are one client
 /// for `max-connections-per-client` (issue 24), checked end to end from
 /// distinct source addresses in a network namespace made here.
@@ -394,23 +387,29 @@ fn ipv6_clients_of_one_prefix_share_the_per_client_limit() {
             .into_iter()
             .map(|source| {
                 let mut conn = connect_from(source, target);
-                assert!(answers_on(&mut conn), "{source}: within the limit");
+                assert!(
+                    answers_on(&mut conn, &soa_query()),
+                    "{source}: within the limit"
+                );
                 conn
             })
             .collect();
         let mut fourth = connect_from("2001:db8:5::5", target);
         assert!(
-            !answers_on(&mut fourth),
+            !answers_on(&mut fourth, &soa_query()),
             "a fourth address of the same /64 is past the limit"
         );
         let mut other = connect_from("2001:db8:5:1::2", target);
-        assert!(answers_on(&mut other), "the next /64 has its own count");
+        assert!(
+            answers_on(&mut other, &soa_query()),
+            "the next /64 has its own count"
+        );
         // A slot freed in the /64 admits its next address (the server
         // frees it once it sees the close: retried for a few seconds).
         drop(open.pop());
         let admitted = (0..25).any(|_| {
             std::thread::sleep(Duration::from_millis(200));
-            answers_on(&mut connect_from("2001:db8:5::5", target))
+            answers_on(&mut connect_from("2001:db8:5::5", target), &soa_query())
         });
         assert!(admitted, "a freed slot admits another address of the /64");
     });
