@@ -198,6 +198,22 @@ pub fn try_query_tcp(addr: SocketAddr, query: &[u8]) -> io::Result<Vec<u8>> {
     Ok(resp)
 }
 
+/// How long [`answers_on`] waits for a response.
+const ANSWER_WAIT: Duration = Duration::from_secs(3);
+
+/// Whether the server answers `query` on `conn`, an open connection: the
+/// query is sent and one response to it read. False if the connection is
+/// closed, reset or silent for [`ANSWER_WAIT`]: how the tests of
+/// connection limits tell an admitted connection from a refused one.
+pub fn answers_on(conn: &mut TcpStream, query: &[u8]) -> bool {
+    let Ok(id) = query_id(query) else {
+        return false;
+    };
+    conn.set_read_timeout(Some(ANSWER_WAIT)).is_ok()
+        && framed(query).and_then(|f| conn.write_all(&f)).is_ok()
+        && read_framed(conn).is_ok_and(|response| answers(&response, id))
+}
+
 /// Writes every query on one TCP connection, then reads as many responses;
 /// returns them in the order of the queries (matched by ID, which must be
 /// distinct).
@@ -331,6 +347,39 @@ pub fn flood_udp(from: IpAddr, server: SocketAddr, count: usize) -> Flood {
 mod tests {
     use super::*;
     use heron_proto::message::parse_query;
+
+    /// A server that answers the first query on each connection (with
+    /// the query's ID and QR set) if `answer`, else closes at once.
+    fn one_shot_server(answer: bool) -> SocketAddr {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut conn in listener.incoming().flatten() {
+                if !answer {
+                    continue;
+                }
+                if let Ok(mut query) = read_framed(&mut conn) {
+                    query[2] |= 0x80;
+                    let _ = conn.write_all(&framed(&query).unwrap());
+                }
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn answers_on_tells_an_answering_connection_from_a_closed_one() {
+        let query = build_query(
+            &Name::parse("a.test").unwrap(),
+            RType::SOA,
+            &QueryOpts::default(),
+        );
+        let mut open = TcpStream::connect(one_shot_server(true)).unwrap();
+        assert!(answers_on(&mut open, &query));
+        let mut closed = TcpStream::connect(one_shot_server(false)).unwrap();
+        assert!(!answers_on(&mut closed, &query));
+        assert!(!answers_on(&mut open, b"\0"), "not a query");
+    }
 
     #[test]
     fn query_round_trips_through_the_parser() {

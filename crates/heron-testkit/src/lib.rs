@@ -20,8 +20,8 @@ pub mod tools;
 
 pub use catalog::CatalogConsumer;
 pub use client::{
-    EdnsOpts, QueryOpts, build_query, query_tcp, query_tcp_pipelined, query_udp, soa_serial,
-    try_query_tcp, try_query_tcp_pipelined, try_query_udp, try_query_udp_from,
+    EdnsOpts, QueryOpts, answers_on, build_query, query_tcp, query_tcp_pipelined, query_udp,
+    soa_serial, try_query_tcp, try_query_tcp_pipelined, try_query_udp, try_query_udp_from,
 };
 pub use fake_primary::{FakePrimary, IxfrAnswer};
 pub use normalize::{Normalized, diff, normalize};

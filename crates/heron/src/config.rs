@@ -2460,3 +2460,125 @@ udp-coalesce-us = 1001
         }
     }
 }
+
+/// docs/configuration.md against the parser: every option the parser
+/// takes is documented, and every option a section's table documents is
+/// taken. The parser's own list comes from its answer to an unknown key.
+#[cfg(test)]
+mod documented {
+    use std::collections::BTreeMap;
+
+    const DOC: &str = include_str!("../../../docs/configuration.md");
+    /// Each section as written in a configuration file.
+    const SECTIONS: [&str; 16] = [
+        "",
+        "[server]",
+        "[tcp]",
+        "[tls]",
+        "[[zone]]",
+        "[[zone-group]]",
+        "[[key]]",
+        "[secondary]",
+        "[[catalog]]",
+        "[xdp]",
+        "[xfr]",
+        "[rrl]",
+        "[cookies]",
+        "[dnstap]",
+        "[metrics]",
+        "[log]",
+    ];
+
+    /// The keys `section` takes: the ones the parser lists when refusing
+    /// an unknown one.
+    fn taken(section: &str) -> Vec<String> {
+        let text = format!("{section}\nzzz-unknown = 1\n");
+        let err = toml::from_str::<super::ConfigFile>(&text)
+            .err()
+            .unwrap()
+            .to_string();
+        let (_, expected) = err
+            .split_once("expected")
+            .unwrap_or_else(|| panic!("{err}"));
+        let expected = expected.lines().next().unwrap();
+        let keys = expected.split('`').skip(1).step_by(2).map(str::to_string);
+        keys.collect()
+    }
+
+    /// The keys in the first column of the first table under each
+    /// section's own heading (`## \`[tcp]\``).
+    fn documented_tables() -> BTreeMap<String, Vec<String>> {
+        let mut tables: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut section = None;
+        for line in DOC.lines() {
+            let table_ended = section.as_ref().is_some_and(|s| tables.contains_key(s));
+            if table_ended && !line.starts_with('|') {
+                section = None;
+            }
+            if line.starts_with('#') {
+                let heading = line.trim_start_matches('#').trim_start();
+                section = (heading.strip_prefix('`'))
+                    .and_then(|h| h.split('`').next())
+                    .filter(|h| h.starts_with('['))
+                    .map(str::to_string);
+                continue;
+            }
+            let (Some(section), Some(row)) = (&section, line.strip_prefix("| `")) else {
+                continue;
+            };
+            let first = row.split(" |").next().unwrap();
+            let keys = first.split(", ").map(|k| k.trim_matches('`'));
+            let keys = keys.map(|k| k.split(" =").next().unwrap().to_string());
+            tables.entry(section.clone()).or_default().extend(keys);
+        }
+        tables
+    }
+
+    /// Whether the page names `key` of `section`: in backquotes (a
+    /// section as `[key]`, `[[key]]` or `[section.key]`), or set in an
+    /// example.
+    fn mentioned(section: &str, key: &str) -> bool {
+        let name = section.trim_matches(['[', ']']);
+        let spellings = [
+            format!("`{key}`"),
+            format!("`[{key}]"),
+            format!("`[[{key}]]`"),
+            format!("`[{name}.{key}]`"),
+        ];
+        spellings.iter().any(|s| DOC.contains(s.as_str()))
+            || DOC.lines().any(|l| {
+                let l = l.trim_start_matches(['#', ' ']);
+                l.starts_with(&format!("{key} =")) || l.starts_with(&format!("{key}="))
+            })
+    }
+
+    #[test]
+    fn every_option_taken_is_documented() {
+        let missing: Vec<String> = (SECTIONS.iter())
+            .flat_map(|section| taken(section).into_iter().map(move |k| (section, k)))
+            .filter(|(section, key)| !mentioned(section, key))
+            .map(|(section, key)| format!("{section} {key}"))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "not in docs/configuration.md: {missing:?}"
+        );
+        assert!(taken("[tcp]").contains(&"idle-timeout".to_string()));
+    }
+
+    #[test]
+    fn every_option_a_section_documents_is_taken() {
+        let tables = documented_tables();
+        for section in ["[server]", "[tcp]", "[rrl]", "[[zone]]", "[[key]]", "[log]"] {
+            assert!(tables.contains_key(section), "{section} has a table");
+        }
+        for (section, keys) in &tables {
+            let taken = taken(section);
+            let unknown: Vec<&String> = keys.iter().filter(|k| !taken.contains(k)).collect();
+            assert!(
+                unknown.is_empty(),
+                "{section} documents {unknown:?}; takes {taken:?}"
+            );
+        }
+    }
+}

@@ -12,7 +12,7 @@
 //! is the version received, taken or not) in [`consumed_copy`], and a
 //! restart takes its members from there.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -57,6 +57,13 @@ pub struct Consumers {
     catalogs: HashMap<Name, Consumer>,
     /// The catalog (lower-cased) that owns each member zone (lower-cased).
     owner: HashMap<Name, Name>,
+    /// By catalog, the member zones it lists but another catalog owns
+    /// (it listed them second, or handed them over by `coo`): kept in
+    /// [`ceded_copy`] so that a restart, which reads the catalogs in
+    /// name order, gives each zone to the catalog that owned it.
+    ceded: HashMap<Name, HashSet<Name>>,
+    /// Catalogs whose `ceded` set changed since [`Consumers::changed_ceded`].
+    ceded_changed: BTreeSet<Name>,
 }
 
 struct Consumer {
@@ -82,6 +89,8 @@ impl Consumers {
         Consumers {
             catalogs,
             owner: HashMap::new(),
+            ceded: HashMap::new(),
+            ceded_changed: BTreeSet::new(),
         }
     }
 
@@ -105,6 +114,7 @@ impl Consumers {
             .collect();
         for key in gone {
             let consumer = self.catalogs.remove(&key).expect("listed");
+            self.ceded.remove(&key);
             out.removed.push(consumer.config.zone);
             for zone in self.owned_by(&key) {
                 self.owner.remove(&zone);
@@ -260,11 +270,16 @@ impl Consumers {
                 return Some(step);
             }
         }
+        if matches!(change, Change::Remove(_)) {
+            self.cede(catalog, &zone, false);
+        }
         match change {
             Change::Remove(m) if owned_here => {
                 self.owner.remove(&zone);
                 Some(Step::Remove(m.zone))
             }
+            // Owned by another catalog before a restart.
+            Change::Add(_) if self.has_ceded(catalog, &zone) => None,
             Change::Add(m) => match self.owner.get(&zone).cloned() {
                 None => {
                     let made = self.made(catalog, &m)?;
@@ -275,6 +290,7 @@ impl Consumers {
                     self.take_over(&other, catalog, &m)
                 }
                 Some(other) => {
+                    self.cede(catalog, &zone, true);
                     tracing::warn!(
                         zone = %m.zone,
                         catalog = %catalog,
@@ -319,8 +335,56 @@ impl Consumers {
             "zone {} changes ownership from catalog {from} to {to} (coo)",
             member.zone
         );
-        self.owner.insert(member.zone.to_lowercase(), to.clone());
+        let zone = member.zone.to_lowercase();
+        self.cede(to, &zone, false);
+        let still_listed =
+            (self.catalogs.get(from)).is_some_and(|c| c.members.members().contains_key(&zone));
+        self.cede(from, &zone, still_listed);
+        self.owner.insert(zone, to.clone());
         self.made(to, member).map(|(z, p)| Step::Repoint(z, p))
+    }
+
+    /// Records whether `catalog` lists `zone` (lower-cased) while another
+    /// catalog owns it.
+    fn cede(&mut self, catalog: &Name, zone: &Name, ceded: bool) {
+        let changed = match ceded {
+            true => (self.ceded.entry(catalog.clone()).or_default()).insert(zone.clone()),
+            false => (self.ceded.get_mut(catalog)).is_some_and(|zones| zones.remove(zone)),
+        };
+        if changed {
+            self.ceded_changed.insert(catalog.clone());
+        }
+    }
+
+    fn has_ceded(&self, catalog: &Name, zone: &Name) -> bool {
+        (self.ceded.get(catalog)).is_some_and(|zones| zones.contains(zone))
+    }
+
+    /// The catalogs (lower-cased) whose ceded zones changed since the last
+    /// call, each with those zones now, sorted: what to write to their
+    /// [`ceded_copy`].
+    pub fn changed_ceded(&mut self) -> Vec<(Name, Vec<Name>)> {
+        let changed = std::mem::take(&mut self.ceded_changed);
+        let ceded_by = |catalog: &Name| {
+            let mut zones: Vec<Name> = (self.ceded.get(catalog).into_iter().flatten())
+                .cloned()
+                .collect();
+            zones.sort();
+            zones
+        };
+        changed
+            .into_iter()
+            .map(|c| (c.clone(), ceded_by(&c)))
+            .collect()
+    }
+
+    /// At start, before [`Consumers::start`]: the zones `catalog` had
+    /// ceded (read from its [`ceded_copy`]).
+    pub fn restore_ceded(&mut self, catalog: &Name, zones: impl IntoIterator<Item = Name>) {
+        let zones: HashSet<Name> = zones.into_iter().map(|z| z.to_lowercase()).collect();
+        if !zones.is_empty() {
+            self.ceded.insert(catalog.to_lowercase(), zones);
+        }
     }
 
     /// Whether `from`'s member `zone` has a `coo` property naming `to`.
@@ -477,6 +541,50 @@ pub fn consumed_copy(file: &Path) -> PathBuf {
     let mut name = file.as_os_str().to_owned();
     name.push(".consumed");
     PathBuf::from(name)
+}
+
+/// Where the member zones a catalog lists but does not own are kept,
+/// beside `file`, the catalog zone's kept copy.
+pub fn ceded_copy(file: &Path) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".ceded");
+    PathBuf::from(name)
+}
+
+/// Writes `zones`, one name a line, to `path` (atomically: a new file
+/// renamed over it); no zones, no file.
+pub fn write_ceded(path: &Path, zones: &[Name]) -> std::io::Result<()> {
+    if zones.is_empty() {
+        return match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        };
+    }
+    let text: String = zones.iter().map(|z| format!("{z}\n")).collect();
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// The zones [`write_ceded`] wrote to `path`; none if there is no file.
+/// A line that is not a name is reported and skipped.
+pub fn read_ceded(path: &Path) -> Vec<Name> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    (text.lines().filter(|l| !l.trim().is_empty()))
+        .filter_map(|line| match Name::parse(line.trim()) {
+            Ok(name) => Some(name),
+            Err(e) => {
+                tracing::warn!(
+                    "{}: {line:?} is not a zone name ({e}): skipped",
+                    path.display()
+                );
+                None
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -787,6 +895,97 @@ mod tests {
                 step("add", "b.test.", cat, 2)
             ]
         );
+    }
+
+    /// Two catalogs list z.test; the one that listed it first owns it,
+    /// though its name sorts second. Restarted from the kept versions
+    /// and what each ceded, the same catalog owns it, in either order.
+    #[test]
+    fn a_zone_two_catalogs_list_keeps_its_owner_across_a_restart() {
+        let configs = || vec![config("a-cat.test", false), config("z-cat.test", true)];
+        let mut consumers = Consumers::new(configs());
+        let z1 = version(
+            "z-cat.test",
+            1,
+            "m.zones PTR z.test.\ngroup.m.zones TXT \"gold\"\n",
+        );
+        let a1 = version(
+            "a-cat.test",
+            1,
+            "k.zones PTR z.test.\nk2.zones PTR y.test.\n",
+        );
+        consumers.consume(&z1, None, |_| false).unwrap();
+        let steps = consumers.consume(&a1, None, |_| false).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [step("add", "y.test.", Some("a-cat.test."), 1)]
+        );
+        let ceded = consumers.changed_ceded();
+        assert_eq!(ceded, [(n("a-cat.test"), vec![n("z.test")])]);
+        assert!(consumers.changed_ceded().is_empty(), "reported once");
+        let restart = |ceded: &[(Name, Vec<Name>)], kept: [(Name, &Arc<Zone>); 2]| {
+            let kept = HashMap::from(kept);
+            let mut restarted = Consumers::new(configs());
+            for (catalog, zones) in ceded {
+                restarted.restore_ceded(catalog, zones.iter().cloned());
+            }
+            restarted.start(|c| kept.get(c).map(|z| &***z), |_| false)
+        };
+        let started = restart(&ceded, [(n("a-cat.test"), &a1), (n("z-cat.test"), &z1)]);
+        let owners: Vec<(String, Option<String>)> = (started.iter())
+            .map(|(z, _)| {
+                (
+                    z.origin.to_string(),
+                    z.catalog.as_ref().map(|c| c.to_string()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            owners,
+            [
+                ("y.test.".into(), Some("a-cat.test.".into())),
+                ("z.test.".into(), Some("z-cat.test.".into()))
+            ]
+        );
+        // Handed over by coo, it stays with the new owner after a restart,
+        // and the old catalog, still listing it, ceded it.
+        let z2 = version(
+            "z-cat.test",
+            2,
+            "m.zones PTR z.test.\ngroup.m.zones TXT \"gold\"\ncoo.m.zones PTR a-cat.test.\n",
+        );
+        let steps = ixfr(&mut consumers, &z1, &z2).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [step("repoint", "z.test.", Some("a-cat.test."), 1)]
+        );
+        let ceded = consumers.changed_ceded();
+        let expected = [
+            (n("a-cat.test"), vec![]),
+            (n("z-cat.test"), vec![n("z.test")]),
+        ];
+        assert_eq!(ceded, expected);
+        let started = restart(&ceded, [(n("a-cat.test"), &a1), (n("z-cat.test"), &z2)]);
+        let z = started
+            .iter()
+            .find(|(z, _)| z.origin == n("z.test"))
+            .unwrap();
+        assert_eq!(z.0.catalog, Some(n("a-cat.test")));
+    }
+
+    #[test]
+    fn ceded_zones_are_written_read_back_and_removed_when_none_are_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = ceded_copy(&dir.path().join("cat.test.zone"));
+        assert!(read_ceded(&path).is_empty(), "no file, nothing ceded");
+        let zones = [n("a.test"), n("b.test")];
+        write_ceded(&path, &zones).unwrap();
+        assert_eq!(read_ceded(&path), zones);
+        std::fs::write(&path, "a.test.\nnot..a name\n\n").unwrap();
+        assert_eq!(read_ceded(&path), [n("a.test")]);
+        write_ceded(&path, &[]).unwrap();
+        assert!(!path.exists());
+        write_ceded(&path, &[]).unwrap();
     }
 
     #[test]

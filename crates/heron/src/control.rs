@@ -6,8 +6,9 @@
 //! line of JSON, `{"version":1,"command":"zone-status","zones":[...]}`,
 //! answered by one line of JSON, a [`Response`]. A bare word (`reload`) is
 //! the older text form, answered in text: `ok` or `error` first. The
-//! socket is made readable and writable by its owner only: whoever may
-//! control the server may already write its files.
+//! socket is readable and writable by its owner only, from the moment it
+//! appears at its path: whoever may control the server may already write
+//! its files.
 
 use std::future::Future;
 use std::io;
@@ -133,10 +134,76 @@ pub fn bind(path: &Path) -> Result<UnixListener, String> {
         std::fs::remove_file(path)
             .map_err(|e| format!("control socket {shown}: cannot remove the stale one: {e}"))?;
     }
-    let listener = UnixListener::bind(path).map_err(|e| format!("control socket {shown}: {e}"))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+    let staged = Staging::create(path).map_err(|e| format!("control socket {shown}: {e}"))?;
+    let listener = staged
+        .bind()
+        .and_then(|listener| staged.publish().map(|()| listener))
         .map_err(|e| format!("control socket {shown}: {e}"))?;
     Ok(listener)
+}
+
+/// A socket made owner-only before anyone else can reach it: bound in a
+/// fresh folder only its owner may enter (mode 0700, beside the final
+/// path so that both are on one file system), set to 0600 there, and
+/// only then linked at the final path. Binding at the final path and
+/// setting the mode after left a moment in which the socket had the
+/// mode the umask allows. A umask of 0o077 held around the bind would
+/// close that moment too, but the umask belongs to the whole process:
+/// a file another thread creates meanwhile would get it.
+struct Staging {
+    folder: PathBuf,
+    socket: PathBuf,
+    target: PathBuf,
+}
+
+impl Staging {
+    /// The private folder for `target`'s socket, created now.
+    fn create(target: &Path) -> io::Result<Staging> {
+        use std::os::unix::fs::DirBuilderExt;
+        let parent = match target.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        // Short, so that the staged path is hardly longer than the target
+        // (a socket's path is limited to 107 octets).
+        let folder = parent.join(format!(".heron-{}", std::process::id()));
+        // Left by a server of this process id that died before `drop`:
+        // removed if it is a folder (not a link to one) holding at most
+        // the socket; anything else there makes `create` fail.
+        if std::fs::symlink_metadata(&folder).is_ok_and(|m| m.is_dir()) {
+            let _ = std::fs::remove_file(folder.join("s"));
+            let _ = std::fs::remove_dir(&folder);
+        }
+        std::fs::DirBuilder::new().mode(0o700).create(&folder)?;
+        let staging = Staging {
+            socket: folder.join("s"),
+            folder,
+            target: target.to_path_buf(),
+        };
+        // The umask can only narrow the mode; this makes it exactly 0700.
+        std::fs::set_permissions(&staging.folder, std::fs::Permissions::from_mode(0o700))?;
+        Ok(staging)
+    }
+
+    /// Binds the socket in the private folder and makes it owner-only.
+    fn bind(&self) -> io::Result<UnixListener> {
+        let listener = UnixListener::bind(&self.socket)?;
+        std::fs::set_permissions(&self.socket, std::fs::Permissions::from_mode(0o600))?;
+        Ok(listener)
+    }
+
+    /// Links the socket at the final path. A link never replaces what is
+    /// there: if something took the path since it was checked, this fails.
+    fn publish(&self) -> io::Result<()> {
+        std::fs::hard_link(&self.socket, &self.target)
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.socket);
+        let _ = std::fs::remove_dir(&self.folder);
+    }
 }
 
 /// Answers requests until `shutdown` turns true, then removes the socket
@@ -423,6 +490,47 @@ mod tests {
         assert!(err.contains("another server answers"), "{err}");
         drop(live);
         let _ = std::fs::remove_file(&path);
+    }
+
+    /// No moment of wider access, by construction: the socket exists in a
+    /// folder nobody else may enter until it is owner-only, and appears
+    /// at its path only then; nothing of the staging is left.
+    #[test]
+    fn the_socket_is_owner_only_before_it_appears_at_its_path() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("heron.sock");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _in_runtime = rt.enter();
+        let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().mode() & 0o7777;
+        let staging = Staging::create(&path).unwrap();
+        assert_eq!(
+            staging.folder.parent(),
+            Some(dir.path()),
+            "same file system"
+        );
+        assert_eq!(mode(&staging.folder), 0o700, "only its owner may enter");
+        let uid = std::fs::metadata(dir.path()).unwrap().uid();
+        assert_eq!(std::fs::metadata(&staging.folder).unwrap().uid(), uid);
+        let listener = staging.bind().unwrap();
+        assert_eq!(mode(&staging.socket), 0o600);
+        assert!(!path.exists(), "not at its path before it is owner-only");
+        staging.publish().unwrap();
+        assert_eq!(mode(&path), 0o600);
+        drop(staging);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "only the socket: {left:?}");
+        // Reached at its path after the staging name is gone.
+        let _client = std::os::unix::net::UnixStream::connect(&path).unwrap();
+        drop(listener);
+        // Something that took the path meanwhile is never replaced.
+        let staging = Staging::create(&path).unwrap();
+        let _second = staging.bind().unwrap();
+        assert!(staging.publish().is_err());
+        assert_eq!(mode(&path), 0o600);
     }
 
     #[test]

@@ -26,7 +26,7 @@ use heron_zone::{Catalog, Zone};
 use tokio::sync::mpsc;
 
 use crate::config::{CatalogConfig, ZoneSpec};
-use crate::consumer::{Consumers, Step, consumed_copy};
+use crate::consumer::{Consumers, Step, ceded_copy, consumed_copy, read_ceded, write_ceded};
 use crate::reload::load_parallel;
 use crate::serve::Transfers;
 
@@ -117,6 +117,12 @@ pub fn members_at_start(
         })
         .collect();
     let consumed = load_kept(&catalogs);
+    for catalog in zones.iter() {
+        if consumers.is_catalog(&catalog.origin.to_lowercase()) {
+            let ceded = read_ceded(&ceded_copy(&catalog.file));
+            consumers.restore_ceded(&catalog.origin, ceded);
+        }
+    }
     let mut kept_of: HashMap<Name, &Zone> = (zones.iter().zip(kept.iter()))
         .filter_map(|(z, k)| Some((z.origin.to_lowercase(), k.as_ref()?)))
         .collect();
@@ -359,7 +365,7 @@ impl Running {
             }
         }
         self.delete_files(&to_delete);
-        self.start_zones(added, next);
+        self.start_zones(added, next, &to_delete);
         // A catalog added whose zone is served already (it was a
         // secondary zone before): its members now.
         for catalog in &changes.catalogs_added {
@@ -409,6 +415,7 @@ impl Running {
             self.keeper
                 .write(&consumed_copy(&catalog.file), zone.clone());
         }
+        self.write_ceded();
         if steps.is_empty() {
             return;
         }
@@ -416,8 +423,21 @@ impl Running {
         // Before the added zones look for their kept copies: a reset
         // zone's must be gone.
         self.delete_files(&to_delete);
-        self.start_zones(added, next);
+        self.start_zones(added, next, &to_delete);
         self.publish_origins();
+    }
+
+    /// Keeps, for each catalog whose ceded zones changed, the list beside
+    /// its kept copy: small (the zones two catalogs list), so written now.
+    fn write_ceded(&mut self) {
+        for (catalog, zones) in self.consumers.changed_ceded() {
+            let Some(file) = self.zones.get(&catalog).map(|z| ceded_copy(&z.file)) else {
+                continue;
+            };
+            if let Err(e) = write_ceded(&file, &zones) {
+                tracing::warn!("cannot keep {}: {e}", file.display());
+            }
+        }
     }
 
     /// Carries out what catalogs ask of their members, but for starting
@@ -521,11 +541,19 @@ impl Running {
         self.zones.insert(origin, zone);
     }
 
-    /// Starts new zones, from their kept copies or the versions served;
-    /// those with neither answer SERVFAIL until their first transfer.
-    fn start_zones(&mut self, added: Vec<SecondaryZone>, next: &mut Catalog) {
+    /// Starts new zones, from their kept copies (unless their file is
+    /// among `deleted`: a reset zone's copy may not be gone yet) or the
+    /// versions served; those with neither answer SERVFAIL until their
+    /// first transfer.
+    fn start_zones(
+        &mut self,
+        added: Vec<SecondaryZone>,
+        next: &mut Catalog,
+        deleted: &[std::path::PathBuf],
+    ) {
         let kept = load_kept(&added);
         for (zone, kept) in added.into_iter().zip(kept) {
+            let kept = kept.filter(|_| !deleted.contains(&zone.file));
             let zone = Arc::new(zone);
             let start = kept
                 .map(Arc::new)
@@ -550,11 +578,15 @@ impl Running {
         self.origins.store(Arc::new(self.kept_fresh.clone()));
     }
 
+    /// Deletes removed zones' files now, and again on the keeper's
+    /// thread after any copy queued before (which would otherwise land
+    /// after the delete). Waiting here for the keeper instead held the
+    /// catalog's update lock for as long as it was busy (up to 5 s).
     fn delete_files(&self, files: &[std::path::PathBuf]) {
-        if !files.is_empty() {
-            // A copy being written now would otherwise land after the delete.
-            self.keeper.flush(Duration::from_secs(5));
-            files.iter().for_each(|file| delete_kept(file));
+        for file in files {
+            delete_kept(file);
+            self.keeper.delete(file);
+            self.keeper.delete(&consumed_copy(file));
         }
     }
 }
@@ -566,9 +598,14 @@ fn same_zone(running: &SecondaryZone, wanted: &SecondaryZone) -> bool {
 }
 
 /// Deletes a removed secondary zone's kept copy and journal (and, for a
-/// catalog zone, the copy of the version consumed).
+/// catalog zone, the copy of the version consumed and its ceded zones).
 fn delete_kept(file: &std::path::Path) {
-    let paths = [file, &journal_file::path_for(file), &consumed_copy(file)];
+    let paths = [
+        file,
+        &journal_file::path_for(file),
+        &consumed_copy(file),
+        &ceded_copy(file),
+    ];
     for path in paths {
         match std::fs::remove_file(path) {
             Ok(()) => tracing::info!(file = %path.display(), "deleted: its zone is removed"),
@@ -787,7 +824,100 @@ fn apply(
 
 #[cfg(test)]
 mod tests {
+    use std::process::Command;
+
     use super::*;
+
+    fn n(text: &str) -> Name {
+        Name::parse(text).unwrap()
+    }
+
+    fn version(origin: &str, serial: u32, body: &str) -> Arc<Zone> {
+        let text = format!(
+            "$ORIGIN {origin}.\n$TTL 0\n@ SOA invalid. invalid. {serial} 3600 600 86400 0\n\
+             @ NS invalid.\n{body}"
+        );
+        Arc::new(
+            heron_zone::load_zone_str(&text, "t", &n(origin))
+                .unwrap()
+                .zone,
+        )
+    }
+
+    /// Consuming catalog cat.test, members kept in `dir`.
+    fn running(dir: &std::path::Path, keeper: Keeper) -> Running {
+        let template = crate::config::catalog::Template {
+            primaries: [heron_xfr::secondary::client::Upstream {
+                addr: "192.0.2.1:53".parse().unwrap(),
+                key: None,
+                tls: None,
+                source: None,
+            }]
+            .into(),
+            policy: Default::default(),
+            keep_journal: false,
+            file_pattern: format!("{}/{{zone}}.zone", dir.display()),
+        };
+        let config = CatalogConfig {
+            zone: n("cat.test"),
+            default: Some(template),
+            groups: Default::default(),
+            max_members: crate::config::catalog::DEFAULT_MAX_MEMBERS,
+        };
+        Running {
+            commands: mpsc::unbounded_channel().0,
+            zones: HashMap::new(),
+            kept_fresh: Default::default(),
+            origins: Default::default(),
+            keeper,
+            keep_removed: false,
+            expiry: Default::default(),
+            consumers: Consumers::new(vec![config]),
+        }
+    }
+
+    /// A member removed while the keeper is busy (here: stuck until the
+    /// test lets it go) is removed at once, the catalog change after it
+    /// is applied too, and the copy of it that was queued never lands.
+    #[test]
+    fn a_member_removed_while_its_copy_is_queued_does_not_wait_for_the_keeper() {
+        let dir = tempfile::tempdir().unwrap();
+        let keeper = Keeper::start().unwrap();
+        // The keeper blocks opening a FIFO for writing until it is read.
+        let stall = dir.path().join("stall.zone");
+        let fifo = dir.path().join("stall.zone.tmp");
+        assert!(
+            Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        keeper.write(&stall, version("stall.test", 1, ""));
+        let mut running = running(dir.path(), keeper.clone());
+        let (primary, mut next) = (Primary::new(HashMap::new(), 1 << 20), Catalog::new());
+        let v1 = version("cat.test", 1, "version TXT \"2\"\na.zones PTR a.test.\n");
+        running.consume(&v1, None, &mut next, &primary);
+        // a.test was just transferred: its copy waits behind the stall.
+        let a_file = running.zones[&n("a.test")].file.clone();
+        keeper.write(&a_file, version("a.test", 5, ""));
+        let v2 = version("cat.test", 2, "version TXT \"2\"\nb.zones PTR b.test.\n");
+        running.consume(&v2, None, &mut next, &primary);
+        let v3 = version(
+            "cat.test",
+            3,
+            "version TXT \"2\"\nb.zones PTR b.test.\nc.zones PTR c.test.\n",
+        );
+        running.consume(&v3, None, &mut next, &primary);
+        let mut members: Vec<String> = running.zones.keys().map(|z| z.to_string()).collect();
+        members.sort();
+        assert_eq!(members, ["b.test.", "c.test."]);
+        // Let the keeper go, and wait until it has done everything.
+        let reader = std::thread::spawn(move || std::fs::read(fifo).unwrap().len());
+        assert!(keeper.flush(Duration::from_secs(60)));
+        assert!(reader.join().unwrap() > 0);
+        assert!(!a_file.exists(), "the removed member's copy never lands");
+    }
 
     #[test]
     fn rebuilds_after_a_quiet_spell_wait_for_nothing_and_a_burst_takes_a_fifth() {

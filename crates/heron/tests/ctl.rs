@@ -86,6 +86,69 @@ impl Fixture {
     }
 }
 
+/// Started under the widest umask, the server's control socket is
+/// owner-only in every look taken at its path from the moment it
+/// appears until the server answers on it, and nothing is left beside it.
+#[test]
+fn the_control_socket_is_owner_only_from_the_moment_it_appears() {
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let (socket, config) = (dir.path().join("heron.sock"), dir.path().join("heron.toml"));
+    let zone = dir.path().join("a.zone");
+    std::fs::write(&zone, zone_text(1, "")).unwrap();
+    let port = heron_testkit::process::free_port();
+    let text = format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
+         [[zone]]\norigin = \"a.test\"\nfile = \"{}\"\n",
+        socket.display(),
+        zone.display()
+    );
+    std::fs::write(&config, text).unwrap();
+    let answered = Arc::new(AtomicBool::new(false));
+    let (watched, done) = (socket.clone(), answered.clone());
+    // Looks as often as it can until the server has answered.
+    let watcher = std::thread::spawn(move || {
+        let mut modes = std::collections::BTreeSet::new();
+        while !done.load(Ordering::Relaxed) {
+            if let Ok(meta) = std::fs::symlink_metadata(&watched) {
+                modes.insert(meta.mode() & 0o7777);
+            }
+        }
+        modes
+    });
+    let mut server = Command::new("sh")
+        .args(["-c", "umask 000; exec \"$0\" serve --config \"$1\""])
+        .arg(heron())
+        .arg(&config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = (0..600).any(|_| {
+        let ok = ctl(&socket, &["status"]).0 == Some(0);
+        if !ok {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        ok
+    });
+    answered.store(true, Ordering::Relaxed);
+    let modes = watcher.join().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(up, "the server answered on its control socket");
+    assert_eq!(modes.into_iter().collect::<Vec<_>>(), [0o600]);
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    // Killed, the server leaves its socket; no staging folder.
+    assert_eq!(names, ["a.zone", "heron.sock", "heron.toml"]);
+}
+
 #[test]
 fn zone_status_shows_serials_and_reload_of_one_zone_changes_only_it() {
     let f = Fixture::start();

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use heron_proto::message::{Message, flags};
 use heron_proto::{Name, RType, Rcode};
 use heron_testkit::{
-    QueryOpts, ServerProcess, build_query, query_tcp_pipelined, try_query_tcp, try_query_udp,
+    QueryOpts, ServerProcess, answers_on, build_query, query_tcp_pipelined, try_query_tcp,
+    try_query_udp,
 };
 
 fn heron() -> PathBuf {
@@ -120,6 +121,49 @@ fn pipelined_tcp_queries_all_get_answers() {
         };
         assert_eq!(m.rcode(), expected, "query {i}");
     }
+}
+
+/// Queries pipelined in one write are answered in one write: the first
+/// read after the answers begin to arrive holds all of them (one
+/// segment, not one per answer), each matched to its query by ID.
+#[test]
+fn a_pipelined_burst_is_answered_in_one_write() {
+    let server = ServerProcess::heron(&heron(), &[("edge.test", data(EDGE))]);
+    let names = ["edge.test", "www.edge.test", "nothing.edge.test"];
+    let ids: Vec<u16> = (0..10).map(|i| 4000 + i * 7).collect();
+    let mut burst = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let q = query(names[i % names.len()], RType::A, *id);
+        burst.extend_from_slice(&(q.len() as u16).to_be_bytes());
+        burst.extend_from_slice(&q);
+    }
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.write_all(&burst).unwrap();
+    let mut buf = vec![0u8; 65536];
+    let n = conn.read(&mut buf).unwrap();
+    let mut got = Vec::new();
+    let mut at = 0;
+    while at + 2 <= n {
+        let len = u16::from_be_bytes([buf[at], buf[at + 1]]) as usize;
+        assert!(at + 2 + len <= n, "a response cut across reads");
+        let m = parse(&buf[at + 2..at + 2 + len]);
+        let i = ids
+            .iter()
+            .position(|id| *id == m.header.id)
+            .expect("an ID asked");
+        let expected = if i % names.len() == 2 {
+            Rcode::NXDOMAIN
+        } else {
+            Rcode::NOERROR
+        };
+        assert_eq!(m.rcode(), expected, "query {i}");
+        got.push(m.header.id);
+        at += 2 + len;
+    }
+    got.sort_unstable();
+    assert_eq!(got, ids, "every answer of the burst in the first read");
 }
 
 /// A UDP server on IPv4 and IPv6 with the edge zone and room for
@@ -343,28 +387,13 @@ fn limits_server_with(idle: u64, per_client: usize, tcp: &str, after: &str) -> S
     })
 }
 
-/// Whether the server answers a query on this open connection.
-fn answers_on(conn: &mut TcpStream) -> bool {
-    let q = soa_query();
-    conn.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    if conn.write_all(&(q.len() as u16).to_be_bytes()).is_err() || conn.write_all(&q).is_err() {
-        return false;
-    }
-    let mut len = [0u8; 2];
-    if conn.read_exact(&mut len).is_err() {
-        return false;
-    }
-    let mut body = vec![0u8; u16::from_be_bytes(len) as usize];
-    conn.read_exact(&mut body).is_ok()
-}
-
 /// A connection the server admits, retrying for a few seconds while slots
 /// of closed connections (e.g. the readiness probe's) are being freed.
 fn admitted_connection(addr: SocketAddr) -> Option<TcpStream> {
     let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline {
         let mut conn = TcpStream::connect(addr).unwrap();
-        if answers_on(&mut conn) {
+        if answers_on(&mut conn, &soa_query()) {
             return Some(conn);
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -380,11 +409,11 @@ fn tcp_connections_per_client_are_limited() {
         .collect();
     let mut fourth = TcpStream::connect(server.addr()).unwrap();
     assert!(
-        !answers_on(&mut fourth),
+        !answers_on(&mut fourth, &soa_query()),
         "past the limit the connection is closed"
     );
     // Those admitted keep working.
-    assert!(answers_on(&mut open[0]));
+    assert!(answers_on(&mut open[0], &soa_query()));
     drop(open.pop());
     let again = admitted_connection(server.addr());
     assert!(again.is_some(), "a freed slot admits a new connection");
@@ -403,7 +432,10 @@ fn a_key_only_transfer_rule_keeps_the_per_client_limit() {
         .collect();
     for _ in 0..3 {
         let mut past = TcpStream::connect(server.addr()).unwrap();
-        assert!(!answers_on(&mut past), "past the limit: closed");
+        assert!(
+            !answers_on(&mut past, &soa_query()),
+            "past the limit: closed"
+        );
     }
 }
 
@@ -437,7 +469,7 @@ fn clients_that_never_complete_a_message_are_closed() {
         .collect();
     let mut refused = TcpStream::connect(server.addr()).unwrap();
     assert!(
-        !answers_on(&mut refused),
+        !answers_on(&mut refused, &soa_query()),
         "the slow clients hold every slot"
     );
     let give_up = Instant::now() + Duration::from_secs(30);
@@ -460,7 +492,7 @@ fn clients_that_never_complete_a_message_are_closed() {
 fn idle_tcp_connections_are_closed() {
     let server = limits_server(1, 100);
     let mut conn = TcpStream::connect(server.addr()).unwrap();
-    assert!(answers_on(&mut conn));
+    assert!(answers_on(&mut conn, &soa_query()));
     conn.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     let mut buf = [0u8; 1];
@@ -477,7 +509,7 @@ fn a_connection_in_use_outlives_the_idle_timeout_and_is_closed_once_idle() {
     let mut conn = TcpStream::connect(server.addr()).unwrap();
     let started = Instant::now();
     while started.elapsed() < Duration::from_millis(2500) {
-        assert!(answers_on(&mut conn), "closed while in use");
+        assert!(answers_on(&mut conn, &soa_query()), "closed while in use");
         std::thread::sleep(Duration::from_millis(250));
     }
     conn.set_read_timeout(Some(Duration::from_secs(10)))
@@ -1056,7 +1088,10 @@ fn running_out_of_file_descriptors_loses_nothing_already_served() {
         "starts"
     );
     let mut first = TcpStream::connect(addr).unwrap();
-    assert!(answers_on(&mut first), "a connection before the limit");
+    assert!(
+        answers_on(&mut first, &soa_query()),
+        "a connection before the limit"
+    );
 
     // More than the server has descriptors left: the rest wait unaccepted.
     let mut crowd: Vec<TcpStream> = (0..60).map(|_| TcpStream::connect(addr).unwrap()).collect();
@@ -1073,13 +1108,16 @@ fn running_out_of_file_descriptors_loses_nothing_already_served() {
     let m = parse(&try_query_udp(addr, &example).expect("UDP still answered"));
     assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
     assert!(
-        answers_on(&mut first),
+        answers_on(&mut first, &soa_query()),
         "the open connection is still served"
     );
 
     crowd.truncate(0);
     let mut late = TcpStream::connect(addr).unwrap();
-    assert!(answers_on(&mut late), "accepted once descriptors are free");
+    assert!(
+        answers_on(&mut late, &soa_query()),
+        "accepted once descriptors are free"
+    );
 }
 
 /// A child process killed (and reaped) when the test ends, passed or not.

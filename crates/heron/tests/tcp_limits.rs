@@ -7,10 +7,18 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use heron_proto::{Name, RType};
-use heron_testkit::{QueryOpts, ServerProcess, build_query};
+use heron_testkit::{QueryOpts, ServerProcess, answers_on, build_query};
 
 fn heron() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+fn soa_query() -> Vec<u8> {
+    let opts = QueryOpts {
+        id: 7,
+        ..QueryOpts::default()
+    };
+    build_query(&Name::parse("wide.test").unwrap(), RType::SOA, &opts)
 }
 
 fn framed(name: &str, qtype: RType, id: u16) -> Vec<u8> {
@@ -47,9 +55,14 @@ fn wide_zone(dir: &Path) -> PathBuf {
 
 /// 8 KB of framed queries for the wide TXT RRset.
 fn wide_queries() -> Vec<u8> {
+    wide_queries_of(8 * 1024)
+}
+
+/// At least `bytes` of framed queries for the wide TXT RRset.
+fn wide_queries_of(bytes: usize) -> Vec<u8> {
     let mut out = Vec::new();
     let mut id = 0;
-    while out.len() < 8 * 1024 {
+    while out.len() < bytes {
         out.extend_from_slice(&framed("big.wide.test", RType::TXT, id));
         id += 1;
     }
@@ -59,6 +72,16 @@ fn wide_queries() -> Vec<u8> {
 /// Heron serving wide.test over TCP, and over TLS if given a certificate
 /// and key; idle timeout 30 s, so nothing is closed while memory is read.
 fn wide_server(dir: &Path, tls: Option<(SocketAddr, &Path, &Path)>) -> ServerProcess {
+    wide_server_idle(dir, tls, 30)
+}
+
+/// [`wide_server`] with an idle timeout of `idle` seconds, which also
+/// bounds how long a write may wait for a client to read.
+fn wide_server_idle(
+    dir: &Path,
+    tls: Option<(SocketAddr, &Path, &Path)>,
+    idle: u64,
+) -> ServerProcess {
     let zone = wide_zone(dir);
     let tls = tls.map_or(String::new(), |(addr, chain, key)| {
         format!(
@@ -70,7 +93,7 @@ fn wide_server(dir: &Path, tls: Option<(SocketAddr, &Path, &Path)>) -> ServerPro
     ServerProcess::heron_with_config(&heron(), "wide.test", |port| {
         format!(
             "[server]\nlisten = [\"127.0.0.1:{port}\"]\n{tls}\
-             [tcp]\nidle-timeout = 30\nmax-connections-per-client = 1000\n\
+             [tcp]\nidle-timeout = {idle}\nmax-connections-per-client = 1000\n\
              [[zone]]\norigin = \"wide.test\"\nfile = \"{}\"\n",
             zone.display()
         )
@@ -140,6 +163,42 @@ fn pipelining_clients_that_never_read_hold_bounded_memory() {
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     assert_eq!(answer_count(&mut conns[0]), 220);
+}
+
+/// A client that pipelines far more answers than the socket buffers
+/// hold and never reads is closed once a write has waited the idle
+/// timeout: it gets a fraction of its answers, then the end of the
+/// connection (a reset, as its unread queries are dropped), not a
+/// connection held open for as long as it keeps not reading.
+#[test]
+fn a_pipelining_client_that_never_reads_is_closed_by_the_write_bound() {
+    const IDLE_S: u64 = 2;
+    let dir = scratch_dir("never-reads");
+    let server = wide_server_idle(dir.path(), None, IDLE_S);
+    // About 2,000 queries whose answers take 60 KB each: 120 MB.
+    let queries = wide_queries_of(64 * 1024);
+    let asked = queries.len() / framed("big.wide.test", RType::TXT, 0).len();
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    conn.write_all(&queries).unwrap();
+    std::thread::sleep(Duration::from_secs(IDLE_S + 3));
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut received = 0usize;
+    let mut buf = vec![0u8; 64 * 1024];
+    let ended = loop {
+        match conn.read(&mut buf) {
+            Ok(0) => break "closed",
+            Ok(n) => received += n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break "reset",
+            Err(e) => panic!("still open after {received} bytes: {e}"),
+        }
+    };
+    let answers = received / 60_000;
+    eprintln!("{ended} after {received} bytes (about {answers} of {asked} answers)");
+    assert!(
+        answers < asked / 2,
+        "{answers} of {asked} answers came: the connection was not closed while blocked"
+    );
 }
 
 /// The same over TLS, with 20 connections (it was 2.4 GB).
@@ -296,21 +355,6 @@ fn connect_from(source: &str, server: SocketAddr) -> TcpStream {
     socket.into()
 }
 
-/// Whether the server answers a query on `conn` (a connection refused by
-/// a limit is closed unanswered).
-fn answers_on(conn: &mut TcpStream) -> bool {
-    conn.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-    if conn.write_all(&framed("wide.test", RType::SOA, 7)).is_err() {
-        return false;
-    }
-    let mut len = [0u8; 2];
-    if conn.read_exact(&mut len).is_err() {
-        return false;
-    }
-    let mut body = vec![0u8; u16::from_be_bytes(len) as usize];
-    conn.read_exact(&mut body).is_ok()
-}
-
 /// One IPv6 host usually holds a whole /64: its addresses are one client
 /// for `max-connections-per-client` (issue 24), checked end to end from
 /// distinct source addresses in a network namespace made here.
@@ -343,23 +387,29 @@ fn ipv6_clients_of_one_prefix_share_the_per_client_limit() {
             .into_iter()
             .map(|source| {
                 let mut conn = connect_from(source, target);
-                assert!(answers_on(&mut conn), "{source}: within the limit");
+                assert!(
+                    answers_on(&mut conn, &soa_query()),
+                    "{source}: within the limit"
+                );
                 conn
             })
             .collect();
         let mut fourth = connect_from("2001:db8:5::5", target);
         assert!(
-            !answers_on(&mut fourth),
+            !answers_on(&mut fourth, &soa_query()),
             "a fourth address of the same /64 is past the limit"
         );
         let mut other = connect_from("2001:db8:5:1::2", target);
-        assert!(answers_on(&mut other), "the next /64 has its own count");
+        assert!(
+            answers_on(&mut other, &soa_query()),
+            "the next /64 has its own count"
+        );
         // A slot freed in the /64 admits its next address (the server
         // frees it once it sees the close: retried for a few seconds).
         drop(open.pop());
         let admitted = (0..25).any(|_| {
             std::thread::sleep(Duration::from_millis(200));
-            answers_on(&mut connect_from("2001:db8:5::5", target))
+            answers_on(&mut connect_from("2001:db8:5::5", target), &soa_query())
         });
         assert!(admitted, "a freed slot admits another address of the /64");
     });

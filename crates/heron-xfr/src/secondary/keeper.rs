@@ -31,6 +31,8 @@ enum Op {
     Write(Arc<Zone>),
     /// Sets the file's modification time.
     Date(SystemTime),
+    /// Removes the file (its zone is gone).
+    Delete,
     /// Answered once everything queued before is on disk.
     Flush(Sender<()>),
 }
@@ -72,6 +74,13 @@ impl Keeper {
         let _ = self.ops.send((path.to_path_buf(), Op::Date(at)));
     }
 
+    /// Deletes `path` after every write to it queued before, so that none
+    /// of them lands after the delete (a removed zone's copy written late
+    /// would come back). Nobody waits for it.
+    pub fn delete(&self, path: &Path) {
+        let _ = self.ops.send((path.to_path_buf(), Op::Delete));
+    }
+
     /// Waits, up to `wait`, until everything queued so far is on disk (at
     /// shutdown). Returns whether it got there.
     pub fn flush(&self, wait: Duration) -> bool {
@@ -82,11 +91,12 @@ impl Keeper {
 }
 
 /// What a batch does to one file: the newest zone queued, then the last
-/// date queued after it.
+/// date queued after it; or a delete queued after both.
 #[derive(Default)]
 struct Pending {
     zone: Option<Arc<Zone>>,
     date: Option<SystemTime>,
+    delete: bool,
 }
 
 fn run(queue: Receiver<(PathBuf, Op)>) {
@@ -98,11 +108,18 @@ fn run(queue: Receiver<(PathBuf, Op)>) {
                 Op::Write(zone) => {
                     let newest = Pending {
                         zone: Some(zone),
-                        date: None,
+                        ..Pending::default()
                     };
                     batch.insert(path, newest);
                 }
                 Op::Date(at) => batch.entry(path).or_default().date = Some(at),
+                Op::Delete => {
+                    let gone = Pending {
+                        delete: true,
+                        ..Pending::default()
+                    };
+                    batch.insert(path, gone);
+                }
                 Op::Flush(done) => flushes.push(done),
             }
         }
@@ -148,6 +165,14 @@ fn commit(batch: HashMap<PathBuf, Pending>) {
     for (path, p) in &batch {
         if let (None, Some(at)) = (&p.zone, p.date) {
             set_mtime(path, at);
+        }
+        if p.delete {
+            match std::fs::remove_file(path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    tracing::warn!("cannot delete {}: {e}", path.display())
+                }
+                _ => {}
+            }
         }
     }
 }
@@ -235,6 +260,23 @@ mod tests {
             keeper.write(p, zone(7));
         }
         assert!(wait_for(|| paths.iter().all(|p| serial_in(p) == Some(7))));
+    }
+
+    #[test]
+    fn a_delete_lands_after_the_writes_queued_before_it_and_before_later_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.zone");
+        let keeper = Keeper::start().unwrap();
+        keeper.write(&path, zone(1));
+        keeper.delete(&path);
+        assert!(keeper.flush(Duration::from_secs(10)));
+        assert!(!path.exists() && !tmp_path(&path).exists());
+        keeper.write(&path, zone(2));
+        assert!(keeper.flush(Duration::from_secs(10)));
+        keeper.delete(&path);
+        keeper.write(&path, zone(3));
+        assert!(keeper.flush(Duration::from_secs(10)));
+        assert_eq!(serial_in(&path), Some(3));
     }
 
     #[test]
