@@ -210,8 +210,8 @@ impl<'c> Slot<'c> {
         if !self.needs_zone {
             return;
         }
-        let served =
-            catalog.served_from(q.qname_lower.as_wire(), &q.qname_starts, self.first_origin);
+        let (name, starts) = (q.qname_lower.as_wire(), &q.qname_starts);
+        let served = catalog.served_from_likely(name, starts, self.first_origin, self.likely_zone);
         self.prepared.kind = PreparedKind::Query(served);
         match served {
             // The guess was right: its first lookup is on its way.

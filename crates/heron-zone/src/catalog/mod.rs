@@ -295,6 +295,31 @@ impl Catalog {
         }
     }
 
+    /// [`Catalog::served_from`] once [`Catalog::likely_zone`] has read
+    /// the first candidate's slot: a likely zone whose origin is that
+    /// candidate is the answer, and with none the candidate is no origin,
+    /// so the table is not searched for it a second time.
+    #[inline]
+    pub(crate) fn served_from_likely<'s>(
+        &'s self,
+        lower_qname: &[u8],
+        starts: &LabelStarts,
+        first: Option<Candidate>,
+        likely: Option<&'s Zone>,
+    ) -> Served<'s> {
+        let Some(c) = first else {
+            return self.served_from(lower_qname, starts, None);
+        };
+        match likely {
+            Some(zone) if zone.origin().as_wire() == &lower_qname[c.start..] => Served::Zone(zone),
+            Some(_) => self.served_from(lower_qname, starts, first),
+            None => {
+                let below = self.candidate_below(lower_qname, starts, c.labels as usize);
+                self.served_from(lower_qname, starts, below)
+            }
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.zones.len()
     }
