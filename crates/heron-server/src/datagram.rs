@@ -115,9 +115,9 @@ impl<'a> Layers<'a> {
     }
 
     /// The layers before RRL: writes the response to the `i`th datagram
-    /// of `prepared`, `query` from `peer`, into `response`. RRL then
-    /// locates the batch's buckets ([`Layers::locate`]) and
-    /// [`Layers::finish`] debits them, so that they load together.
+    /// of `prepared`, `query` from `peer`, into `response`. With RRL on,
+    /// [`Layers::locate`] then finds its bucket, and [`Layers::finish`]
+    /// debits the batch's buckets once all are located.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub fn respond(
@@ -192,11 +192,10 @@ impl<'a> Layers<'a> {
         }
     }
 
-    /// The first half of the RRL layer, once every datagram of the batch
-    /// is written ([`Layers::respond`]): locates the bucket of each one's
-    /// response and starts loading it ([`Limiter::locate`]), so that the
-    /// batch waits on the table once. A loop of its own, where the key
-    /// stays in registers.
+    /// The first half of the RRL layer, for a datagram whose response
+    /// [`Layers::respond`] wrote: locates its bucket and starts loading
+    /// it ([`Limiter::locate`]), so that the batch's buckets load while
+    /// the rest of the batch is answered; [`Layers::finish`] debits them.
     #[inline(always)]
     pub fn locate(
         pending: &mut Pending,

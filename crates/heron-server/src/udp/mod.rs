@@ -152,18 +152,13 @@ impl Handler for Worker {
             self.cells.query(Via::Udp, qtype);
             let (query, peer, response) = batch.datagram(i);
             let events = &mut self.events;
-            let pending = layers.respond(&prepared, i, query, &peer, response, events);
-            if self.limiter.is_some() {
+            let mut pending = layers.respond(&prepared, i, query, &peer, response, events);
+            if let Some(limiter) = &self.limiter {
+                Layers::locate(&mut pending, &prepared, i, &peer, response, limiter);
                 self.pending.push(pending);
             } else if layers.finish(pending, &prepared, i, query, &peer, response, None) {
                 // Without RRL there is nothing to wait for: one pass.
                 batch.reply(i);
-            }
-        }
-        if let Some(limiter) = &self.limiter {
-            for (i, pending) in self.pending.iter_mut().enumerate() {
-                let (_, peer, response) = batch.datagram(i);
-                Layers::locate(pending, &prepared, i, &peer, response, limiter);
             }
         }
         for (i, &pending) in self.pending.iter().enumerate() {

@@ -343,20 +343,13 @@ impl Worker {
                 let (raw, out) = (query(i), &mut self.responses[i]);
                 let events = &mut self.events;
                 let peer = &datagram.peer;
-                let respond = layers.respond(&prepared, i, raw, peer, out, events);
-                if self.limiter.is_some() {
+                let mut respond = layers.respond(&prepared, i, raw, peer, out, events);
+                if let Some(limiter) = &self.limiter {
+                    Layers::locate(&mut respond, &prepared, i, peer, out, limiter);
                     pending[i] = Some(respond);
                 } else {
                     // Without RRL there is nothing to wait for: one pass.
                     reply[i] = layers.finish(respond, &prepared, i, raw, peer, out, None);
-                }
-            }
-        }
-        if let Some(limiter) = &self.limiter {
-            for (i, found) in self.found.iter().enumerate() {
-                if let (Some(datagram), Some(pending)) = (found, &mut pending[i]) {
-                    let out = &self.responses[i];
-                    Layers::locate(pending, &prepared, i, &datagram.peer, out, limiter);
                 }
             }
         }
