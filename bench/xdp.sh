@@ -17,12 +17,18 @@
 #   SERVERS="heron-xdp heron-sockets knot-xdp knot-sockets"  which to run;
 #              also "heronnp-MODE" (Heron with udp-coalesce-us = 0) and
 #              "heronold-MODE" (the binary in $HERON_OLD), for A/B runs
+#   CLIENT_NAPI=1  the namespace's end of the pair receives in its own
+#              NAPI thread (GRO on, threaded NAPI) pinned to the generator's
+#              CPU, as a real client's NIC would: without it, veth delivers
+#              each reply through the client's IP and UDP input in the
+#              sender's system call, charging the server for the client's
+#              receive
 #   COUNT=1    also count the server's system calls per answered query
 #              (perf stat on tracepoints: poll, sendto, recvmmsg, ...);
 #              their CPU figures then include perf's tracing cost
 #   PROFILE=DIR  also record where the server spends its time (perf record
 #              -g -e cpu-clock on its threads, kernel and user) into
-#              DIR/SERVER-RATE.txt (top of perf report)
+#              DIR/SERVER-RATE.txt (top of perf report; perf.data beside it)
 #
 # Needs root, dnsperf and knot (apt-get install dnsperf knot), perf for
 # COUNT/PROFILE, cgroup v1 cpuset, and a release build (cargo build
@@ -41,8 +47,9 @@ HERON=${HERON:-$ROOT/target/release/heron}
 ZONE=$ROOT/crates/heron/tests/data/differential/edge.test.zone
 PORT=5353
 ID=$$
-NS=heronbench$ID
-IF=hb$ID
+TAG=${TAG:-hb}   # names the namespace and the veth pair (a helper's own)
+NS=${TAG}bench$ID
+IF=$TAG$ID
 WORK=$(mktemp -d /tmp/heron-xdp-bench.XXXXXX)
 CPUSET=/sys/fs/cgroup/cpuset/heron-xdp-bench-$ID
 SERVER_PID=
@@ -73,6 +80,16 @@ ip link set "$IF" up
 ip netns exec "$NS" ip addr add 198.51.100.2/24 dev "${IF}i"
 ip netns exec "$NS" ip link set "${IF}i" up
 ip netns exec "$NS" ip link set lo up
+if [ "${CLIENT_NAPI:-0}" = 1 ]; then
+    ip netns exec "$NS" ethtool -K "${IF}i" gro on >/dev/null
+    # veth hands a packet to the peer's NAPI only if it cannot be a TSO
+    # packet (or comes from a UDP socket): XSK replies need TSO off here.
+    ethtool -K "$IF" tso off >/dev/null
+    ip netns exec "$NS" sh -c "echo 1 > /sys/class/net/${IF}i/threaded"
+    for pid in $(ps -eo pid=,comm= | awk -v n="napi/${IF}i-" 'index($2, n) == 1 {print $1}'); do
+        taskset -pc "$GEN_CPU" "$pid" >/dev/null
+    done
+fi
 
 for q in "www.edge.test A" "edge.test SOA" "mail.edge.test AAAA" "nx.edge.test A" \
          "x.wild.edge.test A" "txt.edge.test TXT" "edge.test NS" "a.b.c.ent.edge.test A"; do
@@ -130,10 +147,16 @@ stop() { # $1: heron|knot
 }
 
 proc_cpu() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
+proc_user() { awk '{print $14}' "/proc/$SERVER_PID/stat"; }
 machine_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
 switches() {
     cat /proc/"$SERVER_PID"/task/*/status 2>/dev/null \
         | awk '/^(non)?voluntary_ctxt_switches/{n += $2} END {print n}'
+}
+# Voluntary switches of all the server's threads: its sleeps, so its wakes.
+wakes() {
+    cat /proc/"$SERVER_PID"/task/*/status 2>/dev/null \
+        | awk '/^voluntary_ctxt_switches/{n += $2} END {print n}'
 }
 
 EVENTS=raw_syscalls:sys_enter,syscalls:sys_enter_poll,syscalls:sys_enter_ppoll
@@ -144,7 +167,7 @@ EVENTS=$EVENTS,syscalls:sys_enter_clock_nanosleep,sched:sched_switch
 
 trial() { # $1: heron|knot  $2: xdp|sockets
     start "$1" "$2"
-    local p0 m0 s0 p1 m1 s1 answered hz name="$1-$2" watcher=
+    local p0 m0 s0 u0 w0 p1 m1 s1 u1 w1 answered hz name="$1-$2" watcher=
     hz=$(getconf CLK_TCK)
     if [ "$COUNT" = 1 ]; then
         perf stat -x, -e "$EVENTS" -p "$SERVER_PID" -o "$WORK/perfstat" &
@@ -155,10 +178,10 @@ trial() { # $1: heron|knot  $2: xdp|sockets
         watcher=$!
     fi
     sleep 0.5
-    p0=$(proc_cpu); m0=$(machine_busy); s0=$(switches)
+    p0=$(proc_cpu); m0=$(machine_busy); s0=$(switches); u0=$(proc_user); w0=$(wakes)
     ip netns exec "$NS" taskset -c "$GEN_CPU" dnsperf -s 198.51.100.1 -p "$PORT" \
         -d "$WORK/queries" -l "$SECONDS_" -Q "$RATE" -c 4 -q 1000 > "$WORK/dnsperf" 2>&1
-    p1=$(proc_cpu); m1=$(machine_busy); s1=$(switches)
+    p1=$(proc_cpu); m1=$(machine_busy); s1=$(switches); u1=$(proc_user); w1=$(wakes)
     if [ -n "$watcher" ]; then kill -INT "$watcher"; wait "$watcher" 2>/dev/null || true; fi
     # Which CPUs the server's threads were allowed (the cpuset holds).
     local cpus
@@ -167,9 +190,9 @@ trial() { # $1: heron|knot  $2: xdp|sockets
     grep -i 'xdp' "$WORK/log" | sed 's/^/    # /' >&2 || true
     answered=$(awk '/Queries completed:/{print $3}' "$WORK/dnsperf")
     awk -v s="$name" -v a="$answered" -v p=$((p1 - p0)) -v m=$((m1 - m0)) -v hz="$hz" \
-        -v cs=$((s1 - s0)) -v cpus="$cpus" 'BEGIN {
-        printf "%-14s answered %8d  server %6.2f us/q  machine %6.2f us/q  switches %5.3f/q  cpus %s\n",
-            s, a, p * 1e6 / hz / a, m * 1e6 / hz / a, cs / a, cpus }'
+        -v cs=$((s1 - s0)) -v cpus="$cpus" -v u=$((u1 - u0)) -v w=$((w1 - w0)) 'BEGIN {
+        printf "%-14s answered %8d  server %6.2f us/q (user %4.2f)  machine %6.2f us/q  switches %5.3f/q  wakes %5.3f/q  cpus %s\n",
+            s, a, p * 1e6 / hz / a, u * 1e6 / hz / a, m * 1e6 / hz / a, cs / a, w / a, cpus }'
     if [ "$COUNT" = 1 ]; then
         # The perf window (0.5 s idle before, the stop after) adds a few
         # idle wakes: counts are per answered query of the dnsperf window.
@@ -181,7 +204,7 @@ trial() { # $1: heron|knot  $2: xdp|sockets
     if [ -n "$PROFILE" ]; then
         perf report -i "$WORK/perf.data" --no-children --sort dso,sym -g none --stdio 2>/dev/null \
             | grep -v '^$' | head -150 > "$PROFILE/$name-$RATE.txt" || true
-        rm -f "$WORK/perf.data"
+        mv "$WORK/perf.data" "$PROFILE/$name-$RATE.data"
     fi
 }
 
