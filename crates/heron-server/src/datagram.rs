@@ -19,6 +19,7 @@ use heron_zone::{AnswerConfig, Answered, Catalog, Transport};
 use crate::processor::cookies::{self, Step};
 use crate::processor::tap::Tap;
 use crate::processor::{self, Event, Outcome, Request, Screened};
+use crate::rrl::Charge;
 use crate::service::{Service, unix_now};
 use crate::udp::limit::Limiter;
 
@@ -48,6 +49,37 @@ impl PeerAddress for heron_sys::udp::Peer<'_> {
     #[inline]
     fn ip(&self) -> Option<IpAddr> {
         heron_sys::udp::Peer::ip(self)
+    }
+}
+
+/// A datagram between [`Layers::respond`] and [`Layers::finish`].
+#[derive(Clone, Copy, Debug)]
+pub struct Pending {
+    /// Whether the response is to be sent, as far as the layers before
+    /// RRL are concerned.
+    send: bool,
+    /// Whether RRL applies: a response to send, to a client without a
+    /// valid server cookie.
+    limitable: bool,
+    /// Its RRL bucket, once located; None: not rate limited.
+    charge: Option<Charge>,
+    /// Whether the query-log layer has seen it (a refused or deferred
+    /// query, which RRL does not limit).
+    tapped: bool,
+}
+
+impl Pending {
+    const DONE_DROP: Pending = Pending::done(false);
+    const DONE_SEND: Pending = Pending::done(true);
+
+    /// A datagram whose fate is settled before RRL.
+    const fn done(send: bool) -> Pending {
+        Pending {
+            send,
+            limitable: false,
+            charge: None,
+            tapped: true,
+        }
     }
 }
 
@@ -82,27 +114,26 @@ impl<'a> Layers<'a> {
         }
     }
 
-    /// Writes the response to the `i`th datagram of `prepared`, `query`
-    /// from `peer`, into `response`, and says whether to send it.
-    /// `limiter` (RRL) is dated for the batch by the caller
-    /// ([`Limiter::start_batch`]).
+    /// The layers before RRL: writes the response to the `i`th datagram
+    /// of `prepared`, `query` from `peer`, into `response`. With RRL on,
+    /// [`Layers::locate`] then finds its bucket, and [`Layers::finish`]
+    /// debits the batch's buckets once all are located.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub fn answer(
+    pub fn respond(
         &self,
         prepared: &PreparedBatch,
         i: usize,
         query: &[u8],
-        peer: impl PeerAddress,
+        peer: &impl PeerAddress,
         response: &mut Vec<u8>,
-        limiter: Option<&mut Limiter>,
         events: &mut Vec<Event>,
-    ) -> bool {
+    ) -> Pending {
         let processor = &self.service.processor;
         // The one branch a query pays when no query ACL is configured.
         if self.screens {
             let Some(address) = peer.address() else {
-                return false;
+                return Pending::DONE_DROP;
             };
             let req = udp_request(query, address);
             let screened =
@@ -110,10 +141,10 @@ impl<'a> Layers<'a> {
             self.service.dispatch(events);
             match screened {
                 Screened::Pass => {}
-                Screened::Drop => return false,
+                Screened::Drop => return Pending::DONE_DROP,
                 Screened::Refused => {
                     self.tap(query, || Some(address), response, true);
-                    return true;
+                    return Pending::DONE_SEND;
                 }
             }
         }
@@ -122,7 +153,7 @@ impl<'a> Layers<'a> {
         let has_cookie = plain && cookies::has_cookie(q);
         let asks_options = plain && processor::asks_options(q);
         // The address is decoded only for the layers that need it (rate
-        // limiting reads it alone, below).
+        // limiting reads it alone, in `locate`).
         let needs_peer = !plain || has_cookie || asks_options;
         let address = if needs_peer { peer.address() } else { None };
         // The cookie layer, for a plain query with a COOKIE option only.
@@ -136,10 +167,13 @@ impl<'a> Layers<'a> {
             Step::Answered => Answered::Response,
             _ => prepared.answer(i, self.config, query, Transport::Udp, response),
         };
-        let mut send = match answered {
+        let send = match answered {
             Answered::Response => true,
             Answered::Drop => false,
-            Answered::Deferred => return self.deferred(q, query, address, response, events),
+            Answered::Deferred => {
+                let sent = self.deferred(q, query, address, response, events);
+                return Pending::done(sent);
+            }
         };
         if let Step::Answer(cookie) = step {
             cookie.append(response);
@@ -150,16 +184,68 @@ impl<'a> Layers<'a> {
             processor.add_options(self.catalog, &udp_request(query, address), q, response);
         }
         let exempt = matches!(step, Step::Answer(c) if c.rrl_exempt);
-        if let (Some(limiter), true, false) = (limiter, send, exempt) {
-            let client = match address {
-                Some(address) => Some(address.ip()),
-                None => peer.ip(),
-            };
-            if let Some(client) = client {
-                send = limiter.admit(client, q, plain, response);
-            }
+        Pending {
+            send,
+            limitable: send && !exempt,
+            charge: None,
+            tapped: false,
         }
-        self.tap(query, || address.or_else(|| peer.address()), response, send);
+    }
+
+    /// The first half of the RRL layer, for a datagram whose response
+    /// [`Layers::respond`] wrote: locates its bucket and starts loading
+    /// it ([`Limiter::locate`]), so that the batch's buckets load while
+    /// the rest of the batch is answered; [`Layers::finish`] debits them.
+    #[inline(always)]
+    pub fn locate(
+        pending: &mut Pending,
+        prepared: &PreparedBatch,
+        i: usize,
+        peer: &impl PeerAddress,
+        response: &[u8],
+        limiter: &Limiter,
+    ) {
+        if pending.limitable
+            && let Some(client) = peer.ip()
+        {
+            let (q, plain) = (prepared.query(i), prepared.is_plain_query(i));
+            pending.charge = limiter.locate(client, q, plain, response);
+        }
+    }
+
+    /// Whether a datagram [`Layers::respond`] left `pending` is to be
+    /// sent, when that is settled without [`Layers::finish`] (no RRL
+    /// bucket to debit, no query log to write); None: it is not.
+    #[inline(always)]
+    pub fn settled(&self, pending: Pending) -> Option<bool> {
+        let done = pending.charge.is_none() && (pending.tapped || self.tap.is_none());
+        done.then_some(pending.send)
+    }
+
+    /// The layers from RRL on for a datagram [`Layers::respond`] left
+    /// `pending`: debits its bucket (`limiter` is dated for the batch by
+    /// the caller, [`Limiter::start_batch`]) and logs the exchange; says
+    /// whether to send the response.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn finish(
+        &self,
+        pending: Pending,
+        prepared: &PreparedBatch,
+        i: usize,
+        query: &[u8],
+        peer: &impl PeerAddress,
+        response: &mut Vec<u8>,
+        limiter: Option<&mut Limiter>,
+    ) -> bool {
+        let mut send = pending.send;
+        if let (Some(charge), Some(limiter)) = (pending.charge, limiter) {
+            let (q, plain) = (prepared.query(i), prepared.is_plain_query(i));
+            send = limiter.settle(charge, || peer.ip(), q, plain, response);
+        }
+        if !pending.tapped {
+            self.tap(query, || peer.address(), response, send);
+        }
         send
     }
 

@@ -26,7 +26,10 @@
 //! sixteen octets per multiply: [`key_hash`]) and one read and write of
 //! a 16-octet bucket, which never straddles two cache lines, all inlined
 //! into the caller; nothing is allocated, an empty exempt list is not
-//! walked, and what a limited response needs is out of line.
+//! walked, and what a limited response needs is out of line. Finding the
+//! bucket ([`Rrl::locate`]) and debiting it ([`Rrl::debit`]) are apart,
+//! so that a batch can start loading all its buckets before it waits on
+//! the first: a table larger than the caches misses on most responses.
 //!
 //! One [`Rrl`] per UDP worker, without locks or shared atomics, as the
 //! rest of the UDP path. Rates then apply per worker: the kernel spreads a
@@ -190,6 +193,14 @@ impl<'a> From<Key<'a>> for Response<'a> {
     }
 }
 
+/// A response's bucket, found by [`Rrl::locate`] and debited by
+/// [`Rrl::debit`]: eight octets, so that a batch keeps one per response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Charge {
+    index: u32,
+    class: Class,
+}
+
 /// What to do with the response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -329,20 +340,49 @@ impl Rrl {
     }
 
     /// Debits the bucket of `response` to `client` at `now_ms` and says
-    /// whether to send it. Clients with a valid server cookie and TCP
-    /// clients should not be checked at all.
-    ///
-    /// Inlined into the caller: a response that is not limited costs the
-    /// class's limit, the key's hash and the bucket, and returns; what a
-    /// limited one needs is out of line ([`Rrl::limited`]).
+    /// whether to send it: [`Rrl::locate`] then [`Rrl::debit`]. Clients
+    /// with a valid server cookie and TCP clients should not be checked
+    /// at all.
     #[inline]
     pub fn check<'a>(&mut self, client: IpAddr, key: impl Into<Key<'a>>, now_ms: u64) -> Verdict {
+        match self.locate(client, key) {
+            Some(charge) => self.debit(charge, now_ms),
+            None => Verdict::SEND,
+        }
+    }
+
+    /// The bucket `response` to `client` is to be debited from, whose
+    /// cache line is asked for now, so that a batch can locate all its
+    /// responses' buckets before it debits the first ([`Rrl::debit`]):
+    /// their loads overlap instead of being waited for one at a time.
+    /// None: the response is not limited (its class has no rate, or the
+    /// client is exempt).
+    #[inline]
+    pub fn locate<'a>(&self, client: IpAddr, key: impl Into<Key<'a>>) -> Option<Charge> {
         let Key { class, qtype, name } = key.into();
-        let limit = self.limits[class as usize];
-        if limit.rate == 0 || self.is_exempt(client) {
-            return Verdict::SEND;
+        if self.limits[class as usize].rate == 0 || self.is_exempt(client) {
+            return None;
         }
         let index = self.hash(client, class as u8, qtype, name) as usize & self.mask;
+        heron_sys::prefetch::prefetch(&self.table[index..]);
+        Some(Charge {
+            // The table has at most MAX_TABLE_SIZE buckets: fits.
+            index: index as u32,
+            class,
+        })
+    }
+
+    /// Debits the bucket of a located response at `now_ms` and says
+    /// whether to send it. Every charge is debited on its own, so that
+    /// several responses of one batch to one bucket each count.
+    ///
+    /// Inlined into the caller: a response that is not limited costs the
+    /// class's limit and the bucket, and returns; what a limited one needs
+    /// is out of line ([`Rrl::limited`]).
+    #[inline]
+    pub fn debit(&mut self, charge: Charge, now_ms: u64) -> Verdict {
+        let index = charge.index as usize & self.mask;
+        let limit = self.limits[charge.class as usize];
         if !debit(&mut self.table[index], limit, now_ms) {
             return Verdict::SEND;
         }

@@ -98,7 +98,7 @@ impl Batch {
 
     /// The `i`th received datagram, where it came from (decoded on
     /// demand) and the response buffer for it.
-    #[inline]
+    #[inline(always)]
     pub fn datagram(&mut self, i: usize) -> (&[u8], Peer<'_>, &mut Vec<u8>) {
         let peer = self.received.peer(i);
         (self.received.datagram(i), peer, &mut self.responses[i])

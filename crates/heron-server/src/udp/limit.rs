@@ -4,12 +4,16 @@
 //! authority record, which costs no walk of the message, then sent,
 //! dropped or slipped (cut to header and question, TC set).
 //!
-//! What a response that is not limited costs is kept to a few tens of
-//! instructions (`bench/shield-cost.sh`): the batch is dated once, by
-//! its receive ([`Limiter::start_batch`]); the peer's address is read
-//! without its port; a positive answer is told from the header's rcode
-//! and answer count alone; the key is hashed once and its bucket debited
-//! inline; everything a limited response needs is out of line.
+//! What a response that is not limited costs is kept small
+//! (`bench/shield-cost.sh`): the batch is dated once, by its receive
+//! ([`Limiter::start_batch`]); the peer's address is read without its
+//! port; a positive answer is told from the header's rcode and answer
+//! count alone; the key is hashed once. A batch locates every response's
+//! bucket first ([`Limiter::locate`], which starts loading its cache
+//! line) and debits them after ([`Limiter::settle`]), so that a table
+//! larger than the caches makes the batch wait for memory once rather
+//! than once per response; everything a limited response needs is out
+//! of line.
 
 use std::io;
 use std::net::IpAddr;
@@ -19,7 +23,7 @@ use std::time::Instant;
 use heron_proto::message::{HEADER_LEN, Query, flags};
 
 use crate::processor::cookies::random_bytes;
-use crate::rrl::{Action, Class, Key, Response, Rrl, RrlCounters, RrlSettings, Verdict};
+use crate::rrl::{Action, Charge, Class, Key, Response, Rrl, RrlCounters, RrlSettings, Verdict};
 
 /// The dropped and slipped responses of all workers, for the metrics and
 /// the log at exit; each worker adds what changed once per batch, and
@@ -85,26 +89,39 @@ impl Limiter {
         self.now_ms = since.as_secs() * 1000 + u64::from(since.subsec_millis());
     }
 
-    /// Whether to send `response` to `client`; a slipped one is cut here.
-    /// `q` is the query when it parsed (`plain`), else only its header
-    /// may be trusted. Not inlined into the batch loop, whose registers
-    /// are all taken: on its own it keeps the key in registers.
-    #[inline(never)]
-    pub fn admit(
-        &mut self,
+    /// The bucket `response` to `client` is debited from, its cache line
+    /// asked for now ([`Rrl::locate`]): a batch locates every response's
+    /// bucket before it settles the first ([`Limiter::settle`]). `q` is
+    /// the query when it parsed (`plain`), else only its header may be
+    /// trusted. None: not a response, or one that is never limited.
+    #[inline]
+    pub fn locate(
+        &self,
         client: IpAddr,
+        q: &Query,
+        plain: bool,
+        response: &[u8],
+    ) -> Option<Charge> {
+        let key = classify(response, q, plain)?;
+        self.rrl.locate(client, key)
+    }
+
+    /// Whether to send the located `response`; a slipped one is cut here.
+    /// `client` is decoded again only for a limited response's log line.
+    #[inline]
+    pub fn settle(
+        &mut self,
+        charge: Charge,
+        client: impl FnOnce() -> Option<IpAddr>,
         q: &Query,
         plain: bool,
         response: &mut Vec<u8>,
     ) -> bool {
-        let Some(class) = classify(response, q, plain) else {
-            return true;
-        };
-        let verdict = self.rrl.check(client, class, self.now_ms);
+        let verdict = self.rrl.debit(charge, self.now_ms);
         if verdict.action == Action::Send && !verdict.log {
             return true;
         }
-        limited(verdict, client, class, q, plain, response)
+        limited(verdict, client(), q, plain, response)
     }
 
     /// Adds what this worker limited since the last call to `totals`.
@@ -127,20 +144,21 @@ impl Limiter {
     }
 }
 
-/// [`Limiter::admit`] for a response that is limited, or whose limiting
+/// [`Limiter::settle`] for a response that is limited, or whose limiting
 /// is to be logged.
 #[cold]
 #[inline(never)]
 fn limited(
     verdict: Verdict,
-    client: IpAddr,
-    class: Key,
+    client: Option<IpAddr>,
     q: &Query,
     plain: bool,
     response: &mut Vec<u8>,
 ) -> bool {
-    if verdict.log {
-        let class = Response::from(class);
+    if verdict.log
+        && let (Some(key), Some(client)) = (classify(response, q, plain), client)
+    {
+        let class = Response::from(key);
         tracing::info!("rate limiting {class:?} responses to {client} and its prefix");
     }
     match verdict.action {
@@ -342,6 +360,56 @@ mod tests {
 
     fn limiter(settings: crate::rrl::RrlSettings) -> Limiter {
         Limiter::new(Rrl::new(&settings, 7).unwrap())
+    }
+
+    impl Limiter {
+        /// One response located and settled at once.
+        fn admit(&mut self, client: IpAddr, q: &Query, plain: bool, out: &mut Vec<u8>) -> bool {
+            match self.locate(client, q, plain, out) {
+                Some(charge) => self.settle(charge, || Some(client), q, plain, out),
+                None => true,
+            }
+        }
+    }
+
+    #[test]
+    fn every_response_of_a_batch_to_one_bucket_is_counted() {
+        // A batch of twelve answers to one client for one name, all
+        // located before the first is settled, at five a second: five
+        // sent whole, then drop and slip in turn, as if one at a time.
+        let mut limiter = limiter(crate::rrl::RrlSettings {
+            responses_per_second: 5,
+            ..Default::default()
+        });
+        let (msg, q) = query(NAME);
+        let answer = response(&msg, &q, 0, true, 1, &[0xC0, 12]);
+        let client: IpAddr = "192.0.2.1".parse().unwrap();
+        limiter.start_batch(limiter.start);
+        let mut outs = vec![answer.clone(); 12];
+        let charges: Vec<Charge> = outs
+            .iter()
+            .map(|out| limiter.locate(client, &q, true, out).unwrap())
+            .collect();
+        assert!(charges.windows(2).all(|w| w[0] == w[1]), "one bucket");
+        let sent: Vec<bool> = charges
+            .into_iter()
+            .zip(&mut outs)
+            .map(|(charge, out)| limiter.settle(charge, || Some(client), &q, true, out))
+            .collect();
+        let want = [true; 5]
+            .into_iter()
+            .chain([false, true].repeat(4).into_iter().take(7));
+        assert_eq!(sent, want.collect::<Vec<_>>());
+        assert!(outs[..5].iter().all(|out| *out == answer), "sent whole");
+        assert!(outs[6].len() < answer.len(), "slipped");
+        let totals = RrlTotals::default();
+        limiter.report(&totals);
+        let counted = RrlCounters {
+            dropped: 4,
+            slipped: 3,
+            log_only: 0,
+        };
+        assert_eq!(totals.snapshot(), counted);
     }
 
     #[test]

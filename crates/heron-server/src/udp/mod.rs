@@ -18,7 +18,7 @@ use heron_zone::lookahead::MAX_BATCH;
 use heron_zone::{BatchAnswerer, Catalog};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::datagram::Layers;
+use crate::datagram::{Layers, Pending};
 use crate::processor::Event;
 use crate::service::Service;
 use crate::stats::{Cells, Via};
@@ -103,6 +103,7 @@ pub fn spawn_workers(
                     service,
                     answerer: BatchAnswerer::default(),
                     events: Vec::new(),
+                    pending: Vec::with_capacity(MAX_BATCH),
                     limiter,
                 };
                 run_loop(&socket, &stop, coalesce, segment, worker)
@@ -122,6 +123,9 @@ struct Worker {
     answerer: BatchAnswerer,
     /// The processor's events, handed on at once; kept to reuse.
     events: Vec<Event>,
+    /// The batch's datagrams between the layers before RRL and the rest
+    /// ([`Layers::respond`], [`Layers::finish`]); kept to reuse.
+    pending: Vec<Pending>,
     /// Response rate limiting; None: off.
     limiter: Option<Limiter>,
     /// This worker's counters.
@@ -143,20 +147,28 @@ impl Handler for Worker {
         if let Some(limiter) = &mut self.limiter {
             limiter.start_batch(batch.received_at());
         }
+        self.pending.clear();
         for i in 0..received {
             let qtype = prepared.parsed(i).map(|q| q.qtype.0);
             self.cells.query(Via::Udp, qtype);
             let (query, peer, response) = batch.datagram(i);
-            let limiter = self.limiter.as_mut();
-            if layers.answer(
-                &prepared,
-                i,
-                query,
-                peer,
-                response,
-                limiter,
-                &mut self.events,
-            ) {
+            let events = &mut self.events;
+            let mut pending = layers.respond(&prepared, i, query, &peer, response, events);
+            if let Some(limiter) = &self.limiter {
+                Layers::locate(&mut pending, &prepared, i, &peer, response, limiter);
+                self.pending.push(pending);
+            } else if layers.finish(pending, &prepared, i, query, &peer, response, None) {
+                // Without RRL there is nothing to wait for: one pass.
+                batch.reply(i);
+            }
+        }
+        for (i, &pending) in self.pending.iter().enumerate() {
+            let send = layers.settled(pending).unwrap_or_else(|| {
+                let (query, peer, response) = batch.datagram(i);
+                let limiter = self.limiter.as_mut();
+                layers.finish(pending, &prepared, i, query, &peer, response, limiter)
+            });
+            if send {
                 batch.reply(i);
             }
         }

@@ -337,12 +337,28 @@ impl Worker {
         if let Some(limiter) = &mut self.limiter {
             limiter.start_batch(received_at);
         }
+        let mut pending = [None; BATCH];
         for (i, found) in self.found.iter().enumerate() {
             if let Some(datagram) = found {
                 let (raw, out) = (query(i), &mut self.responses[i]);
-                let limiter = self.limiter.as_mut();
                 let events = &mut self.events;
-                reply[i] = layers.answer(&prepared, i, raw, datagram.peer, out, limiter, events);
+                let peer = &datagram.peer;
+                let mut respond = layers.respond(&prepared, i, raw, peer, out, events);
+                if let Some(limiter) = &self.limiter {
+                    Layers::locate(&mut respond, &prepared, i, peer, out, limiter);
+                    pending[i] = Some(respond);
+                } else {
+                    // Without RRL there is nothing to wait for: one pass.
+                    reply[i] = layers.finish(respond, &prepared, i, raw, peer, out, None);
+                }
+            }
+        }
+        for (i, found) in self.found.iter().enumerate() {
+            if let (Some(datagram), Some(pending)) = (found, pending[i]) {
+                let (raw, out) = (query(i), &mut self.responses[i]);
+                let limiter = self.limiter.as_mut();
+                let peer = &datagram.peer;
+                reply[i] = layers.finish(pending, &prepared, i, raw, peer, out, limiter);
             }
         }
         if let Some(limiter) = &mut self.limiter {
