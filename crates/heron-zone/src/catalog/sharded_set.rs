@@ -98,9 +98,11 @@ impl<T: Hash + Eq + Clone> ShardedSet<T> {
     }
 
     /// Takes `item` out; returns whether it was there. A shard left with
-    /// room for four times what it holds gives the room back (a cold
-    /// start expires every secondary zone at first); a set left empty
-    /// goes back to one shard.
+    /// room for four times what it holds gives the room back, an emptied
+    /// shard all of it (a cold start expires every secondary zone at
+    /// first); a set left empty goes back to one shard. After a shrink a
+    /// shard holds at most about 2.3 times its length, so removals do not
+    /// shrink it again at once.
     pub fn remove<Q>(&mut self, item: &Q) -> bool
     where
         T: Borrow<Q>,
@@ -115,7 +117,7 @@ impl<T: Hash + Eq + Clone> ShardedSet<T> {
         if let Ok(entry) = shard.find_entry(hash, |t| t.borrow() == item) {
             entry.remove();
         }
-        if shard.capacity() > 4 * shard.len() + 64 {
+        if shard.capacity() > 4 * shard.len() {
             let hasher = &self.hasher;
             shard.shrink_to_fit(|t| hasher.hash_one(t));
         }
@@ -190,14 +192,25 @@ mod tests {
         assert!(set.is_empty());
     }
 
+    /// Each set hashes with its own random seed, so this runs over many
+    /// seeds: one failed in CI when every shard ended at the same size.
     #[test]
     fn room_goes_back_as_elements_leave() {
+        (0..16).for_each(|_| room_goes_back_with_one_seed());
+    }
+
+    fn room_goes_back_with_one_seed() {
         let mut set: ShardedSet<u32> = (0..20_000).collect();
         let full = set.capacity();
         (0..19_990).for_each(|i| {
             set.remove(&i);
         });
         assert!(set.capacity() < full / 4, "{} of {full}", set.capacity());
+        assert!(
+            set.capacity() <= 10 * 4,
+            "{} for 10 elements",
+            set.capacity()
+        );
         assert!((19_990..20_000).all(|i| set.contains(&i)));
         (19_990..20_000).for_each(|i| {
             set.remove(&i);
