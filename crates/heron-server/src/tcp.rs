@@ -302,6 +302,7 @@ pub async fn serve(
         service,
         idle: limiter.limits.idle_timeout,
         message_timeout: limiter.limits.message_timeout,
+        nodelay_inherited: nodelay_for_accepted(&listener),
     });
     while let Some((stream, peer)) = next_connection(&listener, &mut shutdown, &mut failures).await
     {
@@ -365,6 +366,25 @@ struct Shared {
     idle: Duration,
     /// Longest time from a message's first byte to its last.
     message_timeout: Duration,
+    /// Whether accepted sockets come with `TCP_NODELAY` from the listener.
+    nodelay_inherited: bool,
+}
+
+/// Sets `TCP_NODELAY` on `listener`, which Linux copies to every socket
+/// it accepts: one system call per listener instead of one per
+/// connection. False when it could not be set; each connection then sets
+/// its own.
+fn nodelay_for_accepted(listener: &TcpListener) -> bool {
+    SockRef::from(listener).set_nodelay(true).is_ok()
+}
+
+/// Gives `stream` `TCP_NODELAY` unless it has it from the listener, so
+/// that no answer waits for the client's acknowledgement of the last.
+fn set_nodelay(stream: &TcpStream, shared: &Shared) -> io::Result<()> {
+    if shared.nodelay_inherited {
+        return Ok(());
+    }
+    stream.set_nodelay(true)
 }
 
 async fn connection(
@@ -373,7 +393,7 @@ async fn connection(
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
-    stream.set_nodelay(true)?;
+    set_nodelay(&stream, &shared)?;
     // Only what is not answered is kept between reads: an idle connection
     // holds no buffers at all.
     let mut partial = Unanswered::default();
@@ -532,7 +552,7 @@ async fn tls_connection(
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
-    stream.set_nodelay(true)?;
+    set_nodelay(&stream, &shared)?;
     let mut stream = timeout(shared.idle, tls.accept(stream))
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
@@ -915,6 +935,7 @@ mod tests {
             service: Arc::new(Service::new(processor, None)),
             idle: Duration::from_secs(1),
             message_timeout: Duration::from_secs(1),
+            nodelay_inherited: true,
         });
         let (_tx, shutdown) = watch::channel(false);
         let limiter = ConnectionLimiter::new(TcpLimits::default(), Vec::new());
@@ -1114,6 +1135,18 @@ mod tests {
         assert_eq!(read_available(&server, &mut chunk).unwrap(), Some(32));
         assert_eq!(read_available(&server, &mut chunk).unwrap(), None);
         assert!(!marked_readable(&server));
+    }
+
+    /// Answers are never held back by Nagle's algorithm: sockets accepted
+    /// from a listener given `TCP_NODELAY` have it without a call of
+    /// their own.
+    #[tokio::test]
+    async fn accepted_sockets_have_nodelay_from_their_listener() {
+        let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        assert!(nodelay_for_accepted(&listener));
+        let _client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        assert!(stream.nodelay().unwrap());
     }
 
     /// Every read on a thread lands in one buffer, whatever the
