@@ -98,6 +98,13 @@ impl Consumers {
         self.catalogs.contains_key(origin)
     }
 
+    /// The consumed catalogs (lower-cased), sorted.
+    pub fn names(&self) -> Vec<Name> {
+        let mut names: Vec<Name> = self.catalogs.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
     /// Takes the catalogs configured now (a reload): one new is consumed
     /// from the next version it is given; the members of one no longer
     /// configured are removed; those of one whose templates changed are
@@ -276,7 +283,7 @@ impl Consumers {
         match change {
             Change::Remove(m) if owned_here => {
                 self.owner.remove(&zone);
-                Some(Step::Remove(m.zone))
+                self.pass_on(catalog, &zone).or(Some(Step::Remove(m.zone)))
             }
             // Owned by another catalog before a restart.
             Change::Add(_) if self.has_ceded(catalog, &zone) => None,
@@ -287,7 +294,7 @@ impl Consumers {
                     Some(Step::Add(made.0, made.1))
                 }
                 Some(other) if self.hands_over(&other, &zone, catalog) => {
-                    self.take_over(&other, catalog, &m)
+                    self.take_over(&other, catalog, &m, "coo")
                 }
                 Some(other) => {
                     self.cede(catalog, &zone, true);
@@ -324,15 +331,34 @@ impl Consumers {
             .members()
             .get(&member.zone.to_lowercase())?;
         let listed = listed.clone();
-        self.take_over(from, &to, &listed)
+        self.take_over(from, &to, &listed, "coo")
     }
 
-    /// Catalog `to` takes `member` (as it lists it) from catalog `from`.
-    fn take_over(&mut self, from: &Name, to: &Name, member: &Member) -> Option<Step> {
+    /// `zone` (lower-cased), just dropped by its owner `from`, to the
+    /// first other catalog (by name) that lists it and so had ceded it:
+    /// a zone some catalog lists is served while any does, as it would
+    /// be after a restart.
+    fn pass_on(&mut self, from: &Name, zone: &Name) -> Option<Step> {
+        let mut listing: Vec<&Name> = (self.ceded.iter())
+            .filter(|(catalog, zones)| *catalog != from && zones.contains(zone))
+            .map(|(catalog, _)| catalog)
+            .collect();
+        listing.sort();
+        let (to, member) = listing.into_iter().find_map(|catalog| {
+            let member = self.catalogs.get(catalog)?.members.members().get(zone)?;
+            self.made(catalog, member)?;
+            Some((catalog.clone(), member.clone()))
+        })?;
+        self.take_over(from, &to, &member, "its owner dropped it")
+    }
+
+    /// Catalog `to` takes `member` (as it lists it) from catalog `from`
+    /// (`why`: for the log).
+    fn take_over(&mut self, from: &Name, to: &Name, member: &Member, why: &str) -> Option<Step> {
         tracing::info!(
             zone = %member.zone,
             catalog = %to,
-            "zone {} changes ownership from catalog {from} to {to} (coo)",
+            "zone {} changes ownership from catalog {from} to {to} ({why})",
             member.zone
         );
         let zone = member.zone.to_lowercase();
@@ -804,6 +830,47 @@ mod tests {
         assert!(ixfr(&mut consumers, &old2, &old3).unwrap().is_empty());
         let new3 = version("new.test", 3, "x.zones PTR y.test.\n");
         let steps = ixfr(&mut consumers, &new2, &new3).unwrap();
+        assert_eq!(summary(&steps), [step("remove", "z.test.", None, 0)]);
+    }
+
+    #[test]
+    fn a_zone_dropped_by_its_owner_goes_to_another_catalog_listing_it() {
+        let mut consumers = Consumers::new(vec![
+            config("a-cat.test", false),
+            config("b-cat.test", true),
+            config("c-cat.test", false),
+        ]);
+        let a1 = version("a-cat.test", 1, "m.zones PTR z.test.\n");
+        consumers.consume(&a1, None, |_| false).unwrap();
+        // Both list it second, without coo: ignored, ceded.
+        let b1 = version(
+            "b-cat.test",
+            1,
+            "k.zones PTR z.test.\ngroup.k.zones TXT \"gold\"\n",
+        );
+        assert!(consumers.consume(&b1, None, |_| false).unwrap().is_empty());
+        let c1 = version("c-cat.test", 1, "j.zones PTR z.test.\n");
+        assert!(consumers.consume(&c1, None, |_| false).unwrap().is_empty());
+        consumers.changed_ceded();
+        // The owner drops it: the first other catalog by name takes it,
+        // with its own template, and no longer cedes it.
+        let a2 = version("a-cat.test", 2, "");
+        let steps = ixfr(&mut consumers, &a1, &a2).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [step("repoint", "z.test.", Some("b-cat.test."), 2)]
+        );
+        assert_eq!(consumers.changed_ceded(), [(n("b-cat.test"), vec![])]);
+        // Then that one drops it: the next one takes it.
+        let b2 = version("b-cat.test", 2, "");
+        let steps = ixfr(&mut consumers, &b1, &b2).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [step("repoint", "z.test.", Some("c-cat.test."), 1)]
+        );
+        // The last listing goes: the zone goes.
+        let c2 = version("c-cat.test", 2, "");
+        let steps = ixfr(&mut consumers, &c1, &c2).unwrap();
         assert_eq!(summary(&steps), [step("remove", "z.test.", None, 0)]);
     }
 

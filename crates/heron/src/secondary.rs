@@ -377,6 +377,18 @@ impl Running {
         changes
     }
 
+    /// Reads again the version served of each consumed catalog that has
+    /// not been taken (one rejected for listing a zone configured by hand
+    /// then): after a reload let go of such a zone, the catalog need not
+    /// wait for its next serial. A version taken already costs nothing.
+    pub fn reconsume(&mut self, next: &mut Catalog, primary: &Primary) {
+        for catalog in self.consumers.names() {
+            if let Some(zone) = next.get(&catalog).cloned() {
+                self.consume(&zone, None, next, primary);
+            }
+        }
+    }
+
     /// A catalog member configured by hand now (`how`) no longer follows
     /// its catalog: the hand configuration wins.
     fn leave_catalog(&mut self, member: &SecondaryZone, how: &str, primary: &Primary) {

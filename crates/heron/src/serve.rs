@@ -753,6 +753,11 @@ pub(crate) async fn reload(
             tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
         }
         outcome.removed = removed;
+        // After the removals: a catalog rejected for a zone configured by
+        // hand is taken once the hand lets go of it.
+        if let (Some(_), Some(running)) = (&catalogs, xfr.secondaries.lock().unwrap().as_mut()) {
+            running.reconsume(&mut next, &xfr.primary);
+        }
         // After the removals: a zone that became a catalog is replaced.
         if let Some(catalogs) = &catalogs {
             catalog_producer::update(catalogs, &mut next);

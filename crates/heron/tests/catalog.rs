@@ -429,6 +429,23 @@ fn ctl_said(socket: &Path, args: &[&str]) -> (bool, String) {
     (out.status.success(), said)
 }
 
+/// A Heron primary of the catalog listing a.test and b.test (serial 1
+/// each), files in `dir`; the consumer's port and configuration.
+fn primary_of_a_and_b(dir: &Path) -> (ServerProcess, u16, String) {
+    let members = [("a", "a.test", None), ("b", "b.test", None)];
+    std::fs::write(
+        dir.join(format!("{CATALOG}.zone")),
+        catalog_text(1, &members),
+    )
+    .unwrap();
+    for zone in ["a.test", "b.test"] {
+        std::fs::write(dir.join(format!("{zone}.zone")), member_text(zone)).unwrap();
+    }
+    let (primary, consumer_port) = heron_primary_of(dir, &[CATALOG, "a.test", "b.test"], CATALOG);
+    let config = consumer_config(consumer_port, primary.addr(), dir, &[CATALOG]);
+    (primary, consumer_port, config)
+}
+
 /// A careless operator: a member zone of a catalog is configured by hand
 /// with a zone file of its own, and `heron ctl reconfigure` run. The
 /// file's zone is served from then on, not overwritten by the member's
@@ -439,13 +456,7 @@ fn ctl_said(socket: &Path, args: &[&str]) -> (bool, String) {
 fn a_member_configured_by_hand_later_wins_and_the_others_survive_a_restart() {
     let dir = work_dir("by-hand");
     let file = |name: &str| dir.join(format!("{name}.zone"));
-    let members = [("a", "a.test", None), ("b", "b.test", None)];
-    std::fs::write(file(CATALOG), catalog_text(1, &members)).unwrap();
-    for zone in ["a.test", "b.test"] {
-        std::fs::write(file(zone), member_text(zone)).unwrap();
-    }
-    let (primary, consumer_port) = heron_primary_of(&dir, &[CATALOG, "a.test", "b.test"], CATALOG);
-    let config = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG]);
+    let (primary, consumer_port, config) = primary_of_a_and_b(&dir);
     let mut consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
         .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));
     let addr = consumer.addr();
@@ -488,6 +499,39 @@ fn a_member_configured_by_hand_later_wins_and_the_others_survive_a_restart() {
     );
     assert_eq!(zone_serial(addr, "b.test"), Some(77));
     assert!(consumer.log().contains("configured by hand now"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The other order: a catalog lists a zone already configured by hand,
+/// so its version is rejected (nothing of it served); once a reload takes
+/// the hand's zone out, the version served is read again and its members
+/// served, without waiting for the catalog's next serial.
+#[test]
+fn a_catalog_rejected_for_a_zone_by_hand_is_taken_when_the_hand_lets_go() {
+    let dir = work_dir("hand-lets-go");
+    let (primary, consumer_port, config) = primary_of_a_and_b(&dir);
+    let hand = dir.join("b-by-hand.zone");
+    std::fs::write(&hand, member_text("b.test").replace(" 1 3600", " 77 3600")).unwrap();
+    let by_hand = format!(
+        "{config}[[zone]]\norigin = \"b.test\"\nfile = \"{}\"\n",
+        hand.display()
+    );
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, "b.test", &by_hand)
+        .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
+    let addr = consumer.addr();
+    assert!(
+        eventually(|| consumer.log().contains("configured by hand already")),
+        "{}",
+        consumer.log()
+    );
+    assert_eq!(zone_serial(addr, "b.test"), Some(77));
+    assert_eq!(rcode(addr, "a.test", RType::SOA), Some(Rcode::REFUSED));
+
+    let socket = dir.join("ctl.sock");
+    reconfigure(&consumer, &socket, &config);
+    assert_serves_exactly(&consumer, &["a.test", "b.test"], "the hand let go");
+    assert_eq!(catalog_of(&socket, "b.test.").as_deref(), Some("cat.test."));
+    drop(primary);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
