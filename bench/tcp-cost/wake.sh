@@ -7,10 +7,10 @@
 # every thread of every process of the server, by name (perf's syscall
 # tracepoints), context switches (voluntary and not, from
 # /proc/PID/task/*/status) and server CPU (schedstat). With PROFILE=FILE,
-# instead `perf record -e cpu-clock -g -C 0` (the server's CPU, kernel
-# included; a CPU-wide event, which a context switch does not reprogram as
-# it does a per-task one: report it with --pid)
-# over the same run, written to FILE; with PLAIN=1, neither (CPU and
+# instead `perf record -e cpu-clock -g` of the server's threads (kernel
+# included; perf's own cost at each context switch is in it, and on this
+# VM a CPU-wide recording puts most samples at idle exit instead) over the
+# same run, written to FILE; with PLAIN=1, neither (CPU and
 # context switches only, without perf's own cost).
 set -u
 kind=$1; heron=$2; conns=$3; inflight=$4; rate=$5; dur=${6:-10}
@@ -43,7 +43,7 @@ cpu_ns() { for p in ${pids//,/ }; do cat /proc/$p/task/*/schedstat; done | awk '
 if [ -n "${PLAIN:-}" ]; then
   sleep $((dur + 6)) &
 elif [ -n "${PROFILE:-}" ]; then
-  perf record -q -e cpu-clock -g -C 0 -o "$PROFILE" -- sleep $((dur + 6)) 2>/dev/null &
+  perf record -q -e cpu-clock -g -p $pids -o "$PROFILE" -- sleep $((dur + 6)) 2>/dev/null &
 else
   ev=raw_syscalls:sys_enter
   for s in read write readv writev recvfrom sendto recvmsg sendmsg recvmmsg sendmmsg \
