@@ -21,7 +21,7 @@
 //! A listener given TLS settings serves DNS over TLS (RFC 7858) and zone
 //! transfers over TLS (RFC 9103) the same way, after the handshake.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
@@ -45,7 +45,7 @@ use crate::service::{Service, unix_now};
 use crate::stats::{Limit, Via, qtype_of};
 use crate::tls::TlsAcceptor;
 
-/// Bytes read per system call (on the stack, not kept between reads).
+/// Bytes read per system call, into the thread's [`READ_BUFFER`].
 const READ_CHUNK: usize = 8192;
 /// Reads a TLS connection takes before it writes what they answered.
 const READS_PER_ROUND: usize = 8;
@@ -302,6 +302,7 @@ pub async fn serve(
         service,
         idle: limiter.limits.idle_timeout,
         message_timeout: limiter.limits.message_timeout,
+        nodelay_inherited: nodelay_for_accepted(&listener),
     });
     while let Some((stream, peer)) = next_connection(&listener, &mut shutdown, &mut failures).await
     {
@@ -365,6 +366,25 @@ struct Shared {
     idle: Duration,
     /// Longest time from a message's first byte to its last.
     message_timeout: Duration,
+    /// Whether accepted sockets come with `TCP_NODELAY` from the listener.
+    nodelay_inherited: bool,
+}
+
+/// Sets `TCP_NODELAY` on `listener`, which Linux copies to every socket
+/// it accepts: one system call per listener instead of one per
+/// connection. False when it could not be set; each connection then sets
+/// its own.
+fn nodelay_for_accepted(listener: &TcpListener) -> bool {
+    SockRef::from(listener).set_nodelay(true).is_ok()
+}
+
+/// Gives `stream` `TCP_NODELAY` unless it has it from the listener, so
+/// that no answer waits for the client's acknowledgement of the last.
+fn set_nodelay(stream: &TcpStream, shared: &Shared) -> io::Result<()> {
+    if shared.nodelay_inherited {
+        return Ok(());
+    }
+    stream.set_nodelay(true)
 }
 
 async fn connection(
@@ -373,7 +393,7 @@ async fn connection(
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
-    stream.set_nodelay(true)?;
+    set_nodelay(&stream, &shared)?;
     // Only what is not answered is kept between reads: an idle connection
     // holds no buffers at all.
     let mut partial = Unanswered::default();
@@ -392,19 +412,19 @@ async fn connection(
         if !wait_readable(&stream, deadline, timer.as_mut(), stop.as_mut()).await? {
             return Ok(()); // idle, a message not completed in time, or shutdown
         }
-        // The chunk is scoped to end before the next await, so it is never
-        // part of the task's saved state.
         let mut replies = Replies::new();
-        {
-            let mut chunk = [0u8; READ_CHUNK];
-            let n = match read_available(&stream, &mut chunk)? {
-                None => continue, // readiness was stale
-                Some(0) => return Ok(()),
-                Some(n) => n,
-            };
-            take_input(&chunk[..n], &mut partial, &mut replies, from, &shared)?;
+        let read = with_read_buffer(|chunk| {
+            let n = read_available(&stream, chunk)?;
+            if let Some(n @ 1..) = n {
+                take_input(&chunk[..n], &mut partial, &mut replies, from, &shared)?;
+            }
+            Ok::<_, io::Error>(n)
+        })?;
+        match read {
+            None => continue, // readiness was stale
+            Some(0) => return Ok(()),
+            Some(_) => respond_plain(&mut stream, replies, peer, &shared).await?,
         }
-        respond_plain(&mut stream, replies, peer, &shared).await?;
     }
 }
 
@@ -480,6 +500,21 @@ async fn wait_readable(
     }
 }
 
+thread_local! {
+    /// Where reads land, one per runtime thread, reused by every
+    /// connection: a chunk on the stack was zeroed, 8 KiB written, on
+    /// every read (more than half of a lone query's user-space
+    /// instructions, docs/benchmarks/tcp.md).
+    static READ_BUFFER: RefCell<Box<[u8; READ_CHUNK]>> =
+        RefCell::new(Box::new([0; READ_CHUNK]));
+}
+
+/// Runs `f` with this thread's read buffer. `f` cannot await, so the
+/// buffer is never held across a task switch nor saved in a task.
+fn with_read_buffer<T>(f: impl FnOnce(&mut [u8]) -> T) -> T {
+    READ_BUFFER.with_borrow_mut(|chunk| f(&mut chunk[..]))
+}
+
 /// Reads what `stream` holds into `chunk`; None when it holds nothing
 /// (the readiness was stale). A read that leaves room in `chunk` took all
 /// the kernel had, so the readiness is cleared then, and the next wait
@@ -507,8 +542,8 @@ fn read_available(stream: &TcpStream, chunk: &mut [u8]) -> io::Result<Option<usi
 
 /// A connection with TLS under the same framing. Between reads it holds
 /// no buffer of ours, only rustls's state: it waits for the socket to be
-/// readable, then takes all the plaintext TLS has at once into a chunk on
-/// the stack (reads polled once, never awaited), so nothing is left in
+/// readable, then takes all the plaintext TLS has at once into the
+/// thread's read buffer (reads polled once, never awaited), so nothing is left in
 /// TLS's buffers while it waits again.
 async fn tls_connection(
     tls: TlsAcceptor,
@@ -517,7 +552,7 @@ async fn tls_connection(
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
-    stream.set_nodelay(true)?;
+    set_nodelay(&stream, &shared)?;
     let mut stream = timeout(shared.idle, tls.accept(stream))
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
@@ -535,25 +570,27 @@ async fn tls_connection(
             take_input(&[], &mut partial, &mut replies, from, &shared)?;
             drained = false;
         } else {
-            let mut chunk = [0u8; READ_CHUNK];
             // A client that keeps sending is answered every few reads, or
             // sooner once the answers reach the cap.
-            for _ in 0..READS_PER_ROUND {
-                drained = false;
-                match read_now(&mut stream, &mut chunk) {
-                    Poll::Ready(Ok(0)) => ended = true,
-                    Poll::Ready(Ok(n)) => {
-                        take_input(&chunk[..n], &mut partial, &mut replies, from, &shared)?;
-                        if partial.holds_whole_message() || !replies.transfers.is_empty() {
-                            break;
+            with_read_buffer(|chunk| {
+                for _ in 0..READS_PER_ROUND {
+                    drained = false;
+                    match read_now(&mut stream, chunk) {
+                        Poll::Ready(Ok(0)) => ended = true,
+                        Poll::Ready(Ok(n)) => {
+                            take_input(&chunk[..n], &mut partial, &mut replies, from, &shared)?;
+                            if partial.holds_whole_message() || !replies.transfers.is_empty() {
+                                break;
+                            }
+                            continue;
                         }
-                        continue;
+                        Poll::Ready(Err(e)) => return Err(e),
+                        Poll::Pending => drained = true,
                     }
-                    Poll::Ready(Err(e)) => return Err(e),
-                    Poll::Pending => drained = true,
+                    break;
                 }
-                break;
-            }
+                Ok(())
+            })?;
         }
         respond(&mut stream, replies, peer, &shared).await?;
         if ended {
@@ -898,6 +935,7 @@ mod tests {
             service: Arc::new(Service::new(processor, None)),
             idle: Duration::from_secs(1),
             message_timeout: Duration::from_secs(1),
+            nodelay_inherited: true,
         });
         let (_tx, shutdown) = watch::channel(false);
         let limiter = ConnectionLimiter::new(TcpLimits::default(), Vec::new());
@@ -1097,6 +1135,42 @@ mod tests {
         assert_eq!(read_available(&server, &mut chunk).unwrap(), Some(32));
         assert_eq!(read_available(&server, &mut chunk).unwrap(), None);
         assert!(!marked_readable(&server));
+    }
+
+    /// Answers are never held back by Nagle's algorithm: sockets accepted
+    /// from a listener given `TCP_NODELAY` have it without a call of
+    /// their own.
+    #[tokio::test]
+    async fn accepted_sockets_have_nodelay_from_their_listener() {
+        let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        assert!(nodelay_for_accepted(&listener));
+        let _client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        assert!(stream.nodelay().unwrap());
+    }
+
+    /// Every read on a thread lands in one buffer, whatever the
+    /// connection (none is zeroed or allocated per read), and a short
+    /// read after a longer one shows only what it read.
+    #[tokio::test]
+    async fn reads_share_the_threads_buffer_and_see_only_their_bytes() {
+        use std::io::Write;
+        let (mut a, server_a) = connected_pair().await;
+        let (mut b, server_b) = connected_pair().await;
+        a.write_all(&[1; 300]).unwrap();
+        b.write_all(&[2; 10]).unwrap();
+        readable_within_5_s(&server_a).await;
+        readable_within_5_s(&server_b).await;
+        let read = |stream: &TcpStream| {
+            with_read_buffer(|chunk| {
+                let n = read_available(stream, chunk).unwrap().unwrap();
+                (chunk.as_ptr(), chunk[..n].to_vec())
+            })
+        };
+        let (first, long) = read(&server_a);
+        let (second, short) = read(&server_b);
+        assert_eq!((long, short), (vec![1; 300], vec![2; 10]));
+        assert_eq!(first, second, "one buffer for both connections");
     }
 
     #[tokio::test]

@@ -166,6 +166,104 @@ fn a_pipelined_burst_is_answered_in_one_write() {
     assert_eq!(got, ids, "every answer of the burst in the first read");
 }
 
+/// `query` with its two-octet length before it, as TCP carries it.
+fn framed(query: &[u8]) -> Vec<u8> {
+    let mut out = (query.len() as u16).to_be_bytes().to_vec();
+    out.extend_from_slice(query);
+    out
+}
+
+/// The next framed response on `conn`, parsed.
+fn read_framed(conn: &mut TcpStream) -> Message {
+    let mut len = [0u8; 2];
+    conn.read_exact(&mut len).expect("a response's length");
+    let mut body = vec![0u8; u16::from_be_bytes(len) as usize];
+    conn.read_exact(&mut body).expect("a whole response");
+    parse(&body)
+}
+
+/// Queries cut anywhere, in the length or in the message, and a write
+/// that ends one query and begins the next: each is answered once its
+/// last octet comes, whether the server's reads see the pieces apart or
+/// together. Each piece is written alone after a pause, so that the
+/// server mostly reads it alone: a short read must not be taken for a
+/// whole message nor lose what it brought.
+#[test]
+fn queries_split_across_segments_are_answered() {
+    let server = ServerProcess::heron(&heron(), &[("edge.test", data(EDGE))]);
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    conn.set_nodelay(true).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let pause = || std::thread::sleep(Duration::from_millis(30));
+    for (id, cut) in [(10u16, 1usize), (11, 2), (12, 9)] {
+        let q = framed(&query("www.edge.test", RType::A, id));
+        conn.write_all(&q[..cut]).unwrap();
+        pause();
+        conn.write_all(&q[cut..]).unwrap();
+        let m = read_framed(&mut conn);
+        assert_eq!(
+            (m.header.id, m.rcode()),
+            (id, Rcode::NOERROR),
+            "cut at {cut}"
+        );
+        assert_eq!(m.answers.len(), 1);
+    }
+    // The end of one query with the start of the next, then the rest.
+    let (a, b) = (
+        framed(&query("edge.test", RType::SOA, 20)),
+        framed(&query("nothing.edge.test", RType::A, 21)),
+    );
+    conn.write_all(&a[..5]).unwrap();
+    pause();
+    conn.write_all(&[&a[5..], &b[..3]].concat()).unwrap();
+    let m = read_framed(&mut conn);
+    assert_eq!((m.header.id, m.rcode()), (20, Rcode::NOERROR));
+    pause();
+    conn.write_all(&b[3..]).unwrap();
+    let m = read_framed(&mut conn);
+    assert_eq!((m.header.id, m.rcode()), (21, Rcode::NXDOMAIN));
+}
+
+/// A client that sends its queries and then shuts its side down (a
+/// half-close) gets every answer, then the server's close: the close it
+/// read with the queries, or after them, is not lost, and the
+/// connection is not held until the idle timeout (an hour here; the
+/// read gives up long before).
+#[test]
+fn a_client_that_half_closes_after_its_queries_gets_the_answers_then_the_close() {
+    let server = limits_server(3600, 10);
+    for together in [true, false] {
+        let mut conn = TcpStream::connect(server.addr()).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let queries = [
+            framed(&query("edge.test", RType::SOA, 30)),
+            framed(&query("www.edge.test", RType::A, 31)),
+        ]
+        .concat();
+        conn.write_all(&queries).unwrap();
+        if !together {
+            // The answers first, then the half-close on its own.
+            assert_eq!(read_framed(&mut conn).header.id, 30);
+            assert_eq!(read_framed(&mut conn).header.id, 31);
+        }
+        conn.shutdown(std::net::Shutdown::Write).unwrap();
+        if together {
+            assert_eq!(read_framed(&mut conn).header.id, 30);
+            assert_eq!(read_framed(&mut conn).header.id, 31);
+        }
+        let mut rest = [0u8; 16];
+        let n = conn
+            .read(&mut rest)
+            .expect("the server closes, not the idle timeout");
+        assert_eq!(
+            n, 0,
+            "nothing after the answers but the close (together: {together})"
+        );
+    }
+}
+
 /// A UDP server on IPv4 and IPv6 with the edge zone and room for
 /// 4,096-octet responses, with `udp-segmentation` as given.
 fn segmentation_server(segmentation: bool) -> ServerProcess {
