@@ -5,14 +5,15 @@
 //! crate, where each `unsafe` block says why it is sound and has a test.
 //! Where `rustix` already offers a safe call it is used and this crate
 //! only gives it Heron's shape; `libc` is used for what rustix lacks
-//! (`recvmmsg`, `sched_setscheduler`, `malloc_trim`, signal handlers,
+//! (`recvmmsg`, `sched_setscheduler`, `malloc_trim`, jemalloc's purge, signal handlers,
 //! `MADV_COLLAPSE`, the process-wide `setuid` and user lookups).
 //!
 //! * [`udp`]: batched datagram receive and send (`recvmmsg`/`sendmmsg`).
 //! * [`cpu`]: CPU pinning, online CPUs.
 //! * [`prefetch`]: asking the CPU to load a cache line (no system call).
 //! * [`sched`]: scheduling policy, nice value, timer slack.
-//! * [`memory`]: huge pages (`MADV_COLLAPSE`), `malloc_trim`.
+//! * [`memory`]: the server's allocator (jemalloc) and handing its free
+//!   pages back, huge pages (`MADV_COLLAPSE`).
 //! * [`process`]: signals, resource limits, namespaces, clock ticks.
 //! * [`socket`]: socket options the standard library lacks.
 //! * [`privileges`]: user and group lookup, dropping root.
@@ -29,3 +30,8 @@ pub mod sched;
 pub mod socket;
 pub mod udp;
 pub mod xdp;
+
+/// The tests run on the allocator the server runs on.
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOCATOR: memory::ServerAllocator = memory::ServerAllocator;

@@ -19,6 +19,10 @@ mod reload;
 mod secondary;
 mod serve;
 
+/// jemalloc: see [`heron_sys::memory::ServerAllocator`].
+#[global_allocator]
+static ALLOCATOR: heron_sys::memory::ServerAllocator = heron_sys::memory::ServerAllocator;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
