@@ -926,7 +926,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     let mut warnings: Vec<String> = warnings;
     if let Some(run_as) = &shield.run_as {
         let control = server.control.as_ref().map(|p| base.join(p));
-        let written = (secondaries.iter().map(|z| z.file.as_path()))
+        let written = (secondaries.iter().map(|z| &*z.file))
             .chain(policies.values().filter_map(|p| p.journal_file.as_deref()))
             .chain(control.as_deref());
         let unwritable = privileges::unwritable_folders(written, run_as.ids);
@@ -1297,7 +1297,7 @@ impl Zones {
             self.secondaries.push(SecondaryZone {
                 origin: spec.origin.clone(),
                 primaries: primaries.clone(),
-                file: spec.file.clone(),
+                file: spec.file.clone().into(),
                 catalog: None,
             });
         }
@@ -1940,7 +1940,7 @@ udp-coalesce-us = 1001
             "a secondary zone has no zone file to load"
         );
         let sec = &s.secondaries[0];
-        assert_eq!(sec.file, Path::new("/etc/heron/kept/s.zone"));
+        assert_eq!(&*sec.file, Path::new("/etc/heron/kept/s.zone"));
         assert_eq!(sec.primaries[0].addr, "192.0.2.1:5300".parse().unwrap());
         assert_eq!(sec.primaries[1].addr, "192.0.2.2:53".parse().unwrap());
         let p = &s.policies[&Name::parse("s.test").unwrap()];
@@ -2248,7 +2248,7 @@ udp-coalesce-us = 1001
         }
         assert!(!s.policies.contains_key(&Name::parse("one.test").unwrap()));
         assert_eq!(s.secondaries.len(), 1);
-        assert_eq!(s.secondaries[0].file, Path::new("/var/kept/s.test"));
+        assert_eq!(&*s.secondaries[0].file, Path::new("/var/kept/s.test"));
         assert_eq!(s.secondaries[0].primaries[0].addr.port(), 53);
     }
 

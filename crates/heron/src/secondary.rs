@@ -54,14 +54,14 @@ pub struct Secondaries {
 pub fn load_kept<Z: Borrow<SecondaryZone>>(zones: &[Z]) -> Vec<Option<Zone>> {
     let zones: Vec<&SecondaryZone> = zones.iter().map(Borrow::borrow).collect();
     let started = Instant::now();
-    let exists = which_exist(&zones.iter().map(|z| z.file.as_path()).collect::<Vec<_>>());
+    let exists = which_exist(&zones.iter().map(|z| &*z.file).collect::<Vec<_>>());
     let specs: Vec<ZoneSpec> = zones
         .iter()
         .zip(&exists)
         .filter(|(_, exists)| **exists)
         .map(|(z, _)| ZoneSpec {
             origin: z.origin.clone(),
-            file: z.file.clone(),
+            file: z.file.to_path_buf(),
         })
         .collect();
     let mut loaded = load_parallel(
@@ -112,7 +112,7 @@ pub fn members_at_start(
     let catalogs: Vec<SecondaryZone> = (zones.iter())
         .filter(|z| consumers.is_catalog(&z.origin.to_lowercase()))
         .map(|z| SecondaryZone {
-            file: consumed_copy(&z.file),
+            file: consumed_copy(&z.file).into(),
             ..z.clone()
         })
         .collect();
@@ -425,7 +425,7 @@ impl Running {
         };
         if let Some(catalog) = self.zones.get(&zone.origin().to_lowercase()) {
             self.keeper
-                .write(&consumed_copy(&catalog.file), zone.clone());
+                .write(&consumed_copy(&catalog.file).into(), zone.clone());
         }
         self.write_ceded();
         if steps.is_empty() {
@@ -527,7 +527,7 @@ impl Running {
             catalog = zone.catalog.as_ref().map(tracing::field::display),
             "secondary zone removed: no longer transferred"
         );
-        Some(zone.file.clone())
+        Some(zone.file.to_path_buf())
     }
 
     /// Gives a running zone other primaries or another file: it starts
@@ -565,7 +565,7 @@ impl Running {
     ) {
         let kept = load_kept(&added);
         for (zone, kept) in added.into_iter().zip(kept) {
-            let kept = kept.filter(|_| !deleted.contains(&zone.file));
+            let kept = kept.filter(|_| !deleted.iter().any(|d| **d == *zone.file));
             let zone = Arc::new(zone);
             let start = kept
                 .map(Arc::new)
@@ -905,7 +905,7 @@ mod tests {
                 .unwrap()
                 .success()
         );
-        keeper.write(&stall, version("stall.test", 1, ""));
+        keeper.write(&stall.clone().into(), version("stall.test", 1, ""));
         let mut running = running(dir.path(), keeper.clone());
         let (primary, mut next) = (Primary::new(HashMap::new(), 1 << 20), Catalog::new());
         let v1 = version("cat.test", 1, "version TXT \"2\"\na.zones PTR a.test.\n");

@@ -17,7 +17,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io::{self, BufWriter};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, SystemTime};
@@ -40,7 +40,7 @@ enum Op {
 /// Hands kept copies to the writer thread. Cloning shares the thread.
 #[derive(Clone)]
 pub struct Keeper {
-    ops: Sender<(PathBuf, Op)>,
+    ops: Sender<(Arc<Path>, Op)>,
 }
 
 impl Keeper {
@@ -65,27 +65,27 @@ impl Keeper {
     }
 
     /// Writes `zone` to `path` (soon, atomically).
-    pub fn write(&self, path: &Path, zone: Arc<Zone>) {
-        let _ = self.ops.send((path.to_path_buf(), Op::Write(zone)));
+    pub fn write(&self, path: &Arc<Path>, zone: Arc<Zone>) {
+        let _ = self.ops.send((path.clone(), Op::Write(zone)));
     }
 
     /// Sets `path`'s modification time, after any write queued before.
-    pub fn date(&self, path: &Path, at: SystemTime) {
-        let _ = self.ops.send((path.to_path_buf(), Op::Date(at)));
+    pub fn date(&self, path: &Arc<Path>, at: SystemTime) {
+        let _ = self.ops.send((path.clone(), Op::Date(at)));
     }
 
     /// Deletes `path` after every write to it queued before, so that none
     /// of them lands after the delete (a removed zone's copy written late
     /// would come back). Nobody waits for it.
     pub fn delete(&self, path: &Path) {
-        let _ = self.ops.send((path.to_path_buf(), Op::Delete));
+        let _ = self.ops.send((path.into(), Op::Delete));
     }
 
     /// Waits, up to `wait`, until everything queued so far is on disk (at
     /// shutdown). Returns whether it got there.
     pub fn flush(&self, wait: Duration) -> bool {
         let (done, flushed) = channel();
-        let _ = self.ops.send((PathBuf::new(), Op::Flush(done)));
+        let _ = self.ops.send((Path::new("").into(), Op::Flush(done)));
         flushed.recv_timeout(wait).is_ok()
     }
 }
@@ -99,9 +99,9 @@ struct Pending {
     delete: bool,
 }
 
-fn run(queue: Receiver<(PathBuf, Op)>) {
+fn run(queue: Receiver<(Arc<Path>, Op)>) {
     while let Ok(first) = queue.recv() {
-        let mut batch: HashMap<PathBuf, Pending> = HashMap::new();
+        let mut batch: HashMap<Arc<Path>, Pending> = HashMap::new();
         let mut flushes = Vec::new();
         for (path, op) in std::iter::once(first).chain(queue.try_iter()) {
             match op {
@@ -132,7 +132,7 @@ fn run(queue: Receiver<(PathBuf, Op)>) {
 
 /// Writes every zone of the batch, then applies the dates (those of a
 /// zone written here travel with its file).
-fn commit(batch: HashMap<PathBuf, Pending>) {
+fn commit(batch: HashMap<Arc<Path>, Pending>) {
     let folders: BTreeSet<&Path> = batch
         .iter()
         .filter(|(_, p)| p.zone.is_some())
@@ -157,7 +157,7 @@ fn commit(batch: HashMap<PathBuf, Pending>) {
                 false
             }
         })
-        .map(|(path, _, _)| path.as_path())
+        .map(|(path, _, _)| &**path)
         .collect();
     if !written.is_empty() {
         disk::install(&written, &[]);
@@ -234,7 +234,7 @@ mod tests {
     #[test]
     fn the_newest_version_is_kept_then_dated() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sub/k.zone");
+        let path: Arc<Path> = dir.path().join("sub/k.zone").into();
         let keeper = Keeper::start().unwrap();
         for serial in 1..=50 {
             keeper.write(&path, zone(serial));
@@ -255,7 +255,9 @@ mod tests {
     fn many_zones_at_once_all_land() {
         let dir = tempfile::tempdir().unwrap();
         let keeper = Keeper::start().unwrap();
-        let paths: Vec<PathBuf> = (0..500).map(|i| dir.path().join(format!("z{i}"))).collect();
+        let paths: Vec<Arc<Path>> = (0..500)
+            .map(|i| dir.path().join(format!("z{i}")).into())
+            .collect();
         for p in &paths {
             keeper.write(p, zone(7));
         }
@@ -265,7 +267,7 @@ mod tests {
     #[test]
     fn a_delete_lands_after_the_writes_queued_before_it_and_before_later_ones() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("k.zone");
+        let path: Arc<Path> = dir.path().join("k.zone").into();
         let keeper = Keeper::start().unwrap();
         keeper.write(&path, zone(1));
         keeper.delete(&path);
@@ -285,8 +287,8 @@ mod tests {
         let blocker = dir.path().join("file");
         std::fs::write(&blocker, "not a folder").unwrap();
         let keeper = Keeper::start().unwrap();
-        let bad = blocker.join("k.zone");
-        let good = dir.path().join("k.zone");
+        let bad: Arc<Path> = blocker.join("k.zone").into();
+        let good: Arc<Path> = dir.path().join("k.zone").into();
         keeper.write(&bad, zone(1));
         keeper.write(&good, zone(2));
         assert!(wait_for(|| serial_in(&good) == Some(2)));

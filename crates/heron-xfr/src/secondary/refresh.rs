@@ -16,7 +16,7 @@
 //! the timers survive a restart.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -73,8 +73,9 @@ pub struct SecondaryZone {
     pub origin: Name,
     /// Tried in order; shared by the zones configured together.
     pub primaries: Arc<[Upstream]>,
-    /// Where the received zone is kept.
-    pub file: PathBuf,
+    /// Where the received zone is kept. Shared with the kept-copy
+    /// writer's queue, which holds one entry per zone during a cold start.
+    pub file: Arc<Path>,
     /// The catalog zone that made it a member, if one did (RFC 9432).
     pub catalog: Option<Name>,
 }
@@ -836,7 +837,7 @@ mod tests {
                 source: None,
             }]
             .into(),
-            file: file.to_path_buf(),
+            file: file.into(),
             catalog: None,
         })
     }

@@ -120,7 +120,7 @@ impl Template {
         let secondary = SecondaryZone {
             origin: zone.clone(),
             primaries: self.primaries.clone(),
-            file,
+            file: file.into(),
             catalog: Some(catalog.clone()),
         };
         (secondary, policy)
