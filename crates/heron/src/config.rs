@@ -585,8 +585,8 @@ fn pattern_file(pattern: &str, origin: &str) -> String {
         let room = MAX_FILE_NAME.saturating_sub(fixed) / stems;
         file = pattern.replace(ZONE_PLACEHOLDER, &fitting_stem(stem, room));
     }
-    // Kept for the zone's life, once per zone of a group or catalog:
-    // `replace` leaves up to twice the room the path needs.
+    // The configuration's list of a group's zones keeps it for the
+    // zones' life: `replace` leaves up to twice the room the path needs.
     file.shrink_to_fit();
     file
 }
@@ -2252,9 +2252,9 @@ udp-coalesce-us = 1001
         assert_eq!(s.secondaries[0].primaries[0].addr.port(), 53);
     }
 
-    /// A group's or catalog's zone keeps its file's path for its life:
-    /// 100,000 of them held 12.8 MB of paths, half of it room `replace`
-    /// left over.
+    /// A group's zones keep their files' paths for their life (catalog
+    /// members kept them too, 12.8 MB at 100,000 members, half of it
+    /// room `replace` left over, until their paths became `Arc<Path>`).
     #[test]
     fn a_pattern_file_holds_no_more_room_than_its_path() {
         for origin in ["short.test.", &format!("{}.test.", "x".repeat(60)), "."] {
