@@ -507,3 +507,9 @@ fn strings_from_the_producer_reach_the_log_escaped() {
         assert!(text.contains("\\n"), "{text:?}");
     }
 }
+
+#[test]
+fn a_member_fits_four_pointers() {
+    // 100,000 of them in one tree: each octet is 100 KB.
+    assert!(size_of::<Member>() <= 64);
+}
