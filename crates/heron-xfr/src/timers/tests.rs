@@ -823,3 +823,9 @@ fn an_up_to_date_check_takes_the_primary_expire_only_when_it_is_longer() {
     clock.soa(check, Ok(1));
     assert_eq!(clock.expires_in(), secs(86_400));
 }
+
+#[test]
+fn a_zones_timers_fit_eighty_eight_octets() {
+    // 100,000 zones pay this each; with `Instant`s it was 128.
+    assert!(size_of::<Option<super::ZoneState>>() <= 88);
+}
