@@ -454,9 +454,9 @@ impl Timers {
         if self.zones.len() <= at {
             // By an eighth at a time, not doubling: a catalog that grows
             // to 100,000 members would leave up to 100,000 slots unused.
-            let more = (at + 1 - self.zones.len()).max(self.zones.len() / 8);
-            if self.zones.capacity() < self.zones.len() + more {
-                self.zones.reserve_exact(more);
+            if self.zones.capacity() <= at {
+                let len = self.zones.len();
+                self.zones.reserve_exact((at + 1 - len).max(len / 8));
             }
             self.zones.resize_with(at + 1, || None);
         }
