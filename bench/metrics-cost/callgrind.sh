@@ -2,6 +2,8 @@
 # Usage: bench/metrics-cost/callgrind.sh BINARY on|off QUERIES RUN
 # User-space instructions per query (callgrind), one UDP worker, dnsperf
 # sending QUERIES queries; with "on", /metrics is scraped every second.
+# QUERY_FILE names another query file (negative-queries.txt: NXDOMAIN and
+# NODATA only).
 set -e
 bin=$1; mode=$2; n=$3; run=$4
 port=$((20000 + RANDOM % 20000)); mport=$((port + 1))
@@ -23,7 +25,7 @@ sleep 1
 callgrind_control -z $pid > /dev/null
 scraper=
 if [ "$mode" = on ]; then (while true; do curl -s http://127.0.0.1:$mport/metrics > /dev/null; sleep 1; done) & scraper=$!; fi
-dnsperf -s 127.0.0.1 -p $port -d $(dirname "$0")/queries.txt -n $((n / 10)) -c 1 -q 1 > $dir/dnsperf 2>&1
+dnsperf -s 127.0.0.1 -p $port -d ${QUERY_FILE:-$(dirname "$0")/queries.txt} -n $((n / 10)) -c 1 -q 1 > $dir/dnsperf 2>&1
 [ -n "$scraper" ] && kill $scraper
 callgrind_control -d $pid > /dev/null
 sleep 1

@@ -202,6 +202,33 @@ pub enum Owner<'a> {
 }
 
 /// Reads a big-endian u16 at `at`.
+/// Sets the TTL of every record in `out`, records just written (the
+/// first from its TYPE field on, each later one after its owner, a
+/// pointer or, past 16 KiB, a name), to `ttl`.
+fn cap_ttls(out: &mut [u8], ttl: u32) {
+    let mut at = 0;
+    loop {
+        out[at + 4..at + 8].copy_from_slice(&ttl.to_be_bytes());
+        at += 10 + u16_at(out, at + 8) as usize;
+        if at >= out.len() {
+            return;
+        }
+        at = skip_written_owner(out, at);
+    }
+}
+
+/// Where the owner name written at `at` ends: its labels up to the root
+/// or a compression pointer, which is not followed.
+fn skip_written_owner(out: &[u8], mut at: usize) -> usize {
+    loop {
+        match out[at] {
+            0 => return at + 1,
+            len if len & 0xC0 == 0xC0 => return at + 2,
+            len => at += 1 + len as usize,
+        }
+    }
+}
+
 fn u16_at(bytes: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([bytes[at], bytes[at + 1]])
 }
@@ -325,6 +352,24 @@ impl<'a> EncodedRef<'a> {
             w.rollback(mark);
         }
         result
+    }
+
+    /// Writes the records as [`EncodedRef::write`] does, with a TTL of at
+    /// most `cap`: the SOA of a negative answer (RFC 2308 section 5) taken
+    /// from the apex's own, so that a zone keeps no second copy of it.
+    pub fn write_ttl_capped(
+        &self,
+        w: &mut Writer,
+        owner: Owner,
+        apex_pos: u16,
+        cap: u32,
+    ) -> Result<Written, Full> {
+        let written = self.write(w, owner, apex_pos)?;
+        // An RRset's records share one TTL: most SOAs need no change.
+        if self.ttl() > cap {
+            cap_ttls(w.written_mut(written.first_bytes), cap);
+        }
+        Ok(written)
     }
 
     fn write_records(&self, w: &mut Writer, owner: Owner, apex_pos: u16) -> Result<Written, Full> {
@@ -857,6 +902,47 @@ mod tests {
                 "a.B.example.test. 300 IN NS ns1.example.test.",
             ]
         );
+    }
+
+    /// The TTLs of what `set` wrote, capped at `cap`, with `padding`
+    /// octets of records before it (past 16 KiB owners are names).
+    fn ttls_capped(set: &EncodedRRset, cap: u32, padding: usize) -> Vec<String> {
+        let apex = wire("example.test");
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf, 65535);
+        w.question(&apex, RType::SOA, Class::IN);
+        let pad = vec![0u8; 1000];
+        let pads = vec![&pad[..]; padding / 1000];
+        let before = EncodedRRset::new(RType::NULL, 0, &pads, &apex);
+        before.write(&mut w, Owner::At(12), 12).unwrap();
+        let owner = wire("a.B.example.test");
+        set.view()
+            .write_ttl_capped(&mut w, Owner::BelowApex(&owner, apex.len()), 12, cap)
+            .unwrap();
+        let len = w.finish(1, 0x8400, 1);
+        let m = Message::parse(&buf[..len]).unwrap();
+        (m.answers[pads.len()..].iter())
+            .map(|r| r.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_capped_ttl_is_written_on_every_record_near_and_far() {
+        let apex = wire("example.test");
+        let (ns1, ns2) = (wire("ns1.example.test"), wire("ns.other.net"));
+        let set = EncodedRRset::new(RType::NS, 300, &[&ns1, &ns2, &ns1], &apex);
+        let want = |ttl: u32| {
+            [
+                format!("a.B.example.test. {ttl} IN NS ns1.example.test."),
+                format!("a.B.example.test. {ttl} IN NS ns.other.net."),
+                format!("a.B.example.test. {ttl} IN NS ns1.example.test."),
+            ]
+        };
+        for padding in [0, 20_000] {
+            assert_eq!(ttls_capped(&set, 60, padding), want(60), "{padding}");
+            assert_eq!(ttls_capped(&set, 300, padding), want(300), "{padding}");
+            assert_eq!(ttls_capped(&set, 9000, padding), want(300), "{padding}");
+        }
     }
 
     #[test]

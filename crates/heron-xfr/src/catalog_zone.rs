@@ -23,10 +23,10 @@ pub struct Member {
     /// The zone, as its PTR names it.
     pub zone: Name,
     /// The label that names its member node (`<unique-id>.zones.<catalog>`),
-    /// lower-cased.
-    pub id: Vec<u8>,
+    /// lower-cased. Boxed, as `group`: 100,000 members pay no spare room.
+    pub id: Box<[u8]>,
     /// The `group` property: which template the zone follows.
-    pub group: Option<String>,
+    pub group: Option<Box<str>>,
     /// The `coo` property: the catalog the zone is moving to.
     pub coo: Option<Name>,
 }
@@ -221,7 +221,7 @@ fn members(
         let group = match groups.get(&id).map(Vec::as_slice) {
             None => None,
             Some([one]) => match single_string(one) {
-                Some(group) => Some(group),
+                Some(group) => Some(group.into_boxed_str()),
                 None => {
                     problems.push(property_problem(catalog, "group", &id, "one TXT string"));
                     continue;
@@ -258,13 +258,16 @@ fn members(
             key,
             Member {
                 zone,
-                id,
+                id: id.into_boxed_slice(),
                 group,
                 coo,
             },
         );
     }
-    members
+    // Inserted in the order of their ids, the tree's nodes are about
+    // two-thirds full; built again in key order, they are full (126
+    // octets a member at 100,000 by heaptrack, before).
+    members.into_iter().collect()
 }
 
 fn too_many(catalog: &Name, max: usize) -> Problem {
@@ -407,7 +410,7 @@ pub fn parse_members(zone: &Zone, ids: &HashSet<Vec<u8>>) -> Result<Members, Vec
 pub struct MemberSet {
     members: Members,
     /// The lower-cased zone each id lists.
-    zone_of: HashMap<Vec<u8>, Name>,
+    zone_of: HashMap<Box<[u8]>, Name>,
 }
 
 impl MemberSet {
@@ -432,7 +435,7 @@ impl MemberSet {
     /// The members the nodes of `ids` list now.
     pub fn listed_at(&self, ids: &HashSet<Vec<u8>>) -> Members {
         ids.iter()
-            .filter_map(|id| self.zone_of.get(id))
+            .filter_map(|id| self.zone_of.get(id.as_slice()))
             .filter_map(|key| Some((key.clone(), self.members.get(key)?.clone())))
             .collect()
     }
@@ -448,7 +451,7 @@ impl MemberSet {
     ) -> Vec<Problem> {
         let mut problems = Vec::new();
         for (key, member) in listed {
-            if let Some(other) = self.members.get(key).filter(|o| !ids.contains(&o.id)) {
+            if let Some(other) = self.members.get(key).filter(|o| !ids.contains(&*o.id)) {
                 problems.push(Problem::Duplicate {
                     zone: member.zone.clone(),
                     owners: [
@@ -471,7 +474,9 @@ impl MemberSet {
         listed: &Members,
         max: usize,
     ) -> Option<Problem> {
-        let listed_before = ids.iter().filter(|id| self.zone_of.contains_key(*id));
+        let listed_before = ids
+            .iter()
+            .filter(|id| self.zone_of.contains_key(id.as_slice()));
         let after = self.members.len() - listed_before.count() + listed.len();
         (after > max).then(|| too_many(catalog, max))
     }
@@ -514,7 +519,7 @@ pub fn check(
             problems.push(Problem::NoTemplate {
                 zone: member.zone.clone(),
                 owner,
-                group: member.group.clone(),
+                group: member.group.as_deref().map(String::from),
             });
         }
     }

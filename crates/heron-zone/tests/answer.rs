@@ -160,6 +160,35 @@ fn nxdomain_has_soa_with_negative_ttl() {
 }
 
 #[test]
+fn negative_soa_and_its_signatures_take_the_negative_ttl() {
+    // The SOA and its RRSIGs are written from the apex with their TTLs
+    // capped at MINIMUM: 3600 and 7200 become 300.
+    let text = "$ORIGIN s.test.\n\
+        @ 3600 SOA ns h 1 2 3 4 300\n\
+        @ 7200 RRSIG SOA 8 2 3600 20300101000000 20200101000000 1 s.test. AAAA\n\
+        @ 7200 RRSIG SOA 8 2 3600 20300101000000 20200101000000 2 s.test. AAAA\n\
+        @ 3600 NS ns\n\
+        ns 3600 A 192.0.2.1\n";
+    let origin = Name::parse("s.test").unwrap();
+    let loaded = load_zone_str(text, "s.zone", &origin).unwrap();
+    let mut cat = Catalog::new();
+    cat.insert(loaded.zone);
+    let cfg = AnswerConfig::default();
+    for (name, qtype) in [("nothing.s.test", RType::A), ("ns.s.test", RType::MX)] {
+        let (m, _) = ask_with(&cat, &cfg, &q(name, qtype).edns(1232, 0, true));
+        let ttls: Vec<(RType, u32)> = m.authority.iter().map(|r| (r.rtype, r.ttl)).collect();
+        assert_eq!(
+            ttls,
+            [(RType::SOA, 300), (RType::RRSIG, 300), (RType::RRSIG, 300)],
+            "{name}"
+        );
+        // The zone's own SOA keeps its TTL.
+        let (m, _) = ask_with(&cat, &cfg, &q("s.test", RType::SOA));
+        assert_eq!(m.answers[0].ttl, 3600);
+    }
+}
+
+#[test]
 fn nodata_and_empty_non_terminals() {
     for name in [
         "ns1.example.test",

@@ -80,6 +80,8 @@ use heron_xfr::acl::{Acl, Rule};
 use heron_xfr::journal::file as journal_file;
 use heron_xfr::primary::{NotifyTarget, ZonePolicy};
 use heron_xfr::secondary::client::Upstream;
+use heron_xfr::secondary::kept_file::KeptFile;
+pub(crate) use heron_xfr::secondary::kept_file::{ZONE_PLACEHOLDER, pattern_file};
 use heron_xfr::secondary::receive::TransferLimits;
 use heron_xfr::secondary::refresh::{SecondaryZone, TimerBounds};
 use heron_xfr::secondary::tls::{TlsClients, XotTrust};
@@ -568,55 +570,6 @@ impl ZoneGroup {
     }
 }
 
-/// The file of the zone at `origin`, from a `{zone}` pattern. A file name
-/// that would be too long for the file system (origins run to 253
-/// characters) gets a shortened stem instead: see [`fitting_stem`].
-fn pattern_file(pattern: &str, origin: &str) -> String {
-    let stem = match origin {
-        "." => "root",
-        _ => origin.strip_suffix('.').unwrap_or(origin),
-    };
-    let mut file = pattern.replace(ZONE_PLACEHOLDER, stem);
-    let name_len = file.rsplit('/').next().map_or(0, str::len);
-    let pattern_name = pattern.rsplit('/').next().unwrap_or_default();
-    let stems = pattern_name.matches(ZONE_PLACEHOLDER).count();
-    if name_len > MAX_FILE_NAME && stems > 0 {
-        let fixed = pattern_name.len() - stems * ZONE_PLACEHOLDER.len();
-        let room = MAX_FILE_NAME.saturating_sub(fixed) / stems;
-        file = pattern.replace(ZONE_PLACEHOLDER, &fitting_stem(stem, room));
-    }
-    // The configuration's list of a group's zones keeps it for the
-    // zones' life: `replace` leaves up to twice the room the path needs.
-    file.shrink_to_fit();
-    file
-}
-
-/// What a `[[zone-group]]` file pattern replaces with each origin.
-const ZONE_PLACEHOLDER: &str = "{zone}";
-
-/// The longest file name a zone's file may have: the 255 octets Linux
-/// file systems allow (NAME_MAX), less room for the suffixes added to it
-/// (`.jnl.tmp`).
-const MAX_FILE_NAME: usize = 255 - ".jnl.tmp".len();
-
-/// `stem` cut to at most `room` octets: as much of its start as fits,
-/// `~`, and 16 hex digits of a hash of the whole, so that long origins
-/// that start alike still get files of their own. The hash (64-bit
-/// FNV-1a) is spelt out here, not taken from std, whose hashers may
-/// change between releases: a kept copy must be found under the same
-/// name after an upgrade.
-fn fitting_stem(stem: &str, room: usize) -> String {
-    let hash = stem.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
-    let suffix = format!("~{hash:016x}");
-    let mut keep = room.saturating_sub(suffix.len()).min(stem.len());
-    while !stem.is_char_boundary(keep) {
-        keep -= 1;
-    }
-    format!("{}{suffix}", &stem[..keep])
-}
-
 fn default_listen() -> Vec<SocketAddr> {
     vec![DEFAULT_LISTEN.parse().unwrap()]
 }
@@ -926,7 +879,8 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     let mut warnings: Vec<String> = warnings;
     if let Some(run_as) = &shield.run_as {
         let control = server.control.as_ref().map(|p| base.join(p));
-        let written = (secondaries.iter().map(|z| &*z.file))
+        let kept: Vec<_> = secondaries.iter().map(|z| z.kept_path()).collect();
+        let written = (kept.iter().map(|p| &**p))
             .chain(policies.values().filter_map(|p| p.journal_file.as_deref()))
             .chain(control.as_deref());
         let unwritable = privileges::unwritable_folders(written, run_as.ids);
@@ -1196,6 +1150,9 @@ struct ZoneSettings {
     allow_query: Option<Acl>,
     /// The generated catalog listing the zones, if any.
     catalog_member: Option<catalogs::Membership>,
+    /// A group's file pattern, which its secondary zones share for their
+    /// kept copies instead of a path each.
+    kept_pattern: Option<KeptFile>,
 }
 
 fn zone_settings(options: ZoneOptions, keys: &[Key]) -> Result<ZoneSettings, String> {
@@ -1213,6 +1170,7 @@ fn zone_settings(options: ZoneOptions, keys: &[Key]) -> Result<ZoneSettings, Str
         policy: zone_policy(&options, keys, &primaries)?,
         keep_journal: keeps_journal(&options)?,
         primaries: primaries.into(),
+        kept_pattern: None,
     })
 }
 
@@ -1278,6 +1236,7 @@ impl Zones {
             keep_journal,
             allow_query,
             catalog_member,
+            kept_pattern,
         } = settings;
         if let Some(membership) = catalog_member {
             self.catalogs.add_member(&spec.origin, membership);
@@ -1294,10 +1253,14 @@ impl Zones {
         }
         if !primaries.is_empty() {
             // Listed in `zones` too, so origins are checked unique.
+            let file = match kept_pattern {
+                Some(shared) => shared.clone().or_own(&spec.origin, &spec.file),
+                None => KeptFile::at(spec.file.clone()),
+            };
             self.secondaries.push(SecondaryZone {
                 origin: spec.origin.clone(),
                 primaries: primaries.clone(),
-                file: spec.file.clone().into(),
+                file,
                 catalog: None,
             });
         }
@@ -1312,7 +1275,9 @@ impl Zones {
                 group.file
             ));
         }
-        let settings = zone_settings(group.options(), keys)?;
+        let mut settings = zone_settings(group.options(), keys)?;
+        let pattern = base.join(&group.file);
+        settings.kept_pattern = pattern.to_str().map(|p| KeptFile::pattern(p.into()));
         self.zones.reserve(group.origins.len());
         for origin in &group.origins {
             let spec = zone_spec(origin, &base.join(group.file_of(origin)))?;
@@ -1538,6 +1503,7 @@ mod tests_support {
 mod tests {
     use super::tests_support::parse;
     use super::*;
+    use heron_xfr::secondary::kept_file::fitting_stem;
 
     #[test]
     fn query_acls_blackhole_and_nsid_are_read() {
@@ -1940,7 +1906,7 @@ udp-coalesce-us = 1001
             "a secondary zone has no zone file to load"
         );
         let sec = &s.secondaries[0];
-        assert_eq!(&*sec.file, Path::new("/etc/heron/kept/s.zone"));
+        assert_eq!(sec.kept_path(), Path::new("/etc/heron/kept/s.zone"));
         assert_eq!(sec.primaries[0].addr, "192.0.2.1:5300".parse().unwrap());
         assert_eq!(sec.primaries[1].addr, "192.0.2.2:53".parse().unwrap());
         let p = &s.policies[&Name::parse("s.test").unwrap()];
@@ -2248,25 +2214,35 @@ udp-coalesce-us = 1001
         }
         assert!(!s.policies.contains_key(&Name::parse("one.test").unwrap()));
         assert_eq!(s.secondaries.len(), 1);
-        assert_eq!(&*s.secondaries[0].file, Path::new("/var/kept/s.test"));
+        assert_eq!(s.secondaries[0].kept_path(), Path::new("/var/kept/s.test"));
         assert_eq!(s.secondaries[0].primaries[0].addr.port(), 53);
-    }
-
-    /// A group's zones keep their files' paths for their life (catalog
-    /// members kept them too, 12.8 MB at 100,000 members, half of it
-    /// room `replace` left over, until their paths became `Arc<Path>`).
-    #[test]
-    fn a_pattern_file_holds_no_more_room_than_its_path() {
-        for origin in ["short.test.", &format!("{}.test.", "x".repeat(60)), "."] {
-            let file = pattern_file("/var/lib/heron/members/{zone}.zone", origin);
-            assert_eq!(file.capacity(), file.len(), "{file}");
-        }
     }
 
     /// A 247-octet origin (245 characters) in a pattern with a prefix and
     /// a suffix: its file name is shortened to fit NAME_MAX with the
     /// journal's and the temporary file's suffixes, readable and distinct;
     /// shorter names stay as they were, so kept copies made before load.
+    /// A group's secondary zones share its pattern for their kept copies
+    /// (100,000 zones kept a path each, 7.8 MB); a zone whose configured
+    /// name reads otherwise than the name prints keeps the file named as
+    /// configured, as before.
+    #[test]
+    fn a_groups_zones_share_its_file_pattern() {
+        let s = parse(
+            "[[zone-group]]\norigins = [\"a.test\", \"B.Test.\", \"\\\\099.test\"]\n\
+             file = \"/var/kept/{zone}.zone\"\nprimaries = [\"192.0.2.1\"]\n",
+        )
+        .unwrap();
+        let [a, b, c] = s.secondaries.as_slice() else {
+            panic!("{:?}", s.secondaries)
+        };
+        assert_eq!(a.kept_path(), Path::new("/var/kept/a.test.zone"));
+        assert_eq!(b.kept_path(), Path::new("/var/kept/B.Test.zone"));
+        assert_eq!(c.kept_path(), Path::new("/var/kept/\\099.test.zone"));
+        assert_eq!(a.file, b.file, "one pattern");
+        assert_ne!(a.file, c.file, "a file of its own");
+    }
+
     #[test]
     fn zone_group_file_names_too_long_for_the_file_system_are_hashed() {
         let long = |last: char| {
@@ -2287,7 +2263,10 @@ udp-coalesce-us = 1001
         let names: Vec<String> = s
             .secondaries
             .iter()
-            .map(|z| z.file.file_name().unwrap().to_str().unwrap().to_string())
+            .map(|z| {
+                let path = z.kept_path();
+                path.file_name().unwrap().to_str().unwrap().to_string()
+            })
             .collect();
         assert_eq!(names[2], format!("secondary-{fits}.zone"), "unchanged");
         assert_eq!(names[3], "secondary-short.test.zone", "unchanged");

@@ -619,6 +619,7 @@ mod tests {
 
     use heron_xfr::acl::Acl;
     use heron_xfr::secondary::client::Upstream;
+    use heron_xfr::secondary::kept_file::KeptFile;
     use heron_zone::load_zone_str;
 
     use super::*;
@@ -651,7 +652,7 @@ mod tests {
                 ..ZonePolicy::default()
             }),
             keep_journal: false,
-            file_pattern: "/var/lib/heron/members/{zone}.zone".into(),
+            kept: KeptFile::pattern("/var/lib/heron/members/{zone}.zone".into()),
         }
     }
 

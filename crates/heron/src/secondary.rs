@@ -16,6 +16,7 @@ use heron_xfr::journal::file as journal_file;
 use heron_xfr::primary::{Primary, ZonePolicy};
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::keeper::Keeper;
+use heron_xfr::secondary::kept_file::KeptFile;
 use heron_xfr::secondary::refresh::{
     self, Command, Context, Publisher, SecondaryZone, TimerBounds,
 };
@@ -54,14 +55,15 @@ pub struct Secondaries {
 pub fn load_kept<Z: Borrow<SecondaryZone>>(zones: &[Z]) -> Vec<Option<Zone>> {
     let zones: Vec<&SecondaryZone> = zones.iter().map(Borrow::borrow).collect();
     let started = Instant::now();
-    let exists = which_exist(&zones.iter().map(|z| &*z.file).collect::<Vec<_>>());
+    let paths: Vec<_> = zones.iter().map(|z| z.kept_path()).collect();
+    let exists = which_exist(&paths.iter().map(|p| &**p).collect::<Vec<_>>());
     let specs: Vec<ZoneSpec> = zones
         .iter()
-        .zip(&exists)
-        .filter(|(_, exists)| **exists)
-        .map(|(z, _)| ZoneSpec {
+        .zip(paths.iter().zip(&exists))
+        .filter(|(_, (_, exists))| **exists)
+        .map(|(z, (path, _))| ZoneSpec {
             origin: z.origin.clone(),
-            file: z.file.to_path_buf(),
+            file: path.to_path_buf(),
         })
         .collect();
     let mut loaded = load_parallel(
@@ -112,14 +114,14 @@ pub fn members_at_start(
     let catalogs: Vec<SecondaryZone> = (zones.iter())
         .filter(|z| consumers.is_catalog(&z.origin.to_lowercase()))
         .map(|z| SecondaryZone {
-            file: consumed_copy(&z.file).into(),
+            file: KeptFile::at(consumed_copy(&z.kept_path())),
             ..z.clone()
         })
         .collect();
     let consumed = load_kept(&catalogs);
     for catalog in zones.iter() {
         if consumers.is_catalog(&catalog.origin.to_lowercase()) {
-            let ceded = read_ceded(&ceded_copy(&catalog.file));
+            let ceded = read_ceded(&ceded_copy(&catalog.kept_path()));
             consumers.restore_ceded(&catalog.origin, ceded);
         }
     }
@@ -425,7 +427,7 @@ impl Running {
         };
         if let Some(catalog) = self.zones.get(&zone.origin().to_lowercase()) {
             self.keeper
-                .write(&consumed_copy(&catalog.file).into(), zone.clone());
+                .write_at(consumed_copy(&catalog.kept_path()), zone.clone());
         }
         self.write_ceded();
         if steps.is_empty() {
@@ -443,7 +445,7 @@ impl Running {
     /// its kept copy: small (the zones two catalogs list), so written now.
     fn write_ceded(&mut self) {
         for (catalog, zones) in self.consumers.changed_ceded() {
-            let Some(file) = self.zones.get(&catalog).map(|z| ceded_copy(&z.file)) else {
+            let Some(file) = self.zones.get(&catalog).map(|z| ceded_copy(&z.kept_path())) else {
                 continue;
             };
             if let Err(e) = write_ceded(&file, &zones) {
@@ -527,7 +529,7 @@ impl Running {
             catalog = zone.catalog.as_ref().map(tracing::field::display),
             "secondary zone removed: no longer transferred"
         );
-        Some(zone.file.to_path_buf())
+        Some(zone.kept_path().into_owned())
     }
 
     /// Gives a running zone other primaries or another file: it starts
@@ -565,7 +567,8 @@ impl Running {
     ) {
         let kept = load_kept(&added);
         for (zone, kept) in added.into_iter().zip(kept) {
-            let kept = kept.filter(|_| !deleted.iter().any(|d| **d == *zone.file));
+            let path = zone.kept_path();
+            let kept = kept.filter(|_| !deleted.iter().any(|d| **d == *path));
             let zone = Arc::new(zone);
             let start = kept
                 .map(Arc::new)
@@ -868,7 +871,7 @@ mod tests {
             .into(),
             policy: Default::default(),
             keep_journal: false,
-            file_pattern: format!("{}/{{zone}}.zone", dir.display()),
+            kept: KeptFile::pattern(format!("{}/{{zone}}.zone", dir.display())),
         };
         let config = CatalogConfig {
             zone: n("cat.test"),
@@ -905,14 +908,14 @@ mod tests {
                 .unwrap()
                 .success()
         );
-        keeper.write(&stall.clone().into(), version("stall.test", 1, ""));
+        keeper.write_at(stall.clone(), version("stall.test", 1, ""));
         let mut running = running(dir.path(), keeper.clone());
         let (primary, mut next) = (Primary::new(HashMap::new(), 1 << 20), Catalog::new());
         let v1 = version("cat.test", 1, "version TXT \"2\"\na.zones PTR a.test.\n");
         running.consume(&v1, None, &mut next, &primary);
         // a.test was just transferred: its copy waits behind the stall.
-        let a_file = running.zones[&n("a.test")].file.clone();
-        keeper.write(&a_file, version("a.test", 5, ""));
+        let a_zone = running.zones[&n("a.test")].clone();
+        keeper.write(&a_zone.file, &a_zone.origin, version("a.test", 5, ""));
         let v2 = version("cat.test", 2, "version TXT \"2\"\nb.zones PTR b.test.\n");
         running.consume(&v2, None, &mut next, &primary);
         let v3 = version(
@@ -928,7 +931,10 @@ mod tests {
         let reader = std::thread::spawn(move || std::fs::read(fifo).unwrap().len());
         assert!(keeper.flush(Duration::from_secs(60)));
         assert!(reader.join().unwrap() > 0);
-        assert!(!a_file.exists(), "the removed member's copy never lands");
+        assert!(
+            !a_zone.kept_path().exists(),
+            "the removed member's copy never lands"
+        );
     }
 
     #[test]

@@ -76,8 +76,8 @@ pub fn members(wanted: &[Wanted]) -> Members {
             .expect("some attempt finds a free ID");
         let member = Member {
             zone: want.zone.clone(),
-            id,
-            group: want.group.clone(),
+            id: id.into(),
+            group: want.group.as_deref().map(Box::from),
             coo: None,
         };
         members.insert(key, member);

@@ -36,10 +36,7 @@ fn members_come_from_ptrs_below_zones_with_their_ids() {
     .unwrap();
     assert_eq!(zones(&members), ["Example.COM.", "example.net."]);
     let com = &members[&n("example.com")];
-    assert_eq!(
-        (com.id.as_slice(), &com.group, &com.coo),
-        (&b"a1"[..], &None, &None)
-    );
+    assert_eq!((&*com.id, &com.group, &com.coo), (&b"a1"[..], &None, &None));
 }
 
 #[test]
@@ -199,8 +196,8 @@ fn raw_records_that_are_not_names_or_strings_are_problems_not_panics() {
 fn member(zone: &str, id: &str, group: Option<&str>) -> Member {
     Member {
         zone: n(zone),
-        id: id.as_bytes().to_vec(),
-        group: group.map(str::to_string),
+        id: id.as_bytes().into(),
+        group: group.map(Box::from),
         coo: None,
     }
 }
@@ -509,4 +506,10 @@ fn strings_from_the_producer_reach_the_log_escaped() {
         assert!(!text.contains('\n') && !text.contains('\u{1b}'), "{text:?}");
         assert!(text.contains("\\n"), "{text:?}");
     }
+}
+
+#[test]
+fn a_member_fits_four_pointers() {
+    // 100,000 of them in one tree: each octet is 100 KB.
+    assert!(size_of::<Member>() <= 64);
 }

@@ -17,13 +17,15 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io::{self, BufWriter};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, SystemTime};
 
+use heron_proto::Name;
 use heron_zone::Zone;
 
+use super::kept_file::KeptFile;
 use super::store::write_zone;
 use crate::disk::{self, tmp_path};
 
@@ -37,10 +39,27 @@ enum Op {
     Flush(Sender<()>),
 }
 
+/// The file an operation is for. A zone's stays a pattern and a name
+/// (shared, nothing allocated) while queued: during a cold start every
+/// zone waits here, and the thread makes the path when it gets to it.
+enum Target {
+    Kept(KeptFile, Name),
+    Path(PathBuf),
+}
+
+impl Target {
+    fn path(self) -> PathBuf {
+        match self {
+            Target::Kept(file, origin) => file.path(&origin).into_owned(),
+            Target::Path(path) => path,
+        }
+    }
+}
+
 /// Hands kept copies to the writer thread. Cloning shares the thread.
 #[derive(Clone)]
 pub struct Keeper {
-    ops: Sender<(Arc<Path>, Op)>,
+    ops: Sender<(Target, Op)>,
 }
 
 impl Keeper {
@@ -64,28 +83,39 @@ impl Keeper {
         Ok(Keeper { ops })
     }
 
-    /// Writes `zone` to `path` (soon, atomically).
-    pub fn write(&self, path: &Arc<Path>, zone: Arc<Zone>) {
-        let _ = self.ops.send((path.clone(), Op::Write(zone)));
+    /// Writes `zone` to the file `file` gives `origin` (soon, atomically).
+    pub fn write(&self, file: &KeptFile, origin: &Name, zone: Arc<Zone>) {
+        let target = Target::Kept(file.clone(), origin.clone());
+        let _ = self.ops.send((target, Op::Write(zone)));
     }
 
-    /// Sets `path`'s modification time, after any write queued before.
-    pub fn date(&self, path: &Arc<Path>, at: SystemTime) {
-        let _ = self.ops.send((path.clone(), Op::Date(at)));
+    /// Writes `zone` to `path` (soon, atomically): a file of no zone's
+    /// own (a catalog's consumed version, say).
+    pub fn write_at(&self, path: PathBuf, zone: Arc<Zone>) {
+        let _ = self.ops.send((Target::Path(path), Op::Write(zone)));
+    }
+
+    /// Sets the modification time of the file `file` gives `origin`,
+    /// after any write queued before.
+    pub fn date(&self, file: &KeptFile, origin: &Name, at: SystemTime) {
+        let target = Target::Kept(file.clone(), origin.clone());
+        let _ = self.ops.send((target, Op::Date(at)));
     }
 
     /// Deletes `path` after every write to it queued before, so that none
     /// of them lands after the delete (a removed zone's copy written late
     /// would come back). Nobody waits for it.
     pub fn delete(&self, path: &Path) {
-        let _ = self.ops.send((path.into(), Op::Delete));
+        let _ = self.ops.send((Target::Path(path.into()), Op::Delete));
     }
 
     /// Waits, up to `wait`, until everything queued so far is on disk (at
     /// shutdown). Returns whether it got there.
     pub fn flush(&self, wait: Duration) -> bool {
         let (done, flushed) = channel();
-        let _ = self.ops.send((Path::new("").into(), Op::Flush(done)));
+        let _ = self
+            .ops
+            .send((Target::Path(PathBuf::new()), Op::Flush(done)));
         flushed.recv_timeout(wait).is_ok()
     }
 }
@@ -99,11 +129,16 @@ struct Pending {
     delete: bool,
 }
 
-fn run(queue: Receiver<(Arc<Path>, Op)>) {
+fn run(queue: Receiver<(Target, Op)>) {
     while let Ok(first) = queue.recv() {
-        let mut batch: HashMap<Arc<Path>, Pending> = HashMap::new();
+        let mut batch: HashMap<PathBuf, Pending> = HashMap::new();
         let mut flushes = Vec::new();
-        for (path, op) in std::iter::once(first).chain(queue.try_iter()) {
+        for (target, op) in std::iter::once(first).chain(queue.try_iter()) {
+            if let Op::Flush(done) = op {
+                flushes.push(done);
+                continue;
+            }
+            let path = target.path();
             match op {
                 Op::Write(zone) => {
                     let newest = Pending {
@@ -120,7 +155,7 @@ fn run(queue: Receiver<(Arc<Path>, Op)>) {
                     };
                     batch.insert(path, gone);
                 }
-                Op::Flush(done) => flushes.push(done),
+                Op::Flush(_) => unreachable!("taken above"),
             }
         }
         commit(batch);
@@ -132,7 +167,7 @@ fn run(queue: Receiver<(Arc<Path>, Op)>) {
 
 /// Writes every zone of the batch, then applies the dates (those of a
 /// zone written here travel with its file).
-fn commit(batch: HashMap<Arc<Path>, Pending>) {
+fn commit(batch: HashMap<PathBuf, Pending>) {
     let folders: BTreeSet<&Path> = batch
         .iter()
         .filter(|(_, p)| p.zone.is_some())
@@ -211,6 +246,14 @@ mod tests {
         )
     }
 
+    fn kept(path: &Path) -> KeptFile {
+        KeptFile::at(path)
+    }
+
+    fn origin() -> Name {
+        Name::parse("k.test").unwrap()
+    }
+
     fn wait_for(mut ok: impl FnMut() -> bool) -> bool {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
@@ -237,10 +280,10 @@ mod tests {
         let path: Arc<Path> = dir.path().join("sub/k.zone").into();
         let keeper = Keeper::start().unwrap();
         for serial in 1..=50 {
-            keeper.write(&path, zone(serial));
+            keeper.write(&kept(&path), &origin(), zone(serial));
         }
         let past = SystemTime::now() - Duration::from_secs(3600);
-        keeper.date(&path, past);
+        keeper.date(&kept(&path), &origin(), past);
         assert!(keeper.flush(Duration::from_secs(10)));
         assert_eq!(serial_in(&path), Some(50));
         assert!(wait_for(|| std::fs::metadata(&path)
@@ -252,6 +295,17 @@ mod tests {
     }
 
     #[test]
+    fn a_zone_kept_by_pattern_lands_in_its_own_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let pattern = dir.path().join("kept/{zone}.zone");
+        let file = KeptFile::pattern(pattern.to_str().unwrap().into());
+        let keeper = Keeper::start().unwrap();
+        keeper.write(&file, &origin(), zone(4));
+        assert!(keeper.flush(Duration::from_secs(10)));
+        assert_eq!(serial_in(&dir.path().join("kept/k.test.zone")), Some(4));
+    }
+
+    #[test]
     fn many_zones_at_once_all_land() {
         let dir = tempfile::tempdir().unwrap();
         let keeper = Keeper::start().unwrap();
@@ -259,7 +313,7 @@ mod tests {
             .map(|i| dir.path().join(format!("z{i}")).into())
             .collect();
         for p in &paths {
-            keeper.write(p, zone(7));
+            keeper.write(&kept(p), &origin(), zone(7));
         }
         assert!(wait_for(|| paths.iter().all(|p| serial_in(p) == Some(7))));
     }
@@ -269,14 +323,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path: Arc<Path> = dir.path().join("k.zone").into();
         let keeper = Keeper::start().unwrap();
-        keeper.write(&path, zone(1));
+        keeper.write(&kept(&path), &origin(), zone(1));
         keeper.delete(&path);
         assert!(keeper.flush(Duration::from_secs(10)));
         assert!(!path.exists() && !tmp_path(&path).exists());
-        keeper.write(&path, zone(2));
+        keeper.write(&kept(&path), &origin(), zone(2));
         assert!(keeper.flush(Duration::from_secs(10)));
         keeper.delete(&path);
-        keeper.write(&path, zone(3));
+        keeper.write(&kept(&path), &origin(), zone(3));
         assert!(keeper.flush(Duration::from_secs(10)));
         assert_eq!(serial_in(&path), Some(3));
     }
@@ -289,8 +343,8 @@ mod tests {
         let keeper = Keeper::start().unwrap();
         let bad: Arc<Path> = blocker.join("k.zone").into();
         let good: Arc<Path> = dir.path().join("k.zone").into();
-        keeper.write(&bad, zone(1));
-        keeper.write(&good, zone(2));
+        keeper.write(&kept(&bad), &origin(), zone(1));
+        keeper.write(&kept(&good), &origin(), zone(2));
         assert!(wait_for(|| serial_in(&good) == Some(2)));
         assert!(!bad.exists() && !tmp_path(&bad).exists());
     }

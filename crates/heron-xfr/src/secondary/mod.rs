@@ -8,6 +8,7 @@
 //! * [`pipelined`]: one connection carrying many SOA checks at once.
 //! * [`tls`]: those connections over TLS (XoT, RFC 9103).
 //! * [`keeper`]: kept copies written to disk in batches.
+//! * [`kept_file`]: where each zone's copy is kept.
 //! * [`refresh`]: the one task that keeps every zone fresh, driving the
 //!   timers of [`crate::timers`] (SOA checks, transfers, expire).
 //! * [`backoff`]: waits after failures, per zone and per primary.
@@ -15,6 +16,7 @@
 pub mod backoff;
 pub mod client;
 pub mod keeper;
+pub mod kept_file;
 pub mod pipelined;
 pub mod receive;
 pub mod refresh;

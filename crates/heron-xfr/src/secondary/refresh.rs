@@ -15,6 +15,7 @@
 //! at once; its modification time records the last successful check, so
 //! the timers survive a restart.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::client::{ClientError, Connections, Upstream};
 use super::keeper::Keeper;
+use super::kept_file::KeptFile;
 use super::receive::{Outcome, Request};
 use crate::timers::{Action, CheckId, Event, Failure, Timers, Transfer, Version, ZoneId};
 
@@ -73,11 +75,18 @@ pub struct SecondaryZone {
     pub origin: Name,
     /// Tried in order; shared by the zones configured together.
     pub primaries: Arc<[Upstream]>,
-    /// Where the received zone is kept. Shared with the kept-copy
-    /// writer's queue, which holds one entry per zone during a cold start.
-    pub file: Arc<Path>,
+    /// Where the received zone is kept: the zones of a group or a catalog
+    /// share their pattern ([`KeptFile`]).
+    pub file: KeptFile,
     /// The catalog zone that made it a member, if one did (RFC 9432).
     pub catalog: Option<Name>,
+}
+
+impl SecondaryZone {
+    /// The file its received copy is kept in.
+    pub fn kept_path(&self) -> Cow<'_, Path> {
+        self.file.path(&self.origin)
+    }
 }
 
 /// Bounds on the SOA timers, whatever the primary's SOA says.
@@ -372,7 +381,7 @@ impl Driver {
     fn add(&mut self, zone: Arc<SecondaryZone>, kept: Option<Arc<Zone>>) {
         let id = ZoneId(self.zones.len() as u32);
         let kept_event = kept.as_ref().map(|kept| {
-            let age = std::fs::metadata(&zone.file)
+            let age = std::fs::metadata(zone.kept_path())
                 .and_then(|m| m.modified())
                 .ok()
                 .and_then(|t| SystemTime::now().duration_since(t).ok())
@@ -420,7 +429,7 @@ impl Driver {
                 tracing::info!(
                     zone = %entry.zone.origin,
                     catalog = entry.zone.catalog.as_ref().map(tracing::field::display),
-                    file = %entry.zone.file.display(),
+                    file = %entry.zone.kept_path().display(),
                     serial = kept.serial(),
                     "serving kept serial {}",
                     kept.serial()
@@ -456,7 +465,9 @@ impl Driver {
                 let Some(entry) = self.entry(zone) else {
                     return;
                 };
-                ctx.keeper.date(&entry.zone.file, SystemTime::now() - ago);
+                let kept = &entry.zone;
+                ctx.keeper
+                    .date(&kept.file, &kept.origin, SystemTime::now() - ago);
                 self.tell_expiry(zone);
             }
         }
@@ -691,7 +702,8 @@ impl Driver {
             Outcome::UpToDate => unreachable!("nothing received"),
         };
         ctx.publisher.publish(new.clone(), diffs);
-        ctx.keeper.write(&entry.zone.file, new.clone());
+        ctx.keeper
+            .write(&entry.zone.file, &entry.zone.origin, new.clone());
         let version = Version::of(&new, ctx.bounds);
         entry.current = Some(new);
         entry.transferred_at = Some(SystemTime::now());
@@ -837,7 +849,7 @@ mod tests {
                 source: None,
             }]
             .into(),
-            file: file.into(),
+            file: KeptFile::at(file),
             catalog: None,
         })
     }

@@ -37,11 +37,12 @@
 //!   ends), whatever the interval says.
 //!   A NOTIFY does not end a primary's back-off, nor a zone's.
 //!
-//! Every zone's next wake-up sits in one binary heap keyed by (when,
+//! Every zone's next wake-up sits in one ordered set keyed by (when,
 //! zone), as in Knot's `zone/events/`, instead of a task per zone.
 
 pub mod notify_out;
 mod queue;
+mod stamp;
 #[cfg(test)]
 mod tests;
 
@@ -53,6 +54,7 @@ use crate::secondary::backoff::retry_delay;
 use crate::secondary::refresh::TimerBounds;
 use crate::serial;
 use queue::Queue;
+use stamp::{Epoch, Stamp};
 
 /// The shortest time between two checks of one zone started by NOTIFY.
 pub const NOTIFY_CHECK_INTERVAL: Duration = Duration::from_secs(2);
@@ -206,6 +208,8 @@ pub type Jitter = Box<dyn FnMut() -> u16 + Send>;
 pub struct Timers {
     zones: Vec<Option<ZoneState>>,
     queue: Queue,
+    /// What the zones' times are counted from.
+    epoch: Epoch,
     /// The retry cap of a zone that serves nothing yet.
     min_retry: Duration,
     jitter: Jitter,
@@ -217,9 +221,9 @@ pub struct Timers {
 struct ZoneState {
     primaries: u16,
     serving: Option<Served>,
-    next_check: Instant,
+    next_check: Stamp,
     /// Set while serving.
-    expire_at: Option<Instant>,
+    expire_at: Option<Stamp>,
     /// Checks failed in a row.
     failures: u32,
     check: Option<Check>,
@@ -228,12 +232,12 @@ struct ZoneState {
     /// served then.
     notified: Option<bool>,
     /// The time of the last check a NOTIFY started (or will start).
-    notify_check_at: Option<Instant>,
+    notify_check_at: Option<Stamp>,
     /// An operator asked for a check (a full transfer if true) that
     /// starts when the one in flight ends.
     forced: Option<bool>,
     /// Its entry in the queue.
-    queued: Option<Instant>,
+    queued: Option<Stamp>,
 }
 
 /// The version served, as [`Version`] in whole seconds (the SOA's fields
@@ -279,7 +283,7 @@ struct Check {
     /// The primary asked now.
     primary: u16,
     /// The soonest a primary left alone may be tried, if all are.
-    primaries_back: Option<Instant>,
+    primaries_back: Option<Stamp>,
     all_left_alone: bool,
     /// Transfer the whole zone, without asking for the serial first.
     full: bool,
@@ -305,6 +309,7 @@ impl Timers {
         Timers {
             zones: Vec::new(),
             queue: Queue::default(),
+            epoch: Epoch::default(),
             min_retry,
             jitter,
             next_check_id: 0,
@@ -319,21 +324,23 @@ impl Timers {
     /// What the timers of `zone` are, if it is kept fresh.
     pub fn view(&self, zone: ZoneId) -> Option<TimersView> {
         let z = self.state(zone)?;
+        let instant = |s| self.epoch.instant(s);
         Some(TimersView {
             serial: z.serving.map(|v| v.serial),
-            next_check: z.check.is_none().then_some(z.next_check),
-            expire_at: z.expire_at,
+            next_check: z.check.is_none().then(|| instant(z.next_check)),
+            expire_at: z.expire_at.map(instant),
             failures: z.failures,
         })
     }
 
     /// When to fire [`Event::TimerFired`] next, if ever.
     pub fn next_wakeup(&self) -> Option<Instant> {
-        self.queue.earliest()
+        self.queue.earliest().map(|s| self.epoch.instant(s))
     }
 
     /// Handles `event`, which happened at `now`; what to do goes to `out`.
     pub fn handle(&mut self, now: Instant, event: Event, out: &mut Vec<Action>) {
+        let now = self.epoch.stamp(now);
         match event {
             Event::Added {
                 zone,
@@ -403,7 +410,7 @@ impl Timers {
     /// RFC 7314, counts it down).
     pub fn expires_in(&self, zone: ZoneId, now: Instant) -> Option<Duration> {
         let at = self.state(zone)?.expire_at?;
-        Some(at.saturating_duration_since(now))
+        Some(at.saturating_duration_since(self.epoch.stamp(now)))
     }
 
     /// Whether `check` of `zone` is the one in flight, its result awaited.
@@ -415,7 +422,7 @@ impl Timers {
 
     fn add(
         &mut self,
-        now: Instant,
+        now: Stamp,
         zone: ZoneId,
         primaries: usize,
         kept: Option<(Version, Duration)>,
@@ -445,6 +452,12 @@ impl Timers {
         }
         let at = zone.0 as usize;
         if self.zones.len() <= at {
+            // By an eighth at a time, not doubling: a catalog that grows
+            // to 100,000 members would leave up to 100,000 slots unused.
+            if self.zones.capacity() <= at {
+                let len = self.zones.len();
+                self.zones.reserve_exact((at + 1 - len).max(len / 8));
+            }
             self.zones.resize_with(at + 1, || None);
         }
         if let Some(old) = self.zones[at].replace(state) {
@@ -454,7 +467,7 @@ impl Timers {
     }
 
     /// Whatever is due for `zone` at `now`.
-    fn wake(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
+    fn wake(&mut self, now: Stamp, zone: ZoneId, out: &mut Vec<Action>) {
         let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::as_mut) else {
             return;
         };
@@ -469,7 +482,7 @@ impl Timers {
         self.schedule(zone);
     }
 
-    fn notified(&mut self, now: Instant, zone: ZoneId, serial: Option<u32>, out: &mut Vec<Action>) {
+    fn notified(&mut self, now: Stamp, zone: ZoneId, serial: Option<u32>, out: &mut Vec<Action>) {
         let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::as_mut) else {
             return;
         };
@@ -486,7 +499,7 @@ impl Timers {
 
     /// A check for a NOTIFY, at once if it announced `news` (a newer
     /// serial), else at most every [`NOTIFY_CHECK_INTERVAL`].
-    fn notify_check(&mut self, now: Instant, zone: ZoneId, news: bool, out: &mut Vec<Action>) {
+    fn notify_check(&mut self, now: Stamp, zone: ZoneId, news: bool, out: &mut Vec<Action>) {
         let z = self.state_mut(zone);
         let allowed = match z.notify_check_at {
             Some(last) if !news => (last + NOTIFY_CHECK_INTERVAL).max(now),
@@ -508,7 +521,7 @@ impl Timers {
         }
     }
 
-    fn check_now(&mut self, now: Instant, zone: ZoneId, full: bool, out: &mut Vec<Action>) {
+    fn check_now(&mut self, now: Stamp, zone: ZoneId, full: bool, out: &mut Vec<Action>) {
         let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::as_mut) else {
             return;
         };
@@ -520,12 +533,12 @@ impl Timers {
         self.schedule(zone);
     }
 
-    fn start_check(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
+    fn start_check(&mut self, now: Stamp, zone: ZoneId, out: &mut Vec<Action>) {
         self.start_check_of(now, zone, false, out)
     }
 
     /// Starts a check; with `full`, by transferring the whole zone.
-    fn start_check_of(&mut self, now: Instant, zone: ZoneId, full: bool, out: &mut Vec<Action>) {
+    fn start_check_of(&mut self, now: Stamp, zone: ZoneId, full: bool, out: &mut Vec<Action>) {
         let id = CheckId(self.next_check_id);
         self.next_check_id += 1;
         let z = self.state_mut(zone);
@@ -548,7 +561,7 @@ impl Timers {
     /// if we are up to date: a transfer brings its own).
     fn serial_seen(
         &mut self,
-        now: Instant,
+        now: Stamp,
         zone: ZoneId,
         serial: u32,
         expire: PrimaryExpire,
@@ -583,18 +596,22 @@ impl Timers {
     /// failed.
     fn primary_failed(
         &mut self,
-        now: Instant,
+        now: Stamp,
         zone: ZoneId,
         failure: Failure,
         out: &mut Vec<Action>,
     ) {
+        let left_alone_until = match failure {
+            Failure::LeftAlone { until } => Some(self.epoch.stamp(until)),
+            Failure::Failed => None,
+        };
         let z = self.state_mut(zone);
         let check = z.check.as_mut().expect("a check is in flight");
-        match failure {
-            Failure::LeftAlone { until } => {
+        match left_alone_until {
+            Some(until) => {
                 check.primaries_back = Some(check.primaries_back.map_or(until, |t| t.min(until)));
             }
-            Failure::Failed => check.all_left_alone = false,
+            None => check.all_left_alone = false,
         }
         check.primary += 1;
         if check.primary < z.primaries {
@@ -605,7 +622,7 @@ impl Timers {
         }
     }
 
-    fn check_failed(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
+    fn check_failed(&mut self, now: Stamp, zone: ZoneId, out: &mut Vec<Action>) {
         let jitter = (self.jitter)();
         let min_retry = self.min_retry;
         let z = self.state_mut(zone);
@@ -622,7 +639,7 @@ impl Timers {
 
     fn succeeded(
         &mut self,
-        now: Instant,
+        now: Stamp,
         zone: ZoneId,
         expire: PrimaryExpire,
         out: &mut Vec<Action>,
@@ -648,7 +665,7 @@ impl Timers {
     }
 
     /// A check ended: NOTIFYs that came during it make one more.
-    fn check_ended(&mut self, now: Instant, zone: ZoneId, out: &mut Vec<Action>) {
+    fn check_ended(&mut self, now: Stamp, zone: ZoneId, out: &mut Vec<Action>) {
         let z = self.state_mut(zone);
         if let Some(full) = z.forced.take() {
             z.notified = None;

@@ -682,11 +682,12 @@ impl<'a> Responder<'a> {
         }
         self.w.section(Section::Authority);
         let owner = Owner::At(self.apex_pos);
-        zone.negative_soa()
-            .write(&mut self.w, owner, self.apex_pos)?;
+        let (soa, ttl) = (zone.soa(), zone.negative_ttl());
+        soa.encoded()
+            .write_ttl_capped(&mut self.w, owner, self.apex_pos, ttl)?;
         if self.dnssec {
-            zone.negative_soa_sigs()
-                .write(&mut self.w, owner, self.apex_pos)?;
+            soa.encoded_sigs()
+                .write_ttl_capped(&mut self.w, owner, self.apex_pos, ttl)?;
         }
         Ok(())
     }

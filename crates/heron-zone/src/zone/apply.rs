@@ -19,14 +19,14 @@ use heron_proto::name::lowercase_wire;
 use heron_proto::{Name, RType};
 
 use super::build::{
-    Emit, NodeParts, SetParts, additional_block, encode_negative_soa, in_zone_targets, node_errors,
+    Emit, NodeParts, SetParts, additional_block, in_zone_targets, negative_ttl, node_errors,
     rdata_equal, write_node,
 };
 use super::chain::DenialChain;
 use super::diff::{DiffRecord, ZoneDiff};
 use super::node::{Node, Shard, node_len};
 use super::table::NodeTable;
-use super::{Links, Problem, Severity, Zone, is_wildcard, shard_of};
+use super::{Links, Problem, SOA_FAR, Severity, Zone, count, is_wildcard, node_place, shard_of};
 
 impl Zone {
     /// This zone with `diff` applied: its deleted records removed, its
@@ -191,7 +191,7 @@ impl<'z> Edit<'z> {
             apex: zone.origin.as_wire(),
             nodes: HashMap::new(),
             links: zone.links.as_deref().cloned().unwrap_or_default(),
-            records: zone.records,
+            records: zone.record_count(),
             problems: Vec::new(),
         }
     }
@@ -517,7 +517,7 @@ impl<'z> Edit<'z> {
             .expect("the apex is kept");
         let apex_node = &self.nodes[self.apex];
         let apex_parts = apex_node.parts();
-        let (negative_soa, negative_soa_sigs) = encode_negative_soa(&apex_parts, self.apex);
+        let negative_ttl = negative_ttl(&apex_parts);
         let apex_dname = apex_parts.set(RType::DNAME).is_some();
         self.update_referrers();
         let appeared = self.nodes.values().filter(|n| n.exists && !n.existed);
@@ -533,16 +533,17 @@ impl<'z> Edit<'z> {
             class: zone.class,
             hasher: zone.hasher.clone(),
             shards: shards.into(),
-            apex: (apex_shard, apex_at),
+            apex: node_place(apex_shard, apex_at),
             apex_dname,
             wildcards: zone.wildcards || added_wildcard,
-            negative_soa,
-            negative_soa_sigs,
-            records: self.records,
-            nodes: zone.nodes + appeared.count() - vanished.count(),
+            negative_ttl,
+            soa_at: SOA_FAR, // until `find_soa`
+            records: count(self.records),
+            nodes: count(zone.node_count() + appeared.count() - vanished.count()),
             links: self.links.boxed(),
             chain: None,
-        };
+        }
+        .find_soa();
         next.chain = match &zone.chain {
             Some(chain) => chain.after_change(zone, &next),
             None => DenialChain::of(&next),

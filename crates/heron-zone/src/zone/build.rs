@@ -21,7 +21,9 @@ use heron_proto::{Class, Name, RType};
 use super::chain::DenialChain;
 use super::node::{NodeWriter, Shard};
 use super::table::NodeTable;
-use super::{Links, Problem, Severity, Zone, is_wildcard, shard_of, soa_field};
+use super::{
+    Links, Problem, SOA_FAR, Severity, Zone, count, is_wildcard, node_place, shard_of, soa_field,
+};
 use crate::prefetch::prefetch;
 use crate::zonefile::{Location, Record};
 
@@ -291,7 +293,7 @@ impl ZoneBuilder {
         if problems.iter().any(|p| p.severity == Severity::Error) {
             return Err(problems);
         }
-        let (negative_soa, negative_soa_sigs) = encode_negative_soa(&apex, zone.apex.as_wire());
+        let negative_ttl = negative_ttl(&apex);
         let apex_dname = apex.set(RType::DNAME).is_some();
         let apex_hash = self.hasher.hash_one(zone.apex.as_wire());
         let apex_shard = shard_of(apex_hash, shards);
@@ -308,20 +310,21 @@ impl ZoneBuilder {
             class: self.class,
             hasher: self.hasher,
             shards: built.shards.into(),
-            apex: (apex_shard, apex_at),
+            apex: node_place(apex_shard, apex_at),
             apex_dname,
             wildcards: built.wildcards,
-            negative_soa,
-            negative_soa_sigs,
-            records: built.records,
-            nodes: drafts.len(),
+            negative_ttl,
+            soa_at: SOA_FAR, // until `find_soa`
+            records: count(built.records),
+            nodes: count(drafts.len()),
             links: Links {
                 children,
                 referrers,
             }
             .boxed(),
             chain: None,
-        };
+        }
+        .find_soa();
         built_zone.chain = DenialChain::of(&built_zone).map(Box::new);
         let chain_problems = DenialChain::problems(&built_zone, built_zone.chain.as_deref());
         problems.extend(chain_problems.into_iter().map(|message| Problem {
@@ -1069,18 +1072,11 @@ pub(super) fn additional_block(
     block
 }
 
-/// The SOA as negative answers carry it: TTL the lesser of the SOA's own
-/// and its MINIMUM field (RFC 2308 5), signatures likewise.
-pub(super) fn encode_negative_soa(
-    apex_node: &NodeParts,
-    apex: &[u8],
-) -> (EncodedRRset, EncodedRRset) {
+/// The SOA's TTL in negative answers: the lesser of its own and its
+/// MINIMUM field (RFC 2308 5); its signatures' TTLs are capped likewise.
+pub(super) fn negative_ttl(apex_node: &NodeParts) -> u32 {
     let soa = apex_node.set(RType::SOA).expect("checked at build");
-    let ttl = soa.ttl.min(soa_field(soa.rdatas[0], 4));
-    (
-        EncodedRRset::new(RType::SOA, ttl, &soa.rdatas, apex),
-        EncodedRRset::new(RType::RRSIG, ttl.min(soa.sig_ttl), &soa.sigs, apex),
-    )
+    soa.ttl.min(soa_field(soa.rdatas[0], 4))
 }
 
 /// RDATA equality: names in well-known types compare case-insensitively.

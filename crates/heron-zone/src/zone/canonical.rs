@@ -33,7 +33,7 @@ impl Zone {
     /// Every node in canonical order: a sort of the zone's positions,
     /// most comparisons settled by a prefix of the label below the apex.
     pub fn nodes_in_canonical_order(&self) -> CanonicalNodes<'_> {
-        let mut order = Vec::with_capacity(self.nodes);
+        let mut order = Vec::with_capacity(self.node_count());
         for (shard, s) in self.shards.iter().enumerate() {
             order.extend(s.offsets().map(|at| self.position((shard, at))));
         }

@@ -27,7 +27,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use hashbrown::{DefaultHashBuilder, HashMap};
-use heron_proto::encoded::EncodedRRset;
 use heron_proto::{Class, Name, RType};
 
 use crate::prefetch::{prefetch, prefetch_lines, prefetch_next_line};
@@ -52,7 +51,7 @@ pub struct Zone {
     /// A power of two of them.
     shards: Shards,
     /// Where the apex node is: (shard, offset).
-    apex: (usize, usize),
+    apex: (u32, u32),
     /// The apex holds a DNAME: every name below it is redirected. Kept
     /// here so that a lookup below the apex need not read the apex node.
     apex_dname: bool,
@@ -64,13 +63,18 @@ pub struct Zone {
     /// that 100,000 zones do not pay 8 bytes each (at most 127 labels).
     origin_labels: u8,
     class: Class,
-    /// The apex SOA with the negative-answer TTL (RFC 2308 5), and its
-    /// signatures, encoded for the authority section.
-    negative_soa: EncodedRRset,
-    negative_soa_sigs: EncodedRRset,
+    /// The TTL of the SOA in negative answers, the lesser of its own and
+    /// its MINIMUM (RFC 2308 section 5): they write the apex's SOA and
+    /// signatures capped at it, not a copy kept for them (75 octets and an
+    /// allocation for each of 100,000 small zones).
+    negative_ttl: u32,
+    /// Where the SOA's RRset is in the apex node ([`Node::rrset_offset`]),
+    /// so that a negative answer need not look for it; `SOA_FAR` past 64
+    /// KiB, where it is looked up.
+    soa_at: u16,
     /// Record count as loaded (after de-duplication), for reporting.
-    records: usize,
-    nodes: usize,
+    records: u32,
+    nodes: u32,
     /// What `apply` needs to find the nodes a change reaches; None when
     /// empty, as for most small zones, so 100,000 of them pay 8 bytes each.
     links: Option<Box<Links>>,
@@ -166,6 +170,22 @@ impl Links {
         (!empty).then(|| Box::new(self))
     }
 }
+
+/// Where a node is, (shard, offset), as a zone keeps it: 4 GiB of arena
+/// per shard is more than any zone this process could hold.
+pub(crate) fn node_place(shard: usize, at: usize) -> (u32, u32) {
+    let fits = |n: usize| u32::try_from(n).expect("shards and arenas fit 32 bits");
+    (fits(shard), fits(at))
+}
+
+/// A count as a zone keeps it (a record takes at least 11 octets: 2^32 of
+/// them would not fit in memory).
+pub(crate) fn count(n: usize) -> u32 {
+    u32::try_from(n).expect("fewer than 2^32 records")
+}
+
+/// [`Zone::soa_at`] for an SOA too far into its node to say where.
+const SOA_FAR: u16 = u16::MAX;
 
 /// Cache lines of a node a batch loads ahead ([`crate::lookahead`]).
 const NODE_LINES_AHEAD: usize = 4;
@@ -290,7 +310,8 @@ impl Zone {
     }
 
     pub fn apex(&self) -> Node<'_> {
-        self.node_at(self.apex)
+        let (shard, at) = self.apex;
+        self.node_at((shard as usize, at as usize))
     }
 
     /// Labels of the origin, the root not counted.
@@ -310,16 +331,27 @@ impl Zone {
     }
 
     pub fn soa(&self) -> RRset<'_> {
-        self.apex().rrset(RType::SOA).expect("checked at build")
+        let apex = self.apex();
+        match self.soa_at {
+            SOA_FAR => apex.rrset(RType::SOA).expect("checked at build"),
+            at => apex.rrset_at(at as usize),
+        }
     }
 
-    /// The SOA record for NXDOMAIN and NODATA answers.
-    pub fn negative_soa(&self) -> &EncodedRRset {
-        &self.negative_soa
+    /// Notes where the SOA is in the apex node, once the zone is built.
+    fn find_soa(mut self) -> Zone {
+        let at = self
+            .apex()
+            .rrset_offset(RType::SOA)
+            .expect("checked at build");
+        self.soa_at = u16::try_from(at).unwrap_or(SOA_FAR);
+        self
     }
 
-    pub fn negative_soa_sigs(&self) -> &EncodedRRset {
-        &self.negative_soa_sigs
+    /// The TTL of the SOA and its signatures in NXDOMAIN and NODATA
+    /// answers: written as [`Zone::soa`] with every TTL capped at this.
+    pub fn negative_ttl(&self) -> u32 {
+        self.negative_ttl
     }
 
     /// A signed zone's NSEC or NSEC3 chain (None: the zone is unsigned).
@@ -351,11 +383,11 @@ impl Zone {
     }
 
     pub fn record_count(&self) -> usize {
-        self.records
+        self.records as usize
     }
 
     pub fn node_count(&self) -> usize {
-        self.nodes
+        self.nodes as usize
     }
 
     /// Heap bytes the zone's nodes take (arenas and tables).
@@ -370,8 +402,6 @@ impl Zone {
     pub fn for_each_block(&self, visit: &mut impl FnMut(usize, usize)) {
         let mut visit_slice = |bytes: &[u8]| visit(bytes.as_ptr() as usize, bytes.len());
         visit_slice(self.origin.as_wire());
-        visit_slice(self.negative_soa.packed());
-        visit_slice(self.negative_soa_sigs.packed());
         visit(self as *const Zone as usize, std::mem::size_of::<Zone>());
         if let Shards::Many(many) = &self.shards {
             visit(many.as_ptr() as usize, std::mem::size_of_val(&**many));
@@ -413,7 +443,7 @@ impl Zone {
         let others = self.shards.iter().enumerate().flat_map(move |(i, shard)| {
             shard
                 .offsets()
-                .filter(move |&at| (i, at) != apex)
+                .filter(move |&at| node_place(i, at) != apex)
                 .map(move |at| self.node_at((i, at)))
         });
         std::iter::once(self.apex()).chain(others)
@@ -642,6 +672,13 @@ pub fn load_zone_str(text: &str, name: &str, origin: &Name) -> Result<Loaded, Ve
 mod tests {
     use super::diff::diff;
     use super::*;
+
+    #[test]
+    fn a_zone_with_its_reference_count_fits_128_octets() {
+        // An `Arc<Zone>` is one allocation per zone: 100,000 small zones
+        // pay this each, and jemalloc's next size class is 160.
+        assert!(size_of::<Zone>() + 2 * size_of::<usize>() <= 128);
+    }
 
     /// A zone file of at least `size` octets using what cutting must
     /// respect: `$TTL` and `$ORIGIN` changes, entries over several lines,

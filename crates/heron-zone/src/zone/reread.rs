@@ -86,7 +86,7 @@ impl<'z> Matcher<'z> {
             new_soa: None,
             added: Vec::new(),
             warnings: Vec::new(),
-            limit: (zone.records / 8).max(4096),
+            limit: (zone.record_count() / 8).max(4096),
             load_in_full: false,
         }
     }

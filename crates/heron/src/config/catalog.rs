@@ -12,10 +12,11 @@ use heron_proto::tsig::Key;
 use heron_xfr::journal::file as journal_file;
 use heron_xfr::primary::ZonePolicy;
 use heron_xfr::secondary::client::Upstream;
+use heron_xfr::secondary::kept_file::KeptFile;
 use heron_xfr::secondary::refresh::SecondaryZone;
 use serde::Deserialize;
 
-use super::{ZoneOptions, pattern_file, zone_settings};
+use super::{ZoneOptions, zone_settings};
 
 #[derive(Debug, Deserialize, Clone, Hash)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -95,8 +96,8 @@ pub struct Template {
     /// members that keep none, not copied for each of 100,000.
     pub policy: Arc<ZonePolicy>,
     pub keep_journal: bool,
-    /// `DIR/{zone}.zone`.
-    pub file_pattern: String,
+    /// `DIR/{zone}.zone`, which the members share.
+    pub kept: KeptFile,
 }
 
 impl CatalogConfig {
@@ -112,15 +113,15 @@ impl CatalogConfig {
 impl Template {
     /// Member zone `zone` of `catalog` as this template makes it.
     pub fn member(&self, zone: &Name, catalog: &Name) -> (SecondaryZone, Arc<ZonePolicy>) {
-        let file = PathBuf::from(pattern_file(&self.file_pattern, &zone.to_string()));
         let mut policy = self.policy.clone();
         if self.keep_journal && !policy.allow_transfer.is_empty() {
+            let file = self.kept.path(zone);
             Arc::make_mut(&mut policy).journal_file = Some(journal_file::path_for(&file));
         }
         let secondary = SecondaryZone {
             origin: zone.clone(),
             primaries: self.primaries.clone(),
-            file: file.into(),
+            file: self.kept.clone(),
             catalog: Some(catalog.clone()),
         };
         (secondary, policy)
@@ -194,7 +195,7 @@ impl CatalogEntry {
             primaries: settings.primaries,
             policy: Arc::new(settings.policy),
             keep_journal: settings.keep_journal,
-            file_pattern: format!("{}/{{zone}}.zone", dir.display()),
+            kept: KeptFile::pattern(format!("{}/{{zone}}.zone", dir.display())),
         })
     }
 }
@@ -222,7 +223,10 @@ mod tests {
             panic!("{:?}", settings.secondaries)
         };
         assert_eq!(catalog_zone.origin.to_string(), "cat.example.");
-        assert_eq!(catalog_zone.file.to_str(), Some("/etc/heron/kept/cat.zone"));
+        assert_eq!(
+            catalog_zone.kept_path().to_str(),
+            Some("/etc/heron/kept/cat.zone")
+        );
         assert_eq!(catalog_zone.catalog, None);
         let [catalog] = settings.catalogs.as_slice() else {
             panic!()
@@ -236,7 +240,7 @@ mod tests {
             "xfr."
         );
         assert_eq!(
-            member.file.to_str(),
+            member.kept_path().to_str(),
             Some("/etc/heron/members/a.example.zone")
         );
         assert_eq!(member.catalog, Some(catalog.zone.clone()));
@@ -259,7 +263,10 @@ mod tests {
             Some("/etc/heron/gold/b.example.zone.jnl")
         );
         assert_eq!(gold.primaries[0].addr.to_string(), "192.0.2.2:53");
-        assert_eq!(gold.file.to_str(), Some("/etc/heron/gold/a.example.zone"));
+        assert_eq!(
+            gold.kept_path().to_str(),
+            Some("/etc/heron/gold/a.example.zone")
+        );
         assert_eq!(
             policy.journal_file.as_deref().and_then(|p| p.to_str()),
             Some("/etc/heron/gold/a.example.zone.jnl")
