@@ -30,7 +30,8 @@ use super::store::write_zone;
 use crate::disk::{self, tmp_path};
 
 enum Op {
-    Write(Arc<Zone>),
+    /// Writes the zone, dated if a date is given.
+    Write(Arc<Zone>, Option<SystemTime>),
     /// Sets the file's modification time.
     Date(SystemTime),
     /// Removes the file (its zone is gone).
@@ -86,13 +87,21 @@ impl Keeper {
     /// Writes `zone` to the file `file` gives `origin` (soon, atomically).
     pub fn write(&self, file: &KeptFile, origin: &Name, zone: Arc<Zone>) {
         let target = Target::Kept(file.clone(), origin.clone());
-        let _ = self.ops.send((target, Op::Write(zone)));
+        let _ = self.ops.send((target, Op::Write(zone, None)));
+    }
+
+    /// Writes `zone` as [`Keeper::write`] does, its file dated `at`: one
+    /// entry in the queue where a write and a date take two (during a
+    /// cold start every zone waits here).
+    pub fn write_dated(&self, file: &KeptFile, origin: &Name, zone: Arc<Zone>, at: SystemTime) {
+        let target = Target::Kept(file.clone(), origin.clone());
+        let _ = self.ops.send((target, Op::Write(zone, Some(at))));
     }
 
     /// Writes `zone` to `path` (soon, atomically): a file of no zone's
     /// own (a catalog's consumed version, say).
     pub fn write_at(&self, path: PathBuf, zone: Arc<Zone>) {
-        let _ = self.ops.send((Target::Path(path), Op::Write(zone)));
+        let _ = self.ops.send((Target::Path(path), Op::Write(zone, None)));
     }
 
     /// Sets the modification time of the file `file` gives `origin`,
@@ -140,9 +149,10 @@ fn run(queue: Receiver<(Target, Op)>) {
             }
             let path = target.path();
             match op {
-                Op::Write(zone) => {
+                Op::Write(zone, date) => {
                     let newest = Pending {
                         zone: Some(zone),
+                        date,
                         ..Pending::default()
                     };
                     batch.insert(path, newest);
@@ -292,6 +302,19 @@ mod tests {
             .unwrap()
             == past));
         assert!(!tmp_path(&path).exists());
+    }
+
+    #[test]
+    fn a_dated_write_lands_with_its_date() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.zone");
+        let keeper = Keeper::start().unwrap();
+        let past = SystemTime::now() - Duration::from_secs(7200);
+        keeper.write_dated(&kept(&path), &origin(), zone(9), past);
+        assert!(keeper.flush(Duration::from_secs(10)));
+        assert_eq!(serial_in(&path), Some(9));
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        assert_eq!(modified, past);
     }
 
     #[test]

@@ -219,6 +219,9 @@ struct Driver {
     in_flight: usize,
     done: (mpsc::UnboundedSender<Done>, mpsc::UnboundedReceiver<Done>),
     actions: Vec<Action>,
+    /// A version just received, to keep with the date the timers give it
+    /// next (one entry in the writer's queue, not a write and a date).
+    unkept: Option<(ZoneId, Arc<Zone>)>,
 }
 
 /// One zone's entry: kept small, there may be 100,000 of them. What most
@@ -326,6 +329,7 @@ impl Driver {
             in_flight: 0,
             done: mpsc::unbounded_channel(),
             actions: Vec::new(),
+            unkept: None,
         }
     }
 
@@ -462,12 +466,16 @@ impl Driver {
                 entry.current = None;
             }
             Action::DateKept { zone, ago } => {
-                let Some(entry) = self.entry(zone) else {
-                    return;
-                };
-                let kept = &entry.zone;
-                ctx.keeper
-                    .date(&kept.file, &kept.origin, SystemTime::now() - ago);
+                let at = SystemTime::now() - ago;
+                if self.unkept.as_ref().is_some_and(|(z, _)| *z == zone) {
+                    self.keep_unkept(Some(at));
+                } else {
+                    let Some(entry) = self.entry(zone) else {
+                        return;
+                    };
+                    let kept = &entry.zone;
+                    ctx.keeper.date(&kept.file, &kept.origin, at);
+                }
                 self.tell_expiry(zone);
             }
         }
@@ -594,6 +602,8 @@ impl Driver {
                     result,
                     primary_expire,
                 });
+                // Not dated by the timers (they always date a new version).
+                self.keep_unkept(None);
             }
         }
         self.answer_waiters(zone);
@@ -702,12 +712,27 @@ impl Driver {
             Outcome::UpToDate => unreachable!("nothing received"),
         };
         ctx.publisher.publish(new.clone(), diffs);
-        ctx.keeper
-            .write(&entry.zone.file, &entry.zone.origin, new.clone());
         let version = Version::of(&new, ctx.bounds);
-        entry.current = Some(new);
+        entry.current = Some(new.clone());
         entry.transferred_at = Some(SystemTime::now());
+        self.unkept = Some((zone, new));
         version
+    }
+
+    /// Queues the version received last for the disk, dated `at` if given.
+    fn keep_unkept(&mut self, at: Option<SystemTime>) {
+        let Some((zone, new)) = self.unkept.take() else {
+            return;
+        };
+        let keeper = self.ctx.keeper.clone();
+        let Some(entry) = self.entry(zone) else {
+            return;
+        };
+        let (file, origin) = (&entry.zone.file, &entry.zone.origin);
+        match at {
+            Some(at) => keeper.write_dated(file, origin, new, at),
+            None => keeper.write(file, origin, new),
+        }
     }
 }
 
