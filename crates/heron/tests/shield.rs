@@ -38,7 +38,12 @@ fn open_zone(dir: &Path) -> PathBuf {
 /// Allowed: 127.0.0.1 and 127.0.0.3 server-wide; open.test: 127.0.0.1,
 /// 127.0.0.2, and 127.0.0.5 signed with `nokey`. Blackholed: 127.0.0.4.
 fn acl_server() -> ServerProcess {
-    let dir = std::env::temp_dir().join(format!("heron-shield-{}", std::process::id()));
+    // A folder per server: the tests run at once, and one rewriting the
+    // zone file while another server read it left that one without
+    // open.test (REFUSED where NOERROR was due).
+    static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("heron-shield-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let open = open_zone(&dir);
     ServerProcess::heron_with_config(&heron(), "edge.test", |port| {
