@@ -189,6 +189,29 @@ fn negative_soa_and_its_signatures_take_the_negative_ttl() {
 }
 
 #[test]
+fn negative_answers_find_an_soa_far_into_a_large_apex() {
+    // 3,000 A and 1,000 NS records at the apex come before the SOA in the
+    // apex node, more than 64 KiB: the zone cannot keep the SOA's offset
+    // and looks it up instead.
+    let mut text = String::from("$ORIGIN big.test.\n@ 3600 SOA ns h 1 2 3 4 300\n");
+    for i in 0..3000 {
+        text += &format!("@ 60 A 10.{}.{}.{}\n", i / 65536, i / 256 % 256, i % 256);
+    }
+    for i in 0..1000 {
+        text += &format!("@ 60 NS ns{i}.elsewhere.test.\n");
+    }
+    let origin = Name::parse("big.test").unwrap();
+    let loaded = load_zone_str(&text, "big.zone", &origin).unwrap();
+    let mut cat = Catalog::new();
+    cat.insert(loaded.zone);
+    let cfg = AnswerConfig::default();
+    let (m, _) = ask_with(&cat, &cfg, &q("nothing.big.test", RType::A).tcp());
+    assert_eq!(m.rcode(), Rcode::NXDOMAIN);
+    let ttls: Vec<(RType, u32)> = m.authority.iter().map(|r| (r.rtype, r.ttl)).collect();
+    assert_eq!(ttls, [(RType::SOA, 300)]);
+}
+
+#[test]
 fn nodata_and_empty_non_terminals() {
     for name in [
         "ns1.example.test",

@@ -158,11 +158,6 @@ fn run(queue: Receiver<(Target, Op)>, max_batch: usize) {
         let mut flushes = Vec::new();
         let more = queue.try_iter().take(max_batch - 1);
         for (target, op) in std::iter::once(first).chain(more) {
-            if let Op::Flush(done) = op {
-                flushes.push(done);
-                continue;
-            }
-            let path = target.path();
             match op {
                 Op::Write(zone, date) => {
                     let newest = Pending {
@@ -170,17 +165,17 @@ fn run(queue: Receiver<(Target, Op)>, max_batch: usize) {
                         date,
                         ..Pending::default()
                     };
-                    batch.insert(path, newest);
+                    batch.insert(target.path(), newest);
                 }
-                Op::Date(at) => batch.entry(path).or_default().date = Some(at),
+                Op::Date(at) => batch.entry(target.path()).or_default().date = Some(at),
                 Op::Delete => {
                     let gone = Pending {
                         delete: true,
                         ..Pending::default()
                     };
-                    batch.insert(path, gone);
+                    batch.insert(target.path(), gone);
                 }
-                Op::Flush(_) => unreachable!("taken above"),
+                Op::Flush(done) => flushes.push(done),
             }
         }
         commit(batch);

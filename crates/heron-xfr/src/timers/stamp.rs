@@ -24,23 +24,19 @@ impl Stamp {
         Stamp(NonZeroU64::new(biased).unwrap_or(NonZeroU64::MIN))
     }
 
-    /// The time `d` after this one (saturating, as `Instant` would panic
-    /// only centuries on).
-    pub(super) fn add(self, d: Duration) -> Stamp {
-        Stamp::from_biased(self.0.get().saturating_add(nanos(d)))
-    }
-
     /// How long after `earlier` this is; zero if it is not after.
     pub(super) fn saturating_duration_since(self, earlier: Stamp) -> Duration {
         Duration::from_nanos(self.0.get().saturating_sub(earlier.0.get()))
     }
 }
 
+/// The time `d` after a stamp (saturating, where `Instant` would panic
+/// only centuries on).
 impl std::ops::Add<Duration> for Stamp {
     type Output = Stamp;
 
     fn add(self, d: Duration) -> Stamp {
-        Stamp::add(self, d)
+        Stamp::from_biased(self.0.get().saturating_add(nanos(d)))
     }
 }
 

@@ -830,29 +830,26 @@ fn a_zones_timers_fit_eighty_eight_octets() {
     assert!(size_of::<Option<super::ZoneState>>() <= 88);
 }
 
+/// Adds `zones`, none kept, one primary each.
+fn add_zones(timers: &mut Timers, zones: std::ops::Range<u32>) {
+    let mut out = Vec::new();
+    for i in zones {
+        let added = Event::Added {
+            zone: ZoneId(i),
+            primaries: 1,
+            kept: None,
+        };
+        timers.handle(Instant::now(), added, &mut out);
+    }
+}
+
 #[test]
 fn zones_reserved_for_take_no_more_room() {
     let mut timers = Timers::new(secs(5), Box::new(|| 0));
     timers.reserve(1000);
-    let now = Instant::now();
-    let mut out = Vec::new();
-    for i in 0..1000 {
-        let added = Event::Added {
-            zone: ZoneId(i),
-            primaries: 1,
-            kept: None,
-        };
-        timers.handle(now, added, &mut out);
-    }
+    add_zones(&mut timers, 0..1000);
     assert_eq!(timers.zones.capacity(), 1000);
     // Grown one at a time past that, by an eighth.
-    for i in 1000..1200 {
-        let added = Event::Added {
-            zone: ZoneId(i),
-            primaries: 1,
-            kept: None,
-        };
-        timers.handle(now, added, &mut out);
-    }
+    add_zones(&mut timers, 1000..1200);
     assert!(timers.zones.capacity() <= 1200 + 1200 / 8);
 }
