@@ -183,6 +183,13 @@ impl Handler for Worker {
             self.cells.answered(received_at.elapsed(), replies);
         }
     }
+
+    /// Lets go of a catalog replaced since the last query: a worker that
+    /// gets none (its socket's share of a reuseport group may be idle)
+    /// would otherwise keep every zone of that version alive.
+    fn idle(&mut self) {
+        self.catalog.load();
+    }
 }
 
 /// Answers the datagrams of a batch for [`run_loop`]. A closure that
@@ -195,6 +202,9 @@ pub trait Handler {
 
     /// The `replies` of a batch received at `received_at` are sent.
     fn sent(&mut self, _received_at: Instant, _replies: usize) {}
+
+    /// No datagram came for a while ([`SHUTDOWN_POLL`]).
+    fn idle(&mut self) {}
 }
 
 impl<F: FnMut(&[u8], &mut Vec<u8>) -> bool> Handler for F {
@@ -242,7 +252,10 @@ pub fn run_loop(
         }
         let received = match batch.receive(socket) {
             Ok(n) => n,
-            Err(e) if is_timeout(&e) => continue,
+            Err(e) if is_timeout(&e) => {
+                handler.idle();
+                continue;
+            }
             Err(e) => {
                 tracing::warn!("UDP receive failed: {e}");
                 continue;
@@ -283,5 +296,59 @@ mod buffer_tests {
             .and_then(|v| v.trim().parse::<usize>().ok())
             .unwrap_or(RECEIVE_BUFFER);
         assert!(got >= RECEIVE_BUFFER.min(cap), "receive buffer {got}");
+    }
+}
+
+#[cfg(test)]
+mod idle_tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::{ServerConfig, SharedCatalog, TcpLimits};
+
+    /// Polls `done` every 10 ms for at most 10 s.
+    fn eventually(done: impl Fn() -> bool) -> bool {
+        (0..1000).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            done()
+        })
+    }
+
+    /// A reload replaces the catalog; a worker that gets no query after
+    /// it must not keep the old one (and all its zones) alive.
+    #[test]
+    fn a_worker_without_queries_lets_a_replaced_catalog_go() {
+        let shared = SharedCatalog::default();
+        let old = shared.load_full();
+        let primary = heron_xfr::primary::Primary::new(HashMap::new(), 0);
+        let processor = crate::processor::Processor::new(
+            shared.clone(),
+            Default::default(),
+            Arc::new(primary),
+            Arc::default(),
+        );
+        let service = Arc::new(Service::new(processor, None));
+        let server = ServerConfig {
+            listen: Vec::new(),
+            workers: 1,
+            cpu_affinity: Vec::new(),
+            udp_coalesce: Duration::ZERO,
+            udp_segmentation: false,
+            tcp: TcpLimits::default(),
+            answer: heron_zone::AnswerConfig::default(),
+            tls: None,
+            xdp: None,
+            rrl: None,
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let addr = "127.0.0.1:0".parse().unwrap();
+        let workers = spawn_workers(addr, &server, service, stop.clone()).unwrap();
+        // Held by the test, the shared slot and the worker.
+        assert!(eventually(|| Arc::strong_count(&old) == 3));
+        shared.store(Arc::new(Catalog::default()));
+        let released = eventually(|| Arc::strong_count(&old) == 1);
+        stop.store(true, Ordering::Relaxed);
+        workers.into_iter().for_each(|w| w.join().unwrap());
+        assert!(released, "the idle worker still holds the replaced catalog");
     }
 }

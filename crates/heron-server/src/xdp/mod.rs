@@ -276,7 +276,11 @@ impl Worker {
         let mut pacing = Pacing::new(self.coalesce);
         while !stop.load(Ordering::Relaxed) {
             let waited = match self.serve_once(&mut sockets) {
-                None => heron_sys::xdp::wait_any(&sockets, SHUTDOWN_POLL_MS).map(|_| ()),
+                None => {
+                    // Idle: a catalog replaced since the last query goes.
+                    self.catalog.load();
+                    heron_sys::xdp::wait_any(&sockets, SHUTDOWN_POLL_MS).map(|_| ())
+                }
                 Some((at, received)) => pacing.after_batch(&sockets, at, received),
             };
             if let Err(e) = waited {
