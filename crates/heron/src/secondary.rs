@@ -7,11 +7,11 @@
 use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use heron_proto::Name;
 use heron_server::SharedCatalog;
-use heron_server::processor::{ExpiryDeadlines, NotifyReceived, SharedOrigins};
+use heron_server::processor::{NotifyReceived, SharedOrigins};
 use heron_xfr::journal::file as journal_file;
 use heron_xfr::primary::{Primary, ZonePolicy};
 use heron_xfr::secondary::client::Connections;
@@ -43,8 +43,6 @@ pub struct Secondaries {
     pub kept: Vec<Option<Zone>>,
     /// `[secondary] keep-removed`.
     pub keep_removed: bool,
-    /// When each zone expires, for the processor's EDNS EXPIRE.
-    pub expiry: Arc<ExpiryDeadlines>,
     /// The catalogs consumed; their members are among `zones`.
     pub consumers: Consumers,
 }
@@ -186,7 +184,6 @@ pub fn start(
         bounds,
         kept,
         keep_removed,
-        expiry,
         consumers,
     } = secondaries;
     // Kept copies are written when the workers leave the CPU idle (at
@@ -222,10 +219,7 @@ pub fn start(
         .expect("a thread can be started");
     let ctx = Arc::new(Context {
         conns: connections,
-        publisher: Arc::new(CatalogPublisher {
-            changes,
-            expiry: expiry.clone(),
-        }),
+        publisher: Arc::new(CatalogPublisher { changes }),
         keeper: keeper.clone(),
         bounds,
         stats: transfers.zone_stats.clone(),
@@ -248,7 +242,6 @@ pub fn start(
         origins,
         keeper: keeper.clone(),
         keep_removed,
-        expiry,
         consumers,
     });
     tokio::spawn(refresh::run(zones.collect(), ctx, received));
@@ -275,8 +268,6 @@ pub struct Running {
     origins: SharedOrigins,
     pub keeper: Keeper,
     keep_removed: bool,
-    /// Forgotten for a removed zone, for EDNS EXPIRE.
-    expiry: Arc<ExpiryDeadlines>,
     /// The catalogs consumed, and which owns each member.
     consumers: Consumers,
 }
@@ -519,7 +510,6 @@ impl Running {
         let zone = self.zones.remove(origin)?;
         self.kept_fresh.remove(origin);
         let _ = self.commands.send(Command::Remove(zone.origin.clone()));
-        self.expiry.remove(origin);
         if !from_files(origin) {
             next.remove(origin);
             primary.forget(origin);
@@ -653,7 +643,6 @@ impl Change {
 /// Hands what the refresh task receives to `apply_changes`.
 struct CatalogPublisher {
     changes: mpsc::UnboundedSender<Change>,
-    expiry: Arc<ExpiryDeadlines>,
 }
 
 impl Publisher for CatalogPublisher {
@@ -662,13 +651,7 @@ impl Publisher for CatalogPublisher {
     }
 
     fn expire(&self, origin: &Name) {
-        self.expiry.remove(origin);
         let _ = self.changes.send(Change::Expire(origin.clone()));
-    }
-
-    fn expires_at(&self, origin: &Name, deadline: SystemTime) {
-        let since_epoch = deadline.duration_since(UNIX_EPOCH).unwrap_or_default();
-        self.expiry.set(origin, since_epoch.as_secs());
     }
 }
 
@@ -886,7 +869,6 @@ mod tests {
             origins: Default::default(),
             keeper,
             keep_removed: false,
-            expiry: Default::default(),
             consumers: Consumers::new(vec![config]),
         }
     }

@@ -14,9 +14,7 @@ use heron_proto::Name;
 use heron_server::dnstap;
 use heron_server::processor::cookies::{self, Cookies};
 use heron_server::processor::tap::{Tap, TapSink};
-use heron_server::processor::{
-    ExpiryDeadlines, NotifyReceived, Processor, QueryPolicy, SharedOrigins,
-};
+use heron_server::processor::{NotifyReceived, Processor, QueryPolicy, SharedOrigins};
 use heron_server::service::{Service, unix_now};
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::journal::DEFAULT_MAX_BYTES;
@@ -111,7 +109,6 @@ pub fn run(args: ServeArgs) -> ExitCode {
         catalog_producer::update_at_start(&settings.generated_catalogs, catalog, &primary);
     let keys = Arc::new(settings.keys);
     let (notify_tx, notifies) = mpsc::unbounded_channel();
-    let expiry = Arc::new(ExpiryDeadlines::default());
     let queries = Queries {
         primary: primary.clone(),
         keys: keys.clone(),
@@ -119,7 +116,6 @@ pub fn run(args: ServeArgs) -> ExitCode {
         notify_in: Some(notify_tx),
         query_policy: settings.shield.query_policy,
         nsid: settings.shield.nsid,
-        expiry: expiry.clone(),
         cookies: settings.cookies,
         tap,
     };
@@ -146,7 +142,6 @@ pub fn run(args: ServeArgs) -> ExitCode {
         notifies,
         bounds: limits.bounds(),
         keep_removed: limits.keep_removed,
-        expiry,
         consumers,
     };
     let process = ProcessSettings {
@@ -318,8 +313,6 @@ struct Queries {
     notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
     query_policy: QueryPolicy,
     nsid: Vec<u8>,
-    /// Written by the secondary's driver, read for EDNS EXPIRE.
-    expiry: Arc<ExpiryDeadlines>,
     cookies: heron_proto::cookie::CookieSettings,
     /// The query log's layer, if `[dnstap]` is on.
     tap: Option<Tap>,
@@ -337,7 +330,6 @@ impl Queries {
             .with_shared_secondaries(self.secondaries)
             .with_query_policy(self.query_policy)
             .with_nsid(self.nsid)
-            .with_expiry(self.expiry)
             .with_cookies(cookies)
             .with_tap(self.tap);
         Service::new(processor, self.notify_in)

@@ -92,7 +92,6 @@ use acl::Admission;
 pub use acl::QueryPolicy;
 use cookies::{Cookies, Step};
 use log_limit::{LOG_INTERVAL, LogLimiter};
-pub use options::ExpiryDeadlines;
 use replay::ReplayCache;
 use tap::Tap;
 pub use transfer::{Messages, Transfer};
@@ -290,8 +289,6 @@ pub struct Processor {
     query_policy: Option<Box<QueryPolicy>>,
     /// This server's NSID (RFC 5001), if configured.
     nsid: Option<Box<[u8]>>,
-    /// When our secondary zones expire, for EDNS EXPIRE.
-    expiry: Arc<ExpiryDeadlines>,
     /// None when cookies are disabled.
     cookies: Option<Cookies>,
     /// The query log (dnstap); None: off.
@@ -356,7 +353,6 @@ impl Processor {
             log: LogLimiter::new(LOG_INTERVAL),
             query_policy: None,
             nsid: None,
-            expiry: Arc::default(),
             cookies: None,
             tap: None,
         }
@@ -371,13 +367,6 @@ impl Processor {
     /// The NSID this server answers with (none if empty).
     pub fn with_nsid(mut self, nsid: Vec<u8>) -> Processor {
         self.nsid = (!nsid.is_empty()).then(|| nsid.into_boxed_slice());
-        self
-    }
-
-    /// Where our secondary zones' expiry deadlines are kept; the
-    /// secondary's driver writes them.
-    pub fn with_expiry(mut self, expiry: Arc<ExpiryDeadlines>) -> Processor {
-        self.expiry = expiry;
         self
     }
 

@@ -4,44 +4,12 @@
 //! first message of a transfer from a zone we serve. A query that asked
 //! for neither pays one test of two flags the parser set.
 
-use std::collections::HashMap;
-use std::sync::RwLock;
-
+use heron_proto::RType;
 use heron_proto::edns::{OPT_LEN, OPTION_HEADER_LEN, OptionWriter, code, opt_record};
 use heron_proto::message::Query;
-use heron_proto::{Name, RType};
 use heron_zone::Catalog;
 
 use super::{Deferred, Processor, Request, Transport};
-
-/// When each secondary zone expires (seconds since the Unix epoch),
-/// counted from its last successful refresh: the secondary's driver
-/// writes it, the processor reads it for EXPIRE (RFC 7314 4).
-#[derive(Debug, Default)]
-pub struct ExpiryDeadlines {
-    by_origin: RwLock<HashMap<Name, u64>>,
-}
-
-impl ExpiryDeadlines {
-    /// Records that the zone at `origin` expires at `deadline`.
-    pub fn set(&self, origin: &Name, deadline: u64) {
-        let mut map = self.by_origin.write().expect("not poisoned");
-        map.insert(origin.to_lowercase(), deadline);
-    }
-
-    /// Forgets a zone no longer served.
-    pub fn remove(&self, origin: &Name) {
-        let mut map = self.by_origin.write().expect("not poisoned");
-        map.remove(&origin.to_lowercase());
-    }
-
-    /// Seconds left at `now`; None for a zone with no deadline known.
-    pub fn remaining(&self, origin: &Name, now: u64) -> Option<u32> {
-        let map = self.by_origin.read().expect("not poisoned");
-        let deadline = *map.get(origin)?;
-        Some(deadline.saturating_sub(now).min(u64::from(u32::MAX)) as u32)
-    }
-}
 
 /// Whether `q` asked for an option this layer may add.
 #[inline]
@@ -121,7 +89,7 @@ fn expire(p: &Processor, catalog: &Catalog, now: u64, q: &Query) -> Option<u32> 
     let origin = q.qname_lower.to_name();
     let zone = catalog.get(&origin).filter(|z| z.class() == q.qclass)?;
     if p.secondaries.load().contains(&origin) {
-        p.expiry.remaining(&origin, now)
+        zone.expire_left(now)
     } else {
         Some(zone.soa_expire())
     }

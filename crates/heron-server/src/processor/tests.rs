@@ -761,22 +761,34 @@ fn a_transfer_asked_for_expire_tells_it_in_its_first_message() {
 
 #[test]
 fn a_secondary_tells_the_time_left_until_expiry() {
-    let expiry = Arc::new(ExpiryDeadlines::default());
-    let p = processor().with_expiry(expiry.clone());
+    let p = processor();
+    let served = || p.catalog().load().get(&n("S.TEST")).unwrap().clone();
+    let at = |secs: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
     let soa = with_opt(query("s.test", RType::SOA, Opcode::QUERY), &[(9, b"")]);
     let (_, out, _) = response(process(&p, &soa, "192.0.2.1", Transport::Udp));
     assert!(options_of(&out).is_empty(), "no deadline known yet");
-    expiry.set(&n("S.TEST"), NOW + 100);
+    served().set_expires_at(at(NOW + 100));
     let (_, out, _) = response(process(&p, &soa, "192.0.2.1", Transport::Udp));
     assert_eq!(options_of(&out), [(9, 100u32.to_be_bytes().to_vec())]);
-    expiry.set(&n("s.test"), NOW - 5);
+    served().set_expires_at(at(NOW - 5));
     let (_, out, _) = response(process(&p, &soa, "192.0.2.1", Transport::Udp));
     assert_eq!(
         options_of(&out),
         [(9, vec![0; 4])],
         "past: zero, not negative"
     );
-    expiry.remove(&n("s.test"));
+    // A new version nobody dated yet: no EXPIRE rather than a guess.
+    let mut next = (*p.catalog().load_full()).clone();
+    next.insert(
+        load_zone_str(
+            "$ORIGIN s.test.\n$TTL 60\n@ SOA ns host 2 2 3 4 5\n@ NS ns\n",
+            "s.zone",
+            &n("s.test"),
+        )
+        .unwrap()
+        .zone,
+    );
+    p.catalog().store(Arc::new(next));
     let (_, out, _) = response(process(&p, &soa, "192.0.2.1", Transport::Udp));
     assert!(options_of(&out).is_empty());
 }

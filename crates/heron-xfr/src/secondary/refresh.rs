@@ -122,9 +122,6 @@ pub trait Publisher: Send + Sync + 'static {
     fn publish(&self, zone: Arc<Zone>, diffs: Option<Vec<ZoneDiff>>);
     /// Stops answering for the zone (expired).
     fn expire(&self, origin: &Name);
-    /// The zone, served, expires at `deadline` unless refreshed first:
-    /// told at start and after every successful check (for EDNS EXPIRE).
-    fn expires_at(&self, _origin: &Name, _deadline: SystemTime) {}
 }
 
 /// What the driver works with.
@@ -438,8 +435,8 @@ impl Driver {
                     "serving kept serial {}",
                     kept.serial()
                 );
-                ctx.publisher.publish(kept, None);
                 self.tell_expiry(zone);
+                ctx.publisher.publish(kept, None);
             }
             Action::DropKept(zone) => {
                 let Some(entry) = self.entry(zone) else {
@@ -481,14 +478,15 @@ impl Driver {
         }
     }
 
-    /// Tells the publisher when `zone` expires, as the timers say now.
+    /// Marks the version served of `zone` with when it expires, as the
+    /// timers say now (for EDNS EXPIRE): at start and after every
+    /// successful check.
     fn tell_expiry(&mut self, zone: ZoneId) {
         let Some(left) = self.timers.expires_in(zone, Instant::now()) else {
             return;
         };
-        let publisher = self.ctx.publisher.clone();
-        if let Some(entry) = self.entry(zone) {
-            publisher.expires_at(&entry.zone.origin, SystemTime::now() + left);
+        if let Some(current) = self.entry(zone).and_then(|e| e.current.as_ref()) {
+            current.set_expires_at(SystemTime::now() + left);
         }
     }
 
@@ -711,8 +709,11 @@ impl Driver {
             Outcome::Incremental { zone: z, diffs } => (Arc::new(z), Some(diffs)),
             Outcome::UpToDate => unreachable!("nothing received"),
         };
-        ctx.publisher.publish(new.clone(), diffs);
         let version = Version::of(&new, ctx.bounds);
+        // Served with its deadline from the first query on; the timers
+        // confirm it once they take the new version.
+        new.set_expires_at(SystemTime::now() + version.timers.expire);
+        ctx.publisher.publish(new.clone(), diffs);
         entry.current = Some(new.clone());
         entry.transferred_at = Some(SystemTime::now());
         self.unkept = Some((zone, new));

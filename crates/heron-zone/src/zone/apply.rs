@@ -12,6 +12,7 @@
 use std::borrow::Cow;
 use std::hash::BuildHasher;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
 
 use hashbrown::{HashMap, HashSet};
 use heron_proto::encoded::AdditionalBlock;
@@ -538,6 +539,7 @@ impl<'z> Edit<'z> {
             wildcards: zone.wildcards || added_wildcard,
             negative_ttl,
             soa_at: SOA_FAR, // until `find_soa`
+            expires_at: AtomicU32::new(0),
             records: count(self.records),
             nodes: count(zone.node_count() + appeared.count() - vanished.count()),
             links: self.links.boxed(),

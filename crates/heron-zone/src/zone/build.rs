@@ -11,6 +11,7 @@ use std::cmp::Ordering;
 use std::hash::BuildHasher;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashSet};
 use heron_proto::encoded::{AdditionalBlock, EncodedRRset, pack_rrset};
@@ -315,6 +316,7 @@ impl ZoneBuilder {
             wildcards: built.wildcards,
             negative_ttl,
             soa_at: SOA_FAR, // until `find_soa`
+            expires_at: AtomicU32::new(0),
             records: count(built.records),
             nodes: count(drafts.len()),
             links: Links {
