@@ -18,9 +18,10 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
+use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use heron_proto::Name;
 use heron_zone::Zone;
@@ -222,6 +223,17 @@ struct Driver {
     unkept: Option<(ZoneId, Arc<Zone>)>,
 }
 
+/// `t` in whole seconds since the Unix epoch; None before 1970 or after
+/// 2106 (u32).
+fn unix_seconds(t: SystemTime) -> Option<NonZeroU32> {
+    let secs = t.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    NonZeroU32::new(u32::try_from(secs).ok()?)
+}
+
+fn unix_time(secs: NonZeroU32) -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(secs.get().into())
+}
+
 /// Zone ids by origin: ids hashed by the origin their entry holds, 4
 /// octets a zone where a map keyed by the name took 24 (100,000 zones:
 /// 2.6 MB less). Every id in it has an entry in the zones it is given.
@@ -286,7 +298,9 @@ struct Entry {
     zone: Arc<SecondaryZone>,
     /// The version served, if any.
     current: Option<Arc<Zone>>,
-    transferred_at: Option<SystemTime>,
+    /// When the version served was received (Unix seconds; none before
+    /// the first transfer): 8 octets fewer than an `Option<SystemTime>`.
+    transferred_at: Option<NonZeroU32>,
     /// Whether the last exchange with the first primary worked, while
     /// that is all there is to say of the zone's primaries (`rare` holds
     /// no `primaries`).
@@ -746,7 +760,7 @@ impl Driver {
                 origin: entry.zone.origin.clone(),
                 catalog: entry.zone.catalog.clone(),
                 serial: view.serial,
-                transferred_at: entry.transferred_at,
+                transferred_at: entry.transferred_at.map(unix_time),
                 next_check: view.next_check.map(at),
                 expire_at: view.expire_at.map(at),
                 failures: view.failures,
@@ -772,7 +786,7 @@ impl Driver {
         new.set_expires_at(SystemTime::now() + version.timers.expire);
         ctx.publisher.publish(new.clone(), diffs);
         entry.current = Some(new.clone());
-        entry.transferred_at = Some(SystemTime::now());
+        entry.transferred_at = unix_seconds(SystemTime::now());
         self.unkept = Some((zone, new));
         version
     }
@@ -949,10 +963,21 @@ mod tests {
     }
 
     #[test]
+    fn transfer_times_keep_their_second_within_u32_and_none_outside() {
+        let at = UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+        assert_eq!(unix_seconds(at).map(unix_time), Some(at));
+        let last = UNIX_EPOCH + Duration::from_secs(u32::MAX.into());
+        assert_eq!(unix_seconds(last).map(unix_time), Some(last));
+        assert_eq!(unix_seconds(last + Duration::from_secs(1)), None);
+        assert_eq!(unix_seconds(UNIX_EPOCH), None);
+        assert_eq!(unix_seconds(UNIX_EPOCH - Duration::from_secs(1)), None);
+    }
+
+    #[test]
     fn a_zone_entry_stays_small() {
         // One per secondary zone: at 100,000 zones each 8 octets here is
         // 0.8 MB. What few zones need is boxed apart (`Rare`).
-        assert!(std::mem::size_of::<Option<Entry>>() <= 48);
+        assert!(std::mem::size_of::<Option<Entry>>() <= 32);
     }
 
     #[tokio::test]
