@@ -29,6 +29,7 @@ use tokio::sync::mpsc;
 use crate::config::{CatalogConfig, ZoneSpec};
 use crate::consumer::{Consumers, Step, ceded_copy, consumed_copy, read_ceded, write_ceded};
 use crate::reload::load_parallel;
+use crate::secondary_zones::SecondaryZones;
 use crate::serve::Transfers;
 
 /// The secondary zones of the configuration, and what starts them.
@@ -226,10 +227,7 @@ pub fn start(
     });
     // One copy of each zone's settings, shared with the refresh task.
     let zones: Vec<Arc<SecondaryZone>> = zones.into_iter().map(Arc::new).collect();
-    let by_origin = zones
-        .iter()
-        .map(|z| (z.origin.to_lowercase(), z.clone()))
-        .collect();
+    let by_origin = zones.iter().cloned().collect();
     let zones = zones
         .into_iter()
         .zip(kept.into_iter().map(|k| k.map(Arc::new)));
@@ -257,8 +255,7 @@ pub fn start(
 /// The secondary zones being kept fresh, and how to change them.
 pub struct Running {
     commands: mpsc::UnboundedSender<Command>,
-    /// By lower-cased origin.
-    zones: HashMap<Name, Arc<SecondaryZone>>,
+    zones: SecondaryZones,
     /// The keys of `zones`, as `origins` is given them: a version
     /// published shares all but the shards changed since with the one
     /// before.
@@ -326,15 +323,15 @@ impl Running {
         // Catalog members come and go with their catalog, not here, unless
         // a zone file now configures them by hand: the hand wins, as it
         // does for a member made a secondary by hand below.
-        let gone: Vec<Name> = (self.zones.iter())
-            .filter(|(origin, zone)| match &zone.catalog {
-                None => !wanted.contains_key(*origin),
-                Some(_) => from_files(origin),
+        let gone: Vec<Arc<SecondaryZone>> = (self.zones.iter())
+            .filter(|zone| match &zone.catalog {
+                None => !wanted.contains_key(&zone.origin.to_lowercase()),
+                Some(_) => from_files(&zone.origin.to_lowercase()),
             })
-            .map(|(origin, _)| origin.clone())
+            .cloned()
             .collect();
-        for origin in gone {
-            let zone = self.zones[&origin].clone();
+        for zone in gone {
+            let origin = zone.origin.to_lowercase();
             self.leave_catalog(&zone, "loaded from a file", primary);
             changes.removed.push(zone.origin.clone());
             let file = self.stop(&origin, next, primary, &from_files);
@@ -541,8 +538,8 @@ impl Running {
             serial: None,
         };
         let _ = self.commands.send(check);
-        self.kept_fresh.insert(origin.clone());
-        self.zones.insert(origin, zone);
+        self.kept_fresh.insert(origin);
+        self.zones.insert(zone);
     }
 
     /// Starts new zones, from their kept copies (unless their file is
@@ -572,8 +569,8 @@ impl Running {
                 "secondary zone added"
             );
             let origin = zone.origin.to_lowercase();
-            self.kept_fresh.insert(origin.clone());
-            self.zones.insert(origin, zone.clone());
+            self.kept_fresh.insert(origin);
+            self.zones.insert(zone.clone());
             let _ = self.commands.send(Command::Add(zone, start));
         }
     }
@@ -864,7 +861,7 @@ mod tests {
         };
         Running {
             commands: mpsc::unbounded_channel().0,
-            zones: HashMap::new(),
+            zones: SecondaryZones::default(),
             kept_fresh: Default::default(),
             origins: Default::default(),
             keeper,
@@ -896,7 +893,7 @@ mod tests {
         let v1 = version("cat.test", 1, "version TXT \"2\"\na.zones PTR a.test.\n");
         running.consume(&v1, None, &mut next, &primary);
         // a.test was just transferred: its copy waits behind the stall.
-        let a_zone = running.zones[&n("a.test")].clone();
+        let a_zone = running.zones.get(&n("a.test")).unwrap().clone();
         keeper.write(&a_zone.file, &a_zone.origin, version("a.test", 5, ""));
         let v2 = version("cat.test", 2, "version TXT \"2\"\nb.zones PTR b.test.\n");
         running.consume(&v2, None, &mut next, &primary);
@@ -906,7 +903,7 @@ mod tests {
             "version TXT \"2\"\nb.zones PTR b.test.\nc.zones PTR c.test.\n",
         );
         running.consume(&v3, None, &mut next, &primary);
-        let mut members: Vec<String> = running.zones.keys().map(|z| z.to_string()).collect();
+        let mut members: Vec<String> = running.zones.iter().map(|z| z.origin.to_string()).collect();
         members.sort();
         assert_eq!(members, ["b.test.", "c.test."]);
         // Let the keeper go, and wait until it has done everything.
