@@ -365,8 +365,12 @@ fn a_secondary_killed_mid_transfer_serves_its_last_good_copy_and_resumes() {
         .collect();
     std::fs::write(&zone_file, zone_text(2, &big)).unwrap();
     primary.reload();
+    // The primary's debug build reads 200,000 records first: seconds,
+    // and many more on a loaded machine.
     assert!(
-        eventually(|| heron.log().contains("(serial 2)")),
+        eventually_within(Duration::from_secs(90), || heron
+            .log()
+            .contains("(serial 2)")),
         "NOTIFY for serial 2 never came: {}",
         heron.log()
     );
