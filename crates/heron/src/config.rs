@@ -64,7 +64,6 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use std::collections::{HashMap, HashSet};
@@ -83,7 +82,7 @@ use heron_xfr::secondary::client::Upstream;
 use heron_xfr::secondary::kept_file::KeptFile;
 pub(crate) use heron_xfr::secondary::kept_file::{ZONE_PLACEHOLDER, pattern_file};
 use heron_xfr::secondary::receive::TransferLimits;
-use heron_xfr::secondary::refresh::{SecondaryZone, TimerBounds};
+use heron_xfr::secondary::refresh::{Primaries, SecondaryZone, TimerBounds};
 use heron_xfr::secondary::tls::{TlsClients, XotTrust};
 use heron_zone::AnswerConfig;
 use serde::Deserialize;
@@ -1144,7 +1143,7 @@ struct ZoneSettings {
     policy: ZonePolicy,
     /// None unless the zones are secondaries; shared by the zones of a
     /// group.
-    primaries: Arc<[Upstream]>,
+    primaries: Primaries,
     keep_journal: bool,
     /// The zone's own `allow-query`, if it has one.
     allow_query: Option<Acl>,

@@ -640,13 +640,12 @@ mod tests {
             false => Acl::default(),
         };
         Template {
-            primaries: [Upstream {
+            primaries: Arc::new(vec![Upstream {
                 addr: format!("192.0.2.{last}:53").parse().unwrap(),
                 key: None,
                 tls: None,
                 source: None,
-            }]
-            .into(),
+            }]),
             policy: Arc::new(ZonePolicy {
                 allow_transfer: allow,
                 ..ZonePolicy::default()

@@ -842,13 +842,12 @@ mod tests {
     /// Consuming catalog cat.test, members kept in `dir`.
     fn running(dir: &std::path::Path, keeper: Keeper) -> Running {
         let template = crate::config::catalog::Template {
-            primaries: [heron_xfr::secondary::client::Upstream {
+            primaries: Arc::new(vec![heron_xfr::secondary::client::Upstream {
                 addr: "192.0.2.1:53".parse().unwrap(),
                 key: None,
                 tls: None,
                 source: None,
-            }]
-            .into(),
+            }]),
             policy: Default::default(),
             keep_journal: false,
             kept: KeptFile::pattern(format!("{}/{{zone}}.zone", dir.display())),

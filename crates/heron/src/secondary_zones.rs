@@ -71,7 +71,7 @@ mod tests {
     fn zone(origin: &str, file: &str) -> Arc<SecondaryZone> {
         Arc::new(SecondaryZone {
             origin: Name::parse(origin).unwrap(),
-            primaries: Arc::new([]),
+            primaries: Arc::new(Vec::new()),
             file: KeptFile::at(file),
             catalog: None,
         })

@@ -71,12 +71,17 @@ pub struct PrimaryReport {
 /// or why it failed.
 pub type CheckResult = Result<Option<u32>, String>;
 
+/// A zone's primaries, tried in order, shared by the zones configured
+/// together: one pointer where a slice's `Arc` takes two, which puts a
+/// [`SecondaryZone`] and its counts in jemalloc's 64-octet class instead
+/// of the 80 (100,000 zones: 1.6 MB).
+pub type Primaries = Arc<Vec<Upstream>>;
+
 /// One zone this server is a secondary for.
 #[derive(Clone, Debug, Hash)]
 pub struct SecondaryZone {
     pub origin: Name,
-    /// Tried in order; shared by the zones configured together.
-    pub primaries: Arc<[Upstream]>,
+    pub primaries: Primaries,
     /// Where the received zone is kept: the zones of a group or a catalog
     /// share their pattern ([`KeptFile`]).
     pub file: KeptFile,
@@ -939,13 +944,12 @@ mod tests {
     fn secondary(file: &std::path::Path, primary: std::net::SocketAddr) -> Arc<SecondaryZone> {
         Arc::new(SecondaryZone {
             origin: Name::parse("t.test").unwrap(),
-            primaries: [Upstream {
+            primaries: Arc::new(vec![Upstream {
                 addr: primary,
                 key: None,
                 tls: None,
                 source: None,
-            }]
-            .into(),
+            }]),
             file: KeptFile::at(file),
             catalog: None,
         })
@@ -971,6 +975,12 @@ mod tests {
         assert_eq!(unix_seconds(last + Duration::from_secs(1)), None);
         assert_eq!(unix_seconds(UNIX_EPOCH), None);
         assert_eq!(unix_seconds(UNIX_EPOCH - Duration::from_secs(1)), None);
+    }
+
+    #[test]
+    fn a_zone_and_its_counts_fit_64_octets() {
+        // One `Arc<SecondaryZone>` per zone: jemalloc's next class is 80.
+        assert!(size_of::<SecondaryZone>() + 2 * size_of::<usize>() <= 64);
     }
 
     #[test]
@@ -1022,7 +1032,7 @@ mod tests {
         };
         let one = secondary(&dir.path().join("kept"), "192.0.2.1:53".parse().unwrap());
         let two = Arc::new(SecondaryZone {
-            primaries: [up("192.0.2.1:53"), up("192.0.2.2:53")].into(),
+            primaries: Arc::new(vec![up("192.0.2.1:53"), up("192.0.2.2:53")]),
             ..(*one).clone()
         });
         let mut driver = Driver::new(context(Arc::default()));

@@ -11,7 +11,6 @@ use heron_proto::Name;
 use heron_proto::tsig::Key;
 use heron_xfr::journal::file as journal_file;
 use heron_xfr::primary::ZonePolicy;
-use heron_xfr::secondary::client::Upstream;
 use heron_xfr::secondary::kept_file::KeptFile;
 use heron_xfr::secondary::refresh::SecondaryZone;
 use serde::Deserialize;
@@ -91,7 +90,7 @@ impl CatalogConfig {
 /// A member zone template, resolved.
 #[derive(Clone, Debug)]
 pub struct Template {
-    pub primaries: std::sync::Arc<[Upstream]>,
+    pub primaries: heron_xfr::secondary::refresh::Primaries,
     /// The member's policy, but for its journal file: shared by the
     /// members that keep none, not copied for each of 100,000.
     pub policy: Arc<ZonePolicy>,

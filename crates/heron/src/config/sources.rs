@@ -11,8 +11,7 @@ use std::sync::Arc;
 
 use heron_proto::Name;
 use heron_xfr::primary::ZonePolicy;
-use heron_xfr::secondary::client::Upstream;
-use heron_xfr::secondary::refresh::SecondaryZone;
+use heron_xfr::secondary::refresh::{Primaries, SecondaryZone};
 use serde::Deserialize;
 
 /// `[xfr]`: each key an address, or a list with at most one IPv4 and one
@@ -72,7 +71,7 @@ impl Sources {
         }
     }
 
-    fn to_primaries(&self, primaries: &mut Arc<[Upstream]>, given: &mut GivenSources) {
+    fn to_primaries(&self, primaries: &mut Primaries, given: &mut GivenSources) {
         if self.transfer.is_empty() || primaries.iter().all(|up| up.source.is_some()) {
             return;
         }
@@ -95,7 +94,7 @@ impl Sources {
 }
 
 /// Lists of primaries given sources, by the list they were made from.
-type GivenSources = HashMap<Arc<[Upstream]>, Arc<[Upstream]>>;
+type GivenSources = HashMap<Primaries, Primaries>;
 
 fn same_family(sources: &[IpAddr], peer: SocketAddr) -> Option<IpAddr> {
     sources
