@@ -17,10 +17,11 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io::{self, BufWriter};
+use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use heron_proto::Name;
 use heron_zone::Zone;
@@ -31,13 +32,32 @@ use crate::disk::{self, tmp_path};
 
 enum Op {
     /// Writes the zone, dated if a date is given.
-    Write(Arc<Zone>, Option<SystemTime>),
+    Write(Arc<Zone>, Option<FileDate>),
     /// Sets the file's modification time.
-    Date(SystemTime),
+    Date(FileDate),
     /// Removes the file (its zone is gone).
     Delete,
-    /// Answered once everything queued before is on disk.
-    Flush(Sender<()>),
+    /// Answered once everything queued before is on disk (boxed: rare,
+    /// and a sender inline would make every entry 8 octets larger).
+    Flush(Box<Sender<()>>),
+}
+
+/// A file's modification time in whole seconds since the Unix epoch: 4
+/// octets in the queue where a `SystemTime` takes 16. The refresh timers
+/// count in whole seconds too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileDate(NonZeroU32);
+
+impl FileDate {
+    /// None outside 1970 (exclusive) to 2106; such a date is not set.
+    fn of(t: SystemTime) -> Option<FileDate> {
+        let secs = t.duration_since(UNIX_EPOCH).ok()?.as_secs();
+        Some(FileDate(NonZeroU32::new(u32::try_from(secs).ok()?)?))
+    }
+
+    fn time(self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(self.0.get().into())
+    }
 }
 
 /// The file an operation is for. A zone's stays a pattern and a name
@@ -45,14 +65,14 @@ enum Op {
 /// zone waits here, and the thread makes the path when it gets to it.
 enum Target {
     Kept(KeptFile, Name),
-    Path(PathBuf),
+    Path(Box<Path>),
 }
 
 impl Target {
     fn path(self) -> PathBuf {
         match self {
             Target::Kept(file, origin) => file.path(&origin).into_owned(),
-            Target::Path(path) => path,
+            Target::Path(path) => path.into(),
         }
     }
 }
@@ -102,20 +122,24 @@ impl Keeper {
     /// cold start every zone waits here).
     pub fn write_dated(&self, file: &KeptFile, origin: &Name, zone: Arc<Zone>, at: SystemTime) {
         let target = Target::Kept(file.clone(), origin.clone());
-        let _ = self.ops.send((target, Op::Write(zone, Some(at))));
+        let _ = self.ops.send((target, Op::Write(zone, FileDate::of(at))));
     }
 
     /// Writes `zone` to `path` (soon, atomically): a file of no zone's
     /// own (a catalog's consumed version, say).
     pub fn write_at(&self, path: PathBuf, zone: Arc<Zone>) {
-        let _ = self.ops.send((Target::Path(path), Op::Write(zone, None)));
+        let _ = self
+            .ops
+            .send((Target::Path(path.into()), Op::Write(zone, None)));
     }
 
     /// Sets the modification time of the file `file` gives `origin`,
     /// after any write queued before.
     pub fn date(&self, file: &KeptFile, origin: &Name, at: SystemTime) {
         let target = Target::Kept(file.clone(), origin.clone());
-        let _ = self.ops.send((target, Op::Date(at)));
+        if let Some(at) = FileDate::of(at) {
+            let _ = self.ops.send((target, Op::Date(at)));
+        }
     }
 
     /// Deletes `path` after every write to it queued before, so that none
@@ -129,9 +153,10 @@ impl Keeper {
     /// shutdown). Returns whether it got there.
     pub fn flush(&self, wait: Duration) -> bool {
         let (done, flushed) = channel();
-        let _ = self
-            .ops
-            .send((Target::Path(PathBuf::new()), Op::Flush(done)));
+        let _ = self.ops.send((
+            Target::Path(PathBuf::new().into()),
+            Op::Flush(Box::new(done)),
+        ));
         flushed.recv_timeout(wait).is_ok()
     }
 }
@@ -162,12 +187,12 @@ fn run(queue: Receiver<(Target, Op)>, max_batch: usize) {
                 Op::Write(zone, date) => {
                     let newest = Pending {
                         zone: Some(zone),
-                        date,
+                        date: date.map(FileDate::time),
                         ..Pending::default()
                     };
                     batch.insert(target.path(), newest);
                 }
-                Op::Date(at) => batch.entry(target.path()).or_default().date = Some(at),
+                Op::Date(at) => batch.entry(target.path()).or_default().date = Some(at.time()),
                 Op::Delete => {
                     let gone = Pending {
                         delete: true,
@@ -257,6 +282,29 @@ mod tests {
     use heron_zone::{load_zone_file, load_zone_str};
     use std::time::{Duration, Instant};
 
+    /// Files are dated to the second.
+    fn whole_seconds(t: SystemTime) -> SystemTime {
+        FileDate::of(t).unwrap().time()
+    }
+
+    #[test]
+    fn a_queued_entry_stays_small() {
+        // During a cold start every zone waits in the queue, at its slot
+        // size plus a word; 56 octets made 100,000 of them 8 MB.
+        assert!(size_of::<(Target, Op)>() <= 40);
+    }
+
+    #[test]
+    fn file_dates_keep_their_second_and_refuse_what_u32_cannot_hold() {
+        let at = UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+        assert_eq!(FileDate::of(at).map(FileDate::time), Some(at));
+        let subsecond = at + Duration::from_millis(999);
+        assert_eq!(FileDate::of(subsecond).map(FileDate::time), Some(at));
+        let last = UNIX_EPOCH + Duration::from_secs(u32::MAX.into());
+        assert_eq!(FileDate::of(last).map(FileDate::time), Some(last));
+        assert_eq!(FileDate::of(last + Duration::from_secs(1)), None);
+        assert_eq!(FileDate::of(UNIX_EPOCH), None);
+    }
     fn zone(serial: u32) -> Arc<Zone> {
         let text = format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n");
         Arc::new(
@@ -302,7 +350,7 @@ mod tests {
         for serial in 1..=50 {
             keeper.write(&kept(&path), &origin(), zone(serial));
         }
-        let past = SystemTime::now() - Duration::from_secs(3600);
+        let past = whole_seconds(SystemTime::now() - Duration::from_secs(3600));
         keeper.date(&kept(&path), &origin(), past);
         assert!(keeper.flush(Duration::from_secs(10)));
         assert_eq!(serial_in(&path), Some(50));
@@ -319,7 +367,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("k.zone");
         let keeper = Keeper::start().unwrap();
-        let past = SystemTime::now() - Duration::from_secs(7200);
+        let past = whole_seconds(SystemTime::now() - Duration::from_secs(7200));
         keeper.write_dated(&kept(&path), &origin(), zone(9), past);
         assert!(keeper.flush(Duration::from_secs(10)));
         assert_eq!(serial_in(&path), Some(9));
@@ -357,7 +405,7 @@ mod tests {
     fn small_batches_keep_the_queue_order() {
         let dir = tempfile::tempdir().unwrap();
         let keeper = Keeper::start_batching(3, || {}).unwrap();
-        let past = SystemTime::now() - Duration::from_secs(600);
+        let past = whole_seconds(SystemTime::now() - Duration::from_secs(600));
         let paths: Vec<PathBuf> = (0..40).map(|i| dir.path().join(format!("z{i}"))).collect();
         for (i, path) in paths.iter().enumerate() {
             keeper.write(&kept(path), &origin(), zone(1));
