@@ -37,8 +37,9 @@
 //!   ends), whatever the interval says.
 //!   A NOTIFY does not end a primary's back-off, nor a zone's.
 //!
-//! Every zone's next wake-up sits in one ordered set keyed by (when,
-//! zone), as in Knot's `zone/events/`, instead of a task per zone.
+//! Every zone's next wake-up sits in one queue ordered by (when, zone),
+//! a binary heap indexed by zone, as in Knot's `zone/events/`, instead
+//! of a task per zone.
 
 pub mod notify_out;
 mod queue;
@@ -319,6 +320,7 @@ impl Timers {
     /// Makes room for `zones` more zones.
     pub fn reserve(&mut self, zones: usize) {
         self.zones.reserve_exact(zones);
+        self.queue.reserve(zones);
     }
 
     /// What the timers of `zone` are, if it is kept fresh.
