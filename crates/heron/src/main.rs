@@ -17,7 +17,6 @@ mod notify;
 mod privileges;
 mod reload;
 mod secondary;
-mod secondary_zones;
 mod serve;
 
 /// jemalloc: see [`heron_sys::memory::ServerAllocator`].

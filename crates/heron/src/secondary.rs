@@ -13,12 +13,13 @@ use heron_proto::Name;
 use heron_server::SharedCatalog;
 use heron_server::processor::{NotifyReceived, SharedOrigins};
 use heron_xfr::journal::file as journal_file;
+use heron_xfr::origin_index::OriginIndex;
 use heron_xfr::primary::{Primary, ZonePolicy};
 use heron_xfr::secondary::client::Connections;
 use heron_xfr::secondary::keeper::Keeper;
 use heron_xfr::secondary::kept_file::KeptFile;
 use heron_xfr::secondary::refresh::{
-    self, Command, Context, Publisher, SecondaryZone, TimerBounds,
+    self, Command, Context, OwnOrigin, Publisher, SecondaryZone, TimerBounds,
 };
 use heron_xfr::secondary::store::which_exist;
 use heron_zone::catalog::ShardedSet;
@@ -29,7 +30,6 @@ use tokio::sync::mpsc;
 use crate::config::{CatalogConfig, ZoneSpec};
 use crate::consumer::{Consumers, Step, ceded_copy, consumed_copy, read_ceded, write_ceded};
 use crate::reload::load_parallel;
-use crate::secondary_zones::SecondaryZones;
 use crate::serve::Transfers;
 
 /// The secondary zones of the configuration, and what starts them.
@@ -227,7 +227,11 @@ pub fn start(
     });
     // One copy of each zone's settings, shared with the refresh task.
     let zones: Vec<Arc<SecondaryZone>> = zones.into_iter().map(Arc::new).collect();
-    let by_origin = zones.iter().cloned().collect();
+    let mut by_origin = OriginIndex::default();
+    by_origin.reserve(&OwnOrigin, zones.len());
+    for zone in &zones {
+        by_origin.insert(&OwnOrigin, zone.clone());
+    }
     let zones = zones
         .into_iter()
         .zip(kept.into_iter().map(|k| k.map(Arc::new)));
@@ -255,7 +259,8 @@ pub fn start(
 /// The secondary zones being kept fresh, and how to change them.
 pub struct Running {
     commands: mpsc::UnboundedSender<Command>,
-    zones: SecondaryZones,
+    /// By origin.
+    zones: OriginIndex<Arc<SecondaryZone>>,
     /// The keys of `zones`, as `origins` is given them: a version
     /// published shares all but the shards changed since with the one
     /// before.
@@ -286,7 +291,7 @@ pub struct SecondaryChanges {
 impl Running {
     /// Whether `origin` (lower-cased) is one of the secondary zones.
     pub fn runs(&self, origin: &Name) -> bool {
-        self.zones.contains_key(origin)
+        self.zones.get(&OwnOrigin, origin).is_some()
     }
 
     /// Makes `wanted` the secondary zones, in the catalog `next` about to
@@ -340,7 +345,7 @@ impl Running {
             }
         }
         for (origin, zone) in wanted.drain() {
-            match self.zones.get(&origin) {
+            match self.zones.get(&OwnOrigin, &origin) {
                 Some(running) if same_zone(running, &zone) => continue,
                 Some(running) => {
                     let running = running.clone();
@@ -409,11 +414,11 @@ impl Running {
             return;
         }
         let zones = &self.zones;
-        let configured = |z: &Name| zones.contains_key(&z.to_lowercase()) || next.get(z).is_some();
+        let configured = |z: &Name| zones.get(&OwnOrigin, z).is_some() || next.get(z).is_some();
         let Some(steps) = self.consumers.consume(zone, diffs, configured) else {
             return;
         };
-        if let Some(catalog) = self.zones.get(&zone.origin().to_lowercase()) {
+        if let Some(catalog) = self.zones.get(&OwnOrigin, zone.origin()) {
             self.keeper
                 .write_at(consumed_copy(&catalog.kept_path()), zone.clone());
         }
@@ -433,7 +438,11 @@ impl Running {
     /// its kept copy: small (the zones two catalogs list), so written now.
     fn write_ceded(&mut self) {
         for (catalog, zones) in self.consumers.changed_ceded() {
-            let Some(file) = self.zones.get(&catalog).map(|z| ceded_copy(&z.kept_path())) else {
+            let Some(file) = self
+                .zones
+                .get(&OwnOrigin, &catalog)
+                .map(|z| ceded_copy(&z.kept_path()))
+            else {
                 continue;
             };
             if let Err(e) = write_ceded(&file, &zones) {
@@ -469,7 +478,7 @@ impl Running {
                     primary.set_member_policy(&member.origin, Some(policy));
                     // Its template changed only in ACLs or NOTIFY targets:
                     // nothing to ask anew.
-                    let running = self.zones.get(&member.origin.to_lowercase());
+                    let running = self.zones.get(&OwnOrigin, &member.origin);
                     if !running.is_some_and(|running| same_zone(running, &member)) {
                         self.repoint(member, next);
                     }
@@ -504,7 +513,7 @@ impl Running {
         primary: &Primary,
         from_files: impl Fn(&Name) -> bool,
     ) -> Option<std::path::PathBuf> {
-        let zone = self.zones.remove(origin)?;
+        let zone = self.zones.remove(&OwnOrigin, origin)?;
         self.kept_fresh.remove(origin);
         let _ = self.commands.send(Command::Remove(zone.origin.clone()));
         if !from_files(origin) {
@@ -539,7 +548,7 @@ impl Running {
         };
         let _ = self.commands.send(check);
         self.kept_fresh.insert(origin);
-        self.zones.insert(zone);
+        self.zones.insert(&OwnOrigin, zone);
     }
 
     /// Starts new zones, from their kept copies (unless their file is
@@ -570,7 +579,7 @@ impl Running {
             );
             let origin = zone.origin.to_lowercase();
             self.kept_fresh.insert(origin);
-            self.zones.insert(zone.clone());
+            self.zones.insert(&OwnOrigin, zone.clone());
             let _ = self.commands.send(Command::Add(zone, start));
         }
     }
@@ -860,7 +869,7 @@ mod tests {
         };
         Running {
             commands: mpsc::unbounded_channel().0,
-            zones: SecondaryZones::default(),
+            zones: OriginIndex::default(),
             kept_fresh: Default::default(),
             origins: Default::default(),
             keeper,
@@ -892,7 +901,7 @@ mod tests {
         let v1 = version("cat.test", 1, "version TXT \"2\"\na.zones PTR a.test.\n");
         running.consume(&v1, None, &mut next, &primary);
         // a.test was just transferred: its copy waits behind the stall.
-        let a_zone = running.zones.get(&n("a.test")).unwrap().clone();
+        let a_zone = running.zones.get(&OwnOrigin, &n("a.test")).unwrap().clone();
         keeper.write(&a_zone.file, &a_zone.origin, version("a.test", 5, ""));
         let v2 = version("cat.test", 2, "version TXT \"2\"\nb.zones PTR b.test.\n");
         running.consume(&v2, None, &mut next, &primary);

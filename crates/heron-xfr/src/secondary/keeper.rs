@@ -17,11 +17,10 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io::{self, BufWriter};
-use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use heron_proto::Name;
 use heron_zone::Zone;
@@ -29,35 +28,18 @@ use heron_zone::Zone;
 use super::kept_file::KeptFile;
 use super::store::write_zone;
 use crate::disk::{self, tmp_path};
+use crate::unix_seconds::UnixSeconds;
 
 enum Op {
     /// Writes the zone, dated if a date is given.
-    Write(Arc<Zone>, Option<FileDate>),
+    Write(Arc<Zone>, Option<UnixSeconds>),
     /// Sets the file's modification time.
-    Date(FileDate),
+    Date(UnixSeconds),
     /// Removes the file (its zone is gone).
     Delete,
     /// Answered once everything queued before is on disk (boxed: rare,
     /// and a sender inline would make every entry 8 octets larger).
     Flush(Box<Sender<()>>),
-}
-
-/// A file's modification time in whole seconds since the Unix epoch: 4
-/// octets in the queue where a `SystemTime` takes 16. The refresh timers
-/// count in whole seconds too.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct FileDate(NonZeroU32);
-
-impl FileDate {
-    /// None outside 1970 (exclusive) to 2106; such a date is not set.
-    fn of(t: SystemTime) -> Option<FileDate> {
-        let secs = t.duration_since(UNIX_EPOCH).ok()?.as_secs();
-        Some(FileDate(NonZeroU32::new(u32::try_from(secs).ok()?)?))
-    }
-
-    fn time(self) -> SystemTime {
-        UNIX_EPOCH + Duration::from_secs(self.0.get().into())
-    }
 }
 
 /// The file an operation is for. A zone's stays a pattern and a name
@@ -122,7 +104,9 @@ impl Keeper {
     /// cold start every zone waits here).
     pub fn write_dated(&self, file: &KeptFile, origin: &Name, zone: Arc<Zone>, at: SystemTime) {
         let target = Target::Kept(file.clone(), origin.clone());
-        let _ = self.ops.send((target, Op::Write(zone, FileDate::of(at))));
+        let _ = self
+            .ops
+            .send((target, Op::Write(zone, UnixSeconds::of(at))));
     }
 
     /// Writes `zone` to `path` (soon, atomically): a file of no zone's
@@ -137,7 +121,7 @@ impl Keeper {
     /// after any write queued before.
     pub fn date(&self, file: &KeptFile, origin: &Name, at: SystemTime) {
         let target = Target::Kept(file.clone(), origin.clone());
-        if let Some(at) = FileDate::of(at) {
+        if let Some(at) = UnixSeconds::of(at) {
             let _ = self.ops.send((target, Op::Date(at)));
         }
     }
@@ -187,7 +171,7 @@ fn run(queue: Receiver<(Target, Op)>, max_batch: usize) {
                 Op::Write(zone, date) => {
                     let newest = Pending {
                         zone: Some(zone),
-                        date: date.map(FileDate::time),
+                        date: date.map(UnixSeconds::time),
                         ..Pending::default()
                     };
                     batch.insert(target.path(), newest);
@@ -284,7 +268,7 @@ mod tests {
 
     /// Files are dated to the second.
     fn whole_seconds(t: SystemTime) -> SystemTime {
-        FileDate::of(t).unwrap().time()
+        UnixSeconds::of(t).unwrap().time()
     }
 
     #[test]
@@ -294,17 +278,6 @@ mod tests {
         assert!(size_of::<(Target, Op)>() <= 40);
     }
 
-    #[test]
-    fn file_dates_keep_their_second_and_refuse_what_u32_cannot_hold() {
-        let at = UNIX_EPOCH + Duration::from_secs(1_795_000_000);
-        assert_eq!(FileDate::of(at).map(FileDate::time), Some(at));
-        let subsecond = at + Duration::from_millis(999);
-        assert_eq!(FileDate::of(subsecond).map(FileDate::time), Some(at));
-        let last = UNIX_EPOCH + Duration::from_secs(u32::MAX.into());
-        assert_eq!(FileDate::of(last).map(FileDate::time), Some(last));
-        assert_eq!(FileDate::of(last + Duration::from_secs(1)), None);
-        assert_eq!(FileDate::of(UNIX_EPOCH), None);
-    }
     fn zone(serial: u32) -> Arc<Zone> {
         let text = format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n");
         Arc::new(
