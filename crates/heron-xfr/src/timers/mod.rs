@@ -47,8 +47,10 @@ mod stamp;
 #[cfg(test)]
 mod tests;
 
+use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
+use hashbrown::HashMap;
 use heron_zone::Zone;
 
 use crate::secondary::backoff::retry_delay;
@@ -208,6 +210,9 @@ pub type Jitter = Box<dyn FnMut() -> u16 + Send>;
 /// The timers of every secondary zone.
 pub struct Timers {
     zones: Vec<Option<ZoneState>>,
+    /// The checks in flight, by zone: few but during a cold start, and
+    /// 24 octets that every zone's state would carry otherwise.
+    checks: HashMap<ZoneId, Check>,
     queue: Queue,
     /// What the zones' times are counted from.
     epoch: Epoch,
@@ -217,7 +222,9 @@ pub struct Timers {
     next_check_id: u64,
 }
 
-/// One zone's timers: kept small, there may be 100,000 of them.
+/// One zone's timers: kept small, there may be 100,000 of them. Its
+/// check in flight, if any, is in [`Timers::checks`]; its wake-up in the
+/// queue.
 #[derive(Debug)]
 struct ZoneState {
     primaries: u16,
@@ -227,7 +234,6 @@ struct ZoneState {
     expire_at: Option<Stamp>,
     /// Checks failed in a row.
     failures: u32,
-    check: Option<Check>,
     /// A NOTIFY came that no check has answered yet.
     /// `Some(true)` if one of them announced a serial newer than the one
     /// served then.
@@ -237,18 +243,17 @@ struct ZoneState {
     /// An operator asked for a check (a full transfer if true) that
     /// starts when the one in flight ends.
     forced: Option<bool>,
-    /// Its entry in the queue.
-    queued: Option<Stamp>,
 }
 
 /// The version served, as [`Version`] in whole seconds (the SOA's fields
-/// and the bounds are whole seconds): 16 octets instead of 56.
+/// and the bounds are whole seconds): 16 octets instead of 56, and an
+/// `Option` of it too (an expire interval is at least a second).
 #[derive(Clone, Copy, Debug)]
 struct Served {
     serial: u32,
     refresh: u32,
     retry: u32,
-    expire: u32,
+    expire: NonZeroU32,
 }
 
 impl Served {
@@ -263,7 +268,7 @@ impl Served {
             serial: version.serial,
             refresh: secs(refresh),
             retry: secs(retry),
-            expire: secs(expire),
+            expire: NonZeroU32::new(secs(expire)).unwrap_or(NonZeroU32::MIN),
         }
     }
 
@@ -272,7 +277,7 @@ impl Served {
         SoaTimers {
             refresh: secs(self.refresh),
             retry: secs(self.retry),
-            expire: secs(self.expire),
+            expire: secs(self.expire.get()),
         }
     }
 }
@@ -309,6 +314,7 @@ impl Timers {
     pub fn new(min_retry: Duration, jitter: Jitter) -> Timers {
         Timers {
             zones: Vec::new(),
+            checks: HashMap::new(),
             queue: Queue::default(),
             epoch: Epoch::default(),
             min_retry,
@@ -329,7 +335,7 @@ impl Timers {
         let instant = |s| self.epoch.instant(s);
         Some(TimersView {
             serial: z.serving.map(|v| v.serial),
-            next_check: z.check.is_none().then(|| instant(z.next_check)),
+            next_check: (!self.checks.contains_key(&zone)).then(|| instant(z.next_check)),
             expire_at: z.expire_at.map(instant),
             failures: z.failures,
         })
@@ -350,13 +356,14 @@ impl Timers {
                 kept,
             } => self.add(now, zone, primaries, kept, out),
             Event::Removed(zone) => {
-                if let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::take) {
-                    self.queue.move_to(zone, z.queued, None);
+                if let Some(slot) = self.zones.get_mut(zone.0 as usize) {
+                    *slot = None;
                 }
+                self.end_check(zone);
+                self.queue.move_to(zone, None);
             }
             Event::TimerFired => {
                 while let Some(zone) = self.queue.pop_due(now) {
-                    self.state_mut(zone).queued = None;
                     self.wake(now, zone, out);
                 }
             }
@@ -417,9 +424,18 @@ impl Timers {
 
     /// Whether `check` of `zone` is the one in flight, its result awaited.
     pub fn waits_for(&self, zone: ZoneId, check: CheckId) -> bool {
-        self.state(zone)
-            .and_then(|z| z.check)
-            .is_some_and(|c| c.id == check)
+        self.checks.get(&zone).is_some_and(|c| c.id == check)
+    }
+
+    /// Takes `zone`'s check in flight out of the table, which shrinks
+    /// once it is mostly empty: a cold start puts every zone in it.
+    fn end_check(&mut self, zone: ZoneId) -> Option<Check> {
+        let check = self.checks.remove(&zone)?;
+        let (len, capacity) = (self.checks.len(), self.checks.capacity());
+        if capacity > 64 && len * 4 < capacity {
+            self.checks.shrink_to(len * 2);
+        }
+        Some(check)
     }
 
     fn add(
@@ -436,11 +452,9 @@ impl Timers {
             next_check: now,
             expire_at: None,
             failures: 0,
-            check: None,
             notified: None,
             notify_check_at: None,
             forced: None,
-            queued: None,
         };
         match kept {
             Some((version, age)) if age < version.timers.expire => {
@@ -462,9 +476,9 @@ impl Timers {
             }
             self.zones.resize_with(at + 1, || None);
         }
-        if let Some(old) = self.zones[at].replace(state) {
-            self.queue.move_to(zone, old.queued, None);
-        }
+        // A zone added again: what was in flight for it is not awaited.
+        self.zones[at] = Some(state);
+        self.end_check(zone);
         self.schedule(zone);
     }
 
@@ -478,7 +492,7 @@ impl Timers {
             z.expire_at = None;
             out.push(Action::Expire(zone));
         }
-        if z.check.is_none() && z.next_check <= now {
+        if z.next_check <= now && !self.checks.contains_key(&zone) {
             self.start_check(now, zone, out);
         }
         self.schedule(zone);
@@ -492,7 +506,7 @@ impl Timers {
         // again at the pace of the NOTIFYs that name it.
         let serving = z.serving.filter(|_| z.failures == 0);
         let news = serial.is_some_and(|s| serving.is_some_and(|v| serial::is_newer(s, v.serial)));
-        if z.check.is_some() {
+        if self.checks.contains_key(&zone) {
             z.notified = Some(news || z.notified == Some(true));
             return;
         }
@@ -527,7 +541,7 @@ impl Timers {
         let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::as_mut) else {
             return;
         };
-        if z.check.is_some() {
+        if self.checks.contains_key(&zone) {
             z.forced = Some(full || z.forced.unwrap_or(false));
             return;
         }
@@ -543,20 +557,21 @@ impl Timers {
     fn start_check_of(&mut self, now: Stamp, zone: ZoneId, full: bool, out: &mut Vec<Action>) {
         let id = CheckId(self.next_check_id);
         self.next_check_id += 1;
-        let z = self.state_mut(zone);
-        z.notified = None;
-        z.check = Some(Check {
+        let check = Check {
             id,
             primary: 0,
             primaries_back: None,
             all_left_alone: true,
             full,
-        });
+        };
+        self.checks.insert(zone, check);
+        let z = self.state_mut(zone);
+        z.notified = None;
         if z.primaries == 0 {
             // Nobody to ask: a failed check, retried as any other.
             return self.check_failed(now, zone, out);
         }
-        out.push(ask(zone, z, 0));
+        out.push(ask(zone, z, check));
     }
 
     /// A primary answered with `serial` (and `expire`, which counts only
@@ -569,9 +584,8 @@ impl Timers {
         expire: PrimaryExpire,
         out: &mut Vec<Action>,
     ) {
-        let z = self.state_mut(zone);
-        let check = z.check.expect("a check is in flight");
-        match z.serving {
+        let check = self.checks[&zone];
+        match self.state_mut(zone).serving {
             Some(have) if !serial::is_newer(serial, have.serial) => {
                 self.succeeded(now, zone, expire, out)
             }
@@ -607,8 +621,10 @@ impl Timers {
             Failure::LeftAlone { until } => Some(self.epoch.stamp(until)),
             Failure::Failed => None,
         };
-        let z = self.state_mut(zone);
-        let check = z.check.as_mut().expect("a check is in flight");
+        let check = self.checks.get_mut(&zone).expect("a check is in flight");
+        let z = self.zones[zone.0 as usize]
+            .as_ref()
+            .expect("the zone exists");
         match left_alone_until {
             Some(until) => {
                 check.primaries_back = Some(check.primaries_back.map_or(until, |t| t.min(until)));
@@ -617,8 +633,7 @@ impl Timers {
         }
         check.primary += 1;
         if check.primary < z.primaries {
-            let primary = check.primary as usize;
-            out.push(ask(zone, z, primary));
+            out.push(ask(zone, z, *check));
         } else {
             self.check_failed(now, zone, out);
         }
@@ -627,8 +642,8 @@ impl Timers {
     fn check_failed(&mut self, now: Stamp, zone: ZoneId, out: &mut Vec<Action>) {
         let jitter = (self.jitter)();
         let min_retry = self.min_retry;
+        let check = self.end_check(zone).expect("a check is in flight");
         let z = self.state_mut(zone);
-        let check = z.check.take().expect("a check is in flight");
         z.failures = z.failures.saturating_add(1);
         let cap = z.serving.map_or(min_retry, |v| v.timers().retry);
         let back = check
@@ -646,8 +661,8 @@ impl Timers {
         expire: PrimaryExpire,
         out: &mut Vec<Action>,
     ) {
+        self.end_check(zone);
         let z = self.state_mut(zone);
-        z.check = None;
         z.failures = 0;
         if let Some(served) = z.serving {
             let timers = served.timers();
@@ -681,16 +696,15 @@ impl Timers {
 
     /// Puts `zone`'s next wake-up in the queue.
     fn schedule(&mut self, zone: ZoneId) {
-        let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::as_mut) else {
+        let Some(z) = self.zones.get(zone.0 as usize).and_then(Option::as_ref) else {
             return;
         };
-        let check_at = z.check.is_none().then_some(z.next_check);
+        let check_at = (!self.checks.contains_key(&zone)).then_some(z.next_check);
         let wake = match (check_at, z.expire_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        self.queue.move_to(zone, z.queued, wake);
-        z.queued = wake;
+        self.queue.move_to(zone, wake);
     }
 }
 
@@ -726,10 +740,10 @@ impl PrimaryExpire {
     }
 }
 
-/// The first step of a check with primary number `primary`: its SOA
+/// The next step of `check`, with its primary: that primary's SOA
 /// serial, or, with nothing served to compare with, the transfer itself.
-fn ask(zone: ZoneId, z: &ZoneState, primary: usize) -> Action {
-    let check = z.check.expect("a check is in flight");
+fn ask(zone: ZoneId, z: &ZoneState, check: Check) -> Action {
+    let primary = check.primary as usize;
     let (full, check) = (check.full, check.id);
     match z.serving {
         Some(_) if !full => Action::CheckSoa {

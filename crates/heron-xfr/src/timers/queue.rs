@@ -25,14 +25,12 @@ impl Queue {
         self.slot.reserve_exact(zones);
     }
 
-    /// Moves `zone` from `was` (its entry, if queued) to `at` (none: not
-    /// queued).
-    pub(super) fn move_to(&mut self, zone: ZoneId, was: Option<Stamp>, at: Option<Stamp>) {
-        if was == at {
+    /// Moves `zone`'s wake-up to `at` (none: not queued).
+    pub(super) fn move_to(&mut self, zone: ZoneId, at: Option<Stamp>) {
+        let queued = self.index_of(zone);
+        if queued.map(|i| self.heap[i].0) == at {
             return;
         }
-        let queued = self.index_of(zone);
-        debug_assert_eq!(queued.map(|i| self.heap[i].0), was, "{zone:?}");
         match (queued, at) {
             (Some(i), Some(at)) => {
                 self.heap[i].0 = at;
@@ -179,7 +177,7 @@ mod tests {
                     Step::Move(zone, when) => {
                         let (id, when) = (ZoneId(zone), when.map(at));
                         let was = queued[zone as usize];
-                        queue.move_to(id, was, when);
+                        queue.move_to(id, when);
                         if let Some(was) = was {
                             model.remove(&(was, id));
                         }
@@ -211,11 +209,9 @@ mod tests {
         let clock = Epoch::default();
         let t0 = Instant::now();
         let mut queue = Queue::default();
-        let mut was = None;
         for ms in (0..10_000).rev() {
             let at = Some(clock.stamp(t0 + Duration::from_millis(ms)));
-            queue.move_to(ZoneId(7), was, at);
-            was = at;
+            queue.move_to(ZoneId(7), at);
         }
         assert_eq!(queue.len(), 1);
         assert_eq!(queue.pop_due(clock.stamp(t0)), Some(ZoneId(7)));
