@@ -31,7 +31,8 @@ pub struct Service {
     pub rrl: RrlTotals,
     /// Queries, responses and connections, per worker.
     pub stats: Arc<Stats>,
-    /// Transfers and NOTIFYs per zone.
+    /// Transfers and NOTIFYs out per primary zone (a secondary zone's
+    /// counts are the refresh driver's).
     pub zones: Arc<ZoneStats>,
 }
 
@@ -52,8 +53,8 @@ impl Service {
         }
     }
 
-    /// Counts transfers and NOTIFYs in `zones` (shared with the
-    /// secondary side, which counts its own there).
+    /// Counts transfers out in `zones` (shared with the NOTIFY sender,
+    /// which counts its own there).
     pub fn with_zone_stats(mut self, zones: Arc<ZoneStats>) -> Service {
         self.zones = zones;
         self
@@ -64,7 +65,7 @@ impl Service {
         for event in events.drain(..) {
             match event {
                 Event::Notify(notify) => {
-                    self.zones.notify_in(&notify.origin);
+                    // Counted by the secondary side, which has the zone.
                     if let Some(sender) = &self.notify_in {
                         // Closed only while shutting down.
                         let _ = sender.send(notify);

@@ -788,8 +788,7 @@ async fn send_transfer<S: AsyncWrite + Unpin>(
         Ok::<_, io::Error>(())
     }
     .await;
-    let way = heron_xfr::stats::Direction::Out;
-    (shared.service.zones).transfer(zone.origin(), way, started.elapsed(), sent.is_ok());
+    (shared.service.zones).transfer_out(zone.origin(), started.elapsed(), sent.is_ok());
     sent?;
     let (sent, records) = messages.made();
     tracing::info!(

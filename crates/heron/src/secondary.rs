@@ -223,7 +223,6 @@ pub fn start(
         publisher: Arc::new(CatalogPublisher { changes }),
         keeper: keeper.clone(),
         bounds,
-        stats: transfers.zone_stats.clone(),
     });
     // One copy of each zone's settings, shared with the refresh task.
     let zones: Vec<Arc<SecondaryZone>> = zones.into_iter().map(Arc::new).collect();
@@ -542,11 +541,7 @@ impl Running {
         let serving = next.get(&origin).cloned();
         let _ = self.commands.send(Command::Add(zone.clone(), serving));
         // The new primaries are asked at once, not at the next refresh.
-        let check = Command::Notify {
-            origin: zone.origin.clone(),
-            serial: None,
-        };
-        let _ = self.commands.send(check);
+        let _ = (self.commands).send(Command::CheckSoon(zone.origin.clone()));
         self.kept_fresh.insert(origin);
         self.zones.insert(&OwnOrigin, zone);
     }

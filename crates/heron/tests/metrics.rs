@@ -331,3 +331,61 @@ fn the_dashboard_uses_only_exported_metrics() {
         );
     }
 }
+
+/// The metrics of a secondary zone: its transfers in and the NOTIFYs
+/// that made them, as the refresh side counts them.
+#[test]
+fn a_secondary_zones_transfers_and_notifies_in_are_counted() {
+    use heron_xfr::primary::notify::notify_message;
+    let primary = heron_testkit::FakePrimary::start(&["xfr.test"], 7);
+    let edge = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone");
+    let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let server = ServerProcess::heron_with_config(&heron(), ORIGIN, |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
+             [metrics]\nlisten = \"{metrics}\"\n\
+             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n\
+             [[zone]]\norigin = \"xfr.test\"\nfile = \"xfr.test.zone\"\nprimaries = [\"{}\"]\n",
+            edge.display(),
+            primary.addr()
+        )
+    });
+    let scrape = || {
+        let answer = http(metrics, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        samples(answer.split_once("\r\n\r\n").expect("a body").1)
+    };
+    let serial_key = "heron_zone_serial{zone=\"xfr.test.\"}";
+    let until_serial = |serial: f64| {
+        for _ in 0..600 {
+            let now = scrape();
+            if now.get(serial_key) == Some(&serial) {
+                return now;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("serial {serial} never served: {}", server.log());
+    };
+    let first = until_serial(7.0);
+    let count = |at: &HashMap<String, f64>, name: &str| {
+        at.get(&format!("{name}{{zone=\"xfr.test.\",direction=\"in\"}}"))
+            .copied()
+    };
+    assert_eq!(count(&first, "heron_zone_transfers_total"), Some(1.0));
+    assert_eq!(count(&first, "heron_zone_notifies_total"), Some(0.0));
+
+    primary.set_serial(8);
+    let origin = Name::parse("xfr.test").unwrap();
+    let soa = b"\x02ns\x00\x01h\x00\x00\x00\x00\x08\x00\x00\x0e\x10\x00\x00\x02\x58\x00\x01\x51\x80\x00\x00\x00\x3c";
+    let notify = notify_message(&origin, &(300, soa.to_vec()), 0x4242);
+    assert_eq!(rcode(&query_udp(server.addr(), &notify)), 0);
+    let second = until_serial(8.0);
+    assert_eq!(count(&second, "heron_zone_transfers_total"), Some(2.0));
+    assert_eq!(
+        count(&second, "heron_zone_transfer_failures_total"),
+        Some(0.0)
+    );
+    assert_eq!(count(&second, "heron_zone_notifies_total"), Some(1.0));
+    // The primary zone beside it counts nothing in.
+    let edge_in = format!("heron_zone_transfers_total{{zone=\"{ORIGIN}.\",direction=\"in\"}}");
+    assert_eq!(second.get(&edge_in), Some(&0.0));
+}

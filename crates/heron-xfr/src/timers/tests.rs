@@ -877,7 +877,11 @@ fn the_checks_of_a_cold_start_leave_no_table_behind() {
         assert!(!timers.waits_for(zone, check));
     }
     assert!(timers.checks.is_empty());
-    assert!(timers.checks.capacity() <= 64, "{}", timers.checks.capacity());
+    assert!(
+        timers.checks.capacity() <= 64,
+        "{}",
+        timers.checks.capacity()
+    );
     for zone in 0..2000 {
         let view = timers.view(ZoneId(zone)).unwrap();
         assert_eq!(view.serial, Some(1));

@@ -137,12 +137,16 @@ fn encode(snapshot: Snapshot) -> String {
 async fn zone_rows(controller: &Controller) -> Vec<ZoneRow> {
     // Looked up by origin, not searched: a scrape of 100,000 zones must
     // not compare every zone with every other.
-    let transferred_at: HashMap<Name, Option<SystemTime>> = (controller.secondary_reports().await)
-        .into_iter()
-        .map(|r| (r.origin, r.transferred_at))
-        .collect();
-    let counts: HashMap<Name, ZoneCounts> =
+    let mut counts: HashMap<Name, ZoneCounts> =
         controller.service.zones.snapshot().into_iter().collect();
+    let mut transferred_at: HashMap<Name, Option<SystemTime>> = HashMap::new();
+    for report in controller.secondary_reports().await {
+        let origin = report.origin.to_lowercase();
+        report
+            .inbound
+            .fill(counts.entry(origin.clone()).or_default());
+        transferred_at.insert(origin, report.transferred_at);
+    }
     let catalog = controller.catalog.load();
     let secondaries = controller.secondaries.load_full();
     let files = controller.files.lock().unwrap_or_else(|e| e.into_inner());
