@@ -897,7 +897,7 @@ mod tests {
         running.consume(&v1, None, &mut next, &primary);
         // a.test was just transferred: its copy waits behind the stall.
         let a_zone = running.zones.get(&OwnOrigin, &n("a.test")).unwrap().clone();
-        keeper.write(&a_zone.file, &a_zone.origin, version("a.test", 5, ""));
+        keeper.write(&a_zone, version("a.test", 5, ""), None);
         let v2 = version("cat.test", 2, "version TXT \"2\"\nb.zones PTR b.test.\n");
         running.consume(&v2, None, &mut next, &primary);
         let v3 = version(

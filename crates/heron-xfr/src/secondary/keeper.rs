@@ -22,47 +22,36 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, SystemTime};
 
-use heron_proto::Name;
 use heron_zone::Zone;
 
-use super::kept_file::KeptFile;
+use super::refresh::SecondaryZone;
 use super::store::write_zone;
 use crate::disk::{self, tmp_path};
 use crate::unix_seconds::UnixSeconds;
 
+/// One entry of the queue: 24 octets. During a cold start every zone
+/// waits here with its first version, and the writer (at housekeeping
+/// priority) gets to most of them after the zones answer: a secondary of
+/// 100,000 zones then holds 100,000 entries. A zone's file stays its
+/// settings (shared with the driver, nothing allocated) while queued;
+/// the thread makes the path when it gets to it.
 enum Op {
-    /// Writes the zone, dated if a date is given.
-    Write(Arc<Zone>, Option<UnixSeconds>),
-    /// Sets the file's modification time.
-    Date(UnixSeconds),
+    /// Writes a secondary zone's version, dated if a date is given.
+    Write(Arc<SecondaryZone>, Arc<Zone>, Option<UnixSeconds>),
+    /// Sets the modification time of a secondary zone's file.
+    Date(Arc<SecondaryZone>, UnixSeconds),
+    /// Writes a zone to a file of no zone's own (rare: boxed).
+    WriteAt(Box<(PathBuf, Arc<Zone>)>),
     /// Removes the file (its zone is gone).
-    Delete,
-    /// Answered once everything queued before is on disk (boxed: rare,
-    /// and a sender inline would make every entry 8 octets larger).
+    Delete(Box<Path>),
+    /// Answered once everything queued before is on disk (rare: boxed).
     Flush(Box<Sender<()>>),
-}
-
-/// The file an operation is for. A zone's stays a pattern and a name
-/// (shared, nothing allocated) while queued: during a cold start every
-/// zone waits here, and the thread makes the path when it gets to it.
-enum Target {
-    Kept(KeptFile, Name),
-    Path(Box<Path>),
-}
-
-impl Target {
-    fn path(self) -> PathBuf {
-        match self {
-            Target::Kept(file, origin) => file.path(&origin).into_owned(),
-            Target::Path(path) => path.into(),
-        }
-    }
 }
 
 /// Hands kept copies to the writer thread. Cloning shares the thread.
 #[derive(Clone)]
 pub struct Keeper {
-    ops: Sender<(Target, Op)>,
+    ops: Sender<Op>,
 }
 
 impl Keeper {
@@ -93,36 +82,25 @@ impl Keeper {
         Ok(Keeper { ops })
     }
 
-    /// Writes `zone` to the file `file` gives `origin` (soon, atomically).
-    pub fn write(&self, file: &KeptFile, origin: &Name, zone: Arc<Zone>) {
-        let target = Target::Kept(file.clone(), origin.clone());
-        let _ = self.ops.send((target, Op::Write(zone, None)));
+    /// Writes `version` of `zone` to its kept file (soon, atomically),
+    /// the file dated `at` if given: one entry in the queue where a write
+    /// and a date would take two.
+    pub fn write(&self, zone: &Arc<SecondaryZone>, version: Arc<Zone>, at: Option<SystemTime>) {
+        let date = at.and_then(UnixSeconds::of);
+        let _ = self.ops.send(Op::Write(zone.clone(), version, date));
     }
 
-    /// Writes `zone` as [`Keeper::write`] does, its file dated `at`: one
-    /// entry in the queue where a write and a date take two (during a
-    /// cold start every zone waits here).
-    pub fn write_dated(&self, file: &KeptFile, origin: &Name, zone: Arc<Zone>, at: SystemTime) {
-        let target = Target::Kept(file.clone(), origin.clone());
-        let _ = self
-            .ops
-            .send((target, Op::Write(zone, UnixSeconds::of(at))));
-    }
-
-    /// Writes `zone` to `path` (soon, atomically): a file of no zone's
+    /// Writes `version` to `path` (soon, atomically): a file of no zone's
     /// own (a catalog's consumed version, say).
-    pub fn write_at(&self, path: PathBuf, zone: Arc<Zone>) {
-        let _ = self
-            .ops
-            .send((Target::Path(path.into()), Op::Write(zone, None)));
+    pub fn write_at(&self, path: PathBuf, version: Arc<Zone>) {
+        let _ = self.ops.send(Op::WriteAt(Box::new((path, version))));
     }
 
-    /// Sets the modification time of the file `file` gives `origin`,
-    /// after any write queued before.
-    pub fn date(&self, file: &KeptFile, origin: &Name, at: SystemTime) {
-        let target = Target::Kept(file.clone(), origin.clone());
+    /// Sets the modification time of `zone`'s kept file, after any write
+    /// queued before.
+    pub fn date(&self, zone: &Arc<SecondaryZone>, at: SystemTime) {
         if let Some(at) = UnixSeconds::of(at) {
-            let _ = self.ops.send((target, Op::Date(at)));
+            let _ = self.ops.send(Op::Date(zone.clone(), at));
         }
     }
 
@@ -130,17 +108,14 @@ impl Keeper {
     /// of them lands after the delete (a removed zone's copy written late
     /// would come back). Nobody waits for it.
     pub fn delete(&self, path: &Path) {
-        let _ = self.ops.send((Target::Path(path.into()), Op::Delete));
+        let _ = self.ops.send(Op::Delete(path.into()));
     }
 
     /// Waits, up to `wait`, until everything queued so far is on disk (at
     /// shutdown). Returns whether it got there.
     pub fn flush(&self, wait: Duration) -> bool {
         let (done, flushed) = channel();
-        let _ = self.ops.send((
-            Target::Path(PathBuf::new().into()),
-            Op::Flush(Box::new(done)),
-        ));
+        let _ = self.ops.send(Op::Flush(Box::new(done)));
         flushed.recv_timeout(wait).is_ok()
     }
 }
@@ -161,28 +136,35 @@ struct Pending {
 /// time cost 25 syncs for 100,000 zones instead of a handful.
 const MAX_BATCH: usize = 4096;
 
-fn run(queue: Receiver<(Target, Op)>, max_batch: usize) {
+fn run(queue: Receiver<Op>, max_batch: usize) {
     while let Ok(first) = queue.recv() {
         let mut batch: HashMap<PathBuf, Pending> = HashMap::new();
         let mut flushes = Vec::new();
+        let written = |version, date: Option<UnixSeconds>| Pending {
+            zone: Some(version),
+            date: date.map(UnixSeconds::time),
+            ..Pending::default()
+        };
         let more = queue.try_iter().take(max_batch - 1);
-        for (target, op) in std::iter::once(first).chain(more) {
+        for op in std::iter::once(first).chain(more) {
             match op {
-                Op::Write(zone, date) => {
-                    let newest = Pending {
-                        zone: Some(zone),
-                        date: date.map(UnixSeconds::time),
-                        ..Pending::default()
-                    };
-                    batch.insert(target.path(), newest);
+                Op::Write(zone, version, date) => {
+                    batch.insert(zone.kept_path().into_owned(), written(version, date));
                 }
-                Op::Date(at) => batch.entry(target.path()).or_default().date = Some(at.time()),
-                Op::Delete => {
+                Op::WriteAt(path_and_version) => {
+                    let (path, version) = *path_and_version;
+                    batch.insert(path, written(version, None));
+                }
+                Op::Date(zone, at) => {
+                    let file = batch.entry(zone.kept_path().into_owned()).or_default();
+                    file.date = Some(at.time());
+                }
+                Op::Delete(path) => {
                     let gone = Pending {
                         delete: true,
                         ..Pending::default()
                     };
-                    batch.insert(target.path(), gone);
+                    batch.insert(path.into(), gone);
                 }
                 Op::Flush(done) => flushes.push(done),
             }
@@ -262,6 +244,7 @@ fn set_mtime(file: &Path, at: SystemTime) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secondary::kept_file::KeptFile;
     use heron_proto::Name;
     use heron_zone::{load_zone_file, load_zone_str};
     use std::time::{Duration, Instant};
@@ -274,8 +257,9 @@ mod tests {
     #[test]
     fn a_queued_entry_stays_small() {
         // During a cold start every zone waits in the queue, at its slot
-        // size plus a word; 56 octets made 100,000 of them 8 MB.
-        assert!(size_of::<(Target, Op)>() <= 40);
+        // size plus a word; 56 octets made 100,000 of them 6.4 MB, 40
+        // made them 4.8.
+        assert!(size_of::<Op>() <= 24);
     }
 
     fn zone(serial: u32) -> Arc<Zone> {
@@ -287,12 +271,18 @@ mod tests {
         )
     }
 
-    fn kept(path: &Path) -> KeptFile {
-        KeptFile::at(path)
+    /// k.test, kept in `file`.
+    fn kept_in(file: KeptFile) -> Arc<SecondaryZone> {
+        Arc::new(SecondaryZone {
+            origin: Name::parse("k.test").unwrap(),
+            primaries: Arc::default(),
+            file,
+            catalog: None,
+        })
     }
 
-    fn origin() -> Name {
-        Name::parse("k.test").unwrap()
+    fn kept(path: &Path) -> Arc<SecondaryZone> {
+        kept_in(KeptFile::at(path))
     }
 
     fn wait_for(mut ok: impl FnMut() -> bool) -> bool {
@@ -321,10 +311,10 @@ mod tests {
         let path: Arc<Path> = dir.path().join("sub/k.zone").into();
         let keeper = Keeper::start().unwrap();
         for serial in 1..=50 {
-            keeper.write(&kept(&path), &origin(), zone(serial));
+            keeper.write(&kept(&path), zone(serial), None);
         }
         let past = whole_seconds(SystemTime::now() - Duration::from_secs(3600));
-        keeper.date(&kept(&path), &origin(), past);
+        keeper.date(&kept(&path), past);
         assert!(keeper.flush(Duration::from_secs(10)));
         assert_eq!(serial_in(&path), Some(50));
         assert!(wait_for(|| std::fs::metadata(&path)
@@ -341,7 +331,7 @@ mod tests {
         let path = dir.path().join("k.zone");
         let keeper = Keeper::start().unwrap();
         let past = whole_seconds(SystemTime::now() - Duration::from_secs(7200));
-        keeper.write_dated(&kept(&path), &origin(), zone(9), past);
+        keeper.write(&kept(&path), zone(9), Some(past));
         assert!(keeper.flush(Duration::from_secs(10)));
         assert_eq!(serial_in(&path), Some(9));
         let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
@@ -354,7 +344,7 @@ mod tests {
         let pattern = dir.path().join("kept/{zone}.zone");
         let file = KeptFile::pattern(pattern.to_str().unwrap().into());
         let keeper = Keeper::start().unwrap();
-        keeper.write(&file, &origin(), zone(4));
+        keeper.write(&kept_in(file), zone(4), None);
         assert!(keeper.flush(Duration::from_secs(10)));
         assert_eq!(serial_in(&dir.path().join("kept/k.test.zone")), Some(4));
     }
@@ -367,7 +357,7 @@ mod tests {
             .map(|i| dir.path().join(format!("z{i}")).into())
             .collect();
         for p in &paths {
-            keeper.write(&kept(p), &origin(), zone(7));
+            keeper.write(&kept(p), zone(7), None);
         }
         assert!(wait_for(|| paths.iter().all(|p| serial_in(p) == Some(7))));
     }
@@ -381,11 +371,11 @@ mod tests {
         let past = whole_seconds(SystemTime::now() - Duration::from_secs(600));
         let paths: Vec<PathBuf> = (0..40).map(|i| dir.path().join(format!("z{i}"))).collect();
         for (i, path) in paths.iter().enumerate() {
-            keeper.write(&kept(path), &origin(), zone(1));
-            keeper.write(&kept(path), &origin(), zone(2));
+            keeper.write(&kept(path), zone(1), None);
+            keeper.write(&kept(path), zone(2), None);
             match i % 3 {
                 0 => keeper.delete(path),
-                1 => keeper.date(&kept(path), &origin(), past),
+                1 => keeper.date(&kept(path), past),
                 _ => {}
             }
         }
@@ -408,14 +398,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path: Arc<Path> = dir.path().join("k.zone").into();
         let keeper = Keeper::start().unwrap();
-        keeper.write(&kept(&path), &origin(), zone(1));
+        keeper.write(&kept(&path), zone(1), None);
         keeper.delete(&path);
         assert!(keeper.flush(Duration::from_secs(10)));
         assert!(!path.exists() && !tmp_path(&path).exists());
-        keeper.write(&kept(&path), &origin(), zone(2));
+        keeper.write(&kept(&path), zone(2), None);
         assert!(keeper.flush(Duration::from_secs(10)));
         keeper.delete(&path);
-        keeper.write(&kept(&path), &origin(), zone(3));
+        keeper.write(&kept(&path), zone(3), None);
         assert!(keeper.flush(Duration::from_secs(10)));
         assert_eq!(serial_in(&path), Some(3));
     }
@@ -428,8 +418,8 @@ mod tests {
         let keeper = Keeper::start().unwrap();
         let bad: Arc<Path> = blocker.join("k.zone").into();
         let good: Arc<Path> = dir.path().join("k.zone").into();
-        keeper.write(&kept(&bad), &origin(), zone(1));
-        keeper.write(&kept(&good), &origin(), zone(2));
+        keeper.write(&kept(&bad), zone(1), None);
+        keeper.write(&kept(&good), zone(2), None);
         assert!(wait_for(|| serial_in(&good) == Some(2)));
         assert!(!bad.exists() && !tmp_path(&bad).exists());
     }

@@ -518,8 +518,7 @@ impl Driver {
                     let Some(entry) = self.entry(zone) else {
                         return;
                     };
-                    let kept = &entry.zone;
-                    ctx.keeper.date(&kept.file, &kept.origin, at);
+                    ctx.keeper.date(&entry.zone, at);
                 }
                 self.tell_expiry(zone);
             }
@@ -779,11 +778,7 @@ impl Driver {
         let Some(entry) = self.entry(zone) else {
             return;
         };
-        let (file, origin) = (&entry.zone.file, &entry.zone.origin);
-        match at {
-            Some(at) => keeper.write_dated(file, origin, new, at),
-            None => keeper.write(file, origin, new),
-        }
+        keeper.write(&entry.zone, new, at);
     }
 }
 
