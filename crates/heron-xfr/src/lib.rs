@@ -18,6 +18,7 @@
 pub mod acl;
 pub mod catalog_zone;
 mod disk;
+mod growth;
 pub mod journal;
 pub mod origin_index;
 pub mod primary;

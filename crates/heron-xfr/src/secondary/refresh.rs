@@ -30,6 +30,7 @@ use super::client::{ClientError, Connections, Upstream};
 use super::keeper::Keeper;
 use super::kept_file::KeptFile;
 use super::receive::{Outcome, Request};
+use crate::growth::reserve_one_more;
 use crate::origin_index::{OriginIndex, OriginOf};
 use crate::stats::Inbound;
 use crate::timers::{Action, CheckId, Event, Failure, Timers, Transfer, Version, ZoneId};
@@ -437,6 +438,8 @@ impl Driver {
             (Version::of(kept, self.ctx.bounds), age)
         });
         let primaries = zone.primaries.len();
+        // A catalog adds its members one at a time.
+        reserve_one_more(&mut self.zones);
         self.zones.push(Some(Entry {
             zone,
             current: kept,
@@ -979,6 +982,23 @@ mod tests {
         assert_eq!(id(&driver, "z8.test"), Some(ZoneId(8)));
         driver.command(Command::Remove(Name::parse("z7.test").unwrap()));
         assert_eq!(driver.ids.len(), 999, "removing it twice is harmless");
+    }
+
+    #[tokio::test]
+    async fn zones_added_one_at_a_time_leave_little_room_unused() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = secondary(&dir.path().join("kept"), "192.0.2.1:53".parse().unwrap());
+        let mut driver = Driver::new(context(Arc::default()));
+        for i in 0..5000 {
+            let origin = Name::parse(&format!("z{i}.test")).unwrap();
+            let zone = SecondaryZone {
+                origin,
+                ..(*t).clone()
+            };
+            driver.add(Arc::new(zone), None);
+        }
+        // As a catalog adds its members: not doubled, by an eighth.
+        assert!(driver.zones.capacity() <= 5000 + 5000 / 8 + 1);
     }
 
     #[tokio::test]

@@ -53,6 +53,7 @@ use std::time::{Duration, Instant};
 use hashbrown::HashMap;
 use heron_zone::Zone;
 
+use crate::growth::reserve_by_eighths;
 use crate::secondary::backoff::retry_delay;
 use crate::secondary::refresh::TimerBounds;
 use crate::serial;
@@ -468,12 +469,7 @@ impl Timers {
         }
         let at = zone.0 as usize;
         if self.zones.len() <= at {
-            // By an eighth at a time, not doubling: a catalog that grows
-            // to 100,000 members would leave up to 100,000 slots unused.
-            if self.zones.capacity() <= at {
-                let len = self.zones.len();
-                self.zones.reserve_exact((at + 1 - len).max(len / 8));
-            }
+            reserve_by_eighths(&mut self.zones, at + 1);
             self.zones.resize_with(at + 1, || None);
         }
         // A zone added again: what was in flight for it is not awaited.

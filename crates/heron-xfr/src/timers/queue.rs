@@ -5,6 +5,7 @@
 
 use super::ZoneId;
 use super::stamp::Stamp;
+use crate::growth::{reserve_by_eighths, reserve_one_more};
 
 /// Wake-ups in time order, at most one per zone: moving a zone's wake-up
 /// changes its entry in place, so no stale entry piles up however often
@@ -78,8 +79,10 @@ impl Queue {
     fn push(&mut self, entry: (Stamp, ZoneId)) {
         let zone = entry.1.0 as usize;
         if self.slot.len() <= zone {
+            reserve_by_eighths(&mut self.slot, zone + 1);
             self.slot.resize(zone + 1, 0);
         }
+        reserve_one_more(&mut self.heap);
         self.heap.push(entry);
         let last = self.heap.len() - 1;
         self.place(last);
