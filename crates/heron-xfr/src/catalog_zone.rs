@@ -11,24 +11,56 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
+use std::hash::BuildHasher;
 
+use hashbrown::{DefaultHashBuilder, HashTable};
 use heron_proto::{Name, RType};
 use heron_zone::Zone;
 use heron_zone::diff::ZoneDiff;
 use heron_zone::zone::Node;
 
-/// One member zone of a catalog.
+/// One member zone of a catalog: 40 octets, for there may be 100,000
+/// of them in one tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Member {
     /// The zone, as its PTR names it.
     pub zone: Name,
     /// The label that names its member node (`<unique-id>.zones.<catalog>`),
-    /// lower-cased. Boxed, as `group`: 100,000 members pay no spare room.
+    /// lower-cased. Boxed: 100,000 members pay no spare room.
     pub id: Box<[u8]>,
+    /// Its properties, which most members have none of: one pointer
+    /// where the two of them inline took four (24 octets a member).
+    properties: Option<Box<Properties>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Properties {
+    group: Option<Box<str>>,
+    coo: Option<Name>,
+}
+
+impl Member {
+    pub fn new(zone: Name, id: Box<[u8]>, group: Option<Box<str>>, coo: Option<Name>) -> Member {
+        let properties = match (group, coo) {
+            (None, None) => None,
+            (group, coo) => Some(Box::new(Properties { group, coo })),
+        };
+        Member {
+            zone,
+            id,
+            properties,
+        }
+    }
+
     /// The `group` property: which template the zone follows.
-    pub group: Option<Box<str>>,
+    pub fn group(&self) -> Option<&str> {
+        self.properties.as_ref()?.group.as_deref()
+    }
+
     /// The `coo` property: the catalog the zone is moving to.
-    pub coo: Option<Name>,
+    pub fn coo(&self) -> Option<&Name> {
+        self.properties.as_ref()?.coo.as_ref()
+    }
 }
 
 /// A catalog's member zones, by lower-cased zone name.
@@ -254,15 +286,8 @@ fn members(
             });
             continue;
         }
-        members.insert(
-            key,
-            Member {
-                zone,
-                id: id.into_boxed_slice(),
-                group,
-                coo,
-            },
-        );
+        let member = Member::new(zone, id.into_boxed_slice(), group, coo);
+        members.insert(key, member);
     }
     // Inserted in the order of their ids, the tree's nodes are about
     // two-thirds full; built again in key order, they are full (126
@@ -409,16 +434,37 @@ pub fn parse_members(zone: &Zone, ids: &HashSet<Vec<u8>>) -> Result<Members, Vec
 #[derive(Clone, Debug, Default)]
 pub struct MemberSet {
     members: Members,
-    /// The lower-cased zone each id lists.
-    zone_of: HashMap<Box<[u8]>, Name>,
+    /// The key in `members` of each member, hashed by its unique ID: an
+    /// index by ID that holds no copy of the IDs (a map from IDs to keys
+    /// held 48 octets a member, and a copy of each ID).
+    by_id: HashTable<Name>,
+    hasher: DefaultHashBuilder,
 }
 
 impl MemberSet {
     pub fn new(members: Members) -> MemberSet {
-        let zone_of = (members.iter())
-            .map(|(key, m)| (m.id.clone(), key.clone()))
-            .collect();
-        MemberSet { members, zone_of }
+        let mut set = MemberSet {
+            by_id: HashTable::with_capacity(members.len()),
+            members,
+            hasher: DefaultHashBuilder::default(),
+        };
+        let MemberSet {
+            members,
+            by_id,
+            hasher,
+        } = &mut set;
+        for (key, member) in members.iter() {
+            let hash = hasher.hash_one(&*member.id);
+            by_id.insert_unique(hash, key.clone(), |_| unreachable!("room reserved"));
+        }
+        set
+    }
+
+    /// The key of the member whose unique ID is `id`.
+    fn key_of(&self, id: &[u8]) -> Option<&Name> {
+        let members = &self.members;
+        let hash = self.hasher.hash_one(id);
+        (self.by_id).find(hash, |key| members.get(key).is_some_and(|m| &*m.id == id))
     }
 
     pub fn members(&self) -> &Members {
@@ -435,7 +481,7 @@ impl MemberSet {
     /// The members the nodes of `ids` list now.
     pub fn listed_at(&self, ids: &HashSet<Vec<u8>>) -> Members {
         ids.iter()
-            .filter_map(|id| self.zone_of.get(id.as_slice()))
+            .filter_map(|id| self.key_of(id))
             .filter_map(|key| Some((key.clone(), self.members.get(key)?.clone())))
             .collect()
     }
@@ -474,9 +520,7 @@ impl MemberSet {
         listed: &Members,
         max: usize,
     ) -> Option<Problem> {
-        let listed_before = ids
-            .iter()
-            .filter(|id| self.zone_of.contains_key(id.as_slice()));
+        let listed_before = ids.iter().filter(|id| self.key_of(id).is_some());
         let after = self.members.len() - listed_before.count() + listed.len();
         (after > max).then(|| too_many(catalog, max))
     }
@@ -488,12 +532,18 @@ impl MemberSet {
         let before = self.listed_at(ids);
         let changes = diff(&before, &listed);
         for (key, member) in before {
-            self.zone_of.remove(&member.id);
+            let hash = self.hasher.hash_one(&*member.id);
+            if let Ok(found) = (self.by_id).find_entry(hash, |k| *k == key) {
+                found.remove();
+            }
             self.members.remove(&key);
         }
         for (key, member) in listed {
-            self.zone_of.insert(member.id.clone(), key.clone());
-            self.members.insert(key, member);
+            let hash = self.hasher.hash_one(&*member.id);
+            self.members.insert(key.clone(), member);
+            let (members, hasher) = (&self.members, &self.hasher);
+            let rehash = |k: &Name| hasher.hash_one(&*members[k].id);
+            self.by_id.insert_unique(hash, key, rehash);
         }
         changes
     }
@@ -515,11 +565,11 @@ pub fn check(
                 zone: member.zone.clone(),
                 owner,
             });
-        } else if !has_template(member.group.as_deref()) {
+        } else if !has_template(member.group()) {
             problems.push(Problem::NoTemplate {
                 zone: member.zone.clone(),
                 owner,
-                group: member.group.as_deref().map(String::from),
+                group: member.group().map(String::from),
             });
         }
     }
@@ -555,10 +605,12 @@ pub fn diff(old: &Members, new: &Members) -> Vec<Change> {
         match old.get(key) {
             None => changes.push(Change::Add(member.clone())),
             Some(before) if before.id != member.id => changes.push(Change::Reset(member.clone())),
-            Some(before) if before.group != member.group => {
+            Some(before) if before.group() != member.group() => {
                 changes.push(Change::Regroup(member.clone()))
             }
-            Some(before) if before.coo != member.coo => changes.push(Change::Coo(member.clone())),
+            Some(before) if before.coo() != member.coo() => {
+                changes.push(Change::Coo(member.clone()))
+            }
             Some(_) => {}
         }
     }

@@ -323,7 +323,7 @@ impl Consumers {
     /// `member` of catalog `from`, if its `coo` property names a consumed
     /// catalog that lists it too: handed over to that one.
     fn hand_over(&mut self, from: &Name, member: &Member) -> Option<Step> {
-        let to = member.coo.as_ref()?.to_lowercase();
+        let to = member.coo()?.to_lowercase();
         let listed = self
             .catalogs
             .get(&to)?
@@ -418,11 +418,7 @@ impl Consumers {
         let Some(consumer) = self.catalogs.get(from) else {
             return false;
         };
-        let coo = consumer
-            .members
-            .members()
-            .get(zone)
-            .and_then(|m| m.coo.as_ref());
+        let coo = consumer.members.members().get(zone).and_then(|m| m.coo());
         coo.is_some_and(|coo| coo.to_lowercase() == *to)
     }
 
@@ -432,14 +428,14 @@ impl Consumers {
     /// template the configuration no longer has: it is not served.
     fn made(&self, catalog: &Name, member: &Member) -> Option<(SecondaryZone, Arc<ZonePolicy>)> {
         let config = &self.catalogs.get(catalog)?.config;
-        let Some(template) = config.template(member.group.as_deref()) else {
+        let Some(template) = config.template(member.group()) else {
             tracing::warn!(
                 zone = %member.zone,
                 catalog = %catalog,
                 "catalog {catalog} lists {} with no member template for its group now \
                  ({:?}): not served",
                 member.zone,
-                member.group
+                member.group()
             );
             return None;
         };

@@ -74,12 +74,8 @@ pub fn members(wanted: &[Wanted]) -> Members {
             .map(|attempt| unique_id(&want.zone, want.generation, attempt))
             .find(|id| taken.insert(id.clone()))
             .expect("some attempt finds a free ID");
-        let member = Member {
-            zone: want.zone.clone(),
-            id: id.into(),
-            group: want.group.as_deref().map(Box::from),
-            coo: None,
-        };
+        let group = want.group.as_deref().map(Box::from);
+        let member = Member::new(want.zone.clone(), id.into(), group, None);
         members.insert(key, member);
     }
     members
@@ -96,7 +92,7 @@ pub fn zone_text(catalog: &Name, serial: u32, members: &Members) -> String {
     for member in members.values() {
         let owner = member_owner(catalog, &member.id);
         writeln!(text, "{owner} PTR {}", member.zone).expect("writing to a String");
-        if let Some(group) = &member.group {
+        if let Some(group) = member.group() {
             let owner = owner.prepend(b"group").expect("room checked by the caller");
             writeln!(text, "{owner} TXT {}", quoted(group)).expect("writing to a String");
         }
@@ -196,7 +192,7 @@ fn member_step(
     let records = |member: &Member| {
         let owner = member_owner(catalog, &member.id);
         let ptr = diff_record(&owner, RType::PTR, member.zone.as_wire().to_vec());
-        let group = member.group.as_ref().map(|group| {
+        let group = member.group().map(|group| {
             let mut rdata = vec![group.len() as u8];
             rdata.extend_from_slice(group.as_bytes());
             let owner = owner.prepend(b"group").expect("room checked by the caller");

@@ -37,7 +37,7 @@ fn a_generated_catalog_reads_back_as_its_members() {
     let members = parse_zone(&zone).expect("RFC 9432 valid");
     let listed: Vec<(String, Option<&str>)> = members
         .values()
-        .map(|m| (m.zone.to_string(), m.group.as_deref()))
+        .map(|m| (m.zone.to_string(), m.group()))
         .collect();
     assert_eq!(
         listed,
@@ -156,8 +156,8 @@ fn groups_are_quoted_whatever_they_hold() {
         None,
     );
     let members = parse_zone(&zone).unwrap();
-    assert_eq!(members[&n("a.test")].group.as_deref(), Some(odd));
-    assert_eq!(members[&n("b.test")].group.as_deref(), Some(long.as_str()));
+    assert_eq!(members[&n("a.test")].group(), Some(odd));
+    assert_eq!(members[&n("b.test")].group(), Some(long.as_str()));
 }
 
 #[test]
