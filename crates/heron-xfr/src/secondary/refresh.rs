@@ -1059,6 +1059,7 @@ mod tests {
         }
     }
 
+    /// Also: the zone's report counts its transfers in and NOTIFYs.
     #[tokio::test]
     async fn a_zone_is_transferred_at_start_and_again_after_a_notify() {
         let dir = tempfile::tempdir().unwrap();
@@ -1069,9 +1070,16 @@ mod tests {
         let driver = tokio::spawn(run(vec![(zone, None)], context(recorder.clone()), received));
         let published = || recorder.published.lock().unwrap().clone();
         until(|| published() == [1]).await;
+        let counts = inbound_of(&commands).await;
+        assert_eq!((counts.transfers_in, counts.transfers_in_failed), (1, 0));
+        assert_eq!(counts.notifies_in, 0);
         primary.set_serial(2);
         commands.send(notify()).unwrap();
         until(|| published() == [1, 2]).await;
+        // A check asked for by the server itself is not a NOTIFY.
+        (commands.send(Command::CheckSoon(Name::parse("t.test").unwrap()))).unwrap();
+        let counts = inbound_of(&commands).await;
+        assert_eq!((counts.transfers_in, counts.notifies_in), (2, 1));
         // Removed, it hears no more NOTIFYs.
         let queries = primary.seen().len();
         commands
@@ -1091,30 +1099,6 @@ mod tests {
         let mut counts = crate::stats::ZoneCounts::default();
         report.await.unwrap()[0].inbound.fill(&mut counts);
         counts
-    }
-
-    #[tokio::test]
-    async fn transfers_in_and_notifies_are_counted_in_the_zones_report() {
-        let dir = tempfile::tempdir().unwrap();
-        let primary = FakePrimary::start(&["t.test"], 1);
-        let recorder = Arc::new(Recorder::default());
-        let zone = secondary(&dir.path().join("kept"), primary.addr());
-        let (commands, received) = mpsc::unbounded_channel();
-        let driver = tokio::spawn(run(vec![(zone, None)], context(recorder.clone()), received));
-        let published = || recorder.published.lock().unwrap().clone();
-        until(|| published() == [1]).await;
-        let counts = inbound_of(&commands).await;
-        assert_eq!((counts.transfers_in, counts.transfers_in_failed), (1, 0));
-        assert_eq!(counts.notifies_in, 0);
-        primary.set_serial(2);
-        commands.send(notify()).unwrap();
-        until(|| published() == [1, 2]).await;
-        // A check asked for by the server itself is not a NOTIFY.
-        (commands.send(Command::CheckSoon(Name::parse("t.test").unwrap()))).unwrap();
-        let counts = inbound_of(&commands).await;
-        assert_eq!((counts.transfers_in, counts.notifies_in), (2, 1));
-        drop(commands);
-        driver.await.unwrap();
     }
 
     #[tokio::test]
