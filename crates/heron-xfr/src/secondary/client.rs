@@ -56,6 +56,16 @@ pub struct Upstream {
 /// one source address is never asked from another.
 type Route = (SocketAddr, Option<XotTrust>, Option<IpAddr>);
 
+/// Connects in flight to one primary at a time. A cold start wants a
+/// connection for every slot at once (32), but Knot listens with a
+/// backlog of 10, as BIND does by default (`tcp-listen-queue`): a SYN
+/// past a full backlog is dropped and sent again a second later, and the
+/// transfers waiting on it took 1,024 ms instead of a few (seen against a
+/// Knot primary, one cold start in three at 10,000 zones). Connections,
+/// once made, are kept and reused, so the pool still fills within a few
+/// round trips.
+pub const CONNECTS_PER_PRIMARY: usize = 8;
+
 fn route(up: &Upstream) -> Route {
     (up.addr, up.tls.clone(), up.source)
 }
@@ -144,6 +154,8 @@ pub struct Connections {
     transfer_limits: TransferLimits,
     opened: std::sync::atomic::AtomicUsize,
     health: PrimaryHealth,
+    /// Turns to connect, by primary ([`CONNECTS_PER_PRIMARY`]).
+    connecting: Mutex<HashMap<SocketAddr, Arc<Semaphore>>>,
 }
 
 impl Connections {
@@ -158,6 +170,7 @@ impl Connections {
             transfer_limits: TransferLimits::default(),
             opened: Default::default(),
             health: PrimaryHealth::default(),
+            connecting: Mutex::default(),
             tls: TlsClients::new(None).expect("no CA to read"),
         }
     }
@@ -382,6 +395,8 @@ impl Connections {
     /// A new connection to `up`, the TLS handshake done if it takes TLS;
     /// the whole within the I/O timeout.
     async fn connect(&self, up: &Upstream) -> Result<Stream, ClientError> {
+        let gate = self.connect_gate(up.addr);
+        let _turn = gate.acquire().await.map_err(|_| ClientError::Timeout)?;
         // Those that waited while another connect to `up` failed.
         self.admit(up)?;
         let connect = async {
@@ -400,6 +415,14 @@ impl Connections {
         self.opened
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(stream)
+    }
+
+    /// The turns to connect to the primary at `addr`.
+    fn connect_gate(&self, addr: SocketAddr) -> Arc<Semaphore> {
+        let mut gates = self.connecting.lock().unwrap_or_else(|e| e.into_inner());
+        let gate = gates.entry(addr);
+        gate.or_insert_with(|| Arc::new(Semaphore::new(CONNECTS_PER_PRIMARY)))
+            .clone()
     }
 
     /// One request and its responses on `stream`.
@@ -557,6 +580,42 @@ mod tests {
         };
         assert_eq!(from("127.0.0.2"), 2 * origins.len());
         assert_eq!(from("127.0.0.3"), 2 * origins.len());
+    }
+
+    /// Past [`CONNECTS_PER_PRIMARY`] connects in flight to one primary
+    /// (a backlog of 10 would drop the SYNs past it), the next waits for
+    /// a turn; connects to another primary do not.
+    #[tokio::test]
+    async fn connects_to_one_primary_wait_their_turn_past_the_limit() {
+        let busy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let other = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let upstream = |addr| Upstream {
+            addr,
+            key: None,
+            tls: None,
+            source: None,
+        };
+        let conns = Arc::new(Connections::new(
+            Arc::default(),
+            32,
+            Duration::from_secs(10),
+        ));
+        let gate = conns.connect_gate(busy.local_addr().unwrap());
+        let in_flight = gate.clone().acquire_many_owned(CONNECTS_PER_PRIMARY as u32);
+        let in_flight = in_flight.await.unwrap();
+        let up = upstream(busy.local_addr().unwrap());
+        let waiting = tokio::spawn({
+            let conns = conns.clone();
+            async move { conns.connect(&up).await.map(|_| ()) }
+        });
+        // Another primary is not held up.
+        let other = upstream(other.local_addr().unwrap());
+        assert!(conns.connect(&other).await.is_ok());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "connected past the limit");
+        drop(in_flight);
+        assert!(waiting.await.unwrap().is_ok());
+        assert_eq!(gate.available_permits(), CONNECTS_PER_PRIMARY);
     }
 
     #[tokio::test]
