@@ -226,6 +226,12 @@ struct Driver {
     /// is not held up behind a wave of 100,000 refreshes.
     urgent: VecDeque<Action>,
     in_flight: usize,
+    /// Ids of removed zones, given to the next zones added: a catalog
+    /// whose members come and go would otherwise grow `zones` and the
+    /// timers' tables with every member it ever had. A result or a queued
+    /// exchange of the removed zone carries its check, which the new
+    /// zone's timers do not wait for.
+    free: Vec<ZoneId>,
     done: (mpsc::UnboundedSender<Done>, mpsc::UnboundedReceiver<Done>),
     actions: Vec<Action>,
     /// A version just received, to keep with the date the timers give it
@@ -365,6 +371,7 @@ impl Driver {
             waiting: VecDeque::new(),
             urgent: VecDeque::new(),
             in_flight: 0,
+            free: Vec::new(),
             done: mpsc::unbounded_channel(),
             actions: Vec::new(),
             unkept: None,
@@ -419,8 +426,7 @@ impl Driver {
             }
             Command::Remove(origin) => {
                 if let Some(zone) = self.ids.remove(&Entries(&self.zones), &origin) {
-                    self.zones[zone.0 as usize] = None;
-                    self.handle(Event::Removed(zone));
+                    self.forget(zone);
                 }
             }
         }
@@ -428,7 +434,6 @@ impl Driver {
 
     /// Starts keeping `zone` fresh; its kept copy's age is its file's.
     fn add(&mut self, zone: Arc<SecondaryZone>, kept: Option<Arc<Zone>>) {
-        let id = ZoneId(self.zones.len() as u32);
         let kept_event = kept.as_ref().map(|kept| {
             let age = std::fs::metadata(zone.kept_path())
                 .and_then(|m| m.modified())
@@ -438,26 +443,42 @@ impl Driver {
             (Version::of(kept, self.ctx.bounds), age)
         });
         let primaries = zone.primaries.len();
-        // A catalog adds its members one at a time.
-        reserve_one_more(&mut self.zones);
-        self.zones.push(Some(Entry {
+        let entry = Entry {
             zone,
             current: kept,
             transferred_at: None,
             first_reachable: None,
             rare: None,
             inbound: Inbound::default(),
-        }));
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.zones[id.0 as usize] = Some(entry);
+                id
+            }
+            None => {
+                // A catalog adds its members one at a time.
+                reserve_one_more(&mut self.zones);
+                self.zones.push(Some(entry));
+                ZoneId(self.zones.len() as u32 - 1)
+            }
+        };
         if let Some(old) = self.ids.insert(&Entries(&self.zones), id) {
             // Added twice: the later one stands.
-            self.zones[old.0 as usize] = None;
-            self.handle(Event::Removed(old));
+            self.forget(old);
         }
         self.handle(Event::Added {
             zone: id,
             primaries,
             kept: kept_event,
         });
+    }
+
+    /// Drops the zone `id` names, its id free for the next zone added.
+    fn forget(&mut self, id: ZoneId) {
+        self.zones[id.0 as usize] = None;
+        self.handle(Event::Removed(id));
+        self.free.push(id);
     }
 
     /// Does what the timers say; `asked`: because of a NOTIFY or an
@@ -568,6 +589,9 @@ impl Driver {
                 } => (zone, check, primary),
                 _ => unreachable!("only exchanges wait"),
             };
+            if !self.timers.waits_for(zone, check) {
+                continue; // its zone removed meanwhile (the id maybe reused)
+            }
             let Some(entry) = self.entry(zone) else {
                 continue; // removed meanwhile
             };
@@ -982,6 +1006,44 @@ mod tests {
         assert_eq!(id(&driver, "z8.test"), Some(ZoneId(8)));
         driver.command(Command::Remove(Name::parse("z7.test").unwrap()));
         assert_eq!(driver.ids.len(), 999, "removing it twice is harmless");
+    }
+
+    /// A catalog's members coming and going: ids are reused, so the
+    /// tables stay the size of the zones kept, and each origin finds its
+    /// own zone.
+    #[tokio::test]
+    async fn zones_that_come_and_go_reuse_their_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = secondary(&dir.path().join("kept"), "192.0.2.1:53".parse().unwrap());
+        let named = |origin: String| {
+            let origin = Name::parse(&origin).unwrap();
+            Arc::new(SecondaryZone {
+                origin,
+                ..(*t).clone()
+            })
+        };
+        let mut driver = Driver::new(context(Arc::default()));
+        for i in 0..10 {
+            driver.add(named(format!("z{i}.test")), None);
+        }
+        for round in 0..1000 {
+            let gone = format!("z{}.test", round % 10);
+            driver.command(Command::Remove(Name::parse(&gone).unwrap()));
+            driver.add(named(format!("n{round}.test")), None);
+            driver.command(Command::Remove(
+                Name::parse(&format!("n{round}.test")).unwrap(),
+            ));
+            driver.add(named(gone), None);
+        }
+        assert_eq!(driver.zones.len(), 10, "no more ids than zones");
+        assert_eq!(driver.ids.len(), 10);
+        for i in 0..10 {
+            let origin = Name::parse(&format!("z{i}.test")).unwrap();
+            let id = *driver.ids.get(&Entries(&driver.zones), &origin).unwrap();
+            let entry = driver.zones[id.0 as usize].as_ref().unwrap();
+            assert_eq!(entry.zone.origin, origin);
+            assert!(driver.timers.view(id).is_some(), "its timers run");
+        }
     }
 
     #[tokio::test]
