@@ -24,7 +24,7 @@ use heron_proto::writer::{Section, Writer};
 use heron_proto::{Class, Name, RType, Rcode, rdata};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, timeout};
 
 use super::backoff::PrimaryHealth;
@@ -56,14 +56,18 @@ pub struct Upstream {
 /// one source address is never asked from another.
 type Route = (SocketAddr, Option<XotTrust>, Option<IpAddr>);
 
-/// Connects in flight to one primary at a time. A cold start wants a
-/// connection for every slot at once (32), but Knot listens with a
-/// backlog of 10, as BIND does by default (`tcp-listen-queue`): a SYN
-/// past a full backlog is dropped and sent again a second later, and the
-/// transfers waiting on it took 1,024 ms instead of a few (seen against a
-/// Knot primary, one cold start in three at 10,000 zones). Connections,
-/// once made, are kept and reused, so the pool still fills within a few
-/// round trips.
+/// New connections to one primary that it has not answered on yet. A
+/// cold start wants a connection for every slot at once (32), but Knot
+/// listens with a backlog of 10, as BIND does by default
+/// (`tcp-listen-queue`): a SYN past a full backlog is dropped and sent
+/// again a second later, and the transfers waiting on it took 1,024 ms
+/// instead of a few (seen against a Knot primary, one cold start in three
+/// at 10,000 zones). A connection leaves the backlog when the primary
+/// accepts it, not when our connect returns: a busy primary accepts late,
+/// so the turn is held until its first answer on the connection (a turn
+/// released at connect still let a loaded machine stall one cold start in
+/// three). Connections, once made, are kept and reused, so the pool still
+/// fills within a few round trips.
 pub const CONNECTS_PER_PRIMARY: usize = 8;
 
 fn route(up: &Upstream) -> Route {
@@ -272,7 +276,9 @@ impl Connections {
         if let Some(open) = line.as_ref().filter(|l| l.is_open()) {
             return Ok(open.clone());
         }
-        let fresh = Arc::new(Line::start(self.connect(up).await?));
+        // One line per route: it needs no turn past its connect.
+        let (stream, _turn) = self.connect(up).await?;
+        let fresh = Arc::new(Line::start(stream));
         *line = Some(fresh.clone());
         Ok(fresh)
     }
@@ -365,17 +371,24 @@ impl Connections {
         let key = self.key_for(up)?;
         let pooled = self.take_idle(route(up));
         let reused = pooled.is_some();
-        let mut stream = match pooled {
-            Some(s) => s,
-            None => self.connect(up).await?,
+        let (mut stream, turn) = match pooled {
+            Some(s) => (s, None),
+            None => self.connect(up).await.map(|(s, turn)| (s, Some(turn)))?,
         };
         let mut attempt = self
-            .run(&mut stream, &query, key.as_ref(), &mut on_message)
+            .run(&mut stream, turn, &query, key.as_ref(), &mut on_message)
             .await;
         if reused && matches!(attempt, Err(Attempt::BeforeAnswer(_))) {
-            stream = self.connect(up).await?;
+            let turn;
+            (stream, turn) = self.connect(up).await?;
             attempt = self
-                .run(&mut stream, &query, key.as_ref(), &mut on_message)
+                .run(
+                    &mut stream,
+                    Some(turn),
+                    &query,
+                    key.as_ref(),
+                    &mut on_message,
+                )
                 .await;
         }
         match attempt {
@@ -393,10 +406,15 @@ impl Connections {
     }
 
     /// A new connection to `up`, the TLS handshake done if it takes TLS;
-    /// the whole within the I/O timeout.
-    async fn connect(&self, up: &Upstream) -> Result<Stream, ClientError> {
+    /// the whole within the I/O timeout. With it comes its turn at the
+    /// primary's gate ([`CONNECTS_PER_PRIMARY`]), to hold until the
+    /// primary first answers on it.
+    async fn connect(&self, up: &Upstream) -> Result<(Stream, OwnedSemaphorePermit), ClientError> {
         let gate = self.connect_gate(up.addr);
-        let _turn = gate.acquire().await.map_err(|_| ClientError::Timeout)?;
+        let turn = gate
+            .acquire_owned()
+            .await
+            .map_err(|_| ClientError::Timeout)?;
         // Those that waited while another connect to `up` failed.
         self.admit(up)?;
         let connect = async {
@@ -414,7 +432,7 @@ impl Connections {
             .map_err(|e| self.unreachable(up, e))?;
         self.opened
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(stream)
+        Ok((stream, turn))
     }
 
     /// The turns to connect to the primary at `addr`.
@@ -425,10 +443,12 @@ impl Connections {
             .clone()
     }
 
-    /// One request and its responses on `stream`.
+    /// One request and its responses on `stream`; a new connection's
+    /// `turn` at the primary's gate goes back with the first response.
     async fn run(
         &self,
         stream: &mut Stream,
+        mut turn: Option<OwnedSemaphorePermit>,
         query: &[u8],
         key: Option<&Key>,
         on_message: &mut impl FnMut(&[u8]) -> Result<bool, ClientError>,
@@ -454,6 +474,7 @@ impl Connections {
                 Err(e) => return Err(Attempt::During(e)),
             };
             first = false;
+            drop(turn.take());
             let header = Header::read(&msg)
                 .ok_or_else(|| Attempt::During(ClientError::BadAnswer("short message".into())))?;
             if header.id != id || !header.has(flags::QR) {
@@ -582,6 +603,24 @@ mod tests {
         assert_eq!(from("127.0.0.3"), 2 * origins.len());
     }
 
+    /// A primary at `addr` over plain TCP, without a key.
+    fn plain_upstream(addr: SocketAddr) -> Upstream {
+        Upstream {
+            addr,
+            key: None,
+            tls: None,
+            source: None,
+        }
+    }
+
+    fn pool_of_32() -> Arc<Connections> {
+        Arc::new(Connections::new(
+            Arc::default(),
+            32,
+            Duration::from_secs(10),
+        ))
+    }
+
     /// Past [`CONNECTS_PER_PRIMARY`] connects in flight to one primary
     /// (a backlog of 10 would drop the SYNs past it), the next waits for
     /// a turn; connects to another primary do not.
@@ -589,17 +628,8 @@ mod tests {
     async fn connects_to_one_primary_wait_their_turn_past_the_limit() {
         let busy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let other = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let upstream = |addr| Upstream {
-            addr,
-            key: None,
-            tls: None,
-            source: None,
-        };
-        let conns = Arc::new(Connections::new(
-            Arc::default(),
-            32,
-            Duration::from_secs(10),
-        ));
+        let upstream = plain_upstream;
+        let conns = pool_of_32();
         let gate = conns.connect_gate(busy.local_addr().unwrap());
         let in_flight = gate.clone().acquire_many_owned(CONNECTS_PER_PRIMARY as u32);
         let in_flight = in_flight.await.unwrap();
@@ -615,6 +645,63 @@ mod tests {
         assert!(!waiting.is_finished(), "connected past the limit");
         drop(in_flight);
         assert!(waiting.await.unwrap().is_ok());
+        assert_eq!(gate.available_permits(), CONNECTS_PER_PRIMARY);
+    }
+
+    /// A connection the primary has not answered on may still sit in its
+    /// listen backlog: its turn is kept until the first answer, so a
+    /// primary slow to answer has at most [`CONNECTS_PER_PRIMARY`] of our
+    /// new connections waiting.
+    #[tokio::test]
+    async fn a_new_connection_keeps_its_turn_until_the_primary_answers_on_it() {
+        let primary = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = primary.local_addr().unwrap();
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (answer, answers) = tokio::sync::watch::channel(false);
+        tokio::spawn({
+            let accepted = accepted.clone();
+            async move {
+                while let Ok((mut tcp, _)) = primary.accept().await {
+                    accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let mut answers = answers.clone();
+                    tokio::spawn(async move {
+                        let mut len = [0u8; 2];
+                        tcp.read_exact(&mut len).await.unwrap();
+                        let mut msg = vec![0u8; u16::from_be_bytes(len) as usize];
+                        tcp.read_exact(&mut msg).await.unwrap();
+                        answers.wait_for(|go| *go).await.unwrap();
+                        msg[2] |= 0x80; // QR: the query echoed is its answer
+                        tcp.write_all(&len).await.unwrap();
+                        tcp.write_all(&msg).await.unwrap();
+                    });
+                }
+            }
+        });
+        let up = plain_upstream(addr);
+        let conns = pool_of_32();
+        let origin = Name::parse("example.").unwrap();
+        let exchanges: Vec<_> = (0..CONNECTS_PER_PRIMARY + 1)
+            .map(|_| {
+                let (conns, up) = (conns.clone(), up.clone());
+                let query = conns.query(&origin, RType::SOA, None);
+                tokio::spawn(async move { conns.exchange(&up, query, |_| Ok(true)).await })
+            })
+            .collect();
+        let count = || accepted.load(std::sync::atomic::Ordering::SeqCst);
+        for _ in 0..500 {
+            if count() == CONNECTS_PER_PRIMARY {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(count(), CONNECTS_PER_PRIMARY, "connected past the limit");
+        answer.send(true).unwrap();
+        for exchange in exchanges {
+            exchange.await.unwrap().unwrap();
+        }
+        assert_eq!(count(), CONNECTS_PER_PRIMARY + 1);
+        let gate = conns.connect_gate(addr);
         assert_eq!(gate.available_permits(), CONNECTS_PER_PRIMARY);
     }
 
