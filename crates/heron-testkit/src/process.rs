@@ -34,25 +34,52 @@ const PORT_RETRIES: u32 = 3;
 static HANDED_OUT: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
 
 /// A port on 127.0.0.1 that is free for both UDP and TCP right now (and not
-/// handed out before by this process).
+/// handed out before by this process). Taken below the kernel's ephemeral
+/// range where it can: a port from that range (what binding port 0 gives)
+/// can go to any outbound connection (a transfer, a NOTIFY, another test's
+/// client) between this choice and the server's bind, and the server then
+/// finds it in use.
 pub fn free_port() -> u16 {
-    let local = (Ipv4Addr::LOCALHOST, 0);
-    for _ in 0..200 {
-        let Ok(udp) = UdpSocket::bind(local) else {
-            continue;
-        };
-        let Ok(port) = udp.local_addr().map(|a| a.port()) else {
-            continue;
-        };
-        if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_err() {
-            continue;
-        }
-        let mut guard = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
-        if guard.get_or_insert_with(HashSet::new).insert(port) {
-            return port;
-        }
-    }
-    panic!("no port free for both UDP and TCP on 127.0.0.1 after 200 tries");
+    below_ephemeral_range()
+        .into_iter()
+        .flatten()
+        .chain(std::iter::repeat_with(ephemeral_port).flatten().take(200))
+        .find(|&port| free_for_udp_and_tcp(port) && hand_out(port))
+        .expect("no port free for both UDP and TCP on 127.0.0.1")
+}
+
+/// Up to 200 ports spread over the 16,384 below the ephemeral range,
+/// from a start that differs between test processes. None where that
+/// range starts too low to leave room.
+fn below_ephemeral_range() -> Option<impl Iterator<Item = u16>> {
+    const SPAN: u32 = 16_384;
+    const STRIDE: u32 = 7_919; // prime: the tries do not repeat
+    let text = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let low: u32 = text.split_whitespace().next()?.parse().ok()?;
+    let first = low.checked_sub(SPAN).filter(|&first| first >= 1024)?;
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .ok()?
+        .subsec_nanos();
+    let start = std::process::id().wrapping_mul(2_654_435_761) ^ nanos;
+    Some((0..200u32).map(move |i| (first + start.wrapping_add(i * STRIDE) % SPAN) as u16))
+}
+
+/// A port the kernel picks for UDP.
+fn ephemeral_port() -> Option<u16> {
+    let udp = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).ok()?;
+    udp.local_addr().ok().map(|a| a.port())
+}
+
+fn free_for_udp_and_tcp(port: u16) -> bool {
+    let local = (Ipv4Addr::LOCALHOST, port);
+    UdpSocket::bind(local).is_ok() && TcpListener::bind(local).is_ok()
+}
+
+/// Records `port` as handed out; false if it was before.
+fn hand_out(port: u16) -> bool {
+    let mut guard = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    guard.get_or_insert_with(HashSet::new).insert(port)
 }
 
 /// Which program a [`ServerProcess`] runs.
@@ -602,4 +629,30 @@ fn port_taken(log: &str) -> bool {
 
 pub(crate) fn write(path: &Path, text: &str) {
     fs::write(path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ports handed out are distinct, free for both protocols, and below
+    /// the ephemeral range (where outbound connections take theirs).
+    #[test]
+    fn free_ports_are_distinct_and_below_the_ephemeral_range() {
+        let low: Option<u16> = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|t| t.split_whitespace().next()?.parse().ok());
+        let ports: Vec<u16> = (0..300).map(|_| free_port()).collect();
+        let distinct: HashSet<u16> = ports.iter().copied().collect();
+        assert_eq!(distinct.len(), ports.len());
+        if let Some(low) = low.filter(|&low| low >= 1024 + 16_384) {
+            assert!(
+                ports.iter().all(|&p| p < low && p >= low - 16_384),
+                "{ports:?}"
+            );
+        }
+        for &port in &ports[..10] {
+            assert!(free_for_udp_and_tcp(port));
+        }
+    }
 }
