@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::net::{TcpStream, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -19,6 +19,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use heron_proto::message::{HEADER_LEN, Message};
 use heron_proto::tsig::{Algorithm, Key, ResponseVerifier, TsigError, find, sign_request};
 use heron_proto::{Name, RType};
+use heron_testkit::process::free_port;
 
 const SECRET: &str = "aGVyb24gdHNpZyBpbnRlcm9wIHRlc3Qgc2VjcmV0ISE=";
 const WRONG_SECRET: &str = "d3Jvbmcgc2VjcmV0IGZvciB0aGUgc2FtZSBrZXkhIQ==";
@@ -82,17 +83,6 @@ fn zone_text() -> String {
         let _ = writeln!(z, "t{i} IN TXT \"{}\"", "x".repeat(100));
     }
     z
-}
-
-/// A port free for both UDP and TCP on 127.0.0.1 right now.
-fn free_port() -> u16 {
-    loop {
-        let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = tcp.local_addr().unwrap().port();
-        if UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
 }
 
 fn knot_conf(dir: &str, port: u16) -> String {
