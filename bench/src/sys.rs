@@ -116,6 +116,18 @@ pub fn group_memory_kib(pgid: u32) -> (u64, u64, u64) {
     (rss, pss, hwm)
 }
 
+/// Anonymous resident memory of a process group in KiB (sum of
+/// RssAnon): the part of VmRSS that is the processes' own (heap, stacks),
+/// without the file-backed pages of their binaries and libraries, which
+/// the page cache holds and other processes share.
+pub fn group_anon_kib(pgid: u32) -> u64 {
+    group_members(pgid)
+        .into_iter()
+        .filter_map(|pid| fs::read_to_string(format!("/proc/{pid}/status")).ok())
+        .map(|status| kib_field(&status, "RssAnon:"))
+        .sum()
+}
+
 fn kib_field(text: &str, key: &str) -> u64 {
     text.lines()
         .find(|l| l.starts_with(key))
@@ -449,6 +461,10 @@ mod tests {
         assert!(group_cpu_seconds(pgid) >= 0.0);
         assert!(group_runtime_seconds(pgid) > 0.0);
         assert!(group_memory_kib(pgid).0 > 0);
+        // Alone in its group or not, this process's heap is anonymous
+        // and part of the group's resident memory.
+        let anon = group_anon_kib(pgid);
+        assert!(anon > 0 && anon <= group_memory_kib(pgid).0, "{anon}");
     }
 
     #[test]

@@ -109,6 +109,11 @@ pub struct ColdStart {
     /// Sockets in TIME_WAIT with the primary's port once all answered.
     pub time_wait: usize,
     pub rss_mib: f64,
+    /// The anonymous part of `rss_mib` (RssAnon), read at the same moment:
+    /// without the binary's and libraries' file pages. 0 in results from
+    /// before it was measured.
+    #[serde(default)]
+    pub anon_mib: f64,
     /// Catalog cold start only: members then added to the catalog one at
     /// a time; for each, ms from the NOTIFY for the catalog's new version
     /// to the new member answering on the consumer (None: not in 10 s).
@@ -506,6 +511,7 @@ fn cold_start_once(
         connections_opened: active_opens().saturating_sub(opened_before),
         time_wait: time_wait_with(primary.addr),
         rss_mib: secondary.rss_kib() as f64 / 1024.0,
+        anon_mib: secondary.anon_kib() as f64 / 1024.0,
         one_member_ms: Vec::new(),
     };
     if let (Some(catalog), Some(_)) = (catalog, arrival.all_after_s) {

@@ -228,6 +228,11 @@ impl Peer {
         sys::group_memory_kib(self.pid()).0
     }
 
+    /// The anonymous part of [`Peer::rss_kib`] (`sys::group_anon_kib`).
+    pub fn anon_kib(&self) -> u64 {
+        sys::group_anon_kib(self.pid())
+    }
+
     /// SIGTERM, a bounded wait, then SIGKILL to the process group (only
     /// processes this suite started).
     pub fn stop(&mut self) {

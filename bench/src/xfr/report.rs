@@ -125,9 +125,12 @@ fn markdown(r: &Results, args: &XfrArgs) -> String {
              address\", Knot \"failed (address is not available)\", BIND \"failed to connect: \
              address not available\"). Connections: TCP connections opened in the namespace \
              meanwhile (`ActiveOpens`). TIME_WAIT: sockets in TIME_WAIT with the primary's \
-             address and port at one end when all zones answered.\n\n\
-             | secondary | zones | all answered | zones answered | connect failures | connections opened | TIME_WAIT | RSS |\n\
-             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+             address and port at one end when all zones answered. RSS: the server's resident \
+             memory at that moment; of it anonymous: its `RssAnon` then (heap and stacks; the \
+             rest is the file pages of its binary and libraries, which the page cache holds and \
+             other processes share).\n\n\
+             | secondary | zones | all answered | zones answered | connect failures | connections opened | TIME_WAIT | RSS | of it anonymous |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
             r.cold_start_limit_s,
             gap * 1e3
         );
@@ -143,8 +146,8 @@ fn markdown(r: &Results, args: &XfrArgs) -> String {
              that lists the N minimal zones as members: Heron with `[[catalog]]`, Knot with \
              `catalog-role: interpret`. Time: from the consumer's start until every member \
              answers its SOA.\n\n\
-             | consumer | zones | all answered | zones answered | connect failures | connections opened | TIME_WAIT | RSS |\n\
-             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+             | consumer | zones | all answered | zones answered | connect failures | connections opened | TIME_WAIT | RSS | of it anonymous |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
         );
         cold_start_rows(&mut md, &r.catalog_cold_start);
         one_member_rows(&mut md, &r.catalog_cold_start);
@@ -227,14 +230,18 @@ fn cold_start_rows(md: &mut String, runs: &[ColdStart]) {
         };
         let _ = writeln!(
             md,
-            "| {} | {} | {time} | {} | {} | {} | {} | {:.0} MiB |",
+            "| {} | {} | {time} | {} | {} | {} | {} | {:.0} MiB | {} |",
             setup_name(c),
             c.zones,
             c.answered,
             c.connect_failures,
             c.connections_opened,
             c.time_wait,
-            c.rss_mib
+            c.rss_mib,
+            match c.anon_mib {
+                0.0 => "–".to_string(),
+                anon => format!("{anon:.0} MiB"),
+            }
         );
     }
 }
@@ -379,5 +386,39 @@ fn large_ratios(md: &mut String, r: &Results) {
             "* TSIG (hmac-sha256) on Heron → Heron: {:+.1}% time.",
             (signed / heron - 1.0) * 100.0
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cold_start(anon_mib: f64) -> ColdStart {
+        ColdStart {
+            server: Kind::Heron,
+            nsd_reload: Default::default(),
+            zones: 10_000,
+            all_answered_s: Some(0.3),
+            seconds: Spread::of(&[0.3]),
+            answered: 10_000,
+            probe_gap_s: 0.004,
+            connect_failures: 0,
+            connections_opened: 32,
+            time_wait: 0,
+            rss_mib: 22.4,
+            anon_mib,
+            one_member_ms: Vec::new(),
+        }
+    }
+
+    /// The anonymous part shows beside the RSS; results from before it
+    /// was measured show a dash, not "0 MiB".
+    #[test]
+    fn a_cold_start_row_shows_rss_and_its_anonymous_part() {
+        let mut md = String::new();
+        cold_start_rows(&mut md, &[cold_start(13.6), cold_start(0.0)]);
+        let rows: Vec<&str> = md.lines().collect();
+        assert!(rows[0].ends_with("| 22 MiB | 14 MiB |"), "{}", rows[0]);
+        assert!(rows[1].ends_with("| 22 MiB | – |"), "{}", rows[1]);
     }
 }
