@@ -65,8 +65,8 @@ type Route = (SocketAddr, Option<XotTrust>, Option<IpAddr>);
 /// at 10,000 zones). A connection leaves the backlog when the primary
 /// accepts it, not when our connect returns: a busy primary accepts late,
 /// so the turn is held until its first answer on the connection (a turn
-/// released at connect still let a loaded machine stall one cold start in
-/// three). Connections, once made, are kept and reused, so the pool still
+/// released at connect still let two cold starts in five stall on a
+/// machine busy with a test run). Connections, once made, are kept and reused, so the pool still
 /// fills within a few round trips.
 pub const CONNECTS_PER_PRIMARY: usize = 8;
 
