@@ -15,6 +15,9 @@
 #
 # Environment:
 #   SERVERS="heron-xdp heron-sockets knot-xdp knot-sockets"  which to run;
+#              also "floor-xdp": Heron's XDP loop echoing each query with
+#              QR set and no DNS work (`heron-bench xdp-reflector`), the
+#              least any server pays on this path;
 #              also "heronnp-MODE" (Heron with udp-coalesce-us = 0) and
 #              "heronold-MODE" (the binary in $HERON_OLD), for A/B runs
 #   CLIENT_NAPI=1  the namespace's end of the pair receives in its own
@@ -44,6 +47,7 @@ SERVER_CPU=1
 GEN_CPU=0
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 HERON=${HERON:-$ROOT/target/release/heron}
+BENCH=${BENCH:-$ROOT/target/release/heron-bench}
 ZONE=$ROOT/crates/heron/tests/data/differential/edge.test.zone
 PORT=5353
 ID=$$
@@ -124,13 +128,18 @@ start() { # $1: heron|knot  $2: xdp|sockets
                  cmd=("$HERON" serve --config "$WORK/heron.toml") ;;
         heronold) heron_conf "$2" ""; cmd=("$HERON_OLD" serve --config "$WORK/heron.toml") ;;
         knot) knot_conf "$2"; cmd=(knotd -c "$WORK/knot.conf") ;;
+        floor) [ "$2" = xdp ] || { echo "the floor is XDP only" >&2; exit 1; }
+               cmd=("$BENCH" xdp-reflector --listen "$IF@$PORT") ;;
         *) echo "unknown server $1" >&2; exit 1 ;;
     esac
     sh -c 'echo $$ > "$0/tasks" && exec "$@"' "$CPUSET" "${cmd[@]}" 2>"$WORK/log" &
     SERVER_PID=$!
+    # The floor echoes the query: an answer with no records is its sign.
+    local ready=192.0.2.80
+    [ "$1" = floor ] && ready='status: NOERROR'
     for _ in $(seq 50); do
-        ip netns exec "$NS" dig @198.51.100.1 -p "$PORT" +short +tries=1 +time=1 www.edge.test A \
-            | grep -q 192.0.2.80 && return 0
+        ip netns exec "$NS" dig @198.51.100.1 -p "$PORT" +tries=1 +time=1 www.edge.test A \
+            | grep -q "$ready" && return 0
         sleep 0.2
     done
     echo "$1 $2 did not answer:" >&2; cat "$WORK/log" >&2; exit 1

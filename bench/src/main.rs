@@ -17,6 +17,7 @@ mod stats;
 mod suite;
 mod sys;
 mod workloads;
+mod xdp_reflector;
 mod xfr;
 mod zones;
 
@@ -125,6 +126,13 @@ enum Cmd {
         listen: SocketAddr,
         #[arg(long, default_value_t = 1)]
         workers: usize,
+    },
+    /// Echo every UDP datagram to PORT on INTERFACE with QR set, through
+    /// Heron's AF_XDP worker loop: the floor of the XDP path.
+    XdpReflector {
+        /// INTERFACE@PORT, as `[xdp] listen`.
+        #[arg(long)]
+        listen: heron_server::xdp::XdpListen,
     },
     /// The whole suite: environment check, every server on every
     /// workload, results.json, README.md and charts.
@@ -235,6 +243,8 @@ fn main() -> ExitCode {
         Cmd::Reflector { listen, workers } => {
             reflector::run(listen, workers).map_err(|e| format!("reflector on {listen}: {e}"))
         }
+        Cmd::XdpReflector { listen } => xdp_reflector::run(&listen.interface, listen.port)
+            .map_err(|e| format!("XDP reflector on {}@{}: {e}", listen.interface, listen.port)),
         Cmd::Run(args) => (*args)
             .with_absolute_paths()
             .and_then(|args| match suite::run(&args)? {
