@@ -59,6 +59,7 @@ pub fn config(file: &Path) -> ExitCode {
     settings
         .warnings
         .iter()
+        .chain(&missing_xdp_interfaces(&settings.server))
         .for_each(|w| println!("warning: {w}"));
     let mut ok = true;
     for spec in &settings.zones {
@@ -68,6 +69,22 @@ pub fn config(file: &Path) -> ExitCode {
         println!("{}: OK, {} zones", file.display(), settings.zones.len());
     }
     exit(ok)
+}
+
+/// `[xdp]` interfaces this machine does not have: `heron serve` would stop
+/// at them. A warning, not an error: a configuration may be checked on
+/// another machine than the one that serves it.
+fn missing_xdp_interfaces(server: &heron_server::ServerConfig) -> Vec<String> {
+    let Some(xdp) = &server.xdp else {
+        return Vec::new();
+    };
+    let names: std::collections::BTreeSet<&str> =
+        xdp.listen.iter().map(|l| l.interface.as_str()).collect();
+    names
+        .into_iter()
+        .filter_map(|name| heron_sys::xdp::Interface::find(name).err())
+        .map(|e| format!("[xdp] listen: {e} on this machine: `heron serve` here would not start"))
+        .collect()
 }
 
 fn exit(ok: bool) -> ExitCode {

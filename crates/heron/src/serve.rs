@@ -512,9 +512,10 @@ async fn serve(
     // The zones as loaded: not held past here, or a reload could not free them.
     drop(every_zone);
     tracing::info!(
-        "ready: serving {} zones and {secondary_zones} secondary zones with {} workers, {} ms after start",
+        "ready: serving {} zones and {secondary_zones} secondary zones with {} worker{}, {} ms after start",
         catalog.load().len(),
         server.workers,
+        if server.workers == 1 { "" } else { "s" },
         crate::started().elapsed().as_millis()
     );
     settle_once_answering(&catalog);

@@ -754,6 +754,31 @@ fn check_config_checks_the_file_and_its_zones() {
 }
 
 #[test]
+fn check_config_warns_of_an_xdp_interface_this_machine_lacks() {
+    let dir = tempdir("check-config-xdp");
+    let config = dir.join("xdp.toml");
+    let with_interface = |name: &str| {
+        std::fs::write(
+            &config,
+            format!("[xdp]\nlisten = [\"{name}@53\", \"{name}@5353\"]\n"),
+        )
+        .unwrap();
+        run(&["check-config", config.to_str().unwrap()])
+    };
+    // Configurations are checked on build hosts too: a warning, once per
+    // interface, and the file is still OK.
+    let (ok, text) = with_interface("nosuch0");
+    assert!(ok, "{text}");
+    assert_eq!(text.matches("warning: ").count(), 1, "{text}");
+    assert!(
+        text.contains("\"nosuch0\"") && text.contains("heron serve"),
+        "{text}"
+    );
+    let (ok, text) = with_interface("lo");
+    assert!(ok && !text.contains("warning"), "{text}");
+}
+
+#[test]
 fn a_broken_zone_is_skipped_and_the_others_serve() {
     let dir = tempdir("broken-zone");
     let bad = dir.join("bad.zone");
