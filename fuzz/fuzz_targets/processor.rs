@@ -122,20 +122,35 @@ fuzz_target!(|data: &[u8]| {
     check_replay(&req);
 });
 
-/// A signed request that verified, sent again, is a replay (the cache
-/// remembers it whether this input or an earlier one sent it first):
-/// NOTAUTH with a signed BADTIME.
+/// A signed request that verified, sent again (RFC 8945 5.2.3, `replay.rs`
+/// since cde16e7): from an address no input sends from, it is a replay
+/// (NOTAUTH with a signed BADTIME) whoever sent it first; from its own
+/// address, a transfer request is still a replay, and any other request is
+/// not refused as one (a retransmission, answered again) unless an earlier
+/// input sent the same bytes from another address first.
 fn check_replay(req: &Request) {
     let verified = tsig::verify_request(req.bytes, &*keys(), NOW).ok().flatten();
-    let (Some(v), Ok(_)) = (verified, parse_query(req.bytes)) else {
+    let (Some(v), Ok(q)) = (verified, parse_query(req.bytes)) else {
         return;
     };
+    let transfer = matches!(q.qtype, RType::AXFR | RType::IXFR);
+    if transfer {
+        assert_replayed(req, &v);
+    }
+    let elsewhere = Request {
+        peer: SocketAddr::new("198.51.100.1".parse().unwrap(), 5300),
+        ..*req
+    };
+    assert_replayed(&elsewhere, &v);
+}
+
+fn assert_replayed(req: &Request, v: &tsig::Verified) {
     let mut out = Vec::new();
     let outcome = processor().process(req, &mut out, &mut Vec::new());
     assert!(matches!(outcome, Outcome::Response), "a replay is refused: {outcome:?}");
     let m = check_message(req.bytes, &out);
     assert_eq!(m.rcode(), Rcode::NOTAUTH);
-    let mut verifier = ResponseVerifier::new(&v.key, v.mac);
+    let mut verifier = ResponseVerifier::new(&v.key, v.mac.clone());
     assert_eq!(verifier.verify(&out, NOW), Err(TsigError::BadTime));
 }
 
