@@ -49,15 +49,25 @@ fn raise_to_housekeeping(thread: ThreadId) -> bool {
             || sched::set_thread_nice(thread, HOUSEKEEPING_NICE).is_ok())
 }
 
+/// What [`raise_idle_threads_named`] did.
+#[derive(Default)]
+struct Raised {
+    raised: usize,
+    /// Threads the kernel would not raise: leaving `SCHED_IDLE` needs
+    /// `CAP_SYS_NICE` (or a `RLIMIT_NICE` that allows nice 10), which a
+    /// server that gave its privileges up (`user`) no longer has.
+    refused: usize,
+}
+
 /// Raises to housekeeping priority every thread of this process named
 /// `name` that is under `SCHED_IDLE`: a background thread and the
 /// threads it started (a reload reads zones on several), which inherit
-/// its name and its policy. Returns how many were raised.
-fn raise_idle_threads_named(name: &str) -> usize {
+/// its name and its policy.
+fn raise_idle_threads_named(name: &str) -> Raised {
     // The kernel keeps 15 bytes of a thread's name.
     let name = &name.as_bytes()[..name.len().min(15)];
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
+        return Raised::default();
     };
     tasks
         .filter_map(|task| {
@@ -67,8 +77,13 @@ fn raise_idle_threads_named(name: &str) -> usize {
             (comm.trim_ascii_end() == name).then_some(ThreadId::from_raw(tid)?)
         })
         .filter(|&thread| sched::thread_policy(thread).is_ok_and(|p| p == Policy::Idle))
-        .filter(|&thread| raise_to_housekeeping(thread))
-        .count()
+        .fold(Raised::default(), |mut done, thread| {
+            match raise_to_housekeeping(thread) {
+                true => done.raised += 1,
+                false => done.refused += 1,
+            }
+            done
+        })
 }
 
 /// How long background work runs under `SCHED_IDLE` before it is raised
@@ -106,17 +121,26 @@ async fn run_with_patience<T: Send + 'static>(
             let _ = done.send(work());
         })
         .expect("a thread for background work");
-    let (mut wait, mut said) = (patience, false);
+    let (mut wait, mut said_raised, mut said_refused) = (patience, false, false);
     loop {
         if let Ok(finished) = tokio::time::timeout(wait, &mut result).await {
             return finished.expect("background work finished");
         }
-        if raise_idle_threads_named(name) > 0 && !said {
+        let done = raise_idle_threads_named(name);
+        if done.raised > 0 && !said_raised {
             tracing::info!(
                 "{name}: no idle CPU for {} s; going on at housekeeping priority (nice {HOUSEKEEPING_NICE})",
                 patience.as_secs_f64()
             );
-            said = true;
+            said_raised = true;
+        }
+        if done.refused > 0 && !said_refused {
+            tracing::warn!(
+                "{name}: no idle CPU for {} s, and the kernel refused to raise it (no CAP_SYS_NICE, \
+                 as after dropping privileges): it waits for idle CPU",
+                patience.as_secs_f64()
+            );
+            said_refused = true;
         }
         wait = RAISE_AGAIN_EVERY;
     }
@@ -250,7 +274,8 @@ mod tests {
         let other_name = spawn("bg-other", true);
         let not_idle = spawn("bg-only", false);
         (0..3).for_each(|_| told.recv().unwrap());
-        assert_eq!(raise_idle_threads_named("bg-only"), 1);
+        let done = raise_idle_threads_named("bg-only");
+        assert_eq!((done.raised, done.refused), (1, 0));
         (0..3).for_each(|_| release.send(()).unwrap());
         assert_eq!(idle.join().unwrap(), Policy::Other);
         assert_eq!(other_name.join().unwrap(), Policy::Idle);
