@@ -37,3 +37,16 @@ pub use tools::{
 /// What to tell someone whose machine lacks a peer server or tool.
 pub const INSTALL_HINT: &str = "install the reference servers and tools with the README's test \
      command (Debian: apt-get install nsd knot knot-dnsutils bind9 bind9-dnsutils)";
+
+/// Whether `ok` comes true within `limit`, asked every 20 ms: how a test
+/// waits, bounded, for a server to get somewhere.
+pub fn eventually_within(limit: std::time::Duration, mut ok: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if ok() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}

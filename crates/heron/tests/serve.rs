@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use heron_proto::message::{Message, flags};
 use heron_proto::{Name, RType, Rcode};
 use heron_testkit::{
-    QueryOpts, ServerProcess, answers_on, build_query, query_tcp_pipelined, try_query_tcp,
-    try_query_udp,
+    QueryOpts, ServerProcess, answers_on, build_query, eventually_within, query_tcp_pipelined,
+    try_query_tcp, try_query_udp,
 };
 
 fn heron() -> PathBuf {
@@ -826,18 +826,6 @@ fn soa_serial(addr: SocketAddr, origin: &str) -> Option<u32> {
 /// Polls (bounded) until `cond` holds.
 fn eventually(cond: impl FnMut() -> bool) -> bool {
     eventually_within(Duration::from_secs(10), cond)
-}
-
-/// Polls until `cond` holds, for at most `limit`.
-fn eventually_within(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
 }
 
 /// `heron reload` with its arguments; (exit code, stdout, stderr).

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use heron_proto::message::Message;
 use heron_proto::{Name, RType};
@@ -57,17 +57,7 @@ pub fn eventually(ok: impl FnMut() -> bool) -> bool {
     eventually_within(Duration::from_secs(20), ok)
 }
 
-/// Whether `ok` comes true within `limit`, asked every 20 ms.
-pub fn eventually_within(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
+pub use heron_testkit::eventually_within;
 
 pub fn soa_serial(addr: SocketAddr) -> Option<u32> {
     zone_serial(addr, ORIGIN)
