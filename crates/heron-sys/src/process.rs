@@ -68,17 +68,40 @@ pub fn set_on_termination(flag: &'static AtomicBool) -> io::Result<()> {
 
 /// The soft and hard limits on open files of this process.
 pub fn open_files_limit() -> (Option<u64>, Option<u64>) {
-    let limit = rustix::process::getrlimit(Resource::Nofile);
-    (limit.current, limit.maximum)
+    limit(Resource::Nofile)
 }
 
 /// Sets the soft and hard limits on open files (None: unlimited).
 pub fn set_open_files_limit(soft: Option<u64>, hard: Option<u64>) -> io::Result<()> {
+    set_limit(Resource::Nofile, soft, hard)
+}
+
+/// The soft and hard limits on `resource` (None: unlimited).
+fn limit(resource: Resource) -> (Option<u64>, Option<u64>) {
+    let limit = rustix::process::getrlimit(resource);
+    (limit.current, limit.maximum)
+}
+
+fn set_limit(resource: Resource, soft: Option<u64>, hard: Option<u64>) -> io::Result<()> {
     let limit = Rlimit {
         current: soft,
         maximum: hard,
     };
-    Ok(rustix::process::setrlimit(Resource::Nofile, limit)?)
+    Ok(rustix::process::setrlimit(resource, limit)?)
+}
+
+/// The soft and hard `RLIMIT_NICE` of this process, in the kernel's form:
+/// a limit `n` lets an unprivileged thread lower its nice value down to
+/// `20 - n` (0, the usual default, allows no lowering at all, and no
+/// leaving `SCHED_IDLE`). None: unlimited.
+pub fn nice_limit() -> (Option<u64>, Option<u64>) {
+    limit(Resource::Nice)
+}
+
+/// Sets the soft and hard `RLIMIT_NICE` (raising the hard limit needs
+/// `CAP_SYS_RESOURCE`; raising the soft one up to the hard one does not).
+pub fn set_nice_limit(soft: Option<u64>, hard: Option<u64>) -> io::Result<()> {
+    set_limit(Resource::Nice, soft, hard)
 }
 
 /// Whether `error` says this process reached its limit on open files
@@ -126,6 +149,23 @@ mod tests {
             .stdin(Stdio::null())
             .spawn()
             .unwrap()
+    }
+
+    #[test]
+    fn the_nice_limit_reads_back_as_set() {
+        // Other tests of this process run beside this one: the limits are
+        // set to what they are, and past the hard limit only where that is
+        // refused (no CAP_SYS_RESOURCE), so nothing they see changes.
+        let (soft, hard) = nice_limit();
+        set_nice_limit(soft, hard).unwrap();
+        assert_eq!(nice_limit(), (soft, hard));
+        if let Some(hard) = hard.filter(|&h| h < 40) {
+            let past = set_nice_limit(Some(hard + 1), Some(hard + 1));
+            match past {
+                Err(_) => assert_eq!(nice_limit(), (soft, Some(hard))),
+                Ok(()) => set_nice_limit(soft, Some(hard)).unwrap(),
+            }
+        }
     }
 
     #[test]

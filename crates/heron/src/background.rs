@@ -12,6 +12,15 @@
 //! (nice 10), so a server kept busy (a flood, or other work on the
 //! machine) still takes a zone change, and the catalog's writer lock that
 //! a reload holds is not held for as long as the load lasts.
+//!
+//! Leaving `SCHED_IDLE` needs `CAP_SYS_NICE`, or a `RLIMIT_NICE` that
+//! allows the thread's nice value. A background thread takes nice 10
+//! before it goes idle, so a limit of 10 suffices: [`allow_the_raise`]
+//! sets it before privileges are dropped, the shipped systemd unit sets
+//! `LimitNICE=+10`. Where neither holds (an unprivileged `user` under a
+//! limit of 0), work that could never be raised does not go idle at all:
+//! it runs at housekeeping priority from the start, so a reload under
+//! load still finishes in bounded time.
 
 use std::time::Duration;
 
@@ -19,9 +28,79 @@ use heron_sys::sched::{self, Policy, ThreadId};
 
 /// Moves the calling thread to `SCHED_IDLE`: it runs when nothing else on
 /// its core wants to, and a real-time policy it may have inherited is
-/// dropped. Only this thread changes; returns false if the kernel refused.
+/// dropped. It takes nice 10 first (unless nicer already): the kernel
+/// lets a thread leave `SCHED_IDLE` at the nice value it holds, so from
+/// 10 a `RLIMIT_NICE` of 10 allows the raise where from 0 it would take
+/// 20. Only this thread changes; returns false if the kernel refused.
 pub fn lower_this_thread() -> bool {
+    let _ = at_least_housekeeping_nice();
     sched::set_current_thread_policy(Policy::Idle).is_ok()
+}
+
+/// Makes the calling thread nice 10, or leaves it nicer.
+fn at_least_housekeeping_nice() -> bool {
+    sched::current_thread_nice().is_ok_and(|nice| nice >= HOUSEKEEPING_NICE)
+        || sched::set_current_thread_nice(HOUSEKEEPING_NICE).is_ok()
+}
+
+/// The `RLIMIT_NICE` that lets a thread at nice 10 leave `SCHED_IDLE`
+/// without `CAP_SYS_NICE` (the kernel allows nice `20 - limit`).
+const NICE_LIMIT_FOR_THE_RAISE: u64 = (20 - HOUSEKEEPING_NICE) as u64;
+
+/// Raises this process's `RLIMIT_NICE` to 10 where it is lower, so that
+/// background work can still be raised out of `SCHED_IDLE` once
+/// privileges are dropped (`[server] user`). The soft limit may rise to
+/// the hard one freely; a hard limit below 10 needs `CAP_SYS_RESOURCE`
+/// (root has it, a container's root may not). Returns whether the limit
+/// now allows the raise.
+pub fn allow_the_raise() -> bool {
+    let enough = |limit: Option<u64>| limit.is_none_or(|l| l >= NICE_LIMIT_FOR_THE_RAISE);
+    let (soft, hard) = heron_sys::process::nice_limit();
+    if enough(soft) {
+        return true;
+    }
+    let hard = if enough(hard) {
+        hard
+    } else {
+        Some(NICE_LIMIT_FOR_THE_RAISE)
+    };
+    heron_sys::process::set_nice_limit(Some(NICE_LIMIT_FOR_THE_RAISE), hard).is_ok()
+}
+
+/// Whether a thread of this process that goes `SCHED_IDLE` (as
+/// [`lower_this_thread`] does) could be raised out of it again: asked of
+/// the kernel on a thread that tries and then ends, since going idle
+/// cannot be undone where the answer is no.
+fn idle_can_be_left() -> bool {
+    std::thread::Builder::new()
+        .name("idle-probe".into())
+        .spawn(|| lower_this_thread() && sched::set_current_thread_policy(Policy::Other).is_ok())
+        .is_ok_and(|probe| probe.join().unwrap_or(false))
+}
+
+/// Whether the one line saying that background work cannot go idle was
+/// written (it holds for the process's life).
+static SAID_NOT_IDLE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Where background work starts: idle when it could be raised later, else
+/// at housekeeping priority, said once.
+fn lower_for_background(name: &str) {
+    if idle_can_be_left() {
+        if !lower_this_thread() {
+            tracing::debug!("background thread keeps its CPU priority");
+        }
+        return;
+    }
+    if !to_housekeeping_priority() {
+        tracing::debug!("background thread keeps its CPU priority");
+    }
+    if !SAID_NOT_IDLE.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::info!(
+            "{name} and other background work run at nice {HOUSEKEEPING_NICE}, not only on idle CPU: \
+             the kernel would not raise them out of SCHED_IDLE under load (no CAP_SYS_NICE, \
+             RLIMIT_NICE below {NICE_LIMIT_FOR_THE_RAISE}; systemd: LimitNICE=+{HOUSEKEEPING_NICE})"
+        );
+    }
 }
 
 /// How nice [`to_housekeeping_priority`] makes a thread: on a core the
@@ -36,17 +115,18 @@ const HOUSEKEEPING_NICE: i32 = 10;
 /// runs nicer than that keeps its niceness: this only ever lowers. Only
 /// this thread changes; returns false if the kernel refused either step.
 pub fn to_housekeeping_priority() -> bool {
-    sched::set_current_thread_policy(Policy::Other).is_ok()
-        && (sched::current_thread_nice().is_ok_and(|nice| nice >= HOUSEKEEPING_NICE)
-            || sched::set_current_thread_nice(HOUSEKEEPING_NICE).is_ok())
+    sched::set_current_thread_policy(Policy::Other).is_ok() && at_least_housekeeping_nice()
 }
 
 /// Moves `thread` to housekeeping priority, as
 /// [`to_housekeeping_priority`] does for the calling thread.
 fn raise_to_housekeeping(thread: ThreadId) -> bool {
-    sched::set_thread_policy(thread, Policy::Other).is_ok()
-        && (sched::thread_nice(thread).is_ok_and(|nice| nice >= HOUSEKEEPING_NICE)
-            || sched::set_thread_nice(thread, HOUSEKEEPING_NICE).is_ok())
+    // Nice first: a thread lowered by `lower_this_thread` is at 10 already,
+    // and one that is not may still be made nicer without privilege, which
+    // the policy change then needs less of.
+    let nice = sched::thread_nice(thread).is_ok_and(|nice| nice >= HOUSEKEEPING_NICE)
+        || sched::set_thread_nice(thread, HOUSEKEEPING_NICE).is_ok();
+    nice && sched::set_thread_policy(thread, Policy::Other).is_ok()
 }
 
 /// What [`raise_idle_threads_named`] did.
@@ -114,11 +194,12 @@ async fn run_with_patience<T: Send + 'static>(
     let (done, mut result) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name(name.into())
-        .spawn(move || {
-            if !lower_this_thread() {
-                tracing::debug!("background thread keeps its CPU priority");
+        .spawn({
+            let name = name.to_owned();
+            move || {
+                lower_for_background(&name);
+                let _ = done.send(work());
             }
-            let _ = done.send(work());
         })
         .expect("a thread for background work");
     let (mut wait, mut said_raised, mut said_refused) = (patience, false, false);
@@ -171,6 +252,40 @@ mod tests {
         sched::current_thread_nice().unwrap()
     }
 
+    /// From nice 10 a `RLIMIT_NICE` of 10 lets the thread leave idle again.
+    #[test]
+    fn a_thread_goes_idle_at_nice_10_or_nicer() {
+        let (policy, nice) = std::thread::spawn(|| {
+            assert!(lower_this_thread());
+            (policy_of_this_thread(), nice_of_this_thread())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(policy, Policy::Idle);
+        assert!(nice >= HOUSEKEEPING_NICE, "nice {nice}");
+    }
+
+    /// The probe answers for the process as it is, and leaves no thread
+    /// of the calling one changed.
+    #[test]
+    fn idle_can_be_left_where_the_kernel_allows_the_raise() {
+        let before = (policy_of_this_thread(), nice_of_this_thread());
+        let (soft, _) = heron_sys::process::nice_limit();
+        let allowed_by_limit = soft.is_none_or(|l| l >= NICE_LIMIT_FOR_THE_RAISE);
+        let can = idle_can_be_left();
+        if allowed_by_limit || heron_sys::process::is_root() {
+            assert!(can, "limit {soft:?}");
+        }
+        assert_eq!((policy_of_this_thread(), nice_of_this_thread()), before);
+    }
+
+    #[test]
+    fn allowing_the_raise_says_whether_the_limit_now_allows_it() {
+        let allowed = allow_the_raise();
+        let (soft, _) = heron_sys::process::nice_limit();
+        assert_eq!(allowed, soft.is_none_or(|l| l >= NICE_LIMIT_FOR_THE_RAISE));
+    }
+
     /// Whatever niceness the tests run at (`nice -n 19 cargo test`): the
     /// thread starts from nice 0 where it may (root) and from what it
     /// inherited otherwise, and ends at nice 10 or nicer.
@@ -210,9 +325,18 @@ mod tests {
         assert_eq!(nice, nicer);
     }
 
+    /// Where background work starts here: idle, unless this process
+    /// could never raise it again (not root, `RLIMIT_NICE` below 10).
+    fn background_start() -> Policy {
+        match idle_can_be_left() {
+            true => Policy::Idle,
+            false => Policy::Other,
+        }
+    }
+
     #[tokio::test]
     async fn work_runs_and_its_result_comes_back() {
-        assert_eq!(run("test", policy_of_this_thread).await, Policy::Idle);
+        assert_eq!(run("test", policy_of_this_thread).await, background_start());
         assert_eq!(run("test", || 6 * 7).await, 42);
     }
 
@@ -248,7 +372,7 @@ mod tests {
     #[tokio::test]
     async fn work_done_within_its_patience_ran_idle_throughout() {
         let policy = run_with_patience("bg-within", Duration::from_secs(60), policy_of_this_thread);
-        assert_eq!(policy.await, Policy::Idle);
+        assert_eq!(policy.await, background_start());
     }
 
     #[test]

@@ -504,7 +504,12 @@ async fn serve(
         )),
         None => None,
     };
-    // Every socket is bound (the control socket first of all).
+    // Every socket is bound (the control socket first of all). While
+    // still privileged: the limit that lets a reload kept from idle CPU
+    // be raised once no capability is left.
+    if !background::allow_the_raise() {
+        tracing::debug!("RLIMIT_NICE stays below 10: background work will not go idle");
+    }
     if let Some(run_as) = run_as {
         drop_privileges(&run_as)?;
     }
