@@ -404,9 +404,16 @@ impl ServerProcess {
     /// Sends SIGTERM and waits (bounded) for the process to exit; returns
     /// its exit status, or None if it had to be killed.
     pub fn terminate(&mut self) -> Option<std::process::ExitStatus> {
+        self.terminate_within(TERM_WAIT)
+    }
+
+    /// Sends SIGTERM and waits up to `limit` for the process to exit;
+    /// returns its exit status, or None if it was still there (it is
+    /// then killed).
+    pub fn terminate_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
         let child = self.child.as_mut()?;
         send_signal(child.id() as i32, SIGTERM);
-        let deadline = Instant::now() + TERM_WAIT;
+        let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = child.try_wait() {
                 self.child = None;

@@ -5,21 +5,26 @@
 //! One request per connection, then the server closes. A request is one
 //! line of JSON, `{"version":1,"command":"zone-status","zones":[...]}`,
 //! answered by one line of JSON, a [`Response`]. A bare word (`reload`) is
-//! the older text form, answered in text: `ok` or `error` first. The
-//! socket is readable and writable by its owner only, from the moment it
-//! appears at its path: whoever may control the server may already write
-//! its files.
+//! the older text form, answered in text: `ok` or `error` first. Each
+//! client is served on a task of its own, with a wait for its request
+//! and one for its reply to be read, and [`MAX_CLIENTS`] at most at once.
+//! The socket is readable and writable by its owner only, from the
+//! moment it appears at its path: whoever may control the server may
+//! already write its files.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinSet;
 
 /// The protocol version this build speaks; a request with another is
 /// refused rather than half understood.
@@ -206,42 +211,175 @@ impl Drop for Staging {
     }
 }
 
-/// Answers requests until `shutdown` turns true, then removes the socket
-/// file. `handle` runs each request and says what became of it.
+/// Answers requests until `shutdown` turns true, each client on a task
+/// of its own (so a slow one holds up nobody else), then removes the
+/// socket file. `handle` runs each request and says what became of it.
+/// At shutdown the replies under way get [`SHUTDOWN_GRACE`], then every
+/// client is dropped: none holds the process up.
 pub async fn serve<F, Fut>(
     listener: UnixListener,
     path: PathBuf,
     mut shutdown: watch::Receiver<bool>,
     handle: F,
 ) where
-    F: Fn(Request) -> Fut,
-    Fut: Future<Output = Response>,
+    F: Fn(Request) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Response> + Send + 'static,
 {
+    let handle = Arc::new(handle);
+    let mut clients = Clients::default();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = shutdown.changed() => break,
         };
-        let Ok((stream, _)) = accepted else {
+        match accepted {
+            Ok((stream, _)) => clients.admit(stream, &handle),
             // Out of descriptors and the like: the next accept may work.
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            continue;
-        };
-        // One request at a time: reloads do not overlap anyway, and a
-        // silent client is dropped after COMMAND_WAIT.
-        if let Err(e) = answer(stream, &handle).await {
-            tracing::debug!("control connection ended: {e}");
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
         }
     }
+    drop(listener);
     let _ = std::fs::remove_file(&path);
+    clients.finish().await;
 }
 
-async fn answer<F, Fut>(mut stream: UnixStream, handle: &F) -> io::Result<()>
+/// Control clients held at once: waiting for their request, running
+/// their command, or being written their reply. Past this, the one
+/// that has waited longest without sending its request is told so and
+/// dropped to make room; if none is waiting, the newcomer is refused
+/// with a reply saying that the socket is busy.
+pub const MAX_CLIENTS: usize = 64;
+/// How long a reply may take to write: a client that does not read is
+/// dropped.
+const REPLY_WAIT: Duration = Duration::from_secs(5);
+/// At shutdown, how long replies under way (`stop`'s among them) are
+/// given before every client is dropped.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+/// What a client dropped to make room is told.
+const MADE_ROOM: &str = "error: no request yet, and the control socket is full: \
+    dropped to make room for another client\n";
+
+/// The clients waiting for their request, oldest first, by number, each
+/// with the means to tell it to go.
+type Waiting = VecDeque<(u64, oneshot::Sender<()>)>;
+
+/// The clients being served, and those of them still waiting for their
+/// request.
+#[derive(Default)]
+struct Clients {
+    served: JoinSet<()>,
+    waiting: Arc<Mutex<Waiting>>,
+    next_id: u64,
+    /// Clients refused as busy, each being told so; as many at most.
+    refused: JoinSet<()>,
+}
+
+impl Clients {
+    /// Serves `stream` on a task of its own, making room for it first
+    /// if [`MAX_CLIENTS`] are held.
+    fn admit<F, Fut>(&mut self, stream: UnixStream, handle: &Arc<F>)
+    where
+        F: Fn(Request) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Response> + Send + 'static,
+    {
+        while self.served.try_join_next().is_some() {}
+        while self.refused.try_join_next().is_some() {}
+        if self.served.len() >= MAX_CLIENTS && !self.make_room() {
+            if self.refused.len() < MAX_CLIENTS {
+                self.refused.spawn(refuse(stream));
+            }
+            return;
+        }
+        let (id, (tell, told)) = (self.next_id, oneshot::channel());
+        self.next_id += 1;
+        self.waiting_list().push_back((id, tell));
+        let waiting = self.waiting.clone();
+        self.served
+            .spawn(client(stream, handle.clone(), told, move || {
+                let mut list = waiting.lock().unwrap_or_else(|e| e.into_inner());
+                list.retain(|(waiter, _)| *waiter != id);
+            }));
+    }
+
+    fn waiting_list(&self) -> std::sync::MutexGuard<'_, Waiting> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Tells the client that has waited longest for its request to go;
+    /// false if every client held has sent its request.
+    fn make_room(&self) -> bool {
+        let Some((_, tell)) = self.waiting_list().pop_front() else {
+            return false;
+        };
+        // A client gone meanwhile has made room itself.
+        let _ = tell.send(());
+        true
+    }
+
+    /// Gives the clients [`SHUTDOWN_GRACE`] to finish, then drops them.
+    async fn finish(mut self) {
+        let all_done = async { while self.served.join_next().await.is_some() {} };
+        if tokio::time::timeout(SHUTDOWN_GRACE, all_done)
+            .await
+            .is_err()
+        {
+            tracing::debug!("control clients still connected at shutdown: dropped");
+        }
+        self.served.abort_all();
+        self.refused.abort_all();
+    }
+}
+
+/// One client: its request read (unless it is `told` to make room
+/// first; `requested` runs once it has sent it), run and answered.
+async fn client<F, Fut>(
+    mut stream: UnixStream,
+    handle: Arc<F>,
+    told: oneshot::Receiver<()>,
+    requested: impl FnOnce(),
+) where
+    F: Fn(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
+    let line = tokio::select! {
+        line = tokio::time::timeout(COMMAND_WAIT, read_line(&mut stream)) => line,
+        Ok(()) = told => {
+            // Sent nothing yet: the message fits the empty buffer.
+            let _ = stream.try_write(MADE_ROOM.as_bytes());
+            return;
+        }
+    };
+    requested();
+    if let Err(e) = answer(stream, line, &*handle).await {
+        tracing::debug!("control connection ended: {e}");
+    }
+}
+
+/// A client past [`MAX_CLIENTS`] when every one held is busy: its
+/// request is read and answered with an error that says so.
+async fn refuse(mut stream: UnixStream) {
+    let busy = |_| async {
+        Response::error(format!(
+            "the control socket is busy: {MAX_CLIENTS} clients at once, each running its \
+             command or being answered; try again in a few seconds"
+        ))
+    };
+    let line = tokio::time::timeout(COMMAND_WAIT, read_line(&mut stream)).await;
+    let _ = answer(stream, line, &busy).await;
+}
+
+/// Answers the request `line` (or says why there is none), writes the
+/// reply within [`REPLY_WAIT`], and reads what the client sends after.
+async fn answer<F, Fut>(
+    mut stream: UnixStream,
+    line: Result<io::Result<String>, tokio::time::error::Elapsed>,
+    handle: &F,
+) -> io::Result<()>
 where
     F: Fn(Request) -> Fut,
     Fut: Future<Output = Response>,
 {
-    let reply = match tokio::time::timeout(COMMAND_WAIT, read_line(&mut stream)).await {
+    let reply = match line {
         Err(_) => Response::error("no request within 5 s").text(),
         Ok(Err(e)) => Response::error(e.to_string()).text(),
         Ok(Ok(line)) if line.starts_with('{') => {
@@ -263,8 +401,13 @@ where
             other => Response::error(format!("unknown command '{other}'; known: reload")).text(),
         },
     };
-    stream.write_all(reply.as_bytes()).await?;
-    stream.shutdown().await?;
+    let written = async {
+        stream.write_all(reply.as_bytes()).await?;
+        stream.shutdown().await
+    };
+    tokio::time::timeout(REPLY_WAIT, written)
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "the client does not read"))??;
     // Read what is left of a request too long to take, until the client
     // closes: closing with it unread would reset the connection, and the
     // client could lose the reply.
@@ -358,6 +501,14 @@ fn exchange(path: &Path, command: &str) -> io::Result<String> {
 mod tests {
     use super::*;
 
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
     fn socket_path(tag: &str) -> PathBuf {
         std::env::temp_dir().join(format!("heron-control-{tag}-{}", std::process::id()))
     }
@@ -367,11 +518,7 @@ mod tests {
     /// got for each line sent.
     fn exchanges(tag: &str, commands: &[&str]) -> Vec<io::Result<String>> {
         let path = socket_path(tag);
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = runtime();
         let replies = rt.block_on(async {
             let (stop, stopped) = watch::channel(false);
             let listener = bind(&path).unwrap();
@@ -449,11 +596,7 @@ mod tests {
     #[test]
     fn a_silent_client_does_not_hold_the_socket() {
         let path = socket_path("silent");
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = runtime();
         rt.block_on(async {
             let (stop, stopped) = watch::channel(false);
             let listener = bind(&path).unwrap();
@@ -470,6 +613,112 @@ mod tests {
             stop.send(true).unwrap();
             server.await.unwrap();
         });
+    }
+
+    /// A control socket whose `reload` waits until `release` turns true.
+    struct HeldReloads {
+        stop: watch::Sender<bool>,
+        release: watch::Sender<bool>,
+        /// The reloads begun.
+        running: Arc<std::sync::atomic::AtomicUsize>,
+        server: tokio::task::JoinHandle<()>,
+    }
+
+    fn serve_held_reloads(path: &Path) -> HeldReloads {
+        let (stop, stopped) = watch::channel(false);
+        let (release, released) = watch::channel(false);
+        let running = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = running.clone();
+        let handle = move |_: Request| {
+            let (mut released, running) = (released.clone(), counted.clone());
+            async move {
+                running.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let _ = released.wait_for(|r| *r).await;
+                Response::ok("reloaded", serde_json::Value::Null)
+            }
+        };
+        let listener = bind(path).unwrap();
+        let server = tokio::spawn(serve(listener, path.to_path_buf(), stopped, handle));
+        HeldReloads {
+            stop,
+            release,
+            running,
+            server,
+        }
+    }
+
+    impl HeldReloads {
+        fn running(&self) -> usize {
+            self.running.load(std::sync::atomic::Ordering::Relaxed)
+        }
+
+        /// Connects `count` clients that each send `reload`, and waits
+        /// (bounded) until all their reloads run.
+        async fn clients_running_reloads(&self, path: &Path, count: usize) -> Vec<UnixStream> {
+            let mut clients = Vec::new();
+            for _ in 0..count {
+                let mut client = UnixStream::connect(path).await.unwrap();
+                client.write_all(b"reload\n").await.unwrap();
+                clients.push(client);
+            }
+            for _ in 0..1000 {
+                if self.running() == count {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            assert_eq!(self.running(), count);
+            clients
+        }
+    }
+
+    /// At the limit every client's command runs; past it, with none of
+    /// them waiting for its request, the newcomer is told the socket is
+    /// busy (in the form it asked in); once they are done, the next one
+    /// is served.
+    #[test]
+    fn past_the_limit_with_every_client_busy_a_newcomer_is_refused() {
+        let path = socket_path("busy");
+        runtime().block_on(async {
+            let held = serve_held_reloads(&path);
+            let busy = held.clients_running_reloads(&path, MAX_CLIENTS).await;
+            let asked = path.clone();
+            let json = r#"{"version":1,"command":"status"}"#;
+            let refused = tokio::task::spawn_blocking(move || exchange(&asked, json));
+            let refused: Response = serde_json::from_str(&refused.await.unwrap().unwrap()).unwrap();
+            assert!(!refused.ok);
+            assert!(refused.message.contains("busy"), "{refused:?}");
+            assert!(refused.message.contains("64 clients"), "{refused:?}");
+            held.release.send(true).unwrap();
+            for mut client in busy {
+                let mut told = String::new();
+                client.read_to_string(&mut told).await.unwrap();
+                assert_eq!(told, "ok: reloaded\n");
+            }
+            let asked = path.clone();
+            let served = tokio::task::spawn_blocking(move || exchange(&asked, "reload"));
+            assert_eq!(served.await.unwrap().unwrap(), "ok: reloaded\n");
+            held.stop.send(true).unwrap();
+            held.server.await.unwrap();
+        });
+    }
+
+    /// Shutdown gives clients a moment, not more: one whose command is
+    /// still running is dropped, and `serve` returns.
+    #[test]
+    fn shutdown_does_not_wait_for_a_command_that_does_not_end() {
+        let path = socket_path("shutdown");
+        runtime().block_on(async {
+            let held = serve_held_reloads(&path);
+            let mut clients = held.clients_running_reloads(&path, 1).await;
+            held.stop.send(true).unwrap();
+            let ended = tokio::time::timeout(Duration::from_secs(20), held.server).await;
+            assert!(ended.is_ok(), "serve returned");
+            let mut told = String::new();
+            clients[0].read_to_string(&mut told).await.unwrap();
+            assert_eq!(told, "", "dropped without an answer");
+        });
+        assert!(!path.exists());
     }
 
     #[test]

@@ -4,18 +4,21 @@
 //! fit is dropped and counted) and a thread of its own encodes them
 //! ([`encode`]) and writes them as Frame Streams ([`frame`]) to a file
 //! or to a reader's Unix socket, reconnecting with back-off when the
-//! reader goes away.
+//! reader goes away. Whatever the reader does, each connect, handshake
+//! and write ends within [`IO_TIMEOUT`], and at shutdown the writer has
+//! [`FLUSH_BUDGET`] before what it still holds is dropped.
 
 pub mod encode;
 pub mod frame;
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -44,9 +47,17 @@ pub struct Settings {
     pub queue_bytes: usize,
 }
 
-/// Longest a write or a handshake read may take before the reader is
-/// taken as gone.
-const IO_TIMEOUT: Duration = Duration::from_secs(1);
+/// Longest a connect, a handshake, or one write of what was queued may
+/// take in all (a reader that takes a little at a time does not stretch
+/// it) before the reader is taken as gone.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(1);
+/// At shutdown, how long the writer has to write what is queued and end
+/// the stream; what is left then is dropped, and the thread left behind
+/// if it is not done [`IO_TIMEOUT`] later.
+pub const FLUSH_BUDGET: Duration = Duration::from_secs(2);
+/// How often a connect is tried again, within [`IO_TIMEOUT`], while the
+/// reader's backlog is full (it listens but does not accept).
+const CONNECT_RETRY: Duration = Duration::from_millis(10);
 /// First wait before connecting again, doubled up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
@@ -65,6 +76,21 @@ struct Shared {
     written: AtomicU64,
     dropped: AtomicU64,
     stopping: AtomicBool,
+    /// When the writer must be done, set by [`Writer::finish`].
+    flush_by: OnceLock<Instant>,
+}
+
+impl Shared {
+    /// When an operation that starts now must end: [`IO_TIMEOUT`] from
+    /// now, or the shutdown's deadline if that comes first.
+    fn io_deadline(&self) -> Instant {
+        let usual = Instant::now() + IO_TIMEOUT;
+        self.flush_by.get().map_or(usual, |&by| usual.min(by))
+    }
+
+    fn out_of_time(&self) -> bool {
+        self.flush_by.get().is_some_and(|&by| Instant::now() >= by)
+    }
 }
 
 /// The dnstap sink: a bounded queue and the thread that drains it.
@@ -110,12 +136,23 @@ impl Writer {
     }
 
     /// Writes what is queued, ends the stream (STOP; over a socket, waits
-    /// a moment for FINISH) and waits for the thread.
+    /// a moment for FINISH) and waits for the thread, all within
+    /// [`FLUSH_BUDGET`]: what is not written by then is dropped. A thread
+    /// still busy [`IO_TIMEOUT`] later is left behind (it is bounded, and
+    /// the process is ending).
     pub fn finish(&self) {
+        let _ = self.shared.flush_by.set(Instant::now() + FLUSH_BUDGET);
         self.shared.stopping.store(true, Ordering::Relaxed);
         let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(thread) = thread {
+        let Some(thread) = thread else { return };
+        let give_up = Instant::now() + FLUSH_BUDGET + IO_TIMEOUT;
+        while !thread.is_finished() && Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if thread.is_finished() {
             let _ = thread.join();
+        } else {
+            tracing::warn!("dnstap: the writer is not done after its shutdown budget: left behind");
         }
     }
 
@@ -220,11 +257,14 @@ impl Drain {
         let mut busy = false;
         loop {
             let stopping = self.shared.stopping.load(Ordering::Relaxed);
+            if stopping && self.shared.out_of_time() {
+                break;
+            }
             if !self.sink.ready() {
                 if stopping {
                     break;
                 }
-                self.sink.connect();
+                self.sink.connect(self.shared.io_deadline());
                 continue;
             }
             if !busy {
@@ -246,13 +286,23 @@ impl Drain {
             if exchanges == 0 {
                 continue;
             }
-            let counter = match self.sink.write(&buffer) {
+            let counter = match self.sink.write(&buffer, self.shared.io_deadline()) {
                 Ok(()) => &self.shared.written,
                 Err(_) => &self.shared.dropped,
             };
             counter.fetch_add(messages, Ordering::Relaxed);
         }
-        self.sink.close();
+        self.drop_queued();
+        self.sink.close(self.shared.io_deadline());
+    }
+
+    /// Counts what is still queued as dropped: nothing will write it.
+    fn drop_queued(&self) {
+        for e in self.receiver.try_iter() {
+            self.shared.queued.fetch_sub(1, Ordering::Relaxed);
+            (self.shared.queued_bytes).fetch_sub(e.size(), Ordering::Relaxed);
+            (self.shared.dropped).fetch_add(e.messages(), Ordering::Relaxed);
+        }
     }
 }
 
@@ -270,24 +320,25 @@ impl Sink {
         }
     }
 
-    /// For a socket: waits out the back-off, then connects.
-    fn connect(&mut self) {
+    /// For a socket: waits out the back-off, then connects, by `until`.
+    fn connect(&mut self, until: Instant) {
         if let Sink::Socket(c) = self {
-            c.connect();
+            c.connect(until);
         }
     }
 
-    fn write(&mut self, frames: &[u8]) -> io::Result<()> {
+    /// Writes `frames`; to a socket, by `until` (a file is not waited on).
+    fn write(&mut self, frames: &[u8], until: Instant) -> io::Result<()> {
         match self {
             Sink::File(f) => {
                 f.write_all(frames)?;
                 f.flush()
             }
-            Sink::Socket(c) => c.write(frames),
+            Sink::Socket(c) => c.write(frames, until),
         }
     }
 
-    fn close(&mut self) {
+    fn close(&mut self, until: Instant) {
         match self {
             Sink::File(f) => {
                 let mut stop = Vec::new();
@@ -296,7 +347,7 @@ impl Sink {
                     tracing::warn!("dnstap: cannot end the file: {e}");
                 }
             }
-            Sink::Socket(c) => c.close(),
+            Sink::Socket(c) => c.close(until),
         }
     }
 }
@@ -323,14 +374,14 @@ impl Connection {
     }
 
     /// Sleeps (in short steps, so a stop is seen) until the next attempt
-    /// is due, then makes it.
-    fn connect(&mut self) {
+    /// is due, then makes it, by `until`.
+    fn connect(&mut self, until: Instant) {
         let now = Instant::now();
         if now < self.next_attempt {
             std::thread::sleep((self.next_attempt - now).min(IDLE_WAKE));
             return;
         }
-        match handshake(&self.path) {
+        match handshake(&self.path, until) {
             Ok(stream) => {
                 tracing::info!("dnstap: connected to {}", self.path.display());
                 self.stream = Some(stream);
@@ -354,9 +405,9 @@ impl Connection {
         self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
     }
 
-    fn write(&mut self, frames: &[u8]) -> io::Result<()> {
-        let stream = self.stream.as_mut().ok_or(io::ErrorKind::NotConnected)?;
-        let written = stream.write_all(frames);
+    fn write(&mut self, frames: &[u8], until: Instant) -> io::Result<()> {
+        let stream = self.stream.as_ref().ok_or(io::ErrorKind::NotConnected)?;
+        let written = Bounded { stream, until }.write_all(frames);
         if let Err(e) = &written {
             // A partial frame may have gone: this stream is done.
             self.failed(e);
@@ -364,10 +415,14 @@ impl Connection {
         written
     }
 
-    /// STOP, then FINISH awaited for a moment.
-    fn close(&mut self) {
-        let Some(mut stream) = self.stream.take() else {
+    /// STOP, then FINISH awaited, by `until`.
+    fn close(&mut self, until: Instant) {
+        let Some(stream) = self.stream.take() else {
             return;
+        };
+        let mut stream = Bounded {
+            stream: &stream,
+            until,
         };
         let mut stop = Vec::new();
         frame::control(ControlType::Stop, None, &mut stop);
@@ -382,11 +437,13 @@ impl Connection {
 }
 
 /// Connects to `path` and makes the writer's half of the handshake:
-/// READY, ACCEPT (naming our content type), START.
-fn handshake(path: &std::path::Path) -> io::Result<UnixStream> {
-    let mut stream = UnixStream::connect(path)?;
-    stream.set_write_timeout(Some(IO_TIMEOUT))?;
-    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+/// READY, ACCEPT (naming our content type), START, all by `until`.
+fn handshake(path: &Path, until: Instant) -> io::Result<UnixStream> {
+    let connected = connect_by(path, until)?;
+    let mut stream = Bounded {
+        stream: &connected,
+        until,
+    };
     let mut out = Vec::new();
     frame::control(ControlType::Ready, Some(CONTENT_TYPE), &mut out);
     stream.write_all(&out)?;
@@ -400,7 +457,72 @@ fn handshake(path: &std::path::Path) -> io::Result<UnixStream> {
     out.clear();
     frame::control(ControlType::Start, Some(CONTENT_TYPE), &mut out);
     stream.write_all(&out)?;
-    Ok(stream)
+    Ok(connected)
+}
+
+/// Connects to `path` without blocking: to a reader whose backlog is
+/// full (it listens but does not accept) a blocking `connect` would
+/// wait for ever; this one fails with EAGAIN, and is tried again until
+/// `until`.
+fn connect_by(path: &Path, until: Instant) -> io::Result<UnixStream> {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let address = SockAddr::unix(path)?;
+    loop {
+        let socket = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+        socket.set_nonblocking(true)?;
+        match socket.connect(&address) {
+            Ok(()) => {
+                socket.set_nonblocking(false)?;
+                return Ok(UnixStream::from(OwnedFd::from(socket)));
+            }
+            Err(e) if e.kind() != io::ErrorKind::WouldBlock => return Err(e),
+            Err(_) if Instant::now() + CONNECT_RETRY >= until => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "it does not accept connections (its backlog is full)",
+                ));
+            }
+            Err(_) => std::thread::sleep(CONNECT_RETRY),
+        }
+    }
+}
+
+/// A stream whose reads and writes must all end by `until`: each system
+/// call is given what time is left as its timeout, so that a reader who
+/// takes a little at a time cannot stretch the whole.
+struct Bounded<'a> {
+    stream: &'a UnixStream,
+    until: Instant,
+}
+
+impl Bounded<'_> {
+    fn time_left(&self) -> io::Result<Duration> {
+        match self.until.saturating_duration_since(Instant::now()) {
+            Duration::ZERO => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the reader is too slow",
+            )),
+            left => Ok(left),
+        }
+    }
+}
+
+impl Read for Bounded<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.set_read_timeout(Some(self.time_left()?))?;
+        (&mut &*self.stream).read(buf)
+    }
+}
+
+impl Write for Bounded<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stream.set_write_timeout(Some(self.time_left()?))?;
+        (&mut &*self.stream).write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
