@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use heron_server::processor::cookies::random_bytes;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -149,37 +150,49 @@ pub fn bind(path: &Path) -> Result<UnixListener, String> {
 
 /// A socket made owner-only before anyone else can reach it: bound in a
 /// fresh folder only its owner may enter (mode 0700, beside the final
-/// path so that both are on one file system), set to 0600 there, and
-/// only then linked at the final path. Binding at the final path and
+/// path so that both are on one file system, under a name nobody can
+/// foresee), set to 0600 there, and only then linked at the final path. Binding at the final path and
 /// setting the mode after left a moment in which the socket had the
 /// mode the umask allows. A umask of 0o077 held around the bind would
 /// close that moment too, but the umask belongs to the whole process:
 /// a file another thread creates meanwhile would get it.
 struct Staging {
+    /// `.heron-` and 12 random hex digits, beside the target.
     folder: PathBuf,
     socket: PathBuf,
     target: PathBuf,
 }
 
+/// Names tried for the staging folder when one is taken: with 48
+/// random bits, a second is already beyond chance.
+const STAGING_TRIES: u32 = 3;
+
 impl Staging {
-    /// The private folder for `target`'s socket, created now.
+    /// The private folder for `target`'s socket, created now under a
+    /// random name. `mkdir` never follows a link nor takes a name that is
+    /// there already: whatever someone planted beside the target (a link
+    /// to a folder of theirs, say) is left alone, and another name tried.
     fn create(target: &Path) -> io::Result<Staging> {
         use std::os::unix::fs::DirBuilderExt;
         let parent = match target.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
         };
-        // Short, so that the staged path is hardly longer than the target
-        // (a socket's path is limited to 107 octets).
-        let folder = parent.join(format!(".heron-{}", std::process::id()));
-        // Left by a server of this process id that died before `drop`:
-        // removed if it is a folder (not a link to one) holding at most
-        // the socket; anything else there makes `create` fail.
-        if std::fs::symlink_metadata(&folder).is_ok_and(|m| m.is_dir()) {
-            let _ = std::fs::remove_file(folder.join("s"));
-            let _ = std::fs::remove_dir(&folder);
-        }
-        std::fs::DirBuilder::new().mode(0o700).create(&folder)?;
+        let mut tries = 0;
+        let folder = loop {
+            // Short, so that the staged path is hardly longer than the
+            // target (a socket's path is limited to 107 octets).
+            let suffix: [u8; 6] = random_bytes();
+            let suffix: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
+            let folder = parent.join(format!(".heron-{suffix}"));
+            match std::fs::DirBuilder::new().mode(0o700).create(&folder) {
+                Ok(()) => break folder,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries < STAGING_TRIES => {
+                    tries += 1
+                }
+                Err(e) => return Err(e),
+            }
+        };
         let staging = Staging {
             socket: folder.join("s"),
             folder,

@@ -86,17 +86,11 @@ impl Fixture {
     }
 }
 
-/// Started under the widest umask, the server's control socket is
-/// owner-only in every look taken at its path from the moment it
-/// appears until the server answers on it, and nothing is left beside it.
-#[test]
-fn the_control_socket_is_owner_only_from_the_moment_it_appears() {
-    use std::os::unix::fs::MetadataExt;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    let dir = tempfile::tempdir().unwrap();
-    let (socket, config) = (dir.path().join("heron.sock"), dir.path().join("heron.toml"));
-    let zone = dir.path().join("a.zone");
+/// A configuration `dir/heron.toml` for zone a.test on a free port, with
+/// the control socket `dir/heron.sock`: their paths.
+fn one_zone_config(dir: &Path) -> (PathBuf, PathBuf) {
+    let (socket, config) = (dir.join("heron.sock"), dir.join("heron.toml"));
+    let zone = dir.join("a.zone");
     std::fs::write(&zone, zone_text(1, "")).unwrap();
     let port = heron_testkit::process::free_port();
     let text = format!(
@@ -106,6 +100,19 @@ fn the_control_socket_is_owner_only_from_the_moment_it_appears() {
         zone.display()
     );
     std::fs::write(&config, text).unwrap();
+    (socket, config)
+}
+
+/// Started under the widest umask, the server's control socket is
+/// owner-only in every look taken at its path from the moment it
+/// appears until the server answers on it, and nothing is left beside it.
+#[test]
+fn the_control_socket_is_owner_only_from_the_moment_it_appears() {
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let (socket, config) = one_zone_config(dir.path());
     let answered = Arc::new(AtomicBool::new(false));
     let (watched, done) = (socket.clone(), answered.clone());
     // Looks as often as it can until the server has answered.
@@ -722,4 +729,48 @@ fn zone_events_are_logged_one_line_each_with_zone_and_peer() {
             }
         }
     }
+}
+
+/// Issue 42, 9a: a symbolic link planted where the server used to stage
+/// its control socket (`.heron-PID` beside it, a name anyone could
+/// predict in a folder others may write) neither stops the start nor is
+/// followed. The shell plants it under its own process id, which `exec`
+/// hands to the server.
+#[test]
+fn a_link_planted_at_the_old_staging_name_is_neither_followed_nor_in_the_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let (socket, config) = one_zone_config(dir.path());
+    let victim = dir.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
+    let mut server = Command::new("sh")
+        .arg("-c")
+        .arg(r#"ln -s "$1" "$2/.heron-$$" && exec "$3" serve --config "$4""#)
+        .args([Path::new("sh"), &victim, dir.path(), &heron(), &config])
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let planted = dir.path().join(format!(".heron-{}", server.id()));
+    let answered = heron_testkit::eventually_within(std::time::Duration::from_secs(20), || {
+        ctl(&socket, &["status", "--timeout", "1"]).0 == Some(0)
+    });
+    let stopped = answered && ctl(&socket, &["stop"]).0 == Some(0);
+    if !stopped {
+        let _ = server.kill();
+    }
+    let _ = server.wait();
+    let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap();
+    assert!(answered, "the server did not start: {log}");
+    assert!(stopped, "{log}");
+    assert_eq!(
+        std::fs::read_link(&planted).unwrap(),
+        victim,
+        "left as it was"
+    );
+    assert_eq!(
+        std::fs::read_dir(&victim).unwrap().count(),
+        0,
+        "not followed"
+    );
 }
