@@ -4,7 +4,7 @@
 //! normalisation for differential comparison, dig/kdig runners, and
 //! checked-in signed zones with `delv` to validate answers from them.
 //!
-//! Dev-only; depends on std and `heron-proto` alone.
+//! Dev-only; depends on std, `heron-proto`, `heron-sys` and `socket2`.
 
 pub mod catalog;
 pub mod client;
@@ -37,6 +37,22 @@ pub use tools::{
 /// What to tell someone whose machine lacks a peer server or tool.
 pub const INSTALL_HINT: &str = "install the reference servers and tools with the README's test \
      command (Debian: apt-get install nsd knot knot-dnsutils bind9 bind9-dnsutils)";
+
+/// A Unix stream socket at `path`, bound and listening, that never
+/// accepts, and whose backlog (0) one connection of its own already
+/// takes: a blocking connect to it waits for ever. A deaf peer, held
+/// until both are dropped.
+pub fn deaf_unix_listener(
+    path: &std::path::Path,
+) -> (socket2::Socket, std::os::unix::net::UnixStream) {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let listener = Socket::new(Domain::UNIX, Type::STREAM, None).expect("a Unix socket");
+    let address = SockAddr::unix(path).expect("a Unix socket path");
+    listener.bind(&address).expect("bind the deaf listener");
+    listener.listen(0).expect("listen");
+    let filler = std::os::unix::net::UnixStream::connect(path).expect("the backlog's one place");
+    (listener, filler)
+}
 
 /// Whether `ok` comes true within `limit`, asked every 20 ms: how a test
 /// waits, bounded, for a server to get somewhere.

@@ -188,23 +188,12 @@ fn ask_many(server: &ServerProcess, count: usize) {
     }
 }
 
-/// A dnstap reader's socket that is bound and listening but whose
-/// backlog is full and which never accepts: a connect to it blocks.
-fn deaf_reader(path: &Path) -> (socket2::Socket, UnixStream) {
-    use socket2::{Domain, SockAddr, Socket, Type};
-    let listener = Socket::new(Domain::UNIX, Type::STREAM, None).unwrap();
-    listener.bind(&SockAddr::unix(path).unwrap()).unwrap();
-    listener.listen(0).unwrap();
-    // Takes the one place a backlog of 0 leaves.
-    let filler = UnixStream::connect(path).unwrap();
-    (listener, filler)
-}
-
 #[test]
 fn a_dnstap_reader_that_never_accepts_does_not_hold_up_shutdown() {
     let dir = tempfile::tempdir().unwrap();
     let reader = dir.path().join("deaf.sock");
-    let _deaf = deaf_reader(&reader);
+    // Bound and listening, its backlog full, never accepting.
+    let _deaf = heron_testkit::deaf_unix_listener(&reader);
     let mut server = server(
         dir.path(),
         1,

@@ -199,3 +199,65 @@ fn a_reader_that_refuses_our_content_type_is_not_written_to() {
     writer.finish();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_reader_that_never_accepts_is_given_up_on_and_the_queue_counted_dropped() {
+    let dir = tempfile_dir("deaf");
+    let path = dir.join("reader.sock");
+    let _deaf = heron_testkit::deaf_unix_listener(&path);
+    let refused = connect_by(&path, Instant::now() + Duration::from_millis(300));
+    assert_eq!(refused.unwrap_err().kind(), io::ErrorKind::TimedOut);
+
+    let writer = Writer::start(settings(Output::Socket(path))).unwrap();
+    for _ in 0..5 {
+        writer.offer(exchange(Transport::Udp));
+    }
+    let (done, finished) = std::sync::mpsc::channel();
+    let finishing = writer.clone();
+    std::thread::spawn(move || {
+        finishing.finish();
+        done.send(())
+    });
+    // Fails rather than hangs if finish is not bounded.
+    finished.recv_timeout(Duration::from_secs(20)).unwrap();
+    let totals = writer.totals();
+    assert_eq!((totals.written, totals.queued), (0, 0));
+    assert_eq!(totals.dropped, 10, "each query and response");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Each read is within its own timeout, but the handshake as a whole is
+/// not: the reader's ACCEPT, a byte every 200 ms, takes seconds.
+#[test]
+fn a_handshake_trickled_a_byte_at_a_time_is_given_up_on() {
+    let dir = tempfile_dir("trickle");
+    let path = dir.join("reader.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let reader = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        frame::read(&mut stream).unwrap();
+        let mut accept = Vec::new();
+        frame::control(ControlType::Accept, Some(CONTENT_TYPE), &mut accept);
+        for byte in accept {
+            if stream.write_all(&[byte]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    });
+    let result = handshake(&path, Instant::now() + IO_TIMEOUT);
+    assert!(
+        result.is_err(),
+        "the reader took longer than {IO_TIMEOUT:?}"
+    );
+    reader.join().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A fresh folder for one test's sockets.
+fn tempfile_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("heron-dnstap-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
