@@ -282,18 +282,17 @@ impl<const B: usize> Histogram<B> {
         self.buckets.iter().sum()
     }
 
-    /// (upper bound, observations at or below it) per bucket, the last
-    /// bound infinite, as Prometheus wants them; bounds are divided by
-    /// `per_unit` (1e6: microseconds to seconds).
-    pub fn cumulative(&self, bounds: &[u64], per_unit: f64) -> Vec<(f64, u64)> {
-        let mut running = 0;
+    /// (upper bound, observations in that bucket alone) per bucket, the
+    /// last bound infinite; bounds are divided by `per_unit` (1e6:
+    /// microseconds to seconds). Not cumulative: the OpenMetrics encoder
+    /// (`encode_histogram`) adds the buckets up itself.
+    pub fn buckets_by_bound(&self, bounds: &[u64], per_unit: f64) -> Vec<(f64, u64)> {
         (0..B)
             .map(|i| {
-                running += self.buckets[i];
                 let bound = bounds
                     .get(i)
                     .map_or(f64::INFINITY, |&b| b as f64 / per_unit);
-                (bound, running)
+                (bound, self.buckets[i])
             })
             .collect()
     }
@@ -495,10 +494,11 @@ mod tests {
         let latency = stats.totals().latency_us;
         assert_eq!(latency.count(), 33);
         assert_eq!(latency.sum, 70 * 32 + 5_000_000);
-        let cumulative = latency.cumulative(&LATENCY_BOUNDS_US, 1e6);
-        assert_eq!(cumulative[1], (50e-6, 0));
-        assert_eq!(cumulative[2], (100e-6, 32));
-        assert_eq!(cumulative.last(), Some(&(f64::INFINITY, 33)));
+        let buckets = latency.buckets_by_bound(&LATENCY_BOUNDS_US, 1e6);
+        assert_eq!(buckets[1], (50e-6, 0));
+        assert_eq!(buckets[2], (100e-6, 32));
+        assert_eq!(buckets.last(), Some(&(f64::INFINITY, 1)));
+        assert_eq!(buckets.iter().map(|(_, n)| n).sum::<u64>(), 33);
     }
 
     #[test]

@@ -222,7 +222,7 @@ fn histogram<const B: usize>(
     (bounds, per_unit): (&[u64], f64),
 ) -> Result<(), std::fmt::Error> {
     let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
-    let buckets = histogram.cumulative(bounds, per_unit);
+    let buckets = histogram.buckets_by_bound(bounds, per_unit);
     let sum = histogram.sum as f64 / per_unit;
     metric.encode_histogram::<NoLabelSet>(sum, histogram.count(), &buckets, None)
 }
@@ -509,6 +509,62 @@ mod tests {
             resident_bytes: Some(4096),
             uptime_seconds: 1.5,
         }
+    }
+
+    /// Issue 44: the buckets were made cumulative before the encoder,
+    /// which adds them up again (3 responses read as `le="+Inf"` 30).
+    #[test]
+    fn histograms_count_each_observation_once() {
+        let stats = heron_server::stats::Stats::default();
+        let cells = stats.worker();
+        for size in [40, 64, 65, 300, 300, 1232, 1400, 20_000] {
+            cells.response(&vec![0u8; size]);
+        }
+        cells.answered(std::time::Duration::from_micros(30), 5);
+        cells.answered(std::time::Duration::from_millis(3), 2);
+        cells.answered(std::time::Duration::from_secs(2), 1);
+        let body = encode(Snapshot {
+            totals: stats.totals(),
+            ..snapshot()
+        });
+        let lines = |prefix: &str| -> Vec<&str> {
+            body.lines().filter(|l| l.starts_with(prefix)).collect()
+        };
+        assert_eq!(
+            lines("heron_response_size_bytes"),
+            [
+                "heron_response_size_bytes_sum 23401.0",
+                "heron_response_size_bytes_count 8",
+                "heron_response_size_bytes_bucket{le=\"64.0\"} 2",
+                "heron_response_size_bytes_bucket{le=\"128.0\"} 3",
+                "heron_response_size_bytes_bucket{le=\"256.0\"} 3",
+                "heron_response_size_bytes_bucket{le=\"512.0\"} 5",
+                "heron_response_size_bytes_bucket{le=\"1024.0\"} 5",
+                "heron_response_size_bytes_bucket{le=\"1232.0\"} 6",
+                "heron_response_size_bytes_bucket{le=\"1500.0\"} 7",
+                "heron_response_size_bytes_bucket{le=\"4096.0\"} 7",
+                "heron_response_size_bytes_bucket{le=\"16384.0\"} 7",
+                "heron_response_size_bytes_bucket{le=\"+Inf\"} 8",
+            ],
+            "{body}"
+        );
+        let latency = lines("heron_answer_latency_seconds");
+        assert!(
+            latency.contains(&"heron_answer_latency_seconds_count 8"),
+            "{body}"
+        );
+        assert!(
+            latency.contains(&"heron_answer_latency_seconds_bucket{le=\"+Inf\"} 8"),
+            "{body}"
+        );
+        let below = |le: &str| {
+            let line = format!("heron_answer_latency_seconds_bucket{{le=\"{le}\"}} ");
+            latency.iter().find_map(|l| l.strip_prefix(line.as_str()))
+        };
+        assert_eq!(below("0.00001"), Some("0"), "{body}");
+        assert_eq!(below("0.00005"), Some("5"), "{body}");
+        assert_eq!(below("0.005"), Some("7"), "{body}");
+        assert_eq!(below("1.0"), Some("7"), "{body}");
     }
 
     #[test]
