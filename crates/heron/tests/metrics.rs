@@ -225,7 +225,18 @@ fn counters_move_by_exactly_the_queries_sent() {
     ] {
         assert!(after.contains_key(name), "{name} missing");
     }
-    assert!(after["heron_process_resident_memory_bytes"] > 1e6);
+    // The names every Prometheus client library exports.
+    assert!(after["process_resident_memory_bytes"] > 1e6);
+    assert!(after["process_virtual_memory_bytes"] >= after["process_resident_memory_bytes"]);
+    assert!(after["process_cpu_seconds_total"] >= 0.0);
+    assert!(after["process_start_time_seconds"] > 1.7e9);
+    assert!(after["process_open_fds"] >= 3.0);
+    assert!(after["process_max_fds"] >= after["process_open_fds"]);
+    let version = format!(
+        "heron_build_info{{version=\"{}\"}}",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(after[&version], 1.0);
     // The zone as served.
     let serial = after[&format!("heron_zone_serial{{zone=\"{ORIGIN}.\"}}")];
     assert!(serial > 0.0);
@@ -260,7 +271,7 @@ fn bad_requests_get_a_4xx_and_the_endpoint_goes_on() {
     let mut half = TcpStream::connect(f.metrics).unwrap();
     half.write_all(b"GET /met").unwrap();
     drop(half);
-    assert!(f.scrape().contains_key("heron_uptime_seconds"));
+    assert!(f.scrape().contains_key("process_start_time_seconds"));
 }
 
 /// Every metric name in docs/grafana-heron.json, without the suffixes
@@ -302,10 +313,10 @@ fn collect_exprs(value: &serde_json::Value, out: &mut Vec<String>) {
     }
 }
 
-/// The words of `expr` that begin `heron_`.
+/// The words of `expr` that begin `heron_` or `process_`.
 fn metric_names(expr: &str) -> Vec<String> {
     expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| w.starts_with("heron_"))
+        .filter(|w| w.starts_with("heron_") || w.starts_with("process_"))
         .map(str::to_string)
         .collect()
 }
@@ -323,10 +334,12 @@ fn the_dashboard_uses_only_exported_metrics() {
         .collect();
     let names = dashboard_metrics();
     for name in &names {
-        // Counters are declared without `_total` and sampled with it.
-        let declared = name.strip_suffix("_total").unwrap_or(name);
+        // Counters are declared without `_total` and sampled with it,
+        // info metrics likewise without `_info`.
+        let declared = [name.strip_suffix("_total"), name.strip_suffix("_info")];
         assert!(
-            exported.contains(&declared),
+            exported.contains(&name.as_str())
+                || declared.iter().flatten().any(|d| exported.contains(d)),
             "the dashboard uses {name}, which the server does not export ({exported:?})"
         );
     }

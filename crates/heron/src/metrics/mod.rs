@@ -7,6 +7,7 @@
 
 pub use heron_server::http;
 pub mod kernel;
+mod process;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -25,6 +26,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetri
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 use serde::Deserialize;
 
@@ -100,8 +102,7 @@ struct Snapshot {
     connections_open: usize,
     zones: Option<Vec<ZoneRow>>,
     kernel: Vec<(&'static kernel::KernelCounter, Option<u64>)>,
-    resident_bytes: Option<u64>,
-    uptime_seconds: f64,
+    process: process::ProcessStats,
 }
 
 /// The body of a scrape of the server `controller` sees.
@@ -119,8 +120,7 @@ pub(crate) async fn scrape(controller: &Controller, zone_metrics: bool) -> Strin
         connections_open: controller.connections.open_connections(),
         zones,
         kernel: kernel::read(),
-        resident_bytes: kernel::resident_bytes(),
-        uptime_seconds: crate::started().elapsed().as_secs_f64(),
+        process: process::read(),
     };
     encode(snapshot)
 }
@@ -353,20 +353,51 @@ impl Snapshot {
     }
 
     fn encode_process(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        if let Some(bytes) = self.resident_bytes {
-            gauge(
-                e,
-                "heron_process_resident_memory_bytes",
-                "Resident memory of the process (VmRSS)",
-                bytes as f64,
-            )?;
+        let build =
+            e.encode_descriptor("heron_build", "This build of Heron", None, MetricType::Info)?;
+        Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]).encode(build)?;
+        let p = &self.process;
+        let gauges = [
+            (
+                "process_resident_memory_bytes",
+                "Resident memory size in bytes",
+                p.resident_bytes.map(|b| b as f64),
+            ),
+            (
+                "process_virtual_memory_bytes",
+                "Virtual memory size in bytes",
+                p.virtual_bytes.map(|b| b as f64),
+            ),
+            (
+                "process_start_time_seconds",
+                "Start time of the process since the Unix epoch in seconds",
+                p.start_time_seconds,
+            ),
+            (
+                "process_open_fds",
+                "Number of open file descriptors",
+                p.open_fds.map(|n| n as f64),
+            ),
+            (
+                "process_max_fds",
+                "Maximum number of open file descriptors",
+                p.max_fds.map(|n| n as f64),
+            ),
+        ];
+        for (name, help, value) in gauges {
+            if let Some(value) = value {
+                gauge(e, name, help, value)?;
+            }
         }
-        gauge(
-            e,
-            "heron_uptime_seconds",
-            "Seconds since the server started",
-            self.uptime_seconds,
-        )?;
+        if let Some(seconds) = p.cpu_seconds {
+            let metric = e.encode_descriptor(
+                "process_cpu_seconds",
+                "Total user and system CPU time spent in seconds",
+                None,
+                MetricType::Counter,
+            )?;
+            ConstCounter::new(seconds).encode(metric)?;
+        }
         let mut names: Vec<&str> = self.kernel.iter().map(|(c, _)| c.metric).collect();
         names.dedup();
         for name in names {
@@ -506,8 +537,10 @@ mod tests {
                 },
             }]),
             kernel: kernel::read(),
-            resident_bytes: Some(4096),
-            uptime_seconds: 1.5,
+            process: process::ProcessStats {
+                resident_bytes: Some(4096),
+                ..process::ProcessStats::default()
+            },
         }
     }
 
@@ -579,7 +612,8 @@ mod tests {
             "heron_tcp_connections_open 2.0",
             "heron_zone_serial{zone=\"example.com.\"} 7",
             "heron_zone_transfers_total{zone=\"example.com.\",direction=\"out\"} 3",
-            "heron_process_resident_memory_bytes 4096.0",
+            "process_resident_memory_bytes 4096.0",
+            "heron_build_info{version=\"0.1.0\"} 1",
             "heron_dnstap_messages_total{result=\"written\"} 10",
             "heron_dnstap_messages_total{result=\"dropped\"} 4",
             "heron_dnstap_queued_bytes 60.0",
