@@ -174,6 +174,23 @@ fn changes_that_break_the_zone_are_refused() {
     assert!(ask(z, "www.p.test", RType::A).contains("192.0.2.2"));
 }
 
+/// Records added that the zone holds already change nothing and are
+/// counted, so that the secondary can say its primary sent them; one
+/// added twice counts once more.
+#[test]
+fn records_added_that_are_there_already_are_counted() {
+    let z = zone(1, &["www A 192.0.2.2"]);
+    let held = record("www.p.test", RType::A, &[192, 0, 2, 2]);
+    let fresh = record("www.p.test", RType::A, &[192, 0, 2, 3]);
+    let step = change(&z, vec![], vec![held, fresh.clone(), fresh]);
+    let (next, already_present) = z.apply_counting(&step).unwrap();
+    assert_eq!(already_present, 2);
+    assert_eq!(next.record_count(), z.record_count() + 1);
+    assert_eq!(next.serial(), 2);
+    let (_, none) = z.apply_counting(&change(&z, vec![], vec![])).unwrap();
+    assert_eq!(none, 0);
+}
+
 #[test]
 fn a_dname_added_at_the_apex_takes_effect_and_goes_with_its_removal() {
     let before = zone(1, &["www A 192.0.2.1"]);

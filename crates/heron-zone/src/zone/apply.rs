@@ -37,6 +37,13 @@ impl Zone {
     /// (one SOA and NS at the apex, CNAME alone, one DNAME, RRsets within
     /// 64 KiB), or nothing changes and the problems come back.
     pub fn apply(&self, diff: &ZoneDiff) -> Result<Zone, Vec<Problem>> {
+        self.apply_counting(diff).map(|(zone, _)| zone)
+    }
+
+    /// [`Zone::apply`], with how many of the added records the zone held
+    /// already (or the change added twice): they change nothing, but a
+    /// primary that sends them keeps a history other than ours.
+    pub fn apply_counting(&self, diff: &ZoneDiff) -> Result<(Zone, usize), Vec<Problem>> {
         let mut edit = Edit::new(self);
         edit.check_start(&diff.old_soa);
         diff.deleted.iter().for_each(|r| edit.delete(r));
@@ -44,7 +51,8 @@ impl Zone {
         edit.replace_soa(&diff.new_soa);
         edit.settle_existence();
         edit.load_referrers();
-        edit.finish()
+        let already_present = edit.already_present;
+        edit.finish().map(|zone| (zone, already_present))
     }
 }
 
@@ -182,6 +190,8 @@ struct Edit<'z> {
     /// The zone's links, brought up to date as the change goes.
     links: Links,
     records: usize,
+    /// Added records that were there already.
+    already_present: usize,
     problems: Vec<Problem>,
 }
 
@@ -193,6 +203,7 @@ impl<'z> Edit<'z> {
             nodes: HashMap::new(),
             links: zone.links.as_deref().cloned().unwrap_or_default(),
             records: zone.record_count(),
+            already_present: 0,
             problems: Vec::new(),
         }
     }
@@ -281,6 +292,7 @@ impl<'z> Edit<'z> {
             (&mut set.rdatas, &mut set.ttl)
         };
         if list.iter().any(|x| rdata_equal(r.rtype, x, &r.rdata)) {
+            self.already_present += 1;
             return;
         }
         // An RRset keeps one TTL; the first record of a new RRset sets it.
