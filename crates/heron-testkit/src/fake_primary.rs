@@ -1,12 +1,15 @@
 //! A primary in the test's own process, for what a real server cannot be
 //! made to do on cue: minimal zones (SOA, NS and an address) served over
 //! TCP to SOA queries, AXFR and IXFR; IXFR answered as the test chooses;
-//! a primary that hangs up on every connection; transfers held for a
-//! while; whole-zone answers padded with as many records as the test
-//! asks (a primary that streams without end); and counts of what it saw
-//! (connections, transfers at once, each request) and sent. No TSIG.
+//! transfers sent one record per message (BIND's `transfer-format
+//! one-answer`); a primary that hangs up on every connection; transfers
+//! held for a while; whole-zone answers padded with as many records as
+//! the test asks (a primary that streams without end); and counts of what
+//! it saw (connections, transfers at once, each request) and sent. No
+//! TSIG.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,6 +30,12 @@ pub enum IxfrAnswer {
     Refused,
     /// A message cut short in its first record.
     Broken,
+    /// One step from the asker's serial to ours that deletes the address
+    /// record and adds it back (the zone's content does not change).
+    Step,
+    /// One step from the asker's serial to ours that adds the NS and the
+    /// address records, which the asker holds already.
+    ReAdd,
 }
 
 /// One request the primary read.
@@ -51,7 +60,10 @@ struct Shared {
     serials: Mutex<HashMap<Name, u32>>,
     /// SOA refresh, retry, expire.
     timers: Mutex<[u32; 3]>,
+    /// The address of every zone's name server.
+    address: Mutex<[u8; 4]>,
     ixfr: Mutex<IxfrAnswer>,
+    one_answer: AtomicBool,
     hold: Mutex<Duration>,
     hang_up: AtomicBool,
     /// Records added to every whole-zone answer, and those sent so far.
@@ -75,7 +87,9 @@ impl FakePrimary {
         let shared = Arc::new(Shared {
             serials: Mutex::new(serials),
             timers: Mutex::new([3600, 600, 86400]),
+            address: Mutex::new([192, 0, 2, 1]),
             ixfr: Mutex::new(IxfrAnswer::Axfr),
+            one_answer: AtomicBool::new(false),
             hold: Mutex::new(Duration::ZERO),
             hang_up: AtomicBool::new(false),
             padding: AtomicUsize::new(0),
@@ -112,8 +126,20 @@ impl FakePrimary {
         *self.shared.timers.lock().unwrap() = [refresh, retry, expire];
     }
 
+    /// The address of every zone's name server from now on (192.0.2.1
+    /// at first): the content changes, the serial need not.
+    pub fn set_address(&self, address: [u8; 4]) {
+        *self.shared.address.lock().unwrap() = address;
+    }
+
     pub fn set_ixfr(&self, answer: IxfrAnswer) {
         *self.shared.ixfr.lock().unwrap() = answer;
+    }
+
+    /// Whether transfers (not padded) go one record per message, as from
+    /// BIND with `transfer-format one-answer`.
+    pub fn set_one_answer(&self, one: bool) {
+        self.shared.one_answer.store(one, Ordering::SeqCst);
     }
 
     /// How long each transfer waits before it is answered.
@@ -197,6 +223,7 @@ fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
         });
         let serial = shared.serials.lock().unwrap().get(&zone).copied();
         let timers = *shared.timers.lock().unwrap();
+        let address = *shared.address.lock().unwrap();
         let answer = match (serial, query.qtype) {
             (None, _) => Answer::Rcode(Rcode::REFUSED),
             (Some(_), RType::SOA) => Answer::Records(Records::Soa),
@@ -205,20 +232,36 @@ fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                 IxfrAnswer::Axfr => Answer::Records(Records::Zone),
                 IxfrAnswer::Refused => Answer::Rcode(Rcode::REFUSED),
                 IxfrAnswer::Broken => Answer::Broken,
+                step @ (IxfrAnswer::Step | IxfrAnswer::ReAdd) => match asker_serial(&msg) {
+                    Some(from) => Answer::Records(Records::Step {
+                        from,
+                        re_add: step == IxfrAnswer::ReAdd,
+                    }),
+                    None => Answer::Rcode(Rcode::FORMERR),
+                },
             },
             (Some(_), _) => Answer::Rcode(Rcode::NOTIMP),
         };
         let padding = shared.padding.load(Ordering::SeqCst);
         let padded = padding > 0 && matches!(answer, Answer::Records(Records::Zone));
-        let response = respond(&msg, &query, &zone, serial.unwrap_or(0), timers, answer);
+        let zone_data = ZoneData {
+            serial: serial.unwrap_or(0),
+            timers,
+            address,
+        };
+        let response = respond(&msg, &query, &zone, zone_data, answer);
         let is_transfer = matches!(query.qtype, RType::AXFR | RType::IXFR);
         if is_transfer {
             shared.transfer_begins();
         }
         let sent = if padded {
             send_padded(&mut stream, &response, &zone, padding, &shared.padding_sent)
+        } else if is_transfer && shared.one_answer.load(Ordering::SeqCst) {
+            one_per_message(&response)
+                .iter()
+                .try_for_each(|m| framed(m).and_then(|f| stream.write_all(&f)))
         } else {
-            framed(&response).and_then(|f| std::io::Write::write_all(&mut stream, &f))
+            framed(&response).and_then(|f| stream.write_all(&f))
         };
         if is_transfer {
             shared.transfers_now.fetch_sub(1, Ordering::SeqCst);
@@ -250,7 +293,6 @@ fn send_padded(
     padding: usize,
     sent: &AtomicUsize,
 ) -> std::io::Result<()> {
-    use std::io::Write;
     const PER_MESSAGE: usize = 500;
     let parsed = heron_proto::message::Message::parse(response).expect("our own response");
     let id = parsed.header.id;
@@ -299,44 +341,110 @@ enum Records {
     Soa,
     /// SOA, NS, A, SOA.
     Zone,
+    /// One IXFR step from serial `from`: the newest SOA, the SOA of
+    /// `from`, the address deleted (not with `re_add`), the newest SOA,
+    /// the address added (with `re_add`, the NS too), the newest SOA.
+    Step {
+        from: u32,
+        re_add: bool,
+    },
 }
 
-fn respond(
-    msg: &[u8],
-    query: &Query,
-    zone: &Name,
-    serial: u32,
-    [refresh, retry, expire]: [u32; 3],
-    answer: Answer,
-) -> Vec<u8> {
-    let ns = Name::parse(&format!("ns.{zone}")).expect("a name");
-    let mut soa = ns.as_wire().to_vec();
-    soa.extend_from_slice(
-        Name::parse(&format!("hostmaster.{zone}"))
-            .unwrap()
-            .as_wire(),
-    );
-    for field in [serial, refresh, retry, expire, 60] {
-        soa.extend_from_slice(&field.to_be_bytes());
+/// The serial of the SOA in an IXFR request's authority section.
+fn asker_serial(msg: &[u8]) -> Option<u32> {
+    let parsed = heron_proto::message::Message::parse(msg).ok()?;
+    let soa = parsed.authority.iter().find(|r| r.rtype == RType::SOA)?;
+    heron_proto::rdata::soa_serial(&soa.rdata)
+}
+
+/// `response`'s answer records, each in a message of its own with the
+/// response's header and question.
+fn one_per_message(response: &[u8]) -> Vec<Vec<u8>> {
+    let parsed = heron_proto::message::Message::parse(response).expect("our own response");
+    let q = &parsed.questions[0];
+    let rcode = parsed.header.rcode();
+    if parsed.answers.is_empty() {
+        return vec![response.to_vec()];
     }
+    parsed
+        .answers
+        .iter()
+        .map(|r| {
+            let mut out = Vec::new();
+            let mut w = Writer::new(&mut out, u16::MAX as usize);
+            w.question(q.name.as_wire(), q.qtype, Class::IN);
+            let _ = w.record(r.name.as_wire(), r.rtype, Class::IN, r.ttl, &r.rdata);
+            w.finish(parsed.header.id, flags::QR | flags::AA | rcode, 1);
+            out
+        })
+        .collect()
+}
+
+/// What a zone holds besides its name.
+struct ZoneData {
+    serial: u32,
+    /// SOA refresh, retry, expire.
+    timers: [u32; 3],
+    address: [u8; 4],
+}
+
+fn respond(msg: &[u8], query: &Query, zone: &Name, data: ZoneData, answer: Answer) -> Vec<u8> {
+    let ZoneData {
+        serial,
+        timers: [refresh, retry, expire],
+        address,
+    } = data;
+    let ns = Name::parse(&format!("ns.{zone}")).expect("a name");
+    let soa_of = |serial: u32| {
+        let mut soa = ns.as_wire().to_vec();
+        soa.extend_from_slice(
+            Name::parse(&format!("hostmaster.{zone}"))
+                .unwrap()
+                .as_wire(),
+        );
+        for field in [serial, refresh, retry, expire, 60] {
+            soa.extend_from_slice(&field.to_be_bytes());
+        }
+        soa
+    };
+    let soa = soa_of(serial);
     let apex = zone.as_wire();
     let mut out = Vec::new();
     let mut w = Writer::new(&mut out, u16::MAX as usize);
     w.question_raw(&msg[query.question.clone()]);
     let mut rcode = Rcode::NOERROR;
-    let records = |w: &mut Writer, all: bool| {
-        let _ = w.record(apex, RType::SOA, Class::IN, 300, &soa);
-        if all {
-            let _ = w.record(apex, RType::NS, Class::IN, 300, ns.as_wire());
-            let _ = w.record(ns.as_wire(), RType::A, Class::IN, 300, &[192, 0, 2, 1]);
-            let _ = w.record(apex, RType::SOA, Class::IN, 300, &soa);
-        }
+    let put_soa = |w: &mut Writer, soa: &[u8]| {
+        let _ = w.record(apex, RType::SOA, Class::IN, 300, soa);
+    };
+    let put_ns = |w: &mut Writer| {
+        let _ = w.record(apex, RType::NS, Class::IN, 300, ns.as_wire());
+    };
+    let put_address = |w: &mut Writer| {
+        let _ = w.record(ns.as_wire(), RType::A, Class::IN, 300, &address);
     };
     let broken = matches!(answer, Answer::Broken);
     match answer {
         Answer::Rcode(r) => rcode = r,
-        Answer::Records(Records::Soa) => records(&mut w, false),
-        Answer::Records(Records::Zone) | Answer::Broken => records(&mut w, true),
+        Answer::Records(Records::Soa) => put_soa(&mut w, &soa),
+        Answer::Records(Records::Zone) | Answer::Broken => {
+            put_soa(&mut w, &soa);
+            put_ns(&mut w);
+            put_address(&mut w);
+            put_soa(&mut w, &soa);
+        }
+        Answer::Records(Records::Step { from, re_add }) => {
+            put_soa(&mut w, &soa);
+            put_soa(&mut w, &soa_of(from));
+            if !re_add {
+                put_address(&mut w);
+            }
+            put_soa(&mut w, &soa);
+            if re_add {
+                put_ns(&mut w);
+            }
+            put_address(&mut w);
+            put_soa(&mut w, &soa);
+        }
     }
     w.finish(query.header.id, flags::QR | flags::AA | rcode.0, 1);
     if broken {

@@ -44,6 +44,18 @@ impl Primary {
     /// Starts `kind` as a primary on a free loopback port; panics with the
     /// peer's log if it does not answer the zone's SOA.
     pub fn start(&self, kind: ServerKind) -> ServerProcess {
+        self.start_as(kind, "")
+    }
+
+    /// BIND as [`Primary::start`] starts it, but sending every transfer
+    /// one record per message (`transfer-format one-answer`), so that the
+    /// first message of an IXFR is the newest SOA alone.
+    pub fn start_bind_one_answer(&self) -> ServerProcess {
+        self.start_as(ServerKind::Bind, "  transfer-format one-answer;\n")
+    }
+
+    /// `bind_options`: more of BIND's `options` (nothing for the others).
+    fn start_as(&self, kind: ServerKind, bind_options: &str) -> ServerProcess {
         assert!(
             self.tls.is_none() || matches!(kind, ServerKind::Bind | ServerKind::Nsd),
             "XoT primaries: BIND and NSD only"
@@ -53,7 +65,7 @@ impl Primary {
         let cmd = match kind {
             ServerKind::Nsd => self.nsd(&dir, port),
             ServerKind::Knot => self.knot(&dir, port),
-            ServerKind::Bind => self.bind(&dir, port),
+            ServerKind::Bind => self.bind(&dir, port, bind_options),
             ServerKind::Heron => panic!("start a Heron primary with its own configuration"),
         };
         ServerProcess::start(kind, dir, port, cmd, &self.origin)
@@ -107,14 +119,14 @@ impl Primary {
         peer_command(ServerKind::Knot, &dir.0, &conf)
     }
 
-    fn bind(&self, dir: &TempDir, port: u16) -> Command {
+    fn bind(&self, dir: &TempDir, port: u16, options: &str) -> Command {
         require_binary(NAMED);
         let d = dir.0.display();
         let mut conf = match &self.tls {
-            None => bind_options(&d.to_string(), port, ""),
+            None => bind_options(&d.to_string(), port, options),
             Some(tls) => {
                 let listen = format!("  listen-on port {} tls xot {{ 127.0.0.1; }};\n", tls.port);
-                let mut conf = bind_options(&d.to_string(), port, &listen);
+                let mut conf = bind_options(&d.to_string(), port, &(listen + options));
                 conf.push_str(&format!(
                     "tls xot {{ key-file \"{}\"; cert-file \"{}\"; }};\n",
                     tls.key.display(),
