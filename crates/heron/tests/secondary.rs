@@ -7,7 +7,8 @@
 //! the last good version and finishes the transfer; restarted, it still
 //! serves IXFR of the steps it received to its own secondaries. NOTIFYs
 //! from outside the ACL or with a wrong key are refused, and an expired
-//! zone answers SERVFAIL until its primary is back.
+//! zone answers SERVFAIL until its primary is back. From BIND sending one
+//! record per message, every transfer is read to its end.
 //!
 //! Against a primary in the test's own process, which misbehaves on cue
 //! and counts what it sees: AXFR when an IXFR is refused or broken, timers
@@ -236,6 +237,56 @@ fn heron_is_a_secondary_of_nsd_over_tls() {
 #[test]
 fn heron_is_a_secondary_of_bind_over_tls() {
     peer_primary(ServerKind::Bind, true);
+}
+
+/// BIND with `transfer-format one-answer` sends one record per message
+/// (issue 42, 2): the AXFR's first message is its SOA alone, and so is the
+/// IXFR's, the newest SOA. Heron reads each transfer to its end: it
+/// reaches every new serial by IXFR, and the pooled connection that
+/// carried one IXFR carries the next.
+#[test]
+fn heron_is_a_secondary_of_bind_sending_one_record_per_message() {
+    let dir = work_dir("bind-one-answer");
+    let zone_file = dir.join("primary.zone");
+    std::fs::write(&zone_file, zone_text(1, "")).unwrap();
+    let heron_port = free_port();
+    let spec = Primary {
+        origin: format!("{ORIGIN}."),
+        file: zone_file.clone(),
+        secondary: SocketAddr::from(([127, 0, 0, 1], heron_port)),
+        key: Some(tsig_spec()),
+        tls: None,
+    };
+    let primary = spec.start_bind_one_answer();
+    let from = primary.addr();
+    let kept = dir.join("xfr.kept");
+    let heron = start(heron_port, &secondary_config(heron_port, from, &kept, ""));
+    let sec = heron.addr();
+    assert_eq!(soa_serial(sec), Some(1));
+    for serial in [2, 3] {
+        let edit = format!("new{serial} A 192.0.2.{serial}\n");
+        std::fs::write(&zone_file, zone_text(serial, &edit)).unwrap();
+        primary.reload();
+        assert!(
+            eventually(|| soa_serial(sec) == Some(serial)),
+            "Heron never got serial {serial} from BIND.\nHeron: {}\nBIND: {}",
+            heron.log(),
+            primary.log()
+        );
+        let name = format!("new{serial}.{ORIGIN}");
+        assert_eq!(answer(sec, &name, RType::A), answer(from, &name, RType::A));
+    }
+    let log = heron.log();
+    for (kind, serial) in [("AXFR", 1), ("IXFR", 2), ("IXFR", 3)] {
+        let transferred = format!("{kind} from {from} to serial {serial}");
+        assert!(log.contains(&transferred), "{transferred}: {log}");
+    }
+    assert!(
+        !log.contains("trying AXFR") && !log.contains("wrong ID"),
+        "{log}"
+    );
+    drop((heron, primary));
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// A Heron primary of the test zone at serial 1, with a port set aside for

@@ -705,6 +705,93 @@ mod tests {
         assert_eq!(gate.available_permits(), CONNECTS_PER_PRIMARY);
     }
 
+    /// The zone `origin` served at `up`, by AXFR through `conns`.
+    async fn axfr_of(conns: &Connections, up: &Upstream, origin: &Name) -> Arc<heron_zone::Zone> {
+        match conns.transfer(up, origin, Request::Axfr).await.unwrap().0 {
+            Outcome::Full(zone) => Arc::new(zone),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// From a primary that sends one record per message (BIND's
+    /// `transfer-format one-answer`), an IXFR's first message holds the
+    /// newest SOA alone: the transfer goes on to its end, so the serial
+    /// moves, and the connection goes back to the pool with nothing
+    /// unread: the next exchanges on it work (an IXFR in AXFR form too).
+    #[tokio::test]
+    async fn a_transfer_of_one_record_per_message_is_read_to_its_end_before_the_pool_reuses_it() {
+        let primary = heron_testkit::FakePrimary::start(&["one.test"], 1);
+        primary.set_one_answer(true);
+        primary.set_ixfr(heron_testkit::IxfrAnswer::Step);
+        let up = plain_upstream(primary.addr());
+        let conns = pool_of_32();
+        let origin = Name::parse("one.test").unwrap();
+        let mut have = axfr_of(&conns, &up, &origin).await;
+        for serial in [2, 3] {
+            primary.set_serial(serial);
+            let request = Request::Ixfr { have: have.clone() };
+            match conns.transfer(&up, &origin, request).await.unwrap().0 {
+                Outcome::Incremental { zone, .. } => have = Arc::new(zone),
+                other => panic!("serial {serial}: {other:?}"),
+            }
+            assert_eq!(have.serial(), serial);
+        }
+        primary.set_ixfr(heron_testkit::IxfrAnswer::Axfr);
+        primary.set_serial(4);
+        let got = conns.transfer(&up, &origin, Request::Ixfr { have }).await;
+        match got.unwrap().0 {
+            Outcome::Full(zone) => assert_eq!(zone.serial(), 4),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(conns.opened(), 1, "one connection, reused");
+    }
+
+    /// A transfer that fails part-way (past a limit, the rest of the zone
+    /// unread) or that its caller abandons (the request sent, the answer
+    /// not read) takes its connection with it: the next exchange gets a
+    /// new one, and works.
+    #[tokio::test]
+    async fn a_transfer_failed_or_abandoned_part_way_never_goes_back_to_the_pool() {
+        let primary = heron_testkit::FakePrimary::start(&["cut.test"], 1);
+        let up = plain_upstream(primary.addr());
+        let limits = TransferLimits {
+            max_records: 2_000,
+            ..TransferLimits::default()
+        };
+        let conns = Connections::new(Arc::default(), 32, Duration::from_secs(10))
+            .with_transfer_limits(limits);
+        let origin = Name::parse("cut.test").unwrap();
+        axfr_of(&conns, &up, &origin).await;
+        assert_eq!(conns.opened(), 1);
+
+        primary.set_padding(10_000);
+        match conns.transfer(&up, &origin, Request::Axfr).await {
+            Err(ClientError::Transfer(XfrError::Limit(Exceeded::Records(2_000)))) => {}
+            other => panic!("{other:?}"),
+        }
+        primary.set_padding(0);
+        axfr_of(&conns, &up, &origin).await;
+        assert_eq!(
+            conns.opened(),
+            2,
+            "the failed transfer's connection dropped"
+        );
+
+        primary.set_hold(Duration::from_millis(500));
+        let abandoned = conns.transfer(&up, &origin, Request::Axfr);
+        let waited = tokio::time::timeout(Duration::from_millis(100), abandoned).await;
+        assert!(waited.is_err(), "answered within the hold");
+        primary.set_hold(Duration::ZERO);
+        axfr_of(&conns, &up, &origin).await;
+        axfr_of(&conns, &up, &origin).await;
+        assert_eq!(
+            conns.opened(),
+            3,
+            "the abandoned one dropped, the next reused"
+        );
+        assert_eq!(primary.connections(), 3);
+    }
+
     #[tokio::test]
     async fn a_source_address_of_another_family_or_not_ours_fails_with_the_reason() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -7,9 +7,15 @@
 //! * IXFR (RFC 1995 4): the newest SOA, then for each step from our serial
 //!   on the old SOA, the records deleted, the new SOA and the records
 //!   added, and the newest SOA again. A server may answer an IXFR in AXFR
-//!   form (told apart by the second record not being an SOA), or with the
-//!   newest SOA alone: we are up to date, or (over UDP) the answer does not
-//!   fit and the query should go over TCP.
+//!   form (told apart by the second record not being an SOA), or with one
+//!   SOA whose serial is not newer than ours: we are up to date.
+//!
+//! Message boundaries mean nothing (RFC 5936 2.2): BIND's `transfer-format
+//! one-answer` sends one record per message, so an IXFR's first message
+//! may hold the newest SOA alone. A first SOA newer than ours is always
+//! followed by the rest, and `feed` says the transfer is complete only at
+//! its very end, so that a connection goes back to the pool with nothing
+//! of the answer left unread.
 
 use std::fmt;
 use std::path::Path;
@@ -50,9 +56,8 @@ pub enum Request {
 /// The result of a complete transfer.
 #[derive(Debug)]
 pub enum Outcome {
-    /// The IXFR answer was a single SOA: the primary has nothing newer than
-    /// our serial, or (over UDP) the answer would not fit and the caller
-    /// should ask again over TCP.
+    /// The IXFR answer was a single SOA not newer than our serial: the
+    /// primary has nothing newer.
     UpToDate,
     /// A whole zone (AXFR, or an IXFR answered in AXFR form).
     Full(Zone),
@@ -351,12 +356,6 @@ impl Receiver {
         if rcode != Rcode::NOERROR {
             return Err(XfrError::Rcode(rcode));
         }
-        // RFC 1995 4: an IXFR answer of the newest SOA alone.
-        if let State::IxfrFirst { .. } = self.state {
-            if self.records == 1 {
-                self.state = State::Done(Done::UpToDate);
-            }
-        }
         Ok(())
     }
 
@@ -435,10 +434,13 @@ impl Receiver {
                     builder: self.builder_with(rr),
                     serial,
                 },
-                // Not newer than ours: nothing to take, whatever follows.
+                // Not newer than ours: up to date (RFC 1995 4), and the
+                // answer must end here.
                 Request::Ixfr { have } if !serial::is_newer(serial, have.serial()) => {
                     State::Done(Done::UpToDate)
                 }
+                // Newer: the steps (or the whole zone) follow, in this
+                // message or the next ones.
                 Request::Ixfr { .. } => State::IxfrFirst {
                     soa: rr,
                     newest: serial,

@@ -349,34 +349,32 @@ fn ixfr_answered_in_axfr_form() {
     }
 }
 
+/// The messages of a primary that sends one record per message (BIND's
+/// `transfer-format one-answer`).
+fn one_per_message<'r>(records: impl Iterator<Item = XfrRecord<'r>>, qtype: RType) -> Vec<Vec<u8>> {
+    records
+        .flat_map(|r| pack(std::iter::once(r), qtype, Class::IN, 512))
+        .collect()
+}
+
 #[test]
-fn single_soa_answers_mean_up_to_date() {
-    let (v1, _, v3) = versions();
-    // Newer serial alone: up to date as far as the server will say (UDP).
-    let messages = pack(
-        std::iter::once(soa_record(&v3)),
-        RType::IXFR,
-        Class::IN,
-        512,
-    );
-    assert!(matches!(
-        receive(ixfr(&v1), &messages),
-        Ok(Outcome::UpToDate)
-    ));
-    // Our own serial.
-    let messages = pack(
-        std::iter::once(soa_record(&v1)),
-        RType::IXFR,
-        Class::IN,
-        512,
-    );
-    assert!(matches!(
-        receive(ixfr(&v1), &messages),
-        Ok(Outcome::UpToDate)
-    ));
+fn a_single_soa_not_newer_than_ours_means_up_to_date() {
+    let (v1, v2, _) = versions();
+    for (ours, theirs) in [(&v1, &v1), (&v2, &v1)] {
+        let messages = pack(
+            std::iter::once(soa_record(theirs)),
+            RType::IXFR,
+            Class::IN,
+            512,
+        );
+        assert!(matches!(
+            receive(ixfr(ours), &messages),
+            Ok(Outcome::UpToDate)
+        ));
+    }
     // An AXFR that is only an SOA is not complete.
     let messages = pack(
-        std::iter::once(soa_record(&v3)),
+        std::iter::once(soa_record(&v2)),
         RType::AXFR,
         Class::IN,
         512,
@@ -384,6 +382,54 @@ fn single_soa_answers_mean_up_to_date() {
     let mut r = Receiver::new(origin(), Request::Axfr);
     assert!(!r.feed(&messages[0]).unwrap());
     assert!(matches!(r.finish(), Err(XfrError::NotComplete)));
+}
+
+/// A first message of the newest SOA alone, newer than ours, is the start
+/// of a transfer, not the end: the rest follows in the next messages, and
+/// stopping there leaves the transfer incomplete.
+#[test]
+fn a_first_message_of_a_newer_soa_alone_is_followed_by_the_rest() {
+    let (v1, v2, v3) = versions();
+    let chain = vec![Arc::new(diff(&v1, &v2)), Arc::new(diff(&v2, &v3))];
+    let mut records = ixfr_records(&chain, soa_record(&v3));
+    let newest = pack(records.by_ref().take(1), RType::IXFR, Class::IN, 512);
+    let rest = pack(records, RType::IXFR, Class::IN, 4096);
+    let messages = [newest.clone(), rest].concat();
+    match receive(ixfr(&v1), &messages).unwrap() {
+        Outcome::Incremental { zone, .. } => assert_same(&zone, &v3),
+        other => panic!("{other:?}"),
+    }
+    let mut r = Receiver::new(origin(), ixfr(&v1));
+    assert!(!r.feed(&newest[0]).unwrap(), "not complete after the SOA");
+    assert!(matches!(r.finish(), Err(XfrError::NotComplete)));
+}
+
+/// BIND's `transfer-format one-answer`: every record in a message of its
+/// own, for an IXFR of two steps, an IXFR answered in AXFR form (its
+/// second message not an SOA) and an AXFR.
+#[test]
+fn transfers_of_one_record_per_message() {
+    let (v1, v2, v3) = versions();
+    let chain = vec![Arc::new(diff(&v1, &v2)), Arc::new(diff(&v2, &v3))];
+    let messages = one_per_message(ixfr_records(&chain, soa_record(&v3)), RType::IXFR);
+    assert!(messages.len() > 40, "{} messages", messages.len());
+    match receive(ixfr(&v1), &messages).unwrap() {
+        Outcome::Incremental { zone, diffs, .. } => {
+            assert_same(&zone, &v3);
+            assert_eq!(diffs.len(), 2);
+        }
+        other => panic!("{other:?}"),
+    }
+    let messages = one_per_message(axfr_records(&v3), RType::IXFR);
+    match receive(ixfr(&v1), &messages).unwrap() {
+        Outcome::Full(z) => assert_same(&z, &v3),
+        other => panic!("{other:?}"),
+    }
+    let messages = one_per_message(axfr_records(&v3), RType::AXFR);
+    match receive(Request::Axfr, &messages).unwrap() {
+        Outcome::Full(z) => assert_same(&z, &v3),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
