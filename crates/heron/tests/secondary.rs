@@ -11,7 +11,8 @@
 //! record per message, every transfer is read to its end.
 //!
 //! Against a primary in the test's own process, which misbehaves on cue
-//! and counts what it sees: AXFR when an IXFR is refused or broken, timers
+//! and counts what it sees: AXFR when an IXFR is refused or broken, an
+//! IXFR adding records the zone holds already taken and logged, timers
 //! resumed from the kept copy after a restart, many zones over a few
 //! connections, the concurrency bound, NOTIFY refused by address, and a
 //! failing primary left alone between tries.
@@ -876,6 +877,50 @@ fn an_ixfr_refused_or_broken_falls_back_to_axfr_and_says_so() {
         let expected = [RType::AXFR, RType::IXFR, RType::AXFR];
         assert_eq!(transfers, expected, "{ixfr:?}");
     }
+}
+
+/// An IXFR that adds records the zone holds already is taken (they change
+/// nothing) and said once per transfer, with the zone, the primary, the
+/// serial and how many (issue 42, 9c); an IXFR without them says nothing.
+#[test]
+fn an_ixfr_re_adding_records_is_taken_and_logged_once_per_transfer() {
+    let setup = FakeSetup::new("ixfr-re-add", 1);
+    let primary = &setup.primary;
+    primary.set_ixfr(IxfrAnswer::ReAdd);
+    let heron = setup.secondary("", "");
+    let sec = heron.addr();
+    assert!(eventually(|| setup.all_at(sec, 1)), "{}", heron.log());
+    let zone = &setup.zones[0];
+    let from = primary.addr();
+    let said = "records the zone held already";
+    for serial in [2, 3, 4] {
+        if serial == 4 {
+            primary.set_ixfr(IxfrAnswer::Step);
+        }
+        primary.set_serial(serial);
+        assert_eq!(notify_from(LOCALHOST, sec, zone, None), Rcode::NOERROR);
+        assert!(eventually(|| setup.all_at(sec, serial)), "{}", heron.log());
+    }
+    let log = heron.log();
+    for serial in [2, 3] {
+        let line = format!(
+            "zone {zone}.: the IXFR from {from} to serial {serial} added 2 records the zone \
+             held already"
+        );
+        assert_eq!(log.matches(&line).count(), 1, "{line}: {log}");
+    }
+    assert_eq!(
+        log.matches(said).count(),
+        2,
+        "serial 4 adds nothing held: {log}"
+    );
+    assert!(!log.contains("trying AXFR"), "{log}");
+    let transfers: Vec<RType> = (primary.seen().iter())
+        .map(|s| s.qtype)
+        .filter(|&t| t != RType::SOA)
+        .collect();
+    let expected = [RType::AXFR, RType::IXFR, RType::IXFR, RType::IXFR];
+    assert_eq!(transfers, expected);
 }
 
 /// A secondary restarted with a kept copy checked most of a refresh

@@ -62,8 +62,14 @@ pub enum Outcome {
     /// A whole zone (AXFR, or an IXFR answered in AXFR form).
     Full(Zone),
     /// Our version with the steps of an IXFR applied; `diffs` are those
-    /// steps, oldest first, in the form the journal keeps.
-    Incremental { zone: Zone, diffs: Vec<ZoneDiff> },
+    /// steps, oldest first, in the form the journal keeps;
+    /// `already_present` counts the records the steps added that the
+    /// version they applied to held already (they change nothing).
+    Incremental {
+        zone: Zone,
+        diffs: Vec<ZoneDiff>,
+        already_present: usize,
+    },
 }
 
 /// Why a transfer failed. After `Malformed` or `Zone` from an IXFR, the
@@ -591,9 +597,13 @@ impl Receiver {
                 let Request::Ixfr { have } = &self.request else {
                     return Err(malformed("IXFR steps in answer to an AXFR"));
                 };
-                let zone = apply(have, &steps)?;
+                let (zone, already_present) = apply(have, &steps)?;
                 let diffs = steps.iter().map(journal_diff).collect();
-                Ok(Outcome::Incremental { zone, diffs })
+                Ok(Outcome::Incremental {
+                    zone,
+                    diffs,
+                    already_present,
+                })
             }
             State::Failed(e) => Err(e),
             _ => Err(XfrError::NotComplete),
@@ -644,16 +654,23 @@ fn step_diff(step: &Step) -> ZoneDiff {
     }
 }
 
-/// Our version with the IXFR steps applied one after the other. Each
-/// version shares with the one before every part of the zone its step did
-/// not touch, so the cost follows the size of the change, not the zone. A
-/// step that does not fit (it deletes what we lack) or leaves the zone
-/// broken fails the transfer; the zone we serve stays as it is.
-fn apply(have: &Zone, steps: &[Step]) -> Result<Zone, XfrError> {
+/// Our version with the IXFR steps applied one after the other, and how
+/// many records they added that were there already. Each version shares
+/// with the one before every part of the zone its step did not touch, so
+/// the cost follows the size of the change, not the zone. A step that does
+/// not fit (it deletes what we lack) or leaves the zone broken fails the
+/// transfer; the zone we serve stays as it is.
+fn apply(have: &Zone, steps: &[Step]) -> Result<(Zone, usize), XfrError> {
     let mut newest: Option<Zone> = None;
+    let mut already_present = 0;
     for step in steps {
         let from = newest.as_ref().unwrap_or(have);
-        newest = Some(from.apply(&step_diff(step)).map_err(XfrError::Zone)?);
+        let (next, present) = from
+            .apply_counting(&step_diff(step))
+            .map_err(XfrError::Zone)?;
+        already_present += present;
+        newest = Some(next);
     }
-    newest.ok_or_else(|| malformed("an IXFR without steps"))
+    let zone = newest.ok_or_else(|| malformed("an IXFR without steps"))?;
+    Ok((zone, already_present))
 }

@@ -782,7 +782,7 @@ impl Driver {
         let entry = self.entry(zone).expect("the timers wait for it");
         let (new, diffs) = match outcome {
             Outcome::Full(z) => (Arc::new(z), None),
-            Outcome::Incremental { zone: z, diffs } => (Arc::new(z), Some(diffs)),
+            Outcome::Incremental { zone: z, diffs, .. } => (Arc::new(z), Some(diffs)),
             Outcome::UpToDate => unreachable!("nothing received"),
         };
         let version = Version::of(&new, ctx.bounds);
@@ -854,6 +854,24 @@ async fn transfer(
             new.serial(),
             new.record_count(),
             started.elapsed().as_millis()
+        );
+    }
+    if let Outcome::Incremental {
+        zone: new,
+        already_present: repeated @ 1..,
+        ..
+    } = &outcome
+    {
+        // Harmless to the zone, but the primary's history and ours differ:
+        // once per transfer, not a line per record.
+        tracing::warn!(
+            zone = %origin,
+            peer = %up.addr,
+            serial = new.serial(),
+            "zone {origin}: the IXFR from {} to serial {} added {repeated} records the zone \
+             held already; they are taken as no change",
+            up.addr,
+            new.serial()
         );
     }
     Ok((outcome, expire))

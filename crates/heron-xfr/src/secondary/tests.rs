@@ -233,8 +233,13 @@ fn ixfr_of_two_chained_steps() {
     let messages = ixfr_messages(&chain, &v3, 512);
     assert!(messages.len() > 3, "{} messages", messages.len());
     match receive(ixfr(&v1), &messages).unwrap() {
-        Outcome::Incremental { zone, diffs } => {
+        Outcome::Incremental {
+            zone,
+            diffs,
+            already_present,
+        } => {
             assert_same(&zone, &v3);
+            assert_eq!(already_present, 0);
             let want: Vec<ZoneDiff> = chain.iter().map(|d| (**d).clone()).collect();
             assert_eq!(
                 diffs, want,
@@ -428,6 +433,33 @@ fn transfers_of_one_record_per_message() {
     let messages = one_per_message(axfr_records(&v3), RType::AXFR);
     match receive(Request::Axfr, &messages).unwrap() {
         Outcome::Full(z) => assert_same(&z, &v3),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Records an IXFR step adds that our version holds already change
+/// nothing, and are counted for the log.
+#[test]
+fn an_ixfr_adding_records_we_hold_counts_them() {
+    let (v1, v2, _) = versions();
+    let mut step = diff(&v1, &v2);
+    // In RICH, so in both versions.
+    step.added.push(heron_zone::diff::DiffRecord {
+        owner: Name::parse("mail.x.test").unwrap(),
+        rtype: RType::A,
+        ttl: 300,
+        rdata: vec![192, 0, 2, 2],
+    });
+    let messages = ixfr_messages(&[Arc::new(step)], &v2, MAX_MESSAGE);
+    match receive(ixfr(&v1), &messages).unwrap() {
+        Outcome::Incremental {
+            zone,
+            already_present,
+            ..
+        } => {
+            assert_same(&zone, &v2);
+            assert_eq!(already_present, 1);
+        }
         other => panic!("{other:?}"),
     }
 }
