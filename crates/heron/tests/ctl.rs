@@ -378,6 +378,58 @@ fn secondary_zones_show_their_timers_and_are_refreshed_and_retransferred_on_dema
     );
 }
 
+/// How many SOA records `dig` prints for an IXFR of `zone` from `from`
+/// at `server`: four or more for an incremental answer, two for a whole
+/// zone.
+fn soas_in_ixfr(server: std::net::SocketAddr, zone: &str, from: u32) -> usize {
+    use heron_testkit::{DigTool, run_dig_with};
+    let out = run_dig_with(DigTool::Dig, server, zone, &format!("IXFR={from}"), &[]);
+    (out.expect_success().lines())
+        .filter(|l| !l.starts_with(';'))
+        .filter(|l| l.split_whitespace().nth(3) == Some("SOA"))
+        .count()
+}
+
+/// `heron ctl retransfer` of a secondary zone whose primary still has the
+/// same version (issue 42, 9b) says nothing about a change and keeps the
+/// IXFR history the zone received, so its own secondaries still get IXFR.
+/// Other content under the same serial is warned of, and the history,
+/// which no longer leads to what is served, goes.
+#[test]
+fn a_retransfer_of_the_same_version_keeps_the_ixfr_history_quietly() {
+    use heron_testkit::{FakePrimary, IxfrAnswer};
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    let primary = FakePrimary::start(&["s.test"], 1);
+    primary.set_ixfr(IxfrAnswer::Step);
+    // Records enough that a step of four is sent as IXFR, not whole.
+    primary.set_padding(10);
+    let port = heron_testkit::process::free_port();
+    let secondaries = [("s.test", primary.addr().to_string())];
+    let config = secondary_config(dir.path(), &socket, port, &secondaries)
+        + "allow-transfer = [\"127.0.0.1\"]\n";
+    let server = ServerProcess::heron_on_port(&heron(), port, "ready.test", &config).unwrap();
+    row_when(&socket, "s.test", |r| r["serial"] == 1);
+    primary.set_serial(2);
+    let (code, out, _) = ctl(&socket, &["refresh", "s.test"]);
+    assert!(code == Some(0) && out.contains("serial 2"), "{out}");
+    assert_eq!(soas_in_ixfr(server.addr(), "s.test", 1), 4, "one step");
+
+    let (code, out, err) = ctl(&socket, &["retransfer", "s.test"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("s.test. transferred: serial 2"), "{out}");
+    let changed = "content changed but serial 2 did not";
+    assert!(!server.log().contains(changed), "{}", server.log());
+    assert_eq!(soas_in_ixfr(server.addr(), "s.test", 1), 4, "history kept");
+
+    primary.set_address([192, 0, 2, 77]);
+    let (code, out, err) = ctl(&socket, &["retransfer", "s.test"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let log = server.log();
+    assert_eq!(log.matches(changed).count(), 1, "{log}");
+    assert_eq!(soas_in_ixfr(server.addr(), "s.test", 1), 2, "a whole zone");
+}
+
 fn f_serial(socket: &Path, zone: &str) -> Value {
     ctl_json(socket, &["zone-status", zone])[0]["serial"].clone()
 }

@@ -257,12 +257,18 @@ impl Primary {
     }
 
     /// Whether `new` has a later serial than `old`; if not, the zone's
-    /// history is restarted (a serial that went back breaks every chain).
+    /// history is restarted (a serial that went back breaks every chain),
+    /// unless `new` is the same version again (`heron ctl retransfer`, a
+    /// reload of an unchanged file), which every chain still leads to.
     fn serial_moved_on(&self, old: &Zone, new: &Zone) -> bool {
         if serial::is_newer(new.serial(), old.serial()) {
             return true;
         }
         if new.serial() == old.serial() {
+            // Walks both zones, but only when the serial stood still.
+            if diff(old, new).is_empty() {
+                return false;
+            }
             tracing::warn!(
                 "zone {}: content changed but serial {} did not; secondaries will not see the change",
                 new.origin(),
@@ -516,6 +522,22 @@ mod tests {
         assert!(!p.zone_changed(&v2, &v1));
         flushed(p);
         assert!(!file.exists());
+    }
+
+    /// The same version again (a retransfer, a reload of an unchanged
+    /// file) keeps the history; other content under the same serial
+    /// restarts it. Neither is announced.
+    #[test]
+    fn the_same_version_again_keeps_the_history_and_other_content_clears_it() {
+        let p = open_primary();
+        let v: Vec<Zone> = (1..=2).map(|s| zone(s, &hosts(10 + s as usize))).collect();
+        assert!(p.zone_changed(&v[0], &v[1]));
+        let again = zone(2, &hosts(12));
+        assert!(!p.zone_changed(&v[1], &again));
+        assert_eq!(steps_planned(&p, &again, 1), Some(1));
+        let other = zone(2, &hosts(13));
+        assert!(!p.zone_changed(&again, &other));
+        assert_eq!(steps_planned(&p, &other, 1), None);
     }
 
     #[test]
