@@ -1,6 +1,7 @@
 //! Any bytes as the answer to a zone transfer: the receiver errors, never
-//! panics; and a zone it accepts is stored as a zone file that loads back
-//! to the same zone.
+//! panics; it says a transfer is complete exactly when `finish` has an
+//! answer (a connection goes back to the pool only then); and a zone it
+//! accepts is stored as a zone file that loads back to the same zone.
 //!
 //! Input: one octet (bit 0: IXFR from the zone below, else AXFR; bit 1:
 //! under small limits, at most 1 + the octet's top six bits records and
@@ -12,7 +13,7 @@
 use std::sync::{Arc, LazyLock};
 
 use heron_proto::Name;
-use heron_xfr::secondary::receive::{Outcome, Receiver, Request, TransferLimits};
+use heron_xfr::secondary::receive::{Outcome, Receiver, Request, TransferLimits, XfrError};
 use heron_xfr::secondary::store::write_zone;
 use heron_zone::{Zone, diff::diff, load_zone_str};
 use libfuzzer_sys::fuzz_target;
@@ -45,16 +46,27 @@ fuzz_target!(|data: &[u8]| {
         _ => TransferLimits::default(),
     };
     let mut r = Receiver::new(ORIGIN.clone(), request).with_limits(limits);
+    let mut complete = false;
     while rest.len() >= 2 {
         let len = u16::from_be_bytes([rest[0], rest[1]]) as usize;
         let msg = &rest[2..(2 + len).min(rest.len())];
         rest = &rest[(2 + len).min(rest.len())..];
         match r.feed(msg) {
             Ok(false) => {}
-            Ok(true) | Err(_) => break,
+            Ok(true) => {
+                complete = true;
+                break;
+            }
+            Err(_) => break,
         }
     }
-    let zone = match r.finish() {
+    let finished = r.finish();
+    match &finished {
+        Err(XfrError::NotComplete) => assert!(!complete, "complete, yet finish says not"),
+        Ok(_) => assert!(complete, "an outcome without the end of the transfer"),
+        Err(_) => {}
+    }
+    let zone = match finished {
         Ok(Outcome::Full(zone)) => {
             assert!(zone.record_count() as u64 <= limits.max_records);
             zone

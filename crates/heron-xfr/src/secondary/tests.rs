@@ -856,6 +856,21 @@ fn write_fuzz_seeds() {
                 512,
             ),
         ),
+        (
+            "ixfr-one-answer",
+            1,
+            one_per_message(ixfr_records(&chain, soa_record(&v3)), RType::IXFR),
+        ),
+        (
+            "ixfr-as-axfr-one-answer",
+            1,
+            one_per_message(axfr_records(&v2), RType::IXFR),
+        ),
+        (
+            "axfr-one-answer",
+            0,
+            one_per_message(axfr_records(&v2), RType::AXFR),
+        ),
     ];
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/xfr_receive");
     std::fs::create_dir_all(&dir).unwrap();
