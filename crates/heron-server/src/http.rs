@@ -4,8 +4,10 @@
 //! ([`MAX_REQUEST`]), the time to send it ([`REQUEST_TIMEOUT`]) and to
 //! take the answer ([`WRITE_TIMEOUT`]), and the connections served at
 //! once ([`MAX_CONNECTIONS`], of which [`MAX_PER_CLIENT`] from one
-//! client; more are closed at accept). Bodies, keep-alive and chunked
-//! encoding are not spoken.
+//! client; more from it are closed at accept, and a new client, when all
+//! are taken, takes the place of the busiest client's oldest). An
+//! optional allow-list closes the rest at accept. Bodies, keep-alive and
+//! chunked encoding are not spoken.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -15,9 +17,11 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crate::tcp::{AcceptFailures, next_connection};
+use heron_xfr::acl::Prefix;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
 use tokio::time::timeout;
 
 /// Longest request head (request line and headers) read.
@@ -26,7 +30,7 @@ pub const MAX_REQUEST: usize = 8192;
 pub const MAX_CONNECTIONS: usize = 16;
 /// Connections served at once from one client (an IPv4 address, an IPv6
 /// /64), until each is answered: one slow or hostile host cannot hold
-/// every slot and keep the scraper out.
+/// every slot, and several lose theirs to a new client ([`Slots`]).
 pub const MAX_PER_CLIENT: usize = 4;
 /// Longest time from connecting to the end of the request head.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -219,13 +223,13 @@ struct Answer {
 }
 
 /// One connection: a request read, an answer written, closed. The
-/// client's slot is given back once the answer is written: what is left
-/// is the short drain before closing.
+/// client's share is given back once the answer is written: what is
+/// left is the short drain before closing (the slot is held through it).
 async fn serve_one<F, Fut>(
     mut stream: TcpStream,
     metrics: Arc<F>,
     bodies: Arc<Bodies>,
-    client: ClientSlot,
+    slot: Arc<Slot>,
 ) -> io::Result<()>
 where
     F: Fn() -> Fut,
@@ -254,7 +258,8 @@ where
     })
     .await
     .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))??;
-    drop((answer, client));
+    drop(answer);
+    slot.answered();
     // Closing with unread input would reset the connection, and the
     // client could lose the answer: take what it still sends, a little.
     let mut rest = [0u8; 4096];
@@ -278,43 +283,129 @@ fn error_response(status: Status) -> Answer {
     Answer { head, body: None }
 }
 
-/// The connections each client holds now.
+/// The connections being served, at most [`MAX_CONNECTIONS`], and how
+/// many each client holds until answered, at most [`MAX_PER_CLIENT`].
+/// Full, a connection from a client under its share takes the place of
+/// one already held ([`Table::victim`]): a few hosts that connect and
+/// stay silent cannot keep a scraper out, whose own connection is one
+/// among many and answered within a round trip or two.
 #[derive(Clone, Default)]
-struct Clients(Arc<Mutex<HashMap<IpAddr, usize>>>);
+struct Slots(Arc<Mutex<Table>>);
 
-/// One of a client's connections, given back when dropped.
-struct ClientSlot {
-    clients: Clients,
-    client: IpAddr,
+#[derive(Default)]
+struct Table {
+    next_id: u64,
+    connections: HashMap<u64, Held>,
+    per_client: HashMap<IpAddr, usize>,
 }
 
-impl Clients {
+/// One connection held.
+struct Held {
+    client: IpAddr,
+    since: Instant,
+    /// Its answer written: it no longer counts against its client.
+    answered: bool,
+    /// Ends its task; set once the task is spawned.
+    stop: Option<AbortHandle>,
+}
+
+/// A connection's place, given back when dropped.
+struct Slot {
+    slots: Slots,
+    id: u64,
+}
+
+/// Why a connection gets no slot.
+#[derive(Debug, PartialEq, Eq)]
+struct PastShare;
+
+impl Table {
+    /// The connection to close for a new one when all are taken: one
+    /// answered and draining if any, else the oldest of the client that
+    /// holds the most.
+    fn victim(&self) -> Option<u64> {
+        let busiest = |c: &Held| self.per_client.get(&c.client).copied().unwrap_or(0);
+        (self.connections.iter())
+            .max_by_key(|(_, c)| (c.answered, busiest(c), std::cmp::Reverse(c.since)))
+            .map(|(&id, _)| id)
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Held> {
+        let held = self.connections.remove(&id)?;
+        if !held.answered {
+            self.release_client(held.client);
+        }
+        Some(held)
+    }
+
+    fn release_client(&mut self, client: IpAddr) {
+        if let Some(count) = self.per_client.get_mut(&client) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_client.remove(&client);
+            }
+        }
+    }
+}
+
+impl Slots {
     /// A slot for a connection from `peer`, unless its client holds
-    /// [`MAX_PER_CLIENT`] already.
-    fn take(&self, peer: IpAddr) -> Option<ClientSlot> {
+    /// [`MAX_PER_CLIENT`] already; when every slot is taken, the
+    /// [`Table::victim`]'s is closed and given to it.
+    fn take(&self, peer: IpAddr, now: Instant) -> Result<Slot, PastShare> {
         let client = client_of(peer);
         let mut held = self.0.lock().unwrap();
-        let count = held.entry(client).or_insert(0);
-        if *count >= MAX_PER_CLIENT {
-            return None;
+        if held.per_client.get(&client).copied().unwrap_or(0) >= MAX_PER_CLIENT {
+            return Err(PastShare);
         }
-        *count += 1;
-        Some(ClientSlot {
-            clients: self.clone(),
+        if held.connections.len() >= MAX_CONNECTIONS {
+            let victim = held.victim().and_then(|id| held.remove(id));
+            if let Some(stop) = victim.and_then(|v| v.stop) {
+                stop.abort();
+            }
+        }
+        let id = held.next_id;
+        held.next_id += 1;
+        *held.per_client.entry(client).or_insert(0) += 1;
+        let conn = Held {
             client,
+            since: now,
+            answered: false,
+            stop: None,
+        };
+        held.connections.insert(id, conn);
+        Ok(Slot {
+            slots: self.clone(),
+            id,
         })
     }
 }
 
-impl Drop for ClientSlot {
-    fn drop(&mut self) {
-        let mut held = self.clients.0.lock().unwrap();
-        if let Some(count) = held.get_mut(&self.client) {
-            *count -= 1;
-            if *count == 0 {
-                held.remove(&self.client);
-            }
+impl Slot {
+    /// Its task, to end if the slot is wanted for another.
+    fn stopped_by(&self, stop: AbortHandle) {
+        let mut held = self.slots.0.lock().unwrap();
+        if let Some(conn) = held.connections.get_mut(&self.id) {
+            conn.stop = Some(stop);
         }
+    }
+
+    /// The answer is written: the client may open another.
+    fn answered(&self) {
+        let mut held = self.slots.0.lock().unwrap();
+        let Some(conn) = held.connections.get_mut(&self.id) else {
+            return;
+        };
+        if !std::mem::replace(&mut conn.answered, true) {
+            let client = conn.client;
+            held.release_client(client);
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.slots.0.lock().unwrap().remove(self.id);
     }
 }
 
@@ -329,37 +420,53 @@ fn client_of(peer: IpAddr) -> IpAddr {
     }
 }
 
-/// Serves `listener` until `shutdown` turns true; `metrics` makes the
-/// body and its content type for each scrape.
-pub async fn serve<F, Fut>(listener: TcpListener, metrics: F, mut shutdown: watch::Receiver<bool>)
-where
+/// Who may connect to the endpoint: anyone (None), or addresses inside
+/// one of the prefixes; others are closed at accept.
+pub type Allowed = Option<Vec<Prefix>>;
+
+fn allows(allowed: &Allowed, peer: IpAddr) -> bool {
+    allowed
+        .as_ref()
+        .is_none_or(|prefixes| prefixes.iter().any(|p| p.contains(peer)))
+}
+
+/// Serves `listener` to the clients `allowed` until `shutdown` turns
+/// true; `metrics` makes the body and its content type for each scrape.
+pub async fn serve<F, Fut>(
+    listener: TcpListener,
+    allowed: Allowed,
+    metrics: F,
+    mut shutdown: watch::Receiver<bool>,
+) where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: Future<Output = (String, &'static str)> + Send,
 {
     let metrics = Arc::new(metrics);
     let bodies = Arc::new(Bodies::default());
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let clients = Clients::default();
+    let slots = Slots::default();
     let mut failures = AcceptFailures::default();
     while let Some((stream, peer)) = next_connection(&listener, &mut shutdown, &mut failures).await
     {
-        let Some(client_slot) = clients.take(peer.ip()) else {
+        if !allows(&allowed, peer.ip()) {
+            tracing::debug!("metrics: connection from {peer} closed: not in [metrics] allow");
+            continue;
+        }
+        let Ok(slot) = slots.take(peer.ip(), Instant::now()) else {
             tracing::debug!(
                 "metrics: connection from {peer} closed: {MAX_PER_CLIENT} open from it"
             );
             continue;
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tracing::debug!("metrics: connection from {peer} closed: {MAX_CONNECTIONS} open");
-            continue;
-        };
-        let (metrics, bodies) = (metrics.clone(), bodies.clone());
-        tokio::spawn(async move {
-            if let Err(e) = serve_one(stream, metrics, bodies, client_slot).await {
-                tracing::debug!("metrics: connection from {peer}: {e}");
+        let (metrics, bodies, slot) = (metrics.clone(), bodies.clone(), Arc::new(slot));
+        let task = tokio::spawn({
+            let slot = slot.clone();
+            async move {
+                if let Err(e) = serve_one(stream, metrics, bodies, slot).await {
+                    tracing::debug!("metrics: connection from {peer}: {e}");
+                }
             }
-            drop(slot);
         });
+        slot.stopped_by(task.abort_handle());
     }
 }
 
@@ -441,11 +548,16 @@ mod tests {
     }
 
     async fn server() -> (std::net::SocketAddr, watch::Sender<bool>) {
+        server_for(None).await
+    }
+
+    async fn server_for(allowed: Allowed) -> (std::net::SocketAddr, watch::Sender<bool>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, shutdown) = watch::channel(false);
         tokio::spawn(serve(
             listener,
+            allowed,
             || async { ("up 1\n".to_string(), "text/plain") },
             shutdown,
         ));
@@ -543,21 +655,88 @@ mod tests {
         answer
     }
 
+    /// Whether the server closed `stream` (it reads the end, or a reset).
+    async fn closed(stream: &mut TcpStream) -> bool {
+        let mut byte = [0u8; 1];
+        let read = timeout(Duration::from_secs(10), stream.read(&mut byte)).await;
+        matches!(read, Ok(Ok(0) | Err(_)))
+    }
+
     #[tokio::test]
-    async fn connections_past_the_limit_are_closed() {
+    async fn a_new_client_past_the_limit_takes_the_busiest_clients_oldest() {
         let (addr, _stop) = server().await;
         let mut held = Vec::new();
-        // From as many clients as it takes, each at its own limit.
+        // Every slot taken, by clients at their share, then one more from
+        // a client holding fewer (the listen queue is in order).
         for client in 0..MAX_CONNECTIONS / MAX_PER_CLIENT {
             held.extend(held_from(addr, 10 + client as u8, MAX_PER_CLIENT).await);
         }
+        let mut fewer = held_from(addr, 30, 1).await;
         assert_eq!(held.len(), MAX_CONNECTIONS);
-        // Accepted after those (the listen queue is in order), when
-        // every slot is taken.
-        assert_eq!(scrape_from(addr, 100).await, "", "closed unanswered");
-        drop(held);
-        let freed = answered_soon(addr, 100).await;
-        assert!(freed.starts_with("HTTP/1.0 200 "), "{freed}");
+        // The one of 30 took the place of the oldest of the first client,
+        // and the scraper that of the oldest of the next client still at
+        // its share; the newer connections stay.
+        let answer = scrape_from(addr, 100).await;
+        assert!(answer.starts_with("HTTP/1.0 200 "), "{answer}");
+        let taken = [0, MAX_PER_CLIENT];
+        for (i, stream) in held.iter_mut().enumerate() {
+            if taken.contains(&i) {
+                assert!(closed(stream).await, "{i}: its place taken");
+                continue;
+            }
+            stream
+                .write_all(b"ET /metrics HTTP/1.0\r\n\r\n")
+                .await
+                .unwrap();
+            let mut answer = Vec::new();
+            let _ = stream.read_to_end(&mut answer).await;
+            let answer = String::from_utf8_lossy(&answer);
+            assert!(answer.starts_with("HTTP/1.0 200 "), "{i}: {answer}");
+        }
+        fewer[0]
+            .write_all(b"ET /metrics HTTP/1.0\r\n\r\n")
+            .await
+            .unwrap();
+        assert!(!closed(&mut fewer[0]).await, "kept: its client held one");
+    }
+
+    #[tokio::test]
+    async fn only_the_allowed_may_connect() {
+        let allowed = Some(vec![
+            "127.0.0.2".parse().unwrap(),
+            "10.0.0.0/8".parse().unwrap(),
+        ]);
+        let (addr, _stop) = server_for(allowed).await;
+        let answer = scrape_from(addr, 2).await;
+        assert!(answer.starts_with("HTTP/1.0 200 "), "{answer}");
+        assert_eq!(scrape_from(addr, 3).await, "", "not allowed: closed");
+        assert_eq!(scrape_from(addr, 1).await, "", "not allowed: closed");
+    }
+
+    #[test]
+    fn the_victim_is_a_drained_connection_else_the_busiest_clients_oldest() {
+        let (t0, a, b) = (
+            Instant::now(),
+            "192.0.2.1".parse().unwrap(),
+            "192.0.2.2".parse().unwrap(),
+        );
+        let slots = Slots::default();
+        let later = |s: u64| t0 + Duration::from_secs(s);
+        let a1 = slots.take(a, later(1)).unwrap();
+        let b1 = slots.take(b, later(0)).unwrap();
+        let _a2 = slots.take(a, later(2)).unwrap();
+        let victim = || slots.0.lock().unwrap().victim();
+        // a holds two, b one (older): a's oldest.
+        assert_eq!(victim(), Some(a1.id));
+        // One answered and draining goes first, whoever it is.
+        b1.answered();
+        assert_eq!(victim(), Some(b1.id));
+        // Each slot is given back once.
+        drop((a1, b1));
+        let held = slots.0.lock().unwrap();
+        assert_eq!(held.connections.len(), 1);
+        assert_eq!(held.per_client.get(&a), Some(&1));
+        assert_eq!(held.per_client.get(&b), None);
     }
 
     #[tokio::test]

@@ -2166,6 +2166,7 @@ udp-coalesce-us = 1001
         let want = crate::metrics::MetricsSettings {
             listen: "127.0.0.1:9153".parse().unwrap(),
             zone_metrics: true,
+            allow: None,
         };
         assert_eq!(on.metrics, Some(want));
         let quiet = parse("[metrics]\nlisten = \"[::1]:9153\"\nzone-metrics = false\n").unwrap();
@@ -2179,6 +2180,46 @@ udp-coalesce-us = 1001
         }
         let err = parse("[metrics]\nport = 9153\n").unwrap_err();
         assert!(err[0].contains("unknown field `port`"), "{err:?}");
+    }
+
+    #[test]
+    fn metrics_allow_takes_addresses_and_prefixes_up_to_their_length() {
+        let allow = |list: &str| {
+            parse(&format!(
+                "[metrics]\nlisten = \"127.0.0.1:9153\"\nallow = [{list}]\n"
+            ))
+        };
+        let at_limits = allow(
+            "\"127.0.0.1\", \"10.0.0.0/8\", \"0.0.0.0/0\", \"192.0.2.1/32\", \"::1\", \"2001:db8::/128\"",
+        );
+        let prefixes = at_limits.unwrap().metrics.unwrap().allow.unwrap();
+        let shown: Vec<String> = prefixes.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "127.0.0.1/32",
+                "10.0.0.0/8",
+                "0.0.0.0/0",
+                "192.0.2.1/32",
+                "::1/128",
+                "2001:db8::/128"
+            ]
+        );
+        for (bad, want) in [
+            ("\"10.0.0.0/33\"", "prefix length must be 0 to 32"),
+            ("\"2001:db8::/129\"", "prefix length must be 0 to 128"),
+            ("\"10.0.0.0/-1\"", "prefix length"),
+            ("\"localhost\"", "not an IP address or prefix"),
+            ("\"127.0.0.1:9153\"", "not an IP address or prefix"),
+            ("\"\"", "not an IP address or prefix"),
+            ("9153", "string"),
+        ] {
+            let err = allow(&format!("\"127.0.0.1\", {bad}")).unwrap_err();
+            assert!(err[0].contains("line 3"), "{bad}: {err:?}");
+            assert!(err[0].contains(want), "{bad}: {err:?}");
+        }
+        let err = allow("").unwrap_err();
+        assert!(err[0].contains("[metrics] allow = []"), "{err:?}");
     }
 
     #[test]

@@ -501,6 +501,7 @@ async fn serve(
             tcp::bind(m.listen)
                 .map_err(|e| format!("cannot listen for metrics on {}: {e}", m.listen))?,
             m.zone_metrics,
+            m.allow,
         )),
         None => None,
     };
@@ -555,7 +556,7 @@ async fn serve(
             },
         )));
     }
-    if let Some((listener, zone_metrics)) = metrics {
+    if let Some((listener, zone_metrics, allowed)) = metrics {
         if let Ok(addr) = listener.local_addr() {
             tracing::info!("metrics on http://{addr}/metrics");
         }
@@ -568,7 +569,7 @@ async fn serve(
         };
         let shutdown = shutdown_rx.clone();
         tasks.push(tokio::spawn(crate::metrics::http::serve(
-            listener, scrape, shutdown,
+            listener, allowed, scrape, shutdown,
         )));
     }
     wait_for_signals(&catalog, &files, &transfers, &stop_asked).await;

@@ -402,3 +402,158 @@ fn a_secondary_zones_transfers_and_notifies_in_are_counted() {
     let edge_in = format!("heron_zone_transfers_total{{zone=\"{ORIGIN}.\",direction=\"in\"}}");
     assert_eq!(second.get(&edge_in), Some(&0.0));
 }
+
+/// A Heron with only the metrics endpoint, `[metrics]` given `extra`.
+fn metrics_only(extra: &str) -> (ServerProcess, SocketAddr) {
+    let edge = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone");
+    let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let server = ServerProcess::heron_with_config(&heron(), ORIGIN, |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
+             [metrics]\nlisten = \"{metrics}\"\n{extra}\n\
+             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n",
+            edge.display(),
+        )
+    });
+    (server, metrics)
+}
+
+/// A connection to `to` from 127.0.0.`last`, reads bounded by a second.
+fn connect_from(last: u8, to: SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    socket.bind(&SocketAddr::from(([127, 0, 0, last], 0)).into())?;
+    socket.connect_timeout(&to.into(), Duration::from_secs(5))?;
+    let stream: TcpStream = socket.into();
+    stream.set_read_timeout(Some(Duration::from_secs(1)))?;
+    Ok(stream)
+}
+
+/// What a scrape from 127.0.0.`last` gets.
+fn scrape_from(last: u8, to: SocketAddr) -> String {
+    let mut stream = connect_from(last, to).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let _ = stream.write_all(b"GET /metrics HTTP/1.0\r\n\r\n");
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// Whether the server closed `stream` (nothing more to read, or reset).
+fn closed_by_server(stream: &mut TcpStream) -> bool {
+    stream.set_nonblocking(true).unwrap();
+    let mut byte = [0u8; 64];
+    let closed = match stream.read(&mut byte) {
+        Ok(0) => true,
+        Ok(_) => false, // a 408: closed next
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    };
+    stream.set_nonblocking(false).unwrap();
+    closed
+}
+
+/// From 127.0.0.`last` until `stop`: one more connection open than a
+/// client's share, half silent, half sending a request a byte at a
+/// time; each one closed is opened again. Returns the connections made.
+fn hold_slots(last: u8, to: SocketAddr, stop: &std::sync::atomic::AtomicBool) -> usize {
+    const SHARE_AND_ONE: usize = 5;
+    let mut open: Vec<TcpStream> = Vec::new();
+    let mut made = 0;
+    // Bounded: the test ends it within a minute, and at most 10,000
+    // connections are made in any case.
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) && made < 10_000 {
+        open.retain_mut(|s| !closed_by_server(s));
+        while open.len() < SHARE_AND_ONE {
+            let Ok(stream) = connect_from(last, to) else {
+                break;
+            };
+            made += 1;
+            open.push(stream);
+        }
+        for slow in open.iter_mut().step_by(2) {
+            let _ = slow.write_all(b"G");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    made
+}
+
+/// Issue 42: 16 slots, 4 per client, so 4 addresses kept the scraper out
+/// (2 of 33 scrapes answered). Five addresses now hold what they can,
+/// re-opening what is closed, and every scrape from a sixth is answered.
+#[test]
+fn a_scrape_is_answered_while_five_addresses_hold_every_slot() {
+    let (server, metrics) = metrics_only("");
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let holders: Vec<_> = (2..=6)
+            .map(|last| {
+                let stop = &stop;
+                s.spawn(move || hold_slots(last, metrics, stop))
+            })
+            .collect();
+        // Every slot taken before the scrapes begin.
+        std::thread::sleep(Duration::from_millis(500));
+        let mut answered = 0;
+        const SCRAPES: usize = 33;
+        for _ in 0..SCRAPES {
+            if scrape_from(1, metrics).starts_with("HTTP/1.0 200 OK") {
+                answered += 1;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let made: usize = holders.into_iter().map(|h| h.join().unwrap()).sum();
+        assert_eq!(answered, SCRAPES, "{made} held connections made");
+        // The holders were kept busy: each made more than its share.
+        assert!(made > 5 * 5, "{made}");
+    });
+    assert!(server.log().contains("metrics on http://"));
+}
+
+/// `[metrics] allow`: only those addresses are answered; the others are
+/// closed at accept.
+#[test]
+fn only_the_allowed_addresses_are_answered() {
+    let (_server, metrics) = metrics_only("allow = [\"127.0.0.2\", \"10.0.0.0/8\"]");
+    let scrape_from = |last: u8| scrape_from(last, metrics);
+    let allowed = scrape_from(2);
+    assert!(allowed.starts_with("HTTP/1.0 200 OK"), "{allowed}");
+    assert_eq!(scrape_from(1), "", "127.0.0.1 is not in the list");
+    assert_eq!(scrape_from(3), "", "nor 127.0.0.3");
+}
+
+/// A malformed `[metrics] allow` entry stops the server's start and
+/// `check-config`, with the file and the line.
+#[test]
+fn a_malformed_allow_entry_is_reported_with_its_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("heron.toml");
+    for (entry, why) in [
+        ("10.0.0.0/33", "prefix length must be 0 to 32"),
+        ("scraper.example", "not an IP address or prefix"),
+    ] {
+        let text = format!(
+            "[metrics]\nlisten = \"127.0.0.1:{}\"\nallow = [\"127.0.0.1\",\n  \"{entry}\"]\n",
+            free_port()
+        );
+        std::fs::write(&config, text).unwrap();
+        for command in ["check-config", "serve"] {
+            let mut run = Command::new(heron());
+            match command {
+                "serve" => run.args(["serve", "--config"]),
+                _ => run.arg(command),
+            };
+            let out = run.arg(&config).output().unwrap();
+            let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{command} {entry}: {said}");
+            // The line the list begins on, as TOML reports it.
+            let path = config.display().to_string();
+            assert!(
+                said.contains(&path) && said.contains("line 3") && said.contains(why),
+                "{command} {entry}: {said}"
+            );
+        }
+    }
+}

@@ -20,6 +20,7 @@ use heron_server::rrl::RrlCounters;
 use heron_server::stats::{
     CONNECTION_LIMITS, LATENCY_BOUNDS_US, RCODES, SIZE_BOUNDS, TRANSPORTS, Totals, qtype_label,
 };
+use heron_xfr::acl::Prefix;
 use heron_xfr::stats::ZoneCounts;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, NoLabelSet};
@@ -46,6 +47,9 @@ pub struct MetricsSection {
     /// make every scrape large.
     #[serde(rename = "zone-metrics")]
     pub zone_metrics: bool,
+    /// The only addresses that may connect (addresses or prefixes);
+    /// absent: any.
+    pub allow: Option<Vec<AllowedPrefix>>,
 }
 
 impl Default for MetricsSection {
@@ -53,15 +57,31 @@ impl Default for MetricsSection {
         MetricsSection {
             listen: None,
             zone_metrics: true,
+            allow: None,
         }
     }
 }
 
-/// `[metrics]` read: the endpoint is on.
+/// One `[metrics] allow` entry, checked as the file is read so that a
+/// mistake is reported with its line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllowedPrefix(pub Prefix);
+
+impl<'de> Deserialize<'de> for AllowedPrefix {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<AllowedPrefix, D::Error> {
+        let text = String::deserialize(de)?;
+        text.parse()
+            .map(AllowedPrefix)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// `[metrics]` read: the endpoint is on.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MetricsSettings {
     pub listen: SocketAddr,
     pub zone_metrics: bool,
+    pub allow: http::Allowed,
 }
 
 impl MetricsSection {
@@ -73,9 +93,17 @@ impl MetricsSection {
         let listen = text.parse().map_err(|_| {
             format!("listen = \"{text}\": not an ADDRESS:PORT (e.g. \"127.0.0.1:9153\")")
         })?;
+        let allow = self
+            .allow
+            .as_ref()
+            .map(|list| list.iter().map(|a| a.0).collect());
+        if allow.as_ref().is_some_and(Vec::is_empty) {
+            return Err("allow = []: nobody could scrape; leave it out to allow anyone".into());
+        }
         Ok(Some(MetricsSettings {
             listen,
             zone_metrics: self.zone_metrics,
+            allow,
         }))
     }
 }
