@@ -4,7 +4,8 @@
 //! Input: the bytes of a request head.
 //!
 //! Checks: the parser answers or refuses, never panics; what it accepts is
-//! a GET or HEAD of `/metrics` over HTTP/1.0 or 1.1, valid UTF-8.
+//! a GET or HEAD of `/metrics` over HTTP/1.0 or 1.1, valid UTF-8; OpenMetrics
+//! is chosen only for a head whose `Accept` names it.
 #![no_main]
 
 use heron_server::http::parse_request;
@@ -18,5 +19,9 @@ fuzz_target!(|data: &[u8]| {
         let line = text.split('\n').next().unwrap();
         assert!(line.contains(" /metrics"), "{line:?}");
         assert!(line.trim_end_matches('\r').ends_with("HTTP/1.0") || line.trim_end_matches('\r').ends_with("HTTP/1.1"));
+        // OpenMetrics only for a head that names it.
+        if wanted.format == heron_server::http::Format::OpenMetrics {
+            assert!(text.to_ascii_lowercase().contains("application/openmetrics-text"), "{text:?}");
+        }
     }
 });

@@ -46,6 +46,37 @@ const LINGER_BYTES: usize = 64 * 1024;
 pub struct Wanted {
     /// HEAD: the headers without the body.
     pub head_only: bool,
+    pub format: Format,
+}
+
+/// The exposition format of a scrape, from its `Accept` header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0, for a client that names it (Prometheus does).
+    OpenMetrics,
+    /// Prometheus's text format 0.0.4, for every other client (curl,
+    /// `promtool check metrics`, older scrapers).
+    Text,
+}
+
+impl Format {
+    /// OpenMetrics when an `Accept` header names
+    /// `application/openmetrics-text` with a weight above 0.
+    fn from_accept(values: &[&str]) -> Format {
+        let wants_open_metrics = values.iter().flat_map(|v| v.split(',')).any(|range| {
+            let mut params = range.split(';').map(str::trim);
+            let media = params.next().unwrap_or_default();
+            let refused = params.any(|p| {
+                p.strip_prefix("q=")
+                    .is_some_and(|q| q.parse::<f32>().is_ok_and(|q| q <= 0.0))
+            });
+            media.eq_ignore_ascii_case("application/openmetrics-text") && !refused
+        });
+        match wants_open_metrics {
+            true => Format::OpenMetrics,
+            false => Format::Text,
+        }
+    }
 }
 
 /// An answer other than the metrics.
@@ -102,11 +133,15 @@ pub fn parse_request(head: &[u8]) -> Result<Wanted, Status> {
     if !matches!(version, "HTTP/1.0" | "HTTP/1.1") {
         return Err(Status::VersionNotSupported);
     }
+    let mut accept = Vec::new();
     for header in lines.take_while(|l| !l.is_empty()) {
-        let name = header.split_once(':').map(|(n, _)| n);
-        let valid = name.is_some_and(|n| !n.is_empty() && !n.contains([' ', '\t']));
+        let (name, value) = header.split_once(':').unwrap_or(("", ""));
+        let valid = !name.is_empty() && !name.contains([' ', '\t']);
         if !valid || header.chars().any(|c| c.is_control() && c != '\t') {
             return Err(Status::BadRequest);
+        }
+        if name.eq_ignore_ascii_case("accept") {
+            accept.push(value);
         }
     }
     if !target.starts_with('/') || target.chars().any(|c| c.is_control()) {
@@ -124,7 +159,10 @@ pub fn parse_request(head: &[u8]) -> Result<Wanted, Status> {
     if path != "/metrics" {
         return Err(Status::NotFound);
     }
-    Ok(Wanted { head_only })
+    Ok(Wanted {
+        head_only,
+        format: Format::from_accept(&accept),
+    })
 }
 
 /// Reads the request head within the limits: Ok(None) if the client
@@ -185,20 +223,22 @@ const REUSE: Duration = Duration::from_secs(1);
 /// come together cost one build.
 #[derive(Default)]
 struct Bodies {
-    last: tokio::sync::Mutex<Weak<Body>>,
+    /// The last body of each [`Format`].
+    last: tokio::sync::Mutex<[Weak<Body>; 2]>,
 }
 
 impl Bodies {
-    async fn get<F, Fut>(&self, metrics: &F) -> Arc<Body>
+    async fn get<F, Fut>(&self, metrics: &F, format: Format) -> Arc<Body>
     where
-        F: Fn() -> Fut,
+        F: Fn(Format) -> Fut,
         Fut: Future<Output = (String, &'static str)>,
     {
-        let mut last = self.last.lock().await;
-        if let Some(body) = reusable(&last, Instant::now()) {
+        let mut bodies = self.last.lock().await;
+        let last = &mut bodies[format as usize];
+        if let Some(body) = reusable(last, Instant::now()) {
             return body;
         }
-        let (text, content_type) = metrics().await;
+        let (text, content_type) = metrics(format).await;
         let body = Arc::new(Body {
             bytes: text.into_bytes(),
             content_type,
@@ -232,14 +272,14 @@ async fn serve_one<F, Fut>(
     slot: Arc<Slot>,
 ) -> io::Result<()>
 where
-    F: Fn() -> Fut,
+    F: Fn(Format) -> Fut,
     Fut: Future<Output = (String, &'static str)>,
 {
     let answer = match read_head(&mut stream).await {
         Ok(None) => return Ok(()),
         Ok(Some(head)) => match parse_request(&head) {
             Ok(wanted) => {
-                let body = bodies.get(&*metrics).await;
+                let body = bodies.get(&*metrics, wanted.format).await;
                 Answer {
                     head: response_head("200 OK", body.content_type, body.bytes.len()),
                     body: (!wanted.head_only).then_some(body),
@@ -431,14 +471,15 @@ fn allows(allowed: &Allowed, peer: IpAddr) -> bool {
 }
 
 /// Serves `listener` to the clients `allowed` until `shutdown` turns
-/// true; `metrics` makes the body and its content type for each scrape.
+/// true; `metrics` makes the body and its content type for each scrape,
+/// in the format asked for.
 pub async fn serve<F, Fut>(
     listener: TcpListener,
     allowed: Allowed,
     metrics: F,
     mut shutdown: watch::Receiver<bool>,
 ) where
-    F: Fn() -> Fut + Send + Sync + 'static,
+    F: Fn(Format) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = (String, &'static str)> + Send,
 {
     let metrics = Arc::new(metrics);
@@ -476,7 +517,10 @@ mod tests {
 
     #[test]
     fn a_scrape_is_understood() {
-        let ok = Ok(Wanted { head_only: false });
+        let ok = Ok(Wanted {
+            head_only: false,
+            format: Format::Text,
+        });
         assert_eq!(
             parse_request(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
             ok
@@ -485,8 +529,35 @@ mod tests {
         assert_eq!(parse_request(b"GET /metrics?x=1 HTTP/1.0\n\n"), ok);
         assert_eq!(
             parse_request(b"HEAD /metrics HTTP/1.1\r\n\r\n"),
-            Ok(Wanted { head_only: true })
+            Ok(Wanted {
+                head_only: true,
+                format: Format::Text
+            })
         );
+    }
+
+    /// Prometheus asks for OpenMetrics first; curl and promtool name
+    /// nothing, or the text format.
+    #[test]
+    fn the_format_follows_the_accept_header() {
+        let format = |head: &str| parse_request(head.as_bytes()).map(|w| w.format);
+        let prometheus = "GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;version=1.0.0,\
+            application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n\r\n";
+        assert_eq!(format(prometheus), Ok(Format::OpenMetrics));
+        assert_eq!(
+            format("GET /metrics HTTP/1.1\r\naccept:  Application/OpenMetrics-Text\r\n\r\n"),
+            Ok(Format::OpenMetrics)
+        );
+        for head in [
+            "GET /metrics HTTP/1.1\r\n\r\n",
+            "GET /metrics HTTP/1.1\r\nAccept: */*\r\n\r\n",
+            "GET /metrics HTTP/1.1\r\nAccept: text/plain;version=0.0.4\r\n\r\n",
+            "GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;q=0, text/plain\r\n\r\n",
+            "GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text-not\r\n\r\n",
+            "GET /metrics HTTP/1.1\r\nX-Accept: application/openmetrics-text\r\n\r\n",
+        ] {
+            assert_eq!(format(head), Ok(Format::Text), "{head:?}");
+        }
     }
 
     #[test]
@@ -558,7 +629,7 @@ mod tests {
         tokio::spawn(serve(
             listener,
             allowed,
-            || async { ("up 1\n".to_string(), "text/plain") },
+            |_| async { ("up 1\n".to_string(), "text/plain") },
             shutdown,
         ));
         (addr, stop)
@@ -766,20 +837,25 @@ mod tests {
     async fn scrapes_that_meet_share_one_body() {
         let bodies = Bodies::default();
         let built = std::sync::atomic::AtomicUsize::new(0);
-        let metrics = || {
+        let metrics = |format| {
             built.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            async { ("up 1\n".repeat(1000), "text/plain") }
+            async move { (format!("{format:?}\n").repeat(1000), "text/plain") }
         };
         let built = || built.load(std::sync::atomic::Ordering::Relaxed);
         // A slow reader still holds the first: the second scrape gets it.
-        let first = bodies.get(&metrics).await;
-        let second = bodies.get(&metrics).await;
+        let first = bodies.get(&metrics, Format::Text).await;
+        let second = bodies.get(&metrics, Format::Text).await;
         assert!(Arc::ptr_eq(&first, &second));
         assert_eq!(built(), 1);
+        // A scrape in the other format gets a body of its own.
+        let other = bodies.get(&metrics, Format::OpenMetrics).await;
+        assert!(other.bytes.starts_with(b"OpenMetrics\n"));
+        assert!(first.bytes.starts_with(b"Text\n"));
+        assert_eq!(built(), 2);
         // Once no connection sends it, the next scrape builds anew.
         drop((first, second));
-        let third = bodies.get(&metrics).await;
-        assert_eq!(built(), 2);
+        let third = bodies.get(&metrics, Format::Text).await;
+        assert_eq!(built(), 3);
         // An old one is not sent again, even while sent.
         let last = Arc::downgrade(&third);
         assert!(reusable(&last, third.made + REUSE / 2).is_some());

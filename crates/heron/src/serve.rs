@@ -560,12 +560,9 @@ async fn serve(
         if let Ok(addr) = listener.local_addr() {
             tracing::info!("metrics on http://{addr}/metrics");
         }
-        let scrape = move || {
+        let scrape = move |format| {
             let controller = controller.clone();
-            async move {
-                let body = crate::metrics::scrape(&controller, zone_metrics).await;
-                (body, crate::metrics::CONTENT_TYPE)
-            }
+            async move { crate::metrics::scrape(&controller, zone_metrics, format).await }
         };
         let shutdown = shutdown_rx.clone();
         tasks.push(tokio::spawn(crate::metrics::http::serve(

@@ -31,6 +31,11 @@ struct Fixture {
     _certs: tempfile::TempDir,
 }
 
+/// A scrape as Prometheus 2 sends it: OpenMetrics first.
+const PROMETHEUS_SCRAPE: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\
+    Accept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,\
+    text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n\r\n";
+
 impl Fixture {
     fn start() -> Fixture {
         let certs = tempfile::tempdir().unwrap();
@@ -63,7 +68,7 @@ impl Fixture {
 
     /// The samples of a scrape, by name and labels as written.
     fn scrape(&self) -> HashMap<String, f64> {
-        let answer = http(self.metrics, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        let answer = http(self.metrics, PROMETHEUS_SCRAPE);
         let (head, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
         assert!(head.starts_with("HTTP/1.0 200 OK"), "{head}");
         assert!(
@@ -556,4 +561,47 @@ fn a_malformed_allow_entry_is_reported_with_its_file_and_line() {
             );
         }
     }
+}
+
+/// Issue 44: `promtool check metrics` (what CI pipelines run on a scrape)
+/// failed on every counter, since OpenMetrics was served to clients that
+/// did not ask for it. A client that names no format gets Prometheus's
+/// text format, which promtool accepts without a complaint.
+#[test]
+fn a_plain_scrape_passes_promtool_check_metrics() {
+    let f = Fixture::start();
+    query_udp(f.server.addr(), &query(ORIGIN, RType::SOA));
+    let answer = http(f.metrics, b"GET /metrics HTTP/1.0\r\n\r\n");
+    let (head, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+    assert!(
+        head.contains("Content-Type: text/plain; version=0.0.4"),
+        "{head}"
+    );
+    assert!(!body.contains("# EOF"), "{body}");
+    assert!(
+        body.lines()
+            .any(|l| l == "# TYPE heron_queries_total counter"),
+        "{body}"
+    );
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus) is installed");
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = promtool.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "promtool: {said}\n{body}");
+    assert_eq!(said.trim(), "", "promtool has complaints:\n{body}");
 }

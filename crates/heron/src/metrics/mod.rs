@@ -33,8 +33,10 @@ use serde::Deserialize;
 
 use crate::commands::Controller;
 
-/// The content type of what `/metrics` answers.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The content type of `/metrics` in OpenMetrics.
+const OPEN_METRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The content type of `/metrics` in Prometheus's text format.
+const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// `[metrics]`: off unless `listen` is set.
 #[derive(Debug, Deserialize)]
@@ -133,8 +135,22 @@ struct Snapshot {
     process: process::ProcessStats,
 }
 
-/// The body of a scrape of the server `controller` sees.
-pub(crate) async fn scrape(controller: &Controller, zone_metrics: bool) -> String {
+/// The body of a scrape of the server `controller` sees, in `format`, and
+/// its content type.
+pub(crate) async fn scrape(
+    controller: &Controller,
+    zone_metrics: bool,
+    format: http::Format,
+) -> (String, &'static str) {
+    let body = snapshot(controller, zone_metrics).await;
+    match format {
+        http::Format::OpenMetrics => (body, OPEN_METRICS),
+        http::Format::Text => (text_format(&body), TEXT_FORMAT),
+    }
+}
+
+/// The OpenMetrics body of a scrape.
+async fn snapshot(controller: &Controller, zone_metrics: bool) -> String {
     let zones = match zone_metrics {
         true => Some(zone_rows(controller).await),
         false => None,
@@ -151,6 +167,62 @@ pub(crate) async fn scrape(controller: &Controller, zone_metrics: bool) -> Strin
         process: process::read(),
     };
     encode(snapshot)
+}
+
+/// `open_metrics` (as prometheus-client writes it) in Prometheus's text
+/// format 0.0.4, which `promtool check metrics` and scrapers that do not
+/// ask for OpenMetrics read: a counter's HELP and TYPE name its samples
+/// (`_total`), an info metric is a gauge named `_info`, and there is no
+/// `# EOF`, `# UNIT` or `_created`.
+fn text_format(open_metrics: &str) -> String {
+    let mut kinds = HashMap::new();
+    for line in open_metrics.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ")
+            && let Some((name, kind)) = rest.split_once(' ')
+        {
+            kinds.insert(name, kind);
+        }
+    }
+    let sample_name = |name: &str| match kinds.get(name) {
+        Some(&"counter") => format!("{name}_total"),
+        Some(&"info") => format!("{name}_info"),
+        _ => name.to_string(),
+    };
+    let mut text = String::with_capacity(open_metrics.len());
+    for line in open_metrics.lines() {
+        let rewritten = if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
+            // OpenMetrics escapes `"` in HELP; the text format does not.
+            let help = help.replace("\\\"", "\"");
+            format!("# HELP {} {help}", sample_name(name))
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, "unknown"));
+            let kind = match kind {
+                "counter" | "gauge" | "histogram" | "summary" => kind,
+                "info" => "gauge",
+                _ => "untyped",
+            };
+            format!("# TYPE {} {kind}", sample_name(name))
+        } else if line.starts_with("# EOF")
+            || line.starts_with("# UNIT ")
+            || is_created_sample(line, &kinds)
+        {
+            continue;
+        } else {
+            line.to_string()
+        };
+        text.push_str(&rewritten);
+        text.push('\n');
+    }
+    text
+}
+
+/// Whether `line` is the `_created` sample of a counter or histogram,
+/// which the text format does not have.
+fn is_created_sample(line: &str, kinds: &HashMap<&str, &str>) -> bool {
+    let name = line.split(['{', ' ']).next().unwrap_or_default();
+    name.strip_suffix("_created")
+        .is_some_and(|family| matches!(kinds.get(family), Some(&"counter" | &"histogram")))
 }
 
 fn encode(snapshot: Snapshot) -> String {
@@ -570,6 +642,48 @@ mod tests {
                 ..process::ProcessStats::default()
             },
         }
+    }
+
+    #[test]
+    fn the_text_format_names_counters_by_their_samples() {
+        let open = encode(snapshot());
+        let text = text_format(&open);
+        for line in [
+            "# HELP heron_queries_total DNS messages received, by transport and query type (OTHER: any other, or unreadable)",
+            "# TYPE heron_queries_total counter",
+            "heron_queries_total{transport=\"tcp\",qtype=\"AAAA\"} 1",
+            "# TYPE heron_build_info gauge",
+            "heron_build_info{version=\"0.1.0\"} 1",
+            "# TYPE heron_response_size_bytes histogram",
+            "heron_response_size_bytes_bucket{le=\"+Inf\"} 1",
+            "# TYPE process_resident_memory_bytes gauge",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "no line {line:?} in\n{text}"
+            );
+        }
+        assert!(!text.contains("# EOF"), "{text}");
+        assert!(!text.lines().any(|l| l == "# TYPE heron_queries counter"));
+        // Every sample line of the original is kept, in order.
+        let samples = |body: &str| -> Vec<String> {
+            body.lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(samples(&text), samples(&open));
+    }
+
+    #[test]
+    fn the_text_format_drops_what_it_does_not_have() {
+        let open = "# HELP a_thing A \\\"quoted\\\" thing.\n# TYPE a_thing counter\n# UNIT a_thing seconds\n\
+            a_thing_total 3\na_thing_created 1700000000\n# TYPE odd stateset\nodd{odd=\"x\"} 1\n# EOF\n";
+        assert_eq!(
+            text_format(open),
+            "# HELP a_thing_total A \"quoted\" thing.\n# TYPE a_thing_total counter\na_thing_total 3\n\
+             # TYPE odd untyped\nodd{odd=\"x\"} 1\n"
+        );
     }
 
     /// Issue 44: the buckets were made cumulative before the encoder,
