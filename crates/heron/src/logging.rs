@@ -1,6 +1,9 @@
 //! Logging to stderr: the `[log]` section (format, level, a level per
 //! target) and the `HERON_LOG` variable, which replaces the file's levels
 //! when set so that one start can be made louder without editing the file.
+//! Under systemd, when stderr is the journal's stream (`JOURNAL_STREAM`),
+//! each line starts with its syslog priority (`<3>` for an error), which
+//! journald reads and strips: errors are filed as errors, not as info.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -9,8 +12,12 @@ use std::path::Path;
 use std::str::FromStr;
 
 use serde::Deserialize;
+use tracing::{Event, Subscriber};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
 
 /// The variable whose filter directives replace `[log] level` and `targets`.
 const ENV: &str = "HERON_LOG";
@@ -105,21 +112,95 @@ pub fn section_of(path: &Path) -> LogSection {
 
 /// Starts logging to stderr as `section` says.
 pub fn init(section: &LogSection) {
+    let journal = stderr_is_the_journal();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(section.filter())
         .with_writer(std::io::stderr);
     match section.format {
-        LogFormat::Text => builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .with_target(false)
-            .init(),
+        LogFormat::Text => {
+            let builder = builder
+                .with_ansi(std::io::stderr().is_terminal() && !journal)
+                .with_target(false);
+            let format = SyslogPrefix::new(builder_format(), journal);
+            builder.event_format(format).init()
+        }
         // The target says which part spoke: kept for filtering by it.
-        LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .with_span_list(false)
-            .init(),
+        LogFormat::Json => {
+            let format = tracing_subscriber::fmt::format()
+                .json()
+                .flatten_event(true)
+                .with_current_span(false)
+                .with_span_list(false);
+            builder
+                .json()
+                .event_format(SyslogPrefix::new(format, journal))
+                .init()
+        }
+    }
+}
+
+/// The text format as `init` sets it (no target).
+fn builder_format() -> tracing_subscriber::fmt::format::Format {
+    tracing_subscriber::fmt::format().with_target(false)
+}
+
+/// Whether stderr is the stream systemd connected to the journal: it
+/// names it in `JOURNAL_STREAM` as `DEVICE:INODE`, and a process whose
+/// stderr was redirected since keeps the variable but not the stream.
+fn stderr_is_the_journal() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(named) = std::env::var("JOURNAL_STREAM") else {
+        return false;
+    };
+    std::fs::metadata("/proc/self/fd/2")
+        .is_ok_and(|stderr| is_stream(&named, stderr.dev(), stderr.ino()))
+}
+
+/// Whether `JOURNAL_STREAM`'s `DEVICE:INODE` is the file `dev`, `ino`.
+fn is_stream(named: &str, dev: u64, ino: u64) -> bool {
+    named
+        .split_once(':')
+        .is_some_and(|(d, i)| d.parse() == Ok(dev) && i.parse() == Ok(ino))
+}
+
+/// The syslog priority of a level, as `sd-daemon(3)` prefixes read it.
+fn syslog_priority(level: &tracing::Level) -> u8 {
+    match *level {
+        tracing::Level::ERROR => 3,
+        tracing::Level::WARN => 4,
+        tracing::Level::INFO => 6,
+        _ => 7,
+    }
+}
+
+/// An event format that starts each line with `<PRIORITY>` when `on`.
+struct SyslogPrefix<F> {
+    inner: F,
+    on: bool,
+}
+
+impl<F> SyslogPrefix<F> {
+    fn new(inner: F, on: bool) -> SyslogPrefix<F> {
+        SyslogPrefix { inner, on }
+    }
+}
+
+impl<S, N, F> FormatEvent<S, N> for SyslogPrefix<F>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+    F: FormatEvent<S, N>,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        if self.on {
+            write!(writer, "<{}>", syslog_priority(event.metadata().level()))?;
+        }
+        self.inner.format_event(ctx, writer, event)
     }
 }
 
@@ -129,6 +210,32 @@ mod tests {
 
     fn parse(text: &str) -> Result<LogSection, String> {
         toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_journal_stream_is_recognised_by_device_and_inode() {
+        assert!(is_stream("8:12345", 8, 12345));
+        assert!(!is_stream("8:12345", 8, 12346));
+        assert!(!is_stream("9:12345", 8, 12345));
+        for bad in ["", ":", "8", "8:", ":12345", "x:y", "8:12345:1", "-1:5"] {
+            assert!(!is_stream(bad, 8, 12345), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn priorities_are_syslogs() {
+        use tracing::Level;
+        let p = |l| syslog_priority(&l);
+        assert_eq!(
+            [
+                p(Level::ERROR),
+                p(Level::WARN),
+                p(Level::INFO),
+                p(Level::DEBUG),
+                p(Level::TRACE)
+            ],
+            [3, 4, 6, 7, 7]
+        );
     }
 
     #[test]

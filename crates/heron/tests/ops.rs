@@ -72,6 +72,22 @@ impl Served {
         config: Option<&str>,
         heron_log: Option<&str>,
     ) -> Served {
+        Served::start_with(dir, zone, config, heron_log, false)
+    }
+
+    /// [`Served::start`] as systemd starts it with `StandardError=journal`:
+    /// `JOURNAL_STREAM` names the file stderr is (by device and inode).
+    fn start_as_if_journald(config: Option<&str>) -> Served {
+        Served::start_with(TempDir::new("journal"), &edge_zone(), config, None, true)
+    }
+
+    fn start_with(
+        dir: TempDir,
+        zone: &Path,
+        config: Option<&str>,
+        heron_log: Option<&str>,
+        journal: bool,
+    ) -> Served {
         let socket = dir.0.join("notify.sock");
         let notifications = UnixDatagram::bind(&socket).unwrap();
         notifications
@@ -79,7 +95,14 @@ impl Served {
             .unwrap();
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let stderr = dir.0.join("stderr");
+        let stderr_file = fs::File::create(&stderr).unwrap();
         let mut command = Command::new(heron());
+        command.env_remove("JOURNAL_STREAM");
+        if journal {
+            use std::os::unix::fs::MetadataExt;
+            let meta = stderr_file.metadata().unwrap();
+            command.env("JOURNAL_STREAM", format!("{}:{}", meta.dev(), meta.ino()));
+        }
         command
             .arg("serve")
             .arg("--listen")
@@ -90,7 +113,7 @@ impl Served {
             .env_remove("HERON_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(fs::File::create(&stderr).unwrap());
+            .stderr(stderr_file);
         if let Some(text) = config {
             let path = dir.0.join("heron.toml");
             fs::write(&path, text).unwrap();
@@ -476,4 +499,51 @@ fn the_unit_file_passes_systemd_analyze_verify() {
         !said.contains("heron.service"),
         "warnings about the unit: {said}"
     );
+}
+
+/// Issue 44: under journald every line was filed at the priority of the
+/// stream (info), errors included. With stderr the journal's stream, each
+/// line starts with its syslog priority; anywhere else, nothing changes.
+#[test]
+fn under_journald_each_line_carries_its_syslog_priority() {
+    // A zone file that does not load: an error, and the rest at info.
+    let dir = TempDir::new("journal-error");
+    let broken = dir.0.join("broken.zone");
+    fs::write(
+        &broken,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\nbad A 192.0.2.300\n",
+    )
+    .unwrap();
+    let config = format!(
+        "[[zone]]\norigin = \"broken.test\"\nfile = \"{}\"\n",
+        broken.display()
+    );
+    let server = Served::start_as_if_journald(Some(&config));
+    server.until_ready();
+    let (status, log) = server.stop();
+    assert!(status.success(), "{status}: {log}");
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(!lines.is_empty());
+    for line in &lines {
+        let known = ["<3>", "<4>", "<6>", "<7>"]
+            .iter()
+            .any(|p| line.starts_with(p));
+        assert!(known, "no priority on {line:?}");
+    }
+    let said = |prefix: &str, text: &str| {
+        lines
+            .iter()
+            .any(|l| l.starts_with(prefix) && l.contains(text))
+    };
+    assert!(said("<6>", "ready: serving"), "{log}");
+    assert!(
+        said("<3>", "broken.zone"),
+        "the load error as an error: {log}"
+    );
+    assert!(!log.contains('\u{1b}'), "no colours for the journal: {log}");
+    // Without the variable: no prefixes.
+    let plain = Served::start(None, None);
+    plain.until_ready();
+    let (_, log) = plain.stop();
+    assert!(log.lines().all(|l| !l.starts_with('<')), "{log}");
 }
