@@ -17,6 +17,12 @@ pub fn reloading() {
     send(&states);
 }
 
+/// The server stops: `systemctl status` shows "deactivating" at once,
+/// not "active" for the seconds the last kept copies and journals take.
+pub fn stopping() {
+    send(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
+}
+
 /// A line for `systemctl status`, e.g. how far a long load is.
 pub fn status(line: &str) {
     send(&[NotifyState::Status(line)]);

@@ -571,6 +571,7 @@ async fn serve(
     }
     wait_for_signals(&catalog, &files, &transfers, &stop_asked).await;
     tracing::info!("shutting down");
+    notify::stopping();
     stop.store(true, Ordering::Relaxed);
     let _ = shutdown_tx.send(true);
     for task in tasks {

@@ -190,7 +190,7 @@ fn assert_edge_test_answers(addr: SocketAddr) {
 
 #[test]
 fn ready_once_the_zone_answers_and_reloading_around_a_reload() {
-    let server = Served::start(None, None);
+    let mut server = Served::start(None, None);
     server.until_ready();
     // No waiting, no retry loop: READY=1 promises the zone answers now.
     assert_edge_test_answers(server.addr);
@@ -206,8 +206,16 @@ fn ready_once_the_zone_answers_and_reloading_around_a_reload() {
         "{reload:?}"
     );
     assert_edge_test_answers(server.addr);
-    let (status, log) = server.stop();
-    assert!(status.success(), "{status}: {log}");
+    server.signal("TERM");
+    let mut buf = [0u8; 4096];
+    let n = server
+        .notifications
+        .recv(&mut buf)
+        .expect("a notification at stop");
+    let stopping = String::from_utf8_lossy(&buf[..n]);
+    assert!(stopping.lines().any(|l| l == "STOPPING=1"), "{stopping}");
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "{status}: {}", server.log());
 }
 
 #[test]
