@@ -80,7 +80,7 @@ use heron_xfr::journal::file as journal_file;
 use heron_xfr::primary::{NotifyTarget, ZonePolicy};
 use heron_xfr::secondary::client::Upstream;
 use heron_xfr::secondary::kept_file::KeptFile;
-pub(crate) use heron_xfr::secondary::kept_file::{ZONE_PLACEHOLDER, pattern_file};
+pub(crate) use heron_xfr::secondary::kept_file::{ZONE_PLACEHOLDER, pattern_file, text_stem};
 use heron_xfr::secondary::receive::TransferLimits;
 use heron_xfr::secondary::refresh::{Primaries, SecondaryZone, TimerBounds};
 use heron_xfr::secondary::tls::{TlsClients, XotTrust};
@@ -565,7 +565,7 @@ impl ZoneGroup {
 
     /// The file of the zone at `origin`, from the pattern.
     fn file_of(&self, origin: &str) -> String {
-        pattern_file(&self.file, origin)
+        pattern_file(&self.file, text_stem(origin))
     }
 }
 

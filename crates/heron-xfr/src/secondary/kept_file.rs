@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use heron_proto::Name;
+use heron_proto::name::push_escaped_name_byte;
 
 /// What a `[[zone-group]]` or catalog file pattern replaces with each
 /// origin.
@@ -18,15 +19,60 @@ pub const ZONE_PLACEHOLDER: &str = "{zone}";
 /// (`.jnl.tmp`).
 const MAX_FILE_NAME: usize = 255 - ".jnl.tmp".len();
 
-/// The file of the zone at `origin` (its name as text), from a `{zone}`
-/// pattern. A file name that would be too long for the file system
-/// (origins run to 253 characters) gets a shortened stem instead: see
-/// [`fitting_stem`].
-pub fn pattern_file(pattern: &str, origin: &str) -> String {
-    let stem = match origin {
-        "." => "root",
+/// The stem of the root zone's file.
+const ROOT_STEM: &str = "root";
+
+/// The stem of zone `origin`'s file in a `{zone}` pattern: its name as
+/// presentation format writes it (as [`Name`]'s `Display`, so an
+/// ordinary name keeps the file it always had), without the final dot;
+/// `root` for the root zone. A catalog's producer chooses its members'
+/// names, so the stem must be one path component and every zone's own:
+/// `/` is written `\047` (else `zones/a.test` would be kept in a folder
+/// of the members' folder, over whatever is there), `~` `\126` (it
+/// marks a [`fitting_stem`]), and a zone named `root` starts `\DDD` (the
+/// root zone's stem). Every other octet that is not printable ASCII is
+/// `\DDD` already (NUL included), `\` is `\\` and a `.` in a label `\.`.
+/// So the stem reads back as the name it came from: no two zones share
+/// one, even where a file system ignores case (two zones' names differ in
+/// more than case).
+pub fn zone_stem(origin: &Name) -> String {
+    if origin.is_root() {
+        return ROOT_STEM.into();
+    }
+    let mut stem = String::with_capacity(origin.wire_len() + 4);
+    for (i, label) in origin.labels().enumerate() {
+        if i > 0 {
+            stem.push('.');
+        }
+        for &b in label {
+            match b {
+                b'/' | b'~' => stem.push_str(&format!("\\{b:03}")),
+                _ => push_escaped_name_byte(&mut stem, b),
+            }
+        }
+    }
+    if stem.eq_ignore_ascii_case(ROOT_STEM) {
+        stem = format!("\\{:03}{}", stem.as_bytes()[0], &stem[1..]);
+    }
+    stem
+}
+
+/// The stem of a zone configured as `origin` (by hand, in a
+/// `[[zone-group]]`): the text without its final dot, `root` for the
+/// root zone. The operator chose it, and the file it names stays as
+/// it was.
+pub fn text_stem(origin: &str) -> &str {
+    match origin {
+        "." => ROOT_STEM,
         _ => origin.strip_suffix('.').unwrap_or(origin),
-    };
+    }
+}
+
+/// The file of the zone whose stem is `stem` ([`zone_stem`],
+/// [`text_stem`]), from a `{zone}` pattern. A file name that would be
+/// too long for the file system (origins run to 253 characters) gets a
+/// shortened stem instead: see [`fitting_stem`].
+pub fn pattern_file(pattern: &str, stem: &str) -> String {
     let mut file = pattern.replace(ZONE_PLACEHOLDER, stem);
     let name_len = file.rsplit('/').next().map_or(0, str::len);
     let pattern_name = pattern.rsplit('/').next().unwrap_or_default();
@@ -43,7 +89,7 @@ pub fn pattern_file(pattern: &str, origin: &str) -> String {
 }
 
 /// `stem` cut to at most `room` octets: as much of its start as fits,
-/// `~`, and 16 hex digits of a hash of the whole, so that long origins
+/// `~` (which no [`zone_stem`] holds), and 16 hex digits of a hash of the whole, so that long origins
 /// that start alike still get files of their own. The hash (64-bit
 /// FNV-1a) is spelt out here, not taken from std, whose hashers may
 /// change between releases: a kept copy must be found under the same
@@ -78,8 +124,8 @@ impl KeptFile {
         KeptFile(Arc::new(Where::Path(path.into())))
     }
 
-    /// The files that `pattern` names, one per zone, by the zone's name
-    /// as [`Name`]'s `Display` writes it. Clone it for each zone.
+    /// The files that `pattern` names, one per zone, by its
+    /// [`zone_stem`]. Clone it for each zone.
     pub fn pattern(pattern: String) -> KeptFile {
         KeptFile(Arc::new(Where::Pattern(pattern)))
     }
@@ -88,9 +134,7 @@ impl KeptFile {
     pub fn path(&self, origin: &Name) -> Cow<'_, Path> {
         match &*self.0 {
             Where::Path(path) => Cow::Borrowed(path),
-            Where::Pattern(pattern) => {
-                Cow::Owned(pattern_file(pattern, &origin.to_string()).into())
-            }
+            Where::Pattern(pattern) => Cow::Owned(pattern_file(pattern, &zone_stem(origin)).into()),
         }
     }
 
@@ -107,6 +151,8 @@ impl KeptFile {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     fn n(text: &str) -> Name {
@@ -141,6 +187,178 @@ mod tests {
         for origin in ["short.test.", &format!("{}.test.", "x".repeat(60)), "."] {
             let file = pattern_file("/var/lib/heron/members/{zone}.zone", origin);
             assert_eq!(file.capacity(), file.len(), "{file}");
+        }
+    }
+
+    /// The members' folder of the tests below.
+    const MEMBERS: &str = "/var/lib/heron/members";
+
+    fn member_file(origin: &Name) -> std::path::PathBuf {
+        let kept = KeptFile::pattern(format!("{MEMBERS}/{{zone}}.zone"));
+        kept.path(origin).into_owned()
+    }
+
+    #[test]
+    fn a_name_with_a_slash_is_kept_in_the_members_folder_itself() {
+        let file = |text: &str| member_file(&n(text));
+        assert_eq!(
+            file("zones/example.com."),
+            Path::new(MEMBERS).join("zones\\047example.com.zone")
+        );
+        // `x.zone/y` makes no folder `x.zone`, where `x` is kept.
+        assert_eq!(file("x"), Path::new(MEMBERS).join("x.zone"));
+        assert_eq!(
+            file("x.zone/y"),
+            Path::new(MEMBERS).join("x.zone\\047y.zone")
+        );
+        let slash = format!("{MEMBERS}/\\047.zone");
+        assert_eq!(file("/"), Path::new(&slash));
+        for text in [
+            "zones/example.com.",
+            "x.zone/y",
+            "/",
+            "a/.\\./b",
+            "\\.\\./x",
+        ] {
+            assert_eq!(file(text).parent(), Some(Path::new(MEMBERS)), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_root_zone_and_a_zone_named_root_have_files_of_their_own() {
+        assert_eq!(
+            member_file(&Name::root()),
+            Path::new(MEMBERS).join("root.zone")
+        );
+        let file = |text: &str| member_file(&n(text)).file_name().unwrap().to_owned();
+        assert_eq!(file("root."), "\\114oot.zone");
+        assert_eq!(file("ROOT."), "\\082OOT.zone");
+        assert_eq!(file("root.test."), "root.test.zone", "unchanged");
+        assert_eq!(file("~"), "\\126.zone", "the hashed stems' mark");
+    }
+
+    /// A producer can read the hashed stem of a long member and list a
+    /// second member spelt as that stem: it gets a file of its own.
+    #[test]
+    fn a_name_spelt_as_a_hashed_stem_does_not_take_its_file() {
+        let long = n(&format!("{0}.{0}.{0}.{1}", "a".repeat(63), "b".repeat(60)));
+        let file = member_file(&long);
+        let stem = file.file_stem().unwrap().to_str().unwrap();
+        assert!(stem.contains('~'), "{stem}");
+        let spelt_so = n(stem);
+        assert_ne!(member_file(&spelt_so), file);
+        assert_eq!(member_file(&spelt_so).parent(), file.parent());
+    }
+
+    /// Label octets, weighted to the ones a file name must not hold as
+    /// they are, and to those that make stems alike.
+    fn octet() -> impl Strategy<Value = u8> {
+        prop_oneof![
+            4 => prop::sample::select(b"/\\.~\0rRoOtT".to_vec()),
+            2 => prop::sample::select(b"0123456789aZ-_ ".to_vec()),
+            1 => 0x80u8..=0xff,
+            1 => any::<u8>(),
+        ]
+    }
+
+    /// Any name: up to 9 labels of up to 63 octets, cut to fit 255, so
+    /// that many are long enough for a hashed stem; the root zone and
+    /// names of one label `root` in any case among them.
+    fn any_name() -> impl Strategy<Value = Name> {
+        let label = prop::collection::vec(octet(), 1..=63);
+        let labels = prop::collection::vec(label, 0..=9);
+        prop_oneof![
+            8 => labels.prop_map(|labels| {
+                let mut wire = Vec::new();
+                for label in &labels {
+                    if wire.len() + label.len() + 2 > 255 {
+                        continue;
+                    }
+                    wire.push(label.len() as u8);
+                    wire.extend_from_slice(label);
+                }
+                wire.push(0);
+                Name::from_wire(&wire).unwrap()
+            }),
+            1 => prop::sample::select(vec![".", "root.", "ROOT.", "Root.", "root.root."])
+                .prop_map(n),
+        ]
+    }
+
+    /// `name` made slightly otherwise: one octet changed or its case
+    /// flipped, a label split in two, or a name of its own.
+    fn neighbour(name: Name) -> impl Strategy<Value = Name> {
+        let wire = name.as_wire().to_vec();
+        (any::<prop::sample::Index>(), octet(), 0..4u8, any_name()).prop_map(
+            move |(at, octet, how, other)| {
+                let mut wire = wire.clone();
+                let labels: Vec<usize> = label_offsets(&wire);
+                if labels.is_empty() || how == 3 {
+                    return other;
+                }
+                let start = labels[at.index(labels.len())];
+                let len = wire[start] as usize;
+                let i = start + 1 + at.index(len);
+                match how {
+                    0 => wire[i] = octet,
+                    1 => wire[i] ^= 0x20,
+                    _ if len > 1 && wire.len() < 255 => {
+                        let cut = 1 + at.index(len - 1);
+                        wire[start] = cut as u8;
+                        wire.insert(start + 1 + cut, (len - cut) as u8);
+                    }
+                    _ => return other,
+                }
+                Name::from_wire(&wire).unwrap_or(other)
+            },
+        )
+    }
+
+    fn label_offsets(wire: &[u8]) -> Vec<usize> {
+        let mut offsets = Vec::new();
+        let mut i = 0;
+        while wire[i] != 0 {
+            offsets.push(i);
+            i += 1 + wire[i] as usize;
+        }
+        offsets
+    }
+
+    /// What any name's file must be: a child of the members' folder, a
+    /// name the file system takes, and, unless hashed, the zone's name
+    /// itself written so that it reads back.
+    fn assert_fits_its_folder(origin: &Name, file: &Path) {
+        assert_eq!(file.parent(), Some(Path::new(MEMBERS)), "{origin:?}");
+        let name = file.file_name().unwrap().to_str().unwrap();
+        assert!(!name.contains(['/', '\0']), "{name}");
+        assert!(name.len() <= MAX_FILE_NAME, "{name}");
+        let stem = name.strip_suffix(".zone").unwrap();
+        match stem.split_once('~') {
+            None if origin.is_root() => assert_eq!(stem, "root"),
+            None => assert_eq!(n(stem).as_wire(), origin.as_wire(), "{stem}"),
+            Some((_, hash)) => {
+                assert!(origin.wire_len() > 50, "{origin:?}");
+                assert!(hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()));
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+
+        /// No name's file is outside the members' folder, or another
+        /// zone's (even on a file system that ignores case).
+        #[test]
+        fn no_name_maps_outside_its_folder_or_onto_another_zones_file(
+            (a, b) in any_name().prop_flat_map(|a| (Just(a.clone()), neighbour(a)))
+        ) {
+            let (file_a, file_b) = (member_file(&a), member_file(&b));
+            assert_fits_its_folder(&a, &file_a);
+            assert_fits_its_folder(&b, &file_b);
+            let (text_a, text_b) = (file_a.to_str().unwrap(), file_b.to_str().unwrap());
+            if a != b {
+                prop_assert!(!text_a.eq_ignore_ascii_case(text_b), "{a:?} {b:?}: {text_a}");
+            }
         }
     }
 
