@@ -81,6 +81,13 @@ pub enum Problem {
     ItselfAMember { owner: Name },
     /// A member zone also configured by hand.
     ConfiguredByHand { zone: Name, owner: Name },
+    /// A member whose kept file (`file`) is one the configuration uses
+    /// for something else: writing or deleting it would harm that.
+    FileInUse {
+        zone: Name,
+        owner: Name,
+        file: String,
+    },
     /// A member whose group (or lack of one) has no template.
     NoTemplate {
         zone: Name,
@@ -129,6 +136,11 @@ impl fmt::Display for Problem {
             Problem::ConfiguredByHand { zone, owner } => write!(
                 f,
                 "{owner} PTR {zone}: the zone is configured by hand already"
+            ),
+            Problem::FileInUse { zone, owner, file } => write!(
+                f,
+                "{owner} PTR {zone}: its kept file {file} is used by the configuration \
+                 for something else"
             ),
             Problem::NoTemplate { zone, owner, group } => match group {
                 Some(group) => write!(
@@ -550,11 +562,13 @@ impl MemberSet {
 }
 
 /// The problems of `members` against the configuration: zones configured
-/// by hand, and groups without a template.
+/// by hand, kept files the configuration uses (`file_in_use` gives the
+/// file, if so), and groups without a template.
 pub fn check(
     catalog: &Name,
     members: &Members,
     configured_by_hand: impl Fn(&Name) -> bool,
+    file_in_use: impl Fn(&Member) -> Option<String>,
     has_template: impl Fn(Option<&str>) -> bool,
 ) -> Vec<Problem> {
     let mut problems = Vec::new();
@@ -564,6 +578,12 @@ pub fn check(
             problems.push(Problem::ConfiguredByHand {
                 zone: member.zone.clone(),
                 owner,
+            });
+        } else if let Some(file) = file_in_use(member) {
+            problems.push(Problem::FileInUse {
+                zone: member.zone.clone(),
+                owner,
+                file,
             });
         } else if !has_template(member.group()) {
             problems.push(Problem::NoTemplate {

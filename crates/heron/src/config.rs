@@ -889,6 +889,12 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
                 .map(|w| format!("{}: {w}", path.display())),
         );
     }
+    let control = server.control.as_ref().map(|p| base.join(p));
+    let journals = policies.values().filter_map(|p| p.journal_file.as_deref());
+    let used = (zones.iter().map(|z| z.file.as_path()))
+        .chain(journals)
+        .chain(control.as_deref());
+    catalog::mark_files_in_use(&mut consumed, used);
     let mut secondary_origins: HashSet<&Name> = HashSet::with_capacity(secondaries.len());
     secondary_origins.extend(secondaries.iter().map(|s| &s.origin));
     secondary_origins.extend(generated.iter().map(|c| &c.origin));
@@ -925,7 +931,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         secondaries,
         catalogs: consumed,
         generated_catalogs: generated,
-        control: server.control.as_ref().map(|p| base.join(p)),
+        control,
         max_zone_file_size: server.max_zone_file_size,
         secondary: file.secondary,
         xot: xot.expect("no errors"),

@@ -439,6 +439,17 @@ impl Consumers {
             );
             return None;
         };
+        if let Some(file) = template.file_in_use(&member.zone) {
+            tracing::warn!(
+                zone = %member.zone,
+                catalog = %catalog,
+                "catalog {catalog} lists {} whose kept file {} the configuration now uses \
+                 for something else: not served",
+                member.zone,
+                file.display()
+            );
+            return None;
+        }
         Some(template.member(&member.zone, &config.zone))
     }
 
@@ -507,12 +518,18 @@ impl Consumer {
             _ => None,
         };
         let has_template = |group: Option<&str>| self.config.template(group).is_some();
+        let file_in_use = |m: &Member| {
+            let template = self.config.template(m.group())?;
+            Some(template.file_in_use(&m.zone)?.display().to_string())
+        };
         let max = match by_hand {
             Some(_) => self.config.max_members,
             None => usize::MAX,
         };
         let check = |members: &catalog_zone::Members| match &by_hand {
-            Some(by_hand) => catalog_zone::check(catalog, members, by_hand, has_template),
+            Some(by_hand) => {
+                catalog_zone::check(catalog, members, by_hand, file_in_use, has_template)
+            }
             None => Vec::new(),
         };
         match touched {
@@ -648,6 +665,8 @@ mod tests {
             }),
             keep_journal: false,
             kept: KeptFile::pattern("/var/lib/heron/members/{zone}.zone".into()),
+            dir: "/var/lib/heron/members".into(),
+            in_use: Default::default(),
         }
     }
 
@@ -1093,6 +1112,35 @@ mod tests {
         let steps = consumers.consume(&fixed, None, by_hand).unwrap();
         let cat = Some("cat.test.");
         assert_eq!(summary(&steps), [step("add", "c.test.", cat, 2)]);
+    }
+
+    /// A member whose kept file the configuration uses for something
+    /// else rejects the version, as one configured by hand does; at a
+    /// restart, the version taken before leaves it out, and only it.
+    #[test]
+    fn a_member_kept_over_a_file_in_use_rejects_the_version_and_a_restart_leaves_it_out() {
+        let configs = || {
+            let mut configs = vec![config("cat.test", false)];
+            let used = Path::new("/var/lib/heron/members/victim.test.zone");
+            crate::config::catalog::mark_files_in_use(&mut configs, [used]);
+            configs
+        };
+        let mut consumers = Consumers::new(configs());
+        let listed = "a.zones PTR a.test.\nv.zones PTR victim.test.\n";
+        let v1 = version("cat.test", 1, listed);
+        assert!(consumers.consume(&v1, None, |_| false).is_none());
+        let v2 = version("cat.test", 2, "a.zones PTR a.test.\n");
+        let steps = consumers.consume(&v2, None, |_| false).unwrap();
+        assert_eq!(
+            summary(&steps),
+            [step("add", "a.test.", Some("cat.test."), 1)]
+        );
+
+        // Taken before the configuration used the file.
+        let mut restarted = Consumers::new(configs());
+        let started = restarted.start(|_| Some(&*v1), |_| false);
+        let origins: Vec<String> = started.iter().map(|(z, _)| z.origin.to_string()).collect();
+        assert_eq!(origins, ["a.test."]);
     }
 
     #[test]

@@ -855,6 +855,8 @@ mod tests {
             policy: Default::default(),
             keep_journal: false,
             kept: KeptFile::pattern(format!("{}/{{zone}}.zone", dir.display())),
+            dir: dir.to_path_buf(),
+            in_use: Default::default(),
         };
         let config = CatalogConfig {
             zone: n("cat.test"),

@@ -329,10 +329,15 @@ fn heron_primary_of(dir: &Path, names: &[&str], wait_for: &str) -> (ServerProces
     let files: Vec<(String, PathBuf)> = (names.iter())
         .map(|name| (format!("{name}."), dir.join(format!("{name}.zone"))))
         .collect();
+    heron_primary_serving(&files, wait_for)
+}
+
+/// [`heron_primary_of`] the zones `files` (origin, file).
+fn heron_primary_serving(files: &[(String, PathBuf)], wait_for: &str) -> (ServerProcess, u16) {
     let consumer_port = free_port();
     let consumer_addr = SocketAddr::from(([127, 0, 0, 1], consumer_port));
     let port = free_port();
-    let config = heron_primary_config(port, &files, consumer_addr);
+    let config = heron_primary_config(port, files, consumer_addr);
     let primary = ServerProcess::heron_on_port(&heron(), port, wait_for, &config)
         .unwrap_or_else(|log| panic!("Heron primary did not start: {log}"));
     (primary, consumer_port)
@@ -610,5 +615,137 @@ fn catalogs_come_change_and_go_with_a_reload() {
         "the kept copies of the catalog and its members are deleted"
     );
     assert_eq!(zone_serial(consumer.addr(), "own.test"), Some(1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every file and folder below `dir`, relative to it, sorted, with each
+/// file's contents: what a test compares before and after.
+fn tree(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+    let mut found = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let path = entry.path();
+            let relative = path.strip_prefix(dir).unwrap().to_path_buf();
+            match entry.file_type().unwrap().is_dir() {
+                true => {
+                    found.push((relative, None));
+                    folders.push(path);
+                }
+                false => found.push((relative, Some(std::fs::read(&path).unwrap()))),
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A producer names members as it likes: `zones/hand.test.` (one label
+/// with a `/`) would have been kept as `MEMBERS/zones/hand.test.zone`,
+/// over the file of the zone hand.test configured by hand below the
+/// members' folder, and deleted when dropped; `x.zone/y.` would have made
+/// a folder where `x.` is kept. Each member is kept in the members' folder
+/// itself, the hand's files are never written or deleted, a member kept
+/// over a file the configuration uses (`victim.`) rejects the version
+/// with the reason logged, and dropping the members deletes their files
+/// and nothing else.
+#[test]
+fn member_names_keep_their_files_in_the_members_folder_and_touch_no_other() {
+    let dir = work_dir("member-paths");
+    let members = ["zones/hand.test", "x", "x.zone/y"];
+    let mut files = vec![(format!("{CATALOG}."), dir.join("cat.test.zone"))];
+    for (i, zone) in members.iter().enumerate() {
+        let file = dir.join(format!("member-{i}.zone"));
+        std::fs::write(&file, member_text(zone)).unwrap();
+        files.push((format!("{zone}."), file));
+    }
+    let listed: Vec<Listed> = vec![
+        ("s", "zones/hand.test", None),
+        ("x", "x", None),
+        ("xy", "x.zone/y", None),
+    ];
+    std::fs::write(dir.join("cat.test.zone"), catalog_text(1, &listed)).unwrap();
+    let (primary, consumer_port) = heron_primary_serving(&files, CATALOG);
+
+    // Zones configured by hand, their files in the members' folder.
+    let kept = dir.join("kept").join("members");
+    std::fs::create_dir_all(kept.join("zones")).unwrap();
+    let hand = kept.join("zones").join("hand.test.zone");
+    std::fs::write(
+        &hand,
+        member_text("hand.test").replace(" 1 3600", " 77 3600"),
+    )
+    .unwrap();
+    let own = kept.join("victim.zone");
+    std::fs::write(&own, member_text("own.test").replace(" 1 3600", " 78 3600")).unwrap();
+    let hands = tree(&kept);
+    let config = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG])
+        + &format!(
+            "[[zone]]\norigin = \"hand.test\"\nfile = \"{}\"\n\
+             [[zone]]\norigin = \"own.test\"\nfile = \"{}\"\n",
+            hand.display(),
+            own.display()
+        );
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, "hand.test", &config)
+        .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
+    let addr = consumer.addr();
+    let served = || {
+        members
+            .iter()
+            .all(|zone| zone_serial(addr, zone) == Some(1))
+    };
+    assert!(eventually(served), "{}", consumer.log());
+    let member_files = ["zones\\047hand.test.zone", "x.zone", "x.zone\\047y.zone"];
+    assert!(
+        eventually(|| member_files.iter().all(|f| kept.join(f).is_file())),
+        "{:?}\n{}",
+        tree(&kept),
+        consumer.log()
+    );
+    let mut with_members = hands.clone();
+    for file in member_files {
+        let name = PathBuf::from(file);
+        with_members.push((name.clone(), std::fs::read(kept.join(&name)).ok()));
+    }
+    with_members.sort();
+    assert_eq!(tree(&kept), with_members, "the members' files and no other");
+    assert_eq!(zone_serial(addr, "hand.test"), Some(77));
+
+    // A member whose file would be own.test's: the version is rejected.
+    let mut with_victim = listed.clone();
+    with_victim.push(("v", "victim", None));
+    std::fs::write(dir.join("cat.test.zone"), catalog_text(2, &with_victim)).unwrap();
+    primary.reload();
+    let reason = "PTR victim.: its kept file";
+    assert!(
+        eventually(|| consumer.log().contains(reason)),
+        "{}",
+        consumer.log()
+    );
+    assert!(
+        consumer
+            .log()
+            .contains("used by the configuration for something else")
+    );
+    assert_eq!(zone_serial(addr, "own.test"), Some(78));
+    assert_eq!(tree(&kept), with_members);
+
+    // Every member dropped: their files go, the hand's stay as they were.
+    std::fs::write(dir.join("cat.test.zone"), catalog_text(3, &[])).unwrap();
+    primary.reload();
+    let gone = || {
+        members
+            .iter()
+            .all(|z| rcode(addr, z, RType::SOA) == Some(Rcode::REFUSED))
+    };
+    assert!(eventually(gone), "{}", consumer.log());
+    assert!(
+        eventually(|| tree(&kept) == hands),
+        "{:?}\n{}",
+        tree(&kept),
+        consumer.log()
+    );
+    assert_eq!(zone_serial(addr, "hand.test"), Some(77));
+    assert_eq!(zone_serial(addr, "own.test"), Some(78));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -204,17 +204,20 @@ fn members(list: &[Member]) -> Members {
 }
 
 #[test]
-fn members_configured_by_hand_or_without_a_template_are_problems() {
+fn members_configured_by_hand_kept_over_a_file_in_use_or_without_a_template_are_problems() {
     let list = members(&[
         member("hand.test", "a", None),
         member("gold.test", "b", Some("gold")),
         member("lead.test", "c", Some("lead")),
         member("plain.test", "d", None),
+        member("victim.test", "e", None),
     ]);
+    let in_use = |m: &Member| (m.zone == n("victim.test")).then(|| "/m/victim.test.zone".into());
     let problems = check(
         &n(CATALOG),
         &list,
         |zone| zone.eq(&n("hand.test")),
+        in_use,
         |group| matches!(group, None | Some("gold")),
     );
     assert_eq!(
@@ -229,7 +232,17 @@ fn members_configured_by_hand_or_without_a_template_are_problems() {
                 owner: n("c.zones.cat.test"),
                 group: Some("lead".into())
             },
+            Problem::FileInUse {
+                zone: n("victim.test"),
+                owner: n("e.zones.cat.test"),
+                file: "/m/victim.test.zone".into()
+            },
         ]
+    );
+    assert_eq!(
+        problems[2].to_string(),
+        "e.zones.cat.test. PTR victim.test.: its kept file /m/victim.test.zone is used by \
+         the configuration for something else"
     );
     assert_eq!(
         problems[1].to_string(),

@@ -3,7 +3,7 @@
 //! refreshed, NOTIFYed); its member zones follow a template chosen by
 //! their `group` property.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -97,6 +97,36 @@ pub struct Template {
     pub keep_journal: bool,
     /// `DIR/{zone}.zone`, which the members share.
     pub kept: KeptFile,
+    /// DIR, the members' folder.
+    pub dir: PathBuf,
+    /// The files the configuration uses in DIR.
+    pub in_use: FilesInUse,
+}
+
+/// The names of the files the configuration uses in a members' folder,
+/// as octets, sorted: no member may be kept over one, or over its
+/// journal (`NAME.jnl`) or the like.
+#[derive(Clone, Debug, Default)]
+pub struct FilesInUse(Arc<BTreeSet<Vec<u8>>>);
+
+/// Tells each template of `catalogs` which of `used` (the files the
+/// configuration names) are in its members' folder.
+pub fn mark_files_in_use<'a>(
+    catalogs: &mut [CatalogConfig],
+    used: impl IntoIterator<Item = &'a Path>,
+) {
+    let mut templates: Vec<&mut Template> = catalogs
+        .iter_mut()
+        .flat_map(|c| c.templates_mut())
+        .collect();
+    if templates.is_empty() {
+        return;
+    }
+    let folders: Vec<&Path> = templates.iter().map(|t| t.dir.as_path()).collect();
+    let names = super::shared_files::names_in(&folders, used);
+    for (template, names) in templates.iter_mut().zip(names) {
+        template.in_use = FilesInUse(Arc::new(names));
+    }
 }
 
 impl CatalogConfig {
@@ -110,6 +140,18 @@ impl CatalogConfig {
 }
 
 impl Template {
+    /// `zone`'s kept file, if the configuration uses it (or a file whose
+    /// name starts with its name) for something else.
+    pub fn file_in_use(&self, zone: &Name) -> Option<PathBuf> {
+        use std::ops::Bound;
+        use std::os::unix::ffi::OsStrExt;
+        let file = self.kept.path(zone);
+        let name = file.file_name()?.as_bytes();
+        let range = (Bound::Included(name), Bound::Unbounded);
+        let used = self.in_use.0.range::<[u8], _>(range).next()?;
+        used.starts_with(name).then(|| file.into_owned())
+    }
+
     /// Member zone `zone` of `catalog` as this template makes it.
     pub fn member(&self, zone: &Name, catalog: &Name) -> (SecondaryZone, Arc<ZonePolicy>) {
         let mut policy = self.policy.clone();
@@ -195,6 +237,8 @@ impl CatalogEntry {
             policy: Arc::new(settings.policy),
             keep_journal: settings.keep_journal,
             kept: KeptFile::pattern(format!("{}/{{zone}}.zone", dir.display())),
+            dir,
+            in_use: FilesInUse::default(),
         })
     }
 }
@@ -280,6 +324,46 @@ mod tests {
         assert_eq!(strict.catalogs[0].max_members, 1);
         assert!(strict.catalogs[0].template(Some("lead")).is_none());
         assert!(strict.catalogs[0].template(None).is_none());
+    }
+
+    /// The files the configuration keeps in a members' folder, found by
+    /// whatever path names them: a zone's file, a kept copy, a journal,
+    /// the catalog's own copy, a generated catalog. A nested folder is
+    /// another template's, and a folder elsewhere holds nothing of them.
+    #[test]
+    fn a_member_is_not_kept_over_a_file_the_configuration_uses() {
+        let text = format!(
+            "{KEY}[[catalog]]\nzone = \"cat.example\"\nfile = \"members/cat.zone\"\n\
+             primaries = [\"192.0.2.1 key xfr\"]\nmembers-dir = \"members\"\n\
+             [catalog.group.nested]\nmembers-dir = \"members/nested\"\n\
+             [[zone]]\norigin = \"hand.example\"\nfile = \"members/../members/victim.zone\"\n\
+             [[zone]]\norigin = \"j.example\"\nfile = \"elsewhere/j.zone\"\n\
+             allow-transfer = [\"::1\"]\n\
+             [[zone]]\norigin = \"k.example\"\nfile = \"members/./kept.zone\"\n\
+             primaries = [\"192.0.2.1\"]\nallow-transfer = [\"::1\"]\n\
+             [[zone]]\norigin = \"gen.example\"\nfile = \"members/nested/gen.zone\"\n\
+             catalog = \"generate\"\n\
+             [[zone]]\norigin = \"q.example\"\nfile = \"members/q.zone.jnl\"\n"
+        );
+        let settings = parse(&text).unwrap();
+        let catalog = &settings.catalogs[0];
+        let in_use = |group: Option<&str>, zone: &str| {
+            let template = catalog.template(group).unwrap();
+            let zone = heron_proto::Name::parse(zone).unwrap();
+            template.file_in_use(&zone).map(|f| f.display().to_string())
+        };
+        let member = |name: &str| Some(format!("/etc/heron/members/{name}"));
+        assert_eq!(in_use(None, "victim"), member("victim.zone"));
+        assert_eq!(in_use(None, "cat"), member("cat.zone"));
+        // k.example's kept copy, and its journal beside it.
+        assert_eq!(in_use(None, "kept"), member("kept.zone"));
+        assert_eq!(in_use(None, "q"), member("q.zone"), "its journal's name");
+        assert_eq!(in_use(None, "j"), None, "elsewhere");
+        assert_eq!(in_use(None, "gen"), None, "in a folder of its own");
+        assert_eq!(in_use(None, "a.example"), None);
+        let nested = Some("/etc/heron/members/nested/gen.zone".to_string());
+        assert_eq!(in_use(Some("nested"), "gen"), nested);
+        assert_eq!(in_use(Some("nested"), "victim"), None);
     }
 
     #[test]

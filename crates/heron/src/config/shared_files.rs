@@ -4,7 +4,7 @@
 //! and anything else besides is a mistake: a transfer would overwrite
 //! another zone's source, or a journal append to a zone file.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
@@ -73,6 +73,30 @@ pub fn conflicts<'a>(uses: impl IntoIterator<Item = (&'a Name, Use, &'a Path)>) 
         .collect();
     errors.sort();
     errors
+}
+
+/// The names of the files among `used` in each of `folders`, as octets:
+/// a file is in a folder if its own folder resolves to it as
+/// [`Paths::key`] resolves paths (the file itself is not followed if it
+/// is a symbolic link: deleting that deletes the link).
+pub fn names_in<'a>(
+    folders: &[&Path],
+    used: impl IntoIterator<Item = &'a Path>,
+) -> Vec<BTreeSet<Vec<u8>>> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut paths = Paths::default();
+    let keys: Vec<PathBuf> = folders.iter().map(|folder| paths.key(folder)).collect();
+    let mut names = vec![BTreeSet::new(); folders.len()];
+    for path in used {
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            continue;
+        };
+        let dir = paths.key(dir);
+        for (i, _) in keys.iter().enumerate().filter(|(_, key)| **key == dir) {
+            names[i].insert(name.as_bytes().to_vec());
+        }
+    }
+    names
 }
 
 /// Resolves paths for comparison: a file that exists, or whose folder
@@ -186,5 +210,27 @@ mod tests {
             paths.key(Path::new("/nowhere/a/../b/./kept")),
             Path::new("/nowhere/b/kept")
         );
+    }
+
+    #[test]
+    fn the_files_in_a_folder_are_found_by_any_path_to_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let members = dir.path().join("members");
+        std::fs::create_dir_all(members.join("sub")).unwrap();
+        std::os::unix::fs::symlink(&members, dir.path().join("link")).unwrap();
+        let used = [
+            members.join("a.zone"),
+            dir.path().join("link/b.zone"),
+            members.join("sub/../c.zone"),
+            members.join("sub/d.zone"),
+            dir.path().join("e.zone"),
+        ];
+        let names = names_in(
+            &[&members, &dir.path().join("link/sub")],
+            used.iter().map(|p| &**p),
+        );
+        let want: Vec<Vec<u8>> = ["a.zone", "b.zone", "c.zone"].map(|n| n.into()).into();
+        assert_eq!(names[0].iter().cloned().collect::<Vec<_>>(), want);
+        assert_eq!(names[1].iter().collect::<Vec<_>>(), [b"d.zone"]);
     }
 }
