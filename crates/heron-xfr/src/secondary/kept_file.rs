@@ -29,7 +29,7 @@ const ROOT_STEM: &str = "root";
 /// names, so the stem must be one path component and every zone's own:
 /// `/` is written `\047` (else `zones/a.test` would be kept in a folder
 /// of the members' folder, over whatever is there), `~` `\126` (it
-/// marks a [`fitting_stem`]), and a zone named `root` starts `\DDD` (the
+/// marks a [`member_fitting_stem`]), and a zone named `root` starts `\DDD` (the
 /// root zone's stem). Every other octet that is not printable ASCII is
 /// `\DDD` already (NUL included), `\` is `\\` and a `.` in a label `\.`.
 /// So the stem reads back as the name it came from: no two zones share
@@ -68,11 +68,17 @@ pub fn text_stem(origin: &str) -> &str {
     }
 }
 
-/// The file of the zone whose stem is `stem` ([`zone_stem`],
-/// [`text_stem`]), from a `{zone}` pattern. A file name that would be
-/// too long for the file system (origins run to 253 characters) gets a
-/// shortened stem instead: see [`fitting_stem`].
+/// The file of the zone whose stem is `stem` ([`text_stem`]: a zone
+/// configured by hand), from a `{zone}` pattern. A file name that would
+/// be too long for the file system (origins run to 253 characters) gets
+/// a shortened stem instead: see [`fitting_stem`].
 pub fn pattern_file(pattern: &str, stem: &str) -> String {
+    fill(pattern, stem, fitting_stem)
+}
+
+/// `pattern` with `stem`, or with `fit(stem, room)` where the file name
+/// would pass [`MAX_FILE_NAME`].
+fn fill(pattern: &str, stem: &str, fit: fn(&str, usize) -> String) -> String {
     let mut file = pattern.replace(ZONE_PLACEHOLDER, stem);
     let name_len = file.rsplit('/').next().map_or(0, str::len);
     let pattern_name = pattern.rsplit('/').next().unwrap_or_default();
@@ -80,7 +86,7 @@ pub fn pattern_file(pattern: &str, stem: &str) -> String {
     if name_len > MAX_FILE_NAME && stems > 0 {
         let fixed = pattern_name.len() - stems * ZONE_PLACEHOLDER.len();
         let room = MAX_FILE_NAME.saturating_sub(fixed) / stems;
-        file = pattern.replace(ZONE_PLACEHOLDER, &fitting_stem(stem, room));
+        file = pattern.replace(ZONE_PLACEHOLDER, &fit(stem, room));
     }
     // Some callers keep it for the zone's life: `replace` leaves up to
     // twice the room the path needs.
@@ -89,16 +95,33 @@ pub fn pattern_file(pattern: &str, stem: &str) -> String {
 }
 
 /// `stem` cut to at most `room` octets: as much of its start as fits,
-/// `~` (which no [`zone_stem`] holds), and 16 hex digits of a hash of the whole, so that long origins
+/// `~`, and 16 hex digits of a hash of the whole, so that long origins
 /// that start alike still get files of their own. The hash (64-bit
 /// FNV-1a) is spelt out here, not taken from std, whose hashers may
 /// change between releases: a kept copy must be found under the same
-/// name after an upgrade.
+/// name after an upgrade. The operator chose these origins; a catalog's
+/// producer, who could make two names with one FNV hash, gets
+/// [`member_fitting_stem`].
 pub fn fitting_stem(stem: &str, room: usize) -> String {
     let hash = stem.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     });
-    let suffix = format!("~{hash:016x}");
+    cut_with(stem, room, &format!("~{hash:016x}"))
+}
+
+/// [`fitting_stem`] for a [`zone_stem`]: `~` (which no zone stem holds)
+/// and 32 hex digits, the first 128 bits of the stem's SHA-256, which no
+/// one can make two names share.
+pub fn member_fitting_stem(stem: &str, room: usize) -> String {
+    use sha2::{Digest, Sha256};
+    let hash = Sha256::digest(stem.as_bytes());
+    let hex: String = hash[..16].iter().map(|b| format!("{b:02x}")).collect();
+    cut_with(stem, room, &format!("~{hex}"))
+}
+
+/// As much of the start of `stem` as leaves room for `suffix` in `room`
+/// octets, then `suffix`.
+fn cut_with(stem: &str, room: usize, suffix: &str) -> String {
     let mut keep = room.saturating_sub(suffix.len()).min(stem.len());
     while !stem.is_char_boundary(keep) {
         keep -= 1;
@@ -125,7 +148,7 @@ impl KeptFile {
     }
 
     /// The files that `pattern` names, one per zone, by its
-    /// [`zone_stem`]. Clone it for each zone.
+    /// [`zone_stem`] (or [`member_fitting_stem`]). Clone it for each zone.
     pub fn pattern(pattern: String) -> KeptFile {
         KeptFile(Arc::new(Where::Pattern(pattern)))
     }
@@ -134,7 +157,10 @@ impl KeptFile {
     pub fn path(&self, origin: &Name) -> Cow<'_, Path> {
         match &*self.0 {
             Where::Path(path) => Cow::Borrowed(path),
-            Where::Pattern(pattern) => Cow::Owned(pattern_file(pattern, &zone_stem(origin)).into()),
+            Where::Pattern(pattern) => {
+                let stem = zone_stem(origin);
+                Cow::Owned(fill(pattern, &stem, member_fitting_stem).into())
+            }
         }
     }
 
@@ -250,6 +276,32 @@ mod tests {
         assert_eq!(member_file(&spelt_so).parent(), file.parent());
     }
 
+    /// FNV-1a is no barrier to a producer who wants two long members in
+    /// one file: a member's hashed stem ends with 128 bits of SHA-256
+    /// (here as Python's `hashlib.sha256` gives them), a zone group's
+    /// keeps its FNV-1a, so that its files keep their names.
+    #[test]
+    fn a_long_members_file_ends_with_128_bits_of_sha256_of_its_stem() {
+        let stem = format!("{0}.{0}.{0}.{1}", "a".repeat(63), "b".repeat(60));
+        let file = member_file(&n(&stem));
+        let want = format!(
+            "{}~682465e95821b31aa282580cef47d1f4.zone",
+            &stem[..MAX_FILE_NAME - ".zone".len() - 33]
+        );
+        assert_eq!(file, Path::new(MEMBERS).join(want));
+        let group = pattern_file(&format!("{MEMBERS}/{{zone}}.zone"), &stem);
+        assert_eq!(group, format!("{MEMBERS}/{}.zone", fitting_stem(&stem, 242)));
+        assert!(group.ends_with(&format!("~{:016x}.zone", fnv_1a(&stem))));
+    }
+
+    fn fnv_1a(text: &str) -> u64 {
+        let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+        for b in text.bytes() {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        hash
+    }
+
     /// Label octets, weighted to the ones a file name must not hold as
     /// they are, and to those that make stems alike.
     fn octet() -> impl Strategy<Value = u8> {
@@ -338,7 +390,7 @@ mod tests {
             None => assert_eq!(n(stem).as_wire(), origin.as_wire(), "{stem}"),
             Some((_, hash)) => {
                 assert!(origin.wire_len() > 50, "{origin:?}");
-                assert!(hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()));
+                assert!(hash.len() == 32 && hash.bytes().all(|b| b.is_ascii_hexdigit()));
             }
         }
     }
