@@ -643,16 +643,18 @@ fn tree(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
 /// A producer names members as it likes: `zones/hand.test.` (one label
 /// with a `/`) would have been kept as `MEMBERS/zones/hand.test.zone`,
 /// over the file of the zone hand.test configured by hand below the
-/// members' folder, and deleted when dropped; `x.zone/y.` would have made
-/// a folder where `x.` is kept. Each member is kept in the members' folder
-/// itself, the hand's files are never written or deleted, a member kept
-/// over a file the configuration uses (`victim.`) rejects the version
-/// with the reason logged, and dropping the members deletes their files
-/// and nothing else.
+/// members' folder, and deleted when dropped; `zones/b.test.` over the
+/// file of member b.test of group blue, whose members' folder is
+/// `MEMBERS/zones`; `x.zone/y.` would have made a folder where `x.` is
+/// kept. Each member is kept in its members' folder itself, the hand's
+/// files are never written or deleted, a member kept over a file the
+/// configuration uses (`victim.`) rejects the version with the reason
+/// logged, and dropping the members deletes their files and nothing
+/// else.
 #[test]
 fn member_names_keep_their_files_in_the_members_folder_and_touch_no_other() {
     let dir = work_dir("member-paths");
-    let members = ["zones/hand.test", "x", "x.zone/y"];
+    let members = ["zones/hand.test", "x", "x.zone/y", "zones/b.test", "b.test"];
     let mut files = vec![(format!("{CATALOG}."), dir.join("cat.test.zone"))];
     for (i, zone) in members.iter().enumerate() {
         let file = dir.join(format!("member-{i}.zone"));
@@ -663,6 +665,8 @@ fn member_names_keep_their_files_in_the_members_folder_and_touch_no_other() {
         ("s", "zones/hand.test", None),
         ("x", "x", None),
         ("xy", "x.zone/y", None),
+        ("zb", "zones/b.test", None),
+        ("b", "b.test", Some("blue")),
     ];
     std::fs::write(dir.join("cat.test.zone"), catalog_text(1, &listed)).unwrap();
     let (primary, consumer_port) = heron_primary_serving(&files, CATALOG);
@@ -679,10 +683,13 @@ fn member_names_keep_their_files_in_the_members_folder_and_touch_no_other() {
     let own = kept.join("victim.zone");
     std::fs::write(&own, member_text("own.test").replace(" 1 3600", " 78 3600")).unwrap();
     let hands = tree(&kept);
+    // The last table is group blue's: its members kept in MEMBERS/zones.
     let config = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG])
         + &format!(
-            "[[zone]]\norigin = \"hand.test\"\nfile = \"{}\"\n\
+            "members-dir = \"{}\"\n\
+             [[zone]]\norigin = \"hand.test\"\nfile = \"{}\"\n\
              [[zone]]\norigin = \"own.test\"\nfile = \"{}\"\n",
+            kept.join("zones").display(),
             hand.display(),
             own.display()
         );
@@ -695,7 +702,13 @@ fn member_names_keep_their_files_in_the_members_folder_and_touch_no_other() {
             .all(|zone| zone_serial(addr, zone) == Some(1))
     };
     assert!(eventually(served), "{}", consumer.log());
-    let member_files = ["zones\\047hand.test.zone", "x.zone", "x.zone\\047y.zone"];
+    let member_files = [
+        "zones\\047hand.test.zone",
+        "x.zone",
+        "x.zone\\047y.zone",
+        "zones\\047b.test.zone",
+        "zones/b.test.zone",
+    ];
     assert!(
         eventually(|| member_files.iter().all(|f| kept.join(f).is_file())),
         "{:?}\n{}",
