@@ -290,7 +290,10 @@ mod tests {
         );
         assert_eq!(file, Path::new(MEMBERS).join(want));
         let group = pattern_file(&format!("{MEMBERS}/{{zone}}.zone"), &stem);
-        assert_eq!(group, format!("{MEMBERS}/{}.zone", fitting_stem(&stem, 242)));
+        assert_eq!(
+            group,
+            format!("{MEMBERS}/{}.zone", fitting_stem(&stem, 242))
+        );
         assert!(group.ends_with(&format!("~{:016x}.zone", fnv_1a(&stem))));
     }
 
