@@ -37,6 +37,9 @@ pub enum Step {
     Repoint(SecondaryZone, Arc<ZonePolicy>),
     /// Drop its data and transfer it afresh (its unique ID changed).
     Reset(SecondaryZone, Arc<ZonePolicy>),
+    /// Stop, leaving its files: the configuration uses its kept file for
+    /// something else now.
+    Forget(Name),
 }
 
 /// What [`Consumers::reconfigure`] changed.
@@ -166,16 +169,33 @@ impl Consumers {
 
     /// Every member of `catalog` made again from its templates: a member
     /// whose group lost its template keeps what it had (the catalog's
-    /// next version is rejected for it).
-    fn remade(&self, catalog: &Name) -> Vec<Step> {
+    /// next version is rejected for it); one whose kept file the
+    /// configuration uses now is forgotten, its files left alone (and the
+    /// catalog's next version rejected for it).
+    fn remade(&mut self, catalog: &Name) -> Vec<Step> {
         let Some(consumer) = self.catalogs.get(catalog) else {
             return Vec::new();
         };
         let mut steps = Vec::new();
+        let mut forgotten = Vec::new();
         for zone in self.owned_by(catalog) {
             let Some(member) = consumer.members.members().get(&zone) else {
                 continue;
             };
+            let template = consumer.config.template(member.group());
+            if let Some(file) = template.and_then(|t| t.file_in_use(&member.zone)) {
+                tracing::warn!(
+                    zone = %member.zone,
+                    catalog = %catalog,
+                    "member zone {} of catalog {catalog}: the configuration uses its kept \
+                     file {} for something else now; no longer served, the file left alone",
+                    member.zone,
+                    file.display()
+                );
+                steps.push(Step::Forget(member.zone.clone()));
+                forgotten.push(zone);
+                continue;
+            }
             match self.made(catalog, member) {
                 Some((zone, policy)) => steps.push(Step::Repoint(zone, policy)),
                 None => tracing::warn!(
@@ -186,6 +206,9 @@ impl Consumers {
                     consumer.config.zone
                 ),
             }
+        }
+        for zone in forgotten {
+            self.owner.remove(&zone);
         }
         steps
     }
@@ -715,6 +738,7 @@ mod tests {
                 Step::Remove(origin) => ("remove", (origin.to_string(), None, 0)),
                 Step::Repoint(z, _) => ("repoint", of(z)),
                 Step::Reset(z, _) => ("reset", of(z)),
+                Step::Forget(origin) => ("forget", (origin.to_string(), None, 0)),
             })
             .map(|(what, (zone, catalog, ip))| (what, zone, catalog, ip))
             .collect()
@@ -1141,6 +1165,31 @@ mod tests {
         let started = restarted.start(|_| Some(&*v1), |_| false);
         let origins: Vec<String> = started.iter().map(|(z, _)| z.origin.to_string()).collect();
         assert_eq!(origins, ["a.test."]);
+    }
+
+    /// A reload that puts a running member's kept file to another use:
+    /// the member is forgotten (its files are not deleted: they are the
+    /// configuration's now), the others are made again as usual, and the
+    /// next version still listing it is rejected.
+    #[test]
+    fn a_member_whose_file_a_reload_puts_to_another_use_is_forgotten() {
+        let mut consumers = Consumers::new(vec![config("cat.test", false)]);
+        let listed = "a.zones PTR a.test.\nb.zones PTR b.test.\n";
+        let v1 = version("cat.test", 1, listed);
+        assert_eq!(consumers.consume(&v1, None, |_| false).unwrap().len(), 2);
+        let mut configs = vec![config("cat.test", false)];
+        let used = Path::new("/var/lib/heron/members/b.test.zone");
+        crate::config::catalog::mark_files_in_use(&mut configs, [used]);
+        let out = consumers.reconfigure(configs);
+        assert_eq!(
+            summary(&out.steps),
+            [
+                step("repoint", "a.test.", Some("cat.test."), 1),
+                step("forget", "b.test.", None, 0)
+            ]
+        );
+        let v2 = version("cat.test", 2, &format!("{listed}c.zones PTR c.test.\n"));
+        assert!(consumers.consume(&v2, None, |_| false).is_none());
     }
 
     #[test]

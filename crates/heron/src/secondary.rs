@@ -482,6 +482,10 @@ impl Running {
                         self.repoint(member, next);
                     }
                 }
+                Step::Forget(origin) => {
+                    self.stop(&origin.to_lowercase(), next, primary, |_| false);
+                    primary.set_member_policy(&origin, None);
+                }
                 Step::Reset(member, policy) => {
                     tracing::info!(
                         zone = %member.origin,
