@@ -135,10 +135,10 @@ pub struct ConfigFile {
     pub dnstap: Option<dnstap::DnstapSection>,
     #[serde(default)]
     pub metrics: crate::metrics::MetricsSection,
-    /// Checked here with the rest; used before the rest is read, when
-    /// logging starts (see [`crate::logging::section_of`]).
+    /// Checked here with the rest; read before the rest when logging
+    /// starts (see [`crate::logging::section_of`]), and its levels
+    /// applied again at each reload.
     #[serde(default)]
-    #[allow(dead_code)]
     pub log: crate::logging::LogSection,
 }
 
@@ -671,6 +671,8 @@ pub struct Settings {
     pub dnstap: Option<dnstap::Dnstap>,
     /// Where the Prometheus endpoint listens (`[metrics] listen`); None: off.
     pub metrics: Option<crate::metrics::MetricsSettings>,
+    /// `[log]`: its levels apply at a reload, its format at a restart.
+    pub log: crate::logging::LogSection,
 }
 
 /// Reads and checks a configuration file. Errors name the file and say what
@@ -941,6 +943,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         cookies,
         dnstap,
         metrics,
+        log: file.log,
     })
 }
 
@@ -1118,6 +1121,7 @@ impl RestartOnly {
         parts.add("[cookies]", &file.cookies);
         parts.add("[dnstap]", &file.dnstap);
         parts.add("[metrics]", &file.metrics);
+        parts.add("[log] format", &file.log.format);
         parts
     }
 

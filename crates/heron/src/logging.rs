@@ -11,19 +11,23 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::str::FromStr;
 
+use std::sync::OnceLock;
+
 use serde::Deserialize;
 use tracing::{Event, Subscriber};
-use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Registry, reload};
 
 /// The variable whose filter directives replace `[log] level` and `targets`.
 const ENV: &str = "HERON_LOG";
 
 /// `[log]`: how and how much the server logs.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogSection {
     pub format: LogFormat,
@@ -34,7 +38,7 @@ pub struct LogSection {
     pub targets: BTreeMap<String, Level>,
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     /// One readable line per event, fields as `key=value` after the message.
@@ -110,19 +114,23 @@ pub fn section_of(path: &Path) -> LogSection {
         .unwrap_or_default()
 }
 
+/// The running filter, so that a reload can change the levels.
+static LEVELS: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
+
 /// Starts logging to stderr as `section` says.
 pub fn init(section: &LogSection) {
     let journal = stderr_is_the_journal();
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(section.filter())
-        .with_writer(std::io::stderr);
+    let (filter, levels) = reload::Layer::new(section.filter());
+    let _ = LEVELS.set(levels);
+    let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let registry = tracing_subscriber::registry().with(filter);
     match section.format {
         LogFormat::Text => {
-            let builder = builder
+            let format = tracing_subscriber::fmt::format().with_target(false);
+            let layer = layer
                 .with_ansi(std::io::stderr().is_terminal() && !journal)
-                .with_target(false);
-            let format = SyslogPrefix::new(builder_format(), journal);
-            builder.event_format(format).init()
+                .event_format(SyslogPrefix::new(format, journal));
+            registry.with(layer).init()
         }
         // The target says which part spoke: kept for filtering by it.
         LogFormat::Json => {
@@ -131,17 +139,29 @@ pub fn init(section: &LogSection) {
                 .flatten_event(true)
                 .with_current_span(false)
                 .with_span_list(false);
-            builder
+            let layer = layer
                 .json()
-                .event_format(SyslogPrefix::new(format, journal))
-                .init()
+                .event_format(SyslogPrefix::new(format, journal));
+            registry.with(layer).init()
         }
     }
 }
 
-/// The text format as `init` sets it (no target).
-fn builder_format() -> tracing_subscriber::fmt::format::Format {
-    tracing_subscriber::fmt::format().with_target(false)
+/// Applies `section`'s levels from now on (a reload read the file again);
+/// `HERON_LOG`, when set, still wins. The format stays as started.
+pub fn apply_levels(section: &LogSection) {
+    let Some(levels) = LEVELS.get() else {
+        return;
+    };
+    let filter = section.filter();
+    let before = levels.with_current(|f| f.to_string()).unwrap_or_default();
+    if filter.to_string() == before {
+        return;
+    }
+    match levels.reload(filter) {
+        Ok(()) => tracing::info!("log levels now {}", section.directives()),
+        Err(e) => tracing::warn!("log levels not changed: {e}"),
+    }
 }
 
 /// Whether stderr is the stream systemd connected to the journal: it

@@ -256,6 +256,7 @@ impl ZoneFiles {
         };
         let settings = crate::config::load(&source.path)?;
         settings.warnings.iter().for_each(|w| tracing::warn!("{w}"));
+        crate::logging::apply_levels(&settings.log);
         let left_for_restart = settings.restart_only.changed_since(&source.restart_only);
         let mut specs = settings.zones;
         specs.extend(source.extra_zones.iter().cloned());

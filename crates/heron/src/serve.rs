@@ -220,6 +220,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             cookies: Default::default(),
             dnstap: None,
             metrics: None,
+            log: Default::default(),
         },
     };
     if let Some(path) = &args.control {

@@ -555,3 +555,40 @@ fn under_journald_each_line_carries_its_syslog_priority() {
     let (_, log) = plain.stop();
     assert!(log.lines().all(|l| !l.starts_with('<')), "{log}");
 }
+
+/// Issue 44: a `[log]` change was silently ignored by a reload. Levels
+/// now apply at once; a format change is said to wait for a restart.
+#[test]
+fn a_reload_applies_the_log_levels_and_says_the_format_waits() {
+    let quiet = "[log]\nlevel = \"warn\"\n";
+    let mut server = Served::start(Some(quiet), None);
+    server.until_ready();
+    let config = server._dir.0.join("heron.toml");
+    fs::write(&config, "[log]\nlevel = \"info\"\nformat = \"json\"\n").unwrap();
+    server.signal("HUP");
+    server.until_ready();
+    // One more reload, to see what is logged at the new level.
+    server.signal("HUP");
+    server.until_ready();
+    server.signal("TERM");
+    let status = server.child.wait().unwrap();
+    let log = server.log();
+    assert!(status.success(), "{status}: {log}");
+    let before_reload = log.lines().take_while(|l| !l.contains("log levels now"));
+    assert!(
+        before_reload.filter(|l| l.contains(" INFO ")).count() == 0,
+        "warn until the reload: {log}"
+    );
+    assert!(log.contains("log levels now info"), "{log}");
+    assert!(
+        log.contains(
+            "[log] format changed in the configuration: it takes effect at the next restart"
+        ),
+        "{log}"
+    );
+    let after = log.split("log levels now info").nth(1).unwrap();
+    assert!(
+        after.contains(" INFO ") && after.contains("reloading the configuration"),
+        "info lines after the reload, still as text: {log}"
+    );
+}
