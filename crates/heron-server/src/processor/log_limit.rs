@@ -1,9 +1,9 @@
-//! At most one log line per reason per interval. Refusals and TSIG
-//! failures come from the network, and UDP sources are spoofable: one
-//! sender wrote 217 MB of log in 12 s when every refusal was a line. Each
-//! reason keeps two atomics, so a flood costs a load and an add per
-//! packet and no lock; the line that opens an interval tells how many
-//! were left out since the one before.
+//! At most a few log lines per reason per interval (one for refusals).
+//! Refusals, TSIG failures and NOTIFYs come from the network, and UDP
+//! sources are spoofable: one sender wrote 217 MB of log in 12 s when
+//! every refusal was a line. Each reason keeps three atomics, so a flood
+//! costs a load and an add or two per packet and no lock; the line that
+//! opens an interval tells how many were left out since the one before.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -17,6 +17,8 @@ const NEVER: u64 = u64::MAX;
 struct Reason {
     /// When its last line was written (seconds, the requests' clock).
     logged_at: AtomicU64,
+    /// Lines written in the interval that line opened.
+    written: AtomicU64,
     /// Lines left out since then.
     suppressed: AtomicU64,
 }
@@ -34,16 +36,26 @@ pub struct Due {
 pub struct LogLimiter<const N: usize> {
     reasons: [Reason; N],
     interval: u64,
+    /// Lines per reason per interval.
+    lines: u64,
 }
 
 impl<const N: usize> LogLimiter<N> {
+    /// One line per reason per `interval` seconds.
     pub fn new(interval: u64) -> LogLimiter<N> {
+        LogLimiter::with_lines(interval, 1)
+    }
+
+    /// `lines` per reason per `interval` seconds (at least one).
+    pub fn with_lines(interval: u64, lines: u64) -> LogLimiter<N> {
         LogLimiter {
             reasons: std::array::from_fn(|_| Reason {
                 logged_at: AtomicU64::new(NEVER),
+                written: AtomicU64::new(0),
                 suppressed: AtomicU64::new(0),
             }),
             interval,
+            lines: lines.max(1),
         }
     }
 
@@ -59,10 +71,18 @@ impl<const N: usize> LogLimiter<N> {
             && r.logged_at
                 .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok();
+        if !due && r.written.fetch_add(1, Ordering::Relaxed) < self.lines {
+            // One more of the interval's first lines.
+            return Some(Due {
+                suppressed: 0,
+                since: 0,
+            });
+        }
         if !won {
             r.suppressed.fetch_add(1, Ordering::Relaxed);
             return None;
         }
+        r.written.store(1, Ordering::Relaxed);
         Some(Due {
             suppressed: r.suppressed.swap(0, Ordering::Relaxed),
             since: if last == NEVER {
@@ -126,6 +146,22 @@ mod tests {
             " (and 3999 more like it in the last 10 s)"
         );
         assert_eq!(first.tail(), "");
+    }
+
+    #[test]
+    fn a_few_lines_per_interval_when_asked_then_the_count() {
+        let limiter = LogLimiter::<1>::with_lines(LOG_INTERVAL, 5);
+        let t = 1_000;
+        let written = (0..20_000u64)
+            .filter(|i| limiter.admit(0, t + i / 4000).is_some())
+            .count();
+        // The first five at t; the clock stays inside the interval.
+        assert_eq!(written, 5);
+        let next = limiter.admit(0, t + LOG_INTERVAL).unwrap();
+        assert_eq!(next.suppressed, 20_000 - 5);
+        // The new interval has its five, counting the one that opened it.
+        let more = (0..10).filter(|_| limiter.admit(0, t + LOG_INTERVAL).is_some());
+        assert_eq!(more.count(), 4);
     }
 
     #[test]

@@ -285,6 +285,9 @@ pub struct Processor {
     replays: ReplayCache,
     /// One warning per kind of refusal per [`LOG_INTERVAL`].
     log: LogLimiter<{ Refusal::LOG_REASONS }>,
+    /// The first [`notify::LINES`] NOTIFYs accepted per [`LOG_INTERVAL`]
+    /// get a line; the rest are counted in the next one.
+    notify_log: LogLimiter<1>,
     /// Held only when something is configured (the fast path's branch).
     query_policy: Option<Box<QueryPolicy>>,
     /// This server's NSID (RFC 5001), if configured.
@@ -351,6 +354,7 @@ impl Processor {
             secondaries: SharedOrigins::default(),
             replays: ReplayCache::new(replay::DEFAULT_CAPACITY),
             log: LogLimiter::new(LOG_INTERVAL),
+            notify_log: LogLimiter::with_lines(LOG_INTERVAL, notify::LINES),
             query_policy: None,
             nsid: None,
             cookies: None,
@@ -598,7 +602,7 @@ impl Processor {
                 transfer::start(&self.primary, d, zone, expire, out)
             }
             Admission::Notify(origin) => {
-                notify::accept(d, origin, out, events);
+                notify::accept(d, origin, &self.notify_log, out, events);
                 return Outcome::Response;
             }
         };

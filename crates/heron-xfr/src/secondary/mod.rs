@@ -12,12 +12,14 @@
 //! * [`refresh`]: the one task that keeps every zone fresh, driving the
 //!   timers of [`crate::timers`] (SOA checks, transfers, expire).
 //! * [`backoff`]: waits after failures, per zone and per primary.
+//! * [`primary_log`]: the lines about those failures, bounded per primary.
 
 pub mod backoff;
 pub mod client;
 pub mod keeper;
 pub mod kept_file;
 pub mod pipelined;
+pub mod primary_log;
 pub mod receive;
 pub mod refresh;
 pub mod store;

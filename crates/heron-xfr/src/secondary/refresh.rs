@@ -17,6 +17,7 @@
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -29,6 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::client::{ClientError, Connections, Upstream};
 use super::keeper::Keeper;
 use super::kept_file::KeptFile;
+use super::primary_log::{Event as LogEvent, PrimaryLog, Summary};
 use super::receive::{Outcome, Request};
 use crate::growth::reserve_one_more;
 use crate::origin_index::{OriginIndex, OriginOf};
@@ -196,6 +198,7 @@ pub async fn run(
         let wakeup = driver.timers.next_wakeup();
         tokio::select! {
             _ = sleep_until(wakeup) => driver.handle(Event::TimerFired),
+            _ = sleep_until(driver.log.next_summary()) => driver.write_summaries(),
             Some(done) = driver.done.1.recv() => driver.finished(done),
             command = commands.recv(), if open => match command {
                 Some(command) => driver.command(command),
@@ -237,6 +240,8 @@ struct Driver {
     /// A version just received, to keep with the date the timers give it
     /// next (one entry in the writer's queue, not a write and a date).
     unkept: Option<(ZoneId, Arc<Zone>)>,
+    /// Lines about failures and recoveries, bounded per primary.
+    log: PrimaryLog,
 }
 
 /// The ids of the driver's zones by origin ([`OriginIndex`]): 4 octets
@@ -348,10 +353,12 @@ struct Done {
     result: Exchanged,
 }
 
-/// An exchange that failed: what the timers need, and why, for people.
+/// An exchange that failed: what the timers need, and why, for people
+/// (`reason` names the primary, `detail` does not).
 struct Failed {
     failure: Failure,
     reason: String,
+    detail: String,
 }
 
 /// What an exchange brought, with the EDNS EXPIRE the primary told.
@@ -375,6 +382,7 @@ impl Driver {
             done: mpsc::unbounded_channel(),
             actions: Vec::new(),
             unkept: None,
+            log: PrimaryLog::default(),
         }
     }
 
@@ -682,7 +690,8 @@ impl Driver {
         self.answer_waiters(zone);
     }
 
-    /// Remembers how the exchange with primary number `primary` went.
+    /// Remembers how the exchange with primary number `primary` went,
+    /// and logs it within the primary's bounds ([`PrimaryLog`]).
     fn note_exchange(&mut self, zone: ZoneId, primary: usize, failed: Option<&Failed>) {
         let Some(entry) = self.entry(zone) else {
             return;
@@ -690,27 +699,74 @@ impl Driver {
         if primary >= entry.zone.primaries.len() {
             return;
         }
+        let was_down = entry.seen(primary).reachable == Some(false);
+        let (origin, addr) = (
+            entry.zone.origin.clone(),
+            entry.zone.primaries[primary].addr,
+        );
         let only_first = entry.rare.as_ref().is_none_or(|r| r.primaries.is_empty());
         if failed.is_none() && primary == 0 && only_first {
             entry.first_reachable = Some(true);
-            return;
-        }
-        let seen = &mut entry.primaries_seen()[primary];
-        let Some(Failed { failure, reason }) = failed else {
-            *seen = PrimarySeen {
-                reachable: Some(true),
-                ..PrimarySeen::default()
-            };
-            return;
-        };
-        if let Failure::LeftAlone { until } = *failure {
-            seen.backoff_until = Some(until);
         } else {
-            seen.reachable = Some(false);
-            seen.backoff_until = None;
-            seen.last_error = Some(reason.clone());
+            let seen = &mut entry.primaries_seen()[primary];
+            match failed {
+                None => {
+                    *seen = PrimarySeen {
+                        reachable: Some(true),
+                        ..PrimarySeen::default()
+                    }
+                }
+                Some(Failed {
+                    failure: Failure::LeftAlone { until },
+                    ..
+                }) => seen.backoff_until = Some(*until),
+                Some(Failed { reason, .. }) => {
+                    seen.reachable = Some(false);
+                    seen.backoff_until = None;
+                    seen.last_error = Some(reason.clone());
+                }
+            }
+            if let Some(Failed { reason, .. }) = failed {
+                entry.rare().last_error = Some(reason.clone());
+            }
         }
-        entry.rare().last_error = Some(reason.clone());
+        self.log_exchange(&origin, addr, failed, was_down);
+    }
+
+    /// A line for the exchange if its primary's window has room; counted
+    /// for the window's summary if not.
+    fn log_exchange(
+        &mut self,
+        origin: &Name,
+        addr: SocketAddr,
+        failed: Option<&Failed>,
+        was_down: bool,
+    ) {
+        let event = match failed {
+            Some(f) if matches!(f.failure, Failure::LeftAlone { .. }) => LogEvent::LeftAlone,
+            Some(_) => LogEvent::Failed,
+            None if was_down => LogEvent::Recovered,
+            None => return,
+        };
+        let detail = failed.map(|f| f.detail.as_str());
+        let (own_line, ended) = self.log.note(addr, event, detail, Instant::now());
+        write_summary(ended);
+        match (own_line, event, detail) {
+            (true, LogEvent::Failed, Some(detail)) => {
+                tracing::warn!("zone {origin}: refresh from {addr} failed: {detail}")
+            }
+            (true, LogEvent::Recovered, _) => {
+                tracing::info!("zone {origin}: refresh from {addr} works again")
+            }
+            _ => {}
+        }
+    }
+
+    /// The summaries of the primaries' windows that ended.
+    fn write_summaries(&mut self) {
+        for summary in self.log.ended(Instant::now()) {
+            write_summary(Some(summary));
+        }
     }
 
     /// Once no check of `zone` is in flight, tells those waiting how the
@@ -818,6 +874,17 @@ struct Target<'a> {
     catalog: Option<&'a Name>,
 }
 
+fn write_summary(summary: Option<Summary>) {
+    match summary {
+        Some(Summary {
+            line,
+            failures: true,
+        }) => tracing::warn!("{line}"),
+        Some(Summary { line, .. }) => tracing::info!("{line}"),
+        None => {}
+    }
+}
+
 /// Transfers `origin` from `up`: IXFR from `have`, then AXFR if that
 /// fails; AXFR when there is nothing to start from.
 async fn transfer(
@@ -888,30 +955,28 @@ async fn axfr(
         .map_err(|e| failure(origin, up, "AXFR: ", e))
 }
 
-/// What the timers need to know of `e`, which is logged, and why.
+/// What the timers need to know of `e`, and why (the driver logs it).
 fn failure(origin: &Name, up: &Upstream, step: &str, e: ClientError) -> Failed {
-    match e {
+    let failure = match e {
         ClientError::PrimaryDown { until } => {
-            // Not logged as a failure: 100,000 zones would say so.
             tracing::debug!("zone {origin}: {} left alone for now", up.addr);
-            let until = until.into_std();
+            Failure::LeftAlone {
+                until: until.into_std(),
+            }
+        }
+        _ => Failure::Failed,
+    };
+    let detail = match failure {
+        Failure::LeftAlone { until } => {
             let left = until.saturating_duration_since(Instant::now());
-            Failed {
-                failure: Failure::LeftAlone { until },
-                reason: format!(
-                    "{}: left alone for {} s after failing",
-                    up.addr,
-                    left.as_secs()
-                ),
-            }
+            format!("left alone for {} s after failing", left.as_secs())
         }
-        e => {
-            tracing::warn!("zone {origin}: refresh from {} failed: {step}{e}", up.addr);
-            Failed {
-                failure: Failure::Failed,
-                reason: format!("{}: {step}{e}", up.addr),
-            }
-        }
+        _ => format!("{step}{e}"),
+    };
+    Failed {
+        failure,
+        reason: format!("{}: {detail}", up.addr),
+        detail,
     }
 }
 
@@ -1112,6 +1177,7 @@ mod tests {
         let down = Failed {
             failure: Failure::Failed,
             reason: "192.0.2.2:53: refused".into(),
+            detail: "refused".into(),
         };
         driver.note_exchange(zone, 1, Some(&down));
         assert_eq!(reachable(&driver), [Some(true), Some(false)]);

@@ -1,0 +1,243 @@
+//! What an outsider can make the log say is bounded (issue 42): 100,000
+//! secondary zones whose primary is a closed port, and 20,000 NOTIFYs
+//! from a primary's address, each write a few dozen lines, with summary
+//! lines that count the rest; the first failures are still logged in
+//! full, and each zone's detail stays in `heron ctl zone-status`.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use heron_proto::Name;
+use heron_testkit::{FakePrimary, ServerProcess, free_port};
+use heron_xfr::primary::notify::notify_message;
+
+const EDGE: &str = "edge.test";
+
+fn heron() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+/// Heron serving edge.test (to know it is up) and `extra`.
+fn start(extra: &str) -> ServerProcess {
+    let edge = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone");
+    ServerProcess::heron_with_config(&heron(), EDGE, |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [[zone]]\norigin = \"{EDGE}\"\nfile = \"{}\"\n{extra}",
+            edge.display()
+        )
+    })
+}
+
+/// A Heron too large to start within the test kit's wait: 100,000
+/// zones take seconds to read in a debug build on a busy machine.
+struct Large {
+    child: std::process::Child,
+    dir: tempfile::TempDir,
+}
+
+impl Large {
+    /// Starts Heron with `config`; waits (at most 2 minutes) until ready.
+    fn start(config: &str) -> Large {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("heron.toml"), config).unwrap();
+        let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
+        let child = Command::new(heron())
+            .args(["serve", "--config", "heron.toml"])
+            .current_dir(dir.path())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let large = Large { child, dir };
+        for _ in 0..1200 {
+            if large.log().contains(" ready: ") {
+                return large;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("not ready: {}", large.log());
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// `heron ctl zone-status ZONE --json`'s data.
+    fn zone_status(&self, zone: &str) -> serde_json::Value {
+        let out = Command::new(heron())
+            .args(["ctl", "--control"])
+            .arg(self.dir.path().join("heron.sock"))
+            .args(["zone-status", "--json", zone])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let response: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        response["data"].clone()
+    }
+}
+
+impl Drop for Large {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The numbers in `line` just before each of `words`, summed.
+fn counted(line: &str, words: &[&str]) -> u64 {
+    words
+        .iter()
+        .filter_map(|w| line.split_once(w))
+        .filter_map(|(before, _)| {
+            before
+                .rsplit(' ')
+                .find(|s| !s.is_empty())?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+/// Issue 42: 250,000 members whose primary was unreachable wrote a line
+/// each in the first minute. 100,000 zones of a group whose primary is
+/// a closed port: the first few failures in full, the rest in summaries
+/// that count every zone, a few dozen lines in 30 s.
+#[test]
+fn a_hundred_thousand_failing_zones_write_a_few_dozen_lines() {
+    const ZONES: usize = 100_000;
+    let closed = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let origins: Vec<String> = (0..ZONES).map(|i| format!("\"z{i}.fail.test\"")).collect();
+    let server = Large::start(&format!(
+        "[server]\nlisten = [\"127.0.0.1:{}\"]\nworkers = 1\ncontrol = \"heron.sock\"\n\
+         [[zone-group]]\norigins = [{}]\nfile = \"kept/{{zone}}.zone\"\nprimaries = [\"{closed}\"]\n",
+        free_port(),
+        origins.join(",")
+    ));
+    let started = Instant::now();
+    let about_it = |log: &str| -> Vec<String> {
+        (log.lines())
+            .filter(|l| l.contains(&closed.to_string()))
+            .map(str::to_string)
+            .collect()
+    };
+    // Every zone tried or left alone, and told of, within 30 s.
+    let zones_told = |lines: &[String]| -> u64 {
+        let one_each = lines.iter().filter(|l| l.contains(" failed: ")).count() as u64;
+        let summed: u64 = (lines.iter())
+            .map(|l| counted(l, &[" more zones failed", " zones not tried"]))
+            .sum();
+        one_each + summed
+    };
+    let window = Duration::from_secs(30);
+    while started.elapsed() < window {
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let lines = about_it(&server.log());
+    assert!(
+        zones_told(&lines) >= ZONES as u64,
+        "{} zones told of: {lines:#?}",
+        zones_told(&lines)
+    );
+    // Three 10-second windows, a fourth begun: five lines and a summary
+    // each at most.
+    assert!(lines.len() <= 24, "{} lines: {lines:#?}", lines.len());
+    // The first failures in full.
+    let first = format!("refresh from {closed} failed: AXFR: Connection refused");
+    assert!(lines.iter().any(|l| l.contains(&first)), "{lines:#?}");
+    assert!(
+        lines.iter().any(|l| l.contains("heron ctl zone-status")),
+        "{lines:#?}"
+    );
+    // Each zone's own detail is there.
+    let status = server.zone_status("z99999.fail.test");
+    let text = status.to_string();
+    assert!(text.contains(&closed.to_string()), "{text}");
+    assert!(
+        text.contains("Connection refused") || text.contains("left alone"),
+        "{text}"
+    );
+}
+
+/// A NOTIFY for `origin` claiming `serial`, id `id`.
+fn notify(origin: &Name, serial: u32, id: u16) -> Vec<u8> {
+    let mut soa = b"\x02ns\x00\x01h\x00".to_vec();
+    soa.extend_from_slice(&serial.to_be_bytes());
+    soa.extend_from_slice(&[
+        0, 0, 0x0e, 0x10, 0, 0, 2, 0x58, 0, 1, 0x51, 0x80, 0, 0, 0, 0x3c,
+    ]);
+    notify_message(origin, &(300, soa), id)
+}
+
+/// The "NOTIFY for ZONE" lines of `log`, and the NOTIFYs they stand for
+/// (each one, and those it says were left out).
+fn notify_lines(log: &str, zone: &str) -> (usize, u64) {
+    let lines: Vec<&str> = (log.lines())
+        .filter(|l| l.contains(&format!("NOTIFY for {zone} from")))
+        .collect();
+    let left_out: u64 = lines.iter().map(|l| counted(l, &[" more like it"])).sum();
+    (lines.len(), lines.len() as u64 + left_out)
+}
+
+/// Issue 42: 20,000 NOTIFYs from a primary's address wrote 20,000 INFO
+/// lines. Now the first few of each 10 s are logged, and the next line
+/// after counts the rest: every NOTIFY is accounted for.
+#[test]
+fn twenty_thousand_notifies_write_a_handful_of_lines() {
+    const NOTIFIES: u16 = 20_000;
+    let primary = FakePrimary::start(&["xfr.test"], 7);
+    let server = start(&format!(
+        "[[zone]]\norigin = \"xfr.test\"\nfile = \"xfr.test.zone\"\nprimaries = [\"{}\"]\n",
+        primary.addr()
+    ));
+    let zone = Name::parse("xfr.test").unwrap();
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.connect(server.addr()).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let started = Instant::now();
+    let mut answered = 0;
+    let mut buf = [0u8; 512];
+    // Bounded: 20,000 sends, each waiting at most 2 s for its answer.
+    for id in 0..NOTIFIES {
+        socket.send(&notify(&zone, 7, id)).unwrap();
+        if socket
+            .recv(&mut buf)
+            .is_ok_and(|n| n >= 12 && buf[3] & 0xF == 0)
+        {
+            answered += 1;
+        }
+    }
+    assert!(answered >= NOTIFIES - 100, "{answered} acknowledged");
+    let (lines, _) = notify_lines(&server.log(), "xfr.test.");
+    let intervals = started.elapsed().as_secs() / 10 + 1;
+    assert!(
+        (1..=5 * intervals as usize).contains(&lines),
+        "{lines} lines in {intervals} intervals"
+    );
+    // One more after the interval: its line counts those left out.
+    while started.elapsed() < Duration::from_secs(11) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    socket.send(&notify(&zone, 7, 1)).unwrap();
+    socket.recv(&mut buf).unwrap();
+    let mut told = 0;
+    for _ in 0..100 {
+        (_, told) = notify_lines(&server.log(), "xfr.test.");
+        if told > u64::from(answered) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Every NOTIFY acknowledged was taken (one whose answer was lost may
+    // have been too).
+    let sent = u64::from(NOTIFIES) + 1;
+    assert!(
+        (u64::from(answered) + 1..=sent).contains(&told),
+        "{told} of {sent} told: {}",
+        server.log()
+    );
+}
