@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use heron_proto::Name;
 use heron_server::SharedCatalog;
+use heron_server::processor::log_limit::{LOG_INTERVAL, LogLimiter};
 use heron_server::processor::{NotifyReceived, SharedOrigins};
 use heron_xfr::journal::file as journal_file;
 use heron_xfr::origin_index::OriginIndex;
@@ -244,6 +245,7 @@ pub fn start(
         keeper: keeper.clone(),
         keep_removed,
         consumers,
+        member_log: LogLimiter::with_lines(LOG_INTERVAL, MEMBER_LINES),
     });
     tokio::spawn(refresh::run(zones.collect(), ctx, received));
     let notify_commands = commands.clone();
@@ -271,7 +273,39 @@ pub struct Running {
     keep_removed: bool,
     /// The catalogs consumed, and which owns each member.
     consumers: Consumers,
+    /// Lines about catalog members added, removed, re-pointed or reset:
+    /// a catalog's producer may change 100,000 at once.
+    member_log: LogLimiter<{ ZoneChange::KINDS }>,
 }
+
+/// What happened to a secondary zone, for its line.
+#[derive(Clone, Copy)]
+enum ZoneChange {
+    Added,
+    Removed,
+    Repointed,
+    Reset,
+}
+
+impl ZoneChange {
+    const KINDS: usize = 4;
+
+    fn line(self) -> &'static str {
+        match self {
+            ZoneChange::Added => "secondary zone added",
+            ZoneChange::Removed => "secondary zone removed: no longer transferred",
+            ZoneChange::Repointed => "secondary zone re-pointed",
+            ZoneChange::Reset => {
+                "member zone reset: its unique ID changed; dropped and transferred afresh"
+            }
+        }
+    }
+}
+
+/// Catalog members whose change gets a line of its own per
+/// [`LOG_INTERVAL`] seconds; the rest are at debug, counted in the next
+/// line, and the catalog's own line counts each version's changes.
+pub const MEMBER_LINES: u64 = 5;
 
 /// What [`Running::reconfigure`] did.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -487,11 +521,7 @@ impl Running {
                     primary.set_member_policy(&origin, None);
                 }
                 Step::Reset(member, policy) => {
-                    tracing::info!(
-                        zone = %member.origin,
-                        catalog = member.catalog.as_ref().map(tracing::field::display),
-                        "member zone reset: its unique ID changed; dropped and transferred afresh"
-                    );
+                    self.log_change(&member, ZoneChange::Reset);
                     let origin = member.origin.to_lowercase();
                     to_delete.extend(self.stop(&origin, next, primary, |_| false));
                     primary.set_member_policy(&member.origin, Some(policy));
@@ -523,11 +553,7 @@ impl Running {
             next.remove(origin);
             primary.forget(origin);
         }
-        tracing::info!(
-            zone = %zone.origin,
-            catalog = zone.catalog.as_ref().map(tracing::field::display),
-            "secondary zone removed: no longer transferred"
-        );
+        self.log_change(&zone, ZoneChange::Removed);
         Some(zone.kept_path().into_owned())
     }
 
@@ -537,11 +563,7 @@ impl Running {
         let zone = Arc::new(zone);
         let origin = zone.origin.to_lowercase();
         let _ = self.commands.send(Command::Remove(zone.origin.clone()));
-        tracing::info!(
-            zone = %zone.origin,
-            catalog = zone.catalog.as_ref().map(tracing::field::display),
-            "secondary zone re-pointed"
-        );
+        self.log_change(&zone, ZoneChange::Repointed);
         let serving = next.get(&origin).cloned();
         let _ = self.commands.send(Command::Add(zone.clone(), serving));
         // The new primaries are asked at once, not at the next refresh.
@@ -571,15 +593,32 @@ impl Running {
             if start.is_none() {
                 next.expire(&zone.origin);
             }
-            tracing::info!(
-                zone = %zone.origin,
-                catalog = zone.catalog.as_ref().map(tracing::field::display),
-                "secondary zone added"
-            );
+            self.log_change(&zone, ZoneChange::Added);
             let origin = zone.origin.to_lowercase();
             self.kept_fresh.insert(origin);
             self.zones.insert(&OwnOrigin, zone.clone());
             let _ = self.commands.send(Command::Add(zone, start));
+        }
+    }
+
+    /// Says what happened to `zone`: always for a zone of the
+    /// configuration, within [`MEMBER_LINES`] of its kind per interval for
+    /// a catalog's member (else at debug).
+    fn log_change(&self, zone: &SecondaryZone, change: ZoneChange) {
+        let what = change.line();
+        let Some(catalog) = &zone.catalog else {
+            tracing::info!(zone = %zone.origin, "{what}");
+            return;
+        };
+        let now = heron_xfr::primary::notify::unix_now();
+        match self.member_log.admit(change as usize, now) {
+            Some(due) => tracing::info!(
+                zone = %zone.origin,
+                %catalog,
+                "{what}{}",
+                due.tail()
+            ),
+            None => tracing::debug!(zone = %zone.origin, %catalog, "{what}"),
         }
     }
 
@@ -592,11 +631,18 @@ impl Running {
     /// thread after any copy queued before (which would otherwise land
     /// after the delete). Waiting here for the keeper instead held the
     /// catalog's update lock for as long as it was busy (up to 5 s).
+    /// The first [`MEMBER_LINES`] deletions get a line each, the rest one
+    /// line (a catalog may drop 100,000 members at once).
     fn delete_files(&self, files: &[std::path::PathBuf]) {
-        for file in files {
-            delete_kept(file);
+        let told = MEMBER_LINES as usize;
+        for (i, file) in files.iter().enumerate() {
+            delete_kept(file, i < told);
             self.keeper.delete(file);
             self.keeper.delete(&consumed_copy(file));
+        }
+        if files.len() > told {
+            let more = files.len() - told;
+            tracing::info!("kept copies of {more} more removed zones deleted");
         }
     }
 }
@@ -608,8 +654,9 @@ fn same_zone(running: &SecondaryZone, wanted: &SecondaryZone) -> bool {
 }
 
 /// Deletes a removed secondary zone's kept copy and journal (and, for a
-/// catalog zone, the copy of the version consumed and its ceded zones).
-fn delete_kept(file: &std::path::Path) {
+/// catalog zone, the copy of the version consumed and its ceded zones);
+/// says so at info if `told`, else at debug.
+fn delete_kept(file: &std::path::Path, told: bool) {
     let paths = [
         file,
         &journal_file::path_for(file),
@@ -618,7 +665,10 @@ fn delete_kept(file: &std::path::Path) {
     ];
     for path in paths {
         match std::fs::remove_file(path) {
-            Ok(()) => tracing::info!(file = %path.display(), "deleted: its zone is removed"),
+            Ok(()) if told => {
+                tracing::info!(file = %path.display(), "deleted: its zone is removed")
+            }
+            Ok(()) => tracing::debug!(file = %path.display(), "deleted: its zone is removed"),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => tracing::warn!("cannot delete {}: {e}", path.display()),
         }
@@ -876,6 +926,7 @@ mod tests {
             keeper,
             keep_removed: false,
             consumers: Consumers::new(vec![config]),
+            member_log: LogLimiter::with_lines(LOG_INTERVAL, MEMBER_LINES),
         }
     }
 

@@ -3,9 +3,10 @@
 //! 100,000 members of one), every zone fails alike: a line each would be
 //! 100,000 lines a minute that an outsider can cause. So in each window
 //! of [`WINDOW`] per primary the first [`FIRST_LINES`] zones of each kind
-//! (failed, answering again) get a line of their own, and the rest are
-//! counted and told in one line when the window ends, with the zones
-//! left alone meanwhile (not tried: the primary failed lately). Each
+//! (failed, working again) get a line of their own, and the rest are
+//! counted and told in one line when the window ends, with the checks
+//! left alone meanwhile (not tried: the primary failed lately). Checks
+//! are counted, not zones: a zone retries within a window. Each
 //! zone's own state stays in `heron ctl zone-status`.
 
 use std::collections::HashMap;
@@ -152,7 +153,7 @@ fn summary(primary: SocketAddr, w: &Window, now: Instant) -> Option<Summary> {
     let mut line = format!("refresh from {primary}, in the last {secs} s:");
     let mut parts = Vec::new();
     if w.failed > 0 {
-        let mut part = format!(" {} more zones failed", w.failed);
+        let mut part = format!(" {} more checks failed", w.failed);
         if let Some(last) = &w.last_failure {
             let _ = write!(part, " (last: {last})");
         }
@@ -160,12 +161,12 @@ fn summary(primary: SocketAddr, w: &Window, now: Instant) -> Option<Summary> {
     }
     if w.left_alone > 0 {
         parts.push(format!(
-            " {} zones not tried (it failed lately and is left alone)",
+            " {} checks not tried (it failed lately and is left alone)",
             w.left_alone
         ));
     }
     if w.recovered > 0 {
-        parts.push(format!(" {} more zones answered again", w.recovered));
+        parts.push(format!(" {} more zones work again", w.recovered));
     }
     line.push_str(&parts.join(";"));
     line.push_str("; each zone's state: heron ctl zone-status");
@@ -204,8 +205,8 @@ mod tests {
         assert!(log.ended(t0 + WINDOW - Duration::from_millis(1)).is_empty());
         let due = log.ended(t0 + WINDOW);
         let want = format!(
-            "refresh from 192.0.2.1:53, in the last 10 s: {} more zones failed (last: refused); \
-             99000 zones not tried (it failed lately and is left alone); \
+            "refresh from 192.0.2.1:53, in the last 10 s: {} more checks failed (last: refused); \
+             99000 checks not tried (it failed lately and is left alone); \
              each zone's state: heron ctl zone-status",
             1_000 - FIRST_LINES
         );
@@ -232,10 +233,7 @@ mod tests {
         let (line, ended) = log.note(primary(), Event::Recovered, None, t0 + WINDOW);
         assert!(line, "a new window");
         let ended = ended.expect("the summary of the one before");
-        assert!(
-            ended.line.contains(" 1 more zones answered again"),
-            "{ended:?}"
-        );
+        assert!(ended.line.contains(" 1 more zones work again"), "{ended:?}");
         assert!(!ended.failures);
     }
 
