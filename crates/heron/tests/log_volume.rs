@@ -313,3 +313,53 @@ fn a_catalog_of_twenty_thousand_failing_members_writes_a_few_dozen_lines() {
     assert!(lines(&log, "secondary zone removed") <= 5, "{log}");
     assert!(log.lines().count() <= 60, "{log}");
 }
+
+/// `heron ctl refresh ZONE` on `server`: whether it succeeded.
+fn refresh(server: &ServerProcess, zone: &str) -> bool {
+    let out = Command::new(heron())
+        .args(["ctl", "--control"])
+        .arg(server.dir().join("heron.sock"))
+        .args(["refresh", zone])
+        .output()
+        .unwrap();
+    out.status.success()
+}
+
+/// Bounded as they are, the lines still tell a zone's story: its first
+/// failure in full, and that it works again once its primary is back.
+#[test]
+fn a_zones_failure_and_its_recovery_are_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let zone_file = dir.path().join("rec.test.zone");
+    std::fs::write(
+        &zone_file,
+        "$ORIGIN rec.test.\n$TTL 300\n@ SOA ns h 7 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let primary_config = format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+         [[zone]]\norigin = \"rec.test\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n",
+        zone_file.display()
+    );
+    let start_primary =
+        || ServerProcess::heron_on_port(&heron(), port, "rec.test", &primary_config);
+    let mut primary = start_primary().unwrap();
+    let secondary = start(&format!(
+        "[[zone]]\norigin = \"rec.test\"\nfile = \"rec.test.zone\"\nprimaries = [\"127.0.0.1:{port}\"]\n"
+    ));
+    assert!(logged(&secondary, "to serial 7", 30), "{}", secondary.log());
+    primary.terminate();
+    assert!(!refresh(&secondary, "rec.test"), "its primary is gone");
+    let failed = format!("zone rec.test.: refresh from 127.0.0.1:{port} failed: ");
+    assert!(logged(&secondary, &failed, 10), "{}", secondary.log());
+    let _primary = start_primary().unwrap();
+    // Left alone for a second or two after failing: asked until it answers.
+    let back = (0..30).any(|_| {
+        std::thread::sleep(Duration::from_millis(500));
+        refresh(&secondary, "rec.test")
+    });
+    assert!(back, "{}", secondary.log());
+    let works = format!("zone rec.test.: refresh from 127.0.0.1:{port} works again");
+    assert!(logged(&secondary, &works, 10), "{}", secondary.log());
+}
