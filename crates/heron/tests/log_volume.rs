@@ -363,3 +363,56 @@ fn a_zones_failure_and_its_recovery_are_logged() {
     let works = format!("zone rec.test.: refresh from 127.0.0.1:{port} works again");
     assert!(logged(&secondary, &works, 10), "{}", secondary.log());
 }
+
+/// Zones transferred together expire together when their primary goes:
+/// 2,000 zones whose SOA expire is 3 s write a few "zone expired" lines
+/// and an error that counts the rest, every zone accounted for.
+#[test]
+fn two_thousand_zones_expiring_together_write_a_few_lines() {
+    const ZONES: usize = 2_000;
+    let dir = tempfile::tempdir().unwrap();
+    let origins: Vec<String> = (0..ZONES).map(|i| format!("\"e{i}.exp.test\"")).collect();
+    for i in 0..ZONES {
+        let text = format!(
+            "$ORIGIN e{i}.exp.test.\n$TTL 60\n@ SOA ns h 1 1 1 3 60\n@ NS ns\nns A 192.0.2.1\n"
+        );
+        std::fs::write(dir.path().join(format!("e{i}.exp.test.zone")), text).unwrap();
+    }
+    let port = free_port();
+    let config = format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+         [[zone-group]]\norigins = [{}]\nfile = \"{}/{{zone}}.zone\"\nallow-transfer = [\"127.0.0.1\"]\n",
+        origins.join(","),
+        dir.path().display()
+    );
+    let mut primary = ServerProcess::heron_on_port(&heron(), port, "e0.exp.test", &config).unwrap();
+    let secondary = start(&format!(
+        "[secondary]\nmin-refresh = 1\nmin-retry = 1\nmin-expire = 1\n\
+         [[zone-group]]\norigins = [{}]\nfile = \"kept/{{zone}}.zone\"\nprimaries = [\"127.0.0.1:{port}\"]\n",
+        origins.join(",")
+    ));
+    let transferred = |log: &str| log.matches("zone transferred in").count();
+    let all_in = (0..600).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        transferred(&secondary.log()) >= ZONES
+    });
+    assert!(all_in, "{} transferred", transferred(&secondary.log()));
+    primary.terminate();
+    let expired = |log: &str| -> (usize, u64) {
+        let own = log.matches("zone expired: no answer").count();
+        let more: u64 = (log.lines())
+            .map(|l| counted(l, &[" more zones expired"]))
+            .sum();
+        (own, own as u64 + more)
+    };
+    let all_told = (0..600).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        expired(&secondary.log()).1 >= ZONES as u64
+    });
+    let log = secondary.log();
+    assert!(all_told, "{:?} expired: {log}", expired(&log));
+    assert_eq!(expired(&log).1, ZONES as u64, "each zone once");
+    assert!(expired(&log).0 <= 5, "{log}");
+    let after_transfers = log.lines().filter(|l| !l.contains("zone transferred in"));
+    assert!(after_transfers.count() <= 60, "{log}");
+}

@@ -3,7 +3,7 @@
 //! 100,000 members of one), every zone fails alike: a line each would be
 //! 100,000 lines a minute that an outsider can cause. So in each window
 //! of [`WINDOW`] per primary the first [`FIRST_LINES`] zones of each kind
-//! (failed, working again) get a line of their own, and the rest are
+//! (failed, working again, expired) get a line of their own, the rest
 //! counted and told in one line when the window ends, with the checks
 //! left alone meanwhile (not tried: the primary failed lately). Checks
 //! are counted, not zones: a zone retries within a window. Each
@@ -28,6 +28,9 @@ pub enum Event {
     LeftAlone,
     /// Answered after failing.
     Recovered,
+    /// Past its expire time with no answer: the zone answers SERVFAIL
+    /// (zones transferred together expire together).
+    Expired,
 }
 
 /// One primary's window.
@@ -37,10 +40,12 @@ struct Window {
     /// Lines written, by [`Event::Failed`] and [`Event::Recovered`].
     failed_written: u32,
     recovered_written: u32,
+    expired_written: u32,
     /// Events not given a line of their own.
     failed: u64,
     left_alone: u64,
     recovered: u64,
+    expired: u64,
     /// The last failure counted, for the summary.
     last_failure: Option<String>,
 }
@@ -51,15 +56,17 @@ impl Window {
             opened,
             failed_written: 0,
             recovered_written: 0,
+            expired_written: 0,
             failed: 0,
             left_alone: 0,
             recovered: 0,
+            expired: 0,
             last_failure: None,
         }
     }
 
     fn counted_any(&self) -> bool {
-        self.failed + self.left_alone + self.recovered > 0
+        self.failed + self.left_alone + self.recovered + self.expired > 0
     }
 }
 
@@ -69,11 +76,22 @@ pub struct PrimaryLog {
     windows: HashMap<SocketAddr, Window>,
 }
 
-/// A summary due: the line and whether it tells of failures (a warning).
+/// A summary due: the line and how grave what it tells is.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Summary {
     pub line: String,
-    pub failures: bool,
+    pub level: Level,
+}
+
+/// The level of a summary: its gravest event's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// Zones work again.
+    Info,
+    /// Checks failed or were not tried.
+    Warn,
+    /// Zones expired.
+    Error,
 }
 
 impl PrimaryLog {
@@ -100,6 +118,7 @@ impl PrimaryLog {
         let own_line = match event {
             Event::Failed => take_line(&mut window.failed_written),
             Event::Recovered => take_line(&mut window.recovered_written),
+            Event::Expired => take_line(&mut window.expired_written),
             Event::LeftAlone => false,
         };
         if !own_line {
@@ -107,6 +126,7 @@ impl PrimaryLog {
                 Event::Failed => window.failed += 1,
                 Event::LeftAlone => window.left_alone += 1,
                 Event::Recovered => window.recovered += 1,
+                Event::Expired => window.expired += 1,
             }
             if let Some(failure) = failure.filter(|_| event == Event::Failed) {
                 window.last_failure = Some(failure.to_string());
@@ -168,12 +188,20 @@ fn summary(primary: SocketAddr, w: &Window, now: Instant) -> Option<Summary> {
     if w.recovered > 0 {
         parts.push(format!(" {} more zones work again", w.recovered));
     }
+    if w.expired > 0 {
+        parts.push(format!(
+            " {} more zones expired (answering SERVFAIL)",
+            w.expired
+        ));
+    }
     line.push_str(&parts.join(";"));
     line.push_str("; each zone's state: heron ctl zone-status");
-    Some(Summary {
-        line,
-        failures: w.failed + w.left_alone > 0,
-    })
+    let level = match () {
+        _ if w.expired > 0 => Level::Error,
+        _ if w.failed + w.left_alone > 0 => Level::Warn,
+        _ => Level::Info,
+    };
+    Some(Summary { line, level })
 }
 
 #[cfg(test)]
@@ -214,7 +242,7 @@ mod tests {
             due,
             [Summary {
                 line: want,
-                failures: true
+                level: Level::Warn
             }]
         );
         // The next window starts afresh.
@@ -234,7 +262,21 @@ mod tests {
         assert!(line, "a new window");
         let ended = ended.expect("the summary of the one before");
         assert!(ended.line.contains(" 1 more zones work again"), "{ended:?}");
-        assert!(!ended.failures);
+        assert_eq!(ended.level, Level::Info);
+    }
+
+    #[test]
+    fn zones_expiring_together_are_counted_and_told_as_errors() {
+        let mut log = PrimaryLog::default();
+        let t0 = Instant::now();
+        let own = (0..1_000)
+            .filter(|_| log.note(primary(), Event::Expired, None, t0).0)
+            .count();
+        assert_eq!(own, FIRST_LINES as usize);
+        let due = log.ended(t0 + WINDOW);
+        assert_eq!(due[0].level, Level::Error);
+        let more = format!(" {} more zones expired", 1_000 - FIRST_LINES);
+        assert!(due[0].line.contains(&more), "{due:?}");
     }
 
     #[test]

@@ -30,7 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::client::{ClientError, Connections, Upstream};
 use super::keeper::Keeper;
 use super::kept_file::KeptFile;
-use super::primary_log::{Event as LogEvent, PrimaryLog, Summary};
+use super::primary_log::{Event as LogEvent, Level, PrimaryLog, Summary};
 use super::receive::{Outcome, Request};
 use crate::growth::reserve_one_more;
 use crate::origin_index::{OriginIndex, OriginOf};
@@ -532,15 +532,10 @@ impl Driver {
                 let Some(entry) = self.entry(zone) else {
                     return;
                 };
-                let primaries = entry.zone.primaries.iter().map(|p| p.addr.to_string());
-                tracing::error!(
-                    zone = %entry.zone.origin,
-                    catalog = entry.zone.catalog.as_ref().map(tracing::field::display),
-                    peer = %primaries.collect::<Vec<_>>().join(" "),
-                    "zone expired: no answer from any primary; answering SERVFAIL"
-                );
                 ctx.publisher.expire(&entry.zone.origin);
                 entry.current = None;
+                let zone = entry.zone.clone();
+                self.log_expired(&zone);
             }
             Action::DateKept { zone, ago } => {
                 let at = SystemTime::now() - ago;
@@ -762,6 +757,25 @@ impl Driver {
         }
     }
 
+    /// `zone` expired: its line, within its first primary's bounds.
+    fn log_expired(&mut self, zone: &SecondaryZone) {
+        let Some(first) = zone.primaries.first() else {
+            return;
+        };
+        let (own_line, ended) =
+            (self.log).note(first.addr, LogEvent::Expired, None, Instant::now());
+        write_summary(ended);
+        if own_line {
+            let primaries = zone.primaries.iter().map(|p| p.addr.to_string());
+            tracing::error!(
+                zone = %zone.origin,
+                catalog = zone.catalog.as_ref().map(tracing::field::display),
+                peer = %primaries.collect::<Vec<_>>().join(" "),
+                "zone expired: no answer from any primary; answering SERVFAIL"
+            );
+        }
+    }
+
     /// The summaries of the primaries' windows that ended.
     fn write_summaries(&mut self) {
         for summary in self.log.ended(Instant::now()) {
@@ -875,13 +889,13 @@ struct Target<'a> {
 }
 
 fn write_summary(summary: Option<Summary>) {
-    match summary {
-        Some(Summary {
-            line,
-            failures: true,
-        }) => tracing::warn!("{line}"),
-        Some(Summary { line, .. }) => tracing::info!("{line}"),
-        None => {}
+    let Some(Summary { line, level }) = summary else {
+        return;
+    };
+    match level {
+        Level::Error => tracing::error!("{line}"),
+        Level::Warn => tracing::warn!("{line}"),
+        Level::Info => tracing::info!("{line}"),
     }
 }
 
