@@ -416,3 +416,54 @@ fn two_thousand_zones_expiring_together_write_a_few_lines() {
     let after_transfers = log.lines().filter(|l| !l.contains("zone transferred in"));
     assert!(after_transfers.count() <= 60, "{log}");
 }
+
+/// Rate limiting tells each client prefix once per window, and spoofed
+/// sources can be any number of prefixes: 100 clients limited at once
+/// write 5 lines, and the next line after the interval counts the rest.
+#[test]
+fn a_hundred_clients_rate_limited_at_once_write_five_lines() {
+    let server = start("[rrl]\nresponses-per-second = 1\nipv4-prefix-length = 32\n");
+    let name = Name::parse("www.edge.test").unwrap();
+    let query = heron_testkit::build_query(
+        &name,
+        heron_proto::RType::A,
+        &heron_testkit::QueryOpts::default(),
+    );
+    // Each sends 10 at once, past its 1 a second: limited, and logged.
+    let flood_from = |last: u8| {
+        let socket = UdpSocket::bind(("127.0.0.".to_string() + &last.to_string(), 0)).unwrap();
+        for _ in 0..10 {
+            socket.send_to(&query, server.addr()).unwrap();
+        }
+    };
+    let started = Instant::now();
+    (10..110).for_each(flood_from);
+    let lines = |log: &str| -> Vec<String> {
+        (log.lines())
+            .filter(|l| l.contains("rate limiting"))
+            .map(str::to_string)
+            .collect()
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    let first = lines(&server.log());
+    assert!(
+        started.elapsed() >= Duration::from_secs(10) || (1..=5).contains(&first.len()),
+        "{first:#?}"
+    );
+    while started.elapsed() < Duration::from_secs(11) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    flood_from(200);
+    assert!(
+        logged(&server, "more like it", 10),
+        "{:#?}",
+        lines(&server.log())
+    );
+    let all = lines(&server.log());
+    let told = all.len() as u64
+        + all
+            .iter()
+            .map(|l| counted(l, &[" more like it"]))
+            .sum::<u64>();
+    assert_eq!(told, 101, "every client limited is told of: {all:#?}");
+}

@@ -23,6 +23,7 @@ use std::time::Instant;
 use heron_proto::message::{HEADER_LEN, Query, flags};
 
 use crate::processor::cookies::random_bytes;
+use crate::processor::log_limit::{LOG_INTERVAL, LogLimiter};
 use crate::rrl::{Action, Charge, Class, Key, Response, Rrl, RrlCounters, RrlSettings, Verdict};
 
 /// The dropped and slipped responses of all workers, for the metrics and
@@ -144,6 +145,13 @@ impl Limiter {
     }
 }
 
+/// The "rate limiting" lines of every worker: each client prefix is told
+/// once per window, but spoofed sources can make any number of prefixes
+/// limited at once. The first 5 per 10 s are written, the rest counted in
+/// the next.
+static LIMITED_LOG: std::sync::LazyLock<LogLimiter<1>> =
+    std::sync::LazyLock::new(|| LogLimiter::with_lines(LOG_INTERVAL, 5));
+
 /// [`Limiter::settle`] for a response that is limited, or whose limiting
 /// is to be logged.
 #[cold]
@@ -159,7 +167,10 @@ fn limited(
         && let (Some(key), Some(client)) = (classify(response, q, plain), client)
     {
         let class = Response::from(key);
-        tracing::info!("rate limiting {class:?} responses to {client} and its prefix");
+        if let Some(due) = LIMITED_LOG.admit(0, heron_xfr::primary::notify::unix_now()) {
+            let tail = due.tail();
+            tracing::info!("rate limiting {class:?} responses to {client} and its prefix{tail}");
+        }
     }
     match verdict.action {
         Action::Send => true,
