@@ -663,6 +663,21 @@ fn notifies_and_transfers_without_the_right_key_are_refused() {
     );
     assert!(primary.log().contains("BADSIG"), "{}", primary.log());
     assert!(!dir.join("w").exists(), "nothing kept");
+
+    // A key the primary does not know: it answers NOTAUTH, unsigned, with
+    // BADKEY in its TSIG record; the secondary says so (issue 44: it said
+    // "message is not signed"), in its log and for each later check.
+    let unknown_port = free_port();
+    let unknown = secondary_config(unknown_port, primary.addr(), &dir.join("u"), "")
+        .replace(KEY, "unknown.key.test");
+    let unknown =
+        ServerProcess::heron_on_port(&xfr_common::heron(), unknown_port, ORIGIN, &unknown);
+    let log = unknown.expect_err("no zone with a key the primary does not know");
+    assert!(
+        log.contains("the primary answered NOTAUTH (TSIG error BADKEY)"),
+        "{log}"
+    );
+    assert!(!log.contains("not signed"), "{log}");
     drop((heron, primary));
     std::fs::remove_dir_all(dir).unwrap();
 }

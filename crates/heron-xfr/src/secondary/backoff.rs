@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -73,26 +73,42 @@ struct Down {
     /// Windows in a row that ended in another failure.
     failures: u32,
     until: Instant,
+    /// Why it failed last: the checks it turns away say so.
+    cause: Arc<str>,
+}
+
+/// Why a primary is not tried now: until when, and how it last failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeftAlone {
+    pub until: Instant,
+    pub cause: Arc<str>,
 }
 
 impl PrimaryHealth {
-    /// Whether `addr` may be tried now; if not, when it may.
-    pub fn admit(&self, addr: SocketAddr, now: Instant) -> Result<(), Instant> {
+    /// Whether `addr` may be tried now; if not, until when and why.
+    pub fn admit(&self, addr: SocketAddr, now: Instant) -> Result<(), LeftAlone> {
         match self.down.lock().unwrap().get(&addr) {
-            Some(down) if now < down.until => Err(down.until),
+            Some(down) if now < down.until => Err(LeftAlone {
+                until: down.until,
+                cause: down.cause.clone(),
+            }),
             _ => Ok(()),
         }
     }
 
-    /// `addr` could not be reached: it is left alone until the returned
-    /// instant. Failures of exchanges that were already under way when
-    /// its window opened do not lengthen it again.
-    pub fn failed(&self, addr: SocketAddr, now: Instant) -> Instant {
+    /// `addr` could not be reached (`cause`: how): it is left alone until
+    /// the returned instant. Failures of exchanges that were already under
+    /// way when its window opened do not lengthen it again.
+    pub fn failed(&self, addr: SocketAddr, now: Instant, cause: &str) -> Instant {
         let mut down = self.down.lock().unwrap();
-        let state = down.entry(addr).or_insert(Down {
+        let state = down.entry(addr).or_insert_with(|| Down {
             failures: 0,
             until: now,
+            cause: cause.into(),
         });
+        if *state.cause != *cause {
+            state.cause = cause.into();
+        }
         if now >= state.until {
             state.failures += 1;
             let wait = exponential(state.failures, FIRST_RETRY, PRIMARY_MAX_BACKOFF);
@@ -162,28 +178,46 @@ mod tests {
         let (a, b) = (addr("192.0.2.1:53"), addr("192.0.2.2:53"));
         let t0 = Instant::now();
         assert_eq!(health.admit(a, t0), Ok(()));
-        let until = health.failed(a, t0);
+        let until = health.failed(a, t0, "refused");
         assert!(until >= t0 + secs(1) && until <= t0 + secs(1) * 6 / 5);
-        assert_eq!(health.admit(a, t0), Err(until));
+        let left = LeftAlone {
+            until,
+            cause: "refused".into(),
+        };
+        assert_eq!(health.admit(a, t0), Err(left));
         assert_eq!(
             health.admit(b, t0),
             Ok(()),
             "other primaries are not affected"
         );
         // Exchanges under way when it failed fail too: same window.
-        assert_eq!(health.failed(a, t0 + secs(1) / 2), until);
+        assert_eq!(health.failed(a, t0 + secs(1) / 2, "refused"), until);
         // The window over, it is tried again; failing again doubles it.
         assert_eq!(health.admit(a, until), Ok(()));
-        let second = health.failed(a, until);
+        let second = health.failed(a, until, "refused");
         assert!(second >= until + secs(2) && second <= until + secs(2) * 6 / 5);
         // Windows stop growing at the cap.
         let mut now = second;
         for _ in 0..20 {
-            now = health.failed(a, now);
+            now = health.failed(a, now, "refused");
         }
-        let last = health.failed(a, now);
+        let last = health.failed(a, now, "refused");
         assert!(last - now <= PRIMARY_MAX_BACKOFF * 6 / 5);
         assert!(last - now >= PRIMARY_MAX_BACKOFF);
+    }
+
+    /// Issue 44: a zone turned away while its primary is left alone said
+    /// only "left alone", hiding why; the window keeps the last cause.
+    #[test]
+    fn a_window_says_how_the_primary_last_failed() {
+        let health = PrimaryHealth::default();
+        let a = addr("192.0.2.1:53");
+        let now = Instant::now();
+        health.failed(a, now, "Connection refused (os error 111)");
+        let left = health.admit(a, now).unwrap_err();
+        assert_eq!(&*left.cause, "Connection refused (os error 111)");
+        health.failed(a, now, "timed out");
+        assert_eq!(&*health.admit(a, now).unwrap_err().cause, "timed out");
     }
 
     #[test]
@@ -191,13 +225,13 @@ mod tests {
         let health = PrimaryHealth::default();
         let (a, b) = (addr("192.0.2.1:53"), addr("192.0.2.1:5300"));
         let now = Instant::now();
-        health.failed(a, now);
-        health.failed(b, now);
+        health.failed(a, now, "refused");
+        health.failed(b, now, "refused");
         health.answered(a);
         assert_eq!(health.admit(a, now), Ok(()));
         assert!(health.admit(b, now).is_err(), "only the one that answered");
         // And the count starts again: the next window is the first one.
-        let until = health.failed(a, now);
+        let until = health.failed(a, now, "refused");
         assert!(until <= now + secs(1) * 6 / 5);
     }
 }

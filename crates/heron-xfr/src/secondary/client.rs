@@ -27,7 +27,7 @@ use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, timeout};
 
-use super::backoff::PrimaryHealth;
+use super::backoff::{LeftAlone, PrimaryHealth};
 use super::pipelined::{Line, LineError};
 use super::receive::{Exceeded, Outcome, Receiver, Request, TransferLimits, XfrError};
 use super::tls::{Stream, TlsClients, XotTrust};
@@ -108,10 +108,44 @@ pub enum ClientError {
     Transfer(XfrError),
     /// The SOA answer was not usable.
     BadAnswer(String),
-    /// Not tried: the primary failed lately and is left alone until then.
-    PrimaryDown {
-        until: Instant,
+    /// A signed exchange answered with an error the primary did not
+    /// sign (as one that does not know the key answers NOTAUTH with
+    /// BADKEY, RFC 8945 5.3.2): its RCODE and the TSIG error it set.
+    Answered {
+        rcode: Rcode,
+        tsig_error: Option<u16>,
     },
+    /// Not tried: the primary failed lately and is left alone.
+    PrimaryDown(LeftAlone),
+}
+
+/// Why `answer` to a signed request did not verify (`e`): an error
+/// answer the primary did not sign says more as its RCODE and TSIG error
+/// ("NOTAUTH (TSIG error BADKEY)": it does not know the key) than as "not
+/// signed".
+fn unverified(answer: &[u8], e: TsigError) -> ClientError {
+    let rcode = Header::read(answer).map_or(0, |h| h.rcode());
+    if rcode == 0 {
+        return ClientError::Tsig(e);
+    }
+    let tsig_error = (tsig::find(answer).ok().flatten())
+        .map(|t| t.error)
+        .filter(|&error| error != 0);
+    ClientError::Answered {
+        rcode: Rcode(rcode),
+        tsig_error,
+    }
+}
+
+/// The mnemonic of a TSIG record's Error field (RFC 8945 3).
+fn tsig_error_name(error: u16) -> String {
+    match error {
+        16 => "BADSIG".into(),
+        17 => "BADKEY".into(),
+        18 => "BADTIME".into(),
+        22 => "BADTRUNC".into(),
+        other => Rcode(other).to_string(),
+    }
 }
 
 impl fmt::Display for ClientError {
@@ -123,11 +157,19 @@ impl fmt::Display for ClientError {
             ClientError::NoKey(k) => write!(f, "no TSIG key named {k}"),
             ClientError::Transfer(e) => write!(f, "{e}"),
             ClientError::BadAnswer(why) => f.write_str(why),
-            ClientError::PrimaryDown { until } => {
-                let wait = until.saturating_duration_since(Instant::now());
+            ClientError::Answered { rcode, tsig_error } => {
+                write!(f, "the primary answered {rcode}")?;
+                match tsig_error {
+                    Some(error) => write!(f, " (TSIG error {})", tsig_error_name(*error)),
+                    None => Ok(()),
+                }
+            }
+            ClientError::PrimaryDown(left) => {
+                let wait = left.until.saturating_duration_since(Instant::now());
                 write!(
                     f,
-                    "not tried: it failed lately; next try in {} ms",
+                    "not tried: it failed lately ({}); next try in {} ms",
+                    left.cause,
                     wait.as_millis()
                 )
             }
@@ -206,12 +248,12 @@ impl Connections {
     fn admit(&self, up: &Upstream) -> Result<(), ClientError> {
         self.health
             .admit(up.addr, Instant::now())
-            .map_err(|until| ClientError::PrimaryDown { until })
+            .map_err(ClientError::PrimaryDown)
     }
 
     /// `up` could not be reached (`e`): it is left alone for a while.
     fn unreachable(&self, up: &Upstream, e: ClientError) -> ClientError {
-        self.health.failed(up.addr, Instant::now());
+        self.health.failed(up.addr, Instant::now(), &e.to_string());
         e
     }
 
@@ -255,8 +297,9 @@ impl Connections {
             };
             self.health.answered(up.addr);
             if let Some(v) = verifier.as_mut() {
-                v.verify(&answer, unix_now()).map_err(ClientError::Tsig)?;
-                v.finish().map_err(ClientError::Tsig)?;
+                let unverified = |e| unverified(&answer, e);
+                v.verify(&answer, unix_now()).map_err(unverified)?;
+                v.finish().map_err(unverified)?;
             }
             return serial_in_answer(&answer, origin);
         }
@@ -484,7 +527,7 @@ impl Connections {
             }
             if let Some(v) = verifier.as_mut() {
                 v.verify(&msg, unix_now())
-                    .map_err(|e| Attempt::During(ClientError::Tsig(e)))?;
+                    .map_err(|e| Attempt::During(unverified(&msg, e)))?;
             }
             if on_message(&msg).map_err(Attempt::During)? {
                 if let Some(v) = &verifier {

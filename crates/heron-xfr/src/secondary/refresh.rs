@@ -971,21 +971,21 @@ async fn axfr(
 
 /// What the timers need to know of `e`, and why (the driver logs it).
 fn failure(origin: &Name, up: &Upstream, step: &str, e: ClientError) -> Failed {
-    let failure = match e {
-        ClientError::PrimaryDown { until } => {
+    let (failure, detail) = match e {
+        ClientError::PrimaryDown(left) => {
             tracing::debug!("zone {origin}: {} left alone for now", up.addr);
-            Failure::LeftAlone {
-                until: until.into_std(),
-            }
+            let wait = left
+                .until
+                .saturating_duration_since(tokio::time::Instant::now());
+            let detail = format!(
+                "left alone for {} s after failing: {}",
+                wait.as_secs(),
+                left.cause
+            );
+            let until = left.until.into_std();
+            (Failure::LeftAlone { until }, detail)
         }
-        _ => Failure::Failed,
-    };
-    let detail = match failure {
-        Failure::LeftAlone { until } => {
-            let left = until.saturating_duration_since(Instant::now());
-            format!("left alone for {} s after failing", left.as_secs())
-        }
-        _ => format!("{step}{e}"),
+        e => (Failure::Failed, format!("{step}{e}")),
     };
     Failed {
         failure,
