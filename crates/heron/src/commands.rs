@@ -51,7 +51,7 @@ impl Controller {
     pub(crate) async fn handle(&self, request: Request) -> Response {
         let zones = match parse_zones(&request.zones) {
             Ok(zones) => zones,
-            Err(e) => return Response::error(e),
+            Err(e) => return Response::refused(e),
         };
         match request.command.as_str() {
             "status" => self.status(),
@@ -60,11 +60,11 @@ impl Controller {
             "reconfigure" => self.reconfigure().await,
             "retransfer" | "refresh" => match zones.as_slice() {
                 [zone] => self.check_now(zone, request.command == "retransfer").await,
-                _ => Response::error(format!("{} takes one zone", request.command)),
+                _ => Response::refused(format!("{} takes one zone", request.command)),
             },
             "notify" => match zones.as_slice() {
                 [zone] => self.notify(zone).await,
-                _ => Response::error("notify takes one zone"),
+                _ => Response::refused("notify takes one zone"),
             },
             "stats" => self.stats(request.reset),
             "stop" => {
@@ -73,7 +73,7 @@ impl Controller {
                 let pid = std::process::id();
                 Response::ok(format!("stopping (pid {pid})"), json!({ "pid": pid }))
             }
-            other => Response::error(format!("unknown command '{other}'; known: {KNOWN}")),
+            other => Response::refused(format!("unknown command '{other}'; known: {KNOWN}")),
         }
     }
 
@@ -152,9 +152,11 @@ impl Controller {
             rows.push(row);
         }
         if !unknown.is_empty() {
+            // The zones that are known are shown all the same.
             return Response {
                 errors: unknown,
-                ..Response::error("some zones are not known")
+                data: Value::Array(rows),
+                ..Response::refused("some zones are not known")
             };
         }
         Response::ok(format!("{} zones", rows.len()), Value::Array(rows))
@@ -178,7 +180,10 @@ impl Controller {
     async fn check_now(&self, zone: &Name, full: bool) -> Response {
         let (Some(refresh), true) = (&self.refresh, self.secondaries.load_full().contains(zone))
         else {
-            return Response::error(format!("{zone} is not a secondary zone"));
+            return Response::refused(match self.catalog.load().get(zone) {
+                Some(_) => format!("{zone} is not a secondary zone: this server is its primary"),
+                None => format!("{zone} is not a zone of this server"),
+            });
         };
         let (done, result) = oneshot::channel();
         let command = Command::CheckNow {
@@ -211,11 +216,11 @@ impl Controller {
     /// Sends NOTIFY for `zone` to its secondaries and waits for each.
     async fn notify(&self, zone: &Name) -> Response {
         let Some(served) = self.catalog.load().get(zone).cloned() else {
-            return Response::error(format!("unknown zone {zone}: not served"));
+            return Response::refused(format!("{zone} is not a zone of this server"));
         };
         let outcomes = self.transfers.notify_now(&served).await;
         if outcomes.is_empty() {
-            return Response::error(format!("{zone} has no notify targets configured"));
+            return Response::refused(format!("{zone} has no notify targets configured"));
         }
         let mut errors = Vec::new();
         let rows: Vec<Value> = outcomes

@@ -80,6 +80,12 @@ pub struct Response {
     /// The command's result, for `--json` and the tables.
     #[serde(default)]
     pub data: serde_json::Value,
+    /// Not done because the request was refused before anything was
+    /// tried (an unknown command or zone, a zone of the wrong kind, the
+    /// socket busy), as opposed to tried and failed: `heron ctl` exits
+    /// 4, not 1.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub refused: bool,
 }
 
 impl Response {
@@ -90,6 +96,15 @@ impl Response {
             message: message.into(),
             errors: Vec::new(),
             data,
+            refused: false,
+        }
+    }
+
+    /// The request is refused: nothing was tried.
+    pub fn refused(message: impl Into<String>) -> Response {
+        Response {
+            refused: true,
+            ..Response::error(message)
         }
     }
 
@@ -372,7 +387,7 @@ async fn client<F, Fut>(
 /// request is read and answered with an error that says so.
 async fn refuse(mut stream: UnixStream) {
     let busy = |_| async {
-        Response::error(format!(
+        Response::refused(format!(
             "the control socket is busy: {MAX_CLIENTS} clients at once, each running its \
              command or being answered; try again in a few seconds"
         ))
@@ -397,8 +412,8 @@ where
         Ok(Err(e)) => Response::error(e.to_string()).text(),
         Ok(Ok(line)) if line.starts_with('{') => {
             let response = match serde_json::from_str::<Request>(&line) {
-                Err(e) => Response::error(format!("request is not understood: {e}")),
-                Ok(r) if r.version != PROTOCOL_VERSION => Response::error(format!(
+                Err(e) => Response::refused(format!("request is not understood: {e}")),
+                Ok(r) if r.version != PROTOCOL_VERSION => Response::refused(format!(
                     "protocol version {} is not spoken here (this server speaks {PROTOCOL_VERSION}): \
                      use the heron ctl of the server's version",
                     r.version
@@ -411,7 +426,7 @@ where
         }
         Ok(Ok(line)) => match line.as_str() {
             "reload" => handle(Request::new("reload")).await.text(),
-            other => Response::error(format!("unknown command '{other}'; known: reload")).text(),
+            other => Response::refused(format!("unknown command '{other}'; known: reload")).text(),
         },
     };
     let written = async {

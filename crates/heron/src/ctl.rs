@@ -1,10 +1,12 @@
 //! `heron ctl`: the client side of the control socket. Each command waits
 //! for the server to have done it, prints the result (a table, or the
-//! server's JSON with `--json`), and exits 0 if it was done, 1 if the
-//! server says it failed (with the reason), 2 if the server cannot be
-//! reached or does not answer in time.
+//! server's JSON with `--json`), and exits with one of the [`exit`] codes:
+//! 0 done, 1 tried and failed (with the reason), 2 a usage error (clap's,
+//! or no socket to be found), 3 the server cannot be reached or does not
+//! answer in time, 4 the server refused the request (an unknown zone,
+//! say) without trying it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -119,6 +121,55 @@ impl CtlCommand {
     }
 }
 
+/// The exit codes of `heron ctl` and `heron reload`, for scripts.
+pub mod exit {
+    pub const DONE: u8 = 0;
+    pub const FAILED: u8 = 1;
+    /// clap's own code for a command line it cannot read.
+    pub const USAGE: u8 = 2;
+    pub const UNREACHABLE: u8 = 3;
+    pub const REFUSED: u8 = 4;
+}
+
+/// Where the shipped systemd unit has the server put its control socket.
+pub const DEFAULT_CONTROL: &str = "/run/heron/control.sock";
+
+/// The variable that names the control socket when neither `--control`
+/// nor `--config` does.
+const CONTROL_ENV: &str = "HERON_CONTROL";
+
+/// `HERON_CONTROL`, else [`DEFAULT_CONTROL`].
+pub fn default_socket() -> PathBuf {
+    std::env::var_os(CONTROL_ENV)
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from(DEFAULT_CONTROL), PathBuf::from)
+}
+
+/// The control socket `config` names. Only `[server] control` is read,
+/// so a file with an error elsewhere (being edited) still leads to the
+/// running server; a file that is not TOML at all falls back to
+/// [`default_socket`], said on stderr.
+pub fn socket_of_config(config: &Path) -> Result<PathBuf, String> {
+    let text = std::fs::read_to_string(config)
+        .map_err(|e| format!("{}: cannot read: {e}", config.display()))?;
+    let Ok(file) = text.parse::<toml::Table>() else {
+        let fallback = default_socket();
+        eprintln!(
+            "{}: not readable as TOML; trying the control socket {}",
+            config.display(),
+            fallback.display()
+        );
+        return Ok(fallback);
+    };
+    let control = file
+        .get("server")
+        .and_then(|server| server.get("control"))
+        .and_then(|control| control.as_str())
+        .ok_or_else(|| format!("{}: [server] control is not set", config.display()))?;
+    let base = config.parent().unwrap_or(Path::new("."));
+    Ok(base.join(control))
+}
+
 fn one_zone(command: &str, zone: &str) -> Request {
     Request {
         zones: vec![zone.into()],
@@ -131,7 +182,7 @@ pub fn run(args: CtlArgs) -> ExitCode {
         Ok(path) => path,
         Err(e) => {
             eprintln!("{e}");
-            return ExitCode::from(2);
+            return ExitCode::from(exit::USAGE);
         }
     };
     let wait = Duration::from_secs(args.timeout);
@@ -140,7 +191,7 @@ pub fn run(args: CtlArgs) -> ExitCode {
         Ok(response) => response,
         Err(why) => {
             eprintln!("{}", why.explain(&path, wait));
-            return ExitCode::from(2);
+            return ExitCode::from(exit::UNREACHABLE);
         }
     };
     let mut ok = response.ok;
@@ -159,11 +210,11 @@ pub fn run(args: CtlArgs) -> ExitCode {
     } else {
         print_human(&args.command, &response);
     }
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    ExitCode::from(match (ok, response.refused) {
+        (true, _) => exit::DONE,
+        (false, true) => exit::REFUSED,
+        (false, false) => exit::FAILED,
+    })
 }
 
 /// Waits until the process `data.pid` is gone (the control socket cannot
@@ -218,7 +269,9 @@ fn print_human(command: &CtlCommand, response: &Response) {
     if let CtlCommand::Notify { .. } = command {
         print!("{}", notify_table(&response.data));
     }
-    if !response.ok {
+    // A zone-status of some unknown zones still shows the known ones.
+    let partial = matches!(command, CtlCommand::ZoneStatus { .. }) && response.data.is_array();
+    if !response.ok && !partial {
         return;
     }
     match command {

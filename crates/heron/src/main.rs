@@ -59,12 +59,14 @@ enum Command {
     CheckConfig { file: PathBuf },
     /// Control a running server over its control socket: status, zones,
     /// reload, stop. Every command waits for the result and exits 0 if it
-    /// was done, 1 if it failed (with the reason), 2 if the server cannot
-    /// be reached or does not answer within the timeout.
+    /// was done, 1 if it was tried and failed (with the reason), 2 on a
+    /// usage error, 3 if the server cannot be reached or does not answer
+    /// within the timeout, 4 if the server refused the request without
+    /// trying it (an unknown zone, say).
     Ctl(ctl::CtlArgs),
     /// Ask a running server to re-read its changed zone files, and print
     /// what it did (short for `heron ctl reload`). Exits 0 if every zone
-    /// loaded, 1 if some failed (the old version keeps serving), 2 if the
+    /// loaded, 1 if some failed (the old version keeps serving), 3 if the
     /// server cannot be reached or does not answer within the timeout.
     Reload {
         #[command(flatten)]
@@ -125,14 +127,17 @@ pub struct ServeArgs {
     control: Option<PathBuf>,
 }
 
-/// Where a running server's control socket is.
+/// Where a running server's control socket is: `--control`, else the
+/// `[server] control` of `--config`, else `HERON_CONTROL`, else
+/// [`ctl::DEFAULT_CONTROL`] (where the shipped unit puts it).
 #[derive(Args)]
-#[group(required = true, multiple = false)]
+#[group(required = false, multiple = false)]
 pub struct ControlArgs {
     /// The server's configuration file: its [server] control socket.
     #[arg(long, short)]
     config: Option<PathBuf>,
-    /// The control socket itself.
+    /// The control socket itself (default: $HERON_CONTROL, else
+    /// /run/heron/control.sock).
     #[arg(long, visible_alias = "socket", value_name = "PATH")]
     control: Option<PathBuf>,
 }
@@ -142,11 +147,10 @@ impl ControlArgs {
         if let Some(path) = &self.control {
             return Ok(path.clone());
         }
-        let config = self.config.as_ref().expect("clap requires one of the two");
-        config::load(config)
-            .map_err(|errors| errors.join("\n"))?
-            .control
-            .ok_or_else(|| format!("{}: [server] control is not set", config.display()))
+        let Some(config) = &self.config else {
+            return Ok(ctl::default_socket());
+        };
+        ctl::socket_of_config(config)
     }
 }
 

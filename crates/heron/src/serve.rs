@@ -2,7 +2,7 @@
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -187,6 +187,16 @@ fn settle_once_answering(catalog: &SharedCatalog) {
     }
 }
 
+/// Under a systemd unit with `RuntimeDirectory=` (the shipped one has
+/// `heron`, so `/run/heron`), the control socket `control.sock` there
+/// when the configuration names none: where `heron ctl` looks by default.
+fn control_in_runtime_directory() -> Option<PathBuf> {
+    let dirs = std::env::var_os("RUNTIME_DIRECTORY")?;
+    // Colon-separated when the unit names several.
+    let first = dirs.to_str()?.split(':').next().filter(|d| !d.is_empty())?;
+    Some(Path::new(first).join("control.sock"))
+}
+
 /// The configuration file (if any) with the command line laid over it.
 fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
     let mut settings = match &args.config {
@@ -225,6 +235,9 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
     };
     if let Some(path) = &args.control {
         settings.control = Some(path.clone());
+    }
+    if settings.control.is_none() {
+        settings.control = control_in_runtime_directory();
     }
     if !args.listen.is_empty() {
         settings.server.listen = args.listen.clone();

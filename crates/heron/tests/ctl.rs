@@ -203,8 +203,28 @@ fn force_rereads_a_file_that_looks_unchanged() {
 fn failing_commands_exit_non_zero_with_the_reason() {
     let f = Fixture::start();
     let (code, out, _) = ctl(&f.socket, &["zone-status", "nope.test"]);
-    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(code, Some(4), "refused: {out}");
     assert!(out.contains("unknown zone nope.test."), "{out}");
+    // The zones that are known are shown all the same.
+    let (code, out, _) = ctl(&f.socket, &["zone-status", "a.test", "nope.test"]);
+    assert_eq!(code, Some(4), "{out}");
+    assert!(out.contains("unknown zone nope.test."), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("a.test.") && l.contains("primary")),
+        "{out}"
+    );
+    let (code, out, _) = ctl(&f.socket, &["zone-status", "a.test", "nope.test", "--json"]);
+    assert_eq!(code, Some(4), "{out}");
+    let response: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(response["refused"], true, "{out}");
+    assert_eq!(response["data"][0]["zone"], "a.test.", "{out}");
+    let (code, out, _) = ctl(&f.socket, &["retransfer", "nope.test"]);
+    assert_eq!(code, Some(4), "{out}");
+    assert!(
+        out.contains("nope.test. is not a zone of this server"),
+        "{out}"
+    );
     let (code, out, _) = ctl(&f.socket, &["reload", "nope.test"]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("unknown zone nope.test."), "{out}");
@@ -251,8 +271,13 @@ fn status_says_what_runs_and_stop_stops_the_server() {
     assert!(!f.server.is_running(), "gone when stop returns");
     assert!(!f.socket.exists(), "the socket goes with the server");
     let (code, _, err) = ctl(&f.socket, &["status"]);
-    assert_eq!(code, Some(2));
+    assert_eq!(code, Some(3), "unreachable");
     assert!(err.contains("is heron serve running"), "{err}");
+    let bad_usage = Command::new(heron())
+        .args(["ctl", "--no-such-flag"])
+        .output()
+        .unwrap();
+    assert_eq!(bad_usage.status.code(), Some(2), "a usage error");
 }
 
 /// Polls `heron ctl zone-status ZONE --json` (bounded) until `cond` holds
@@ -367,8 +392,11 @@ fn secondary_zones_show_their_timers_and_are_refreshed_and_retransferred_on_dema
     );
 
     let (code, out, _) = ctl(&socket, &["refresh", "ready.test"]);
-    assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("ready.test. is not a secondary zone"), "{out}");
+    assert_eq!(code, Some(4), "refused, not tried: {out}");
+    assert!(
+        out.contains("ready.test. is not a secondary zone: this server is its primary"),
+        "{out}"
+    );
 
     // The table shows the secondary's primaries.
     let (_, out, _) = ctl(&socket, &["zone-status", "s.test"]);
@@ -425,6 +453,8 @@ fn a_retransfer_of_the_same_version_keeps_the_ixfr_history_quietly() {
     primary.set_address([192, 0, 2, 77]);
     let (code, out, err) = ctl(&socket, &["retransfer", "s.test"]);
     assert_eq!(code, Some(0), "{out}{err}");
+    // The log is read from the server's stderr as it comes.
+    assert!(server.wait_for_log(changed), "{}", server.log());
     let log = server.log();
     assert_eq!(log.matches(changed).count(), 1, "{log}");
     assert_eq!(soas_in_ixfr(server.addr(), "s.test", 1), 2, "a whole zone");
@@ -478,7 +508,7 @@ fn notify_waits_for_each_secondary_to_answer() {
     );
 
     let (code, out, _) = ctl(&socket, &["notify", "quiet.test"]);
-    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(code, Some(4), "refused, nothing sent: {out}");
     assert!(out.contains("no notify targets"), "{out}");
 }
 
@@ -522,7 +552,10 @@ fn a_secondary_zone_added_by_reload_is_shown_and_refreshed_on_demand() {
     let server = ServerProcess::heron_on_port(&heron(), port, "ready.test", &config).unwrap();
     row_when(&socket, "s.test", |r| r["serial"] == 1);
     let (_, out, _) = ctl(&socket, &["refresh", "t.test"]);
-    assert!(out.contains("t.test. is not a secondary zone"), "{out}");
+    assert!(
+        out.contains("t.test. is not a zone of this server"),
+        "{out}"
+    );
 
     let two = [one[0].clone(), ("t.test", primary.addr().to_string())];
     let config = secondary_config(dir.path(), &socket, port, &two);
@@ -825,4 +858,80 @@ fn a_link_planted_at_the_old_staging_name_is_neither_followed_nor_in_the_way() {
         0,
         "not followed"
     );
+}
+
+/// Issue 44: `heron ctl -c FILE` read the whole configuration, so a file
+/// being edited with a typo broke even `ctl status`. Only `[server]
+/// control` is read now; a file that is not TOML at all falls back to
+/// `HERON_CONTROL`.
+#[test]
+fn ctl_finds_the_socket_while_the_configuration_has_errors() {
+    let f = Fixture::start();
+    let config = f.dir.path().join("edited.toml");
+    let socket = f.socket.display();
+    std::fs::write(
+        &config,
+        format!("[server]\ncontrol = \"{socket}\"\nworkers = \"many\"\nunknown-key = 1\n"),
+    )
+    .unwrap();
+    let status = |config: &Path, env: Option<&Path>| {
+        let mut command = Command::new(heron());
+        command.args(["ctl", "-c"]).arg(config).arg("status");
+        command.env_remove("HERON_CONTROL");
+        if let Some(path) = env {
+            command.env("HERON_CONTROL", path);
+        }
+        command.output().unwrap()
+    };
+    let out = status(&config, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Not TOML at all: the socket is taken from HERON_CONTROL, with a note.
+    std::fs::write(&config, "[server\ncontrol = ").unwrap();
+    let out = status(&config, Some(&f.socket));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not readable as TOML"));
+}
+
+/// With no `--control` or `--config`, `heron ctl` asks the socket
+/// `HERON_CONTROL` names (else /run/heron/control.sock); a server under a
+/// unit with `RuntimeDirectory=` and no `[server] control` binds
+/// `control.sock` there.
+#[test]
+fn without_arguments_ctl_finds_the_server_in_its_runtime_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().join("run");
+    std::fs::create_dir(&runtime).unwrap();
+    std::fs::write(dir.path().join("a.zone"), zone_text(1, "")).unwrap();
+    let zone = dir.path().join("a.zone");
+    let port = heron_testkit::process::free_port();
+    let mut server = Command::new(heron())
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--zone"])
+        .arg(format!("a.test={}", zone.display()))
+        .env("RUNTIME_DIRECTORY", &runtime)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let socket = runtime.join("control.sock");
+    let status = || {
+        Command::new(heron())
+            .args(["ctl", "status"])
+            .env("HERON_CONTROL", &socket)
+            .output()
+            .unwrap()
+    };
+    let answered = heron_testkit::eventually_within(std::time::Duration::from_secs(20), || {
+        status().status.success()
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(answered, "no answer on {}", socket.display());
 }

@@ -893,7 +893,7 @@ fn heron_reload_waits_for_the_reload_and_reports_it() {
     server.terminate().expect("stops");
     assert!(!socket.exists(), "the socket goes with the server");
     let (code, _, err) = heron_reload(&["--control", socket_arg]);
-    assert_eq!(code, Some(2));
+    assert_eq!(code, Some(3), "unreachable");
     assert!(err.contains("is heron serve running"), "{err}");
 }
 
