@@ -605,3 +605,160 @@ fn a_plain_scrape_passes_promtool_check_metrics() {
     assert!(out.status.success(), "promtool: {said}\n{body}");
     assert_eq!(said.trim(), "", "promtool has complaints:\n{body}");
 }
+
+/// Issue 44: a secondary's freshness could not be alerted on. Its last
+/// good check, expiry, failures in a row and whether it is served are
+/// series of their own, present from the start, from a kept copy too.
+#[test]
+fn a_secondary_zones_health_is_exported_from_the_start_kept_copy_included() {
+    let primary = heron_testkit::FakePrimary::start(&["xfr.test"], 7);
+    let dir = tempfile::tempdir().unwrap();
+    let edge = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone");
+    let (port, metrics) = (free_port(), SocketAddr::from(([127, 0, 0, 1], free_port())));
+    let config = format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\n[metrics]\nlisten = \"{metrics}\"\n\
+         [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n\
+         [[zone]]\norigin = \"xfr.test\"\nfile = \"{}\"\nprimaries = [\"{}\"]\n",
+        edge.display(),
+        dir.path().join("xfr.test.zone").display(),
+        primary.addr()
+    );
+    let scrape = || {
+        let answer = http(metrics, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        samples(answer.split_once("\r\n\r\n").expect("a body").1)
+    };
+    let of = |at: &HashMap<String, f64>, name: &str| {
+        at.get(&format!("{name}{{zone=\"xfr.test.\"}}")).copied()
+    };
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let started = now();
+    let mut server = ServerProcess::heron_on_port(&heron(), port, "xfr.test", &config).unwrap();
+    let mut first = scrape();
+    for _ in 0..200 {
+        if of(&first, "heron_zone_secondary_last_check_timestamp_seconds").is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        first = scrape();
+    }
+    let checked =
+        of(&first, "heron_zone_secondary_last_check_timestamp_seconds").expect("a last check");
+    assert!(
+        checked >= started.floor() - 1.0 && checked <= now() + 1.0,
+        "{checked} vs {started}"
+    );
+    assert!(of(&first, "heron_zone_secondary_expiry_timestamp_seconds").unwrap() > now());
+    assert_eq!(of(&first, "heron_zone_secondary_check_failures"), Some(0.0));
+    assert_eq!(of(&first, "heron_zone_served"), Some(1.0));
+    let edge_served = format!("heron_zone_served{{zone=\"{ORIGIN}.\"}}");
+    assert_eq!(first.get(&edge_served), Some(&1.0), "primaries too");
+    assert_eq!(
+        first.get(&format!(
+            "heron_zone_secondary_check_failures{{zone=\"{ORIGIN}.\"}}"
+        )),
+        None,
+        "no secondary series for a primary zone"
+    );
+
+    // Restarted with its primary gone: served from the kept copy, and
+    // every series there at once, the last check the kept copy's date.
+    server.terminate().expect("stops");
+    primary.set_hang_up(true);
+    let server = ServerProcess::heron_on_port(&heron(), port, "xfr.test", &config).unwrap();
+    let again = scrape();
+    assert_eq!(
+        of(&again, "heron_zone_served"),
+        Some(1.0),
+        "{}",
+        server.log()
+    );
+    let kept = of(&again, "heron_zone_secondary_last_check_timestamp_seconds")
+        .expect("from the kept copy");
+    assert!((kept - checked).abs() <= 2.0, "{kept} vs {checked}");
+    assert!(of(&again, "heron_zone_loaded_timestamp_seconds").is_some());
+    assert!(of(&again, "heron_zone_secondary_expiry_timestamp_seconds").is_some());
+    // Its checks fail now (one asked for by a NOTIFY, as the primary
+    // would send); the last good one stays where it was.
+    let origin = Name::parse("xfr.test").unwrap();
+    let soa = b"\x02ns\x00\x01h\x00\x00\x00\x00\x08\x00\x00\x0e\x10\x00\x00\x02\x58\x00\x01\x51\x80\x00\x00\x00\x3c";
+    let notify = heron_xfr::primary::notify::notify_message(&origin, &(300, soa.to_vec()), 0x4343);
+    assert_eq!(rcode(&query_udp(server.addr(), &notify)), 0);
+    let mut failing = again;
+    for _ in 0..300 {
+        if of(&failing, "heron_zone_secondary_check_failures").is_some_and(|n| n >= 1.0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        failing = scrape();
+    }
+    assert!(
+        of(&failing, "heron_zone_secondary_check_failures").unwrap() >= 1.0,
+        "{}",
+        server.log()
+    );
+    assert_eq!(
+        of(
+            &failing,
+            "heron_zone_secondary_last_check_timestamp_seconds"
+        ),
+        Some(kept)
+    );
+}
+
+/// `promtool` run from docs/ with `args`; its output when it fails.
+fn promtool_in_docs(args: &[&str]) -> Result<(), String> {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let out = Command::new("promtool")
+        .args(args)
+        .current_dir(&docs)
+        .output()
+        .expect("promtool (Debian package prometheus) is installed");
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )),
+    }
+}
+
+/// The alert rules docs/operations.md ships: valid, right against the
+/// recorded series of docs/heron-alerts.test.yml, and naming only
+/// metrics a server with a secondary zone exports.
+#[test]
+fn the_shipped_alert_rules_pass_promtool_and_use_exported_metrics() {
+    promtool_in_docs(&["check", "rules", "heron-alerts.yml"]).unwrap();
+    promtool_in_docs(&["test", "rules", "heron-alerts.test.yml"]).unwrap();
+    let primary = heron_testkit::FakePrimary::start(&["xfr.test"], 7);
+    let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let server = ServerProcess::heron_with_config(&heron(), "xfr.test", |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\n[metrics]\nlisten = \"{metrics}\"\n\
+             [[zone]]\norigin = \"xfr.test\"\nfile = \"xfr.test.zone\"\nprimaries = [\"{}\"]\n",
+            primary.addr()
+        )
+    });
+    let answer = http(metrics, b"GET /metrics HTTP/1.0\r\n\r\n");
+    let exported: Vec<&str> = (answer.lines())
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    let rules_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/heron-alerts.yml");
+    let rules = std::fs::read_to_string(rules_path).unwrap();
+    let exprs = rules.lines().filter(|l| !l.trim_start().starts_with('#'));
+    let names: std::collections::BTreeSet<String> = exprs.flat_map(metric_names).collect();
+    assert!(names.len() >= 5, "{names:?}");
+    for name in &names {
+        assert!(
+            exported.contains(&name.as_str()),
+            "the rules use {name}, which the server does not export: {}",
+            server.log()
+        );
+    }
+}

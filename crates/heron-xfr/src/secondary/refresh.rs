@@ -46,8 +46,12 @@ pub struct ZoneReport {
     pub catalog: Option<Name>,
     /// The serial served, if any.
     pub serial: Option<u32>,
-    /// When a transfer last brought a new version.
+    /// When a transfer last brought a new version (after a restart, the
+    /// kept copy's date until the next one).
     pub transferred_at: Option<SystemTime>,
+    /// When a primary last answered a check (the serial, or a transfer);
+    /// after a restart, the kept copy's date until the next one.
+    pub checked_at: Option<SystemTime>,
     /// When the next check starts; None while one is in flight.
     pub next_check: Option<SystemTime>,
     pub expire_at: Option<SystemTime>,
@@ -280,6 +284,9 @@ struct Entry {
     /// When the version served was received (Unix seconds; none before
     /// the first transfer): 8 octets fewer than an `Option<SystemTime>`.
     transferred_at: Option<UnixSeconds>,
+    /// When a primary last answered a check of it, for the freshness an
+    /// operator alerts on (4 octets a zone).
+    checked_at: Option<UnixSeconds>,
     /// Whether the last exchange with the first primary worked, while
     /// that is all there is to say of the zone's primaries (`rare` holds
     /// no `primaries`).
@@ -440,21 +447,27 @@ impl Driver {
         }
     }
 
-    /// Starts keeping `zone` fresh; its kept copy's age is its file's.
+    /// Starts keeping `zone` fresh; its kept copy's age is its file's
+    /// (the date of its last good check: the file is dated at each).
     fn add(&mut self, zone: Arc<SecondaryZone>, kept: Option<Arc<Zone>>) {
-        let kept_event = kept.as_ref().map(|kept| {
-            let age = std::fs::metadata(zone.kept_path())
+        let kept_at = kept.as_ref().and_then(|_| {
+            std::fs::metadata(zone.kept_path())
                 .and_then(|m| m.modified())
                 .ok()
+        });
+        let kept_event = kept.as_ref().map(|kept| {
+            let age = kept_at
                 .and_then(|t| SystemTime::now().duration_since(t).ok())
                 .unwrap_or_default();
             (Version::of(kept, self.ctx.bounds), age)
         });
         let primaries = zone.primaries.len();
+        let kept_at = kept_at.and_then(UnixSeconds::of);
         let entry = Entry {
             zone,
             current: kept,
-            transferred_at: None,
+            transferred_at: kept_at,
+            checked_at: kept_at,
             first_reachable: None,
             rare: None,
             inbound: Inbound::default(),
@@ -656,6 +669,9 @@ impl Driver {
         if let (Exchanged::Transfer(transfer, took), Some(entry)) = (&result, self.entry(zone)) {
             entry.inbound.transfer(*took, transfer.is_ok());
         }
+        if let (None, Some(entry)) = (failed, self.entry(zone)) {
+            entry.checked_at = UnixSeconds::of(SystemTime::now());
+        }
         self.note_exchange(zone, primary, failed);
         match result {
             Exchanged::Serial(answer) => self.handle(Event::SoaChecked {
@@ -835,6 +851,7 @@ impl Driver {
                 catalog: entry.zone.catalog.clone(),
                 serial: view.serial,
                 transferred_at: entry.transferred_at.map(UnixSeconds::time),
+                checked_at: entry.checked_at.map(UnixSeconds::time),
                 next_check: view.next_check.map(at),
                 expire_at: view.expire_at.map(at),
                 failures: view.failures,
@@ -1068,8 +1085,9 @@ mod tests {
     fn a_zone_entry_stays_small() {
         // One per secondary zone: at 100,000 zones each 8 octets here is
         // 0.8 MB. What few zones need is boxed apart (`Rare`); the
-        // counts (16) took 43 in a table by origin.
-        assert!(std::mem::size_of::<Option<Entry>>() <= 48);
+        // counts (16) took 43 in a table by origin. The last good check
+        // (4, issue 44: what freshness alerts need) took it from 48.
+        assert!(std::mem::size_of::<Option<Entry>>() <= 56);
     }
 
     #[tokio::test]

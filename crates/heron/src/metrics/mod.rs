@@ -119,6 +119,19 @@ struct ZoneRow {
     /// Unix seconds of the last load (primary) or transfer (secondary).
     loaded_at: Option<u64>,
     counts: ZoneCounts,
+    /// A secondary zone's health, from the refresh driver.
+    health: Option<SecondaryHealth>,
+}
+
+/// What an operator alerts on for a secondary zone.
+#[derive(Debug, Default, Clone, Copy)]
+struct SecondaryHealth {
+    /// Unix seconds of the last check a primary answered.
+    checked_at: Option<u64>,
+    /// Unix seconds at which it expires unless a check succeeds.
+    expire_at: Option<u64>,
+    /// Checks failed in a row.
+    failures: u32,
 }
 
 /// What one scrape exports, read at once.
@@ -240,12 +253,19 @@ async fn zone_rows(controller: &Controller) -> Vec<ZoneRow> {
     let mut counts: HashMap<Name, ZoneCounts> =
         controller.service.zones.snapshot().into_iter().collect();
     let mut transferred_at: HashMap<Name, Option<SystemTime>> = HashMap::new();
+    let mut health: HashMap<Name, SecondaryHealth> = HashMap::new();
     for report in controller.secondary_reports().await {
         let origin = report.origin.to_lowercase();
         report
             .inbound
             .fill(counts.entry(origin.clone()).or_default());
-        transferred_at.insert(origin, report.transferred_at);
+        transferred_at.insert(origin.clone(), report.transferred_at);
+        let zone_health = SecondaryHealth {
+            checked_at: report.checked_at.map(unix_seconds),
+            expire_at: report.expire_at.map(unix_seconds),
+            failures: report.failures,
+        };
+        health.insert(origin, zone_health);
     }
     let catalog = controller.catalog.load();
     let secondaries = controller.secondaries.load_full();
@@ -270,6 +290,7 @@ async fn zone_rows(controller: &Controller) -> Vec<ZoneRow> {
                 serial: catalog.get(&origin).map(|z| z.serial()),
                 loaded_at: loaded_at.map(unix_seconds),
                 counts: counts.get(&origin).cloned().unwrap_or_default(),
+                health: health.get(&origin).copied(),
             }
         })
         .collect()
@@ -510,6 +531,45 @@ impl Snapshot {
     }
 }
 
+/// The series a secondary zone's freshness is alerted on.
+fn encode_secondary_health(
+    e: &mut DescriptorEncoder,
+    zones: &[ZoneRow],
+) -> Result<(), std::fmt::Error> {
+    let healths = || {
+        zones
+            .iter()
+            .filter_map(|z| Some((z.zone.clone(), z.health?)))
+    };
+    let times = [
+        (
+            "heron_zone_secondary_last_check_timestamp_seconds",
+            "When a primary last answered a check of the secondary zone (its serial, or a transfer); after a restart, the kept copy's date until the next, Unix time",
+            (|h: &SecondaryHealth| h.checked_at) as fn(&SecondaryHealth) -> Option<u64>,
+        ),
+        (
+            "heron_zone_secondary_expiry_timestamp_seconds",
+            "When the secondary zone expires (answers SERVFAIL) unless a check succeeds first, Unix time",
+            |h: &SecondaryHealth| h.expire_at,
+        ),
+    ];
+    for (name, help, time) in times {
+        let rows = healths().filter_map(|(zone, h)| {
+            Some((vec![("zone", zone)], ConstGauge::new(time(&h)? as i64)))
+        });
+        family(e, name, help, MetricType::Gauge, rows)?;
+    }
+    let failures =
+        healths().map(|(zone, h)| (vec![("zone", zone)], ConstGauge::new(i64::from(h.failures))));
+    family(
+        e,
+        "heron_zone_secondary_check_failures",
+        "Checks of the secondary zone failed in a row (0 after one that worked)",
+        MetricType::Gauge,
+        failures,
+    )
+}
+
 fn encode_zones(e: &mut DescriptorEncoder, zones: &[ZoneRow]) -> Result<(), std::fmt::Error> {
     let zone = |z: &ZoneRow| vec![("zone", z.zone.clone())];
     let serials = zones
@@ -541,10 +601,21 @@ fn encode_zones(e: &mut DescriptorEncoder, zones: &[ZoneRow]) -> Result<(), std:
     family(
         e,
         "heron_zone_loaded_timestamp_seconds",
-        "When the zone was last loaded from its file (primary) or transferred in (secondary), Unix time",
+        "When the zone was last loaded from its file (primary) or transferred in (secondary; after a restart, its kept copy's date), Unix time",
         MetricType::Gauge,
         loaded,
     )?;
+    let served = zones
+        .iter()
+        .map(|z| (zone(z), ConstGauge::new(i64::from(z.serial.is_some()))));
+    family(
+        e,
+        "heron_zone_served",
+        "1 while the zone is answered from, 0 while it is not (a secondary before its first transfer or expired, a zone file that never loaded)",
+        MetricType::Gauge,
+        served,
+    )?;
+    encode_secondary_health(e, zones)?;
     let both_ways = |f: fn(&ZoneCounts) -> (u64, u64)| {
         zones.iter().flat_map(move |z| {
             let (out, into) = f(&z.counts);
@@ -635,6 +706,7 @@ mod tests {
                     transfers_out: 3,
                     ..ZoneCounts::default()
                 },
+                health: None,
             }]),
             kernel: kernel::read(),
             process: process::ProcessStats {
