@@ -6,7 +6,8 @@
 //! Where `rustix` already offers a safe call it is used and this crate
 //! only gives it Heron's shape; `libc` is used for what rustix lacks
 //! (`recvmmsg`, `sched_setscheduler`, `malloc_trim`, jemalloc's purge, signal handlers,
-//! `MADV_COLLAPSE`, the process-wide `setuid` and user lookups).
+//! `MADV_COLLAPSE`, the process-wide `setuid` and user lookups, `getifaddrs`,
+//! binding an AF_PACKET socket).
 //!
 //! * [`udp`]: batched datagram receive and send (`recvmmsg`/`sendmmsg`).
 //! * [`cpu`]: CPU pinning, online CPUs.
@@ -17,12 +18,16 @@
 //! * [`process`]: signals, resource limits, namespaces, clock ticks.
 //! * [`socket`]: socket options the standard library lacks.
 //! * [`privileges`]: user and group lookup, dropping root.
-//! * [`xdp`]: the XDP program, AF_XDP sockets and their rings.
+//! * [`xdp`]: the XDP program, AF_XDP sockets and their rings, the
+//!   host's addresses (`getifaddrs`) and a watch on them.
+//! * [`packet`]: raw Ethernet frames on one interface (AF_PACKET), for
+//!   tests of the XDP path.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod cpu;
 pub mod memory;
+pub mod packet;
 pub mod prefetch;
 pub mod privileges;
 pub mod process;

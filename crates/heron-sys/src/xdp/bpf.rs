@@ -1,5 +1,6 @@
-//! The `bpf(2)` commands the XDP path needs: an XSKMAP, loading a
-//! program, attaching it with a link, and running it on a test packet.
+//! The `bpf(2)` commands the XDP path needs: an XSKMAP and the maps of
+//! the interface's own addresses, loading a program, attaching it with a
+//! link, and running it on a test packet.
 //!
 //! `libc` has no `union bpf_attr`; each command's part of it is a
 //! `#[repr(C)]` struct here, laid out as in `linux/bpf.h`. The kernel
@@ -8,14 +9,17 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
 const BPF_PROG_LOAD: libc::c_long = 5;
 const BPF_PROG_TEST_RUN: libc::c_long = 10;
 const BPF_LINK_CREATE: libc::c_long = 28;
 
+const BPF_MAP_TYPE_HASH: u32 = 1;
+const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 /// `enum bpf_attach_type`'s `BPF_XDP`.
@@ -124,30 +128,110 @@ fn name16(name: &str) -> [u8; 16] {
     out
 }
 
-/// Creates an XSKMAP of `entries` slots (index: RX queue; value: an
-/// AF_XDP socket).
-pub fn create_xskmap(entries: u32) -> io::Result<OwnedFd> {
+/// Creates a map; the kernel checks the sizes against the type.
+fn create_map(
+    map_type: u32,
+    key: usize,
+    value: usize,
+    entries: u32,
+    name: &str,
+) -> io::Result<Map> {
     let mut attr = MapCreate {
-        map_type: BPF_MAP_TYPE_XSKMAP,
-        key_size: 4,
-        value_size: 4,
+        map_type,
+        key_size: key as u32,
+        value_size: value as u32,
         max_entries: entries,
-        map_name: name16("heron_xsks"),
+        map_name: name16(name),
         ..Default::default()
     };
-    bpf(BPF_MAP_CREATE, &mut attr).map(owned_fd)
+    let fd = bpf(BPF_MAP_CREATE, &mut attr).map(owned_fd)?;
+    Ok(Map { fd, key, value })
+}
+
+/// A BPF map with the sizes it was made with, so that every key and value
+/// handed to the kernel is as long as it reads.
+pub struct Map {
+    fd: OwnedFd,
+    key: usize,
+    value: usize,
+}
+
+impl Map {
+    /// A hash map of up to `entries` keys of `key` bytes.
+    pub fn hash(key: usize, value: usize, entries: u32, name: &str) -> io::Result<Map> {
+        create_map(BPF_MAP_TYPE_HASH, key, value, entries, name)
+    }
+
+    /// An array of `entries` values (keys: `u32` indexes).
+    pub fn array(value: usize, entries: u32, name: &str) -> io::Result<Map> {
+        create_map(BPF_MAP_TYPE_ARRAY, 4, value, entries, name)
+    }
+
+    /// An XSKMAP of `entries` slots (index: RX queue; value: an AF_XDP
+    /// socket).
+    pub fn xsks(entries: u32) -> io::Result<Map> {
+        create_map(BPF_MAP_TYPE_XSKMAP, 4, 4, entries, "heron_xsks")
+    }
+
+    fn sized(&self, key: &[u8], value: Option<&[u8]>) -> io::Result<()> {
+        if key.len() != self.key || value.is_some_and(|v| v.len() != self.value) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a key of {} bytes and a value of {}", self.key, self.value),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sets `key` to `value` (both as long as the map's).
+    pub fn set(&self, key: &[u8], value: &[u8]) -> io::Result<()> {
+        self.sized(key, Some(value))?;
+        let mut attr = MapElem {
+            map_fd: self.fd.as_raw_fd() as u32,
+            key: key.as_ptr() as u64,
+            value: value.as_ptr() as u64,
+            ..Default::default()
+        };
+        bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map(drop)
+    }
+
+    /// Removes `key` (NotFound if it is not there).
+    pub fn remove(&self, key: &[u8]) -> io::Result<()> {
+        self.sized(key, None)?;
+        let mut attr = MapElem {
+            map_fd: self.fd.as_raw_fd() as u32,
+            key: key.as_ptr() as u64,
+            ..Default::default()
+        };
+        bpf(BPF_MAP_DELETE_ELEM, &mut attr).map(drop)
+    }
+
+    /// Another handle on the same map.
+    pub fn try_clone(&self) -> io::Result<Map> {
+        Ok(Map {
+            fd: self.fd.try_clone()?,
+            ..*self
+        })
+    }
+}
+
+impl AsFd for Map {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// Creates an XSKMAP of `entries` slots.
+pub fn create_xskmap(entries: u32) -> io::Result<Map> {
+    Map::xsks(entries)
 }
 
 /// Puts `socket` in slot `queue` of an XSKMAP.
-pub fn set_xskmap_entry(map: BorrowedFd, queue: u32, socket: BorrowedFd) -> io::Result<()> {
-    let (key, value) = (queue, socket.as_raw_fd() as u32);
-    let mut attr = MapElem {
-        map_fd: map.as_raw_fd() as u32,
-        key: &key as *const u32 as u64,
-        value: &value as *const u32 as u64,
-        ..Default::default()
-    };
-    bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map(drop)
+pub fn set_xskmap_entry(map: &Map, queue: u32, socket: BorrowedFd) -> io::Result<()> {
+    map.set(
+        &queue.to_ne_bytes(),
+        &(socket.as_raw_fd() as u32).to_ne_bytes(),
+    )
 }
 
 /// Loads an XDP program; on a verifier rejection the error carries the

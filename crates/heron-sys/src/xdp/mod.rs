@@ -2,18 +2,23 @@
 //! workers, past the kernel's IP and socket layers.
 //!
 //! * [`program`]: the XDP program (assembled here, no compiler needed)
-//!   that sends UDP to our ports into an XSKMAP and passes the rest.
+//!   that sends UDP to our ports, MAC and addresses into an XSKMAP and
+//!   passes the rest.
 //! * [`bpf`]: the `bpf(2)` commands to load, attach and test it.
 //! * [`socket`]: an AF_XDP socket, its UMEM and rings.
+//! * [`local`]: the host's addresses and MACs, and a watch on them.
 //!
-//! [`Interface`] ties them together for one network interface.
+//! [`Attached`] ties them together for one network interface.
 
 pub mod bpf;
+pub mod local;
 pub mod program;
 pub mod socket;
 
+use std::collections::BTreeSet;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::net::IpAddr;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
 
 pub use socket::{FRAME_SIZE, Frame, XskSocket, pause, wait_any};
@@ -73,24 +78,118 @@ impl Interface {
     }
 }
 
+/// Addresses one interface's program takes as its own, at most.
+pub const MAX_ADDRESSES: u32 = 1024;
+
+/// The program's maps of what is the interface's own: its MAC and its IP
+/// addresses. Frames to anything else go to the kernel. Each handle
+/// remembers what it wrote, so [`Destinations::refresh`] changes only
+/// what changed.
+pub struct Destinations {
+    interface: String,
+    own_mac: bpf::Map,
+    own_addresses: bpf::Map,
+    mac: Option<[u8; 6]>,
+    addresses: BTreeSet<IpAddr>,
+}
+
+impl Destinations {
+    fn create(interface: &str) -> io::Result<Destinations> {
+        Ok(Destinations {
+            interface: interface.to_string(),
+            own_mac: bpf::Map::array(program::MAC_VALUE_LEN, 1, "heron_own_mac")?,
+            own_addresses: bpf::Map::hash(
+                program::ADDRESS_KEY_LEN,
+                4,
+                MAX_ADDRESSES,
+                "heron_own_addrs",
+            )?,
+            mac: None,
+            addresses: BTreeSet::new(),
+        })
+    }
+
+    /// Another handle on the same maps, knowing what they hold.
+    pub fn try_clone(&self) -> io::Result<Destinations> {
+        Ok(Destinations {
+            interface: self.interface.clone(),
+            own_mac: self.own_mac.try_clone()?,
+            own_addresses: self.own_addresses.try_clone()?,
+            mac: self.mac,
+            addresses: self.addresses.clone(),
+        })
+    }
+
+    /// The interface's name.
+    pub fn interface(&self) -> &str {
+        &self.interface
+    }
+
+    /// The addresses the program takes as the interface's now.
+    pub fn addresses(&self) -> &BTreeSet<IpAddr> {
+        &self.addresses
+    }
+
+    /// Makes the maps hold the interface's MAC (read now) and its
+    /// addresses among `host`'s; true if anything changed.
+    pub fn refresh(&mut self, host: &[local::HostAddress]) -> io::Result<bool> {
+        let mac = local::mac_address(&self.interface)?;
+        let mut changed = false;
+        if self.mac != Some(mac) {
+            self.own_mac
+                .set(&0u32.to_ne_bytes(), &program::mac_value(mac))?;
+            self.mac = Some(mac);
+            changed = true;
+        }
+        let now: BTreeSet<IpAddr> = host
+            .iter()
+            .filter(|a| a.interface == self.interface)
+            .map(|a| a.ip)
+            .collect();
+        for gone in self.addresses.difference(&now).copied().collect::<Vec<_>>() {
+            match self.own_addresses.remove(&program::address_key(gone)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => self.addresses.remove(&gone),
+            };
+            changed = true;
+        }
+        for new in now.difference(&self.addresses).copied().collect::<Vec<_>>() {
+            self.own_addresses
+                .set(&program::address_key(new), &[1, 0, 0, 0])?;
+            self.addresses.insert(new);
+            changed = true;
+        }
+        Ok(changed)
+    }
+}
+
 /// The XDP program attached to an interface. Dropping it (or the process
 /// ending, even by a crash) detaches the program: it is held by a
 /// bpf_link, which lives as long as its file descriptor.
 pub struct Attached {
     _link: OwnedFd,
     _program: OwnedFd,
-    map: OwnedFd,
+    map: bpf::Map,
+    destinations: Destinations,
     /// Whether the program runs in the driver (else: generic mode).
     pub native: bool,
 }
 
 impl Attached {
-    /// Loads the program for UDP to `ports` and attaches it to
-    /// `interface` in `mode` (Auto: native, else generic).
+    /// Loads the program for UDP to `ports` and to the interface's MAC
+    /// and addresses (as they are now: see [`Attached::destinations`])
+    /// and attaches it to `interface` in `mode` (Auto: native, else
+    /// generic).
     pub fn attach(interface: &Interface, ports: &[u16], mode: Mode) -> io::Result<Attached> {
         let map = bpf::create_xskmap(interface.rx_queues).map_err(explain)?;
-        use std::os::fd::AsRawFd;
-        let insns = program::assemble(ports, map.as_raw_fd(), program::XDP_PASS)?;
+        let mut destinations = Destinations::create(&interface.name).map_err(explain)?;
+        destinations.refresh(&local::host_addresses()?)?;
+        let maps = program::MapFds {
+            xsks: map.as_fd().as_raw_fd(),
+            own_mac: destinations.own_mac.as_fd().as_raw_fd(),
+            own_addresses: destinations.own_addresses.as_fd().as_raw_fd(),
+        };
+        let insns = program::assemble(ports, maps, program::XDP_PASS)?;
         let program = bpf::load_xdp_program(&insns, "heron_xdp").map_err(explain)?;
         let try_mode = |flags| bpf::link_xdp(program.as_fd(), interface.index, flags);
         let (link, native) = match mode {
@@ -113,13 +212,20 @@ impl Attached {
             _link: link,
             _program: program,
             map,
+            destinations,
             native,
         })
     }
 
     /// Sends the UDP the program picks on `queue` to `socket`.
     pub fn serve_queue(&self, queue: u32, socket: &XskSocket) -> io::Result<()> {
-        bpf::set_xskmap_entry(self.map.as_fd(), queue, socket.as_fd())
+        bpf::set_xskmap_entry(&self.map, queue, socket.as_fd())
+    }
+
+    /// A handle on the program's MAC and addresses, to keep them as the
+    /// interface's change (they were read at attach).
+    pub fn destinations(&self) -> io::Result<Destinations> {
+        self.destinations.try_clone()
     }
 }
 

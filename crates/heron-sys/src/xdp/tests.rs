@@ -1,7 +1,7 @@
 //! Tests that load the program and bind sockets: root only; each skips
 //! with the reason when XDP is not available to the process.
 
-use super::program::{XDP_DROP, XDP_PASS, assemble};
+use super::program::{MapFds, XDP_DROP, XDP_PASS, address_key, assemble, mac_value};
 use super::*;
 use std::os::fd::AsRawFd;
 
@@ -15,8 +15,11 @@ fn skip() -> bool {
     }
 }
 
+const OUR_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
+
 fn ether(proto: u16, l3: &[u8]) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+    let mut f = OUR_MAC.to_vec();
+    f.extend_from_slice(&[2, 0, 0, 0, 0, 2]);
     f.extend_from_slice(&proto.to_be_bytes());
     f.extend_from_slice(l3);
     f
@@ -49,16 +52,37 @@ fn udp(port: u16) -> Vec<u8> {
     u
 }
 
-/// The program's choice for each kind of packet. Built with `XDP_DROP`
-/// as the verdict of a redirect that finds no socket, so "to Heron"
-/// shows as DROP and "to the kernel" as PASS.
+/// `frame` with `bytes` written at `at`.
+fn with(frame: &[u8], at: usize, bytes: &[u8]) -> Vec<u8> {
+    let mut f = frame.to_vec();
+    f[at..at + bytes.len()].copy_from_slice(bytes);
+    f
+}
+
+/// The program's choice for each kind of packet, with 02:00:00:00:00:01,
+/// 192.0.2.1 and 2001:db8::1 as the interface's own. Built with
+/// `XDP_DROP` as the verdict of a redirect that finds no socket, so "to
+/// Heron" shows as DROP and "to the kernel" as PASS.
 #[test]
-fn the_program_takes_udp_to_our_ports_and_passes_the_rest() {
+fn the_program_takes_udp_to_our_ports_and_addresses_and_passes_the_rest() {
     if skip() {
         return;
     }
     let map = bpf::create_xskmap(1).unwrap();
-    let insns = assemble(&[53, 5353], map.as_raw_fd(), XDP_DROP).unwrap();
+    let own = Destinations::create("test").unwrap();
+    own.own_mac
+        .set(&0u32.to_ne_bytes(), &mac_value(OUR_MAC))
+        .unwrap();
+    for ip in ["192.0.2.1", "2001:db8::1"] {
+        let key = address_key(ip.parse().unwrap());
+        own.own_addresses.set(&key, &[1, 0, 0, 0]).unwrap();
+    }
+    let maps = MapFds {
+        xsks: map.as_fd().as_raw_fd(),
+        own_mac: own.own_mac.as_fd().as_raw_fd(),
+        own_addresses: own.own_addresses.as_fd().as_raw_fd(),
+    };
+    let insns = assemble(&[53, 5353], maps, XDP_DROP).unwrap();
     let program = bpf::load_xdp_program(&insns, "heron_test").unwrap();
     let verdict = |packet: &[u8]| bpf::test_run_xdp(program.as_fd(), packet).unwrap();
     let to_heron = [
@@ -71,6 +95,24 @@ fn the_program_takes_udp_to_our_ports_and_passes_the_rest() {
     ];
     for (what, packet) in &to_heron {
         assert_eq!(verdict(packet), XDP_DROP, "{what}");
+    }
+    let (v4, v6) = (&to_heron[0].1, &to_heron[2].1);
+    let mut ipv4_bytes_as_ipv6 = [0u8; 16];
+    ipv4_bytes_as_ipv6[..4].copy_from_slice(&[192, 0, 2, 1]);
+    // IPv4's destination at 30, IPv6's at 38; the MAC at 0.
+    let other_host = [
+        ("another MAC", with(v4, 0, &[2, 0, 0, 0, 0, 9])),
+        ("another MAC, IPv6", with(v6, 5, &[9])),
+        ("broadcast MAC", with(v4, 0, &[0xff; 6])),
+        ("IPv4 to another host", with(v4, 30, &[8, 8, 8, 8])),
+        ("IPv4 broadcast", with(v4, 30, &[255; 4])),
+        ("IPv6 to another host", with(v6, 53, &[9])),
+        ("IPv6 multicast", with(v6, 38, &[0xff, 2])),
+        // c000:201::, IPv4's 192.0.2.1 and zeros: only the version differs.
+        ("IPv6 with IPv4's bytes", with(v6, 38, &ipv4_bytes_as_ipv6)),
+    ];
+    for (what, packet) in &other_host {
+        assert_eq!(verdict(packet), XDP_PASS, "{what}");
     }
     let mut options = ipv4(17, 0, &[0; 4]);
     options[0] = 0x46;
