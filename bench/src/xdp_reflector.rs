@@ -35,14 +35,20 @@ pub fn run(interface: &str, port: u16) -> io::Result<()> {
         if attached.native { "native" } else { "generic" },
         sockets.len()
     );
-    reflect_until_stopped(&mut sockets);
+    // The host's addresses as Heron's workers have them (read once here).
+    let host = heron_sys::xdp::local::host_addresses()?;
+    let broadcasts = host
+        .iter()
+        .flat_map(|a| a.broadcasts.iter().map(|&b| b.into()));
+    let host = packet::HostAddresses::new(host.iter().map(|a| a.ip).chain(broadcasts));
+    reflect_until_stopped(&mut sockets, &host);
     drop(attached);
     Ok(())
 }
 
 /// The worker's loop: take a batch from each socket, echo it, leave the
 /// replies for the `poll()` that waits for the next queries to send.
-fn reflect_until_stopped(sockets: &mut [XskSocket]) {
+fn reflect_until_stopped(sockets: &mut [XskSocket], host: &packet::HostAddresses) {
     let mut frames = Vec::with_capacity(BATCH);
     let mut echo = Vec::with_capacity(2048);
     while !STOP.load(Ordering::Relaxed) {
@@ -52,7 +58,7 @@ fn reflect_until_stopped(sockets: &mut [XskSocket]) {
             received += socket.receive(&mut frames, BATCH);
             for frame in frames.drain(..) {
                 // Echoed through a buffer, as Heron writes its answers.
-                let written = packet::parse(socket.packet(&frame))
+                let written = packet::parse(socket.packet(&frame), host)
                     .filter(|datagram| {
                         let query = &socket.packet(&frame)[datagram.payload.clone()];
                         crate::reflector::reflect(query, &mut echo)

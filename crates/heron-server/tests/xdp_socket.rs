@@ -87,7 +87,8 @@ fn submitted_replies_go_out_with_the_next_wait_or_at_a_full_budget() {
             }
             assert_eq!(frames.len(), count, "every query reached the socket");
             for frame in frames.drain(..) {
-                let query = packet::parse(socket.packet(&frame)).unwrap();
+                let host = packet::HostAddresses::default();
+                let query = packet::parse(socket.packet(&frame), &host).unwrap();
                 let mut answer = socket.packet(&frame)[query.payload.clone()].to_vec();
                 answer[2] |= 0x80; // QR: a response
                 let len = packet::write_reply(socket.frame_mut(&frame), &query, &answer).unwrap();

@@ -9,6 +9,7 @@
 pub mod catalog;
 pub mod client;
 pub mod fake_primary;
+pub mod frames;
 pub mod netns;
 pub mod normalize;
 mod peer_conf;

@@ -100,6 +100,10 @@ impl VethNamespace {
             &net.outside,
             "nodad",
         ])?;
+        // Nothing that comes in on the pair is routed on, whatever the
+        // host's `ip_forward`: tests send frames to other hosts' addresses.
+        let forwarding = format!("/proc/sys/net/ipv4/conf/{}/forwarding", net.outside);
+        std::fs::write(&forwarding, "0").map_err(|e| format!("{forwarding}: {e}"))?;
         ip(&["link", "set", &net.outside, "up"])?;
         net.ip_inside(&["addr", "add", INSIDE_V4, "dev", &inside])?;
         net.ip_inside(&["addr", "add", INSIDE_V6, "dev", &inside, "nodad"])?;
@@ -123,6 +127,50 @@ impl VethNamespace {
     /// root side over the pair; the route goes with the pair.
     pub fn route_to_inside(&self, network: &str) -> Result<(), String> {
         ip(&["route", "add", network, "dev", &self.outside])
+    }
+
+    /// Adds (or with `add` false, removes) address `cidr` on the root
+    /// side's interface, as an operator would while the server runs.
+    pub fn outside_address(&self, add: bool, cidr: &str) -> Result<(), String> {
+        let mut args = vec!["addr", if add { "add" } else { "del" }, cidr];
+        args.extend(["dev", &self.outside]);
+        if add && cidr.contains(':') {
+            args.push("nodad");
+        }
+        ip(&args)
+    }
+
+    /// The name of the pair's end inside the namespace.
+    pub fn inside(&self) -> String {
+        format!("{}i", self.outside)
+    }
+
+    /// `/sys/class/net/IF/FILE` of the root side's interface, or of the
+    /// inside one (as the namespace sees it).
+    fn sys_net(&self, inside: bool, file: &str) -> String {
+        let text = if inside {
+            let path = format!("/sys/class/net/{}/{file}", self.inside());
+            String::from_utf8_lossy(&self.run("cat", &[&path]).stdout).into_owned()
+        } else {
+            let path = format!("/sys/class/net/{}/{file}", self.outside);
+            std::fs::read_to_string(path).unwrap_or_default()
+        };
+        text.trim().to_string()
+    }
+
+    /// The MAC address of the root side's end, or of the inside one.
+    pub fn mac(&self, inside: bool) -> [u8; 6] {
+        let text = self.sys_net(inside, "address");
+        let bytes: Vec<u8> = text
+            .split(':')
+            .map(|b| u8::from_str_radix(b, 16).expect("a MAC"))
+            .collect();
+        bytes.try_into().expect("a MAC of 6 bytes")
+    }
+
+    /// The interface index of the inside end, in the namespace.
+    pub fn inside_index(&self) -> u32 {
+        self.sys_net(true, "ifindex").parse().expect("an ifindex")
     }
 
     fn ip_inside(&self, args: &[&str]) -> Result<(), String> {

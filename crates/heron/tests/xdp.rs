@@ -22,12 +22,20 @@ fn zone_file() -> PathBuf {
 /// Heron answering edge.test. on loopback (sockets), on the pair's
 /// addresses (sockets: TCP) and over XDP on the pair's UDP.
 pub fn xdp_config(net: &VethNamespace, mode: &str, port: u16) -> String {
+    let xdp = format!(
+        "[xdp]\nlisten = [\"{}@{port}\"]\nmode = \"{mode}\"\n",
+        net.outside
+    );
+    format!("{}{xdp}", sockets_config(net, port))
+}
+
+/// Heron answering edge.test. on loopback and on the pair's addresses,
+/// sockets only.
+fn sockets_config(net: &VethNamespace, port: u16) -> String {
     let (v4, v6) = (net.server(false, port), net.server(true, port));
     format!(
         "[server]\nlisten = [\"127.0.0.1:{port}\", \"{v4}\", \"{v6}\"]\nworkers = 1\n\
-         [xdp]\nlisten = [\"{}@{port}\"]\nmode = \"{mode}\"\n\
          [[zone]]\norigin = \"edge.test.\"\nfile = \"{}\"\n",
-        net.outside,
         zone_file().display()
     )
 }
@@ -220,4 +228,291 @@ fn a_missing_interface_is_a_clear_error() {
         err.contains("no network interface named \"nosuchif0\""),
         "{err}"
     );
+}
+
+/// A query for www.edge.test. A with DNS ID `id`.
+fn query_bytes(id: u16) -> Vec<u8> {
+    let mut q = id.to_be_bytes().to_vec();
+    q.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+    q.extend_from_slice(b"\x03www\x04edge\x04test\x00\x00\x01\x00\x01");
+    q
+}
+
+/// Each kind of frame the test sends: what it is, whether a kernel
+/// answers it, and the frame (to `port`; the kind's index is its DNS
+/// ID and, past 40000, its source port).
+fn frame_kinds(net: &VethNamespace, port: u16) -> Vec<(&'static str, bool, Vec<u8>)> {
+    use heron_testkit::frames::{IPV4_CHECKSUM, IPV4_UDP, IPV6_UDP, UdpFrame};
+    let (ours, theirs) = (net.mac(false), net.mac(true));
+    let query = |v6: bool| UdpFrame {
+        dst_mac: ours,
+        src_mac: theirs,
+        src: if v6 { "2001:db8:5::2" } else { "198.51.100.2" }
+            .parse()
+            .unwrap(),
+        dst: if v6 { "2001:db8:5::1" } else { "198.51.100.1" }
+            .parse()
+            .unwrap(),
+        src_port: 0,
+        dst_port: port,
+        payload: Vec::new(),
+    };
+    let from = |v6: bool, source: &str| UdpFrame {
+        src: source.parse().unwrap(),
+        ..query(v6)
+    };
+    let to = |v6: bool, destination: &str| UdpFrame {
+        dst: destination.parse().unwrap(),
+        ..query(v6)
+    };
+    let mac_to = |v6: bool| UdpFrame {
+        dst_mac: [2, 0, 0, 0, 0x99, 0x99],
+        ..query(v6)
+    };
+    // (what, answered, frame, damage: bytes written at an offset after it is built)
+    type Damage = Option<(usize, [u8; 2])>;
+    let kinds: Vec<(&str, bool, UdpFrame, Damage)> = vec![
+        ("IPv4 query", true, query(false), None),
+        ("IPv6 query", true, query(true), None),
+        (
+            "IPv4 query, no UDP checksum",
+            true,
+            query(false),
+            Some((IPV4_UDP + 6, [0, 0])),
+        ),
+        (
+            "IPv4 to another host",
+            false,
+            to(false, "198.51.100.9"),
+            None,
+        ),
+        (
+            "IPv6 to another host",
+            false,
+            to(true, "2001:db8:5::9"),
+            None,
+        ),
+        ("IPv4 to 8.8.8.8", false, to(false, "8.8.8.8"), None),
+        ("IPv4 to another MAC", false, mac_to(false), None),
+        ("IPv6 to another MAC", false, mac_to(true), None),
+        (
+            "IPv4 from broadcast",
+            false,
+            from(false, "255.255.255.255"),
+            None,
+        ),
+        (
+            "IPv4 from our network's broadcast",
+            false,
+            from(false, "198.51.100.255"),
+            None,
+        ),
+        ("IPv4 from multicast", false, from(false, "224.0.0.1"), None),
+        ("IPv6 from multicast", false, from(true, "ff02::1"), None),
+        ("IPv4 from loopback", false, from(false, "127.0.0.1"), None),
+        ("IPv6 from loopback", false, from(true, "::1"), None),
+        ("IPv4 from 0.0.0.0", false, from(false, "0.0.0.0"), None),
+        ("IPv6 from ::", false, from(true, "::"), None),
+        (
+            "IPv4 from our own address",
+            false,
+            from(false, "198.51.100.1"),
+            None,
+        ),
+        (
+            "IPv6 from our own address",
+            false,
+            from(true, "2001:db8:5::1"),
+            None,
+        ),
+        (
+            "IPv4 from port 0",
+            false,
+            query(false),
+            Some((IPV4_UDP, [0, 0])),
+        ),
+        (
+            "IPv6 from port 0",
+            false,
+            query(true),
+            Some((IPV6_UDP, [0, 0])),
+        ),
+        (
+            "bad IPv4 header checksum",
+            false,
+            query(false),
+            Some((IPV4_CHECKSUM, [0xde, 0xad])),
+        ),
+        (
+            "bad IPv4 UDP checksum",
+            false,
+            query(false),
+            Some((IPV4_UDP + 6, [0xde, 0xad])),
+        ),
+        (
+            "bad IPv6 UDP checksum",
+            false,
+            query(true),
+            Some((IPV6_UDP + 6, [0xde, 0xad])),
+        ),
+        (
+            "IPv6, no UDP checksum",
+            false,
+            query(true),
+            Some((IPV6_UDP + 6, [0, 0])),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (id, (what, answered, mut frame, damage)) in kinds.into_iter().enumerate() {
+        frame.src_port = 40000 + id as u16;
+        frame.payload = query_bytes(id as u16);
+        let mut bytes = frame.build();
+        if let Some((at, value)) = damage {
+            bytes[at..at + 2].copy_from_slice(&value);
+        }
+        out.push((what, answered, bytes));
+    }
+    out
+}
+
+/// Sends `frames` from the pair's inside end (raw, past the namespace's
+/// IP stack) and counts the DNS responses from `port` that come back,
+/// by DNS ID, until none came for a second (10 s at most).
+fn send_raw_and_count(net: &VethNamespace, port: u16, frames: &[Vec<u8>]) -> Vec<usize> {
+    use heron_sys::packet::PacketSocket;
+    use std::time::{Duration, Instant};
+    let index = net.inside_index();
+    net.within(|| {
+        let socket = PacketSocket::bind(index).unwrap();
+        for frame in frames {
+            socket.send(frame).unwrap();
+        }
+        let mut answers = vec![0; frames.len()];
+        let mut buf = [0u8; 2048];
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            let Some(n) = socket.receive(&mut buf, Duration::from_secs(1)).unwrap() else {
+                break;
+            };
+            let udp = heron_testkit::frames::udp_of(&buf[..n]);
+            if let Some((from, _, dns)) = udp.filter(|u| u.0 == port && u.2.len() >= 12) {
+                let id = usize::from(u16::from_be_bytes([dns[0], dns[1]]));
+                assert!(dns[2] & 0x80 != 0 && id < answers.len(), "{from}: {dns:?}");
+                answers[id] += 1;
+            }
+        }
+        answers
+    })
+}
+
+/// The queries the server at `metrics` counted as come over XDP.
+fn xdp_queries(metrics: std::net::SocketAddr) -> u64 {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(metrics).unwrap();
+    stream.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    text.lines()
+        .filter(|l| l.starts_with("heron_queries_total{transport=\"xdp\""))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum()
+}
+
+/// Frames to another host (its IP or its MAC), from a source no reply
+/// can go to (broadcast, multicast, loopback, unspecified, our own
+/// address), from port 0 or with a bad checksum: answered by nobody over
+/// XDP, in native and generic mode, as by the kernel with XDP off, while
+/// queries are answered and counted as come over XDP.
+#[test]
+fn frames_a_kernel_would_not_answer_get_no_answer_over_xdp_either() {
+    if skip_without_xdp() {
+        return;
+    }
+    let net = VethNamespace::new("f").unwrap();
+    for mode in [None, Some("native"), Some("generic")] {
+        let metrics = heron_testkit::free_port();
+        let server = ServerProcess::heron_with_config(&heron(), "edge.test", |p| {
+            // XDP off: the same server on the same addresses, by sockets.
+            let config = match mode {
+                Some(mode) => xdp_config(&net, mode, p),
+                None => sockets_config(&net, p),
+            };
+            format!("{config}[metrics]\nlisten = \"127.0.0.1:{metrics}\"\n")
+        });
+        assert!(server.wait_for_log("ready:"), "{}", server.log());
+        assert_eq!(net.has_xdp(), mode.is_some());
+        let port = server.addr().port();
+        let kinds = frame_kinds(&net, port);
+        let frames: Vec<Vec<u8>> = kinds.iter().map(|k| k.2.clone()).collect();
+        let answers = send_raw_and_count(&net, port, &frames);
+        let mut wrong = Vec::new();
+        for ((what, kernel_answers, _), &got) in kinds.iter().zip(&answers) {
+            if got != usize::from(*kernel_answers) {
+                wrong.push(format!("{what}: {got} answers"));
+            }
+        }
+        assert!(wrong.is_empty(), "{mode:?}: {wrong:#?}");
+        let answered: usize = answers.iter().sum();
+        let over_xdp = xdp_queries(std::net::SocketAddr::from(([127, 0, 0, 1], metrics)));
+        let want = if mode.is_some() { answered as u64 } else { 0 };
+        assert_eq!(over_xdp, want, "{mode:?}: queries over XDP");
+    }
+}
+
+/// The addresses of the last "now for" line of the server's log.
+fn last_addresses(server: &ServerProcess) -> String {
+    let log = server.log();
+    let line = log.lines().rev().find(|l| l.contains(": now for {"));
+    line.unwrap_or_default().to_string()
+}
+
+/// An address added to the interface while Heron runs is answered over
+/// XDP from then on (the program's map follows the interface); once
+/// removed, its queries are the kernel's again, which has no such address
+/// (nobody answers).
+#[test]
+fn an_address_added_while_serving_is_answered_over_xdp_until_removed() {
+    if skip_without_xdp() {
+        return;
+    }
+    let net = VethNamespace::new("a").unwrap();
+    let server = start_over_xdp(&net, "");
+    let port = server.addr().port();
+    let question = ["www.edge.test.", "A"];
+    let want = ask_loopback("dig", port, &question);
+    assert!(!want.is_empty());
+    for (cidr, ip) in [
+        ("198.51.100.3/24", "198.51.100.3"),
+        ("2001:db8:5::3/64", "2001:db8:5::3"),
+    ] {
+        net.outside_address(true, cidr).unwrap();
+        let seen = |there: bool| last_addresses(&server).contains(&format!(" {ip},")) == there;
+        let limit = std::time::Duration::from_secs(10);
+        assert!(
+            heron_testkit::eventually_within(limit, || seen(true)),
+            "{}",
+            server.log()
+        );
+        assert_eq!(
+            ask_inside(&net, "dig", ip, port, &question),
+            want,
+            "@{ip} {}",
+            server.log()
+        );
+        net.outside_address(false, cidr).unwrap();
+        assert!(
+            heron_testkit::eventually_within(limit, || seen(false)),
+            "{}",
+            server.log()
+        );
+        let args = [
+            &format!("@{ip}"),
+            "-p",
+            &port.to_string(),
+            "+tries=1",
+            "+time=1",
+        ];
+        let out = net.run("dig", &[&args[..], &question].concat());
+        assert!(!out.status.success(), "@{ip} removed: {}", stdout(out));
+    }
 }

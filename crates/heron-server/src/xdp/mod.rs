@@ -4,19 +4,25 @@
 //!
 //! One AF_XDP socket per RX queue of each interface; the sockets are
 //! shared out over at most `workers` threads. Everything else that
-//! reaches the interface (TCP, ARP, other ports) goes to the kernel.
+//! reaches the interface (TCP, ARP, other ports, frames to other hosts
+//! or to addresses that are not the interface's) goes to the kernel. A
+//! thread (`xdp-addresses`) keeps the program's idea of the interface's
+//! MAC and addresses, and the workers' of the host's, as they change.
 
 pub mod packet;
 
 use std::collections::BTreeMap;
 use std::io;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 pub use heron_sys::xdp::Mode;
-use heron_sys::xdp::{Attached, FRAME_SIZE, Frame, Interface, XskSocket};
+use heron_sys::xdp::local::{AddressWatch, HostAddress};
+use heron_sys::xdp::{Attached, Destinations, FRAME_SIZE, Frame, Interface, XskSocket};
 use heron_zone::lookahead::MAX_BATCH;
 use heron_zone::{AnswerConfig, BatchAnswerer, Catalog};
 
@@ -98,9 +104,16 @@ pub fn start(
         threads: Vec::new(),
         attached: Vec::new(),
     };
+    // Open before the addresses are read, so that no change is missed.
+    let watch = AddressWatch::open()?;
+    let host = Arc::new(ArcSwap::from_pointee(host_addresses(
+        &heron_sys::xdp::local::host_addresses()?,
+    )));
+    let mut destinations = Vec::new();
     for (name, ports) in ports {
         let interface = Interface::find(name)?;
         let attached = Attached::attach(&interface, &ports, xdp.mode)?;
+        destinations.push(attached.destinations()?);
         let mut sockets = Vec::new();
         for queue in 0..interface.rx_queues {
             let socket = XskSocket::bind(interface.index, queue, xdp.mode != Mode::Generic)
@@ -114,13 +127,14 @@ pub fn start(
             sockets.push(socket);
         }
         tracing::info!(
-            "XDP on {name} ({} mode, {} sockets) for UDP port(s) {ports:?}: {} queue(s)",
+            "XDP on {name} ({} mode, {} sockets) for UDP port(s) {ports:?} to {:?}: {} queue(s)",
             if attached.native { "native" } else { "generic" },
             if sockets.iter().all(|s| s.is_zero_copy()) {
                 "zero-copy"
             } else {
                 "copy-mode"
             },
+            destinations.last().map(|d| d.addresses()),
             interface.rx_queues
         );
         let config = Arc::new(answer_config(service.processor.config(), interface.mtu));
@@ -132,6 +146,7 @@ pub fn start(
         for (i, sockets) in shares.into_iter().enumerate() {
             let worker = Worker {
                 catalog: arc_swap::Cache::new(service.processor.catalog().clone()),
+                host: arc_swap::Cache::new(host.clone()),
                 config: config.clone(),
                 cells: service.stats.worker(),
                 service: service.clone(),
@@ -160,7 +175,65 @@ pub fn start(
         }
         started.attached.push(attached);
     }
+    let thread = std::thread::Builder::new()
+        .name("xdp-addresses".into())
+        .spawn(move || watch_addresses(watch, destinations, &host, &stop))?;
+    started.threads.push(thread);
     Ok(started)
+}
+
+/// What the workers take as never a query's source: every address of the
+/// host and its IPv4 networks' broadcast addresses.
+fn host_addresses(all: &[HostAddress]) -> packet::HostAddresses {
+    let broadcasts = all
+        .iter()
+        .flat_map(|a| a.broadcasts.iter().map(|&b| IpAddr::V4(b)));
+    packet::HostAddresses::new(all.iter().map(|a| a.ip).chain(broadcasts))
+}
+
+/// Until `stop`: on each change the kernel reports, reads the host's
+/// addresses again, for the workers' source check and each interface's
+/// program (an address added to an interface is answered over XDP from
+/// then on; one removed goes to the kernel).
+fn watch_addresses(
+    watch: AddressWatch,
+    mut interfaces: Vec<Destinations>,
+    host: &ArcSwap<packet::HostAddresses>,
+    stop: &AtomicBool,
+) {
+    let poll = Duration::from_millis(SHUTDOWN_POLL_MS as u64);
+    while !stop.load(Ordering::Relaxed) {
+        match watch.wait(poll) {
+            Ok(false) => {}
+            Ok(true) => {
+                if let Err(e) = refresh_addresses(&mut interfaces, host) {
+                    tracing::warn!("XDP: cannot read the host's addresses again: {e}");
+                }
+            }
+            Err(e) => {
+                tracing::warn!("XDP: watching the host's addresses failed: {e}");
+                std::thread::sleep(poll);
+            }
+        }
+    }
+}
+
+fn refresh_addresses(
+    interfaces: &mut [Destinations],
+    host: &ArcSwap<packet::HostAddresses>,
+) -> io::Result<()> {
+    let all = heron_sys::xdp::local::host_addresses()?;
+    host.store(Arc::new(host_addresses(&all)));
+    for destinations in interfaces {
+        if destinations.refresh(&all)? {
+            tracing::info!(
+                "XDP on {}: now for {:?}",
+                destinations.interface(),
+                destinations.addresses()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The answer settings over XDP: UDP responses no larger than a frame
@@ -247,6 +320,8 @@ impl Pacing {
 /// One XDP worker's state; every buffer is allocated once.
 struct Worker {
     catalog: arc_swap::Cache<SharedCatalog, Arc<Catalog>>,
+    /// The host's addresses: never a query's source.
+    host: arc_swap::Cache<Arc<ArcSwap<packet::HostAddresses>>, Arc<packet::HostAddresses>>,
     /// The processor's, with UDP responses capped to what a frame holds.
     config: Arc<AnswerConfig>,
     /// This worker's counters.
@@ -317,9 +392,10 @@ impl Worker {
     /// queues the replies; returns how many.
     fn answer_batch(&mut self, socket: &mut XskSocket, received_at: Instant) -> usize {
         let catalog = self.catalog.load();
+        let host = self.host.load();
         self.found.clear();
         for frame in &self.frames {
-            self.found.push(packet::parse(socket.packet(frame)));
+            self.found.push(packet::parse(socket.packet(frame), host));
         }
         let query = |i: usize| match &self.found[i] {
             Some(d) => &socket.packet(&self.frames[i])[d.payload.clone()],

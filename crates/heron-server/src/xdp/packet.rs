@@ -3,8 +3,16 @@
 //!
 //! Only what the XDP program lets through is accepted: Ethernet II,
 //! IPv4 without options and not fragmented, or IPv6 with UDP as the next
-//! header. Anything else, or lengths that do not add up, is None and the
-//! frame is dropped.
+//! header (the program also saw that the frame is to the interface's MAC
+//! and one of its addresses). Of that, what the kernel would drop is
+//! dropped too, since the reply would go where the kernel's never does:
+//! a group (multicast) source MAC; a martian source (IPv4: 0.0.0.0/8,
+//! 127.0.0.0/8, multicast, 255.255.255.255; IPv6: ::, ::1, multicast,
+//! IPv4-mapped; and the host's own and broadcast addresses,
+//! [`HostAddresses`]); source port 0; a bad IPv4 header checksum; a bad
+//! UDP checksum (zero, "none", is allowed over IPv4 only; one left to
+//! offload by a sender on this host is taken, see `udp`). Anything else,
+//! or lengths that do not add up, is None and the frame is dropped.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::ops::Range;
@@ -15,6 +23,53 @@ const IP6: usize = 40;
 const UDP: usize = 8;
 /// Hop limit of replies, as Linux's default.
 const TTL: u8 = 64;
+
+/// Addresses never a query's source, beside the fixed martians: the
+/// host's own (on any interface) and its IPv4 networks' broadcast
+/// addresses, as the kernel's source check has them. A few: looked up
+/// by a scan.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostAddresses {
+    addresses: Vec<IpAddr>,
+}
+
+impl HostAddresses {
+    pub fn new(addresses: impl IntoIterator<Item = IpAddr>) -> HostAddresses {
+        let mut addresses: Vec<IpAddr> = addresses.into_iter().collect();
+        addresses.sort();
+        addresses.dedup();
+        HostAddresses { addresses }
+    }
+
+    fn has(&self, ip: IpAddr) -> bool {
+        self.addresses.contains(&ip)
+    }
+}
+
+/// Whether `ip` is never a query's source, whatever the host: see
+/// [`martian_v4`] and [`martian_v6`].
+pub fn martian(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => martian_v4(v4),
+        IpAddr::V6(v6) => martian_v6(v6),
+    }
+}
+
+/// An IPv4 source the kernel drops as martian (`ip_route_input_slow`):
+/// "this network" 0/8, loopback 127/8, multicast, limited broadcast.
+fn martian_v4(src: Ipv4Addr) -> bool {
+    let first = src.octets()[0];
+    first == 0 || src.is_loopback() || src.is_multicast() || src.is_broadcast()
+}
+
+/// An IPv6 source the kernel drops (`ipv6_rcv`: multicast, loopback,
+/// IPv4-mapped) or would answer only on loopback (unspecified).
+fn martian_v6(src: Ipv6Addr) -> bool {
+    src.is_multicast()
+        || src.is_loopback()
+        || src.is_unspecified()
+        || src.to_ipv4_mapped().is_some()
+}
 
 /// A UDP datagram found in a frame.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,33 +93,39 @@ fn be16(b: &[u8], at: usize) -> usize {
     u16::from_be_bytes([b[at], b[at + 1]]) as usize
 }
 
-/// The UDP datagram in an Ethernet frame, if it is one we answer.
-pub fn parse(frame: &[u8]) -> Option<Datagram> {
-    if frame.len() < ETH + IP4 + UDP {
+/// The UDP datagram in an Ethernet frame, if it is one we answer;
+/// `host` are addresses no query comes from.
+pub fn parse(frame: &[u8], host: &HostAddresses) -> Option<Datagram> {
+    // A group source MAC is no station: a reply would go to many.
+    if frame.len() < ETH + IP4 + UDP || frame[6] & 1 != 0 {
         return None;
     }
     match be16(frame, 12) {
-        0x0800 => parse_ipv4(frame),
-        0x86dd => parse_ipv6(frame),
+        0x0800 => parse_ipv4(frame, host),
+        0x86dd => parse_ipv6(frame, host),
         _ => None,
     }
 }
 
-fn parse_ipv4(frame: &[u8]) -> Option<Datagram> {
+fn parse_ipv4(frame: &[u8], host: &HostAddresses) -> Option<Datagram> {
     let ip = &frame[ETH..];
     let fragment = be16(ip, 6) & 0x3fff != 0;
     if ip[0] != 0x45 || ip[9] != 17 || fragment {
         return None;
     }
     let total = be16(ip, 2);
-    if total < IP4 + UDP || total > ip.len() {
+    if total < IP4 + UDP || total > ip.len() || !checks_out(&ip[..IP4], 0) {
         return None;
     }
     let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
-    udp(frame, ETH + IP4, total - IP4, IpAddr::V4(src))
+    if martian_v4(src) || host.has(IpAddr::V4(src)) {
+        return None;
+    }
+    let pseudo = ETH + 12..ETH + 20;
+    udp(frame, ETH + IP4, total - IP4, IpAddr::V4(src), pseudo)
 }
 
-fn parse_ipv6(frame: &[u8]) -> Option<Datagram> {
+fn parse_ipv6(frame: &[u8], host: &HostAddresses) -> Option<Datagram> {
     if frame.len() < ETH + IP6 + UDP {
         return None;
     }
@@ -76,20 +137,54 @@ fn parse_ipv6(frame: &[u8]) -> Option<Datagram> {
     if length < UDP || length > ip.len() - IP6 {
         return None;
     }
-    let src: [u8; 16] = ip[8..24].try_into().unwrap();
-    udp(frame, ETH + IP6, length, IpAddr::V6(Ipv6Addr::from(src)))
+    let src = Ipv6Addr::from(<[u8; 16]>::try_from(&ip[8..24]).unwrap());
+    if martian_v6(src) || host.has(IpAddr::V6(src)) {
+        return None;
+    }
+    // No checksum is not allowed over IPv6 (RFC 8200 8.1).
+    if be16(frame, ETH + IP6 + 6) == 0 {
+        return None;
+    }
+    let pseudo = ETH + 8..ETH + 40;
+    udp(frame, ETH + IP6, length, IpAddr::V6(src), pseudo)
 }
 
-/// The UDP header at `at`, within `room` bytes the IP header allows.
-fn udp(frame: &[u8], at: usize, room: usize, src: IpAddr) -> Option<Datagram> {
+/// The UDP header at `at`, within `room` bytes the IP header allows;
+/// `pseudo`: where the IP addresses of its pseudo-header are.
+fn udp(
+    frame: &[u8],
+    at: usize,
+    room: usize,
+    src: IpAddr,
+    pseudo: Range<usize>,
+) -> Option<Datagram> {
     let length = be16(frame, at + 4);
-    if length < UDP || length > room {
+    let port = be16(frame, at) as u16;
+    if length < UDP || length > room || port == 0 {
+        return None;
+    }
+    let field = be16(frame, at + 6) as u16;
+    let pseudo = sum(&frame[pseudo], 17 + length as u32);
+    // Zero: sent without one (IPv4; IPv6's was refused above). The
+    // pseudo-header's sum alone: sent from this host (veth, tap) with the
+    // checksum left to an offload that never ran; the kernel takes such
+    // frames unchecked (CHECKSUM_PARTIAL), and AF_XDP does not say how a
+    // frame came, so neither is checked. A corrupted frame from a wire
+    // turns into that form as rarely as into any other that adds up.
+    let unchecked = field == 0 || field == !fold(pseudo);
+    if !unchecked && !checks_out(&frame[at..at + length], pseudo) {
         return None;
     }
     Some(Datagram {
-        peer: SocketAddr::new(src, be16(frame, at) as u16),
+        peer: SocketAddr::new(src, port),
         payload: at + UDP..at + length,
     })
+}
+
+/// Whether `bytes`, their checksum field included, add up (with the
+/// pseudo-header's sum `pseudo`) as a correct checksum makes them.
+fn checks_out(bytes: &[u8], pseudo: u32) -> bool {
+    fold(sum(bytes, pseudo)) == 0
 }
 
 /// Turns the query's headers in `frame` around (addresses and ports

@@ -25,7 +25,7 @@ fn query4(payload: &[u8]) -> Vec<u8> {
     ip[2..4].copy_from_slice(&((20 + udp.len()) as u16).to_be_bytes());
     ip.extend_from_slice(&[198, 51, 100, 2, 198, 51, 100, 1]);
     ip.extend_from_slice(&udp);
-    frame(0x0800, &ip)
+    seal(frame(0x0800, &ip))
 }
 
 fn query6(payload: &[u8]) -> Vec<u8> {
@@ -37,19 +37,184 @@ fn query6(payload: &[u8]) -> Vec<u8> {
     ip.extend_from_slice(&client.parse::<Ipv6Addr>().unwrap().octets());
     ip.extend_from_slice(&server.parse::<Ipv6Addr>().unwrap().octets());
     ip.extend_from_slice(&udp);
-    frame(0x86dd, &ip)
+    seal(frame(0x86dd, &ip))
+}
+
+use heron_testkit::frames::checksum;
+
+/// `f` with its IPv4 header and UDP checksums set (over the whole rest of
+/// the frame, as the builders above lay it out), or its UDP checksum
+/// (IPv6). The UDP checksum is never 0, "none".
+fn seal(mut f: Vec<u8>) -> Vec<u8> {
+    let v6 = f[12..14] == [0x86, 0xdd];
+    let (udp_at, addresses) = if v6 { (54, 22..54) } else { (34, 26..34) };
+    if !v6 {
+        f[24..26].fill(0);
+        let c = checksum(&[&f[14..34]]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+    }
+    f[udp_at + 6..udp_at + 8].fill(0);
+    let udp_len = (f.len() - udp_at) as u16;
+    let pseudo = [&[0, 17][..], &udp_len.to_be_bytes()].concat();
+    let c = match checksum(&[&f[addresses], &pseudo, &f[udp_at..]]) {
+        0 => 0xffff,
+        c => c,
+    };
+    f[udp_at + 6..udp_at + 8].copy_from_slice(&c.to_be_bytes());
+    f
+}
+
+/// The server's addresses, as `HostAddresses` has them in service.
+fn host() -> HostAddresses {
+    HostAddresses::new(
+        [
+            "198.51.100.1",
+            "198.51.100.255",
+            "2001:db8:5::1",
+            "127.0.0.1",
+        ]
+        .map(|a| a.parse().unwrap()),
+    )
+}
+
+fn read(frame: &[u8]) -> Option<Datagram> {
+    parse(frame, &host())
 }
 
 #[test]
 fn queries_are_found_over_ipv4_and_ipv6() {
     let f = query4(b"hello");
-    let d = parse(&f).unwrap();
+    let d = read(&f).unwrap();
     assert_eq!(d.peer, "198.51.100.2:49153".parse().unwrap());
     assert_eq!(&f[d.payload], b"hello");
     let f = query6(b"hi6");
-    let d = parse(&f).unwrap();
+    let d = read(&f).unwrap();
     assert_eq!(d.peer, "[2001:db8:5::2]:49153".parse().unwrap());
     assert_eq!(&f[d.payload], b"hi6");
+}
+
+/// `base` with `bytes` at `at`, checksums set again after (so that only
+/// the change made is wrong).
+fn changed(base: &[u8], at: usize, bytes: &[u8]) -> Vec<u8> {
+    let mut f = base.to_vec();
+    f[at..at + bytes.len()].copy_from_slice(bytes);
+    seal(f)
+}
+
+/// `base` with `bytes` at `at` and nothing else changed.
+fn damaged(base: &[u8], at: usize, bytes: &[u8]) -> Vec<u8> {
+    let mut f = base.to_vec();
+    f[at..at + bytes.len()].copy_from_slice(bytes);
+    f
+}
+
+fn v4(text: &str) -> [u8; 4] {
+    text.parse::<Ipv4Addr>().unwrap().octets()
+}
+
+fn v6(text: &str) -> [u8; 16] {
+    text.parse::<Ipv6Addr>().unwrap().octets()
+}
+
+/// Frames the kernel would not answer: from no host that can take a
+/// reply, or not intact. Each is refused, and what is just inside each
+/// limit is still read.
+#[test]
+fn martian_sources_port_zero_and_bad_checksums_are_refused() {
+    let (good4, good6) = (query4(b"abc"), query6(b"abc"));
+    let mut refused: Vec<(&str, Vec<u8>)> = Vec::new();
+    let mut read_anyway: Vec<(&str, Vec<u8>)> = Vec::new();
+    for (what, source) in [
+        ("0.0.0.0", "0.0.0.0"),
+        ("this network, 0/8", "0.255.255.255"),
+        ("loopback", "127.0.0.1"),
+        ("loopback, 127/8", "127.255.0.1"),
+        ("multicast", "224.0.0.1"),
+        ("multicast, top", "239.255.255.255"),
+        ("limited broadcast", "255.255.255.255"),
+        ("our own address", "198.51.100.1"),
+        ("our network's broadcast", "198.51.100.255"),
+    ] {
+        refused.push((what, changed(&good4, 26, &v4(source))));
+    }
+    for (what, source) in [
+        ("past 0/8", "1.0.0.0"),
+        ("below loopback", "126.255.255.255"),
+        ("past loopback", "128.0.0.0"),
+        ("below multicast", "223.255.255.255"),
+        ("class E (the kernel takes it)", "240.0.0.1"),
+        ("below limited broadcast", "255.255.255.254"),
+        ("next to ours", "198.51.100.254"),
+    ] {
+        read_anyway.push((what, changed(&good4, 26, &v4(source))));
+    }
+    for (what, source) in [
+        ("unspecified", "::"),
+        ("loopback", "::1"),
+        ("multicast", "ff02::1"),
+        ("multicast, global", "ff0e::1"),
+        ("IPv4-mapped", "::ffff:198.51.100.2"),
+        ("our own address", "2001:db8:5::1"),
+    ] {
+        refused.push((what, changed(&good6, 22, &v6(source))));
+    }
+    for (what, source) in [
+        ("link-local", "fe80::2"),
+        ("IPv4-compatible (deprecated)", "::198.51.100.2"),
+        ("below multicast", "feff::1"),
+    ] {
+        read_anyway.push((what, changed(&good6, 22, &v6(source))));
+    }
+    for (what, base, udp) in [("IPv4", &good4, 34), ("IPv6", &good6, 54)] {
+        refused.push((what, changed(base, udp, &[0, 0])));
+        read_anyway.push((what, changed(base, udp, &[0, 1])));
+        let sum = be16(base, udp + 6) as u16;
+        let wrong = sum.wrapping_add(1).to_be_bytes();
+        refused.push(("bad UDP checksum", damaged(base, udp + 6, &wrong)));
+        refused.push(("payload changed", damaged(base, udp + 8, b"x")));
+    }
+    refused.push(("IPv6 without a UDP checksum", damaged(&good6, 60, &[0, 0])));
+    let bad_ip = (be16(&good4, 24) as u16 ^ 0x0100).to_be_bytes();
+    refused.push(("bad IPv4 header checksum", damaged(&good4, 24, &bad_ip)));
+    refused.push(("IPv4 TTL changed", damaged(&good4, 22, &[1])));
+    let mut no_checksum = damaged(&good4, 40, &[0, 0]);
+    read_anyway.push(("IPv4 without a UDP checksum", no_checksum.clone()));
+    no_checksum[44] ^= 0xff;
+    read_anyway.push(("... whatever its payload", no_checksum));
+    for group in [[0x01, 0, 0x5e, 0, 0, 1], [0xff; 6], [0x03, 0, 0, 0, 0, 2]] {
+        refused.push(("group source MAC", damaged(&good4, 6, &group)));
+    }
+    read_anyway.push(("locally administered MAC", damaged(&good4, 6, &[0x06; 6])));
+    for (what, f) in &refused {
+        assert_eq!(read(f), None, "{what}");
+    }
+    for (what, f) in &read_anyway {
+        assert!(read(f).is_some(), "{what}");
+    }
+}
+
+/// How Linux leaves a UDP checksum for offload (`udp4_hwcsum`): the
+/// pseudo-header's sum, not complemented. Frames from a veth peer come so.
+#[test]
+fn a_checksum_left_to_offload_by_a_sender_on_this_host_is_taken() {
+    for (base, udp, addresses) in [(query4(b"abc"), 34, 26..34), (query6(b"abc"), 54, 22..54)] {
+        let length = ((base.len() - udp) as u16).to_be_bytes();
+        let partial = !checksum(&[&base[addresses], &[0, 17], &length]);
+        let offloaded = damaged(&base, udp + 6, &partial.to_be_bytes());
+        assert!(read(&offloaded).is_some(), "{partial:04x}");
+        for wrong in [partial.wrapping_add(1), partial.wrapping_sub(1), !partial] {
+            let f = damaged(&base, udp + 6, &wrong.to_be_bytes());
+            assert_eq!(read(&f), None, "{wrong:04x}");
+        }
+    }
+}
+
+#[test]
+fn the_host_addresses_are_the_ones_given() {
+    // Without them, our own address is a source like another.
+    let own = changed(&query4(b"q"), 26, &v4("198.51.100.1"));
+    assert_eq!(parse(&own, &host()), None);
+    assert!(parse(&own, &HostAddresses::default()).is_some());
 }
 
 #[test]
@@ -58,7 +223,7 @@ fn padding_after_the_datagram_is_not_payload() {
     // where the message ends.
     let mut f = query4(b"q");
     f.resize(60, 0);
-    let d = parse(&f).unwrap();
+    let d = read(&f).unwrap();
     assert_eq!(&f[d.payload], b"q");
 }
 
@@ -67,10 +232,9 @@ fn malformed_and_foreign_frames_are_refused() {
     let good4 = query4(b"abc");
     let good6 = query6(b"abc");
     let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
+    // Checksums set again: each frame is wrong only in what it says.
     let mut with = |what, base: &Vec<u8>, at: usize, bytes: &[u8]| {
-        let mut f = base.clone();
-        f[at..at + bytes.len()].copy_from_slice(bytes);
-        cases.push((what, f));
+        cases.push((what, changed(base, at, bytes)));
     };
     with("ARP", &good4, 12, &[0x08, 0x06]);
     with("IPv4 options", &good4, 14, &[0x46]);
@@ -89,7 +253,7 @@ fn malformed_and_foreign_frames_are_refused() {
     }
     cases.push(("IPv6 cut short", good6[..61].to_vec()));
     for (what, f) in cases {
-        assert_eq!(parse(&f), None, "{what}");
+        assert_eq!(read(&f), None, "{what}");
     }
 }
 
@@ -105,12 +269,13 @@ fn the_ipv4_header_checksum_matches_a_known_value() {
         0x45, 0, 0, 0x73, 0, 0, 0x40, 0, 0x40, 0x11, 0, 0, 0xc0, 0xa8, 0, 1, 0xc0, 0xa8, 0, 0xc7,
     ];
     assert_eq!(fold(sum(&header, 0)), 0xb861);
+    assert_eq!(checksum(&[&header]), 0xb861, "heron-testkit's");
 }
 
 #[test]
 fn replies_go_back_with_right_lengths_and_checksums() {
     for (query, v6) in [(query4(b"question"), false), (query6(b"question"), true)] {
-        let d = parse(&query).unwrap();
+        let d = read(&query).unwrap();
         let mut f = query.clone();
         f.resize(2048, 0);
         let answer = b"a longer answer, odd length";
@@ -137,14 +302,16 @@ fn replies_go_back_with_right_lengths_and_checksums() {
             sum(&ip[12..20], 17 + (8 + answer.len()) as u32)
         };
         assert!(verifies(udp, pseudo), "UDP checksum");
-        assert_eq!(parse(f).unwrap().payload, d.payload.start..len);
+        // From our address: read back as a host without it would.
+        let back = parse(f, &HostAddresses::default()).unwrap();
+        assert_eq!(back.payload, d.payload.start..len);
     }
 }
 
 #[test]
 fn a_reply_that_does_not_fit_the_frame_is_refused() {
     let query = query4(b"q");
-    let d = parse(&query).unwrap();
+    let d = read(&query).unwrap();
     let room = 100;
     let mut f = query.clone();
     f.resize(room, 0);
