@@ -15,6 +15,9 @@
 * tsig: queries signed with the fuzz target's keys (one per algorithm):
   good, outside the fudge (BADTIME), truncated to the RFC minimum and one
   octet below, wrong secret, unknown key; and an unsigned query.
+* xdp_packet: two octets of reply length, then an Ethernet frame of a UDP
+  query with its checksums right: IPv4 and IPv6, IPv4 without a UDP
+  checksum, and each with the UDP checksum left to offload.
 
 Files named regress-* are inputs that once failed; they are kept as they are.
 """
@@ -255,6 +258,49 @@ def main():
         ("v2", b"GET / HTTP/2\n\n"),
     ]:
         write("http_request", label, head)
+
+    # xdp_packet: a reply length, then a query's frame, checksums right
+    def checksum(data):
+        if len(data) % 2:
+            data += b"\0"
+        total = sum(struct.unpack(">%dH" % (len(data) // 2), data))
+        while total > 0xffff:
+            total = (total & 0xffff) + (total >> 16)
+        return total ^ 0xffff
+
+    def udp_frame(src, dst, udp_sum="right"):
+        payload = query("www.example.com.", TYPES["A"])
+        udp_len = 8 + len(payload)
+        pseudo = src + dst + struct.pack(">HH", 17, udp_len)
+        udp = struct.pack(">HHHH", 5300, 53, udp_len, 0) + payload
+        if udp_sum == "right":
+            c = checksum(pseudo + udp) or 0xffff
+        elif udp_sum == "offload":
+            c = checksum(pseudo) ^ 0xffff
+        else:
+            c = 0
+        udp = udp[:6] + struct.pack(">H", c) + udp[8:]
+        macs = bytes([2] * 6) + bytes([4] * 6)
+        if len(src) == 4:
+            ip = struct.pack(">BBHHHBBH", 0x45, 0, 20 + udp_len, 1, 0x4000, 64, 17, 0) + src + dst
+            ip = ip[:10] + struct.pack(">H", checksum(ip)) + ip[12:]
+            return macs + b"\x08\x00" + ip + udp
+        ip = struct.pack(">IHBB", 0x60000000, udp_len, 17, 64) + src + dst
+        return macs + b"\x86\xdd" + ip + udp
+
+    v4 = (bytes([198, 51, 100, 2]), bytes([198, 51, 100, 1]))
+    v6 = (bytes.fromhex("20010db8000500000000000000000002"),
+          bytes.fromhex("20010db8000500000000000000000001"))
+    for label, reply_len, frame in [
+        ("udp4-query", 100, udp_frame(*v4)),
+        ("udp4-query-b", 2000, udp_frame(*v4)),
+        ("udp4-no-checksum", 100, udp_frame(*v4, udp_sum="none")),
+        ("udp4-offloaded", 100, udp_frame(*v4, udp_sum="offload")),
+        ("udp6-query", 100, udp_frame(*v6)),
+        ("udp6-query-b", 0, udp_frame(*v6)),
+        ("udp6-offloaded", 100, udp_frame(*v6, udp_sum="offload")),
+    ]:
+        write("xdp_packet", label, struct.pack(">H", reply_len) + frame)
 
     # zonefile
     for d in ["crates/heron-zone/tests/data", "crates/heron/tests/data"]:
