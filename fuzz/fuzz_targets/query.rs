@@ -59,7 +59,7 @@ fn answers_alike_in_a_batch(config: &AnswerConfig, data: &[u8]) {
     let prepared = answerer.prepare(catalog(), batch, &mut slots);
     for (i, query) in batch.into_iter().enumerate() {
         let (mut batched, mut alone) = (Vec::new(), Vec::new());
-        let how = prepared.answer(i, config, query, Transport::Udp, &mut batched);
+        let (how, _) = prepared.answer(i, config, query, Transport::Udp, &mut batched);
         assert_eq!(how, answer(catalog(), config, query, Transport::Udp, &mut alone));
         if how == Answered::Response {
             assert_eq!(batched, alone, "query {i} answered otherwise in a batch");

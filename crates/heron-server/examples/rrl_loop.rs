@@ -33,7 +33,7 @@ fn main() {
         .map(|i| IpAddr::from((0x0A00_0000 | (i << 8)).to_be_bytes()))
         .collect();
     let response = Response::Positive {
-        qname: b"\x03www\x07example\x03com\x00",
+        name: b"\x03www\x07example\x03com\x00",
         qtype: 1,
     };
     let mut sent = 0u64;

@@ -14,7 +14,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use heron_proto::message::Query;
 use heron_zone::lookahead::PreparedBatch;
-use heron_zone::{AnswerConfig, Answered, Catalog, Transport};
+use heron_zone::{AnswerConfig, Answered, Catalog, Summary, Transport};
 
 use crate::processor::cookies::{self, Step};
 use crate::processor::tap::Tap;
@@ -63,6 +63,9 @@ pub struct Pending {
     limitable: bool,
     /// Its RRL bucket, once located; None: not rate limited.
     charge: Option<Charge>,
+    /// What the engine said of its answer beyond the header, which RRL
+    /// keys it by (default for a response the cookie layer wrote).
+    summary: Summary,
     /// Whether the query-log layer has seen it (a refused or deferred
     /// query, which RRL does not limit).
     tapped: bool,
@@ -78,6 +81,7 @@ impl Pending {
             send,
             limitable: false,
             charge: None,
+            summary: Summary::PLAIN,
             tapped: true,
         }
     }
@@ -163,8 +167,8 @@ impl<'a> Layers<'a> {
             }
             _ => Step::Ignore,
         };
-        let answered = match step {
-            Step::Answered => Answered::Response,
+        let (answered, summary) = match step {
+            Step::Answered => (Answered::Response, Summary::PLAIN),
             _ => prepared.answer(i, self.config, query, Transport::Udp, response),
         };
         let send = match answered {
@@ -188,6 +192,7 @@ impl<'a> Layers<'a> {
             send,
             limitable: send && !exempt,
             charge: None,
+            summary,
             tapped: false,
         }
     }
@@ -209,7 +214,7 @@ impl<'a> Layers<'a> {
             && let Some(client) = peer.ip()
         {
             let (q, plain) = (prepared.query(i), prepared.is_plain_query(i));
-            pending.charge = limiter.locate(client, q, plain, response);
+            pending.charge = limiter.locate(client, q, plain, pending.summary, response);
         }
     }
 
@@ -241,7 +246,8 @@ impl<'a> Layers<'a> {
         let mut send = pending.send;
         if let (Some(charge), Some(limiter)) = (pending.charge, limiter) {
             let (q, plain) = (prepared.query(i), prepared.is_plain_query(i));
-            send = limiter.settle(charge, || peer.ip(), q, plain, response);
+            let asked = (q, plain, pending.summary);
+            send = limiter.settle(charge, || peer.ip(), asked, response);
         }
         if !pending.tapped {
             self.tap(query, || peer.address(), response, send);

@@ -4,17 +4,18 @@
 //!
 //! Each response is classified ([`Response`]) and debited from a token
 //! bucket keyed by (client prefix, class, name): positive answers per
-//! query name and type, NXDOMAIN per zone, referrals per delegation,
-//! errors per client prefix alone. A bucket earns `rate` tokens a second,
-//! holds at most `rate`, and a response costs one; while the balance is
-//! empty responses are dropped, every `slip`-th one sent truncated
-//! instead (TC=1, so a real client behind the spoofed address retries over
-//! TCP). The balance never goes below zero, as in Knot's `mod-rrl`: a
-//! flood is answered at the rate and the rest limited, and a client is
-//! answered again as soon as it slows down. (BIND keeps a debt of up to
-//! `window × rate`, so a sustained flood gets no real answers, only
-//! slips; the rate a flood is answered at is what issue 25 asks for.)
-//! `window` is how often a limited bucket is logged.
+//! query name and type (an answer synthesized from a wildcard per
+//! wildcard, NODATA per name alone), NXDOMAIN per zone, referrals per
+//! delegation, errors per client prefix alone. A bucket earns `rate`
+//! tokens a second, holds at most `rate`, and a response costs one; while
+//! the balance is empty responses are dropped, every `slip`-th one sent
+//! truncated instead (TC=1, so a real client behind the spoofed address
+//! retries over TCP). The balance never goes below zero, as in Knot's
+//! `mod-rrl`: a flood is answered at the rate and the rest limited, and a
+//! client is answered again as soon as it slows down. (BIND keeps a debt
+//! of up to `window × rate`, so a sustained flood gets no real answers,
+//! only slips; the rate a flood is answered at is what issue 25 asks
+//! for.) `window` is how often a limited bucket is logged.
 //!
 //! The buckets are a fixed-size table indexed by a keyed hash: memory is
 //! the same whatever the attack; keys that collide share a bucket (as in
@@ -133,8 +134,10 @@ impl RrlSettings {
 /// Names are in lower-cased wire form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Response<'a> {
-    /// An answer or NODATA, keyed by the query name and type.
-    Positive { qname: &'a [u8], qtype: u16 },
+    /// An answer or NODATA, keyed by the name it is about (the query
+    /// name, or for one synthesized from a wildcard the wildcard's
+    /// closest encloser, as BIND keys it) and the type (0 for NODATA).
+    Positive { name: &'a [u8], qtype: u16 },
     /// NXDOMAIN, keyed by the zone: random names under one zone share a
     /// bucket.
     NxDomain { zone: &'a [u8] },
@@ -168,7 +171,7 @@ pub struct Key<'a> {
 impl<'a> From<Response<'a>> for Key<'a> {
     fn from(response: Response<'a>) -> Key<'a> {
         let (class, qtype, name) = match response {
-            Response::Positive { qname, qtype } => (Class::Positive, qtype, qname),
+            Response::Positive { name, qtype } => (Class::Positive, qtype, name),
             Response::NxDomain { zone } => (Class::NxDomain, 0, zone),
             Response::Referral { delegation } => (Class::Referral, 0, delegation),
             Response::Error => (Class::Error, 0, &[][..]),
@@ -181,7 +184,7 @@ impl<'a> From<Key<'a>> for Response<'a> {
     fn from(key: Key<'a>) -> Response<'a> {
         match key.class {
             Class::Positive => Response::Positive {
-                qname: key.name,
+                name: key.name,
                 qtype: key.qtype,
             },
             Class::NxDomain => Response::NxDomain { zone: key.name },
@@ -530,7 +533,7 @@ mod tests {
     use super::*;
 
     const WWW: Response = Response::Positive {
-        qname: b"\x03www\x07example\x00",
+        name: b"\x03www\x07example\x00",
         qtype: 1,
     };
 
@@ -599,7 +602,7 @@ mod tests {
     fn other_prefixes_and_other_names_are_unaffected_by_a_flood() {
         let mut rrl = rrl(five_a_second());
         let other_name = Response::Positive {
-            qname: b"\x04mail\x07example\x00",
+            name: b"\x04mail\x07example\x00",
             qtype: 1,
         };
         for i in 0..2000u64 {
@@ -610,7 +613,7 @@ mod tests {
                 let from_elsewhere = rrl.check(ip("192.0.3.1"), WWW, now).action;
                 let other = rrl.check(ip("192.0.2.1"), other_name, now).action;
                 let other_type = Response::Positive {
-                    qname: b"\x03www\x07example\x00",
+                    name: b"\x03www\x07example\x00",
                     qtype: 28,
                 };
                 let aaaa = rrl.check(ip("192.0.2.9"), other_type, now).action;

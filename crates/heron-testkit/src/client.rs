@@ -306,40 +306,69 @@ impl Flood {
 /// to `server`, about 2,000 a second (at least `count / 2` ms), and what
 /// came back. For rate limiting's tests.
 pub fn flood_udp(from: IpAddr, server: SocketAddr, count: usize) -> Flood {
-    let started = Instant::now();
-    let socket = UdpSocket::bind((from, 0)).unwrap();
-    socket.connect(server).unwrap();
-    socket.set_nonblocking(true).unwrap();
     let name: Name = "www.edge.test.".parse().unwrap();
     let query = build_query(&name, RType::A, &QueryOpts::default());
+    flood_udp_with(from, server, count, |_| query.clone())
+}
+
+/// [`flood_udp`] of the queries `query` makes (the `i`th of `count`):
+/// answered are the responses with records in their answer section,
+/// truncated those with TC set.
+pub fn flood_udp_with(
+    from: IpAddr,
+    server: SocketAddr,
+    count: usize,
+    query: impl FnMut(usize) -> Vec<u8>,
+) -> Flood {
+    let started = Instant::now();
     let (mut answered, mut truncated) = (0, 0);
-    let mut buf = [0u8; 4096];
-    let mut drain = |answered: &mut usize, truncated: &mut usize| {
-        while let Ok(n) = socket.recv(&mut buf) {
-            if n >= 12 && buf[2] & 0x02 != 0 {
-                *truncated += 1;
-            } else if n >= 12 && u16::from_be_bytes([buf[6], buf[7]]) > 0 {
-                *answered += 1;
-            }
+    flood_udp_each(from, server, count, query, |response| {
+        if response[2] & 0x02 != 0 {
+            truncated += 1;
+        } else if u16::from_be_bytes([response[6], response[7]]) > 0 {
+            answered += 1;
         }
-    };
-    for i in 0..count {
-        let _ = socket.send(&query);
-        if i % 2 == 1 {
-            std::thread::sleep(Duration::from_millis(1));
-            drain(&mut answered, &mut truncated);
-        }
-    }
-    // The last responses: they come within a few milliseconds.
-    for _ in 0..20 {
-        std::thread::sleep(Duration::from_millis(25));
-        drain(&mut answered, &mut truncated);
-    }
+    });
     Flood {
         sent: count,
         seconds: started.elapsed().as_secs() as usize + 1,
         answered,
         truncated,
+    }
+}
+
+/// Sends `count` queries (the `i`th made by `query`) from `from` to
+/// `server`, about 2,000 a second, and hands every response at least a
+/// header long to `seen`; waits half a second for the last ones.
+pub fn flood_udp_each(
+    from: IpAddr,
+    server: SocketAddr,
+    count: usize,
+    mut query: impl FnMut(usize) -> Vec<u8>,
+    mut seen: impl FnMut(&[u8]),
+) {
+    let socket = UdpSocket::bind((from, 0)).unwrap();
+    socket.connect(server).unwrap();
+    socket.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 4096];
+    let mut drain = |seen: &mut dyn FnMut(&[u8])| {
+        while let Ok(n) = socket.recv(&mut buf) {
+            if n >= HEADER_LEN {
+                seen(&buf[..n]);
+            }
+        }
+    };
+    for i in 0..count {
+        let _ = socket.send(&query(i));
+        if i % 2 == 1 {
+            std::thread::sleep(Duration::from_millis(1));
+            drain(&mut seen);
+        }
+    }
+    // The last responses: they come within a few milliseconds.
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(25));
+        drain(&mut seen);
     }
 }
 

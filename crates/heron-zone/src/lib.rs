@@ -17,7 +17,7 @@ pub mod zone;
 pub mod zonefile;
 
 pub use answer::lookahead::{self, BatchAnswerer};
-pub use answer::{AnswerConfig, Answered, Transport, answer, answer_parsed, is_deferred};
+pub use answer::{AnswerConfig, Answered, Summary, Transport, answer, answer_parsed, is_deferred};
 pub use catalog::{Catalog, Served};
 pub use zone::diff;
 pub use zone::{

@@ -263,6 +263,65 @@ fn wildcards_synthesize_for_missing_names_only() {
     assert_eq!(m.answers.len(), 1);
 }
 
+/// What the engine says of its answer to `query` beyond the header:
+/// the wildcard's closest encloser, as text, and whether the rcode is
+/// extended.
+fn summary(query: &Q) -> (Option<String>, bool) {
+    let catalog = catalog();
+    let bytes = query.bytes();
+    let mut parsed = heron_proto::message::Query::new();
+    let prepared = heron_zone::answer::prepare(&catalog, &bytes, &mut parsed);
+    let config = AnswerConfig::default();
+    let mut out = Vec::new();
+    let (how, summary) = heron_zone::answer::answer_prepared(
+        &config,
+        &prepared,
+        &parsed,
+        &bytes,
+        query.transport,
+        &mut out,
+    );
+    assert_eq!(how, Answered::Response);
+    let encloser = summary.wildcard_encloser(parsed.qname_lower.as_wire());
+    let text = encloser.map(|wire| Name::from_wire(wire).unwrap().to_string());
+    (text, summary.extended_rcode())
+}
+
+#[test]
+fn the_summary_names_the_wildcard_a_query_name_was_answered_from() {
+    let wild = Some("wild.example.test.".to_string());
+    let cases = [
+        (q("Foo.WILD.example.test", RType::A), wild.clone()),
+        (q("a.b.wild.example.test", RType::TXT), wild.clone()),
+        // NODATA from the wildcard: the wildcard too.
+        (q("foo.wild.example.test", RType::AAAA), wild.clone()),
+        // A wildcard CNAME, followed to www: the first step's wildcard.
+        (
+            q("x.cnw.example.test", RType::A),
+            Some("cnw.example.test.".into()),
+        ),
+        (
+            q("x.mxonly.example.test", RType::MX),
+            Some("mxonly.example.test.".into()),
+        ),
+        // Names that exist, the wildcard itself, NXDOMAIN: none.
+        (q("exact.wild.example.test", RType::A), None),
+        (q("*.wild.example.test", RType::A), None),
+        (q("x.exact.wild.example.test", RType::A), None),
+        (q("mail.example.test", RType::A), None),
+        (q("nope.example.test", RType::A), None),
+        (q("a.sub.example.test", RType::A), None),
+    ];
+    for (query, want) in cases {
+        assert_eq!(summary(&query), (want, false), "{}", query.name);
+    }
+    // BADVERS (16) reads as NOERROR in the header: the summary says so.
+    let badvers = q("foo.wild.example.test", RType::A).edns(1232, 1, false);
+    assert_eq!(summary(&badvers), (None, true));
+    let version_0 = q("mail.example.test", RType::A).edns(1232, 0, false);
+    assert_eq!(summary(&version_0), (None, false));
+}
+
 #[test]
 fn cname_chains_are_followed_in_zone() {
     let m = ask(q("chain1.example.test", RType::A));

@@ -8,7 +8,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use heron_proto::{Name, RType};
-use heron_testkit::client::{EdnsOpts, QueryOpts, build_query, flood_udp, try_query_udp};
+use heron_testkit::client::{
+    EdnsOpts, QueryOpts, build_query, flood_udp, flood_udp_each, flood_udp_with, try_query_udp,
+};
 use heron_testkit::{ServerProcess, query_udp};
 
 const OLD_SECRET: &str = "000102030405060708090a0b0c0d0e0f";
@@ -257,4 +259,96 @@ fn rate_limiting_is_off_by_default() {
     let flood = flood_udp("127.0.0.2".parse().unwrap(), server.addr(), 400);
     assert_eq!((flood.answered, flood.truncated), (400, 0));
     assert!(try_query_udp(server.addr(), &query_with_cookie(&[1; 8])).is_ok());
+}
+
+/// A zone with two wildcards whose answers are some 17 times the size of
+/// a query, and real names beside one of them.
+fn wildcard_zone() -> String {
+    let big = format!("\"{}\" \"{}\"", "w".repeat(200), "x".repeat(200));
+    let real: String = (0..REAL_NAMES)
+        .map(|i| format!("h{i}.w TXT \"real {i}\"\n"))
+        .collect();
+    format!(
+        "$ORIGIN wild.test.\n$TTL 3600\n@ SOA ns hostmaster 1 3600 900 604800 300\n\
+         @ NS ns\nns A 192.0.2.1\n*.w TXT {big}\n*.v TXT {big}\n{real}"
+    )
+}
+
+const REAL_NAMES: usize = 10;
+
+/// Heron serving [`wildcard_zone`] with `sections` added.
+fn start_wildcards(sections: &str) -> ServerProcess {
+    let dir = std::env::temp_dir().join(format!("heron-rrl-wild-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let zone = dir.join("wild.test.zone");
+    std::fs::write(&zone, wildcard_zone()).unwrap();
+    let sections = sections.to_string();
+    ServerProcess::heron_with_config(&heron(), "wild.test", move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n{sections}\n\
+             [[zone]]\norigin = \"wild.test\"\nfile = \"{}\"\n",
+            zone.display()
+        )
+    })
+}
+
+/// A query for `name` and `rtype` with EDNS (room for a whole answer).
+fn edns_query(name: &str, rtype: RType) -> Vec<u8> {
+    let opts = QueryOpts {
+        edns: Some(EdnsOpts::default()),
+        ..QueryOpts::default()
+    };
+    build_query(&name.parse().unwrap(), rtype, &opts)
+}
+
+#[test]
+fn random_names_under_a_wildcard_are_limited_as_one_name() {
+    let rate = 10;
+    // A table of a million buckets: the dozen keys below share one by
+    // chance about once in ten thousand runs.
+    let server = start_wildcards(&format!(
+        "[rrl]\nresponses-per-second = {rate}\nslip = 2\nipv4-prefix-length = 32\n\
+         table-size = 1048576\n"
+    ));
+    let addr = server.addr();
+    let from = |host: &str| host.parse::<IpAddr>().unwrap();
+    // 2,000 names nobody asked before, all synthesized from *.w: one
+    // bucket, answered at the rate, half the rest truncated.
+    let random = |i| edns_query(&format!("r{i}.w.wild.test."), RType::TXT);
+    let flood = flood_udp_with(from("127.0.0.2"), addr, 2000, random);
+    eprintln!("random names: {flood:?}");
+    flood.assert_limited(rate);
+    // So are the NODATA answers of a type the wildcard does not have.
+    let mut not_limited = 0;
+    let nodata = |i| edns_query(&format!("r{i}.w.wild.test."), RType::AAAA);
+    let started = std::time::Instant::now();
+    flood_udp_each(from("127.0.0.5"), addr, 2000, nodata, |r| {
+        not_limited += usize::from(r[2] & 0x02 == 0);
+    });
+    let seconds = started.elapsed().as_secs() as usize + 1;
+    assert!(
+        (rate..=rate + rate * seconds).contains(&not_limited),
+        "{not_limited} NODATA in < {seconds} s"
+    );
+    // Real names beside the wildcard each have their own bucket: ten
+    // queries for each of ten, all answered whole.
+    let real = |i| edns_query(&format!("h{}.w.wild.test.", i % REAL_NAMES), RType::TXT);
+    let flood = flood_udp_with(from("127.0.0.3"), addr, rate * REAL_NAMES, real);
+    assert_eq!(
+        (flood.answered, flood.truncated),
+        (flood.sent, 0),
+        "{flood:?}"
+    );
+    // Two wildcards are two buckets: ten random names under each, all
+    // answered whole.
+    let both = |i| {
+        let wildcard = if i % 2 == 0 { "w" } else { "v" };
+        edns_query(&format!("s{i}.{wildcard}.wild.test."), RType::TXT)
+    };
+    let flood = flood_udp_with(from("127.0.0.4"), addr, 2 * rate, both);
+    assert_eq!(
+        (flood.answered, flood.truncated),
+        (flood.sent, 0),
+        "{flood:?}"
+    );
 }

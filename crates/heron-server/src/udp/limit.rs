@@ -1,8 +1,10 @@
 //! The query processor's rate-limiting layer (RRL, [`crate::rrl`]) for
 //! one UDP worker: its own table, so no state is shared per query. A
-//! response the engine wrote is classified from its header and first
-//! authority record, which costs no walk of the message, then sent,
-//! dropped or slipped (cut to header and question, TC set).
+//! response the engine wrote is classified from its header, its first
+//! authority record and what the engine said of it ([`Summary`]: the
+//! wildcard it was synthesized from, an extended rcode), which costs no
+//! walk of the message, then sent, dropped or slipped (cut to header and
+//! question, TC set).
 //!
 //! What a response that is not limited costs is kept small
 //! (`bench/shield-cost.sh`): the batch is dated once, by its receive
@@ -21,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use heron_proto::message::{HEADER_LEN, Query, flags};
+use heron_zone::Summary;
 
 use crate::processor::cookies::random_bytes;
 use crate::processor::log_limit::{LOG_INTERVAL, LogLimiter};
@@ -94,35 +97,37 @@ impl Limiter {
     /// asked for now ([`Rrl::locate`]): a batch locates every response's
     /// bucket before it settles the first ([`Limiter::settle`]). `q` is
     /// the query when it parsed (`plain`), else only its header may be
-    /// trusted. None: not a response, or one that is never limited.
+    /// trusted; `summary`, what the engine said of its answer. None: not
+    /// a response, or one that is never limited.
     #[inline]
     pub fn locate(
         &self,
         client: IpAddr,
         q: &Query,
         plain: bool,
+        summary: Summary,
         response: &[u8],
     ) -> Option<Charge> {
-        let key = classify(response, q, plain)?;
+        let key = classify(response, q, plain, summary)?;
         self.rrl.locate(client, key)
     }
 
     /// Whether to send the located `response`; a slipped one is cut here.
-    /// `client` is decoded again only for a limited response's log line.
+    /// `client` is decoded again, and the response classified again, only
+    /// for a limited response's log line.
     #[inline]
     pub fn settle(
         &mut self,
         charge: Charge,
         client: impl FnOnce() -> Option<IpAddr>,
-        q: &Query,
-        plain: bool,
+        (q, plain, summary): (&Query, bool, Summary),
         response: &mut Vec<u8>,
     ) -> bool {
         let verdict = self.rrl.debit(charge, self.now_ms);
         if verdict.action == Action::Send && !verdict.log {
             return true;
         }
-        limited(verdict, client(), q, plain, response)
+        limited(verdict, client(), (q, plain, summary), response)
     }
 
     /// Adds what this worker limited since the last call to `totals`.
@@ -159,12 +164,11 @@ static LIMITED_LOG: std::sync::LazyLock<LogLimiter<1>> =
 fn limited(
     verdict: Verdict,
     client: Option<IpAddr>,
-    q: &Query,
-    plain: bool,
+    (q, plain, summary): (&Query, bool, Summary),
     response: &mut Vec<u8>,
 ) -> bool {
     if verdict.log
-        && let (Some(key), Some(client)) = (classify(response, q, plain), client)
+        && let (Some(key), Some(client)) = (classify(response, q, plain, summary), client)
     {
         let class = Response::from(key);
         if let Some(due) = LIMITED_LOG.admit(0, heron_xfr::primary::notify::unix_now()) {
@@ -186,16 +190,22 @@ fn limited(
 const RCODE_NOERROR: u8 = 0;
 const RCODE_NXDOMAIN: u8 = 3;
 
-/// The kind of response, and the name its bucket is keyed by. NXDOMAIN
-/// and referrals are keyed by the owner of the first authority record
-/// (the zone's SOA, the delegation's NS), which the engine writes as a
-/// pointer into the question name; any other form keys them by the class
-/// alone. None: not a response (shorter than a header).
+/// The kind of response, and the name its bucket is keyed by, as BIND
+/// keys them. An answer or NODATA is keyed by the name it is about: the
+/// query name, or for one synthesized from a wildcard that wildcard (its
+/// closest encloser, which [`Summary`] says), so that random names under
+/// a wildcard are one bucket; an answer also by its type, NODATA not (its
+/// answer section names none). NXDOMAIN and referrals are keyed by the
+/// owner of the first authority record (the zone's SOA, the delegation's
+/// NS), which the engine writes as a pointer into the question name; any
+/// other form keys them by the class alone. None: not a response (shorter
+/// than a header).
 #[inline]
-fn classify<'q>(response: &[u8], q: &'q Query, plain: bool) -> Option<Key<'q>> {
+fn classify<'q>(response: &[u8], q: &'q Query, plain: bool, summary: Summary) -> Option<Key<'q>> {
     let header: &[u8; HEADER_LEN] = response.get(..HEADER_LEN)?.try_into().ok()?;
     let rcode = header[3] & 0xF;
-    if !plain || (rcode != RCODE_NOERROR && rcode != RCODE_NXDOMAIN) {
+    let error = summary.extended_rcode() || (rcode != RCODE_NOERROR && rcode != RCODE_NXDOMAIN);
+    if !plain || error {
         return Some(Key {
             class: Class::Error,
             qtype: 0,
@@ -212,8 +222,8 @@ fn classify<'q>(response: &[u8], q: &'q Query, plain: bool) -> Option<Key<'q>> {
         _ => {
             return Some(Key {
                 class: Class::Positive,
-                qtype: q.qtype.0,
-                name: qname,
+                qtype: if answers == 0 { 0 } else { q.qtype.0 },
+                name: summary.wildcard_encloser(qname).unwrap_or(qname),
             });
         }
     };
@@ -263,7 +273,10 @@ mod tests {
     use super::*;
     use heron_proto::message::parse_query;
     use heron_proto::writer::{Section, Writer};
-    use heron_proto::{Class, RType, Rcode};
+    use heron_proto::{Class, Name, RType, Rcode};
+    use heron_zone::answer::{answer_prepared, prepare};
+    use heron_zone::{AnswerConfig, Catalog, Transport, load_zone_str};
+    use std::sync::OnceLock;
     use std::time::Duration;
 
     fn query(name: &[u8]) -> (Vec<u8>, Query) {
@@ -305,46 +318,53 @@ mod tests {
         // The zone's SOA owner points at "example" in the question.
         let nx = response(&msg, &q, 3, true, 0, &[0xC0, 12 + 6]);
         assert_eq!(
-            classify(&nx, &q, true).map(Response::from),
+            classify(&nx, &q, true, Summary::PLAIN).map(Response::from),
             Some(Response::NxDomain {
                 zone: b"\x07example\x00"
             })
         );
         let referral = response(&msg, &q, 0, false, 0, &[0xC0, 12 + 2]);
         assert_eq!(
-            classify(&referral, &q, true).map(Response::from),
+            classify(&referral, &q, true, Summary::PLAIN).map(Response::from),
             Some(Response::Referral {
                 delegation: b"\x03www\x07example\x00"
             })
         );
         let root_nx = response(&msg, &q, 3, true, 0, &[0]);
         assert_eq!(
-            classify(&root_nx, &q, true).map(Response::from),
+            classify(&root_nx, &q, true, Summary::PLAIN).map(Response::from),
             Some(Response::NxDomain { zone: b"\x00" })
         );
         let positive = response(&msg, &q, 0, true, 1, &[0xC0, 12]);
         let want = Response::Positive {
-            qname: NAME,
+            name: NAME,
             qtype: RType::A.0,
         };
         assert_eq!(
-            classify(&positive, &q, true).map(Response::from),
+            classify(&positive, &q, true, Summary::PLAIN).map(Response::from),
             Some(want)
         );
+        // NODATA: by the name alone, as BIND and Knot key it.
         let nodata = response(&msg, &q, 0, true, 0, &[0xC0, 12]);
-        assert_eq!(classify(&nodata, &q, true).map(Response::from), Some(want));
+        assert_eq!(
+            classify(&nodata, &q, true, Summary::PLAIN).map(Response::from),
+            Some(Response::Positive {
+                name: NAME,
+                qtype: 0
+            })
+        );
         let refused = response(&msg, &q, Rcode::REFUSED.0, false, 0, &[0]);
         assert_eq!(
-            classify(&refused, &q, true).map(Response::from),
+            classify(&refused, &q, true, Summary::PLAIN).map(Response::from),
             Some(Response::Error)
         );
         // A query that did not parse: an error whatever the response says.
         assert_eq!(
-            classify(&positive, &q, false).map(Response::from),
+            classify(&positive, &q, false, Summary::PLAIN).map(Response::from),
             Some(Response::Error)
         );
         assert_eq!(
-            classify(&positive[..11], &q, true).map(Response::from),
+            classify(&positive[..11], &q, true, Summary::PLAIN).map(Response::from),
             None
         );
         let _ = Class::IN;
@@ -356,7 +376,7 @@ mod tests {
         for owner in [&[0xC0, 200][..], &[0xC0, 2], &[7, b'e'], &[0xC0, 12 + 40]] {
             let nx = response(&msg, &q, 3, true, 0, owner);
             assert_eq!(
-                classify(&nx, &q, true).map(Response::from),
+                classify(&nx, &q, true, Summary::PLAIN).map(Response::from),
                 Some(Response::NxDomain { zone: b"" }),
                 "{owner:?}"
             );
@@ -364,7 +384,7 @@ mod tests {
         // A CNAME chain ending in NXDOMAIN: the authority is after the answers.
         let chained = response(&msg, &q, 3, true, 1, &[0xC0, 12 + 6]);
         assert_eq!(
-            classify(&chained, &q, true).map(Response::from),
+            classify(&chained, &q, true, Summary::PLAIN).map(Response::from),
             Some(Response::NxDomain { zone: b"" })
         );
     }
@@ -376,8 +396,17 @@ mod tests {
     impl Limiter {
         /// One response located and settled at once.
         fn admit(&mut self, client: IpAddr, q: &Query, plain: bool, out: &mut Vec<u8>) -> bool {
-            match self.locate(client, q, plain, out) {
-                Some(charge) => self.settle(charge, || Some(client), q, plain, out),
+            self.admit_summarized(client, (q, plain, Summary::PLAIN), out)
+        }
+
+        fn admit_summarized(
+            &mut self,
+            client: IpAddr,
+            (q, plain, summary): (&Query, bool, Summary),
+            out: &mut Vec<u8>,
+        ) -> bool {
+            match self.locate(client, q, plain, summary, out) {
+                Some(charge) => self.settle(charge, || Some(client), (q, plain, summary), out),
                 None => true,
             }
         }
@@ -399,13 +428,20 @@ mod tests {
         let mut outs = vec![answer.clone(); 12];
         let charges: Vec<Charge> = outs
             .iter()
-            .map(|out| limiter.locate(client, &q, true, out).unwrap())
+            .map(|out| {
+                limiter
+                    .locate(client, &q, true, Summary::PLAIN, out)
+                    .unwrap()
+            })
             .collect();
         assert!(charges.windows(2).all(|w| w[0] == w[1]), "one bucket");
         let sent: Vec<bool> = charges
             .into_iter()
             .zip(&mut outs)
-            .map(|(charge, out)| limiter.settle(charge, || Some(client), &q, true, out))
+            .map(|(charge, out)| {
+                let query = (&q, true, Summary::PLAIN);
+                limiter.settle(charge, || Some(client), query, out)
+            })
             .collect();
         let want = [true; 5]
             .into_iter()
@@ -516,5 +552,99 @@ mod tests {
         let mut formerr = vec![0x12, 0x34, 0x80, 1, 0, 0, 0, 0, 0, 0, 0, 0];
         slip(&mut formerr, 0);
         assert_eq!(formerr, [0x12, 0x34, 0x82, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
+    }
+
+    /// example. with two wildcards and a real name beside one of them.
+    fn wildcards() -> &'static Catalog {
+        static CATALOG: OnceLock<Catalog> = OnceLock::new();
+        CATALOG.get_or_init(|| {
+            let text = "$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n\
+                        *.w TXT \"w\"\n*.v TXT \"v\"\nh.w TXT \"real\"\n";
+            let origin = Name::parse("example.").unwrap();
+            let mut catalog = Catalog::new();
+            catalog.insert(load_zone_str(text, "t", &origin).unwrap().zone);
+            catalog
+        })
+    }
+
+    /// The engine's response to `name` `qtype` (with EDNS `version`, if
+    /// any) in [`wildcards`], the query parsed and the engine's summary.
+    fn engine(name: &str, qtype: RType, version: Option<u8>) -> (Vec<u8>, Query, Summary) {
+        let mut msg = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+        msg.extend_from_slice(Name::parse(name).unwrap().as_wire());
+        msg.extend_from_slice(&qtype.0.to_be_bytes());
+        msg.extend_from_slice(&[0, 1]);
+        if let Some(version) = version {
+            msg[11] = 1;
+            msg.extend_from_slice(&[0, 0, 41, 4, 0xD0, 0, version, 0, 0, 0, 0]);
+        }
+        let mut q = Query::new();
+        let prepared = prepare(wildcards(), &msg, &mut q);
+        let mut out = Vec::new();
+        let config = AnswerConfig::default();
+        let (_, summary) = answer_prepared(&config, &prepared, &q, &msg, Transport::Udp, &mut out);
+        (out, q, summary)
+    }
+
+    /// The class, type and name (as text) the engine's response to `name`
+    /// `qtype` is keyed by.
+    fn keyed(name: &str, qtype: RType, version: Option<u8>) -> (crate::rrl::Class, u16, String) {
+        let (out, q, summary) = engine(name, qtype, version);
+        let key = classify(&out, &q, true, summary).unwrap();
+        let name = match key.name {
+            [] => String::new(),
+            wire => Name::from_wire(wire).unwrap().to_string(),
+        };
+        (key.class, key.qtype, name)
+    }
+
+    #[test]
+    fn answers_from_a_wildcard_are_keyed_by_it_and_nodata_by_the_name_alone() {
+        use crate::rrl::Class::{Error, NxDomain, Positive};
+        let (txt, aaaa) = (RType::TXT, RType::AAAA);
+        let cases = [
+            ("r1.w.example.", txt, (Positive, txt.0, "w.example.")),
+            ("R2.W.example.", txt, (Positive, txt.0, "w.example.")),
+            ("a.b.w.example.", txt, (Positive, txt.0, "w.example.")),
+            ("r1.v.example.", txt, (Positive, txt.0, "v.example.")),
+            ("h.w.example.", txt, (Positive, txt.0, "h.w.example.")),
+            // NODATA, from the wildcard or not: without the type.
+            ("r1.w.example.", aaaa, (Positive, 0, "w.example.")),
+            ("h.w.example.", aaaa, (Positive, 0, "h.w.example.")),
+            // NXDOMAIN, beside a wildcard or not: the zone.
+            ("x.h.w.example.", txt, (NxDomain, 0, "example.")),
+            ("nope.example.", txt, (NxDomain, 0, "example.")),
+        ];
+        for (name, qtype, (class, keyed_type, key_name)) in cases {
+            let want = (class, keyed_type, key_name.to_string());
+            assert_eq!(keyed(name, qtype, None), want, "{name} {qtype:?}");
+        }
+        // BADVERS (16) reads NOERROR in its header: an error all the same.
+        let badvers = keyed("r1.w.example.", txt, Some(1));
+        assert_eq!(badvers, (Error, 0, String::new()));
+    }
+
+    #[test]
+    fn random_names_under_one_wildcard_share_its_bucket() {
+        let mut limiter = limiter(crate::rrl::RrlSettings {
+            responses_per_second: 5,
+            slip: 0,
+            ..Default::default()
+        });
+        let client: IpAddr = "192.0.2.1".parse().unwrap();
+        limiter.start_batch(limiter.start);
+        let mut sent = |names: &mut dyn Iterator<Item = String>| {
+            names
+                .filter(|name| {
+                    let (mut out, q, summary) = engine(name, RType::TXT, None);
+                    limiter.admit_summarized(client, (&q, true, summary), &mut out)
+                })
+                .count()
+        };
+        // Fifty names under *.w: the five of one bucket.
+        assert_eq!(sent(&mut (0..50).map(|i| format!("r{i}.w.example."))), 5);
+        // Another wildcard, and a real name beside the first: their own.
+        assert_eq!(sent(&mut (0..5).map(|i| format!("r{i}.v.example."))), 5);
+        assert_eq!(sent(&mut (0..5).map(|_| "h.w.example.".to_string())), 5);
     }
 }

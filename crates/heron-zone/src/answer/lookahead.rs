@@ -42,7 +42,9 @@
 use heron_proto::message::Query;
 use heron_proto::name::LabelStarts;
 
-use super::{AnswerConfig, Answered, Prepared, PreparedKind, Transport, answer_prepared, parse};
+use super::{
+    AnswerConfig, Answered, Prepared, PreparedKind, Summary, Transport, answer_prepared, parse,
+};
 use crate::catalog::{Candidate, Catalog, Served};
 use crate::zone::Zone;
 
@@ -118,7 +120,7 @@ impl BatchAnswerer {
 impl PreparedBatch<'_, '_> {
     /// Answers the `i`th query of the batch (`raw`, as given to
     /// [`BatchAnswerer::prepare`]) into `out`, unless it is dropped or
-    /// deferred.
+    /// deferred, and summarizes the response for rate limiting.
     pub fn answer(
         &self,
         i: usize,
@@ -126,7 +128,7 @@ impl PreparedBatch<'_, '_> {
         raw: &[u8],
         transport: Transport,
         out: &mut Vec<u8>,
-    ) -> Answered {
+    ) -> (Answered, Summary) {
         let prepared = &self.slots[i].prepared;
         answer_prepared(config, prepared, &self.queries[i], raw, transport, out)
     }
@@ -465,7 +467,7 @@ mod tests {
         assert_eq!(batch.len(), raw.len());
         for (i, q) in raw.iter().enumerate() {
             let (mut batched, mut alone) = (Vec::new(), Vec::new());
-            let how = batch.answer(i, &config, q, Transport::Udp, &mut batched);
+            let (how, _) = batch.answer(i, &config, q, Transport::Udp, &mut batched);
             assert_eq!(how, answer(catalog, &config, q, Transport::Udp, &mut alone));
             assert_eq!(batched, alone, "query {i}");
             let rcode = batched.get(3).map(|b| b & 0x0F);

@@ -80,6 +80,50 @@ pub enum Answered {
     Deferred,
 }
 
+/// What the engine knows of a response it wrote that the response's
+/// header does not say, for the query processor's rate limiting: an
+/// answer synthesized from a wildcard is keyed by that wildcard (as BIND
+/// and Knot key it), and an rcode above 15 needs the OPT record.
+/// Returned with the answer: two octets, set at no cost to an answer
+/// that is neither.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Where, in the query name, the closest encloser of the wildcard the
+    /// name matched starts (the wildcard is `*.` and that encloser); 0:
+    /// the name was not answered from a wildcard. A later step of a
+    /// CNAME chain does not count: the query name is what varies.
+    wildcard_at: u8,
+    /// The rcode is above 15: its upper bits are in the OPT record.
+    extended_rcode: bool,
+}
+
+impl Summary {
+    /// Of a response neither from a wildcard nor with an extended rcode
+    /// (the default).
+    pub const PLAIN: Summary = Summary {
+        wildcard_at: 0,
+        extended_rcode: false,
+    };
+
+    /// The closest encloser of the wildcard that answered `qname` (the
+    /// query name in wire form, as the question holds it), a suffix of
+    /// it; None for a name not answered from a wildcard.
+    #[inline]
+    pub fn wildcard_encloser<'q>(&self, qname: &'q [u8]) -> Option<&'q [u8]> {
+        match self.wildcard_at {
+            0 => None,
+            at => qname.get(usize::from(at)..),
+        }
+    }
+
+    /// Whether the rcode is an extended one (BADVERS): the header's four
+    /// bits alone read as another.
+    #[inline]
+    pub fn extended_rcode(&self) -> bool {
+        self.extended_rcode
+    }
+}
+
 /// Answers `query` into `out`, unless it is dropped or deferred.
 pub fn answer(
     catalog: &Catalog,
@@ -90,7 +134,7 @@ pub fn answer(
 ) -> Answered {
     QUERY.with_borrow_mut(|q| {
         let prepared = prepare(catalog, query, q);
-        answer_prepared(config, &prepared, q, query, transport, out)
+        answer_prepared(config, &prepared, q, query, transport, out).0
     })
 }
 
@@ -146,7 +190,7 @@ pub(crate) fn parse(query: &[u8], q: &mut Query) -> Option<PreparedKind<'static>
 }
 
 /// Answers a query [`prepare`] parsed into `q` into `out`, unless it is
-/// dropped or deferred.
+/// dropped or deferred, and summarizes the response.
 pub fn answer_prepared(
     config: &AnswerConfig,
     prepared: &Prepared,
@@ -154,21 +198,20 @@ pub fn answer_prepared(
     query: &[u8],
     transport: Transport,
     out: &mut Vec<u8>,
-) -> Answered {
+) -> (Answered, Summary) {
     match prepared.kind {
-        PreparedKind::Drop => Answered::Drop,
-        PreparedKind::Deferred => Answered::Deferred,
+        PreparedKind::Drop => (Answered::Drop, Summary::PLAIN),
+        PreparedKind::Deferred => (Answered::Deferred, Summary::PLAIN),
         PreparedKind::FormErr => {
             let header = Header::read(query).expect("FormErr implies a header");
             write_error(out, &header, Rcode::FORMERR);
-            Answered::Response
+            (Answered::Response, Summary::PLAIN)
         }
         PreparedKind::Query(served) => {
             let mut r = Responder::new(q, query, config, transport, 0, out);
             r.first_hash = prepared.first_hash;
             r.respond(served);
-            r.finish();
-            Answered::Response
+            (Answered::Response, r.finish())
         }
     }
 }
@@ -225,6 +268,8 @@ struct Responder<'a> {
     aa: bool,
     tc: bool,
     dnssec: bool,
+    /// [`Summary::wildcard_at`]: set when the query name matched a wildcard.
+    wildcard_at: u8,
     /// The addresses to add for the NS/MX/SRV RRset written, and where
     /// that RRset was written (their owners point into it).
     additional: Option<(AdditionalRef<'a>, Written)>,
@@ -311,6 +356,7 @@ impl<'a> Responder<'a> {
             aa: false,
             tc: false,
             dnssec: q.edns.is_some_and(|e| e.do_bit),
+            wildcard_at: 0,
             additional: None,
             deferred_proofs: ManuallyDrop::new(None),
         }
@@ -448,8 +494,22 @@ impl<'a> Responder<'a> {
             }
             Found::Dname(_) => Ok(Next::Done), // a DNAME loop
             Found::Exact(node) => self.at_node(zone, node, here, lower, followed, false, target),
-            Found::Wildcard(node) => self.at_node(zone, node, here, lower, followed, true, target),
+            Found::Wildcard(node) => {
+                if first {
+                    self.note_wildcard(lower, node);
+                }
+                self.at_node(zone, node, here, lower, followed, true, target)
+            }
         }
+    }
+
+    /// Keeps where the closest encloser of the wildcard `source`, which
+    /// the query name `lower` matched, starts in that name: the name less
+    /// the encloser's length (the wildcard's, less its `*` label).
+    fn note_wildcard(&mut self, lower: &[u8], source: Node) {
+        let encloser_len = source.owner_wire().len() - 2;
+        // A name is at most 255 octets, and its encloser a proper suffix.
+        self.wildcard_at = (lower.len() - encloser_len) as u8;
     }
 
     /// [`Responder::step`] at the node that `lower` matched, itself or
@@ -768,7 +828,7 @@ impl<'a> Responder<'a> {
 
     /// Inlined, like `new`: taking the Responder by value was a copy.
     #[inline(always)]
-    fn finish(mut self) {
+    fn finish(mut self) -> Summary {
         let mut flags = response_flags(self.q.header.flags) | (self.rcode.0 & 0xF);
         if self.aa {
             flags |= flags::AA;
@@ -783,6 +843,10 @@ impl<'a> Responder<'a> {
             self.w.raw_record(&opt).expect("room was reserved");
         }
         self.w.finish(self.q.header.id, flags, 1);
+        Summary {
+            wildcard_at: self.wildcard_at,
+            extended_rcode: self.rcode.0 > 0xF,
+        }
     }
 }
 
