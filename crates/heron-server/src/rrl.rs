@@ -10,12 +10,13 @@
 //! tokens a second, holds at most `rate`, and a response costs one; while
 //! the balance is empty responses are dropped, every `slip`-th one sent
 //! truncated instead (TC=1, so a real client behind the spoofed address
-//! retries over TCP). The balance never goes below zero, as in Knot's
-//! `mod-rrl`: a flood is answered at the rate and the rest limited, and a
-//! client is answered again as soon as it slows down. (BIND keeps a debt
-//! of up to `window × rate`, so a sustained flood gets no real answers,
-//! only slips; the rate a flood is answered at is what issue 25 asks
-//! for.) `window` is how often a limited bucket is logged.
+//! retries over TCP), errors never (as in BIND). The balance never goes
+//! below zero, as in Knot's `mod-rrl`: a flood is answered at the rate
+//! and the rest limited, and a client is answered again as soon as it
+//! slows down. (BIND keeps a debt of up to `window × rate`, so a
+//! sustained flood gets no real answers, only slips; the rate a flood is
+//! answered at is what issue 25 asks for.) `window` is how often a
+//! limited bucket is logged.
 //!
 //! The buckets are a fixed-size table indexed by a keyed hash: memory is
 //! the same whatever the attack; keys that collide share a bucket (as in
@@ -389,25 +390,30 @@ impl Rrl {
         if !debit(&mut self.table[index], limit, now_ms) {
             return Verdict::SEND;
         }
-        self.limited(index, now_ms)
+        self.limited(index, charge.class, now_ms)
     }
 
-    /// The verdict on a response whose bucket at `index` is empty.
+    /// The verdict on a response of `class` whose bucket at `index` is
+    /// empty. An error is never slipped, as in BIND: cut to its header it
+    /// tells a client nothing it can retry for, and an extended rcode
+    /// (BADCOOKIE) would lose its upper bits with the OPT record.
     #[cold]
     #[inline(never)]
-    fn limited(&mut self, index: usize, now_ms: u64) -> Verdict {
+    fn limited(&mut self, index: usize, class: Class, now_ms: u64) -> Verdict {
         self.changed = true;
         let bucket = &mut self.table[index];
         let log = log_due(bucket, self.window, now_ms);
+        let may_slip = self.slip > 0 && class != Class::Error;
         let action = if self.log_only {
             self.counters.log_only += 1;
             Action::Send
-        } else if self.slip > 0 && u32::from(bucket.slip_count) + 1 >= self.slip {
+        } else if may_slip && u32::from(bucket.slip_count) + 1 >= self.slip {
             bucket.slip_count = 0;
             self.counters.slipped += 1;
             Action::Slip
         } else {
-            bucket.slip_count += 1;
+            // Counted only towards a slip to come: never past `slip`.
+            bucket.slip_count += u16::from(may_slip);
             self.counters.dropped += 1;
             Action::Drop
         };
@@ -719,6 +725,34 @@ mod tests {
                 want,
                 "slip {slip}"
             );
+        }
+    }
+
+    #[test]
+    fn limited_errors_are_dropped_never_slipped() {
+        for slip in [1, 2, 10] {
+            let mut rrl = rrl(RrlSettings {
+                slip,
+                ..five_a_second()
+            });
+            let errors = flood(&mut rrl, "192.0.2.1", Response::Error, 0, 1, 100);
+            assert_eq!(errors, [5, 95, 0], "slip {slip}");
+            // Other answers to the client still slip.
+            assert_ne!(flood(&mut rrl, "192.0.2.1", WWW, 0, 1, 100)[2], 0);
+        }
+    }
+
+    #[test]
+    fn a_bucket_dropped_past_65535_times_in_a_row_keeps_counting() {
+        // Nothing counts towards a slip that can not come (an error, or
+        // slip 0): the count would pass its 16 bits.
+        for (slip, response) in [(2, Response::Error), (0, WWW)] {
+            let mut rrl = rrl(RrlSettings {
+                slip,
+                ..five_a_second()
+            });
+            let seen = flood(&mut rrl, "192.0.2.1", response, 0, 0, 70_000);
+            assert_eq!(seen, [5, 69_995, 0], "{response:?}");
         }
     }
 

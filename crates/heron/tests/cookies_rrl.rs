@@ -352,3 +352,52 @@ fn random_names_under_a_wildcard_are_limited_as_one_name() {
         "{flood:?}"
     );
 }
+
+#[test]
+fn limited_errors_with_an_extended_rcode_are_dropped_never_slipped() {
+    // Slip 1 would truncate every limited response; errors are dropped.
+    let rate = 5;
+    let server = start(&format!(
+        "[rrl]\nresponses-per-second = {rate}\nerrors-per-second = {rate}\nslip = 1\n\
+         ipv4-prefix-length = 32\n{}",
+        required(OLD_SECRET)
+    ));
+    let badvers = {
+        let opts = QueryOpts {
+            edns: Some(EdnsOpts {
+                version: 1,
+                ..EdnsOpts::default()
+            }),
+            ..QueryOpts::default()
+        };
+        build_query(&"www.edge.test.".parse().unwrap(), RType::A, &opts)
+    };
+    // A client cookie alone, over UDP with cookies required: BADCOOKIE
+    // (23); EDNS version 1: BADVERS (16). Both need the OPT record.
+    let cases = [
+        ("127.0.0.2", query_with_cookie(&[7; 8]), "BADCOOKIE", 23),
+        ("127.0.0.3", badvers, "BADVERS", 16),
+    ];
+    for (from, query, what, rcode) in cases {
+        let started = std::time::Instant::now();
+        let mut received = 0;
+        flood_udp_each(
+            from.parse().unwrap(),
+            server.addr(),
+            400,
+            |_| query.clone(),
+            |r| {
+                received += 1;
+                let message = heron_proto::message::Message::parse(r)
+                    .unwrap_or_else(|e| panic!("{what}: {e:?} in {r:?}"));
+                assert_eq!(message.rcode().0, rcode, "{what}, OPT kept: {r:?}");
+                assert_eq!(r[2] & 0x02, 0, "{what} not truncated");
+            },
+        );
+        let seconds = started.elapsed().as_secs() as usize + 1;
+        assert!(
+            (rate..=rate + rate * seconds).contains(&received),
+            "{what}: {received} of 400 sent in < {seconds} s"
+        );
+    }
+}

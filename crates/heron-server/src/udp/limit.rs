@@ -4,7 +4,9 @@
 //! authority record and what the engine said of it ([`Summary`]: the
 //! wildcard it was synthesized from, an extended rcode), which costs no
 //! walk of the message, then sent, dropped or slipped (cut to header and
-//! question, TC set).
+//! question, TC set). Errors are never slipped, as in BIND: a truncated
+//! error tells the client nothing, and one whose rcode is extended
+//! (BADCOOKIE, BADVERS) would lose its upper bits with its OPT record.
 //!
 //! What a response that is not limited costs is kept small
 //! (`bench/shield-cost.sh`): the batch is dated once, by its receive
@@ -646,5 +648,46 @@ mod tests {
         // Another wildcard, and a real name beside the first: their own.
         assert_eq!(sent(&mut (0..5).map(|i| format!("r{i}.v.example."))), 5);
         assert_eq!(sent(&mut (0..5).map(|_| "h.w.example.".to_string())), 5);
+    }
+
+    #[test]
+    fn limited_errors_are_dropped_untouched_never_slipped() {
+        let mut limiter = limiter(crate::rrl::RrlSettings {
+            errors_per_second: Some(2),
+            slip: 1,
+            ..Default::default()
+        });
+        limiter.start_batch(limiter.start);
+        let (badvers, badvers_q, badvers_summary) = engine("r.w.example.", RType::TXT, Some(1));
+        // BADCOOKIE (23) as the cookie layer writes it: 7 in the header,
+        // 1 in the OPT, and nothing said by the engine.
+        let mut badcookie = badvers.clone();
+        badcookie[3] = (badcookie[3] & 0xF0) | 7;
+        let (refused, refused_q, _) = engine("elsewhere.", RType::A, None);
+        assert_eq!(refused[3] & 0xF, Rcode::REFUSED.0 as u8);
+        let cases = [
+            (badvers, &badvers_q, badvers_summary),
+            (badcookie, &badvers_q, Summary::PLAIN),
+            (refused, &refused_q, Summary::PLAIN),
+        ];
+        for (i, (response, q, summary)) in cases.into_iter().enumerate() {
+            let client = IpAddr::from([192, 0, i as u8, 1]); // a /24 each
+            for n in 0..6 {
+                let mut out = response.clone();
+                let sent = limiter.admit_summarized(client, (q, true, summary), &mut out);
+                assert_eq!(sent, n < 2, "case {i}, response {n}");
+                assert_eq!(out, response, "case {i}: never cut");
+            }
+        }
+        let totals = RrlTotals::default();
+        limiter.report(&totals);
+        assert_eq!(
+            totals.snapshot(),
+            RrlCounters {
+                dropped: 12,
+                slipped: 0,
+                log_only: 0
+            }
+        );
     }
 }
