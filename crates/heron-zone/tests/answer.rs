@@ -263,10 +263,9 @@ fn wildcards_synthesize_for_missing_names_only() {
     assert_eq!(m.answers.len(), 1);
 }
 
-/// What the engine says of its answer to `query` beyond the header:
-/// the wildcard's closest encloser, as text, and whether the rcode is
-/// extended.
-fn summary(query: &Q) -> (Option<String>, bool) {
+/// What the engine says of its answer to `query` beyond the header: the
+/// name the answer is about, as text, and whether the rcode is extended.
+fn summary(query: &Q) -> (String, bool) {
     let catalog = catalog();
     let bytes = query.bytes();
     let mut parsed = heron_proto::message::Query::new();
@@ -282,44 +281,47 @@ fn summary(query: &Q) -> (Option<String>, bool) {
         &mut out,
     );
     assert_eq!(how, Answered::Response);
-    let encloser = summary.wildcard_encloser(parsed.qname_lower.as_wire());
-    let text = encloser.map(|wire| Name::from_wire(wire).unwrap().to_string());
+    let about = summary.about(parsed.qname_lower.as_wire());
+    let text = Name::from_wire(about).unwrap().to_string();
     (text, summary.extended_rcode())
 }
 
 #[test]
 fn the_summary_names_the_wildcard_a_query_name_was_answered_from() {
-    let wild = Some("wild.example.test.".to_string());
+    let wild = "wild.example.test.";
     let cases = [
-        (q("Foo.WILD.example.test", RType::A), wild.clone()),
-        (q("a.b.wild.example.test", RType::TXT), wild.clone()),
+        (q("Foo.WILD.example.test", RType::A), wild),
+        (q("a.b.wild.example.test", RType::TXT), wild),
         // NODATA from the wildcard: the wildcard too.
-        (q("foo.wild.example.test", RType::AAAA), wild.clone()),
+        (q("foo.wild.example.test", RType::AAAA), wild),
         // A wildcard CNAME, followed to www: the first step's wildcard.
-        (
-            q("x.cnw.example.test", RType::A),
-            Some("cnw.example.test.".into()),
-        ),
+        (q("x.cnw.example.test", RType::A), "cnw.example.test."),
         (
             q("x.mxonly.example.test", RType::MX),
-            Some("mxonly.example.test.".into()),
+            "mxonly.example.test.",
         ),
-        // Names that exist, the wildcard itself, NXDOMAIN: none.
-        (q("exact.wild.example.test", RType::A), None),
-        (q("*.wild.example.test", RType::A), None),
-        (q("x.exact.wild.example.test", RType::A), None),
-        (q("mail.example.test", RType::A), None),
-        (q("nope.example.test", RType::A), None),
-        (q("a.sub.example.test", RType::A), None),
+        // Names that exist, the wildcard itself, NXDOMAIN, a referral:
+        // the query name, lower-cased.
+        (
+            q("Exact.wild.example.test", RType::A),
+            "exact.wild.example.test.",
+        ),
+        (q("*.wild.example.test", RType::A), "*.wild.example.test."),
+        (
+            q("x.exact.wild.example.test", RType::A),
+            "x.exact.wild.example.test.",
+        ),
+        (q("nope.example.test", RType::A), "nope.example.test."),
+        (q("a.sub.example.test", RType::A), "a.sub.example.test."),
     ];
     for (query, want) in cases {
-        assert_eq!(summary(&query), (want, false), "{}", query.name);
+        assert_eq!(summary(&query), (want.to_string(), false), "{}", query.name);
     }
     // BADVERS (16) reads as NOERROR in the header: the summary says so.
     let badvers = q("foo.wild.example.test", RType::A).edns(1232, 1, false);
-    assert_eq!(summary(&badvers), (None, true));
+    assert_eq!(summary(&badvers), ("foo.wild.example.test.".into(), true));
     let version_0 = q("mail.example.test", RType::A).edns(1232, 0, false);
-    assert_eq!(summary(&version_0), (None, false));
+    assert_eq!(summary(&version_0), ("mail.example.test.".into(), false));
 }
 
 #[test]

@@ -205,9 +205,9 @@ const RCODE_NXDOMAIN: u8 = 3;
 #[inline]
 fn classify<'q>(response: &[u8], q: &'q Query, plain: bool, summary: Summary) -> Option<Key<'q>> {
     let header: &[u8; HEADER_LEN] = response.get(..HEADER_LEN)?.try_into().ok()?;
-    let rcode = header[3] & 0xF;
-    let error = summary.extended_rcode() || (rcode != RCODE_NOERROR && rcode != RCODE_NXDOMAIN);
-    if !plain || error {
+    // An extended rcode is never NOERROR or NXDOMAIN, whatever its low bits.
+    let rcode = header[3] & 0xF | u8::from(summary.extended_rcode()) << 4;
+    if !plain || (rcode != RCODE_NOERROR && rcode != RCODE_NXDOMAIN) {
         return Some(Key {
             class: Class::Error,
             qtype: 0,
@@ -225,7 +225,7 @@ fn classify<'q>(response: &[u8], q: &'q Query, plain: bool, summary: Summary) ->
             return Some(Key {
                 class: Class::Positive,
                 qtype: if answers == 0 { 0 } else { q.qtype.0 },
-                name: summary.wildcard_encloser(qname).unwrap_or(qname),
+                name: summary.about(qname),
             });
         }
     };

@@ -105,15 +105,13 @@ impl Summary {
         extended_rcode: false,
     };
 
-    /// The closest encloser of the wildcard that answered `qname` (the
-    /// query name in wire form, as the question holds it), a suffix of
-    /// it; None for a name not answered from a wildcard.
+    /// The name the answer to `qname` (the query name in wire form, as
+    /// the question holds it) is about: the closest encloser of the
+    /// wildcard it was synthesized from, a suffix of `qname`, else
+    /// `qname` itself. Without a branch: at 0 the suffix is the name.
     #[inline]
-    pub fn wildcard_encloser<'q>(&self, qname: &'q [u8]) -> Option<&'q [u8]> {
-        match self.wildcard_at {
-            0 => None,
-            at => qname.get(usize::from(at)..),
-        }
+    pub fn about<'q>(&self, qname: &'q [u8]) -> &'q [u8] {
+        qname.get(usize::from(self.wildcard_at)..).unwrap_or(qname)
     }
 
     /// Whether the rcode is an extended one (BADVERS): the header's four
