@@ -261,8 +261,8 @@ fn rate_limiting_is_off_by_default() {
     assert!(try_query_udp(server.addr(), &query_with_cookie(&[1; 8])).is_ok());
 }
 
-/// A zone with two wildcards whose answers are some 17 times the size of
-/// a query, and real names beside one of them.
+/// A zone with two wildcards whose answers are about ten times the size
+/// of a query (460 octets to 46), and real names beside one of them.
 fn wildcard_zone() -> String {
     let big = format!("\"{}\" \"{}\"", "w".repeat(200), "x".repeat(200));
     let real: String = (0..REAL_NAMES)
@@ -276,20 +276,23 @@ fn wildcard_zone() -> String {
 
 const REAL_NAMES: usize = 10;
 
-/// Heron serving [`wildcard_zone`] with `sections` added.
+/// Heron serving [`wildcard_zone`] with `sections` added; the zone's file
+/// is removed once it is loaded.
 fn start_wildcards(sections: &str) -> ServerProcess {
     let dir = std::env::temp_dir().join(format!("heron-rrl-wild-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let zone = dir.join("wild.test.zone");
     std::fs::write(&zone, wildcard_zone()).unwrap();
     let sections = sections.to_string();
-    ServerProcess::heron_with_config(&heron(), "wild.test", move |port| {
+    let server = ServerProcess::heron_with_config(&heron(), "wild.test", move |port| {
         format!(
             "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n{sections}\n\
              [[zone]]\norigin = \"wild.test\"\nfile = \"{}\"\n",
             zone.display()
         )
-    })
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    server
 }
 
 /// A query for `name` and `rtype` with EDNS (room for a whole answer).
