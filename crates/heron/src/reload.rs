@@ -204,6 +204,13 @@ impl Outcome {
         tracing::error!("{message}");
         self.errors.push(message);
     }
+
+    /// [`Outcome::error`] of the zone `spec` names: its zone and file as
+    /// fields too, for logs read as JSON.
+    fn zone_error(&mut self, spec: &ZoneSpec, message: String) {
+        tracing::error!(zone = %spec.origin, file = %spec.file.display(), "{message}");
+        self.errors.push(message);
+    }
 }
 
 /// Each origin's place in `entries` (the first, should one be listed
@@ -401,8 +408,10 @@ impl ZoneFiles {
                     outcome.loaded += 1;
                 }
                 Err(problems) => {
-                    problems.into_iter().for_each(|p| outcome.error(p));
-                    outcome.error(what_is_kept(spec, &next));
+                    problems
+                        .into_iter()
+                        .for_each(|p| outcome.zone_error(spec, p));
+                    outcome.zone_error(spec, what_is_kept(spec, &next));
                     outcome.failed += 1;
                 }
             }

@@ -592,3 +592,74 @@ fn a_reload_applies_the_log_levels_and_says_the_format_waits() {
         "info lines after the reload, still as text: {log}"
     );
 }
+
+/// Issue 44: in JSON, the failures carried `zone` and `peer` as null, so
+/// `jq 'select(.zone == …)'` missed exactly them. A zone file that does
+/// not load, a refresh that fails and a query signed with an unknown
+/// TSIG key each log their zone and peer as keys.
+#[test]
+fn json_failure_lines_carry_their_zone_and_peer_as_keys() {
+    let dir = TempDir::new("json-failures");
+    let broken = dir.0.join("broken.zone");
+    fs::write(
+        &broken,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\nbad A 192.0.2.300\n",
+    )
+    .unwrap();
+    // A primary that is not there: a closed port of ours.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = closed.local_addr().unwrap();
+    drop(closed);
+    let config = format!(
+        "[log]\nformat = \"json\"\n\
+         [[zone]]\norigin = \"broken.test\"\nfile = \"{}\"\n\
+         [[zone]]\norigin = \"sec.test\"\nfile = \"{}\"\nprimaries = [\"{dead}\"]\n",
+        broken.display(),
+        dir.0.join("sec.test.zone").display()
+    );
+    let server = Served::start_in(dir, &edge_zone(), Some(&config), None);
+    server.until_ready();
+    let dig = Command::new("dig")
+        .args([
+            "+tries=1",
+            "+time=2",
+            "-p",
+            &server.addr.port().to_string(),
+            "-y",
+        ])
+        .arg("hmac-sha256:unknown.key:c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0")
+        .args(["@127.0.0.1", "edge.test", "SOA"])
+        .output()
+        .expect("dig (bind9-dnsutils)");
+    assert!(
+        !dig.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&dig.stderr)
+    );
+    let find = |log: &str, part: &str| -> Option<serde_json::Value> {
+        let mut lines = log
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
+        lines.find(|l| l["message"].as_str().is_some_and(|m| m.contains(part)))
+    };
+    let refresh = "refresh from";
+    let found = heron_testkit::eventually_within(Duration::from_secs(20), || {
+        find(&server.log(), refresh).is_some()
+    });
+    let (status, log) = server.stop();
+    assert!(found && status.success(), "{status}: {log}");
+    let load = find(&log, "broken.zone:3").unwrap_or_else(|| panic!("no load error: {log}"));
+    assert_eq!(load["zone"], "broken.test.", "{load}");
+    assert_eq!(load["level"], "ERROR", "{load}");
+    let failed = find(&log, refresh).unwrap();
+    assert_eq!(failed["zone"], "sec.test.", "{failed}");
+    assert_eq!(failed["peer"], dead.to_string(), "{failed}");
+    let tsig = find(&log, "unknown.key").unwrap_or_else(|| panic!("no TSIG line: {log}"));
+    assert_eq!(tsig["zone"], "edge.test.", "{tsig}");
+    assert!(
+        tsig["peer"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("127.0.0.1:")),
+        "{tsig}"
+    );
+}

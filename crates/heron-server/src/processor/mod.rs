@@ -555,10 +555,17 @@ impl Processor {
             Ok(signed) => d.signed = signed,
             Err((failure, refusal)) => {
                 tsig::error_response(&self.keys, &d, &failure, out);
-                self.warn_limited(refusal, req.now, || {
-                    // Displays as "error (key NAME)".
-                    format!("{refusal} for a query from {}: {failure}", req.peer)
-                });
+                if let Some(due) = self.log.admit(refusal.log_reason(), req.now) {
+                    // The zone and the peer as fields too, for logs read
+                    // as JSON; the failure displays as "error (key NAME)".
+                    let (qname, peer) = (q.qname_lower.to_name(), req.peer);
+                    tracing::warn!(
+                        zone = %qname,
+                        %peer,
+                        "{refusal} for a query from {peer} for {qname}: {failure}{}",
+                        due.tail()
+                    );
+                }
                 events.push(Event::Refused(refusal));
                 return Outcome::Response;
             }
@@ -634,14 +641,6 @@ impl Processor {
             prohibited(d, out);
         }
         events.push(Event::Refused(refusal));
-    }
-
-    /// A warning about a refusal, unless one of its kind was written less
-    /// than [`LOG_INTERVAL`] ago (the network must not write our log).
-    fn warn_limited(&self, refusal: Refusal, now: u64, line: impl FnOnce() -> String) {
-        if let Some(due) = self.log.admit(refusal.log_reason(), now) {
-            tracing::warn!("{}{}", line(), due.tail());
-        }
     }
 }
 

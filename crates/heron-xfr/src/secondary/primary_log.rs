@@ -79,6 +79,8 @@ pub struct PrimaryLog {
 /// A summary due: the line and how grave what it tells is.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Summary {
+    /// The primary the window was about (a field of its log line).
+    pub primary: SocketAddr,
     pub line: String,
     pub level: Level,
 }
@@ -201,7 +203,11 @@ fn summary(primary: SocketAddr, w: &Window, now: Instant) -> Option<Summary> {
         _ if w.failed + w.left_alone > 0 => Level::Warn,
         _ => Level::Info,
     };
-    Some(Summary { line, level })
+    Some(Summary {
+        primary,
+        line,
+        level,
+    })
 }
 
 #[cfg(test)]
@@ -241,6 +247,7 @@ mod tests {
         assert_eq!(
             due,
             [Summary {
+                primary: primary(),
                 line: want,
                 level: Level::Warn
             }]

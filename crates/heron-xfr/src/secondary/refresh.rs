@@ -763,12 +763,16 @@ impl Driver {
         let (own_line, ended) = self.log.note(addr, event, detail, Instant::now());
         write_summary(ended);
         match (own_line, event, detail) {
-            (true, LogEvent::Failed, Some(detail)) => {
-                tracing::warn!("zone {origin}: refresh from {addr} failed: {detail}")
-            }
-            (true, LogEvent::Recovered, _) => {
-                tracing::info!("zone {origin}: refresh from {addr} works again")
-            }
+            (true, LogEvent::Failed, Some(detail)) => tracing::warn!(
+                zone = %origin,
+                peer = %addr,
+                "zone {origin}: refresh from {addr} failed: {detail}"
+            ),
+            (true, LogEvent::Recovered, _) => tracing::info!(
+                zone = %origin,
+                peer = %addr,
+                "zone {origin}: refresh from {addr} works again"
+            ),
             _ => {}
         }
     }
@@ -906,13 +910,18 @@ struct Target<'a> {
 }
 
 fn write_summary(summary: Option<Summary>) {
-    let Some(Summary { line, level }) = summary else {
+    let Some(Summary {
+        primary,
+        line,
+        level,
+    }) = summary
+    else {
         return;
     };
     match level {
-        Level::Error => tracing::error!("{line}"),
-        Level::Warn => tracing::warn!("{line}"),
-        Level::Info => tracing::info!("{line}"),
+        Level::Error => tracing::error!(peer = %primary, "{line}"),
+        Level::Warn => tracing::warn!(peer = %primary, "{line}"),
+        Level::Info => tracing::info!(peer = %primary, "{line}"),
     }
 }
 
@@ -933,6 +942,8 @@ async fn transfer(
             Ok(got) => (got, "IXFR"),
             Err(e) => {
                 tracing::warn!(
+                    zone = %origin,
+                    peer = %up.addr,
                     "zone {origin}: IXFR from {} failed ({e}); trying AXFR",
                     up.addr
                 );
