@@ -89,6 +89,8 @@ fuzz_target!(|data: &[u8]| {
         peer: SocketAddr::new(ip, 5300),
         transport,
         now: NOW,
+        local: None,
+        received: std::time::Instant::now(),
     };
     let (mut out, mut events) = (Vec::new(), Vec::new());
     match processor().process(&req, &mut out, &mut events) {

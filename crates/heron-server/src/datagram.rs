@@ -98,6 +98,8 @@ pub struct Layers<'a> {
     /// Whether a query ACL or blackhole is configured.
     screens: bool,
     tap: Option<&'a Tap>,
+    /// When the batch was received (dnstap's query time).
+    received: std::time::Instant,
 }
 
 impl<'a> Layers<'a> {
@@ -105,7 +107,7 @@ impl<'a> Layers<'a> {
         service: &'a Service,
         catalog: &'a Catalog,
         config: &'a AnswerConfig,
-        local: Option<SocketAddr>,
+        (local, received): (Option<SocketAddr>, std::time::Instant),
     ) -> Layers<'a> {
         let processor = &service.processor;
         Layers {
@@ -115,6 +117,7 @@ impl<'a> Layers<'a> {
             local,
             screens: processor.screens(),
             tap: processor.tap(),
+            received,
         }
     }
 
@@ -291,8 +294,14 @@ impl<'a> Layers<'a> {
             && tap.sample()
             && let Some(peer) = peer()
         {
-            let at = (processor::Transport::Udp, peer, self.local);
-            tap.record(at, query, sent.then_some(response));
+            let seen = processor::tap::Seen {
+                transport: processor::Transport::Udp,
+                peer,
+                local: self.local,
+                received: self.received,
+                catalog: self.catalog,
+            };
+            tap.record(seen, query, sent.then_some(response));
         }
     }
 }
@@ -304,5 +313,7 @@ pub(crate) fn udp_request(bytes: &[u8], peer: SocketAddr) -> Request<'_> {
         peer,
         transport: processor::Transport::Udp,
         now: unix_now(),
+        local: None,
+        received: std::time::Instant::now(),
     }
 }

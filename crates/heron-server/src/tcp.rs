@@ -397,7 +397,7 @@ async fn connection(
     // Only what is not answered is kept between reads: an idle connection
     // holds no buffers at all.
     let mut partial = Unanswered::default();
-    let from = (peer, Transport::Tcp);
+    let from = (peer, Transport::Tcp, stream.local_addr().ok());
     let stop = shutdown.changed();
     let timer = tokio::time::sleep(shared.idle);
     tokio::pin!(stop, timer);
@@ -553,6 +553,7 @@ async fn tls_connection(
     mut shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
     set_nodelay(&stream, &shared)?;
+    let local = stream.local_addr().ok();
     let mut stream = timeout(shared.idle, tls.accept(stream))
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
@@ -563,7 +564,7 @@ async fn tls_connection(
     tokio::pin!(stop, timer);
     while !ended {
         let mut replies = Replies::new();
-        let from = (peer, Transport::Tls);
+        let from = (peer, Transport::Tls, local);
         if partial.holds_whole_message() {
             // What the cap held back is answered before anything more is
             // read (the rest waits in TLS's bounded buffers or the socket).
@@ -629,7 +630,7 @@ fn take_input(
     data: &[u8],
     partial: &mut Unanswered,
     replies: &mut Replies,
-    from: (SocketAddr, Transport),
+    from: From,
     shared: &Shared,
 ) -> io::Result<()> {
     let service = &*shared.service;
@@ -812,6 +813,10 @@ fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// Where a connection's messages come from: the client, the transport,
+/// and our own address (for dnstap).
+type From = (SocketAddr, Transport, Option<SocketAddr>);
+
 /// Answers the whole messages in `input` up to the cap, appending the
 /// framed responses to `replies`; what is left is copied to `rest`.
 /// Returns the bytes answered.
@@ -819,7 +824,7 @@ fn answer_and_keep_rest(
     input: &[u8],
     rest: &mut Vec<u8>,
     replies: &mut Replies,
-    from: (SocketAddr, Transport),
+    from: From,
     service: &Service,
 ) -> io::Result<usize> {
     let consumed = RESPONSE.with_borrow_mut(|response| {
@@ -857,7 +862,7 @@ struct Output<'a> {
 /// the queries after it are answered); returns the bytes consumed.
 fn answer_complete_messages(
     input: &[u8],
-    (peer, transport): (SocketAddr, Transport),
+    (peer, transport, local): From,
     service: &Service,
     out: &mut Output,
 ) -> io::Result<usize> {
@@ -888,6 +893,8 @@ fn answer_complete_messages(
             peer,
             transport,
             now,
+            local,
+            received: received_at,
         };
         stats.with_thread_cells(|c| c.query(via, qtype_of(req.bytes)));
         match service.processor.process(&req, out.response, &mut events) {

@@ -131,6 +131,24 @@ fn a_file_holds_every_query_and_response_over_udp_and_tcp() {
         yaml.contains("- 'udp7.tap.test. 60 IN A 192.0.2.2'"),
         "{yaml}"
     );
+    // Issue 44: the zone that answers, and our address, on every
+    // transport (TCP had none).
+    let messages: Vec<&str> = yaml.split("\n---").collect();
+    assert!(messages.len() >= 80, "{yaml}");
+    for message in &messages {
+        assert!(message.contains("query_zone: tap.test."), "{message}");
+        assert!(
+            message.contains("response_address: \"127.0.0.1\""),
+            "{message}"
+        );
+        // dnstap-read shows a response's own time, to the second (the
+        // unit tests check it is the response's, after the query's).
+        let own_time = match message.contains("type: AUTH_RESPONSE") {
+            true => "response_time: !!timestamp",
+            false => "query_time: !!timestamp",
+        };
+        assert!(message.contains(own_time), "{message}");
+    }
 }
 
 #[test]

@@ -34,6 +34,7 @@ const RESPONSE_PORT: u32 = 7;
 const QUERY_TIME_SEC: u32 = 8;
 const QUERY_TIME_NSEC: u32 = 9;
 const QUERY_MESSAGE: u32 = 10;
+const QUERY_ZONE: u32 = 11;
 const RESPONSE_TIME_SEC: u32 = 12;
 const RESPONSE_TIME_NSEC: u32 = 13;
 const RESPONSE_MESSAGE: u32 = 14;
@@ -51,9 +52,12 @@ pub struct Record<'a> {
     pub peer: SocketAddr,
     /// Our address, if known.
     pub local: Option<SocketAddr>,
-    /// Since the Unix epoch; the query's time, and the response's for a
-    /// response.
+    /// Since the Unix epoch: when the query was read.
+    pub query_time: Duration,
+    /// Since the Unix epoch: when the response was sent (a response's).
     pub time: Duration,
+    /// The zone that answers the query, in wire form, if one does.
+    pub zone: Option<&'a [u8]>,
     pub message: &'a [u8],
 }
 
@@ -107,16 +111,18 @@ fn message(r: &Record, out: &mut Vec<u8>) {
     if let Some(local) = &r.local {
         varint_field(RESPONSE_PORT, u64::from(local.port()), out);
     }
-    let (secs, nanos) = (r.time.as_secs(), r.time.subsec_nanos());
-    varint_field(QUERY_TIME_SEC, secs, out);
-    fixed32_field(QUERY_TIME_NSEC, nanos, out);
+    varint_field(QUERY_TIME_SEC, r.query_time.as_secs(), out);
+    fixed32_field(QUERY_TIME_NSEC, r.query_time.subsec_nanos(), out);
     match r.kind {
         Kind::AuthQuery => bytes_field(QUERY_MESSAGE, r.message, out),
         Kind::AuthResponse => {
-            varint_field(RESPONSE_TIME_SEC, secs, out);
-            fixed32_field(RESPONSE_TIME_NSEC, nanos, out);
+            varint_field(RESPONSE_TIME_SEC, r.time.as_secs(), out);
+            fixed32_field(RESPONSE_TIME_NSEC, r.time.subsec_nanos(), out);
             bytes_field(RESPONSE_MESSAGE, r.message, out);
         }
+    }
+    if let Some(zone) = r.zone {
+        bytes_field(QUERY_ZONE, zone, out);
     }
 }
 
@@ -229,7 +235,9 @@ mod tests {
             transport: Transport::Tls,
             peer: "[2001:db8::1]:5353".parse().unwrap(),
             local: Some("[2001:db8::53]:853".parse().unwrap()),
+            query_time: Duration::new(1_700_000_000, 123_000_000),
             time: Duration::new(1_700_000_000, 123_456_789),
+            zone: Some(b"\x07example\x00"),
             message: &[1; 300],
         };
         let (mut scratch, mut out) = (Vec::new(), Vec::new());
@@ -251,6 +259,10 @@ mod tests {
         assert_eq!(m[&RESPONSE_PORT], Value::Varint(853));
         assert_eq!(m[&RESPONSE_TIME_SEC], Value::Varint(1_700_000_000));
         assert_eq!(m[&RESPONSE_TIME_NSEC], Value::Fixed32(123_456_789));
+        // The query's own time, before the response's.
+        assert_eq!(m[&QUERY_TIME_SEC], Value::Varint(1_700_000_000));
+        assert_eq!(m[&QUERY_TIME_NSEC], Value::Fixed32(123_000_000));
+        assert_eq!(m[&QUERY_ZONE], Value::Bytes(b"\x07example\x00".to_vec()));
         assert_eq!(m[&RESPONSE_MESSAGE], Value::Bytes(vec![1; 300]));
         assert!(!m.contains_key(&QUERY_MESSAGE));
     }
@@ -262,7 +274,9 @@ mod tests {
             transport: Transport::Udp,
             peer: "127.0.0.1:40000".parse().unwrap(),
             local: None,
+            query_time: Duration::new(5, 0),
             time: Duration::new(5, 0),
+            zone: None,
             message: b"query",
         };
         let (mut scratch, mut out) = (Vec::new(), Vec::new());
@@ -280,5 +294,6 @@ mod tests {
         assert_eq!(m[&QUERY_TIME_SEC], Value::Varint(5));
         assert_eq!(m[&QUERY_MESSAGE], Value::Bytes(b"query".to_vec()));
         assert!(!m.contains_key(&RESPONSE_ADDRESS) && !m.contains_key(&RESPONSE_MESSAGE));
+        assert!(!m.contains_key(&QUERY_ZONE), "no zone answers it");
     }
 }

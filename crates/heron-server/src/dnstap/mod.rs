@@ -224,7 +224,9 @@ impl Frames {
                 transport: e.transport,
                 peer: e.peer,
                 local: e.local,
+                query_time: e.query_time,
                 time: e.time,
+                zone: e.zone.as_deref(),
                 message,
             };
             self.payload.clear();

@@ -18,7 +18,9 @@ fn exchange(transport: Transport) -> Exchange {
         transport,
         peer: "127.0.0.1:40000".parse().unwrap(),
         local: Some("127.0.0.1:53".parse().unwrap()),
+        query_time: Duration::new(1_700_000_000, 1),
         time: Duration::new(1_700_000_000, 5),
+        zone: Some(Box::from(&b"\x07example\x00"[..])),
         query: query.into(),
         response: Some(response.into()),
     }

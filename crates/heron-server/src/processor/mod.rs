@@ -123,6 +123,10 @@ pub struct Request<'a> {
     pub transport: Transport,
     /// Seconds since the Unix epoch (TSIG's clock).
     pub now: u64,
+    /// The address it came to, when the transport knows it (dnstap).
+    pub local: Option<SocketAddr>,
+    /// When it was read, for the query time dnstap logs.
+    pub received: std::time::Instant,
 }
 
 /// What to send back.
@@ -500,7 +504,14 @@ impl Processor {
             && tap.sample()
         {
             let response = matches!(outcome, Outcome::Response).then_some(&out[..]);
-            tap.record((req.transport, req.peer, None), req.bytes, response);
+            let seen = tap::Seen {
+                transport: req.transport,
+                peer: req.peer,
+                local: req.local,
+                received: req.received,
+                catalog: &self.catalog.load(),
+            };
+            tap.record(seen, req.bytes, response);
         }
         outcome
     }

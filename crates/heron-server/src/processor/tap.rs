@@ -6,12 +6,19 @@
 //! Off, it costs a path one test of an `Option`. On, one query in
 //! `every` is taken on each thread (a countdown in a thread-local: no
 //! shared write, no clock); only a query taken reads the clock and
-//! copies its bytes, and its response is taken with it.
+//! copies its bytes, and its response is taken with it. A query taken is
+//! dated when it was read (the transport says when), its response when it
+//! is taken, and the zone that answers it is looked up in the catalog the
+//! answer came from: dnstap's `query_time`, `response_time` and
+//! `query_zone`.
 
 use std::cell::Cell;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
+
+use heron_proto::message::parse_query;
+use heron_zone::catalog::Catalog;
 
 use super::Transport;
 
@@ -40,8 +47,14 @@ pub struct Exchange {
     pub peer: SocketAddr,
     /// Our address, when the transport knows it.
     pub local: Option<SocketAddr>,
-    /// Since the Unix epoch, when the tap saw it.
+    /// Since the Unix epoch, when the query was read.
+    pub query_time: Duration,
+    /// Since the Unix epoch, when the tap saw the response (or the query,
+    /// if none was sent).
     pub time: Duration,
+    /// The zone that answers the query (its apex, in wire form), if one
+    /// does.
+    pub zone: Option<Box<[u8]>>,
     /// The query's bytes (empty unless queries are logged).
     pub query: Box<[u8]>,
     /// The response's bytes, if there was one and responses are logged.
@@ -58,6 +71,25 @@ impl Exchange {
     pub fn size(&self) -> usize {
         self.query.len() + self.response.as_ref().map_or(0, |r| r.len())
     }
+}
+
+/// Where and when a sampled exchange was seen, and the catalog that
+/// answered it.
+pub struct Seen<'a> {
+    pub transport: Transport,
+    pub peer: SocketAddr,
+    /// Our address, when the transport knows it.
+    pub local: Option<SocketAddr>,
+    /// When the query was read.
+    pub received: Instant,
+    pub catalog: &'a Catalog,
+}
+
+/// The apex (wire form) of the zone in `catalog` that answers `query`.
+fn zone_of(catalog: &Catalog, query: &[u8]) -> Option<Box<[u8]>> {
+    let q = parse_query(query).ok()?;
+    let zone = catalog.find(q.qname_lower.as_wire())?;
+    Some(zone.origin().as_wire().into())
 }
 
 /// The layer's settings and its sink.
@@ -104,29 +136,28 @@ impl Tap {
 
     /// Hands a copy of a sampled exchange to the sink: `response` is None
     /// when nothing was sent back (dropped, or a transfer's stream).
-    pub fn record(
-        &self,
-        (transport, peer, local): (Transport, SocketAddr, Option<SocketAddr>),
-        query: &[u8],
-        response: Option<&[u8]>,
-    ) {
+    pub fn record(&self, seen: Seen<'_>, query: &[u8], response: Option<&[u8]>) {
+        let response = response.filter(|_| self.responses).map(Box::from);
+        if !self.queries && response.is_none() {
+            return;
+        }
+        let zone = zone_of(seen.catalog, query);
         let query: Box<[u8]> = if self.queries {
             query.into()
         } else {
             Box::default()
         };
-        let response = response.filter(|_| self.responses).map(Box::from);
-        if query.is_empty() && response.is_none() {
-            return;
-        }
         let time = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default();
+        let waited = seen.received.elapsed();
         self.sink.offer(Exchange {
-            transport,
-            peer,
-            local,
+            transport: seen.transport,
+            peer: seen.peer,
+            local: seen.local,
+            query_time: time.saturating_sub(waited),
             time,
+            zone,
             query,
             response,
         });
@@ -168,14 +199,25 @@ pub(crate) mod tests {
         assert_eq!(taken(&all), 1000);
     }
 
+    fn seen(catalog: &Catalog) -> Seen<'_> {
+        Seen {
+            transport: Transport::Tcp,
+            peer: "127.0.0.1:1".parse().unwrap(),
+            local: None,
+            received: Instant::now(),
+            catalog,
+        }
+    }
+
     #[test]
     fn only_the_messages_asked_for_are_copied() {
         let keep = Arc::new(Keep::default());
-        let at = (Transport::Tcp, "127.0.0.1:1".parse().unwrap(), None);
-        Tap::new(1, false, true, keep.clone()).record(at, b"q", Some(b"r"));
-        Tap::new(1, true, false, keep.clone()).record(at, b"q", Some(b"r"));
+        let catalog = Catalog::new();
+        let at = || seen(&catalog);
+        Tap::new(1, false, true, keep.clone()).record(at(), b"q", Some(b"r"));
+        Tap::new(1, true, false, keep.clone()).record(at(), b"q", Some(b"r"));
         // Responses only, and none sent: nothing to log.
-        Tap::new(1, false, true, keep.clone()).record(at, b"q", None);
+        Tap::new(1, false, true, keep.clone()).record(at(), b"q", None);
         let got = keep.0.lock().unwrap();
         assert_eq!(got.len(), 2);
         assert_eq!(
@@ -187,5 +229,45 @@ pub(crate) mod tests {
             (&b"q"[..], None)
         );
         assert_eq!(got[0].messages() + got[1].messages(), 2);
+    }
+
+    /// dnstap's query_time is when the query was read, its response's
+    /// time later; query_zone the zone that answers it, none for a name
+    /// no zone holds or a query that does not parse.
+    #[test]
+    fn a_query_is_dated_when_read_and_names_its_zone() {
+        let keep = Arc::new(Keep::default());
+        let zone = heron_zone::load_zone_str(
+            "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n",
+            "t",
+            &heron_proto::Name::parse("example").unwrap(),
+        )
+        .unwrap()
+        .zone;
+        let mut catalog = Catalog::new();
+        catalog.insert(zone);
+        let tap = Tap::new(1, true, true, keep.clone());
+        let query = |name: &str| {
+            let mut q = vec![0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+            for label in name.split('.') {
+                q.push(label.len() as u8);
+                q.extend_from_slice(label.as_bytes());
+            }
+            q.extend_from_slice(&[0, 0, 1, 0, 1]);
+            q
+        };
+        let read = Seen {
+            received: Instant::now() - Duration::from_millis(3),
+            ..seen(&catalog)
+        };
+        tap.record(read, &query("www.Example"), Some(b"r"));
+        tap.record(seen(&catalog), &query("www.other"), Some(b"r"));
+        tap.record(seen(&catalog), b"\x12\x34", Some(b"r"));
+        let got = keep.0.lock().unwrap();
+        assert_eq!(got[0].zone.as_deref(), Some(&b"\x07example\x00"[..]));
+        let waited = got[0].time - got[0].query_time;
+        assert!(waited >= Duration::from_millis(3), "{waited:?}");
+        assert_eq!(got[1].zone, None);
+        assert_eq!(got[2].zone, None);
     }
 }

@@ -133,6 +133,8 @@ fn process(
         peer: peer(from),
         transport,
         now: NOW,
+        local: None,
+        received: std::time::Instant::now(),
     };
     let (mut out, mut events) = (Vec::new(), Vec::new());
     let outcome = p.process(&req, &mut out, &mut events);
@@ -215,6 +217,8 @@ fn a_bad_signature_gets_notauth_with_the_tsig_error() {
         peer: peer("192.0.2.9"),
         transport: Transport::Udp,
         now: NOW + 1000,
+        local: None,
+        received: std::time::Instant::now(),
     };
     let mut out = Vec::new();
     p.process(&req, &mut out, &mut Vec::new());
@@ -548,6 +552,8 @@ fn a_signed_request_replayed_is_answered_once() {
         peer: peer("127.0.0.2"),
         transport: Transport::Tcp,
         now: NOW + 1,
+        local: None,
+        received: std::time::Instant::now(),
     };
     let outcome = p.process(&req, &mut Vec::new(), &mut Vec::new());
     assert!(matches!(outcome, Outcome::Transfer(_)), "{outcome:?}");

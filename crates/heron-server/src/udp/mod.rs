@@ -140,7 +140,8 @@ impl Handler for Worker {
     fn handle_batch(&mut self, batch: &mut batch::Batch, received: usize) {
         let catalog = self.catalog.load();
         let service = &self.service;
-        let layers = Layers::new(service, catalog, service.processor.config(), self.local);
+        let at = (self.local, batch.received_at());
+        let layers = Layers::new(service, catalog, service.processor.config(), at);
         let mut slots = Default::default();
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);

@@ -413,7 +413,7 @@ impl Worker {
         }
         let mut reply = [false; BATCH];
         let mut replies = 0;
-        let layers = Layers::new(&self.service, catalog, &self.config, None);
+        let layers = Layers::new(&self.service, catalog, &self.config, (None, received_at));
         if let Some(limiter) = &mut self.limiter {
             limiter.start_batch(received_at);
         }
