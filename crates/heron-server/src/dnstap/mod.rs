@@ -123,6 +123,7 @@ impl Writer {
             shared: shared.clone(),
             sink,
             frames: Frames::new(settings.identity, settings.version),
+            unsent: (Vec::new(), 0),
         };
         let thread = std::thread::Builder::new()
             .name("dnstap".into())
@@ -248,6 +249,10 @@ struct Drain {
     shared: Arc<Shared>,
     sink: Sink,
     frames: Frames,
+    /// Frames a write failed to deliver (the reader went away), and the
+    /// messages they hold: written again, whole, on the next connection,
+    /// before anything newer, instead of being lost with it.
+    unsent: (Vec<u8>, u64),
 }
 
 impl Drain {
@@ -270,32 +275,56 @@ impl Drain {
                 continue;
             }
             if !busy {
-                if stopping && self.shared.queued.load(Ordering::Relaxed) == 0 {
+                let queued = self.shared.queued.load(Ordering::Relaxed);
+                if stopping && queued == 0 && self.unsent.1 == 0 {
                     break;
                 }
                 std::thread::sleep(DRAIN_EVERY);
             }
-            buffer.clear();
-            let (mut exchanges, mut messages) = (0, 0);
-            for e in self.receiver.try_iter().take(MAX_WRITE) {
-                self.shared.queued.fetch_sub(1, Ordering::Relaxed);
-                (self.shared.queued_bytes).fetch_sub(e.size(), Ordering::Relaxed);
-                exchanges += 1;
-                messages += e.messages();
-                self.frames.append(&e, &mut buffer);
-            }
-            busy = exchanges == MAX_WRITE;
-            if exchanges == 0 {
+            let messages = match self.unsent.1 {
+                0 => self.take_queued(&mut buffer, &mut busy),
+                // What the last reader did not take goes first, alone.
+                _ => {
+                    std::mem::swap(&mut buffer, &mut self.unsent.0);
+                    std::mem::take(&mut self.unsent.1)
+                }
+            };
+            if messages == 0 {
                 continue;
             }
-            let counter = match self.sink.write(&buffer, self.shared.io_deadline()) {
-                Ok(()) => &self.shared.written,
-                Err(_) => &self.shared.dropped,
+            match self.sink.write(&buffer, self.shared.io_deadline()) {
+                Ok(()) => (self.shared.written).fetch_add(messages, Ordering::Relaxed),
+                // Kept for the next reader; the queue holds the rest. A
+                // file that failed (a full disk) may hold part of it: not
+                // written twice.
+                Err(_) if matches!(self.sink, Sink::Socket(_)) => {
+                    std::mem::swap(&mut buffer, &mut self.unsent.0);
+                    self.unsent.1 = messages;
+                    0
+                }
+                Err(_) => (self.shared.dropped).fetch_add(messages, Ordering::Relaxed),
             };
-            counter.fetch_add(messages, Ordering::Relaxed);
         }
+        let unsent = std::mem::take(&mut self.unsent.1);
+        (self.shared.dropped).fetch_add(unsent, Ordering::Relaxed);
         self.drop_queued();
         self.sink.close(self.shared.io_deadline());
+    }
+
+    /// Frames up to [`MAX_WRITE`] queued exchanges into `buffer`; the
+    /// messages they hold. `busy`: the queue may hold more.
+    fn take_queued(&mut self, buffer: &mut Vec<u8>, busy: &mut bool) -> u64 {
+        buffer.clear();
+        let (mut exchanges, mut messages) = (0, 0);
+        for e in self.receiver.try_iter().take(MAX_WRITE) {
+            self.shared.queued.fetch_sub(1, Ordering::Relaxed);
+            (self.shared.queued_bytes).fetch_sub(e.size(), Ordering::Relaxed);
+            exchanges += 1;
+            messages += e.messages();
+            self.frames.append(&e, buffer);
+        }
+        *busy = exchanges == MAX_WRITE;
+        messages
     }
 
     /// Counts what is still queued as dropped: nothing will write it.

@@ -263,3 +263,60 @@ fn tempfile_dir(tag: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// Reads `n` data frames (after the handshake); their payloads.
+fn read_frames(stream: &mut UnixStream, n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|_| {
+            let mut len = [0u8; 4];
+            stream.read_exact(&mut len).unwrap();
+            let len = u32::from_be_bytes(len) as usize;
+            assert_ne!(len, 0, "a data frame, not a control frame");
+            let mut payload = vec![0u8; len];
+            stream.read_exact(&mut payload).unwrap();
+            payload
+        })
+        .collect()
+}
+
+/// Issue 44: during a collector outage, what the writer was writing when
+/// the reader went away was lost with it though the queue had room. It
+/// is written again to the next reader, and nothing is dropped.
+#[test]
+fn a_reader_gone_for_a_while_loses_nothing_the_queue_had_room_for() {
+    let dir = tempfile_dir("outage");
+    let path = dir.join("reader.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let writer = Writer::start(settings(Output::Socket(path.clone()))).unwrap();
+    let mut stream = accept_writer(&listener);
+    writer.offer(exchange(Transport::Udp));
+    assert_eq!(read_frames(&mut stream, 2).len(), 2);
+    // The collector goes away.
+    drop((stream, listener));
+    std::fs::remove_file(&path).unwrap();
+    for _ in 0..3 {
+        writer.offer(exchange(Transport::Tcp));
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    // And comes back at its path.
+    let listener = UnixListener::bind(&path).unwrap();
+    let mut stream = accept_writer(&listener);
+    let finisher = std::thread::spawn({
+        let writer = writer.clone();
+        move || writer.finish()
+    });
+    let frames = read_data_frames(&mut stream);
+    let mut finish = Vec::new();
+    frame::control(ControlType::Finish, None, &mut finish);
+    stream.write_all(&finish).unwrap();
+    finisher.join().unwrap();
+    assert!(
+        frames.len() >= 6,
+        "{} frames after the outage",
+        frames.len()
+    );
+    let totals = writer.totals();
+    assert_eq!(totals.dropped, 0, "{totals:?}");
+    assert_eq!(totals.written, 8, "{totals:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
