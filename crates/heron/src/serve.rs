@@ -419,6 +419,10 @@ struct ProcessSettings {
     metrics: Option<crate::metrics::MetricsSettings>,
 }
 
+/// The query log's writer, for a reload to reopen its file (after a
+/// rotation); set once at start, like the writer.
+static QUERY_LOG: std::sync::OnceLock<Arc<dnstap::Writer>> = std::sync::OnceLock::new();
+
 /// Starts the query log's writer (a file is created here, a socket is
 /// connected to by the writer's thread); returns it and the processor's
 /// layer that feeds it.
@@ -428,6 +432,7 @@ fn start_dnstap(d: config::dnstap::Dnstap) -> Result<(Arc<dnstap::Writer>, Tap),
         dnstap::Output::Socket(p) => format!("socket {}", p.display()),
     };
     let writer = dnstap::Writer::start(d.writer).map_err(|e| format!("dnstap {target}: {e}"))?;
+    let _ = QUERY_LOG.set(writer.clone());
     let tap = Tap::new(d.sample, d.queries, d.responses, writer.clone());
     tracing::info!("dnstap: logging one query in {} to {target}", d.sample);
     Ok((writer, tap))
@@ -699,6 +704,10 @@ pub(crate) async fn reload(
     }
     notify::reloading();
     let whole = selection.zones.is_none();
+    if let (true, Some(query_log)) = (whole, QUERY_LOG.get()) {
+        // A whole reload is what logrotate's postrotate asks for.
+        query_log.reopen();
+    }
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
     let work = background::run("reload", move || {

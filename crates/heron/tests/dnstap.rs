@@ -260,3 +260,38 @@ fn a_reader_that_never_reads_leaves_the_queue_bounded_and_queries_answered() {
     assert!(tap["queued_bytes"].as_u64().unwrap() <= 65536, "{tap}");
     assert!(tap["dropped"].as_u64().unwrap() > 0, "{tap}");
 }
+
+/// Issue 44: logrotate renames the file and sends SIGHUP (`systemctl
+/// reload`); the server ends the renamed file and goes on in a new one.
+#[test]
+fn a_reload_after_logrotate_moved_the_file_starts_a_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("queries.dnstap");
+    let mut server = server(dir.path(), &format!("file = \"{}\"", file.display()));
+    ask_udp(&server, "before.tap.test");
+    let rotated = dir.path().join("queries.dnstap.1");
+    // What is queued reaches the file within its drain interval.
+    assert!(heron_testkit::eventually_within(
+        Duration::from_secs(10),
+        || { std::fs::read(&file).is_ok_and(|b| b.windows(6).any(|w| w == b"before")) }
+    ));
+    std::fs::rename(&file, &rotated).unwrap();
+    server.reload();
+    assert!(
+        heron_testkit::eventually_within(Duration::from_secs(10), || file.exists()),
+        "{}",
+        server.log()
+    );
+    ask_udp(&server, "after.tap.test");
+    assert!(server.terminate().is_some_and(|s| s.success()));
+    let old = dnstap_read(&[], &rotated);
+    let new = dnstap_read(&[], &file);
+    assert!(
+        old.contains("before.tap.test") && !old.contains("after.tap.test"),
+        "{old}"
+    );
+    assert!(
+        new.contains("after.tap.test") && !new.contains("before.tap.test"),
+        "{new}"
+    );
+}

@@ -76,6 +76,8 @@ struct Shared {
     written: AtomicU64,
     dropped: AtomicU64,
     stopping: AtomicBool,
+    /// A file to end and open again at its path ([`Writer::reopen`]).
+    reopen: AtomicBool,
     /// When the writer must be done, set by [`Writer::finish`].
     flush_by: OnceLock<Instant>,
 }
@@ -106,14 +108,7 @@ impl Writer {
     /// error; a socket nobody listens on yet is not (it is retried).
     pub fn start(settings: Settings) -> io::Result<Arc<Writer>> {
         let sink = match &settings.output {
-            Output::File(path) => {
-                let mut file = BufWriter::new(File::create(path)?);
-                let mut start = Vec::new();
-                frame::control(ControlType::Start, Some(CONTENT_TYPE), &mut start);
-                file.write_all(&start)?;
-                file.flush()?;
-                Sink::File(file)
-            }
+            Output::File(path) => Sink::File(start_file(path)?, path.clone()),
             Output::Socket(path) => Sink::Socket(Connection::new(path.clone())),
         };
         let (queue, receiver) = sync_channel(settings.queue_messages.max(1));
@@ -134,6 +129,14 @@ impl Writer {
             shared,
             thread: Mutex::new(Some(thread)),
         }))
+    }
+
+    /// Ends the file (STOP) and starts a new one at its path, once what is
+    /// queued now is written: after a rotation (logrotate renamed it) the
+    /// writer goes on in a new file, not in the renamed one. Nothing for a
+    /// socket.
+    pub fn reopen(&self) {
+        self.shared.reopen.store(true, Ordering::Relaxed);
     }
 
     /// Writes what is queued, ends the stream (STOP; over a socket, waits
@@ -281,6 +284,9 @@ impl Drain {
                 }
                 std::thread::sleep(DRAIN_EVERY);
             }
+            if self.shared.reopen.swap(false, Ordering::Relaxed) {
+                self.sink.reopen(self.shared.io_deadline());
+            }
             let messages = match self.unsent.1 {
                 0 => self.take_queued(&mut buffer, &mut busy),
                 // What the last reader did not take goes first, alone.
@@ -339,14 +345,25 @@ impl Drain {
 
 /// Where the frames are written.
 enum Sink {
-    File(BufWriter<File>),
+    File(BufWriter<File>, PathBuf),
     Socket(Connection),
+}
+
+/// A new dnstap file at `path` (emptied if there is one), its START
+/// written.
+fn start_file(path: &Path) -> io::Result<BufWriter<File>> {
+    let mut file = BufWriter::new(File::create(path)?);
+    let mut start = Vec::new();
+    frame::control(ControlType::Start, Some(CONTENT_TYPE), &mut start);
+    file.write_all(&start)?;
+    file.flush()?;
+    Ok(file)
 }
 
 impl Sink {
     fn ready(&self) -> bool {
         match self {
-            Sink::File(_) => true,
+            Sink::File(..) => true,
             Sink::Socket(c) => c.stream.is_some(),
         }
     }
@@ -361,7 +378,7 @@ impl Sink {
     /// Writes `frames`; to a socket, by `until` (a file is not waited on).
     fn write(&mut self, frames: &[u8], until: Instant) -> io::Result<()> {
         match self {
-            Sink::File(f) => {
+            Sink::File(f, _) => {
                 f.write_all(frames)?;
                 f.flush()
             }
@@ -369,9 +386,33 @@ impl Sink {
         }
     }
 
+    /// A file moved away (rotated) ended, and a new one started at its
+    /// path. A file still at its path is written on: opening it again
+    /// would empty it.
+    fn reopen(&mut self, until: Instant) {
+        use std::os::unix::fs::MetadataExt;
+        let Sink::File(file, path) = self else {
+            return;
+        };
+        let same =
+            |a: std::fs::Metadata, b: std::fs::Metadata| a.dev() == b.dev() && a.ino() == b.ino();
+        let ours = file.get_ref().metadata();
+        if let (Ok(ours), Ok(there)) = (ours, std::fs::metadata(&*path)) {
+            if same(ours, there) {
+                return;
+            }
+        }
+        let path = path.clone();
+        self.close(until);
+        match start_file(&path) {
+            Ok(new) => *self = Sink::File(new, path),
+            Err(e) => tracing::warn!("dnstap: cannot start {} again: {e}", path.display()),
+        }
+    }
+
     fn close(&mut self, until: Instant) {
         match self {
-            Sink::File(f) => {
+            Sink::File(f, _) => {
                 let mut stop = Vec::new();
                 frame::control(ControlType::Stop, None, &mut stop);
                 if let Err(e) = f.write_all(&stop).and_then(|()| f.flush()) {

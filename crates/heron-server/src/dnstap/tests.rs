@@ -320,3 +320,54 @@ fn a_reader_gone_for_a_while_loses_nothing_the_queue_had_room_for() {
     assert_eq!(totals.written, 8, "{totals:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 44: the file could not be rotated. After logrotate renames it,
+/// `reopen` ends the renamed file (STOP) and writes on in a new one at
+/// the path; with the file still at its path, it writes on in it and
+/// empties nothing.
+#[test]
+fn a_rotated_file_is_ended_and_a_new_one_started_at_its_path() {
+    let dir = tempfile_dir("rotate");
+    let path = dir.join("queries.dnstap");
+    let writer = Writer::start(settings(Output::File(path.clone()))).unwrap();
+    let until_written = |n: u64| {
+        for _ in 0..500 {
+            if writer.totals().written >= n {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("{:?}", writer.totals());
+    };
+    writer.offer(exchange(Transport::Udp));
+    until_written(2);
+    // Not moved: a reopen changes nothing.
+    writer.reopen();
+    writer.offer(exchange(Transport::Udp));
+    until_written(4);
+    let rotated = dir.join("queries.dnstap.1");
+    std::fs::rename(&path, &rotated).unwrap();
+    writer.reopen();
+    writer.offer(exchange(Transport::Tcp));
+    until_written(6);
+    writer.finish();
+    let read = |file: &std::path::Path| {
+        let out = Command::new(DNSTAP_READ).arg(file).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let (old, new) = (read(&rotated), read(&path));
+    assert_eq!(
+        old.lines().count(),
+        4,
+        "both exchanges before the move:\n{old}"
+    );
+    assert!(old.lines().all(|l| l.contains(" UDP ")), "{old}");
+    assert_eq!(new.lines().count(), 2, "the one after:\n{new}");
+    assert!(new.lines().all(|l| l.contains(" TCP ")), "{new}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
