@@ -20,6 +20,7 @@ pub mod catalog_zone;
 mod disk;
 mod growth;
 pub mod journal;
+pub mod keys;
 pub mod origin_index;
 pub mod primary;
 pub mod secondary;

@@ -1114,7 +1114,6 @@ impl RestartOnly {
         );
         parts.add("[tcp]", &file.tcp);
         parts.add("[tls]", &file.tls);
-        parts.add("[[key]]", &file.keys);
         parts.add("[secondary]", &file.secondary);
         parts.add("[xdp]", &file.xdp);
         parts.add("[rrl]", &file.rrl);

@@ -89,6 +89,8 @@ pub struct Reconfigured {
     pub catalogs: Vec<GeneratedCatalog>,
     /// The catalog zones to consume now (`[[catalog]]`).
     pub consumed: Vec<CatalogConfig>,
+    /// The TSIG keys (`[[key]]`), which the policies above may name.
+    pub keys: Vec<heron_proto::tsig::Key>,
     /// Parts of the file that changed but wait for a restart.
     pub left_for_restart: Vec<&'static str>,
 }
@@ -312,6 +314,7 @@ impl ZoneFiles {
             secondaries: settings.secondaries,
             catalogs: settings.generated_catalogs,
             consumed: settings.catalogs,
+            keys: settings.keys,
             left_for_restart,
         }))
     }

@@ -19,6 +19,7 @@ use heron_server::service::{Service, unix_now};
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::journal::DEFAULT_MAX_BYTES;
 use heron_xfr::journal::files as journal_files;
+use heron_xfr::keys::SharedKeys;
 use heron_xfr::primary::notify::Notifier;
 use heron_xfr::primary::{Primary, ZonePolicy};
 use heron_xfr::secondary::client::Connections;
@@ -107,7 +108,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     }
     let catalog =
         catalog_producer::update_at_start(&settings.generated_catalogs, catalog, &primary);
-    let keys = Arc::new(settings.keys);
+    let keys = SharedKeys::new(Arc::new(settings.keys));
     let (notify_tx, notifies) = mpsc::unbounded_channel();
     let queries = Queries {
         primary: primary.clone(),
@@ -124,6 +125,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let transfers = Transfers {
         // Its driver task runs on the runtime.
         notifier: runtime.block_on(async { Notifier::start(keys.clone(), zone_stats.clone()) }),
+        keys: keys.clone(),
         zone_stats,
         catalog_writer: Mutex::new(()),
         primary,
@@ -133,10 +135,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
         kept,
         zones: settings.secondaries,
         connections: Connections::new(
-            keys,
+            Arc::default(),
             limits.concurrency,
             Duration::from_secs(limits.timeout),
         )
+        .with_keys(keys)
         .with_tls(settings.xot)
         .with_transfer_limits(limits.transfer_limits()),
         notifies,
@@ -321,7 +324,7 @@ fn load_catalog(use_example: bool, files: &mut ZoneFiles) -> Catalog {
 /// What the query processor is built from, once the catalog is shared.
 struct Queries {
     primary: Arc<Primary>,
-    keys: Arc<Vec<heron_proto::tsig::Key>>,
+    keys: Arc<SharedKeys>,
     /// Zones we are secondary for: NOTIFY is accepted for these.
     secondaries: SharedOrigins,
     notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
@@ -340,7 +343,8 @@ impl Queries {
             unix_now(),
             config.max_udp_payload,
         );
-        let processor = Processor::new(catalog, config, self.primary, self.keys)
+        let processor = Processor::new(catalog, config, self.primary, Arc::default())
+            .with_keys(self.keys)
             .with_shared_secondaries(self.secondaries)
             .with_query_policy(self.query_policy)
             .with_nsid(self.nsid)
@@ -354,6 +358,9 @@ impl Queries {
 pub(crate) struct Transfers {
     pub(crate) primary: Arc<Primary>,
     notifier: Notifier,
+    /// The TSIG keys every side signs and verifies with, replaced by a
+    /// reload that reads new ones.
+    pub(crate) keys: Arc<SharedKeys>,
     /// Transfers and NOTIFYs per zone, both ways.
     pub(crate) zone_stats: Arc<ZoneStats>,
     /// Held while a new catalog is built and stored, so a reload and a
@@ -736,6 +743,8 @@ pub(crate) async fn reload(
                 )
             });
             let (changed, changed_secondaries) = settings_changed(&xfr, &new, &files);
+            // The keys first: the policies that follow may name new ones.
+            xfr.keys.replace(Arc::new(new.keys));
             // Before the new zones are served: their transfers and
             // NOTIFYs follow the settings they came with.
             xfr.primary.set_policies(new.policies);

@@ -935,3 +935,50 @@ fn without_arguments_ctl_finds_the_server_in_its_runtime_directory() {
     let _ = server.wait();
     assert!(answered, "no answer on {}", socket.display());
 }
+
+/// Issue 44: `ctl reconfigure` took a new `[[key]]` and an ACL naming it,
+/// said the key needed a restart, and enforced the ACL with a key the
+/// running server did not know. Keys now apply with the rest.
+#[test]
+fn reconfigure_applies_a_new_tsig_key_and_the_acl_that_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (socket, config) = one_zone_config(dir.path());
+    let text = std::fs::read_to_string(&config).unwrap();
+    let port: u16 = text
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap();
+    let server = ServerProcess::heron_on_port(&heron(), port, "a.test", &text).unwrap();
+    let secret = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0";
+    let axfr = || {
+        let out = Command::new("dig")
+            .args(["+tries=1", "+time=3", "-p", &port.to_string(), "-y"])
+            .arg(format!("hmac-sha256:new.key:{secret}"))
+            .args(["@127.0.0.1", "a.test", "AXFR"])
+            .output()
+            .expect("dig (bind9-dnsutils)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(!axfr().contains("IN\tSOA"), "no transfer before");
+    let with_key = text.replace(
+        "[[zone]]",
+        &format!("[[key]]\nname = \"new.key\"\nalgorithm = \"hmac-sha256\"\nsecret = \"{secret}\"\n[[zone]]"),
+    ) + "allow-transfer = [\"127.0.0.1 key new.key\"]\n";
+    std::fs::write(server.dir().join("heron.toml"), with_key).unwrap();
+    let (code, out, err) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        !out.contains("[[key]]"),
+        "nothing waits for a restart: {out}"
+    );
+    let transferred = axfr();
+    assert_eq!(
+        transferred.matches("\tSOA\t").count(),
+        2,
+        "{transferred}\n{}",
+        server.log()
+    );
+    assert!(transferred.contains("TSIG"), "signed: {transferred}");
+}

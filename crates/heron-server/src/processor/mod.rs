@@ -83,6 +83,7 @@ use heron_proto::tsig::{Key, Verified};
 use heron_proto::writer::header_response;
 use heron_proto::{Name, Rcode};
 use heron_xfr::acl::Denied;
+use heron_xfr::keys::SharedKeys;
 use heron_xfr::primary::Primary;
 use heron_zone::catalog::ShardedSet;
 use heron_zone::{AnswerConfig, Catalog, is_deferred};
@@ -279,7 +280,7 @@ impl fmt::Display for Refusal {
 pub struct Processor {
     catalog: SharedCatalog,
     config: AnswerConfig,
-    keys: Arc<Vec<Key>>,
+    keys: Arc<SharedKeys>,
     primary: Arc<Primary>,
     /// Lower-cased origins of the zones we are secondary for: NOTIFY is
     /// accepted for these only. Shared, as a reload or a catalog zone
@@ -353,7 +354,7 @@ impl Processor {
         Processor {
             catalog,
             config,
-            keys,
+            keys: SharedKeys::new(keys),
             primary,
             secondaries: SharedOrigins::default(),
             replays: ReplayCache::new(replay::DEFAULT_CAPACITY),
@@ -489,6 +490,13 @@ impl Processor {
         &self.catalog
     }
 
+    /// Verifies and signs with `keys`, which the server replaces when a
+    /// reload reads new ones (shared with the transfers' side).
+    pub fn with_keys(mut self, keys: Arc<SharedKeys>) -> Processor {
+        self.keys = keys;
+        self
+    }
+
     pub fn config(&self) -> &AnswerConfig {
         &self.config
     }
@@ -562,10 +570,11 @@ impl Processor {
             config: &self.config,
             signed: None,
         };
-        match tsig::verify(&self.keys, &self.replays, &d) {
+        let keys = self.keys.load();
+        match tsig::verify(&keys, &self.replays, &d) {
             Ok(signed) => d.signed = signed,
             Err((failure, refusal)) => {
-                tsig::error_response(&self.keys, &d, &failure, out);
+                tsig::error_response(&keys, &d, &failure, out);
                 if let Some(due) = self.log.admit(refusal.log_reason(), req.now) {
                     // The zone and the peer as fields too, for logs read
                     // as JSON; the failure displays as "error (key NAME)".

@@ -10,6 +10,7 @@
 //! the machine says, matches answers to what was sent, checks their TSIG,
 //! and wakes the machine when a timeout is due.
 
+use crate::keys::SharedKeys;
 use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -59,16 +60,18 @@ enum Command {
 impl Notifier {
     /// Starts the driver on the current tokio runtime; each NOTIFY that
     /// ends is counted in `stats`.
-    pub fn start(keys: Arc<Vec<Key>>, stats: Arc<ZoneStats>) -> Notifier {
+    /// Its keys are `keys`, which the server replaces when a reload reads
+    /// new ones.
+    pub fn start(keys: Arc<SharedKeys>, stats: Arc<ZoneStats>) -> Notifier {
         Notifier::spawn(keys, FIRST_TIMEOUT, stats)
     }
 
     /// With a first timeout of `first_timeout` (tests shorten it).
     pub fn start_with(keys: Arc<Vec<Key>>, first_timeout: Duration) -> Notifier {
-        Notifier::spawn(keys, first_timeout, Arc::default())
+        Notifier::spawn(SharedKeys::new(keys), first_timeout, Arc::default())
     }
 
-    fn spawn(keys: Arc<Vec<Key>>, first_timeout: Duration, stats: Arc<ZoneStats>) -> Notifier {
+    fn spawn(keys: Arc<SharedKeys>, first_timeout: Duration, stats: Arc<ZoneStats>) -> Notifier {
         let (commands, receiver) = mpsc::unbounded_channel();
         let machine = NotifyOut::new(OUTSTANDING, first_timeout, Box::new(random_id));
         let (replies, received) = mpsc::channel(QUEUED_REPLIES);
@@ -119,7 +122,7 @@ struct Waiter {
 
 struct Driver {
     machine: NotifyOut,
-    keys: Arc<Vec<Key>>,
+    keys: Arc<SharedKeys>,
     /// Where each NOTIFY that ends is counted.
     stats: Arc<ZoneStats>,
     /// One socket per local address NOTIFYs go out from (each family's
@@ -137,7 +140,7 @@ struct Driver {
 impl Driver {
     fn new(
         machine: NotifyOut,
-        keys: Arc<Vec<Key>>,
+        keys: Arc<SharedKeys>,
         stats: Arc<ZoneStats>,
         replies: mpsc::Sender<(Vec<u8>, SocketAddr)>,
     ) -> Driver {
@@ -269,7 +272,7 @@ impl Driver {
         id: u16,
     ) -> Result<(), String> {
         let key = match &target.key {
-            Some(name) => match self.keys.key(name) {
+            Some(name) => match self.keys.load().key(name) {
                 Some(k) => Some(k.clone()),
                 None => return Err(format!("no TSIG key named {name}")),
             },
@@ -600,7 +603,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unknown_key_fails_without_sending() {
-        let notifier = Notifier::start(Arc::new(Vec::new()), Arc::default());
+        let notifier = Notifier::start(SharedKeys::new(Arc::default()), Arc::default());
         let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
         let target = NotifyTarget {
             addr,

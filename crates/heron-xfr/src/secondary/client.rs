@@ -31,6 +31,7 @@ use super::backoff::{LeftAlone, PrimaryHealth};
 use super::pipelined::{Line, LineError};
 use super::receive::{Exceeded, Outcome, Receiver, Request, TransferLimits, XfrError};
 use super::tls::{Stream, TlsClients, XotTrust};
+use crate::keys::SharedKeys;
 use crate::primary::notify::{random_id, unix_now};
 
 /// The UDP payload size our queries' OPT record states; they go over TCP,
@@ -194,7 +195,7 @@ pub struct Connections {
     /// so a burst of exchanges (a cold start) reuses the same few
     /// connections instead of closing and reopening them.
     idle_per_primary: usize,
-    keys: Arc<Vec<Key>>,
+    keys: Arc<SharedKeys>,
     /// Bound on connecting and on each read or write.
     io_timeout: Duration,
     transfer_limits: TransferLimits,
@@ -211,7 +212,7 @@ impl Connections {
             idle: Mutex::new(HashMap::new()),
             slots: Semaphore::new(concurrency),
             idle_per_primary: concurrency,
-            keys,
+            keys: SharedKeys::new(keys),
             io_timeout,
             transfer_limits: TransferLimits::default(),
             opened: Default::default(),
@@ -231,6 +232,13 @@ impl Connections {
     /// Bounds on each incoming transfer (by default [`TransferLimits::default`]).
     pub fn with_transfer_limits(mut self, limits: TransferLimits) -> Connections {
         self.transfer_limits = limits;
+        self
+    }
+
+    /// Signs with `keys`, which the server replaces when a reload reads
+    /// new ones (shared with the query processor).
+    pub fn with_keys(mut self, keys: Arc<SharedKeys>) -> Connections {
+        self.keys = keys;
         self
     }
 
@@ -328,8 +336,7 @@ impl Connections {
 
     fn key_for(&self, up: &Upstream) -> Result<Option<Key>, ClientError> {
         match &up.key {
-            Some(name) => self
-                .keys
+            Some(name) => (self.keys.load())
                 .key(name)
                 .cloned()
                 .map(Some)
