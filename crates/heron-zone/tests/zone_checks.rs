@@ -166,3 +166,41 @@ fn a_missing_file_is_one_error_naming_the_file() {
         "/nonexistent/z.zone:0: error: cannot read zone file: No such file or directory"
     );
 }
+
+/// Issue 44: `check-zone` said "no SOA" without naming the file, and
+/// nothing of a name server inside the zone that has no address.
+#[test]
+fn zone_wide_problems_name_the_file_and_an_in_zone_name_server_needs_an_address() {
+    let dir = std::env::temp_dir().join(format!("heron-zone-wide-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let origin = Name::parse("w.test").unwrap();
+    let no_soa = dir.join("no-soa.zone");
+    std::fs::write(&no_soa, "$TTL 60\n@ NS ns.other.\n").unwrap();
+    let Err(problems) = load_zone_file(&no_soa, &origin) else {
+        panic!("a zone without SOA loaded");
+    };
+    let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+    assert!(
+        text.iter()
+            .any(|p| p.starts_with(&format!("{}:0: error: no SOA", no_soa.display()))),
+        "{text:?}"
+    );
+    let lame = dir.join("lame.zone");
+    std::fs::write(
+        &lame,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\n@ NS ns2\nns2 A 192.0.2.2\n@ NS ns.other.\n",
+    )
+    .unwrap();
+    let Ok(loaded) = load_zone_file(&lame, &origin) else {
+        panic!("a zone with a lame name server still loads");
+    };
+    let warnings: Vec<String> = loaded.warnings.iter().map(|p| p.to_string()).collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains(
+            "warning: name server ns.w.test. of w.test. is in the zone but has no address"
+        ),
+        "{warnings:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -905,10 +905,29 @@ impl<'a> Plan<'a> {
                 self.problem(problems, soa.and_then(|s| s.first), Severity::Error, msg);
             }
         }
-        if apex.set(RType::NS).is_none() {
+        let Some(ns) = apex.set(RType::NS) else {
             let msg = format!("no NS records at the zone apex {origin}");
             self.problem(problems, None, Severity::Error, msg);
+            return;
+        };
+        // A name server named inside the zone is found through this zone
+        // alone: without an address here nobody reaches it.
+        for target in ns.rdatas.iter().filter_map(|t| Name::from_wire(t).ok()) {
+            if target.is_subdomain_of(origin) && !self.has_address(&target) {
+                let msg = format!(
+                    "name server {target} of {origin} is in the zone but has no address (A/AAAA)"
+                );
+                self.problem(problems, ns.first, Severity::Warning, msg);
+            }
         }
+    }
+
+    /// Whether the zone holds an A or AAAA record for `name`.
+    fn has_address(&self, name: &Name) -> bool {
+        self.find(name.to_lowercase().as_wire()).is_some_and(|t| {
+            let t = self.parts(t);
+            t.set(RType::A).is_some() || t.set(RType::AAAA).is_some()
+        })
     }
 
     /// An NS target at or below a delegation of this zone needs an address
@@ -922,11 +941,7 @@ impl<'a> Plan<'a> {
             if !target.is_subdomain_of(cut) {
                 continue;
             }
-            let has_address = self.find(target.to_lowercase().as_wire()).is_some_and(|t| {
-                let t = self.parts(t);
-                t.set(RType::A).is_some() || t.set(RType::AAAA).is_some()
-            });
-            if !has_address {
+            if !self.has_address(&target) {
                 let msg = format!("delegation {cut} to {target} has no glue address (A/AAAA)");
                 self.problem(problems, ns.first, Severity::Warning, msg);
             }

@@ -556,11 +556,28 @@ pub fn load_zone_text(
     let mut builder = ZoneBuilder::new(origin.clone(), Class::IN);
     let threads = crate::cores();
     if text.len() >= PARALLEL_TEXT && read_in_pieces(text, path, &opts, threads, &mut builder) {
-        return finish_load(builder, Vec::new());
+        return in_file(finish_load(builder, Vec::new()), path);
     }
     builder.reserve_for_text(text.len());
     let errors = read_file_text(text, path, &opts, &mut |rec| builder.add(rec));
-    finish_load(builder, errors)
+    in_file(finish_load(builder, errors), path)
+}
+
+/// `loaded` with its problems of the zone as a whole (no SOA, say) placed
+/// in the file at `path`, so that every message names the file.
+fn in_file(mut loaded: Result<Loaded, Vec<Problem>>, path: &Path) -> Result<Loaded, Vec<Problem>> {
+    let problems = match &mut loaded {
+        Ok(loaded) => &mut loaded.warnings,
+        Err(problems) => problems,
+    };
+    let file: Arc<Path> = Arc::from(path);
+    for problem in problems.iter_mut().filter(|p| p.location.is_none()) {
+        problem.location = Some(Location {
+            file: file.clone(),
+            line: 0,
+        });
+    }
+    loaded
 }
 
 /// Zone files from this size on are read on every core.
