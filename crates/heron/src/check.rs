@@ -62,6 +62,10 @@ pub fn config(file: &Path) -> ExitCode {
         .chain(&missing_xdp_interfaces(&settings.server))
         .for_each(|w| println!("warning: {w}"));
     let mut ok = true;
+    if let Some(problem) = dnstap_file_problem(settings.dnstap.as_ref()) {
+        println!("{}: error: {problem}", file.display());
+        ok = false;
+    }
     for spec in &settings.zones {
         ok &= report_zone(&spec.file, &spec.origin);
     }
@@ -85,6 +89,38 @@ fn missing_xdp_interfaces(server: &heron_server::ServerConfig) -> Vec<String> {
         .filter_map(|name| heron_sys::xdp::Interface::find(name).err())
         .map(|e| format!("[xdp] listen: {e} on this machine: `heron serve` here would not start"))
         .collect()
+}
+
+/// Why `heron serve` could not create the `[dnstap] file`, if it could
+/// not: its folder is not writable here (a read-only file system, as
+/// systemd's `ProtectSystem=strict` makes /var/log, or permissions). Asked
+/// of the file system itself, with a file made and removed at once, so
+/// that the unit's pre-start check sees what the server would.
+fn dnstap_file_problem(dnstap: Option<&config::dnstap::Dnstap>) -> Option<String> {
+    let heron_server::dnstap::Output::File(path) = &dnstap?.writer.output else {
+        return None;
+    };
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let probe = folder.join(format!(".heron-check-{}", std::process::id()));
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe);
+    match made {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            None
+        }
+        Err(e) => Some(format!(
+            "[dnstap] file {}: cannot create a file in {} ({e}): heron serve would not start; \
+             under systemd, put it in /var/log/heron (LogsDirectory=heron)",
+            path.display(),
+            folder.display()
+        )),
+    }
 }
 
 fn exit(ok: bool) -> ExitCode {

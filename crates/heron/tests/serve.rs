@@ -753,6 +753,41 @@ fn check_config_checks_the_file_and_its_zones() {
     assert!(text.contains("nope.zone"), "{text}");
 }
 
+/// Issue 44: a `[dnstap] file` the server cannot create (a read-only
+/// /var/log under the unit's ProtectSystem=strict) passed check-config,
+/// the unit's pre-start check, and then `serve` failed.
+#[test]
+fn check_config_fails_on_a_dnstap_file_that_cannot_be_created() {
+    let dir = tempdir("check-config-dnstap");
+    let config = dir.join("tap.toml");
+    let with_file = |file: &str| {
+        format!(
+            "[[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n[dnstap]\nfile = \"{file}\"\n",
+            data(EDGE).display()
+        )
+    };
+    // Read-only for root too: /proc's top folder takes no new files.
+    for unwritable in ["/proc/heron.dnstap", "/nonexistent-folder/heron.dnstap"] {
+        std::fs::write(&config, with_file(unwritable)).unwrap();
+        let (ok, text) = run(&["check-config", config.to_str().unwrap()]);
+        assert!(!ok, "{text}");
+        assert!(
+            text.contains(&format!("[dnstap] file {unwritable}: cannot create a file")),
+            "{text}"
+        );
+    }
+    let fine = dir.join("queries.dnstap");
+    std::fs::write(&config, with_file(fine.to_str().unwrap())).unwrap();
+    let (ok, text) = run(&["check-config", config.to_str().unwrap()]);
+    assert!(ok, "{text}");
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "the probe is removed: {left:?}");
+}
+
 #[test]
 fn check_config_warns_of_an_xdp_interface_this_machine_lacks() {
     let dir = tempdir("check-config-xdp");
