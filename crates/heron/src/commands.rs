@@ -112,6 +112,12 @@ impl Controller {
         let reports = self.secondary_reports().await;
         let report_of: HashMap<&Name, &ZoneReport> =
             reports.iter().map(|r| (&r.origin, r)).collect();
+        // A catalog transferred well but rejected by the consumer says so.
+        let rejections: HashMap<Name, String> = (self.transfers.secondaries.lock())
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|running| running.catalog_rejections().into_iter().collect())
+            .unwrap_or_default();
         let catalog = self.catalog.load();
         let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
         let mut origins: Vec<Name> = if asked.is_empty() {
@@ -148,6 +154,9 @@ impl Controller {
             });
             if let Some(report) = report_of.get(&origin) {
                 secondary_fields(&mut row, report);
+                if let Some(why) = rejections.get(&origin) {
+                    row["last_error"] = json!(why);
+                }
             }
             rows.push(row);
         }

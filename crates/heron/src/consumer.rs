@@ -74,6 +74,9 @@ struct Consumer {
     members: MemberSet,
     /// The serial of the version `members` come from.
     consumed: Option<u32>,
+    /// Why the newest version seen was rejected, while it is the newest
+    /// (for `heron ctl zone-status`).
+    rejected: Option<String>,
 }
 
 impl Consumers {
@@ -85,6 +88,7 @@ impl Consumers {
                     config,
                     members: MemberSet::default(),
                     consumed: None,
+                    rejected: None,
                 };
                 (consumer.config.zone.to_lowercase(), consumer)
             })
@@ -143,6 +147,7 @@ impl Consumers {
                     config,
                     members: MemberSet::default(),
                     consumed: None,
+                    rejected: None,
                 };
                 self.catalogs.insert(key, consumer);
                 continue;
@@ -218,6 +223,15 @@ impl Consumers {
         self.owner.remove(zone);
     }
 
+    /// Why the newest version of the catalog at `origin` was rejected, if
+    /// it was (the members of the version before still stand).
+    pub fn rejection(&self, origin: &Name) -> Option<&str> {
+        self.catalogs
+            .get(&origin.to_lowercase())?
+            .rejected
+            .as_deref()
+    }
+
     /// Takes `zone`, a new version of a consumed catalog; `diffs` are its
     /// IXFR steps, if it came by IXFR. `configured` says whether a zone is
     /// served or a secondary now (a member is not configured by hand).
@@ -257,17 +271,21 @@ impl Consumers {
                     zone.origin(),
                     zone.serial()
                 );
-                for line in problem_lines(&problems) {
+                let lines = problem_lines(&problems);
+                for line in &lines {
                     tracing::error!(
                         catalog = %zone.origin(),
                         serial = zone.serial(),
                         "{rejected}: {line}"
                     );
                 }
+                let first = lines.first().map_or("", String::as_str);
+                consumer.rejected = Some(format!("serial {} rejected: {first}", zone.serial()));
                 return None;
             }
         };
         consumer.consumed = Some(zone.serial());
+        consumer.rejected = None;
         if !changes.is_empty() {
             tracing::info!(
                 catalog = %zone.origin(),
@@ -807,10 +825,21 @@ mod tests {
         let by_hand = |z: &Name| z.eq(&n("hand.test"));
         let steps = [heron_zone::diff::diff(&v1, &v2)];
         assert!(consumers.consume(&v2, Some(&steps), by_hand).is_none());
+        // zone-status says why (issue 44: it said nothing).
+        let why = consumers.rejection(&n("cat.test")).expect("a reason");
+        assert!(
+            why.starts_with("serial 2 rejected: ") && why.contains("hand.test"),
+            "{why}"
+        );
         // The next version, from the rejected one, is read whole against
         // the version taken last.
         let v3 = version("cat.test", 3, "b.zones PTR b.test.\n");
         let steps = ixfr(&mut consumers, &v2, &v3).unwrap();
+        assert_eq!(
+            consumers.rejection(&n("cat.test")),
+            None,
+            "taken: nothing to say"
+        );
         assert_eq!(
             summary(&steps),
             [

@@ -322,6 +322,13 @@ pub struct SecondaryChanges {
 }
 
 impl Running {
+    /// The consumed catalogs whose newest version was rejected, and why.
+    pub fn catalog_rejections(&self) -> Vec<(Name, String)> {
+        (self.consumers.names().into_iter())
+            .filter_map(|c| Some((c.clone(), self.consumers.rejection(&c)?.to_string())))
+            .collect()
+    }
+
     /// Whether `origin` (lower-cased) is one of the secondary zones.
     pub fn runs(&self, origin: &Name) -> bool {
         self.zones.get(&OwnOrigin, origin).is_some()
