@@ -1,4 +1,6 @@
-//! `heron keygen NAME`: a new TSIG key, printed as a `[[key]]` block.
+//! `heron keygen NAME`: a new TSIG key, printed as a `[[key]]` block, or
+//! (`--format`) as the peer's configuration wants it, so that both ends of
+//! a transfer get the same key from one command.
 
 use std::io::Read;
 use std::process::ExitCode;
@@ -6,10 +8,25 @@ use std::process::ExitCode;
 use heron_proto::Name;
 use heron_proto::tsig::{Algorithm, Key};
 
-pub fn run(name: &str, algorithm: &str) -> ExitCode {
-    match key_block(name, algorithm) {
-        Ok(block) => {
-            print!("{block}");
+/// Whose configuration syntax a key is printed in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KeyFormat {
+    /// A `[[key]]` block for heron.toml.
+    Heron,
+    /// A `key:` entry for knot.conf.
+    Knot,
+    /// A `key` statement for named.conf.
+    Bind,
+    /// A `key:` clause for nsd.conf.
+    Nsd,
+    /// Each of the above, one after the other.
+    All,
+}
+
+pub fn run(name: &str, algorithm: &str, format: KeyFormat) -> ExitCode {
+    match new_key(name, algorithm) {
+        Ok(key) => {
+            print!("{}", key.formatted(format));
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -19,8 +36,55 @@ pub fn run(name: &str, algorithm: &str) -> ExitCode {
     }
 }
 
+/// A new key's name (no final dot), algorithm and base64 secret.
+struct NewKey {
+    name: String,
+    algorithm: &'static str,
+    secret: String,
+}
+
+impl NewKey {
+    fn formatted(&self, format: KeyFormat) -> String {
+        let NewKey {
+            name,
+            algorithm,
+            secret,
+        } = self;
+        match format {
+            KeyFormat::Heron => {
+                format!(
+                    "[[key]]\nname = \"{name}\"\nalgorithm = \"{algorithm}\"\nsecret = \"{secret}\"\n"
+                )
+            }
+            KeyFormat::Knot => {
+                format!("key:\n  - id: {name}\n    algorithm: {algorithm}\n    secret: {secret}\n")
+            }
+            KeyFormat::Bind => format!(
+                "key \"{name}\" {{\n    algorithm {algorithm};\n    secret \"{secret}\";\n}};\n"
+            ),
+            KeyFormat::Nsd => format!(
+                "key:\n    name: \"{name}\"\n    algorithm: {algorithm}\n    secret: \"{secret}\"\n"
+            ),
+            KeyFormat::All => [
+                ("heron.toml", KeyFormat::Heron),
+                ("knot.conf", KeyFormat::Knot),
+                ("named.conf", KeyFormat::Bind),
+                ("nsd.conf", KeyFormat::Nsd),
+            ]
+            .map(|(file, f)| format!("# {file}\n{}", self.formatted(f)))
+            .join("\n"),
+        }
+    }
+}
+
 /// The configuration block for a new random key.
+#[cfg(test)]
 fn key_block(name: &str, algorithm: &str) -> Result<String, String> {
+    Ok(new_key(name, algorithm)?.formatted(KeyFormat::Heron))
+}
+
+/// A new random key.
+fn new_key(name: &str, algorithm: &str) -> Result<NewKey, String> {
     let name = Name::parse(name).map_err(|e| format!("bad key name '{name}': {e}"))?;
     let algorithm = Algorithm::from_text(algorithm)
         .ok_or_else(|| format!("unknown algorithm '{algorithm}'"))?;
@@ -30,11 +94,11 @@ fn key_block(name: &str, algorithm: &str) -> Result<String, String> {
         .and_then(|mut f| f.read_exact(&mut random))
         .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
     let secret = Key::generate_secret_base64(algorithm, &random);
-    Ok(format!(
-        "[[key]]\nname = \"{}\"\nalgorithm = \"{}\"\nsecret = \"{secret}\"\n",
-        name.to_string().trim_end_matches('.'),
-        algorithm.text()
-    ))
+    Ok(NewKey {
+        name: name.to_string().trim_end_matches('.').to_string(),
+        algorithm: algorithm.text(),
+        secret,
+    })
 }
 
 #[cfg(test)]

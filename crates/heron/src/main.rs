@@ -91,6 +91,10 @@ enum Command {
         /// hmac-sha256, hmac-sha384, hmac-sha512, hmac-sha224, hmac-sha1 or hmac-md5
         #[arg(long, short, default_value = "hmac-sha256")]
         algorithm: String,
+        /// Whose configuration syntax to print it in: heron, knot, bind,
+        /// nsd, or all of them (for both ends of a transfer).
+        #[arg(long, value_enum, default_value = "heron")]
+        format: keygen::KeyFormat,
     },
     /// Write the manual pages (heron.1, and heron-serve.1 and so on for
     /// each subcommand) into DIR.
@@ -184,7 +188,11 @@ fn main() -> ExitCode {
                 force: false,
             },
         }),
-        Command::Keygen { name, algorithm } => keygen::run(&name, &algorithm),
+        Command::Keygen {
+            name,
+            algorithm,
+            format,
+        } => keygen::run(&name, &algorithm, format),
         Command::Doctor { config } => doctor::run(config.as_deref()),
         Command::Man { dir } => write_man_pages(&dir),
         Command::Completions { shell } => {

@@ -663,3 +663,86 @@ fn json_failure_lines_carry_their_zone_and_peer_as_keys() {
         "{tsig}"
     );
 }
+
+/// Issue 44: `keygen` printed Heron's form only; the other end of a
+/// transfer (Knot, BIND, NSD) needs the same key in its own syntax.
+/// Each form is read by that server's own checker, and `--format all`
+/// gives the same secret in every form.
+#[test]
+fn keygen_prints_the_key_as_each_peer_reads_it() {
+    let dir = TempDir::new("keygen");
+    let keygen = |format: &str| {
+        let out = Command::new(heron())
+            .args([
+                "keygen",
+                "xfr.example",
+                "--algorithm",
+                "hmac-sha384",
+                "--format",
+                format,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // Each checker with the file where it wants it.
+    type Checker = fn(&Path) -> Command;
+    let checkers: [(&str, &str, Checker); 3] = [
+        ("knot", "knot.conf", |f| {
+            let mut c = Command::new("knotc");
+            c.arg("-c").arg(f).arg("conf-check");
+            c
+        }),
+        ("bind", "named.conf", |f| {
+            let mut c = Command::new("named-checkconf");
+            c.arg(f);
+            c
+        }),
+        ("nsd", "nsd.conf", |f| {
+            let mut c = Command::new("nsd-checkconf");
+            c.arg(f);
+            c
+        }),
+    ];
+    for (format, file, checker) in checkers {
+        let path = dir.0.join(file);
+        fs::write(&path, keygen(format)).unwrap();
+        let out = checker(&path).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{format}: {}{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            fs::read_to_string(&path).unwrap()
+        );
+    }
+    let heron_conf = dir.0.join("heron.toml");
+    fs::write(&heron_conf, keygen("heron")).unwrap();
+    let out = Command::new(heron())
+        .arg("check-config")
+        .arg(&heron_conf)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let all = keygen("all");
+    let secrets: Vec<&str> = all
+        .lines()
+        .filter_map(|l| {
+            l.split_once("secret")?
+                .1
+                .split(['"', ' ', ':', '=', ';'])
+                .find(|w| w.len() > 20)
+        })
+        .collect();
+    assert_eq!(secrets.len(), 4, "{all}");
+    assert!(secrets.iter().all(|s| *s == secrets[0]), "one key: {all}");
+}
