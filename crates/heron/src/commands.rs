@@ -59,7 +59,10 @@ impl Controller {
             "reload" => self.reload(zones, request.force).await,
             "reconfigure" => self.reconfigure().await,
             "retransfer" | "refresh" => match zones.as_slice() {
-                [zone] => self.check_now(zone, request.command == "retransfer").await,
+                [zone] => {
+                    let full = request.command == "retransfer";
+                    self.check_now(zone, full, request.force).await
+                }
                 _ => Response::refused(format!("{} takes one zone", request.command)),
             },
             "notify" => match zones.as_slice() {
@@ -186,7 +189,7 @@ impl Controller {
 
     /// `refresh` (an SOA check, and a transfer if newer) or, with `full`,
     /// `retransfer` (AXFR) of `zone`, waiting until it is done.
-    async fn check_now(&self, zone: &Name, full: bool) -> Response {
+    async fn check_now(&self, zone: &Name, full: bool, force: bool) -> Response {
         let (Some(refresh), true) = (&self.refresh, self.secondaries.load_full().contains(zone))
         else {
             return Response::refused(match self.catalog.load().get(zone) {
@@ -198,6 +201,7 @@ impl Controller {
         let command = Command::CheckNow {
             origin: zone.clone(),
             full,
+            force,
             done,
         };
         if refresh.send(command).is_err() {

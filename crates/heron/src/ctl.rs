@@ -68,12 +68,19 @@ pub enum CtlCommand {
     Retransfer {
         /// The secondary zone.
         zone: String,
+        /// Ask its primaries even if they are left alone after failing
+        /// (one just fixed need not wait out its back-off).
+        #[arg(long)]
+        force: bool,
     },
     /// Ask a secondary zone's primaries for their serial now, and
     /// transfer the zone if theirs is newer; waits until done.
     Refresh {
         /// The secondary zone.
         zone: String,
+        /// As for retransfer.
+        #[arg(long)]
+        force: bool,
     },
     /// Send NOTIFY for a zone to its secondaries (its `notify` targets)
     /// now, and wait for each to answer. Exits 1 if one did not
@@ -109,8 +116,14 @@ impl CtlCommand {
                 ..Request::new("reload")
             },
             CtlCommand::Reconfigure => Request::new("reconfigure"),
-            CtlCommand::Retransfer { zone } => one_zone("retransfer", zone),
-            CtlCommand::Refresh { zone } => one_zone("refresh", zone),
+            CtlCommand::Retransfer { zone, force } => Request {
+                force: *force,
+                ..one_zone("retransfer", zone)
+            },
+            CtlCommand::Refresh { zone, force } => Request {
+                force: *force,
+                ..one_zone("refresh", zone)
+            },
             CtlCommand::Notify { zone } => one_zone("notify", zone),
             CtlCommand::Stats { reset } => Request {
                 reset: *reset,

@@ -165,9 +165,12 @@ pub enum Command {
     Report(oneshot::Sender<Vec<ZoneReport>>),
     /// Check `origin` now, with a full transfer if `full`, and say how it
     /// went once it is done; `Err` at once if it is not a secondary zone.
+    /// With `force`, its primaries are tried even if left alone after
+    /// failing (an operator who has just fixed one need not wait).
     CheckNow {
         origin: Name,
         full: bool,
+        force: bool,
         done: oneshot::Sender<CheckResult>,
     },
 }
@@ -429,11 +432,22 @@ impl Driver {
             Command::Report(reply) => {
                 let _ = reply.send(self.report());
             }
-            Command::CheckNow { origin, full, done } => {
+            Command::CheckNow {
+                origin,
+                full,
+                force,
+                done,
+            } => {
                 let Some(&zone) = self.ids.get(&Entries(&self.zones), &origin) else {
                     let _ = done.send(Err(format!("{origin} is not a secondary zone")));
                     return;
                 };
+                if force {
+                    let primaries = self.entry(zone).expect("listed").zone.primaries.clone();
+                    for up in primaries.iter() {
+                        self.ctx.conns.health().answered(up.addr);
+                    }
+                }
                 let entry = self.entry(zone).expect("listed");
                 entry.rare().waiters.push(done);
                 self.handle(Event::CheckNow { zone, full });
