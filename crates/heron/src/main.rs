@@ -11,6 +11,7 @@ mod ctl;
 mod doctor;
 mod keygen;
 mod logging;
+mod man;
 mod memory;
 mod metrics;
 mod notify;
@@ -203,9 +204,7 @@ fn main() -> ExitCode {
 }
 
 fn write_man_pages(dir: &std::path::Path) -> ExitCode {
-    let written =
-        std::fs::create_dir_all(dir).and_then(|()| clap_mangen::generate_to(Cli::command(), dir));
-    match written {
+    match man::write_pages(Cli::command(), dir) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{}: {e}", dir.display());

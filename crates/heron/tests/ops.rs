@@ -395,6 +395,37 @@ fn man_pages_render_for_heron_and_each_subcommand() {
         assert!(top.contains(sub), "heron(1) lists {sub}: {top}");
         assert!(rendered(&page).contains("SYNOPSIS"), "{sub}");
     }
+    // What clap has no place for (issue 44): each page's exit codes,
+    // files and, where they help, examples; ctl's codes are its own.
+    for page in [
+        "heron.1",
+        "heron-serve.1",
+        "heron-ctl-status.1",
+        "heron-check-config.1",
+    ] {
+        let text = rendered(&dir.0.join(page));
+        for section in ["EXIT STATUS", "FILES", "SEE ALSO"] {
+            assert!(text.contains(section), "{page} has no {section}: {text}");
+        }
+    }
+    let ctl = rendered(&dir.0.join("heron-ctl-status.1"));
+    assert!(
+        ctl.contains("refused without trying") && ctl.contains("EXAMPLES"),
+        "{ctl}"
+    );
+    let config = rendered(&dir.0.join("heron.toml.5"));
+    for part in [
+        "[server]",
+        "[[zone]]",
+        "[[catalog]]",
+        "[dnstap]",
+        "EXAMPLES",
+    ] {
+        assert!(
+            config.contains(part),
+            "heron.toml(5) names {part}: {config}"
+        );
+    }
     let serve = rendered(&dir.0.join("heron-serve.1"));
     for option in ["--config", "--listen", "--zone", "--workers", "--control"] {
         assert!(
