@@ -481,6 +481,7 @@ fn secondary_fields(row: &mut Value, report: &ZoneReport) {
         "catalog": report.catalog.as_ref().map(Name::to_string),
         "transferred_at": report.transferred_at.map(unix_seconds),
         "checked_at": report.checked_at.map(unix_seconds),
+        "primary_serial": report.primary_serial,
         "next_refresh": report.next_check.map(unix_seconds),
         "expire_at": report.expire_at.map(unix_seconds),
         "failures": report.failures,

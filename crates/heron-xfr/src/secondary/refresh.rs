@@ -52,6 +52,9 @@ pub struct ZoneReport {
     /// When a primary last answered a check (the serial, or a transfer);
     /// after a restart, the kept copy's date until the next one.
     pub checked_at: Option<SystemTime>,
+    /// The serial a primary last said it has (by an SOA answer or a
+    /// transfer): ahead of `serial` while a newer version is not in yet.
+    pub primary_serial: Option<u32>,
     /// When the next check starts; None while one is in flight.
     pub next_check: Option<SystemTime>,
     pub expire_at: Option<SystemTime>,
@@ -290,6 +293,9 @@ struct Entry {
     /// When a primary last answered a check of it, for the freshness an
     /// operator alerts on (4 octets a zone).
     checked_at: Option<UnixSeconds>,
+    /// The serial a primary last said it has, once `checked_at` is set
+    /// (the kept copy's until then): 4 octets, no `Option`'s 4 more.
+    primary_serial: u32,
     /// Whether the last exchange with the first primary worked, while
     /// that is all there is to say of the zone's primaries (`rare` holds
     /// no `primaries`).
@@ -477,11 +483,13 @@ impl Driver {
         });
         let primaries = zone.primaries.len();
         let kept_at = kept_at.and_then(UnixSeconds::of);
+        let kept_serial = kept.as_ref().map_or(0, |z| z.serial());
         let entry = Entry {
             zone,
             current: kept,
             transferred_at: kept_at,
             checked_at: kept_at,
+            primary_serial: kept_serial,
             first_reachable: None,
             rare: None,
             inbound: Inbound::default(),
@@ -685,6 +693,9 @@ impl Driver {
         }
         if let (None, Some(entry)) = (failed, self.entry(zone)) {
             entry.checked_at = UnixSeconds::of(SystemTime::now());
+            if let Exchanged::Serial(Ok((serial, _))) = &result {
+                entry.primary_serial = *serial;
+            }
         }
         self.note_exchange(zone, primary, failed);
         match result {
@@ -870,6 +881,7 @@ impl Driver {
                 serial: view.serial,
                 transferred_at: entry.transferred_at.map(UnixSeconds::time),
                 checked_at: entry.checked_at.map(UnixSeconds::time),
+                primary_serial: entry.checked_at.map(|_| entry.primary_serial),
                 next_check: view.next_check.map(at),
                 expire_at: view.expire_at.map(at),
                 failures: view.failures,
@@ -897,6 +909,7 @@ impl Driver {
         ctx.publisher.publish(new.clone(), diffs);
         entry.current = Some(new.clone());
         entry.transferred_at = UnixSeconds::of(SystemTime::now());
+        entry.primary_serial = new.serial();
         self.unkept = Some((zone, new));
         version
     }

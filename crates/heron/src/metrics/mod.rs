@@ -132,6 +132,8 @@ struct SecondaryHealth {
     expire_at: Option<u64>,
     /// Checks failed in a row.
     failures: u32,
+    /// The serial a primary last said it has.
+    primary_serial: Option<u32>,
 }
 
 /// What one scrape exports, read at once.
@@ -264,6 +266,7 @@ async fn zone_rows(controller: &Controller) -> Vec<ZoneRow> {
             checked_at: report.checked_at.map(unix_seconds),
             expire_at: report.expire_at.map(unix_seconds),
             failures: report.failures,
+            primary_serial: report.primary_serial,
         };
         health.insert(origin, zone_health);
     }
@@ -559,6 +562,19 @@ fn encode_secondary_health(
         });
         family(e, name, help, MetricType::Gauge, rows)?;
     }
+    let primary_serials = healths().filter_map(|(zone, h)| {
+        Some((
+            vec![("zone", zone)],
+            ConstGauge::new(i64::from(h.primary_serial?)),
+        ))
+    });
+    family(
+        e,
+        "heron_zone_secondary_primary_serial",
+        "The serial a primary last said it has (ahead of heron_zone_serial while a newer version is not in yet)",
+        MetricType::Gauge,
+        primary_serials,
+    )?;
     let failures =
         healths().map(|(zone, h)| (vec![("zone", zone)], ConstGauge::new(i64::from(h.failures))));
     family(
