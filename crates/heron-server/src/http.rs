@@ -61,14 +61,16 @@ pub enum Format {
 
 impl Format {
     /// OpenMetrics when an `Accept` header names
-    /// `application/openmetrics-text` with a weight above 0.
+    /// `application/openmetrics-text` with a weight above 0 (`q`, in any
+    /// case as all of HTTP's parameter names).
     fn from_accept(values: &[&str]) -> Format {
         let wants_open_metrics = values.iter().flat_map(|v| v.split(',')).any(|range| {
             let mut params = range.split(';').map(str::trim);
             let media = params.next().unwrap_or_default();
             let refused = params.any(|p| {
-                p.strip_prefix("q=")
-                    .is_some_and(|q| q.parse::<f32>().is_ok_and(|q| q <= 0.0))
+                p.split_once('=').is_some_and(|(name, q)| {
+                    name.eq_ignore_ascii_case("q") && q.parse::<f32>().is_ok_and(|q| q <= 0.0)
+                })
             });
             media.eq_ignore_ascii_case("application/openmetrics-text") && !refused
         });
@@ -558,6 +560,21 @@ mod tests {
         ] {
             assert_eq!(format(head), Ok(Format::Text), "{head:?}");
         }
+    }
+
+    /// A weight of 0 refuses OpenMetrics however its name is written: the
+    /// fuzz target http_request found `Q=0` taken for a wish.
+    #[test]
+    fn a_zero_weight_refuses_open_metrics_in_any_case() {
+        let format = |head: &str| parse_request(head.as_bytes()).map(|w| w.format);
+        for weight in ["q=0", "Q=0", "Q=0.000"] {
+            let head = format!(
+                "GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;{weight}\r\n\r\n"
+            );
+            assert_eq!(format(&head), Ok(Format::Text), "{head:?}");
+        }
+        let wanted = "GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;Q=0.5\r\n\r\n";
+        assert_eq!(format(wanted), Ok(Format::OpenMetrics));
     }
 
     #[test]
