@@ -256,6 +256,13 @@ def main():
         ("head", b"HEAD /metrics?x=1 HTTP/1.0\r\n\r\n"),
         ("post", b"POST /metrics HTTP/1.1\r\nA: b\r\n\r\n"),
         ("v2", b"GET / HTTP/2\n\n"),
+        # What Prometheus sends, so the fuzzer reaches the Accept parser.
+        ("accept-prometheus", b"GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;"
+         b"version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,"
+         b"text/plain;version=0.0.4;q=0.3,*/*;q=0.2\r\n\r\n"),
+        ("accept-refused", b"GET /metrics HTTP/1.1\r\nAccept: text/plain\r\n"
+         b"accept: application/openmetrics-text; q=0\r\n\r\n"),
+        ("accept-refused-upper-q", b"GET /metrics HTTP/1.0\r\nAccept: application/openmetrics-text;Q=0\r\n\r\n"),
     ]:
         write("http_request", label, head)
 
