@@ -108,6 +108,21 @@ fn read_data_frames(stream: &mut UnixStream) -> Vec<Vec<u8>> {
     }
 }
 
+/// Ends `writer` while its reader on `stream` reads to STOP and answers
+/// FINISH; the data frames it read.
+fn finish_with(writer: &Arc<Writer>, stream: &mut UnixStream) -> Vec<Vec<u8>> {
+    let finisher = std::thread::spawn({
+        let writer = writer.clone();
+        move || writer.finish()
+    });
+    let frames = read_data_frames(stream);
+    let mut finish = Vec::new();
+    frame::control(ControlType::Finish, None, &mut finish);
+    stream.write_all(&finish).unwrap();
+    finisher.join().unwrap();
+    frames
+}
+
 /// A connection from the writer, handshake made.
 fn accept_writer(listener: &UnixListener) -> UnixStream {
     let (mut stream, _) = listener.accept().unwrap();
@@ -126,15 +141,7 @@ fn a_socket_reader_gets_the_handshake_the_frames_and_stop() {
     let writer = Writer::start(settings(Output::Socket(path))).unwrap();
     let mut stream = accept_writer(&listener);
     writer.offer(exchange(Transport::Tls));
-    let finisher = std::thread::spawn({
-        let writer = writer.clone();
-        move || writer.finish()
-    });
-    let frames = read_data_frames(&mut stream);
-    let mut finish = Vec::new();
-    frame::control(ControlType::Finish, None, &mut finish);
-    stream.write_all(&finish).unwrap();
-    finisher.join().unwrap();
+    let frames = finish_with(&writer, &mut stream);
     assert_eq!(frames.len(), 2);
     let top = encode::decode::fields(&frames[1]);
     let encode::decode::Value::Bytes(message) = &top[&14] else {
@@ -301,15 +308,7 @@ fn a_reader_gone_for_a_while_loses_nothing_the_queue_had_room_for() {
     // And comes back at its path.
     let listener = UnixListener::bind(&path).unwrap();
     let mut stream = accept_writer(&listener);
-    let finisher = std::thread::spawn({
-        let writer = writer.clone();
-        move || writer.finish()
-    });
-    let frames = read_data_frames(&mut stream);
-    let mut finish = Vec::new();
-    frame::control(ControlType::Finish, None, &mut finish);
-    stream.write_all(&finish).unwrap();
-    finisher.join().unwrap();
+    let frames = finish_with(&writer, &mut stream);
     assert!(
         frames.len() >= 6,
         "{} frames after the outage",
