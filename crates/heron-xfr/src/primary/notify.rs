@@ -125,11 +125,15 @@ struct Driver {
     keys: Arc<SharedKeys>,
     /// Where each NOTIFY that ends is counted.
     stats: Arc<ZoneStats>,
-    /// One socket per local address NOTIFYs go out from (each family's
-    /// wildcard, and each configured source), bound at its first use.
-    sockets: HashMap<IpAddr, Arc<UdpSocket>>,
+    /// One socket per local address NOTIFYs go out from (its family's
+    /// wildcard, or a configured source) and target, bound and connected
+    /// at its first use: connected, it hears the ICMP port unreachable
+    /// that says nothing listens there, so a NOTIFY to a closed port ends
+    /// at once instead of after every retry. Targets come from the
+    /// configuration: a few sockets.
+    sockets: HashMap<(IpAddr, SocketAddr), Arc<UdpSocket>>,
     /// The tasks reading those sockets hand every datagram here.
-    replies: mpsc::Sender<(Vec<u8>, SocketAddr)>,
+    replies: mpsc::Sender<Arrival>,
     readers: Vec<JoinHandle<()>>,
     /// The key and request MAC of each signed NOTIFY's last message.
     signed: HashMap<PendingId, (Key, Vec<u8>)>,
@@ -142,7 +146,7 @@ impl Driver {
         machine: NotifyOut,
         keys: Arc<SharedKeys>,
         stats: Arc<ZoneStats>,
-        replies: mpsc::Sender<(Vec<u8>, SocketAddr)>,
+        replies: mpsc::Sender<Arrival>,
     ) -> Driver {
         Driver {
             machine,
@@ -160,7 +164,7 @@ impl Driver {
     async fn run(
         mut self,
         mut commands: mpsc::UnboundedReceiver<Command>,
-        mut replies: mpsc::Receiver<(Vec<u8>, SocketAddr)>,
+        mut replies: mpsc::Receiver<Arrival>,
     ) {
         let mut open = true;
         while open || self.machine.pending() > 0 {
@@ -173,7 +177,10 @@ impl Driver {
                     Some(command) => self.command(command),
                     None => open = false,
                 },
-                Some((reply, from)) = replies.recv() => self.received(&reply, from),
+                Some(arrival) = replies.recv() => match arrival {
+                    Arrival::Reply(reply, from) => self.received(&reply, from),
+                    Arrival::Unreachable(target) => self.unreachable(target),
+                },
             }
             self.perform().await;
         }
@@ -232,6 +239,16 @@ impl Driver {
         let rcode = Rcode(header.rcode());
         self.machine
             .answered(Instant::now(), pending, rcode, &mut self.actions);
+    }
+
+    /// Nothing listens at `target` (an ICMP port unreachable): its
+    /// NOTIFYs end now, failed.
+    fn unreachable(&mut self, target: SocketAddr) {
+        for pending in self.machine.pending_to(target) {
+            let why = "port unreachable: nothing listens for NOTIFY there".to_string();
+            self.machine
+                .failed(Instant::now(), pending, why, &mut self.actions);
+        }
     }
 
     /// Does what the machine said, until it says nothing more.
@@ -303,16 +320,19 @@ impl Driver {
             SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
         };
         let local = target.source.unwrap_or(any);
-        if let Some(socket) = self.sockets.get(&local) {
+        if let Some(socket) = self.sockets.get(&(local, target.addr)) {
             return Ok(socket.clone());
         }
-        let socket = bind_udp(SocketAddr::new(local, 0))
+        let socket = bind_udp(SocketAddr::new(local, 0), target.addr)
             .map_err(|e| format!("cannot bind source address {local}: {e}"))?;
         let socket = Arc::new(socket);
         let replies = self.replies.clone();
-        self.readers
-            .push(tokio::spawn(read_replies(socket.clone(), replies)));
-        self.sockets.insert(local, socket.clone());
+        self.readers.push(tokio::spawn(read_replies(
+            socket.clone(),
+            target.addr,
+            replies,
+        )));
+        self.sockets.insert((local, target.addr), socket.clone());
         Ok(socket)
     }
 
@@ -360,28 +380,41 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-fn bind_udp(local: SocketAddr) -> io::Result<UdpSocket> {
+/// A socket bound at `local`, connected to `target`.
+fn bind_udp(local: SocketAddr, target: SocketAddr) -> io::Result<UdpSocket> {
     let socket = std::net::UdpSocket::bind(local)?;
+    socket.connect(target)?;
     socket.set_nonblocking(true)?;
     UdpSocket::from_std(socket)
 }
 
+/// What a socket's reader hands the driver.
+enum Arrival {
+    Reply(Vec<u8>, SocketAddr),
+    /// An ICMP port unreachable from the target the socket is connected to.
+    Unreachable(SocketAddr),
+}
+
+/// The largest NOTIFY answer read: a header, the question and a TSIG.
+const MAX_REPLY: usize = 4096;
+
 /// Datagrams read but not yet taken by the driver, at most.
 const QUEUED_REPLIES: usize = 256;
 
-/// Hands every datagram on `socket` to the driver; errors (an ICMP port
-/// unreachable from an earlier send, say) are skipped.
-async fn read_replies(socket: Arc<UdpSocket>, replies: mpsc::Sender<(Vec<u8>, SocketAddr)>) {
-    let mut buf = vec![0u8; 65535];
+/// Hands every datagram on `socket` (connected to `target`) to the
+/// driver, and the port unreachable the kernel reports for an earlier
+/// send; other errors are skipped.
+async fn read_replies(socket: Arc<UdpSocket>, target: SocketAddr, replies: mpsc::Sender<Arrival>) {
+    let mut buf = vec![0u8; MAX_REPLY];
     loop {
-        let Ok((n, from)) = socket.recv_from(&mut buf).await else {
-            continue;
+        let arrival = match socket.recv_from(&mut buf).await {
+            Ok((n, from)) => Arrival::Reply(buf[..n].to_vec(), from),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Arrival::Unreachable(target),
+            Err(_) => continue,
         };
         // A full queue drops the datagram (a flood to this port cannot
         // grow memory); a NOTIFY whose answer is lost is sent again.
-        if let Err(mpsc::error::TrySendError::Closed(_)) =
-            replies.try_send((buf[..n].to_vec(), from))
-        {
+        if let Err(mpsc::error::TrySendError::Closed(_)) = replies.try_send(arrival) {
             return;
         }
     }
@@ -486,7 +519,7 @@ mod tests {
         let socket = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
         let addr = socket.local_addr().unwrap();
         let (replies, mut queued) = mpsc::channel(4);
-        let reader = tokio::spawn(read_replies(socket, replies));
+        let reader = tokio::spawn(read_replies(socket, addr, replies));
         let flood = UdpSocket::bind("127.0.0.1:0").await.unwrap();
         for i in 0..10u8 {
             flood.send_to(&[i], addr).await.unwrap();
@@ -495,12 +528,14 @@ mod tests {
         // (on this single-threaded runtime) reads all ten.
         tokio::time::sleep(Duration::from_millis(100)).await;
         let mut got = Vec::new();
-        while let Ok((bytes, _)) = queued.try_recv() {
+        while let Ok(Arrival::Reply(bytes, _)) = queued.try_recv() {
             got.push(bytes[0]);
         }
         assert_eq!(got, [0, 1, 2, 3], "the queue holds 4, the rest is dropped");
         flood.send_to(&[99], addr).await.unwrap();
-        let (bytes, _) = queued.recv().await.unwrap();
+        let Some(Arrival::Reply(bytes, _)) = queued.recv().await else {
+            panic!("a reply");
+        };
         assert_eq!(bytes, [99], "the reader goes on after dropping");
         reader.abort();
     }
@@ -599,6 +634,25 @@ mod tests {
             seen.push(fake.await.unwrap());
         }
         assert_eq!(seen, [1, 2, 1]);
+    }
+
+    /// Issue 44: a NOTIFY to a port nothing listens on waited out every
+    /// retry (31 s); the ICMP port unreachable ends it at once.
+    #[tokio::test]
+    async fn a_notify_to_a_closed_port_fails_at_once() {
+        let notifier = Notifier::start(SharedKeys::new(Arc::default()), Arc::default());
+        let closed = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = closed.local_addr().unwrap();
+        drop(closed);
+        let outcomes = notifier
+            .notify_and_wait(&Name::parse("n.test").unwrap(), soa(), &[target(addr)])
+            .await;
+        // Failed, not NoAnswer: ended by the port unreachable, not by
+        // running out of retries.
+        assert!(
+            matches!(&outcomes[..], [(a, Outcome::Failed(why))] if *a == addr && why.contains("unreachable")),
+            "{outcomes:?}"
+        );
     }
 
     #[tokio::test]

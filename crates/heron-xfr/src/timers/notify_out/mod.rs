@@ -220,6 +220,14 @@ impl NotifyOut {
         }
     }
 
+    /// The NOTIFYs waiting for an answer from `target`, of any zone.
+    pub fn pending_to(&self, target: SocketAddr) -> Vec<PendingId> {
+        (self.by_target.iter())
+            .filter(|((_, to), _)| *to == target)
+            .map(|(_, &id)| id)
+            .collect()
+    }
+
     /// `origin` is served no more: its NOTIFYs end.
     pub fn zone_removed(&mut self, now: Instant, origin: &Name, out: &mut Vec<NotifyAction>) {
         let lower = origin.to_lowercase();
