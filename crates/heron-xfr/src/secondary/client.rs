@@ -114,38 +114,23 @@ pub enum ClientError {
     /// BADKEY, RFC 8945 5.3.2): its RCODE and the TSIG error it set.
     Answered {
         rcode: Rcode,
-        tsig_error: Option<u16>,
+        tsig_error: Option<TsigError>,
     },
     /// Not tried: the primary failed lately and is left alone.
     PrimaryDown(LeftAlone),
 }
 
 /// Why `answer` to a signed request did not verify (`e`): an error
-/// answer the primary did not sign says more as its RCODE and TSIG error
-/// ("NOTAUTH (TSIG error BADKEY)": it does not know the key) than as "not
-/// signed".
+/// answer the primary did not sign says more as its RCODE (with the TSIG
+/// error it set, which the verifier reads: "NOTAUTH: ... (BADKEY)", it
+/// does not know the key) than as "not signed".
 fn unverified(answer: &[u8], e: TsigError) -> ClientError {
-    let rcode = Header::read(answer).map_or(0, |h| h.rcode());
-    if rcode == 0 {
-        return ClientError::Tsig(e);
-    }
-    let tsig_error = (tsig::find(answer).ok().flatten())
-        .map(|t| t.error)
-        .filter(|&error| error != 0);
-    ClientError::Answered {
-        rcode: Rcode(rcode),
-        tsig_error,
-    }
-}
-
-/// The mnemonic of a TSIG record's Error field (RFC 8945 3).
-fn tsig_error_name(error: u16) -> String {
-    match error {
-        16 => "BADSIG".into(),
-        17 => "BADKEY".into(),
-        18 => "BADTIME".into(),
-        22 => "BADTRUNC".into(),
-        other => Rcode(other).to_string(),
+    match Header::read(answer).map_or(0, |h| h.rcode()) {
+        0 => ClientError::Tsig(e),
+        rcode => ClientError::Answered {
+            rcode: Rcode(rcode),
+            tsig_error: (e != TsigError::Unsigned).then_some(e),
+        },
     }
 }
 
@@ -161,7 +146,7 @@ impl fmt::Display for ClientError {
             ClientError::Answered { rcode, tsig_error } => {
                 write!(f, "the primary answered {rcode}")?;
                 match tsig_error {
-                    Some(error) => write!(f, " (TSIG error {})", tsig_error_name(*error)),
+                    Some(error) => write!(f, ": {error}"),
                     None => Ok(()),
                 }
             }
