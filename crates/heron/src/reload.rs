@@ -91,6 +91,8 @@ pub struct Reconfigured {
     pub consumed: Vec<CatalogConfig>,
     /// The TSIG keys (`[[key]]`), which the policies above may name.
     pub keys: Vec<heron_proto::tsig::Key>,
+    /// `[log]`: its levels apply at once.
+    pub log: crate::logging::LogSection,
     /// Parts of the file that changed but wait for a restart.
     pub left_for_restart: Vec<&'static str>,
 }
@@ -265,7 +267,6 @@ impl ZoneFiles {
         };
         let settings = crate::config::load(&source.path)?;
         settings.warnings.iter().for_each(|w| tracing::warn!("{w}"));
-        crate::logging::apply_levels(&settings.log);
         let left_for_restart = settings.restart_only.changed_since(&source.restart_only);
         let mut specs = settings.zones;
         specs.extend(source.extra_zones.iter().cloned());
@@ -315,6 +316,7 @@ impl ZoneFiles {
             catalogs: settings.generated_catalogs,
             consumed: settings.catalogs,
             keys: settings.keys,
+            log: settings.log,
             left_for_restart,
         }))
     }

@@ -126,6 +126,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         // Its driver task runs on the runtime.
         notifier: runtime.block_on(async { Notifier::start(keys.clone(), zone_stats.clone()) }),
         keys: keys.clone(),
+        query_log: dnstap.clone(),
         zone_stats,
         catalog_writer: Mutex::new(()),
         primary,
@@ -361,6 +362,9 @@ pub(crate) struct Transfers {
     /// The TSIG keys every side signs and verifies with, replaced by a
     /// reload that reads new ones.
     pub(crate) keys: Arc<SharedKeys>,
+    /// The query log's writer, for a whole reload to reopen its file
+    /// (after a rotation).
+    query_log: Option<Arc<dnstap::Writer>>,
     /// Transfers and NOTIFYs per zone, both ways.
     pub(crate) zone_stats: Arc<ZoneStats>,
     /// Held while a new catalog is built and stored, so a reload and a
@@ -426,10 +430,6 @@ struct ProcessSettings {
     metrics: Option<crate::metrics::MetricsSettings>,
 }
 
-/// The query log's writer, for a reload to reopen its file (after a
-/// rotation); set once at start, like the writer.
-static QUERY_LOG: std::sync::OnceLock<Arc<dnstap::Writer>> = std::sync::OnceLock::new();
-
 /// Starts the query log's writer (a file is created here, a socket is
 /// connected to by the writer's thread); returns it and the processor's
 /// layer that feeds it.
@@ -439,7 +439,6 @@ fn start_dnstap(d: config::dnstap::Dnstap) -> Result<(Arc<dnstap::Writer>, Tap),
         dnstap::Output::Socket(p) => format!("socket {}", p.display()),
     };
     let writer = dnstap::Writer::start(d.writer).map_err(|e| format!("dnstap {target}: {e}"))?;
-    let _ = QUERY_LOG.set(writer.clone());
     let tap = Tap::new(d.sample, d.queries, d.responses, writer.clone());
     tracing::info!("dnstap: logging one query in {} to {target}", d.sample);
     Ok((writer, tap))
@@ -711,7 +710,7 @@ pub(crate) async fn reload(
     }
     notify::reloading();
     let whole = selection.zones.is_none();
-    if let (true, Some(query_log)) = (whole, QUERY_LOG.get()) {
+    if let (true, Some(query_log)) = (whole, &transfers.query_log) {
         // A whole reload is what logrotate's postrotate asks for.
         query_log.reopen();
     }
@@ -743,6 +742,7 @@ pub(crate) async fn reload(
                 )
             });
             let (changed, changed_secondaries) = settings_changed(&xfr, &new, &files);
+            crate::logging::apply_levels(&new.log);
             // The keys first: the policies that follow may name new ones.
             xfr.keys.replace(Arc::new(new.keys));
             // Before the new zones are served: their transfers and
