@@ -1,0 +1,6 @@
+//! DNSSEC signing for Heron (RFC 4033–4035, 5155, 6781, 7583).
+//!
+//! The crate is I/O-free where it decides (which keys sign, when a key
+//! moves to its next state: the clock is passed in, as in
+//! `heron_xfr::timers`) and does the cryptography for the server, which
+//! owns files, timers and the zone swap.
