@@ -1,10 +1,14 @@
-//! The query processor's layers for one datagram of a batch, in the one
-//! order both datagram transports (the UDP workers, [`crate::udp`], and
-//! the AF_XDP workers, [`crate::xdp`]) apply them: screen (ACL,
-//! blackhole) → cookies → the engine's answer, or the processor's
-//! deferred layers (TSIG, NOTIFY, IXFR) → NSID/EXPIRE options → RRL →
+//! The datagram transports' side of the one query path: the UDP workers
+//! ([`crate::udp`]) and the AF_XDP workers ([`crate::xdp`]) run one batch
+//! loop, [`Layers::answer_batch`], over their own buffers (the
+//! [`Datagrams`] trait). Each datagram takes the processor's layers in
+//! the order [`Processor::plain_layers`](crate::processor::Processor::plain_layers)
+//! defines for every transport (screen → cookies → the engine's answer
+//! → NSID/EXPIRE), or the processor's deferred layers (TSIG, NOTIFY,
+//! IXFR); then what only datagrams have: response rate limiting, whose
+//! buckets for a whole batch are located before any is debited; then
 //! dnstap. A transport only moves the bytes and says where they came
-//! from; a layer added here applies to both.
+//! from.
 //!
 //! The plain query's path is the UDP fast path: it decodes no peer
 //! address (RRL reads the address alone) and pays one branch per layer
@@ -13,12 +17,12 @@
 use std::net::{IpAddr, SocketAddr};
 
 use heron_proto::message::Query;
+use heron_zone::Transport::Udp;
 use heron_zone::lookahead::PreparedBatch;
-use heron_zone::{AnswerConfig, Answered, Catalog, Summary, Transport};
+use heron_zone::{AnswerConfig, Catalog, Summary};
 
-use crate::processor::cookies::{self, Step};
 use crate::processor::tap::Tap;
-use crate::processor::{self, Event, Outcome, Request, Screened};
+use crate::processor::{self, Event, Outcome, Plain, Request};
 use crate::rrl::Charge;
 use crate::service::{Service, unix_now};
 use crate::udp::limit::Limiter;
@@ -50,6 +54,22 @@ impl PeerAddress for heron_sys::udp::Peer<'_> {
     fn ip(&self) -> Option<IpAddr> {
         heron_sys::udp::Peer::ip(self)
     }
+}
+
+/// A received batch as the one batch loop ([`Layers::answer_batch`])
+/// sees it: the UDP worker's `recvmmsg` buffers or the XDP worker's
+/// frames.
+pub trait Datagrams {
+    type Peer<'p>: PeerAddress
+    where
+        Self: 'p;
+    /// How many datagrams the batch holds.
+    fn count(&self) -> usize;
+    /// The `i`th datagram's query, sender and response buffer; None for
+    /// one that holds no query for us (an XDP frame the parser passed).
+    fn datagram(&mut self, i: usize) -> Option<(&[u8], Self::Peer<'_>, &mut Vec<u8>)>;
+    /// Marks the `i`th response to be sent.
+    fn reply(&mut self, i: usize);
 }
 
 /// A datagram between [`Layers::respond`] and [`Layers::finish`].
@@ -95,8 +115,6 @@ pub struct Layers<'a> {
     config: &'a AnswerConfig,
     /// The address queries came to, when known (for dnstap).
     local: Option<SocketAddr>,
-    /// Whether a query ACL or blackhole is configured.
-    screens: bool,
     tap: Option<&'a Tap>,
     /// When the batch was received (dnstap's query time).
     received: std::time::Instant,
@@ -115,10 +133,66 @@ impl<'a> Layers<'a> {
             catalog,
             config,
             local,
-            screens: processor.screens(),
             tap: processor.tap(),
             received,
         }
+    }
+
+    /// Every layer for a whole batch, `prepared` from its queries, in one
+    /// loop for UDP and XDP: marks the responses to send. With RRL on
+    /// (`limiter`), every bucket is located before any is debited, so
+    /// the batch's table loads overlap; `pending` is the caller's buffer
+    /// for that, kept to reuse.
+    pub fn answer_batch<D: Datagrams>(
+        &self,
+        prepared: &PreparedBatch,
+        batch: &mut D,
+        limiter: Option<&mut Limiter>,
+        pending: &mut Vec<Pending>,
+        events: &mut Vec<Event>,
+    ) {
+        let Some(limiter) = limiter else {
+            // Without RRL nothing waits for the rest of the batch: one pass.
+            for i in 0..batch.count() {
+                let send = match batch.datagram(i) {
+                    Some((query, peer, response)) => {
+                        let p = self.respond(prepared, i, query, &peer, response, events);
+                        self.finish(p, prepared, i, query, &peer, response, None)
+                    }
+                    None => false,
+                };
+                if send {
+                    batch.reply(i);
+                }
+            }
+            return;
+        };
+        limiter.start_batch(self.received);
+        pending.clear();
+        for i in 0..batch.count() {
+            let p = match batch.datagram(i) {
+                Some((query, peer, response)) => {
+                    let mut p = self.respond(prepared, i, query, &peer, response, events);
+                    Layers::locate(&mut p, prepared, i, &peer, response, limiter);
+                    p
+                }
+                None => Pending::DONE_DROP,
+            };
+            pending.push(p);
+        }
+        for (i, &p) in pending.iter().enumerate() {
+            let send = self.settled(p).unwrap_or_else(|| match batch.datagram(i) {
+                Some((query, peer, response)) => {
+                    let limiter = Some(&mut *limiter);
+                    self.finish(p, prepared, i, query, &peer, response, limiter)
+                }
+                None => false,
+            });
+            if send {
+                batch.reply(i);
+            }
+        }
+        limiter.report(&self.service.rrl);
     }
 
     /// The layers before RRL: writes the response to the `i`th datagram
@@ -127,7 +201,7 @@ impl<'a> Layers<'a> {
     /// debits the batch's buckets once all are located.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub fn respond(
+    fn respond(
         &self,
         prepared: &PreparedBatch,
         i: usize,
@@ -137,66 +211,42 @@ impl<'a> Layers<'a> {
         events: &mut Vec<Event>,
     ) -> Pending {
         let processor = &self.service.processor;
-        // The one branch a query pays when no query ACL is configured.
-        if self.screens {
-            let Some(address) = peer.address() else {
-                return Pending::DONE_DROP;
-            };
-            let req = udp_request(query, address);
-            let screened =
-                processor.screen(self.catalog, &req, prepared.parsed(i), response, events);
+        let (parsed, plain) = (prepared.parsed(i), prepared.is_plain_query(i));
+        let request = || peer.address().map(|address| udp_request(query, address));
+        let answer = |out: &mut Vec<u8>| prepared.answer(i, self.config, query, Udp, out);
+        let layers = processor.plain_layers(
+            self.catalog,
+            parsed,
+            plain,
+            request,
+            answer,
+            response,
+            events,
+        );
+        if !events.is_empty() {
             self.service.dispatch(events);
-            match screened {
-                Screened::Pass => {}
-                Screened::Drop => return Pending::DONE_DROP,
-                Screened::Refused => {
-                    self.tap(query, || Some(address), response, true);
-                    return Pending::DONE_SEND;
-                }
-            }
         }
-        let q = prepared.query(i);
-        let plain = prepared.is_plain_query(i);
-        let has_cookie = plain && cookies::has_cookie(q);
-        let asks_options = plain && processor::asks_options(q);
-        // The address is decoded only for the layers that need it (rate
-        // limiting reads it alone, in `locate`).
-        let needs_peer = !plain || has_cookie || asks_options;
-        let address = if needs_peer { peer.address() } else { None };
-        // The cookie layer, for a plain query with a COOKIE option only.
-        let step = match address {
-            Some(address) if has_cookie => {
-                processor.cookie_step(&udp_request(query, address), q, response)
+        match layers {
+            Plain::Blackholed => Pending::DONE_DROP,
+            Plain::Refused => {
+                self.tap(query, || peer.address(), response, true);
+                Pending::DONE_SEND
             }
-            _ => Step::Ignore,
-        };
-        let (answered, summary) = match step {
-            Step::Answered => (Answered::Response, Summary::PLAIN),
-            _ => prepared.answer(i, self.config, query, Transport::Udp, response),
-        };
-        let send = match answered {
-            Answered::Response => true,
-            Answered::Drop => false,
-            Answered::Deferred => {
-                let sent = self.deferred(q, query, address, response, events);
-                return Pending::done(sent);
+            Plain::Deferred => {
+                let q = prepared.query(i);
+                Pending::done(self.deferred(q, query, peer.address(), response, events))
             }
-        };
-        if let Step::Answer(cookie) = step {
-            cookie.append(response);
-        }
-        // NSID and EXPIRE go after the cookie, which needs an OPT with no
-        // options yet.
-        if let (true, Some(address)) = (send && asks_options && step != Step::Answered, address) {
-            processor.add_options(self.catalog, &udp_request(query, address), q, response);
-        }
-        let exempt = matches!(step, Step::Answer(c) if c.rrl_exempt);
-        Pending {
-            send,
-            limitable: send && !exempt,
-            charge: None,
-            summary,
-            tapped: false,
+            Plain::Answered {
+                send,
+                summary,
+                rrl_exempt,
+            } => Pending {
+                send,
+                limitable: send && !rrl_exempt,
+                charge: None,
+                summary,
+                tapped: false,
+            },
         }
     }
 
@@ -205,7 +255,7 @@ impl<'a> Layers<'a> {
     /// it ([`Limiter::locate`]), so that the batch's buckets load while
     /// the rest of the batch is answered; [`Layers::finish`] debits them.
     #[inline(always)]
-    pub fn locate(
+    fn locate(
         pending: &mut Pending,
         prepared: &PreparedBatch,
         i: usize,
@@ -225,7 +275,7 @@ impl<'a> Layers<'a> {
     /// sent, when that is settled without [`Layers::finish`] (no RRL
     /// bucket to debit, no query log to write); None: it is not.
     #[inline(always)]
-    pub fn settled(&self, pending: Pending) -> Option<bool> {
+    fn settled(&self, pending: Pending) -> Option<bool> {
         let done = pending.charge.is_none() && (pending.tapped || self.tap.is_none());
         done.then_some(pending.send)
     }
@@ -236,7 +286,7 @@ impl<'a> Layers<'a> {
     /// whether to send the response.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub fn finish(
+    fn finish(
         &self,
         pending: Pending,
         prepared: &PreparedBatch,

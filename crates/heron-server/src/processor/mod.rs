@@ -1,5 +1,5 @@
 //! The query processor: one I/O-free path from a query's bytes to what
-//! goes back, shared by every transport (UDP, TCP, TLS; AF_XDP later).
+//! goes back, shared by every transport (UDP, TCP, TLS, AF_XDP).
 //! It opens no socket, reads no clock (the caller says when it is: `now`),
 //! spawns nothing and sends on no channel: it returns an [`Outcome`] and
 //! appends [`Event`]s for the transport's driver to hand on.
@@ -12,9 +12,10 @@
 //!    the answer engine from here: that is the fast path, one call into
 //!    `heron_zone`. The others are *deferred* and take the layers below.
 //!    The datagram batch paths (UDP and XDP) parse a whole batch in the
-//!    engine's [`BatchAnswerer`](heron_zone::BatchAnswerer) and take each
-//!    datagram through [`crate::datagram::Layers::answer`], which enters
-//!    at [`Processor::process_parsed`] with the deferred ones only.
+//!    engine's [`BatchAnswerer`](heron_zone::BatchAnswerer); the plain
+//!    queries of every transport then take [`Processor::plain_layers`],
+//!    the one list of their layers (screen, cookies, answer, options), and
+//!    the deferred ones [`Processor::process_parsed`].
 //! 2. [`acl`]: who may do what: transfers (`allow-transfer`) and NOTIFY
 //!    (`allow-notify`, and only for zones we are secondary for). Decided on
 //!    the address and the key the TSIG record names; the verdict is
@@ -86,7 +87,7 @@ use heron_xfr::acl::Denied;
 use heron_xfr::keys::SharedKeys;
 use heron_xfr::primary::Primary;
 use heron_zone::catalog::ShardedSet;
-use heron_zone::{AnswerConfig, Catalog, is_deferred};
+use heron_zone::{AnswerConfig, Answered, Catalog, Summary, is_deferred};
 
 use crate::SharedCatalog;
 use acl::Admission;
@@ -197,6 +198,27 @@ pub enum Screened {
     Drop,
     /// Refused: the response is written.
     Refused,
+}
+
+/// What [`Processor::plain_layers`] made of a query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plain {
+    /// From a blackholed address (or one that is neither IPv4 nor
+    /// IPv6, with an ACL configured): no answer, no log.
+    Blackholed,
+    /// Refused by the query ACL: the refusal is written, to send.
+    Refused,
+    /// For the deferred layers ([`Processor::process_parsed`]).
+    Deferred,
+    /// The engine's (or the cookie layer's) response is written; `send`
+    /// is false when it chose to drop the query. `summary` is what rate
+    /// limiting keys it by; `rrl_exempt` when a valid server cookie
+    /// came with it.
+    Answered {
+        send: bool,
+        summary: Summary,
+        rrl_exempt: bool,
+    },
 }
 
 impl Refusal {
@@ -427,15 +449,6 @@ impl Processor {
         }
     }
 
-    /// The options layer for a response the engine wrote for `q` (a
-    /// plain query): NSID and EXPIRE when asked for.
-    #[inline]
-    pub fn add_options(&self, catalog: &Catalog, req: &Request, q: &Query, out: &mut Vec<u8>) {
-        if asks_options(q) {
-            options::append(self, catalog, req, q, 0, out);
-        }
-    }
-
     /// Answers DNS cookies with `cookies` (None: the option is ignored).
     pub fn with_cookies(mut self, cookies: Option<Cookies>) -> Processor {
         self.cookies = cookies;
@@ -443,10 +456,9 @@ impl Processor {
     }
 
     /// The cookie layer for a plain query `q` from `req`, if cookies are on
-    /// and the query has a COOKIE option; else [`Step::Ignore`]. The datagram
-    /// batch path ([`crate::datagram`]) calls it before the engine answers.
+    /// and the query has a COOKIE option; else [`Step::Ignore`].
     #[inline(always)]
-    pub fn cookie_step(&self, req: &Request, q: &Query, out: &mut Vec<u8>) -> Step {
+    fn cookie_step(&self, req: &Request, q: &Query, out: &mut Vec<u8>) -> Step {
         match &self.cookies {
             Some(cookies) if cookies::has_cookie(q) => {
                 let question = &req.bytes[q.question.clone()];
@@ -527,29 +539,91 @@ impl Processor {
     /// [`Processor::process`] but the blackhole and the query log.
     fn respond(&self, req: &Request, out: &mut Vec<u8>, events: &mut Vec<Event>) -> Outcome {
         parse::with_query(req.bytes, out, |q, out| {
-            if !is_deferred(q) {
-                let catalog = self.catalog.load();
-                if self.screens()
-                    && self.screen(&catalog, req, Some(q), out, events) != Screened::Pass
-                {
-                    return Outcome::Response;
-                }
-                // Cookies first: their option goes into an OPT that has no
-                // options yet; NSID and EXPIRE are appended after it.
-                let step = self.cookie_step(req, q, out);
-                if step != Step::Answered {
-                    answer::plain(&catalog, &self.config, req, q, out);
-                }
-                if let Step::Answer(cookie) = step {
-                    cookie.append(out);
-                }
-                if step != Step::Answered {
-                    self.add_options(&catalog, req, q, out);
-                }
-                return Outcome::Response;
+            if is_deferred(q) {
+                return self.process_parsed(req, q, out, events);
             }
-            self.process_parsed(req, q, out, events)
+            let catalog = self.catalog.load();
+            let answer = |out: &mut Vec<u8>| {
+                answer::plain(&catalog, &self.config, req, q, out);
+                (Answered::Response, Summary::PLAIN)
+            };
+            let request = || Some(*req);
+            match self.plain_layers(&catalog, Some(q), true, request, answer, out, events) {
+                Plain::Answered { send: false, .. } | Plain::Blackholed => Outcome::Nothing,
+                _ => Outcome::Response,
+            }
         })
+    }
+
+    /// The layers of a query the engine answers, in their one order for
+    /// every transport: screen (query ACL, blackhole) → cookie check →
+    /// the engine's answer → COOKIE option → NSID and EXPIRE (after the
+    /// cookie, which needs an OPT with no options yet). Rate limiting and
+    /// the query log come after, the datagram transports' and the
+    /// caller's ([`crate::datagram`], [`Processor::process`]).
+    ///
+    /// `parsed` is the query if it parsed, `plain` whether it is the
+    /// engine's to answer (parsed, not deferred): cookies and options
+    /// apply to those alone. `answer` is the engine's call as the
+    /// transport makes it (a whole batch prepared at once, or one
+    /// query); `request` decodes the peer, called only when a layer
+    /// needs it: the plain query with no cookie, no option and no ACL
+    /// pays one branch per layer.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn plain_layers<'r>(
+        &self,
+        catalog: &Catalog,
+        parsed: Option<&Query>,
+        plain: bool,
+        request: impl Fn() -> Option<Request<'r>>,
+        answer: impl FnOnce(&mut Vec<u8>) -> (Answered, Summary),
+        out: &mut Vec<u8>,
+        events: &mut Vec<Event>,
+    ) -> Plain {
+        let mut req = None;
+        if self.screens() {
+            req = request();
+            let Some(r) = &req else {
+                return Plain::Blackholed;
+            };
+            match self.screen(catalog, r, parsed, out, events) {
+                Screened::Pass => {}
+                Screened::Drop => return Plain::Blackholed,
+                Screened::Refused => return Plain::Refused,
+            }
+        }
+        let q = parsed.filter(|_| plain);
+        let has_cookie = q.is_some_and(cookies::has_cookie);
+        let asks = q.is_some_and(asks_options);
+        if (has_cookie || asks) && req.is_none() {
+            req = request();
+        }
+        let step = match (&req, q) {
+            (Some(r), Some(q)) if has_cookie => self.cookie_step(r, q, out),
+            _ => Step::Ignore,
+        };
+        let (answered, summary) = match step {
+            Step::Answered => (Answered::Response, Summary::PLAIN),
+            _ => answer(out),
+        };
+        let send = match answered {
+            Answered::Response => true,
+            Answered::Drop => false,
+            Answered::Deferred => return Plain::Deferred,
+        };
+        if let Step::Answer(cookie) = step {
+            cookie.append(out);
+        }
+        if let (true, Some(r), Some(q)) = (send && asks && step != Step::Answered, &req, q) {
+            options::append(self, catalog, r, q, 0, out);
+        }
+        let rrl_exempt = matches!(step, Step::Answer(c) if c.rrl_exempt);
+        Plain::Answered {
+            send,
+            summary,
+            rrl_exempt,
+        }
     }
 
     /// The layers after `parse` for a query the caller parsed already

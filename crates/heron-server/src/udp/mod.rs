@@ -18,7 +18,7 @@ use heron_zone::lookahead::MAX_BATCH;
 use heron_zone::{BatchAnswerer, Catalog};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::datagram::{Layers, Pending};
+use crate::datagram::{Datagrams, Layers, Pending};
 use crate::processor::Event;
 use crate::service::Service;
 use crate::stats::{Cells, Via};
@@ -145,37 +145,14 @@ impl Handler for Worker {
         let mut slots = Default::default();
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);
-        if let Some(limiter) = &mut self.limiter {
-            limiter.start_batch(batch.received_at());
-        }
-        self.pending.clear();
         for i in 0..received {
             let qtype = prepared.parsed(i).map(|q| q.qtype.0);
             self.cells.query(Via::Udp, qtype);
-            let (query, peer, response) = batch.datagram(i);
-            let events = &mut self.events;
-            let mut pending = layers.respond(&prepared, i, query, &peer, response, events);
-            if let Some(limiter) = &self.limiter {
-                Layers::locate(&mut pending, &prepared, i, &peer, response, limiter);
-                self.pending.push(pending);
-            } else if layers.finish(pending, &prepared, i, query, &peer, response, None) {
-                // Without RRL there is nothing to wait for: one pass.
-                batch.reply(i);
-            }
         }
-        for (i, &pending) in self.pending.iter().enumerate() {
-            let send = layers.settled(pending).unwrap_or_else(|| {
-                let (query, peer, response) = batch.datagram(i);
-                let limiter = self.limiter.as_mut();
-                layers.finish(pending, &prepared, i, query, &peer, response, limiter)
-            });
-            if send {
-                batch.reply(i);
-            }
-        }
-        if let Some(limiter) = &mut self.limiter {
-            limiter.report(&service.rrl);
-        }
+        let limiter = self.limiter.as_mut();
+        let (pending, events) = (&mut self.pending, &mut self.events);
+        let mut datagrams = Received { batch, received };
+        layers.answer_batch(&prepared, &mut datagrams, limiter, pending, events);
         batch.replies().for_each(|r| self.cells.response(r));
     }
 
@@ -190,6 +167,31 @@ impl Handler for Worker {
     /// would otherwise keep every zone of that version alive.
     fn idle(&mut self) {
         self.catalog.load();
+    }
+}
+
+/// The first `received` datagrams of a batch, for the batch loop.
+struct Received<'b> {
+    batch: &'b mut batch::Batch,
+    received: usize,
+}
+
+impl Datagrams for Received<'_> {
+    type Peer<'p>
+        = heron_sys::udp::Peer<'p>
+    where
+        Self: 'p;
+
+    fn count(&self) -> usize {
+        self.received
+    }
+
+    fn datagram(&mut self, i: usize) -> Option<(&[u8], Self::Peer<'_>, &mut Vec<u8>)> {
+        Some(self.batch.datagram(i))
+    }
+
+    fn reply(&mut self, i: usize) {
+        self.batch.reply(i);
     }
 }
 

@@ -26,7 +26,7 @@ use heron_sys::xdp::{Attached, Destinations, FRAME_SIZE, Frame, Interface, XskSo
 use heron_zone::lookahead::MAX_BATCH;
 use heron_zone::{AnswerConfig, BatchAnswerer, Catalog};
 
-use crate::datagram::Layers;
+use crate::datagram::{Datagrams, Layers, Pending};
 use crate::processor::Event;
 use crate::service::Service;
 use crate::stats::{Cells, Via};
@@ -154,6 +154,7 @@ pub fn start(
                 answerer: BatchAnswerer::default(),
                 events: Vec::new(),
                 limiter: Limiter::for_worker(server.rrl.as_ref(), threads)?,
+                pending: Vec::with_capacity(BATCH),
                 responses: (0..BATCH).map(|_| Vec::with_capacity(4096)).collect(),
                 frames: Vec::with_capacity(BATCH),
                 found: Vec::with_capacity(BATCH),
@@ -317,6 +318,38 @@ impl Pacing {
     }
 }
 
+/// A batch of frames as the batch loop sees it.
+struct Frames<'a> {
+    socket: &'a XskSocket,
+    frames: &'a [Frame],
+    /// Per frame: the datagram in it, if it holds one for us.
+    found: &'a [Option<packet::Datagram>],
+    responses: &'a mut [Vec<u8>],
+    /// Per frame: whether its response is to be sent.
+    reply: [bool; BATCH],
+}
+
+impl Datagrams for Frames<'_> {
+    type Peer<'p>
+        = std::net::SocketAddr
+    where
+        Self: 'p;
+
+    fn count(&self) -> usize {
+        self.frames.len()
+    }
+
+    fn datagram(&mut self, i: usize) -> Option<(&[u8], std::net::SocketAddr, &mut Vec<u8>)> {
+        let datagram = self.found[i].as_ref()?;
+        let query = &self.socket.packet(&self.frames[i])[datagram.payload.clone()];
+        Some((query, datagram.peer, &mut self.responses[i]))
+    }
+
+    fn reply(&mut self, i: usize) {
+        self.reply[i] = true;
+    }
+}
+
 /// One XDP worker's state; every buffer is allocated once.
 struct Worker {
     catalog: arc_swap::Cache<SharedCatalog, Arc<Catalog>>,
@@ -335,6 +368,9 @@ struct Worker {
     events: Vec<Event>,
     /// Response rate limiting (its own table, as a UDP worker's); None: off.
     limiter: Option<Limiter>,
+    /// The batch's datagrams between the layers before RRL and the rest;
+    /// kept to reuse.
+    pending: Vec<Pending>,
     responses: Vec<Vec<u8>>,
     frames: Vec<Frame>,
     /// Per frame of the batch: the datagram in it.
@@ -411,39 +447,19 @@ impl Worker {
                 self.cells.query(Via::Xdp, qtype);
             }
         }
-        let mut reply = [false; BATCH];
-        let mut replies = 0;
         let layers = Layers::new(&self.service, catalog, &self.config, (None, received_at));
-        if let Some(limiter) = &mut self.limiter {
-            limiter.start_batch(received_at);
-        }
-        let mut pending = [None; BATCH];
-        for (i, found) in self.found.iter().enumerate() {
-            if let Some(datagram) = found {
-                let (raw, out) = (query(i), &mut self.responses[i]);
-                let events = &mut self.events;
-                let peer = &datagram.peer;
-                let mut respond = layers.respond(&prepared, i, raw, peer, out, events);
-                if let Some(limiter) = &self.limiter {
-                    Layers::locate(&mut respond, &prepared, i, peer, out, limiter);
-                    pending[i] = Some(respond);
-                } else {
-                    // Without RRL there is nothing to wait for: one pass.
-                    reply[i] = layers.finish(respond, &prepared, i, raw, peer, out, None);
-                }
-            }
-        }
-        for (i, found) in self.found.iter().enumerate() {
-            if let (Some(datagram), Some(pending)) = (found, pending[i]) {
-                let (raw, out) = (query(i), &mut self.responses[i]);
-                let limiter = self.limiter.as_mut();
-                let peer = &datagram.peer;
-                reply[i] = layers.finish(pending, &prepared, i, raw, peer, out, limiter);
-            }
-        }
-        if let Some(limiter) = &mut self.limiter {
-            limiter.report(&self.service.rrl);
-        }
+        let mut batch = Frames {
+            socket,
+            frames: &self.frames,
+            found: &self.found,
+            responses: &mut self.responses,
+            reply: [false; BATCH],
+        };
+        let limiter = self.limiter.as_mut();
+        let (pending, events) = (&mut self.pending, &mut self.events);
+        layers.answer_batch(&prepared, &mut batch, limiter, pending, events);
+        let reply = batch.reply;
+        let mut replies = 0;
         for (i, frame) in self.frames.drain(..).enumerate() {
             let written = match &self.found[i] {
                 Some(datagram) if reply[i] => {
