@@ -1,0 +1,221 @@
+//! Connection limits, accept back-off and memory handed back after a
+//! peak of connections.
+
+use super::*;
+
+/// Counts open connections in total and per client, a client being an
+/// address cut to its configured prefix (`ipv4-client-prefix`,
+/// `ipv6-client-prefix`: one host with a /64 is one client).
+pub struct ConnectionLimiter {
+    pub(super) limits: TcpLimits,
+    /// Addresses the per-client limit does not apply to: the secondaries
+    /// of some zone (NSD's opens up to 128 transfer connections at once).
+    pub(super) unlimited: Vec<Prefix>,
+    pub(super) open: Mutex<Open>,
+}
+
+/// The counts behind a [`ConnectionLimiter`].
+#[derive(Default)]
+pub(super) struct Open {
+    pub(super) total: usize,
+    pub(super) per_client: HashMap<IpAddr, usize>,
+    /// The most open at once since memory was last released.
+    pub(super) peak: usize,
+    pub(super) released_at: Option<Instant>,
+}
+
+/// Connections at a peak worth releasing memory after: thousands of slow
+/// clients each left up to 64 KiB of freed buffers in the allocator,
+/// which glibc keeps resident (560 MB after 10,000 closed, issue 24).
+pub const RELEASE_AFTER_PEAK: usize = 512;
+/// Memory is released once the open connections fall to this share of
+/// the peak (a quarter)...
+pub(super) const RELEASE_BELOW_PEAK_DIVISOR: usize = 4;
+/// ...and at most this often: a trim walks the whole heap under the
+/// allocator's locks.
+pub const RELEASE_AT_MOST_EVERY: Duration = Duration::from_secs(5);
+/// How often the count is looked at for a release.
+pub(super) const RELEASE_CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// An admitted connection; dropping it frees its slot.
+pub struct Slot {
+    pub(super) limiter: Arc<ConnectionLimiter>,
+    /// The client's network, as counted.
+    pub(super) client: IpAddr,
+}
+
+impl ConnectionLimiter {
+    pub fn new(limits: TcpLimits, unlimited: Vec<Prefix>) -> Arc<ConnectionLimiter> {
+        Arc::new(ConnectionLimiter {
+            limits,
+            unlimited,
+            open: Mutex::new(Open::default()),
+        })
+    }
+
+    /// A slot for a new connection from `ip`, or None if a limit is reached.
+    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Slot> {
+        self.admit_or_why(ip).ok()
+    }
+
+    /// A slot for a new connection from `ip`, or the limit reached.
+    pub fn admit_or_why(self: &Arc<Self>, ip: IpAddr) -> Result<Slot, Limit> {
+        let client = self.client(ip);
+        let mut open = self.open.lock().unwrap();
+        if open.total >= self.limits.max_connections {
+            return Err(Limit::Total);
+        }
+        let per_client = open.per_client.entry(client).or_insert(0);
+        if *per_client >= self.limits.max_connections_per_client
+            && !self.unlimited.iter().any(|p| p.contains(ip))
+        {
+            return Err(Limit::PerClient);
+        }
+        *per_client += 1;
+        open.total += 1;
+        open.peak = open.peak.max(open.total);
+        Ok(Slot {
+            limiter: self.clone(),
+            client,
+        })
+    }
+
+    /// Who `ip` counts as for the per-client limit: its network of the
+    /// configured prefix length (one host may well hold a whole IPv6 /64).
+    pub(super) fn client(&self, ip: IpAddr) -> IpAddr {
+        match ip {
+            IpAddr::V4(a) => {
+                let mask = u32::MAX.checked_shl(32 - self.limits.ipv4_client_prefix.min(32) as u32);
+                IpAddr::V4(Ipv4Addr::from_bits(a.to_bits() & mask.unwrap_or(0)))
+            }
+            IpAddr::V6(a) => {
+                let mask =
+                    u128::MAX.checked_shl(128 - self.limits.ipv6_client_prefix.min(128) as u32);
+                IpAddr::V6(Ipv6Addr::from_bits(a.to_bits() & mask.unwrap_or(0)))
+            }
+        }
+    }
+
+    pub fn open_connections(&self) -> usize {
+        self.open.lock().unwrap().total
+    }
+
+    /// Whether freed memory should go back to the kernel `now`: after a
+    /// peak of at least [`RELEASE_AFTER_PEAK`] connections the count has
+    /// fallen to a quarter of it, and no release was made in the last
+    /// [`RELEASE_AT_MOST_EVERY`]. A yes starts the next peak from here.
+    pub fn release_due(&self, now: Instant) -> bool {
+        let mut open = self.open.lock().unwrap();
+        let due = open.peak >= RELEASE_AFTER_PEAK
+            && open.total <= open.peak / RELEASE_BELOW_PEAK_DIVISOR
+            && open
+                .released_at
+                .is_none_or(|at| now.saturating_duration_since(at) >= RELEASE_AT_MOST_EVERY);
+        if due {
+            open.peak = open.total;
+            open.released_at = Some(now);
+        }
+        due
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.limiter.open.lock().unwrap();
+        open.total -= 1;
+        if let Some(n) = open.per_client.get_mut(&self.client) {
+            *n -= 1;
+            if *n == 0 {
+                open.per_client.remove(&self.client);
+            }
+        }
+    }
+}
+
+/// Hands the heap that closed connections freed back to the kernel once
+/// a peak of connections has passed ([`ConnectionLimiter::release_due`]),
+/// until `shutdown` turns true. The trim runs off the runtime's threads.
+pub async fn release_memory_after_peaks(
+    limiter: Arc<ConnectionLimiter>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut ticks = tokio::time::interval(RELEASE_CHECK_EVERY);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        if limiter.release_due(Instant::now()) {
+            let started = Instant::now();
+            let _ = tokio::task::spawn_blocking(heron_sys::memory::release_free_heap).await;
+            tracing::debug!(
+                "TCP connections fell after a peak: freed heap returned in {} ms",
+                started.elapsed().as_millis()
+            );
+        }
+    }
+}
+
+/// Pause after a failed accept: the connection stays queued, so accepting
+/// again at once would fail again at once.
+pub(super) const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// At most one warning about failing accepts this often: out of file
+/// descriptors, a listener fails twenty times a second.
+pub(super) const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// Failed accepts, told in the log at most every [`ACCEPT_WARN_EVERY`].
+#[derive(Default)]
+pub struct AcceptFailures {
+    pub(super) last_warning: Option<Instant>,
+    pub(super) since_warning: u64,
+}
+
+impl AcceptFailures {
+    pub(super) fn failed(&mut self, e: &io::Error) {
+        self.since_warning += 1;
+        if self
+            .last_warning
+            .is_some_and(|at| at.elapsed() < ACCEPT_WARN_EVERY)
+        {
+            return;
+        }
+        let advice = if e.raw_os_error() == Some(libc::EMFILE)
+            || e.raw_os_error() == Some(libc::ENFILE)
+        {
+            "; connections already open are still served and new ones wait;              raise the open-files limit (see `heron doctor`)"
+        } else {
+            ""
+        };
+        tracing::warn!(
+            "TCP accept failed: {e} ({} time(s) since the last such warning){advice}",
+            self.since_warning
+        );
+        self.last_warning = Some(Instant::now());
+        self.since_warning = 0;
+    }
+}
+
+/// The next connection on `listener`, or None once `shutdown` turns
+/// true. A failed accept (out of file descriptors and the like) is told
+/// to `failures` and retried after a pause rather than at once:
+/// connections already open keep working, and new ones wait in the
+/// backlog until descriptors free.
+pub async fn next_connection(
+    listener: &TcpListener,
+    shutdown: &mut watch::Receiver<bool>,
+    failures: &mut AcceptFailures,
+) -> Option<(TcpStream, SocketAddr)> {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.changed() => return None,
+        };
+        match accepted {
+            Ok(got) => return Some(got),
+            Err(e) => {
+                failures.failed(&e);
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! Framing: the whole messages of a read answered up to the cap, the
+//! rest kept; responses and transfers written.
+
+use super::*;
+
+/// Answers what a read brought after what was kept from before, up to
+/// the cap on queued answers; keeps what it did not answer.
+pub(super) fn take_input(
+    data: &[u8],
+    partial: &mut Unanswered,
+    replies: &mut Replies,
+    from: From,
+    shared: &Shared,
+) -> io::Result<()> {
+    let service = &*shared.service;
+    let kept = &mut partial.bytes;
+    let consumed = if kept.is_empty() {
+        answer_and_keep_rest(data, kept, replies, from, service)?
+    } else {
+        kept.extend_from_slice(data);
+        let input = std::mem::take(kept);
+        answer_and_keep_rest(&input, kept, replies, from, service)?
+    };
+    partial.restart_deadline(consumed > 0, shared.message_timeout);
+    Ok(())
+}
+
+/// What answering some input asks to write: framed responses, then the
+/// transfers they asked for.
+pub(super) struct Replies {
+    pub(super) framed: Vec<u8>,
+    pub(super) transfers: Vec<Transfer>,
+}
+
+thread_local! {
+    /// A buffer for framed responses that the last connection on this
+    /// thread wrote and gave back: the next one builds in it instead of
+    /// growing a new one from nothing on every read.
+    static SPARE_FRAMED: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+impl Replies {
+    pub(super) fn new() -> Replies {
+        Replies {
+            framed: SPARE_FRAMED.take(),
+            transfers: Vec::new(),
+        }
+    }
+}
+
+/// Keeps `framed`, once written, for the next [`Replies`] on this thread.
+/// It holds at most [`QUEUED_ANSWERS_CAP`] and a message.
+pub(super) fn give_back(mut framed: Vec<u8>) {
+    framed.clear();
+    SPARE_FRAMED.set(framed);
+}
+
+/// What a connection has read and not answered: the start of a message,
+/// or whole messages the cap on queued answers held back.
+#[derive(Default)]
+pub(super) struct Unanswered {
+    pub(super) bytes: Vec<u8>,
+    /// When the first message in `bytes` must be complete.
+    pub(super) deadline: Option<Instant>,
+}
+
+impl Unanswered {
+    /// Whether it begins with a whole length-prefixed message.
+    pub(super) fn holds_whole_message(&self) -> bool {
+        let bytes = &self.bytes;
+        bytes.len() >= 2 && bytes.len() - 2 >= u16::from_be_bytes([bytes[0], bytes[1]]) as usize
+    }
+
+    /// Until when to wait for more data: the idle timeout from now between
+    /// messages, the message's deadline within one. A byte now and then
+    /// does not keep a connection open.
+    pub(super) fn deadline_or_idle(&self, idle: Duration) -> Instant {
+        self.deadline.unwrap_or_else(|| Instant::now() + idle)
+    }
+
+    /// After input was taken: a message begun since a message was
+    /// `answered` gets a new deadline; one still incomplete keeps its own.
+    pub(super) fn restart_deadline(&mut self, answered: bool, message_timeout: Duration) {
+        if self.bytes.is_empty() {
+            self.deadline = None;
+        } else if answered || self.deadline.is_none() {
+            self.deadline = Some(Instant::now() + message_timeout);
+        }
+    }
+}
+
+/// Writes the responses of one read, then the transfers they asked for
+/// (the idle timeout bounds each write, not the whole transfer).
+pub(super) async fn respond<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    replies: Replies,
+    peer: SocketAddr,
+    shared: &Shared,
+) -> io::Result<()> {
+    let Replies { framed, transfers } = replies;
+    if !framed.is_empty() {
+        write_all(stream, &framed, shared.idle).await?;
+    }
+    give_back(framed);
+    if !transfers.is_empty() {
+        // Boxed: transfers are rare, and inline their state would size
+        // every connection's task for them.
+        Box::pin(send_transfers(stream, transfers, peer, shared)).await?;
+    }
+    // TLS may hold the end of what was written until flushed.
+    timeout(shared.idle, stream.flush())
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))?
+}
+
+/// Writes `bytes` within `limit`, so that a client that stops reading
+/// cannot hold its task forever.
+pub(super) async fn write_all<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    bytes: &[u8],
+    limit: Duration,
+) -> io::Result<()> {
+    timeout(limit, stream.write_all(bytes))
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))?
+}
+
+pub(super) async fn send_transfers<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    transfers: Vec<Transfer>,
+    peer: SocketAddr,
+    shared: &Shared,
+) -> io::Result<()> {
+    for transfer in transfers {
+        send_transfer(stream, transfer, peer, shared).await?;
+    }
+    Ok(())
+}
+
+/// Pulls the messages of a transfer one at a time and writes each as it
+/// is made, so the transfer holds one message in memory; logs it.
+pub(super) async fn send_transfer<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    mut transfer: Transfer,
+    peer: SocketAddr,
+    shared: &Shared,
+) -> io::Result<()> {
+    let _turn = shared.service.transfer_slot().await;
+    let started = Instant::now();
+    let (zone, kind) = (transfer.zone().clone(), transfer.kind());
+    let mut messages = if transfer.is_large() {
+        off_the_runtime(|| transfer.messages())
+    } else {
+        transfer.messages()
+    };
+    let mut out = Vec::with_capacity(u16::MAX as usize);
+    let mut framed = Vec::with_capacity(u16::MAX as usize + 2);
+    let sent = async {
+        while messages
+            .next(&mut out, unix_now())
+            .map_err(|_| io::Error::other("a record does not fit in a message"))?
+        {
+            framed.clear();
+            framed.extend_from_slice(&(out.len() as u16).to_be_bytes());
+            framed.extend_from_slice(&out);
+            write_all(stream, &framed, shared.idle).await?;
+        }
+        Ok::<_, io::Error>(())
+    }
+    .await;
+    (shared.service.zones).transfer_out(zone.origin(), started.elapsed(), sent.is_ok());
+    sent?;
+    let (sent, records) = messages.made();
+    tracing::info!(
+        zone = %zone.origin(),
+        %peer,
+        "{kind} of {} serial {} to {peer}: {records} records in {sent} messages, {} ms",
+        zone.origin(),
+        zone.serial(),
+        started.elapsed().as_millis()
+    );
+    Ok(())
+}
+
+/// Runs `f` on this thread after handing its other tasks to another
+/// runtime thread (a runtime with one thread, as in tests, just runs it).
+pub(super) fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
+/// Where a connection's messages come from: the client, the transport,
+/// and our own address (for dnstap).
+pub(super) type From = (SocketAddr, Transport, Option<SocketAddr>);
+
+/// Answers the whole messages in `input` up to the cap, appending the
+/// framed responses to `replies`; what is left is copied to `rest`.
+/// Returns the bytes answered.
+pub(super) fn answer_and_keep_rest(
+    input: &[u8],
+    rest: &mut Vec<u8>,
+    replies: &mut Replies,
+    from: From,
+    service: &Service,
+) -> io::Result<usize> {
+    let consumed = RESPONSE.with_borrow_mut(|response| {
+        let mut out = Output {
+            response,
+            framed: &mut replies.framed,
+            transfers: &mut replies.transfers,
+        };
+        answer_complete_messages(input, from, service, &mut out)
+    })?;
+    rest.extend_from_slice(&input[consumed..]);
+    Ok(consumed)
+}
+
+thread_local! {
+    /// Where each response is built before it is framed into the output;
+    /// one per runtime thread, reused by every connection.
+    static RESPONSE: std::cell::RefCell<Vec<u8>> =
+        std::cell::RefCell::new(Vec::with_capacity(u16::MAX as usize));
+}
+
+/// Where [`answer_complete_messages`] puts its results.
+pub(super) struct Output<'a> {
+    /// Scratch space for one response.
+    pub(super) response: &'a mut Vec<u8>,
+    /// Framed responses, ready to write.
+    pub(super) framed: &'a mut Vec<u8>,
+    /// Transfers to send once the responses are written.
+    pub(super) transfers: &'a mut Vec<Transfer>,
+}
+
+/// Answers the whole length-prefixed messages at the front of `input`,
+/// appending framed responses to `out`, until the framed responses reach
+/// [`QUEUED_ANSWERS_CAP`] or a transfer is asked for (it is sent before
+/// the queries after it are answered); returns the bytes consumed.
+pub(super) fn answer_complete_messages(
+    input: &[u8],
+    (peer, transport, local): From,
+    service: &Service,
+    out: &mut Output,
+) -> io::Result<usize> {
+    let mut at = 0;
+    let now = unix_now();
+    let received_at = Instant::now();
+    let mut answered = 0;
+    let via = match transport {
+        Transport::Tls => Via::Tls,
+        _ => Via::Tcp,
+    };
+    let mut events: Vec<Event> = Vec::new();
+    let stats = &service.stats;
+    while input.len() - at >= 2 && out.framed.len() < QUEUED_ANSWERS_CAP && out.transfers.is_empty()
+    {
+        let len = u16::from_be_bytes([input[at], input[at + 1]]) as usize;
+        if len == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "zero-length message",
+            ));
+        }
+        if input.len() - at - 2 < len {
+            break;
+        }
+        let req = Request {
+            bytes: &input[at + 2..at + 2 + len],
+            peer,
+            transport,
+            now,
+            local,
+            received: received_at,
+        };
+        stats.with_thread_cells(|c| c.query(via, qtype_of(req.bytes)));
+        match service.processor.process(&req, out.response, &mut events) {
+            Outcome::Response => {
+                stats.with_thread_cells(|c| c.response(out.response));
+                answered += 1;
+                let len = out.response.len() as u16;
+                out.framed.extend_from_slice(&len.to_be_bytes());
+                out.framed.extend_from_slice(out.response);
+            }
+            Outcome::Nothing => {}
+            Outcome::Transfer(transfer) => out.transfers.push(*transfer),
+        }
+        at += 2 + len;
+    }
+    if answered > 0 {
+        stats.with_thread_cells(|c| c.answered(received_at.elapsed(), answered));
+    }
+    service.dispatch(&mut events);
+    Ok(at)
+}

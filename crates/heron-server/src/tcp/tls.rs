@@ -1,0 +1,90 @@
+//! A DNS-over-TLS connection under the same framing as a plain one.
+
+use super::*;
+
+/// A connection with TLS under the same framing. Between reads it holds
+/// no buffer of ours, only rustls's state: it waits for the socket to be
+/// readable, then takes all the plaintext TLS has at once into the
+/// thread's read buffer (reads polled once, never awaited), so nothing is left in
+/// TLS's buffers while it waits again.
+pub(super) async fn tls_connection(
+    tls: TlsAcceptor,
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) -> io::Result<()> {
+    set_nodelay(&stream, &shared)?;
+    let local = stream.local_addr().ok();
+    let mut stream = timeout(shared.idle, tls.accept(stream))
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
+    let mut partial = Unanswered::default();
+    let (mut ended, mut drained) = (false, true);
+    let stop = shutdown.changed();
+    let timer = tokio::time::sleep(shared.idle);
+    tokio::pin!(stop, timer);
+    while !ended {
+        let mut replies = Replies::new();
+        let from = (peer, Transport::Tls, local);
+        if partial.holds_whole_message() {
+            // What the cap held back is answered before anything more is
+            // read (the rest waits in TLS's bounded buffers or the socket).
+            take_input(&[], &mut partial, &mut replies, from, &shared)?;
+            drained = false;
+        } else {
+            // A client that keeps sending is answered every few reads, or
+            // sooner once the answers reach the cap.
+            with_read_buffer(|chunk| {
+                for _ in 0..READS_PER_ROUND {
+                    drained = false;
+                    match read_now(&mut stream, chunk) {
+                        Poll::Ready(Ok(0)) => ended = true,
+                        Poll::Ready(Ok(n)) => {
+                            take_input(&chunk[..n], &mut partial, &mut replies, from, &shared)?;
+                            if partial.holds_whole_message() || !replies.transfers.is_empty() {
+                                break;
+                            }
+                            continue;
+                        }
+                        Poll::Ready(Err(e)) => return Err(e),
+                        Poll::Pending => drained = true,
+                    }
+                    break;
+                }
+                Ok(())
+            })?;
+        }
+        respond(&mut stream, replies, peer, &shared).await?;
+        if ended {
+            break;
+        }
+        if !drained {
+            // Plaintext may still wait in TLS: read again before waiting.
+            continue;
+        }
+        let deadline = partial.deadline_or_idle(shared.idle);
+        if !wait_readable(stream.get_ref().0, deadline, timer.as_mut(), stop.as_mut()).await? {
+            break; // idle, a message not completed in time, or shutdown
+        }
+    }
+    // Our close_notify, best effort: the client may be gone.
+    let _ = timeout(shared.idle, stream.shutdown()).await;
+    Ok(())
+}
+
+/// One read of whatever TLS can give now, without waiting: Pending when
+/// the socket has nothing more (its readiness is then cleared, so the
+/// next `readable()` waits for new data).
+pub(super) fn read_now<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    buf: &mut [u8],
+) -> Poll<io::Result<usize>> {
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut read = ReadBuf::new(buf);
+    match Pin::new(stream).poll_read(&mut cx, &mut read) {
+        Poll::Ready(Ok(())) => Poll::Ready(Ok(read.filled().len())),
+        Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+        Poll::Pending => Poll::Pending,
+    }
+}
