@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails when a module of heron-zone imports one above it. The layers, lowest
+# Fails when a module of heron-zone or heron-xfr imports one above it. The layers, lowest
 # first, are listed once below; a module may use `crate::` paths into its
 # own layer and those beneath it. Leaf helpers may be used by anyone. A
 # name re-exported at the crate root (`pub use zone::Zone;` in lib.rs)
@@ -10,10 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LAYERS="zonefile zone catalog answer"
-LEAVES="prefetch cores"
-SRC=crates/heron-zone/src
-
+check() {
+SRC=$1 LAYERS=$2 LEAVES=$3
 perl -e '
     use strict;
     my ($src, $layers, $leaves) = @ARGV;
@@ -82,7 +80,19 @@ perl -e '
     }
     exit $bad;
 ' "$SRC" "$LAYERS" "$LEAVES" || {
-    echo "heron-zone: an import goes up the layers (order: $LAYERS)" >&2
+    echo "$SRC: an import goes up the layers (order: $LAYERS)" >&2
     exit 1
 }
-echo "heron-zone layers one-way: $LAYERS"
+echo "$SRC layers one-way: $LAYERS"
+}
+
+check crates/heron-zone/src "zonefile zone catalog answer" "prefetch cores"
+# heron-xfr: the I/O-free timers below the primary and secondary drivers
+# that run them; the leaves are primitives every layer may use.
+check crates/heron-xfr/src "journal catalog_zone timers primary secondary" \
+    "serial unix_seconds growth disk origin_index stats keys acl"
+
+# No two files of these crates import each other, directly or round a
+# circle (a folder's mod.rs and its own parts excepted).
+python3 scripts/check-import-cycles.py crates/heron-proto/src crates/heron-zone/src \
+    crates/heron-xfr/src crates/heron-server/src crates/heron-dnssec/src

@@ -1,7 +1,7 @@
 //! EDNS(0): the OPT pseudo-record (RFC 6891) and the options Heron reads
 //! in queries and writes in responses.
 
-use crate::writer::Full;
+use crate::types::Full;
 
 /// What a query's OPT record says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,14 +10,18 @@
 //! * [`cookie`]: DNS cookies (RFC 7873, RFC 9018 server cookies).
 //! * [`encoded`]: RRsets pre-encoded for responses, compressed against the apex.
 //! * [`tsig`]: TSIG transaction signatures (RFC 8945), server and client side.
+//! * [`prefix`]: network address prefixes, for access lists and client limits.
+//! * [`time`]: the wall clock in seconds, as TSIG and SOA serials count it.
 
 pub mod cookie;
 pub mod edns;
 pub mod encoded;
 pub mod message;
 pub mod name;
+pub mod prefix;
 pub mod rdata;
 pub mod text;
+pub mod time;
 pub mod tsig;
 pub mod types;
 pub mod writer;

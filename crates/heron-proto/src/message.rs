@@ -509,6 +509,17 @@ impl Message {
     }
 }
 
+/// A message ID for a query or NOTIFY we send: hard to guess for an
+/// off-path spoofer (RFC 5452 9.2), from std's randomly seeded hasher
+/// over the clock's nanoseconds.
+pub fn random_id() -> u16 {
+    use std::hash::BuildHasher;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::collections::hash_map::RandomState::new().hash_one(nanos) as u16
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

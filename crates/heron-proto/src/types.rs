@@ -204,3 +204,9 @@ mod tests {
         assert!(RType::ANY.is_meta() && RType::OPT.is_meta() && !RType::A.is_meta());
     }
 }
+
+/// The record did not fit under the size limit; nothing of it was written.
+/// (Here, with the other small types, so that the EDNS option writer and
+/// the message writer share it without importing each other.)
+#[derive(Debug, PartialEq, Eq)]
+pub struct Full;

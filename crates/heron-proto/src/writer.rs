@@ -25,9 +25,7 @@ pub enum Section {
     Additional = 2,
 }
 
-/// The record did not fit under the size limit; nothing of it was written.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Full;
+pub use crate::types::Full;
 
 /// A point to roll back to.
 #[derive(Clone, Copy, Debug)]

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crate::tcp::{AcceptFailures, next_connection};
-use heron_xfr::acl::Prefix;
+use heron_proto::prefix::Prefix;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;

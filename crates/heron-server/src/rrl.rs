@@ -43,7 +43,7 @@
 //! A shared table would be exact, at the cost of a lock or atomics on
 //! every response of every worker.
 
-use heron_xfr::acl::Prefix;
+use heron_proto::prefix::Prefix;
 use std::net::IpAddr;
 
 /// The `[rrl]` settings; BIND's names and defaults.

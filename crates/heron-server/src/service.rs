@@ -113,4 +113,4 @@ impl Service {
 }
 
 /// Seconds since the Unix epoch: the `now` transports give the processor.
-pub use heron_xfr::primary::notify::unix_now;
+pub use heron_proto::time::unix_now;

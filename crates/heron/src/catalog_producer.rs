@@ -4,7 +4,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::time::SystemTime;
 
 use heron_xfr::catalog_zone::generate::{Generated, generate};
 use heron_xfr::primary::Primary;
@@ -95,8 +94,7 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
 
 /// Seconds since 1970, as a serial counts them (mod 2^32).
 fn unix_now() -> u32 {
-    let since = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH);
-    since.map_or(0, |d| d.as_secs() as u32)
+    heron_proto::time::unix_now() as u32
 }
 
 #[cfg(test)]

@@ -617,7 +617,7 @@ impl Running {
             tracing::info!(zone = %zone.origin, "{what}");
             return;
         };
-        let now = heron_xfr::primary::notify::unix_now();
+        let now = heron_proto::time::unix_now();
         match self.member_log.admit(change as usize, now) {
             Some(due) => tracing::info!(
                 zone = %zone.origin,

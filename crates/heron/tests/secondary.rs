@@ -24,13 +24,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use heron_proto::message::{Header, Message};
+use heron_proto::time::unix_now;
 use heron_proto::tsig::{self, Algorithm, Key};
 use heron_proto::{Name, RType, Rcode};
 use heron_testkit::{
     DigTool, FakePrimary, IxfrAnswer, Primary, QueryOpts, ServerKind, ServerProcess, TlsServe,
     build_query, free_port, kdig_expire, run_dig_with, try_query_udp, try_query_udp_from,
 };
-use heron_xfr::primary::notify::{notify_message, unix_now};
+use heron_xfr::primary::notify::notify_message;
 use xfr_common::*;
 
 /// The `[[key]]` block every configuration here shares.

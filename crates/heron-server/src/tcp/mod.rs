@@ -57,7 +57,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::{Sleep, timeout};
 
-use heron_xfr::acl::Prefix;
+use heron_proto::prefix::Prefix;
 
 use crate::TcpLimits;
 use crate::processor::{Event, Outcome, Request, Transfer, Transport};

@@ -173,7 +173,7 @@ fn limited(
         && let (Some(key), Some(client)) = (classify(response, q, plain, summary), client)
     {
         let class = Response::from(key);
-        if let Some(due) = LIMITED_LOG.admit(0, heron_xfr::primary::notify::unix_now()) {
+        if let Some(due) = LIMITED_LOG.admit(0, heron_proto::time::unix_now()) {
             let tail = due.tail();
             tracing::info!("rate limiting {class:?} responses to {client} and its prefix{tail}");
         }

@@ -8,7 +8,6 @@ pub mod notify;
 pub mod transfer;
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -22,15 +21,7 @@ use crate::journal;
 use crate::journal::files::{self as journal_files, History, JournalWriter};
 use crate::serial;
 
-/// A secondary to notify of new serials, with the TSIG key to sign with
-/// and the local address to send from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NotifyTarget {
-    pub addr: SocketAddr,
-    pub key: Option<Name>,
-    /// None: the kernel's choice.
-    pub source: Option<IpAddr>,
-}
+pub use crate::timers::notify_out::NotifyTarget;
 
 /// The transfer settings of one zone.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -12,14 +12,13 @@
 
 use crate::keys::SharedKeys;
 use std::collections::HashMap;
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use heron_proto::message::{Header, flags};
+use heron_proto::message::{Header, flags, random_id};
+use heron_proto::time::unix_now;
 use heron_proto::tsig::{self, Key, KeyRing, ResponseVerifier};
 use heron_proto::writer::Writer;
 use heron_proto::{Class, Name, Opcode, RType, Rcode};
@@ -447,22 +446,6 @@ pub fn notify_message(origin: &Name, soa: &(u32, Vec<u8>), id: u16) -> Vec<u8> {
     let _ = w.record(origin.as_wire(), RType::SOA, Class::IN, soa.0, &soa.1);
     w.finish(id, ((Opcode::NOTIFY.0 as u16) << 11) | flags::AA, 1);
     out
-}
-
-/// A message ID nobody off the path can guess: std's per-process random
-/// hash keys, mixed with the clock.
-pub fn random_id() -> u16 {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    RandomState::new().hash_one(nanos) as u16
-}
-
-/// Seconds since the epoch, for TSIG.
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]

@@ -32,7 +32,8 @@ use super::pipelined::{Line, LineError};
 use super::receive::{Exceeded, Outcome, Receiver, Request, TransferLimits, XfrError};
 use super::tls::{Stream, TlsClients, XotTrust};
 use crate::keys::SharedKeys;
-use crate::primary::notify::{random_id, unix_now};
+use heron_proto::message::random_id;
+use heron_proto::time::unix_now;
 
 /// The UDP payload size our queries' OPT record states; they go over TCP,
 /// where it means nothing (RFC 6891 6.2.3), but the field must hold one.

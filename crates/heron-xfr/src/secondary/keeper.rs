@@ -24,8 +24,8 @@ use std::time::{Duration, SystemTime};
 
 use heron_zone::Zone;
 
-use super::refresh::SecondaryZone;
 use super::store::write_zone;
+use super::zone::SecondaryZone;
 use crate::disk::{self, tmp_path};
 use crate::unix_seconds::UnixSeconds;
 

@@ -11,7 +11,9 @@
 //! * [`kept_file`]: where each zone's copy is kept.
 //! * [`refresh`]: the one task that keeps every zone fresh, driving the
 //!   timers of [`crate::timers`] (SOA checks, transfers, expire).
-//! * [`backoff`]: waits after failures, per zone and per primary.
+//! * [`backoff`]: the primaries left alone after failing (the waits'
+//!   arithmetic is the timers', [`crate::timers::backoff`]).
+//! * [`zone`]: one secondary zone: its primaries and its kept copy.
 //! * [`primary_log`]: the lines about those failures, bounded per primary.
 
 pub mod backoff;
@@ -24,6 +26,7 @@ pub mod receive;
 pub mod refresh;
 pub mod store;
 pub mod tls;
+pub mod zone;
 
 #[cfg(test)]
 mod tests;

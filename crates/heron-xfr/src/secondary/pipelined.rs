@@ -47,7 +47,7 @@ impl Line {
         Line {
             writer: tokio::sync::Mutex::new(write),
             waiting,
-            next_id: AtomicU16::new(crate::primary::notify::random_id()),
+            next_id: AtomicU16::new(heron_proto::message::random_id()),
             open,
         }
     }

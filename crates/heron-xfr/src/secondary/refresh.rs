@@ -15,10 +15,8 @@
 //! at once; its modification time records the last successful check, so
 //! the timers survive a restart.
 
-use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -29,12 +27,13 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::client::{ClientError, Connections, Upstream};
 use super::keeper::Keeper;
-use super::kept_file::KeptFile;
 use super::primary_log::{Event as LogEvent, Level, PrimaryLog, Summary};
 use super::receive::{Outcome, Request};
+pub use super::zone::{Primaries, SecondaryZone};
 use crate::growth::reserve_one_more;
 use crate::origin_index::{OriginIndex, OriginOf};
 use crate::stats::Inbound;
+pub use crate::timers::TimerBounds;
 use crate::timers::{Action, CheckId, Event, Failure, Timers, Transfer, Version, ZoneId};
 use crate::unix_seconds::UnixSeconds;
 
@@ -83,57 +82,6 @@ pub struct PrimaryReport {
 /// How a check an operator asked for ended: the serial served after it,
 /// or why it failed.
 pub type CheckResult = Result<Option<u32>, String>;
-
-/// A zone's primaries, tried in order, shared by the zones configured
-/// together: one pointer where a slice's `Arc` takes two, which puts a
-/// [`SecondaryZone`] and its counts in jemalloc's 64-octet class instead
-/// of the 80 (100,000 zones: 1.6 MB).
-pub type Primaries = Arc<Vec<Upstream>>;
-
-/// One zone this server is a secondary for.
-#[derive(Clone, Debug, Hash)]
-pub struct SecondaryZone {
-    pub origin: Name,
-    pub primaries: Primaries,
-    /// Where the received zone is kept: the zones of a group or a catalog
-    /// share their pattern ([`KeptFile`]).
-    pub file: KeptFile,
-    /// The catalog zone that made it a member, if one did (RFC 9432).
-    pub catalog: Option<Name>,
-}
-
-impl SecondaryZone {
-    /// The file its received copy is kept in.
-    pub fn kept_path(&self) -> Cow<'_, Path> {
-        self.file.path(&self.origin)
-    }
-}
-
-/// Bounds on the SOA timers, whatever the primary's SOA says.
-#[derive(Clone, Copy, Debug)]
-pub struct TimerBounds {
-    pub min_refresh: Duration,
-    pub max_refresh: Duration,
-    pub min_retry: Duration,
-    pub max_retry: Duration,
-    pub min_expire: Duration,
-    pub max_expire: Duration,
-}
-
-impl Default for TimerBounds {
-    fn default() -> Self {
-        TimerBounds {
-            min_refresh: Duration::from_secs(30),
-            max_refresh: Duration::from_secs(86_400),
-            min_retry: Duration::from_secs(5),
-            max_retry: Duration::from_secs(3_600),
-            // An SOA expire of minutes would turn a short outage of the
-            // primary into SERVFAIL; one of years serves data long stale.
-            min_expire: Duration::from_secs(3_600),
-            max_expire: Duration::from_secs(31_536_000),
-        }
-    }
-}
 
 /// Where new versions go: the server's catalog and journal.
 pub trait Publisher: Send + Sync + 'static {
@@ -388,7 +336,7 @@ impl Driver {
         let min_retry = ctx.bounds.min_retry;
         Driver {
             ctx,
-            timers: Timers::new(min_retry, Box::new(crate::primary::notify::random_id)),
+            timers: Timers::new(min_retry, Box::new(heron_proto::message::random_id)),
             zones: Vec::new(),
             ids: ZoneIds::default(),
             waiting: VecDeque::new(),
@@ -1052,6 +1000,7 @@ fn failure(origin: &Name, up: &Upstream, step: &str, e: ClientError) -> Failed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secondary::kept_file::KeptFile;
     use heron_proto::RType;
     use heron_testkit::FakePrimary;
     use heron_zone::load_zone_str;

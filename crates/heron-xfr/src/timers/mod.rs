@@ -41,6 +41,7 @@
 //! a binary heap indexed by zone, as in Knot's `zone/events/`, instead
 //! of a task per zone.
 
+pub mod backoff;
 pub mod notify_out;
 mod queue;
 mod stamp;
@@ -54,11 +55,36 @@ use hashbrown::HashMap;
 use heron_zone::Zone;
 
 use crate::growth::reserve_by_eighths;
-use crate::secondary::backoff::retry_delay;
-use crate::secondary::refresh::TimerBounds;
 use crate::serial;
+use backoff::retry_delay;
 use queue::Queue;
 use stamp::{Epoch, Stamp};
+
+/// Bounds on the SOA timers, whatever the primary's SOA says.
+#[derive(Clone, Copy, Debug)]
+pub struct TimerBounds {
+    pub min_refresh: Duration,
+    pub max_refresh: Duration,
+    pub min_retry: Duration,
+    pub max_retry: Duration,
+    pub min_expire: Duration,
+    pub max_expire: Duration,
+}
+
+impl Default for TimerBounds {
+    fn default() -> Self {
+        TimerBounds {
+            min_refresh: Duration::from_secs(30),
+            max_refresh: Duration::from_secs(86_400),
+            min_retry: Duration::from_secs(5),
+            max_retry: Duration::from_secs(3_600),
+            // An SOA expire of minutes would turn a short outage of the
+            // primary into SERVFAIL; one of years serves data long stale.
+            min_expire: Duration::from_secs(3_600),
+            max_expire: Duration::from_secs(31_536_000),
+        }
+    }
+}
 
 /// The shortest time between two checks of one zone started by NOTIFY.
 pub const NOTIFY_CHECK_INTERVAL: Duration = Duration::from_secs(2);

@@ -6,7 +6,7 @@ use heron_proto::Name;
 use heron_zone::{Zone, load_zone_str};
 
 use super::*;
-use crate::secondary::backoff::PRIMARY_MAX_BACKOFF;
+use crate::timers::backoff::PRIMARY_MAX_BACKOFF;
 
 const fn secs(s: u64) -> Duration {
     Duration::from_secs(s)

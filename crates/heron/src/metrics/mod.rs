@@ -14,13 +14,13 @@ use std::net::SocketAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use heron_proto::Name;
+use heron_proto::prefix::Prefix;
 use heron_server::processor::Refusal;
 use heron_server::processor::tap::TapTotals;
 use heron_server::rrl::RrlCounters;
 use heron_server::stats::{
     CONNECTION_LIMITS, LATENCY_BOUNDS_US, RCODES, SIZE_BOUNDS, TRANSPORTS, Totals, qtype_label,
 };
-use heron_xfr::acl::Prefix;
 use heron_xfr::stats::ZoneCounts;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, NoLabelSet};

@@ -26,16 +26,24 @@
 //! timers' wake-ups do ([`super::Timers`]).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use heron_proto::{Name, Rcode};
 
-use crate::primary::NotifyTarget;
-
 #[cfg(test)]
 mod tests;
+
+/// A secondary to notify of new serials, with the TSIG key to sign with
+/// and the local address to send from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotifyTarget {
+    pub addr: SocketAddr,
+    pub key: Option<Name>,
+    /// None: the kernel's choice.
+    pub source: Option<IpAddr>,
+}
 
 /// Sends per NOTIFY before it is given up.
 pub const TRIES: u32 = 5;
