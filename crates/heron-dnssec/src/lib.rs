@@ -4,3 +4,5 @@
 //! moves to its next state: the clock is passed in, as in
 //! `heron_xfr::timers`) and does the cryptography for the server, which
 //! owns files, timers and the zone swap.
+
+pub mod dnskey;
