@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fails when a module of heron-zone or heron-xfr imports one above it. The layers, lowest
-# first, are listed once below; a module may use `crate::` paths into its
+# Fails when a module of heron-zone, heron-xfr or the heron binary imports
+# one above it. The layers, lowest first, are listed once below (modules
+# joined by commas share a layer); a module may use `crate::` paths into its
 # own layer and those beneath it. Leaf helpers may be used by anyone. A
 # name re-exported at the crate root (`pub use zone::Zone;` in lib.rs)
 # counts as the layer it comes from. A `crate::` name the script cannot
@@ -16,7 +17,10 @@ perl -e '
     use strict;
     my ($src, $layers, $leaves) = @ARGV;
     my @order = split " ", $layers;
-    my %rank = map { $order[$_] => $_ } 0 .. $#order;
+    my %rank;
+    for my $i (0 .. $#order) {
+        $rank{$_} = $i for split ",", $order[$i];
+    }
     my %leaf = map { $_ => 1 } split " ", $leaves;
 
     sub code_of {
@@ -30,7 +34,8 @@ perl -e '
 
     # Root re-exports: `pub use LAYER::...;` places every name it brings in.
     my %exported;
-    my $lib = code_of("$src/lib.rs");
+    my $root = -e "$src/lib.rs" ? "$src/lib.rs" : "$src/main.rs";
+    my $lib = code_of($root);
     while ($lib =~ /pub\s+use\s+(\w+)::([^;]*);/g) {
         my ($layer, $rest) = ($1, $2);
         next unless exists $rank{$layer};
@@ -46,7 +51,7 @@ perl -e '
     }
 
     my $bad = 0;
-    my @files = split "\n", `find $src -name "*.rs" ! -path "$src/lib.rs" | sort`;
+    my @files = split "\n", `find $src -name "*.rs" ! -path "$root" | sort`;
     for my $path (@files) {
         my ($top) = $path =~ m{^\Q$src\E/(\w+)};
         next if $leaf{$top};
@@ -92,7 +97,12 @@ check crates/heron-zone/src "zonefile zone catalog answer" "prefetch cores"
 check crates/heron-xfr/src "journal catalog_zone timers primary secondary" \
     "serial unix_seconds growth disk origin_index stats keys acl"
 
+# The binary: what the configuration says, what it means, the running
+# server, what operators drive it with, and the entry points above all.
+check crates/heron/src "config plan runtime control serve,check,doctor,keygen,man" \
+    "background memory notify logging privileges process_start"
+
 # No two files of these crates import each other, directly or round a
 # circle (a folder's mod.rs and its own parts excepted).
 python3 scripts/check-import-cycles.py crates/heron-proto/src crates/heron-zone/src \
-    crates/heron-xfr/src crates/heron-server/src crates/heron-dnssec/src
+    crates/heron-xfr/src crates/heron-server/src crates/heron-dnssec/src crates/heron/src

@@ -1,37 +1,32 @@
 //! `heron`: the authoritative DNS server's command line.
 
 mod background;
-mod catalog_producer;
 mod check;
-mod commands;
 mod config;
-mod consumer;
 mod control;
-mod ctl;
 mod doctor;
 mod keygen;
 mod logging;
 mod man;
 mod memory;
-mod metrics;
 mod notify;
+mod plan;
 mod privileges;
-mod reload;
-mod secondary;
+mod process_start;
+mod runtime;
 mod serve;
 
 /// jemalloc: see [`heron_sys::memory::ServerAllocator`].
 #[global_allocator]
 static ALLOCATOR: heron_sys::memory::ServerAllocator = heron_sys::memory::ServerAllocator;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::OnceLock;
-use std::time::Instant;
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use clap_complete::Shell;
+
+use control::ctl;
 
 #[derive(Parser)]
 #[command(
@@ -49,7 +44,7 @@ enum Command {
     /// Serve zones in the foreground until SIGTERM or SIGINT. With neither
     /// --config nor --zone, serves the built-in example.com zone on
     /// 127.0.0.1:5300.
-    Serve(ServeArgs),
+    Serve(serve::ServeArgs),
     /// Check a zone file; print every problem and exit non-zero on errors.
     CheckZone {
         file: PathBuf,
@@ -71,7 +66,7 @@ enum Command {
     /// server cannot be reached or does not answer within the timeout.
     Reload {
         #[command(flatten)]
-        target: ControlArgs,
+        target: ctl::ControlArgs,
         /// Seconds to wait for the server's answer, connecting included.
         #[arg(long, value_name = "SECONDS", default_value_t = 60)]
         timeout: u64,
@@ -110,67 +105,11 @@ enum Command {
     },
 }
 
-#[derive(Args)]
-pub struct ServeArgs {
-    /// Configuration file (TOML).
-    #[arg(long, short)]
-    config: Option<PathBuf>,
-    /// Address to answer on, UDP and TCP (repeatable). Overrides the file.
-    #[arg(long, value_name = "ADDR:PORT")]
-    listen: Vec<SocketAddr>,
-    /// A zone to serve as ORIGIN=FILE (repeatable). Added to the file's zones.
-    #[arg(long, value_name = "ORIGIN=FILE", value_parser = config::parse_zone_arg)]
-    zone: Vec<config::ZoneSpec>,
-    /// Worker threads (default: one per core). Overrides the file.
-    #[arg(long)]
-    workers: Option<usize>,
-    /// Pin UDP workers to these CPUs, round robin (e.g. 0,1). Overrides the file.
-    #[arg(long, value_delimiter = ',', value_name = "CPU,...")]
-    cpu_affinity: Vec<usize>,
-    /// The control socket `heron reload` talks to. Overrides the file.
-    #[arg(long, value_name = "PATH")]
-    control: Option<PathBuf>,
-}
-
-/// Where a running server's control socket is: `--control`, else the
-/// `[server] control` of `--config`, else `HERON_CONTROL`, else
-/// [`ctl::DEFAULT_CONTROL`] (where the shipped unit puts it).
-#[derive(Args)]
-#[group(required = false, multiple = false)]
-pub struct ControlArgs {
-    /// The server's configuration file: its [server] control socket.
-    #[arg(long, short)]
-    config: Option<PathBuf>,
-    /// The control socket itself (default: $HERON_CONTROL, else
-    /// /run/heron/control.sock).
-    #[arg(long, visible_alias = "socket", value_name = "PATH")]
-    control: Option<PathBuf>,
-}
-
-impl ControlArgs {
-    fn socket(&self) -> Result<PathBuf, String> {
-        if let Some(path) = &self.control {
-            return Ok(path.clone());
-        }
-        let Some(config) = &self.config else {
-            return Ok(ctl::default_socket());
-        };
-        ctl::socket_of_config(config)
-    }
-}
-
-/// When the process started (as near as `main` can tell), for the
-/// start-to-ready time operators compare servers by.
-fn started() -> Instant {
-    static STARTED: OnceLock<Instant> = OnceLock::new();
-    *STARTED.get_or_init(Instant::now)
-}
-
 fn main() -> ExitCode {
-    started();
+    process_start::started();
     let cli = Cli::parse();
     logging::init(&match &cli.command {
-        Command::Serve(ServeArgs {
+        Command::Serve(serve::ServeArgs {
             config: Some(path), ..
         }) => logging::section_of(path),
         _ => logging::LogSection::default(),

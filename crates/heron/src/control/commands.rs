@@ -18,9 +18,9 @@ use heron_xfr::primary::notify::Outcome as NotifyOutcome;
 use heron_xfr::secondary::refresh::{CheckResult, Command, ZoneReport};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::control::{Request, Response};
-use crate::reload::ZoneFiles;
-use crate::serve::{Selection, Transfers, reload};
+use crate::control::socket::{Request, Response};
+use crate::plan::zone_files::ZoneFiles;
+use crate::runtime::{Selection, Transfers, reload};
 
 /// The commands this server answers, for the error that names them.
 const KNOWN: &str =
@@ -90,7 +90,7 @@ impl Controller {
         let data = json!({
             "version": env!("CARGO_PKG_VERSION"),
             "pid": std::process::id(),
-            "uptime_seconds": crate::started().elapsed().as_secs(),
+            "uptime_seconds": crate::process_start::started().elapsed().as_secs(),
             "zones": {
                 "primary": catalog.len() - served_secondaries,
                 "secondary": secondary,

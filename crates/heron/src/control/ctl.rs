@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use crate::ControlArgs;
-use crate::control::{self, Request, Response};
+use crate::control::socket::{self as control, Request, Response};
 
 #[derive(Args)]
 pub struct CtlArgs {
@@ -131,6 +130,33 @@ impl CtlCommand {
             },
             CtlCommand::Stop => Request::new("stop"),
         }
+    }
+}
+
+/// Where a running server's control socket is: `--control`, else the
+/// `[server] control` of `--config`, else `HERON_CONTROL`, else
+/// [`DEFAULT_CONTROL`] (where the shipped unit puts it).
+#[derive(Args)]
+#[group(required = false, multiple = false)]
+pub struct ControlArgs {
+    /// The server's configuration file: its [server] control socket.
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// The control socket itself (default: $HERON_CONTROL, else
+    /// /run/heron/control.sock).
+    #[arg(long, visible_alias = "socket", value_name = "PATH")]
+    control: Option<PathBuf>,
+}
+
+impl ControlArgs {
+    pub(crate) fn socket(&self) -> Result<PathBuf, String> {
+        if let Some(path) = &self.control {
+            return Ok(path.clone());
+        }
+        let Some(config) = &self.config else {
+            return Ok(default_socket());
+        };
+        socket_of_config(config)
     }
 }
 

@@ -92,6 +92,7 @@ use crate::privileges;
 pub(crate) mod catalog;
 mod catalogs;
 pub mod dnstap;
+pub mod metrics;
 mod shared_files;
 mod shield;
 mod sources;
@@ -134,7 +135,7 @@ pub struct ConfigFile {
     pub cookies: CookiesSection,
     pub dnstap: Option<dnstap::DnstapSection>,
     #[serde(default)]
-    pub metrics: crate::metrics::MetricsSection,
+    pub metrics: metrics::MetricsSection,
     /// Checked here with the rest; read before the rest when logging
     /// starts (see [`crate::logging::section_of`]), and its levels
     /// applied again at each reload.
@@ -670,7 +671,7 @@ pub struct Settings {
     /// `[dnstap]`; None: off.
     pub dnstap: Option<dnstap::Dnstap>,
     /// Where the Prometheus endpoint listens (`[metrics] listen`); None: off.
-    pub metrics: Option<crate::metrics::MetricsSettings>,
+    pub metrics: Option<metrics::MetricsSettings>,
     /// `[log]`: its levels apply at a reload, its format at a restart.
     pub log: crate::logging::LogSection,
 }
@@ -2172,7 +2173,7 @@ udp-coalesce-us = 1001
     fn metrics_are_off_unless_an_address_is_given() {
         assert_eq!(parse("").unwrap().metrics, None);
         let on = parse("[metrics]\nlisten = \"127.0.0.1:9153\"\n").unwrap();
-        let want = crate::metrics::MetricsSettings {
+        let want = metrics::MetricsSettings {
             listen: "127.0.0.1:9153".parse().unwrap(),
             zone_metrics: true,
             allow: None,
@@ -2510,7 +2511,7 @@ udp-coalesce-us = 1001
 mod documented {
     use std::collections::BTreeMap;
 
-    const DOC: &str = include_str!("../../../docs/configuration.md");
+    const DOC: &str = include_str!("../../../../docs/configuration.md");
     /// Each section as written in a configuration file.
     const SECTIONS: [&str; 16] = [
         "",

@@ -29,9 +29,10 @@ use heron_zone::{Catalog, Zone};
 use tokio::sync::mpsc;
 
 use crate::config::{CatalogConfig, ZoneSpec};
-use crate::consumer::{Consumers, Step, ceded_copy, consumed_copy, read_ceded, write_ceded};
-use crate::reload::load_parallel;
-use crate::serve::Transfers;
+use crate::plan::consumer::{Consumers, Step, ceded_copy, consumed_copy, read_ceded, write_ceded};
+use crate::plan::zone_files::SecondaryChanges;
+use crate::plan::zone_files::load_parallel;
+use crate::runtime::Transfers;
 
 /// The secondary zones of the configuration, and what starts them.
 pub struct Secondaries {
@@ -306,20 +307,6 @@ impl ZoneChange {
 /// [`LOG_INTERVAL`] seconds; the rest are at debug, counted in the next
 /// line, and the catalog's own line counts each version's changes.
 pub const MEMBER_LINES: u64 = 5;
-
-/// What [`Running::reconfigure`] did.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct SecondaryChanges {
-    pub added: Vec<Name>,
-    pub removed: Vec<Name>,
-    /// Given other primaries or another file.
-    pub repointed: Vec<Name>,
-    /// `[[catalog]]` sections added, removed and changed (their member
-    /// zones are not listed: there may be 100,000).
-    pub catalogs_added: Vec<Name>,
-    pub catalogs_removed: Vec<Name>,
-    pub catalogs_changed: Vec<Name>,
-}
 
 impl Running {
     /// The consumed catalogs whose newest version was rejected, and why.

@@ -83,7 +83,7 @@ pub struct Reconfigured {
     /// Zone files newly configured, and those given another file.
     pub added: Vec<Name>,
     pub refiled: Vec<Name>,
-    /// The secondary zones configured now (see [`crate::secondary::Running`]).
+    /// The secondary zones configured now (the runtime's `secondary::Running` runs them).
     pub secondaries: Vec<SecondaryZone>,
     /// The catalog zones to generate now.
     pub catalogs: Vec<GeneratedCatalog>,
@@ -116,7 +116,7 @@ pub struct Outcome {
     /// for a restart.
     pub needs_restart: Vec<&'static str>,
     /// Secondary zones added, removed and re-pointed.
-    pub secondaries: crate::secondary::SecondaryChanges,
+    pub secondaries: SecondaryChanges,
     /// The configuration file had errors: nothing was changed.
     pub config_failed: bool,
     /// What went wrong, as logged: file, line and problem, then what
@@ -604,6 +604,21 @@ fn what_is_kept(spec: &ZoneSpec, catalog: &Catalog) -> String {
     } else {
         format!("zone {} not loaded; it will not be served", spec.origin)
     }
+}
+
+/// What a reload changed among the secondary zones and consumed
+/// catalogs (the runtime's `Running::reconfigure` reports it).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SecondaryChanges {
+    pub added: Vec<Name>,
+    pub removed: Vec<Name>,
+    /// Given other primaries or another file.
+    pub repointed: Vec<Name>,
+    /// `[[catalog]]` sections added, removed and changed (their member
+    /// zones are not listed: there may be 100,000).
+    pub catalogs_added: Vec<Name>,
+    pub catalogs_removed: Vec<Name>,
+    pub catalogs_changed: Vec<Name>,
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! `heron_xfr::catalog_zone`'s; this module keeps, for every catalog,
 //! the members of the version it last took and which catalog owns each
 //! member zone, and turns a new version into [`Step`]s that
-//! [`crate::secondary::Running`] carries out.
+//! the runtime's `secondary::Running` carries out.
 //!
 //! A version that breaks a rule is rejected whole: every problem is
 //! logged naming its record, and the members stay as they were. The

@@ -1,0 +1,276 @@
+//! The running server's state, owned in one place ([`Transfers`]: the
+//! primary side, the TSIG keys, the query log's writer, the secondary
+//! zones' runtime), and the reload procedure that applies a new plan to
+//! it. Below the control socket and the metrics endpoint, which read and
+//! drive it; above `plan`, whose decisions it carries out.
+
+pub mod secondary;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use heron_proto::Name;
+use heron_server::SharedCatalog;
+use heron_server::dnstap;
+use heron_xfr::keys::SharedKeys;
+use heron_xfr::primary::notify::Notifier;
+use heron_xfr::primary::{Primary, ZonePolicy};
+use heron_xfr::stats::ZoneStats;
+use heron_zone::{Catalog, Zone};
+
+use crate::plan::catalog_producer;
+use crate::plan::zone_files::{Outcome, Reconfigured, ZoneFiles};
+use crate::{background, memory, notify};
+
+/// The primary side's state.
+pub(crate) struct Transfers {
+    pub(crate) primary: Arc<Primary>,
+    pub(crate) notifier: Notifier,
+    /// The TSIG keys every side signs and verifies with, replaced by a
+    /// reload that reads new ones.
+    pub(crate) keys: Arc<SharedKeys>,
+    /// The query log's writer, for a whole reload to reopen its file
+    /// (after a rotation).
+    pub(crate) query_log: Option<Arc<dnstap::Writer>>,
+    /// Transfers and NOTIFYs per zone, both ways.
+    pub(crate) zone_stats: Arc<ZoneStats>,
+    /// Held while a new catalog is built and stored, so a reload and a
+    /// transfer finishing at once do not drop each other's change.
+    pub(crate) catalog_writer: Mutex<()>,
+    /// The secondary zones' refresh task, once started.
+    pub(crate) secondaries: Mutex<Option<secondary::Running>>,
+}
+
+impl Transfers {
+    /// Journals the zones that changed from `old` to `new`; returns those
+    /// whose secondaries should hear of a new serial (new zones too).
+    pub(crate) fn journal_changes(&self, old: &Catalog, new: &Catalog) -> Vec<Arc<Zone>> {
+        let changed = new.zones().filter(|zone| match old.get(zone.origin()) {
+            Some(before) if Arc::ptr_eq(before, zone) => false,
+            Some(before) => self.primary.zone_changed(before, zone),
+            None => true,
+        });
+        changed.cloned().collect()
+    }
+
+    /// Notifies `zone`'s secondaries now and waits for each to answer
+    /// (or not, after the retries): each target with how it went.
+    pub(crate) async fn notify_now(&self, zone: &Zone) -> heron_xfr::primary::notify::Outcomes {
+        let policy = self.primary.policy(zone.origin());
+        if policy.notify.is_empty() {
+            return Vec::new();
+        }
+        let soa = zone.soa();
+        let soa = (soa.ttl(), soa.first_rdata().to_vec());
+        let mut outcomes = self
+            .notifier
+            .notify_and_wait(zone.origin(), soa, &policy.notify)
+            .await;
+        outcomes.sort_by_key(|(addr, _)| *addr);
+        outcomes
+    }
+
+    pub(crate) fn notify(&self, zones: &[Arc<Zone>]) {
+        for zone in zones {
+            let policy = self.primary.policy(zone.origin());
+            let targets = &policy.notify;
+            if !targets.is_empty() {
+                let soa = zone.soa();
+                self.notifier.notify_all(
+                    zone.origin(),
+                    (soa.ttl(), soa.first_rdata().to_vec()),
+                    targets,
+                );
+            }
+        }
+    }
+}
+
+/// Reads the configuration file again (if the server has one) for its
+/// zones and their transfer settings, re-reads changed and new zone files
+/// on a background thread (below the query workers' priority), and swaps
+/// the new catalog in; queries in flight finish on the old one. Returns
+/// what it did and how long it took.
+pub(crate) async fn reload(
+    catalog: &SharedCatalog,
+    files: &Arc<std::sync::Mutex<ZoneFiles>>,
+    transfers: &Arc<Transfers>,
+    asked_by: &str,
+    selection: Selection,
+) -> (Outcome, Duration) {
+    match &selection.zones {
+        None => tracing::info!("{asked_by}: reloading the configuration and changed zone files"),
+        Some(zones) => tracing::info!("{asked_by}: reloading {} zone(s)", zones.len()),
+    }
+    notify::reloading();
+    let whole = selection.zones.is_none();
+    if let (true, Some(query_log)) = (whole, &transfers.query_log) {
+        // A whole reload is what logrotate's postrotate asks for.
+        query_log.reopen();
+    }
+    let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
+    let started = Instant::now();
+    let work = background::run("reload", move || {
+        let _writing = xfr.catalog_writer.lock().unwrap();
+        let current = catalog.load_full();
+        let mut files = files.lock().unwrap();
+        // Named zones are re-read alone; the configuration waits for a
+        // whole reload.
+        let reread = if selection.zones.is_none() {
+            files.reread_config()
+        } else {
+            Ok(None)
+        };
+        let reconfigured = match reread {
+            Ok(reconfigured) => reconfigured,
+            Err(errors) => return (Outcome::config_errors(errors), Vec::new(), Duration::ZERO),
+        };
+        let mut removed = Vec::new();
+        let mut secondaries = None;
+        let mut catalogs = None;
+        let mut listed = Default::default();
+        if let Some(new) = reconfigured {
+            new.left_for_restart.iter().for_each(|part| {
+                tracing::warn!(
+                    "{part} changed in the configuration: it takes effect at the next restart"
+                )
+            });
+            let (changed, changed_secondaries) = settings_changed(&xfr, &new, &files);
+            crate::logging::apply_levels(&new.log);
+            // The keys first: the policies that follow may name new ones.
+            xfr.keys.replace(Arc::new(new.keys));
+            // Before the new zones are served: their transfers and
+            // NOTIFYs follow the settings they came with.
+            xfr.primary.set_policies(new.policies);
+            removed = new.removed;
+            secondaries = Some((new.secondaries, new.consumed));
+            catalogs = Some(new.catalogs);
+            listed = (
+                new.added,
+                changed,
+                changed_secondaries,
+                new.left_for_restart,
+            );
+        }
+        let (mut next, mut outcome) =
+            files.load_selected(&current, selection.zones.as_ref(), selection.force);
+        (
+            outcome.added,
+            outcome.changed,
+            outcome.changed_secondaries,
+            outcome.needs_restart,
+        ) = listed;
+        if let (Some((wanted, consumed)), Some(running)) =
+            (secondaries, xfr.secondaries.lock().unwrap().as_mut())
+        {
+            let configured = |o: &Name| files.configures(o);
+            let changes =
+                running.reconfigure(wanted, consumed, &mut next, &xfr.primary, configured);
+            outcome.secondaries = changes;
+        }
+        drop(files);
+        for origin in &removed {
+            next.remove(origin);
+            xfr.primary.forget(origin);
+            xfr.notifier.zone_removed(origin);
+            tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
+        }
+        outcome.removed = removed;
+        // After the removals: a catalog rejected for a zone configured by
+        // hand is taken once the hand lets go of it.
+        if let (Some(_), Some(running)) = (&catalogs, xfr.secondaries.lock().unwrap().as_mut()) {
+            running.reconsume(&mut next, &xfr.primary);
+        }
+        // After the removals: a zone that became a catalog is replaced.
+        if let Some(catalogs) = &catalogs {
+            catalog_producer::update(catalogs, &mut next);
+        }
+        // Journal first, then swap: an IXFR for the new serial must find
+        // its step; then notify, once the new version is served.
+        let changed = xfr.journal_changes(&current, &next);
+        // The only moment queries could notice: the new catalog goes in
+        // with one atomic store, and queries in flight keep the old one.
+        let swapping = Instant::now();
+        catalog.store(Arc::new(next));
+        let swap = swapping.elapsed();
+        drop(current);
+        memory::settle(&catalog.load_full());
+        (outcome, changed, swap)
+    });
+    let (outcome, changed, swap) = work.await;
+    transfers.notify(&changed);
+    let took = started.elapsed();
+    let changes = match whole && !outcome.config_failed {
+        true => format!(" ({})", outcome.configuration_changes()),
+        false => String::new(),
+    };
+    tracing::info!(
+        "reload done in {} ms, swapped in {} us: {}{changes}",
+        took.as_millis(),
+        swap.as_micros(),
+        outcome.summary()
+    );
+    notify::ready();
+    (outcome, took)
+}
+
+/// The zones configured before and now, in the same role, whose
+/// transfer settings differ: primary zones (those given another file
+/// too) and secondary zones.
+fn settings_changed(
+    xfr: &Transfers,
+    new: &Reconfigured,
+    files: &ZoneFiles,
+) -> (Vec<Name>, Vec<Name>) {
+    let wanted: std::collections::HashSet<Name> = (new.secondaries.iter())
+        .map(|z| z.origin.to_lowercase())
+        .collect();
+    let running = xfr.secondaries.lock().unwrap();
+    let kept_secondary =
+        |o: &Name| wanted.contains(o) && running.as_ref().is_some_and(|r| r.runs(o));
+    let kept_primary = |o: &Name| files.configures(o) && !new.added.contains(o);
+    let changed = policies_changed(&xfr.primary.policies(), &new.policies, |o| {
+        kept_primary(o) || kept_secondary(o)
+    });
+    let (mut primaries, secondaries): (Vec<Name>, Vec<Name>) =
+        changed.into_iter().partition(|o| files.configures(o));
+    for origin in &new.refiled {
+        if !primaries.contains(origin) {
+            primaries.push(origin.clone());
+        }
+    }
+    (primaries, secondaries)
+}
+
+/// The zones `still_configured` whose transfer settings (ACLs, NOTIFY
+/// targets, journal) differ. A zone with the default settings has no
+/// entry.
+fn policies_changed(
+    before: &HashMap<Name, Arc<ZonePolicy>>,
+    now: &HashMap<Name, ZonePolicy>,
+    still_configured: impl Fn(&Name) -> bool,
+) -> Vec<Name> {
+    let closed = ZonePolicy::default();
+    let origins: std::collections::HashSet<Name> = (before.keys().chain(now.keys()))
+        .map(Name::to_lowercase)
+        .collect();
+    let mut changed: Vec<Name> = (origins.into_iter())
+        .filter(|origin| {
+            let old = before.get(origin).map_or(&closed, |p| &**p);
+            let new = now.get(origin).unwrap_or(&closed);
+            old != new && still_configured(origin)
+        })
+        .collect();
+    changed.sort_by_key(|o| o.to_string());
+    changed
+}
+
+/// Which zones a reload reads.
+#[derive(Default)]
+pub(crate) struct Selection {
+    /// Only these (lower-cased), and not the configuration; None for all.
+    pub(crate) zones: Option<std::collections::HashSet<Name>>,
+    /// Read the files even if they look unchanged.
+    pub(crate) force: bool,
+}
