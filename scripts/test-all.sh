@@ -11,6 +11,7 @@ scripts/ensure-packages.sh make nsd knot knot-dnsutils bind9 bind9-dnsutils syst
 
 scripts/check-conflict-markers.sh
 scripts/check-layers.sh
+python3 scripts/check-function-length.py crates/heron/src
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace

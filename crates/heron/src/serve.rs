@@ -68,58 +68,42 @@ pub struct ServeArgs {
 const EXAMPLE_ZONE: &str = include_str!("example.com.zone");
 
 pub fn run(args: ServeArgs) -> ExitCode {
-    let started = Instant::now();
-    let mut settings = match settings(&args) {
-        Ok(s) => {
-            tracing::info!(
-                "configuration read: {} zones, {} secondary zones, in {} ms",
-                s.zones.len(),
-                s.secondaries.len(),
-                started.elapsed().as_millis()
-            );
-            s.warnings.iter().for_each(|w| tracing::warn!("{w}"));
-            s
+    match start(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if !e.is_empty() {
+                tracing::error!("{e}");
+            }
+            ExitCode::FAILURE
         }
-        Err(errors) => {
-            errors.iter().for_each(|e| tracing::error!("{e}"));
-            return ExitCode::FAILURE;
-        }
-    };
+    }
+}
+
+/// Reads the settings, loads the zones and serves them until told to
+/// stop. An error already logged comes back empty.
+fn start(args: ServeArgs) -> Result<(), String> {
+    let mut settings = read_settings(&args)?;
     heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
     let use_example = args.config.is_none()
         && settings.zones.is_empty()
         && settings.generated_catalogs.is_empty();
-    let mut files = ZoneFiles::new(&settings.zones).with_catalogs(&settings.generated_catalogs);
-    if let Some(path) = &args.config {
-        files = files.with_config(ConfigSource {
-            path: path.clone(),
-            extra_zones: args.zone.clone(),
-            restart_only: settings.restart_only.clone(),
-        });
-    }
+    let mut files = zone_files(&args, &settings);
     let (mut catalog, journals) =
         load_catalog_and_find_journals(use_example, &mut files, &settings);
     catalog_producer::insert_kept(&settings.generated_catalogs, &mut catalog);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            tracing::error!("cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let (dnstap, tap) = match settings.dnstap.map(start_dnstap).transpose() {
-        Ok(dnstap) => dnstap.unzip(),
-        Err(e) => {
-            tracing::error!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let (dnstap, tap) = settings
+        .dnstap
+        .take()
+        .map(start_dnstap)
+        .transpose()?
+        .unzip();
     let mut kept = secondary::load_kept(&settings.secondaries);
-    let mut consumers = Consumers::new(settings.catalogs);
+    let mut consumers = Consumers::new(std::mem::take(&mut settings.catalogs));
     let members = secondary::members_at_start(
         &mut consumers,
         &mut settings.secondaries,
@@ -127,25 +111,16 @@ pub fn run(args: ServeArgs) -> ExitCode {
         &catalog,
     );
     // Before anything is served: an IXFR may come at once.
-    let primary = Arc::new(primary(settings.policies, journals, &catalog, &kept));
+    let policies = std::mem::take(&mut settings.policies);
+    let primary = Arc::new(primary(policies, journals, &catalog, &kept));
     for (origin, policy) in members {
         primary.set_member_policy(&origin, Some(policy));
     }
     let catalog =
         catalog_producer::update_at_start(&settings.generated_catalogs, catalog, &primary);
-    let keys = SharedKeys::new(Arc::new(settings.keys));
+    let keys = SharedKeys::new(Arc::new(std::mem::take(&mut settings.keys)));
     let (notify_tx, notifies) = mpsc::unbounded_channel();
-    let queries = Queries {
-        primary: primary.clone(),
-        keys: keys.clone(),
-        secondaries: SharedOrigins::default(),
-        notify_in: Some(notify_tx),
-        query_policy: settings.shield.query_policy,
-        nsid: settings.shield.nsid,
-        cookies: settings.cookies,
-        tap,
-    };
-    let limits = &settings.secondary;
+    let queries = Queries::new(&settings, primary.clone(), keys.clone(), notify_tx, tap);
     let zone_stats = Arc::new(ZoneStats::default());
     let transfers = Transfers {
         // Its driver task runs on the runtime.
@@ -157,42 +132,82 @@ pub fn run(args: ServeArgs) -> ExitCode {
         primary,
         secondaries: Mutex::new(None),
     };
-    let secondaries = secondary::Secondaries {
-        kept,
-        zones: settings.secondaries,
-        connections: Connections::new(
-            Arc::default(),
-            limits.concurrency,
-            Duration::from_secs(limits.timeout),
-        )
-        .with_keys(keys)
-        .with_tls(settings.xot)
-        .with_transfer_limits(limits.transfer_limits()),
-        notifies,
-        bounds: limits.bounds(),
-        keep_removed: limits.keep_removed,
-        consumers,
-    };
+    let secondaries = secondaries(&mut settings, kept, keys, notifies, consumers);
     let process = ProcessSettings {
         control_socket: settings.control,
         run_as: settings.shield.run_as,
         dnstap,
         metrics: settings.metrics,
     };
-    match runtime.block_on(serve(
-        settings.server,
-        process,
+    let prepared = Prepared {
         catalog,
         files,
         transfers,
         queries,
         secondaries,
-    )) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e}");
-            ExitCode::FAILURE
+    };
+    runtime.block_on(serve(settings.server, process, prepared))
+}
+
+/// The settings, their warnings logged; errors logged here, so the one
+/// returned is empty.
+fn read_settings(args: &ServeArgs) -> Result<Settings, String> {
+    let started = Instant::now();
+    match settings(args) {
+        Ok(s) => {
+            tracing::info!(
+                "configuration read: {} zones, {} secondary zones, in {} ms",
+                s.zones.len(),
+                s.secondaries.len(),
+                started.elapsed().as_millis()
+            );
+            s.warnings.iter().for_each(|w| tracing::warn!("{w}"));
+            Ok(s)
         }
+        Err(errors) => {
+            errors.iter().for_each(|e| tracing::error!("{e}"));
+            Err(String::new())
+        }
+    }
+}
+
+/// The zone files to watch, and the configuration file when there is one.
+fn zone_files(args: &ServeArgs, settings: &Settings) -> ZoneFiles {
+    let files = ZoneFiles::new(&settings.zones).with_catalogs(&settings.generated_catalogs);
+    match &args.config {
+        Some(path) => files.with_config(ConfigSource {
+            path: path.clone(),
+            extra_zones: args.zone.clone(),
+            restart_only: settings.restart_only.clone(),
+        }),
+        None => files,
+    }
+}
+
+/// What the secondary zones' task starts from.
+fn secondaries(
+    settings: &mut Settings,
+    kept: Vec<Option<Zone>>,
+    keys: Arc<SharedKeys>,
+    notifies: mpsc::UnboundedReceiver<NotifyReceived>,
+    consumers: Consumers,
+) -> secondary::Secondaries {
+    let limits = &settings.secondary;
+    secondary::Secondaries {
+        kept,
+        zones: std::mem::take(&mut settings.secondaries),
+        connections: Connections::new(
+            Arc::default(),
+            limits.concurrency,
+            Duration::from_secs(limits.timeout),
+        )
+        .with_keys(keys)
+        .with_tls(settings.xot.clone())
+        .with_transfer_limits(limits.transfer_limits()),
+        notifies,
+        bounds: limits.bounds(),
+        keep_removed: limits.keep_removed,
+        consumers,
     }
 }
 
@@ -362,6 +377,25 @@ struct Queries {
 }
 
 impl Queries {
+    fn new(
+        settings: &Settings,
+        primary: Arc<Primary>,
+        keys: Arc<SharedKeys>,
+        notify_in: mpsc::UnboundedSender<NotifyReceived>,
+        tap: Option<Tap>,
+    ) -> Queries {
+        Queries {
+            primary,
+            keys,
+            secondaries: SharedOrigins::default(),
+            notify_in: Some(notify_in),
+            query_policy: settings.shield.query_policy.clone(),
+            nsid: settings.shield.nsid.clone(),
+            cookies: settings.cookies.clone(),
+            tap,
+        }
+    }
+
     fn service(self, catalog: SharedCatalog, config: AnswerConfig) -> Service {
         let cookies = Cookies::new(
             &self.cookies,
@@ -405,25 +439,43 @@ fn start_dnstap(d: config::dnstap::Dnstap) -> Result<(Arc<dnstap::Writer>, Tap),
     Ok((writer, tap))
 }
 
-async fn serve(
-    server: ServerConfig,
-    process: ProcessSettings,
+/// Everything loaded and built before the first socket is opened.
+struct Prepared {
     catalog: Catalog,
     files: ZoneFiles,
     transfers: Transfers,
     queries: Queries,
     secondaries: secondary::Secondaries,
+}
+
+/// The transports' threads and tasks, and what stops them.
+struct Transports {
+    threads: Vec<std::thread::JoinHandle<()>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    xdp: Option<heron_server::xdp::XdpService>,
+    limiter: Arc<tcp::ConnectionLimiter>,
+    /// Tells the UDP and XDP workers to stop.
+    stop: Arc<AtomicBool>,
+    /// Tells every task to stop.
+    shutdown: watch::Sender<bool>,
+}
+
+async fn serve(
+    server: ServerConfig,
+    process: ProcessSettings,
+    prepared: Prepared,
 ) -> Result<(), String> {
+    let Prepared {
+        catalog,
+        files,
+        transfers,
+        queries,
+        secondaries,
+    } = prepared;
     // First, so that a second server started on the same files stops
     // here, before it answers anything.
-    let ProcessSettings {
-        control_socket,
-        run_as,
-        dnstap,
-        metrics,
-    } = process;
-    let control = match control_socket {
-        Some(path) => Some((control::bind(&path)?, path)),
+    let control = match &process.control_socket {
+        Some(path) => Some((control::bind(path)?, path.clone())),
         None => None,
     };
     // Secondaries may have missed changes while we were down: told once
@@ -439,77 +491,14 @@ async fn serve(
         (queries.service(catalog.clone(), server.answer.clone()))
             .with_zone_stats(transfers.zone_stats.clone()),
     );
-    let stop = Arc::new(AtomicBool::new(false));
-    let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let limiter =
-        tcp::ConnectionLimiter::new(server.tcp.clone(), transfers.primary.transfer_clients());
-    let spawn_stream = |listener, tls| {
-        tokio::spawn(tcp::serve(
-            listener,
-            tls,
-            service.clone(),
-            limiter.clone(),
-            shutdown_rx.clone(),
-        ))
-    };
-    let mut threads = Vec::new();
-    let mut tasks = vec![tokio::spawn(tcp::release_memory_after_peaks(
-        limiter.clone(),
-        shutdown_rx.clone(),
-    ))];
-    for &addr in &server.listen {
-        let workers = udp::spawn_workers(addr, &server, service.clone(), stop.clone())
-            .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
-        threads.extend(workers);
-        let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TCP {addr}: {e}"))?;
-        tasks.push(spawn_stream(listener, None));
-        tracing::info!("answering on {addr} (UDP and TCP)");
-    }
-    // After the sockets: a server that cannot listen fails before it
-    // attaches anything to an interface.
-    let mut xdp = match &server.xdp {
-        Some(xdp) => Some(
-            heron_server::xdp::start(xdp, &server, service.clone(), stop.clone())
-                .map_err(|e| format!("cannot start XDP: {e}"))?,
-        ),
-        None => None,
-    };
-    if let Some(xdp) = &mut xdp {
-        threads.extend(std::mem::take(&mut xdp.threads));
-    }
-    for (addr, acceptor) in tls_listeners(&server) {
-        let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TLS {addr}: {e}"))?;
-        tasks.push(spawn_stream(listener, Some(acceptor)));
-        tracing::info!("answering on {addr} (DNS over TLS)");
-    }
-    let metrics = match metrics {
-        Some(m) => Some((
-            tcp::bind(m.listen)
-                .map_err(|e| format!("cannot listen for metrics on {}: {e}", m.listen))?,
-            m.zone_metrics,
-            m.allow,
-        )),
-        None => None,
-    };
-    // Every socket is bound (the control socket first of all). While
-    // still privileged: the limit that lets a reload kept from idle CPU
-    // be raised once no capability is left.
-    if !background::allow_the_raise() {
-        tracing::debug!("RLIMIT_NICE stays below 10: background work will not go idle");
-    }
-    if let Some(run_as) = run_as {
-        drop_privileges(&run_as)?;
-    }
+    let mut transports = start_transports(&server, &service, &transfers)?;
+    let metrics = bind_metrics(process.metrics.as_ref())?;
+    // Every socket is bound (the control socket first of all).
+    give_up_privileges(process.run_as.as_ref())?;
     transfers.notify(&every_zone);
     // The zones as loaded: not held past here, or a reload could not free them.
     drop(every_zone);
-    tracing::info!(
-        "ready: serving {} zones and {secondary_zones} secondary zones with {} worker{}, {} ms after start",
-        catalog.load().len(),
-        server.workers,
-        if server.workers == 1 { "" } else { "s" },
-        crate::process_start::started().elapsed().as_millis()
-    );
+    log_ready(catalog.load().len(), secondary_zones, server.workers);
     settle_once_answering(&catalog);
     let files = Arc::new(std::sync::Mutex::new(files));
     let stop_asked = Arc::new(tokio::sync::Notify::new());
@@ -528,58 +517,177 @@ async fn serve(
         stop: stop_asked.clone(),
         refresh: refresh_commands,
         service: service.clone(),
-        connections: limiter.clone(),
+        connections: transports.limiter.clone(),
     });
-    if let Some((listener, path)) = control {
-        let controller = controller.clone();
-        tasks.push(tokio::spawn(control::serve(
-            listener,
-            path,
-            shutdown_rx.clone(),
-            move |request| {
-                let controller = controller.clone();
-                async move { controller.handle(request).await }
-            },
-        )));
-    }
-    if let Some((listener, zone_metrics, allowed)) = metrics {
-        if let Ok(addr) = listener.local_addr() {
-            tracing::info!("metrics on http://{addr}/metrics");
-        }
-        let scrape = move |format| {
-            let controller = controller.clone();
-            async move { crate::control::metrics::scrape(&controller, zone_metrics, format).await }
-        };
-        let shutdown = shutdown_rx.clone();
-        tasks.push(tokio::spawn(crate::control::metrics::http::serve(
-            listener, allowed, scrape, shutdown,
-        )));
-    }
+    let shutdown = transports.shutdown.subscribe();
+    transports
+        .tasks
+        .extend(serve_control(control, &controller, &shutdown));
+    transports
+        .tasks
+        .extend(serve_metrics(metrics, controller, shutdown));
     wait_for_signals(&catalog, &files, &transfers, &stop_asked).await;
     tracing::info!("shutting down");
     notify::stopping();
-    stop.store(true, Ordering::Relaxed);
-    let _ = shutdown_tx.send(true);
-    for task in tasks {
+    stop_transports(transports).await;
+    if server.rrl.is_some() {
+        log_rrl_totals(&service);
+    }
+    finish_writing(process.dnstap, keeper, &transfers);
+    Ok(())
+}
+
+/// Binds every listener of `server` and starts its workers and tasks.
+fn start_transports(
+    server: &ServerConfig,
+    service: &Arc<Service>,
+    transfers: &Transfers,
+) -> Result<Transports, String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    let limiter =
+        tcp::ConnectionLimiter::new(server.tcp.clone(), transfers.primary.transfer_clients());
+    let spawn_stream = |listener, tls| {
+        tokio::spawn(tcp::serve(
+            listener,
+            tls,
+            service.clone(),
+            limiter.clone(),
+            shutdown_rx.clone(),
+        ))
+    };
+    let mut threads = Vec::new();
+    let mut tasks = vec![tokio::spawn(tcp::release_memory_after_peaks(
+        limiter.clone(),
+        shutdown_rx.clone(),
+    ))];
+    for &addr in &server.listen {
+        let workers = udp::spawn_workers(addr, server, service.clone(), stop.clone())
+            .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
+        threads.extend(workers);
+        let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TCP {addr}: {e}"))?;
+        tasks.push(spawn_stream(listener, None));
+        tracing::info!("answering on {addr} (UDP and TCP)");
+    }
+    // After the sockets: a server that cannot listen fails before it
+    // attaches anything to an interface.
+    let mut xdp = match &server.xdp {
+        Some(xdp) => Some(
+            heron_server::xdp::start(xdp, server, service.clone(), stop.clone())
+                .map_err(|e| format!("cannot start XDP: {e}"))?,
+        ),
+        None => None,
+    };
+    if let Some(xdp) = &mut xdp {
+        threads.extend(std::mem::take(&mut xdp.threads));
+    }
+    for (addr, acceptor) in tls_listeners(server) {
+        let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TLS {addr}: {e}"))?;
+        tasks.push(spawn_stream(listener, Some(acceptor)));
+        tracing::info!("answering on {addr} (DNS over TLS)");
+    }
+    Ok(Transports {
+        threads,
+        tasks,
+        xdp,
+        limiter,
+        stop,
+        shutdown,
+    })
+}
+
+/// Stops the workers and tasks, then detaches the XDP programs.
+async fn stop_transports(transports: Transports) {
+    transports.stop.store(true, Ordering::Relaxed);
+    let _ = transports.shutdown.send(true);
+    for task in transports.tasks {
         let _ = task.await;
     }
-    for thread in threads {
+    for thread in transports.threads {
         let _ = thread.join();
     }
     // The workers are done with the sockets: the programs go.
-    if let Some(xdp) = xdp {
+    if let Some(xdp) = transports.xdp {
         drop(xdp);
         tracing::info!("XDP programs detached");
     }
-    if server.rrl.is_some() {
-        let limited = service.rrl.snapshot();
-        tracing::info!(
-            "response rate limiting: {} responses dropped, {} slipped, {} would have been (log-only)",
-            limited.dropped,
-            limited.slipped,
-            limited.log_only
-        );
+}
+
+/// The metrics endpoint's socket, if `[metrics]` is on.
+fn bind_metrics(
+    metrics: Option<&config::metrics::MetricsSettings>,
+) -> Result<Option<(tokio::net::TcpListener, bool, heron_server::http::Allowed)>, String> {
+    let Some(m) = metrics else {
+        return Ok(None);
+    };
+    let listener = tcp::bind(m.listen)
+        .map_err(|e| format!("cannot listen for metrics on {}: {e}", m.listen))?;
+    Ok(Some((listener, m.zone_metrics, m.allow.clone())))
+}
+
+/// The control socket's task, if there is a socket.
+fn serve_control(
+    control: Option<(tokio::net::UnixListener, PathBuf)>,
+    controller: &Arc<crate::control::commands::Controller>,
+    shutdown: &watch::Receiver<bool>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let (listener, path) = control?;
+    let controller = controller.clone();
+    Some(tokio::spawn(control::serve(
+        listener,
+        path,
+        shutdown.clone(),
+        move |request| {
+            let controller = controller.clone();
+            async move { controller.handle(request).await }
+        },
+    )))
+}
+
+/// The metrics endpoint's task, if it is on.
+fn serve_metrics(
+    metrics: Option<(tokio::net::TcpListener, bool, heron_server::http::Allowed)>,
+    controller: Arc<crate::control::commands::Controller>,
+    shutdown: watch::Receiver<bool>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let (listener, zone_metrics, allowed) = metrics?;
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!("metrics on http://{addr}/metrics");
     }
+    let scrape = move |format| {
+        let controller = controller.clone();
+        async move { crate::control::metrics::scrape(&controller, zone_metrics, format).await }
+    };
+    Some(tokio::spawn(crate::control::metrics::http::serve(
+        listener, allowed, scrape, shutdown,
+    )))
+}
+
+fn log_ready(zones: usize, secondary_zones: usize, workers: usize) {
+    tracing::info!(
+        "ready: serving {zones} zones and {secondary_zones} secondary zones with {workers} worker{}, {} ms after start",
+        if workers == 1 { "" } else { "s" },
+        crate::process_start::started().elapsed().as_millis()
+    );
+}
+
+fn log_rrl_totals(service: &Service) {
+    let limited = service.rrl.snapshot();
+    tracing::info!(
+        "response rate limiting: {} responses dropped, {} slipped, {} would have been (log-only)",
+        limited.dropped,
+        limited.slipped,
+        limited.log_only
+    );
+}
+
+/// The last writes before the process ends: the query log, the kept
+/// copies of zones received in the last moments, the journals.
+fn finish_writing(
+    dnstap: Option<Arc<dnstap::Writer>>,
+    keeper: Option<heron_xfr::secondary::keeper::Keeper>,
+    transfers: &Transfers,
+) {
     if let Some(writer) = dnstap {
         writer.finish();
         let totals = writer.totals();
@@ -589,7 +697,6 @@ async fn serve(
             totals.dropped
         );
     }
-    // Zones received in the last moments: on disk before we go.
     if let Some(keeper) = keeper
         && !keeper.flush(Duration::from_secs(10))
     {
@@ -601,7 +708,18 @@ async fn serve(
     {
         tracing::warn!("journal files not all written within 10 s");
     }
-    Ok(())
+}
+
+/// Once every socket is bound. While still privileged: the limit that
+/// lets a reload kept from idle CPU be raised once no capability is left.
+fn give_up_privileges(run_as: Option<&RunAs>) -> Result<(), String> {
+    if !background::allow_the_raise() {
+        tracing::debug!("RLIMIT_NICE stays below 10: background work will not go idle");
+    }
+    match run_as {
+        Some(run_as) => drop_privileges(run_as),
+        None => Ok(()),
+    }
 }
 
 /// Becomes `[server] user` (and `group`) in every thread, keeping no

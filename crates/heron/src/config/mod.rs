@@ -687,17 +687,158 @@ pub fn load(path: &Path) -> Result<Settings, Vec<String>> {
     from_file(file, base, path)
 }
 
+/// Errors found while a file is resolved, each prefixed with the file's
+/// path, so that every check reports the same way and all are reported.
+struct Problems<'a> {
+    path: &'a Path,
+    errors: Vec<String>,
+}
+
+impl Problems<'_> {
+    fn add(&mut self, error: impl std::fmt::Display) {
+        self.errors
+            .push(format!("{}: {error}", self.path.display()));
+    }
+
+    fn extend<E: std::fmt::Display>(&mut self, errors: impl IntoIterator<Item = E>) {
+        errors.into_iter().for_each(|e| self.add(e));
+    }
+
+    /// The value, or `fallback` with the errors recorded.
+    fn or<T, E: std::fmt::Display>(&mut self, result: Result<T, Vec<E>>, fallback: T) -> T {
+        result.unwrap_or_else(|e| {
+            self.extend(e);
+            fallback
+        })
+    }
+}
+
+/// The sections besides zones and keys, each read and checked on its own.
+struct Sections {
+    xdp: Option<XdpConfig>,
+    rrl: Option<heron_server::rrl::RrlSettings>,
+    cookies: heron_proto::cookie::CookieSettings,
+    dnstap: Option<dnstap::Dnstap>,
+    tls: Option<TlsListen>,
+    xot: Option<TlsClients>,
+    metrics: Option<metrics::MetricsSettings>,
+}
+
 fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec<String>> {
     let mut restart_only = RestartOnly::of_sections(&file);
-    let mut errors = Vec::new();
-    let keys = keys(&file.keys).unwrap_or_else(|e| {
-        errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
-        Vec::new()
+    let mut problems = Problems {
+        path,
+        errors: Vec::new(),
+    };
+    let keys = problems.or(keys(&file.keys), Vec::new());
+    let (zones, single_zones, mut consumed) = read_zones(&file, &keys, base, &mut problems);
+    let Zones {
+        mut zones,
+        mut secondaries,
+        mut policies,
+        query_acls,
+        catalogs: generated,
+    } = zones;
+    let primaries = primary_origins(&zones, &secondaries);
+    let generated = problems.or(generated.finish(&primaries), Vec::new());
+    match sources::Sources::read(&file.xfr) {
+        Ok(sources) => sources.apply(&mut secondaries, &mut policies, &mut consumed),
+        Err(e) => problems.extend(e),
+    }
+    let mut warnings: Vec<String> = keep_shared_journals_in_memory(&single_zones, &mut policies)
+        .into_iter()
+        .map(|w| format!("{}: {w}", path.display()))
+        .collect();
+    problems.extend(check_unique_origins(&zones));
+    problems.extend(check_shared_files(
+        &zones,
+        &secondaries,
+        &generated,
+        &policies,
+    ));
+    problems.extend(check_tcp(&file.tcp));
+    problems.extend(check_server(&file.server));
+    // The processor holds the zones' query ACLs from its start.
+    restart_only.add_hashed("zones' allow-query", &query_acl_lines(&query_acls));
+    let shield = server_shield(&file.server, &keys, query_acls).unwrap_or_else(|e| {
+        problems.extend(e.into_iter().map(|e| format!("[server] {e}")));
+        Shield::default()
     });
+    problems.extend(file.secondary.check());
+    let sections = read_sections(&file, base, &mut problems);
+    problems.extend(xot_problems(&sections.xot, &secondaries));
+    if !problems.errors.is_empty() {
+        return Err(problems.errors);
+    }
+    if let Some(run_as) = &shield.run_as {
+        let unwritable = unwritable_folders(&file.server, base, &secondaries, &policies, run_as);
+        warnings.extend(unwritable.map(|w| format!("{}: {w}", path.display())));
+    }
+    let control = file.server.control.as_ref().map(|p| base.join(p));
+    let journals = policies.values().filter_map(|p| p.journal_file.as_deref());
+    let used = (zones.iter().map(|z| z.file.as_path()))
+        .chain(journals)
+        .chain(control.as_deref());
+    catalog::mark_files_in_use(&mut consumed, used);
+    keep_zones_loaded_from_files(&mut zones, &secondaries, &generated);
+    Ok(Settings {
+        server: server_config(&file, sections.tls, sections.xdp, sections.rrl),
+        zones,
+        keys,
+        policies,
+        secondaries,
+        catalogs: consumed,
+        generated_catalogs: generated,
+        control,
+        max_zone_file_size: file.server.max_zone_file_size,
+        secondary: file.secondary,
+        xot: sections.xot.expect("no errors"),
+        shield,
+        warnings,
+        restart_only,
+        cookies: sections.cookies,
+        dnstap: sections.dnstap,
+        metrics: sections.metrics,
+        log: file.log,
+    })
+}
+
+/// The zones' own `allow-query` ACLs, one sorted line each.
+fn query_acl_lines(query_acls: &HashMap<Name, Acl>) -> Vec<String> {
+    let mut lines: Vec<String> = (query_acls.iter())
+        .map(|(origin, acl)| format!("{origin} {acl:?}"))
+        .collect();
+    lines.sort_unstable();
+    lines
+}
+
+/// Leaves out of `zones` those that are secondaries or generated
+/// catalogs (not loaded from a file of their own).
+fn keep_zones_loaded_from_files(
+    zones: &mut Vec<ZoneSpec>,
+    secondaries: &[SecondaryZone],
+    generated: &[GeneratedCatalog],
+) {
+    let mut secondary_origins: HashSet<&Name> = HashSet::with_capacity(secondaries.len());
+    secondary_origins.extend(secondaries.iter().map(|s| &s.origin));
+    secondary_origins.extend(generated.iter().map(|c| &c.origin));
+    zones.retain(|z| !secondary_origins.contains(&z.origin));
+    // Kept as long as the server runs: not the room of 100,000 secondaries.
+    zones.shrink_to_fit();
+}
+
+/// `[[zone]]`, `[[zone-group]]` and `[[catalog]]`: the zones, the origins
+/// of the single zones, and the catalogs consumed.
+fn read_zones(
+    file: &ConfigFile,
+    keys: &[Key],
+    base: &Path,
+    problems: &mut Problems,
+) -> (Zones, Vec<Name>, Vec<CatalogConfig>) {
     let mut zones = Zones::default();
     let mut single_zones = Vec::with_capacity(file.zones.len());
     for entry in &file.zones {
-        let settings = zone_settings(entry.options(), &keys);
+        let settings = zone_settings(entry.options(), keys);
         let spec = zone_spec(&entry.origin, &base.join(&entry.file));
         match settings.and_then(|settings| Ok((spec?, settings))) {
             Ok((spec, settings)) => {
@@ -705,24 +846,22 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
                 match catalogs::generated(entry, &spec, &settings) {
                     Ok(Some(all)) => zones.catalogs.add_catalog(&spec, all),
                     Ok(None) => {}
-                    Err(e) => {
-                        errors.push(format!("{}: zone '{}': {e}", path.display(), entry.origin))
-                    }
+                    Err(e) => problems.add(format!("zone '{}': {e}", entry.origin)),
                 }
                 zones.add(spec, &settings)
             }
-            Err(e) => errors.push(format!("{}: zone '{}': {e}", path.display(), entry.origin)),
+            Err(e) => problems.add(format!("zone '{}': {e}", entry.origin)),
         }
     }
     for group in &file.zone_groups {
-        if let Err(e) = zones.add_group(group, &keys, base) {
-            errors.push(format!("{}: [[zone-group]]: {e}", path.display()));
+        if let Err(e) = zones.add_group(group, keys, base) {
+            problems.add(format!("[[zone-group]]: {e}"));
         }
     }
     let mut consumed = Vec::with_capacity(file.catalogs.len());
     for entry in &file.catalogs {
-        let resolved = entry.resolve(&keys, base).and_then(|catalog| {
-            let settings = zone_settings(entry.zone_options(), &keys)?;
+        let resolved = entry.resolve(keys, base).and_then(|catalog| {
+            let settings = zone_settings(entry.zone_options(), keys)?;
             Ok((
                 catalog,
                 settings,
@@ -734,218 +873,146 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
                 zones.add(spec, &settings);
                 consumed.push(catalog);
             }
-            Err(e) => errors.push(format!("{}: catalog '{}': {e}", path.display(), entry.zone)),
+            Err(e) => problems.add(format!("catalog '{}': {e}", entry.zone)),
         }
     }
-    let xdp = file.xdp.config().unwrap_or_else(|e| {
-        errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
-        None
-    });
-    let Zones {
-        mut zones,
-        mut secondaries,
-        mut policies,
-        query_acls,
-        catalogs: generated,
-    } = zones;
-    let primaries = primary_origins(&zones, &secondaries);
-    let generated = generated.finish(&primaries).unwrap_or_else(|e| {
-        errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
-        Vec::new()
-    });
-    match sources::Sources::read(&file.xfr) {
-        Ok(sources) => sources.apply(&mut secondaries, &mut policies, &mut consumed),
-        Err(e) => errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display()))),
-    }
-    let warnings = keep_shared_journals_in_memory(&single_zones, &mut policies)
-        .into_iter()
-        .map(|w| format!("{}: {w}", path.display()))
-        .collect();
-    errors.extend(
-        check_unique_origins(&zones)
-            .into_iter()
-            .chain(check_shared_files(
-                &zones,
-                &secondaries,
-                &generated,
-                &policies,
-            ))
-            .map(|e| format!("{}: {e}", path.display())),
+    (zones, single_zones, consumed)
+}
+
+/// `[server]`'s limits, one row each.
+fn check_server(server: &ServerSection) -> Vec<String> {
+    let rules = [
+        (
+            server.listen.is_empty(),
+            "[server] listen is empty".to_string(),
+        ),
+        (
+            server.max_udp_payload < 512,
+            format!(
+                "[server] max-udp-payload {} is below the minimum of 512",
+                server.max_udp_payload
+            ),
+        ),
+        (
+            server.udp_coalesce_us > MAX_UDP_COALESCE_US,
+            format!(
+                "[server] udp-coalesce-us {} is above the maximum of {MAX_UDP_COALESCE_US}",
+                server.udp_coalesce_us
+            ),
+        ),
+        (
+            server.max_zone_file_size == 0,
+            "[server] max-zone-file-size must be at least 1".to_string(),
+        ),
+        (
+            server.workers == Some(0),
+            "[server] workers must be at least 1".to_string(),
+        ),
+    ];
+    (rules.into_iter())
+        .filter(|(broken, _)| *broken)
+        .map(|(_, message)| message)
+        .collect()
+}
+
+/// The sections read on their own: XDP, RRL, cookies, dnstap, TLS, the
+/// transfer clients' TLS, metrics.
+fn read_sections(file: &ConfigFile, base: &Path, problems: &mut Problems) -> Sections {
+    let xdp = problems.or(file.xdp.config(), None);
+    let rrl = problems.or(
+        file.rrl.as_ref().map(RrlSection::settings).transpose(),
+        None,
     );
-    errors.extend(
-        check_tcp(&file.tcp)
-            .into_iter()
-            .map(|e| format!("{}: {e}", path.display())),
+    let cookies = problems.or(file.cookies.settings(), Default::default());
+    let dnstap = problems.or(
+        file.dnstap.as_ref().map(|d| d.settings(base)).transpose(),
+        None,
     );
-    let server = &file.server;
-    if server.listen.is_empty() {
-        errors.push(format!("{}: [server] listen is empty", path.display()));
-    }
-    if server.max_udp_payload < 512 {
-        errors.push(format!(
-            "{}: [server] max-udp-payload {} is below the minimum of 512",
-            path.display(),
-            server.max_udp_payload
-        ));
-    }
-    if server.udp_coalesce_us > MAX_UDP_COALESCE_US {
-        errors.push(format!(
-            "{}: [server] udp-coalesce-us {} is above the maximum of {MAX_UDP_COALESCE_US}",
-            path.display(),
-            server.udp_coalesce_us
-        ));
-    }
-    if server.max_zone_file_size == 0 {
-        errors.push(format!(
-            "{}: [server] max-zone-file-size must be at least 1",
-            path.display()
-        ));
-    }
-    // The processor holds the zones' query ACLs from its start.
-    let mut zone_query_acls: Vec<String> = query_acls
-        .iter()
-        .map(|(origin, acl)| format!("{origin} {acl:?}"))
-        .collect();
-    zone_query_acls.sort_unstable();
-    restart_only.add_hashed("zones' allow-query", &zone_query_acls);
-    let shield = server_shield(server, &keys, query_acls).unwrap_or_else(|e| {
-        errors.extend(
-            e.into_iter()
-                .map(|e| format!("{}: [server] {e}", path.display())),
-        );
-        Shield::default()
-    });
-    if server.workers == Some(0) {
-        errors.push(format!(
-            "{}: [server] workers must be at least 1",
-            path.display()
-        ));
-    }
-    errors.extend(
+    let tls = problems.or(file.tls.load(base).map_err(|e| vec![e]), None);
+    let xot = problems.or(
         file.secondary
-            .check()
-            .into_iter()
-            .map(|e| format!("{}: {e}", path.display())),
+            .tls_clients(base)
+            .map(Some)
+            .map_err(|e| vec![e]),
+        None,
     );
-    let mut section_errors = |e: Vec<String>| {
-        errors.extend(e.into_iter().map(|e| format!("{}: {e}", path.display())));
-    };
-    let rrl = match file.rrl.as_ref().map(RrlSection::settings).transpose() {
-        Ok(rrl) => rrl.flatten(),
-        Err(e) => {
-            section_errors(e);
-            None
-        }
-    };
-    let cookies = file.cookies.settings().unwrap_or_else(|e| {
-        section_errors(e);
-        Default::default()
-    });
-    let dnstap = match file.dnstap.as_ref().map(|d| d.settings(base)).transpose() {
-        Ok(dnstap) => dnstap,
-        Err(e) => {
-            section_errors(e);
-            None
-        }
-    };
-    let tls = file.tls.load(base).unwrap_or_else(|e| {
-        errors.push(format!("{}: {e}", path.display()));
-        None
-    });
-    let xot = match file.secondary.tls_clients(base) {
-        Ok(xot) => Some(xot),
-        Err(e) => {
-            errors.push(format!("{}: {e}", path.display()));
-            None
-        }
-    };
-    let can_check = xot.as_ref().is_none_or(TlsClients::can_check_certificates);
-    let strict = |u: &Upstream| matches!(u.tls, Some(XotTrust::Strict { .. }));
-    let unchecked = secondaries
-        .iter()
-        .filter(|z| !can_check && z.primaries.iter().any(strict));
-    errors.extend(unchecked.map(|zone| {
-        format!(
-            "{}: zone '{}': a primary with 'tls NAME' needs [secondary] tls-ca",
-            path.display(),
-            zone.origin
-        )
-    }));
-    let metrics = file.metrics.settings().unwrap_or_else(|e| {
-        errors.push(format!("{}: [metrics] {e}", path.display()));
-        None
-    });
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    let mut warnings: Vec<String> = warnings;
-    if let Some(run_as) = &shield.run_as {
-        let control = server.control.as_ref().map(|p| base.join(p));
-        let kept: Vec<_> = secondaries.iter().map(|z| z.kept_path()).collect();
-        let written = (kept.iter().map(|p| &**p))
-            .chain(policies.values().filter_map(|p| p.journal_file.as_deref()))
-            .chain(control.as_deref());
-        let unwritable = privileges::unwritable_folders(written, run_as.ids);
-        warnings.extend(
-            unwritable
-                .into_iter()
-                .map(|w| format!("{}: {w}", path.display())),
-        );
-    }
-    let control = server.control.as_ref().map(|p| base.join(p));
-    let journals = policies.values().filter_map(|p| p.journal_file.as_deref());
-    let used = (zones.iter().map(|z| z.file.as_path()))
-        .chain(journals)
-        .chain(control.as_deref());
-    catalog::mark_files_in_use(&mut consumed, used);
-    let mut secondary_origins: HashSet<&Name> = HashSet::with_capacity(secondaries.len());
-    secondary_origins.extend(secondaries.iter().map(|s| &s.origin));
-    secondary_origins.extend(generated.iter().map(|c| &c.origin));
-    zones.retain(|z| !secondary_origins.contains(&z.origin));
-    // Kept as long as the server runs: not the room of 100,000 secondaries.
-    zones.shrink_to_fit();
-    Ok(Settings {
-        server: ServerConfig {
-            listen: server.listen.clone(),
-            workers: server.workers.unwrap_or_else(default_workers),
-            cpu_affinity: server.cpu_affinity.clone(),
-            udp_coalesce: Duration::from_micros(server.udp_coalesce_us),
-            udp_segmentation: server.udp_segmentation,
-            tcp: TcpLimits {
-                idle_timeout: Duration::from_secs(file.tcp.idle_timeout),
-                message_timeout: Duration::from_secs(file.tcp.message_timeout),
-                max_connections: file.tcp.max_connections,
-                max_connections_per_client: file.tcp.max_connections_per_client,
-                ipv4_client_prefix: file.tcp.ipv4_client_prefix,
-                ipv6_client_prefix: file.tcp.ipv6_client_prefix,
-            },
-            answer: AnswerConfig {
-                max_udp_payload: server.max_udp_payload,
-                version: server.version.clone(),
-                identity: server.identity.clone(),
-            },
-            tls,
-            xdp,
-            rrl,
-        },
-        zones,
-        keys,
-        policies,
-        secondaries,
-        catalogs: consumed,
-        generated_catalogs: generated,
-        control,
-        max_zone_file_size: server.max_zone_file_size,
-        secondary: file.secondary,
-        xot: xot.expect("no errors"),
-        shield,
-        warnings,
-        restart_only,
+    let metrics = (file.metrics.settings()).map_err(|e| vec![format!("[metrics] {e}")]);
+    let metrics = problems.or(metrics, None);
+    Sections {
+        xdp,
+        rrl: rrl.flatten(),
         cookies,
         dnstap,
+        tls,
+        xot,
         metrics,
-        log: file.log,
-    })
+    }
+}
+
+/// Secondary zones with a primary to be reached with a checked
+/// certificate while `[secondary] tls-ca` gives nothing to check with.
+fn xot_problems(xot: &Option<TlsClients>, secondaries: &[SecondaryZone]) -> Vec<String> {
+    let can_check = xot.as_ref().is_none_or(TlsClients::can_check_certificates);
+    let strict = |u: &Upstream| matches!(u.tls, Some(XotTrust::Strict { .. }));
+    (secondaries.iter())
+        .filter(|z| !can_check && z.primaries.iter().any(strict))
+        .map(|zone| {
+            format!(
+                "zone '{}': a primary with 'tls NAME' needs [secondary] tls-ca",
+                zone.origin
+            )
+        })
+        .collect()
+}
+
+/// Warnings for folders `[server] user` could not write to: kept copies,
+/// journals, the control socket.
+fn unwritable_folders<'a>(
+    server: &ServerSection,
+    base: &Path,
+    secondaries: &'a [SecondaryZone],
+    policies: &'a HashMap<Name, ZonePolicy>,
+    run_as: &RunAs,
+) -> impl Iterator<Item = String> + use<'a> {
+    let control = server.control.as_ref().map(|p| base.join(p));
+    let kept: Vec<_> = secondaries.iter().map(|z| z.kept_path()).collect();
+    let written = (kept.iter().map(|p| &**p))
+        .chain(policies.values().filter_map(|p| p.journal_file.as_deref()))
+        .chain(control.as_deref());
+    privileges::unwritable_folders(written, run_as.ids).into_iter()
+}
+
+/// What the transports are given.
+fn server_config(
+    file: &ConfigFile,
+    tls: Option<TlsListen>,
+    xdp: Option<XdpConfig>,
+    rrl: Option<heron_server::rrl::RrlSettings>,
+) -> ServerConfig {
+    let server = &file.server;
+    ServerConfig {
+        listen: server.listen.clone(),
+        workers: server.workers.unwrap_or_else(default_workers),
+        cpu_affinity: server.cpu_affinity.clone(),
+        udp_coalesce: Duration::from_micros(server.udp_coalesce_us),
+        udp_segmentation: server.udp_segmentation,
+        tcp: TcpLimits {
+            idle_timeout: Duration::from_secs(file.tcp.idle_timeout),
+            message_timeout: Duration::from_secs(file.tcp.message_timeout),
+            max_connections: file.tcp.max_connections,
+            max_connections_per_client: file.tcp.max_connections_per_client,
+            ipv4_client_prefix: file.tcp.ipv4_client_prefix,
+            ipv6_client_prefix: file.tcp.ipv6_client_prefix,
+        },
+        answer: AnswerConfig {
+            max_udp_payload: server.max_udp_payload,
+            version: server.version.clone(),
+            identity: server.identity.clone(),
+        },
+        tls,
+        xdp,
+        rrl,
+    }
 }
 
 /// The origins of the zones loaded from files here (generated catalogs

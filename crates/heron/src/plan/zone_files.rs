@@ -19,6 +19,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::{CatalogConfig, GeneratedCatalog, RestartOnly, ZoneSpec};
 
+/// The log target of zone loading, as documented for `[log] targets`
+/// (`heron::reload`), whatever the module is called.
+const LOG_TARGET: &str = "heron::reload";
+
 /// What a zone file looked like when it was last loaded.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct Stamp {
@@ -205,14 +209,14 @@ impl Outcome {
 
     /// Logs an error and keeps it for whoever asked for the reload.
     fn error(&mut self, message: String) {
-        tracing::error!("{message}");
+        tracing::error!(target: LOG_TARGET, "{message}");
         self.errors.push(message);
     }
 
     /// [`Outcome::error`] of the zone `spec` names: its zone and file as
     /// fields too, for logs read as JSON.
     fn zone_error(&mut self, spec: &ZoneSpec, message: String) {
-        tracing::error!(zone = %spec.origin, file = %spec.file.display(), "{message}");
+        tracing::error!(target: LOG_TARGET, zone = %spec.origin, file = %spec.file.display(), "{message}");
         self.errors.push(message);
     }
 }
@@ -266,7 +270,10 @@ impl ZoneFiles {
             return Ok(None);
         };
         let settings = crate::config::load(&source.path)?;
-        settings.warnings.iter().for_each(|w| tracing::warn!("{w}"));
+        settings
+            .warnings
+            .iter()
+            .for_each(|w| tracing::warn!(target: LOG_TARGET, "{w}"));
         let left_for_restart = settings.restart_only.changed_since(&source.restart_only);
         let mut specs = settings.zones;
         specs.extend(source.extra_zones.iter().cloned());
@@ -518,7 +525,7 @@ fn report_progress(finished: &Receiver<()>, progress: &LoadProgress, zones: usiz
         loop {
             let secs = started.elapsed().as_secs();
             let text = progress_text(progress, zones);
-            tracing::info!("loading: {text} after {secs} s");
+            tracing::info!(target: LOG_TARGET, "loading: {text} after {secs} s");
             crate::notify::status(&format!("loading: {text}"));
             if done(PROGRESS_EVERY) {
                 break;
@@ -576,11 +583,14 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
     };
     let loaded =
         result.map_err(|problems| problems.iter().map(|p| p.to_string()).collect::<Vec<_>>())?;
-    loaded.warnings.iter().for_each(|w| tracing::warn!("{w}"));
+    loaded
+        .warnings
+        .iter()
+        .for_each(|w| tracing::warn!(target: LOG_TARGET, "{w}"));
     let zone = loaded.zone;
     let new_bytes = previous.map_or(zone.heap_bytes(), |old| zone.unshared_bytes(old));
     // One line per zone: the zone as a field, for logs read as JSON.
-    tracing::info!(
+    tracing::info!(target: LOG_TARGET,
         zone = %spec.origin,
         file = %spec.file.display(),
         serial = zone.serial(),

@@ -19,6 +19,9 @@ use heron_xfr::primary::{Primary, ZonePolicy};
 use heron_xfr::stats::ZoneStats;
 use heron_zone::{Catalog, Zone};
 
+use heron_xfr::secondary::refresh::SecondaryZone;
+
+use crate::config::{CatalogConfig, GeneratedCatalog};
 use crate::plan::catalog_producer;
 use crate::plan::zone_files::{Outcome, Reconfigured, ZoneFiles};
 use crate::{background, memory, notify};
@@ -111,93 +114,7 @@ pub(crate) async fn reload(
     }
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
-    let work = background::run("reload", move || {
-        let _writing = xfr.catalog_writer.lock().unwrap();
-        let current = catalog.load_full();
-        let mut files = files.lock().unwrap();
-        // Named zones are re-read alone; the configuration waits for a
-        // whole reload.
-        let reread = if selection.zones.is_none() {
-            files.reread_config()
-        } else {
-            Ok(None)
-        };
-        let reconfigured = match reread {
-            Ok(reconfigured) => reconfigured,
-            Err(errors) => return (Outcome::config_errors(errors), Vec::new(), Duration::ZERO),
-        };
-        let mut removed = Vec::new();
-        let mut secondaries = None;
-        let mut catalogs = None;
-        let mut listed = Default::default();
-        if let Some(new) = reconfigured {
-            new.left_for_restart.iter().for_each(|part| {
-                tracing::warn!(
-                    "{part} changed in the configuration: it takes effect at the next restart"
-                )
-            });
-            let (changed, changed_secondaries) = settings_changed(&xfr, &new, &files);
-            crate::logging::apply_levels(&new.log);
-            // The keys first: the policies that follow may name new ones.
-            xfr.keys.replace(Arc::new(new.keys));
-            // Before the new zones are served: their transfers and
-            // NOTIFYs follow the settings they came with.
-            xfr.primary.set_policies(new.policies);
-            removed = new.removed;
-            secondaries = Some((new.secondaries, new.consumed));
-            catalogs = Some(new.catalogs);
-            listed = (
-                new.added,
-                changed,
-                changed_secondaries,
-                new.left_for_restart,
-            );
-        }
-        let (mut next, mut outcome) =
-            files.load_selected(&current, selection.zones.as_ref(), selection.force);
-        (
-            outcome.added,
-            outcome.changed,
-            outcome.changed_secondaries,
-            outcome.needs_restart,
-        ) = listed;
-        if let (Some((wanted, consumed)), Some(running)) =
-            (secondaries, xfr.secondaries.lock().unwrap().as_mut())
-        {
-            let configured = |o: &Name| files.configures(o);
-            let changes =
-                running.reconfigure(wanted, consumed, &mut next, &xfr.primary, configured);
-            outcome.secondaries = changes;
-        }
-        drop(files);
-        for origin in &removed {
-            next.remove(origin);
-            xfr.primary.forget(origin);
-            xfr.notifier.zone_removed(origin);
-            tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
-        }
-        outcome.removed = removed;
-        // After the removals: a catalog rejected for a zone configured by
-        // hand is taken once the hand lets go of it.
-        if let (Some(_), Some(running)) = (&catalogs, xfr.secondaries.lock().unwrap().as_mut()) {
-            running.reconsume(&mut next, &xfr.primary);
-        }
-        // After the removals: a zone that became a catalog is replaced.
-        if let Some(catalogs) = &catalogs {
-            catalog_producer::update(catalogs, &mut next);
-        }
-        // Journal first, then swap: an IXFR for the new serial must find
-        // its step; then notify, once the new version is served.
-        let changed = xfr.journal_changes(&current, &next);
-        // The only moment queries could notice: the new catalog goes in
-        // with one atomic store, and queries in flight keep the old one.
-        let swapping = Instant::now();
-        catalog.store(Arc::new(next));
-        let swap = swapping.elapsed();
-        drop(current);
-        memory::settle(&catalog.load_full());
-        (outcome, changed, swap)
-    });
+    let work = background::run("reload", move || rebuild(&catalog, &files, &xfr, selection));
     let (outcome, changed, swap) = work.await;
     transfers.notify(&changed);
     let took = started.elapsed();
@@ -213,6 +130,115 @@ pub(crate) async fn reload(
     );
     notify::ready();
     (outcome, took)
+}
+
+/// Zones added, primary and secondary zones whose transfer settings
+/// changed, and the parts that wait for a restart.
+type Listed = (Vec<Name>, Vec<Name>, Vec<Name>, Vec<&'static str>);
+
+/// What a reload's configuration brings besides its zone files.
+#[derive(Default)]
+struct Reconfiguration {
+    removed: Vec<Name>,
+    secondaries: Option<(Vec<SecondaryZone>, Vec<CatalogConfig>)>,
+    catalogs: Option<Vec<GeneratedCatalog>>,
+    listed: Listed,
+}
+
+/// The reload's work, off the runtime: the configuration read again (for
+/// a whole reload), the zone files, the secondary zones and catalogs, the
+/// journal; then the new catalog swapped in. Returns the outcome, the
+/// zones to NOTIFY and how long the swap took.
+fn rebuild(
+    catalog: &SharedCatalog,
+    files: &Mutex<ZoneFiles>,
+    xfr: &Transfers,
+    selection: Selection,
+) -> (Outcome, Vec<Arc<Zone>>, Duration) {
+    let _writing = xfr.catalog_writer.lock().unwrap();
+    let current = catalog.load_full();
+    let mut files = files.lock().unwrap();
+    // Named zones are re-read alone; the configuration waits for a
+    // whole reload.
+    let reread = match selection.zones {
+        None => files.reread_config(),
+        Some(_) => Ok(None),
+    };
+    let config = match reread {
+        Ok(Some(new)) => reconfigure(xfr, new, &files),
+        Ok(None) => Reconfiguration::default(),
+        Err(errors) => return (Outcome::config_errors(errors), Vec::new(), Duration::ZERO),
+    };
+    let (mut next, mut outcome) =
+        files.load_selected(&current, selection.zones.as_ref(), selection.force);
+    (
+        outcome.added,
+        outcome.changed,
+        outcome.changed_secondaries,
+        outcome.needs_restart,
+    ) = config.listed;
+    if let (Some((wanted, consumed)), Some(running)) =
+        (config.secondaries, xfr.secondaries.lock().unwrap().as_mut())
+    {
+        let configured = |o: &Name| files.configures(o);
+        let changes = running.reconfigure(wanted, consumed, &mut next, &xfr.primary, configured);
+        outcome.secondaries = changes;
+    }
+    drop(files);
+    for origin in &config.removed {
+        next.remove(origin);
+        xfr.primary.forget(origin);
+        xfr.notifier.zone_removed(origin);
+        tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
+    }
+    outcome.removed = config.removed;
+    // After the removals: a catalog rejected for a zone configured by
+    // hand is taken once the hand lets go of it.
+    if let (Some(_), Some(running)) = (&config.catalogs, xfr.secondaries.lock().unwrap().as_mut()) {
+        running.reconsume(&mut next, &xfr.primary);
+    }
+    // After the removals: a zone that became a catalog is replaced.
+    if let Some(catalogs) = &config.catalogs {
+        catalog_producer::update(catalogs, &mut next);
+    }
+    // Journal first, then swap: an IXFR for the new serial must find
+    // its step; then notify, once the new version is served.
+    let changed = xfr.journal_changes(&current, &next);
+    // The only moment queries could notice: the new catalog goes in
+    // with one atomic store, and queries in flight keep the old one.
+    let swapping = Instant::now();
+    catalog.store(Arc::new(next));
+    let swap = swapping.elapsed();
+    drop(current);
+    memory::settle(&catalog.load_full());
+    (outcome, changed, swap)
+}
+
+/// Applies what a new configuration says to the running server at once
+/// (log levels, keys, transfer policies) and returns the rest for the
+/// reload to carry out.
+fn reconfigure(xfr: &Transfers, new: Reconfigured, files: &ZoneFiles) -> Reconfiguration {
+    new.left_for_restart.iter().for_each(|part| {
+        tracing::warn!("{part} changed in the configuration: it takes effect at the next restart")
+    });
+    let (changed, changed_secondaries) = settings_changed(xfr, &new, files);
+    crate::logging::apply_levels(&new.log);
+    // The keys first: the policies that follow may name new ones.
+    xfr.keys.replace(Arc::new(new.keys));
+    // Before the new zones are served: their transfers and
+    // NOTIFYs follow the settings they came with.
+    xfr.primary.set_policies(new.policies);
+    Reconfiguration {
+        removed: new.removed,
+        secondaries: Some((new.secondaries, new.consumed)),
+        catalogs: Some(new.catalogs),
+        listed: (
+            new.added,
+            changed,
+            changed_secondaries,
+            new.left_for_restart,
+        ),
+    }
 }
 
 /// The zones configured before and now, in the same role, whose

@@ -189,22 +189,7 @@ pub fn start(
         keep_removed,
         consumers,
     } = secondaries;
-    // Kept copies are written when the workers leave the CPU idle (at
-    // nice 19 a long write would still hold a worker's core for a time
-    // slice). The price: on cores kept busy, the date a check leaves on
-    // its file lands late, and a crash then may wait out one refresh
-    // interval before that zone is checked again.
-    let keeper = match Keeper::start_with(|| {
-        crate::background::lower_this_thread();
-    }) {
-        Ok(k) => k,
-        Err(e) => {
-            tracing::error!(
-                "cannot start the thread that keeps zone copies: {e}; no secondary zone is served"
-            );
-            return None;
-        }
-    };
+    let keeper = start_keeper()?;
     let mut unavailable = (*catalog.load_full()).clone();
     zones.iter().for_each(|z| unavailable.expire(&z.origin));
     catalog.store(Arc::new(unavailable));
@@ -256,6 +241,25 @@ pub fn start(
         }
     });
     Some((keeper, commands))
+}
+
+/// The thread that writes kept copies. They are written when the workers
+/// leave the CPU idle (at nice 19 a long write would still hold a
+/// worker's core for a time slice). The price: on cores kept busy, the
+/// date a check leaves on its file lands late, and a crash then may wait
+/// out one refresh interval before that zone is checked again.
+fn start_keeper() -> Option<Keeper> {
+    match Keeper::start_with(|| {
+        crate::background::lower_this_thread();
+    }) {
+        Ok(k) => Some(k),
+        Err(e) => {
+            tracing::error!(
+                "cannot start the thread that keeps zone copies: {e}; no secondary zone is served"
+            );
+            None
+        }
+    }
 }
 
 /// The secondary zones being kept fresh, and how to change them.

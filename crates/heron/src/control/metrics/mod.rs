@@ -557,6 +557,15 @@ fn encode_zones(e: &mut DescriptorEncoder, zones: &[ZoneRow]) -> Result<(), std:
         served,
     )?;
     encode_secondary_health(e, zones)?;
+    encode_zone_traffic(e, zones)
+}
+
+/// Each zone's transfers and NOTIFYs, both ways.
+fn encode_zone_traffic(
+    e: &mut DescriptorEncoder,
+    zones: &[ZoneRow],
+) -> Result<(), std::fmt::Error> {
+    let zone = |z: &ZoneRow| vec![("zone", z.zone.clone())];
     let both_ways = |f: fn(&ZoneCounts) -> (u64, u64)| {
         zones.iter().flat_map(move |z| {
             let (out, into) = f(&z.counts);
