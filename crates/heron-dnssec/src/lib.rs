@@ -6,3 +6,4 @@
 //! owns files, timers and the zone swap.
 
 pub mod dnskey;
+pub mod rollover;

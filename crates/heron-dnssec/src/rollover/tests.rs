@@ -1,0 +1,374 @@
+//! Fake-clock runs of every timeline, years in milliseconds; the harness
+//! checks the chain of trust at every step of each.
+
+use super::chain_check::Harness;
+use super::*;
+
+const HOUR: u64 = 3600;
+const DAY: u64 = 86_400;
+const YEAR: u64 = 365 * DAY;
+/// 2026-01-01, so that times look like times.
+const START: UnixTime = 1_767_225_600;
+
+fn policy() -> Policy {
+    Policy {
+        algorithm: 13,
+        csk: false,
+        ksk_lifetime: YEAR,
+        zsk_lifetime: 30 * DAY,
+        csk_lifetime: 90 * DAY,
+        ksk_method: KskMethod::DoubleSignature,
+        propagation_delay: HOUR,
+        dnskey_ttl: HOUR,
+        max_zone_ttl: DAY,
+        signature_validity: 14 * DAY,
+        parent_ds_ttl: DAY,
+        parent_propagation_delay: HOUR,
+        retire_safety: HOUR,
+        insecure: false,
+    }
+}
+
+fn generated(h: &Harness, role: Role) -> usize {
+    h.generated.iter().filter(|(_, r, _)| *r == role).count()
+}
+
+fn in_use(h: &Harness) -> Vec<(Role, u8)> {
+    let mut keys: Vec<_> = h
+        .machine
+        .keys()
+        .iter()
+        .filter(|k| k.goal == Goal::Omnipresent)
+        .map(|k| (k.role, k.algorithm))
+        .collect();
+    keys.sort_by_key(|(role, alg)| (*role as u8, *alg));
+    keys
+}
+
+/// Runs `h` until every key in use is in place and nothing else remains.
+fn settle(h: &mut Harness, within: u64) {
+    let end = h.now + within;
+    for _ in 0..10_000 {
+        h.run_until((h.now + DAY).min(end));
+        let keys = h.machine.keys();
+        if keys.iter().all(Key::is_active) || h.now >= end {
+            return;
+        }
+    }
+}
+
+#[test]
+fn a_new_zone_gets_signed_then_secured() {
+    let mut h = Harness::new(policy(), START);
+    let plan = h.step();
+    assert_eq!(plan.dnskey.len(), 2, "{plan:?}");
+    assert_eq!(plan.zone_signers.len(), 1);
+    assert!(plan.cds.is_empty(), "no DS before the DNSKEY is everywhere");
+    settle(&mut h, 10 * DAY);
+    assert_eq!(in_use(&h), [(Role::Ksk, 13), (Role::Zsk, 13)]);
+    assert_eq!(h.parent_ds.len(), 1);
+    assert!(h.machine.keys().iter().all(Key::is_active));
+}
+
+#[test]
+fn zsk_and_ksk_roll_over_for_three_years() {
+    let mut h = Harness::new(policy(), START);
+    h.run_until(START + 3 * YEAR);
+    // 30-day ZSKs: about 36 in three years; yearly KSKs: 3 or 4.
+    assert!(generated(&h, Role::Zsk) >= 33, "{:?}", h.generated);
+    assert!(generated(&h, Role::Ksk) >= 3, "{:?}", h.generated);
+    assert_eq!(in_use(&h), [(Role::Ksk, 13), (Role::Zsk, 13)]);
+    // Retired keys are forgotten once gone: at most old + new per role.
+    assert!(h.machine.keys().len() <= 4);
+}
+
+#[test]
+fn zsk_pre_publication_publishes_the_dnskey_before_signing() {
+    let mut p = policy();
+    p.zsk_lifetime = 10 * DAY;
+    let mut h = Harness::new(p, START);
+    settle(&mut h, 10 * DAY);
+    let first = h.last_plan.zone_signers[0].id.clone();
+    let mut saw_prepublished = false;
+    for _ in 0..200 {
+        let plan = h.step();
+        let next = [plan.next_check.unwrap(), h.now + DAY]
+            .into_iter()
+            .min()
+            .unwrap();
+        if plan.dnskey.len() == 3 && plan.zone_signers[0].id == first {
+            // The old key signs while the new DNSKEY propagates.
+            saw_prepublished = true;
+        }
+        // Never two signers at once: pre-publication, not double signature.
+        assert_eq!(plan.zone_signers.len(), 1);
+        if plan.zone_signers[0].id != first {
+            break;
+        }
+        h.run_until(next);
+    }
+    assert!(saw_prepublished);
+}
+
+#[test]
+fn ksk_double_ds_keeps_one_ksk_in_the_dnskey_rrset() {
+    let mut p = policy();
+    p.ksk_method = KskMethod::DoubleDs;
+    p.ksk_lifetime = 60 * DAY;
+    let mut h = Harness::new(p, START);
+    let mut two_ds = false;
+    for _ in 0..400 {
+        h.run_until(h.now + DAY);
+        let plan = &h.last_plan;
+        assert!(plan.key_signers.len() <= 1, "at {}: {plan:?}", h.now);
+        two_ds |= plan.cds.len() == 2;
+    }
+    assert!(two_ds, "the new DS goes to the parent beside the old");
+    assert!(generated(&h, Role::Ksk) >= 5, "{:?}", h.generated);
+}
+
+#[test]
+fn ksk_double_signature_asks_the_parent_for_keys_it_publishes() {
+    let mut p = policy();
+    p.ksk_lifetime = 60 * DAY;
+    let mut h = Harness::new(p, START);
+    for _ in 0..400 {
+        h.run_until(h.now + DAY);
+        let plan = &h.last_plan;
+        assert!(plan.cds.len() <= 1, "one DS swapped for another");
+        assert!(plan.cds.iter().all(|k| plan.dnskey.contains(k)), "{plan:?}");
+    }
+    assert!(generated(&h, Role::Ksk) >= 5);
+}
+
+#[test]
+fn csk_rolls_over() {
+    let mut p = policy();
+    p.csk = true;
+    let mut h = Harness::new(p, START);
+    h.run_until(START + 2 * YEAR);
+    assert!(generated(&h, Role::Csk) >= 7, "{:?}", h.generated);
+    assert_eq!(in_use(&h), [(Role::Csk, 13)]);
+}
+
+#[test]
+fn algorithm_rollover_publishes_signatures_before_keys() {
+    let mut p = policy();
+    p.algorithm = 8;
+    let mut h = Harness::new(p.clone(), START);
+    h.run_until(START + 45 * DAY);
+    p.algorithm = 13;
+    h.machine.set_policy(p);
+    let mut signed_before_published = false;
+    for _ in 0..100 {
+        h.run_until(h.now + HOUR);
+        let plan = &h.last_plan;
+        let algs = |refs: &[KeyRef]| refs.iter().map(|k| k.algorithm).collect::<Vec<_>>();
+        if algs(&plan.zone_signers).contains(&13) && !algs(&plan.dnskey).contains(&13) {
+            signed_before_published = true;
+        }
+        assert!(
+            !algs(&plan.dnskey).contains(&13) || algs(&plan.zone_signers).contains(&13),
+            "a 13 DNSKEY before 13 signatures"
+        );
+    }
+    assert!(signed_before_published);
+    h.run_until(h.now + 60 * DAY);
+    assert_eq!(in_use(&h), [(Role::Ksk, 13), (Role::Zsk, 13)]);
+    assert!(h.machine.keys().iter().all(|k| k.algorithm == 13));
+    assert_eq!(h.parent_ds.iter().map(|d| d.1).collect::<Vec<_>>(), [13]);
+}
+
+#[test]
+fn algorithm_rollover_of_a_csk() {
+    let mut p = policy();
+    p.csk = true;
+    p.algorithm = 15;
+    let mut h = Harness::new(p.clone(), START);
+    h.run_until(START + 20 * DAY);
+    p.algorithm = 13;
+    h.machine.set_policy(p);
+    h.run_until(h.now + 30 * DAY);
+    assert_eq!(in_use(&h), [(Role::Csk, 13)]);
+    assert!(h.machine.keys().iter().all(|k| k.algorithm == 13));
+}
+
+#[test]
+fn csk_to_split_and_back_by_rollover() {
+    let mut p = policy();
+    p.csk = true;
+    let mut h = Harness::new(p.clone(), START);
+    h.run_until(START + 20 * DAY);
+    p.csk = false;
+    h.machine.set_policy(p.clone());
+    h.run_until(h.now + 20 * DAY);
+    assert_eq!(in_use(&h), [(Role::Ksk, 13), (Role::Zsk, 13)]);
+    assert!(h.machine.keys().iter().all(|k| k.role != Role::Csk));
+    p.csk = true;
+    h.machine.set_policy(p);
+    h.run_until(h.now + 20 * DAY);
+    assert_eq!(in_use(&h), [(Role::Csk, 13)]);
+    assert_eq!(h.machine.keys().len(), 1);
+}
+
+#[test]
+fn a_policy_change_during_a_rollover_waits_for_it() {
+    let mut p = policy();
+    p.zsk_lifetime = 10 * DAY;
+    let mut h = Harness::new(p.clone(), START);
+    settle(&mut h, 10 * DAY);
+    // Run into the middle of the next ZSK rollover, then change algorithm.
+    for _ in 0..400 {
+        h.run_until(h.now + HOUR);
+        if h.last_plan.dnskey.len() == 3 {
+            break;
+        }
+    }
+    assert_eq!(h.last_plan.dnskey.len(), 3);
+    p.algorithm = 15;
+    h.machine.set_policy(p);
+    h.run_until(h.now + 30 * DAY);
+    assert_eq!(in_use(&h), [(Role::Ksk, 15), (Role::Zsk, 15)]);
+}
+
+#[test]
+fn going_insecure_withdraws_the_ds_before_the_keys() {
+    let mut p = policy();
+    let mut h = Harness::new(p.clone(), START);
+    settle(&mut h, 10 * DAY);
+    p.insecure = true;
+    h.machine.set_policy(p);
+    let plan = h.step();
+    assert!(plan.cds_delete, "{plan:?}");
+    assert_eq!(plan.dnskey.len(), 2, "keys stay until the DS is gone");
+    assert!(plan.parent.unwrap().message.contains("delete"));
+    h.run_until(h.now + 10 * DAY);
+    assert!(h.parent_ds.is_empty());
+    assert!(h.machine.keys().is_empty(), "{:?}", h.machine.keys());
+    assert!(h.last_plan.dnskey.is_empty() && h.last_plan.zone_signers.is_empty());
+    assert!(!h.last_plan.cds_delete);
+}
+
+#[test]
+fn a_silent_parent_leaves_the_zone_waiting_with_a_message() {
+    let mut h = Harness::new(policy(), START);
+    h.parent_lag = None;
+    h.run_until(START + 30 * DAY);
+    let plan = h.last_plan.clone();
+    let wait = plan.parent.expect("waits for the parent");
+    assert_eq!(wait.add.len(), 1);
+    let tag = wait.add[0].tag;
+    assert!(
+        wait.message.contains(&format!("key {tag} (algorithm 13)")),
+        "{}",
+        wait.message
+    );
+    assert!(wait.message.contains("ds-seen"));
+    // The operator adds the DS by hand and says so.
+    let ds = vec![(wait.add[0].id.clone(), 13)];
+    h.parent_publishes(ds, false);
+    h.machine.handle(Event::DsSeen, h.now).unwrap();
+    h.run_until(h.now + 2 * DAY);
+    assert!(h.last_plan.parent.is_none());
+    let ksk = h
+        .machine
+        .keys()
+        .iter()
+        .find(|k| k.role == Role::Ksk)
+        .unwrap();
+    assert!(ksk.is_active());
+}
+
+#[test]
+fn a_ksk_rollover_waits_for_the_parent_without_breaking_the_chain() {
+    let mut p = policy();
+    p.ksk_lifetime = 30 * DAY;
+    let mut h = Harness::new(p, START);
+    settle(&mut h, 10 * DAY);
+    h.parent_lag = None;
+    h.run_until(h.now + 60 * DAY);
+    let wait = h.last_plan.parent.clone().expect("waits for the DS swap");
+    assert_eq!((wait.add.len(), wait.remove.len()), (1, 1));
+    // Two KSKs wait: the rollover of the ZSK goes on; no third KSK.
+    assert_eq!(generated(&h, Role::Ksk), 2);
+    assert!(generated(&h, Role::Zsk) >= 3);
+    h.parent_lag = Some(HOUR);
+    h.run_until(h.now + 10 * DAY);
+    assert!(h.last_plan.parent.is_none());
+    assert_eq!(h.last_plan.key_signers.len(), 1);
+}
+
+#[test]
+fn a_requested_roll_starts_at_once() {
+    let mut h = Harness::new(policy(), START);
+    settle(&mut h, 10 * DAY);
+    let zsk = h.last_plan.zone_signers[0].id.clone();
+    h.machine.handle(Event::Roll(zsk.clone()), h.now).unwrap();
+    let plan = h.step();
+    assert_eq!(plan.dnskey.len(), 3, "the successor is published: {plan:?}");
+    h.run_until(h.now + 5 * DAY);
+    assert!(h.machine.keys().iter().all(|k| k.id != zsk));
+}
+
+#[test]
+fn events_about_unknown_or_busy_keys_are_refused() {
+    let mut h = Harness::new(policy(), START);
+    h.step();
+    let id = h.machine.keys()[0].id.clone();
+    let m = &mut h.machine;
+    assert_eq!(
+        m.handle(Event::Roll("nope".into()), START),
+        Err(RolloverError::UnknownKey("nope".into()))
+    );
+    assert_eq!(
+        m.handle(Event::Forget(id.clone()), START),
+        Err(RolloverError::KeyInUse(id.clone()))
+    );
+    let copy = m.keys()[0].clone();
+    assert_eq!(
+        m.handle(Event::KeyAdded(copy), START),
+        Err(RolloverError::DuplicateKey(id))
+    );
+}
+
+#[test]
+fn policies_are_validated() {
+    assert_eq!(policy().validate(), Ok(()));
+    let mut p = policy();
+    p.signature_validity = DAY;
+    assert!(p.validate().unwrap_err().contains("signature validity"));
+    let mut p = policy();
+    p.zsk_lifetime = DAY;
+    assert!(p.validate().unwrap_err().contains("Zsk lifetime"));
+    let mut p = policy();
+    p.zsk_lifetime = 0;
+    assert_eq!(p.validate(), Ok(()), "0 is unlimited");
+}
+
+#[test]
+fn a_restored_machine_continues_where_it_stopped() {
+    let mut h = Harness::new(policy(), START);
+    h.run_until(START + 40 * DAY);
+    let state = state_file::ZoneKeys::new("example.", h.machine.keys().to_vec());
+    let text = state.to_text();
+    let back = state_file::ZoneKeys::parse(&text, std::path::Path::new("x")).unwrap();
+    let mut restored = Rollover::new(policy(), back.keys);
+    let now = h.now + HOUR;
+    assert_eq!(restored.advance(now), h.machine.clone().advance(now));
+}
+
+/// The checker is not vacuous: a DNSKEY swapped without pre-publication
+/// breaks validators holding the old signatures.
+#[test]
+#[should_panic(expected = "none of algorithm 13 validates")]
+fn the_chain_check_catches_a_zsk_swapped_at_once() {
+    let mut h = Harness::new(policy(), START);
+    settle(&mut h, 10 * DAY);
+    let keys = h.machine.keys().to_vec();
+    let zsk = keys.iter().position(|k| k.role == Role::Zsk).unwrap();
+    let mut swapped = keys.clone();
+    swapped[zsk].id = "k9999".into();
+    h.machine = Rollover::new(policy(), swapped);
+    h.now += HOUR;
+    h.step();
+}
