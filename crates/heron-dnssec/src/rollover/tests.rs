@@ -372,3 +372,47 @@ fn the_chain_check_catches_a_zsk_swapped_at_once() {
     h.now += HOUR;
     h.step();
 }
+
+/// Random policy changes, requested rolls, parent delays and clock steps:
+/// the chain holds at every step, and the zone ends on the last policy.
+#[test]
+fn random_policy_changes_never_break_the_chain() {
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut random = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for _ in 0..12 {
+        let mut p = policy();
+        let mut h = Harness::new(p.clone(), START);
+        for _ in 0..25 {
+            match random(6) {
+                0 => p.algorithm = [8, 13, 15][random(3) as usize],
+                1 => p.csk = !p.csk,
+                2 => {
+                    p.ksk_method = match p.ksk_method {
+                        KskMethod::DoubleDs => KskMethod::DoubleSignature,
+                        KskMethod::DoubleSignature => KskMethod::DoubleDs,
+                    }
+                }
+                3 => h.parent_lag = Some(random(3 * DAY)),
+                4 => {
+                    let keys = h.machine.keys();
+                    if !keys.is_empty() {
+                        let id = keys[random(keys.len() as u64) as usize].id.clone();
+                        h.machine.handle(Event::Roll(id), h.now).unwrap();
+                    }
+                }
+                _ => p.zsk_lifetime = [0, 10 * DAY, 30 * DAY][random(3) as usize],
+            }
+            h.machine.set_policy(p.clone());
+            h.run_until(h.now + random(20 * DAY) + 1);
+        }
+        h.run_until(h.now + 120 * DAY);
+        let roles: Vec<Role> = in_use(&h).iter().map(|k| k.0).collect();
+        assert_eq!(roles, p.roles(), "{:?}", h.machine.keys());
+        assert!(in_use(&h).iter().all(|k| k.1 == p.algorithm));
+    }
+}
