@@ -6,4 +6,5 @@
 //! owns files, timers and the zone swap.
 
 pub mod dnskey;
+pub mod ds;
 pub mod rollover;
