@@ -7,4 +7,5 @@
 
 pub mod dnskey;
 pub mod ds;
+pub mod import;
 pub mod rollover;

@@ -1,0 +1,420 @@
+//! Keys made by the real tools (`dnssec-keygen` from bind9-utils, `keymgr`
+//! from knot) are imported with their tags, and sign what their public
+//! keys verify.
+
+use std::path::Path;
+use std::process::Command;
+
+use ring::rand::SystemRandom;
+use ring::signature;
+
+use super::*;
+use crate::ds::{DigestType, ds_rdata, ds_text};
+
+fn run(program: &str, args: &[&str], dir: &Path) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{program} (bind9-utils / knot packages): {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Signs with ring from the imported PKCS#8 and verifies with the imported
+/// DNSKEY-form public key.
+fn sign_and_verify(key: &ImportedKey) {
+    let message = b"heron imports keys";
+    let rng = SystemRandom::new();
+    match key.algorithm {
+        ECDSAP256SHA256 => {
+            let pair = signature::EcdsaKeyPair::from_pkcs8(
+                &signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+                &key.pkcs8,
+                &rng,
+            )
+            .unwrap();
+            let sig = pair.sign(&rng, message).unwrap();
+            let mut point = vec![4];
+            point.extend_from_slice(&key.public_key);
+            signature::UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, point)
+                .verify(message, sig.as_ref())
+                .expect("the ECDSA signature verifies");
+        }
+        ED25519 => {
+            let pair = signature::Ed25519KeyPair::from_pkcs8(&key.pkcs8).unwrap();
+            let sig = pair.sign(message);
+            signature::UnparsedPublicKey::new(&signature::ED25519, &key.public_key)
+                .verify(message, sig.as_ref())
+                .expect("the Ed25519 signature verifies");
+        }
+        RSASHA256 => {
+            let pair = signature::RsaKeyPair::from_pkcs8(&key.pkcs8).unwrap();
+            let mut sig = vec![0; pair.public().modulus_len()];
+            pair.sign(&signature::RSA_PKCS1_SHA256, &rng, message, &mut sig)
+                .unwrap();
+            let e_len = usize::from(key.public_key[0]);
+            let (e, n) = key.public_key[1..].split_at(e_len);
+            signature::RsaPublicKeyComponents { n, e }
+                .verify(&signature::RSA_PKCS1_2048_8192_SHA256, message, &sig)
+                .expect("the RSA signature verifies");
+        }
+        other => panic!("algorithm {other}"),
+    }
+}
+
+fn bind_keygen(dir: &Path, args: &[&str]) -> String {
+    let mut all = vec!["-K", "."];
+    all.extend_from_slice(args);
+    all.push("example.com");
+    run("dnssec-keygen", &all, dir).trim().to_string()
+}
+
+#[test]
+fn bind_keys_import_with_their_tags_and_sign() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], u8, u16); 3] = [
+        (&["-a", "ECDSAP256SHA256", "-f", "KSK"], 13, 257),
+        (&["-a", "ED25519"], 15, 256),
+        (&["-a", "RSASHA256", "-b", "2048"], 8, 256),
+    ];
+    for (args, algorithm, flags) in cases {
+        let stem = bind_keygen(dir.path(), args);
+        let (_, name_alg, name_tag) = bind::name_parts(&stem).unwrap();
+        let imported = bind::read(&dir.path().join(format!("{stem}.key"))).unwrap();
+        let key = &imported.key;
+        assert_eq!((key.algorithm, key.flags), (algorithm, flags));
+        assert_eq!(
+            (key.algorithm, key.tag()),
+            (name_alg, name_tag),
+            "the tool's tag"
+        );
+        assert_eq!(imported.zone, "example.com.");
+        assert!(key.times.created.is_some() && key.times.activate.is_some());
+        sign_and_verify(key);
+        // The DS Heron computes is the one BIND computes.
+        let bind_ds = run(
+            "dnssec-dsfromkey",
+            &["-2", &format!("{stem}.key")],
+            dir.path(),
+        );
+        let owner = heron_proto::Name::parse("example.com.").unwrap();
+        let ours =
+            ds_text(&ds_rdata(&owner, &key.dnskey_rdata(), DigestType::Sha256).unwrap()).unwrap();
+        assert!(bind_ds.contains(&ours), "{bind_ds} vs {ours}");
+    }
+}
+
+#[test]
+fn bind_timing_metadata_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "-a",
+        "ED25519",
+        "-P",
+        "20300101000000",
+        "-A",
+        "20300102000000",
+        "-I",
+        "20310101000000",
+        "-D",
+        "20320101000000",
+    ];
+    let stem = bind_keygen(dir.path(), &args);
+    let key = bind::read(&dir.path().join(stem)).unwrap().key;
+    assert_eq!(key.times.publish, Some(1_893_456_000));
+    assert_eq!(key.times.activate, Some(1_893_542_400));
+    assert_eq!(key.times.inactive, Some(1_924_992_000));
+    assert_eq!(key.times.delete, Some(1_956_528_000));
+    // Not yet published in 2026: it starts hidden; in 2030 it is in place.
+    let id = "k".to_string();
+    let early = key.to_rollover_key(id.clone(), key.role(false), 1_800_000_000);
+    assert_eq!(early.dnskey.state, crate::rollover::State::Hidden);
+    let late = key.to_rollover_key(id, key.role(false), 1_900_000_000);
+    assert!(late.is_active());
+}
+
+#[test]
+fn knot_keys_import_with_their_tags_and_sign() {
+    let dir = tempfile::tempdir().unwrap();
+    let kasp = dir.path();
+    for args in [
+        ["generate", "algorithm=13", "ksk=yes"],
+        ["generate", "algorithm=15", "ksk=no"],
+        ["generate", "algorithm=8", "size=2048"],
+    ] {
+        let mut all = vec!["-D", ".", "example.com."];
+        all.extend_from_slice(&args);
+        run("keymgr", &all, kasp);
+    }
+    let list = run("keymgr", &["-D", ".", "example.com.", "list", "-j"], kasp);
+    let keys = knot::read_kasp(kasp, &list).unwrap();
+    assert_eq!(keys.len(), 3);
+    for (meta, key) in &keys {
+        assert_eq!(key.tag(), meta.tag);
+        assert_eq!(key.flags & crate::dnskey::FLAG_SEP != 0, meta.ksk);
+        sign_and_verify(key);
+        let dnskey = run(
+            "keymgr",
+            &["-D", ".", "example.com.", "dnskey", &meta.id],
+            kasp,
+        );
+        let public = base64::engine::general_purpose::STANDARD.encode(&key.public_key);
+        assert!(
+            dnskey
+                .split_whitespace()
+                .collect::<String>()
+                .contains(&public),
+            "{dnskey}"
+        );
+    }
+}
+
+const KEY: &str = "example.com. IN DNSKEY 256 3 15 FYqXHEBrfUUePzYil24YeyQ4bCs4uIjEz6+ZeInusuc=\n";
+
+fn private(body: &str) -> String {
+    format!("Private-key-format: v1.3\nAlgorithm: 15 (ED25519)\n{body}")
+}
+
+fn bind_error(key: &str, private: &str) -> String {
+    bind::parse(key, private).unwrap_err().0
+}
+
+use base64::Engine;
+
+#[test]
+fn malformed_bind_files_give_clear_errors() {
+    let good_seed = "PrivateKey: 0wmP81IgLnY0PPY2tJKfjBlBpQxuclohs/R6rgoEY3c=\n";
+    assert!(bind_error("", &private(good_seed)).contains("no DNSKEY"));
+    assert!(bind_error("x DNSKEY 256 3", &private(good_seed)).contains("lacks"));
+    assert!(bind_error("x DNSKEY 256 4 15 AA==", &private(good_seed)).contains("protocol"));
+    assert!(bind_error("x DNSKEY 256 3 15 !!", &private(good_seed)).contains("base64"));
+    assert!(bind_error(KEY, "Algorithm: 15\n").contains("Private-key-format"));
+    assert!(bind_error(KEY, "Private-key-format: v2.0\n").contains("v2.0"));
+    assert!(bind_error(KEY, &private("")).contains("no PrivateKey"));
+    assert!(bind_error(KEY, &private("garbage\n")).contains("Name: value"));
+    assert!(bind_error(KEY, &private("PrivateKey: AAAA\n")).contains("length"));
+    let twice = format!("{good_seed}{good_seed}");
+    assert!(bind_error(KEY, &private(&twice)).contains("twice"));
+    let bad_time = format!("{good_seed}Created: 20261399000000\n");
+    assert!(bind_error(KEY, &private(&bad_time)).contains("Created"));
+    let other_seed = "PrivateKey: 1wmP81IgLnY0PPY2tJKfjBlBpQxuclohs/R6rgoEY3c=\n";
+    assert!(bind_error(KEY, &private(other_seed)).contains("refused"));
+    let alg13 = private(good_seed).replace("Algorithm: 15", "Algorithm: 13");
+    assert!(bind_error(KEY, &alg13).contains("different algorithms"));
+    // The untouched pair imports; the key is the one generated above.
+    let key = bind::parse(KEY, &private(good_seed)).unwrap().key;
+    assert_eq!(key.tag(), 27280);
+}
+
+#[test]
+fn bind_file_names_must_match_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = "PrivateKey: 0wmP81IgLnY0PPY2tJKfjBlBpQxuclohs/R6rgoEY3c=\n";
+    for (stem, ok) in [
+        ("Kexample.com.+015+27280", true),
+        ("Kexample.com.+015+27281", false),
+    ] {
+        std::fs::write(dir.path().join(format!("{stem}.key")), KEY).unwrap();
+        std::fs::write(dir.path().join(format!("{stem}.private")), private(seed)).unwrap();
+        let result = bind::read(&dir.path().join(format!("{stem}.private")));
+        assert_eq!(result.is_ok(), ok, "{result:?}");
+    }
+    assert!(
+        bind::read(&dir.path().join("Kmissing"))
+            .unwrap_err()
+            .0
+            .contains("Kmissing.key")
+    );
+    assert_eq!(
+        bind::name_parts("Kexample.com.+013+00042"),
+        Some(("example.com.", 13, 42))
+    );
+    assert_eq!(bind::name_parts("example.com.+013+42"), None);
+    assert_eq!(bind::name_parts("Kexample.com.+x+42"), None);
+}
+
+#[test]
+fn malformed_knot_input_gives_clear_errors() {
+    let meta = |alg: u8, tag: u16| knot::KnotKeyMeta {
+        zone: "example.com.".into(),
+        id: "abc".into(),
+        ksk: false,
+        zsk: true,
+        tag,
+        algorithm: alg,
+        created: 0,
+        publish: 0,
+        active: 0,
+        retire: 0,
+        remove: 0,
+    };
+    let pem = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIP8jJM9mCUH/sdQiHtfd/4vNJTvLmuLCUTcIDou6U004\n-----END PRIVATE KEY-----\n";
+    let good = knot::import(pem, &meta(15, 0));
+    assert!(
+        good.as_ref().unwrap_err().0.contains("keymgr says 0"),
+        "{good:?}"
+    );
+    let tag = knot::import(pem, &meta(15, 0)).unwrap_err().0;
+    let real: u16 = tag
+        .split("its tag is ")
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(knot::import(pem, &meta(15, real)).is_ok());
+    assert!(
+        knot::import(pem, &meta(13, real))
+            .unwrap_err()
+            .0
+            .contains("algorithm 15 key")
+    );
+    assert!(
+        knot::import("", &meta(15, real))
+            .unwrap_err()
+            .0
+            .contains("BEGIN")
+    );
+    let cut = &pem[..pem.len() - 26];
+    assert!(
+        knot::import(cut, &meta(15, real))
+            .unwrap_err()
+            .0
+            .contains("END")
+    );
+    let bad = pem.replace("MC4C", "!!!!");
+    assert!(
+        knot::import(&bad, &meta(15, real))
+            .unwrap_err()
+            .0
+            .contains("base64")
+    );
+    let short = pem.replace("MC4CAQAwBQYDK2VwBCIEIP8j", "MC4CAQAwBQYDK2VwBCIE");
+    assert!(knot::import(&short, &meta(15, real)).is_err());
+    assert!(
+        knot::parse_list("[{}]")
+            .unwrap_err()
+            .0
+            .contains("missing field")
+    );
+    assert!(knot::parse_list("nope").is_err());
+    let dir = tempfile::tempdir().unwrap();
+    let sneaky =
+        r#"[{"zone":"x.","id":"../../etc/passwd","ksk":true,"zsk":false,"tag":1,"algorithm":13}]"#;
+    assert!(
+        knot::read_kasp(dir.path(), sneaky)
+            .unwrap_err()
+            .0
+            .contains("not a key id")
+    );
+}
+
+/// Truncated and flipped key files never panic.
+#[test]
+fn mutated_key_files_never_panic() {
+    let seed =
+        "PrivateKey: 0wmP81IgLnY0PPY2tJKfjBlBpQxuclohs/R6rgoEY3c=\nCreated: 20261125140914\n";
+    let private_text = private(seed);
+    let pem = "-----BEGIN PRIVATE KEY-----\nMIGTAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBHkwdwIBAQQgU4ddkeDsgy15I4WI\n1XHqWLcQ9sPzcbKSRVBiazPyyYagCgYIKoZIzj0DAQehRANCAASehGz3c9vplcF5\nCbIRE0iQuFdx71smZi1hk4sXGXWlfsjv+tktXqEiqZpDOcifTpI3h9uqEA72e2OU\n4sbdCv1Y\n-----END PRIVATE KEY-----\n";
+    let der = knot::pem_der(pem).unwrap();
+    let mut seed_state: u32 = 0x1234_5678;
+    let mut random = move || {
+        seed_state ^= seed_state << 13;
+        seed_state ^= seed_state >> 17;
+        seed_state ^= seed_state << 5;
+        seed_state as usize
+    };
+    for round in 0..3000 {
+        let mutate = |text: &[u8], r: usize, flip: bool| {
+            let mut bytes = text.to_vec();
+            if flip {
+                let at = r % bytes.len();
+                bytes[at] = (r >> 8) as u8;
+            } else {
+                bytes.truncate(r % bytes.len());
+            }
+            bytes
+        };
+        let flip = round % 2 == 0;
+        let key = String::from_utf8_lossy(&mutate(KEY.as_bytes(), random(), flip)).into_owned();
+        let private =
+            String::from_utf8_lossy(&mutate(private_text.as_bytes(), random(), flip)).into_owned();
+        let _ = bind::parse(&key, &private_text);
+        let _ = bind::parse(KEY, &private);
+        let der = mutate(&der, random(), flip);
+        let _ = der::read_pkcs8(&der);
+        let text = format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            base64::engine::general_purpose::STANDARD.encode(&der)
+        );
+        let meta = knot::parse_list(
+            r#"[{"zone":"x.","id":"a","ksk":true,"zsk":false,"tag":1,"algorithm":13}]"#,
+        )
+        .unwrap();
+        let _ = knot::import(&text, &meta[0]);
+    }
+}
+
+#[test]
+fn bind_times_are_utc_seconds() {
+    assert_eq!(parse_bind_time("19700101000000"), Some(0));
+    assert_eq!(parse_bind_time("20000229235959"), Some(951_868_799));
+    assert_eq!(parse_bind_time("20261125140914"), Some(1_795_615_754));
+    for bad in [
+        "",
+        "2026112514091",
+        "202611251409140",
+        "20261325140914",
+        "2026112514091x",
+        "19691231235959",
+    ] {
+        assert_eq!(parse_bind_time(bad), None, "{bad}");
+    }
+}
+
+#[test]
+fn rsa_exponents_longer_than_255_octets_take_the_long_form() {
+    let key = rsa_public_key(&[1; 300], &[2; 4]);
+    assert_eq!(key[..3], [0, 1, 44]);
+    assert_eq!(key.len(), 3 + 300 + 4);
+    assert_eq!(rsa_public_key(&[1, 0, 1], &[9])[..], [3, 1, 0, 1, 9]);
+}
+
+#[test]
+fn public_key_of_refuses_what_ring_refuses() {
+    assert!(
+        public_key_of(13, &[0x30, 0])
+            .unwrap_err()
+            .0
+            .contains("refused")
+    );
+    assert!(public_key_of(5, &[]).unwrap_err().0.contains("algorithm 5"));
+}
+
+/// GnuTLS (under keymgr) writes a P-256 scalar whose top bit is set in 33
+/// octets, a leading zero first; ring wants 32. A key so written (made by
+/// keymgr, tag 16853) imports and signs.
+#[test]
+fn knot_p256_scalars_with_a_leading_zero_import() {
+    let pem = "-----BEGIN PRIVATE KEY-----
+MIGUAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBHoweAIBAQQhAJrY7mNPitZMrAky
+re3EPemMRqANUZlQaCAxKTbGI3xooAoGCCqGSM49AwEHoUQDQgAExSuHR6SnNsdC
+NwGRHr9Y0lGIWmtkoHYGmKPcxW3nHyEWz2X+jcW3sk9InrvXC+kacqmxqxXfYmPE
+2LTh2yZvlg==
+-----END PRIVATE KEY-----
+";
+    let list = r#"[{"zone":"example.com.","id":"29f563a7ceed101b65bdd8f9a148277423e3fd5f","ksk":false,"zsk":true,"tag":16853,"algorithm":13,"publish":1795616000,"active":1795616000}]"#;
+    let meta = knot::parse_list(list).unwrap();
+    let key = knot::import(pem, &meta[0]).unwrap();
+    assert_eq!(key.tag(), 16853);
+    assert_eq!(key.times.activate, Some(1_795_616_000));
+    assert_eq!(key.times.inactive, None);
+    sign_and_verify(&key);
+}
