@@ -73,6 +73,34 @@ pub const CDS_DELETE: [u8; 5] = [0, 0, 0, 0, 0];
 /// CDNSKEY RDATA asking the parent to remove every DS: `0 3 0 AA==` (RFC 8078 4).
 pub const CDNSKEY_DELETE: [u8; 5] = [0, 0, 3, 0, 0];
 
+/// The keys (by tag and algorithm) whose DS every parent server answered
+/// with: `answers` holds each server's DS RDATA for `owner`, `dnskeys` the
+/// zone's DNSKEY RDATA. A DS counts only if its digest is the key's (a tag
+/// alone may collide); no answer at all sees nothing.
+pub fn seen_at_every_server(
+    owner: &Name,
+    dnskeys: &[Vec<u8>],
+    answers: &[Vec<Vec<u8>>],
+) -> Vec<(u16, u8)> {
+    let matches = |ds: &[u8], dnskey: &[u8]| {
+        let digest_type = ds.get(3).copied().and_then(DigestType::from_number);
+        digest_type.is_some_and(|t| ds_rdata(owner, dnskey, t).as_deref() == Some(ds))
+    };
+    if answers.is_empty() {
+        return Vec::new();
+    }
+    dnskeys
+        .iter()
+        .filter(|dnskey| dnskey.len() > 4)
+        .filter(|dnskey| {
+            answers
+                .iter()
+                .all(|server| server.iter().any(|ds| matches(ds, dnskey)))
+        })
+        .map(|dnskey| (key_tag(dnskey), dnskey[3]))
+        .collect()
+}
+
 /// DS RDATA in presentation form, `TAG ALG TYPE HEX` (upper-case hex, as
 /// BIND and Knot print it); `None` for RDATA shorter than a DS.
 pub fn ds_text(ds: &[u8]) -> Option<String> {
@@ -156,6 +184,33 @@ mod tests {
         // flags 0, protocol 3, algorithm 0, key "AA==" (one zero octet).
         assert_eq!(CDNSKEY_DELETE[..4], rdata(0, 0, &[0])[..4]);
         assert_eq!(CDNSKEY_DELETE.to_vec(), rdata(0, 0, &[0]));
+    }
+
+    #[test]
+    fn a_ds_is_seen_when_every_parent_server_has_it() {
+        let owner = name("example.");
+        let old = rdata(257, 13, &[1; 64]);
+        let new = rdata(257, 13, &[2; 64]);
+        let ds = |key: &[u8], t| ds_rdata(&owner, key, t).unwrap();
+        let keys = vec![old.clone(), new.clone()];
+        let tag = |key: &[u8]| (key_tag(key), 13);
+        // One server still lags: only the old DS is seen everywhere.
+        let answers = vec![
+            vec![ds(&old, DigestType::Sha256), ds(&new, DigestType::Sha256)],
+            vec![ds(&old, DigestType::Sha384)],
+        ];
+        assert_eq!(seen_at_every_server(&owner, &keys, &answers), [tag(&old)]);
+        let answers = vec![
+            vec![ds(&new, DigestType::Sha256)],
+            vec![ds(&new, DigestType::Sha384)],
+        ];
+        assert_eq!(seen_at_every_server(&owner, &keys, &answers), [tag(&new)]);
+        // A DS with the right tag but another digest is not the key's.
+        let mut forged = ds(&new, DigestType::Sha256);
+        *forged.last_mut().unwrap() ^= 1;
+        assert!(seen_at_every_server(&owner, &keys, &[vec![forged]]).is_empty());
+        assert!(seen_at_every_server(&owner, &keys, &[]).is_empty());
+        assert!(seen_at_every_server(&owner, &[vec![1, 2]], &[vec![vec![]]]).is_empty());
     }
 
     #[test]

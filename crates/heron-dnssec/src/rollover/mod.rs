@@ -41,6 +41,7 @@
 mod plan;
 mod rules;
 pub mod state_file;
+mod status;
 
 #[cfg(test)]
 mod chain_check;
@@ -50,6 +51,7 @@ mod tests;
 use serde::{Deserialize, Serialize};
 
 pub use plan::{KeyRef, KeyRequest, ParentWait, Plan};
+pub use status::{KeyStatus, NextEvent};
 
 /// Seconds since the UNIX epoch: the machine's clock, passed in, and what
 /// the state file keeps.
@@ -397,6 +399,11 @@ impl Rollover {
     /// The keys, oldest first.
     pub fn keys(&self) -> &[Key] {
         &self.keys
+    }
+
+    /// Every key's states and next event at `now` (`heron ctl keys`).
+    pub fn status(&self, now: UnixTime) -> Vec<KeyStatus> {
+        status::status(&self.policy, &self.keys, now)
     }
 
     /// A new policy; a new algorithm or key style takes effect by rollover.

@@ -416,3 +416,59 @@ fn random_policy_changes_never_break_the_chain() {
         assert!(in_use(&h).iter().all(|k| k.1 == p.algorithm));
     }
 }
+
+#[test]
+fn status_lists_each_keys_next_event() {
+    let mut h = Harness::new(policy(), START);
+    h.parent_lag = None;
+    h.run_until(START + 2 * DAY);
+    let status = h.machine.status(h.now);
+    let ksk = status.iter().find(|s| s.role == Role::Ksk).unwrap();
+    assert_eq!(ksk.next, NextEvent::Parent { add: true });
+    assert_eq!(
+        (ksk.dnskey, ksk.ds, ksk.zone_rrsig),
+        (State::Omnipresent, Some(State::Rumoured), None)
+    );
+    let line = ksk.to_string();
+    assert!(
+        line.contains("ksk active") && line.contains("ds=rumoured"),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("next: waits for the parent to add its DS"),
+        "{line}"
+    );
+    let zsk = status.iter().find(|s| s.role == Role::Zsk).unwrap();
+    let active = h
+        .machine
+        .keys()
+        .iter()
+        .find(|k| k.role == Role::Zsk)
+        .unwrap()
+        .active
+        .unwrap();
+    assert_eq!(
+        zsk.next,
+        NextEvent::Rollover {
+            at: active + 30 * DAY
+        }
+    );
+    // In a ZSK rollover, the new key's next event is its DNSKEY's arrival.
+    h.parent_lag = Some(HOUR);
+    h.run_until(active + 30 * DAY);
+    let status = h.machine.status(h.now);
+    let new = status.iter().rev().find(|s| s.role == Role::Zsk).unwrap();
+    let at = h.now + 2 * HOUR;
+    let expected = NextEvent::Record {
+        kind: RecordKind::Dnskey,
+        to: State::Omnipresent,
+        at,
+    };
+    assert_eq!(new.next, expected);
+    assert_eq!(new.next.to_string(), format!("DNSKEY omnipresent at {at}"));
+    let old = status.iter().find(|s| s.role == Role::Zsk).unwrap();
+    assert_eq!(
+        (old.goal, old.next.clone()),
+        (Goal::Hidden, NextEvent::OtherKeys)
+    );
+}
