@@ -6,6 +6,7 @@ mod config;
 mod control;
 mod doctor;
 mod keygen;
+mod keymgr;
 mod logging;
 mod man;
 mod memory;
@@ -92,6 +93,10 @@ enum Command {
         #[arg(long, value_enum, default_value = "heron")]
         format: keygen::KeyFormat,
     },
+    /// A zone's DNSSEC keys in its state file: list them with their next
+    /// event, ask a rollover, delete a retired key, record that the
+    /// parent's DS matches the CDS records.
+    Keymgr(keymgr::KeymgrArgs),
     /// Write the manual pages (heron.1, and heron-serve.1 and so on for
     /// each subcommand) into DIR.
     Man {
@@ -133,6 +138,7 @@ fn main() -> ExitCode {
             algorithm,
             format,
         } => keygen::run(&name, &algorithm, format),
+        Command::Keymgr(args) => keymgr::run(args),
         Command::Doctor { config } => doctor::run(config.as_deref()),
         Command::Man { dir } => write_man_pages(&dir),
         Command::Completions { shell } => {

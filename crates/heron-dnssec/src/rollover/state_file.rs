@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::Key;
+use super::{Key, Policy};
 
 /// The version written; a file of another version is refused, not guessed at.
 pub const FORMAT_VERSION: u32 = 1;
@@ -29,6 +29,31 @@ pub struct ZoneKeys {
     pub zone: String,
     /// The keys, oldest first.
     pub keys: Vec<Key>,
+    /// The policy the keys last ran under, so that offline tools
+    /// (`heron keymgr`) compute the same next events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Policy>,
+}
+
+/// The state file's name for a zone in the key directory: the zone's name
+/// without its final dot (`root` for the root), lower-cased, any octet but
+/// letters, digits, `-`, `_` and `.` as `%XX` (no `/` can leave the
+/// folder), then `.keys.json`.
+pub fn file_name(zone: &str) -> String {
+    let trimmed = zone.trim_end_matches('.');
+    if trimmed.is_empty() {
+        return "root.keys.json".to_string();
+    }
+    let mut name = String::with_capacity(trimmed.len() + 10);
+    for byte in trimmed.to_ascii_lowercase().bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.') {
+            name.push(char::from(byte));
+        } else {
+            name.push_str(&format!("%{byte:02x}"));
+        }
+    }
+    name.push_str(".keys.json");
+    name
 }
 
 /// Why a state file could not be read or written.
@@ -63,6 +88,7 @@ impl ZoneKeys {
             version: FORMAT_VERSION,
             zone: zone.to_string(),
             keys,
+            policy: None,
         }
     }
 
@@ -157,6 +183,29 @@ mod tests {
         let mode = fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         assert!(!dir.path().join("example.keys.json.tmp").exists());
+    }
+
+    #[test]
+    fn the_policy_is_kept_when_recorded() {
+        let mut state = sample();
+        assert!(!state.to_text().contains("policy"));
+        let policy: Policy = serde_json::from_str(POLICY).unwrap();
+        state.policy = Some(policy);
+        let back = ZoneKeys::parse(&state.to_text(), Path::new("z")).unwrap();
+        assert_eq!(back, state);
+    }
+
+    const POLICY: &str = r#"{"algorithm":13,"csk":false,"ksk_lifetime":0,"zsk_lifetime":2592000,
+        "csk_lifetime":0,"ksk_method":"double-signature","propagation_delay":3600,"dnskey_ttl":3600,
+        "max_zone_ttl":86400,"signature_validity":1209600,"parent_ds_ttl":86400,
+        "parent_propagation_delay":3600,"retire_safety":3600,"insecure":false}"#;
+
+    #[test]
+    fn file_names_follow_the_zone() {
+        assert_eq!(file_name("Example.COM."), "example.com.keys.json");
+        assert_eq!(file_name("example.com"), "example.com.keys.json");
+        assert_eq!(file_name("."), "root.keys.json");
+        assert_eq!(file_name("a/b..x."), "a%2fb..x.keys.json");
     }
 
     #[test]

@@ -1,0 +1,234 @@
+//! `heron keymgr`: a zone's DNSSEC keys as its state file in the key
+//! directory records them (`heron_dnssec::rollover::state_file`): list
+//! them with their next event, ask a key's rollover, delete a retired key,
+//! and say that the parent's DS now matches the zone's CDS records.
+//!
+//! The commands edit the state file while the server is stopped, or for a
+//! zone it does not sign; the server re-reads it when it next takes up the
+//! zone. Generating and importing keys belong with the key files of the
+//! signer (see `docs/architecture.md`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use heron_dnssec::rollover::state_file::{ZoneKeys, file_name};
+use heron_dnssec::rollover::{Event, Key, Rollover, UnixTime};
+
+#[derive(clap::Args, Debug)]
+pub struct KeymgrArgs {
+    /// The key directory; the zone's state file is ZONE.keys.json in it.
+    #[arg(long, short = 'd', value_name = "DIR")]
+    pub key_dir: PathBuf,
+    /// The zone, e.g. example.com
+    pub zone: String,
+    #[command(subcommand)]
+    pub command: KeymgrCommand,
+}
+
+#[derive(clap::Subcommand, Debug, Clone, PartialEq, Eq)]
+pub enum KeymgrCommand {
+    /// List the keys: tag, algorithm, role, goal, the RFC 7583 states of
+    /// DNSKEY, RRSIGs and DS, and each key's next event.
+    List,
+    /// Start a key's rollover at the next step, before its lifetime ends
+    /// (KEY: its id or key tag).
+    Roll { key: String },
+    /// Delete a retired key that no cache holds any more.
+    Delete { key: String },
+    /// The parent now publishes the DS records the CDS/CDNSKEY records
+    /// ask for (for parents that cannot be queried).
+    DsSeen,
+}
+
+pub fn run(args: KeymgrArgs) -> ExitCode {
+    let path = args.key_dir.join(file_name(&args.zone));
+    match execute(&path, &args.command, heron_proto::time::unix_now()) {
+        Ok(output) => {
+            print!("{output}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("heron keymgr: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs `command` on the state file at `path` at `now`; what to print.
+pub fn execute(path: &Path, command: &KeymgrCommand, now: UnixTime) -> Result<String, String> {
+    let state = ZoneKeys::load(path).map_err(|e| e.to_string())?;
+    if *command == KeymgrCommand::List {
+        return Ok(list(&state, now));
+    }
+    let event = match command {
+        KeymgrCommand::Roll { key } => Event::Roll(find(&state.keys, key)?.id.clone()),
+        KeymgrCommand::Delete { key } => Event::Forget(find(&state.keys, key)?.id.clone()),
+        _ => Event::DsSeen,
+    };
+    let policy = state.policy.clone().unwrap_or_else(placeholder_policy);
+    let mut machine = Rollover::new(policy, state.keys.clone());
+    machine.handle(event, now).map_err(|e| e.to_string())?;
+    let changed = ZoneKeys {
+        keys: machine.keys().to_vec(),
+        ..state
+    };
+    changed.save(path).map_err(|e| e.to_string())?;
+    Ok(match command {
+        KeymgrCommand::Roll { key } => format!("key {key} rolls over at the next step\n"),
+        KeymgrCommand::Delete { key } => format!("key {key} deleted from the state file\n"),
+        _ => "the parent's DS is recorded as matching the CDS records\n".to_string(),
+    })
+}
+
+/// The key named by id or by tag (which must then be unambiguous).
+fn find<'a>(keys: &'a [Key], name: &str) -> Result<&'a Key, String> {
+    if let Some(key) = keys.iter().find(|k| k.id == name) {
+        return Ok(key);
+    }
+    let tag: Option<u16> = name.parse().ok();
+    let mut by_tag = keys.iter().filter(|k| Some(k.tag) == tag);
+    match (by_tag.next(), by_tag.next()) {
+        (Some(key), None) => Ok(key),
+        (Some(_), Some(_)) => Err(format!("several keys have tag {name}: name one by its id")),
+        _ => Err(format!("no key {name}")),
+    }
+}
+
+/// Events the offline commands apply need no timings; only `list`
+/// computes times, and it says so when the file has no policy.
+fn placeholder_policy() -> heron_dnssec::rollover::Policy {
+    heron_dnssec::rollover::Policy {
+        algorithm: 13,
+        csk: false,
+        ksk_lifetime: 0,
+        zsk_lifetime: 0,
+        csk_lifetime: 0,
+        ksk_method: Default::default(),
+        propagation_delay: 0,
+        dnskey_ttl: 0,
+        max_zone_ttl: 0,
+        signature_validity: 0,
+        parent_ds_ttl: 0,
+        parent_propagation_delay: 0,
+        retire_safety: 0,
+        insecure: false,
+    }
+}
+
+fn list(state: &ZoneKeys, now: UnixTime) -> String {
+    let mut out = format!("{}: {} keys\n", state.zone, state.keys.len());
+    let Some(policy) = state.policy.clone() else {
+        out.push_str("(no policy recorded yet: next events unknown)\n");
+        let machine = Rollover::new(placeholder_policy(), state.keys.clone());
+        for (key, status) in state.keys.iter().zip(machine.status(now)) {
+            let line = status.to_string();
+            let states = line.split(" next:").next().unwrap_or(&line);
+            out.push_str(&format!("{states}  id={}\n", key.id));
+        }
+        return out;
+    };
+    let machine = Rollover::new(policy, state.keys.clone());
+    for (key, status) in state.keys.iter().zip(machine.status(now)) {
+        out.push_str(&format!("{status}  id={}\n", key.id));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heron_dnssec::rollover::{KskMethod, Policy, Role, State};
+
+    fn policy() -> Policy {
+        Policy {
+            zsk_lifetime: 30 * 86_400,
+            propagation_delay: 3600,
+            dnskey_ttl: 3600,
+            max_zone_ttl: 86_400,
+            signature_validity: 14 * 86_400,
+            parent_ds_ttl: 86_400,
+            parent_propagation_delay: 3600,
+            ksk_method: KskMethod::DoubleSignature,
+            ..placeholder_policy()
+        }
+    }
+
+    /// A zone run for 3 days by the machine, its parent silent.
+    fn zone_file(dir: &Path) -> PathBuf {
+        let mut machine = Rollover::new(policy(), Vec::new());
+        let start = 1_800_000_000;
+        for (tag, role) in [(11, Role::Ksk), (22, Role::Zsk)] {
+            let key = Key::new(format!("k{tag}"), tag, 13, role, start);
+            machine.handle(Event::KeyAdded(key), start).unwrap();
+        }
+        for hour in 0..72 {
+            machine.advance(start + hour * 3600);
+        }
+        let mut state = ZoneKeys::new("example.com.", machine.keys().to_vec());
+        state.policy = Some(policy());
+        let path = dir.join(file_name("example.com."));
+        state.save(&path).unwrap();
+        path
+    }
+
+    const NOW: UnixTime = 1_800_000_000 + 72 * 3600;
+
+    #[test]
+    fn list_shows_states_and_next_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = zone_file(dir.path());
+        let out = execute(&path, &KeymgrCommand::List, NOW).unwrap();
+        assert!(out.starts_with("example.com.: 2 keys\n"), "{out}");
+        assert!(
+            out.contains("ds=rumoured next: waits for the parent to add its DS  id=k11"),
+            "{out}"
+        );
+        assert!(
+            out.contains("zsk active   dnskey=omnipresent rrsig=omnipresent"),
+            "{out}"
+        );
+        assert!(out.contains("next: rollover at"), "{out}");
+    }
+
+    #[test]
+    fn ds_seen_roll_and_delete_edit_the_state_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = zone_file(dir.path());
+        execute(&path, &KeymgrCommand::DsSeen, NOW).unwrap();
+        let keys = ZoneKeys::load(&path).unwrap().keys;
+        assert_eq!(keys[0].ds_seen, Some(NOW));
+        assert_eq!(keys[0].ds.state, State::Rumoured);
+        execute(&path, &KeymgrCommand::Roll { key: "22".into() }, NOW).unwrap();
+        assert!(ZoneKeys::load(&path).unwrap().keys[1].roll_requested);
+        let busy = execute(&path, &KeymgrCommand::Delete { key: "k22".into() }, NOW);
+        assert_eq!(busy, Err("key k22 is still in use".to_string()));
+        let unknown = execute(&path, &KeymgrCommand::Roll { key: "33".into() }, NOW);
+        assert_eq!(unknown, Err("no key 33".to_string()));
+    }
+
+    #[test]
+    fn a_missing_or_broken_state_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("none.keys.json");
+        assert!(
+            execute(&path, &KeymgrCommand::List, NOW)
+                .unwrap_err()
+                .contains("none.keys.json")
+        );
+        std::fs::write(&path, "{").unwrap();
+        let error = execute(&path, &KeymgrCommand::List, NOW).unwrap_err();
+        assert!(error.contains("not a key state file"), "{error}");
+    }
+
+    #[test]
+    fn without_a_policy_the_list_says_next_events_are_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = zone_file(dir.path());
+        let mut state = ZoneKeys::load(&path).unwrap();
+        state.policy = None;
+        state.save(&path).unwrap();
+        let out = execute(&path, &KeymgrCommand::List, NOW).unwrap();
+        assert!(out.contains("no policy recorded"), "{out}");
+        assert!(!out.contains("next:"), "{out}");
+    }
+}
