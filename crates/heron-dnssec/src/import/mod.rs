@@ -3,7 +3,8 @@
 //!
 //! * BIND: `K<zone>+<alg>+<tag>.key` and `.private` (private-key format
 //!   v1.2/v1.3), with the timing metadata Created, Publish, Activate,
-//!   Inactive and Delete ([`bind`]).
+//!   Inactive and Delete ([`bind`]); with dnssec-policy, the `.state` file
+//!   that holds the key's roles and RFC 7583 states ([`bind_state`]).
 //! * Knot: the PKCS#8 PEM files of the KASP database's `keys/` folder, with
 //!   the metadata `keymgr ZONE list -j` prints ([`knot`]).
 //!
@@ -13,6 +14,7 @@
 //! signature.
 
 pub mod bind;
+pub mod bind_state;
 mod der;
 pub mod knot;
 #[cfg(test)]

@@ -418,3 +418,118 @@ NwGRHr9Y0lGIWmtkoHYGmKPcxW3nHyEWz2X+jcW3sk9InrvXC+kacqmxqxXfYmPE
     assert_eq!(key.times.inactive, None);
     sign_and_verify(&key);
 }
+
+/// What named 9.18 wrote for the KSK of a zone it had just started to
+/// sign under a KSK+ZSK dnssec-policy.
+const NAMED_KSK_STATE: &str = "; This is the state of key 21047, for example.com.
+Algorithm: 13
+Length: 256
+Lifetime: 0
+KSK: yes
+ZSK: no
+Generated: 20261125143232 (Wed Nov 25 14:32:32 2026)
+Published: 20261125143232 (Wed Nov 25 14:32:32 2026)
+Active: 20261125143232 (Wed Nov 25 14:32:32 2026)
+PublishCDS: 20261126153732 (Thu Nov 26 15:37:32 2026)
+DNSKEYChange: 20261125143232 (Wed Nov 25 14:32:32 2026)
+KRRSIGChange: 20261125143232 (Wed Nov 25 14:32:32 2026)
+DSChange: 20261125143232 (Wed Nov 25 14:32:32 2026)
+DNSKEYState: rumoured
+KRRSIGState: rumoured
+DSState: hidden
+GoalState: omnipresent
+";
+
+#[test]
+fn bind_state_files_give_roles_and_states() {
+    use crate::rollover::{Goal, Record, Role, State};
+    let state = bind_state::parse(NAMED_KSK_STATE).unwrap();
+    let at = parse_bind_time("20261125143232").unwrap();
+    assert_eq!(state.role, Role::Ksk);
+    assert_eq!(state.goal, Some(Goal::Omnipresent));
+    assert_eq!(
+        state.dnskey,
+        Some(Record {
+            state: State::Rumoured,
+            since: at
+        })
+    );
+    assert_eq!(
+        state.ds,
+        Some(Record {
+            state: State::Hidden,
+            since: at
+        })
+    );
+    assert_eq!(state.zone_rrsig, None);
+    let csk = NAMED_KSK_STATE.replace("ZSK: no", "ZSK: yes");
+    assert_eq!(bind_state::parse(&csk).unwrap().role, Role::Csk);
+    // A retiring ZSK mid-rollover keeps its place.
+    let retiring = NAMED_KSK_STATE
+        .replace("KSK: yes", "KSK: no")
+        .replace("ZSK: no", "ZSK: yes")
+        .replace(
+            "GoalState: omnipresent",
+            "GoalState: hidden\nZRRSIGState: unretentive\nZRRSIGChange: 20261201000000",
+        )
+        .replace("DNSKEYState: rumoured", "DNSKEYState: omnipresent");
+    let state = bind_state::parse(&retiring).unwrap();
+    let key = bind::parse(
+        KEY,
+        &private("PrivateKey: 0wmP81IgLnY0PPY2tJKfjBlBpQxuclohs/R6rgoEY3c=\n"),
+    )
+    .unwrap()
+    .key;
+    let now = parse_bind_time("20261202000000").unwrap();
+    let machine_key = state.to_rollover_key(&key, "k".into(), now);
+    assert_eq!(machine_key.role, Role::Zsk);
+    assert_eq!(machine_key.goal, Goal::Hidden);
+    assert_eq!(machine_key.dnskey.state, State::Omnipresent);
+    let since = parse_bind_time("20261201000000").unwrap();
+    assert_eq!(
+        machine_key.zone_rrsig,
+        Record {
+            state: State::Unretentive,
+            since
+        }
+    );
+    assert_eq!(machine_key.ds.state, State::Hidden);
+}
+
+#[test]
+fn a_key_dnssec_keygen_made_for_a_policy_imports_as_a_csk() {
+    let dir = tempfile::tempdir().unwrap();
+    let stem = run(
+        "dnssec-keygen",
+        &["-K", ".", "-k", "default", "example.com"],
+        dir.path(),
+    );
+    let stem = stem.trim();
+    let text = std::fs::read_to_string(dir.path().join(format!("{stem}.state"))).unwrap();
+    let state = bind_state::parse(&text).unwrap();
+    assert_eq!(state.role, crate::rollover::Role::Csk);
+    assert_eq!(state.goal, None, "no states before named runs it");
+    let key = bind::read(&dir.path().join(stem)).unwrap().key;
+    let created = key.times.created.unwrap();
+    let machine_key = state.to_rollover_key(&key, stem.to_string(), created + 60);
+    assert!(machine_key.is_active(), "published and active: in place");
+    assert_eq!(machine_key.tag, bind::name_parts(stem).unwrap().2);
+}
+
+#[test]
+fn malformed_bind_state_files_give_clear_errors() {
+    let error = |text: &str| bind_state::parse(text).unwrap_err().0;
+    assert!(error("KSK: no\nZSK: no\n").contains("neither KSK nor ZSK"));
+    assert!(error("KSK: yes\nKSK: yes\n").contains("twice"));
+    assert!(error("KSK yes\n").contains("Name: value"));
+    assert!(error("KSK: yes\nDNSKEYState: gone\n").contains("DNSKEYState `gone`"));
+    assert!(error("KSK: yes\nGoalState: maybe\n").contains("GoalState"));
+    assert!(error("KSK: yes\nPublished: 2026\n").contains("Published"));
+    let bytes = NAMED_KSK_STATE.as_bytes();
+    for cut in 0..bytes.len() {
+        let _ = bind_state::parse(&String::from_utf8_lossy(&bytes[..cut]));
+        let mut flipped = bytes.to_vec();
+        flipped[cut] ^= 0x55;
+        let _ = bind_state::parse(&String::from_utf8_lossy(&flipped));
+    }
+}
