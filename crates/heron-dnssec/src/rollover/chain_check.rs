@@ -80,6 +80,33 @@ impl Harness {
         }
     }
 
+    /// A harness for keys another signer ran until `start`: caches hold
+    /// what they publish now (and nothing older), the parent their DS.
+    pub fn with_keys(policy: Policy, keys: Vec<Key>, start: UnixTime) -> Harness {
+        let mut h = Harness::new(policy.clone(), start);
+        let ds: Vec<Seen> = keys
+            .iter()
+            .filter(|k| k.ds.state == super::State::Omnipresent)
+            .map(|k| (k.id.clone(), k.algorithm))
+            .collect();
+        h.parent_history = vec![Served {
+            start: 0,
+            what: ds.clone(),
+        }];
+        h.parent_ds = ds;
+        h.machine = Rollover::new(policy, keys);
+        let plan = h.machine.clone().advance(start);
+        h.zone_history.push(Served {
+            start: 0,
+            what: ZoneView {
+                dnskey: seen(&plan.dnskey),
+                key_signers: seen(&plan.key_signers),
+                zone_signers: seen(&plan.zone_signers),
+            },
+        });
+        h
+    }
+
     /// Runs the machine at `now`: generates what it asks, records and
     /// checks what is served, and hands changed CDS to the parent.
     pub fn step(&mut self) -> Plan {

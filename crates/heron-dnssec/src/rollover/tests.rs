@@ -472,3 +472,35 @@ fn status_lists_each_keys_next_event() {
         (Goal::Hidden, NextEvent::OtherKeys)
     );
 }
+
+/// Keys another signer had in place (as `import` makes them) keep
+/// validating under Heron with no rollover until their lifetime ends,
+/// then roll as Heron's own.
+#[test]
+fn imported_keys_continue_without_a_rollover() {
+    let mut keys = Vec::new();
+    for (tag, role) in [(7001, Role::Ksk), (7002, Role::Zsk)] {
+        let mut key = Key::new(format!("k{tag}"), tag, 13, role, START - YEAR);
+        key.dnskey.state = State::Omnipresent;
+        if role.signs_zone() {
+            key.zone_rrsig.state = State::Omnipresent;
+        }
+        if role.signs_keys() {
+            key.ds.state = State::Omnipresent;
+        }
+        key.active = Some(START);
+        keys.push(key);
+    }
+    let mut h = Harness::with_keys(policy(), keys, START);
+    h.run_until(START + 29 * DAY);
+    assert!(
+        h.generated.is_empty(),
+        "no rollover before the lifetime ends: {:?}",
+        h.generated
+    );
+    assert_eq!(h.last_plan.dnskey.len(), 2);
+    assert!(h.last_plan.parent.is_none());
+    h.run_until(START + 60 * DAY);
+    assert_eq!(generated(&h, Role::Zsk), 1);
+    assert!(h.machine.keys().iter().all(|k| k.id != "k7002"));
+}
