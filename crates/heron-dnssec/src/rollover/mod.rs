@@ -302,7 +302,10 @@ impl Policy {
     /// Rejects a policy whose signatures could expire in caches, or whose
     /// keys would need their successor before the last rollover ended.
     pub fn validate(&self) -> Result<(), String> {
-        let cached = self.propagation_delay + self.dnskey_ttl.max(self.max_zone_ttl);
+        let cached = after(
+            self.propagation_delay,
+            &[self.dnskey_ttl.max(self.max_zone_ttl)],
+        );
         if self.signature_validity <= cached {
             return Err(format!(
                 "signature validity ({}s) must exceed the propagation delay plus the largest TTL ({cached}s)",
@@ -323,15 +326,16 @@ impl Policy {
 
     /// How long a rollover of a role takes, the parent answering at once.
     pub fn rollover_duration(&self, role: Role) -> u64 {
-        let dnskey = self.propagation_delay + self.dnskey_ttl;
-        let sigs = self.propagation_delay + self.max_zone_ttl;
-        let ds = self.parent_propagation_delay + self.parent_ds_ttl;
+        let dnskey = after(self.propagation_delay, &[self.dnskey_ttl]);
+        let sigs = after(self.propagation_delay, &[self.max_zone_ttl]);
+        let ds = after(self.parent_propagation_delay, &[self.parent_ds_ttl]);
         let safety = self.retire_safety;
-        match role {
-            Role::Zsk => dnskey + sigs + safety + dnskey + safety,
-            Role::Ksk => dnskey + ds + safety + dnskey + safety,
-            Role::Csk => dnskey + sigs.max(ds) + safety + dnskey + safety,
-        }
+        let middle = match role {
+            Role::Zsk => sigs,
+            Role::Ksk => ds,
+            Role::Csk => sigs.max(ds),
+        };
+        after(dnskey, &[middle, safety, dnskey, safety])
     }
 }
 
@@ -373,6 +377,14 @@ impl std::fmt::Display for RolloverError {
 }
 
 impl std::error::Error for RolloverError {}
+
+/// `start` plus every wait, saturating: a state file or policy with absurd
+/// numbers makes a far-off time, never an overflow.
+pub(super) fn after(start: UnixTime, waits: &[u64]) -> UnixTime {
+    waits
+        .iter()
+        .fold(start, |at, wait| at.saturating_add(*wait))
+}
 
 /// The keys of one zone and its policy.
 #[derive(Clone, Debug)]

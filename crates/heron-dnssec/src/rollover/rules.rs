@@ -6,7 +6,7 @@
 //! moment the parent was seen to act). See the module documentation of
 //! `rollover` for the order each rollover takes.
 
-use super::{Goal, Key, KskMethod, Policy, RecordKind, Role, State, UnixTime};
+use super::{Goal, Key, KskMethod, Policy, RecordKind, Role, State, UnixTime, after};
 
 /// The state `keys[index]`'s record of `kind` moves to at `now`, if any.
 pub(super) fn next_state(
@@ -48,23 +48,32 @@ fn next_of(goal: Goal, state: State) -> State {
 pub(super) fn omnipresent_at(key: &Key, kind: RecordKind, policy: &Policy) -> Option<UnixTime> {
     let since = key.record(kind).since;
     match kind {
-        RecordKind::Dnskey => Some(since + policy.propagation_delay + policy.dnskey_ttl),
-        RecordKind::ZoneRrsig => Some(since + policy.propagation_delay + policy.max_zone_ttl),
-        RecordKind::Ds => key
-            .ds_seen
-            .map(|seen| seen + policy.parent_propagation_delay + policy.parent_ds_ttl),
+        RecordKind::Dnskey => Some(after(since, &[policy.propagation_delay, policy.dnskey_ttl])),
+        RecordKind::ZoneRrsig => Some(after(
+            since,
+            &[policy.propagation_delay, policy.max_zone_ttl],
+        )),
+        RecordKind::Ds => key.ds_seen.map(|seen| {
+            after(
+                seen,
+                &[policy.parent_propagation_delay, policy.parent_ds_ttl],
+            )
+        }),
     }
 }
 
 /// When a withdrawn record has left every cache.
 pub(super) fn hidden_at(key: &Key, kind: RecordKind, policy: &Policy) -> Option<UnixTime> {
     let at = match kind {
-        RecordKind::Ds => key
-            .ds_gone
-            .map(|gone| gone + policy.parent_propagation_delay + policy.parent_ds_ttl),
+        RecordKind::Ds => key.ds_gone.map(|gone| {
+            after(
+                gone,
+                &[policy.parent_propagation_delay, policy.parent_ds_ttl],
+            )
+        }),
         _ => omnipresent_at(key, kind, policy),
     };
-    at.map(|at| at + policy.retire_safety)
+    at.map(|at| at.saturating_add(policy.retire_safety))
 }
 
 fn in_use(key: &Key) -> bool {

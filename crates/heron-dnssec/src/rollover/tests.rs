@@ -504,3 +504,55 @@ fn imported_keys_continue_without_a_rollover() {
     assert_eq!(generated(&h, Role::Zsk), 1);
     assert!(h.machine.keys().iter().all(|k| k.id != "k7002"));
 }
+
+/// Keys in any combination of roles, goals, states and times (a damaged
+/// or hand-edited state file), with any policy numbers: the machine never
+/// panics, and each advance ends.
+#[test]
+fn arbitrary_key_states_never_panic() {
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut random = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let states = [
+        State::Hidden,
+        State::Rumoured,
+        State::Omnipresent,
+        State::Unretentive,
+    ];
+    let times = [0, 1, START, u64::MAX / 2, u64::MAX];
+    for _ in 0..3000 {
+        let mut p = policy();
+        p.dnskey_ttl = times[random(5) as usize];
+        p.csk = random(2) == 0;
+        p.insecure = random(4) == 0;
+        let mut keys = Vec::new();
+        for index in 0..random(6) {
+            let role = [Role::Ksk, Role::Zsk, Role::Csk][random(3) as usize];
+            let algorithm = [8, 13, 15][random(3) as usize];
+            let mut key = Key::new(format!("k{index}"), random(3) as u16, algorithm, role, 0);
+            key.goal = if random(2) == 0 {
+                Goal::Omnipresent
+            } else {
+                Goal::Hidden
+            };
+            for record in [&mut key.dnskey, &mut key.zone_rrsig, &mut key.ds] {
+                record.state = states[random(4) as usize];
+                record.since = times[random(5) as usize];
+            }
+            key.ds_seen = [None, Some(times[random(5) as usize])][random(2) as usize];
+            key.ds_gone = [None, Some(times[random(5) as usize])][random(2) as usize];
+            key.active = [None, Some(times[random(5) as usize])][random(2) as usize];
+            key.roll_requested = random(2) == 0;
+            keys.push(key);
+        }
+        let mut machine = Rollover::new(p, keys);
+        let now = times[random(5) as usize];
+        let plan = machine.advance(now);
+        let _ = machine.status(now);
+        assert!(plan.next_check.is_none_or(|at| at > now));
+    }
+}
