@@ -130,6 +130,7 @@ impl Harness {
             self.machine.handle(Event::Forget(id), self.now).unwrap();
         }
         self.record(&plan);
+        self.check_cds(&plan);
         self.check_chain();
         self.check_one_rollover_per_role();
         self.ask_parent(&plan);
@@ -265,6 +266,22 @@ impl Harness {
                 self.now
             );
         }
+    }
+
+    /// A parent that checks CDS against the DNSKEY RRset (RFC 7344 4.1)
+    /// accepts every CDS RRset: outside double-DS rollovers, each names a
+    /// published key; the delete form comes alone.
+    fn check_cds(&self, plan: &Plan) {
+        if self.machine.policy().ksk_method == super::KskMethod::DoubleSignature {
+            for key in &plan.cds {
+                assert!(
+                    plan.dnskey.contains(key),
+                    "at {}: CDS of unpublished {key:?}",
+                    self.now
+                );
+            }
+        }
+        assert!(!plan.cds_delete || plan.cds.is_empty());
     }
 
     /// At most two keys (the old and the new) do each job at any time.
