@@ -8,4 +8,5 @@
 pub mod dnskey;
 pub mod ds;
 pub mod import;
+pub mod keys;
 pub mod rollover;
