@@ -10,3 +10,4 @@ pub mod ds;
 pub mod import;
 pub mod keys;
 pub mod rollover;
+pub mod sign;

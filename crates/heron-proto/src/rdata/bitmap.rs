@@ -21,7 +21,7 @@ pub fn parse(toks: &[Token], out: &mut Vec<u8>) -> Result<(), TextError> {
 }
 
 /// Encodes sorted, distinct type numbers.
-fn encode(types: &[u16], out: &mut Vec<u8>) {
+pub(super) fn encode(types: &[u16], out: &mut Vec<u8>) {
     let mut i = 0;
     while i < types.len() {
         let window = (types[i] >> 8) as u8;

@@ -14,6 +14,7 @@
 
 mod addr;
 mod bitmap;
+mod canonical;
 mod encoding;
 mod field;
 mod fields;
@@ -22,6 +23,7 @@ mod schema;
 mod svcb;
 mod time;
 
+pub use canonical::{canonical_rdata, lowercases_names};
 pub use time::civil_from_days;
 mod wire;
 
@@ -244,6 +246,12 @@ pub fn format_generic(rdata: &[u8], out: &mut String) {
             out.push_str(&format!("{b:02x}"));
         }
     }
+}
+
+/// An NSEC or NSEC3 type bitmap (RFC 4034 4.1.2) of sorted, distinct
+/// type numbers, appended to `out`.
+pub fn encode_type_bitmap(types: &[u16], out: &mut Vec<u8>) {
+    bitmap::encode(types, out);
 }
 
 /// Reads the RDATA at `msg[start..start + len]` into uncompressed wire form,

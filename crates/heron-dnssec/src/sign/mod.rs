@@ -1,0 +1,380 @@
+//! Signing a whole zone: DNSKEY, an NSEC or NSEC3 chain, and an RRSIG over
+//! every authoritative RRset, made on every core, and the signed zone
+//! built as a [`heron_zone::Zone`] that answers with them.
+//!
+//! Delegation NS and glue are not signed (RFC 4035 2.2), DS is; names
+//! below a delegation are not in the chain. NSEC and NSEC3 TTLs are the
+//! lesser of the SOA's TTL and MINIMUM (RFC 9077). Signature expirations
+//! are spread over the policy's jitter by a hash of owner and type
+//! ([`Validity::expiration_of`]).
+
+mod denial;
+mod plan;
+mod rrsig;
+
+pub use denial::{Denial, base32hex, nsec3_hash, nsec3param_rdata};
+pub use plan::{Entry, Kind, SIGNER_TYPES, plan};
+pub use rrsig::{
+    SigHeader, Validity, labels_field, seconds_until, sig_time, write_canonical_rrset,
+};
+
+use std::borrow::Cow;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use heron_proto::RType;
+use heron_zone::zone::RRset;
+use heron_zone::{Problem, Severity, Zone, ZoneBuilder};
+
+use crate::dnskey::key_tag;
+use crate::keys::{KeyRole, SigningKey};
+
+/// A key as one signing uses it.
+pub struct ZoneKey {
+    pub key: SigningKey,
+    pub role: KeyRole,
+    /// DNSKEY RDATA, and its tag.
+    pub dnskey: Vec<u8>,
+    pub tag: u16,
+}
+
+impl ZoneKey {
+    pub fn new(key: SigningKey, role: KeyRole) -> ZoneKey {
+        let dnskey = key.dnskey_rdata(role.flags());
+        let tag = key_tag(&dnskey);
+        ZoneKey {
+            key,
+            role,
+            dnskey,
+            tag,
+        }
+    }
+}
+
+/// How to sign, from the zone's policy.
+#[derive(Clone, Debug)]
+pub struct SignConfig {
+    pub denial: Denial,
+    pub dnskey_ttl: u32,
+    /// Seconds a signature is valid from its inception.
+    pub validity: u32,
+    /// Seconds over which expirations are spread (less than `validity`).
+    pub jitter: u32,
+    /// Seconds inceptions are back-dated.
+    pub inception_offset: u32,
+}
+
+impl SignConfig {
+    /// The times of a signing at `now` (Unix seconds).
+    pub fn validity_at(&self, now: u64) -> Validity {
+        Validity {
+            inception: now.saturating_sub(u64::from(self.inception_offset)),
+            expiration: now + u64::from(self.validity),
+            jitter: self.jitter,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignError(pub String);
+
+impl fmt::Display for SignError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SignError {}
+
+/// An RRset the signer makes (DNSKEY, NSEC3PARAM, NSEC, NSEC3).
+#[derive(Clone, Debug)]
+pub struct OwnedRRset {
+    /// Wire form; its case is kept in the zone, lower-cased to sign.
+    pub owner: Vec<u8>,
+    pub rtype: RType,
+    pub ttl: u32,
+    pub rdatas: Vec<Vec<u8>>,
+}
+
+/// A signed zone and what it took.
+pub struct Signed {
+    pub zone: Zone,
+    pub signatures: usize,
+    pub warnings: Vec<Problem>,
+}
+
+/// One RRset to sign: in the zone, or made by the signer.
+#[derive(Clone, Copy)]
+enum Job<'z> {
+    Zone { owner: &'z [u8], rrset: RRset<'z> },
+    Made(&'z OwnedRRset),
+}
+
+impl<'z> Job<'z> {
+    fn owner(&self) -> &'z [u8] {
+        match self {
+            Job::Zone { owner, .. } => owner,
+            Job::Made(set) => &set.owner,
+        }
+    }
+
+    fn rtype(&self) -> RType {
+        match self {
+            Job::Zone { rrset, .. } => rrset.rtype,
+            Job::Made(set) => set.rtype,
+        }
+    }
+
+    fn ttl(&self) -> u32 {
+        match self {
+            Job::Zone { rrset, .. } => rrset.ttl(),
+            Job::Made(set) => set.ttl,
+        }
+    }
+
+    fn rdatas(&self) -> Box<dyn Iterator<Item = Cow<'z, [u8]>> + 'z> {
+        match *self {
+            Job::Zone { rrset, .. } => Box::new(rrset.rdatas()),
+            Job::Made(set) => Box::new(set.rdatas.iter().map(|r| Cow::Borrowed(&r[..]))),
+        }
+    }
+}
+
+/// Signs `zone` (its own DNSKEY, RRSIG, NSEC, NSEC3 and NSEC3PARAM
+/// records are replaced) with `keys` at `now` (Unix seconds).
+pub fn sign_zone(
+    zone: &Zone,
+    keys: &[ZoneKey],
+    config: &SignConfig,
+    now: u64,
+) -> Result<Signed, SignError> {
+    check_keys(keys)?;
+    let entries = plan(zone);
+    let made = signer_records(zone, &entries, keys, config)?;
+    let mut jobs: Vec<Job> = Vec::with_capacity(entries.len() * 2 + made.len());
+    for entry in &entries {
+        let owner = entry.node.owner_wire();
+        jobs.extend(
+            entry
+                .signed_rrsets()
+                .map(|rrset| Job::Zone { owner, rrset }),
+        );
+    }
+    jobs.extend(made.iter().map(Job::Made));
+    let context = Context {
+        keys,
+        signer: zone.origin().as_wire(),
+        class: zone.class().0,
+        validity: config.validity_at(now),
+    };
+    let signatures = sign_all(&jobs, &context)?;
+    build(zone, &made, &jobs, signatures)
+}
+
+fn check_keys(keys: &[ZoneKey]) -> Result<(), SignError> {
+    if !keys.iter().any(|k| k.role.signs_dnskey()) {
+        return Err(SignError("no KSK or CSK to sign the DNSKEY RRset".into()));
+    }
+    if !keys.iter().any(|k| k.role.signs_zone()) {
+        return Err(SignError("no ZSK or CSK to sign the zone".into()));
+    }
+    Ok(())
+}
+
+/// DNSKEY (and NSEC3PARAM) at the apex and the denial chain.
+fn signer_records(
+    zone: &Zone,
+    entries: &[Entry],
+    keys: &[ZoneKey],
+    config: &SignConfig,
+) -> Result<Vec<OwnedRRset>, SignError> {
+    let apex = zone.apex().owner_wire().to_vec();
+    let denial_ttl = zone.negative_ttl();
+    let mut made = vec![OwnedRRset {
+        owner: apex.clone(),
+        rtype: RType::DNSKEY,
+        ttl: config.dnskey_ttl,
+        rdatas: keys.iter().map(|k| k.dnskey.clone()).collect(),
+    }];
+    match &config.denial {
+        Denial::Nsec => made.extend(denial::nsec_chain(entries, denial_ttl)),
+        Denial::Nsec3 {
+            iterations,
+            salt,
+            opt_out,
+        } => {
+            made.push(OwnedRRset {
+                owner: apex,
+                rtype: RType::NSEC3PARAM,
+                ttl: 0,
+                rdatas: vec![nsec3param_rdata(salt, *iterations)],
+            });
+            let params = (*iterations, &salt[..], *opt_out);
+            let origin = zone.origin().as_wire();
+            made.extend(denial::nsec3_chain(entries, origin, denial_ttl, params)?);
+        }
+    }
+    Ok(made)
+}
+
+/// What every signature of one signing shares.
+struct Context<'a> {
+    keys: &'a [ZoneKey],
+    /// The apex, lower-cased.
+    signer: &'a [u8],
+    class: u16,
+    validity: Validity,
+}
+
+/// An RRSIG's RDATA for the job at `job`.
+struct Sig {
+    job: u32,
+    rdata: Vec<u8>,
+}
+
+/// Jobs handed to a thread at a time: small enough to balance the
+/// threads' loads, large enough that taking them costs nothing.
+const JOBS_PER_CHUNK: usize = 512;
+
+/// Signs every job on every core; signatures in job order.
+fn sign_all(jobs: &[Job], context: &Context) -> Result<Vec<Sig>, SignError> {
+    let chunks: Vec<&[Job]> = jobs.chunks(JOBS_PER_CHUNK).collect();
+    let next = AtomicUsize::new(0);
+    let threads = heron_zone::cores().clamp(1, chunks.len().max(1));
+    let mut done: Vec<(usize, Vec<Sig>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| -> Result<Vec<(usize, Vec<Sig>)>, SignError> {
+                    let mut out = Vec::new();
+                    let mut scratch = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(chunk) = chunks.get(i) else {
+                            return Ok(out);
+                        };
+                        let base = i * JOBS_PER_CHUNK;
+                        let mut sigs = Vec::with_capacity(chunk.len());
+                        for (k, job) in chunk.iter().enumerate() {
+                            sign_job(job, (base + k) as u32, context, &mut scratch, &mut sigs)?;
+                        }
+                        out.push((i, sigs));
+                    }
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for worker in workers {
+            all.extend(worker.join().expect("a signing thread panicked")?);
+        }
+        Ok::<_, SignError>(all)
+    })?;
+    done.sort_unstable_by_key(|(i, _)| *i);
+    Ok(done.into_iter().flat_map(|(_, sigs)| sigs).collect())
+}
+
+/// The RRSIGs of one RRset, one per key of the role that signs it.
+fn sign_job(
+    job: &Job,
+    index: u32,
+    context: &Context,
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<Sig>,
+) -> Result<(), SignError> {
+    let rtype = job.rtype();
+    let owner = job.owner().to_ascii_lowercase();
+    let ttl = job.ttl();
+    let expiration = context.validity.expiration_of(&owner, rtype);
+    let mut rrset = Vec::new();
+    write_canonical_rrset(
+        &mut rrset,
+        &owner,
+        (rtype, context.class, ttl),
+        job.rdatas(),
+    );
+    for key in context.keys {
+        let signs = if rtype == RType::DNSKEY {
+            key.role.signs_dnskey()
+        } else {
+            key.role.signs_zone()
+        };
+        if !signs {
+            continue;
+        }
+        let header = SigHeader {
+            covered: rtype,
+            algorithm: key.key.algorithm().number(),
+            labels: labels_field(&owner),
+            original_ttl: ttl,
+            expiration: sig_time(expiration),
+            inception: sig_time(context.validity.inception),
+            key_tag: key.tag,
+            signer: context.signer,
+        };
+        scratch.clear();
+        header.write(scratch);
+        let header_len = scratch.len();
+        scratch.extend_from_slice(&rrset);
+        let signature = key.key.sign(scratch).map_err(|e| SignError(e.0))?;
+        let mut rdata = Vec::with_capacity(header_len + signature.len());
+        rdata.extend_from_slice(&scratch[..header_len]);
+        rdata.extend_from_slice(&signature);
+        out.push(Sig { job: index, rdata });
+    }
+    Ok(())
+}
+
+/// The signed zone: the unsigned zone's records less those the signer
+/// replaces, the signer's records, and the signatures.
+fn build(
+    zone: &Zone,
+    made: &[OwnedRRset],
+    jobs: &[Job],
+    signatures: Vec<Sig>,
+) -> Result<Signed, SignError> {
+    let from: Arc<Path> = Arc::from(Path::new("(signed)"));
+    let mut builder = ZoneBuilder::new(zone.origin().clone(), zone.class());
+    for node in zone.nodes() {
+        let owner = node.owner_wire();
+        for rrset in node.data().filter(|s| !plan::from_signer(s.rtype)) {
+            let ttl = rrset.ttl();
+            for rdata in rrset.rdatas() {
+                builder.add_wire(owner, (rrset.rtype, ttl), &rdata, (&from, 0));
+            }
+        }
+    }
+    for set in made {
+        for rdata in &set.rdatas {
+            builder.add_wire(&set.owner, (set.rtype, set.ttl), rdata, (&from, 0));
+        }
+    }
+    let count = signatures.len();
+    for sig in signatures {
+        let job = &jobs[sig.job as usize];
+        builder.add_wire(
+            job.owner(),
+            (RType::RRSIG, job.ttl()),
+            &sig.rdata,
+            (&from, 0),
+        );
+    }
+    match builder.build() {
+        Ok((zone, warnings)) => Ok(Signed {
+            zone,
+            signatures: count,
+            warnings,
+        }),
+        Err(problems) => Err(SignError(
+            problems
+                .iter()
+                .filter(|p| p.severity == Severity::Error)
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join("; "),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,331 @@
+use super::*;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use heron_proto::Name;
+use heron_zone::load_zone_str;
+
+use crate::keys::Algorithm;
+
+const ZONE: &str = "\
+$ORIGIN example.
+$TTL 3600
+@ IN SOA ns1 hostmaster 1 7200 900 1209600 300
+@ IN NS ns1
+@ IN MX 10 MAIL.Example.
+ns1 IN A 192.0.2.1
+www IN A 192.0.2.2
+www IN AAAA 2001:db8::2
+a.b.c IN TXT \"deep\"
+*.wild IN A 192.0.2.3
+sub IN NS ns.sub
+ns.sub IN A 192.0.2.4
+secure IN NS ns.secure
+secure IN DS 12345 13 2 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+ns.secure IN A 192.0.2.5
+";
+
+fn zone(text: &str, origin: &str) -> Zone {
+    load_zone_str(text, "t", &Name::parse(origin).unwrap())
+        .unwrap()
+        .zone
+}
+
+fn csk(algorithm: Algorithm) -> Vec<ZoneKey> {
+    let (key, _) = SigningKey::generate(algorithm).unwrap();
+    vec![ZoneKey::new(key, KeyRole::Csk)]
+}
+
+fn config(denial: Denial) -> SignConfig {
+    SignConfig {
+        denial,
+        dnskey_ttl: 3600,
+        validity: 14 * 86400,
+        jitter: 5 * 86400,
+        inception_offset: 3600,
+    }
+}
+
+fn nsec3(opt_out: bool) -> Denial {
+    Denial::Nsec3 {
+        iterations: 0,
+        salt: Vec::new(),
+        opt_out,
+    }
+}
+
+const NOW: u64 = 1_760_000_000;
+
+fn signed(denial: Denial) -> Zone {
+    let z = zone(ZONE, "example.");
+    sign_zone(&z, &csk(Algorithm::EcdsaP256Sha256), &config(denial), NOW)
+        .unwrap()
+        .zone
+}
+
+fn wire(name: &str) -> Vec<u8> {
+    Name::parse(name).unwrap().as_wire().to_ascii_lowercase()
+}
+
+fn types_signed(z: &Zone, name: &str) -> Vec<RType> {
+    let node = z.node(&wire(name)).unwrap();
+    node.rrsets()
+        .filter(|s| s.has_sigs())
+        .map(|s| s.rtype)
+        .collect()
+}
+
+/// The RFC 8080 6.1 example: Ed25519 is deterministic, so the RRSIG Heron
+/// makes over the example MX RRset must be the RFC's, byte for byte.
+#[test]
+fn the_rfc8080_example_signature_comes_out_exactly() {
+    let text = "example.com. 3600 IN SOA ns hm 1 2 3 4 5\n\
+                example.com. 3600 IN NS ns.example.com.\n\
+                example.com. 3600 IN MX 10 mail.example.com.\n";
+    let z = zone(text, "example.com.");
+    let seed = STANDARD
+        .decode("ODIyNjAzODQ2MjgwODAxMjI2NDUxOTAyMDQxNDIyNjI=")
+        .unwrap();
+    let keys = vec![ZoneKey::new(
+        SigningKey::from_ed25519_seed(&seed).unwrap(),
+        KeyRole::Csk,
+    )];
+    assert_eq!(keys[0].tag, 3613);
+    let mut c = config(Denial::Nsec);
+    (c.validity, c.jitter, c.inception_offset) = (1_440_021_600 - 1_438_207_200, 0, 0);
+    let s = sign_zone(&z, &keys, &c, 1_438_207_200).unwrap().zone;
+    let mx = s.apex().rrset(RType::MX).unwrap();
+    let sig = mx.sigs().next().unwrap();
+    let want = STANDARD
+        .decode("oL9krJun7xfBOIWcGHi7mag5/hdZrKWw15jPGrHpjQeRAvTdszaPD+QLs3fx8A4M3e23mRZ9VrbpMngwcrqNAg==")
+        .unwrap();
+    assert_eq!(&sig[sig.len() - 64..], &want[..]);
+    // Type covered MX, algorithm 15, 2 labels, TTL, times, tag.
+    assert_eq!(&sig[..4], &[0, 15, 15, 2]);
+    assert_eq!(u16::from_be_bytes([sig[16], sig[17]]), 3613);
+}
+
+#[test]
+fn delegations_sign_only_ds_and_glue_is_unsigned() {
+    let z = signed(Denial::Nsec);
+    assert_eq!(types_signed(&z, "sub.example."), [RType::NSEC]);
+    assert_eq!(
+        types_signed(&z, "secure.example."),
+        [RType::DS, RType::NSEC]
+    );
+    assert!(types_signed(&z, "ns.sub.example.").is_empty(), "glue");
+    assert!(types_signed(&z, "ns.secure.example.").is_empty(), "glue");
+    let apex = types_signed(&z, "example.");
+    for t in [RType::SOA, RType::NS, RType::MX, RType::DNSKEY, RType::NSEC] {
+        assert!(apex.contains(&t), "{t} at the apex: {apex:?}");
+    }
+    assert!(types_signed(&z, "www.example.").contains(&RType::AAAA));
+}
+
+/// The NSEC chain in canonical order, glue and empty non-terminals left
+/// out, each bitmap what the name holds.
+#[test]
+fn the_nsec_chain_links_every_authoritative_name() {
+    let z = signed(Denial::Nsec);
+    let mut at = wire("example.");
+    let mut walked = Vec::new();
+    for _ in 0..20 {
+        let node = z.node(&at).unwrap();
+        walked.push(node.owner().to_string());
+        let nsec = node.rrset(RType::NSEC).unwrap();
+        assert_eq!(nsec.ttl(), 300, "RFC 9077: min(SOA TTL, MINIMUM)");
+        let rdata = nsec.first_rdata();
+        let mut end = 0;
+        while rdata[end] != 0 {
+            end += 1 + rdata[end] as usize;
+        }
+        let next = Name::from_wire(&rdata[..=end]).unwrap();
+        at = next.as_wire().to_vec();
+        if at == wire("example.") {
+            break;
+        }
+    }
+    assert_eq!(
+        walked,
+        [
+            "example.",
+            "a.b.c.example.",
+            "ns1.example.",
+            "secure.example.",
+            "sub.example.",
+            "*.wild.example.",
+            "www.example."
+        ]
+    );
+    let cut = z.node(&wire("sub.example.")).unwrap();
+    let rdata = cut.rrset(RType::NSEC).unwrap().first_rdata();
+    let bitmap = &rdata[wire("*.wild.example.").len()..];
+    let mut want = Vec::new();
+    heron_proto::rdata::encode_type_bitmap(&[2, 46, 47], &mut want);
+    assert_eq!(bitmap, &want[..], "NS RRSIG NSEC, no A for the glue");
+}
+
+#[test]
+fn wildcard_signatures_do_not_count_the_star() {
+    let z = signed(Denial::Nsec);
+    let node = z.node(&wire("*.wild.example.")).unwrap();
+    let sig = node.rrset(RType::A).unwrap().sigs().next().unwrap();
+    assert_eq!(sig[3], 2, "wild.example: 2 labels");
+    let www = z.node(&wire("www.example.")).unwrap();
+    assert_eq!(www.rrset(RType::A).unwrap().sigs().next().unwrap()[3], 2);
+}
+
+fn nsec3_count(z: &Zone) -> usize {
+    z.nodes()
+        .filter(|n| n.rrset(RType::NSEC3).is_some())
+        .count()
+}
+
+#[test]
+fn nsec3_covers_empty_non_terminals_and_opt_out_skips_insecure_delegations() {
+    let full = signed(nsec3(false));
+    // apex, ns1, www, a.b.c and its ENTs b.c and c, *.wild and ENT wild,
+    // sub, secure: 10.
+    assert_eq!(nsec3_count(&full), 10);
+    let hash = nsec3_hash(&wire("c.example."), &[], 0);
+    let mut owner = vec![32];
+    owner.extend_from_slice(&base32hex(&hash));
+    owner.extend_from_slice(&wire("example."));
+    let ent = full
+        .node(&owner)
+        .expect("the NSEC3 of an empty non-terminal");
+    let rdata = ent.rrset(RType::NSEC3).unwrap().first_rdata();
+    assert_eq!(rdata.len(), 5 + 1 + 20, "an empty bitmap");
+    assert!(ent.rrset(RType::NSEC3).unwrap().has_sigs());
+    let param = full.apex().rrset(RType::NSEC3PARAM).unwrap();
+    assert_eq!(&param.first_rdata()[..], &[1, 0, 0, 0, 0]);
+    assert_eq!(full.signed_chain_len(), Some(10));
+
+    let opt_out = signed(nsec3(true));
+    assert_eq!(nsec3_count(&opt_out), 9, "sub (no DS) left out");
+    let any = opt_out.nodes().find_map(|n| n.rrset(RType::NSEC3)).unwrap();
+    assert_eq!(any.first_rdata()[1], 1, "opt-out flag");
+}
+
+#[test]
+fn nsec3_hashes_match_rfc5155_appendix_a() {
+    let salt = [0xAA, 0xBB, 0xCC, 0xDD];
+    for (name, hash) in [
+        ("example.", "0p9mhaveqvm6t7vbl5lop2u3t2rp3tom"),
+        ("a.example.", "35mthgpgcu1qg68fab165klnsnk3dpvl"),
+        ("*.w.example.", "r53bq7cc2uvmubfu5ocmm6pers9tk9en"),
+    ] {
+        let got = base32hex(&nsec3_hash(&wire(name), &salt, 12));
+        assert_eq!(std::str::from_utf8(&got).unwrap(), hash, "{name}");
+    }
+}
+
+#[test]
+fn ksk_signs_dnskey_and_zsk_the_rest() {
+    let z = zone(ZONE, "example.");
+    let (ksk, _) = SigningKey::generate(Algorithm::Ed25519).unwrap();
+    let (zsk, _) = SigningKey::generate(Algorithm::Ed25519).unwrap();
+    let keys = vec![
+        ZoneKey::new(ksk, KeyRole::Ksk),
+        ZoneKey::new(zsk, KeyRole::Zsk),
+    ];
+    let (ksk_tag, zsk_tag) = (keys[0].tag, keys[1].tag);
+    let s = sign_zone(&z, &keys, &config(Denial::Nsec), NOW)
+        .unwrap()
+        .zone;
+    let tags = |rtype: RType| -> Vec<u16> {
+        let set = s.apex().rrset(rtype).unwrap();
+        set.sigs()
+            .map(|r| u16::from_be_bytes([r[16], r[17]]))
+            .collect()
+    };
+    assert_eq!(tags(RType::DNSKEY), [ksk_tag]);
+    assert_eq!(tags(RType::SOA), [zsk_tag]);
+    assert_eq!(s.apex().rrset(RType::DNSKEY).unwrap().rdata_count(), 2);
+    let only_zsk = vec![ZoneKey::new(
+        SigningKey::generate(Algorithm::Ed25519).unwrap().0,
+        KeyRole::Zsk,
+    )];
+    assert!(sign_zone(&z, &only_zsk, &config(Denial::Nsec), NOW).is_err());
+}
+
+#[test]
+fn signing_again_with_a_deterministic_algorithm_gives_the_same_zone() {
+    let z = zone(ZONE, "example.");
+    let keys = csk(Algorithm::Ed25519);
+    let a = sign_zone(&z, &keys, &config(nsec3(false)), NOW).unwrap();
+    let b = sign_zone(&a.zone, &keys, &config(nsec3(false)), NOW).unwrap();
+    let dump = |z: &Zone| -> Vec<(Vec<u8>, RType, Vec<Vec<u8>>)> {
+        let mut out: Vec<_> = z
+            .nodes()
+            .flat_map(|n| {
+                n.rrsets().map(move |s| {
+                    let sigs = s.sigs().map(|r| r.to_vec()).collect();
+                    (n.key().to_vec(), s.rtype, sigs)
+                })
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    assert_eq!(a.signatures, b.signatures);
+    assert_eq!(dump(&a.zone), dump(&b.zone), "re-signing a signed zone");
+}
+
+/// Under the default spread, no hour of the window holds more than 1/100
+/// of the zone's expirations (the issue's target), and every expiration
+/// lies within the window.
+#[test]
+fn expirations_spread_so_no_hour_holds_more_than_a_hundredth() {
+    let mut text = String::from("@ 300 IN SOA ns hm 1 2 3 4 5\n@ 300 IN NS ns\n");
+    for i in 0..20_000 {
+        text.push_str(&format!("h{i} 300 IN A 192.0.2.1\n"));
+    }
+    let z = zone(&text, "spread.");
+    let c = config(Denial::Nsec);
+    let s = sign_zone(&z, &csk(Algorithm::Ed25519), &c, NOW).unwrap();
+    let mut per_hour = std::collections::HashMap::<u32, usize>::new();
+    let latest = sig_time(NOW + u64::from(c.validity));
+    for node in s.zone.nodes() {
+        for sig in node.rrsets().flat_map(|r| r.sigs().collect::<Vec<_>>()) {
+            let expiration = u32::from_be_bytes(sig[8..12].try_into().unwrap());
+            assert!(expiration <= latest && latest - expiration <= c.jitter);
+            *per_hour.entry(expiration / 3600).or_default() += 1;
+        }
+    }
+    let most = per_hour.values().max().copied().unwrap();
+    assert!(
+        most * 100 <= s.signatures,
+        "{most} of {} in one hour",
+        s.signatures
+    );
+}
+
+#[test]
+fn signature_times_use_serial_arithmetic() {
+    assert_eq!(sig_time(u64::from(u32::MAX) + 11), 10);
+    assert_eq!(seconds_until(10, u64::from(u32::MAX) - 9), 20);
+    assert_eq!(seconds_until(5, 20), -15);
+    assert_eq!(labels_field(&wire(".")), 0);
+    assert_eq!(labels_field(&wire("*.")), 0);
+    assert_eq!(labels_field(&wire("a.*.b.example.")), 4);
+}
+
+#[test]
+fn the_rdata_of_listed_types_is_signed_lower_cased() {
+    let mut out = Vec::new();
+    let mx = [
+        &[0u8, 10][..],
+        Name::parse("MAIL.Example.").unwrap().as_wire(),
+    ]
+    .concat();
+    let rdatas = [Cow::Borrowed(&mx[..]), Cow::Borrowed(&mx[..])];
+    write_canonical_rrset(
+        &mut out,
+        &wire("example."),
+        (RType::MX, 1, 60),
+        rdatas.into_iter(),
+    );
+    let want_rdata = [&[0u8, 10][..], &wire("mail.example.")].concat();
+    assert!(out.ends_with(&want_rdata));
+    assert_eq!(out.len(), 9 + 10 + want_rdata.len(), "duplicates once");
+}
