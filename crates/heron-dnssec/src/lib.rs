@@ -9,5 +9,6 @@ pub mod dnskey;
 pub mod ds;
 pub mod import;
 pub mod keys;
+pub mod policy;
 pub mod rollover;
 pub mod sign;

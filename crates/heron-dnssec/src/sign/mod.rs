@@ -64,6 +64,8 @@ pub struct SignConfig {
     pub jitter: u32,
     /// Seconds inceptions are back-dated.
     pub inception_offset: u32,
+    /// The signed zone's SOA serial, when not the unsigned zone's.
+    pub serial: Option<u32>,
 }
 
 impl SignConfig {
@@ -152,16 +154,16 @@ pub fn sign_zone(
 ) -> Result<Signed, SignError> {
     check_keys(keys)?;
     let entries = plan(zone);
-    let made = signer_records(zone, &entries, keys, config)?;
+    let mut made = signer_records(zone, &entries, keys, config)?;
+    let new_soa = config.serial.map(|serial| soa_with_serial(zone, serial));
     let mut jobs: Vec<Job> = Vec::with_capacity(entries.len() * 2 + made.len());
     for entry in &entries {
         let owner = entry.node.owner_wire();
-        jobs.extend(
-            entry
-                .signed_rrsets()
-                .map(|rrset| Job::Zone { owner, rrset }),
-        );
+        let replaced = |s: &RRset| new_soa.is_some() && s.rtype == RType::SOA;
+        let sets = entry.signed_rrsets().filter(|s| !replaced(s));
+        jobs.extend(sets.map(|rrset| Job::Zone { owner, rrset }));
     }
+    made.extend(new_soa);
     jobs.extend(made.iter().map(Job::Made));
     let context = Context {
         keys,
@@ -171,6 +173,27 @@ pub fn sign_zone(
     };
     let signatures = sign_all(&jobs, &context)?;
     build(zone, &made, &jobs, signatures)
+}
+
+/// The zone's SOA RRset with another serial.
+fn soa_with_serial(zone: &Zone, serial: u32) -> OwnedRRset {
+    let soa = zone.soa();
+    let mut rdata = soa.first_rdata().into_owned();
+    // The serial follows the two names.
+    let mut at = 0;
+    for _ in 0..2 {
+        while rdata[at] != 0 {
+            at += 1 + rdata[at] as usize;
+        }
+        at += 1;
+    }
+    rdata[at..at + 4].copy_from_slice(&serial.to_be_bytes());
+    OwnedRRset {
+        owner: zone.apex().owner_wire().to_vec(),
+        rtype: RType::SOA,
+        ttl: soa.ttl(),
+        rdatas: vec![rdata],
+    }
 }
 
 fn check_keys(keys: &[ZoneKey]) -> Result<(), SignError> {
@@ -335,9 +358,13 @@ fn build(
 ) -> Result<Signed, SignError> {
     let from: Arc<Path> = Arc::from(Path::new("(signed)"));
     let mut builder = ZoneBuilder::new(zone.origin().clone(), zone.class());
+    let soa_made = made.iter().any(|m| m.rtype == RType::SOA);
     for node in zone.nodes() {
         let owner = node.owner_wire();
-        for rrset in node.data().filter(|s| !plan::from_signer(s.rtype)) {
+        let apex = node.key() == zone.origin().as_wire();
+        let replaced =
+            |s: &RRset| plan::from_signer(s.rtype) || (apex && soa_made && s.rtype == RType::SOA);
+        for rrset in node.data().filter(|s| !replaced(s)) {
             let ttl = rrset.ttl();
             for rdata in rrset.rdatas() {
                 builder.add_wire(owner, (rrset.rtype, ttl), &rdata, (&from, 0));

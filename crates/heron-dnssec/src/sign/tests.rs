@@ -42,6 +42,7 @@ fn config(denial: Denial) -> SignConfig {
         validity: 14 * 86400,
         jitter: 5 * 86400,
         inception_offset: 3600,
+        serial: None,
     }
 }
 

@@ -91,6 +91,7 @@ use crate::privileges;
 
 pub(crate) mod catalog;
 mod catalogs;
+pub mod dnssec;
 pub mod dnstap;
 pub mod metrics;
 mod shared_files;
@@ -120,6 +121,9 @@ pub struct ConfigFile {
     pub zone_groups: Vec<ZoneGroup>,
     #[serde(default, rename = "key")]
     pub keys: Vec<KeyEntry>,
+    /// DNSSEC policies that zones name (`default` is built in).
+    #[serde(default, rename = "dnssec-policy")]
+    pub dnssec_policies: Vec<dnssec::PolicyEntry>,
     #[serde(default)]
     pub secondary: SecondarySection,
     /// Catalog zones to consume (RFC 9432).
@@ -491,6 +495,11 @@ pub struct ZoneEntry {
     /// drop their copy and transfer it afresh (RFC 9432 5.6).
     #[serde(default)]
     pub catalog_id_generation: u32,
+    /// The `[[dnssec-policy]]` Heron signs the zone with (`"default"`
+    /// is built in); unset: served as the file has it.
+    pub dnssec_policy: Option<String>,
+    /// Where the zone's keys are; default `keys` by the configuration.
+    pub key_directory: Option<PathBuf>,
 }
 
 /// Zones that share their settings, their files named by a pattern: what
@@ -635,6 +644,8 @@ fn default_per_client() -> usize {
 pub struct ZoneSpec {
     pub origin: Name,
     pub file: PathBuf,
+    /// Set when Heron signs the zone.
+    pub signing: Option<std::sync::Arc<dnssec::Signing>>,
 }
 
 /// A configuration ready to run.
@@ -835,11 +846,21 @@ fn read_zones(
     base: &Path,
     problems: &mut Problems,
 ) -> (Zones, Vec<Name>, Vec<CatalogConfig>) {
+    let policies = problems.or(dnssec::policies(&file.dnssec_policies), HashMap::new());
+    let policies_by_name = &policies;
     let mut zones = Zones::default();
     let mut single_zones = Vec::with_capacity(file.zones.len());
     for entry in &file.zones {
         let settings = zone_settings(entry.options(), keys);
-        let spec = zone_spec(&entry.origin, &base.join(&entry.file));
+        let spec = zone_spec(&entry.origin, &base.join(&entry.file)).and_then(|mut spec| {
+            let policy = entry.dnssec_policy.as_deref();
+            let dir = entry.key_directory.as_deref();
+            spec.signing = dnssec::zone_signing(policy, dir, policies_by_name, base)?;
+            if spec.signing.is_some() && !entry.primaries.is_empty() {
+                return Err("dnssec-policy is for primary zones (not with primaries)".into());
+            }
+            Ok(spec)
+        });
         match settings.and_then(|settings| Ok((spec?, settings))) {
             Ok((spec, settings)) => {
                 single_zones.push(spec.origin.clone());
@@ -1516,6 +1537,7 @@ pub fn zone_spec(origin: &str, file: &Path) -> Result<ZoneSpec, String> {
     Ok(ZoneSpec {
         origin,
         file: file.to_path_buf(),
+        signing: None,
     })
 }
 
@@ -2580,8 +2602,9 @@ mod documented {
 
     const DOC: &str = include_str!("../../../../docs/configuration.md");
     /// Each section as written in a configuration file.
-    const SECTIONS: [&str; 16] = [
+    const SECTIONS: [&str; 17] = [
         "",
+        "[[dnssec-policy]]",
         "[server]",
         "[tcp]",
         "[tls]",

@@ -6,4 +6,5 @@
 
 pub mod catalog_producer;
 pub mod consumer;
+pub mod signing;
 pub mod zone_files;

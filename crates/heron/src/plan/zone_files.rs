@@ -577,7 +577,9 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
     progress
         .opened
         .fetch_add(file.text.len() as u64, Ordering::Relaxed);
-    let result = match previous {
+    // A signed zone's text is read afresh: the version served holds the
+    // signer's records, which the text does not.
+    let result = match previous.filter(|_| spec.signing.is_none()) {
         Some(old) => reload_zone_text(old, &file.text, &spec.file, read),
         None => load_zone_text(&file.text, &spec.file, &spec.origin, read),
     };
@@ -587,7 +589,12 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
         .warnings
         .iter()
         .for_each(|w| tracing::warn!(target: LOG_TARGET, "{w}"));
-    let zone = loaded.zone;
+    let zone = match &spec.signing {
+        Some(signing) => {
+            crate::plan::signing::sign_loaded(&loaded.zone, previous.map(|p| &**p), signing)?
+        }
+        None => loaded.zone,
+    };
     let new_bytes = previous.map_or(zone.heap_bytes(), |old| zone.unshared_bytes(old));
     // One line per zone: the zone as a field, for logs read as JSON.
     tracing::info!(target: LOG_TARGET,
@@ -651,6 +658,7 @@ mod tests {
         let spec = |o: &str, f: &Path| ZoneSpec {
             origin: Name::parse(o).unwrap(),
             file: f.to_path_buf(),
+            signing: None,
         };
         let mut files = ZoneFiles::new(&[spec("a.test", &a), spec("b.test", &b)]);
         let (cat, _) = files.load_changed(&Catalog::new());
@@ -725,6 +733,7 @@ mod tests {
         let spec = |o: &str, f: &Path| ZoneSpec {
             origin: Name::parse(o).unwrap(),
             file: f.to_path_buf(),
+            signing: None,
         };
         let mut files = ZoneFiles::new(&[spec("a.test", &a), spec("b.test", &b)]);
         let (cat, out) = files.load_changed(&Catalog::new());

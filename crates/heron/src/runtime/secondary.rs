@@ -65,6 +65,7 @@ pub fn load_kept<Z: Borrow<SecondaryZone>>(zones: &[Z]) -> Vec<Option<Zone>> {
         .map(|(z, (path, _))| ZoneSpec {
             origin: z.origin.clone(),
             file: path.to_path_buf(),
+            signing: None,
         })
         .collect();
     let mut loaded = load_parallel(

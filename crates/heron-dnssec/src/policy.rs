@@ -1,0 +1,239 @@
+//! A DNSSEC policy: which keys a zone has, how long signatures live, how
+//! denial of existence is proved. The server reads one from each
+//! `[[dnssec-policy]]`; [`Policy::default`] is the built-in `default`.
+
+use crate::keys::Algorithm;
+use crate::sign::{Denial, SignConfig};
+
+/// One key, or a pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeySet {
+    /// A combined signing key (flags 257) signs everything.
+    Csk,
+    /// A KSK signs the DNSKEY RRset, a ZSK the rest.
+    KskZsk,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    pub name: String,
+    pub algorithm: Algorithm,
+    pub keys: KeySet,
+    /// Seconds a KSK (or CSK) and a ZSK are used before they are rolled
+    /// (0: never). Recorded for the rollover state machine.
+    pub ksk_lifetime: u64,
+    pub zsk_lifetime: u64,
+    /// Seconds a signature is valid.
+    pub signature_validity: u32,
+    /// Seconds before expiration at which a signature is made anew.
+    pub signature_refresh: u32,
+    /// Seconds over which a zone's expirations are spread.
+    pub signature_jitter: u32,
+    /// Seconds inceptions are back-dated.
+    pub inception_offset: u32,
+    pub denial: Denial,
+    pub dnskey_ttl: u32,
+}
+
+/// Most NSEC3 iterations a policy may ask for: RFC 9276 3.2 says 0, and
+/// validators treat more than 100 (BIND: 50) as insecure.
+pub const MAX_NSEC3_ITERATIONS: u16 = 50;
+/// Longest NSEC3 salt (one length octet), though RFC 9276 says none.
+pub const MAX_SALT: usize = 255;
+
+const DAY: u32 = 86_400;
+
+impl Default for Policy {
+    /// ECDSA P-256, one CSK, NSEC, signatures valid 14 days and made anew
+    /// 5 days before they expire, expirations spread over 5 days (120
+    /// hours, so no hour holds more than 1/100 of them).
+    fn default() -> Policy {
+        Policy {
+            name: "default".into(),
+            algorithm: Algorithm::EcdsaP256Sha256,
+            keys: KeySet::Csk,
+            ksk_lifetime: 0,
+            zsk_lifetime: 0,
+            signature_validity: 14 * DAY,
+            signature_refresh: 5 * DAY,
+            signature_jitter: 5 * DAY,
+            inception_offset: 3600,
+            denial: Denial::Nsec,
+            dnskey_ttl: 3600,
+        }
+    }
+}
+
+impl Policy {
+    /// What is wrong with the policy, each a sentence naming the key.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.algorithm.can_generate() {
+            out.push(format!(
+                "algorithm {} needs keys imported (Heron generates only ECDSAP256SHA256 and ED25519)",
+                self.algorithm
+            ));
+        }
+        if self.signature_validity < 2 * 3600 {
+            out.push("signature-validity must be at least 2h".into());
+        }
+        let after_refresh = self
+            .signature_validity
+            .saturating_sub(self.signature_refresh);
+        if self.signature_refresh == 0 || self.signature_refresh >= self.signature_validity {
+            out.push("signature-refresh must be above 0 and below signature-validity".into());
+        }
+        if self.signature_jitter >= after_refresh.max(1) {
+            out.push(
+                "signature-jitter must be below signature-validity less signature-refresh".into(),
+            );
+        }
+        if let Denial::Nsec3 {
+            iterations, salt, ..
+        } = &self.denial
+        {
+            if *iterations > MAX_NSEC3_ITERATIONS {
+                out.push(format!(
+                    "nsec3-iterations {iterations} is above {MAX_NSEC3_ITERATIONS} (RFC 9276: use 0)"
+                ));
+            }
+            if salt.len() > MAX_SALT {
+                out.push(format!("nsec3-salt is longer than {MAX_SALT} octets"));
+            }
+        }
+        out
+    }
+
+    /// How a signing under this policy signs.
+    pub fn sign_config(&self) -> SignConfig {
+        SignConfig {
+            denial: self.denial.clone(),
+            dnskey_ttl: self.dnskey_ttl,
+            validity: self.signature_validity,
+            jitter: self.signature_jitter,
+            inception_offset: self.inception_offset,
+            serial: None,
+        }
+    }
+}
+
+/// Seconds from `90`, `"90"`, `"45m"`, `"14d"`, `"2w"` (s, m, h, d, w;
+/// parts may follow each other: `"1d12h"`). None if malformed or past
+/// `u32`.
+pub fn parse_duration(text: &str) -> Option<u32> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let mut total: u64 = 0;
+    let mut number: Option<u64> = None;
+    for c in text.chars() {
+        if let Some(d) = c.to_digit(10) {
+            number = Some(
+                number
+                    .unwrap_or(0)
+                    .checked_mul(10)?
+                    .checked_add(u64::from(d))?,
+            );
+            continue;
+        }
+        let unit = match c.to_ascii_lowercase() {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            'w' => 604_800,
+            _ => return None,
+        };
+        total = total.checked_add(number.take()?.checked_mul(unit)?)?;
+    }
+    total = total.checked_add(number.unwrap_or(0))?;
+    u32::try_from(total).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_policy_is_sound() {
+        let p = Policy::default();
+        assert!(p.problems().is_empty(), "{:?}", p.problems());
+        assert_eq!(p.algorithm.number(), 13);
+        assert_eq!(p.keys, KeySet::Csk);
+        assert_eq!(p.denial, Denial::Nsec);
+        // 1/100 of the signatures per hour at most needs 100 hours.
+        assert!(p.signature_jitter >= 100 * 3600);
+    }
+
+    #[test]
+    fn bad_policies_are_explained() {
+        let base = Policy::default();
+        let cases = [
+            Policy {
+                algorithm: Algorithm::RsaSha256,
+                ..base.clone()
+            },
+            Policy {
+                signature_refresh: base.signature_validity,
+                ..base.clone()
+            },
+            Policy {
+                signature_jitter: base.signature_validity,
+                ..base.clone()
+            },
+            Policy {
+                signature_validity: 60,
+                ..base.clone()
+            },
+            Policy {
+                denial: Denial::Nsec3 {
+                    iterations: MAX_NSEC3_ITERATIONS + 1,
+                    salt: Vec::new(),
+                    opt_out: false,
+                },
+                ..base.clone()
+            },
+            Policy {
+                denial: Denial::Nsec3 {
+                    iterations: 0,
+                    salt: vec![0; MAX_SALT + 1],
+                    opt_out: false,
+                },
+                ..base.clone()
+            },
+        ];
+        for policy in cases {
+            assert!(!policy.problems().is_empty(), "{policy:?}");
+        }
+        let at_limit = Policy {
+            denial: Denial::Nsec3 {
+                iterations: MAX_NSEC3_ITERATIONS,
+                salt: vec![0; MAX_SALT],
+                opt_out: true,
+            },
+            ..base
+        };
+        assert!(at_limit.problems().is_empty());
+    }
+
+    #[test]
+    fn durations_read_with_units() {
+        for (text, want) in [
+            ("90", Some(90)),
+            ("45m", Some(2700)),
+            ("14d", Some(14 * 86_400)),
+            ("2w", Some(1_209_600)),
+            ("1d12h", Some(129_600)),
+            ("1H", Some(3600)),
+            ("", None),
+            ("d", None),
+            ("5x", None),
+            ("-5", None),
+            ("99999999999", None),
+            ("9999999w", None),
+        ] {
+            assert_eq!(parse_duration(text), want, "{text}");
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! `[[dnssec-policy]]` and a zone's `dnssec-policy` / `key-directory`:
+//! zones Heron signs itself.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use heron_dnssec::keys::Algorithm;
+use heron_dnssec::policy::{KeySet, Policy, parse_duration};
+use heron_dnssec::sign::Denial;
+use serde::Deserialize;
+
+/// A duration as written: seconds, or text with units (`"14d"`).
+#[derive(Debug, Deserialize, Clone)]
+#[serde(untagged)]
+pub enum DurationValue {
+    Seconds(u64),
+    Text(String),
+}
+
+impl DurationValue {
+    fn seconds(&self, key: &str) -> Result<u32, String> {
+        let parsed = match self {
+            DurationValue::Seconds(s) => u32::try_from(*s).ok(),
+            DurationValue::Text(t) => parse_duration(t),
+        };
+        parsed.ok_or_else(|| format!("{key}: not a duration (seconds, or e.g. \"14d\", \"12h\")"))
+    }
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PolicyEntry {
+    pub name: String,
+    /// `ecdsap256sha256` (13), `ed25519` (15) or `rsasha256` (8).
+    pub algorithm: Option<String>,
+    /// `"csk"` or `"ksk-zsk"`.
+    pub keys: Option<String>,
+    pub ksk_lifetime: Option<DurationValue>,
+    pub zsk_lifetime: Option<DurationValue>,
+    pub signature_validity: Option<DurationValue>,
+    pub signature_refresh: Option<DurationValue>,
+    pub signature_jitter: Option<DurationValue>,
+    pub inception_offset: Option<DurationValue>,
+    /// `"nsec"` or `"nsec3"`.
+    pub denial: Option<String>,
+    pub nsec3_iterations: Option<u16>,
+    /// Hex, or `"-"` for none.
+    pub nsec3_salt: Option<String>,
+    pub nsec3_opt_out: Option<bool>,
+    pub dnskey_ttl: Option<DurationValue>,
+}
+
+/// How a zone is signed: its policy and where its keys are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signing {
+    pub policy: Arc<Policy>,
+    pub key_directory: PathBuf,
+}
+
+impl PolicyEntry {
+    fn policy(&self) -> Result<Policy, Vec<String>> {
+        let mut errors = Vec::new();
+        let mut p = Policy {
+            name: self.name.clone(),
+            ..Policy::default()
+        };
+        if let Some(a) = &self.algorithm {
+            match Algorithm::from_name(a) {
+                Some(a) => p.algorithm = a,
+                None => errors.push(format!(
+                    "algorithm '{a}': expected ecdsap256sha256, ed25519 or rsasha256"
+                )),
+            }
+        }
+        match self.keys.as_deref() {
+            None | Some("csk") => {}
+            Some("ksk-zsk") => p.keys = KeySet::KskZsk,
+            Some(k) => errors.push(format!("keys '{k}': expected \"csk\" or \"ksk-zsk\"")),
+        }
+        let mut duration = |value: &Option<DurationValue>, key: &str, into: &mut u32| {
+            if let Some(v) = value {
+                match v.seconds(key) {
+                    Ok(s) => *into = s,
+                    Err(e) => errors.push(e),
+                }
+            }
+        };
+        let (mut ksk, mut zsk) = (0u32, 0u32);
+        duration(&self.ksk_lifetime, "ksk-lifetime", &mut ksk);
+        duration(&self.zsk_lifetime, "zsk-lifetime", &mut zsk);
+        duration(
+            &self.signature_validity,
+            "signature-validity",
+            &mut p.signature_validity,
+        );
+        duration(
+            &self.signature_refresh,
+            "signature-refresh",
+            &mut p.signature_refresh,
+        );
+        duration(
+            &self.signature_jitter,
+            "signature-jitter",
+            &mut p.signature_jitter,
+        );
+        duration(
+            &self.inception_offset,
+            "inception-offset",
+            &mut p.inception_offset,
+        );
+        duration(&self.dnskey_ttl, "dnskey-ttl", &mut p.dnskey_ttl);
+        (p.ksk_lifetime, p.zsk_lifetime) = (ksk.into(), zsk.into());
+        match self.denial() {
+            Ok(d) => p.denial = d,
+            Err(e) => errors.push(e),
+        }
+        errors.extend(p.problems());
+        if errors.is_empty() {
+            Ok(p)
+        } else {
+            Err(errors)
+        }
+    }
+
+    fn denial(&self) -> Result<Denial, String> {
+        let nsec3_keys = self.nsec3_iterations.is_some()
+            || self.nsec3_salt.is_some()
+            || self.nsec3_opt_out.is_some();
+        match self.denial.as_deref() {
+            None | Some("nsec") if nsec3_keys => {
+                Err("nsec3-iterations, nsec3-salt and nsec3-opt-out need denial = \"nsec3\"".into())
+            }
+            None | Some("nsec") => Ok(Denial::Nsec),
+            Some("nsec3") => Ok(Denial::Nsec3 {
+                iterations: self.nsec3_iterations.unwrap_or(0),
+                salt: salt(self.nsec3_salt.as_deref().unwrap_or("-"))?,
+                opt_out: self.nsec3_opt_out.unwrap_or(false),
+            }),
+            Some(d) => Err(format!("denial '{d}': expected \"nsec\" or \"nsec3\"")),
+        }
+    }
+}
+
+fn salt(text: &str) -> Result<Vec<u8>, String> {
+    if text == "-" || text.is_empty() {
+        return Ok(Vec::new());
+    }
+    let bytes = text.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16);
+    if bytes.len() % 2 != 0 {
+        return Err(format!(
+            "nsec3-salt '{text}': an even number of hex digits, or \"-\""
+        ));
+    }
+    bytes
+        .chunks(2)
+        .map(|p| Some((hex(p[0])? << 4 | hex(p[1])?) as u8))
+        .collect::<Option<Vec<u8>>>()
+        .ok_or_else(|| format!("nsec3-salt '{text}': not hex"))
+}
+
+/// The policies by name, `default` built in unless the file defines one.
+pub fn policies(entries: &[PolicyEntry]) -> Result<HashMap<String, Arc<Policy>>, Vec<String>> {
+    let mut out = HashMap::from([("default".to_string(), Arc::new(Policy::default()))]);
+    let mut errors = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for entry in entries {
+        if !seen.insert(entry.name.as_str()) {
+            errors.push(format!(
+                "[[dnssec-policy]] '{}' is defined twice",
+                entry.name
+            ));
+            continue;
+        }
+        match entry.policy() {
+            Ok(p) => {
+                out.insert(entry.name.clone(), Arc::new(p));
+            }
+            Err(e) => errors.extend(
+                e.into_iter()
+                    .map(|e| format!("[[dnssec-policy]] '{}': {e}", entry.name)),
+            ),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// A zone's signing from its `dnssec-policy` and `key-directory`
+/// (default: `keys` next to the configuration file).
+pub fn zone_signing(
+    policy: Option<&str>,
+    key_directory: Option<&Path>,
+    policies: &HashMap<String, Arc<Policy>>,
+    base: &Path,
+) -> Result<Option<Arc<Signing>>, String> {
+    let Some(name) = policy else {
+        return match key_directory {
+            Some(_) => Err("key-directory is set but no dnssec-policy".into()),
+            None => Ok(None),
+        };
+    };
+    let policy = policies
+        .get(name)
+        .ok_or_else(|| format!("dnssec-policy '{name}' is not defined"))?;
+    Ok(Some(Arc::new(Signing {
+        policy: policy.clone(),
+        key_directory: base.join(key_directory.unwrap_or(Path::new("keys"))),
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(toml_text: &str) -> PolicyEntry {
+        toml::from_str(toml_text).unwrap()
+    }
+
+    #[test]
+    fn a_policy_reads_every_key() {
+        let p = entry(
+            r#"
+            name = "p"
+            algorithm = "ed25519"
+            keys = "ksk-zsk"
+            ksk-lifetime = "365d"
+            zsk-lifetime = 2592000
+            signature-validity = "21d"
+            signature-refresh = "7d"
+            signature-jitter = "6d"
+            denial = "nsec3"
+            nsec3-iterations = 0
+            nsec3-salt = "aabb"
+            nsec3-opt-out = true
+            dnskey-ttl = "1h"
+            "#,
+        )
+        .policy()
+        .unwrap();
+        assert_eq!(p.algorithm, Algorithm::Ed25519);
+        assert_eq!(p.keys, KeySet::KskZsk);
+        assert_eq!((p.ksk_lifetime, p.zsk_lifetime), (365 * 86400, 2_592_000));
+        assert_eq!(p.signature_validity, 21 * 86400);
+        assert_eq!(
+            p.denial,
+            Denial::Nsec3 {
+                iterations: 0,
+                salt: vec![0xAA, 0xBB],
+                opt_out: true
+            }
+        );
+        assert_eq!(p.dnskey_ttl, 3600);
+    }
+
+    #[test]
+    fn bad_policies_say_what_is_wrong() {
+        for (text, needle) in [
+            ("algorithm = \"rsasha1\"", "algorithm 'rsasha1'"),
+            ("algorithm = \"rsasha256\"", "needs keys imported"),
+            ("keys = \"two\"", "keys 'two'"),
+            (
+                "signature-validity = \"14x\"",
+                "signature-validity: not a duration",
+            ),
+            ("signature-refresh = \"30d\"", "signature-refresh must be"),
+            ("denial = \"nsec5\"", "denial 'nsec5'"),
+            ("nsec3-iterations = 1", "need denial = \"nsec3\""),
+            ("denial = \"nsec3\"\nnsec3-iterations = 51", "above 50"),
+            ("denial = \"nsec3\"\nnsec3-salt = \"abc\"", "even number"),
+            ("denial = \"nsec3\"\nnsec3-salt = \"zz\"", "not hex"),
+        ] {
+            let e = entry(&format!("name = \"p\"\n{text}"));
+            let errors = policies(&[e]).unwrap_err();
+            assert!(
+                errors.iter().any(|e| e.contains(needle)),
+                "{text}: {errors:?}"
+            );
+        }
+        let twice = [entry("name = \"p\""), entry("name = \"p\"")];
+        assert!(policies(&twice).unwrap_err()[0].contains("defined twice"));
+        assert!(toml::from_str::<PolicyEntry>("name = \"p\"\nbogus = 1").is_err());
+    }
+
+    #[test]
+    fn zones_name_a_defined_policy() {
+        let all = policies(&[]).unwrap();
+        let base = Path::new("/etc/heron");
+        let s = zone_signing(Some("default"), None, &all, base)
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.key_directory, Path::new("/etc/heron/keys"));
+        assert_eq!(*s.policy, Policy::default());
+        assert!(zone_signing(Some("nope"), None, &all, base).is_err());
+        assert!(zone_signing(None, Some(Path::new("k")), &all, base).is_err());
+        assert_eq!(zone_signing(None, None, &all, base), Ok(None));
+    }
+}

@@ -1,0 +1,223 @@
+//! Zones Heron signs: their keys in the key directory (made when there
+//! are none), and the signing of a zone as loaded from its file.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+use std::time::Instant;
+
+use heron_dnssec::keys::{KeyFile, KeyRole, MAX_KEY_FILE};
+use heron_dnssec::policy::{KeySet, Policy};
+use heron_dnssec::sign::{ZoneKey, sign_zone};
+use heron_proto::Name;
+use heron_zone::Zone;
+
+use crate::config::dnssec::Signing;
+
+/// Suffix of Heron's key files in a key directory.
+const KEY_SUFFIX: &str = ".heron-key";
+
+/// Signs `zone`, loaded from its file, under `signing`; the keys are read
+/// from the key directory, or made there when the zone has none. `previous`
+/// is the version served now: a new signing of the same serial takes the
+/// next one, so that secondaries see the new signatures.
+pub fn sign_loaded(
+    zone: &Zone,
+    previous: Option<&Zone>,
+    signing: &Signing,
+) -> Result<Zone, Vec<String>> {
+    let started = Instant::now();
+    let origin = zone.origin();
+    let keys = zone_keys(origin, &signing.policy, &signing.key_directory)
+        .map_err(|e| vec![format!("zone '{origin}': keys: {e}")])?;
+    let mut config = signing.policy.sign_config();
+    config.serial = next_serial(zone.serial(), previous.map(Zone::serial));
+    let now = heron_proto::time::unix_now();
+    let signed = sign_zone(zone, &keys, &config, now)
+        .map_err(|e| vec![format!("zone '{origin}': cannot sign: {e}")])?;
+    tracing::info!(
+        zone = %origin,
+        policy = %signing.policy.name,
+        signatures = signed.signatures,
+        serial = signed.zone.serial(),
+        ms = started.elapsed().as_millis() as u64,
+        "zone signed"
+    );
+    Ok(signed.zone)
+}
+
+/// The serial of a new signing: the file's, unless the version served
+/// has it or a later one (serial arithmetic, RFC 1982), then one past.
+fn next_serial(file: u32, served: Option<u32>) -> Option<u32> {
+    let served = served?;
+    let ahead = file.wrapping_sub(served) as i32 > 0;
+    (!ahead).then(|| served.wrapping_add(1))
+}
+
+/// The keys of the zone's policy: one CSK, or a KSK and a ZSK, of its
+/// algorithm, the newest of each role found, made when there is none.
+fn zone_keys(origin: &Name, policy: &Policy, dir: &Path) -> Result<Vec<ZoneKey>, String> {
+    ensure_private_directory(dir)?;
+    let zone = origin.to_string().to_ascii_lowercase();
+    let found = read_keys(dir, &zone, policy)?;
+    let roles: &[KeyRole] = match policy.keys {
+        KeySet::Csk => &[KeyRole::Csk],
+        KeySet::KskZsk => &[KeyRole::Ksk, KeyRole::Zsk],
+    };
+    let mut keys = Vec::with_capacity(roles.len());
+    for &role in roles {
+        let newest = (found.iter())
+            .filter(|f| f.role == role)
+            .max_by_key(|f| f.created);
+        let file = match newest {
+            Some(file) => file.clone(),
+            None => generate(dir, &zone, role, policy)?,
+        };
+        let key = file.signing_key().map_err(|e| e.to_string())?;
+        keys.push(ZoneKey::new(key, role));
+    }
+    Ok(keys)
+}
+
+/// The directory, made owner-only if new; a warning if others can read it.
+fn ensure_private_directory(dir: &Path) -> Result<(), String> {
+    if !dir.exists() {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    }
+    let meta = fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        tracing::warn!(
+            "key directory {} can be read by others than its owner (chmod 700 it)",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// The zone's key files of the policy's algorithm.
+fn read_keys(dir: &Path, zone: &str, policy: &Policy) -> Result<Vec<KeyFile>, String> {
+    let entries = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if !name.to_string_lossy().ends_with(KEY_SUFFIX) {
+            continue;
+        }
+        let file = read_key_file(&path)?;
+        if file.zone.eq_ignore_ascii_case(zone) && file.algorithm == policy.algorithm {
+            out.push(file);
+        }
+    }
+    Ok(out)
+}
+
+fn read_key_file(path: &Path) -> Result<KeyFile, String> {
+    let meta = fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if meta.len() > MAX_KEY_FILE as u64 {
+        return Err(format!("{}: not a key file (too long)", path.display()));
+    }
+    let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    KeyFile::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A new key, written owner-only (0600) and never over another file.
+fn generate(dir: &Path, zone: &str, role: KeyRole, policy: &Policy) -> Result<KeyFile, String> {
+    let now = heron_proto::time::unix_now();
+    let (file, key) =
+        KeyFile::generate(zone, role, policy.algorithm, now).map_err(|e| e.to_string())?;
+    let path = dir.join(file.file_name(&key));
+    let mut out = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    out.write_all(file.to_text().as_bytes())
+        .and_then(|()| out.sync_all())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    tracing::info!(
+        zone,
+        role = role.name(),
+        algorithm = %policy.algorithm,
+        file = %path.display(),
+        "DNSSEC key generated"
+    );
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    const ZONE: &str = "@ 300 IN SOA ns hm 7 2 3 4 5\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\n";
+
+    fn load() -> Zone {
+        heron_zone::load_zone_str(ZONE, "t", &Name::parse("k.test").unwrap())
+            .unwrap()
+            .zone
+    }
+
+    #[test]
+    fn keys_are_made_once_owner_only_and_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = dir.path().join("keys");
+        let signing = Signing {
+            policy: Arc::new(Policy {
+                keys: KeySet::KskZsk,
+                ..Policy::default()
+            }),
+            key_directory: keys.clone(),
+        };
+        let first = sign_loaded(&load(), None, &signing).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&keys), 0o700);
+        let files: Vec<_> = fs::read_dir(&keys).unwrap().flatten().collect();
+        assert_eq!(files.len(), 2, "a KSK and a ZSK");
+        for f in &files {
+            assert_eq!(mode(&f.path()), 0o600);
+        }
+        let dnskeys = |z: &Zone| -> Vec<Vec<u8>> {
+            let set = z.apex().rrset(heron_proto::RType::DNSKEY).unwrap();
+            let mut all: Vec<Vec<u8>> = set.rdatas().map(|r| r.to_vec()).collect();
+            all.sort();
+            all
+        };
+        let second = sign_loaded(&load(), Some(&first), &signing).unwrap();
+        assert_eq!(dnskeys(&first), dnskeys(&second), "the same keys");
+        assert_eq!(fs::read_dir(&keys).unwrap().count(), 2);
+        assert_eq!((first.serial(), second.serial()), (7, 8));
+    }
+
+    #[test]
+    fn a_new_signing_moves_the_serial_past_the_one_served() {
+        assert_eq!(next_serial(7, None), None);
+        assert_eq!(next_serial(8, Some(7)), None, "the file is ahead");
+        assert_eq!(next_serial(7, Some(7)), Some(8));
+        assert_eq!(next_serial(7, Some(9)), Some(10));
+        assert_eq!(next_serial(u32::MAX, Some(u32::MAX)), Some(0));
+        assert_eq!(next_serial(3, Some(u32::MAX - 2)), None, "wrapped ahead");
+    }
+
+    #[test]
+    fn a_broken_key_file_stops_the_signing_with_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("Kk.test+013+00001.csk.heron-key"),
+            "zone: x",
+        )
+        .unwrap();
+        let signing = Signing {
+            policy: Arc::new(Policy::default()),
+            key_directory: dir.path().to_path_buf(),
+        };
+        let errors = sign_loaded(&load(), None, &signing).unwrap_err();
+        assert!(errors[0].contains("heron-key"), "{errors:?}");
+    }
+}
