@@ -339,13 +339,14 @@ fn check_config_rejects_a_log_level_it_does_not_know() {
     assert!(said.contains("chatty"), "{said}");
 }
 
-const SUBCOMMANDS: [&str; 8] = [
+const SUBCOMMANDS: [&str; 9] = [
     "serve",
     "check-zone",
     "check-config",
     "reload",
     "doctor",
     "keygen",
+    "keymgr",
     "man",
     "completions",
 ];
