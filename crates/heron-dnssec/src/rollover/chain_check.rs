@@ -110,21 +110,18 @@ impl Harness {
     /// Runs the machine at `now`: generates what it asks, records and
     /// checks what is served, and hands changed CDS to the parent.
     pub fn step(&mut self) -> Plan {
-        let mut plan = self.machine.advance(self.now);
-        for _ in 0..4 {
-            if plan.generate.is_empty() {
-                break;
-            }
-            for request in plan.generate.clone() {
-                self.next_tag += 1;
-                let id = format!("k{}", self.next_tag);
-                self.generated
-                    .push((id.clone(), request.role, request.algorithm));
-                let key = Key::new(id, self.next_tag, request.algorithm, request.role, self.now);
-                self.machine.handle(Event::KeyAdded(key), self.now).unwrap();
-            }
-            plan = self.machine.advance(self.now);
-        }
+        let (now, mut tag, mut made) = (self.now, self.next_tag, Vec::new());
+        let plan = self
+            .machine
+            .advance_generating(now, |request| {
+                tag += 1;
+                let id = format!("k{tag}");
+                made.push((id.clone(), request.role, request.algorithm));
+                Ok::<Key, ()>(Key::new(id, tag, request.algorithm, request.role, now))
+            })
+            .unwrap();
+        self.next_tag = tag;
+        self.generated.extend(made);
         assert!(plan.generate.is_empty(), "asks for keys again: {plan:?}");
         for id in plan.removable.clone() {
             self.machine.handle(Event::Forget(id), self.now).unwrap();

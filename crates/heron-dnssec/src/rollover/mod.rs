@@ -483,6 +483,33 @@ impl Rollover {
         plan::plan(&self.policy, &self.keys, now)
     }
 
+    /// [`Rollover::advance`], with the keys the plan asks for made by
+    /// `generate` (which writes the key file and returns the key as
+    /// [`Key::new`] makes it) and added at once, so that the plan returned
+    /// asks for none; the first error of `generate` is returned.
+    pub fn advance_generating<E>(
+        &mut self,
+        now: UnixTime,
+        mut generate: impl FnMut(KeyRequest) -> Result<Key, E>,
+    ) -> Result<Plan, E> {
+        let mut plan = self.advance(now);
+        // One round adds every role the policy has; a second is never
+        // needed, the bound only keeps a faulty caller from looping.
+        for _ in 0..4 {
+            if plan.generate.is_empty() {
+                break;
+            }
+            for request in std::mem::take(&mut plan.generate) {
+                let key = generate(request)?;
+                if !self.keys.iter().any(|k| k.id == key.id) {
+                    self.keys.push(key);
+                }
+            }
+            plan = self.advance(now);
+        }
+        Ok(plan)
+    }
+
     /// A key retires when newer keys in use do all it does, or when the
     /// zone goes insecure.
     fn assign_goals(&mut self, now: UnixTime) {

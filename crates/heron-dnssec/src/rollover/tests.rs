@@ -556,3 +556,24 @@ fn arbitrary_key_states_never_panic() {
         assert!(plan.next_check.is_none_or(|at| at > now));
     }
 }
+
+#[test]
+fn a_failed_generation_is_returned_and_retried_at_the_next_advance() {
+    let mut machine = Rollover::new(policy(), Vec::new());
+    let failed = machine.advance_generating(START, |_| Err::<Key, _>("disk full"));
+    assert_eq!(failed, Err("disk full"));
+    assert!(machine.keys().is_empty());
+    let plan = machine
+        .advance_generating(START, |r| {
+            Ok::<_, ()>(Key::new(
+                format!("{:?}", r.role),
+                1,
+                r.algorithm,
+                r.role,
+                START,
+            ))
+        })
+        .unwrap();
+    assert!(plan.generate.is_empty());
+    assert_eq!(plan.dnskey.len(), 2);
+}
