@@ -108,6 +108,23 @@ impl SignedZone {
         }
     }
 
+    /// A zone as a server serves it signed: `zone_text` (an AXFR of it,
+    /// one record a line) is kept as `path`, its KSK the trust anchor.
+    pub fn from_text(origin: &str, zone_text: &str) -> SignedZone {
+        let origin = origin.trim_end_matches('.').to_string();
+        let tmp = TempDir::new("signed");
+        let path = tmp.0.join(format!("{origin}.zone"));
+        write(&path, zone_text);
+        let anchor = tmp.0.join("anchor.conf");
+        write(&anchor, &trust_anchor(zone_text, &origin, &path));
+        SignedZone {
+            origin: format!("{origin}."),
+            path,
+            anchor,
+            _dir: tmp,
+        }
+    }
+
     /// Validates the answer to `qname qtype` from the server at `addr`
     /// with `delv`, this zone's KSK the only trust anchor.
     pub fn delv(&self, addr: SocketAddr, qname: &str, qtype: &str) -> Validation {

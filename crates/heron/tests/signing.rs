@@ -1,0 +1,224 @@
+//! Zones Heron signs itself (`dnssec-policy`): the zone as transferred
+//! out by AXFR (kdig) must pass BIND's `dnssec-verify` and ldns's
+//! `ldns-verify-zone`, and `delv`, given the zone's KSK as its trust
+//! anchor, must call positive, NXDOMAIN, NODATA and wildcard answers
+//! fully validated: NSEC and NSEC3, algorithms 13 and 15, a CSK and a
+//! KSK/ZSK pair. The keys are made at first start, owner-only, and kept.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use heron_testkit::{ServerProcess, SignedZone};
+
+const ORIGIN: &str = "edge.test.";
+
+fn heron() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+fn zone_file() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone")
+}
+
+/// Heron serving edge.test. under `policy` (the lines of a
+/// `[[dnssec-policy]]` named "p"; empty: the built-in `default`).
+fn serve_signed(policy: &str, key_directory: &Path) -> ServerProcess {
+    let (section, name) = match policy {
+        "" => (String::new(), "default"),
+        lines => (format!("[[dnssec-policy]]\nname = \"p\"\n{lines}\n"), "p"),
+    };
+    let (file, keys) = (zone_file(), key_directory.to_path_buf());
+    ServerProcess::heron_with_config(&heron(), ORIGIN, move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n{section}\n\
+             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n\
+             dnssec-policy = \"{name}\"\nkey-directory = \"{}\"\n",
+            file.display(),
+            keys.display()
+        )
+    })
+}
+
+fn axfr(server: &ServerProcess) -> String {
+    let addr = server.addr();
+    let out = Command::new("/usr/bin/kdig")
+        .arg(format!("@{}", addr.ip()))
+        .args(["-p", &addr.port().to_string(), ORIGIN, "AXFR"])
+        .args(["+nocomments", "+nostats"])
+        .output()
+        .expect("kdig runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success() && text.contains("RRSIG"), "{text}");
+    text
+}
+
+/// `dnssec-verify` (with `-z` for a CSK: it counts only keys without
+/// the SEP flag as ZSKs) and `ldns-verify-zone` accept the zone.
+fn verify_with_tools(zone: &SignedZone, csk: bool) {
+    let path = zone.path.to_str().unwrap();
+    let mut bind = Command::new("/usr/bin/dnssec-verify");
+    if csk {
+        bind.arg("-z");
+    }
+    let out = bind
+        .args(["-o", ORIGIN, path])
+        .output()
+        .expect("dnssec-verify runs");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "dnssec-verify: {said}");
+    assert!(said.contains("Zone fully signed"), "{said}");
+    let out = Command::new("/usr/bin/ldns-verify-zone")
+        .arg(path)
+        .output()
+        .expect("ldns-verify-zone runs");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "ldns-verify-zone: {said}");
+    assert!(said.contains("Zone is verified and complete"), "{said}");
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Expect {
+    Answer,
+    NxDomain,
+    NoData,
+    ChainToNxDomain,
+}
+
+const QUERIES: &[(&str, &str, Expect)] = &[
+    ("@", "SOA", Expect::Answer),
+    ("@", "DNSKEY", Expect::Answer),
+    ("@", "PTR", Expect::NoData),
+    ("www", "A", Expect::Answer),
+    ("MiXeD", "A", Expect::Answer),
+    ("www", "MX", Expect::NoData),
+    ("nx", "A", Expect::NxDomain),
+    ("a.b.c.d.nx", "TXT", Expect::NxDomain),
+    ("~", "A", Expect::NxDomain),
+    ("c.ent", "A", Expect::NoData),
+    ("nx.c.ent", "A", Expect::NxDomain),
+    ("anything.wild", "A", Expect::Answer),
+    ("a.b.wild", "TXT", Expect::Answer),
+    ("anything.wild", "MX", Expect::NoData),
+    ("x.cnamewild", "A", Expect::Answer),
+    ("nx.specific.wild", "A", Expect::NxDomain),
+    ("secure", "DS", Expect::Answer),
+    ("sub", "DS", Expect::NoData),
+    ("dangling", "A", Expect::ChainToNxDomain),
+    ("x.dname", "A", Expect::Answer),
+];
+
+fn delv_validates_everything(zone: &SignedZone, server: &ServerProcess) {
+    let mut failures = Vec::new();
+    for &(name, qtype, expect) in QUERIES {
+        let qname = match name {
+            "@" => ORIGIN.to_string(),
+            _ => format!("{name}.{ORIGIN}"),
+        };
+        let v = zone.delv(server.addr(), &qname, qtype);
+        let ok = match expect {
+            Expect::Answer => v.is_validated_answer(),
+            Expect::NxDomain => v.is_validated_negative(true),
+            Expect::NoData => v.is_validated_negative(false),
+            Expect::ChainToNxDomain => v.is_validated_chain_to_nxdomain(),
+        };
+        if !ok {
+            failures.push(format!("{name} {qtype}: expected {expect:?}\n{v}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn signed_and_validated(policy: &str, csk: bool, delv: bool) -> (tempfile::TempDir, String) {
+    let keys = tempfile::tempdir().unwrap();
+    let key_directory = keys.path().join("keys");
+    let server = serve_signed(policy, &key_directory);
+    let text = axfr(&server);
+    let zone = SignedZone::from_text(ORIGIN, &text);
+    verify_with_tools(&zone, csk);
+    if delv {
+        delv_validates_everything(&zone, &server);
+    }
+    (keys, text)
+}
+
+#[test]
+fn default_policy_ecdsa_csk_nsec_validates() {
+    let (keys, text) = signed_and_validated("", true, true);
+    assert!(text.contains("\tNSEC\t") && !text.contains("NSEC3PARAM"));
+    let dir = keys.path().join("keys");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700, "the key directory is owner-only");
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1, "one CSK");
+    assert_eq!(mode(&files[0].path()), 0o600);
+    assert!(files[0].file_name().to_string_lossy().contains("+013+"));
+}
+
+#[test]
+fn ed25519_ksk_zsk_nsec3_validates() {
+    let policy = "algorithm = \"ed25519\"\nkeys = \"ksk-zsk\"\ndenial = \"nsec3\"";
+    let (_keys, text) = signed_and_validated(policy, false, true);
+    assert!(text.contains("NSEC3PARAM\t1 0 0 -"), "RFC 9276 defaults");
+}
+
+#[test]
+fn ecdsa_nsec3_with_opt_out_passes_the_zone_checkers() {
+    let policy = "denial = \"nsec3\"\nnsec3-opt-out = true";
+    let (_keys, text) = signed_and_validated(policy, true, false);
+    assert!(text.contains("NSEC3\t1 1 0 -"), "opt-out flag set");
+}
+
+/// A restart keeps the keys: the DNSKEY RRset, and so the parent's DS,
+/// stay the same.
+#[test]
+fn keys_are_kept_across_restarts() {
+    let keys = tempfile::tempdir().unwrap();
+    let dir = keys.path().join("keys");
+    let dnskeys = |text: &str| -> Vec<String> {
+        let mut lines: Vec<String> = (text.lines())
+            .filter(|l| l.contains("\tDNSKEY\t"))
+            .map(str::to_string)
+            .collect();
+        lines.sort();
+        lines
+    };
+    let first = dnskeys(&axfr(&serve_signed("", &dir)));
+    let second = dnskeys(&axfr(&serve_signed("", &dir)));
+    assert_eq!(first.len(), 1);
+    assert_eq!(first, second);
+}
+
+#[test]
+fn check_config_refuses_bad_policies() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("heron.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[dnssec-policy]]\nname = \"p\"\nalgorithm = \"rsasha1\"\nsignature-refresh = \"30d\"\n\
+             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\ndnssec-policy = \"p\"\n\
+             [[zone]]\norigin = \"other.test.\"\nfile = \"{}\"\ndnssec-policy = \"missing\"\n",
+            zone_file().display(),
+            zone_file().display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(heron())
+        .arg("check-config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{said}");
+    for needle in [
+        "algorithm 'rsasha1'",
+        "signature-refresh must be",
+        "dnssec-policy 'missing' is not defined",
+    ] {
+        assert!(said.contains(needle), "{needle}: {said}");
+    }
+}
