@@ -44,6 +44,7 @@ fn main() {
         validity: 14 * 86400,
         jitter: 5 * 86400,
         inception_offset: 3600,
+        refresh: 5 * 86400,
         serial: None,
     };
     let now = heron_proto::time::unix_now();

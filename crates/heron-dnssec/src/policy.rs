@@ -112,6 +112,7 @@ impl Policy {
             validity: self.signature_validity,
             jitter: self.signature_jitter,
             inception_offset: self.inception_offset,
+            refresh: self.signature_refresh,
             serial: None,
         }
     }

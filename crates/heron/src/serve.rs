@@ -759,6 +759,9 @@ async fn wait_for_signals(
     let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
     // Only now: a service manager may send SIGTERM or SIGHUP at once.
     notify::ready();
+    let mut resign = tokio::time::interval(crate::signing::REFRESH_CHECK);
+    resign.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    resign.tick().await;
     loop {
         tokio::select! {
             _ = term.recv() => return,
@@ -766,6 +769,13 @@ async fn wait_for_signals(
             _ = stop_asked.notified() => return,
             _ = hup.recv() => {
                 reload(catalog, files, transfers, "SIGHUP", Selection::default()).await;
+            }
+            _ = resign.tick() => {
+                let due = crate::signing::zones_due(&catalog.load_full(), &files.lock().unwrap());
+                if !due.is_empty() {
+                    let selection = Selection { zones: Some(due), force: true };
+                    reload(catalog, files, transfers, "signatures due", selection).await;
+                }
             }
         }
     }

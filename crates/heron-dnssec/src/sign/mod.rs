@@ -10,10 +10,12 @@
 
 mod denial;
 mod plan;
+mod reuse;
 mod rrsig;
 
 pub use denial::{Denial, base32hex, nsec3_hash, nsec3param_rdata};
 pub use plan::{Entry, Kind, SIGNER_TYPES, plan};
+pub use reuse::refresh_due;
 pub use rrsig::{
     SigHeader, Validity, labels_field, seconds_until, sig_time, write_canonical_rrset,
 };
@@ -64,6 +66,9 @@ pub struct SignConfig {
     pub jitter: u32,
     /// Seconds inceptions are back-dated.
     pub inception_offset: u32,
+    /// Seconds before expiration at which a signature of the previous
+    /// version is made anew rather than kept.
+    pub refresh: u32,
     /// The signed zone's SOA serial, when not the unsigned zone's.
     pub serial: Option<u32>,
 }
@@ -103,7 +108,10 @@ pub struct OwnedRRset {
 /// A signed zone and what it took.
 pub struct Signed {
     pub zone: Zone,
+    /// Signatures made by this signing...
     pub signatures: usize,
+    /// ...and kept from the previous version.
+    pub reused: usize,
     pub warnings: Vec<Problem>,
 }
 
@@ -152,6 +160,21 @@ pub fn sign_zone(
     config: &SignConfig,
     now: u64,
 ) -> Result<Signed, SignError> {
+    sign_zone_after(zone, None, keys, config, now)
+}
+
+/// [`sign_zone`] of a new version of a zone whose previous version,
+/// signed, is `previous`: the RRSIGs of RRsets that did not change are
+/// kept unless due for refresh, so a change of N RRsets makes about 3N
+/// new signatures (the RRsets, and the NSEC or NSEC3 records before and
+/// at each name added or removed), plus the SOA's.
+pub fn sign_zone_after(
+    zone: &Zone,
+    previous: Option<&Zone>,
+    keys: &[ZoneKey],
+    config: &SignConfig,
+    now: u64,
+) -> Result<Signed, SignError> {
     check_keys(keys)?;
     let entries = plan(zone);
     let mut made = signer_records(zone, &entries, keys, config)?;
@@ -170,6 +193,11 @@ pub fn sign_zone(
         signer: zone.origin().as_wire(),
         class: zone.class().0,
         validity: config.validity_at(now),
+        previous: previous.map(|zone| reuse::Previous {
+            zone,
+            now,
+            refresh: config.refresh,
+        }),
     };
     let signatures = sign_all(&jobs, &context)?;
     build(zone, &made, &jobs, signatures)
@@ -249,12 +277,15 @@ struct Context<'a> {
     signer: &'a [u8],
     class: u16,
     validity: Validity,
+    previous: Option<reuse::Previous<'a>>,
 }
 
 /// An RRSIG's RDATA for the job at `job`.
 struct Sig {
     job: u32,
     rdata: Vec<u8>,
+    /// Made now, not kept from the previous version.
+    new: bool,
 }
 
 /// Jobs handed to a thread at a time: small enough to balance the
@@ -316,6 +347,9 @@ fn sign_job(
         (rtype, context.class, ttl),
         job.rdatas(),
     );
+    let old = (context.previous)
+        .map(|p| p.signatures(&owner, (rtype, context.class), &rrset))
+        .unwrap_or_default();
     for key in context.keys {
         let signs = if rtype == RType::DNSKEY {
             key.role.signs_dnskey()
@@ -323,6 +357,15 @@ fn sign_job(
             key.role.signs_zone()
         };
         if !signs {
+            continue;
+        }
+        let algorithm = key.key.algorithm().number();
+        if let Some(kept) = old.iter().find(|s| reuse::made_by(s, algorithm, key.tag)) {
+            out.push(Sig {
+                job: index,
+                rdata: kept.to_vec(),
+                new: false,
+            });
             continue;
         }
         let header = SigHeader {
@@ -343,7 +386,11 @@ fn sign_job(
         let mut rdata = Vec::with_capacity(header_len + signature.len());
         rdata.extend_from_slice(&scratch[..header_len]);
         rdata.extend_from_slice(&signature);
-        out.push(Sig { job: index, rdata });
+        out.push(Sig {
+            job: index,
+            rdata,
+            new: true,
+        });
     }
     Ok(())
 }
@@ -376,7 +423,8 @@ fn build(
             builder.add_wire(&set.owner, (set.rtype, set.ttl), rdata, (&from, 0));
         }
     }
-    let count = signatures.len();
+    let count = signatures.iter().filter(|s| s.new).count();
+    let reused = signatures.len() - count;
     for sig in signatures {
         let job = &jobs[sig.job as usize];
         builder.add_wire(
@@ -390,6 +438,7 @@ fn build(
         Ok((zone, warnings)) => Ok(Signed {
             zone,
             signatures: count,
+            reused,
             warnings,
         }),
         Err(problems) => Err(SignError(

@@ -42,6 +42,7 @@ fn config(denial: Denial) -> SignConfig {
         validity: 14 * 86400,
         jitter: 5 * 86400,
         inception_offset: 3600,
+        refresh: 5 * 86400,
         serial: None,
     }
 }
@@ -329,4 +330,81 @@ fn the_rdata_of_listed_types_is_signed_lower_cased() {
     let want_rdata = [&[0u8, 10][..], &wire("mail.example.")].concat();
     assert!(out.ends_with(&want_rdata));
     assert_eq!(out.len(), 9 + 10 + want_rdata.len(), "duplicates once");
+}
+
+fn many_names(changes: &str, removed: &[usize]) -> String {
+    let mut text =
+        String::from("@ 300 IN SOA ns hm 1 2 3 4 5\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\n");
+    for i in (0..1000).filter(|i| !removed.contains(i)) {
+        let last = if i % 100 == 0 && changes.contains("edit") {
+            99
+        } else {
+            1
+        };
+        text.push_str(&format!("h{i} 300 IN A 192.0.2.{last}\n"));
+        if i % 3 == 0 {
+            text.push_str(&format!("h{i} 300 IN TXT \"t{i}\"\n"));
+        }
+    }
+    text.push_str(changes.trim_start_matches("edit"));
+    text
+}
+
+/// A re-signing of a changed version makes new signatures only for what
+/// changed and the chain around it: at most 3N + 10 for N RRsets, and the
+/// zone is as fully signed as a signing from scratch.
+fn resigns_only_the_change(denial: Denial) {
+    let keys = csk(Algorithm::Ed25519);
+    let c = config(denial);
+    let before = zone(&many_names("", &[]), "inc.");
+    let first = sign_zone(&before, &keys, &c, NOW).unwrap();
+    // 10 RRsets edited (h0, h100, ... h900), 3 names added, 2 removed
+    // (h7, and h9 with its TXT: 3 RRsets): N = 16.
+    let added = "new1 300 IN A 192.0.2.5\nnew2 300 IN A 192.0.2.6\nzz 300 IN AAAA ::1\n";
+    let after = zone(&many_names(&format!("edit{added}"), &[7, 9]), "inc.");
+    let mut c2 = c.clone();
+    c2.serial = Some(2);
+    let second = sign_zone_after(&after, Some(&first.zone), &keys, &c2, NOW + 60).unwrap();
+    let n = 16;
+    assert!(
+        second.signatures <= 3 * n + 10,
+        "{} new signatures for {n} RRsets",
+        second.signatures
+    );
+    let scratch = sign_zone(&after, &keys, &c2, NOW + 60).unwrap();
+    assert_eq!(second.signatures + second.reused, scratch.signatures);
+    assert!(second.reused > 1000);
+    // Nothing changed: only what the new serial changes.
+    let third = sign_zone_after(&after, Some(&second.zone), &keys, &c2, NOW + 120).unwrap();
+    assert_eq!(third.signatures, 0);
+}
+
+#[test]
+fn an_nsec_re_signing_signs_only_the_change() {
+    resigns_only_the_change(Denial::Nsec);
+}
+
+#[test]
+fn an_nsec3_re_signing_signs_only_the_change() {
+    resigns_only_the_change(nsec3(false));
+}
+
+/// Signatures due for refresh are made anew even where nothing changed;
+/// those of a key no longer used are not kept.
+#[test]
+fn due_and_foreign_signatures_are_made_anew() {
+    let keys = csk(Algorithm::Ed25519);
+    let c = config(Denial::Nsec);
+    let z = zone(ZONE, "example.");
+    let first = sign_zone(&z, &keys, &c, NOW).unwrap();
+    let late = NOW + u64::from(c.validity - c.refresh) + 1;
+    let again = sign_zone_after(&z, Some(&first.zone), &keys, &c, late).unwrap();
+    assert_eq!(again.reused, 0, "every signature was due");
+    let other = csk(Algorithm::Ed25519);
+    let rekeyed = sign_zone_after(&z, Some(&first.zone), &other, &c, NOW).unwrap();
+    assert_eq!(rekeyed.reused, 0);
+    // Expirations lie between validity less jitter and validity.
+    let first_due = NOW + u64::from(c.validity - c.jitter - c.refresh);
+    assert!(!refresh_due(&first.zone, first_due - 7200, c.refresh, 3600));
+    assert!(refresh_due(&first.zone, late, c.refresh, 0));
 }

@@ -9,19 +9,42 @@ use std::time::Instant;
 
 use heron_dnssec::keys::{KeyFile, KeyRole, MAX_KEY_FILE};
 use heron_dnssec::policy::{KeySet, Policy};
-use heron_dnssec::sign::{ZoneKey, sign_zone};
+use heron_dnssec::sign::{ZoneKey, sign_zone_after};
 use heron_proto::Name;
 use heron_zone::Zone;
 
 use crate::config::dnssec::Signing;
+
+/// How often the server looks for signed zones with signatures due for
+/// refresh (each is re-signed then, keeping the signatures not due).
+pub const REFRESH_CHECK: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The signed zones (lower-cased) with a signature due for refresh before
+/// the next check.
+pub fn zones_due(
+    catalog: &heron_zone::Catalog,
+    files: &crate::reload::ZoneFiles,
+) -> std::collections::HashSet<Name> {
+    let now = heron_proto::time::unix_now();
+    let within = REFRESH_CHECK.as_secs() as u32;
+    (files.signed_zones().into_iter())
+        .filter(|(origin, signing)| {
+            catalog.get(origin).is_some_and(|zone| {
+                heron_dnssec::sign::refresh_due(zone, now, signing.policy.signature_refresh, within)
+            })
+        })
+        .map(|(origin, _)| origin.to_lowercase())
+        .collect()
+}
 
 /// Suffix of Heron's key files in a key directory.
 const KEY_SUFFIX: &str = ".heron-key";
 
 /// Signs `zone`, loaded from its file, under `signing`; the keys are read
 /// from the key directory, or made there when the zone has none. `previous`
-/// is the version served now: a new signing of the same serial takes the
-/// next one, so that secondaries see the new signatures.
+/// is the version served now: its signatures over RRsets that did not
+/// change are kept (unless due for refresh), and a new signing of the
+/// same serial takes the next one, so that secondaries see the change.
 pub fn sign_loaded(
     zone: &Zone,
     previous: Option<&Zone>,
@@ -34,12 +57,13 @@ pub fn sign_loaded(
     let mut config = signing.policy.sign_config();
     config.serial = next_serial(zone.serial(), previous.map(Zone::serial));
     let now = heron_proto::time::unix_now();
-    let signed = sign_zone(zone, &keys, &config, now)
+    let signed = sign_zone_after(zone, previous, &keys, &config, now)
         .map_err(|e| vec![format!("zone '{origin}': cannot sign: {e}")])?;
     tracing::info!(
         zone = %origin,
         policy = %signing.policy.name,
         signatures = signed.signatures,
+        kept = signed.reused,
         serial = signed.zone.serial(),
         ms = started.elapsed().as_millis() as u64,
         "zone signed"

@@ -355,6 +355,13 @@ impl ZoneFiles {
     }
 
     /// Whether the server has a configuration file to read again.
+    /// The zones Heron signs, with how.
+    pub fn signed_zones(&self) -> Vec<(Name, Arc<crate::config::dnssec::Signing>)> {
+        (self.entries.iter())
+            .filter_map(|e| Some((e.spec.origin.clone(), e.spec.signing.clone()?)))
+            .collect()
+    }
+
     pub fn has_config(&self) -> bool {
         self.config.is_some()
     }
