@@ -94,7 +94,7 @@ echo "$SRC layers one-way: $LAYERS"
 check crates/heron-zone/src "zonefile zone catalog answer" "prefetch cores"
 # heron-xfr: the I/O-free timers below the primary and secondary drivers
 # that run them; the leaves are primitives every layer may use.
-check crates/heron-xfr/src "journal catalog_zone timers primary secondary" \
+check crates/heron-xfr/src "update journal catalog_zone timers primary secondary" \
     "serial unix_seconds growth disk origin_index stats keys acl"
 
 # The binary: what the configuration says, what it means, the running

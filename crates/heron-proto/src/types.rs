@@ -143,7 +143,15 @@ impl Rcode {
     pub const NXDOMAIN: Rcode = Rcode(3);
     pub const NOTIMP: Rcode = Rcode(4);
     pub const REFUSED: Rcode = Rcode(5);
+    /// Dynamic update (RFC 2136 2.2): a name that should not exist does.
+    pub const YXDOMAIN: Rcode = Rcode(6);
+    /// An RRset that should not exist does.
+    pub const YXRRSET: Rcode = Rcode(7);
+    /// An RRset that should exist does not.
+    pub const NXRRSET: Rcode = Rcode(8);
     pub const NOTAUTH: Rcode = Rcode(9);
+    /// A name in an update is outside the zone.
+    pub const NOTZONE: Rcode = Rcode(10);
     /// Extended: needs OPT (RFC 6891).
     pub const BADVERS: Rcode = Rcode(16);
     /// TSIG error field values (RFC 8945 3): they travel in the TSIG RR,
@@ -168,7 +176,11 @@ impl fmt::Display for Rcode {
             3 => "NXDOMAIN",
             4 => "NOTIMP",
             5 => "REFUSED",
+            6 => "YXDOMAIN",
+            7 => "YXRRSET",
+            8 => "NXRRSET",
             9 => "NOTAUTH",
+            10 => "NOTZONE",
             23 => "BADCOOKIE",
             n => return write!(f, "RCODE{n}"),
         };

@@ -11,6 +11,8 @@
 //! * [`serial`]: SOA serial arithmetic (RFC 1982).
 //! * [`timers`]: every secondary zone's refresh, retry and expire timers,
 //!   as a state machine without I/O.
+//! * [`update`]: dynamic update (RFC 2136, RFC 3007 rules) without I/O:
+//!   an UPDATE read, checked and applied to a zone version.
 //!
 //! `disk` makes many files durable at once, for the kept copies of
 //! secondary zones and the journal files alike.
@@ -28,3 +30,4 @@ pub mod serial;
 pub mod stats;
 pub mod timers;
 mod unix_seconds;
+pub mod update;

@@ -1,0 +1,281 @@
+//! The update section applied (RFC 2136 3.4.2): each change in order to
+//! a working copy of the RRsets it reaches, with the RFC's rules (the
+//! apex SOA and NS kept, CNAME alone at its name, duplicates ignored),
+//! then the difference from the zone as served, ready for
+//! [`Zone::apply`] and the journal.
+
+use std::collections::BTreeMap;
+
+use heron_proto::{Name, RType, rdata};
+use heron_zone::Zone;
+use heron_zone::diff::{DiffRecord, ZoneDiff};
+
+use super::message::Change;
+use super::rdata_equal;
+use super::serial::SerialPolicy;
+
+/// One RRset of the working copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Set {
+    rtype: RType,
+    ttl: u32,
+    rdatas: Vec<Vec<u8>>,
+}
+
+/// A name the changes reach: its RRsets as served and as changed.
+struct WorkNode {
+    owner: Name,
+    before: Vec<Set>,
+    after: Vec<Set>,
+}
+
+impl WorkNode {
+    fn set(&self, rtype: RType) -> Option<&Set> {
+        self.after.iter().find(|s| s.rtype == rtype)
+    }
+
+    fn set_mut(&mut self, rtype: RType, ttl: u32) -> &mut Set {
+        let at = match self.after.iter().position(|s| s.rtype == rtype) {
+            Some(at) => at,
+            None => {
+                self.after.push(Set {
+                    rtype,
+                    ttl,
+                    rdatas: Vec::new(),
+                });
+                self.after.len() - 1
+            }
+        };
+        &mut self.after[at]
+    }
+
+    fn remove(&mut self, keep: impl Fn(RType) -> bool) {
+        self.after.retain(|s| keep(s.rtype));
+    }
+}
+
+/// The working copy of the names an update reaches.
+pub(crate) struct Edit<'z> {
+    zone: &'z Zone,
+    nodes: BTreeMap<Vec<u8>, WorkNode>,
+    /// An SOA the client added with a later serial (RFC 2136 3.4.2.2).
+    new_soa: Option<DiffRecord>,
+}
+
+/// DNSSEC types the signer keeps: never changed by a client.
+pub fn is_dnssec_type(rtype: RType) -> bool {
+    matches!(
+        rtype,
+        RType::RRSIG
+            | RType::NSEC
+            | RType::NSEC3
+            | RType::NSEC3PARAM
+            | RType::DNSKEY
+            | RType::CDS
+            | RType::CDNSKEY
+    )
+}
+
+impl<'z> Edit<'z> {
+    pub(crate) fn new(zone: &'z Zone) -> Edit<'z> {
+        Edit {
+            zone,
+            nodes: BTreeMap::new(),
+            new_soa: None,
+        }
+    }
+
+    fn node(&mut self, owner: &Name) -> &mut WorkNode {
+        let key = owner.to_lowercase().as_wire().to_vec();
+        let zone = self.zone;
+        self.nodes.entry(key).or_insert_with_key(|key| {
+            let Some(node) = zone.node(key) else {
+                return WorkNode {
+                    owner: owner.clone(),
+                    before: Vec::new(),
+                    after: Vec::new(),
+                };
+            };
+            let sets: Vec<Set> = node
+                .data()
+                .map(|s| Set {
+                    rtype: s.rtype,
+                    ttl: s.ttl(),
+                    rdatas: s.rdatas().map(|r| r.into_owned()).collect(),
+                })
+                .collect();
+            WorkNode {
+                owner: node.owner(),
+                before: sets.clone(),
+                after: sets,
+            }
+        })
+    }
+
+    fn is_apex(&self, owner: &Name) -> bool {
+        owner == self.zone.origin()
+    }
+
+    /// Applies one change of the update section.
+    pub(crate) fn change(&mut self, change: &Change) {
+        let apex = self.is_apex(change.owner());
+        match change {
+            Change::Add {
+                owner,
+                rtype,
+                ttl,
+                rdata,
+            } => self.add(owner, *rtype, *ttl, rdata, apex),
+            Change::DeleteRrset(owner, rtype) => {
+                if !(apex && matches!(*rtype, RType::SOA | RType::NS)) {
+                    let rtype = *rtype;
+                    self.node(owner).remove(|t| t != rtype);
+                }
+            }
+            Change::DeleteName(owner) => {
+                let keep =
+                    |t: RType| is_dnssec_type(t) || (apex && matches!(t, RType::SOA | RType::NS));
+                self.node(owner).remove(keep);
+            }
+            Change::DeleteRecord(owner, rtype, rdata) => {
+                self.delete_record(owner, *rtype, rdata, apex)
+            }
+        }
+    }
+
+    fn add(&mut self, owner: &Name, rtype: RType, ttl: u32, rdata: &[u8], apex: bool) {
+        if rtype == RType::SOA {
+            return self.add_soa(owner, ttl, rdata, apex);
+        }
+        let node = self.node(owner);
+        let others = |n: &WorkNode| {
+            n.after
+                .iter()
+                .any(|s| s.rtype != RType::CNAME && !is_dnssec_type(s.rtype))
+        };
+        if rtype == RType::CNAME {
+            if others(node) {
+                return; // 3.4.2.2: a CNAME does not join other data
+            }
+            let set = node.set_mut(RType::CNAME, ttl);
+            set.ttl = ttl;
+            set.rdatas = vec![rdata.to_vec()];
+            return;
+        }
+        if node.set(RType::CNAME).is_some() && !is_dnssec_type(rtype) {
+            return; // nor other data a CNAME
+        }
+        let set = node.set_mut(rtype, ttl);
+        // An RRset has one TTL (RFC 2181 5.2): the latest given.
+        set.ttl = ttl;
+        if !set.rdatas.iter().any(|r| rdata_equal(rtype, r, rdata)) {
+            set.rdatas.push(rdata.to_vec());
+        }
+    }
+
+    /// An SOA replaces the apex's only if its serial is later (3.4.2.2).
+    fn add_soa(&mut self, owner: &Name, ttl: u32, rdata: &[u8], apex: bool) {
+        if !apex {
+            return;
+        }
+        let current = self.new_soa.as_ref().map_or(self.zone.serial(), |soa| {
+            rdata::soa_serial(&soa.rdata).unwrap_or(0)
+        });
+        match rdata::soa_serial(rdata) {
+            Some(serial) if crate::serial::is_newer(serial, current) => {
+                self.new_soa = Some(DiffRecord {
+                    owner: owner.to_lowercase(),
+                    rtype: RType::SOA,
+                    ttl,
+                    rdata: rdata.to_vec(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn delete_record(&mut self, owner: &Name, rtype: RType, rdata: &[u8], apex: bool) {
+        if rtype == RType::SOA {
+            return;
+        }
+        let node = self.node(owner);
+        let Some(set) = node.after.iter_mut().find(|s| s.rtype == rtype) else {
+            return;
+        };
+        let Some(at) = set.rdatas.iter().position(|r| rdata_equal(rtype, r, rdata)) else {
+            return;
+        };
+        if apex && rtype == RType::NS && set.rdatas.len() == 1 {
+            return; // the apex keeps its last NS
+        }
+        set.rdatas.remove(at);
+        node.after.retain(|s| !s.rdatas.is_empty());
+    }
+
+    /// The change as a diff from the zone served: records deleted and
+    /// added, and the SOA with the serial `policy` gives (or the one the
+    /// client sent). None when the changes change nothing.
+    pub(crate) fn finish(self, policy: SerialPolicy, now: u64) -> Option<ZoneDiff> {
+        let mut deleted = Vec::new();
+        let mut added = Vec::new();
+        for node in self.nodes.values() {
+            let before = records(&node.owner, &node.before);
+            let after = records(&node.owner, &node.after);
+            deleted.extend(before.iter().filter(|r| !after.contains(r)).cloned());
+            added.extend(after.iter().filter(|r| !before.contains(r)).cloned());
+        }
+        if deleted.is_empty() && added.is_empty() && self.new_soa.is_none() {
+            return None;
+        }
+        let old_soa = soa_record(self.zone);
+        let new_soa = self.new_soa.unwrap_or_else(|| {
+            let mut soa = old_soa.clone();
+            let serial = policy.next(self.zone.serial(), now);
+            set_soa_serial(&mut soa.rdata, serial);
+            soa
+        });
+        deleted.sort();
+        added.sort();
+        Some(ZoneDiff {
+            old_soa,
+            new_soa,
+            deleted,
+            added,
+        })
+    }
+}
+
+/// The records of some RRsets, the apex SOA left out (a diff carries it
+/// apart).
+fn records(owner: &Name, sets: &[Set]) -> Vec<DiffRecord> {
+    let sets = sets.iter().filter(|s| s.rtype != RType::SOA);
+    sets.flat_map(|s| {
+        s.rdatas.iter().map(|r| DiffRecord {
+            owner: owner.clone(),
+            rtype: s.rtype,
+            ttl: s.ttl,
+            rdata: r.clone(),
+        })
+    })
+    .collect()
+}
+
+pub(crate) fn soa_record(zone: &Zone) -> DiffRecord {
+    let soa = zone.soa();
+    DiffRecord {
+        owner: zone.origin().to_lowercase(),
+        rtype: RType::SOA,
+        ttl: soa.ttl(),
+        rdata: soa.first_rdata().into_owned(),
+    }
+}
+
+/// Writes `serial` into SOA RDATA (after its two names).
+fn set_soa_serial(rdata: &mut [u8], serial: u32) {
+    let name_end = |at: usize| heron_proto::name::skip_compressed(rdata, at).map(|(end, _)| end);
+    let Ok(mname) = name_end(0) else { return };
+    let Ok(rname) = name_end(mname) else { return };
+    if let Some(field) = rdata.get_mut(rname..rname + 4) {
+        field.copy_from_slice(&serial.to_be_bytes());
+    }
+}

@@ -1,0 +1,144 @@
+//! Dynamic update (RFC 2136) without I/O: an UPDATE message read and
+//! checked ([`message`]), its prerequisites tested against the zone as
+//! served ([`prereq`]), its changes checked against the zone's
+//! `allow-update` rules ([`rules`], RFC 3007) and applied with the RFC's
+//! rules (`edit`), giving the zone's next version and the diff its
+//! journal keeps. The SOA serial moves on by the zone's policy
+//! ([`serial`]). The caller (the server's update task) verifies TSIG,
+//! serialises the updates of a zone, makes the diff durable and swaps
+//! the zone.
+
+mod edit;
+pub mod message;
+pub mod prereq;
+pub mod rules;
+pub mod serial;
+
+#[cfg(test)]
+mod tests;
+
+use heron_proto::{Name, RType, Rcode};
+use heron_zone::Zone;
+use heron_zone::diff::ZoneDiff;
+
+pub use edit::is_dnssec_type;
+pub use message::{Change, Prerequisite, Rejected, UpdateMessage, parse};
+pub use rules::{Requester, UpdatePolicy, UpdateRule};
+pub use serial::SerialPolicy;
+
+use message::reject;
+
+/// A zone's settings for updates.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UpdateSettings {
+    pub policy: UpdatePolicy,
+    pub serial: SerialPolicy,
+}
+
+/// What an accepted update did.
+pub enum Applied {
+    /// The zone's next version and the diff to it.
+    Changed(Box<Zone>, ZoneDiff),
+    /// The prerequisites held but the changes changed nothing (adds of
+    /// records present, deletes of records absent): NOERROR, no new
+    /// version (RFC 2136 3.4.2.7 leaves the serial alone).
+    Unchanged,
+}
+
+/// Runs one update against `zone`: the zone section (NOTAUTH if it is not
+/// this zone), the prerequisites, the permissions of `who`, the changes.
+/// `now` (Unix seconds) is for the serial policy.
+pub fn process(
+    zone: &Zone,
+    update: &UpdateMessage,
+    settings: &UpdateSettings,
+    who: Requester,
+    now: u64,
+) -> Result<Applied, Rejected> {
+    if &update.zone != zone.origin() || update.class != zone.class() {
+        let why = format!("{} {} is not this zone", update.zone, update.class);
+        return Err(reject(Rcode::NOTAUTH, why));
+    }
+    prereq::check(zone, &update.prerequisites)?;
+    check_permissions(zone, update, &settings.policy, who)?;
+    let mut edit = edit::Edit::new(zone);
+    update.changes.iter().for_each(|c| edit.change(c));
+    let Some(diff) = edit.finish(settings.serial, now) else {
+        return Ok(Applied::Unchanged);
+    };
+    match zone.apply(&diff) {
+        Ok(next) => Ok(Applied::Changed(Box::new(next), diff)),
+        Err(problems) => {
+            let first = problems.first().map_or("", |p| p.message.as_str());
+            Err(reject(
+                Rcode::REFUSED,
+                format!("the zone would break: {first}"),
+            ))
+        }
+    }
+}
+
+/// RFC 2136 3.3 and RFC 3007: every change must be allowed, and none may
+/// touch the records the signer keeps. A deletion of a whole name needs
+/// each type the name holds allowed.
+fn check_permissions(
+    zone: &Zone,
+    update: &UpdateMessage,
+    policy: &UpdatePolicy,
+    who: Requester,
+) -> Result<(), Rejected> {
+    for change in &update.changes {
+        let owner = change.owner();
+        let rtype = change.rtype();
+        if is_dnssec_type(rtype) {
+            let why = format!("{owner} {rtype}: DNSSEC records are not updatable");
+            return Err(reject(Rcode::REFUSED, why));
+        }
+        let types = match change {
+            Change::DeleteName(_) => types_at(zone, owner),
+            _ => vec![rtype],
+        };
+        if let Some(denied) = types.iter().find(|t| !policy.allows(who, owner, **t)) {
+            let why = format!("{owner} {denied}: not allowed for {}", describe(who));
+            return Err(reject(Rcode::REFUSED, why));
+        }
+    }
+    Ok(())
+}
+
+/// The types `owner` holds (the signer's left out); ANY if none.
+fn types_at(zone: &Zone, owner: &Name) -> Vec<RType> {
+    let key = owner.to_lowercase();
+    let held: Vec<RType> = zone
+        .node(key.as_wire())
+        .map(|n| {
+            n.data()
+                .map(|s| s.rtype)
+                .filter(|t| !is_dnssec_type(*t))
+                .collect()
+        })
+        .unwrap_or_default();
+    if held.is_empty() {
+        vec![RType::ANY]
+    } else {
+        held
+    }
+}
+
+/// Who asked, for a refusal's reason.
+pub fn describe(who: Requester) -> String {
+    match who.key {
+        Some(key) => format!("key {key} from {}", who.ip),
+        None => format!("unsigned request from {}", who.ip),
+    }
+}
+
+/// Whether two RDATAs are the same record: names in RDATA compare
+/// without case for the types whose RDATA names are domain names.
+pub(crate) fn rdata_equal(rtype: RType, a: &[u8], b: &[u8]) -> bool {
+    if rtype.rdata_names_compressible() || rtype == RType::SRV || rtype == RType::DNAME {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a == b
+    }
+}

@@ -1,0 +1,702 @@
+use heron_proto::{Class, Name, Opcode, RType, Rcode};
+use heron_zone::{Zone, load_zone_str};
+
+use super::*;
+
+const ORIGIN: &str = "u.test";
+
+fn zone(body: &str) -> Zone {
+    let text = format!(
+        "$ORIGIN u.test.\n$TTL 300\n@ SOA ns h 10 2 3 4 5\n@ NS ns\n@ NS ns2\nns A 192.0.2.1\n\
+         ns2 A 192.0.2.2\nwww A 192.0.2.10\nwww A 192.0.2.11\nwww TXT \"hello\"\n\
+         alias CNAME www\na.b.c A 192.0.2.20\n{body}"
+    );
+    load_zone_str(&text, "u.zone", &Name::parse(ORIGIN).unwrap())
+        .unwrap_or_else(|p| panic!("{p:?}"))
+        .zone
+}
+
+fn name(s: &str) -> Name {
+    Name::parse(s).unwrap()
+}
+
+/// An UPDATE message as a client writes it.
+struct Builder {
+    zone: Vec<u8>,
+    zclass: u16,
+    ztype: u16,
+    zones: u16,
+    prereqs: Vec<Vec<u8>>,
+    updates: Vec<Vec<u8>>,
+}
+
+fn rr(owner: &str, rtype: RType, class: u16, ttl: u32, rdata: &[u8]) -> Vec<u8> {
+    let mut out = name(owner).as_wire().to_vec();
+    out.extend_from_slice(&rtype.0.to_be_bytes());
+    out.extend_from_slice(&class.to_be_bytes());
+    out.extend_from_slice(&ttl.to_be_bytes());
+    out.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+    out.extend_from_slice(rdata);
+    out
+}
+
+const IN: u16 = 1;
+const NONE: u16 = 254;
+const ANY: u16 = 255;
+
+impl Builder {
+    fn new() -> Builder {
+        Builder {
+            zone: name(ORIGIN).as_wire().to_vec(),
+            zclass: IN,
+            ztype: RType::SOA.0,
+            zones: 1,
+            prereqs: Vec::new(),
+            updates: Vec::new(),
+        }
+    }
+
+    fn prereq(mut self, owner: &str, rtype: RType, class: u16, rdata: &[u8]) -> Builder {
+        self.prereqs.push(rr(owner, rtype, class, 0, rdata));
+        self
+    }
+
+    fn update(mut self, owner: &str, rtype: RType, class: u16, ttl: u32, rdata: &[u8]) -> Builder {
+        self.updates.push(rr(owner, rtype, class, ttl, rdata));
+        self
+    }
+
+    fn add(self, owner: &str, rtype: RType, rdata: &[u8]) -> Builder {
+        self.update(owner, rtype, IN, 300, rdata)
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        let mut out = vec![0x12, 0x34, Opcode::UPDATE.0 << 3, 0];
+        for count in [
+            self.zones,
+            self.prereqs.len() as u16,
+            self.updates.len() as u16,
+            0,
+        ] {
+            out.extend_from_slice(&count.to_be_bytes());
+        }
+        for _ in 0..self.zones {
+            out.extend_from_slice(&self.zone);
+            out.extend_from_slice(&self.ztype.to_be_bytes());
+            out.extend_from_slice(&self.zclass.to_be_bytes());
+        }
+        self.prereqs.iter().for_each(|r| out.extend_from_slice(r));
+        self.updates.iter().for_each(|r| out.extend_from_slice(r));
+        out
+    }
+}
+
+fn everyone() -> UpdateSettings {
+    let rule = UpdateRule::parse("key k zonesub ANY", &name(ORIGIN)).unwrap();
+    UpdateSettings {
+        policy: UpdatePolicy::new(vec![rule]),
+        serial: SerialPolicy::Increment,
+    }
+}
+
+fn key_k() -> Name {
+    name("k")
+}
+
+fn run_with(zone: &Zone, b: &Builder, settings: &UpdateSettings) -> Result<Applied, Rejected> {
+    let update = parse(&b.bytes())?;
+    let key = key_k();
+    let who = Requester {
+        ip: "127.0.0.1".parse().unwrap(),
+        key: Some(&key),
+    };
+    process(zone, &update, settings, who, 1_795_608_000)
+}
+
+/// The rcode of running `b` against the test zone.
+fn rcode(b: &Builder) -> Rcode {
+    match run_with(&zone(""), b, &everyone()) {
+        Ok(_) => Rcode::NOERROR,
+        Err(r) => r.rcode,
+    }
+}
+
+/// The zone after `b`, which must be accepted and change something.
+fn after(b: &Builder) -> (Zone, heron_zone::diff::ZoneDiff) {
+    match run_with(&zone(""), b, &everyone()) {
+        Ok(Applied::Changed(z, d)) => (*z, d),
+        Ok(Applied::Unchanged) => panic!("unchanged"),
+        Err(r) => panic!("{r:?}"),
+    }
+}
+
+fn rdatas(z: &Zone, owner: &str, rtype: RType) -> Vec<Vec<u8>> {
+    let mut list: Vec<Vec<u8>> = prereq::rrset_records(z, &name(owner), rtype)
+        .into_iter()
+        .map(|r| r.into_owned())
+        .collect();
+    list.sort();
+    list
+}
+
+fn txt(s: &str) -> Vec<u8> {
+    let mut out = vec![s.len() as u8];
+    out.extend_from_slice(s.as_bytes());
+    out
+}
+
+const WWW_A: [u8; 4] = [192, 0, 2, 10];
+
+// --- The message read ---
+
+#[test]
+fn a_well_formed_update_reads_into_its_sections() {
+    let b = Builder::new()
+        .prereq("www.u.test", RType::A, ANY, &[])
+        .prereq("new.u.test", RType::ANY, NONE, &[])
+        .prereq("www.u.test", RType::A, IN, &WWW_A)
+        .add("new.u.test", RType::A, &[192, 0, 2, 99])
+        .update("www.u.test", RType::TXT, ANY, 0, &[])
+        .update("a.b.c.u.test", RType::ANY, ANY, 0, &[])
+        .update("www.u.test", RType::A, NONE, 0, &WWW_A);
+    let m = parse(&b.bytes()).unwrap();
+    assert_eq!((m.zone, m.class, m.id), (name(ORIGIN), Class::IN, 0x1234));
+    assert_eq!(
+        m.prerequisites,
+        [
+            Prerequisite::RrsetExists(name("www.u.test"), RType::A),
+            Prerequisite::NameNotInUse(name("new.u.test")),
+            Prerequisite::RrsetEquals(name("www.u.test"), RType::A, WWW_A.to_vec()),
+        ]
+    );
+    assert_eq!(m.changes.len(), 4);
+    assert_eq!(m.changes[2], Change::DeleteName(name("a.b.c.u.test")));
+    assert_eq!(
+        m.changes[3],
+        Change::DeleteRecord(name("www.u.test"), RType::A, WWW_A.to_vec())
+    );
+}
+
+#[test]
+fn malformed_sections_are_formerr() {
+    let mut two_zones = Builder::new();
+    two_zones.zones = 2;
+    let mut no_zone = Builder::new();
+    no_zone.zones = 0;
+    let mut not_soa = Builder::new();
+    not_soa.ztype = RType::A.0;
+    let mut any_class = Builder::new();
+    any_class.zclass = ANY;
+    let cases = [
+        ("two zones", two_zones),
+        ("no zone", no_zone),
+        ("zone type not SOA", not_soa),
+        ("zone class ANY", any_class),
+        ("prereq TTL", {
+            let mut b = Builder::new();
+            b.prereqs.push(rr("www.u.test", RType::A, ANY, 5, &[]));
+            b
+        }),
+        (
+            "prereq ANY with RDATA",
+            Builder::new().prereq("www.u.test", RType::A, ANY, &WWW_A),
+        ),
+        (
+            "prereq NONE with RDATA",
+            Builder::new().prereq("www.u.test", RType::A, NONE, &WWW_A),
+        ),
+        (
+            "prereq meta type",
+            Builder::new().prereq("www.u.test", RType::AXFR, IN, &[]),
+        ),
+        (
+            "prereq class CH",
+            Builder::new().prereq("www.u.test", RType::A, 3, &WWW_A),
+        ),
+        (
+            "delete with TTL",
+            Builder::new().update("www.u.test", RType::A, ANY, 9, &[]),
+        ),
+        (
+            "delete with RDATA",
+            Builder::new().update("www.u.test", RType::A, ANY, 0, &WWW_A),
+        ),
+        (
+            "delete meta type",
+            Builder::new().update("www.u.test", RType::AXFR, ANY, 0, &[]),
+        ),
+        (
+            "add meta type",
+            Builder::new().add("www.u.test", RType::ANY, &WWW_A),
+        ),
+        (
+            "add no RDATA",
+            Builder::new().add("www.u.test", RType::A, &[]),
+        ),
+        (
+            "add bad RDATA",
+            Builder::new().add("www.u.test", RType::A, &[1, 2, 3]),
+        ),
+        (
+            "delete RR with TTL",
+            Builder::new().update("www.u.test", RType::A, NONE, 7, &WWW_A),
+        ),
+        (
+            "delete RR type ANY",
+            Builder::new().update("www.u.test", RType::ANY, NONE, 0, &[]),
+        ),
+        (
+            "update class CH",
+            Builder::new().update("www.u.test", RType::A, 3, 0, &WWW_A),
+        ),
+    ];
+    for (what, b) in cases {
+        assert_eq!(rcode(&b), Rcode::FORMERR, "{what}");
+    }
+}
+
+#[test]
+fn cut_short_messages_are_formerr() {
+    let bytes = Builder::new().add("new.u.test", RType::A, &WWW_A).bytes();
+    for len in 0..bytes.len() {
+        let e = parse(&bytes[..len]).unwrap_err();
+        assert_eq!(e.rcode, Rcode::FORMERR, "{len}");
+    }
+}
+
+#[test]
+fn names_outside_the_zone_are_notzone() {
+    let prereq = Builder::new().prereq("www.other.test", RType::A, ANY, &[]);
+    let update = Builder::new().add("www.other.test", RType::A, &WWW_A);
+    assert_eq!(rcode(&prereq), Rcode::NOTZONE);
+    assert_eq!(rcode(&update), Rcode::NOTZONE);
+}
+
+#[test]
+fn another_zone_is_notauth() {
+    // The zone section is checked first: the records are not read for
+    // a zone we do not serve.
+    let mut b = Builder::new();
+    b.zone = name("other.test").as_wire().to_vec();
+    assert_eq!(rcode(&b), Rcode::NOTAUTH);
+    let mut chaos = Builder::new();
+    chaos.zclass = 3;
+    assert_eq!(rcode(&chaos), Rcode::NOTAUTH);
+}
+
+// --- Prerequisites ---
+
+#[test]
+fn each_prerequisite_kind_true_and_false() {
+    let www_a2 = [192, 0, 2, 11];
+    let cases: [(Builder, Rcode); 12] = [
+        (
+            Builder::new().prereq("www.u.test", RType::A, ANY, &[]),
+            Rcode::NOERROR,
+        ),
+        (
+            Builder::new().prereq("www.u.test", RType::MX, ANY, &[]),
+            Rcode::NXRRSET,
+        ),
+        (
+            Builder::new().prereq("www.u.test", RType::MX, NONE, &[]),
+            Rcode::NOERROR,
+        ),
+        (
+            Builder::new().prereq("www.u.test", RType::A, NONE, &[]),
+            Rcode::YXRRSET,
+        ),
+        (
+            Builder::new().prereq("www.u.test", RType::ANY, ANY, &[]),
+            Rcode::NOERROR,
+        ),
+        (
+            Builder::new().prereq("nope.u.test", RType::ANY, ANY, &[]),
+            Rcode::NXDOMAIN,
+        ),
+        // An empty non-terminal owns no record: not in use.
+        (
+            Builder::new().prereq("b.c.u.test", RType::ANY, ANY, &[]),
+            Rcode::NXDOMAIN,
+        ),
+        (
+            Builder::new().prereq("nope.u.test", RType::ANY, NONE, &[]),
+            Rcode::NOERROR,
+        ),
+        (
+            Builder::new().prereq("www.u.test", RType::ANY, NONE, &[]),
+            Rcode::YXDOMAIN,
+        ),
+        (
+            Builder::new()
+                .prereq("www.u.test", RType::A, IN, &www_a2)
+                .prereq("www.u.test", RType::A, IN, &WWW_A),
+            Rcode::NOERROR,
+        ),
+        // One record of two is not the RRset.
+        (
+            Builder::new().prereq("www.u.test", RType::A, IN, &WWW_A),
+            Rcode::NXRRSET,
+        ),
+        (
+            Builder::new()
+                .prereq("www.u.test", RType::A, IN, &WWW_A)
+                .prereq("www.u.test", RType::A, IN, &www_a2)
+                .prereq("www.u.test", RType::A, IN, &[192, 0, 2, 12]),
+            Rcode::NXRRSET,
+        ),
+    ];
+    for (i, (b, want)) in cases.iter().enumerate() {
+        assert_eq!(rcode(b), *want, "case {i}");
+    }
+}
+
+#[test]
+fn value_dependent_names_compare_without_case() {
+    let target = name("WWW.u.test").as_wire().to_vec();
+    let b = Builder::new().prereq("alias.u.test", RType::CNAME, IN, &target);
+    assert_eq!(rcode(&b), Rcode::NOERROR);
+}
+
+#[test]
+fn a_failed_prerequisite_changes_nothing() {
+    let b = Builder::new()
+        .prereq("www.u.test", RType::MX, ANY, &[])
+        .add("new.u.test", RType::A, &WWW_A);
+    assert_eq!(rcode(&b), Rcode::NXRRSET);
+}
+
+// --- Changes ---
+
+#[test]
+fn add_creates_a_name_and_moves_the_serial_on() {
+    let (z, d) = after(&Builder::new().add("new.u.test", RType::A, &[192, 0, 2, 99]));
+    assert_eq!(rdatas(&z, "new.u.test", RType::A), [vec![192, 0, 2, 99]]);
+    assert_eq!(z.serial(), 11);
+    assert_eq!(d.added.len(), 1);
+    assert!(d.deleted.is_empty());
+    assert_eq!(heron_proto::rdata::soa_serial(&d.new_soa.rdata), Some(11));
+}
+
+#[test]
+fn add_to_an_rrset_takes_the_new_ttl_for_all() {
+    let b = Builder::new().update("www.u.test", RType::A, IN, 60, &[192, 0, 2, 12]);
+    let (z, d) = after(&b);
+    assert_eq!(rdatas(&z, "www.u.test", RType::A).len(), 3);
+    let key = name("www.u.test");
+    let set = z.node(key.as_wire()).unwrap().rrset(RType::A).unwrap();
+    assert_eq!(set.ttl(), 60);
+    assert_eq!((d.deleted.len(), d.added.len()), (2, 3));
+}
+
+#[test]
+fn adding_a_record_present_changes_nothing() {
+    let b = Builder::new().add("www.u.test", RType::TXT, &txt("hello"));
+    assert!(matches!(
+        run_with(&zone(""), &b, &everyone()),
+        Ok(Applied::Unchanged)
+    ));
+}
+
+#[test]
+fn delete_rrset_name_and_record() {
+    let (z, _) = after(&Builder::new().update("www.u.test", RType::A, ANY, 0, &[]));
+    assert!(rdatas(&z, "www.u.test", RType::A).is_empty());
+    assert_eq!(rdatas(&z, "www.u.test", RType::TXT).len(), 1);
+
+    let (z, _) = after(&Builder::new().update("www.u.test", RType::ANY, ANY, 0, &[]));
+    assert!(z.node(name("www.u.test").as_wire()).is_none());
+
+    let (z, _) = after(&Builder::new().update("www.u.test", RType::A, NONE, 0, &WWW_A));
+    assert_eq!(rdatas(&z, "www.u.test", RType::A), [vec![192, 0, 2, 11]]);
+}
+
+#[test]
+fn deleting_the_last_record_of_a_deep_name_removes_its_empty_parents() {
+    let (z, _) = after(&Builder::new().update("a.b.c.u.test", RType::A, ANY, 0, &[]));
+    for gone in ["a.b.c.u.test", "b.c.u.test", "c.u.test"] {
+        assert!(z.node(name(gone).as_wire()).is_none(), "{gone}");
+    }
+}
+
+#[test]
+fn deleting_what_is_not_there_changes_nothing() {
+    for b in [
+        Builder::new().update("nope.u.test", RType::A, ANY, 0, &[]),
+        Builder::new().update("nope.u.test", RType::ANY, ANY, 0, &[]),
+        Builder::new().update("www.u.test", RType::A, NONE, 0, &[10, 0, 0, 1]),
+    ] {
+        assert!(matches!(
+            run_with(&zone(""), &b, &everyone()),
+            Ok(Applied::Unchanged)
+        ));
+    }
+}
+
+#[test]
+fn the_apex_keeps_its_soa_and_ns() {
+    let ns = name("ns.u.test").as_wire().to_vec();
+    let ns2 = name("ns2.u.test").as_wire().to_vec();
+    for b in [
+        Builder::new().update("u.test", RType::SOA, ANY, 0, &[]),
+        Builder::new().update("u.test", RType::NS, ANY, 0, &[]),
+    ] {
+        assert!(matches!(
+            run_with(&zone(""), &b, &everyone()),
+            Ok(Applied::Unchanged)
+        ));
+    }
+    let with_mx = zone("@ MX 10 www\n");
+    let b = Builder::new().update("u.test", RType::ANY, ANY, 0, &[]);
+    let Ok(Applied::Changed(z, _)) = run_with(&with_mx, &b, &everyone()) else {
+        panic!("the MX goes");
+    };
+    assert_eq!(rdatas(&z, "u.test", RType::NS).len(), 2);
+    assert!(rdatas(&z, "u.test", RType::MX).is_empty());
+    // One NS may go, not the last.
+    let (z, _) = after(
+        &Builder::new()
+            .update("u.test", RType::NS, NONE, 0, &ns)
+            .update("u.test", RType::NS, NONE, 0, &ns2),
+    );
+    assert_eq!(rdatas(&z, "u.test", RType::NS), [ns2]);
+}
+
+#[test]
+fn an_soa_with_a_later_serial_replaces_the_apex_soa() {
+    let soa = |serial: u32| {
+        let mut rd = name("ns.u.test").as_wire().to_vec();
+        rd.extend_from_slice(name("h.u.test").as_wire());
+        for field in [serial, 2, 3, 4, 5] {
+            rd.extend_from_slice(&field.to_be_bytes());
+        }
+        rd
+    };
+    let (z, _) = after(&Builder::new().add("u.test", RType::SOA, &soa(500)));
+    assert_eq!(z.serial(), 500);
+    // An earlier serial is ignored (and the serial policy moves it on).
+    let b = Builder::new().add("u.test", RType::SOA, &soa(3));
+    assert!(matches!(
+        run_with(&zone(""), &b, &everyone()),
+        Ok(Applied::Unchanged)
+    ));
+    // Not at the apex: ignored.
+    let b = Builder::new().add("www.u.test", RType::SOA, &soa(900));
+    assert!(matches!(
+        run_with(&zone(""), &b, &everyone()),
+        Ok(Applied::Unchanged)
+    ));
+}
+
+#[test]
+fn a_cname_stays_alone() {
+    let target = name("ns.u.test").as_wire().to_vec();
+    // A CNAME where other data is: ignored.
+    let b = Builder::new().add("www.u.test", RType::CNAME, &target);
+    assert!(matches!(
+        run_with(&zone(""), &b, &everyone()),
+        Ok(Applied::Unchanged)
+    ));
+    // Other data where a CNAME is: ignored.
+    let b = Builder::new().add("alias.u.test", RType::A, &WWW_A);
+    assert!(matches!(
+        run_with(&zone(""), &b, &everyone()),
+        Ok(Applied::Unchanged)
+    ));
+    // A second CNAME replaces the first.
+    let (z, _) = after(&Builder::new().add("alias.u.test", RType::CNAME, &target));
+    assert_eq!(rdatas(&z, "alias.u.test", RType::CNAME), [target]);
+}
+
+#[test]
+fn dnssec_records_are_refused() {
+    for rtype in [RType::RRSIG, RType::NSEC, RType::NSEC3PARAM, RType::DNSKEY] {
+        let b = Builder::new().update("www.u.test", rtype, ANY, 0, &[]);
+        assert_eq!(rcode(&b), Rcode::REFUSED, "{rtype}");
+    }
+}
+
+#[test]
+fn changes_apply_in_order() {
+    let b = Builder::new()
+        .add("t.u.test", RType::TXT, &txt("one"))
+        .update("t.u.test", RType::TXT, ANY, 0, &[])
+        .add("t.u.test", RType::TXT, &txt("two"));
+    let (z, d) = after(&b);
+    assert_eq!(rdatas(&z, "t.u.test", RType::TXT), [txt("two")]);
+    assert_eq!(d.added.len(), 1);
+}
+
+#[test]
+fn the_diff_replays_onto_the_old_zone() {
+    let b = Builder::new()
+        .add(
+            "new.u.test",
+            RType::AAAA,
+            &[0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+        )
+        .update("www.u.test", RType::A, NONE, 0, &WWW_A)
+        .update("alias.u.test", RType::ANY, ANY, 0, &[]);
+    let (z, d) = after(&b);
+    let replayed = zone("").apply(&d).unwrap();
+    assert!(heron_zone::diff::diff(&z, &replayed).is_empty());
+}
+
+#[test]
+fn a_change_that_breaks_the_zone_is_refused() {
+    // Two DNAMEs at one name: the zone's own checks refuse it.
+    let b = Builder::new()
+        .add("d.u.test", RType::DNAME, name("www.u.test").as_wire())
+        .add("d.u.test", RType::DNAME, name("ns.u.test").as_wire());
+    let r = run_with(&zone(""), &b, &everyone());
+    assert!(
+        matches!(&r, Err(e) if e.rcode == Rcode::REFUSED),
+        "{:?}",
+        r.err()
+    );
+}
+
+#[test]
+fn serial_policies_apply() {
+    let b = Builder::new().add("new.u.test", RType::A, &WWW_A);
+    for (policy, want) in [
+        (SerialPolicy::Increment, 11),
+        (SerialPolicy::UnixTime, 1_795_608_000),
+        (SerialPolicy::DateSerial, 2026112500),
+    ] {
+        let settings = UpdateSettings {
+            serial: policy,
+            ..everyone()
+        };
+        let Ok(Applied::Changed(z, _)) = run_with(&zone(""), &b, &settings) else {
+            panic!("{policy}");
+        };
+        assert_eq!(z.serial(), want, "{policy}");
+    }
+}
+
+// --- Permissions ---
+
+#[test]
+fn rules_refuse_what_they_do_not_allow() {
+    let rule = UpdateRule::parse("key k name www.u.test A", &name(ORIGIN)).unwrap();
+    let settings = UpdateSettings {
+        policy: UpdatePolicy::new(vec![rule]),
+        serial: SerialPolicy::Increment,
+    };
+    let run = |b: Builder| {
+        run_with(&zone(""), &b, &settings)
+            .map(|_| ())
+            .map_err(|e| e.rcode)
+    };
+    assert_eq!(
+        run(Builder::new().add("www.u.test", RType::A, &[10, 0, 0, 1])),
+        Ok(())
+    );
+    let refused = Err(Rcode::REFUSED);
+    assert_eq!(
+        run(Builder::new().add("www.u.test", RType::TXT, &txt("x"))),
+        refused
+    );
+    assert_eq!(
+        run(Builder::new().add("ftp.u.test", RType::A, &WWW_A)),
+        refused
+    );
+    // Deleting the name deletes its TXT too, which is not allowed.
+    assert_eq!(
+        run(Builder::new().update("www.u.test", RType::ANY, ANY, 0, &[])),
+        refused
+    );
+    // One change not allowed refuses the whole update.
+    let mixed = Builder::new()
+        .add("www.u.test", RType::A, &[10, 0, 0, 1])
+        .add("ftp.u.test", RType::A, &WWW_A);
+    assert_eq!(run(mixed), refused);
+    // Prerequisites are answered first (RFC 2136 3.2 before 3.3).
+    let failing = Builder::new()
+        .prereq("nope.u.test", RType::ANY, ANY, &[])
+        .add("ftp.u.test", RType::A, &WWW_A);
+    assert_eq!(run(failing), Err(Rcode::NXDOMAIN));
+}
+
+#[test]
+fn an_unsigned_request_matches_no_key_rule() {
+    let b = Builder::new().add("www.u.test", RType::A, &[10, 0, 0, 1]);
+    let update = parse(&b.bytes()).unwrap();
+    let who = Requester {
+        ip: "127.0.0.1".parse().unwrap(),
+        key: None,
+    };
+    let r = process(&zone(""), &update, &everyone(), who, 0);
+    assert!(matches!(r, Err(e) if e.rcode == Rcode::REFUSED));
+}
+
+// --- Whatever comes in ---
+
+/// A small deterministic generator (xorshift), so failures repeat.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+#[test]
+fn mutated_and_random_messages_never_panic() {
+    let z = zone("");
+    let seeds = [
+        Builder::new()
+            .prereq("www.u.test", RType::A, IN, &WWW_A)
+            .prereq("www.u.test", RType::ANY, ANY, &[])
+            .add("new.u.test", RType::MX, b"\x00\x0a\x03www\x01u\x04test\x00")
+            .update("www.u.test", RType::A, NONE, 0, &WWW_A)
+            .update("alias.u.test", RType::ANY, ANY, 0, &[])
+            .bytes(),
+        Builder::new()
+            .add("u.test", RType::NS, name("x.u.test").as_wire())
+            .update("u.test", RType::NS, NONE, 0, name("ns.u.test").as_wire())
+            .bytes(),
+    ];
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let key = key_k();
+    let who = Requester {
+        ip: "127.0.0.1".parse().unwrap(),
+        key: Some(&key),
+    };
+    let mut accepted = 0;
+    for round in 0..20_000 {
+        let mut msg = seeds[round % seeds.len()].clone();
+        match rng.below(4) {
+            0 => {
+                for _ in 0..1 + rng.below(4) {
+                    let at = rng.below(msg.len());
+                    msg[at] = rng.next() as u8;
+                }
+            }
+            1 => msg.truncate(rng.below(msg.len())),
+            2 => {
+                let at = rng.below(msg.len());
+                msg.insert(at, rng.next() as u8);
+            }
+            _ => {
+                let len = rng.below(200);
+                msg = (0..len).map(|_| rng.next() as u8).collect();
+            }
+        }
+        if let Ok(update) = parse(&msg) {
+            if process(&z, &update, &everyone(), who, 0).is_ok() {
+                accepted += 1;
+            }
+        }
+    }
+    // The mutations leave some updates whole, which must still work.
+    assert!(accepted > 100, "{accepted}");
+}
