@@ -759,7 +759,7 @@ async fn wait_for_signals(
     let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
     // Only now: a service manager may send SIGTERM or SIGHUP at once.
     notify::ready();
-    let mut resign = tokio::time::interval(crate::signing::REFRESH_CHECK);
+    let mut resign = tokio::time::interval(crate::plan::signing::REFRESH_CHECK);
     resign.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     resign.tick().await;
     loop {
@@ -771,7 +771,7 @@ async fn wait_for_signals(
                 reload(catalog, files, transfers, "SIGHUP", Selection::default()).await;
             }
             _ = resign.tick() => {
-                let due = crate::signing::zones_due(&catalog.load_full(), &files.lock().unwrap());
+                let due = crate::plan::signing::zones_due(&catalog.load_full(), &files.lock().unwrap());
                 if !due.is_empty() {
                     let selection = Selection { zones: Some(due), force: true };
                     reload(catalog, files, transfers, "signatures due", selection).await;

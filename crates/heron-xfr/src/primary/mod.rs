@@ -20,6 +20,7 @@ use crate::acl::{Acl, Prefix};
 use crate::journal;
 use crate::journal::files::{self as journal_files, History, JournalWriter};
 use crate::serial;
+use crate::update::UpdateSettings;
 
 pub use crate::timers::notify_out::NotifyTarget;
 
@@ -33,15 +34,30 @@ pub struct ZonePolicy {
     /// Secondaries told about every new serial.
     pub notify: Vec<NotifyTarget>,
     /// Where the zone's journal is kept across restarts (None: in memory
-    /// only). Used only if someone may transfer the zone.
+    /// only). Used only if someone may transfer or update the zone.
     pub journal_file: Option<PathBuf>,
+    /// Who may change the zone by dynamic update, and how its serial
+    /// moves on (nobody by default).
+    pub update: UpdateSettings,
 }
 
 impl ZonePolicy {
+    /// Whether the zone keeps a history of its versions: someone may
+    /// transfer it (by IXFR) or update it (the journal is what keeps the
+    /// updates across restarts).
+    pub fn keeps_history(&self) -> bool {
+        !self.allow_transfer.is_empty() || self.takes_updates()
+    }
+
+    /// Whether someone may update the zone.
+    pub fn takes_updates(&self) -> bool {
+        !self.update.policy.is_empty()
+    }
+
     /// The file the zone's journal is kept in, if any: there is a journal
-    /// only if someone may transfer the zone.
+    /// only if someone may transfer or update the zone.
     pub fn journal_path(&self) -> Option<&Path> {
-        if self.allow_transfer.is_empty() {
+        if !self.keeps_history() {
             return None;
         }
         self.journal_file.as_deref()
@@ -211,7 +227,7 @@ impl Primary {
         if !self.serial_moved_on(old, new) {
             return false;
         }
-        if self.policy(new.origin()).allow_transfer.is_empty() {
+        if !self.policy(new.origin()).keeps_history() {
             tracing::info!(
                 "zone {}: serial {} -> {}",
                 new.origin(),
@@ -241,7 +257,7 @@ impl Primary {
         if !self.serial_moved_on(old, new) {
             return false;
         }
-        if !self.policy(new.origin()).allow_transfer.is_empty() {
+        if self.policy(new.origin()).keeps_history() {
             self.record(new.origin(), steps);
         }
         true

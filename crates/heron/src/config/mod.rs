@@ -84,6 +84,7 @@ pub(crate) use heron_xfr::secondary::kept_file::{ZONE_PLACEHOLDER, pattern_file,
 use heron_xfr::secondary::receive::TransferLimits;
 use heron_xfr::secondary::refresh::{Primaries, SecondaryZone, TimerBounds};
 use heron_xfr::secondary::tls::{TlsClients, XotTrust};
+use heron_xfr::update::{SerialPolicy, UpdatePolicy, UpdateRule, UpdateSettings};
 use heron_zone::AnswerConfig;
 use serde::Deserialize;
 
@@ -500,6 +501,12 @@ pub struct ZoneEntry {
     pub dnssec_policy: Option<String>,
     /// Where the zone's keys are; default `keys` by the configuration.
     pub key_directory: Option<PathBuf>,
+    /// Dynamic update rules, "[PREFIX] [key NAME] KIND [TARGET] TYPE...".
+    #[serde(default)]
+    pub allow_update: Vec<String>,
+    /// How an update moves the SOA serial on: "increment" (the default),
+    /// "unixtime" or "dateserial".
+    pub serial: Option<String>,
 }
 
 /// Zones that share their settings, their files named by a pattern: what
@@ -838,6 +845,31 @@ fn keep_zones_loaded_from_files(
     zones.shrink_to_fit();
 }
 
+/// One `[[zone]]`: its file and signing, and its transfer and update
+/// settings.
+fn zone_entry(
+    entry: &ZoneEntry,
+    keys: &[Key],
+    base: &Path,
+    policies_by_name: &HashMap<String, std::sync::Arc<heron_dnssec::policy::Policy>>,
+) -> Result<(ZoneSpec, ZoneSettings), String> {
+    let mut options = entry.options();
+    if !entry.allow_update.is_empty() && options.journal == Some(true) {
+        // Kept for the updates, whoever may transfer the zone.
+        options.journal = None;
+    }
+    let mut settings = zone_settings(options, keys)?;
+    let mut spec = zone_spec(&entry.origin, &base.join(&entry.file))?;
+    let policy = entry.dnssec_policy.as_deref();
+    let dir = entry.key_directory.as_deref();
+    spec.signing = dnssec::zone_signing(policy, dir, policies_by_name, base)?;
+    if spec.signing.is_some() && !entry.primaries.is_empty() {
+        return Err("dnssec-policy is for primary zones (not with primaries)".into());
+    }
+    settings.policy.update = update_settings(entry, &spec.origin, keys)?;
+    Ok((spec, settings))
+}
+
 /// `[[zone]]`, `[[zone-group]]` and `[[catalog]]`: the zones, the origins
 /// of the single zones, and the catalogs consumed.
 fn read_zones(
@@ -851,17 +883,7 @@ fn read_zones(
     let mut zones = Zones::default();
     let mut single_zones = Vec::with_capacity(file.zones.len());
     for entry in &file.zones {
-        let settings = zone_settings(entry.options(), keys);
-        let spec = zone_spec(&entry.origin, &base.join(&entry.file)).and_then(|mut spec| {
-            let policy = entry.dnssec_policy.as_deref();
-            let dir = entry.key_directory.as_deref();
-            spec.signing = dnssec::zone_signing(policy, dir, policies_by_name, base)?;
-            if spec.signing.is_some() && !entry.primaries.is_empty() {
-                return Err("dnssec-policy is for primary zones (not with primaries)".into());
-            }
-            Ok(spec)
-        });
-        match settings.and_then(|settings| Ok((spec?, settings))) {
+        match zone_entry(entry, keys, base, policies_by_name) {
             Ok((spec, settings)) => {
                 single_zones.push(spec.origin.clone());
                 match catalogs::generated(entry, &spec, &settings) {
@@ -1301,6 +1323,54 @@ fn keep_shared_journals_in_memory(
     warnings
 }
 
+/// A zone's `allow-update` rules and `serial` policy. Every key a rule
+/// names must be defined; a secondary zone takes no updates (they go to
+/// its primary), and updates need the journal on disk, which is what
+/// keeps them across restarts.
+fn update_settings(
+    entry: &ZoneEntry,
+    origin: &Name,
+    keys: &[Key],
+) -> Result<UpdateSettings, String> {
+    let mut rules = Vec::with_capacity(entry.allow_update.len());
+    for text in &entry.allow_update {
+        let rule =
+            UpdateRule::parse(text, origin).map_err(|e| format!("allow-update '{text}': {e}"))?;
+        if let Some(key) = rule
+            .key
+            .as_ref()
+            .filter(|k| !keys.iter().any(|d| d.name == **k))
+        {
+            return Err(format!(
+                "allow-update '{text}': key {key} is not defined in a [[key]] section"
+            ));
+        }
+        rules.push(rule);
+    }
+    let serial = match &entry.serial {
+        Some(text) => text.parse()?,
+        None => SerialPolicy::default(),
+    };
+    if rules.is_empty() {
+        return match entry.serial {
+            Some(_) => Err("serial is set, but allow-update is empty: only updates use it".into()),
+            None => Ok(UpdateSettings::default()),
+        };
+    }
+    if !entry.primaries.is_empty() {
+        return Err("allow-update on a secondary zone: updates go to its primary".into());
+    }
+    if entry.journal == Some(false) {
+        return Err(
+            "allow-update with journal = false: updates are kept across restarts by the journal on disk".into(),
+        );
+    }
+    Ok(UpdateSettings {
+        policy: UpdatePolicy::new(rules),
+        serial,
+    })
+}
+
 /// Whether a zone's journal is kept in a file: unless `journal = false`.
 /// There is a journal only for zones someone may transfer, so an explicit
 /// `journal = true` without `allow-transfer` is a mistake.
@@ -1343,7 +1413,7 @@ impl Zones {
         }
         if *policy != ZonePolicy::default() {
             let mut policy = policy.clone();
-            if *keep_journal && !policy.allow_transfer.is_empty() {
+            if *keep_journal && policy.keeps_history() {
                 policy.journal_file = Some(journal_file::path_for(&spec.file));
             }
             self.policies.insert(spec.origin.clone(), policy);
@@ -1484,6 +1554,8 @@ fn zone_policy(
         notify: notify.collect::<Result<_, String>>()?,
         // Each zone's own, set when it is added.
         journal_file: None,
+        // A `[[zone]]`'s own, set from its `allow-update`.
+        update: Default::default(),
     })
 }
 
@@ -1949,6 +2021,75 @@ udp-coalesce-us = 1001
             !s.policies.contains_key(&Name::parse("b.test").unwrap()),
             "no settings: closed"
         );
+    }
+
+    #[test]
+    fn allow_update_rules_serial_and_their_journal() {
+        let s = parse(&format!(
+            "{KEY}[[zone]]\norigin = \"u.test\"\nfile = \"u\"\n\
+             allow-update = [\"key xfr name _acme-challenge.u.test TXT\", \"127.0.0.0/8 zonesub ANY\"]\n\
+             serial = \"dateserial\"\n"
+        ))
+        .unwrap();
+        let p = &s.policies[&Name::parse("u.test").unwrap()];
+        assert_eq!(p.update.policy.rules().len(), 2);
+        assert_eq!(p.update.serial, SerialPolicy::DateSerial);
+        assert!(p.takes_updates() && p.allow_transfer.is_empty());
+        assert!(
+            p.journal_path().is_some(),
+            "updates are journaled without allow-transfer"
+        );
+        let who = heron_xfr::update::Requester {
+            ip: "192.0.2.1".parse().unwrap(),
+            key: Some(&Name::parse("xfr").unwrap()),
+        };
+        let acme = Name::parse("_acme-challenge.u.test").unwrap();
+        assert!(p.update.policy.allows(who, &acme, heron_proto::RType::TXT));
+        assert!(!p.update.policy.allows(who, &acme, heron_proto::RType::A));
+    }
+
+    #[test]
+    fn allow_update_mistakes_are_reported() {
+        let zone =
+            |lines: &str| format!("{KEY}[[zone]]\norigin = \"u.test\"\nfile = \"u\"\n{lines}\n");
+        for (text, says) in [
+            (
+                zone("allow-update = [\"key nokey zonesub ANY\"]"),
+                "not defined",
+            ),
+            (zone("allow-update = [\"key xfr zonesub\"]"), "no types"),
+            (
+                zone("allow-update = [\"key xfr name www.other.test A\"]"),
+                "outside the zone",
+            ),
+            (
+                zone("allow-update = [\"key xfr everything A\"]"),
+                "unknown rule kind",
+            ),
+            (
+                zone("allow-update = [\"10.0.0.0/8 self A\"]"),
+                "needs a key",
+            ),
+            (
+                zone("allow-update = [\"key xfr zonesub ANY\"]\nserial = \"often\""),
+                "serial",
+            ),
+            (zone("serial = \"unixtime\""), "allow-update is empty"),
+            (
+                zone("allow-update = [\"key xfr zonesub ANY\"]\njournal = false"),
+                "journal = false",
+            ),
+            (
+                zone("allow-update = [\"key xfr zonesub ANY\"]\nprimaries = [\"192.0.2.1\"]"),
+                "secondary zone",
+            ),
+        ] {
+            let errors = parse(&text).unwrap_err();
+            assert!(
+                errors.iter().any(|e| e.contains(says)),
+                "{text}: {errors:?}"
+            );
+        }
     }
 
     #[test]

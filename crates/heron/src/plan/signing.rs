@@ -23,7 +23,7 @@ pub const REFRESH_CHECK: std::time::Duration = std::time::Duration::from_secs(36
 /// the next check.
 pub fn zones_due(
     catalog: &heron_zone::Catalog,
-    files: &crate::reload::ZoneFiles,
+    files: &crate::plan::zone_files::ZoneFiles,
 ) -> std::collections::HashSet<Name> {
     let now = heron_proto::time::unix_now();
     let within = REFRESH_CHECK.as_secs() as u32;
