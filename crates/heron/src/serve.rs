@@ -771,7 +771,7 @@ async fn wait_for_signals(
                 reload(catalog, files, transfers, "SIGHUP", Selection::default()).await;
             }
             _ = resign.tick() => {
-                let due = crate::plan::signing::zones_due(&catalog.load_full(), &files.lock().unwrap());
+                let due = crate::plan::signing::zones_due(&catalog.load_full(), files.lock().unwrap().signed_zones());
                 if !due.is_empty() {
                     let selection = Selection { zones: Some(due), force: true };
                     reload(catalog, files, transfers, "signatures due", selection).await;

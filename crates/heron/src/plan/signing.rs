@@ -19,15 +19,15 @@ use crate::config::dnssec::Signing;
 /// refresh (each is re-signed then, keeping the signatures not due).
 pub const REFRESH_CHECK: std::time::Duration = std::time::Duration::from_secs(3600);
 
-/// The signed zones (lower-cased) with a signature due for refresh before
-/// the next check.
+/// Of the `signed` zones (`ZoneFiles::signed_zones`), those (lower-cased)
+/// with a signature due for refresh before the next check.
 pub fn zones_due(
     catalog: &heron_zone::Catalog,
-    files: &crate::plan::zone_files::ZoneFiles,
+    signed: Vec<(Name, std::sync::Arc<Signing>)>,
 ) -> std::collections::HashSet<Name> {
     let now = heron_proto::time::unix_now();
     let within = REFRESH_CHECK.as_secs() as u32;
-    (files.signed_zones().into_iter())
+    (signed.into_iter())
         .filter(|(origin, signing)| {
             catalog.get(origin).is_some_and(|zone| {
                 heron_dnssec::sign::refresh_due(zone, now, signing.policy.signature_refresh, within)
