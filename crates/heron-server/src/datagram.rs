@@ -14,7 +14,10 @@
 //! address (RRL reads the address alone) and pays one branch per layer
 //! that is off.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::sync::Arc;
+
+use heron_proto::Rcode;
 
 use heron_proto::message::Query;
 use heron_zone::Transport::Udp;
@@ -26,6 +29,7 @@ use crate::processor::{self, Event, Outcome, Plain, Request};
 use crate::rrl::Charge;
 use crate::service::{Service, unix_now};
 use crate::udp::limit::Limiter;
+use crate::update::Reply;
 
 /// Where a datagram came from, decoded only when a layer asks.
 pub trait PeerAddress {
@@ -118,6 +122,9 @@ pub struct Layers<'a> {
     tap: Option<&'a Tap>,
     /// When the batch was received (dnstap's query time).
     received: std::time::Instant,
+    /// The socket an UPDATE's answer is sent from, later, by the update
+    /// task; None (XDP): UPDATE is answered NOTIMP at once.
+    reply_socket: Option<&'a Arc<UdpSocket>>,
 }
 
 impl<'a> Layers<'a> {
@@ -135,7 +142,14 @@ impl<'a> Layers<'a> {
             local,
             tap: processor.tap(),
             received,
+            reply_socket: None,
         }
+    }
+
+    /// UPDATEs are answered from `socket` once applied.
+    pub fn with_reply_socket(mut self, socket: &'a Arc<UdpSocket>) -> Layers<'a> {
+        self.reply_socket = Some(socket);
+        self
     }
 
     /// Every layer for a whole batch, `prepared` from its queries, in one
@@ -325,6 +339,20 @@ impl<'a> Layers<'a> {
         let processor = &self.service.processor;
         let outcome = processor.process_parsed(&udp_request(query, address), q, response, events);
         self.service.dispatch(events);
+        let outcome = match outcome {
+            Outcome::Update(request) => match self.reply_socket {
+                Some(socket) => {
+                    let reply = Reply::Datagram(socket.clone());
+                    self.service.submit_update(request, reply);
+                    return false;
+                }
+                None => {
+                    *response = request.response(Rcode::NOTIMP, unix_now());
+                    Outcome::Response
+                }
+            },
+            other => other,
+        };
         let sent = matches!(outcome, Outcome::Response);
         self.tap(query, || Some(address), response, sent);
         sent

@@ -34,6 +34,7 @@ pub mod stats;
 pub mod tcp;
 pub mod tls;
 pub mod udp;
+pub mod update;
 pub mod xdp;
 
 use std::net::SocketAddr;

@@ -12,9 +12,13 @@ use heron_xfr::stats::ZoneStats;
 
 use tokio::sync::{Semaphore, SemaphorePermit, mpsc};
 
-use crate::processor::{Event, NotifyReceived, Processor, Refusal};
+use heron_proto::Rcode;
+use tokio::sync::mpsc::error::TrySendError;
+
+use crate::processor::{Event, NotifyReceived, Processor, Refusal, UpdateRequest};
 use crate::stats::Stats;
 use crate::udp::limit::RrlTotals;
+use crate::update::{Reply, Update, UpdateSender};
 
 /// Outgoing transfers running at once; more wait their turn.
 const MAX_TRANSFERS: usize = 64;
@@ -34,6 +38,9 @@ pub struct Service {
     /// Transfers and NOTIFYs out per primary zone (a secondary zone's
     /// counts are the refresh driver's).
     pub zones: Arc<ZoneStats>,
+    /// Where admitted UPDATEs go; None: nobody takes them (answered
+    /// SERVFAIL).
+    updates: Option<UpdateSender>,
 }
 
 impl Service {
@@ -50,6 +57,33 @@ impl Service {
             rrl: RrlTotals::default(),
             stats: Arc::default(),
             zones: Arc::default(),
+            updates: None,
+        }
+    }
+
+    /// Hands admitted UPDATEs to `updates` (the update task's queue).
+    pub fn with_updates(mut self, updates: UpdateSender) -> Service {
+        self.updates = Some(updates);
+        self
+    }
+
+    /// Queues an admitted UPDATE for the update task; one that cannot be
+    /// queued (the queue full, or no task) is answered SERVFAIL now.
+    pub fn submit_update(&self, request: Box<UpdateRequest>, reply: Reply) {
+        let update = Update::new(request, reply);
+        let Some(queue) = &self.updates else {
+            return update.answer_rcode(Rcode::SERVFAIL);
+        };
+        if let Err(e) = queue.try_send(update) {
+            let update = match e {
+                TrySendError::Full(u) | TrySendError::Closed(u) => u,
+            };
+            tracing::debug!(
+                "UPDATE of {} from {}: the update queue is full; answered SERVFAIL",
+                update.request.origin,
+                update.request.peer
+            );
+            update.answer_rcode(Rcode::SERVFAIL);
         }
     }
 

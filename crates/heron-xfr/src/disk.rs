@@ -33,7 +33,9 @@ pub(crate) fn folder(path: &Path) -> &Path {
 /// files `written` (appended to, created or removed) durable, renames the
 /// `.tmp` files over `renamed`, and makes the renames durable. If a sync
 /// fails nothing is renamed: the files stay as they were.
-pub(crate) fn install(renamed: &[&Path], written: &[&Path]) {
+/// Returns whether the files are durable (false: a folder could not be
+/// synced).
+pub(crate) fn install(renamed: &[&Path], written: &[&Path]) -> bool {
     let all = renamed.iter().chain(written);
     let folders: BTreeSet<&Path> = all.map(|p| folder(p)).collect();
     for dir in &folders {
@@ -44,7 +46,7 @@ pub(crate) fn install(renamed: &[&Path], written: &[&Path]) {
                 "syncing {}: {e}; files there stay as they were",
                 dir.display()
             );
-            return;
+            return false;
         }
     }
     for path in renamed {
@@ -55,6 +57,7 @@ pub(crate) fn install(renamed: &[&Path], written: &[&Path]) {
     for dir in &folders {
         let _ = File::open(dir).and_then(|d| d.sync_all());
     }
+    true
 }
 
 /// Folders with at least this many of the paths asked about are listed

@@ -90,6 +90,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
     let mut files = zone_files(&args, &settings);
     let (mut catalog, journals) =
         load_catalog_and_find_journals(use_example, &mut files, &settings);
+    crate::runtime::update::replay_journals(&mut catalog, &settings.policies);
     catalog_producer::insert_kept(&settings.generated_catalogs, &mut catalog);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
@@ -489,7 +490,11 @@ async fn serve(
     let (keeper, refresh_commands) = running.unzip();
     let service = Arc::new(
         (queries.service(catalog.clone(), server.answer.clone()))
-            .with_zone_stats(transfers.zone_stats.clone()),
+            .with_zone_stats(transfers.zone_stats.clone())
+            .with_updates(crate::runtime::update::start(
+                catalog.clone(),
+                transfers.clone(),
+            )),
     );
     let mut transports = start_transports(&server, &service, &transfers)?;
     let metrics = bind_metrics(process.metrics.as_ref())?;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use heron_proto::message::Query;
 use heron_proto::{Name, Opcode, RType};
 use heron_xfr::acl::{Acl, Denied, Prefix};
+use heron_xfr::update::Requester;
 use heron_zone::{Catalog, Served, Zone};
 
 use super::{Processor, Refusal, Request, Transport};
@@ -26,6 +27,9 @@ pub(super) enum Admission {
     Transfer(Arc<Zone>),
     /// A NOTIFY for this secondary zone (lower-cased origin), allowed.
     Notify(Name),
+    /// An UPDATE of this zone (lower-cased origin) from a sender some
+    /// `allow-update` rule is for; each change is checked later.
+    Update(Name),
     Refuse(Refusal),
 }
 
@@ -47,6 +51,9 @@ pub(super) fn admit(p: &Processor, catalog: &Catalog, req: &Request, q: &Query) 
             Err(why) => Admission::Refuse(Refusal::NotifyDenied(why)),
         };
     }
+    if q.header.opcode() == Opcode::UPDATE {
+        return admit_update(p, catalog, ip, key.as_ref(), q);
+    }
     match q.qtype {
         RType::AXFR if req.transport == Transport::Udp => Admission::Refuse(Refusal::AxfrOverUdp),
         RType::AXFR | RType::IXFR => {
@@ -67,6 +74,34 @@ pub(super) fn admit(p: &Processor, catalog: &Catalog, req: &Request, q: &Query) 
             },
             None => Admission::Query,
         },
+    }
+}
+
+/// An UPDATE: a zone without `allow-update` answers as before (the
+/// engine's NOTIMP); one we do not serve is NOTAUTH (RFC 2136 3.1.2);
+/// a sender no rule is for is REFUSED before the message is read.
+fn admit_update(
+    p: &Processor,
+    catalog: &Catalog,
+    ip: IpAddr,
+    key: Option<&Name>,
+    q: &Query,
+) -> Admission {
+    let origin = q.qname_lower.to_name();
+    let policy = p.primary.policy(&origin);
+    if !policy.takes_updates() {
+        return Admission::Query;
+    }
+    if catalog
+        .get(&origin)
+        .filter(|z| z.class() == q.qclass)
+        .is_none()
+    {
+        return Admission::Refuse(Refusal::UpdateNotServed);
+    }
+    match policy.update.policy.admits(Requester { ip, key }) {
+        true => Admission::Update(origin),
+        false => Admission::Refuse(Refusal::UpdateDenied),
     }
 }
 

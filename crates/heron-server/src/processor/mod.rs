@@ -70,6 +70,7 @@ mod size;
 pub mod tap;
 pub mod transfer;
 mod tsig;
+pub mod update;
 
 #[cfg(test)]
 mod tests;
@@ -97,6 +98,7 @@ use log_limit::{LOG_INTERVAL, LogLimiter};
 use replay::ReplayCache;
 use tap::Tap;
 pub use transfer::{Messages, Transfer};
+pub use update::UpdateRequest;
 
 /// How a query arrived.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,6 +143,9 @@ pub enum Outcome {
     /// A zone transfer: pull its messages one at a time
     /// ([`Transfer::messages`]) and write each as it comes.
     Transfer(Box<Transfer>),
+    /// A dynamic update, for the update task to apply and answer
+    /// ([`UpdateRequest::response`]); nothing is written yet.
+    Update(Box<UpdateRequest>),
 }
 
 /// What happened that someone outside the processor acts on or counts.
@@ -180,6 +185,10 @@ pub enum Refusal {
     /// A query `allow-query` does not allow (REFUSED with Extended DNS
     /// Error 18, Prohibited).
     QueryDenied(Denied),
+    /// An UPDATE for a zone we do not serve (NOTAUTH).
+    UpdateNotServed,
+    /// An UPDATE from a sender no `allow-update` rule is for (REFUSED).
+    UpdateDenied,
 }
 
 /// Whether `q` asked for an EDNS option [`Processor::add_options`] may
@@ -223,7 +232,7 @@ pub enum Plain {
 
 impl Refusal {
     /// How many kinds there are, for counters indexed by [`Refusal::kind`].
-    pub const KINDS: usize = 9;
+    pub const KINDS: usize = 11;
 
     /// A name for each kind, in the order of [`Refusal::kind`].
     pub const KIND_NAMES: [&'static str; Refusal::KINDS] = [
@@ -236,6 +245,8 @@ impl Refusal {
         "notify-denied",
         "query-denied",
         "tsig-replay",
+        "update-not-served",
+        "update-denied",
     ];
 
     /// A number below [`Refusal::KINDS`], one per variant (the reason a
@@ -251,6 +262,8 @@ impl Refusal {
             Refusal::NotifyDenied(_) => 6,
             Refusal::QueryDenied(_) => 7,
             Refusal::TsigReplay => 8,
+            Refusal::UpdateNotServed => 9,
+            Refusal::UpdateDenied => 10,
         }
     }
 
@@ -271,13 +284,15 @@ impl Refusal {
             Refusal::Tsig
             | Refusal::TsigReplay
             | Refusal::ZoneNotServed
+            | Refusal::UpdateNotServed
             | Refusal::NotSecondary => Rcode::NOTAUTH,
             Refusal::IxfrWithoutSoa => Rcode::FORMERR,
             // As NSD and Knot: AXFR needs a stream (RFC 5936 4.2).
             Refusal::AxfrOverUdp => Rcode::NOTIMP,
-            Refusal::TransferDenied(_) | Refusal::NotifyDenied(_) | Refusal::QueryDenied(_) => {
-                Rcode::REFUSED
-            }
+            Refusal::TransferDenied(_)
+            | Refusal::NotifyDenied(_)
+            | Refusal::QueryDenied(_)
+            | Refusal::UpdateDenied => Rcode::REFUSED,
         }
     }
 }
@@ -294,6 +309,8 @@ impl fmt::Display for Refusal {
             Refusal::NotSecondary => f.write_str("NOTIFY for a zone we are not secondary for"),
             Refusal::NotifyDenied(why) => write!(f, "NOTIFY ({why})"),
             Refusal::QueryDenied(why) => write!(f, "query ({why})"),
+            Refusal::UpdateNotServed => f.write_str("UPDATE of a zone not served"),
+            Refusal::UpdateDenied => f.write_str("UPDATE (no allow-update rule for the sender)"),
         }
     }
 }
@@ -706,6 +723,7 @@ impl Processor {
                 notify::accept(d, origin, &self.notify_log, out, events);
                 return Outcome::Response;
             }
+            Admission::Update(origin) => return update::hand_off(d, origin),
         };
         result.unwrap_or_else(|refusal| {
             self.refuse(d, refusal, out, events);

@@ -29,7 +29,14 @@ pub(super) fn take_input(
 /// transfers they asked for.
 pub(super) struct Replies {
     pub(super) framed: Vec<u8>,
-    pub(super) transfers: Vec<Transfer>,
+    pub(super) transfers: Vec<Later>,
+}
+
+/// What is written after the responses of a read: a transfer, or the
+/// answer to an UPDATE once the update task gives it.
+pub(super) enum Later {
+    Transfer(Box<Transfer>),
+    Update(oneshot::Receiver<Vec<u8>>),
 }
 
 thread_local! {
@@ -125,14 +132,37 @@ pub(super) async fn write_all<S: AsyncWrite + Unpin>(
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))?
 }
 
+/// Waits for an UPDATE's answer, up to [`UPDATE_WAIT`], and writes it;
+/// one not given in time (or dropped at shutdown) gets none.
+async fn send_update_answer<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    answer: oneshot::Receiver<Vec<u8>>,
+    shared: &Shared,
+) -> io::Result<()> {
+    let Ok(Ok(response)) = timeout(UPDATE_WAIT, answer).await else {
+        return Ok(());
+    };
+    let mut framed = Vec::with_capacity(response.len() + 2);
+    framed.extend_from_slice(&(response.len() as u16).to_be_bytes());
+    framed.extend_from_slice(&response);
+    write_all(stream, &framed, shared.idle).await
+}
+
+/// How long a connection waits for the update task's answer to an
+/// UPDATE (a journal write, a sync); the task answers far sooner.
+const UPDATE_WAIT: Duration = Duration::from_secs(30);
+
 pub(super) async fn send_transfers<S: AsyncWrite + Unpin>(
     stream: &mut S,
-    transfers: Vec<Transfer>,
+    transfers: Vec<Later>,
     peer: SocketAddr,
     shared: &Shared,
 ) -> io::Result<()> {
-    for transfer in transfers {
-        send_transfer(stream, transfer, peer, shared).await?;
+    for later in transfers {
+        match later {
+            Later::Transfer(transfer) => send_transfer(stream, *transfer, peer, shared).await?,
+            Later::Update(answer) => send_update_answer(stream, answer, shared).await?,
+        }
     }
     Ok(())
 }
@@ -231,8 +261,9 @@ pub(super) struct Output<'a> {
     pub(super) response: &'a mut Vec<u8>,
     /// Framed responses, ready to write.
     pub(super) framed: &'a mut Vec<u8>,
-    /// Transfers to send once the responses are written.
-    pub(super) transfers: &'a mut Vec<Transfer>,
+    /// Transfers (and UPDATE answers) to send once the responses are
+    /// written.
+    pub(super) transfers: &'a mut Vec<Later>,
 }
 
 /// Answers the whole length-prefixed messages at the front of `input`,
@@ -285,7 +316,12 @@ pub(super) fn answer_complete_messages(
                 out.framed.extend_from_slice(out.response);
             }
             Outcome::Nothing => {}
-            Outcome::Transfer(transfer) => out.transfers.push(*transfer),
+            Outcome::Transfer(transfer) => out.transfers.push(Later::Transfer(transfer)),
+            Outcome::Update(request) => {
+                let (answer, answered) = oneshot::channel();
+                service.submit_update(request, Reply::Stream(answer));
+                out.transfers.push(Later::Update(answered));
+            }
         }
         at += 2 + len;
     }

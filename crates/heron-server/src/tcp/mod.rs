@@ -54,7 +54,7 @@ use std::time::{Duration, Instant};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::time::{Sleep, timeout};
 
 use heron_proto::prefix::Prefix;
@@ -64,6 +64,7 @@ use crate::processor::{Event, Outcome, Request, Transfer, Transport};
 use crate::service::{Service, unix_now};
 use crate::stats::{Limit, Via, qtype_of};
 use crate::tls::TlsAcceptor;
+use crate::update::Reply;
 
 /// Bytes read per system call, into the thread's [`READ_BUFFER`].
 const READ_CHUNK: usize = 8192;

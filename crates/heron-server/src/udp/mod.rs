@@ -86,6 +86,8 @@ pub fn spawn_workers(
         if i == 0 {
             warn_if_small_buffer(&socket, addr);
         }
+        // The same socket, for the update task to answer UPDATEs from.
+        let reply_socket = Arc::new(socket.try_clone()?);
         let (service, stop) = (service.clone(), stop.clone());
         let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
         let handle = std::thread::Builder::new()
@@ -105,6 +107,7 @@ pub fn spawn_workers(
                     events: Vec::new(),
                     pending: Vec::with_capacity(MAX_BATCH),
                     limiter,
+                    reply_socket,
                 };
                 run_loop(&socket, &stop, coalesce, segment, worker)
             })?;
@@ -130,6 +133,8 @@ struct Worker {
     limiter: Option<Limiter>,
     /// This worker's counters.
     cells: Arc<Cells>,
+    /// Its socket, shared with the update task (which answers UPDATEs).
+    reply_socket: Arc<UdpSocket>,
 }
 
 // A batch is answered with its memory loads overlapped
@@ -141,7 +146,8 @@ impl Handler for Worker {
         let catalog = self.catalog.load();
         let service = &self.service;
         let at = (self.local, batch.received_at());
-        let layers = Layers::new(service, catalog, service.processor.config(), at);
+        let layers = Layers::new(service, catalog, service.processor.config(), at)
+            .with_reply_socket(&self.reply_socket);
         let mut slots = Default::default();
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);

@@ -17,11 +17,12 @@ use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
-use crate::journal::Journal;
 use crate::journal::file::{self, FileChange, FileSize, StartOver};
+use crate::journal::{Journal, serial_of};
 use heron_proto::Name;
 use heron_zone::Zone;
 use heron_zone::diff::ZoneDiff;
@@ -67,16 +68,26 @@ enum Message {
 /// Hands changes to the thread that writes the journal files.
 pub(crate) struct JournalWriter {
     messages: Sender<Message>,
+    /// Files not written, since the start.
+    failures: Arc<AtomicU64>,
 }
 
 impl JournalWriter {
     /// Starts the writer thread; it ends when the writer is dropped.
     pub(crate) fn start() -> io::Result<JournalWriter> {
         let (messages, queue) = channel();
+        let failures = Arc::new(AtomicU64::new(0));
+        let counted = failures.clone();
         std::thread::Builder::new()
             .name("journal-files".into())
-            .spawn(move || run(queue))?;
-        Ok(JournalWriter { messages })
+            .spawn(move || run(queue, &counted))?;
+        Ok(JournalWriter { messages, failures })
+    }
+
+    /// Files not written since the start: a caller that must know its
+    /// change is on disk compares this before and after a flush.
+    pub(crate) fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Acquire)
     }
 
     pub(crate) fn change(&self, path: &Path, origin: &Name, change: FileChange) {
@@ -112,7 +123,7 @@ impl Pending {
     }
 }
 
-fn run(queue: Receiver<Message>) {
+fn run(queue: Receiver<Message>, failures: &AtomicU64) {
     while let Ok(first) = queue.recv() {
         let mut batch: HashMap<PathBuf, Pending> = HashMap::new();
         let mut flushes = Vec::new();
@@ -129,7 +140,8 @@ fn run(queue: Receiver<Message>) {
                 Message::Flush(done) => flushes.push(done),
             }
         }
-        commit(&batch);
+        let failed = commit(&batch);
+        failures.fetch_add(failed as u64, Ordering::Release);
         for done in flushes {
             let _ = done.send(());
         }
@@ -140,8 +152,9 @@ fn run(queue: Receiver<Message>) {
 /// read-only folder of 100,000 zones would otherwise log 100,000 lines).
 const FAILURES_LOGGED: usize = 10;
 
-/// Writes every file of the batch, then makes them durable together.
-fn commit(batch: &HashMap<PathBuf, Pending>) {
+/// Writes every file of the batch, then makes them durable together;
+/// returns how many could not be written.
+fn commit(batch: &HashMap<PathBuf, Pending>) -> usize {
     let mut renamed: Vec<&Path> = Vec::new();
     let mut written: Vec<&Path> = Vec::new();
     let mut failed = 0;
@@ -167,9 +180,10 @@ fn commit(batch: &HashMap<PathBuf, Pending>) {
             failed - FAILURES_LOGGED
         );
     }
-    if !renamed.is_empty() || !written.is_empty() {
-        disk::install(&renamed, &written);
+    if (!renamed.is_empty() || !written.is_empty()) && !disk::install(&renamed, &written) {
+        failed += renamed.len() + written.len();
     }
+    failed
 }
 
 enum Written {
@@ -241,6 +255,45 @@ pub fn find<'p>(files: impl IntoIterator<Item = (&'p Name, &'p Path)>) -> Found 
             .map(|(o, p)| (o.clone(), p.to_path_buf()))
             .collect(),
     )
+}
+
+/// The steps of the journal file at `path` (of zone `origin`) that lead
+/// on from serial `served`, in order: what dynamic updates changed since
+/// the zone file was written, to apply to the zone loaded from it. Empty
+/// when the history ends at `served` (or the file is empty, or absent);
+/// an error when the history does not reach `served` at all (the file
+/// was written for another version of the zone).
+pub fn steps_after(path: &Path, origin: &Name, served: u32) -> Result<Vec<ZoneDiff>, String> {
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let reader =
+        file::JournalReader::new(io::BufReader::new(file), len).map_err(|e| e.to_string())?;
+    if reader.origin() != origin {
+        return Err(format!("it holds the journal of {}", reader.origin()));
+    }
+    let mut steps: Vec<ZoneDiff> = Vec::new();
+    let mut newest = None;
+    for step in reader {
+        let (from, to) = (serial_of(&step.old_soa), serial_of(&step.new_soa));
+        if from == served {
+            steps.clear(); // the history may pass `served` more than once
+        }
+        let follows = steps.last().is_some_and(|s| serial_of(&s.new_soa) == from);
+        if from == served || follows {
+            steps.push(step);
+        }
+        newest = Some(to);
+    }
+    match newest {
+        Some(n) if n != served && steps.is_empty() => Err(format!(
+            "it ends at serial {n} and has no step from serial {served}, the zone file's"
+        )),
+        _ => Ok(steps),
+    }
 }
 
 /// What [`restore`] found.

@@ -251,6 +251,31 @@ impl Primary {
         true
     }
 
+    /// Records the steps dynamic updates made, in order (the first from
+    /// the version served). [`Primary::flush_journal_files`] then makes
+    /// them durable; [`Primary::journal_failures`] says whether a write
+    /// failed meanwhile.
+    pub fn zone_updated(&self, origin: &Name, steps: Vec<ZoneDiff>) {
+        self.record(origin, steps);
+    }
+
+    /// Forgets a zone's history (its journal file too): after a journal
+    /// write failed, so that no step the zone never served stays.
+    pub fn restart_history(&self, origin: &Name) {
+        self.update_history(origin, History::clear);
+    }
+
+    /// Journal file writes that have failed since the start (0 without
+    /// journal files).
+    pub fn journal_failures(&self) -> u64 {
+        self.files.as_ref().map_or(0, |w| w.failures())
+    }
+
+    /// Whether journal changes go to files (else they stay in memory).
+    pub fn has_journal_files(&self) -> bool {
+        self.files.is_some()
+    }
+
     /// Records a new version received by IXFR, whose steps are known
     /// already. Returns whether secondaries should be notified.
     pub fn zone_received(&self, old: &Zone, new: &Zone, steps: Vec<ZoneDiff>) -> bool {

@@ -218,6 +218,7 @@ pub fn answer_prepared(
 pub fn is_deferred(q: &Query) -> bool {
     q.tsig.is_some()
         || q.header.opcode() == Opcode::NOTIFY
+        || q.header.opcode() == Opcode::UPDATE
         || matches!(q.qtype, RType::AXFR | RType::IXFR)
 }
 

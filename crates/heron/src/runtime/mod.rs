@@ -5,6 +5,7 @@
 //! drive it; above `plan`, whose decisions it carries out.
 
 pub mod secondary;
+pub mod update;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

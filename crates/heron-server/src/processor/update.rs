@@ -1,0 +1,74 @@
+//! Layer 5, for dynamic update (RFC 2136): an UPDATE for a zone that
+//! takes updates, admitted by `acl` (some `allow-update` rule is for the
+//! sender) and verified by `tsig`, leaves the processor as an
+//! [`UpdateRequest`]: the transport hands it to the server's update task,
+//! which serialises the zone's updates, makes each durable and answers
+//! with [`UpdateRequest::response`] (signed as the request was).
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use heron_proto::edns::opt_record;
+use heron_proto::message::Header;
+use heron_proto::tsig::{ResponseSigner, Verified};
+use heron_proto::writer::header_response;
+use heron_proto::{Name, Rcode};
+
+use super::{Deferred, Outcome, Transport};
+
+/// An admitted UPDATE on its way to the update task.
+#[derive(Debug)]
+pub struct UpdateRequest {
+    /// The zone, lower-cased, as the zone section names it.
+    pub origin: Name,
+    /// The whole message as received.
+    pub message: Vec<u8>,
+    pub peer: SocketAddr,
+    pub transport: Transport,
+    pub received: Instant,
+    /// The key whose signature verified, if signed.
+    signed: Option<Verified>,
+    header: Header,
+    /// The zone section as sent, echoed in the response.
+    zone_section: Vec<u8>,
+    /// The OPT record's payload size, when the request had one.
+    edns_payload: Option<u16>,
+}
+
+impl UpdateRequest {
+    /// The key whose signature verified, if the request was signed.
+    pub fn key(&self) -> Option<&Name> {
+        self.signed.as_ref().map(|v| &v.key.name)
+    }
+
+    /// The answer with `rcode`: header, zone section, OPT if the request
+    /// had one, TSIG if it was signed (RFC 8945 5.3).
+    pub fn response(&self, rcode: Rcode, now: u64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128);
+        header_response(&mut out, &self.header, &self.zone_section, rcode, false);
+        if let Some(payload) = self.edns_payload {
+            out.extend_from_slice(&opt_record(payload, rcode.0, false));
+            let arcount = u16::from_be_bytes([out[10], out[11]]) + 1;
+            out[10..12].copy_from_slice(&arcount.to_be_bytes());
+        }
+        if let Some(verified) = &self.signed {
+            ResponseSigner::new(verified).sign(&mut out, now);
+        }
+        out
+    }
+}
+
+/// The request, for the transport to hand to the update task.
+pub(super) fn hand_off(d: &Deferred, origin: Name) -> Outcome {
+    Outcome::Update(Box::new(UpdateRequest {
+        origin,
+        message: d.req.bytes.to_vec(),
+        peer: d.req.peer,
+        transport: d.req.transport,
+        received: d.req.received,
+        signed: d.signed.clone(),
+        header: d.q.header,
+        zone_section: d.question().to_vec(),
+        edns_payload: d.q.edns.map(|_| d.config.max_udp_payload),
+    }))
+}

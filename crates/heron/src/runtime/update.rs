@@ -1,0 +1,285 @@
+//! The update task: applies the UPDATEs the transports queue
+//! ([`heron_server::update`]), one batch at a time, with the I/O-free
+//! core ([`heron_xfr::update`]): each zone's updates in arrival order,
+//! each against the version the one before made; then the batch's steps
+//! go to the zones' journals and are made durable together (one sync for
+//! the batch), and only then are the new versions served, the updates
+//! answered and the zones' secondaries notified. A failed journal write
+//! answers the zone's updates SERVFAIL and serves nothing new.
+//!
+//! At startup, [`replay_journals`] applies to each updated zone the
+//! journal's steps after its file's serial: every update answered is
+//! served again after a restart.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use heron_proto::{Name, Rcode};
+use heron_server::SharedCatalog;
+use heron_server::service::unix_now;
+use heron_server::update::{Update, UpdateSender, queue};
+use heron_xfr::journal::files::steps_after;
+use heron_xfr::primary::ZonePolicy;
+use heron_xfr::update::{Applied, Change, Requester, UpdateMessage, parse, process};
+use heron_zone::diff::ZoneDiff;
+use heron_zone::{Catalog, Zone};
+use tokio::sync::mpsc;
+
+use crate::runtime::Transfers;
+
+/// Updates applied in one batch at most (one journal sync for them all).
+const MAX_BATCH: usize = 512;
+/// How long a batch waits for its journal sync before it gives up.
+const SYNC_WAIT: Duration = Duration::from_secs(20);
+/// Changes an update's log line names; the rest are counted.
+const CHANGES_LOGGED: usize = 4;
+
+/// Starts the update task; returns its queue.
+pub(crate) fn start(catalog: SharedCatalog, transfers: Arc<Transfers>) -> UpdateSender {
+    let (sender, updates) = queue();
+    let updated = transfers
+        .primary
+        .policies()
+        .values()
+        .any(|p| p.takes_updates());
+    if updated && !transfers.primary.has_journal_files() {
+        tracing::warn!(
+            "journal files are not written: dynamic updates are kept in memory only and lost at a restart"
+        );
+    }
+    tokio::spawn(run(updates, catalog, transfers));
+    sender
+}
+
+async fn run(
+    mut updates: mpsc::Receiver<Update>,
+    catalog: SharedCatalog,
+    transfers: Arc<Transfers>,
+) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while updates.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        let taken = std::mem::take(&mut batch);
+        let (catalog, xfr) = (catalog.clone(), transfers.clone());
+        let applied = tokio::task::spawn_blocking(move || apply_batch(taken, &catalog, &xfr)).await;
+        let Ok((answered, changed)) = applied else {
+            tracing::error!("the update task failed; its batch goes unanswered");
+            continue;
+        };
+        let now = unix_now();
+        for (update, rcode) in answered {
+            let response = update.request.response(rcode, now);
+            update.answer(response);
+        }
+        transfers.notify(&changed);
+    }
+}
+
+/// One zone's share of a batch: its newest version and the steps to it.
+struct Working {
+    zone: Arc<Zone>,
+    steps: Vec<ZoneDiff>,
+}
+
+/// Applies a batch; returns each update with its answer, and the zones
+/// that now serve a new version.
+fn apply_batch(
+    batch: Vec<Update>,
+    catalog: &SharedCatalog,
+    xfr: &Transfers,
+) -> (Vec<(Update, Rcode)>, Vec<Arc<Zone>>) {
+    let now = unix_now();
+    let _writing = xfr.catalog_writer.lock().unwrap_or_else(|e| e.into_inner());
+    let served = catalog.load_full();
+    let mut working: HashMap<Name, Working> = HashMap::new();
+    let mut answered = Vec::with_capacity(batch.len());
+    for update in batch {
+        let rcode = apply_one(&update, &served, &mut working, xfr, now);
+        answered.push((update, rcode));
+    }
+    working.retain(|_, w| !w.steps.is_empty());
+    if working.is_empty() {
+        return (answered, Vec::new());
+    }
+    let primary = &xfr.primary;
+    let failures = primary.journal_failures();
+    for (origin, w) in &mut working {
+        primary.zone_updated(origin, std::mem::take(&mut w.steps));
+    }
+    let durable = primary.flush_journal_files(SYNC_WAIT) && primary.journal_failures() == failures;
+    if !durable {
+        tracing::error!(
+            "the journal of {} updated zones could not be written: their updates are answered SERVFAIL",
+            working.len()
+        );
+        for origin in working.keys() {
+            primary.restart_history(origin);
+        }
+        for (update, rcode) in &mut answered {
+            if working.contains_key(&update.request.origin) {
+                *rcode = Rcode::SERVFAIL;
+            }
+        }
+        return (answered, Vec::new());
+    }
+    let mut next = (*served).clone();
+    let changed: Vec<Arc<Zone>> = working.into_values().map(|w| w.zone).collect();
+    changed.iter().for_each(|z| next.insert_shared(z.clone()));
+    catalog.store(Arc::new(next));
+    (answered, changed)
+}
+
+/// Runs one update against its zone's newest version in the batch.
+fn apply_one(
+    update: &Update,
+    served: &Catalog,
+    working: &mut HashMap<Name, Working>,
+    xfr: &Transfers,
+    now: u64,
+) -> Rcode {
+    let request = &update.request;
+    let origin = &request.origin;
+    let who = Requester {
+        ip: request.peer.ip(),
+        key: request.key(),
+    };
+    let zone = match working.get(origin) {
+        Some(w) => w.zone.clone(),
+        None => match served.get(origin) {
+            Some(zone) => zone.clone(),
+            None => return log(request, who, Rcode::NOTAUTH, "the zone is not served", &[]),
+        },
+    };
+    let policy: Arc<ZonePolicy> = xfr.primary.policy(origin);
+    if !policy.takes_updates() {
+        return log(
+            request,
+            who,
+            Rcode::REFUSED,
+            "the zone takes no updates",
+            &[],
+        );
+    }
+    if zone.signed_chain_len().is_some() {
+        let why = "the zone is signed: updates to signed zones are not supported";
+        return log(request, who, Rcode::REFUSED, why, &[]);
+    }
+    let message: UpdateMessage = match parse(&request.message) {
+        Ok(m) => m,
+        Err(e) => return log(request, who, e.rcode, &e.why, &[]),
+    };
+    match process(&zone, &message, &policy.update, who, now) {
+        Ok(Applied::Changed(next, step)) => {
+            let why = format!("serial {} -> {}", zone.serial(), next.serial());
+            let entry = working.entry(origin.clone()).or_insert_with(|| Working {
+                zone: zone.clone(),
+                steps: Vec::new(),
+            });
+            entry.zone = Arc::new(*next);
+            entry.steps.push(step);
+            log(request, who, Rcode::NOERROR, &why, &message.changes)
+        }
+        Ok(Applied::Unchanged) => log(
+            request,
+            who,
+            Rcode::NOERROR,
+            "nothing changed",
+            &message.changes,
+        ),
+        Err(e) => log(request, who, e.rcode, &e.why, &message.changes),
+    }
+}
+
+/// The update's log line (bounded: at most [`CHANGES_LOGGED`] changes
+/// named, names as presentation text, escaped); returns `rcode`.
+fn log(
+    request: &heron_server::processor::UpdateRequest,
+    who: Requester,
+    rcode: Rcode,
+    why: &str,
+    changes: &[Change],
+) -> Rcode {
+    let mut listed = String::new();
+    for change in changes.iter().take(CHANGES_LOGGED) {
+        let _ = match change {
+            Change::Add { owner, rtype, .. } => write!(listed, " +{owner} {rtype}"),
+            Change::DeleteRrset(owner, rtype) => write!(listed, " -{owner} {rtype}"),
+            Change::DeleteName(owner) => write!(listed, " -{owner} ANY"),
+            Change::DeleteRecord(owner, rtype, _) => write!(listed, " -{owner} {rtype} (one)"),
+        };
+    }
+    if changes.len() > CHANGES_LOGGED {
+        let _ = write!(listed, " and {} more", changes.len() - CHANGES_LOGGED);
+    }
+    let key = who.key.map_or("-".to_string(), |k| k.to_string());
+    let (zone, peer) = (&request.origin, request.peer);
+    let why = why.escape_debug();
+    if rcode == Rcode::NOERROR {
+        tracing::info!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: {rcode} ({why}){listed}");
+    } else {
+        tracing::warn!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: {rcode} ({why}){listed}");
+    }
+    rcode
+}
+
+/// Applies to each zone that takes updates the steps its journal holds
+/// after the serial its file was loaded at (the updates since the file
+/// was written). A journal that does not lead on from the file is
+/// reported and left alone.
+pub(crate) fn replay_journals(catalog: &mut Catalog, policies: &HashMap<Name, ZonePolicy>) {
+    for (origin, policy) in policies.iter().filter(|(_, p)| p.takes_updates()) {
+        let (Some(path), Some(zone)) = (policy.journal_path(), catalog.get(origin)) else {
+            continue;
+        };
+        let steps = match steps_after(path, zone.origin(), zone.serial()) {
+            Ok(steps) if steps.is_empty() => continue,
+            Ok(steps) => steps,
+            Err(why) => {
+                tracing::error!(
+                    "zone {origin}: the updates in {} cannot be applied to the zone file (serial {}): {why}",
+                    path.display(),
+                    zone.serial()
+                );
+                continue;
+            }
+        };
+        let mut next: Zone = match zone.apply(&steps[0]) {
+            Ok(z) => z,
+            Err(problems) => {
+                report_replay_failure(origin, path, &problems);
+                continue;
+            }
+        };
+        let mut failed = false;
+        for step in &steps[1..] {
+            match next.apply(step) {
+                Ok(z) => next = z,
+                Err(problems) => {
+                    report_replay_failure(origin, path, &problems);
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        if failed {
+            continue;
+        }
+        tracing::info!(
+            "zone {origin}: {} updates from {} applied, serial {} -> {}",
+            steps.len(),
+            path.display(),
+            zone.serial(),
+            next.serial()
+        );
+        catalog.insert(next);
+    }
+}
+
+fn report_replay_failure(origin: &Name, path: &std::path::Path, problems: &[heron_zone::Problem]) {
+    let first = problems.first().map_or("", |p| p.message.as_str());
+    tracing::error!(
+        "zone {origin}: the updates in {} do not apply to the zone file: {first}",
+        path.display()
+    );
+}
