@@ -77,8 +77,9 @@ pub(super) fn admit(p: &Processor, catalog: &Catalog, req: &Request, q: &Query) 
     }
 }
 
-/// An UPDATE: a zone without `allow-update` answers as before (the
-/// engine's NOTIMP); one we do not serve is NOTAUTH (RFC 2136 3.1.2);
+/// An UPDATE: one for a zone we do not serve is NOTAUTH (RFC 2136
+/// 3.1.2); a zone without `allow-update` answers as before (the engine's
+/// NOTIMP);
 /// a sender no rule is for is REFUSED before the message is read.
 fn admit_update(
     p: &Processor,
@@ -88,16 +89,13 @@ fn admit_update(
     q: &Query,
 ) -> Admission {
     let origin = q.qname_lower.to_name();
+    let served = catalog.get(&origin).filter(|z| z.class() == q.qclass);
+    if served.is_none() {
+        return Admission::Refuse(Refusal::UpdateNotServed);
+    }
     let policy = p.primary.policy(&origin);
     if !policy.takes_updates() {
         return Admission::Query;
-    }
-    if catalog
-        .get(&origin)
-        .filter(|z| z.class() == q.qclass)
-        .is_none()
-    {
-        return Admission::Refuse(Refusal::UpdateNotServed);
     }
     match policy.update.policy.admits(Requester { ip, key }) {
         true => Admission::Update(origin),

@@ -1,0 +1,486 @@
+//! Dynamic update (RFC 2136/3007) with the clients people use: BIND's
+//! `nsupdate` and Knot's `knsupdate`, signed with TSIG, over UDP and TCP;
+//! the change served after the answer and after a restart; a Knot
+//! secondary taking it by IXFR.
+
+mod xfr_common;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use heron_proto::RType;
+use heron_testkit::{Secondary, ServerKind, ServerProcess, TsigSpec, free_port};
+use xfr_common::{answer, eventually, heron, zone_serial};
+
+const ZONE: &str = "upd.test";
+const SECRET: &str = "q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k=";
+/// Keys, and the one rule each has.
+const RULES: [(&str, &str); 6] = [
+    ("ops", "key ops zonesub ANY"),
+    ("acme", "key acme name _acme-challenge.upd.test TXT"),
+    ("dhcp", "key dhcp subdomain hosts.upd.test A AAAA"),
+    ("dyn", "key dyn wildcard *.dyn.upd.test A"),
+    ("host1.upd.test", "key host1.upd.test self A"),
+    ("lab.upd.test", "key lab.upd.test selfsub TXT"),
+];
+/// An address-only rule: updates from 127.0.0.2, signed or not.
+const ADDRESS_RULE: &str = "127.0.0.2 name addr.upd.test A";
+
+fn zone_text() -> String {
+    format!(
+        "$ORIGIN {ZONE}.\n$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 60\n@ NS ns\n\
+         ns A 192.0.2.1\nwww A 192.0.2.10\nwww A 192.0.2.11\nwww TXT \"web\"\n\
+         old A 192.0.2.20\nold TXT \"old\"\n"
+    )
+}
+
+/// A fresh folder with the zone file; returns the file.
+fn zone_file(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("heron-update-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("upd.zone");
+    std::fs::write(&file, zone_text()).unwrap();
+    file
+}
+
+fn config(port: u16, file: &Path, zone_lines: &str) -> String {
+    let mut keys = String::new();
+    for (name, _) in RULES {
+        keys.push_str(&format!(
+            "[[key]]\nname = \"{name}\"\nsecret = \"{SECRET}\"\n"
+        ));
+    }
+    let mut rules: Vec<String> = RULES.iter().map(|(_, r)| format!("\"{r}\"")).collect();
+    rules.push(format!("\"{ADDRESS_RULE}\""));
+    format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n{keys}\
+         [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\nallow-update = [{}]\n{zone_lines}\n",
+        file.display(),
+        rules.join(", ")
+    )
+}
+
+fn start(file: &Path, zone_lines: &str) -> ServerProcess {
+    let (file, lines) = (file.to_path_buf(), zone_lines.to_string());
+    ServerProcess::heron_with_config(&heron(), ZONE, move |port| config(port, &file, &lines))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Client {
+    Nsupdate,
+    Knsupdate,
+}
+
+/// Runs `commands` (after `server` and `zone`) with `client`, signed with
+/// `key` if given, over TCP if `tcp`; returns the answer's rcode as the
+/// client reports it ("NOERROR" when it reports success).
+fn send(
+    client: Client,
+    server: SocketAddr,
+    key: Option<&str>,
+    tcp: bool,
+    commands: &str,
+) -> String {
+    send_from(client, server, key, tcp, None, commands)
+}
+
+fn send_from(
+    client: Client,
+    server: SocketAddr,
+    key: Option<&str>,
+    tcp: bool,
+    local: Option<&str>,
+    commands: &str,
+) -> String {
+    let (program, timeout) = match client {
+        Client::Nsupdate => ("nsupdate", "-t"),
+        Client::Knsupdate => ("knsupdate", "-t"),
+    };
+    let mut cmd = Command::new(program);
+    cmd.args([timeout, "5"]);
+    if tcp {
+        cmd.arg("-v");
+    }
+    if let Some(key) = key {
+        cmd.arg("-y").arg(format!("hmac-sha256:{key}:{SECRET}"));
+    }
+    let local = local.map_or(String::new(), |a| format!("local {a}\n"));
+    let script = format!(
+        "server {} {}\n{local}zone {ZONE}\n{commands}\nsend\n",
+        server.ip(),
+        server.port()
+    );
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program} runs (bind9-dnsutils, knot-dnsutils): {e}"));
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&[&out.stdout[..], &out.stderr[..]].concat()).into_owned();
+    if out.status.success() {
+        return "NOERROR".into();
+    }
+    for rcode in [
+        "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "YXDOMAIN", "YXRRSET", "NXRRSET",
+        "NOTAUTH", "NOTZONE",
+    ] {
+        if text.contains(rcode) {
+            return rcode.into();
+        }
+    }
+    format!("failed: {text}")
+}
+
+fn a(server: SocketAddr, name: &str) -> Vec<String> {
+    answer(server, name, RType::A)
+}
+
+#[test]
+fn every_prerequisite_kind_true_and_false_with_both_clients() {
+    let file = zone_file("prereq");
+    let server = start(&file, "");
+    let addr = server.addr();
+    for client in [Client::Nsupdate, Client::Knsupdate] {
+        let cases = [
+            ("prereq yxrrset www.upd.test A", "NOERROR"),
+            ("prereq yxrrset www.upd.test MX", "NXRRSET"),
+            (
+                "prereq yxrrset www.upd.test A 192.0.2.10\nprereq yxrrset www.upd.test A 192.0.2.11",
+                "NOERROR",
+            ),
+            ("prereq yxrrset www.upd.test A 192.0.2.10", "NXRRSET"),
+            ("prereq nxrrset www.upd.test MX", "NOERROR"),
+            ("prereq nxrrset www.upd.test A", "YXRRSET"),
+            ("prereq yxdomain www.upd.test", "NOERROR"),
+            ("prereq yxdomain nothing.upd.test", "NXDOMAIN"),
+            ("prereq nxdomain nothing.upd.test", "NOERROR"),
+            ("prereq nxdomain www.upd.test", "YXDOMAIN"),
+        ];
+        for (i, (prereq, want)) in cases.iter().enumerate() {
+            let marker = format!("m{i}-{client:?}.upd.test").to_lowercase();
+            let commands = format!("{prereq}\nupdate add {marker} 300 A 192.0.2.{}", 100 + i);
+            let got = send(client, addr, Some("ops"), i % 2 == 1, &commands);
+            assert_eq!(got, *want, "{client:?}: {prereq}\n{}", server.log());
+            // The update happened exactly when the prerequisites held.
+            assert_eq!(
+                a(addr, &marker).len(),
+                usize::from(*want == "NOERROR"),
+                "{marker}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_update_kind_is_served_after_the_answer_and_after_a_restart() {
+    let file = zone_file("kinds");
+    let mut server = start(&file, "");
+    let addr = server.addr();
+    let ops = Some("ops");
+    let go = |client, tcp, commands: &str| {
+        let got = send(client, addr, ops, tcp, commands);
+        assert_eq!(got, "NOERROR", "{commands}");
+    };
+    go(
+        Client::Nsupdate,
+        false,
+        "update add new.upd.test 300 A 192.0.2.50",
+    );
+    assert_eq!(
+        a(addr, "new.upd.test"),
+        ["new.upd.test. 300 IN A 192.0.2.50"]
+    );
+    // Delete one record (TCP).
+    go(
+        Client::Knsupdate,
+        true,
+        "update delete www.upd.test A 192.0.2.10",
+    );
+    assert_eq!(
+        a(addr, "www.upd.test"),
+        ["www.upd.test. 300 IN A 192.0.2.11"]
+    );
+    // Delete an RRset: the name's TXT stays.
+    go(Client::Nsupdate, true, "update delete www.upd.test A");
+    assert!(a(addr, "www.upd.test").is_empty());
+    assert_eq!(answer(addr, "www.upd.test", RType::TXT).len(), 1);
+    // Delete every RRset of a name.
+    go(Client::Knsupdate, false, "update delete old.upd.test");
+    assert!(a(addr, "old.upd.test").is_empty());
+    assert!(answer(addr, "old.upd.test", RType::TXT).is_empty());
+    let serial = zone_serial(addr, ZONE).unwrap();
+    assert_eq!(serial, 5, "one serial per update");
+    // The apex keeps its NS and SOA when the client deletes them.
+    go(
+        Client::Nsupdate,
+        false,
+        "update delete upd.test NS\nupdate delete upd.test SOA",
+    );
+    assert_eq!(answer(addr, ZONE, RType::NS).len(), 1);
+
+    server.terminate();
+    let restarted = start(&file, "");
+    let addr = restarted.addr();
+    assert_eq!(zone_serial(addr, ZONE), Some(serial));
+    assert_eq!(
+        a(addr, "new.upd.test"),
+        ["new.upd.test. 300 IN A 192.0.2.50"]
+    );
+    assert!(a(addr, "www.upd.test").is_empty());
+    assert!(answer(addr, "old.upd.test", RType::TXT).is_empty());
+    assert!(
+        restarted.log().contains("4 updates from"),
+        "{}",
+        restarted.log()
+    );
+}
+
+#[test]
+fn each_rule_kind_allows_and_refuses() {
+    let file = zone_file("rules");
+    let server = start(&file, "");
+    let addr = server.addr();
+    let cases: [(Option<&str>, &str, &str); 14] = [
+        (
+            Some("acme"),
+            "update add _acme-challenge.upd.test 60 TXT \"token\"",
+            "NOERROR",
+        ),
+        (
+            Some("acme"),
+            "update add _acme-challenge.upd.test 60 A 192.0.2.1",
+            "REFUSED",
+        ),
+        (
+            Some("acme"),
+            "update add www.upd.test 60 TXT \"token\"",
+            "REFUSED",
+        ),
+        (
+            Some("dhcp"),
+            "update add pc1.hosts.upd.test 60 A 192.0.2.31",
+            "NOERROR",
+        ),
+        (
+            Some("dhcp"),
+            "update add pc1.hosts.upd.test 60 TXT \"x\"",
+            "REFUSED",
+        ),
+        (
+            Some("dhcp"),
+            "update add pc1.other.upd.test 60 A 192.0.2.31",
+            "REFUSED",
+        ),
+        (
+            Some("dyn"),
+            "update add a.dyn.upd.test 60 A 192.0.2.32",
+            "NOERROR",
+        ),
+        (
+            Some("dyn"),
+            "update add dyn.upd.test 60 A 192.0.2.32",
+            "REFUSED",
+        ),
+        (
+            Some("host1.upd.test"),
+            "update add host1.upd.test 60 A 192.0.2.33",
+            "NOERROR",
+        ),
+        (
+            Some("host1.upd.test"),
+            "update add host2.upd.test 60 A 192.0.2.33",
+            "REFUSED",
+        ),
+        (
+            Some("lab.upd.test"),
+            "update add x.lab.upd.test 60 TXT \"x\"",
+            "NOERROR",
+        ),
+        (
+            Some("lab.upd.test"),
+            "update add x.upd.test 60 TXT \"x\"",
+            "REFUSED",
+        ),
+        (None, "update add x.upd.test 60 A 192.0.2.34", "REFUSED"),
+        (
+            Some("ops"),
+            "update add anything.upd.test 60 MX 10 www.upd.test",
+            "NOERROR",
+        ),
+    ];
+    for (i, (key, commands, want)) in cases.iter().enumerate() {
+        let client = [Client::Nsupdate, Client::Knsupdate][i % 2];
+        let got = send(client, addr, *key, false, commands);
+        assert_eq!(got, *want, "{key:?}: {commands}\n{}", server.log());
+    }
+    // The address rule: from 127.0.0.2, unsigned.
+    let from = |local, name| {
+        let commands = format!("update add {name} 60 A 192.0.2.35");
+        send_from(Client::Nsupdate, addr, None, false, Some(local), &commands)
+    };
+    assert_eq!(from("127.0.0.2", "addr.upd.test"), "NOERROR");
+    assert_eq!(from("127.0.0.2", "other.upd.test"), "REFUSED");
+    assert_eq!(from("127.0.0.3", "addr.upd.test"), "REFUSED");
+    assert_eq!(a(addr, "addr.upd.test").len(), 1);
+}
+
+#[test]
+fn answer_codes_for_what_is_not_ours_or_not_valid() {
+    let file = zone_file("codes");
+    let server = start(&file, "");
+    let addr = server.addr();
+    // A name outside the zone.
+    let got = send(
+        Client::Nsupdate,
+        addr,
+        Some("ops"),
+        false,
+        "update add www.elsewhere.test 60 A 192.0.2.1",
+    );
+    assert_eq!(got, "NOTZONE");
+    // A zone we do not serve (the zone line names it).
+    let mut cmd = Command::new("knsupdate");
+    cmd.args(["-t", "5", "-y", &format!("hmac-sha256:ops:{SECRET}")]);
+    let script = format!(
+        "server {} {}\nzone other.test\nupdate add www.other.test 60 A 192.0.2.1\nsend\n",
+        addr.ip(),
+        addr.port()
+    );
+    let out = run_with_input(cmd, &script);
+    assert!(out.contains("NOTAUTH"), "{out}");
+    // A wrong secret: the TSIG check fails, NOTAUTH.
+    let mut cmd = Command::new("nsupdate");
+    cmd.args([
+        "-t",
+        "5",
+        "-y",
+        "hmac-sha256:ops:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+    ]);
+    let script = format!(
+        "server {} {}\nzone {ZONE}\nupdate add w.upd.test 60 A 192.0.2.1\nsend\n",
+        addr.ip(),
+        addr.port()
+    );
+    let out = run_with_input(cmd, &script);
+    assert!(out.contains("NOTAUTH") || out.contains("BADSIG"), "{out}");
+    assert!(a(addr, "w.upd.test").is_empty());
+    // DNSSEC records are the signer's.
+    let got = send(
+        Client::Knsupdate,
+        addr,
+        Some("ops"),
+        false,
+        "update delete upd.test DNSKEY",
+    );
+    assert_eq!(got, "REFUSED");
+}
+
+fn run_with_input(mut cmd: Command, input: &str) -> String {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&[&out.stdout[..], &out.stderr[..]].concat()).into_owned()
+}
+
+/// certbot's and lego's rfc2136 plugins: the challenge TXT added (after
+/// checking nothing), then deleted by value once validated.
+#[test]
+fn acme_challenge_added_and_deleted_as_certbot_and_lego_do() {
+    let file = zone_file("acme");
+    let server = start(&file, "");
+    let addr = server.addr();
+    let name = "_acme-challenge.upd.test";
+    for client in [Client::Nsupdate, Client::Knsupdate] {
+        let add = format!("update add {name} 60 TXT \"tok-{client:?}\"");
+        assert_eq!(send(client, addr, Some("acme"), false, &add), "NOERROR");
+        let served = answer(addr, name, RType::TXT);
+        assert_eq!(served, [format!("{name}. 60 IN TXT \"tok-{client:?}\"")]);
+        let delete = format!("update delete {name} TXT \"tok-{client:?}\"");
+        assert_eq!(send(client, addr, Some("acme"), true, &delete), "NOERROR");
+        assert!(answer(addr, name, RType::TXT).is_empty());
+    }
+}
+
+/// An update reaches a Knot secondary by NOTIFY and IXFR.
+#[test]
+fn a_knot_secondary_takes_the_update_by_ixfr() {
+    let file = zone_file("knot");
+    let secondary_port = free_port();
+    let lines = format!(
+        "allow-transfer = [\"127.0.0.1 key ops\"]\nnotify = [\"127.0.0.1:{secondary_port} key ops\"]"
+    );
+    let server = start(&file, &lines);
+    let spec = Secondary {
+        origin: format!("{ZONE}."),
+        primary: server.addr(),
+        key: Some(TsigSpec {
+            algorithm: "hmac-sha256".into(),
+            name: "ops".into(),
+            secret_base64: SECRET.into(),
+        }),
+        tls: None,
+    };
+    let knot = spec.start(ServerKind::Knot, secondary_port);
+    let sec = knot.addr();
+    assert!(
+        eventually(|| zone_serial(sec, ZONE) == Some(1)),
+        "{}",
+        knot.log()
+    );
+    let got = send(
+        Client::Nsupdate,
+        server.addr(),
+        Some("ops"),
+        false,
+        "update add fresh.upd.test 60 A 192.0.2.77",
+    );
+    assert_eq!(got, "NOERROR");
+    assert!(
+        eventually(|| zone_serial(sec, ZONE) == Some(2)),
+        "Knot never got serial 2.\nHeron: {}\nKnot: {}",
+        server.log(),
+        knot.log()
+    );
+    assert_eq!(
+        a(sec, "fresh.upd.test"),
+        ["fresh.upd.test. 60 IN A 192.0.2.77"]
+    );
+    let log = server.log();
+    assert!(log.contains("IXFR of upd.test. serial 2"), "{log}");
+}
+
+/// A zone without allow-update answers UPDATE as before: NOTIMP.
+#[test]
+fn a_zone_without_allow_update_answers_notimp() {
+    let file = zone_file("closed");
+    let server = ServerProcess::heron(&heron(), &[(ZONE, &file)]);
+    let got = send(
+        Client::Nsupdate,
+        server.addr(),
+        None,
+        false,
+        "update add x.upd.test 60 A 192.0.2.1",
+    );
+    assert_eq!(got, "NOTIMP");
+}
