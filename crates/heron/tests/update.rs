@@ -484,3 +484,73 @@ fn a_zone_without_allow_update_answers_notimp() {
     );
     assert_eq!(got, "NOTIMP");
 }
+
+/// An UPDATE as a client writes it: adds `name` A `addr`, unsigned.
+fn update_message(id: u16, name: &str, addr: [u8; 4]) -> Vec<u8> {
+    let wire = |n: &str| heron_proto::Name::parse(n).unwrap().as_wire().to_vec();
+    let mut m = id.to_be_bytes().to_vec();
+    m.extend_from_slice(&[5 << 3, 0, 0, 1, 0, 0, 0, 1, 0, 0]);
+    m.extend_from_slice(&wire(ZONE));
+    m.extend_from_slice(&[0, 6, 0, 1]);
+    m.extend_from_slice(&wire(name));
+    m.extend_from_slice(&[0, 1, 0, 1, 0, 0, 0, 60, 0, 4]);
+    m.extend_from_slice(&addr);
+    m
+}
+
+/// Over TLS (RFC 7858) an UPDATE is answered on the connection, after
+/// the change is made, as over TCP.
+#[test]
+fn an_update_over_tls_is_answered_and_served() {
+    use std::io::{Read, Write};
+    let file = zone_file("tls");
+    let dir = file.parent().unwrap().to_path_buf();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (chain, key) = (dir.join("chain.pem"), dir.join("key.pem"));
+    std::fs::write(&chain, cert.cert.pem()).unwrap();
+    std::fs::write(&key, cert.signing_key.serialize_pem()).unwrap();
+    let tls_addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let tls = format!(
+        "[tls]\nlisten = [\"{tls_addr}\"]\ncertificate = \"{}\"\nkey = \"{}\"\n",
+        chain.display(),
+        key.display()
+    );
+    let (f, section) = (file.clone(), tls.clone());
+    let server = ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
+        // The TLS section goes before the keys and zones (a table of its own).
+        config(port, &f, "")
+            .replacen("[[key]]", &format!("{section}[[key]]"), 1)
+            .replace(ADDRESS_RULE, "127.0.0.1 name tls.upd.test A")
+    });
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let client = std::sync::Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    );
+    let connection =
+        rustls::ClientConnection::new(client, "localhost".try_into().unwrap()).unwrap();
+    let tcp = std::net::TcpStream::connect(tls_addr).unwrap();
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut stream = rustls::StreamOwned::new(connection, tcp);
+    let message = update_message(0x4242, "tls.upd.test", [192, 0, 2, 88]);
+    let mut framed = (message.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&message);
+    stream.write_all(&framed).unwrap();
+    stream.flush().unwrap();
+    let mut len = [0; 2];
+    stream.read_exact(&mut len).unwrap();
+    let mut response = vec![0; u16::from_be_bytes(len) as usize];
+    stream.read_exact(&mut response).unwrap();
+    let header = heron_proto::message::Header::read(&response).unwrap();
+    assert_eq!((header.id, header.rcode()), (0x4242, 0), "{}", server.log());
+    assert_eq!(
+        a(server.addr(), "tls.upd.test"),
+        ["tls.upd.test. 60 IN A 192.0.2.88"]
+    );
+}

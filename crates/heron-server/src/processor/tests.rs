@@ -883,3 +883,94 @@ fn a_signed_query_with_a_cookie_gets_it_before_its_tsig() {
     let at = out.windows(12).position(|w| w == option).expect("a COOKIE");
     assert!(at + 28 <= out.len() - key().rr_len());
 }
+
+/// [`processor`]'s zones, p.test taking updates signed with xfr-key.
+fn update_processor() -> Processor {
+    use heron_xfr::update::{UpdatePolicy, UpdateRule, UpdateSettings};
+    let zone = load_zone_str(&zone_text(), "p.zone", &n("p.test"))
+        .unwrap()
+        .zone;
+    let closed = load_zone_str(
+        "$ORIGIN c.test.\n$TTL 60\n@ SOA ns host 1 2 3 4 5\n@ NS ns\nns A 192.0.2.2\n",
+        "c.zone",
+        &n("c.test"),
+    )
+    .unwrap()
+    .zone;
+    let mut catalog = Catalog::new();
+    catalog.insert(zone);
+    catalog.insert(closed);
+    let rule = UpdateRule::parse("key xfr-key zonesub ANY", &n("p.test")).unwrap();
+    let policy = ZonePolicy {
+        update: UpdateSettings {
+            policy: UpdatePolicy::new(vec![rule]),
+            ..UpdateSettings::default()
+        },
+        ..ZonePolicy::default()
+    };
+    let primary = Arc::new(Primary::new(
+        HashMap::from([(n("p.test"), policy)]),
+        1 << 20,
+    ));
+    let catalog = Arc::new(ArcSwap::from_pointee(catalog));
+    Processor::new(
+        catalog,
+        AnswerConfig::default(),
+        primary,
+        Arc::new(vec![key()]),
+    )
+}
+
+#[test]
+fn a_signed_update_for_a_zone_that_takes_updates_goes_to_the_update_task() {
+    let p = update_processor();
+    let (bytes, mac) = signed(query("p.test", RType::SOA, Opcode::UPDATE), &key());
+    for transport in [Transport::Udp, Transport::Tcp, Transport::Tls] {
+        let (outcome, out, _) = process(&p, &bytes, "192.0.2.9", transport);
+        let Outcome::Update(request) = outcome else {
+            panic!("{outcome:?}");
+        };
+        assert!(out.is_empty(), "answered later, by the update task");
+        assert_eq!(
+            (request.origin.clone(), request.key()),
+            (n("p.test"), Some(&n("xfr-key")))
+        );
+        // The answer it gets is signed with the request's key.
+        let answer = request.response(Rcode::NXRRSET, NOW);
+        let m = Message::parse(&answer).unwrap();
+        assert_eq!((m.header.id, m.rcode()), (0x4242, Rcode::NXRRSET));
+        let mut verifier = ResponseVerifier::new(&key(), mac.clone());
+        assert!(verifier.verify(&answer, NOW).is_ok());
+    }
+}
+
+#[test]
+fn updates_not_taken_are_answered_at_once() {
+    let p = update_processor();
+    let answer = |bytes: &[u8]| {
+        let (m, _, events) = response(process(&p, bytes, "192.0.2.9", Transport::Udp));
+        (m.rcode(), events)
+    };
+    // Unsigned: no rule is for it.
+    let (rcode, events) = answer(&query("p.test", RType::SOA, Opcode::UPDATE));
+    assert_eq!(rcode, Rcode::REFUSED);
+    assert_eq!(events, [Event::Refused(Refusal::UpdateDenied)]);
+    // A zone not served.
+    let (rcode, _) = answer(&query("nowhere.test", RType::SOA, Opcode::UPDATE));
+    assert_eq!(rcode, Rcode::NOTAUTH);
+    // A zone without allow-update: NOTIMP, signed or not, as before.
+    let (rcode, _) = answer(&query("c.test", RType::SOA, Opcode::UPDATE));
+    assert_eq!(rcode, Rcode::NOTIMP);
+    let (bytes, _) = signed(query("c.test", RType::SOA, Opcode::UPDATE), &key());
+    let (rcode, _) = answer(&bytes);
+    assert_eq!(rcode, Rcode::NOTIMP);
+    // A bad signature: NOTAUTH, before anything else.
+    let other = Key::new(
+        n("xfr-key"),
+        Algorithm::HmacSha256,
+        b"another secret".to_vec(),
+    );
+    let (bytes, _) = signed(query("p.test", RType::SOA, Opcode::UPDATE), &other);
+    let (rcode, _) = answer(&bytes);
+    assert_eq!(rcode, Rcode::NOTAUTH);
+}
