@@ -554,3 +554,49 @@ fn an_update_over_tls_is_answered_and_served() {
         ["tls.upd.test. 60 IN A 192.0.2.88"]
     );
 }
+
+/// A reload that finds the zone file edited keeps the updates: merged
+/// when the edit kept the serial, refused (the updated zone stays
+/// served, an error says why) when the file's serial no longer leads to
+/// the updates.
+#[test]
+fn a_reload_of_an_edited_file_merges_or_keeps_the_updates() {
+    let file = zone_file("reload");
+    let server = start(&file, "");
+    let addr = server.addr();
+    let got = send(
+        Client::Nsupdate,
+        addr,
+        Some("ops"),
+        false,
+        "update add dyn1.upd.test 60 A 192.0.2.61",
+    );
+    assert_eq!(got, "NOERROR");
+    // Edited by hand, serial left as it was.
+    let edited = format!("{}handmade A 192.0.2.62\n", zone_text());
+    std::fs::write(&file, &edited).unwrap();
+    server.reload();
+    assert!(
+        eventually(|| a(addr, "handmade.upd.test").len() == 1),
+        "{}",
+        server.log()
+    );
+    assert_eq!(a(addr, "dyn1.upd.test").len(), 1, "the update stays");
+    assert_eq!(
+        zone_serial(addr, ZONE),
+        Some(3),
+        "the edit has a serial of its own"
+    );
+    // Edited with a new serial that the updates do not lead on from.
+    let bumped = edited.replace("hostmaster 1 ", "hostmaster 100 ") + "other A 192.0.2.63\n";
+    std::fs::write(&file, bumped).unwrap();
+    server.reload();
+    assert!(
+        eventually(|| server.log().contains("stays served")),
+        "{}",
+        server.log()
+    );
+    assert_eq!(zone_serial(addr, ZONE), Some(3));
+    assert_eq!(a(addr, "dyn1.upd.test").len(), 1);
+    assert!(a(addr, "other.upd.test").is_empty());
+}

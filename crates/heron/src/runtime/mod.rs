@@ -186,6 +186,7 @@ fn rebuild(
         outcome.secondaries = changes;
     }
     drop(files);
+    update::keep_updates(&current, &mut next, &xfr.primary);
     for origin in &config.removed {
         next.remove(origin);
         xfr.primary.forget(origin);

@@ -21,7 +21,7 @@ use heron_server::SharedCatalog;
 use heron_server::service::unix_now;
 use heron_server::update::{Update, UpdateSender, queue};
 use heron_xfr::journal::files::steps_after;
-use heron_xfr::primary::ZonePolicy;
+use heron_xfr::primary::{Primary, ZonePolicy};
 use heron_xfr::update::{Applied, Change, Requester, UpdateMessage, parse, process};
 use heron_zone::diff::ZoneDiff;
 use heron_zone::{Catalog, Zone};
@@ -282,4 +282,104 @@ fn report_replay_failure(origin: &Name, path: &std::path::Path, problems: &[hero
         "zone {origin}: the updates in {} do not apply to the zone file: {first}",
         path.display()
     );
+}
+
+/// After a reload read zone files again: a zone that takes updates and
+/// was read from its file keeps its updates. The journal's steps after
+/// the file's serial are applied on top of what the file now says (an
+/// edit made without changing the serial merges with the updates); if
+/// the result differs from what was served, its serial moves on by the
+/// zone's policy. When the steps do not apply (the file's serial was
+/// changed, or an edit conflicts with an update), the updated zone stays
+/// served and the file is not taken, with an error that says so: updates
+/// are never dropped silently.
+pub(crate) fn keep_updates(current: &Catalog, next: &mut Catalog, primary: &Primary) {
+    let reread: Vec<(Arc<Zone>, Arc<Zone>)> = next
+        .zones()
+        .filter_map(|new| {
+            let old = current.get(new.origin())?;
+            (!Arc::ptr_eq(old, new)).then(|| (old.clone(), new.clone()))
+        })
+        .collect();
+    for (old, new) in reread {
+        let policy = primary.policy(old.origin());
+        let Some(path) = policy.journal_path().filter(|_| policy.takes_updates()) else {
+            continue;
+        };
+        match merge(&old, &new, path, &policy) {
+            Ok(Some(merged)) => next.insert(merged),
+            Ok(None) => {}
+            Err(why) => {
+                tracing::error!(
+                    "zone {}: the zone file was read again, but {why}: the updated zone (serial {}) stays served and the file is not used; put the updates in the file (or remove {}) and reload",
+                    old.origin(),
+                    old.serial(),
+                    path.display()
+                );
+                next.insert_shared(old);
+            }
+        }
+    }
+}
+
+/// The file's version `new` with the updates since applied; None when it
+/// is what `old` served already (then `old` stays, unchanged).
+fn merge(
+    old: &Zone,
+    new: &Zone,
+    path: &std::path::Path,
+    policy: &ZonePolicy,
+) -> Result<Option<Zone>, String> {
+    let steps = steps_after(path, new.origin(), new.serial())?;
+    if steps.is_empty() && new.serial() != old.serial() {
+        return Err(format!(
+            "its serial {} is not one the journal's updates lead on from",
+            new.serial()
+        ));
+    }
+    let mut merged: Option<Zone> = None;
+    for step in &steps {
+        let base = merged.as_ref().unwrap_or(new);
+        let next = base.apply(step).map_err(|problems| {
+            let first = problems.first().map_or("", |p| p.message.as_str());
+            format!("the updates do not apply to it ({first})")
+        })?;
+        merged = Some(next);
+    }
+    let merged_ref = merged.as_ref().unwrap_or(new);
+    let edits = heron_zone::diff::diff(old, merged_ref);
+    if edits.is_empty() {
+        return Ok(None);
+    }
+    // The file's edits are news to secondaries: a serial of their own.
+    let mut bump = heron_zone::diff::diff(merged_ref, merged_ref);
+    bump.new_soa = soa_with_serial(
+        merged_ref,
+        policy.update.serial.next(old.serial(), unix_now()),
+    );
+    let bumped = merged_ref
+        .apply(&bump)
+        .map_err(|_| "the new serial cannot be set".to_string())?;
+    tracing::info!(
+        "zone {}: the zone file's edits merged with {} updates, serial {} -> {}",
+        old.origin(),
+        steps.len(),
+        old.serial(),
+        bumped.serial()
+    );
+    Ok(Some(bumped))
+}
+
+/// The zone's SOA record with `serial`.
+fn soa_with_serial(zone: &Zone, serial: u32) -> heron_zone::diff::DiffRecord {
+    let mut soa = heron_zone::diff::diff(zone, zone).new_soa;
+    let rdata = &mut soa.rdata;
+    let names = heron_proto::name::skip_compressed(rdata, 0)
+        .and_then(|(end, _)| heron_proto::name::skip_compressed(rdata, end));
+    if let Ok((at, _)) = names
+        && let Some(field) = rdata.get_mut(at..at + 4)
+    {
+        field.copy_from_slice(&serial.to_be_bytes());
+    }
+    soa
 }
