@@ -600,3 +600,92 @@ fn a_reload_of_an_edited_file_merges_or_keeps_the_updates() {
     assert_eq!(a(addr, "dyn1.upd.test").len(), 1);
     assert!(a(addr, "other.upd.test").is_empty());
 }
+
+/// An UPDATE adding `name` A and TXT together, unsigned.
+fn pair_update(id: u16, name: &str) -> Vec<u8> {
+    let mut m = update_message(id, name, [192, 0, 2, (id % 250) as u8]);
+    m[9] = 2; // two records in the update section
+    m.extend_from_slice(heron_proto::Name::parse(name).unwrap().as_wire());
+    m.extend_from_slice(&[0, 16, 0, 1, 0, 0, 0, 60, 0, 5, 4, b'p', b'a', b'i', b'r']);
+    m
+}
+
+/// Sends `message` over TCP; its rcode, or None if no answer came.
+fn tcp_update(server: SocketAddr, message: &[u8]) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut tcp = std::net::TcpStream::connect(server).ok()?;
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .ok()?;
+    let mut framed = (message.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(message);
+    tcp.write_all(&framed).ok()?;
+    let mut len = [0; 2];
+    tcp.read_exact(&mut len).ok()?;
+    let mut response = vec![0; u16::from_be_bytes(len) as usize];
+    tcp.read_exact(&mut response).ok()?;
+    Some(heron_proto::message::Header::read(&response)?.rcode())
+}
+
+/// Updates sent in a loop while the server is killed (SIGKILL) at
+/// varying points and restarted: every update answered NOERROR is served
+/// after the restart, and none is half applied (each adds two records).
+#[test]
+fn updates_answered_survive_kill_9_and_none_is_half_applied() {
+    const ROUNDS: u64 = 12;
+    let file = zone_file("kill");
+    let start_open = |file: &Path| {
+        let f = file.to_path_buf();
+        ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
+            config(port, &f, "").replace(ADDRESS_RULE, "127.0.0.1 zonesub A TXT")
+        })
+    };
+    let mut acknowledged: Vec<String> = Vec::new();
+    let mut sent: Vec<String> = Vec::new();
+    let mut next_id: u16 = 1;
+    for round in 0..ROUNDS {
+        let mut server = start_open(&file);
+        let addr = server.addr();
+        for name in &acknowledged {
+            assert_eq!(
+                a(addr, name).len(),
+                1,
+                "round {round}: {name} lost\n{}",
+                server.log()
+            );
+        }
+        for name in &sent {
+            let records = a(addr, name).len() + answer(addr, name, RType::TXT).len();
+            assert!(records == 0 || records == 2, "{name} half applied");
+        }
+        // Kill after a number of updates that varies by round, while one
+        // is in flight on another thread.
+        let before_kill = 3 + (round * 7) % 11;
+        for _ in 0..before_kill {
+            let name = format!("k{next_id}.upd.test");
+            if tcp_update(addr, &pair_update(next_id, &name)) == Some(0) {
+                acknowledged.push(name.clone());
+            }
+            sent.push(name);
+            next_id += 1;
+        }
+        let name = format!("k{next_id}.upd.test");
+        let message = pair_update(next_id, &name);
+        let in_flight = std::thread::spawn(move || tcp_update(addr, &message));
+        std::thread::sleep(std::time::Duration::from_millis(round % 4));
+        server.kill();
+        if in_flight.join().unwrap() == Some(0) {
+            acknowledged.push(name.clone());
+        }
+        sent.push(name);
+        next_id += 1;
+    }
+    let server = start_open(&file);
+    for name in &acknowledged {
+        assert_eq!(a(server.addr(), name).len(), 1, "{name} lost");
+    }
+    assert!(
+        acknowledged.len() as u64 >= ROUNDS * 3,
+        "{}",
+        acknowledged.len()
+    );
+}
