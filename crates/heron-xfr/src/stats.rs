@@ -24,7 +24,12 @@ pub struct ZoneCounts {
     /// NOTIFY exchanges with secondaries, and those not acknowledged.
     pub notifies_out: u64,
     pub notifies_out_failed: u64,
+    /// Dynamic updates answered, by rcode (NOERROR to NOTZONE, 0 to 10).
+    pub updates: [u64; UPDATE_RCODES],
 }
+
+/// The rcodes an update is answered with, NOERROR (0) to NOTZONE (10).
+pub const UPDATE_RCODES: usize = 11;
 
 /// What primary zones count (transfers and NOTIFYs out), by lower-cased
 /// origin. A secondary zone's counts are not here: a table by origin cost
@@ -76,6 +81,7 @@ struct Outbound {
     seconds: f64,
     notifies: u64,
     notifies_failed: u64,
+    updates: [u64; UPDATE_RCODES],
 }
 
 impl ZoneStats {
@@ -106,6 +112,16 @@ impl ZoneStats {
         });
     }
 
+    /// A dynamic update of `origin` answered with `rcode` (one past
+    /// NOTZONE is not counted).
+    pub fn update(&self, origin: &Name, rcode: u16) {
+        self.with(origin, |c| {
+            if let Some(n) = c.updates.get_mut(rcode as usize) {
+                *n += 1;
+            }
+        });
+    }
+
     /// Every zone's outbound counts, sorted by origin.
     pub fn snapshot(&self) -> Vec<(Name, ZoneCounts)> {
         let table = self.outbound.lock().unwrap_or_else(|e| e.into_inner());
@@ -117,6 +133,7 @@ impl ZoneStats {
                     transfer_out_seconds: c.seconds,
                     notifies_out: c.notifies,
                     notifies_out_failed: c.notifies_failed,
+                    updates: c.updates,
                     ..ZoneCounts::default()
                 };
                 (origin.clone(), counts)
@@ -130,6 +147,22 @@ impl ZoneStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn updates_are_counted_per_zone_and_rcode() {
+        let stats = ZoneStats::default();
+        let (a, b) = (
+            Name::parse("a.test").unwrap(),
+            Name::parse("B.test").unwrap(),
+        );
+        for rcode in [0, 0, 5, 8, 99] {
+            stats.update(&a, rcode);
+        }
+        stats.update(&b, 10);
+        let all = stats.snapshot();
+        assert_eq!(all[0].1.updates, [2, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0]);
+        assert_eq!(all[1].1.updates[10], 1);
+    }
 
     #[test]
     fn counts_are_kept_per_zone_whatever_the_case() {

@@ -69,6 +69,7 @@ async fn run(
         };
         let now = unix_now();
         for (update, rcode) in answered {
+            transfers.zone_stats.update(&update.request.origin, rcode.0);
             let response = update.request.response(rcode, now);
             update.answer(response);
         }

@@ -622,6 +622,23 @@ fn encode_zone_traffic(
         "heron_zone_notify_failures",
         "NOTIFYs sent that no secondary acknowledged",
         failed,
+    )?;
+    let updates = zones.iter().flat_map(|z| {
+        (0..heron_xfr::stats::UPDATE_RCODES)
+            .filter(|&r| z.counts.updates[r] > 0)
+            .map(|r| {
+                let rcode = heron_proto::Rcode(r as u16).to_string();
+                (
+                    vec![("zone", z.zone.clone()), ("rcode", rcode)],
+                    z.counts.updates[r],
+                )
+            })
+    });
+    counters(
+        e,
+        "heron_zone_updates",
+        "Dynamic updates (RFC 2136) the update task answered, by answer code",
+        updates,
     )
 }
 
@@ -654,6 +671,7 @@ mod tests {
                 loaded_at: Some(1_700_000_000),
                 counts: ZoneCounts {
                     transfers_out: 3,
+                    updates: [4, 0, 0, 0, 0, 2, 0, 0, 1, 0, 0],
                     ..ZoneCounts::default()
                 },
                 health: None,
@@ -776,6 +794,9 @@ mod tests {
             "heron_tcp_connections_open 2.0",
             "heron_zone_serial{zone=\"example.com.\"} 7",
             "heron_zone_transfers_total{zone=\"example.com.\",direction=\"out\"} 3",
+            "heron_zone_updates_total{zone=\"example.com.\",rcode=\"NOERROR\"} 4",
+            "heron_zone_updates_total{zone=\"example.com.\",rcode=\"REFUSED\"} 2",
+            "heron_zone_updates_total{zone=\"example.com.\",rcode=\"NXRRSET\"} 1",
             "process_resident_memory_bytes 4096.0",
             "heron_build_info{version=\"0.1.0\"} 1",
             "heron_dnstap_messages_total{result=\"written\"} 10",
