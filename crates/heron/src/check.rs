@@ -112,7 +112,8 @@ fn dnstap_file_problem(dnstap: Option<&config::dnstap::Dnstap>) -> Option<String
     match made {
         Ok(_) => {
             let _ = std::fs::remove_file(&probe);
-            None
+            let continued = heron_server::dnstap::check_continuable(path);
+            (continued.err()).map(|e| format!("[dnstap] file {}: {e}", path.display()))
         }
         Err(e) => Some(format!(
             "[dnstap] file {}: cannot create a file in {} ({e}): heron serve would not start; \

@@ -295,3 +295,65 @@ fn a_reload_after_logrotate_moved_the_file_starts_a_new_one() {
         "{new}"
     );
 }
+
+/// Issue 44: logrotate's `postrotate` runs `heron ctl dnstap-reopen`,
+/// which returns once the new file is there; a restart then continues
+/// that file (it was emptied at every start). `dnstap-read -y` reads the
+/// moved file and both sessions of the new one.
+#[test]
+fn ctl_dnstap_reopen_and_a_restart_keep_every_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("queries.dnstap");
+    let tap = format!("file = \"{}\"", file.display());
+    let mut server = server(dir.path(), &tap);
+    ask_udp(&server, "before.tap.test");
+    assert!(heron_testkit::eventually_within(
+        Duration::from_secs(10),
+        || { std::fs::read(&file).is_ok_and(|b| b.windows(6).any(|w| w == b"before")) }
+    ));
+    let rotated = dir.path().join("queries.dnstap.1");
+    std::fs::rename(&file, &rotated).unwrap();
+    let out = Command::new(heron())
+        .args(["ctl", "--socket"])
+        .arg(dir.path().join("ctl.sock"))
+        .arg("dnstap-reopen")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", server.log());
+    assert!(file.exists(), "there once ctl returns: {said}");
+    ask_udp(&server, "after.tap.test");
+    assert!(server.terminate().is_some_and(|s| s.success()));
+    let mut server = self::server(dir.path(), &tap);
+    ask_udp(&server, "restarted.tap.test");
+    assert!(server.terminate().is_some_and(|s| s.success()));
+
+    let old = dnstap_read(&["-y"], &rotated);
+    assert!(old.contains("before.tap.test"), "{old}");
+    assert!(!old.contains("after.tap.test"), "{old}");
+    let new = dnstap_read(&["-y"], &file);
+    for name in ["after.tap.test", "restarted.tap.test"] {
+        assert_eq!(new.matches(&format!("'{name}. IN A'")).count(), 2, "{new}");
+    }
+    assert!(!new.contains("before.tap.test"), "{new}");
+    assert!(new.contains("query_zone: tap.test."), "{new}");
+}
+
+/// `dnstap-reopen` with the log going to a socket is refused (exit 4).
+#[test]
+fn ctl_dnstap_reopen_without_a_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("reader.sock");
+    let mut server = server(dir.path(), &format!("socket = \"{}\"", socket.display()));
+    ask_udp(&server, "up.tap.test");
+    let out = Command::new(heron())
+        .args(["ctl", "--socket"])
+        .arg(dir.path().join("ctl.sock"))
+        .arg("dnstap-reopen")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("no file to reopen"), "{said}");
+    server.terminate();
+}

@@ -786,6 +786,12 @@ fn check_config_fails_on_a_dnstap_file_that_cannot_be_created() {
         .map(|e| e.file_name())
         .collect();
     assert_eq!(left.len(), 1, "the probe is removed: {left:?}");
+    // A file there that is not dnstap: serve would refuse to write on it.
+    std::fs::write(&fine, "not dnstap").unwrap();
+    let (ok, text) = run(&["check-config", config.to_str().unwrap()]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("not a dnstap file to continue"), "{text}");
+    assert_eq!(std::fs::read_to_string(&fine).unwrap(), "not dnstap");
 }
 
 #[test]

@@ -9,6 +9,8 @@
 //! [`FLUSH_BUDGET`] before what it still holds is dropped.
 
 pub mod encode;
+mod file;
+pub use file::check_continuable;
 pub mod frame;
 
 use std::fs::File;
@@ -29,7 +31,8 @@ use frame::{CONTENT_TYPE, ControlType};
 /// Where the frames go.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Output {
-    /// A file, written from its start: START, data frames, STOP.
+    /// A file: START, data frames, STOP. One already there is continued
+    /// (its STOP cut off), never emptied ([`file`]).
     File(PathBuf),
     /// A reader's Unix socket, with the bidirectional handshake.
     Socket(PathBuf),
@@ -78,6 +81,8 @@ struct Shared {
     stopping: AtomicBool,
     /// A file to end and open again at its path ([`Writer::reopen`]).
     reopen: AtomicBool,
+    /// Reopens done, for [`Writer::reopen_and_wait`].
+    reopened: AtomicU64,
     /// When the writer must be done, set by [`Writer::finish`].
     flush_by: OnceLock<Instant>,
 }
@@ -99,6 +104,7 @@ impl Shared {
 pub struct Writer {
     queue: SyncSender<Exchange>,
     max_bytes: usize,
+    to_file: bool,
     shared: Arc<Shared>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -108,7 +114,7 @@ impl Writer {
     /// error; a socket nobody listens on yet is not (it is retried).
     pub fn start(settings: Settings) -> io::Result<Arc<Writer>> {
         let sink = match &settings.output {
-            Output::File(path) => Sink::File(start_file(path)?, path.clone()),
+            Output::File(path) => Sink::File(file::open(path)?, path.clone()),
             Output::Socket(path) => Sink::Socket(Connection::new(path.clone())),
         };
         let (queue, receiver) = sync_channel(settings.queue_messages.max(1));
@@ -126,6 +132,7 @@ impl Writer {
         Ok(Arc::new(Writer {
             queue,
             max_bytes: settings.queue_bytes,
+            to_file: matches!(settings.output, Output::File(_)),
             shared,
             thread: Mutex::new(Some(thread)),
         }))
@@ -137,6 +144,28 @@ impl Writer {
     /// socket.
     pub fn reopen(&self) {
         self.shared.reopen.store(true, Ordering::Relaxed);
+    }
+
+    /// [`Writer::reopen`], and waits (at most `within`) until it is done:
+    /// whether it was. For `heron ctl dnstap-reopen`, which logrotate's
+    /// `postrotate` runs and which must not return before the new file is
+    /// there.
+    pub fn reopen_and_wait(&self, within: Duration) -> bool {
+        let before = self.shared.reopened.load(Ordering::Acquire);
+        self.reopen();
+        let give_up = Instant::now() + within;
+        while Instant::now() < give_up {
+            if self.shared.reopened.load(Ordering::Acquire) != before {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    /// Whether the log goes to a file (which [`Writer::reopen`] reopens).
+    pub fn writes_a_file(&self) -> bool {
+        self.to_file
     }
 
     /// Writes what is queued, ends the stream (STOP; over a socket, waits
@@ -286,6 +315,7 @@ impl Drain {
             }
             if self.shared.reopen.swap(false, Ordering::Relaxed) {
                 self.sink.reopen(self.shared.io_deadline());
+                self.shared.reopened.fetch_add(1, Ordering::Release);
             }
             let messages = match self.unsent.1 {
                 0 => self.take_queued(&mut buffer, &mut busy),
@@ -349,17 +379,6 @@ enum Sink {
     Socket(Connection),
 }
 
-/// A new dnstap file at `path` (emptied if there is one), its START
-/// written.
-fn start_file(path: &Path) -> io::Result<BufWriter<File>> {
-    let mut file = BufWriter::new(File::create(path)?);
-    let mut start = Vec::new();
-    frame::control(ControlType::Start, Some(CONTENT_TYPE), &mut start);
-    file.write_all(&start)?;
-    file.flush()?;
-    Ok(file)
-}
-
 impl Sink {
     fn ready(&self) -> bool {
         match self {
@@ -386,9 +405,9 @@ impl Sink {
         }
     }
 
-    /// A file moved away (rotated) ended, and a new one started at its
-    /// path. A file still at its path is written on: opening it again
-    /// would empty it.
+    /// A file moved away (rotated) ended, and one opened at its path (a
+    /// new one, or one put there, continued). A file still at its path is
+    /// written on.
     fn reopen(&mut self, until: Instant) {
         use std::os::unix::fs::MetadataExt;
         let Sink::File(file, path) = self else {
@@ -402,11 +421,18 @@ impl Sink {
                 return;
             }
         }
-        let path = path.clone();
-        self.close(until);
-        match start_file(&path) {
-            Ok(new) => *self = Sink::File(new, path),
-            Err(e) => tracing::warn!("dnstap: cannot start {} again: {e}", path.display()),
+        // The new file first: should it fail, the old one is written on
+        // rather than ended.
+        match file::open(path) {
+            Ok(new) => {
+                let path = path.clone();
+                self.close(until);
+                *self = Sink::File(new, path);
+            }
+            Err(e) => tracing::warn!(
+                "dnstap: cannot start {} again: {e}; writing on in the moved file",
+                path.display()
+            ),
         }
     }
 

@@ -370,3 +370,97 @@ fn a_rotated_file_is_ended_and_a_new_one_started_at_its_path() {
     assert!(new.lines().all(|l| l.contains(" TCP ")), "{new}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Lines `dnstap-read` prints for `file` (it must read it whole).
+fn dnstap_read(file: &std::path::Path) -> Vec<String> {
+    let out = Command::new(DNSTAP_READ).arg(file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines().map(str::to_string).collect()
+}
+
+/// Writes `transports`' exchanges into the file at `path` with a writer
+/// of its own, and ends it.
+fn write_session(path: &std::path::Path, transports: &[Transport]) {
+    let writer = Writer::start(settings(Output::File(path.to_path_buf()))).unwrap();
+    transports.iter().for_each(|&t| writer.offer(exchange(t)));
+    writer.finish();
+    assert_eq!(writer.totals().written, 2 * transports.len() as u64);
+}
+
+/// Issue 44: every start emptied the file. A second writer (a restart)
+/// continues the first one's file: `dnstap-read` reads both sessions.
+#[test]
+fn a_restart_continues_the_file_it_finds() {
+    let dir = tempfile_dir("restart");
+    let path = dir.join("queries.dnstap");
+    write_session(&path, &[Transport::Udp]);
+    write_session(&path, &[Transport::Tcp, Transport::Tcp]);
+    let lines = dnstap_read(&path);
+    assert_eq!(lines.len(), 6, "{lines:#?}");
+    assert!(lines[..2].iter().all(|l| l.contains(" UDP ")), "{lines:#?}");
+    assert!(lines[2..].iter().all(|l| l.contains(" TCP ")), "{lines:#?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A file cut short by a crash (no STOP, half a frame) is continued after
+/// its last whole frame.
+#[test]
+fn a_file_cut_short_is_continued_after_its_last_whole_frame() {
+    let dir = tempfile_dir("crash");
+    let path = dir.join("queries.dnstap");
+    write_session(&path, &[Transport::Udp, Transport::Udp]);
+    let whole = std::fs::read(&path).unwrap();
+    // Drop the STOP (12 bytes) and 5 bytes of the last response's frame.
+    std::fs::write(&path, &whole[..whole.len() - 12 - 5]).unwrap();
+    write_session(&path, &[Transport::Tcp]);
+    let lines = dnstap_read(&path);
+    assert_eq!(lines.len(), 5, "3 whole ones kept, 2 new: {lines:#?}");
+    assert!(lines[3].contains(" AQ ") && lines[3].contains(" TCP "));
+    // Only a STOP missing: nothing lost.
+    std::fs::write(&path, &whole[..whole.len() - 12]).unwrap();
+    write_session(&path, &[Transport::Tcp]);
+    assert_eq!(dnstap_read(&path).len(), 6);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A file that is not dnstap (a wrong path in the configuration), or one
+/// with bytes after its STOP, is neither emptied nor written to.
+#[test]
+fn a_file_that_is_not_dnstap_is_left_alone() {
+    let dir = tempfile_dir("foreign");
+    let path = dir.join("heron.toml");
+    std::fs::write(&path, "[server]\nlisten = [\"127.0.0.1:53\"]\n").unwrap();
+    let error = Writer::start(settings(Output::File(path.clone())))
+        .err()
+        .unwrap();
+    assert!(error.to_string().contains("not a dnstap file"), "{error}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with("[server]"), "{text}");
+    let tap = dir.join("two.dnstap");
+    write_session(&tap, &[Transport::Udp]);
+    let mut bytes = std::fs::read(&tap).unwrap();
+    bytes.extend_from_slice(b"more");
+    std::fs::write(&tap, &bytes).unwrap();
+    assert!(Writer::start(settings(Output::File(tap.clone()))).is_err());
+    assert_eq!(std::fs::read(&tap).unwrap(), bytes);
+    // Malformed starts of every length: refused or continued, no panic.
+    let mut frames = Vec::new();
+    frame::control(ControlType::Start, Some(CONTENT_TYPE), &mut frames);
+    frame::data(b"payload", &mut frames);
+    for cut in 0..frames.len() {
+        for flip in [None, Some(cut)] {
+            let mut bytes = frames[..cut].to_vec();
+            if let Some(at) = flip.filter(|&at| at < bytes.len()) {
+                bytes[at] ^= 0xff;
+            }
+            std::fs::write(&tap, &bytes).unwrap();
+            let _ = Writer::start(settings(Output::File(tap.clone()))).map(|w| w.finish());
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

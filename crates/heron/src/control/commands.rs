@@ -23,8 +23,7 @@ use crate::plan::zone_files::ZoneFiles;
 use crate::runtime::{Selection, Transfers, reload};
 
 /// The commands this server answers, for the error that names them.
-const KNOWN: &str =
-    "status, zone-status, reload, reconfigure, retransfer, refresh, notify, stats, stop";
+const KNOWN: &str = "status, zone-status, reload, reconfigure, retransfer, refresh, notify, stats, dnstap-reopen, stop";
 
 /// What the commands see of the running server.
 pub(crate) struct Controller {
@@ -70,6 +69,7 @@ impl Controller {
                 _ => Response::refused("notify takes one zone"),
             },
             "stats" => self.stats(request.reset),
+            "dnstap-reopen" => self.dnstap_reopen().await,
             "stop" => {
                 tracing::info!("control socket: stop asked");
                 self.stop.notify_one();
@@ -77,6 +77,26 @@ impl Controller {
                 Response::ok(format!("stopping (pid {pid})"), json!({ "pid": pid }))
             }
             other => Response::refused(format!("unknown command '{other}'; known: {KNOWN}")),
+        }
+    }
+
+    /// Reopens the dnstap file (after logrotate moved it) and answers once
+    /// the new one is there.
+    async fn dnstap_reopen(&self) -> Response {
+        let Some(writer) = self.transfers.query_log() else {
+            return Response::refused("dnstap is off ([dnstap] is not configured)");
+        };
+        if !writer.writes_a_file() {
+            return Response::refused("dnstap writes to a socket: there is no file to reopen");
+        }
+        let done = tokio::task::spawn_blocking(move || {
+            writer.reopen_and_wait(std::time::Duration::from_secs(5))
+        })
+        .await
+        .unwrap_or(false);
+        match done {
+            true => Response::ok("dnstap file reopened", json!({})),
+            false => Response::error("the dnstap writer did not reopen its file within 5 s"),
         }
     }
 

@@ -96,6 +96,11 @@ pub enum CtlCommand {
         #[arg(long)]
         reset: bool,
     },
+    /// End the dnstap file (if it was moved away, as logrotate does) and
+    /// start a new one at its path, and wait until it is there: for
+    /// logrotate's `postrotate`. A file still at its path is written on.
+    /// Exits 4 if dnstap is off or writes to a socket.
+    DnstapReopen,
     /// Shut the server down cleanly, and wait until its process is gone.
     /// Exits 1 if it is still there when the timeout runs out.
     Stop,
@@ -128,6 +133,7 @@ impl CtlCommand {
                 reset: *reset,
                 ..Request::new("stats")
             },
+            CtlCommand::DnstapReopen => Request::new("dnstap-reopen"),
             CtlCommand::Stop => Request::new("stop"),
         }
     }

@@ -47,6 +47,11 @@ pub(crate) struct Transfers {
 }
 
 impl Transfers {
+    /// The query log's writer, if `[dnstap]` is on.
+    pub(crate) fn query_log(&self) -> Option<Arc<dnstap::Writer>> {
+        self.query_log.clone()
+    }
+
     /// Journals the zones that changed from `old` to `new`; returns those
     /// whose secondaries should hear of a new serial (new zones too).
     pub(crate) fn journal_changes(&self, old: &Catalog, new: &Catalog) -> Vec<Arc<Zone>> {
