@@ -1500,3 +1500,37 @@ fn a_reload_as_an_unprivileged_user_finishes_while_the_cores_are_busy() {
         server.log()
     );
 }
+
+/// Issue 44: check-config reported one TOML error a run. Problems in
+/// several sections (unknown keys, values of the wrong type, a bad
+/// `[[zone]]` among good ones) and the checks after parsing (timers,
+/// dnstap) are all listed in one run.
+#[test]
+fn check_config_lists_every_problem_in_one_run() {
+    let dir = tempdir("check-config-every-error");
+    let config = dir.join("many.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:5300\"]\nbogus = 1\n\
+             [tcp]\nidle-timeout = \"long\"\n\
+             [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n\
+             [[zone]]\norigin = \"other.test\"\nfiel = \"x.zone\"\n\
+             [secondary]\nmin-refresh = 100\nmax-refresh = 10\n\
+             [dnstap]\nsample = 0\nfile = \"t.dnstap\"\n",
+            data(EDGE).display()
+        ),
+    )
+    .unwrap();
+    let (ok, text) = run(&["check-config", config.to_str().unwrap()]);
+    assert!(!ok, "{text}");
+    for problem in [
+        "`bogus`",
+        "line 5",
+        "`fiel`",
+        "min-refresh 100 must be at least 1 and at most max-refresh 10",
+        "[dnstap] sample must be 1 to",
+    ] {
+        assert!(text.contains(problem), "{problem} in:\n{text}");
+    }
+}

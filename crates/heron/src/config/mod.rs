@@ -94,6 +94,7 @@ pub(crate) mod catalog;
 mod catalogs;
 pub mod dnssec;
 pub mod dnstap;
+mod every_error;
 pub mod metrics;
 mod shared_files;
 mod shield;
@@ -699,10 +700,20 @@ pub struct Settings {
 pub fn load(path: &Path) -> Result<Settings, Vec<String>> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| vec![format!("{}: cannot read: {e}", path.display())])?;
-    let file: ConfigFile =
-        toml::from_str(&text).map_err(|e| vec![format!("{}: {e}", path.display())])?;
     let base = path.parent().unwrap_or(Path::new("."));
-    from_file(file, base, path)
+    match every_error::parse(&text) {
+        Ok(file) => from_file(file, base, path),
+        Err(problems) => {
+            let mut errors: Vec<String> = (problems.errors.iter())
+                .map(|e| format!("{}: {e}", path.display()))
+                .collect();
+            // The sections that did read are checked too, in the same run.
+            if let Some(Err(more)) = problems.rest.map(|rest| from_file(rest, base, path)) {
+                errors.extend(more);
+            }
+            Err(errors)
+        }
+    }
 }
 
 /// Errors found while a file is resolved, each prefixed with the file's
