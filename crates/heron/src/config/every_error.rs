@@ -20,7 +20,7 @@ use super::ConfigFile;
 #[derive(Debug)]
 pub struct Problems {
     pub errors: Vec<String>,
-    pub rest: Option<ConfigFile>,
+    pub rest: Option<Box<ConfigFile>>,
 }
 
 /// `text` read as a configuration file; or every problem found in it.
@@ -43,7 +43,9 @@ pub fn parse(text: &str) -> Result<ConfigFile, Problems> {
             rest.insert(key, kept);
         }
     }
-    let rest = ConfigFile::deserialize_from(Spanned::new(span, rest)).ok();
+    let rest = ConfigFile::deserialize_from(Spanned::new(span, rest))
+        .ok()
+        .map(Box::new);
     if errors.is_empty() {
         // Whatever serde saw, the sections alone did not show it.
         errors.push(first);

@@ -708,7 +708,7 @@ pub fn load(path: &Path) -> Result<Settings, Vec<String>> {
                 .map(|e| format!("{}: {e}", path.display()))
                 .collect();
             // The sections that did read are checked too, in the same run.
-            if let Some(Err(more)) = problems.rest.map(|rest| from_file(rest, base, path)) {
+            if let Some(Err(more)) = problems.rest.map(|rest| from_file(*rest, base, path)) {
                 errors.extend(more);
             }
             Err(errors)
