@@ -520,14 +520,25 @@ fn the_unit_file_passes_systemd_analyze_verify() {
         unit.contains("ExecStart=/usr/local/bin/heron serve"),
         "{unit}"
     );
+    let said = verify_unit(&dir.0, &unit);
+    assert!(
+        !said.contains("heron.service"),
+        "warnings about the unit: {said}"
+    );
+}
+
+/// Runs `systemd-analyze verify` on the shipped unit in `dir`, with the
+/// binary paths pointed at the one built and its man pages on MANPATH;
+/// what it said. Fails on an error or on any line naming the unit.
+fn verify_unit(dir: &std::path::Path, unit: &str) -> String {
     let unit = unit.replace("/usr/local/bin/heron", &heron().display().to_string());
-    let path = dir.0.join("heron.service");
+    let path = dir.join("heron.service");
     fs::write(&path, unit).unwrap();
-    write_man_pages(&dir.0.join("man/man1"));
+    write_man_pages(&dir.join("man/man1"));
     let out = match Command::new("systemd-analyze")
         .arg("verify")
         .arg(&path)
-        .env("MANPATH", dir.0.join("man"))
+        .env("MANPATH", dir.join("man"))
         .output()
     {
         Ok(out) => out,
@@ -535,10 +546,83 @@ fn the_unit_file_passes_systemd_analyze_verify() {
     };
     let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{said}");
+    said.into_owned()
+}
+
+/// Issue 44: `[xdp]` could not work under the unit (no capability but
+/// CAP_NET_BIND_SERVICE, no `bpf` system call) and nothing said so. The
+/// drop-in docs/heron-xdp.conf adds what it needs; systemd reads it with
+/// the unit (from heron.service.d/, as under /etc/systemd/system) without
+/// a word, and `bpf`, which it allows, is not in the unit's
+/// @system-service.
+#[test]
+fn the_xdp_drop_in_passes_systemd_analyze_verify_with_the_unit() {
+    let dir = TempDir::new("unit-xdp");
+    let drop_in = fs::read_to_string(repo_file("docs/heron-xdp.conf")).unwrap();
+    fs::create_dir_all(dir.0.join("heron.service.d")).unwrap();
+    fs::write(dir.0.join("heron.service.d/xdp.conf"), &drop_in).unwrap();
+    let unit = fs::read_to_string(repo_file("docs/heron.service")).unwrap();
+    let said = verify_unit(&dir.0, &unit);
+    assert!(!said.contains("heron"), "warnings: {said}");
+    // systemd reads the drop-in: a key it does not know is named.
+    fs::write(
+        dir.0.join("heron.service.d/xdp.conf"),
+        format!("{drop_in}NoSuchKey=1\n"),
+    )
+    .unwrap();
+    let said = verify_unit(&dir.0, &unit);
     assert!(
-        !said.contains("heron.service"),
-        "warnings about the unit: {said}"
+        said.contains("xdp.conf") && said.contains("NoSuchKey"),
+        "{said}"
     );
+    for key in [
+        "AmbientCapabilities=CAP_BPF CAP_NET_ADMIN CAP_NET_RAW",
+        "SystemCallFilter=bpf",
+        "LimitMEMLOCK=infinity",
+    ] {
+        assert!(drop_in.lines().any(|l| l == key), "{key}");
+    }
+    assert!(unit.contains("SystemCallFilter=@system-service"));
+    let service = system_calls_of("@system-service");
+    assert!(service.contains("mmap"), "{service:?}");
+    assert!(!service.contains("bpf"), "{service:?}");
+}
+
+/// The system calls systemd's filter `group` allows, its groups expanded.
+fn system_calls_of(group: &str) -> std::collections::BTreeSet<String> {
+    let out = Command::new("systemd-analyze")
+        .arg("syscall-filter")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut groups: std::collections::HashMap<String, Vec<String>> = Default::default();
+    let mut current = String::new();
+    for line in text.lines() {
+        match line.trim() {
+            "" => {}
+            name if !line.starts_with(' ') => current = name.to_string(),
+            entry if !entry.starts_with('#') => groups
+                .entry(current.clone())
+                .or_default()
+                .push(entry.into()),
+            _ => {}
+        }
+    }
+    let mut calls = std::collections::BTreeSet::new();
+    let (mut pending, mut seen) = (vec![group.to_string()], std::collections::HashSet::new());
+    while let Some(next) = pending.pop() {
+        if !seen.insert(next.clone()) {
+            continue;
+        }
+        for entry in groups.get(&next).into_iter().flatten() {
+            match entry.starts_with('@') {
+                true => pending.push(entry.clone()),
+                false => drop(calls.insert(entry.clone())),
+            }
+        }
+    }
+    assert!(!calls.is_empty(), "{group} from:\n{text}");
+    calls
 }
 
 /// Issue 44: under journald every line was filed at the priority of the
