@@ -180,6 +180,7 @@ fn zone_files(args: &ServeArgs, settings: &Settings) -> ZoneFiles {
             path: path.clone(),
             extra_zones: args.zone.clone(),
             restart_only: settings.restart_only.clone(),
+            live: settings.live.clone(),
         }),
         None => files,
     }
@@ -272,6 +273,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             shield: Default::default(),
             warnings: Vec::new(),
             restart_only: Default::default(),
+            live: Default::default(),
             cookies: Default::default(),
             dnstap: None,
             metrics: None,

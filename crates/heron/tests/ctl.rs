@@ -1026,3 +1026,45 @@ fn retransfer_force_asks_a_primary_left_alone_after_failing() {
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("s.test. transferred: serial 2"), "{out}");
 }
+
+/// Issue 44: `[secondary]` needed a restart ("needs restart:
+/// [secondary]"). A reconfigure now applies it: a transfer limit lowered
+/// stops the next transfer, and raised again lets it through.
+#[test]
+fn reconfigure_applies_secondary_settings_at_run_time() {
+    use heron_testkit::FakePrimary;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    let primary = FakePrimary::start(&["s.test"], 1);
+    let port = heron_testkit::process::free_port();
+    let config = secondary_config(
+        dir.path(),
+        &socket,
+        port,
+        &[("s.test", primary.addr().to_string())],
+    );
+    let server = ServerProcess::heron_on_port(&heron(), port, "ready.test", &config).unwrap();
+    row_when(&socket, "s.test", |r| r["serial"] == 1);
+    let path = server.dir().join("heron.toml");
+    std::fs::write(
+        &path,
+        format!("{config}[secondary]\nmax-transfer-records = 2\n"),
+    )
+    .unwrap();
+    let (code, out, err) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("applied: [secondary]"), "{out}");
+    assert!(!out.contains("needs restart"), "{out}");
+    let (code, out, _) = ctl(&socket, &["retransfer", "s.test"]);
+    assert_eq!(code, Some(1), "the limit holds: {out}\n{}", server.log());
+    assert!(out.contains("records"), "{out}");
+    // Unchanged: nothing said; then back to the default.
+    let (_, out, _) = ctl(&socket, &["reconfigure"]);
+    assert!(out.contains("no change"), "{out}");
+    std::fs::write(&path, &config).unwrap();
+    let (code, out, _) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("applied: [secondary]"), "{out}");
+    let (code, out, _) = ctl(&socket, &["retransfer", "s.test"]);
+    assert_eq!(code, Some(0), "{out}");
+}

@@ -14,9 +14,11 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use heron_proto::edns::{OPT_LEN, OPTION_HEADER_LEN, code, opt_record};
 use heron_proto::message::{Header, Message, flags};
 use heron_proto::tsig::{self, Key, KeyRing, ResponseVerifier, TsigError};
@@ -170,21 +172,36 @@ impl From<io::Error> for ClientError {
     }
 }
 
+/// What a reload may change of [`Connections`] (`[secondary]`).
+pub struct Reconfigured {
+    pub concurrency: usize,
+    pub io_timeout: Duration,
+    pub limits: TransferLimits,
+    pub tls: TlsClients,
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// The pool of connections to primaries, shared by every secondary zone.
 pub struct Connections {
     /// One pipelined line per primary for SOA checks.
     soa_lines: Mutex<HashMap<Route, SoaSlot>>,
     idle: Mutex<HashMap<Route, Vec<Stream>>>,
-    tls: TlsClients,
-    slots: Semaphore,
+    /// Replaced by a reload that reads another `tls-ca`.
+    tls: ArcSwap<TlsClients>,
+    slots: Arc<Semaphore>,
+    /// How many `slots` there are meant to be (a reload changes it).
+    concurrency: AtomicUsize,
     /// Idle connections kept per primary: as many as may be busy at once,
     /// so a burst of exchanges (a cold start) reuses the same few
     /// connections instead of closing and reopening them.
     idle_per_primary: usize,
     keys: Arc<SharedKeys>,
-    /// Bound on connecting and on each read or write.
-    io_timeout: Duration,
-    transfer_limits: TransferLimits,
+    /// Bound on connecting and on each read or write, in milliseconds.
+    io_timeout_ms: AtomicU64,
+    transfer_limits: Mutex<TransferLimits>,
     opened: std::sync::atomic::AtomicUsize,
     health: PrimaryHealth,
     /// Turns to connect, by primary ([`CONNECTS_PER_PRIMARY`]).
@@ -196,29 +213,71 @@ impl Connections {
         Connections {
             soa_lines: Mutex::new(HashMap::new()),
             idle: Mutex::new(HashMap::new()),
-            slots: Semaphore::new(concurrency),
+            slots: Arc::new(Semaphore::new(concurrency)),
+            concurrency: AtomicUsize::new(concurrency),
             idle_per_primary: concurrency,
             keys: SharedKeys::new(keys),
-            io_timeout,
-            transfer_limits: TransferLimits::default(),
+            io_timeout_ms: AtomicU64::new(millis(io_timeout)),
+            transfer_limits: Mutex::new(TransferLimits::default()),
             opened: Default::default(),
             health: PrimaryHealth::default(),
             connecting: Mutex::default(),
-            tls: TlsClients::new(None).expect("no CA to read"),
+            tls: ArcSwap::from_pointee(TlsClients::new(None).expect("no CA to read")),
         }
     }
 
     /// What TLS connections to primaries are made with (by default,
     /// opportunistic ones only).
-    pub fn with_tls(mut self, tls: TlsClients) -> Connections {
-        self.tls = tls;
+    pub fn with_tls(self, tls: TlsClients) -> Connections {
+        self.tls.store(Arc::new(tls));
         self
     }
 
     /// Bounds on each incoming transfer (by default [`TransferLimits::default`]).
-    pub fn with_transfer_limits(mut self, limits: TransferLimits) -> Connections {
-        self.transfer_limits = limits;
+    pub fn with_transfer_limits(self, limits: TransferLimits) -> Connections {
+        *self
+            .transfer_limits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = limits;
         self
+    }
+
+    /// A reload's new `[secondary]` settings: they apply to each exchange
+    /// that starts from now on (those under way finish with the old).
+    /// Fewer exchanges at once take effect as those in flight end.
+    pub fn reconfigure(&self, settings: Reconfigured) {
+        self.tls.store(Arc::new(settings.tls));
+        *self
+            .transfer_limits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = settings.limits;
+        (self.io_timeout_ms).store(millis(settings.io_timeout), Ordering::Relaxed);
+        let wanted = settings.concurrency.max(1);
+        let before = self.concurrency.swap(wanted, Ordering::Relaxed);
+        if wanted > before {
+            self.slots.add_permits(wanted - before);
+        } else if wanted < before {
+            let slots = self.slots.clone();
+            let fewer = (before - wanted) as u32;
+            // Taken as exchanges in flight give theirs back, then never
+            // given back.
+            tokio::spawn(async move {
+                if let Ok(taken) = slots.acquire_many_owned(fewer).await {
+                    taken.forget();
+                }
+            });
+        }
+    }
+
+    fn io_timeout(&self) -> Duration {
+        Duration::from_millis(self.io_timeout_ms.load(Ordering::Relaxed))
+    }
+
+    fn transfer_limits(&self) -> TransferLimits {
+        *self
+            .transfer_limits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Signs with `keys`, which the server replaces when a reload reads
@@ -278,7 +337,7 @@ impl Connections {
                     verifier = Some(ResponseVerifier::new(k, mac));
                 }
             };
-            let answer = match line.exchange(query.clone(), sign, self.io_timeout).await {
+            let answer = match line.exchange(query.clone(), sign, self.io_timeout()).await {
                 Ok(answer) => answer,
                 // A line the primary closed while idle: once more, anew.
                 Err(LineError::Closed) if attempt == 0 => continue,
@@ -346,7 +405,7 @@ impl Connections {
                 self.query(origin, RType::IXFR, Some((soa.ttl(), &soa.first_rdata())))
             }
         };
-        let limits = self.transfer_limits;
+        let limits = self.transfer_limits();
         let mut receiver = Receiver::new(origin.clone(), request).with_limits(limits);
         // From the first message: waiting for a connection slot or the
         // primary's first answer is bounded elsewhere. With a read timeout
@@ -458,10 +517,13 @@ impl Connections {
             tcp.set_nodelay(true)?;
             match &up.tls {
                 None => Ok(Stream::Tcp(tcp)),
-                Some(trust) => self.tls.connect(tcp, up.addr.ip(), trust).await,
+                Some(trust) => {
+                    let tls = self.tls.load_full();
+                    tls.connect(tcp, up.addr.ip(), trust).await
+                }
             }
         };
-        let stream = timeout(self.io_timeout, connect)
+        let stream = timeout(self.io_timeout(), connect)
             .await
             .map_err(|_| ClientError::Timeout)
             .and_then(|connected| connected.map_err(ClientError::Io))
@@ -541,7 +603,7 @@ impl Connections {
     }
 
     async fn timed<T>(&self, f: impl Future<Output = io::Result<T>>) -> Result<T, ClientError> {
-        timeout(self.io_timeout, f)
+        timeout(self.io_timeout(), f)
             .await
             .map_err(|_| ClientError::Timeout)?
             .map_err(ClientError::Io)
@@ -600,6 +662,43 @@ mod tests {
     /// SOA checks of many zones and their transfers, from a source
     /// address: every request comes from it, over a few pooled
     /// connections (the checks share one line).
+    /// A reload's `[secondary]`: more slots at once, fewer as those in
+    /// flight end; the timeout and limits for the next exchange.
+    #[tokio::test]
+    async fn a_reload_changes_the_slots_the_timeout_and_the_limits() {
+        let conns = Connections::new(Arc::default(), 4, Duration::from_secs(10));
+        let settings = |concurrency, secs, records| Reconfigured {
+            concurrency,
+            io_timeout: Duration::from_secs(secs),
+            limits: TransferLimits {
+                max_records: records,
+                ..TransferLimits::default()
+            },
+            tls: TlsClients::new(None).unwrap(),
+        };
+        conns.reconfigure(settings(6, 3, 7));
+        assert_eq!(conns.slots.available_permits(), 6);
+        assert_eq!(conns.io_timeout(), Duration::from_secs(3));
+        assert_eq!(conns.transfer_limits().max_records, 7);
+        let busy = conns.slots.clone().acquire_many_owned(5).await.unwrap();
+        conns.reconfigure(settings(2, 3, 7));
+        tokio::task::yield_now().await;
+        assert_eq!(conns.slots.available_permits(), 0, "1 free, taken");
+        drop(busy);
+        for _ in 0..100 {
+            if conns.slots.available_permits() == 2 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(conns.slots.available_permits(), 2);
+        conns.reconfigure(settings(0, 3, 7));
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(conns.slots.available_permits(), 1, "never below one");
+    }
+
     #[tokio::test]
     async fn checks_and_transfers_come_from_the_source_address_over_pooled_connections() {
         let origins: Vec<String> = (0..200).map(|i| format!("z{i}.test")).collect();

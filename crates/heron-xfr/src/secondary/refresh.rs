@@ -97,7 +97,26 @@ pub struct Context {
     pub conns: Connections,
     pub publisher: Arc<dyn Publisher>,
     pub keeper: Keeper,
-    pub bounds: TimerBounds,
+    /// The `[secondary]` timer bounds; a reload replaces them
+    /// ([`Command::SetBounds`]), each zone taking them at its next check.
+    pub bounds: SharedBounds,
+}
+
+/// Timer bounds that a reload may replace while checks read them.
+pub struct SharedBounds(arc_swap::ArcSwap<TimerBounds>);
+
+impl SharedBounds {
+    pub fn new(bounds: TimerBounds) -> SharedBounds {
+        SharedBounds(arc_swap::ArcSwap::from_pointee(bounds))
+    }
+
+    pub fn get(&self) -> TimerBounds {
+        **self.0.load()
+    }
+
+    fn set(&self, bounds: TimerBounds) {
+        self.0.store(Arc::new(bounds));
+    }
 }
 
 /// What the driver is told while it runs.
@@ -112,6 +131,9 @@ pub enum Command {
     Add(Arc<SecondaryZone>, Option<Arc<Zone>>),
     /// Stop keeping `origin` fresh; what is in flight for it is ignored.
     Remove(Name),
+    /// New `[secondary]` timer bounds (a reload): each zone takes them
+    /// at its next check.
+    SetBounds(TimerBounds),
     /// Report every zone's state.
     Report(oneshot::Sender<Vec<ZoneReport>>),
     /// Check `origin` now, with a full transfer if `full`, and say how it
@@ -333,7 +355,7 @@ enum Exchanged {
 
 impl Driver {
     fn new(ctx: Arc<Context>) -> Driver {
-        let min_retry = ctx.bounds.min_retry;
+        let min_retry = ctx.bounds.get().min_retry;
         Driver {
             ctx,
             timers: Timers::new(min_retry, Box::new(heron_proto::message::random_id)),
@@ -383,6 +405,10 @@ impl Driver {
                 }
             }
             Command::Add(zone, kept) => self.add(zone, kept),
+            Command::SetBounds(bounds) => {
+                self.timers.set_min_retry(bounds.min_retry);
+                self.ctx.bounds.set(bounds);
+            }
             Command::Report(reply) => {
                 let _ = reply.send(self.report());
             }
@@ -427,7 +453,7 @@ impl Driver {
             let age = kept_at
                 .and_then(|t| SystemTime::now().duration_since(t).ok())
                 .unwrap_or_default();
-            (Version::of(kept, self.ctx.bounds), age)
+            (Version::of(kept, self.ctx.bounds.get()), age)
         });
         let primaries = zone.primaries.len();
         let kept_at = kept_at.and_then(UnixSeconds::of);
@@ -850,7 +876,7 @@ impl Driver {
             Outcome::Incremental { zone: z, diffs, .. } => (Arc::new(z), Some(diffs)),
             Outcome::UpToDate => unreachable!("nothing received"),
         };
-        let version = Version::of(&new, ctx.bounds);
+        let version = Version::of(&new, ctx.bounds.get());
         // Served with its deadline from the first query on; the timers
         // confirm it once they take the new version.
         new.set_expires_at(SystemTime::now() + version.timers.expire);
@@ -1032,7 +1058,7 @@ mod tests {
             conns: Connections::new(Arc::new(Vec::new()), 4, Duration::from_secs(10)),
             publisher,
             keeper: Keeper::start().unwrap(),
-            bounds: TimerBounds::default(),
+            bounds: SharedBounds::new(TimerBounds::default()),
         })
     }
 
@@ -1075,6 +1101,22 @@ mod tests {
         // counts (16) took 43 in a table by origin. The last good check
         // (4, issue 44: what freshness alerts need) took it from 48.
         assert!(std::mem::size_of::<Option<Entry>>() <= 56);
+    }
+
+    /// A reload's timer bounds reach what the checks read.
+    #[tokio::test]
+    async fn set_bounds_replaces_the_bounds_checks_read() {
+        let mut driver = Driver::new(context(Arc::default()));
+        let bounds = TimerBounds {
+            min_retry: Duration::from_secs(17),
+            max_refresh: Duration::from_secs(99),
+            ..TimerBounds::default()
+        };
+        let read = |d: &Driver| (d.ctx.bounds.get().min_retry, d.ctx.bounds.get().max_refresh);
+        assert_ne!(read(&driver).0, bounds.min_retry);
+        driver.command(Command::SetBounds(bounds));
+        assert_eq!(read(&driver), (bounds.min_retry, bounds.max_refresh));
+        assert_eq!(driver.timers.min_retry(), bounds.min_retry);
     }
 
     #[tokio::test]

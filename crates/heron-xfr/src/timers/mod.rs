@@ -350,6 +350,15 @@ impl Timers {
         }
     }
 
+    /// A reload's new `min_retry`: from each zone's next retry on.
+    pub fn set_min_retry(&mut self, min_retry: Duration) {
+        self.min_retry = min_retry;
+    }
+
+    pub fn min_retry(&self) -> Duration {
+        self.min_retry
+    }
+
     /// Makes room for `zones` more zones.
     pub fn reserve(&mut self, zones: usize) {
         self.zones.reserve_exact(zones);

@@ -85,7 +85,9 @@ fn check_section<'i>(
         "rrl" => problem(read_as::<RrlSection>(&value, text)),
         "cookies" => problem(read_as::<CookiesSection>(&value, text)),
         "dnstap" => problem(read_as::<dnstap::DnstapSection>(&value, text)),
-        "metrics" => problem(read_as::<crate::metrics::MetricsSection>(&value, text)),
+        "metrics" => problem(read_as::<crate::config::metrics::MetricsSection>(
+            &value, text,
+        )),
         "log" => problem(read_as::<crate::logging::LogSection>(&value, text)),
         "zone" => return each_entry::<ZoneEntry>(value, text, errors),
         "zone-group" => return each_entry::<ZoneGroup>(value, text, errors),

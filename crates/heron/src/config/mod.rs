@@ -685,6 +685,9 @@ pub struct Settings {
     pub warnings: Vec<String>,
     /// What a reload would not apply.
     pub restart_only: RestartOnly,
+    /// The sections a reload applies whole (`[secondary]`), fingerprinted
+    /// to say which changed.
+    pub live: RestartOnly,
     /// `[cookies]`.
     pub cookies: heron_proto::cookie::CookieSettings,
     /// `[dnstap]`; None: off.
@@ -755,6 +758,7 @@ struct Sections {
 
 fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec<String>> {
     let mut restart_only = RestartOnly::of_sections(&file);
+    let live = RestartOnly::of_live_sections(&file);
     let mut problems = Problems {
         path,
         errors: Vec::new(),
@@ -825,6 +829,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         shield,
         warnings,
         restart_only,
+        live,
         cookies: sections.cookies,
         dnstap: sections.dnstap,
         metrics: sections.metrics,
@@ -1236,13 +1241,20 @@ impl RestartOnly {
         );
         parts.add("[tcp]", &file.tcp);
         parts.add("[tls]", &file.tls);
-        parts.add("[secondary]", &file.secondary);
         parts.add("[xdp]", &file.xdp);
         parts.add("[rrl]", &file.rrl);
         parts.add("[cookies]", &file.cookies);
         parts.add("[dnstap]", &file.dnstap);
         parts.add("[metrics]", &file.metrics);
         parts.add("[log] format", &file.log.format);
+        parts
+    }
+
+    /// The sections a reload applies as a whole (not zone by zone), to
+    /// say which a reload changed.
+    fn of_live_sections(file: &ConfigFile) -> RestartOnly {
+        let mut parts = RestartOnly::default();
+        parts.add("[secondary]", &file.secondary);
         parts
     }
 

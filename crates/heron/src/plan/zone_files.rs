@@ -76,6 +76,8 @@ pub struct ConfigSource {
     pub extra_zones: Vec<ZoneSpec>,
     /// The parts only a restart applies, as the server started with them.
     pub restart_only: RestartOnly,
+    /// The sections a reload applies whole, as last applied.
+    pub live: RestartOnly,
 }
 
 /// What a configuration read again changes.
@@ -97,6 +99,12 @@ pub struct Reconfigured {
     pub keys: Vec<heron_proto::tsig::Key>,
     /// `[log]`: its levels apply at once.
     pub log: crate::logging::LogSection,
+    /// `[secondary]` and the TLS trust it names: applied to the refresh
+    /// task and its connections.
+    pub secondary: crate::config::SecondarySection,
+    pub xot: heron_xfr::secondary::tls::TlsClients,
+    /// Sections applied whole that changed (`[secondary]`).
+    pub applied: Vec<&'static str>,
     /// Parts of the file that changed but wait for a restart.
     pub left_for_restart: Vec<&'static str>,
 }
@@ -119,6 +127,8 @@ pub struct Outcome {
     /// Parts of the configuration that changed since the start and wait
     /// for a restart.
     pub needs_restart: Vec<&'static str>,
+    /// Sections applied whole that changed (`[secondary]`).
+    pub applied: Vec<&'static str>,
     /// Secondary zones added, removed and re-pointed.
     pub secondaries: SecondaryChanges,
     /// The configuration file had errors: nothing was changed.
@@ -179,6 +189,9 @@ impl Outcome {
             .filter(|(_, zones)| !zones.is_empty())
             .map(|(what, zones)| format!("{what}: {}", names(zones)))
             .collect();
+        if !self.applied.is_empty() {
+            parts.push(format!("applied: {}", self.applied.join(", ")));
+        }
         if self.loaded > self.added.len() {
             let files = self.loaded - self.added.len();
             parts.push(format!("{files} changed zone files re-read"));
@@ -275,6 +288,7 @@ impl ZoneFiles {
             .iter()
             .for_each(|w| tracing::warn!(target: LOG_TARGET, "{w}"));
         let left_for_restart = settings.restart_only.changed_since(&source.restart_only);
+        let applied = settings.live.changed_since(&source.live);
         let mut specs = settings.zones;
         specs.extend(source.extra_zones.iter().cloned());
         let before: HashMap<Name, PathBuf> = (self.entries.iter())
@@ -314,7 +328,13 @@ impl ZoneFiles {
                 !secondaries.contains(&origin) && !self.catalogs.contains(&origin)
             })
             .collect();
+        if let Some(source) = &mut self.config {
+            source.live = settings.live;
+        }
         Ok(Some(Reconfigured {
+            secondary: settings.secondary,
+            xot: settings.xot,
+            applied,
             policies: settings.policies,
             removed,
             added,
@@ -712,6 +732,7 @@ mod tests {
             path: config,
             extra_zones: Vec::new(),
             restart_only: RestartOnly::default(),
+            live: RestartOnly::default(),
         });
         let reconfigured = files.reread_config().unwrap().unwrap();
         let origins: Vec<String> = reconfigured

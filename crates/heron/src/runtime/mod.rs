@@ -21,6 +21,7 @@ use heron_xfr::stats::ZoneStats;
 use heron_zone::{Catalog, Zone};
 
 use heron_xfr::secondary::refresh::SecondaryZone;
+use heron_xfr::secondary::tls::TlsClients;
 
 use crate::config::{CatalogConfig, GeneratedCatalog};
 use crate::plan::catalog_producer;
@@ -139,14 +140,24 @@ pub(crate) async fn reload(
 }
 
 /// Zones added, primary and secondary zones whose transfer settings
-/// changed, and the parts that wait for a restart.
-type Listed = (Vec<Name>, Vec<Name>, Vec<Name>, Vec<&'static str>);
+/// changed, the parts that wait for a restart and the sections applied
+/// whole.
+type Listed = (
+    Vec<Name>,
+    Vec<Name>,
+    Vec<Name>,
+    Vec<&'static str>,
+    Vec<&'static str>,
+);
+
+/// `[secondary]` and the TLS trust it names, for the refresh task.
+type SecondarySettings = (crate::config::SecondarySection, TlsClients);
 
 /// What a reload's configuration brings besides its zone files.
 #[derive(Default)]
 struct Reconfiguration {
     removed: Vec<Name>,
-    secondaries: Option<(Vec<SecondaryZone>, Vec<CatalogConfig>)>,
+    secondaries: Option<(Vec<SecondaryZone>, Vec<CatalogConfig>, SecondarySettings)>,
     catalogs: Option<Vec<GeneratedCatalog>>,
     listed: Listed,
 }
@@ -182,10 +193,13 @@ fn rebuild(
         outcome.changed,
         outcome.changed_secondaries,
         outcome.needs_restart,
+        outcome.applied,
     ) = config.listed;
-    if let (Some((wanted, consumed)), Some(running)) =
+    if let (Some((wanted, consumed, (section, xot))), Some(running)) =
         (config.secondaries, xfr.secondaries.lock().unwrap().as_mut())
     {
+        // Before the zones: those added start with the new settings.
+        running.set_settings(&section, xot);
         let configured = |o: &Name| files.configures(o);
         let changes = running.reconfigure(wanted, consumed, &mut next, &xfr.primary, configured);
         outcome.secondaries = changes;
@@ -237,13 +251,14 @@ fn reconfigure(xfr: &Transfers, new: Reconfigured, files: &ZoneFiles) -> Reconfi
     xfr.primary.set_policies(new.policies);
     Reconfiguration {
         removed: new.removed,
-        secondaries: Some((new.secondaries, new.consumed)),
+        secondaries: Some((new.secondaries, new.consumed, (new.secondary, new.xot))),
         catalogs: Some(new.catalogs),
         listed: (
             new.added,
             changed,
             changed_secondaries,
             new.left_for_restart,
+            new.applied,
         ),
     }
 }

@@ -23,6 +23,7 @@ use heron_xfr::secondary::refresh::{
     self, Command, Context, OwnOrigin, Publisher, SecondaryZone, TimerBounds,
 };
 use heron_xfr::secondary::store::which_exist;
+use heron_xfr::secondary::tls::TlsClients;
 use heron_zone::catalog::ShardedSet;
 use heron_zone::diff::ZoneDiff;
 use heron_zone::{Catalog, Zone};
@@ -210,7 +211,7 @@ pub fn start(
         conns: connections,
         publisher: Arc::new(CatalogPublisher { changes }),
         keeper: keeper.clone(),
-        bounds,
+        bounds: refresh::SharedBounds::new(bounds),
     });
     // One copy of each zone's settings, shared with the refresh task.
     let zones: Vec<Arc<SecondaryZone>> = zones.into_iter().map(Arc::new).collect();
@@ -231,6 +232,7 @@ pub fn start(
         origins,
         keeper: keeper.clone(),
         keep_removed,
+        ctx: ctx.clone(),
         consumers,
         member_log: LogLimiter::with_lines(LOG_INTERVAL, MEMBER_LINES),
     });
@@ -277,11 +279,32 @@ pub struct Running {
     origins: SharedOrigins,
     pub keeper: Keeper,
     keep_removed: bool,
+    /// The refresh task's settings and connections, which a reload's
+    /// `[secondary]` changes.
+    ctx: Arc<Context>,
     /// The catalogs consumed, and which owns each member.
     consumers: Consumers,
     /// Lines about catalog members added, removed, re-pointed or reset:
     /// a catalog's producer may change 100,000 at once.
     member_log: LogLimiter<{ ZoneChange::KINDS }>,
+}
+
+impl Running {
+    /// A reload's `[secondary]` (and the TLS trust from its `tls-ca`):
+    /// timer bounds from each zone's next check, connection settings and
+    /// transfer limits from each exchange that starts from now on.
+    pub fn set_settings(&mut self, section: &crate::config::SecondarySection, tls: TlsClients) {
+        let _ = self.commands.send(Command::SetBounds(section.bounds()));
+        self.ctx
+            .conns
+            .reconfigure(heron_xfr::secondary::client::Reconfigured {
+                concurrency: section.concurrency,
+                io_timeout: Duration::from_secs(section.timeout),
+                limits: section.transfer_limits(),
+                tls,
+            });
+        self.keep_removed = section.keep_removed;
+    }
 }
 
 /// What happened to a secondary zone, for its line.
@@ -922,6 +945,14 @@ mod tests {
             zones: OriginIndex::default(),
             kept_fresh: Default::default(),
             origins: Default::default(),
+            ctx: Arc::new(Context {
+                conns: Connections::new(Arc::default(), 1, Duration::from_secs(1)),
+                publisher: Arc::new(CatalogPublisher {
+                    changes: mpsc::unbounded_channel().0,
+                }),
+                keeper: keeper.clone(),
+                bounds: refresh::SharedBounds::new(TimerBounds::default()),
+            }),
             keeper,
             keep_removed: false,
             consumers: Consumers::new(vec![config]),
