@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/ensure-packages.sh make nsd knot knot-dnsutils bind9 bind9-dnsutils bind9-utils ldnsutils systemd man-db groff-base iproute2 prometheus python3
+scripts/ensure-packages.sh make nsd knot knot-dnsutils bind9 bind9-dnsutils bind9-utils ldnsutils systemd man-db groff-base iproute2 prometheus python3 fish
 # The packaged daemons start themselves on install where systemd runs; the
 # tests start their own instances on free loopback ports, so that is harmless.
 

@@ -2,6 +2,7 @@
 
 mod background;
 mod check;
+mod completions;
 mod config;
 mod control;
 mod doctor;
@@ -104,9 +105,18 @@ enum Command {
         dir: PathBuf,
     },
     /// Print the shell completion script for SHELL to standard output.
+    /// In bash and fish, `heron ctl` completes zone names from the running
+    /// server (or the configuration file).
     Completions {
         /// bash, zsh, fish, elvish or powershell
         shell: Shell,
+    },
+    /// The zone names completions offer: the running server's, else the
+    /// configuration file's (default /etc/heron/heron.toml), one a line.
+    #[command(hide = true)]
+    CompleteZones {
+        #[command(flatten)]
+        target: ctl::ControlArgs,
     },
 }
 
@@ -141,10 +151,8 @@ fn main() -> ExitCode {
         Command::Keymgr(args) => keymgr::run(args),
         Command::Doctor { config } => doctor::run(config.as_deref()),
         Command::Man { dir } => write_man_pages(&dir),
-        Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "heron", &mut std::io::stdout());
-            ExitCode::SUCCESS
-        }
+        Command::Completions { shell } => completions::print(shell, Cli::command()),
+        Command::CompleteZones { target } => completions::zones(&target),
     }
 }
 

@@ -1068,3 +1068,116 @@ fn reconfigure_applies_secondary_settings_at_run_time() {
     let (code, out, _) = ctl(&socket, &["retransfer", "s.test"]);
     assert_eq!(code, Some(0), "{out}");
 }
+
+/// Words bash's completion offers for `words` (the last being completed),
+/// with `heron completions bash` sourced and this heron on PATH.
+fn bash_completes(script: &Path, words: &[&str]) -> Vec<String> {
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let n = words.len();
+    let line = format!(
+        "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; _heron_with_zones heron '{}' '{}'; \
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display(),
+        quoted.join(" "),
+        n - 1,
+        words[n - 1],
+        words[n - 2]
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(line)
+        .env("PATH", path_with_heron())
+        .output()
+        .unwrap();
+    let words = String::from_utf8_lossy(&out.stdout);
+    words
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn path_with_heron() -> String {
+    let bin = heron().parent().unwrap().to_path_buf();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Issue 44: completions did not offer zone names. After `heron ctl` and
+/// a zone command, bash and fish offer the running server's zones (asked
+/// over the socket the line names), else the configuration file's; other
+/// commands and options complete as before.
+#[test]
+fn completions_offer_zone_names_to_ctl() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = nobody.local_addr().unwrap().to_string();
+    drop(nobody);
+    let port = heron_testkit::process::free_port();
+    let config = secondary_config(dir.path(), &socket, port, &[("s.test", dead)]);
+    let mut server = ServerProcess::heron_on_port(&heron(), port, "ready.test", &config).unwrap();
+    let out = Command::new(heron())
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    let script = dir.path().join("heron.bash");
+    std::fs::write(&script, &out.stdout).unwrap();
+    let sock = socket.to_str().unwrap();
+    let both = ["ready.test.", "s.test."];
+    assert_eq!(
+        bash_completes(&script, &["heron", "ctl", "--control", sock, "reload", ""]),
+        both
+    );
+    assert_eq!(
+        bash_completes(
+            &script,
+            &["heron", "ctl", "--control", sock, "retransfer", "s"]
+        ),
+        ["s.test."]
+    );
+    let status = bash_completes(&script, &["heron", "ctl", "--control", sock, "st"]);
+    assert!(status.contains(&"status".to_string()), "{status:?}");
+    assert!(status.contains(&"stats".to_string()), "{status:?}");
+    let flags = bash_completes(&script, &["heron", "ctl", "reload", "--f"]);
+    assert_eq!(flags, ["--force"]);
+
+    let fish_script = dir.path().join("heron.fish");
+    let out = Command::new(heron())
+        .args(["completions", "fish"])
+        .output()
+        .unwrap();
+    std::fs::write(&fish_script, &out.stdout).unwrap();
+    let fish = |line: &str| -> Vec<String> {
+        let out = Command::new("fish")
+            .arg("-c")
+            .arg(format!(
+                "source '{}'; complete -C'{line}'",
+                fish_script.display()
+            ))
+            .env("PATH", path_with_heron())
+            .output()
+            .expect("fish (scripts/test-all.sh installs it)");
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.lines()
+            .map(|l| l.split('\t').next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(fish(&format!("heron ctl --control {sock} notify ")), both);
+
+    // The server gone: the configuration's zones.
+    server.terminate();
+    let config_path = server.dir().join("heron.toml");
+    let config_path = config_path.to_str().unwrap();
+    assert_eq!(
+        bash_completes(
+            &script,
+            &["heron", "ctl", "-c", config_path, "zone-status", ""]
+        ),
+        both
+    );
+    assert_eq!(fish(&format!("heron ctl -c {config_path} refresh ")), both);
+}

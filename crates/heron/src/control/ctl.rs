@@ -147,7 +147,7 @@ impl CtlCommand {
 pub struct ControlArgs {
     /// The server's configuration file: its [server] control socket.
     #[arg(long, short)]
-    config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// The control socket itself (default: $HERON_CONTROL, else
     /// /run/heron/control.sock).
     #[arg(long, visible_alias = "socket", value_name = "PATH")]
