@@ -13,9 +13,8 @@ use std::time::Instant;
 use arc_swap::ArcSwap;
 use clap::Args;
 use heron_proto::Name;
-use heron_server::dnstap;
 use heron_server::processor::cookies::{self, Cookies};
-use heron_server::processor::tap::{Tap, TapSink};
+use heron_server::processor::tap::Tap;
 use heron_server::processor::{NotifyReceived, Processor, QueryPolicy, SharedOrigins};
 use heron_server::service::{Service, unix_now};
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
@@ -36,6 +35,7 @@ use crate::notify;
 use crate::plan::catalog_producer;
 use crate::plan::consumer::Consumers;
 use crate::plan::zone_files::{ConfigSource, ZoneFiles};
+use crate::runtime::query_log::QueryLog;
 use crate::runtime::secondary;
 use crate::runtime::{Selection, Transfers, reload};
 use crate::{background, memory};
@@ -97,12 +97,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let (dnstap, tap) = settings
-        .dnstap
-        .take()
-        .map(start_dnstap)
-        .transpose()?
-        .unzip();
+    let query_log = Arc::new(QueryLog::start(settings.dnstap.take())?);
     let mut kept = secondary::load_kept(&settings.secondaries);
     let mut consumers = Consumers::new(std::mem::take(&mut settings.catalogs));
     let members = secondary::members_at_start(
@@ -121,13 +116,19 @@ fn start(args: ServeArgs) -> Result<(), String> {
         catalog_producer::update_at_start(&settings.generated_catalogs, catalog, &primary);
     let keys = SharedKeys::new(Arc::new(std::mem::take(&mut settings.keys)));
     let (notify_tx, notifies) = mpsc::unbounded_channel();
-    let queries = Queries::new(&settings, primary.clone(), keys.clone(), notify_tx, tap);
+    let queries = Queries::new(
+        &settings,
+        primary.clone(),
+        keys.clone(),
+        notify_tx,
+        query_log.tap(),
+    );
     let zone_stats = Arc::new(ZoneStats::default());
     let transfers = Transfers {
         // Its driver task runs on the runtime.
         notifier: runtime.block_on(async { Notifier::start(keys.clone(), zone_stats.clone()) }),
         keys: keys.clone(),
-        query_log: dnstap.clone(),
+        query_log: query_log.clone(),
         zone_stats,
         catalog_writer: Mutex::new(()),
         primary,
@@ -137,7 +138,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
     let process = ProcessSettings {
         control_socket: settings.control,
         run_as: settings.shield.run_as,
-        dnstap,
+        query_log,
         metrics: settings.metrics,
     };
     let prepared = Prepared {
@@ -375,8 +376,8 @@ struct Queries {
     query_policy: QueryPolicy,
     nsid: Vec<u8>,
     cookies: heron_proto::cookie::CookieSettings,
-    /// The query log's layer, if `[dnstap]` is on.
-    tap: Option<Tap>,
+    /// The query log's layer (off unless `[dnstap]` turns it on).
+    tap: Arc<Tap>,
 }
 
 impl Queries {
@@ -385,7 +386,7 @@ impl Queries {
         primary: Arc<Primary>,
         keys: Arc<SharedKeys>,
         notify_in: mpsc::UnboundedSender<NotifyReceived>,
-        tap: Option<Tap>,
+        tap: Arc<Tap>,
     ) -> Queries {
         Queries {
             primary,
@@ -412,7 +413,7 @@ impl Queries {
             .with_query_policy(self.query_policy)
             .with_nsid(self.nsid)
             .with_cookies(cookies)
-            .with_tap(self.tap);
+            .with_shared_tap(self.tap);
         Service::new(processor, self.notify_in)
     }
 }
@@ -422,26 +423,14 @@ struct ProcessSettings {
     control_socket: Option<PathBuf>,
     /// Whom to become once every socket is bound.
     run_as: Option<RunAs>,
-    /// The query log's writer, ended last.
-    dnstap: Option<Arc<dnstap::Writer>>,
+    /// The query log, ended last.
+    query_log: Arc<QueryLog>,
     /// Where the Prometheus endpoint listens, if anywhere.
     metrics: Option<config::metrics::MetricsSettings>,
 }
 
 /// Starts the query log's writer (a file is created here, a socket is
 /// connected to by the writer's thread); returns it and the processor's
-/// layer that feeds it.
-fn start_dnstap(d: config::dnstap::Dnstap) -> Result<(Arc<dnstap::Writer>, Tap), String> {
-    let target = match &d.writer.output {
-        dnstap::Output::File(p) => format!("file {}", p.display()),
-        dnstap::Output::Socket(p) => format!("socket {}", p.display()),
-    };
-    let writer = dnstap::Writer::start(d.writer).map_err(|e| format!("dnstap {target}: {e}"))?;
-    let tap = Tap::new(d.sample, d.queries, d.responses, writer.clone());
-    tracing::info!("dnstap: logging one query in {} to {target}", d.sample);
-    Ok((writer, tap))
-}
-
 /// Everything loaded and built before the first socket is opened.
 struct Prepared {
     catalog: Catalog,
@@ -540,7 +529,7 @@ async fn serve(
     if server.rrl.is_some() {
         log_rrl_totals(&service);
     }
-    finish_writing(process.dnstap, keeper, &transfers);
+    finish_writing(&process.query_log, keeper, &transfers);
     Ok(())
 }
 
@@ -691,13 +680,11 @@ fn log_rrl_totals(service: &Service) {
 /// The last writes before the process ends: the query log, the kept
 /// copies of zones received in the last moments, the journals.
 fn finish_writing(
-    dnstap: Option<Arc<dnstap::Writer>>,
+    query_log: &QueryLog,
     keeper: Option<heron_xfr::secondary::keeper::Keeper>,
     transfers: &Transfers,
 ) {
-    if let Some(writer) = dnstap {
-        writer.finish();
-        let totals = writer.totals();
+    if let Some(totals) = query_log.finish() {
         tracing::info!(
             "dnstap: {} messages written, {} dropped",
             totals.written,

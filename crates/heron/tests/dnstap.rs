@@ -357,3 +357,88 @@ fn ctl_dnstap_reopen_without_a_file_is_refused() {
     assert!(said.contains("no file to reopen"), "{said}");
     server.terminate();
 }
+
+/// `heron ctl` with `args` on the server's socket: exit code and what it
+/// printed.
+fn ctl(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(heron())
+        .args(["ctl", "--socket"])
+        .arg(dir.join("ctl.sock"))
+        .args(args)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    (out.status.code(), said.into_owned())
+}
+
+/// Issue 44: `[dnstap]` needed a restart. `ctl reconfigure` now turns
+/// the log on, moves it to another file and turns it off, each applied at
+/// once; each file is whole (`dnstap-read` reads it) and holds the queries
+/// asked while it was the log.
+#[test]
+fn reconfigure_turns_dnstap_on_moves_it_and_turns_it_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("one.dnstap"), dir.path().join("two.dnstap"));
+    let mut server = server(dir.path(), &format!("file = \"{}\"", first.display()));
+    let config = server.dir().join("heron.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let (without, _) = text.split_once("[dnstap]").unwrap();
+    let without = without.to_string();
+    let with = |file: &Path| format!("{without}[dnstap]\nfile = \"{}\"\n", file.display());
+    let reconfigure = |text: String| {
+        std::fs::write(&config, text).unwrap();
+        let (code, said) = ctl(dir.path(), &["reconfigure"]);
+        assert_eq!(code, Some(0), "{said}");
+        assert!(said.contains("applied: [dnstap]"), "{said}");
+        assert!(!said.contains("needs restart"), "{said}");
+    };
+    reconfigure(without.clone());
+    ask_udp(&server, "off.tap.test");
+    reconfigure(with(&second));
+    ask_udp(&server, "second.tap.test");
+    reconfigure(with(&first));
+    ask_udp(&server, "first.tap.test");
+    let (_, said) = ctl(dir.path(), &["reconfigure"]);
+    assert!(said.contains("no change"), "{said}");
+    reconfigure(without);
+    ask_udp(&server, "off-again.tap.test");
+    assert!(server.terminate().is_some_and(|s| s.success()));
+    // The first file was never written before: only the query asked while
+    // it was the log again. The second holds its own.
+    let first = dnstap_read(&["-y"], &first);
+    let second = dnstap_read(&["-y"], &second);
+    assert!(first.contains("first.tap.test"), "{first}");
+    assert!(second.contains("second.tap.test"), "{second}");
+    for (text, not) in [(&first, "second.tap"), (&second, "first.tap")] {
+        assert!(!text.contains(not), "{text}");
+        assert!(!text.contains("off.tap.test"), "{text}");
+        assert!(!text.contains("off-again"), "{text}");
+    }
+}
+
+/// A `[dnstap] file` a reload cannot open (here: a file that is not
+/// dnstap) fails the reload with the reason, and the log goes on where it
+/// was.
+#[test]
+fn a_dnstap_file_a_reload_cannot_open_leaves_the_log_where_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("queries.dnstap");
+    let foreign = dir.path().join("notes.txt");
+    std::fs::write(&foreign, "not dnstap").unwrap();
+    let mut server = server(dir.path(), &format!("file = \"{}\"", file.display()));
+    let config = server.dir().join("heron.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace(&file.display().to_string(), &foreign.display().to_string()),
+    )
+    .unwrap();
+    let (code, said) = ctl(dir.path(), &["reconfigure"]);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("[dnstap] not applied"), "{said}");
+    assert!(said.contains("not a dnstap file"), "{said}");
+    ask_udp(&server, "still.tap.test");
+    assert!(server.terminate().is_some_and(|s| s.success()));
+    assert!(dnstap_read(&[], &file).contains("still.tap.test"));
+    assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "not dnstap");
+}

@@ -338,8 +338,8 @@ pub struct Processor {
     nsid: Option<Box<[u8]>>,
     /// None when cookies are disabled.
     cookies: Option<Cookies>,
-    /// The query log (dnstap); None: off.
-    tap: Option<Tap>,
+    /// The query log (dnstap); None, or a [`Tap`] that is off: off.
+    tap: Option<Arc<Tap>>,
 }
 
 /// A set of lower-cased origins that is replaced whole while read; a new
@@ -488,7 +488,14 @@ impl Processor {
 
     /// Logs sampled exchanges to `tap` (dnstap).
     pub fn with_tap(mut self, tap: Option<Tap>) -> Processor {
-        self.tap = tap;
+        self.tap = tap.map(Arc::new);
+        self
+    }
+
+    /// Logs sampled exchanges to `tap`, which its owner may turn on, change
+    /// or turn off while this runs ([`Tap::set`]; a reload's `[dnstap]`).
+    pub fn with_shared_tap(mut self, tap: Arc<Tap>) -> Processor {
+        self.tap = Some(tap);
         self
     }
 
@@ -498,7 +505,7 @@ impl Processor {
     /// [`Tap::record`].
     #[inline]
     pub fn tap(&self) -> Option<&Tap> {
-        self.tap.as_ref()
+        self.tap.as_deref().filter(|tap| tap.is_on())
     }
 
     /// The zones we are secondary for, whose NOTIFYs are accepted.

@@ -15,6 +15,9 @@
 use std::cell::Cell;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use arc_swap::ArcSwapOption;
 use std::time::{Duration, Instant, SystemTime};
 
 use heron_proto::message::parse_query;
@@ -92,14 +95,29 @@ fn zone_of(catalog: &Catalog, query: &[u8]) -> Option<Box<[u8]>> {
     Some(zone.origin().as_wire().into())
 }
 
-/// The layer's settings and its sink.
+/// The layer's settings and its sink. A reload may turn it on, change
+/// it or turn it off while workers use it ([`Tap::set`]): off, a query
+/// costs one relaxed load.
 pub struct Tap {
+    on: AtomicBool,
     /// Take one query in this many (1: all).
-    every: u32,
-    queries: bool,
-    responses: bool,
-    sink: Arc<dyn TapSink>,
+    every: AtomicU32,
+    queries: AtomicBool,
+    responses: AtomicBool,
+    sink: ArcSwapOption<Sink>,
 }
+
+/// What a [`Tap`] is set to: one query in `every`, its query message if
+/// `queries`, its response if `responses`, handed to `sink`.
+pub struct TapSettings {
+    pub every: u32,
+    pub queries: bool,
+    pub responses: bool,
+    pub sink: Arc<dyn TapSink>,
+}
+
+/// A sink, sized for [`ArcSwapOption`].
+struct Sink(Arc<dyn TapSink>);
 
 thread_local! {
     /// Queries this thread lets pass before it takes one.
@@ -110,21 +128,59 @@ impl Tap {
     /// Logs one query in `every` (0 is taken as 1), its query message if
     /// `queries`, its response if `responses`.
     pub fn new(every: u32, queries: bool, responses: bool, sink: Arc<dyn TapSink>) -> Tap {
-        Tap {
-            every: every.max(1),
+        let tap = Tap::off();
+        tap.set(Some(TapSettings {
+            every,
             queries,
             responses,
             sink,
+        }));
+        tap
+    }
+
+    /// A layer that logs nothing until [`Tap::set`] turns it on.
+    pub fn off() -> Tap {
+        Tap {
+            on: AtomicBool::new(false),
+            every: AtomicU32::new(1),
+            queries: AtomicBool::new(false),
+            responses: AtomicBool::new(false),
+            sink: ArcSwapOption::empty(),
         }
+    }
+
+    /// Turns the layer on with `settings`, or off with None. Exchanges
+    /// under way may still reach the sink before.
+    pub fn set(&self, settings: Option<TapSettings>) {
+        let Some(settings) = settings else {
+            self.on.store(false, Ordering::Relaxed);
+            self.sink.store(None);
+            return;
+        };
+        self.every.store(settings.every.max(1), Ordering::Relaxed);
+        self.queries.store(settings.queries, Ordering::Relaxed);
+        self.responses.store(settings.responses, Ordering::Relaxed);
+        self.sink.store(Some(Arc::new(Sink(settings.sink))));
+        self.on.store(true, Ordering::Release);
+    }
+
+    /// Whether the layer logs anything.
+    #[inline]
+    pub fn is_on(&self) -> bool {
+        self.on.load(Ordering::Relaxed)
     }
 
     /// Whether to log the exchange at hand: counts it down; true for one
     /// in `every` on each thread (its first, then every `every`th).
+    /// Always false while off.
     #[inline]
     pub fn sample(&self) -> bool {
+        if !self.is_on() {
+            return false;
+        }
         COUNTDOWN.with(|left| match left.get() {
             0 => {
-                left.set(self.every - 1);
+                left.set(self.every.load(Ordering::Relaxed).max(1) - 1);
                 true
             }
             n => {
@@ -137,12 +193,17 @@ impl Tap {
     /// Hands a copy of a sampled exchange to the sink: `response` is None
     /// when nothing was sent back (dropped, or a transfer's stream).
     pub fn record(&self, seen: Seen<'_>, query: &[u8], response: Option<&[u8]>) {
-        let response = response.filter(|_| self.responses).map(Box::from);
-        if !self.queries && response.is_none() {
+        let Some(sink) = self.sink.load_full() else {
+            return;
+        };
+        let queries = self.queries.load(Ordering::Relaxed);
+        let responses = self.responses.load(Ordering::Relaxed);
+        let response = response.filter(|_| responses).map(Box::from);
+        if !queries && response.is_none() {
             return;
         }
         let zone = zone_of(seen.catalog, query);
-        let query: Box<[u8]> = if self.queries {
+        let query: Box<[u8]> = if queries {
             query.into()
         } else {
             Box::default()
@@ -151,7 +212,7 @@ impl Tap {
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default();
         let waited = seen.received.elapsed();
-        self.sink.offer(Exchange {
+        sink.0.offer(Exchange {
             transport: seen.transport,
             peer: seen.peer,
             local: seen.local,
@@ -163,8 +224,9 @@ impl Tap {
         });
     }
 
+    /// The sink's counters (zero while off).
     pub fn totals(&self) -> TapTotals {
-        self.sink.totals()
+        (self.sink.load().as_ref()).map_or_else(TapTotals::default, |sink| sink.0.totals())
     }
 }
 
@@ -184,6 +246,31 @@ pub(crate) mod tests {
         fn totals(&self) -> TapTotals {
             TapTotals::default()
         }
+    }
+
+    /// A reload turns the layer on, changes it and turns it off: off,
+    /// nothing is sampled and nothing reaches a sink.
+    #[test]
+    fn set_turns_the_layer_on_changes_it_and_turns_it_off() {
+        let tap = Tap::off();
+        assert!(!tap.is_on());
+        assert_eq!((0..100).filter(|_| tap.sample()).count(), 0);
+        let settings = |every, sink: &Arc<Keep>| TapSettings {
+            every,
+            queries: true,
+            responses: false,
+            sink: sink.clone(),
+        };
+        let (first, second) = (Arc::new(Keep::default()), Arc::new(Keep::default()));
+        tap.set(Some(settings(1, &first)));
+        assert!(tap.is_on());
+        assert_eq!((0..100).filter(|_| tap.sample()).count(), 100);
+        tap.set(Some(settings(4, &second)));
+        assert_eq!((0..100).filter(|_| tap.sample()).count(), 25);
+        tap.set(None);
+        assert!(!tap.is_on());
+        assert_eq!((0..100).filter(|_| tap.sample()).count(), 0);
+        assert_eq!(tap.totals(), TapTotals::default());
     }
 
     #[test]

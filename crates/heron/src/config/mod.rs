@@ -1244,7 +1244,6 @@ impl RestartOnly {
         parts.add("[xdp]", &file.xdp);
         parts.add("[rrl]", &file.rrl);
         parts.add("[cookies]", &file.cookies);
-        parts.add("[dnstap]", &file.dnstap);
         parts.add("[metrics]", &file.metrics);
         parts.add("[log] format", &file.log.format);
         parts
@@ -1255,6 +1254,7 @@ impl RestartOnly {
     fn of_live_sections(file: &ConfigFile) -> RestartOnly {
         let mut parts = RestartOnly::default();
         parts.add("[secondary]", &file.secondary);
+        parts.add("[dnstap]", &file.dnstap);
         parts
     }
 

@@ -103,7 +103,9 @@ pub struct Reconfigured {
     /// task and its connections.
     pub secondary: crate::config::SecondarySection,
     pub xot: heron_xfr::secondary::tls::TlsClients,
-    /// Sections applied whole that changed (`[secondary]`).
+    /// `[dnstap]`: started, changed or ended at once.
+    pub dnstap: Option<crate::config::dnstap::Dnstap>,
+    /// Sections applied whole that changed (`[secondary]`, `[dnstap]`).
     pub applied: Vec<&'static str>,
     /// Parts of the file that changed but wait for a restart.
     pub left_for_restart: Vec<&'static str>,
@@ -127,8 +129,11 @@ pub struct Outcome {
     /// Parts of the configuration that changed since the start and wait
     /// for a restart.
     pub needs_restart: Vec<&'static str>,
-    /// Sections applied whole that changed (`[secondary]`).
+    /// Sections applied whole that changed (`[secondary]`, `[dnstap]`).
     pub applied: Vec<&'static str>,
+    /// A section that could not be applied (a new dnstap file that cannot
+    /// be opened): the rest was.
+    pub settings_failed: bool,
     /// Secondary zones added, removed and re-pointed.
     pub secondaries: SecondaryChanges,
     /// The configuration file had errors: nothing was changed.
@@ -207,7 +212,14 @@ impl Outcome {
 
     /// Whether everything asked was done.
     pub fn is_ok(&self) -> bool {
-        self.failed == 0 && !self.config_failed
+        self.failed == 0 && !self.config_failed && !self.settings_failed
+    }
+
+    /// A section of the configuration could not be applied: said, and the
+    /// reload fails (the rest of it was applied).
+    pub fn settings_failed(&mut self, message: String) {
+        self.settings_failed = true;
+        self.error(message);
     }
 
     /// What a configuration file with `errors` leaves: nothing changed.
@@ -334,6 +346,7 @@ impl ZoneFiles {
         Ok(Some(Reconfigured {
             secondary: settings.secondary,
             xot: settings.xot,
+            dnstap: settings.dnstap,
             applied,
             policies: settings.policies,
             removed,

@@ -4,6 +4,7 @@
 //! it. Below the control socket and the metrics endpoint, which read and
 //! drive it; above `plan`, whose decisions it carries out.
 
+pub mod query_log;
 pub mod secondary;
 pub mod update;
 
@@ -37,7 +38,7 @@ pub(crate) struct Transfers {
     pub(crate) keys: Arc<SharedKeys>,
     /// The query log's writer, for a whole reload to reopen its file
     /// (after a rotation).
-    pub(crate) query_log: Option<Arc<dnstap::Writer>>,
+    pub(crate) query_log: Arc<query_log::QueryLog>,
     /// Transfers and NOTIFYs per zone, both ways.
     pub(crate) zone_stats: Arc<ZoneStats>,
     /// Held while a new catalog is built and stored, so a reload and a
@@ -50,7 +51,7 @@ pub(crate) struct Transfers {
 impl Transfers {
     /// The query log's writer, if `[dnstap]` is on.
     pub(crate) fn query_log(&self) -> Option<Arc<dnstap::Writer>> {
-        self.query_log.clone()
+        self.query_log.writer()
     }
 
     /// Journals the zones that changed from `old` to `new`; returns those
@@ -115,9 +116,9 @@ pub(crate) async fn reload(
     }
     notify::reloading();
     let whole = selection.zones.is_none();
-    if let (true, Some(query_log)) = (whole, &transfers.query_log) {
+    if let (true, Some(writer)) = (whole, transfers.query_log()) {
         // A whole reload is what logrotate's postrotate asks for.
-        query_log.reopen();
+        writer.reopen();
     }
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
@@ -160,6 +161,8 @@ struct Reconfiguration {
     secondaries: Option<(Vec<SecondaryZone>, Vec<CatalogConfig>, SecondarySettings)>,
     catalogs: Option<Vec<GeneratedCatalog>>,
     listed: Listed,
+    /// Why `[dnstap]` could not be applied, if it could not.
+    dnstap_failed: Option<String>,
 }
 
 /// The reload's work, off the runtime: the configuration read again (for
@@ -213,6 +216,9 @@ fn rebuild(
         tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
     }
     outcome.removed = config.removed;
+    if let Some(e) = config.dnstap_failed {
+        outcome.settings_failed(e);
+    }
     // After the removals: a catalog rejected for a zone configured by
     // hand is taken once the hand lets go of it.
     if let (Some(_), Some(running)) = (&config.catalogs, xfr.secondaries.lock().unwrap().as_mut()) {
@@ -249,7 +255,10 @@ fn reconfigure(xfr: &Transfers, new: Reconfigured, files: &ZoneFiles) -> Reconfi
     // Before the new zones are served: their transfers and
     // NOTIFYs follow the settings they came with.
     xfr.primary.set_policies(new.policies);
+    let dnstap_failed =
+        (xfr.query_log.apply(new.dnstap).err()).map(|e| format!("[dnstap] not applied: {e}"));
     Reconfiguration {
+        dnstap_failed,
         removed: new.removed,
         secondaries: Some((new.secondaries, new.consumed, (new.secondary, new.xot))),
         catalogs: Some(new.catalogs),
