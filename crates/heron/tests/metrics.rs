@@ -768,3 +768,177 @@ fn the_shipped_alert_rules_pass_promtool_and_use_exported_metrics() {
         );
     }
 }
+
+/// A Prometheus server (Debian's `prometheus`) scraping `target` every
+/// second, its data in `dir`; its HTTP address. Ended on drop.
+struct Prometheus {
+    child: std::process::Child,
+    web: SocketAddr,
+}
+
+impl Prometheus {
+    fn start(dir: &Path, target: SocketAddr) -> Prometheus {
+        let config = dir.join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+                 scrape_configs:\n  - job_name: heron\n    static_configs:\n      \
+                 - targets: ['{target}']\n"
+            ),
+        )
+        .unwrap();
+        let web = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address={web}"))
+            .arg("--log.level=error")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("prometheus (Debian package prometheus) is installed");
+        Prometheus { child, web }
+    }
+
+    /// The result of an instant query, once Prometheus answers (a JSON
+    /// `data.result` array), or its error.
+    fn query(&self, expr: &str) -> Result<Vec<serde_json::Value>, String> {
+        let encoded: String = expr
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let request = format!("GET /api/v1/query?query={encoded} HTTP/1.0\r\nHost: x\r\n\r\n");
+        let Ok(mut stream) = TcpStream::connect(self.web) else {
+            return Err("not listening yet".into());
+        };
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let _ = stream.write_all(request.as_bytes());
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        let json: serde_json::Value =
+            serde_json::from_str(body).map_err(|e| format!("{e}: {answer}"))?;
+        match json["status"].as_str() {
+            Some("success") => Ok(json["data"]["result"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()),
+            _ => Err(format!("{expr}: {json}")),
+        }
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The value of a vector sample.
+fn value_of(sample: &serde_json::Value) -> f64 {
+    sample["value"][1].as_str().unwrap().parse().unwrap()
+}
+
+/// Issue 44: the dashboard's latency and size panels were meaningless and
+/// nothing evaluated its queries. A real Prometheus scrapes a server that
+/// answers UDP and TCP queries, and every query of
+/// docs/grafana-heron.json is evaluated by it: each one parses and runs,
+/// the panels about queries, latency, size, connections, memory and zones
+/// have series, and the quantiles are within the buckets' range, far
+/// below the top bucket where the double-counted histograms put p99.
+#[test]
+fn the_dashboards_queries_evaluate_against_a_live_scrape() {
+    let f = Fixture::start();
+    let addr = f.server.addr();
+    let dir = tempfile::tempdir().unwrap();
+    let prometheus = Prometheus::start(dir.path(), f.metrics);
+    let soa = query(ORIGIN, RType::SOA);
+    let mut exprs = Vec::new();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/grafana-heron.json");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    collect_exprs(&dashboard, &mut exprs);
+    let ready = |p: &Prometheus| {
+        p.query("count_over_time(up[30s])")
+            .is_ok_and(|r| r.first().is_some_and(|s| value_of(s) >= 8.0))
+    };
+    // Queries all along, so that every rate has something to see.
+    for _ in 0..300 {
+        for _ in 0..5 {
+            query_udp(addr, &soa);
+        }
+        heron_testkit::query_tcp(addr, &soa);
+        if ready(&prometheus) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(ready(&prometheus), "Prometheus never scraped 8 times");
+    let mut results = HashMap::new();
+    for expr in &exprs {
+        let concrete = expr
+            .replace("$__rate_interval", "10s")
+            .replace("$instance", ".*");
+        let result = prometheus
+            .query(&concrete)
+            .unwrap_or_else(|e| panic!("{e}"));
+        results.insert(expr.as_str(), result);
+    }
+    let of = |needle: &str| -> Vec<&serde_json::Value> {
+        let matching: Vec<_> = (results.iter())
+            .filter(|(e, _)| e.contains(needle))
+            .flat_map(|(_, r)| r.iter())
+            .collect();
+        assert!(!matching.is_empty(), "no series for {needle}: {results:#?}");
+        matching
+    };
+    let by_transport = of("sum by (transport) (rate(heron_queries_total");
+    for transport in ["udp", "tcp"] {
+        let rate = (by_transport.iter())
+            .find(|s| s["metric"]["transport"] == transport)
+            .map(|s| value_of(s));
+        assert!(
+            rate.is_some_and(|r| r > 0.0),
+            "{transport}: {by_transport:?}"
+        );
+    }
+    let p50 = value_of(of("histogram_quantile(0.5, sum by (le) (rate(heron_answer_latency")[0]);
+    assert!(p50 > 0.0 && p50 < 0.1, "p50 latency {p50} s");
+    let p99 = value_of(of("histogram_quantile(0.99, sum by (le) (rate(heron_answer_latency")[0]);
+    assert!(p99 > 0.0 && p99 < 0.5, "p99 latency {p99} s");
+    for quantile in ["0.5", "0.99"] {
+        let size = of(&format!(
+            "histogram_quantile({quantile}, sum by (le) (rate(heron_response_size"
+        ));
+        let size = value_of(size[0]);
+        // Every answer is the zone's SOA: one small bucket, not the top.
+        assert!((32.0..=256.0).contains(&size), "p{quantile} size {size}");
+    }
+    for needle in [
+        "responses_total",
+        "heron_tcp_connections_open",
+        "process_resident_memory_bytes",
+        "process_start_time_seconds",
+        "heron_zone_serial",
+        "heron_zone_info",
+    ] {
+        of(needle);
+    }
+    let serial = of("heron_zone_serial");
+    assert!(
+        serial.iter().any(|s| s["metric"]["zone"] == "edge.test."),
+        "{serial:?}"
+    );
+}
