@@ -288,6 +288,15 @@ fn consume_from(kind: ServerKind) {
     assert!(ixfrs.count() >= 5, "{log}");
 
     let status = zone_status(&dir.join("ctl.sock"));
+    // Issue 44: a rejected version left LAST ERROR '-'; it says why.
+    let cat_row = (status.as_array().unwrap().iter())
+        .find(|row| row["zone"] == "cat.test.")
+        .unwrap();
+    assert!(
+        (cat_row["last_error"].as_str())
+            .is_some_and(|e| e.contains("the zone is already a member as d.zones.cat.test.")),
+        "{cat_row}"
+    );
     let catalog = Some(CATALOG.to_string() + ".");
     assert_eq!(
         catalogs_named(&status),
