@@ -1924,6 +1924,20 @@ mod tests {
             vec!["[server] workers", "[tcp]"],
             "secondary zones are applied by a reload"
         );
+        // Issue 44: listen addresses wait for a restart, and say so;
+        // [secondary] and [dnstap] are applied, and say that.
+        let moved = parse(&format!(
+            "[server]\nworkers = 2\nlisten = [\"127.0.0.1:5353\"]\n{zones}             [secondary]\nmax-refresh = 600\n[dnstap]\nfile = \"t\"\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            moved.restart_only.changed_since(&base.restart_only),
+            vec!["[server] listen"]
+        );
+        assert_eq!(
+            moved.live.changed_since(&base.live),
+            vec!["[secondary]", "[dnstap]"]
+        );
     }
 
     #[test]
