@@ -99,7 +99,7 @@ check crates/heron-xfr/src "update journal catalog_zone timers primary secondary
 
 # The binary: what the configuration says, what it means, the running
 # server, what operators drive it with, and the entry points above all.
-check crates/heron/src "config plan runtime control serve,check,doctor,keygen,keymgr,man,completions" \
+check crates/heron/src "config plan runtime control serve,check,doctor,keygen,keymgr,man,completions,import,compare" \
     "background memory notify logging privileges process_start"
 
 # No two files of these crates import each other, directly or round a

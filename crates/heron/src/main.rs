@@ -6,6 +6,7 @@ mod completions;
 mod config;
 mod control;
 mod doctor;
+mod import;
 mod keygen;
 mod keymgr;
 mod logging;
@@ -98,6 +99,26 @@ enum Command {
     /// event, ask a rollover, delete a retired key, record that the
     /// parent's DS matches the CDS records.
     Keymgr(keymgr::KeymgrArgs),
+    /// Read an NSD, Knot or BIND configuration and write the same setup
+    /// as heron.toml. Every setting it cannot translate is listed on
+    /// stderr with its file and line and what to do about it; TSIG secrets
+    /// go into the written file only (mode 0600), never to the terminal.
+    /// Exits 0 when the file was written (settings listed as not
+    /// translated are warnings), 1 on an error (nothing usable written).
+    Import {
+        /// Whose configuration FILE is: nsd (nsd.conf), knot (knot.conf)
+        /// or bind (named.conf).
+        #[arg(long, value_enum, value_name = "SERVER")]
+        from: import::From,
+        /// The configuration to read; its includes are followed.
+        file: PathBuf,
+        /// Where to write heron.toml.
+        #[arg(long, short, default_value = "heron.toml")]
+        output: PathBuf,
+        /// Replace the output file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
     /// Write the manual pages (heron.1, and heron-serve.1 and so on for
     /// each subcommand) into DIR.
     Man {
@@ -150,6 +171,12 @@ fn main() -> ExitCode {
         } => keygen::run(&name, &algorithm, format),
         Command::Keymgr(args) => keymgr::run(args),
         Command::Doctor { config } => doctor::run(config.as_deref()),
+        Command::Import {
+            from,
+            file,
+            output,
+            force,
+        } => import::run(from, &file, &output, force),
         Command::Man { dir } => write_man_pages(&dir),
         Command::Completions { shell } => completions::print(shell, Cli::command()),
         Command::CompleteZones { target } => completions::zones(&target),

@@ -1,0 +1,168 @@
+//! `heron import --from nsd|knot|bind FILE`: another server's
+//! configuration read into one model ([`model::Imported`]) by a parser
+//! per source, then written as heron.toml by one writer. Every setting
+//! that could not be carried over is listed on stderr with its file and
+//! line and what to do; secrets go into the written file only (mode
+//! 0600), never to the terminal.
+
+pub mod model;
+pub mod nsd;
+pub mod source;
+#[cfg(test)]
+mod testutil;
+pub mod writer;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+
+use model::{Imported, NoteKind};
+use source::ImportError;
+
+/// Which server's configuration is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum From {
+    /// nsd.conf (NSD 4)
+    Nsd,
+}
+
+impl From {
+    fn name(self) -> &'static str {
+        match self {
+            From::Nsd => "nsd",
+        }
+    }
+}
+
+/// Reads `file` as `from` writes it, in Heron's terms, with the checks
+/// every source shares applied.
+pub fn import(from: From, file: &Path) -> Result<Imported, ImportError> {
+    let mut imported = match from {
+        From::Nsd => nsd::parse(file)?,
+    };
+    finish(&mut imported);
+    Ok(imported)
+}
+
+/// The checks every source shares: one zone per name, keys that exist,
+/// journals that do not take over the old server's files.
+fn finish(config: &mut Imported) {
+    let mut seen = HashSet::new();
+    let zones = std::mem::take(&mut config.zones);
+    for zone in zones {
+        let key = zone.origin.to_ascii_lowercase();
+        if seen.insert(key) {
+            config.zones.push(zone);
+        } else if let Some(loc) = &zone.loc {
+            config.untranslated(
+                loc,
+                format!("zone {}", zone.origin),
+                "configured twice; the first was kept",
+            );
+        }
+    }
+    let mut notes = Vec::new();
+    for zone in &mut config.zones {
+        let Some(file) = &zone.file else { continue };
+        let journal = PathBuf::from(format!("{}.jnl", file.display()));
+        if !zone.allow_transfer.is_empty() && journal.exists() {
+            zone.journal_off = true;
+            if let Some(loc) = &zone.loc {
+                notes.push((
+                    loc.clone(),
+                    format!("zone {}: journal {}", zone.origin, journal.display()),
+                    "the old server's journal is there: Heron keeps this zone's IXFR history in \
+                     memory (journal = false) so as not to replace it; once the old server is \
+                     gone, remove the file and the line",
+                ));
+            }
+        }
+    }
+    for (loc, setting, advice) in notes {
+        config.untranslated(&loc, setting, advice);
+    }
+    if config.listen.is_empty() {
+        config
+            .listen
+            .push("127.0.0.1:53".parse().expect("an address"));
+    }
+}
+
+/// `heron import`: exit 0 when the file was written (whatever was listed
+/// as not translated), 1 on an error (nothing usable written), 2 on a
+/// usage error (clap's).
+pub fn run(from: From, file: &Path, output: &Path, force: bool) -> ExitCode {
+    let imported = match import(from, file) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("{e}");
+            eprintln!("nothing written");
+            return ExitCode::FAILURE;
+        }
+    };
+    print_notes(&imported);
+    let header = format!(
+        "Written by `heron import --from {} {}`.\nSettings it could not translate were listed \
+         when it ran; check with `heron check-config`.",
+        from.name(),
+        file.display()
+    );
+    let text = writer::write_toml(&imported, &header);
+    if let Err(e) = writer::write_file(output, &text, !imported.keys.is_empty(), force) {
+        let hint = if e.kind() == std::io::ErrorKind::AlreadyExists {
+            " (give --force to replace it)"
+        } else {
+            ""
+        };
+        eprintln!("{}: cannot write: {e}{hint}", output.display());
+        return ExitCode::FAILURE;
+    }
+    if let Err(errors) = crate::config::load(output) {
+        errors.iter().for_each(|e| eprintln!("{e}"));
+        eprintln!(
+            "{}: written, but Heron cannot read it as it is: fix the lines above",
+            output.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    eprintln!("{}", summary(&imported, output));
+    ExitCode::SUCCESS
+}
+
+fn print_notes(imported: &Imported) {
+    for kind in [NoteKind::Untranslated, NoteKind::NotNeeded] {
+        for note in imported.notes.iter().filter(|n| n.kind == kind) {
+            let label = match kind {
+                NoteKind::Untranslated => "not translated",
+                NoteKind::NotNeeded => "not needed",
+            };
+            eprintln!("{}: {label}: {}: {}", note.loc, note.setting, note.advice);
+        }
+    }
+}
+
+fn summary(imported: &Imported, output: &Path) -> String {
+    let count = |kind| imported.notes.iter().filter(|n| n.kind == kind).count();
+    let secondaries = imported
+        .zones
+        .iter()
+        .filter(|z| !z.primaries.is_empty())
+        .count();
+    let mut text = format!(
+        "wrote {}: {} zones ({} secondary), {} catalogs consumed, {} TSIG keys; \
+         {} settings not translated, {} not needed (listed above)",
+        output.display(),
+        imported.zones.len(),
+        secondaries,
+        imported.catalogs.len(),
+        imported.keys.len(),
+        count(NoteKind::Untranslated),
+        count(NoteKind::NotNeeded),
+    );
+    if !imported.keys.is_empty() {
+        text.push_str("; the file holds TSIG secrets and is readable by its owner only");
+    }
+    text
+}
