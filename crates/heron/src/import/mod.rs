@@ -5,6 +5,8 @@
 //! line and what to do; secrets go into the written file only (mode
 //! 0600), never to the terminal.
 
+pub mod bind;
+mod bind_syntax;
 pub mod model;
 pub mod nsd;
 pub mod source;
@@ -26,12 +28,15 @@ use source::ImportError;
 pub enum From {
     /// nsd.conf (NSD 4)
     Nsd,
+    /// named.conf (BIND 9)
+    Bind,
 }
 
 impl From {
     fn name(self) -> &'static str {
         match self {
             From::Nsd => "nsd",
+            From::Bind => "bind",
         }
     }
 }
@@ -41,6 +46,7 @@ impl From {
 pub fn import(from: From, file: &Path) -> Result<Imported, ImportError> {
     let mut imported = match from {
         From::Nsd => nsd::parse(file)?,
+        From::Bind => bind::parse(file)?,
     };
     finish(&mut imported);
     Ok(imported)

@@ -1,0 +1,1164 @@
+//! named.conf (BIND 9): `options`, `zone`, `key`, `acl`,
+//! `masters`/`primaries`, `server`, `tls` and `include`, with the
+//! zone settings BIND inherits from `options`.
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use super::bind_syntax::{Statement, parse_file};
+use super::model::{
+    CatalogConsumer, Imported, Peer, Prefix, Rrl, Rule, TlsListener, TsigKey, Zone,
+};
+use super::source::{ImportError, Loc, resolve};
+
+/// Lists named within lists (an `acl` naming another, a primaries list
+/// naming another).
+const MAX_LIST_DEPTH: usize = 16;
+
+/// Reads `path` and everything it includes.
+pub fn parse(path: &Path) -> Result<Imported, ImportError> {
+    let statements = parse_file(path)?;
+    let root = Loc {
+        file: std::sync::Arc::from(path),
+        line: 1,
+    };
+    let mut interpreter = Interpreter::new(&statements, root)?;
+    interpreter.run(&statements)?;
+    Ok(interpreter.out)
+}
+
+struct Interpreter<'a> {
+    out: Imported,
+    options: Option<&'a Statement>,
+    acls: HashMap<String, &'a Statement>,
+    primaries: HashMap<String, &'a Statement>,
+    tls: HashMap<String, &'a Statement>,
+    keys: HashSet<String>,
+    /// `server ADDRESS { keys { NAME; }; }`: the key for that peer.
+    server_keys: HashMap<IpAddr, String>,
+    directory: PathBuf,
+    /// `catalog-zones` entries: catalog name and default primaries.
+    catalogs: HashMap<String, Option<&'a Statement>>,
+    /// A note said once, not once per zone.
+    said: HashSet<&'static str>,
+    /// The file's first line: where defaults written nowhere are reported.
+    root: Loc,
+}
+
+/// Top-level statements Heron needs nothing for.
+const TOP_NOT_NEEDED: &[(&str, &str)] = &[
+    (
+        "controls",
+        "heron ctl talks over [server] control, a Unix socket",
+    ),
+    (
+        "logging",
+        "Heron logs to stderr (the journal under systemd); see [log]",
+    ),
+    (
+        "trust-anchors",
+        "Heron is authoritative only: it validates nothing",
+    ),
+    (
+        "managed-keys",
+        "Heron is authoritative only: it validates nothing",
+    ),
+    (
+        "trusted-keys",
+        "Heron is authoritative only: it validates nothing",
+    ),
+];
+
+impl<'a> Interpreter<'a> {
+    fn new(statements: &'a [Statement], root: Loc) -> Result<Interpreter<'a>, ImportError> {
+        let mut it = Interpreter {
+            out: Imported::default(),
+            options: None,
+            acls: HashMap::new(),
+            primaries: HashMap::new(),
+            tls: HashMap::new(),
+            keys: HashSet::new(),
+            server_keys: HashMap::new(),
+            directory: PathBuf::from("."),
+            catalogs: HashMap::new(),
+            said: HashSet::new(),
+            root,
+        };
+        for s in statements {
+            let name = s.arg(1).unwrap_or("").to_string();
+            match s.name() {
+                "options" => it.options = Some(s),
+                "acl" => drop(it.acls.insert(name, s)),
+                "masters" | "primaries" => drop(it.primaries.insert(name, s)),
+                "tls" => drop(it.tls.insert(name, s)),
+                "key" => it.key(s)?,
+                _ => {}
+            }
+        }
+        for s in statements.iter().filter(|s| s.name() == "server") {
+            it.server(s);
+        }
+        if let Some(options) = it.options
+            && let Some(dir) = options.child("directory").and_then(|d| d.arg(1))
+        {
+            it.directory = PathBuf::from(dir);
+        }
+        Ok(it)
+    }
+
+    fn run(&mut self, statements: &'a [Statement]) -> Result<(), ImportError> {
+        self.options_statement()?;
+        for s in statements {
+            match s.name() {
+                "options" | "acl" | "masters" | "primaries" | "tls" | "key" | "server" => {}
+                "zone" => self.zone(s)?,
+                "view" => self.out.untranslated(
+                    s.loc(),
+                    s.summary(),
+                    "Heron has no views: its zones were not imported; give each view's clients \
+                     their own Heron (allow-query) or merge the zones",
+                ),
+                "dnssec-policy" | "key-store" => self.out.untranslated(
+                    s.loc(),
+                    s.summary(),
+                    "Heron does not sign zones yet: sign them before Heron loads them, or keep \
+                     BIND as a hidden signer and make Heron its secondary",
+                ),
+                "statistics-channels" => {
+                    self.out
+                        .untranslated(s.loc(), s.summary(), "see [metrics] listen (Prometheus)")
+                }
+                name => match TOP_NOT_NEEDED.iter().find(|(n, _)| *n == name) {
+                    Some((_, advice)) => self.out.not_needed(s.loc(), s.summary(), *advice),
+                    None => self
+                        .out
+                        .untranslated(s.loc(), s.summary(), "no Heron equivalent"),
+                },
+            }
+        }
+        Ok(())
+    }
+
+    fn key(&mut self, s: &Statement) -> Result<(), ImportError> {
+        let name = s
+            .arg(1)
+            .ok_or_else(|| ImportError::at(s.loc(), "key without a name"))?;
+        let algorithm = s
+            .child("algorithm")
+            .and_then(|a| a.arg(1))
+            .unwrap_or("hmac-md5")
+            .to_ascii_lowercase();
+        let secret = s
+            .child("secret")
+            .and_then(|a| a.arg(1))
+            .ok_or_else(|| ImportError::at(s.loc(), format!("key {name}: no secret")))?;
+        self.keys.insert(name.to_string());
+        self.out.keys.push(TsigKey {
+            name: name.to_string(),
+            algorithm,
+            secret: secret.to_string(),
+            loc: s.loc().clone(),
+        });
+        Ok(())
+    }
+
+    fn server(&mut self, s: &'a Statement) {
+        let ip = s
+            .arg(1)
+            .and_then(|a| a.split('/').next())
+            .and_then(|a| a.parse::<IpAddr>().ok());
+        for child in s.children() {
+            match (child.name(), ip) {
+                ("keys", Some(ip)) => {
+                    if let Some(key) = child.children().first().map(Statement::name) {
+                        self.server_keys.insert(ip, key.to_string());
+                    }
+                }
+                _ => self.out.untranslated(
+                    child.loc(),
+                    format!("server {}: {}", s.arg(1).unwrap_or(""), child.summary()),
+                    "Heron has no per-peer settings besides its TSIG key",
+                ),
+            }
+        }
+    }
+
+    fn say_once(&mut self, what: &'static str, loc: &Loc, setting: &str, advice: &str) {
+        if self.said.insert(what) {
+            self.out.untranslated(loc, setting, advice);
+        }
+    }
+}
+
+/// `options` settings that zones inherit, handled with each zone.
+const ZONE_DEFAULTS: &[&str] = &[
+    "allow-transfer",
+    "also-notify",
+    "notify",
+    "allow-notify",
+    "allow-query",
+    "directory",
+    "catalog-zones",
+    "dnssec-policy",
+    "inline-signing",
+    "masterfile-format",
+];
+
+/// `options` settings with no Heron equivalent needed.
+const OPTIONS_NOT_NEEDED: &[(&str, &str)] = &[
+    (
+        "pid-file",
+        "Heron writes no pid file; systemd tracks the process",
+    ),
+    (
+        "session-keyfile",
+        "Heron takes no dynamic updates, so it needs no session key",
+    ),
+    (
+        "managed-keys-directory",
+        "Heron is authoritative only: it validates nothing",
+    ),
+    (
+        "bindkeys-file",
+        "Heron is authoritative only: it validates nothing",
+    ),
+    ("dump-file", "Heron has no cache to dump"),
+    ("statistics-file", "see [metrics] and `heron ctl stats`"),
+    ("memstatistics-file", "see [metrics]"),
+    ("key-directory", "Heron does not sign zones yet"),
+    (
+        "check-names",
+        "Heron loads names as the zone file writes them",
+    ),
+    ("zone-statistics", "see [metrics] zone-metrics"),
+    (
+        "ixfr-from-differences",
+        "Heron computes IXFR differences at every reload",
+    ),
+    (
+        "max-journal-size",
+        "Heron keeps up to 16 MB of IXFR history per zone",
+    ),
+    ("transfer-format", "Heron sends many records per message"),
+    (
+        "minimal-responses",
+        "Heron's answers are compared with `heron compare`",
+    ),
+    ("auth-nxdomain", "Heron is authoritative only"),
+    (
+        "empty-zones-enable",
+        "Heron serves only the zones configured",
+    ),
+    ("querylog", "see [dnstap]"),
+];
+
+/// `options` settings only a resolver has.
+const RESOLVER_ONLY: &[&str] = &[
+    "recursion",
+    "allow-recursion",
+    "allow-query-cache",
+    "forwarders",
+    "forward",
+    "dnssec-validation",
+    "max-cache-size",
+    "prefetch",
+    "qname-minimization",
+    "resolver-query-timeout",
+    "allow-recursion-on",
+    "allow-query-cache-on",
+    "response-policy",
+    "dns64",
+    "validate-except",
+];
+
+impl Interpreter<'_> {
+    fn options_statement(&mut self) -> Result<(), ImportError> {
+        self.out.listen = self.listen()?;
+        let Some(options) = self.options else {
+            self.identity_defaults(None);
+            return Ok(());
+        };
+        self.identity_defaults(Some(options));
+        if let Some(list) = options.child("allow-query") {
+            self.out.allow_query = Some(self.aml(list, "allow-query"));
+        }
+        if let Some(list) = options.child("blackhole") {
+            let rules = self.aml(list, "blackhole");
+            self.out.blackhole = rules
+                .into_iter()
+                .filter(|r| r.key.is_none())
+                .map(|r| r.prefix)
+                .collect();
+        }
+        if let Some(rate) = options.child("rate-limit") {
+            self.rate_limit(rate);
+        }
+        self.catalog_zones(options);
+        if options.child("recursion").is_none() {
+            self.out.untranslated(options.loc(), "recursion (not set: BIND's default is yes)", "Heron is authoritative only: it answers from its zones and never recurses; clients that used this server as a resolver need another");
+        }
+        for child in options.children() {
+            self.option_note(child);
+        }
+        Ok(())
+    }
+
+    fn option_note(&mut self, child: &Statement) {
+        let name = child.name();
+        let handled = [
+            "listen-on",
+            "listen-on-v6",
+            "port",
+            "version",
+            "hostname",
+            "server-id",
+            "blackhole",
+            "rate-limit",
+        ];
+        if handled.contains(&name) || ZONE_DEFAULTS.contains(&name) {
+            return;
+        }
+        let setting = format!("options: {}", child.summary());
+        if RESOLVER_ONLY.contains(&name) {
+            let off = matches!(child.arg(1), Some("no" | "none"));
+            let advice =
+                "Heron is authoritative only: it answers from its zones and never recurses";
+            if off {
+                self.out.not_needed(child.loc(), setting, advice);
+            } else {
+                self.out.untranslated(child.loc(), setting, advice);
+            }
+            return;
+        }
+        if let Some((_, advice)) = OPTIONS_NOT_NEEDED.iter().find(|(n, _)| *n == name) {
+            self.out.not_needed(child.loc(), setting, *advice);
+            return;
+        }
+        let advice = match name {
+            "transfer-source" | "transfer-source-v6" => "set [xfr] source",
+            "notify-source" | "notify-source-v6" => "set [xfr] notify-source",
+            "tcp-clients" => "set [tcp] max-connections",
+            "tcp-idle-timeout" | "tcp-initial-timeout" => {
+                "set [tcp] idle-timeout (seconds, not 100 ms units)"
+            }
+            "edns-udp-size" | "max-udp-size" => "set [server] max-udp-payload",
+            "transfers-in" | "transfers-per-ns" => "set [secondary] concurrency",
+            "max-transfer-time-in" => "set [secondary] transfer-timeout (seconds, not minutes)",
+            "min-refresh-time" | "max-refresh-time" | "min-retry-time" | "max-retry-time" => {
+                "set [secondary] min-refresh / max-refresh / min-retry / max-retry (seconds)"
+            }
+            "allow-update" | "update-policy" | "allow-update-forwarding" => {
+                "Heron takes no dynamic updates (RFC 2136): change the zone files and reload"
+            }
+            "answer-cookie" | "cookie-secret" | "require-server-cookie" => "see [cookies]",
+            "dnstap" | "dnstap-output" | "dnstap-identity" | "dnstap-version" => "see [dnstap]",
+            _ => "no Heron equivalent: check whether the behaviour matters",
+        };
+        self.out.untranslated(child.loc(), setting, advice);
+    }
+
+    /// BIND answers version.bind and hostname.bind unless told not to;
+    /// Heron answers them only when told what to say.
+    fn identity_defaults(&mut self, options: Option<&Statement>) {
+        let get = |name: &str| options.and_then(|o| o.child(name));
+        let loc = Some(options.map_or_else(|| self.root.clone(), |o| o.loc().clone()));
+        match get("version").and_then(|v| v.arg(1)) {
+            Some("none") => {}
+            Some(text) => self.out.version = Some(text.to_string()),
+            None => {
+                if let Some(loc) = &loc {
+                    self.out.untranslated(
+                        loc,
+                        "version (BIND's default: its version)",
+                        "Heron answers version.bind REFUSED unless [server] version is set",
+                    );
+                }
+            }
+        }
+        match get("hostname").and_then(|v| v.arg(1)) {
+            Some("none") => {}
+            Some(text) => self.out.identity = Some(text.to_string()),
+            None => {
+                if let Some(loc) = &loc {
+                    self.out.untranslated(loc, "hostname (BIND's default: the host name)", "Heron answers hostname.bind and id.server REFUSED unless [server] identity is set");
+                }
+            }
+        }
+        if let Some(id) = get("server-id") {
+            match id.arg(1) {
+                Some("none") | None => {}
+                Some("hostname") => self.out.untranslated(
+                    id.loc(),
+                    id.summary(),
+                    "write the host name as [server] nsid",
+                ),
+                Some(text) => {
+                    self.out.nsid_hex = Some(text.bytes().map(|b| format!("{b:02x}")).collect())
+                }
+            }
+        }
+    }
+}
+
+/// An address match list read so far: the rules, and whether a negated
+/// element stopped it.
+struct Matched {
+    rules: Vec<Rule>,
+    stopped: bool,
+}
+
+impl Interpreter<'_> {
+    /// An address match list (`allow-transfer { ... }`) as allow rules.
+    /// BIND takes the first element that matches, negated or not;
+    /// heron.toml has no negation, so the list is read up to its first
+    /// negated element and the rest is reported (narrower, never wider).
+    fn aml(&mut self, list: &Statement, what: &str) -> Vec<Rule> {
+        let matched = self.aml_elements(list.children(), what, 0);
+        let mut rules = matched.rules;
+        rules.dedup();
+        rules
+    }
+
+    fn aml_elements(&mut self, elements: &[Statement], what: &str, depth: usize) -> Matched {
+        let mut out = Matched {
+            rules: Vec::new(),
+            stopped: false,
+        };
+        for (i, e) in elements.iter().enumerate() {
+            let negated = e.name().starts_with('!');
+            if negated {
+                let rest: Vec<String> = elements[i..].iter().map(Statement::summary).collect();
+                self.out.untranslated(
+                    e.loc(),
+                    format!("{what} {{ {}; }}", rest.join("; ")),
+                    "heron.toml has no negated entries: this element and those after it were \
+                     left out (nobody gains access); list the allowed addresses without them",
+                );
+                out.stopped = true;
+                return out;
+            }
+            let inner = self.aml_element(e, what, depth);
+            out.rules.extend(inner.rules);
+            if inner.stopped {
+                out.stopped = true;
+                return out;
+            }
+        }
+        out
+    }
+
+    fn aml_element(&mut self, e: &Statement, what: &str, depth: usize) -> Matched {
+        let plain = |rules| Matched {
+            rules,
+            stopped: false,
+        };
+        if e.block.is_some() && e.words.is_empty() {
+            return self.aml_elements(e.children(), what, depth + 1);
+        }
+        let word = e.name();
+        match (word, e.arg(1)) {
+            ("any", None) => plain(anywhere(None)),
+            ("none", None) => plain(Vec::new()),
+            ("key", Some(key)) if self.keys.contains(key) => plain(anywhere(Some(key))),
+            ("localhost", None) => {
+                self.say_once("localhost", e.loc(), &format!("{what} {{ localhost; }}"), "BIND's localhost is every address of this host; written as 127.0.0.0/8 and ::1");
+                plain(vec![rule("127.0.0.0/8", None), rule("::1", None)])
+            }
+            (name, None) if self.acls.contains_key(name) => {
+                if depth >= MAX_LIST_DEPTH {
+                    self.out.untranslated(
+                        e.loc(),
+                        format!("acl {name}"),
+                        "acls nested too deep (a loop?); left out",
+                    );
+                    return plain(Vec::new());
+                }
+                let acl = self.acls[name];
+                self.aml_elements(acl.children(), what, depth + 1)
+            }
+            (text, None) => match text.parse::<Prefix>() {
+                Ok(prefix) => plain(vec![Rule { prefix, key: None }]),
+                Err(_) => {
+                    self.out.untranslated(e.loc(), format!("{what} {{ {text}; }}"), "not an address, prefix, key or acl Heron can translate (localnets, geoip, an unknown acl); left out");
+                    plain(Vec::new())
+                }
+            },
+            _ => {
+                self.out.untranslated(
+                    e.loc(),
+                    format!("{what} {{ {}; }}", e.summary()),
+                    "not an element Heron can translate (an undefined key?); left out",
+                );
+                plain(Vec::new())
+            }
+        }
+    }
+
+    /// `primaries`, `also-notify`: addresses with port, key and tls, or
+    /// names of primaries lists. `port` after the statement's name is
+    /// the list's default.
+    fn peers(&mut self, list: &Statement, default_port: u16, depth: usize) -> Vec<Peer> {
+        let port = word_after(&list.words, "port")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(default_port);
+        let mut out = Vec::new();
+        for e in list.children() {
+            let name = e.name();
+            if let Ok(ip) = name.parse::<IpAddr>() {
+                out.push(self.peer(e, ip, port));
+            } else if let Some(named) = self.primaries.get(name).copied() {
+                if depth >= MAX_LIST_DEPTH {
+                    self.out.untranslated(
+                        e.loc(),
+                        format!("primaries {name}"),
+                        "lists nested too deep (a loop?); left out",
+                    );
+                    continue;
+                }
+                out.extend(self.peers(named, port, depth + 1));
+            } else {
+                self.out.untranslated(
+                    e.loc(),
+                    e.summary(),
+                    "not an address or a primaries list; left out",
+                );
+            }
+        }
+        out
+    }
+
+    fn peer(&mut self, e: &Statement, ip: IpAddr, port: u16) -> Peer {
+        let port = word_after(&e.words, "port")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(port);
+        let key = word_after(&e.words, "key")
+            .map(str::to_string)
+            .or_else(|| self.server_keys.get(&ip).cloned())
+            .filter(|k| self.keys.contains(k));
+        let mut peer = Peer::plain(SocketAddr::new(ip, port), key);
+        if let Some(tls) = word_after(&e.words, "tls") {
+            let checked = self.tls.get(tls).and_then(|t| {
+                let ca = t.child("ca-file").and_then(|c| c.arg(1))?;
+                let host = t.child("remote-hostname").and_then(|c| c.arg(1))?;
+                Some((ca.to_string(), host.to_string()))
+            });
+            if let Some((ca, host)) = checked {
+                self.out.tls_ca = Some(resolve(&self.directory, &ca));
+                peer.tls = Some(Some(host));
+            } else {
+                peer.tls = Some(None);
+            }
+            if word_after(&e.words, "port").is_none() && port == 53 {
+                peer.addr.set_port(853);
+            }
+        }
+        for extra in ["source", "source-v6", "dscp"] {
+            if word_after(&e.words, extra).is_some() {
+                self.out.untranslated(
+                    e.loc(),
+                    e.summary(),
+                    "per-peer source addresses: write `via ADDRESS` after the peer by hand",
+                );
+            }
+        }
+        peer
+    }
+}
+
+fn word_after<'w>(words: &'w [String], name: &str) -> Option<&'w str> {
+    let at = words.iter().position(|w| w == name)?;
+    words.get(at + 1).map(String::as_str)
+}
+
+fn rule(prefix: &str, key: Option<&str>) -> Rule {
+    Rule {
+        prefix: prefix.parse().expect("a valid prefix"),
+        key: key.map(str::to_string),
+    }
+}
+
+/// Every address of both families, with `key`.
+fn anywhere(key: Option<&str>) -> Vec<Rule> {
+    vec![rule("0.0.0.0/0", key), rule("::/0", key)]
+}
+
+impl<'a> Interpreter<'a> {
+    /// `listen-on` and `listen-on-v6` (BIND's defaults: every IPv4 and
+    /// every IPv6 address, port 53 or `options { port }`).
+    fn listen(&mut self) -> Result<Vec<SocketAddr>, ImportError> {
+        let options = self.options;
+        let children = options.map_or(&[][..], Statement::children);
+        let port = match options.and_then(|o| o.child("port")) {
+            Some(p) => p
+                .arg(1)
+                .and_then(|p| p.parse().ok())
+                .ok_or_else(|| ImportError::at(p.loc(), "port: expected a number"))?,
+            None => 53,
+        };
+        let mut plain = Vec::new();
+        for (name, wildcard) in [
+            ("listen-on", IpAddr::from([0u8; 4])),
+            ("listen-on-v6", IpAddr::from([0u16; 8])),
+        ] {
+            let statements: Vec<&'a Statement> =
+                children.iter().filter(|c| c.name() == name).collect();
+            if statements.is_empty() {
+                plain.push(SocketAddr::new(wildcard, port));
+            }
+            for s in statements {
+                let port = match word_after(&s.words, "port") {
+                    Some(p) => p
+                        .parse()
+                        .map_err(|_| ImportError::at(s.loc(), "port: expected a number"))?,
+                    None => port,
+                };
+                let addrs = self.listen_addresses(s, wildcard, port);
+                match (word_after(&s.words, "tls"), word_after(&s.words, "http")) {
+                    (_, Some(_)) => self.out.untranslated(
+                        s.loc(),
+                        s.summary(),
+                        "Heron has no DNS over HTTPS listener",
+                    ),
+                    (Some("none") | None, None) => plain.extend(addrs),
+                    (Some(tls), None) => self.tls_listener(s, tls, addrs),
+                }
+            }
+        }
+        plain.dedup();
+        Ok(plain)
+    }
+
+    fn listen_addresses(&mut self, s: &Statement, wildcard: IpAddr, port: u16) -> Vec<SocketAddr> {
+        let mut out = Vec::new();
+        for e in s.children() {
+            match e.name() {
+                "any" => out.push(SocketAddr::new(wildcard, port)),
+                "none" => {}
+                text => match text.parse::<IpAddr>() {
+                    Ok(ip) => out.push(SocketAddr::new(ip, port)),
+                    Err(_) => self.out.untranslated(
+                        e.loc(),
+                        format!("{} {{ {text}; }}", s.name()),
+                        "Heron listens on addresses, not prefixes or acls: list the addresses",
+                    ),
+                },
+            }
+        }
+        out
+    }
+
+    fn tls_listener(&mut self, s: &Statement, name: &str, addrs: Vec<SocketAddr>) {
+        let files = self.tls.get(name).and_then(|t| {
+            let key = t.child("key-file")?.arg(1)?;
+            let cert = t.child("cert-file")?.arg(1)?;
+            Some((
+                resolve(&self.directory, cert),
+                resolve(&self.directory, key),
+            ))
+        });
+        let Some((certificate, key)) = files else {
+            self.out.untranslated(s.loc(), s.summary(), "Heron needs a certificate and key for DNS over TLS ([tls] certificate, key); `ephemeral` has none");
+            return;
+        };
+        match &mut self.out.tls {
+            Some(tls) if tls.certificate == certificate => tls.listen.extend(addrs),
+            Some(_) => self.out.untranslated(
+                s.loc(),
+                s.summary(),
+                "Heron serves one certificate on all its TLS listeners; this one was left out",
+            ),
+            None => {
+                self.out.tls = Some(TlsListener {
+                    listen: addrs,
+                    certificate,
+                    key,
+                })
+            }
+        }
+    }
+
+    fn rate_limit(&mut self, s: &Statement) {
+        let mut rrl = Rrl::default();
+        for c in s.children() {
+            let number = c.arg(1).and_then(|v| v.parse::<u32>().ok());
+            match (c.name(), number) {
+                ("responses-per-second", Some(n)) => rrl.responses_per_second = Some(n),
+                ("nxdomains-per-second", Some(n)) => rrl.nxdomains_per_second = Some(n),
+                ("errors-per-second", Some(n)) => rrl.errors_per_second = Some(n),
+                ("window", Some(n)) => rrl.window = Some(n),
+                ("slip", Some(n)) => rrl.slip = Some(n),
+                ("ipv4-prefix-length", Some(n)) => rrl.ipv4_prefix_length = u8::try_from(n).ok(),
+                ("ipv6-prefix-length", Some(n)) => rrl.ipv6_prefix_length = u8::try_from(n).ok(),
+                ("log-only", _) => rrl.log_only = c.arg(1) == Some("yes"),
+                ("exempt-clients", _) => {
+                    rrl.exempt = self.aml(c, "exempt-clients").into_iter().filter(|r| r.key.is_none()).map(|r| r.prefix).collect();
+                }
+                _ => self.out.untranslated(c.loc(), format!("rate-limit: {}", c.summary()), "Heron's [rrl] has responses, nxdomains and errors per second; referrals and NODATA count as responses, and its table is sized per worker (table-size)"),
+            }
+        }
+        if rrl.responses_per_second.is_none() {
+            // BIND limits nothing it was not given a rate for; Heron's
+            // default would limit responses at 20 a second.
+            rrl.responses_per_second = Some(0);
+        }
+        self.out.rrl = Some(rrl);
+    }
+
+    /// `catalog-zones { zone "NAME" [default-primaries { ... }] ...; }`.
+    fn catalog_zones(&mut self, options: &'a Statement) {
+        let Some(list) = options.child("catalog-zones") else {
+            return;
+        };
+        for entry in list.children() {
+            let (Some("zone"), Some(name)) = (entry.arg(0), entry.arg(1)) else {
+                self.out
+                    .untranslated(entry.loc(), entry.summary(), "not a catalog zone entry");
+                continue;
+            };
+            let primaries = entry.block.as_ref().map(|_| entry);
+            let others: Vec<&str> = entry.words[2..]
+                .iter()
+                .chain(&entry.after)
+                .map(String::as_str)
+                .filter(|w| !matches!(*w, "default-primaries" | "default-masters"))
+                .collect();
+            if !others.is_empty() {
+                self.out.untranslated(entry.loc(), format!("catalog-zones zone {name}: {}", others.join(" ")), "Heron keeps members in [[catalog]] members-dir; other catalog options have no equivalent");
+            }
+            self.catalogs
+                .insert(name.trim_end_matches('.').to_ascii_lowercase(), primaries);
+        }
+    }
+}
+
+/// Zone settings with no Heron equivalent needed.
+const ZONE_NOT_NEEDED: &[(&str, &str)] = &[
+    (
+        "check-names",
+        "Heron loads names as the zone file writes them",
+    ),
+    ("zone-statistics", "see [metrics] zone-metrics"),
+    (
+        "ixfr-from-differences",
+        "Heron computes IXFR differences at every reload",
+    ),
+    (
+        "max-journal-size",
+        "Heron keeps up to 16 MB of IXFR history per zone",
+    ),
+    (
+        "journal",
+        "Heron keeps its own journal next to the zone file or kept copy (FILE.jnl)",
+    ),
+    ("key-directory", "Heron does not sign zones yet"),
+    ("notify", "handled with also-notify"),
+    ("type", "translated"),
+    ("file", "translated"),
+];
+
+impl<'a> Interpreter<'a> {
+    /// The zone's own setting, else the one `options` gives every zone.
+    fn inherited(&self, zone: &'a Statement, name: &str) -> Option<&'a Statement> {
+        zone.child(name)
+            .or_else(|| self.options.and_then(|o| o.child(name)))
+    }
+
+    fn zone(&mut self, s: &'a Statement) -> Result<(), ImportError> {
+        let origin = s
+            .arg(1)
+            .ok_or_else(|| ImportError::at(s.loc(), "zone without a name"))?;
+        if let Some(class) = s.arg(2).filter(|c| !c.eq_ignore_ascii_case("IN")) {
+            self.out.untranslated(
+                s.loc(),
+                format!("zone {origin} {class}"),
+                "Heron serves class IN only; not imported",
+            );
+            return Ok(());
+        }
+        let kind = s.child("type").and_then(|t| t.arg(1)).unwrap_or("");
+        let mut zone = Zone {
+            loc: Some(s.loc().clone()),
+            origin: match origin.trim_end_matches('.') {
+                "" => ".".to_string(),
+                o => o.to_string(),
+            },
+            ..Zone::default()
+        };
+        match kind {
+            "master" | "primary" => {
+                let Some(file) = s.child("file").and_then(|f| f.arg(1)) else {
+                    self.out.untranslated(
+                        s.loc(),
+                        format!("zone {origin}"),
+                        "a primary zone without a file; not imported",
+                    );
+                    return Ok(());
+                };
+                zone.file = Some(resolve(&self.directory, file));
+                self.primary_format(s, origin);
+            }
+            "slave" | "secondary" => {
+                let list = s.child("primaries").or_else(|| s.child("masters"));
+                zone.primaries = list.map(|l| self.peers(l, 53, 0)).unwrap_or_default();
+                if zone.primaries.is_empty() {
+                    self.out.untranslated(
+                        s.loc(),
+                        format!("zone {origin}"),
+                        "a secondary zone without primaries Heron can use; not imported",
+                    );
+                    return Ok(());
+                }
+            }
+            "hint" => {
+                self.out.not_needed(
+                    s.loc(),
+                    format!("zone {origin} {{ type hint; }}"),
+                    "Heron is authoritative only: it needs no root hints",
+                );
+                return Ok(());
+            }
+            other => {
+                self.out.untranslated(
+                    s.loc(),
+                    format!("zone {origin} {{ type {other}; }}"),
+                    "Heron serves primary and secondary zones only; not imported",
+                );
+                return Ok(());
+            }
+        }
+        self.zone_access(s, &mut zone);
+        self.signing(s, origin);
+        for c in s.children() {
+            self.zone_note(c, origin);
+        }
+        let catalog = self
+            .catalogs
+            .get(&zone.origin.to_ascii_lowercase())
+            .copied();
+        match catalog {
+            Some(defaults) if !zone.primaries.is_empty() => {
+                let member_primaries = defaults.map(|d| self.peers(d, 53, 0)).unwrap_or_default();
+                self.out.catalogs.push(CatalogConsumer {
+                    zone: zone.origin,
+                    primaries: zone.primaries,
+                    allow_transfer: zone.allow_transfer,
+                    member_primaries,
+                    member_allow_transfer: Vec::new(),
+                    member_notify: Vec::new(),
+                });
+            }
+            _ => self.out.zones.push(zone),
+        }
+        Ok(())
+    }
+
+    fn zone_access(&mut self, s: &'a Statement, zone: &mut Zone) {
+        match self.inherited(s, "allow-transfer") {
+            Some(list) => zone.allow_transfer = self.aml(list, "allow-transfer"),
+            None => self.say_once("allow-transfer", &self.root.clone(), "allow-transfer (not set: BIND's default)", "BIND 9.18 lets anyone transfer a zone without allow-transfer; Heron lets nobody. Add allow-transfer to the zones secondaries pull"),
+        }
+        if let Some(list) = s.child("allow-query") {
+            zone.allow_query = Some(self.aml(list, "allow-query"));
+        }
+        if let Some(list) = self.inherited(s, "allow-notify") {
+            // BIND takes NOTIFY from these besides the primaries; Heron's
+            // list replaces its default (the primaries), so both go in.
+            zone.allow_notify = self.aml(list, "allow-notify");
+            for p in &zone.primaries {
+                zone.allow_notify.push(Rule {
+                    prefix: Prefix {
+                        addr: p.addr.ip(),
+                        len: if p.addr.is_ipv4() { 32 } else { 128 },
+                    },
+                    key: p.key.clone(),
+                });
+            }
+        }
+        let notify = self
+            .inherited(s, "notify")
+            .and_then(|n| n.arg(1))
+            .unwrap_or("yes");
+        if notify != "no" {
+            if let Some(list) = self.inherited(s, "also-notify") {
+                zone.notify = self.peers(list, 53, 0);
+            }
+            let primary = zone.file.is_some();
+            if notify == "yes" && primary {
+                let loc = self
+                    .inherited(s, "notify")
+                    .map_or_else(|| self.root.clone(), |n| n.loc().clone());
+                self.say_once("notify", &loc, "notify yes (BIND's default)", "BIND also notifies the name servers in each zone's NS records; Heron notifies only the also-notify addresses. Add them to notify if they are secondaries");
+            }
+        }
+    }
+
+    fn primary_format(&mut self, s: &Statement, origin: &str) {
+        if let Some(format) = self
+            .inherited(s, "masterfile-format")
+            .filter(|f| f.arg(1) != Some("text"))
+        {
+            self.out.untranslated(format.loc(), format!("zone {origin}: {}", format.summary()), "Heron reads zone files in text only: `named-compilezone -f raw -F text` converts one");
+        }
+    }
+
+    fn signing(&mut self, s: &Statement, origin: &str) {
+        let policy = self
+            .inherited(s, "dnssec-policy")
+            .filter(|p| p.arg(1) != Some("none"));
+        let inline = s
+            .child("inline-signing")
+            .filter(|p| p.arg(1) == Some("yes"));
+        let auto = s.child("auto-dnssec").filter(|p| p.arg(1) != Some("off"));
+        if let Some(setting) = policy.or(inline).or(auto) {
+            self.out.untranslated(setting.loc(), format!("zone {origin}: {}", setting.summary()), "BIND signs this zone as it serves it and the file is unsigned: Heron would serve it unsigned. Sign the file before Heron loads it, or keep BIND as a hidden signer and make Heron its secondary");
+        }
+    }
+
+    fn zone_note(&mut self, c: &Statement, origin: &str) {
+        let name = c.name();
+        let handled = [
+            "primaries",
+            "masters",
+            "allow-transfer",
+            "allow-query",
+            "allow-notify",
+            "also-notify",
+            "dnssec-policy",
+            "inline-signing",
+            "auto-dnssec",
+            "masterfile-format",
+        ];
+        if handled.contains(&name) {
+            return;
+        }
+        let setting = format!("zone {origin}: {}", c.summary());
+        if let Some((_, advice)) = ZONE_NOT_NEEDED.iter().find(|(n, _)| *n == name) {
+            if !matches!(name, "type" | "file" | "notify") {
+                self.out.not_needed(c.loc(), setting, *advice);
+            }
+            return;
+        }
+        let advice = match name {
+            "allow-update" | "update-policy" | "allow-update-forwarding" => {
+                "Heron takes no dynamic updates (RFC 2136): change the zone file and reload"
+            }
+            "notify-source" | "notify-source-v6" => {
+                "set [xfr] notify-source, or `via ADDRESS` after a notify target"
+            }
+            "transfer-source" | "transfer-source-v6" => {
+                "set [xfr] source, or `via ADDRESS` after a primary"
+            }
+            "max-transfer-time-in" => "set [secondary] transfer-timeout (for all zones, seconds)",
+            "min-refresh-time" | "max-refresh-time" | "min-retry-time" | "max-retry-time" => {
+                "Heron bounds SOA timers for all zones in [secondary]"
+            }
+            _ => "no Heron equivalent: check whether the behaviour matters",
+        };
+        self.out.untranslated(c.loc(), setting, advice);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::model::NoteKind;
+    use crate::import::testutil::{Rng, mutate, write_files};
+
+    const SECRET: &str = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0";
+
+    fn conf() -> String {
+        format!(
+            "// a comment\n# another\n/* and a\n   third */\n\
+             options {{\n  directory \"/srv/bind\";\n  listen-on port 5353 {{ 127.0.0.1; }};\n\
+             \x20 listen-on-v6 {{ none; }};\n  recursion no;\n  version \"v\";\n  pid-file \"x.pid\";\n\
+             \x20 allow-transfer {{ none; }};\n  notify explicit;\n\
+             \x20 rate-limit {{ responses-per-second 10; slip 3; exempt-clients {{ 192.0.2.0/24; }}; }};\n}};\n\
+             key \"xfr.test\" {{ algorithm hmac-sha256; secret \"{SECRET}\"; }};\n\
+             acl secondaries {{ 192.0.2.0/24; key xfr.test; }};\n\
+             primaries upstream port 5300 {{ 198.51.100.1 key xfr.test; 198.51.100.2; }};\n\
+             server 198.51.100.2 {{ keys {{ xfr.test; }}; }};\n\
+             include \"zones.conf\";\n"
+        )
+    }
+
+    const ZONES: &str = "zone \"example.com\" {\n  type master;\n  file \"db.example.com\";\n\
+         \x20 allow-transfer { secondaries; !192.0.2.9; 203.0.113.1; };\n\
+         \x20 also-notify port 5300 { 192.0.2.7 key xfr.test; };\n  update-policy local;\n};\n\
+         zone \"example.net\" IN { type slave; masters { upstream; }; file \"sec/net\"; };\n\
+         zone \".\" { type hint; file \"root.hints\"; };\n";
+
+    #[test]
+    fn options_zones_keys_acls_and_primaries_lists_are_translated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_files(
+            dir.path(),
+            &[("named.conf", &conf()), ("zones.conf", ZONES)],
+        );
+        let got = parse(&path).unwrap();
+        assert_eq!(
+            got.listen,
+            ["127.0.0.1:5353".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(got.version.as_deref(), Some("v"));
+        let rrl = got.rrl.as_ref().unwrap();
+        assert_eq!((rrl.responses_per_second, rrl.slip), (Some(10), Some(3)));
+        assert_eq!(rrl.exempt, ["192.0.2.0/24".parse().unwrap()]);
+        let com = &got.zones[0];
+        assert_eq!(
+            com.file.as_deref(),
+            Some(Path::new("/srv/bind/db.example.com"))
+        );
+        let acl: Vec<String> = com.allow_transfer.iter().map(Rule::heron).collect();
+        assert_eq!(
+            acl,
+            [
+                "192.0.2.0/24",
+                "0.0.0.0/0 key xfr.test",
+                "::/0 key xfr.test"
+            ]
+        );
+        assert_eq!(com.notify[0].heron(), "192.0.2.7:5300 key xfr.test");
+        let net = &got.zones[1];
+        let primaries: Vec<String> = net.primaries.iter().map(Peer::heron).collect();
+        assert_eq!(
+            primaries,
+            [
+                "198.51.100.1:5300 key xfr.test",
+                "198.51.100.2:5300 key xfr.test"
+            ]
+        );
+        assert_eq!(got.zones.len(), 2);
+        let lines: Vec<(u32, &str)> = got
+            .notes
+            .iter()
+            .map(|n| (n.loc.line, n.setting.as_str()))
+            .collect();
+        assert!(
+            got.notes.iter().any(|n| n.loc.line == 4
+                && n.setting.contains("!192.0.2.9")
+                && n.kind == NoteKind::Untranslated),
+            "{lines:?}"
+        );
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.loc.line == 6 && n.setting.contains("update-policy")),
+            "{lines:?}"
+        );
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.setting.contains("pid-file") && n.kind == NoteKind::NotNeeded)
+        );
+        assert!(got.notes.iter().all(|n| !n.setting.contains(SECRET)));
+    }
+
+    #[test]
+    fn the_debian_default_is_four_zones_and_a_resolver_left_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            (
+                "named.conf",
+                "// This is the primary configuration file\ninclude \"named.conf.options\";\ninclude \"named.conf.local\";\ninclude \"named.conf.default-zones\";\n",
+            ),
+            (
+                "named.conf.options",
+                "options {\n\tdirectory \"/var/cache/bind\";\n\t// forwarders {\n\t// \t0.0.0.0;\n\t// };\n\tdnssec-validation auto;\n\n\tlisten-on-v6 { any; };\n};\n",
+            ),
+            (
+                "named.conf.local",
+                "//\n// Do any local configuration here\n//\n",
+            ),
+            (
+                "named.conf.default-zones",
+                "zone \".\" {\n\ttype hint;\n\tfile \"/usr/share/dns/root.hints\";\n};\nzone \"localhost\" {\n\ttype master;\n\tfile \"/etc/bind/db.local\";\n};\n",
+            ),
+        ];
+        let got = parse(&write_files(dir.path(), &files)).unwrap();
+        assert_eq!(
+            got.listen,
+            [
+                "0.0.0.0:53".parse::<SocketAddr>().unwrap(),
+                "[::]:53".parse().unwrap()
+            ]
+        );
+        assert_eq!(got.zones.len(), 1);
+        assert!(got.notes.iter().any(|n| n.setting.starts_with("recursion")));
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.setting.contains("dnssec-validation") && n.loc.line == 6)
+        );
+    }
+
+    #[test]
+    fn catalog_zones_become_catalogs_and_signing_is_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "options { catalog-zones { zone \"cat.test\" default-primaries { 192.0.2.1; } in-memory yes; }; };\n\
+                    zone \"cat.test\" { type secondary; primaries { 192.0.2.1; }; };\n\
+                    zone \"signed.test\" { type primary; file \"s\"; dnssec-policy default; };\n";
+        let got = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap();
+        assert_eq!(got.catalogs.len(), 1);
+        assert_eq!(got.catalogs[0].member_primaries[0].heron(), "192.0.2.1");
+        assert_eq!(got.zones.len(), 1);
+        assert!(got.notes.iter().any(|n| n.setting.contains("in-memory")));
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.setting.contains("dnssec-policy default") && n.loc.line == 3)
+        );
+    }
+
+    #[test]
+    fn malformed_configurations_are_errors_with_their_line() {
+        let cases: &[(&str, u32, &str)] = &[
+            ("options {\n directory \"x\";\n", 2, "'}' is missing"),
+            ("zone \"a\" {\n type master;\n", 2, "'}' is missing"),
+            ("options { directory \"x }; };\n", 1, "not closed"),
+            ("/* open\n comment\n", 1, "not closed"),
+            ("};\n", 1, "without a matching"),
+            ("options { a b }\n", 1, "not ended by ';'"),
+            ("include \"missing.conf\";\n", 1, "cannot read"),
+            ("\n\ninclude \"named.conf\";\n", 3, "include loop"),
+            ("key \"k\" { algorithm hmac-sha256; };\n", 1, "no secret"),
+            (&"a { ".repeat(40), 1, "nested more than"),
+        ];
+        for (text, line, needle) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let err = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap_err();
+            assert_eq!(
+                err.loc.as_ref().map(|l| l.line),
+                Some(*line),
+                "{text:?}: {err}"
+            );
+            assert!(err.message.contains(needle), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn mutated_configurations_never_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        write_files(dir.path(), &[("zones.conf", ZONES)]);
+        let mut rng = Rng::new(9);
+        let path = dir.path().join("named.conf");
+        let text = conf() + ZONES;
+        for _ in 0..2000 {
+            std::fs::write(&path, mutate(&text, &mut rng)).unwrap();
+            let _ = parse(&path);
+        }
+    }
+
+    #[test]
+    fn a_large_configuration_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::from("options { directory \"/z\"; };\n");
+        for i in 0..50_000 {
+            text.push_str(&format!(
+                "zone \"z{i}.test\" {{ type primary; file \"z{i}\"; }};\n"
+            ));
+        }
+        let got = parse(&write_files(dir.path(), &[("named.conf", &text)])).unwrap();
+        assert_eq!(got.zones.len(), 50_000);
+    }
+}
