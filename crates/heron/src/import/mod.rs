@@ -7,6 +7,8 @@
 
 pub mod bind;
 mod bind_syntax;
+pub mod knot;
+mod knot_syntax;
 pub mod model;
 pub mod nsd;
 pub mod source;
@@ -28,6 +30,8 @@ use source::ImportError;
 pub enum From {
     /// nsd.conf (NSD 4)
     Nsd,
+    /// knot.conf (Knot DNS 3)
+    Knot,
     /// named.conf (BIND 9)
     Bind,
 }
@@ -36,6 +40,7 @@ impl From {
     fn name(self) -> &'static str {
         match self {
             From::Nsd => "nsd",
+            From::Knot => "knot",
             From::Bind => "bind",
         }
     }
@@ -46,6 +51,7 @@ impl From {
 pub fn import(from: From, file: &Path) -> Result<Imported, ImportError> {
     let mut imported = match from {
         From::Nsd => nsd::parse(file)?,
+        From::Knot => knot::parse(file)?,
         From::Bind => bind::parse(file)?,
     };
     finish(&mut imported);

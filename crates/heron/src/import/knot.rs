@@ -1,0 +1,935 @@
+//! knot.conf (Knot DNS 3): `server`, `key`, `remote` (and `remotes`
+//! groups), `acl`, `template` (the `default` one for zones naming
+//! none), `zone`, `mod-rrl`, catalog roles, and `include`.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use super::knot_syntax::{Field, Item, Section, parse_file};
+use super::model::{
+    CatalogConsumer, Imported, Peer, Prefix, Rrl, Rule, TlsListener, TsigKey, Zone, parse_at_port,
+    range_prefixes, without_denied,
+};
+use super::source::{ImportError, Loc, resolve};
+
+/// Reads `path` and everything it includes.
+pub fn parse(path: &Path) -> Result<Imported, ImportError> {
+    let sections = parse_file(path)?;
+    let root = Loc {
+        file: std::sync::Arc::from(path),
+        line: 1,
+    };
+    let mut it = Interpreter::new(&sections, root)?;
+    it.run(&sections)?;
+    Ok(it.out)
+}
+
+struct Interpreter {
+    out: Imported,
+    remotes: HashMap<String, Vec<Peer>>,
+    acls: HashMap<String, Item>,
+    templates: HashMap<String, Item>,
+    rrl_modules: HashMap<String, Item>,
+    keys: Vec<String>,
+    automatic_acl: bool,
+    root: Loc,
+    /// Zones using each `mod-rrl` configuration, and zones using none.
+    rrl_users: HashMap<String, usize>,
+    zones_without_rrl: usize,
+}
+
+/// Sections Heron needs nothing for.
+const SECTION_NOT_NEEDED: &[(&str, &str)] = &[
+    (
+        "log",
+        "Heron logs to stderr (the journal under systemd); see [log]",
+    ),
+    (
+        "database",
+        "Heron keeps no database: zones load from their files, journals in FILE.jnl",
+    ),
+    (
+        "control",
+        "heron ctl talks over [server] control, a Unix socket",
+    ),
+    ("statistics", "see [metrics] and `heron ctl stats`"),
+    ("module", "Heron loads no modules"),
+];
+
+impl Interpreter {
+    fn new(sections: &[Section], root: Loc) -> Result<Interpreter, ImportError> {
+        let mut it = Interpreter {
+            out: Imported::default(),
+            remotes: HashMap::new(),
+            acls: HashMap::new(),
+            templates: HashMap::new(),
+            rrl_modules: HashMap::new(),
+            keys: Vec::new(),
+            automatic_acl: false,
+            root,
+            rrl_users: HashMap::new(),
+            zones_without_rrl: 0,
+        };
+        for section in sections.iter().filter(|s| s.name == "key") {
+            for item in &section.items {
+                it.key(item)?;
+            }
+        }
+        for section in sections {
+            for item in &section.items {
+                let id = item.value("id").unwrap_or("").to_string();
+                match section.name.as_str() {
+                    "remote" => {
+                        let peers = it.remote(item)?;
+                        it.remotes.insert(id, peers);
+                    }
+                    "acl" => drop(it.acls.insert(id, item.clone())),
+                    "template" => drop(it.templates.insert(id, item.clone())),
+                    "mod-rrl" => drop(it.rrl_modules.insert(id, item.clone())),
+                    _ => {}
+                }
+            }
+        }
+        // Groups of remotes name remotes defined anywhere in the file.
+        for section in sections.iter().filter(|s| s.name == "remotes") {
+            for item in &section.items {
+                let members = item
+                    .get("remote")
+                    .map(|f| f.values.clone())
+                    .unwrap_or_default();
+                let peers = members
+                    .iter()
+                    .flat_map(|m| it.remotes.get(m).cloned().unwrap_or_default())
+                    .collect();
+                it.remotes
+                    .insert(item.value("id").unwrap_or("").to_string(), peers);
+            }
+        }
+        Ok(it)
+    }
+
+    fn key(&mut self, item: &Item) -> Result<(), ImportError> {
+        let id = item
+            .value("id")
+            .ok_or_else(|| ImportError::at(&item.loc, "key without an id"))?;
+        let secret = item
+            .value("secret")
+            .ok_or_else(|| ImportError::at(&item.loc, format!("key {id}: no secret")))?;
+        self.keys.push(id.to_string());
+        self.out.keys.push(TsigKey {
+            name: id.to_string(),
+            algorithm: item
+                .value("algorithm")
+                .unwrap_or("hmac-sha256")
+                .to_ascii_lowercase(),
+            secret: secret.to_string(),
+            loc: item.loc.clone(),
+        });
+        for f in &item.fields {
+            if !matches!(f.key.as_str(), "id" | "algorithm" | "secret") {
+                self.out.untranslated(
+                    &f.loc,
+                    format!("key {id}: {}", f.key),
+                    "not a key setting Heron knows",
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn key_of(&self, field: Option<&Field>) -> Result<Option<String>, ImportError> {
+        let Some(field) = field else { return Ok(None) };
+        match field.values.as_slice() {
+            [] => Ok(None),
+            [key] if self.keys.contains(key) => Ok(Some(key.clone())),
+            [key] => Err(ImportError::at(
+                &field.loc,
+                format!("key {key} is not defined"),
+            )),
+            _ => Err(ImportError::at(&field.loc, "Heron takes one key per peer")),
+        }
+    }
+
+    fn remote(&mut self, item: &Item) -> Result<Vec<Peer>, ImportError> {
+        let key = self.key_of(item.get("key"))?;
+        let tls = item.value("tls").is_some_and(on);
+        let default_port = if tls { 853 } else { 53 };
+        let mut peers = Vec::new();
+        for addr in item
+            .get("address")
+            .map(|f| f.values.as_slice())
+            .unwrap_or(&[])
+        {
+            let addr = parse_at_port(addr, default_port).ok_or_else(|| {
+                ImportError::at(&item.loc, format!("remote: '{addr}' is not an address"))
+            })?;
+            let mut peer = Peer::plain(addr, key.clone());
+            if tls {
+                peer.tls = Some(None);
+            }
+            peers.push(peer);
+        }
+        for f in &item.fields {
+            let advice = match f.key.as_str() {
+                "id" | "address" | "key" | "tls" => continue,
+                "via" => {
+                    "write `via ADDRESS` after the primary or notify target by hand, or set [xfr] source"
+                }
+                "cert-key" => {
+                    "Heron checks a primary's certificate against [secondary] tls-ca and a name, not a key pin"
+                }
+                "block-notify-after-transfer" | "no-edns" | "automatic-acl" => {
+                    "no Heron equivalent"
+                }
+                _ => "no Heron equivalent: check whether the behaviour matters",
+            };
+            self.out.untranslated(
+                &f.loc,
+                format!(
+                    "remote {}: {} {}",
+                    item.value("id").unwrap_or(""),
+                    f.key,
+                    f.values.join(" ")
+                ),
+                advice,
+            );
+        }
+        Ok(peers)
+    }
+}
+
+fn on(value: &str) -> bool {
+    matches!(value, "on" | "true" | "yes")
+}
+
+/// What a zone's ACLs allow, by action.
+#[derive(Default)]
+struct Access {
+    transfer: Vec<Rule>,
+    notify: Vec<Rule>,
+    denied: Vec<Prefix>,
+}
+
+impl Interpreter {
+    fn run(&mut self, sections: &[Section]) -> Result<(), ImportError> {
+        let server: Vec<&Item> = sections
+            .iter()
+            .filter(|s| s.name == "server")
+            .flat_map(|s| &s.items)
+            .collect();
+        self.server(&server)?;
+        for section in sections {
+            match section.name.as_str() {
+                "zone" => {
+                    for item in &section.items {
+                        self.zone(item)?;
+                    }
+                }
+                "server" | "key" | "remote" | "remotes" | "acl" | "template" | "mod-rrl" => {}
+                "policy" | "keystore" | "submission" | "dnskey-sync" => self.out.untranslated(
+                    &section.loc,
+                    format!("{}:", section.name),
+                    "Heron does not sign zones yet: sign them before Heron loads them, or keep \
+                     Knot as a hidden signer and make Heron its secondary",
+                ),
+                name => match SECTION_NOT_NEEDED.iter().find(|(n, _)| *n == name) {
+                    Some((_, advice)) => {
+                        self.out
+                            .not_needed(&section.loc, format!("{name}:"), *advice)
+                    }
+                    None => self.out.untranslated(
+                        &section.loc,
+                        format!("{name}:"),
+                        "no Heron equivalent",
+                    ),
+                },
+            }
+        }
+        self.rrl_result();
+        Ok(())
+    }
+
+    fn server(&mut self, items: &[&Item]) -> Result<(), ImportError> {
+        let get = |key: &str| items.iter().rev().find_map(|i| i.get(key));
+        for field in items.iter().flat_map(|i| &i.fields) {
+            let addrs = || -> Result<Vec<SocketAddr>, ImportError> {
+                field
+                    .values
+                    .iter()
+                    .map(|a| {
+                        parse_at_port(a, if field.key == "listen-tls" { 853 } else { 53 })
+                            .ok_or_else(|| {
+                                ImportError::at(
+                                    &field.loc,
+                                    format!("{}: '{a}' is not an address", field.key),
+                                )
+                            })
+                    })
+                    .collect()
+            };
+            match field.key.as_str() {
+                "listen" => self.out.listen.extend(addrs()?),
+                "listen-tls" => {
+                    let (Some(cert), Some(key)) = (get("cert-file"), get("key-file")) else {
+                        self.out.untranslated(&field.loc, "server: listen-tls", "Heron needs a certificate and key for DNS over TLS: set cert-file and key-file, or write [tls] by hand");
+                        continue;
+                    };
+                    let tls = self.out.tls.get_or_insert_with(|| TlsListener {
+                        listen: Vec::new(),
+                        certificate: PathBuf::from(&cert.values[0]),
+                        key: PathBuf::from(&key.values[0]),
+                    });
+                    tls.listen.extend(addrs()?);
+                }
+                "identity" => self.out.identity = field.values.first().cloned(),
+                "version" => self.out.version = field.values.first().cloned(),
+                "nsid" => {
+                    self.out.nsid_hex = field
+                        .values
+                        .first()
+                        .map(|v| v.bytes().map(|b| format!("{b:02x}")).collect())
+                }
+                "automatic-acl" => self.automatic_acl = field.values.first().is_some_and(|v| on(v)),
+                "cert-file" | "key-file" => {}
+                key => self.server_note(field, key),
+            }
+        }
+        if self.out.listen.is_empty() {
+            let loc = items.first().map_or(self.root.clone(), |i| i.loc.clone());
+            self.out.untranslated(&loc, "server: listen (not set)", "Knot answers on no address without listen; written as 127.0.0.1:53: set [server] listen");
+        }
+        Ok(())
+    }
+
+    fn server_note(&mut self, field: &Field, key: &str) {
+        let setting = format!("server: {key} {}", field.values.join(" "));
+        let not_needed = [
+            "rundir",
+            "user",
+            "pidfile",
+            "background-workers",
+            "udp-workers",
+            "tcp-workers",
+            "async-start",
+            "socket-affinity",
+            "udp-max-payload-ipv4",
+            "udp-max-payload-ipv6",
+        ];
+        let advice = match key {
+            "udp-max-payload" => "set [server] max-udp-payload",
+            "tcp-max-clients" => "set [tcp] max-connections",
+            "tcp-idle-timeout" => "set [tcp] idle-timeout",
+            "tcp-io-timeout" | "tcp-remote-io-timeout" => {
+                "set [tcp] message-timeout or [secondary] timeout"
+            }
+            "answer-rotation" => "Heron orders records its own way; compare the answers",
+            "listen-quic" => "Heron has no DNS over QUIC listener",
+            "edns-client-subnet" => "Heron ignores ECS",
+            _ if not_needed.contains(&key) => {
+                self.out.not_needed(&field.loc, setting, "Heron sizes workers per core and needs no run folder or pid file; see [server] workers and user");
+                return;
+            }
+            _ => "no Heron equivalent: check whether the behaviour matters",
+        };
+        self.out.untranslated(&field.loc, setting, advice);
+    }
+
+    /// The peers a list of remote (or remotes group) ids names.
+    fn peers(&mut self, field: Option<&Field>) -> Vec<Peer> {
+        let Some(field) = field else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for id in &field.values {
+            match self.remotes.get(id) {
+                Some(peers) => out.extend(peers.iter().cloned()),
+                None => self.out.untranslated(
+                    &field.loc,
+                    format!("{} {id}", field.key),
+                    "no remote with this id; left out",
+                ),
+            }
+        }
+        out
+    }
+
+    fn access(&mut self, field: Option<&Field>) -> Result<Access, ImportError> {
+        let mut access = Access::default();
+        let Some(field) = field else {
+            return Ok(access);
+        };
+        for id in &field.values {
+            let Some(acl) = self.acls.get(id).cloned() else {
+                self.out.untranslated(
+                    &field.loc,
+                    format!("acl {id}"),
+                    "no acl with this id; left out",
+                );
+                continue;
+            };
+            self.acl(&acl, &mut access)?;
+        }
+        Ok(access)
+    }
+
+    fn acl(&mut self, acl: &Item, access: &mut Access) -> Result<(), ImportError> {
+        let id = acl.value("id").unwrap_or("");
+        let mut prefixes = Vec::new();
+        for text in acl
+            .get("address")
+            .map(|f| f.values.as_slice())
+            .unwrap_or(&[])
+        {
+            match address_prefixes(text) {
+                Some(p) => prefixes.extend(p),
+                None => {
+                    return Err(ImportError::at(
+                        &acl.loc,
+                        format!("acl {id}: '{text}' is not an address, prefix or range"),
+                    ));
+                }
+            }
+        }
+        let mut keyed: Vec<(Prefix, Option<String>)> = Vec::new();
+        let keys: Vec<Option<String>> = match acl.get("key") {
+            Some(f) if !f.values.is_empty() => f
+                .values
+                .iter()
+                .map(|k| {
+                    self.key_of(Some(&Field {
+                        key: "key".into(),
+                        values: vec![k.clone()],
+                        loc: f.loc.clone(),
+                    }))
+                })
+                .collect::<Result<_, _>>()?,
+            _ => vec![None],
+        };
+        if prefixes.is_empty() && acl.get("remote").is_none() {
+            prefixes = ["0.0.0.0/0", "::/0"]
+                .iter()
+                .map(|p| p.parse().expect("a prefix"))
+                .collect();
+        }
+        for prefix in &prefixes {
+            keyed.extend(keys.iter().map(|k| (*prefix, k.clone())));
+        }
+        let remote_peers = self.peers(acl.get("remote"));
+        keyed.extend(
+            remote_peers
+                .iter()
+                .map(|p| (host_prefix(p.addr.ip()), p.key.clone())),
+        );
+        if acl.value("deny").is_some_and(on) {
+            access.denied.extend(keyed.iter().map(|(p, _)| *p));
+            return Ok(());
+        }
+        let rules = keyed.into_iter().map(|(prefix, key)| Rule { prefix, key });
+        let actions = acl
+            .get("action")
+            .map(|f| f.values.clone())
+            .unwrap_or_else(|| vec!["query".into()]);
+        let rules: Vec<Rule> = rules.collect();
+        for action in actions {
+            match action.as_str() {
+                "transfer" => access.transfer.extend(rules.iter().cloned()),
+                "notify" => access.notify.extend(rules.iter().cloned()),
+                "update" => self.out.untranslated(
+                    &acl.loc,
+                    format!("acl {id}: action update"),
+                    "Heron takes no dynamic updates (RFC 2136): change the zone file and reload",
+                ),
+                other => self.out.untranslated(
+                    &acl.loc,
+                    format!("acl {id}: action {other}"),
+                    "no Heron equivalent for this action",
+                ),
+            }
+        }
+        for f in &acl.fields {
+            if !matches!(
+                f.key.as_str(),
+                "id" | "address" | "key" | "action" | "deny" | "remote"
+            ) {
+                self.out.untranslated(
+                    &f.loc,
+                    format!("acl {id}: {}", f.key),
+                    "no Heron equivalent: the acl was read without it",
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+fn host_prefix(ip: IpAddr) -> Prefix {
+    Prefix {
+        addr: ip,
+        len: if ip.is_ipv4() { 32 } else { 128 },
+    }
+}
+
+/// Knot's ACL address: an address, `A/LEN` or `A-B`.
+fn address_prefixes(text: &str) -> Option<Vec<Prefix>> {
+    if let Some((a, b)) = text.split_once('-') {
+        return range_prefixes(a.trim().parse().ok()?, b.trim().parse().ok()?);
+    }
+    text.parse().ok().map(|p| vec![p])
+}
+
+/// Zone settings Heron needs nothing for.
+const ZONE_NOT_NEEDED: &[(&str, &str)] = &[
+    (
+        "semantic-checks",
+        "heron check-zone and check-config check every zone",
+    ),
+    (
+        "zonefile-sync",
+        "Heron writes secondary copies after each transfer",
+    ),
+    (
+        "zonefile-load",
+        "Heron reads the zone file at start and at each reload",
+    ),
+    (
+        "journal-max-usage",
+        "Heron keeps up to 16 MB of IXFR history per zone",
+    ),
+    (
+        "journal-max-depth",
+        "Heron keeps up to 16 MB of IXFR history per zone",
+    ),
+    (
+        "ixfr-from-axfr",
+        "Heron computes IXFR differences at every reload",
+    ),
+    (
+        "ixfr-by-one",
+        "Heron sends an IXFR as the versions it holds",
+    ),
+    ("zonefile-skip", "Heron loads every record of the file"),
+    ("adjust-threads", "Heron sizes its own threads"),
+    ("storage", "zone files are written with their full paths"),
+];
+
+/// Zone settings read by [`Interpreter::zone`] itself.
+const ZONE_READ: &[&str] = &[
+    "domain",
+    "template",
+    "file",
+    "master",
+    "primary",
+    "notify",
+    "acl",
+    "module",
+    "catalog-role",
+    "catalog-template",
+    "catalog-zone",
+    "catalog-group",
+    "dnssec-signing",
+    "dnssec-policy",
+    "id",
+];
+
+impl Interpreter {
+    /// The zone's settings after its template's (the `default` one when
+    /// it names none).
+    fn effective(&mut self, item: &Item) -> Item {
+        let template = item.value("template").unwrap_or("default").to_string();
+        let mut fields: Vec<Field> = match self.templates.get(&template) {
+            Some(t) => t.fields.iter().filter(|f| f.key != "id").cloned().collect(),
+            None if template != "default" => {
+                self.out.untranslated(
+                    &item.loc,
+                    format!("template {template}"),
+                    "no template with this id; the zone was read without it",
+                );
+                Vec::new()
+            }
+            None => Vec::new(),
+        };
+        fields.extend(item.fields.iter().cloned());
+        Item {
+            loc: item.loc.clone(),
+            fields,
+        }
+    }
+
+    fn zone(&mut self, raw: &Item) -> Result<(), ImportError> {
+        let domain = raw
+            .value("domain")
+            .ok_or_else(|| ImportError::at(&raw.loc, "zone without a domain"))?;
+        let item = self.effective(raw);
+        let mut zone = Zone {
+            loc: Some(raw.loc.clone()),
+            origin: match domain.trim_end_matches('.') {
+                "" => ".".into(),
+                d => d.into(),
+            },
+            ..Zone::default()
+        };
+        zone.primaries = self.peers(item.get("primary").or(item.get("master")));
+        zone.notify = self.peers(item.get("notify"));
+        let access = self.access(item.get("acl"))?;
+        self.apply_access(&mut zone, access, &raw.loc);
+        if self.automatic_acl {
+            // Knot lets its notify targets transfer the zone.
+            zone.allow_transfer.extend(zone.notify.iter().map(|p| Rule {
+                prefix: host_prefix(p.addr.ip()),
+                key: p.key.clone(),
+            }));
+            zone.allow_transfer.dedup();
+        }
+        self.modules(&item);
+        self.signing(&item, &zone.origin);
+        for f in &item.fields {
+            self.zone_note(f, &zone.origin);
+        }
+        match item.value("catalog-role") {
+            Some("interpret") => return self.consumer(zone, &item),
+            Some("generate") => zone.catalog_generate = true,
+            Some("member") => {
+                zone.catalog_member = item
+                    .value("catalog-zone")
+                    .map(|c| c.trim_end_matches('.').to_string());
+                zone.catalog_group = item.value("catalog-group").map(str::to_string);
+            }
+            _ => {}
+        }
+        if zone.primaries.is_empty() || zone.catalog_generate {
+            zone.primaries.clear();
+            zone.file = Some(self.zone_file(&item, &zone.origin));
+        }
+        self.out.zones.push(zone);
+        Ok(())
+    }
+
+    fn apply_access(&mut self, zone: &mut Zone, access: Access, loc: &Loc) {
+        let (transfer, dropped_t) = without_denied(access.transfer, &access.denied);
+        let (notify, dropped_n) = without_denied(access.notify, &access.denied);
+        if dropped_t + dropped_n > 0 {
+            self.out.untranslated(loc, format!("zone {}: acl with deny", zone.origin), format!("heron.toml has no deny entries: {} allow entries that overlap denied addresses were left out; list the allowed addresses without them", dropped_t + dropped_n));
+        }
+        zone.allow_transfer = transfer;
+        if !notify.is_empty() {
+            // Knot takes NOTIFY only from what its ACLs allow; Heron's
+            // list replaces its default (the primaries).
+            zone.allow_notify = notify;
+        } else if !zone.primaries.is_empty() && !self.automatic_acl {
+            self.out.untranslated(
+                loc,
+                format!("zone {}: no acl allows notify", zone.origin),
+                "Knot ignores NOTIFY here; Heron takes NOTIFY from the zone's primaries",
+            );
+        }
+    }
+
+    /// Knot's zone file: `file` (default `%s.zone`) in `storage`.
+    fn zone_file(&self, item: &Item, origin: &str) -> PathBuf {
+        let name = if origin == "." {
+            "root".to_string()
+        } else {
+            origin.to_ascii_lowercase()
+        };
+        let file = item.value("file").unwrap_or("%s.zone").replace("%s", &name);
+        let storage = item.value("storage").unwrap_or("/var/lib/knot");
+        resolve(Path::new(storage), &file)
+    }
+
+    fn modules(&mut self, item: &Item) {
+        let modules = item
+            .get("module")
+            .map(|f| f.values.clone())
+            .unwrap_or_default();
+        let rrl = modules
+            .iter()
+            .find_map(|m| m.strip_prefix("mod-rrl"))
+            .map(|id| id.trim_start_matches('/').to_string());
+        match rrl {
+            Some(id) => {
+                *self
+                    .rrl_users
+                    .entry(if id.is_empty() { "default".into() } else { id })
+                    .or_default() += 1
+            }
+            None => self.zones_without_rrl += 1,
+        }
+        if let Some(field) = item.get("module") {
+            for m in modules.iter().filter(|m| !m.starts_with("mod-rrl")) {
+                self.out.untranslated(&field.loc, format!("module {m}"), "Heron has no modules: see [dnstap] for mod-dnstap, [cookies] for mod-cookies, [server] nsid for mod-whoami's kin; the rest have no equivalent");
+            }
+        }
+    }
+
+    /// One `[rrl]` for the server, from the `mod-rrl` the zones use.
+    fn rrl_result(&mut self) {
+        let mut users: Vec<(String, usize)> = self
+            .rrl_users
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        users.sort();
+        let Some((id, _)) = users.first().cloned() else {
+            return;
+        };
+        let Some(module) = self.rrl_modules.get(&id).cloned() else {
+            return;
+        };
+        let number = |key: &str| module.value(key).and_then(|v| v.parse::<u32>().ok());
+        let mut rrl = Rrl {
+            responses_per_second: number("rate-limit"),
+            slip: number("slip"),
+            ..Rrl::default()
+        };
+        if let Some(f) = module.get("whitelist") {
+            rrl.exempt = f
+                .values
+                .iter()
+                .filter_map(|v| address_prefixes(v))
+                .flatten()
+                .collect();
+        }
+        for f in &module.fields {
+            if !matches!(f.key.as_str(), "id" | "rate-limit" | "slip" | "whitelist") {
+                self.out.untranslated(
+                    &f.loc,
+                    format!("mod-rrl {id}: {}", f.key),
+                    "Heron sizes its table per worker ([rrl] table-size) and has no instant limit",
+                );
+            }
+        }
+        if users.len() > 1 || self.zones_without_rrl > 0 {
+            self.out.untranslated(&module.loc, format!("mod-rrl {id}"), "Heron limits rates for the whole server, not per zone: this module's settings were taken for every zone");
+        }
+        self.out.rrl = Some(rrl);
+    }
+
+    fn signing(&mut self, item: &Item, origin: &str) {
+        if let Some(f) = item
+            .get("dnssec-signing")
+            .filter(|f| f.values.first().is_some_and(|v| on(v)))
+        {
+            self.out.untranslated(&f.loc, format!("zone {origin}: dnssec-signing on"), "Knot signs this zone as it serves it and the file is unsigned: Heron would serve it unsigned. Sign the file before Heron loads it, or keep Knot as a hidden signer and make Heron its secondary");
+        }
+    }
+
+    fn zone_note(&mut self, f: &Field, origin: &str) {
+        if ZONE_READ.contains(&f.key.as_str()) {
+            return;
+        }
+        let setting = format!("zone {origin}: {} {}", f.key, f.values.join(" "));
+        if let Some((_, advice)) = ZONE_NOT_NEEDED.iter().find(|(k, _)| *k == f.key) {
+            self.out.not_needed(&f.loc, setting, *advice);
+            return;
+        }
+        let advice = match f.key.as_str() {
+            "journal-content" if f.values.first().is_some_and(|v| v == "all") => {
+                "Knot may hold changes in its journal only: flush them to the file (knotc zone-flush) before Heron loads it"
+            }
+            "journal-content" => {
+                self.out
+                    .not_needed(&f.loc, setting, "Heron keeps IXFR history in FILE.jnl");
+                return;
+            }
+            "serial-policy" => "Heron serves the serial the file or the primary gives",
+            "refresh-min-interval"
+            | "refresh-max-interval"
+            | "retry-min-interval"
+            | "retry-max-interval"
+            | "expire-min-interval"
+            | "expire-max-interval" => "Heron bounds SOA timers for all zones in [secondary]",
+            "notify-delay" => "Heron sends NOTIFY at once",
+            "zonemd-verify" | "zonemd-generate" => "Heron neither checks nor makes ZONEMD",
+            _ => "no Heron equivalent: check whether the behaviour matters",
+        };
+        self.out.untranslated(&f.loc, setting, advice);
+    }
+
+    fn consumer(&mut self, zone: Zone, item: &Item) -> Result<(), ImportError> {
+        let mut catalog = CatalogConsumer {
+            zone: zone.origin,
+            primaries: zone.primaries,
+            allow_transfer: zone.allow_transfer,
+            member_primaries: Vec::new(),
+            member_allow_transfer: Vec::new(),
+            member_notify: Vec::new(),
+        };
+        let templates = item
+            .get("catalog-template")
+            .map(|f| f.values.clone())
+            .unwrap_or_default();
+        if let Some(id) = templates.first() {
+            let template = self.templates.get(id).cloned().unwrap_or(Item {
+                loc: item.loc.clone(),
+                fields: Vec::new(),
+            });
+            catalog.member_primaries =
+                self.peers(template.get("primary").or(template.get("master")));
+            catalog.member_notify = self.peers(template.get("notify"));
+            catalog.member_allow_transfer = self.access(template.get("acl"))?.transfer;
+        }
+        if templates.len() > 1
+            && let Some(f) = item.get("catalog-template")
+        {
+            self.out.untranslated(&f.loc, "catalog-template with several templates", "only the first became [catalog.default]; write [catalog.group.NAME] for the others by hand");
+        }
+        if catalog.primaries.is_empty() {
+            self.out.untranslated(&item.loc, format!("zone {}: catalog-role interpret", catalog.zone), "Heron consumes catalogs it transfers from primaries; a catalog from a local file was not imported");
+            return Ok(());
+        }
+        self.out.catalogs.push(catalog);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::model::NoteKind;
+    use crate::import::testutil::{Rng, mutate, write_files};
+
+    const SECRET: &str = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0";
+
+    fn conf() -> String {
+        format!(
+            "# Knot\nserver:\n    rundir: \"/run/knot\"\n    listen: [ 127.0.0.1@5353, ::1@5353 ]\n    identity: ns1\n\
+             key:\n  - id: xfr.test\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
+             remote:\n  - id: primary\n    address: 192.0.2.1@5300\n    key: xfr.test\n\
+             \x20 - id: secondary\n    address:\n      - 192.0.2.7@5300\n      - 192.0.2.8\n\
+             acl:\n  - id: transfer\n    address: [192.0.2.0/24, \"198.51.100.1-198.51.100.2\"]\n    key: xfr.test\n    action: transfer\n\
+             \x20 - id: deny-one\n    address: 192.0.2.9\n    deny: on\n    action: transfer\n\
+             \x20 - id: notify\n    address: 192.0.2.1\n    action: notify\n\
+             mod-rrl:\n  - id: default\n    rate-limit: 50\n    slip: 2\n\
+             template:\n  - id: default\n    storage: /var/lib/knot\n    file: \"%s.zone\"\n    module: mod-rrl/default\n\
+             \x20   semantic-checks: on\n\
+             include: zones.conf\n"
+        )
+    }
+
+    const ZONES: &str = "zone:\n  - domain: example.com.\n    notify: secondary\n    acl: [transfer, deny-one]\n\
+                         \x20 - domain: example.net\n    master: primary\n    acl: notify\n\
+                         \x20 - domain: signed.test\n    dnssec-signing: on\n";
+
+    #[test]
+    fn servers_keys_remotes_acls_templates_and_zones_are_translated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_files(dir.path(), &[("knot.conf", &conf()), ("zones.conf", ZONES)]);
+        let got = parse(&path).unwrap();
+        assert_eq!(
+            got.listen,
+            [
+                "127.0.0.1:5353".parse::<SocketAddr>().unwrap(),
+                "[::1]:5353".parse().unwrap()
+            ]
+        );
+        assert_eq!(got.identity.as_deref(), Some("ns1"));
+        assert_eq!(got.rrl.as_ref().unwrap().responses_per_second, Some(50));
+        let com = &got.zones[0];
+        assert_eq!(
+            com.file.as_deref(),
+            Some(Path::new("/var/lib/knot/example.com.zone"))
+        );
+        let acl: Vec<String> = com.allow_transfer.iter().map(Rule::heron).collect();
+        assert_eq!(
+            acl,
+            ["198.51.100.1 key xfr.test", "198.51.100.2 key xfr.test"]
+        );
+        let notify: Vec<String> = com.notify.iter().map(Peer::heron).collect();
+        assert_eq!(notify, ["192.0.2.7:5300", "192.0.2.8"]);
+        let net = &got.zones[1];
+        assert_eq!(net.primaries[0].heron(), "192.0.2.1:5300 key xfr.test");
+        assert_eq!(net.allow_notify[0].heron(), "192.0.2.1");
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.setting.contains("deny") && n.kind == NoteKind::Untranslated)
+        );
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.setting.contains("dnssec-signing") && n.loc.line == 9)
+        );
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.setting.contains("semantic-checks") && n.kind == NoteKind::NotNeeded)
+        );
+        assert!(got.notes.iter().all(|n| !n.setting.contains(SECRET)));
+    }
+
+    #[test]
+    fn catalog_roles_become_catalogs() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "remote:\n  - id: p\n    address: 192.0.2.1\n\
+                    template:\n  - id: members\n    master: p\n\
+                    zone:\n  - domain: cat.test\n    master: p\n    catalog-role: interpret\n    catalog-template: members\n\
+                    \x20 - domain: gen.test\n    catalog-role: generate\n\
+                    \x20 - domain: m.test\n    catalog-role: member\n    catalog-zone: gen.test\n    catalog-group: gold\n";
+        let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();
+        assert_eq!(got.catalogs[0].zone, "cat.test");
+        assert_eq!(got.catalogs[0].member_primaries[0].heron(), "192.0.2.1");
+        assert!(got.zones[0].catalog_generate);
+        assert_eq!(got.zones[1].catalog_member.as_deref(), Some("gen.test"));
+        assert_eq!(got.zones[1].catalog_group.as_deref(), Some("gold"));
+    }
+
+    #[test]
+    fn malformed_configurations_are_errors_with_their_line() {
+        let cases: &[(&str, u32, &str)] = &[
+            ("server:\n  listen: [127.0.0.1\n", 2, "not closed"),
+            ("server:\n  identity: \"open\n", 2, "not closed"),
+            ("  listen: x\n", 1, "before any section"),
+            ("server:\n\tlisten: x\n", 2, "tab"),
+            ("server: x\n", 1, "takes no value"),
+            ("server:\n  just words\n", 2, "expected `key: value`"),
+            ("include: missing.conf\n", 1, "cannot read"),
+            ("\ninclude: knot.conf\n", 2, "include loop"),
+            ("key:\n  - id: k\n", 2, "no secret"),
+            (
+                "remote:\n  - id: r\n    address: 192.0.2.1\n    key: nokey\n",
+                4,
+                "not defined",
+            ),
+            (
+                "acl:\n  - id: a\n    address: 192.0.2.300\n    action: transfer\nzone:\n  - domain: a\n    acl: a\n",
+                2,
+                "not an address",
+            ),
+        ];
+        for (text, line, needle) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let err = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap_err();
+            assert_eq!(
+                err.loc.as_ref().map(|l| l.line),
+                Some(*line),
+                "{text:?}: {err}"
+            );
+            assert!(err.message.contains(needle), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn mutated_configurations_never_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        write_files(dir.path(), &[("zones.conf", ZONES)]);
+        let mut rng = Rng::new(3);
+        let path = dir.path().join("knot.conf");
+        let text = conf() + ZONES;
+        for _ in 0..2000 {
+            std::fs::write(&path, mutate(&text, &mut rng)).unwrap();
+            let _ = parse(&path);
+        }
+    }
+
+    #[test]
+    fn a_large_configuration_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::from("server:\n  listen: 127.0.0.1\nzone:\n");
+        for i in 0..50_000 {
+            text.push_str(&format!("  - domain: z{i}.test\n"));
+        }
+        let got = parse(&write_files(dir.path(), &[("knot.conf", &text)])).unwrap();
+        assert_eq!(got.zones.len(), 50_000);
+    }
+}
