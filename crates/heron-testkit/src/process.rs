@@ -385,6 +385,29 @@ impl ServerProcess {
         Self::start(ServerKind::Heron, dir, port, cmd, origin)
     }
 
+    /// NSD, Knot or BIND on a configuration the test writes:
+    /// `make_config(dir)` returns the text for a fresh folder `dir` (it
+    /// must listen on 127.0.0.1:`port`), written there under the name the
+    /// server reads (`nsd.conf`, `knot.conf`, `named.conf`); `origin` is
+    /// the zone to wait for. On failure returns the log.
+    pub fn peer_with_config(
+        kind: ServerKind,
+        port: u16,
+        origin: &str,
+        make_config: impl FnOnce(&Path) -> String,
+    ) -> Result<ServerProcess, String> {
+        require_binary(match kind {
+            ServerKind::Nsd => NSD,
+            ServerKind::Knot => KNOTD,
+            ServerKind::Bind => NAMED,
+            ServerKind::Heron => panic!("start Heron with heron_on_port"),
+        });
+        let dir = TempDir::new(&format!("{}-conf", kind.to_string().to_lowercase()));
+        let conf = make_config(&dir.0);
+        let cmd = crate::peer_conf::peer_command(kind, &dir.0, &conf);
+        Self::start(kind, dir, port, cmd, origin)
+    }
+
     /// Sends SIGHUP (reload) to the server.
     pub fn reload(&self) {
         if let Some(child) = &self.child {
