@@ -319,3 +319,212 @@ fn bind_configuration_imports_and_answers_the_same() {
         )
     });
 }
+
+/// Imports `text` (written as `name` beside a zone file for a.test and
+/// r.test) and asserts that each (line, words) is listed on stderr as
+/// not translated, that the file is still written and passes
+/// check-config, and that it is readable by its owner only when it
+/// holds a key.
+fn expect_listed(from: &str, name: &str, text: &str, listed: &[(u32, &str)]) {
+    let dir = tempfile::tempdir().unwrap();
+    for zone in ["a.test", "r.test"] {
+        std::fs::write(
+            dir.path().join(format!("{zone}.zone")),
+            EXAMPLE.replace("example.test.", &format!("{zone}.")),
+        )
+        .unwrap();
+    }
+    let conf = dir.path().join(name);
+    std::fs::write(
+        &conf,
+        text.replace("DIR", &dir.path().display().to_string()),
+    )
+    .unwrap();
+    let (out, stderr) = import_and_check(from, &conf, dir.path());
+    for (line, words) in listed {
+        let prefix = format!("{}:{line}: not translated: ", conf.display());
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.starts_with(&prefix) && l.contains(words)),
+            "{name}:{line} '{words}' is not listed:\n{stderr}"
+        );
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+    let holds_key = std::fs::read_to_string(&out).unwrap().contains("[[key]]");
+    assert_eq!(
+        mode,
+        if holds_key { 0o600 } else { 0o644 },
+        "{}",
+        out.display()
+    );
+}
+
+#[test]
+fn an_awkward_nsd_configuration_lists_every_untranslatable_setting() {
+    let text = "server:\n  ip-address: 127.0.0.1@5399\n  tcp-count: 500\n  refuse-any: yes\n\
+                \x20 rrl-whitelist-ratelimit: 100\n  outgoing-interface: 127.0.0.1\n\
+                dnstap:\n  dnstap-enable: yes\nverify:\n  enable: yes\n\
+                key:\n  name: k\n  secret: \"c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0\"\n\
+                zone:\n  name: a.test\n  zonefile: DIR/a.test.zone\n  provide-xfr: 192.0.2.0/24 NOKEY\n\
+                \x20 provide-xfr: 192.0.2.9 BLOCKED\n  provide-xfr: 10.0.0.1@5353 k\n  min-refresh-time: 60\n\
+                \x20 notify-retry: 3\n  size-limit-xfr: 1000\nzone:\n  name: b.test\n";
+    expect_listed(
+        "nsd",
+        "nsd.conf",
+        text,
+        &[
+            (2, "minimal-responses"),
+            (2, "hide-version"),
+            (2, "hide-identity"),
+            (2, "rrl-ratelimit: 200"),
+            (3, "tcp-count"),
+            (4, "refuse-any"),
+            (5, "rrl-whitelist-ratelimit"),
+            (6, "outgoing-interface"),
+            (7, "dnstap"),
+            (9, "verify"),
+            (18, "BLOCKED"),
+            (19, "10.0.0.1@5353"),
+            (20, "min-refresh-time"),
+            (21, "notify-retry"),
+            (22, "size-limit-xfr"),
+            (23, "b.test"),
+        ],
+    );
+}
+
+#[test]
+fn an_awkward_bind_configuration_lists_every_untranslatable_setting() {
+    let text = "options {\n  directory \"DIR\";\n  listen-on port 5399 { 127.0.0.1; 10.0.0.0/8; };\n\
+                \x20 recursion yes;\n  forwarders { 192.0.2.1; };\n  allow-update { any; };\n  tcp-clients 50;\n\
+                \x20 rate-limit { responses-per-second 5; referrals-per-second 5; };\n};\n\
+                view \"inside\" { match-clients { any; }; };\n\
+                zone \"a.test\" { type primary; file \"a.test.zone\"; allow-transfer { !192.0.2.9; 192.0.2.0/24; }; update-policy local; dnssec-policy default; };\n\
+                zone \"f.test\" { type forward; forwarders { 192.0.2.1; }; };\n\
+                zone \"r.test\" { type primary; file \"r.test.zone\"; masterfile-format raw; };\n\
+                statistics-channels { inet 127.0.0.1 port 8053; };\n\
+                zone \"s.test\" { type secondary; file \"s\"; };\n";
+    expect_listed(
+        "bind",
+        "named.conf",
+        text,
+        &[
+            (1, "version"),
+            (1, "hostname"),
+            (1, "minimal-responses"),
+            (1, "allow-transfer (not set"),
+            (3, "10.0.0.0/8"),
+            (4, "recursion yes"),
+            (5, "forwarders"),
+            (6, "allow-update"),
+            (7, "tcp-clients"),
+            (8, "referrals-per-second"),
+            (10, "view"),
+            (11, "!192.0.2.9"),
+            (11, "update-policy"),
+            (11, "dnssec-policy default"),
+            (12, "type forward"),
+            (13, "masterfile-format raw"),
+            (14, "statistics-channels"),
+            (15, "s.test"),
+        ],
+    );
+}
+
+#[test]
+fn an_awkward_knot_configuration_lists_every_untranslatable_setting() {
+    let text = "server:\n  listen: 127.0.0.1@5399\n  tcp-max-clients: 100\n  answer-rotation: on\n\
+                remote:\n  - id: p\n    address: 192.0.2.1\n    via: 192.0.2.2\n\
+                acl:\n  - id: upd\n    address: 192.0.2.0/24\n    action: update\n\
+                policy:\n  - id: auto\n\
+                mod-dnstap:\n  - id: tap\n    sink: /tmp/x\n\
+                zone:\n  - domain: a.test\n    file: DIR/a.test.zone\n    acl: upd\n    dnssec-signing: on\n\
+                \x20   serial-policy: unixtime\n    module: mod-dnstap/tap\n\
+                \x20 - domain: r.test\n    file: DIR/r.test.zone\n    journal-content: all\n";
+    expect_listed(
+        "knot",
+        "knot.conf",
+        text,
+        &[
+            (3, "tcp-max-clients"),
+            (4, "answer-rotation"),
+            (8, "via"),
+            (10, "action update"),
+            (13, "policy"),
+            (15, "mod-dnstap"),
+            (22, "dnssec-signing"),
+            (23, "serial-policy"),
+            (24, "mod-dnstap/tap"),
+            (27, "journal-content all"),
+        ],
+    );
+}
+
+/// The configurations the Debian packages install, read where they
+/// are: each imports, and the result passes check-config.
+#[test]
+fn the_configurations_debian_ships_import_and_pass_check_config() {
+    for (from, path) in [
+        ("nsd", "/etc/nsd/nsd.conf"),
+        ("knot", "/etc/knot/knot.conf"),
+        ("bind", "/etc/bind/named.conf"),
+    ] {
+        assert!(
+            Path::new(path).exists(),
+            "{path} is missing: {}",
+            heron_testkit::INSTALL_HINT
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let (out, stderr) = import_and_check(from, Path::new(path), dir.path());
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.contains("[server]\nlisten = ["), "{path}:\n{text}");
+        if from == "bind" {
+            assert!(text.contains("origin = \"localhost\""), "{text}");
+            assert!(
+                stderr.contains("not needed: zone . { type hint; }"),
+                "{stderr}"
+            );
+            assert!(stderr.contains("recursion"), "{stderr}");
+        }
+    }
+}
+
+/// A configuration Heron could not read whole is an error, with its
+/// line, and nothing is written.
+#[test]
+fn a_broken_configuration_is_an_error_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("named.conf");
+    std::fs::write(&conf, "options {\n  directory \"/tmp\";\n").unwrap();
+    let out = dir.path().join("heron.toml");
+    let result = run(&[
+        "import",
+        "--from",
+        "bind",
+        conf.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(result.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(stderr.contains("named.conf:2: error:"), "{stderr}");
+    assert!(!out.exists());
+    std::fs::write(&out, "# mine\n").unwrap();
+    std::fs::write(&conf, "options { directory \"/tmp\"; };\n").unwrap();
+    let again = run(&[
+        "import",
+        "--from",
+        "bind",
+        conf.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        again.status.code(),
+        Some(1),
+        "an existing file is replaced only with --force"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "# mine\n");
+}

@@ -295,6 +295,9 @@ impl Interpreter<'_> {
             self.rate_limit(rate);
         }
         self.catalog_zones(options);
+        if options.child("minimal-responses").is_none() {
+            self.out.untranslated(options.loc(), "minimal-responses (not set: BIND's default is no-auth-recursive)", "BIND adds the zone's NS records to the authority section of answers to non-recursive queries; Heron answers minimally, as BIND does with minimal-responses no-auth");
+        }
         if options.child("recursion").is_none() {
             self.out.untranslated(options.loc(), "recursion (not set: BIND's default is yes)", "Heron is authoritative only: it answers from its zones and never recurses; clients that used this server as a resolver need another");
         }
@@ -329,6 +332,15 @@ impl Interpreter<'_> {
             } else {
                 self.out.untranslated(child.loc(), setting, advice);
             }
+            return;
+        }
+        let full = matches!(child.arg(1), Some("no" | "no-auth-recursive"));
+        if name == "minimal-responses" && full {
+            self.out.untranslated(
+                child.loc(),
+                setting,
+                "BIND adds the zone's NS records to answers; Heron answers minimally",
+            );
             return;
         }
         if let Some((_, advice)) = OPTIONS_NOT_NEEDED.iter().find(|(n, _)| *n == name) {

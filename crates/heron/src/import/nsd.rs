@@ -427,6 +427,16 @@ impl Interpreter {
         if let Some(s) = find("zonesdir") {
             self.zonesdir = first(s)?.map(PathBuf::from);
         }
+        if find("minimal-responses").is_none()
+            && let Some(s) = settings.first()
+        {
+            self.out.untranslated(
+                &s.loc,
+                "minimal-responses: no (the default)",
+                "NSD adds the zone's NS records (and their addresses) to positive answers; Heron \
+                 answers minimally, as NSD does with minimal-responses: yes",
+            );
+        }
         self.identity_and_version(settings)?;
         self.rrl(settings)?;
         self.tls(settings, &listen)?;
