@@ -118,6 +118,10 @@ enum Command {
         /// Replace the output file if it exists.
         #[arg(long)]
         force: bool,
+        /// Answer on these addresses instead of the old server's
+        /// (repeatable): to run Heron beside it while comparing answers.
+        #[arg(long, value_name = "ADDR:PORT")]
+        listen: Vec<SocketAddr>,
     },
     /// Write the manual pages (heron.1, and heron-serve.1 and so on for
     /// each subcommand) into DIR.
@@ -176,7 +180,14 @@ fn main() -> ExitCode {
             file,
             output,
             force,
-        } => import::run(from, &file, &output, force),
+            listen,
+        } => import::run(&import::Options {
+            from,
+            file,
+            output,
+            force,
+            listen,
+        }),
         Command::Man { dir } => write_man_pages(&dir),
         Command::Completions { shell } => completions::print(shell, Cli::command()),
         Command::CompleteZones { target } => completions::zones(&target),

@@ -39,6 +39,7 @@ fn extra_sections(name: &str) -> String {
     let exit = match name {
         n if n == "heron-ctl" || n.starts_with("heron-ctl-") || n == "heron-reload" => CTL_EXIT,
         "heron-check-zone" | "heron-check-config" | "heron-doctor" => CHECK_EXIT,
+        "heron-import" => IMPORT_EXIT,
         _ => PLAIN_EXIT,
     };
     let examples = match name {
@@ -46,6 +47,7 @@ fn extra_sections(name: &str) -> String {
         n if n == "heron-ctl" || n.starts_with("heron-ctl-") => CTL_EXAMPLES,
         "heron-keygen" => KEYGEN_EXAMPLES,
         "heron-check-config" | "heron-check-zone" => CHECK_EXAMPLES,
+        "heron-import" => IMPORT_EXAMPLES,
         _ => "",
     };
     format!("{exit}{FILES}{examples}.SH SEE ALSO\nheron.toml(5), heron(1)\n")
@@ -55,6 +57,16 @@ const PLAIN_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\ndone\n.TP\n1\nfailed (the rea
 
 const CHECK_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\nno errors (warnings may be printed)\n\
     .TP\n1\nerrors, each printed with its file and line\n.TP\n2\na usage error\n";
+
+const IMPORT_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\nthe file was written; settings that could not be translated \
+    are listed on stderr, each with its file and line, and are warnings\n\
+    .TP\n1\nan error: the configuration could not be read (its file and line are printed), \
+    the output exists (see \\-\\-force), or the file written does not load\n.TP\n2\na usage error\n";
+
+const IMPORT_EXAMPLES: &str = ".SH EXAMPLES\n.nf\nheron import \\-\\-from nsd /etc/nsd/nsd.conf \\-o /etc/heron/heron.toml\n\
+    heron import \\-\\-from knot /etc/knot/knot.conf \\-\\-listen 127.0.0.1:5300    # beside the old server\n\
+    heron import \\-\\-from bind /etc/bind/named.conf 2> not\\-translated.txt\n\
+    heron check\\-config heron.toml\n.fi\n";
 
 const CTL_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\ndone\n\
     .TP\n1\ntried and failed, with the reason (a zone that did not load, no primary that answered)\n\

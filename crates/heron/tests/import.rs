@@ -528,3 +528,52 @@ fn a_broken_configuration_is_an_error_and_nothing_is_written() {
     );
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "# mine\n");
 }
+
+/// `--listen` writes other addresses than the old server's (to run
+/// Heron beside it), and the manual page and completions know the
+/// subcommand.
+#[test]
+fn listen_override_man_page_and_completions() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("knot.conf");
+    std::fs::write(&conf, "server:\n  listen: 127.0.0.1@53\n").unwrap();
+    let out = dir.path().join("heron.toml");
+    let result = run(&[
+        "import",
+        "--from",
+        "knot",
+        conf.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:5399",
+        "--listen",
+        "[::1]:5399",
+    ]);
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains("listen = [\"127.0.0.1:5399\", \"[::1]:5399\"]"),
+        "{text}"
+    );
+    let man = dir.path().join("man");
+    assert!(run(&["man", man.to_str().unwrap()]).status.success());
+    let page = std::fs::read_to_string(man.join("heron-import.1")).unwrap();
+    assert!(
+        page.contains("\\-\\-from")
+            && page.contains("EXIT STATUS")
+            && page.contains("heron import"),
+        "{page}"
+    );
+    let bash = run(&["completions", "bash"]);
+    let script = String::from_utf8_lossy(&bash.stdout);
+    assert!(
+        script.contains("heron__import") || script.contains("import"),
+        "no import in the completions"
+    );
+    assert!(script.contains("--from"));
+}

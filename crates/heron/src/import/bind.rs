@@ -797,47 +797,8 @@ impl<'a> Interpreter<'a> {
             },
             ..Zone::default()
         };
-        match kind {
-            "master" | "primary" => {
-                let Some(file) = s.child("file").and_then(|f| f.arg(1)) else {
-                    self.out.untranslated(
-                        s.loc(),
-                        format!("zone {origin}"),
-                        "a primary zone without a file; not imported",
-                    );
-                    return Ok(());
-                };
-                zone.file = Some(resolve(&self.directory, file));
-                self.primary_format(s, origin);
-            }
-            "slave" | "secondary" => {
-                let list = s.child("primaries").or_else(|| s.child("masters"));
-                zone.primaries = list.map(|l| self.peers(l, 53, 0)).unwrap_or_default();
-                if zone.primaries.is_empty() {
-                    self.out.untranslated(
-                        s.loc(),
-                        format!("zone {origin}"),
-                        "a secondary zone without primaries Heron can use; not imported",
-                    );
-                    return Ok(());
-                }
-            }
-            "hint" => {
-                self.out.not_needed(
-                    s.loc(),
-                    format!("zone {origin} {{ type hint; }}"),
-                    "Heron is authoritative only: it needs no root hints",
-                );
-                return Ok(());
-            }
-            other => {
-                self.out.untranslated(
-                    s.loc(),
-                    format!("zone {origin} {{ type {other}; }}"),
-                    "Heron serves primary and secondary zones only; not imported",
-                );
-                return Ok(());
-            }
+        if !self.zone_kind(s, origin, kind, &mut zone) {
+            return Ok(());
         }
         self.zone_access(s, &mut zone);
         self.signing(s, origin);
@@ -863,6 +824,54 @@ impl<'a> Interpreter<'a> {
             _ => self.out.zones.push(zone),
         }
         Ok(())
+    }
+
+    /// Reads the zone's type into `zone`; false when it is not imported
+    /// (a type Heron does not serve, or missing what it needs).
+    fn zone_kind(&mut self, s: &'a Statement, origin: &str, kind: &str, zone: &mut Zone) -> bool {
+        match kind {
+            "master" | "primary" => {
+                let Some(file) = s.child("file").and_then(|f| f.arg(1)) else {
+                    self.out.untranslated(
+                        s.loc(),
+                        format!("zone {origin}"),
+                        "a primary zone without a file; not imported",
+                    );
+                    return false;
+                };
+                zone.file = Some(resolve(&self.directory, file));
+                self.primary_format(s, origin);
+            }
+            "slave" | "secondary" => {
+                let list = s.child("primaries").or_else(|| s.child("masters"));
+                zone.primaries = list.map(|l| self.peers(l, 53, 0)).unwrap_or_default();
+                if zone.primaries.is_empty() {
+                    self.out.untranslated(
+                        s.loc(),
+                        format!("zone {origin}"),
+                        "a secondary zone without primaries Heron can use; not imported",
+                    );
+                    return false;
+                }
+            }
+            "hint" => {
+                self.out.not_needed(
+                    s.loc(),
+                    format!("zone {origin} {{ type hint; }}"),
+                    "Heron is authoritative only: it needs no root hints",
+                );
+                return false;
+            }
+            other => {
+                self.out.untranslated(
+                    s.loc(),
+                    format!("zone {origin} {{ type {other}; }}"),
+                    "Heron serves primary and secondary zones only; not imported",
+                );
+                return false;
+            }
+        }
+        true
     }
 
     fn zone_access(&mut self, s: &'a Statement, zone: &mut Zone) {

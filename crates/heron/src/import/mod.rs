@@ -102,11 +102,29 @@ fn finish(config: &mut Imported) {
     }
 }
 
+/// `heron import`'s command line.
+pub struct Options {
+    pub from: From,
+    pub file: PathBuf,
+    pub output: PathBuf,
+    pub force: bool,
+    /// Replaces the old server's listen addresses when not empty.
+    pub listen: Vec<std::net::SocketAddr>,
+}
+
 /// `heron import`: exit 0 when the file was written (whatever was listed
 /// as not translated), 1 on an error (nothing usable written), 2 on a
 /// usage error (clap's).
-pub fn run(from: From, file: &Path, output: &Path, force: bool) -> ExitCode {
-    let imported = match import(from, file) {
+pub fn run(options: &Options) -> ExitCode {
+    let Options {
+        from,
+        file,
+        output,
+        force,
+        listen,
+    } = options;
+    let (from, force) = (*from, *force);
+    let mut imported = match import(from, file) {
         Ok(i) => i,
         Err(e) => {
             eprintln!("{e}");
@@ -114,6 +132,9 @@ pub fn run(from: From, file: &Path, output: &Path, force: bool) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if !listen.is_empty() {
+        imported.listen = listen.clone();
+    }
     print_notes(&imported);
     let header = format!(
         "Written by `heron import --from {} {}`.\nSettings it could not translate were listed \
