@@ -37,6 +37,8 @@ struct Interpreter {
     /// Zones using each `mod-rrl` configuration, and zones using none.
     rrl_users: HashMap<String, usize>,
     zones_without_rrl: usize,
+    /// Template settings already reported.
+    template_notes: std::collections::HashSet<(PathBuf, u32)>,
 }
 
 /// Sections Heron needs nothing for.
@@ -70,6 +72,7 @@ impl Interpreter {
             root,
             rrl_users: HashMap::new(),
             zones_without_rrl: 0,
+            template_notes: std::collections::HashSet::new(),
         };
         for section in sections.iter().filter(|s| s.name == "key") {
             for item in &section.items {
@@ -326,6 +329,7 @@ impl Interpreter {
             "answer-rotation" => "Heron orders records its own way; compare the answers",
             "listen-quic" => "Heron has no DNS over QUIC listener",
             "edns-client-subnet" => "Heron ignores ECS",
+            "user" => "set [server] user (the Debian package's unit starts Heron as `heron`)",
             _ if not_needed.contains(&key) => {
                 self.out.not_needed(&field.loc, setting, "Heron sizes workers per core and needs no run folder or pid file; see [server] workers and user");
                 return;
@@ -510,7 +514,6 @@ const ZONE_NOT_NEEDED: &[(&str, &str)] = &[
     ),
     ("zonefile-skip", "Heron loads every record of the file"),
     ("adjust-threads", "Heron sizes its own threads"),
-    ("storage", "zone files are written with their full paths"),
 ];
 
 /// Zone settings read by [`Interpreter::zone`] itself.
@@ -584,7 +587,18 @@ impl Interpreter {
         self.modules(&item);
         self.signing(&item, &zone.origin);
         for f in &item.fields {
-            self.zone_note(f, &zone.origin);
+            let from_template = !raw.fields.iter().any(|r| r.loc == f.loc);
+            if from_template {
+                // Said once for the template, not once per zone.
+                if self
+                    .template_notes
+                    .insert((f.loc.file.to_path_buf(), f.loc.line))
+                {
+                    self.zone_note(f, "(template)");
+                }
+            } else {
+                self.zone_note(f, &zone.origin);
+            }
         }
         match item.value("catalog-role") {
             Some("interpret") => return self.consumer(zone, &item),

@@ -132,16 +132,21 @@ pub fn run(options: &Options) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if !listen.is_empty() {
-        imported.listen = listen.clone();
-    }
-    print_notes(&imported);
-    let header = format!(
+    let mut header = format!(
         "Written by `heron import --from {} {}`.\nSettings it could not translate were listed \
          when it ran; check with `heron check-config`.",
         from.name(),
         file.display()
     );
+    if !listen.is_empty() {
+        let old: Vec<String> = imported.listen.iter().map(|a| format!("\"{a}\"")).collect();
+        header.push_str(&format!(
+            "\nlisten was given with --listen; the old server's was [{}]",
+            old.join(", ")
+        ));
+        imported.listen = listen.clone();
+    }
+    print_notes(&imported);
     let text = writer::write_toml(&imported, &header);
     if let Err(e) = writer::write_file(output, &text, !imported.keys.is_empty(), force) {
         let hint = if e.kind() == std::io::ErrorKind::AlreadyExists {
