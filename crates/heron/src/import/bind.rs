@@ -241,10 +241,7 @@ const OPTIONS_NOT_NEEDED: &[(&str, &str)] = &[
         "Heron keeps up to 16 MB of IXFR history per zone",
     ),
     ("transfer-format", "Heron sends many records per message"),
-    (
-        "minimal-responses",
-        "Heron's answers are compared with `heron compare`",
-    ),
+    ("minimal-responses", "Heron answers minimally too"),
     ("auth-nxdomain", "Heron is authoritative only"),
     (
         "empty-zones-enable",

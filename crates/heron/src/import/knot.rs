@@ -519,6 +519,7 @@ const ZONE_NOT_NEEDED: &[(&str, &str)] = &[
 /// Zone settings read by [`Interpreter::zone`] itself.
 const ZONE_READ: &[&str] = &[
     "domain",
+    "storage",
     "template",
     "file",
     "master",
