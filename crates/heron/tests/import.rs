@@ -135,6 +135,52 @@ fn drop_mx_srv_additional(n: &mut Normalized) {
         .retain(|r| !r.contains(" IN RRSIG A ") && !r.contains(" IN RRSIG AAAA "));
 }
 
+/// An AXFR of example.test from `addr` by kdig, signed with the test
+/// key or not: its records (sorted, one line each) if the server sent
+/// the zone, None if it refused.
+fn axfr(addr: SocketAddr, signed: bool) -> Option<Vec<String>> {
+    let mut cmd = Command::new("kdig");
+    cmd.arg(format!("@{}", addr.ip()))
+        .arg("-p")
+        .arg(addr.port().to_string())
+        .args([
+            "example.test",
+            "AXFR",
+            "+noall",
+            "+answer",
+            "+time=5",
+            "+retry=0",
+        ]);
+    if signed {
+        cmd.arg("-y").arg(format!("hmac-sha256:{KEY}:{SECRET}"));
+    }
+    let out = cmd.output().expect("kdig (knot-dnsutils)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut records: Vec<String> = text
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .map(|l| {
+            l.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_ascii_lowercase()
+        })
+        .collect();
+    records.sort();
+    records.dedup();
+    records
+        .iter()
+        .any(|r| r.contains(" soa "))
+        .then_some(records)
+}
+
+/// Who may transfer example.test: with the key, and without it from
+/// 127.0.0.1 (BIND's list lets that address in; NSD's and Knot's want
+/// the key).
+fn transfers(addr: SocketAddr) -> (Option<Vec<String>>, bool) {
+    (axfr(addr, true), axfr(addr, false).is_some())
+}
+
 /// The zone files and a primary of sec.test for the secondaries.
 struct Fixture {
     dir: tempfile::TempDir,
@@ -227,6 +273,12 @@ fn round(kind: ServerKind, from: &str, make_conf: impl FnOnce(&Path, u16, &Fixtu
         old.log()
     );
     let before = answers(addr);
+    let transfers_before = transfers(addr);
+    assert!(
+        transfers_before.0.is_some(),
+        "{kind} refused the signed AXFR:\n{}",
+        old.log()
+    );
     let out_dir = tempfile::tempdir().unwrap();
     let (toml, _) = import_and_check(from, &old.dir().join(conf_name), out_dir.path());
     drop(old);
@@ -240,6 +292,11 @@ fn round(kind: ServerKind, from: &str, make_conf: impl FnOnce(&Path, u16, &Fixtu
         heron.log()
     );
     let after = answers(addr);
+    assert_eq!(
+        transfers(addr),
+        transfers_before,
+        "who may transfer example.test, and what they get"
+    );
     let found = differences(&before, &after);
     assert!(
         found.is_empty(),
