@@ -34,6 +34,9 @@ const EXAMPLE: &str = "$ORIGIN example.test.\n$TTL 3600\n\
 *.wild A 192.0.2.100\n_sip._tcp SRV 10 60 5060 mail\n\
 sub NS ns.sub\nns.sub A 192.0.2.53\n";
 
+const MEMBER: &str = "$ORIGIN member.test.\n$TTL 600\n\
+@ SOA ns1 hostmaster 3 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\nwww A 192.0.2.80\n";
+
 const SECONDARY: &str = "$ORIGIN sec.test.\n$TTL 600\n\
 @ SOA ns1 hostmaster 7 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\nhost A 192.0.2.7\n";
 
@@ -63,6 +66,8 @@ fn probes() -> Vec<(&'static str, RType, bool)> {
         ("sec.test", &[RType::SOA, RType::NS][..]),
         ("host.sec.test", &[RType::A, RType::TXT][..]),
         ("nothing.sec.test", &[RType::A][..]),
+        ("member.test", &[RType::SOA, RType::NS][..]),
+        ("www.member.test", &[RType::A][..]),
         ("edge.test", &[RType::SOA, RType::DNSKEY, RType::NS][..]),
         ("www.edge.test", &[RType::A][..]),
         ("zz-none.edge.test", &[RType::A][..]),
@@ -194,13 +199,20 @@ impl Fixture {
         std::fs::write(dir.path().join("example.test.zone"), EXAMPLE).unwrap();
         let sec = dir.path().join("sec.test.zone");
         std::fs::write(&sec, SECONDARY).unwrap();
+        let member = dir.path().join("member.test.zone");
+        std::fs::write(&member, MEMBER).unwrap();
+        let catalog = dir.path().join("cat.test.zone");
         let signed = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests/data/differential/signed/edge.test.nsec.zone");
         let primary = ServerProcess::heron_with_config(&heron(), "sec.test", |port| {
             format!(
                 "[server]\nlisten = [\"127.0.0.1:{port}\"]\n[[key]]\nname = \"{KEY}\"\nsecret = \"{SECRET}\"\n\
-                 [[zone]]\norigin = \"sec.test\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1 key {KEY}\"]\n",
-                sec.display()
+                 [[zone]]\norigin = \"sec.test\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1 key {KEY}\"]\n\
+                 [[zone]]\norigin = \"cat.test\"\nfile = \"{}\"\ncatalog = \"generate\"\nallow-transfer = [\"127.0.0.1 key {KEY}\"]\n\
+                 [[zone]]\norigin = \"member.test\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1 key {KEY}\"]\ncatalog-member = \"cat.test\"\n",
+                sec.display(),
+                catalog.display(),
+                member.display()
             )
         });
         Fixture {
@@ -272,6 +284,13 @@ fn round(kind: ServerKind, from: &str, make_conf: impl FnOnce(&Path, u16, &Fixtu
         "{kind} never transferred sec.test:\n{}",
         old.log()
     );
+    let member_served =
+        |addr| kind == ServerKind::Nsd || soa_serial(addr, "member.test") == Some(3);
+    assert!(
+        eventually_within(Duration::from_secs(30), || member_served(addr)),
+        "{kind} never served the catalog's member:\n{}",
+        old.log()
+    );
     let before = answers(addr);
     let transfers_before = transfers(addr);
     assert!(
@@ -283,12 +302,22 @@ fn round(kind: ServerKind, from: &str, make_conf: impl FnOnce(&Path, u16, &Fixtu
     let (toml, _) = import_and_check(from, &old.dir().join(conf_name), out_dir.path());
     drop(old);
     let text = std::fs::read_to_string(&toml).unwrap();
+    assert_eq!(
+        text.contains("[[catalog]]\nzone = \"cat.test\""),
+        kind != ServerKind::Nsd,
+        "{text}"
+    );
     let heron = ServerProcess::heron_on_port(&heron(), port, "example.test", &text)
         .unwrap_or_else(|log| panic!("Heron did not start on the imported file:\n{text}\n{log}"));
     assert!(
         eventually_within(Duration::from_secs(20), || soa_serial(addr, "sec.test")
             == Some(7)),
         "Heron never transferred sec.test:\n{}",
+        heron.log()
+    );
+    assert!(
+        eventually_within(Duration::from_secs(30), || member_served(addr)),
+        "Heron never served the catalog's member:\n{}",
         heron.log()
     );
     let after = answers(addr);
@@ -344,7 +373,9 @@ fn knot_configuration_imports_and_answers_the_same() {
              \x20 - id: notify\n    address: 127.0.0.1\n    key: {KEY}\n    action: notify\n\
              template:\n  - id: default\n    storage: \"{}\"\n    file: \"%s.zone\"\n    zonefile-sync: -1\n\
              \x20   journal-content: none\n    semantic-checks: off\n\
+             \x20 - id: member\n    master: primary\n    acl: notify\n    storage: \"{d}\"\n    zonefile-sync: -1\n\
              zone:\n  - domain: example.test\n    notify: secondary\n    acl: transfer\n\
+             \x20 - domain: cat.test\n    master: primary\n    acl: notify\n    storage: \"{d}\"\n    catalog-role: interpret\n    catalog-template: member\n\
              \x20 - domain: edge.test\n    file: \"{}\"\n\
              \x20 - domain: sec.test\n    master: primary\n    acl: notify\n    file: \"{d}/sec.test.zone\"\n",
             free_port(),
@@ -361,14 +392,17 @@ fn bind_configuration_imports_and_answers_the_same() {
         format!(
             "// as the interop tests write it\noptions {{\n  directory \"{d}\";\n  pid-file \"{d}/named.pid\";\n\
              \x20 session-keyfile \"{d}/session.key\";\n  listen-on port {port} {{ 127.0.0.1; }};\n  listen-on-v6 {{ none; }};\n\
-             \x20 recursion no;\n  dnssec-validation no;\n  notify explicit;\n  minimal-responses no-auth;\n  version none;\n  hostname none;\n}};\n\
+             \x20 recursion no;\n  dnssec-validation no;\n  notify explicit;\n  minimal-responses no-auth;\n  version none;\n  hostname none;\n\
+             \x20 allow-new-zones yes;\n  catalog-zones {{ zone \"cat.test\" default-primaries port {} {{ 127.0.0.1 key \"{KEY}\"; }} zone-directory \"{d}\" in-memory no min-update-interval 0; }};\n}};\n\
              controls {{ }};\n/* the transfer key */\nkey \"{KEY}\" {{ algorithm hmac-sha256; secret \"{SECRET}\"; }};\n\
              acl secondaries {{ 127.0.0.1; }};\n\
              primaries upstream port {} {{ 127.0.0.1 key \"{KEY}\"; }};\n\
              zone \"example.test\" {{\n  type primary;\n  file \"{}\";\n  allow-transfer {{ key \"{KEY}\"; secondaries; }};\n\
              \x20 also-notify {{ 127.0.0.1 port {} key \"{KEY}\"; }};\n}};\n\
              zone \"edge.test\" {{ type master; file \"{}\"; check-names ignore; allow-transfer {{ none; }}; }};\n\
-             # a secondary\nzone \"sec.test\" {{ type secondary; primaries {{ upstream; }}; file \"sec.test.db\"; allow-transfer {{ none; }}; }};\n",
+             # a secondary\nzone \"sec.test\" {{ type secondary; primaries {{ upstream; }}; file \"sec.test.db\"; allow-transfer {{ none; }}; }};\n\
+             zone \"cat.test\" {{ type secondary; primaries {{ upstream; }}; file \"cat.db\"; allow-transfer {{ none; }}; }};\n",
+            f.primary.addr().port(),
             f.primary.addr().port(),
             f.zone("example.test.zone"),
             free_port(),

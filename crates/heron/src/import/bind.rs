@@ -248,6 +248,10 @@ const OPTIONS_NOT_NEEDED: &[(&str, &str)] = &[
         "Heron serves only the zones configured",
     ),
     ("querylog", "see [dnstap]"),
+    (
+        "allow-new-zones",
+        "zones are added to heron.toml and applied by a reload",
+    ),
 ];
 
 /// `options` settings only a resolver has.
@@ -730,7 +734,8 @@ impl<'a> Interpreter<'a> {
                 .iter()
                 .chain(&entry.after)
                 .map(String::as_str)
-                .filter(|w| !matches!(*w, "default-primaries" | "default-masters"))
+                .filter(|w| !matches!(*w, "default-primaries" | "default-masters" | "port"))
+                .filter(|w| Some(*w) != word_after(&entry.words, "port"))
                 .collect();
             if !others.is_empty() {
                 self.out.untranslated(entry.loc(), format!("catalog-zones zone {name}: {}", others.join(" ")), "Heron keeps members in [[catalog]] members-dir; other catalog options have no equivalent");
