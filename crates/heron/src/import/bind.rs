@@ -1160,6 +1160,35 @@ mod tests {
     }
 
     #[test]
+    fn listen_on_tls_becomes_a_dot_listener_and_primaries_over_tls_keep_their_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "tls local { key-file \"k.pem\"; cert-file \"c.pem\"; };\n\
+                    tls up { ca-file \"ca.pem\"; remote-hostname \"ns1.example\"; };\n\
+                    options { directory \"/etc/bind\"; listen-on { 192.0.2.53; };\n\
+                    \x20 listen-on port 853 tls local { 192.0.2.53; }; listen-on-v6 port 443 tls local http default { any; }; };\n\
+                    zone \"s.test\" { type secondary; primaries { 192.0.2.1 tls up; 192.0.2.2 tls ephemeral; }; };\n";
+        let got = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap();
+        let tls = got.tls.as_ref().unwrap();
+        assert_eq!(
+            tls.listen,
+            ["192.0.2.53:853".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(tls.certificate, Path::new("/etc/bind/c.pem"));
+        assert_eq!(got.listen, ["192.0.2.53:53".parse::<SocketAddr>().unwrap()]);
+        let primaries: Vec<String> = got.zones[0].primaries.iter().map(Peer::heron).collect();
+        assert_eq!(
+            primaries,
+            ["192.0.2.1:853 tls ns1.example", "192.0.2.2:853 tls"]
+        );
+        assert_eq!(got.tls_ca.as_deref(), Some(Path::new("/etc/bind/ca.pem")));
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.loc.line == 4 && n.advice.contains("HTTPS"))
+        );
+    }
+
+    #[test]
     fn mutated_configurations_never_panic() {
         let dir = tempfile::tempdir().unwrap();
         write_files(dir.path(), &[("zones.conf", ZONES)]);

@@ -925,6 +925,26 @@ mod tests {
     }
 
     #[test]
+    fn listen_tls_becomes_a_dot_listener_and_tls_remotes_use_port_853() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "server:\n  listen: 192.0.2.53\n  listen-tls: [192.0.2.53, \"2001:db8::53@8853\"]\n\
+                    \x20 cert-file: /etc/knot/c.pem\n  key-file: /etc/knot/k.pem\n\
+                    remote:\n  - id: p\n    address: 192.0.2.1\n    tls: on\n\
+                    zone:\n  - domain: s.test\n    master: p\n";
+        let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();
+        let tls = got.tls.unwrap();
+        assert_eq!(
+            tls.listen,
+            [
+                "192.0.2.53:853".parse::<SocketAddr>().unwrap(),
+                "[2001:db8::53]:8853".parse().unwrap()
+            ]
+        );
+        assert_eq!(tls.key, Path::new("/etc/knot/k.pem"));
+        assert_eq!(got.zones[0].primaries[0].heron(), "192.0.2.1:853 tls");
+    }
+
+    #[test]
     fn mutated_configurations_never_panic() {
         let dir = tempfile::tempdir().unwrap();
         write_files(dir.path(), &[("zones.conf", ZONES)]);

@@ -584,6 +584,14 @@ impl Interpreter {
                 .not_needed(&s.loc, format!("server: {}", s.key), *advice);
             return;
         }
+        if s.key == "minimal-responses" && yes(s) {
+            self.out.not_needed(
+                &s.loc,
+                "server: minimal-responses: yes",
+                "Heron answers minimally too",
+            );
+            return;
+        }
         let advice = match s.key.as_str() {
             "tcp-count" => "set [tcp] max-connections",
             "tcp-timeout" => "set [tcp] idle-timeout",
@@ -1123,6 +1131,21 @@ mod tests {
             assert!(err.message.contains(needle), "{text:?}: {err}");
             assert!(!err.to_string().contains("abc"), "a secret in {err}");
         }
+    }
+
+    #[test]
+    fn a_tls_port_becomes_a_dot_listener_on_each_address() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "server:\n ip-address: 192.0.2.53\n ip-address: 192.0.2.53@853\n tls-port: 853\n\
+                    \x20tls-service-key: /etc/nsd/key.pem\n tls-service-pem: /etc/nsd/chain.pem\n";
+        let got = parse(&write_files(dir.path(), &[("nsd.conf", text)])).unwrap();
+        let tls = got.tls.unwrap();
+        assert_eq!(
+            tls.listen,
+            ["192.0.2.53:853".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(tls.certificate, Path::new("/etc/nsd/chain.pem"));
+        assert_eq!(got.listen, ["192.0.2.53:53".parse::<SocketAddr>().unwrap()]);
     }
 
     #[test]
