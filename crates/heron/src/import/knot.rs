@@ -377,8 +377,14 @@ impl Interpreter {
         Ok(access)
     }
 
-    fn acl(&mut self, acl: &Item, access: &mut Access) -> Result<(), ImportError> {
-        let id = acl.value("id").unwrap_or("");
+    /// What an ACL matches: each address (or prefix, or range) with each
+    /// key it names, and its remotes with theirs; everyone when it names
+    /// neither addresses nor remotes.
+    fn acl_matches(
+        &mut self,
+        acl: &Item,
+        id: &str,
+    ) -> Result<Vec<(Prefix, Option<String>)>, ImportError> {
         let mut prefixes = Vec::new();
         for text in acl
             .get("address")
@@ -425,6 +431,12 @@ impl Interpreter {
                 .iter()
                 .map(|p| (host_prefix(p.addr.ip()), p.key.clone())),
         );
+        Ok(keyed)
+    }
+
+    fn acl(&mut self, acl: &Item, access: &mut Access) -> Result<(), ImportError> {
+        let id = acl.value("id").unwrap_or("");
+        let keyed = self.acl_matches(acl, id)?;
         if acl.value("deny").is_some_and(on) {
             access.denied.extend(keyed.iter().map(|(p, _)| *p));
             return Ok(());
