@@ -624,8 +624,11 @@ impl Interpreter {
             }
             _ => {}
         }
-        if zone.primaries.is_empty() || zone.catalog_generate {
+        // A catalog Heron generates is written by Heron, so it gets a file
+        // of its own (in the secondary folder), never the old server's.
+        if zone.catalog_generate {
             zone.primaries.clear();
+        } else if zone.primaries.is_empty() {
             zone.file = Some(self.zone_file(&item, &zone.origin));
         }
         self.out.zones.push(zone);

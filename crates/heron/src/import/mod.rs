@@ -157,6 +157,20 @@ pub fn run(options: &Options) -> ExitCode {
         eprintln!("{}: cannot write: {e}{hint}", output.display());
         return ExitCode::FAILURE;
     }
+    // Heron creates a secondary's folder, not a generated catalog's:
+    // make the one the written file names.
+    let uses_folder =
+        !imported.catalogs.is_empty() || imported.zones.iter().any(|z| z.file.is_none());
+    if uses_folder {
+        let folder = output
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(writer::SECONDARY_DIR);
+        if let Err(e) = std::fs::create_dir_all(&folder) {
+            eprintln!("{}: cannot create: {e}", folder.display());
+            return ExitCode::FAILURE;
+        }
+    }
     if let Err(errors) = crate::config::load(output) {
         errors.iter().for_each(|e| eprintln!("{e}"));
         eprintln!(

@@ -706,7 +706,9 @@ impl Interpreter {
             Some("producer") => zone.catalog_generate = true,
             _ => {}
         }
-        if zone.primaries.is_empty() {
+        // A catalog Heron generates is written by Heron, so it gets a file
+        // of its own (in the secondary folder), never the old server's.
+        if !zone.catalog_generate && zone.primaries.is_empty() {
             let Some(file) = file else {
                 self.out.untranslated(
                     &section.loc,
@@ -1146,6 +1148,25 @@ mod tests {
         );
         assert_eq!(tls.certificate, Path::new("/etc/nsd/chain.pem"));
         assert_eq!(got.listen, ["192.0.2.53:53".parse::<SocketAddr>().unwrap()]);
+    }
+
+    #[test]
+    fn nsd_catalogs_become_producers_members_and_consumers() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "pattern:\n name: members\n request-xfr: 192.0.2.1 NOKEY\n\
+                    zone:\n name: cat.test\n catalog: consumer\n catalog-member-pattern: members\n\
+                    \x20request-xfr: 192.0.2.1 NOKEY\n\
+                    zone:\n name: gen.test\n zonefile: gen.zone\n catalog: producer\n\
+                    zone:\n name: m.test\n zonefile: m.zone\n catalog-producer-zone: gen.test\n";
+        let got = parse(&write_files(dir.path(), &[("nsd.conf", text)])).unwrap();
+        assert_eq!(got.catalogs.len(), 1);
+        assert_eq!(got.catalogs[0].member_primaries[0].heron(), "192.0.2.1");
+        assert!(got.zones[0].catalog_generate);
+        assert!(
+            got.zones[0].file.is_none(),
+            "a generated catalog is Heron's own file"
+        );
+        assert_eq!(got.zones[1].catalog_member.as_deref(), Some("gen.test"));
     }
 
     #[test]

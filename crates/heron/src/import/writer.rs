@@ -6,8 +6,9 @@ use std::path::Path;
 
 use super::model::{CatalogConsumer, Imported, Peer, Rrl, Rule, Zone};
 
-/// Where secondary zones and catalogs keep their copies, relative to the
-/// written file: never the old server's files, which it may still write.
+/// Where secondary zones, catalogs consumed and catalogs generated keep
+/// their copies, relative to the written file: never the old server's
+/// files, which it may still write.
 pub const SECONDARY_DIR: &str = "secondary";
 
 /// heron.toml's text for `config`; `header` goes first as comments.
