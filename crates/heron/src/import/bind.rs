@@ -1189,6 +1189,26 @@ mod tests {
     }
 
     #[test]
+    fn key_algorithms_are_spelt_as_heron_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "key \"old\" { algorithm HMAC-MD5.SIG-ALG.REG.INT; secret \"c2VjcmV0\"; };\n";
+        let got = crate::import::import(
+            crate::import::From::Bind,
+            &write_files(dir.path(), &[("named.conf", text)]),
+        )
+        .unwrap();
+        assert_eq!(got.keys[0].algorithm, "hmac-md5");
+        let text = "\nkey \"gss\" { algorithm gss-tsig; secret \"c2VjcmV0\"; };\n";
+        let err = crate::import::import(
+            crate::import::From::Bind,
+            &write_files(dir.path(), &[("named.conf", text)]),
+        )
+        .unwrap_err();
+        assert_eq!(err.loc.map(|l| l.line), Some(2));
+        assert!(err.message.contains("gss-tsig"), "{}", err.message);
+    }
+
+    #[test]
     fn mutated_configurations_never_panic() {
         let dir = tempfile::tempdir().unwrap();
         write_files(dir.path(), &[("zones.conf", ZONES)]);

@@ -55,7 +55,43 @@ pub fn import(from: From, file: &Path) -> Result<Imported, ImportError> {
         From::Bind => bind::parse(file)?,
     };
     finish(&mut imported);
+    tsig_algorithms(&mut imported)?;
     Ok(imported)
+}
+
+/// The TSIG algorithms heron.toml takes.
+const ALGORITHMS: &[&str] = &[
+    "hmac-sha256",
+    "hmac-sha384",
+    "hmac-sha512",
+    "hmac-sha224",
+    "hmac-sha1",
+    "hmac-md5",
+];
+
+/// Each key's algorithm as heron.toml spells it (BIND's
+/// `HMAC-MD5.SIG-ALG.REG.INT` is `hmac-md5`); one Heron lacks is an
+/// error, since the zones that name the key could not be translated.
+fn tsig_algorithms(config: &mut Imported) -> Result<(), ImportError> {
+    for key in &mut config.keys {
+        let name = key.algorithm.to_ascii_lowercase();
+        let name = name
+            .trim_end_matches('.')
+            .trim_end_matches(".sig-alg.reg.int");
+        if !ALGORITHMS.contains(&name) {
+            return Err(ImportError::at(
+                &key.loc,
+                format!(
+                    "key {}: algorithm {} is not one Heron has ({})",
+                    key.name,
+                    key.algorithm,
+                    ALGORITHMS.join(", ")
+                ),
+            ));
+        }
+        key.algorithm = name.to_string();
+    }
+    Ok(())
 }
 
 /// The checks every source shares: one zone per name, keys that exist,
