@@ -226,9 +226,28 @@ fn print_notes(imported: &Imported) {
                 NoteKind::Untranslated => "not translated",
                 NoteKind::NotNeeded => "not needed",
             };
-            eprintln!("{}: {label}: {}: {}", note.loc, note.setting, note.advice);
+            eprintln!(
+                "{}: {label}: {}: {}",
+                note.loc,
+                redacted(&note.setting),
+                note.advice
+            );
         }
     }
+}
+
+/// A setting as it may be printed: the values after any word naming a
+/// secret (`cookie-secret`, `secret`, `secret-file`...) are not shown.
+fn redacted(setting: &str) -> String {
+    let mut out = Vec::new();
+    for word in setting.split(' ') {
+        out.push(word);
+        if word.to_ascii_lowercase().contains("secret") {
+            out.push("(not shown)");
+            break;
+        }
+    }
+    out.join(" ")
 }
 
 fn summary(imported: &Imported, output: &Path) -> String {
@@ -253,4 +272,22 @@ fn summary(imported: &Imported, output: &Path) -> String {
         text.push_str("; the file holds TSIG secrets and is readable by its owner only");
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted;
+
+    #[test]
+    fn secrets_in_untranslated_settings_are_not_shown() {
+        assert_eq!(
+            redacted("options: cookie-secret \"0123abcd\""),
+            "options: cookie-secret (not shown)"
+        );
+        assert_eq!(
+            redacted("server: cookie-secret: 0123"),
+            "server: cookie-secret: (not shown)"
+        );
+        assert_eq!(redacted("zone a: notify yes"), "zone a: notify yes");
+    }
 }
