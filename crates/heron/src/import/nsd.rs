@@ -415,12 +415,22 @@ impl Interpreter {
             .filter(|s| s.key == "ip-address" || s.key == "interface")
         {
             let text = s.values.first().map(String::as_str).unwrap_or("");
-            let addr = parse_at_port(text, port).ok_or_else(|| {
-                ImportError::at(&s.loc, format!("{}: '{text}' is not an address", s.key))
-            })?;
-            listen.push(addr);
+            match parse_at_port(text, port) {
+                Some(addr) => listen.push(addr),
+                None => self.out.untranslated(
+                    &s.loc,
+                    format!("server: {}: {text}", s.key),
+                    "Heron listens on addresses, not interface names: write the interface's \
+                     addresses in [server] listen",
+                ),
+            }
         }
-        if listen.is_empty() {
+        let any_written = settings
+            .iter()
+            .any(|s| s.key == "ip-address" || s.key == "interface");
+        // Only when none is written: an interface name left out must not
+        // widen the server to every address.
+        if listen.is_empty() && !any_written {
             listen = wildcard(port, ip4, ip6);
         }
         self.out.listen = listen.clone();
