@@ -121,7 +121,7 @@ enum Command {
         /// Answer on these addresses instead of the old server's
         /// (repeatable): to run Heron beside it while comparing answers.
         #[arg(long, value_name = "ADDR:PORT")]
-        listen: Vec<SocketAddr>,
+        listen: Vec<std::net::SocketAddr>,
     },
     /// Write the manual pages (heron.1, and heron-serve.1 and so on for
     /// each subcommand) into DIR.
