@@ -689,3 +689,32 @@ fn updates_answered_survive_kill_9_and_none_is_half_applied() {
         acknowledged.len()
     );
 }
+
+/// `zonefile-sync = 0`: the updated zone is written back to its file at
+/// once; the file alone (its journal gone) then serves the update.
+#[test]
+fn zonefile_sync_writes_the_updated_zone_back_to_its_file() {
+    let file = zone_file("sync");
+    let mut server = start(&file, "zonefile-sync = 0");
+    let got = send(
+        Client::Knsupdate,
+        server.addr(),
+        Some("ops"),
+        false,
+        "update add synced.upd.test 60 A 192.0.2.90",
+    );
+    assert_eq!(got, "NOERROR");
+    let written = || std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(
+        eventually(|| written().contains("synced.upd.test.")),
+        "{}\n{}",
+        written(),
+        server.log()
+    );
+    assert!(written().contains("serial 2"), "{}", written());
+    server.terminate();
+    std::fs::remove_file(file.with_extension("zone.jnl")).unwrap();
+    let restarted = start(&file, "zonefile-sync = 0");
+    assert_eq!(zone_serial(restarted.addr(), ZONE), Some(2));
+    assert_eq!(a(restarted.addr(), "synced.upd.test").len(), 1);
+}

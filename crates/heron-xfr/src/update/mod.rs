@@ -17,6 +17,9 @@ pub mod serial;
 #[cfg(test)]
 mod tests;
 
+use std::path::PathBuf;
+use std::time::Duration;
+
 use heron_proto::{Name, RType, Rcode};
 use heron_zone::Zone;
 use heron_zone::diff::ZoneDiff;
@@ -33,6 +36,9 @@ use message::reject;
 pub struct UpdateSettings {
     pub policy: UpdatePolicy,
     pub serial: SerialPolicy,
+    /// Where the updated zone is written back, and how long after its
+    /// first change since the last write (None: never).
+    pub write_back: Option<(PathBuf, Duration)>,
 }
 
 /// What an accepted update did.

@@ -96,6 +96,7 @@ fn everyone() -> UpdateSettings {
     UpdateSettings {
         policy: UpdatePolicy::new(vec![rule]),
         serial: SerialPolicy::Increment,
+        write_back: None,
     }
 }
 
@@ -582,7 +583,7 @@ fn rules_refuse_what_they_do_not_allow() {
     let rule = UpdateRule::parse("key k name www.u.test A", &name(ORIGIN)).unwrap();
     let settings = UpdateSettings {
         policy: UpdatePolicy::new(vec![rule]),
-        serial: SerialPolicy::Increment,
+        ..UpdateSettings::default()
     };
     let run = |b: Builder| {
         run_with(&zone(""), &b, &settings)

@@ -508,6 +508,9 @@ pub struct ZoneEntry {
     /// How an update moves the SOA serial on: "increment" (the default),
     /// "unixtime" or "dateserial".
     pub serial: Option<String>,
+    /// Seconds after an update before the zone is written back to its
+    /// file, or "never"; default 60.
+    pub zonefile_sync: Option<toml::Value>,
 }
 
 /// Zones that share their settings, their files named by a pattern: what
@@ -882,7 +885,7 @@ fn zone_entry(
     if spec.signing.is_some() && !entry.primaries.is_empty() {
         return Err("dnssec-policy is for primary zones (not with primaries)".into());
     }
-    settings.policy.update = update_settings(entry, &spec.origin, keys)?;
+    settings.policy.update = update_settings(entry, &spec, keys)?;
     Ok((spec, settings))
 }
 
@@ -1352,9 +1355,10 @@ fn keep_shared_journals_in_memory(
 /// keeps them across restarts.
 fn update_settings(
     entry: &ZoneEntry,
-    origin: &Name,
+    spec: &ZoneSpec,
     keys: &[Key],
 ) -> Result<UpdateSettings, String> {
+    let origin = &spec.origin;
     let mut rules = Vec::with_capacity(entry.allow_update.len());
     for text in &entry.allow_update {
         let rule =
@@ -1375,11 +1379,26 @@ fn update_settings(
         None => SerialPolicy::default(),
     };
     if rules.is_empty() {
-        return match entry.serial {
-            Some(_) => Err("serial is set, but allow-update is empty: only updates use it".into()),
-            None => Ok(UpdateSettings::default()),
+        return match (&entry.serial, &entry.zonefile_sync) {
+            (None, None) => Ok(UpdateSettings::default()),
+            _ => Err(
+                "serial or zonefile-sync is set, but allow-update is empty: only updates use them"
+                    .into(),
+            ),
         };
     }
+    let write_back = match &entry.zonefile_sync {
+        None => Some(DEFAULT_ZONEFILE_SYNC),
+        Some(toml::Value::String(never)) if never == "never" => None,
+        Some(toml::Value::Integer(secs)) if (0..=86_400 * 7).contains(secs) => {
+            Some(Duration::from_secs(*secs as u64))
+        }
+        Some(other) => {
+            return Err(format!(
+                "zonefile-sync = {other:?}: expected seconds (0 to 604800) or \"never\""
+            ));
+        }
+    };
     if !entry.primaries.is_empty() {
         return Err("allow-update on a secondary zone: updates go to its primary".into());
     }
@@ -1391,8 +1410,13 @@ fn update_settings(
     Ok(UpdateSettings {
         policy: UpdatePolicy::new(rules),
         serial,
+        write_back: write_back.map(|after| (spec.file.clone(), after)),
     })
 }
+
+/// How long after an update a zone is written back to its file, unless
+/// `zonefile-sync` says otherwise.
+const DEFAULT_ZONEFILE_SYNC: Duration = Duration::from_secs(60);
 
 /// Whether a zone's journal is kept in a file: unless `journal = false`.
 /// There is a journal only for zones someone may transfer, so an explicit
@@ -2076,6 +2100,20 @@ udp-coalesce-us = 1001
             p.journal_path().is_some(),
             "updates are journaled without allow-transfer"
         );
+        let (file, after) = p
+            .update
+            .write_back
+            .clone()
+            .expect("written back by default");
+        assert_eq!(file.file_name().unwrap(), "u");
+        assert_eq!(after, Duration::from_secs(60));
+        let never = parse(&format!(
+            "{KEY}[[zone]]\norigin = \"u.test\"\nfile = \"u\"\n\
+             allow-update = [\"key xfr zonesub ANY\"]\nzonefile-sync = \"never\"\n"
+        ))
+        .unwrap();
+        let u = Name::parse("u.test").unwrap();
+        assert_eq!(never.policies[&u].update.write_back, None);
         let who = heron_xfr::update::Requester {
             ip: "192.0.2.1".parse().unwrap(),
             key: Some(&Name::parse("xfr").unwrap()),
@@ -2112,6 +2150,15 @@ udp-coalesce-us = 1001
                 "serial",
             ),
             (zone("serial = \"unixtime\""), "allow-update is empty"),
+            (zone("zonefile-sync = 5"), "allow-update is empty"),
+            (
+                zone("allow-update = [\"key xfr zonesub ANY\"]\nzonefile-sync = \"sometimes\""),
+                "zonefile-sync",
+            ),
+            (
+                zone("allow-update = [\"key xfr zonesub ANY\"]\nzonefile-sync = -1"),
+                "zonefile-sync",
+            ),
             (
                 zone("allow-update = [\"key xfr zonesub ANY\"]\njournal = false"),
                 "journal = false",

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use heron_proto::{Name, Rcode};
 use heron_server::SharedCatalog;
@@ -22,6 +22,7 @@ use heron_server::service::unix_now;
 use heron_server::update::{Update, UpdateSender, queue};
 use heron_xfr::journal::files::steps_after;
 use heron_xfr::primary::{Primary, ZonePolicy};
+use heron_xfr::secondary::store::write_zone_file;
 use heron_xfr::update::{Applied, Change, Requester, UpdateMessage, parse, process};
 use heron_zone::diff::ZoneDiff;
 use heron_zone::{Catalog, Zone};
@@ -59,7 +60,25 @@ async fn run(
     transfers: Arc<Transfers>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    while updates.recv_many(&mut batch, MAX_BATCH).await > 0 {
+    // Zones to write back to their files, and when.
+    let mut write_back: HashMap<Name, Instant> = HashMap::new();
+    loop {
+        let next_write = write_back.values().min().copied();
+        let received = match next_write {
+            Some(at) => tokio::select! {
+                n = updates.recv_many(&mut batch, MAX_BATCH) => Some(n),
+                () = tokio::time::sleep_until(at.into()) => None,
+            },
+            None => Some(updates.recv_many(&mut batch, MAX_BATCH).await),
+        };
+        match received {
+            Some(0) => return,
+            Some(_) => {}
+            None => {
+                write_back_due(&mut write_back, &catalog, &transfers).await;
+                continue;
+            }
+        }
         let taken = std::mem::take(&mut batch);
         let (catalog, xfr) = (catalog.clone(), transfers.clone());
         let applied = tokio::task::spawn_blocking(move || apply_batch(taken, &catalog, &xfr)).await;
@@ -74,6 +93,63 @@ async fn run(
             update.answer(response);
         }
         transfers.notify(&changed);
+        for zone in &changed {
+            let policy = transfers.primary.policy(zone.origin());
+            if let Some((_, after)) = &policy.update.write_back {
+                let origin = zone.origin().clone();
+                write_back
+                    .entry(origin)
+                    .or_insert_with(|| Instant::now() + *after);
+            }
+        }
+    }
+}
+
+/// Writes the zones whose time has come back to their files (as the
+/// secondary side keeps its copies: a new file synced, then renamed over
+/// the old); one that fails is tried again a minute later.
+async fn write_back_due(
+    due: &mut HashMap<Name, Instant>,
+    catalog: &SharedCatalog,
+    transfers: &Transfers,
+) {
+    let now = Instant::now();
+    let ready: Vec<Name> = due
+        .iter()
+        .filter(|(_, at)| **at <= now)
+        .map(|(origin, _)| origin.clone())
+        .collect();
+    for origin in ready {
+        due.remove(&origin);
+        let policy = transfers.primary.policy(&origin);
+        let (Some((path, _)), Some(zone)) = (
+            &policy.update.write_back,
+            catalog.load().get(&origin).cloned(),
+        ) else {
+            continue;
+        };
+        let path = path.clone();
+        let (file, serial) = (path.clone(), zone.serial());
+        let written = tokio::task::spawn_blocking(move || write_zone_file(&zone, &path)).await;
+        match written {
+            Ok(Ok(())) => tracing::info!(
+                zone = %origin,
+                "zone {origin}: written back to {} (serial {serial})",
+                file.display()
+            ),
+            failed => {
+                let why = match failed {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => "the writer failed".into(),
+                };
+                tracing::error!(
+                    zone = %origin,
+                    "zone {origin}: cannot write it back to {}: {why}; tried again in a minute",
+                    file.display()
+                );
+                due.insert(origin, now + Duration::from_secs(60));
+            }
+        }
     }
 }
 
@@ -309,7 +385,9 @@ pub(crate) fn keep_updates(current: &Catalog, next: &mut Catalog, primary: &Prim
         };
         match merge(&old, &new, path, &policy) {
             Ok(Some(merged)) => next.insert(merged),
-            Ok(None) => {}
+            // The file holds what is served (written back, say): the
+            // version served stays, its history with it.
+            Ok(None) => next.insert_shared(old),
             Err(why) => {
                 tracing::error!(
                     "zone {}: the zone file was read again, but {why}: the updated zone (serial {}) stays served and the file is not used; put the updates in the file (or remove {}) and reload",
