@@ -133,6 +133,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
         catalog_writer: Mutex::new(()),
         primary,
         secondaries: Mutex::new(None),
+        frozen: Default::default(),
     };
     let secondaries = secondaries(&mut settings, kept, keys, notifies, consumers);
     let process = ProcessSettings {

@@ -718,3 +718,56 @@ fn zonefile_sync_writes_the_updated_zone_back_to_its_file() {
     assert_eq!(zone_serial(restarted.addr(), ZONE), Some(2));
     assert_eq!(a(restarted.addr(), "synced.upd.test").len(), 1);
 }
+
+fn ctl(socket: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(heron())
+        .arg("ctl")
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&[&out.stdout[..], &out.stderr[..]].concat()).into_owned();
+    (out.status.success(), text)
+}
+
+/// `heron ctl freeze`: updates refused, the zone written to its file as
+/// served; the file edited by hand; `thaw`: the edit served with a new
+/// serial, the updates before the freeze kept, updates taken again.
+#[test]
+fn freeze_and_thaw_let_the_file_be_edited_without_losing_updates() {
+    let file = zone_file("freeze");
+    let socket = file.parent().unwrap().join("control.sock");
+    let f = file.clone();
+    let sock = socket.clone();
+    let server = ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
+        config(port, &f, "zonefile-sync = \"never\"").replacen(
+            "workers = 1\n",
+            &format!("workers = 1\ncontrol = \"{}\"\n", sock.display()),
+            1,
+        )
+    });
+    let addr = server.addr();
+    let add = |name: &str| {
+        let commands = format!("update add {name} 60 A 192.0.2.70");
+        send(Client::Nsupdate, addr, Some("ops"), false, &commands)
+    };
+    assert_eq!(add("before.upd.test"), "NOERROR");
+    let (ok, said) = ctl(&socket, &["freeze", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert_eq!(add("during.upd.test"), "REFUSED");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("before.upd.test."), "{text}");
+    std::fs::write(
+        &file,
+        format!("{text}byhand.upd.test. 60 IN A 192.0.2.71\n"),
+    )
+    .unwrap();
+    let (ok, said) = ctl(&socket, &["thaw", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert_eq!(a(addr, "byhand.upd.test").len(), 1, "{}", server.log());
+    assert_eq!(a(addr, "before.upd.test").len(), 1);
+    assert_eq!(zone_serial(addr, ZONE), Some(3));
+    assert_eq!(add("after.upd.test"), "NOERROR");
+    assert_eq!(zone_serial(addr, ZONE), Some(4));
+}

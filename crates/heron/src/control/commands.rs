@@ -23,7 +23,7 @@ use crate::plan::zone_files::ZoneFiles;
 use crate::runtime::{Selection, Transfers, reload};
 
 /// The commands this server answers, for the error that names them.
-const KNOWN: &str = "status, zone-status, reload, reconfigure, retransfer, refresh, notify, stats, dnstap-reopen, stop";
+const KNOWN: &str = "status, zone-status, reload, reconfigure, retransfer, refresh, notify, stats, dnstap-reopen, freeze, thaw, stop";
 
 /// What the commands see of the running server.
 pub(crate) struct Controller {
@@ -67,6 +67,11 @@ impl Controller {
             "notify" => match zones.as_slice() {
                 [zone] => self.notify(zone).await,
                 _ => Response::refused("notify takes one zone"),
+            },
+            "freeze" | "thaw" => match zones.as_slice() {
+                [zone] if request.command == "freeze" => self.freeze(zone).await,
+                [zone] => self.thaw(zone).await,
+                _ => Response::refused(format!("{} takes one zone", request.command)),
             },
             "stats" => self.stats(request.reset),
             "dnstap-reopen" => self.dnstap_reopen().await,
@@ -243,6 +248,58 @@ impl Controller {
                 errors: vec![why],
                 ..Response::error(format!("{zone}: not {what}"))
             },
+        }
+    }
+
+    /// Stops `zone`'s updates (refused until thawed) and writes it to its
+    /// file as served now, for editing by hand.
+    async fn freeze(&self, zone: &Name) -> Response {
+        let policy = self.transfers.primary.policy(zone);
+        let file = self
+            .files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .file_of(zone);
+        let (Some(file), Some(served)) = (file, self.catalog.load().get(zone).cloned()) else {
+            return Response::refused(format!("{zone} is not a zone of this server"));
+        };
+        if !policy.takes_updates() {
+            return Response::refused(format!("{zone} takes no updates"));
+        }
+        if !self.transfers.frozen.freeze(zone) {
+            return Response::refused(format!("{zone} is frozen already"));
+        }
+        let serial = served.serial();
+        if let Err(e) = crate::runtime::update::write_now(served, file.clone()).await {
+            self.transfers.frozen.thaw(&zone.to_lowercase());
+            let why = format!("{zone} not frozen: cannot write {}: {e}", file.display());
+            return Response::error(why);
+        }
+        let shown = file.display();
+        tracing::info!(zone = %zone, "zone {zone} frozen: updates refused, written to {shown}");
+        Response::ok(
+            format!(
+                "{zone} frozen at serial {serial}: updates are refused; edit {shown} and run heron ctl thaw {zone}"
+            ),
+            json!({ "zone": zone.to_string(), "serial": serial, "file": shown.to_string() }),
+        )
+    }
+
+    /// Reads `zone`'s file again (its edits merged, the serial moved on)
+    /// and takes updates again.
+    async fn thaw(&self, zone: &Name) -> Response {
+        if !self.transfers.frozen.contains(&zone.to_lowercase()) {
+            return Response::refused(format!("{zone} is not frozen"));
+        }
+        let reloaded = self.reload(vec![zone.clone()], true).await;
+        self.transfers.frozen.thaw(&zone.to_lowercase());
+        tracing::info!(zone = %zone, "zone {zone} thawed: updates taken again");
+        Response {
+            message: format!(
+                "{zone} thawed: updates are taken again; {}",
+                reloaded.message
+            ),
+            ..reloaded
         }
     }
 

@@ -88,6 +88,19 @@ pub enum CtlCommand {
         /// The zone.
         zone: String,
     },
+    /// Stop taking dynamic updates for a zone and write it to its file as
+    /// served, so that the file can be edited by hand; updates are
+    /// answered REFUSED until `thaw`.
+    Freeze {
+        /// The zone (one with `allow-update`).
+        zone: String,
+    },
+    /// Read a frozen zone's file again (edits kept, the serial moved on)
+    /// and take updates again.
+    Thaw {
+        /// The frozen zone.
+        zone: String,
+    },
     /// The server's counters: requests refused by reason (bad TSIG,
     /// transfer or NOTIFY not allowed, ...) and TCP connections open.
     Stats {
@@ -129,6 +142,8 @@ impl CtlCommand {
                 ..one_zone("refresh", zone)
             },
             CtlCommand::Notify { zone } => one_zone("notify", zone),
+            CtlCommand::Freeze { zone } => one_zone("freeze", zone),
+            CtlCommand::Thaw { zone } => one_zone("thaw", zone),
             CtlCommand::Stats { reset } => Request {
                 reset: *reset,
                 ..Request::new("stats")

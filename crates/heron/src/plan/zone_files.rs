@@ -411,6 +411,12 @@ impl ZoneFiles {
 
     /// Whether `origin` (lower-cased) is loaded from a file, and when it
     /// last loaded: `Some(None)` for a zone whose file never loaded.
+    /// The zone file of `origin`, if it is a zone loaded from one.
+    pub fn file_of(&self, origin: &Name) -> Option<std::path::PathBuf> {
+        let entry = self.entries.iter().find(|e| e.spec.origin == *origin)?;
+        Some(entry.spec.file.clone())
+    }
+
     pub fn loaded_at(&self, origin: &Name) -> Option<Option<SystemTime>> {
         let &at = self.index.get(origin)?;
         Some(self.entries[at].loaded_at)

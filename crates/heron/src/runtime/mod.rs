@@ -46,6 +46,8 @@ pub(crate) struct Transfers {
     pub(crate) catalog_writer: Mutex<()>,
     /// The secondary zones' refresh task, once started.
     pub(crate) secondaries: Mutex<Option<secondary::Running>>,
+    /// Zones whose updates `heron ctl freeze` stopped.
+    pub(crate) frozen: update::Frozen,
 }
 
 impl Transfers {
@@ -208,7 +210,7 @@ fn rebuild(
         outcome.secondaries = changes;
     }
     drop(files);
-    update::keep_updates(&current, &mut next, &xfr.primary);
+    update::keep_updates(&current, &mut next, &xfr.primary, &xfr.frozen);
     for origin in &config.removed {
         next.remove(origin);
         xfr.primary.forget(origin);

@@ -153,6 +153,38 @@ async fn write_back_due(
     }
 }
 
+/// Zones frozen by `heron ctl freeze` (lower-cased): their updates are
+/// refused until `thaw`, so that their file can be edited by hand.
+#[derive(Default)]
+pub(crate) struct Frozen(std::sync::Mutex<std::collections::HashSet<Name>>);
+
+impl Frozen {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<Name>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Freezes `origin`; false if it was frozen already.
+    pub(crate) fn freeze(&self, origin: &Name) -> bool {
+        self.lock().insert(origin.to_lowercase())
+    }
+
+    /// Thaws `origin`; false if it was not frozen.
+    pub(crate) fn thaw(&self, origin: &Name) -> bool {
+        self.lock().remove(origin)
+    }
+
+    pub(crate) fn contains(&self, origin: &Name) -> bool {
+        self.lock().contains(origin)
+    }
+}
+
+/// Writes `zone` to `file` now (synced, then renamed over the old).
+pub(crate) async fn write_now(zone: Arc<Zone>, file: std::path::PathBuf) -> std::io::Result<()> {
+    tokio::task::spawn_blocking(move || write_zone_file(&zone, &file))
+        .await
+        .unwrap_or_else(|_| Err(std::io::Error::other("the writer failed")))
+}
+
 /// One zone's share of a batch: its newest version and the steps to it.
 struct Working {
     zone: Arc<Zone>,
@@ -237,6 +269,10 @@ fn apply_one(
             "the zone takes no updates",
             &[],
         );
+    }
+    if xfr.frozen.contains(origin) {
+        let why = "the zone is frozen (heron ctl thaw takes updates again)";
+        return log(request, who, Rcode::REFUSED, why, &[]);
     }
     if zone.signed_chain_len().is_some() {
         let why = "the zone is signed: updates to signed zones are not supported";
@@ -370,7 +406,16 @@ fn report_replay_failure(origin: &Name, path: &std::path::Path, problems: &[hero
 /// changed, or an edit conflicts with an update), the updated zone stays
 /// served and the file is not taken, with an error that says so: updates
 /// are never dropped silently.
-pub(crate) fn keep_updates(current: &Catalog, next: &mut Catalog, primary: &Primary) {
+///
+/// A frozen zone's file was written from the version served (`heron ctl
+/// freeze`): it is taken as edited, its serial moved on if the edit left
+/// it as it was.
+pub(crate) fn keep_updates(
+    current: &Catalog,
+    next: &mut Catalog,
+    primary: &Primary,
+    frozen: &Frozen,
+) {
     let reread: Vec<(Arc<Zone>, Arc<Zone>)> = next
         .zones()
         .filter_map(|new| {
@@ -383,7 +428,11 @@ pub(crate) fn keep_updates(current: &Catalog, next: &mut Catalog, primary: &Prim
         let Some(path) = policy.journal_path().filter(|_| policy.takes_updates()) else {
             continue;
         };
-        match merge(&old, &new, path, &policy) {
+        let merged = match frozen.contains(old.origin()) {
+            true => edited(&old, &new, &policy),
+            false => merge(&old, &new, path, &policy),
+        };
+        match merged {
             Ok(Some(merged)) => next.insert(merged),
             // The file holds what is served (written back, say): the
             // version served stays, its history with it.
@@ -431,14 +480,7 @@ fn merge(
         return Ok(None);
     }
     // The file's edits are news to secondaries: a serial of their own.
-    let mut bump = heron_zone::diff::diff(merged_ref, merged_ref);
-    bump.new_soa = soa_with_serial(
-        merged_ref,
-        policy.update.serial.next(old.serial(), unix_now()),
-    );
-    let bumped = merged_ref
-        .apply(&bump)
-        .map_err(|_| "the new serial cannot be set".to_string())?;
+    let bumped = bump(old, merged_ref, policy)?;
     tracing::info!(
         "zone {}: the zone file's edits merged with {} updates, serial {} -> {}",
         old.origin(),
@@ -447,6 +489,30 @@ fn merge(
         bumped.serial()
     );
     Ok(Some(bumped))
+}
+
+/// A frozen zone's file as edited: taken as it is when its serial is
+/// later than the one served, else with the next serial; None if it is
+/// what was served.
+fn edited(old: &Zone, new: &Zone, policy: &ZonePolicy) -> Result<Option<Zone>, String> {
+    if heron_zone::diff::diff(old, new).is_empty() {
+        return Ok(None);
+    }
+    if heron_xfr::serial::is_newer(new.serial(), old.serial()) {
+        return Ok(Some(
+            new.apply(&heron_zone::diff::diff(new, new))
+                .map_err(|_| "unreadable")?,
+        ));
+    }
+    bump(old, new, policy).map(Some)
+}
+
+/// `zone` with the serial after `old`'s, by the zone's policy.
+fn bump(old: &Zone, zone: &Zone, policy: &ZonePolicy) -> Result<Zone, String> {
+    let mut step = heron_zone::diff::diff(zone, zone);
+    step.new_soa = soa_with_serial(zone, policy.update.serial.next(old.serial(), unix_now()));
+    zone.apply(&step)
+        .map_err(|_| "the new serial cannot be set".to_string())
 }
 
 /// The zone's SOA record with `serial`.
