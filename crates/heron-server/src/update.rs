@@ -14,7 +14,7 @@ use heron_proto::time::unix_now;
 
 /// Updates waiting for the update task at most; more are answered
 /// SERVFAIL at once (the queue is what a flood of updates can hold).
-pub const QUEUE_LEN: usize = 4096;
+pub const QUEUE_LEN: usize = 1024;
 
 /// How the answer goes back.
 #[derive(Debug)]

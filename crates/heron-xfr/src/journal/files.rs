@@ -420,6 +420,42 @@ mod tests {
     }
 
     #[test]
+    fn steps_after_a_serial_are_those_that_lead_on_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.jnl");
+        let origin = Name::parse("w.test").unwrap();
+        assert!(
+            steps_after(&path, &origin, 1).unwrap().is_empty(),
+            "no file"
+        );
+        let steps = vec![step(1, 2), step(2, 3), step(3, 4)];
+        file::write_file(&path, &origin, &steps).unwrap();
+        let serials = |from: u32| -> Vec<u32> {
+            let after = steps_after(&path, &origin, from).unwrap();
+            after.iter().map(|s| serial_of(&s.new_soa)).collect()
+        };
+        assert_eq!(serials(1), [2, 3, 4]);
+        assert_eq!(serials(3), [4]);
+        assert!(
+            serials(4).is_empty(),
+            "the history ends at the zone's serial"
+        );
+        let e = steps_after(&path, &origin, 9).unwrap_err();
+        assert!(e.contains("no step from serial 9"), "{e}");
+        let e = steps_after(&path, &Name::parse("x.test").unwrap(), 1).unwrap_err();
+        assert!(e.contains("journal of w.test"), "{e}");
+        // A torn last entry (a crash while it was written): the steps
+        // before it.
+        let len = std::fs::metadata(&path).unwrap().len();
+        let f = std::fs::File::options().write(true).open(&path).unwrap();
+        f.set_len(len - 3).unwrap();
+        assert_eq!(serials(1), [2, 3]);
+        // Not a journal at all.
+        std::fs::write(&path, b"not a journal").unwrap();
+        assert!(steps_after(&path, &origin, 1).is_err());
+    }
+
+    #[test]
     fn a_file_that_cannot_be_written_does_not_stop_the_others() {
         let dir = tempfile::tempdir().unwrap();
         let not_a_folder = dir.path().join("file");
