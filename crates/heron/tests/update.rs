@@ -562,7 +562,7 @@ fn an_update_over_tls_is_answered_and_served() {
 #[test]
 fn a_reload_of_an_edited_file_merges_or_keeps_the_updates() {
     let file = zone_file("reload");
-    let server = start(&file, "");
+    let mut server = start(&file, "");
     let addr = server.addr();
     let got = send(
         Client::Nsupdate,
@@ -599,6 +599,14 @@ fn a_reload_of_an_edited_file_merges_or_keeps_the_updates() {
     assert_eq!(zone_serial(addr, ZONE), Some(3));
     assert_eq!(a(addr, "dyn1.upd.test").len(), 1);
     assert!(a(addr, "other.upd.test").is_empty());
+    // Restarted with that file: the file is served, and the journal,
+    // whose updates do not apply to it, is set aside, not deleted.
+    server.terminate();
+    let restarted = start(&file, "");
+    assert_eq!(zone_serial(restarted.addr(), ZONE), Some(100));
+    let kept = file.with_extension("zone.jnl.unapplied");
+    assert!(kept.exists(), "{}", restarted.log());
+    assert!(restarted.log().contains("kept as"), "{}", restarted.log());
 }
 
 /// An UPDATE adding `name` A and TXT together, unsigned.
