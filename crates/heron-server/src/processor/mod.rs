@@ -16,8 +16,9 @@
 //!    queries of every transport then take [`Processor::plain_layers`],
 //!    the one list of their layers (screen, cookies, answer, options), and
 //!    the deferred ones [`Processor::process_parsed`].
-//! 2. [`acl`]: who may do what: transfers (`allow-transfer`) and NOTIFY
-//!    (`allow-notify`, and only for zones we are secondary for). Decided on
+//! 2. [`acl`]: who may do what: transfers (`allow-transfer`), NOTIFY
+//!    (`allow-notify`, and only for zones we are secondary for) and
+//!    UPDATE (some `allow-update` rule is for the sender). Decided on
 //!    the address and the key the TSIG record names; the verdict is
 //!    applied after `tsig` has verified that key, so a bad signature gets
 //!    its TSIG error whatever the address (RFC 8945 5.2) and a refusal of
@@ -42,7 +43,9 @@
 //!    written (a client with a valid server cookie is exempt).
 //! 5. [`answer`] (a signed plain query, through the engine, with room
 //!    kept for the TSIG record), [`transfer`] (AXFR/IXFR: a [`Transfer`]
-//!    stream, or over UDP the SOA alone) or [`notify`] (a NOTIFY event).
+//!    stream, or over UDP the SOA alone), [`notify`] (a NOTIFY event) or
+//!    [`update`] (an UPDATE handed out as [`Outcome::Update`], for the
+//!    server's update task to apply and answer, signed, later).
 //!    The full message is walked once more only for an SOA serial: an
 //!    IXFR's (authority section) or a NOTIFY's (answer section).
 //!    Then [`options`]: NSID and EDNS EXPIRE when the query asked.
