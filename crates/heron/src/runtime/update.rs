@@ -270,6 +270,12 @@ fn apply_one(
             &[],
         );
     }
+    if policy.journal_path().is_none() || !xfr.primary.has_journal_files() {
+        // Answered only once on disk: without a journal file, never.
+        let why = "the zone's journal is not kept in a file (allow-update added by a reload \
+                   takes effect at the next restart; zones sharing a zone file keep none)";
+        return log(request, who, Rcode::SERVFAIL, why, &[]);
+    }
     if xfr.frozen.contains(origin) {
         let why = "the zone is frozen (heron ctl thaw takes updates again)";
         return log(request, who, Rcode::REFUSED, why, &[]);
