@@ -287,6 +287,38 @@ mod tests {
     }
 
     #[test]
+    fn zones_and_groups_are_signed_as_configured() {
+        let s = super::super::tests_support::parse(
+            "[[dnssec-policy]]\nname = \"ed\"\nalgorithm = \"ed25519\"\n\
+             [[zone]]\norigin = \"a.test\"\nfile = \"a\"\ndnssec-policy = \"ed\"\n\
+             [[zone]]\norigin = \"b.test\"\nfile = \"b\"\n\
+             [[zone-group]]\norigins = [\"c.test\"]\nfile = \"{zone}.zone\"\n\
+             dnssec-policy = \"default\"\nkey-directory = \"/var/lib/heron/keys\"\n",
+        )
+        .unwrap();
+        let signing = |o: &str| {
+            let origin = heron_proto::Name::parse(o).unwrap();
+            s.zones
+                .iter()
+                .find(|z| z.origin == origin)
+                .unwrap()
+                .signing
+                .clone()
+        };
+        let a = signing("a.test").unwrap();
+        assert_eq!(a.policy.algorithm, Algorithm::Ed25519);
+        assert_eq!(a.key_directory, Path::new("/etc/heron/keys"));
+        assert!(signing("b.test").is_none());
+        let c = signing("c.test").unwrap();
+        assert_eq!(c.key_directory, Path::new("/var/lib/heron/keys"));
+        let secondary = super::super::tests_support::parse(
+            "[[zone]]\norigin = \"s.test\"\nfile = \"s\"\nprimaries = [\"192.0.2.1\"]\n\
+             dnssec-policy = \"default\"\n",
+        );
+        assert!(secondary.unwrap_err()[0].contains("primary zones"));
+    }
+
+    #[test]
     fn zones_name_a_defined_policy() {
         let all = policies(&[]).unwrap();
         let base = Path::new("/etc/heron");

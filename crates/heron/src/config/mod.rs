@@ -535,6 +535,10 @@ pub struct ZoneGroup {
     pub journal: Option<bool>,
     pub catalog_member: Option<String>,
     pub catalog_group: Option<String>,
+    /// As in `[[zone]]`: every zone of the group signed under it, each
+    /// with its own keys in the one key directory.
+    pub dnssec_policy: Option<String>,
+    pub key_directory: Option<PathBuf>,
 }
 
 /// The settings a `[[zone]]` or `[[zone-group]]` gives its zones. Both
@@ -916,7 +920,20 @@ fn read_zones(
         }
     }
     for group in &file.zone_groups {
-        if let Err(e) = zones.add_group(group, keys, base) {
+        let signing = dnssec::zone_signing(
+            group.dnssec_policy.as_deref(),
+            group.key_directory.as_deref(),
+            policies_by_name,
+            base,
+        )
+        .and_then(|signing| match signing {
+            Some(_) if !group.primaries.is_empty() => {
+                Err("dnssec-policy is for primary zones (not with primaries)".to_string())
+            }
+            signing => Ok(signing),
+        });
+        let added = signing.and_then(|signing| zones.add_group(group, keys, base, signing));
+        if let Err(e) = added {
             problems.add(format!("[[zone-group]]: {e}"));
         }
     }
@@ -1482,7 +1499,13 @@ impl Zones {
     }
 
     /// Adds every zone of a group; its settings are checked once.
-    fn add_group(&mut self, group: &ZoneGroup, keys: &[Key], base: &Path) -> Result<(), String> {
+    fn add_group(
+        &mut self,
+        group: &ZoneGroup,
+        keys: &[Key],
+        base: &Path,
+        signing: Option<std::sync::Arc<dnssec::Signing>>,
+    ) -> Result<(), String> {
         if !group.file.contains(ZONE_PLACEHOLDER) {
             return Err(format!(
                 "file '{}' has no {ZONE_PLACEHOLDER}: every zone would read the same file",
@@ -1494,7 +1517,8 @@ impl Zones {
         settings.kept_pattern = pattern.to_str().map(|p| KeptFile::pattern(p.into()));
         self.zones.reserve(group.origins.len());
         for origin in &group.origins {
-            let spec = zone_spec(origin, &base.join(group.file_of(origin)))?;
+            let mut spec = zone_spec(origin, &base.join(group.file_of(origin)))?;
+            spec.signing = signing.clone();
             self.add(spec, &settings);
         }
         Ok(())
