@@ -35,7 +35,7 @@ with open(path, "w") as f:
 PY
 cd "$work"
 ldns-keygen -a ECDSAP256SHA256 -k "$origin" > ldns.key
-dnssec-keygen -q -K "$work" -a ECDSAP256SHA256 -f KSK "$origin" > bind.key
+dnssec-keygen -q -K "$work" -a ECDSAP256SHA256 -f KSK "$origin" > /dev/null
 # "wall cpu rss_kib" of one run of the command.
 measure() {
     /usr/bin/time -v "$@" > /dev/null 2> time.txt || { cat time.txt; exit 1; }
@@ -53,6 +53,9 @@ run() {
         "$(cut -d' ' -f2 runs.txt | median)" "$(cut -d' ' -f3 runs.txt | median)"
 }
 echo "# $records records, $threads threads, median of $runs: tool wall_s cpu_s peak_rss_kib"
+echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 run heron taskset -c "0-$((threads - 1))" "$heron" "$origin" "$zone" heron.signed 13 nsec
+[ -z "${HERON_ONLY:-}" ] || exit 0
 run ldns-signzone taskset -c "0-$((threads - 1))" ldns-signzone -f ldns.signed "$zone" "$(cat ldns.key)"
-run "dnssec-signzone-n$threads" taskset -c "0-$((threads - 1))" dnssec-signzone -q -n "$threads" -z -o "$origin" -f bind.signed -K "$work" "$zone" "$(cat bind.key)"
+# -S: the key from -K, its DNSKEY added; -z: it signs every RRset (a CSK).
+run "dnssec-signzone-n$threads" taskset -c "0-$((threads - 1))" dnssec-signzone -q -S -n "$threads" -z -o "$origin" -f bind.signed -K "$work" "$zone"
