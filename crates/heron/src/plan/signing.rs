@@ -55,10 +55,16 @@ pub fn sign_loaded(
     let keys = zone_keys(origin, &signing.policy, &signing.key_directory)
         .map_err(|e| vec![format!("zone '{origin}': keys: {e}")])?;
     let mut config = signing.policy.sign_config();
-    config.serial = next_serial(zone.serial(), previous.map(Zone::serial));
+    // After a restart the version served last is gone; its serial is kept.
+    let served = previous
+        .map(Zone::serial)
+        .or_else(|| read_served_serial(&signing.key_directory, origin));
+    config.serial = next_serial(zone.serial(), served);
     let now = heron_proto::time::unix_now();
     let signed = sign_zone_after(zone, previous, &keys, &config, now)
         .map_err(|e| vec![format!("zone '{origin}': cannot sign: {e}")])?;
+    write_served_serial(&signing.key_directory, origin, signed.zone.serial())
+        .map_err(|e| vec![format!("zone '{origin}': {e}")])?;
     tracing::info!(
         zone = %origin,
         policy = %signing.policy.name,
@@ -69,6 +75,33 @@ pub fn sign_loaded(
         "zone signed"
     );
     Ok(signed.zone)
+}
+
+/// Where the serial last served of a signed zone is kept, so that a
+/// restart never serves a lower one (secondaries would keep their copy,
+/// and its signatures would expire there).
+fn served_serial_path(dir: &Path, origin: &Name) -> std::path::PathBuf {
+    let zone = origin.to_string().to_ascii_lowercase();
+    let zone = zone.trim_end_matches('.');
+    dir.join(format!(
+        "{}.heron-serial",
+        if zone.is_empty() { "root" } else { zone }
+    ))
+}
+
+fn read_served_serial(dir: &Path, origin: &Name) -> Option<u32> {
+    let text = fs::read_to_string(served_serial_path(dir, origin)).ok()?;
+    text.get(..text.len().min(16))?.trim().parse().ok()
+}
+
+/// Written to a temporary file and renamed: a crash leaves the old or the
+/// new serial, never half of one.
+fn write_served_serial(dir: &Path, origin: &Name, serial: u32) -> Result<(), String> {
+    let path = served_serial_path(dir, origin);
+    let tmp = path.with_extension("heron-serial.tmp");
+    fs::write(&tmp, format!("{serial}\n"))
+        .and_then(|()| fs::rename(&tmp, &path))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// The serial of a new signing: the file's, unless the version served
@@ -203,6 +236,10 @@ mod tests {
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&keys), 0o700);
         let files: Vec<_> = fs::read_dir(&keys).unwrap().flatten().collect();
+        let files: Vec<_> = files
+            .into_iter()
+            .filter(|f| f.file_name().to_string_lossy().ends_with(KEY_SUFFIX))
+            .collect();
         assert_eq!(files.len(), 2, "a KSK and a ZSK");
         for f in &files {
             assert_eq!(mode(&f.path()), 0o600);
@@ -215,8 +252,20 @@ mod tests {
         };
         let second = sign_loaded(&load(), Some(&first), &signing).unwrap();
         assert_eq!(dnskeys(&first), dnskeys(&second), "the same keys");
-        assert_eq!(fs::read_dir(&keys).unwrap().count(), 2);
+        assert_eq!(
+            fs::read_dir(&keys).unwrap().count(),
+            3,
+            "two keys, one serial"
+        );
         assert_eq!((first.serial(), second.serial()), (7, 8));
+        // A restart (no version served) goes on from the serial kept.
+        let third = sign_loaded(&load(), None, &signing).unwrap();
+        assert_eq!(third.serial(), 9);
+        assert_eq!(
+            fs::read_dir(&keys).unwrap().count(),
+            3,
+            "two keys, one serial"
+        );
     }
 
     #[test]
