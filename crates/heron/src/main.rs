@@ -3,6 +3,8 @@
 mod background;
 mod check;
 mod completions;
+mod commands;
+mod compare;
 mod config;
 mod control;
 mod doctor;
@@ -123,6 +125,11 @@ enum Command {
         #[arg(long, value_name = "ADDR:PORT")]
         listen: Vec<std::net::SocketAddr>,
     },
+    /// Ask the server Heron replaces and Heron the same questions about
+    /// the same zones (every owner and type, plus NXDOMAIN, NODATA,
+    /// wildcard, delegation, DO, TCP and EDNS-size probes) and report every
+    /// difference by kind. Exits 0 if none, 1 if some, 2 on an error.
+    Compare(compare::CompareArgs),
     /// Write the manual pages (heron.1, and heron-serve.1 and so on for
     /// each subcommand) into DIR.
     Man {
@@ -188,6 +195,7 @@ fn main() -> ExitCode {
             force,
             listen,
         }),
+        Command::Compare(args) => compare::run(args),
         Command::Man { dir } => write_man_pages(&dir),
         Command::Completions { shell } => completions::print(shell, Cli::command()),
         Command::CompleteZones { target } => completions::zones(&target),

@@ -1,0 +1,630 @@
+//! What differs between the old server's response and Heron's to one
+//! probe, by kind. Before comparing, differences that RFCs leave to the
+//! server are set aside as *tolerated* (each counted by name, and counted
+//! as differences with `--strict`):
+//!
+//! * `optional-additional`: addresses of MX and SRV targets in the
+//!   additional section (RFC 1035 3.3.9, RFC 2782: NSD with
+//!   `minimal-responses` leaves them out, Knot and Heron add them).
+//! * `authority-ns`: the zone's NS RRset in the authority section of a
+//!   positive answer, and its addresses (optional, RFC 1034 4.3.2; NSD adds
+//!   it unless `minimal-responses`, Knot and Heron do not).
+//! * `additional-rrsigs`: RRSIGs over addresses in the additional section
+//!   (RFC 4035 3.1.1 "if space permits"; Heron does not add them yet).
+//! * `truncated-body`: the records of a response both sides truncated
+//!   (RFC 2181 9: the client retries over TCP and ignores them).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use heron_proto::message::{Record, flags};
+use heron_proto::{Name, RType};
+
+use super::normalize::{Response, SECTION_NAMES, record_key};
+
+/// Which server a probe's failure is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Side {
+    Old,
+    Heron,
+}
+
+/// A kind of difference (or of tolerated difference).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DiffKind {
+    NoAnswer(Side),
+    Malformed(Side),
+    Rcode,
+    AaFlag,
+    TcFlag,
+    OtherFlags,
+    Edns,
+    Question,
+    /// An RRset of section `n` only the old server gave.
+    Missing(usize),
+    /// An RRset of section `n` only Heron gave.
+    Extra(usize),
+    /// An RRset both gave, with other records.
+    Differs(usize),
+    /// An RRset both gave, alike but for TTLs.
+    Ttl(usize),
+    /// Set aside as allowed (see the module's list).
+    Tolerated(Tolerance),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Tolerance {
+    OptionalAdditional,
+    AuthorityNs,
+    AdditionalRrsigs,
+    TruncatedBody,
+}
+
+impl DiffKind {
+    pub fn is_tolerated(self) -> bool {
+        matches!(self, DiffKind::Tolerated(_))
+    }
+
+    /// A short stable name, for the report and scripts.
+    pub fn name(self) -> String {
+        let side = |s: Side| if s == Side::Old { "old" } else { "heron" };
+        match self {
+            DiffKind::NoAnswer(s) => format!("no-answer-{}", side(s)),
+            DiffKind::Malformed(s) => format!("malformed-{}", side(s)),
+            DiffKind::Rcode => "rcode".into(),
+            DiffKind::AaFlag => "aa-flag".into(),
+            DiffKind::TcFlag => "tc-flag".into(),
+            DiffKind::OtherFlags => "flags".into(),
+            DiffKind::Edns => "edns".into(),
+            DiffKind::Question => "question".into(),
+            DiffKind::Missing(s) => format!("{}-missing", SECTION_NAMES[s]),
+            DiffKind::Extra(s) => format!("{}-extra", SECTION_NAMES[s]),
+            DiffKind::Differs(s) => format!("{}-differs", SECTION_NAMES[s]),
+            DiffKind::Ttl(s) => format!("{}-ttl", SECTION_NAMES[s]),
+            DiffKind::Tolerated(t) => match t {
+                Tolerance::OptionalAdditional => "optional-additional",
+                Tolerance::AuthorityNs => "authority-ns",
+                Tolerance::AdditionalRrsigs => "additional-rrsigs",
+                Tolerance::TruncatedBody => "truncated-body",
+            }
+            .into(),
+        }
+    }
+
+    /// What it means, for the report's heading.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            DiffKind::NoAnswer(Side::Old) => "the old server did not answer (after every retry)",
+            DiffKind::NoAnswer(Side::Heron) => "Heron did not answer (after every retry)",
+            DiffKind::Malformed(_) => "a response that does not parse",
+            DiffKind::Rcode => "another response code",
+            DiffKind::AaFlag => "the AA (authoritative) flag differs",
+            DiffKind::TcFlag => "the TC (truncated) flag differs",
+            DiffKind::OtherFlags => "other header flags differ",
+            DiffKind::Edns => "EDNS differs (OPT present, version or DO bit)",
+            DiffKind::Question => "the question section differs",
+            DiffKind::Missing(_) => "an RRset the old server gives and Heron does not",
+            DiffKind::Extra(_) => "an RRset Heron gives and the old server does not",
+            DiffKind::Differs(_) => "an RRset both give, with other records",
+            DiffKind::Ttl(_) => "an RRset both give alike but for its TTL",
+            DiffKind::Tolerated(Tolerance::OptionalAdditional) => {
+                "addresses of MX/SRV targets in the additional section (optional)"
+            }
+            DiffKind::Tolerated(Tolerance::AuthorityNs) => {
+                "the zone's NS RRset in the authority section of an answer (optional)"
+            }
+            DiffKind::Tolerated(Tolerance::AdditionalRrsigs) => {
+                "RRSIGs over additional addresses (Heron does not add them yet)"
+            }
+            DiffKind::Tolerated(Tolerance::TruncatedBody) => {
+                "records of a response both truncated (the client retries over TCP)"
+            }
+        }
+    }
+}
+
+impl fmt::Display for DiffKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// One difference found: its kind and what, in a line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub kind: DiffKind,
+    pub detail: String,
+}
+
+/// What one side gave for a probe.
+#[derive(Clone, Debug)]
+pub enum Got {
+    Answer(Vec<u8>),
+    /// No answer after every try.
+    NoAnswer,
+}
+
+/// Every difference between the two responses; tolerated ones too (as
+/// [`DiffKind::Tolerated`]) unless `strict`, where they are not set aside.
+pub fn classify(old: &Got, heron: &Got, ignore_ttl: bool, strict: bool) -> Vec<Finding> {
+    let mut found = Vec::new();
+    let old = parse_side(old, Side::Old, ignore_ttl, &mut found);
+    let heron = parse_side(heron, Side::Heron, ignore_ttl, &mut found);
+    if let (Some(mut old), Some(mut heron)) = (old, heron) {
+        if !strict {
+            tolerate(&mut old, &mut heron, &mut found);
+        }
+        compare(&old, &heron, &mut found);
+    }
+    found
+}
+
+fn parse_side(
+    got: &Got,
+    side: Side,
+    ignore_ttl: bool,
+    found: &mut Vec<Finding>,
+) -> Option<Response> {
+    let bytes = match got {
+        Got::Answer(bytes) => bytes,
+        Got::NoAnswer => {
+            found.push(Finding {
+                kind: DiffKind::NoAnswer(side),
+                detail: "no response".into(),
+            });
+            return None;
+        }
+    };
+    match Response::parse(bytes, ignore_ttl) {
+        Ok(r) => Some(r),
+        Err(why) => {
+            found.push(Finding {
+                kind: DiffKind::Malformed(side),
+                detail: why,
+            });
+            None
+        }
+    }
+}
+
+fn compare(old: &Response, heron: &Response, found: &mut Vec<Finding>) {
+    let mut push = |kind, detail: String| found.push(Finding { kind, detail });
+    if old.rcode != heron.rcode {
+        push(
+            DiffKind::Rcode,
+            format!("{} vs {}", rcode_name(old.rcode), rcode_name(heron.rcode)),
+        );
+    }
+    for (bit, kind) in [(flags::AA, DiffKind::AaFlag), (flags::TC, DiffKind::TcFlag)] {
+        if old.has(bit) != heron.has(bit) {
+            push(
+                kind,
+                format!(
+                    "old {} vs heron {}",
+                    on_off(old.has(bit)),
+                    on_off(heron.has(bit))
+                ),
+            );
+        }
+    }
+    let rest = !(flags::AA | flags::TC);
+    if old.flags & rest != heron.flags & rest {
+        push(
+            DiffKind::OtherFlags,
+            format!("{:#06x} vs {:#06x}", old.flags & rest, heron.flags & rest),
+        );
+    }
+    if old.edns != heron.edns {
+        push(
+            DiffKind::Edns,
+            format!("{} vs {}", edns_text(old.edns), edns_text(heron.edns)),
+        );
+    }
+    if old.question != heron.question {
+        push(DiffKind::Question, "the question echoed differs".into());
+    }
+    // Another rcode or a truncation explains the records: no more noise.
+    if old.rcode != heron.rcode || old.has(flags::TC) != heron.has(flags::TC) {
+        return;
+    }
+    for section in 0..3 {
+        compare_section(
+            section,
+            &old.sections[section],
+            &heron.sections[section],
+            found,
+        );
+    }
+}
+
+fn on_off(set: bool) -> &'static str {
+    if set { "set" } else { "clear" }
+}
+
+fn edns_text(edns: Option<(u8, bool)>) -> String {
+    match edns {
+        None => "no OPT".into(),
+        Some((v, d)) => format!("OPT version {v}{}", if d { " DO" } else { "" }),
+    }
+}
+
+pub fn rcode_name(rcode: u16) -> String {
+    const KNOWN: [&str; 11] = [
+        "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "YXDOMAIN", "YXRRSET",
+        "NXRRSET", "NOTAUTH", "NOTZONE",
+    ];
+    KNOWN
+        .get(rcode as usize)
+        .map_or_else(|| format!("RCODE{rcode}"), |s| s.to_string())
+}
+
+/// An RRset's identity: owner, type, and for RRSIG the type covered.
+type SetKey = (Name, u16, u16);
+
+fn set_key(r: &Record) -> SetKey {
+    let covered = if r.rtype == RType::RRSIG && r.rdata.len() >= 2 {
+        u16::from_be_bytes([r.rdata[0], r.rdata[1]])
+    } else {
+        0
+    };
+    (r.name.clone(), r.rtype.0, covered)
+}
+
+fn rrsets(records: &[Record]) -> BTreeMap<SetKey, Vec<&Record>> {
+    let mut sets: BTreeMap<SetKey, Vec<&Record>> = BTreeMap::new();
+    for r in records {
+        sets.entry(set_key(r)).or_default().push(r);
+    }
+    sets
+}
+
+fn set_name(key: &SetKey) -> String {
+    match key.1 {
+        46 => format!("{} RRSIG({})", key.0, RType(key.2)),
+        t => format!("{} {}", key.0, RType(t)),
+    }
+}
+
+fn compare_section(section: usize, old: &[Record], heron: &[Record], found: &mut Vec<Finding>) {
+    let (old_sets, heron_sets) = (rrsets(old), rrsets(heron));
+    for (key, records) in &old_sets {
+        let Some(theirs) = heron_sets.get(key) else {
+            let detail = format!("{} ({} records)", set_name(key), records.len());
+            found.push(Finding {
+                kind: DiffKind::Missing(section),
+                detail,
+            });
+            continue;
+        };
+        if same_records(records, theirs, true) {
+            continue;
+        }
+        let kind = if same_records(records, theirs, false) {
+            DiffKind::Ttl(section)
+        } else {
+            DiffKind::Differs(section)
+        };
+        let detail = format!(
+            "{}: {} vs {}",
+            set_name(key),
+            records_text(records),
+            records_text(theirs)
+        );
+        found.push(Finding { kind, detail });
+    }
+    for (key, records) in &heron_sets {
+        if !old_sets.contains_key(key) {
+            let detail = format!("{} ({} records)", set_name(key), records.len());
+            found.push(Finding {
+                kind: DiffKind::Extra(section),
+                detail,
+            });
+        }
+    }
+}
+
+fn same_records(a: &[&Record], b: &[&Record], with_ttl: bool) -> bool {
+    let strip = |r: &&Record| {
+        let (n, t, c, ttl, d) = record_key(r);
+        (n.to_vec(), t, c, if with_ttl { ttl } else { 0 }, d.to_vec())
+    };
+    a.len() == b.len() && a.iter().map(strip).eq(b.iter().map(strip))
+}
+
+fn records_text(records: &[&Record]) -> String {
+    let text: Vec<String> = records.iter().map(|r| r.to_string()).collect();
+    let joined = text.join("; ");
+    if joined.chars().count() > 300 {
+        format!("{}…", joined.chars().take(300).collect::<String>())
+    } else {
+        joined
+    }
+}
+
+/// Sets aside, from both responses, what the module's list allows to
+/// differ; a [`DiffKind::Tolerated`] finding for each that did.
+fn tolerate(old: &mut Response, heron: &mut Response, found: &mut Vec<Finding>) {
+    let mut set_aside = |t: Tolerance, detail: String| {
+        found.push(Finding {
+            kind: DiffKind::Tolerated(t),
+            detail,
+        })
+    };
+    if old.has(flags::TC) && heron.has(flags::TC) {
+        if old.sections != heron.sections {
+            set_aside(
+                Tolerance::TruncatedBody,
+                "records of truncated responses".into(),
+            );
+        }
+        old.sections = Default::default();
+        heron.sections = Default::default();
+        return;
+    }
+    let is_address_sig = |r: &Record| {
+        r.rtype == RType::RRSIG
+            && r.rdata.len() >= 2
+            && matches!(u16::from_be_bytes([r.rdata[0], r.rdata[1]]), 1 | 28)
+    };
+    if drop_differing(old, heron, 2, |_, r| is_address_sig(r)) {
+        set_aside(
+            Tolerance::AdditionalRrsigs,
+            "RRSIG over A/AAAA in the additional section".into(),
+        );
+    }
+    let mut targets = targets_in(old, 0, &[RType::MX, RType::SRV]);
+    targets.extend(targets_in(heron, 0, &[RType::MX, RType::SRV]));
+    if drop_differing(old, heron, 2, |_, r| {
+        is_address(r) && targets.contains(&r.name)
+    }) {
+        set_aside(
+            Tolerance::OptionalAdditional,
+            "addresses of MX/SRV targets".into(),
+        );
+    }
+    authority_ns(old, heron, &mut set_aside);
+}
+
+/// The NS RRset in the authority section of a positive answer, on one
+/// side only, with the addresses of its targets.
+fn authority_ns(
+    old: &mut Response,
+    heron: &mut Response,
+    set_aside: &mut impl FnMut(Tolerance, String),
+) {
+    let positive = |r: &Response| r.rcode == 0 && !r.sections[0].is_empty();
+    let has_ns = |r: &Response| r.sections[1].iter().any(|r| r.rtype == RType::NS);
+    if !(positive(old) && positive(heron)) || has_ns(old) == has_ns(heron) {
+        return;
+    }
+    let mut targets = targets_in(old, 1, &[RType::NS]);
+    targets.extend(targets_in(heron, 1, &[RType::NS]));
+    let covers_ns = |r: &Record| r.rtype == RType::RRSIG && r.rdata.get(..2) == Some(&[0, 2]);
+    drop_differing(old, heron, 1, |_, r| r.rtype == RType::NS || covers_ns(r));
+    drop_differing(old, heron, 2, |_, r| {
+        is_address(r) && targets.contains(&r.name)
+    });
+    set_aside(
+        Tolerance::AuthorityNs,
+        "NS RRset in the authority section".into(),
+    );
+}
+
+fn is_address(r: &Record) -> bool {
+    matches!(r.rtype.0, 1 | 28)
+        || (r.rtype == RType::RRSIG && matches!(r.rdata.get(..2), Some([0, 1] | [0, 28])))
+}
+
+/// The names that records of `types` in `section` point to.
+fn targets_in(r: &Response, section: usize, types: &[RType]) -> Vec<Name> {
+    r.sections[section]
+        .iter()
+        .filter(|rec| types.contains(&rec.rtype))
+        .filter_map(|rec| {
+            let at = match rec.rtype {
+                RType::MX => 2,
+                RType::SRV => 6,
+                _ => 0,
+            };
+            Name::read_uncompressed(&rec.rdata, at)
+                .ok()
+                .map(|(n, _)| n.to_lowercase())
+        })
+        .collect()
+}
+
+/// Removes the records `pick` chooses from `section` of both responses;
+/// true if the two sides' picked records differed.
+fn drop_differing(
+    old: &mut Response,
+    heron: &mut Response,
+    section: usize,
+    pick: impl Fn(usize, &Record) -> bool,
+) -> bool {
+    let picked = |r: &Response| -> Vec<Record> {
+        r.sections[section]
+            .iter()
+            .filter(|rec| pick(section, rec))
+            .cloned()
+            .collect()
+    };
+    let differ = picked(old) != picked(heron);
+    if differ {
+        old.sections[section].retain(|rec| !pick(section, rec));
+        heron.sections[section].retain(|rec| !pick(section, rec));
+    }
+    differ
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heron_proto::message::{HEADER_LEN, Header};
+
+    struct Msg {
+        flags: u16,
+        rcode: u16,
+        sections: [Vec<(&'static str, RType, Vec<u8>)>; 3],
+        ttl: u32,
+    }
+
+    fn msg() -> Msg {
+        Msg {
+            flags: flags::QR | flags::AA,
+            rcode: 0,
+            sections: Default::default(),
+            ttl: 300,
+        }
+    }
+
+    fn wire(name: &str) -> Vec<u8> {
+        Name::parse(name).unwrap().as_wire().to_vec()
+    }
+
+    impl Msg {
+        fn with(
+            mut self,
+            section: usize,
+            owner: &'static str,
+            rtype: RType,
+            rdata: Vec<u8>,
+        ) -> Msg {
+            self.sections[section].push((owner, rtype, rdata));
+            self
+        }
+
+        fn bytes(&self) -> Vec<u8> {
+            let mut m = vec![0u8; HEADER_LEN];
+            Header {
+                id: 1,
+                flags: self.flags | self.rcode,
+                qdcount: 1,
+                ancount: self.sections[0].len() as u16,
+                nscount: self.sections[1].len() as u16,
+                arcount: self.sections[2].len() as u16,
+            }
+            .write(&mut m);
+            m.extend_from_slice(&wire("q.c.test"));
+            m.extend_from_slice(&[0, 1, 0, 1]);
+            for (owner, rtype, rdata) in self.sections.iter().flatten() {
+                m.extend_from_slice(&wire(owner));
+                m.extend_from_slice(&rtype.0.to_be_bytes());
+                m.extend_from_slice(&[0, 1]);
+                m.extend_from_slice(&self.ttl.to_be_bytes());
+                m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+                m.extend_from_slice(rdata);
+            }
+            m
+        }
+
+        fn got(&self) -> Got {
+            Got::Answer(self.bytes())
+        }
+    }
+
+    fn kinds(old: &Msg, heron: &Msg, strict: bool) -> Vec<String> {
+        classify(&old.got(), &heron.got(), false, strict)
+            .iter()
+            .map(|f| f.kind.name())
+            .collect()
+    }
+
+    fn a(last: u8) -> Vec<u8> {
+        vec![192, 0, 2, last]
+    }
+
+    #[test]
+    fn alike_responses_have_no_differences() {
+        let m = msg()
+            .with(0, "q.c.test", RType::A, a(1))
+            .with(0, "q.c.test", RType::A, a(2));
+        let reordered =
+            msg()
+                .with(0, "q.c.test", RType::A, a(2))
+                .with(0, "q.c.test", RType::A, a(1));
+        assert!(kinds(&m, &reordered, true).is_empty());
+    }
+
+    #[test]
+    fn each_kind_is_told_apart() {
+        let base = msg().with(0, "q.c.test", RType::A, a(1));
+        let changed = msg().with(0, "q.c.test", RType::A, a(9));
+        assert_eq!(kinds(&base, &changed, false), ["answer-differs"]);
+        let nx = Msg { rcode: 3, ..msg() };
+        assert_eq!(kinds(&base, &nx, false), ["rcode"]);
+        let not_aa = Msg {
+            flags: flags::QR,
+            ..msg().with(0, "q.c.test", RType::A, a(1))
+        };
+        assert_eq!(kinds(&base, &not_aa, false), ["aa-flag"]);
+        let longer = Msg {
+            ttl: 301,
+            ..msg().with(0, "q.c.test", RType::A, a(1))
+        };
+        assert_eq!(kinds(&base, &longer, false), ["answer-ttl"]);
+        assert!(classify(&base.got(), &longer.got(), true, false).is_empty());
+        let glue = msg()
+            .with(1, "d.c.test", RType::NS, wire("ns.d.c.test"))
+            .with(2, "ns.d.c.test", RType::A, a(3));
+        let no_glue = msg().with(1, "d.c.test", RType::NS, wire("ns.d.c.test"));
+        assert_eq!(kinds(&no_glue, &glue, false), ["additional-extra"]);
+        assert_eq!(kinds(&glue, &no_glue, false), ["additional-missing"]);
+        let tc = Msg {
+            flags: flags::QR | flags::AA | flags::TC,
+            ..msg()
+        };
+        assert_eq!(kinds(&base, &tc, false), ["tc-flag"]);
+        assert_eq!(kinds(&base, &base, false).len(), 0);
+        let none = classify(&Got::NoAnswer, &base.got(), false, false);
+        assert_eq!(none[0].kind, DiffKind::NoAnswer(Side::Old));
+        let bad = classify(&base.got(), &Got::Answer(vec![1, 2, 3]), false, false);
+        assert_eq!(bad[0].kind, DiffKind::Malformed(Side::Heron));
+    }
+
+    #[test]
+    fn optional_records_are_tolerated_unless_strict() {
+        let mx = |m: Msg| {
+            m.with(
+                0,
+                "q.c.test",
+                RType::MX,
+                [vec![0, 10], wire("mail.c.test")].concat(),
+            )
+        };
+        let bare = mx(msg());
+        let with_address = mx(msg()).with(2, "mail.c.test", RType::A, a(5));
+        assert_eq!(kinds(&bare, &with_address, false), ["optional-additional"]);
+        assert_eq!(kinds(&bare, &with_address, true), ["additional-extra"]);
+        let with_ns = bare_answer()
+            .with(1, "c.test", RType::NS, wire("ns.c.test"))
+            .with(2, "ns.c.test", RType::A, a(6));
+        assert_eq!(kinds(&with_ns, &bare_answer(), false), ["authority-ns"]);
+        assert_eq!(
+            kinds(&with_ns, &bare_answer(), true),
+            ["authority-missing", "additional-missing"]
+        );
+        // Glue of a referral is not optional.
+        let referral = msg()
+            .with(1, "d.c.test", RType::NS, wire("ns.d.c.test"))
+            .with(2, "ns.d.c.test", RType::A, a(3));
+        let referral_no_glue = msg().with(1, "d.c.test", RType::NS, wire("ns.d.c.test"));
+        assert_eq!(
+            kinds(&referral, &referral_no_glue, false),
+            ["additional-missing"]
+        );
+    }
+
+    fn bare_answer() -> Msg {
+        msg().with(0, "q.c.test", RType::A, a(1))
+    }
+
+    #[test]
+    fn truncated_bodies_are_not_compared() {
+        let tc = |m: Msg| Msg {
+            flags: flags::QR | flags::AA | flags::TC,
+            ..m
+        };
+        let a1 = tc(bare_answer());
+        assert_eq!(kinds(&a1, &tc(msg()), false), ["truncated-body"]);
+    }
+}

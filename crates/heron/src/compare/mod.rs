@@ -1,0 +1,352 @@
+//! `heron compare`: ask the server Heron replaces and Heron the same
+//! questions about the same zones, and report every difference by kind.
+//!
+//! * [`probes`]: the questions, from the zones.
+//! * [`exchange`]: asking a server over the network (many UDP queries in
+//!   flight, pipelined TCP), or Heron in this process.
+//! * [`normalize`] and [`classify`]: what may differ, what does.
+//! * [`report`]: the tally and its printout.
+//!
+//! Exit status: 0 no differences, 1 some, 2 an error (bad arguments, a
+//! zone that does not load, a server that answers nothing).
+
+mod classify;
+mod exchange;
+mod normalize;
+mod probes;
+mod report;
+
+use std::io::IsTerminal;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use clap::Args;
+use heron_server::processor::Processor;
+use heron_xfr::journal::DEFAULT_MAX_BYTES;
+use heron_xfr::primary::Primary;
+use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_file};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::config::{self, ZoneSpec};
+use classify::Got;
+use exchange::{InProcess, Limits, Remote};
+use probes::{Probe, Random};
+use report::{Options, Tally};
+
+/// Probes asked of both sides before their answers are compared (while
+/// the next ones are asked).
+const CHUNK: usize = 16_384;
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// The server Heron replaces, ADDR[:PORT] (port 53 if none).
+    #[arg(long, value_name = "ADDR[:PORT]", value_parser = parse_server)]
+    against: SocketAddr,
+    /// The configuration whose zones to compare (its primary zones; the
+    /// secondary ones have no file to read and are left out).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// A zone to compare as ORIGIN=FILE (repeatable). Added to the file's zones.
+    #[arg(long, value_name = "ORIGIN=FILE", value_parser = config::parse_zone_arg)]
+    zone: Vec<ZoneSpec>,
+    /// A running Heron to ask, ADDR[:PORT]. By default Heron answers in
+    /// this process, from the zones loaded, through the query path
+    /// `heron serve` answers with (no query ACL, cookies or rate limiting).
+    #[arg(long, value_name = "ADDR[:PORT]", value_parser = parse_server)]
+    server: Option<SocketAddr>,
+    /// Leave TTLs out of the comparison.
+    #[arg(long)]
+    ignore_ttl: bool,
+    /// Count as differences what is allowed to differ too (optional
+    /// additional and authority records, RRSIGs over additional
+    /// addresses, the records of truncated responses).
+    #[arg(long)]
+    strict: bool,
+    /// Names per zone that also get generated probes (NXDOMAIN, NODATA,
+    /// wildcard, delegation) and the DO, no-EDNS, EDNS 512/4096 and TCP
+    /// variants; the apex always does. Every owner and type is asked once
+    /// whatever this is.
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    sample: usize,
+    /// UDP queries in flight per socket.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    window: usize,
+    /// UDP sockets (and TCP connections) per server.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    sockets: usize,
+    /// Milliseconds to wait for a first answer; each retry waits twice as long.
+    #[arg(long, value_name = "MS", default_value_t = 250)]
+    timeout: u64,
+    /// Tries per query, the first included.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    tries: u32,
+    /// Seed of the made-up names (the same seed asks the same names).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Examples printed per kind of difference.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    examples: usize,
+}
+
+/// ADDR or ADDR:PORT ([v6]:PORT), port 53 when none is given.
+fn parse_server(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let ip: IpAddr = text
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .map_err(|_| format!("'{text}': expected ADDR or ADDR:PORT"))?;
+    Ok(SocketAddr::new(ip, 53))
+}
+
+pub fn run(args: CompareArgs) -> ExitCode {
+    if args.tries == 0 || args.window == 0 || args.sockets == 0 {
+        eprintln!("--tries, --window and --sockets must be at least 1");
+        return ExitCode::from(2);
+    }
+    let started = Instant::now();
+    let (zones, answer) = match load(&args) {
+        Ok(loaded) => loaded,
+        Err(errors) => {
+            errors.iter().for_each(|e| eprintln!("{e}"));
+            return ExitCode::from(2);
+        }
+    };
+    let mut random = Random::new(args.seed);
+    let mut probes = Vec::new();
+    for zone in &zones {
+        probes::for_zone(zone, args.sample, &mut random, &mut probes);
+    }
+    let records: usize = zones.iter().map(|z| z.record_count()).sum();
+    eprintln!(
+        "{} zones ({records} records) loaded, {} probes, in {} ms",
+        zones.len(),
+        probes.len(),
+        started.elapsed().as_millis()
+    );
+    let heron = match args.server {
+        Some(addr) => Heron::Remote(remote(addr, &args)),
+        None => Heron::InProcess(Arc::new(in_process(zones, answer))),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = Options {
+        ignore_ttl: args.ignore_ttl,
+        strict: args.strict,
+        examples: args.examples,
+    };
+    let old = remote(args.against, &args);
+    let asked = Instant::now();
+    let tally = match runtime.block_on(compare_all(Arc::new(probes), &old, &heron, options)) {
+        Ok(tally) => tally,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let seconds = asked.elapsed().as_secs_f64();
+    let heron_name = match args.server {
+        Some(addr) => format!("Heron at {addr}"),
+        None => "Heron (in this process)".into(),
+    };
+    let heading = format!(
+        "heron compare: {} queries to {} (old) and {heron_name} in {seconds:.1} s ({:.0} probes/s)",
+        tally.probes,
+        args.against,
+        tally.probes as f64 / seconds.max(0.001),
+    );
+    print!("{}", tally.render(&heading));
+    if tally.difference_kinds() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The zones to compare, and the answer settings of the configuration.
+fn load(args: &CompareArgs) -> Result<(Vec<Arc<Zone>>, AnswerConfig), Vec<String>> {
+    let mut specs = Vec::new();
+    let mut answer = AnswerConfig::default();
+    if let Some(path) = &args.config {
+        let settings = config::load(path)?;
+        heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
+        if !settings.secondaries.is_empty() {
+            eprintln!(
+                "note: {} secondary zones left out (no zone file to read)",
+                settings.secondaries.len()
+            );
+        }
+        specs = settings.zones;
+        answer = settings.server.answer;
+    }
+    specs.extend(args.zone.iter().cloned());
+    if specs.is_empty() {
+        return Err(vec![
+            "no zones to compare: give --config or --zone ORIGIN=FILE".into(),
+        ]);
+    }
+    let mut zones = Vec::new();
+    let mut errors = Vec::new();
+    for spec in &specs {
+        match load_zone_file(&spec.file, &spec.origin) {
+            Ok(loaded) => zones.push(Arc::new(loaded.zone)),
+            Err(problems) => {
+                errors.extend(problems.iter().map(|p| p.to_string()));
+                errors.push(format!(
+                    "{}: zone {} does not load",
+                    spec.file.display(),
+                    spec.origin
+                ));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok((zones, answer))
+    } else {
+        Err(errors)
+    }
+}
+
+fn remote(addr: SocketAddr, args: &CompareArgs) -> Remote {
+    let limits = Limits {
+        window: args.window,
+        sockets: args.sockets,
+        timeout: Duration::from_millis(args.timeout.max(1)),
+        tries: args.tries,
+    };
+    Remote { addr, limits }
+}
+
+/// The processor `heron serve` builds, over `zones`, transfers allowed to
+/// nobody, no TSIG keys.
+fn in_process(zones: Vec<Arc<Zone>>, answer: AnswerConfig) -> InProcess {
+    let mut catalog = Catalog::new();
+    zones.into_iter().for_each(|z| catalog.insert_shared(z));
+    let primary = Arc::new(Primary::new(Default::default(), DEFAULT_MAX_BYTES));
+    let shared = Arc::new(ArcSwap::from_pointee(catalog));
+    InProcess {
+        processor: Arc::new(Processor::new(shared, answer, primary, Arc::default())),
+    }
+}
+
+enum Heron {
+    Remote(Remote),
+    InProcess(Arc<InProcess>),
+}
+
+/// Every probe asked of both, in chunks: a chunk's answers are compared
+/// while the next chunk is asked.
+async fn compare_all(
+    probes: Arc<Vec<Probe>>,
+    old: &Remote,
+    heron: &Heron,
+    options: Options,
+) -> Result<Tally, String> {
+    let progress = progress_bar(probes.len());
+    let mut tally = Tally::default();
+    let mut comparing: Option<tokio::task::JoinHandle<Tally>> = None;
+    for start in (0..probes.len()).step_by(CHUNK) {
+        let chunk: Arc<Vec<Probe>> =
+            Arc::new(probes[start..(start + CHUNK).min(probes.len())].to_vec());
+        let (old_got, heron_got) = ask_both(&chunk, old, heron).await?;
+        if start == 0 && old_got.iter().all(|g| matches!(g, Got::NoAnswer)) {
+            return Err(format!(
+                "{} answered none of {} queries: is it running there?",
+                old.addr,
+                old_got.len()
+            ));
+        }
+        if let Some(done) = comparing.take() {
+            tally.merge(done.await.map_err(|e| e.to_string())?, options);
+        }
+        let len = chunk.len();
+        comparing = Some(tokio::task::spawn_blocking(move || {
+            Tally::of(&chunk, &old_got, &heron_got, options)
+        }));
+        if let Some(bar) = &progress {
+            bar.inc(len as u64);
+        }
+    }
+    if let Some(done) = comparing {
+        tally.merge(done.await.map_err(|e| e.to_string())?, options);
+    }
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+    Ok(tally)
+}
+
+async fn ask_both(
+    chunk: &Arc<Vec<Probe>>,
+    old: &Remote,
+    heron: &Heron,
+) -> Result<(Vec<Got>, Vec<Got>), String> {
+    let error = |side: &'static str| move |e: std::io::Error| format!("asking {side}: {e}");
+    match heron {
+        Heron::Remote(remote) => {
+            let (a, b) = tokio::join!(old.ask(chunk), remote.ask(chunk));
+            Ok((
+                a.map_err(error("the old server"))?,
+                b.map_err(error("Heron"))?,
+            ))
+        }
+        Heron::InProcess(local) => {
+            let (local, probes) = (local.clone(), chunk.clone());
+            let answering = tokio::task::spawn_blocking(move || local.ask(&probes));
+            let old_got = old.ask(chunk).await.map_err(error("the old server"))?;
+            let heron_got = answering.await.map_err(|e| e.to_string())?;
+            Ok((old_got, heron_got))
+        }
+    }
+}
+
+/// A progress line on standard error when it is a terminal.
+fn progress_bar(len: usize) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let style =
+        ProgressStyle::with_template("{elapsed:>4} comparing [{bar:40}] {pos}/{len} {per_sec}")
+            .map(|s| s.progress_chars("=> "))
+            .ok()?;
+    Some(ProgressBar::new(len as u64).with_style(style))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_take_a_default_port() {
+        assert_eq!(
+            parse_server("127.0.0.1").unwrap(),
+            "127.0.0.1:53".parse().unwrap()
+        );
+        assert_eq!(
+            parse_server("127.0.0.1:5300").unwrap(),
+            "127.0.0.1:5300".parse().unwrap()
+        );
+        assert_eq!(parse_server("::1").unwrap(), "[::1]:53".parse().unwrap());
+        assert_eq!(parse_server("[::1]").unwrap(), "[::1]:53".parse().unwrap());
+        assert_eq!(
+            parse_server("[::1]:54").unwrap(),
+            "[::1]:54".parse().unwrap()
+        );
+        assert!(parse_server("ns1.example").is_err());
+    }
+}
