@@ -15,6 +15,7 @@ pub mod normalize;
 mod peer_conf;
 pub mod primary;
 pub mod process;
+pub mod relay;
 pub mod secondary;
 pub mod signer;
 pub mod tools;
@@ -28,6 +29,7 @@ pub use fake_primary::{FakePrimary, IxfrAnswer};
 pub use normalize::{Normalized, diff, normalize};
 pub use primary::{Primary, TlsServe, knot_primary_of};
 pub use process::{ServerKind, ServerProcess, free_port, live_group_members};
+pub use relay::Relay;
 pub use secondary::{Secondary, TsigSpec, XotTrust};
 pub use signer::{Chain, SignedZone, Validation};
 pub use tools::{

@@ -40,6 +40,7 @@ fn extra_sections(name: &str) -> String {
         n if n == "heron-ctl" || n.starts_with("heron-ctl-") || n == "heron-reload" => CTL_EXIT,
         "heron-check-zone" | "heron-check-config" | "heron-doctor" => CHECK_EXIT,
         "heron-import" => IMPORT_EXIT,
+        "heron-compare" => COMPARE_EXIT,
         _ => PLAIN_EXIT,
     };
     let examples = match name {
@@ -48,6 +49,7 @@ fn extra_sections(name: &str) -> String {
         "heron-keygen" => KEYGEN_EXAMPLES,
         "heron-check-config" | "heron-check-zone" => CHECK_EXAMPLES,
         "heron-import" => IMPORT_EXAMPLES,
+        "heron-compare" => COMPARE_EXAMPLES,
         _ => "",
     };
     format!("{exit}{FILES}{examples}.SH SEE ALSO\nheron.toml(5), heron(1)\n")
@@ -67,6 +69,12 @@ const IMPORT_EXAMPLES: &str = ".SH EXAMPLES\n.nf\nheron import \\-\\-from nsd /e
     heron import \\-\\-from knot /etc/knot/knot.conf \\-\\-listen 127.0.0.1:5300    # beside the old server\n\
     heron import \\-\\-from bind /etc/bind/named.conf 2> not\\-translated.txt\n\
     heron check\\-config heron.toml\n.fi\n";
+const COMPARE_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\nno differences (tolerated ones may be listed)\n\
+    .TP\n1\ndifferences, grouped by kind, each with an example\n\
+    .TP\n2\nan error: a usage error, a zone that does not load, or a server that answered none of the first queries\n";
+
+const COMPARE_EXAMPLES: &str = ".SH EXAMPLES\n.nf\nheron compare \\-\\-against 127.0.0.1:53 \\-\\-config /etc/heron/heron.toml\n\
+    heron compare \\-\\-against 192.0.2.53 \\-\\-zone example.com=example.com.zone \\-\\-server 127.0.0.1:5300\n.fi\n";
 
 const CTL_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\ndone\n\
     .TP\n1\ntried and failed, with the reason (a zone that did not load, no primary that answered)\n\

@@ -187,6 +187,11 @@ pub fn for_zone(zone: &Zone, sample: usize, random: &mut Random, out: &mut Vec<P
 fn for_node(zone: &Zone, node: &Node, sampled: bool, random: &mut Random, out: &mut Vec<Probe>) {
     let owner = node.owner();
     let types: Vec<RType> = node.data().map(|set| set.rtype).collect();
+    // An NSEC3 owner is a hash, outside the zone's names (RFC 5155 7.2.8);
+    // nobody asks for it.
+    if !types.is_empty() && types.iter().all(|&t| t == RType::NSEC3) {
+        return;
+    }
     let mut push = |qname: &Name, qtype, variant, kind| {
         out.push(Probe {
             qname: qname.clone(),

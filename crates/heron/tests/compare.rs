@@ -1,0 +1,211 @@
+//! `heron compare` against NSD and Knot: no difference when they serve
+//! the zone Heron loads, and each seeded difference found and reported
+//! (a changed record, missing glue, a wrong NXDOMAIN, a wrong AA bit),
+//! with the exit status a script relies on.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use heron_testkit::{Relay, ServerProcess};
+
+const ORIGIN: &str = "edge.test";
+
+fn zone_file() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone")
+}
+
+fn signed_zone(chain: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "tests/data/differential/signed/edge.test.{chain}.zone"
+    ))
+}
+
+/// `heron compare` of `zone` (as Heron loads it) against `against`: the
+/// exit code and what it printed.
+fn compare(against: std::net::SocketAddr, zone: &Path, extra: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_heron"))
+        .args([
+            "compare",
+            "--against",
+            &against.to_string(),
+            "--examples",
+            "3",
+        ])
+        .arg("--zone")
+        .arg(format!("{ORIGIN}={}", zone.display()))
+        .args(extra)
+        .output()
+        .expect("run heron compare");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// The test zone with `edit` applied, in a folder kept while the test runs.
+fn edited_zone(dir: &Path, edit: impl Fn(&str) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(zone_file()).expect("the test zone");
+    let edited = edit(&text);
+    assert_ne!(edited, text, "the edit changed nothing");
+    let path = dir.join("edge.test.zone");
+    std::fs::write(&path, edited).expect("write the edited zone");
+    path
+}
+
+#[test]
+fn nsd_and_knot_serving_the_same_zone_show_no_difference() {
+    for server in [
+        ServerProcess::nsd(&[(ORIGIN, zone_file())]),
+        ServerProcess::knot(&[(ORIGIN, zone_file())]),
+    ] {
+        let (code, text) = compare(server.addr(), &zone_file(), &[]);
+        assert_eq!(code, 0, "{:?}:\n{text}", server.kind());
+        assert!(
+            text.contains(", 0 with differences (0 kinds), 0 unanswered"),
+            "{text}"
+        );
+        // Every probe was asked: owners, generated names and variants.
+        assert!(text.contains("loaded, 6"), "{text}");
+    }
+}
+
+#[test]
+fn an_unreachable_server_and_a_bad_zone_are_errors() {
+    let nobody: std::net::SocketAddr = ([127, 0, 0, 1], heron_testkit::free_port()).into();
+    let (code, text) = compare(nobody, &zone_file(), &["--timeout", "20", "--tries", "1"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("answered none"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.zone");
+    std::fs::write(&broken, "this is not a zone\n").unwrap();
+    let (code, text) = compare(nobody, &broken, &[]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("does not load"), "{text}");
+}
+
+/// Each seed: how the peer's copy of the zone is edited, and what the
+/// report must then say.
+struct Seed {
+    what: &'static str,
+    edit: fn(&str) -> String,
+    kind: &'static str,
+    example: &'static str,
+}
+
+const SEEDS: [Seed; 3] = [
+    Seed {
+        what: "a changed record",
+        edit: |z| {
+            z.replace(
+                "www             300 A   192.0.2.80",
+                "www             300 A   192.0.2.81",
+            )
+        },
+        kind: "answer-differs: ",
+        example: "www.edge.test. 300 IN A 192.0.2.81",
+    },
+    Seed {
+        what: "missing glue",
+        edit: |z| z.replace("ns.sub          A       192.0.2.53\n", ""),
+        kind: "additional-extra: ",
+        example: "ns.sub.edge.test. A",
+    },
+    Seed {
+        what: "a wrong NXDOMAIN",
+        edit: |z| {
+            let lines = z.lines().filter(|l| !l.starts_with("mail "));
+            lines.map(|l| format!("{l}\n")).collect()
+        },
+        kind: "rcode: ",
+        example: "NXDOMAIN vs NOERROR",
+    },
+];
+
+#[test]
+fn seeded_differences_are_each_found_and_reported() {
+    for seed in &SEEDS {
+        let dir = tempfile::tempdir().unwrap();
+        let peer_zone = edited_zone(dir.path(), seed.edit);
+        let nsd = ServerProcess::nsd(&[(ORIGIN, &peer_zone)]);
+        let (code, text) = compare(nsd.addr(), &zone_file(), &[]);
+        assert_eq!(code, 1, "{}:\n{text}", seed.what);
+        assert!(text.contains(seed.kind), "{}:\n{text}", seed.what);
+        assert!(text.contains(seed.example), "{}:\n{text}", seed.what);
+        assert!(
+            !text.contains(", 0 with differences"),
+            "{}:\n{text}",
+            seed.what
+        );
+    }
+}
+
+/// Clears AA in every response about `www.edge.test`.
+#[allow(clippy::ptr_arg)] // the relay's Rewrite may also resize a response
+fn clear_aa_for_www(response: &mut Vec<u8>) {
+    let www = b"\x03www\x04edge\x04test\x00";
+    let names_www = response
+        .get(12..12 + www.len())
+        .is_some_and(|q| q.eq_ignore_ascii_case(www));
+    if names_www {
+        response[2] &= !0x04;
+    }
+}
+
+#[test]
+fn a_wrong_aa_bit_is_found() {
+    let nsd = ServerProcess::nsd(&[(ORIGIN, zone_file())]);
+    let relay = Relay::start(nsd.addr(), clear_aa_for_www);
+    let (code, text) = compare(relay.addr(), &zone_file(), &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("aa-flag: "), "{text}");
+    assert!(text.contains("e.g. www.edge.test."), "{text}");
+    assert!(text.contains("old clear vs heron set"), "{text}");
+    // Nothing but the AA bit differs.
+    assert!(
+        !text.contains("rcode: ") && !text.contains("-differs: "),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_running_heron_compares_as_the_one_in_process() {
+    let nsd = ServerProcess::nsd(&[(ORIGIN, zone_file())]);
+    let heron = ServerProcess::heron(
+        Path::new(env!("CARGO_BIN_EXE_heron")),
+        &[(ORIGIN, zone_file())],
+    );
+    let server = heron.addr().to_string();
+    let (code, text) = compare(nsd.addr(), &zone_file(), &["--server", &server]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains(&format!("Heron at {server}")), "{text}");
+}
+
+fn no_difference_on_signed(chain: &str) {
+    let zone = signed_zone(chain);
+    let servers = [
+        ServerProcess::nsd(&[(ORIGIN, &zone)]),
+        ServerProcess::knot(&[(ORIGIN, &zone)]),
+    ];
+    for server in servers {
+        let (code, text) = compare(server.addr(), &zone, &[]);
+        assert_eq!(code, 0, "{chain} {:?}:\n{text}", server.kind());
+    }
+}
+
+#[test]
+fn nsec3_signed_zones_show_no_difference() {
+    no_difference_on_signed("nsec3");
+    no_difference_on_signed("optout");
+}
+
+/// Heron answers a query for the NSEC RRset at a CNAME owner by following
+/// the CNAME, where NSD and Knot answer the NSEC RRset (RFC 4035 2.5
+/// lets NSEC sit beside a CNAME); until the answer engine does so, this
+/// reports those queries (all of them QTYPE NSEC).
+#[test]
+#[ignore = "Heron follows the CNAME for QTYPE NSEC at a CNAME owner; NSD and Knot answer the NSEC"]
+fn nsec_signed_zone_shows_no_difference() {
+    no_difference_on_signed("nsec");
+}
