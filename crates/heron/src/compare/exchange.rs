@@ -134,9 +134,10 @@ async fn udp_batch(
         .collect();
     let mut deadlines: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::new();
     let (mut next, mut in_flight, mut left) = (0, 0, batch.len());
+    let mut window = Window::new(limits.window);
     let mut buf = vec![0u8; 65_535];
     while left > 0 {
-        while in_flight < limits.window.max(1) && next < pending.len() {
+        while in_flight < window.size() && next < pending.len() {
             send_try(
                 socket,
                 server,
@@ -162,6 +163,7 @@ async fn udp_batch(
                 && answers(&p.query, answer)
             {
                 p.answered = true;
+                window.answered();
                 out.push((batch[slot].0, answer.to_vec()));
                 (in_flight, left) = (in_flight - 1, left - 1);
             }
@@ -176,6 +178,7 @@ async fn udp_batch(
             if p.answered {
                 continue;
             }
+            window.lost();
             if p.tries >= limits.tries {
                 (in_flight, left) = (in_flight - 1, left - 1);
                 p.answered = true; // given up: stays NoAnswer
@@ -185,6 +188,35 @@ async fn udp_batch(
         }
     }
     Ok(())
+}
+
+/// Queries in flight on a socket: halved at each loss (a server, or its
+/// socket buffer, that cannot keep up drops queries), grown by one a
+/// window's worth of answers, up to `--window` (TCP's AIMD).
+struct Window {
+    size: f64,
+    max: f64,
+}
+
+impl Window {
+    const MIN: f64 = 4.0;
+
+    fn new(max: usize) -> Window {
+        let max = (max as f64).max(1.0);
+        Window { size: max, max }
+    }
+
+    fn size(&self) -> usize {
+        self.size as usize
+    }
+
+    fn answered(&mut self) {
+        self.size = (self.size + 1.0 / self.size).min(self.max);
+    }
+
+    fn lost(&mut self) {
+        self.size = (self.size / 2.0).max(Self::MIN.min(self.max));
+    }
 }
 
 async fn send_try(
@@ -316,6 +348,21 @@ impl InProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_window_halves_at_a_loss_and_grows_back_to_its_limit() {
+        let mut w = Window::new(64);
+        assert_eq!(w.size(), 64);
+        w.lost();
+        assert_eq!(w.size(), 32);
+        (0..10).for_each(|_| w.lost());
+        assert_eq!(w.size(), 4);
+        (0..10_000).for_each(|_| w.answered());
+        assert_eq!(w.size(), 64);
+        let mut one = Window::new(1);
+        one.lost();
+        assert_eq!(one.size(), 1);
+    }
 
     #[test]
     fn an_answer_must_echo_id_and_question() {

@@ -39,7 +39,7 @@ use report::{Options, Tally};
 
 /// Probes asked of both sides before their answers are compared (while
 /// the next ones are asked).
-const CHUNK: usize = 16_384;
+const CHUNK: usize = 65_536;
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -72,8 +72,9 @@ pub struct CompareArgs {
     /// whatever this is.
     #[arg(long, value_name = "N", default_value_t = 20_000)]
     sample: usize,
-    /// UDP queries in flight per socket.
-    #[arg(long, value_name = "N", default_value_t = 256)]
+    /// UDP queries in flight per socket at most (halved at each loss,
+    /// grown back as answers come).
+    #[arg(long, value_name = "N", default_value_t = 128)]
     window: usize,
     /// UDP sockets (and TCP connections) per server.
     #[arg(long, value_name = "N", default_value_t = 4)]
