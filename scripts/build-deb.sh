@@ -23,8 +23,10 @@ if ! command -v cargo-deb >/dev/null 2>&1; then
 fi
 
 target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
-[ "$build" = 1 ] && cargo build --release -p heron
-binary="$target_dir/release/heron"
+if [ "$build" = 1 ] && [ -z "${HERON_BINARY:-}" ]; then
+    cargo build --release -p heron
+fi
+binary="${HERON_BINARY:-$target_dir/release/heron}"   # HERON_BINARY: another build to package
 [ -x "$binary" ] || { echo "no release binary at $binary (build it, or drop --no-build)" >&2; exit 2; }
 
 assets="$target_dir/deb-assets"
@@ -48,6 +50,11 @@ sed 's#/usr/local/bin/heron#/usr/bin/heron#g' docs/heron.service > "$assets/hero
 
 version=()
 [ -n "${DEB_VERSION:-}" ] && version=(--deb-version "$DEB_VERSION")
-deb="$(cargo deb -p heron --no-build --no-strip "${version[@]}" --output "$target_dir/debian/" | tail -n 1)"
+# cargo-deb warns that assets outside target/release are not built: they
+# are made above. Its messages are kept in the log, shown on failure.
+if ! deb="$(cargo deb -p heron --no-build --no-strip "${version[@]}" --output "$target_dir/debian/" 2>"$assets/cargo-deb.log" | tail -n 1)"; then
+    cat "$assets/cargo-deb.log" >&2
+    exit 1
+fi
 cp "$assets/heron.debug" "${deb%.deb}.debug"
 echo "$deb"

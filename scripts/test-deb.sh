@@ -23,10 +23,15 @@ scripts/ensure-packages.sh lintian dpkg-dev binutils passwd
 fail() { echo "test-deb: FAIL: $*" >&2; exit 1; }
 check() { local what="$1"; shift; "$@" || fail "$what"; }
 
-deb="$(scripts/build-deb.sh | tail -n 1)"
-newer="$(DEB_VERSION=0.1.0-2 scripts/build-deb.sh --no-build | tail -n 1)"
-[ -f "$deb" ] && [ -f "$newer" ] || fail "no package built ($deb, $newer)"
-[ -f "${deb%.deb}.debug" ] || fail "no separate debug information beside $deb"
+work="$(mktemp -d /tmp/heron-deb-test.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+# Each copied away at once: cargo-deb replaces the package's older files.
+built="$(scripts/build-deb.sh | tail -n 1)"
+[ -f "${built%.deb}.debug" ] || fail "no separate debug information beside $built"
+cp "$built" "$work/" && deb="$work/$(basename "$built")"
+built="$(DEB_VERSION=0.1.0-2 scripts/build-deb.sh --no-build | tail -n 1)"
+cp "$built" "$work/" && newer="$work/$(basename "$built")"
+[ -f "$deb" ] && [ -f "$newer" ] && [ "$deb" != "$newer" ] || fail "no packages built ($deb, $newer)"
 echo "built $deb and $newer"
 
 echo "lintian:"
@@ -47,8 +52,7 @@ conffiles="$(dpkg-deb --ctrl-tarfile "$deb" | tar -xOf - ./conffiles)"
 check "conffiles: $conffiles" test "$(sort <<<"$conffiles")" = "$(printf '/etc/heron/heron.test.zone\n/etc/heron/heron.toml')"
 
 # A fresh root: dpkg's database, and the account files useradd edits.
-root="$(mktemp -d /tmp/heron-deb-root.XXXXXX)"
-trap 'rm -rf "$root"' EXIT
+root="$work/root"
 mkdir -p "$root"/var/lib/dpkg/{info,updates,triggers} "$root"/var/log "$root"/etc
 touch "$root"/var/lib/dpkg/{status,available}
 printf 'root:x:0:0:root:/root:/bin/sh\n' > "$root/etc/passwd"
