@@ -82,8 +82,9 @@ pub struct CompareArgs {
     /// Milliseconds to wait for a first answer; each retry waits twice as long.
     #[arg(long, value_name = "MS", default_value_t = 250)]
     timeout: u64,
-    /// Tries per query, the first included.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    /// Tries per query, the first included (a busy server drops some
+    /// queries several times over).
+    #[arg(long, value_name = "N", default_value_t = 5)]
     tries: u32,
     /// Seed of the made-up names (the same seed asks the same names).
     #[arg(long, default_value_t = 1)]
