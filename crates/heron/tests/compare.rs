@@ -209,3 +209,23 @@ fn nsec3_signed_zones_show_no_difference() {
 fn nsec_signed_zone_shows_no_difference() {
     no_difference_on_signed("nsec");
 }
+
+#[test]
+fn a_configuration_file_names_the_zones() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("heron.toml");
+    let toml = format!(
+        "[[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n",
+        zone_file().display()
+    );
+    std::fs::write(&config, toml).unwrap();
+    let knot = ServerProcess::knot(&[(ORIGIN, zone_file())]);
+    let out = Command::new(env!("CARGO_BIN_EXE_heron"))
+        .args(["compare", "--against", &knot.addr().to_string(), "--config"])
+        .arg(&config)
+        .output()
+        .expect("run heron compare");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(", 0 with differences"), "{text}");
+}
