@@ -2,9 +2,8 @@
 
 mod background;
 mod check;
-mod completions;
-mod commands;
 mod compare;
+mod completions;
 mod config;
 mod control;
 mod doctor;

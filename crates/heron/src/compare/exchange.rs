@@ -338,7 +338,7 @@ impl InProcess {
                 events.clear();
                 match outcome {
                     Outcome::Response => Got::Answer(out),
-                    Outcome::Nothing | Outcome::Transfer(_) => Got::NoAnswer,
+                    Outcome::Nothing | Outcome::Transfer(_) | Outcome::Update(_) => Got::NoAnswer,
                 }
             })
             .collect()
