@@ -634,3 +634,23 @@ fn responses_never_exceed_the_udp_limit() {
         assert!(raw.len() <= limit, "{} > {limit}", raw.len());
     }
 }
+
+/// A CNAME's own NSEC (RFC 4035 2.5) asked for by type is the answer, not
+/// the CNAME followed: what NSD and Knot give.
+#[test]
+fn nsec_asked_at_a_cname_is_answered_from_that_name() {
+    const SIGNED: &str = include_str!("data/signed/proofs.test.nsec.zone");
+    let origin = Name::parse("proofs.test").unwrap();
+    let loaded = load_zone_str(SIGNED, "proofs.test.nsec.zone", &origin).expect("fixture loads");
+    let mut cat = Catalog::new();
+    cat.insert(loaded.zone);
+    let cfg = AnswerConfig::default();
+    let (m, _) = ask_with(&cat, &cfg, &q("dangling.proofs.test", RType::NSEC));
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    let types: Vec<RType> = m.answers.iter().map(|r| r.rtype).collect();
+    assert_eq!(types, [RType::NSEC], "{:?}", texts(&m.answers));
+    // Any other type still follows the CNAME (to a name that is not there).
+    let (m, _) = ask_with(&cat, &cfg, &q("dangling.proofs.test", RType::A));
+    assert_eq!(m.rcode(), Rcode::NXDOMAIN);
+    assert_eq!(m.answers[0].rtype, RType::CNAME);
+}
