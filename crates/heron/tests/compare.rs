@@ -200,12 +200,9 @@ fn nsec3_signed_zones_show_no_difference() {
     no_difference_on_signed("optout");
 }
 
-/// Heron answers a query for the NSEC RRset at a CNAME owner by following
-/// the CNAME, where NSD and Knot answer the NSEC RRset (RFC 4035 2.5
-/// lets NSEC sit beside a CNAME); until the answer engine does so, this
-/// reports those queries (all of them QTYPE NSEC).
+/// Includes QTYPE NSEC at a CNAME owner, which NSD and Knot answer with
+/// the NSEC RRset (RFC 4035 2.5 lets NSEC sit beside a CNAME).
 #[test]
-#[ignore = "Heron follows the CNAME for QTYPE NSEC at a CNAME owner; NSD and Knot answer the NSEC"]
 fn nsec_signed_zone_shows_no_difference() {
     no_difference_on_signed("nsec");
 }

@@ -475,7 +475,10 @@ fn a_secondary_killed_mid_transfer_serves_its_last_good_copy_and_resumes() {
         answer(heron.addr(), "big199999.xfr.test", RType::A).len(),
         1
     );
-    assert!(eventually(|| kept_serial(&kept) == Some(2)));
+    // The kept copy is written at idle priority: on a busy machine, later.
+    assert!(eventually_within(Duration::from_secs(60), || kept_serial(
+        &kept
+    ) == Some(2)));
     drop((heron, primary));
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -122,6 +122,7 @@ impl Batch {
     }
 
     /// Marks slot `i`'s response buffer as ready to send back to its peer.
+    #[inline(always)]
     pub fn reply(&mut self, i: usize) {
         self.to_send.push(i);
     }

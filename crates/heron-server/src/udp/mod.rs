@@ -188,14 +188,17 @@ impl Datagrams for Received<'_> {
     where
         Self: 'p;
 
+    #[inline(always)]
     fn count(&self) -> usize {
         self.received
     }
 
+    #[inline(always)]
     fn datagram(&mut self, i: usize) -> Option<(&[u8], Self::Peer<'_>, &mut Vec<u8>)> {
         Some(self.batch.datagram(i))
     }
 
+    #[inline(always)]
     fn reply(&mut self, i: usize) {
         self.batch.reply(i);
     }

@@ -335,16 +335,19 @@ impl Datagrams for Frames<'_> {
     where
         Self: 'p;
 
+    #[inline(always)]
     fn count(&self) -> usize {
         self.frames.len()
     }
 
+    #[inline(always)]
     fn datagram(&mut self, i: usize) -> Option<(&[u8], std::net::SocketAddr, &mut Vec<u8>)> {
         let datagram = self.found[i].as_ref()?;
         let query = &self.socket.packet(&self.frames[i])[datagram.payload.clone()];
         Some((query, datagram.peer, &mut self.responses[i]))
     }
 
+    #[inline(always)]
     fn reply(&mut self, i: usize) {
         self.reply[i] = true;
     }
