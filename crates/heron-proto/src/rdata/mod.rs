@@ -15,6 +15,7 @@
 mod addr;
 mod bitmap;
 mod canonical;
+mod decompress;
 mod encoding;
 mod field;
 mod fields;
@@ -24,6 +25,7 @@ mod svcb;
 mod time;
 
 pub use canonical::{canonical_rdata, lowercases_names};
+pub use decompress::rdata_uncompressed;
 pub use time::civil_from_days;
 mod wire;
 

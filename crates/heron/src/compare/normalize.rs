@@ -118,69 +118,9 @@ fn read_record(msg: &[u8], pos: usize) -> Result<(Record, usize), String> {
         rtype,
         class,
         ttl,
-        rdata: rdata_uncompressed(rtype, msg, start, end)?,
+        rdata: heron_proto::rdata::rdata_uncompressed(rtype, msg, start, end)?,
     };
     Ok((record, end))
-}
-
-/// Names, fixed octets and names again: the RDATA layouts of the RFC 1035
-/// types whose names may be compressed (RFC 3597 section 4).
-enum Part {
-    Name,
-    Fixed(usize),
-}
-
-fn compressible_layout(rtype: RType) -> Option<&'static [Part]> {
-    const ONE: &[Part] = &[Part::Name];
-    const TWO: &[Part] = &[Part::Name, Part::Name];
-    const SOA: &[Part] = &[Part::Name, Part::Name, Part::Fixed(20)];
-    const MX: &[Part] = &[Part::Fixed(2), Part::Name];
-    match rtype.0 {
-        2..=5 | 7..=9 | 12 => Some(ONE),
-        6 => Some(SOA),
-        14 | 17 => Some(TWO),
-        15 | 18 | 21 => Some(MX),
-        _ => None,
-    }
-}
-
-/// The RDATA at `msg[start..end]`, the names of the compressible types
-/// decompressed and lower-cased: servers compress them against the
-/// question, so their case follows the query's.
-fn rdata_uncompressed(
-    rtype: RType,
-    msg: &[u8],
-    start: usize,
-    end: usize,
-) -> Result<Vec<u8>, String> {
-    let Some(layout) = compressible_layout(rtype) else {
-        return Ok(msg[start..end].to_vec());
-    };
-    let mut out = Vec::with_capacity(end - start + 16);
-    let mut pos = start;
-    for part in layout {
-        match part {
-            Part::Name => {
-                let (name, next) = read_name(msg, pos)?;
-                out.extend_from_slice(name.to_lowercase().as_wire());
-                pos = next;
-            }
-            Part::Fixed(n) => {
-                let bytes = msg
-                    .get(pos..pos + n)
-                    .ok_or_else(|| format!("{rtype} RDATA too short"))?;
-                out.extend_from_slice(bytes);
-                pos += n;
-            }
-        }
-        if pos > end {
-            return Err(format!("{rtype} RDATA runs past its length"));
-        }
-    }
-    if pos != end {
-        return Err(format!("{rtype} RDATA has {} octets left over", end - pos));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
