@@ -974,3 +974,34 @@ fn updates_not_taken_are_answered_at_once() {
     let (rcode, _) = answer(&bytes);
     assert_eq!(rcode, Rcode::NOTAUTH);
 }
+
+/// The update task's queue holds `QUEUE_LEN` updates; the next is answered
+/// SERVFAIL at once rather than held (what a flood of signed updates can
+/// make the server keep).
+#[test]
+fn updates_past_the_queue_bound_are_answered_servfail_at_once() {
+    use crate::service::Service;
+    use crate::update::{QUEUE_LEN, Reply, queue};
+    let p = update_processor();
+    let (bytes, _) = signed(query("p.test", RType::SOA, Opcode::UPDATE), &key());
+    let admitted = || {
+        let (outcome, _, _) = process(&p, &bytes, "192.0.2.9", Transport::Tcp);
+        match outcome {
+            Outcome::Update(request) => request,
+            other => panic!("{other:?}"),
+        }
+    };
+    let (sender, _task_never_reads) = queue();
+    let service = Service::new(update_processor(), None).with_updates(sender);
+    let mut waiting = Vec::new();
+    for _ in 0..QUEUE_LEN {
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
+        service.submit_update(admitted(), Reply::Stream(tx));
+        assert!(rx.try_recv().is_err(), "queued, not answered yet");
+        waiting.push(rx);
+    }
+    let (tx, mut rx) = tokio::sync::oneshot::channel();
+    service.submit_update(admitted(), Reply::Stream(tx));
+    let answer = rx.try_recv().expect("answered at once");
+    assert_eq!(Message::parse(&answer).unwrap().rcode(), Rcode::SERVFAIL);
+}
