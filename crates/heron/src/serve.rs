@@ -766,7 +766,14 @@ async fn wait_for_signals(
                 reload(catalog, files, transfers, "SIGHUP", Selection::default()).await;
             }
             _ = resign.tick() => {
-                let due = crate::plan::signing::zones_due(&catalog.load_full(), files.lock().unwrap().signed_zones());
+                // Off the runtime and without the zone files' lock: the
+                // walk reads every signature of every signed zone.
+                let signed = files.lock().unwrap().signed_zones();
+                let current = catalog.load_full();
+                let due = background::run("resign-check", move || {
+                    crate::plan::signing::zones_due(&current, signed)
+                })
+                .await;
                 if !due.is_empty() {
                     let selection = Selection { zones: Some(due), force: true };
                     reload(catalog, files, transfers, "signatures due", selection).await;
