@@ -529,10 +529,11 @@ impl<'a> Responder<'a> {
         let qtype = self.q.qtype;
         // The flag first: most nodes hold no CNAME, and the RRset walk is
         // a call.
-        // A CNAME's node may hold its NSEC too (RFC 4035 2.5): asked for,
-        // it is the answer, as NSD and Knot give it.
-        let cname = match node.has_cname() && qtype != RType::CNAME && qtype != RType::ANY {
-            true if qtype == RType::NSEC && node.rrset(RType::NSEC).is_some() => None,
+        // Beside a CNAME only the CNAME's own NSEC and signatures may be
+        // (RFC 2181 10.1, RFC 4035 2.5): an RRset asked for that is there
+        // is the answer (as NSD and Knot give it); anything else follows.
+        let cname = match node.has_cname() && qtype != RType::ANY {
+            true if node.rrset(qtype).is_some() => None,
             true => node.rrset(RType::CNAME),
             false => None,
         };
