@@ -119,22 +119,7 @@ fn zone_table(out: &mut String, zone: &Zone) {
     if zone.catalog_generate {
         string(out, "catalog", "generate");
     }
-    peers(out, "primaries", &zone.primaries);
-    rules_list(out, "allow-transfer", &zone.allow_transfer);
-    rules_list(out, "allow-notify", &zone.allow_notify);
-    if let Some(rules) = &zone.allow_query {
-        list(out, "allow-query", rules.iter().map(Rule::heron));
-    }
-    peers(out, "notify", &zone.notify);
-    if zone.journal_off && !zone.allow_transfer.is_empty() {
-        out.push_str("journal = false\n");
-    }
-    if let Some(catalog) = &zone.catalog_member {
-        string(out, "catalog-member", catalog);
-    }
-    if let Some(group) = &zone.catalog_group {
-        string(out, "catalog-group", group);
-    }
+    zone_settings(out, zone);
 }
 
 /// Zones that share every setting and whose files differ only by their
@@ -208,10 +193,8 @@ fn file_pattern(zone: &Zone) -> Option<String> {
     ))
 }
 
-fn group_table(out: &mut String, pattern: &str, zones: &[&Zone]) {
-    let zone = zones[0];
-    out.push_str("\n[[zone-group]]\n");
-    string(out, "file", pattern);
+/// The settings a `[[zone]]` and a `[[zone-group]]` write alike.
+fn zone_settings(out: &mut String, zone: &Zone) {
     peers(out, "primaries", &zone.primaries);
     rules_list(out, "allow-transfer", &zone.allow_transfer);
     rules_list(out, "allow-notify", &zone.allow_notify);
@@ -228,6 +211,13 @@ fn group_table(out: &mut String, pattern: &str, zones: &[&Zone]) {
     if let Some(group) = &zone.catalog_group {
         string(out, "catalog-group", group);
     }
+}
+
+fn group_table(out: &mut String, pattern: &str, zones: &[&Zone]) {
+    let zone = zones[0];
+    out.push_str("\n[[zone-group]]\n");
+    string(out, "file", pattern);
+    zone_settings(out, zone);
     list(out, "origins", zones.iter().map(|z| z.origin.clone()));
 }
 
