@@ -157,6 +157,7 @@ impl<'a> Layers<'a> {
     /// (`limiter`), every bucket is located before any is debited, so
     /// the batch's table loads overlap; `pending` is the caller's buffer
     /// for that, kept to reuse.
+    #[inline(always)]
     pub fn answer_batch<D: Datagrams>(
         &self,
         prepared: &PreparedBatch,

@@ -51,6 +51,13 @@ use crate::zone::Zone;
 /// The most queries [`BatchAnswerer::prepare`] takes at once.
 pub const MAX_BATCH: usize = 32;
 
+/// The progress of a batch's queries, on the caller's stack. Only the
+/// slots a batch uses are written: a full array would be initialised
+/// whole for every batch, which costs as much as a small batch's
+/// parsing when batches are one or two queries (a one-socket client at
+/// a low rate).
+pub type Slots<'c> = arrayvec::ArrayVec<Slot<'c>, MAX_BATCH>;
+
 /// One worker's parsed queries, kept from batch to batch so that nothing
 /// is allocated per batch.
 pub struct BatchAnswerer {
@@ -93,15 +100,17 @@ impl BatchAnswerer {
         &'b mut self,
         catalog: &'c Catalog,
         queries: impl IntoIterator<Item = &'q [u8]>,
-        slots: &'b mut [Slot<'c>; MAX_BATCH],
+        slots: &'b mut Slots<'c>,
     ) -> PreparedBatch<'c, 'b> {
-        let mut n = 0;
+        slots.clear();
         for raw in queries {
+            let n = slots.len();
             assert!(n < MAX_BATCH, "a batch of more than {MAX_BATCH} queries");
-            slots[n].parse(catalog, raw, &mut self.queries[n]);
-            n += 1;
+            let mut slot = Slot::default();
+            slot.parse(catalog, raw, &mut self.queries[n]);
+            slots.push(slot);
         }
-        let (queries, slots) = (&self.queries[..n], &mut slots[..n]);
+        let (queries, slots) = (&self.queries[..slots.len()], &mut slots[..]);
         if catalog.has_many_zones() {
             slots.iter_mut().for_each(|s| s.load_zone(catalog));
             for (s, q) in slots.iter_mut().zip(queries) {
