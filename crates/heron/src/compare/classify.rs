@@ -5,7 +5,10 @@
 //!
 //! * `optional-additional`: addresses of MX and SRV targets in the
 //!   additional section (RFC 1035 3.3.9, RFC 2782: NSD with
-//!   `minimal-responses` leaves them out, Knot and Heron add them).
+//!   `minimal-responses` leaves them out, Knot and Heron add them), of the
+//!   targets of an NS RRset asked for (RFC 1035 3.3.11: BIND leaves them
+//!   out when the client offers 512 octets), and the SRV RRset a NAPTR's
+//!   replacement names with its addresses (RFC 3403 4.2: BIND adds it).
 //! * `authority-ns`: the zone's NS RRset in the authority section of a
 //!   positive answer, and its addresses (optional, RFC 1034 4.3.2; NSD adds
 //!   it unless `minimal-responses`, Knot and Heron do not).
@@ -13,6 +16,16 @@
 //!   (RFC 4035 3.1.1 "if space permits"; Heron does not add them yet).
 //! * `truncated-body`: the records of a response both sides truncated
 //!   (RFC 2181 9: the client retries over TCP and ignores them).
+//! * `wildcard-nsec-proof`: a QTYPE NSEC answer synthesized from a
+//!   wildcard, where Heron (as NSD and BIND) adds the NSEC proving no
+//!   closer match (RFC 4035 3.1.3.3, a MUST) and the old server (Knot)
+//!   does not. Only the proof on Heron's side is set aside, never a
+//!   missing one.
+//! * `delegation-nsec`: QTYPE NSEC at a delegation point, which the old
+//!   server (BIND) answers with the parent's NSEC RRset, and Heron (as NSD
+//!   and Knot) with a referral: RFC 4035 3.1.4.1 makes an exception to the
+//!   referral for DS only, and the NSEC there is parent-side data, so both
+//!   are answers an RFC allows.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -58,6 +71,8 @@ pub enum Tolerance {
     AuthorityNs,
     AdditionalRrsigs,
     TruncatedBody,
+    WildcardNsecProof,
+    DelegationNsec,
 }
 
 impl DiffKind {
@@ -86,6 +101,8 @@ impl DiffKind {
                 Tolerance::AuthorityNs => "authority-ns",
                 Tolerance::AdditionalRrsigs => "additional-rrsigs",
                 Tolerance::TruncatedBody => "truncated-body",
+                Tolerance::WildcardNsecProof => "wildcard-nsec-proof",
+                Tolerance::DelegationNsec => "delegation-nsec",
             }
             .into(),
         }
@@ -108,7 +125,7 @@ impl DiffKind {
             DiffKind::Differs(_) => "an RRset both give, with other records",
             DiffKind::Ttl(_) => "an RRset both give alike but for its TTL",
             DiffKind::Tolerated(Tolerance::OptionalAdditional) => {
-                "addresses of MX/SRV targets in the additional section (optional)"
+                "addresses of MX/SRV/NS targets, a NAPTR's SRV, in the additional section (optional)"
             }
             DiffKind::Tolerated(Tolerance::AuthorityNs) => {
                 "the zone's NS RRset in the authority section of an answer (optional)"
@@ -118,6 +135,12 @@ impl DiffKind {
             }
             DiffKind::Tolerated(Tolerance::TruncatedBody) => {
                 "records of a response both truncated (the client retries over TCP)"
+            }
+            DiffKind::Tolerated(Tolerance::WildcardNsecProof) => {
+                "Heron proves no closer match for a QTYPE NSEC wildcard answer (RFC 4035 3.1.3.3)"
+            }
+            DiffKind::Tolerated(Tolerance::DelegationNsec) => {
+                "QTYPE NSEC at a delegation: the old server answers, Heron refers"
             }
         }
     }
@@ -372,17 +395,141 @@ fn tolerate(old: &mut Response, heron: &mut Response, found: &mut Vec<Finding>) 
             "RRSIG over A/AAAA in the additional section".into(),
         );
     }
-    let mut targets = targets_in(old, 0, &[RType::MX, RType::SRV]);
-    targets.extend(targets_in(heron, 0, &[RType::MX, RType::SRV]));
+    optional_additional(old, heron, &mut set_aside);
+    authority_ns(old, heron, &mut set_aside);
+    wildcard_nsec_proof(old, heron, &mut set_aside);
+    delegation_nsec(old, heron, &mut set_aside);
+}
+
+/// Addresses of the MX, SRV and NS targets in the answer section, and
+/// the SRV RRsets NAPTR replacements name (with their targets'
+/// addresses), where the two sides' additional sections differ in them.
+fn optional_additional(
+    old: &mut Response,
+    heron: &mut Response,
+    set_aside: &mut impl FnMut(Tolerance, String),
+) {
+    let kinds = [RType::MX, RType::SRV, RType::NS];
+    let mut targets = targets_in(old, 0, &kinds);
+    targets.extend(targets_in(heron, 0, &kinds));
+    let mut replacements = naptr_replacements(old);
+    replacements.extend(naptr_replacements(heron));
+    for r in [&*old, &*heron] {
+        for srv in r.sections[2].iter().filter(|s| s.rtype == RType::SRV) {
+            if replacements.contains(&srv.name) {
+                targets.extend(
+                    Name::read_uncompressed(&srv.rdata, 6)
+                        .ok()
+                        .map(|(n, _)| n.to_lowercase()),
+                );
+            }
+        }
+    }
+    let is_srv = |r: &Record| {
+        r.rtype == RType::SRV || (r.rtype == RType::RRSIG && r.rdata.get(..2) == Some(&[0, 33]))
+    };
     if drop_differing(old, heron, 2, |_, r| {
-        is_address(r) && targets.contains(&r.name)
+        (is_address(r) && targets.contains(&r.name))
+            || (is_srv(r) && replacements.contains(&r.name))
     }) {
         set_aside(
             Tolerance::OptionalAdditional,
-            "addresses of MX/SRV targets".into(),
+            "addresses of MX/SRV/NS targets, a NAPTR's SRV".into(),
         );
     }
-    authority_ns(old, heron, &mut set_aside);
+}
+
+/// The replacement names of the NAPTR records in the answer section.
+fn naptr_replacements(r: &Response) -> Vec<Name> {
+    let replacement = |rdata: &[u8]| {
+        let mut at = 4;
+        for _ in 0..3 {
+            at += 1 + *rdata.get(at)? as usize;
+        }
+        Name::read_uncompressed(rdata, at)
+            .ok()
+            .map(|(n, _)| n.to_lowercase())
+    };
+    r.sections[0]
+        .iter()
+        .filter(|rec| rec.rtype == RType::NAPTR)
+        .filter_map(|rec| replacement(&rec.rdata))
+        .collect()
+}
+
+/// The name and type asked, from the question echoed.
+fn question_of(r: &Response) -> Option<(Name, RType)> {
+    let (name, end) = Name::read_uncompressed(&r.question, 0).ok()?;
+    let t = r.question.get(end..end + 2)?;
+    Some((name.to_lowercase(), RType(u16::from_be_bytes([t[0], t[1]]))))
+}
+
+fn covers(r: &Record, rtype: RType) -> bool {
+    r.rtype == RType::RRSIG && r.rdata.get(..2) == Some(&rtype.0.to_be_bytes()[..])
+}
+
+/// A QTYPE NSEC answer expanded from a wildcard (an RRSIG(NSEC) with
+/// fewer labels than its owner) that both give alike, where only Heron
+/// adds the NSEC RRsets proving no closer match to the authority section.
+fn wildcard_nsec_proof(
+    old: &mut Response,
+    heron: &mut Response,
+    set_aside: &mut impl FnMut(Tolerance, String),
+) {
+    let is_nsec = |r: &Record| r.rtype == RType::NSEC || covers(r, RType::NSEC);
+    let expanded = |r: &Record| {
+        covers(r, RType::NSEC)
+            && r.rdata
+                .get(3)
+                .is_some_and(|&labels| (labels as usize) < r.name.label_count())
+    };
+    let applies = question_of(old).is_some_and(|(_, t)| t == RType::NSEC)
+        && old.rcode == 0
+        && heron.rcode == 0
+        && old.sections[0] == heron.sections[0]
+        && old.sections[0].iter().any(expanded)
+        && !old.sections[1].iter().any(is_nsec)
+        && heron.sections[1].iter().any(is_nsec);
+    if applies {
+        heron.sections[1].retain(|r| !is_nsec(r));
+        set_aside(
+            Tolerance::WildcardNsecProof,
+            "the no-closer-match NSEC of a wildcard NSEC answer".into(),
+        );
+    }
+}
+
+/// QTYPE NSEC at a delegation point: the old server's authoritative
+/// answer with the NSEC there, Heron's referral to the child.
+fn delegation_nsec(
+    old: &mut Response,
+    heron: &mut Response,
+    set_aside: &mut impl FnMut(Tolerance, String),
+) {
+    let Some((qname, RType::NSEC)) = question_of(old) else {
+        return;
+    };
+    let answers_nsec = old.rcode == 0
+        && old.has(flags::AA)
+        && !old.sections[0].is_empty()
+        && old.sections[0]
+            .iter()
+            .all(|r| r.name == qname && (r.rtype == RType::NSEC || covers(r, RType::NSEC)));
+    let refers = heron.rcode == 0
+        && !heron.has(flags::AA)
+        && heron.sections[0].is_empty()
+        && heron.sections[1]
+            .iter()
+            .any(|r| r.rtype == RType::NS && r.name == qname);
+    if answers_nsec && refers {
+        old.sections = Default::default();
+        heron.sections = Default::default();
+        heron.flags = old.flags;
+        set_aside(
+            Tolerance::DelegationNsec,
+            "QTYPE NSEC at a delegation point".into(),
+        );
+    }
 }
 
 /// The NS RRset in the authority section of a positive answer, on one
@@ -466,6 +613,7 @@ mod tests {
         rcode: u16,
         sections: [Vec<(&'static str, RType, Vec<u8>)>; 3],
         ttl: u32,
+        qtype: RType,
     }
 
     fn msg() -> Msg {
@@ -474,6 +622,7 @@ mod tests {
             rcode: 0,
             sections: Default::default(),
             ttl: 300,
+            qtype: RType::A,
         }
     }
 
@@ -505,7 +654,8 @@ mod tests {
             }
             .write(&mut m);
             m.extend_from_slice(&wire("q.c.test"));
-            m.extend_from_slice(&[0, 1, 0, 1]);
+            m.extend_from_slice(&self.qtype.0.to_be_bytes());
+            m.extend_from_slice(&[0, 1]);
             for (owner, rtype, rdata) in self.sections.iter().flatten() {
                 m.extend_from_slice(&wire(owner));
                 m.extend_from_slice(&rtype.0.to_be_bytes());
@@ -626,5 +776,125 @@ mod tests {
         };
         let a1 = tc(bare_answer());
         assert_eq!(kinds(&a1, &tc(msg()), false), ["truncated-body"]);
+    }
+
+    /// RRSIG RDATA covering `covered`, with `labels` in its labels field.
+    fn rrsig(covered: RType, labels: u8) -> Vec<u8> {
+        let mut d = covered.0.to_be_bytes().to_vec();
+        d.extend_from_slice(&[13, labels, 0, 0, 1, 44]);
+        d.extend_from_slice(&[0; 10]);
+        d.extend_from_slice(&wire("c.test"));
+        d.extend_from_slice(&[7; 64]);
+        d
+    }
+
+    fn nsec(next: &str) -> Vec<u8> {
+        [wire(next), vec![0, 1, 0x40]].concat()
+    }
+
+    fn asking(qtype: RType, m: Msg) -> Msg {
+        Msg { qtype, ..m }
+    }
+
+    #[test]
+    fn a_wildcard_nsec_answer_may_have_its_proof_on_herons_side_only() {
+        let answer = |m: Msg, labels| {
+            m.with(0, "q.c.test", RType::NSEC, nsec("z.c.test")).with(
+                0,
+                "q.c.test",
+                RType::RRSIG,
+                rrsig(RType::NSEC, labels),
+            )
+        };
+        let proof = |m: Msg| {
+            m.with(1, "*.c.test", RType::NSEC, nsec("z.c.test")).with(
+                1,
+                "*.c.test",
+                RType::RRSIG,
+                rrsig(RType::NSEC, 2),
+            )
+        };
+        let knot = asking(RType::NSEC, answer(msg(), 2));
+        let heron = asking(RType::NSEC, proof(answer(msg(), 2)));
+        assert_eq!(kinds(&knot, &heron, false), ["wildcard-nsec-proof"]);
+        assert_eq!(
+            kinds(&knot, &heron, true),
+            ["authority-extra", "authority-extra"]
+        );
+        // A proof missing on Heron's side is a difference.
+        assert_eq!(
+            kinds(&heron, &knot, false),
+            ["authority-missing", "authority-missing"]
+        );
+        // Not expanded from a wildcard (labels = the owner's): no tolerance.
+        let exact = asking(RType::NSEC, answer(msg(), 3));
+        let exact_proof = asking(RType::NSEC, proof(answer(msg(), 3)));
+        assert_eq!(
+            kinds(&exact, &exact_proof, false),
+            ["authority-extra", "authority-extra"]
+        );
+        // Another type asked: no tolerance.
+        let a = answer(msg(), 2);
+        assert_eq!(kinds(&a, &proof(answer(msg(), 2)), false).len(), 2);
+    }
+
+    #[test]
+    fn nsec_at_a_delegation_may_be_answered_or_referred() {
+        let bind = asking(
+            RType::NSEC,
+            msg().with(0, "q.c.test", RType::NSEC, nsec("z.c.test")),
+        );
+        let referral = Msg {
+            flags: flags::QR,
+            ..asking(
+                RType::NSEC,
+                msg()
+                    .with(1, "q.c.test", RType::NS, wire("ns.q.c.test"))
+                    .with(2, "ns.q.c.test", RType::A, a(3)),
+            )
+        };
+        assert_eq!(kinds(&bind, &referral, false), ["delegation-nsec"]);
+        assert!(kinds(&bind, &referral, true).contains(&"aa-flag".to_string()));
+        // Heron answering where the old server refers is a difference.
+        assert!(kinds(&referral, &bind, false).contains(&"aa-flag".to_string()));
+        // A referral for another name than the one asked: a difference.
+        let elsewhere = Msg {
+            flags: flags::QR,
+            ..asking(
+                RType::NSEC,
+                msg().with(1, "d.c.test", RType::NS, wire("ns.d.c.test")),
+            )
+        };
+        assert!(kinds(&bind, &elsewhere, false).contains(&"aa-flag".to_string()));
+    }
+
+    #[test]
+    fn ns_targets_and_naptr_srv_in_the_additional_section_are_optional() {
+        let ns = msg().with(0, "c.test", RType::NS, wire("ns.c.test"));
+        let with_glue = msg().with(0, "c.test", RType::NS, wire("ns.c.test")).with(
+            2,
+            "ns.c.test",
+            RType::A,
+            a(1),
+        );
+        assert_eq!(kinds(&ns, &with_glue, false), ["optional-additional"]);
+        let naptr_rdata = [
+            vec![0, 100, 0, 10, 1, b'S', 7],
+            b"SIP+D2U".to_vec(),
+            vec![0],
+            wire("_sip._udp.c.test"),
+        ]
+        .concat();
+        let naptr = msg().with(0, "q.c.test", RType::NAPTR, naptr_rdata.clone());
+        let srv = [vec![0, 10, 0, 60, 0x13, 0xc4], wire("sip.c.test")].concat();
+        let bind = msg()
+            .with(0, "q.c.test", RType::NAPTR, naptr_rdata)
+            .with(2, "_sip._udp.c.test", RType::SRV, srv)
+            .with(2, "sip.c.test", RType::A, a(2));
+        assert_eq!(kinds(&bind, &naptr, false), ["optional-additional"]);
+        assert_eq!(
+            kinds(&bind, &naptr, true),
+            ["additional-missing", "additional-missing"]
+        );
     }
 }
