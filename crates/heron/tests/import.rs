@@ -468,7 +468,9 @@ fn an_awkward_nsd_configuration_lists_every_untranslatable_setting() {
                 key:\n  name: k\n  secret: \"c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0\"\n\
                 zone:\n  name: a.test\n  zonefile: DIR/a.test.zone\n  provide-xfr: 192.0.2.0/24 NOKEY\n\
                 \x20 provide-xfr: 192.0.2.9 BLOCKED\n  provide-xfr: 10.0.0.1@5353 k\n  min-refresh-time: 60\n\
-                \x20 notify-retry: 3\n  size-limit-xfr: 1000\nzone:\n  name: b.test\n";
+                \x20 notify-retry: 3\n  size-limit-xfr: 1000\nzone:\n  name: b.test\n\
+                pattern:\n  name: p\n  max-refresh-time: 100\n  outgoing-interface: 127.0.0.2\n  rrl-whitelist: nxdomain\n\
+                zone:\n  name: r.test\n  zonefile: DIR/r.test.zone\n  include-pattern: p\n";
     expect_listed(
         "nsd",
         "nsd.conf",
@@ -490,6 +492,9 @@ fn an_awkward_nsd_configuration_lists_every_untranslatable_setting() {
             (21, "notify-retry"),
             (22, "size-limit-xfr"),
             (23, "b.test"),
+            (27, "max-refresh-time"),
+            (28, "outgoing-interface"),
+            (29, "rrl-whitelist"),
         ],
     );
 }
@@ -499,12 +504,14 @@ fn an_awkward_bind_configuration_lists_every_untranslatable_setting() {
     let text = "options {\n  directory \"DIR\";\n  listen-on port 5399 { 127.0.0.1; 10.0.0.0/8; };\n\
                 \x20 recursion yes;\n  forwarders { 192.0.2.1; };\n  allow-update { any; };\n  tcp-clients 50;\n\
                 \x20 rate-limit { responses-per-second 5; referrals-per-second 5; };\n};\n\
-                view \"inside\" { match-clients { any; }; };\n\
+                view \"inside\" { match-clients { 10.0.0.0/8; }; };\n\
                 zone \"a.test\" { type primary; file \"a.test.zone\"; allow-transfer { !192.0.2.9; 192.0.2.0/24; }; update-policy local; dnssec-policy default; };\n\
                 zone \"f.test\" { type forward; forwarders { 192.0.2.1; }; };\n\
                 zone \"r.test\" { type primary; file \"r.test.zone\"; masterfile-format raw; };\n\
                 statistics-channels { inet 127.0.0.1 port 8053; };\n\
-                zone \"s.test\" { type secondary; file \"s\"; };\n";
+                zone \"s.test\" { type secondary; file \"s\"; };\n\
+                server 192.0.2.7 { transfer-format one-answer; request-ixfr no; };\n\
+                view \"outside\" { match-clients { any; }; zone \"v.test\" { type primary; file \"a.test.zone\"; }; };\n";
     expect_listed(
         "bind",
         "named.conf",
@@ -528,6 +535,9 @@ fn an_awkward_bind_configuration_lists_every_untranslatable_setting() {
             (13, "masterfile-format raw"),
             (14, "statistics-channels"),
             (15, "s.test"),
+            (16, "server 192.0.2.7: transfer-format"),
+            (16, "request-ixfr"),
+            (17, "view outside"),
         ],
     );
 }
@@ -541,7 +551,8 @@ fn an_awkward_knot_configuration_lists_every_untranslatable_setting() {
                 mod-dnstap:\n  - id: tap\n    sink: /tmp/x\n\
                 zone:\n  - domain: a.test\n    file: DIR/a.test.zone\n    acl: upd\n    dnssec-signing: on\n\
                 \x20   serial-policy: unixtime\n    module: mod-dnstap/tap\n\
-                \x20 - domain: r.test\n    file: DIR/r.test.zone\n    journal-content: all\n";
+                \x20 - domain: r.test\n    file: DIR/r.test.zone\n    journal-content: all\n\
+                mod-synthrecord:\n  - id: rev\n    type: reverse\nmod-geoip:\n  - id: geo\n";
     expect_listed(
         "knot",
         "knot.conf",
@@ -557,6 +568,13 @@ fn an_awkward_knot_configuration_lists_every_untranslatable_setting() {
             (23, "serial-policy"),
             (24, "mod-dnstap/tap"),
             (27, "journal-content all"),
+            (28, "mod-synthrecord"),
+            (
+                28,
+                "write the forward and reverse records into the zone file",
+            ),
+            (31, "mod-geoip"),
+            (31, "a Heron of its own"),
         ],
     );
 }

@@ -31,6 +31,8 @@ pub fn parse(path: &Path) -> Result<Imported, ImportError> {
 struct Interpreter<'a> {
     out: Imported,
     options: Option<&'a Statement>,
+    /// The one view translated (matching every client), while its zones are.
+    view: Option<&'a Statement>,
     acls: HashMap<String, &'a Statement>,
     primaries: HashMap<String, &'a Statement>,
     tls: HashMap<String, &'a Statement>,
@@ -75,6 +77,7 @@ impl<'a> Interpreter<'a> {
         let mut it = Interpreter {
             out: Imported::default(),
             options: None,
+            view: None,
             acls: HashMap::new(),
             primaries: HashMap::new(),
             tls: HashMap::new(),
@@ -109,16 +112,12 @@ impl<'a> Interpreter<'a> {
 
     fn run(&mut self, statements: &'a [Statement]) -> Result<(), ImportError> {
         self.options_statement()?;
+        let views = statements.iter().filter(|s| s.name() == "view").count();
         for s in statements {
             match s.name() {
                 "options" | "acl" | "masters" | "primaries" | "tls" | "key" | "server" => {}
                 "zone" => self.zone(s)?,
-                "view" => self.out.untranslated(
-                    s.loc(),
-                    s.summary(),
-                    "Heron has no views: its zones were not imported; give each view's clients \
-                     their own Heron (allow-query) or merge the zones",
-                ),
+                "view" => self.view(s, views == 1)?,
                 "dnssec-policy" | "key-store" => self.out.untranslated(
                     s.loc(),
                     s.summary(),
@@ -303,12 +302,14 @@ impl Interpreter<'_> {
             self.out.untranslated(options.loc(), "recursion (not set: BIND's default is yes)", "Heron is authoritative only: it answers from its zones and never recurses; clients that used this server as a resolver need another");
         }
         for child in options.children() {
-            self.option_note(child);
+            self.option_note("options", child);
         }
         Ok(())
     }
 
-    fn option_note(&mut self, child: &Statement) {
+    /// What becomes of `child`, a setting of `block` (`options`, or the
+    /// view translated).
+    fn option_note(&mut self, block: &str, child: &Statement) {
         let name = child.name();
         let handled = [
             "listen-on",
@@ -323,7 +324,7 @@ impl Interpreter<'_> {
         if handled.contains(&name) || ZONE_DEFAULTS.contains(&name) {
             return;
         }
-        let setting = format!("options: {}", child.summary());
+        let setting = format!("{block}: {}", child.summary());
         if RESOLVER_ONLY.contains(&name) {
             let off = matches!(child.arg(1), Some("no" | "none"));
             let advice =
@@ -746,6 +747,11 @@ impl<'a> Interpreter<'a> {
     }
 }
 
+/// An address match list of `any` alone.
+fn is_any(list: &Statement) -> bool {
+    matches!(list.children(), [only] if only.name() == "any")
+}
+
 /// Zone settings with no Heron equivalent needed.
 const ZONE_NOT_NEEDED: &[(&str, &str)] = &[
     (
@@ -772,10 +778,62 @@ const ZONE_NOT_NEEDED: &[(&str, &str)] = &[
 ];
 
 impl<'a> Interpreter<'a> {
-    /// The zone's own setting, else the one `options` gives every zone.
+    /// The zone's own setting, else the one its view gives its zones,
+    /// else the one `options` gives every zone.
     fn inherited(&self, zone: &'a Statement, name: &str) -> Option<&'a Statement> {
         zone.child(name)
+            .or_else(|| self.view.and_then(|v| v.child(name)))
             .or_else(|| self.options.and_then(|o| o.child(name)))
+    }
+
+    /// A view: translated when it is the only one and matches every
+    /// client (its zones are then what every client gets), else listed
+    /// with its zones left out, never flattened into the others'.
+    fn view(&mut self, s: &'a Statement, alone: bool) -> Result<(), ImportError> {
+        let name = s.arg(1).unwrap_or("").to_string();
+        let class = s.arg(2).filter(|c| !c.eq_ignore_ascii_case("IN"));
+        let matches_all = |list: &str| s.child(list).is_none_or(is_any);
+        let recursive_only = s.child("match-recursive-only").and_then(|m| m.arg(1));
+        if !alone
+            || class.is_some()
+            || !matches_all("match-clients")
+            || !matches_all("match-destinations")
+            || matches!(recursive_only, Some("yes" | "true" | "1"))
+        {
+            let advice = if alone {
+                "Heron has no views: this one does not match every client (or is not class IN), \
+                 so its zones were not imported; if every client may see them, set \
+                 match-clients { any; } and import again, else serve them from a Heron of their own \
+                 whose allow-query lets in the view's clients"
+            } else {
+                "Heron has no views: none of the views' zones were imported, as the answers \
+                 depend on who asks; run one Heron per view, each with the view's zones and \
+                 an allow-query of the view's match-clients (or import each view alone)"
+            };
+            self.out
+                .untranslated(s.loc(), format!("view {name}"), advice);
+            return Ok(());
+        }
+        for key in s.children().iter().filter(|c| c.name() == "key") {
+            self.key(key)?;
+        }
+        self.catalog_zones(s);
+        self.view = Some(s);
+        for child in s.children() {
+            match child.name() {
+                "zone" => self.zone(child)?,
+                "key" | "match-clients" | "match-destinations" | "match-recursive-only" => {}
+                n if ZONE_DEFAULTS.contains(&n) => {}
+                _ => self.option_note(&format!("view {name}"), child),
+            }
+        }
+        self.view = None;
+        self.out.not_needed(
+            s.loc(),
+            format!("view {name} {{ match-clients {{ any; }}; }}"),
+            "the only view, and every client's: its zones and settings were imported as Heron's own",
+        );
+        Ok(())
     }
 
     fn zone(&mut self, s: &'a Statement) -> Result<(), ImportError> {
@@ -1113,6 +1171,52 @@ mod tests {
                 .iter()
                 .any(|n| n.setting.contains("dnssec-validation") && n.loc.line == 6)
         );
+    }
+
+    #[test]
+    fn one_view_for_every_client_is_translated_with_its_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "options { directory \"/z\"; allow-transfer { none; }; };\n\
+                    view \"all\" {\n  match-clients { any; };\n  recursion no;\n\
+                    \x20 key \"vk\" { algorithm hmac-sha256; secret \"c2VjcmV0c2VjcmV0\"; };\n\
+                    \x20 allow-transfer { key \"vk\"; };\n  tcp-clients 5;\n\
+                    \x20 zone \"a.test\" { type primary; file \"a.zone\"; };\n\
+                    \x20 zone \"b.test\" { type primary; file \"b.zone\"; allow-transfer { 192.0.2.1; }; };\n};\n";
+        let got = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap();
+        let origins: Vec<&str> = got.zones.iter().map(|z| z.origin.as_str()).collect();
+        assert_eq!(origins, ["a.test", "b.test"]);
+        assert_eq!(got.zones[0].file.as_deref(), Some(Path::new("/z/a.zone")));
+        // The view's allow-transfer is its zones' default, over options'.
+        assert_eq!(got.zones[0].allow_transfer[0].key.as_deref(), Some("vk"));
+        assert_eq!(got.zones[1].allow_transfer[0].key, None);
+        assert_eq!(got.keys.len(), 1);
+        let note = |line: u32, words: &str| {
+            got.notes
+                .iter()
+                .any(|n| n.loc.line == line && n.setting.contains(words))
+        };
+        assert!(note(2, "view all { match-clients { any; }; }"));
+        assert!(note(4, "view all: recursion no"));
+        assert!(note(7, "view all: tcp-clients 5"));
+    }
+
+    #[test]
+    fn views_that_depend_on_the_client_are_listed_not_flattened() {
+        let dir = tempfile::tempdir().unwrap();
+        let two = "view \"in\" { match-clients { 10.0.0.0/8; }; zone \"a.test\" { type primary; file \"a\"; }; };\n\
+                   view \"out\" { match-clients { any; }; zone \"a.test\" { type primary; file \"b\"; }; };\n";
+        let one_inside = "view \"in\" { match-clients { 10.0.0.0/8; }; zone \"a.test\" { type primary; file \"a\"; }; };\n";
+        let recursive_only = "view \"r\" { match-recursive-only yes; zone \"a.test\" { type primary; file \"a\"; }; };\n";
+        for (text, views) in [(two, 2), (one_inside, 1), (recursive_only, 1)] {
+            let got = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap();
+            assert!(got.zones.is_empty(), "{text}");
+            let listed = got
+                .notes
+                .iter()
+                .filter(|n| n.kind == NoteKind::Untranslated && n.setting.starts_with("view "))
+                .count();
+            assert_eq!(listed, views, "{text}");
+        }
     }
 
     #[test]

@@ -236,6 +236,10 @@ impl Interpreter {
                     "Heron does not sign zones yet: sign them before Heron loads them, or keep \
                      Knot as a hidden signer and make Heron its secondary",
                 ),
+                name if name.starts_with("mod-") => {
+                    self.out
+                        .untranslated(&section.loc, format!("{name}:"), module_advice(name))
+                }
                 name => match SECTION_NOT_NEEDED.iter().find(|(n, _)| *n == name) {
                     Some((_, advice)) => {
                         self.out
@@ -528,6 +532,38 @@ const ZONE_NOT_NEEDED: &[(&str, &str)] = &[
     ("adjust-threads", "Heron sizes its own threads"),
 ];
 
+/// What to do instead of a Knot module (`mod-NAME` or `mod-NAME/ID`).
+fn module_advice(module: &str) -> &'static str {
+    let name = module.split('/').next().unwrap_or(module);
+    match name {
+        "mod-dnstap" => "Heron has no modules: set [dnstap] (socket and message types)",
+        "mod-cookies" => "Heron has no modules: set [cookies] (server cookies, RFC 7873)",
+        "mod-rrl" => "Heron has no modules: set [rrl] for the whole server",
+        "mod-stats" => "Heron has no modules: see [metrics] (Prometheus) and `heron ctl stats`",
+        "mod-queryacl" => "Heron has no modules: set allow-query on the zone or in [server]",
+        "mod-synthrecord" => {
+            "Heron synthesizes no records: write the forward and reverse records into the \
+             zone file (generate them with a script) before Heron loads it"
+        }
+        "mod-onlinesign" => {
+            "Heron does not sign as it answers: sign the zone file before Heron loads it, or \
+             keep Knot as a hidden signer and make Heron its secondary"
+        }
+        "mod-geoip" => {
+            "Heron gives every client the same answers: serve each region's answers from a \
+             Heron of its own, with allow-query naming its clients"
+        }
+        "mod-dnsproxy" => {
+            "Heron is authoritative only and forwards nothing: zones it lacks get REFUSED"
+        }
+        "mod-noudp" => "Heron answers over UDP always; clients are sent to TCP only by TC",
+        "mod-whoami" | "mod-probe" | "mod-authsignal" => {
+            "Heron has no modules and no equivalent: check whether anyone relies on it"
+        }
+        _ => "Heron has no modules: check whether the behaviour matters",
+    }
+}
+
 /// Zone settings read by [`Interpreter::zone`] itself.
 const ZONE_READ: &[&str] = &[
     "domain",
@@ -687,7 +723,8 @@ impl Interpreter {
         }
         if let Some(field) = item.get("module") {
             for m in modules.iter().filter(|m| !m.starts_with("mod-rrl")) {
-                self.out.untranslated(&field.loc, format!("module {m}"), "Heron has no modules: see [dnstap] for mod-dnstap, [cookies] for mod-cookies, [server] nsid for mod-whoami's kin; the rest have no equivalent");
+                self.out
+                    .untranslated(&field.loc, format!("module {m}"), module_advice(m));
             }
         }
     }
@@ -771,6 +808,7 @@ impl Interpreter {
             | "expire-max-interval" => "Heron bounds SOA timers for all zones in [secondary]",
             "notify-delay" => "Heron sends NOTIFY at once",
             "zonemd-verify" | "zonemd-generate" => "Heron neither checks nor makes ZONEMD",
+            "global-module" => module_advice(f.values.first().map_or("", String::as_str)),
             _ => "no Heron equivalent: check whether the behaviour matters",
         };
         self.out.untranslated(&f.loc, setting, advice);
