@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::bind_syntax::{Statement, parse_file};
 use super::model::{
-    CatalogConsumer, Imported, Peer, Prefix, Rrl, Rule, TlsListener, TsigKey, Zone,
+    CatalogConsumer, Imported, Peer, Prefix, Rrl, Rule, TlsListener, TsigKey, UPDATE_ADVICE, Zone,
+    signing_advice,
 };
 use super::source::{ImportError, Loc, resolve};
 
@@ -118,12 +119,10 @@ impl<'a> Interpreter<'a> {
                 "options" | "acl" | "masters" | "primaries" | "tls" | "key" | "server" => {}
                 "zone" => self.zone(s)?,
                 "view" => self.view(s, views == 1)?,
-                "dnssec-policy" | "key-store" => self.out.untranslated(
-                    s.loc(),
-                    s.summary(),
-                    "Heron does not sign zones yet: sign them before Heron loads them, or keep \
-                     BIND as a hidden signer and make Heron its secondary",
-                ),
+                "dnssec-policy" | "key-store" => {
+                    self.out
+                        .untranslated(s.loc(), s.summary(), signing_advice("BIND"))
+                }
                 "statistics-channels" => {
                     self.out
                         .untranslated(s.loc(), s.summary(), "see [metrics] listen (Prometheus)")
@@ -212,7 +211,7 @@ const OPTIONS_NOT_NEEDED: &[(&str, &str)] = &[
     ),
     (
         "session-keyfile",
-        "Heron takes no dynamic updates, so it needs no session key",
+        "Heron makes no session key: updates are signed with the keys of [[key]]",
     ),
     (
         "managed-keys-directory",
@@ -225,7 +224,10 @@ const OPTIONS_NOT_NEEDED: &[(&str, &str)] = &[
     ("dump-file", "Heron has no cache to dump"),
     ("statistics-file", "see [metrics] and `heron ctl stats`"),
     ("memstatistics-file", "see [metrics]"),
-    ("key-directory", "Heron does not sign zones yet"),
+    (
+        "key-directory",
+        "Heron keeps the keys it signs with in each policy's key-directory; BIND's are not read",
+    ),
     (
         "check-names",
         "Heron loads names as the zone file writes them",
@@ -362,9 +364,7 @@ impl Interpreter<'_> {
             "min-refresh-time" | "max-refresh-time" | "min-retry-time" | "max-retry-time" => {
                 "set [secondary] min-refresh / max-refresh / min-retry / max-retry (seconds)"
             }
-            "allow-update" | "update-policy" | "allow-update-forwarding" => {
-                "Heron takes no dynamic updates (RFC 2136): change the zone files and reload"
-            }
+            "allow-update" | "update-policy" | "allow-update-forwarding" => UPDATE_ADVICE,
             "answer-cookie" | "cookie-secret" | "require-server-cookie" => "see [cookies]",
             "dnstap" | "dnstap-output" | "dnstap-identity" | "dnstap-version" => "see [dnstap]",
             _ => "no Heron equivalent: check whether the behaviour matters",
@@ -771,7 +771,10 @@ const ZONE_NOT_NEEDED: &[(&str, &str)] = &[
         "journal",
         "Heron keeps its own journal next to the zone file or kept copy (FILE.jnl)",
     ),
-    ("key-directory", "Heron does not sign zones yet"),
+    (
+        "key-directory",
+        "Heron keeps the keys it signs with in each policy's key-directory; BIND's are not read",
+    ),
     ("notify", "handled with also-notify"),
     ("type", "translated"),
     ("file", "translated"),
@@ -992,7 +995,11 @@ impl<'a> Interpreter<'a> {
             .filter(|p| p.arg(1) == Some("yes"));
         let auto = s.child("auto-dnssec").filter(|p| p.arg(1) != Some("off"));
         if let Some(setting) = policy.or(inline).or(auto) {
-            self.out.untranslated(setting.loc(), format!("zone {origin}: {}", setting.summary()), "BIND signs this zone as it serves it and the file is unsigned: Heron would serve it unsigned. Sign the file before Heron loads it, or keep BIND as a hidden signer and make Heron its secondary");
+            self.out.untranslated(
+                setting.loc(),
+                format!("zone {origin}: {}", setting.summary()),
+                signing_advice("BIND"),
+            );
         }
     }
 
@@ -1021,9 +1028,7 @@ impl<'a> Interpreter<'a> {
             return;
         }
         let advice = match name {
-            "allow-update" | "update-policy" | "allow-update-forwarding" => {
-                "Heron takes no dynamic updates (RFC 2136): change the zone file and reload"
-            }
+            "allow-update" | "update-policy" | "allow-update-forwarding" => UPDATE_ADVICE,
             "notify-source" | "notify-source-v6" => {
                 "set [xfr] notify-source, or `via ADDRESS` after a notify target"
             }

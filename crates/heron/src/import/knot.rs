@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::knot_syntax::{Field, Item, Section, parse_file};
 use super::model::{
-    CatalogConsumer, Imported, Peer, Prefix, Rrl, Rule, TlsListener, TsigKey, Zone, parse_at_port,
-    range_prefixes, without_denied,
+    CatalogConsumer, Imported, Peer, Prefix, Rrl, Rule, TlsListener, TsigKey, UPDATE_ADVICE, Zone,
+    parse_at_port, range_prefixes, signing_advice, without_denied,
 };
 use super::source::{ImportError, Loc, resolve};
 
@@ -233,8 +233,7 @@ impl Interpreter {
                 "policy" | "keystore" | "submission" | "dnskey-sync" => self.out.untranslated(
                     &section.loc,
                     format!("{}:", section.name),
-                    "Heron does not sign zones yet: sign them before Heron loads them, or keep \
-                     Knot as a hidden signer and make Heron its secondary",
+                    signing_advice("Knot"),
                 ),
                 name if name.starts_with("mod-") => {
                     self.out
@@ -458,7 +457,7 @@ impl Interpreter {
                 "update" => self.out.untranslated(
                     &acl.loc,
                     format!("acl {id}: action update"),
-                    "Heron takes no dynamic updates (RFC 2136): change the zone file and reload",
+                    UPDATE_ADVICE,
                 ),
                 other => self.out.untranslated(
                     &acl.loc,
@@ -546,7 +545,8 @@ fn module_advice(module: &str) -> &'static str {
              zone file (generate them with a script) before Heron loads it"
         }
         "mod-onlinesign" => {
-            "Heron does not sign as it answers: sign the zone file before Heron loads it, or \
+            "Heron signs whole zones ([[dnssec-policy]]), not answers as they go, and with keys \
+             of its own (Knot's are not imported): sign the zone file before Heron loads it, or \
              keep Knot as a hidden signer and make Heron its secondary"
         }
         "mod-geoip" => {
@@ -777,7 +777,11 @@ impl Interpreter {
             .get("dnssec-signing")
             .filter(|f| f.values.first().is_some_and(|v| on(v)))
         {
-            self.out.untranslated(&f.loc, format!("zone {origin}: dnssec-signing on"), "Knot signs this zone as it serves it and the file is unsigned: Heron would serve it unsigned. Sign the file before Heron loads it, or keep Knot as a hidden signer and make Heron its secondary");
+            self.out.untranslated(
+                &f.loc,
+                format!("zone {origin}: dnssec-signing on"),
+                signing_advice("Knot"),
+            );
         }
     }
 

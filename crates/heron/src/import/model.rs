@@ -7,6 +7,25 @@ use std::path::PathBuf;
 
 use super::source::Loc;
 
+/// What to do about a zone the old server updates dynamically: Heron
+/// takes updates, but its rules are written by hand.
+pub const UPDATE_ADVICE: &str = "Heron takes dynamic updates (allow-update rules in \
+     heron.toml: a key or an address, name/subdomain/wildcard/zonesub/self/selfsub, types), \
+     but these rules are not translated: write them by hand. First have the old server write \
+     its updates into the zone file (rndc sync -clean, knotc zone-flush): Heron's journal is \
+     FILE.jnl too, and it does not read the old server's";
+
+/// What to do about a zone the old server signs as it serves it (`NAME`
+/// the old server). Heron signs, but with keys of its own.
+pub fn signing_advice(name: &str) -> String {
+    format!(
+        "{name} signs this zone as it serves it; Heron signs too ([[dnssec-policy]]) but with \
+         keys it makes, as it cannot import {name}'s yet, and a new DNSKEY needs a DS change at \
+         the parent. Sign the file before Heron loads it, or keep {name} as a hidden signer and \
+         make Heron its secondary"
+    )
+}
+
 /// A setting the import could not carry over, or did not need to.
 #[derive(Clone, Debug)]
 pub struct Note {
