@@ -123,6 +123,10 @@ enum Command {
         /// (repeatable): to run Heron beside it while comparing answers.
         #[arg(long, value_name = "ADDR:PORT")]
         listen: Vec<std::net::SocketAddr>,
+        /// Answer DNS over TLS on these addresses instead of the old
+        /// server's (repeatable), when it serves DoT.
+        #[arg(long, value_name = "ADDR:PORT")]
+        tls_listen: Vec<std::net::SocketAddr>,
     },
     /// Ask the server Heron replaces and Heron the same questions about
     /// the same zones (every owner and type, plus NXDOMAIN, NODATA,
@@ -187,12 +191,14 @@ fn main() -> ExitCode {
             output,
             force,
             listen,
+            tls_listen,
         } => import::run(&import::Options {
             from,
             file,
             output,
             force,
             listen,
+            tls_listen,
         }),
         Command::Compare(args) => compare::run(args),
         Command::Man { dir } => write_man_pages(&dir),

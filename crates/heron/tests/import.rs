@@ -708,3 +708,77 @@ fn listen_override_man_page_and_completions() {
         );
     }
 }
+
+/// `--tls-listen` replaces the DoT addresses of an old server that
+/// serves DoT (migrate.rs runs Heron so beside NSD and BIND), and is an
+/// error for one that serves none: there is no certificate to use.
+#[test]
+fn tls_listen_needs_an_old_server_with_dns_over_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("knot.conf");
+    std::fs::write(&conf, "server:\n  listen: 127.0.0.1@53\n").unwrap();
+    let out = dir.path().join("heron.toml");
+    let args = ["import", "--from", "knot", conf.to_str().unwrap()];
+    let result = run(&[
+        &args[..],
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--tls-listen",
+            "127.0.0.1:8853",
+        ],
+    ]
+    .concat());
+    assert_eq!(result.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(stderr.contains("serves no DNS over TLS"), "{stderr}");
+    assert!(!out.exists());
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (chain, key) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+    std::fs::write(&chain, cert.cert.pem()).unwrap();
+    std::fs::write(&key, cert.signing_key.serialize_pem()).unwrap();
+    let conf = dir.path().join("nsd.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "server:\n  ip-address: 192.0.2.53@53\n  ip-address: 192.0.2.53@853\n  tls-port: 853\n  \
+             tls-service-key: {}\n  tls-service-pem: {}\n",
+            key.display(),
+            chain.display()
+        ),
+    )
+    .unwrap();
+    let args = [
+        "import",
+        "--from",
+        "nsd",
+        conf.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let result = run(&[
+        &args[..],
+        &[
+            "--listen",
+            "127.0.0.1:5300",
+            "--tls-listen",
+            "127.0.0.1:8853",
+        ],
+    ]
+    .concat());
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let tls = format!(
+        "[tls]\nlisten = [\"127.0.0.1:8853\"]\ncertificate = \"{}\"",
+        chain.display()
+    );
+    assert!(text.contains(&tls), "{text}");
+    assert!(
+        text.contains("the old server's was [\"192.0.2.53:853\"]"),
+        "{text}"
+    );
+}

@@ -7,14 +7,18 @@
 //! `heron check-config` passes the result; Heron runs on it beside the
 //! original; and `heron compare --against` the original finds no
 //! difference on any of the zones. Each server runs once per signed
-//! fixture (NSEC, NSEC3, NSEC3 opt-out).
+//! fixture (NSEC, NSEC3, NSEC3 opt-out). NSD and BIND also serve DNS
+//! over TLS (Knot 3.2 has none), which is imported as Heron's `[tls]`
+//! and must give the same answers.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use heron_testkit::{ServerKind, ServerProcess, eventually_within, free_port, soa_serial};
+use heron_testkit::{
+    DigTool, ServerKind, ServerProcess, eventually_within, free_port, run_dig_with, soa_serial,
+};
 
 const SECRET: &str = "bWlncmF0ZS10ZXN0LXNlY3JldC1taWdyYXRlLXRlc3Qh";
 const KEY: &str = "xfr.migrate.test";
@@ -103,6 +107,36 @@ struct Setup<'a> {
     up: &'a Upstream,
     signed: &'a Path,
     notify_port: u16,
+    tls: &'a Tls,
+}
+
+/// A self-signed certificate for 127.0.0.1 (PEM files in `dir`) and the
+/// port the old server answers DNS over TLS on.
+struct Tls {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl Tls {
+    fn new() -> Tls {
+        let dir = tempfile::tempdir().unwrap();
+        let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+        let cert = rcgen::generate_simple_self_signed(names).unwrap();
+        std::fs::write(dir.path().join("chain.pem"), cert.cert.pem()).unwrap();
+        std::fs::write(dir.path().join("key.pem"), cert.signing_key.serialize_pem()).unwrap();
+        Tls {
+            dir,
+            port: free_port(),
+        }
+    }
+
+    fn chain(&self) -> String {
+        self.dir.path().join("chain.pem").display().to_string()
+    }
+
+    fn key(&self) -> String {
+        self.dir.path().join("key.pem").display().to_string()
+    }
 }
 
 fn write(path: &Path, text: &str) {
@@ -111,9 +145,9 @@ fn write(path: &Path, text: &str) {
 }
 
 /// nsd.conf as Debian ships it (`include:` of nsd.conf.d/*.conf) with
-/// the server's settings, and the zones in nsd.conf.d/zones.conf. NSD 4.6
-/// has no catalog zones; rate limiting is off, as a server queried by a
-/// bulk test must have it.
+/// the server's settings (DNS over TLS among them), and the zones in
+/// nsd.conf.d/zones.conf. NSD 4.6 has no catalog zones; rate limiting is
+/// off, as a server queried by a bulk test must have it.
 fn nsd_conf(s: &Setup) -> String {
     let (d, up) = (s.dir.display(), s.up.dir.path().display());
     write(
@@ -137,10 +171,15 @@ fn nsd_conf(s: &Setup) -> String {
          server:\n\tlog-only-syslog: yes\n\tip-address: 127.0.0.1@{}\n\tserver-count: 1\n\
          \tusername: \"\"\n\tchroot: \"\"\n\tdatabase: \"\"\n\tzonelistfile: \"{d}/zone.list\"\n\
          \txfrdfile: \"{d}/xfrd.state\"\n\txfrdir: \"{d}\"\n\tpidfile: \"{d}/nsd.pid\"\n\
-         \tzonesdir: \"{up}\"\n\thide-version: yes\n\trrl-ratelimit: 0\n\n\
+         \tzonesdir: \"{up}\"\n\thide-version: yes\n\trrl-ratelimit: 0\n\
+         \tip-address: 127.0.0.1@{tls}\n\ttls-port: {tls}\n\
+         \ttls-service-key: \"{}\"\n\ttls-service-pem: \"{}\"\n\n\
          remote-control:\n\tcontrol-enable: no\n\n\
          include: \"{d}/nsd.conf.d/*.conf\"\n",
-        s.port
+        s.port,
+        s.tls.key(),
+        s.tls.chain(),
+        tls = s.tls.port,
     )
 }
 
@@ -176,7 +215,7 @@ fn knot_conf(s: &Setup) -> String {
 
 /// named.conf as Debian ships it (including named.conf.options,
 /// named.conf.local and the default zones), with the options an
-/// authoritative server sets and a catalog zone consumed.
+/// authoritative server sets, DNS over TLS and a catalog zone consumed.
 fn bind_conf(s: &Setup) -> String {
     let (d, up) = (s.dir.display(), s.up.port());
     write(
@@ -184,13 +223,18 @@ fn bind_conf(s: &Setup) -> String {
         &format!(
             "options {{\n\tdirectory \"{d}\";\n\tpid-file \"{d}/named.pid\";\n\
              \tsession-keyfile \"{d}/session.key\";\n\tlisten-on port {} {{ 127.0.0.1; }};\n\
+             \tlisten-on port {} tls local {{ 127.0.0.1; }};\n\
              \tlisten-on-v6 {{ none; }};\n\trecursion no;\n\tdnssec-validation no;\n\
              \tminimal-responses no-auth;\n\tversion none;\n\tnotify explicit;\n\
              \tallow-new-zones yes;\n\
              \tcatalog-zones {{ zone \"cat.test\" default-primaries port {up} {{ 127.0.0.1 key \"{KEY}\"; }}\n\
              \t\tzone-directory \"{d}\" in-memory no min-update-interval 0; }};\n}};\n\
-             controls {{ }};\n",
-            s.port
+             controls {{ }};\n\
+             tls local {{ key-file \"{}\"; cert-file \"{}\"; }};\n",
+            s.port,
+            s.tls.port,
+            s.tls.key(),
+            s.tls.chain(),
         ),
     );
     write(
@@ -236,11 +280,27 @@ fn text_of(out: &Output) -> String {
 }
 
 /// `heron import` of `conf` into `out` with Heron listening on
-/// `listen`, then `heron check-config` of it: what import printed.
-fn import_and_check(from: &str, conf: &Path, out: &Path, listen: SocketAddr) -> String {
-    let args = ["import", "--from", from, conf.to_str().unwrap(), "-o"];
-    let listen = listen.to_string();
-    let imported = run(&[&args[..], &[out.to_str().unwrap(), "--listen", &listen]].concat());
+/// `listen` (and `tls_listen` for DNS over TLS), then `heron check-config` of it: what import printed.
+fn import_and_check(
+    from: &str,
+    conf: &Path,
+    out: &Path,
+    listen: SocketAddr,
+    tls_listen: Option<SocketAddr>,
+) -> String {
+    let mut args: Vec<String> = ["import", "--from", from, conf.to_str().unwrap(), "-o"]
+        .map(String::from)
+        .to_vec();
+    args.extend([
+        out.display().to_string(),
+        "--listen".into(),
+        listen.to_string(),
+    ]);
+    if let Some(tls) = tls_listen {
+        args.extend(["--tls-listen".into(), tls.to_string()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let imported = run(&args);
     let printed = text_of(&imported);
     assert!(imported.status.success(), "import failed:\n{printed}");
     assert!(
@@ -286,6 +346,8 @@ fn migrate(kind: ServerKind, chain: &str) {
         _ => ("bind", "named.conf", bind_conf),
     };
     let catalog = kind != ServerKind::Nsd;
+    let dot = kind != ServerKind::Knot;
+    let tls = Tls::new();
     let up = Upstream::new();
     let signed = signed(chain);
     let port = free_port();
@@ -296,6 +358,7 @@ fn migrate(kind: ServerKind, chain: &str) {
             up: &up,
             signed: &signed,
             notify_port: free_port(),
+            tls: &tls,
         })
     })
     .unwrap_or_else(|log| panic!("{kind} did not start:\n{log}"));
@@ -304,8 +367,13 @@ fn migrate(kind: ServerKind, chain: &str) {
     let out_dir = tempfile::tempdir().unwrap();
     let toml = out_dir.path().join("heron.toml");
     let heron_addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let notes = import_and_check(from, &old.dir().join(conf_name), &toml, heron_addr);
+    let heron_tls = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let tls_listen = dot.then_some(heron_tls);
+    let conf = old.dir().join(conf_name);
+    let notes = import_and_check(from, &conf, &toml, heron_addr, tls_listen);
     let text = std::fs::read_to_string(&toml).unwrap();
+    let tls_section = format!("[tls]\nlisten = [\"{heron_tls}\"]\ncertificate = ");
+    assert_eq!(text.contains(&tls_section), dot, "{text}");
     let heron = ServerProcess::heron_on_port(&heron(), heron_addr.port(), "example.test", &text)
         .unwrap_or_else(|log| panic!("Heron did not start on the imported file:\n{text}\n{log}"));
     wait_for_secondaries("Heron", heron_addr, catalog, || heron.log());
@@ -347,7 +415,43 @@ fn migrate(kind: ServerKind, chain: &str) {
     // four default zones too) and the secondaries.
     let zones = if kind == ServerKind::Bind { 6 } else { 2 } + secondaries.len();
     assert!(report.contains(&format!("{zones} zones (")), "{context}");
+    if dot {
+        let old_tls = SocketAddr::from(([127, 0, 0, 1], tls.port));
+        let (old_said, heron_said) = (over_tls(old_tls), over_tls(heron_tls));
+        assert_eq!(old_said, heron_said, "DNS over TLS, {context}");
+    }
     drop(up.primary);
+}
+
+/// Questions asked over DNS over TLS (kdig +tls): the answer records of
+/// each, sorted, one line each.
+fn over_tls(addr: SocketAddr) -> Vec<Vec<String>> {
+    let questions = [
+        ("example.test", "SOA"),
+        ("www.example.test", "A"),
+        ("any.wild.example.test", "A"),
+        ("edge.test", "DNSKEY"),
+        ("sec.test", "SOA"),
+    ];
+    questions
+        .iter()
+        .map(|(name, rtype)| {
+            let extra = ["+tls", "+dnssec", "+noall", "+answer"];
+            let out = run_dig_with(DigTool::Kdig, addr, name, rtype, &extra);
+            let text = out.expect_success();
+            let mut lines: Vec<String> = text
+                .lines()
+                .filter(|l| !l.trim().is_empty() && !l.starts_with(';'))
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect();
+            assert!(
+                !lines.is_empty(),
+                "{name} {rtype} over TLS: no answer\n{out}"
+            );
+            lines.sort();
+            lines
+        })
+        .collect()
 }
 
 #[test]

@@ -138,6 +138,32 @@ fn finish(config: &mut Imported) {
     }
 }
 
+/// `--tls-listen`: the DoT addresses written instead of the old
+/// server's (noted in `header`); an error when the old server serves no
+/// DoT to replace.
+fn replace_tls_listen(
+    imported: &mut Imported,
+    tls_listen: &[std::net::SocketAddr],
+    header: &mut String,
+) -> Result<(), String> {
+    if tls_listen.is_empty() {
+        return Ok(());
+    }
+    let Some(tls) = imported.tls.as_mut() else {
+        return Err(
+            "--tls-listen: the old server serves no DNS over TLS (no certificate and key to use)"
+                .into(),
+        );
+    };
+    let old: Vec<String> = tls.listen.iter().map(|a| format!("\"{a}\"")).collect();
+    header.push_str(&format!(
+        "\n[tls] listen was given with --tls-listen; the old server's was [{}]",
+        old.join(", ")
+    ));
+    tls.listen = tls_listen.to_vec();
+    Ok(())
+}
+
 /// `heron import`'s command line.
 pub struct Options {
     pub from: From,
@@ -146,6 +172,8 @@ pub struct Options {
     pub force: bool,
     /// Replaces the old server's listen addresses when not empty.
     pub listen: Vec<std::net::SocketAddr>,
+    /// Replaces the old server's DNS-over-TLS addresses when not empty.
+    pub tls_listen: Vec<std::net::SocketAddr>,
 }
 
 /// `heron import`: exit 0 when the file was written (whatever was listed
@@ -158,6 +186,7 @@ pub fn run(options: &Options) -> ExitCode {
         output,
         force,
         listen,
+        tls_listen,
     } = options;
     let (from, force) = (*from, *force);
     let mut imported = match import(from, file) {
@@ -181,6 +210,17 @@ pub fn run(options: &Options) -> ExitCode {
             old.join(", ")
         ));
         imported.listen = listen.clone();
+    }
+    if !listen.is_empty() && tls_listen.is_empty() && imported.tls.is_some() {
+        eprintln!(
+            "note: [tls] listen keeps the old server's DNS-over-TLS addresses: give --tls-listen \
+             too to run Heron beside it"
+        );
+    }
+    if let Err(why) = replace_tls_listen(&mut imported, tls_listen, &mut header) {
+        eprintln!("{why}");
+        eprintln!("nothing written");
+        return ExitCode::FAILURE;
     }
     print_notes(&imported);
     let text = writer::write_toml(&imported, &header);
