@@ -63,7 +63,9 @@ pub struct CompareArgs {
     ignore_ttl: bool,
     /// Count as differences what is allowed to differ too (optional
     /// additional and authority records, RRSIGs over additional
-    /// addresses, the records of truncated responses).
+    /// addresses, the records of truncated responses, the wildcard proof
+    /// of a QTYPE NSEC answer only Heron gives, QTYPE NSEC at a
+    /// delegation answered by the old server and referred by Heron).
     #[arg(long)]
     strict: bool,
     /// Names per zone that also get generated probes (NXDOMAIN, NODATA,
