@@ -217,6 +217,36 @@ fn knot_conf(s: &Setup) -> String {
 /// named.conf.local and the default zones), with the options an
 /// authoritative server sets, DNS over TLS and a catalog zone consumed.
 fn bind_conf(s: &Setup) -> String {
+    let d = s.dir.display();
+    let zones = bind_files(s);
+    let local = s.dir.join("named.conf.local");
+    let text = std::fs::read_to_string(&local).unwrap();
+    write(&local, &(text + "\n" + &zones));
+    format!(
+        "// named.conf as Debian ships it\n\
+         include \"{d}/named.conf.options\";\ninclude \"{d}/named.conf.local\";\n\
+         include \"/etc/bind/named.conf.default-zones\";\n"
+    )
+}
+
+/// [`bind_conf`] with every zone, Debian's default ones too, inside one
+/// view that matches every client (keys, ACLs and primaries lists stay
+/// outside: BIND wants them there).
+fn bind_view_conf(s: &Setup) -> String {
+    let d = s.dir.display();
+    write(&s.dir.join("named.conf.zones"), &bind_files(s));
+    format!(
+        "// named.conf as Debian ships it, its zones in a view\n\
+         include \"{d}/named.conf.options\";\ninclude \"{d}/named.conf.local\";\n\
+         view \"everyone\" {{\n\tmatch-clients {{ any; }};\n\
+         \tinclude \"{d}/named.conf.zones\";\n\
+         \tinclude \"/etc/bind/named.conf.default-zones\";\n}};\n"
+    )
+}
+
+/// Writes named.conf.options and named.conf.local (key, ACL, primaries
+/// list) into the folder; returns the zone statements.
+fn bind_files(s: &Setup) -> String {
     let (d, up) = (s.dir.display(), s.up.port());
     write(
         &s.dir.join("named.conf.options"),
@@ -242,8 +272,11 @@ fn bind_conf(s: &Setup) -> String {
         &format!(
             "key \"{KEY}\" {{\n\talgorithm hmac-sha256;\n\tsecret \"{SECRET}\";\n}};\n\n\
              acl secondaries {{ 127.0.0.1; }};\n\
-             primaries upstream port {up} {{ 127.0.0.1 key \"{KEY}\"; }};\n\n\
-             zone \"example.test\" {{\n\ttype primary;\n\tfile \"{}\";\n\
+             primaries upstream port {up} {{ 127.0.0.1 key \"{KEY}\"; }};\n",
+        ),
+    );
+    format!(
+        "zone \"example.test\" {{\n\ttype primary;\n\tfile \"{}\";\n\
              \tallow-transfer {{ key \"{KEY}\"; secondaries; }};\n\
              \talso-notify {{ 127.0.0.1 port {} key \"{KEY}\"; }};\n}};\n\n\
              zone \"edge.test\" {{\n\ttype master;\n\tfile \"{}\";\n\tcheck-names ignore;\n\
@@ -252,15 +285,9 @@ fn bind_conf(s: &Setup) -> String {
              \tfile \"sec.test.db\";\n\tallow-transfer {{ none; }};\n}};\n\n\
              zone \"cat.test\" {{\n\ttype secondary;\n\tprimaries {{ upstream; }};\n\
              \tfile \"cat.test.db\";\n\tallow-transfer {{ none; }};\n}};\n",
-            s.up.file("example.test.zone").display(),
-            s.notify_port,
-            s.signed.display()
-        ),
-    );
-    format!(
-        "// named.conf as Debian ships it\n\
-         include \"{d}/named.conf.options\";\ninclude \"{d}/named.conf.local\";\n\
-         include \"/etc/bind/named.conf.default-zones\";\n"
+        s.up.file("example.test.zone").display(),
+        s.notify_port,
+        s.signed.display()
     )
 }
 
@@ -340,10 +367,20 @@ fn wait_for_secondaries(who: &str, addr: SocketAddr, catalog: bool, log: impl Fn
 /// `chain` fixture as edge.test, imported, checked, Heron beside it, and
 /// `heron compare` between the two.
 fn migrate(kind: ServerKind, chain: &str) {
-    let (from, conf_name, write_conf): (&str, &str, fn(&Setup) -> String) = match kind {
-        ServerKind::Nsd => ("nsd", "nsd.conf", nsd_conf),
-        ServerKind::Knot => ("knot", "knot.conf", knot_conf),
-        _ => ("bind", "named.conf", bind_conf),
+    let write_conf = match kind {
+        ServerKind::Nsd => nsd_conf,
+        ServerKind::Knot => knot_conf,
+        _ => bind_conf,
+    };
+    migrate_from(kind, chain, write_conf);
+}
+
+/// [`migrate`] with the configuration `write_conf` writes; what import said.
+fn migrate_from(kind: ServerKind, chain: &str, write_conf: fn(&Setup) -> String) -> String {
+    let (from, conf_name) = match kind {
+        ServerKind::Nsd => ("nsd", "nsd.conf"),
+        ServerKind::Knot => ("knot", "knot.conf"),
+        _ => ("bind", "named.conf"),
     };
     let catalog = kind != ServerKind::Nsd;
     let dot = kind != ServerKind::Knot;
@@ -421,6 +458,7 @@ fn migrate(kind: ServerKind, chain: &str) {
         assert_eq!(old_said, heron_said, "DNS over TLS, {context}");
     }
     drop(up.primary);
+    notes
 }
 
 /// Questions asked over DNS over TLS (kdig +tls): the answer records of
@@ -473,4 +511,14 @@ fn from_bind_import_check_config_and_compare_find_no_difference() {
     for chain in ["nsec", "nsec3", "optout"] {
         migrate(ServerKind::Bind, chain);
     }
+}
+
+#[test]
+fn from_bind_with_one_view_for_every_client_compare_finds_no_difference() {
+    let notes = migrate_from(ServerKind::Bind, "nsec", bind_view_conf);
+    assert!(
+        notes.contains(": not needed: view everyone { match-clients { any; }; }"),
+        "{notes}"
+    );
+    assert!(!notes.contains("not translated: view"), "{notes}");
 }
