@@ -191,8 +191,14 @@ fn load(args: &CompareArgs) -> Result<(Vec<Arc<Zone>>, AnswerConfig), Vec<String
         heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
         if !settings.secondaries.is_empty() {
             eprintln!(
-                "note: {} secondary zones left out (no zone file to read)",
+                "note: {} secondary zones left out (no zone file to read): add each with --zone ORIGIN=FILE",
                 settings.secondaries.len()
+            );
+        }
+        if !settings.catalogs.is_empty() {
+            eprintln!(
+                "note: the members of {} catalogs consumed left out (no zone file to read): add each with --zone ORIGIN=FILE",
+                settings.catalogs.len()
             );
         }
         specs = settings.zones;
