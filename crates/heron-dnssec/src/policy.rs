@@ -33,6 +33,23 @@ pub struct Policy {
     pub inception_offset: u32,
     pub denial: Denial,
     pub dnskey_ttl: u32,
+    /// TTL of the CDS and CDNSKEY RRsets.
+    pub cds_ttl: u32,
+    /// Rollover timing (RFC 7583), seconds: from a change of the zone to
+    /// every secondary serving it, from a change at the parent to every
+    /// parent server, the parent's DS TTL, and a margin added to every
+    /// wait before a withdrawn record counts as gone.
+    pub propagation_delay: u32,
+    pub parent_propagation_delay: u32,
+    pub parent_ds_ttl: u32,
+    pub retire_safety: u32,
+    /// The largest TTL of the zone's records, if the operator bounds it;
+    /// else each signing takes the zone's own largest TTL.
+    pub max_zone_ttl: Option<u32>,
+    pub ksk_method: crate::rollover::KskMethod,
+    /// Name servers of the parent zone asked for the zone's DS RRset
+    /// during a KSK or CSK rollover (as Knot's `ksk-submission`).
+    pub parent_servers: Vec<std::net::SocketAddr>,
 }
 
 /// Most NSEC3 iterations a policy may ask for: RFC 9276 3.2 says 0, and
@@ -60,6 +77,14 @@ impl Default for Policy {
             inception_offset: 3600,
             denial: Denial::Nsec,
             dnskey_ttl: 3600,
+            cds_ttl: 3600,
+            propagation_delay: 300,
+            parent_propagation_delay: 3600,
+            parent_ds_ttl: DAY,
+            retire_safety: 3600,
+            max_zone_ttl: None,
+            ksk_method: crate::rollover::KskMethod::DoubleSignature,
+            parent_servers: Vec::new(),
         }
     }
 }
@@ -88,6 +113,14 @@ impl Policy {
                 "signature-jitter must be below signature-validity less signature-refresh".into(),
             );
         }
+        let rollover = self.rollover_policy(self.max_zone_ttl.unwrap_or(0));
+        if let Err(why) = rollover.validate() {
+            out.push(
+                why.replace("Ksk", "KSK")
+                    .replace("Zsk", "ZSK")
+                    .replace("Csk", "CSK"),
+            );
+        }
         if let Denial::Nsec3 {
             iterations, salt, ..
         } = &self.denial
@@ -102,6 +135,29 @@ impl Policy {
             }
         }
         out
+    }
+
+    /// The rollover state machine's policy for a zone whose largest TTL
+    /// is `zone_max_ttl` (the policy's `max_zone_ttl` wins when larger).
+    pub fn rollover_policy(&self, zone_max_ttl: u32) -> crate::rollover::Policy {
+        let lifetime = |l: u64| l;
+        crate::rollover::Policy {
+            algorithm: self.algorithm.number(),
+            csk: self.keys == KeySet::Csk,
+            ksk_lifetime: lifetime(self.ksk_lifetime),
+            zsk_lifetime: lifetime(self.zsk_lifetime),
+            // A CSK lives as long as a KSK (`ksk-lifetime` names both).
+            csk_lifetime: lifetime(self.ksk_lifetime),
+            ksk_method: self.ksk_method,
+            propagation_delay: self.propagation_delay.into(),
+            dnskey_ttl: self.dnskey_ttl.into(),
+            max_zone_ttl: zone_max_ttl.max(self.max_zone_ttl.unwrap_or(0)).into(),
+            signature_validity: self.signature_validity.into(),
+            parent_ds_ttl: self.parent_ds_ttl.into(),
+            parent_propagation_delay: self.parent_propagation_delay.into(),
+            retire_safety: self.retire_safety.into(),
+            insecure: false,
+        }
     }
 
     /// How a signing under this policy signs.

@@ -754,6 +754,9 @@ async fn wait_for_signals(
     let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
     // Only now: a service manager may send SIGTERM or SIGHUP at once.
     notify::ready();
+    // Signed zones' key rollovers, until the server stops.
+    let (c, f, t) = (catalog.clone(), files.clone(), transfers.clone());
+    let _rollovers = AbortOnDrop(tokio::spawn(crate::runtime::rollover::drive(c, f, t)));
     let mut resign = tokio::time::interval(crate::plan::signing::REFRESH_CHECK);
     resign.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     resign.tick().await;
@@ -780,5 +783,14 @@ async fn wait_for_signals(
                 }
             }
         }
+    }
+}
+
+/// Ends a task when dropped (when the function holding it returns).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

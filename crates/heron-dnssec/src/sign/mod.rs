@@ -40,10 +40,26 @@ pub struct ZoneKey {
     /// DNSKEY RDATA, and its tag.
     pub dnskey: Vec<u8>,
     pub tag: u16,
+    /// Signs the DNSKEY, CDS and CDNSKEY RRsets in this signing.
+    pub signs_keys: bool,
+    /// Signs the zone's other RRsets in this signing.
+    pub signs_zone: bool,
+    /// In the DNSKEY RRset: a key of a new algorithm signs before it is
+    /// published, and one leaving signs after (RFC 6781 4.1.4).
+    pub published: bool,
 }
 
 impl ZoneKey {
+    /// A key that signs what its role signs.
     pub fn new(key: SigningKey, role: KeyRole) -> ZoneKey {
+        let (signs_keys, signs_zone) = (role.signs_dnskey(), role.signs_zone());
+        ZoneKey::planned(key, role, signs_keys, signs_zone)
+    }
+
+    /// A key published in the DNSKEY RRset (with its role's flags) that
+    /// signs only what a rollover's step says: during a rollover a key
+    /// may be published and sign nothing, or sign only some RRsets.
+    pub fn planned(key: SigningKey, role: KeyRole, signs_keys: bool, signs_zone: bool) -> ZoneKey {
         let dnskey = key.dnskey_rdata(role.flags());
         let tag = key_tag(&dnskey);
         ZoneKey {
@@ -51,8 +67,26 @@ impl ZoneKey {
             role,
             dnskey,
             tag,
+            signs_keys: signs_keys && role.signs_dnskey(),
+            signs_zone: signs_zone && role.signs_zone(),
+            published: true,
         }
     }
+
+    /// A key that signs the zone's RRsets without being in the DNSKEY RRset.
+    pub fn unpublished(key: SigningKey, role: KeyRole) -> ZoneKey {
+        ZoneKey {
+            signs_keys: false,
+            published: false,
+            ..ZoneKey::planned(key, role, false, true)
+        }
+    }
+}
+
+/// Types signed by the keys that sign the DNSKEY RRset (RFC 7344 4.1: CDS
+/// and CDNSKEY by a key the parent's DS names).
+fn signed_by_key_signers(rtype: RType) -> bool {
+    matches!(rtype, RType::DNSKEY | RType::CDS | RType::CDNSKEY)
 }
 
 /// How to sign, from the zone's policy.
@@ -225,10 +259,10 @@ fn soa_with_serial(zone: &Zone, serial: u32) -> OwnedRRset {
 }
 
 fn check_keys(keys: &[ZoneKey]) -> Result<(), SignError> {
-    if !keys.iter().any(|k| k.role.signs_dnskey()) {
+    if !keys.iter().any(|k| k.signs_keys) {
         return Err(SignError("no KSK or CSK to sign the DNSKEY RRset".into()));
     }
-    if !keys.iter().any(|k| k.role.signs_zone()) {
+    if !keys.iter().any(|k| k.signs_zone) {
         return Err(SignError("no ZSK or CSK to sign the zone".into()));
     }
     Ok(())
@@ -247,7 +281,10 @@ fn signer_records(
         owner: apex.clone(),
         rtype: RType::DNSKEY,
         ttl: config.dnskey_ttl,
-        rdatas: keys.iter().map(|k| k.dnskey.clone()).collect(),
+        rdatas: (keys.iter())
+            .filter(|k| k.published)
+            .map(|k| k.dnskey.clone())
+            .collect(),
     }];
     match &config.denial {
         Denial::Nsec => made.extend(denial::nsec_chain(entries, denial_ttl)),
@@ -351,10 +388,10 @@ fn sign_job(
         .map(|p| p.signatures(&owner, (rtype, context.class), &rrset))
         .unwrap_or_default();
     for key in context.keys {
-        let signs = if rtype == RType::DNSKEY {
-            key.role.signs_dnskey()
+        let signs = if signed_by_key_signers(rtype) {
+            key.signs_keys
         } else {
-            key.role.signs_zone()
+            key.signs_zone
         };
         if !signs {
             continue;

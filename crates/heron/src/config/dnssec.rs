@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use heron_dnssec::keys::Algorithm;
 use heron_dnssec::policy::{KeySet, Policy, parse_duration};
+use heron_dnssec::rollover::KskMethod;
 use heron_dnssec::sign::Denial;
 use serde::Deserialize;
 
@@ -49,6 +50,20 @@ pub struct PolicyEntry {
     pub nsec3_salt: Option<String>,
     pub nsec3_opt_out: Option<bool>,
     pub dnskey_ttl: Option<DurationValue>,
+    /// TTL of CDS and CDNSKEY (default: the DNSKEY TTL).
+    pub cds_ttl: Option<DurationValue>,
+    /// Rollover timing: see `heron_dnssec::policy::Policy`.
+    pub propagation_delay: Option<DurationValue>,
+    pub parent_propagation_delay: Option<DurationValue>,
+    pub parent_ds_ttl: Option<DurationValue>,
+    pub retire_safety: Option<DurationValue>,
+    pub max_zone_ttl: Option<DurationValue>,
+    /// `"double-signature"` (default) or `"double-ds"`.
+    pub ksk_method: Option<String>,
+    /// `ADDRESS[:PORT]` of each name server of the parent zone, asked for
+    /// the DS RRset during a KSK or CSK rollover.
+    #[serde(default)]
+    pub parent_servers: Vec<String>,
 }
 
 /// How a zone is signed: its policy and where its keys are.
@@ -111,15 +126,69 @@ impl PolicyEntry {
         );
         duration(&self.dnskey_ttl, "dnskey-ttl", &mut p.dnskey_ttl);
         (p.ksk_lifetime, p.zsk_lifetime) = (ksk.into(), zsk.into());
+        self.rollover_timing(&mut p, &mut errors);
         match self.denial() {
             Ok(d) => p.denial = d,
             Err(e) => errors.push(e),
+        }
+        if p.parent_servers.len() > MAX_PARENT_SERVERS {
+            errors.push(format!(
+                "parent-servers: {} given, at most {MAX_PARENT_SERVERS}",
+                p.parent_servers.len()
+            ));
         }
         errors.extend(p.problems());
         if errors.is_empty() {
             Ok(p)
         } else {
             Err(errors)
+        }
+    }
+
+    /// The keys of key rollovers: TTLs, delays, method, parent servers.
+    fn rollover_timing(&self, p: &mut Policy, errors: &mut Vec<String>) {
+        let mut duration = |value: &Option<DurationValue>, key: &str, into: &mut u32| {
+            if let Some(v) = value {
+                match v.seconds(key) {
+                    Ok(s) => *into = s,
+                    Err(e) => errors.push(e),
+                }
+            }
+        };
+        p.cds_ttl = p.dnskey_ttl;
+        duration(&self.cds_ttl, "cds-ttl", &mut p.cds_ttl);
+        let timing = [
+            (
+                &self.propagation_delay,
+                "propagation-delay",
+                &mut p.propagation_delay,
+            ),
+            (
+                &self.parent_propagation_delay,
+                "parent-propagation-delay",
+                &mut p.parent_propagation_delay,
+            ),
+            (&self.parent_ds_ttl, "parent-ds-ttl", &mut p.parent_ds_ttl),
+            (&self.retire_safety, "retire-safety", &mut p.retire_safety),
+        ];
+        for (value, key, into) in timing {
+            duration(value, key, into);
+        }
+        let mut max_ttl = 0;
+        duration(&self.max_zone_ttl, "max-zone-ttl", &mut max_ttl);
+        p.max_zone_ttl = self.max_zone_ttl.as_ref().map(|_| max_ttl);
+        match self.ksk_method.as_deref() {
+            None | Some("double-signature") => {}
+            Some("double-ds") => p.ksk_method = KskMethod::DoubleDs,
+            Some(m) => errors.push(format!(
+                "ksk-method '{m}': expected \"double-signature\" or \"double-ds\""
+            )),
+        }
+        for server in &self.parent_servers {
+            match parent_server(server) {
+                Ok(addr) => p.parent_servers.push(addr),
+                Err(e) => errors.push(e),
+            }
         }
     }
 
@@ -140,6 +209,19 @@ impl PolicyEntry {
             Some(d) => Err(format!("denial '{d}': expected \"nsec\" or \"nsec3\"")),
         }
     }
+}
+
+/// Most parent servers a policy names: each is asked once per check.
+pub const MAX_PARENT_SERVERS: usize = 16;
+
+/// `ADDRESS` (port 53) or `ADDRESS:PORT`, `[V6]:PORT`.
+fn parent_server(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(addr) = text.parse::<std::net::SocketAddr>() {
+        return Ok(addr);
+    }
+    text.parse::<std::net::IpAddr>()
+        .map(|ip| std::net::SocketAddr::new(ip, 53))
+        .map_err(|_| format!("parent-servers: '{text}' is not an address or address:port"))
 }
 
 fn salt(text: &str) -> Result<Vec<u8>, String> {
@@ -255,6 +337,47 @@ mod tests {
             }
         );
         assert_eq!(p.dnskey_ttl, 3600);
+        assert_eq!(p.cds_ttl, 3600, "the DNSKEY TTL unless set");
+    }
+
+    #[test]
+    fn rollover_timing_reads_seconds() {
+        let p = entry(
+            r#"
+            name = "fast"
+            keys = "ksk-zsk"
+            zsk-lifetime = "30s"
+            propagation-delay = "1s"
+            parent-propagation-delay = "2s"
+            parent-ds-ttl = "3s"
+            retire-safety = "4s"
+            max-zone-ttl = "5s"
+            cds-ttl = "6s"
+            dnskey-ttl = "7s"
+            ksk-method = "double-ds"
+            parent-servers = ["192.0.2.1", "[2001:db8::1]:5353", "127.0.0.1:53001"]
+            "#,
+        )
+        .policy()
+        .unwrap();
+        let timing = (
+            p.propagation_delay,
+            p.parent_propagation_delay,
+            p.parent_ds_ttl,
+            p.retire_safety,
+            p.max_zone_ttl,
+            p.cds_ttl,
+        );
+        assert_eq!(timing, (1, 2, 3, 4, Some(5), 6));
+        assert_eq!(p.ksk_method, KskMethod::DoubleDs);
+        let servers: Vec<String> = p.parent_servers.iter().map(|a| a.to_string()).collect();
+        assert_eq!(
+            servers,
+            ["192.0.2.1:53", "[2001:db8::1]:5353", "127.0.0.1:53001"]
+        );
+        let rollover = p.rollover_policy(9);
+        assert_eq!(rollover.max_zone_ttl, 9, "the zone's TTL when larger");
+        assert_eq!(p.rollover_policy(1).max_zone_ttl, 5);
     }
 
     #[test]
@@ -273,6 +396,19 @@ mod tests {
             ("denial = \"nsec3\"\nnsec3-iterations = 51", "above 50"),
             ("denial = \"nsec3\"\nnsec3-salt = \"abc\"", "even number"),
             ("denial = \"nsec3\"\nnsec3-salt = \"zz\"", "not hex"),
+            ("ksk-method = \"triple\"", "ksk-method 'triple'"),
+            (
+                "parent-servers = [\"nowhere\"]",
+                "parent-servers: 'nowhere'",
+            ),
+            (
+                "propagation-delay = \"5y\"",
+                "propagation-delay: not a duration",
+            ),
+            (
+                "keys = \"ksk-zsk\"\nzsk-lifetime = \"1h\"\nmax-zone-ttl = \"1d\"",
+                "ZSK lifetime (3600s) is shorter than one rollover",
+            ),
         ] {
             let e = entry(&format!("name = \"p\"\n{text}"));
             let errors = policies(&[e]).unwrap_err();
@@ -281,6 +417,17 @@ mod tests {
                 "{text}: {errors:?}"
             );
         }
+        let many: Vec<String> = (1..=MAX_PARENT_SERVERS + 1)
+            .map(|i| format!("\"192.0.2.{i}\""))
+            .collect();
+        let text = format!("name = \"p\"\nparent-servers = [{}]", many.join(","));
+        let errors = policies(&[entry(&text)]).unwrap_err();
+        assert!(errors[0].contains("at most 16"), "{errors:?}");
+        let text = format!(
+            "name = \"p\"\nparent-servers = [{}]",
+            many[..MAX_PARENT_SERVERS].join(",")
+        );
+        assert!(policies(&[entry(&text)]).is_ok(), "16 is allowed");
         let twice = [entry("name = \"p\""), entry("name = \"p\"")];
         assert!(policies(&twice).unwrap_err()[0].contains("defined twice"));
         assert!(toml::from_str::<PolicyEntry>("name = \"p\"\nbogus = 1").is_err());

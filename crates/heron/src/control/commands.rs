@@ -23,7 +23,7 @@ use crate::plan::zone_files::ZoneFiles;
 use crate::runtime::{Selection, Transfers, reload};
 
 /// The commands this server answers, for the error that names them.
-const KNOWN: &str = "status, zone-status, reload, reconfigure, retransfer, refresh, notify, stats, dnstap-reopen, freeze, thaw, stop";
+const KNOWN: &str = "status, zone-status, reload, reconfigure, retransfer, refresh, notify, stats, dnstap-reopen, freeze, thaw, keys, ds-seen, stop";
 
 /// What the commands see of the running server.
 pub(crate) struct Controller {
@@ -71,6 +71,11 @@ impl Controller {
             "freeze" | "thaw" => match zones.as_slice() {
                 [zone] if request.command == "freeze" => self.freeze(zone).await,
                 [zone] => self.thaw(zone).await,
+                _ => Response::refused(format!("{} takes one zone", request.command)),
+            },
+            "keys" | "ds-seen" => match zones.as_slice() {
+                [zone] if request.command == "keys" => self.keys(zone).await,
+                [zone] => self.ds_seen(zone).await,
                 _ => Response::refused(format!("{} takes one zone", request.command)),
             },
             "stats" => self.stats(request.reset),
@@ -180,6 +185,7 @@ impl Controller {
                 "served": zone.is_some(),
                 "loaded_at": loaded.flatten().map(unix_seconds),
             });
+            crate::runtime::rollover::zone_status_fields(&mut row, &origin);
             if let Some(report) = report_of.get(&origin) {
                 secondary_fields(&mut row, report);
                 if let Some(why) = rejections.get(&origin) {

@@ -114,6 +114,20 @@ pub enum CtlCommand {
     /// logrotate's `postrotate`. A file still at its path is written on.
     /// Exits 4 if dnstap is off or writes to a socket.
     DnstapReopen,
+    /// A signed zone's DNSSEC keys: tag, algorithm, role, the RFC 7583
+    /// states of its DNSKEY, RRSIGs and DS, and its next event and when.
+    Keys {
+        /// The signed zone.
+        zone: String,
+    },
+    /// Say that the parent now publishes the DS records the zone's
+    /// CDS/CDNSKEY ask for (or no longer publishes those withdrawn), for
+    /// parents the server cannot query (`parent-servers`): the waiting
+    /// rollover step moves on. Exits 1 if the zone waits for no parent.
+    DsSeen {
+        /// The signed zone.
+        zone: String,
+    },
     /// Shut the server down cleanly, and wait until its process is gone.
     /// Exits 1 if it is still there when the timeout runs out.
     Stop,
@@ -149,6 +163,8 @@ impl CtlCommand {
                 ..Request::new("stats")
             },
             CtlCommand::DnstapReopen => Request::new("dnstap-reopen"),
+            CtlCommand::Keys { zone } => one_zone("keys", zone),
+            CtlCommand::DsSeen { zone } => one_zone("ds-seen", zone),
             CtlCommand::Stop => Request::new("stop"),
         }
     }
@@ -339,7 +355,9 @@ fn print_human(command: &CtlCommand, response: &Response) {
         CtlCommand::ZoneStatus { .. } => {
             print!("{}", zone_table(&response.data));
             print!("{}", secondary_table(&response.data));
+            print!("{}", dnssec_lines(&response.data));
         }
+        CtlCommand::Keys { .. } => print!("{}", keys_table(&response.data)),
 
         CtlCommand::Stats { .. } => print!("{}", stats_table(&response.data)),
         _ => {}
@@ -408,6 +426,44 @@ fn zone_table(data: &Value) -> String {
         })
         .unwrap_or_default();
     table(&["ZONE", "ROLE", "SERIAL", "LOADED"], &rows)
+}
+
+/// What a signed zone's rollover waits for, one line per zone waiting.
+fn dnssec_lines(data: &Value) -> String {
+    let zones = data.as_array().map(Vec::as_slice).unwrap_or_default();
+    let mut out = String::new();
+    for z in zones {
+        if let Some(waiting) = z["dnssec_waiting"].as_str() {
+            out += &format!("\n{}: DNSSEC rollover {waiting}\n", text_of(&z["zone"]));
+            if let Some(e) = z["dnssec_parent_error"].as_str() {
+                out += &format!("{}: last parent check: {e}\n", text_of(&z["zone"]));
+            }
+        }
+    }
+    out
+}
+
+fn keys_table(data: &Value) -> String {
+    let rows: Vec<[String; 9]> = (data.as_array().map(Vec::as_slice).unwrap_or_default())
+        .iter()
+        .map(|k| {
+            [
+                text_of(&k["tag"]),
+                text_of(&k["algorithm"]),
+                text_of(&k["role"]),
+                text_of(&k["goal"]),
+                text_of(&k["dnskey"]),
+                text_of(&k["rrsig"]),
+                text_of(&k["ds"]),
+                text_of(&k["next"]),
+                time_of(&k["next_at"]),
+            ]
+        })
+        .collect();
+    let header = [
+        "TAG", "ALG", "ROLE", "GOAL", "DNSKEY", "RRSIG", "DS", "NEXT", "AT",
+    ];
+    table(&header, &rows)
 }
 
 fn time_of(v: &Value) -> String {

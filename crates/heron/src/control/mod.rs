@@ -5,5 +5,6 @@
 
 pub mod commands;
 pub mod ctl;
+pub mod keys;
 pub mod metrics;
 pub mod socket;

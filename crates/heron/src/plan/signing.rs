@@ -1,19 +1,16 @@
 //! Zones Heron signs: their keys in the key directory (made when there
 //! are none), and the signing of a zone as loaded from its file.
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::fs;
 use std::path::Path;
 use std::time::Instant;
 
-use heron_dnssec::keys::{KeyFile, KeyRole, MAX_KEY_FILE};
-use heron_dnssec::policy::{KeySet, Policy};
-use heron_dnssec::sign::{ZoneKey, sign_zone_after};
+use heron_dnssec::sign::sign_zone_after;
 use heron_proto::Name;
 use heron_zone::Zone;
 
 use crate::config::dnssec::Signing;
+use crate::plan::key_state;
 
 /// How often the server looks for signed zones with signatures due for
 /// refresh (each is re-signed then, keeping the signatures not due).
@@ -37,14 +34,13 @@ pub fn zones_due(
         .collect()
 }
 
-/// Suffix of Heron's key files in a key directory.
-const KEY_SUFFIX: &str = ".heron-key";
-
-/// Signs `zone`, loaded from its file, under `signing`; the keys are read
-/// from the key directory, or made there when the zone has none. `previous`
-/// is the version served now: its signatures over RRsets that did not
-/// change are kept (unless due for refresh), and a new signing of the
-/// same serial takes the next one, so that secondaries see the change.
+/// Signs `zone`, loaded from its file, under `signing`: the zone's keys
+/// move on through their rollovers first (`key_state::step`: the state
+/// file in the key directory, keys generated as the step needs), and the
+/// zone is signed with the step's DNSKEY RRset, signers and CDS/CDNSKEY.
+/// `previous` is the version served now: its signatures over RRsets that
+/// did not change are kept (unless due for refresh), and a new signing of
+/// the same serial takes the next one, so that secondaries see the change.
 pub fn sign_loaded(
     zone: &Zone,
     previous: Option<&Zone>,
@@ -52,25 +48,37 @@ pub fn sign_loaded(
 ) -> Result<Zone, Vec<String>> {
     let started = Instant::now();
     let origin = zone.origin();
-    let keys = zone_keys(origin, &signing.policy, &signing.key_directory)
-        .map_err(|e| vec![format!("zone '{origin}': keys: {e}")])?;
-    let mut config = signing.policy.sign_config();
+    let now = heron_proto::time::unix_now();
+    let policy = &signing.policy;
+    let step = key_state::step(
+        origin,
+        policy,
+        &signing.key_directory,
+        key_state::zone_max_ttl(zone),
+        now,
+    )
+    .map_err(|e| vec![format!("zone '{origin}': keys: {e}")])?;
+    let with_cds = key_state::with_cds(zone, &step, policy.cds_ttl)
+        .map_err(|e| vec![format!("zone '{origin}': {e}")])?;
+    let zone = with_cds.as_ref().unwrap_or(zone);
+    let mut config = policy.sign_config();
     // After a restart the version served last is gone; its serial is kept.
     let served = previous
         .map(Zone::serial)
         .or_else(|| read_served_serial(&signing.key_directory, origin));
     config.serial = next_serial(zone.serial(), served);
-    let now = heron_proto::time::unix_now();
-    let signed = sign_zone_after(zone, previous, &keys, &config, now)
+    let signed = sign_zone_after(zone, previous, &step.keys, &config, now)
         .map_err(|e| vec![format!("zone '{origin}': cannot sign: {e}")])?;
     write_served_serial(&signing.key_directory, origin, signed.zone.serial())
         .map_err(|e| vec![format!("zone '{origin}': {e}")])?;
     tracing::info!(
         zone = %origin,
-        policy = %signing.policy.name,
+        policy = %policy.name,
         signatures = signed.signatures,
         kept = signed.reused,
         serial = signed.zone.serial(),
+        keys = step.keys.len(),
+        cds = step.cds.len(),
         ms = started.elapsed().as_millis() as u64,
         "zone signed"
     );
@@ -112,105 +120,12 @@ fn next_serial(file: u32, served: Option<u32>) -> Option<u32> {
     (!ahead).then(|| served.wrapping_add(1))
 }
 
-/// The keys of the zone's policy: one CSK, or a KSK and a ZSK, of its
-/// algorithm, the newest of each role found, made when there is none.
-fn zone_keys(origin: &Name, policy: &Policy, dir: &Path) -> Result<Vec<ZoneKey>, String> {
-    ensure_private_directory(dir)?;
-    let zone = origin.to_string().to_ascii_lowercase();
-    let found = read_keys(dir, &zone, policy)?;
-    let roles: &[KeyRole] = match policy.keys {
-        KeySet::Csk => &[KeyRole::Csk],
-        KeySet::KskZsk => &[KeyRole::Ksk, KeyRole::Zsk],
-    };
-    let mut keys = Vec::with_capacity(roles.len());
-    for &role in roles {
-        let newest = (found.iter())
-            .filter(|f| f.role == role)
-            .max_by_key(|f| f.created);
-        let file = match newest {
-            Some(file) => file.clone(),
-            None => generate(dir, &zone, role, policy)?,
-        };
-        let key = file.signing_key().map_err(|e| e.to_string())?;
-        keys.push(ZoneKey::new(key, role));
-    }
-    Ok(keys)
-}
-
-/// The directory, made owner-only if new; a warning if others can read it.
-fn ensure_private_directory(dir: &Path) -> Result<(), String> {
-    if !dir.exists() {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
-    }
-    let meta = fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    if meta.permissions().mode() & 0o077 != 0 {
-        tracing::warn!(
-            "key directory {} can be read by others than its owner (chmod 700 it)",
-            dir.display()
-        );
-    }
-    Ok(())
-}
-
-/// The zone's key files of the policy's algorithm.
-fn read_keys(dir: &Path, zone: &str, policy: &Policy) -> Result<Vec<KeyFile>, String> {
-    let entries = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut out = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name();
-        if !name.to_string_lossy().ends_with(KEY_SUFFIX) {
-            continue;
-        }
-        let file = read_key_file(&path)?;
-        if file.zone.eq_ignore_ascii_case(zone) && file.algorithm == policy.algorithm {
-            out.push(file);
-        }
-    }
-    Ok(out)
-}
-
-fn read_key_file(path: &Path) -> Result<KeyFile, String> {
-    let meta = fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if meta.len() > MAX_KEY_FILE as u64 {
-        return Err(format!("{}: not a key file (too long)", path.display()));
-    }
-    let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    KeyFile::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// A new key, written owner-only (0600) and never over another file.
-fn generate(dir: &Path, zone: &str, role: KeyRole, policy: &Policy) -> Result<KeyFile, String> {
-    let now = heron_proto::time::unix_now();
-    let (file, key) =
-        KeyFile::generate(zone, role, policy.algorithm, now).map_err(|e| e.to_string())?;
-    let path = dir.join(file.file_name(&key));
-    let mut out = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    out.write_all(file.to_text().as_bytes())
-        .and_then(|()| out.sync_all())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    tracing::info!(
-        zone,
-        role = role.name(),
-        algorithm = %policy.algorithm,
-        file = %path.display(),
-        "DNSSEC key generated"
-    );
-    Ok(file)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::key_state::KEY_SUFFIX;
+    use heron_dnssec::policy::{KeySet, Policy};
+    use std::os::unix::fs::PermissionsExt;
     use std::sync::Arc;
 
     const ZONE: &str = "@ 300 IN SOA ns hm 7 2 3 4 5\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\n";
@@ -254,17 +169,18 @@ mod tests {
         assert_eq!(dnskeys(&first), dnskeys(&second), "the same keys");
         assert_eq!(
             fs::read_dir(&keys).unwrap().count(),
-            3,
-            "two keys, one serial"
+            4,
+            "two keys, one serial, one key state file"
         );
+        assert_eq!(mode(&keys.join("k.test.keys.json")), 0o600);
         assert_eq!((first.serial(), second.serial()), (7, 8));
         // A restart (no version served) goes on from the serial kept.
         let third = sign_loaded(&load(), None, &signing).unwrap();
         assert_eq!(third.serial(), 9);
         assert_eq!(
             fs::read_dir(&keys).unwrap().count(),
-            3,
-            "two keys, one serial"
+            4,
+            "two keys, one serial, one key state file"
         );
     }
 

@@ -5,6 +5,7 @@
 //! drive it; above `plan`, whose decisions it carries out.
 
 pub mod query_log;
+pub mod rollover;
 pub mod secondary;
 pub mod update;
 
@@ -139,6 +140,8 @@ pub(crate) async fn reload(
         outcome.summary()
     );
     notify::ready();
+    // Signings moved keys on, a policy may have changed: new next events.
+    rollover::wake();
     (outcome, took)
 }
 

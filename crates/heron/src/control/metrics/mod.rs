@@ -168,6 +168,7 @@ fn is_created_sample(line: &str, kinds: &HashMap<&str, &str>) -> bool {
 fn encode(snapshot: Snapshot) -> String {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(snapshot));
+    registry.register_collector(Box::new(DsWaiting::read()));
     let mut body = String::new();
     prometheus_client::encoding::text::encode(&mut body, &registry)
         .expect("writing to a String does not fail");
@@ -296,6 +297,42 @@ fn encode_dnstap(e: &mut DescriptorEncoder, tap: &TapTotals) -> Result<(), std::
         "Bytes of sampled exchanges waiting for the dnstap writer",
         tap.queued_bytes as f64,
     )
+}
+
+/// Each signed zone, 1 while a key rollover waits for the parent's DS
+/// RRset to change (the operator's step), else 0.
+#[derive(Debug)]
+struct DsWaiting(Vec<(String, bool)>);
+
+impl DsWaiting {
+    fn read() -> DsWaiting {
+        let all = crate::runtime::rollover::statuses()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut rows: Vec<(String, bool)> = (all.iter())
+            .map(|(zone, status)| (zone.clone(), status.waiting.is_some()))
+            .collect();
+        rows.sort();
+        DsWaiting(rows)
+    }
+}
+
+impl Collector for DsWaiting {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let rows = (self.0.iter()).map(|(zone, waiting)| {
+            (
+                vec![("zone", zone.clone())],
+                ConstGauge::new(i64::from(*waiting)),
+            )
+        });
+        family(
+            &mut encoder,
+            "heron_dnssec_ds_waiting",
+            "1 while a DNSSEC key rollover of the zone waits for its parent to add or remove a DS (see heron ctl zone-status), else 0",
+            MetricType::Gauge,
+            rows,
+        )
+    }
 }
 
 impl Collector for Snapshot {

@@ -1,0 +1,101 @@
+//! `heron ctl keys ZONE` and `heron ctl ds-seen ZONE`: a signed zone's
+//! DNSSEC keys with their RFC 7583 states and next event, and the
+//! operator's word that the parent's DS RRset changed as the zone's CDS
+//! asks (for parents that cannot be queried).
+
+use heron_dnssec::rollover::{NextEvent, State};
+use heron_proto::Name;
+use serde_json::{Value, json};
+
+use crate::control::commands::Controller;
+use crate::control::socket::Response;
+use crate::plan::key_state;
+use crate::plan::rollover::current_policy;
+use crate::runtime::rollover;
+
+fn state_name(state: State) -> &'static str {
+    match state {
+        State::Hidden => "hidden",
+        State::Rumoured => "rumoured",
+        State::Omnipresent => "omnipresent",
+        State::Unretentive => "unretentive",
+    }
+}
+
+/// When the next event is, if it has a time.
+fn next_at(next: &NextEvent) -> Option<u64> {
+    match next {
+        NextEvent::Record { at, .. } | NextEvent::Rollover { at } => Some(*at),
+        _ => None,
+    }
+}
+
+impl Controller {
+    /// Each key of `zone` as its state file records it, with its next
+    /// event under the zone's configured policy.
+    pub(crate) async fn keys(&self, zone: &Name) -> Response {
+        let found = {
+            let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+            rollover::policy_of(&files, zone)
+        };
+        let Some((policy, dir)) = found else {
+            return Response::refused(format!("{zone} is not a zone this server signs"));
+        };
+        let text = key_state::zone_text(zone);
+        let read = tokio::task::spawn_blocking(move || key_state::read_state(&dir, &text)).await;
+        let state = match read {
+            Ok(Ok(Some(state))) => state,
+            Ok(Ok(None)) => return Response::error(format!("{zone} has no keys yet")),
+            Ok(Err(e)) => return Response::error(e),
+            Err(e) => return Response::error(e.to_string()),
+        };
+        let now = heron_proto::time::unix_now();
+        let machine = heron_dnssec::rollover::Rollover::new(
+            current_policy(&policy, state.policy.as_ref()),
+            state.keys.clone(),
+        );
+        let rows: Vec<Value> = (state.keys.iter().zip(machine.status(now)))
+            .map(|(key, status)| {
+                json!({
+                    "id": key.id,
+                    "tag": status.tag,
+                    "algorithm": status.algorithm,
+                    "role": format!("{:?}", status.role).to_ascii_lowercase(),
+                    "goal": format!("{:?}", status.goal).to_ascii_lowercase(),
+                    "dnskey": state_name(status.dnskey),
+                    "rrsig": status.zone_rrsig.map(state_name),
+                    "ds": status.ds.map(state_name),
+                    "next": status.next.to_string(),
+                    "next_at": next_at(&status.next),
+                })
+            })
+            .collect();
+        let waiting = (rollover::statuses().lock())
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key_state::zone_text(zone))
+            .and_then(|s| s.waiting.clone());
+        let message = match &waiting {
+            Some(w) => format!("{} keys; {w}", rows.len()),
+            None => format!("{} keys", rows.len()),
+        };
+        Response::ok(message, Value::Array(rows))
+    }
+
+    /// Records that the parent now publishes (or no longer publishes) the
+    /// DS the zone's CDS asks for; the zone's keys move on at once.
+    pub(crate) async fn ds_seen(&self, zone: &Name) -> Response {
+        let found = {
+            let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+            rollover::policy_of(&files, zone)
+        };
+        let Some((_, dir)) = found else {
+            return Response::refused(format!("{zone} is not a zone this server signs"));
+        };
+        let origin = zone.clone();
+        match tokio::task::spawn_blocking(move || rollover::ds_seen(dir, &origin)).await {
+            Ok(Ok(said)) => Response::ok(said, json!({ "zone": zone.to_string() })),
+            Ok(Err(e)) => Response::error(e),
+            Err(e) => Response::error(e.to_string()),
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! A signed zone's keys through their rollovers: the zone's state file in
+//! the key directory, moved on by the I/O-free state machine
+//! (`heron_dnssec::rollover`) at each signing, the keys it asks for
+//! generated, and what the step publishes (DNSKEY RRset, which key signs
+//! what, CDS/CDNSKEY) handed to the signer.
+//!
+//! Every read-change-write of a state file holds [`STATE_FILES`], so the
+//! signing (on a load thread) and the rollover driver (parent checks,
+//! `heron ctl ds-seen`) never drop each other's change.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use heron_dnssec::ds::{CDNSKEY_DELETE, CDS_DELETE, DigestType, cdnskey_rdata, ds_rdata};
+use heron_dnssec::keys::{KeyFile, KeyRole, MAX_KEY_FILE};
+use heron_dnssec::policy::Policy;
+use heron_dnssec::rollover::state_file::{ZoneKeys, file_name};
+use heron_dnssec::rollover::{
+    Event, Key, KeyRequest, Plan, RecordKind, Role, Rollover, State, UnixTime,
+};
+use heron_dnssec::sign::ZoneKey;
+use heron_proto::{Name, RType};
+
+/// Held around every read-change-write of a key state file.
+pub static STATE_FILES: Mutex<()> = Mutex::new(());
+
+/// Suffix of Heron's key files in a key directory.
+pub const KEY_SUFFIX: &str = ".heron-key";
+
+/// What one signing of a zone uses: the keys of the DNSKEY RRset (each
+/// told what it signs) and the CDS and CDNSKEY RDATA to publish.
+pub struct Step {
+    pub keys: Vec<ZoneKey>,
+    pub cds: Vec<Vec<u8>>,
+    pub cdnskey: Vec<Vec<u8>>,
+}
+
+/// The state file of `zone` in `dir`.
+pub fn state_path(dir: &Path, zone: &str) -> PathBuf {
+    dir.join(file_name(zone))
+}
+
+/// The zone's name as key files and state files spell it: lower case,
+/// with the final dot.
+pub fn zone_text(origin: &Name) -> String {
+    origin.to_string().to_ascii_lowercase()
+}
+
+/// Moves the zone's keys on at `now` under `policy` (the zone's largest
+/// TTL `zone_max_ttl`), generating what the step needs and writing the
+/// state file; what the signing publishes.
+pub fn step(
+    origin: &Name,
+    policy: &Policy,
+    dir: &Path,
+    zone_max_ttl: u32,
+    now: UnixTime,
+) -> Result<Step, String> {
+    ensure_private_directory(dir)?;
+    let zone = zone_text(origin);
+    let path = state_path(dir, &zone);
+    let _held = STATE_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    let state = load_or_adopt(&path, dir, &zone, policy, now)?;
+    let before = state.keys.clone();
+    let rollover_policy = policy.rollover_policy(zone_max_ttl);
+    let mut machine = Rollover::new(rollover_policy.clone(), state.keys);
+    let plan = machine.advance_generating(now, |request| generate(dir, &zone, request, now))?;
+    let saved = ZoneKeys {
+        policy: Some(rollover_policy),
+        ..ZoneKeys::new(&zone, machine.keys().to_vec())
+    };
+    saved.save(&path).map_err(|e| e.to_string())?;
+    log_changes(&zone, &before, machine.keys());
+    publish(origin, dir, machine.keys(), plan)
+}
+
+/// Applies `event` to the zone's state file at `now` (the policy it
+/// recorded stays); whether the file exists.
+pub fn handle_event(dir: &Path, zone: &str, event: Event, now: UnixTime) -> Result<(), String> {
+    let path = state_path(dir, zone);
+    let _held = STATE_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    let state = ZoneKeys::load(&path).map_err(|e| e.to_string())?;
+    let Some(policy) = state.policy.clone() else {
+        return Err(format!("{}: no policy recorded yet", path.display()));
+    };
+    let mut machine = Rollover::new(policy, state.keys.clone());
+    machine.handle(event, now).map_err(|e| e.to_string())?;
+    let changed = ZoneKeys {
+        keys: machine.keys().to_vec(),
+        ..state
+    };
+    changed.save(&path).map_err(|e| e.to_string())
+}
+
+/// The zone's state file as recorded, if there is one.
+pub fn read_state(dir: &Path, zone: &str) -> Result<Option<ZoneKeys>, String> {
+    let path = state_path(dir, zone);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let _held = STATE_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    ZoneKeys::load(&path).map(Some).map_err(|e| e.to_string())
+}
+
+/// The recorded state, or for a zone signed before it had one, its key
+/// files (the newest of each role of the policy's algorithm) as keys
+/// already published and signing: their DS goes to the parent next.
+fn load_or_adopt(
+    path: &Path,
+    dir: &Path,
+    zone: &str,
+    policy: &Policy,
+    now: UnixTime,
+) -> Result<ZoneKeys, String> {
+    if path.exists() {
+        return ZoneKeys::load(path).map_err(|e| e.to_string());
+    }
+    let mut files = read_key_files(dir, zone)?;
+    files.retain(|(_, f)| f.algorithm == policy.algorithm);
+    files.sort_by_key(|(_, f)| std::cmp::Reverse(f.created));
+    let mut keys: Vec<Key> = Vec::new();
+    for (id, file) in files {
+        let role = machine_role(file.role);
+        if keys.iter().any(|k| k.role == role) {
+            continue;
+        }
+        let key = file.signing_key().map_err(|e| format!("{id}: {e}"))?;
+        let tag = ZoneKey::new(key, file.role).tag;
+        let mut adopted = Key::new(id, tag, file.algorithm.number(), role, file.created);
+        let served = State::Omnipresent;
+        adopted.dnskey.state = served;
+        adopted.zone_rrsig.state = if role.signs_zone() {
+            served
+        } else {
+            State::Hidden
+        };
+        adopted.published = Some(now);
+        keys.push(adopted);
+    }
+    keys.sort_by_key(|k| k.created);
+    if !keys.is_empty() {
+        tracing::info!(
+            zone,
+            keys = keys.len(),
+            "DNSSEC keys taken into a new key state file"
+        );
+    }
+    Ok(ZoneKeys::new(zone, keys))
+}
+
+fn machine_role(role: KeyRole) -> Role {
+    match role {
+        KeyRole::Ksk => Role::Ksk,
+        KeyRole::Zsk => Role::Zsk,
+        KeyRole::Csk => Role::Csk,
+    }
+}
+
+fn file_role(role: Role) -> KeyRole {
+    match role {
+        Role::Ksk => KeyRole::Ksk,
+        Role::Zsk => KeyRole::Zsk,
+        Role::Csk => KeyRole::Csk,
+    }
+}
+
+/// The DNSKEY RRset's keys as the plan says they sign, and the CDS and
+/// CDNSKEY RDATA (SHA-256 DS) of the keys it sends to the parent.
+fn publish(origin: &Name, dir: &Path, keys: &[Key], plan: Plan) -> Result<Step, String> {
+    let mut zone_keys = Vec::with_capacity(plan.dnskey.len());
+    for listed in &plan.dnskey {
+        let key = keys.iter().find(|k| k.id == listed.id);
+        let role = key.map_or(Role::Zsk, |k| k.role);
+        let signing = read_key(dir, &listed.id)?
+            .signing_key()
+            .map_err(|e| format!("{}: {e}", listed.id))?;
+        let signs_keys = plan.key_signers.iter().any(|k| k.id == listed.id);
+        let signs_zone = plan.zone_signers.iter().any(|k| k.id == listed.id);
+        let planned = ZoneKey::planned(signing, file_role(role), signs_keys, signs_zone);
+        zone_keys.push(planned);
+    }
+    // A zone signer whose DNSKEY is withdrawn first (algorithm rollover)
+    // still signs: its signatures leave after its key.
+    for signer in &plan.zone_signers {
+        if plan.dnskey.iter().any(|k| k.id == signer.id) {
+            continue;
+        }
+        let key = keys.iter().find(|k| k.id == signer.id);
+        let role = key.map_or(Role::Zsk, |k| k.role);
+        let signing = read_key(dir, &signer.id)?
+            .signing_key()
+            .map_err(|e| format!("{}: {e}", signer.id))?;
+        zone_keys.push(ZoneKey::unpublished(signing, file_role(role)));
+    }
+    let (mut cds, mut cdnskey) = (Vec::new(), Vec::new());
+    for listed in &plan.cds {
+        let role = keys.iter().find(|k| k.id == listed.id).map(|k| k.role);
+        let role = file_role(role.unwrap_or(Role::Ksk));
+        let signing = read_key(dir, &listed.id)?
+            .signing_key()
+            .map_err(|e| format!("{}: {e}", listed.id))?;
+        let dnskey = signing.dnskey_rdata(role.flags());
+        cds.extend(ds_rdata(origin, &dnskey, DigestType::Sha256));
+        cdnskey.push(cdnskey_rdata(&dnskey));
+    }
+    if plan.cds_delete {
+        cds = vec![CDS_DELETE.to_vec()];
+        cdnskey = vec![CDNSKEY_DELETE.to_vec()];
+    }
+    Ok(Step {
+        keys: zone_keys,
+        cds,
+        cdnskey,
+    })
+}
+
+/// One log line per record of a key that moved, and per key added.
+fn log_changes(zone: &str, before: &[Key], after: &[Key]) {
+    let name = |s: State| format!("{s:?}").to_ascii_lowercase();
+    for key in after {
+        let Some(old) = before.iter().find(|k| k.id == key.id) else {
+            continue;
+        };
+        for kind in RecordKind::ALL.into_iter().filter(|&k| key.has(k)) {
+            let (from, to) = (old.record(kind).state, key.record(kind).state);
+            if from != to {
+                tracing::info!(
+                    zone,
+                    key = key.tag,
+                    role = ?key.role,
+                    record = ?kind,
+                    "DNSSEC key {} {:?}: {} -> {}",
+                    key.tag,
+                    kind,
+                    name(from),
+                    name(to)
+                );
+            }
+        }
+    }
+}
+
+/// The key file of `id` (its file name less [`KEY_SUFFIX`]).
+pub fn read_key(dir: &Path, id: &str) -> Result<KeyFile, String> {
+    read_key_file(&dir.join(format!("{id}{KEY_SUFFIX}")))
+}
+
+/// The zone's key files, each with its id.
+fn read_key_files(dir: &Path, zone: &str) -> Result<Vec<(String, KeyFile)>, String> {
+    let entries = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(id) = name.strip_suffix(KEY_SUFFIX) else {
+            continue;
+        };
+        let file = read_key_file(&entry.path())?;
+        if file.zone.eq_ignore_ascii_case(zone) {
+            out.push((id.to_string(), file));
+        }
+    }
+    Ok(out)
+}
+
+fn read_key_file(path: &Path) -> Result<KeyFile, String> {
+    let meta = fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if meta.len() > MAX_KEY_FILE as u64 {
+        return Err(format!("{}: not a key file (too long)", path.display()));
+    }
+    let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    KeyFile::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Tries to make a key whose file name (zone, algorithm, tag, role) is
+/// not taken: two keys with one tag are possible, one file per name is not.
+const GENERATE_TRIES: usize = 8;
+
+/// A new key as the plan asks, written owner-only (0600) and never over
+/// another file; the machine's record of it.
+fn generate(dir: &Path, zone: &str, request: KeyRequest, now: UnixTime) -> Result<Key, String> {
+    let algorithm = heron_dnssec::keys::Algorithm::from_number(request.algorithm)
+        .ok_or_else(|| format!("algorithm {} cannot be generated", request.algorithm))?;
+    let role = file_role(request.role);
+    for _ in 0..GENERATE_TRIES {
+        let (file, key) =
+            KeyFile::generate(zone, role, algorithm, now).map_err(|e| e.to_string())?;
+        let name = file.file_name(&key);
+        let path = dir.join(&name);
+        let mut out = match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(out) => out,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("cannot write {}: {e}", path.display())),
+        };
+        out.write_all(file.to_text().as_bytes())
+            .and_then(|()| out.sync_all())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let tag = ZoneKey::new(key, role).tag;
+        tracing::info!(
+            zone,
+            role = role.name(),
+            algorithm = %algorithm,
+            tag,
+            file = %path.display(),
+            "DNSSEC key generated"
+        );
+        let id = name.trim_end_matches(KEY_SUFFIX).to_string();
+        return Ok(Key::new(id, tag, request.algorithm, request.role, now));
+    }
+    Err(format!(
+        "no free key file name for a new {} of {zone} after {GENERATE_TRIES} keys",
+        role.name()
+    ))
+}
+
+/// The directory, made owner-only if new; a warning if others can read it.
+pub fn ensure_private_directory(dir: &Path) -> Result<(), String> {
+    if !dir.exists() {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    }
+    let meta = fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        tracing::warn!(
+            "key directory {} can be read by others than its owner (chmod 700 it)",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// The zone with its CDS and CDNSKEY RRsets as the step says (the signer
+/// owns them: any the zone file has are replaced); None when they are
+/// already so.
+pub fn with_cds(
+    zone: &heron_zone::Zone,
+    step: &Step,
+    ttl: u32,
+) -> Result<Option<heron_zone::Zone>, String> {
+    use heron_zone::diff::{DiffRecord, ZoneDiff};
+    let apex = zone.apex();
+    let origin = zone.origin().clone();
+    let mut deleted = Vec::new();
+    let mut added = Vec::new();
+    for (rtype, wanted) in [(RType::CDS, &step.cds), (RType::CDNSKEY, &step.cdnskey)] {
+        let held = apex.rrset(rtype);
+        let same = held.is_some_and(|set| {
+            let mut have: Vec<Vec<u8>> = set.rdatas().map(|r| r.to_vec()).collect();
+            let mut want = wanted.clone();
+            have.sort();
+            want.sort();
+            have == want && set.ttl() == ttl
+        });
+        if same || (held.is_none() && wanted.is_empty()) {
+            continue;
+        }
+        if let Some(set) = held {
+            deleted.extend(set.rdatas().map(|rdata| DiffRecord {
+                owner: origin.clone(),
+                rtype,
+                ttl: set.ttl(),
+                rdata: rdata.to_vec(),
+            }));
+        }
+        added.extend(wanted.iter().map(|rdata| DiffRecord {
+            owner: origin.clone(),
+            rtype,
+            ttl,
+            rdata: rdata.clone(),
+        }));
+    }
+    if deleted.is_empty() && added.is_empty() {
+        return Ok(None);
+    }
+    let soa = apex.rrset(RType::SOA).ok_or("no SOA")?;
+    let soa = DiffRecord {
+        owner: origin,
+        rtype: RType::SOA,
+        ttl: soa.ttl(),
+        rdata: soa.first_rdata().into_owned(),
+    };
+    deleted.sort();
+    added.sort();
+    let diff = ZoneDiff {
+        old_soa: soa.clone(),
+        new_soa: soa,
+        deleted,
+        added,
+    };
+    zone.apply(&diff).map(Some).map_err(|problems| {
+        let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        format!("cannot add CDS/CDNSKEY: {}", text.join("; "))
+    })
+}
+
+/// The largest TTL of the zone's records.
+pub fn zone_max_ttl(zone: &heron_zone::Zone) -> u32 {
+    zone.nodes()
+        .flat_map(|node| node.data().map(|set| set.ttl()).collect::<Vec<_>>())
+        .max()
+        .unwrap_or(0)
+}

@@ -1,0 +1,442 @@
+//! The rollover driver: one task that wakes at the earliest time any
+//! signed zone's keys move (`plan::rollover::outlook` over each zone's
+//! state file), signs those zones again (a forced reload of them: the
+//! signing moves the keys, `plan::key_state::step`), asks the parent's
+//! name servers for the DS RRset while a step waits for it, and keeps
+//! what `heron ctl zone-status`, `heron ctl keys` and the metric
+//! `heron_dnssec_ds_waiting` show.
+//!
+//! Parent checks are bounded: one query per server per zone at a time,
+//! a timeout, and a back-off that doubles from [`PARENT_CHECK_FIRST`] to
+//! [`PARENT_CHECK_MOST`] while the parent has not changed.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use heron_dnssec::policy::Policy;
+use heron_dnssec::rollover::{Event, ParentWait, UnixTime};
+use heron_proto::Name;
+use heron_server::SharedCatalog;
+use tokio::sync::Notify;
+
+use crate::config::dnssec::Signing;
+use crate::plan::rollover::{Outlook, current_policy, ds_in_answer, ds_query, keys_at_parent};
+use crate::plan::{key_state, zone_files::ZoneFiles};
+use crate::runtime::{Selection, Transfers, reload};
+
+/// The first wait between two checks of the parent, and the longest.
+pub const PARENT_CHECK_FIRST: Duration = Duration::from_secs(2);
+pub const PARENT_CHECK_MOST: Duration = Duration::from_secs(3600);
+/// How long a parent server has to answer a DS query.
+pub const PARENT_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest the driver sleeps with nothing scheduled (it also wakes
+/// after each reload and each `heron ctl ds-seen`).
+const IDLE: Duration = Duration::from_secs(3600);
+/// The shortest time between two rounds: a zone that stays due (its
+/// signing failed) is tried again no faster.
+const LEAST_ROUND: Duration = Duration::from_secs(1);
+
+/// What the driver last found of one zone.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ZoneRollover {
+    /// What the operator must do while a step waits for the parent.
+    pub(crate) waiting: Option<String>,
+    /// When the keys move next by time alone.
+    pub(crate) next: Option<UnixTime>,
+    /// The last check of the parent servers: when, and what went wrong.
+    pub(crate) parent_checked: Option<UnixTime>,
+    pub(crate) parent_error: Option<String>,
+    /// Why the zone's key state could not be read.
+    pub(crate) error: Option<String>,
+}
+
+/// Every signed zone's rollover status, lower-cased origin as text.
+pub(crate) fn statuses() -> &'static Mutex<HashMap<String, ZoneRollover>> {
+    static STATUSES: OnceLock<Mutex<HashMap<String, ZoneRollover>>> = OnceLock::new();
+    STATUSES.get_or_init(Default::default)
+}
+
+fn waker() -> &'static Notify {
+    static WAKE: OnceLock<Notify> = OnceLock::new();
+    WAKE.get_or_init(Notify::new)
+}
+
+/// Has the driver look at every zone now (after a reload, or an event).
+pub(crate) fn wake() {
+    waker().notify_one();
+}
+
+/// One zone as a round sees it.
+struct Surveyed {
+    origin: Name,
+    signing: Arc<Signing>,
+    outlook: Option<Outlook>,
+    error: Option<String>,
+}
+
+/// Reads each zone's state file and looks ahead (file reads: off the runtime).
+fn survey(signed: Vec<(Name, Arc<Signing>)>, now: UnixTime) -> Vec<Surveyed> {
+    signed
+        .into_iter()
+        .map(|(origin, signing)| {
+            let zone = key_state::zone_text(&origin);
+            let (outlook, error) = match key_state::read_state(&signing.key_directory, &zone) {
+                Ok(Some(state)) => {
+                    let policy = current_policy(&signing.policy, state.policy.as_ref());
+                    let seen = crate::plan::rollover::outlook(&state, policy, now);
+                    (Some(seen), None)
+                }
+                Ok(None) => (None, None),
+                Err(e) => (None, Some(e)),
+            };
+            Surveyed {
+                origin,
+                signing,
+                outlook,
+                error,
+            }
+        })
+        .collect()
+}
+
+/// Per zone: when the parent is asked next, and the wait after that.
+#[derive(Default)]
+struct ParentSchedule {
+    next: HashMap<Name, (UnixTime, Duration, String)>,
+}
+
+impl ParentSchedule {
+    /// Whether `zone`, waiting as `message` says, is to be checked at `now`.
+    fn due(&mut self, zone: &Name, message: &str, now: UnixTime) -> bool {
+        match self.next.get(zone) {
+            Some((at, _, said)) if said == message => *at <= now,
+            _ => {
+                // A new wait starts with a quick check.
+                self.next
+                    .insert(zone.clone(), (now, PARENT_CHECK_FIRST, message.to_string()));
+                true
+            }
+        }
+    }
+
+    fn checked(&mut self, zone: &Name, now: UnixTime) {
+        if let Some((at, wait, _)) = self.next.get_mut(zone) {
+            *at = now + wait.as_secs();
+            *wait = (*wait * 2).min(PARENT_CHECK_MOST);
+        }
+    }
+
+    fn earliest(&self) -> Option<UnixTime> {
+        self.next.values().map(|(at, _, _)| *at).min()
+    }
+}
+
+/// Runs until the server stops: each round looks at every signed zone,
+/// checks parents, signs the zones whose keys move, and sleeps until the
+/// next time anything is due.
+pub(crate) async fn drive(
+    catalog: SharedCatalog,
+    files: Arc<Mutex<ZoneFiles>>,
+    transfers: Arc<Transfers>,
+) {
+    let mut parents = ParentSchedule::default();
+    loop {
+        let signed = files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .signed_zones();
+        if signed.is_empty() {
+            statuses().lock().unwrap_or_else(|e| e.into_inner()).clear();
+            waker().notified().await;
+            continue;
+        }
+        let now = heron_proto::time::unix_now();
+        let zones = crate::background::run("rollover-look", move || survey(signed, now)).await;
+        let mut due: HashSet<Name> = HashSet::new();
+        let mut next: Option<UnixTime> = None;
+        for zone in &zones {
+            let Some(outlook) = &zone.outlook else {
+                continue;
+            };
+            if outlook.due_now {
+                due.insert(zone.origin.to_lowercase());
+            }
+            next = earliest(next, outlook.next);
+            if let Some(wait) = &outlook.parent
+                && check_parent(&mut parents, zone, wait, now).await
+            {
+                due.insert(zone.origin.to_lowercase());
+            }
+        }
+        record(&zones);
+        parents.next.retain(|origin, _| {
+            zones.iter().any(|z| {
+                z.origin == *origin && z.outlook.as_ref().is_some_and(|o| o.parent.is_some())
+            })
+        });
+        if !due.is_empty() {
+            let selection = Selection {
+                zones: Some(due),
+                force: true,
+            };
+            reload(
+                &catalog,
+                &files,
+                &transfers,
+                "DNSSEC key rollover",
+                selection,
+            )
+            .await;
+            tokio::time::sleep(LEAST_ROUND).await;
+            continue;
+        }
+        let wake_at = earliest(next, parents.earliest());
+        sleep_until(wake_at).await;
+    }
+}
+
+fn earliest(a: Option<UnixTime>, b: Option<UnixTime>) -> Option<UnixTime> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Sleeps until `at` (Unix seconds; at least [`LEAST_ROUND`], at most
+/// [`IDLE`]) or until woken.
+async fn sleep_until(at: Option<UnixTime>) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let wait = at.map_or(IDLE, |at| Duration::from_secs(at).saturating_sub(now));
+    let wait = wait.clamp(LEAST_ROUND, IDLE);
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => {}
+        _ = waker().notified() => {}
+    }
+}
+
+/// Asks the zone's parent servers for its DS RRset when due; whether the
+/// answers moved the keys (the zone is then signed again).
+async fn check_parent(
+    parents: &mut ParentSchedule,
+    zone: &Surveyed,
+    wait: &ParentWait,
+    now: UnixTime,
+) -> bool {
+    let servers = zone.signing.policy.parent_servers.clone();
+    if servers.is_empty() || !parents.due(&zone.origin, &wait.message, now) {
+        return false;
+    }
+    parents.checked(&zone.origin, now);
+    let answers = ask_parents(&zone.origin, &servers).await;
+    let key = key_state::zone_text(&zone.origin);
+    let status_error = answers.as_ref().err().cloned();
+    {
+        let mut all = statuses().lock().unwrap_or_else(|e| e.into_inner());
+        let status = all.entry(key.clone()).or_default();
+        status.parent_checked = Some(now);
+        status.parent_error = status_error;
+    }
+    let Ok(answers) = answers else {
+        return false;
+    };
+    let (dir, origin) = (zone.signing.key_directory.clone(), zone.origin.clone());
+    let removing: Vec<(u16, u8)> = wait.remove.iter().map(|k| (k.tag, k.algorithm)).collect();
+    let applied = crate::background::run("rollover-parent", move || {
+        apply_parent(&dir, &origin, &removing, &answers, now)
+    })
+    .await;
+    match applied {
+        Ok(moved) => moved,
+        Err(e) => {
+            tracing::warn!(zone = %zone.origin, "DNSSEC parent check: {e}");
+            false
+        }
+    }
+}
+
+/// Feeds the parent's DS RRsets to the zone's state file; whether a key's
+/// wait for the parent ended.
+fn apply_parent(
+    dir: &std::path::Path,
+    origin: &Name,
+    removing: &[(u16, u8)],
+    answers: &[Vec<Vec<u8>>],
+    now: UnixTime,
+) -> Result<bool, String> {
+    let zone = key_state::zone_text(origin);
+    let Some(state) = key_state::read_state(dir, &zone)? else {
+        return Ok(false);
+    };
+    let mut dnskeys = Vec::new();
+    for key in state.keys.iter().filter(|k| k.role.signs_keys()) {
+        let file = key_state::read_key(dir, &key.id)?;
+        let signing = file.signing_key().map_err(|e| format!("{}: {e}", key.id))?;
+        dnskeys.push(signing.dnskey_rdata(file.role.flags()));
+    }
+    let present = keys_at_parent(origin, &dnskeys, removing, answers);
+    key_state::handle_event(dir, &zone, Event::ParentDs(present), now)?;
+    let after = key_state::read_state(dir, &zone)?.map(|s| s.keys);
+    let moved = after.is_some_and(|keys| {
+        keys.iter()
+            .zip(&state.keys)
+            .any(|(a, b)| (a.ds_seen, a.ds_gone) != (b.ds_seen, b.ds_gone))
+    });
+    if moved {
+        tracing::info!(zone = %origin, "DNSSEC: every parent server shows the DS change");
+    }
+    Ok(moved)
+}
+
+/// Each parent server's DS RRset for `zone`, asked at once (one query per
+/// server); an error naming the first server that did not answer.
+async fn ask_parents(zone: &Name, servers: &[SocketAddr]) -> Result<Vec<Vec<Vec<u8>>>, String> {
+    let mut asked = tokio::task::JoinSet::new();
+    for (index, &server) in servers.iter().enumerate() {
+        let zone = zone.clone();
+        asked.spawn(async move { (index, server, ask_one(&zone, server).await) });
+    }
+    let mut answers = vec![Vec::new(); servers.len()];
+    let mut failed = None;
+    while let Some(done) = asked.join_next().await {
+        let Ok((index, server, answer)) = done else {
+            continue;
+        };
+        match answer {
+            Ok(ds) => answers[index] = ds,
+            Err(e) => failed = failed.or(Some(format!("parent server {server}: {e}"))),
+        }
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(answers),
+    }
+}
+
+async fn ask_one(zone: &Name, server: SocketAddr) -> Result<Vec<Vec<u8>>, String> {
+    let local: SocketAddr = match server {
+        SocketAddr::V4(_) => "0.0.0.0:0".parse().expect("an address"),
+        SocketAddr::V6(_) => "[::]:0".parse().expect("an address"),
+    };
+    let socket = tokio::net::UdpSocket::bind(local)
+        .await
+        .map_err(|e| e.to_string())?;
+    socket.connect(server).await.map_err(|e| e.to_string())?;
+    let id = heron_proto::message::random_id();
+    socket
+        .send(&ds_query(zone, id))
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; 4096];
+    let deadline = tokio::time::Instant::now() + PARENT_TIMEOUT;
+    // Datagrams that are not the answer (late, spoofed) are skipped; the
+    // deadline bounds the loop.
+    loop {
+        let received = tokio::time::timeout_at(deadline, socket.recv(&mut buf)).await;
+        let len = match received {
+            Err(_) => return Err(format!("no answer within {} s", PARENT_TIMEOUT.as_secs())),
+            Ok(Err(e)) => return Err(e.to_string()),
+            Ok(Ok(len)) => len,
+        };
+        match ds_in_answer(&buf[..len], zone, id) {
+            Err(e) if e.contains("another query") => continue,
+            other => return other,
+        }
+    }
+}
+
+/// Keeps each zone's status, logging a line when what it waits for changes.
+fn record(zones: &[Surveyed]) {
+    let mut all = statuses().lock().unwrap_or_else(|e| e.into_inner());
+    let mut seen = HashSet::new();
+    for zone in zones {
+        let key = key_state::zone_text(&zone.origin);
+        seen.insert(key.clone());
+        let status = all.entry(key.clone()).or_default();
+        if let Some(e) = &zone.error
+            && status.error.as_ref() != Some(e)
+        {
+            tracing::warn!(zone = %zone.origin, "DNSSEC keys: {e}");
+        }
+        status.error = zone.error.clone();
+        let waiting = zone.outlook.as_ref().and_then(|o| o.parent.as_ref());
+        let message = waiting.map(|w| w.message.replace("ZONE", key.trim_end_matches('.')));
+        if message != status.waiting {
+            match &message {
+                Some(m) => tracing::warn!(zone = %zone.origin, "DNSSEC rollover {m}"),
+                None if status.waiting.is_some() => {
+                    tracing::info!(zone = %zone.origin, "DNSSEC rollover: the parent step is done")
+                }
+                None => {}
+            }
+        }
+        status.waiting = message;
+        status.next = zone.outlook.as_ref().and_then(|o| o.next);
+    }
+    all.retain(|zone, _| seen.contains(zone));
+}
+
+/// `heron ctl ds-seen ZONE`: the parent publishes what the zone's CDS
+/// asks; the zone is signed again at once if that moves its keys.
+pub(crate) fn ds_seen(dir: PathBuf, origin: &Name) -> Result<String, String> {
+    let zone = key_state::zone_text(origin);
+    let state = key_state::read_state(&dir, &zone)?
+        .ok_or_else(|| format!("{zone} has no key state file yet"))?;
+    let now = heron_proto::time::unix_now();
+    let Some(policy) = state.policy.clone() else {
+        return Err(format!("{zone}: no policy recorded yet"));
+    };
+    let waiting = crate::plan::rollover::outlook(&state, policy, now).parent;
+    let Some(wait) = waiting else {
+        return Err(format!("{zone} is not waiting for the parent"));
+    };
+    key_state::handle_event(&dir, &zone, Event::DsSeen, now)?;
+    wake();
+    let tags = |keys: &[heron_dnssec::rollover::KeyRef]| {
+        keys.iter()
+            .map(|k| k.tag.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut said = Vec::new();
+    if !wait.add.is_empty() {
+        said.push(format!(
+            "the DS of key {} is at the parent",
+            tags(&wait.add)
+        ));
+    }
+    if !wait.remove.is_empty() {
+        said.push(format!(
+            "the DS of key {} is gone from the parent",
+            tags(&wait.remove)
+        ));
+    }
+    tracing::info!(zone = %origin, "DNSSEC: ds-seen: {}", said.join("; "));
+    Ok(said.join("; "))
+}
+
+/// The configured policy of a signed zone, for `heron ctl keys`.
+pub(crate) fn policy_of(files: &ZoneFiles, origin: &Name) -> Option<(Arc<Policy>, PathBuf)> {
+    files
+        .signed_zones()
+        .into_iter()
+        .find(|(o, _)| o == origin)
+        .map(|(_, s)| (s.policy.clone(), s.key_directory.clone()))
+}
+
+/// The DNSSEC fields of a signed zone's `zone-status` row.
+pub(crate) fn zone_status_fields(row: &mut serde_json::Value, zone: &Name) {
+    use serde_json::json;
+    let all = statuses().lock().unwrap_or_else(|e| e.into_inner());
+    let Some(status) = all.get(&key_state::zone_text(zone)) else {
+        return;
+    };
+    row["dnssec_waiting"] = json!(status.waiting);
+    row["dnssec_next_event"] = json!(status.next);
+    row["dnssec_parent_checked"] = json!(status.parent_checked);
+    row["dnssec_parent_error"] = json!(status.parent_error);
+}

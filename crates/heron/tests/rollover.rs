@@ -1,0 +1,448 @@
+//! Key rollovers run by the server, end to end, in real time: a policy
+//! whose lifetimes and TTLs are seconds, a parent zone (served and signed
+//! by the same Heron) holding the child's DS, and the child served while
+//! its keys roll. At every step seen, `delv` (the parent's key the only
+//! trust anchor) calls positive, NXDOMAIN, NODATA and wildcard answers
+//! of the child fully validated, and `dnssec-verify` and
+//! `ldns-verify-zone` accept the child as transferred out by AXFR.
+//!
+//! No timing is asserted: each test polls, within a deadline, for the
+//! states it waits for.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use heron_testkit::{ServerProcess, SignedZone};
+use serde_json::Value;
+
+const PARENT: &str = "parent.test.";
+const CHILD: &str = "child.parent.test.";
+
+fn heron() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+fn parent_text(serial: u32, ds: &[String]) -> String {
+    let mut text = format!(
+        "$TTL 2\n@ SOA ns hostmaster {serial} 60 60 600 2\n@ NS ns\nns A 127.0.0.1\n\
+         child NS ns.child\nns.child A 127.0.0.1\n"
+    );
+    for rdata in ds {
+        text.push_str(&format!("child DS {rdata}\n"));
+    }
+    text
+}
+
+const CHILD_TEXT: &str = "$TTL 2\n@ SOA ns hostmaster 1 60 60 600 2\n@ NS ns\n\
+    ns A 127.0.0.1\nwww A 192.0.2.1\n*.wild TXT \"wild\"\nsub.deep A 192.0.2.2\n";
+
+/// The rollover timing every test uses: seconds, so that a whole roll
+/// takes a few of them.
+const FAST: &str = "propagation-delay = \"1s\"\ndnskey-ttl = \"2s\"\ncds-ttl = \"2s\"\n\
+    parent-ds-ttl = \"2s\"\nparent-propagation-delay = \"1s\"\nretire-safety = \"1s\"\n";
+
+struct Setup {
+    /// Serves the parent zone, signed (one CSK that never rolls).
+    parent: ServerProcess,
+    /// Serves the child, whose keys roll.
+    server: ServerProcess,
+    /// What `delv` asks: each query sent to the server of its zone.
+    router: Router,
+    dir: tempfile::TempDir,
+    parent_serial: u32,
+    /// Set once the parent holds the child's DS: the child validates.
+    secure: bool,
+}
+
+impl Setup {
+    /// A parent server and a child server under `child_policy` (lines of
+    /// a `[[dnssec-policy]]`), which asks the parent server for the DS
+    /// RRset unless `ask_parent` is false.
+    fn start(child_policy: &str, ask_parent: bool) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("parent.zone"), parent_text(1, &[])).unwrap();
+        std::fs::write(dir.path().join("child.zone"), CHILD_TEXT).unwrap();
+        let base = dir.path().to_path_buf();
+        let b = base.display().to_string();
+        let parent = ServerProcess::heron_with_config(&heron(), PARENT, move |port| {
+            format!(
+                "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"control.sock\"\n\
+                 [[zone]]\norigin = \"{PARENT}\"\nfile = \"{b}/parent.zone\"\n\
+                 allow-transfer = [\"127.0.0.1\"]\n\
+                 dnssec-policy = \"default\"\nkey-directory = \"{b}/parent-keys\"\n"
+            )
+        });
+        let parents = match ask_parent {
+            true => format!("parent-servers = [\"{}\"]\n", parent.addr()),
+            false => String::new(),
+        };
+        let policy = child_policy.to_string();
+        let b = base.display().to_string();
+        let server = ServerProcess::heron_with_config(&heron(), CHILD, move |port| {
+            format!(
+                "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"control.sock\"\n\
+                 [[dnssec-policy]]\nname = \"child\"\n{FAST}{policy}\n{parents}\n\
+                 [[zone]]\norigin = \"{CHILD}\"\nfile = \"{b}/child.zone\"\n\
+                 allow-transfer = [\"127.0.0.1\"]\n\
+                 dnssec-policy = \"child\"\nkey-directory = \"{b}/child-keys\"\n"
+            )
+        });
+        let router = Router::start(parent.addr(), server.addr());
+        Setup {
+            parent,
+            server,
+            router,
+            dir,
+            parent_serial: 1,
+            secure: false,
+        }
+    }
+
+    fn state(&self) -> Value {
+        let path = self
+            .dir
+            .path()
+            .join("child-keys/child.parent.test.keys.json");
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    }
+
+    fn keys(&self) -> Vec<Value> {
+        self.state()["keys"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The records of a key's three states, e.g. `zsk:omnipresent/omnipresent/-`.
+    fn phase(&self) -> BTreeSet<String> {
+        let state = |k: &Value, f: &str| k[f]["state"].as_str().unwrap_or("-").to_string();
+        (self.keys().iter())
+            .map(|k| {
+                format!(
+                    "{}:{}:{}/{}/{}",
+                    k["tag"],
+                    k["role"].as_str().unwrap_or("?"),
+                    state(k, "dnskey"),
+                    state(k, "zone_rrsig"),
+                    state(k, "ds")
+                )
+            })
+            .collect()
+    }
+
+    fn kdig(&self, args: &[&str]) -> String {
+        self.kdig_at(&self.server, args)
+    }
+
+    fn kdig_at(&self, server: &ServerProcess, args: &[&str]) -> String {
+        let addr = server.addr();
+        let out = Command::new("/usr/bin/kdig")
+            .arg(format!("@{}", addr.ip()))
+            .args(["-p", &addr.port().to_string()])
+            .args(args)
+            .args(["+nocomments", "+nostats", "+noquestion"])
+            .output()
+            .expect("kdig runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn axfr(&self, server: &ServerProcess, zone: &str) -> String {
+        let text = self.kdig_at(server, &[zone, "AXFR"]);
+        assert!(text.contains("RRSIG"), "{text}");
+        text
+    }
+
+    /// The child's CDS RDATA as served, in presentation form.
+    fn cds(&self) -> Vec<String> {
+        let text = self.kdig(&[CHILD, "CDS", "+short"]);
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with(';'))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The parent's DS RRset becomes `ds`: the file rewritten, its serial
+    /// moved on, the server told to reload.
+    fn set_parent_ds(&mut self, ds: &[String]) {
+        self.parent_serial += 1;
+        let text = parent_text(self.parent_serial, ds);
+        std::fs::write(self.dir.path().join("parent.zone"), text).unwrap();
+        let (ok, said) = self.ctl(&self.parent, &["reload", PARENT]);
+        assert!(ok, "{said}");
+    }
+
+    fn ctl(&self, server: &ServerProcess, args: &[&str]) -> (bool, String) {
+        let out = Command::new(heron())
+            .arg("ctl")
+            .arg("--control")
+            .arg(server.dir().join("control.sock"))
+            .args(args)
+            .output()
+            .expect("heron ctl runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    }
+
+    /// Polls `reached` (every 100 ms) until true or `limit`; validates
+    /// the child at each new phase seen on the way.
+    fn run_until(
+        &self,
+        limit: Duration,
+        phases: &mut Vec<BTreeSet<String>>,
+        reached: impl Fn(&Setup) -> bool,
+    ) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            let phase = self.phase();
+            if phases.last() != Some(&phase) && !phase.is_empty() {
+                phases.push(phase);
+                if self.secure {
+                    self.validate();
+                }
+            }
+            if reached(self) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+
+    /// The child's answers validate from the parent's key, and its AXFR
+    /// passes both zone checkers.
+    fn validate(&self) {
+        let parent = SignedZone::from_text(PARENT, &self.axfr(&self.parent, PARENT));
+        let addr = self.router.addr;
+        let mut failures = Vec::new();
+        for (name, qtype, expect) in QUERIES {
+            let qname = match *name {
+                "@" => CHILD.to_string(),
+                _ => format!("{name}.{CHILD}"),
+            };
+            let v = parent.delv(addr, &qname, qtype);
+            let ok = match expect {
+                Expect::Answer => v.is_validated_answer(),
+                Expect::NxDomain => v.is_validated_negative(true),
+                Expect::NoData => v.is_validated_negative(false),
+            };
+            if !ok {
+                failures.push(format!("{name} {qtype}: expected {expect:?}\n{v}"));
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "keys {:?}:\n{}\n{}",
+            self.phase(),
+            failures.join("\n"),
+            self.server.log()
+        );
+        verify_with_tools(&SignedZone::from_text(
+            CHILD,
+            &self.axfr(&self.server, CHILD),
+        ));
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Expect {
+    Answer,
+    NxDomain,
+    NoData,
+}
+
+const QUERIES: &[(&str, &str, Expect)] = &[
+    ("@", "SOA", Expect::Answer),
+    ("@", "DNSKEY", Expect::Answer),
+    ("www", "A", Expect::Answer),
+    ("www", "MX", Expect::NoData),
+    ("nx", "A", Expect::NxDomain),
+    ("deep", "A", Expect::NoData),
+    ("any.wild", "TXT", Expect::Answer),
+    ("any.wild", "A", Expect::NoData),
+];
+
+fn verify_with_tools(zone: &SignedZone) {
+    let path = zone.path.to_str().unwrap();
+    let out = Command::new("/usr/bin/dnssec-verify")
+        .args(["-o", CHILD, path])
+        .output()
+        .expect("dnssec-verify runs");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "dnssec-verify: {said}");
+    let out = Command::new("/usr/bin/ldns-verify-zone")
+        .arg(path)
+        .output()
+        .expect("ldns-verify-zone runs");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "ldns-verify-zone: {said}");
+}
+
+fn role_keys(setup: &Setup, role: &str) -> Vec<Value> {
+    (setup.keys().into_iter())
+        .filter(|k| k["role"] == role)
+        .collect()
+}
+
+fn is_active(key: &Value) -> bool {
+    key["goal"] == "omnipresent" && key["active"].is_u64()
+}
+
+fn is_removed(key: &Value) -> bool {
+    key["goal"] == "hidden" && key["removed"].is_u64()
+}
+
+/// Waits for the child's first CDS and puts it at the parent as DS;
+/// returns the DS set.
+fn publish_first_ds(setup: &mut Setup, phases: &mut Vec<BTreeSet<String>>) -> Vec<String> {
+    let mut cds = Vec::new();
+    let found = setup.run_until(Duration::from_secs(20), phases, |s| !s.cds().is_empty());
+    assert!(found, "no CDS: {:?}\n{}", setup.phase(), setup.server.log());
+    cds.extend(setup.cds());
+    setup.set_parent_ds(&cds);
+    setup.secure = true;
+    setup.validate();
+    cds
+}
+
+/// A ZSK rolls by pre-publication, the parent's DS found by querying the
+/// parent's server; every step validates.
+#[test]
+fn zsk_pre_publication_roll_validates_at_every_step() {
+    let mut setup = Setup::start("keys = \"ksk-zsk\"\nzsk-lifetime = \"14s\"\n", true);
+    let mut phases = Vec::new();
+    publish_first_ds(&mut setup, &mut phases);
+    let ksk_active = setup.run_until(Duration::from_secs(20), &mut phases, |s| {
+        role_keys(s, "ksk").iter().any(is_active)
+    });
+    assert!(ksk_active, "{:?}\n{}", setup.phase(), setup.server.log());
+    let rolled = setup.run_until(Duration::from_secs(45), &mut phases, |s| {
+        let zsks = role_keys(s, "zsk");
+        zsks.len() == 2 && is_removed(&zsks[0]) && is_active(&zsks[1])
+    });
+    assert!(rolled, "{:?}\n{}", setup.phase(), setup.server.log());
+    setup.validate();
+    // The steps of a pre-publication: the new DNSKEY before its
+    // signatures, the old signatures gone before the old DNSKEY.
+    let seen: Vec<String> = phases.iter().map(|p| format!("{p:?}")).collect();
+    assert!(phases.len() >= 4, "{seen:#?}");
+    eprintln!("phases seen: {seen:#?}");
+    let (ok, keys) = setup.ctl(&setup.server, &["keys", CHILD]);
+    assert!(ok && keys.contains("zsk") && keys.contains("ksk"), "{keys}");
+}
+
+/// A TCP front for `delv`, which asks one server: each query goes to the
+/// server of its zone, the child's DS to the parent (the child's server
+/// has only the child's side of the cut). A thread per connection; it
+/// stops when dropped.
+struct Router {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+}
+
+impl Router {
+    fn start(parent: SocketAddr, child: SocketAddr) -> Router {
+        let udp = UdpSocket::bind("127.0.0.1:0").expect("bind the router");
+        let addr = udp.local_addr().unwrap();
+        let listener = TcpListener::bind(addr).expect("bind the router's TCP port");
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        udp.set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 65_535];
+            while !stopped.load(Ordering::Relaxed) {
+                let Ok((len, from)) = udp.recv_from(&mut buf) else {
+                    continue;
+                };
+                let query = &buf[..len];
+                let Some(upstream) = upstream_of(query, parent, child) else {
+                    continue;
+                };
+                if let Ok(response) = heron_testkit::try_query_udp(upstream, query) {
+                    let _ = udp.send_to(&response, from);
+                }
+            }
+        });
+        let stopped = stop.clone();
+        std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((conn, _)) => {
+                        std::thread::spawn(move || route(conn, parent, child));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        Router { addr, stop }
+    }
+}
+
+impl Drop for Router {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The question's name (lower-cased, dotted) and type.
+fn question(query: &[u8]) -> Option<(String, u16)> {
+    let mut at = 12;
+    let mut labels = Vec::new();
+    loop {
+        let len = *query.get(at)? as usize;
+        at += 1;
+        if len == 0 {
+            break;
+        }
+        labels.push(String::from_utf8_lossy(query.get(at..at + len)?).to_ascii_lowercase());
+        at += len;
+    }
+    let qtype = u16::from_be_bytes([*query.get(at)?, *query.get(at + 1)?]);
+    Some((labels.join(".") + ".", qtype))
+}
+
+/// The server of the query's zone: the child's, but for its DS.
+fn upstream_of(query: &[u8], parent: SocketAddr, child: SocketAddr) -> Option<SocketAddr> {
+    let (name, qtype) = question(query)?;
+    let in_child = name == CHILD || name.ends_with(&format!(".{CHILD}"));
+    Some(match (in_child, name == CHILD && qtype == 43) {
+        (true, false) => child,
+        _ => parent,
+    })
+}
+
+fn route(mut conn: TcpStream, parent: SocketAddr, child: SocketAddr) {
+    conn.set_nonblocking(false).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    // Bounded: a connection carries a few queries of one delv run.
+    for _ in 0..100 {
+        let mut len = [0u8; 2];
+        if conn.read_exact(&mut len).is_err() {
+            return;
+        }
+        let mut query = vec![0u8; u16::from_be_bytes(len) as usize];
+        if conn.read_exact(&mut query).is_err() {
+            return;
+        }
+        let Some(upstream) = upstream_of(&query, parent, child) else {
+            return;
+        };
+        let Ok(response) = heron_testkit::try_query_tcp(upstream, &query) else {
+            return;
+        };
+        let mut out = (response.len() as u16).to_be_bytes().to_vec();
+        out.extend_from_slice(&response);
+        if conn.write_all(&out).is_err() {
+            return;
+        }
+    }
+}
