@@ -58,6 +58,14 @@ struct Setup {
     parent_serial: u32,
     /// Set once the parent holds the child's DS: the child validates.
     secure: bool,
+    /// The parent's DS RRset follows the child's CDS (as a parent that
+    /// reads CDS would), checked at each poll.
+    follow_cds: bool,
+    parent_ds: Vec<String>,
+    /// The child server's metrics endpoint.
+    metrics: SocketAddr,
+    /// The child has one CSK (dnssec-verify is told with `-z`).
+    csk: bool,
 }
 
 impl Setup {
@@ -84,9 +92,13 @@ impl Setup {
         };
         let policy = child_policy.to_string();
         let b = base.display().to_string();
+        let metrics: SocketAddr = format!("127.0.0.1:{}", heron_testkit::free_port())
+            .parse()
+            .unwrap();
         let server = ServerProcess::heron_with_config(&heron(), CHILD, move |port| {
             format!(
                 "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"control.sock\"\n\
+                 [metrics]\nlisten = \"{metrics}\"\n\
                  [[dnssec-policy]]\nname = \"child\"\n{FAST}{policy}\n{parents}\n\
                  [[zone]]\norigin = \"{CHILD}\"\nfile = \"{b}/child.zone\"\n\
                  allow-transfer = [\"127.0.0.1\"]\n\
@@ -101,6 +113,10 @@ impl Setup {
             dir,
             parent_serial: 1,
             secure: false,
+            follow_cds: false,
+            parent_ds: Vec::new(),
+            metrics,
+            csk: child_policy.contains("keys = \"csk\""),
         }
     }
 
@@ -169,6 +185,7 @@ impl Setup {
     /// The parent's DS RRset becomes `ds`: the file rewritten, its serial
     /// moved on, the server told to reload.
     fn set_parent_ds(&mut self, ds: &[String]) {
+        self.parent_ds = ds.to_vec();
         self.parent_serial += 1;
         let text = parent_text(self.parent_serial, ds);
         std::fs::write(self.dir.path().join("parent.zone"), text).unwrap();
@@ -192,13 +209,20 @@ impl Setup {
     /// Polls `reached` (every 100 ms) until true or `limit`; validates
     /// the child at each new phase seen on the way.
     fn run_until(
-        &self,
+        &mut self,
         limit: Duration,
         phases: &mut Vec<BTreeSet<String>>,
         reached: impl Fn(&Setup) -> bool,
     ) -> bool {
         let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
+            if self.follow_cds && self.secure {
+                let mut cds = self.cds();
+                cds.sort();
+                if !cds.is_empty() && cds != self.parent_ds {
+                    self.set_parent_ds(&cds);
+                }
+            }
             let phase = self.phase();
             if phases.last() != Some(&phase) && !phase.is_empty() {
                 phases.push(phase);
@@ -242,10 +266,8 @@ impl Setup {
             failures.join("\n"),
             self.server.log()
         );
-        verify_with_tools(&SignedZone::from_text(
-            CHILD,
-            &self.axfr(&self.server, CHILD),
-        ));
+        let child = SignedZone::from_text(CHILD, &self.axfr(&self.server, CHILD));
+        verify_with_tools(&child, self.csk);
     }
 }
 
@@ -267,9 +289,15 @@ const QUERIES: &[(&str, &str, Expect)] = &[
     ("any.wild", "A", Expect::NoData),
 ];
 
-fn verify_with_tools(zone: &SignedZone) {
+/// `dnssec-verify` (`-z` for a CSK: it counts only keys without the SEP
+/// flag as ZSKs) and `ldns-verify-zone` accept the zone.
+fn verify_with_tools(zone: &SignedZone, csk: bool) {
     let path = zone.path.to_str().unwrap();
-    let out = Command::new("/usr/bin/dnssec-verify")
+    let mut verify = Command::new("/usr/bin/dnssec-verify");
+    if csk {
+        verify.arg("-z");
+    }
+    let out = verify
         .args(["-o", CHILD, path])
         .output()
         .expect("dnssec-verify runs");
@@ -283,6 +311,16 @@ fn verify_with_tools(zone: &SignedZone) {
     let said =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "ldns-verify-zone: {said}");
+}
+
+/// A key's DS waits for the parent to add or remove it, as the key state
+/// file records (the status the server shows follows it a moment later).
+fn waits_for_parent(setup: &Setup) -> bool {
+    setup.keys().iter().any(|k| {
+        let ds = k["ds"]["state"].as_str();
+        (ds == Some("rumoured") && k["ds_seen"].is_null())
+            || (ds == Some("unretentive") && k["ds_gone"].is_null())
+    })
 }
 
 fn role_keys(setup: &Setup, role: &str) -> Vec<Value> {
@@ -445,4 +483,124 @@ fn route(mut conn: TcpStream, parent: SocketAddr, child: SocketAddr) {
             return;
         }
     }
+}
+
+impl Setup {
+    /// The child server's `heron_dnssec_ds_waiting` sample for the child.
+    fn ds_waiting_metric(&self) -> Option<String> {
+        let mut conn = TcpStream::connect(self.metrics).ok()?;
+        conn.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .ok()?;
+        let mut body = String::new();
+        conn.read_to_string(&mut body).ok()?;
+        let sample = format!("heron_dnssec_ds_waiting{{zone=\"{CHILD}\"}} ");
+        body.lines()
+            .find_map(|l| l.strip_prefix(sample.as_str()).map(str::to_string))
+    }
+}
+
+/// A KSK rolls by double signature: the new DNSKEY, then the DS swapped
+/// at the parent (the test's parent follows the CDS records, and the
+/// child sees each change by asking the parent's server), then the old
+/// DNSKEY goes. Every step validates from the parent's key.
+#[test]
+fn ksk_double_signature_roll_follows_the_parent() {
+    let mut setup = Setup::start("keys = \"ksk-zsk\"\nksk-lifetime = \"14s\"\n", true);
+    let mut phases = Vec::new();
+    publish_first_ds(&mut setup, &mut phases);
+    setup.follow_cds = true;
+    let rolled = setup.run_until(Duration::from_secs(55), &mut phases, |s| {
+        let ksks = role_keys(s, "ksk");
+        ksks.len() >= 2 && is_removed(&ksks[0]) && is_active(&ksks[1])
+    });
+    assert!(rolled, "{:?}\n{}", setup.phase(), setup.server.log());
+    setup.validate();
+    let new_tag = role_keys(&setup, "ksk")[1]["tag"].as_u64().unwrap();
+    assert_eq!(setup.parent_ds.len(), 1, "{:?}", setup.parent_ds);
+    assert!(setup.parent_ds[0].starts_with(&format!("{new_tag} ")));
+    let log = setup.server.log();
+    assert!(
+        log.contains("every parent server shows the DS change"),
+        "{log}"
+    );
+}
+
+/// A CSK rolls: the new key's DNSKEY and signatures, then the DS swapped
+/// at the parent, then the old key goes; every step validates.
+#[test]
+fn csk_roll_validates_at_every_step() {
+    let mut setup = Setup::start("keys = \"csk\"\nksk-lifetime = \"14s\"\n", true);
+    let mut phases = Vec::new();
+    publish_first_ds(&mut setup, &mut phases);
+    setup.follow_cds = true;
+    let rolled = setup.run_until(Duration::from_secs(55), &mut phases, |s| {
+        let csks = role_keys(s, "csk");
+        csks.len() >= 2 && is_removed(&csks[0]) && is_active(&csks[1])
+    });
+    assert!(rolled, "{:?}\n{}", setup.phase(), setup.server.log());
+    setup.validate();
+}
+
+/// Without parent servers the wait for the parent is the operator's:
+/// zone-status, the metric and `heron ctl keys` say so until the DS is
+/// at the parent and `heron ctl ds-seen` says it; then the key takes its
+/// place. A KSK rolled by double DS: the new DS first.
+#[test]
+fn ds_seen_ends_the_wait_and_double_ds_rolls() {
+    let policy = "keys = \"ksk-zsk\"\nksk-lifetime = \"12s\"\nksk-method = \"double-ds\"\n";
+    let mut setup = Setup::start(policy, false);
+    let mut phases = Vec::new();
+    let ds = publish_first_ds(&mut setup, &mut phases);
+    assert!(!ds.is_empty());
+    let (ok, status) = setup.ctl(&setup.server, &["zone-status", CHILD]);
+    assert!(ok, "{status}");
+    assert!(status.contains("waiting for the parent"), "{status}");
+    assert!(status.contains("ds-seen"), "{status}");
+    assert_eq!(setup.ds_waiting_metric().as_deref(), Some("1"));
+    let (ok, keys) = setup.ctl(&setup.server, &["keys", CHILD]);
+    assert!(
+        ok && keys.contains("waits for the parent to add its DS"),
+        "{keys}"
+    );
+    let (ok, said) = setup.ctl(&setup.server, &["ds-seen", CHILD]);
+    assert!(ok, "{said}");
+    let in_place = setup.run_until(Duration::from_secs(20), &mut phases, |s| {
+        role_keys(s, "ksk").iter().any(is_active)
+    });
+    assert!(in_place, "{:?}\n{}", setup.phase(), setup.server.log());
+    let settled = setup.run_until(Duration::from_secs(10), &mut phases, |s| {
+        s.ds_waiting_metric().as_deref() == Some("0")
+    });
+    assert!(settled, "the metric goes back to 0");
+    let (ok, said) = setup.ctl(&setup.server, &["ds-seen", CHILD]);
+    assert!(!ok && said.contains("not waiting"), "{said}");
+    // The roll: each time the zone waits for the parent, the parent is
+    // given what the CDS asks, and ds-seen says so (twice: the new DS in,
+    // then the old one out).
+    let done = |s: &Setup| {
+        let ksks = role_keys(s, "ksk");
+        ksks.len() >= 2 && is_removed(&ksks[0]) && is_active(&ksks[1])
+    };
+    let mut told = 0;
+    for _ in 0..10 {
+        let next = setup.run_until(Duration::from_secs(40), &mut phases, |s| {
+            done(s) || waits_for_parent(s)
+        });
+        assert!(next, "{:?}\n{}", setup.phase(), setup.server.log());
+        if done(&setup) {
+            break;
+        }
+        let mut cds = setup.cds();
+        cds.sort();
+        if cds != setup.parent_ds {
+            setup.set_parent_ds(&cds);
+        }
+        let (ok, said) = setup.ctl(&setup.server, &["ds-seen", CHILD]);
+        assert!(ok, "{said}");
+        told += 1;
+    }
+    assert!(done(&setup), "{:?}\n{}", setup.phase(), setup.server.log());
+    assert_eq!(told, 2, "the new DS added, the old one removed");
+    setup.validate();
 }
