@@ -604,3 +604,52 @@ fn ds_seen_ends_the_wait_and_double_ds_rolls() {
     assert_eq!(told, 2, "the new DS added, the old one removed");
     setup.validate();
 }
+
+/// A policy changed by a reload takes effect by a rollover, never by
+/// breaking the chain: ECDSA P-256 to Ed25519, signatures of the new
+/// algorithm first, every algorithm of the DNSKEY RRset signing every
+/// RRset meanwhile (RFC 6840 5.11), the DS swapped at the parent, the old
+/// algorithm gone last; every step validates.
+#[test]
+fn a_new_algorithm_in_a_reload_rolls_the_keys() {
+    let mut setup = Setup::start("keys = \"ksk-zsk\"\n", true);
+    let mut phases = Vec::new();
+    publish_first_ds(&mut setup, &mut phases);
+    setup.follow_cds = true;
+    let settled = setup.run_until(Duration::from_secs(20), &mut phases, |s| {
+        s.keys().iter().all(is_active)
+    });
+    assert!(settled, "{:?}\n{}", setup.phase(), setup.server.log());
+    let config = setup.server.dir().join("heron.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = text.replace(
+        "name = \"child\"\n",
+        "name = \"child\"\nalgorithm = \"ed25519\"\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let (ok, said) = setup.ctl(&setup.server, &["reconfigure"]);
+    assert!(ok, "{said}");
+    let of_algorithm = |s: &Setup, algorithm: u64| -> Vec<Value> {
+        (s.keys().into_iter())
+            .filter(|k| k["algorithm"] == algorithm)
+            .collect()
+    };
+    let rolled = setup.run_until(Duration::from_secs(55), &mut phases, |s| {
+        let new = of_algorithm(s, 15);
+        let old = of_algorithm(s, 13);
+        new.len() == 2 && new.iter().all(is_active) && old.iter().all(is_removed)
+    });
+    assert!(rolled, "{:?}\n{}", setup.phase(), setup.server.log());
+    setup.validate();
+    assert!(
+        setup
+            .parent_ds
+            .iter()
+            .all(|ds| ds.split(' ').nth(1) == Some("15"))
+    );
+    let seen: Vec<String> = phases.iter().map(|p| format!("{p:?}")).collect();
+    eprintln!("phases seen: {seen:#?}");
+    // Seen on the way: keys of both algorithms at once.
+    let both = |p: &BTreeSet<String>| p.len() >= 4;
+    assert!(phases.iter().any(both), "{seen:#?}");
+}
