@@ -90,7 +90,9 @@ fn start(args: ServeArgs) -> Result<(), String> {
     let mut files = zone_files(&args, &settings);
     let (mut catalog, journals) =
         load_catalog_and_find_journals(use_example, &mut files, &settings);
-    crate::runtime::update::replay_journals(&mut catalog, &settings.policies);
+    let signed = files.signed_zones();
+    crate::runtime::update::replay_journals(&mut catalog, &settings.policies, &signed);
+    crate::runtime::update_signed::carry_journals(&mut catalog, &settings.policies, &signed);
     catalog_producer::insert_kept(&settings.generated_catalogs, &mut catalog);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
@@ -134,7 +136,9 @@ fn start(args: ServeArgs) -> Result<(), String> {
         primary,
         secondaries: Mutex::new(None),
         frozen: Default::default(),
+        signings: Default::default(),
     };
+    transfers.signings.set(signed);
     let secondaries = secondaries(&mut settings, kept, keys, notifies, consumers);
     let process = ProcessSettings {
         control_socket: settings.control,

@@ -257,6 +257,26 @@ pub fn find<'p>(files: impl IntoIterator<Item = (&'p Name, &'p Path)>) -> Found 
     )
 }
 
+/// Every step of the journal file at `path` (of zone `origin`), in
+/// order, whatever serial they start from (empty if the file is
+/// absent): a signed zone's updates are carried over to its zone file
+/// by what they changed, not by serial, since signing the file again
+/// gives it a serial of its own.
+pub fn all_steps(path: &Path, origin: &Name) -> Result<Vec<ZoneDiff>, String> {
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let reader =
+        file::JournalReader::new(io::BufReader::new(file), len).map_err(|e| e.to_string())?;
+    if reader.origin() != origin {
+        return Err(format!("it holds the journal of {}", reader.origin()));
+    }
+    Ok(reader.collect())
+}
+
 /// The steps of the journal file at `path` (of zone `origin`) that lead
 /// on from serial `served`, in order: what dynamic updates changed since
 /// the zone file was written, to apply to the zone loaded from it. Empty

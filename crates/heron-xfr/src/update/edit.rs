@@ -22,11 +22,22 @@ struct Set {
     rdatas: Vec<Vec<u8>>,
 }
 
+/// The RRSIGs over one RRset of a signed zone as served: deleted with
+/// the RRset, or the name would stay with signatures over nothing (the
+/// signer makes the rest anew).
+#[derive(Clone, Debug)]
+struct Sigs {
+    covered: RType,
+    ttl: u32,
+    rdatas: Vec<Vec<u8>>,
+}
+
 /// A name the changes reach: its RRsets as served and as changed.
 struct WorkNode {
     owner: Name,
     before: Vec<Set>,
     after: Vec<Set>,
+    sigs: Vec<Sigs>,
 }
 
 impl WorkNode {
@@ -51,6 +62,21 @@ impl WorkNode {
 
     fn remove(&mut self, keep: impl Fn(RType) -> bool) {
         self.after.retain(|s| keep(s.rtype));
+    }
+
+    /// The RRSIG records over the RRsets the changes removed.
+    fn signatures_of_removed_sets(&self) -> Vec<DiffRecord> {
+        let removed = |s: &&Sigs| self.set(s.covered).is_none();
+        (self.sigs.iter().filter(removed))
+            .flat_map(|s| {
+                s.rdatas.iter().map(|r| DiffRecord {
+                    owner: self.owner.clone(),
+                    rtype: RType::RRSIG,
+                    ttl: s.ttl,
+                    rdata: r.clone(),
+                })
+            })
+            .collect()
     }
 }
 
@@ -94,8 +120,17 @@ impl<'z> Edit<'z> {
                     owner: owner.clone(),
                     before: Vec::new(),
                     after: Vec::new(),
+                    sigs: Vec::new(),
                 };
             };
+            let sigs = (node.data())
+                .filter(|s| s.sigs().next().is_some())
+                .map(|s| Sigs {
+                    covered: s.rtype,
+                    ttl: s.sig_ttl(),
+                    rdatas: s.sigs().map(|r| r.into_owned()).collect(),
+                })
+                .collect();
             let sets: Vec<Set> = node
                 .data()
                 .map(|s| Set {
@@ -108,6 +143,7 @@ impl<'z> Edit<'z> {
                 owner: node.owner(),
                 before: sets.clone(),
                 after: sets,
+                sigs,
             }
         })
     }
@@ -223,6 +259,7 @@ impl<'z> Edit<'z> {
             let after = records(&node.owner, &node.after);
             deleted.extend(before.iter().filter(|r| !after.contains(r)).cloned());
             added.extend(after.iter().filter(|r| !before.contains(r)).cloned());
+            deleted.extend(node.signatures_of_removed_sets());
         }
         if deleted.is_empty() && added.is_empty() && self.new_soa.is_none() {
             return None;

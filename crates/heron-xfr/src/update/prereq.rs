@@ -69,10 +69,13 @@ fn has_rrset(zone: &Zone, owner: &Name, rtype: RType) -> bool {
     !rrset_records(zone, owner, rtype).is_empty()
 }
 
-/// Whether `owner` owns any record (an empty non-terminal does not).
+/// Whether `owner` owns any record (an empty non-terminal does not, nor
+/// a name of a signed zone left with only the signer's records, as an
+/// update's deletion leaves it until the zone is signed again).
 fn in_use(zone: &Zone, owner: &Name) -> bool {
     let key = owner.to_lowercase();
-    zone.node(key.as_wire()).is_some_and(|n| !n.is_empty())
+    zone.node(key.as_wire())
+        .is_some_and(|n| n.data().any(|s| !super::is_dnssec_type(s.rtype)))
 }
 
 /// Whether the RRset holds exactly `records` (duplicates in the request

@@ -8,6 +8,7 @@ pub mod query_log;
 pub mod rollover;
 pub mod secondary;
 pub mod update;
+pub(crate) mod update_signed;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -49,6 +50,8 @@ pub(crate) struct Transfers {
     pub(crate) secondaries: Mutex<Option<secondary::Running>>,
     /// Zones whose updates `heron ctl freeze` stopped.
     pub(crate) frozen: update::Frozen,
+    /// The zones Heron signs, for updates to be signed.
+    pub(crate) signings: update_signed::Signings,
 }
 
 impl Transfers {
@@ -212,8 +215,9 @@ fn rebuild(
         let changes = running.reconfigure(wanted, consumed, &mut next, &xfr.primary, configured);
         outcome.secondaries = changes;
     }
+    xfr.signings.set(files.signed_zones());
     drop(files);
-    update::keep_updates(&current, &mut next, &xfr.primary, &xfr.frozen);
+    update::keep_updates(&current, &mut next, xfr);
     for origin in &config.removed {
         next.remove(origin);
         xfr.primary.forget(origin);

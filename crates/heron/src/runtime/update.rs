@@ -21,14 +21,14 @@ use heron_server::SharedCatalog;
 use heron_server::service::unix_now;
 use heron_server::update::{Update, UpdateSender, queue};
 use heron_xfr::journal::files::steps_after;
-use heron_xfr::primary::{Primary, ZonePolicy};
+use heron_xfr::primary::ZonePolicy;
 use heron_xfr::secondary::store::write_zone_file;
 use heron_xfr::update::{Applied, Change, Requester, UpdateMessage, parse, process};
 use heron_zone::diff::ZoneDiff;
 use heron_zone::{Catalog, Zone};
 use tokio::sync::mpsc;
 
-use crate::runtime::Transfers;
+use crate::runtime::{Transfers, update_signed};
 
 /// Updates applied in one batch at most (one journal sync for them all).
 const MAX_BATCH: usize = 512;
@@ -208,6 +208,7 @@ fn apply_batch(
         answered.push((update, rcode));
     }
     working.retain(|_, w| !w.steps.is_empty());
+    sign_updated(&mut working, &served, &mut answered, xfr);
     if working.is_empty() {
         return (answered, Vec::new());
     }
@@ -237,6 +238,42 @@ fn apply_batch(
     changed.iter().for_each(|z| next.insert_shared(z.clone()));
     catalog.store(Arc::new(next));
     (answered, changed)
+}
+
+/// The zones of the batch that Heron signs, signed once each (the
+/// batch's updates together): their one step from the version served
+/// replaces the unsigned steps. A zone whose signing fails has its
+/// updates answered SERVFAIL and nothing new served.
+fn sign_updated(
+    working: &mut HashMap<Name, Working>,
+    served: &Catalog,
+    answered: &mut [(Update, Rcode)],
+    xfr: &Transfers,
+) {
+    let mut failed = Vec::new();
+    for (origin, w) in working.iter_mut() {
+        let (Some(signing), Some(before)) = (xfr.signings.get(origin), served.get(origin)) else {
+            continue;
+        };
+        match update_signed::sign_update(before, &w.zone, &signing) {
+            Ok((signed, step)) => {
+                w.zone = Arc::new(signed);
+                w.steps = vec![step];
+            }
+            Err(why) => {
+                tracing::error!(
+                    "zone {origin}: the updated zone cannot be signed: {why}; its updates are answered SERVFAIL"
+                );
+                failed.push(origin.clone());
+            }
+        }
+    }
+    for origin in failed {
+        working.remove(&origin);
+        let of_zone = (answered.iter_mut())
+            .filter(|(u, rcode)| u.request.origin == origin && *rcode == Rcode::NOERROR);
+        of_zone.for_each(|(_, rcode)| *rcode = Rcode::SERVFAIL);
+    }
 }
 
 /// Runs one update against its zone's newest version in the batch.
@@ -280,8 +317,8 @@ fn apply_one(
         let why = "the zone is frozen (heron ctl thaw takes updates again)";
         return log(request, who, Rcode::REFUSED, why, &[]);
     }
-    if zone.signed_chain_len().is_some() {
-        let why = "the zone is signed: updates to signed zones are not supported";
+    if zone.signed_chain_len().is_some() && xfr.signings.get(origin).is_none() {
+        let why = "the zone is signed in its file (no dnssec-policy): Heron cannot sign the change";
         return log(request, who, Rcode::REFUSED, why, &[]);
     }
     let message: UpdateMessage = match parse(&request.message) {
@@ -346,8 +383,15 @@ fn log(
 /// after the serial its file was loaded at (the updates since the file
 /// was written). A journal that does not lead on from the file is
 /// reported and left alone.
-pub(crate) fn replay_journals(catalog: &mut Catalog, policies: &HashMap<Name, ZonePolicy>) {
-    for (origin, policy) in policies.iter().filter(|(_, p)| p.takes_updates()) {
+pub(crate) fn replay_journals(
+    catalog: &mut Catalog,
+    policies: &HashMap<Name, ZonePolicy>,
+    signed: &[(Name, Arc<crate::config::dnssec::Signing>)],
+) {
+    let is_signed = |origin: &Name| signed.iter().any(|(o, _)| o == origin);
+    let updated = policies.iter().filter(|(_, p)| p.takes_updates());
+    // Heron's signed zones: carried over by `update_signed` instead.
+    for (origin, policy) in updated.filter(|(o, _)| !is_signed(o)) {
         let (Some(path), Some(zone)) = (policy.journal_path(), catalog.get(origin)) else {
             continue;
         };
@@ -408,7 +452,7 @@ fn report_replay_failure(origin: &Name, path: &std::path::Path, problems: &[hero
 /// Moves a journal whose updates were not applied out of the way (the
 /// history starts over) without losing it: `FILE.jnl.unapplied`, for
 /// the operator to recover the updates from. Returns where it went.
-fn set_aside(path: &std::path::Path) -> String {
+pub(crate) fn set_aside(path: &std::path::Path) -> String {
     let mut kept = path.as_os_str().to_owned();
     kept.push(".unapplied");
     let kept = std::path::PathBuf::from(kept);
@@ -431,12 +475,8 @@ fn set_aside(path: &std::path::Path) -> String {
 /// A frozen zone's file was written from the version served (`heron ctl
 /// freeze`): it is taken as edited, its serial moved on if the edit left
 /// it as it was.
-pub(crate) fn keep_updates(
-    current: &Catalog,
-    next: &mut Catalog,
-    primary: &Primary,
-    frozen: &Frozen,
-) {
+pub(crate) fn keep_updates(current: &Catalog, next: &mut Catalog, xfr: &Transfers) {
+    let (primary, frozen) = (&*xfr.primary, &xfr.frozen);
     let reread: Vec<(Arc<Zone>, Arc<Zone>)> = next
         .zones()
         .filter_map(|new| {
@@ -449,9 +489,11 @@ pub(crate) fn keep_updates(
         let Some(path) = policy.journal_path().filter(|_| policy.takes_updates()) else {
             continue;
         };
-        let merged = match frozen.contains(old.origin()) {
-            true => edited(&old, &new, &policy),
-            false => merge(&old, &new, path, &policy),
+        let signing = xfr.signings.get(old.origin());
+        let merged = match (frozen.contains(old.origin()), signing) {
+            (true, _) => edited(&old, &new, &policy),
+            (false, Some(signing)) => keep_signed(&old, &new, &signing),
+            (false, None) => merge(&old, &new, path, &policy),
         };
         match merged {
             Ok(Some(merged)) => next.insert(merged),
@@ -468,6 +510,39 @@ pub(crate) fn keep_updates(
                 next.insert_shared(old);
             }
         }
+    }
+}
+
+/// A signed zone that takes updates keeps the version served (its
+/// signatures refreshed when due): its file is taken only between
+/// `heron ctl freeze` and `thaw`, since signing the file again cannot
+/// tell its edits from the updates. An edit is reported.
+fn keep_signed(
+    old: &Zone,
+    new: &Zone,
+    signing: &crate::config::dnssec::Signing,
+) -> Result<Option<Zone>, String> {
+    let signer = |r: &heron_zone::diff::DiffRecord| {
+        r.rtype == heron_proto::RType::SOA || heron_xfr::update::is_dnssec_type(r.rtype)
+    };
+    let edits = heron_zone::diff::diff(old, new);
+    if edits.deleted.iter().chain(&edits.added).any(|r| !signer(r)) {
+        tracing::warn!(
+            "zone {}: the zone file differs from the updated zone served; it takes updates and is signed, so its file is read only after `heron ctl freeze` (edit, then `heron ctl thaw`); the zone served stays",
+            old.origin()
+        );
+    }
+    // New keys (a rollover's step) or chain parameters: signed again.
+    let keys_changed = (edits.deleted.iter().chain(&edits.added)).any(|r| {
+        use heron_proto::RType;
+        matches!(
+            r.rtype,
+            RType::DNSKEY | RType::CDS | RType::CDNSKEY | RType::NSEC3PARAM
+        )
+    });
+    match update_signed::refresh_kept(old, signing, keys_changed) {
+        None => Ok(None),
+        Some(resigned) => resigned.map(Some),
     }
 }
 

@@ -1,0 +1,475 @@
+//! Dynamic updates to zones Heron signs (`dnssec-policy`).
+//!
+//! An update is applied to the signed version served, as to any zone;
+//! the result is then signed again with the incremental signer
+//! ([`crate::plan::signing::sign_loaded`] with the served version as the
+//! previous one): the signatures of RRsets that did not change are kept,
+//! so only the changed RRsets, their NSEC or NSEC3 neighbours and the SOA
+//! get new ones. The signed version is the one served, journaled and
+//! sent by IXFR (its step carries the changed RRSIG, NSEC and NSEC3
+//! records).
+//!
+//! Signing a zone file again gives it a serial of its own (past the one
+//! served), so at a restart the journal's steps are not applied by serial
+//! as for an unsigned zone: what they changed (the signer's records left
+//! out) is carried over to the zone as signed from its file, and the
+//! zone signed again. What was carried is kept in `FILE.jnl.carried`
+//! (written and synced before the journal, which restarts from the new
+//! version, is dropped), so no restart loses an answered update.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use heron_proto::{Name, RType};
+use heron_xfr::journal::file::write_file;
+use heron_xfr::journal::files::all_steps;
+use heron_xfr::primary::ZonePolicy;
+use heron_xfr::update::is_dnssec_type;
+use heron_zone::diff::{DiffRecord, ZoneDiff, diff};
+use heron_zone::{Catalog, Zone};
+
+use crate::config::dnssec::Signing;
+use crate::plan::signing::sign_loaded;
+
+/// The zones Heron signs and how, as configured now (lower-cased
+/// origins); replaced at each reload.
+#[derive(Default)]
+pub(crate) struct Signings(RwLock<HashMap<Name, Arc<Signing>>>);
+
+impl Signings {
+    pub(crate) fn set(&self, signed: Vec<(Name, Arc<Signing>)>) {
+        let map = signed
+            .into_iter()
+            .map(|(origin, s)| (origin.to_lowercase(), s))
+            .collect();
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = map;
+    }
+
+    pub(crate) fn get(&self, origin: &Name) -> Option<Arc<Signing>> {
+        let map = self.0.read().unwrap_or_else(|e| e.into_inner());
+        map.get(&origin.to_lowercase()).cloned()
+    }
+}
+
+/// `updated` (the served version `served` with updates applied, its
+/// signatures stale) signed again, keeping the signatures of what did not
+/// change; with the journal's step from `served` to it.
+pub(crate) fn sign_update(
+    served: &Zone,
+    updated: &Zone,
+    signing: &Signing,
+) -> Result<(Zone, ZoneDiff), String> {
+    let signed = sign_loaded(updated, Some(served), signing).map_err(|e| e.join("; "))?;
+    let step = diff(served, &signed);
+    Ok((signed, step))
+}
+
+/// At a reload, the updated signed zone `old` stays served as it is (its
+/// file is taken only between `heron ctl freeze` and `thaw`); signed
+/// again if a signature is due for refresh before the next check, or
+/// `keys_changed` (the file signed now has other keys). None when it
+/// stays as it is.
+pub(crate) fn refresh_kept(
+    old: &Zone,
+    signing: &Signing,
+    keys_changed: bool,
+) -> Option<Result<Zone, String>> {
+    let now = heron_proto::time::unix_now();
+    let within = crate::plan::signing::REFRESH_CHECK.as_secs() as u32;
+    let refresh = signing.policy.signature_refresh;
+    if !keys_changed && !heron_dnssec::sign::refresh_due(old, now, refresh, within) {
+        return None;
+    }
+    Some(sign_loaded(old, Some(old), signing).map_err(|e| e.join("; ")))
+}
+
+/// Where what a restart carried over is kept, beside the journal.
+fn carried_path(journal: &Path) -> PathBuf {
+    let mut path = journal.as_os_str().to_owned();
+    path.push(".carried");
+    PathBuf::from(path)
+}
+
+/// A record as an update changes it: owner lower-cased, type, RDATA
+/// (lower-cased for the types whose RDATA holds names, which compare
+/// without case).
+type RecordKey = (Vec<u8>, RType, Vec<u8>);
+
+fn key_of(record: &DiffRecord) -> RecordKey {
+    let rtype = record.rtype;
+    let names = rtype.rdata_names_compressible() || rtype == RType::SRV || rtype == RType::DNAME;
+    let rdata = match names {
+        true => record.rdata.to_ascii_lowercase(),
+        false => record.rdata.clone(),
+    };
+    (record.owner.to_lowercase().as_wire().to_vec(), rtype, rdata)
+}
+
+/// What `steps` did to each record, in order: Some(record) when its last
+/// step added it, None when its last step deleted it. The SOA and the
+/// signer's records are left out (the signer makes those again).
+fn net_changes(steps: &[ZoneDiff]) -> BTreeMap<RecordKey, Option<DiffRecord>> {
+    let mut net = BTreeMap::new();
+    let carried = |r: &&DiffRecord| r.rtype != RType::SOA && !is_dnssec_type(r.rtype);
+    for step in steps {
+        for record in step.deleted.iter().filter(carried) {
+            net.insert(key_of(record), None);
+        }
+        for record in step.added.iter().filter(carried) {
+            net.insert(key_of(record), Some(record.clone()));
+        }
+    }
+    net
+}
+
+/// The record of `zone` that `key` names, if the zone holds it.
+fn held(zone: &Zone, key: &RecordKey) -> Option<DiffRecord> {
+    let node = zone.node(&key.0)?;
+    let set = node.rrset(key.1)?;
+    let owner = node.owner();
+    set.rdatas()
+        .find(|r| {
+            let probe = DiffRecord {
+                owner: owner.clone(),
+                rtype: key.1,
+                ttl: 0,
+                rdata: r.to_vec(),
+            };
+            key_of(&probe).2 == key.2
+        })
+        .map(|r| DiffRecord {
+            owner: owner.clone(),
+            rtype: key.1,
+            ttl: set.ttl(),
+            rdata: r.into_owned(),
+        })
+}
+
+/// The RRSIG records over `owner`'s RRset of `rtype` in `zone`.
+fn signatures_over(zone: &Zone, owner: &Name, rtype: RType) -> Vec<DiffRecord> {
+    let Some(node) = zone.node(owner.as_wire()) else {
+        return Vec::new();
+    };
+    let Some(set) = node.rrset(rtype) else {
+        return Vec::new();
+    };
+    (set.sigs())
+        .map(|sig| DiffRecord {
+            owner: node.owner(),
+            rtype: RType::RRSIG,
+            ttl: set.sig_ttl(),
+            rdata: sig.into_owned(),
+        })
+        .collect()
+}
+
+/// `zone` with what `steps` changed applied where it differs: a record
+/// the steps added last is there (with their TTL), one they deleted last
+/// is not; the rest of the zone as it is. The serial stays.
+fn carry(zone: &Zone, steps: &[ZoneDiff]) -> Result<Option<Zone>, String> {
+    let (mut deleted, mut added) = (Vec::new(), Vec::new());
+    for (key, wanted) in net_changes(steps) {
+        match (held(zone, &key), wanted) {
+            (Some(have), Some(want)) if have.ttl != want.ttl => {
+                deleted.push(have);
+                added.push(want);
+            }
+            (Some(have), None) => deleted.push(have),
+            (None, Some(want)) => added.push(want),
+            _ => {}
+        }
+    }
+    if deleted.is_empty() && added.is_empty() {
+        return Ok(None);
+    }
+    // The signatures over the RRsets changed go too (the signer makes
+    // them anew): a name left without data must not keep any.
+    let mut touched: Vec<(Name, RType)> = (deleted.iter().chain(&added))
+        .map(|r| (r.owner.to_lowercase(), r.rtype))
+        .collect();
+    touched.sort();
+    touched.dedup();
+    for (owner, rtype) in touched {
+        deleted.extend(signatures_over(zone, &owner, rtype));
+    }
+    let soa = diff(zone, zone).old_soa;
+    let step = ZoneDiff {
+        old_soa: soa.clone(),
+        new_soa: soa,
+        deleted,
+        added,
+    };
+    zone.apply(&step).map(Some).map_err(|problems| {
+        let first = problems.first().map_or("", |p| p.message.as_str());
+        format!("they do not apply to the zone file ({first})")
+    })
+}
+
+/// At startup, before the journal files are read back: for each signed
+/// zone that takes updates, what its journal (and what an earlier start
+/// carried) changed is applied to the zone as signed from its file, and
+/// the zone signed again; what was carried is written to
+/// `FILE.jnl.carried` and synced. A journal whose changes do not apply is
+/// set aside (`FILE.jnl.unapplied`) with an error, and the file served.
+pub(crate) fn carry_journals(
+    catalog: &mut Catalog,
+    policies: &HashMap<Name, ZonePolicy>,
+    signed: &[(Name, Arc<Signing>)],
+) {
+    for (origin, signing) in signed {
+        let policy = policies.get(origin).filter(|p| p.takes_updates());
+        let (Some(path), Some(zone)) = (
+            policy.and_then(|p| p.journal_path()),
+            catalog.get(origin).cloned(),
+        ) else {
+            continue;
+        };
+        match carry_one(&zone, path, signing) {
+            Ok(Some(next)) => catalog.insert(next),
+            Ok(None) => {}
+            Err(why) => {
+                let kept = super::update::set_aside(path);
+                tracing::error!(
+                    "zone {origin}: the updates in {} cannot be carried over to the zone file: {why}; the zone file is served, the journal kept as {kept}",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+fn carry_one(zone: &Zone, journal: &Path, signing: &Signing) -> Result<Option<Zone>, String> {
+    let origin = zone.origin();
+    let carried_file = carried_path(journal);
+    let mut steps = all_steps(&carried_file, origin)?;
+    steps.extend(all_steps(journal, origin)?);
+    if steps.is_empty() {
+        return Ok(None);
+    }
+    let Some(carried) = carry(zone, &steps)? else {
+        return Ok(None);
+    };
+    let signed = sign_loaded(&carried, Some(zone), signing).map_err(|e| e.join("; "))?;
+    let step = Arc::new(diff(zone, &signed));
+    write_synced(&carried_file, origin, step)
+        .map_err(|e| format!("cannot write {}: {e}", carried_file.display()))?;
+    tracing::info!(
+        "zone {origin}: the updates of {} steps from {} carried over to the zone file, serial {}",
+        steps.len(),
+        journal.display(),
+        signed.serial()
+    );
+    Ok(Some(signed))
+}
+
+/// Writes the one-step journal at `path` (a temporary file synced, then
+/// renamed over the old, the directory synced).
+fn write_synced(path: &Path, origin: &Name, step: Arc<ZoneDiff>) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    write_file(&tmp, origin, &[step])?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    std::fs::File::open(dir.unwrap_or(Path::new(".")))?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ZONE: &str = "@ 300 IN SOA ns hm 7 2 3 4 5\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\nold 300 IN TXT \"x\"\n";
+
+    fn origin() -> Name {
+        Name::parse("c.test").unwrap()
+    }
+
+    fn load(text: &str) -> Zone {
+        heron_zone::load_zone_str(text, "t", &origin())
+            .unwrap()
+            .zone
+    }
+
+    fn record(owner: &str, rtype: RType, ttl: u32, rdata: &[u8]) -> DiffRecord {
+        DiffRecord {
+            owner: Name::parse(owner).unwrap(),
+            rtype,
+            ttl,
+            rdata: rdata.to_vec(),
+        }
+    }
+
+    fn step(zone: &Zone, deleted: Vec<DiffRecord>, added: Vec<DiffRecord>) -> ZoneDiff {
+        let soa = diff(zone, zone).old_soa;
+        ZoneDiff {
+            old_soa: soa.clone(),
+            new_soa: soa,
+            deleted,
+            added,
+        }
+    }
+
+    #[test]
+    fn the_last_step_that_touched_a_record_decides() {
+        let zone = load(ZONE);
+        let a = |ip: [u8; 4]| record("h.c.test", RType::A, 60, &ip);
+        let txt = record("old.c.test", RType::TXT, 300, b"\x01x");
+        let sig = record("h.c.test", RType::RRSIG, 60, b"sig");
+        let steps = [
+            step(&zone, vec![], vec![a([1, 1, 1, 1]), a([2, 2, 2, 2]), sig]),
+            step(&zone, vec![a([1, 1, 1, 1]), txt], vec![]),
+        ];
+        let carried = carry(&zone, &steps).unwrap().expect("a change");
+        let h = carried.node(Name::parse("h.c.test").unwrap().as_wire());
+        let ips: Vec<Vec<u8>> = h
+            .unwrap()
+            .rrset(RType::A)
+            .unwrap()
+            .rdatas()
+            .map(|r| r.to_vec())
+            .collect();
+        assert_eq!(ips, vec![vec![2, 2, 2, 2]]);
+        let old = carried.node(Name::parse("old.c.test").unwrap().as_wire());
+        assert!(old.is_none_or(|n| n.rrset(RType::TXT).is_none()), "deleted");
+        assert_eq!(carried.serial(), zone.serial(), "the serial stays");
+        assert!(
+            h.unwrap().rrset(RType::RRSIG).is_none(),
+            "signer records not carried"
+        );
+    }
+
+    #[test]
+    fn changes_the_file_has_already_change_nothing() {
+        let zone = load(ZONE);
+        let txt = record("OLD.c.test", RType::TXT, 300, b"\x01x");
+        let steps = [step(&zone, vec![], vec![txt])];
+        assert!(carry(&zone, &steps).unwrap().is_none());
+        // A TTL that differs is carried.
+        let txt = record("old.c.test", RType::TXT, 9, b"\x01x");
+        let carried = carry(&zone, &[step(&zone, vec![], vec![txt])])
+            .unwrap()
+            .unwrap();
+        let node = carried
+            .node(Name::parse("old.c.test").unwrap().as_wire())
+            .unwrap();
+        assert_eq!(node.rrset(RType::TXT).unwrap().ttl(), 9);
+    }
+
+    #[test]
+    fn changes_that_break_the_zone_are_an_error() {
+        let zone = load(ZONE);
+        // A CNAME beside the TXT the file has.
+        let cname = record("old.c.test", RType::CNAME, 300, b"\x02ns\x01c\x04test\x00");
+        let err = carry(&zone, &[step(&zone, vec![], vec![cname])]).unwrap_err();
+        assert!(err.contains("do not apply"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod signing_tests {
+    use super::*;
+    use heron_dnssec::policy::{KeySet, Policy};
+    use heron_dnssec::sign::Denial;
+    use heron_xfr::update::{Applied, Change, Requester, UpdatePolicy, UpdateRule, UpdateSettings};
+
+    const ZONE: &str = "@ 300 IN SOA ns hm 7 2 3 4 5\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\nwww 300 IN A 192.0.2.2\nold 300 IN TXT \"x\"\n";
+
+    fn signing(dir: &Path, denial: Denial) -> Signing {
+        Signing {
+            policy: Arc::new(Policy {
+                keys: KeySet::KskZsk,
+                denial,
+                ..Policy::default()
+            }),
+            key_directory: dir.join("keys"),
+        }
+    }
+
+    /// `zone` with `change` applied as an update from a key allowed all.
+    fn updated(zone: &Zone, change: Change) -> Zone {
+        let origin = zone.origin().clone();
+        let rule = UpdateRule::parse("key k zonesub ANY", &origin).unwrap();
+        let settings = UpdateSettings {
+            policy: UpdatePolicy::new(vec![rule]),
+            ..UpdateSettings::default()
+        };
+        let message = heron_xfr::update::UpdateMessage {
+            id: 1,
+            zone: origin,
+            class: zone.class(),
+            prerequisites: vec![],
+            changes: vec![change],
+        };
+        let key = Name::parse("k").unwrap();
+        let who = Requester {
+            ip: "127.0.0.1".parse().unwrap(),
+            key: Some(&key),
+        };
+        match heron_xfr::update::process(zone, &message, &settings, who, 1) {
+            Ok(Applied::Changed(next, _)) => *next,
+            _ => panic!("the update applies"),
+        }
+    }
+
+    fn nsec3_types_of(zone: &Zone, owner: &str) -> Vec<u8> {
+        let hash = heron_dnssec::sign::nsec3_hash(Name::parse(owner).unwrap().as_wire(), &[], 0);
+        let mut hashed = vec![32];
+        hashed.extend_from_slice(&heron_dnssec::sign::base32hex(&hash));
+        hashed.extend_from_slice(zone.origin().as_wire());
+        let node = zone
+            .node(&hashed.to_ascii_lowercase())
+            .expect("the NSEC3 record");
+        let rdata = node.rrset(RType::NSEC3).unwrap().first_rdata().into_owned();
+        // Algorithm, flags, iterations, salt (none), hash: the bitmap after.
+        rdata[1 + 1 + 2 + 1 + 1 + 20..].to_vec()
+    }
+
+    #[test]
+    fn an_added_name_gets_its_types_in_its_nsec3() {
+        let dir = tempfile::tempdir().unwrap();
+        let denial = Denial::Nsec3 {
+            iterations: 0,
+            salt: vec![],
+            opt_out: false,
+        };
+        let signing = signing(dir.path(), denial);
+        let origin = Name::parse("s.test").unwrap();
+        let mut text = ZONE.to_string();
+        (0..40).for_each(|i| text.push_str(&format!("h{i:02} 300 IN A 192.0.2.{i}\n")));
+        let zone = heron_zone::load_zone_str(&text, "t", &origin).unwrap().zone;
+        let served = sign_loaded(&zone, None, &signing).unwrap();
+        let change = Change::Add {
+            owner: Name::parse("new.s.test").unwrap(),
+            rtype: RType::A,
+            ttl: 300,
+            rdata: vec![192, 0, 2, 9],
+        };
+        let next = updated(&served, change);
+        let (signed, step) = sign_update(&served, &next, &signing).unwrap();
+        assert_eq!(
+            nsec3_types_of(&signed, "new.s.test"),
+            nsec3_types_of(&signed, "www.s.test")
+        );
+        assert!(step.added.iter().any(|r| r.rtype == RType::NSEC3));
+        // A name deleted leaves no NSEC3 (an empty one would claim a name
+        // that has nothing).
+        let gone = updated(
+            &signed,
+            Change::DeleteName(Name::parse("old.s.test").unwrap()),
+        );
+        let (signed, _) = sign_update(&signed, &gone, &signing).unwrap();
+        let hash =
+            heron_dnssec::sign::nsec3_hash(Name::parse("old.s.test").unwrap().as_wire(), &[], 0);
+        let mut hashed = vec![32];
+        hashed.extend_from_slice(&heron_dnssec::sign::base32hex(&hash));
+        hashed.extend_from_slice(signed.origin().as_wire());
+        assert!(signed.node(&hashed.to_ascii_lowercase()).is_none());
+        assert!(
+            signed
+                .node(Name::parse("old.s.test").unwrap().as_wire())
+                .is_none()
+        );
+    }
+}

@@ -1,0 +1,276 @@
+//! Dynamic updates to a zone Heron signs (`dnssec-policy`): after each
+//! `nsupdate` change (add, delete an RRset, delete a name, delete one
+//! record) the zone as transferred out passes `dnssec-verify` and
+//! `ldns-verify-zone`, `delv` (the zone's KSK its trust anchor) validates
+//! the changed name, an NXDOMAIN beside it and the apex, and the change
+//! made few new signatures (the incremental signer kept the others); an
+//! IXFR carries the new RRSIG and NSEC/NSEC3 records; clients cannot
+//! change DNSSEC records; the updates survive restarts.
+
+mod xfr_common;
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use heron_testkit::{ServerProcess, SignedZone};
+use xfr_common::{eventually, heron, kdig, zone_serial};
+
+const ZONE: &str = "sup.test";
+const SECRET: &str = "q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k=";
+
+fn zone_text() -> String {
+    let mut text = format!(
+        "$ORIGIN {ZONE}.\n$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 60\n@ NS ns\n\
+         ns A 192.0.2.1\nwww A 192.0.2.10\nwww A 192.0.2.11\nwww TXT \"web\"\n\
+         old A 192.0.2.20\nold TXT \"old\"\nmail MX 10 www\n"
+    );
+    // Enough names that keeping signatures shows.
+    for i in 0..40 {
+        text.push_str(&format!("h{i:02} A 192.0.2.{}\n", 100 + i));
+    }
+    text
+}
+
+fn start(dir: &Path, policy: &str) -> ServerProcess {
+    let file = dir.join("sup.zone");
+    if !file.exists() {
+        std::fs::write(&file, zone_text()).unwrap();
+    }
+    let keys = dir.join("keys");
+    let policy = policy.to_string();
+    ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [[key]]\nname = \"ops\"\nsecret = \"{SECRET}\"\n\
+             [[dnssec-policy]]\nname = \"p\"\n{policy}\n\
+             [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n\
+             allow-update = [\"key ops zonesub ANY\"]\n\
+             dnssec-policy = \"p\"\nkey-directory = \"{}\"\n",
+            file.display(),
+            keys.display()
+        )
+    })
+}
+
+/// Sends `commands` with nsupdate, signed with the key `ops`; the rcode.
+fn nsupdate(server: SocketAddr, commands: &str) -> String {
+    let mut child = Command::new("nsupdate")
+        .args(["-t", "5", "-y"])
+        .arg(format!("hmac-sha256:ops:{SECRET}"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nsupdate runs (bind9-dnsutils)");
+    let script = format!(
+        "server {} {}\nzone {ZONE}\n{commands}\nsend\n",
+        server.ip(),
+        server.port()
+    );
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(script.as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    if out.status.success() {
+        return "NOERROR".into();
+    }
+    let text = String::from_utf8_lossy(&[&out.stdout[..], &out.stderr[..]].concat()).into_owned();
+    let codes = ["REFUSED", "SERVFAIL", "NOTAUTH", "FORMERR", "NXRRSET"];
+    (codes.iter().find(|c| text.contains(**c))).map_or(format!("failed: {text}"), |c| c.to_string())
+}
+
+fn axfr(server: SocketAddr) -> String {
+    let out = kdig(server, &[ZONE, "AXFR", "+nocomments", "+nostats"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success() && text.contains("RRSIG"), "{text}");
+    text
+}
+
+/// The RRSIG records of an AXFR, one line each, TTL and spacing normalised.
+fn signatures(axfr: &str) -> HashSet<String> {
+    (axfr.lines())
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() > 4 && w[3] == "RRSIG" && w[4] != "SOA")
+        .map(|w| w.join(" "))
+        .collect()
+}
+
+fn verify_with_tools(zone: &SignedZone, csk: bool) {
+    let path = zone.path.to_str().unwrap();
+    let mut bind = Command::new("/usr/bin/dnssec-verify");
+    if csk {
+        bind.arg("-z");
+    }
+    let out = bind
+        .args(["-o", ZONE, path])
+        .output()
+        .expect("dnssec-verify runs");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(
+        out.status.success() && said.contains("Zone fully signed"),
+        "dnssec-verify: {said}\n{text}"
+    );
+    let out = Command::new("/usr/bin/ldns-verify-zone")
+        .arg(path)
+        .output()
+        .expect("ldns-verify-zone runs");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "ldns-verify-zone: {said}");
+}
+
+/// What the changed name must now answer.
+#[derive(Clone, Copy, Debug)]
+enum Now {
+    Answer(&'static str),
+    NoData(&'static str),
+    NxDomain,
+}
+
+/// One change and what it leaves at the name it changes.
+struct Step {
+    commands: &'static str,
+    name: &'static str,
+    now: Now,
+}
+
+const STEPS: [Step; 4] = [
+    Step {
+        commands: "update add new.sup.test 300 A 192.0.2.50",
+        name: "new",
+        now: Now::Answer("A"),
+    },
+    Step {
+        commands: "update delete www.sup.test A",
+        name: "www",
+        now: Now::NoData("A"),
+    },
+    Step {
+        commands: "update delete old.sup.test",
+        name: "old",
+        now: Now::NxDomain,
+    },
+    Step {
+        commands: "update delete h07.sup.test A 192.0.2.107",
+        name: "h07",
+        now: Now::NxDomain,
+    },
+];
+
+/// Checks the zone served at `server` after `step`: the tools accept it,
+/// delv validates the changed name, an NXDOMAIN beside it and the apex.
+fn check_valid(server: SocketAddr, text: &str, step: &Step, csk: bool) {
+    let zone = SignedZone::from_text(ZONE, text);
+    verify_with_tools(&zone, csk);
+    let qname = format!("{}.{ZONE}.", step.name);
+    let v = match step.now {
+        Now::Answer(t) => (zone.delv(server, &qname, t), true),
+        Now::NoData(t) => {
+            let v = zone.delv(server, &qname, t);
+            let ok = v.is_validated_negative(false);
+            (v, ok)
+        }
+        Now::NxDomain => {
+            let v = zone.delv(server, &qname, "A");
+            let ok = v.is_validated_negative(true);
+            (v, ok)
+        }
+    };
+    let ok = match step.now {
+        Now::Answer(_) => v.0.is_validated_answer(),
+        _ => v.1,
+    };
+    assert!(ok, "{qname} {:?}:\n{}", step.now, v.0);
+    let beside = format!("{}-nx.{ZONE}.", step.name);
+    let nx = zone.delv(server, &beside, "A");
+    assert!(nx.is_validated_negative(true), "{beside}:\n{nx}");
+    let apex = zone.delv(server, &format!("{ZONE}."), "SOA");
+    assert!(apex.is_validated_answer(), "apex:\n{apex}");
+}
+
+fn updates_stay_valid(policy: &str, csk: bool, chain_type: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path(), policy);
+    let addr = server.addr();
+    let mut before = axfr(addr);
+    for step in &STEPS {
+        let serial = zone_serial(addr, ZONE).unwrap();
+        assert_eq!(nsupdate(addr, step.commands), "NOERROR", "{}", server.log());
+        // Answered once served: the new serial is there at once.
+        assert_eq!(
+            zone_serial(addr, ZONE),
+            Some(serial + 1),
+            "{}",
+            step.commands
+        );
+        let after = axfr(addr);
+        let new: Vec<_> = signatures(&after)
+            .difference(&signatures(&before))
+            .cloned()
+            .collect();
+        // One RRset changed: N = 1.
+        assert!(
+            new.len() <= 3 + 10,
+            "{} new signatures: {new:#?}",
+            new.len()
+        );
+        assert!(!new.is_empty(), "the change is signed");
+        check_valid(addr, &after, step, csk);
+        // The IXFR from the serial before carries the new signatures and
+        // the chain's records that changed.
+        let out = kdig(addr, &[ZONE, &format!("IXFR={serial}"), "+nocomments"]);
+        let ixfr = String::from_utf8_lossy(&out.stdout);
+        assert!(ixfr.contains("RRSIG"), "{ixfr}");
+        assert!(!ixfr.contains("DNSKEY\t"), "no key changed: {ixfr}");
+        if step.name == "new" || step.name == "old" {
+            assert!(ixfr.contains(chain_type), "{ixfr}");
+        }
+        before = after;
+    }
+    // Clients may not change what the signer keeps.
+    for commands in [
+        "update delete sup.test RRSIG",
+        "update delete sup.test DNSKEY",
+        "update add sup.test 300 NSEC3PARAM 1 0 0 -",
+        "update delete new.sup.test NSEC",
+        "update add sup.test 300 CDS 0 0 0 00",
+    ] {
+        assert_eq!(nsupdate(addr, commands), "REFUSED", "{commands}");
+    }
+    // Restarts: the updates stay, the zone stays valid, the serial
+    // moves on (twice: the second start reads what the first carried).
+    let serial = zone_serial(addr, ZONE).unwrap();
+    for round in 0..2 {
+        server.terminate();
+        server = start(dir.path(), policy);
+        let addr = server.addr();
+        let now = zone_serial(addr, ZONE).unwrap();
+        assert!(now > serial, "round {round}: {now} after {serial}");
+        let text = axfr(addr);
+        assert!(text.contains("new.sup.test."), "round {round}: {text}");
+        assert!(!text.contains("old.sup.test."), "round {round}");
+        assert!(!text.contains("192.0.2.107"), "round {round}");
+        check_valid(addr, &text, &STEPS[0], csk);
+        // And updates go on after the restart.
+        let add = format!("update add r{round}.sup.test 300 TXT \"after\"");
+        assert_eq!(nsupdate(addr, &add), "NOERROR", "{}", server.log());
+        assert!(eventually(
+            || axfr(addr).contains(&format!("r{round}.sup.test."))
+        ));
+    }
+}
+
+#[test]
+fn updates_to_an_nsec_csk_zone_stay_valid() {
+    updates_stay_valid("", true, "NSEC\t");
+}
+
+#[test]
+fn updates_to_an_nsec3_ksk_zsk_zone_stay_valid() {
+    updates_stay_valid("keys = \"ksk-zsk\"\ndenial = \"nsec3\"", false, "NSEC3\t");
+}
