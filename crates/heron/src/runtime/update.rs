@@ -399,7 +399,7 @@ pub(crate) fn replay_journals(
             Ok(steps) if steps.is_empty() => continue,
             Ok(steps) => steps,
             Err(why) => {
-                let kept = set_aside(path);
+                let kept = update_signed::set_aside(path);
                 tracing::error!(
                     "zone {origin}: the updates in {} cannot be applied to the zone file (serial {}): {why}; the zone file is served, the journal kept as {kept}",
                     path.display(),
@@ -442,24 +442,11 @@ pub(crate) fn replay_journals(
 
 fn report_replay_failure(origin: &Name, path: &std::path::Path, problems: &[heron_zone::Problem]) {
     let first = problems.first().map_or("", |p| p.message.as_str());
-    let kept = set_aside(path);
+    let kept = update_signed::set_aside(path);
     tracing::error!(
         "zone {origin}: the updates in {} do not apply to the zone file: {first}; the zone file is served, the journal kept as {kept}",
         path.display()
     );
-}
-
-/// Moves a journal whose updates were not applied out of the way (the
-/// history starts over) without losing it: `FILE.jnl.unapplied`, for
-/// the operator to recover the updates from. Returns where it went.
-pub(crate) fn set_aside(path: &std::path::Path) -> String {
-    let mut kept = path.as_os_str().to_owned();
-    kept.push(".unapplied");
-    let kept = std::path::PathBuf::from(kept);
-    match std::fs::rename(path, &kept) {
-        Ok(()) => kept.display().to_string(),
-        Err(e) => format!("{} (it could not be moved: {e})", path.display()),
-    }
 }
 
 /// After a reload read zone files again: a zone that takes updates and

@@ -229,7 +229,7 @@ pub(crate) fn carry_journals(
             Ok(Some(next)) => catalog.insert(next),
             Ok(None) => {}
             Err(why) => {
-                let kept = super::update::set_aside(path);
+                let kept = set_aside(path);
                 tracing::error!(
                     "zone {origin}: the updates in {} cannot be carried over to the zone file: {why}; the zone file is served, the journal kept as {kept}",
                     path.display()
@@ -261,6 +261,19 @@ fn carry_one(zone: &Zone, journal: &Path, signing: &Signing) -> Result<Option<Zo
         signed.serial()
     );
     Ok(Some(signed))
+}
+
+/// Moves a journal whose updates were not applied out of the way (the
+/// history starts over) without losing it: `FILE.jnl.unapplied`, for
+/// the operator to recover the updates from. Returns where it went.
+pub(crate) fn set_aside(path: &std::path::Path) -> String {
+    let mut kept = path.as_os_str().to_owned();
+    kept.push(".unapplied");
+    let kept = std::path::PathBuf::from(kept);
+    match std::fs::rename(path, &kept) {
+        Ok(()) => kept.display().to_string(),
+        Err(e) => format!("{} (it could not be moved: {e})", path.display()),
+    }
 }
 
 /// Writes the one-step journal at `path` (a temporary file synced, then
