@@ -30,6 +30,9 @@ pub(super) enum Admission {
     /// An UPDATE of this zone (lower-cased origin) from a sender some
     /// `allow-update` rule is for; each change is checked later.
     Update(Name),
+    /// An UPDATE of this secondary zone (lower-cased origin) from a
+    /// sender its `allow-update-forwarding` allows: for its primary.
+    Forward(Name),
     Refuse(Refusal),
 }
 
@@ -77,9 +80,11 @@ pub(super) fn admit(p: &Processor, catalog: &Catalog, req: &Request, q: &Query) 
     }
 }
 
-/// An UPDATE: one for a zone we do not serve is NOTAUTH (RFC 2136
-/// 3.1.2); a zone without `allow-update` answers as before (the engine's
-/// NOTIMP);
+/// An UPDATE: one for a secondary zone is forwarded to its primary if
+/// its `allow-update-forwarding` allows the sender (REFUSED if not, the
+/// engine's NOTIMP if the list is empty); one for a zone we do not serve
+/// is NOTAUTH (RFC 2136 3.1.2); a zone without `allow-update` answers as
+/// before (the engine's NOTIMP);
 /// a sender no rule is for is REFUSED before the message is read.
 fn admit_update(
     p: &Processor,
@@ -89,6 +94,15 @@ fn admit_update(
     q: &Query,
 ) -> Admission {
     let origin = q.qname_lower.to_name();
+    if p.secondaries.load().contains(&origin) {
+        // RFC 2136 6: the primary decides; we only say who may ask it.
+        let forwarding = &p.primary.policy(&origin).update.forwarding;
+        return match forwarding.check(ip, key) {
+            _ if forwarding.is_empty() => Admission::Query,
+            Ok(()) => Admission::Forward(origin),
+            Err(_) => Admission::Refuse(Refusal::UpdateDenied),
+        };
+    }
     let served = catalog.get(&origin).filter(|z| z.class() == q.qclass);
     if served.is_none() {
         return Admission::Refuse(Refusal::UpdateNotServed);

@@ -733,7 +733,8 @@ impl Processor {
                 notify::accept(d, origin, &self.notify_log, out, events);
                 return Outcome::Response;
             }
-            Admission::Update(origin) => return update::hand_off(d, origin),
+            Admission::Update(origin) => return update::hand_off(d, origin, false),
+            Admission::Forward(origin) => return update::hand_off(d, origin, true),
         };
         result.unwrap_or_else(|refusal| {
             self.refuse(d, refusal, out, events);

@@ -1005,3 +1005,57 @@ fn updates_past_the_queue_bound_are_answered_servfail_at_once() {
     let answer = rx.try_recv().expect("answered at once");
     assert_eq!(Message::parse(&answer).unwrap().rcode(), Rcode::SERVFAIL);
 }
+
+/// A secondary zone forwards the UPDATEs its `allow-update-forwarding`
+/// allows (the message unchanged, for the update task to send on); one
+/// from a sender not allowed is REFUSED; without the list, NOTIMP as
+/// before.
+#[test]
+fn updates_for_a_secondary_zone_are_forwarded_when_allowed() {
+    use heron_xfr::acl::{Acl, Rule};
+    use heron_xfr::update::UpdateSettings;
+    let forwarding = |rules: Vec<Rule>| ZonePolicy {
+        update: UpdateSettings {
+            forwarding: Acl::new(rules),
+            ..UpdateSettings::default()
+        },
+        ..ZonePolicy::default()
+    };
+    let keyed = Rule {
+        prefix: "192.0.2.0/24".parse().unwrap(),
+        key: Some(n("xfr-key")),
+    };
+    let policies = HashMap::from([
+        (n("p.test"), forwarding(vec![keyed])),
+        (n("c.test"), forwarding(vec![])),
+    ]);
+    let primary = Arc::new(Primary::new(policies, 1 << 20));
+    let catalog = Arc::new(ArcSwap::from_pointee(Catalog::new()));
+    let p = Processor::new(
+        catalog,
+        AnswerConfig::default(),
+        primary,
+        Arc::new(vec![key()]),
+    )
+    .with_secondaries([n("p.test"), n("c.test")]);
+    let (bytes, _) = signed(query("p.test", RType::SOA, Opcode::UPDATE), &key());
+    let (outcome, out, _) = process(&p, &bytes, "192.0.2.9", Transport::Udp);
+    let Outcome::Update(request) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(request.forward && out.is_empty());
+    assert_eq!(request.message, bytes, "sent on unchanged, TSIG and all");
+    // Unsigned, or from elsewhere: refused.
+    let unsigned = query("p.test", RType::SOA, Opcode::UPDATE);
+    let (m, _, _) = response(process(&p, &unsigned, "192.0.2.9", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::REFUSED);
+    let mut other_id = query("p.test", RType::SOA, Opcode::UPDATE);
+    other_id[0] ^= 0xff; // not a replay of the one above
+    let (bytes, _) = signed(other_id, &key());
+    let (m, _, _) = response(process(&p, &bytes, "198.51.100.1", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::REFUSED);
+    // No allow-update-forwarding: NOTIMP, as before.
+    let (bytes, _) = signed(query("c.test", RType::SOA, Opcode::UPDATE), &key());
+    let (m, _, _) = response(process(&p, &bytes, "192.0.2.9", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::NOTIMP);
+}

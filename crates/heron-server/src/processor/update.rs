@@ -26,6 +26,9 @@ pub struct UpdateRequest {
     pub peer: SocketAddr,
     pub transport: Transport,
     pub received: Instant,
+    /// For a secondary zone's primary (`allow-update-forwarding`): sent
+    /// on as it is, its answer relayed.
+    pub forward: bool,
     /// The key whose signature verified, if signed.
     signed: Option<Verified>,
     header: Header,
@@ -58,14 +61,16 @@ impl UpdateRequest {
     }
 }
 
-/// The request, for the transport to hand to the update task.
-pub(super) fn hand_off(d: &Deferred, origin: Name) -> Outcome {
+/// The request, for the transport to hand to the update task (which
+/// forwards it to the zone's primary if `forward`).
+pub(super) fn hand_off(d: &Deferred, origin: Name, forward: bool) -> Outcome {
     Outcome::Update(Box::new(UpdateRequest {
         origin,
         message: d.req.bytes.to_vec(),
         peer: d.req.peer,
         transport: d.req.transport,
         received: d.req.received,
+        forward,
         signed: d.signed.clone(),
         header: d.q.header,
         zone_section: d.question().to_vec(),

@@ -39,6 +39,10 @@ pub struct UpdateSettings {
     /// Where the updated zone is written back, and how long after its
     /// first change since the last write (None: never).
     pub write_back: Option<(PathBuf, Duration)>,
+    /// A secondary zone's `allow-update-forwarding`: whose UPDATEs are
+    /// forwarded to its primary unchanged (RFC 2136 6), the answer
+    /// relayed (empty: nobody's; they get NOTIMP as before).
+    pub forwarding: crate::acl::Acl,
 }
 
 /// What an accepted update did.

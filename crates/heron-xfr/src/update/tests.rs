@@ -97,6 +97,7 @@ fn everyone() -> UpdateSettings {
         policy: UpdatePolicy::new(vec![rule]),
         serial: SerialPolicy::Increment,
         write_back: None,
+        forwarding: Default::default(),
     }
 }
 

@@ -511,6 +511,10 @@ pub struct ZoneEntry {
     /// Seconds after an update before the zone is written back to its
     /// file, or "never"; default 60.
     pub zonefile_sync: Option<toml::Value>,
+    /// A secondary zone's "PREFIX [key NAME]" entries whose UPDATEs are
+    /// forwarded to its primary.
+    #[serde(default)]
+    pub allow_update_forwarding: Vec<String>,
 }
 
 /// Zones that share their settings, their files named by a pattern: what
@@ -1376,6 +1380,14 @@ fn update_settings(
     keys: &[Key],
 ) -> Result<UpdateSettings, String> {
     let origin = &spec.origin;
+    let forwarding = parse_acl(
+        &entry.allow_update_forwarding,
+        "allow-update-forwarding",
+        keys,
+    )?;
+    if !forwarding.is_empty() && entry.primaries.is_empty() {
+        return Err("allow-update-forwarding is for secondary zones (with primaries); a primary zone takes updates by allow-update".into());
+    }
     let mut rules = Vec::with_capacity(entry.allow_update.len());
     for text in &entry.allow_update {
         let rule =
@@ -1397,7 +1409,10 @@ fn update_settings(
     };
     if rules.is_empty() {
         return match (&entry.serial, &entry.zonefile_sync) {
-            (None, None) => Ok(UpdateSettings::default()),
+            (None, None) => Ok(UpdateSettings {
+                forwarding,
+                ..UpdateSettings::default()
+            }),
             _ => Err(
                 "serial or zonefile-sync is set, but allow-update is empty: only updates use them"
                     .into(),
@@ -1428,6 +1443,7 @@ fn update_settings(
         policy: UpdatePolicy::new(rules),
         serial,
         write_back: write_back.map(|after| (spec.file.clone(), after)),
+        forwarding,
     })
 }
 
@@ -2148,6 +2164,21 @@ udp-coalesce-us = 1001
     }
 
     #[test]
+    fn allow_update_forwarding_is_a_secondary_zone_acl() {
+        let s = parse(&format!(
+            "{KEY}[[zone]]\norigin = \"s.test\"\nfile = \"s\"\nprimaries = [\"192.0.2.1\"]\n\
+             allow-update-forwarding = [\"192.0.2.0/24 key xfr\"]\n"
+        ))
+        .unwrap();
+        let p = &s.policies[&Name::parse("s.test").unwrap()];
+        let xfr = Name::parse("xfr").unwrap();
+        let ip = "192.0.2.7".parse().unwrap();
+        assert!(p.update.forwarding.check(ip, Some(&xfr)).is_ok());
+        assert!(p.update.forwarding.check(ip, None).is_err());
+        assert!(!p.takes_updates(), "forwarded, not taken");
+    }
+
+    #[test]
     fn allow_update_mistakes_are_reported() {
         let zone =
             |lines: &str| format!("{KEY}[[zone]]\norigin = \"u.test\"\nfile = \"u\"\n{lines}\n");
@@ -2190,6 +2221,16 @@ udp-coalesce-us = 1001
             (
                 zone("allow-update = [\"key xfr zonesub ANY\"]\nprimaries = [\"192.0.2.1\"]"),
                 "secondary zone",
+            ),
+            (
+                zone("allow-update-forwarding = [\"127.0.0.1\"]"),
+                "for secondary zones",
+            ),
+            (
+                zone(
+                    "allow-update-forwarding = [\"127.0.0.1 key nokey\"]\nprimaries = [\"192.0.2.1\"]",
+                ),
+                "allow-update-forwarding",
             ),
         ] {
             let errors = parse(&text).unwrap_err();

@@ -8,6 +8,7 @@ pub mod query_log;
 pub mod rollover;
 pub mod secondary;
 pub mod update;
+pub(crate) mod update_forward;
 pub(crate) mod update_signed;
 
 use std::collections::HashMap;

@@ -349,6 +349,12 @@ impl Running {
         self.zones.get(&OwnOrigin, origin).is_some()
     }
 
+    /// The primaries of the secondary zone `origin` (where its forwarded
+    /// UPDATEs go).
+    pub fn primaries_of(&self, origin: &Name) -> Option<heron_xfr::secondary::zone::Primaries> {
+        (self.zones.get(&OwnOrigin, origin)).map(|z| z.primaries.clone())
+    }
+
     /// Makes `wanted` the secondary zones, in the catalog `next` about to
     /// be served: new ones start (from their kept copy, or the version
     /// served now, if any), those no longer wanted stop and are no longer

@@ -28,7 +28,7 @@ use heron_zone::diff::ZoneDiff;
 use heron_zone::{Catalog, Zone};
 use tokio::sync::mpsc;
 
-use crate::runtime::{Transfers, update_signed};
+use crate::runtime::{Transfers, update_forward, update_signed};
 
 /// Updates applied in one batch at most (one journal sync for them all).
 const MAX_BATCH: usize = 512;
@@ -60,6 +60,7 @@ async fn run(
     transfers: Arc<Transfers>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
+    let forwarder = update_forward::Forwarder::default();
     // Zones to write back to their files, and when.
     let mut write_back: HashMap<Name, Instant> = HashMap::new();
     loop {
@@ -79,7 +80,14 @@ async fn run(
                 continue;
             }
         }
-        let taken = std::mem::take(&mut batch);
+        let (forwards, taken): (Vec<Update>, Vec<Update>) =
+            batch.drain(..).partition(|u| u.request.forward);
+        forwards
+            .into_iter()
+            .for_each(|u| forwarder.forward(u, &transfers));
+        if taken.is_empty() {
+            continue;
+        }
         let (catalog, xfr) = (catalog.clone(), transfers.clone());
         let applied = tokio::task::spawn_blocking(move || apply_batch(taken, &catalog, &xfr)).await;
         let Ok((answered, changed)) = applied else {

@@ -1,0 +1,159 @@
+//! UPDATEs for a secondary zone, forwarded to its primary (RFC 2136 6).
+//! The query processor decided (`allow-update-forwarding`, TSIG checked);
+//! this only moves bytes: the message as the client sent it (its TSIG
+//! too, which the primary verifies) over TCP to the zone's primaries in
+//! order, and the first answer back to the client unchanged (signed by
+//! the primary with the client's key). Bounded: at most
+//! [`MAX_OUTSTANDING`] forwards wait at once (more are answered SERVFAIL
+//! at once), each for [`FORWARD_TIMEOUT`] at most (then SERVFAIL).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use heron_proto::Rcode;
+use heron_server::update::Update;
+use heron_xfr::secondary::client::Upstream;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::sync::Semaphore;
+
+use crate::runtime::Transfers;
+
+/// Forwards waiting for a primary's answer at most.
+pub(crate) const MAX_OUTSTANDING: usize = 64;
+/// How long a forward waits for its answer, every primary tried.
+pub(crate) const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The forwards in flight.
+pub(crate) struct Forwarder {
+    slots: Arc<Semaphore>,
+}
+
+impl Default for Forwarder {
+    fn default() -> Self {
+        Forwarder {
+            slots: Arc::new(Semaphore::new(MAX_OUTSTANDING)),
+        }
+    }
+}
+
+impl Forwarder {
+    /// Sends `update` on to its zone's primaries; answers it when one
+    /// answers, or SERVFAIL (no slot free, no primary, no answer in time).
+    pub(crate) fn forward(&self, update: Update, xfr: &Arc<Transfers>) {
+        let origin = update.request.origin.clone();
+        let running = xfr.secondaries.lock().unwrap_or_else(|e| e.into_inner());
+        let primaries = running.as_ref().and_then(|r| r.primaries_of(&origin));
+        drop(running);
+        let targets: Vec<Upstream> = (primaries.iter().flat_map(|p| p.iter()))
+            .filter(|p| p.tls.is_none())
+            .cloned()
+            .collect();
+        if targets.is_empty() {
+            let why = "it has no primary reached over plain TCP";
+            return give_up(update, xfr, why);
+        }
+        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+            let why = format!("{MAX_OUTSTANDING} forwarded updates are waiting already");
+            return give_up(update, xfr, &why);
+        };
+        let xfr = xfr.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let message = &update.request.message;
+            let sent = tokio::time::timeout(FORWARD_TIMEOUT, ask_primaries(&targets, message));
+            match sent.await {
+                Ok(Some((answer, primary))) => relay(update, answer, primary, &xfr),
+                Ok(None) => give_up(update, &xfr, "no primary answered"),
+                Err(_) => give_up(update, &xfr, "no primary answered in time"),
+            }
+        });
+    }
+}
+
+/// The first answer to `message` from `primaries`, in order, and who
+/// gave it.
+async fn ask_primaries(primaries: &[Upstream], message: &[u8]) -> Option<(Vec<u8>, SocketAddr)> {
+    for primary in primaries {
+        match exchange(primary, message).await {
+            Ok(answer) if answers(&answer, message) => return Some((answer, primary.addr)),
+            Ok(_) => tracing::debug!("forwarded UPDATE: {} answered something else", primary.addr),
+            Err(e) => tracing::debug!("forwarded UPDATE: {}: {e}", primary.addr),
+        }
+    }
+    None
+}
+
+/// One exchange over a new TCP connection (from the primary's configured
+/// source address, if any).
+async fn exchange(primary: &Upstream, message: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut stream = connect(primary).await?;
+    let len = u16::try_from(message.len()).map_err(std::io::Error::other)?;
+    let mut framed = Vec::with_capacity(2 + message.len());
+    framed.extend_from_slice(&len.to_be_bytes());
+    framed.extend_from_slice(message);
+    stream.write_all(&framed).await?;
+    let mut len = [0u8; 2];
+    stream.read_exact(&mut len).await?;
+    let mut answer = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    stream.read_exact(&mut answer).await?;
+    Ok(answer)
+}
+
+async fn connect(primary: &Upstream) -> std::io::Result<TcpStream> {
+    let Some(source) = primary.source else {
+        return TcpStream::connect(primary.addr).await;
+    };
+    let socket = match primary.addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    socket.bind(SocketAddr::new(source, 0))?;
+    socket.connect(primary.addr).await
+}
+
+/// Whether `answer` is a response to `request`: the same ID, QR set, the
+/// same opcode.
+fn answers(answer: &[u8], request: &[u8]) -> bool {
+    let (Some(a), Some(r)) = (answer.get(..4), request.get(..4)) else {
+        return false;
+    };
+    a[..2] == r[..2] && a[2] & 0x80 != 0 && (a[2] & 0x78) == (r[2] & 0x78)
+}
+
+fn relay(update: Update, answer: Vec<u8>, primary: SocketAddr, xfr: &Transfers) {
+    let rcode = Rcode(u16::from(answer[3] & 0x0f));
+    let (zone, peer) = (&update.request.origin, update.request.peer);
+    let key = update.request.key().map_or("-".into(), |k| k.to_string());
+    tracing::info!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: forwarded to {primary}, which answered {rcode}");
+    xfr.zone_stats.update(zone, rcode.0);
+    update.answer(answer);
+}
+
+fn give_up(update: Update, xfr: &Transfers, why: &str) {
+    let (zone, peer) = (&update.request.origin, update.request.peer);
+    let key = update.request.key().map_or("-".into(), |k| k.to_string());
+    tracing::warn!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: not forwarded to its primary ({why}): SERVFAIL");
+    xfr.zone_stats.update(zone, Rcode::SERVFAIL.0);
+    update.answer_rcode(Rcode::SERVFAIL);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_matches_its_request_by_id_qr_and_opcode() {
+        let request = [0x12, 0x34, 5 << 3, 0, 0, 1];
+        assert!(answers(&[0x12, 0x34, 0x80 | 5 << 3, 0x05], &request));
+        assert!(!answers(&[0x12, 0x35, 0x80 | 5 << 3, 0], &request), "ID");
+        assert!(
+            !answers(&[0x12, 0x34, 5 << 3, 0], &request),
+            "not a response"
+        );
+        assert!(!answers(&[0x12, 0x34, 0x80, 0], &request), "a QUERY");
+        assert!(!answers(&[0x12, 0x34, 0x80], &request), "too short");
+        assert!(!answers(&[], &request));
+    }
+}

@@ -1,0 +1,217 @@
+//! UPDATEs sent to a Heron secondary, forwarded to its primary (RFC 2136
+//! 6) when its `allow-update-forwarding` allows the sender: the message
+//! unchanged (the primary verifies the client's TSIG and decides), the
+//! primary's answer relayed; the change comes back to the secondary by
+//! NOTIFY and IXFR. Bounded: past the forwards that may wait at once,
+//! SERVFAIL at once; a primary that does not answer, SERVFAIL.
+
+mod xfr_common;
+
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use heron_proto::RType;
+use heron_testkit::{ServerProcess, free_port};
+use xfr_common::{answer, eventually, heron, zone_serial};
+
+const ZONE: &str = "fwd.test";
+const SECRET: &str = "q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k=";
+const OTHER_SECRET: &str = "Zm9yd2FyZGVkLWJ1dC1ub3QtYWxsb3dlZC1rZXkxMjM=";
+/// As `update_forward::MAX_OUTSTANDING` in the server.
+const MAX_OUTSTANDING: usize = 64;
+
+fn keys() -> String {
+    format!(
+        "[[key]]\nname = \"ops\"\nsecret = \"{SECRET}\"\n\
+         [[key]]\nname = \"other\"\nsecret = \"{OTHER_SECRET}\"\n"
+    )
+}
+
+fn dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("heron-fwd-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn zone_text(origin: &str) -> String {
+    format!(
+        "$ORIGIN {origin}.\n$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n"
+    )
+}
+
+/// Runs `commands` with `program` (nsupdate or knsupdate) against
+/// `server`, signed with `key`'s secret if given; the rcode.
+fn send(program: &str, server: SocketAddr, key: Option<(&str, &str)>, commands: &str) -> String {
+    let mut cmd = Command::new(program);
+    cmd.args(["-t", "5"]);
+    if let Some((name, secret)) = key {
+        cmd.arg("-y").arg(format!("hmac-sha256:{name}:{secret}"));
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
+    let script = format!(
+        "server {} {}\nzone {ZONE}\n{commands}\nsend\n",
+        server.ip(),
+        server.port()
+    );
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(script.as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    if out.status.success() {
+        return "NOERROR".into();
+    }
+    let text = String::from_utf8_lossy(&[&out.stdout[..], &out.stderr[..]].concat()).into_owned();
+    let codes = [
+        "REFUSED", "SERVFAIL", "NOTAUTH", "NOTIMP", "NXRRSET", "NXDOMAIN",
+    ];
+    (codes.iter().find(|c| text.contains(**c))).map_or(format!("failed: {text}"), |c| c.to_string())
+}
+
+/// A Heron secondary of `ZONE` from `primary`, forwarding what
+/// `forwarding` allows; `also` is a primary zone of its own (to wait for
+/// when the zone never arrives).
+fn secondary_config(port: u16, dir: &Path, primary: SocketAddr, forwarding: &str) -> String {
+    let local = dir.join("local.zone");
+    std::fs::write(&local, zone_text("local.test")).unwrap();
+    format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n{}\
+         [[zone]]\norigin = \"local.test\"\nfile = \"{}\"\n\
+         [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\nprimaries = [\"{primary} key ops\"]\n\
+         allow-update-forwarding = [{forwarding}]\n",
+        keys(),
+        local.display(),
+        dir.join("kept.zone").display()
+    )
+}
+
+#[test]
+fn an_update_sent_to_a_secondary_is_made_by_its_primary_and_comes_back() {
+    let dir = dir("relay");
+    let file = dir.join("fwd.zone");
+    std::fs::write(&file, zone_text(ZONE)).unwrap();
+    let secondary_port = free_port();
+    let primary = ServerProcess::heron_with_config(&heron(), ZONE, |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n{}\
+             [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\n\
+             allow-update = [\"key ops zonesub ANY\"]\n\
+             allow-transfer = [\"127.0.0.1 key ops\"]\n\
+             notify = [\"127.0.0.1:{secondary_port} key ops\"]\n",
+            keys(),
+            file.display()
+        )
+    });
+    let config = secondary_config(
+        secondary_port,
+        &dir,
+        primary.addr(),
+        "\"127.0.0.1 key ops\", \"127.0.0.1 key other\"",
+    );
+    let secondary = ServerProcess::heron_on_port(&heron(), secondary_port, ZONE, &config)
+        .unwrap_or_else(|log| panic!("the secondary starts: {log}"));
+    let sec = secondary.addr();
+    let ops = Some(("ops", SECRET));
+    for (i, program) in ["nsupdate", "knsupdate"].iter().enumerate() {
+        let name = format!("h{i}.{ZONE}");
+        let add = format!("update add {name} 60 A 192.0.2.{}", 50 + i);
+        assert_eq!(
+            send(program, sec, ops, &add),
+            "NOERROR",
+            "{}",
+            secondary.log()
+        );
+        // Made by the primary, then served by the secondary (IXFR).
+        assert_eq!(answer(primary.addr(), &name, RType::A).len(), 1);
+        let serial = Some(2 + i as u32);
+        assert!(
+            eventually(|| zone_serial(sec, ZONE) == serial),
+            "{}",
+            secondary.log()
+        );
+        assert_eq!(answer(sec, &name, RType::A).len(), 1);
+    }
+    // The primary's answer is relayed as it is: its rules refuse `other`.
+    let other = Some(("other", OTHER_SECRET));
+    let add = format!("update add x.{ZONE} 60 A 192.0.2.9");
+    assert_eq!(send("nsupdate", sec, other, &add), "REFUSED");
+    // And its prerequisites are the primary's.
+    let prereq = format!("prereq yxdomain nothing.{ZONE}\n{add}");
+    assert_eq!(send("nsupdate", sec, ops, &prereq), "NXDOMAIN");
+    // Not on the secondary's list (unsigned): refused there.
+    assert_eq!(send("nsupdate", sec, None, &add), "REFUSED");
+    let log = secondary.log();
+    assert!(log.contains("forwarded to"), "{log}");
+    assert!(answer(primary.addr(), &format!("x.{ZONE}"), RType::A).is_empty());
+}
+
+/// An UPDATE adding `name` A, unsigned, with `id`.
+fn update_message(id: u16, name: &str) -> Vec<u8> {
+    let wire = |n: &str| heron_proto::Name::parse(n).unwrap().as_wire().to_vec();
+    let mut m = id.to_be_bytes().to_vec();
+    m.extend_from_slice(&[5 << 3, 0, 0, 1, 0, 0, 0, 1, 0, 0]);
+    m.extend_from_slice(&wire(ZONE));
+    m.extend_from_slice(&[0, 6, 0, 1]);
+    m.extend_from_slice(&wire(name));
+    m.extend_from_slice(&[0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1]);
+    m
+}
+
+#[test]
+fn forwards_past_the_bound_and_to_a_silent_primary_are_answered_servfail() {
+    let dir = dir("silent");
+    // A primary that takes connections and never answers.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let primary = silent.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for _ in 0..4 * MAX_OUTSTANDING {
+            match silent.accept() {
+                Ok((conn, _)) => held.push(conn),
+                Err(_) => return,
+            }
+        }
+    });
+    let secondary = ServerProcess::heron_with_config(&heron(), "local.test", |port| {
+        secondary_config(port, &dir, primary, "\"127.0.0.1\"")
+    });
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client.connect(secondary.addr()).unwrap();
+    // The bound, all waiting; then one past it.
+    for id in 0..=MAX_OUTSTANDING as u16 {
+        let message = update_message(id, &format!("h{id}.{ZONE}"));
+        client.send(&message).unwrap();
+    }
+    client
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut buf = [0u8; 512];
+    let mut answers = Vec::new();
+    for _ in 0..=MAX_OUTSTANDING {
+        let n = client.recv(&mut buf).expect("every update is answered");
+        assert!(n >= 12, "a DNS header");
+        let id = u16::from_be_bytes([buf[0], buf[1]]);
+        answers.push((id, buf[3] & 0x0f));
+    }
+    // The one past the bound first (at once), then the others, when the
+    // wait for the primary ran out: all SERVFAIL.
+    assert_eq!(answers[0].0, MAX_OUTSTANDING as u16, "{answers:?}");
+    assert!(answers.iter().all(|(_, rcode)| *rcode == 2), "{answers:?}");
+    let mut ids: Vec<u16> = answers.iter().map(|a| a.0).collect();
+    ids.sort();
+    assert_eq!(ids, (0..=MAX_OUTSTANDING as u16).collect::<Vec<_>>());
+    let log = secondary.log();
+    assert!(
+        log.contains("forwarded updates are waiting already"),
+        "{log}"
+    );
+    assert!(log.contains("no primary answered in time"), "{log}");
+}
