@@ -425,7 +425,23 @@ fn acme_challenge_added_and_deleted_as_certbot_and_lego_do() {
 /// An update reaches a Knot secondary by NOTIFY and IXFR.
 #[test]
 fn a_knot_secondary_takes_the_update_by_ixfr() {
-    let file = zone_file("knot");
+    secondary_takes_the_update_by_ixfr(ServerKind::Knot, "knot");
+}
+
+#[test]
+fn an_nsd_secondary_takes_the_update_by_ixfr() {
+    secondary_takes_the_update_by_ixfr(ServerKind::Nsd, "nsd");
+}
+
+#[test]
+fn a_bind_secondary_takes_the_update_by_ixfr() {
+    secondary_takes_the_update_by_ixfr(ServerKind::Bind, "bind");
+}
+
+/// A `kind` secondary of the updated zone: told by NOTIFY, it asks for
+/// the change by IXFR (one step per update) and serves it.
+fn secondary_takes_the_update_by_ixfr(kind: ServerKind, tag: &str) {
+    let file = zone_file(tag);
     let secondary_port = free_port();
     let lines = format!(
         "allow-transfer = [\"127.0.0.1 key ops\"]\nnotify = [\"127.0.0.1:{secondary_port} key ops\"]"
@@ -441,33 +457,51 @@ fn a_knot_secondary_takes_the_update_by_ixfr() {
         }),
         tls: None,
     };
-    let knot = spec.start(ServerKind::Knot, secondary_port);
-    let sec = knot.addr();
+    let peer = spec.start(kind, secondary_port);
+    let sec = peer.addr();
     assert!(
         eventually(|| zone_serial(sec, ZONE) == Some(1)),
         "{}",
-        knot.log()
+        peer.log()
     );
-    let got = send(
-        Client::Nsupdate,
-        server.addr(),
-        Some("ops"),
-        false,
+    let changes = [
         "update add fresh.upd.test 60 A 192.0.2.77",
-    );
-    assert_eq!(got, "NOERROR");
-    assert!(
-        eventually(|| zone_serial(sec, ZONE) == Some(2)),
-        "Knot never got serial 2.\nHeron: {}\nKnot: {}",
-        server.log(),
-        knot.log()
-    );
+        "update delete www.upd.test A 192.0.2.10",
+        "update delete old.upd.test",
+    ];
+    for (i, commands) in changes.iter().enumerate() {
+        let got = send(
+            Client::Nsupdate,
+            server.addr(),
+            Some("ops"),
+            false,
+            commands,
+        );
+        assert_eq!(got, "NOERROR");
+        let serial = Some(2 + i as u32);
+        assert!(
+            eventually(|| zone_serial(sec, ZONE) == serial),
+            "{kind:?} never got serial {serial:?}.\nHeron: {}\n{kind:?}: {}",
+            server.log(),
+            peer.log()
+        );
+    }
     assert_eq!(
         a(sec, "fresh.upd.test"),
         ["fresh.upd.test. 60 IN A 192.0.2.77"]
     );
+    assert_eq!(
+        a(sec, "www.upd.test"),
+        ["www.upd.test. 300 IN A 192.0.2.11"]
+    );
+    assert!(answer(sec, "old.upd.test", RType::TXT).is_empty());
     let log = server.log();
-    assert!(log.contains("IXFR of upd.test. serial 2"), "{log}");
+    for serial in 2..=4 {
+        assert!(
+            log.contains(&format!("IXFR of upd.test. serial {serial}")),
+            "{log}"
+        );
+    }
 }
 
 /// A zone without allow-update answers UPDATE as before: NOTIMP.
