@@ -813,3 +813,70 @@ fn freeze_and_thaw_let_the_file_be_edited_without_losing_updates() {
     assert_eq!(add("after.upd.test"), "NOERROR");
     assert_eq!(zone_serial(addr, ZONE), Some(4));
 }
+
+/// `allow-update` in a `[[zone-group]]`: each zone's own rules (`{zone}`
+/// its origin), journal and file written back.
+#[test]
+fn a_zone_group_takes_updates_by_its_rules_for_each_zone() {
+    let file = zone_file("group");
+    let dir = file.parent().unwrap().to_path_buf();
+    let other = zone_text().replace("$ORIGIN upd.test.", "$ORIGIN grp.test.");
+    std::fs::write(dir.join("grp.test.zone"), other).unwrap();
+    std::fs::rename(&file, dir.join("upd.test.zone")).unwrap();
+    let group_dir = dir.clone();
+    let server = ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [[key]]\nname = \"acme\"\nsecret = \"{SECRET}\"\n\
+             [[zone-group]]\norigins = [\"{ZONE}\", \"grp.test\"]\nfile = \"{}/{{zone}}.zone\"\n\
+             allow-update = [\"key acme name _acme-challenge.{{zone}} TXT\"]\nzonefile-sync = 0\n",
+            group_dir.display()
+        )
+    });
+    let addr = server.addr();
+    for zone in [ZONE, "grp.test"] {
+        let script = |commands: &str| {
+            let mut child = Command::new("nsupdate")
+                .args(["-t", "5", "-y"])
+                .arg(format!("hmac-sha256:acme:{SECRET}"))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("nsupdate runs");
+            let text = format!(
+                "server {} {}\nzone {zone}\n{commands}\nsend\n",
+                addr.ip(),
+                addr.port()
+            );
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            (
+                out.status.success(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        };
+        let challenge = format!("_acme-challenge.{zone}");
+        let (ok, said) = script(&format!("update add {challenge} 60 TXT \"t\""));
+        assert!(ok, "{zone}: {said}\n{}", server.log());
+        assert_eq!(answer(addr, &challenge, RType::TXT).len(), 1);
+        // Another name of the zone: not this key's.
+        let (ok, said) = script(&format!("update add www.{zone} 60 TXT \"t\""));
+        assert!(!ok && said.contains("REFUSED"), "{zone}: {said}");
+        // Written back to the zone's own file.
+        let own = dir.join(format!("{zone}.zone"));
+        assert!(
+            eventually(|| std::fs::read_to_string(&own)
+                .unwrap()
+                .contains("_acme-challenge")),
+            "{}",
+            server.log()
+        );
+    }
+}

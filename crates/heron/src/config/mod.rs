@@ -543,6 +543,33 @@ pub struct ZoneGroup {
     /// with its own keys in the one key directory.
     pub dnssec_policy: Option<String>,
     pub key_directory: Option<PathBuf>,
+    /// As in `[[zone]]`, each zone's own: `{zone}` in a rule stands for
+    /// the zone's origin.
+    #[serde(default)]
+    pub allow_update: Vec<String>,
+    pub serial: Option<String>,
+    pub zonefile_sync: Option<toml::Value>,
+    #[serde(default)]
+    pub allow_update_forwarding: Vec<String>,
+}
+
+/// The update settings a `[[zone]]` or `[[zone-group]]` gives its zones.
+struct UpdateOptions<'a> {
+    allow_update: &'a [String],
+    allow_update_forwarding: &'a [String],
+    serial: Option<&'a str>,
+    zonefile_sync: Option<&'a toml::Value>,
+    secondary: bool,
+    journal: Option<bool>,
+}
+
+impl UpdateOptions<'_> {
+    fn is_empty(&self) -> bool {
+        self.allow_update.is_empty()
+            && self.allow_update_forwarding.is_empty()
+            && self.serial.is_none()
+            && self.zonefile_sync.is_none()
+    }
 }
 
 /// The settings a `[[zone]]` or `[[zone-group]]` gives its zones. Both
@@ -562,6 +589,17 @@ struct ZoneOptions<'a> {
 }
 
 impl ZoneEntry {
+    fn update_options(&self) -> UpdateOptions<'_> {
+        UpdateOptions {
+            allow_update: &self.allow_update,
+            allow_update_forwarding: &self.allow_update_forwarding,
+            serial: self.serial.as_deref(),
+            zonefile_sync: self.zonefile_sync.as_ref(),
+            secondary: !self.primaries.is_empty(),
+            journal: self.journal,
+        }
+    }
+
     fn options(&self) -> ZoneOptions<'_> {
         ZoneOptions {
             allow_transfer: &self.allow_transfer,
@@ -578,6 +616,17 @@ impl ZoneEntry {
 }
 
 impl ZoneGroup {
+    fn update_options(&self) -> UpdateOptions<'_> {
+        UpdateOptions {
+            allow_update: &self.allow_update,
+            allow_update_forwarding: &self.allow_update_forwarding,
+            serial: self.serial.as_deref(),
+            zonefile_sync: self.zonefile_sync.as_ref(),
+            secondary: !self.primaries.is_empty(),
+            journal: self.journal,
+        }
+    }
+
     fn options(&self) -> ZoneOptions<'_> {
         ZoneOptions {
             allow_transfer: &self.allow_transfer,
@@ -893,7 +942,7 @@ fn zone_entry(
     if spec.signing.is_some() && !entry.primaries.is_empty() {
         return Err("dnssec-policy is for primary zones (not with primaries)".into());
     }
-    settings.policy.update = update_settings(entry, &spec, keys)?;
+    settings.policy.update = update_settings(&entry.update_options(), &spec, keys)?;
     Ok((spec, settings))
 }
 
@@ -1375,23 +1424,28 @@ fn keep_shared_journals_in_memory(
 /// its primary), and updates need the journal on disk, which is what
 /// keeps them across restarts.
 fn update_settings(
-    entry: &ZoneEntry,
+    entry: &UpdateOptions,
     spec: &ZoneSpec,
     keys: &[Key],
 ) -> Result<UpdateSettings, String> {
     let origin = &spec.origin;
     let forwarding = parse_acl(
-        &entry.allow_update_forwarding,
+        entry.allow_update_forwarding,
         "allow-update-forwarding",
         keys,
     )?;
-    if !forwarding.is_empty() && entry.primaries.is_empty() {
+    if !forwarding.is_empty() && !entry.secondary {
         return Err("allow-update-forwarding is for secondary zones (with primaries); a primary zone takes updates by allow-update".into());
     }
     let mut rules = Vec::with_capacity(entry.allow_update.len());
-    for text in &entry.allow_update {
-        let rule =
-            UpdateRule::parse(text, origin).map_err(|e| format!("allow-update '{text}': {e}"))?;
+    let zone = origin.to_string();
+    let zone = match zone.trim_end_matches('.') {
+        "" => ".",
+        name => name,
+    };
+    for text in entry.allow_update {
+        let rule = UpdateRule::parse(&text.replace(ZONE_PLACEHOLDER, zone), origin)
+            .map_err(|e| format!("allow-update '{text}': {e}"))?;
         if let Some(key) = rule
             .key
             .as_ref()
@@ -1403,12 +1457,12 @@ fn update_settings(
         }
         rules.push(rule);
     }
-    let serial = match &entry.serial {
+    let serial = match entry.serial {
         Some(text) => text.parse()?,
         None => SerialPolicy::default(),
     };
     if rules.is_empty() {
-        return match (&entry.serial, &entry.zonefile_sync) {
+        return match (entry.serial, entry.zonefile_sync) {
             (None, None) => Ok(UpdateSettings {
                 forwarding,
                 ..UpdateSettings::default()
@@ -1419,7 +1473,7 @@ fn update_settings(
             ),
         };
     }
-    let write_back = match &entry.zonefile_sync {
+    let write_back = match entry.zonefile_sync {
         None => Some(DEFAULT_ZONEFILE_SYNC),
         Some(toml::Value::String(never)) if never == "never" => None,
         Some(toml::Value::Integer(secs)) if (0..=86_400 * 7).contains(secs) => {
@@ -1431,7 +1485,7 @@ fn update_settings(
             ));
         }
     };
-    if !entry.primaries.is_empty() {
+    if entry.secondary {
         return Err("allow-update on a secondary zone: updates go to its primary".into());
     }
     if entry.journal == Some(false) {
@@ -1528,13 +1582,24 @@ impl Zones {
                 group.file
             ));
         }
-        let mut settings = zone_settings(group.options(), keys)?;
+        let mut options = group.options();
+        let updates = group.update_options();
+        if !updates.allow_update.is_empty() && options.journal == Some(true) {
+            // Kept for the updates, whoever may transfer the zones.
+            options.journal = None;
+        }
+        let mut settings = zone_settings(options, keys)?;
         let pattern = base.join(&group.file);
         settings.kept_pattern = pattern.to_str().map(|p| KeptFile::pattern(p.into()));
         self.zones.reserve(group.origins.len());
         for origin in &group.origins {
             let mut spec = zone_spec(origin, &base.join(group.file_of(origin)))?;
             spec.signing = signing.clone();
+            if !updates.is_empty() {
+                // Each zone's own (its names, its file written back).
+                settings.policy.update = update_settings(&updates, &spec, keys)
+                    .map_err(|e| format!("zone '{origin}': {e}"))?;
+            }
             self.add(spec, &settings);
         }
         Ok(())
@@ -2853,6 +2918,50 @@ udp-coalesce-us = 1001
         .unwrap_err();
         assert!(
             err[0].contains("line 5") && err[0].contains("boolean"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_zone_group_gives_each_zone_its_own_update_rules() {
+        let s = parse(&format!(
+            "{KEY}[[zone-group]]\norigins = [\"a.test\", \"b.test\"]\nfile = \"z/{{zone}}.zone\"\n\
+             allow-update = [\"key xfr name _acme-challenge.{{zone}} TXT\"]\nzonefile-sync = 5\n"
+        ))
+        .unwrap();
+        let who = heron_xfr::update::Requester {
+            ip: "192.0.2.1".parse().unwrap(),
+            key: Some(&Name::parse("xfr").unwrap()),
+        };
+        for zone in ["a.test", "b.test"] {
+            let p = &s.policies[&Name::parse(zone).unwrap()];
+            let own = Name::parse(&format!("_acme-challenge.{zone}")).unwrap();
+            assert!(p.update.policy.allows(who, &own, heron_proto::RType::TXT));
+            let (file, after) = p.update.write_back.clone().unwrap();
+            assert!(file.ends_with(format!("z/{zone}.zone")), "{file:?}");
+            assert_eq!(after, Duration::from_secs(5));
+            assert!(p.journal_path().is_some());
+        }
+        let secondaries = parse(&format!(
+            "{KEY}[[zone-group]]\norigins = [\"c.test\"]\nfile = \"{{zone}}\"\n\
+             primaries = [\"192.0.2.1\"]\nallow-update-forwarding = [\"127.0.0.1\"]\n"
+        ))
+        .unwrap();
+        let p = &secondaries.policies[&Name::parse("c.test").unwrap()];
+        assert!(
+            p.update
+                .forwarding
+                .check("127.0.0.1".parse().unwrap(), None)
+                .is_ok()
+        );
+        let err = parse(&format!(
+            "{KEY}[[zone-group]]\norigins = [\"c.test\"]\nfile = \"{{zone}}\"\n\
+             allow-update = [\"key xfr name www.other.test A\"]\n"
+        ))
+        .unwrap_err();
+        assert!(
+            err.iter()
+                .any(|e| e.contains("zone 'c.test'") && e.contains("outside")),
             "{err:?}"
         );
     }
