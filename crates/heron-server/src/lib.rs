@@ -61,6 +61,9 @@ pub struct TcpLimits {
     /// Addresses are counted as one client per network of these lengths.
     pub ipv4_client_prefix: u8,
     pub ipv6_client_prefix: u8,
+    /// Serve TCP and TLS on Heron's own event loops, one per worker
+    /// (`tcp::event_loop`), instead of on the async runtime.
+    pub event_loop: bool,
 }
 
 impl Default for TcpLimits {
@@ -72,6 +75,7 @@ impl Default for TcpLimits {
             max_connections_per_client: 100,
             ipv4_client_prefix: 32,
             ipv6_client_prefix: 56,
+            event_loop: false,
         }
     }
 }

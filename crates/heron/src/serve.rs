@@ -455,6 +455,8 @@ struct Transports {
     stop: Arc<AtomicBool>,
     /// Tells every task to stop.
     shutdown: watch::Sender<bool>,
+    /// TCP and TLS, when on Heron's own event loops (`[tcp] event-loop`).
+    loops: Option<tcp::event_loop::Loops>,
 }
 
 async fn serve(
@@ -562,12 +564,16 @@ fn start_transports(
         limiter.clone(),
         shutdown_rx.clone(),
     ))];
+    let own_loops = server.tcp.event_loop;
     for &addr in &server.listen {
         let workers = udp::spawn_workers(addr, server, service.clone(), stop.clone())
             .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
         threads.extend(workers);
-        let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TCP {addr}: {e}"))?;
-        tasks.push(spawn_stream(listener, None));
+        if !own_loops {
+            let listener =
+                tcp::bind(addr).map_err(|e| format!("cannot listen on TCP {addr}: {e}"))?;
+            tasks.push(spawn_stream(listener, None));
+        }
         tracing::info!("answering on {addr} (UDP and TCP)");
     }
     // After the sockets: a server that cannot listen fails before it
@@ -582,9 +588,16 @@ fn start_transports(
     if let Some(xdp) = &mut xdp {
         threads.extend(std::mem::take(&mut xdp.threads));
     }
+    let loops = match own_loops {
+        true => Some(start_tcp_loops(server, service, &limiter)?),
+        false => None,
+    };
     for (addr, acceptor) in tls_listeners(server) {
-        let listener = tcp::bind(addr).map_err(|e| format!("cannot listen on TLS {addr}: {e}"))?;
-        tasks.push(spawn_stream(listener, Some(acceptor)));
+        if !own_loops {
+            let listener =
+                tcp::bind(addr).map_err(|e| format!("cannot listen on TLS {addr}: {e}"))?;
+            tasks.push(spawn_stream(listener, Some(acceptor)));
+        }
         tracing::info!("answering on {addr} (DNS over TLS)");
     }
     Ok(Transports {
@@ -594,13 +607,39 @@ fn start_transports(
         limiter,
         stop,
         shutdown,
+        loops,
     })
 }
 
+/// TCP and TLS on one event loop per worker, each with its own listening
+/// sockets (`SO_REUSEPORT`).
+fn start_tcp_loops(
+    server: &ServerConfig,
+    service: &Arc<Service>,
+    limiter: &Arc<tcp::ConnectionLimiter>,
+) -> Result<tcp::event_loop::Loops, String> {
+    use tcp::event_loop::Listen;
+    let plain = server.listen.iter().map(|&addr| Listen { addr, tls: None });
+    let tls = server.tls.iter().flat_map(|t| {
+        let tls = Some(t.settings.clone());
+        t.listen.iter().map(move |&addr| Listen {
+            addr,
+            tls: tls.clone(),
+        })
+    });
+    let listen: Vec<Listen> = plain.chain(tls).collect();
+    tcp::event_loop::start(&listen, server.workers, service.clone(), limiter.clone())
+        .map_err(|e| format!("cannot listen on TCP: {e}"))
+}
+
 /// Stops the workers and tasks, then detaches the XDP programs.
-async fn stop_transports(transports: Transports) {
+async fn stop_transports(mut transports: Transports) {
     transports.stop.store(true, Ordering::Relaxed);
     let _ = transports.shutdown.send(true);
+    if let Some(loops) = transports.loops {
+        loops.stop();
+        transports.threads.extend(loops.threads);
+    }
     for task in transports.tasks {
         let _ = task.await;
     }

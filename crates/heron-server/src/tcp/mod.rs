@@ -29,6 +29,7 @@
 //! move bytes.
 
 mod connection;
+pub mod event_loop;
 mod limits;
 mod messages;
 mod tls;

@@ -445,6 +445,10 @@ pub struct TcpSection {
     pub ipv4_client_prefix: u8,
     #[serde(default = "default_ipv6_client_prefix")]
     pub ipv6_client_prefix: u8,
+    /// TCP and TLS on Heron's own event loops (true) or on the async
+    /// runtime's tasks (false).
+    #[serde(default = "default_event_loop")]
+    pub event_loop: bool,
 }
 
 impl Default for TcpSection {
@@ -456,6 +460,7 @@ impl Default for TcpSection {
             max_connections_per_client: default_per_client(),
             ipv4_client_prefix: default_ipv4_client_prefix(),
             ipv6_client_prefix: default_ipv6_client_prefix(),
+            event_loop: default_event_loop(),
         }
     }
 }
@@ -669,6 +674,9 @@ fn default_max_zone_file_size() -> u64 {
 }
 fn default_udp_payload() -> u16 {
     1232
+}
+fn default_event_loop() -> bool {
+    TcpLimits::default().event_loop
 }
 fn default_idle() -> u64 {
     TcpLimits::default().idle_timeout.as_secs()
@@ -1135,6 +1143,7 @@ fn server_config(
             max_connections_per_client: file.tcp.max_connections_per_client,
             ipv4_client_prefix: file.tcp.ipv4_client_prefix,
             ipv6_client_prefix: file.tcp.ipv6_client_prefix,
+            event_loop: file.tcp.event_loop,
         },
         answer: AnswerConfig {
             max_udp_payload: server.max_udp_payload,

@@ -1,0 +1,313 @@
+//! One connection of the event loop: read what the socket holds, answer
+//! every whole message in it, write the answers in one pass.
+
+use super::*;
+
+/// A plain or TLS connection between wake-ups. Idle, it holds no buffer
+/// of ours (TLS keeps rustls's state).
+pub(super) struct Conn {
+    pub(super) stream: TcpStream,
+    pub(super) peer: SocketAddr,
+    local: Option<SocketAddr>,
+    pub(super) tls: Option<Box<ServerConnection>>,
+    partial: Unanswered,
+    /// Framed answers the socket (or TLS) has not taken yet.
+    out: Vec<u8>,
+    /// When `out` began to wait for the socket: a client that takes
+    /// nothing for the idle timeout is closed.
+    out_since: Option<Instant>,
+    /// A transfer or UPDATE answer being made on the runtime; reading
+    /// waits until it is written, as on the runtime's connections.
+    pub(super) later: Option<Arc<Pipe>>,
+    /// The socket may hold unread bytes (edge-triggered: a read that
+    /// empties it clears this, the next event sets it).
+    pub(super) may_read: bool,
+    /// The client has closed its side (or sent close_notify).
+    eof: bool,
+    pub(super) deadline: Deadline,
+    opened: Instant,
+    _slot: Slot,
+}
+
+/// What to do with a connection after it was driven.
+#[derive(Debug, PartialEq)]
+pub(super) enum Next {
+    /// Nothing to do until an event.
+    Wait,
+    /// More to read: driven again after the others had their turn.
+    Again,
+    /// Done: close it.
+    Close,
+}
+
+impl Conn {
+    pub(super) fn new(
+        stream: TcpStream,
+        peer: SocketAddr,
+        tls: Option<Box<ServerConnection>>,
+        slot: Slot,
+        now: Instant,
+    ) -> Conn {
+        Conn {
+            local: stream.local_addr().ok(),
+            stream,
+            peer,
+            tls,
+            partial: Unanswered::default(),
+            out: Vec::new(),
+            out_since: None,
+            later: None,
+            may_read: false,
+            eof: false,
+            deadline: Deadline::default(),
+            opened: now,
+            _slot: slot,
+        }
+    }
+
+    /// Reads, answers and writes as far as the socket allows, then sets
+    /// the deadline for what the connection waits for.
+    pub(super) fn drive(&mut self, cx: &LoopContext) -> io::Result<Next> {
+        let next = self.progress(cx)?;
+        self.deadline.at = self.deadline_now(cx);
+        Ok(next)
+    }
+
+    fn progress(&mut self, cx: &LoopContext) -> io::Result<Next> {
+        for _ in 0..READS_PER_ROUND {
+            if !self.flush(cx.now)? {
+                return Ok(Next::Wait); // the client has not taken the last
+            }
+            if let Some(pipe) = &self.later {
+                match pipe.take(&mut self.out) {
+                    Taken::Bytes => continue,
+                    Taken::Nothing => return Ok(Next::Wait),
+                    Taken::Finished => {
+                        self.later = None;
+                        // Reads waited for it; events may have come since.
+                        self.may_read = true;
+                    }
+                    Taken::Failed => return Err(io::Error::other("transfer not sent")),
+                }
+            }
+            if self.partial.holds_whole_message() {
+                // What the cap held back is answered before reading more.
+                let (mut replies, from) = (Replies::new(), self.from());
+                take_input(&[], &mut self.partial, &mut replies, from, &cx.shared)?;
+                self.queue(replies, cx);
+                continue;
+            }
+            if self.eof {
+                return Ok(Next::Close);
+            }
+            if !self.may_read {
+                return Ok(Next::Wait);
+            }
+            match self.tls.is_some() {
+                false => self.read_plain(cx)?,
+                true => self.read_tls(cx)?,
+            }
+        }
+        Ok(Next::Again)
+    }
+
+    fn from(&self) -> From {
+        let transport = match self.tls {
+            Some(_) => Transport::Tls,
+            None => Transport::Tcp,
+        };
+        (self.peer, transport, self.local)
+    }
+
+    /// When to give up on the connection, given what it waits for.
+    fn deadline_now(&self, cx: &LoopContext) -> Option<Instant> {
+        let idle = cx.shared.idle;
+        if let Some(since) = self.out_since {
+            return Some(since + idle); // a client that does not read
+        }
+        if self.later.is_some() {
+            return None; // the runtime's task bounds its own waits
+        }
+        if self.tls.as_ref().is_some_and(|t| t.is_handshaking()) {
+            return Some(self.opened + idle);
+        }
+        Some(self.partial.deadline.unwrap_or(cx.now + idle))
+    }
+
+    /// Adds what answering asked to write; a transfer or UPDATE is handed
+    /// to the runtime, and reading waits for it.
+    fn queue(&mut self, replies: Replies, cx: &LoopContext) {
+        let Replies { framed, transfers } = replies;
+        if self.out.is_empty() {
+            self.out = framed;
+        } else {
+            self.out.extend_from_slice(&framed);
+            give_back(framed);
+        }
+        if !transfers.is_empty() {
+            self.later = Some(cx.hand_to_runtime(transfers, self.peer));
+        }
+    }
+
+    fn read_plain(&mut self, cx: &LoopContext) -> io::Result<()> {
+        let mut replies = Replies::new();
+        let from = self.from();
+        with_read_buffer(|chunk| {
+            let n = match (&self.stream).read(chunk) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.may_read = false;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+                Err(e) => return Err(e),
+            };
+            // A read that left room took all the kernel had.
+            self.may_read = n == chunk.len();
+            self.eof = n == 0;
+            take_input(
+                &chunk[..n],
+                &mut self.partial,
+                &mut replies,
+                from,
+                &cx.shared,
+            )
+        })?;
+        self.queue(replies, cx);
+        Ok(())
+    }
+
+    fn read_tls(&mut self, cx: &LoopContext) -> io::Result<()> {
+        let from = self.from();
+        let tls = self.tls.as_mut().expect("a TLS connection");
+        let mut socket = Drains {
+            stream: &self.stream,
+            drained: false,
+        };
+        match tls.read_tls(&mut socket) {
+            Ok(0) => self.eof = true,
+            Ok(_) => self.may_read = !socket.drained,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.may_read = false;
+                return Ok(());
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        let state = match tls.process_new_packets() {
+            Ok(state) => state,
+            Err(e) => {
+                let _ = tls.write_tls(&mut &self.stream); // the alert, best effort
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+        };
+        self.eof |= state.peer_has_closed();
+        if state.plaintext_bytes_to_read() == 0 {
+            return Ok(());
+        }
+        let mut replies = Replies::new();
+        let (partial, shared) = (&mut self.partial, &cx.shared);
+        with_read_buffer(|chunk| {
+            loop {
+                match tls.reader().read(chunk) {
+                    Ok(0) => return Ok(()),
+                    Ok(n) => take_input(&chunk[..n], partial, &mut replies, from, shared)?,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                    Err(e) => return Err(e),
+                }
+            }
+        })?;
+        self.queue(replies, cx);
+        Ok(())
+    }
+
+    /// Writes `out` (through TLS when there is TLS); true when all of it
+    /// is written, false when the socket is full.
+    fn flush(&mut self, now: Instant) -> io::Result<bool> {
+        let flushed = match &mut self.tls {
+            None => write_plain(&self.stream, &mut self.out)?,
+            Some(tls) => write_tls(&self.stream, tls, &mut self.out)?,
+        };
+        if !flushed {
+            self.out_since.get_or_insert(now);
+        } else {
+            self.out_since = None;
+            if self.out.capacity() > 0 {
+                give_back(std::mem::take(&mut self.out));
+            }
+        }
+        Ok(flushed)
+    }
+
+    /// The end of a connection: TLS says close_notify, best effort.
+    pub(super) fn close(mut self) {
+        if let Some(tls) = &mut self.tls {
+            if !tls.is_handshaking() {
+                tls.send_close_notify();
+                let _ = tls.write_tls(&mut &self.stream);
+            }
+        }
+        if let Some(pipe) = self.later.take() {
+            pipe.abandon();
+        }
+    }
+}
+
+/// The socket as rustls reads it, telling whether a read left room (so
+/// took all the kernel had, and the next waits for an event).
+struct Drains<'a> {
+    stream: &'a TcpStream,
+    drained: bool,
+}
+
+impl Read for Drains<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.stream.read(buf)?;
+        self.drained = n < buf.len();
+        Ok(n)
+    }
+}
+
+/// Writes what the socket takes of `out` and keeps the rest.
+fn write_plain(mut stream: &TcpStream, out: &mut Vec<u8>) -> io::Result<bool> {
+    let mut written = 0;
+    while written < out.len() {
+        match stream.write(&out[written..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    out.drain(..written);
+    Ok(out.is_empty())
+}
+
+/// Hands `out` to TLS and writes what TLS has to send; rustls takes
+/// plaintext only up to its own buffer's bound, so the rest waits in
+/// `out`.
+fn write_tls(
+    stream: &TcpStream,
+    tls: &mut ServerConnection,
+    out: &mut Vec<u8>,
+) -> io::Result<bool> {
+    loop {
+        if !out.is_empty() && !tls.is_handshaking() {
+            let n = tls.writer().write(out)?;
+            out.drain(..n);
+        }
+        while tls.wants_write() {
+            match tls.write_tls(&mut &*stream) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if out.is_empty() || tls.is_handshaking() {
+            return Ok(out.is_empty());
+        }
+    }
+}

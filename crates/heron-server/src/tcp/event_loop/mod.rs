@@ -1,0 +1,480 @@
+//! TCP and TLS served by event loops of Heron's own, one per worker
+//! thread: each has its own epoll set (mio) and its own listening socket
+//! per address (`SO_REUSEPORT`, so the kernel shares the accepts out),
+//! and answers on the thread that read the query: read what a socket
+//! holds, answer every whole message in it through the processor,
+//! write the answers in one write. No task is woken and no other thread
+//! is involved per query (the async runtime's cross-thread wake-up and
+//! switch-in per readiness was the gap to NSD, docs/benchmarks/tcp.md).
+//!
+//! TLS is rustls's `ServerConnection` driven from the same loop, with the
+//! listener's rustls settings (session resumption as they say). Limits
+//! and timeouts are those of the runtime's connections: the shared
+//! [`ConnectionLimiter`], the idle and message timeouts, a write that
+//! takes longer than the idle timeout, [`QUEUED_ANSWERS_CAP`], the accept
+//! back-off; the framing is the same code ([`take_input`]).
+//!
+//! Zone transfers and UPDATE answers stay on the runtime: the connection
+//! hands them to a task ([`pipe`]) that makes them as the runtime's
+//! connections do and writes them into a pipe the loop empties into the
+//! socket; the connection reads nothing more until they are sent.
+
+mod conn;
+mod pipe;
+mod timers;
+
+use conn::*;
+use pipe::*;
+use timers::*;
+
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use mio::net::{TcpListener as MioListener, TcpStream};
+use mio::{Events, Interest, Poll as MioPoll, Token};
+use rustls::ServerConnection;
+
+use super::limits::ACCEPT_BACKOFF;
+use super::*;
+
+/// What the loops serve: plain DNS over TCP, or DNS over TLS.
+pub struct Listen {
+    pub addr: SocketAddr,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// The running loops; [`Loops::stop`] ends them.
+pub struct Loops {
+    pub threads: Vec<std::thread::JoinHandle<()>>,
+    wakers: Vec<Arc<mio::Waker>>,
+    stop: Arc<AtomicBool>,
+    /// The addresses bound (a port 0 asked becomes the one given).
+    pub bound: Vec<SocketAddr>,
+}
+
+impl Loops {
+    /// Tells every loop to close its connections and end.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for waker in &self.wakers {
+            let _ = waker.wake();
+        }
+    }
+}
+
+/// Starts `workers` loops, each listening on every address of `listen`.
+/// Called on the runtime, which transfers and UPDATE answers are handed to.
+pub fn start(
+    listen: &[Listen],
+    workers: usize,
+    service: Arc<Service>,
+    limiter: Arc<ConnectionLimiter>,
+) -> io::Result<Loops> {
+    let runtime = tokio::runtime::Handle::current();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sockets = bind_all(listen, workers.max(1))?;
+    let bound = sockets[0]
+        .iter()
+        .map(|l| l.local_addr())
+        .collect::<io::Result<_>>()?;
+    let (mut threads, mut wakers) = (Vec::new(), Vec::new());
+    for (i, listeners) in sockets.into_iter().enumerate() {
+        let listeners = listeners
+            .into_iter()
+            .zip(listen)
+            .map(|(l, spec)| (l, spec.tls.clone()));
+        let worker = Worker::new(listeners.collect(), &service, &limiter, runtime.clone())?;
+        wakers.push(worker.cx.waker.clone());
+        let stop = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("heron-tcp-{i}"))
+            .spawn(move || worker.run(&stop))?;
+        threads.push(thread);
+    }
+    Ok(Loops {
+        threads,
+        wakers,
+        stop,
+        bound,
+    })
+}
+
+/// One listening socket per worker per address, all on the same port
+/// (the first one's, when port 0 was asked for).
+fn bind_all(listen: &[Listen], workers: usize) -> io::Result<Vec<Vec<std::net::TcpListener>>> {
+    let mut sockets: Vec<Vec<std::net::TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
+    for spec in listen {
+        let first = bind_shared(spec.addr)?;
+        let addr = first.local_addr()?;
+        sockets[0].push(first);
+        for worker in sockets.iter_mut().skip(1) {
+            worker.push(bind_shared(addr)?);
+        }
+    }
+    Ok(sockets)
+}
+
+/// A listening socket other workers bind too (`SO_REUSEPORT`), with
+/// `TCP_NODELAY` for the sockets it accepts.
+pub fn bind_shared(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    // Copied to every accepted socket (see `nodelay_for_accepted`).
+    let _ = socket.set_nodelay(true);
+    Ok(socket.into())
+}
+
+/// What every connection of a loop reaches while it is driven.
+struct LoopContext {
+    shared: Arc<Shared>,
+    runtime: tokio::runtime::Handle,
+    /// Wakes this loop from another thread (pipes).
+    waker: Arc<mio::Waker>,
+    /// The time of this wake-up.
+    now: Instant,
+}
+
+impl LoopContext {
+    /// Starts a task on the runtime that sends `transfers` (and UPDATE
+    /// answers) into a pipe this loop writes out.
+    fn hand_to_runtime(&self, transfers: Vec<Later>, peer: SocketAddr) -> Arc<Pipe> {
+        let pipe = Pipe::new(self.waker.clone());
+        let (task_pipe, shared) = (pipe.clone(), self.shared.clone());
+        self.runtime.spawn(async move {
+            let mut writer = PipeWriter(task_pipe.clone());
+            let sent = send_transfers(&mut writer, transfers, peer, &shared).await;
+            if let Err(e) = &sent {
+                tracing::debug!("TCP connection from {peer}: transfer not sent: {e}");
+            }
+            task_pipe.finish(sent.is_ok());
+        });
+        pipe
+    }
+}
+
+const WAKER: Token = Token(usize::MAX);
+/// Connections accepted per listener before the others get a turn.
+const ACCEPTS_PER_ROUND: usize = 64;
+
+/// A listening socket of one loop.
+struct Listener {
+    socket: MioListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    failures: AcceptFailures,
+    /// After a failed accept, none is tried before this.
+    paused_until: Option<Instant>,
+    /// Connections may be waiting (edge-triggered, as the connections).
+    may_accept: bool,
+}
+
+/// A connection's place in the loop. The connection is boxed so that
+/// the places a peak of connections left behind are small.
+struct Entry {
+    generation: u32,
+    conn: Option<Box<Conn>>,
+}
+
+struct Worker {
+    poll: MioPoll,
+    listeners: Vec<Listener>,
+    entries: Vec<Entry>,
+    free: Vec<usize>,
+    timers: Timers,
+    /// Connections to drive again without an event (their turn ended
+    /// with more to read).
+    again: Vec<Key>,
+    /// Connections with a pipe from the runtime, driven on a wake-up.
+    piped: Vec<Key>,
+    limiter: Arc<ConnectionLimiter>,
+    cx: LoopContext,
+}
+
+impl Worker {
+    fn new(
+        listeners: Vec<(std::net::TcpListener, Option<Arc<rustls::ServerConfig>>)>,
+        service: &Arc<Service>,
+        limiter: &Arc<ConnectionLimiter>,
+        runtime: tokio::runtime::Handle,
+    ) -> io::Result<Worker> {
+        let poll = MioPoll::new()?;
+        let waker = Arc::new(mio::Waker::new(poll.registry(), WAKER)?);
+        let mut ours = Vec::new();
+        for (i, (socket, tls)) in listeners.into_iter().enumerate() {
+            let mut socket = MioListener::from_std(socket);
+            poll.registry()
+                .register(&mut socket, Token(i), Interest::READABLE)?;
+            ours.push(Listener {
+                socket,
+                tls,
+                failures: AcceptFailures::default(),
+                paused_until: None,
+                may_accept: true,
+            });
+        }
+        let shared = Arc::new(Shared {
+            service: service.clone(),
+            idle: limiter.limits.idle_timeout,
+            message_timeout: limiter.limits.message_timeout,
+            nodelay_inherited: true,
+        });
+        Ok(Worker {
+            poll,
+            listeners: ours,
+            entries: Vec::new(),
+            free: Vec::new(),
+            timers: Timers::default(),
+            again: Vec::new(),
+            piped: Vec::new(),
+            limiter: limiter.clone(),
+            cx: LoopContext {
+                shared,
+                runtime,
+                waker,
+                now: Instant::now(),
+            },
+        })
+    }
+
+    fn run(mut self, stop: &AtomicBool) {
+        // Tasks and the processor may look for the runtime.
+        let runtime = self.cx.runtime.clone();
+        let _entered = runtime.enter();
+        let mut events = Events::with_capacity(1024);
+        while !stop.load(Ordering::Relaxed) {
+            let wait = self.wait_for();
+            if let Err(e) = self.poll.poll(&mut events, wait) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    tracing::error!("TCP event loop: {e}");
+                    break;
+                }
+            }
+            self.cx.now = Instant::now();
+            self.handle(&events);
+            self.accept_all();
+            self.drive_again();
+            self.expire();
+        }
+        self.close_all();
+    }
+
+    /// How long the loop may sleep: until the next deadline or the end
+    /// of an accept pause; not at all when connections are left to drive.
+    fn wait_for(&self) -> Option<Duration> {
+        let accepting = self.listeners.iter().filter(|l| l.may_accept);
+        if !self.again.is_empty() || accepting.clone().any(|l| l.paused_until.is_none()) {
+            return Some(Duration::ZERO);
+        }
+        let paused = accepting.filter_map(|l| l.paused_until);
+        let next = paused.chain(self.timers.next()).min()?;
+        // Rounded up: a wake a little early would find nothing due.
+        Some(next.saturating_duration_since(Instant::now()) + Duration::from_millis(1))
+    }
+
+    fn handle(&mut self, events: &Events) {
+        for event in events {
+            match event.token() {
+                WAKER => self.drive_piped(),
+                Token(i) if i < self.listeners.len() => self.listeners[i].may_accept = true,
+                Token(t) => {
+                    let Some(key) = self.key_of(t - self.listeners.len()) else {
+                        continue;
+                    };
+                    if event.is_readable() || event.is_read_closed() || event.is_error() {
+                        if let Some(conn) = self.conn(key) {
+                            conn.may_read = true;
+                        }
+                    }
+                    self.drive(key);
+                }
+            }
+        }
+    }
+
+    fn key_of(&self, slot: usize) -> Option<Key> {
+        let entry = self.entries.get(slot)?;
+        entry.conn.as_ref()?;
+        Some(Key {
+            slot,
+            generation: entry.generation,
+        })
+    }
+
+    fn conn(&mut self, key: Key) -> Option<&mut Conn> {
+        let entry = self.entries.get_mut(key.slot)?;
+        if entry.generation != key.generation {
+            return None;
+        }
+        entry.conn.as_deref_mut()
+    }
+
+    /// Drives one connection and files it by what it waits for.
+    fn drive(&mut self, key: Key) {
+        let cx = &self.cx;
+        let Some(entry) = self.entries.get_mut(key.slot) else {
+            return;
+        };
+        let Some(conn) = entry
+            .conn
+            .as_mut()
+            .filter(|_| entry.generation == key.generation)
+        else {
+            return;
+        };
+        let had_pipe = conn.later.is_some();
+        match conn.drive(cx) {
+            Ok(Next::Wait) => {}
+            Ok(Next::Again) => self.again.push(key),
+            Ok(Next::Close) => return self.close(key, Ok(())),
+            Err(e) => return self.close(key, Err(e)),
+        }
+        if !had_pipe && conn.later.is_some() {
+            self.piped.push(key);
+        }
+        self.timers.arm(key, &mut conn.deadline);
+    }
+
+    fn drive_again(&mut self) {
+        for key in std::mem::take(&mut self.again) {
+            self.drive(key);
+        }
+    }
+
+    /// A pipe has news: drives the connections that have one.
+    fn drive_piped(&mut self) {
+        for key in std::mem::take(&mut self.piped) {
+            if self.conn(key).is_some_and(|c| c.later.is_some()) {
+                self.drive(key);
+                if self.conn(key).is_some_and(|c| c.later.is_some()) {
+                    self.piped.push(key);
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, key: Key, ended: io::Result<()>) {
+        let entry = &mut self.entries[key.slot];
+        let Some(mut conn) = entry.conn.take() else {
+            return;
+        };
+        entry.generation = entry.generation.wrapping_add(1);
+        let _ = self.poll.registry().deregister(&mut conn.stream);
+        log_end(conn.peer, ended);
+        (*conn).close();
+        self.free.push(key.slot);
+    }
+
+    /// Closes the connections whose deadline has passed.
+    fn expire(&mut self) {
+        let now = self.cx.now;
+        while let Some((at, key)) = self.timers.pop_due(now) {
+            let Some(entry) = self.entries.get_mut(key.slot) else {
+                continue;
+            };
+            let Some(conn) = entry
+                .conn
+                .as_mut()
+                .filter(|_| entry.generation == key.generation)
+            else {
+                continue;
+            };
+            if self.timers.fire(at, key, &mut conn.deadline, now) {
+                // Idle, a message or a write not done in time.
+                self.close(key, Ok(()));
+            }
+        }
+        self.timers.shrink();
+    }
+
+    fn close_all(&mut self) {
+        for slot in 0..self.entries.len() {
+            let generation = self.entries[slot].generation;
+            self.close(Key { slot, generation }, Ok(()));
+        }
+    }
+
+    fn accept_all(&mut self) {
+        for i in 0..self.listeners.len() {
+            let listener = &mut self.listeners[i];
+            if !listener.may_accept || listener.paused_until.is_some_and(|t| t > self.cx.now) {
+                continue;
+            }
+            listener.paused_until = None;
+            for _ in 0..ACCEPTS_PER_ROUND {
+                match self.listeners[i].socket.accept() {
+                    Ok((stream, peer)) => self.admit(i, stream, peer),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        self.listeners[i].may_accept = false;
+                        break;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        // Out of descriptors and the like: the connection
+                        // stays queued; try again after a pause.
+                        let listener = &mut self.listeners[i];
+                        listener.failures.failed(&e);
+                        listener.paused_until = Some(self.cx.now + ACCEPT_BACKOFF);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes an accepted connection in, if the limits allow.
+    fn admit(&mut self, listener: usize, mut stream: TcpStream, peer: SocketAddr) {
+        let stats = &self.cx.shared.service.stats;
+        if self.cx.shared.service.processor.blackholes(peer.ip()) {
+            stats.with_thread_cells(|c| c.refused(Limit::Blackhole));
+            return; // `blackhole`: closed unanswered
+        }
+        let slot = match self.limiter.admit_or_why(peer.ip()) {
+            Ok(slot) => slot,
+            Err(limit) => {
+                stats.with_thread_cells(|c| c.refused(limit));
+                tracing::debug!("TCP connection from {peer} refused: connection limit");
+                return;
+            }
+        };
+        let tls = match &self.listeners[listener].tls {
+            None => None,
+            Some(config) => match ServerConnection::new(config.clone()) {
+                Ok(tls) => Some(Box::new(tls)),
+                Err(e) => return tracing::warn!("TLS connection from {peer} refused: {e}"),
+            },
+        };
+        let via = if tls.is_some() { Via::Tls } else { Via::Tcp };
+        stats.with_thread_cells(|c| c.accepted(via));
+        let slot_index = self.free.pop().unwrap_or_else(|| {
+            self.entries.push(Entry {
+                generation: 0,
+                conn: None,
+            });
+            self.entries.len() - 1
+        });
+        let token = Token(self.listeners.len() + slot_index);
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        if let Err(e) = self.poll.registry().register(&mut stream, token, interest) {
+            self.free.push(slot_index);
+            return tracing::warn!("TCP connection from {peer} dropped: {e}");
+        }
+        let entry = &mut self.entries[slot_index];
+        entry.conn = Some(Box::new(Conn::new(stream, peer, tls, slot, self.cx.now)));
+        let key = Key {
+            slot: slot_index,
+            generation: entry.generation,
+        };
+        let conn = entry.conn.as_mut().expect("just put");
+        conn.deadline.at = Some(self.cx.now + self.cx.shared.idle);
+        self.timers.arm(key, &mut conn.deadline);
+    }
+}
+
+#[cfg(test)]
+mod tests;
