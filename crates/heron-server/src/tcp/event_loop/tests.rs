@@ -1,1 +1,143 @@
+use super::*;
+use heron_proto::{Name, RType};
+use heron_testkit::client::{QueryOpts, build_query, query_tcp_pipelined};
 
+/// A service with no zones: every query is answered (REFUSED), which is
+/// all the transport needs.
+fn service() -> Arc<Service> {
+    let primary = heron_xfr::primary::Primary::new(HashMap::new(), 0);
+    let processor = crate::processor::Processor::new(
+        crate::SharedCatalog::default(),
+        Default::default(),
+        Arc::new(primary),
+        Arc::default(),
+    );
+    Arc::new(Service::new(processor, None))
+}
+
+fn query(id: u16) -> Vec<u8> {
+    let opts = QueryOpts {
+        id,
+        ..QueryOpts::default()
+    };
+    build_query(&Name::parse("example.").unwrap(), RType::A, &opts)
+}
+
+/// Runs `f` against two loops on a port of 127.0.0.1 with `limits`,
+/// then stops them.
+fn with_loops(limits: TcpLimits, f: impl FnOnce(SocketAddr)) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listen = [Listen {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        tls: None,
+    }];
+    let limiter = ConnectionLimiter::new(limits, Vec::new());
+    let loops = runtime
+        .block_on(async { start(&listen, 2, service(), limiter) })
+        .unwrap();
+    f(loops.bound[0]);
+    loops.stop();
+    for thread in loops.threads {
+        thread.join().unwrap();
+    }
+}
+
+/// Whether the server closes `conn` within 10 s (EOF or reset).
+fn closed_by_server(conn: &mut std::net::TcpStream) -> bool {
+    use std::io::Read;
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    matches!(conn.read(&mut [0; 512]), Ok(0) | Err(_))
+        && conn.read(&mut [0; 1]).map_or(true, |n| n == 0)
+}
+
+#[test]
+fn pipelined_queries_are_all_answered_on_every_connection() {
+    with_loops(TcpLimits::default(), |addr| {
+        for _ in 0..8 {
+            let queries: Vec<Vec<u8>> = (1..=50).map(query).collect();
+            let answers = query_tcp_pipelined(addr, &queries);
+            for (q, a) in queries.iter().zip(&answers) {
+                assert_eq!(a[..2], q[..2], "each answer matches its query's ID");
+                assert!(a[2] & 0x80 != 0, "a response");
+            }
+        }
+    });
+}
+
+#[test]
+fn connections_past_the_total_limit_are_closed_and_slots_come_back() {
+    let limits = TcpLimits {
+        max_connections: 2,
+        ..TcpLimits::default()
+    };
+    with_loops(limits, |addr| {
+        let a = std::net::TcpStream::connect(addr).unwrap();
+        let b = std::net::TcpStream::connect(addr).unwrap();
+        // Both are taken before the third (answered once admitted).
+        for conn in [&a, &b] {
+            let mut conn = conn.try_clone().unwrap();
+            assert!(heron_testkit::client::answers_on(&mut conn, &query(7)));
+        }
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        assert!(closed_by_server(&mut c), "the third is closed");
+        drop(a);
+        let admitted = heron_testkit::eventually_within(Duration::from_secs(10), || {
+            let Ok(mut d) = std::net::TcpStream::connect(addr) else {
+                return false;
+            };
+            heron_testkit::client::answers_on(&mut d, &query(8))
+        });
+        assert!(admitted, "a slot freed by a close is given again");
+    });
+}
+
+#[test]
+fn an_idle_connection_and_a_late_message_are_closed() {
+    use std::io::Write;
+    let limits = TcpLimits {
+        idle_timeout: Duration::from_secs(1),
+        message_timeout: Duration::from_secs(1),
+        ..TcpLimits::default()
+    };
+    with_loops(limits, |addr| {
+        let mut idle = std::net::TcpStream::connect(addr).unwrap();
+        assert!(closed_by_server(&mut idle), "idle");
+        let mut slow = std::net::TcpStream::connect(addr).unwrap();
+        slow.write_all(&[0, 40, 1, 2]).unwrap(); // a message begun, never ended
+        assert!(closed_by_server(&mut slow), "message timeout");
+    });
+}
+
+/// Random and mutated input (bad lengths, zero-length messages, cuts
+/// anywhere) never stops the loop: it answers a good client after.
+#[test]
+fn garbage_closes_only_its_own_connection() {
+    use std::io::Write;
+    with_loops(TcpLimits::default(), |addr| {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..200 {
+            let mut bytes: Vec<u8> = (0..(next() % 300) as usize).map(|_| next() as u8).collect();
+            if round % 3 == 0 {
+                let mut good = (query(1).len() as u16).to_be_bytes().to_vec();
+                good.extend(query(1));
+                let cut = (next() as usize) % good.len();
+                bytes.splice(0..0, good[..cut].iter().copied());
+            }
+            let mut conn = std::net::TcpStream::connect(addr).unwrap();
+            let _ = conn.write_all(&bytes);
+        }
+        let queries: Vec<Vec<u8>> = (1..=5).map(query).collect();
+        assert_eq!(query_tcp_pipelined(addr, &queries).len(), 5);
+    });
+}
