@@ -75,7 +75,7 @@ impl Default for TcpLimits {
             max_connections_per_client: 100,
             ipv4_client_prefix: 32,
             ipv6_client_prefix: 56,
-            event_loop: false,
+            event_loop: true,
         }
     }
 }

@@ -24,6 +24,9 @@ pub(super) struct Conn {
     pub(super) may_read: bool,
     /// The client has closed its side (or sent close_notify).
     eof: bool,
+    /// An event said the client closed its side: the socket is read
+    /// until it says so too (a short read does not end reading then).
+    pub(super) read_closed: bool,
     pub(super) deadline: Deadline,
     opened: Instant,
     _slot: Slot,
@@ -59,6 +62,7 @@ impl Conn {
             later: None,
             may_read: false,
             eof: false,
+            read_closed: false,
             deadline: Deadline::default(),
             opened: now,
             _slot: slot,
@@ -163,7 +167,7 @@ impl Conn {
                 Err(e) => return Err(e),
             };
             // A read that left room took all the kernel had.
-            self.may_read = n == chunk.len();
+            self.may_read = n == chunk.len() || self.read_closed;
             self.eof = n == 0;
             take_input(
                 &chunk[..n],
@@ -186,7 +190,7 @@ impl Conn {
         };
         match tls.read_tls(&mut socket) {
             Ok(0) => self.eof = true,
-            Ok(_) => self.may_read = !socket.drained,
+            Ok(_) => self.may_read = !socket.drained || self.read_closed,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 self.may_read = false;
                 return Ok(());

@@ -91,6 +91,10 @@ pub fn start(
             .spawn(move || worker.run(&stop))?;
         threads.push(thread);
     }
+    tracing::info!(
+        "TCP and TLS on {} event loop(s) of their own",
+        threads.len()
+    );
     Ok(Loops {
         threads,
         wakers,
@@ -286,10 +290,9 @@ impl Worker {
                     let Some(key) = self.key_of(t - self.listeners.len()) else {
                         continue;
                     };
-                    if event.is_readable() || event.is_read_closed() || event.is_error() {
-                        if let Some(conn) = self.conn(key) {
-                            conn.may_read = true;
-                        }
+                    if let Some(conn) = self.conn(key) {
+                        conn.read_closed |= event.is_read_closed() || event.is_error();
+                        conn.may_read |= event.is_readable() || conn.read_closed;
                     }
                     self.drive(key);
                 }
