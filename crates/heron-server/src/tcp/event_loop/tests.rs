@@ -26,6 +26,15 @@ fn query(id: u16) -> Vec<u8> {
 /// Runs `f` against two loops on a port of 127.0.0.1 with `limits`,
 /// then stops them.
 fn with_loops(limits: TcpLimits, f: impl FnOnce(SocketAddr)) {
+    with_loops_on(None, limits, f)
+}
+
+/// [`with_loops`], serving TLS with `tls` if given.
+fn with_loops_on(
+    tls: Option<Arc<rustls::ServerConfig>>,
+    limits: TcpLimits,
+    f: impl FnOnce(SocketAddr),
+) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -33,7 +42,7 @@ fn with_loops(limits: TcpLimits, f: impl FnOnce(SocketAddr)) {
         .unwrap();
     let listen = [Listen {
         addr: "127.0.0.1:0".parse().unwrap(),
-        tls: None,
+        tls,
     }];
     let limiter = ConnectionLimiter::new(limits, Vec::new());
     let loops = runtime
@@ -139,5 +148,55 @@ fn garbage_closes_only_its_own_connection() {
         }
         let queries: Vec<Vec<u8>> = (1..=5).map(query).collect();
         assert_eq!(query_tcp_pipelined(addr, &queries).len(), 5);
+    });
+}
+
+/// DNS over TLS from the loop: pipelined queries answered, and a second
+/// connection resumes the first one's session (the listener's rustls
+/// settings, as on the runtime).
+#[test]
+fn tls_queries_are_answered_and_a_second_connection_resumes() {
+    use std::io::{Read, Write};
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let key = cert.signing_key.serialize_pem();
+    let server = crate::tls::server_config(cert.cert.pem().as_bytes(), key.as_bytes()).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let client = Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    );
+    with_loops_on(Some(server), TcpLimits::default(), |addr| {
+        let mut kinds = Vec::new();
+        for _ in 0..2 {
+            let name = "localhost".try_into().unwrap();
+            let conn = rustls::ClientConnection::new(client.clone(), name).unwrap();
+            let socket = std::net::TcpStream::connect(addr).unwrap();
+            socket
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, socket);
+            let mut burst = Vec::new();
+            for id in 1..=5u16 {
+                let q = query(id);
+                burst.extend((q.len() as u16).to_be_bytes());
+                burst.extend(q);
+            }
+            tls.write_all(&burst).unwrap();
+            for id in 1..=5u16 {
+                let mut len = [0u8; 2];
+                tls.read_exact(&mut len).unwrap();
+                let mut answer = vec![0u8; u16::from_be_bytes(len) as usize];
+                tls.read_exact(&mut answer).unwrap();
+                assert_eq!(answer[..2], id.to_be_bytes(), "in order, each answered");
+            }
+            kinds.push(tls.conn.handshake_kind());
+        }
+        use rustls::HandshakeKind::{Full, Resumed};
+        assert_eq!(kinds, [Some(Full), Some(Resumed)]);
     });
 }
