@@ -101,6 +101,14 @@ pub struct RunArgs {
     /// repeat the flag for several.
     #[arg(long)]
     pub matrix_heron: Vec<String>,
+    /// UDP client shapes of the cost matrix (comma separated: one-socket,
+    /// four-sockets, many; default all three).
+    #[arg(long, value_delimiter = ',')]
+    pub matrix_shapes: Vec<String>,
+    /// Tables of the cost matrix (comma separated: udp, tcp, dot, xdp;
+    /// default all).
+    #[arg(long, value_delimiter = ',')]
+    pub matrix_tables: Vec<String>,
     /// Only run the overload phase (every DNS server offered three times
     /// its capacity under the quota, UDP and TCP) and write its report;
     /// with --quick, 5 s and 1,000 connections instead of 30 s and 10,000.

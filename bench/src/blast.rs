@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::fs;
 use std::io;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -110,6 +110,12 @@ pub struct BlastOpts {
     pub timeout: Duration,
     pub sockets: usize,
     pub batch: usize,
+    /// Source addresses the sockets are bound to in turn (empty: the
+    /// loopback address of the target's family).
+    pub sources: Vec<IpAddr>,
+    /// Each query on the next socket (many resolvers) rather than a batch
+    /// on one socket.
+    pub spread: bool,
 }
 
 impl Default for BlastOpts {
@@ -123,6 +129,8 @@ impl Default for BlastOpts {
             timeout: Duration::from_secs(1),
             sockets: 4,
             batch: 32,
+            sources: Vec::new(),
+            spread: false,
         }
     }
 }
@@ -168,6 +176,10 @@ pub struct BlastResult {
     /// shorter than all of it (0: all of it).
     #[serde(default)]
     pub answered_sending_s: f64,
+    /// Seconds of the loop's turns that sent or received something (the
+    /// rest of the run it spun with nothing to do: time to spare).
+    #[serde(default)]
+    pub busy_s: f64,
 }
 
 impl BlastResult {
@@ -195,11 +207,11 @@ struct Sock {
     port: u16,
 }
 
-fn open_socket(target: SocketAddr) -> io::Result<Sock> {
-    let local: SocketAddr = if target.is_ipv6() {
-        "[::1]:0".parse().unwrap()
-    } else {
-        "127.0.0.1:0".parse().unwrap()
+fn open_socket(target: SocketAddr, source: Option<&IpAddr>) -> io::Result<Sock> {
+    let local: SocketAddr = match source {
+        Some(ip) => SocketAddr::new(*ip, 0),
+        None if target.is_ipv6() => "[::1]:0".parse().unwrap(),
+        None => "127.0.0.1:0".parse().unwrap(),
     };
     let socket = UdpSocket::bind(local)?;
     socket.connect(target)?;
@@ -255,6 +267,225 @@ pub struct Answer<'a> {
     pub message: &'a [u8],
 }
 
+/// Up to this many sockets are each tried for answers on every turn of
+/// the loop; more are watched with epoll (the `many` client shape's
+/// thousand sockets would cost a thousand system calls a turn).
+const POLL_EVERY_SOCKET_UP_TO: usize = 16;
+
+/// Receive batches read from one socket in one turn before the others'.
+const BATCHES_PER_TURN: usize = 8;
+
+/// A run's state: the sockets, what is outstanding, what was counted.
+struct Run<'q> {
+    queries: &'q QuerySet,
+    socks: Vec<Sock>,
+    batch: usize,
+    start: Instant,
+    send_buf: Vec<u8>,
+    send_lens: Vec<usize>,
+    sender: Sender,
+    received: Receiver,
+    /// (socket, DNS ID, send time) in the order sent, for expiry.
+    pending: VecDeque<(u32, u16, u64)>,
+    hist: Histogram,
+    r: BlastResult,
+    /// Next query of the set.
+    qi: usize,
+    outstanding: u64,
+    sending: bool,
+}
+
+impl Run<'_> {
+    fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Sends the next `n` queries of the set on socket `si` in one
+    /// `sendmmsg`; returns how many went.
+    fn send_on(&mut self, si: usize, n: usize) -> usize {
+        let s = &mut self.socks[si];
+        let mut ids = [(0u16, 0u32); 1024];
+        for (j, id_slot) in ids.iter_mut().enumerate().take(n) {
+            let q = self.queries.get(self.qi);
+            let query = self.qi as u32;
+            self.qi = (self.qi + 1) % self.queries.len();
+            let buf = &mut self.send_buf[j * SEND_BUF..j * SEND_BUF + q.len()];
+            buf.copy_from_slice(q);
+            let id = s.next_id;
+            s.next_id = s.next_id.wrapping_add(1);
+            buf[..2].copy_from_slice(&id.to_be_bytes());
+            *id_slot = (id, query);
+            self.send_lens[j] = q.len();
+        }
+        let messages = self.send_buf.chunks(SEND_BUF).zip(&self.send_lens);
+        let rc = self
+            .sender
+            .load(messages.take(n).map(|(buf, &len)| (&buf[..len], None)))
+            .send(&s.socket, 0, Wait::Never);
+        let Ok(rc) = rc else {
+            self.r.send_errors += 1;
+            s.next_id = s.next_id.wrapping_sub(n as u16);
+            let len = self.queries.len();
+            self.qi = (self.qi + len - n % len) % len;
+            return 0;
+        };
+        let t = self.start.elapsed().as_nanos() as u64 + 1;
+        for &(id, query) in ids.iter().take(rc) {
+            let slot = &mut s.slots[id as usize];
+            if *slot != 0 {
+                // Reused before an answer came: that one is lost.
+                self.outstanding -= 1;
+            }
+            *slot = t;
+            s.sent_query[id as usize] = query;
+            self.pending.push_back((si as u32, id, t));
+        }
+        self.r.sent += rc as u64;
+        self.outstanding += rc as u64;
+        // IDs of datagrams not sent are handed out again.
+        let unsent = n - rc;
+        s.next_id = s.next_id.wrapping_sub(unsent as u16);
+        let len = self.queries.len();
+        self.qi = (self.qi + len - unsent % len) % len;
+        rc
+    }
+
+    /// Reads what is queued on socket `si`, up to [`BATCHES_PER_TURN`]
+    /// batches: (anything read, queue left empty).
+    fn receive_from(&mut self, si: usize, check: &mut dyn FnMut(Answer)) -> (bool, bool) {
+        let mut did = false;
+        for _ in 0..BATCHES_PER_TURN {
+            let rc = match self.received.receive(&self.socks[si].socket, Wait::Never) {
+                Ok(rc) if rc > 0 => rc,
+                _ => return (did, true),
+            };
+            let t = self.start.elapsed().as_nanos() as u64 + 1;
+            for j in 0..rc {
+                self.take_answer(si, j, t, check);
+            }
+            did = true;
+            if rc < self.batch {
+                // recvmmsg stops short only when the queue ran dry.
+                return (did, true);
+            }
+        }
+        (did, false)
+    }
+
+    fn take_answer(&mut self, si: usize, j: usize, t: u64, check: &mut dyn FnMut(Answer)) {
+        let s = &mut self.socks[si];
+        let r = &mut self.r;
+        let msg = self.received.datagram(j);
+        if msg.len() < 12 || msg[2] & 0x80 == 0 {
+            r.unmatched += 1;
+            return;
+        }
+        let id = u16::from_be_bytes([msg[0], msg[1]]);
+        let slot = &mut s.slots[id as usize];
+        if *slot == 0 {
+            r.unmatched += 1;
+            return;
+        }
+        self.hist.record(t - *slot);
+        check(Answer {
+            query: s.sent_query[id as usize] as usize,
+            sent_ns: *slot - 1,
+            received_ns: t - 1,
+            message: msg,
+        });
+        *slot = 0;
+        self.outstanding -= 1;
+        r.answered += 1;
+        r.answered_sending += u64::from(self.sending);
+        match msg[3] & 0x0F {
+            0 => r.noerror += 1,
+            3 => r.nxdomain += 1,
+            _ => r.other_rcode += 1,
+        }
+    }
+
+    /// Forgets queries older than the timeout (lost).
+    fn expire(&mut self, timeout_ns: u64) {
+        let now = self.now_ns();
+        while let Some(&(si, id, t)) = self.pending.front() {
+            if t + timeout_ns > now {
+                break;
+            }
+            self.pending.pop_front();
+            let slot = &mut self.socks[si as usize].slots[id as usize];
+            if *slot == t {
+                *slot = 0;
+                self.outstanding -= 1;
+            }
+        }
+    }
+}
+
+/// Which sockets to read on this turn: every one when few, else those
+/// epoll reported (edge-triggered) and those left unread last turn.
+struct ReadySockets {
+    poll: Option<(mio::Poll, mio::Events)>,
+    /// Sockets to read, and whether each is in the list.
+    ready: Vec<usize>,
+    listed: Vec<bool>,
+}
+
+impl ReadySockets {
+    fn new(socks: &[Sock]) -> io::Result<ReadySockets> {
+        use std::os::fd::AsRawFd;
+        if socks.len() <= POLL_EVERY_SOCKET_UP_TO {
+            return Ok(ReadySockets {
+                poll: None,
+                ready: (0..socks.len()).collect(),
+                listed: Vec::new(),
+            });
+        }
+        let poll = mio::Poll::new()?;
+        for (i, s) in socks.iter().enumerate() {
+            let fd = s.socket.as_raw_fd();
+            poll.registry().register(
+                &mut mio::unix::SourceFd(&fd),
+                mio::Token(i),
+                mio::Interest::READABLE,
+            )?;
+        }
+        Ok(ReadySockets {
+            poll: Some((poll, mio::Events::with_capacity(1024))),
+            ready: Vec::new(),
+            listed: vec![false; socks.len()],
+        })
+    }
+
+    /// The sockets to read now (taken; hand back the undrained with
+    /// [`ReadySockets::keep`]).
+    fn take(&mut self) -> Vec<usize> {
+        let Some((poll, events)) = &mut self.poll else {
+            return self.ready.clone();
+        };
+        if poll.poll(events, Some(Duration::ZERO)).is_ok() {
+            for e in events.iter() {
+                let i = e.token().0;
+                if !self.listed[i] {
+                    self.listed[i] = true;
+                    self.ready.push(i);
+                }
+            }
+        }
+        for &i in &self.ready {
+            self.listed[i] = false;
+        }
+        std::mem::take(&mut self.ready)
+    }
+
+    /// Socket `i` still has answers queued (read again next turn).
+    fn keep(&mut self, i: usize) {
+        if self.poll.is_some() && !self.listed[i] {
+            self.listed[i] = true;
+            self.ready.push(i);
+        }
+    }
+}
+
 /// [`blast`], with every answer handed to `check`; times count from
 /// `start`, which must not be later than the call.
 pub fn blast_checked(
@@ -266,162 +497,87 @@ pub fn blast_checked(
     assert!(!queries.is_empty());
     let nsock = opts.sockets.max(1);
     let batch = opts.batch.clamp(1, 1024);
-    let mut socks = (0..nsock)
-        .map(|_| open_socket(opts.target))
+    let socks = (0..nsock)
+        .map(|i| open_socket(opts.target, opts.sources.get(i % opts.sources.len().max(1))))
         .collect::<io::Result<Vec<_>>>()?;
     let my_ports: Vec<u16> = socks.iter().map(|s| s.port).collect();
     let server_drops_before = socket_drops(&[opts.target.port()]);
-
-    let mut send_buf = vec![0u8; batch * SEND_BUF];
-    let mut send_lens = vec![0usize; batch];
-    let mut sender = Sender::with_capacity(batch);
-    let mut received = Receiver::new(batch, RECV_BUF);
-    let mut pending: VecDeque<(u32, u16, u64)> = VecDeque::new();
-    let mut hist = Histogram::default();
-    let mut r = BlastResult {
-        target_rate: opts.rate,
-        ..BlastResult::default()
+    let mut ready = ReadySockets::new(&socks)?;
+    let mut run = Run {
+        queries,
+        socks,
+        batch,
+        start,
+        send_buf: vec![0u8; batch * SEND_BUF],
+        send_lens: vec![0usize; batch],
+        sender: Sender::with_capacity(batch),
+        received: Receiver::new(batch, RECV_BUF),
+        pending: VecDeque::new(),
+        hist: Histogram::default(),
+        r: BlastResult {
+            target_rate: opts.rate,
+            ..BlastResult::default()
+        },
+        qi: 0,
+        outstanding: 0,
+        sending: true,
     };
-    let mut qi = 0usize;
     let mut rr = 0usize;
-    let mut outstanding: u64 = 0;
     let timeout_ns = opts.timeout.as_nanos() as u64;
-    let send_ns = start.elapsed().as_nanos() as u64 + opts.duration.as_nanos() as u64;
+    let send_ns = run.now_ns() + opts.duration.as_nanos() as u64;
     let end_ns = send_ns + opts.drain.as_nanos() as u64;
     // Paced sending counts from here.
-    let first_ns = start.elapsed().as_nanos() as u64;
+    let first_ns = run.now_ns();
     let mut send_end_ns = send_ns;
-    let mut sending = true;
+    let mut busy_ns = 0u64;
     // Bounded: the loop ends at `end_ns` at the latest.
     loop {
-        let now = start.elapsed().as_nanos() as u64;
-        if sending && now >= send_ns {
-            sending = false;
+        let now = run.now_ns();
+        if run.sending && now >= send_ns {
+            run.sending = false;
             send_end_ns = now;
         }
-        if !sending && (outstanding == 0 || now >= end_ns) {
+        if !run.sending && (run.outstanding == 0 || now >= end_ns) {
             break;
         }
         let mut did = false;
-        // Send.
-        if sending {
+        if run.sending {
             let want = if opts.rate > 0.0 {
                 let due = ((now - first_ns) as f64 * opts.rate / 1e9) as u64;
-                due.saturating_sub(r.sent)
+                due.saturating_sub(run.r.sent)
             } else {
-                (opts.window as u64).saturating_sub(outstanding)
+                (opts.window as u64).saturating_sub(run.outstanding)
             };
             let n = want.min(batch as u64) as usize;
-            if n > 0 {
-                let s = &mut socks[rr];
-                let sidx = rr as u32;
+            if opts.spread {
+                // One query per socket in turn: no two in a row share a
+                // source, as from many resolvers.
+                for _ in 0..n {
+                    did |= run.send_on(rr, 1) > 0;
+                    rr = (rr + 1) % nsock;
+                }
+            } else if n > 0 {
+                did = run.send_on(rr, n) > 0;
                 rr = (rr + 1) % nsock;
-                let mut ids = [(0u16, 0u32); 1024];
-                for (j, id_slot) in ids.iter_mut().enumerate().take(n) {
-                    let q = queries.get(qi);
-                    let query = qi as u32;
-                    qi += 1;
-                    if qi == queries.len() {
-                        qi = 0;
-                    }
-                    let buf = &mut send_buf[j * SEND_BUF..j * SEND_BUF + q.len()];
-                    buf.copy_from_slice(q);
-                    let id = s.next_id;
-                    s.next_id = s.next_id.wrapping_add(1);
-                    buf[..2].copy_from_slice(&id.to_be_bytes());
-                    *id_slot = (id, query);
-                    send_lens[j] = q.len();
-                }
-                let messages = send_buf.chunks(SEND_BUF).zip(&send_lens);
-                let rc = sender
-                    .load(messages.take(n).map(|(buf, &len)| (&buf[..len], None)))
-                    .send(&s.socket, 0, Wait::Never);
-                if let Ok(rc) = rc {
-                    let t = start.elapsed().as_nanos() as u64 + 1;
-                    for &(id, query) in ids.iter().take(rc) {
-                        let slot = &mut s.slots[id as usize];
-                        if *slot != 0 {
-                            // Reused before an answer came: that one is lost.
-                            outstanding -= 1;
-                        }
-                        *slot = t;
-                        s.sent_query[id as usize] = query;
-                        pending.push_back((sidx, id, t));
-                    }
-                    r.sent += rc as u64;
-                    outstanding += rc as u64;
-                    // IDs of datagrams not sent are handed out again.
-                    let unsent = (n - rc) as u16;
-                    s.next_id = s.next_id.wrapping_sub(unsent);
-                    qi = (qi + queries.len() - (n - rc) % queries.len()) % queries.len();
-                    did = rc > 0;
-                } else {
-                    r.send_errors += 1;
-                }
             }
         }
-        // Receive whatever is queued on every socket.
-        for s in socks.iter_mut() {
-            for _ in 0..8 {
-                let rc = match received.receive(&s.socket, Wait::Never) {
-                    Ok(rc) if rc > 0 => rc,
-                    _ => break,
-                };
-                let t = start.elapsed().as_nanos() as u64 + 1;
-                for j in 0..rc {
-                    let msg = received.datagram(j);
-                    let len = msg.len();
-                    if len < 12 || msg[2] & 0x80 == 0 {
-                        r.unmatched += 1;
-                        continue;
-                    }
-                    let id = u16::from_be_bytes([msg[0], msg[1]]);
-                    let slot = &mut s.slots[id as usize];
-                    if *slot == 0 {
-                        r.unmatched += 1;
-                        continue;
-                    }
-                    hist.record(t - *slot);
-                    check(Answer {
-                        query: s.sent_query[id as usize] as usize,
-                        sent_ns: *slot - 1,
-                        received_ns: t - 1,
-                        message: msg,
-                    });
-                    *slot = 0;
-                    outstanding -= 1;
-                    r.answered += 1;
-                    r.answered_sending += u64::from(sending);
-                    match msg[3] & 0x0F {
-                        0 => r.noerror += 1,
-                        3 => r.nxdomain += 1,
-                        _ => r.other_rcode += 1,
-                    }
-                }
-                did = true;
-                if rc < batch {
-                    break;
-                }
+        for si in ready.take() {
+            let (read, drained) = run.receive_from(si, check);
+            did |= read;
+            if !drained {
+                ready.keep(si);
             }
         }
-        // Expire queries older than the timeout.
-        let now = start.elapsed().as_nanos() as u64;
-        while let Some(&(si, id, t)) = pending.front() {
-            if t + timeout_ns > now {
-                break;
-            }
-            pending.pop_front();
-            let slot = &mut socks[si as usize].slots[id as usize];
-            if *slot == t {
-                *slot = 0;
-                outstanding -= 1;
-            }
-        }
-        if !did {
+        run.expire(timeout_ns);
+        if did {
+            busy_ns += run.now_ns() - now;
+        } else {
             std::hint::spin_loop();
         }
     }
+    let mut r = run.r;
     r.duration_s = (send_end_ns - first_ns) as f64 / 1e9;
+    r.busy_s = busy_ns as f64 / 1e9;
     r.lost = r.sent - r.answered;
     r.offered_qps = r.sent as f64 / r.duration_s.max(1e-9);
     r.answered_qps = r.answered as f64 / r.duration_s.max(1e-9);
@@ -430,6 +586,7 @@ pub fn blast_checked(
     } else {
         r.lost as f64 * 100.0 / r.sent as f64
     };
+    let hist = &run.hist;
     r.lat_avg_us = hist.mean() / 1e3;
     r.lat_p50_us = hist.percentile(50.0) as f64 / 1e3;
     r.lat_p99_us = hist.percentile(99.0) as f64 / 1e3;
@@ -488,5 +645,58 @@ mod tests {
         assert_eq!(r.answered + r.lost, r.sent);
         assert_eq!(r.noerror, r.answered);
         fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn many_sockets_send_from_their_own_addresses_one_query_each_in_turn() {
+        // An echo that records each query's source, on a thread, bounded.
+        let echo = UdpSocket::bind("127.0.0.1:0").unwrap();
+        echo.set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        let target = echo.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            let mut sources = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                match echo.recv_from(&mut buf) {
+                    Ok((n, peer)) => {
+                        buf[2] |= 0x80;
+                        let _ = echo.send_to(&buf[..n], peer);
+                        sources.push(peer);
+                    }
+                    Err(_) if !sources.is_empty() => break,
+                    Err(_) => {}
+                }
+            }
+            sources
+        });
+        let set = QuerySet::of_questions(&[(Name::parse("a.example.").unwrap(), RType::A)]);
+        let addresses = crate::client_shape::many_sources(4);
+        let r = blast(
+            &set,
+            &BlastOpts {
+                target,
+                rate: 2_000.0,
+                duration: Duration::from_millis(300),
+                sockets: 64,
+                sources: addresses.clone(),
+                spread: true,
+                ..BlastOpts::default()
+            },
+        )
+        .unwrap();
+        let sources = t.join().unwrap();
+        assert!(r.sent >= 200, "{r:?}");
+        assert_eq!(r.answered + r.lost, r.sent);
+        // Answers are read through epoll (64 sockets) and all counted.
+        assert_eq!(r.answered as usize, sources.len(), "{r:?}");
+        // Every address used; consecutive queries never from one socket.
+        for a in &addresses {
+            assert!(sources.iter().any(|s| s.ip() == *a), "{a} unused");
+        }
+        assert!(sources.windows(2).all(|w| w[0] != w[1]));
+        let distinct: std::collections::BTreeSet<_> = sources.iter().collect();
+        assert_eq!(distinct.len(), 64.min(sources.len()));
     }
 }

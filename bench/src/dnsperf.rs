@@ -1,6 +1,6 @@
 //! Running `dnsperf` (pinned with taskset) and reading its summary.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,6 +23,32 @@ pub struct DnsperfOpts {
     pub realtime: Option<i32>,
     /// Run it inside this network namespace (`ip netns exec`).
     pub netns: Option<String>,
+    /// The address to send from (`-a`); None: the system's choice.
+    pub local: Option<IpAddr>,
+    /// DNS over TLS (`-m dot`; `tcp` is then ignored).
+    pub dot: bool,
+    /// Queries on a connection before it is closed and a new one opened
+    /// (`-O num-queries-per-conn=N`); 0: no limit.
+    pub queries_per_conn: usize,
+}
+
+impl Default for DnsperfOpts {
+    fn default() -> Self {
+        DnsperfOpts {
+            target: SocketAddr::from(([127, 0, 0, 1], 53)),
+            tcp: false,
+            clients: 1,
+            outstanding: 100,
+            rate: 0.0,
+            seconds: 1.0,
+            cpus: None,
+            realtime: None,
+            netns: None,
+            local: None,
+            dot: false,
+            queries_per_conn: 0,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -66,7 +92,12 @@ pub fn command(opts: &DnsperfOpts, queries: &Path) -> Vec<String> {
     c.push(DNSPERF.to_string());
     c.extend([
         "-m".to_string(),
-        if opts.tcp { "tcp" } else { "udp" }.to_string(),
+        match (opts.dot, opts.tcp) {
+            (true, _) => "dot",
+            (false, true) => "tcp",
+            (false, false) => "udp",
+        }
+        .to_string(),
         "-s".into(),
         opts.target.ip().to_string(),
         "-p".into(),
@@ -87,7 +118,78 @@ pub fn command(opts: &DnsperfOpts, queries: &Path) -> Vec<String> {
     if opts.rate > 0.0 {
         c.extend(["-Q".to_string(), format!("{}", opts.rate.round() as u64)]);
     }
+    if let Some(local) = opts.local {
+        c.extend(["-a".to_string(), local.to_string()]);
+    }
+    if opts.queries_per_conn > 0 {
+        c.extend([
+            "-O".to_string(),
+            format!("num-queries-per-conn={}", opts.queries_per_conn),
+        ]);
+    }
     c
+}
+
+/// Runs one dnsperf per source address at once, each with its share of
+/// the clients, the outstanding queries and the rate (so the clients are
+/// spread over the addresses), and adds up what they report: the sum of
+/// their counts and CPU, the longest run time, latencies weighted by
+/// answers.
+pub fn run_spread(
+    opts: &DnsperfOpts,
+    queries: &Path,
+    sources: &[IpAddr],
+) -> Result<DnsperfResult, String> {
+    let n = sources.len().max(1);
+    let each: Vec<DnsperfOpts> = sources
+        .iter()
+        .map(|&local| DnsperfOpts {
+            local: Some(local),
+            clients: opts.clients.div_ceil(n).max(1),
+            outstanding: opts.outstanding.div_ceil(n).max(1),
+            rate: opts.rate / n as f64,
+            ..opts.clone()
+        })
+        .collect();
+    let results: Vec<Result<DnsperfResult, String>> = std::thread::scope(|scope| {
+        let runs: Vec<_> = each
+            .iter()
+            .map(|o| scope.spawn(move || run(o, queries)))
+            .collect();
+        runs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("dnsperf thread panicked".into()))
+            })
+            .collect()
+    });
+    let results = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    Ok(sum(&results))
+}
+
+/// Several dnsperf runs at once as one.
+fn sum(runs: &[DnsperfResult]) -> DnsperfResult {
+    let mut r = DnsperfResult::default();
+    let mut weighted = 0.0;
+    for x in runs {
+        r.sent += x.sent;
+        r.completed += x.completed;
+        r.lost += x.lost;
+        r.qps += x.qps;
+        r.run_s = r.run_s.max(x.run_s);
+        r.cpu_s += x.cpu_s;
+        weighted += x.lat_avg_us * x.completed as f64;
+        r.lat_max_us = r.lat_max_us.max(x.lat_max_us);
+        r.lat_stddev_us = r.lat_stddev_us.max(x.lat_stddev_us);
+    }
+    r.lat_avg_us = weighted / r.completed.max(1) as f64;
+    r.rcodes = runs.first().map(|x| x.rcodes.clone()).unwrap_or_default();
+    r.command = runs
+        .iter()
+        .map(|x| x.command.as_str())
+        .collect::<Vec<_>>()
+        .join(" & ");
+    r
 }
 
 /// Runs dnsperf once, bounded: killed (by its PID) if it outlives its
@@ -201,6 +303,51 @@ mod tests {
         assert!((r.lat_avg_us - 120.0).abs() < 1e-6);
         assert!((r.lat_max_us - 1940.0).abs() < 1e-6);
         assert!((r.loss_pct() - 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn spread_runs_add_up_and_weigh_latency_by_answers() {
+        let a = DnsperfResult {
+            sent: 100,
+            completed: 90,
+            lost: 10,
+            qps: 45.0,
+            run_s: 2.0,
+            lat_avg_us: 100.0,
+            cpu_s: 0.5,
+            ..DnsperfResult::default()
+        };
+        let b = DnsperfResult {
+            sent: 10,
+            completed: 10,
+            qps: 5.0,
+            run_s: 2.1,
+            lat_avg_us: 200.0,
+            cpu_s: 0.25,
+            ..DnsperfResult::default()
+        };
+        let r = sum(&[a, b]);
+        assert_eq!((r.sent, r.completed, r.lost), (110, 100, 10));
+        assert!((r.qps - 50.0).abs() < 1e-9 && (r.run_s - 2.1).abs() < 1e-9);
+        assert!((r.cpu_s - 0.75).abs() < 1e-9);
+        assert!((r.lat_avg_us - 110.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_command_carries_source_address_and_dot_options() {
+        let o = DnsperfOpts {
+            dot: true,
+            tcp: true,
+            local: Some("127.0.1.3".parse().unwrap()),
+            queries_per_conn: 10,
+            ..DnsperfOpts::default()
+        };
+        let c = command(&o, Path::new("q.txt")).join(" ");
+        assert!(c.contains("-m dot"), "{c}");
+        assert!(c.contains("-a 127.0.1.3"), "{c}");
+        assert!(c.contains("-O num-queries-per-conn=10"), "{c}");
+        let plain = command(&DnsperfOpts::default(), Path::new("q.txt")).join(" ");
+        assert!(plain.contains("-m udp") && !plain.contains("-a ") && !plain.contains("-O"));
     }
 
     #[test]

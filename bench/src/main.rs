@@ -3,6 +3,7 @@
 mod args;
 mod blast;
 mod blast_tcp;
+mod client_shape;
 mod dnsperf;
 mod host;
 mod interrupt;
@@ -349,8 +350,7 @@ fn dnsperf_alike(
                 .collect::<Vec<_>>()
                 .join(",")
         }),
-        realtime: None,
-        netns: None,
+        ..dnsperf::DnsperfOpts::default()
     }
 }
 

@@ -346,6 +346,10 @@ pub struct CostCell {
     pub workers: usize,
     /// Whether the rate is the common loss-free maximum.
     pub is_max: bool,
+    /// UDP: the clients' shape ("one-socket", "four-sockets", "many";
+    /// empty in results from before shapes, which were "four-sockets").
+    #[serde(default)]
+    pub shape: String,
     pub servers: Vec<CostServer>,
 }
 
@@ -378,6 +382,10 @@ pub struct CostTrial {
     pub machine_cpu_s: f64,
     /// The generator's own CPU time (its thread or process).
     pub generator_cpu_s: f64,
+    /// blast: the time its loop spent in turns that sent or received
+    /// (the rest it spun idle: time to spare).
+    #[serde(default)]
+    pub generator_busy_s: f64,
 }
 
 impl CostTrial {

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::args::RunArgs;
 use crate::blast::QuerySet;
+use crate::client_shape::ClientShape;
 use crate::dnsperf;
 use crate::host::{heron_build, loadavg, now_secs, read_first_line, utc};
 use crate::interrupt::{self, interrupted};
@@ -345,6 +346,25 @@ fn matrix_plan(args: &RunArgs) -> phases::cost_matrix::Plan {
             )
         })
         .collect();
+    if !args.matrix_shapes.is_empty() {
+        plan.shapes = args
+            .matrix_shapes
+            .iter()
+            .filter_map(|s| ClientShape::parse(s))
+            .collect();
+    }
+    if !args.matrix_tables.is_empty() {
+        let wanted = |t: &str| args.matrix_tables.iter().any(|x| x == t);
+        if !wanted("udp") {
+            plan.udp_workloads.clear();
+        }
+        if !wanted("tcp") {
+            plan.tcp_shapes.clear();
+        }
+        if !wanted("xdp") {
+            plan.xdp_rates.clear();
+        }
+    }
     plan
 }
 

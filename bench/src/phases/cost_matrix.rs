@@ -19,6 +19,7 @@ use super::Ctx;
 use super::trial::{blast_opts, settle};
 use crate::blast::QuerySet;
 use crate::blast_tcp::TcpBlastOpts;
+use crate::client_shape::ClientShape;
 use crate::dnsperf::{self, DnsperfOpts};
 use crate::interrupt::interrupted;
 use crate::results::{CostCell, CostMatrix, CostServer, CostTrial, MAX_LOSS_PCT};
@@ -64,6 +65,8 @@ pub struct Plan {
     pub extra_herons: Vec<(String, PathBuf)>,
     /// Offered rates of the XDP table (empty: no XDP table).
     pub xdp_rates: Vec<f64>,
+    /// UDP client shapes, each a row of every UDP cell.
+    pub shapes: Vec<ClientShape>,
 }
 
 impl Plan {
@@ -87,6 +90,7 @@ impl Plan {
                 generators,
                 extra_herons: Vec::new(),
                 xdp_rates: vec![20e3, 50e3],
+                shapes: ClientShape::ALL.to_vec(),
             }
         } else {
             Plan {
@@ -104,6 +108,7 @@ impl Plan {
                 generators,
                 extra_herons: Vec::new(),
                 xdp_rates: vec![20e3, 50e3, 80e3],
+                shapes: ClientShape::ALL.to_vec(),
             }
         }
     }
@@ -162,6 +167,8 @@ struct Load<'a> {
     queries: &'a Path,
     /// (connections, in flight) for TCP.
     tcp: Option<(usize, usize)>,
+    /// The UDP clients' shape.
+    shape: ClientShape,
     /// CPUs of dnsperf (None: unpinned).
     gen_cpus: Option<String>,
     /// The server's address on a veth pair and the namespace of its other
@@ -206,6 +213,7 @@ pub(crate) fn run(
             }
         }
         if let Some(w) = wl.iter().find(|w| w.id == "root")
+            && !plan.tcp_shapes.is_empty()
             && let Err(e) = tcp_rows(ctx, w, kinds, plan, workers, &mut m, save)
         {
             ctx.say(&format!("  cost matrix tcp: ERROR {e}"));
@@ -291,29 +299,34 @@ fn udp_rows(
             rates.push(max);
         }
     }
-    for &generator in &plan.generators {
-        for &rate in &rates {
-            let load = Load {
-                generator,
-                rate,
-                seconds: plan.trial_s,
-                set: &set,
-                queries: &w.queries,
-                tcp: None,
-                gen_cpus: gen_cpus(ctx, workers),
-                via: None,
-            };
-            let cell = CostCell {
-                transport: "udp".into(),
-                workload: w.id.clone(),
-                generator: generator.name().into(),
-                rate,
-                workers,
-                is_max: max.is_some_and(|x| (x - rate).abs() < 1.0),
-                ..CostCell::default()
-            };
-            record_cell(ctx, (&servers, &cols), &load, plan.trials, cell, m, save)?;
-        }
+    let rates = &rates;
+    let cells = plan.shapes.iter().flat_map(|&shape| {
+        let generators = plan.generators.iter();
+        generators.flat_map(move |&g| rates.iter().map(move |&r| (shape, g, r)))
+    });
+    for (shape, generator, rate) in cells {
+        let load = Load {
+            generator,
+            rate,
+            seconds: plan.trial_s,
+            set: &set,
+            queries: &w.queries,
+            tcp: None,
+            shape,
+            gen_cpus: gen_cpus(ctx, workers),
+            via: None,
+        };
+        let cell = CostCell {
+            transport: "udp".into(),
+            workload: w.id.clone(),
+            generator: generator.name().into(),
+            rate,
+            workers,
+            is_max: max.is_some_and(|x| (x - rate).abs() < 1.0),
+            shape: shape.name().into(),
+            ..CostCell::default()
+        };
+        record_cell(ctx, (&servers, &cols), &load, plan.trials, cell, m, save)?;
     }
     Ok(())
 }
@@ -346,6 +359,7 @@ fn tcp_rows(
             set: &set,
             queries: &w.queries,
             tcp: Some((connections, in_flight)),
+            shape: ClientShape::FourSockets,
             gen_cpus: gen_cpus(ctx, workers),
             via: None,
         };
@@ -437,10 +451,7 @@ fn trial(ctx: &Ctx, server: &Server, load: &Load) -> Result<CostTrial, String> {
         Generator::Blast => {
             let g0 = sys::thread_cpu_seconds();
             let r = match load.tcp {
-                None => ctx.blast(
-                    load.set,
-                    &blast_opts(server.addr, load.rate, 0, load.seconds),
-                )?,
+                None => ctx.blast(load.set, &shaped_blast_opts(server, load))?,
                 Some((connections, in_flight)) => ctx.blast_tcp(
                     load.set,
                     &TcpBlastOpts {
@@ -460,12 +471,16 @@ fn trial(ctx: &Ctx, server: &Server, load: &Load) -> Result<CostTrial, String> {
                 answered: r.answered,
                 loss_pct: r.loss_pct,
                 generator_cpu_s: sys::thread_cpu_seconds() - g0,
+                generator_busy_s: r.busy_s,
                 ..CostTrial::default()
             }
         }
         Generator::Dnsperf => {
             let opts = dnsperf_opts(ctx, server, load);
-            let r = dnsperf::run(&opts, load.queries)?;
+            let r = match load.shape.sources().as_slice() {
+                [_] => dnsperf::run(&opts, load.queries)?,
+                sources => dnsperf::run_spread(&opts, load.queries, sources)?,
+            };
             CostTrial {
                 offered_qps: r.sent as f64 / r.run_s.max(1e-9),
                 answered_qps: r.qps,
@@ -494,11 +509,27 @@ fn dnsperf_opts(ctx: &Ctx, server: &Server, load: &Load) -> DnsperfOpts {
         o.outstanding = connections * in_flight;
     }
     o.cpus = load.gen_cpus.clone();
+    if load.tcp.is_none() && load.via.is_none() {
+        o.clients = load.shape.sockets();
+        o.outstanding = o.outstanding.max(o.clients);
+    }
     if let Some((ip, namespace)) = &load.via {
         o.target = SocketAddr::new(*ip, server.addr.port());
         o.netns = Some(namespace.clone());
     }
     o
+}
+
+/// blast as `load`'s client shape sends: its sockets, their source
+/// addresses, and one query per socket in turn for many resolvers.
+fn shaped_blast_opts(server: &Server, load: &Load) -> crate::blast::BlastOpts {
+    let shape = load.shape;
+    crate::blast::BlastOpts {
+        sockets: shape.sockets(),
+        sources: shape.sources(),
+        spread: shape.spread(),
+        ..blast_opts(server.addr, load.rate, 0, load.seconds)
+    }
 }
 
 /// The highest ramp rate every server answers with at most MAX_LOSS_PCT
@@ -544,7 +575,7 @@ fn idle_busy_share() -> f64 {
 fn say_cell(ctx: &Ctx, cell: &CostCell) {
     let shape = match cell.transport.as_str() {
         "tcp" => format!("{} conns × {}", cell.connections, cell.in_flight),
-        _ => cell.workload.clone(),
+        _ => format!("{} {}", cell.workload, cell.shape),
     };
     let costs: Vec<String> = cell
         .servers
@@ -607,6 +638,7 @@ fn xdp_rows(
             set: &set,
             queries: &w.queries,
             tcp: None,
+            shape: ClientShape::FourSockets,
             gen_cpus: gen_cpus(ctx, workers),
             via: Some((IpAddr::V4(addr), net.namespace.clone())),
         };

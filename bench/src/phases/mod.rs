@@ -143,7 +143,7 @@ impl Ctx {
             seconds,
             cpus: Some(self.gen_cpu.clone()),
             realtime: self.realtime.then_some(RT_PRIORITY),
-            netns: None,
+            ..DnsperfOpts::default()
         }
     }
 }

@@ -71,8 +71,9 @@ fn transport_table(m: &CostMatrix, transport: &str) -> String {
             _ => "no",
         };
         format!(
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             shape(c),
+            clients(c),
             c.generator,
             rate(c),
             ratio(&vs_peer),
@@ -141,10 +142,11 @@ fn detail(m: &CostMatrix) -> String {
             let f = |g: fn(&CostTrial) -> f64| spread(&Spread::of(&figures(s, g)));
             let us = |g: fn(&CostTrial) -> f64| ratio(&Spread::of(&figures(s, g)));
             format!(
-                "| {} | {} {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 c.transport,
                 shape(c),
                 c.generator,
+                clients(c),
                 rate(c),
                 s.name,
                 us(CostTrial::server_us),
@@ -152,6 +154,10 @@ fn detail(m: &CostMatrix) -> String {
                 f(|t| t.offered_qps),
                 us(|t| t.loss_pct),
                 f(|t| t.generator_cpu_s * 100.0 / t.wall_s.max(1e-9)),
+                match c.generator.as_str() {
+                    "blast" => f(|t| t.generator_busy_s * 100.0 / t.wall_s.max(1e-9)),
+                    _ => "–".into(),
+                },
             )
         })
     });
@@ -164,14 +170,19 @@ fn figures(s: &CostServer, g: fn(&CostTrial) -> f64) -> Vec<f64> {
 
 fn shape(c: &CostCell) -> String {
     match c.transport.as_str() {
-        "tcp" if c.workers > 1 => format!(
-            "{} conns × {} in flight, {} workers",
-            c.connections, c.in_flight, c.workers
-        ),
-        "tcp" => format!("{} conns × {} in flight", c.connections, c.in_flight),
         "xdp" => format!("{}, veth pair, {} worker(s)", c.workload, c.workers),
         _ if c.workers > 1 => format!("{}, {} workers", c.workload, c.workers),
         _ => c.workload.clone(),
+    }
+}
+
+/// Who loads the cell: the UDP client shape, the connections.
+fn clients(c: &CostCell) -> String {
+    match c.transport.as_str() {
+        "tcp" | "dot" => format!("{} conns × {} in flight", c.connections, c.in_flight),
+        "udp" if c.shape.is_empty() => "four-sockets".into(),
+        "udp" => c.shape.clone(),
+        _ => "–".into(),
     }
 }
 
