@@ -387,9 +387,18 @@ struct Router {
 
 impl Router {
     fn start(parent: SocketAddr, child: SocketAddr) -> Router {
-        let udp = UdpSocket::bind("127.0.0.1:0").expect("bind the router");
-        let addr = udp.local_addr().unwrap();
-        let listener = TcpListener::bind(addr).expect("bind the router's TCP port");
+        // A port free for both (port 0 for UDP may be a port some TCP
+        // client on the machine holds).
+        let (udp, listener, addr) = (0..20)
+            .find_map(|_| {
+                let addr = SocketAddr::from(([127, 0, 0, 1], heron_testkit::free_port()));
+                Some((
+                    UdpSocket::bind(addr).ok()?,
+                    TcpListener::bind(addr).ok()?,
+                    addr,
+                ))
+            })
+            .expect("bind the router's UDP and TCP port");
         listener.set_nonblocking(true).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
