@@ -27,6 +27,11 @@
 //! (`tls.rs`), and the framing both share: messages in, answers and
 //! transfers out (`messages.rs`). Policy is the processor's; these only
 //! move bytes.
+//!
+//! That is TCP on the async runtime, with `[tcp] event-loop = false`. By
+//! default the same framing, limits and timeouts run on event loops of
+//! Heron's own, one per worker thread ([`event_loop`]), which hand
+//! transfers and UPDATE answers to the runtime code here.
 
 mod connection;
 pub mod event_loop;
