@@ -36,6 +36,8 @@ pub struct Step {
     pub keys: Vec<ZoneKey>,
     pub cds: Vec<Vec<u8>>,
     pub cdnskey: Vec<Vec<u8>>,
+    /// Set when the step changed the state file.
+    pub undo: Option<Undo>,
 }
 
 /// The state file of `zone` in `dir`.
@@ -63,18 +65,54 @@ pub fn step(
     let zone = zone_text(origin);
     let path = state_path(dir, &zone);
     let _held = STATE_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    let existed = path.exists();
     let state = load_or_adopt(&path, dir, &zone, policy, now)?;
-    let before = state.keys.clone();
     let rollover_policy = policy.rollover_policy(zone_max_ttl);
-    let mut machine = Rollover::new(rollover_policy.clone(), state.keys);
+    let mut machine = Rollover::new(rollover_policy.clone(), state.keys.clone());
     let plan = machine.advance_generating(now, |request| generate(dir, &zone, request, now))?;
+    // Every key file the step needs is read before anything is written.
+    let mut step = publish(origin, dir, machine.keys(), plan)?;
     let saved = ZoneKeys {
         policy: Some(rollover_policy),
         ..ZoneKeys::new(&zone, machine.keys().to_vec())
     };
-    saved.save(&path).map_err(|e| e.to_string())?;
-    log_changes(&zone, &before, machine.keys());
-    publish(origin, dir, machine.keys(), plan)
+    // Unchanged (a reload of a settled zone), the file is not rewritten.
+    if !existed || saved != state {
+        saved.save(&path).map_err(|e| e.to_string())?;
+        log_changes(&zone, &state.keys, machine.keys());
+        step.undo = Some(Undo {
+            path,
+            before: state,
+            written: saved,
+        });
+    }
+    Ok(step)
+}
+
+/// What a step wrote, to take back if the signing it was for fails:
+/// otherwise the keys' timeline would count from a version never served.
+pub struct Undo {
+    path: PathBuf,
+    /// As read, or as taken up from the key files when there was no file
+    /// (written back then too: keys the failed step made were never
+    /// served, and must not be taken up as if they had been).
+    before: ZoneKeys,
+    written: ZoneKeys,
+}
+
+/// Puts the state file back as it was before `step`, unless it changed
+/// since (an event was recorded meanwhile: that one is kept).
+pub fn undo(step: &mut Step) {
+    let Some(undo) = step.undo.take() else {
+        return;
+    };
+    let _held = STATE_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    if ZoneKeys::load(&undo.path).ok().as_ref() != Some(&undo.written) {
+        return;
+    }
+    if let Err(e) = undo.before.save(&undo.path) {
+        tracing::warn!("cannot put back {}: {e}", undo.path.display());
+    }
 }
 
 /// Applies `event` to the zone's state file at `now` (the policy it
@@ -214,6 +252,7 @@ fn publish(origin: &Name, dir: &Path, keys: &[Key], plan: Plan) -> Result<Step, 
         keys: zone_keys,
         cds,
         cdnskey,
+        undo: None,
     })
 }
 
@@ -409,4 +448,106 @@ pub fn zone_max_ttl(zone: &heron_zone::Zone) -> u32 {
         .flat_map(|node| node.data().map(|set| set.ttl()).collect::<Vec<_>>())
         .max()
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heron_dnssec::policy::KeySet;
+
+    const ZONE: &str = "@ 300 IN SOA ns hm 7 2 3 4 5\n@ 300 IN NS ns\nns 60 IN A 192.0.2.1\n\
+                        @ 300 IN CDS 1 13 2 0000000000000000000000000000000000000000000000000000000000000000\n";
+
+    fn origin() -> Name {
+        Name::parse("k.test.").unwrap()
+    }
+
+    fn split() -> Policy {
+        Policy {
+            keys: KeySet::KskZsk,
+            ..Policy::default()
+        }
+    }
+
+    #[test]
+    fn a_first_step_makes_the_keys_and_a_settled_one_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut step = step(&origin(), &split(), dir.path(), 300, 1000).unwrap();
+        assert_eq!(step.keys.len(), 2, "a KSK and a ZSK");
+        assert!(step.keys.iter().any(|k| k.signs_keys && !k.signs_zone));
+        assert!(step.keys.iter().any(|k| k.signs_zone && !k.signs_keys));
+        assert!(
+            step.cds.is_empty(),
+            "no CDS before the DNSKEY is everywhere"
+        );
+        assert!(step.undo.is_some());
+        let state = read_state(dir.path(), "k.test.").unwrap().unwrap();
+        assert_eq!(state.keys.len(), 2);
+        assert!(state.policy.is_some(), "the policy is recorded");
+        let again = step_at(&dir, 1000);
+        assert!(again.undo.is_none(), "nothing moved: nothing written");
+        // Once the KSK's DNSKEY is in every cache, its DS is asked for.
+        let later = step_at(&dir, 1000 + 300 + 3600);
+        assert_eq!(later.cds.len(), 1);
+        assert_eq!(later.cdnskey.len(), 1);
+        undo(&mut step);
+    }
+
+    fn step_at(dir: &tempfile::TempDir, now: UnixTime) -> Step {
+        step(&origin(), &split(), dir.path(), 300, now).unwrap()
+    }
+
+    #[test]
+    fn undo_puts_the_state_back_unless_it_changed_since() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut first = step_at(&dir, 1000);
+        undo(&mut first);
+        let empty = read_state(dir.path(), "k.test.").unwrap().unwrap();
+        assert!(empty.keys.is_empty(), "the keys it made are not taken up");
+        step_at(&dir, 1000);
+        let before = read_state(dir.path(), "k.test.").unwrap();
+        let mut moved = step_at(&dir, 1000 + 300 + 3600);
+        assert!(moved.undo.is_some());
+        undo(&mut moved);
+        assert_eq!(read_state(dir.path(), "k.test.").unwrap(), before);
+        // An event recorded after the step is kept.
+        let mut moved = step_at(&dir, 1000 + 300 + 3600);
+        handle_event(dir.path(), "k.test.", Event::DsSeen, 5000).unwrap();
+        let with_event = read_state(dir.path(), "k.test.").unwrap();
+        undo(&mut moved);
+        assert_eq!(read_state(dir.path(), "k.test.").unwrap(), with_event);
+    }
+
+    #[test]
+    fn cds_records_replace_the_files_and_leave_when_not_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let zone = heron_zone::load_zone_str(ZONE, "t", &origin())
+            .unwrap()
+            .zone;
+        assert_eq!(zone_max_ttl(&zone), 300);
+        let settled = {
+            step_at(&dir, 1000);
+            step_at(&dir, 1000 + 300 + 3600)
+        };
+        let with = with_cds(&zone, &settled, 60).unwrap().unwrap();
+        let cds = with.apex().rrset(RType::CDS).unwrap();
+        assert_eq!(cds.ttl(), 60);
+        assert_eq!(cds.rdatas().next().unwrap().to_vec(), settled.cds[0]);
+        assert!(with.apex().rrset(RType::CDNSKEY).is_some());
+        assert!(
+            with_cds(&with, &settled, 60).unwrap().is_none(),
+            "already so"
+        );
+        let none = Step {
+            keys: Vec::new(),
+            cds: Vec::new(),
+            cdnskey: Vec::new(),
+            undo: None,
+        };
+        let without = with_cds(&zone, &none, 60).unwrap().unwrap();
+        assert!(
+            without.apex().rrset(RType::CDS).is_none(),
+            "the file's CDS is not kept"
+        );
+    }
 }

@@ -50,7 +50,7 @@ pub fn sign_loaded(
     let origin = zone.origin();
     let now = heron_proto::time::unix_now();
     let policy = &signing.policy;
-    let step = key_state::step(
+    let mut step = key_state::step(
         origin,
         policy,
         &signing.key_directory,
@@ -58,19 +58,11 @@ pub fn sign_loaded(
         now,
     )
     .map_err(|e| vec![format!("zone '{origin}': keys: {e}")])?;
-    let with_cds = key_state::with_cds(zone, &step, policy.cds_ttl)
-        .map_err(|e| vec![format!("zone '{origin}': {e}")])?;
-    let zone = with_cds.as_ref().unwrap_or(zone);
-    let mut config = policy.sign_config();
-    // After a restart the version served last is gone; its serial is kept.
-    let served = previous
-        .map(Zone::serial)
-        .or_else(|| read_served_serial(&signing.key_directory, origin));
-    config.serial = next_serial(zone.serial(), served);
-    let signed = sign_zone_after(zone, previous, &step.keys, &config, now)
-        .map_err(|e| vec![format!("zone '{origin}': cannot sign: {e}")])?;
-    write_served_serial(&signing.key_directory, origin, signed.zone.serial())
-        .map_err(|e| vec![format!("zone '{origin}': {e}")])?;
+    let signed = sign_step(zone, previous, signing, &step, now);
+    if signed.is_err() {
+        key_state::undo(&mut step);
+    }
+    let signed = signed?;
     tracing::info!(
         zone = %origin,
         policy = %policy.name,
@@ -83,6 +75,32 @@ pub fn sign_loaded(
         "zone signed"
     );
     Ok(signed.zone)
+}
+
+/// The zone signed as `step` says, and its serial kept.
+fn sign_step(
+    zone: &Zone,
+    previous: Option<&Zone>,
+    signing: &Signing,
+    step: &key_state::Step,
+    now: u64,
+) -> Result<heron_dnssec::sign::Signed, Vec<String>> {
+    let origin = zone.origin();
+    let policy = &signing.policy;
+    let with_cds = key_state::with_cds(zone, step, policy.cds_ttl)
+        .map_err(|e| vec![format!("zone '{origin}': {e}")])?;
+    let zone = with_cds.as_ref().unwrap_or(zone);
+    let mut config = policy.sign_config();
+    // After a restart the version served last is gone; its serial is kept.
+    let served = previous
+        .map(Zone::serial)
+        .or_else(|| read_served_serial(&signing.key_directory, origin));
+    config.serial = next_serial(zone.serial(), served);
+    let signed = sign_zone_after(zone, previous, &step.keys, &config, now)
+        .map_err(|e| vec![format!("zone '{origin}': cannot sign: {e}")])?;
+    write_served_serial(&signing.key_directory, origin, signed.zone.serial())
+        .map_err(|e| vec![format!("zone '{origin}': {e}")])?;
+    Ok(signed)
 }
 
 /// Where the serial last served of a signed zone is kept, so that a

@@ -143,6 +143,7 @@ pub(crate) async fn drive(
     transfers: Arc<Transfers>,
 ) {
     let mut parents = ParentSchedule::default();
+    let mut retries = Retries::default();
     loop {
         let signed = files
             .lock()
@@ -156,13 +157,20 @@ pub(crate) async fn drive(
         let now = heron_proto::time::unix_now();
         let zones = crate::background::run("rollover-look", move || survey(signed, now)).await;
         let mut due: HashSet<Name> = HashSet::new();
+        let mut wanted: HashSet<Name> = HashSet::new();
         let mut next: Option<UnixTime> = None;
         for zone in &zones {
             let Some(outlook) = &zone.outlook else {
                 continue;
             };
             if outlook.due_now {
-                due.insert(zone.origin.to_lowercase());
+                wanted.insert(zone.origin.to_lowercase());
+                match retries.held_until(&zone.origin, now) {
+                    Some(until) => next = earliest(next, Some(until)),
+                    None => {
+                        due.insert(zone.origin.to_lowercase());
+                    }
+                }
             }
             next = earliest(next, outlook.next);
             if let Some(wait) = &outlook.parent
@@ -177,6 +185,7 @@ pub(crate) async fn drive(
                 z.origin == *origin && z.outlook.as_ref().is_some_and(|o| o.parent.is_some())
             })
         });
+        retries.note(&wanted, &due, now);
         if !due.is_empty() {
             let selection = Selection {
                 zones: Some(due),
@@ -195,6 +204,41 @@ pub(crate) async fn drive(
         }
         let wake_at = earliest(next, parents.earliest());
         sleep_until(wake_at).await;
+    }
+}
+
+/// Zones due again right after being signed: their signing did not move
+/// their keys (it failed: the log says why). Each is tried again after a
+/// wait that doubles, so a broken zone costs a line now and then, not a
+/// signing a second.
+#[derive(Default)]
+struct Retries {
+    last_due: HashSet<Name>,
+    held: HashMap<Name, (UnixTime, Duration)>,
+}
+
+impl Retries {
+    fn held_until(&self, zone: &Name, now: UnixTime) -> Option<UnixTime> {
+        let zone = zone.to_lowercase();
+        let (until, _) = self.held.get(&zone)?;
+        (*until > now).then_some(*until)
+    }
+
+    /// `due` is signed now: a zone due in the round before too waits.
+    /// A zone no longer `wanted` (its keys moved) starts afresh.
+    fn note(&mut self, wanted: &HashSet<Name>, due: &HashSet<Name>, now: UnixTime) {
+        self.held.retain(|zone, _| wanted.contains(zone));
+        for zone in due.intersection(&self.last_due) {
+            let entry = self.held.entry(zone.clone()).or_insert((now, LEAST_ROUND));
+            entry.1 = (entry.1 * 2).min(PARENT_CHECK_MOST);
+            entry.0 = now + entry.1.as_secs();
+            tracing::warn!(
+                zone = %zone,
+                "DNSSEC keys did not move at the last signing; trying again in {} s",
+                entry.1.as_secs()
+            );
+        }
+        self.last_due = due.clone();
     }
 }
 
@@ -239,6 +283,12 @@ async fn check_parent(
         let mut all = statuses().lock().unwrap_or_else(|e| e.into_inner());
         let status = all.entry(key.clone()).or_default();
         status.parent_checked = Some(now);
+        // One line when the error changes, not one per check.
+        if let Some(e) = &status_error
+            && status.parent_error.as_ref() != Some(e)
+        {
+            tracing::warn!(zone = %zone.origin, "DNSSEC parent check: {e}");
+        }
         status.parent_error = status_error;
     }
     let Ok(answers) = answers else {
@@ -439,4 +489,64 @@ pub(crate) fn zone_status_fields(row: &mut serde_json::Value, zone: &Name) {
     row["dnssec_next_event"] = json!(status.next);
     row["dnssec_parent_checked"] = json!(status.parent_checked);
     row["dnssec_parent_error"] = json!(status.parent_error);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(text: &str) -> Name {
+        Name::parse(text).unwrap()
+    }
+
+    #[test]
+    fn a_zone_due_round_after_round_waits_longer_each_time() {
+        let zone = name("z.test.");
+        let set = HashSet::from([zone.clone()]);
+        let mut retries = Retries::default();
+        retries.note(&set, &set, 100);
+        assert_eq!(retries.held_until(&zone, 100), None, "once is normal");
+        retries.note(&set, &set, 101);
+        let first = retries.held_until(&zone, 101).unwrap();
+        assert_eq!(first, 103);
+        // Held: not signed, still wanted; due again once the wait is over.
+        retries.note(&set, &HashSet::new(), 102);
+        assert_eq!(retries.held_until(&zone, 102), Some(103));
+        retries.note(&set, &set, 103);
+        retries.note(&set, &set, 103);
+        assert_eq!(retries.held_until(&zone, 103), Some(107), "4 s after 2 s");
+        for _ in 0..40 {
+            retries.note(&set, &set, 200);
+        }
+        let most = PARENT_CHECK_MOST.as_secs();
+        assert_eq!(retries.held_until(&zone, 200), Some(200 + most), "capped");
+        // Its keys moved: no longer wanted, no longer held.
+        retries.note(&HashSet::new(), &HashSet::new(), 300);
+        assert_eq!(retries.held_until(&zone, 300), None);
+    }
+
+    #[test]
+    fn parent_checks_back_off_while_the_wait_is_the_same() {
+        let zone = name("z.test.");
+        let mut parents = ParentSchedule::default();
+        assert!(
+            parents.due(&zone, "add 1", 100),
+            "a new wait is checked at once"
+        );
+        parents.checked(&zone, 100);
+        assert!(!parents.due(&zone, "add 1", 101));
+        assert!(parents.due(&zone, "add 1", 102));
+        parents.checked(&zone, 102);
+        assert!(!parents.due(&zone, "add 1", 105));
+        assert!(parents.due(&zone, "add 1", 106), "4 s after 2 s");
+        for at in 0..30 {
+            parents.checked(&zone, 1000 + at);
+        }
+        let most = PARENT_CHECK_MOST.as_secs();
+        assert_eq!(parents.earliest(), Some(1029 + most), "capped");
+        assert!(
+            parents.due(&zone, "remove 1", 1030),
+            "another wait starts afresh"
+        );
+    }
 }
