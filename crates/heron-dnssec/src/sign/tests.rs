@@ -250,6 +250,60 @@ fn ksk_signs_dnskey_and_zsk_the_rest() {
     assert!(sign_zone(&z, &only_zsk, &config(Denial::Nsec), NOW).is_err());
 }
 
+/// A rollover step: a ZSK published but not signing yet, a key of a new
+/// algorithm signing before it is published, CDS/CDNSKEY signed by the
+/// KSK only (RFC 7344 4.1).
+#[test]
+fn a_rollover_step_publishes_and_signs_as_planned() {
+    let cds = "@ IN CDS 1 13 2 0000000000000000000000000000000000000000000000000000000000000000\n";
+    let z = zone(&format!("{ZONE}{cds}"), "example.");
+    let key = |a| SigningKey::generate(a).unwrap().0;
+    let keys = vec![
+        ZoneKey::new(key(Algorithm::EcdsaP256Sha256), KeyRole::Ksk),
+        ZoneKey::new(key(Algorithm::EcdsaP256Sha256), KeyRole::Zsk),
+        ZoneKey::planned(key(Algorithm::EcdsaP256Sha256), KeyRole::Zsk, false, false),
+        ZoneKey::unpublished(key(Algorithm::Ed25519), KeyRole::Zsk),
+    ];
+    let tag = |i: usize| keys[i].tag;
+    let s = sign_zone(&z, &keys, &config(Denial::Nsec), NOW)
+        .unwrap()
+        .zone;
+    let tags = |rtype: RType| -> Vec<u16> {
+        let set = s.apex().rrset(rtype).unwrap();
+        let mut tags: Vec<u16> = set
+            .sigs()
+            .map(|r| u16::from_be_bytes([r[16], r[17]]))
+            .collect();
+        tags.sort();
+        tags
+    };
+    let mut zone_signers = vec![tag(1), tag(3)];
+    zone_signers.sort();
+    assert_eq!(
+        tags(RType::SOA),
+        zone_signers,
+        "the waiting ZSK signs nothing"
+    );
+    assert_eq!(tags(RType::DNSKEY), [tag(0)]);
+    assert_eq!(tags(RType::CDS), [tag(0)], "CDS by the KSK");
+    let published: Vec<Vec<u8>> = (s.apex().rrset(RType::DNSKEY).unwrap().rdatas())
+        .map(|r| r.to_vec())
+        .collect();
+    assert_eq!(
+        published.len(),
+        3,
+        "the unpublished key is not in the RRset"
+    );
+    assert!(!published.contains(&keys[3].dnskey));
+    let none_signs = vec![ZoneKey::planned(
+        key(Algorithm::EcdsaP256Sha256),
+        KeyRole::Csk,
+        false,
+        true,
+    )];
+    assert!(sign_zone(&z, &none_signs, &config(Denial::Nsec), NOW).is_err());
+}
+
 #[test]
 fn signing_again_with_a_deterministic_algorithm_gives_the_same_zone() {
     let z = zone(ZONE, "example.");
