@@ -127,6 +127,8 @@ pub(crate) async fn reload(
         // A whole reload is what logrotate's postrotate asks for.
         writer.reopen();
     }
+    // The rollover driver looks again at what this reload signed.
+    rollover::reloaded(selection.zones.as_ref());
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
     let work = background::run("reload", move || rebuild(&catalog, &files, &xfr, selection));

@@ -64,9 +64,40 @@ fn waker() -> &'static Notify {
     WAKE.get_or_init(Notify::new)
 }
 
-/// Has the driver look at every zone now (after a reload, or an event).
+/// Has the driver look at the zones it marked now (after a reload, or
+/// an event).
 pub(crate) fn wake() {
     waker().notify_one();
+}
+
+/// Zones whose key state files may have changed since the driver read
+/// them: it reads only these, and those with an event due, again.
+#[derive(Default)]
+struct Dirty {
+    all: bool,
+    zones: HashSet<Name>,
+}
+
+fn dirty() -> &'static Mutex<Dirty> {
+    static DIRTY: OnceLock<Mutex<Dirty>> = OnceLock::new();
+    DIRTY.get_or_init(Default::default)
+}
+
+/// A reload of `zones` (lower-cased; None: every zone) is under way: the
+/// driver reads their state files again once woken.
+pub(crate) fn reloaded(zones: Option<&HashSet<Name>>) {
+    let mut marked = dirty().lock().unwrap_or_else(|e| e.into_inner());
+    match zones {
+        None => marked.all = true,
+        Some(zones) => marked.zones.extend(zones.iter().cloned()),
+    }
+}
+
+/// The zones marked since the last call: None for all of them.
+fn take_dirty() -> Option<HashSet<Name>> {
+    let mut marked = dirty().lock().unwrap_or_else(|e| e.into_inner());
+    let taken = std::mem::take(&mut *marked);
+    (!taken.all).then_some(taken.zones)
 }
 
 /// One zone as a round sees it.
@@ -100,6 +131,51 @@ fn survey(signed: Vec<(Name, Arc<Signing>)>, now: UnixTime) -> Vec<Surveyed> {
             }
         })
         .collect()
+}
+
+/// What the driver last read of each signed zone.
+#[derive(Default)]
+struct Known {
+    zones: HashMap<Name, Surveyed>,
+}
+
+impl Known {
+    /// Of the signed zones (every other one is forgotten), those to read
+    /// again: new ones, ones whose signing changed (a reloaded policy),
+    /// the `dirty` (None: all), and those with an event due or a wait
+    /// for the parent.
+    fn stale(
+        &mut self,
+        signed: Vec<(Name, Arc<Signing>)>,
+        dirty: Option<HashSet<Name>>,
+        now: UnixTime,
+    ) -> Vec<(Name, Arc<Signing>)> {
+        let listed: HashSet<Name> = signed.iter().map(|(o, _)| o.to_lowercase()).collect();
+        self.zones.retain(|origin, _| listed.contains(origin));
+        signed
+            .into_iter()
+            .filter(|(origin, signing)| {
+                let Some(seen) = self.zones.get(&origin.to_lowercase()) else {
+                    return true;
+                };
+                let due = seen.outlook.as_ref().is_none_or(|o| {
+                    o.due_now || o.parent.is_some() || o.next.is_some_and(|at| at <= now)
+                });
+                due || !Arc::ptr_eq(&seen.signing, signing)
+                    || dirty
+                        .as_ref()
+                        .is_none_or(|d| d.contains(&origin.to_lowercase()))
+            })
+            .collect()
+    }
+
+    /// Takes what was read; every zone known, in no particular order.
+    fn update(&mut self, fresh: Vec<Surveyed>) -> Vec<&Surveyed> {
+        for zone in fresh {
+            self.zones.insert(zone.origin.to_lowercase(), zone);
+        }
+        self.zones.values().collect()
+    }
 }
 
 /// Per zone: when the parent is asked next, and the wait after that.
@@ -144,6 +220,7 @@ pub(crate) async fn drive(
 ) {
     let mut parents = ParentSchedule::default();
     let mut retries = Retries::default();
+    let mut known = Known::default();
     loop {
         let signed = files
             .lock()
@@ -155,11 +232,13 @@ pub(crate) async fn drive(
             continue;
         }
         let now = heron_proto::time::unix_now();
-        let zones = crate::background::run("rollover-look", move || survey(signed, now)).await;
+        let stale = known.stale(signed, take_dirty(), now);
+        let fresh = crate::background::run("rollover-look", move || survey(stale, now)).await;
+        let zones = known.update(fresh);
         let mut due: HashSet<Name> = HashSet::new();
         let mut wanted: HashSet<Name> = HashSet::new();
         let mut next: Option<UnixTime> = None;
-        for zone in &zones {
+        for &zone in &zones {
             let Some(outlook) = &zone.outlook else {
                 continue;
             };
@@ -400,10 +479,10 @@ async fn ask_one(zone: &Name, server: SocketAddr) -> Result<Vec<Vec<u8>>, String
 }
 
 /// Keeps each zone's status, logging a line when what it waits for changes.
-fn record(zones: &[Surveyed]) {
+fn record(zones: &[&Surveyed]) {
     let mut all = statuses().lock().unwrap_or_else(|e| e.into_inner());
     let mut seen = HashSet::new();
-    for zone in zones {
+    for &zone in zones {
         let key = key_state::zone_text(&zone.origin);
         seen.insert(key.clone());
         let status = all.entry(key.clone()).or_default();
@@ -497,6 +576,66 @@ mod tests {
 
     fn name(text: &str) -> Name {
         Name::parse(text).unwrap()
+    }
+
+    fn surveyed(origin: &Name, signing: &Arc<Signing>, next: Option<UnixTime>) -> Surveyed {
+        Surveyed {
+            origin: origin.clone(),
+            signing: signing.clone(),
+            outlook: Some(Outlook {
+                due_now: false,
+                next,
+                parent: None,
+            }),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn only_zones_that_may_have_moved_are_read_again() {
+        let signing = Arc::new(Signing {
+            policy: Arc::new(Policy::default()),
+            key_directory: PathBuf::from("/k"),
+        });
+        let (a, b, c) = (name("a.test."), name("b.test."), name("c.test."));
+        let all = || {
+            vec![
+                (a.clone(), signing.clone()),
+                (b.clone(), signing.clone()),
+                (c.clone(), signing.clone()),
+            ]
+        };
+        let mut known = Known::default();
+        assert_eq!(
+            known.stale(all(), Some(HashSet::new()), 100).len(),
+            3,
+            "new"
+        );
+        known.update(vec![
+            surveyed(&a, &signing, Some(200)),
+            surveyed(&b, &signing, None),
+            surveyed(&c, &signing, Some(150)),
+        ]);
+        let names = |list: Vec<(Name, Arc<Signing>)>| -> Vec<Name> {
+            let mut names: Vec<Name> = list.into_iter().map(|(o, _)| o).collect();
+            names.sort_by_key(|n| n.to_string());
+            names
+        };
+        assert!(known.stale(all(), Some(HashSet::new()), 100).is_empty());
+        assert_eq!(
+            names(known.stale(all(), Some(HashSet::new()), 150)),
+            [c.clone()]
+        );
+        let dirty = HashSet::from([b.clone()]);
+        assert_eq!(names(known.stale(all(), Some(dirty), 100)), [b.clone()]);
+        assert_eq!(known.stale(all(), None, 100).len(), 3, "a whole reload");
+        let other = Arc::new(Signing {
+            policy: Arc::new(Policy::default()),
+            key_directory: PathBuf::from("/k"),
+        });
+        let changed = vec![(a.clone(), other), (b.clone(), signing.clone())];
+        assert_eq!(names(known.stale(changed, Some(HashSet::new()), 100)), [a]);
+        assert_eq!(known.zones.len(), 2, "c is no longer signed: forgotten");
     }
 
     #[test]
