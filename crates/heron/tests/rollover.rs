@@ -66,6 +66,28 @@ struct Setup {
     metrics: SocketAddr,
     /// The child has one CSK (dnssec-verify is told with `-z`).
     csk: bool,
+    /// The child's `[[dnssec-policy]]` lines.
+    child_config: String,
+}
+
+/// Heron serving the child from `base` under the policy `lines`, and
+/// its metrics endpoint.
+fn start_child(base: &std::path::Path, lines: &str) -> (ServerProcess, SocketAddr) {
+    let (b, lines) = (base.display().to_string(), lines.to_string());
+    let metrics: SocketAddr = format!("127.0.0.1:{}", heron_testkit::free_port())
+        .parse()
+        .unwrap();
+    let server = ServerProcess::heron_with_config(&heron(), CHILD, move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"control.sock\"\n\
+             [metrics]\nlisten = \"{metrics}\"\n\
+             [[dnssec-policy]]\nname = \"child\"\n{lines}\n\
+             [[zone]]\norigin = \"{CHILD}\"\nfile = \"{b}/child.zone\"\n\
+             allow-transfer = [\"127.0.0.1\"]\n\
+             dnssec-policy = \"child\"\nkey-directory = \"{b}/child-keys\"\n"
+        )
+    });
+    (server, metrics)
 }
 
 impl Setup {
@@ -90,21 +112,8 @@ impl Setup {
             true => format!("parent-servers = [\"{}\"]\n", parent.addr()),
             false => String::new(),
         };
-        let policy = child_policy.to_string();
-        let b = base.display().to_string();
-        let metrics: SocketAddr = format!("127.0.0.1:{}", heron_testkit::free_port())
-            .parse()
-            .unwrap();
-        let server = ServerProcess::heron_with_config(&heron(), CHILD, move |port| {
-            format!(
-                "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"control.sock\"\n\
-                 [metrics]\nlisten = \"{metrics}\"\n\
-                 [[dnssec-policy]]\nname = \"child\"\n{FAST}{policy}\n{parents}\n\
-                 [[zone]]\norigin = \"{CHILD}\"\nfile = \"{b}/child.zone\"\n\
-                 allow-transfer = [\"127.0.0.1\"]\n\
-                 dnssec-policy = \"child\"\nkey-directory = \"{b}/child-keys\"\n"
-            )
-        });
+        let child_config = format!("{FAST}{child_policy}\n{parents}");
+        let (server, metrics) = start_child(&base, &child_config);
         let router = Router::start(parent.addr(), server.addr());
         Setup {
             parent,
@@ -117,7 +126,16 @@ impl Setup {
             parent_ds: Vec::new(),
             metrics,
             csk: child_policy.contains("keys = \"csk\""),
+            child_config,
         }
+    }
+
+    /// Stops the child's server and starts it again on the same files.
+    fn restart_child(&mut self) {
+        self.server.terminate();
+        let (server, metrics) = start_child(self.dir.path(), &self.child_config);
+        self.router = Router::start(self.parent.addr(), server.addr());
+        (self.server, self.metrics) = (server, metrics);
     }
 
     fn state(&self) -> Value {
@@ -661,4 +679,33 @@ fn a_new_algorithm_in_a_reload_rolls_the_keys() {
     // Seen on the way: keys of both algorithms at once.
     let both = |p: &BTreeSet<String>| p.len() >= 4;
     assert!(phases.iter().any(both), "{seen:#?}");
+}
+
+/// A restart in the middle of a ZSK roll goes on from the state file:
+/// the same keys, the serial past the one served, and the roll ends as
+/// it would have, every step validating.
+#[test]
+fn a_restart_mid_roll_goes_on_where_it_was() {
+    let mut setup = Setup::start("keys = \"ksk-zsk\"\nzsk-lifetime = \"14s\"\n", true);
+    let mut phases = Vec::new();
+    publish_first_ds(&mut setup, &mut phases);
+    let rolling = setup.run_until(Duration::from_secs(40), &mut phases, |s| {
+        role_keys(s, "zsk").len() == 2
+    });
+    assert!(rolling, "{:?}\n{}", setup.phase(), setup.server.log());
+    let before = setup.keys();
+    let serial = heron_testkit::soa_serial(setup.server.addr(), CHILD).unwrap();
+    setup.restart_child();
+    let after = heron_testkit::soa_serial(setup.server.addr(), CHILD).unwrap();
+    assert!(after > serial, "{serial} then {after}");
+    let ids =
+        |keys: &[Value]| -> Vec<String> { keys.iter().map(|k| k["id"].to_string()).collect() };
+    assert_eq!(ids(&setup.keys()), ids(&before), "no key made or lost");
+    setup.validate();
+    let rolled = setup.run_until(Duration::from_secs(40), &mut phases, |s| {
+        let zsks = role_keys(s, "zsk");
+        zsks.len() == 2 && is_removed(&zsks[0]) && is_active(&zsks[1])
+    });
+    assert!(rolled, "{:?}\n{}", setup.phase(), setup.server.log());
+    setup.validate();
 }
