@@ -4,15 +4,17 @@
 //! generated, and what the step publishes (DNSKEY RRset, which key signs
 //! what, CDS/CDNSKEY) handed to the signer.
 //!
-//! Every read-change-write of a state file holds [`STATE_FILES`], so the
-//! signing (on a load thread) and the rollover driver (parent checks,
-//! `heron ctl ds-seen`) never drop each other's change.
+//! Every read-change-write of a state file holds that file's lock
+//! ([`file_lock`]), so the signing (on a load thread) and the rollover
+//! driver (parent checks, `heron ctl ds-seen`) never drop each other's
+//! change, while the zones of a load are signed in parallel.
 
+use std::collections::HashMap;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use heron_dnssec::ds::{CDNSKEY_DELETE, CDS_DELETE, DigestType, cdnskey_rdata, ds_rdata};
 use heron_dnssec::keys::{KeyFile, KeyRole, MAX_KEY_FILE};
@@ -24,8 +26,13 @@ use heron_dnssec::rollover::{
 use heron_dnssec::sign::ZoneKey;
 use heron_proto::{Name, RType};
 
-/// Held around every read-change-write of a key state file.
-pub static STATE_FILES: Mutex<()> = Mutex::new(());
+/// The lock of one state file, made at its first use (one per signed
+/// zone, kept while the process runs).
+pub fn file_lock(path: &Path) -> Arc<Mutex<()>> {
+    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
+    let mut all = (LOCKS.get_or_init(Default::default).lock()).unwrap_or_else(|e| e.into_inner());
+    all.entry(path.to_path_buf()).or_default().clone()
+}
 
 /// Suffix of Heron's key files in a key directory.
 pub const KEY_SUFFIX: &str = ".heron-key";
@@ -64,7 +71,8 @@ pub fn step(
     ensure_private_directory(dir)?;
     let zone = zone_text(origin);
     let path = state_path(dir, &zone);
-    let _held = STATE_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    let lock = file_lock(&path);
+    let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
     let existed = path.exists();
     let state = load_or_adopt(&path, dir, &zone, policy, now)?;
     let rollover_policy = policy.rollover_policy(zone_max_ttl);
@@ -106,7 +114,8 @@ pub fn undo(step: &mut Step) {
     let Some(undo) = step.undo.take() else {
         return;
     };
-    let _held = STATE_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    let lock = file_lock(&undo.path);
+    let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
     if ZoneKeys::load(&undo.path).ok().as_ref() != Some(&undo.written) {
         return;
     }
@@ -119,7 +128,8 @@ pub fn undo(step: &mut Step) {
 /// recorded stays); whether the file exists.
 pub fn handle_event(dir: &Path, zone: &str, event: Event, now: UnixTime) -> Result<(), String> {
     let path = state_path(dir, zone);
-    let _held = STATE_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    let lock = file_lock(&path);
+    let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
     let state = ZoneKeys::load(&path).map_err(|e| e.to_string())?;
     let Some(policy) = state.policy.clone() else {
         return Err(format!("{}: no policy recorded yet", path.display()));
@@ -139,7 +149,8 @@ pub fn read_state(dir: &Path, zone: &str) -> Result<Option<ZoneKeys>, String> {
     if !path.exists() {
         return Ok(None);
     }
-    let _held = STATE_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    let lock = file_lock(&path);
+    let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
     ZoneKeys::load(&path).map(Some).map_err(|e| e.to_string())
 }
 
