@@ -663,6 +663,55 @@ mod tests {
         assert_eq!(retries.held_until(&zone, 300), None);
     }
 
+    /// A parent server that never answers costs the timeout, no more.
+    #[tokio::test]
+    async fn a_silent_parent_server_times_out() {
+        let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let started = std::time::Instant::now();
+        let said = ask_one(&name("z.test."), silent.local_addr().unwrap())
+            .await
+            .unwrap_err();
+        assert!(said.contains("no answer within 2 s"), "{said}");
+        assert!(started.elapsed() < PARENT_TIMEOUT * 3);
+        let answers = ask_parents(&name("z.test."), &[silent.local_addr().unwrap()]).await;
+        assert!(answers.unwrap_err().contains("parent server 127.0.0.1:"));
+    }
+
+    /// A datagram that is not the answer (another id) is skipped, and
+    /// the answer after it is read.
+    #[tokio::test]
+    async fn a_stray_datagram_is_skipped() {
+        let server = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let addr = server.local_addr().unwrap();
+        let zone = name("z.test.");
+        let mut ds = vec![0, 1, 13, 2];
+        ds.extend_from_slice(&[9; 32]);
+        let reply = ds.clone();
+        let responder = std::thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            let (len, from) = server.recv_from(&mut buf).unwrap();
+            let query = &buf[..len];
+            let id = u16::from_be_bytes([query[0], query[1]]);
+            // The question as asked, without the OPT record.
+            let question = &query[12..len - 11];
+            let answer = |id: u16, with: &[u8]| {
+                let mut out = id.to_be_bytes().to_vec();
+                out.extend_from_slice(&[0x84, 0, 0, 1, 0, 1, 0, 0, 0, 0]);
+                out.extend_from_slice(question);
+                out.extend_from_slice(&[0xC0, 12, 0, 43, 0, 1, 0, 0, 0, 60, 0, with.len() as u8]);
+                out.extend_from_slice(with);
+                out
+            };
+            server
+                .send_to(&answer(id.wrapping_add(1), &[1, 1, 1, 1, 1]), from)
+                .unwrap();
+            server.send_to(&answer(id, &reply), from).unwrap();
+        });
+        let got = ask_one(&zone, addr).await.unwrap();
+        responder.join().unwrap();
+        assert_eq!(got, vec![ds]);
+    }
+
     #[test]
     fn parent_checks_back_off_while_the_wait_is_the_same() {
         let zone = name("z.test.");
