@@ -68,6 +68,11 @@ struct Setup {
     csk: bool,
     /// The child's `[[dnssec-policy]]` lines.
     child_config: String,
+    /// The child's serial at the last validation: the next one asks for
+    /// an IXFR from it.
+    last_serial: std::cell::Cell<Option<u32>>,
+    /// How many of those IXFRs were answered incrementally.
+    incremental: std::cell::Cell<usize>,
 }
 
 /// Heron serving the child from `base` under the policy `lines`, and
@@ -127,6 +132,8 @@ impl Setup {
             metrics,
             csk: child_policy.contains("keys = \"csk\""),
             child_config,
+            last_serial: std::cell::Cell::new(None),
+            incremental: std::cell::Cell::new(0),
         }
     }
 
@@ -135,6 +142,8 @@ impl Setup {
         self.server.terminate();
         let (server, metrics) = start_child(self.dir.path(), &self.child_config);
         self.router = Router::start(self.parent.addr(), server.addr());
+        // The history of versions was in memory.
+        self.last_serial.set(None);
         (self.server, self.metrics) = (server, metrics);
     }
 
@@ -284,8 +293,10 @@ impl Setup {
             failures.join("\n"),
             self.server.log()
         );
-        let child = SignedZone::from_text(CHILD, &self.axfr(&self.server, CHILD));
+        let text = self.axfr(&self.server, CHILD);
+        let child = SignedZone::from_text(CHILD, &text);
         verify_with_tools(&child, self.csk);
+        self.check_ixfr(&text);
     }
 }
 
@@ -306,6 +317,55 @@ const QUERIES: &[(&str, &str, Expect)] = &[
     ("any.wild", "TXT", Expect::Answer),
     ("any.wild", "A", Expect::NoData),
 ];
+
+impl Setup {
+    /// Secondaries get each step by IXFR: one from the serial of the last
+    /// validation is answered with the difference (old SOA, deletions,
+    /// new SOA, additions), or, when that would be larger than the zone
+    /// (every signature changed) or the history is gone (a restart
+    /// without a journal file), with the whole zone as it is now.
+    fn check_ixfr(&self, axfr: &str) {
+        let records = |text: &str| -> Vec<String> {
+            (text.lines())
+                .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        let zone = records(axfr);
+        let serial = |soa: &str| -> u32 {
+            let fields: Vec<&str> = soa.split_whitespace().collect();
+            fields[fields.iter().position(|f| *f == "SOA").unwrap() + 3]
+                .parse()
+                .unwrap()
+        };
+        let now = serial(&zone[0]);
+        if let Some(last) = self.last_serial.get().filter(|&last| last != now) {
+            let text = self.kdig(&[CHILD, &format!("IXFR={last}")]);
+            let diff = records(&text);
+            assert!(diff.len() > 2, "{text}");
+            if serial(&diff[0]) != now {
+                // A newer version came between the AXFR and the IXFR.
+            } else if diff[1].contains("\tSOA\t") {
+                assert_eq!(serial(&diff[1]), last, "{text}");
+                assert!(diff.len() < zone.len() * 2, "{text}");
+                eprintln!(
+                    "IXFR {last} -> {now}: {} of {} records",
+                    diff.len(),
+                    zone.len()
+                );
+                self.incremental.set(self.incremental.get() + 1);
+            } else {
+                let sorted = |mut list: Vec<String>| {
+                    list.sort();
+                    list.dedup();
+                    list
+                };
+                assert_eq!(sorted(diff), sorted(zone.clone()), "the whole zone");
+            }
+        }
+        self.last_serial.set(Some(now));
+    }
+}
 
 /// `dnssec-verify` (`-z` for a CSK: it counts only keys without the SEP
 /// flag as ZSKs) and `ldns-verify-zone` accept the zone.
@@ -392,6 +452,9 @@ fn zsk_pre_publication_roll_validates_at_every_step() {
     eprintln!("phases seen: {seen:#?}");
     let (ok, keys) = setup.ctl(&setup.server, &["keys", CHILD]);
     assert!(ok && keys.contains("zsk") && keys.contains("ksk"), "{keys}");
+    // A ZSK's steps change a few RRsets each (but its signature swap):
+    // they leave as IXFRs of the change.
+    assert!(setup.incremental.get() >= 3, "{}", setup.incremental.get());
 }
 
 /// A TCP front for `delv`, which asks one server: each query goes to the
@@ -405,18 +468,8 @@ struct Router {
 
 impl Router {
     fn start(parent: SocketAddr, child: SocketAddr) -> Router {
-        // A port free for both (port 0 for UDP may be a port some TCP
-        // client on the machine holds).
-        let (udp, listener, addr) = (0..20)
-            .find_map(|_| {
-                let addr = SocketAddr::from(([127, 0, 0, 1], heron_testkit::free_port()));
-                Some((
-                    UdpSocket::bind(addr).ok()?,
-                    TcpListener::bind(addr).ok()?,
-                    addr,
-                ))
-            })
-            .expect("bind the router's UDP and TCP port");
+        let (udp, listener) = bind_both();
+        let addr = udp.local_addr().unwrap();
         listener.set_nonblocking(true).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
@@ -456,6 +509,18 @@ impl Drop for Router {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
+}
+
+/// A UDP socket and a TCP listener on one port of 127.0.0.1 (a port
+/// whose TCP side is taken, by a connection closing, say, is passed over).
+fn bind_both() -> (UdpSocket, TcpListener) {
+    for _ in 0..20 {
+        let udp = UdpSocket::bind("127.0.0.1:0").expect("bind the router");
+        if let Ok(tcp) = TcpListener::bind(udp.local_addr().unwrap()) {
+            return (udp, tcp);
+        }
+    }
+    panic!("no port free for both UDP and TCP in 20 tries");
 }
 
 /// The question's name (lower-cased, dotted) and type.
