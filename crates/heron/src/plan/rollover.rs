@@ -83,6 +83,14 @@ pub fn ds_in_answer(answer: &[u8], zone: &Name, id: u16) -> Result<Vec<Vec<u8>>,
     if !header.has(AA) {
         return Err("not authoritative for the parent zone (a referral?)".into());
     }
+    // A server of the zone itself answers a DS query at its apex from the
+    // zone (NODATA, its own SOA): it is no parent server.
+    let own_soa = (message.authority.iter()).any(|r| r.rtype == RType::SOA && r.name == *zone);
+    if message.answers.is_empty() && own_soa {
+        return Err(format!(
+            "answers for {zone} itself, not for its parent (a server of both zones must answer DS from the parent)"
+        ));
+    }
     Ok((message.answers.iter())
         .filter(|r| r.rtype == RType::DS && r.name == *zone)
         .map(|r| r.rdata.clone())
@@ -192,6 +200,16 @@ mod tests {
         out
     }
 
+    /// `answer` with an SOA of `owner` in its authority section.
+    fn with_soa(mut answer: Vec<u8>, owner: &str) -> Vec<u8> {
+        answer[9] = 1;
+        answer.extend_from_slice(name(owner).as_wire());
+        let rdata = [&[0u8][..], &[0], &[0; 20]].concat();
+        answer.extend_from_slice(&[0, 6, 0, 1, 0, 0, 0, 60, 0, rdata.len() as u8]);
+        answer.extend_from_slice(&rdata);
+        answer
+    }
+
     #[test]
     fn only_an_authoritative_complete_answer_counts() {
         let zone = name("child.test.");
@@ -201,6 +219,11 @@ mod tests {
         assert_eq!(ds_in_answer(&good, &zone, 9).unwrap(), vec![ds.clone()]);
         let nodata = answer(9, 0x8400, "child.test.", &[]);
         assert!(ds_in_answer(&nodata, &zone, 9).unwrap().is_empty());
+        let from_child = with_soa(nodata.clone(), "child.test.");
+        let said = ds_in_answer(&from_child, &zone, 9).unwrap_err();
+        assert!(said.contains("itself, not for its parent"), "{said}");
+        let from_parent = with_soa(nodata, "test.");
+        assert!(ds_in_answer(&from_parent, &zone, 9).unwrap().is_empty());
         for (bad, why) in [
             (answer(8, 0x8400, "child.test.", &[]), "another query"),
             (answer(9, 0x0400, "child.test.", &[]), "another query"),
