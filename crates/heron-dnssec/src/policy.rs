@@ -140,14 +140,13 @@ impl Policy {
     /// The rollover state machine's policy for a zone whose largest TTL
     /// is `zone_max_ttl` (the policy's `max_zone_ttl` wins when larger).
     pub fn rollover_policy(&self, zone_max_ttl: u32) -> crate::rollover::Policy {
-        let lifetime = |l: u64| l;
         crate::rollover::Policy {
             algorithm: self.algorithm.number(),
             csk: self.keys == KeySet::Csk,
-            ksk_lifetime: lifetime(self.ksk_lifetime),
-            zsk_lifetime: lifetime(self.zsk_lifetime),
+            ksk_lifetime: self.ksk_lifetime,
+            zsk_lifetime: self.zsk_lifetime,
             // A CSK lives as long as a KSK (`ksk-lifetime` names both).
-            csk_lifetime: lifetime(self.ksk_lifetime),
+            csk_lifetime: self.ksk_lifetime,
             ksk_method: self.ksk_method,
             propagation_delay: self.propagation_delay.into(),
             dnskey_ttl: self.dnskey_ttl.into(),
