@@ -43,7 +43,8 @@ use heron_proto::message::Query;
 use heron_proto::name::LabelStarts;
 
 use super::{
-    AnswerConfig, Answered, Prepared, PreparedKind, Summary, Transport, answer_prepared, parse,
+    AnswerConfig, Answered, Prepared, PreparedKind, Summary, Transport, answer_prepared,
+    for_question, parse,
 };
 use crate::catalog::{Candidate, Catalog, Served};
 use crate::zone::Zone;
@@ -191,6 +192,7 @@ impl<'c> Slot<'c> {
             }
             None => {
                 let served = catalog.served_name(q.qname_lower.as_wire(), &q.qname_starts);
+                let served = for_question(catalog, q, served);
                 self.prepared.kind = PreparedKind::Query(served);
                 if let Served::Zone(zone) = served {
                     self.load_first_shard(zone, q);
@@ -223,6 +225,7 @@ impl<'c> Slot<'c> {
         }
         let (name, starts) = (q.qname_lower.as_wire(), &q.qname_starts);
         let served = catalog.served_from_likely(name, starts, self.first_origin, self.likely_zone);
+        let served = for_question(catalog, q, served);
         self.prepared.kind = PreparedKind::Query(served);
         match served {
             // The guess was right: its first lookup is on its way.
@@ -487,6 +490,67 @@ mod tests {
                 9 => assert_eq!(rcode, Some(3), "not in test.: NXDOMAIN"),
                 _ => {}
             }
+        }
+    }
+
+    /// A DS query at a child zone's apex, with its parent served here too,
+    /// is the parent's to answer (its DS at the cut, AA set); with no
+    /// parent served the child answers (NODATA). Batched with few zones
+    /// and with many, and alone, all alike.
+    #[test]
+    fn a_ds_query_at_a_child_apex_is_answered_by_the_parent() {
+        let ds =
+            "a DS 12345 13 2 0000000000000000000000000000000000000000000000000000000000000000\n";
+        for many in [false, true] {
+            let mut catalog = Catalog::new();
+            catalog.insert(zone("test.", &format!("a NS ns.a\nns.a A 192.0.2.7\n{ds}")));
+            catalog.insert(zone("a.test.", "www A 192.0.2.5\n"));
+            catalog.insert(zone("example.com.", EXAMPLE));
+            if many {
+                for i in 0..MANY_ZONES_FOR_TESTS {
+                    catalog.insert(zone(&format!("z{i}.filler."), ""));
+                }
+            }
+            assert_eq!(catalog.has_many_zones(), many);
+            let ds_query = |name: &str| {
+                let mut q = query(name, 7);
+                let at = q.len() - 4;
+                q[at..at + 2].copy_from_slice(&43u16.to_be_bytes());
+                q
+            };
+            let raw = [
+                ds_query("a.test."),
+                query("a.test.", 8),
+                ds_query("example.com."),
+            ];
+            let config = AnswerConfig::default();
+            let (mut answerer, mut slots) = (BatchAnswerer::default(), Default::default());
+            let batch = answerer.prepare(&catalog, raw.iter().map(Vec::as_slice), &mut slots);
+            let origin = |i: usize| match batch.slots[i].prepared.kind {
+                PreparedKind::Query(Served::Zone(zone)) => zone.origin().to_string(),
+                _ => panic!("query {i} has no zone"),
+            };
+            assert_eq!(origin(0), "test.", "DS at a.test.'s apex (many: {many})");
+            assert_eq!(origin(1), "a.test.", "A at a.test.'s apex (many: {many})");
+            assert_eq!(origin(2), "example.com.", "no parent served (many: {many})");
+            for (i, q) in raw.iter().enumerate() {
+                let (mut batched, mut alone) = (Vec::new(), Vec::new());
+                batch.answer(i, &config, q, Transport::Udp, &mut batched);
+                answer(&catalog, &config, q, Transport::Udp, &mut alone);
+                assert_eq!(batched, alone, "query {i} (many: {many})");
+            }
+            let mut out = Vec::new();
+            answer(&catalog, &config, &raw[0], Transport::Udp, &mut out);
+            let (aa, rcode, answers) = (
+                out[2] & 0x04 != 0,
+                out[3] & 0x0F,
+                u16::from_be_bytes([out[6], out[7]]),
+            );
+            assert_eq!(
+                (aa, rcode, answers),
+                (true, 0, 1),
+                "the parent's DS, authoritative"
+            );
         }
     }
 

@@ -168,7 +168,8 @@ pub(crate) enum PreparedKind<'c> {
 /// Parses `query` into `q` and finds the zone of its name.
 pub fn prepare<'c>(catalog: &'c Catalog, query: &[u8], q: &mut Query) -> Prepared<'c> {
     let kind = parse(query, q).unwrap_or_else(|| {
-        PreparedKind::Query(catalog.served_name(q.qname_lower.as_wire(), &q.qname_starts))
+        let served = catalog.served_name(q.qname_lower.as_wire(), &q.qname_starts);
+        PreparedKind::Query(for_question(catalog, q, served))
     });
     Prepared {
         kind,
@@ -234,8 +235,30 @@ pub fn answer_parsed(
     out: &mut Vec<u8>,
 ) {
     let mut r = Responder::new(q, query, config, transport, reserve, out);
-    r.respond(catalog.served_name(q.qname_lower.as_wire(), &q.qname_starts));
+    let served = catalog.served_name(q.qname_lower.as_wire(), &q.qname_starts);
+    r.respond(for_question(catalog, q, served));
     r.finish();
+}
+
+/// The zone that answers `q`, given the zone its name is `served` from:
+/// that zone, except for a DS query at a zone's apex when a zone above it
+/// is served here too. The DS RRset is the parent's data (RFC 4035
+/// 3.1.4.1), so the parent answers it, as NSD, Knot and BIND do; a server
+/// of the child alone answers from the child (NODATA).
+#[inline(always)]
+pub(crate) fn for_question<'c>(catalog: &'c Catalog, q: &Query, served: Served<'c>) -> Served<'c> {
+    match served {
+        Served::Zone(zone)
+            if q.qtype == RType::DS && zone.origin_labels() == q.qname_starts.labels() =>
+        {
+            let name = q.qname_lower.as_wire();
+            match catalog.zone_above(name, &q.qname_starts, zone) {
+                Some(parent) => Served::Zone(parent),
+                None => served,
+            }
+        }
+        _ => served,
+    }
 }
 
 /// Octets a response's COOKIE option takes, if the query had one.

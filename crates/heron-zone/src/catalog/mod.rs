@@ -184,6 +184,20 @@ impl Catalog {
         None
     }
 
+    /// The closest zone served here strictly above `zone`, whose origin
+    /// is `lower_qname` (labels at `starts`); None at the root or when no
+    /// enclosing zone is served.
+    #[cold]
+    pub(crate) fn zone_above(
+        &self,
+        lower_qname: &[u8],
+        starts: &LabelStarts,
+        zone: &Zone,
+    ) -> Option<&Zone> {
+        let first = self.candidate_below(lower_qname, starts, zone.origin_labels());
+        self.find_from(lower_qname, starts, first)
+    }
+
     /// The first origin [`Catalog::find`] tries for `lower_qname`, whose
     /// labels start at `starts`.
     #[inline]

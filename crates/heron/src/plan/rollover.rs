@@ -88,7 +88,7 @@ pub fn ds_in_answer(answer: &[u8], zone: &Name, id: u16) -> Result<Vec<Vec<u8>>,
     let own_soa = (message.authority.iter()).any(|r| r.rtype == RType::SOA && r.name == *zone);
     if message.answers.is_empty() && own_soa {
         return Err(format!(
-            "answers for {zone} itself, not for its parent (a server of both zones must answer DS from the parent)"
+            "answers for {zone} itself, not for its parent (it serves the zone but not the parent)"
         ));
     }
     Ok((message.answers.iter())
