@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Dynamic updates per second (issue 39): Heron, Knot and BIND on the same
+# zone (10,000 names), each taking TSIG-signed UPDATEs (hmac-sha256) with
+# its journal on disk and synced (Heron: FILE.jnl, one fsync per batch;
+# Knot: its LMDB journal, zonefile-sync -1; BIND: FILE.jnl). One record
+# added per update, each to a name of its own, sent by `dnsperf -u` over
+# UDP with 1 and with 64 updates in flight. Each server gets 2 worker
+# threads on CPUs 0-1 (the machine has 2); dnsperf shares them. Each
+# trial starts every server afresh (fresh zone, no journal); the trials
+# alternate servers, and the table gives each cell's median and range.
+#
+#   bench/update.sh [HERON] [TRIALS] [SECONDS]
+set -euo pipefail
+heron=$(realpath "${1:-target/release/heron}")
+trials=${2:-3}
+seconds=${3:-8}
+work=$(mktemp -d /tmp/update-bench.XXXXXX)
+port=${PORT:-5394}
+secret="q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k="
+pid=""
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2> /dev/null || true
+    wait 2> /dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+zone() { # the zone file, fresh
+    {
+        printf '$ORIGIN upd.test.\n$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\n'
+        for i in $(seq 1 10000); do printf 'h%d A 198.51.%d.%d\n' "$i" $((i / 250)) $((i % 250)); done
+    } > "$1"
+}
+
+# The updates: more than any server sends in SECONDS, each a name of its
+# own (a repeated add would change nothing and skip the journal).
+updates=$work/updates.txt
+python3 - "$updates" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(400_000):
+        f.write(f"upd.test\nadd u{i}.upd.test 300 A 203.0.{(i >> 8) & 255}.{i & 255}\nsend\n")
+PY
+
+start_heron() { # $1: folder
+    zone "$1/upd.zone"
+    cat > "$1/heron.toml" <<CONF
+[server]
+listen = ["127.0.0.1:$port"]
+workers = 2
+[[key]]
+name = "ops"
+secret = "$secret"
+[[zone]]
+origin = "upd.test"
+file = "$1/upd.zone"
+allow-update = ["key ops zonesub ANY"]
+zonefile-sync = "never"
+CONF
+    HERON_LOG=warn taskset -c 0-1 "$heron" serve --config "$1/heron.toml" 2> "$1/server.log" &
+    pid=$!
+}
+
+start_knot() {
+    zone "$1/upd.zone"
+    cat > "$1/knot.conf" <<CONF
+server:
+  rundir: "$1"
+  listen: 127.0.0.1@$port
+  udp-workers: 2
+  tcp-workers: 1
+  background-workers: 1
+log:
+  - target: stderr
+    any: warning
+database:
+  storage: "$1"
+key:
+  - id: ops
+    algorithm: hmac-sha256
+    secret: $secret
+acl:
+  - id: update
+    key: ops
+    action: update
+template:
+  - id: default
+    storage: "$1"
+zone:
+  - domain: upd.test
+    file: "$1/upd.zone"
+    acl: update
+    zonefile-sync: -1
+    journal-content: changes
+CONF
+    taskset -c 0-1 knotd -c "$1/knot.conf" 2> "$1/server.log" &
+    pid=$!
+}
+
+start_bind() {
+    zone "$1/upd.zone"
+    cat > "$1/named.conf" <<CONF
+options {
+  directory "$1";
+  pid-file "$1/named.pid";
+  session-keyfile "$1/session.key";
+  listen-on port $port { 127.0.0.1; };
+  listen-on-v6 { none; };
+  recursion no;
+  notify no;
+};
+controls { };
+key "ops" { algorithm hmac-sha256; secret "$secret"; };
+zone "upd.test" { type primary; file "$1/upd.zone"; allow-update { key "ops"; }; };
+CONF
+    taskset -c 0-1 named -g -n 2 -c "$1/named.conf" 2> "$1/server.log" &
+    pid=$!
+}
+
+wait_ready() {
+    for _ in $(seq 1 150); do
+        dig +short +time=1 +tries=1 -p "$port" @127.0.0.1 ns.upd.test A > /dev/null 2>&1 && return 0
+        sleep 0.2
+    done
+    echo "the server never answered" >&2
+    return 1
+}
+
+# One run: updates per second that were answered NOERROR.
+measure() { # $1: updates in flight
+    local out
+    out=$(taskset -c 0-1 dnsperf -u -s 127.0.0.1 -p "$port" -d "$updates" \
+        -y "hmac-sha256:ops:$secret" -c "$1" -q "$1" -l "$seconds" -t 5 2>&1)
+    local noerror
+    noerror=$(echo "$out" | awk '/Response codes:/ {for (i = 1; i < NF; i++) if ($i == "NOERROR") print $(i + 1)}')
+    echo "$out" | awk -v ok="${noerror:-0}" -v s="$seconds" \
+        '/Run time \(s\):/ {t = $4} END {if (t == 0) t = s; printf "%.0f\n", ok / t}'
+}
+
+results=$work/results.txt
+: > "$results"
+for trial in $(seq 1 "$trials"); do
+    for server in heron knot bind; do
+        for inflight in 1 64; do
+            dir=$work/$server-$trial-$inflight
+            mkdir -p "$dir"
+            "start_$server" "$dir"
+            wait_ready
+            rate=$(measure "$inflight")
+            echo "$server $inflight $rate" >> "$results"
+            echo "trial $trial: $server, $inflight in flight: $rate updates/s" >&2
+            kill "$pid"
+            wait "$pid" 2> /dev/null || true
+            pid=""
+            rm -rf "$dir"
+        done
+    done
+done
+
+knot=$(knotd -V | awk '{print $NF}')
+bind=$(named -v | awk '{print $2}')
+heron_version=$("$heron" --version | awk '{print $NF}')
+python3 - "$results" "$heron_version" "$knot" "$bind" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+names = {"heron": f"Heron {sys.argv[2]}", "knot": f"Knot {sys.argv[3]}", "bind": f"BIND {sys.argv[4]}"}
+print("| server | 1 in flight: updates/s (median, range) | 64 in flight: updates/s (median, range) |")
+print("| --- | ---: | ---: |")
+for server in ["heron", "knot", "bind"]:
+    cells = []
+    for inflight in ["1", "64"]:
+        v = sorted(int(r[2]) for r in rows if r[0] == server and r[1] == inflight)
+        cells.append(f"{statistics.median(v):.0f} ({v[0]}–{v[-1]})")
+    print(f"| {names[server]} | {cells[0]} | {cells[1]} |")
+PY
