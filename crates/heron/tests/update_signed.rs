@@ -232,6 +232,17 @@ fn updates_stay_valid(policy: &str, csk: bool, chain_type: &str) {
         }
         before = after;
     }
+    // A reload of its edited file keeps the updated zone (the file is
+    // read only between freeze and thaw) and says the file differs.
+    let file = dir.path().join("sup.zone");
+    let edited = std::fs::read_to_string(&file).unwrap() + "edited A 192.0.2.99\n";
+    std::fs::write(&file, edited).unwrap();
+    server.reload();
+    assert!(server.wait_for_log("heron ctl freeze"), "{}", server.log());
+    let kept = axfr(addr);
+    assert!(kept.contains("new.sup.test.") && !kept.contains("old.sup.test."));
+    assert!(!kept.contains("edited.sup.test."), "the file is not taken");
+    check_valid(addr, &kept, &STEPS[0], csk);
     // Clients may not change what the signer keeps.
     for commands in [
         "update delete sup.test RRSIG",
