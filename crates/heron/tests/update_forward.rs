@@ -2,7 +2,7 @@
 //! 6) when its `allow-update-forwarding` allows the sender: the message
 //! unchanged (the primary verifies the client's TSIG and decides), the
 //! primary's answer relayed; the change comes back to the secondary by
-//! NOTIFY and IXFR. Bounded: past the forwards that may wait at once,
+//! NOTIFY and IXFR (from a Heron primary and from a Knot primary). Bounded: past the forwards that may wait at once,
 //! SERVFAIL at once; a primary that does not answer, SERVFAIL.
 
 mod xfr_common;
@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use heron_proto::RType;
-use heron_testkit::{ServerProcess, free_port};
+use heron_testkit::{ServerKind, ServerProcess, free_port};
 use xfr_common::{answer, eventually, heron, zone_serial};
 
 const ZONE: &str = "fwd.test";
@@ -214,4 +214,61 @@ fn forwards_past_the_bound_and_to_a_silent_primary_are_answered_servfail() {
         "{log}"
     );
     assert!(log.contains("no primary answered in time"), "{log}");
+}
+
+/// The same through a Heron secondary of a Knot primary: Knot verifies
+/// the client's TSIG on the forwarded message and makes the change.
+#[test]
+fn a_knot_primary_takes_an_update_forwarded_by_a_heron_secondary() {
+    let dir = dir("knot");
+    let file = dir.join("fwd.zone");
+    std::fs::write(&file, zone_text(ZONE)).unwrap();
+    let (primary_port, secondary_port) = (free_port(), free_port());
+    let knot = ServerProcess::peer_with_config(ServerKind::Knot, primary_port, ZONE, |d| {
+        format!(
+            "server:\n  rundir: \"{d}\"\n  listen: 127.0.0.1@{primary_port}\n\
+             log:\n  - target: stderr\n    any: info\n\
+             database:\n  storage: \"{d}\"\n\
+             key:\n  - id: ops\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
+             remote:\n  - id: secondary\n    address: 127.0.0.1@{secondary_port}\n    key: ops\n\
+             acl:\n  - id: update\n    key: ops\n    action: update\n\
+             \x20 - id: transfer\n    key: ops\n    action: transfer\n\
+             template:\n  - id: default\n    storage: \"{d}\"\n\
+             zone:\n  - domain: {ZONE}\n    file: \"{}\"\n    acl: [update, transfer]\n\
+             \x20   notify: secondary\n    zonefile-sync: -1\n",
+            file.display(),
+            d = d.display()
+        )
+    })
+    .unwrap_or_else(|log| panic!("knotd starts: {log}"));
+    let forwarding = "\"127.0.0.1 key ops\", \"127.0.0.1 key other\"";
+    let config = secondary_config(secondary_port, &dir, knot.addr(), forwarding);
+    let secondary = ServerProcess::heron_on_port(&heron(), secondary_port, ZONE, &config)
+        .unwrap_or_else(|log| panic!("the secondary starts: {log}"));
+    let sec = secondary.addr();
+    let add = format!("update add k.{ZONE} 60 A 192.0.2.60");
+    let ops = Some(("ops", SECRET));
+    assert_eq!(
+        send("nsupdate", sec, ops, &add),
+        "NOERROR",
+        "{}\n{}",
+        secondary.log(),
+        knot.log()
+    );
+    assert_eq!(answer(knot.addr(), &format!("k.{ZONE}"), RType::A).len(), 1);
+    assert!(
+        eventually(|| answer(sec, &format!("k.{ZONE}"), RType::A).len() == 1),
+        "{}",
+        secondary.log()
+    );
+    // Knot's answer to a key it does not know, relayed: NOTAUTH.
+    let other = Some(("other", OTHER_SECRET));
+    let add = format!("update add k2.{ZONE} 60 A 192.0.2.61");
+    assert_eq!(
+        send("nsupdate", sec, other, &add),
+        "NOTAUTH",
+        "{}",
+        knot.log()
+    );
+    assert!(answer(knot.addr(), &format!("k2.{ZONE}"), RType::A).is_empty());
 }
