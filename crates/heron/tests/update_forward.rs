@@ -2,8 +2,9 @@
 //! 6) when its `allow-update-forwarding` allows the sender: the message
 //! unchanged (the primary verifies the client's TSIG and decides), the
 //! primary's answer relayed; the change comes back to the secondary by
-//! NOTIFY and IXFR (from a Heron primary and from a Knot primary). Bounded: past the forwards that may wait at once,
-//! SERVFAIL at once; a primary that does not answer, SERVFAIL.
+//! NOTIFY and IXFR (from a Heron primary and from a Knot primary).
+//! Bounded: past the forwards that may wait at once, SERVFAIL at once; a
+//! primary that does not answer, SERVFAIL.
 
 mod xfr_common;
 
