@@ -285,3 +285,56 @@ fn updates_to_an_nsec_csk_zone_stay_valid() {
 fn updates_to_an_nsec3_ksk_zsk_zone_stay_valid() {
     updates_stay_valid("keys = \"ksk-zsk\"\ndenial = \"nsec3\"", false, "NSEC3\t");
 }
+
+/// `kill -9` between and during updates of a signed zone: every update
+/// answered NOERROR is served (and validates) after each restart, which
+/// carries the journal over to the zone signed from its file.
+#[test]
+fn signed_updates_answered_survive_kill_9() {
+    const ROUNDS: u32 = 6;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = "denial = \"nsec3\"";
+    let mut acknowledged: Vec<String> = Vec::new();
+    let mut next = 0;
+    for round in 0..ROUNDS {
+        let mut server = start(dir.path(), policy);
+        let addr = server.addr();
+        let text = axfr(addr);
+        for name in &acknowledged {
+            assert!(
+                text.contains(name.as_str()),
+                "round {round}: {name} lost\n{}",
+                server.log()
+            );
+        }
+        let zone = SignedZone::from_text(ZONE, &text);
+        verify_with_tools(&zone, true);
+        for _ in 0..3 {
+            let name = format!("k{next}.{ZONE}.");
+            if nsupdate(addr, &format!("update add {name} 60 TXT \"k\"")) == "NOERROR" {
+                acknowledged.push(name);
+            }
+            next += 1;
+        }
+        let name = format!("k{next}.{ZONE}.");
+        let command = format!("update add {name} 60 TXT \"k\"");
+        let in_flight = std::thread::spawn(move || nsupdate(addr, &command));
+        std::thread::sleep(std::time::Duration::from_millis(u64::from(round) * 7 % 30));
+        server.kill();
+        if in_flight.join().unwrap() == "NOERROR" {
+            acknowledged.push(name);
+        }
+        next += 1;
+    }
+    let server = start(dir.path(), policy);
+    let text = axfr(server.addr());
+    for name in &acknowledged {
+        assert!(
+            text.contains(name.as_str()),
+            "{name} lost\n{}",
+            server.log()
+        );
+    }
+    assert!(acknowledged.len() as u32 >= ROUNDS * 3, "{acknowledged:?}");
+    verify_with_tools(&SignedZone::from_text(ZONE, &text), true);
+}
