@@ -17,6 +17,7 @@ mod servers;
 mod stats;
 mod suite;
 mod sys;
+mod tls_floor;
 mod workloads;
 mod xdp_reflector;
 mod xfr;
@@ -125,6 +126,19 @@ enum Cmd {
     Reflector {
         #[arg(long, default_value = "127.0.0.1:5301")]
         listen: SocketAddr,
+        #[arg(long, default_value_t = 1)]
+        workers: usize,
+    },
+    /// Answer DNS over TLS with each query sent back with QR set (rustls,
+    /// Heron's TLS settings, no DNS work): the floor of the TLS path.
+    TlsFloor {
+        #[arg(long)]
+        listen: SocketAddr,
+        /// PEM certificate chain and key.
+        #[arg(long)]
+        cert: PathBuf,
+        #[arg(long)]
+        key: PathBuf,
         #[arg(long, default_value_t = 1)]
         workers: usize,
     },
@@ -244,6 +258,13 @@ fn main() -> ExitCode {
         Cmd::Reflector { listen, workers } => {
             reflector::run(listen, workers).map_err(|e| format!("reflector on {listen}: {e}"))
         }
+        Cmd::TlsFloor {
+            listen,
+            cert,
+            key,
+            workers,
+        } => tls_floor::run(listen, &cert, &key, workers)
+            .map_err(|e| format!("TLS floor on {listen}: {e}")),
         Cmd::XdpReflector { listen } => xdp_reflector::run(&listen.interface, listen.port)
             .map_err(|e| format!("XDP reflector on {}@{}: {e}", listen.interface, listen.port)),
         Cmd::Run(args) => (*args)

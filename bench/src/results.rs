@@ -350,6 +350,9 @@ pub struct CostCell {
     /// empty in results from before shapes, which were "four-sockets").
     #[serde(default)]
     pub shape: String,
+    /// DoT: queries per connection before a new one (0: no limit).
+    #[serde(default)]
+    pub queries_per_conn: usize,
     pub servers: Vec<CostServer>,
 }
 

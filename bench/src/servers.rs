@@ -32,6 +32,11 @@ pub enum Kind {
     Nsd,
     Knot,
     Bind,
+    /// The TCP path's floor: bench/tcp-cost/floor.c, an epoll echo that
+    /// sets QR (no DNS work); built with `cc` when started.
+    TcpFloor,
+    /// The TLS path's floor: `heron-bench tls-floor`, a rustls echo.
+    TlsFloor,
 }
 
 impl Kind {
@@ -50,6 +55,8 @@ impl Kind {
             Kind::Nsd => "NSD",
             Kind::Knot => "Knot",
             Kind::Bind => "BIND",
+            Kind::TcpFloor => "TCP floor",
+            Kind::TlsFloor => "TLS floor",
         }
     }
 
@@ -59,9 +66,19 @@ impl Kind {
             .find(|k| k.name().eq_ignore_ascii_case(s))
     }
 
-    /// Whether it is a DNS server (the reflector only echoes).
+    /// Whether it is a DNS server (the reflector and floors only echo).
     pub fn is_dns(self) -> bool {
-        self != Kind::Reflector
+        !matches!(self, Kind::Reflector | Kind::TcpFloor | Kind::TlsFloor)
+    }
+
+    /// Whether it only answers over TCP (or TLS): ready when it accepts.
+    fn stream_only(self) -> bool {
+        matches!(self, Kind::TcpFloor | Kind::TlsFloor)
+    }
+
+    /// Whether it serves DNS over TLS (Knot 3.2 does not).
+    pub fn serves_dot(self) -> bool {
+        matches!(self, Kind::Heron | Kind::Nsd | Kind::Bind | Kind::TlsFloor)
     }
 }
 
@@ -94,6 +111,48 @@ pub struct Launch {
     /// An address on a veth pair to answer on besides loopback, and
     /// whether UDP to it goes through AF_XDP (Heron and Knot only).
     pub pair: Option<PairListen>,
+    /// A DNS-over-TLS listener on 127.0.0.1 (its own port) with this
+    /// certificate, for the servers that serve DoT.
+    pub tls: Option<TlsFiles>,
+}
+
+/// A PEM certificate and its key, for the servers' TLS listeners.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl TlsFiles {
+    /// A self-signed ECDSA P-256 certificate for 127.0.0.1, made with
+    /// `openssl` in `dir` (kept if already there).
+    pub fn self_signed(dir: &Path) -> Result<TlsFiles, String> {
+        let files = TlsFiles {
+            cert: dir.join("cert.pem"),
+            key: dir.join("key.pem"),
+        };
+        if files.cert.exists() && files.key.exists() {
+            return Ok(files);
+        }
+        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let out = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+            .args(["ec_paramgen_curve:prime256v1", "-nodes", "-days", "30"])
+            .args(["-subj", "/CN=localhost", "-addext"])
+            .args(["subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout"])
+            .arg(&files.key)
+            .arg("-out")
+            .arg(&files.cert)
+            .output()
+            .map_err(|e| format!("cannot run openssl: {e}"))?;
+        match out.status.success() {
+            true => Ok(files),
+            false => Err(format!(
+                "openssl req failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )),
+        }
+    }
 }
 
 /// Where a server answers on a veth pair (the cost matrix's XDP table).
@@ -134,6 +193,8 @@ impl Sched {
 pub struct Server {
     pub kind: Kind,
     pub addr: SocketAddr,
+    /// Its DNS-over-TLS listener, when it was started with one.
+    pub tls_addr: Option<SocketAddr>,
     pub pid: u32,
     /// Spawn to first complete answer, seconds.
     pub startup_s: f64,
@@ -213,12 +274,13 @@ fn command_line(
     kind: Kind,
     bins: &Binaries,
     dir: &Path,
-    port: u16,
+    (port, tls_port): (u16, u16),
     zones: &[(String, PathBuf)],
     launch: &Launch,
 ) -> std::io::Result<Vec<String>> {
     let (workers, tcp_max) = (launch.workers, launch.tcp_clients_max);
     let d = q(dir);
+    let tls = launch.tls.as_ref().filter(|_| kind.serves_dot());
     Ok(match kind {
         Kind::Reflector => vec![
             q(&bins.bench),
@@ -240,6 +302,14 @@ fn command_line(
                  max-connections-per-client = {tcp_max}\n{xdp}",
                 launch.heron_server
             );
+            if let Some(t) = tls {
+                let _ = write!(
+                    c,
+                    "\n[tls]\nlisten = [\"127.0.0.1:{tls_port}\"]\ncertificate = \"{}\"\nkey = \"{}\"\n",
+                    q(&t.cert),
+                    q(&t.key)
+                );
+            }
             c.push_str(&heron_zones(zones, ""));
             let path = dir.join("heron.toml");
             fs::write(&path, c)?;
@@ -255,6 +325,17 @@ fn command_line(
                  \x20 minimal-responses: yes\n  rrl-ratelimit: 0\n  rrl-whitelist-ratelimit: 0\n\
                  remote-control:\n  control-enable: no\n"
             );
+            if let Some(t) = tls {
+                // NSD serves TLS on the interfaces given with the tls-port.
+                let server_end = c.find("remote-control:").unwrap_or(c.len());
+                let lines = format!(
+                    "  ip-address: 127.0.0.1@{tls_port}\n  tls-port: {tls_port}\n\
+                     \x20 tls-service-key: \"{}\"\n  tls-service-pem: \"{}\"\n",
+                    q(&t.key),
+                    q(&t.cert)
+                );
+                c.insert_str(server_end, &lines);
+            }
             for (origin, file) in zones {
                 let _ = write!(
                     c,
@@ -292,8 +373,19 @@ fn command_line(
             vec![KNOTD.into(), "-c".into(), q(&path)]
         }
         Kind::Bind => {
+            let (tls_block, tls_listen) = match tls {
+                Some(t) => (
+                    format!(
+                        "tls bench-tls {{ key-file \"{}\"; cert-file \"{}\"; }};\n",
+                        q(&t.key),
+                        q(&t.cert)
+                    ),
+                    format!("  listen-on port {tls_port} tls bench-tls {{ 127.0.0.1; }};\n"),
+                ),
+                None => Default::default(),
+            };
             let mut c = format!(
-                "options {{\n  directory \"{d}\";\n  pid-file \"{d}/named.pid\";\n\
+                "{tls_block}options {{\n{tls_listen}  directory \"{d}\";\n  pid-file \"{d}/named.pid\";\n\
                  \x20 session-keyfile \"{d}/session.key\";\n\
                  \x20 listen-on port {port} {{ 127.0.0.1; }};\n  listen-on-v6 {{ none; }};\n\
                  \x20 recursion no;\n  dnssec-validation no;\n  notify no;\n\
@@ -318,7 +410,44 @@ fn command_line(
                 q(&path),
             ]
         }
+        Kind::TcpFloor => vec![build_tcp_floor(dir)?, port.to_string()],
+        Kind::TlsFloor => {
+            let t = launch.tls.as_ref().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "TLS floor without TLS")
+            })?;
+            vec![
+                q(&bins.bench),
+                "tls-floor".into(),
+                "--listen".into(),
+                format!("127.0.0.1:{port}"),
+                "--cert".into(),
+                q(&t.cert),
+                "--key".into(),
+                q(&t.key),
+                "--workers".into(),
+                workers.to_string(),
+            ]
+        }
     })
+}
+
+/// The TCP floor's source (bench/tcp-cost/floor.c), built into `dir`.
+const TCP_FLOOR_C: &str = include_str!("../tcp-cost/floor.c");
+
+fn build_tcp_floor(dir: &Path) -> std::io::Result<String> {
+    let (src, bin) = (dir.join("floor.c"), dir.join("tcp-floor"));
+    fs::write(&src, TCP_FLOOR_C)?;
+    let out = Command::new("cc")
+        .arg("-O2")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .output()?;
+    if !out.status.success() {
+        let why = String::from_utf8_lossy(&out.stderr).to_string();
+        return Err(std::io::Error::other(format!("cc floor.c: {why}")));
+    }
+    Ok(q(&bin))
 }
 
 /// A `/bin/sh` line that moves itself into the cgroup, then execs
@@ -388,7 +517,9 @@ impl Server {
         let dir = work_dir.join(format!("{}-{port}", kind.name().to_lowercase()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let line = command_line(kind, bins, &dir, port, zones, launch)
+        let with_tls = launch.tls.is_some() && kind.serves_dot() && kind != Kind::TlsFloor;
+        let tls_port = if with_tls { free_port() } else { 0 };
+        let line = command_line(kind, bins, &dir, (port, tls_port), zones, launch)
             .map_err(|e| format!("{}: cannot write configuration: {e}", dir.display()))?;
         let log = dir.join("server.log");
         let out = File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
@@ -412,13 +543,22 @@ impl Server {
         let mut server = Server {
             kind,
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            tls_addr: match (kind, with_tls) {
+                (Kind::TlsFloor, _) => Some(SocketAddr::from((Ipv4Addr::LOCALHOST, port))),
+                (_, true) => Some(SocketAddr::from((Ipv4Addr::LOCALHOST, tls_port))),
+                _ => None,
+            },
             pid: child.id(),
             startup_s: 0.0,
             child: Some(child),
             log,
         };
         let deadline = started + launch.ready_timeout;
-        let ready = server.wait_ready(ready, deadline).and_then(|()| {
+        let accepting = match kind.stream_only() {
+            true => server.wait_accepting(server.addr, deadline),
+            false => server.wait_ready(ready, deadline),
+        };
+        let ready = accepting.and_then(|()| {
             let sample_ready = Instant::now();
             if kind.is_dns() && zones.len() > ready.len() {
                 server.wait_every_zone(zones, sample_ready, deadline)
@@ -426,6 +566,10 @@ impl Server {
                 Ok(sample_ready)
             }
         });
+        let ready = match (ready, server.tls_addr) {
+            (Ok(at), Some(tls)) => server.wait_accepting(tls, deadline).map(|()| at),
+            (r, _) => r,
+        };
         match ready {
             Ok(ready_at) => {
                 server.startup_s = ready_at.duration_since(started).as_secs_f64();
@@ -436,6 +580,24 @@ impl Server {
                 server.stop();
                 Err(format!("{} did not become ready: {e}\n{log}", kind.name()))
             }
+        }
+    }
+
+    /// Waits until `addr` accepts a TCP connection (bounded by `deadline`).
+    fn wait_accepting(&mut self, addr: SocketAddr, deadline: Instant) -> Result<(), String> {
+        loop {
+            if std::net::TcpStream::connect_timeout(&addr, READY_PROBE_WAIT).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() > deadline || crate::interrupt::interrupted() {
+                return Err(format!("{addr} accepts no connection"));
+            }
+            if let Some(c) = self.child.as_mut()
+                && let Ok(Some(status)) = c.try_wait()
+            {
+                return Err(format!("exited early ({status})"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -662,6 +824,8 @@ pub fn version(kind: Kind, bins: &Binaries) -> String {
         Kind::Nsd => (NSD.to_string(), "-v"),
         Kind::Knot => (KNOTD.to_string(), "-V"),
         Kind::Bind => (NAMED.to_string(), "-v"),
+        Kind::TcpFloor => return "bench/tcp-cost/floor.c".into(),
+        Kind::TlsFloor => (q(&bins.bench), "--version"),
     };
     Command::new(&prog)
         .arg(arg)
@@ -682,6 +846,8 @@ pub fn available(kind: Kind, bins: &Binaries) -> bool {
         Kind::Nsd => Path::new(NSD).exists(),
         Kind::Knot => Path::new(KNOTD).exists(),
         Kind::Bind => Path::new(NAMED).exists(),
+        Kind::TcpFloor => Path::new("/usr/bin/cc").exists(),
+        Kind::TlsFloor => bins.bench.exists(),
     }
 }
 
@@ -728,10 +894,11 @@ mod tests {
                 iface: "hx0".into(),
                 xdp,
             }),
+            tls: None,
         };
         let z = zones(&[("a.test.", "/z/a.test.zone")]);
         let read = |kind, xdp, file: &str| {
-            command_line(kind, &bins, &dir, 5300, &z, &launch(xdp)).unwrap();
+            command_line(kind, &bins, &dir, (5300, 0), &z, &launch(xdp)).unwrap();
             fs::read_to_string(dir.join(file)).unwrap()
         };
         let heron = read(Kind::Heron, true, "heron.toml");

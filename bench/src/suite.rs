@@ -142,6 +142,7 @@ fn prepare(args: &RunArgs) -> Result<(Ctx, Vec<Workload>, Vec<Kind>, Results), S
         tcp_clients_max: servers::TCP_CLIENTS_MAX,
         heron_server: String::new(),
         pair: None,
+        tls: None,
     };
     let cg_name = format!("heron-bench-{}", std::process::id());
     let cg = Cgroup::create(&flavor, &cg_name, args.period_us, realtime)
@@ -363,6 +364,9 @@ fn matrix_plan(args: &RunArgs) -> phases::cost_matrix::Plan {
         }
         if !wanted("xdp") {
             plan.xdp_rates.clear();
+        }
+        if !wanted("dot") {
+            plan.dot_shapes.clear();
         }
     }
     plan

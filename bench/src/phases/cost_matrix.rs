@@ -23,7 +23,7 @@ use crate::client_shape::ClientShape;
 use crate::dnsperf::{self, DnsperfOpts};
 use crate::interrupt::interrupted;
 use crate::results::{CostCell, CostMatrix, CostServer, CostTrial, MAX_LOSS_PCT};
-use crate::servers::{Kind, Launch, PairListen, Server};
+use crate::servers::{Kind, Launch, PairListen, Server, TlsFiles};
 use crate::sys;
 use crate::workloads::Workload;
 
@@ -67,7 +67,21 @@ pub struct Plan {
     pub xdp_rates: Vec<f64>,
     /// UDP client shapes, each a row of every UDP cell.
     pub shapes: Vec<ClientShape>,
+    /// DNS over TLS (dnsperf `-m dot`): (connections, in flight) on open
+    /// connections at each of `dot_rates`; empty: no DoT table.
+    pub dot_shapes: Vec<(usize, usize)>,
+    pub dot_rates: Vec<f64>,
+    /// The cost of a connection: (queries per connection, offered rate),
+    /// over [`DOT_CONN_COST_CONNECTIONS`] connections.
+    pub dot_conn_costs: Vec<(usize, f64)>,
 }
+
+/// Connections of the DoT connection-cost cells.
+pub const DOT_CONN_COST_CONNECTIONS: usize = 100;
+
+/// New connections per second in the DoT connection-cost cells: 2,000
+/// with a new connection every query or every 10 queries alike.
+const DOT_CONN_COSTS: [(usize, f64); 2] = [(1, 2e3), (10, 20e3)];
 
 impl Plan {
     pub fn new(quick: bool, workers: &[usize]) -> Plan {
@@ -91,6 +105,9 @@ impl Plan {
                 extra_herons: Vec::new(),
                 xdp_rates: vec![20e3, 50e3],
                 shapes: ClientShape::ALL.to_vec(),
+                dot_shapes: vec![(100, 1), (1_000, 1)],
+                dot_rates: vec![20e3],
+                dot_conn_costs: DOT_CONN_COSTS.to_vec(),
             }
         } else {
             Plan {
@@ -109,6 +126,12 @@ impl Plan {
                 extra_herons: Vec::new(),
                 xdp_rates: vec![20e3, 50e3, 80e3],
                 shapes: ClientShape::ALL.to_vec(),
+                dot_shapes: [100, 1_000, 10_000]
+                    .into_iter()
+                    .flat_map(|c| [(c, 1), (c, 10)])
+                    .collect(),
+                dot_rates: vec![20e3, 80e3],
+                dot_conn_costs: DOT_CONN_COSTS.to_vec(),
             }
         }
     }
@@ -169,6 +192,9 @@ struct Load<'a> {
     tcp: Option<(usize, usize)>,
     /// The UDP clients' shape.
     shape: ClientShape,
+    /// DNS over TLS to the server's TLS listener, with this many queries
+    /// per connection (0: no limit).
+    dot: Option<usize>,
     /// CPUs of dnsperf (None: unpinned).
     gen_cpus: Option<String>,
     /// The server's address on a veth pair and the namespace of its other
@@ -223,6 +249,16 @@ pub(crate) fn run(
             return m;
         }
         if let Some(w) = wl.iter().find(|w| w.id == "root")
+            && !plan.dot_shapes.is_empty()
+            && let Err(e) = dot_rows(ctx, w, kinds, plan, workers, &mut m, save)
+        {
+            ctx.say(&format!("  cost matrix dot: ERROR {e}"));
+            m.errors.push(format!("dot, {workers} worker(s): {e}"));
+        }
+        if interrupted() {
+            return m;
+        }
+        if let Some(w) = wl.iter().find(|w| w.id == "root")
             && !plan.xdp_rates.is_empty()
             && let Err(e) = xdp_rows(ctx, w, kinds, plan, workers, &mut m, save)
         {
@@ -247,6 +283,18 @@ fn start_all(
     workers: usize,
     tcp_max: usize,
 ) -> Result<Vec<Server>, String> {
+    start_all_tls(ctx, w, cols, workers, tcp_max, None)
+}
+
+/// [`start_all`], each with a DoT listener when `tls` is given.
+fn start_all_tls(
+    ctx: &Ctx,
+    w: &Workload,
+    cols: &[Column],
+    workers: usize,
+    tcp_max: usize,
+    tls: Option<&TlsFiles>,
+) -> Result<Vec<Server>, String> {
     let cpus = if workers == 1 {
         ctx.args.server_cpus.clone()
     } else {
@@ -259,6 +307,7 @@ fn start_all(
                 cpus: cpus.clone(),
                 tcp_clients_max: tcp_max,
                 heron_server: c.heron_server.into(),
+                tls: tls.cloned(),
                 ..ctx.launch.clone()
             };
             ctx.start_with(c.kind, w, c.heron.as_deref(), &launch)
@@ -313,6 +362,7 @@ fn udp_rows(
             queries: &w.queries,
             tcp: None,
             shape,
+            dot: None,
             gen_cpus: gen_cpus(ctx, workers),
             via: None,
         };
@@ -344,7 +394,8 @@ fn tcp_rows(
         "cost matrix: TCP, {workers} worker(s): starting every server"
     ));
     let set = QuerySet::load(&w.queries)?;
-    let cols = columns(kinds, false, &[]);
+    let mut cols = columns(kinds, false, &[]);
+    cols.push(floor(Kind::TcpFloor));
     let servers = start_all(ctx, w, &cols, workers, TCP_MAX)?;
     settle();
     let shapes = plan.tcp_shapes.iter().flat_map(|&shape| {
@@ -360,6 +411,7 @@ fn tcp_rows(
             queries: &w.queries,
             tcp: Some((connections, in_flight)),
             shape: ClientShape::FourSockets,
+            dot: None,
             gen_cpus: gen_cpus(ctx, workers),
             via: None,
         };
@@ -386,6 +438,86 @@ fn tcp_rows(
             m.errors.push(format!(
                 "tcp {connections} conns × {in_flight}, {}, {workers} worker(s): {e}",
                 generator.name()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A floor's column: the path with no DNS work.
+fn floor(kind: Kind) -> Column {
+    Column {
+        name: kind.name().into(),
+        kind,
+        heron_server: "",
+        heron: None,
+    }
+}
+
+/// DNS over TLS (dnsperf `-m dot`) to Heron, NSD and BIND (Knot 3.2 has
+/// no DoT) and the TLS floor, each with a DoT listener on a self-signed
+/// certificate made for the run: CPU per answered query on open
+/// connections, and with a new connection every 1 or 10 queries.
+fn dot_rows(
+    ctx: &mut Ctx,
+    w: &Workload,
+    kinds: &[Kind],
+    plan: &Plan,
+    workers: usize,
+    m: &mut CostMatrix,
+    save: &mut dyn FnMut(&CostMatrix),
+) -> Result<(), String> {
+    ctx.say(&format!(
+        "cost matrix: DNS over TLS, {workers} worker(s): starting every server"
+    ));
+    let tls = TlsFiles::self_signed(&ctx.work.join("tls"))?;
+    let set = QuerySet::load(&w.queries)?;
+    let dot_kinds: Vec<Kind> = kinds.iter().copied().filter(|k| k.serves_dot()).collect();
+    let mut cols = columns(&dot_kinds, false, &[]);
+    cols.push(floor(Kind::TlsFloor));
+    let servers = start_all_tls(ctx, w, &cols, workers, TCP_MAX, Some(&tls))?;
+    settle();
+    let open = plan
+        .dot_shapes
+        .iter()
+        .flat_map(|&shape| plan.dot_rates.iter().map(move |&rate| (shape, 0, rate)));
+    let per_conn = plan
+        .dot_conn_costs
+        .iter()
+        .map(|&(queries, rate)| ((DOT_CONN_COST_CONNECTIONS, 1), queries, rate));
+    for ((connections, in_flight), queries_per_conn, rate) in open.chain(per_conn) {
+        let load = Load {
+            generator: Generator::Dnsperf,
+            rate,
+            seconds: plan.trial_s.max(2.0),
+            set: &set,
+            queries: &w.queries,
+            tcp: Some((connections, in_flight)),
+            shape: ClientShape::FourSockets,
+            dot: Some(queries_per_conn),
+            gen_cpus: gen_cpus(ctx, workers),
+            via: None,
+        };
+        let cell = CostCell {
+            transport: "dot".into(),
+            workload: w.id.clone(),
+            generator: "dnsperf".into(),
+            rate,
+            connections,
+            in_flight,
+            workers,
+            queries_per_conn,
+            ..CostCell::default()
+        };
+        if let Err(e) = record_cell(ctx, (&servers, &cols), &load, plan.trials, cell, m, save) {
+            if interrupted() {
+                return Err(e);
+            }
+            ctx.say(&format!(
+                "  cost matrix dot {connections} × {in_flight}: ERROR {e}"
+            ));
+            m.errors.push(format!(
+                "dot {connections} conns × {in_flight}, {queries_per_conn} per conn: {e}"
             ));
         }
     }
@@ -508,6 +640,11 @@ fn dnsperf_opts(ctx: &Ctx, server: &Server, load: &Load) -> DnsperfOpts {
         o.clients = connections;
         o.outstanding = connections * in_flight;
     }
+    if let Some(queries_per_conn) = load.dot {
+        o.dot = true;
+        o.target = server.tls_addr.unwrap_or(server.addr);
+        o.queries_per_conn = queries_per_conn;
+    }
     o.cpus = load.gen_cpus.clone();
     if load.tcp.is_none() && load.via.is_none() {
         o.clients = load.shape.sockets();
@@ -575,6 +712,10 @@ fn idle_busy_share() -> f64 {
 fn say_cell(ctx: &Ctx, cell: &CostCell) {
     let shape = match cell.transport.as_str() {
         "tcp" => format!("{} conns × {}", cell.connections, cell.in_flight),
+        "dot" => format!(
+            "{} conns × {}, {} per conn",
+            cell.connections, cell.in_flight, cell.queries_per_conn
+        ),
         _ => format!("{} {}", cell.workload, cell.shape),
     };
     let costs: Vec<String> = cell
@@ -639,6 +780,7 @@ fn xdp_rows(
             queries: &w.queries,
             tcp: None,
             shape: ClientShape::FourSockets,
+            dot: None,
             gen_cpus: gen_cpus(ctx, workers),
             via: Some((IpAddr::V4(addr), net.namespace.clone())),
         };

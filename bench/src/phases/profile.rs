@@ -63,6 +63,7 @@ pub fn profile(
         ],
         tcp_clients_max: crate::servers::TCP_CLIENTS_MAX,
         pair: None,
+        tls: None,
         heron_server: String::new(),
     };
     let server = Server::start(kind, bins, &w.zones, &w.ready, &launch, None, &dir)?;

@@ -18,7 +18,7 @@ pub fn section(r: &Results) -> String {
     let Some(m) = &r.cost_matrix else {
         return String::new();
     };
-    let mut tables: Vec<String> = ["udp", "tcp"]
+    let mut tables: Vec<String> = ["udp", "tcp", "dot"]
         .into_iter()
         .filter(|t| m.cells.iter().any(|c| c.transport == *t))
         .map(|t| transport_table(m, t))
@@ -64,6 +64,10 @@ fn transport_table(m: &CostMatrix, transport: &str) -> String {
         // The default has every tuning knob off; this shows what turning
         // pacing on would do (above 1: pacing is cheaper).
         let vs_paced = per_round(c, |round| Some(us(c, HERON, round)? / us(c, PACED, round)?));
+        let vs_floor = per_round(c, |round| {
+            let floor = c.servers.iter().find(|s| is_floor(&s.name))?;
+            Some(us(c, HERON, round)? / us(c, &floor.name, round)?)
+        });
         let best = best_peer_name(c);
         let met = match vs_peer.n {
             0 => "–",
@@ -71,13 +75,14 @@ fn transport_table(m: &CostMatrix, transport: &str) -> String {
             _ => "no",
         };
         format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             shape(c),
             clients(c),
             c.generator,
             rate(c),
             ratio(&vs_peer),
             best,
+            ratio(&vs_floor),
             if transport == "udp" {
                 ratio(&vs_paced)
             } else {
@@ -86,12 +91,13 @@ fn transport_table(m: &CostMatrix, transport: &str) -> String {
             met
         )
     });
+    let title = match transport {
+        "dot" => "DNS over TLS (Knot 3.2 serves none: no Knot column)".to_string(),
+        t => t.to_uppercase(),
+    };
     fill(
         "cost_matrix_table",
-        &[
-            ("transport", transport.to_uppercase()),
-            ("rows", lines(rows)),
-        ],
+        &[("transport", title), ("rows", lines(rows))],
     )
 }
 
@@ -179,7 +185,12 @@ fn shape(c: &CostCell) -> String {
 /// Who loads the cell: the UDP client shape, the connections.
 fn clients(c: &CostCell) -> String {
     match c.transport.as_str() {
-        "tcp" | "dot" => format!("{} conns × {} in flight", c.connections, c.in_flight),
+        "tcp" => format!("{} conns × {} in flight", c.connections, c.in_flight),
+        "dot" if c.queries_per_conn > 0 => format!(
+            "{} conns, a new one every {} queries",
+            c.connections, c.queries_per_conn
+        ),
+        "dot" => format!("{} conns × {} in flight", c.connections, c.in_flight),
         "udp" if c.shape.is_empty() => "four-sockets".into(),
         "udp" => c.shape.clone(),
         _ => "–".into(),
@@ -207,11 +218,16 @@ fn us(c: &CostCell, name: &str, round: usize) -> Option<f64> {
     (t.answered > 0).then(|| t.server_us())
 }
 
-/// The cheapest peer (not Heron) in round `round`: (name, µs).
+/// A path's no-DNS-work floor (the TCP and TLS floors), not a peer.
+fn is_floor(name: &str) -> bool {
+    name.ends_with("floor")
+}
+
+/// The cheapest peer (not Heron, not a floor) in round `round`: (name, µs).
 fn best_peer_us(c: &CostCell, round: usize) -> Option<(&str, f64)> {
     c.servers
         .iter()
-        .filter(|s| !s.name.starts_with(HERON))
+        .filter(|s| !s.name.starts_with(HERON) && !is_floor(&s.name))
         .filter_map(|s| Some((s.name.as_str(), us(c, &s.name, round)?)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
 }
@@ -276,9 +292,11 @@ mod tests {
                 server(PACED, &[5.0, 4.0, 5.0]),
                 server("NSD", &[5.0, 8.0, 6.0]),
                 server("Knot", &[8.0, 5.0, 7.5]),
+                server("TCP floor", &[1.0, 1.0, 1.0]),
             ],
             ..CostCell::default()
         };
+        // The floor is no peer: it does no DNS work.
         let s = per_round(&c, |r| Some(us(&c, HERON, r)? / best_peer_us(&c, r)?.1));
         assert_eq!((s.n, s.min, s.median, s.max), (3, 0.8, 0.8, 1.0));
         assert_eq!(best_peer_name(&c), "NSD");

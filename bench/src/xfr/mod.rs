@@ -601,7 +601,7 @@ fn connect_failures(kind: Kind, log: &str) -> usize {
             "failed to connect: address not available",
             "failed to connect: address in use",
         ],
-        Kind::Reflector => &[],
+        Kind::Reflector | Kind::TcpFloor | Kind::TlsFloor => &[],
     };
     log.lines()
         .filter(|l| {

@@ -307,7 +307,11 @@ fn write_config(
             ];
             ("named.conf", bind_config(role, addr, zones, &d), argv)
         }
-        Kind::Reflector => return Err(io::Error::other("the reflector serves no zones")),
+        Kind::Reflector | Kind::TcpFloor | Kind::TlsFloor => {
+            return Err(io::Error::other(
+                "the reflector and the floors serve no zones",
+            ));
+        }
     };
     fs::write(dir.join(file), text)?;
     Ok(argv)
