@@ -329,6 +329,9 @@ pub struct CostMatrix {
     pub idle_busy_share: f64,
     pub cells: Vec<CostCell>,
     pub errors: Vec<String>,
+    /// Memory per idle DNS-over-TLS connection, per server.
+    #[serde(default)]
+    pub idle_tls: Vec<crate::phases::idle_tls::IdleTls>,
 }
 
 /// One load shape, every server measured in alternating trials.

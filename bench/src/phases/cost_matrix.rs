@@ -74,6 +74,8 @@ pub struct Plan {
     /// The cost of a connection: (queries per connection, offered rate),
     /// over [`DOT_CONN_COST_CONNECTIONS`] connections.
     pub dot_conn_costs: Vec<(usize, f64)>,
+    /// Idle TLS connections held to read memory per connection (0: none).
+    pub dot_idle: usize,
 }
 
 /// Connections of the DoT connection-cost cells.
@@ -108,6 +110,7 @@ impl Plan {
                 dot_shapes: vec![(100, 1), (1_000, 1)],
                 dot_rates: vec![20e3],
                 dot_conn_costs: DOT_CONN_COSTS.to_vec(),
+                dot_idle: if quick { 1_000 } else { 10_000 },
             }
         } else {
             Plan {
@@ -132,6 +135,7 @@ impl Plan {
                     .collect(),
                 dot_rates: vec![20e3, 80e3],
                 dot_conn_costs: DOT_CONN_COSTS.to_vec(),
+                dot_idle: if quick { 1_000 } else { 10_000 },
             }
         }
     }
@@ -521,7 +525,50 @@ fn dot_rows(
             ));
         }
     }
+    if plan.dot_idle > 0 {
+        idle_tls(ctx, w, &servers, plan.dot_idle, m, save);
+    }
     Ok(())
+}
+
+/// Memory per idle TLS connection of every DoT server (the floor too).
+fn idle_tls(
+    ctx: &Ctx,
+    w: &Workload,
+    servers: &[Server],
+    count: usize,
+    m: &mut CostMatrix,
+    save: &mut dyn FnMut(&CostMatrix),
+) {
+    let origin = w.ready.first().map_or(".", String::as_str);
+    let Ok(name) = heron_proto::Name::parse(origin) else {
+        return;
+    };
+    let opts = heron_testkit::QueryOpts {
+        id: 0x5151,
+        ..heron_testkit::QueryOpts::default()
+    };
+    let query = heron_testkit::build_query(&name, heron_proto::RType::SOA, &opts);
+    for server in servers {
+        match super::idle_tls::measure(server, count, &query) {
+            Ok(r) => {
+                ctx.say(&format!(
+                    "  dot idle: {} held {} of {} ({} still open), {:.0} bytes per connection",
+                    r.server,
+                    r.opened,
+                    r.asked,
+                    r.still_open,
+                    r.bytes_per_connection()
+                ));
+                m.idle_tls.push(r);
+            }
+            Err(e) => m
+                .errors
+                .push(format!("dot idle {}: {e}", server.kind.name())),
+        }
+        save(m);
+        settle();
+    }
 }
 
 /// Measures `cell` in every server, adds it to `m` and saves.

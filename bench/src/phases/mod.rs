@@ -7,6 +7,7 @@ pub mod change;
 pub mod cost_matrix;
 pub mod env;
 pub mod idle_tcp;
+pub mod idle_tls;
 pub mod overload;
 pub mod paired;
 pub mod profile;

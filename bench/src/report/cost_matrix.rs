@@ -23,6 +23,9 @@ pub fn section(r: &Results) -> String {
         .filter(|t| m.cells.iter().any(|c| c.transport == *t))
         .map(|t| transport_table(m, t))
         .collect();
+    if !m.idle_tls.is_empty() {
+        tables.push(idle_tls_table(m));
+    }
     if m.cells.iter().any(|c| c.transport == "xdp") {
         tables.push(xdp_table(m));
     }
@@ -138,6 +141,31 @@ fn xdp_table(m: &CostMatrix) -> String {
             ("vs_sockets", format!("{XDP_TARGET_VS_SOCKETS}")),
             ("rows", lines(rows)),
         ],
+    )
+}
+
+/// Memory per idle TLS connection, per server.
+fn idle_tls_table(m: &CostMatrix) -> String {
+    let rows = m.idle_tls.iter().map(|r| {
+        format!(
+            "| {} | {} | {} | {} | {} | {} | {:.0} |",
+            r.server,
+            r.asked,
+            r.opened,
+            r.still_open,
+            r.rss_before_kib,
+            r.rss_with_kib,
+            r.bytes_per_connection()
+        )
+    });
+    format!(
+        "### Idle DNS-over-TLS connections\n\nEach connection finished a TLS \
+         handshake and had one question answered, then stayed open and silent; \
+         server RSS before and with them held (KiB), the growth per connection \
+         held (bytes). \"Still open\": not closed by the server when the memory \
+         was read.\n\n| server | asked | opened | still open | RSS before | RSS with | \
+         bytes per connection |\n|---|---|---|---|---|---|---|\n{}\n\n",
+        lines(rows)
     )
 }
 
