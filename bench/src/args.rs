@@ -109,6 +109,10 @@ pub struct RunArgs {
     /// default all).
     #[arg(long, value_delimiter = ',')]
     pub matrix_tables: Vec<String>,
+    /// Idle DNS-over-TLS connections held per server for memory per
+    /// connection (default 1,000 with --quick, else 10,000; 0: none).
+    #[arg(long)]
+    pub matrix_dot_idle: Option<usize>,
     /// Only run the overload phase (every DNS server offered three times
     /// its capacity under the quota, UDP and TCP) and write its report;
     /// with --quick, 5 s and 1,000 connections instead of 30 s and 10,000.

@@ -354,6 +354,9 @@ fn matrix_plan(args: &RunArgs) -> phases::cost_matrix::Plan {
             .filter_map(|s| ClientShape::parse(s))
             .collect();
     }
+    if let Some(idle) = args.matrix_dot_idle {
+        plan.dot_idle = idle;
+    }
     if !args.matrix_tables.is_empty() {
         let wanted = |t: &str| args.matrix_tables.iter().any(|x| x == t);
         if !wanted("udp") {
