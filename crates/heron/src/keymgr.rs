@@ -5,14 +5,15 @@
 //!
 //! The commands edit the state file while the server is stopped, or for a
 //! zone it does not sign; the server re-reads it when it next takes up the
-//! zone. Generating and importing keys belong with the key files of the
-//! signer (see `docs/architecture.md`).
+//! zone. `import` brings a zone's keys from BIND or Knot ([`import`]).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use heron_dnssec::rollover::state_file::{ZoneKeys, file_name};
 use heron_dnssec::rollover::{Event, Key, Rollover, UnixTime};
+
+pub mod import;
 
 #[derive(clap::Args, Debug)]
 pub struct KeymgrArgs {
@@ -38,11 +39,43 @@ pub enum KeymgrCommand {
     /// The parent now publishes the DS records the CDS/CDNSKEY records
     /// ask for (for parents that cannot be queried).
     DsSeen,
+    /// Import the zone's keys from BIND or Knot, so the zone moves to Heron
+    /// with them (the DS at the parent stays valid, no rollover): each key
+    /// becomes a Heron key file (mode 0600) and an entry of the state file
+    /// with its role and states. Prints what it imported, never a private key.
+    Import {
+        /// The signer the keys come from.
+        #[arg(long, value_enum)]
+        from: import::KeySource,
+        /// BIND: the directory of K<zone>+<alg>+<tag>.key/.private (and
+        /// .state) files; Knot: its KASP database directory.
+        dir: PathBuf,
+        /// Knot: a file with what `keymgr -D KASPDIR ZONE list -j` prints,
+        /// for when Knot's keymgr is not installed here.
+        #[arg(long, value_name = "FILE")]
+        knot_list: Option<PathBuf>,
+    },
 }
 
 pub fn run(args: KeymgrArgs) -> ExitCode {
     let path = args.key_dir.join(file_name(&args.zone));
-    match execute(&path, &args.command, heron_proto::time::unix_now()) {
+    let now = heron_proto::time::unix_now();
+    let result = match &args.command {
+        KeymgrCommand::Import {
+            from,
+            dir,
+            knot_list,
+        } => import::import(
+            &args.key_dir,
+            &args.zone,
+            *from,
+            dir,
+            knot_list.as_deref(),
+            now,
+        ),
+        command => execute(&path, command, now),
+    };
+    match result {
         Ok(output) => {
             print!("{output}");
             ExitCode::SUCCESS
@@ -63,7 +96,10 @@ pub fn execute(path: &Path, command: &KeymgrCommand, now: UnixTime) -> Result<St
     let event = match command {
         KeymgrCommand::Roll { key } => Event::Roll(find(&state.keys, key)?.id.clone()),
         KeymgrCommand::Delete { key } => Event::Forget(find(&state.keys, key)?.id.clone()),
-        _ => Event::DsSeen,
+        KeymgrCommand::DsSeen => Event::DsSeen,
+        KeymgrCommand::List | KeymgrCommand::Import { .. } => {
+            return Err("import is run by `run`, with the key directory".into());
+        }
     };
     let policy = state.policy.clone().unwrap_or_else(placeholder_policy);
     let mut machine = Rollover::new(policy, state.keys.clone());

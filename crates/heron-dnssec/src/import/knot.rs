@@ -158,24 +158,29 @@ pub fn read_kasp(
 ) -> Result<Vec<(KnotKeyMeta, ImportedKey)>, ImportError> {
     let mut keys = Vec::new();
     for meta in parse_list(list_json)? {
-        if meta.id.contains(['/', '.']) || meta.id.is_empty() {
-            return error(format!("`{}` is not a key id", meta.id));
-        }
-        let path = kasp_dir.join("keys").join(format!("{}.pem", meta.id));
-        let failed = |e: std::io::Error| ImportError(format!("{}: {e}", path.display()));
-        let size = std::fs::metadata(&path).map_err(failed)?.len();
-        if size > super::bind::MAX_FILE_SIZE {
-            return error(format!("{}: too large for a key file", path.display()));
-        }
-        let text = std::fs::read_to_string(&path).map_err(failed)?;
-        let key = import(&text, &meta).map_err(|e| {
-            ImportError(format!(
-                "{} (algorithm {}): {e}",
-                path.display(),
-                meta.algorithm
-            ))
-        })?;
+        let key = read_key(kasp_dir, &meta)?;
         keys.push((meta, key));
     }
     Ok(keys)
+}
+
+/// The key `meta` names, read from `kasp_dir/keys/ID.pem`.
+pub fn read_key(kasp_dir: &Path, meta: &KnotKeyMeta) -> Result<ImportedKey, ImportError> {
+    if meta.id.contains(['/', '.']) || meta.id.is_empty() {
+        return error(format!("`{}` is not a key id", meta.id));
+    }
+    let path = kasp_dir.join("keys").join(format!("{}.pem", meta.id));
+    let failed = |e: std::io::Error| ImportError(format!("{}: {e}", path.display()));
+    let size = std::fs::metadata(&path).map_err(failed)?.len();
+    if size > super::bind::MAX_FILE_SIZE {
+        return error(format!("{}: too large for a key file", path.display()));
+    }
+    let text = std::fs::read_to_string(&path).map_err(failed)?;
+    import(&text, meta).map_err(|e| {
+        ImportError(format!(
+            "{} (algorithm {}): {e}",
+            path.display(),
+            meta.algorithm
+        ))
+    })
 }

@@ -1,0 +1,455 @@
+//! `heron keymgr -d KEYDIR ZONE import --from bind|knot DIR`: a zone signed
+//! by BIND or Knot moves to Heron with its keys, so the DS at the parent
+//! stays valid and no rollover is needed.
+//!
+//! Each key is written as a Heron key file (the same file the server
+//! makes, mode 0600) and recorded in the zone's state file with its role
+//! and RFC 7583 states: BIND's `.state` file gives them; otherwise the
+//! timing metadata does (a key published and active before now, and not
+//! retired, is taken as in place). Every key is checked before anything is
+//! written, so a refused key leaves the key directory as it was.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use heron_dnssec::dnskey::{self, FLAG_SEP};
+use heron_dnssec::import::bind_state::{self, BindState};
+use heron_dnssec::import::{ImportedKey, bind, knot};
+use heron_dnssec::keys::{Algorithm, KeyFile, KeyRole, SigningKey};
+use heron_dnssec::rollover::state_file::{ZoneKeys, file_name};
+use heron_dnssec::rollover::{self, Goal, Role, State, UnixTime};
+
+/// The most keys one zone may bring: far above any rollover's few, and a
+/// bound on what a crowded or hostile directory makes us read.
+pub const MAX_KEYS: usize = 32;
+
+/// The largest keymgr JSON list or `.state` file read.
+const MAX_TEXT: u64 = 1 << 20;
+
+/// Suffix of Heron's key files (as `plan::signing` writes them).
+const KEY_SUFFIX: &str = ".heron-key";
+
+/// Which signer the keys come from.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeySource {
+    /// BIND: a directory of `K<zone>+<alg>+<tag>.key`/`.private` (and `.state`) files.
+    Bind,
+    /// Knot: the KASP database directory (with `keys/*.pem`).
+    Knot,
+}
+
+/// One key of the old signer, checked, before anything is written.
+struct Found {
+    key: ImportedKey,
+    role: Role,
+    /// BIND's own states for the key (dnssec-policy), if it kept them.
+    state: Option<BindState>,
+    /// Where it came from, for messages.
+    source: String,
+}
+
+/// Imports the keys of `zone` from `dir` into `key_dir`; what to print.
+pub fn import(
+    key_dir: &Path,
+    zone: &str,
+    from: KeySource,
+    dir: &Path,
+    knot_list: Option<&Path>,
+    now: UnixTime,
+) -> Result<String, String> {
+    let zone = zone_name(zone)?;
+    let found = match from {
+        KeySource::Bind => bind_keys(dir, &zone)?,
+        KeySource::Knot => knot_keys(dir, &zone, knot_list)?,
+    };
+    write_keys(key_dir, &zone, found, now)
+}
+
+/// The zone in the form Heron's key files hold: lower case, final dot.
+fn zone_name(zone: &str) -> Result<String, String> {
+    let name = heron_proto::Name::parse(zone).map_err(|e| format!("zone '{zone}': {e}"))?;
+    Ok(name.to_string().to_ascii_lowercase())
+}
+
+fn same_zone(a: &str, b: &str) -> bool {
+    a.trim_end_matches('.')
+        .eq_ignore_ascii_case(b.trim_end_matches('.'))
+}
+
+fn read_bounded(path: &Path) -> Result<String, String> {
+    let failed = |e: std::io::Error| format!("{}: {e}", path.display());
+    let size = fs::metadata(path).map_err(failed)?.len();
+    if size > MAX_TEXT {
+        return Err(format!("{}: {size} bytes, too large", path.display()));
+    }
+    fs::read_to_string(path).map_err(failed)
+}
+
+/// The `K<zone>+<alg>+<tag>` stems in `dir` of the zone's keys (others'
+/// are left alone), sorted.
+fn bind_stems(dir: &Path, zone: &str) -> Result<Vec<PathBuf>, String> {
+    let entries = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut stems = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".key") else {
+            continue;
+        };
+        let file_zone = bind::name_parts(stem).map(|(z, _, _)| z);
+        if file_zone.is_some_and(|z| same_zone(z, zone) || (z == "." && zone == ".")) {
+            stems.push(dir.join(stem));
+            if stems.len() > MAX_KEYS {
+                return Err(format!(
+                    "{}: more than {MAX_KEYS} keys of {zone}; move the old ones away",
+                    dir.display()
+                ));
+            }
+        }
+    }
+    stems.sort();
+    Ok(stems)
+}
+
+fn bind_keys(dir: &Path, zone: &str) -> Result<Vec<Found>, String> {
+    let stems = bind_stems(dir, zone)?;
+    if stems.is_empty() {
+        let bare = zone.trim_end_matches('.');
+        return Err(format!(
+            "{}: no key of {zone} (no K{bare}+ALG+TAG.key file)",
+            dir.display()
+        ));
+    }
+    let mut found = Vec::with_capacity(stems.len());
+    for stem in stems {
+        let shown = stem.display().to_string();
+        let key = bind::read(&stem).map_err(|e| e.to_string())?;
+        if !same_zone(&key.zone, zone) {
+            return Err(format!(
+                "{shown}: the key is of zone {}, not {zone}",
+                key.zone
+            ));
+        }
+        let state_path = PathBuf::from(format!("{shown}.state"));
+        let state = match state_path.exists() {
+            true => Some(
+                bind_state::parse(&read_bounded(&state_path)?)
+                    .map_err(|e| format!("{}: {e}", state_path.display()))?,
+            ),
+            false => None,
+        };
+        let role = state.as_ref().map_or(Role::Zsk, |s| s.role);
+        found.push(Found {
+            key: key.key,
+            role,
+            state,
+            source: shown,
+        });
+    }
+    guess_roles(&mut found);
+    Ok(found)
+}
+
+/// Keys without a `.state` file have only their flags: SEP keys are KSKs
+/// when the zone has a key without SEP, otherwise CSKs.
+fn guess_roles(found: &mut [Found]) {
+    let has_zsk = found.iter().any(|f| f.key.flags & FLAG_SEP == 0);
+    for f in found.iter_mut().filter(|f| f.state.is_none()) {
+        f.role = f.key.role(!has_zsk);
+    }
+}
+
+fn knot_keys(kasp: &Path, zone: &str, list_file: Option<&Path>) -> Result<Vec<Found>, String> {
+    let json = match list_file {
+        Some(file) => read_bounded(file)?,
+        None => run_keymgr(kasp, zone)?,
+    };
+    let metas = knot::parse_list(&json).map_err(|e| e.to_string())?;
+    if metas.is_empty() {
+        return Err(format!(
+            "{}: Knot's KASP database has no key of {zone}",
+            kasp.display()
+        ));
+    }
+    if metas.len() > MAX_KEYS {
+        return Err(format!("more than {MAX_KEYS} keys of {zone} in the list"));
+    }
+    let mut found = Vec::with_capacity(metas.len());
+    for meta in metas {
+        if !same_zone(&meta.zone, zone) {
+            return Err(format!(
+                "key {} is of zone {}, not {zone}",
+                meta.id, meta.zone
+            ));
+        }
+        let key = knot::read_key(kasp, &meta).map_err(|e| e.to_string())?;
+        let role = match (meta.ksk, meta.zsk) {
+            (true, true) => Role::Csk,
+            (true, false) => Role::Ksk,
+            _ => Role::Zsk,
+        };
+        found.push(Found {
+            key,
+            role,
+            state: None,
+            source: format!("Knot key {}", meta.id),
+        });
+    }
+    Ok(found)
+}
+
+/// Knot keeps the keys' metadata in LMDB: its own keymgr prints it.
+fn run_keymgr(kasp: &Path, zone: &str) -> Result<String, String> {
+    let output = std::process::Command::new("keymgr")
+        .arg("-j")
+        .arg("-D")
+        .arg(kasp)
+        .arg(zone)
+        .arg("list")
+        .output()
+        .map_err(|e| {
+            format!(
+                "cannot run Knot's keymgr ({e}): where Knot is installed, run \
+                 `keymgr -D {} {zone} list -j > keys.json` and give --knot-list keys.json",
+                kasp.display()
+            )
+        })?;
+    if !output.status.success() {
+        return Err(format!(
+            "keymgr -D {} {zone} list -j failed: {}",
+            kasp.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    String::from_utf8(output.stdout).map_err(|_| "keymgr printed text that is not UTF-8".into())
+}
+
+/// A key ready to be written: its Heron file and its state entry.
+struct Planned {
+    file_name: String,
+    file: KeyFile,
+    entry: rollover::Key,
+    write_file: bool,
+}
+
+fn key_role(role: Role) -> KeyRole {
+    match role {
+        Role::Ksk => KeyRole::Ksk,
+        Role::Zsk => KeyRole::Zsk,
+        Role::Csk => KeyRole::Csk,
+    }
+}
+
+/// Checks one key and makes its Heron file; `None` when the state file
+/// already has it (same tag and algorithm).
+fn plan(
+    found: &Found,
+    zone: &str,
+    key_dir: &Path,
+    state: &ZoneKeys,
+    now: UnixTime,
+) -> Result<Option<Planned>, String> {
+    let source = &found.source;
+    let algorithm = Algorithm::from_number(found.key.algorithm).ok_or_else(|| {
+        format!(
+            "{source}: algorithm {} is not one Heron signs with (8, 13, 15)",
+            found.key.algorithm
+        )
+    })?;
+    let role = key_role(found.role);
+    if found.key.flags != role.flags() {
+        return Err(format!(
+            "{source}: DNSKEY flags {} (Heron signs with keys of flags {} for a {}; a revoked key \
+             or one without the zone flag cannot be imported)",
+            found.key.flags,
+            role.flags(),
+            role.name().to_uppercase()
+        ));
+    }
+    let tag = found.key.tag();
+    if (state.keys.iter()).any(|k| k.tag == tag && k.algorithm == algorithm.number()) {
+        return Ok(None);
+    }
+    let file = KeyFile {
+        zone: zone.to_string(),
+        role,
+        algorithm,
+        created: found.key.times.created.unwrap_or(now).min(now),
+        pkcs8: found.key.pkcs8.clone(),
+    };
+    let signing = file.signing_key().map_err(|e| format!("{source}: {e}"))?;
+    check_same_key(&signing, &found.key, source)?;
+    let file_name = file.file_name(&signing);
+    let write_file = !existing_file_holds(&key_dir.join(&file_name), &found.key, source)?;
+    let id = file_name.trim_end_matches(KEY_SUFFIX).to_string();
+    Ok(Some(Planned {
+        file_name,
+        file,
+        entry: entry_of(found, id, now),
+        write_file,
+    }))
+}
+
+/// The key's state entry, from BIND's states or from its times.
+fn entry_of(found: &Found, id: String, now: UnixTime) -> rollover::Key {
+    match &found.state {
+        Some(bind) => bind.to_rollover_key(&found.key, id, now),
+        None => found.key.to_rollover_key(id, found.role, now),
+    }
+}
+
+/// The key as Heron will publish it is the key the old signer published.
+fn check_same_key(signing: &SigningKey, key: &ImportedKey, source: &str) -> Result<(), String> {
+    let ours = signing.dnskey_rdata(key.flags);
+    if ours != key.dnskey_rdata() {
+        return Err(format!(
+            "{source}: Heron would publish this key as tag {}, not {}",
+            dnskey::key_tag(&ours),
+            key.tag()
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a key file of that name is already there with this very key
+/// (an import run twice); a different key under the name is an error.
+fn existing_file_holds(path: &Path, key: &ImportedKey, source: &str) -> Result<bool, String> {
+    if !path.exists() {
+        return Ok(false);
+    }
+    let text = read_bounded(path)?;
+    let file = KeyFile::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let same = file
+        .signing_key()
+        .is_ok_and(|k| k.dnskey_rdata(key.flags) == key.dnskey_rdata());
+    match same {
+        true => Ok(true),
+        false => Err(format!(
+            "{source}: {} exists and holds another key",
+            path.display()
+        )),
+    }
+}
+
+fn write_keys(
+    key_dir: &Path,
+    zone: &str,
+    mut found: Vec<Found>,
+    now: UnixTime,
+) -> Result<String, String> {
+    ensure_private_directory(key_dir)?;
+    let state_path = key_dir.join(file_name(zone));
+    let mut state = match state_path.exists() {
+        true => ZoneKeys::load(&state_path).map_err(|e| e.to_string())?,
+        false => ZoneKeys::new(zone, Vec::new()),
+    };
+    found.sort_by_key(|f| f.key.times.created.unwrap_or(now));
+    let mut out = String::new();
+    let mut planned = Vec::new();
+    for f in &found {
+        match plan(f, zone, key_dir, &state, now)? {
+            Some(p) => planned.push((f, p)),
+            None => out.push_str(&format!(
+                "{} {} (algorithm {}): already there, left as it is\n",
+                key_role(f.role).name(),
+                f.key.tag(),
+                f.key.algorithm
+            )),
+        }
+    }
+    for (f, p) in planned {
+        let path = key_dir.join(&p.file_name);
+        if p.write_file {
+            write_private(&path, &p.file.to_text())?;
+        }
+        out.push_str(&format!(
+            "{} {} (algorithm {}): {}; from {} to {}\n",
+            key_role(f.role).name(),
+            f.key.tag(),
+            f.key.algorithm,
+            describe(&p.entry),
+            f.source,
+            path.display()
+        ));
+        state.keys.push(p.entry);
+    }
+    state.save(&state_path).map_err(|e| e.to_string())?;
+    out.push_str(&advice(&found, now));
+    Ok(out)
+}
+
+/// Where the key stands, in words.
+fn describe(key: &rollover::Key) -> String {
+    if key.goal == Goal::Hidden {
+        return "retired (Heron will not sign with it)".into();
+    }
+    if key.is_active() {
+        return "active: published, signing, in use at the parent".into();
+    }
+    let state = |s: State| format!("{s:?}").to_lowercase();
+    format!(
+        "not yet in place (dnskey={} rrsig={} ds={})",
+        state(key.dnskey.state),
+        state(key.zone_rrsig.state),
+        state(key.ds.state)
+    )
+}
+
+/// The policy the keys need, and a warning when a rollover was under way.
+fn advice(found: &[Found], now: UnixTime) -> String {
+    let in_use: Vec<&Found> = found
+        .iter()
+        .filter(|f| entry_of(f, String::new(), now).goal != Goal::Hidden)
+        .collect();
+    let Some(first) = in_use.first() else {
+        return "note: every key imported is retired; Heron will make new ones\n".into();
+    };
+    let keys = match in_use.iter().any(|f| f.role == Role::Csk) {
+        true => "csk",
+        false => "ksk-zsk",
+    };
+    let algorithm = Algorithm::from_number(first.key.algorithm)
+        .map_or("?".into(), |a| a.to_string().to_lowercase());
+    let mut out = format!(
+        "sign the zone with a [[dnssec-policy]] of algorithm = \"{algorithm}\" and keys = \"{keys}\"\n"
+    );
+    let roles = in_use.iter().map(|f| f.role);
+    let mut seen = Vec::new();
+    for role in roles {
+        if seen.contains(&role) {
+            out.push_str(&format!(
+                "warning: more than one {} is in use (a rollover was under way): Heron signs with \
+                 the newest active one and publishes only it; finish the rollover first\n",
+                key_role(role).name()
+            ));
+        }
+        seen.push(role);
+    }
+    out
+}
+
+/// The key directory, made owner-only if new.
+fn ensure_private_directory(dir: &Path) -> Result<(), String> {
+    if dir.exists() {
+        return Ok(());
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot make {}: {e}", dir.display()))
+}
+
+/// A new owner-only (0600) file, never over another.
+fn write_private(path: &Path, text: &str) -> Result<(), String> {
+    let mut out = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.sync_all())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
