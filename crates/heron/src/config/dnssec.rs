@@ -137,7 +137,13 @@ impl PolicyEntry {
                 p.parent_servers.len()
             ));
         }
-        errors.extend(p.problems());
+        // RSA/SHA-256 is signed only with imported keys: whether the zone
+        // has them is checked per zone ([`check_imported_keys`]).
+        let generated = Policy {
+            algorithm: Algorithm::EcdsaP256Sha256,
+            ..p.clone()
+        };
+        errors.extend(generated.problems());
         if errors.is_empty() {
             Ok(p)
         } else {
@@ -295,6 +301,47 @@ pub fn zone_signing(
     })))
 }
 
+/// A policy of an algorithm Heron does not generate (RSA/SHA-256) needs
+/// the zone's keys imported into its key directory (`heron keymgr ZONE
+/// import`): without one, the zone could not be signed.
+pub fn check_imported_keys(
+    origin: &heron_proto::Name,
+    signing: Option<&Signing>,
+) -> Result<(), String> {
+    let Some(signing) = signing else {
+        return Ok(());
+    };
+    let algorithm = signing.policy.algorithm;
+    if algorithm.can_generate() {
+        return Ok(());
+    }
+    let zone = origin.to_string().to_ascii_lowercase();
+    let bare = zone.trim_end_matches('.');
+    let prefix = format!(
+        "K{}+{:03}+",
+        if bare.is_empty() { "." } else { bare },
+        algorithm.number()
+    );
+    let dir = &signing.key_directory;
+    let has_key = std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(&prefix) && name.ends_with(".heron-key")
+        })
+    });
+    match has_key {
+        true => Ok(()),
+        false => Err(format!(
+            "dnssec-policy '{}' signs with {algorithm}, which Heron does not generate: \
+             {} holds no imported {algorithm} key of {zone} (import them first: \
+             heron keymgr -d {} {zone} import --from bind|knot DIR)",
+            signing.policy.name,
+            dir.display(),
+            dir.display()
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -384,7 +431,6 @@ mod tests {
     fn bad_policies_say_what_is_wrong() {
         for (text, needle) in [
             ("algorithm = \"rsasha1\"", "algorithm 'rsasha1'"),
-            ("algorithm = \"rsasha256\"", "needs keys imported"),
             ("keys = \"two\"", "keys 'two'"),
             (
                 "signature-validity = \"14x\"",
@@ -431,6 +477,30 @@ mod tests {
         let twice = [entry("name = \"p\""), entry("name = \"p\"")];
         assert!(policies(&twice).unwrap_err()[0].contains("defined twice"));
         assert!(toml::from_str::<PolicyEntry>("name = \"p\"\nbogus = 1").is_err());
+    }
+
+    #[test]
+    fn rsasha256_is_accepted_when_the_zone_has_imported_rsa_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let rsa = entry("name = \"rsa\"\nalgorithm = \"rsasha256\"");
+        let policies = policies(&[rsa]).unwrap();
+        let signing = zone_signing(Some("rsa"), Some(dir.path()), &policies, Path::new("/"))
+            .unwrap()
+            .unwrap();
+        let origin = heron_proto::Name::parse("Old.Test").unwrap();
+        let refused = check_imported_keys(&origin, Some(&signing)).unwrap_err();
+        assert!(
+            refused.contains("holds no imported RSASHA256 key of old.test."),
+            "{refused}"
+        );
+        assert!(refused.contains("heron keymgr -d"), "{refused}");
+        // An ECDSA key of the zone, or an RSA key of another, is not enough.
+        std::fs::write(dir.path().join("Kold.test+013+00001.ksk.heron-key"), "").unwrap();
+        std::fs::write(dir.path().join("Kother.test+008+00002.ksk.heron-key"), "").unwrap();
+        assert!(check_imported_keys(&origin, Some(&signing)).is_err());
+        std::fs::write(dir.path().join("Kold.test+008+00003.ksk.heron-key"), "").unwrap();
+        assert_eq!(check_imported_keys(&origin, Some(&signing)), Ok(()));
+        assert_eq!(check_imported_keys(&origin, None), Ok(()));
     }
 
     #[test]

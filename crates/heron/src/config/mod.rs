@@ -947,6 +947,7 @@ fn zone_entry(
     let policy = entry.dnssec_policy.as_deref();
     let dir = entry.key_directory.as_deref();
     spec.signing = dnssec::zone_signing(policy, dir, policies_by_name, base)?;
+    dnssec::check_imported_keys(&spec.origin, spec.signing.as_deref())?;
     if spec.signing.is_some() && !entry.primaries.is_empty() {
         return Err("dnssec-policy is for primary zones (not with primaries)".into());
     }
