@@ -125,8 +125,13 @@ impl ImportedKey {
 
 /// The DNSKEY-form public key of a PKCS#8 private key, which ring must load.
 pub fn public_key_of(algorithm: u8, pkcs8: &[u8]) -> Result<Vec<u8>, ImportError> {
-    let refused =
-        |e: ring::error::KeyRejected| ImportError(format!("the private key is refused: {e}"));
+    let refused = |e: ring::error::KeyRejected| match e.to_string().as_str() {
+        // ring checks the public key a PKCS#8 carries against the private one.
+        "InconsistentComponents" => {
+            ImportError("the private key does not match the public key".into())
+        }
+        _ => ImportError(format!("the private key is refused: {e}")),
+    };
     match algorithm {
         ECDSAP256SHA256 => {
             let rng = ring::rand::SystemRandom::new();

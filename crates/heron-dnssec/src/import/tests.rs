@@ -203,7 +203,7 @@ fn malformed_bind_files_give_clear_errors() {
     let bad_time = format!("{good_seed}Created: 20261399000000\n");
     assert!(bind_error(KEY, &private(&bad_time)).contains("Created"));
     let other_seed = "PrivateKey: 1wmP81IgLnY0PPY2tJKfjBlBpQxuclohs/R6rgoEY3c=\n";
-    assert!(bind_error(KEY, &private(other_seed)).contains("refused"));
+    assert!(bind_error(KEY, &private(other_seed)).contains("does not match the public key"));
     let alg13 = private(good_seed).replace("Algorithm: 15", "Algorithm: 13");
     assert!(bind_error(KEY, &alg13).contains("different algorithms"));
     // The untouched pair imports; the key is the one generated above.

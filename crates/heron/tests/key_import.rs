@@ -1,0 +1,540 @@
+//! A zone signed by BIND or Knot moves to Heron with its keys: `heron
+//! keymgr ZONE import` takes the old signer's keys, Heron signs the
+//! unsigned zone file with them, and the DNSKEY RRset keeps the old key
+//! tags, so the DS at the parent stays valid with no rollover: `delv`,
+//! given the old server's KSK as its trust anchor, calls Heron's positive,
+//! NXDOMAIN and NODATA answers fully validated, and `dnssec-verify`
+//! accepts Heron's AXFR. Bad key input is refused with a clear message
+//! and leaves the key directory as it was.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use heron_testkit::{ServerKind, ServerProcess, SignedZone, free_port};
+
+const ORIGIN: &str = "moved.test.";
+
+const ZONE: &str = "$TTL 300\n\
+@ IN SOA ns1 hostmaster 2026010101 3600 900 604800 300\n\
+@ IN NS ns1\n\
+ns1 IN A 192.0.2.1\n\
+www IN A 192.0.2.10\n\
+www IN AAAA 2001:db8::10\n\
+mail IN MX 10 www\n\
+txt IN TXT \"moved with its keys\"\n";
+
+fn heron() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+fn run(program: &str, args: &[&str]) -> Output {
+    Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"))
+}
+
+fn said(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// `heron keymgr -d KEYS ZONE import ARGS...`.
+fn keymgr_import(keys: &Path, zone: &str, args: &[&str]) -> Output {
+    let keys = keys.to_str().unwrap();
+    let mut all = vec!["keymgr", "-d", keys, zone, "import"];
+    all.extend_from_slice(args);
+    run(heron().to_str().unwrap(), &all)
+}
+
+fn axfr(addr: SocketAddr) -> String {
+    let port = addr.port().to_string();
+    let server = format!("@{}", addr.ip());
+    let out = run(
+        "/usr/bin/kdig",
+        &[
+            &server,
+            "-p",
+            &port,
+            ORIGIN,
+            "AXFR",
+            "+nocomments",
+            "+nostats",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success() && text.contains("RRSIG"), "{text}");
+    text
+}
+
+/// The key tags of the zone's DNSKEY RRset as `addr` serves it, sorted.
+fn dnskey_tags(addr: SocketAddr) -> Vec<u16> {
+    let port = addr.port().to_string();
+    let server = format!("@{}", addr.ip());
+    let out = run(
+        "/usr/bin/dig",
+        &[
+            &server, "-p", &port, ORIGIN, "DNSKEY", "+multi", "+noall", "+answer",
+        ],
+    );
+    let mut tags: Vec<u16> = said(&out)
+        .split("key id = ")
+        .skip(1)
+        .filter_map(|rest| rest.split_whitespace().next()?.parse().ok())
+        .collect();
+    tags.sort();
+    tags
+}
+
+/// Waits (bounded) until `addr` serves the zone signed.
+fn wait_signed(addr: SocketAddr) -> bool {
+    heron_testkit::eventually_within(std::time::Duration::from_secs(30), || {
+        !dnskey_tags(addr).is_empty()
+    })
+}
+
+/// Heron serving the unsigned zone file under `policy` with `keys`.
+fn serve(policy: &str, keys: &Path, zone_file: &Path) -> ServerProcess {
+    let (keys, file) = (keys.to_path_buf(), zone_file.to_path_buf());
+    let policy = policy.to_string();
+    ServerProcess::heron_with_config(&heron(), ORIGIN, move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [[dnssec-policy]]\nname = \"moved\"\n{policy}\n\
+             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n\
+             dnssec-policy = \"moved\"\nkey-directory = \"{}\"\n",
+            file.display(),
+            keys.display()
+        )
+    })
+}
+
+/// `dnssec-verify` accepts `axfr` (with `-z` for a CSK: it counts only
+/// keys without the SEP flag as ZSKs).
+fn dnssec_verify(axfr: &str, csk: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("axfr.zone");
+    std::fs::write(&path, axfr).unwrap();
+    let mut args = vec!["-o", ORIGIN];
+    if csk {
+        args.push("-z");
+    }
+    args.push(path.to_str().unwrap());
+    let out = run("/usr/bin/dnssec-verify", &args);
+    assert!(out.status.success(), "dnssec-verify: {}", said(&out));
+    assert!(said(&out).contains("Zone fully signed"), "{}", said(&out));
+}
+
+/// The move itself: Heron on the imported keys serves the old DNSKEY
+/// tags, and the old trust anchor validates its answers.
+fn heron_keeps_the_chain(old: &SignedZone, old_tags: &[u16], policy: &str, keys: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let unsigned = dir.path().join("moved.test.zone");
+    std::fs::write(&unsigned, ZONE).unwrap();
+    let heron = serve(policy, keys, &unsigned);
+    assert_eq!(dnskey_tags(heron.addr()), old_tags, "the old DNSKEY RRset");
+    let checks = [
+        (format!("www.{ORIGIN}"), "A", None),
+        (format!("txt.{ORIGIN}"), "TXT", None),
+        (format!("nx.{ORIGIN}"), "A", Some(true)),
+        (format!("www.{ORIGIN}"), "TXT", Some(false)),
+    ];
+    for (qname, qtype, negative) in checks {
+        let v = old.delv(heron.addr(), &qname, qtype);
+        let ok = match negative {
+            None => v.is_validated_answer(),
+            Some(nxdomain) => v.is_validated_negative(nxdomain),
+        };
+        assert!(ok, "{qname} {qtype}, the old trust anchor:\n{v}");
+    }
+    dnssec_verify(&axfr(heron.addr()), !policy.contains("ksk-zsk"));
+    // The keys are kept: a restart signs with them again.
+    drop(heron);
+    let again = serve(policy, keys, &unsigned);
+    assert_eq!(dnskey_tags(again.addr()), old_tags);
+}
+
+fn named_conf(dir: &Path, port: u16) -> String {
+    let d = dir.display();
+    std::fs::create_dir_all(dir.join("keys")).unwrap();
+    std::fs::write(dir.join("moved.test.zone"), ZONE).unwrap();
+    format!(
+        "options {{\n  directory \"{d}\";\n  listen-on port {port} {{ 127.0.0.1; }};\n  \
+         listen-on-v6 {{ none; }};\n  pid-file \"{d}/named.pid\";\n  recursion no;\n  \
+         allow-transfer {{ 127.0.0.1; }};\n}};\n\
+         zone \"moved.test\" {{\n  type primary;\n  file \"{d}/moved.test.zone\";\n  \
+         dnssec-policy default;\n  inline-signing yes;\n  key-directory \"{d}/keys\";\n}};\n"
+    )
+}
+
+#[test]
+fn a_zone_signed_by_bind_with_dnssec_policy_moves_with_its_keys() {
+    let port = free_port();
+    let mut named = ServerProcess::peer_with_config(ServerKind::Bind, port, ORIGIN, |dir| {
+        named_conf(dir, port)
+    })
+    .expect("named starts");
+    assert!(wait_signed(named.addr()), "named signs the zone");
+    let old_tags = dnskey_tags(named.addr());
+    let old = SignedZone::from_text(ORIGIN, &axfr(named.addr()));
+    let bind_keys = named.dir().join("keys");
+    named.terminate();
+    let state_files = std::fs::read_dir(&bind_keys)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".state"))
+        .count();
+    assert!(state_files > 0, "dnssec-policy writes .state files");
+
+    let keys = tempfile::tempdir().unwrap();
+    let out = keymgr_import(
+        keys.path(),
+        "moved.test",
+        &["--from", "bind", bind_keys.to_str().unwrap()],
+    );
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    let tag = old_tags[0].to_string();
+    assert!(
+        text.contains(&format!("csk {tag} (algorithm 13)")),
+        "{text}"
+    );
+    assert!(text.contains("keys = \"csk\""), "{text}");
+    assert!(
+        !text.contains("PrivateKey") && !text.contains("private-key"),
+        "{text}"
+    );
+    // BIND's default policy is Heron's: ECDSA P-256, one CSK, NSEC.
+    heron_keeps_the_chain(&old, &old_tags, "", keys.path());
+}
+
+fn knot_conf(dir: &Path, port: u16) -> String {
+    let d = dir.display();
+    std::fs::write(dir.join("moved.test.zone"), ZONE).unwrap();
+    format!(
+        "server:\n  rundir: \"{d}\"\n  listen: 127.0.0.1@{port}\n  background-workers: 1\n  \
+         udp-workers: 1\n  tcp-workers: 1\nlog:\n  - target: stderr\n    any: info\n\
+         database:\n  storage: \"{d}\"\n  kasp-db: \"{d}/kasp\"\n\
+         acl:\n  - id: xfr\n    address: 127.0.0.1\n    action: transfer\n\
+         policy:\n  - id: moved\n    algorithm: ecdsap256sha256\n    nsec3: on\n    \
+         nsec3-iterations: 0\n    nsec3-salt-length: 0\n\
+         zone:\n  - domain: moved.test\n    file: \"{d}/moved.test.zone\"\n    \
+         zonefile-sync: -1\n    zonefile-load: difference\n    journal-content: all\n    \
+         dnssec-signing: on\n    dnssec-policy: moved\n    acl: xfr\n"
+    )
+}
+
+#[test]
+fn a_zone_signed_by_knot_moves_with_its_keys() {
+    let port = free_port();
+    let mut knotd =
+        ServerProcess::peer_with_config(ServerKind::Knot, port, ORIGIN, |dir| knot_conf(dir, port))
+            .expect("knotd starts");
+    assert!(wait_signed(knotd.addr()), "knotd signs the zone");
+    let old_tags = dnskey_tags(knotd.addr());
+    assert_eq!(old_tags.len(), 2, "Knot's default: a KSK and a ZSK");
+    let old = SignedZone::from_text(ORIGIN, &axfr(knotd.addr()));
+    let kasp = knotd.dir().join("kasp");
+    knotd.terminate();
+
+    let keys = tempfile::tempdir().unwrap();
+    let out = keymgr_import(
+        keys.path(),
+        "moved.test",
+        &["--from", "knot", kasp.to_str().unwrap()],
+    );
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("ksk ") && text.contains("zsk "), "{text}");
+    assert!(text.contains("keys = \"ksk-zsk\""), "{text}");
+    assert!(!text.contains("PRIVATE KEY"), "{text}");
+    // Importing again adds nothing.
+    let again = said(&keymgr_import(
+        keys.path(),
+        "moved.test",
+        &["--from", "knot", kasp.to_str().unwrap()],
+    ));
+    assert_eq!(again.matches("already there").count(), 2, "{again}");
+    heron_keeps_the_chain(
+        &old,
+        &old_tags,
+        "keys = \"ksk-zsk\"\ndenial = \"nsec3\"",
+        keys.path(),
+    );
+}
+
+/// `dnssec-keygen` in `dir` for `zone`; the key's file stem.
+fn keygen(dir: &Path, zone: &str, args: &[&str]) -> String {
+    let mut all = vec!["-K", dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.push(zone);
+    let out = run("/usr/bin/dnssec-keygen", &all);
+    assert!(out.status.success(), "{}", said(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_zone_signed_by_dnssec_signzone_with_rsa_moves_and_check_config_accepts_rsasha256() {
+    let bind = tempfile::tempdir().unwrap();
+    let b = bind.path();
+    keygen(b, ORIGIN, &["-a", "RSASHA256", "-b", "2048", "-f", "KSK"]);
+    keygen(b, ORIGIN, &["-a", "RSASHA256", "-b", "2048"]);
+    let zone = b.join("moved.test.zone");
+    std::fs::write(&zone, ZONE).unwrap();
+    let out = run(
+        "/usr/bin/dnssec-signzone",
+        &[
+            "-S",
+            "-K",
+            b.to_str().unwrap(),
+            "-o",
+            ORIGIN,
+            "-f",
+            b.join("signed").to_str().unwrap(),
+            zone.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    // The signed zone served as it is: its DNSKEY RRset gives the old KSK.
+    let old_server = ServerProcess::heron(&heron(), &[(ORIGIN, b.join("signed"))]);
+    let addr = old_server.addr();
+    let (server, port) = (format!("@{}", addr.ip()), addr.port().to_string());
+    let dnskeys = run(
+        "/usr/bin/dig",
+        &[&server, "-p", &port, ORIGIN, "DNSKEY", "+noall", "+answer"],
+    );
+    let old = SignedZone::from_text(ORIGIN, &said(&dnskeys));
+    let old_tags = dnskey_tags(old_server.addr());
+    drop(old_server);
+
+    let keys = tempfile::tempdir().unwrap();
+    let policy = "algorithm = \"rsasha256\"\nkeys = \"ksk-zsk\"";
+    let config = keys.path().join("heron.toml");
+    let write_config = || {
+        std::fs::write(
+            &config,
+            format!(
+                "[[dnssec-policy]]\nname = \"moved\"\n{policy}\n[[zone]]\norigin = \"{ORIGIN}\"\n\
+                 file = \"{}\"\ndnssec-policy = \"moved\"\nkey-directory = \"{}\"\n",
+                zone.display(),
+                keys.path().join("k").display()
+            ),
+        )
+        .unwrap()
+    };
+    write_config();
+    let check = || {
+        run(
+            heron().to_str().unwrap(),
+            &["check-config", config.to_str().unwrap()],
+        )
+    };
+    let refused = check();
+    assert!(!refused.status.success());
+    assert!(
+        said(&refused).contains("import --from bind"),
+        "{}",
+        said(&refused)
+    );
+
+    let out = keymgr_import(
+        &keys.path().join("k"),
+        "moved.test",
+        &["--from", "bind", b.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(
+        said(&out).contains("algorithm = \"rsasha256\""),
+        "{}",
+        said(&out)
+    );
+    let accepted = check();
+    assert!(accepted.status.success(), "{}", said(&accepted));
+    heron_keeps_the_chain(&old, &old_tags, policy, &keys.path().join("k"));
+}
+
+/// The files of `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    names
+}
+
+/// Runs a BIND import of `bind` that must fail saying `needle`, and
+/// leave the key directory without any key.
+fn refused(bind: &Path, needle: &str) {
+    let keys = tempfile::tempdir().unwrap();
+    let out = keymgr_import(
+        keys.path(),
+        "moved.test",
+        &["--from", "bind", bind.to_str().unwrap()],
+    );
+    assert!(!out.status.success(), "{}", said(&out));
+    assert!(
+        said(&out).contains(needle),
+        "want `{needle}`: {}",
+        said(&out)
+    );
+    assert!(
+        !listing(keys.path())
+            .iter()
+            .any(|n| n.ends_with(".heron-key") || n.ends_with(".json")),
+        "{:?}",
+        listing(keys.path())
+    );
+}
+
+#[test]
+fn bad_bind_keys_are_refused_with_a_clear_message_and_nothing_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Malformed: a .key file with no DNSKEY record.
+    let good = keygen(d, ORIGIN, &["-a", "ECDSAP256SHA256"]);
+    std::fs::write(
+        d.join("Kmoved.test.+013+00001.key"),
+        "moved.test. IN A 192.0.2.1\n",
+    )
+    .unwrap();
+    std::fs::copy(
+        d.join(format!("{good}.private")),
+        d.join("Kmoved.test.+013+00001.private"),
+    )
+    .unwrap();
+    refused(d, "no DNSKEY record");
+    std::fs::remove_file(d.join("Kmoved.test.+013+00001.key")).unwrap();
+    std::fs::remove_file(d.join("Kmoved.test.+013+00001.private")).unwrap();
+
+    // A public key with another key's private half.
+    let other = keygen(d, ORIGIN, &["-a", "ECDSAP256SHA256"]);
+    std::fs::copy(
+        d.join(format!("{good}.private")),
+        d.join(format!("{other}.private")),
+    )
+    .unwrap();
+    refused(d, "does not match the public key");
+    for ext in ["key", "private"] {
+        std::fs::remove_file(d.join(format!("{other}.{ext}"))).unwrap();
+    }
+
+    // A key of another zone under this zone's file name.
+    let foreign = keygen(d, "other.test.", &["-a", "ECDSAP256SHA256"]);
+    let tag = foreign.rsplit('+').next().unwrap();
+    for ext in ["key", "private"] {
+        std::fs::rename(
+            d.join(format!("{foreign}.{ext}")),
+            d.join(format!("Kmoved.test.+013+{tag}.{ext}")),
+        )
+        .unwrap();
+    }
+    refused(d, "is of zone other.test., not moved.test.");
+    for ext in ["key", "private"] {
+        std::fs::remove_file(d.join(format!("Kmoved.test.+013+{tag}.{ext}"))).unwrap();
+    }
+
+    // An algorithm Heron does not sign with (ECDSA P-384).
+    let p384 = keygen(d, ORIGIN, &["-a", "ECDSAP384SHA384"]);
+    refused(d, "algorithm 14");
+    for ext in ["key", "private"] {
+        std::fs::remove_file(d.join(format!("{p384}.{ext}"))).unwrap();
+    }
+
+    // Other zones' keys in the folder are left alone; the good key imports.
+    keygen(d, "other.test.", &["-a", "ECDSAP256SHA256"]);
+    let keys = tempfile::tempdir().unwrap();
+    let out = keymgr_import(
+        keys.path(),
+        "moved.test",
+        &["--from", "bind", d.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    let written: Vec<String> = listing(keys.path())
+        .into_iter()
+        .filter(|n| n.ends_with(".heron-key"))
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(keys.path().join(&written[0]))
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+
+    // No key of the zone at all.
+    let empty = tempfile::tempdir().unwrap();
+    refused(empty.path(), "no key of moved.test.");
+}
+
+#[test]
+fn more_keys_than_the_limit_are_refused_before_any_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in 0..=32 {
+        for ext in ["key", "private"] {
+            let name = format!("Kmoved.test.+013+{n:05}.{ext}");
+            std::fs::write(dir.path().join(name), "x").unwrap();
+        }
+    }
+    refused(dir.path(), "more than 32 keys of moved.test.");
+    // At the limit the files are read (and these are refused as malformed).
+    std::fs::remove_file(dir.path().join("Kmoved.test.+013+00032.key")).unwrap();
+    std::fs::remove_file(dir.path().join("Kmoved.test.+013+00032.private")).unwrap();
+    refused(dir.path(), "no DNSKEY record");
+}
+
+#[test]
+fn a_knot_key_list_of_another_zone_or_a_missing_pem_is_refused() {
+    let kasp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(kasp.path().join("keys")).unwrap();
+    let list = kasp.path().join("list.json");
+    let entry = |zone: &str| {
+        format!(
+            "[{{\"zone\": \"{zone}\", \"id\": \"5abb2a8a89fef8effea659f6b040afb667cefe8f\", \
+             \"ksk\": true, \"zsk\": false, \"tag\": 34585, \"algorithm\": 13, \
+             \"publish\": 1, \"active\": 1}}]"
+        )
+    };
+    let knot = |keys: &Path| {
+        let args = [
+            "--from",
+            "knot",
+            kasp.path().to_str().unwrap(),
+            "--knot-list",
+            list.to_str().unwrap(),
+        ];
+        keymgr_import(keys, "moved.test", &args)
+    };
+    let keys = tempfile::tempdir().unwrap();
+    std::fs::write(&list, entry("other.test.")).unwrap();
+    let out = knot(keys.path());
+    assert!(!out.status.success());
+    assert!(
+        said(&out).contains("is of zone other.test., not moved.test."),
+        "{}",
+        said(&out)
+    );
+    std::fs::write(&list, entry("moved.test.")).unwrap();
+    let out = knot(keys.path());
+    assert!(!out.status.success());
+    assert!(
+        said(&out).contains("5abb2a8a89fef8effea659f6b040afb667cefe8f.pem"),
+        "{}",
+        said(&out)
+    );
+    std::fs::write(&list, "{not json").unwrap();
+    let out = knot(keys.path());
+    assert!(
+        said(&out).contains("not keymgr's JSON key list"),
+        "{}",
+        said(&out)
+    );
+    assert!(
+        listing(keys.path()).is_empty(),
+        "{:?}",
+        listing(keys.path())
+    );
+}
