@@ -562,7 +562,6 @@ fn an_awkward_knot_configuration_lists_every_untranslatable_setting() {
             (4, "answer-rotation"),
             (8, "via"),
             (10, "action update"),
-            (13, "policy"),
             (15, "mod-dnstap"),
             (22, "dnssec-signing"),
             (23, "serial-policy"),

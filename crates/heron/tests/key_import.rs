@@ -154,6 +154,59 @@ fn heron_keeps_the_chain(old: &SignedZone, old_tags: &[u16], policy: &str, keys:
     assert_eq!(dnskey_tags(again.addr()), old_tags);
 }
 
+/// The migration as an operator runs it: `heron import` of the old
+/// server's configuration (which must pass check-config and list the
+/// keymgr command), that command run, and Heron started on the written
+/// file (its key directory made absolute) serving the old DNSKEY tags
+/// with answers the old trust anchor validates.
+fn migrate(from: &str, conf: &Path, port: u16, old: &SignedZone, old_tags: &[u16]) {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = dir.path().join("heron.toml");
+    let heron_bin = heron();
+    let heron_bin = heron_bin.to_str().unwrap();
+    let args = [
+        "import",
+        "--from",
+        from,
+        conf.to_str().unwrap(),
+        "-o",
+        toml.to_str().unwrap(),
+    ];
+    let out = run(heron_bin, &args);
+    let listing = said(&out);
+    assert!(out.status.success(), "{listing}");
+    let check = run(heron_bin, &["check-config", toml.to_str().unwrap()]);
+    assert!(check.status.success(), "{}", said(&check));
+    let command = listing
+        .split('`')
+        .find(|part| part.starts_with("heron keymgr -d keys moved.test import"))
+        .unwrap_or_else(|| panic!("no keymgr command in the listing:\n{listing}"));
+    let keys = dir.path().join("keys");
+    let words: Vec<&str> = command.split_whitespace().skip(1).collect();
+    let imported = Command::new(heron_bin)
+        .args(&words)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(imported.status.success(), "{command}: {}", said(&imported));
+    let text = std::fs::read_to_string(&toml).unwrap();
+    assert!(
+        text.contains("[[dnssec-policy]]") || text.contains("dnssec-policy = \"default\""),
+        "{text}"
+    );
+    let config = text.replace(
+        "\ndnssec-policy = ",
+        &format!("\nkey-directory = \"{}\"\ndnssec-policy = ", keys.display()),
+    );
+    let heron = ServerProcess::heron_on_port(&heron(), port, ORIGIN, &config)
+        .unwrap_or_else(|log| panic!("Heron on the imported configuration: {log}\n{config}"));
+    assert_eq!(dnskey_tags(heron.addr()), old_tags, "{config}");
+    let v = old.delv(heron.addr(), &format!("www.{ORIGIN}"), "A");
+    assert!(v.is_validated_answer(), "{v}");
+    let v = old.delv(heron.addr(), &format!("nx.{ORIGIN}"), "A");
+    assert!(v.is_validated_negative(true), "{v}");
+}
+
 fn named_conf(dir: &Path, port: u16) -> String {
     let d = dir.display();
     std::fs::create_dir_all(dir.join("keys")).unwrap();
@@ -206,6 +259,13 @@ fn a_zone_signed_by_bind_with_dnssec_policy_moves_with_its_keys() {
     );
     // BIND's default policy is Heron's: ECDSA P-256, one CSK, NSEC.
     heron_keeps_the_chain(&old, &old_tags, "", keys.path());
+    migrate(
+        "bind",
+        &named.dir().join("named.conf"),
+        port,
+        &old,
+        &old_tags,
+    );
 }
 
 fn knot_conf(dir: &Path, port: u16) -> String {
@@ -260,6 +320,13 @@ fn a_zone_signed_by_knot_moves_with_its_keys() {
         &old_tags,
         "keys = \"ksk-zsk\"\ndenial = \"nsec3\"",
         keys.path(),
+    );
+    migrate(
+        "knot",
+        &knotd.dir().join("knot.conf"),
+        port,
+        &old,
+        &old_tags,
     );
 }
 

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use super::bind_syntax::{Statement, parse_file};
 use super::model::{
     CatalogConsumer, Imported, Peer, Prefix, Rrl, Rule, TlsListener, TsigKey, UPDATE_ADVICE, Zone,
-    signing_advice,
+    key_import_advice, signing_advice,
 };
+use super::signing::PolicyBuilder;
 use super::source::{ImportError, Loc, resolve};
 
 /// Lists named within lists (an `acl` naming another, a primaries list
@@ -113,16 +114,19 @@ impl<'a> Interpreter<'a> {
 
     fn run(&mut self, statements: &'a [Statement]) -> Result<(), ImportError> {
         self.options_statement()?;
+        for s in statements.iter().filter(|s| s.name() == "dnssec-policy") {
+            self.dnssec_policy(s);
+        }
         let views = statements.iter().filter(|s| s.name() == "view").count();
         for s in statements {
             match s.name() {
                 "options" | "acl" | "masters" | "primaries" | "tls" | "key" | "server" => {}
                 "zone" => self.zone(s)?,
                 "view" => self.view(s, views == 1)?,
-                "dnssec-policy" | "key-store" => {
-                    self.out
-                        .untranslated(s.loc(), s.summary(), signing_advice("BIND"))
-                }
+                "dnssec-policy" => {}
+                "key-store" => self
+                    .out
+                    .untranslated(s.loc(), s.summary(), signing_advice("BIND")),
                 "statistics-channels" => {
                     self.out
                         .untranslated(s.loc(), s.summary(), "see [metrics] listen (Prometheus)")
@@ -226,7 +230,7 @@ const OPTIONS_NOT_NEEDED: &[(&str, &str)] = &[
     ("memstatistics-file", "see [metrics]"),
     (
         "key-directory",
-        "Heron keeps the keys it signs with in each policy's key-directory; BIND's are not read",
+        "Heron keeps the keys it signs with in the zone's key-directory; BIND's are imported from here with `heron keymgr -d KEYDIR ZONE import --from bind DIR`",
     ),
     (
         "check-names",
@@ -773,7 +777,7 @@ const ZONE_NOT_NEEDED: &[(&str, &str)] = &[
     ),
     (
         "key-directory",
-        "Heron keeps the keys it signs with in each policy's key-directory; BIND's are not read",
+        "Heron keeps the keys it signs with in the zone's key-directory; BIND's are imported from here with `heron keymgr -d KEYDIR ZONE import --from bind DIR`",
     ),
     ("notify", "handled with also-notify"),
     ("type", "translated"),
@@ -864,7 +868,7 @@ impl<'a> Interpreter<'a> {
             return Ok(());
         }
         self.zone_access(s, &mut zone);
-        self.signing(s, origin);
+        self.signing(s, origin, &mut zone);
         for c in s.children() {
             self.zone_note(c, origin);
         }
@@ -986,10 +990,28 @@ impl<'a> Interpreter<'a> {
         }
     }
 
-    fn signing(&mut self, s: &Statement, origin: &str) {
+    /// A zone BIND signs: its dnssec-policy translated (BIND's `default`
+    /// is Heron's: ECDSA P-256, one CSK, NSEC), with the command that
+    /// imports its keys in the listing; older signing set-ups listed.
+    fn signing(&mut self, s: &Statement, origin: &str, zone: &mut Zone) {
         let policy = self
             .inherited(s, "dnssec-policy")
             .filter(|p| p.arg(1) != Some("none"));
+        if let Some(p) = policy {
+            let name = p.arg(1).unwrap_or("default");
+            let defined = name == "default" || self.out.policies.iter().any(|x| x.name == name);
+            if name != "insecure" && defined {
+                zone.dnssec_policy = Some(name.to_string());
+                let dir = self
+                    .inherited(s, "key-directory")
+                    .and_then(|k| k.arg(1))
+                    .map_or(self.directory.clone(), |d| resolve(&self.directory, d));
+                let advice = key_import_advice(origin, name, "bind", &dir.to_string_lossy());
+                let setting = format!("zone {origin}: {}", p.summary());
+                self.out.untranslated(p.loc(), setting, advice);
+                return;
+            }
+        }
         let inline = s
             .child("inline-signing")
             .filter(|p| p.arg(1) == Some("yes"));
@@ -1001,6 +1023,52 @@ impl<'a> Interpreter<'a> {
                 signing_advice("BIND"),
             );
         }
+    }
+
+    /// A `dnssec-policy NAME { ... }` as a `[[dnssec-policy]]`.
+    fn dnssec_policy(&mut self, s: &Statement) {
+        let Some(name) = s.arg(1).filter(|_| s.block.is_some()) else {
+            return;
+        };
+        let mut p = PolicyBuilder::new(name);
+        let keys = s.child("keys").map_or(&[][..], |k| k.children());
+        let algorithm = keys.iter().find_map(|k| word_after(&k.words, "algorithm"));
+        p.algorithm(algorithm.unwrap_or("ecdsap256sha256"));
+        p.csk(keys.is_empty() || keys.iter().any(|k| k.name() == "csk"));
+        for key in keys {
+            let lifetime = match key.name() {
+                "zsk" => "zsk-lifetime",
+                _ => "ksk-lifetime",
+            };
+            if let Some(l) = word_after(&key.words, "lifetime") {
+                p.duration(lifetime, &format!("{} lifetime", key.name()), l);
+            }
+        }
+        for c in s.children() {
+            let value = c.arg(1).unwrap_or("");
+            match c.name() {
+                "keys" => {}
+                "nsec3param" => p.nsec3(
+                    word_after(&c.words, "iterations"),
+                    word_after(&c.words, "optout") == Some("yes"),
+                    word_after(&c.words, "salt-length"),
+                ),
+                "dnskey-ttl" => p.duration("dnskey-ttl", "dnskey-ttl", value),
+                "signatures-validity" => {
+                    p.duration("signature-validity", "signatures-validity", value)
+                }
+                "signatures-refresh" => {
+                    p.duration("signature-refresh", "signatures-refresh", value)
+                }
+                _ => p.untranslated_setting(c.summary()),
+            }
+        }
+        let (policy, notes) = p.finish();
+        for (setting, advice) in notes {
+            let setting = format!("dnssec-policy {name}: {setting}");
+            self.out.untranslated(s.loc(), setting, advice);
+        }
+        self.out.policies.push(policy);
     }
 
     fn zone_note(&mut self, c: &Statement, origin: &str) {

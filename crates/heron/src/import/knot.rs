@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use super::knot_syntax::{Field, Item, Section, parse_file};
 use super::model::{
     CatalogConsumer, Imported, Peer, Prefix, Rrl, Rule, TlsListener, TsigKey, UPDATE_ADVICE, Zone,
-    parse_at_port, range_prefixes, signing_advice, without_denied,
+    key_import_advice, parse_at_port, range_prefixes, signing_advice, without_denied,
 };
+use super::signing;
 use super::source::{ImportError, Loc, resolve};
 
 /// Reads `path` and everything it includes.
@@ -39,6 +40,8 @@ struct Interpreter {
     zones_without_rrl: usize,
     /// Template settings already reported.
     template_notes: std::collections::HashSet<(PathBuf, u32)>,
+    /// Knot's KASP database (`database: kasp-db`, default `storage/keys`).
+    kasp_dir: PathBuf,
 }
 
 /// Sections Heron needs nothing for.
@@ -73,6 +76,7 @@ impl Interpreter {
             rrl_users: HashMap::new(),
             zones_without_rrl: 0,
             template_notes: std::collections::HashSet::new(),
+            kasp_dir: PathBuf::new(),
         };
         for section in sections.iter().filter(|s| s.name == "key") {
             for item in &section.items {
@@ -222,6 +226,7 @@ impl Interpreter {
             .flat_map(|s| &s.items)
             .collect();
         self.server(&server)?;
+        self.signing_policies(sections);
         for section in sections {
             match section.name.as_str() {
                 "zone" => {
@@ -230,7 +235,8 @@ impl Interpreter {
                     }
                 }
                 "server" | "key" | "remote" | "remotes" | "acl" | "template" | "mod-rrl" => {}
-                "policy" | "keystore" | "submission" | "dnskey-sync" => self.out.untranslated(
+                "policy" => {}
+                "keystore" | "submission" | "dnskey-sync" => self.out.untranslated(
                     &section.loc,
                     format!("{}:", section.name),
                     signing_advice("Knot"),
@@ -634,7 +640,7 @@ impl Interpreter {
             zone.allow_transfer.dedup();
         }
         self.modules(&item);
-        self.signing(&item, &zone.origin);
+        self.signing(&item, &mut zone);
         for f in &item.fields {
             let from_template = !raw.fields.iter().any(|r| r.loc == f.loc);
             if from_template {
@@ -772,16 +778,58 @@ impl Interpreter {
         self.out.rrl = Some(rrl);
     }
 
-    fn signing(&mut self, item: &Item, origin: &str) {
-        if let Some(f) = item
+    /// A zone Knot signs: its policy (Knot's default as `knot-default`)
+    /// named, and the command that imports its keys in the listing.
+    fn signing(&mut self, item: &Item, zone: &mut Zone) {
+        let Some(f) = item
             .get("dnssec-signing")
             .filter(|f| f.values.first().is_some_and(|v| on(v)))
-        {
-            self.out.untranslated(
-                &f.loc,
-                format!("zone {origin}: dnssec-signing on"),
-                signing_advice("Knot"),
-            );
+        else {
+            return;
+        };
+        let origin = zone.origin.clone();
+        let setting = format!("zone {origin}: dnssec-signing on");
+        let name = match item.value("dnssec-policy") {
+            None | Some("default") => {
+                let default = signing::knot_default();
+                if !self.out.policies.iter().any(|p| p.name == default.name) {
+                    self.out.policies.push(default);
+                }
+                "knot-default".to_string()
+            }
+            Some(id) if self.out.policies.iter().any(|p| p.name == id) => id.to_string(),
+            Some(_) => {
+                self.out
+                    .untranslated(&f.loc, setting, signing_advice("Knot"));
+                return;
+            }
+        };
+        let kasp = self.kasp_dir.to_string_lossy().into_owned();
+        let advice = key_import_advice(&origin, &name, "knot", &kasp);
+        zone.dnssec_policy = Some(name);
+        self.out.untranslated(&f.loc, setting, advice);
+    }
+
+    /// Every `policy:` item as a `[[dnssec-policy]]`, and where the KASP
+    /// database is.
+    fn signing_policies(&mut self, sections: &[Section]) {
+        let database = sections.iter().filter(|s| s.name == "database");
+        let database = database.flat_map(|s| &s.items).last();
+        let storage = database.and_then(|d| d.value("storage"));
+        let storage = PathBuf::from(storage.unwrap_or("/var/lib/knot"));
+        let kasp = database.and_then(|d| d.value("kasp-db")).unwrap_or("keys");
+        self.kasp_dir = resolve(&storage, kasp);
+        let items = sections.iter().filter(|s| s.name == "policy");
+        for item in items.flat_map(|s| &s.items) {
+            let Some(id) = item.value("id") else {
+                continue;
+            };
+            let (policy, notes) = signing::knot_policy(id, item);
+            for (setting, advice) in notes {
+                let setting = format!("policy {id}: {setting}");
+                self.out.untranslated(&item.loc, setting, advice);
+            }
+            self.out.policies.push(policy);
         }
     }
 

@@ -11,6 +11,7 @@ pub mod knot;
 mod knot_syntax;
 pub mod model;
 pub mod nsd;
+mod signing;
 pub mod source;
 #[cfg(test)]
 mod testutil;

@@ -16,14 +16,36 @@ pub const UPDATE_ADVICE: &str = "Heron takes dynamic updates (allow-update rules
      FILE.jnl too, and it does not read the old server's";
 
 /// What to do about a zone the old server signs as it serves it (`NAME`
-/// the old server). Heron signs, but with keys of its own.
+/// the old server) when its signing could not be translated into a
+/// `[[dnssec-policy]]`: Heron signs, and can take the old keys.
 pub fn signing_advice(name: &str) -> String {
     format!(
-        "{name} signs this zone as it serves it; Heron signs too ([[dnssec-policy]]) but with \
-         keys it makes, as it cannot import {name}'s yet, and a new DNSKEY needs a DS change at \
-         the parent. Sign the file before Heron loads it, or keep {name} as a hidden signer and \
-         make Heron its secondary"
+        "{name} signs this zone as it serves it; Heron signs too ([[dnssec-policy]]), and takes \
+         {name}'s keys with `heron keymgr -d KEYDIR ZONE import --from {} DIR`, so the DS at the \
+         parent stays valid. This setting was not translated: write the zone's dnssec-policy by \
+         hand, import the keys before Heron first loads the zone, or keep {name} as a hidden \
+         signer and make Heron its secondary",
+        name.to_ascii_lowercase()
     )
+}
+
+/// The note for a signed zone whose policy was translated: the command
+/// that brings its keys (`source`: `bind` or `knot`; `dir`: where they are).
+pub fn key_import_advice(origin: &str, policy: &str, source: &str, dir: &str) -> String {
+    format!(
+        "translated as dnssec-policy = \"{policy}\". Before Heron first loads the zone, import \
+         the old keys so that the DS at the parent stays valid (no rollover): in heron.toml's \
+         folder run `heron keymgr -d keys {origin} import --from {source} {dir}`; without them \
+         Heron makes new keys, which validate only once the parent has their DS"
+    )
+}
+
+/// A `[[dnssec-policy]]` translated from the old server's: its settings
+/// as heron.toml writes them (`key`, TOML value).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SigningPolicy {
+    pub name: String,
+    pub settings: Vec<(String, String)>,
 }
 
 /// A setting the import could not carry over, or did not need to.
@@ -283,6 +305,9 @@ pub struct Zone {
     pub catalog_generate: bool,
     pub catalog_member: Option<String>,
     pub catalog_group: Option<String>,
+    /// The `[[dnssec-policy]]` Heron signs the zone with (keys in the
+    /// default key-directory, `keys` next to heron.toml).
+    pub dnssec_policy: Option<String>,
 }
 
 /// A whole configuration in Heron's terms.
@@ -302,6 +327,8 @@ pub struct Imported {
     pub blackhole: Vec<Prefix>,
     /// `[secondary] tls-ca`.
     pub tls_ca: Option<PathBuf>,
+    /// Signing policies the zones name (Heron's built-in `default` is not here).
+    pub policies: Vec<SigningPolicy>,
     pub notes: Vec<Note>,
 }
 

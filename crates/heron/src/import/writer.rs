@@ -37,6 +37,13 @@ pub fn write_toml(config: &Imported, header: &str) -> String {
         string(&mut out, "algorithm", &key.algorithm);
         string(&mut out, "secret", &key.secret);
     }
+    for policy in &config.policies {
+        out.push_str("\n[[dnssec-policy]]\n");
+        string(&mut out, "name", &policy.name);
+        for (key, value) in &policy.settings {
+            let _ = writeln!(out, "{key} = {value}");
+        }
+    }
     let (singles, groups) = grouped(&config.zones);
     for zone in singles {
         zone_table(&mut out, zone);
@@ -135,7 +142,7 @@ fn grouped(zones: &[Zone]) -> (Vec<&Zone>, Vec<(String, Vec<&Zone>)>) {
             continue;
         };
         let shared = format!(
-            "{pattern}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}|{:?}",
+            "{pattern}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
             zone.primaries,
             zone.allow_transfer,
             zone.allow_notify,
@@ -143,7 +150,8 @@ fn grouped(zones: &[Zone]) -> (Vec<&Zone>, Vec<(String, Vec<&Zone>)>) {
             zone.notify,
             zone.journal_off,
             zone.catalog_member,
-            zone.catalog_group
+            zone.catalog_group,
+            zone.dnssec_policy
         );
         match index.get(&shared) {
             Some(&i) => groups[i].2.push(zone),
@@ -210,6 +218,9 @@ fn zone_settings(out: &mut String, zone: &Zone) {
     }
     if let Some(group) = &zone.catalog_group {
         string(out, "catalog-group", group);
+    }
+    if let Some(policy) = &zone.dnssec_policy {
+        string(out, "dnssec-policy", policy);
     }
 }
 

@@ -1,0 +1,389 @@
+//! The signing policies of BIND (`dnssec-policy NAME { ... }`) and Knot
+//! (`policy:` items) as Heron `[[dnssec-policy]]`s: algorithm, CSK or
+//! KSK+ZSK, lifetimes, NSEC or NSEC3, signature validity and refresh,
+//! DNSKEY TTL. A setting with no Heron equivalent is returned as a note
+//! (setting, advice) for the listing.
+
+use heron_dnssec::keys::Algorithm;
+use heron_dnssec::policy::parse_duration;
+
+use super::knot_syntax::Item;
+use super::model::SigningPolicy;
+
+/// Heron's defaults, which a translated validity and refresh are checked
+/// against (the jitter must stay below their difference).
+const DEFAULT_VALIDITY: u32 = 14 * 86_400;
+const DEFAULT_REFRESH: u32 = 5 * 86_400;
+const DEFAULT_JITTER: u32 = 5 * 86_400;
+
+/// A policy being built, with what could not be carried over.
+#[derive(Default)]
+pub struct PolicyBuilder {
+    pub policy: SigningPolicy,
+    pub notes: Vec<(String, String)>,
+    validity: Option<u32>,
+    refresh: Option<u32>,
+}
+
+impl PolicyBuilder {
+    pub fn new(name: &str) -> PolicyBuilder {
+        PolicyBuilder {
+            policy: SigningPolicy {
+                name: name.to_string(),
+                settings: Vec::new(),
+            },
+            ..PolicyBuilder::default()
+        }
+    }
+
+    fn set(&mut self, key: &str, value: String) {
+        self.policy.settings.push((key.to_string(), value));
+    }
+
+    fn untranslated(&mut self, setting: impl Into<String>, advice: impl Into<String>) {
+        self.notes.push((setting.into(), advice.into()));
+    }
+
+    /// A setting Heron has no equivalent for.
+    pub fn untranslated_setting(&mut self, setting: String) {
+        self.untranslated(
+            setting,
+            "not translated: Heron's value applies (docs/configuration.md, [[dnssec-policy]])",
+        );
+    }
+
+    /// `algorithm` as BIND or Knot names it.
+    pub fn algorithm(&mut self, text: &str) {
+        match Algorithm::from_name(text) {
+            Some(a) => self.set("algorithm", format!("\"{}\"", a.to_string().to_lowercase())),
+            None => self.untranslated(
+                format!("algorithm {text}"),
+                "Heron signs with ecdsap256sha256, ed25519 and (imported keys only) rsasha256: \
+                 the policy keeps Heron's default, so moving needs an algorithm rollover",
+            ),
+        }
+    }
+
+    pub fn csk(&mut self, csk: bool) {
+        self.set(
+            "keys",
+            format!("\"{}\"", if csk { "csk" } else { "ksk-zsk" }),
+        );
+    }
+
+    /// A duration setting (`unlimited`/`0` leaves Heron's "never").
+    pub fn duration(&mut self, key: &str, source: &str, text: &str) {
+        if matches!(text, "unlimited" | "0") && key.ends_with("lifetime") {
+            return;
+        }
+        let Some(seconds) = seconds(text) else {
+            self.untranslated(
+                format!("{source} {text}"),
+                format!("not a duration Heron reads: set {key} by hand"),
+            );
+            return;
+        };
+        match key {
+            "signature-validity" => self.validity = Some(seconds),
+            "signature-refresh" => self.refresh = Some(seconds),
+            _ => {}
+        }
+        self.set(key, seconds.to_string());
+    }
+
+    pub fn nsec3(&mut self, iterations: Option<&str>, opt_out: bool, salt_length: Option<&str>) {
+        self.set("denial", "\"nsec3\"".into());
+        if let Some(n) = iterations.and_then(|i| i.parse::<u16>().ok()) {
+            self.set("nsec3-iterations", n.to_string());
+        }
+        if opt_out {
+            self.set("nsec3-opt-out", "true".into());
+        }
+        if salt_length.is_some_and(|l| l != "0") {
+            self.untranslated(
+                format!("salt-length {}", salt_length.unwrap_or("")),
+                "Heron's NSEC3 salt is fixed (nsec3-salt, none by default, RFC 9276): the \
+                 translated policy has none",
+            );
+        }
+    }
+
+    /// The policy, its signature jitter narrowed when the validity less
+    /// the refresh leaves less than Heron's default.
+    pub fn finish(mut self) -> (SigningPolicy, Vec<(String, String)>) {
+        let validity = self.validity.unwrap_or(DEFAULT_VALIDITY);
+        let refresh = self.refresh.unwrap_or(DEFAULT_REFRESH);
+        let room = validity.saturating_sub(refresh);
+        if room <= DEFAULT_JITTER {
+            self.set("signature-jitter", (room / 2).to_string());
+        }
+        (self.policy, self.notes)
+    }
+}
+
+/// Seconds of a BIND or Knot duration: `3600`, `14d`, `1h30m`, or ISO 8601
+/// (`P1Y`, `P30D`, `PT1H`; a year 365 days, a month 30).
+pub fn seconds(text: &str) -> Option<u32> {
+    let Some(iso) = text.strip_prefix(['P', 'p']) else {
+        return parse_duration(text);
+    };
+    if iso.is_empty() || iso.eq_ignore_ascii_case("t") {
+        return None;
+    }
+    let mut total: u64 = 0;
+    let mut number: Option<u64> = None;
+    let mut in_time = false;
+    for c in iso.chars() {
+        if let Some(d) = c.to_digit(10) {
+            number = Some(number.unwrap_or(0).checked_mul(10)?.checked_add(d.into())?);
+            continue;
+        }
+        let c = c.to_ascii_uppercase();
+        if c == 'T' {
+            in_time = true;
+            continue;
+        }
+        let unit: u64 = match (c, in_time) {
+            ('Y', false) => 365 * 86_400,
+            ('M', false) => 30 * 86_400,
+            ('W', false) => 7 * 86_400,
+            ('D', false) => 86_400,
+            ('H', true) => 3600,
+            ('M', true) => 60,
+            ('S', true) => 1,
+            _ => return None,
+        };
+        total = total.checked_add(number.take()?.checked_mul(unit)?)?;
+    }
+    if number.is_some() {
+        return None;
+    }
+    u32::try_from(total).ok()
+}
+
+/// Knot's default policy (`dnssec-signing: on` without `dnssec-policy`):
+/// ECDSA P-256, a KSK and a ZSK rolled every 30 days, NSEC, signatures
+/// valid 14 days and refreshed 7 days before they expire.
+pub fn knot_default() -> SigningPolicy {
+    let mut p = PolicyBuilder::new("knot-default");
+    p.algorithm("ecdsap256sha256");
+    p.csk(false);
+    p.duration("zsk-lifetime", "zsk-lifetime", "30d");
+    p.duration("signature-validity", "rrsig-lifetime", "14d");
+    p.duration("signature-refresh", "rrsig-refresh", "7d");
+    p.finish().0
+}
+
+/// A Knot `policy:` item, Knot's defaults where it says nothing (ECDSA
+/// P-256, a KSK and a ZSK, ZSKs rolled every 30 days, signatures valid 14
+/// days and refreshed 7 days before they expire, NSEC).
+pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String)>) {
+    let mut p = PolicyBuilder::new(id);
+    let value = |key: &str| item.value(key);
+    p.algorithm(value("algorithm").unwrap_or("ecdsap256sha256"));
+    p.csk(value("single-type-signing").is_some_and(knot_on));
+    if let Some(l) = value("ksk-lifetime") {
+        p.duration("ksk-lifetime", "ksk-lifetime", l);
+    }
+    p.duration(
+        "zsk-lifetime",
+        "zsk-lifetime",
+        value("zsk-lifetime").unwrap_or("30d"),
+    );
+    let validity = value("rrsig-lifetime").unwrap_or("14d");
+    p.duration("signature-validity", "rrsig-lifetime", validity);
+    p.duration(
+        "signature-refresh",
+        "rrsig-refresh",
+        value("rrsig-refresh").unwrap_or("7d"),
+    );
+    if let Some(ttl) = value("dnskey-ttl") {
+        p.duration("dnskey-ttl", "dnskey-ttl", ttl);
+    }
+    if value("nsec3").is_some_and(knot_on) {
+        let opt_out = value("nsec3-opt-out").is_some_and(knot_on);
+        // Knot's default salt is 8 octets, new every 30 days; Heron's none.
+        let salt = value("nsec3-salt-length").or(Some("8"));
+        p.nsec3(value("nsec3-iterations").or(Some("0")), opt_out, salt);
+    }
+    const READ: &[&str] = &[
+        "id",
+        "algorithm",
+        "single-type-signing",
+        "ksk-lifetime",
+        "zsk-lifetime",
+        "rrsig-lifetime",
+        "rrsig-refresh",
+        "dnskey-ttl",
+        "nsec3",
+        "nsec3-opt-out",
+        "nsec3-salt-length",
+        "nsec3-iterations",
+    ];
+    for f in item
+        .fields
+        .iter()
+        .filter(|f| !READ.contains(&f.key.as_str()))
+    {
+        p.untranslated_setting(format!("{} {}", f.key, f.values.join(" ")));
+    }
+    p.finish()
+}
+
+fn knot_on(value: &str) -> bool {
+    matches!(value, "on" | "true" | "yes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_of_both_servers_are_read() {
+        assert_eq!(seconds("3600"), Some(3600));
+        assert_eq!(seconds("14d"), Some(14 * 86_400));
+        assert_eq!(seconds("P1Y"), Some(365 * 86_400));
+        assert_eq!(seconds("P30D"), Some(30 * 86_400));
+        assert_eq!(seconds("PT1H30M"), Some(5400));
+        assert_eq!(seconds("P1M"), Some(30 * 86_400));
+        for bad in ["", "P", "P1", "PT1D", "P1H", "x", "P99999999999Y", "1q"] {
+            assert_eq!(seconds(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_short_validity_narrows_the_jitter() {
+        let mut p = PolicyBuilder::new("p");
+        p.duration("signature-validity", "signatures-validity", "7d");
+        p.duration("signature-refresh", "signatures-refresh", "5d");
+        let (policy, notes) = p.finish();
+        assert!(notes.is_empty());
+        assert!(
+            policy
+                .settings
+                .contains(&("signature-jitter".into(), "86400".into())),
+            "{policy:?}"
+        );
+    }
+
+    #[test]
+    fn what_heron_lacks_is_listed() {
+        let mut p = PolicyBuilder::new("p");
+        p.algorithm("ecdsap384sha384");
+        p.duration("zsk-lifetime", "lifetime", "soon");
+        p.duration("ksk-lifetime", "lifetime", "unlimited");
+        p.nsec3(Some("0"), true, Some("8"));
+        let (policy, notes) = p.finish();
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(!policy.settings.iter().any(|(k, _)| k.ends_with("lifetime")));
+        assert!(
+            policy
+                .settings
+                .contains(&("nsec3-opt-out".into(), "true".into()))
+        );
+    }
+
+    fn setting<'p>(policy: &'p SigningPolicy, key: &str) -> Option<&'p str> {
+        let found = policy.settings.iter().find(|(k, _)| k == key);
+        found.map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn a_bind_dnssec_policy_and_its_zones_are_translated_with_the_import_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "dnssec-policy \"edge\" {\n  keys {\n    ksk lifetime unlimited algorithm ed25519;\n    \
+                    zsk lifetime P90D algorithm ed25519;\n  };\n  \
+                    nsec3param iterations 0 optout yes salt-length 0;\n  signatures-validity 7d;\n  \
+                    signatures-refresh 5d;\n  purge-keys P90D;\n};\n\
+                    zone \"a.test\" { type primary; file \"a\"; dnssec-policy edge; key-directory \"/var/lib/bind/k\"; };\n\
+                    zone \"b.test\" { type primary; file \"b\"; dnssec-policy default; };\n\
+                    zone \"c.test\" { type primary; file \"c\"; dnssec-policy unknown; };\n";
+        let path = super::super::testutil::write_files(dir.path(), &[("named.conf", text)]);
+        let got = super::super::bind::parse(&path).unwrap();
+        let edge = &got.policies[0];
+        assert_eq!(edge.name, "edge");
+        assert_eq!(setting(edge, "algorithm"), Some("\"ed25519\""));
+        assert_eq!(setting(edge, "keys"), Some("\"ksk-zsk\""));
+        assert_eq!(setting(edge, "zsk-lifetime"), Some("7776000"));
+        assert_eq!(setting(edge, "ksk-lifetime"), None);
+        assert_eq!(setting(edge, "denial"), Some("\"nsec3\""));
+        assert_eq!(setting(edge, "nsec3-opt-out"), Some("true"));
+        assert_eq!(setting(edge, "signature-jitter"), Some("86400"));
+        let policy_of = |o: &str| {
+            got.zones
+                .iter()
+                .find(|z| z.origin == o)
+                .unwrap()
+                .dnssec_policy
+                .clone()
+        };
+        assert_eq!(policy_of("a.test").as_deref(), Some("edge"));
+        assert_eq!(policy_of("b.test").as_deref(), Some("default"));
+        assert_eq!(
+            policy_of("c.test"),
+            None,
+            "an undefined policy is listed, not guessed"
+        );
+        let advice = |needle: &str| got.notes.iter().any(|n| n.advice.contains(needle));
+        assert!(advice(
+            "heron keymgr -d keys a.test import --from bind /var/lib/bind/k"
+        ));
+        assert!(advice(&format!(
+            "heron keymgr -d keys b.test import --from bind {}",
+            "."
+        )));
+        assert!(got.notes.iter().any(|n| n.setting.contains("purge-keys")));
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.setting.contains("dnssec-policy unknown"))
+        );
+    }
+
+    #[test]
+    fn knot_policies_and_signed_zones_are_translated_with_the_import_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "database:\n  storage: /var/lib/knot\n\
+                    policy:\n  - id: one\n    algorithm: ed25519\n    single-type-signing: on\n    \
+                    nsec3: on\n    nsec3-salt-length: 8\n    ksk-submission: parent\n\
+                    zone:\n  - domain: a.test\n    dnssec-signing: on\n    dnssec-policy: one\n\
+                    \x20 - domain: b.test\n    dnssec-signing: on\n";
+        let path = super::super::testutil::write_files(dir.path(), &[("knot.conf", text)]);
+        let got = super::super::knot::parse(&path).unwrap();
+        let one = got.policies.iter().find(|p| p.name == "one").unwrap();
+        assert_eq!(setting(one, "keys"), Some("\"csk\""));
+        assert_eq!(setting(one, "algorithm"), Some("\"ed25519\""));
+        assert_eq!(setting(one, "denial"), Some("\"nsec3\""));
+        let default = got
+            .policies
+            .iter()
+            .find(|p| p.name == "knot-default")
+            .unwrap();
+        assert_eq!(setting(default, "keys"), Some("\"ksk-zsk\""));
+        assert_eq!(setting(default, "signature-refresh"), Some("604800"));
+        let policy_of = |o: &str| {
+            got.zones
+                .iter()
+                .find(|z| z.origin == o)
+                .unwrap()
+                .dnssec_policy
+                .clone()
+        };
+        assert_eq!(policy_of("a.test").as_deref(), Some("one"));
+        assert_eq!(policy_of("b.test").as_deref(), Some("knot-default"));
+        let advice = |needle: &str| got.notes.iter().any(|n| n.advice.contains(needle));
+        assert!(advice(
+            "heron keymgr -d keys a.test import --from knot /var/lib/knot/keys"
+        ));
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.setting.contains("salt-length 8"))
+        );
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.setting.contains("ksk-submission parent"))
+        );
+    }
+}
