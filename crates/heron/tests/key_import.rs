@@ -605,3 +605,70 @@ fn a_knot_key_list_of_another_zone_or_a_missing_pem_is_refused() {
         listing(keys.path())
     );
 }
+
+#[test]
+fn a_key_the_old_signer_retired_stays_retired_and_is_not_signed_with() {
+    let bind = tempfile::tempdir().unwrap();
+    let b = bind.path();
+    let (past, later) = ("20200101000000", "20210101000000");
+    let retired = keygen(
+        b,
+        ORIGIN,
+        &[
+            "-a",
+            "13",
+            "-f",
+            "KSK",
+            "-P",
+            past,
+            "-A",
+            past,
+            "-I",
+            later,
+            "-D",
+            "20400101000000",
+        ],
+    );
+    let active = keygen(
+        b,
+        ORIGIN,
+        &["-a", "13", "-f", "KSK", "-P", past, "-A", later],
+    );
+    let tag = |stem: &str| stem.rsplit('+').next().unwrap().parse::<u16>().unwrap();
+    let keys = tempfile::tempdir().unwrap();
+    let out = keymgr_import(
+        keys.path(),
+        "moved.test",
+        &["--from", "bind", b.to_str().unwrap()],
+    );
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("csk {} (algorithm 13): retired", tag(&retired))),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("csk {} (algorithm 13): active", tag(&active))),
+        "{text}"
+    );
+    let list = run(
+        heron().to_str().unwrap(),
+        &[
+            "keymgr",
+            "-d",
+            keys.path().to_str().unwrap(),
+            "moved.test",
+            "list",
+        ],
+    );
+    assert!(
+        said(&list).contains("retiring") || said(&list).contains("retired"),
+        "{}",
+        said(&list)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let unsigned = dir.path().join("moved.test.zone");
+    std::fs::write(&unsigned, ZONE).unwrap();
+    let heron = serve("", keys.path(), &unsigned);
+    assert_eq!(dnskey_tags(heron.addr()), [tag(&active)]);
+}

@@ -23,7 +23,7 @@ mod tests;
 use ring::signature::{self, KeyPair};
 
 use crate::dnskey::{self, FLAG_SEP};
-use crate::rollover::{self, Role, State, UnixTime};
+use crate::rollover::{self, Goal, Record, Role, State, UnixTime};
 
 /// The algorithms Heron imports.
 pub const RSASHA256: u8 = 8;
@@ -108,6 +108,20 @@ impl ImportedKey {
             }
             key.published = self.times.publish;
             key.active = Some(now);
+        } else if reached(self.times.inactive) {
+            // The old signer retired it: it stays retired, its DNSKEY on
+            // its way out of caches until its delete time.
+            key.goal = Goal::Hidden;
+            key.retired = self.times.inactive;
+            if reached(self.times.publish) && !reached(self.times.delete) {
+                key.dnskey = Record {
+                    state: State::Unretentive,
+                    since: self.times.inactive.unwrap_or(now),
+                };
+                key.published = self.times.publish;
+            } else {
+                key.removed = Some(now);
+            }
         }
         key
     }

@@ -134,8 +134,16 @@ fn bind_timing_metadata_is_read() {
     let id = "k".to_string();
     let early = key.to_rollover_key(id.clone(), key.role(false), 1_800_000_000);
     assert_eq!(early.dnskey.state, crate::rollover::State::Hidden);
-    let late = key.to_rollover_key(id, key.role(false), 1_900_000_000);
+    let late = key.to_rollover_key(id.clone(), key.role(false), 1_900_000_000);
     assert!(late.is_active());
+    // Past its Inactive time the old signer had retired it: it stays so,
+    // its DNSKEY leaving caches until Delete, then gone.
+    let retired = key.to_rollover_key(id.clone(), key.role(false), 1_930_000_000);
+    assert_eq!(retired.goal, crate::rollover::Goal::Hidden);
+    assert_eq!(retired.dnskey.state, crate::rollover::State::Unretentive);
+    assert_eq!(retired.retired, Some(1_924_992_000));
+    let deleted = key.to_rollover_key(id, key.role(false), 1_960_000_000);
+    assert!(deleted.is_gone());
 }
 
 #[test]
