@@ -252,6 +252,19 @@ mod tests {
     }
 
     #[test]
+    fn no_duration_text_makes_the_reader_panic() {
+        let mut rng = super::super::testutil::Rng::new(38);
+        let alphabet: Vec<char> = "PpTt0123456789YMWDHSmhdsw \u{0}é".chars().collect();
+        for _ in 0..5000 {
+            let len = rng.below(24);
+            let text: String = (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len())])
+                .collect();
+            let _ = seconds(&text);
+        }
+    }
+
+    #[test]
     fn a_short_validity_narrows_the_jitter() {
         let mut p = PolicyBuilder::new("p");
         p.duration("signature-validity", "signatures-validity", "7d");

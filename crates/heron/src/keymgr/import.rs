@@ -376,7 +376,36 @@ fn write_keys(
     }
     state.save(&state_path).map_err(|e| e.to_string())?;
     out.push_str(&advice(&found, now));
+    out.push_str(&others_warning(key_dir, zone, &state));
     Ok(out)
+}
+
+/// Key files of the zone that the state file does not record (keys Heron
+/// made before the import): the signer would take them if newer.
+fn others_warning(key_dir: &Path, zone: &str, state: &ZoneKeys) -> String {
+    let bare = zone.trim_end_matches('.');
+    let prefix = format!("K{}+", if bare.is_empty() { "." } else { bare });
+    let Ok(entries) = fs::read_dir(key_dir) else {
+        return String::new();
+    };
+    let mut others: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&prefix))
+        .filter_map(|name| Some(name.strip_suffix(KEY_SUFFIX)?.to_string()))
+        .filter(|id| !state.keys.iter().any(|k| &k.id == id))
+        .collect();
+    if others.is_empty() {
+        return String::new();
+    }
+    others.sort();
+    format!(
+        "warning: {} also holds keys of {zone} the old signer did not have ({}): Heron signs \
+         with the newest key of each role, so remove them (server stopped) to sign with the \
+         imported ones\n",
+        key_dir.display(),
+        others.join(", ")
+    )
 }
 
 /// Where the key stands, in words.
@@ -452,4 +481,93 @@ fn write_private(path: &Path, text: &str) -> Result<(), String> {
     out.write_all(text.as_bytes())
         .and_then(|()| out.sync_all())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heron_dnssec::import::{KeyTimes, public_key_of};
+    use std::os::unix::fs::PermissionsExt;
+
+    const ZONE: &str = "moved.test.";
+    const NOW: UnixTime = 1_800_000_000;
+
+    /// A CSK as another signer would hand it over: published and active.
+    fn found(flags: u16) -> Found {
+        let (file, _) =
+            KeyFile::generate(ZONE, KeyRole::Csk, Algorithm::EcdsaP256Sha256, 1).unwrap();
+        let key = ImportedKey {
+            algorithm: 13,
+            flags,
+            public_key: public_key_of(13, &file.pkcs8).unwrap(),
+            pkcs8: file.pkcs8,
+            times: KeyTimes {
+                created: Some(NOW - 100),
+                publish: Some(NOW - 100),
+                activate: Some(NOW - 100),
+                ..KeyTimes::default()
+            },
+        };
+        Found {
+            key,
+            role: Role::Csk,
+            state: None,
+            source: "test".into(),
+        }
+    }
+
+    #[test]
+    fn a_key_is_written_owner_only_recorded_active_and_not_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = dir.path().join("keys");
+        let key = found(257);
+        let tag = key.key.tag();
+        let again = Found {
+            key: key.key.clone(),
+            role: key.role,
+            state: None,
+            source: "again".into(),
+        };
+        let out = write_keys(&keys, ZONE, vec![key], NOW).unwrap();
+        assert!(
+            out.contains(&format!("csk {tag} (algorithm 13): active")),
+            "{out}"
+        );
+        assert!(!out.contains("warning"), "{out}");
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&keys), 0o700);
+        let file = keys.join(format!("Kmoved.test+013+{tag:05}.csk.heron-key"));
+        assert_eq!(mode(&file), 0o600);
+        let state = ZoneKeys::load(&keys.join(file_name(ZONE))).unwrap();
+        assert_eq!(state.keys.len(), 1);
+        assert!(state.keys[0].is_active());
+        assert_eq!(state.keys[0].id, format!("Kmoved.test+013+{tag:05}.csk"));
+        let out = write_keys(&keys, ZONE, vec![again], NOW).unwrap();
+        assert!(out.contains("already there"), "{out}");
+        assert_eq!(
+            ZoneKeys::load(&keys.join(file_name(ZONE)))
+                .unwrap()
+                .keys
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_revoked_key_is_refused_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = write_keys(dir.path(), ZONE, vec![found(257), found(257 | 0x80)], NOW);
+        let error = error.unwrap_err();
+        assert!(error.contains("DNSKEY flags 385"), "{error}");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn keys_heron_made_before_the_import_are_warned_about() {
+        let dir = tempfile::tempdir().unwrap();
+        let (own, key) = KeyFile::generate(ZONE, KeyRole::Csk, Algorithm::Ed25519, NOW).unwrap();
+        fs::write(dir.path().join(own.file_name(&key)), own.to_text()).unwrap();
+        let out = write_keys(dir.path(), ZONE, vec![found(257)], NOW).unwrap();
+        assert!(out.contains("warning:") && out.contains("+015+"), "{out}");
+    }
 }
