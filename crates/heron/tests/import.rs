@@ -442,10 +442,12 @@ fn expect_listed(from: &str, name: &str, text: &str, listed: &[(u32, &str)]) {
     let (out, stderr) = import_and_check(from, &conf, dir.path());
     for (line, words) in listed {
         let prefix = format!("{}:{line}: not translated: ", conf.display());
+        // A signed zone's policy is translated, its key import left to do.
+        let to_do = format!("{}:{line}: to do: ", conf.display());
         assert!(
             stderr
                 .lines()
-                .any(|l| l.starts_with(&prefix) && l.contains(words)),
+                .any(|l| (l.starts_with(&prefix) || l.starts_with(&to_do)) && l.contains(words)),
             "{name}:{line} '{words}' is not listed:\n{stderr}"
         );
     }

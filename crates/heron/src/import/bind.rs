@@ -1008,7 +1008,7 @@ impl<'a> Interpreter<'a> {
                     .map_or(self.directory.clone(), |d| resolve(&self.directory, d));
                 let advice = key_import_advice(origin, name, "bind", &dir.to_string_lossy());
                 let setting = format!("zone {origin}: {}", p.summary());
-                self.out.untranslated(p.loc(), setting, advice);
+                self.out.step_to_do(p.loc(), setting, advice);
                 return;
             }
         }

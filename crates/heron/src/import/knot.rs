@@ -807,7 +807,7 @@ impl Interpreter {
         let kasp = self.kasp_dir.to_string_lossy().into_owned();
         let advice = key_import_advice(&origin, &name, "knot", &kasp);
         zone.dnssec_policy = Some(name);
-        self.out.untranslated(&f.loc, setting, advice);
+        self.out.step_to_do(&f.loc, setting, advice);
     }
 
     /// Every `policy:` item as a `[[dnssec-policy]]`, and where the KASP

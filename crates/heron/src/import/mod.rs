@@ -261,9 +261,10 @@ pub fn run(options: &Options) -> ExitCode {
 }
 
 fn print_notes(imported: &Imported) {
-    for kind in [NoteKind::Untranslated, NoteKind::NotNeeded] {
+    for kind in [NoteKind::ToDo, NoteKind::Untranslated, NoteKind::NotNeeded] {
         for note in imported.notes.iter().filter(|n| n.kind == kind) {
             let label = match kind {
+                NoteKind::ToDo => "to do",
                 NoteKind::Untranslated => "not translated",
                 NoteKind::NotNeeded => "not needed",
             };
@@ -309,6 +310,12 @@ fn summary(imported: &Imported, output: &Path) -> String {
         count(NoteKind::Untranslated),
         count(NoteKind::NotNeeded),
     );
+    let to_do = count(NoteKind::ToDo);
+    if to_do > 0 {
+        text.push_str(&format!(
+            "; {to_do} steps to do before Heron takes over (listed first as `to do`)"
+        ));
+    }
     if !imported.keys.is_empty() {
         text.push_str("; the file holds TSIG secrets and is readable by its owner only");
     }

@@ -33,7 +33,7 @@ pub fn signing_advice(name: &str) -> String {
 /// that brings its keys (`source`: `bind` or `knot`; `dir`: where they are).
 pub fn key_import_advice(origin: &str, policy: &str, source: &str, dir: &str) -> String {
     format!(
-        "translated as dnssec-policy = \"{policy}\". Before Heron first loads the zone, import \
+        "translated as dnssec-policy = \"{policy}\"; before Heron first loads the zone, import \
          the old keys so that the DS at the parent stays valid (no rollover): in heron.toml's \
          folder run `heron keymgr -d keys {origin} import --from {source} {dir}`; without them \
          Heron makes new keys, which validate only once the parent has their DS"
@@ -63,6 +63,9 @@ pub struct Note {
 pub enum NoteKind {
     /// Behaviour may differ: read the advice.
     Untranslated,
+    /// Translated, but a step remains before Heron takes over (the
+    /// command that imports a signed zone's keys).
+    ToDo,
     /// No equivalent is needed (a pid file, a log target, a tuning knob
     /// Heron sizes itself); listed so that nothing goes unmentioned.
     NotNeeded,
@@ -342,6 +345,15 @@ impl Imported {
         self.notes.push(Note {
             loc: loc.clone(),
             kind: NoteKind::Untranslated,
+            setting: setting.into(),
+            advice: advice.into(),
+        });
+    }
+
+    pub fn step_to_do(&mut self, loc: &Loc, setting: impl Into<String>, advice: impl Into<String>) {
+        self.notes.push(Note {
+            loc: loc.clone(),
+            kind: NoteKind::ToDo,
             setting: setting.into(),
             advice: advice.into(),
         });
