@@ -60,6 +60,9 @@ pub fn import(
     now: UnixTime,
 ) -> Result<String, String> {
     let zone = zone_name(zone)?;
+    if from == KeySource::Bind && knot_list.is_some() {
+        return Err("--knot-list is for --from knot".into());
+    }
     let found = match from {
         KeySource::Bind => bind_keys(dir, &zone)?,
         KeySource::Knot => knot_keys(dir, &zone, knot_list)?,
@@ -551,6 +554,16 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    #[test]
+    fn a_knot_list_with_bind_keys_is_a_usage_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let list = Some(Path::new("keys.json"));
+        let error = import(dir.path(), ZONE, KeySource::Bind, dir.path(), list, NOW);
+        assert_eq!(error, Err("--knot-list is for --from knot".to_string()));
+        let error = import(dir.path(), "a..b", KeySource::Bind, dir.path(), None, NOW);
+        assert!(error.unwrap_err().starts_with("zone 'a..b'"));
     }
 
     #[test]
