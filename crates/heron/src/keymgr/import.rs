@@ -576,6 +576,17 @@ mod tests {
     }
 
     #[test]
+    fn two_keys_of_one_role_in_use_warn_of_a_rollover_under_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = write_keys(dir.path(), ZONE, vec![found(257), found(257)], NOW).unwrap();
+        assert!(
+            out.contains("warning: more than one csk is in use"),
+            "{out}"
+        );
+        assert!(out.contains("keys = \"csk\""), "{out}");
+    }
+
+    #[test]
     fn keys_heron_made_before_the_import_are_warned_about() {
         let dir = tempfile::tempdir().unwrap();
         let (own, key) = KeyFile::generate(ZONE, KeyRole::Csk, Algorithm::Ed25519, NOW).unwrap();
