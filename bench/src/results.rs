@@ -331,7 +331,7 @@ pub struct CostMatrix {
     pub errors: Vec<String>,
     /// Memory per idle DNS-over-TLS connection, per server.
     #[serde(default)]
-    pub idle_tls: Vec<crate::phases::idle_tls::IdleTls>,
+    pub idle_tls: Vec<IdleTls>,
 }
 
 /// One load shape, every server measured in alternating trials.
@@ -497,5 +497,28 @@ impl OverloadRun {
             .iter()
             .position(|&(sent, lost)| sent > 0 && lost as f64 * 100.0 / sent as f64 <= MAX_LOSS_PCT)
             .map(|i| i + 1)
+    }
+}
+
+/// Memory per idle DNS-over-TLS connection of one server
+/// (`phases::idle_tls`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct IdleTls {
+    pub server: String,
+    /// Connections asked for, and those that finished the handshake and
+    /// had their question answered.
+    pub asked: usize,
+    pub opened: usize,
+    /// Of `opened`, those still open after the memory was read.
+    pub still_open: usize,
+    pub rss_before_kib: u64,
+    pub rss_with_kib: u64,
+}
+
+impl IdleTls {
+    /// RSS growth per connection held, bytes.
+    pub fn bytes_per_connection(&self) -> f64 {
+        let grown = self.rss_with_kib.saturating_sub(self.rss_before_kib) as f64 * 1024.0;
+        grown / self.opened.max(1) as f64
     }
 }

@@ -13,34 +13,11 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::results::IdleTls;
+use crate::servers::Server;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme};
-use serde::{Deserialize, Serialize};
-
-use crate::servers::Server;
-
-/// One server's idle TLS connections.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct IdleTls {
-    pub server: String,
-    /// Connections asked for, and those that finished the handshake and
-    /// had their question answered.
-    pub asked: usize,
-    pub opened: usize,
-    /// Of `opened`, those still open after the memory was read.
-    pub still_open: usize,
-    pub rss_before_kib: u64,
-    pub rss_with_kib: u64,
-}
-
-impl IdleTls {
-    /// RSS growth per connection held, bytes.
-    pub fn bytes_per_connection(&self) -> f64 {
-        let grown = self.rss_with_kib.saturating_sub(self.rss_before_kib) as f64 * 1024.0;
-        grown / self.opened.max(1) as f64
-    }
-}
 
 /// The longest a handshake and its one answer may take.
 const CONNECT_WAIT: Duration = Duration::from_secs(5);
