@@ -916,6 +916,58 @@ mod tests {
     }
 
     #[test]
+    fn dot_listeners_are_configured_for_heron_nsd_and_bind_but_not_knot() {
+        let dir = std::env::temp_dir().join(format!("heron-bench-tls-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let bins = Binaries {
+            heron: "/x/heron".into(),
+            bench: "/x/heron-bench".into(),
+        };
+        let launch = Launch {
+            workers: 1,
+            cpus: "0".into(),
+            ready_timeout: Duration::from_secs(1),
+            sched: Sched::Normal,
+            wrapper: Vec::new(),
+            tcp_clients_max: 10,
+            heron_server: String::new(),
+            pair: None,
+            tls: Some(TlsFiles {
+                cert: "/t/cert.pem".into(),
+                key: "/t/key.pem".into(),
+            }),
+        };
+        let z = zones(&[("a.test.", "/z/a.test.zone")]);
+        let read = |kind, file: &str| {
+            command_line(kind, &bins, &dir, (5300, 8853), &z, &launch).unwrap();
+            fs::read_to_string(dir.join(file)).unwrap()
+        };
+        let heron = read(Kind::Heron, "heron.toml");
+        assert!(
+            heron.contains("[tls]\nlisten = [\"127.0.0.1:8853\"]\ncertificate = \"/t/cert.pem\"\nkey = \"/t/key.pem\"\n"),
+            "{heron}"
+        );
+        let nsd = read(Kind::Nsd, "nsd.conf");
+        for line in [
+            "ip-address: 127.0.0.1@5300",
+            "ip-address: 127.0.0.1@8853",
+            "tls-port: 8853",
+            "tls-service-key: \"/t/key.pem\"",
+            "tls-service-pem: \"/t/cert.pem\"",
+        ] {
+            assert!(nsd.contains(line), "{line} missing: {nsd}");
+        }
+        assert!(nsd.find("tls-port").unwrap() < nsd.find("remote-control").unwrap());
+        let bind = read(Kind::Bind, "named.conf");
+        assert!(bind.starts_with(
+            "tls bench-tls { key-file \"/t/key.pem\"; cert-file \"/t/cert.pem\"; };\noptions {\n"
+        ));
+        assert!(bind.contains("listen-on port 8853 tls bench-tls { 127.0.0.1; };"));
+        assert!(!read(Kind::Knot, "knot.conf").contains("pem"));
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn zones_without_a_shared_pattern_are_listed_one_by_one() {
         let z = zones(&[("a.test.", "/z/a.test.zone"), ("b.org.", "/y/b.org.zone")]);
         assert_eq!(file_pattern(&z), None);
