@@ -233,6 +233,23 @@ pub enum Plain {
     },
 }
 
+impl Plain {
+    /// What the engine (or the cookie layer) `answered`, as a layer's end.
+    #[inline(always)]
+    fn answered((answered, summary): (Answered, Summary), rrl_exempt: bool) -> Plain {
+        let send = match answered {
+            Answered::Response => true,
+            Answered::Drop => false,
+            Answered::Deferred => return Plain::Deferred,
+        };
+        Plain::Answered {
+            send,
+            summary,
+            rrl_exempt,
+        }
+    }
+}
+
 impl Refusal {
     /// How many kinds there are, for counters indexed by [`Refusal::kind`].
     pub const KINDS: usize = 11;
@@ -608,6 +625,13 @@ impl Processor {
         out: &mut Vec<u8>,
         events: &mut Vec<Event>,
     ) -> Plain {
+        let q = parsed.filter(|_| plain);
+        let has_cookie = q.is_some_and(cookies::has_cookie);
+        let asks = q.is_some_and(asks_options);
+        if !self.screens() && !has_cookie && !asks {
+            // No layer but the engine's applies: no peer decoded, no step.
+            return Plain::answered(answer(out), false);
+        }
         let mut req = None;
         if self.screens() {
             req = request();
@@ -620,9 +644,6 @@ impl Processor {
                 Screened::Refused => return Plain::Refused,
             }
         }
-        let q = parsed.filter(|_| plain);
-        let has_cookie = q.is_some_and(cookies::has_cookie);
-        let asks = q.is_some_and(asks_options);
         if (has_cookie || asks) && req.is_none() {
             req = request();
         }
@@ -630,27 +651,21 @@ impl Processor {
             (Some(r), Some(q)) if has_cookie => self.cookie_step(r, q, out),
             _ => Step::Ignore,
         };
-        let (answered, summary) = match step {
+        let answered = match step {
             Step::Answered => (Answered::Response, Summary::PLAIN),
             _ => answer(out),
         };
-        let send = match answered {
-            Answered::Response => true,
-            Answered::Drop => false,
-            Answered::Deferred => return Plain::Deferred,
-        };
-        if let Step::Answer(cookie) = step {
-            cookie.append(out);
-        }
-        if let (true, Some(r), Some(q)) = (send && asks && step != Step::Answered, &req, q) {
-            options::append(self, catalog, r, q, 0, out);
-        }
         let rrl_exempt = matches!(step, Step::Answer(c) if c.rrl_exempt);
-        Plain::Answered {
-            send,
-            summary,
-            rrl_exempt,
+        let layers = Plain::answered(answered, rrl_exempt);
+        if let Plain::Answered { send, .. } = layers {
+            if let Step::Answer(cookie) = step {
+                cookie.append(out);
+            }
+            if let (true, Some(r), Some(q)) = (send && asks && step != Step::Answered, &req, q) {
+                options::append(self, catalog, r, q, 0, out);
+            }
         }
+        layers
     }
 
     /// The layers after `parse` for a query the caller parsed already
