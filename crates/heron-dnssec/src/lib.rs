@@ -12,3 +12,4 @@ pub mod keys;
 pub mod policy;
 pub mod rollover;
 pub mod sign;
+pub mod zonemd;

@@ -1,0 +1,214 @@
+//! The example zones of RFC 8976 Appendix A with their published digests,
+//! and ZONEMD RDATA that is malformed, unsupported or for another serial.
+
+use heron_proto::name::Name;
+use heron_zone::{Zone, load_zone_str};
+
+use super::*;
+
+fn zone(text: &str, origin: &str) -> Zone {
+    load_zone_str(text, "t", &Name::parse(origin).unwrap())
+        .unwrap_or_else(|p| panic!("{p:?}"))
+        .zone
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+const A1_SIMPLE: &str = "$ORIGIN example.
+example.      86400  IN  SOA     ns1 admin 2018031900 1800 900 604800 86400
+example.      86400  IN  NS      ns1
+example.      86400  IN  NS      ns2
+example.      86400  IN  ZONEMD  2018031900 1 1 (
+    c68090d90a7aed716bc459f9340e3d7c1370d4d24b7e2fc3
+    a1ddc0b9a87153b9a9713b3c9ae5cc27777f98b8e730044c )
+ns1           3600   IN  A       203.0.113.63
+ns2           3600   IN  AAAA    2001:db8::63
+";
+const A1_DIGEST: &str = "c68090d90a7aed716bc459f9340e3d7c1370d4d24b7e2fc3\
+a1ddc0b9a87153b9a9713b3c9ae5cc27777f98b8e730044c";
+
+// Appendix A.2 without its out-of-zone record (foo.test.), which the
+// loader refuses and the digest excludes anyway.
+const A2_COMPLEX: &str = "$ORIGIN example.
+example.      86400  IN  SOA     ns1 admin 2018031900 1800 900 604800 86400
+example.      86400  IN  NS      ns1
+example.      86400  IN  NS      ns2
+example.      86400  IN  ZONEMD  2018031900 1 1 (
+    a3b69bad980a3504e1cffcb0fd6397f93848071c93151f55
+    2ae2f6b1711d4bd2d8b39808226d7b9db71e34b72077f8fe )
+ns1           3600   IN  A       203.0.113.63
+NS2           3600   IN  AAAA    2001:db8::63
+occluded.sub  7200   IN  TXT     \"I'm occluded but must be digested\"
+sub           7200   IN  NS      ns1
+duplicate     300    IN  TXT     \"I must be digested just once\"
+duplicate     300    IN  TXT     \"I must be digested just once\"
+UPPERCASE     3600   IN  TXT     \"canonicalize uppercase owner names\"
+*             777    IN  PTR     dont-forget-about-wildcards
+mail          3600   IN  MX      20 MAIL1
+mail          3600   IN  MX      10 Mail2.Example.
+sortme        3600   IN  AAAA    2001:db8::5:61
+sortme        3600   IN  AAAA    2001:db8::3:62
+sortme        3600   IN  AAAA    2001:db8::4:63
+sortme        3600   IN  AAAA    2001:db8::1:65
+sortme        3600   IN  AAAA    2001:db8::2:64
+non-apex      900    IN  ZONEMD  2018031900 1 1 (
+    616c6c6f776564206275742069676e6f7265642e20616c6c
+    6f776564206275742069676e6f7265642e20616c6c6f7765 )
+";
+const A2_DIGEST: &str = "a3b69bad980a3504e1cffcb0fd6397f93848071c93151f55\
+2ae2f6b1711d4bd2d8b39808226d7b9db71e34b72077f8fe";
+
+const A3_MULTIPLE: &str = "$ORIGIN example.
+example.      86400  IN  SOA     ns1 admin 2018031900 1800 900 604800 86400
+example.      86400  IN  NS      ns1.example.
+example.      86400  IN  NS      ns2.example.
+example.      86400  IN  ZONEMD  2018031900 1 1 (
+    62e6cf51b02e54b9b5f967d547ce43136792901f9f88e637
+    493daaf401c92c279dd10f0edb1c56f8080211f8480ee306 )
+example.      86400  IN  ZONEMD  2018031900 1 2 (
+    08cfa1115c7b948c4163a901270395ea226a930cd2cbcf2f
+    a9a5e6eb85f37c8a4e114d884e66f176eab121cb02db7d65
+    2e0cc4827e7a3204f166b47e5613fd27 )
+example.      86400  IN  ZONEMD  2018031900 1 240 (
+    e2d523f654b9422a96c5a8f44607bbee )
+example.      86400  IN  ZONEMD  2018031900 241 1 (
+    e1846540e33a9e4189792d18d5d131f605fc283e )
+ns1.example.  3600   IN  A       203.0.113.63
+ns2.example.  86400  IN  TXT     \"This example has multiple digests\"
+NS2.EXAMPLE.  3600   IN  AAAA    2001:db8::63
+";
+const A3_SHA384: &str = "62e6cf51b02e54b9b5f967d547ce43136792901f9f88e637\
+493daaf401c92c279dd10f0edb1c56f8080211f8480ee306";
+const A3_SHA512: &str = "08cfa1115c7b948c4163a901270395ea226a930cd2cbcf2f\
+a9a5e6eb85f37c8a4e114d884e66f176eab121cb02db7d652e0cc4827e7a3204f166b47e5613fd27";
+
+#[test]
+fn appendix_a1_simple_zone_has_the_published_digest() {
+    let z = zone(A1_SIMPLE, "example");
+    assert_eq!(hex(&digest(&z, HashAlg::Sha384)), A1_DIGEST);
+    assert_eq!(verify(&z), Verdict::Verified(HashAlg::Sha384));
+}
+
+#[test]
+fn appendix_a2_complex_zone_has_the_published_digest() {
+    let z = zone(A2_COMPLEX, "example");
+    assert_eq!(hex(&digest(&z, HashAlg::Sha384)), A2_DIGEST);
+    assert_eq!(verify(&z), Verdict::Verified(HashAlg::Sha384));
+}
+
+#[test]
+fn appendix_a3_multiple_digests_both_algorithms_match() {
+    let z = zone(A3_MULTIPLE, "example");
+    assert_eq!(hex(&digest(&z, HashAlg::Sha384)), A3_SHA384);
+    assert_eq!(hex(&digest(&z, HashAlg::Sha512)), A3_SHA512);
+    assert!(verify(&z).accepts());
+}
+
+#[test]
+fn a_changed_record_fails_verification() {
+    let tampered = A1_SIMPLE.replace("203.0.113.63", "203.0.113.64");
+    let verdict = verify(&zone(&tampered, "example"));
+    assert!(matches!(verdict, Verdict::Failed(_)), "{verdict:?}");
+    assert!(!verdict.accepts());
+}
+
+#[test]
+fn a_zone_without_zonemd_is_absent_and_accepted() {
+    let text = "$ORIGIN example.\n@ 60 SOA ns1 admin 1 2 3 4 5\n@ 60 NS ns1\nns1 60 A 192.0.2.1\n";
+    let verdict = verify(&zone(text, "example"));
+    assert_eq!(verdict, Verdict::Absent);
+    assert!(verdict.accepts());
+}
+
+/// A.1 with its apex ZONEMD replaced by `rdata_text`.
+fn a1_with(rdata_text: &str) -> Zone {
+    let start = A1_SIMPLE.find("example.      86400  IN  ZONEMD").unwrap();
+    let end = A1_SIMPLE.find("ns1           3600").unwrap();
+    let mut text = A1_SIMPLE.to_string();
+    text.replace_range(start..end, &format!("@ 86400 IN ZONEMD {rdata_text}\n"));
+    zone(&text, "example")
+}
+
+#[test]
+fn unknown_scheme_or_algorithm_is_not_a_failure() {
+    let digest = "00".repeat(48);
+    assert_eq!(
+        verify(&a1_with(&format!("2018031900 9 1 {digest}"))),
+        Verdict::Unverifiable
+    );
+    assert_eq!(
+        verify(&a1_with(&format!("2018031900 1 99 {digest}"))),
+        Verdict::Unverifiable
+    );
+}
+
+#[test]
+fn a_zonemd_for_another_serial_is_not_verifiable() {
+    let wrong = format!("2018031901 1 1 {A1_DIGEST}");
+    assert_eq!(verify(&a1_with(&wrong)), Verdict::Unverifiable);
+}
+
+#[test]
+fn two_records_with_one_scheme_and_algorithm_fail() {
+    let start = A1_SIMPLE.find("ns1           3600").unwrap();
+    let mut text = A1_SIMPLE.to_string();
+    let twin = format!("@ 86400 IN ZONEMD 2018031900 1 1 {}\n", "ab".repeat(48));
+    text.insert_str(start, &twin);
+    assert!(matches!(
+        verify(&zone(&text, "example")),
+        Verdict::Failed(_)
+    ));
+}
+
+#[test]
+fn malformed_rdata_is_refused_by_the_parser() {
+    assert!(Zonemd::parse(&[]).is_err());
+    assert!(Zonemd::parse(&[0, 0, 0, 1, 1]).is_err());
+    // Six header octets and an 11-octet digest: one short of the minimum.
+    let mut short = vec![0, 0, 0, 1, 1, 1];
+    short.extend([7; MIN_DIGEST_LEN - 1]);
+    assert!(Zonemd::parse(&short).is_err());
+    short.push(7);
+    let ok = Zonemd::parse(&short).unwrap();
+    assert_eq!(
+        (ok.serial, ok.scheme, ok.hash_alg, ok.digest.len()),
+        (1, 1, 1, 12)
+    );
+    assert_eq!(ok.supported(), Some(HashAlg::Sha384));
+}
+
+#[test]
+fn random_and_mutated_rdata_never_panics() {
+    let base = rdata(7, HashAlg::Sha512, &[0x5a; 64]);
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for round in 0..20_000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let mut input = base.clone();
+        input.truncate((seed % 80) as usize);
+        if let Some(b) = input.get_mut((seed >> 8) as usize % 70) {
+            *b = (seed >> 16) as u8;
+        }
+        if round % 2 == 0 {
+            input = seed.to_le_bytes().repeat((seed >> 40) as usize % 4);
+        }
+        if let Ok(z) = Zonemd::parse(&input) {
+            assert!(z.digest.len() >= MIN_DIGEST_LEN);
+            let _ = z.supported();
+        }
+    }
+}
+
+#[test]
+fn rdata_round_trips_through_the_parser() {
+    let d = [3u8; 48];
+    let bytes = rdata(2018031900, HashAlg::Sha384, &d);
+    let z = Zonemd::parse(&bytes).unwrap();
+    assert_eq!(
+        (z.serial, z.supported(), z.digest),
+        (2018031900, Some(HashAlg::Sha384), &d[..])
+    );
+}
