@@ -90,6 +90,11 @@ pub trait Publisher: Send + Sync + 'static {
     fn publish(&self, zone: Arc<Zone>, diffs: Option<Vec<ZoneDiff>>);
     /// Stops answering for the zone (expired).
     fn expire(&self, origin: &Name);
+    /// Whether a version just received may be served; Err says why not
+    /// (its ZONEMD does not match, say), and the old version stays.
+    fn accepts(&self, _zone: &Zone) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// What the driver works with.
@@ -682,6 +687,9 @@ impl Driver {
             Exchanged::Transfer(transfer, _) => {
                 let (result, primary_expire) = match transfer {
                     Ok((Outcome::UpToDate, expire)) => (Ok(Transfer::UpToDate), expire),
+                    Ok((outcome, _)) if !self.accepts(zone, &outcome) => {
+                        (Err(Failure::Failed), None)
+                    }
                     Ok((outcome, expire)) => {
                         (Ok(Transfer::Received(self.received(zone, outcome))), expire)
                     }
@@ -865,6 +873,24 @@ impl Driver {
             });
         }
         reports
+    }
+
+    /// Whether the publisher takes what a transfer brought; a refusal is
+    /// logged and the transfer counts as failed (retried as one).
+    fn accepts(&mut self, zone: ZoneId, outcome: &Outcome) -> bool {
+        let (Outcome::Full(new) | Outcome::Incremental { zone: new, .. }) = outcome else {
+            return true;
+        };
+        let Err(why) = self.ctx.publisher.accepts(new) else {
+            return true;
+        };
+        let origin = self.entry(zone).map(|e| e.zone.origin.clone());
+        tracing::error!(
+            zone = origin.as_ref().map(tracing::field::display),
+            serial = new.serial(),
+            "{why}; the transferred version is refused and the previous one still served"
+        );
+        false
     }
 
     /// Serves and keeps what a transfer brought.

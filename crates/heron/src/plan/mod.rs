@@ -10,3 +10,4 @@ pub mod key_state;
 pub mod rollover;
 pub mod signing;
 pub mod zone_files;
+pub(crate) mod zonemd;

@@ -635,6 +635,7 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
         .warnings
         .iter()
         .for_each(|w| tracing::warn!(target: LOG_TARGET, "{w}"));
+    crate::plan::zonemd::check(&loaded.zone).map_err(|why| vec![why])?;
     let zone = match &spec.signing {
         Some(signing) => {
             crate::plan::signing::sign_loaded(&loaded.zone, previous.map(|p| &**p), signing)?

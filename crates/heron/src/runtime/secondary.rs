@@ -736,6 +736,10 @@ impl Publisher for CatalogPublisher {
     fn expire(&self, origin: &Name) {
         let _ = self.changes.send(Change::Expire(origin.clone()));
     }
+
+    fn accepts(&self, zone: &Zone) -> Result<(), String> {
+        crate::plan::zonemd::check(zone)
+    }
 }
 
 /// Applies changes to the served catalog, every change waiting at once in

@@ -8,6 +8,7 @@
 pub use heron_server::http;
 pub mod kernel;
 mod process;
+mod zonemd;
 
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -169,6 +170,7 @@ fn encode(snapshot: Snapshot) -> String {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(snapshot));
     registry.register_collector(Box::new(DsWaiting::read()));
+    registry.register_collector(Box::new(zonemd::ZonemdFailures::read()));
     let mut body = String::new();
     prometheus_client::encoding::text::encode(&mut body, &registry)
         .expect("writing to a String does not fail");
