@@ -1,0 +1,107 @@
+//! ZONEMD (RFC 8976) on load: a zone whose ZONEMD `ldns-signzone` made is
+//! served; a reload whose records no longer match its ZONEMD is refused
+//! (the old version stays served), logged with the zone's name and
+//! counted in `heron_zone_zonemd_failures_total{zone}`; a later correct
+//! version is taken.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use heron_testkit::{ServerProcess, eventually_within, free_port, soa_serial};
+
+const ORIGIN: &str = "md.test";
+
+fn heron() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_heron"))
+}
+
+/// Writes the zone at `serial` with `www` at `address`, with SHA-384 and
+/// SHA-512 ZONEMD records computed by ldns-signzone, to `path` (by a
+/// rename, so that the server sees a new file).
+fn write_zone_with_zonemd(dir: &Path, path: &Path, serial: u32, address: &str) {
+    let plain = dir.join("plain.zone");
+    let text = format!(
+        "$ORIGIN {ORIGIN}.\n$TTL 300\n@ SOA ns h {serial} 3600 600 86400 300\n@ NS ns\n\
+         ns A 127.0.0.1\nwww A {address}\nMixed.Case TXT \"kept once\"\nMixed.Case TXT \"kept once\"\n"
+    );
+    std::fs::write(&plain, text).unwrap();
+    let out = Command::new("ldns-signzone")
+        .args(["-Z", "-z", "1:1", "-z", "1:2", "-o", ORIGIN])
+        .arg(&plain)
+        .output()
+        .expect("ldns-signzone (ldnsutils) is installed");
+    assert!(out.status.success(), "{out:?}");
+    std::fs::rename(dir.join("plain.zone.signed"), path).unwrap();
+}
+
+fn metrics_text(addr: SocketAddr) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let request = b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: text/plain\r\n\r\n";
+    stream.write_all(request).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
+}
+
+fn zonemd_failures(addr: SocketAddr) -> Option<String> {
+    let text = metrics_text(addr);
+    let sample = format!("heron_zone_zonemd_failures_total{{zone=\"{ORIGIN}.\"}} ");
+    let line = text.lines().find(|l| l.starts_with(&sample))?;
+    Some(line[sample.len()..].to_string())
+}
+
+#[test]
+fn a_reload_whose_zonemd_does_not_match_is_refused_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let zone = dir.path().join("md.test.zone");
+    write_zone_with_zonemd(dir.path(), &zone, 1, "192.0.2.1");
+    let metrics_port = free_port();
+    let metrics = SocketAddr::from(([127, 0, 0, 1], metrics_port));
+    let server = ServerProcess::heron_with_config(&heron(), ORIGIN, |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
+             [metrics]\nlisten = \"127.0.0.1:{metrics_port}\"\n\
+             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n",
+            zone.display()
+        )
+    });
+    assert_eq!(
+        soa_serial(server.addr(), ORIGIN),
+        Some(1),
+        "{}",
+        server.log()
+    );
+    assert_eq!(zonemd_failures(metrics), None, "no failure yet");
+
+    // Serial 2 with its correct ZONEMD, then one record changed after the
+    // digest was made: the ZONEMD's serial matches, its digest does not.
+    write_zone_with_zonemd(dir.path(), &zone, 2, "192.0.2.2");
+    let tampered = std::fs::read_to_string(&zone)
+        .unwrap()
+        .replace("192.0.2.2", "192.0.2.66");
+    std::fs::write(dir.path().join("next"), tampered).unwrap();
+    std::fs::rename(dir.path().join("next"), &zone).unwrap();
+    server.reload();
+    assert!(
+        server.wait_for_log("zone md.test. serial 2: ZONEMD verification failed"),
+        "{}",
+        server.log()
+    );
+    assert!(server.log().contains("previous version is still served"));
+    assert_eq!(soa_serial(server.addr(), ORIGIN), Some(1));
+    assert_eq!(zonemd_failures(metrics).as_deref(), Some("1"));
+
+    write_zone_with_zonemd(dir.path(), &zone, 3, "192.0.2.3");
+    server.reload();
+    let took = eventually_within(Duration::from_secs(10), || {
+        soa_serial(server.addr(), ORIGIN) == Some(3)
+    });
+    assert!(took, "{}", server.log());
+    assert_eq!(zonemd_failures(metrics).as_deref(), Some("1"));
+}
