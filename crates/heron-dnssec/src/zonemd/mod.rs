@@ -15,8 +15,11 @@ use heron_zone::Zone;
 use heron_zone::zone::Node;
 use sha2::{Digest, Sha384, Sha512};
 
+mod generate;
 #[cfg(test)]
 mod tests;
+
+pub use generate::sign_with_zonemd;
 
 /// The only scheme RFC 8976 defines.
 pub const SCHEME_SIMPLE: u8 = 1;

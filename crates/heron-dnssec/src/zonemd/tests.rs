@@ -1,6 +1,7 @@
 //! The example zones of RFC 8976 Appendix A with their published digests,
 //! and ZONEMD RDATA that is malformed, unsupported or for another serial.
 
+use heron_proto::RType;
 use heron_proto::name::Name;
 use heron_zone::{Zone, load_zone_str};
 
@@ -211,4 +212,47 @@ fn rdata_round_trips_through_the_parser() {
         (z.serial, z.supported(), z.digest),
         (2018031900, Some(HashAlg::Sha384), &d[..])
     );
+}
+
+mod signing {
+    use super::*;
+    use crate::keys::{Algorithm, KeyRole, SigningKey};
+    use crate::sign::{Denial, SignConfig, ZoneKey};
+
+    const ZONE: &str = "$ORIGIN example.\n$TTL 3600\n@ SOA ns1 h 1 7200 900 1209600 300\n\
+        @ NS ns1\nns1 A 192.0.2.1\nwww A 192.0.2.2\nsub NS ns.sub\nns.sub A 192.0.2.4\n";
+
+    fn config(denial: Denial, serial: Option<u32>) -> SignConfig {
+        SignConfig {
+            denial,
+            dnskey_ttl: 3600,
+            validity: 14 * 86400,
+            jitter: 5 * 86400,
+            inception_offset: 3600,
+            refresh: 5 * 86400,
+            serial,
+        }
+    }
+
+    #[test]
+    fn a_signed_zone_gets_a_signed_zonemd_that_verifies() {
+        let (key, _) = SigningKey::generate(Algorithm::EcdsaP256Sha256).unwrap();
+        let keys = vec![ZoneKey::new(key, KeyRole::Csk)];
+        let nsec3 = Denial::Nsec3 {
+            iterations: 0,
+            salt: Vec::new(),
+            opt_out: false,
+        };
+        for (denial, alg) in [(Denial::Nsec, HashAlg::Sha384), (nsec3, HashAlg::Sha512)] {
+            let z = zone(ZONE, "example");
+            let cfg = config(denial, Some(5));
+            let signed = sign_with_zonemd(&z, None, &keys, &cfg, 1_760_000_000, alg).unwrap();
+            assert_eq!(signed.zone.serial(), 5);
+            assert_eq!(verify(&signed.zone), Verdict::Verified(alg));
+            let apex = signed.zone.apex();
+            let set = apex.rrset(RType::ZONEMD).unwrap();
+            assert_eq!(set.rdata_count(), 1);
+            assert!(set.has_sigs(), "the ZONEMD RRset is signed");
+        }
+    }
 }
