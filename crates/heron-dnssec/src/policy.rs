@@ -50,6 +50,9 @@ pub struct Policy {
     /// Name servers of the parent zone asked for the zone's DS RRset
     /// during a KSK or CSK rollover (as Knot's `ksk-submission`).
     pub parent_servers: Vec<std::net::SocketAddr>,
+    /// An apex ZONEMD (RFC 8976, scheme SIMPLE) of this hash algorithm is
+    /// made for each signed version, when set.
+    pub zonemd: Option<crate::zonemd::HashAlg>,
 }
 
 /// Most NSEC3 iterations a policy may ask for: RFC 9276 3.2 says 0, and
@@ -85,6 +88,7 @@ impl Default for Policy {
             max_zone_ttl: None,
             ksk_method: crate::rollover::KskMethod::DoubleSignature,
             parent_servers: Vec::new(),
+            zonemd: None,
         }
     }
 }

@@ -105,3 +105,57 @@ fn a_reload_whose_zonemd_does_not_match_is_refused_and_counted() {
     assert!(took, "{}", server.log());
     assert_eq!(zonemd_failures(metrics).as_deref(), Some("1"));
 }
+
+/// The zone as `kdig` transfers it out by AXFR.
+fn axfr_text(server: &ServerProcess, origin: &str) -> String {
+    let addr = server.addr();
+    let out = Command::new("/usr/bin/kdig")
+        .arg(format!("@{}", addr.ip()))
+        .args(["-p", &addr.port().to_string(), origin, "AXFR"])
+        .args(["+nocomments", "+nostats"])
+        .output()
+        .expect("kdig runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success() && text.contains("RRSIG"), "{text}");
+    text
+}
+
+#[test]
+fn a_policy_with_zonemd_serves_a_signed_zonemd_that_ldns_verifies() {
+    let origin = "edge.test.";
+    let file =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone");
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    for (hash, code) in [("sha384", " 1 1 "), ("sha512", " 1 2 ")] {
+        let server = ServerProcess::heron_with_config(&heron(), origin, |port| {
+            format!(
+                "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+                 [[dnssec-policy]]\nname = \"p\"\ndenial = \"nsec3\"\nzonemd = \"{hash}\"\n\
+                 [[zone]]\norigin = \"{origin}\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n\
+                 dnssec-policy = \"p\"\nkey-directory = \"{}\"\n",
+                file.display(),
+                keys.display()
+            )
+        });
+        let text = axfr_text(&server, origin);
+        let zonemd = text.lines().find(|l| l.contains("\tZONEMD\t"));
+        assert!(zonemd.is_some_and(|l| l.contains(code)), "{text}");
+        assert!(
+            text.contains("RRSIG\tZONEMD "),
+            "the ZONEMD is signed: {text}"
+        );
+        let path = dir.path().join(format!("axfr-{hash}.zone"));
+        std::fs::write(&path, &text).unwrap();
+        // -ZZ: a valid ZONEMD must be there, and the zone signed.
+        let out = Command::new("/usr/bin/ldns-verify-zone")
+            .arg("-ZZ")
+            .arg(&path)
+            .output()
+            .expect("ldns-verify-zone runs");
+        let said = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "ldns-verify-zone -ZZ: {said}");
+        assert!(said.contains("Zone is verified and complete"), "{said}");
+    }
+}

@@ -64,6 +64,9 @@ pub struct PolicyEntry {
     /// the DS RRset during a KSK or CSK rollover.
     #[serde(default)]
     pub parent_servers: Vec<String>,
+    /// `"sha384"` or `"sha512"`: an apex ZONEMD (RFC 8976) in each signed
+    /// version; unset, none.
+    pub zonemd: Option<String>,
 }
 
 /// How a zone is signed: its policy and where its keys are.
@@ -130,6 +133,14 @@ impl PolicyEntry {
         match self.denial() {
             Ok(d) => p.denial = d,
             Err(e) => errors.push(e),
+        }
+        match self.zonemd.as_deref() {
+            None => {}
+            Some("sha384") => p.zonemd = Some(heron_dnssec::zonemd::HashAlg::Sha384),
+            Some("sha512") => p.zonemd = Some(heron_dnssec::zonemd::HashAlg::Sha512),
+            Some(other) => errors.push(format!(
+                "zonemd '{other}': expected \"sha384\" or \"sha512\""
+            )),
         }
         if p.parent_servers.len() > MAX_PARENT_SERVERS {
             errors.push(format!(

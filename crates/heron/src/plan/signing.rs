@@ -96,8 +96,13 @@ fn sign_step(
         .map(Zone::serial)
         .or_else(|| read_served_serial(&signing.key_directory, origin));
     config.serial = next_serial(zone.serial(), served);
-    let signed = sign_zone_after(zone, previous, &step.keys, &config, now)
-        .map_err(|e| vec![format!("zone '{origin}': cannot sign: {e}")])?;
+    let signed = match policy.zonemd {
+        Some(alg) => {
+            heron_dnssec::zonemd::sign_with_zonemd(zone, previous, &step.keys, &config, now, alg)
+        }
+        None => sign_zone_after(zone, previous, &step.keys, &config, now),
+    }
+    .map_err(|e| vec![format!("zone '{origin}': cannot sign: {e}")])?;
     write_served_serial(&signing.key_directory, origin, signed.zone.serial())
         .map_err(|e| vec![format!("zone '{origin}': {e}")])?;
     Ok(signed)
