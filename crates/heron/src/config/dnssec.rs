@@ -396,6 +396,9 @@ mod tests {
         );
         assert_eq!(p.dnskey_ttl, 3600);
         assert_eq!(p.cds_ttl, 3600, "the DNSKEY TTL unless set");
+        assert_eq!(p.zonemd, None, "no ZONEMD unless asked");
+        let p = entry("name = \"z\"\nzonemd = \"sha512\"").policy().unwrap();
+        assert_eq!(p.zonemd, Some(heron_dnssec::zonemd::HashAlg::Sha512));
     }
 
     #[test]
@@ -454,6 +457,7 @@ mod tests {
             ("denial = \"nsec3\"\nnsec3-salt = \"abc\"", "even number"),
             ("denial = \"nsec3\"\nnsec3-salt = \"zz\"", "not hex"),
             ("ksk-method = \"triple\"", "ksk-method 'triple'"),
+            ("zonemd = \"sha1\"", "zonemd 'sha1'"),
             (
                 "parent-servers = [\"nowhere\"]",
                 "parent-servers: 'nowhere'",
