@@ -2,7 +2,8 @@
 //! served; a reload whose records no longer match its ZONEMD is refused
 //! (the old version stays served), logged with the zone's name and
 //! counted in `heron_zone_zonemd_failures_total{zone}`; a later correct
-//! version is taken.
+//! version is taken; likewise for a version a secondary transfers in;
+//! a policy's `zonemd` key makes a signed ZONEMD that ldns verifies.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use heron_testkit::{ServerProcess, eventually_within, free_port, soa_serial};
+use heron_testkit::{Primary, ServerKind, ServerProcess, eventually_within, free_port, soa_serial};
 
 const ORIGIN: &str = "md.test";
 
@@ -158,4 +159,57 @@ fn a_policy_with_zonemd_serves_a_signed_zonemd_that_ldns_verifies() {
         assert!(out.status.success(), "ldns-verify-zone -ZZ: {said}");
         assert!(said.contains("Zone is verified and complete"), "{said}");
     }
+}
+
+#[test]
+fn a_transferred_version_whose_zonemd_does_not_match_is_refused_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("primary.zone");
+    write_zone_with_zonemd(dir.path(), &file, 1, "192.0.2.1");
+    let (heron_port, metrics_port) = (free_port(), free_port());
+    let spec = Primary {
+        origin: format!("{ORIGIN}."),
+        file: file.clone(),
+        secondary: SocketAddr::from(([127, 0, 0, 1], heron_port)),
+        key: None,
+        tls: None,
+    };
+    // Knot does not check ZONEMD unless told to: it serves what it is given.
+    let primary = spec.start(ServerKind::Knot);
+    let kept = dir.path().join("kept.zone");
+    let config = format!(
+        "[server]\nlisten = [\"127.0.0.1:{heron_port}\"]\nworkers = 1\n\
+         [metrics]\nlisten = \"127.0.0.1:{metrics_port}\"\n\
+         [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\nprimaries = [\"{}\"]\n",
+        kept.display(),
+        primary.addr()
+    );
+    let secondary = ServerProcess::heron_on_port(&heron(), heron_port, ORIGIN, &config)
+        .unwrap_or_else(|log| panic!("{log}"));
+    let metrics = SocketAddr::from(([127, 0, 0, 1], metrics_port));
+    assert_eq!(soa_serial(secondary.addr(), ORIGIN), Some(1));
+
+    write_zone_with_zonemd(dir.path(), &file, 2, "192.0.2.2");
+    let tampered = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("192.0.2.2", "192.0.2.66");
+    std::fs::write(&file, tampered).unwrap();
+    primary.reload();
+    assert!(
+        secondary.wait_for_log("serial 2: ZONEMD verification failed"),
+        "{}",
+        secondary.log()
+    );
+    assert_eq!(soa_serial(secondary.addr(), ORIGIN), Some(1));
+    let counted = eventually_within(Duration::from_secs(10), || {
+        zonemd_failures(metrics).is_some_and(|n| n != "0")
+    });
+    assert!(counted, "{}", metrics_text(metrics));
+
+    write_zone_with_zonemd(dir.path(), &file, 3, "192.0.2.3");
+    primary.reload();
+    let took = eventually_within(Duration::from_secs(20), || {
+        soa_serial(secondary.addr(), ORIGIN) == Some(3)
+    });
+    assert!(took, "{}", secondary.log());
 }
