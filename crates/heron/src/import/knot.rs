@@ -859,7 +859,8 @@ impl Interpreter {
             | "expire-min-interval"
             | "expire-max-interval" => "Heron bounds SOA timers for all zones in [secondary]",
             "notify-delay" => "Heron sends NOTIFY at once",
-            "zonemd-verify" | "zonemd-generate" => "Heron neither checks nor makes ZONEMD",
+            "zonemd-verify" => "Heron always checks a ZONEMD a zone carries",
+            "zonemd-generate" => "set zonemd in the zone's [[dnssec-policy]] (signed zones only)",
             "global-module" => module_advice(f.values.first().map_or("", String::as_str)),
             _ => "no Heron equivalent: check whether the behaviour matters",
         };
