@@ -10,6 +10,7 @@
 # alternate servers, and the table gives each cell's median and range.
 #
 #   bench/update.sh [HERON] [TRIALS] [SECONDS]
+#   SERVERS="heron" SIGNED=1 bench/update.sh ...   # Heron signing the zone
 set -euo pipefail
 heron=$(realpath "${1:-target/release/heron}")
 trials=${2:-3}
@@ -57,6 +58,9 @@ file = "$1/upd.zone"
 allow-update = ["key ops zonesub ANY"]
 zonefile-sync = "never"
 CONF
+    if [ -n "${SIGNED:-}" ]; then
+        printf 'dnssec-policy = "default"\nkey-directory = "%s/keys"\n' "$1" >> "$1/heron.toml"
+    fi
     HERON_LOG=warn taskset -c 0-1 "$heron" serve --config "$1/heron.toml" 2> "$1/server.log" &
     pid=$!
 }
@@ -140,7 +144,7 @@ measure() { # $1: updates in flight
 results=$work/results.txt
 : > "$results"
 for trial in $(seq 1 "$trials"); do
-    for server in heron knot bind; do
+    for server in ${SERVERS:-heron knot bind}; do
         for inflight in 1 64; do
             dir=$work/$server-$trial-$inflight
             mkdir -p "$dir"
@@ -167,6 +171,8 @@ names = {"heron": f"Heron {sys.argv[2]}", "knot": f"Knot {sys.argv[3]}", "bind":
 print("| server | 1 in flight: updates/s (median, range) | 64 in flight: updates/s (median, range) |")
 print("| --- | ---: | ---: |")
 for server in ["heron", "knot", "bind"]:
+    if not any(r[0] == server for r in rows):
+        continue
     cells = []
     for inflight in ["1", "64"]:
         v = sorted(int(r[2]) for r in rows if r[0] == server and r[1] == inflight)
