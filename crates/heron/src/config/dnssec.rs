@@ -96,6 +96,43 @@ impl PolicyEntry {
             Some("ksk-zsk") => p.keys = KeySet::KskZsk,
             Some(k) => errors.push(format!("keys '{k}': expected \"csk\" or \"ksk-zsk\"")),
         }
+        self.signature_timing(&mut p, &mut errors);
+        self.rollover_timing(&mut p, &mut errors);
+        match self.denial() {
+            Ok(d) => p.denial = d,
+            Err(e) => errors.push(e),
+        }
+        match self.zonemd.as_deref() {
+            None => {}
+            Some("sha384") => p.zonemd = Some(heron_dnssec::zonemd::HashAlg::Sha384),
+            Some("sha512") => p.zonemd = Some(heron_dnssec::zonemd::HashAlg::Sha512),
+            Some(other) => errors.push(format!(
+                "zonemd '{other}': expected \"sha384\" or \"sha512\""
+            )),
+        }
+        if p.parent_servers.len() > MAX_PARENT_SERVERS {
+            errors.push(format!(
+                "parent-servers: {} given, at most {MAX_PARENT_SERVERS}",
+                p.parent_servers.len()
+            ));
+        }
+        // RSA/SHA-256 is signed only with imported keys: whether the zone
+        // has them is checked per zone ([`check_imported_keys`]).
+        let generated = Policy {
+            algorithm: Algorithm::EcdsaP256Sha256,
+            ..p.clone()
+        };
+        errors.extend(generated.problems());
+        if errors.is_empty() {
+            Ok(p)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Key lifetimes, signature validity, refresh, jitter and inception,
+    /// and the DNSKEY TTL.
+    fn signature_timing(&self, p: &mut Policy, errors: &mut Vec<String>) {
         let mut duration = |value: &Option<DurationValue>, key: &str, into: &mut u32| {
             if let Some(v) = value {
                 match v.seconds(key) {
@@ -129,37 +166,6 @@ impl PolicyEntry {
         );
         duration(&self.dnskey_ttl, "dnskey-ttl", &mut p.dnskey_ttl);
         (p.ksk_lifetime, p.zsk_lifetime) = (ksk.into(), zsk.into());
-        self.rollover_timing(&mut p, &mut errors);
-        match self.denial() {
-            Ok(d) => p.denial = d,
-            Err(e) => errors.push(e),
-        }
-        match self.zonemd.as_deref() {
-            None => {}
-            Some("sha384") => p.zonemd = Some(heron_dnssec::zonemd::HashAlg::Sha384),
-            Some("sha512") => p.zonemd = Some(heron_dnssec::zonemd::HashAlg::Sha512),
-            Some(other) => errors.push(format!(
-                "zonemd '{other}': expected \"sha384\" or \"sha512\""
-            )),
-        }
-        if p.parent_servers.len() > MAX_PARENT_SERVERS {
-            errors.push(format!(
-                "parent-servers: {} given, at most {MAX_PARENT_SERVERS}",
-                p.parent_servers.len()
-            ));
-        }
-        // RSA/SHA-256 is signed only with imported keys: whether the zone
-        // has them is checked per zone ([`check_imported_keys`]).
-        let generated = Policy {
-            algorithm: Algorithm::EcdsaP256Sha256,
-            ..p.clone()
-        };
-        errors.extend(generated.problems());
-        if errors.is_empty() {
-            Ok(p)
-        } else {
-            Err(errors)
-        }
     }
 
     /// The keys of key rollovers: TTLs, delays, method, parent servers.
