@@ -63,11 +63,17 @@ pub(crate) fn install(renamed: &[&Path], written: &[&Path]) -> bool {
 const SYNC_EACH_UP_TO: usize = 64;
 
 /// Syncs each file (the `.tmp` file of each of `renamed`); a file of
-/// `written` that is gone was removed, which the folder's sync covers.
+/// `written` that is gone was removed, which the folder's sync covers,
+/// and what is not a regular file has nothing to sync.
 fn sync_each(renamed: &[&Path], written: &[&Path]) -> bool {
     let tmps: Vec<PathBuf> = renamed.iter().map(|p| tmp_path(p)).collect();
     let files = tmps.iter().map(|p| (p.as_path(), false));
     for (path, may_be_gone) in files.chain(written.iter().map(|p| (*p, true))) {
+        // Only a regular file has data to sync; opening anything else to
+        // sync it (a FIFO put where a file goes) would wait for a writer.
+        if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
+            continue;
+        }
         match File::open(path).and_then(|f| f.sync_all()) {
             Ok(()) => {}
             Err(e) if may_be_gone && e.kind() == io::ErrorKind::NotFound => {}
