@@ -111,12 +111,30 @@ fn times(fields: &[(&str, &str)]) -> Result<KeyTimes, ImportError> {
     })
 }
 
+/// `digits`, a big-endian number, in `len` octets (leading zeros added
+/// or dropped); unchanged when it does not fit.
+pub(super) fn left_padded(digits: &[u8], len: usize) -> Vec<u8> {
+    let digits: Vec<u8> = digits.iter().copied().skip_while(|&b| b == 0).collect();
+    if digits.len() > len {
+        return digits;
+    }
+    let mut fixed = vec![0; len - digits.len()];
+    fixed.extend_from_slice(&digits);
+    fixed
+}
+
 /// The PKCS#8 of the private key the fields hold.
 fn pkcs8(fields: &[(&str, &str)], algorithm: u8, public: &[u8]) -> Result<Vec<u8>, ImportError> {
     let decoded = |name: &str| base64_field(name, field(fields, name)?);
     match algorithm {
         ECDSAP256SHA256 | ED25519 => {
             let private = decoded("PrivateKey")?;
+            // BIND writes a P-256 scalar without its leading zero octets
+            // (one key in 256 has 31): ring wants exactly 32.
+            let private = match algorithm {
+                ECDSAP256SHA256 => left_padded(&private, 32),
+                _ => private,
+            };
             if private.len() != 32 || public.len() != if algorithm == ED25519 { 32 } else { 64 } {
                 return error("the key is not of the length its algorithm needs");
             }

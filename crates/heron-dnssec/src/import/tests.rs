@@ -541,3 +541,38 @@ fn malformed_bind_state_files_give_clear_errors() {
         let _ = bind_state::parse(&String::from_utf8_lossy(&flipped));
     }
 }
+
+/// BIND writes a P-256 scalar without its leading zero octets (one key in
+/// 256 has a 31-octet PrivateKey); written with one more zero octet, or
+/// with fewer, the key is the same and imports and signs.
+#[test]
+fn bind_p256_scalars_of_other_lengths_import() {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let dir = tempfile::tempdir().unwrap();
+    let stem = bind_keygen(dir.path(), &["-a", "ECDSAP256SHA256"]);
+    let key_text = std::fs::read_to_string(dir.path().join(format!("{stem}.key"))).unwrap();
+    let private_path = dir.path().join(format!("{stem}.private"));
+    let private_text = std::fs::read_to_string(&private_path).unwrap();
+    let line = (private_text.lines())
+        .find(|l| l.starts_with("PrivateKey: "))
+        .unwrap();
+    let scalar = b64.decode(&line["PrivateKey: ".len()..]).unwrap();
+    let original = bind::parse(&key_text, &private_text).unwrap().key;
+    let mut longer = vec![0];
+    longer.extend_from_slice(&scalar);
+    let rewritten = private_text.replace(line, &format!("PrivateKey: {}", b64.encode(&longer)));
+    let imported = bind::parse(&key_text, &rewritten).unwrap().key;
+    assert_eq!(imported, original);
+    sign_and_verify(&imported);
+    assert_eq!(
+        bind::left_padded(&[0, 0, 7], 32),
+        [vec![0; 31], vec![7]].concat()
+    );
+    assert_eq!(bind::left_padded(&[5; 31], 32)[1..], [5; 31]);
+    assert_eq!(
+        bind::left_padded(&[5; 33], 32).len(),
+        33,
+        "too long is left to fail"
+    );
+}
