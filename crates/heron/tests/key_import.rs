@@ -354,6 +354,9 @@ fn a_zone_signed_by_dnssec_signzone_with_rsa_moves_and_check_config_accepts_rsas
             "-S",
             "-K",
             b.to_str().unwrap(),
+            // Its dsset file goes with the keys, not into the crate.
+            "-d",
+            b.to_str().unwrap(),
             "-o",
             ORIGIN,
             "-f",
