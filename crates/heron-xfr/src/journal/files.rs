@@ -263,9 +263,18 @@ pub fn find<'p>(files: impl IntoIterator<Item = (&'p Name, &'p Path)>) -> Found 
 /// by what they changed, not by serial, since signing the file again
 /// gives it a serial of its own.
 pub fn all_steps(path: &Path, origin: &Name) -> Result<Vec<ZoneDiff>, String> {
+    Ok(open_steps(path, origin)?.into_iter().flatten().collect())
+}
+
+/// A reader of the journal file at `path`, checked to be zone `origin`'s;
+/// None when there is no file.
+fn open_steps(
+    path: &Path,
+    origin: &Name,
+) -> Result<Option<file::JournalReader<io::BufReader<std::fs::File>>>, String> {
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
     let len = file.metadata().map_err(|e| e.to_string())?.len();
@@ -274,7 +283,7 @@ pub fn all_steps(path: &Path, origin: &Name) -> Result<Vec<ZoneDiff>, String> {
     if reader.origin() != origin {
         return Err(format!("it holds the journal of {}", reader.origin()));
     }
-    Ok(reader.collect())
+    Ok(Some(reader))
 }
 
 /// The steps of the journal file at `path` (of zone `origin`) that lead
@@ -284,17 +293,9 @@ pub fn all_steps(path: &Path, origin: &Name) -> Result<Vec<ZoneDiff>, String> {
 /// an error when the history does not reach `served` at all (the file
 /// was written for another version of the zone).
 pub fn steps_after(path: &Path, origin: &Name, served: u32) -> Result<Vec<ZoneDiff>, String> {
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e.to_string()),
+    let Some(reader) = open_steps(path, origin)? else {
+        return Ok(Vec::new());
     };
-    let len = file.metadata().map_err(|e| e.to_string())?.len();
-    let reader =
-        file::JournalReader::new(io::BufReader::new(file), len).map_err(|e| e.to_string())?;
-    if reader.origin() != origin {
-        return Err(format!("it holds the journal of {}", reader.origin()));
-    }
     let mut steps: Vec<ZoneDiff> = Vec::new();
     let mut newest = None;
     for step in reader {
