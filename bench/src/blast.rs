@@ -29,7 +29,8 @@ pub struct QuerySet {
 }
 
 impl QuerySet {
-    /// Reads a dnsperf query file ("NAME TYPE" per line; `#` comments).
+    /// Reads a dnsperf query file ("NAME TYPE" per line; `#` comments),
+    /// a line may end in `DO`: that query has EDNS with the DO bit.
     pub fn load(path: &Path) -> Result<QuerySet, String> {
         let text = fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
@@ -50,7 +51,17 @@ impl QuerySet {
                 .map_err(|e| format!("{}:{}: bad name {name}: {e}", path.display(), n + 1))?;
             let qtype = RType::from_mnemonic(qtype.as_bytes())
                 .ok_or_else(|| format!("{}:{}: unknown type {qtype}", path.display(), n + 1))?;
-            set.push(&name, qtype);
+            match f.next() {
+                None => set.push(&name, qtype, false),
+                Some("DO") => set.push(&name, qtype, true),
+                Some(other) => {
+                    return Err(format!(
+                        "{}:{}: unknown flag {other}",
+                        path.display(),
+                        n + 1
+                    ));
+                }
+            }
         }
         if set.offsets.is_empty() {
             return Err(format!("{}: no queries", path.display()));
@@ -73,19 +84,27 @@ impl QuerySet {
             offsets: Vec::new(),
         };
         for (name, qtype) in questions {
-            set.push(name, *qtype);
+            set.push(name, *qtype, false);
         }
         set
     }
 
-    fn push(&mut self, name: &Name, qtype: RType) {
+    /// One query; with `dnssec_ok` it has an OPT record (1,232 octets,
+    /// the DO bit), as a validating resolver sends.
+    fn push(&mut self, name: &Name, qtype: RType, dnssec_ok: bool) {
         let start = self.bytes.len();
-        // ID 0 (set per send), no flags, one question.
+        // ID 0 (set per send), no flags, one question, an OPT or none.
         self.bytes
-            .extend_from_slice(&[0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+            .extend_from_slice(&[0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, dnssec_ok as u8]);
         self.bytes.extend_from_slice(name.as_wire());
         self.bytes.extend_from_slice(&qtype.0.to_be_bytes());
         self.bytes.extend_from_slice(&1u16.to_be_bytes());
+        if dnssec_ok {
+            // Root name, OPT, payload size, extended RCODE and version 0,
+            // DO, no options.
+            self.bytes
+                .extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0x80, 0, 0, 0]);
+        }
         self.offsets
             .push((start as u32, (self.bytes.len() - start) as u16));
     }
@@ -600,6 +619,27 @@ pub fn blast_checked(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `DO` line is a query with an OPT record whose DO bit is set, as
+    /// the server's parser reads it; an unknown flag is an error.
+    #[test]
+    fn a_do_line_is_a_query_with_the_do_bit() {
+        let dir = std::env::temp_dir().join(format!("heron-bench-do-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("q.txt");
+        fs::write(&file, "a.example. A\nb.example. A DO\n").unwrap();
+        let set = QuerySet::load(&file).unwrap();
+        let plain = heron_proto::message::parse_query(set.get(0)).unwrap();
+        assert!(plain.edns.is_none());
+        let signed = heron_proto::message::parse_query(set.get(1)).unwrap();
+        let edns = signed.edns.expect("an OPT record");
+        assert!(edns.do_bit);
+        assert_eq!(edns.udp_size, 1232);
+        fs::write(&file, "a.example. A XX\n").unwrap();
+        let refused = QuerySet::load(&file).err().expect("refused");
+        assert!(refused.contains("unknown flag XX"), "{refused}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn blast_against_an_echo_counts_everything() {

@@ -1,5 +1,6 @@
 //! Query files in dnsperf's format ("NAME TYPE" per line), one per
-//! workload, in random order. `blast` reads the same files.
+//! workload, in random order. `blast` reads the same files, and also
+//! "NAME TYPE DO" (the `signed` workload's, which dnsperf cannot read).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -35,6 +36,16 @@ pub fn root_queries(seed: u64, tlds: usize, count: usize) -> Vec<Query> {
             (format!("{}.{tld}.", rng.label(len)), "A")
         })
         .collect()
+}
+
+/// The root-like queries, every other one asking for DNSSEC records
+/// (type field `A DO`: EDNS with the DO bit; only `blast` reads it).
+pub fn signed_root_queries(seed: u64, tlds: usize, count: usize) -> Vec<Query> {
+    let mut out = root_queries(seed, tlds, count);
+    for q in out.iter_mut().step_by(2) {
+        q.1 = "A DO";
+    }
+    out
 }
 
 /// Existing names of an A-record zone, drawn uniformly with replacement.

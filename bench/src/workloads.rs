@@ -43,8 +43,8 @@ fn some_zones() -> usize {
 }
 
 /// Every workload, in report order.
-pub const ALL: [&str; 8] = [
-    "root", "mix40", "small", "negative", "big", "zones10k", "many", "tcp",
+pub const ALL: [&str; 9] = [
+    "root", "mix40", "small", "negative", "big", "zones10k", "many", "tcp", "signed",
 ];
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -83,6 +83,11 @@ pub fn title(id: &str, sizes: &Sizes) -> String {
              configuration lists each zone, Heron's in one `[[zone-group]]` with a file \
              pattern, the peers' in one entry per zone",
             sizes.many_zones
+        ),
+        "signed" => format!(
+            "the root-like zone signed (ldns-signzone, ECDSA P-256, NSEC, a DS at every \
+             other TLD), half the queries with the DO bit, UDP, blast only ({} delegations)",
+            sizes.tlds
         ),
         "tcp" => format!(
             "root-like zone over TCP, 1,000 clients, pipelined ({} delegations)",
@@ -132,6 +137,10 @@ pub fn generate(
                 let qs = queries::root_queries(seed, sizes.tlds, sizes.queries);
                 (root.clone().unwrap(), qs)
             }
+            "signed" => (
+                zones::write_signed_root(dir, seed, sizes.tlds)?,
+                queries::signed_root_queries(seed, sizes.tlds, sizes.queries),
+            ),
             "mix40" => (
                 zones::write_edge(dir)?,
                 queries::mix40_queries(seed, sizes.queries / 1000 * 1000),

@@ -148,6 +148,57 @@ pub fn write_root(dir: &Path, seed: u64, tlds: usize) -> io::Result<Generated> {
     })
 }
 
+/// The root-like zone of [`write_root`], signed, for the `signed`
+/// workload: every other TLD has a DS RRset (so referrals with DO carry
+/// a DS and its RRSIG, or an NSEC proving there is none), and the zone is
+/// signed by `ldns-signzone` (Debian's ldnsutils) with an ECDSA P-256
+/// KSK and ZSK and an NSEC chain, so that every server serves the same
+/// signed file and none of them is the signer being measured.
+pub fn write_signed_root(dir: &Path, seed: u64, tlds: usize) -> io::Result<Generated> {
+    let work = dir.join("signed-root.work");
+    fs::create_dir_all(&work)?;
+    let g = write_root(&work, seed, tlds)?;
+    let unsigned = g.zones[0].1.clone();
+    let mut ds = fs::OpenOptions::new().append(true).open(&unsigned)?;
+    let mut rng = Rng::new(seed ^ 0xD5);
+    for tld in root_tlds(seed, tlds).iter().step_by(2) {
+        let digest: String = (0..32).map(|_| format!("{:02X}", rng.below(256))).collect();
+        writeln!(ds, "{tld}. 86400 IN DS {} 13 2 {digest}", rng.below(65536))?;
+    }
+    drop(ds);
+    let ksk = ldns(&work, "ldns-keygen", &["-a", "ECDSAP256SHA256", "-k", "."])?;
+    let zsk = ldns(&work, "ldns-keygen", &["-a", "ECDSAP256SHA256", "."])?;
+    let path = dir.join("root.signed.zone");
+    let out = path.to_string_lossy().into_owned();
+    let zone = unsigned.to_string_lossy().into_owned();
+    // Far-off expiration: the files outlive many benchmark runs.
+    let args = ["-e", "20500101000000", "-f", &out, &zone, &ksk, &zsk];
+    ldns(&work, "ldns-signzone", &args)?;
+    fs::remove_dir_all(&work)?;
+    Ok(Generated {
+        zones: vec![(ROOT_ORIGIN.to_string(), path)],
+        records: g.records + tlds.div_ceil(2),
+        main_records: g.main_records,
+    })
+}
+
+/// Runs an ldns tool in `dir`; its first line of output (ldns-keygen
+/// prints the key's base name).
+fn ldns(dir: &Path, tool: &str, args: &[&str]) -> io::Result<String> {
+    let out = std::process::Command::new(tool)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| io::Error::other(format!("{tool} (Debian's ldnsutils): {e}")))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(io::Error::other(format!("{tool} failed: {err}")));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let base = text.lines().next().unwrap_or("").trim();
+    Ok(dir.join(base).to_string_lossy().into_owned())
+}
+
 /// Label of host `i` in an A-record zone: "h" and 8 base-32 characters of
 /// a bijection of `i` on 40 bits, so labels are distinct and unordered.
 pub fn host_label(seed: u64, i: u64) -> String {

@@ -194,7 +194,8 @@ fn added_config(path: Option<&Path>) -> Result<Option<(String, String)>, String>
 
 /// The comparisons the targets ask for: Heron against the reflector,
 /// NSD and Knot on the root-like and 40% mixes; Heron on the large zone,
-/// on 10,000 and on 100,000 zones against Heron on the small zone.
+/// on 10,000 and on 100,000 zones against Heron on the small zone; Heron
+/// on the signed root-like zone against the same zone unsigned.
 fn paired_targets<'w>(wl: &'w [Workload], kinds: &[Kind]) -> Vec<PairOf<'w>> {
     let find = |id: &str| wl.iter().find(|w| w.id == id);
     let has = |k: Kind| kinds.contains(&k);
@@ -212,6 +213,11 @@ fn paired_targets<'w>(wl: &'w [Workload], kinds: &[Kind]) -> Vec<PairOf<'w>> {
         {
             pairs.push(((Kind::Heron, w), (Kind::Heron, small)));
         }
+    }
+    if let (Some(signed), Some(root)) = (find("signed"), find("root"))
+        && has(Kind::Heron)
+    {
+        pairs.push(((Kind::Heron, signed), (Kind::Heron, root)));
     }
     pairs
 }

@@ -103,6 +103,18 @@ pub fn targets(r: &Results) -> Vec<Target> {
             }
         }
     }
+    if let (Some(root), Some(h)) = (heron("root"), heron("signed")) {
+        let target = Target {
+            what: "signed: Heron on the signed root-like zone (DO on half the queries) ≥ 0.9× \
+                   the same zone unsigned"
+                .into(),
+            ratio: Some(h / root),
+            need: 0.9,
+            bound: Bound::AtLeast,
+            detail: format!("{} vs unsigned {}", k(h), k(root)),
+        };
+        out.push(paired_or(r, target, ("Heron", "signed"), ("Heron", "root")));
+    }
     if let (Some(small), Some(h)) = (heron("small"), heron("negative")) {
         out.push(negative_target(r, small, h));
     }
