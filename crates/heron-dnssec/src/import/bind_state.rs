@@ -105,6 +105,22 @@ pub fn parse(text: &str) -> Result<BindState, ImportError> {
     })
 }
 
+/// BIND swaps a ZSK's signatures gradually: while they are rumoured or
+/// unretentive its zone still holds signatures of the old key, each
+/// replaced only when it falls due for refresh (days later, which BIND
+/// waits for). Heron signs every RRset anew when it takes the zone over:
+/// the swap is complete from then, so the wait for caches counts from
+/// the move, not from BIND's change.
+fn zone_rrsig_at(record: Record, now: UnixTime) -> Record {
+    match record.state {
+        State::Rumoured | State::Unretentive => Record {
+            state: record.state,
+            since: record.since.max(now),
+        },
+        _ => record,
+    }
+}
+
 impl BindState {
     /// The key as the rollover machine keeps it, from BIND's own states;
     /// a key BIND has no states for yet (made by `dnssec-keygen -k`) falls
@@ -120,7 +136,7 @@ impl BindState {
             state: State::Hidden,
             since: out.created,
         };
-        out.zone_rrsig = self.zone_rrsig.unwrap_or(hidden);
+        out.zone_rrsig = self.zone_rrsig.map_or(hidden, |r| zone_rrsig_at(r, now));
         out.ds = self.ds.unwrap_or(hidden);
         out.published = self.published.filter(|_| dnskey.state != State::Hidden);
         out.retired = self.retired.filter(|_| goal == Goal::Hidden);

@@ -493,15 +493,34 @@ fn bind_state_files_give_roles_and_states() {
     assert_eq!(machine_key.role, Role::Zsk);
     assert_eq!(machine_key.goal, Goal::Hidden);
     assert_eq!(machine_key.dnskey.state, State::Omnipresent);
-    let since = parse_bind_time("20261201000000").unwrap();
+    // BIND still serves some of its signatures (it replaces them as they
+    // fall due): they leave caches only after Heron, taking the zone over
+    // a day after BIND's change, has signed every RRset anew.
     assert_eq!(
         machine_key.zone_rrsig,
         Record {
             state: State::Unretentive,
-            since
+            since: now
         }
     );
     assert_eq!(machine_key.ds.state, State::Hidden);
+    // The new ZSK's signatures are rumoured from the move too; its DNSKEY,
+    // which BIND published at once, from BIND's change.
+    let new = retiring
+        .replace("GoalState: hidden", "GoalState: omnipresent")
+        .replace("ZRRSIGState: unretentive", "ZRRSIGState: rumoured");
+    let machine_key = (bind_state::parse(&new).unwrap()).to_rollover_key(&key, "n".into(), now);
+    assert_eq!(machine_key.zone_rrsig.state, State::Rumoured);
+    assert_eq!(machine_key.zone_rrsig.since, now);
+    assert_eq!(
+        machine_key.dnskey.since,
+        parse_bind_time("20261125143232").unwrap()
+    );
+    // Before the change (a clock behind BIND's), BIND's time stands.
+    let early = parse_bind_time("20261130000000").unwrap();
+    let machine_key = state.to_rollover_key(&key, "k".into(), early);
+    let since = parse_bind_time("20261201000000").unwrap();
+    assert_eq!(machine_key.zone_rrsig.since, since);
 }
 
 #[test]
