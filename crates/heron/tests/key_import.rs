@@ -47,6 +47,20 @@ fn keymgr_import(keys: &Path, zone: &str, args: &[&str]) -> Output {
     run(heron().to_str().unwrap(), &all)
 }
 
+/// `heron keymgr import --from FROM DIR` into a new key directory,
+/// which must succeed; the directory and what it printed.
+fn import_keys(from: &str, dir: &Path) -> (tempfile::TempDir, String) {
+    let keys = tempfile::tempdir().unwrap();
+    let out = keymgr_import(
+        keys.path(),
+        "moved.test",
+        &["--from", from, dir.to_str().unwrap()],
+    );
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    (keys, text)
+}
+
 fn axfr(addr: SocketAddr) -> String {
     let port = addr.port().to_string();
     let server = format!("@{}", addr.ip());
@@ -297,14 +311,7 @@ fn a_zone_signed_by_knot_moves_with_its_keys() {
     let kasp = knotd.dir().join("kasp");
     knotd.terminate();
 
-    let keys = tempfile::tempdir().unwrap();
-    let out = keymgr_import(
-        keys.path(),
-        "moved.test",
-        &["--from", "knot", kasp.to_str().unwrap()],
-    );
-    let text = said(&out);
-    assert!(out.status.success(), "{text}");
+    let (keys, text) = import_keys("knot", &kasp);
     assert!(text.contains("ksk ") && text.contains("zsk "), "{text}");
     assert!(text.contains("keys = \"ksk-zsk\""), "{text}");
     assert!(!text.contains("PRIVATE KEY"), "{text}");
@@ -674,4 +681,213 @@ fn a_key_the_old_signer_retired_stays_retired_and_is_not_signed_with() {
     std::fs::write(&unsigned, ZONE).unwrap();
     let heron = serve("", keys.path(), &unsigned);
     assert_eq!(dnskey_tags(heron.addr()), [tag(&active)]);
+}
+
+/// The zone of the mid-rollover moves: TTLs of seconds, so that the
+/// rollover Heron finishes takes seconds.
+const FAST_ZONE: &str = "$TTL 2\n\
+@ IN SOA ns1 hostmaster 1 60 60 600 2\n\
+@ IN NS ns1\n\
+ns1 IN A 192.0.2.1\n\
+www IN A 192.0.2.10\n\
+*.wild IN TXT \"wild\"\n";
+
+/// An rndc key BIND's control channel takes (a fixed test secret).
+const RNDC_KEY: &str = "key \"rndc-key\" { algorithm hmac-sha256; secret \"c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTAxMjM=\"; };\n";
+
+/// named signing the zone under a `dnssec-policy` of seconds, with a
+/// control channel on `control` for `rndc`.
+fn named_rolling_conf(dir: &Path, port: u16, control: u16) -> String {
+    let d = dir.display();
+    std::fs::create_dir_all(dir.join("keys")).unwrap();
+    std::fs::write(dir.join("moved.test.zone"), FAST_ZONE).unwrap();
+    std::fs::write(dir.join("rndc.key"), RNDC_KEY).unwrap();
+    format!(
+        "include \"{d}/rndc.key\";\n\
+         controls {{ inet 127.0.0.1 port {control} allow {{ 127.0.0.1; }} keys {{ \"rndc-key\"; }}; }};\n\
+         options {{\n  directory \"{d}\";\n  listen-on port {port} {{ 127.0.0.1; }};\n  \
+         listen-on-v6 {{ none; }};\n  pid-file \"{d}/named.pid\";\n  recursion no;\n  \
+         dnssec-validation no;\n  allow-transfer {{ 127.0.0.1; }};\n}};\n\
+         dnssec-policy \"fast\" {{\n  keys {{ ksk lifetime unlimited algorithm ecdsap256sha256; \
+         zsk lifetime unlimited algorithm ecdsap256sha256; }};\n  dnskey-ttl PT2S;\n  \
+         publish-safety PT1S;\n  retire-safety PT1S;\n  zone-propagation-delay PT1S;\n  \
+         max-zone-ttl PT2S;\n  parent-ds-ttl PT2S;\n  parent-propagation-delay PT1S;\n}};\n\
+         zone \"moved.test\" {{\n  type primary;\n  file \"{d}/moved.test.zone\";\n  \
+         dnssec-policy fast;\n  inline-signing yes;\n  key-directory \"{d}/keys\";\n}};\n"
+    )
+}
+
+/// `rndc` on named's control channel.
+fn rndc(named: &ServerProcess, control: u16, args: &[&str]) -> String {
+    let key = named.dir().join("rndc.key");
+    let port = control.to_string();
+    let mut all = vec!["-k", key.to_str().unwrap(), "-s", "127.0.0.1", "-p", &port];
+    all.extend_from_slice(args);
+    let out = run("/usr/sbin/rndc", &all);
+    assert!(out.status.success(), "rndc {args:?}: {}", said(&out));
+    said(&out)
+}
+
+/// The `Name: value` fields of BIND's `.state` file of key `tag`.
+fn bind_state(keys: &Path, tag: u16) -> String {
+    let path = keys.join(format!("Kmoved.test.+013+{tag:05}.state"));
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// The roles, goals and states of the keys in Heron's state file.
+fn heron_keys(keys: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(keys.join("moved.test.keys.json")).unwrap_or_default();
+    let state: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    state["keys"].as_array().cloned().unwrap_or_default()
+}
+
+/// Heron's answers validate from the old trust anchor, and its AXFR
+/// passes dnssec-verify.
+fn validates(old: &SignedZone, heron: &ServerProcess) -> Result<(), String> {
+    let checks = [
+        (ORIGIN.to_string(), "DNSKEY", None),
+        (format!("www.{ORIGIN}"), "A", None),
+        (format!("a.wild.{ORIGIN}"), "TXT", None),
+        (format!("nx.{ORIGIN}"), "A", Some(true)),
+    ];
+    for (qname, qtype, negative) in checks {
+        let v = old.delv(heron.addr(), &qname, qtype);
+        let ok = match negative {
+            None => v.is_validated_answer(),
+            Some(nxdomain) => v.is_validated_negative(nxdomain),
+        };
+        if !ok {
+            return Err(format!("{qname} {qtype}, the old trust anchor:\n{v}"));
+        }
+    }
+    dnssec_verify(&axfr(heron.addr()), false);
+    Ok(())
+}
+
+/// A zone BIND (dnssec-policy) is rolling the ZSK of, caught while the
+/// signatures go over to the new key (both DNSKEYs published, BIND's old
+/// ZSK retiring, its signatures withdrawn), moves to Heron: Heron goes
+/// on with that rollover to its end (the old ZSK's DNSKEY gone, the new
+/// one in place), every step validating from the old trust anchor, and
+/// starts no rollover of its own (no key made).
+#[test]
+fn a_zone_bind_is_rolling_the_zsk_of_moves_and_heron_finishes_the_roll() {
+    let (port, control) = (free_port(), free_port());
+    let mut named = ServerProcess::peer_with_config(ServerKind::Bind, port, ORIGIN, |dir| {
+        named_rolling_conf(dir, port, control)
+    })
+    .expect("named starts");
+    let bind_keys = named.dir().join("keys");
+    let limit = std::time::Duration::from_secs(30);
+    let two = heron_testkit::eventually_within(limit, || dnskey_tags(named.addr()).len() == 2);
+    assert!(two, "named signs the zone: {}", named.log());
+    let tags = dnskey_tags(named.addr());
+    let (ksk, zsk) = match bind_state(&bind_keys, tags[0]).contains("KSK: yes") {
+        true => (tags[0], tags[1]),
+        false => (tags[1], tags[0]),
+    };
+    rndc(
+        &named,
+        control,
+        &[
+            "dnssec",
+            "-checkds",
+            "-key",
+            &ksk.to_string(),
+            "published",
+            "moved.test",
+        ],
+    );
+    // The zone's first keys in place (BIND drops a DNSKEY no cache can
+    // hold yet at once) before the ZSK rolls.
+    let in_place = heron_testkit::eventually_within(limit, || {
+        let (k, z) = (bind_state(&bind_keys, ksk), bind_state(&bind_keys, zsk));
+        k.contains("DSState: omnipresent")
+            && z.contains("DNSKEYState: omnipresent")
+            && z.contains("ZRRSIGState: omnipresent")
+    });
+    assert!(in_place, "BIND's keys: {}", named.log());
+    rndc(
+        &named,
+        control,
+        &[
+            "dnssec",
+            "-rollover",
+            "-key",
+            &zsk.to_string(),
+            "moved.test",
+        ],
+    );
+    // BIND's new ZSK published everywhere, the old one's signatures on
+    // their way out (a phase BIND keeps for days: until every signature
+    // is made again by the new key).
+    let mid_roll = heron_testkit::eventually_within(limit, || {
+        let old = bind_state(&bind_keys, zsk);
+        let new = dnskey_tags(named.addr())
+            .into_iter()
+            .filter(|t| ![ksk, zsk].contains(t))
+            .map(|t| bind_state(&bind_keys, t))
+            .next()
+            .unwrap_or_default();
+        old.contains("ZRRSIGState: unretentive")
+            && old.contains("DNSKEYState: omnipresent")
+            && new.contains("DNSKEYState: omnipresent")
+            && new.contains("ZRRSIGState: rumoured")
+    });
+    assert!(mid_roll, "BIND's ZSK roll: {}", named.log());
+    let old_tags = dnskey_tags(named.addr());
+    assert_eq!(old_tags.len(), 3, "{old_tags:?}");
+    let new_zsk = *old_tags.iter().find(|t| ![ksk, zsk].contains(t)).unwrap();
+    let old = SignedZone::from_text(ORIGIN, &axfr(named.addr()));
+    named.terminate();
+
+    let (keys, text) = import_keys("bind", &bind_keys);
+    assert!(
+        text.contains(&format!("zsk {zsk} (algorithm 13): retired")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("zsk {new_zsk} (algorithm 13): not yet in place")),
+        "{text}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let unsigned = dir.path().join("moved.test.zone");
+    std::fs::write(&unsigned, FAST_ZONE).unwrap();
+    let policy = "keys = \"ksk-zsk\"\nzsk-lifetime = \"1d\"\npropagation-delay = \"1s\"\n\
+                  dnskey-ttl = \"2s\"\ncds-ttl = \"2s\"\nparent-ds-ttl = \"2s\"\n\
+                  parent-propagation-delay = \"1s\"\nretire-safety = \"1s\"";
+    let heron = serve(policy, keys.path(), &unsigned);
+    let mut phases: Vec<String> = Vec::new();
+    let done = heron_testkit::eventually_within(std::time::Duration::from_secs(60), || {
+        let keys = heron_keys(keys.path());
+        let phase = format!("{keys:?}");
+        if phases.last() != Some(&phase) {
+            phases.push(phase);
+            if let Err(why) = validates(&old, &heron) {
+                panic!("{why}\nkeys: {keys:#?}\n{}", heron.log());
+            }
+        }
+        let of = |tag: u16| {
+            keys.iter()
+                .find(|k| k["tag"] == tag)
+                .cloned()
+                .unwrap_or_default()
+        };
+        of(zsk)["removed"].is_u64() && of(new_zsk)["active"].is_u64()
+    });
+    assert!(done, "{:#?}\n{}", heron_keys(keys.path()), heron.log());
+    validates(&old, &heron).unwrap();
+    assert_eq!(dnskey_tags(heron.addr()), {
+        let mut t = vec![ksk, new_zsk];
+        t.sort();
+        t
+    });
+    assert_eq!(heron_keys(keys.path()).len(), 3, "no key made");
+    assert!(
+        !heron.log().contains("DNSSEC key generated"),
+        "{}",
+        heron.log()
+    );
+    eprintln!("phases: {}", phases.len());
 }
