@@ -335,6 +335,22 @@ fn existing_file_holds(path: &Path, key: &ImportedKey, source: &str) -> Result<b
     }
 }
 
+/// Where a key stands in the succession of its role: the state file
+/// lists predecessors first, and a key retires once a later one of its
+/// role is in use. When it was made, or, where the old signer does not
+/// say (Knot's key list has no creation time), when it was published or
+/// made active; of keys made in the same second, the one active first
+/// (a key not yet active last): a successor caught mid-rollover comes
+/// after the key it replaces.
+fn succession(found: &Found, now: UnixTime) -> (UnixTime, UnixTime) {
+    let times = &found.key.times;
+    let made = (times.created)
+        .or(times.publish)
+        .or(times.activate)
+        .unwrap_or(now);
+    (made, times.activate.unwrap_or(UnixTime::MAX))
+}
+
 fn write_keys(
     key_dir: &Path,
     zone: &str,
@@ -347,7 +363,7 @@ fn write_keys(
         true => ZoneKeys::load(&state_path).map_err(|e| e.to_string())?,
         false => ZoneKeys::new(zone, Vec::new()),
     };
-    found.sort_by_key(|f| f.key.times.created.unwrap_or(now));
+    found.sort_by_key(|f| succession(f, now));
     let mut out = String::new();
     let mut planned = Vec::new();
     for f in &found {
@@ -451,8 +467,8 @@ fn advice(found: &[Found], now: UnixTime) -> String {
     for role in roles {
         if seen.contains(&role) {
             out.push_str(&format!(
-                "warning: more than one {} is in use (a rollover was under way): Heron signs with \
-                 the newest active one and publishes only it; finish the rollover first\n",
+                "warning: more than one {} is in use (a rollover was under way): Heron goes on \
+                 with it, the newest key taking over and the older ones retiring\n",
                 key_role(role).name()
             ));
         }
@@ -584,6 +600,70 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("keys = \"csk\""), "{out}");
+    }
+
+    /// Knot's key list gives no creation time: a ZSK rolled mid-way
+    /// (the successor published, not yet active) is listed after the key
+    /// it replaces, whatever order the list has, so that the older one
+    /// retires and the rollover goes on.
+    #[test]
+    fn a_successor_without_a_creation_time_comes_after_its_predecessor() {
+        let dir = tempfile::tempdir().unwrap();
+        let zsk = |publish: UnixTime, activate: Option<UnixTime>| {
+            let mut f = found(256);
+            f.role = Role::Zsk;
+            f.key.times = KeyTimes {
+                publish: Some(publish),
+                activate,
+                ..KeyTimes::default()
+            };
+            f
+        };
+        let old = zsk(NOW - 100, Some(NOW - 100));
+        // Published later, or in the same second (Knot rolled at once).
+        let new = zsk(NOW - 5, None);
+        let at_once = zsk(NOW - 100, None);
+        let tags = [old.key.tag(), new.key.tag(), at_once.key.tag()];
+        let (old_tag, new_tag) = (tags[0], tags[1]);
+        let order = |found: Vec<Found>| {
+            let dir = tempfile::tempdir().unwrap();
+            write_keys(dir.path(), ZONE, found, NOW).unwrap();
+            let state = ZoneKeys::load(&dir.path().join(file_name(ZONE))).unwrap();
+            state.keys.iter().map(|k| k.tag).collect::<Vec<u16>>()
+        };
+        let copy = |f: &Found| Found {
+            key: f.key.clone(),
+            role: f.role,
+            state: None,
+            source: String::new(),
+        };
+        assert_eq!(order(vec![copy(&at_once), copy(&old)]), [old_tag, tags[2]]);
+        write_keys(dir.path(), ZONE, vec![new, old], NOW).unwrap();
+        let state = ZoneKeys::load(&dir.path().join(file_name(ZONE))).unwrap();
+        let found: Vec<u16> = state.keys.iter().map(|k| k.tag).collect();
+        assert_eq!(found, [old_tag, new_tag]);
+        let policy = rollover::Policy {
+            algorithm: 13,
+            csk: false,
+            ksk_lifetime: 0,
+            zsk_lifetime: 0,
+            csk_lifetime: 0,
+            ksk_method: rollover::KskMethod::DoubleSignature,
+            propagation_delay: 60,
+            dnskey_ttl: 60,
+            max_zone_ttl: 60,
+            signature_validity: 86_400,
+            parent_ds_ttl: 60,
+            parent_propagation_delay: 60,
+            retire_safety: 60,
+            insecure: false,
+        };
+        let mut machine = rollover::Rollover::new(policy, state.keys);
+        machine.advance(NOW);
+        let goal =
+            |m: &rollover::Rollover, tag| m.keys().iter().find(|k| k.tag == tag).unwrap().goal;
+        assert_eq!(goal(&machine, old_tag), Goal::Hidden, "the old ZSK retires");
+        assert_eq!(goal(&machine, new_tag), Goal::Omnipresent);
     }
 
     #[test]
