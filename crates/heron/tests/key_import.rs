@@ -283,15 +283,21 @@ fn a_zone_signed_by_bind_with_dnssec_policy_moves_with_its_keys() {
 }
 
 fn knot_conf(dir: &Path, port: u16) -> String {
+    let policy = "nsec3: on\n    nsec3-iterations: 0\n    nsec3-salt-length: 0\n";
+    knot_signing_conf(dir, port, ZONE, policy)
+}
+
+/// knotd signing `zone` under an ECDSA P-256 policy with `policy` lines
+/// more (its control socket `knot.sock` in its folder, for knotc).
+fn knot_signing_conf(dir: &Path, port: u16, zone: &str, policy: &str) -> String {
     let d = dir.display();
-    std::fs::write(dir.join("moved.test.zone"), ZONE).unwrap();
+    std::fs::write(dir.join("moved.test.zone"), zone).unwrap();
     format!(
         "server:\n  rundir: \"{d}\"\n  listen: 127.0.0.1@{port}\n  background-workers: 1\n  \
          udp-workers: 1\n  tcp-workers: 1\nlog:\n  - target: stderr\n    any: info\n\
          database:\n  storage: \"{d}\"\n  kasp-db: \"{d}/kasp\"\n\
          acl:\n  - id: xfr\n    address: 127.0.0.1\n    action: transfer\n\
-         policy:\n  - id: moved\n    algorithm: ecdsap256sha256\n    nsec3: on\n    \
-         nsec3-iterations: 0\n    nsec3-salt-length: 0\n\
+         policy:\n  - id: moved\n    algorithm: ecdsap256sha256\n    {policy}\
          zone:\n  - domain: moved.test\n    file: \"{d}/moved.test.zone\"\n    \
          zonefile-sync: -1\n    zonefile-load: difference\n    journal-content: all\n    \
          dnssec-signing: on\n    dnssec-policy: moved\n    acl: xfr\n"
@@ -851,20 +857,28 @@ fn a_zone_bind_is_rolling_the_zsk_of_moves_and_heron_finishes_the_roll() {
         "{text}"
     );
 
+    heron_finishes_the_zsk_roll(&old, keys.path(), ksk, zsk, new_zsk);
+}
+
+/// Heron, serving the zone on the keys imported into `keys` mid-way
+/// through the roll of ZSK `zsk` to `new_zsk`, ends that roll: `zsk`
+/// gone, `new_zsk` in place, no key made; every step seen validates
+/// from the old trust anchor.
+fn heron_finishes_the_zsk_roll(old: &SignedZone, keys: &Path, ksk: u16, zsk: u16, new_zsk: u16) {
     let dir = tempfile::tempdir().unwrap();
     let unsigned = dir.path().join("moved.test.zone");
     std::fs::write(&unsigned, FAST_ZONE).unwrap();
     let policy = "keys = \"ksk-zsk\"\nzsk-lifetime = \"1d\"\npropagation-delay = \"1s\"\n\
                   dnskey-ttl = \"2s\"\ncds-ttl = \"2s\"\nparent-ds-ttl = \"2s\"\n\
                   parent-propagation-delay = \"1s\"\nretire-safety = \"1s\"";
-    let heron = serve(policy, keys.path(), &unsigned);
+    let heron = serve(policy, keys, &unsigned);
     let mut phases: Vec<String> = Vec::new();
     let done = heron_testkit::eventually_within(std::time::Duration::from_secs(60), || {
-        let keys = heron_keys(keys.path());
+        let keys = heron_keys(keys);
         let phase = format!("{keys:?}");
         if phases.last() != Some(&phase) {
             phases.push(phase);
-            if let Err(why) = validates(&old, &heron) {
+            if let Err(why) = validates(old, &heron) {
                 panic!("{why}\nkeys: {keys:#?}\n{}", heron.log());
             }
         }
@@ -876,18 +890,78 @@ fn a_zone_bind_is_rolling_the_zsk_of_moves_and_heron_finishes_the_roll() {
         };
         of(zsk)["removed"].is_u64() && of(new_zsk)["active"].is_u64()
     });
-    assert!(done, "{:#?}\n{}", heron_keys(keys.path()), heron.log());
-    validates(&old, &heron).unwrap();
+    assert!(done, "{:#?}\n{}", heron_keys(keys), heron.log());
+    validates(old, &heron).unwrap();
     assert_eq!(dnskey_tags(heron.addr()), {
         let mut t = vec![ksk, new_zsk];
         t.sort();
         t
     });
-    assert_eq!(heron_keys(keys.path()).len(), 3, "no key made");
+    assert_eq!(heron_keys(keys).len(), 3, "no key made");
     assert!(
         !heron.log().contains("DNSSEC key generated"),
         "{}",
         heron.log()
     );
-    eprintln!("phases: {}", phases.len());
+}
+
+/// knotd signing the zone under a policy of seconds.
+fn knot_rolling_conf(dir: &Path, port: u16) -> String {
+    let policy = "dnskey-ttl: 2\n    zone-max-ttl: 2\n    propagation-delay: 1\n    \
+                  ksk-lifetime: 0\n    zsk-lifetime: 0\n";
+    knot_signing_conf(dir, port, FAST_ZONE, policy)
+}
+
+/// `knotc` on knotd's control socket.
+fn knotc(knotd: &ServerProcess, args: &[&str]) {
+    let socket = knotd.dir().join("knot.sock");
+    let mut all = vec!["-s", socket.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = run("/usr/sbin/knotc", &all);
+    assert!(out.status.success(), "knotc {args:?}: {}", said(&out));
+}
+
+/// The same for a zone Knot is rolling the ZSK of (`knotc
+/// zone-key-rollover`), caught with the new ZSK published and not yet
+/// signing: Knot's key list has only times, the older ZSK retires as the
+/// newer takes over.
+#[test]
+fn a_zone_knot_is_rolling_the_zsk_of_moves_and_heron_finishes_the_roll() {
+    let port = free_port();
+    let mut knotd = ServerProcess::peer_with_config(ServerKind::Knot, port, ORIGIN, |dir| {
+        knot_rolling_conf(dir, port)
+    })
+    .expect("knotd starts");
+    let limit = std::time::Duration::from_secs(30);
+    let two = heron_testkit::eventually_within(limit, || dnskey_tags(knotd.addr()).len() == 2);
+    assert!(two, "knotd signs the zone: {}", knotd.log());
+    // The DS is at the parent: the KSK becomes active.
+    knotc(&knotd, &["zone-ksk-submitted", "moved.test"]);
+    let active =
+        heron_testkit::eventually_within(limit, || knotd.log().contains("KSK, public, active"));
+    assert!(active, "{}", knotd.log());
+    let before = dnskey_tags(knotd.addr());
+    knotc(&knotd, &["zone-key-rollover", "moved.test", "zsk"]);
+    let three = heron_testkit::eventually_within(limit, || dnskey_tags(knotd.addr()).len() == 3);
+    assert!(three, "Knot's ZSK roll: {}", knotd.log());
+    let old_tags = dnskey_tags(knotd.addr());
+    let old = SignedZone::from_text(ORIGIN, &axfr(knotd.addr()));
+    let kasp = knotd.dir().join("kasp");
+    knotd.terminate();
+    let new_zsk = *old_tags.iter().find(|t| !before.contains(t)).unwrap();
+
+    let (keys, text) = import_keys("knot", &kasp);
+    assert!(text.contains("keys = \"ksk-zsk\""), "{text}");
+    let list = run(
+        "/usr/sbin/keymgr",
+        &["-j", "-D", kasp.to_str().unwrap(), "moved.test", "list"],
+    );
+    let list: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let tag_of = |ksk: bool| -> u16 {
+        let keys = list.as_array().unwrap().iter();
+        let mut of_role = keys.filter(|k| k["ksk"] == ksk && k["tag"] != new_zsk);
+        of_role.next().unwrap()["tag"].as_u64().unwrap() as u16
+    };
+    let (ksk, zsk) = (tag_of(true), tag_of(false));
+    heron_finishes_the_zsk_roll(&old, keys.path(), ksk, zsk, new_zsk);
 }
