@@ -109,15 +109,24 @@ impl ImportedKey {
             key.published = self.times.publish;
             key.active = Some(now);
         } else if reached(self.times.inactive) {
-            // The old signer retired it: it stays retired, its DNSKEY on
-            // its way out of caches until its delete time.
+            // The old signer retired it: it stays retired. Until its
+            // delete time its DNSKEY is still published (caches may hold
+            // signatures it made until it retired, which Knot swaps all
+            // at once then): the DNSKEY goes once they are gone.
             key.goal = Goal::Hidden;
             key.retired = self.times.inactive;
             if reached(self.times.publish) && !reached(self.times.delete) {
+                let inactive = self.times.inactive.unwrap_or(now);
                 key.dnskey = Record {
-                    state: State::Unretentive,
-                    since: self.times.inactive.unwrap_or(now),
+                    state: State::Omnipresent,
+                    since: self.times.publish.unwrap_or(now),
                 };
+                if role.signs_zone() {
+                    key.zone_rrsig = Record {
+                        state: State::Unretentive,
+                        since: inactive,
+                    };
+                }
                 key.published = self.times.publish;
             } else {
                 key.removed = Some(now);

@@ -137,11 +137,38 @@ fn bind_timing_metadata_is_read() {
     let late = key.to_rollover_key(id.clone(), key.role(false), 1_900_000_000);
     assert!(late.is_active());
     // Past its Inactive time the old signer had retired it: it stays so,
-    // its DNSKEY leaving caches until Delete, then gone.
+    // its signatures leaving caches from then, its DNSKEY published
+    // until they are gone (at most until Delete), then gone.
     let retired = key.to_rollover_key(id.clone(), key.role(false), 1_930_000_000);
     assert_eq!(retired.goal, crate::rollover::Goal::Hidden);
-    assert_eq!(retired.dnskey.state, crate::rollover::State::Unretentive);
+    assert_eq!(retired.dnskey.state, crate::rollover::State::Omnipresent);
+    assert_eq!(
+        retired.zone_rrsig,
+        crate::rollover::Record {
+            state: crate::rollover::State::Unretentive,
+            since: 1_924_992_000
+        }
+    );
     assert_eq!(retired.retired, Some(1_924_992_000));
+    // A successor in place, the old ZSK retired a second ago (Knot swaps
+    // the signatures when it retires a ZSK): its DNSKEY stays until its
+    // signatures can have left every cache, not a moment less.
+    let policy = crate::policy::Policy::default().rollover_policy(60);
+    let gone =
+        1_924_992_000 + policy.propagation_delay + policy.max_zone_ttl + policy.retire_safety;
+    let now = 1_924_992_001;
+    let mut successor = key.to_rollover_key("s".into(), Role::Zsk, 1_900_000_000);
+    (successor.tag, successor.created) = (key.tag().wrapping_add(1), now);
+    let keys = vec![key.to_rollover_key(id.clone(), Role::Zsk, now), successor];
+    let mut machine = crate::rollover::Rollover::new(policy, keys);
+    let plan = machine.advance(now);
+    assert!(plan.dnskey.iter().any(|k| k.tag == key.tag()), "{plan:?}");
+    assert!(
+        !plan.zone_signers.iter().any(|k| k.tag == key.tag()),
+        "{plan:?}"
+    );
+    let plan = machine.advance(gone);
+    assert!(!plan.dnskey.iter().any(|k| k.tag == key.tag()), "{plan:?}");
     let deleted = key.to_rollover_key(id, key.role(false), 1_960_000_000);
     assert!(deleted.is_gone());
 }

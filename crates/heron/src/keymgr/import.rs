@@ -642,22 +642,7 @@ mod tests {
         let state = ZoneKeys::load(&dir.path().join(file_name(ZONE))).unwrap();
         let found: Vec<u16> = state.keys.iter().map(|k| k.tag).collect();
         assert_eq!(found, [old_tag, new_tag]);
-        let policy = rollover::Policy {
-            algorithm: 13,
-            csk: false,
-            ksk_lifetime: 0,
-            zsk_lifetime: 0,
-            csk_lifetime: 0,
-            ksk_method: rollover::KskMethod::DoubleSignature,
-            propagation_delay: 60,
-            dnskey_ttl: 60,
-            max_zone_ttl: 60,
-            signature_validity: 86_400,
-            parent_ds_ttl: 60,
-            parent_propagation_delay: 60,
-            retire_safety: 60,
-            insecure: false,
-        };
+        let policy = heron_dnssec::policy::Policy::default().rollover_policy(60);
         let mut machine = rollover::Rollover::new(policy, state.keys);
         machine.advance(NOW);
         let goal =
