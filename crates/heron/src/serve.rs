@@ -90,7 +90,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
     let mut files = zone_files(&args, &settings);
     let (mut catalog, journals) =
         load_catalog_and_find_journals(use_example, &mut files, &settings);
-    let signed = files.signed_zones();
+    let signed = files.signed_files();
     crate::runtime::update::replay_journals(&mut catalog, &settings.policies, &signed);
     crate::runtime::update_signed::carry_journals(&mut catalog, &settings.policies, &signed);
     catalog_producer::insert_kept(&settings.generated_catalogs, &mut catalog);
@@ -101,6 +101,8 @@ fn start(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let query_log = Arc::new(QueryLog::start(settings.dnstap.take())?);
     let mut kept = secondary::load_kept(&settings.secondaries);
+    let signed_kept =
+        secondary::load_signed_kept(&settings.secondaries, &settings.signed_secondaries);
     let mut consumers = Consumers::new(std::mem::take(&mut settings.catalogs));
     let members = secondary::members_at_start(
         &mut consumers,
@@ -110,7 +112,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
     );
     // Before anything is served: an IXFR may come at once.
     let policies = std::mem::take(&mut settings.policies);
-    let primary = Arc::new(primary(policies, journals, &catalog, &kept));
+    let primary = Arc::new(primary(policies, journals, &catalog, (&signed_kept, &kept)));
     for (origin, policy) in members {
         primary.set_member_policy(&origin, Some(policy));
     }
@@ -137,8 +139,13 @@ fn start(args: ServeArgs) -> Result<(), String> {
         secondaries: Mutex::new(None),
         frozen: Default::default(),
         signings: Default::default(),
+        signed_secondaries: Default::default(),
     };
     transfers.signings.set(signed);
+    transfers
+        .signed_secondaries
+        .set(&settings.signed_secondaries);
+    transfers.signed_secondaries.restore(signed_kept);
     let secondaries = secondaries(&mut settings, kept, keys, notifies, consumers);
     let process = ProcessSettings {
         control_socket: settings.control,
@@ -180,7 +187,9 @@ fn read_settings(args: &ServeArgs) -> Result<Settings, String> {
 
 /// The zone files to watch, and the configuration file when there is one.
 fn zone_files(args: &ServeArgs, settings: &Settings) -> ZoneFiles {
-    let files = ZoneFiles::new(&settings.zones).with_catalogs(&settings.generated_catalogs);
+    let files = ZoneFiles::new(&settings.zones)
+        .with_catalogs(&settings.generated_catalogs)
+        .with_signed_secondaries(&settings.signed_secondaries);
     match &args.config {
         Some(path) => files.with_config(ConfigSource {
             path: path.clone(),
@@ -267,6 +276,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
                 rrl: None,
             },
             zones: Vec::new(),
+            signed_secondaries: Vec::new(),
             keys: Vec::new(),
             policies: Default::default(),
             secondaries: Vec::new(),
@@ -334,12 +344,18 @@ fn primary(
     policies: HashMap<Name, ZonePolicy>,
     found: journal_files::Found,
     catalog: &Catalog,
-    kept: &[Option<Zone>],
+    (signed, kept): (&[Zone], &[Option<Zone>]),
 ) -> Primary {
     let mut primary = Primary::new(policies, DEFAULT_MAX_BYTES);
-    // Indexed only if a journal file asks for a kept copy.
+    // Indexed only if a journal file asks for a kept copy; a secondary
+    // zone signed here journals its signed versions.
     let kept_copies: OnceCell<HashMap<&Name, &Zone>> = OnceCell::new();
-    let index = || kept.iter().flatten().map(|z| (z.origin(), z)).collect();
+    let index = || {
+        let unsigned = kept.iter().flatten().map(|z| (z.origin(), z));
+        unsigned
+            .chain(signed.iter().map(|z| (z.origin(), z)))
+            .collect()
+    };
     primary.open_journal_files(found, |origin| {
         let served = catalog.get(origin).map(|zone| &**zone);
         served.or_else(|| kept_copies.get_or_init(index).get(origin).copied())

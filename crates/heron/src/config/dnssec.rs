@@ -549,11 +549,75 @@ mod tests {
         assert!(signing("b.test").is_none());
         let c = signing("c.test").unwrap();
         assert_eq!(c.key_directory, Path::new("/var/lib/heron/keys"));
-        let secondary = super::super::tests_support::parse(
-            "[[zone]]\norigin = \"s.test\"\nfile = \"s\"\nprimaries = [\"192.0.2.1\"]\n\
-             dnssec-policy = \"default\"\n",
+    }
+
+    /// A secondary zone with a policy is signed here (bump in the wire):
+    /// served signed, transferred unsigned; a group of them too.
+    #[test]
+    fn secondaries_with_a_policy_are_signed_here() {
+        let s = super::super::tests_support::parse(
+            "[[dnssec-policy]]\nname = \"ed\"\nalgorithm = \"ed25519\"\n\
+             [[zone]]\norigin = \"s.test\"\nfile = \"s\"\nprimaries = [\"192.0.2.1\"]\n\
+             dnssec-policy = \"ed\"\n\
+             [[zone]]\norigin = \"u.test\"\nfile = \"u\"\nprimaries = [\"192.0.2.1\"]\n\
+             [[zone-group]]\norigins = [\"g1.test\", \"g2.test\"]\nfile = \"{zone}.zone\"\n\
+             primaries = [\"192.0.2.2\"]\ndnssec-policy = \"default\"\nkey-directory = \"k\"\n",
+        )
+        .unwrap();
+        let mut signed: Vec<(String, Algorithm, PathBuf)> = (s.signed_secondaries.iter())
+            .map(|(o, g)| (o.to_string(), g.policy.algorithm, g.key_directory.clone()))
+            .collect();
+        signed.sort_by(|a, b| a.0.cmp(&b.0));
+        let k = Path::new("/etc/heron/k").to_path_buf();
+        assert_eq!(
+            signed,
+            [
+                ("g1.test.".into(), Algorithm::EcdsaP256Sha256, k.clone()),
+                ("g2.test.".into(), Algorithm::EcdsaP256Sha256, k),
+                (
+                    "s.test.".into(),
+                    Algorithm::Ed25519,
+                    "/etc/heron/keys".into()
+                ),
+            ]
         );
-        assert!(secondary.unwrap_err()[0].contains("primary zones"));
+        assert_eq!(s.secondaries.len(), 4, "all four are transferred");
+        assert!(s.zones.is_empty(), "none is loaded from a file");
+    }
+
+    #[test]
+    fn a_secondary_with_a_wrong_policy_is_refused() {
+        let zone = "[[zone]]\norigin = \"s.test\"\nfile = \"s\"\nprimaries = [\"192.0.2.1\"]\n";
+        for (text, needle) in [
+            (
+                "dnssec-policy = \"nope\"",
+                "dnssec-policy 'nope' is not defined",
+            ),
+            (
+                "key-directory = \"k\"",
+                "key-directory is set but no dnssec-policy",
+            ),
+            ("dnssec-policy = 7", "invalid type"),
+            (
+                "dnssec-policy = \"rsa\"\nkey-directory = \"/nonexistent\"\n\
+                 [[dnssec-policy]]\nname = \"rsa\"\nalgorithm = \"rsasha256\"",
+                "Heron does not generate",
+            ),
+        ] {
+            let errors =
+                super::super::tests_support::parse(&format!("{zone}{text}\n")).unwrap_err();
+            assert!(
+                errors.iter().any(|e| e.contains(needle)),
+                "{text}: {errors:?}"
+            );
+        }
+        // A catalog's members are not signed here: the template refuses a
+        // policy rather than serve them unsigned.
+        let catalog = "[[catalog]]\nzone = \"cat.test\"\nfile = \"cat\"\n\
+                       primaries = [\"192.0.2.1\"]\nmembers-dir = \"m\"\n\
+                       [catalog.default]\ndnssec-policy = \"default\"\n";
+        let errors = super::super::tests_support::parse(catalog).unwrap_err();
+        assert!(errors[0].contains("dnssec-policy"), "{errors:?}");
     }
 
     #[test]

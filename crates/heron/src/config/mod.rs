@@ -735,6 +735,9 @@ pub struct Settings {
     /// Zones pulled from primaries (not in `zones`), catalog zones
     /// included.
     pub secondaries: Vec<SecondaryZone>,
+    /// The secondary zones Heron signs (`dnssec-policy` with
+    /// `primaries`): each transferred unsigned, served signed.
+    pub signed_secondaries: Vec<(Name, std::sync::Arc<dnssec::Signing>)>,
     /// Catalog zones consumed, and their member templates.
     pub catalogs: Vec<CatalogConfig>,
     /// Catalog zones Heron writes (not in `zones`).
@@ -881,8 +884,9 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         .chain(journals)
         .chain(control.as_deref());
     catalog::mark_files_in_use(&mut consumed, used);
-    keep_zones_loaded_from_files(&mut zones, &secondaries, &generated);
+    let signed_secondaries = keep_zones_loaded_from_files(&mut zones, &secondaries, &generated);
     Ok(Settings {
+        signed_secondaries,
         server: server_config(&file, sections.tls, sections.xdp, sections.rrl),
         zones,
         keys,
@@ -915,18 +919,24 @@ fn query_acl_lines(query_acls: &HashMap<Name, Acl>) -> Vec<String> {
 }
 
 /// Leaves out of `zones` those that are secondaries or generated
-/// catalogs (not loaded from a file of their own).
+/// catalogs (not loaded from a file of their own); returns the
+/// secondaries Heron signs (`dnssec-policy` with `primaries`), with how.
 fn keep_zones_loaded_from_files(
     zones: &mut Vec<ZoneSpec>,
     secondaries: &[SecondaryZone],
     generated: &[GeneratedCatalog],
-) {
+) -> Vec<(Name, std::sync::Arc<dnssec::Signing>)> {
     let mut secondary_origins: HashSet<&Name> = HashSet::with_capacity(secondaries.len());
     secondary_origins.extend(secondaries.iter().map(|s| &s.origin));
+    let signed: Vec<(Name, std::sync::Arc<dnssec::Signing>)> = (zones.iter())
+        .filter(|z| secondary_origins.contains(&z.origin))
+        .filter_map(|z| Some((z.origin.clone(), z.signing.clone()?)))
+        .collect();
     secondary_origins.extend(generated.iter().map(|c| &c.origin));
     zones.retain(|z| !secondary_origins.contains(&z.origin));
     // Kept as long as the server runs: not the room of 100,000 secondaries.
     zones.shrink_to_fit();
+    signed
 }
 
 /// One `[[zone]]`: its file and signing, and its transfer and update
@@ -948,9 +958,6 @@ fn zone_entry(
     let dir = entry.key_directory.as_deref();
     spec.signing = dnssec::zone_signing(policy, dir, policies_by_name, base)?;
     dnssec::check_imported_keys(&spec.origin, spec.signing.as_deref())?;
-    if spec.signing.is_some() && !entry.primaries.is_empty() {
-        return Err("dnssec-policy is for primary zones (not with primaries)".into());
-    }
     settings.policy.update = update_settings(&entry.update_options(), &spec, keys)?;
     Ok((spec, settings))
 }
@@ -987,13 +994,7 @@ fn read_zones(
             group.key_directory.as_deref(),
             policies_by_name,
             base,
-        )
-        .and_then(|signing| match signing {
-            Some(_) if !group.primaries.is_empty() => {
-                Err("dnssec-policy is for primary zones (not with primaries)".to_string())
-            }
-            signing => Ok(signing),
-        });
+        );
         let added = signing.and_then(|signing| zones.add_group(group, keys, base, signing));
         if let Err(e) = added {
             problems.add(format!("[[zone-group]]: {e}"));

@@ -66,6 +66,9 @@ pub struct ZoneFiles {
     /// The catalog zones generated as configured now (not read from
     /// `entries`' files), by origin.
     catalogs: Vec<Name>,
+    /// The secondary zones Heron signs, as configured now (not among
+    /// `entries`: they come by transfer).
+    signed_secondaries: Vec<(Name, Arc<crate::config::dnssec::Signing>)>,
 }
 
 /// The configuration file a server started with, which a reload reads
@@ -270,7 +273,18 @@ impl ZoneFiles {
             entries,
             config: None,
             catalogs: Vec::new(),
+            signed_secondaries: Vec::new(),
         }
+    }
+
+    /// These secondary zones are signed here (`dnssec-policy` with
+    /// `primaries`).
+    pub fn with_signed_secondaries(
+        mut self,
+        signed: &[(Name, Arc<crate::config::dnssec::Signing>)],
+    ) -> ZoneFiles {
+        self.signed_secondaries = signed.to_vec();
+        self
     }
 
     /// These catalogs are generated, not read from files: a reload that
@@ -343,6 +357,7 @@ impl ZoneFiles {
         if let Some(source) = &mut self.config {
             source.live = settings.live;
         }
+        self.signed_secondaries = settings.signed_secondaries;
         Ok(Some(Reconfigured {
             secondary: settings.secondary,
             xot: settings.xot,
@@ -388,11 +403,24 @@ impl ZoneFiles {
     }
 
     /// Whether the server has a configuration file to read again.
-    /// The zones Heron signs, with how.
+    /// The zones Heron signs, with how: those loaded from files and the
+    /// secondary zones signed here.
     pub fn signed_zones(&self) -> Vec<(Name, Arc<crate::config::dnssec::Signing>)> {
+        let mut all = self.signed_files();
+        all.extend(self.signed_secondaries.iter().cloned());
+        all
+    }
+
+    /// The zones loaded from files that Heron signs, with how.
+    pub fn signed_files(&self) -> Vec<(Name, Arc<crate::config::dnssec::Signing>)> {
         (self.entries.iter())
             .filter_map(|e| Some((e.spec.origin.clone(), e.spec.signing.clone()?)))
             .collect()
+    }
+
+    /// The secondary zones Heron signs, with how.
+    pub fn signed_secondaries(&self) -> &[(Name, Arc<crate::config::dnssec::Signing>)] {
+        &self.signed_secondaries
     }
 
     pub fn has_config(&self) -> bool {

@@ -7,6 +7,7 @@
 pub mod query_log;
 pub mod rollover;
 pub mod secondary;
+pub(crate) mod signed_secondary;
 pub mod update;
 pub(crate) mod update_forward;
 pub(crate) mod update_signed;
@@ -53,6 +54,8 @@ pub(crate) struct Transfers {
     pub(crate) frozen: update::Frozen,
     /// The zones Heron signs, for updates to be signed.
     pub(crate) signings: update_signed::Signings,
+    /// The secondary zones Heron signs, and their last versions.
+    pub(crate) signed_secondaries: Arc<signed_secondary::SignedSecondaries>,
 }
 
 impl Transfers {
@@ -209,6 +212,7 @@ fn rebuild(
         outcome.needs_restart,
         outcome.applied,
     ) = config.listed;
+    let resigned = xfr.signed_secondaries.set(files.signed_secondaries());
     if let (Some((wanted, consumed, (section, xot))), Some(running)) =
         (config.secondaries, xfr.secondaries.lock().unwrap().as_mut())
     {
@@ -218,8 +222,14 @@ fn rebuild(
         let changes = running.reconfigure(wanted, consumed, &mut next, &xfr.primary, configured);
         outcome.secondaries = changes;
     }
-    xfr.signings.set(files.signed_zones());
+    xfr.signings.set(files.signed_files());
     drop(files);
+    let signed = (xfr.signed_secondaries).resign(&mut next, selection.zones.as_ref(), &resigned);
+    if let Some(running) = xfr.secondaries.lock().unwrap().as_ref() {
+        signed
+            .iter()
+            .for_each(|zone| running.keep_signed(zone, None));
+    }
     update::keep_updates(&current, &mut next, xfr);
     for origin in &config.removed {
         next.remove(origin);

@@ -34,6 +34,7 @@ use crate::plan::consumer::{Consumers, Step, ceded_copy, consumed_copy, read_ced
 use crate::plan::zone_files::SecondaryChanges;
 use crate::plan::zone_files::load_parallel;
 use crate::runtime::Transfers;
+use crate::runtime::signed_secondary::{SignedSecondaries, signed_copy};
 
 /// The secondary zones of the configuration, and what starts them.
 pub struct Secondaries {
@@ -103,6 +104,23 @@ pub fn load_kept<Z: Borrow<SecondaryZone>>(zones: &[Z]) -> Vec<Option<Zone>> {
     }
     kept
 }
+/// The signed versions kept (`FILE.signed`) of the secondary zones
+/// `signed` here, read as [`load_kept`] reads kept copies.
+pub fn load_signed_kept(
+    zones: &[SecondaryZone],
+    signed: &[(Name, Arc<crate::config::dnssec::Signing>)],
+) -> Vec<Zone> {
+    let signed: HashSet<Name> = signed.iter().map(|(o, _)| o.to_lowercase()).collect();
+    let copies: Vec<SecondaryZone> = (zones.iter())
+        .filter(|z| signed.contains(&z.origin.to_lowercase()))
+        .map(|z| SecondaryZone {
+            file: KeptFile::at(signed_copy(&z.kept_path())),
+            ..z.clone()
+        })
+        .collect();
+    load_kept(&copies).into_iter().flatten().collect()
+}
+
 /// The member zones of the consumed catalogs' kept copies, added to
 /// `zones` with their own kept copies (read as [`load_kept`] reads them):
 /// what catalogs made members survives a restart. Returns their
@@ -235,6 +253,7 @@ pub fn start(
         ctx: ctx.clone(),
         consumers,
         member_log: LogLimiter::with_lines(LOG_INTERVAL, MEMBER_LINES),
+        signed: transfers.signed_secondaries.clone(),
     });
     tokio::spawn(refresh::run(zones.collect(), ctx, received));
     let notify_commands = commands.clone();
@@ -287,6 +306,9 @@ pub struct Running {
     /// Lines about catalog members added, removed, re-pointed or reset:
     /// a catalog's producer may change 100,000 at once.
     member_log: LogLimiter<{ ZoneChange::KINDS }>,
+    /// The secondary zones signed here: they start from their unsigned
+    /// version, not the (signed) one served.
+    signed: Arc<SignedSecondaries>,
 }
 
 impl Running {
@@ -342,6 +364,21 @@ impl Running {
         (self.consumers.names().into_iter())
             .filter_map(|c| Some((c.clone(), self.consumers.rejection(&c)?.to_string())))
             .collect()
+    }
+
+    /// Keeps `signed`, the signed version of a secondary zone signed
+    /// here, beside its kept copy, for a restart to carry on from; not
+    /// when it is `before` again.
+    pub(crate) fn keep_signed(&self, signed: &Arc<Zone>, before: Option<&Arc<Zone>>) {
+        if before.is_some_and(|b| Arc::ptr_eq(b, signed))
+            || self.signed.signing(signed.origin()).is_none()
+        {
+            return;
+        }
+        if let Some(zone) = self.zones.get(&OwnOrigin, signed.origin()) {
+            self.keeper
+                .write_at(signed_copy(&zone.kept_path()), signed.clone());
+        }
     }
 
     /// Whether `origin` (lower-cased) is one of the secondary zones.
@@ -592,7 +629,7 @@ impl Running {
         let origin = zone.origin.to_lowercase();
         let _ = self.commands.send(Command::Remove(zone.origin.clone()));
         self.log_change(&zone, ZoneChange::Repointed);
-        let serving = next.get(&origin).cloned();
+        let serving = self.signed.start_from(&origin, next.get(&origin));
         let _ = self.commands.send(Command::Add(zone.clone(), serving));
         // The new primaries are asked at once, not at the next refresh.
         let _ = (self.commands).send(Command::CheckSoon(zone.origin.clone()));
@@ -617,8 +654,8 @@ impl Running {
             let zone = Arc::new(zone);
             let start = kept
                 .map(Arc::new)
-                .or_else(|| next.get(&zone.origin).cloned());
-            if start.is_none() {
+                .or_else(|| self.signed.start_from(&zone.origin, next.get(&zone.origin)));
+            if start.is_none() && self.signed.signing(&zone.origin).is_none() {
                 next.expire(&zone.origin);
             }
             self.log_change(&zone, ZoneChange::Added);
@@ -850,6 +887,34 @@ impl RebuildPacer {
     }
 }
 
+/// A version to serve, the one it follows, and the IXFR steps between.
+type ToServe = (Arc<Zone>, Option<Arc<Zone>>, Option<Vec<ZoneDiff>>);
+
+/// What to serve of `zone`, just received (`steps` from the version
+/// `served`, if it came by IXFR): itself, or for a secondary zone signed
+/// here its signed version (then without steps: the journal takes the
+/// diff of the signed versions). With the version it follows. None if
+/// it cannot be signed (the version served stays).
+fn signed_here(
+    xfr: &Transfers,
+    zone: Arc<Zone>,
+    served: Option<&Arc<Zone>>,
+    steps: Option<Vec<ZoneDiff>>,
+) -> Option<ToServe> {
+    match xfr.signed_secondaries.sign_received(&zone, served) {
+        None => Some((zone, served.cloned(), steps)),
+        Some(Ok((signed, before))) => Some((signed, before, None)),
+        Some(Err(e)) => {
+            tracing::error!(
+                zone = %zone.origin(),
+                serial = zone.serial(),
+                "cannot sign the version received: {e}; the version served stays"
+            );
+            None
+        }
+    }
+}
+
 /// One new catalog version with `batch` applied; returns the zones whose
 /// own secondaries should hear of a new serial. Changes to zones a reload
 /// removed meanwhile are dropped.
@@ -881,8 +946,15 @@ fn apply(
                 {
                     catalogs.push((zone.clone(), steps.clone()));
                 }
+                let served = next.get(zone.origin());
+                let Some((zone, before, steps)) = signed_here(xfr, zone, served, steps) else {
+                    continue;
+                };
+                if let Some(running) = secondaries.as_ref() {
+                    running.keep_signed(&zone, before.as_ref());
+                }
                 // The journal lets our own secondaries IXFR from us in turn.
-                let notify = match (next.get(zone.origin()), steps) {
+                let notify = match (before.as_ref(), steps) {
                     // Served again as it is (a re-pointed zone).
                     (Some(before), _) if Arc::ptr_eq(before, &zone) => false,
                     (Some(before), Some(steps)) => xfr.primary.zone_received(before, &zone, steps),
@@ -967,6 +1039,7 @@ mod tests {
             keep_removed: false,
             consumers: Consumers::new(vec![config]),
             member_log: LogLimiter::with_lines(LOG_INTERVAL, MEMBER_LINES),
+            signed: Default::default(),
         }
     }
 
