@@ -125,6 +125,32 @@ impl SignedZone {
         }
     }
 
+    /// Asserts that `dnssec-verify` (`-z` for a CSK: it counts only keys
+    /// without the SEP flag as ZSKs) says the zone is fully signed and
+    /// `ldns-verify-zone` accepts it; panics with what they said.
+    pub fn verify_with_tools(&self, csk: bool) {
+        let path = self.path.to_str().expect("a UTF-8 path");
+        let said = |out: &std::process::Output| {
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr)
+        };
+        let mut verify = Command::new("/usr/bin/dnssec-verify");
+        if csk {
+            verify.arg("-z");
+        }
+        let origin = self.origin.trim_end_matches('.');
+        let out = (verify.args(["-o", origin, path]).output()).expect("dnssec-verify runs");
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            out.status.success() && said(&out).contains("Zone fully signed"),
+            "dnssec-verify: {}\n{text}",
+            said(&out)
+        );
+        let out = (Command::new("/usr/bin/ldns-verify-zone").arg(path).output())
+            .expect("ldns-verify-zone runs");
+        assert!(out.status.success(), "ldns-verify-zone: {}", said(&out));
+    }
+
     /// Validates the answer to `qname qtype` from the server at `addr`
     /// with `delv`, this zone's KSK the only trust anchor.
     pub fn delv(&self, addr: SocketAddr, qname: &str, qtype: &str) -> Validation {

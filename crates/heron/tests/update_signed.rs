@@ -9,13 +9,12 @@
 
 mod xfr_common;
 
-use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use heron_testkit::{ServerProcess, SignedZone};
-use xfr_common::{eventually, heron, kdig, zone_serial};
+use xfr_common::{eventually, heron, kdig, signatures, signed_axfr, zone_serial};
 
 const ZONE: &str = "sup.test";
 const SECRET: &str = "q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k=";
@@ -83,45 +82,11 @@ fn nsupdate(server: SocketAddr, commands: &str) -> String {
 }
 
 fn axfr(server: SocketAddr) -> String {
-    let out = kdig(server, &[ZONE, "AXFR", "+nocomments", "+nostats"]);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success() && text.contains("RRSIG"), "{text}");
-    text
-}
-
-/// The RRSIG records of an AXFR, one line each, TTL and spacing normalised.
-fn signatures(axfr: &str) -> HashSet<String> {
-    (axfr.lines())
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|w| w.len() > 4 && w[3] == "RRSIG" && w[4] != "SOA")
-        .map(|w| w.join(" "))
-        .collect()
+    signed_axfr(server, ZONE)
 }
 
 fn verify_with_tools(zone: &SignedZone, csk: bool) {
-    let path = zone.path.to_str().unwrap();
-    let mut bind = Command::new("/usr/bin/dnssec-verify");
-    if csk {
-        bind.arg("-z");
-    }
-    let out = bind
-        .args(["-o", ZONE, path])
-        .output()
-        .expect("dnssec-verify runs");
-    let said =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    let text = std::fs::read_to_string(path).unwrap();
-    assert!(
-        out.status.success() && said.contains("Zone fully signed"),
-        "dnssec-verify: {said}\n{text}"
-    );
-    let out = Command::new("/usr/bin/ldns-verify-zone")
-        .arg(path)
-        .output()
-        .expect("ldns-verify-zone runs");
-    let said =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "ldns-verify-zone: {said}");
+    zone.verify_with_tools(csk);
 }
 
 /// What the changed name must now answer.

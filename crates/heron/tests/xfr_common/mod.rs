@@ -98,6 +98,24 @@ pub fn kdig(server: SocketAddr, args: &[&str]) -> Output {
         .expect("kdig runs (install knot-dnsutils)")
 }
 
+/// The AXFR of signed `zone` from `server`, as kdig prints it.
+pub fn signed_axfr(server: SocketAddr, zone: &str) -> String {
+    let out = kdig(server, &[zone, "AXFR", "+nocomments", "+nostats"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success() && text.contains("RRSIG"), "{text}");
+    text
+}
+
+/// The RRSIG records of an AXFR but the SOA's, one line each, spacing
+/// normalised.
+pub fn signatures(axfr: &str) -> std::collections::HashSet<String> {
+    (axfr.lines())
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() > 4 && w[3] == "RRSIG" && w[4] != "SOA")
+        .map(|w| w.join(" "))
+        .collect()
+}
+
 /// Whether kdig printed `what` (its errors go to stderr).
 pub fn said(out: &Output, what: &str) -> bool {
     let text = [&out.stdout[..], &out.stderr[..]].concat();

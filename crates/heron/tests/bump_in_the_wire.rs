@@ -1,0 +1,229 @@
+//! Heron as a bump-in-the-wire signer: a hidden Knot primary serves an
+//! unsigned zone, Heron transfers it as a secondary with a
+//! `dnssec-policy` and serves it signed, and a Knot secondary of Heron
+//! transfers the signed zone. Checked at each step: the zone Heron sends
+//! by AXFR passes `dnssec-verify` and `ldns-verify-zone`, `delv` (the
+//! zone's KSK its trust anchor) validates an answer, an NXDOMAIN and the
+//! apex; a change on the primary (one record added, NOTIFY) comes by
+//! IXFR, is signed with few new signatures (the others kept), and goes
+//! out by a small IXFR to the downstream Knot. The signed serial moves
+//! on its own (a restart signs again with a serial past the one served)
+//! while refreshes compare the primary's serial: no loop, no stall.
+
+mod xfr_common;
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use heron_testkit::{Primary, Secondary, ServerKind, ServerProcess, SignedZone, free_port};
+use xfr_common::{eventually, heron, kdig, signatures, signed_axfr, zone_serial};
+
+const ZONE: &str = "bitw.test";
+
+fn zone_text(serial: u32, extra: &str) -> String {
+    let mut text = format!(
+        "$ORIGIN {ZONE}.\n$TTL 300\n@ SOA ns hostmaster {serial} 3600 600 86400 60\n@ NS ns\n\
+         ns A 192.0.2.1\nwww A 192.0.2.10\nwww TXT \"web\"\nmail MX 10 www\n{extra}"
+    );
+    // Enough names that keeping signatures shows.
+    for i in 0..40 {
+        text.push_str(&format!("h{i:02} A 192.0.2.{}\n", 100 + i));
+    }
+    text
+}
+
+/// Heron on `port`, a secondary of `primary` signing with `policy`,
+/// NOTIFYing 127.0.0.1:`downstream`; kept copy and keys in `dir`.
+fn heron_config(
+    port: u16,
+    primary: SocketAddr,
+    downstream: u16,
+    dir: &Path,
+    policy: &str,
+) -> String {
+    format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+         [[dnssec-policy]]\nname = \"p\"\n{policy}\n\
+         [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\nprimaries = [\"{primary}\"]\n\
+         allow-transfer = [\"127.0.0.1\"]\nnotify = [\"127.0.0.1:{downstream}\"]\n\
+         dnssec-policy = \"p\"\nkey-directory = \"{}\"\n",
+        dir.join("kept").join("bitw.zone").display(),
+        dir.join("keys").display()
+    )
+}
+
+fn axfr(server: SocketAddr) -> String {
+    signed_axfr(server, ZONE)
+}
+
+/// The records of a transfer (kdig prints one a line; comments left out).
+fn records(text: &str) -> usize {
+    let record = |l: &&str| !l.trim().is_empty() && !l.starts_with(';');
+    text.lines().filter(record).count()
+}
+
+/// The zone Heron transfers out passes both verifiers; delv validates
+/// `name` (A), an NXDOMAIN and the apex.
+fn check_valid(server: SocketAddr, text: &str, name: &str, csk: bool) {
+    let zone = SignedZone::from_text(ZONE, text);
+    zone.verify_with_tools(csk);
+    let answer = zone.delv(server, &format!("{name}.{ZONE}."), "A");
+    assert!(answer.is_validated_answer(), "{name}:\n{answer}");
+    let nx = zone.delv(server, &format!("nx-{name}.{ZONE}."), "A");
+    assert!(nx.is_validated_negative(true), "nx-{name}:\n{nx}");
+    let apex = zone.delv(server, &format!("{ZONE}."), "SOA");
+    assert!(apex.is_validated_answer(), "apex:\n{apex}");
+}
+
+fn start_heron(port: u16, config: &str) -> ServerProcess {
+    ServerProcess::heron_on_port(&heron(), port, ZONE, config)
+        .unwrap_or_else(|log| panic!("Heron did not serve {ZONE}: {log}"))
+}
+
+/// The serial in the kept (unsigned) copy's first line.
+fn kept_serial(dir: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(dir.join("kept").join("bitw.zone")).ok()?;
+    text.lines().next()?.rsplit(' ').next()?.parse().ok()
+}
+
+fn signs_behind_a_hidden_primary(policy: &str, csk: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("primary.zone");
+    std::fs::write(&file, zone_text(1, "")).unwrap();
+    let (heron_port, down_port) = (free_port(), free_port());
+    let primary = Primary {
+        origin: format!("{ZONE}."),
+        file: file.clone(),
+        secondary: SocketAddr::from(([127, 0, 0, 1], heron_port)),
+        key: None,
+        tls: None,
+    }
+    .start(ServerKind::Knot);
+    let config = heron_config(heron_port, primary.addr(), down_port, dir.path(), policy);
+    let mut heron = start_heron(heron_port, &config);
+    let addr = heron.addr();
+    assert!(eventually(|| kdig(addr, &[ZONE, "DNSKEY", "+short"])
+        .stdout
+        .len()
+        > 10));
+    let before = axfr(addr);
+    check_valid(addr, &before, "www", csk);
+    let signed_1 = zone_serial(addr, ZONE).unwrap();
+    // A Knot secondary of Heron gets the signed zone.
+    let downstream = Secondary {
+        origin: format!("{ZONE}."),
+        primary: addr,
+        key: None,
+        tls: None,
+    }
+    .start(ServerKind::Knot, down_port);
+    assert!(eventually(
+        || zone_serial(downstream.addr(), ZONE) == Some(signed_1)
+    ));
+
+    // One record added on the primary: NOTIFY, IXFR, signed again.
+    std::fs::write(&file, zone_text(2, "new A 192.0.2.50\n")).unwrap();
+    primary.reload();
+    assert!(
+        eventually(|| axfr(addr).contains("new.bitw.test.")),
+        "{}",
+        heron.log()
+    );
+    let after = axfr(addr);
+    let signed_2 = zone_serial(addr, ZONE).unwrap();
+    assert!(signed_2 > signed_1);
+    let log = heron.log();
+    assert!(log.contains("IXFR from"), "the change came by IXFR: {log}");
+    let new: Vec<_> = signatures(&after)
+        .difference(&signatures(&before))
+        .cloned()
+        .collect();
+    // One RRset changed (N = 1): at most 3N + 10 new signatures.
+    assert!(
+        !new.is_empty() && new.len() <= 3 + 10,
+        "{} new: {new:#?}",
+        new.len()
+    );
+    check_valid(addr, &after, "new", csk);
+    // The IXFR out is the signed diff, proportional to the change.
+    let out = kdig(
+        addr,
+        &[ZONE, &format!("IXFR={signed_1}"), "+nocomments", "+nostats"],
+    );
+    let ixfr = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        ixfr.contains("new.bitw.test.") && ixfr.contains("RRSIG"),
+        "{ixfr}"
+    );
+    assert!(records(&ixfr) <= 30, "{} records: {ixfr}", records(&ixfr));
+    eprintln!(
+        "one record added: {} new signatures, IXFR out {} records, AXFR {} records",
+        new.len(),
+        records(&ixfr),
+        records(&after)
+    );
+    assert!(
+        records(&after) > 100,
+        "the zone is larger: {}",
+        records(&after)
+    );
+    assert!(eventually(
+        || zone_serial(downstream.addr(), ZONE) == Some(signed_2)
+    ));
+    assert!(downstream.wait_for_log("IXFR"), "{}", downstream.log());
+
+    // A restart signs the kept unsigned copy again: a serial past the
+    // one served, the unchanged signatures kept.
+    heron.terminate();
+    let heron = start_heron(heron_port, &config);
+    assert!(eventually(
+        || zone_serial(addr, ZONE).is_some_and(|s| s > signed_2)
+    ));
+    let restarted = axfr(addr);
+    let signed_3 = zone_serial(addr, ZONE).unwrap();
+    assert_eq!(
+        kept_serial(dir.path()),
+        Some(2),
+        "the primary's serial is kept"
+    );
+    let new = signatures(&restarted)
+        .difference(&signatures(&after))
+        .count();
+    assert!(new <= 2, "{new} new signatures after a restart");
+    eprintln!("restart: {new} new signatures (SOA's left out)");
+    check_valid(addr, &restarted, "new", csk);
+    assert!(eventually(
+        || zone_serial(downstream.addr(), ZONE) == Some(signed_3)
+    ));
+
+    // The signed serial (3) is past the primary's (2): the next change
+    // (primary serial 3) is still fetched, and signed past 3.
+    std::fs::write(
+        &file,
+        zone_text(3, "new A 192.0.2.50\nnewer A 192.0.2.51\n"),
+    )
+    .unwrap();
+    primary.reload();
+    assert!(
+        eventually(|| axfr(addr).contains("newer.bitw.test.")),
+        "{}",
+        heron.log()
+    );
+    let signed_4 = zone_serial(addr, ZONE).unwrap();
+    assert!(signed_4 > signed_3, "{signed_4} after {signed_3}");
+    check_valid(addr, &axfr(addr), "newer", csk);
+    assert!(eventually(
+        || zone_serial(downstream.addr(), ZONE) == Some(signed_4)
+    ));
+    assert!(eventually(|| kept_serial(dir.path()) == Some(3)));
+}
+
+#[test]
+fn a_knot_primary_unsigned_heron_signs_nsec_csk() {
+    signs_behind_a_hidden_primary("", true);
+}
+
+#[test]
+fn a_knot_primary_unsigned_heron_signs_nsec3_ksk_zsk() {
+    signs_behind_a_hidden_primary("keys = \"ksk-zsk\"\ndenial = \"nsec3\"", false);
+}
