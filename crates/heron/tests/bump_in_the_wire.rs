@@ -75,6 +75,18 @@ fn check_valid(server: SocketAddr, text: &str, name: &str, csk: bool) {
     assert!(apex.is_validated_answer(), "apex:\n{apex}");
 }
 
+/// Knot serving `file` unsigned, NOTIFYing Heron on `heron_port`.
+fn knot_primary(file: &Path, heron_port: u16) -> ServerProcess {
+    let primary = Primary {
+        origin: format!("{ZONE}."),
+        file: file.to_path_buf(),
+        secondary: SocketAddr::from(([127, 0, 0, 1], heron_port)),
+        key: None,
+        tls: None,
+    };
+    primary.start(ServerKind::Knot)
+}
+
 fn start_heron(port: u16, config: &str) -> ServerProcess {
     ServerProcess::heron_on_port(&heron(), port, ZONE, config)
         .unwrap_or_else(|log| panic!("Heron did not serve {ZONE}: {log}"))
@@ -91,14 +103,7 @@ fn signs_behind_a_hidden_primary(policy: &str, csk: bool) {
     let file = dir.path().join("primary.zone");
     std::fs::write(&file, zone_text(1, "")).unwrap();
     let (heron_port, down_port) = (free_port(), free_port());
-    let primary = Primary {
-        origin: format!("{ZONE}."),
-        file: file.clone(),
-        secondary: SocketAddr::from(([127, 0, 0, 1], heron_port)),
-        key: None,
-        tls: None,
-    }
-    .start(ServerKind::Knot);
+    let primary = knot_primary(&file, heron_port);
     let config = heron_config(heron_port, primary.addr(), down_port, dir.path(), policy);
     let mut heron = start_heron(heron_port, &config);
     let addr = heron.addr();
@@ -226,4 +231,82 @@ fn a_knot_primary_unsigned_heron_signs_nsec_csk() {
 #[test]
 fn a_knot_primary_unsigned_heron_signs_nsec3_ksk_zsk() {
     signs_behind_a_hidden_primary("keys = \"ksk-zsk\"\ndenial = \"nsec3\"", false);
+}
+
+/// Transfers Heron's log says it took from its primary.
+fn transfers_in(log: &str) -> usize {
+    log.matches("XFR from").count()
+}
+
+fn ctl(server: &ServerProcess, args: &[&str]) -> String {
+    let out = std::process::Command::new(heron())
+        .arg("ctl")
+        .arg("--socket")
+        .arg(server.dir().join("control.sock"))
+        .args(args)
+        .output()
+        .expect("heron ctl runs");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `heron ctl reload ZONE` (the path of the signature refresh and the
+/// rollover driver) and a policy changed by a reload sign again from
+/// the version last received, without a transfer; a policy removed
+/// serves that version unsigned.
+#[test]
+fn a_reload_signs_again_from_the_version_received() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("primary.zone");
+    std::fs::write(&file, zone_text(1, "")).unwrap();
+    let (heron_port, down_port) = (free_port(), free_port());
+    let primary = knot_primary(&file, heron_port);
+    let config = |policy: &str| {
+        let zone = heron_config(heron_port, primary.addr(), down_port, dir.path(), policy);
+        zone.replace("workers = 1\n", "workers = 1\ncontrol = \"control.sock\"\n")
+    };
+    let heron = start_heron(heron_port, &config(""));
+    let addr = heron.addr();
+    assert!(eventually(|| kdig(addr, &[ZONE, "DNSKEY", "+short"])
+        .stdout
+        .len()
+        > 10));
+    let first = zone_serial(addr, ZONE).unwrap();
+    let taken = transfers_in(&heron.log());
+    assert_eq!(taken, 1, "{}", heron.log());
+
+    let said = ctl(&heron, &["reload", ZONE]);
+    assert!(said.contains("reloaded"), "{said}");
+    let again = zone_serial(addr, ZONE).unwrap();
+    assert!(again > first, "{again} after {first}");
+    check_valid(addr, &axfr(addr), "www", true);
+
+    let toml = heron.dir().join("heron.toml");
+    std::fs::write(&toml, config("denial = \"nsec3\"")).unwrap();
+    heron.reload();
+    assert!(
+        eventually(|| axfr(addr).contains("NSEC3")),
+        "{}",
+        heron.log()
+    );
+    assert!(zone_serial(addr, ZONE).unwrap() > again);
+    check_valid(addr, &axfr(addr), "www", true);
+
+    let unsigned = config("").replace("dnssec-policy = \"p\"\nkey-directory", "#");
+    std::fs::write(&toml, unsigned).unwrap();
+    heron.reload();
+    assert!(
+        eventually(
+            || !String::from_utf8_lossy(&kdig(addr, &[ZONE, "AXFR"]).stdout).contains("RRSIG")
+        ),
+        "{}",
+        heron.log()
+    );
+    assert_eq!(zone_serial(addr, ZONE), Some(1), "the primary's version");
+    assert_eq!(
+        transfers_in(&heron.log()),
+        taken,
+        "no transfer: {}",
+        heron.log()
+    );
 }

@@ -497,10 +497,17 @@ impl Controller {
     fn reloadable(&self, zones: &[Name]) -> Result<(), Vec<String>> {
         let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
         let secondaries = self.secondaries.load_full();
+        // A secondary zone signed here is signed again from the version
+        // last received.
+        let signed_here = |origin: &Name| {
+            (files.signed_secondaries().iter()).any(|(o, _)| o.to_lowercase() == *origin)
+        };
         let errors: Vec<String> = zones
             .iter()
             .filter_map(|origin| {
-                if secondaries.contains(origin) {
+                if signed_here(origin) {
+                    None
+                } else if secondaries.contains(origin) {
                     Some(format!(
                         "{origin} is a secondary zone: it has no file to reload"
                     ))
