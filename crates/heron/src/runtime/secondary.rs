@@ -704,6 +704,7 @@ impl Running {
             delete_kept(file, i < told);
             self.keeper.delete(file);
             self.keeper.delete(&consumed_copy(file));
+            self.keeper.delete(&signed_copy(file));
         }
         if files.len() > told {
             let more = files.len() - told;
@@ -719,14 +720,16 @@ fn same_zone(running: &SecondaryZone, wanted: &SecondaryZone) -> bool {
 }
 
 /// Deletes a removed secondary zone's kept copy and journal (and, for a
-/// catalog zone, the copy of the version consumed and its ceded zones);
-/// says so at info if `told`, else at debug.
+/// catalog zone, the copy of the version consumed and its ceded zones;
+/// for a zone signed here, its signed copy); says so at info if `told`,
+/// else at debug.
 fn delete_kept(file: &std::path::Path, told: bool) {
     let paths = [
         file,
         &journal_file::path_for(file),
         &consumed_copy(file),
         &ceded_copy(file),
+        &signed_copy(file),
     ];
     for path in paths {
         match std::fs::remove_file(path) {

@@ -190,3 +190,96 @@ impl SignedSecondaries {
 
 /// A signed version, and the version it follows (for the journal).
 pub(crate) type SignedVersion = (Arc<Zone>, Option<Arc<Zone>>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heron_dnssec::policy::Policy;
+    use heron_proto::RType;
+    use heron_zone::diff::diff;
+
+    fn n(text: &str) -> Name {
+        Name::parse(text).unwrap()
+    }
+
+    fn version(serial: u32, extra: &str) -> Arc<Zone> {
+        let mut text = format!("@ 300 IN SOA ns hm {serial} 2 3 4 5\n@ 300 IN NS ns\n{extra}");
+        for i in 0..20 {
+            text.push_str(&format!("h{i:02} 300 IN A 192.0.2.{i}\n"));
+        }
+        Arc::new(
+            heron_zone::load_zone_str(&text, "t", &n("s.test"))
+                .unwrap()
+                .zone,
+        )
+    }
+
+    /// New RRSIG records from `old` to `new`.
+    fn new_signatures(old: &Zone, new: &Zone) -> usize {
+        let step = diff(old, new);
+        step.added
+            .iter()
+            .filter(|r| r.rtype == RType::RRSIG)
+            .count()
+    }
+
+    #[test]
+    fn versions_received_are_signed_keeping_what_did_not_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let signing = Arc::new(Signing {
+            policy: Arc::new(Policy::default()),
+            key_directory: dir.path().to_path_buf(),
+        });
+        let signed = SignedSecondaries::default();
+        let changed = signed.set(&[(n("S.test"), signing.clone())]);
+        assert_eq!(changed, HashSet::from([n("s.test")]));
+        assert!(signed.set(&[(n("s.test"), signing)]).is_empty(), "same");
+        let v1 = version(1, "");
+        let (s1, before) = signed.sign_received(&v1, None).unwrap().unwrap();
+        assert!(before.is_none() && s1.signed_chain_len().is_some());
+        assert_eq!(s1.serial(), 1, "the primary's serial, none served");
+        let start = signed.start_from(&n("s.test"), Some(&s1)).unwrap();
+        assert!(
+            Arc::ptr_eq(&start, &v1),
+            "the unsigned version, not the signed"
+        );
+        // The same version again (a re-pointed zone) is not signed again.
+        let (same, _) = signed.sign_received(&v1, Some(&s1)).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&same, &s1));
+        // One record added: its RRset's, its NSEC neighbours' and the
+        // SOA's signatures are new, none of the others'.
+        let v2 = version(2, "new 300 IN A 192.0.2.99\n");
+        let (s2, before) = signed.sign_received(&v2, Some(&s1)).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&before.unwrap(), &s1));
+        assert_eq!(s2.serial(), 2);
+        let new = new_signatures(&s1, &s2);
+        assert!((2..=4).contains(&new), "{new} new signatures");
+        // A reload naming it signs again from v2: one past the serial.
+        let mut next = Catalog::new();
+        next.insert_shared(s2.clone());
+        let only = HashSet::from([n("s.test")]);
+        let resigned = signed.resign(&mut next, Some(&only), &HashSet::new());
+        let s3 = next.get(&n("s.test")).unwrap().clone();
+        assert!(Arc::ptr_eq(&resigned[0], &s3));
+        assert_eq!(
+            s3.serial(),
+            3,
+            "past the serial served, not the primary's 2"
+        );
+        assert_eq!(new_signatures(&s2, &s3), 1, "the SOA's alone");
+        // A zone not signed here is served as received.
+        let before = signed.start_from(&n("u.test"), Some(&s3)).unwrap();
+        assert!(Arc::ptr_eq(&before, &s3));
+        // Its policy gone, the version received is served unsigned.
+        let changed = signed.set(&[]);
+        assert!(signed.sign_received(&v2, Some(&s3)).is_none());
+        signed.resign(&mut next, None, &changed);
+        assert!(Arc::ptr_eq(next.get(&n("s.test")).unwrap(), &v2));
+    }
+
+    #[test]
+    fn the_signed_copy_is_beside_the_kept_one() {
+        let path = signed_copy(Path::new("/var/lib/heron/s.test.zone"));
+        assert_eq!(path, Path::new("/var/lib/heron/s.test.zone.signed"));
+    }
+}
