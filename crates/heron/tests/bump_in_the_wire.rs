@@ -9,6 +9,8 @@
 //! out by a small IXFR to the downstream Knot. The signed serial moves
 //! on its own (a restart signs again with a serial past the one served)
 //! while refreshes compare the primary's serial: no loop, no stall.
+//! `heron ctl reload ZONE`, a changed policy and the rollover driver's
+//! steps sign again from the version received, never transferring it.
 
 mod xfr_common;
 
@@ -16,7 +18,10 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use heron_testkit::{Primary, Secondary, ServerKind, ServerProcess, SignedZone, free_port};
-use xfr_common::{eventually, heron, kdig, signatures, signed_axfr, zone_serial};
+use std::time::Duration;
+use xfr_common::{
+    eventually, eventually_within, heron, kdig, signatures, signed_axfr, zone_serial,
+};
 
 const ZONE: &str = "bitw.test";
 
@@ -309,4 +314,39 @@ fn a_reload_signs_again_from_the_version_received() {
         "no transfer: {}",
         heron.log()
     );
+}
+
+/// The rollover driver moves a signed secondary zone's keys on: its
+/// new KSK's DNSKEY reaching every cache publishes CDS and CDNSKEY for
+/// the parent, a step signed again from the version received (no
+/// transfer), the zone valid, the serial moved on.
+#[test]
+fn key_rollover_steps_sign_a_secondary_zone_again_without_a_transfer() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("primary.zone");
+    // TTLs of seconds: the signatures are in every cache at once.
+    let text = zone_text(1, "").replace("$TTL 300", "$TTL 2");
+    std::fs::write(&file, text.replace("86400 60", "86400 2")).unwrap();
+    let heron_port = free_port();
+    let primary = knot_primary(&file, heron_port);
+    let policy = "keys = \"ksk-zsk\"\npropagation-delay = \"1s\"\n\
+                  dnskey-ttl = \"2s\"\ncds-ttl = \"2s\"\nmax-zone-ttl = \"2s\"";
+    let config = heron_config(heron_port, primary.addr(), free_port(), dir.path(), policy);
+    let heron = start_heron(heron_port, &config);
+    let addr = heron.addr();
+    let short = |qtype: &str| {
+        let out = kdig(addr, &[ZONE, qtype, "+short"]);
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    assert!(eventually(|| short("DNSKEY") == 2), "{}", heron.log());
+    let first = zone_serial(addr, ZONE).unwrap();
+    assert_eq!(short("CDS"), 0, "not before the DNSKEY is in every cache");
+    let published = eventually_within(Duration::from_secs(30), || short("CDS") > 0);
+    assert!(published, "CDS published: {}", heron.log());
+    assert!(short("CDNSKEY") > 0);
+    assert!(zone_serial(addr, ZONE).unwrap() > first);
+    check_valid(addr, &axfr(addr), "www", false);
+    let log = heron.log();
+    assert!(log.contains("DNSSEC key rollover: reloading"), "{log}");
+    assert_eq!(transfers_in(&log), 1, "no transfer: {log}");
 }

@@ -896,8 +896,9 @@ type ToServe = (Arc<Zone>, Option<Arc<Zone>>, Option<Vec<ZoneDiff>>);
 /// What to serve of `zone`, just received (`steps` from the version
 /// `served`, if it came by IXFR): itself, or for a secondary zone signed
 /// here its signed version (then without steps: the journal takes the
-/// diff of the signed versions). With the version it follows. None if
-/// it cannot be signed (the version served stays).
+/// diff of the signed versions), the rollover driver told to look at its
+/// keys again. With the version it follows. None if it cannot be signed
+/// (the version served stays).
 fn signed_here(
     xfr: &Transfers,
     zone: Arc<Zone>,
@@ -906,7 +907,14 @@ fn signed_here(
 ) -> Option<ToServe> {
     match xfr.signed_secondaries.sign_received(&zone, served) {
         None => Some((zone, served.cloned(), steps)),
-        Some(Ok((signed, before))) => Some((signed, before, None)),
+        Some(Ok((signed, before))) => {
+            // The signing may have made keys or moved them on: the
+            // rollover driver looks at the zone again.
+            let origin = std::collections::HashSet::from([signed.origin().to_lowercase()]);
+            crate::runtime::rollover::reloaded(Some(&origin));
+            crate::runtime::rollover::wake();
+            Some((signed, before, None))
+        }
         Some(Err(e)) => {
             tracing::error!(
                 zone = %zone.origin(),
