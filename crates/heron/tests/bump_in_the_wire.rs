@@ -1,4 +1,4 @@
-//! Heron as a bump-in-the-wire signer: a hidden Knot primary serves an
+//! Heron as a bump-in-the-wire signer: a hidden Knot (or BIND) primary serves an
 //! unsigned zone, Heron transfers it as a secondary with a
 //! `dnssec-policy` and serves it signed, and a Knot secondary of Heron
 //! transfers the signed zone. Checked at each step: the zone Heron sends
@@ -82,6 +82,11 @@ fn check_valid(server: SocketAddr, text: &str, name: &str, csk: bool) {
 
 /// Knot serving `file` unsigned, NOTIFYing Heron on `heron_port`.
 fn knot_primary(file: &Path, heron_port: u16) -> ServerProcess {
+    primary_of(ServerKind::Knot, file, heron_port)
+}
+
+/// `kind` serving `file` unsigned, NOTIFYing Heron on `heron_port`.
+fn primary_of(kind: ServerKind, file: &Path, heron_port: u16) -> ServerProcess {
     let primary = Primary {
         origin: format!("{ZONE}."),
         file: file.to_path_buf(),
@@ -89,7 +94,7 @@ fn knot_primary(file: &Path, heron_port: u16) -> ServerProcess {
         key: None,
         tls: None,
     };
-    primary.start(ServerKind::Knot)
+    primary.start(kind)
 }
 
 fn start_heron(port: u16, config: &str) -> ServerProcess {
@@ -103,12 +108,12 @@ fn kept_serial(dir: &Path) -> Option<u32> {
     text.lines().next()?.rsplit(' ').next()?.parse().ok()
 }
 
-fn signs_behind_a_hidden_primary(policy: &str, csk: bool) {
+fn signs_behind_a_hidden_primary(kind: ServerKind, policy: &str, csk: bool) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("primary.zone");
     std::fs::write(&file, zone_text(1, "")).unwrap();
     let (heron_port, down_port) = (free_port(), free_port());
-    let primary = knot_primary(&file, heron_port);
+    let primary = primary_of(kind, &file, heron_port);
     let config = heron_config(heron_port, primary.addr(), down_port, dir.path(), policy);
     let mut heron = start_heron(heron_port, &config);
     let addr = heron.addr();
@@ -230,12 +235,18 @@ fn signs_behind_a_hidden_primary(policy: &str, csk: bool) {
 
 #[test]
 fn a_knot_primary_unsigned_heron_signs_nsec_csk() {
-    signs_behind_a_hidden_primary("", true);
+    signs_behind_a_hidden_primary(ServerKind::Knot, "", true);
+}
+
+#[test]
+fn a_bind_primary_unsigned_heron_signs_nsec_csk() {
+    signs_behind_a_hidden_primary(ServerKind::Bind, "", true);
 }
 
 #[test]
 fn a_knot_primary_unsigned_heron_signs_nsec3_ksk_zsk() {
-    signs_behind_a_hidden_primary("keys = \"ksk-zsk\"\ndenial = \"nsec3\"", false);
+    let policy = "keys = \"ksk-zsk\"\ndenial = \"nsec3\"";
+    signs_behind_a_hidden_primary(ServerKind::Knot, policy, false);
 }
 
 /// Transfers Heron's log says it took from its primary.
