@@ -137,7 +137,8 @@ impl SignedSecondaries {
     /// At a reload: the signed secondaries in `selection` (all when
     /// None: those whose signing `changed`) are signed again from their
     /// last unsigned version, keeping the signatures of `next`'s version
-    /// not due; one no longer signed is served unsigned. The reload
+    /// not due; one no longer signed is served unsigned. Zones `next`
+    /// does not serve (removed, expired) are left out. The reload
     /// journals and NOTIFYs what changed. Returns the versions signed.
     pub(crate) fn resign(
         &self,
@@ -159,7 +160,11 @@ impl SignedSecondaries {
             }
         }
         for (origin, entry) in versions.iter_mut() {
-            let Some(unsigned) = entry.unsigned.clone().filter(|_| wanted(origin)) else {
+            // A zone not served now (removed by this reload, expired) is
+            // left alone.
+            let served_now = next.get(origin).is_some();
+            let unsigned = entry.unsigned.clone();
+            let Some(unsigned) = unsigned.filter(|_| wanted(origin) && served_now) else {
                 continue;
             };
             let Some(signing) = self.signing(origin) else {
@@ -270,6 +275,10 @@ mod tests {
         // A zone not signed here is served as received.
         let before = signed.start_from(&n("u.test"), Some(&s3)).unwrap();
         assert!(Arc::ptr_eq(&before, &s3));
+        // Removed by the reload (gone from `next`): not served again.
+        let mut removed = Catalog::new();
+        assert!(signed.resign(&mut removed, Some(&only), &only).is_empty());
+        assert!(removed.get(&n("s.test")).is_none());
         // Its policy gone, the version received is served unsigned.
         let changed = signed.set(&[]);
         assert!(signed.sign_received(&v2, Some(&s3)).is_none());
