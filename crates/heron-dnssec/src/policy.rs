@@ -53,6 +53,11 @@ pub struct Policy {
     /// An apex ZONEMD (RFC 8976, scheme SIMPLE) of this hash algorithm is
     /// made for each signed version, when set.
     pub zonemd: Option<crate::zonemd::HashAlg>,
+    /// The zone goes insecure (BIND's `dnssec-policy insecure`): the CDS
+    /// and CDNSKEY delete records (RFC 8078) are published, and once the
+    /// parent's DS has left every cache, every key is retired and the
+    /// zone is served unsigned.
+    pub insecure: bool,
 }
 
 /// Most NSEC3 iterations a policy may ask for: RFC 9276 3.2 says 0, and
@@ -89,6 +94,22 @@ impl Default for Policy {
             ksk_method: crate::rollover::KskMethod::DoubleSignature,
             parent_servers: Vec::new(),
             zonemd: None,
+            insecure: false,
+        }
+    }
+}
+
+/// The name of the built-in policy that takes a signed zone to unsigned
+/// safely (as BIND names it).
+pub const INSECURE: &str = "insecure";
+
+impl Policy {
+    /// The built-in `insecure`: [`Policy::default`]'s timing, going insecure.
+    pub fn insecure() -> Policy {
+        Policy {
+            name: INSECURE.into(),
+            insecure: true,
+            ..Policy::default()
         }
     }
 }
@@ -159,7 +180,7 @@ impl Policy {
             parent_ds_ttl: self.parent_ds_ttl.into(),
             parent_propagation_delay: self.parent_propagation_delay.into(),
             retire_safety: self.retire_safety.into(),
-            insecure: false,
+            insecure: self.insecure,
         }
     }
 

@@ -1021,3 +1021,181 @@ fn a_restart_mid_roll_goes_on_where_it_was() {
     setup.validate();
     setup.assert_secondaries_took_ixfr(2);
 }
+
+impl Setup {
+    /// Each of `QUERIES` asked through delv, the parent's key the only
+    /// trust anchor: fully validated when `secure`; else insecure, not
+    /// bogus (an unsigned answer of the kind expected: the parent proves
+    /// the child has no DS).
+    fn check_answers(&self, secure: bool) {
+        let parent = SignedZone::from_text(PARENT, &self.axfr(&self.parent, PARENT));
+        let mut failures = Vec::new();
+        for (name, qtype, expect) in QUERIES {
+            let qname = match *name {
+                "@" => CHILD.to_string(),
+                _ => format!("{name}.{CHILD}"),
+            };
+            let v = parent.delv(self.router.addr, &qname, qtype);
+            let ok = match secure {
+                true => is_validated(&v, *expect),
+                false => is_insecure(&v, qtype, *expect),
+            };
+            if !ok {
+                failures.push(format!(
+                    "{name} {qtype}: expected {expect:?} (secure: {secure})\n{v}"
+                ));
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "keys {:?}:\n{}\n{}",
+            self.phase(),
+            failures.join("\n"),
+            self.server.log()
+        );
+    }
+
+    fn validate_insecure(&self) {
+        self.check_answers(false);
+    }
+
+    /// The child's configuration file, edited by `edit`, read again.
+    fn reconfigure_child(&self, edit: impl Fn(String) -> String) -> (bool, String) {
+        let config = self.server.dir().join("heron.toml");
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(&config, edit(text)).unwrap();
+        self.ctl(&self.server, &["reconfigure"])
+    }
+}
+
+fn is_validated(v: &heron_testkit::Validation, expect: Expect) -> bool {
+    match expect {
+        Expect::Answer => v.is_validated_answer(),
+        Expect::NxDomain => v.is_validated_negative(true),
+        Expect::NoData => v.is_validated_negative(false),
+    }
+}
+
+fn is_insecure(v: &heron_testkit::Validation, qtype: &str, expect: Expect) -> bool {
+    let unsigned_negative = (v.output.lines()).any(|l| l == "; negative response, unsigned answer");
+    let unsigned_answer = v.is_answer() && v.verdict() == Some("; unsigned answer");
+    match expect {
+        // The DNSKEY RRset leaves with the signatures.
+        _ if qtype == "DNSKEY" => unsigned_answer || unsigned_negative,
+        Expect::Answer => unsigned_answer,
+        Expect::NxDomain => unsigned_negative && v.output.contains("-$NXDOMAIN"),
+        Expect::NoData => unsigned_negative && v.output.contains("-$NXRRSET"),
+    }
+}
+
+/// Every DNSSEC record type; none is left in a zone gone insecure.
+const DNSSEC_TYPES: [&str; 7] = [
+    "RRSIG",
+    "DNSKEY",
+    "NSEC",
+    "NSEC3",
+    "NSEC3PARAM",
+    "CDS",
+    "CDNSKEY",
+];
+
+fn dnssec_records(axfr: &str) -> Vec<String> {
+    (axfr.lines())
+        .filter(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            !l.starts_with(';') && fields.len() > 3 && DNSSEC_TYPES.contains(&fields[3])
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// A secure zone unsigned through `insecure = true`: first removing its
+/// dnssec-policy outright is refused (the reload keeps the signed zone);
+/// then the CDS and CDNSKEY delete records, the zone still signed and
+/// validating while the parent holds the DS; the DS removed, the parent
+/// check sees it gone, and once the DS TTL and the delays have passed
+/// the zone is served without a DNSSEC record and the state file records
+/// every key removed. delv at every step: fully validated while the DS
+/// is at the parent, insecure after, never bogus. Once insecure, the
+/// dnssec-policy may go.
+#[test]
+fn going_insecure_through_the_policy_never_fails_validation() {
+    let mut setup = Setup::start("keys = \"ksk-zsk\"\n", true);
+    let mut phases = Vec::new();
+    publish_first_ds(&mut setup, &mut phases);
+    let settled = setup.run_until(Duration::from_secs(30), &mut phases, |s| {
+        s.keys().iter().all(is_active)
+    });
+    assert!(settled, "{:?}\n{}", setup.phase(), setup.server.log());
+    let without_policy = |text: String| {
+        (text.lines())
+            .filter(|l| !l.starts_with("dnssec-policy =") && !l.starts_with("key-directory ="))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    };
+    let original = std::fs::read_to_string(setup.server.dir().join("heron.toml")).unwrap();
+    let (ok, said) = setup.reconfigure_child(without_policy);
+    assert!(
+        !ok && said.contains("dnssec-policy = \"insecure\""),
+        "{said}"
+    );
+    assert!(setup.server.log().contains("would fail validation"));
+    setup.validate();
+    let (ok, said) = setup.reconfigure_child(|_| {
+        original.replace("name = \"child\"\n", "name = \"child\"\ninsecure = true\n")
+    });
+    assert!(ok, "{said}");
+    let deleting = setup.run_until(Duration::from_secs(20), &mut phases, |s| {
+        s.cds() == ["0 0 0 00"]
+    });
+    assert!(deleting, "{:?}\n{}", setup.phase(), setup.server.log());
+    let cdnskey = setup.kdig(&[CHILD, "CDNSKEY", "+short"]);
+    assert_eq!(cdnskey.trim(), "0 3 0 AA==", "{cdnskey}");
+    setup.validate();
+    // The keys wait for the parent.
+    assert!(setup.run_until(Duration::from_secs(10), &mut phases, waits_for_parent));
+    setup.set_parent_ds(&[]);
+    setup.secure = false;
+    setup.validate_insecure();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = setup.phase();
+    let mut signed = true;
+    while Instant::now() < deadline && !setup.keys().iter().all(is_removed) {
+        let phase = setup.phase();
+        if phase != seen {
+            setup.validate_insecure();
+            let axfr = setup.kdig(&[CHILD, "AXFR"]);
+            let left = dnssec_records(&axfr);
+            // Signed in full, or not at all: never signatures without keys.
+            let has = |t: &str| left.iter().any(|l| l.contains(&format!("\t{t}\t")));
+            assert_eq!(has("RRSIG"), has("DNSKEY"), "{axfr}");
+            assert!(signed || left.is_empty(), "signed again: {axfr}");
+            signed = !left.is_empty();
+            phases.push(phase.clone());
+            seen = phase;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        setup.keys().iter().all(is_removed),
+        "{:?}\n{}",
+        setup.phase(),
+        setup.server.log()
+    );
+    assert_eq!(
+        setup.keys().len(),
+        2,
+        "the state file keeps the keys' history"
+    );
+    setup.validate_insecure();
+    let axfr = setup.kdig(&[CHILD, "AXFR"]);
+    assert!(axfr.contains("\tSOA\t"), "{axfr}");
+    assert_eq!(dnssec_records(&axfr), Vec::<String>::new(), "{axfr}");
+    let (ok, keys) = setup.ctl(&setup.server, &["keys", CHILD]);
+    assert!(ok, "{keys}");
+    eprintln!("phases seen: {phases:#?}\n{keys}");
+    // Insecure now: the dnssec-policy may go.
+    let (ok, said) = setup.reconfigure_child(without_policy);
+    assert!(ok, "{said}");
+    setup.validate_insecure();
+}

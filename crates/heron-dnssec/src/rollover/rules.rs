@@ -167,6 +167,10 @@ fn may_withdraw(keys: &[Key], index: usize, kind: RecordKind, policy: &Policy) -
             .all(|k| is(k, kind, state))
     };
     match kind {
+        // Going insecure, once no cache may hold a DS of the zone, the
+        // signatures leave with the DNSKEYs: the zone is served unsigned
+        // at once, never with signatures but no key.
+        RecordKind::ZoneRrsig if policy.insecure && !zone_secure(keys) => true,
         RecordKind::ZoneRrsig if algorithm_leaving => {
             all_of_algorithm(RecordKind::Dnskey, State::Hidden)
         }

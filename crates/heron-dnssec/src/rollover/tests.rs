@@ -249,6 +249,72 @@ fn going_insecure_withdraws_the_ds_before_the_keys() {
     assert!(!h.last_plan.cds_delete);
 }
 
+/// Going insecure on the fake clock, event by event, for a KSK and ZSK
+/// and for a CSK: the zone stays fully signed (and publishes the CDS
+/// delete) until the parent's DS has left every cache, then is served
+/// unsigned in one step: never signatures without their DNSKEY, never a
+/// DNSKEY without signatures. The parent is seen without the DS only
+/// after the operator removes it; nothing moves before.
+#[test]
+fn going_insecure_keeps_the_zone_signed_until_no_cache_holds_the_ds() {
+    for csk in [false, true] {
+        let mut p = Policy { csk, ..policy() };
+        let mut h = Harness::new(p.clone(), START);
+        h.parent_lag = None;
+        let mut ds = Vec::new();
+        for _ in 0..200 {
+            h.run_until(h.now + HOUR);
+            if let Some(wait) = h.last_plan.parent.clone() {
+                ds = wait.add.iter().map(|k| (k.id.clone(), 13)).collect();
+                h.parent_publishes(ds.clone(), true);
+            }
+            if h.machine.keys().iter().all(Key::is_active) {
+                break;
+            }
+        }
+        assert!(h.machine.keys().iter().all(Key::is_active));
+        p.insecure = true;
+        h.machine.set_policy(p.clone());
+        // The parent does nothing yet: the zone stays signed, CDS delete.
+        h.run_until(h.now + 30 * DAY);
+        let plan = h.last_plan.clone();
+        assert!(plan.cds_delete && plan.cds.is_empty(), "{plan:?}");
+        assert_eq!(plan.dnskey.len(), if csk { 1 } else { 2 });
+        assert_eq!(plan.zone_signers.len(), 1);
+        assert!(plan.parent.is_some_and(|w| w.remove.len() == 1));
+        assert_eq!(h.parent_ds, ds);
+        // The operator removes the DS and says so.
+        h.parent_publishes(Vec::new(), false);
+        h.machine.handle(Event::DsSeen, h.now).unwrap();
+        let gone = h.now;
+        let cached_until = gone + p.parent_propagation_delay + p.parent_ds_ttl + p.retire_safety;
+        let mut unsigned_from = None;
+        for _ in 0..1000 {
+            let plan = h.step();
+            let signed = !plan.dnskey.is_empty();
+            assert_eq!(signed, !plan.zone_signers.is_empty(), "{plan:?}");
+            assert_eq!(signed, !plan.key_signers.is_empty(), "{plan:?}");
+            if signed {
+                assert!(unsigned_from.is_none(), "signed again: {plan:?}");
+                assert!(plan.cds_delete, "{plan:?}");
+            } else {
+                unsigned_from = unsigned_from.or(Some(h.now));
+                assert!(!plan.cds_delete && plan.cds.is_empty(), "{plan:?}");
+            }
+            match plan.next_check {
+                Some(at) => h.now = at,
+                None => break,
+            }
+        }
+        assert!(
+            unsigned_from.is_some_and(|at| at >= cached_until),
+            "{unsigned_from:?}"
+        );
+        assert!(h.machine.keys().is_empty(), "every key gone and forgotten");
+        assert!(h.last_plan.generate.is_empty() && h.last_plan.parent.is_none());
+    }
+}
+
 #[test]
 fn a_silent_parent_leaves_the_zone_waiting_with_a_message() {
     let mut h = Harness::new(policy(), START);

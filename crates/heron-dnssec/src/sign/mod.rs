@@ -237,6 +237,18 @@ pub fn sign_zone_after(
     build(zone, &made, &jobs, signatures)
 }
 
+/// `zone` served unsigned: its DNSKEY, RRSIG, NSEC, NSEC3 and NSEC3PARAM
+/// records dropped (CDS and CDNSKEY are the caller's), its SOA serial
+/// `serial` if given. What a zone that went insecure serves once every
+/// key has left it.
+pub fn unsigned_zone(zone: &Zone, serial: Option<u32>) -> Result<Signed, SignError> {
+    let made: Vec<OwnedRRset> = serial
+        .map(|s| soa_with_serial(zone, s))
+        .into_iter()
+        .collect();
+    build(zone, &made, &[], Vec::new())
+}
+
 /// The zone's SOA RRset with another serial.
 fn soa_with_serial(zone: &Zone, serial: u32) -> OwnedRRset {
     let soa = zone.soa();

@@ -48,6 +48,27 @@ pub fn sign_with_zonemd(
     }
 }
 
+/// `zone` served unsigned ([`crate::sign::unsigned_zone`]) with an apex
+/// ZONEMD of `alg` that verifies: a zone gone insecure keeps its ZONEMD.
+pub fn unsigned_with_zonemd(
+    zone: &Zone,
+    serial: Option<u32>,
+    alg: HashAlg,
+) -> Result<Signed, SignError> {
+    let serial = serial.unwrap_or(zone.serial());
+    let placeholder = vec![0; alg.digest_len()];
+    let bare = crate::sign::unsigned_zone(zone, None)?;
+    let first = with_zonemd(&bare.zone, serial, &rdata(serial, alg, &placeholder))?;
+    let real = rdata(serial, alg, &digest(&first, alg));
+    let zone = with_zonemd(&first, serial, &real)?;
+    match verify(&zone) {
+        Verdict::Verified(_) => Ok(Signed { zone, ..bare }),
+        other => Err(SignError(format!(
+            "the ZONEMD made does not verify ({other:?})"
+        ))),
+    }
+}
+
 /// `zone` with its SOA serial set to `serial` and its apex ZONEMD RRset
 /// replaced by one record of `rdata` (TTL of the SOA).
 fn with_zonemd(zone: &Zone, serial: u32, rdata: &[u8]) -> Result<Zone, SignError> {

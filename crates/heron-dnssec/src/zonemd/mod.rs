@@ -19,7 +19,7 @@ mod generate;
 #[cfg(test)]
 mod tests;
 
-pub use generate::sign_with_zonemd;
+pub use generate::{sign_with_zonemd, unsigned_with_zonemd};
 
 /// The only scheme RFC 8976 defines.
 pub const SCHEME_SIMPLE: u8 = 1;

@@ -234,15 +234,20 @@ mod signing {
         }
     }
 
-    #[test]
-    fn a_signed_zone_gets_a_signed_zonemd_that_verifies() {
+    /// A CSK, and NSEC3 as RFC 9276 has it.
+    fn csk_and_nsec3() -> (Vec<ZoneKey>, Denial) {
         let (key, _) = SigningKey::generate(Algorithm::EcdsaP256Sha256).unwrap();
-        let keys = vec![ZoneKey::new(key, KeyRole::Csk)];
         let nsec3 = Denial::Nsec3 {
             iterations: 0,
             salt: Vec::new(),
             opt_out: false,
         };
+        (vec![ZoneKey::new(key, KeyRole::Csk)], nsec3)
+    }
+
+    #[test]
+    fn a_signed_zone_gets_a_signed_zonemd_that_verifies() {
+        let (keys, nsec3) = csk_and_nsec3();
         for (denial, alg) in [(Denial::Nsec, HashAlg::Sha384), (nsec3, HashAlg::Sha512)] {
             let z = zone(ZONE, "example");
             let cfg = config(denial, Some(5));
@@ -254,5 +259,40 @@ mod signing {
             assert_eq!(set.rdata_count(), 1);
             assert!(set.has_sigs(), "the ZONEMD RRset is signed");
         }
+    }
+
+    /// A signed zone gone insecure: every DNSSEC record dropped, the
+    /// serial moved on, and a ZONEMD (when asked) made anew over what is
+    /// left, unsigned, that verifies.
+    #[test]
+    fn a_zone_gone_insecure_loses_its_dnssec_records_and_keeps_a_zonemd() {
+        let (keys, nsec3) = csk_and_nsec3();
+        let z = zone(ZONE, "example");
+        let cfg = config(nsec3, Some(5));
+        let alg = HashAlg::Sha384;
+        let signed = sign_with_zonemd(&z, None, &keys, &cfg, 1_760_000_000, alg).unwrap();
+        let dnssec = [
+            RType::RRSIG,
+            RType::DNSKEY,
+            RType::NSEC,
+            RType::NSEC3,
+            RType::NSEC3PARAM,
+        ];
+        let has_dnssec = |z: &Zone| {
+            z.nodes()
+                .any(|n| n.data().any(|s| dnssec.contains(&s.rtype) || s.has_sigs()))
+        };
+        assert!(has_dnssec(&signed.zone));
+        let bare = crate::sign::unsigned_zone(&signed.zone, Some(6))
+            .unwrap()
+            .zone;
+        assert!(!has_dnssec(&bare));
+        assert_eq!(bare.serial(), 6);
+        let kept = bare.apex().rrset(RType::ZONEMD).map(|s| s.rdata_count());
+        assert_eq!(kept, Some(1), "the old ZONEMD is the caller's to replace");
+        let with = super::super::unsigned_with_zonemd(&signed.zone, Some(6), alg).unwrap();
+        assert!(!has_dnssec(&with.zone));
+        assert_eq!(with.zone.serial(), 6);
+        assert_eq!(verify(&with.zone), Verdict::Verified(alg));
     }
 }

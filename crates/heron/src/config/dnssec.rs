@@ -67,6 +67,9 @@ pub struct PolicyEntry {
     /// `"sha384"` or `"sha512"`: an apex ZONEMD (RFC 8976) in each signed
     /// version; unset, none.
     pub zonemd: Option<String>,
+    /// Take the zone to unsigned (as the built-in `insecure`): CDS delete,
+    /// then, once the parent's DS is gone from every cache, no keys.
+    pub insecure: Option<bool>,
 }
 
 /// How a zone is signed: its policy and where its keys are.
@@ -109,6 +112,11 @@ impl PolicyEntry {
             Some(other) => errors.push(format!(
                 "zonemd '{other}': expected \"sha384\" or \"sha512\""
             )),
+        }
+        let named_insecure = self.name == heron_dnssec::policy::INSECURE;
+        p.insecure = self.insecure.unwrap_or(named_insecure);
+        if named_insecure && !p.insecure {
+            errors.push("the policy named \"insecure\" goes insecure (insecure = false)".into());
         }
         if p.parent_servers.len() > MAX_PARENT_SERVERS {
             errors.push(format!(
@@ -265,9 +273,16 @@ fn salt(text: &str) -> Result<Vec<u8>, String> {
         .ok_or_else(|| format!("nsec3-salt '{text}': not hex"))
 }
 
-/// The policies by name, `default` built in unless the file defines one.
+/// The policies by name, `default` and `insecure` built in unless the
+/// file defines them.
 pub fn policies(entries: &[PolicyEntry]) -> Result<HashMap<String, Arc<Policy>>, Vec<String>> {
-    let mut out = HashMap::from([("default".to_string(), Arc::new(Policy::default()))]);
+    let mut out = HashMap::from([
+        ("default".to_string(), Arc::new(Policy::default())),
+        (
+            heron_dnssec::policy::INSECURE.to_string(),
+            Arc::new(Policy::insecure()),
+        ),
+    ]);
     let mut errors = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for entry in entries {
@@ -405,6 +420,26 @@ mod tests {
         assert_eq!(p.zonemd, None, "no ZONEMD unless asked");
         let p = entry("name = \"z\"\nzonemd = \"sha512\"").policy().unwrap();
         assert_eq!(p.zonemd, Some(heron_dnssec::zonemd::HashAlg::Sha512));
+    }
+
+    #[test]
+    fn insecure_is_built_in_and_a_key_of_any_policy() {
+        let all = policies(&[]).unwrap();
+        let builtin = &all["insecure"];
+        assert!(builtin.insecure && builtin.rollover_policy(0).insecure);
+        assert!(!all["default"].insecure);
+        let own = entry("name = \"going\"\ninsecure = true\nparent-ds-ttl = \"1h\"");
+        let own = own.policy().unwrap();
+        assert!(own.insecure && own.parent_ds_ttl == 3600);
+        assert!(!entry("name = \"p\"").policy().unwrap().insecure);
+        // A policy of the file named insecure goes insecure, as the built-in.
+        let named = policies(&[entry("name = \"insecure\"\nparent-ds-ttl = \"2h\"")]).unwrap();
+        assert!(named["insecure"].insecure && named["insecure"].parent_ds_ttl == 7200);
+        let errors = entry("name = \"insecure\"\ninsecure = false")
+            .policy()
+            .unwrap_err();
+        assert!(errors[0].contains("goes insecure"), "{errors:?}");
+        assert!(toml::from_str::<PolicyEntry>("name = \"p\"\ninsecure = \"yes\"").is_err());
     }
 
     #[test]

@@ -143,6 +143,34 @@ pub fn handle_event(dir: &Path, zone: &str, event: Event, now: UnixTime) -> Resu
     changed.save(&path).map_err(|e| e.to_string())
 }
 
+/// Why `origin`, signed with its keys in `dir`, may not lose its
+/// `dnssec-policy` now: its key state file says a DS of the zone may be
+/// at the parent or in caches, and the zone served unsigned would be
+/// bogus to every validator. None when no DS was ever published or the
+/// last one has left every cache (the end of `dnssec-policy = "insecure"`).
+pub fn unsigning_refused(origin: &Name, dir: &Path) -> Option<String> {
+    let zone = zone_text(origin);
+    let state = match read_state(dir, &zone) {
+        Ok(state) => state?,
+        Err(e) => {
+            tracing::warn!(
+                zone,
+                "dnssec-policy removed; its key state is unreadable: {e}"
+            );
+            return None;
+        }
+    };
+    let secure = (state.keys.iter()).any(|k| k.role.signs_keys() && k.ds.state != State::Hidden);
+    secure.then(|| {
+        format!(
+            "zone '{zone}': dnssec-policy removed while the parent may still hold its DS: \
+             served unsigned, it would fail validation. Set dnssec-policy = \"insecure\" \
+             and remove it once `heron ctl keys {zone}` shows every key removed \
+             (docs/operations.md, \"Unsigning a zone\")"
+        )
+    })
+}
+
 /// The zone's state file as recorded, if there is one.
 pub fn read_state(dir: &Path, zone: &str) -> Result<Option<ZoneKeys>, String> {
     let path = state_path(dir, zone);

@@ -63,6 +63,15 @@ pub fn sign_loaded(
         key_state::undo(&mut step);
     }
     let signed = signed?;
+    if policy.insecure && step.keys.is_empty() {
+        tracing::info!(
+            zone = %origin,
+            policy = %policy.name,
+            serial = signed.zone.serial(),
+            "zone served unsigned: it went insecure, every DNSSEC key is retired"
+        );
+        return Ok(signed.zone);
+    }
     tracing::info!(
         zone = %origin,
         policy = %policy.name,
@@ -96,11 +105,15 @@ fn sign_step(
         .map(Zone::serial)
         .or_else(|| read_served_serial(&signing.key_directory, origin));
     config.serial = next_serial(zone.serial(), served);
-    let signed = match policy.zonemd {
-        Some(alg) => {
+    // A zone gone insecure has no key left: it is served unsigned.
+    let unsigned = policy.insecure && step.keys.is_empty();
+    let signed = match (policy.zonemd, unsigned) {
+        (Some(alg), true) => heron_dnssec::zonemd::unsigned_with_zonemd(zone, config.serial, alg),
+        (None, true) => heron_dnssec::sign::unsigned_zone(zone, config.serial),
+        (Some(alg), false) => {
             heron_dnssec::zonemd::sign_with_zonemd(zone, previous, &step.keys, &config, now, alg)
         }
-        None => sign_zone_after(zone, previous, &step.keys, &config, now),
+        (None, false) => sign_zone_after(zone, previous, &step.keys, &config, now),
     }
     .map_err(|e| vec![format!("zone '{origin}': cannot sign: {e}")])?;
     write_served_serial(&signing.key_directory, origin, signed.zone.serial())

@@ -317,6 +317,10 @@ impl ZoneFiles {
         let applied = settings.live.changed_since(&source.live);
         let mut specs = settings.zones;
         specs.extend(source.extra_zones.iter().cloned());
+        let refused = self.unsigning_refused(&specs);
+        if !refused.is_empty() {
+            return Err(refused);
+        }
         let before: HashMap<Name, PathBuf> = (self.entries.iter())
             .map(|e| (e.spec.origin.to_lowercase(), e.spec.file.clone()))
             .collect();
@@ -374,6 +378,23 @@ impl ZoneFiles {
             log: settings.log,
             left_for_restart,
         }))
+    }
+
+    /// Zones Heron signs now that `specs` list without a `dnssec-policy`
+    /// while their DS may be at the parent: each refused with why
+    /// (`key_state::unsigning_refused`).
+    fn unsigning_refused(&self, specs: &[ZoneSpec]) -> Vec<String> {
+        let unsigned: HashSet<Name> = (specs.iter())
+            .filter(|s| s.signing.is_none())
+            .map(|s| s.origin.to_lowercase())
+            .collect();
+        (self.entries.iter())
+            .filter(|e| unsigned.contains(&e.spec.origin.to_lowercase()))
+            .filter_map(|e| {
+                let signing = e.spec.signing.as_ref()?;
+                crate::plan::key_state::unsigning_refused(&e.spec.origin, &signing.key_directory)
+            })
+            .collect()
     }
 
     /// Takes the zone list of a configuration read again: zones still
