@@ -303,3 +303,57 @@ fn signed_updates_answered_survive_kill_9() {
     assert!(acknowledged.len() as u32 >= ROUNDS * 3, "{acknowledged:?}");
     verify_with_tools(&SignedZone::from_text(ZONE, &text), true);
 }
+
+/// `ldns-verify-zone -ZZ` of a zone as transferred: signed, and its
+/// ZONEMD present and matching the zone.
+fn zonemd_verifies(dir: &Path, text: &str, what: &str) {
+    let path = dir.join("zonemd-axfr.zone");
+    std::fs::write(&path, text).unwrap();
+    let out = Command::new("/usr/bin/ldns-verify-zone")
+        .arg("-ZZ")
+        .arg(&path)
+        .output()
+        .expect("ldns-verify-zone runs");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && said.contains("Zone is verified and complete"),
+        "{what}: ldns-verify-zone -ZZ: {said}\n{text}"
+    );
+}
+
+/// A zone signed with `zonemd` keeps a ZONEMD that matches it after
+/// every dynamic update (each version's ZONEMD made anew, for its serial,
+/// and carried in the IXFR), and after a restart that carries the
+/// updates over to the zone signed from its file.
+#[test]
+fn updates_to_a_zonemd_zone_keep_a_zonemd_that_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = "denial = \"nsec3\"\nzonemd = \"sha384\"";
+    let mut server = start(dir.path(), policy);
+    let addr = server.addr();
+    zonemd_verifies(dir.path(), &axfr(addr), "as loaded");
+    for step in &STEPS {
+        let serial = zone_serial(addr, ZONE).unwrap();
+        assert_eq!(nsupdate(addr, step.commands), "NOERROR", "{}", server.log());
+        let after = axfr(addr);
+        zonemd_verifies(dir.path(), &after, step.commands);
+        check_valid(addr, &after, step, true);
+        let zonemd = after.lines().find(|l| l.contains("\tZONEMD\t")).unwrap();
+        assert!(
+            zonemd.contains(&format!("ZONEMD\t{} 1 1 ", serial + 1)),
+            "{zonemd}"
+        );
+        let out = kdig(addr, &[ZONE, &format!("IXFR={serial}"), "+nocomments"]);
+        let ixfr = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            ixfr.contains("\tZONEMD\t") && ixfr.contains("RRSIG\tZONEMD "),
+            "{ixfr}"
+        );
+    }
+    server.terminate();
+    let server = start(dir.path(), policy);
+    let text = axfr(server.addr());
+    assert!(text.contains("new.sup.test."), "{text}");
+    zonemd_verifies(dir.path(), &text, "after a restart");
+}

@@ -485,4 +485,34 @@ mod signing_tests {
                 .is_none()
         );
     }
+
+    /// Under a `zonemd` policy every path that signs a changed zone again
+    /// makes its ZONEMD anew: an update, and a refresh of the updated
+    /// zone kept at a reload; each version's ZONEMD is of its serial and
+    /// verifies, and the journal's step carries it.
+    #[test]
+    fn updates_and_refreshes_make_the_zonemd_anew() {
+        use heron_dnssec::zonemd::{HashAlg, Verdict, verify};
+        let dir = tempfile::tempdir().unwrap();
+        let mut signing = signing(dir.path(), Denial::Nsec);
+        Arc::make_mut(&mut signing.policy).zonemd = Some(HashAlg::Sha384);
+        let origin = Name::parse("s.test").unwrap();
+        let zone = heron_zone::load_zone_str(ZONE, "t", &origin).unwrap().zone;
+        let served = sign_loaded(&zone, None, &signing).unwrap();
+        assert_eq!(verify(&served), Verdict::Verified(HashAlg::Sha384));
+        let change = Change::Add {
+            owner: Name::parse("new.s.test").unwrap(),
+            rtype: RType::A,
+            ttl: 300,
+            rdata: vec![192, 0, 2, 9],
+        };
+        let (signed, step) = sign_update(&served, &updated(&served, change), &signing).unwrap();
+        assert!(signed.serial() > served.serial());
+        assert_eq!(verify(&signed), Verdict::Verified(HashAlg::Sha384));
+        assert!(step.added.iter().any(|r| r.rtype == RType::ZONEMD));
+        assert!(step.deleted.iter().any(|r| r.rtype == RType::ZONEMD));
+        let refreshed = refresh_kept(&signed, &signing, true).unwrap().unwrap();
+        assert!(refreshed.serial() > signed.serial());
+        assert_eq!(verify(&refreshed), Verdict::Verified(HashAlg::Sha384));
+    }
 }
