@@ -991,16 +991,17 @@ impl<'a> Interpreter<'a> {
     }
 
     /// A zone BIND signs: its dnssec-policy translated (BIND's `default`
-    /// is Heron's: ECDSA P-256, one CSK, NSEC), with the command that
-    /// imports its keys in the listing; older signing set-ups listed.
+    /// and `insecure` are Heron's: ECDSA P-256, one CSK, NSEC; going
+    /// insecure), with the command that imports its keys in the listing;
+    /// older signing set-ups listed.
     fn signing(&mut self, s: &Statement, origin: &str, zone: &mut Zone) {
         let policy = self
             .inherited(s, "dnssec-policy")
             .filter(|p| p.arg(1) != Some("none"));
         if let Some(p) = policy {
             let name = p.arg(1).unwrap_or("default");
-            let defined = name == "default" || self.out.policies.iter().any(|x| x.name == name);
-            if name != "insecure" && defined {
+            let built_in = name == "default" || name == heron_dnssec::policy::INSECURE;
+            if built_in || self.out.policies.iter().any(|x| x.name == name) {
                 zone.dnssec_policy = Some(name.to_string());
                 let dir = self
                     .inherited(s, "key-directory")

@@ -310,7 +310,8 @@ mod tests {
                     signatures-refresh 5d;\n  purge-keys P90D;\n};\n\
                     zone \"a.test\" { type primary; file \"a\"; dnssec-policy edge; key-directory \"/var/lib/bind/k\"; };\n\
                     zone \"b.test\" { type primary; file \"b\"; dnssec-policy default; };\n\
-                    zone \"c.test\" { type primary; file \"c\"; dnssec-policy unknown; };\n";
+                    zone \"c.test\" { type primary; file \"c\"; dnssec-policy unknown; };\n\
+                    zone \"d.test\" { type primary; file \"d\"; dnssec-policy insecure; };\n";
         let path = super::super::testutil::write_files(dir.path(), &[("named.conf", text)]);
         let got = super::super::bind::parse(&path).unwrap();
         let edge = &got.policies[0];
@@ -332,6 +333,8 @@ mod tests {
         };
         assert_eq!(policy_of("a.test").as_deref(), Some("edge"));
         assert_eq!(policy_of("b.test").as_deref(), Some("default"));
+        // Going insecure goes on in Heron, with the zone's keys.
+        assert_eq!(policy_of("d.test").as_deref(), Some("insecure"));
         assert_eq!(
             policy_of("c.test"),
             None,
@@ -345,6 +348,7 @@ mod tests {
             "heron keymgr -d keys b.test import --from bind {}",
             "."
         )));
+        assert!(advice("heron keymgr -d keys d.test import --from bind"));
         assert!(got.notes.iter().any(|n| n.setting.contains("purge-keys")));
         assert!(
             got.notes
