@@ -185,6 +185,9 @@ pub fn read_state(dir: &Path, zone: &str) -> Result<Option<ZoneKeys>, String> {
 /// The recorded state, or for a zone signed before it had one, its key
 /// files (the newest of each role of the policy's algorithm) as keys
 /// already published and signing: their DS goes to the parent next.
+/// Under a policy going insecure, where a DS may be is unknown: the
+/// DS of a KSK or CSK counts as at the parent, so that the zone stays
+/// signed until the parent is seen without it.
 fn load_or_adopt(
     path: &Path,
     dir: &Path,
@@ -214,6 +217,9 @@ fn load_or_adopt(
         } else {
             State::Hidden
         };
+        if policy.insecure && role.signs_keys() {
+            adopted.ds.state = served;
+        }
         adopted.published = Some(now);
         keys.push(adopted);
     }
@@ -530,6 +536,26 @@ mod tests {
         assert_eq!(later.cds.len(), 1);
         assert_eq!(later.cdnskey.len(), 1);
         undo(&mut step);
+    }
+
+    /// Key files without a state file, taken up under `insecure`: the
+    /// DS may be at the parent, so the zone stays signed, publishes the
+    /// CDS delete and waits for the parent.
+    #[test]
+    fn keys_taken_up_going_insecure_wait_for_the_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        step_at(&dir, 1000);
+        fs::remove_file(state_path(dir.path(), "k.test.")).unwrap();
+        let insecure = Policy {
+            keys: KeySet::KskZsk,
+            ..Policy::insecure()
+        };
+        let step = step(&origin(), &insecure, dir.path(), 300, 2000).unwrap();
+        assert_eq!(step.keys.len(), 2, "still signed");
+        assert_eq!(step.cds, vec![CDS_DELETE.to_vec()]);
+        let state = read_state(dir.path(), "k.test.").unwrap().unwrap();
+        let ksk = state.keys.iter().find(|k| k.role == Role::Ksk).unwrap();
+        assert_eq!((ksk.ds.state, ksk.ds_gone), (State::Unretentive, None));
     }
 
     fn step_at(dir: &tempfile::TempDir, now: UnixTime) -> Step {
