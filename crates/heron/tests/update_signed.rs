@@ -97,33 +97,74 @@ enum Now {
     NxDomain,
 }
 
-/// One change and what it leaves at the name it changes.
+/// One change and what it leaves at the name it changes ("" the apex).
 struct Step {
     commands: &'static str,
     name: &'static str,
     now: Now,
+    /// RRsets the change touches (N: at most 3N+10 new signatures).
+    rrsets: usize,
 }
 
-const STEPS: [Step; 4] = [
+const STEPS: [Step; 8] = [
+    // A name in the middle of the chain (between mail and ns).
     Step {
         commands: "update add new.sup.test 300 A 192.0.2.50",
         name: "new",
         now: Now::Answer("A"),
+        rrsets: 1,
     },
     Step {
         commands: "update delete www.sup.test A",
         name: "www",
         now: Now::NoData("A"),
+        rrsets: 1,
     },
     Step {
         commands: "update delete old.sup.test",
         name: "old",
         now: Now::NxDomain,
+        rrsets: 2,
     },
+    // The last RRset of a name: its NSEC goes, its predecessor's is
+    // re-pointed.
     Step {
         commands: "update delete h07.sup.test A 192.0.2.107",
         name: "h07",
         now: Now::NxDomain,
+        rrsets: 1,
+    },
+    // The apex: its types change, the SOA is signed once.
+    Step {
+        commands: "update add sup.test 300 TXT \"apex\"",
+        name: "",
+        now: Now::Answer("TXT"),
+        rrsets: 1,
+    },
+    // A name two empty non-terminals deep (NSEC3 gives them records).
+    Step {
+        commands: "update add a.b.deep.sup.test 300 A 192.0.2.60",
+        name: "a.b.deep",
+        now: Now::Answer("A"),
+        rrsets: 1,
+    },
+    // Several changes in one update, next to each other in the chain.
+    Step {
+        commands: "update add h07a.sup.test 300 A 192.0.2.71\n\
+                   update add h07b.sup.test 300 A 192.0.2.72\n\
+                   update delete h08.sup.test A\n\
+                   update add h09.sup.test 300 TXT \"nine\"\n\
+                   update add h10.sup.test 60 A 192.0.2.110",
+        name: "h07b",
+        now: Now::Answer("A"),
+        rrsets: 5,
+    },
+    // The deep name goes, and its empty non-terminals with it.
+    Step {
+        commands: "update delete a.b.deep.sup.test",
+        name: "b.deep",
+        now: Now::NxDomain,
+        rrsets: 1,
     },
 ];
 
@@ -132,7 +173,10 @@ const STEPS: [Step; 4] = [
 fn check_valid(server: SocketAddr, text: &str, step: &Step, csk: bool) {
     let zone = SignedZone::from_text(ZONE, text);
     verify_with_tools(&zone, csk);
-    let qname = format!("{}.{ZONE}.", step.name);
+    let qname = match step.name {
+        "" => format!("{ZONE}."),
+        name => format!("{name}.{ZONE}."),
+    };
     let v = match step.now {
         Now::Answer(t) => (zone.delv(server, &qname, t), true),
         Now::NoData(t) => {
@@ -151,7 +195,10 @@ fn check_valid(server: SocketAddr, text: &str, step: &Step, csk: bool) {
         _ => v.1,
     };
     assert!(ok, "{qname} {:?}:\n{}", step.now, v.0);
-    let beside = format!("{}-nx.{ZONE}.", step.name);
+    let beside = match step.name {
+        "" => format!("apex-nx.{ZONE}."),
+        name => format!("{}-nx.{ZONE}.", name.replace('.', "-")),
+    };
     let nx = zone.delv(server, &beside, "A");
     assert!(nx.is_validated_negative(true), "{beside}:\n{nx}");
     let apex = zone.delv(server, &format!("{ZONE}."), "SOA");
@@ -163,6 +210,7 @@ fn updates_stay_valid(policy: &str, csk: bool, chain_type: &str) {
     let mut server = start(dir.path(), policy);
     let addr = server.addr();
     let mut before = axfr(addr);
+    let signed_whole = server.log().matches("zone signed").count();
     for step in &STEPS {
         let serial = zone_serial(addr, ZONE).unwrap();
         assert_eq!(nsupdate(addr, step.commands), "NOERROR", "{}", server.log());
@@ -178,13 +226,19 @@ fn updates_stay_valid(policy: &str, csk: bool, chain_type: &str) {
             .difference(&signatures(&before))
             .cloned()
             .collect();
-        // One RRset changed: N = 1.
         assert!(
-            new.len() <= 3 + 10,
+            new.len() <= 3 * step.rrsets + 10,
             "{} new signatures: {new:#?}",
             new.len()
         );
         assert!(!new.is_empty(), "the change is signed");
+        // The SOA signed once: one signature of it per key that signs
+        // the zone, the old ones gone.
+        let soa_sigs = (after.lines())
+            .filter(|l| l.split_whitespace().nth(4) == Some("SOA"))
+            .filter(|l| l.split_whitespace().nth(3) == Some("RRSIG"))
+            .count();
+        assert_eq!(soa_sigs, 1, "{}: {after}", step.commands);
         check_valid(addr, &after, step, csk);
         // The IXFR from the serial before carries the new signatures and
         // the chain's records that changed.
@@ -197,6 +251,13 @@ fn updates_stay_valid(policy: &str, csk: bool, chain_type: &str) {
         }
         before = after;
     }
+    // Each change was signed by itself, the zone not signed whole again.
+    assert_eq!(
+        server.log().matches("zone signed").count(),
+        signed_whole,
+        "{}",
+        server.log()
+    );
     // A reload of its edited file keeps the updated zone (the file is
     // read only between freeze and thaw) and says the file differs.
     let file = dir.path().join("sup.zone");

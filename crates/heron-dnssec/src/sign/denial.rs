@@ -26,7 +26,7 @@ const OPT_OUT_FLAG: u8 = 1;
 
 /// The bitmap of a name's NSEC or NSEC3: its own types and those the
 /// signer adds there.
-fn bitmap(entry: &Entry, denial: &Denial) -> Vec<u8> {
+pub(super) fn bitmap(entry: &Entry, denial: &Denial) -> Vec<u8> {
     let mut types = entry.data_types();
     let nsec = *denial == Denial::Nsec;
     let signed = match entry.kind {

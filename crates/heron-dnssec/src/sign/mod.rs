@@ -9,11 +9,13 @@
 //! ([`Validity::expiration_of`]).
 
 mod denial;
+mod incremental;
 mod plan;
 mod reuse;
 mod rrsig;
 
 pub use denial::{Denial, base32hex, nsec3_hash, nsec3param_rdata};
+pub use incremental::sign_change;
 pub use plan::{Entry, Kind, SIGNER_TYPES, plan};
 pub use reuse::refresh_due;
 pub use rrsig::{

@@ -5,6 +5,7 @@ use heron_proto::Name;
 use heron_zone::load_zone_str;
 
 use crate::keys::Algorithm;
+use heron_zone::diff::{ZoneDiff, diff};
 
 const ZONE: &str = "\
 $ORIGIN example.
@@ -461,4 +462,168 @@ fn due_and_foreign_signatures_are_made_anew() {
     let first_due = NOW + u64::from(c.validity - c.jitter - c.refresh);
     assert!(!refresh_due(&first.zone, first_due - 7200, c.refresh, 3600));
     assert!(refresh_due(&first.zone, late, c.refresh, 0));
+}
+
+// Incremental signing (`sign_change`) against a whole signing.
+
+fn name(text: &str) -> Name {
+    Name::parse(text).unwrap()
+}
+
+/// What a change does, as an update's edit makes it.
+enum Op {
+    Add(&'static str, RType, Vec<u8>),
+    /// An RRset deleted, with its signatures.
+    DeleteSet(&'static str, RType),
+}
+
+/// `zone` with `ops` applied and the serial moved on by one.
+fn changed(zone: &Zone, ops: &[Op]) -> Zone {
+    let (mut deleted, mut added) = (Vec::new(), Vec::new());
+    for op in ops {
+        match op {
+            Op::Add(owner, rtype, rdata) => added.push(incremental::record(
+                name(owner).as_wire(),
+                *rtype,
+                300,
+                rdata.clone(),
+            )),
+            Op::DeleteSet(owner, rtype) => {
+                let node = zone.node(name(owner).as_wire()).expect("the name");
+                let set = node.rrset(*rtype).expect("the RRset");
+                for rdata in set.rdatas() {
+                    deleted.push(incremental::record(
+                        node.owner_wire(),
+                        *rtype,
+                        set.ttl(),
+                        rdata.into(),
+                    ));
+                }
+                for sig in set.sigs() {
+                    let sig = incremental::record(
+                        node.owner_wire(),
+                        RType::RRSIG,
+                        set.sig_ttl(),
+                        sig.into(),
+                    );
+                    deleted.push(sig);
+                }
+            }
+        }
+    }
+    let apex = zone.apex().owner_wire();
+    let soa = zone.soa().first_rdata().into_owned();
+    let old_soa = incremental::record(apex, RType::SOA, zone.soa().ttl(), soa);
+    let next = soa_with_serial(zone, zone.serial() + 1);
+    let new_soa = incremental::record(apex, RType::SOA, next.ttl, next.rdatas[0].clone());
+    let step = ZoneDiff {
+        old_soa,
+        new_soa,
+        deleted,
+        added,
+    };
+    zone.apply(&step).unwrap()
+}
+
+/// Owner, type, TTL, RDATA sorted, signature count.
+type Shape = (Vec<u8>, RType, u32, Vec<Vec<u8>>, usize);
+
+/// Every record but the signatures, and which RRsets are signed by
+/// how many signatures: what a whole signing and an incremental one
+/// must agree on.
+fn shape(zone: &Zone) -> Vec<Shape> {
+    let mut out = Vec::new();
+    for node in zone.nodes() {
+        for set in node.rrsets() {
+            let mut rdatas: Vec<Vec<u8>> = set.rdatas().map(|r| r.into_owned()).collect();
+            rdatas.sort();
+            out.push((
+                node.key().to_vec(),
+                set.rtype,
+                set.ttl(),
+                rdatas,
+                set.sigs().count(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn ds() -> Vec<u8> {
+    let mut rdata = vec![0x30, 0x39, 13, 2];
+    rdata.extend_from_slice(&[0xAB; 32]);
+    rdata
+}
+
+/// The changes signed one after the other, each incrementally and as
+/// a whole signing of the same version would: the same records, the
+/// same RRsets signed.
+fn agrees_with_whole_signing(denial: Denial) {
+    let keys = csk(Algorithm::EcdsaP256Sha256);
+    let config = config(denial);
+    let unsigned = heron_zone::load_zone_str(ZONE, "t", &name("example."))
+        .unwrap()
+        .zone;
+    let mut served = sign_zone(&unsigned, &keys, &config, NOW).unwrap().zone;
+    let a = |last: u8| vec![192, 0, 2, last];
+    let txt = |text: &str| [&[text.len() as u8], text.as_bytes()].concat();
+    let batches: Vec<Vec<Op>> = vec![
+        vec![Op::Add("new.example.", RType::A, a(9))],
+        vec![Op::Add("x.y.z.example.", RType::TXT, txt("deep"))],
+        vec![Op::DeleteSet("www.example.", RType::AAAA)],
+        vec![Op::DeleteSet("a.b.c.example.", RType::TXT)],
+        vec![Op::Add("sub.example.", RType::DS, ds())],
+        vec![Op::DeleteSet("secure.example.", RType::DS)],
+        vec![Op::Add("example.", RType::TXT, txt("apex"))],
+        vec![Op::Add("more.sub.example.", RType::A, a(10))],
+        vec![Op::DeleteSet("x.y.z.example.", RType::TXT)],
+        vec![Op::Add("*.new2.example.", RType::A, a(11))],
+        vec![
+            Op::Add("n1.example.", RType::A, a(1)),
+            Op::Add("n2.example.", RType::A, a(2)),
+            Op::Add("zz.example.", RType::A, a(3)),
+            Op::DeleteSet("new.example.", RType::A),
+            Op::DeleteSet("ns1.example.", RType::A),
+            Op::Add("www.example.", RType::TXT, txt("www")),
+        ],
+        vec![Op::DeleteSet("zz.example.", RType::A)],
+    ];
+    for (i, ops) in batches.iter().enumerate() {
+        let updated = changed(&served, ops);
+        let change = diff(&served, &updated);
+        let signed = sign_change(&served, &updated, &change, &keys, &config, NOW)
+            .unwrap()
+            .unwrap_or_else(|| panic!("batch {i} signed incrementally"));
+        let whole = sign_zone_after(&updated, Some(&served), &keys, &config, NOW).unwrap();
+        assert_eq!(shape(&signed.zone), shape(&whole.zone), "batch {i}");
+        assert_eq!(signed.zone.serial(), served.serial() + 1);
+        assert!(signed.zone.signed_chain_len() == whole.zone.signed_chain_len());
+        served = signed.zone;
+    }
+    // A delegation added below the apex needs a whole signing.
+    let ns = Name::parse("ns1.example.").unwrap().as_wire().to_vec();
+    let updated = changed(&served, &[Op::Add("deleg.example.", RType::NS, ns)]);
+    let change = diff(&served, &updated);
+    let outcome = sign_change(&served, &updated, &change, &keys, &config, NOW).unwrap();
+    assert!(outcome.is_none());
+}
+
+#[test]
+fn an_nsec_change_signs_as_a_whole_signing_would() {
+    agrees_with_whole_signing(Denial::Nsec);
+}
+
+#[test]
+fn an_nsec3_change_signs_as_a_whole_signing_would() {
+    agrees_with_whole_signing(Denial::Nsec3 {
+        iterations: 0,
+        salt: Vec::new(),
+        opt_out: false,
+    });
+    agrees_with_whole_signing(Denial::Nsec3 {
+        iterations: 2,
+        salt: vec![0xAB, 0xCD],
+        opt_out: true,
+    });
 }

@@ -372,6 +372,14 @@ impl Zone {
         self.chain.as_ref().map(|c| c.len())
     }
 
+    /// The NSEC or NSEC3 link whose owner is the last strictly before
+    /// `lower_wire` in canonical order, wrapping to the last link (None:
+    /// the zone is unsigned). For an NSEC3 chain, `lower_wire` is a
+    /// hashed owner name. What an incremental signer re-links around.
+    pub fn denial_before(&self, lower_wire: &[u8]) -> Option<Node<'_>> {
+        self.chain.as_ref()?.before(self, lower_wire)
+    }
+
     /// Heap bytes of the NSEC or NSEC3 chain's index (0 if unsigned).
     pub fn chain_heap_bytes(&self) -> usize {
         self.chain.as_ref().map_or(0, |c| c.heap_bytes())

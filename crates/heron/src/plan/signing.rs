@@ -1,13 +1,16 @@
 //! Zones Heron signs: their keys in the key directory (made when there
 //! are none), and the signing of a zone as loaded from its file.
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use heron_dnssec::sign::sign_zone_after;
 use heron_proto::Name;
 use heron_zone::Zone;
+use heron_zone::diff::ZoneDiff;
 
 use crate::config::dnssec::Signing;
 use crate::plan::key_state;
@@ -50,14 +53,10 @@ pub fn sign_loaded(
     let origin = zone.origin();
     let now = heron_proto::time::unix_now();
     let policy = &signing.policy;
-    let mut step = key_state::step(
-        origin,
-        policy,
-        &signing.key_directory,
-        key_state::zone_max_ttl(zone),
-        now,
-    )
-    .map_err(|e| vec![format!("zone '{origin}': keys: {e}")])?;
+    let max_ttl = key_state::zone_max_ttl(zone);
+    max_ttls().insert(origin.to_lowercase(), max_ttl);
+    let mut step = key_state::step(origin, policy, &signing.key_directory, max_ttl, now)
+        .map_err(|e| vec![format!("zone '{origin}': keys: {e}")])?;
     let signed = sign_step(zone, previous, signing, &step, now);
     if signed.is_err() {
         key_state::undo(&mut step);
@@ -84,6 +83,77 @@ pub fn sign_loaded(
         "zone signed"
     );
     Ok(signed.zone)
+}
+
+/// The largest TTL of each signed zone (lower-cased origin) as its last
+/// whole signing found it, raised by the changes signed since: what the
+/// key rollovers time themselves by, without a walk of the zone at each
+/// update (a TTL lowered since only makes a rollover wait longer).
+fn max_ttls() -> std::sync::MutexGuard<'static, HashMap<Name, u32>> {
+    static MAX_TTLS: OnceLock<Mutex<HashMap<Name, u32>>> = OnceLock::new();
+    let map = MAX_TTLS.get_or_init(Default::default);
+    map.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `updated`, the signed zone `served` with `change` applied
+/// (`diff(served, updated)`: a batch of dynamic updates), signed again
+/// incrementally ([`heron_dnssec::sign::sign_change`]): only the RRsets
+/// changed, the NSEC or NSEC3 records around the names changed and the
+/// SOA get new signatures, and nothing walks the whole zone. None when
+/// the change needs a whole signing ([`sign_loaded`]): keys moved on,
+/// a delegation added or removed, a policy with ZONEMD (its digest
+/// covers the whole zone; an incremental ZONEMD would be called here).
+pub fn sign_change(
+    served: &Zone,
+    updated: &Zone,
+    change: &ZoneDiff,
+    signing: &Signing,
+) -> Result<Option<Zone>, Vec<String>> {
+    let started = Instant::now();
+    let origin = updated.origin();
+    let policy = &signing.policy;
+    if policy.zonemd.is_some() {
+        return Ok(None);
+    }
+    let now = heron_proto::time::unix_now();
+    let added_ttl = change.added.iter().map(|r| r.ttl).max().unwrap_or(0);
+    let max_ttl = {
+        let mut cached = max_ttls();
+        let known = cached.get(&origin.to_lowercase()).copied();
+        let ttl = known.unwrap_or_else(|| key_state::zone_max_ttl(updated));
+        let ttl = ttl.max(added_ttl);
+        cached.insert(origin.to_lowercase(), ttl);
+        ttl
+    };
+    let fail = |e: String| vec![format!("zone '{origin}': {e}")];
+    let mut step = key_state::step(origin, policy, &signing.key_directory, max_ttl, now)
+        .map_err(|e| fail(format!("keys: {e}")))?;
+    if key_state::with_cds(updated, &step, policy.cds_ttl)
+        .map_err(fail)?
+        .is_some()
+    {
+        return Ok(None);
+    }
+    let mut config = policy.sign_config();
+    config.serial = next_serial(updated.serial(), Some(served.serial()));
+    let signed = heron_dnssec::sign::sign_change(served, updated, change, &step.keys, &config, now);
+    let signed = match signed {
+        Ok(Some(signed)) => signed,
+        Ok(None) => return Ok(None),
+        Err(e) => {
+            key_state::undo(&mut step);
+            return Err(fail(format!("cannot sign: {e}")));
+        }
+    };
+    write_served_serial(&signing.key_directory, origin, signed.zone.serial()).map_err(fail)?;
+    tracing::debug!(
+        zone = %origin,
+        signatures = signed.signatures,
+        serial = signed.zone.serial(),
+        us = started.elapsed().as_micros() as u64,
+        "change signed"
+    );
+    Ok(Some(signed.zone))
 }
 
 /// The zone signed as `step` says, and its serial kept.
