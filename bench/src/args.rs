@@ -110,13 +110,23 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',')]
     pub matrix_tables: Vec<String>,
     /// Idle DNS-over-TLS connections held per server for memory per
-    /// connection (default 1,000 with --quick, else 10,000; 0: none).
+    /// connection in the matrix (default 1,000 with --quick, else 10,000;
+    /// 0: none).
     #[arg(long)]
     pub matrix_dot_idle: Option<usize>,
+    /// Only hold idle DNS-over-TLS connections to Heron, NSD and BIND
+    /// (each started on its own, configured for them) and read memory per
+    /// connection; prints each and writes dot-idle.json to --out.
+    #[arg(long, conflicts_with_all = ["paired_only", "profile_only", "matrix_only"])]
+    pub idle_tls_only: bool,
+    /// Idle TLS connections held in turn, each count adding to the one
+    /// before (default 10,000,100,000; 1,000 with --quick).
+    #[arg(long, value_delimiter = ',')]
+    pub idle_tls_counts: Vec<usize>,
     /// Only run the overload phase (every DNS server offered three times
     /// its capacity under the quota, UDP and TCP) and write its report;
     /// with --quick, 5 s and 1,000 connections instead of 30 s and 10,000.
-    #[arg(long, conflicts_with_all = ["paired_only", "profile_only", "matrix_only"])]
+    #[arg(long, conflicts_with_all = ["paired_only", "profile_only", "matrix_only", "idle_tls_only"])]
     pub overload_only: bool,
     /// CPU quota of every server in the overload's TCP cells, in cores
     /// (default: --quota). A lower one leaves the generator more headroom;
@@ -146,6 +156,25 @@ pub struct RunArgs {
 impl RunArgs {
     /// The same arguments with every path made absolute: servers run with
     /// their own working directories, where a relative path means nothing.
+    /// The idle TLS counts of `--idle-tls-only`.
+    pub fn idle_tls_counts(&self) -> Vec<usize> {
+        use crate::phases::idle_tls::{COUNTS, QUICK_COUNTS};
+        match (self.idle_tls_counts.is_empty(), self.quick) {
+            (false, _) => self.idle_tls_counts.clone(),
+            (true, true) => QUICK_COUNTS.to_vec(),
+            (true, false) => COUNTS.to_vec(),
+        }
+    }
+
+    /// The most connections one process of this run holds (idle TLS).
+    pub fn most_connections(&self) -> usize {
+        let idle = match self.idle_tls_only {
+            true => self.idle_tls_counts(),
+            false => self.matrix_dot_idle.into_iter().collect(),
+        };
+        idle.into_iter().max().unwrap_or(0)
+    }
+
     pub fn with_absolute_paths(mut self) -> Result<RunArgs, String> {
         for path in [&mut self.heron, &mut self.out, &mut self.data] {
             *path = std::path::absolute(&*path).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -500,7 +500,7 @@ impl OverloadRun {
     }
 }
 
-/// Memory per idle DNS-over-TLS connection of one server
+/// Memory per idle DNS-over-TLS connection of one server at one count
 /// (`phases::idle_tls`).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct IdleTls {
@@ -513,6 +513,30 @@ pub struct IdleTls {
     pub still_open: usize,
     pub rss_before_kib: u64,
     pub rss_with_kib: u64,
+    /// Seconds the step took to open its connections.
+    #[serde(default)]
+    pub open_s: f64,
+    /// Loopback source addresses the connections came from.
+    #[serde(default)]
+    pub sources: usize,
+    /// The machine's TCP buffer memory (/proc/net/sockstat `TCP: mem`,
+    /// pages: both ends of every connection, and anything else on the
+    /// machine) before the first connection and with these held.
+    #[serde(default)]
+    pub tcp_mem_before_pages: u64,
+    #[serde(default)]
+    pub tcp_mem_with_pages: u64,
+    /// The machine's TCP sockets (`TCP: alloc`) likewise.
+    #[serde(default)]
+    pub tcp_sockets_before: u64,
+    #[serde(default)]
+    pub tcp_sockets_with: u64,
+    /// Why the first connection that failed failed.
+    #[serde(default)]
+    pub first_error: Option<String>,
+    /// `heron doctor` on Heron's configuration: "clean", or what it said.
+    #[serde(default)]
+    pub doctor: Option<String>,
 }
 
 impl IdleTls {

@@ -104,6 +104,10 @@ pub struct Launch {
     pub wrapper: Vec<String>,
     /// TCP connections each server is configured to hold at once.
     pub tcp_clients_max: usize,
+    /// Seconds a TCP or TLS connection may stay idle (Heron's `[tcp]
+    /// idle-timeout`, NSD's `tcp-timeout`, Knot's `tcp-idle-timeout`;
+    /// BIND's timeouts stop at 120 s, its keepalive one at 6,553 s).
+    pub idle_timeout_s: u64,
     /// Extra lines of Heron's `[server]` section (a tuning knob turned
     /// off, for the cost matrix), or whole sections after it (`[rrl]`, for
     /// a paired A/B); empty for the defaults.
@@ -168,6 +172,9 @@ pub struct PairListen {
 /// TCP connections every server accepts at once in the throughput runs:
 /// twice the 1,000 clients of the TCP workload.
 pub const TCP_CLIENTS_MAX: usize = 2_000;
+/// Seconds an idle TCP connection is kept by every server in the
+/// throughput runs.
+pub const IDLE_TIMEOUT_S: u64 = 30;
 
 /// Scheduling of servers and the generator: real-time round robin keeps
 /// other processes on a shared machine from preempting them; `Nice` runs
@@ -279,6 +286,7 @@ fn command_line(
     launch: &Launch,
 ) -> std::io::Result<Vec<String>> {
     let (workers, tcp_max) = (launch.workers, launch.tcp_clients_max);
+    let idle = launch.idle_timeout_s;
     let d = q(dir);
     let tls = launch.tls.as_ref().filter(|_| kind.serves_dot());
     Ok(match kind {
@@ -298,7 +306,7 @@ fn command_line(
             );
             let mut c = format!(
                 "[server]\nlisten = [\"127.0.0.1:{port}\"{pair}]\nworkers = {workers}\n{}\n\
-                 [tcp]\nidle-timeout = 30\nmax-connections = {tcp_max}\n\
+                 [tcp]\nidle-timeout = {idle}\nmax-connections = {tcp_max}\n\
                  max-connections-per-client = {tcp_max}\n{xdp}",
                 launch.heron_server
             );
@@ -318,7 +326,7 @@ fn command_line(
         Kind::Nsd => {
             let mut c = format!(
                 "server:\n  ip-address: 127.0.0.1@{port}\n  server-count: {workers}\n\
-                 \x20 reuseport: yes\n  tcp-count: {tcp_max}\n  tcp-query-count: 0\n  tcp-timeout: 30\n\
+                 \x20 reuseport: yes\n  tcp-count: {tcp_max}\n  tcp-query-count: 0\n  tcp-timeout: {idle}\n\
                  \x20 username: \"\"\n  chroot: \"\"\n  database: \"\"\n\
                  \x20 zonelistfile: \"{d}/zone.list\"\n  xfrdfile: \"{d}/xfrd.state\"\n\
                  \x20 pidfile: \"{d}/nsd.pid\"\n  zonesdir: \"{d}\"\n  verbosity: 0\n\
@@ -357,7 +365,7 @@ fn command_line(
                 "server:\n  rundir: \"{d}\"\n  listen: [ 127.0.0.1@{port}{pair} ]\n\
                  \x20 udp-workers: {workers}\n  tcp-workers: {workers}\n\
                  \x20 background-workers: {workers}\n  tcp-max-clients: {tcp_max}\n\
-                 \x20 tcp-idle-timeout: 30s\n\
+                 \x20 tcp-idle-timeout: {idle}s\n\
                  log:\n  - target: stderr\n    any: warning\n\
                  database:\n  storage: \"{d}\"\n  journal-db-max-size: 64M\n\
                  \x20 kasp-db-max-size: 16M\n  timer-db-max-size: 64M\n  catalog-db-max-size: 16M\n\
@@ -390,7 +398,8 @@ fn command_line(
                  \x20 listen-on port {port} {{ 127.0.0.1; }};\n  listen-on-v6 {{ none; }};\n\
                  \x20 recursion no;\n  dnssec-validation no;\n  notify no;\n\
                  \x20 minimal-responses no-auth;\n  tcp-clients {tcp_max};\n  tcp-listen-queue 2048;\n\
-                 \x20 check-integrity no;\n  check-sibling no;\n}};\ncontrols {{ }};\n"
+                 {}  check-integrity no;\n  check-sibling no;\n}};\ncontrols {{ }};\n",
+                bind_timeouts(idle)
             );
             for (origin, file) in zones {
                 let _ = writeln!(
@@ -429,6 +438,23 @@ fn command_line(
             ]
         }
     })
+}
+
+/// BIND's idle timeouts (its units are 100 ms) for `idle_s` seconds:
+/// the initial and idle ones stop at 120 s (1200), so the keepalive one
+/// (up to 65535), which a client asking with the EDNS TCP keepalive
+/// option (RFC 7828) gets, says the rest. Nothing for the default 30 s.
+fn bind_timeouts(idle_s: u64) -> String {
+    if idle_s == IDLE_TIMEOUT_S {
+        return String::new();
+    }
+    let tenths = idle_s.saturating_mul(10);
+    format!(
+        "  tcp-initial-timeout {};\n  tcp-idle-timeout {};\n  tcp-keepalive-timeout {};\n",
+        tenths.clamp(25, 1200),
+        tenths.clamp(1, 1200),
+        tenths.clamp(1, 65535)
+    )
 }
 
 /// The TCP floor's source (bench/tcp-cost/floor.c), built into `dir`.
@@ -795,6 +821,11 @@ impl Server {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The folder of the server's configuration, state and log.
+    pub fn dir(&self) -> &Path {
+        self.log.parent().unwrap_or(Path::new("."))
+    }
+
     pub fn log_tail(&self) -> String {
         let text = self.log_text();
         let lines: Vec<&str> = text.lines().collect();
@@ -888,6 +919,7 @@ mod tests {
             sched: Sched::Normal,
             wrapper: Vec::new(),
             tcp_clients_max: 10,
+            idle_timeout_s: IDLE_TIMEOUT_S,
             heron_server: String::new(),
             pair: Some(PairListen {
                 addr: Ipv4Addr::new(198, 51, 100, 1),
@@ -930,6 +962,7 @@ mod tests {
             sched: Sched::Normal,
             wrapper: Vec::new(),
             tcp_clients_max: 10,
+            idle_timeout_s: IDLE_TIMEOUT_S,
             heron_server: String::new(),
             pair: None,
             tls: Some(TlsFiles {
@@ -965,6 +998,17 @@ mod tests {
         assert!(bind.contains("listen-on port 8853 tls bench-tls { 127.0.0.1; };"));
         assert!(!read(Kind::Knot, "knot.conf").contains("pem"));
         fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn bind_gets_its_longest_timeouts_and_the_keepalive_one_for_long_idles() {
+        assert_eq!(bind_timeouts(IDLE_TIMEOUT_S), "");
+        assert_eq!(
+            bind_timeouts(900),
+            "  tcp-initial-timeout 1200;\n  tcp-idle-timeout 1200;\n  tcp-keepalive-timeout 9000;\n"
+        );
+        assert!(bind_timeouts(10_000).contains("tcp-keepalive-timeout 65535;"));
+        assert!(bind_timeouts(1).contains("tcp-initial-timeout 25;"));
     }
 
     #[test]

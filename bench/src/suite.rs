@@ -71,6 +71,24 @@ pub fn run(args: &RunArgs) -> Result<Option<Results>, String> {
         save(&results, &json_path)?;
         return Ok(Some(results));
     }
+    if args.idle_tls_only {
+        let w = wl
+            .iter()
+            .find(|w| w.id == "root")
+            .ok_or("no root workload")?;
+        let rows = phases::idle_tls::run(&mut ctx, w, &kinds, &args.idle_tls_counts());
+        let json = serde_json::json!({
+            "meta": results.meta,
+            "loadavg_end": loadavg(),
+            "duration_s": started.elapsed().as_secs_f64(),
+            "idle_tls": rows,
+        });
+        let path = args.out.join("dot-idle.json");
+        let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
+        fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("idle TLS results in {}", path.display());
+        return Ok(None);
+    }
     if args.overload_only {
         let w = wl
             .iter()
@@ -105,7 +123,7 @@ fn prepare(args: &RunArgs) -> Result<(Ctx, Vec<Workload>, Vec<Kind>, Results), S
     if !heron_sys::process::is_root() {
         return Err("the suite needs root: it sets cgroup CPU quotas and scheduling".into());
     }
-    raise_open_files_limit()?;
+    raise_open_files_limit(args.most_connections())?;
     let flavor = sys::detect_cgroup().ok_or(
         "no cgroup CPU controller found (neither v1 `cpu` nor v2 with `cpu` in cgroup.controllers)",
     )?;
@@ -140,6 +158,7 @@ fn prepare(args: &RunArgs) -> Result<(Ctx, Vec<Workload>, Vec<Kind>, Results), S
         wrapper: Vec::new(),
         sched,
         tcp_clients_max: servers::TCP_CLIENTS_MAX,
+        idle_timeout_s: servers::IDLE_TIMEOUT_S,
         heron_server: String::new(),
         pair: None,
         tls: None,
@@ -306,23 +325,26 @@ const OPEN_FILES: u64 = 65_536;
 /// The fewest one process of a 10,000-connection phase can do with.
 const OPEN_FILES_NEEDED: u64 = 12_000;
 
-/// Raises the open-files limit to [`OPEN_FILES`] (the hard limit too,
-/// where the process may), else as far as the hard limit; dnsperf and the
-/// servers inherit it. An error only below [`OPEN_FILES_NEEDED`].
-fn raise_open_files_limit() -> Result<(), String> {
+/// Raises the open-files limit to [`OPEN_FILES`], or twice `connections`
+/// and room for the rest where that is more (the hard limit too, where
+/// the process may), else as far as the hard limit; dnsperf and the
+/// servers inherit it. An error only below what is needed.
+fn raise_open_files_limit(connections: usize) -> Result<(), String> {
     use heron_sys::process::{open_files_limit, set_open_files_limit};
+    let want = OPEN_FILES.max(2 * connections as u64 + 16_384);
+    let needed = OPEN_FILES_NEEDED.max(connections as u64 + 4_096);
     let (soft, hard) = open_files_limit();
-    if soft.is_none_or(|s| s >= OPEN_FILES)
-        || set_open_files_limit(Some(OPEN_FILES), hard.map(|h| h.max(OPEN_FILES))).is_ok()
+    if soft.is_none_or(|s| s >= want)
+        || set_open_files_limit(Some(want), hard.map(|h| h.max(want))).is_ok()
     {
         return Ok(());
     }
     // Without CAP_SYS_RESOURCE the hard limit is as far as it goes.
     let raised = set_open_files_limit(hard, hard);
     match hard {
-        Some(h) if h < OPEN_FILES_NEEDED => Err(format!(
+        Some(h) if h < needed => Err(format!(
             "the open-files limit is {h} and cannot be raised ({raised:?}): \
-             10,000 TCP connections need {OPEN_FILES_NEEDED} (ulimit -n)"
+             this run needs {needed} (ulimit -n)"
         )),
         _ => Ok(()),
     }
@@ -380,7 +402,7 @@ fn workload_ids(args: &RunArgs) -> Vec<String> {
     let mut ids: Vec<String> = if args.workloads.is_empty() {
         if args.matrix_only {
             vec!["root".into(), "mix40".into(), "big".into()]
-        } else if args.overload_only {
+        } else if args.overload_only || args.idle_tls_only {
             vec!["root".into()]
         } else if args.reload_only {
             vec!["big".into()]

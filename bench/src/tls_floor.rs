@@ -197,3 +197,14 @@ impl Conn {
         true
     }
 }
+
+/// A floor of one worker on a free loopback port, for the tests of the
+/// TLS clients; it serves until the test process ends.
+#[cfg(test)]
+pub(crate) fn spawn_for_test(cert: &Path, key: &Path) -> SocketAddr {
+    let config = heron_server::tls::server_config_from_files(cert, key).expect("test TLS files");
+    let listener = bind(SocketAddr::from(([127, 0, 0, 1], 0))).expect("bind");
+    let addr = listener.local_addr().expect("local address");
+    std::thread::spawn(move || serve(listener, config));
+    addr
+}

@@ -526,49 +526,12 @@ fn dot_rows(
         }
     }
     if plan.dot_idle > 0 {
-        idle_tls(ctx, w, &servers, plan.dot_idle, m, save);
+        // Each server on its own, configured to hold them.
+        drop(servers);
+        m.idle_tls = super::idle_tls::run(ctx, w, &dot_kinds, &[plan.dot_idle]);
+        save(m);
     }
     Ok(())
-}
-
-/// Memory per idle TLS connection of every DoT server (the floor too).
-fn idle_tls(
-    ctx: &Ctx,
-    w: &Workload,
-    servers: &[Server],
-    count: usize,
-    m: &mut CostMatrix,
-    save: &mut dyn FnMut(&CostMatrix),
-) {
-    let origin = w.ready.first().map_or(".", String::as_str);
-    let Ok(name) = heron_proto::Name::parse(origin) else {
-        return;
-    };
-    let opts = heron_testkit::QueryOpts {
-        id: 0x5151,
-        ..heron_testkit::QueryOpts::default()
-    };
-    let query = heron_testkit::build_query(&name, heron_proto::RType::SOA, &opts);
-    for server in servers {
-        match super::idle_tls::measure(server, count, &query) {
-            Ok(r) => {
-                ctx.say(&format!(
-                    "  dot idle: {} held {} of {} ({} still open), {:.0} bytes per connection",
-                    r.server,
-                    r.opened,
-                    r.asked,
-                    r.still_open,
-                    r.bytes_per_connection()
-                ));
-                m.idle_tls.push(r);
-            }
-            Err(e) => m
-                .errors
-                .push(format!("dot idle {}: {e}", server.kind.name())),
-        }
-        save(m);
-        settle();
-    }
 }
 
 /// Measures `cell` in every server, adds it to `m` and saves.

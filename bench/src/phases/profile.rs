@@ -62,6 +62,7 @@ pub fn profile(
             format!("--callgrind-out-file={}", out.display()),
         ],
         tcp_clients_max: crate::servers::TCP_CLIENTS_MAX,
+        idle_timeout_s: crate::servers::IDLE_TIMEOUT_S,
         pair: None,
         tls: None,
         heron_server: String::new(),
