@@ -30,6 +30,8 @@ pub struct DnsperfOpts {
     /// Queries on a connection before it is closed and a new one opened
     /// (`-O num-queries-per-conn=N`); 0: no limit.
     pub queries_per_conn: usize,
+    /// Print the answered rate every this many seconds (`-S`); 0: never.
+    pub interval_s: u32,
 }
 
 impl Default for DnsperfOpts {
@@ -47,6 +49,7 @@ impl Default for DnsperfOpts {
             local: None,
             dot: false,
             queries_per_conn: 0,
+            interval_s: 0,
         }
     }
 }
@@ -120,6 +123,9 @@ pub fn command(opts: &DnsperfOpts, queries: &Path) -> Vec<String> {
     }
     if let Some(local) = opts.local {
         c.extend(["-a".to_string(), local.to_string()]);
+    }
+    if opts.interval_s > 0 {
+        c.extend(["-S".to_string(), opts.interval_s.to_string()]);
     }
     if opts.queries_per_conn > 0 {
         c.extend([
@@ -197,14 +203,7 @@ fn sum(runs: &[DnsperfResult]) -> DnsperfResult {
 /// its children's CPU times (`times`), dnsperf's own cost.
 pub fn run(opts: &DnsperfOpts, queries: &Path) -> Result<DnsperfResult, String> {
     let line = command(opts, queries);
-    let mut child = Command::new("/bin/sh")
-        .args(["-c", "\"$@\"; times", "sh"])
-        .args(&line)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run dnsperf: {e}"))?;
+    let mut child = spawn(&line)?;
     let deadline = Instant::now() + Duration::from_secs_f64(opts.seconds + 20.0);
     loop {
         match child.try_wait() {
@@ -218,16 +217,104 @@ pub fn run(opts: &DnsperfOpts, queries: &Path) -> Result<DnsperfResult, String> 
     }
     let out = child.wait_with_output().map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let mut r = parse(&text).ok_or_else(|| {
+    summary(&line, &text, &out.stderr)
+}
+
+/// dnsperf's command `line` under a shell that prints its CPU times.
+fn spawn(line: &[String]) -> Result<std::process::Child, String> {
+    Command::new("/bin/sh")
+        .args(["-c", "\"$@\"; times", "sh"])
+        .args(line)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run dnsperf: {e}"))
+}
+
+/// The result of the run of `line` that printed `text` (and `stderr`).
+fn summary(line: &[String], text: &str, stderr: &[u8]) -> Result<DnsperfResult, String> {
+    let mut r = parse(text).ok_or_else(|| {
         format!(
             "dnsperf gave no summary: {}\n{text}\n{}",
             line.join(" "),
-            String::from_utf8_lossy(&out.stderr)
+            String::from_utf8_lossy(stderr)
         )
     })?;
     r.command = line.join(" ");
-    r.cpu_s = children_cpu_seconds(&text).unwrap_or(0.0);
+    r.cpu_s = children_cpu_seconds(text).unwrap_or(0.0);
     Ok(r)
+}
+
+/// One `-S` line: the answered rate over an interval, and what the
+/// caller's `mark` returned as the line arrived (at the interval's end).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Interval<T> {
+    pub qps: f64,
+    pub mark: T,
+}
+
+/// [`run`] with `-S` set: `mark` is called as each interval line comes
+/// (dnsperf flushes each), so the caller can read the server's counters
+/// at the end of each interval. Bounded as [`run`].
+pub fn run_marked<T>(
+    opts: &DnsperfOpts,
+    queries: &Path,
+    mut mark: impl FnMut() -> T,
+) -> Result<(DnsperfResult, Vec<Interval<T>>), String> {
+    use std::io::BufRead;
+    use std::sync::mpsc;
+    let opts = DnsperfOpts {
+        interval_s: opts.interval_s.max(1),
+        ..opts.clone()
+    };
+    let line = command(&opts, queries);
+    let mut child = spawn(&line)?;
+    let stdout = child.stdout.take().ok_or("dnsperf without stdout")?;
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(l).is_err() {
+                return;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs_f64(opts.seconds + 20.0);
+    let (mut text, mut intervals) = (String::new(), Vec::new());
+    loop {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(wait) {
+            Ok(l) => {
+                if let Some(qps) = interval_qps(&l) {
+                    intervals.push(Interval { qps, mark: mark() });
+                }
+                text.push_str(&l);
+                text.push('\n');
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                break;
+            }
+        }
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let _ = reader.join();
+    Ok((summary(&line, &text, &out.stderr)?, intervals))
+}
+
+/// The rate of a `-S` line, "1795638359.621667: 1979.876883".
+fn interval_qps(line: &str) -> Option<f64> {
+    let (at, qps) = line.split_once(": ")?;
+    let number = |t: &str| {
+        let digits = !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.');
+        digits.then(|| t.parse::<f64>().ok()).flatten()
+    };
+    number(at)?;
+    number(qps.trim())
 }
 
 /// The children's user + system seconds from the shell's `times`: its
@@ -289,6 +376,55 @@ pub fn parse(text: &str) -> Option<DnsperfResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn marks_come_once_a_second_over_dot_in_order() {
+        if !Path::new(DNSPERF).exists() {
+            eprintln!("skipped: no {DNSPERF}");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("heron-bench-marked-{}", std::process::id()));
+        let tls = crate::servers::TlsFiles::self_signed(&dir).unwrap();
+        let target = crate::tls_floor::spawn_for_test(&tls.cert, &tls.key);
+        let queries = dir.join("queries.txt");
+        std::fs::write(&queries, "example. SOA\n").unwrap();
+        let opts = DnsperfOpts {
+            target,
+            dot: true,
+            clients: 4,
+            outstanding: 4,
+            rate: 200.0,
+            seconds: 3.0,
+            ..DnsperfOpts::default()
+        };
+        let mut n = 0;
+        let (r, intervals) = run_marked(&opts, &queries, || {
+            n += 1;
+            n
+        })
+        .unwrap();
+        assert!(r.command.contains("-S 1"), "{}", r.command);
+        assert!(r.completed > 0);
+        // Two whole seconds of three (the last is in the summary only).
+        assert!(intervals.len() >= 2, "{intervals:?}");
+        let marks: Vec<i32> = intervals.iter().map(|i| i.mark).collect();
+        assert_eq!(marks, (1..=marks.len() as i32).collect::<Vec<_>>());
+        let sum: f64 = intervals.iter().map(|i| i.qps).sum();
+        assert!(sum <= r.completed as f64 + 1.0, "{sum} > {}", r.completed);
+    }
+
+    #[test]
+    fn interval_lines_are_told_from_the_rest() {
+        assert_eq!(
+            interval_qps("1795638359.621667: 1979.876883"),
+            Some(1979.876883)
+        );
+        assert_eq!(interval_qps("1795638351.881702: 0.000001"), Some(0.000001));
+        assert_eq!(interval_qps("  Queries sent:         5973"), None);
+        assert_eq!(interval_qps("[Status] Started at: Wed Nov 25"), None);
+        assert_eq!(interval_qps("1.2.3: 4"), None);
+        assert_eq!(interval_qps(": 4"), None);
+    }
 
     #[test]
     fn parses_summary() {

@@ -392,6 +392,10 @@ pub struct CostTrial {
     /// (the rest it spun idle: time to spare).
     #[serde(default)]
     pub generator_busy_s: f64,
+    /// Seconds the generator ran before the measured window (DoT on open
+    /// connections: their handshakes), 0 where the window is the run.
+    #[serde(default)]
+    pub warmup_s: f64,
 }
 
 impl CostTrial {

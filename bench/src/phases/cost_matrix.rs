@@ -586,6 +586,9 @@ fn trial(ctx: &Ctx, server: &Server, load: &Load) -> Result<CostTrial, String> {
     if interrupted() {
         return Err("interrupted".into());
     }
+    if load.generator == Generator::Dnsperf && load.dot == Some(0) {
+        return warm_dot_trial(ctx, server, load);
+    }
     let (s0, m0) = (server_runtime(server), sys::machine_busy_seconds());
     let ticks0 = server.proc_cpu_seconds();
     let t0 = Instant::now();
@@ -638,6 +641,83 @@ fn trial(ctx: &Ctx, server: &Server, load: &Load) -> Result<CostTrial, String> {
     t.server_ticks_cpu_s = server.proc_cpu_seconds() - ticks0;
     t.machine_cpu_s = sys::machine_busy_seconds() - m0;
     Ok(t)
+}
+
+/// The server's and the machine's counters at one moment.
+struct Snapshot {
+    server_s: f64,
+    ticks_s: f64,
+    machine_s: f64,
+    at: Instant,
+}
+
+fn snapshot(server: &Server) -> Snapshot {
+    Snapshot {
+        server_s: server_runtime(server),
+        ticks_s: server.proc_cpu_seconds(),
+        machine_s: sys::machine_busy_seconds(),
+        at: Instant::now(),
+    }
+}
+
+/// The longest warm-up of a DoT cell on `connections` open connections:
+/// time for every handshake (10,000 took a few seconds on a quiet
+/// machine) before the window.
+fn warmup_cap_s(connections: usize) -> f64 {
+    (2.0 + connections as f64 / 1_000.0).ceil()
+}
+
+/// DoT on open connections (dnsperf `-m dot`, no limit of queries per
+/// connection): dnsperf opens its connections when it starts, so it runs
+/// for a warm-up and then the window, printing its answered rate every
+/// second (`-S 1`) while the server's counters are read at the end of
+/// each second. The window is the `seconds` seconds after the first one
+/// answered at 95% of the rate (every handshake done by then, save a few)
+/// or, failing that, the last `seconds`: handshakes are not measured as
+/// queries. The cells with a limit of queries per connection measure
+/// their handshakes on purpose and do not come here.
+fn warm_dot_trial(ctx: &Ctx, server: &Server, load: &Load) -> Result<CostTrial, String> {
+    let window = load.seconds.ceil().max(1.0) as usize;
+    let connections = load.tcp.map_or(1, |(c, _)| c);
+    let mut opts = dnsperf_opts(ctx, server, load);
+    opts.seconds = warmup_cap_s(connections) + window as f64;
+    opts.interval_s = 1;
+    let start = snapshot(server);
+    let (r, intervals) = dnsperf::run_marked(&opts, load.queries, || snapshot(server))?;
+    let rates: Vec<f64> = intervals.iter().map(|i| i.qps).collect();
+    let (a, b) = steady_window(&rates, load.rate, window).ok_or_else(|| {
+        format!(
+            "dnsperf printed {} one-second rates, fewer than a warm-up and {window}",
+            rates.len()
+        )
+    })?;
+    let (s0, s1) = (&intervals[a].mark, &intervals[b].mark);
+    let wall_s = s1.at.duration_since(s0.at).as_secs_f64();
+    let answered: f64 = rates[a + 1..=b].iter().sum();
+    Ok(CostTrial {
+        offered_qps: r.sent as f64 / r.run_s.max(1e-9),
+        answered_qps: answered / wall_s.max(1e-9),
+        answered: answered.round() as u64,
+        loss_pct: r.loss_pct(),
+        wall_s,
+        server_cpu_s: s1.server_s - s0.server_s,
+        server_ticks_cpu_s: s1.ticks_s - s0.ticks_s,
+        machine_cpu_s: s1.machine_s - s0.machine_s,
+        // dnsperf's CPU over its whole run, its window's share.
+        generator_cpu_s: r.cpu_s * wall_s / r.run_s.max(1e-9),
+        warmup_s: s0.at.duration_since(start.at).as_secs_f64(),
+        ..CostTrial::default()
+    })
+}
+
+/// The measured window among one-second `rates`: intervals a+1 ..= b
+/// (their counters read at the ends of a and b), `window` long, a the
+/// first at 95% of `rate` or else as late as the window fits.
+fn steady_window(rates: &[f64], rate: f64, window: usize) -> Option<(usize, usize)> {
+    let last_start = rates.len().checked_sub(window + 1)?;
+    let steady = rates.iter().position(|&q| q >= 0.95 * rate);
+    let a = steady.map_or(last_start, |s| s.min(last_start));
+    Some((a, a + window))
 }
 
 fn server_runtime(server: &Server) -> f64 {
@@ -898,4 +978,41 @@ fn answers_on_pair(
         }
         ok
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_starts_after_the_first_second_at_the_rate() {
+        // Handshakes in the first two seconds, then the rate.
+        let rates = [
+            0.0, 9_000.0, 19_500.0, 20_000.0, 20_000.0, 20_000.0, 20_000.0,
+        ];
+        assert_eq!(steady_window(&rates, 20_000.0, 2), Some((2, 4)));
+        // At the rate from the first second: the window follows it.
+        assert_eq!(steady_window(&[20e3; 5], 20e3, 2), Some((0, 2)));
+    }
+
+    #[test]
+    fn a_server_below_the_rate_is_measured_over_the_last_seconds() {
+        let rates = [0.0, 5_000.0, 6_000.0, 6_000.0, 6_000.0];
+        assert_eq!(steady_window(&rates, 20_000.0, 2), Some((2, 4)));
+        // Steady too late for a whole window: the last one that fits.
+        let late = [0.0, 0.0, 0.0, 20e3, 20e3];
+        assert_eq!(steady_window(&late, 20e3, 2), Some((2, 4)));
+    }
+
+    #[test]
+    fn too_few_seconds_give_no_window() {
+        assert_eq!(steady_window(&[20e3, 20e3], 20e3, 2), None);
+        assert_eq!(steady_window(&[], 20e3, 1), None);
+    }
+
+    #[test]
+    fn warm_up_grows_with_the_connections() {
+        assert_eq!(warmup_cap_s(100), 3.0);
+        assert_eq!(warmup_cap_s(10_000), 12.0);
+    }
 }
