@@ -530,6 +530,13 @@ pub struct IdleTls {
     pub tcp_mem_before_pages: u64,
     #[serde(default)]
     pub tcp_mem_with_pages: u64,
+    /// The machine's kernel slab memory (/proc/meminfo `Slab:`, KiB: the
+    /// socket structures of both ends, which `TCP: mem` leaves out, and
+    /// whatever else the machine did) likewise.
+    #[serde(default)]
+    pub slab_before_kib: u64,
+    #[serde(default)]
+    pub slab_with_kib: u64,
     /// The machine's TCP sockets (`TCP: alloc`) likewise.
     #[serde(default)]
     pub tcp_sockets_before: u64,
@@ -544,6 +551,13 @@ pub struct IdleTls {
 }
 
 impl IdleTls {
+    /// Growth of the machine's kernel slab per connection held (both
+    /// ends), bytes.
+    pub fn slab_bytes_per_connection(&self) -> f64 {
+        let grown = self.slab_with_kib.saturating_sub(self.slab_before_kib) as f64 * 1024.0;
+        grown / self.opened.max(1) as f64
+    }
+
     /// RSS growth per connection held, bytes.
     pub fn bytes_per_connection(&self) -> f64 {
         let grown = self.rss_with_kib.saturating_sub(self.rss_before_kib) as f64 * 1024.0;

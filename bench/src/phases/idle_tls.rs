@@ -5,8 +5,9 @@
 //! answer and then stay open, silent. The server's RSS with them held,
 //! less its RSS before, over the connections opened, is what an idle TLS
 //! client costs it. Kernel socket memory is not in RSS: the machine's
-//! TCP buffer pages (/proc/net/sockstat `TCP: mem`, both ends of every
-//! connection, and anything else on the machine) are read beside it.
+//! kernel slab (/proc/meminfo `Slab:`: the socket structures) and TCP
+//! buffer pages (/proc/net/sockstat `TCP: mem`), both ends of every
+//! connection and anything else on the machine, are read beside it.
 //!
 //! Up to 100,000 connections: they come from many loopback addresses
 //! ([`PER_SOURCE`] each, well inside the local port range of each
@@ -72,6 +73,7 @@ pub fn measure(
     let config = Arc::new(client_config());
     let (rss_before_kib, _) = memory.memory();
     let (sockets_before, tcp_mem_before_pages) = sockstat_tcp();
+    let slab_before_kib = slab_kib();
     let mut held: Vec<TcpStream> = Vec::new();
     let (mut asked, mut failed, mut first_error) = (0usize, 0usize, None);
     let mut out = Vec::new();
@@ -87,6 +89,7 @@ pub fn measure(
         std::thread::sleep(SETTLE);
         let (rss_with_kib, _) = memory.memory();
         let (sockets_with, tcp_mem_with_pages) = sockstat_tcp();
+        let slab_with_kib = slab_kib();
         let still_open = held.iter_mut().map(is_open).filter(|&open| open).count();
         out.push(IdleTls {
             server: String::new(),
@@ -99,6 +102,8 @@ pub fn measure(
             sources: asked.div_ceil(clients.per_source.max(1)),
             tcp_mem_before_pages,
             tcp_mem_with_pages,
+            slab_before_kib,
+            slab_with_kib,
             tcp_sockets_before: sockets_before,
             tcp_sockets_with: sockets_with,
             first_error: first_error.clone(),
@@ -276,6 +281,19 @@ fn parse_sockstat_tcp(text: &str) -> (u64, u64) {
     (field("alloc"), field("mem"))
 }
 
+/// The machine's kernel slab memory, KiB (/proc/meminfo `Slab:`).
+pub fn slab_kib() -> u64 {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    parse_slab_kib(&text)
+}
+
+fn parse_slab_kib(text: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix("Slab:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// `query` with the EDNS TCP keepalive option (RFC 7828, no timeout: a
 /// client's ask) appended to its OPT record, which must be its last
 /// record and empty; BIND keeps a connection that asked for its
@@ -397,8 +415,8 @@ fn one_server(
 pub fn say(r: &IdleTls) -> String {
     format!(
         "  {}: {} asked, {} opened in {:.1} s from {} addresses, {} still open; \
-         RSS {} -> {} KiB, {:.0} bytes each; kernel TCP memory {} -> {} pages, \
-         TCP sockets {} -> {}{}",
+         RSS {} -> {} KiB, {:.0} bytes each; kernel slab {} -> {} KiB ({:.0} bytes per \
+         connection, both ends), TCP buffers {} -> {} pages, TCP sockets {} -> {}{}",
         r.server,
         r.asked,
         r.opened,
@@ -408,6 +426,9 @@ pub fn say(r: &IdleTls) -> String {
         r.rss_before_kib,
         r.rss_with_kib,
         r.bytes_per_connection(),
+        r.slab_before_kib,
+        r.slab_with_kib,
+        r.slab_bytes_per_connection(),
         r.tcp_mem_before_pages,
         r.tcp_mem_with_pages,
         r.tcp_sockets_before,
@@ -597,6 +618,13 @@ mod tests {
         );
         assert_eq!(with_keepalive(plain.clone()), plain, "no OPT: unchanged");
         assert_eq!(with_keepalive(vec![0; 5]), vec![0; 5], "too short");
+    }
+
+    #[test]
+    fn slab_line_is_read() {
+        let text = "MemTotal: 100 kB\nSlab:             123456 kB\nSReclaimable: 5 kB\n";
+        assert_eq!(parse_slab_kib(text), 123_456);
+        assert_eq!(parse_slab_kib("MemTotal: 100 kB\n"), 0);
     }
 
     #[test]
