@@ -332,7 +332,7 @@ const OPEN_FILES_NEEDED: u64 = 12_000;
 fn raise_open_files_limit(connections: usize) -> Result<(), String> {
     use heron_sys::process::{open_files_limit, set_open_files_limit};
     let want = OPEN_FILES.max(2 * connections as u64 + 16_384);
-    let needed = OPEN_FILES_NEEDED.max(connections as u64 + 4_096);
+    let needed = OPEN_FILES_NEEDED.max(connections as u64 + 1_024);
     let (soft, hard) = open_files_limit();
     if soft.is_none_or(|s| s >= want)
         || set_open_files_limit(Some(want), hard.map(|h| h.max(want))).is_ok()
@@ -340,11 +340,12 @@ fn raise_open_files_limit(connections: usize) -> Result<(), String> {
         return Ok(());
     }
     // Without CAP_SYS_RESOURCE the hard limit is as far as it goes.
-    let raised = set_open_files_limit(hard, hard);
+    let _ = set_open_files_limit(hard, hard);
     match hard {
         Some(h) if h < needed => Err(format!(
-            "the open-files limit is {h} and cannot be raised ({raised:?}): \
-             this run needs {needed} (ulimit -n)"
+            "the open-files hard limit is {h} and this process may not raise it \
+             (that takes CAP_SYS_RESOURCE): {connections} connections \
+             held by one process need {needed} (ulimit -Hn)"
         )),
         _ => Ok(()),
     }
