@@ -148,14 +148,16 @@ fn xdp_table(m: &CostMatrix) -> String {
 fn idle_tls_table(m: &CostMatrix) -> String {
     let rows = m.idle_tls.iter().map(|r| {
         format!(
-            "| {} | {} | {} | {} | {} | {} | {:.0} |",
+            "| {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {:.1} |",
             r.server,
             r.asked,
             r.opened,
             r.still_open,
             r.rss_before_kib,
             r.rss_with_kib,
-            r.bytes_per_connection()
+            r.bytes_per_connection(),
+            r.slab_bytes_per_connection(),
+            r.open_s
         )
     });
     format!(
@@ -163,8 +165,10 @@ fn idle_tls_table(m: &CostMatrix) -> String {
          handshake and had one question answered, then stayed open and silent; \
          server RSS before and with them held (KiB), the growth per connection \
          held (bytes). \"Still open\": not closed by the server when the memory \
-         was read.\n\n| server | asked | opened | still open | RSS before | RSS with | \
-         bytes per connection |\n|---|---|---|---|---|---|---|\n{}\n\n",
+         was read. Kernel slab: the machine's (both ends of each connection, \
+         and whatever else ran), bytes per connection; took: seconds to open \
+         them (dot-idle.md).\n\n| server | asked | opened | still open | RSS before | RSS with | \
+         bytes per connection | kernel slab | took (s) |\n|---|---|---|---|---|---|---|---|---|\n{}\n\n",
         lines(rows)
     )
 }
