@@ -149,6 +149,8 @@ fn signs_behind_a_hidden_primary(kind: ServerKind, policy: &str, csk: bool) {
     assert!(signed_2 > signed_1);
     let log = heron.log();
     assert!(log.contains("IXFR from"), "the change came by IXFR: {log}");
+    let signed_lines = log.lines().filter(|l| l.contains("zone signed"));
+    signed_lines.for_each(|l| eprintln!("{}", &l[l.find("zone signed").unwrap_or(0)..]));
     let new: Vec<_> = signatures(&after)
         .difference(&signatures(&before))
         .cloned()
