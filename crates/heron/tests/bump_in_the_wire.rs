@@ -208,6 +208,13 @@ fn signs_behind_a_hidden_primary(kind: ServerKind, policy: &str, csk: bool) {
         .count();
     assert!(new <= 2, "{new} new signatures after a restart");
     eprintln!("restart: {new} new signatures (SOA's left out)");
+    // The journal of signed versions carried on: an IXFR across it.
+    let out = kdig(
+        addr,
+        &[ZONE, &format!("IXFR={signed_2}"), "+nocomments", "+nostats"],
+    );
+    let ixfr = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(records(&ixfr) <= 10, "{} records: {ixfr}", records(&ixfr));
     check_valid(addr, &restarted, "new", csk);
     assert!(eventually(
         || zone_serial(downstream.addr(), ZONE) == Some(signed_3)
