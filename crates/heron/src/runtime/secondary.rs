@@ -655,7 +655,9 @@ impl Running {
             let start = kept
                 .map(Arc::new)
                 .or_else(|| self.signed.start_from(&zone.origin, next.get(&zone.origin)));
-            if start.is_none() && self.signed.signing(&zone.origin).is_none() {
+            // A zone signed here starts from its unsigned version: the
+            // signed one it may have served stays until its transfer.
+            if start.is_none() && next.get(&zone.origin).is_none() {
                 next.expire(&zone.origin);
             }
             self.log_change(&zone, ZoneChange::Added);
