@@ -5,6 +5,7 @@
 //!     cargo build --release -p heron-zone --example answer_loop
 //!     valgrind --tool=callgrind target/release/examples/answer_loop www.bench.test 1 100000
 //!     # another zone: ... QNAME QTYPE COUNT ZONE-FILE ORIGIN
+//!     # with the DO bit (a signed zone's proofs): ... ZONE-FILE ORIGIN do
 
 use heron_proto::Name;
 use heron_zone::{AnswerConfig, Answered, Catalog, Transport, answer, load_zone_str};
@@ -26,7 +27,12 @@ fn main() {
     let mut q = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
     q.extend_from_slice(Name::parse(qname).unwrap().as_wire());
     q.extend_from_slice(&qtype.to_be_bytes());
-    q.extend_from_slice(&[0, 1, 0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 0]);
+    let dnssec_ok = if args.get(6).is_some_and(|a| a == "do") {
+        0x80
+    } else {
+        0
+    };
+    q.extend_from_slice(&[0, 1, 0, 0, 41, 4, 0xD0, 0, 0, dnssec_ok, 0, 0, 0]);
     let config = AnswerConfig::default();
     let mut out = Vec::with_capacity(4096);
     let mut answered = 0;
