@@ -454,6 +454,11 @@ impl<'a> EncodedRef<'a> {
 /// target's name inside the RRset as written. NSD and Knot precompute glue
 /// the same way; doing it per query was most of a referral's cost.
 ///
+/// An authoritative address RRset of a signed zone brings its RRSIGs,
+/// kept apart from the addresses so that an answer without DO copies the
+/// addresses alone, as before; with DO each address RRset is written with
+/// its RRSIGs, and the two fit together or are both left out.
+///
 /// This is the builder; [`AdditionalRef`] reads the packed form.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AdditionalBlock {
@@ -463,6 +468,9 @@ pub struct AdditionalBlock {
     /// Owner pointers to patch: (offset in `bytes`, where the target name
     /// is relative to the parent RRset's first record as written).
     owners: Vec<(u16, u16)>,
+    /// The RRSIG records over the groups, likewise, and their owners.
+    sig_bytes: Vec<u8>,
+    sig_owners: Vec<(u16, u16)>,
 }
 
 /// One target RRset (A or AAAA) in a block.
@@ -473,11 +481,21 @@ struct Group {
     /// Glue the response cannot do without (RFC 9471): if it does not
     /// fit, the response is truncated.
     required: bool,
+    /// Where the group's RRSIGs end in the signatures, and how many.
+    sig_end: u16,
+    sigs: u16,
 }
 
 /// Octets a group and an owner take in a packed block.
-const GROUP_LEN: usize = 5;
+const GROUP_LEN: usize = 9;
 const OWNER_LEN: usize = 4;
+/// Octets of a packed block's header: group and owner counts, and the
+/// length of its signature part.
+const BLOCK_HEADER: usize = 6;
+
+/// The RRSIG records over an address RRset: their TTL and RDATAs (none
+/// for an unsigned RRset, or glue, which is not signed).
+pub type Signatures<'s> = (u32, &'s [&'s [u8]]);
 
 impl AdditionalBlock {
     pub fn is_empty(&self) -> bool {
@@ -486,53 +504,103 @@ impl AdditionalBlock {
 
     /// Adds an RRset (A or AAAA, no names in RDATA) owned by the target name
     /// at `target` in the parent RRset as written (see
-    /// [`EncodedRef::name_position`]).
+    /// [`EncodedRef::name_position`]), with the RRSIGs over it.
     pub fn push(
         &mut self,
         target: usize,
-        rtype: RType,
-        ttl: u32,
-        rdatas: &[&[u8]],
+        (rtype, ttl, rdatas): (RType, u32, &[&[u8]]),
+        (sig_ttl, sigs): Signatures,
         required: bool,
     ) {
-        for rd in rdatas {
-            self.owners.push((self.bytes.len() as u16, target as u16));
-            self.bytes.extend_from_slice(&[0xC0, 0]);
-            self.bytes.extend_from_slice(&rtype.0.to_be_bytes());
-            self.bytes.extend_from_slice(&Class::IN.0.to_be_bytes());
-            self.bytes.extend_from_slice(&ttl.to_be_bytes());
-            self.bytes
-                .extend_from_slice(&(rd.len() as u16).to_be_bytes());
-            self.bytes.extend_from_slice(rd);
-        }
+        push_records(
+            &mut self.bytes,
+            &mut self.owners,
+            target,
+            (rtype, ttl, rdatas),
+        );
+        push_records(
+            &mut self.sig_bytes,
+            &mut self.sig_owners,
+            target,
+            (RType::RRSIG, sig_ttl, sigs),
+        );
         self.groups.push(Group {
             end: self.bytes.len() as u16,
             records: rdatas.len() as u16,
             required,
+            sig_end: self.sig_bytes.len() as u16,
+            sigs: sigs.len() as u16,
         });
     }
 
-    /// Appends the packed form: group and owner counts, the groups (end,
-    /// records, required), the owners (offset, target), then the records.
-    /// An empty block appends nothing.
+    /// Appends the packed form: group and owner counts and the signature
+    /// part's length, the groups (end, records, required, signatures' end
+    /// and count), the owners (offset, target), the signature part (its
+    /// owner count, owners, records; absent when nothing is signed), then
+    /// the records. An empty block appends nothing.
     pub fn pack(&self, out: &mut Vec<u8>) {
         if self.groups.is_empty() {
             return;
         }
+        let sig_len = match self.sig_bytes.is_empty() {
+            true => 0,
+            false => 2 + OWNER_LEN * self.sig_owners.len() + self.sig_bytes.len(),
+        };
         out.extend_from_slice(&(self.groups.len() as u16).to_be_bytes());
         out.extend_from_slice(&(self.owners.len() as u16).to_be_bytes());
+        out.extend_from_slice(&(sig_len as u16).to_be_bytes());
         for g in &self.groups {
             out.extend_from_slice(&g.end.to_be_bytes());
             out.extend_from_slice(&g.records.to_be_bytes());
             out.push(g.required as u8);
+            out.extend_from_slice(&g.sig_end.to_be_bytes());
+            out.extend_from_slice(&g.sigs.to_be_bytes());
         }
-        // Little-endian: the write loop reads each with one load.
-        for (off, target) in &self.owners {
-            out.extend_from_slice(&off.to_le_bytes());
-            out.extend_from_slice(&target.to_le_bytes());
+        pack_owners(&self.owners, out);
+        if sig_len > 0 {
+            out.extend_from_slice(&(self.sig_owners.len() as u16).to_be_bytes());
+            pack_owners(&self.sig_owners, out);
+            out.extend_from_slice(&self.sig_bytes);
         }
         out.extend_from_slice(&self.bytes);
     }
+}
+
+/// Appends records of one type owned by the target at `target`, each with
+/// an owner pointer to patch.
+fn push_records(
+    bytes: &mut Vec<u8>,
+    owners: &mut Vec<(u16, u16)>,
+    target: usize,
+    (rtype, ttl, rdatas): (RType, u32, &[&[u8]]),
+) {
+    for rd in rdatas {
+        owners.push((bytes.len() as u16, target as u16));
+        bytes.extend_from_slice(&[0xC0, 0]);
+        bytes.extend_from_slice(&rtype.0.to_be_bytes());
+        bytes.extend_from_slice(&Class::IN.0.to_be_bytes());
+        bytes.extend_from_slice(&ttl.to_be_bytes());
+        bytes.extend_from_slice(&(rd.len() as u16).to_be_bytes());
+        bytes.extend_from_slice(rd);
+    }
+}
+
+/// Little-endian: the write loop reads each with one load.
+fn pack_owners(owners: &[(u16, u16)], out: &mut Vec<u8>) {
+    for (off, target) in owners {
+        out.extend_from_slice(&off.to_le_bytes());
+        out.extend_from_slice(&target.to_le_bytes());
+    }
+}
+
+/// Packed owners (offset, target) as [`pack_owners`] wrote them.
+fn owners_of(packed: &[u8]) -> impl Iterator<Item = (u16, u16)> + '_ {
+    packed.chunks_exact(OWNER_LEN).map(|o| {
+        (
+            u16::from_le_bytes([o[0], o[1]]),
+            u16::from_le_bytes([o[2], o[3]]),
+        )
+    })
 }
 
 /// A packed additional block, borrowed.
@@ -540,6 +608,8 @@ impl AdditionalBlock {
 pub struct AdditionalRef<'a> {
     groups: &'a [u8],
     owners: &'a [u8],
+    /// The signature part: empty when no group is signed.
+    sigs: &'a [u8],
     bytes: &'a [u8],
 }
 
@@ -549,13 +619,20 @@ impl<'a> AdditionalRef<'a> {
         if packed.is_empty() {
             return None;
         }
-        let groups_end = 4 + GROUP_LEN * u16_at(packed, 0) as usize;
+        let groups_end = BLOCK_HEADER + GROUP_LEN * u16_at(packed, 0) as usize;
         let owners_end = groups_end + OWNER_LEN * u16_at(packed, 2) as usize;
+        let sigs_end = owners_end + u16_at(packed, 4) as usize;
         Some(AdditionalRef {
-            groups: &packed[4..groups_end],
+            groups: &packed[BLOCK_HEADER..groups_end],
             owners: &packed[groups_end..owners_end],
-            bytes: &packed[owners_end..],
+            sigs: &packed[owners_end..sigs_end],
+            bytes: &packed[sigs_end..],
         })
+    }
+
+    /// Whether some address RRset in the block has RRSIGs.
+    pub fn has_sigs(&self) -> bool {
+        !self.sigs.is_empty()
     }
 
     fn groups(&self) -> impl Iterator<Item = Group> + 'a {
@@ -563,26 +640,21 @@ impl<'a> AdditionalRef<'a> {
             end: u16_at(g, 0),
             records: u16_at(g, 2),
             required: g[4] != 0,
+            sig_end: u16_at(g, 5),
+            sigs: u16_at(g, 7),
         })
     }
 
-    fn owners(&self) -> impl Iterator<Item = (u16, u16)> + 'a {
-        self.owners.chunks_exact(OWNER_LEN).map(|o| {
-            (
-                u16::from_le_bytes([o[0], o[1]]),
-                u16::from_le_bytes([o[2], o[3]]),
-            )
-        })
-    }
-
-    /// Writes as many whole groups as fit into the current section. Err if
-    /// a required group did not fit (the caller sets TC).
+    /// Writes the groups that fit into the current section, each whole or
+    /// not at all, in order (a group that does not fit is skipped, and a
+    /// later smaller one may fit). Err if a required group did not fit
+    /// (the caller sets TC).
     pub fn write(&self, w: &mut Writer, at: &Written) -> Result<(), Full> {
         if w.raw_bytes(self.bytes).is_ok() {
             // All of it fits (the usual case): one copy, then the owners.
             let base = w.len() - self.bytes.len();
             let written = w.written_mut(base);
-            for (off, target) in self.owners() {
+            for (off, target) in owners_of(self.owners) {
                 let target = at.first_bytes + target as usize;
                 put_pointer(written, off as usize, target as u16);
             }
@@ -590,19 +662,50 @@ impl<'a> AdditionalRef<'a> {
             return Ok(());
         }
         let mut start = 0;
-        let mut owners = self.owners().peekable();
+        let mut owners = owners_of(self.owners).peekable();
         for group in self.groups() {
             let end = group.end as usize;
-            let base = w.len();
-            if w.raw_bytes(&self.bytes[start..end]).is_err() {
-                return if group.required { Err(Full) } else { Ok(()) };
+            match copy_patched(w, &self.bytes[start..end], start, &mut owners, at) {
+                Ok(()) => w.count_records(group.records),
+                Err(Full) if group.required => return Err(Full),
+                Err(Full) => {}
             }
-            while let Some((off, target)) = owners.next_if(|o| (o.0 as usize) < end) {
-                let target = at.first_bytes + target as usize;
-                w.patch_pointer(base + (off as usize - start), target as u16);
-            }
-            w.count_records(group.records);
             start = end;
+        }
+        Ok(())
+    }
+
+    /// [`AdditionalRef::write`] for a query with DO set: each address
+    /// RRset followed by its RRSIGs (RFC 4035 3.1.1), the two written
+    /// whole or not at all (RFC 4035 3.1.1 and RFC 9471 drop what does
+    /// not fit rather than truncate; an address without its signatures
+    /// would only make a validator ask again).
+    pub fn write_signed(&self, w: &mut Writer, at: &Written) -> Result<(), Full> {
+        let sig_owners = match self.sigs.len() {
+            0 => 0,
+            _ => OWNER_LEN * u16_at(self.sigs, 0) as usize,
+        };
+        let (sig_owner_bytes, sig_bytes) = match self.sigs.len() {
+            0 => (&[][..], &[][..]),
+            _ => self.sigs[2..].split_at(sig_owners),
+        };
+        let mut owners = owners_of(self.owners).peekable();
+        let mut sig_owners = owners_of(sig_owner_bytes).peekable();
+        let (mut start, mut sig_start) = (0, 0);
+        for group in self.groups() {
+            let (end, sig_end) = (group.end as usize, group.sig_end as usize);
+            let mark = w.mark();
+            let records = &self.bytes[start..end];
+            let sigs = &sig_bytes[sig_start..sig_end];
+            // Both copies are tried, so that each consumes its owners.
+            let fits = copy_patched(w, records, start, &mut owners, at);
+            let sigs_fit = copy_patched(w, sigs, sig_start, &mut sig_owners, at);
+            match fits.and(sigs_fit) {
+                Ok(()) => w.count_records(group.records + group.sigs),
+                Err(Full) if group.required => return Err(Full),
+                Err(Full) => w.rollback(mark),
+            }
+            (start, sig_start) = (end, sig_end);
         }
         Ok(())
     }
@@ -612,6 +715,27 @@ impl<'a> AdditionalRef<'a> {
     pub fn reachable(&self, parent: &EncodedRef, at: &Written) -> bool {
         parent.last_position(at) <= MAX_POINTER
     }
+}
+
+/// Copies `bytes`, which start at `start` in their block, and patches the
+/// owner pointers among `owners` that lie in them.
+fn copy_patched(
+    w: &mut Writer,
+    bytes: &[u8],
+    start: usize,
+    owners: &mut std::iter::Peekable<impl Iterator<Item = (u16, u16)>>,
+    at: &Written,
+) -> Result<(), Full> {
+    let base = w.len();
+    let copied = w.raw_bytes(bytes);
+    let end = start + bytes.len();
+    while let Some((off, target)) = owners.next_if(|o| (o.0 as usize) < end) {
+        if copied.is_ok() {
+            let target = at.first_bytes + target as usize;
+            w.patch_pointer(base + (off as usize - start), target as u16);
+        }
+    }
+    copied
 }
 
 /// Writes an owner; returns a position that later records may point to.
@@ -798,18 +922,17 @@ mod tests {
         let (ns1, ns2) = (wire("ns1.sub.example.test"), wire("ns2.example.test"));
         let ns = EncodedRRset::new(RType::NS, 300, &[&ns1, &ns2], &apex);
         let mut block = AdditionalBlock::default();
+        let (a1, a2): (&[u8], &[u8]) = (&[192, 0, 2, 1], &[192, 0, 2, 2]);
         block.push(
             ns.name_position(0, 10),
-            RType::A,
-            60,
-            &[&[192, 0, 2, 1]],
+            (RType::A, 60, &[a1]),
+            (0, &[]),
             true,
         );
         block.push(
             ns.name_position(1, 10),
-            RType::A,
-            60,
-            &[&[192, 0, 2, 2]],
+            (RType::A, 60, &[a2]),
+            (0, &[]),
             false,
         );
         (ns, block)
@@ -869,6 +992,131 @@ mod tests {
         assert!(Message::parse(&bytes).unwrap().additional.is_empty());
     }
 
+    /// An RRSIG's RDATA over `covered` by example.test, with a 64-octet
+    /// signature.
+    fn rrsig(covered: RType) -> Vec<u8> {
+        let mut rd = covered.0.to_be_bytes().to_vec();
+        rd.extend_from_slice(&[13, 3, 0, 0, 0, 60, 0x70, 0, 0, 0, 0x60, 0, 0, 0, 0, 1]);
+        rd.extend_from_slice(&wire("example.test"));
+        rd.extend_from_slice(&[0xAA; 64]);
+        rd
+    }
+
+    /// An MX RRset with two in-zone targets, the first with a signed A
+    /// and a signed AAAA, the second with an unsigned A; written into
+    /// `limit` octets with DO set (`signed`) or not.
+    fn signed_mx(limit: usize, signed: bool) -> (Message, Result<(), Full>, usize) {
+        let apex = wire("example.test");
+        let mx1 = [vec![0, 10], wire("mail.example.test")].concat();
+        let mx2 = [vec![0, 20], wire("bare.example.test")].concat();
+        let mx = EncodedRRset::new(RType::MX, 300, &[&mx1, &mx2], &apex);
+        let (a, aaaa, a2): (&[u8], &[u8], &[u8]) = (&[192, 0, 2, 1], &[0x20; 16], &[192, 0, 2, 2]);
+        let (sig_a, sig_aaaa) = (rrsig(RType::A), rrsig(RType::AAAA));
+        let mut block = AdditionalBlock::default();
+        let at = mx.name_position(0, 12);
+        block.push(at, (RType::A, 60, &[a]), (60, &[&sig_a]), false);
+        block.push(at, (RType::AAAA, 60, &[aaaa]), (60, &[&sig_aaaa]), false);
+        block.push(
+            mx.name_position(1, 12),
+            (RType::A, 60, &[a2]),
+            (0, &[]),
+            false,
+        );
+        let mut packed = Vec::new();
+        block.pack(&mut packed);
+        let block = AdditionalRef::new(&packed).unwrap();
+        assert!(block.has_sigs());
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf, limit);
+        w.question(&apex, RType::MX, Class::IN);
+        w.section(crate::writer::Section::Answer);
+        let written = mx.write(&mut w, Owner::At(12), 12).unwrap();
+        w.section(crate::writer::Section::Additional);
+        let result = match signed {
+            true => block.write_signed(&mut w, &written),
+            false => block.write(&mut w, &written),
+        };
+        let len = w.finish(1, 0x8000, 1);
+        buf.truncate(len);
+        (Message::parse(&buf).unwrap(), result, len)
+    }
+
+    /// The additional section as "owner type" (an RRSIG's covered type
+    /// after it).
+    fn additional_types(m: &Message) -> Vec<String> {
+        m.additional
+            .iter()
+            .map(|r| match r.rtype {
+                RType::RRSIG => format!("{} RRSIG {}", r.name, RType(u16_at(&r.rdata, 0))),
+                t => format!("{} {t}", r.name),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn with_do_each_address_rrset_is_followed_by_its_rrsigs() {
+        let (m, result, _) = signed_mx(4096, true);
+        assert_eq!(result, Ok(()));
+        assert_eq!(
+            additional_types(&m),
+            [
+                "mail.example.test. A",
+                "mail.example.test. RRSIG A",
+                "mail.example.test. AAAA",
+                "mail.example.test. RRSIG AAAA",
+                "bare.example.test. A",
+            ]
+        );
+        // The RRSIG's RDATA is copied whole (its signer is not compressed).
+        assert_eq!(m.additional[1].rdata, rrsig(RType::A));
+        // Without DO the same block gives the addresses alone.
+        let (m, result, _) = signed_mx(4096, false);
+        assert_eq!(result, Ok(()));
+        let plain = [
+            "mail.example.test. A",
+            "mail.example.test. AAAA",
+            "bare.example.test. A",
+        ];
+        assert_eq!(additional_types(&m), plain);
+    }
+
+    #[test]
+    fn an_address_rrset_and_its_rrsigs_fit_together_or_are_both_left_out() {
+        let full = signed_mx(4096, true).2;
+        assert_eq!(signed_mx(full, true).0.additional.len(), 5);
+        // One octet short: the last group (the unsigned A) goes.
+        assert_eq!(signed_mx(full - 1, true).0.additional.len(), 4);
+        // Every limit down to none: a signed address RRset always right
+        // before its RRSIG, never one without the other, never TC (none is
+        // required); a smaller group after one left out may still fit.
+        let mut seen = std::collections::BTreeSet::new();
+        for limit in (12..full).rev() {
+            let (m, result, _) = signed_mx(limit, true);
+            assert_eq!(result, Ok(()), "at {limit}");
+            let types = additional_types(&m);
+            let mut k = 0;
+            while k < types.len() {
+                let t = &types[k];
+                if t.starts_with("mail.") {
+                    let (owner, rtype) = t.split_once(' ').unwrap();
+                    assert_eq!(
+                        types.get(k + 1),
+                        Some(&format!("{owner} RRSIG {rtype}")),
+                        "at {limit}: {types:?}"
+                    );
+                    k += 1;
+                } else {
+                    assert_eq!(t, "bare.example.test. A", "at {limit}: {types:?}");
+                }
+                k += 1;
+            }
+            seen.insert(types.len());
+            if types.is_empty() {
+                break; // below this the answer itself does not fit
+            }
+        }
+        assert_eq!(seen, [0, 1, 2, 3, 4].into());
+    }
     #[test]
     fn owners_past_the_reach_of_pointers_are_written_per_record() {
         let apex = wire("example.test");

@@ -835,12 +835,18 @@ impl<'a> Responder<'a> {
         }
     }
 
-    /// The target addresses of the NS/MX/SRV RRset answered. What does not
-    /// fit is left out without setting TC, except glue a referral needs.
+    /// The target addresses of the NS/MX/SRV RRset answered, with DO set
+    /// each with its RRSIGs (glue has none). What does not fit is left
+    /// out without setting TC, an address RRset and its RRSIGs together,
+    /// except glue a referral needs.
     fn write_additional(&mut self) {
         if let Some((block, written)) = self.additional {
             self.w.section(Section::Additional);
-            if block.write(&mut self.w, &written).is_err() {
+            let written = match self.dnssec && block.has_sigs() {
+                false => block.write(&mut self.w, &written),
+                true => block.write_signed(&mut self.w, &written),
+            };
+            if written.is_err() {
                 self.tc = true;
             }
         }

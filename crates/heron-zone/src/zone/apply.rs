@@ -16,7 +16,7 @@ use std::sync::atomic::AtomicU32;
 
 use hashbrown::{HashMap, HashSet};
 use heron_proto::encoded::AdditionalBlock;
-use heron_proto::name::lowercase_wire;
+use heron_proto::name::{lowercase_wire, suffixes};
 use heron_proto::{Name, RType};
 
 use super::build::{
@@ -74,7 +74,8 @@ struct EditNode {
     /// In the zone before the change, and after it.
     existed: bool,
     exists: bool,
-    /// Its A or AAAA records changed (others' glue may need them).
+    /// Its A or AAAA records, or the RRSIGs over them, changed (others'
+    /// additional sections may carry them).
     addresses_changed: bool,
 }
 
@@ -258,7 +259,7 @@ impl<'z> Edit<'z> {
                     .position(|x| rdata_equal(r.rtype, x, &r.rdata))?;
                 Some(list.remove(at))
             });
-        node.addresses_changed |= matches!(rtype, RType::A | RType::AAAA) && !is_sig;
+        node.addresses_changed |= matches!(rtype, RType::A | RType::AAAA);
         match found {
             Some(_) => self.records -= 1,
             None => {
@@ -284,7 +285,7 @@ impl<'z> Edit<'z> {
         }
         let (rtype, is_sig) = placement(r.rtype, &r.rdata);
         let node = self.node(&key_of(r.owner.as_wire()), r.owner.as_wire());
-        node.addresses_changed |= matches!(rtype, RType::A | RType::AAAA) && !is_sig;
+        node.addresses_changed |= matches!(rtype, RType::A | RType::AAAA);
         let set = node.set_mut(rtype);
         let (list, ttl) = if is_sig {
             (&mut set.sigs, &mut set.sig_ttl)
@@ -398,13 +399,19 @@ impl<'z> Edit<'z> {
         }
     }
 
-    /// The addresses of a lower-cased name in the new version.
+    /// The addresses of a lower-cased name in the new version, with the
+    /// RRSIGs over them unless they are glue.
     fn addresses(&self, lower: &[u8], emit: Emit) -> bool {
+        let glue = || self.at_or_below_cut(lower);
         if let Some(node) = self.nodes.get(lower) {
             for rtype in [RType::A, RType::AAAA] {
                 if let Some(set) = node.set(rtype) {
                     let rdatas: Vec<&[u8]> = set.rdatas.iter().map(Vec::as_slice).collect();
-                    emit(rtype, set.ttl, &rdatas);
+                    let sigs: Vec<&[u8]> = match set.sigs.is_empty() || glue() {
+                        true => Vec::new(),
+                        false => set.sigs.iter().map(Vec::as_slice).collect(),
+                    };
+                    emit((rtype, set.ttl, &rdatas), (set.sig_ttl, &sigs));
                 }
             }
             return node.exists;
@@ -416,10 +423,27 @@ impl<'z> Edit<'z> {
             if let Some(set) = node.rrset(rtype) {
                 let owned: Vec<Cow<[u8]>> = set.rdatas().collect();
                 let rdatas: Vec<&[u8]> = owned.iter().map(|r| &**r).collect();
-                emit(rtype, set.ttl(), &rdatas);
+                let owned: Vec<Cow<[u8]>> = match set.has_sigs() && !glue() {
+                    true => set.sigs().collect(),
+                    false => Vec::new(),
+                };
+                let sigs: Vec<&[u8]> = owned.iter().map(|r| &**r).collect();
+                emit((rtype, set.ttl(), &rdatas), (set.sig_ttl(), &sigs));
             }
         }
         true
+    }
+
+    /// Whether a lower-cased name is a delegation or below one in the new
+    /// version: its addresses there are glue.
+    fn at_or_below_cut(&self, lower: &[u8]) -> bool {
+        let is_cut = |key: &[u8]| match self.nodes.get(key) {
+            Some(node) => node.exists && node.set(RType::NS).is_some(),
+            None => self.zone.node(key).is_some_and(|n| n.is_cut()),
+        };
+        suffixes(lower)
+            .take_while(|s| s.len() > self.apex.len())
+            .any(is_cut)
     }
 
     /// Packs one node; its bytes, or None (with the problems noted) if it

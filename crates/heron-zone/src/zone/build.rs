@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashSet};
-use heron_proto::encoded::{AdditionalBlock, EncodedRRset, pack_rrset};
-use heron_proto::name::{NameBuf, lowercase_wire};
+use heron_proto::encoded::{AdditionalBlock, EncodedRRset, Signatures, pack_rrset};
+use heron_proto::name::{NameBuf, lowercase_wire, suffixes};
 use heron_proto::rdata;
 use heron_proto::{Class, Name, RType};
 
@@ -865,7 +865,8 @@ impl<'a> Plan<'a> {
             self.find(lower).map(|d| self.parts(d)).is_some_and(|t| {
                 for rtype in [RType::A, RType::AAAA] {
                     if let Some(set) = t.set(rtype) {
-                        emit(rtype, set.ttl, &set.rdatas);
+                        let glue = !set.sigs.is_empty() && self.at_or_below_cut(lower);
+                        emit((rtype, set.ttl, &set.rdatas), signatures(set, glue));
                     }
                 }
                 true
@@ -922,6 +923,16 @@ impl<'a> Plan<'a> {
         }
     }
 
+    /// Whether a lower-cased name in the zone is a delegation or below
+    /// one: its data there is glue, not the zone's (RFC 4035 2.2).
+    fn at_or_below_cut(&self, lower: &[u8]) -> bool {
+        let apex_len = self.apex.wire_len();
+        suffixes(lower).take_while(|s| s.len() > apex_len).any(|s| {
+            self.find(s)
+                .is_some_and(|d| self.parts(d).set(RType::NS).is_some())
+        })
+    }
+
     /// Whether the zone holds an A or AAAA record for `name`.
     fn has_address(&self, name: &Name) -> bool {
         self.find(name.to_lowercase().as_wire()).is_some_and(|t| {
@@ -951,7 +962,18 @@ impl<'a> Plan<'a> {
 
 /// Reports the addresses (A, then AAAA) a zone holds for a lower-cased
 /// name through the closure; false if the zone has no such name.
-pub(super) type Emit<'e> = &'e mut dyn FnMut(RType, u32, &[&[u8]]);
+/// With each RRset come the RRSIGs over it, none for glue.
+pub(super) type Emit<'e> = &'e mut dyn FnMut((RType, u32, &[&[u8]]), Signatures);
+
+/// The RRSIGs over an address RRset that an additional section carries:
+/// none for glue (`glue`), which a signed zone does not sign; a zone that
+/// signs it anyway is not believed.
+pub(super) fn signatures<'s>(set: &'s SetParts, glue: bool) -> Signatures<'s> {
+    match glue {
+        true => (0, &[]),
+        false => (set.sig_ttl, &set.sigs),
+    }
+}
 
 /// Errors in one node's data: SOA away from the apex, a CNAME beside other
 /// data or more than one, more than one DNAME. Each with where its RRset's
@@ -1079,8 +1101,8 @@ pub(super) fn additional_block(
             && set.rtype == RType::NS
             && Name::from_wire(&lower).is_ok_and(|t| t.is_subdomain_of(owner));
         let at = encoded.name_position(k, name_offset);
-        let found = addresses(&lower, &mut |rtype, ttl, rdatas| {
-            block.push(at, rtype, ttl, rdatas, required);
+        let found = addresses(&lower, &mut |set, sigs| {
+            block.push(at, set, sigs, required);
         });
         if found {
             seen.push(lower);

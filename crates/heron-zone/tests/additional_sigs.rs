@@ -1,0 +1,353 @@
+//! RRSIGs over the addresses in the additional section (RFC 4035 3.1.1):
+//! with DO set, an authoritative A or AAAA RRset an NS, MX or SRV answer
+//! brings along carries its RRSIGs; glue below a delegation carries none
+//! (it is not signed); without DO nothing changes. What does not fit is
+//! left out, an address RRset and its RRSIGs together, without TC.
+//!
+//! The zone is signed by hand with made-up signatures: the engine copies
+//! them and checks nothing, so their bytes do not matter here (the
+//! integration tests in `crates/heron` use real signers and validators).
+
+use heron_proto::message::{Message, Record, flags};
+use heron_proto::{Name, RType};
+use heron_zone::{
+    AnswerConfig, Answered, BatchAnswerer, Catalog, Transport, Zone, answer, load_zone_str,
+};
+
+/// An RRSIG over `covered` at `owner` (of `labels` labels) with a made-up
+/// 256-octet signature, as RSA-2048 gives.
+fn sig(owner: &str, covered: &str, labels: u8) -> String {
+    let signature = "A".repeat(342) + "==";
+    format!(
+        "{owner} 3600 RRSIG {covered} 8 {labels} 3600 20300101000000 20200101000000 12345 example.test. {signature}"
+    )
+}
+
+/// A signed zone (without a denial chain: none of these answers needs
+/// one). `bare` has an unsigned A (a partially signed zone); `ns.sub` is
+/// glue, and a signature over it (which no signer makes) is ignored.
+fn zone_text() -> String {
+    [
+        "$ORIGIN example.test.",
+        "$TTL 3600",
+        "@ SOA ns1 hostmaster 1 7200 3600 1209600 300",
+        &sig("@", "SOA", 2),
+        "@ NS ns1",
+        "@ NS ns.elsewhere.net.",
+        &sig("@", "NS", 2),
+        "@ MX 10 mail",
+        "@ MX 20 bare",
+        &sig("@", "MX", 2),
+        "ns1 A 192.0.2.53",
+        &sig("ns1", "A", 3),
+        "ns1 AAAA 2001:db8::53",
+        &sig("ns1", "AAAA", 3),
+        "mail A 192.0.2.25",
+        &sig("mail", "A", 3),
+        "mail AAAA 2001:db8::25",
+        &sig("mail", "AAAA", 3),
+        "bare A 192.0.2.26",
+        "srv SRV 0 5 5060 mail",
+        &sig("srv", "SRV", 3),
+        "sub NS ns.sub",
+        "sub NS ns1",
+        "sub DS 12345 13 2 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        &sig("sub", "DS", 3),
+        "ns.sub A 192.0.2.99",
+        &sig("ns.sub", "A", 4),
+        "in.sub MX 10 ns.sub", // occluded, never answered
+    ]
+    .join("\n")
+}
+
+fn load(text: &str) -> Zone {
+    let origin = Name::parse("example.test").unwrap();
+    load_zone_str(text, "signed.zone", &origin)
+        .unwrap_or_else(|p| panic!("{p:?}"))
+        .zone
+}
+
+fn catalog() -> Catalog {
+    let mut c = Catalog::new();
+    c.insert(load(&zone_text()));
+    c
+}
+
+/// A query for `name` `qtype` with EDNS (payload `size`) and DO as given.
+fn query(name: &str, qtype: RType, size: u16, do_bit: bool) -> Vec<u8> {
+    let mut m = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+    m.extend_from_slice(Name::parse(name).unwrap().as_wire());
+    m.extend_from_slice(&qtype.0.to_be_bytes());
+    m.extend_from_slice(&[0, 1, 0, 0, 41]);
+    m.extend_from_slice(&size.to_be_bytes());
+    m.extend_from_slice(&[0, 0, if do_bit { 0x80 } else { 0 }, 0, 0, 0]);
+    m
+}
+
+fn ask_raw(cat: &Catalog, query: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let how = answer(
+        cat,
+        &AnswerConfig::default(),
+        query,
+        Transport::Udp,
+        &mut out,
+    );
+    assert_eq!(how, Answered::Response);
+    out
+}
+
+fn ask(cat: &Catalog, name: &str, qtype: RType, do_bit: bool) -> Message {
+    Message::parse(&ask_raw(cat, &query(name, qtype, 1232, do_bit))).unwrap()
+}
+
+/// The additional section less the OPT record, as "owner type" (an RRSIG
+/// with the type it covers), in order.
+fn additional(m: &Message) -> Vec<String> {
+    m.additional
+        .iter()
+        .filter(|r| r.rtype != RType::OPT)
+        .map(describe)
+        .collect()
+}
+
+fn describe(r: &Record) -> String {
+    match r.rtype {
+        RType::RRSIG => {
+            let covered = RType(u16::from_be_bytes([r.rdata[0], r.rdata[1]]));
+            format!("{} RRSIG {covered}", r.name)
+        }
+        t => format!("{} {t}", r.name),
+    }
+}
+
+/// A name's A and AAAA, each followed by its RRSIG, as [`additional`]
+/// lists them.
+fn signed_pair(name: &str) -> Vec<String> {
+    ["A", "RRSIG A", "AAAA", "RRSIG AAAA"]
+        .iter()
+        .map(|t| format!("{name}.example.test. {t}"))
+        .collect()
+}
+
+#[test]
+fn an_mx_target_in_the_zone_brings_its_rrsigs_with_do() {
+    let cat = catalog();
+    let m = ask(&cat, "example.test", RType::MX, true);
+    assert_eq!(
+        additional(&m),
+        // Partially signed: bare's address comes without a signature.
+        [signed_pair("mail"), vec!["bare.example.test. A".into()]].concat()
+    );
+    // The signature is the zone's, copied whole.
+    let rrsig = m
+        .additional
+        .iter()
+        .find(|r| r.rtype == RType::RRSIG)
+        .unwrap();
+    assert!(rrsig.to_string().contains("12345 example.test."), "{rrsig}");
+    assert_eq!(rrsig.ttl, 3600);
+    // Without DO: the addresses alone, as before.
+    let m = ask(&cat, "example.test", RType::MX, false);
+    assert_eq!(
+        additional(&m),
+        [
+            "mail.example.test. A",
+            "mail.example.test. AAAA",
+            "bare.example.test. A"
+        ]
+    );
+}
+
+#[test]
+fn apex_ns_and_srv_targets_bring_their_rrsigs_with_do() {
+    let cat = catalog();
+    let m = ask(&cat, "example.test", RType::NS, true);
+    assert_eq!(additional(&m), signed_pair("ns1"));
+    let m = ask(&cat, "srv.example.test", RType::SRV, true);
+    assert_eq!(m.answers.len(), 2, "SRV and its RRSIG");
+    assert_eq!(additional(&m), signed_pair("mail"));
+}
+
+#[test]
+fn glue_below_a_delegation_gets_no_rrsig_but_an_in_zone_name_server_does() {
+    let cat = catalog();
+    for name in ["sub.example.test", "www.sub.example.test"] {
+        let m = ask(&cat, name, RType::A, true);
+        assert!(
+            !m.header.has(flags::AA) && !m.header.has(flags::TC),
+            "{name}"
+        );
+        // The glue (whose signature in the file is not believed) unsigned;
+        // the other name server, authoritative data here, signed.
+        assert_eq!(
+            additional(&m),
+            [vec!["ns.sub.example.test. A".into()], signed_pair("ns1")].concat(),
+            "{name}"
+        );
+        let m = ask(&cat, name, RType::A, false);
+        assert_eq!(
+            additional(&m),
+            [
+                "ns.sub.example.test. A",
+                "ns1.example.test. A",
+                "ns1.example.test. AAAA"
+            ]
+        );
+    }
+}
+
+/// Every EDNS payload from what all of it needs down to the least (512):
+/// never TC, never an address RRset without its RRSIGs or RRSIGs without
+/// their RRset, and at the exact size everything.
+#[test]
+fn near_the_udp_limit_an_address_and_its_rrsigs_go_together() {
+    let cat = catalog();
+    for (name, qtype) in [
+        ("example.test", RType::MX),
+        ("www.sub.example.test", RType::A),
+    ] {
+        let full = ask_raw(&cat, &query(name, qtype, 4096, true));
+        let all = additional(&Message::parse(&full).unwrap());
+        let mut sizes = std::collections::BTreeSet::new();
+        for size in (512..=full.len() as u16).rev() {
+            let raw = ask_raw(&cat, &query(name, qtype, size, true));
+            assert!(
+                raw.len() <= size as usize,
+                "{name} at {size}: {}",
+                raw.len()
+            );
+            let m = Message::parse(&raw).unwrap();
+            assert!(!m.header.has(flags::TC), "{name} at {size}");
+            let got = additional(&m);
+            if size as usize == full.len() {
+                assert_eq!(got, all);
+            }
+            for (k, r) in got.iter().enumerate() {
+                let (owner, rtype) = r.split_once(' ').unwrap();
+                if let Some(covered) = rtype.strip_prefix("RRSIG ") {
+                    let want = format!("{owner} {covered}");
+                    assert!(k > 0 && got[k - 1] == want, "{name} at {size}: {got:?}");
+                } else {
+                    let sig = format!("{owner} RRSIG {rtype}");
+                    if all.contains(&sig) {
+                        assert_eq!(got.get(k + 1), Some(&sig), "{name} at {size}: {got:?}");
+                    }
+                }
+            }
+            sizes.insert(got.len());
+        }
+        assert!(
+            sizes.len() > 2,
+            "{name}: the limit never fell between groups ({})",
+            full.len()
+        );
+    }
+}
+
+/// A referral whose required glue does not fit is truncated (RFC 9471),
+/// with DO as without.
+#[test]
+fn required_glue_that_does_not_fit_still_truncates_with_do() {
+    let mut text = zone_text();
+    // Long enough name servers that a 512-octet answer holds their NS
+    // records but not all their glue: 8 names of ~60 octets each, the
+    // glue's owners pointing into the NS records.
+    for i in 0..8 {
+        let ns = format!("ns{i}-{}.big", "x".repeat(50));
+        text.push_str(&format!("\nbig NS {ns}\n{ns} A 192.0.2.{i}"));
+    }
+    let mut cat = Catalog::new();
+    cat.insert(load(&text));
+    for do_bit in [false, true] {
+        let raw = ask_raw(&cat, &query("www.big.example.test", RType::A, 512, do_bit));
+        let m = Message::parse(&raw).unwrap();
+        assert!(m.header.has(flags::TC), "do {do_bit}: {} {m:?}", raw.len());
+    }
+}
+
+/// The batch path answers DO queries byte for byte as `answer` alone.
+#[test]
+fn a_batch_answers_do_queries_as_each_alone() {
+    let cat = catalog();
+    let raw: Vec<Vec<u8>> = [
+        ("example.test", RType::MX),
+        ("example.test", RType::NS),
+        ("srv.example.test", RType::SRV),
+        ("www.sub.example.test", RType::A),
+    ]
+    .iter()
+    .flat_map(|&(n, t)| {
+        [
+            query(n, t, 1232, true),
+            query(n, t, 1232, false),
+            query(n, t, 600, true),
+        ]
+    })
+    .collect();
+    let config = AnswerConfig::default();
+    let (mut answerer, mut slots) = (BatchAnswerer::default(), Default::default());
+    let batch = answerer.prepare(&cat, raw.iter().map(Vec::as_slice), &mut slots);
+    for (i, q) in raw.iter().enumerate() {
+        let mut batched = Vec::new();
+        batch.answer(i, &config, q, Transport::Udp, &mut batched);
+        assert_eq!(batched, ask_raw(&cat, q), "query {i}");
+    }
+}
+
+/// A change that re-signs an address (new RRSIGs only) reaches the
+/// additional sections that carry it: the zone changed in place answers
+/// as the new version loaded whole.
+#[test]
+fn re_signing_an_address_updates_the_additional_sections_that_carry_it() {
+    let before = load(&zone_text());
+    let resigned = zone_text()
+        .replace(
+            &sig("mail", "A", 3),
+            &sig("mail", "A", 3).replace("12345", "54321"),
+        )
+        .replace("@ SOA ns1 hostmaster 1", "@ SOA ns1 hostmaster 2");
+    // An address signed that was not, and one no longer signed.
+    let resigned = resigned
+        .replace(
+            "bare A 192.0.2.26",
+            &format!("bare A 192.0.2.26\n{}", sig("bare", "A", 3)),
+        )
+        .replace(&format!("\n{}", sig("ns1", "AAAA", 3)), "");
+    let after = load(&resigned);
+    let change = heron_zone::diff::diff(&before, &after);
+    let applied = before.apply(&change).unwrap_or_else(|p| panic!("{p:?}"));
+    let (mut a, mut b) = (Catalog::new(), Catalog::new());
+    a.insert(applied);
+    b.insert(after);
+    for (name, qtype) in [
+        ("example.test", RType::MX),
+        ("example.test", RType::NS),
+        ("srv.example.test", RType::SRV),
+        ("www.sub.example.test", RType::A),
+    ] {
+        let q = query(name, qtype, 1232, true);
+        assert_eq!(ask_raw(&a, &q), ask_raw(&b, &q), "{name} {qtype}");
+    }
+    // Over TCP all of it fits (over UDP the last pair does not).
+    let mut out = Vec::new();
+    let q = query("example.test", RType::MX, 1232, true);
+    answer(&a, &AnswerConfig::default(), &q, Transport::Tcp, &mut out);
+    let m = Message::parse(&out).unwrap();
+    assert!(additional(&m).contains(&"bare.example.test. RRSIG A".to_string()));
+    let new_sig = m
+        .additional
+        .iter()
+        .find(|r| r.rtype == RType::RRSIG)
+        .unwrap();
+    assert!(new_sig.to_string().contains("54321"), "{new_sig}");
+    let m = ask(&a, "example.test", RType::NS, true);
+    assert_eq!(
+        additional(&m),
+        [
+            "ns1.example.test. A",
+            "ns1.example.test. RRSIG A",
+            "ns1.example.test. AAAA",
+        ]
+    );
+}
