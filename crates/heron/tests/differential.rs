@@ -638,21 +638,6 @@ fn nsec3_wildcard_owner_nodata(case: &Case, a: &mut Normalized, b: &mut Normaliz
     both(a, b, |n| n.authority.retain(|r| !one_sided(r)));
 }
 
-/// RRSIGs over additional-section addresses (glue, NS and MX targets)
-/// that only one side gives: RFC 4035 3.1.1 asks for them only if space
-/// permits, and Heron does not add them yet. Dropped from the side that
-/// has them when the other has no RRSIG in its additional section.
-fn additional_rrsigs(_: &Case, a: &mut Normalized, b: &mut Normalized) {
-    let sigs = |n: &Normalized| n.additional.iter().any(|r| rtype_of(r) == "RRSIG");
-    if sigs(a) == sigs(b) {
-        return;
-    }
-    both(a, b, |n| {
-        n.additional
-            .retain(|r| !(rtype_of(r) == "RRSIG" && matches!(covered_of(r), "A" | "AAAA")))
-    });
-}
-
 /// QCLASS ANY: Knot answers authoritatively (AA, and the SOA of a
 /// negative answer); NSD (and Heron) clear AA and give no SOA to cache a
 /// negative answer by.
@@ -703,10 +688,6 @@ const BADVERS_DO: Accepted = Accepted {
 const CHAOS: Accepted = Accepted {
     id: "chaos",
     filter: chaos,
-};
-const ADDITIONAL_RRSIGS: Accepted = Accepted {
-    id: "heron-additional-rrsigs",
-    filter: additional_rrsigs,
 };
 const NSEC3_WILDCARD_OWNER_NODATA: Accepted = Accepted {
     id: "nsec3-wildcard-owner-nodata",
@@ -769,7 +750,6 @@ const HERON_NSD: &[Accepted] = &[
     BADVERS_DO,
     CHAOS,
     NSEC3_WILDCARD_OWNER_NODATA,
-    ADDITIONAL_RRSIGS,
 ];
 
 /// Heron against Knot: the NSD/Knot list and Heron's own item.
@@ -782,7 +762,6 @@ const HERON_KNOT: &[Accepted] = &[
     BADVERS_DO,
     CHAOS,
     NSEC3_WILDCARD_OWNER_NODATA,
-    ADDITIONAL_RRSIGS,
 ];
 
 // ---------------------------------------------------------------------------
