@@ -351,3 +351,34 @@ fn re_signing_an_address_updates_the_additional_sections_that_carry_it() {
         ]
     );
 }
+
+/// A change that makes a name a delegation turns its addresses into glue:
+/// the additional sections that carry them lose their RRSIGs (and get
+/// them back when the delegation goes), as the new version loaded whole.
+#[test]
+fn a_new_delegation_makes_its_addresses_glue_in_the_sections_that_carry_them() {
+    let before = load(&zone_text());
+    let cut = zone_text().replace("@ SOA ns1 hostmaster 1", "@ SOA ns1 hostmaster 2")
+        + "\nmail NS ns.elsewhere.net.";
+    let after = load(&cut);
+    let applied = before
+        .apply(&heron_zone::diff::diff(&before, &after))
+        .unwrap_or_else(|p| panic!("{p:?}"));
+    let back = load(&zone_text().replace("@ SOA ns1 hostmaster 1", "@ SOA ns1 hostmaster 3"));
+    let undone = applied
+        .apply(&heron_zone::diff::diff(&applied, &back))
+        .unwrap_or_else(|p| panic!("{p:?}"));
+    // The SRV's node is not in the change (the apex's SOA is, and so its
+    // MX is packed again anyway).
+    let q = query("srv.example.test", RType::SRV, 1232, true);
+    for (changed, whole, glue) in [(applied, after, true), (undone, back, false)] {
+        let (mut a, mut b) = (Catalog::new(), Catalog::new());
+        a.insert(changed);
+        b.insert(whole);
+        let raw = ask_raw(&a, &q);
+        assert_eq!(raw, ask_raw(&b, &q), "glue {glue}");
+        let signed = additional(&Message::parse(&raw).unwrap())
+            .contains(&"mail.example.test. RRSIG A".to_string());
+        assert_eq!(signed, !glue);
+    }
+}

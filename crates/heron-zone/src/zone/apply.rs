@@ -77,6 +77,11 @@ struct EditNode {
     /// Its A or AAAA records, or the RRSIGs over them, changed (others'
     /// additional sections may carry them).
     addresses_changed: bool,
+    /// NS records below the apex were added or deleted: it may have become
+    /// a delegation or stopped being one, which changes whether the
+    /// addresses at and below it are glue (unsigned in an additional
+    /// section, and required in a referral).
+    cut_changed: bool,
 }
 
 impl EditNode {
@@ -87,6 +92,7 @@ impl EditNode {
             existed: false,
             exists: false,
             addresses_changed: false,
+            cut_changed: false,
         }
     }
 
@@ -108,6 +114,7 @@ impl EditNode {
             existed: true,
             exists: true,
             addresses_changed: false,
+            cut_changed: false,
         }
     }
 
@@ -260,6 +267,7 @@ impl<'z> Edit<'z> {
                 Some(list.remove(at))
             });
         node.addresses_changed |= matches!(rtype, RType::A | RType::AAAA);
+        node.cut_changed |= rtype == RType::NS;
         match found {
             Some(_) => self.records -= 1,
             None => {
@@ -286,6 +294,7 @@ impl<'z> Edit<'z> {
         let (rtype, is_sig) = placement(r.rtype, &r.rdata);
         let node = self.node(&key_of(r.owner.as_wire()), r.owner.as_wire());
         node.addresses_changed |= matches!(rtype, RType::A | RType::AAAA);
+        node.cut_changed |= rtype == RType::NS;
         let set = node.set_mut(rtype);
         let (list, ttl) = if is_sig {
             (&mut set.sigs, &mut set.sig_ttl)
@@ -379,14 +388,26 @@ impl<'z> Edit<'z> {
     }
 
     /// Loads the nodes whose additional sections carry addresses that
-    /// changed, so that they are packed again.
+    /// changed, or that became glue or stopped being glue, so that they
+    /// are packed again.
     fn load_referrers(&mut self) {
-        let changed: Vec<Box<[u8]>> = self
+        let mut changed: Vec<Box<[u8]>> = self
             .nodes
             .iter()
             .filter(|(_, n)| n.addresses_changed || n.existed != n.exists)
             .map(|(k, _)| k.clone())
             .collect();
+        let cuts: Vec<&Box<[u8]>> = self
+            .nodes
+            .iter()
+            .filter(|(k, n)| n.cut_changed && &***k != self.apex)
+            .map(|(k, _)| k)
+            .collect();
+        if !cuts.is_empty() {
+            let at_or_below = |t: &[u8]| suffixes(t).any(|s| cuts.iter().any(|c| s == &***c));
+            let targets = self.links.referrers.keys();
+            changed.extend(targets.filter(|t| at_or_below(t)).cloned());
+        }
         for target in changed {
             let Some(referrers) = self.links.referrers.get(&target).cloned() else {
                 continue;
