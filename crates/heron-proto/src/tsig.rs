@@ -396,6 +396,25 @@ impl TsigRecord {
 /// of the additional section (which also rules out two), or its class is
 /// not ANY, or its RDATA does not add up to RDLENGTH.
 pub fn find(msg: &[u8]) -> Result<Option<TsigRecord>, TsigError> {
+    locate(msg)?.map(|start| read_tsig(msg, start)).transpose()
+}
+
+/// Takes the TSIG RR off the end of `msg` (ARCOUNT one less): the message
+/// as it was before it was signed, as a relay that signs it again with
+/// another key needs it. Returns whether there was one; FormErr as
+/// [`find`].
+pub fn strip(msg: &mut Vec<u8>) -> Result<bool, TsigError> {
+    let Some(start) = locate(msg)? else {
+        return Ok(false);
+    };
+    msg.truncate(start);
+    let arcount = u16::from_be_bytes([msg[10], msg[11]]) - 1;
+    msg[10..12].copy_from_slice(&arcount.to_be_bytes());
+    Ok(true)
+}
+
+/// Where the TSIG RR of `msg` starts, checked as [`find`] says.
+fn locate(msg: &[u8]) -> Result<Option<usize>, TsigError> {
     let header = Header::read(msg).ok_or(TsigError::FormErr)?;
     let mut pos = skip_questions(msg, header.qdcount)?;
     let total =
@@ -415,7 +434,7 @@ pub fn find(msg: &[u8]) -> Result<Option<TsigRecord>, TsigError> {
     if pos != msg.len() {
         return Err(TsigError::FormErr);
     }
-    tsig_at.map(|start| read_tsig(msg, start)).transpose()
+    Ok(tsig_at)
 }
 
 fn skip_questions(msg: &[u8], count: u16) -> Result<usize, TsigError> {

@@ -894,3 +894,43 @@ fn verify_at_the_parsed_position_agrees_with_verify_request() {
     assert_eq!(failure.error, TsigError::FormErr);
     assert_eq!(verify_err(&misplaced, &k, NOW).error, TsigError::FormErr);
 }
+
+/// A relay's re-signing: the TSIG taken off gives back the message as it
+/// was before it was signed, which another key then signs and verifies.
+#[test]
+fn strip_takes_the_tsig_off_and_another_key_signs_again() {
+    let (first, second) = (key(Algorithm::HmacSha256), {
+        let mut k = key(Algorithm::HmacSha512);
+        k.name = n("relay.key");
+        k
+    });
+    let (mut m, _) = signed_query(&first);
+    assert!(strip(&mut m).unwrap());
+    assert_eq!(m, query());
+    assert!(!strip(&mut m).unwrap(), "unsigned: left alone");
+    assert_eq!(m, query());
+    sign_request(&mut m, &second, NOW, DEFAULT_FUDGE);
+    let ring = vec![second.clone()];
+    let verified = verify_request(&m, &ring, NOW).unwrap().unwrap();
+    assert_eq!(verified.key.name, n("relay.key"));
+    // A response signed by the server strips the same way.
+    let mut response = response_to(&m, 2);
+    ResponseSigner::new(&verified).sign(&mut response, NOW);
+    let signed_len = response.len();
+    assert!(strip(&mut response).unwrap());
+    assert!(response.len() < signed_len);
+    assert_eq!(response, response_to(&m, 2));
+}
+
+#[test]
+fn strip_of_a_malformed_message_is_formerr() {
+    let (m, _) = signed_query(&key(Algorithm::HmacSha256));
+    for cut in [5, 20, m.len() - 1] {
+        let mut short = m[..cut].to_vec();
+        assert_eq!(strip(&mut short), Err(TsigError::FormErr), "cut at {cut}");
+        assert_eq!(short, m[..cut], "left as it was");
+    }
+    let mut extra = m.clone();
+    extra.push(0);
+    assert_eq!(strip(&mut extra), Err(TsigError::FormErr), "trailing octet");
+}
