@@ -81,13 +81,24 @@ fn send(program: &str, server: SocketAddr, key: Option<(&str, &str)>, commands: 
 /// `forwarding` allows; `also` is a primary zone of its own (to wait for
 /// when the zone never arrives).
 fn secondary_config(port: u16, dir: &Path, primary: SocketAddr, forwarding: &str) -> String {
+    secondary_config_with(port, dir, primary, forwarding, "")
+}
+
+/// [`secondary_config`] with more lines for the forwarded zone.
+fn secondary_config_with(
+    port: u16,
+    dir: &Path,
+    primary: SocketAddr,
+    forwarding: &str,
+    lines: &str,
+) -> String {
     let local = dir.join("local.zone");
     std::fs::write(&local, zone_text("local.test")).unwrap();
     format!(
         "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n{}\
          [[zone]]\norigin = \"local.test\"\nfile = \"{}\"\n\
          [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\nprimaries = [\"{primary} key ops\"]\n\
-         allow-update-forwarding = [{forwarding}]\n",
+         allow-update-forwarding = [{forwarding}]\n{lines}",
         keys(),
         local.display(),
         dir.join("kept.zone").display()
@@ -225,23 +236,7 @@ fn a_knot_primary_takes_an_update_forwarded_by_a_heron_secondary() {
     let file = dir.join("fwd.zone");
     std::fs::write(&file, zone_text(ZONE)).unwrap();
     let (primary_port, secondary_port) = (free_port(), free_port());
-    let knot = ServerProcess::peer_with_config(ServerKind::Knot, primary_port, ZONE, |d| {
-        format!(
-            "server:\n  rundir: \"{d}\"\n  listen: 127.0.0.1@{primary_port}\n\
-             log:\n  - target: stderr\n    any: info\n\
-             database:\n  storage: \"{d}\"\n\
-             key:\n  - id: ops\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
-             remote:\n  - id: secondary\n    address: 127.0.0.1@{secondary_port}\n    key: ops\n\
-             acl:\n  - id: update\n    key: ops\n    action: update\n\
-             \x20 - id: transfer\n    key: ops\n    action: transfer\n\
-             template:\n  - id: default\n    storage: \"{d}\"\n\
-             zone:\n  - domain: {ZONE}\n    file: \"{}\"\n    acl: [update, transfer]\n\
-             \x20   notify: secondary\n    zonefile-sync: -1\n",
-            file.display(),
-            d = d.display()
-        )
-    })
-    .unwrap_or_else(|log| panic!("knotd starts: {log}"));
+    let knot = knot_primary(&file, primary_port, secondary_port);
     let forwarding = "\"127.0.0.1 key ops\", \"127.0.0.1 key other\"";
     let config = secondary_config(secondary_port, &dir, knot.addr(), forwarding);
     let secondary = ServerProcess::heron_on_port(&heron(), secondary_port, ZONE, &config)
@@ -272,4 +267,202 @@ fn a_knot_primary_takes_an_update_forwarded_by_a_heron_secondary() {
         knot.log()
     );
     assert!(answer(knot.addr(), &format!("k2.{ZONE}"), RType::A).is_empty());
+}
+
+/// Knot, primary of `ZONE` from `file`, knowing only the key `ops`: it
+/// takes updates and gives transfers signed with it, and notifies the
+/// secondary on `secondary_port`.
+fn knot_primary(file: &Path, primary_port: u16, secondary_port: u16) -> ServerProcess {
+    ServerProcess::peer_with_config(ServerKind::Knot, primary_port, ZONE, |d| {
+        format!(
+            "server:\n  rundir: \"{d}\"\n  listen: 127.0.0.1@{primary_port}\n\
+             log:\n  - target: stderr\n    any: info\n\
+             database:\n  storage: \"{d}\"\n\
+             key:\n  - id: ops\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\
+             remote:\n  - id: secondary\n    address: 127.0.0.1@{secondary_port}\n    key: ops\n\
+             acl:\n  - id: update\n    key: ops\n    action: update\n\
+             \x20 - id: transfer\n    key: ops\n    action: transfer\n\
+             template:\n  - id: default\n    storage: \"{d}\"\n\
+             zone:\n  - domain: {ZONE}\n    file: \"{}\"\n    acl: [update, transfer]\n\
+             \x20   notify: secondary\n    zonefile-sync: -1\n",
+            file.display(),
+            d = d.display()
+        )
+    })
+    .unwrap_or_else(|log| panic!("knotd starts: {log}"))
+}
+
+/// `update-forwarding-key = "ops"` on a secondary whose clients sign with
+/// `other`, a key its primary does not know: the secondary checks the
+/// client's TSIG, signs the forwarded UPDATE with `ops`, and signs the
+/// primary's answer again with `other` (nsupdate and knsupdate verify
+/// it, or they fail).
+fn resigned_forwards_reach(primary: &ServerProcess, secondary: &ServerProcess) {
+    let sec = secondary.addr();
+    let other = Some(("other", OTHER_SECRET));
+    for (i, program) in ["nsupdate", "knsupdate"].iter().enumerate() {
+        let name = format!("r{i}.{ZONE}");
+        let add = format!("update add {name} 60 A 192.0.2.{}", 70 + i);
+        assert_eq!(
+            send(program, sec, other, &add),
+            "NOERROR",
+            "{program}\n{}\n{}",
+            secondary.log(),
+            primary.log()
+        );
+        assert_eq!(answer(primary.addr(), &name, RType::A).len(), 1);
+        assert!(
+            eventually(|| answer(sec, &name, RType::A).len() == 1),
+            "{}",
+            secondary.log()
+        );
+    }
+    // The primary's refusal of a prerequisite, signed again for the client.
+    let prereq = format!("prereq yxdomain nothing.{ZONE}\nupdate add x.{ZONE} 60 A 192.0.2.9");
+    assert_eq!(send("nsupdate", sec, other, &prereq), "NXDOMAIN");
+    // The client's key is what the secondary's list checks: `ops` signs
+    // forwards, but its clients are not on the list.
+    let ops = Some(("ops", SECRET));
+    assert_eq!(send("nsupdate", sec, ops, &prereq), "REFUSED");
+    assert!(answer(primary.addr(), &format!("x.{ZONE}"), RType::A).is_empty());
+}
+
+#[test]
+fn a_heron_primary_takes_updates_re_signed_with_the_secondarys_key() {
+    let dir = dir("resign");
+    let file = dir.join("fwd.zone");
+    std::fs::write(&file, zone_text(ZONE)).unwrap();
+    let secondary_port = free_port();
+    let primary = ServerProcess::heron_with_config(&heron(), ZONE, |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [[key]]\nname = \"ops\"\nsecret = \"{SECRET}\"\n\
+             [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\n\
+             allow-update = [\"key ops zonesub ANY\"]\n\
+             allow-transfer = [\"127.0.0.1 key ops\"]\n\
+             notify = [\"127.0.0.1:{secondary_port} key ops\"]\n",
+            file.display()
+        )
+    });
+    let config = secondary_config_with(
+        secondary_port,
+        &dir,
+        primary.addr(),
+        "\"127.0.0.1 key other\"",
+        "update-forwarding-key = \"ops\"\n",
+    );
+    let secondary = ServerProcess::heron_on_port(&heron(), secondary_port, ZONE, &config)
+        .unwrap_or_else(|log| panic!("the secondary starts: {log}"));
+    resigned_forwards_reach(&primary, &secondary);
+    // The primary saw the secondary's key, never the client's.
+    let log = primary.log();
+    assert!(log.contains("key ops"), "{log}");
+    assert!(!log.contains("key other"), "{log}");
+}
+
+#[test]
+fn a_knot_primary_takes_updates_re_signed_with_the_secondarys_key() {
+    let dir = dir("resign-knot");
+    let file = dir.join("fwd.zone");
+    std::fs::write(&file, zone_text(ZONE)).unwrap();
+    let (primary_port, secondary_port) = (free_port(), free_port());
+    let knot = knot_primary(&file, primary_port, secondary_port);
+    let config = secondary_config_with(
+        secondary_port,
+        &dir,
+        knot.addr(),
+        "\"127.0.0.1 key other\"",
+        "update-forwarding-key = \"ops\"\n",
+    );
+    let secondary = ServerProcess::heron_on_port(&heron(), secondary_port, ZONE, &config)
+        .unwrap_or_else(|log| panic!("the secondary starts: {log}"));
+    resigned_forwards_reach(&knot, &secondary);
+}
+
+/// A primary that answers each UPDATE it is sent with the request echoed
+/// as its response: first with the request's TSIG left on (a MAC that
+/// cannot verify as an answer's), then with none.
+fn badly_signing_primary() -> SocketAddr {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut answered = 0;
+        for conn in listener.incoming().take(256) {
+            let Ok(mut conn) = conn else { return };
+            conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut len = [0u8; 2];
+            if conn.read_exact(&mut len).is_err() {
+                continue;
+            }
+            let mut m = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            if conn.read_exact(&mut m).is_err() || m.len() < 12 || (m[2] >> 3) & 0xf != 5 {
+                continue; // not an UPDATE: the secondary's refresh
+            }
+            m[2] |= 0x80;
+            if answered % 2 == 1 {
+                heron_proto::tsig::strip(&mut m).unwrap();
+            }
+            answered += 1;
+            let mut framed = (m.len() as u16).to_be_bytes().to_vec();
+            framed.extend_from_slice(&m);
+            let _ = conn.write_all(&framed);
+        }
+    });
+    addr
+}
+
+fn forward_tsig_failures(metrics: SocketAddr) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(metrics).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let request = b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: text/plain\r\n\r\n";
+    stream.write_all(request).unwrap();
+    let mut text = String::new();
+    let _ = stream.read_to_string(&mut text);
+    let sample = format!("heron_update_forward_tsig_failures_total{{zone=\"{ZONE}.\"}} ");
+    let line = text.lines().find(|l| l.starts_with(&sample))?;
+    Some(line[sample.len()..].trim().to_string())
+}
+
+/// A primary's answer that fails the check with the forwarding key (a
+/// wrong MAC, or unsigned) is not relayed: the client gets SERVFAIL
+/// (signed with its key), each failure is counted, and the first alone
+/// is logged.
+#[test]
+fn a_re_signed_forwards_answer_that_fails_its_tsig_check_is_servfail() {
+    let dir = dir("resign-bad");
+    let primary = badly_signing_primary();
+    let metrics_port = free_port();
+    let secondary = ServerProcess::heron_with_config(&heron(), "local.test", |port| {
+        secondary_config_with(
+            port,
+            &dir,
+            primary,
+            "\"127.0.0.1 key other\"",
+            "update-forwarding-key = \"ops\"\n",
+        ) + &format!("[metrics]\nlisten = \"127.0.0.1:{metrics_port}\"\n")
+    });
+    let metrics = SocketAddr::from(([127, 0, 0, 1], metrics_port));
+    assert_eq!(forward_tsig_failures(metrics), None, "none yet");
+    let other = Some(("other", OTHER_SECRET));
+    let add = format!("update add b.{ZONE} 60 A 192.0.2.9");
+    for expected in ["1", "2"] {
+        assert_eq!(
+            send("nsupdate", secondary.addr(), other, &add),
+            "SERVFAIL",
+            "{}",
+            secondary.log()
+        );
+        assert_eq!(forward_tsig_failures(metrics).as_deref(), Some(expected));
+    }
+    let log = secondary.log();
+    assert_eq!(
+        log.matches("failed the check with key ops").count(),
+        1,
+        "{log}"
+    );
+    assert!(log.contains("BADSIG"), "{log}");
 }

@@ -1038,13 +1038,22 @@ fn updates_for_a_secondary_zone_are_forwarded_when_allowed() {
         Arc::new(vec![key()]),
     )
     .with_secondaries([n("p.test"), n("c.test")]);
-    let (bytes, _) = signed(query("p.test", RType::SOA, Opcode::UPDATE), &key());
+    let unsigned = query("p.test", RType::SOA, Opcode::UPDATE);
+    let (bytes, mac) = signed(unsigned.clone(), &key());
     let (outcome, out, _) = process(&p, &bytes, "192.0.2.9", Transport::Udp);
     let Outcome::Update(request) = outcome else {
         panic!("{outcome:?}");
     };
     assert!(request.forward && out.is_empty());
     assert_eq!(request.message, bytes, "sent on unchanged, TSIG and all");
+    // For `update-forwarding-key`: the message without the client's TSIG,
+    // and a primary's answer signed again for the client.
+    assert_eq!(request.unsigned_message(), unsigned);
+    let mut relayed = unsigned.clone();
+    relayed[2] |= 0x80;
+    request.sign_answer(&mut relayed, NOW);
+    let mut client = ResponseVerifier::new(&key(), mac);
+    assert_eq!(client.verify(&relayed, NOW), Ok(()));
     // Unsigned, or from elsewhere: refused.
     let unsigned = query("p.test", RType::SOA, Opcode::UPDATE);
     let (m, _, _) = response(process(&p, &unsigned, "192.0.2.9", Transport::Udp));

@@ -31,6 +31,8 @@ pub struct UpdateRequest {
     pub forward: bool,
     /// The key whose signature verified, if signed.
     signed: Option<Verified>,
+    /// Where the request's TSIG record starts in `message`, if signed.
+    tsig_at: Option<usize>,
     header: Header,
     /// The zone section as sent, echoed in the response.
     zone_section: Vec<u8>,
@@ -44,6 +46,27 @@ impl UpdateRequest {
         self.signed.as_ref().map(|v| &v.key.name)
     }
 
+    /// The message as it was before the client signed it (its TSIG
+    /// record off), for a relay to sign with a key of its own.
+    pub fn unsigned_message(&self) -> Vec<u8> {
+        let end = self.tsig_at.unwrap_or(self.message.len());
+        let mut out = self.message[..end].to_vec();
+        if self.tsig_at.is_some() {
+            let arcount = u16::from_be_bytes([out[10], out[11]]).saturating_sub(1);
+            out[10..12].copy_from_slice(&arcount.to_be_bytes());
+        }
+        out
+    }
+
+    /// Signs `answer`, a complete unsigned response to this request made
+    /// elsewhere (a primary's, relayed), as the request was signed: with
+    /// the client's key (RFC 8945 5.3); unsigned if the request was.
+    pub fn sign_answer(&self, answer: &mut Vec<u8>, now: u64) {
+        if let Some(verified) = &self.signed {
+            ResponseSigner::new(verified).sign(answer, now);
+        }
+    }
+
     /// The answer with `rcode`: header, zone section, OPT if the request
     /// had one, TSIG if it was signed (RFC 8945 5.3).
     pub fn response(&self, rcode: Rcode, now: u64) -> Vec<u8> {
@@ -54,9 +77,7 @@ impl UpdateRequest {
             let arcount = u16::from_be_bytes([out[10], out[11]]) + 1;
             out[10..12].copy_from_slice(&arcount.to_be_bytes());
         }
-        if let Some(verified) = &self.signed {
-            ResponseSigner::new(verified).sign(&mut out, now);
-        }
+        self.sign_answer(&mut out, now);
         out
     }
 }
@@ -72,6 +93,7 @@ pub(super) fn hand_off(d: &Deferred, origin: Name, forward: bool) -> Outcome {
         received: d.req.received,
         forward,
         signed: d.signed.clone(),
+        tsig_at: d.q.tsig.as_ref().map(|r| r.start),
         header: d.q.header,
         zone_section: d.question().to_vec(),
         edns_payload: d.q.edns.map(|_| d.config.max_udp_payload),

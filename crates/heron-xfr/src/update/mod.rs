@@ -43,6 +43,11 @@ pub struct UpdateSettings {
     /// forwarded to its primary unchanged (RFC 2136 6), the answer
     /// relayed (empty: nobody's; they get NOTIMP as before).
     pub forwarding: crate::acl::Acl,
+    /// `update-forwarding-key`: the key a forwarded UPDATE is signed
+    /// with for the primary instead of the client's (whose TSIG was
+    /// verified here), the primary's answer verified with it and signed
+    /// again with the client's key. None: forwarded as received.
+    pub forwarding_key: Option<heron_proto::Name>,
 }
 
 /// What an accepted update did.

@@ -98,6 +98,7 @@ fn everyone() -> UpdateSettings {
         serial: SerialPolicy::Increment,
         write_back: None,
         forwarding: Default::default(),
+        forwarding_key: None,
     }
 }
 

@@ -520,6 +520,10 @@ pub struct ZoneEntry {
     /// forwarded to its primary.
     #[serde(default)]
     pub allow_update_forwarding: Vec<String>,
+    /// The `[[key]]` forwarded UPDATEs are signed with for the primary
+    /// (the answer signed again with the client's key); unset: forwarded
+    /// as received.
+    pub update_forwarding_key: Option<String>,
 }
 
 /// Zones that share their settings, their files named by a pattern: what
@@ -556,12 +560,14 @@ pub struct ZoneGroup {
     pub zonefile_sync: Option<toml::Value>,
     #[serde(default)]
     pub allow_update_forwarding: Vec<String>,
+    pub update_forwarding_key: Option<String>,
 }
 
 /// The update settings a `[[zone]]` or `[[zone-group]]` gives its zones.
 struct UpdateOptions<'a> {
     allow_update: &'a [String],
     allow_update_forwarding: &'a [String],
+    update_forwarding_key: Option<&'a str>,
     serial: Option<&'a str>,
     zonefile_sync: Option<&'a toml::Value>,
     secondary: bool,
@@ -572,6 +578,7 @@ impl UpdateOptions<'_> {
     fn is_empty(&self) -> bool {
         self.allow_update.is_empty()
             && self.allow_update_forwarding.is_empty()
+            && self.update_forwarding_key.is_none()
             && self.serial.is_none()
             && self.zonefile_sync.is_none()
     }
@@ -598,6 +605,7 @@ impl ZoneEntry {
         UpdateOptions {
             allow_update: &self.allow_update,
             allow_update_forwarding: &self.allow_update_forwarding,
+            update_forwarding_key: self.update_forwarding_key.as_deref(),
             serial: self.serial.as_deref(),
             zonefile_sync: self.zonefile_sync.as_ref(),
             secondary: !self.primaries.is_empty(),
@@ -625,6 +633,7 @@ impl ZoneGroup {
         UpdateOptions {
             allow_update: &self.allow_update,
             allow_update_forwarding: &self.allow_update_forwarding,
+            update_forwarding_key: self.update_forwarding_key.as_deref(),
             serial: self.serial.as_deref(),
             zonefile_sync: self.zonefile_sync.as_ref(),
             secondary: !self.primaries.is_empty(),
@@ -1448,6 +1457,7 @@ fn update_settings(
     if !forwarding.is_empty() && !entry.secondary {
         return Err("allow-update-forwarding is for secondary zones (with primaries); a primary zone takes updates by allow-update".into());
     }
+    let forwarding_key = forwarding_key(entry, &forwarding, keys)?;
     let mut rules = Vec::with_capacity(entry.allow_update.len());
     let zone = origin.to_string();
     let zone = match zone.trim_end_matches('.') {
@@ -1476,6 +1486,7 @@ fn update_settings(
         return match (entry.serial, entry.zonefile_sync) {
             (None, None) => Ok(UpdateSettings {
                 forwarding,
+                forwarding_key,
                 ..UpdateSettings::default()
             }),
             _ => Err(
@@ -1509,7 +1520,32 @@ fn update_settings(
         serial,
         write_back: write_back.map(|after| (spec.file.clone(), after)),
         forwarding,
+        forwarding_key,
     })
+}
+
+/// `update-forwarding-key`: a `[[key]]`'s name, for a zone that forwards
+/// updates.
+fn forwarding_key(
+    entry: &UpdateOptions,
+    forwarding: &Acl,
+    keys: &[Key],
+) -> Result<Option<Name>, String> {
+    let Some(text) = entry.update_forwarding_key else {
+        return Ok(None);
+    };
+    if forwarding.is_empty() {
+        return Err(format!(
+            "update-forwarding-key = \"{text}\", but allow-update-forwarding is empty: only forwarded updates are signed with it"
+        ));
+    }
+    let name = Name::parse(text).map_err(|e| format!("update-forwarding-key = \"{text}\": {e}"))?;
+    match keys.iter().find(|k| k.name == name) {
+        Some(key) => Ok(Some(key.name.clone())),
+        None => Err(format!(
+            "update-forwarding-key = \"{text}\": no [[key]] of that name is defined"
+        )),
+    }
 }
 
 /// How long after an update a zone is written back to its file, unless
@@ -2252,6 +2288,17 @@ udp-coalesce-us = 1001
         assert!(p.update.forwarding.check(ip, Some(&xfr)).is_ok());
         assert!(p.update.forwarding.check(ip, None).is_err());
         assert!(!p.takes_updates(), "forwarded, not taken");
+        assert_eq!(
+            p.update.forwarding_key, None,
+            "kept as the client signed it"
+        );
+        let s = parse(&format!(
+            "{KEY}[[zone]]\norigin = \"s.test\"\nfile = \"s\"\nprimaries = [\"192.0.2.1\"]\n\
+             allow-update-forwarding = [\"192.0.2.0/24\"]\nupdate-forwarding-key = \"XFR.\"\n"
+        ))
+        .unwrap();
+        let p = &s.policies[&Name::parse("s.test").unwrap()];
+        assert_eq!(p.update.forwarding_key, Some(xfr));
     }
 
     #[test]
@@ -2308,6 +2355,23 @@ udp-coalesce-us = 1001
                 ),
                 "allow-update-forwarding",
             ),
+            (
+                zone(
+                    "allow-update-forwarding = [\"127.0.0.1\"]\nprimaries = [\"192.0.2.1\"]\nupdate-forwarding-key = \"nokey\"",
+                ),
+                "update-forwarding-key = \"nokey\": no [[key]]",
+            ),
+            (
+                zone(
+                    "allow-update-forwarding = [\"127.0.0.1\"]\nprimaries = [\"192.0.2.1\"]\nupdate-forwarding-key = \"bad..name\"",
+                ),
+                "update-forwarding-key = \"bad..name\"",
+            ),
+            (
+                zone("primaries = [\"192.0.2.1\"]\nupdate-forwarding-key = \"xfr\""),
+                "allow-update-forwarding is empty",
+            ),
+            (zone("update-forwarding-key = 5"), "update-forwarding-key"),
         ] {
             let errors = parse(&text).unwrap_err();
             assert!(

@@ -1,17 +1,25 @@
 //! UPDATEs for a secondary zone, forwarded to its primary (RFC 2136 6).
 //! The query processor decided (`allow-update-forwarding`, TSIG checked);
-//! this only moves bytes: the message as the client sent it (its TSIG
-//! too, which the primary verifies) over TCP to the zone's primaries in
-//! order, and the first answer back to the client unchanged (signed by
-//! the primary with the client's key). Bounded: at most
+//! this moves the message over TCP to the zone's primaries in order, and
+//! the first answer back to the client. By default the message goes as
+//! the client sent it (its TSIG too, which the primary verifies) and the
+//! answer comes back unchanged (signed by the primary with the client's
+//! key). With `update-forwarding-key` the client's TSIG is taken off and
+//! the message signed with that key; the primary's answer must verify
+//! with it (else SERVFAIL, counted by zone, logged once a zone), and is
+//! signed again with the client's key. Bounded: at most
 //! [`MAX_OUTSTANDING`] forwards wait at once (more are answered SERVFAIL
 //! at once), each for [`FORWARD_TIMEOUT`] at most (then SERVFAIL).
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use heron_proto::Rcode;
+use heron_proto::time::unix_now;
+use heron_proto::tsig::{self, DEFAULT_FUDGE, Key, ResponseVerifier, TsigError};
+use heron_proto::{Name, Rcode};
+use heron_server::processor::UpdateRequest;
 use heron_server::update::Update;
 use heron_xfr::secondary::client::Upstream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -54,6 +62,10 @@ impl Forwarder {
             let why = "it has no primary reached over plain TCP";
             return give_up(update, xfr, why);
         }
+        let signing = match forwarding_key(&origin, xfr) {
+            Ok(key) => key,
+            Err(why) => return give_up(update, xfr, &why),
+        };
         let Ok(slot) = self.slots.clone().try_acquire_owned() else {
             let why = format!("{MAX_OUTSTANDING} forwarded updates are waiting already");
             return give_up(update, xfr, &why);
@@ -61,15 +73,96 @@ impl Forwarder {
         let xfr = xfr.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            let message = &update.request.message;
+            let resigned = signing.map(|key| resign(&update.request, key));
+            let message = resigned
+                .as_ref()
+                .map_or(&update.request.message, |r| &r.message);
             let sent = tokio::time::timeout(FORWARD_TIMEOUT, ask_primaries(&targets, message));
-            match sent.await {
-                Ok(Some((answer, primary))) => relay(update, answer, primary, &xfr),
-                Ok(None) => give_up(update, &xfr, "no primary answered"),
-                Err(_) => give_up(update, &xfr, "no primary answered in time"),
+            match (sent.await, resigned) {
+                (Ok(Some((answer, primary))), None) => relay(update, answer, primary, &xfr),
+                (Ok(Some((answer, primary))), Some(r)) => {
+                    relay_resigned(update, answer, primary, r, &xfr)
+                }
+                (Ok(None), _) => give_up(update, &xfr, "no primary answered"),
+                (Err(_), _) => give_up(update, &xfr, "no primary answered in time"),
             }
         });
     }
+}
+
+/// The key the zone's `update-forwarding-key` names (None: the message
+/// goes as the client signed it); an error if a reload dropped the key.
+fn forwarding_key(origin: &Name, xfr: &Transfers) -> Result<Option<Key>, String> {
+    let Some(name) = xfr.primary.policy(origin).update.forwarding_key.clone() else {
+        return Ok(None);
+    };
+    let keys = xfr.keys.load();
+    match keys.iter().find(|k| k.name == name) {
+        Some(key) => Ok(Some(key.clone())),
+        None => Err(format!("its update-forwarding-key {name} is not defined")),
+    }
+}
+
+/// A forward signed with the zone's forwarding key.
+struct Resigned {
+    message: Vec<u8>,
+    key: Key,
+    /// The MAC the primary's answer is verified with.
+    mac: Vec<u8>,
+}
+
+/// The client's message with its own TSIG off, signed with `key`.
+fn resign(request: &UpdateRequest, key: Key) -> Resigned {
+    let mut message = request.unsigned_message();
+    let mac = tsig::sign_request(&mut message, &key, unix_now(), DEFAULT_FUDGE);
+    Resigned { message, key, mac }
+}
+
+/// Forwarded answers whose TSIG did not verify with the zone's
+/// forwarding key, by lower-cased origin as text (for the metrics).
+pub(crate) fn tsig_failures() -> &'static Mutex<BTreeMap<String, u64>> {
+    static FAILURES: OnceLock<Mutex<BTreeMap<String, u64>>> = OnceLock::new();
+    FAILURES.get_or_init(Default::default)
+}
+
+/// The primary's answer to a re-signed forward: verified with the
+/// forwarding key, its TSIG taken off and the answer signed again with
+/// the client's key. One that does not verify is SERVFAIL.
+fn relay_resigned(
+    update: Update,
+    mut answer: Vec<u8>,
+    primary: SocketAddr,
+    sent: Resigned,
+    xfr: &Transfers,
+) {
+    let now = unix_now();
+    let mut verifier = ResponseVerifier::new(&sent.key, sent.mac);
+    let checked = (verifier.verify(&answer, now)).and_then(|()| tsig::strip(&mut answer).map(drop));
+    if let Err(error) = checked {
+        return bad_signature(update, xfr, primary, &sent.key.name, error);
+    }
+    update.request.sign_answer(&mut answer, now);
+    relay(update, answer, primary, xfr);
+}
+
+/// SERVFAIL for an answer that failed its TSIG check: counted, and
+/// logged the first time for each zone (later ones at debug level).
+fn bad_signature(update: Update, xfr: &Transfers, primary: SocketAddr, key: &Name, e: TsigError) {
+    let (zone, peer) = (&update.request.origin, update.request.peer);
+    let first = {
+        let mut failures = tsig_failures().lock().unwrap_or_else(|e| e.into_inner());
+        let count = failures.entry(zone.to_lowercase().to_string()).or_default();
+        *count += 1;
+        *count == 1
+    };
+    let why = format!("{primary} answered, but its TSIG failed the check with key {key}: {e}");
+    if first {
+        tracing::warn!(%zone, %peer, "UPDATE of {zone} from {peer} forwarded: {why}: SERVFAIL (further failures for {zone} are counted in heron_update_forward_tsig_failures_total, not logged)");
+    } else {
+        tracing::debug!(%zone, %peer, "UPDATE of {zone} from {peer} forwarded: {why}: SERVFAIL");
+    }
+    xfr.zone_stats.update(zone, Rcode::SERVFAIL.0);
+    update.answer_rcode(Rcode::SERVFAIL);
 }
 
 /// The first answer to `message` from `primaries`, in order, and who

@@ -8,7 +8,7 @@
 pub use heron_server::http;
 pub mod kernel;
 mod process;
-mod zonemd;
+mod zone_failures;
 
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -170,7 +170,8 @@ fn encode(snapshot: Snapshot) -> String {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(snapshot));
     registry.register_collector(Box::new(DsWaiting::read()));
-    registry.register_collector(Box::new(zonemd::ZonemdFailures::read()));
+    registry.register_collector(Box::new(zone_failures::ZoneFailures::zonemd()));
+    registry.register_collector(Box::new(zone_failures::ZoneFailures::forward_tsig()));
     let mut body = String::new();
     prometheus_client::encoding::text::encode(&mut body, &registry)
         .expect("writing to a String does not fail");
