@@ -278,8 +278,22 @@ fn open_steps(
         Err(e) => return Err(e.to_string()),
     };
     let len = file.metadata().map_err(|e| e.to_string())?.len();
-    let reader =
-        file::JournalReader::new(io::BufReader::new(file), len).map_err(|e| e.to_string())?;
+    let reader = match file::JournalReader::new(io::BufReader::new(file), len) {
+        Ok(reader) => reader,
+        // Cut short within its header: the server stopped while it created
+        // the file (`file::create_file`, in place). Nothing in it was
+        // answered (an update is answered after its journal is synced), so
+        // it holds no steps; refusing it would lose the steps that other
+        // files (a signed zone's `.carried`) still hold.
+        Err(file::HeaderError::Short) => {
+            tracing::warn!(
+                "zone {origin}: journal file {}: shorter than its header (a crash while it was created?); it holds no steps",
+                path.display()
+            );
+            return Ok(None);
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     if reader.origin() != origin {
         return Err(format!("it holds the journal of {}", reader.origin()));
     }
@@ -386,6 +400,9 @@ fn restore_one(
             );
             match why {
                 StartOver::Mismatch { damage: None, .. } => tracing::info!("{say}"),
+                StartOver::Unreadable(file::HeaderError::Short) => {
+                    tracing::warn!("{say} (a crash while it was created?)");
+                }
                 _ => tracing::warn!("{say}"),
             }
             if let Err(e) = remove(path) {
@@ -474,6 +491,29 @@ mod tests {
         // Not a journal at all.
         std::fs::write(&path, b"not a journal").unwrap();
         assert!(steps_after(&path, &origin, 1).is_err());
+    }
+
+    /// A file cut short within its header (`kill -9` between creating a
+    /// new journal file and writing it; found by
+    /// `tests/update_kills.rs`) holds no steps: not an error, which made
+    /// a signed zone's carry-over drop the steps its `.carried` file held.
+    #[test]
+    fn a_file_cut_short_in_its_header_holds_no_steps() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.jnl");
+        let origin = Name::parse("w.test").unwrap();
+        let header = file::header(&origin);
+        for len in [0, 1, 8, header.len() - 1] {
+            std::fs::write(&path, &header[..len]).unwrap();
+            assert_eq!(all_steps(&path, &origin).unwrap().len(), 0, "{len} octets");
+            assert!(steps_after(&path, &origin, 1).unwrap().is_empty());
+        }
+        // The whole header: an empty journal, as before.
+        std::fs::write(&path, &header).unwrap();
+        assert!(all_steps(&path, &origin).unwrap().is_empty());
+        // Garbage of a header's length is still no journal.
+        std::fs::write(&path, vec![b'x'; header.len()]).unwrap();
+        assert!(all_steps(&path, &origin).is_err());
     }
 
     #[test]

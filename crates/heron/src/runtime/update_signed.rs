@@ -453,6 +453,37 @@ mod signing_tests {
         rdata[1 + 1 + 2 + 1 + 1 + 20..].to_vec()
     }
 
+    /// A journal file cut short in its header (`kill -9` while a new one
+    /// was created; found by `tests/update_kills.rs`) holds nothing: the
+    /// steps `.carried` holds are still carried over, not set aside.
+    #[test]
+    fn carried_steps_survive_a_journal_cut_short_in_its_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let signing = signing(dir.path(), Denial::Nsec);
+        let origin = Name::parse("s.test").unwrap();
+        let zone = heron_zone::load_zone_str(ZONE, "t", &origin).unwrap().zone;
+        let served = sign_loaded(&zone, None, &signing).unwrap();
+        let change = Change::Add {
+            owner: Name::parse("kept.s.test").unwrap(),
+            rtype: RType::A,
+            ttl: 300,
+            rdata: vec![192, 0, 2, 9],
+        };
+        let (_, step) = sign_update(&served, &updated(&served, change), &signing).unwrap();
+        let journal = dir.path().join("s.zone.jnl");
+        write_file(&carried_path(&journal), &origin, &[Arc::new(step)]).unwrap();
+        let header = heron_xfr::journal::file::header(&origin);
+        for len in [0, header.len() - 1] {
+            std::fs::write(&journal, &header[..len]).unwrap();
+            let carried = carry_one(&served, &journal, &signing).unwrap();
+            let carried = carried.expect("the carried step applies");
+            assert!(
+                carried.node(b"\x04kept\x01s\x04test\x00").is_some(),
+                "{len}"
+            );
+        }
+    }
+
     #[test]
     fn an_added_name_gets_its_types_in_its_nsec3() {
         let dir = tempfile::tempdir().unwrap();
