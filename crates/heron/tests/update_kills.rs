@@ -5,8 +5,10 @@
 //! After each restart every update answered NOERROR (the answer's TSIG
 //! verified) is served, no update is half applied (both names or
 //! neither), nothing that was not sent is served, and the zone file and
-//! journal load cleanly (a torn last journal entry, cut off, is the only
-//! damage allowed; a journal set aside or not used is a failure).
+//! journal load cleanly (a journal file torn by the kill, its last entry
+//! cut off or a new file cut short in its header, is the only damage
+//! allowed; a journal set aside is a failure). Results and the loss this
+//! found: docs/benchmarks/update.md, "Durability".
 //!
 //! The tests here run a few kills each; the ignored `kill_campaign` runs
 //! as many as `HERON_KILLS` says (1,000 by default), bounded by
