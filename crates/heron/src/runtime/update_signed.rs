@@ -639,7 +639,7 @@ mod signing_tests {
                 let dir = tempfile::tempdir().unwrap();
                 let signing = signing(dir.path(), denial);
                 let served = sign_loaded(&zone, None, &signing).unwrap();
-                let whole = if names > 10_000 { 2 } else { 5 };
+                let whole = if names > 10_000 { 1 } else { 3 };
                 for batch in [1, 64] {
                     let label = format!("{names} names {name:<5}");
                     measure(&served, &signing, batch, [200, whole], &label);
