@@ -56,25 +56,22 @@ pub(super) fn bitmap(entry: &Entry, denial: &Denial) -> Vec<u8> {
     out
 }
 
-/// One NSEC per name with data, each naming the next (the last the apex).
-pub fn nsec_chain(entries: &[Entry], ttl: u32) -> Vec<OwnedRRset> {
-    let named: Vec<&Entry> = entries
-        .iter()
-        .filter(|e| e.kind != Kind::EmptyNonTerminal)
-        .collect();
-    let mut out = Vec::with_capacity(named.len());
-    for (i, entry) in named.iter().enumerate() {
-        let next = named[(i + 1) % named.len()].node.key();
-        let mut rdata = next.to_vec();
-        rdata.extend_from_slice(&bitmap(entry, &Denial::Nsec));
-        out.push(OwnedRRset {
-            owner: entry.node.owner_wire().to_vec(),
-            rtype: RType::NSEC,
-            ttl,
-            rdatas: vec![rdata],
-        });
-    }
-    out
+/// The NSEC of the name at `at` in the plan (none for an empty
+/// non-terminal): it names the next name with data, the last the apex.
+pub fn nsec_at(entries: &[Entry], at: usize, ttl: u32) -> Option<OwnedRRset> {
+    let named = |e: &&Entry| e.kind != Kind::EmptyNonTerminal;
+    let entry = Some(&entries[at]).filter(named)?;
+    let next = (entries[at + 1..].iter().find(named))
+        .or_else(|| entries.iter().find(named))
+        .expect("the apex is named");
+    let mut rdata = next.node.key().to_vec();
+    rdata.extend_from_slice(&bitmap(entry, &Denial::Nsec));
+    Some(OwnedRRset {
+        owner: entry.node.owner_wire().to_vec(),
+        rtype: RType::NSEC,
+        ttl,
+        rdatas: vec![rdata],
+    })
 }
 
 /// The NSEC3 hash of a lower-cased wire name (RFC 5155 5).

@@ -25,8 +25,8 @@ pub use rrsig::{
 use std::borrow::Cow;
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use heron_proto::RType;
 use heron_zone::zone::RRset;
@@ -204,6 +204,11 @@ pub fn sign_zone(
 /// kept unless due for refresh, so a change of N RRsets makes about 3N
 /// new signatures (the RRsets, and the NSEC or NSEC3 records before and
 /// at each name added or removed), plus the SOA's.
+///
+/// The signed zone's records go into its builder as they are made: the
+/// unsigned zone's first, then each batch of names with its NSEC records
+/// and signatures, so that what is held besides the builder is one batch
+/// per thread (not every signature and every NSEC record at once).
 pub fn sign_zone_after(
     zone: &Zone,
     previous: Option<&Zone>,
@@ -214,16 +219,7 @@ pub fn sign_zone_after(
     check_keys(keys)?;
     let entries = plan(zone);
     let mut made = signer_records(zone, &entries, keys, config)?;
-    let new_soa = config.serial.map(|serial| soa_with_serial(zone, serial));
-    let mut jobs: Vec<Job> = Vec::with_capacity(entries.len() * 2 + made.len());
-    for entry in &entries {
-        let owner = entry.node.owner_wire();
-        let replaced = |s: &RRset| new_soa.is_some() && s.rtype == RType::SOA;
-        let sets = entry.signed_rrsets().filter(|s| !replaced(s));
-        jobs.extend(sets.map(|rrset| Job::Zone { owner, rrset }));
-    }
-    made.extend(new_soa);
-    jobs.extend(made.iter().map(Job::Made));
+    made.extend(config.serial.map(|serial| soa_with_serial(zone, serial)));
     let context = Context {
         keys,
         signer: zone.origin().as_wire(),
@@ -234,9 +230,28 @@ pub fn sign_zone_after(
             now,
             refresh: config.refresh,
         }),
+        soa_replaced: made.iter().any(|m| m.rtype == RType::SOA),
+        nsec_ttl: (config.denial == Denial::Nsec).then(|| zone.negative_ttl()),
     };
-    let signatures = sign_all(&jobs, &context)?;
-    build(zone, &made, &jobs, signatures)
+    let mut builder = ZoneBuilder::new(zone.origin().clone(), zone.class());
+    add_unsigned(&mut builder, zone, &made, context.soa_replaced);
+    reserve_signed(&mut builder, &entries, &made, &context);
+    let work = Work {
+        entries: &entries,
+        made: &made,
+        context: &context,
+        builder: Mutex::new(builder),
+        next: AtomicUsize::new(0),
+        failed: AtomicBool::new(false),
+    };
+    let (signatures, reused) = work.sign_all()?;
+    let builder = work
+        .builder
+        .into_inner()
+        .expect("no signing thread panicked");
+    // Everything is in the builder: what the plan borrowed goes first.
+    drop((entries, made));
+    build(builder, signatures, reused)
 }
 
 /// `zone` served unsigned: its DNSKEY, RRSIG, NSEC, NSEC3 and NSEC3PARAM
@@ -301,7 +316,8 @@ fn signer_records(
             .collect(),
     }];
     match &config.denial {
-        Denial::Nsec => made.extend(denial::nsec_chain(entries, denial_ttl)),
+        // Each name's NSEC is made as its batch is signed.
+        Denial::Nsec => {}
         Denial::Nsec3 {
             iterations,
             salt,
@@ -329,134 +345,16 @@ struct Context<'a> {
     class: u16,
     validity: Validity,
     previous: Option<reuse::Previous<'a>>,
+    /// The signer makes the SOA (a new serial): the zone's is not signed.
+    soa_replaced: bool,
+    /// NSEC denial: each name's NSEC is made with its batch, of this TTL.
+    nsec_ttl: Option<u32>,
 }
 
-/// An RRSIG's RDATA for the job at `job`.
-struct Sig {
-    job: u32,
-    rdata: Vec<u8>,
-    /// Made now, not kept from the previous version.
-    new: bool,
-}
-
-/// Jobs handed to a thread at a time: small enough to balance the
-/// threads' loads, large enough that taking them costs nothing.
-const JOBS_PER_CHUNK: usize = 512;
-
-/// Signs every job on every core; signatures in job order.
-fn sign_all(jobs: &[Job], context: &Context) -> Result<Vec<Sig>, SignError> {
-    let chunks: Vec<&[Job]> = jobs.chunks(JOBS_PER_CHUNK).collect();
-    let next = AtomicUsize::new(0);
-    let threads = heron_zone::cores().clamp(1, chunks.len().max(1));
-    let mut done: Vec<(usize, Vec<Sig>)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| -> Result<Vec<(usize, Vec<Sig>)>, SignError> {
-                    let mut out = Vec::new();
-                    let mut scratch = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(chunk) = chunks.get(i) else {
-                            return Ok(out);
-                        };
-                        let base = i * JOBS_PER_CHUNK;
-                        let mut sigs = Vec::with_capacity(chunk.len());
-                        for (k, job) in chunk.iter().enumerate() {
-                            sign_job(job, (base + k) as u32, context, &mut scratch, &mut sigs)?;
-                        }
-                        out.push((i, sigs));
-                    }
-                })
-            })
-            .collect();
-        let mut all = Vec::new();
-        for worker in workers {
-            all.extend(worker.join().expect("a signing thread panicked")?);
-        }
-        Ok::<_, SignError>(all)
-    })?;
-    done.sort_unstable_by_key(|(i, _)| *i);
-    Ok(done.into_iter().flat_map(|(_, sigs)| sigs).collect())
-}
-
-/// The RRSIGs of one RRset, one per key of the role that signs it.
-fn sign_job(
-    job: &Job,
-    index: u32,
-    context: &Context,
-    scratch: &mut Vec<u8>,
-    out: &mut Vec<Sig>,
-) -> Result<(), SignError> {
-    let rtype = job.rtype();
-    let owner = job.owner().to_ascii_lowercase();
-    let ttl = job.ttl();
-    let expiration = context.validity.expiration_of(&owner, rtype);
-    let mut rrset = Vec::new();
-    write_canonical_rrset(
-        &mut rrset,
-        &owner,
-        (rtype, context.class, ttl),
-        job.rdatas(),
-    );
-    let old = (context.previous)
-        .map(|p| p.signatures(&owner, (rtype, context.class), &rrset))
-        .unwrap_or_default();
-    for key in context.keys {
-        let signs = if signed_by_key_signers(rtype) {
-            key.signs_keys
-        } else {
-            key.signs_zone
-        };
-        if !signs {
-            continue;
-        }
-        let algorithm = key.key.algorithm().number();
-        if let Some(kept) = old.iter().find(|s| reuse::made_by(s, algorithm, key.tag)) {
-            out.push(Sig {
-                job: index,
-                rdata: kept.to_vec(),
-                new: false,
-            });
-            continue;
-        }
-        let header = SigHeader {
-            covered: rtype,
-            algorithm: key.key.algorithm().number(),
-            labels: labels_field(&owner),
-            original_ttl: ttl,
-            expiration: sig_time(expiration),
-            inception: sig_time(context.validity.inception),
-            key_tag: key.tag,
-            signer: context.signer,
-        };
-        scratch.clear();
-        header.write(scratch);
-        let header_len = scratch.len();
-        scratch.extend_from_slice(&rrset);
-        let signature = key.key.sign(scratch).map_err(|e| SignError(e.0))?;
-        let mut rdata = Vec::with_capacity(header_len + signature.len());
-        rdata.extend_from_slice(&scratch[..header_len]);
-        rdata.extend_from_slice(&signature);
-        out.push(Sig {
-            job: index,
-            rdata,
-            new: true,
-        });
-    }
-    Ok(())
-}
-
-/// The signed zone: the unsigned zone's records less those the signer
-/// replaces, the signer's records, and the signatures.
-fn build(
-    zone: &Zone,
-    made: &[OwnedRRset],
-    jobs: &[Job],
-    signatures: Vec<Sig>,
-) -> Result<Signed, SignError> {
-    let from: Arc<Path> = Arc::from(Path::new("(signed)"));
-    let mut builder = ZoneBuilder::new(zone.origin().clone(), zone.class());
-    let soa_made = made.iter().any(|m| m.rtype == RType::SOA);
+/// The unsigned zone's records less those the signer replaces, and the
+/// signer's records made before signing (DNSKEY, NSEC3PARAM, NSEC3, SOA).
+fn add_unsigned(builder: &mut ZoneBuilder, zone: &Zone, made: &[OwnedRRset], soa_made: bool) {
+    let from = signed_source();
     for node in zone.nodes() {
         let owner = node.owner_wire();
         let apex = node.key() == zone.origin().as_wire();
@@ -470,25 +368,250 @@ fn build(
         }
     }
     for set in made {
-        for rdata in &set.rdatas {
-            builder.add_wire(&set.owner, (set.rtype, set.ttl), rdata, (&from, 0));
+        add_made(builder, set, &from);
+    }
+}
+
+fn add_made(builder: &mut ZoneBuilder, set: &OwnedRRset, from: &Arc<Path>) {
+    for rdata in &set.rdatas {
+        builder.add_wire(&set.owner, (set.rtype, set.ttl), rdata, (from, 0));
+    }
+}
+
+fn signed_source() -> Arc<Path> {
+    Arc::from(Path::new("(signed)"))
+}
+
+/// Room in the builder for what signing adds, so that its log is not
+/// copied as it grows (a copy is the log twice, for a moment).
+fn reserve_signed(builder: &mut ZoneBuilder, entries: &[Entry], made: &[OwnedRRset], c: &Context) {
+    // A record in the log: owner, type, kind, TTL, RDATA length, RDATA.
+    let record = |owner: usize, rdata: usize| 1 + owner + 9 + rdata;
+    let sig_rdata: usize = (c.keys.iter())
+        .filter(|k| k.signs_zone)
+        .map(|k| 18 + c.signer.len() + k.key.signature_len())
+        .sum();
+    let signers = c.keys.iter().filter(|k| k.signs_zone).count();
+    let (mut records, mut bytes) = (0, 0);
+    for entry in entries {
+        let owner = entry.node.owner_wire().len();
+        let mut sets = entry.signed_rrsets().count();
+        if c.nsec_ttl.is_some() && entry.kind != Kind::EmptyNonTerminal {
+            // The next name and a bitmap of a few types.
+            records += 1;
+            bytes += record(owner, owner + 10);
+            sets += 1;
         }
+        records += sets * signers;
+        bytes += sets * (signers * record(owner, 0) + sig_rdata);
     }
-    let count = signatures.iter().filter(|s| s.new).count();
-    let reused = signatures.len() - count;
-    for sig in signatures {
-        let job = &jobs[sig.job as usize];
-        builder.add_wire(
-            job.owner(),
-            (RType::RRSIG, job.ttl()),
-            &sig.rdata,
-            (&from, 0),
-        );
+    for set in made {
+        records += signers;
+        bytes += signers * record(set.owner.len(), 0) + sig_rdata;
     }
+    builder.reserve(records, bytes);
+}
+
+/// Names signed by one batch (a thread takes one at a time): small enough
+/// to balance the threads' loads, large enough that taking one and
+/// adding its records to the builder costs nothing beside the signing.
+const ENTRIES_PER_BATCH: usize = 256;
+
+/// One signing's work, shared by its threads.
+struct Work<'a> {
+    entries: &'a [Entry<'a>],
+    /// Signed in batches after the entries.
+    made: &'a [OwnedRRset],
+    context: &'a Context<'a>,
+    builder: Mutex<ZoneBuilder>,
+    next: AtomicUsize,
+    failed: AtomicBool,
+}
+
+/// One batch's signatures, held until they go into the builder.
+#[derive(Default)]
+struct Batch {
+    /// RRSIG RDATAs one after another...
+    rdata: Vec<u8>,
+    /// ...each with its job and where it ends in `rdata`.
+    sigs: Vec<(u32, usize)>,
+    new: usize,
+    reused: usize,
+}
+
+impl Work<'_> {
+    /// Signs every batch on every core: (signatures made, kept).
+    fn sign_all(&self) -> Result<(usize, usize), SignError> {
+        let batches = self.entries.len().div_ceil(ENTRIES_PER_BATCH)
+            + self.made.len().div_ceil(ENTRIES_PER_BATCH);
+        let threads = heron_zone::cores().clamp(1, batches.max(1));
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| scope.spawn(|| self.worker(batches)))
+                .collect();
+            let mut totals = (0, 0);
+            let mut first_error = None;
+            for worker in workers {
+                match worker.join().expect("a signing thread panicked") {
+                    Ok((new, reused)) => totals = (totals.0 + new, totals.1 + reused),
+                    Err(e) => first_error = first_error.or(Some(e)),
+                }
+            }
+            first_error.map_or(Ok(totals), Err)
+        })
+    }
+
+    fn worker(&self, batches: usize) -> Result<(usize, usize), SignError> {
+        let mut totals = (0, 0);
+        let mut scratch = Scratch::default();
+        let mut batch = Batch::default();
+        let mut nsecs = Vec::new();
+        while !self.failed.load(Ordering::Relaxed) {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= batches {
+                break;
+            }
+            batch.rdata.clear();
+            batch.sigs.clear();
+            (batch.new, batch.reused) = (0, 0);
+            nsecs.clear();
+            let done = self.sign_batch(i, &mut nsecs, &mut scratch, &mut batch);
+            if let Err(e) = done {
+                self.failed.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
+            totals = (totals.0 + batch.new, totals.1 + batch.reused);
+        }
+        Ok(totals)
+    }
+
+    /// Signs batch `i` (names of the plan, or the signer's records after
+    /// them) and adds what it made to the builder.
+    fn sign_batch(
+        &self,
+        i: usize,
+        nsecs: &mut Vec<OwnedRRset>,
+        scratch: &mut Scratch,
+        batch: &mut Batch,
+    ) -> Result<(), SignError> {
+        let entry_batches = self.entries.len().div_ceil(ENTRIES_PER_BATCH);
+        let mut jobs: Vec<Job> = Vec::with_capacity(2 * ENTRIES_PER_BATCH);
+        if i < entry_batches {
+            let start = i * ENTRIES_PER_BATCH;
+            let end = (start + ENTRIES_PER_BATCH).min(self.entries.len());
+            let soa_replaced = self.context.soa_replaced;
+            for entry in &self.entries[start..end] {
+                let owner = entry.node.owner_wire();
+                let replaced = |s: &RRset| soa_replaced && s.rtype == RType::SOA;
+                let sets = entry.signed_rrsets().filter(|s| !replaced(s));
+                jobs.extend(sets.map(|rrset| Job::Zone { owner, rrset }));
+            }
+            if let Some(ttl) = self.context.nsec_ttl {
+                nsecs.extend((start..end).filter_map(|at| denial::nsec_at(self.entries, at, ttl)));
+            }
+        } else {
+            let start = (i - entry_batches) * ENTRIES_PER_BATCH;
+            let end = (start + ENTRIES_PER_BATCH).min(self.made.len());
+            jobs.extend(self.made[start..end].iter().map(Job::Made));
+        }
+        jobs.extend(nsecs.iter().map(Job::Made));
+        for (index, job) in jobs.iter().enumerate() {
+            sign_job(job, index as u32, self.context, scratch, batch)?;
+        }
+        let from = signed_source();
+        let mut builder = self.builder.lock().expect("no signing thread panicked");
+        for set in nsecs.iter() {
+            add_made(&mut builder, set, &from);
+        }
+        let mut at = 0;
+        for &(index, end) in &batch.sigs {
+            let job = &jobs[index as usize];
+            let rdata = &batch.rdata[at..end];
+            builder.add_wire(job.owner(), (RType::RRSIG, job.ttl()), rdata, (&from, 0));
+            at = end;
+        }
+        Ok(())
+    }
+}
+
+/// Buffers one thread reuses from RRset to RRset.
+#[derive(Default)]
+struct Scratch {
+    owner: Vec<u8>,
+    rrset: Vec<u8>,
+    message: Vec<u8>,
+}
+
+/// The RRSIGs of one RRset, one per key of the role that signs it.
+fn sign_job(
+    job: &Job,
+    index: u32,
+    context: &Context,
+    scratch: &mut Scratch,
+    out: &mut Batch,
+) -> Result<(), SignError> {
+    let rtype = job.rtype();
+    scratch.owner.clear();
+    scratch.owner.extend_from_slice(job.owner());
+    scratch.owner.make_ascii_lowercase();
+    let owner = &scratch.owner[..];
+    let ttl = job.ttl();
+    let expiration = context.validity.expiration_of(owner, rtype);
+    scratch.rrset.clear();
+    write_canonical_rrset(
+        &mut scratch.rrset,
+        owner,
+        (rtype, context.class, ttl),
+        job.rdatas(),
+    );
+    let old = (context.previous)
+        .map(|p| p.signatures(owner, (rtype, context.class), &scratch.rrset))
+        .unwrap_or_default();
+    for key in context.keys {
+        let signs = if signed_by_key_signers(rtype) {
+            key.signs_keys
+        } else {
+            key.signs_zone
+        };
+        if !signs {
+            continue;
+        }
+        let algorithm = key.key.algorithm().number();
+        if let Some(kept) = old.iter().find(|s| reuse::made_by(s, algorithm, key.tag)) {
+            out.rdata.extend_from_slice(kept);
+            out.sigs.push((index, out.rdata.len()));
+            out.reused += 1;
+            continue;
+        }
+        let header = SigHeader {
+            covered: rtype,
+            algorithm,
+            labels: labels_field(owner),
+            original_ttl: ttl,
+            expiration: sig_time(expiration),
+            inception: sig_time(context.validity.inception),
+            key_tag: key.tag,
+            signer: context.signer,
+        };
+        scratch.message.clear();
+        header.write(&mut scratch.message);
+        let header_len = scratch.message.len();
+        scratch.message.extend_from_slice(&scratch.rrset);
+        let signature = key.key.sign(&scratch.message).map_err(|e| SignError(e.0))?;
+        out.rdata.extend_from_slice(&scratch.message[..header_len]);
+        out.rdata.extend_from_slice(&signature);
+        out.sigs.push((index, out.rdata.len()));
+        out.new += 1;
+    }
+    Ok(())
+}
+
+/// The signed zone, built from everything signing put in `builder`.
+fn build(builder: ZoneBuilder, signatures: usize, reused: usize) -> Result<Signed, SignError> {
     match builder.build() {
         Ok((zone, warnings)) => Ok(Signed {
             zone,
-            signatures: count,
+            signatures,
             reused,
             warnings,
         }),

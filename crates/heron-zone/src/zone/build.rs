@@ -155,6 +155,14 @@ impl ZoneBuilder {
         self.entries.reserve(text_len / 24 + 4);
     }
 
+    /// Makes room for `records` more records taking `log_bytes` in the
+    /// log (see `log_record`: each its owner, RDATA and 10 octets), so
+    /// that adding them does not copy the log as it grows.
+    pub fn reserve(&mut self, records: usize, log_bytes: usize) {
+        self.log.reserve(log_bytes);
+        self.entries.reserve(records);
+    }
+
     /// An empty builder for the same zone whose records can later be
     /// [`ZoneBuilder::append`]ed to this one: a piece of a large file is
     /// read on a thread of its own into one.
