@@ -1,21 +1,25 @@
 //! Signs a zone file with a new key and writes the signed zone as text:
-//! `sign_zone ORIGIN IN OUT [13|15] [nsec|nsec3|optout]`. For checking
-//! the signer with other tools (`dnssec-verify`, `ldns-verify-zone`) and
-//! timing it (`docs/benchmarks/signing.md`); the server signs through the
-//! same `sign_zone`.
+//! `sign_zone ORIGIN IN OUT [13|15] [nsec|nsec3|optout] [IN2]`. For
+//! checking the signer with other tools (`dnssec-verify`,
+//! `ldns-verify-zone`) and timing it (`docs/benchmarks/signing.md`); the
+//! server signs through the same `sign_zone_after`. With IN2, a new
+//! version of the zone, IN2 is then signed as the server signs a reload
+//! (the signatures over RRsets that did not change kept) and that is what
+//! OUT gets; the CPU seconds of each step are printed.
 
 use std::io::Write;
 use std::time::Instant;
 
 use heron_dnssec::keys::{Algorithm, KeyRole, SigningKey};
-use heron_dnssec::sign::{Denial, SignConfig, ZoneKey, sign_zone};
+use heron_dnssec::sign::{Denial, SignConfig, Signed, ZoneKey, sign_zone_after};
 use heron_proto::Name;
 use heron_proto::rdata::format_text;
+use heron_zone::Zone;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
-        eprintln!("usage: sign_zone ORIGIN IN OUT [13|15] [nsec|nsec3|optout]");
+        eprintln!("usage: sign_zone ORIGIN IN OUT [13|15] [nsec|nsec3|optout] [IN2]");
         std::process::exit(2);
     }
     let origin = Name::parse(&args[1]).expect("an origin");
@@ -32,10 +36,6 @@ fn main() {
         },
         _ => Denial::Nsec,
     };
-    let started = Instant::now();
-    let loaded = heron_zone::load_zone_file(std::path::Path::new(&args[2]), &origin)
-        .unwrap_or_else(|p| panic!("{p:?}"));
-    let loaded_at = started.elapsed();
     let (key, _) = SigningKey::generate(algorithm).expect("a key");
     let keys = vec![ZoneKey::new(key, KeyRole::Csk)];
     let config = SignConfig {
@@ -47,13 +47,40 @@ fn main() {
         refresh: 5 * 86400,
         serial: None,
     };
-    let now = heron_proto::time::unix_now();
-    let signed = sign_zone(&loaded.zone, &keys, &config, now).expect("signed");
-    let signed_at = started.elapsed();
-    let mut out = std::io::BufWriter::new(std::fs::File::create(&args[3]).expect("OUT"));
+    let sign = |file: &str, previous: Option<&Zone>| -> Signed {
+        let started = (Instant::now(), cpu_seconds());
+        let loaded = heron_zone::load_zone_file(std::path::Path::new(file), &origin)
+            .unwrap_or_else(|p| panic!("{p:?}"));
+        let now = heron_proto::time::unix_now();
+        let signed = sign_zone_after(&loaded.zone, previous, &keys, &config, now);
+        let signed = signed.expect("signed");
+        eprintln!(
+            "{file}: load+sign {:.3} s wall {:.2} s CPU: signatures {} kept {} records {}",
+            started.0.elapsed().as_secs_f64(),
+            cpu_seconds() - started.1,
+            signed.signatures,
+            signed.reused,
+            signed.zone.record_count()
+        );
+        signed
+    };
+    let mut signed = sign(&args[2], None);
+    if let Some(next) = args.get(6) {
+        signed = sign(next, Some(&signed.zone));
+    }
+    let wire = write_text(&signed.zone, &args[3]);
+    eprintln!("signed zone: {wire} octets of records in wire form (uncompressed)");
+}
+
+/// Writes `zone` as text to `path`; the octets of its records in wire
+/// form, uncompressed (owner, type, class, TTL, RDATA length, RDATA).
+fn write_text(zone: &Zone, path: &str) -> usize {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("OUT"));
     let mut line = String::new();
-    for node in signed.zone.nodes_in_canonical_order() {
+    let mut wire = 0;
+    for node in zone.nodes_in_canonical_order() {
         let owner = node.owner().to_string();
+        let owner_len = node.owner_wire().len();
         for rrset in node.rrsets() {
             let sets = [(rrset.rtype, rrset.ttl(), rrset.rdatas().collect::<Vec<_>>())];
             let sigs = (
@@ -63,6 +90,7 @@ fn main() {
             );
             for (rtype, ttl, rdatas) in sets.into_iter().chain([sigs]) {
                 for rdata in rdatas {
+                    wire += owner_len + 10 + rdata.len();
                     line.clear();
                     format_text(rtype, &rdata, &mut line);
                     writeln!(out, "{owner} {ttl} IN {rtype} {line}").expect("write");
@@ -71,11 +99,17 @@ fn main() {
         }
     }
     out.flush().expect("write");
-    eprintln!(
-        "load {:.3}s sign+build {:.3}s signatures {} records {}",
-        loaded_at.as_secs_f64(),
-        (signed_at - loaded_at).as_secs_f64(),
-        signed.signatures,
-        signed.zone.record_count()
-    );
+    wire
+}
+
+/// CPU seconds (user and system) this process has used, from
+/// `/proc/self/stat` (clock ticks of 1/100 s); 0 where there is none.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    // After the command: state is field 3, utime 14 and stime 15.
+    let ticks = |i: usize| fields.get(i - 3).and_then(|f| f.parse::<u64>().ok());
+    (ticks(14).unwrap_or(0) + ticks(15).unwrap_or(0)) as f64 / 100.0
 }
