@@ -1,21 +1,36 @@
 #!/bin/sh
 # Full signing of a generated zone by Heron (the signer of heron-dnssec,
-# through its sign_zone example), ldns-signzone and dnssec-signzone, each
-# with one new ECDSA P-256 key (a CSK), NSEC: wall and CPU seconds and peak
-# RSS from /usr/bin/time -v, the median of RUNS runs.
+# through its sign_zone example), Knot (kzonesign), ldns-signzone and
+# dnssec-signzone, each with one new ECDSA P-256 key (a CSK), NSEC: wall
+# and CPU seconds and peak RSS from /usr/bin/time -v, the median of RUNS
+# runs, each tool on THREADS cores (taskset). Then, unless CHANGES is
+# empty, the re-signing after a change of N RRsets for each N in CHANGES
+# (default "10 1000"): Heron signing the new version with the old one's
+# signatures (as the server's reload does), Knot reloading it in a
+# running knotd (CPU seconds of knotd across `knotc -b zone-reload`).
 #   scripts/bench-signing.sh RECORDS [RUNS] [THREADS]
+#   HERON_ONLY=1: Heron alone.  TOOLS="heron knot ldns bind": which.
 # Needs: cargo build --release -p heron-dnssec --example sign_zone;
-# packages ldnsutils, bind9-utils, time.
+# packages ldnsutils, bind9-utils, knot, knot-dnssecutils, time.
 set -eu
 records=${1:?records}
 runs=${2:-3}
 threads=${3:-$(nproc)}
+tools=${TOOLS:-heron knot ldns bind}
+[ -z "${HERON_ONLY:-}" ] || tools=heron
+changes=${CHANGES-10 1000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 heron="$root/target/release/examples/sign_zone"
 work=$(mktemp -d /tmp/bench-signing.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+knotd_pid=
+cleanup() {
+    [ -z "$knotd_pid" ] || kill "$knotd_pid" 2> /dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
 origin=bench.test.
 zone="$work/zone"
+cores="0-$((threads - 1))"
 # One name in ten is a delegation (NS and a glue A), the rest hold an A;
 # records counted as written.
 python3 - "$records" "$zone" <<'PY'
@@ -33,9 +48,41 @@ with open(path, "w") as f:
             written += 1
         i += 1
 PY
+# The zone with serial 2 and the first N A RRsets of `h` names changed.
+changed() {
+    awk -v n="$1" '/ SOA / { sub(/hostmaster 1 /, "hostmaster 2 ") }
+        /^h/ && done < n { $3 = "203.0.113." (done % 250 + 1); done++ } { print }' "$zone"
+}
 cd "$work"
 ldns-keygen -a ECDSAP256SHA256 -k "$origin" > ldns.key
 dnssec-keygen -q -K "$work" -a ECDSAP256SHA256 -f KSK "$origin" > /dev/null
+# Knot: one CSK, NSEC, no CDS/CDNSKEY (the others publish none).
+mkdir -p knot/db knot/out
+knot_conf() {
+    cat <<CONF
+server:
+    rundir: $work/knot
+    listen: 127.0.0.1@$1
+database:
+    storage: $work/knot/db
+policy:
+  - id: csk
+    algorithm: ecdsap256sha256
+    single-type-signing: on
+    cds-cdnskey-publish: none
+    signing-threads: $threads
+zone:
+  - domain: $origin
+    file: $2
+    dnssec-signing: on
+    dnssec-policy: csk
+    zonefile-load: difference-no-serial
+    zonefile-sync: -1
+    journal-content: all
+CONF
+}
+knot_conf 53000 "$zone" > knot/knot.conf
+keymgr -c knot/knot.conf "$origin" generate algorithm=13 ksk=yes zsk=yes > /dev/null
 # "wall cpu rss_kib" of one run of the command.
 measure() {
     /usr/bin/time -v "$@" > /dev/null 2> time.txt || { cat time.txt; exit 1; }
@@ -52,10 +99,48 @@ run() {
     printf '%s %s %s %s\n' "$name" "$(cut -d' ' -f1 runs.txt | median)" \
         "$(cut -d' ' -f2 runs.txt | median)" "$(cut -d' ' -f3 runs.txt | median)"
 }
+has() { case " $tools " in *" $1 "*) return 0 ;; esac; return 1; }
 echo "# $records records, $threads threads, median of $runs: tool wall_s cpu_s peak_rss_kib"
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-run heron taskset -c "0-$((threads - 1))" "$heron" "$origin" "$zone" heron.signed 13 nsec
-[ -z "${HERON_ONLY:-}" ] || exit 0
-run ldns-signzone taskset -c "0-$((threads - 1))" ldns-signzone -f ldns.signed "$zone" "$(cat ldns.key)"
+if has heron; then
+    run heron taskset -c "$cores" "$heron" "$origin" "$zone" heron.signed 13 nsec
+    grep 'signed zone' time.txt
+fi
+has knot && run "kzonesign-threads$threads" taskset -c "$cores" kzonesign -c knot/knot.conf -o knot/out "$origin"
+has ldns && run ldns-signzone taskset -c "$cores" ldns-signzone -f ldns.signed "$zone" "$(cat ldns.key)"
 # -S: the key from -K, its DNSKEY added; -z: it signs every RRset (a CSK).
-run "dnssec-signzone-n$threads" taskset -c "0-$((threads - 1))" dnssec-signzone -q -S -n "$threads" -z -o "$origin" -f bind.signed -K "$work" "$zone"
+has bind && run "dnssec-signzone-n$threads" taskset -c "$cores" dnssec-signzone -q -S -n "$threads" -z -o "$origin" -f bind.signed -K "$work" "$zone"
+[ -n "$changes" ] || exit 0
+echo "# re-signing after N RRsets changed: tool N cpu_s (of the re-signing alone) wall_s"
+for n in $changes; do
+    changed "$n" > "zone.$n"
+    if has heron; then
+        # The second step's line: load and sign of the new version.
+        taskset -c "$cores" "$heron" "$origin" "$zone" heron.signed 13 nsec "zone.$n" 2> heron.txt > /dev/null
+        awk -v n="$n" '/load\+sign/ { cpu = $6; wall = $3; line = $0 } END { print "heron", n, cpu, wall, "(" line ")" }' heron.txt
+    fi
+done
+has knot || exit 0
+# knotd signs the zone as loaded, then re-signs each change as a reload.
+cp "$zone" knot/live
+port=$((20000 + $$ % 20000))
+knot_conf "$port" "$work/knot/live" > knot/knotd.conf
+rm -rf knot/db/journal knot/db/timers
+taskset -c "$cores" knotd -c knot/knotd.conf > knot/knotd.log 2>&1 &
+knotd_pid=$!
+tries=0
+until [ -n "$(kdig @127.0.0.1 -p "$port" +short +time=1 +retry=0 SOA "$origin" 2> /dev/null)" ]; do
+    tries=$((tries + 1)); [ "$tries" -lt 1800 ] || { echo "knotd did not load the zone"; exit 1; }
+    sleep 1
+done
+knotc -c knot/knotd.conf -b -t 900 zone-reload "$origin" > /dev/null
+ticks() { awk '{ print $14 + $15 }' "/proc/$knotd_pid/stat"; }
+for n in $changes; do
+    changed "$n" > knot/live
+    before=$(ticks); start=$(date +%s.%N)
+    knotc -c knot/knotd.conf -b -t 900 zone-reload "$origin" > /dev/null
+    after=$(ticks); end=$(date +%s.%N)
+    echo "knotd $n $(echo "($after - $before) / 100" | bc -l | cut -c1-5) $(echo "$end - $start" | bc -l | cut -c1-6)"
+    cp "$zone" knot/live
+    knotc -c knot/knotd.conf -b -t 900 zone-reload "$origin" > /dev/null
+done
