@@ -85,7 +85,7 @@ knot_conf 53000 "$zone" > knot/knot.conf
 keymgr -c knot/knot.conf "$origin" generate algorithm=13 ksk=yes zsk=yes > /dev/null
 # "wall cpu rss_kib" of one run of the command.
 measure() {
-    /usr/bin/time -v "$@" > /dev/null 2> time.txt || { cat time.txt; exit 1; }
+    /usr/bin/time -v "$@" > /dev/null 2> time.txt || { cat time.txt >&2; exit 1; }
     awk -F': ' '/Elapsed \(wall/ { n = split($2, t, ":"); w = 0; for (i = 1; i <= n; i++) w = w * 60 + t[i] }
         /User time/ { u = $2 } /System time/ { s = $2 } /Maximum resident/ { r = $2 }
         END { printf "%.2f %.2f %d\n", w, u + s, r }' time.txt
