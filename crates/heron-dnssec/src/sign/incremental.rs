@@ -24,7 +24,7 @@ use heron_zone::zone::{Node, RRset};
 use super::denial::{Denial, base32hex, bitmap, nsec3_hash, nsec3param_rdata};
 use super::plan::{Entry, Kind, from_signer};
 use super::{
-    Context, Job, OwnedRRset, SignConfig, SignError, Signed, ZoneKey, check_keys, sign_all,
+    Context, Job, OwnedRRset, SignConfig, SignError, Signed, ZoneKey, check_keys, sign_jobs,
     signed_by_key_signers, soa_with_serial,
 };
 
@@ -66,6 +66,9 @@ pub fn sign_change(
         class: updated.class().0,
         validity: config.validity_at(now),
         previous: None,
+        // The new SOA is among the RRsets gathered; no chain is made here.
+        soa_replaced: false,
+        nsec_ttl: None,
     };
     edit.finish(updated, new_soa, &context).map(Some)
 }
@@ -274,12 +277,12 @@ impl<'z> Edit<'z> {
         context: &Context,
     ) -> Result<Signed, SignError> {
         let jobs: Vec<Job> = self.sign.iter().map(Job::Made).collect();
-        let signatures = sign_all(&jobs, context)?;
+        let signatures = sign_jobs(&jobs, context)?;
         let count = signatures.len();
-        for sig in signatures {
-            let job = &jobs[sig.job as usize];
-            let rrsig = record(job.owner(), RType::RRSIG, job.ttl(), sig.rdata);
-            self.added.push(rrsig);
+        for (index, rdata) in signatures {
+            let job = &jobs[index as usize];
+            self.added
+                .push(record(job.owner(), RType::RRSIG, job.ttl(), rdata));
         }
         self.deleted.sort();
         self.deleted.dedup();

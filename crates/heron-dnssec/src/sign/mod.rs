@@ -263,7 +263,9 @@ pub fn unsigned_zone(zone: &Zone, serial: Option<u32>) -> Result<Signed, SignErr
         .map(|s| soa_with_serial(zone, s))
         .into_iter()
         .collect();
-    build(zone, &made, &[], Vec::new())
+    let mut builder = ZoneBuilder::new(zone.origin().clone(), zone.class());
+    add_unsigned(&mut builder, zone, &made, serial.is_some());
+    build(builder, 0, 0)
 }
 
 /// The zone's SOA RRset with another serial.
@@ -604,6 +606,22 @@ fn sign_job(
         out.new += 1;
     }
     Ok(())
+}
+
+/// The RRSIGs of `jobs` on this thread (a change's few RRsets, not a
+/// zone's): each as its job's index and its RDATA, in job order.
+fn sign_jobs(jobs: &[Job], context: &Context) -> Result<Vec<(u32, Vec<u8>)>, SignError> {
+    let (mut scratch, mut batch) = (Scratch::default(), Batch::default());
+    for (index, job) in jobs.iter().enumerate() {
+        sign_job(job, index as u32, context, &mut scratch, &mut batch)?;
+    }
+    let mut at = 0;
+    let sigs = batch.sigs.iter().map(|&(index, end)| {
+        let rdata = batch.rdata[at..end].to_vec();
+        at = end;
+        (index, rdata)
+    });
+    Ok(sigs.collect())
 }
 
 /// The signed zone, built from everything signing put in `builder`.
