@@ -617,7 +617,7 @@ mod signing_tests {
     /// The cost of signing a batch of updates, incrementally and whole,
     /// for zones of 10,000 and 100,000 names (a measurement, not a test).
     #[test]
-    #[ignore = "cargo test --release -p heron --lib signed_batch_cost -- --ignored --nocapture"]
+    #[ignore = "cargo test --release -p heron --bin heron signed_batch_cost -- --ignored --nocapture"]
     fn signed_batch_cost() {
         let nsec3 = Denial::Nsec3 {
             iterations: 0,
