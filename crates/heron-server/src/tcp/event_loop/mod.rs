@@ -28,7 +28,7 @@ use pipe::*;
 use timers::*;
 
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use mio::net::{TcpListener as MioListener, TcpStream};
 use mio::{Events, Interest, Poll as MioPoll, Token};
@@ -48,6 +48,9 @@ pub struct Loops {
     pub threads: Vec<std::thread::JoinHandle<()>>,
     wakers: Vec<Arc<mio::Waker>>,
     stop: Arc<AtomicBool>,
+    /// Each loop's returns from epoll_wait (one counter per loop, so the
+    /// loops share no cache line; a loop that spun would show here).
+    wakes: Vec<Arc<AtomicU64>>,
     /// The addresses bound (a port 0 asked becomes the one given).
     pub bound: Vec<SocketAddr>,
 }
@@ -59,6 +62,13 @@ impl Loops {
         for waker in &self.wakers {
             let _ = waker.wake();
         }
+    }
+
+    /// How many times the loops have come back from waiting for events,
+    /// all loops together: about once per query at low load, none while
+    /// idle.
+    pub fn wakes(&self) -> u64 {
+        self.wakes.iter().map(|w| w.load(Ordering::Relaxed)).sum()
     }
 }
 
@@ -77,7 +87,7 @@ pub fn start(
         .iter()
         .map(|l| l.local_addr())
         .collect::<io::Result<_>>()?;
-    let (mut threads, mut wakers) = (Vec::new(), Vec::new());
+    let (mut threads, mut wakers, mut wakes) = (Vec::new(), Vec::new(), Vec::new());
     for (i, listeners) in sockets.into_iter().enumerate() {
         let listeners = listeners
             .into_iter()
@@ -85,10 +95,12 @@ pub fn start(
             .map(|(l, spec)| (l, spec.tls.clone()));
         let worker = Worker::new(listeners.collect(), &service, &limiter, runtime.clone())?;
         wakers.push(worker.cx.waker.clone());
+        let woken = Arc::new(AtomicU64::new(0));
+        wakes.push(woken.clone());
         let stop = stop.clone();
         let thread = std::thread::Builder::new()
             .name(format!("heron-tcp-{i}"))
-            .spawn(move || worker.run(&stop))?;
+            .spawn(move || worker.run(&stop, &woken))?;
         threads.push(thread);
     }
     tracing::info!(
@@ -99,6 +111,7 @@ pub fn start(
         threads,
         wakers,
         stop,
+        wakes,
         bound,
     })
 }
@@ -246,7 +259,7 @@ impl Worker {
         })
     }
 
-    fn run(mut self, stop: &AtomicBool) {
+    fn run(mut self, stop: &AtomicBool, wakes: &AtomicU64) {
         // Tasks and the processor may look for the runtime.
         let runtime = self.cx.runtime.clone();
         let _entered = runtime.enter();
@@ -259,6 +272,7 @@ impl Worker {
                     break;
                 }
             }
+            wakes.fetch_add(1, Ordering::Relaxed);
             self.cx.now = Instant::now();
             self.handle(&events);
             self.accept_all();

@@ -26,14 +26,14 @@ fn query(id: u16) -> Vec<u8> {
 /// Runs `f` against two loops on a port of 127.0.0.1 with `limits`,
 /// then stops them.
 fn with_loops(limits: TcpLimits, f: impl FnOnce(SocketAddr)) {
-    with_loops_on(None, limits, f)
+    with_loops_on(None, limits, |loops| f(loops.bound[0]))
 }
 
 /// [`with_loops`], serving TLS with `tls` if given.
 fn with_loops_on(
     tls: Option<Arc<rustls::ServerConfig>>,
     limits: TcpLimits,
-    f: impl FnOnce(SocketAddr),
+    f: impl FnOnce(&Loops),
 ) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -48,7 +48,7 @@ fn with_loops_on(
     let loops = runtime
         .block_on(async { start(&listen, 2, service(), limiter) })
         .unwrap();
-    f(loops.bound[0]);
+    f(&loops);
     loops.stop();
     for thread in loops.threads {
         thread.join().unwrap();
@@ -170,7 +170,8 @@ fn tls_queries_are_answered_and_a_second_connection_resumes() {
             .with_root_certificates(roots)
             .with_no_client_auth(),
     );
-    with_loops_on(Some(server), TcpLimits::default(), |addr| {
+    with_loops_on(Some(server), TcpLimits::default(), |loops| {
+        let addr = loops.bound[0];
         let mut kinds = Vec::new();
         for _ in 0..2 {
             let name = "localhost".try_into().unwrap();
@@ -198,5 +199,36 @@ fn tls_queries_are_answered_and_a_second_connection_resumes() {
         }
         use rustls::HandshakeKind::{Full, Resumed};
         assert_eq!(kinds, [Some(Full), Some(Resumed)]);
+    });
+}
+
+/// The loops sleep until there is work: idle, they do not come back
+/// from epoll_wait (no zero-timeout polling after an accept found the
+/// queue empty, no timer re-armed early), and a query asked and answered
+/// one at a time wakes one loop about once (its event), not both.
+#[test]
+fn the_loops_wake_once_per_query_and_not_while_idle() {
+    with_loops_on(None, TcpLimits::default(), |loops| {
+        let mut conn = std::net::TcpStream::connect(loops.bound[0]).unwrap();
+        assert!(heron_testkit::client::answers_on(&mut conn, &query(1)));
+        // Startup (each loop tries its listener once) and the accept.
+        let settled = loops.wakes();
+        assert!(settled <= 8, "{settled} wake-ups to start and accept");
+        std::thread::sleep(Duration::from_millis(300));
+        let idle = loops.wakes() - settled;
+        assert!(idle <= 1, "{idle} wake-ups while idle");
+        const QUERIES: u64 = 50;
+        let before = loops.wakes();
+        for id in 0..QUERIES {
+            assert!(heron_testkit::client::answers_on(
+                &mut conn,
+                &query(id as u16)
+            ));
+        }
+        let per_queries = loops.wakes() - before;
+        assert!(
+            per_queries <= QUERIES + 2,
+            "{per_queries} wake-ups for {QUERIES} queries"
+        );
     });
 }
