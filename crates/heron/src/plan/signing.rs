@@ -169,6 +169,12 @@ fn sign_step(
     let with_cds = key_state::with_cds(zone, step, policy.cds_ttl)
         .map_err(|e| vec![format!("zone '{origin}': {e}")])?;
     let zone = with_cds.as_ref().unwrap_or(zone);
+    let without = (policy.zonemd.is_none())
+        .then(|| without_zonemd(zone))
+        .transpose()
+        .map_err(|e| vec![format!("zone '{origin}': {e}")])?
+        .flatten();
+    let zone = without.as_ref().unwrap_or(zone);
     let mut config = policy.sign_config();
     // After a restart the version served last is gone; its serial is kept.
     let served = previous
@@ -189,6 +195,43 @@ fn sign_step(
     write_served_serial(&signing.key_directory, origin, signed.zone.serial())
         .map_err(|e| vec![format!("zone '{origin}': {e}")])?;
     Ok(signed)
+}
+
+/// `zone` without its apex ZONEMD RRset, for a policy that makes none
+/// (None: it has none). A ZONEMD not made by the signer cannot verify
+/// once the zone is signed (its digest covers the RRSIGs and the
+/// serial): one a hidden primary sent, or one in a zone file, is dropped,
+/// not signed and served as if valid.
+fn without_zonemd(zone: &Zone) -> Result<Option<Zone>, String> {
+    use heron_proto::RType;
+    use heron_zone::diff::DiffRecord;
+    let Some(set) = zone.apex().rrset(RType::ZONEMD) else {
+        return Ok(None);
+    };
+    let origin = zone.origin().clone();
+    tracing::warn!(zone = %origin, "its ZONEMD is dropped: the policy makes none, and one not made here cannot verify once signed");
+    let record = |rtype, ttl, rdata: Vec<u8>| DiffRecord {
+        owner: origin.clone(),
+        rtype,
+        ttl,
+        rdata,
+    };
+    let soa = zone.apex().rrset(RType::SOA).ok_or("no SOA")?;
+    let soa = record(RType::SOA, soa.ttl(), soa.first_rdata().into_owned());
+    let mut deleted: Vec<DiffRecord> = (set.rdatas())
+        .map(|rdata| record(RType::ZONEMD, set.ttl(), rdata.to_vec()))
+        .collect();
+    deleted.sort();
+    let diff = ZoneDiff {
+        old_soa: soa.clone(),
+        new_soa: soa,
+        deleted,
+        added: Vec::new(),
+    };
+    zone.apply(&diff).map(Some).map_err(|problems| {
+        let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        format!("cannot drop its ZONEMD: {}", text.join("; "))
+    })
 }
 
 /// Where the serial last served of a signed zone is kept, so that a

@@ -286,6 +286,47 @@ mod tests {
         assert!(Arc::ptr_eq(next.get(&n("s.test")).unwrap(), &v2));
     }
 
+    /// A hidden primary that sends DNSSEC records of its own (a zone
+    /// signed elsewhere, a stale ZONEMD): none of them is served beside
+    /// the signatures made here, not its DNSKEY, RRSIG, NSEC, NSEC3PARAM,
+    /// CDS, nor its ZONEMD (which cannot verify once signed here).
+    #[test]
+    fn the_primarys_own_dnssec_records_are_not_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let signing = Arc::new(Signing {
+            policy: Arc::new(Policy::default()),
+            key_directory: dir.path().to_path_buf(),
+        });
+        let signed = SignedSecondaries::default();
+        signed.set(&[(n("s.test"), signing)]);
+        let foreign = "@ 300 IN DNSKEY 257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==
+@ 300 IN CDS 12345 13 2 0000000000000000000000000000000000000000000000000000000000000000
+@ 300 IN ZONEMD 1 1 1 000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000
+@ 300 IN NSEC3PARAM 1 0 0 -
+h00 300 IN RRSIG A 13 3 300 20300101000000 20200101000000 12345 s.test. aaaa
+h00 300 IN NSEC zz.s.test. A RRSIG NSEC
+";
+        let v = version(1, foreign);
+        let (s, _) = signed.sign_received(&v, None).unwrap().unwrap();
+        let gone = diff(&v, &s).deleted;
+        for rtype in [
+            RType::DNSKEY,
+            RType::CDS,
+            RType::ZONEMD,
+            RType::NSEC3PARAM,
+            RType::RRSIG,
+            RType::NSEC,
+        ] {
+            let n = gone.iter().filter(|r| r.rtype == rtype).count();
+            assert_eq!(n, 1, "the primary's {rtype} is not served");
+        }
+        assert!(s.apex().rrset(RType::ZONEMD).is_none());
+        assert!(s.apex().rrset(RType::DNSKEY).is_some(), "its own DNSKEY");
+        // The version received keeps them: the primary's IXFR deleting
+        // them must apply to it.
+        assert!(v.apex().rrset(RType::ZONEMD).is_some());
+    }
+
     #[test]
     fn the_signed_copy_is_beside_the_kept_one() {
         let path = signed_copy(Path::new("/var/lib/heron/s.test.zone"));
