@@ -627,3 +627,55 @@ fn an_nsec3_change_signs_as_a_whole_signing_would() {
         opt_out: true,
     });
 }
+
+/// Hostile batches, as a client's updates may make them: glue below a
+/// cut, a name emptied with a child below it, a CNAME, the chain's last
+/// name replaced, a delegation over data already there. Each is signed
+/// incrementally as a whole signing would, or left to one (None).
+fn hostile_batches_agree(denial: Denial) {
+    let keys = csk(Algorithm::EcdsaP256Sha256);
+    let config = config(denial);
+    let unsigned = zone(ZONE, "example.");
+    let mut served = sign_zone(&unsigned, &keys, &config, NOW).unwrap().zone;
+    let a = |last: u8| vec![192, 0, 2, last];
+    let target = name("www.example.").as_wire().to_vec();
+    let batches: Vec<Vec<Op>> = vec![
+        vec![Op::Add("ns2.sub.example.", RType::A, a(20))],
+        vec![Op::Add("deep.ns.secure.example.", RType::A, a(21))],
+        vec![Op::Add("x.www.example.", RType::A, a(22))],
+        vec![
+            Op::DeleteSet("www.example.", RType::A),
+            Op::DeleteSet("www.example.", RType::AAAA),
+        ],
+        vec![Op::Add("alias.example.", RType::CNAME, target)],
+        vec![Op::Add("zzz.example.", RType::A, a(23))],
+        vec![
+            Op::DeleteSet("zzz.example.", RType::A),
+            Op::Add("zzzz.example.", RType::A, a(24)),
+        ],
+        vec![Op::Add("0.example.", RType::A, a(25))],
+        vec![Op::DeleteSet("*.wild.example.", RType::A)],
+        vec![Op::DeleteSet("x.www.example.", RType::A)],
+        vec![Op::DeleteSet("ns.sub.example.", RType::A)],
+        vec![Op::Add("b.c.example.", RType::DS, ds())],
+    ];
+    for (i, ops) in batches.iter().enumerate() {
+        let updated = changed(&served, ops);
+        let change = diff(&served, &updated);
+        let whole = sign_zone_after(&updated, Some(&served), &keys, &config, NOW).unwrap();
+        match sign_change(&served, &updated, &change, &keys, &config, NOW).unwrap() {
+            Some(signed) => {
+                assert_eq!(shape(&signed.zone), shape(&whole.zone), "batch {i}");
+                served = signed.zone;
+            }
+            None => served = whole.zone,
+        }
+    }
+}
+
+#[test]
+fn hostile_changes_sign_as_a_whole_signing_would() {
+    hostile_batches_agree(Denial::Nsec);
+    hostile_batches_agree(nsec3(false));
+    hostile_batches_agree(nsec3(true));
+}
