@@ -37,6 +37,11 @@ impl Update {
         Update { request, reply }
     }
 
+    /// Whether the answer goes back in a datagram (UDP).
+    pub fn is_datagram(&self) -> bool {
+        matches!(self.reply, Reply::Datagram(_))
+    }
+
     /// Sends `response` to the client (a client gone is no error).
     pub fn answer(self, response: Vec<u8>) {
         match self.reply {

@@ -4,7 +4,8 @@
 //! primary's answer relayed; the change comes back to the secondary by
 //! NOTIFY and IXFR (from a Heron primary and from a Knot primary).
 //! Bounded: past the forwards that may wait at once, SERVFAIL at once; a
-//! primary that does not answer, SERVFAIL.
+//! primary that does not answer, or answers garbage, another ID or more
+//! than the client takes over UDP, SERVFAIL.
 
 mod xfr_common;
 
@@ -465,4 +466,64 @@ fn a_re_signed_forwards_answer_that_fails_its_tsig_check_is_servfail() {
         "{log}"
     );
     assert!(log.contains("BADSIG"), "{log}");
+}
+
+/// A primary that answers forwarded UPDATEs with something else: 4 bytes
+/// that begin as the answer would, then a whole answer with another ID,
+/// then one of 4,000 bytes to a client over UDP without EDNS (512 at
+/// most). None is relayed: each client is answered SERVFAIL by Heron.
+#[test]
+fn a_primarys_garbage_wrong_id_or_oversized_answer_is_not_relayed() {
+    use std::io::{Read, Write};
+    let dir = dir("garbage");
+    let hostile = TcpListener::bind("127.0.0.1:0").unwrap();
+    let primary = hostile.local_addr().unwrap();
+    std::thread::spawn(move || {
+        // By the update's ID: other connections (a refresh) get nothing.
+        for _ in 0..16 {
+            let Ok((mut conn, _)) = hostile.accept() else {
+                return;
+            };
+            let mut len = [0u8; 2];
+            let mut request = vec![0u8; 0];
+            if conn.read_exact(&mut len).is_ok() {
+                request.resize(usize::from(u16::from_be_bytes(len)), 0);
+                let _ = conn.read_exact(&mut request);
+            }
+            if request.len() < 12 {
+                continue;
+            }
+            let mut answer = request.clone();
+            answer[2] |= 0x80;
+            match u16::from_be_bytes([request[0], request[1]]) {
+                100 => answer.truncate(4),
+                101 => answer[1] ^= 1,
+                102 => answer.resize(4000, 0),
+                _ => continue,
+            }
+            let mut framed = (answer.len() as u16).to_be_bytes().to_vec();
+            framed.extend_from_slice(&answer);
+            let _ = conn.write_all(&framed);
+        }
+    });
+    let secondary = ServerProcess::heron_with_config(&heron(), "local.test", |port| {
+        secondary_config(port, &dir, primary, "\"127.0.0.1\"")
+    });
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client.connect(secondary.addr()).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut buf = [0u8; 8192];
+    for id in 0..3u16 {
+        let message = update_message(100 + id, &format!("g{id}.{ZONE}"));
+        client.send(&message).unwrap();
+        let n = client.recv(&mut buf).expect("the update is answered");
+        assert!((12..=512).contains(&n), "{n} bytes");
+        assert_eq!(u16::from_be_bytes([buf[0], buf[1]]), 100 + id);
+        assert_eq!(buf[3] & 0x0f, 2, "SERVFAIL");
+    }
+    let log = secondary.log();
+    assert!(log.contains("no primary answered"), "{log}");
+    assert!(log.contains("past the client's UDP limit of 512"), "{log}");
 }

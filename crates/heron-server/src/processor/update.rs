@@ -38,6 +38,10 @@ pub struct UpdateRequest {
     zone_section: Vec<u8>,
     /// The OPT record's payload size, when the request had one.
     edns_payload: Option<u16>,
+    /// The largest answer the client takes over UDP: its EDNS size (512
+    /// without one), at most the server's. A forwarded answer larger is
+    /// not sent.
+    pub udp_limit: usize,
 }
 
 impl UpdateRequest {
@@ -97,5 +101,10 @@ pub(super) fn hand_off(d: &Deferred, origin: Name, forward: bool) -> Outcome {
         header: d.q.header,
         zone_section: d.question().to_vec(),
         edns_payload: d.q.edns.map(|_| d.config.max_udp_payload),
+        udp_limit: (d.q.edns.as_ref())
+            .map_or(512, |e| {
+                e.udp_size.clamp(512, d.config.max_udp_payload.max(512))
+            })
+            .into(),
     }))
 }

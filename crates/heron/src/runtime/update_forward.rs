@@ -7,7 +7,9 @@
 //! key). With `update-forwarding-key` the client's TSIG is taken off and
 //! the message signed with that key; the primary's answer must verify
 //! with it (else SERVFAIL, counted by zone, logged once a zone), and is
-//! signed again with the client's key. Bounded: at most
+//! signed again with the client's key. An answer that is no DNS message
+//! to the request, or one past the client's UDP limit, is not relayed.
+//! Bounded: at most
 //! [`MAX_OUTSTANDING`] forwards wait at once (more are answered SERVFAIL
 //! at once), each for [`FORWARD_TIMEOUT`] at most (then SERVFAIL).
 
@@ -206,16 +208,26 @@ async fn connect(primary: &Upstream) -> std::io::Result<TcpStream> {
     socket.connect(primary.addr).await
 }
 
-/// Whether `answer` is a response to `request`: the same ID, QR set, the
-/// same opcode.
+/// Whether `answer` is a response to `request`: a whole DNS header at
+/// least (a shorter one is not a message to relay), the same ID, QR
+/// set, the same opcode.
 fn answers(answer: &[u8], request: &[u8]) -> bool {
-    let (Some(a), Some(r)) = (answer.get(..4), request.get(..4)) else {
+    const HEADER: usize = 12;
+    let (Some(a), Some(r)) = (answer.get(..HEADER), request.get(..4)) else {
         return false;
     };
     a[..2] == r[..2] && a[2] & 0x80 != 0 && (a[2] & 0x78) == (r[2] & 0x78)
 }
 
 fn relay(update: Update, answer: Vec<u8>, primary: SocketAddr, xfr: &Transfers) {
+    let limit = update.request.udp_limit;
+    if update.is_datagram() && answer.len() > limit {
+        let why = format!(
+            "{primary}'s answer of {} bytes is past the client's UDP limit of {limit}",
+            answer.len()
+        );
+        return give_up(update, xfr, &why);
+    }
     let rcode = Rcode(u16::from(answer[3] & 0x0f));
     let (zone, peer) = (&update.request.origin, update.request.peer);
     let key = update.request.key().map_or("-".into(), |k| k.to_string());
@@ -239,14 +251,30 @@ mod tests {
     #[test]
     fn an_answer_matches_its_request_by_id_qr_and_opcode() {
         let request = [0x12, 0x34, 5 << 3, 0, 0, 1];
-        assert!(answers(&[0x12, 0x34, 0x80 | 5 << 3, 0x05], &request));
-        assert!(!answers(&[0x12, 0x35, 0x80 | 5 << 3, 0], &request), "ID");
+        let header = |a: [u8; 4]| [&a[..], &[0; 8]].concat();
+        assert!(answers(
+            &header([0x12, 0x34, 0x80 | 5 << 3, 0x05]),
+            &request
+        ));
         assert!(
-            !answers(&[0x12, 0x34, 5 << 3, 0], &request),
+            !answers(&header([0x12, 0x35, 0x80 | 5 << 3, 0]), &request),
+            "ID"
+        );
+        assert!(
+            !answers(&header([0x12, 0x34, 5 << 3, 0]), &request),
             "not a response"
         );
-        assert!(!answers(&[0x12, 0x34, 0x80, 0], &request), "a QUERY");
+        assert!(
+            !answers(&header([0x12, 0x34, 0x80, 0]), &request),
+            "a QUERY"
+        );
         assert!(!answers(&[0x12, 0x34, 0x80], &request), "too short");
         assert!(!answers(&[], &request));
+        // A primary's garbage that starts as the answer would: the ID,
+        // QR and opcode, no whole header. Not relayed to the client.
+        let garbage = [0x12, 0x34, 0x80 | 5 << 3, 0x05, 0, 0, 0, 0, 0, 0, 0];
+        assert!(!answers(&garbage, &request), "11 bytes");
+        let whole = [&garbage[..], &[0]].concat();
+        assert!(answers(&whole, &request), "12 bytes: a header");
     }
 }
