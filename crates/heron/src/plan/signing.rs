@@ -112,7 +112,10 @@ pub fn sign_change(
     let started = Instant::now();
     let origin = updated.origin();
     let policy = &signing.policy;
-    if policy.zonemd.is_some() {
+    // A ZONEMD added by an update under a policy that makes none: the
+    // whole signing drops it (`without_zonemd`), it is not signed.
+    let zonemd_added = (change.added.iter()).any(|r| r.rtype == heron_proto::RType::ZONEMD);
+    if policy.zonemd.is_some() || zonemd_added {
         return Ok(None);
     }
     let now = heron_proto::time::unix_now();

@@ -561,6 +561,29 @@ mod signing_tests {
         assert_eq!(verify(&refreshed), Verdict::Verified(HashAlg::Sha384));
     }
 
+    /// A client's ZONEMD added to a zone whose policy makes none is not
+    /// signed and served (it cannot verify in a zone signed here): the
+    /// signing drops it, as a primary's.
+    #[test]
+    fn an_updates_zonemd_is_not_served_under_a_policy_without_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let signing = signing(dir.path(), Denial::Nsec);
+        let origin = Name::parse("s.test").unwrap();
+        let zone = heron_zone::load_zone_str(ZONE, "t", &origin).unwrap().zone;
+        let served = sign_loaded(&zone, None, &signing).unwrap();
+        let mut rdata = vec![0, 0, 0, 1, 1, 1];
+        rdata.extend_from_slice(&[0; 48]);
+        let change = Change::Add {
+            owner: origin.clone(),
+            rtype: RType::ZONEMD,
+            ttl: 300,
+            rdata,
+        };
+        let (signed, _) = sign_update(&served, &updated(&served, change), &signing).unwrap();
+        assert!(signed.serial() > served.serial());
+        assert!(signed.apex().rrset(RType::ZONEMD).is_none());
+    }
+
     /// CPU seconds this process has used (user and system, all threads).
     fn cpu_seconds() -> f64 {
         let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
