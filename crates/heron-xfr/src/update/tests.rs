@@ -517,6 +517,26 @@ fn dnssec_records_are_refused() {
         let b = Builder::new().update("www.u.test", rtype, ANY, 0, &[]);
         assert_eq!(rcode(&b), Rcode::REFUSED, "{rtype}");
     }
+    // Adds of every signer's type, after a change that alone is allowed:
+    // the whole message is refused, the allowed change not made either.
+    let all = [
+        RType::RRSIG,
+        RType::NSEC,
+        RType::NSEC3,
+        RType::NSEC3PARAM,
+        RType::DNSKEY,
+        RType::CDS,
+        RType::CDNSKEY,
+    ];
+    for rtype in all {
+        let b = Builder::new()
+            .add("ok.u.test", RType::TXT, &txt("fine"))
+            .add("u.test", rtype, &[1, 2, 3, 4]);
+        // REFUSED, or FORMERR where these 4 bytes are no RDATA of it.
+        let refused = [Rcode::REFUSED, Rcode::FORMERR];
+        assert!(refused.contains(&rcode(&b)), "{rtype} added");
+        assert!(run_with(&zone(""), &b, &everyone()).is_err());
+    }
 }
 
 #[test]
