@@ -88,7 +88,9 @@ pub(crate) struct Edit<'z> {
     new_soa: Option<DiffRecord>,
 }
 
-/// DNSSEC types the signer keeps: never changed by a client.
+/// DNSSEC types the signer keeps: never changed by a client. ZONEMD
+/// too: a digest of the whole zone, stale after any change a client
+/// makes, made by the server under a `zonemd` policy.
 pub fn is_dnssec_type(rtype: RType) -> bool {
     matches!(
         rtype,
@@ -99,6 +101,7 @@ pub fn is_dnssec_type(rtype: RType) -> bool {
             | RType::DNSKEY
             | RType::CDS
             | RType::CDNSKEY
+            | RType::ZONEMD
     )
 }
 

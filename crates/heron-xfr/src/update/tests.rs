@@ -513,7 +513,14 @@ fn a_cname_stays_alone() {
 
 #[test]
 fn dnssec_records_are_refused() {
-    for rtype in [RType::RRSIG, RType::NSEC, RType::NSEC3PARAM, RType::DNSKEY] {
+    let deleted = [
+        RType::RRSIG,
+        RType::NSEC,
+        RType::NSEC3PARAM,
+        RType::DNSKEY,
+        RType::ZONEMD,
+    ];
+    for rtype in deleted {
         let b = Builder::new().update("www.u.test", rtype, ANY, 0, &[]);
         assert_eq!(rcode(&b), Rcode::REFUSED, "{rtype}");
     }
@@ -527,6 +534,7 @@ fn dnssec_records_are_refused() {
         RType::DNSKEY,
         RType::CDS,
         RType::CDNSKEY,
+        RType::ZONEMD,
     ];
     for rtype in all {
         let b = Builder::new()

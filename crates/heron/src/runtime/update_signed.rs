@@ -561,9 +561,10 @@ mod signing_tests {
         assert_eq!(verify(&refreshed), Verdict::Verified(HashAlg::Sha384));
     }
 
-    /// A client's ZONEMD added to a zone whose policy makes none is not
-    /// signed and served (it cannot verify in a zone signed here): the
-    /// signing drops it, as a primary's.
+    /// A client may not add a ZONEMD (REFUSED, as the signer's types);
+    /// and a version that carries one anyway, under a policy that makes
+    /// none, is not signed and served with it (it cannot verify in a zone
+    /// signed here): the signing drops it, as a primary's.
     #[test]
     fn an_updates_zonemd_is_not_served_under_a_policy_without_one() {
         let dir = tempfile::tempdir().unwrap();
@@ -577,9 +578,31 @@ mod signing_tests {
             owner: origin.clone(),
             rtype: RType::ZONEMD,
             ttl: 300,
-            rdata,
+            rdata: rdata.clone(),
         };
-        let (signed, _) = sign_update(&served, &updated(&served, change), &signing).unwrap();
+        let refused = std::panic::catch_unwind(|| updated(&served, change));
+        assert!(refused.is_err(), "a client's ZONEMD is refused");
+        let soa = served.soa();
+        let soa = DiffRecord {
+            owner: origin.clone(),
+            rtype: RType::SOA,
+            ttl: soa.ttl(),
+            rdata: soa.first_rdata().into_owned(),
+        };
+        let with_zonemd = served
+            .apply(&ZoneDiff {
+                old_soa: soa.clone(),
+                new_soa: soa,
+                deleted: vec![],
+                added: vec![DiffRecord {
+                    owner: origin.clone(),
+                    rtype: RType::ZONEMD,
+                    ttl: 300,
+                    rdata,
+                }],
+            })
+            .unwrap();
+        let (signed, _) = sign_update(&served, &with_zonemd, &signing).unwrap();
         assert!(signed.serial() > served.serial());
         assert!(signed.apex().rrset(RType::ZONEMD).is_none());
     }
