@@ -37,6 +37,7 @@ use crate::plan::consumer::Consumers;
 use crate::plan::zone_files::{ConfigSource, ZoneFiles};
 use crate::runtime::query_log::QueryLog;
 use crate::runtime::secondary;
+use crate::runtime::signed_copies;
 use crate::runtime::{Selection, Transfers, reload};
 use crate::{background, memory};
 
@@ -88,11 +89,22 @@ fn start(args: ServeArgs) -> Result<(), String> {
         && settings.zones.is_empty()
         && settings.generated_catalogs.is_empty();
     let mut files = zone_files(&args, &settings);
+    // The signed versions served before the restart: the previous
+    // versions of the first signing, and where the journals end.
+    let signed_before: Vec<Arc<Zone>> = (signed_copies::load(&files.signed_copies()))
+        .into_iter()
+        .map(Arc::new)
+        .collect();
     let (mut catalog, journals) =
-        load_catalog_and_find_journals(use_example, &mut files, &settings);
+        load_catalog_and_find_journals(use_example, &mut files, &settings, &signed_before);
     let signed = files.signed_files();
     crate::runtime::update::replay_journals(&mut catalog, &settings.policies, &signed);
-    crate::runtime::update_signed::carry_journals(&mut catalog, &settings.policies, &signed);
+    crate::runtime::update_signed::carry_journals(
+        &mut catalog,
+        &settings.policies,
+        &signed,
+        &signed_before,
+    );
     catalog_producer::insert_kept(&settings.generated_catalogs, &mut catalog);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
@@ -112,7 +124,13 @@ fn start(args: ServeArgs) -> Result<(), String> {
     );
     // Before anything is served: an IXFR may come at once.
     let policies = std::mem::take(&mut settings.policies);
-    let primary = Arc::new(primary(policies, journals, &catalog, (&signed_kept, &kept)));
+    let primary = primary(
+        policies,
+        journals,
+        &catalog,
+        (&signed_kept, &kept, &signed_before),
+    );
+    let primary = Arc::new(carry_on(primary, &catalog, &signed_before));
     for (origin, policy) in members {
         primary.set_member_policy(&origin, Some(policy));
     }
@@ -140,8 +158,19 @@ fn start(args: ServeArgs) -> Result<(), String> {
         frozen: Default::default(),
         signings: Default::default(),
         signed_secondaries: Default::default(),
+        signed_copies: Default::default(),
     };
     transfers.signings.set(signed);
+    transfers.signed_copies.set(files.signed_copies());
+    let signed_now: Vec<Arc<Zone>> = (signed_before.iter())
+        .filter_map(|before| {
+            catalog
+                .get(before.origin())
+                .filter(|z| !Arc::ptr_eq(z, before))
+        })
+        .cloned()
+        .collect();
+    transfers.signed_copies.keep(&signed_now);
     transfers
         .signed_secondaries
         .set(&settings.signed_secondaries);
@@ -324,12 +353,13 @@ fn load_catalog_and_find_journals(
     use_example: bool,
     files: &mut ZoneFiles,
     settings: &Settings,
+    signed_before: &[Arc<Zone>],
 ) -> (Catalog, journal_files::Found) {
     std::thread::scope(|s| {
         let journal_paths = (settings.policies.iter())
             .filter_map(|(origin, policy)| Some((origin, policy.journal_path()?)));
         let finding = s.spawn(|| journal_files::find(journal_paths));
-        let catalog = load_catalog(use_example, files);
+        let catalog = load_catalog(use_example, files, signed_before);
         let journals = finding.join().unwrap_or_else(|_| {
             tracing::error!("looking for journal files failed; journals start over");
             Default::default()
@@ -344,7 +374,7 @@ fn primary(
     policies: HashMap<Name, ZonePolicy>,
     found: journal_files::Found,
     catalog: &Catalog,
-    (signed, kept): (&[Zone], &[Option<Zone>]),
+    (signed, kept, signed_before): (&[Zone], &[Option<Zone>], &[Arc<Zone>]),
 ) -> Primary {
     let mut primary = Primary::new(policies, DEFAULT_MAX_BYTES);
     // Indexed only if a journal file asks for a kept copy; a secondary
@@ -358,15 +388,39 @@ fn primary(
     };
     primary.open_journal_files(found, |origin| {
         let served = catalog.get(origin).map(|zone| &**zone);
+        // A signed zone's journal ends at the version signed before.
+        let before = signed_before.iter().find(|z| z.origin() == origin);
+        let served = before.map(|zone| &**zone).or(served);
         served.or_else(|| kept_copies.get_or_init(index).get(origin).copied())
     });
     primary
 }
 
+/// The journals of the signed zones `signed_before` (the versions kept
+/// before the restart) carry on: each was read back against that
+/// version, and the step from it to the one `catalog` serves now (signed
+/// again keeping its signatures) is added.
+fn carry_on(primary: Primary, catalog: &Catalog, signed_before: &[Arc<Zone>]) -> Primary {
+    for before in signed_before {
+        if let Some(now) = catalog
+            .get(before.origin())
+            .filter(|z| !Arc::ptr_eq(z, before))
+        {
+            primary.zone_changed(before, now);
+        }
+    }
+    primary
+}
+
 /// The built-in example zone, if nothing else is configured, and every
 /// configured zone that loads; one that fails is reported and skipped.
-fn load_catalog(use_example: bool, files: &mut ZoneFiles) -> Catalog {
+/// The signed zones are signed again from `signed_before`, the versions
+/// kept before the restart (one whose file fails is not served).
+fn load_catalog(use_example: bool, files: &mut ZoneFiles, signed_before: &[Arc<Zone>]) -> Catalog {
     let mut catalog = Catalog::new();
+    signed_before
+        .iter()
+        .for_each(|z| catalog.insert_shared(z.clone()));
     if use_example {
         let origin = Name::parse("example.com").unwrap();
         let loaded = load_zone_str(EXAMPLE_ZONE, "built-in example.com.zone", &origin)
@@ -375,7 +429,15 @@ fn load_catalog(use_example: bool, files: &mut ZoneFiles) -> Catalog {
         catalog.insert(loaded.zone);
     }
     let started = Instant::now();
-    let (catalog, outcome) = files.load_changed(&catalog);
+    let (mut catalog, outcome) = files.load_changed(&catalog);
+    for before in signed_before {
+        if catalog
+            .get(before.origin())
+            .is_some_and(|z| Arc::ptr_eq(z, before))
+        {
+            catalog.remove(before.origin());
+        }
+    }
     let records: usize = catalog.zones().map(|z| z.record_count()).sum();
     tracing::info!(
         "{} zones loaded ({} records) in {} ms; {} failed",
@@ -755,6 +817,9 @@ fn finish_writing(
         && !keeper.flush(Duration::from_secs(10))
     {
         tracing::warn!("kept copies of secondary zones not all written within 10 s");
+    }
+    if !transfers.signed_copies.flush(Duration::from_secs(10)) {
+        tracing::warn!("signed copies of zones not all written within 10 s");
     }
     if !transfers
         .primary

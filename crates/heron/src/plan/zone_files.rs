@@ -439,6 +439,15 @@ impl ZoneFiles {
             .collect()
     }
 
+    /// The zones loaded from files that Heron signs, with their files
+    /// (beside which their signed versions are kept).
+    pub fn signed_copies(&self) -> Vec<(Name, std::path::PathBuf)> {
+        (self.entries.iter())
+            .filter(|e| e.spec.signing.is_some())
+            .map(|e| (e.spec.origin.clone(), e.spec.file.clone()))
+            .collect()
+    }
+
     /// The secondary zones Heron signs, with how.
     pub fn signed_secondaries(&self) -> &[(Name, Arc<crate::config::dnssec::Signing>)] {
         &self.signed_secondaries

@@ -7,6 +7,7 @@
 pub mod query_log;
 pub mod rollover;
 pub mod secondary;
+pub(crate) mod signed_copies;
 pub(crate) mod signed_secondary;
 pub mod update;
 pub(crate) mod update_forward;
@@ -56,6 +57,9 @@ pub(crate) struct Transfers {
     pub(crate) signings: update_signed::Signings,
     /// The secondary zones Heron signs, and their last versions.
     pub(crate) signed_secondaries: Arc<signed_secondary::SignedSecondaries>,
+    /// The signed versions of the primary zones Heron signs, kept for a
+    /// restart to carry on from.
+    pub(crate) signed_copies: signed_copies::SignedCopies,
 }
 
 impl Transfers {
@@ -223,6 +227,7 @@ fn rebuild(
         outcome.secondaries = changes;
     }
     xfr.signings.set(files.signed_files());
+    xfr.signed_copies.set(files.signed_copies());
     drop(files);
     let signed = (xfr.signed_secondaries).resign(&mut next, selection.zones.as_ref(), &resigned);
     if let Some(running) = xfr.secondaries.lock().unwrap().as_ref() {
@@ -253,6 +258,7 @@ fn rebuild(
     // Journal first, then swap: an IXFR for the new serial must find
     // its step; then notify, once the new version is served.
     let changed = xfr.journal_changes(&current, &next);
+    xfr.signed_copies.keep(&changed);
     // The only moment queries could notice: the new catalog goes in
     // with one atomic store, and queries in flight keep the old one.
     let swapping = Instant::now();

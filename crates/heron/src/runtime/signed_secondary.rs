@@ -20,7 +20,6 @@
 //! version received, never transferring it anew.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use heron_proto::Name;
@@ -47,12 +46,7 @@ pub(crate) struct SignedSecondaries {
     versions: Mutex<HashMap<Name, Versions>>,
 }
 
-/// Where the signed version of a secondary zone kept in `kept` is kept.
-pub(crate) fn signed_copy(kept: &Path) -> PathBuf {
-    let mut path = kept.as_os_str().to_owned();
-    path.push(".signed");
-    PathBuf::from(path)
-}
+pub(crate) use crate::runtime::signed_copies::signed_copy;
 
 impl SignedSecondaries {
     /// The zones signed as configured now; returns those whose signing
@@ -325,11 +319,5 @@ h00 300 IN NSEC zz.s.test. A RRSIG NSEC
         // The version received keeps them: the primary's IXFR deleting
         // them must apply to it.
         assert!(v.apex().rrset(RType::ZONEMD).is_some());
-    }
-
-    #[test]
-    fn the_signed_copy_is_beside_the_kept_one() {
-        let path = signed_copy(Path::new("/var/lib/heron/s.test.zone"));
-        assert_eq!(path, Path::new("/var/lib/heron/s.test.zone.signed"));
     }
 }

@@ -245,6 +245,7 @@ fn apply_batch(
     let changed: Vec<Arc<Zone>> = working.into_values().map(|w| w.zone).collect();
     changed.iter().for_each(|z| next.insert_shared(z.clone()));
     catalog.store(Arc::new(next));
+    xfr.signed_copies.keep(&changed);
     (answered, changed)
 }
 

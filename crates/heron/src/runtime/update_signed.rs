@@ -15,9 +15,11 @@
 //! served), so at a restart the journal's steps are not applied by serial
 //! as for an unsigned zone: what they changed (the signer's records left
 //! out) is carried over to the zone as signed from its file, and the
-//! zone signed again. What was carried is kept in `FILE.jnl.carried`
-//! (written and synced before the journal, which restarts from the new
-//! version, is dropped), so no restart loses an answered update.
+//! zone signed again, from the signed version kept before the restart
+//! (`FILE.signed`, [`crate::runtime::signed_copies`]) when there is one.
+//! What was carried is kept in `FILE.jnl.carried` (written and synced),
+//! so no restart loses an answered update; the journal goes on from the
+//! version kept (or starts over from the new version without one).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -221,10 +223,15 @@ fn carry(zone: &Zone, steps: &[ZoneDiff]) -> Result<Option<Zone>, String> {
 /// the zone signed again; what was carried is written to
 /// `FILE.jnl.carried` and synced. A journal whose changes do not apply is
 /// set aside (`FILE.jnl.unapplied`) with an error, and the file served.
+/// The zone is signed again from the version kept before the restart
+/// (`signed_before`, `FILE.signed`) if there is one: the RRsets the
+/// updates made keep their signatures, and the serial moves one past
+/// that version's, not two.
 pub(crate) fn carry_journals(
     catalog: &mut Catalog,
     policies: &HashMap<Name, ZonePolicy>,
     signed: &[(Name, Arc<Signing>)],
+    signed_before: &[Arc<Zone>],
 ) {
     for (origin, signing) in signed {
         let policy = policies.get(origin).filter(|p| p.takes_updates());
@@ -234,7 +241,8 @@ pub(crate) fn carry_journals(
         ) else {
             continue;
         };
-        match carry_one(&zone, path, signing) {
+        let before = signed_before.iter().find(|z| z.origin() == origin);
+        match carry_one((&zone, before.map(|z| &**z)), path, signing) {
             Ok(Some(next)) => catalog.insert(next),
             Ok(None) => {}
             Err(why) => {
@@ -248,7 +256,11 @@ pub(crate) fn carry_journals(
     }
 }
 
-fn carry_one(zone: &Zone, journal: &Path, signing: &Signing) -> Result<Option<Zone>, String> {
+fn carry_one(
+    (zone, before): (&Zone, Option<&Zone>),
+    journal: &Path,
+    signing: &Signing,
+) -> Result<Option<Zone>, String> {
     let origin = zone.origin();
     let carried_file = carried_path(journal);
     let mut steps = all_steps(&carried_file, origin)?;
@@ -259,7 +271,8 @@ fn carry_one(zone: &Zone, journal: &Path, signing: &Signing) -> Result<Option<Zo
     let Some(carried) = carry(zone, &steps)? else {
         return Ok(None);
     };
-    let signed = sign_loaded(&carried, Some(zone), signing).map_err(|e| e.join("; "))?;
+    let previous = before.unwrap_or(zone);
+    let signed = sign_loaded(&carried, Some(previous), signing).map_err(|e| e.join("; "))?;
     let step = Arc::new(diff(zone, &signed));
     write_synced(&carried_file, origin, step)
         .map_err(|e| format!("cannot write {}: {e}", carried_file.display()))?;
@@ -475,7 +488,7 @@ mod signing_tests {
         let header = heron_xfr::journal::file::header(&origin);
         for len in [0, header.len() - 1] {
             std::fs::write(&journal, &header[..len]).unwrap();
-            let carried = carry_one(&served, &journal, &signing).unwrap();
+            let carried = carry_one((&served, None), &journal, &signing).unwrap();
             let carried = carried.expect("the carried step applies");
             assert!(
                 carried.node(b"\x04kept\x01s\x04test\x00").is_some(),
