@@ -1,0 +1,178 @@
+//! A primary zone Heron signs survives a restart without being signed
+//! afresh: its signed version is kept in `FILE.signed`, the restart signs
+//! the zone file again taking it as the version before, so only the
+//! SOA's signature is new, the serial moves one on and the journal goes
+//! on from it (an IXFR from the serial served before the restart is
+//! incremental). Updates answered before the restart stay; a zone file
+//! edited while down has its changes signed and the rest kept; a broken
+//! `FILE.signed` or one of another zone is not used (the zone is signed
+//! afresh and verifies).
+
+mod xfr_common;
+
+use std::path::Path;
+
+use heron_testkit::{ServerProcess, SignedZone};
+use xfr_common::{heron, kdig, signatures, signed_axfr, zone_serial};
+
+const ZONE: &str = "rst.test";
+const SECRET: &str = "q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k=";
+
+fn zone_text() -> String {
+    let mut text = format!(
+        "$ORIGIN {ZONE}.\n$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 60\n@ NS ns\n\
+         ns A 192.0.2.1\nwww A 192.0.2.10\n"
+    );
+    for i in 0..40 {
+        text.push_str(&format!("h{i:02} A 192.0.2.{}\n", 100 + i));
+    }
+    text
+}
+
+fn start(dir: &Path) -> ServerProcess {
+    let file = dir.join("rst.zone");
+    if !file.exists() {
+        std::fs::write(&file, zone_text()).unwrap();
+    }
+    let keys = dir.join("keys");
+    ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [[key]]\nname = \"ops\"\nsecret = \"{SECRET}\"\n\
+             [[dnssec-policy]]\nname = \"p\"\ndenial = \"nsec3\"\n\
+             [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n\
+             allow-update = [\"key ops zonesub ANY\"]\n\
+             dnssec-policy = \"p\"\nkey-directory = \"{}\"\n",
+            file.display(),
+            keys.display()
+        )
+    })
+}
+
+fn nsupdate(server: std::net::SocketAddr, commands: &str) -> bool {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("nsupdate")
+        .args(["-t", "5", "-y"])
+        .arg(format!("hmac-sha256:ops:{SECRET}"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nsupdate runs (bind9-dnsutils)");
+    let script = format!(
+        "server {} {}\nzone {ZONE}\n{commands}\nsend\n",
+        server.ip(),
+        server.port()
+    );
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap().status.success()
+}
+
+/// New RRSIGs (but the SOA's) in `after` that `before` did not have.
+fn new_signatures(before: &str, after: &str) -> usize {
+    signatures(after).difference(&signatures(before)).count()
+}
+
+/// The records of an IXFR from `serial` (kdig prints one a line).
+fn ixfr_records(addr: std::net::SocketAddr, serial: u32) -> Vec<String> {
+    let out = kdig(
+        addr,
+        &[ZONE, &format!("IXFR={serial}"), "+nocomments", "+nostats"],
+    );
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (text.lines())
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn verify(text: &str) {
+    SignedZone::from_text(ZONE, text).verify_with_tools(true);
+}
+
+#[test]
+fn a_restart_keeps_the_signatures_the_updates_and_the_ixfr_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path());
+    let addr = server.addr();
+    let first = zone_serial(addr, ZONE).unwrap();
+    assert!(nsupdate(addr, "update add upd.rst.test 300 TXT \"kept\""));
+    let serial = zone_serial(addr, ZONE).unwrap();
+    assert_eq!(serial, first + 1);
+    let before = signed_axfr(addr, ZONE);
+    server.terminate();
+    assert!(dir.path().join("rst.zone.signed").exists());
+
+    // Restarted: the serial one on, no signature new but the SOA's.
+    let mut server = start(dir.path());
+    let addr = server.addr();
+    assert_eq!(
+        zone_serial(addr, ZONE),
+        Some(serial + 1),
+        "{}",
+        server.log()
+    );
+    let after = signed_axfr(addr, ZONE);
+    assert!(after.contains("upd.rst.test."), "the update stays");
+    assert_eq!(new_signatures(&before, &after), 0, "{}", server.log());
+    verify(&after);
+    // The journal went on: IXFRs from before the restart are incremental.
+    let step = ixfr_records(addr, serial);
+    assert!(step.len() < 10, "one step, the SOA's: {step:#?}");
+    assert!(!step.is_empty() && step[0].contains("SOA"), "{step:#?}");
+    let two = ixfr_records(addr, first);
+    assert!(two.len() < 30, "two steps: {two:#?}");
+    assert!(two.iter().any(|l| l.contains("upd.rst.test.")), "{two:#?}");
+
+    // The zone file edited while down: its change signed, the rest kept.
+    let serial = serial + 1;
+    server.terminate();
+    let file = dir.path().join("rst.zone");
+    let edited = std::fs::read_to_string(&file).unwrap() + "edited A 192.0.2.99\n";
+    std::fs::write(&file, edited).unwrap();
+    let mut server = start(dir.path());
+    let addr = server.addr();
+    assert_eq!(
+        zone_serial(addr, ZONE),
+        Some(serial + 1),
+        "{}",
+        server.log()
+    );
+    let edited = signed_axfr(addr, ZONE);
+    assert!(edited.contains("edited.rst.test.") && edited.contains("upd.rst.test."));
+    let new = new_signatures(&after, &edited);
+    assert!((1..=4).contains(&new), "{new} new signatures");
+    verify(&edited);
+    assert!(ixfr_records(addr, serial).len() < 20);
+    server.terminate();
+
+    // A truncated FILE.signed is not used: the zone is signed afresh.
+    let copy = dir.path().join("rst.zone.signed");
+    let text = std::fs::read_to_string(&copy).unwrap();
+    let cut = text[..text.len() / 2].trim_end_matches(|c: char| c.is_ascii_alphanumeric());
+    std::fs::write(&copy, format!("{cut}\n")).unwrap();
+    let mut server = start(dir.path());
+    let addr = server.addr();
+    assert!(server.wait_for_log("signed copy"), "{}", server.log());
+    let fresh = signed_axfr(addr, ZONE);
+    assert!(fresh.contains("upd.rst.test."), "the update stays");
+    assert!(new_signatures(&edited, &fresh) > 40, "signed afresh");
+    verify(&fresh);
+    server.terminate();
+
+    // One of another zone neither.
+    let other = text.replace("rst.test.", "other.test.");
+    std::fs::write(&copy, other).unwrap();
+    let server = start(dir.path());
+    assert!(server.wait_for_log("signed copy"), "{}", server.log());
+    let again = signed_axfr(server.addr(), ZONE);
+    assert!(new_signatures(&fresh, &again) > 40, "signed afresh");
+    verify(&again);
+}
