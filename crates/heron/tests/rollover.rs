@@ -205,8 +205,9 @@ impl Setup {
             .collect();
         let (server, metrics) = start_child(self.dir.path(), &self.child_config, self.port, &ports);
         self.router = Router::start(self.parent.addr(), server.addr());
-        // The history of versions was in memory.
-        self.last_serial.set(None);
+        // The history of versions goes on (the signed version kept in
+        // FILE.signed, the journal from it): the next IXFR from the
+        // serial before the restart is checked as any other.
         (self.server, self.metrics) = (server, metrics);
     }
 
