@@ -15,6 +15,7 @@ use heron_proto::name::{Name, lowercase_wire};
 
 use super::canonical::{Position, order_key};
 use super::nsec3::{HASH_LEN, LABEL_LEN, Nsec3Params, base32hex_lower};
+use super::nsec3_owners::{OwnerDigests, OwnerHashes};
 use super::wildcard::WildcardName;
 use super::{Node, Zone};
 
@@ -78,6 +79,9 @@ pub(crate) struct DenialChain {
     /// whose closest encloser is the apex, the usual one, then hashes only
     /// its next closer name at query time.
     apex_nsec3: [Option<u32>; 2],
+    /// NSEC3 only: the hash of every owner and of its wildcard child, so
+    /// that a proof hashes only names derived from the query name.
+    owners: Option<OwnerHashes>,
 }
 
 impl DenialChain {
@@ -89,14 +93,24 @@ impl DenialChain {
             links.extend(kind.positions_in(zone, shard, s.offsets()));
         }
         zone.sort_canonically(&mut links);
-        Some(DenialChain::new(kind, links, zone))
+        let owners = match &kind {
+            ChainKind::Nsec3(params) => Some(OwnerHashes::of(zone, &kind, params)),
+            ChainKind::Nsec => None,
+        };
+        Some(DenialChain::new(kind, links, owners, zone))
     }
 
-    fn new(kind: ChainKind, links: Vec<Position>, zone: &Zone) -> DenialChain {
+    fn new(
+        kind: ChainKind,
+        links: Vec<Position>,
+        owners: Option<OwnerHashes>,
+        zone: &Zone,
+    ) -> DenialChain {
         let mut chain = DenialChain {
             kind,
             links: links.into(),
             apex_nsec3: [None; 2],
+            owners,
         };
         if let ChainKind::Nsec3(params) = &chain.kind {
             let apex = zone.origin.as_wire();
@@ -144,7 +158,36 @@ impl DenialChain {
         next.sort_canonically(&mut fresh);
         let kept = self.links.iter().filter(|p| !rewritten[p.shard as usize]);
         let links = merge(kept.copied(), fresh, |a, b| next.cmp_positions(a, b));
-        Some(DenialChain::new(kind, links, next))
+        let owners = match (&self.owners, &kind) {
+            (Some(owners), ChainKind::Nsec3(params)) => {
+                Some(owners.after_change(previous, next, &kind, params))
+            }
+            _ => None,
+        };
+        Some(DenialChain::new(kind, links, owners, next))
+    }
+
+    /// NSEC3: the digests of `node`'s owner and of its wildcard child,
+    /// computed when the chain was built (None: hash them).
+    pub(crate) fn owner_digests<'z>(
+        &'z self,
+        zone: &'z Zone,
+        node: &Node,
+    ) -> Option<&'z OwnerDigests> {
+        self.owners.as_ref()?.get(zone, node)
+    }
+
+    /// Forgets the owner digests, so that proofs hash every name at
+    /// query time: the reference the digests are tested against.
+    #[cfg(test)]
+    pub(crate) fn forget_owner_digests(&mut self) {
+        self.owners = None;
+    }
+
+    /// Owners whose digests were computed, for tests.
+    #[cfg(test)]
+    pub(crate) fn owner_digest_count(&self) -> Option<usize> {
+        self.owners.as_ref().map(OwnerHashes::len)
     }
 
     pub(crate) fn kind(&self) -> &ChainKind {
@@ -158,6 +201,7 @@ impl DenialChain {
     /// Heap bytes the chain takes.
     pub(crate) fn heap_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.links)
+            + self.owners.as_ref().map_or(0, OwnerHashes::heap_bytes)
     }
 
     /// The link whose owner is the last at or before `name` (lower-cased

@@ -16,6 +16,7 @@ pub(crate) mod chain;
 pub mod diff;
 mod node;
 pub(crate) mod nsec3;
+mod nsec3_owners;
 mod reread;
 mod table;
 pub(crate) mod wildcard;
@@ -363,6 +364,15 @@ impl Zone {
     /// A signed zone's NSEC or NSEC3 chain (None: the zone is unsigned).
     pub(crate) fn denial_chain(&self) -> Option<&DenialChain> {
         self.chain.as_deref()
+    }
+
+    /// Drops the NSEC3 owner digests, so that proofs hash every name at
+    /// query time: the reference they are tested against.
+    #[cfg(test)]
+    pub(crate) fn forget_nsec3_owner_digests(&mut self) {
+        if let Some(chain) = self.chain.as_mut() {
+            chain.forget_owner_digests();
+        }
     }
 
     /// Whether the zone proves denial of existence (it has NSEC, or

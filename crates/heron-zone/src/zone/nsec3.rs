@@ -77,7 +77,7 @@ pub(crate) struct HashedOwner {
 }
 
 impl HashedOwner {
-    fn new(digest: &[u8; HASH_LEN], apex: &[u8]) -> Option<HashedOwner> {
+    pub(crate) fn new(digest: &[u8; HASH_LEN], apex: &[u8]) -> Option<HashedOwner> {
         let len = 1 + LABEL_LEN + apex.len();
         if len > MAX_NAME_LEN {
             return None;

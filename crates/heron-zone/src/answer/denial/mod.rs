@@ -19,7 +19,7 @@ mod tests;
 use heron_proto::name::suffixes;
 
 use crate::zone::chain::{ChainKind, DenialChain};
-use crate::zone::nsec3::Nsec3Params;
+use crate::zone::nsec3::{HASH_LEN, HashedOwner, Nsec3Params};
 use crate::zone::wildcard::WildcardName;
 use crate::zone::{Node, RRset, Zone};
 
@@ -149,15 +149,14 @@ impl<'z> Prover<'z, '_> {
             // 7.2.2: the closest encloser proof, and no wildcard there.
             Denial::NxDomain { encloser } => {
                 if let Some(ce) = h.closest_encloser_proof(name, encloser.key().len(), self.proof) {
-                    let star = WildcardName::below(ce);
-                    self.proof.add(star.and_then(|s| h.covering(s.as_wire())));
+                    self.proof.add(h.covering_wildcard_of(ce));
                 }
             }
             // 7.2.3, 7.2.4 and 7.2.7: the matching NSEC3, or where there
             // is none (opt-out) the closest provable encloser proof.
             Denial::NoData { node } | Denial::InsecureReferral { cut: node } => {
                 let own = node.key();
-                match h.matching(own) {
+                match h.matching_node(node) {
                     Some(m) => self.proof.add(Some(m)),
                     None => {
                         h.closest_encloser_proof(own, parent_len(own), self.proof);
@@ -174,7 +173,7 @@ impl<'z> Prover<'z, '_> {
             Denial::WildcardNoData { source } => {
                 let ce = parent(source.key());
                 h.closest_encloser_proof(name, ce.len(), self.proof);
-                self.proof.add(h.matching(source.key()));
+                self.proof.add(h.matching_node(source));
             }
         }
     }
@@ -188,15 +187,58 @@ struct Nsec3Chain<'z, 'p> {
 }
 
 impl<'z> Nsec3Chain<'z, '_> {
+    /// The hash of `name` (the first digest) or of its wildcard child
+    /// (the second): the one computed at load when `name` is a node of
+    /// the zone, else computed now.
+    fn digest(&self, name: &[u8], which: usize) -> Option<[u8; HASH_LEN]> {
+        let node = self.zone.node(name);
+        self.digest_of(name, node, which)
+    }
+
+    /// [`Nsec3Chain::digest`] for `name`'s node, if the caller has it.
+    fn digest_of(&self, name: &[u8], node: Option<Node>, which: usize) -> Option<[u8; HASH_LEN]> {
+        if let Some(stored) = node.and_then(|n| self.chain.owner_digests(self.zone, &n)) {
+            return Some(stored[which]);
+        }
+        match which {
+            0 => Some(self.params.hash(name)),
+            _ => WildcardName::below(name).map(|star| self.params.hash(star.as_wire())),
+        }
+    }
+
     /// The NSEC3 whose hashed owner is `name`'s hash.
     fn matching(&self, name: &[u8]) -> Option<Node<'z>> {
         let apex = self.zone.origin().as_wire();
         if name == apex {
             return self.chain.apex_match(self.zone);
         }
-        let owner = self.params.hashed_owner(name, apex)?;
+        self.matching_digest(&self.digest(name, 0)?)
+    }
+
+    /// The NSEC3 that matches the owner of `node`.
+    fn matching_node(&self, node: Node<'z>) -> Option<Node<'z>> {
+        if node.id() == self.zone.apex().id() {
+            return self.chain.apex_match(self.zone);
+        }
+        self.matching_digest(&self.digest_of(node.key(), Some(node), 0)?)
+    }
+
+    /// The NSEC3 whose hashed owner is that of `digest`.
+    fn matching_digest(&self, digest: &[u8; HASH_LEN]) -> Option<Node<'z>> {
+        let owner = HashedOwner::new(digest, self.zone.origin().as_wire())?;
         let node = self.zone.node(owner.as_wire())?;
         self.chain.kind().links(&node).then_some(node)
+    }
+
+    /// The NSEC3 that covers `*.<ce>`: that there is no wildcard at the
+    /// closest encloser `ce`.
+    fn covering_wildcard_of(&self, ce: &[u8]) -> Option<Node<'z>> {
+        let apex = self.zone.origin().as_wire();
+        if ce == apex {
+            return self.chain.apex_wildcard_cover(self.zone);
+        }
+        let owner = HashedOwner::new(&self.digest(ce, 1)?, apex)?;
+        self.chain.before(self.zone, owner.as_wire())
     }
 
     /// The NSEC3 whose owner precedes `name`'s hash: the one that covers

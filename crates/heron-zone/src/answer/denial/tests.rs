@@ -533,12 +533,12 @@ fn nsec_zone_text(names: &[String]) -> String {
     text
 }
 
-#[test]
-fn an_applied_change_keeps_the_chain_a_full_load_builds() {
+/// 3000 names, enough for several shards, and an edit of them: every
+/// 97th removed, 40 added under an empty non-terminal.
+fn names_and_edited() -> (Vec<String>, Vec<String>) {
     let names: Vec<String> = (0..3000)
         .map(|i| format!("n{}x{i}", i * 7919 % 1000))
         .collect();
-    let before = zone(&nsec_zone_text(&names));
     let mut edited: Vec<String> = names
         .iter()
         .enumerate()
@@ -546,6 +546,13 @@ fn an_applied_change_keeps_the_chain_a_full_load_builds() {
         .map(|(_, n)| n.clone())
         .collect();
     edited.extend((0..40).map(|i| format!("added{i}.deep")));
+    (names, edited)
+}
+
+#[test]
+fn an_applied_change_keeps_the_chain_a_full_load_builds() {
+    let (names, edited) = names_and_edited();
+    let before = zone(&nsec_zone_text(&names));
     // A name that only gains an NSEC, and the apex's serial changes.
     let text = nsec_zone_text(&edited).replace("SOA ns1 h 1 ", "SOA ns1 h 2 ");
     let after = zone(&text);
@@ -563,4 +570,130 @@ fn an_applied_change_keeps_the_chain_a_full_load_builds() {
     let unsigned = zone(&unsigned_text);
     let stripped = after.apply(&diff(&after, &unsigned)).unwrap();
     assert_eq!(stripped.signed_chain_len(), None);
+}
+
+// ---------------------------------------------------------------------------
+// NSEC3 owner digests computed when the chain is built: the proofs are
+// those that hashing every name at query time finds.
+
+/// Every proof each node can take part in, for its own name and for names
+/// below it, as text (the proving owners), in node order.
+fn all_proofs(z: &Zone) -> Vec<String> {
+    let chain = z.denial_chain().unwrap();
+    let mut out = Vec::new();
+    for node in z.nodes() {
+        let key = node.key().to_vec();
+        let mut cases = vec![
+            (key.clone(), Denial::NoData { node }),
+            (key.clone(), Denial::InsecureReferral { cut: node }),
+        ];
+        for prefix in [&b"\x02nx"[..], b"\x01a\x01b", b"\x01*"] {
+            let name = [prefix, &key[..]].concat();
+            cases.push((name.clone(), Denial::NxDomain { encloser: node }));
+            cases.push((name.clone(), Denial::Wildcard { source: node }));
+            cases.push((name, Denial::WildcardNoData { source: node }));
+        }
+        for (case, (name, denial)) in cases.into_iter().enumerate() {
+            let proof = prove(z, chain, &name, denial);
+            let owners: Vec<String> = proof.records().map(|(n, _)| owner(&n)).collect();
+            let name = Name::from_wire(&name).unwrap();
+            out.push(format!("{name} case {case}: {owners:?}"));
+        }
+    }
+    out
+}
+
+/// Checks that the digests of every owner that has them are its hash and
+/// its wildcard child's, and that the proofs with them are those without.
+fn digests_prove_as_hashing_does(mut z: Zone) -> usize {
+    let p = params(&z);
+    let chain = z.denial_chain().unwrap();
+    let mut stored = 0;
+    for node in z.nodes() {
+        let Some(d) = chain.owner_digests(&z, &node) else {
+            assert!(chain.kind().links(&node), "{} has no digests", owner(&node));
+            continue;
+        };
+        let star = [&b"\x01*"[..], node.key()].concat();
+        assert_eq!(d, &[p.hash(node.key()), p.hash(&star)], "{}", owner(&node));
+        stored += 1;
+    }
+    assert_eq!(chain.owner_digest_count(), Some(stored));
+    let with = all_proofs(&z);
+    z.forget_nsec3_owner_digests();
+    assert_eq!(z.denial_chain().unwrap().owner_digest_count(), None);
+    let without = all_proofs(&z);
+    assert_eq!(with.len(), without.len());
+    for (a, b) in with.iter().zip(&without) {
+        assert_eq!(a, b, "with digests vs hashing at query time");
+    }
+    stored
+}
+
+#[test]
+fn nsec3_proofs_from_load_time_digests_are_those_hashing_finds() {
+    for text in [NSEC3, OPT_OUT] {
+        let z = zone(text);
+        let names = z
+            .nodes()
+            .filter(|n| !z.denial_chain().unwrap().kind().links(n));
+        let expected = names.count();
+        assert!(expected > 20);
+        assert_eq!(digests_prove_as_hashing_does(z), expected);
+    }
+}
+
+#[test]
+fn nsec_and_unsigned_zones_keep_no_owner_digests() {
+    let z = zone(NSEC);
+    let chain = z.denial_chain().unwrap();
+    assert_eq!(chain.owner_digest_count(), None);
+    assert!(z.nodes().all(|n| chain.owner_digests(&z, &n).is_none()));
+    let unsigned = zone(&nsec_zone_text(&[]).replace("NSEC", "TXT"));
+    assert!(unsigned.denial_chain().is_none());
+}
+
+/// An NSEC3 zone of `names` (each with an A record, and its hashed owner
+/// with an NSEC3 whose next hash does not matter to the index), large
+/// enough for several shards.
+fn nsec3_zone_text(names: &[String]) -> String {
+    let p = Nsec3Params::from_nsec3param(&[1, 0, 0, 0, 0]).unwrap();
+    let mut text = format!(
+        "$ORIGIN {ORIGIN}\n@ 300 SOA ns1 h 1 7200 3600 1209600 300\n@ 300 NS ns1\n\
+         @ 300 NSEC3PARAM 1 0 0 -\nns1 300 A 192.0.2.1\n"
+    );
+    let mut owners = vec!["@".to_string(), "ns1".to_string()];
+    owners.extend(names.iter().cloned());
+    for n in &owners {
+        if n != "@" && n != "ns1" {
+            text.push_str(&format!("{n} 300 A 192.0.2.2\n"));
+        }
+        let h = hash_label(&p, n);
+        text.push_str(&format!("{h} 300 NSEC3 1 0 0 - {h} A\n"));
+    }
+    text
+}
+
+#[test]
+fn an_applied_change_hashes_the_owners_a_full_load_hashes() {
+    let (names, edited) = names_and_edited();
+    let before = zone(&nsec3_zone_text(&names));
+    let text = nsec3_zone_text(&edited).replace("SOA ns1 h 1 ", "SOA ns1 h 2 ");
+    let after = zone(&text);
+    let applied = before.apply(&diff(&before, &after)).unwrap();
+    let count = |z: &Zone| z.denial_chain().unwrap().owner_digest_count();
+    assert_eq!(count(&applied), count(&after));
+    // The names, the apex, ns1 and the empty non-terminal "deep".
+    assert_eq!(count(&applied), Some(edited.len() + 3));
+    // The same proofs as the zone loaded whole (nodes lie in another order).
+    let sorted = |z: &Zone| {
+        let mut v = all_proofs(z);
+        v.sort();
+        v
+    };
+    let (a, b) = (sorted(&applied), sorted(&after));
+    assert_eq!(a.len(), b.len());
+    let differ = a.iter().zip(&b).filter(|(x, y)| x != y).count();
+    assert_eq!(differ, 0, "proofs after apply vs a full load");
+    assert_eq!(digests_prove_as_hashing_does(applied), edited.len() + 3);
 }

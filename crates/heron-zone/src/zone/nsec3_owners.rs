@@ -1,0 +1,120 @@
+//! NSEC3 zones only: the hash of each owner name, and of its wildcard
+//! child `*.owner`, computed when the chain is built, so that a proof of
+//! denial hashes at query time only names derived from the query name
+//! (the next closer name), never a name the zone holds (a closest
+//! encloser, a NODATA owner, a wildcard, an unsigned delegation).
+//!
+//! Kept per shard, beside the chain: the nodes' arena offsets in order
+//! (4 bytes each) and two SHA-1 digests each (40 bytes). The hashed
+//! owner nodes themselves (the NSEC3 records) get none. A change
+//! (`Zone::apply`) hashes again only the owners of the shards it
+//! rewrote; the other shards' digests are shared with the previous
+//! version. NSEC zones and unsigned zones have no such table.
+
+use std::sync::Arc;
+
+use super::chain::ChainKind;
+use super::nsec3::{HASH_LEN, Nsec3Params};
+use super::wildcard::WildcardName;
+use super::{Node, Zone, shard_of};
+
+/// The digests of a name and of its wildcard child.
+pub(crate) type OwnerDigests = [[u8; HASH_LEN]; 2];
+
+/// Every shard's owner digests.
+pub(crate) struct OwnerHashes {
+    shards: Box<[Arc<ShardHashes>]>,
+}
+
+/// One shard's: by node, in arena order.
+struct ShardHashes {
+    offsets: Box<[u32]>,
+    digests: Box<[OwnerDigests]>,
+}
+
+impl OwnerHashes {
+    /// Every owner of `zone` hashed with `params`.
+    pub(super) fn of(zone: &Zone, kind: &ChainKind, params: &Nsec3Params) -> OwnerHashes {
+        let shards = (0..zone.shards.len())
+            .map(|shard| Arc::new(ShardHashes::of(zone, kind, params, shard)))
+            .collect();
+        OwnerHashes { shards }
+    }
+
+    /// The owner digests of `next`, a version `apply` made from
+    /// `previous` (whose digests these are): those of the shards they
+    /// share kept, the others hashed again.
+    pub(super) fn after_change(
+        &self,
+        previous: &Zone,
+        next: &Zone,
+        kind: &ChainKind,
+        params: &Nsec3Params,
+    ) -> OwnerHashes {
+        let mut shards: Vec<Arc<ShardHashes>> = Vec::with_capacity(next.shards.len());
+        for shard in 0..next.shards.len() {
+            let kept = self
+                .shards
+                .get(shard)
+                .filter(|_| next.shards.shares(&previous.shards, shard));
+            shards.push(match kept {
+                Some(same) => same.clone(),
+                None => Arc::new(ShardHashes::of(next, kind, params, shard)),
+            });
+        }
+        OwnerHashes {
+            shards: shards.into(),
+        }
+    }
+
+    /// The digests of `node`'s owner and wildcard child, if they were
+    /// computed (not for hashed owners, nor past 255 octets).
+    pub(crate) fn get<'z>(&'z self, zone: &'z Zone, node: &Node) -> Option<&'z OwnerDigests> {
+        let shard = match self.shards.len() {
+            1 => 0,
+            n => shard_of(zone.hash(node.key()), n),
+        };
+        let arena = zone.shards[shard].arena.as_ptr() as usize;
+        let at = u32::try_from(node.id().checked_sub(arena)?).ok()?;
+        let hashes = self.shards.get(shard)?;
+        let i = hashes.offsets.binary_search(&at).ok()?;
+        hashes.digests.get(i)
+    }
+
+    /// Heap bytes the digests take.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| std::mem::size_of_val(&*s.offsets) + std::mem::size_of_val(&*s.digests))
+            .sum()
+    }
+
+    /// Nodes hashed, for tests.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.offsets.len()).sum()
+    }
+}
+
+impl ShardHashes {
+    fn of(zone: &Zone, kind: &ChainKind, params: &Nsec3Params, shard: usize) -> ShardHashes {
+        let mut offsets = Vec::new();
+        let mut digests = Vec::new();
+        for at in zone.shards[shard].offsets() {
+            let node = zone.node_at((shard, at));
+            if kind.links(&node) {
+                continue; // a hashed owner: nothing proves its absence
+            }
+            let Some(star) = WildcardName::below(node.key()) else {
+                continue;
+            };
+            let Ok(at) = u32::try_from(at) else { continue };
+            offsets.push(at);
+            digests.push([params.hash(node.key()), params.hash(star.as_wire())]);
+        }
+        ShardHashes {
+            offsets: offsets.into(),
+            digests: digests.into(),
+        }
+    }
+}
