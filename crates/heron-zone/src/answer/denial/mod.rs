@@ -148,8 +148,10 @@ impl<'z> Prover<'z, '_> {
         match denial {
             // 7.2.2: the closest encloser proof, and no wildcard there.
             Denial::NxDomain { encloser } => {
-                if let Some(ce) = h.closest_encloser_proof(name, encloser.key().len(), self.proof) {
-                    self.proof.add(h.covering_wildcard_of(ce));
+                let longest = encloser.key().len();
+                let found = h.closest_encloser_proof(name, longest, Some(encloser), self.proof);
+                if let Some((ce, ce_node)) = found {
+                    self.proof.add(h.covering_wildcard_of(ce, ce_node));
                 }
             }
             // 7.2.3, 7.2.4 and 7.2.7: the matching NSEC3, or where there
@@ -159,7 +161,7 @@ impl<'z> Prover<'z, '_> {
                 match h.matching_node(node) {
                     Some(m) => self.proof.add(Some(m)),
                     None => {
-                        h.closest_encloser_proof(own, parent_len(own), self.proof);
+                        h.closest_encloser_proof(own, parent_len(own), None, self.proof);
                     }
                 }
             }
@@ -172,7 +174,7 @@ impl<'z> Prover<'z, '_> {
             // 7.2.5: the closest encloser proof and the wildcard's NSEC3.
             Denial::WildcardNoData { source } => {
                 let ce = parent(source.key());
-                h.closest_encloser_proof(name, ce.len(), self.proof);
+                h.closest_encloser_proof(name, ce.len(), None, self.proof);
                 self.proof.add(h.matching_node(source));
             }
         }
@@ -188,14 +190,8 @@ struct Nsec3Chain<'z, 'p> {
 
 impl<'z> Nsec3Chain<'z, '_> {
     /// The hash of `name` (the first digest) or of its wildcard child
-    /// (the second): the one computed at load when `name` is a node of
-    /// the zone, else computed now.
-    fn digest(&self, name: &[u8], which: usize) -> Option<[u8; HASH_LEN]> {
-        let node = self.zone.node(name);
-        self.digest_of(name, node, which)
-    }
-
-    /// [`Nsec3Chain::digest`] for `name`'s node, if the caller has it.
+    /// (the second): the one computed at load when `node`, `name`'s node
+    /// in the zone, is given, else computed now.
     fn digest_of(&self, name: &[u8], node: Option<Node>, which: usize) -> Option<[u8; HASH_LEN]> {
         if let Some(stored) = node.and_then(|n| self.chain.owner_digests(self.zone, &n)) {
             return Some(stored[which]);
@@ -204,15 +200,6 @@ impl<'z> Nsec3Chain<'z, '_> {
             0 => Some(self.params.hash(name)),
             _ => WildcardName::below(name).map(|star| self.params.hash(star.as_wire())),
         }
-    }
-
-    /// The NSEC3 whose hashed owner is `name`'s hash.
-    fn matching(&self, name: &[u8]) -> Option<Node<'z>> {
-        let apex = self.zone.origin().as_wire();
-        if name == apex {
-            return self.chain.apex_match(self.zone);
-        }
-        self.matching_digest(&self.digest(name, 0)?)
     }
 
     /// The NSEC3 that matches the owner of `node`.
@@ -232,12 +219,13 @@ impl<'z> Nsec3Chain<'z, '_> {
 
     /// The NSEC3 that covers `*.<ce>`: that there is no wildcard at the
     /// closest encloser `ce`.
-    fn covering_wildcard_of(&self, ce: &[u8]) -> Option<Node<'z>> {
+    /// `ce_node` is its node, if the zone has one.
+    fn covering_wildcard_of(&self, ce: &[u8], ce_node: Option<Node>) -> Option<Node<'z>> {
         let apex = self.zone.origin().as_wire();
         if ce == apex {
             return self.chain.apex_wildcard_cover(self.zone);
         }
-        let owner = HashedOwner::new(&self.digest(ce, 1)?, apex)?;
+        let owner = HashedOwner::new(&self.digest_of(ce, ce_node, 1)?, apex)?;
         self.chain.before(self.zone, owner.as_wire())
     }
 
@@ -255,23 +243,33 @@ impl<'z> Nsec3Chain<'z, '_> {
     /// Adds the closest provable encloser proof of `name` (RFC 5155
     /// 7.2.1): the NSEC3 of the nearest ancestor, at most `longest`
     /// octets long, that has one, and the NSEC3 covering the next closer
-    /// name below it. Returns that encloser; None when not even the apex
-    /// has an NSEC3.
+    /// name below it. Returns that encloser and its node; None when not
+    /// even the apex has an NSEC3. `known` is the node of one of the
+    /// candidates, if the caller has it (no lookup for that one).
     fn closest_encloser_proof<'n>(
         &self,
         name: &'n [u8],
         longest: usize,
+        known: Option<Node<'z>>,
         proof: &mut Proof<'z>,
-    ) -> Option<&'n [u8]> {
+    ) -> Option<(&'n [u8], Option<Node<'z>>)> {
         let apex_len = self.zone.origin().wire_len();
         let candidates = suffixes(name)
             .filter(|s| s.len() <= longest && s.len() < name.len())
             .take_while(|s| s.len() >= apex_len);
         for ce in candidates {
-            if let Some(m) = self.matching(ce) {
+            let node = match known {
+                Some(k) if k.key() == ce => Some(k),
+                _ => self.zone.node(ce),
+            };
+            let matched = match node {
+                Some(n) => self.matching_node(n),
+                None => self.matching_digest(&self.params.hash(ce)),
+            };
+            if let Some(m) = matched {
                 proof.add(Some(m));
                 proof.add(next_closer(name, ce.len()).and_then(|nc| self.covering(nc)));
-                return Some(ce);
+                return Some((ce, node));
             }
         }
         None

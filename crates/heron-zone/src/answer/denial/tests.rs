@@ -639,6 +639,9 @@ fn nsec3_proofs_from_load_time_digests_are_those_hashing_finds() {
             .filter(|n| !z.denial_chain().unwrap().kind().links(n));
         let expected = names.count();
         assert!(expected > 20);
+        // 16 bytes per link; 4 (arena offset) and 2 x 20 (digests) per owner.
+        let links = z.signed_chain_len().unwrap();
+        assert_eq!(z.chain_heap_bytes(), 16 * links + 44 * expected);
         assert_eq!(digests_prove_as_hashing_does(z), expected);
     }
 }
