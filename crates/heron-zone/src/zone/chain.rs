@@ -94,7 +94,7 @@ impl DenialChain {
         }
         zone.sort_canonically(&mut links);
         let owners = match &kind {
-            ChainKind::Nsec3(params) => Some(OwnerHashes::of(zone, &kind, params)),
+            ChainKind::Nsec3(params) => Some(OwnerHashes::of(zone, &|n| kind.links(n), params)),
             ChainKind::Nsec => None,
         };
         Some(DenialChain::new(kind, links, owners, zone))
@@ -160,7 +160,7 @@ impl DenialChain {
         let links = merge(kept.copied(), fresh, |a, b| next.cmp_positions(a, b));
         let owners = match (&self.owners, &kind) {
             (Some(owners), ChainKind::Nsec3(params)) => {
-                Some(owners.after_change(previous, next, &kind, params))
+                Some(owners.after_change(previous, next, &|n| kind.links(n), params))
             }
             _ => None,
         };

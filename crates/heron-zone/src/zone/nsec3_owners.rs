@@ -13,7 +13,6 @@
 
 use std::sync::Arc;
 
-use super::chain::ChainKind;
 use super::nsec3::{HASH_LEN, Nsec3Params};
 use super::wildcard::WildcardName;
 use super::{Node, Zone, shard_of};
@@ -33,10 +32,15 @@ struct ShardHashes {
 }
 
 impl OwnerHashes {
-    /// Every owner of `zone` hashed with `params`.
-    pub(super) fn of(zone: &Zone, kind: &ChainKind, params: &Nsec3Params) -> OwnerHashes {
+    /// Every owner of `zone` hashed with `params`, but the links of the
+    /// chain (`is_link`: the hashed owners).
+    pub(super) fn of(
+        zone: &Zone,
+        is_link: &dyn Fn(&Node) -> bool,
+        params: &Nsec3Params,
+    ) -> OwnerHashes {
         let shards = (0..zone.shards.len())
-            .map(|shard| Arc::new(ShardHashes::of(zone, kind, params, shard)))
+            .map(|shard| Arc::new(ShardHashes::of(zone, is_link, params, shard)))
             .collect();
         OwnerHashes { shards }
     }
@@ -48,7 +52,7 @@ impl OwnerHashes {
         &self,
         previous: &Zone,
         next: &Zone,
-        kind: &ChainKind,
+        is_link: &dyn Fn(&Node) -> bool,
         params: &Nsec3Params,
     ) -> OwnerHashes {
         let mut shards: Vec<Arc<ShardHashes>> = Vec::with_capacity(next.shards.len());
@@ -59,7 +63,7 @@ impl OwnerHashes {
                 .filter(|_| next.shards.shares(&previous.shards, shard));
             shards.push(match kept {
                 Some(same) => same.clone(),
-                None => Arc::new(ShardHashes::of(next, kind, params, shard)),
+                None => Arc::new(ShardHashes::of(next, is_link, params, shard)),
             });
         }
         OwnerHashes {
@@ -97,12 +101,17 @@ impl OwnerHashes {
 }
 
 impl ShardHashes {
-    fn of(zone: &Zone, kind: &ChainKind, params: &Nsec3Params, shard: usize) -> ShardHashes {
+    fn of(
+        zone: &Zone,
+        is_link: &dyn Fn(&Node) -> bool,
+        params: &Nsec3Params,
+        shard: usize,
+    ) -> ShardHashes {
         let mut offsets = Vec::new();
         let mut digests = Vec::new();
         for at in zone.shards[shard].offsets() {
             let node = zone.node_at((shard, at));
-            if kind.links(&node) {
+            if is_link(&node) {
                 continue; // a hashed owner: nothing proves its absence
             }
             let Some(star) = WildcardName::below(node.key()) else {
