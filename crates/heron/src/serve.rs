@@ -89,23 +89,12 @@ fn start(args: ServeArgs) -> Result<(), String> {
         && settings.zones.is_empty()
         && settings.generated_catalogs.is_empty();
     let mut files = zone_files(&args, &settings);
-    // The signed versions served before the restart: the previous
-    // versions of the first signing, and where the journals end.
-    let signed_before: Vec<Arc<Zone>> = (signed_copies::load(&files.signed_copies()))
-        .into_iter()
-        .map(Arc::new)
-        .collect();
-    let (mut catalog, journals) =
-        load_catalog_and_find_journals(use_example, &mut files, &settings, &signed_before);
-    let signed = files.signed_files();
-    crate::runtime::update::replay_journals(&mut catalog, &settings.policies, &signed);
-    crate::runtime::update_signed::carry_journals(
-        &mut catalog,
-        &settings.policies,
-        &signed,
-        &signed_before,
-    );
-    catalog_producer::insert_kept(&settings.generated_catalogs, &mut catalog);
+    let Loaded {
+        catalog,
+        journals,
+        signed,
+        signed_before,
+    } = load_zones(use_example, &mut files, &settings);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
         .enable_all()
@@ -145,32 +134,9 @@ fn start(args: ServeArgs) -> Result<(), String> {
         notify_tx,
         query_log.tap(),
     );
-    let zone_stats = Arc::new(ZoneStats::default());
-    let transfers = Transfers {
-        // Its driver task runs on the runtime.
-        notifier: runtime.block_on(async { Notifier::start(keys.clone(), zone_stats.clone()) }),
-        keys: keys.clone(),
-        query_log: query_log.clone(),
-        zone_stats,
-        catalog_writer: Mutex::new(()),
-        primary,
-        secondaries: Mutex::new(None),
-        frozen: Default::default(),
-        signings: Default::default(),
-        signed_secondaries: Default::default(),
-        signed_copies: Default::default(),
-    };
+    let transfers = new_transfers(&runtime, &keys, &query_log, primary);
     transfers.signings.set(signed);
-    transfers.signed_copies.set(files.signed_copies());
-    let signed_now: Vec<Arc<Zone>> = (signed_before.iter())
-        .filter_map(|before| {
-            catalog
-                .get(before.origin())
-                .filter(|z| !Arc::ptr_eq(z, before))
-        })
-        .cloned()
-        .collect();
-    transfers.signed_copies.keep(&signed_now);
+    keep_signed_copies(&transfers, &files, &catalog, &signed_before);
     transfers
         .signed_secondaries
         .set(&settings.signed_secondaries);
@@ -190,6 +156,89 @@ fn start(args: ServeArgs) -> Result<(), String> {
         secondaries,
     };
     runtime.block_on(serve(settings.server, process, prepared))
+}
+
+/// What transfers, NOTIFY and the zones' changes share; its NOTIFY
+/// driver started on `runtime`.
+fn new_transfers(
+    runtime: &tokio::runtime::Runtime,
+    keys: &Arc<SharedKeys>,
+    query_log: &Arc<QueryLog>,
+    primary: Arc<Primary>,
+) -> Transfers {
+    let zone_stats = Arc::new(ZoneStats::default());
+    Transfers {
+        // Its driver task runs on the runtime.
+        notifier: runtime.block_on(async { Notifier::start(keys.clone(), zone_stats.clone()) }),
+        keys: keys.clone(),
+        query_log: query_log.clone(),
+        zone_stats,
+        catalog_writer: Mutex::new(()),
+        primary,
+        secondaries: Mutex::new(None),
+        frozen: Default::default(),
+        signings: Default::default(),
+        signed_secondaries: Default::default(),
+        signed_copies: Default::default(),
+    }
+}
+
+/// The zones as loaded at start, before anything is served.
+struct Loaded {
+    catalog: Catalog,
+    journals: journal_files::Found,
+    /// The zones Heron signs from their files, with their signing.
+    signed: Vec<(Name, Arc<crate::config::dnssec::Signing>)>,
+    /// The signed versions served before the restart (`FILE.signed`).
+    signed_before: Vec<Arc<Zone>>,
+}
+
+/// Loads the zone files, the signed versions kept before the restart
+/// being the previous versions of the first signing (and where the
+/// journals end); replays the journals, carries the signed zones'
+/// updates, and adds the generated catalogs' kept files.
+fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &Settings) -> Loaded {
+    let signed_before: Vec<Arc<Zone>> = (signed_copies::load(&files.signed_copies()))
+        .into_iter()
+        .map(Arc::new)
+        .collect();
+    let (mut catalog, journals) =
+        load_catalog_and_find_journals(use_example, files, settings, &signed_before);
+    let signed = files.signed_files();
+    crate::runtime::update::replay_journals(&mut catalog, &settings.policies, &signed);
+    crate::runtime::update_signed::carry_journals(
+        &mut catalog,
+        &settings.policies,
+        &signed,
+        &signed_before,
+    );
+    catalog_producer::insert_kept(&settings.generated_catalogs, &mut catalog);
+    Loaded {
+        catalog,
+        journals,
+        signed,
+        signed_before,
+    }
+}
+
+/// Where the signed zones' copies go, and the copies of the versions
+/// that differ from those kept before the restart written now.
+fn keep_signed_copies(
+    transfers: &Transfers,
+    files: &ZoneFiles,
+    catalog: &Catalog,
+    signed_before: &[Arc<Zone>],
+) {
+    transfers.signed_copies.set(files.signed_copies());
+    let signed_now: Vec<Arc<Zone>> = (signed_before.iter())
+        .filter_map(|before| {
+            catalog
+                .get(before.origin())
+                .filter(|z| !Arc::ptr_eq(z, before))
+        })
+        .cloned()
+        .collect();
+    transfers.signed_copies.keep(&signed_now);
 }
 
 /// The settings, their warnings logged; errors logged here, so the one

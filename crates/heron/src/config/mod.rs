@@ -888,11 +888,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         warnings.extend(unwritable.map(|w| format!("{}: {w}", path.display())));
     }
     let control = file.server.control.as_ref().map(|p| base.join(p));
-    let journals = policies.values().filter_map(|p| p.journal_file.as_deref());
-    let used = (zones.iter().map(|z| z.file.as_path()))
-        .chain(journals)
-        .chain(control.as_deref());
-    catalog::mark_files_in_use(&mut consumed, used);
+    mark_used(&mut consumed, &zones, &policies, control.as_deref());
     let signed_secondaries = keep_zones_loaded_from_files(&mut zones, &secondaries, &generated);
     Ok(Settings {
         signed_secondaries,
@@ -916,6 +912,21 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         metrics: sections.metrics,
         log: file.log,
     })
+}
+
+/// Tells the consumed catalogs which files the configuration itself uses
+/// (zone files, journals, the control socket): no member may take them.
+fn mark_used(
+    consumed: &mut [catalog::CatalogConfig],
+    zones: &[ZoneSpec],
+    policies: &HashMap<Name, ZonePolicy>,
+    control: Option<&Path>,
+) {
+    let journals = policies.values().filter_map(|p| p.journal_file.as_deref());
+    let used = (zones.iter().map(|z| z.file.as_path()))
+        .chain(journals)
+        .chain(control);
+    catalog::mark_files_in_use(consumed, used);
 }
 
 /// The zones' own `allow-query` ACLs, one sorted line each.

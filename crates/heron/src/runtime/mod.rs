@@ -236,12 +236,7 @@ fn rebuild(
             .for_each(|zone| running.keep_signed(zone, None));
     }
     update::keep_updates(&current, &mut next, xfr);
-    for origin in &config.removed {
-        next.remove(origin);
-        xfr.primary.forget(origin);
-        xfr.notifier.zone_removed(origin);
-        tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
-    }
+    remove_zones(xfr, &mut next, &config.removed);
     outcome.removed = config.removed;
     if let Some(e) = config.dnstap_failed {
         outcome.settings_failed(e);
@@ -267,6 +262,17 @@ fn rebuild(
     drop(current);
     memory::settle(&catalog.load_full());
     (outcome, changed, swap)
+}
+
+/// Zones no longer configured: no longer served, their history and
+/// NOTIFY targets forgotten.
+fn remove_zones(xfr: &Transfers, next: &mut Catalog, removed: &[Name]) {
+    for origin in removed {
+        next.remove(origin);
+        xfr.primary.forget(origin);
+        xfr.notifier.zone_removed(origin);
+        tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
+    }
 }
 
 /// Applies what a new configuration says to the running server at once
