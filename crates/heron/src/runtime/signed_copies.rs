@@ -44,6 +44,11 @@ pub(crate) fn load(zones: &[(Name, PathBuf)]) -> Vec<Zone> {
         })
         .filter(|spec| spec.file.exists())
         .collect();
+    if specs.is_empty() {
+        // No load at all: the loader's progress would tell systemd of
+        // one ("loading: 0 of 0 zones") before the zone files'.
+        return Vec::new();
+    }
     let loaded = load_parallel(&specs.iter().collect::<Vec<_>>(), &Default::default());
     (specs.iter().zip(loaded))
         .filter_map(|(spec, loaded)| match loaded {
