@@ -29,21 +29,27 @@ pub(crate) fn folder(path: &Path) -> &Path {
     }
 }
 
-/// Makes what was written to the `.tmp` files of `renamed` and to the
-/// files `written` (appended to, created or removed) durable, renames the
-/// `.tmp` files over `renamed`, and makes the renames durable. If a sync
-/// fails nothing is renamed: the files stay as they were.
-/// Returns whether the files are durable (false: a folder could not be
-/// synced).
-pub(crate) fn install(renamed: &[&Path], written: &[&Path]) -> bool {
-    let all = renamed.iter().chain(written);
-    let folders: BTreeSet<&Path> = all.map(|p| folder(p)).collect();
-    if renamed.len() + written.len() <= SYNC_EACH_UP_TO {
-        if !sync_each(renamed, written) {
+/// Makes what was written to the `.tmp` files of `renamed`, to the files
+/// `written` (created or removed) and to the existing files `appended`
+/// durable, renames the `.tmp` files over `renamed`, and makes the
+/// renames, creations and removals durable. An append changes no folder,
+/// so a batch that only appends (a dynamic update's journal entry) costs
+/// one sync of its file and none of its folder. If a sync fails nothing
+/// is renamed: the files stay as they were. Returns whether the files
+/// are durable (false: a file or folder could not be synced).
+pub(crate) fn install(renamed: &[&Path], written: &[&Path], appended: &[&Path]) -> bool {
+    let changed = renamed.iter().chain(written);
+    let folders: BTreeSet<&Path> = changed.map(|p| folder(p)).collect();
+    if renamed.len() + written.len() + appended.len() <= SYNC_EACH_UP_TO {
+        if !sync_each(renamed, written, appended) {
             return false;
         }
-    } else if !sync_folders(&folders) {
-        return false;
+    } else {
+        let mut every_folder = folders.clone();
+        every_folder.extend(appended.iter().map(|p| folder(p)));
+        if !sync_folders(&every_folder) {
+            return false;
+        }
     }
     for path in renamed {
         if let Err(e) = std::fs::rename(tmp_path(path), path) {
@@ -65,10 +71,12 @@ const SYNC_EACH_UP_TO: usize = 64;
 /// Syncs each file (the `.tmp` file of each of `renamed`); a file of
 /// `written` that is gone was removed, which the folder's sync covers,
 /// and what is not a regular file has nothing to sync.
-fn sync_each(renamed: &[&Path], written: &[&Path]) -> bool {
+fn sync_each(renamed: &[&Path], written: &[&Path], appended: &[&Path]) -> bool {
     let tmps: Vec<PathBuf> = renamed.iter().map(|p| tmp_path(p)).collect();
     let files = tmps.iter().map(|p| (p.as_path(), false));
-    for (path, may_be_gone) in files.chain(written.iter().map(|p| (*p, true))) {
+    let written = written.iter().map(|p| (*p, true));
+    let appended = appended.iter().map(|p| (*p, false));
+    for (path, may_be_gone) in files.chain(written).chain(appended) {
         // Only a regular file has data to sync; opening anything else to
         // sync it (a FIFO put where a file goes) would wait for a writer.
         if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {

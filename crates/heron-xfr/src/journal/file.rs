@@ -387,7 +387,9 @@ fn take<'b>(body: &'b [u8], at: &mut usize, n: usize) -> Result<&'b [u8], &'stat
 /// Appends `diffs` to the journal file at `path`, with the header first
 /// if the file is new or empty. Not synced: the caller syncs many files
 /// at once. A failed write is cut off again, so the file stays readable.
-pub fn append(path: &Path, origin: &Name, diffs: &[Arc<ZoneDiff>]) -> io::Result<()> {
+/// Returns whether the file held something before: if not, it may be new,
+/// and its folder must be synced too.
+pub fn append(path: &Path, origin: &Name, diffs: &[Arc<ZoneDiff>]) -> io::Result<bool> {
     let mut file = OpenOptions::new().create(true).append(true).open(path)?;
     let was = file.metadata()?.len();
     let mut bytes = if was == 0 { header(origin) } else { Vec::new() };
@@ -396,7 +398,8 @@ pub fn append(path: &Path, origin: &Name, diffs: &[Arc<ZoneDiff>]) -> io::Result
     }
     file.write_all(&bytes).inspect_err(|_| {
         let _ = file.set_len(was);
-    })
+    })?;
+    Ok(was > 0)
 }
 
 /// Writes a whole journal file, the header then `diffs`, to `path` (a

@@ -157,11 +157,13 @@ const FAILURES_LOGGED: usize = 10;
 fn commit(batch: &HashMap<PathBuf, Pending>) -> usize {
     let mut renamed: Vec<&Path> = Vec::new();
     let mut written: Vec<&Path> = Vec::new();
+    let mut appended: Vec<&Path> = Vec::new();
     let mut failed = 0;
     for (path, pending) in batch {
         match write_one(path, pending) {
             Ok(Written::ToRename) => renamed.push(path),
             Ok(Written::InPlace) => written.push(path),
+            Ok(Written::Appended) => appended.push(path),
             Err(e) => {
                 failed += 1;
                 if failed <= FAILURES_LOGGED {
@@ -180,8 +182,9 @@ fn commit(batch: &HashMap<PathBuf, Pending>) -> usize {
             failed - FAILURES_LOGGED
         );
     }
-    if (!renamed.is_empty() || !written.is_empty()) && !disk::install(&renamed, &written) {
-        failed += renamed.len() + written.len();
+    let files = renamed.len() + written.len() + appended.len();
+    if files > 0 && !disk::install(&renamed, &written, &appended) {
+        failed += files;
     }
     failed
 }
@@ -189,8 +192,10 @@ fn commit(batch: &HashMap<PathBuf, Pending>) -> usize {
 enum Written {
     /// A new version in the `.tmp` file.
     ToRename,
-    /// Appended to, created, or removed.
+    /// Created or removed: its folder changed.
     InPlace,
+    /// Appended to, as it was: its folder did not change.
+    Appended,
 }
 
 fn write_one(path: &Path, pending: &Pending) -> io::Result<Written> {
@@ -200,7 +205,10 @@ fn write_one(path: &Path, pending: &Pending) -> io::Result<Written> {
         appends,
     } = pending;
     match replace {
-        None => file::append(path, origin, appends).map(|()| Written::InPlace),
+        None => file::append(path, origin, appends).map(|existed| match existed {
+            true => Written::Appended,
+            false => Written::InPlace,
+        }),
         Some(steps) if steps.is_empty() && appends.is_empty() => {
             remove(path).map(|()| Written::InPlace)
         }

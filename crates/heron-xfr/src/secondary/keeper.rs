@@ -206,7 +206,7 @@ fn commit(batch: HashMap<PathBuf, Pending>) {
         .map(|(path, _, _)| &**path)
         .collect();
     if !written.is_empty() {
-        let _ = disk::install(&written, &[]);
+        let _ = disk::install(&written, &[], &[]);
     }
     for (path, p) in &batch {
         if let (None, Some(at)) = (&p.zone, p.date) {

@@ -96,8 +96,12 @@ fn appends_and_whole_files_read_back_through_restore() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("z.zone.jnl");
     let diffs = chain(4);
-    append(&path, &origin(), &diffs[..1]).unwrap();
-    append(&path, &origin(), &diffs[1..]).unwrap();
+    // Only the first append makes the file (and changes its folder).
+    assert!(!append(&path, &origin(), &diffs[..1]).unwrap(), "new");
+    assert!(
+        append(&path, &origin(), &diffs[1..]).unwrap(),
+        "held entries"
+    );
     let restored = restore(&path, &origin(), 5, DEFAULT_MAX_BYTES).unwrap();
     assert_eq!(
         serials(restored.journal.diffs()),
@@ -340,7 +344,9 @@ fn a_torn_tail_that_hides_the_served_serial_is_a_mismatch() {
 /// batching and syncs.
 fn apply(path: &Path, change: FileChange) {
     match change {
-        FileChange::Append(d) => append(path, &origin(), &[d]).unwrap(),
+        FileChange::Append(d) => {
+            append(path, &origin(), &[d]).unwrap();
+        }
         FileChange::Replace(diffs) if diffs.is_empty() => {
             let _ = std::fs::remove_file(path);
         }
