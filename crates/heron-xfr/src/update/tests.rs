@@ -731,3 +731,43 @@ fn mutated_and_random_messages_never_panic() {
     // The mutations leave some updates whole, which must still work.
     assert!(accepted > 100, "{accepted}");
 }
+
+/// What one update costs the update task in CPU: parsed, checked and
+/// applied, each to the version the one before made (as a batch is),
+/// on zones of 10,000 and 100,000 names (a measurement, not a test).
+#[test]
+#[ignore = "cargo test --release -p heron-xfr update_cost -- --ignored --nocapture"]
+fn update_cost() {
+    const UPDATES: usize = 2_000;
+    for names in [10_000, 100_000] {
+        let body: String = (0..names)
+            .map(|i| format!("h{i} A 198.51.{}.{}\n", i / 250 % 256, i % 250))
+            .collect();
+        let mut zone = zone(&body);
+        let messages: Vec<Vec<u8>> = (0..UPDATES)
+            .map(|i| {
+                let owner = format!("u{i}.u.test");
+                Builder::new()
+                    .add(&owner, RType::A, &[203, 0, (i >> 8) as u8, i as u8])
+                    .bytes()
+            })
+            .collect();
+        let settings = everyone();
+        let key = key_k();
+        let who = Requester {
+            ip: "127.0.0.1".parse().unwrap(),
+            key: Some(&key),
+        };
+        let started = std::time::Instant::now();
+        for message in &messages {
+            let update = parse(message).unwrap();
+            match process(&zone, &update, &settings, who, 1_795_608_000) {
+                Ok(Applied::Changed(next, _)) => zone = *next,
+                Ok(Applied::Unchanged) => panic!("unchanged"),
+                Err(r) => panic!("{r:?}"),
+            }
+        }
+        let each = started.elapsed() / UPDATES as u32;
+        println!("{names} names: {each:?} an update ({UPDATES} updates)");
+    }
+}
