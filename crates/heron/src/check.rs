@@ -62,6 +62,10 @@ pub fn config(file: &Path) -> ExitCode {
         .chain(&missing_xdp_interfaces(&settings.server))
         .for_each(|w| println!("warning: {w}"));
     let mut ok = true;
+    for refused in crate::plan::key_state::unsigned_with_ds_at_start(&settings, file) {
+        println!("{}: error: {refused}", file.display());
+        ok = false;
+    }
     if let Some(problem) = dnstap_file_problem(settings.dnstap.as_ref()) {
         println!("{}: error: {problem}", file.display());
         ok = false;

@@ -339,7 +339,14 @@ fn control_in_runtime_directory() -> Option<PathBuf> {
 /// The configuration file (if any) with the command line laid over it.
 fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
     let mut settings = match &args.config {
-        Some(path) => config::load(path)?,
+        Some(path) => {
+            let settings = config::load(path)?;
+            let refused = crate::plan::key_state::unsigned_with_ds_at_start(&settings, path);
+            if !refused.is_empty() {
+                return Err(refused);
+            }
+            settings
+        }
         None => Settings {
             server: ServerConfig {
                 listen: vec![config::DEFAULT_LISTEN.parse().unwrap()],

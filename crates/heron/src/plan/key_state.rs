@@ -9,7 +9,7 @@
 //! driver (parent checks, `heron ctl ds-seen`) never drop each other's
 //! change, while the zones of a load are signed in parallel.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -169,6 +169,48 @@ pub fn unsigning_refused(origin: &Name, dir: &Path) -> Option<String> {
              (docs/operations.md, \"Unsigning a zone\")"
         )
     })
+}
+
+/// [`unsigning_refused`] at a start, for a `dnssec-policy` removed while
+/// the server was stopped: the zones of `settings` that Heron does not
+/// sign whose state file in the default key directory (`keys` beside
+/// `config`) says a DS may be at the parent. A zone whose keys were in a
+/// `key-directory` of its own can not be found this way.
+pub fn unsigned_with_ds_at_start(settings: &crate::config::Settings, config: &Path) -> Vec<String> {
+    let signed: HashSet<&Name> = (settings.signed_secondaries.iter())
+        .map(|(origin, _)| origin)
+        .collect();
+    let files = (settings.zones.iter())
+        .filter(|z| z.signing.is_none())
+        .map(|z| &z.origin);
+    let secondaries = (settings.secondaries.iter())
+        .map(|s| &s.origin)
+        .filter(|origin| !signed.contains(origin));
+    let base = config.parent().unwrap_or(Path::new("."));
+    unsigned_with_ds(files.chain(secondaries), &base.join("keys"))
+}
+
+/// Of `origins`, those whose state file in `dir` refuses their unsigning,
+/// each with why. The directory is listed once: most of 100,000 unsigned
+/// zones have no state file, and are not looked up one by one.
+fn unsigned_with_ds<'a>(origins: impl Iterator<Item = &'a Name>, dir: &Path) -> Vec<String> {
+    let Ok(listing) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let state_files: HashSet<String> = listing
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .collect();
+    origins
+        .filter(|origin| state_files.contains(&file_name(&zone_text(origin))))
+        .filter_map(|origin| {
+            let why = unsigning_refused(origin, dir)?;
+            let path = state_path(dir, &zone_text(origin));
+            Some(format!(
+                "{why}; if the parent holds no DS of it, move {} away",
+                path.display()
+            ))
+        })
+        .collect()
 }
 
 /// The zone's state file as recorded, if there is one.
@@ -556,6 +598,49 @@ mod tests {
         let state = read_state(dir.path(), "k.test.").unwrap().unwrap();
         let ksk = state.keys.iter().find(|k| k.role == Role::Ksk).unwrap();
         assert_eq!((ksk.ds.state, ksk.ds_gone), (State::Unretentive, None));
+    }
+
+    /// A policy removed with the server stopped: the zone's state file,
+    /// in the default key directory beside the configuration, still has
+    /// a DS that may be at the parent, and the start is refused; before
+    /// any DS was asked for, or for zones without a state file, it is not.
+    #[test]
+    fn a_start_without_the_policy_is_refused_while_a_ds_may_be_at_the_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("heron.toml");
+        fs::write(dir.path().join("k.zone"), ZONE).unwrap();
+        fs::write(dir.path().join("other.zone"), ZONE.replace("CDS", "TXT")).unwrap();
+        let zones = "[[zone]]\norigin = \"k.test\"\nfile = \"k.zone\"\n\n\
+                     [[zone]]\norigin = \"other.test\"\nfile = \"other.zone\"\n";
+        fs::write(&config, zones).unwrap();
+        let settings = crate::config::load(&config).unwrap();
+        let keys = dir.path().join("keys");
+        assert!(
+            unsigned_with_ds_at_start(&settings, &config).is_empty(),
+            "no key directory"
+        );
+        step(&origin(), &split(), &keys, 300, 1000).unwrap();
+        assert!(
+            unsigned_with_ds_at_start(&settings, &config).is_empty(),
+            "keys made, no DS asked for yet"
+        );
+        let asked = step(&origin(), &split(), &keys, 300, 1000 + 300 + 3600).unwrap();
+        assert_eq!(asked.cds.len(), 1, "the DS is asked for");
+        let refused = unsigned_with_ds_at_start(&settings, &config);
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(refused[0].contains("zone 'k.test.'"), "{}", refused[0]);
+        assert!(
+            refused[0].contains("dnssec-policy = \"insecure\""),
+            "{}",
+            refused[0]
+        );
+        assert!(refused[0].contains("move ") && refused[0].contains("k.test.keys.json away"));
+        // Signed with the policy, as configured: nothing to refuse.
+        let signed =
+            "[[zone]]\norigin = \"k.test\"\nfile = \"k.zone\"\ndnssec-policy = \"default\"\n";
+        fs::write(&config, signed).unwrap();
+        let settings = crate::config::load(&config).unwrap();
+        assert!(unsigned_with_ds_at_start(&settings, &config).is_empty());
     }
 
     fn step_at(dir: &tempfile::TempDir, now: UnixTime) -> Step {
