@@ -32,6 +32,12 @@ use crate::runtime::{Transfers, update_forward, update_signed};
 
 /// Updates applied in one batch at most (one journal sync for them all).
 const MAX_BATCH: usize = 512;
+/// Longest a batch waits, after the answers of the one before, for the
+/// updates those clients send next (see [`Gather`]).
+const MAX_GATHER: Duration = Duration::from_millis(2);
+/// A shorter wait is not worth it (the runtime's timer counts whole
+/// milliseconds, and a sync that short costs less than the wait).
+const MIN_GATHER: Duration = Duration::from_millis(1);
 /// How long a batch waits for its journal sync before it gives up.
 const SYNC_WAIT: Duration = Duration::from_secs(20);
 /// Changes an update's log line names; the rest are counted.
@@ -63,6 +69,7 @@ async fn run(
     let forwarder = update_forward::Forwarder::default();
     // Zones to write back to their files, and when.
     let mut write_back: HashMap<Name, Instant> = HashMap::new();
+    let mut gather = Gather::default();
     loop {
         let next_write = write_back.values().min().copied();
         let received = match next_write {
@@ -74,7 +81,7 @@ async fn run(
         };
         match received {
             Some(0) => return,
-            Some(_) => {}
+            Some(_) => gather.more(&mut updates, &mut batch).await,
             None => {
                 write_back_due(&mut write_back, &catalog, &transfers).await;
                 continue;
@@ -90,16 +97,23 @@ async fn run(
         }
         let (catalog, xfr) = (catalog.clone(), transfers.clone());
         let applied = tokio::task::spawn_blocking(move || apply_batch(taken, &catalog, &xfr)).await;
-        let Ok((answered, changed)) = applied else {
+        let Ok(Done {
+            answered,
+            changed,
+            synced,
+        }) = applied
+        else {
             tracing::error!("the update task failed; its batch goes unanswered");
             continue;
         };
         let now = unix_now();
+        let count = answered.len();
         for (update, rcode) in answered {
             transfers.zone_stats.update(&update.request.origin, rcode.0);
             let response = update.request.response(rcode, now);
             update.answer(response);
         }
+        gather = Gather::after(count + updates.len(), synced);
         transfers.notify(&changed);
         for zone in &changed {
             let policy = transfers.primary.policy(zone.origin());
@@ -161,6 +175,51 @@ async fn write_back_due(
     }
 }
 
+/// How long the next batch waits for more updates. The clients a batch
+/// answered send their next updates at once; a batch begun by the first
+/// of them would make the rest wait out its whole journal sync, and two
+/// syncs would share what one could hold. So the next batch waits, for
+/// at most half the last sync (and [`MAX_GATHER`]) from the answers, for
+/// as many updates as were answered then and already waiting: once every
+/// client is in, or the time is up, it goes. A lone client never waits
+/// (its one update is all it expects), nor does a batch after a pause,
+/// nor one after a sync of under 2 ms (a fast disk: a second sync costs
+/// less than waiting).
+#[derive(Default)]
+struct Gather {
+    expected: usize,
+    until: Option<tokio::time::Instant>,
+}
+
+impl Gather {
+    /// After `expected` updates were answered or waiting, their batch's
+    /// journal having taken `synced` to sync.
+    fn after(expected: usize, synced: Duration) -> Gather {
+        let window = (synced / 2).min(MAX_GATHER);
+        if window < MIN_GATHER {
+            // A second sync costs less than the timer could wait.
+            return Gather::default();
+        }
+        Gather {
+            expected: expected.min(MAX_BATCH),
+            until: Some(tokio::time::Instant::now() + window),
+        }
+    }
+
+    /// Adds to `batch` the updates that come before the window closes,
+    /// until it holds as many as expected.
+    async fn more<T>(&self, updates: &mut mpsc::Receiver<T>, batch: &mut Vec<T>) {
+        let Some(until) = self.until else { return };
+        while batch.len() < self.expected {
+            let room = MAX_BATCH - batch.len();
+            match tokio::time::timeout_at(until, updates.recv_many(batch, room)).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
 /// Zones frozen by `heron ctl freeze` (lower-cased): their updates are
 /// refused until `thaw`, so that their file can be edited by hand.
 #[derive(Default)]
@@ -199,14 +258,20 @@ struct Working {
     steps: Vec<ZoneDiff>,
 }
 
-/// Applies a batch; returns each update with its answer, and the zones
-/// that now serve a new version.
-fn apply_batch(
-    batch: Vec<Update>,
-    catalog: &SharedCatalog,
-    xfr: &Transfers,
-) -> (Vec<(Update, Rcode)>, Vec<Arc<Zone>>) {
+/// A batch applied.
+struct Done {
+    /// Each update with its answer.
+    answered: Vec<(Update, Rcode)>,
+    /// The zones that now serve a new version.
+    changed: Vec<Arc<Zone>>,
+    /// How long the journal took to sync (zero if nothing was written).
+    synced: Duration,
+}
+
+/// Applies a batch.
+fn apply_batch(batch: Vec<Update>, catalog: &SharedCatalog, xfr: &Transfers) -> Done {
     let now = unix_now();
+    let started = Instant::now();
     let _writing = xfr.catalog_writer.lock().unwrap_or_else(|e| e.into_inner());
     let served = catalog.load_full();
     let mut working: HashMap<Name, Working> = HashMap::new();
@@ -217,15 +282,29 @@ fn apply_batch(
     }
     working.retain(|_, w| !w.steps.is_empty());
     sign_updated(&mut working, &served, &mut answered, xfr);
+    let unchanged = |answered| Done {
+        answered,
+        changed: Vec::new(),
+        synced: Duration::ZERO,
+    };
     if working.is_empty() {
-        return (answered, Vec::new());
+        return unchanged(answered);
     }
     let primary = &xfr.primary;
     let failures = primary.journal_failures();
     for (origin, w) in &mut working {
         primary.zone_updated(origin, std::mem::take(&mut w.steps));
     }
+    let applied = started.elapsed();
     let durable = primary.flush_journal_files(SYNC_WAIT) && primary.journal_failures() == failures;
+    let synced = started.elapsed() - applied;
+    tracing::debug!(
+        "update batch: {} updates, {} zones changed, applied in {} µs, journal synced in {} µs",
+        answered.len(),
+        working.len(),
+        applied.as_micros(),
+        synced.as_micros()
+    );
     if !durable {
         tracing::error!(
             "the journal of {} updated zones could not be written: their updates are answered SERVFAIL",
@@ -239,14 +318,18 @@ fn apply_batch(
                 *rcode = Rcode::SERVFAIL;
             }
         }
-        return (answered, Vec::new());
+        return unchanged(answered);
     }
     let mut next = (*served).clone();
     let changed: Vec<Arc<Zone>> = working.into_values().map(|w| w.zone).collect();
     changed.iter().for_each(|z| next.insert_shared(z.clone()));
     catalog.store(Arc::new(next));
     xfr.signed_copies.keep(&changed);
-    (answered, changed)
+    Done {
+        answered,
+        changed,
+        synced,
+    }
 }
 
 /// The zones of the batch that Heron signs, signed once each (the
@@ -619,4 +702,58 @@ fn soa_with_serial(zone: &Zone, serial: u32) -> heron_zone::diff::DiffRecord {
         field.copy_from_slice(&serial.to_be_bytes());
     }
     soa
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch waits for the clients just answered, and no longer.
+    #[tokio::test(start_paused = true)]
+    async fn a_batch_waits_for_the_clients_just_answered_and_no_longer() {
+        let (sender, mut updates) = mpsc::channel(MAX_BATCH);
+        let gather = Gather::after(3, Duration::from_millis(10));
+        sender.send(1).await.unwrap();
+        let late = sender.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_micros(500)).await;
+            late.send(2).await.unwrap();
+            late.send(3).await.unwrap();
+        });
+        let mut batch = Vec::new();
+        updates.recv_many(&mut batch, MAX_BATCH).await;
+        gather.more(&mut updates, &mut batch).await;
+        assert_eq!(batch, [1, 2, 3], "all three in one batch");
+
+        // Fewer come than expected: the batch goes when the window closes.
+        let started = tokio::time::Instant::now();
+        let gather = Gather::after(64, Duration::from_millis(10));
+        sender.send(4).await.unwrap();
+        let mut batch = Vec::new();
+        updates.recv_many(&mut batch, MAX_BATCH).await;
+        gather.more(&mut updates, &mut batch).await;
+        assert_eq!(batch, [4]);
+        assert!(started.elapsed() <= MAX_GATHER, "{:?}", started.elapsed());
+    }
+
+    /// No wait before the first batch, after a batch that synced
+    /// nothing or synced fast, or for a client alone.
+    #[tokio::test(start_paused = true)]
+    async fn lone_clients_and_unsynced_batches_never_wait() {
+        let (sender, mut updates) = mpsc::channel(MAX_BATCH);
+        let started = tokio::time::Instant::now();
+        for gather in [
+            Gather::default(),
+            Gather::after(64, Duration::ZERO),
+            Gather::after(64, Duration::from_micros(1500)),
+            Gather::after(1, Duration::from_millis(10)),
+        ] {
+            sender.send(1).await.unwrap();
+            let mut batch = Vec::new();
+            updates.recv_many(&mut batch, MAX_BATCH).await;
+            gather.more(&mut updates, &mut batch).await;
+            assert_eq!(batch, [1]);
+        }
+        assert_eq!(started.elapsed(), Duration::ZERO);
+    }
 }
