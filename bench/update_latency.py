@@ -23,7 +23,6 @@ Needs dnspython (apt-get install python3-dnspython).
 
 import select
 import socket
-import statistics
 import sys
 import time
 
@@ -32,6 +31,8 @@ import dns.name
 import dns.rcode
 import dns.tsigkeyring
 import dns.update
+
+import served
 
 # Bounds: a record never answered gives up after this many seconds.
 GIVE_UP = 10.0
@@ -80,31 +81,9 @@ def answered(data, qid):
 def wait_served(socks, server, owner):
     """Seconds until every socket has been answered with `owner`'s A
     record (None past GIVE_UP)."""
-    started = time.perf_counter()
     query = bytearray(dns.message.make_query(owner, "A").to_wire())
-    pending = {}
-    for i, sock in enumerate(socks):
-        pending[sock] = (0, 1000 + i)
-    while pending:
-        now = time.perf_counter()
-        if now - started > GIVE_UP:
-            return None
-        for sock, (sent, qid) in list(pending.items()):
-            if now - sent >= RETRY:
-                query[0:2] = qid.to_bytes(2, "big")
-                sock.sendto(query, server)
-                pending[sock] = (now, qid)
-        ready, _, _ = select.select(list(pending), [], [], RETRY)
-        for sock in ready:
-            data, _ = sock.recvfrom(65535)
-            if answered(data, pending[sock][1]):
-                del pending[sock]
-    return time.perf_counter() - started
+    return served.wait_served(socks, server, query, answered, GIVE_UP, RETRY)
 
-
-def percentile(values, p):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 def main():
@@ -138,12 +117,10 @@ def main():
     if not latencies:
         print(f"latency n=0 failed={failed}")
         return 1
-    cells = {p: percentile(latencies, p) for p in (50, 90, 99)}
     print(
-        f"latency n={len(latencies)} failed={failed} p50_us={cells[50]:.0f} "
-        f"p90_us={cells[90]:.0f} p99_us={cells[99]:.0f} max_us={max(latencies):.0f} "
-        f"mean_us={statistics.mean(latencies):.0f} "
-        f"floor_p50_us={percentile(floors, 50):.0f} floor_p99_us={percentile(floors, 99):.0f}"
+        f"latency n={len(latencies)} failed={failed} {served.summary(latencies)} "
+        f"floor_p50_us={served.percentile(floors, 50):.0f} "
+        f"floor_p99_us={served.percentile(floors, 99):.0f}"
     )
     return 0
 

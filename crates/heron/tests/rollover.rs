@@ -81,6 +81,9 @@ struct Setup {
     port: u16,
     /// Knot and BIND, secondaries of the child.
     secondaries: Vec<Peer>,
+    /// A hidden primary serving the child unsigned, when the child is
+    /// signed as its secondary (bump in the wire).
+    hidden: Option<ServerProcess>,
     /// The version of the last validation may have reached a secondary
     /// whole: Heron answers the IXFR from the one before with the whole
     /// zone, or had no history (first version, or after a restart).
@@ -97,12 +100,14 @@ struct Peer {
 
 /// Heron serving the child on `port` from `base` under the policy
 /// `lines`, telling the secondaries on `notify` of each version; and its
-/// metrics endpoint.
+/// metrics endpoint. With `hidden`, the child is that primary's
+/// secondary, transferred unsigned and signed here.
 fn start_child(
     base: &std::path::Path,
     lines: &str,
     port: u16,
     notify: &[u16],
+    hidden: Option<SocketAddr>,
 ) -> (ServerProcess, SocketAddr) {
     let b = base.display();
     let metrics: SocketAddr = format!("127.0.0.1:{}", heron_testkit::free_port())
@@ -111,11 +116,15 @@ fn start_child(
     let notify: Vec<String> = (notify.iter())
         .map(|p| format!("\"127.0.0.1:{p}\""))
         .collect();
+    let source = match hidden {
+        None => format!("file = \"{b}/child.zone\"\n"),
+        Some(primary) => format!("file = \"{b}/kept/child.zone\"\nprimaries = [\"{primary}\"]\n"),
+    };
     let config = format!(
         "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"control.sock\"\n\
          [metrics]\nlisten = \"{metrics}\"\n\
          [[dnssec-policy]]\nname = \"child\"\n{lines}\n\
-         [[zone]]\norigin = \"{CHILD}\"\nfile = \"{b}/child.zone\"\n\
+         [[zone]]\norigin = \"{CHILD}\"\n{source}\
          allow-transfer = [\"127.0.0.1\"]\nnotify = [{}]\n\
          dnssec-policy = \"child\"\nkey-directory = \"{b}/child-keys\"\n",
         notify.join(", ")
@@ -123,6 +132,19 @@ fn start_child(
     let server = ServerProcess::heron_on_port(&heron(), port, CHILD, &config)
         .unwrap_or_else(|log| panic!("the child's server: {log}"));
     (server, metrics)
+}
+
+/// Heron serving the child unsigned from `base`'s `child.zone`, telling
+/// the signer on `signer_port` of each version.
+fn start_hidden_primary(base: &std::path::Path, signer_port: u16) -> ServerProcess {
+    let b = base.display().to_string();
+    ServerProcess::heron_with_config(&heron(), CHILD, move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"control.sock\"\n\
+             [[zone]]\norigin = \"{CHILD}\"\nfile = \"{b}/child.zone\"\n\
+             allow-transfer = [\"127.0.0.1\"]\nnotify = [\"127.0.0.1:{signer_port}\"]\n"
+        )
+    })
 }
 
 /// A Knot and a BIND secondary of the child at `primary`, on `ports`
@@ -154,6 +176,16 @@ impl Setup {
     /// a `[[dnssec-policy]]`), which asks the parent server for the DS
     /// RRset unless `ask_parent` is false.
     fn start(child_policy: &str, ask_parent: bool) -> Setup {
+        Setup::start_signing(child_policy, ask_parent, false)
+    }
+
+    /// [`Setup::start`], the child signed as the secondary of a hidden
+    /// primary (Heron, unsigned) that serves `child.zone`.
+    fn start_behind_primary(child_policy: &str) -> Setup {
+        Setup::start_signing(child_policy, true, true)
+    }
+
+    fn start_signing(child_policy: &str, ask_parent: bool, behind_primary: bool) -> Setup {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("parent.zone"), parent_text(1, &[])).unwrap();
         std::fs::write(dir.path().join("child.zone"), CHILD_TEXT).unwrap();
@@ -174,7 +206,9 @@ impl Setup {
         let child_config = format!("{FAST}{child_policy}\n{parents}");
         let port = heron_testkit::free_port();
         let peer_ports = [heron_testkit::free_port(), heron_testkit::free_port()];
-        let (server, metrics) = start_child(&base, &child_config, port, &peer_ports);
+        let hidden = behind_primary.then(|| start_hidden_primary(&base, port));
+        let hidden_addr = hidden.as_ref().map(ServerProcess::addr);
+        let (server, metrics) = start_child(&base, &child_config, port, &peer_ports, hidden_addr);
         let router = Router::start(parent.addr(), server.addr());
         let secondaries = start_secondaries(parent.addr(), server.addr(), &peer_ports);
         Setup {
@@ -193,6 +227,7 @@ impl Setup {
             incremental: std::cell::Cell::new(0),
             port,
             secondaries,
+            hidden,
             whole_ok: std::cell::Cell::new(false),
         }
     }
@@ -203,7 +238,14 @@ impl Setup {
         let ports: Vec<u16> = (self.secondaries.iter())
             .map(|p| p.server.addr().port())
             .collect();
-        let (server, metrics) = start_child(self.dir.path(), &self.child_config, self.port, &ports);
+        let hidden = self.hidden.as_ref().map(ServerProcess::addr);
+        let (server, metrics) = start_child(
+            self.dir.path(),
+            &self.child_config,
+            self.port,
+            &ports,
+            hidden,
+        );
         self.router = Router::start(self.parent.addr(), server.addr());
         // The history of versions goes on (the signed version kept in
         // FILE.signed, the journal from it): the next IXFR from the
@@ -1021,6 +1063,65 @@ fn a_restart_mid_roll_goes_on_where_it_was() {
     assert!(rolled, "{:?}\n{}", setup.phase(), setup.server.log());
     setup.validate();
     setup.assert_secondaries_took_ixfr(2);
+}
+
+/// A zone signed behind a hidden primary (bump in the wire) rolls its
+/// ZSK as a zone signed from its file does, every step validating; a
+/// change at the primary in the middle of the roll arrives by IXFR, is
+/// signed with the keys of that step and goes on to the secondaries.
+#[test]
+fn a_zone_signed_behind_a_hidden_primary_rolls_its_zsk() {
+    let mut setup = Setup::start_behind_primary("keys = \"ksk-zsk\"\nzsk-lifetime = \"14s\"\n");
+    let mut phases = Vec::new();
+    publish_first_ds(&mut setup, &mut phases);
+    let rolling = setup.run_until(Duration::from_secs(40), &mut phases, |s| {
+        role_keys(s, "zsk").len() == 2
+    });
+    assert!(rolling, "{:?}\n{}", setup.phase(), setup.server.log());
+    setup.change_at_hidden_primary("late A 192.0.2.77\n");
+    let arrived = setup.run_until(Duration::from_secs(20), &mut phases, |s| {
+        s.kdig(&["late.child.parent.test.", "A", "+dnssec"])
+            .contains("RRSIG")
+    });
+    assert!(arrived, "{}", setup.server.log());
+    setup.validate();
+    let rolled = setup.run_until(Duration::from_secs(45), &mut phases, |s| {
+        rolled(&role_keys(s, "zsk"))
+    });
+    assert!(rolled, "{:?}\n{}", setup.phase(), setup.server.log());
+    setup.validate();
+    let late = setup.kdig(&["late.child.parent.test.", "A", "+dnssec"]);
+    assert!(
+        late.contains("192.0.2.77") && late.contains("RRSIG"),
+        "{late}"
+    );
+    setup.assert_secondaries_took_ixfr(3);
+    // The hidden primary's serial stays its own: the signer's moved on
+    // with every step of the roll.
+    let hidden = setup.hidden.as_ref().unwrap().addr();
+    let primary_serial = heron_testkit::soa_serial(hidden, CHILD).unwrap();
+    let signed_serial = heron_testkit::soa_serial(setup.server.addr(), CHILD).unwrap();
+    assert_eq!(primary_serial, 2, "one change at the primary");
+    assert!(signed_serial > primary_serial, "{signed_serial}");
+}
+
+impl Setup {
+    /// The hidden primary's zone gets `lines` and the next serial, and
+    /// is reloaded there (its NOTIFY brings it to the signer).
+    fn change_at_hidden_primary(&self, lines: &str) {
+        let hidden = self.hidden.as_ref().expect("a hidden primary");
+        let serial = heron_testkit::soa_serial(hidden.addr(), CHILD).unwrap();
+        let path = self.dir.path().join("child.zone");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let next = text.replacen(
+            &format!("hostmaster {serial} "),
+            &format!("hostmaster {} ", serial + 1),
+            1,
+        ) + lines;
+        std::fs::write(&path, next).unwrap();
+        let (ok, said) = self.ctl(hidden, &["reload", CHILD]);
+        assert!(ok, "{said}");
+    }
 }
 
 impl Setup {

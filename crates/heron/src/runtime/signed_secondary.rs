@@ -5,10 +5,14 @@
 //! The refresh task keeps the unsigned version it transfers (its serial
 //! is the primary's, which its SOA checks and IXFR requests compare
 //! against) and writes it as the zone's kept copy. Each version it
-//! publishes is signed here, before it is served, with the incremental
-//! signer ([`crate::plan::signing::sign_loaded`]) and the version served
-//! as the previous one: the signatures of RRsets that did not change are
-//! kept, so an IXFR of one changed RRset costs a few new signatures.
+//! publishes is signed here, before it is served: by its change from the
+//! version received before, applied to the version served and signed
+//! incrementally as a dynamic update is ([`sign_change_received`]), so
+//! an IXFR of one changed RRset costs a few new signatures and time in
+//! proportion to the change; else (the first version, the primary's own
+//! DNSSEC records changed) whole ([`crate::plan::signing::sign_loaded`]),
+//! the version served as the previous one, whose signatures of RRsets
+//! that did not change are kept.
 //! The signed version takes a serial of its own (the primary's if ahead,
 //! else one past the one served), and is what is served, journaled, sent
 //! by AXFR and IXFR and NOTIFYed; it is also kept, in `FILE.signed`, so
@@ -22,11 +26,14 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use heron_proto::Name;
+use heron_proto::{Name, RType};
+use heron_xfr::update::is_dnssec_type;
+use heron_zone::diff::{DiffRecord, ZoneDiff};
 use heron_zone::{Catalog, Zone};
 
 use crate::config::dnssec::Signing;
 use crate::plan::signing::sign_loaded;
+use crate::runtime::update_signed;
 
 /// The versions of one signed secondary zone.
 #[derive(Default)]
@@ -36,6 +43,46 @@ struct Versions {
     /// The last version signed from it (what is served, or what a
     /// restart found kept).
     signed: Option<Arc<Zone>>,
+}
+
+/// `next`, received after `previous` (both unsigned), signed by the
+/// change alone: the records that changed applied to `signed` (the
+/// version signed from `previous`) with the primary's new SOA, and that
+/// signed incrementally ([`update_signed::sign_update`]), as a dynamic
+/// update is. The cost follows the change, not the zone. None when the
+/// change touches the signer's own types (the primary's DNSSEC records,
+/// which the whole signing drops) or does not apply: then the whole
+/// signing, keeping the signatures of what did not change, does it.
+fn sign_change_received(
+    previous: &Zone,
+    next: &Zone,
+    signed: &Zone,
+    signing: &Signing,
+) -> Option<Result<Zone, String>> {
+    let change = heron_zone::diff::diff(previous, next);
+    let records = change.deleted.iter().chain(&change.added);
+    if records.clone().any(|r| is_dnssec_type(r.rtype)) {
+        return None;
+    }
+    let step = ZoneDiff {
+        old_soa: apex_soa(signed)?,
+        new_soa: change.new_soa,
+        deleted: change.deleted,
+        added: change.added,
+    };
+    let updated = signed.apply(&step).ok()?;
+    Some(update_signed::sign_update(signed, &updated, signing).map(|(zone, _)| zone))
+}
+
+/// The SOA record of `zone`'s apex, as a diff frames it.
+fn apex_soa(zone: &Zone) -> Option<DiffRecord> {
+    let soa = zone.apex().rrset(RType::SOA)?;
+    Some(DiffRecord {
+        owner: zone.origin().clone(),
+        rtype: RType::SOA,
+        ttl: soa.ttl(),
+        rdata: soa.rdatas().next()?.to_vec(),
+    })
 }
 
 /// The secondary zones Heron signs, how, and their last versions; by
@@ -116,16 +163,24 @@ impl SignedSecondaries {
             let before = Some(served.clone());
             return Some(Ok((served.clone(), before)));
         }
-        entry.unsigned = Some(unsigned.clone());
+        let previous = entry.unsigned.replace(unsigned.clone());
         let before = served.cloned().or_else(|| entry.signed.clone());
-        let signed = sign_loaded(unsigned, before.as_deref(), &signing).map(Arc::new);
-        Some(match signed {
-            Ok(signed) => {
-                entry.signed = Some(signed.clone());
-                Ok((signed, before))
+        let signed = match (&previous, &before) {
+            (Some(previous), Some(signed)) => {
+                sign_change_received(previous, unsigned, signed, &signing)
             }
-            Err(e) => Err(e.join("; ")),
-        })
+            _ => None,
+        };
+        let signed = signed
+            .unwrap_or_else(|| {
+                sign_loaded(unsigned, before.as_deref(), &signing).map_err(|e| e.join("; "))
+            })
+            .map(Arc::new);
+        Some(
+            signed
+                .inspect(|signed| entry.signed = Some(signed.clone()))
+                .map(|s| (s, before)),
+        )
     }
 
     /// At a reload: the signed secondaries in `selection` (all when
