@@ -9,8 +9,9 @@ use std::time::Instant;
 
 use heron_dnssec::sign::sign_zone_after;
 use heron_proto::Name;
+use heron_xfr::update::is_dnssec_type;
 use heron_zone::Zone;
-use heron_zone::diff::ZoneDiff;
+use heron_zone::diff::{DiffRecord, ZoneDiff};
 
 use crate::config::dnssec::Signing;
 use crate::plan::key_state;
@@ -157,6 +158,58 @@ pub fn sign_change(
         "change signed"
     );
     Ok(Some(signed.zone))
+}
+
+/// `signed`, a version signed here, moved on by `change`, a change of its
+/// records that leaves the signer's own out, to `change.new_soa`: the
+/// change applied, then signed incrementally ([`sign_change`]), so the
+/// cost follows the change. None when that cannot be done (the change
+/// does not apply, touches what a whole signing must redo, or comes with
+/// a key step that changes what the apex publishes): the caller signs
+/// whole.
+pub fn sign_by_change(
+    signed: &Zone,
+    change: ZoneDiff,
+    signing: &Signing,
+) -> Option<Result<Zone, Vec<String>>> {
+    let step = ZoneDiff {
+        old_soa: apex_soa(signed)?,
+        ..change
+    };
+    let updated = signed.apply(&step).ok()?;
+    let change = heron_zone::diff::diff(signed, &updated);
+    sign_change(signed, &updated, &change, signing).transpose()
+}
+
+/// The change from `signed`, the version served of a zone signed here, to
+/// `loaded`, its file read again (unsigned), without the records the
+/// signer made, which the file lacks; for [`sign_by_change`]. None when
+/// the file has records of the signer's types of its own, or a signature
+/// of `signed` is due for refresh (which only a whole signing does).
+pub fn change_from_signed(signed: &Zone, loaded: &Zone, signing: &Signing) -> Option<ZoneDiff> {
+    let now = heron_proto::time::unix_now();
+    let within = REFRESH_CHECK.as_secs() as u32;
+    let refresh = signing.policy.signature_refresh;
+    if heron_dnssec::sign::refresh_due(signed, now, refresh, within) {
+        return None;
+    }
+    let mut change = heron_zone::diff::diff(signed, loaded);
+    if change.added.iter().any(|r| is_dnssec_type(r.rtype)) {
+        return None;
+    }
+    change.deleted.retain(|r| !is_dnssec_type(r.rtype));
+    Some(change)
+}
+
+/// The SOA record of `zone`'s apex, as a diff frames it.
+fn apex_soa(zone: &Zone) -> Option<DiffRecord> {
+    let soa = zone.apex().rrset(heron_proto::RType::SOA)?;
+    Some(DiffRecord {
+        owner: zone.origin().clone(),
+        rtype: heron_proto::RType::SOA,
+        ttl: soa.ttl(),
+        rdata: soa.rdatas().next()?.to_vec(),
+    })
 }
 
 /// The zone signed as `step` says, and its serial kept.
@@ -334,6 +387,52 @@ mod tests {
             4,
             "two keys, one serial, one key state file"
         );
+    }
+
+    /// A file read again with one name more is signed by that change:
+    /// the name and its chain neighbours get signatures, everything else
+    /// keeps its own, and the result is what a whole signing would serve.
+    /// A file with a DNSKEY of its own is not taken by change.
+    #[test]
+    fn a_reloaded_file_is_signed_by_its_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let signing = Signing {
+            policy: Arc::new(Policy::default()),
+            key_directory: dir.path().join("keys"),
+        };
+        let signed = sign_loaded(&load(), None, &signing).unwrap();
+        let text = ZONE.replace("hm 7 ", "hm 8 ") + "www 300 IN A 192.0.2.80\n";
+        let origin = Name::parse("k.test").unwrap();
+        let loaded = heron_zone::load_zone_str(&text, "t", &origin).unwrap().zone;
+        let change = change_from_signed(&signed, &loaded, &signing).expect("taken by change");
+        assert_eq!(
+            change.deleted,
+            [],
+            "the signer's records are not the file's change"
+        );
+        assert_eq!(change.added.len(), 1);
+        let next = sign_by_change(&signed, change, &signing).unwrap().unwrap();
+        assert_eq!(next.serial(), 8);
+        let www = Name::parse("www.k.test").unwrap();
+        let node = next.node(www.to_lowercase().as_wire()).expect("www");
+        assert!(
+            node.rrset(heron_proto::RType::A)
+                .is_some_and(|a| a.sigs().count() == 1)
+        );
+        assert!(node.rrset(heron_proto::RType::NSEC).is_some(), "chained");
+        let new_sigs = heron_zone::diff::diff(&signed, &next)
+            .added
+            .iter()
+            .filter(|r| r.rtype == heron_proto::RType::RRSIG)
+            .count();
+        assert!(
+            new_sigs <= 3 + 10,
+            "{new_sigs} new signatures for one RRset"
+        );
+        let key = format!("{}==", "A".repeat(86));
+        let with_key = format!("{text}@ 300 IN DNSKEY 257 3 13 {key}\n");
+        let loaded = heron_zone::load_zone_str(&with_key, "t", &origin).unwrap();
+        assert!(change_from_signed(&signed, &loaded.zone, &signing).is_none());
     }
 
     #[test]

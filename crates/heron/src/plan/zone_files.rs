@@ -695,9 +695,7 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
         .for_each(|w| tracing::warn!(target: LOG_TARGET, "{w}"));
     crate::plan::zonemd::check(&loaded.zone).map_err(|why| vec![why])?;
     let zone = match &spec.signing {
-        Some(signing) => {
-            crate::plan::signing::sign_loaded(&loaded.zone, previous.map(|p| &**p), signing)?
-        }
+        Some(signing) => sign_reloaded(&loaded.zone, previous.map(|p| &**p), signing)?,
         None => loaded.zone,
     };
     let new_bytes = previous.map_or(zone.heap_bytes(), |old| zone.unshared_bytes(old));
@@ -714,6 +712,23 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
         if previous.is_some() { "zone reloaded" } else { "zone loaded" }
     );
     Ok((zone, Stamp::from_metadata(&file.metadata)))
+}
+
+/// A signed zone's file, read again: signed by its change from the
+/// version served when that can be done (the cost follows the change),
+/// else whole, keeping the served version's signatures where nothing
+/// changed.
+fn sign_reloaded(
+    loaded: &Zone,
+    previous: Option<&Zone>,
+    signing: &crate::config::dnssec::Signing,
+) -> Result<Zone, Vec<String>> {
+    use crate::plan::signing::{change_from_signed, sign_by_change, sign_loaded};
+    let by_change = previous.and_then(|signed| {
+        let change = change_from_signed(signed, loaded, signing)?;
+        sign_by_change(signed, change, signing)
+    });
+    by_change.unwrap_or_else(|| sign_loaded(loaded, previous, signing))
 }
 
 /// What becomes of a zone whose file failed to load.

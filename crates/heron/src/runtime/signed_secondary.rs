@@ -26,14 +26,12 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use heron_proto::{Name, RType};
+use heron_proto::Name;
 use heron_xfr::update::is_dnssec_type;
-use heron_zone::diff::{DiffRecord, ZoneDiff};
 use heron_zone::{Catalog, Zone};
 
 use crate::config::dnssec::Signing;
-use crate::plan::signing::sign_loaded;
-use crate::runtime::update_signed;
+use crate::plan::signing::{sign_by_change, sign_loaded};
 
 /// The versions of one signed secondary zone.
 #[derive(Default)]
@@ -48,11 +46,12 @@ struct Versions {
 /// `next`, received after `previous` (both unsigned), signed by the
 /// change alone: the records that changed applied to `signed` (the
 /// version signed from `previous`) with the primary's new SOA, and that
-/// signed incrementally ([`update_signed::sign_update`]), as a dynamic
-/// update is. The cost follows the change, not the zone. None when the
-/// change touches the signer's own types (the primary's DNSSEC records,
-/// which the whole signing drops) or does not apply: then the whole
-/// signing, keeping the signatures of what did not change, does it.
+/// signed incrementally ([`crate::plan::signing::sign_by_change`]), as a
+/// dynamic update is. The cost follows the change, not the zone. None
+/// when the change touches the signer's own types (the primary's DNSSEC
+/// records, which the whole signing drops) or cannot be signed so: then
+/// the whole signing, keeping the signatures of what did not change,
+/// does it.
 fn sign_change_received(
     previous: &Zone,
     next: &Zone,
@@ -64,25 +63,8 @@ fn sign_change_received(
     if records.clone().any(|r| is_dnssec_type(r.rtype)) {
         return None;
     }
-    let step = ZoneDiff {
-        old_soa: apex_soa(signed)?,
-        new_soa: change.new_soa,
-        deleted: change.deleted,
-        added: change.added,
-    };
-    let updated = signed.apply(&step).ok()?;
-    Some(update_signed::sign_update(signed, &updated, signing).map(|(zone, _)| zone))
-}
-
-/// The SOA record of `zone`'s apex, as a diff frames it.
-fn apex_soa(zone: &Zone) -> Option<DiffRecord> {
-    let soa = zone.apex().rrset(RType::SOA)?;
-    Some(DiffRecord {
-        owner: zone.origin().clone(),
-        rtype: RType::SOA,
-        ttl: soa.ttl(),
-        rdata: soa.rdatas().next()?.to_vec(),
-    })
+    let signed = sign_by_change(signed, change, signing)?;
+    Some(signed.map_err(|e| e.join("; ")))
 }
 
 /// The secondary zones Heron signs, how, and their last versions; by
