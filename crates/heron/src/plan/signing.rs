@@ -163,15 +163,21 @@ pub fn sign_change(
 /// `signed`, a version signed here, moved on by `change`, a change of its
 /// records that leaves the signer's own out, to `change.new_soa`: the
 /// change applied, then signed incrementally ([`sign_change`]), so the
-/// cost follows the change. None when that cannot be done (the change
-/// does not apply, touches what a whole signing must redo, or comes with
-/// a key step that changes what the apex publishes): the caller signs
-/// whole.
+/// cost follows the change. None when that cannot be done (`signed` has
+/// no keys or its policy goes insecure, the change does not apply,
+/// touches what a whole signing must redo, or comes with a key step that
+/// changes what the apex publishes): the caller signs whole.
 pub fn sign_by_change(
     signed: &Zone,
     change: ZoneDiff,
     signing: &Signing,
 ) -> Option<Result<Zone, Vec<String>>> {
+    // A zone going insecure, or served unsigned once it has, is the whole
+    // signing's: it alone serves a zone with no key left unsigned.
+    let has_keys = signed.apex().rrset(heron_proto::RType::DNSKEY).is_some();
+    if signing.policy.insecure || !has_keys {
+        return None;
+    }
     let step = ZoneDiff {
         old_soa: apex_soa(signed)?,
         ..change
@@ -433,6 +439,11 @@ mod tests {
         let with_key = format!("{text}@ 300 IN DNSKEY 257 3 13 {key}\n");
         let loaded = heron_zone::load_zone_str(&with_key, "t", &origin).unwrap();
         assert!(change_from_signed(&signed, &loaded.zone, &signing).is_none());
+        // A version served unsigned (gone insecure) is signed whole.
+        let unsigned = load();
+        let plain = heron_zone::load_zone_str(&text, "t", &origin).unwrap().zone;
+        let change = heron_zone::diff::diff(&unsigned, &plain);
+        assert!(sign_by_change(&unsigned, change, &signing).is_none());
     }
 
     #[test]
