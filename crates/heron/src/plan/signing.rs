@@ -150,14 +150,14 @@ pub fn sign_change(
         }
     };
     write_served_serial(&signing.key_directory, origin, signed.zone.serial()).map_err(fail)?;
-    // One line a signing, as the whole signing logs (a batch of updates,
-    // a reload or a transfer signed by its change).
+    // One line a signing, as the whole signing logs its "zone signed" (a
+    // batch of updates, a reload or a transfer signed by its change).
     tracing::info!(
         zone = %origin,
         signatures = signed.signatures,
         serial = signed.zone.serial(),
         us = started.elapsed().as_micros() as u64,
-        "zone signed by its change"
+        "change signed"
     );
     Ok(Some(signed.zone))
 }
