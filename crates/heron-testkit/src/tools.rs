@@ -261,6 +261,35 @@ pub fn check_with_dig_and_kdig(addr: SocketAddr, query: &ToolQuery) -> Vec<Strin
     })
 }
 
+/// Runs BIND's `nsupdate` against `server`: `commands` (one `update ...`
+/// line or more) for `zone`, signed with the TSIG key `name`/`secret`
+/// (hmac-sha256), then `send`. Its output; success means NOERROR.
+pub fn nsupdate(
+    server: SocketAddr,
+    (name, secret): (&str, &str),
+    zone: &str,
+    commands: &str,
+) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new("nsupdate")
+        .args(["-t", "5", "-y"])
+        .arg(format!("hmac-sha256:{name}:{secret}"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nsupdate runs (bind9-dnsutils)");
+    let script = format!(
+        "server {} {}\nzone {zone}\n{commands}\nsend\n",
+        server.ip(),
+        server.port()
+    );
+    let mut stdin = child.stdin.take().expect("piped");
+    stdin.write_all(script.as_bytes()).expect("nsupdate reads");
+    drop(stdin);
+    child.wait_with_output().expect("nsupdate ends")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,28 +50,8 @@ fn start(dir: &Path) -> ServerProcess {
 }
 
 fn nsupdate(server: std::net::SocketAddr, commands: &str) -> bool {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new("nsupdate")
-        .args(["-t", "5", "-y"])
-        .arg(format!("hmac-sha256:ops:{SECRET}"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("nsupdate runs (bind9-dnsutils)");
-    let script = format!(
-        "server {} {}\nzone {ZONE}\n{commands}\nsend\n",
-        server.ip(),
-        server.port()
-    );
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap().status.success()
+    let out = heron_testkit::tools::nsupdate(server, ("ops", SECRET), ZONE, commands);
+    out.status.success()
 }
 
 /// New RRSIGs (but the SOA's) in `after` that `before` did not have.

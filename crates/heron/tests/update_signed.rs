@@ -11,7 +11,7 @@ mod xfr_common;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use heron_testkit::{ServerProcess, SignedZone};
 use xfr_common::{eventually, heron, kdig, signatures, signed_axfr, zone_serial};
@@ -55,24 +55,7 @@ fn start(dir: &Path, policy: &str) -> ServerProcess {
 
 /// Sends `commands` with nsupdate, signed with the key `ops`; the rcode.
 fn nsupdate(server: SocketAddr, commands: &str) -> String {
-    let mut child = Command::new("nsupdate")
-        .args(["-t", "5", "-y"])
-        .arg(format!("hmac-sha256:ops:{SECRET}"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("nsupdate runs (bind9-dnsutils)");
-    let script = format!(
-        "server {} {}\nzone {ZONE}\n{commands}\nsend\n",
-        server.ip(),
-        server.port()
-    );
-    use std::io::Write;
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(script.as_bytes()).unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
+    let out = heron_testkit::tools::nsupdate(server, ("ops", SECRET), ZONE, commands);
     if out.status.success() {
         return "NOERROR".into();
     }
