@@ -228,3 +228,114 @@ fn a_wildcard_added_to_a_zone_without_one_answers_at_once() {
     assert!(answer.starts_with("rcode 0"), "{answer}");
     assert!(answer.contains("192.0.2.8"), "{answer}");
 }
+
+/// Steps made one after the other (each from the zone the one before
+/// left) and applied together answer as the last zone loaded whole, as
+/// applying them one by one does.
+#[test]
+fn steps_applied_together_answer_like_the_last_zone_loaded_whole() {
+    let names = universe();
+    let questions = questions(&names);
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut checked = 0;
+    for round in 0..60 {
+        let count = 4 + rng.below(20);
+        let mut lines = random_lines(&mut rng, &names, count);
+        let Ok(first) = load(1, &lines) else {
+            continue;
+        };
+        let mut zones = vec![first];
+        for serial in 2..2 + rng.below(6) as u32 {
+            let mut next_lines = lines.clone();
+            edit(&mut rng, &names, &mut next_lines);
+            if let Ok(next) = load(serial, &next_lines) {
+                (lines, _) = (next_lines, zones.push(next));
+            }
+        }
+        if zones.len() < 2 {
+            continue;
+        }
+        let steps: Vec<ZoneDiff> = zones.windows(2).map(|w| diff(&w[0], &w[1])).collect();
+        let applied = zones[0]
+            .apply_steps(&steps)
+            .unwrap_or_else(|p| panic!("round {round}: {p:?}\n{steps:?}"));
+        let last = zones.pop().unwrap();
+        assert_same_zone(
+            applied,
+            last,
+            &questions,
+            &format!("round {round}: {lines:?}"),
+        );
+        checked += 1;
+    }
+    assert!(checked > 30, "only {checked} rounds had valid edits");
+}
+
+/// A step that breaks the zone is named by its index even when a later
+/// step would mend it: each step's zone must be sound, as each would be
+/// served and journaled.
+#[test]
+fn a_step_that_breaks_the_zone_is_named_even_if_a_later_one_mends_it() {
+    let z = zone(1, &["www A 192.0.2.2", "d DNAME x.test."]);
+    let target = Name::parse("y.test").unwrap();
+    let second_dname = record("d.p.test", RType::DNAME, target.as_wire());
+    let s1 = change(
+        &z,
+        vec![],
+        vec![record("a.p.test", RType::A, &[192, 0, 2, 3])],
+    );
+    let s1_zone = z.apply(&s1).unwrap();
+    let s2 = change(&s1_zone, vec![], vec![second_dname.clone()]);
+    // Applied alone, s2 breaks; so s3 (which takes it out again) must
+    // not hide it.
+    let mut s3 = change(&s1_zone, vec![second_dname], vec![]);
+    s3.old_soa = s2.new_soa.clone();
+    let mut later_soa = s2.new_soa.rdata.clone();
+    let at = later_soa.len() - 20;
+    later_soa[at..at + 4].copy_from_slice(&4u32.to_be_bytes());
+    s3.new_soa.rdata = later_soa;
+    let (at, problems) = z.apply_steps(&[s1.clone(), s2, s3]).unwrap_err();
+    assert_eq!(at, 1, "{problems:?}");
+    assert!(
+        problems[0].message.contains("more than one DNAME"),
+        "{problems:?}"
+    );
+    // A step that does not start where the one before ended is named too.
+    let (at, problems) = z.apply_steps(&[s1.clone(), s1]).unwrap_err();
+    assert_eq!(at, 1);
+    assert!(
+        problems[0].message.contains("starts from serial 1"),
+        "{problems:?}"
+    );
+}
+
+/// The 64 KiB bound holds for each step's zone: an RRset (and the
+/// additional section of the MX that points at it) grown too large in
+/// one step is named though a later step takes the records away.
+#[test]
+fn a_step_that_grows_an_rrset_too_far_is_named() {
+    // 1,000 AAAA records at one name: about 28 KiB, in its own node and
+    // in the MX's additional section.
+    let mut lines: Vec<String> = (0..1000)
+        .map(|i| format!("mail AAAA 2001:db8::{:x}", i))
+        .collect();
+    lines.push("@ MX 10 mail".to_string());
+    let z = load(1, &lines).unwrap();
+    let more: Vec<DiffRecord> = (1000..2400)
+        .map(|i: u32| {
+            let mut rdata = vec![0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0];
+            rdata.extend_from_slice(&i.to_be_bytes());
+            record("mail.p.test", RType::AAAA, &rdata)
+        })
+        .collect();
+    let grow = change(&z, vec![], more.clone());
+    assert!(z.apply(&grow).is_err(), "the grown set alone is too large");
+    let mut shrink = change(&z, more, vec![]);
+    shrink.old_soa = grow.new_soa.clone();
+    let mut later = grow.new_soa.rdata.clone();
+    let at = later.len() - 20;
+    later[at..at + 4].copy_from_slice(&3u32.to_be_bytes());
+    shrink.new_soa.rdata = later;
+    let (at, _) = z.apply_steps(&[grow, shrink]).unwrap_err();
+    assert_eq!(at, 0);
+}

@@ -54,6 +54,35 @@ impl Zone {
         let already_present = edit.already_present;
         edit.finish().map(|zone| (zone, already_present))
     }
+
+    /// This zone with `steps` applied one after the other, each starting
+    /// from the serial the one before left and checked as [`Zone::apply`]
+    /// checks it, but one version made at the end: the shards the steps
+    /// touch are copied once, not once per step. On a step that breaks a
+    /// rule, its index and problems (nothing made; the steps before it
+    /// were sound).
+    pub fn apply_steps(&self, steps: &[ZoneDiff]) -> Result<Zone, (usize, Vec<Problem>)> {
+        let Some(last) = steps.len().checked_sub(1) else {
+            let none = Problem {
+                severity: Severity::Error,
+                location: None,
+                message: "no steps to apply".into(),
+            };
+            return Err((0, vec![none]));
+        };
+        let mut edit = Edit::new(self);
+        for (at, step) in steps.iter().enumerate() {
+            let reached = edit.step(step);
+            // The last step's nodes are checked when packed, below.
+            if at < last {
+                edit.check_step(reached)
+                    .map_err(|problems| (at, problems))?;
+            }
+        }
+        edit.settle_existence();
+        edit.load_referrers();
+        edit.finish().map_err(|problems| (last, problems))
+    }
 }
 
 /// One RRset being edited, records and signatures owned.
@@ -201,6 +230,12 @@ struct Edit<'z> {
     /// Added records that were there already.
     already_present: usize,
     problems: Vec<Problem>,
+    /// The serial the change has reached (the zone's, then each step's).
+    serial: u32,
+    /// For [`Zone::apply_steps`]: the names the steps so far made NS, MX
+    /// or SRV records point at, with the nodes that point there (the
+    /// referrers index is brought up to date only at the end).
+    new_referrers: HashMap<Box<[u8]>, Vec<Box<[u8]>>>,
 }
 
 impl<'z> Edit<'z> {
@@ -213,6 +248,8 @@ impl<'z> Edit<'z> {
             records: zone.record_count(),
             already_present: 0,
             problems: Vec::new(),
+            serial: zone.serial(),
+            new_referrers: HashMap::new(),
         }
     }
 
@@ -238,11 +275,11 @@ impl<'z> Edit<'z> {
 
     fn check_start(&mut self, old_soa: &DiffRecord) {
         let from = heron_proto::rdata::soa_serial(&old_soa.rdata);
-        if from != Some(self.zone.serial()) {
+        if from != Some(self.serial) {
             let msg = format!(
                 "the change starts from serial {}, but the zone is at serial {}",
                 from.map_or("(none)".into(), |s| s.to_string()),
-                self.zone.serial()
+                self.serial
             );
             self.error(msg);
         }
@@ -319,6 +356,77 @@ impl<'z> Edit<'z> {
         let set = node.set_mut(RType::SOA);
         set.rdatas = vec![soa.rdata.clone()];
         set.ttl = soa.ttl;
+        self.serial = heron_proto::rdata::soa_serial(&soa.rdata).unwrap_or(self.serial);
+    }
+
+    /// One step of [`Zone::apply_steps`] applied to the nodes; the keys of
+    /// the nodes it reached.
+    fn step(&mut self, diff: &ZoneDiff) -> Vec<Box<[u8]>> {
+        self.check_start(&diff.old_soa);
+        diff.deleted.iter().for_each(|r| self.delete(r));
+        diff.added.iter().for_each(|r| self.add(r));
+        self.replace_soa(&diff.new_soa);
+        let owners = diff
+            .deleted
+            .iter()
+            .chain(&diff.added)
+            .map(|r| key_of(r.owner.as_wire()));
+        let mut reached: Vec<Box<[u8]>> = owners.collect();
+        reached.push(self.apex.into());
+        reached.sort_unstable();
+        reached.dedup();
+        reached
+    }
+
+    /// Checks the zone as one step of [`Zone::apply_steps`] left it, as
+    /// [`Zone::apply`] would check that step's version: every node the
+    /// step reached, made appear or vanish, or whose additional section
+    /// carries what it changed, packed.
+    fn check_step(&mut self, reached: Vec<Box<[u8]>>) -> Result<(), Vec<Problem>> {
+        let existed: Vec<(Box<[u8]>, bool)> = (self.nodes.iter())
+            .map(|(k, n)| (k.clone(), n.exists))
+            .collect();
+        self.settle_existence();
+        let mut changed = reached;
+        let flipped = existed
+            .into_iter()
+            .filter(|(k, was)| self.nodes[k].exists != *was);
+        changed.extend(flipped.map(|(k, _)| k));
+        for key in &changed {
+            self.note_targets(key);
+        }
+        let cuts: Vec<Box<[u8]>> = (changed.iter())
+            .filter(|k| ***k != *self.apex && self.nodes.get(*k).is_some_and(|n| n.cut_changed))
+            .cloned()
+            .collect();
+        let mut checked = self.referrers(changed.clone(), &cuts, true);
+        checked.extend(changed);
+        checked.sort_unstable();
+        checked.dedup();
+        let mut problems = std::mem::take(&mut self.problems);
+        for key in &checked {
+            if let Some(node) = self.nodes.get(key).filter(|n| n.exists) {
+                self.pack(key, node, &mut problems);
+            }
+        }
+        match problems.is_empty() {
+            true => Ok(()),
+            false => Err(problems),
+        }
+    }
+
+    /// Notes the in-zone names a node's NS, MX and SRV records point at
+    /// now, for the checks of later steps.
+    fn note_targets(&mut self, key: &[u8]) {
+        let Some(node) = self.nodes.get(key).filter(|n| n.exists) else {
+            return;
+        };
+        for target in in_zone_targets(&node.parts(), self.apex) {
+            let list = self.new_referrers.entry(target).or_default();
+            if !list.iter().any(|k| **k == *key) {
+                list.push(key.into());
+            }
+        }
     }
 
     /// Names that gained their first record appear (with any missing
@@ -391,33 +499,57 @@ impl<'z> Edit<'z> {
     /// changed, or that became glue or stopped being glue, so that they
     /// are packed again.
     fn load_referrers(&mut self) {
-        let mut changed: Vec<Box<[u8]>> = self
+        let changed: Vec<Box<[u8]>> = self
             .nodes
             .iter()
             .filter(|(_, n)| n.addresses_changed || n.existed != n.exists)
             .map(|(k, _)| k.clone())
             .collect();
-        let cuts: Vec<&Box<[u8]>> = self
+        let cuts: Vec<Box<[u8]>> = self
             .nodes
             .iter()
             .filter(|(k, n)| n.cut_changed && &***k != self.apex)
-            .map(|(k, _)| k)
+            .map(|(k, _)| k.clone())
             .collect();
+        self.referrers(changed, &cuts, false);
+    }
+
+    /// Loads and returns the nodes whose additional sections carry the
+    /// addresses of the `changed` names, or of any name at or below one
+    /// of the `cuts` (whose glue status may have changed); with
+    /// `batch`, the referrers the steps so far made too.
+    fn referrers(
+        &mut self,
+        mut changed: Vec<Box<[u8]>>,
+        cuts: &[Box<[u8]>],
+        batch: bool,
+    ) -> Vec<Box<[u8]>> {
         if !cuts.is_empty() {
-            let at_or_below = |t: &[u8]| suffixes(t).any(|s| cuts.iter().any(|c| s == &***c));
-            let targets = self.links.referrers.keys();
+            let at_or_below = |t: &[u8]| suffixes(t).any(|s| cuts.iter().any(|c| s == &**c));
+            let targets = self.links.referrers.keys().chain(self.new_referrers.keys());
             changed.extend(targets.filter(|t| at_or_below(t)).cloned());
         }
+        let mut found = Vec::new();
         for target in changed {
-            let Some(referrers) = self.links.referrers.get(&target).cloned() else {
-                continue;
-            };
-            for key in &referrers {
-                if let Some(node) = self.zone.node(key) {
-                    self.node(key, node.owner_wire());
+            let mut referrers = self
+                .links
+                .referrers
+                .get(&target)
+                .cloned()
+                .unwrap_or_default();
+            if batch && let Some(more) = self.new_referrers.get(&target) {
+                referrers.extend(more.iter().cloned());
+            }
+            for key in referrers {
+                if self.nodes.contains_key(&key) {
+                    found.push(key);
+                } else if let Some(node) = self.zone.node(&key) {
+                    self.node(&key, node.owner_wire());
+                    found.push(key);
                 }
             }
         }
+        found
     }
 
     /// The addresses of a lower-cased name in the new version, with the
@@ -604,7 +736,10 @@ impl<'z> Edit<'z> {
         }
         .find_soa();
         next.chain = match &zone.chain {
-            Some(chain) => chain.after_change(zone, &next),
+            Some(chain) => {
+                let changed: HashSet<&[u8]> = self.nodes.keys().map(|k| &**k).collect();
+                chain.after_change(zone, &next, &changed)
+            }
             None => DenialChain::of(&next),
         }
         .map(Box::new);

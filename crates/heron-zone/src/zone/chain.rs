@@ -10,6 +10,8 @@
 
 use std::cmp::Ordering;
 
+use hashbrown::HashSet;
+
 use heron_proto::RType;
 use heron_proto::name::{Name, lowercase_wire};
 
@@ -17,7 +19,7 @@ use super::canonical::{Position, order_key};
 use super::nsec3::{HASH_LEN, LABEL_LEN, Nsec3Params, base32hex_lower};
 use super::nsec3_owners::{OwnerDigests, OwnerHashes};
 use super::wildcard::WildcardName;
-use super::{Node, Zone};
+use super::{Node, Zone, shard_of};
 
 /// Chain breaks named one by one in the loader's warnings; more are
 /// counted.
@@ -140,24 +142,27 @@ impl DenialChain {
     }
 
     /// The chain of `next`, a version `apply` made from `previous`: this
-    /// chain's links into the shards they share, and the links of the
-    /// other shards sorted and merged in. The whole chain is built again
-    /// when the zone changed how it is signed.
-    pub(super) fn after_change(&self, previous: &Zone, next: &Zone) -> Option<DenialChain> {
+    /// chain's links into the shards they share; a link in a rewritten
+    /// shard to a node not `changed` (the keys of every node `apply`
+    /// wrote, a superset of those whose links may differ) keeps its place
+    /// in the order and only moves to its node's new offset; the changed
+    /// nodes' links are sorted and merged in. The whole chain is built
+    /// again when the zone changed how it is signed.
+    pub(super) fn after_change(
+        &self,
+        previous: &Zone,
+        next: &Zone,
+        changed: &HashSet<&[u8]>,
+    ) -> Option<DenialChain> {
         let kind = ChainKind::of_apex(&next.apex())?;
         if kind != self.kind {
             return DenialChain::of(next);
         }
         let mut rewritten = vec![false; next.shards.len()];
-        let mut fresh = Vec::new();
-        for shard in next.unshared_shards(previous) {
-            rewritten[shard] = true;
-            let offsets = next.shards[shard].offsets();
-            fresh.extend(kind.positions_in(next, shard, offsets));
-        }
-        next.sort_canonically(&mut fresh);
-        let kept = self.links.iter().filter(|p| !rewritten[p.shard as usize]);
-        let links = merge(kept.copied(), fresh, |a, b| next.cmp_positions(a, b));
+        next.unshared_shards(previous)
+            .for_each(|shard| rewritten[shard] = true);
+        let (kept, fresh) = self.moved_links(previous, next, &kind, &rewritten, changed);
+        let links = merge(kept, fresh, |a, b| next.cmp_positions(a, b));
         let owners = match (&self.owners, &kind) {
             (Some(owners), ChainKind::Nsec3(params)) => {
                 Some(owners.after_change(previous, next, &|n| kind.links(n), params))
@@ -165,6 +170,51 @@ impl DenialChain {
             _ => None,
         };
         Some(DenialChain::new(kind, links, owners, next))
+    }
+
+    /// The links to nodes not `changed`, in order, those in rewritten
+    /// shards moved to their nodes' new offsets; and the links of the
+    /// changed nodes, sorted.
+    fn moved_links(
+        &self,
+        previous: &Zone,
+        next: &Zone,
+        kind: &ChainKind,
+        rewritten: &[bool],
+        changed: &HashSet<&[u8]>,
+    ) -> (Vec<Position>, Vec<Position>) {
+        let mut kept = Vec::with_capacity(self.links.len());
+        for p in self.links.iter() {
+            if !rewritten[p.shard as usize] {
+                kept.push(*p);
+                continue;
+            }
+            let key = previous.node_of(p).key();
+            if changed.contains(key) {
+                continue;
+            }
+            let shard = &next.shards[p.shard as usize];
+            let at = shard
+                .find(next.hash(key), key)
+                .expect("a node not changed is kept");
+            kept.push(Position {
+                at: at as u32,
+                ..*p
+            });
+        }
+        let mut fresh = Vec::new();
+        for key in changed {
+            let hash = next.hash(key);
+            let shard = shard_of(hash, next.shards.len());
+            let Some(at) = next.shards[shard].find(hash, key) else {
+                continue; // gone
+            };
+            if kind.links(&next.node_at((shard, at))) {
+                fresh.push(next.position((shard, at)));
+            }
+        }
+        next.sort_canonically(&mut fresh);
+        (kept, fresh)
     }
 
     /// NSEC3: the digests of `node`'s owner and of its wildcard child,
@@ -371,19 +421,17 @@ fn nsec3_next(rdata: &[u8]) -> Option<[u8; HASH_LEN]> {
 }
 
 /// Two sorted sequences as one.
-fn merge<T: Copy>(
-    a: impl Iterator<Item = T>,
-    b: Vec<T>,
-    cmp: impl Fn(&T, &T) -> Ordering,
-) -> Vec<T> {
-    let mut out = Vec::with_capacity(a.size_hint().0 + b.len());
-    let mut b = b.into_iter().peekable();
-    for x in a {
-        while let Some(y) = b.next_if(|y| cmp(y, &x) == Ordering::Less) {
-            out.push(y);
-        }
-        out.push(x);
+fn merge<T: Copy>(a: Vec<T>, b: Vec<T>, cmp: impl Fn(&T, &T) -> Ordering) -> Vec<T> {
+    // Few links are merged into many: each found by a binary search, the
+    // runs between them copied whole.
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let mut rest = &a[..];
+    for y in b {
+        let before = rest.partition_point(|x| cmp(&y, x) != Ordering::Less);
+        out.extend_from_slice(&rest[..before]);
+        out.push(y);
+        rest = &rest[before..];
     }
-    out.extend(b);
+    out.extend_from_slice(rest);
     out
 }

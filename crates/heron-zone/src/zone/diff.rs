@@ -32,6 +32,36 @@ impl ZoneDiff {
     pub fn is_empty(&self) -> bool {
         self.deleted.is_empty() && self.added.is_empty() && self.old_soa == self.new_soa
     }
+
+    /// This change followed by `next` (which starts where this one ends),
+    /// as one: what the two versions apart differ by, without a walk of
+    /// either. A record one deletes and the other adds back cancels out.
+    pub fn then(self, next: ZoneDiff) -> ZoneDiff {
+        let sorted = |mut list: Vec<DiffRecord>| {
+            list.sort();
+            list
+        };
+        let (first_deleted, first_added) = (sorted(self.deleted), sorted(self.added));
+        let (next_deleted, next_added) = (sorted(next.deleted), sorted(next.added));
+        let mut deleted = minus(&first_deleted, &next_added);
+        deleted.extend(minus(&next_deleted, &first_added));
+        let mut added = minus(&first_added, &next_deleted);
+        added.extend(minus(&next_added, &first_deleted));
+        ZoneDiff {
+            old_soa: self.old_soa,
+            new_soa: next.new_soa,
+            deleted: sorted(deleted),
+            added: sorted(added),
+        }
+    }
+}
+
+/// The records of `list` not in `sorted`.
+fn minus(list: &[DiffRecord], sorted: &[DiffRecord]) -> Vec<DiffRecord> {
+    (list.iter())
+        .filter(|r| sorted.binary_search(r).is_err())
+        .cloned()
+        .collect()
 }
 
 /// The records of `old` that `new` lacks and those `new` has that `old`
@@ -139,6 +169,23 @@ mod tests {
         list.iter()
             .map(|r| format!("{} {}", r.owner, r.rtype))
             .collect()
+    }
+
+    #[test]
+    fn two_changes_in_a_row_are_the_diff_of_the_ends() {
+        let bodies = [
+            "www A 192.0.2.2\nold TXT \"x\"\n",
+            "www A 192.0.2.3\nnew TXT \"y\"\nold TXT \"x\"\n",
+            "www A 192.0.2.2\nnew TXT \"z\"\nmore AAAA 2001:db8::1\n",
+            "www A 192.0.2.2\n",
+        ];
+        let zones: Vec<Zone> = (bodies.iter().enumerate())
+            .map(|(i, b)| zone(i as u32 + 1, b))
+            .collect();
+        for (a, b, c) in [(0, 1, 2), (1, 2, 3), (0, 2, 3), (0, 1, 3), (3, 0, 3)] {
+            let joined = diff(&zones[a], &zones[b]).then(diff(&zones[b], &zones[c]));
+            assert_eq!(joined, diff(&zones[a], &zones[c]), "{a} {b} {c}");
+        }
     }
 
     #[test]
