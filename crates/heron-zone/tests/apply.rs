@@ -249,7 +249,8 @@ fn steps_applied_together_answer_like_the_last_zone_loaded_whole() {
             let mut next_lines = lines.clone();
             edit(&mut rng, &names, &mut next_lines);
             if let Ok(next) = load(serial, &next_lines) {
-                (lines, _) = (next_lines, zones.push(next));
+                zones.push(next);
+                lines = next_lines;
             }
         }
         if zones.len() < 2 {

@@ -202,6 +202,8 @@ fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &Settings) -> 
         .into_iter()
         .map(Arc::new)
         .collect();
+    let signed_before =
+        crate::runtime::update_signed::bring_forward(signed_before, &settings.policies);
     let (mut catalog, journals) =
         load_catalog_and_find_journals(use_example, files, settings, &signed_before);
     let signed = files.signed_files();

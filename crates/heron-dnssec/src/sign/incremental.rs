@@ -31,8 +31,11 @@ use super::{
 /// `updated` (the signed zone `served` with `change` applied, `change`
 /// being `diff(served, updated)`, its signatures over what changed stale
 /// or gone) signed again with `keys` at `now`: only what the change
-/// touched gets new signatures. None when the change needs the whole
-/// zone signed (see the module's notes).
+/// touched gets new signatures; with the signer's own change, from
+/// `updated` to the signed version (the RRSIG, NSEC and NSEC3 records
+/// made and dropped, and the SOA), so that the caller need not diff the
+/// two. None when the change needs the whole zone signed (see the
+/// module's notes).
 pub fn sign_change(
     served: &Zone,
     updated: &Zone,
@@ -40,7 +43,7 @@ pub fn sign_change(
     keys: &[ZoneKey],
     config: &SignConfig,
     now: u64,
-) -> Result<Option<Signed>, SignError> {
+) -> Result<Option<(Signed, ZoneDiff)>, SignError> {
     check_keys(keys)?;
     if !same_signing(served, updated, keys, config) {
         return Ok(None);
@@ -275,7 +278,7 @@ impl<'z> Edit<'z> {
         zone: &Zone,
         new_soa: OwnedRRset,
         context: &Context,
-    ) -> Result<Signed, SignError> {
+    ) -> Result<(Signed, ZoneDiff), SignError> {
         let jobs: Vec<Job> = self.sign.iter().map(Job::Made).collect();
         let signatures = sign_jobs(&jobs, context)?;
         let count = signatures.len();
@@ -303,12 +306,13 @@ impl<'z> Edit<'z> {
                 text.join("; ")
             ))
         })?;
-        Ok(Signed {
+        let signed = Signed {
             zone: next,
             signatures: count,
             reused: 0,
             warnings: Vec::new(),
-        })
+        };
+        Ok((signed, diff))
     }
 }
 

@@ -592,9 +592,15 @@ fn agrees_with_whole_signing(denial: Denial) {
     for (i, ops) in batches.iter().enumerate() {
         let updated = changed(&served, ops);
         let change = diff(&served, &updated);
-        let signed = sign_change(&served, &updated, &change, &keys, &config, NOW)
+        let (signed, signer_step) = sign_change(&served, &updated, &change, &keys, &config, NOW)
             .unwrap()
             .unwrap_or_else(|| panic!("batch {i} signed incrementally"));
+        // The signer's own step is what it changed (in another order).
+        let (mut deleted, mut added) = (signer_step.deleted, signer_step.added);
+        deleted.sort();
+        added.sort();
+        let want = diff(&updated, &signed.zone);
+        assert_eq!((deleted, added), (want.deleted, want.added), "batch {i}");
         let whole = sign_zone_after(&updated, Some(&served), &keys, &config, NOW).unwrap();
         assert_eq!(shape(&signed.zone), shape(&whole.zone), "batch {i}");
         assert_eq!(signed.zone.serial(), served.serial() + 1);
@@ -664,7 +670,7 @@ fn hostile_batches_agree(denial: Denial) {
         let change = diff(&served, &updated);
         let whole = sign_zone_after(&updated, Some(&served), &keys, &config, NOW).unwrap();
         match sign_change(&served, &updated, &change, &keys, &config, NOW).unwrap() {
-            Some(signed) => {
+            Some((signed, _)) => {
                 assert_eq!(shape(&signed.zone), shape(&whole.zone), "batch {i}");
                 served = signed.zone;
             }

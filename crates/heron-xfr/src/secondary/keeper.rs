@@ -19,8 +19,8 @@ use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::time::{Duration, SystemTime};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::time::{Duration, Instant, SystemTime};
 
 use heron_zone::Zone;
 
@@ -42,6 +42,8 @@ enum Op {
     Date(Arc<SecondaryZone>, UnixSeconds),
     /// Writes a zone to a file of no zone's own (rare: boxed).
     WriteAt(Box<(PathBuf, Arc<Zone>)>),
+    /// The same, paced: see [`Keeper::write_at_paced`].
+    WriteAtPaced(Box<(PathBuf, Arc<Zone>)>),
     /// Removes the file (its zone is gone).
     Delete(Box<Path>),
     /// Answered once everything queued before is on disk (rare: boxed).
@@ -96,6 +98,18 @@ impl Keeper {
         let _ = self.ops.send(Op::WriteAt(Box::new((path, version))));
     }
 
+    /// Writes `version` to `path` as [`Keeper::write_at`] does, but a
+    /// file written before waits until [`PACE`] times as long as its last
+    /// write took has passed (at least [`MIN_PACE`]): a zone changed many
+    /// times a second (dynamic updates to a signed zone) has its copy
+    /// written a few times a minute, not one whole-zone write after the
+    /// other. Only the newest version waits; [`Keeper::flush`] writes it
+    /// at once. For copies whose lag a restart makes good (a signed
+    /// zone's, whose changes its journal holds).
+    pub fn write_at_paced(&self, path: PathBuf, version: Arc<Zone>) {
+        let _ = self.ops.send(Op::WriteAtPaced(Box::new((path, version))));
+    }
+
     /// Sets the modification time of `zone`'s kept file, after any write
     /// queued before.
     pub fn date(&self, zone: &Arc<SecondaryZone>, at: SystemTime) {
@@ -136,43 +150,158 @@ struct Pending {
 /// time cost 25 syncs for 100,000 zones instead of a handful.
 const MAX_BATCH: usize = 4096;
 
+/// A paced file is written again only this many times as long as its
+/// last write took after that write: the writer spends at most about a
+/// tenth of its time on it.
+pub const PACE: u32 = 9;
+/// Nor sooner than this after its last write.
+pub const MIN_PACE: Duration = Duration::from_secs(1);
+
+/// The paced files: when each was last written and how long that took,
+/// and the newest version of each that waits for its turn.
+#[derive(Default)]
+struct Paced {
+    last: HashMap<PathBuf, (Instant, Duration)>,
+    held: HashMap<PathBuf, Arc<Zone>>,
+    /// Paced files in the batch being written.
+    writing: Vec<PathBuf>,
+}
+
+impl Paced {
+    fn due(&self, path: &Path) -> Instant {
+        match self.last.get(path) {
+            Some((at, took)) => *at + (*took * PACE).max(MIN_PACE),
+            None => Instant::now(),
+        }
+    }
+
+    /// How long until the first held file is due (None: none held).
+    fn wait(&self) -> Option<Duration> {
+        let first = self.held.keys().map(|p| self.due(p)).min()?;
+        Some(first.saturating_duration_since(Instant::now()))
+    }
+
+    /// Whether `path` may be written now; else `version` waits.
+    fn admit(&mut self, path: &Path, version: &Arc<Zone>) -> bool {
+        if self.due(path) <= Instant::now() {
+            self.held.remove(path);
+            self.writing.push(path.to_path_buf());
+            return true;
+        }
+        self.held.insert(path.to_path_buf(), version.clone());
+        false
+    }
+
+    /// The held files now due (all of them with `all`), out of the hold.
+    fn take_due(&mut self, all: bool) -> Vec<(PathBuf, Arc<Zone>)> {
+        let now = Instant::now();
+        let due: Vec<PathBuf> = (self.held.keys())
+            .filter(|p| all || self.due(p) <= now)
+            .cloned()
+            .collect();
+        self.writing.extend(due.iter().cloned());
+        (due.into_iter())
+            .filter_map(|p| self.held.remove(&p).map(|z| (p, z)))
+            .collect()
+    }
+
+    /// The batch is on disk: its paced files' next turns are set by how
+    /// long it took.
+    fn written(&mut self, took: Duration) {
+        let now = Instant::now();
+        for path in std::mem::take(&mut self.writing) {
+            self.last.insert(path, (now, took));
+        }
+    }
+
+    /// A write or delete queued for `path` since: any version held is
+    /// older, and a deleted file's record goes.
+    fn superseded(&mut self, path: &Path, deleted: bool) {
+        self.held.remove(path);
+        if deleted {
+            self.last.remove(path);
+            self.writing.retain(|p| p != path);
+        }
+    }
+}
+
 fn run(queue: Receiver<Op>, max_batch: usize) {
-    while let Ok(first) = queue.recv() {
+    let mut paced = Paced::default();
+    loop {
+        let first = match paced.wait() {
+            None => queue.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(wait) => queue.recv_timeout(wait),
+        };
+        let (first, closing) = match first {
+            Ok(op) => (Some(op), false),
+            Err(RecvTimeoutError::Timeout) => (None, false),
+            Err(RecvTimeoutError::Disconnected) => (None, true),
+        };
         let mut batch: HashMap<PathBuf, Pending> = HashMap::new();
         let mut flushes = Vec::new();
-        let written = |version, date: Option<UnixSeconds>| Pending {
-            zone: Some(version),
-            date: date.map(UnixSeconds::time),
-            ..Pending::default()
-        };
         let more = queue.try_iter().take(max_batch - 1);
-        for op in std::iter::once(first).chain(more) {
-            match op {
-                Op::Write(zone, version, date) => {
-                    batch.insert(zone.kept_path().into_owned(), written(version, date));
-                }
-                Op::WriteAt(path_and_version) => {
-                    let (path, version) = *path_and_version;
-                    batch.insert(path, written(version, None));
-                }
-                Op::Date(zone, at) => {
-                    let file = batch.entry(zone.kept_path().into_owned()).or_default();
-                    file.date = Some(at.time());
-                }
-                Op::Delete(path) => {
-                    let gone = Pending {
-                        delete: true,
-                        ..Pending::default()
-                    };
-                    batch.insert(path.into(), gone);
-                }
-                Op::Flush(done) => flushes.push(done),
-            }
+        for op in first.into_iter().chain(more) {
+            take(op, &mut batch, &mut flushes, &mut paced);
         }
+        let paced_now = paced.take_due(closing || !flushes.is_empty());
+        for (path, version) in paced_now {
+            batch.insert(path, written(version, None));
+        }
+        let started = Instant::now();
         commit(batch);
+        paced.written(started.elapsed());
         for done in flushes {
             let _ = done.send(());
         }
+        if closing {
+            return;
+        }
+    }
+}
+
+fn written(version: Arc<Zone>, date: Option<UnixSeconds>) -> Pending {
+    Pending {
+        zone: Some(version),
+        date: date.map(UnixSeconds::time),
+        ..Pending::default()
+    }
+}
+
+/// One entry of the queue into the batch.
+fn take(
+    op: Op,
+    batch: &mut HashMap<PathBuf, Pending>,
+    flushes: &mut Vec<Sender<()>>,
+    paced: &mut Paced,
+) {
+    match op {
+        Op::Write(zone, version, date) => {
+            batch.insert(zone.kept_path().into_owned(), written(version, date));
+        }
+        Op::WriteAt(path_and_version) => {
+            let (path, version) = *path_and_version;
+            paced.superseded(&path, false);
+            batch.insert(path, written(version, None));
+        }
+        Op::WriteAtPaced(path_and_version) => {
+            let (path, version) = *path_and_version;
+            if paced.admit(&path, &version) {
+                batch.insert(path, written(version, None));
+            }
+        }
+        Op::Date(zone, at) => {
+            let file = batch.entry(zone.kept_path().into_owned()).or_default();
+            file.date = Some(at.time());
+        }
+        Op::Delete(path) => {
+            paced.superseded(&path, true);
+            let gone = Pending {
+                delete: true,
+                ..Pending::default()
+            };
+            batch.insert(path.into(), gone);
+        }
+        Op::Flush(done) => flushes.push(*done),
     }
 }
 
@@ -422,5 +551,58 @@ mod tests {
         keeper.write(&kept(&good), zone(2), None);
         assert!(wait_for(|| serial_in(&good) == Some(2)));
         assert!(!bad.exists() && !tmp_path(&bad).exists());
+    }
+
+    #[test]
+    fn a_paced_file_is_written_at_once_then_its_newest_version_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.zone.signed");
+        let keeper = Keeper::start().unwrap();
+        keeper.write_at_paced(path.clone(), zone(1));
+        assert!(wait_for(|| serial_in(&path) == Some(1)));
+        // Written again within its pace: only the newest lands, by itself.
+        for serial in 2..=5 {
+            keeper.write_at_paced(path.clone(), zone(serial));
+        }
+        assert!(wait_for(|| serial_in(&path) == Some(5)));
+        assert!(!tmp_path(&path).exists());
+    }
+
+    /// A paced file written (serial 1), and serial 2 queued after it
+    /// (held, if its turn has not come).
+    fn paced_twice() -> (tempfile::TempDir, PathBuf, Keeper) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.zone.signed");
+        let keeper = Keeper::start().unwrap();
+        keeper.write_at_paced(path.clone(), zone(1));
+        assert!(keeper.flush(Duration::from_secs(10)));
+        keeper.write_at_paced(path.clone(), zone(2));
+        (dir, path, keeper)
+    }
+
+    #[test]
+    fn a_flush_writes_a_held_version_at_once() {
+        let (_dir, path, keeper) = paced_twice();
+        assert!(keeper.flush(Duration::from_secs(10)));
+        assert_eq!(serial_in(&path), Some(2));
+    }
+
+    #[test]
+    fn a_delete_drops_a_held_version() {
+        let (_dir, path, keeper) = paced_twice();
+        keeper.delete(&path);
+        assert!(keeper.flush(Duration::from_secs(10)));
+        assert!(!path.exists());
+        // Nothing held comes back after its pace.
+        std::thread::sleep(MIN_PACE + Duration::from_millis(300));
+        assert!(keeper.flush(Duration::from_secs(10)));
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_held_version_is_written_when_the_keeper_closes() {
+        let (_dir, path, keeper) = paced_twice();
+        drop(keeper);
+        assert!(wait_for(|| serial_in(&path) == Some(2)));
     }
 }

@@ -7,30 +7,12 @@
 use std::collections::BTreeMap;
 
 use heron_proto::{Name, RType, rdata};
-use heron_zone::Zone;
 use heron_zone::diff::{DiffRecord, ZoneDiff};
 
 use super::message::Change;
 use super::rdata_equal;
 use super::serial::SerialPolicy;
-
-/// One RRset of the working copy.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Set {
-    rtype: RType,
-    ttl: u32,
-    rdatas: Vec<Vec<u8>>,
-}
-
-/// The RRSIGs over one RRset of a signed zone as served: deleted with
-/// the RRset, or the name would stay with signatures over nothing (the
-/// signer makes the rest anew).
-#[derive(Clone, Debug)]
-struct Sigs {
-    covered: RType,
-    ttl: u32,
-    rdatas: Vec<Vec<u8>>,
-}
+use super::view::{NodeNow, Set, Sigs, View};
 
 /// A name the changes reach: its RRsets as served and as changed.
 struct WorkNode {
@@ -78,11 +60,23 @@ impl WorkNode {
             })
             .collect()
     }
+
+    /// The name as the changes leave it: the signatures over the RRsets
+    /// they removed go with them.
+    fn into_now(self) -> NodeNow {
+        let kept = |s: &Sigs| self.after.iter().any(|a| a.rtype == s.covered);
+        let sigs = self.sigs.iter().filter(|s| kept(s)).cloned().collect();
+        NodeNow {
+            owner: self.owner,
+            sets: self.after,
+            sigs,
+        }
+    }
 }
 
 /// The working copy of the names an update reaches.
 pub(crate) struct Edit<'z> {
-    zone: &'z Zone,
+    zone: &'z dyn View,
     nodes: BTreeMap<Vec<u8>, WorkNode>,
     /// An SOA the client added with a later serial (RFC 2136 3.4.2.2).
     new_soa: Option<DiffRecord>,
@@ -106,7 +100,7 @@ pub fn is_dnssec_type(rtype: RType) -> bool {
 }
 
 impl<'z> Edit<'z> {
-    pub(crate) fn new(zone: &'z Zone) -> Edit<'z> {
+    pub(crate) fn new(zone: &'z dyn View) -> Edit<'z> {
         Edit {
             zone,
             nodes: BTreeMap::new(),
@@ -117,38 +111,22 @@ impl<'z> Edit<'z> {
     fn node(&mut self, owner: &Name) -> &mut WorkNode {
         let key = owner.to_lowercase().as_wire().to_vec();
         let zone = self.zone;
-        self.nodes.entry(key).or_insert_with_key(|key| {
-            let Some(node) = zone.node(key) else {
-                return WorkNode {
+        self.nodes
+            .entry(key)
+            .or_insert_with_key(|key| match zone.node_now(key) {
+                Some(now) => WorkNode {
+                    owner: now.owner,
+                    before: now.sets.clone(),
+                    after: now.sets,
+                    sigs: now.sigs,
+                },
+                None => WorkNode {
                     owner: owner.clone(),
                     before: Vec::new(),
                     after: Vec::new(),
                     sigs: Vec::new(),
-                };
-            };
-            let sigs = (node.data())
-                .filter(|s| s.sigs().next().is_some())
-                .map(|s| Sigs {
-                    covered: s.rtype,
-                    ttl: s.sig_ttl(),
-                    rdatas: s.sigs().map(|r| r.into_owned()).collect(),
-                })
-                .collect();
-            let sets: Vec<Set> = node
-                .data()
-                .map(|s| Set {
-                    rtype: s.rtype,
-                    ttl: s.ttl(),
-                    rdatas: s.rdatas().map(|r| r.into_owned()).collect(),
-                })
-                .collect();
-            WorkNode {
-                owner: node.owner(),
-                before: sets.clone(),
-                after: sets,
-                sigs,
-            }
-        })
+                },
+            })
     }
 
     fn is_apex(&self, owner: &Name) -> bool {
@@ -253,8 +231,9 @@ impl<'z> Edit<'z> {
 
     /// The change as a diff from the zone served: records deleted and
     /// added, and the SOA with the serial `policy` gives (or the one the
-    /// client sent). None when the changes change nothing.
-    pub(crate) fn finish(self, policy: SerialPolicy, now: u64) -> Option<ZoneDiff> {
+    /// client sent); with the names it reached as it leaves them. None
+    /// when the changes change nothing.
+    pub(crate) fn finish(self, policy: SerialPolicy, now: u64) -> Option<(ZoneDiff, Vec<NodeNow>)> {
         let mut deleted = Vec::new();
         let mut added = Vec::new();
         for node in self.nodes.values() {
@@ -267,7 +246,7 @@ impl<'z> Edit<'z> {
         if deleted.is_empty() && added.is_empty() && self.new_soa.is_none() {
             return None;
         }
-        let old_soa = soa_record(self.zone);
+        let old_soa = self.zone.soa_record();
         let new_soa = self.new_soa.unwrap_or_else(|| {
             let mut soa = old_soa.clone();
             let serial = policy.next(self.zone.serial(), now);
@@ -276,12 +255,14 @@ impl<'z> Edit<'z> {
         });
         deleted.sort();
         added.sort();
-        Some(ZoneDiff {
+        let diff = ZoneDiff {
             old_soa,
             new_soa,
             deleted,
             added,
-        })
+        };
+        let reached = self.nodes.into_values().map(WorkNode::into_now).collect();
+        Some((diff, reached))
     }
 }
 
@@ -298,16 +279,6 @@ fn records(owner: &Name, sets: &[Set]) -> Vec<DiffRecord> {
         })
     })
     .collect()
-}
-
-pub(crate) fn soa_record(zone: &Zone) -> DiffRecord {
-    let soa = zone.soa();
-    DiffRecord {
-        owner: zone.origin().to_lowercase(),
-        rtype: RType::SOA,
-        ttl: soa.ttl(),
-        rdata: soa.first_rdata().into_owned(),
-    }
 }
 
 /// Writes `serial` into SOA RDATA (after its two names).

@@ -10,9 +10,11 @@
 
 mod edit;
 pub mod message;
+mod pending;
 pub mod prereq;
 pub mod rules;
 pub mod serial;
+mod view;
 
 #[cfg(test)]
 mod tests;
@@ -26,10 +28,12 @@ use heron_zone::diff::ZoneDiff;
 
 pub use edit::is_dnssec_type;
 pub use message::{Change, Prerequisite, Rejected, UpdateMessage, parse};
+pub use pending::{Finished, Pending};
 pub use rules::{Requester, UpdatePolicy, UpdateRule};
 pub use serial::SerialPolicy;
 
 use message::reject;
+use view::{NodeNow, View};
 
 /// A zone's settings for updates.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -70,15 +74,7 @@ pub fn process(
     who: Requester,
     now: u64,
 ) -> Result<Applied, Rejected> {
-    if &update.zone != zone.origin() || update.class != zone.class() {
-        let why = format!("{} {} is not this zone", update.zone, update.class);
-        return Err(reject(Rcode::NOTAUTH, why));
-    }
-    prereq::check(zone, &update.prerequisites)?;
-    check_permissions(zone, update, &settings.policy, who)?;
-    let mut edit = edit::Edit::new(zone);
-    update.changes.iter().for_each(|c| edit.change(c));
-    let Some(diff) = edit.finish(settings.serial, now) else {
+    let Some((diff, _)) = edit_of(zone, update, settings, who, now)? else {
         return Ok(Applied::Unchanged);
     };
     match zone.apply(&diff) {
@@ -93,11 +89,32 @@ pub fn process(
     }
 }
 
+/// The zone section, the prerequisites, the permissions and the changes
+/// of one update read against `zone`: the step it makes, with the names
+/// it reached as it leaves them; None if it changes nothing.
+fn edit_of(
+    zone: &dyn View,
+    update: &UpdateMessage,
+    settings: &UpdateSettings,
+    who: Requester,
+    now: u64,
+) -> Result<Option<(ZoneDiff, Vec<NodeNow>)>, Rejected> {
+    if &update.zone != zone.origin() || update.class != zone.class() {
+        let why = format!("{} {} is not this zone", update.zone, update.class);
+        return Err(reject(Rcode::NOTAUTH, why));
+    }
+    prereq::check(zone, &update.prerequisites)?;
+    check_permissions(zone, update, &settings.policy, who)?;
+    let mut edit = edit::Edit::new(zone);
+    update.changes.iter().for_each(|c| edit.change(c));
+    Ok(edit.finish(settings.serial, now))
+}
+
 /// RFC 2136 3.3 and RFC 3007: every change must be allowed, and none may
 /// touch the records the signer keeps. A deletion of a whole name needs
 /// each type the name holds allowed.
 fn check_permissions(
-    zone: &Zone,
+    zone: &dyn View,
     update: &UpdateMessage,
     policy: &UpdatePolicy,
     who: Requester,
@@ -122,12 +139,12 @@ fn check_permissions(
 }
 
 /// The types `owner` holds (the signer's left out); ANY if none.
-fn types_at(zone: &Zone, owner: &Name) -> Vec<RType> {
+fn types_at(zone: &dyn View, owner: &Name) -> Vec<RType> {
     let key = owner.to_lowercase();
     let held: Vec<RType> = zone
-        .node(key.as_wire())
+        .node_now(key.as_wire())
         .map(|n| {
-            n.data()
+            (n.sets.iter())
                 .map(|s| s.rtype)
                 .filter(|t| !is_dnssec_type(*t))
                 .collect()

@@ -3,17 +3,15 @@
 //! value-dependent prerequisites are gathered per RRset and compared as
 //! whole sets after the others (3.2.5).
 
-use std::borrow::Cow;
-
 use heron_proto::{Name, RType, Rcode};
-use heron_zone::Zone;
 
 use super::message::{Prerequisite, Rejected, reject};
 use super::rdata_equal;
+use super::view::View;
 
 /// Ok when every prerequisite holds; else its answer code (NXDOMAIN,
 /// YXDOMAIN, NXRRSET, YXRRSET) and the prerequisite that failed.
-pub fn check(zone: &Zone, prerequisites: &[Prerequisite]) -> Result<(), Rejected> {
+pub(crate) fn check(zone: &dyn View, prerequisites: &[Prerequisite]) -> Result<(), Rejected> {
     let mut wanted: Vec<(&Name, RType, Vec<&[u8]>)> = Vec::new();
     for p in prerequisites {
         match p {
@@ -57,31 +55,23 @@ pub fn check(zone: &Zone, prerequisites: &[Prerequisite]) -> Result<(), Rejected
     Ok(())
 }
 
-/// The records of `owner`'s RRset of `rtype` in `zone` (empty if none).
-pub(crate) fn rrset_records<'z>(zone: &'z Zone, owner: &Name, rtype: RType) -> Vec<Cow<'z, [u8]>> {
-    let key = owner.to_lowercase();
-    zone.node(key.as_wire())
-        .and_then(|node| node.rrset(rtype))
-        .map_or_else(Vec::new, |set| set.rdatas().collect())
-}
-
-fn has_rrset(zone: &Zone, owner: &Name, rtype: RType) -> bool {
-    !rrset_records(zone, owner, rtype).is_empty()
+fn has_rrset(zone: &dyn View, owner: &Name, rtype: RType) -> bool {
+    !zone.rrset_records(owner, rtype).is_empty()
 }
 
 /// Whether `owner` owns any record (an empty non-terminal does not, nor
 /// a name of a signed zone left with only the signer's records, as an
 /// update's deletion leaves it until the zone is signed again).
-fn in_use(zone: &Zone, owner: &Name) -> bool {
+fn in_use(zone: &dyn View, owner: &Name) -> bool {
     let key = owner.to_lowercase();
-    zone.node(key.as_wire())
-        .is_some_and(|n| n.data().any(|s| !super::is_dnssec_type(s.rtype)))
+    zone.node_now(key.as_wire())
+        .is_some_and(|n| n.sets.iter().any(|s| !super::is_dnssec_type(s.rtype)))
 }
 
 /// Whether the RRset holds exactly `records` (duplicates in the request
 /// count once, as an RRset holds each record once).
-fn rrset_equals(zone: &Zone, owner: &Name, rtype: RType, records: &[&[u8]]) -> bool {
-    let held = rrset_records(zone, owner, rtype);
+fn rrset_equals(zone: &dyn View, owner: &Name, rtype: RType, records: &[&[u8]]) -> bool {
+    let held = zone.rrset_records(owner, rtype);
     let all_held = records
         .iter()
         .all(|r| held.iter().any(|h| rdata_equal(rtype, h, r)));

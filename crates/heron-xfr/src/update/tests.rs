@@ -134,10 +134,7 @@ fn after(b: &Builder) -> (Zone, heron_zone::diff::ZoneDiff) {
 }
 
 fn rdatas(z: &Zone, owner: &str, rtype: RType) -> Vec<Vec<u8>> {
-    let mut list: Vec<Vec<u8>> = prereq::rrset_records(z, &name(owner), rtype)
-        .into_iter()
-        .map(|r| r.into_owned())
-        .collect();
+    let mut list: Vec<Vec<u8>> = View::rrset_records(z, &name(owner), rtype);
     list.sort();
     list
 }
@@ -768,6 +765,164 @@ fn update_cost() {
             }
         }
         let each = started.elapsed() / UPDATES as u32;
-        println!("{names} names: {each:?} an update ({UPDATES} updates)");
+        println!("{names} names: {each:?} an update ({UPDATES} updates, a version each)");
+        // The same updates again (other names), 64 to a version.
+        let mut zone = std::sync::Arc::new(zone);
+        let started = std::time::Instant::now();
+        for batch in messages.chunks(64) {
+            let mut pending = Pending::new(zone.clone());
+            for message in batch {
+                let mut update = parse(message).unwrap();
+                rename_first_change(&mut update, "v");
+                assert!(
+                    pending
+                        .process(&update, &settings, who, 1_795_608_000)
+                        .unwrap()
+                );
+            }
+            zone = std::sync::Arc::new(pending.finish().unwrap().zone);
+        }
+        let each = started.elapsed() / UPDATES as u32;
+        println!("{names} names: {each:?} an update ({UPDATES} updates, 64 to a version)");
     }
+}
+
+/// Gives an update's first change an owner of its own: `PREFIX` before
+/// its first label.
+fn rename_first_change(update: &mut UpdateMessage, prefix: &str) {
+    if let Some(Change::Add { owner, .. }) = update.changes.first_mut() {
+        *owner = name(&format!("{prefix}{owner}"));
+    }
+}
+
+// --- A batch: the updates run one after the other, one version made ---
+
+/// A random update over a few names and types: adds, each kind of
+/// delete, and prerequisites both ways (CNAMEs and DNAMEs too, so that
+/// some updates would break the zone).
+fn random_update(rng: &mut Rng) -> Builder {
+    const OWNERS: [&str; 6] = [
+        "www.u.test",
+        "a.u.test",
+        "b.c.u.test",
+        "alias.u.test",
+        "u.test",
+        "d.u.test",
+    ];
+    let owner = |rng: &mut Rng| OWNERS[rng.below(OWNERS.len())];
+    let mut b = Builder::new();
+    for _ in 0..rng.below(3) {
+        let (o, t) = (owner(rng), [RType::A, RType::TXT, RType::ANY][rng.below(3)]);
+        b = match rng.below(4) {
+            0 => b.prereq(o, t, ANY, &[]),
+            1 => b.prereq(o, t, NONE, &[]),
+            2 if t == RType::A => b.prereq(o, t, IN, &[192, 0, 2, 10 + rng.below(3) as u8]),
+            _ => b.prereq(o, RType::ANY, [ANY, NONE][rng.below(2)], &[]),
+        };
+    }
+    for _ in 0..1 + rng.below(3) {
+        let o = owner(rng);
+        b = match rng.below(8) {
+            0 | 1 => b.add(o, RType::A, &[192, 0, 2, 10 + rng.below(3) as u8]),
+            2 => b.add(o, RType::TXT, &txt(["x", "y"][rng.below(2)])),
+            3 => b.add(o, RType::CNAME, name("www.u.test").as_wire()),
+            4 => b.add(
+                o,
+                RType::DNAME,
+                name(["x.test", "y.test"][rng.below(2)]).as_wire(),
+            ),
+            5 => b.update(o, RType::A, NONE, 0, &[192, 0, 2, 10 + rng.below(3) as u8]),
+            6 => b.update(
+                o,
+                [RType::A, RType::TXT, RType::DNAME][rng.below(3)],
+                ANY,
+                0,
+                &[],
+            ),
+            _ => b.update(o, RType::ANY, ANY, 0, &[]),
+        };
+    }
+    b
+}
+
+/// What an update came to: changed, unchanged, or its answer code.
+fn outcome(r: &Result<bool, Rejected>) -> Result<bool, Rcode> {
+    r.as_ref().map(|c| *c).map_err(|e| e.rcode)
+}
+
+#[test]
+fn a_batch_run_together_comes_to_what_its_updates_one_by_one_do() {
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+    let key = key_k();
+    let who = Requester {
+        ip: "127.0.0.1".parse().unwrap(),
+        key: Some(&key),
+    };
+    let settings = everyone();
+    let (mut together, mut broken) = (0, 0);
+    for round in 0..400 {
+        let base = std::sync::Arc::new(zone(""));
+        let messages: Vec<UpdateMessage> = (0..1 + rng.below(12))
+            .map(|_| parse(&random_update(&mut rng).bytes()).unwrap())
+            .collect();
+        let mut pending = Pending::new(base.clone());
+        let batched: Vec<_> = (messages.iter())
+            .map(|m| outcome(&pending.process(m, &settings, who, 0)))
+            .collect();
+        let mut one_by_one = Vec::new();
+        let (mut zone, mut steps) = (zone(""), Vec::new());
+        let mut any_broke = false;
+        for m in &messages {
+            match process(&zone, m, &settings, who, 0) {
+                Ok(Applied::Changed(next, step)) => {
+                    zone = *next;
+                    steps.push(step);
+                    one_by_one.push(Ok(true));
+                }
+                Ok(Applied::Unchanged) => one_by_one.push(Ok(false)),
+                Err(e) => {
+                    any_broke |= e.why.contains("would break");
+                    one_by_one.push(Err(e.rcode));
+                }
+            }
+        }
+        if !pending.is_changed() {
+            assert!(steps.is_empty(), "round {round}");
+            assert_eq!(batched, one_by_one, "round {round}");
+            continue;
+        }
+        match pending.finish() {
+            Ok(Finished {
+                zone: next,
+                steps: batch_steps,
+                net,
+            }) => {
+                assert_eq!(batched, one_by_one, "round {round}");
+                assert_eq!(batch_steps, steps, "round {round}");
+                let d = heron_zone::diff::diff(&zone, &next);
+                assert!(
+                    d.deleted.is_empty() && d.added.is_empty(),
+                    "round {round}: {d:?}"
+                );
+                assert_eq!(next.serial(), zone.serial());
+                // The net change is the one from the zone to the last.
+                let by_net = base.apply(&net).unwrap();
+                let d = heron_zone::diff::diff(&zone, &by_net);
+                assert!(
+                    d.deleted.is_empty() && d.added.is_empty(),
+                    "round {round}: {d:?}"
+                );
+                assert_eq!(net, heron_zone::diff::diff(&base, &next), "round {round}");
+                together += 1;
+            }
+            Err((at, problems)) => {
+                assert!(any_broke, "round {round}: step {at}: {problems:?}");
+                broken += 1;
+            }
+        }
+    }
+    assert!(
+        together > 100 && broken > 5,
+        "{together} batches together, {broken} broken"
+    );
 }

@@ -100,7 +100,8 @@ fn max_ttls() -> std::sync::MutexGuard<'static, HashMap<Name, u32>> {
 /// (`diff(served, updated)`: a batch of dynamic updates), signed again
 /// incrementally ([`heron_dnssec::sign::sign_change`]): only the RRsets
 /// changed, the NSEC or NSEC3 records around the names changed and the
-/// SOA get new signatures, and nothing walks the whole zone. None when
+/// SOA get new signatures, and nothing walks the whole zone. With the
+/// signer's own change, from `updated` to the version signed. None when
 /// the change needs a whole signing ([`sign_loaded`]): keys moved on,
 /// a delegation added or removed, a policy with ZONEMD (its digest
 /// covers the whole zone; an incremental ZONEMD would be called here).
@@ -109,7 +110,7 @@ pub fn sign_change(
     updated: &Zone,
     change: &ZoneDiff,
     signing: &Signing,
-) -> Result<Option<Zone>, Vec<String>> {
+) -> Result<Option<(Zone, ZoneDiff)>, Vec<String>> {
     let started = Instant::now();
     let origin = updated.origin();
     let policy = &signing.policy;
@@ -141,7 +142,7 @@ pub fn sign_change(
     let mut config = policy.sign_config();
     config.serial = next_serial(updated.serial(), Some(served.serial()));
     let signed = heron_dnssec::sign::sign_change(served, updated, change, &step.keys, &config, now);
-    let signed = match signed {
+    let (signed, signer_step) = match signed {
         Ok(Some(signed)) => signed,
         Ok(None) => return Ok(None),
         Err(e) => {
@@ -159,7 +160,7 @@ pub fn sign_change(
         us = started.elapsed().as_micros() as u64,
         "change signed"
     );
-    Ok(Some(signed.zone))
+    Ok(Some((signed.zone, signer_step)))
 }
 
 /// `signed`, a version signed here, moved on by `change`, a change of its
@@ -186,7 +187,8 @@ pub fn sign_by_change(
     };
     let updated = signed.apply(&step).ok()?;
     let change = heron_zone::diff::diff(signed, &updated);
-    sign_change(signed, &updated, &change, signing).transpose()
+    let signed = sign_change(signed, &updated, &change, signing).transpose()?;
+    Some(signed.map(|(zone, _)| zone))
 }
 
 /// The change from `signed`, the version served of a zone signed here, to

@@ -7,7 +7,12 @@
 //!
 //! A copy is written after each signing served (a load, a reload, a
 //! batch of updates), by the keeper thread: a temporary file, synced,
-//! then renamed. One that does not load, or is of another zone, is not
+//! then renamed. Writes are paced ([`Keeper::write_at_paced`]): a zone
+//! signed again many times a second (updates) has its copy written a
+//! few times a minute, the newest version each time, and at shutdown.
+//! A copy older than the version served (a crash before its turn) is
+//! brought to that version by the journal's steps after it at the
+//! restart ([`crate::runtime::update_signed::bring_forward`]). One that does not load, or is of another zone, is not
 //! used: the zone is signed afresh, as if there were none. A copy is
 //! only ever the previous version of a signing: its signatures are
 //! taken over only where the RRset is the same and the key is still a
@@ -84,7 +89,7 @@ impl SignedCopies {
         *self.files.write().unwrap_or_else(|e| e.into_inner()) = map;
     }
 
-    /// Keeps those of `zones` that are signed here (soon, atomically).
+    /// Keeps those of `zones` that are signed here (atomically, paced).
     pub(crate) fn keep(&self, zones: &[Arc<Zone>]) {
         let files = self.files.read().unwrap_or_else(|e| e.into_inner());
         for zone in zones {
@@ -92,7 +97,7 @@ impl SignedCopies {
                 continue;
             };
             if let Some(keeper) = self.keeper() {
-                keeper.write_at(path.clone(), zone.clone());
+                keeper.write_at_paced(path.clone(), zone.clone());
             }
         }
     }

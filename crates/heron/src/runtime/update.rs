@@ -23,7 +23,9 @@ use heron_server::update::{Update, UpdateSender, queue};
 use heron_xfr::journal::files::steps_after;
 use heron_xfr::primary::ZonePolicy;
 use heron_xfr::secondary::store::write_zone_file;
-use heron_xfr::update::{Applied, Change, Requester, UpdateMessage, parse, process};
+use heron_xfr::update::{
+    Applied, Change, Finished, Pending, Requester, UpdateMessage, parse, process,
+};
 use heron_zone::diff::ZoneDiff;
 use heron_zone::{Catalog, Zone};
 use tokio::sync::mpsc;
@@ -256,6 +258,9 @@ pub(crate) async fn write_now(zone: Arc<Zone>, file: std::path::PathBuf) -> std:
 struct Working {
     zone: Arc<Zone>,
     steps: Vec<ZoneDiff>,
+    /// The change from the version served to `zone`, when known without
+    /// a diff.
+    net: Option<ZoneDiff>,
 }
 
 /// A batch applied.
@@ -268,19 +273,36 @@ struct Done {
     synced: Duration,
 }
 
-/// Applies a batch.
+/// Applies a batch: each update checked against its zone's settings,
+/// then each zone's updates in arrival order (one version made per
+/// zone), then each update logged.
 fn apply_batch(batch: Vec<Update>, catalog: &SharedCatalog, xfr: &Transfers) -> Done {
     let now = unix_now();
     let started = Instant::now();
     let _writing = xfr.catalog_writer.lock().unwrap_or_else(|e| e.into_inner());
     let served = catalog.load_full();
+    let (mut outcomes, by_zone) = admit_all(&batch, &served, xfr);
     let mut working: HashMap<Name, Working> = HashMap::new();
-    let mut answered = Vec::with_capacity(batch.len());
-    for update in batch {
-        let rcode = apply_one(&update, &served, &mut working, xfr, now);
-        answered.push((update, rcode));
+    for (origin, queued) in by_zone {
+        let Some(base) = served.get(&origin) else {
+            continue; // admitted only if served
+        };
+        let run = ZoneRun {
+            base,
+            queued: &queued,
+            batch: &batch,
+            xfr,
+            now,
+        };
+        if let Some(w) = run.apply(&mut outcomes) {
+            working.insert(origin, w);
+        }
     }
-    working.retain(|_, w| !w.steps.is_empty());
+    for (update, outcome) in batch.iter().zip(&outcomes) {
+        outcome.log(update);
+    }
+    let rcodes = outcomes.iter().map(|o| o.rcode);
+    let mut answered: Vec<(Update, Rcode)> = batch.into_iter().zip(rcodes).collect();
     sign_updated(&mut working, &served, &mut answered, xfr);
     let unchanged = |answered| Done {
         answered,
@@ -332,6 +354,197 @@ fn apply_batch(batch: Vec<Update>, catalog: &SharedCatalog, xfr: &Transfers) -> 
     }
 }
 
+/// Each update of the batch [`admit`]ted or answered; where each zone's
+/// admitted updates are in the batch.
+fn admit_all(
+    batch: &[Update],
+    served: &Catalog,
+    xfr: &Transfers,
+) -> (Vec<Outcome>, HashMap<Name, Vec<usize>>) {
+    let mut outcomes: Vec<Outcome> = Vec::with_capacity(batch.len());
+    let mut by_zone: HashMap<Name, Vec<usize>> = HashMap::new();
+    for (at, update) in batch.iter().enumerate() {
+        let outcome = admit(update, served, xfr);
+        if outcome.admitted() {
+            let zone = by_zone.entry(update.request.origin.clone()).or_default();
+            zone.push(at);
+        }
+        outcomes.push(outcome);
+    }
+    (outcomes, by_zone)
+}
+
+/// What became of one update of a batch: its answer, why, and the
+/// changes it asked for (for its log line).
+struct Outcome {
+    rcode: Rcode,
+    why: String,
+    /// The update read (None if it could not be, or was not read).
+    message: Option<UpdateMessage>,
+    /// Read and waiting for its zone's turn.
+    waiting: bool,
+}
+
+impl Outcome {
+    fn refused(rcode: Rcode, why: impl Into<String>) -> Outcome {
+        Outcome {
+            rcode,
+            why: why.into(),
+            message: None,
+            waiting: false,
+        }
+    }
+
+    fn admitted(&self) -> bool {
+        self.waiting
+    }
+
+    fn decide(&mut self, rcode: Rcode, why: String) {
+        (self.rcode, self.why, self.waiting) = (rcode, why, false);
+    }
+
+    fn log(&self, update: &Update) {
+        let changes = self.message.as_ref().map_or(&[][..], |m| &m.changes[..]);
+        log(
+            &update.request,
+            requester(update),
+            self.rcode,
+            &self.why,
+            changes,
+        );
+    }
+}
+
+fn requester(update: &Update) -> Requester<'_> {
+    Requester {
+        ip: update.request.peer.ip(),
+        key: update.request.key(),
+    }
+}
+
+/// The checks of an update before its zone's data is read: the zone
+/// served, taking updates into a journal file, not frozen, signed by
+/// Heron if signed at all; the message read.
+fn admit(update: &Update, served: &Catalog, xfr: &Transfers) -> Outcome {
+    let request = &update.request;
+    let origin = &request.origin;
+    let Some(zone) = served.get(origin) else {
+        return Outcome::refused(Rcode::NOTAUTH, "the zone is not served");
+    };
+    let policy: Arc<ZonePolicy> = xfr.primary.policy(origin);
+    if !policy.takes_updates() {
+        return Outcome::refused(Rcode::REFUSED, "the zone takes no updates");
+    }
+    if policy.journal_path().is_none() || !xfr.primary.has_journal_files() {
+        // Answered only once on disk: without a journal file, never.
+        let why = "the zone's journal is not kept in a file (allow-update added by a reload \
+                   takes effect at the next restart; zones sharing a zone file keep none)";
+        return Outcome::refused(Rcode::SERVFAIL, why);
+    }
+    if xfr.frozen.contains(origin) {
+        let why = "the zone is frozen (heron ctl thaw takes updates again)";
+        return Outcome::refused(Rcode::REFUSED, why);
+    }
+    if zone.signed_chain_len().is_some() && xfr.signings.get(origin).is_none() {
+        let why = "the zone is signed in its file (no dnssec-policy): Heron cannot sign the change";
+        return Outcome::refused(Rcode::REFUSED, why);
+    }
+    match parse(&request.message) {
+        Ok(message) => Outcome {
+            rcode: Rcode::NOERROR,
+            why: String::new(),
+            message: Some(message),
+            waiting: true,
+        },
+        Err(e) => Outcome::refused(e.rcode, e.why),
+    }
+}
+
+/// One zone's updates of a batch.
+struct ZoneRun<'a> {
+    base: &'a Arc<Zone>,
+    /// Where its updates are in the batch, in order.
+    queued: &'a [usize],
+    batch: &'a [Update],
+    xfr: &'a Transfers,
+    now: u64,
+}
+
+impl ZoneRun<'_> {
+    /// Runs the updates one after the other, each against what the ones
+    /// before left, and makes one version of them all; the zone and its
+    /// steps if any changed it.
+    fn apply(&self, outcomes: &mut [Outcome]) -> Option<Working> {
+        let policy = self.xfr.primary.policy(self.base.origin());
+        let mut pending = Pending::new(self.base.clone());
+        for &at in self.queued {
+            let outcome = &mut outcomes[at];
+            let Some(message) = outcome.message.as_ref() else {
+                continue;
+            };
+            let from = pending.serial();
+            let who = requester(&self.batch[at]);
+            let (rcode, why) = match pending.process(message, &policy.update, who, self.now) {
+                Ok(true) => (
+                    Rcode::NOERROR,
+                    format!("serial {from} -> {}", pending.serial()),
+                ),
+                Ok(false) => (Rcode::NOERROR, "nothing changed".to_string()),
+                Err(e) => (e.rcode, e.why),
+            };
+            outcome.decide(rcode, why);
+        }
+        if !pending.is_changed() {
+            return None;
+        }
+        match pending.finish() {
+            Ok(Finished { zone, steps, net }) => Some(Working {
+                zone: Arc::new(zone),
+                steps,
+                net: Some(net),
+            }),
+            Err((step, problems)) => {
+                let first = problems.first().map_or("", |p| p.message.as_str());
+                tracing::debug!(
+                    "zone {}: step {step} of an update batch breaks the zone ({first}): the batch is run again one update at a time",
+                    self.base.origin()
+                );
+                self.one_by_one(outcomes, &policy)
+            }
+        }
+    }
+
+    /// The updates run one after the other, a version made for each (so
+    /// that one that would break the zone is refused by itself).
+    fn one_by_one(&self, outcomes: &mut [Outcome], policy: &ZonePolicy) -> Option<Working> {
+        let mut zone = self.base.clone();
+        let mut steps = Vec::new();
+        for &at in self.queued {
+            let outcome = &mut outcomes[at];
+            let Some(message) = outcome.message.as_ref() else {
+                continue;
+            };
+            let who = requester(&self.batch[at]);
+            let (rcode, why) = match process(&zone, message, &policy.update, who, self.now) {
+                Ok(Applied::Changed(next, step)) => {
+                    let why = format!("serial {} -> {}", zone.serial(), next.serial());
+                    zone = Arc::new(*next);
+                    steps.push(step);
+                    (Rcode::NOERROR, why)
+                }
+                Ok(Applied::Unchanged) => (Rcode::NOERROR, "nothing changed".to_string()),
+                Err(e) => (e.rcode, e.why),
+            };
+            outcome.decide(rcode, why);
+        }
+        (!steps.is_empty()).then_some(Working {
+            zone,
+            steps,
+            net: None,
+        })
+    }
+}
+
 /// The zones of the batch that Heron signs, signed once each (the
 /// batch's updates together): their one step from the version served
 /// replaces the unsigned steps. A zone whose signing fails has its
@@ -347,7 +560,7 @@ fn sign_updated(
         let (Some(signing), Some(before)) = (xfr.signings.get(origin), served.get(origin)) else {
             continue;
         };
-        match update_signed::sign_update(before, &w.zone, &signing) {
+        match update_signed::sign_update(before, &w.zone, w.net.take(), &signing) {
             Ok((signed, step)) => {
                 w.zone = Arc::new(signed);
                 w.steps = vec![step];
@@ -365,77 +578,6 @@ fn sign_updated(
         let of_zone = (answered.iter_mut())
             .filter(|(u, rcode)| u.request.origin == origin && *rcode == Rcode::NOERROR);
         of_zone.for_each(|(_, rcode)| *rcode = Rcode::SERVFAIL);
-    }
-}
-
-/// Runs one update against its zone's newest version in the batch.
-fn apply_one(
-    update: &Update,
-    served: &Catalog,
-    working: &mut HashMap<Name, Working>,
-    xfr: &Transfers,
-    now: u64,
-) -> Rcode {
-    let request = &update.request;
-    let origin = &request.origin;
-    let who = Requester {
-        ip: request.peer.ip(),
-        key: request.key(),
-    };
-    let zone = match working.get(origin) {
-        Some(w) => w.zone.clone(),
-        None => match served.get(origin) {
-            Some(zone) => zone.clone(),
-            None => return log(request, who, Rcode::NOTAUTH, "the zone is not served", &[]),
-        },
-    };
-    let policy: Arc<ZonePolicy> = xfr.primary.policy(origin);
-    if !policy.takes_updates() {
-        return log(
-            request,
-            who,
-            Rcode::REFUSED,
-            "the zone takes no updates",
-            &[],
-        );
-    }
-    if policy.journal_path().is_none() || !xfr.primary.has_journal_files() {
-        // Answered only once on disk: without a journal file, never.
-        let why = "the zone's journal is not kept in a file (allow-update added by a reload \
-                   takes effect at the next restart; zones sharing a zone file keep none)";
-        return log(request, who, Rcode::SERVFAIL, why, &[]);
-    }
-    if xfr.frozen.contains(origin) {
-        let why = "the zone is frozen (heron ctl thaw takes updates again)";
-        return log(request, who, Rcode::REFUSED, why, &[]);
-    }
-    if zone.signed_chain_len().is_some() && xfr.signings.get(origin).is_none() {
-        let why = "the zone is signed in its file (no dnssec-policy): Heron cannot sign the change";
-        return log(request, who, Rcode::REFUSED, why, &[]);
-    }
-    let message: UpdateMessage = match parse(&request.message) {
-        Ok(m) => m,
-        Err(e) => return log(request, who, e.rcode, &e.why, &[]),
-    };
-    match process(&zone, &message, &policy.update, who, now) {
-        Ok(Applied::Changed(next, step)) => {
-            let why = format!("serial {} -> {}", zone.serial(), next.serial());
-            let entry = working.entry(origin.clone()).or_insert_with(|| Working {
-                zone: zone.clone(),
-                steps: Vec::new(),
-            });
-            entry.zone = Arc::new(*next);
-            entry.steps.push(step);
-            log(request, who, Rcode::NOERROR, &why, &message.changes)
-        }
-        Ok(Applied::Unchanged) => log(
-            request,
-            who,
-            Rcode::NOERROR,
-            "nothing changed",
-            &message.changes,
-        ),
-        Err(e) => log(request, who, e.rcode, &e.why, &message.changes),
     }
 }
 
@@ -500,27 +642,14 @@ pub(crate) fn replay_journals(
                 continue;
             }
         };
-        let mut next: Zone = match zone.apply(&steps[0]) {
-            Ok(z) => z,
-            Err(problems) => {
+        // One version for all the steps (each checked as applied alone).
+        let next = match zone.apply_steps(&steps) {
+            Ok(next) => next,
+            Err((_, problems)) => {
                 report_replay_failure(origin, path, &problems);
                 continue;
             }
         };
-        let mut failed = false;
-        for step in &steps[1..] {
-            match next.apply(step) {
-                Ok(z) => next = z,
-                Err(problems) => {
-                    report_replay_failure(origin, path, &problems);
-                    failed = true;
-                    break;
-                }
-            }
-        }
-        if failed {
-            continue;
-        }
         tracing::info!(
             "zone {origin}: {} updates from {} applied, serial {} -> {}",
             steps.len(),
@@ -640,15 +769,13 @@ fn merge(
             new.serial()
         ));
     }
-    let mut merged: Option<Zone> = None;
-    for step in &steps {
-        let base = merged.as_ref().unwrap_or(new);
-        let next = base.apply(step).map_err(|problems| {
+    let merged: Option<Zone> = match steps.is_empty() {
+        true => None,
+        false => Some(new.apply_steps(&steps).map_err(|(_, problems)| {
             let first = problems.first().map_or("", |p| p.message.as_str());
             format!("the updates do not apply to it ({first})")
-        })?;
-        merged = Some(next);
-    }
+        })?),
+    };
     let merged_ref = merged.as_ref().unwrap_or(new);
     let edits = heron_zone::diff::diff(old, merged_ref);
     if edits.is_empty() {

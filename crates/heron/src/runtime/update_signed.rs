@@ -61,19 +61,25 @@ impl Signings {
 /// ([`sign_change`], or a whole signing that keeps the signatures of what
 /// did not change when the change needs one); with the journal's step
 /// from `served` to it.
+/// `change` is `diff(served, updated)` when the caller has it (the
+/// batch's net change); else it is worked out here.
 pub(crate) fn sign_update(
     served: &Zone,
     updated: &Zone,
+    change: Option<ZoneDiff>,
     signing: &Signing,
 ) -> Result<(Zone, ZoneDiff), String> {
-    let change = diff(served, updated);
-    let signed = match sign_change(served, updated, &change, signing) {
-        Ok(Some(signed)) => signed,
-        Ok(None) => sign_loaded(updated, Some(served), signing).map_err(|e| e.join("; "))?,
-        Err(e) => return Err(e.join("; ")),
-    };
-    let step = diff(served, &signed);
-    Ok((signed, step))
+    let change = change.unwrap_or_else(|| diff(served, updated));
+    match sign_change(served, updated, &change, signing) {
+        // The step served: the updates' change, then the signer's.
+        Ok(Some((signed, signer_step))) => Ok((signed, change.then(signer_step))),
+        Ok(None) => {
+            let signed = sign_loaded(updated, Some(served), signing).map_err(|e| e.join("; "))?;
+            let step = diff(served, &signed);
+            Ok((signed, step))
+        }
+        Err(e) => Err(e.join("; ")),
+    }
 }
 
 /// At a reload, the updated signed zone `old` stays served as it is (its
@@ -93,6 +99,55 @@ pub(crate) fn refresh_kept(
         return None;
     }
     Some(sign_loaded(old, Some(old), signing).map_err(|e| e.join("; ")))
+}
+
+/// The signed versions kept before a restart (`FILE.signed`), each
+/// brought up to the version served last by the steps its zone's journal
+/// holds after it: a copy is written paced, so after a crash it may be a
+/// few batches of updates behind. A copy the journal does not lead on
+/// from is left as it is (the journal then starts over).
+pub(crate) fn bring_forward(
+    copies: Vec<Arc<Zone>>,
+    policies: &HashMap<Name, ZonePolicy>,
+) -> Vec<Arc<Zone>> {
+    copies
+        .into_iter()
+        .map(|copy| {
+            let journal = policies.get(copy.origin()).and_then(|p| p.journal_path());
+            match journal {
+                Some(path) => bring_one_forward(copy, path),
+                None => copy,
+            }
+        })
+        .collect()
+}
+
+/// One copy brought forward by the journal at `path` (see [`bring_forward`]).
+fn bring_one_forward(copy: Arc<Zone>, path: &Path) -> Arc<Zone> {
+    let origin = copy.origin();
+    let steps = match heron_xfr::journal::files::steps_after(path, origin, copy.serial()) {
+        Ok(steps) if !steps.is_empty() => steps,
+        _ => return copy,
+    };
+    match copy.apply_steps(&steps) {
+        Ok(newest) => {
+            tracing::info!(
+                "zone {origin}: the signed copy (serial {}) brought to serial {} by {} journal steps",
+                copy.serial(),
+                newest.serial(),
+                steps.len()
+            );
+            Arc::new(newest)
+        }
+        Err((at, problems)) => {
+            let first = problems.first().map_or("", |p| p.message.as_str());
+            tracing::info!(
+                "zone {origin}: the journal's step {at} after the signed copy's serial {} does not apply ({first}); the copy is used as it is",
+                copy.serial()
+            );
+            copy
+        }
+    }
 }
 
 /// Where what a restart carried over is kept, beside the journal.
@@ -491,7 +546,7 @@ mod signing_tests {
             ttl: 300,
             rdata: vec![192, 0, 2, 9],
         };
-        let (_, step) = sign_update(&served, &updated(&served, change), &signing).unwrap();
+        let (_, step) = sign_update(&served, &updated(&served, change), None, &signing).unwrap();
         let journal = dir.path().join("s.zone.jnl");
         write_file(&carried_path(&journal), &origin, &[Arc::new(step)]).unwrap();
         let header = heron_xfr::journal::file::header(&origin);
@@ -504,6 +559,41 @@ mod signing_tests {
                 "{len}"
             );
         }
+    }
+
+    /// A signed copy written before the last batches of updates (paced,
+    /// then a crash) is brought to the version served by the journal;
+    /// a copy the journal does not lead on from is left as it is.
+    #[test]
+    fn a_copy_behind_its_journal_is_brought_forward() {
+        let dir = tempfile::tempdir().unwrap();
+        let signing = signing(dir.path(), Denial::Nsec);
+        let origin = Name::parse("s.test").unwrap();
+        let zone = heron_zone::load_zone_str(ZONE, "t", &origin).unwrap().zone;
+        let copy = Arc::new(sign_loaded(&zone, None, &signing).unwrap());
+        let mut served = copy.clone();
+        let mut steps = Vec::new();
+        for name in ["a.s.test", "b.s.test"] {
+            let change = Change::Add {
+                owner: Name::parse(name).unwrap(),
+                rtype: RType::A,
+                ttl: 300,
+                rdata: vec![192, 0, 2, 9],
+            };
+            let next = updated(&served, change);
+            let (signed, step) = sign_update(&served, &next, None, &signing).unwrap();
+            served = Arc::new(signed);
+            steps.push(Arc::new(step));
+        }
+        let journal = dir.path().join("s.zone.jnl");
+        write_file(&journal, &origin, &steps).unwrap();
+        let forward = bring_one_forward(copy.clone(), &journal);
+        assert_eq!(forward.serial(), served.serial());
+        assert!(diff(&forward, &served).is_empty());
+        // A copy the journal holds no step from stays as it is.
+        let other = Arc::new(sign_loaded(&zone, Some(&served), &signing).unwrap());
+        let kept = bring_one_forward(other.clone(), &journal);
+        assert!(Arc::ptr_eq(&kept, &other));
     }
 
     #[test]
@@ -527,19 +617,25 @@ mod signing_tests {
             rdata: vec![192, 0, 2, 9],
         };
         let next = updated(&served, change);
-        let (signed, step) = sign_update(&served, &next, &signing).unwrap();
+        let (signed, step) = sign_update(&served, &next, None, &signing).unwrap();
         assert_eq!(
             nsec3_types_of(&signed, "new.s.test"),
             nsec3_types_of(&signed, "www.s.test")
         );
         assert!(step.added.iter().any(|r| r.rtype == RType::NSEC3));
+        // The step served (the update's change, then the signer's) is the
+        // diff of the two versions.
+        assert_eq!(step, diff(&served, &signed));
+        let given = Some(diff(&served, &next));
+        let (again, step) = sign_update(&served, &next, given, &signing).unwrap();
+        assert_eq!(step, diff(&served, &again));
         // A name deleted leaves no NSEC3 (an empty one would claim a name
         // that has nothing).
         let gone = updated(
             &signed,
             Change::DeleteName(Name::parse("old.s.test").unwrap()),
         );
-        let (signed, _) = sign_update(&signed, &gone, &signing).unwrap();
+        let (signed, _) = sign_update(&signed, &gone, None, &signing).unwrap();
         let hash =
             heron_dnssec::sign::nsec3_hash(Name::parse("old.s.test").unwrap().as_wire(), &[], 0);
         let mut hashed = vec![32];
@@ -573,7 +669,8 @@ mod signing_tests {
             ttl: 300,
             rdata: vec![192, 0, 2, 9],
         };
-        let (signed, step) = sign_update(&served, &updated(&served, change), &signing).unwrap();
+        let (signed, step) =
+            sign_update(&served, &updated(&served, change), None, &signing).unwrap();
         assert!(signed.serial() > served.serial());
         assert_eq!(verify(&signed), Verdict::Verified(HashAlg::Sha384));
         assert!(step.added.iter().any(|r| r.rtype == RType::ZONEMD));
@@ -628,7 +725,7 @@ mod signing_tests {
                 }],
             })
             .unwrap();
-        let (signed, _) = sign_update(&served, &with_zonemd, &signing).unwrap();
+        let (signed, _) = sign_update(&served, &with_zonemd, None, &signing).unwrap();
         assert!(signed.serial() > served.serial());
         assert!(signed.apex().rrset(RType::ZONEMD).is_none());
     }
@@ -667,7 +764,7 @@ mod signing_tests {
                 let next = updated_by(&current, changes);
                 let (cpu_at, wall_at) = (cpu_seconds(), std::time::Instant::now());
                 let signed = match way {
-                    "incremental" => sign_update(&current, &next, signing).unwrap().0,
+                    "incremental" => sign_update(&current, &next, None, signing).unwrap().0,
                     _ => {
                         let signed = sign_loaded(&next, Some(&current), signing).unwrap();
                         let _step = diff(&current, &signed);
