@@ -691,10 +691,14 @@ impl<'z> Edit<'z> {
         if !problems.is_empty() {
             return Err(problems);
         }
+        // Per shard rewritten: where its kept nodes moved (for the chain).
+        let mut moves: Vec<Option<Moves>> = vec![None; shard_count];
         let shards: Vec<Arc<Shard>> = (0..shard_count)
             .map(|at| match touched.remove(&at) {
                 Some((replaced, written)) => {
-                    Arc::new(rewrite_shard(zone, &zone.shards[at], &replaced, &written))
+                    let (shard, moved) = rewrite_shard(zone, &zone.shards[at], &replaced, &written);
+                    moves[at] = Some(moved);
+                    Arc::new(shard)
                 }
                 None => zone.shards.shared(at),
             })
@@ -737,8 +741,8 @@ impl<'z> Edit<'z> {
         .find_soa();
         next.chain = match &zone.chain {
             Some(chain) => {
-                let changed: HashSet<&[u8]> = self.nodes.keys().map(|k| &**k).collect();
-                chain.after_change(zone, &next, &changed)
+                let changed: Vec<&[u8]> = self.nodes.keys().map(|k| &**k).collect();
+                chain.after_change(&next, &changed, &moves)
             }
             None => DenialChain::of(&next),
         }
@@ -747,26 +751,50 @@ impl<'z> Edit<'z> {
     }
 }
 
+/// Where the nodes a shard's copy kept moved: (old offset, new offset),
+/// in the order of the old offsets (the copy keeps their order); the
+/// nodes written follow them, from `written_from`.
+#[derive(Clone, Default)]
+pub(super) struct Moves {
+    kept: Vec<(u32, u32)>,
+    pub(super) written_from: usize,
+}
+
+impl Moves {
+    /// The new offset of the node at `old`; None if it was not kept.
+    pub(super) fn of(&self, old: u32) -> Option<u32> {
+        let at = self
+            .kept
+            .binary_search_by_key(&old, |(from, _)| *from)
+            .ok()?;
+        Some(self.kept[at].1)
+    }
+}
+
 /// Per shard touched: the keys replaced and the nodes written.
 type ShardEdit<'k> = (HashSet<&'k [u8]>, Vec<Vec<u8>>);
 
 /// A copy of `shard` without the nodes whose keys are in `replaced`, with
-/// the `written` nodes appended, and its table built anew.
+/// the `written` nodes appended, and its table built anew; with where
+/// each node kept moved.
 fn rewrite_shard(
     zone: &Zone,
     shard: &Shard,
     replaced: &HashSet<&[u8]>,
     written: &[Vec<u8>],
-) -> Shard {
+) -> (Shard, Moves) {
     let apex = zone.origin.as_wire();
     let mut arena =
         Vec::with_capacity(shard.arena.len() + written.iter().map(Vec::len).sum::<usize>());
+    let mut moves = Vec::new();
     for at in shard.offsets() {
         let bytes = &shard.arena[at..];
         if !replaced.contains(Node::new(bytes, apex).key()) {
+            moves.push((at as u32, arena.len() as u32));
             arena.extend_from_slice(&bytes[..node_len(bytes)]);
         }
     }
+    let written_from = arena.len();
     written.iter().for_each(|n| arena.extend_from_slice(n));
     let mut shard = Shard {
         arena: arena.into(),
@@ -779,5 +807,9 @@ fn rewrite_shard(
         table.insert_unique(zone.hasher.hash_one(key), at as u32);
     }
     shard.table = table;
-    shard
+    let moves = Moves {
+        kept: moves,
+        written_from,
+    };
+    (shard, moves)
 }

@@ -10,11 +10,10 @@
 
 use std::cmp::Ordering;
 
-use hashbrown::HashSet;
-
 use heron_proto::RType;
 use heron_proto::name::{Name, lowercase_wire};
 
+use super::apply::Moves;
 use super::canonical::{Position, order_key};
 use super::nsec3::{HASH_LEN, LABEL_LEN, Nsec3Params, base32hex_lower};
 use super::nsec3_owners::{OwnerDigests, OwnerHashes};
@@ -143,65 +142,26 @@ impl DenialChain {
 
     /// The chain of `next`, a version `apply` made from `previous`: this
     /// chain's links into the shards they share; a link in a rewritten
-    /// shard to a node not `changed` (the keys of every node `apply`
-    /// wrote, a superset of those whose links may differ) keeps its place
-    /// in the order and only moves to its node's new offset; the changed
-    /// nodes' links are sorted and merged in. The whole chain is built
-    /// again when the zone changed how it is signed.
+    /// shard to a node the copy kept (`moves`) keeps its place in the
+    /// order, only moved to the node's new offset; the links of the
+    /// `changed` nodes (the keys of every node `apply` wrote) are sorted
+    /// and merged in. The whole chain is built again when the zone
+    /// changed how it is signed.
     pub(super) fn after_change(
         &self,
-        previous: &Zone,
         next: &Zone,
-        changed: &HashSet<&[u8]>,
+        changed: &[&[u8]],
+        moves: &[Option<Moves>],
     ) -> Option<DenialChain> {
         let kind = ChainKind::of_apex(&next.apex())?;
         if kind != self.kind {
             return DenialChain::of(next);
         }
-        let mut rewritten = vec![false; next.shards.len()];
-        next.unshared_shards(previous)
-            .for_each(|shard| rewritten[shard] = true);
-        let (kept, fresh) = self.moved_links(previous, next, &kind, &rewritten, changed);
-        let links = merge(kept, fresh, |a, b| next.cmp_positions(a, b));
-        let owners = match (&self.owners, &kind) {
-            (Some(owners), ChainKind::Nsec3(params)) => {
-                Some(owners.after_change(previous, next, &|n| kind.links(n), params))
-            }
-            _ => None,
-        };
-        Some(DenialChain::new(kind, links, owners, next))
-    }
-
-    /// The links to nodes not `changed`, in order, those in rewritten
-    /// shards moved to their nodes' new offsets; and the links of the
-    /// changed nodes, sorted.
-    fn moved_links(
-        &self,
-        previous: &Zone,
-        next: &Zone,
-        kind: &ChainKind,
-        rewritten: &[bool],
-        changed: &HashSet<&[u8]>,
-    ) -> (Vec<Position>, Vec<Position>) {
-        let mut kept = Vec::with_capacity(self.links.len());
-        for p in self.links.iter() {
-            if !rewritten[p.shard as usize] {
-                kept.push(*p);
-                continue;
-            }
-            let key = previous.node_of(p).key();
-            if changed.contains(key) {
-                continue;
-            }
-            let shard = &next.shards[p.shard as usize];
-            let at = shard
-                .find(next.hash(key), key)
-                .expect("a node not changed is kept");
-            kept.push(Position {
-                at: at as u32,
-                ..*p
-            });
-        }
+        let kept = (self.links.iter()).filter_map(|p| match &moves[p.shard as usize] {
+            None => Some(*p),
+            Some(moved) => moved.of(p.at).map(|at| Position { at, ..*p }),
+        });
+        let kept: Vec<Position> = kept.collect();
         let mut fresh = Vec::new();
         for key in changed {
             let hash = next.hash(key);
@@ -214,7 +174,14 @@ impl DenialChain {
             }
         }
         next.sort_canonically(&mut fresh);
-        (kept, fresh)
+        let links = merge(kept, fresh, |a, b| next.cmp_positions(a, b));
+        let owners = match (&self.owners, &kind) {
+            (Some(owners), ChainKind::Nsec3(params)) => {
+                Some(owners.after_change(next, moves, &|n| kind.links(n), params))
+            }
+            _ => None,
+        };
+        Some(DenialChain::new(kind, links, owners, next))
     }
 
     /// NSEC3: the digests of `node`'s owner and of its wildcard child,

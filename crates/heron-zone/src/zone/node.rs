@@ -77,7 +77,12 @@ impl Shard {
 
     /// Offsets of every node, in arena order.
     pub(crate) fn offsets(&self) -> impl Iterator<Item = usize> + '_ {
-        let mut at = 0;
+        self.offsets_from(0)
+    }
+
+    /// The offsets of the nodes from the one at `start` on.
+    pub(crate) fn offsets_from(&self, start: usize) -> impl Iterator<Item = usize> + '_ {
+        let mut at = start;
         std::iter::from_fn(move || {
             if at >= self.arena.len() {
                 return None;

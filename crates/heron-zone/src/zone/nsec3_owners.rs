@@ -7,12 +7,13 @@
 //! Kept per shard, beside the chain: the nodes' arena offsets in order
 //! (4 bytes each) and two SHA-1 digests each (40 bytes). The hashed
 //! owner nodes themselves (the NSEC3 records) get none. A change
-//! (`Zone::apply`) hashes again only the owners of the shards it
-//! rewrote; the other shards' digests are shared with the previous
-//! version. NSEC zones and unsigned zones have no such table.
+//! (`Zone::apply`) hashes only the owners of the nodes it wrote: in
+//! the shards it copied the other nodes' digests move with them, and
+//! the other shards' digests are shared with the previous version. NSEC zones and unsigned zones have no such table.
 
 use std::sync::Arc;
 
+use super::apply::Moves;
 use super::nsec3::{HASH_LEN, Nsec3Params};
 use super::wildcard::WildcardName;
 use super::{Node, Zone, shard_of};
@@ -45,25 +46,25 @@ impl OwnerHashes {
         OwnerHashes { shards }
     }
 
-    /// The owner digests of `next`, a version `apply` made from
-    /// `previous` (whose digests these are): those of the shards they
-    /// share kept, the others hashed again.
+    /// The owner digests of `next`, a version `apply` made from the one
+    /// these are of: those of the shards it shares kept; in a shard it
+    /// rewrote (`moves`), those of the nodes it kept moved to their new
+    /// offsets and the nodes it wrote hashed.
     pub(super) fn after_change(
         &self,
-        previous: &Zone,
         next: &Zone,
+        moves: &[Option<Moves>],
         is_link: &dyn Fn(&Node) -> bool,
         params: &Nsec3Params,
     ) -> OwnerHashes {
         let mut shards: Vec<Arc<ShardHashes>> = Vec::with_capacity(next.shards.len());
-        for shard in 0..next.shards.len() {
-            let kept = self
-                .shards
-                .get(shard)
-                .filter(|_| next.shards.shares(&previous.shards, shard));
-            shards.push(match kept {
-                Some(same) => same.clone(),
-                None => Arc::new(ShardHashes::of(next, is_link, params, shard)),
+        for (shard, moved) in moves.iter().enumerate() {
+            shards.push(match (self.shards.get(shard), moved) {
+                (Some(same), None) => same.clone(),
+                (Some(old), Some(moved)) => {
+                    Arc::new(old.moved(moved, next, is_link, params, shard))
+                }
+                (None, _) => Arc::new(ShardHashes::of(next, is_link, params, shard)),
             });
         }
         OwnerHashes {
@@ -107,9 +108,48 @@ impl ShardHashes {
         params: &Nsec3Params,
         shard: usize,
     ) -> ShardHashes {
-        let mut offsets = Vec::new();
-        let mut digests = Vec::new();
-        for at in zone.shards[shard].offsets() {
+        let mut hashes = ShardHashes {
+            offsets: Box::new([]),
+            digests: Box::new([]),
+        };
+        hashes.hash_from(zone, is_link, params, shard, 0);
+        hashes
+    }
+
+    /// These digests for the shard's copy `moves` describes: the kept
+    /// nodes' moved, the written nodes' hashed.
+    fn moved(
+        &self,
+        moves: &Moves,
+        zone: &Zone,
+        is_link: &dyn Fn(&Node) -> bool,
+        params: &Nsec3Params,
+        shard: usize,
+    ) -> ShardHashes {
+        let kept = (self.offsets.iter().zip(self.digests.iter()))
+            .filter_map(|(at, digests)| Some((moves.of(*at)?, *digests)));
+        let (offsets, digests): (Vec<u32>, Vec<OwnerDigests>) = kept.unzip();
+        let mut hashes = ShardHashes {
+            offsets: offsets.into(),
+            digests: digests.into(),
+        };
+        hashes.hash_from(zone, is_link, params, shard, moves.written_from);
+        hashes
+    }
+
+    /// Hashes the owners of the shard's nodes from offset `start` on,
+    /// after those held.
+    fn hash_from(
+        &mut self,
+        zone: &Zone,
+        is_link: &dyn Fn(&Node) -> bool,
+        params: &Nsec3Params,
+        shard: usize,
+        start: usize,
+    ) {
+        let mut offsets = std::mem::take(&mut self.offsets).into_vec();
+        let mut digests = std::mem::take(&mut self.digests).into_vec();
+        for at in zone.shards[shard].offsets_from(start) {
             let node = zone.node_at((shard, at));
             if is_link(&node) {
                 continue; // a hashed owner: nothing proves its absence
@@ -121,9 +161,7 @@ impl ShardHashes {
             offsets.push(at);
             digests.push([params.hash(node.key()), params.hash(star.as_wire())]);
         }
-        ShardHashes {
-            offsets: offsets.into(),
-            digests: digests.into(),
-        }
+        self.offsets = offsets.into();
+        self.digests = digests.into();
     }
 }
