@@ -365,7 +365,7 @@ fn admit_all(
     let mut by_zone: HashMap<Name, Vec<usize>> = HashMap::new();
     for (at, update) in batch.iter().enumerate() {
         let outcome = admit(update, served, xfr);
-        if outcome.admitted() {
+        if outcome.waiting {
             let zone = by_zone.entry(update.request.origin.clone()).or_default();
             zone.push(at);
         }
@@ -386,17 +386,13 @@ struct Outcome {
 }
 
 impl Outcome {
-    fn refused(rcode: Rcode, why: impl Into<String>) -> Outcome {
+    fn answered(rcode: Rcode, why: impl Into<String>) -> Outcome {
         Outcome {
             rcode,
             why: why.into(),
             message: None,
             waiting: false,
         }
-    }
-
-    fn admitted(&self) -> bool {
-        self.waiting
     }
 
     fn decide(&mut self, rcode: Rcode, why: String) {
@@ -429,25 +425,25 @@ fn admit(update: &Update, served: &Catalog, xfr: &Transfers) -> Outcome {
     let request = &update.request;
     let origin = &request.origin;
     let Some(zone) = served.get(origin) else {
-        return Outcome::refused(Rcode::NOTAUTH, "the zone is not served");
+        return Outcome::answered(Rcode::NOTAUTH, "the zone is not served");
     };
     let policy: Arc<ZonePolicy> = xfr.primary.policy(origin);
     if !policy.takes_updates() {
-        return Outcome::refused(Rcode::REFUSED, "the zone takes no updates");
+        return Outcome::answered(Rcode::REFUSED, "the zone takes no updates");
     }
     if policy.journal_path().is_none() || !xfr.primary.has_journal_files() {
         // Answered only once on disk: without a journal file, never.
         let why = "the zone's journal is not kept in a file (allow-update added by a reload \
                    takes effect at the next restart; zones sharing a zone file keep none)";
-        return Outcome::refused(Rcode::SERVFAIL, why);
+        return Outcome::answered(Rcode::SERVFAIL, why);
     }
     if xfr.frozen.contains(origin) {
         let why = "the zone is frozen (heron ctl thaw takes updates again)";
-        return Outcome::refused(Rcode::REFUSED, why);
+        return Outcome::answered(Rcode::REFUSED, why);
     }
     if zone.signed_chain_len().is_some() && xfr.signings.get(origin).is_none() {
         let why = "the zone is signed in its file (no dnssec-policy): Heron cannot sign the change";
-        return Outcome::refused(Rcode::REFUSED, why);
+        return Outcome::answered(Rcode::REFUSED, why);
     }
     match parse(&request.message) {
         Ok(message) => Outcome {
@@ -456,7 +452,7 @@ fn admit(update: &Update, served: &Catalog, xfr: &Transfers) -> Outcome {
             message: Some(message),
             waiting: true,
         },
-        Err(e) => Outcome::refused(e.rcode, e.why),
+        Err(e) => Outcome::answered(e.rcode, e.why),
     }
 }
 
