@@ -72,15 +72,28 @@ fn minus(list: &[DiffRecord], sorted: &[DiffRecord]) -> Vec<DiffRecord> {
 /// the change itself. Parts the versions share are skipped, so the diff of
 /// a version made by `Zone::apply` costs time in proportion to the change.
 pub fn diff(old: &Zone, new: &Zone) -> ZoneDiff {
+    diff_leaving_out(old, new, &|_| false)
+}
+
+/// [`diff`], with the records of `old` whose type is `left_out` (an
+/// RRSIG counts as type RRSIG) taken as absent: the change from a zone
+/// signed here to its file read again, the signer's records left out
+/// while walking rather than made into records, sorted and dropped.
+pub fn diff_leaving_out(old: &Zone, new: &Zone, left_out: &dyn Fn(RType) -> bool) -> ZoneDiff {
     let mut deleted = Vec::new();
     let mut added = Vec::new();
+    let mut compare = |old_node: Option<Node>, new_node: Option<Node>| {
+        let old_records = old_node.map_or_else(Vec::new, |n| node_records(n, left_out));
+        let new_records = new_node.map_or_else(Vec::new, |n| node_records(n, &|_| false));
+        let owner = || old_node.or(new_node).expect("one side exists").key();
+        compare_records(owner, &old_records, &new_records, &mut deleted, &mut added);
+    };
     for node in new.nodes_not_shared_with(old) {
-        let twin = counterpart(old, node);
-        compare_nodes(twin, Some(node), &mut deleted, &mut added);
+        compare(counterpart(old, node), Some(node));
     }
     for node in old.nodes_not_shared_with(new) {
         if counterpart(new, node).is_none() {
-            compare_nodes(Some(node), None, &mut deleted, &mut added);
+            compare(Some(node), None);
         }
     }
     let is_apex_soa = |r: &DiffRecord, z: &Zone| r.rtype == RType::SOA && r.owner == *z.origin();
@@ -101,19 +114,21 @@ fn counterpart<'z>(zone: &'z Zone, node: Node) -> Option<Node<'z>> {
     zone.node(node.key())
 }
 
+/// One node's records: type, TTL, RDATA.
+type NodeRecords<'n> = Vec<(RType, u32, Cow<'n, [u8]>)>;
+
 /// Adds the records of one owner that differ between its two versions.
-fn compare_nodes(
-    old: Option<Node>,
-    new: Option<Node>,
+fn compare_records<'o>(
+    owner: impl Fn() -> &'o [u8],
+    old_records: &NodeRecords,
+    new_records: &NodeRecords,
     deleted: &mut Vec<DiffRecord>,
     added: &mut Vec<DiffRecord>,
 ) {
-    let old_records = old.map_or_else(Vec::new, node_records);
-    let new_records = new.map_or_else(Vec::new, node_records);
     if old_records == new_records {
         return;
     }
-    let owner = Name::from_wire(old.or(new).expect("one side exists").key()).expect("a name");
+    let owner = Name::from_wire(owner()).expect("a name");
     let make = |(rtype, ttl, rdata): &(RType, u32, Cow<[u8]>)| DiffRecord {
         owner: owner.clone(),
         rtype: *rtype,
@@ -126,12 +141,17 @@ fn compare_nodes(
     added.extend(new_ones.map(make));
 }
 
-/// The records at one node, RRSIGs as records of type RRSIG, sorted.
-fn node_records(node: Node) -> Vec<(RType, u32, Cow<[u8]>)> {
+/// The records at one node, RRSIGs as records of type RRSIG, sorted;
+/// those of the types `left_out` left out.
+fn node_records<'n>(node: Node<'n>, left_out: &dyn Fn(RType) -> bool) -> NodeRecords<'n> {
     let mut out = Vec::new();
     for set in node.rrsets() {
-        out.extend(set.rdatas().map(|rd| (set.rtype, set.ttl(), rd)));
-        out.extend(set.sigs().map(|rd| (RType::RRSIG, set.sig_ttl(), rd)));
+        if !left_out(set.rtype) {
+            out.extend(set.rdatas().map(|rd| (set.rtype, set.ttl(), rd)));
+        }
+        if !left_out(RType::RRSIG) {
+            out.extend(set.sigs().map(|rd| (RType::RRSIG, set.sig_ttl(), rd)));
+        }
     }
     out.sort();
     out
@@ -186,6 +206,33 @@ mod tests {
             let joined = diff(&zones[a], &zones[b]).then(diff(&zones[b], &zones[c]));
             assert_eq!(joined, diff(&zones[a], &zones[c]), "{a} {b} {c}");
         }
+    }
+
+    #[test]
+    fn records_left_out_of_the_old_version_are_not_deleted() {
+        let signed = zone(
+            1,
+            "www A 192.0.2.2\nwww NSEC ns A RRSIG NSEC\n\
+             www RRSIG A 13 3 60 20300101000000 20200101000000 1 d.test. AAAA\n\
+             gone A 192.0.2.9\ngone NSEC www A NSEC\n",
+        );
+        let file = zone(2, "www A 192.0.2.2\nnew A 192.0.2.3\n");
+        let signer_types = |t: RType| matches!(t, RType::NSEC | RType::RRSIG);
+        let d = diff_leaving_out(&signed, &file, &signer_types);
+        assert_eq!(names(&d.deleted), ["gone.d.test. A"]);
+        assert_eq!(names(&d.added), ["new.d.test. A"]);
+        // Records of those types in the new version are still added.
+        let with_nsec = zone(3, "www A 192.0.2.2\nwww NSEC new A NSEC\n");
+        let d = diff_leaving_out(&signed, &with_nsec, &signer_types);
+        assert!(
+            names(&d.added).contains(&"www.d.test. NSEC".to_string()),
+            "{d:?}"
+        );
+        // Nothing left out: the whole diff.
+        assert_eq!(
+            diff_leaving_out(&signed, &file, &|_| false),
+            diff(&signed, &file)
+        );
     }
 
     #[test]
