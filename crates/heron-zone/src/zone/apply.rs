@@ -25,7 +25,7 @@ use super::build::{
 };
 use super::chain::DenialChain;
 use super::diff::{DiffRecord, ZoneDiff};
-use super::node::{Node, Shard, node_len};
+use super::node::{Moves, Node, Shard, node_len};
 use super::table::NodeTable;
 use super::{Links, Problem, SOA_FAR, Severity, Zone, count, is_wildcard, node_place, shard_of};
 
@@ -751,26 +751,6 @@ impl<'z> Edit<'z> {
     }
 }
 
-/// Where the nodes a shard's copy kept moved: (old offset, new offset),
-/// in the order of the old offsets (the copy keeps their order); the
-/// nodes written follow them, from `written_from`.
-#[derive(Clone, Default)]
-pub(super) struct Moves {
-    kept: Vec<(u32, u32)>,
-    pub(super) written_from: usize,
-}
-
-impl Moves {
-    /// The new offset of the node at `old`; None if it was not kept.
-    pub(super) fn of(&self, old: u32) -> Option<u32> {
-        let at = self
-            .kept
-            .binary_search_by_key(&old, |(from, _)| *from)
-            .ok()?;
-        Some(self.kept[at].1)
-    }
-}
-
 /// Per shard touched: the keys replaced and the nodes written.
 type ShardEdit<'k> = (HashSet<&'k [u8]>, Vec<Vec<u8>>);
 
@@ -807,9 +787,5 @@ fn rewrite_shard(
         table.insert_unique(zone.hasher.hash_one(key), at as u32);
     }
     shard.table = table;
-    let moves = Moves {
-        kept: moves,
-        written_from,
-    };
-    (shard, moves)
+    (shard, Moves::new(moves, written_from))
 }

@@ -13,8 +13,8 @@ use std::cmp::Ordering;
 use heron_proto::RType;
 use heron_proto::name::{Name, lowercase_wire};
 
-use super::apply::Moves;
 use super::canonical::{Position, order_key};
+use super::node::Moves;
 use super::nsec3::{HASH_LEN, LABEL_LEN, Nsec3Params, base32hex_lower};
 use super::nsec3_owners::{OwnerDigests, OwnerHashes};
 use super::wildcard::WildcardName;

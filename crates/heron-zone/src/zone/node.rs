@@ -465,3 +465,27 @@ impl fmt::Debug for RRset<'_> {
             .finish()
     }
 }
+
+/// Where the nodes a shard's copy kept moved: (old offset, new offset),
+/// in the order of the old offsets (the copy keeps their order); the
+/// nodes written follow them, from `written_from`.
+#[derive(Clone, Default)]
+pub(crate) struct Moves {
+    kept: Vec<(u32, u32)>,
+    pub(crate) written_from: usize,
+}
+
+impl Moves {
+    pub(crate) fn new(kept: Vec<(u32, u32)>, written_from: usize) -> Moves {
+        Moves { kept, written_from }
+    }
+
+    /// The new offset of the node at `old`; None if it was not kept.
+    pub(crate) fn of(&self, old: u32) -> Option<u32> {
+        let at = self
+            .kept
+            .binary_search_by_key(&old, |(from, _)| *from)
+            .ok()?;
+        Some(self.kept[at].1)
+    }
+}

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use super::apply::Moves;
+use super::node::Moves;
 use super::nsec3::{HASH_LEN, Nsec3Params};
 use super::wildcard::WildcardName;
 use super::{Node, Zone, shard_of};
