@@ -26,7 +26,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use heron_proto::Name;
+use heron_proto::{Name, RType};
 use heron_xfr::update::is_dnssec_type;
 use heron_zone::{Catalog, Zone};
 
@@ -49,16 +49,24 @@ struct Versions {
 /// signed incrementally ([`crate::plan::signing::sign_by_change`]), as a
 /// dynamic update is. The cost follows the change, not the zone. None
 /// when the change touches the signer's own types (the primary's DNSSEC
-/// records, which the whole signing drops) or cannot be signed so: then
-/// the whole signing, keeping the signatures of what did not change,
-/// does it.
+/// records, which the whole signing drops; but its ZONEMD, left out
+/// under a policy that makes none) or cannot be signed so: then the
+/// whole signing, keeping the signatures of what did not change, does
+/// it.
 fn sign_change_received(
     previous: &Zone,
     next: &Zone,
     signed: &Zone,
     signing: &Signing,
 ) -> Option<Result<Zone, String>> {
-    let change = heron_zone::diff::diff(previous, next);
+    let mut change = heron_zone::diff::diff(previous, next);
+    if signing.policy.zonemd.is_none() {
+        // The primary's digest of its own zone, which changes with every
+        // version: never served here (it cannot verify once signed), so
+        // not a reason to sign the whole zone again.
+        change.deleted.retain(|r| r.rtype != RType::ZONEMD);
+        change.added.retain(|r| r.rtype != RType::ZONEMD);
+    }
     let records = change.deleted.iter().chain(&change.added);
     if records.clone().any(|r| is_dnssec_type(r.rtype)) {
         return None;
@@ -356,5 +364,32 @@ h00 300 IN NSEC zz.s.test. A RRSIG NSEC
         // The version received keeps them: the primary's IXFR deleting
         // them must apply to it.
         assert!(v.apex().rrset(RType::ZONEMD).is_some());
+    }
+
+    /// A primary that publishes a ZONEMD changes it with every version:
+    /// the version received is still signed by its change (a few new
+    /// signatures, not the whole zone's), and no ZONEMD is served.
+    #[test]
+    fn a_primarys_zonemd_does_not_make_every_version_a_whole_signing() {
+        let dir = tempfile::tempdir().unwrap();
+        let signing = Arc::new(Signing {
+            policy: Arc::new(Policy::default()),
+            key_directory: dir.path().to_path_buf(),
+        });
+        let signed = SignedSecondaries::default();
+        signed.set(&[(n("s.test"), signing.clone())]);
+        let zonemd = |serial: u32, digest: &str| {
+            format!("@ 300 IN ZONEMD {serial} 1 1 {}\n", digest.repeat(96))
+        };
+        let v1 = version(1, &zonemd(1, "0"));
+        let (s1, _) = signed.sign_received(&v1, None).unwrap().unwrap();
+        let v2 = version(2, &(zonemd(2, "1") + "new 300 IN A 192.0.2.99\n"));
+        let by_change = sign_change_received(&v1, &v2, &s1, &signing);
+        assert!(matches!(by_change, Some(Ok(_))), "signed by the change");
+        let (s2, _) = signed.sign_received(&v2, Some(&s1)).unwrap().unwrap();
+        let new = new_signatures(&s1, &s2);
+        assert!((2..=4).contains(&new), "{new} new signatures");
+        assert!(s2.apex().rrset(RType::ZONEMD).is_none());
+        assert!(s2.node(b"\x03new\x01s\x04test\x00").is_some());
     }
 }
