@@ -836,31 +836,9 @@ fn a_zone_group_takes_updates_by_its_rules_for_each_zone() {
     let addr = server.addr();
     for zone in [ZONE, "grp.test"] {
         let script = |commands: &str| {
-            let mut child = Command::new("nsupdate")
-                .args(["-t", "5", "-y"])
-                .arg(format!("hmac-sha256:acme:{SECRET}"))
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("nsupdate runs");
-            let text = format!(
-                "server {} {}\nzone {zone}\n{commands}\nsend\n",
-                addr.ip(),
-                addr.port()
-            );
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(text.as_bytes())
-                .unwrap();
-            let out = child.wait_with_output().unwrap();
-            (
-                out.status.success(),
-                String::from_utf8_lossy(&out.stderr).into_owned(),
-            )
+            let out = heron_testkit::tools::nsupdate(addr, ("acme", SECRET), zone, commands);
+            let said = String::from_utf8_lossy(&out.stderr).into_owned();
+            (out.status.success(), said)
         };
         let challenge = format!("_acme-challenge.{zone}");
         let (ok, said) = script(&format!("update add {challenge} 60 TXT \"t\""));

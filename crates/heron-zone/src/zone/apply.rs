@@ -236,6 +236,9 @@ struct Edit<'z> {
     /// or SRV records point at, with the nodes that point there (the
     /// referrers index is brought up to date only at the end).
     new_referrers: HashMap<Box<[u8]>, Vec<Box<[u8]>>>,
+    /// The nodes that appeared or vanished since [`Edit::check_step`]
+    /// last looked.
+    flipped: Vec<Box<[u8]>>,
 }
 
 impl<'z> Edit<'z> {
@@ -250,6 +253,7 @@ impl<'z> Edit<'z> {
             problems: Vec::new(),
             serial: zone.serial(),
             new_referrers: HashMap::new(),
+            flipped: Vec::new(),
         }
     }
 
@@ -383,15 +387,10 @@ impl<'z> Edit<'z> {
     /// step reached, made appear or vanish, or whose additional section
     /// carries what it changed, packed.
     fn check_step(&mut self, reached: Vec<Box<[u8]>>) -> Result<(), Vec<Problem>> {
-        let existed: Vec<(Box<[u8]>, bool)> = (self.nodes.iter())
-            .map(|(k, n)| (k.clone(), n.exists))
-            .collect();
-        self.settle_existence();
+        self.flipped.clear();
+        self.settle(&reached);
         let mut changed = reached;
-        let flipped = existed
-            .into_iter()
-            .filter(|(k, was)| self.nodes[k].exists != *was);
-        changed.extend(flipped.map(|(k, _)| k));
+        changed.append(&mut self.flipped);
         for key in &changed {
             self.note_targets(key);
         }
@@ -434,13 +433,20 @@ impl<'z> Edit<'z> {
     /// no children vanish, and so do ancestors they leave empty.
     fn settle_existence(&mut self) {
         let keys: Vec<Box<[u8]>> = self.nodes.keys().cloned().collect();
-        for key in &keys {
+        self.settle(&keys);
+    }
+
+    /// [`Edit::settle_existence`] for the nodes at `keys` (and the
+    /// ancestors they make appear or vanish): after one step of
+    /// [`Zone::apply_steps`], only the nodes it reached can have changed.
+    fn settle(&mut self, keys: &[Box<[u8]>]) {
+        for key in keys {
             let node = &self.nodes[key];
             if !node.exists && node.has_data() {
                 self.appear(key);
             }
         }
-        for key in &keys {
+        for key in keys {
             let node = &self.nodes[key];
             let childless = !self.links.children.contains_key(key);
             if node.exists && !node.has_data() && childless && **key != *self.apex {
@@ -453,6 +459,9 @@ impl<'z> Edit<'z> {
         let mut key: Box<[u8]> = key.into();
         loop {
             let node = self.nodes.get_mut(&key).expect("loaded");
+            if !node.exists {
+                self.flipped.push(key.clone());
+            }
             node.exists = true;
             let owner = node.owner.clone();
             let parent = parent_of(&key);
@@ -472,6 +481,9 @@ impl<'z> Edit<'z> {
         let mut key: Box<[u8]> = key.into();
         loop {
             let node = self.nodes.get_mut(&key).expect("loaded");
+            if node.exists {
+                self.flipped.push(key.clone());
+            }
             node.exists = false;
             let owner = node.owner.clone();
             let parent = parent_of(&key);
