@@ -394,6 +394,42 @@ fn a_restarted_secondary_still_serves_ixfr_of_what_it_received() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A kept copy the disk garbled (one address changed, the file still a
+/// zone file) is not served after a restart: its seal does not hold, so
+/// the zone is transferred anew and answers as the primary does.
+#[test]
+fn a_garbled_kept_copy_is_not_served_but_transferred_anew() {
+    let HeronPrimary {
+        dir,
+        primary,
+        secondary_port,
+        ..
+    } = HeronPrimary::start("garbled");
+    let kept = dir.join("xfr.kept");
+    let config = secondary_config(secondary_port, primary.addr(), &kept, "");
+    let mut heron = start(secondary_port, &config);
+    assert!(eventually(|| kept_serial(&kept) == Some(1)));
+    assert!(heron.terminate().is_some_and(|s| s.success()));
+    let text = std::fs::read_to_string(&kept).unwrap();
+    let garbled = text.replace(
+        "h7.xfr.test. 300 IN A 10.0.0.7",
+        "h7.xfr.test. 300 IN A 10.0.0.8",
+    );
+    assert_ne!(garbled, text, "{text}");
+    std::fs::write(&kept, garbled).unwrap();
+
+    let heron = start(secondary_port, &config);
+    assert!(heron.log().contains("does not hold"), "{}", heron.log());
+    assert!(eventually(|| answer(heron.addr(), "h7.xfr.test", RType::A)
+        == answer(primary.addr(), "h7.xfr.test", RType::A)));
+    assert_same_answers(primary.addr(), heron.addr());
+    assert!(eventually(
+        || std::fs::read_to_string(&kept).is_ok_and(|t| t == text)
+    ));
+    drop((heron, primary));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// Heron → Heron, the secondary killed (SIGKILL) while a large change is
 /// on its way. Restarted while the primary is away, it serves the last
 /// version it completed at once; when the primary is back (with no NOTIFY

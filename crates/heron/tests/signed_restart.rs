@@ -133,8 +133,20 @@ fn a_restart_keeps_the_signatures_the_updates_and_the_ixfr_history() {
     assert!(ixfr_records(addr, serial).len() < 20);
     server.terminate();
 
-    // A truncated FILE.signed is not used: the zone is signed afresh.
+    // A FILE.signed with one signature garbled (as a disk might) is not
+    // used: its seal no longer holds, and the zone is signed afresh
+    // rather than that signature served.
     let copy = dir.path().join("rst.zone.signed");
+    let text = std::fs::read_to_string(&copy).unwrap();
+    std::fs::write(&copy, garble_a_signature(&text)).unwrap();
+    let mut server = start(dir.path());
+    assert!(server.wait_for_log("does not hold"), "{}", server.log());
+    let fresh = signed_axfr(server.addr(), ZONE);
+    assert!(new_signatures(&edited, &fresh) > 40, "signed afresh");
+    verify(&fresh);
+    server.terminate();
+
+    // A truncated FILE.signed is not used: the zone is signed afresh.
     let text = std::fs::read_to_string(&copy).unwrap();
     let cut = text[..text.len() / 2].trim_end_matches(|c: char| c.is_ascii_alphanumeric());
     std::fs::write(&copy, format!("{cut}\n")).unwrap();
@@ -147,12 +159,32 @@ fn a_restart_keeps_the_signatures_the_updates_and_the_ixfr_history() {
     verify(&fresh);
     server.terminate();
 
-    // One of another zone neither.
-    let other = text.replace("rst.test.", "other.test.");
+    // One of another zone neither (unsealed, as an older Heron wrote it).
+    let other = unsealed(&text).replace("rst.test.", "other.test.");
     std::fs::write(&copy, other).unwrap();
     let server = start(dir.path());
     assert!(server.wait_for_log("signed copy"), "{}", server.log());
     let again = signed_axfr(server.addr(), ZONE);
     assert!(new_signatures(&fresh, &again) > 40, "signed afresh");
     verify(&again);
+}
+
+/// `text` with one character of the `www` A record's signature changed,
+/// still valid base64: the file loads, the signature is wrong.
+fn garble_a_signature(text: &str) -> String {
+    let line = (text.lines())
+        .find(|l| l.starts_with("www.rst.test.") && l.contains("RRSIG A "))
+        .expect("www's signature");
+    let at = line.len() - 10;
+    let swapped = if &line[at..at + 1] == "A" { "B" } else { "A" };
+    let garbled = format!("{}{swapped}{}", &line[..at], &line[at + 1..]);
+    text.replace(line, &garbled)
+}
+
+/// `text` as written before copies were sealed: no mark, no seal line.
+fn unsealed(text: &str) -> String {
+    let mut lines: Vec<&str> = text.lines().collect();
+    assert!(lines.pop().unwrap().starts_with("; sha256 "));
+    assert!(lines.remove(1).starts_with("; sealed"));
+    lines.join("\n") + "\n"
 }

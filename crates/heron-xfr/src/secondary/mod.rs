@@ -24,6 +24,7 @@ pub mod pipelined;
 pub mod primary_log;
 pub mod receive;
 pub mod refresh;
+pub mod seal;
 pub mod store;
 pub mod tls;
 pub mod zone;

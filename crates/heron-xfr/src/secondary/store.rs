@@ -4,7 +4,8 @@
 //! [`heron_zone::load_zone_file`] reads back to the same zone: `$ORIGIN`,
 //! then one record a line with an absolute owner, TTL, class, type and
 //! presentation RDATA ([`rdata::format_text`], RFC 3597 `\#` form for types
-//! it does not know); the SOA first, the rest in canonical order.
+//! it does not know); the SOA first, the rest in canonical order; sealed
+//! ([`seal`]) by a digest on its last line.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -15,6 +16,7 @@ use heron_zone::Zone;
 use heron_zone::zone::Node;
 
 use crate::disk::{folder, keep_existing, tmp_path};
+use crate::secondary::seal;
 
 /// Which of `files` exist, in their order; a folder holding many of them
 /// is listed once rather than asked about file by file (100,000 zones with
@@ -57,9 +59,14 @@ fn sync_dir(path: &Path) -> io::Result<()> {
     File::open(folder(path))?.sync_all()
 }
 
-/// The zone as master-file text.
+/// The zone as master-file text, sealed ([`seal`]): a copy the disk
+/// garbled is not read back as the zone.
 pub fn write_zone(zone: &Zone, out: &mut impl Write) -> io::Result<()> {
-    writeln!(out, "; zone {} serial {}", zone.origin(), zone.serial())?;
+    let first_line = format!("; zone {} serial {}", zone.origin(), zone.serial());
+    seal::write_sealed(out, &first_line, |out| write_records(zone, out))
+}
+
+fn write_records(zone: &Zone, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "$ORIGIN {}", zone.origin())?;
     let soa = zone.soa();
     write_record(out, zone.apex(), RType::SOA, soa.ttl(), &soa.first_rdata())?;
@@ -82,7 +89,7 @@ pub fn write_zone(zone: &Zone, out: &mut impl Write) -> io::Result<()> {
 }
 
 fn write_record(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     node: Node,
     rtype: RType,
     ttl: u32,

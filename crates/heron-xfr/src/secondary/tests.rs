@@ -774,6 +774,8 @@ fn a_stored_zone_loads_back_the_same() {
     let text = std::fs::read_to_string(&path).unwrap();
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("; zone x.test. serial 42"));
+    assert_eq!(lines.next(), Some(crate::secondary::seal::SEALED_MARK));
+    assert_eq!(crate::secondary::seal::check(text.as_bytes()), Ok(()));
     assert_eq!(lines.next(), Some("$ORIGIN x.test."));
     assert!(
         lines.next().unwrap().starts_with("x.test. 300 IN SOA "),

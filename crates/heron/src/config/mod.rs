@@ -731,6 +731,9 @@ pub struct ZoneSpec {
     pub file: PathBuf,
     /// Set when Heron signs the zone.
     pub signing: Option<std::sync::Arc<dnssec::Signing>>,
+    /// A copy Heron wrote for itself (a secondary's, a signed zone's):
+    /// read only if its seal holds (`heron_xfr::secondary::seal`).
+    pub kept: bool,
 }
 
 /// A configuration ready to run.
@@ -1820,6 +1823,7 @@ pub fn zone_spec(origin: &str, file: &Path) -> Result<ZoneSpec, String> {
         origin,
         file: file.to_path_buf(),
         signing: None,
+        kept: false,
     })
 }
 

@@ -677,6 +677,10 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
     let started = Instant::now();
     let file = ZoneFileText::read(&spec.file)
         .map_err(|e| vec![format!("{}: error: {}", e.location, e.message)])?;
+    if spec.kept {
+        heron_xfr::secondary::seal::check(&file.text)
+            .map_err(|why| vec![format!("{}: {why}", spec.file.display())])?;
+    }
     let read = Some(&progress.read);
     progress
         .opened
@@ -779,6 +783,7 @@ mod tests {
             origin: Name::parse(o).unwrap(),
             file: f.to_path_buf(),
             signing: None,
+            kept: false,
         };
         let mut files = ZoneFiles::new(&[spec("a.test", &a), spec("b.test", &b)]);
         let (cat, _) = files.load_changed(&Catalog::new());
@@ -855,6 +860,7 @@ mod tests {
             origin: Name::parse(o).unwrap(),
             file: f.to_path_buf(),
             signing: None,
+            kept: false,
         };
         let mut files = ZoneFiles::new(&[spec("a.test", &a), spec("b.test", &b)]);
         let (cat, out) = files.load_changed(&Catalog::new());

@@ -68,6 +68,7 @@ pub fn load_kept<Z: Borrow<SecondaryZone>>(zones: &[Z]) -> Vec<Option<Zone>> {
             origin: z.origin.clone(),
             file: path.to_path_buf(),
             signing: None,
+            kept: true,
         })
         .collect();
     let mut loaded = load_parallel(

@@ -12,7 +12,9 @@
 //! few times a minute, the newest version each time, and at shutdown.
 //! A copy older than the version served (a crash before its turn) is
 //! brought to that version by the journal's steps after it at the
-//! restart ([`crate::runtime::update_signed::bring_forward`]). One that does not load, or is of another zone, is not
+//! restart ([`crate::runtime::update_signed::bring_forward`]). One that
+//! does not load, whose seal does not hold (`heron_xfr::secondary::seal`:
+//! cut short, a bit flipped on the disk) or that is of another zone is not
 //! used: the zone is signed afresh, as if there were none. A copy is
 //! only ever the previous version of a signing: its signatures are
 //! taken over only where the RRset is the same and the key is still a
@@ -46,6 +48,7 @@ pub(crate) fn load(zones: &[(Name, PathBuf)]) -> Vec<Zone> {
             origin: origin.clone(),
             file: signed_copy(file),
             signing: None,
+            kept: true,
         })
         .filter(|spec| spec.file.exists())
         .collect();
