@@ -347,6 +347,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
             if !refused.is_empty() {
                 return Err(refused);
             }
+            crate::plan::key_notes::note_key_directories(&settings, path);
             settings
         }
         None => Settings {

@@ -8,6 +8,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use heron_testkit::{ServerProcess, SignedZone};
 
@@ -17,8 +18,21 @@ fn heron() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_heron"))
 }
 
+/// A copy of the differential suite's edge.test zone, in a folder of this
+/// process's own: Heron writes beside a zone file it signs (the signed
+/// copy, the note of where its keys are), never in the source tree.
 fn zone_file() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone")
+    static COPY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    COPY.get_or_init(|| {
+        let source =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone");
+        let dir = std::env::temp_dir().join(format!("heron-signing-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join("edge.test.zone");
+        std::fs::copy(source, &copy).unwrap();
+        copy
+    })
+    .clone()
 }
 
 /// Heron serving edge.test. under `policy` (the lines of a
@@ -276,4 +290,79 @@ fn a_reload_signs_only_what_changed() {
     }
     assert!(text.contains("added.edge.test."), "{text}");
     verify_with_tools(&SignedZone::from_text(ORIGIN, &text), true);
+}
+
+/// A zone whose keys are in a `key-directory` of its own, its DS asked
+/// of the parent (CDS published), then its `dnssec-policy` removed while
+/// the server is stopped: `check-config` and a start refuse it (served
+/// unsigned it would be bogus), found through the note Heron keeps beside
+/// the zone file, though no configuration names that directory any more.
+#[test]
+fn a_policy_removed_while_stopped_is_refused_with_keys_in_a_directory_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("own.zone");
+    let zone = format!(
+        "$ORIGIN {ORIGIN}\n$TTL 1\n@ SOA ns hostmaster 1 3600 600 86400 1\n@ NS ns\nns A 192.0.2.1\n"
+    );
+    std::fs::write(&file, zone).unwrap();
+    let keys = dir.path().join("elsewhere");
+    let fast = "propagation-delay = \"1s\"\ndnskey-ttl = \"1s\"\nretire-safety = \"1s\"";
+    let server = serve_signed_file(fast, &keys, &file);
+    let note = std::fs::read_to_string(dir.path().join("own.zone.key-directory")).unwrap();
+    assert_eq!(note.trim_end(), keys.display().to_string());
+    let cds_published = heron_testkit::eventually_within(Duration::from_secs(30), || {
+        let out = Command::new("/usr/bin/kdig")
+            .arg(format!("@{}", server.addr().ip()))
+            .args([
+                "-p",
+                &server.addr().port().to_string(),
+                ORIGIN,
+                "CDS",
+                "+short",
+            ])
+            .output()
+            .unwrap();
+        !String::from_utf8_lossy(&out.stdout).trim().is_empty()
+    });
+    assert!(cds_published, "{}", server.log());
+    let config = std::fs::read_to_string(server.dir().join("heron.toml")).unwrap();
+    drop(server);
+
+    let unsigned: String = (config.lines())
+        .filter(|l| !l.starts_with("dnssec-policy =") && !l.starts_with("key-directory ="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let config = dir.path().join("heron.toml");
+    std::fs::write(&config, unsigned).unwrap();
+    let check = Command::new(heron())
+        .arg("check-config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stderr).into_owned()
+        + &String::from_utf8_lossy(&check.stdout);
+    assert!(!check.status.success(), "{said}");
+    assert!(
+        said.contains("dnssec-policy removed while the parent may still hold its DS"),
+        "{said}"
+    );
+    assert!(said.contains(&keys.display().to_string()), "{said}");
+    let mut start = Command::new(heron())
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let refused = heron_testkit::eventually_within(Duration::from_secs(20), || {
+        start
+            .try_wait()
+            .unwrap()
+            .is_some_and(|status| !status.success())
+    });
+    if !refused {
+        let _ = start.kill();
+        let _ = start.wait();
+    }
+    assert!(refused, "the start must be refused");
 }

@@ -173,21 +173,19 @@ pub fn unsigning_refused(origin: &Name, dir: &Path) -> Option<String> {
 
 /// [`unsigning_refused`] at a start, for a `dnssec-policy` removed while
 /// the server was stopped: the zones of `settings` that Heron does not
-/// sign whose state file in the default key directory (`keys` beside
-/// `config`) says a DS may be at the parent. A zone whose keys were in a
-/// `key-directory` of its own can not be found this way.
+/// sign whose state file says a DS may be at the parent, found in the
+/// default key directory (`keys` beside `config`) or, for keys in a
+/// `key-directory` of its own, where the note beside the zone's file
+/// says (`key_notes`).
 pub fn unsigned_with_ds_at_start(settings: &crate::config::Settings, config: &Path) -> Vec<String> {
-    let signed: HashSet<&Name> = (settings.signed_secondaries.iter())
-        .map(|(origin, _)| origin)
-        .collect();
-    let files = (settings.zones.iter())
-        .filter(|z| z.signing.is_none())
-        .map(|z| &z.origin);
-    let secondaries = (settings.secondaries.iter())
-        .map(|s| &s.origin)
-        .filter(|origin| !signed.contains(origin));
-    let base = config.parent().unwrap_or(Path::new("."));
-    unsigned_with_ds(files.chain(secondaries), &base.join("keys"))
+    use crate::plan::key_notes;
+    let unsigned = key_notes::unsigned_zones(settings);
+    let default = key_notes::default_key_directory(config);
+    let mut refused = unsigned_with_ds(unsigned.iter().map(|(origin, _)| *origin), &default);
+    for (origin, dir) in key_notes::noted(unsigned) {
+        refused.extend(unsigned_with_ds([origin].into_iter(), &dir));
+    }
+    refused
 }
 
 /// Of `origins`, those whose state file in `dir` refuses their unsigning,
@@ -641,6 +639,48 @@ mod tests {
         fs::write(&config, signed).unwrap();
         let settings = crate::config::load(&config).unwrap();
         assert!(unsigned_with_ds_at_start(&settings, &config).is_empty());
+    }
+
+    /// The same with the keys in a `key-directory` of the zone's own: the
+    /// note the signed start left beside the zone file leads the later
+    /// start to them. Keys moved back to the default directory take the
+    /// note back.
+    #[test]
+    fn a_start_without_the_policy_finds_keys_in_a_directory_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("heron.toml");
+        let zone_file = dir.path().join("k.zone");
+        fs::write(&zone_file, ZONE).unwrap();
+        let zone = "[[zone]]\norigin = \"k.test\"\nfile = \"k.zone\"\n";
+        let signed = format!("{zone}dnssec-policy = \"default\"\nkey-directory = \"own\"\n");
+        fs::write(&config, &signed).unwrap();
+        let settings = crate::config::load(&config).unwrap();
+        crate::plan::key_notes::note_key_directories(&settings, &config);
+        let note = dir.path().join("k.zone.key-directory");
+        let own = dir.path().join("own");
+        assert_eq!(
+            fs::read_to_string(&note).unwrap(),
+            format!("{}\n", own.display())
+        );
+        step(&origin(), &split(), &own, 300, 1000).unwrap();
+        step(&origin(), &split(), &own, 300, 1000 + 300 + 3600).unwrap();
+
+        fs::write(&config, zone).unwrap();
+        let unsigned = crate::config::load(&config).unwrap();
+        let refused = unsigned_with_ds_at_start(&unsigned, &config);
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(refused[0].contains("zone 'k.test.'"), "{}", refused[0]);
+        let state = own.join("k.test.keys.json");
+        assert!(refused[0].contains(&format!("move {} away", state.display())));
+        // A note naming a directory with no state file refuses nothing.
+        fs::write(&note, format!("{}\n", dir.path().join("none").display())).unwrap();
+        assert!(unsigned_with_ds_at_start(&unsigned, &config).is_empty());
+
+        let back = format!("{zone}dnssec-policy = \"default\"\n");
+        fs::write(&config, back).unwrap();
+        let settings = crate::config::load(&config).unwrap();
+        crate::plan::key_notes::note_key_directories(&settings, &config);
+        assert!(!note.exists(), "keys in the default directory need no note");
     }
 
     fn step_at(dir: &tempfile::TempDir, now: UnixTime) -> Step {

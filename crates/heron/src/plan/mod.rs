@@ -6,6 +6,7 @@
 
 pub mod catalog_producer;
 pub mod consumer;
+pub mod key_notes;
 pub mod key_state;
 pub mod rollover;
 pub mod signing;

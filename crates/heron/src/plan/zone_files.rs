@@ -308,19 +308,20 @@ impl ZoneFiles {
         let Some(source) = &self.config else {
             return Ok(None);
         };
-        let settings = crate::config::load(&source.path)?;
+        let mut settings = crate::config::load(&source.path)?;
         settings
             .warnings
             .iter()
             .for_each(|w| tracing::warn!(target: LOG_TARGET, "{w}"));
         let left_for_restart = settings.restart_only.changed_since(&source.restart_only);
         let applied = settings.live.changed_since(&source.live);
-        let mut specs = settings.zones;
-        specs.extend(source.extra_zones.iter().cloned());
-        let refused = self.unsigning_refused(&specs);
+        settings.zones.extend(source.extra_zones.iter().cloned());
+        let refused = self.unsigning_refused(&settings.zones);
         if !refused.is_empty() {
             return Err(refused);
         }
+        crate::plan::key_notes::note_key_directories(&settings, &source.path);
+        let specs = std::mem::take(&mut settings.zones);
         let before: HashMap<Name, PathBuf> = (self.entries.iter())
             .map(|e| (e.spec.origin.to_lowercase(), e.spec.file.clone()))
             .collect();

@@ -1,0 +1,109 @@
+//! Where a signed zone's keys are, noted beside its file (`FILE.key-directory`,
+//! for a secondary beside its kept copy) when they are in a
+//! `key-directory` of its own. A start that finds the zone's
+//! `dnssec-policy` gone (removed while the server was stopped) has no
+//! configuration left that names that directory; the note is how it still
+//! finds the zone's key state and refuses to serve the zone unsigned
+//! while a DS of it may be at the parent (`key_state::unsigned_with_ds_at_start`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use heron_proto::Name;
+use heron_xfr::secondary::store::which_exist;
+
+use crate::config::Settings;
+
+/// The note beside `file`.
+pub fn note_path(file: &Path) -> PathBuf {
+    let mut path = file.as_os_str().to_owned();
+    path.push(".key-directory");
+    PathBuf::from(path)
+}
+
+/// The key directory a zone gets without a `key-directory`: `keys`
+/// beside the configuration file.
+pub fn default_key_directory(config: &Path) -> PathBuf {
+    config.parent().unwrap_or(Path::new(".")).join("keys")
+}
+
+/// The zones of `settings` Heron signs, each with its file (zone file or
+/// kept copy) and key directory.
+fn signed_zones(settings: &Settings) -> Vec<(PathBuf, &Path)> {
+    let primaries = (settings.zones.iter())
+        .filter_map(|z| Some((z.file.clone(), &*z.signing.as_ref()?.key_directory)));
+    let secondaries = settings
+        .signed_secondaries
+        .iter()
+        .filter_map(|(origin, s)| {
+            let zone = settings.secondaries.iter().find(|z| &z.origin == origin)?;
+            Some((zone.kept_path().into_owned(), &*s.key_directory))
+        });
+    primaries.chain(secondaries).collect()
+}
+
+/// Notes where the keys of each zone signed in `settings` are, if not in
+/// the default directory, and takes back a note that no longer holds
+/// (the zone's keys moved to the default one). Written only when it
+/// changed; one that cannot be written is a warning.
+pub fn note_key_directories(settings: &Settings, config: &Path) {
+    let default = default_key_directory(config);
+    for (file, keys) in signed_zones(settings) {
+        let note = note_path(&file);
+        if same_directory(keys, &default) {
+            let _ = fs::remove_file(&note);
+            continue;
+        }
+        let text = format!("{}\n", absolute(keys).display());
+        if fs::read_to_string(&note).is_ok_and(|t| t == text) {
+            continue;
+        }
+        if let Err(e) = fs::write(&note, text) {
+            tracing::warn!(
+                "cannot note where the keys of {} are in {}: {e}; a start with its \
+                 dnssec-policy removed will not find them",
+                file.display(),
+                note.display()
+            );
+        }
+    }
+}
+
+/// Of `unsigned` (zones served unsigned, each with its file), those with
+/// a note, each with the key directory it names. The notes' folders are
+/// listed once, not asked about zone by zone.
+pub fn noted(unsigned: Vec<(&Name, PathBuf)>) -> Vec<(&Name, PathBuf)> {
+    let notes: Vec<PathBuf> = unsigned.iter().map(|(_, f)| note_path(f)).collect();
+    let exist = which_exist(&notes.iter().map(|p| &**p).collect::<Vec<_>>());
+    (unsigned.into_iter().zip(notes).zip(exist))
+        .filter(|(_, exists)| *exists)
+        .filter_map(|(((origin, _), note), _)| {
+            let text = fs::read_to_string(&note).ok()?;
+            let dir = text.lines().next().filter(|l| !l.is_empty())?;
+            Some((origin, PathBuf::from(dir)))
+        })
+        .collect()
+}
+
+fn absolute(dir: &Path) -> PathBuf {
+    std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
+fn same_directory(a: &Path, b: &Path) -> bool {
+    absolute(a) == absolute(b)
+}
+
+/// The file each zone of `settings` that Heron does not sign is read
+/// from: a primary's zone file, a secondary's kept copy.
+pub fn unsigned_zones(settings: &Settings) -> Vec<(&Name, PathBuf)> {
+    let signed: std::collections::HashSet<&Name> = (settings.signed_secondaries.iter())
+        .map(|(origin, _)| origin)
+        .collect();
+    let files = (settings.zones.iter())
+        .filter(|z| z.signing.is_none())
+        .map(|z| (&z.origin, z.file.clone()));
+    let secondaries = (settings.secondaries.iter())
+        .filter(|s| !signed.contains(&s.origin))
+        .map(|s| (&s.origin, s.kept_path().into_owned()));
+    files.chain(secondaries).collect()
+}
