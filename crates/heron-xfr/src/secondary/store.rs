@@ -35,11 +35,22 @@ pub fn which_exist(files: &[&Path]) -> Vec<bool> {
 /// synced, so that after a crash `path` holds either the old file or the
 /// whole new one.
 pub fn write_zone_file(zone: &Zone, path: &Path) -> io::Result<()> {
+    write_file(zone, path, true)
+}
+
+/// [`write_zone_file`] without the seal: for a file an operator edits
+/// (a zone written back after dynamic updates), where a seal's digest
+/// would go stale at the first edit and say nothing.
+pub fn write_plain_zone_file(zone: &Zone, path: &Path) -> io::Result<()> {
+    write_file(zone, path, false)
+}
+
+fn write_file(zone: &Zone, path: &Path, sealed: bool) -> io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
     let tmp = tmp_path(path);
-    let result = write_synced(zone, &tmp).and_then(|()| std::fs::rename(&tmp, path));
+    let result = write_synced(zone, &tmp, sealed).and_then(|()| std::fs::rename(&tmp, path));
     if let Err(e) = result {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
@@ -47,9 +58,15 @@ pub fn write_zone_file(zone: &Zone, path: &Path) -> io::Result<()> {
     sync_dir(path)
 }
 
-fn write_synced(zone: &Zone, tmp: &Path) -> io::Result<()> {
+fn write_synced(zone: &Zone, tmp: &Path, sealed: bool) -> io::Result<()> {
     let mut out = BufWriter::new(File::create(tmp)?);
-    write_zone(zone, &mut out)?;
+    match sealed {
+        true => write_zone(zone, &mut out)?,
+        false => {
+            writeln!(out, "{}", first_line(zone))?;
+            write_records(zone, &mut out)?;
+        }
+    }
     let file = out.into_inner().map_err(|e| e.into_error())?;
     file.sync_all()
 }
@@ -62,8 +79,11 @@ fn sync_dir(path: &Path) -> io::Result<()> {
 /// The zone as master-file text, sealed ([`seal`]): a copy the disk
 /// garbled is not read back as the zone.
 pub fn write_zone(zone: &Zone, out: &mut impl Write) -> io::Result<()> {
-    let first_line = format!("; zone {} serial {}", zone.origin(), zone.serial());
-    seal::write_sealed(out, &first_line, |out| write_records(zone, out))
+    seal::write_sealed(out, &first_line(zone), |out| write_records(zone, out))
+}
+
+fn first_line(zone: &Zone) -> String {
+    format!("; zone {} serial {}", zone.origin(), zone.serial())
 }
 
 fn write_records(zone: &Zone, out: &mut dyn Write) -> io::Result<()> {

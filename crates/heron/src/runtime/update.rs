@@ -22,7 +22,7 @@ use heron_server::service::unix_now;
 use heron_server::update::{Update, UpdateSender, queue};
 use heron_xfr::journal::files::steps_after;
 use heron_xfr::primary::ZonePolicy;
-use heron_xfr::secondary::store::write_zone_file;
+use heron_xfr::secondary::store::write_plain_zone_file;
 use heron_xfr::update::{
     Applied, Change, Finished, Pending, Requester, UpdateMessage, parse, process,
 };
@@ -154,7 +154,8 @@ async fn write_back_due(
         };
         let path = path.clone();
         let (file, serial) = (path.clone(), zone.serial());
-        let written = tokio::task::spawn_blocking(move || write_zone_file(&zone, &path)).await;
+        let written =
+            tokio::task::spawn_blocking(move || write_plain_zone_file(&zone, &path)).await;
         match written {
             Ok(Ok(())) => tracing::info!(
                 zone = %origin,
@@ -249,7 +250,7 @@ impl Frozen {
 
 /// Writes `zone` to `file` now (synced, then renamed over the old).
 pub(crate) async fn write_now(zone: Arc<Zone>, file: std::path::PathBuf) -> std::io::Result<()> {
-    tokio::task::spawn_blocking(move || write_zone_file(&zone, &file))
+    tokio::task::spawn_blocking(move || write_plain_zone_file(&zone, &file))
         .await
         .unwrap_or_else(|_| Err(std::io::Error::other("the writer failed")))
 }
