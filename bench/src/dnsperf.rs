@@ -236,14 +236,32 @@ fn spawn(line: &[String]) -> Result<std::process::Child, String> {
 fn summary(line: &[String], text: &str, stderr: &[u8]) -> Result<DnsperfResult, String> {
     let mut r = parse(text).ok_or_else(|| {
         format!(
-            "dnsperf gave no summary: {}\n{text}\n{}",
+            "dnsperf gave no summary: {}\n{}\n{}",
             line.join(" "),
-            String::from_utf8_lossy(stderr)
+            tail(text, ERROR_TAIL),
+            tail(&String::from_utf8_lossy(stderr), ERROR_TAIL)
         )
     })?;
     r.command = line.join(" ");
     r.cpu_s = children_cpu_seconds(text).unwrap_or(0.0);
     Ok(r)
+}
+
+/// How much of dnsperf's output an error keeps: a failed run with many
+/// connections prints a line per query timed out, megabytes of them.
+const ERROR_TAIL: usize = 2_000;
+
+/// The last `most` octets of `text` (from a character boundary), marked
+/// as cut when it is.
+fn tail(text: &str, most: usize) -> String {
+    if text.len() <= most {
+        return text.to_string();
+    }
+    let mut from = text.len() - most;
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    format!("[{} octets before] {}", from, &text[from..])
 }
 
 /// One `-S` line: the answered rate over an interval, and what the
@@ -304,6 +322,59 @@ pub fn run_marked<T>(
     let out = child.wait_with_output().map_err(|e| e.to_string())?;
     let _ = reader.join();
     Ok((summary(&line, &text, &out.stderr)?, intervals))
+}
+
+/// The most queries one dnsperf keeps outstanding (`-q`): its query IDs
+/// are 16 bits, so it refuses more.
+pub const MAX_OUTSTANDING: usize = 65_536;
+
+/// [`run_marked`] over as many dnsperf processes as `opts.outstanding`
+/// needs (each keeps at most [`MAX_OUTSTANDING`]), started together, each
+/// with its share of the clients, the outstanding queries and the rate.
+/// The i-th interval's rate is the sum of every process's i-th (they
+/// start within milliseconds of each other), marked when the first
+/// process printed it; the counts add up as [`run_spread`]'s do.
+pub fn run_marked_split<T>(
+    opts: &DnsperfOpts,
+    queries: &Path,
+    mark: impl FnMut() -> T,
+) -> Result<(DnsperfResult, Vec<Interval<T>>), String> {
+    let n = opts.outstanding.div_ceil(MAX_OUTSTANDING).max(1);
+    if n == 1 {
+        return run_marked(opts, queries, mark);
+    }
+    let share = DnsperfOpts {
+        clients: opts.clients.div_ceil(n).max(1),
+        outstanding: opts.outstanding.div_ceil(n),
+        rate: opts.rate / n as f64,
+        ..opts.clone()
+    };
+    let (first, others) = std::thread::scope(|scope| {
+        let others: Vec<_> = (1..n)
+            .map(|_| scope.spawn(|| run_marked(&share, queries, || ())))
+            .collect();
+        let first = run_marked(&share, queries, mark);
+        let others: Vec<_> = (others.into_iter())
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("dnsperf thread panicked".into()))
+            })
+            .collect();
+        (first, others)
+    });
+    let (first, mut intervals) = first?;
+    let others = others.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let shortest = others.iter().map(|(_, i)| i.len()).min().unwrap_or(0);
+    intervals.truncate(shortest);
+    for (_, theirs) in &others {
+        for (mine, their) in intervals.iter_mut().zip(theirs) {
+            mine.qps += their.qps;
+        }
+    }
+    let runs: Vec<DnsperfResult> = std::iter::once(first)
+        .chain(others.into_iter().map(|(r, _)| r))
+        .collect();
+    Ok((sum(&runs), intervals))
 }
 
 /// The rate of a `-S` line, "1795638359.621667: 1979.876883".
@@ -411,6 +482,61 @@ mod tests {
         assert_eq!(marks, (1..=marks.len() as i32).collect::<Vec<_>>());
         let sum: f64 = intervals.iter().map(|i| i.qps).sum();
         assert!(sum <= r.completed as f64 + 1.0, "{sum} > {}", r.completed);
+    }
+
+    /// More queries outstanding than one dnsperf keeps: two run, each
+    /// with its half, and their seconds add up under the first's marks.
+    #[test]
+    fn a_split_run_adds_up_its_processes_intervals() {
+        if !Path::new(DNSPERF).exists() {
+            eprintln!("skipped: no {DNSPERF}");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("heron-bench-split-{}", std::process::id()));
+        let tls = crate::servers::TlsFiles::self_signed(&dir).unwrap();
+        let target = crate::tls_floor::spawn_for_test(&tls.cert, &tls.key);
+        let queries = dir.join("queries.txt");
+        std::fs::write(&queries, "example. SOA\n").unwrap();
+        let opts = DnsperfOpts {
+            target,
+            dot: true,
+            clients: 4,
+            outstanding: MAX_OUTSTANDING + 4,
+            rate: 400.0,
+            seconds: 3.0,
+            ..DnsperfOpts::default()
+        };
+        let mut n = 0;
+        let (r, intervals) = run_marked_split(&opts, &queries, || {
+            n += 1;
+            n
+        })
+        .unwrap();
+        let runs: Vec<&str> = r.command.split(" & ").collect();
+        assert_eq!(runs.len(), 2, "{}", r.command);
+        let half = format!("-q {}", (MAX_OUTSTANDING + 4) / 2);
+        assert!(
+            runs.iter()
+                .all(|c| c.contains(&half) && c.contains("-Q 200")),
+            "{}",
+            r.command
+        );
+        assert!(intervals.len() >= 2, "{intervals:?}");
+        let marks: Vec<i32> = intervals.iter().map(|i| i.mark).collect();
+        assert_eq!(marks, (1..=marks.len() as i32).collect::<Vec<_>>());
+        let sum: f64 = intervals.iter().map(|i| i.qps).sum();
+        assert!(sum <= r.completed as f64 + 2.0, "{sum} > {}", r.completed);
+        assert!(sum > 200.0, "both processes counted: {sum}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_tail_keeps_the_end_and_says_what_it_cut() {
+        assert_eq!(tail("short", 10), "short");
+        let long = "é".repeat(3000);
+        let cut = tail(&long, 2_001);
+        assert!(cut.starts_with("[4000 octets before] é"), "{}", &cut[..30]);
+        assert!(cut.len() < 2_100);
     }
 
     #[test]

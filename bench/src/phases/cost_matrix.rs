@@ -622,8 +622,12 @@ fn trial(ctx: &Ctx, server: &Server, load: &Load) -> Result<CostTrial, String> {
         }
         Generator::Dnsperf => {
             let opts = dnsperf_opts(ctx, server, load);
+            // One dnsperf keeps at most 65,536 queries outstanding: more
+            // (10,000 connections × 10) go to several from one address.
+            let processes = opts.outstanding.div_ceil(dnsperf::MAX_OUTSTANDING);
             let r = match load.shape.sources().as_slice() {
-                [_] => dnsperf::run(&opts, load.queries)?,
+                [_] if processes <= 1 => dnsperf::run(&opts, load.queries)?,
+                &[one] => dnsperf::run_spread(&opts, load.queries, &vec![one; processes])?,
                 sources => dnsperf::run_spread(&opts, load.queries, sources)?,
             };
             CostTrial {
@@ -683,7 +687,7 @@ fn warm_dot_trial(ctx: &Ctx, server: &Server, load: &Load) -> Result<CostTrial, 
     opts.seconds = warmup_cap_s(connections) + window as f64;
     opts.interval_s = 1;
     let start = snapshot(server);
-    let (r, intervals) = dnsperf::run_marked(&opts, load.queries, || snapshot(server))?;
+    let (r, intervals) = dnsperf::run_marked_split(&opts, load.queries, || snapshot(server))?;
     let rates: Vec<f64> = intervals.iter().map(|i| i.qps).collect();
     let (a, b) = steady_window(&rates, load.rate, window).ok_or_else(|| {
         format!(
