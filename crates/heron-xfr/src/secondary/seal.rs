@@ -23,12 +23,15 @@ const DIGEST_PREFIX: &[u8] = b"; sha256 ";
 struct Hashing<W> {
     out: W,
     hash: Sha256,
+    /// The last octet written.
+    last: u8,
 }
 
 impl<W: Write> Write for Hashing<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.out.write(buf)?;
         self.hash.update(&buf[..n]);
+        self.last = buf[..n].last().copied().unwrap_or(self.last);
         Ok(n)
     }
 
@@ -37,7 +40,8 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
-/// Writes `first_line`, the mark, what `body` writes, then the seal.
+/// Writes `first_line`, the mark, what `body` writes (ended by a line
+/// break if it left its last line open), then the seal.
 pub fn write_sealed<W: Write>(
     out: &mut W,
     first_line: &str,
@@ -46,12 +50,16 @@ pub fn write_sealed<W: Write>(
     let hashing = Hashing {
         out: &mut *out,
         hash: Sha256::new(),
+        last: b'\n',
     };
     // Hashed in the buffer's chunks, not line by line.
     let mut buffered = io::BufWriter::with_capacity(64 * 1024, hashing);
     writeln!(buffered, "{first_line}\n{SEALED_MARK}")?;
     body(&mut buffered)?;
-    let hashing = buffered.into_inner().map_err(|e| e.into_error())?;
+    let mut hashing = buffered.into_inner().map_err(|e| e.into_error())?;
+    if hashing.last != b'\n' {
+        hashing.write_all(b"\n")?;
+    }
     let digest = hashing.hash.finalize();
     out.write_all(DIGEST_PREFIX)?;
     out.write_all(hex(&digest).as_bytes())?;
@@ -167,6 +175,21 @@ mod tests {
             format!("{FIRST}\n{SEALED_MARK}"),
         ] {
             assert!(check(bad.as_bytes()).is_err(), "{bad:?}");
+        }
+    }
+
+    /// Found by the fuzz target: a body whose last line has no line
+    /// break would have put the seal on that line.
+    #[test]
+    fn a_body_left_open_is_closed_before_the_seal() {
+        for body in ["x.test. 300 IN A 192.0.2.1", "0", ""] {
+            let text = sealed(body);
+            assert_eq!(check(&text), Ok(()), "{body:?}");
+            assert!(
+                String::from_utf8(text)
+                    .unwrap()
+                    .contains(&format!("{body}\n"))
+            );
         }
     }
 
