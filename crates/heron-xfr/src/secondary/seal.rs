@@ -193,6 +193,28 @@ mod tests {
         }
     }
 
+    /// What sealing and checking cost per MB of zone text (a measurement,
+    /// not a check): `cargo test --release -p heron-xfr seal_cost --
+    /// --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn seal_cost() {
+        let line = "h123456.big.test. 3600 IN A 192.0.2.1\n";
+        let body = line.repeat(256 * 1024 * 1024 / line.len());
+        let started = std::time::Instant::now();
+        let text = sealed(&body);
+        let written = started.elapsed();
+        let started = std::time::Instant::now();
+        assert_eq!(check(&text), Ok(()));
+        let checked = started.elapsed();
+        let mb = text.len() as f64 / 1e6;
+        println!(
+            "{mb:.0} MB: sealed at {:.0} MB/s, checked at {:.0} MB/s",
+            mb / written.as_secs_f64(),
+            mb / checked.as_secs_f64()
+        );
+    }
+
     #[test]
     fn a_file_never_sealed_is_taken_as_it_is() {
         for plain in [
