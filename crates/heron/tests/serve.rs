@@ -1479,8 +1479,9 @@ fn a_reload_as_an_unprivileged_user_finishes_while_the_cores_are_busy() {
             file.display()
         )
     });
+    // Said once every socket is bound, so possibly after the first answer.
     assert!(
-        server.log().contains("running as user nobody"),
+        server.wait_for_log("running as user nobody"),
         "{}",
         server.log()
     );
