@@ -146,15 +146,12 @@ pub fn run_spread(
     queries: &Path,
     sources: &[IpAddr],
 ) -> Result<DnsperfResult, String> {
-    let n = sources.len().max(1);
+    let share = share(opts, sources.len());
     let each: Vec<DnsperfOpts> = sources
         .iter()
         .map(|&local| DnsperfOpts {
             local: Some(local),
-            clients: opts.clients.div_ceil(n).max(1),
-            outstanding: opts.outstanding.div_ceil(n).max(1),
-            rate: opts.rate / n as f64,
-            ..opts.clone()
+            ..share.clone()
         })
         .collect();
     let results: Vec<Result<DnsperfResult, String>> = std::thread::scope(|scope| {
@@ -171,6 +168,18 @@ pub fn run_spread(
     });
     let results = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     Ok(sum(&results))
+}
+
+/// One of `n` dnsperf processes that share `opts`' load: its share of the
+/// clients, the outstanding queries and the rate.
+fn share(opts: &DnsperfOpts, n: usize) -> DnsperfOpts {
+    let n = n.max(1);
+    DnsperfOpts {
+        clients: opts.clients.div_ceil(n).max(1),
+        outstanding: opts.outstanding.div_ceil(n).max(1),
+        rate: opts.rate / n as f64,
+        ..opts.clone()
+    }
 }
 
 /// Several dnsperf runs at once as one.
@@ -343,12 +352,7 @@ pub fn run_marked_split<T>(
     if n == 1 {
         return run_marked(opts, queries, mark);
     }
-    let share = DnsperfOpts {
-        clients: opts.clients.div_ceil(n).max(1),
-        outstanding: opts.outstanding.div_ceil(n),
-        rate: opts.rate / n as f64,
-        ..opts.clone()
-    };
+    let share = share(opts, n);
     let (first, others) = std::thread::scope(|scope| {
         let others: Vec<_> = (1..n)
             .map(|_| scope.spawn(|| run_marked(&share, queries, || ())))
@@ -448,17 +452,24 @@ pub fn parse(text: &str) -> Option<DnsperfResult> {
 mod tests {
     use super::*;
 
+    /// A folder of the test's own, a TLS echo server (the TLS floor) on a
+    /// self-signed certificate in it, and a one-query file for dnsperf.
+    fn dot_echo(tag: &str) -> (std::path::PathBuf, SocketAddr, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("heron-bench-{tag}-{}", std::process::id()));
+        let tls = crate::servers::TlsFiles::self_signed(&dir).unwrap();
+        let target = crate::tls_floor::spawn_for_test(&tls.cert, &tls.key);
+        let queries = dir.join("queries.txt");
+        std::fs::write(&queries, "example. SOA\n").unwrap();
+        (dir, target, queries)
+    }
+
     #[test]
     fn marks_come_once_a_second_over_dot_in_order() {
         if !Path::new(DNSPERF).exists() {
             eprintln!("skipped: no {DNSPERF}");
             return;
         }
-        let dir = std::env::temp_dir().join(format!("heron-bench-marked-{}", std::process::id()));
-        let tls = crate::servers::TlsFiles::self_signed(&dir).unwrap();
-        let target = crate::tls_floor::spawn_for_test(&tls.cert, &tls.key);
-        let queries = dir.join("queries.txt");
-        std::fs::write(&queries, "example. SOA\n").unwrap();
+        let (dir, target, queries) = dot_echo("marked");
         let opts = DnsperfOpts {
             target,
             dot: true,
@@ -482,6 +493,7 @@ mod tests {
         assert_eq!(marks, (1..=marks.len() as i32).collect::<Vec<_>>());
         let sum: f64 = intervals.iter().map(|i| i.qps).sum();
         assert!(sum <= r.completed as f64 + 1.0, "{sum} > {}", r.completed);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// More queries outstanding than one dnsperf keeps: two run, each
@@ -492,11 +504,7 @@ mod tests {
             eprintln!("skipped: no {DNSPERF}");
             return;
         }
-        let dir = std::env::temp_dir().join(format!("heron-bench-split-{}", std::process::id()));
-        let tls = crate::servers::TlsFiles::self_signed(&dir).unwrap();
-        let target = crate::tls_floor::spawn_for_test(&tls.cert, &tls.key);
-        let queries = dir.join("queries.txt");
-        std::fs::write(&queries, "example. SOA\n").unwrap();
+        let (dir, target, queries) = dot_echo("split");
         let opts = DnsperfOpts {
             target,
             dot: true,

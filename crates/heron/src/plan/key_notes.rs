@@ -6,11 +6,13 @@
 //! finds the zone's key state and refuses to serve the zone unsigned
 //! while a DS of it may be at the parent (`key_state::unsigned_with_ds_at_start`).
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use heron_proto::Name;
 use heron_xfr::secondary::store::which_exist;
+use heron_xfr::secondary::zone::SecondaryZone;
 
 use crate::config::Settings;
 
@@ -30,13 +32,16 @@ pub fn default_key_directory(config: &Path) -> PathBuf {
 /// The zones of `settings` Heron signs, each with its file (zone file or
 /// kept copy) and key directory.
 fn signed_zones(settings: &Settings) -> Vec<(PathBuf, &Path)> {
+    let kept: HashMap<Name, &SecondaryZone> = (settings.secondaries.iter())
+        .map(|z| (z.origin.to_lowercase(), z))
+        .collect();
     let primaries = (settings.zones.iter())
         .filter_map(|z| Some((z.file.clone(), &*z.signing.as_ref()?.key_directory)));
     let secondaries = settings
         .signed_secondaries
         .iter()
         .filter_map(|(origin, s)| {
-            let zone = settings.secondaries.iter().find(|z| &z.origin == origin)?;
+            let zone = kept.get(&origin.to_lowercase())?;
             Some((zone.kept_path().into_owned(), &*s.key_directory))
         });
     primaries.chain(secondaries).collect()
@@ -44,21 +49,27 @@ fn signed_zones(settings: &Settings) -> Vec<(PathBuf, &Path)> {
 
 /// Notes where the keys of each zone signed in `settings` are, if not in
 /// the default directory, and takes back a note that no longer holds
-/// (the zone's keys moved to the default one). Written only when it
-/// changed; one that cannot be written is a warning.
+/// (the zone's keys moved to the default one). Only notes that exist are
+/// read or removed (their folders listed once: most zones keep their keys
+/// in the default directory and have none); a note is written only when
+/// it changed, and one that cannot be written is a warning.
 pub fn note_key_directories(settings: &Settings, config: &Path) {
     let default = default_key_directory(config);
-    for (file, keys) in signed_zones(settings) {
-        let note = note_path(&file);
+    let zones = signed_zones(settings);
+    let notes: Vec<PathBuf> = zones.iter().map(|(file, _)| note_path(file)).collect();
+    let exist = which_exist(&notes.iter().map(|p| &**p).collect::<Vec<_>>());
+    for (((file, keys), note), exists) in zones.iter().zip(&notes).zip(exist) {
         if same_directory(keys, &default) {
-            let _ = fs::remove_file(&note);
+            if exists {
+                let _ = fs::remove_file(note);
+            }
             continue;
         }
         let text = format!("{}\n", absolute(keys).display());
-        if fs::read_to_string(&note).is_ok_and(|t| t == text) {
+        if exists && fs::read_to_string(note).is_ok_and(|t| t == text) {
             continue;
         }
-        if let Err(e) = fs::write(&note, text) {
+        if let Err(e) = fs::write(note, text) {
             tracing::warn!(
                 "cannot note where the keys of {} are in {}: {e}; a start with its \
                  dnssec-policy removed will not find them",

@@ -182,8 +182,13 @@ pub fn unsigned_with_ds_at_start(settings: &crate::config::Settings, config: &Pa
     let unsigned = key_notes::unsigned_zones(settings);
     let default = key_notes::default_key_directory(config);
     let mut refused = unsigned_with_ds(unsigned.iter().map(|(origin, _)| *origin), &default);
+    // Each directory the notes name is listed once, for all its zones.
+    let mut by_directory: HashMap<PathBuf, Vec<&Name>> = HashMap::new();
     for (origin, dir) in key_notes::noted(unsigned) {
-        refused.extend(unsigned_with_ds([origin].into_iter(), &dir));
+        by_directory.entry(dir).or_default().push(origin);
+    }
+    for (dir, origins) in &by_directory {
+        refused.extend(unsigned_with_ds(origins.iter().copied(), dir));
     }
     refused
 }
