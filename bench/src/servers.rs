@@ -419,7 +419,12 @@ fn command_line(
                 q(&path),
             ]
         }
-        Kind::TcpFloor => vec![build_tcp_floor(dir)?, port.to_string()],
+        Kind::TcpFloor => vec![
+            build_tcp_floor(dir)?,
+            port.to_string(),
+            "-1".into(),
+            workers.to_string(),
+        ],
         Kind::TlsFloor => {
             let t = launch.tls.as_ref().ok_or_else(|| {
                 std::io::Error::new(std::io::ErrorKind::InvalidInput, "TLS floor without TLS")
@@ -465,6 +470,7 @@ fn build_tcp_floor(dir: &Path) -> std::io::Result<String> {
     fs::write(&src, TCP_FLOOR_C)?;
     let out = Command::new("cc")
         .arg("-O2")
+        .arg("-pthread")
         .arg("-o")
         .arg(&bin)
         .arg(&src)
