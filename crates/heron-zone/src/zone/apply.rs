@@ -20,13 +20,14 @@ use heron_proto::name::{lowercase_wire, suffixes};
 use heron_proto::{Name, RType};
 
 use super::build::{
-    Emit, NodeParts, SetParts, additional_block, in_zone_targets, negative_ttl, node_errors,
-    rdata_equal, write_node,
+    NodeParts, SetParts, additional_block, in_zone_targets, negative_ttl, node_errors, rdata_equal,
+    write_node,
 };
 use super::chain::DenialChain;
 use super::diff::{DiffRecord, ZoneDiff};
 use super::node::{Moves, Node, Shard, node_len};
 use super::table::NodeTable;
+use super::targets::Emit;
 use super::{Links, Problem, SOA_FAR, Severity, Zone, count, is_wildcard, node_place, shard_of};
 
 impl Zone {

@@ -1,4 +1,4 @@
-//! Building a zone: records are appended to one log as they are read, and
+//! Building a zone: records are appended to a log as they are read, and
 //! turned into nodes in one pass at the end.
 //!
 //! Reading a zone allocates nothing per record: each record is a few bytes
@@ -6,6 +6,13 @@
 //! owner hash, owner, type), so that each node's records are adjacent and
 //! nodes come grouped by shard; finds the empty non-terminals; checks the
 //! zone; and packs each shard, on every core for large zones.
+//!
+//! A large builder's log is split by owner hash into [`LOG_GROUPS`] logs,
+//! one per group of shards, and packing frees each group's log once its
+//! shards are packed: the log and the packed zone (each about the zone's
+//! wire size) are then not held whole at once. What packing reads of
+//! other nodes (the addresses of NS, MX and SRV targets) is read before
+//! (`targets.rs`).
 
 use std::cmp::Ordering;
 use std::hash::BuildHasher;
@@ -22,6 +29,7 @@ use heron_proto::{Class, Name, RType};
 use super::chain::DenialChain;
 use super::node::{NodeWriter, Shard};
 use super::table::NodeTable;
+use super::targets::{Emit, Targets};
 use super::{
     Links, Problem, SOA_FAR, Severity, Zone, count, is_wildcard, node_place, shard_of, soa_field,
 };
@@ -53,6 +61,20 @@ const LOG_PREFETCH_AHEAD: usize = 8;
 /// Most targets whose addresses one RRset brings into the additional section.
 const MAX_ADDITIONAL_TARGETS: usize = 16;
 
+/// A builder whose log reaches this size splits it into groups. Below
+/// PARALLEL_RECORDS' log size, so that every zone packed on several cores
+/// is packed by group (a group per thread at a time).
+const GROUPED_LOG_BYTES: usize = 1 << 20;
+
+/// Log bytes a packing thread frees between two hand-backs of free heap
+/// to the kernel (each a walk of the allocator's free lists).
+const RELEASE_AFTER_BYTES: usize = 8 << 20;
+
+/// Logs of a grouped builder: a record's group is its owner's shard among
+/// this many (a power of two), so that a group's records fill whole
+/// shards of any zone of at least as many shards.
+const LOG_GROUPS: usize = 64;
+
 /// One record read: where it is in the log and where it came from.
 #[derive(Clone, Copy, Default)]
 struct Entry {
@@ -70,14 +92,33 @@ struct Entry {
 /// them need not read the log again for every owner of a flat zone.
 const DEEP: u32 = 1 << 31;
 
+/// An NS, MX or SRV record: it names a target whose addresses packing
+/// needs (`targets.rs`), found without reading every record again.
+const NAMES_TARGET: u32 = 1 << 30;
+
 impl Entry {
     fn file(&self) -> u32 {
-        self.file_and_depth & !DEEP
+        self.file_and_depth & !(DEEP | NAMES_TARGET)
     }
 
     fn is_deep(&self) -> bool {
         self.file_and_depth & DEEP != 0
     }
+
+    fn names_target(&self) -> bool {
+        self.file_and_depth & NAMES_TARGET != 0
+    }
+}
+
+/// The record an entry points at, in its group's log (`logs` has one
+/// log, or [`LOG_GROUPS`]).
+fn read<'l>(logs: &'l [Vec<u8>], e: &Entry) -> Logged<'l> {
+    read_logged(&logs[shard_of(e.hash, logs.len())], e.at)
+}
+
+/// Bytes a record takes in the log.
+fn logged_len(r: &Logged) -> usize {
+    1 + r.owner.len() + 9 + r.rdata.len()
 }
 
 /// A record as the log holds it.
@@ -129,7 +170,11 @@ pub struct ZoneBuilder {
     origin: Name,
     class: Class,
     hasher: DefaultHashBuilder,
-    log: Vec<u8>,
+    /// One log, or [`LOG_GROUPS`] once large (see `read`).
+    logs: Vec<Vec<u8>>,
+    /// Log size at which it splits: [`GROUPED_LOG_BYTES`] (tests set
+    /// others, to build one zone both ways).
+    group_from: usize,
     entries: Vec<Entry>,
     files: Vec<Arc<Path>>,
     problems: Vec<Problem>,
@@ -144,7 +189,8 @@ impl ZoneBuilder {
             origin,
             class,
             hasher: DefaultHashBuilder::default(),
-            log: Vec::new(),
+            logs: vec![Vec::new()],
+            group_from: GROUPED_LOG_BYTES,
             entries: Vec::new(),
             files: Vec::new(),
             problems: Vec::new(),
@@ -157,7 +203,7 @@ impl ZoneBuilder {
     /// small zones, the regrowth was a tenth of the load).
     pub fn reserve_for_text(&mut self, text_len: usize) {
         // A log record holds the full owner, so it is larger than its line.
-        self.log.reserve(text_len + text_len / 2 + 64);
+        self.reserve_log(text_len + text_len / 2 + 64);
         self.entries.reserve(text_len / 24 + 4);
     }
 
@@ -165,8 +211,37 @@ impl ZoneBuilder {
     /// log (see `log_record`: each its owner, RDATA and 10 octets), so
     /// that adding them does not copy the log as it grows.
     pub fn reserve(&mut self, records: usize, log_bytes: usize) {
-        self.log.reserve(log_bytes);
+        self.reserve_log(log_bytes);
         self.entries.reserve(records);
+    }
+
+    /// Room for `bytes` more in the log: in each group its share and a
+    /// margin for the spread of the hash, once the log is grouped.
+    fn reserve_log(&mut self, bytes: usize) {
+        if self.logs.len() == 1 && self.logs[0].len() + bytes >= self.group_from {
+            self.split_log();
+        }
+        let groups = self.logs.len();
+        let share = match groups {
+            1 => bytes,
+            _ => bytes / groups + bytes / groups / 8 + 64,
+        };
+        self.logs.iter_mut().for_each(|log| log.reserve(share));
+    }
+
+    /// Moves every record into its group's log (a copy of a log of about
+    /// [`GROUPED_LOG_BYTES`], once per large builder).
+    fn split_log(&mut self) {
+        let old = std::mem::take(&mut self.logs);
+        let mut logs: Vec<Vec<u8>> = vec![Vec::new(); LOG_GROUPS];
+        for e in &mut self.entries {
+            let len = logged_len(&read(&old, e));
+            let log = &mut logs[shard_of(e.hash, LOG_GROUPS)];
+            let at = log.len();
+            log.extend_from_slice(&old[0][e.at..e.at + len]);
+            e.at = at;
+        }
+        self.logs = logs;
     }
 
     /// An empty builder for the same zone whose records can later be
@@ -177,34 +252,51 @@ impl ZoneBuilder {
             origin: self.origin.clone(),
             class: self.class,
             hasher: self.hasher.clone(),
+            logs: vec![Vec::new(); self.logs.len()],
+            group_from: self.group_from,
             ..ZoneBuilder::new(self.origin.clone(), self.class)
         }
     }
 
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
-        self.entries.is_empty() && self.log.is_empty() && self.problems.is_empty()
+        self.entries.is_empty() && self.logs.iter().all(Vec::is_empty) && self.problems.is_empty()
     }
 
     /// Adds the records (and problems) of a [`ZoneBuilder::sibling`] after
     /// this one's, as if they had been added here in that order.
-    pub(crate) fn append(&mut self, other: ZoneBuilder) {
-        let shift = self.log.len();
+    pub(crate) fn append(&mut self, mut other: ZoneBuilder) {
+        let both = self.log_bytes() + other.log_bytes();
+        if self.logs.len() != other.logs.len() || both >= self.group_from {
+            for b in [&mut *self, &mut other] {
+                if b.logs.len() == 1 {
+                    b.split_log();
+                }
+            }
+        }
+        let shifts: Vec<usize> = self.logs.iter().map(Vec::len).collect();
         let files: Vec<u32> = other.files.iter().map(|f| self.file_index(f)).collect();
+        let flags = DEEP | NAMES_TARGET;
         let moved = other.entries.into_iter().map(|e| Entry {
-            at: e.at + shift,
-            file_and_depth: files[e.file() as usize] | (e.file_and_depth & DEEP),
+            at: e.at + shifts[shard_of(e.hash, shifts.len())],
+            file_and_depth: files[e.file() as usize] | (e.file_and_depth & flags),
             ..e
         });
         if self.entries.is_empty() {
             // The first piece: take its buffers instead of copying them.
             self.entries = moved.collect();
-            self.log = other.log;
+            self.logs = other.logs;
         } else {
             self.entries.extend(moved);
-            self.log.extend_from_slice(&other.log);
+            for (log, theirs) in self.logs.iter_mut().zip(&other.logs) {
+                log.extend_from_slice(theirs);
+            }
         }
         self.problems.extend(other.problems);
+    }
+
+    fn log_bytes(&self) -> usize {
+        self.logs.iter().map(Vec::len).sum()
     }
 
     fn file_index(&mut self, file: &Arc<Path>) -> u32 {
@@ -270,14 +362,23 @@ impl ZoneBuilder {
         lower.make_lowercase();
         let parent_len = owner.len() - owner.first().map_or(0, |&l| 1 + l as usize);
         let deep = parent_len > self.origin.wire_len();
-        debug_assert!(from.0 < DEEP, "file indexes stay below the depth bit");
+        let names_target = kind == DATA && matches!(rtype, RType::NS | RType::MX | RType::SRV);
+        debug_assert!(from.0 < NAMES_TARGET, "file indexes stay below the flags");
+        let hash = self.hasher.hash_one(lower.as_wire());
+        let group = shard_of(hash, self.logs.len());
+        let log = &mut self.logs[group];
         self.entries.push(Entry {
-            hash: self.hasher.hash_one(lower.as_wire()),
-            at: self.log.len(),
+            hash,
+            at: log.len(),
             line: from.1,
-            file_and_depth: from.0 | if deep { DEEP } else { 0 },
+            file_and_depth: from.0
+                | if deep { DEEP } else { 0 }
+                | if names_target { NAMES_TARGET } else { 0 },
         });
-        log_record(&mut self.log, owner, rtype, kind, ttl, rdata);
+        log_record(log, owner, rtype, kind, ttl, rdata);
+        if self.logs.len() == 1 && self.logs[0].len() >= self.group_from {
+            self.split_log();
+        }
     }
 
     /// Checks the zone and builds it. Errors make the zone unusable;
@@ -293,18 +394,26 @@ impl ZoneBuilder {
         }
         let mut problems = std::mem::take(&mut self.problems);
         let children = std::mem::take(&mut self.children);
-        let zone = Plan {
+        let logs = std::mem::take(&mut self.logs);
+        let mut zone = Plan {
             b: &self,
             drafts: &drafts,
             shards,
             apex: self.origin.to_lowercase(),
+            targets: None,
         };
-        let built = zone.pack();
+        // One log stays whole through packing; groups are freed as they
+        // go, so what packing reads of other nodes is read first.
+        if logs.len() > 1 {
+            zone.targets = Some(zone.gather_targets(&logs));
+        }
+        // What is left of the log: the apex's group.
+        let (built, logs) = zone.pack(logs);
         problems.extend(built.problems);
         problems.sort_by(|a, b| place(a).cmp(&place(b)));
-        let apex_node = zone.find(zone.apex.as_wire());
-        let apex = apex_node.map(|d| zone.parts(d)).unwrap_or_default();
-        zone.check_apex(&apex, &mut problems);
+        let apex_node = zone.find(zone.apex.as_wire(), &logs);
+        let apex = apex_node.map(|d| zone.parts(d, &logs)).unwrap_or_default();
+        zone.check_apex(&apex, &logs, &mut problems);
         if problems.iter().any(|p| p.severity == Severity::Error) {
             return Err(problems);
         }
@@ -312,7 +421,8 @@ impl ZoneBuilder {
         let apex_dname = apex.set(RType::DNAME).is_some();
         let apex_hash = self.hasher.hash_one(zone.apex.as_wire());
         let apex_shard = shard_of(apex_hash, shards);
-        let apex_at = built.shards[apex_shard]
+        let shards_built: Vec<Arc<Shard>> = built.shards.into_iter().map(|(_, s)| s).collect();
+        let apex_at = shards_built[apex_shard]
             .find(apex_hash, zone.apex.as_wire())
             .expect("the apex has records");
         let mut referrers: HashMap<Box<[u8]>, Vec<Box<[u8]>>> = HashMap::new();
@@ -324,7 +434,7 @@ impl ZoneBuilder {
             origin_labels: zone.apex.label_count() as u8,
             class: self.class,
             hasher: self.hasher,
-            shards: built.shards.into(),
+            shards: shards_built.into(),
             apex: node_place(apex_shard, apex_at),
             apex_dname,
             wildcards: built.wildcards,
@@ -352,13 +462,7 @@ impl ZoneBuilder {
     }
 
     fn logged(&self, e: &Entry) -> Logged<'_> {
-        read_logged(&self.log, e.at)
-    }
-
-    /// Bytes the record takes in the log.
-    fn log_len(&self, e: &Entry) -> usize {
-        let r = self.logged(e);
-        1 + r.owner.len() + 9 + r.rdata.len()
+        read(&self.logs, e)
     }
 
     /// Orders entries by shard, owner hash, owner, type, kind, and then as
@@ -421,6 +525,7 @@ impl ZoneBuilder {
             b: self,
             drafts,
             shards,
+            logs: &self.logs,
         };
         for d in drafts
             .iter()
@@ -484,6 +589,34 @@ fn group_by_shard(entries: Vec<Entry>, shards: usize) -> (Vec<Entry>, Vec<usize>
     (grouped, bounds)
 }
 
+/// The packing threads' results as one: shards in their places, and the
+/// log that is left (the apex's group).
+fn merge_packed(results: Vec<(Packed, Vec<Vec<u8>>)>) -> (Packed, Vec<Vec<u8>>) {
+    let mut all = Packed {
+        shards: Vec::new(),
+        problems: Vec::new(),
+        records: 0,
+        referrers: Vec::new(),
+        wildcards: false,
+    };
+    let mut left: Vec<Vec<u8>> = Vec::new();
+    for (r, held) in results {
+        all.shards.extend(r.shards);
+        all.problems.extend(r.problems);
+        all.records += r.records;
+        all.referrers.extend(r.referrers);
+        all.wildcards |= r.wildcards;
+        left.resize_with(held.len(), Vec::new);
+        for (mine, log) in left.iter_mut().zip(held) {
+            if !log.is_empty() {
+                *mine = log;
+            }
+        }
+    }
+    all.shards.sort_unstable_by_key(|(at, _)| *at);
+    (all, left)
+}
+
 /// How the log keeps a record: a signature under the type it covers.
 fn kind_of(rtype: RType, rdata: &[u8]) -> (RType, u8) {
     match rtype {
@@ -538,6 +671,7 @@ struct Lookup<'a> {
     b: &'a ZoneBuilder,
     drafts: &'a [Draft],
     shards: usize,
+    logs: &'a [Vec<u8>],
 }
 
 impl Lookup<'_> {
@@ -551,7 +685,7 @@ impl Lookup<'_> {
         self.drafts[first..]
             .iter()
             .take_while(|d| entry(d).hash == hash)
-            .find(|d| self.b.logged(entry(d)).owner.eq_ignore_ascii_case(lower))
+            .find(|d| read(self.logs, entry(d)).owner.eq_ignore_ascii_case(lower))
             .copied()
     }
 }
@@ -654,11 +788,14 @@ struct Plan<'a> {
     shards: usize,
     /// Lower-cased origin.
     apex: Name,
+    /// A grouped log's targets, gathered before packing frees it.
+    targets: Option<Targets>,
 }
 
 /// What packing made.
 struct Packed {
-    shards: Vec<Arc<Shard>>,
+    /// Each with its place among the zone's shards.
+    shards: Vec<(usize, Arc<Shard>)>,
     problems: Vec<Problem>,
     records: usize,
     referrers: Vec<Referral>,
@@ -667,11 +804,12 @@ struct Packed {
 }
 
 impl<'a> Plan<'a> {
-    fn find(&self, lower: &[u8]) -> Option<Draft> {
+    fn find(&self, lower: &[u8], logs: &[Vec<u8>]) -> Option<Draft> {
         Lookup {
             b: self.b,
             drafts: self.drafts,
             shards: self.shards,
+            logs,
         }
         .find(lower)
     }
@@ -700,18 +838,18 @@ impl<'a> Plan<'a> {
 
     /// Collects a node's records, duplicates dropped (RFC 2181 5), each
     /// RRset keeping its first TTL (RFC 2181 5.2).
-    fn parts(&self, d: Draft) -> NodeParts<'a> {
+    fn parts<'l>(&self, d: Draft, logs: &'l [Vec<u8>]) -> NodeParts<'l> {
         let mut node = NodeParts::default();
-        self.collect(d, &mut node);
+        self.collect(d, &mut node, logs);
         node
     }
 
     /// [`Plan::parts`] into a reused `node`.
-    fn collect(&self, d: Draft, node: &mut NodeParts<'a>) {
+    fn collect<'l>(&self, d: Draft, node: &mut NodeParts<'l>, logs: &'l [Vec<u8>]) {
         let entries = &self.b.entries[d.start as usize..(d.start + d.len) as usize];
         node.clear();
         for e in entries {
-            let rec = read_logged(&self.b.log, e.at);
+            let rec = read(logs, e);
             if node.owner.is_empty() || (rec.kind == DATA && node.records == 0) {
                 node.owner = rec.owner;
             }
@@ -749,43 +887,50 @@ impl<'a> Plan<'a> {
         }
     }
 
-    /// Packs every shard, splitting the shards between threads for large
-    /// zones.
-    fn pack(&self) -> Packed {
+    /// Packs every shard, on every core for large zones; gives back what
+    /// is left of the log (the apex's group, the rest freed).
+    ///
+    /// Shards are packed by unit: unit `u` of `units` (the lesser of the
+    /// groups and the shards) is every shard and every log group whose
+    /// number is `u` modulo `units`, so a unit's shards read only its
+    /// groups' logs, which are freed once the unit is packed.
+    fn pack(&self, mut logs: Vec<Vec<u8>>) -> (Packed, Vec<Vec<u8>>) {
         let bounds = self.shard_bounds();
+        let units = logs.len().min(self.shards);
         let threads = if self.b.entries.len() > PARALLEL_RECORDS {
-            crate::cores()
+            crate::cores().min(units)
         } else {
             1
         };
         if threads == 1 {
             // A thread per zone would cost more than packing a small zone.
-            return self.pack_shards(0..self.shards, &bounds);
+            return self.pack_units(0..units, units, logs, &bounds);
         }
-        let per_thread = self.shards.div_ceil(threads);
-        let mut results: Vec<Packed> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..self.shards)
-                .step_by(per_thread)
-                .map(|first| {
-                    let last = (first + per_thread).min(self.shards);
-                    let bounds = &bounds;
-                    scope.spawn(move || self.pack_shards(first..last, bounds))
+        let share = |t: usize| (t * units / threads)..((t + 1) * units / threads);
+        // Each thread owns the logs of its units.
+        let held: Vec<Vec<Vec<u8>>> = (0..threads)
+            .map(|t| {
+                let mine = |g: usize| share(t).contains(&(g % units));
+                (0..logs.len())
+                    .map(|g| match mine(g) {
+                        true => std::mem::take(&mut logs[g]),
+                        false => Vec::new(),
+                    })
+                    .collect()
+            })
+            .collect();
+        let bounds = &bounds;
+        let results: Vec<(Packed, Vec<Vec<u8>>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (held.into_iter().enumerate())
+                .map(|(t, held)| {
+                    scope.spawn(move || self.pack_units(share(t), units, held, bounds))
                 })
                 .collect();
-            handles
-                .into_iter()
+            (handles.into_iter())
                 .map(|h| h.join().expect("packing does not panic"))
                 .collect()
         });
-        let mut all = results.remove(0);
-        for r in results {
-            all.shards.extend(r.shards);
-            all.problems.extend(r.problems);
-            all.records += r.records;
-            all.referrers.extend(r.referrers);
-            all.wildcards |= r.wildcards;
-        }
-        all
+        merge_packed(results)
     }
 
     /// Where each shard's drafts start (and, last, the end).
@@ -796,33 +941,75 @@ impl<'a> Plan<'a> {
             .collect()
     }
 
-    fn pack_shards(&self, shards: std::ops::Range<usize>, bounds: &[usize]) -> Packed {
+    /// Packs the shards of `mine` (units of `units`) from `held`, the logs
+    /// of those units, each unit's logs freed once it is packed except the
+    /// apex's group, which comes back.
+    fn pack_units(
+        &self,
+        mine: std::ops::Range<usize>,
+        units: usize,
+        mut held: Vec<Vec<u8>>,
+        bounds: &[usize],
+    ) -> (Packed, Vec<Vec<u8>>) {
         let mut out = Packed {
-            shards: Vec::with_capacity(shards.len()),
+            shards: Vec::with_capacity(self.shards.div_ceil(units) * mine.len()),
             problems: Vec::new(),
             records: 0,
             referrers: Vec::new(),
             wildcards: false,
         };
-        let mut scratch = NodeParts::default();
-        for s in shards {
-            let drafts = &self.drafts[bounds[s]..bounds[s + 1]];
-            let mut arena = Vec::with_capacity(self.arena_estimate(drafts));
-            let mut table = NodeTable::with_capacity(drafts.len());
-            for &d in drafts {
-                let at = arena.len();
-                let hash = self.b.entries[d.start as usize].hash;
-                self.collect(d, &mut scratch);
-                let records = self.pack_node(&scratch, &mut arena, &mut out);
-                out.records += records;
-                table.insert_unique(hash, at as u32);
+        let apex_group = shard_of(self.b.hasher.hash_one(self.apex.as_wire()), held.len());
+        let mut freed = 0;
+        for unit in mine {
+            let mut scratch = NodeParts::default();
+            for s in (unit..self.shards).step_by(units) {
+                let shard = self.pack_shard(&bounds[s..s + 2], &held, &mut scratch, &mut out);
+                out.shards.push((s, shard));
             }
-            out.shards.push(Arc::new(Shard {
-                arena: arena.into(),
-                table,
-            }));
+            drop(scratch);
+            for g in (unit..held.len()).step_by(units) {
+                if g != apex_group {
+                    freed += std::mem::take(&mut held[g]).capacity();
+                }
+            }
+            // The allocator keeps what is freed for the thread that had it
+            // (glibc's arenas; jemalloc's decays over seconds): handed back
+            // now, the log shrinks as the packed zone grows.
+            if freed >= RELEASE_AFTER_BYTES {
+                heron_sys::memory::release_free_heap();
+                freed = 0;
+            }
         }
-        out
+        // In shard order (one unit's shards already are).
+        if units > 1 {
+            out.shards.sort_unstable_by_key(|(at, _)| *at);
+        }
+        (out, held)
+    }
+
+    /// Packs the shard whose drafts lie between `bounds[0]` and `bounds[1]`.
+    /// `scratch` is reused from node to node.
+    fn pack_shard<'l>(
+        &self,
+        bounds: &[usize],
+        logs: &'l [Vec<u8>],
+        scratch: &mut NodeParts<'l>,
+        out: &mut Packed,
+    ) -> Arc<Shard> {
+        let drafts = &self.drafts[bounds[0]..bounds[1]];
+        let mut arena = Vec::with_capacity(self.arena_estimate(drafts, logs));
+        let mut table = NodeTable::with_capacity(drafts.len());
+        for &d in drafts {
+            let at = arena.len();
+            let hash = self.b.entries[d.start as usize].hash;
+            self.collect(d, scratch, logs);
+            out.records += self.pack_node(scratch, &mut arena, logs, out);
+            table.insert_unique(hash, at as u32);
+        }
+        Arc::new(Shard {
+            arena: arena.into(),
+            table,
+        })
     }
 
     /// About what these nodes take in an arena: their records as logged
@@ -830,7 +1017,7 @@ impl<'a> Plan<'a> {
     /// node and RRset header).
     /// This first read of the shard's records, which lie all over the log,
     /// prefetches a few records ahead; packing then finds them in cache.
-    fn arena_estimate(&self, drafts: &[Draft]) -> usize {
+    fn arena_estimate(&self, drafts: &[Draft], logs: &[Vec<u8>]) -> usize {
         let (Some(first), Some(last)) = (drafts.first(), drafts.last()) else {
             return 0;
         };
@@ -838,15 +1025,55 @@ impl<'a> Plan<'a> {
         let mut logged = 0;
         for (i, e) in entries.iter().enumerate() {
             if let Some(ahead) = entries.get(i + LOG_PREFETCH_AHEAD) {
-                prefetch(&self.b.log[ahead.at..]);
+                prefetch(&logs[shard_of(ahead.hash, logs.len())][ahead.at..]);
             }
-            logged += self.b.log_len(e);
+            logged += logged_len(&read(logs, e));
         }
         logged + 32 * drafts.len()
     }
 
+    /// Every in-zone name an NS, MX or SRV record names, with what
+    /// packing needs of it, read while the whole log is here.
+    fn gather_targets(&self, logs: &[Vec<u8>]) -> Targets {
+        let apex = self.apex.as_wire();
+        let mut names: Vec<Box<[u8]>> = Vec::new();
+        for e in self.b.entries.iter().filter(|e| e.names_target()) {
+            let rec = read(logs, e);
+            if let Some(target) = rdata::names_for_additional(rec.rtype, rec.rdata) {
+                let mut lower: Box<[u8]> = target.into();
+                lowercase_wire(&mut lower);
+                if lower.ends_with(apex) {
+                    names.push(lower);
+                }
+            }
+        }
+        Targets::gather(names, |lower, emit| self.addresses(lower, emit, logs))
+    }
+
+    /// The addresses (A, then AAAA) the zone holds for a lower-cased name,
+    /// each with its RRSIGs unless glue; false if there is no such name.
+    fn addresses(&self, lower: &[u8], emit: Emit, logs: &[Vec<u8>]) -> bool {
+        self.find(lower, logs)
+            .map(|d| self.parts(d, logs))
+            .is_some_and(|t| {
+                for rtype in [RType::A, RType::AAAA] {
+                    if let Some(set) = t.set(rtype) {
+                        let glue = !set.sigs.is_empty() && self.at_or_below_cut(lower, logs);
+                        emit((rtype, set.ttl, &set.rdatas), signatures(set, glue));
+                    }
+                }
+                true
+            })
+    }
+
     /// Checks one node and appends it to `arena`; returns its record count.
-    fn pack_node(&self, node: &NodeParts, arena: &mut Vec<u8>, out: &mut Packed) -> usize {
+    fn pack_node(
+        &self,
+        node: &NodeParts,
+        arena: &mut Vec<u8>,
+        logs: &[Vec<u8>],
+        out: &mut Packed,
+    ) -> usize {
         let mut key = NameBuf::new();
         key.set(node.owner);
         key.make_lowercase();
@@ -869,22 +1096,15 @@ impl<'a> Plan<'a> {
                 self.problem(&mut out.problems, at, Severity::Error, msg);
             }
             if is_cut {
-                self.check_glue(node, owner, &mut out.problems);
+                self.check_glue(node, owner, logs, &mut out.problems);
             }
             for target in in_zone_targets(node, apex) {
                 out.referrers.push((target, key.as_wire().into()));
             }
         }
-        let addresses = |lower: &[u8], emit: Emit| {
-            self.find(lower).map(|d| self.parts(d)).is_some_and(|t| {
-                for rtype in [RType::A, RType::AAAA] {
-                    if let Some(set) = t.set(rtype) {
-                        let glue = !set.sigs.is_empty() && self.at_or_below_cut(lower);
-                        emit((rtype, set.ttl, &set.rdatas), signatures(set, glue));
-                    }
-                }
-                true
-            })
+        let addresses = |lower: &[u8], emit: Emit| match &self.targets {
+            Some(targets) => targets.addresses(lower, emit),
+            None => self.addresses(lower, emit, logs),
         };
         let written = write_node(
             arena,
@@ -906,7 +1126,7 @@ impl<'a> Plan<'a> {
     }
 
     /// Exactly one SOA and some NS at the apex.
-    fn check_apex(&self, apex: &NodeParts, problems: &mut Vec<Problem>) {
+    fn check_apex(&self, apex: &NodeParts, logs: &[Vec<u8>], problems: &mut Vec<Problem>) {
         let origin = &self.b.origin;
         let soa = apex.set(RType::SOA);
         match soa.map_or(0, |s| s.rdatas.len()) {
@@ -928,7 +1148,7 @@ impl<'a> Plan<'a> {
         // A name server named inside the zone is found through this zone
         // alone: without an address here nobody reaches it.
         for target in ns.rdatas.iter().filter_map(|t| Name::from_wire(t).ok()) {
-            if target.is_subdomain_of(origin) && !self.has_address(&target) {
+            if target.is_subdomain_of(origin) && !self.has_address(&target, logs) {
                 let msg = format!(
                     "name server {target} of {origin} is in the zone but has no address (A/AAAA)"
                 );
@@ -939,25 +1159,36 @@ impl<'a> Plan<'a> {
 
     /// Whether a lower-cased name in the zone is a delegation or below
     /// one: its data there is glue, not the zone's (RFC 4035 2.2).
-    fn at_or_below_cut(&self, lower: &[u8]) -> bool {
+    fn at_or_below_cut(&self, lower: &[u8], logs: &[Vec<u8>]) -> bool {
         let apex_len = self.apex.wire_len();
         suffixes(lower).take_while(|s| s.len() > apex_len).any(|s| {
-            self.find(s)
-                .is_some_and(|d| self.parts(d).set(RType::NS).is_some())
+            self.find(s, logs)
+                .is_some_and(|d| self.parts(d, logs).set(RType::NS).is_some())
         })
     }
 
-    /// Whether the zone holds an A or AAAA record for `name`.
-    fn has_address(&self, name: &Name) -> bool {
-        self.find(name.to_lowercase().as_wire()).is_some_and(|t| {
-            let t = self.parts(t);
+    /// Whether the zone holds an A or AAAA record for `name`, an NS
+    /// target.
+    fn has_address(&self, name: &Name, logs: &[Vec<u8>]) -> bool {
+        let lower = name.to_lowercase();
+        if let Some(targets) = &self.targets {
+            return targets.has_address(lower.as_wire());
+        }
+        self.find(lower.as_wire(), logs).is_some_and(|t| {
+            let t = self.parts(t, logs);
             t.set(RType::A).is_some() || t.set(RType::AAAA).is_some()
         })
     }
 
     /// An NS target at or below a delegation of this zone needs an address
     /// here, or nobody can reach that name server.
-    fn check_glue(&self, node: &NodeParts, cut: &Name, problems: &mut Vec<Problem>) {
+    fn check_glue(
+        &self,
+        node: &NodeParts,
+        cut: &Name,
+        logs: &[Vec<u8>],
+        problems: &mut Vec<Problem>,
+    ) {
         let ns = node.set(RType::NS).expect("a cut has NS");
         for target in &ns.rdatas {
             let Ok(target) = Name::from_wire(target) else {
@@ -966,18 +1197,13 @@ impl<'a> Plan<'a> {
             if !target.is_subdomain_of(cut) {
                 continue;
             }
-            if !self.has_address(&target) {
+            if !self.has_address(&target, logs) {
                 let msg = format!("delegation {cut} to {target} has no glue address (A/AAAA)");
                 self.problem(problems, ns.first, Severity::Warning, msg);
             }
         }
     }
 }
-
-/// Reports the addresses (A, then AAAA) a zone holds for a lower-cased
-/// name through the closure; false if the zone has no such name.
-/// With each RRset come the RRSIGs over it, none for glue.
-pub(super) type Emit<'e> = &'e mut dyn FnMut((RType, u32, &[&[u8]]), Signatures);
 
 /// The RRSIGs over an address RRset that an additional section carries:
 /// none for glue (`glue`), which a signed zone does not sign; a zone that
@@ -1144,6 +1370,97 @@ pub(super) fn rdata_equal(rtype: RType, a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::zonefile::{ReadOptions, read_file_text};
+
+    /// `text` built with its log split from the first record
+    /// (`group_from` 0) or never (`usize::MAX`).
+    fn built(
+        text: &str,
+        origin: &str,
+        group_from: usize,
+        hasher: &DefaultHashBuilder,
+    ) -> (Zone, Vec<String>) {
+        let origin = Name::parse(origin).unwrap();
+        let mut b = ZoneBuilder::new(origin.clone(), Class::IN);
+        b.hasher = hasher.clone();
+        b.group_from = group_from;
+        let path = Path::new("test.zone");
+        let opts = ReadOptions::new(origin);
+        let errors = read_file_text(text.as_bytes(), path, &opts, &mut |r| b.add(r));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(b.logs.len(), if group_from == 0 { LOG_GROUPS } else { 1 });
+        let (zone, warnings) = b.build().unwrap_or_else(|p| panic!("{p:?}"));
+        let mut warnings: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+        warnings.sort();
+        (zone, warnings)
+    }
+
+    /// Built both ways, the zone is the same to the byte: each shard's
+    /// arena (every node, its RRsets and their additional blocks with
+    /// glue and signatures) and the warnings.
+    fn same_both_ways(text: &str, origin: &str) {
+        // One hasher, so that both ways place owners alike.
+        let hasher = DefaultHashBuilder::default();
+        let (one, one_warnings) = built(text, origin, usize::MAX, &hasher);
+        let (grouped, grouped_warnings) = built(text, origin, 0, &hasher);
+        assert_eq!(one.shards.len(), grouped.shards.len());
+        for (a, b) in one.shards.iter().zip(grouped.shards.iter()) {
+            assert!(a.arena == b.arena, "a shard packs differently");
+        }
+        assert_eq!((one.records, one.nodes), (grouped.records, grouped.nodes));
+        // Who refers to a target, in any order.
+        let referrers = |z: &Zone| {
+            let links = z.links.as_deref().cloned().unwrap_or_default();
+            let mut all: Vec<_> = links.referrers.into_iter().collect();
+            all.iter_mut().for_each(|(_, nodes)| nodes.sort());
+            all.sort();
+            (all, links.children.len())
+        };
+        assert_eq!(referrers(&one), referrers(&grouped));
+        assert_eq!(one_warnings, grouped_warnings);
+    }
+
+    #[test]
+    fn grouped_logs_build_the_zone_one_log_builds() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        for (file, origin) in [
+            ("tests/data/signed/proofs.test.nsec.zone", "proofs.test."),
+            ("tests/data/signed/proofs.test.nsec3.zone", "proofs.test."),
+            (
+                "../heron/tests/data/differential/edge.test.zone",
+                "edge.test.",
+            ),
+        ] {
+            let text = std::fs::read_to_string(format!("{root}/{file}")).unwrap();
+            same_both_ways(&text, origin);
+        }
+    }
+
+    /// Large enough to pack on every core, one group per unit: signed
+    /// MX targets, delegations with glue below and beside them, a name
+    /// server without glue, targets in groups packed before and after
+    /// the nodes that name them.
+    #[test]
+    fn a_large_zone_packs_the_same_from_grouped_logs() {
+        let mut text = String::from(
+            "$ORIGIN big.test.\n$TTL 300\n@ SOA ns1 h 1 2 3 4 5\n@ NS ns1\n@ NS ns2.d7\n\
+             ns1 A 192.0.2.1\nns1 RRSIG A 13 3 300 20300101000000 20200101000000 1 big.test. AAAA\n",
+        );
+        for i in 0..20_000 {
+            let j = (i * 7919) % 20_000;
+            text.push_str(&format!(
+                "h{i} A 192.0.2.{}\nh{i} RRSIG A 13 3 300 20300101000000 20200101000000 1 big.test. AAAA\n\
+                 h{i} MX 10 h{j}\n",
+                i % 250
+            ));
+            if i % 10 == 7 {
+                text.push_str(&format!(
+                    "d{i} NS ns.d{i}\nd{i} NS ns2.d{i}\nd{i} NS h{j}\nns.d{i} A 198.51.100.1\n"
+                ));
+            }
+        }
+        same_both_ways(&text, "big.test.");
+    }
 
     #[test]
     fn grouping_by_shard_keeps_every_entry_and_puts_it_home() {

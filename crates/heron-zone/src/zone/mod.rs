@@ -19,6 +19,7 @@ pub(crate) mod nsec3;
 mod nsec3_owners;
 mod reread;
 mod table;
+mod targets;
 pub(crate) mod wildcard;
 
 use std::fmt;
