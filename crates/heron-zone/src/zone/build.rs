@@ -567,7 +567,12 @@ impl ZoneBuilder {
 /// of each shard's range, `shards + 1` of them. Entries are copied out of
 /// place: sorting them in place swapped each to a random spot, a cache
 /// miss per entry that took a tenth of building a 2M-record zone.
-fn group_by_shard(entries: Vec<Entry>, shards: usize) -> (Vec<Entry>, Vec<usize>) {
+///
+/// The copy goes through buckets of whole shards (at most [`LOG_GROUPS`]),
+/// so that no two lists of every entry are held at once: the list given
+/// shrinks as it is read into the buckets, a block at a time from its end,
+/// and each bucket is freed once its shards are in place.
+fn group_by_shard(mut entries: Vec<Entry>, shards: usize) -> (Vec<Entry>, Vec<usize>) {
     if shards == 1 {
         let n = entries.len();
         return (entries, vec![0, n]);
@@ -579,14 +584,54 @@ fn group_by_shard(entries: Vec<Entry>, shards: usize) -> (Vec<Entry>, Vec<usize>
     for i in 1..=shards {
         bounds[i] += bounds[i - 1];
     }
+    let per_bucket = shards / shards.min(LOG_GROUPS);
+    let mut buckets: Vec<Vec<Entry>> = (bounds.chunks(per_bucket))
+        .zip(bounds[per_bucket..].iter().step_by(per_bucket))
+        .map(|(first, end)| Vec::with_capacity(end - first[0]))
+        .collect();
+    let mut freed = Freed::default();
+    while !entries.is_empty() {
+        let keep = entries.len().saturating_sub(GROUPING_BLOCK);
+        for e in entries.drain(keep..) {
+            buckets[shard_of(e.hash, shards) / per_bucket].push(e);
+        }
+        let before = entries.capacity();
+        entries.shrink_to_fit();
+        freed.add((before - entries.capacity()) * size_of::<Entry>());
+    }
+    let mut grouped = Vec::with_capacity(bounds[shards]);
     let mut next = bounds.clone();
-    let mut grouped = vec![Entry::default(); entries.len()];
-    for e in entries {
-        let shard = shard_of(e.hash, shards);
-        grouped[next[shard]] = e;
-        next[shard] += 1;
+    for bucket in buckets {
+        grouped.resize(grouped.len() + bucket.len(), Entry::default());
+        for e in &bucket {
+            let shard = shard_of(e.hash, shards);
+            grouped[next[shard]] = *e;
+            next[shard] += 1;
+        }
+        freed.add(bucket.capacity() * size_of::<Entry>());
     }
     (grouped, bounds)
+}
+
+/// Entries moved into buckets at a time (768 KiB), the list then shrunk.
+const GROUPING_BLOCK: usize = 1 << 15;
+
+/// Bytes freed since free heap was last handed back to the kernel: the
+/// allocator keeps what is freed for the thread that had it (glibc's
+/// arenas; jemalloc's decays over seconds), so memory freed while a large
+/// zone is built is handed back every [`RELEASE_AFTER_BYTES`], to be
+/// taken again by what the build makes next.
+#[derive(Default)]
+struct Freed(usize);
+
+impl Freed {
+    fn add(&mut self, bytes: usize) {
+        self.0 += bytes;
+        if self.0 >= RELEASE_AFTER_BYTES {
+            heron_sys::memory::release_free_heap();
+            self.0 = 0;
+        }
+    }
 }
 
 /// The packing threads' results as one: shards in their places, and the
@@ -959,7 +1004,7 @@ impl<'a> Plan<'a> {
             wildcards: false,
         };
         let apex_group = shard_of(self.b.hasher.hash_one(self.apex.as_wire()), held.len());
-        let mut freed = 0;
+        let mut freed = Freed::default();
         for unit in mine {
             let mut scratch = NodeParts::default();
             for s in (unit..self.shards).step_by(units) {
@@ -967,17 +1012,11 @@ impl<'a> Plan<'a> {
                 out.shards.push((s, shard));
             }
             drop(scratch);
+            // Handed back as it goes, the log shrinks as the zone grows.
             for g in (unit..held.len()).step_by(units) {
                 if g != apex_group {
-                    freed += std::mem::take(&mut held[g]).capacity();
+                    freed.add(std::mem::take(&mut held[g]).capacity());
                 }
-            }
-            // The allocator keeps what is freed for the thread that had it
-            // (glibc's arenas; jemalloc's decays over seconds): handed back
-            // now, the log shrinks as the packed zone grows.
-            if freed >= RELEASE_AFTER_BYTES {
-                heron_sys::memory::release_free_heap();
-                freed = 0;
             }
         }
         // In shard order (one unit's shards already are).
@@ -1464,9 +1503,16 @@ mod tests {
 
     #[test]
     fn grouping_by_shard_keeps_every_entry_and_puts_it_home() {
-        for shards in [1, 2, 16, 64] {
+        // Past one block of the bucketed copy too, and past LOG_GROUPS shards.
+        for (n, shards) in [
+            (1000, 1),
+            (1000, 2),
+            (1000, 16),
+            (1000, 64),
+            (100_000, 1024),
+        ] {
             // Hashes spread over the shard bits, some shards left empty.
-            let entries: Vec<Entry> = (0..1000u64)
+            let entries: Vec<Entry> = (0..n as u64)
                 .map(|i| Entry {
                     hash: i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & !(0x10 << 32),
                     at: i as usize,
@@ -1476,7 +1522,7 @@ mod tests {
             let (entries, bounds) = group_by_shard(entries, shards);
             assert_eq!(
                 (bounds.len(), bounds[0], bounds[shards]),
-                (shards + 1, 0, 1000)
+                (shards + 1, 0, n)
             );
             for (shard, range) in bounds.windows(2).enumerate() {
                 let home = entries[range[0]..range[1]].iter();
@@ -1484,7 +1530,7 @@ mod tests {
             }
             let mut seen: Vec<usize> = entries.iter().map(|e| e.at).collect();
             seen.sort_unstable();
-            assert_eq!(seen, (0..1000).collect::<Vec<_>>());
+            assert_eq!(seen, (0..n).collect::<Vec<_>>());
         }
     }
 }
