@@ -52,7 +52,7 @@ fn main() {
         let loaded = heron_zone::load_zone_file(std::path::Path::new(file), &origin)
             .unwrap_or_else(|p| panic!("{p:?}"));
         let now = heron_proto::time::unix_now();
-        let signed = sign_zone_after(&loaded.zone, previous, &keys, &config, now);
+        let signed = sign_zone_after(loaded.zone, previous, &keys, &config, now);
         let signed = signed.expect("signed");
         eprintln!(
             "{file}: load+sign {:.3} s wall {:.2} s CPU: signatures {} kept {} records {}",

@@ -22,7 +22,7 @@ pub use rrsig::{
     SigHeader, Validity, labels_field, seconds_until, sig_time, write_canonical_rrset,
 };
 
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -209,14 +209,31 @@ pub fn sign_zone(
 /// unsigned zone's first, then each batch of names with its NSEC records
 /// and signatures, so that what is held besides the builder is one batch
 /// per thread (not every signature and every NSEC record at once).
-pub fn sign_zone_after(
-    zone: &Zone,
+/// A zone given by value is dropped once its records are in the builder,
+/// before the signed zone is packed.
+pub fn sign_zone_after<Z: Borrow<Zone>>(
+    zone: Z,
     previous: Option<&Zone>,
     keys: &[ZoneKey],
     config: &SignConfig,
     now: u64,
 ) -> Result<Signed, SignError> {
     check_keys(keys)?;
+    let builder = sign_into_builder(zone.borrow(), previous, keys, config, now)?;
+    // Everything is in the builder: the unsigned zone goes first.
+    drop(zone);
+    build(builder.0, builder.1, builder.2)
+}
+
+/// [`sign_zone_after`] up to the builder holding every record of the
+/// signed zone: (builder, signatures made, kept).
+fn sign_into_builder(
+    zone: &Zone,
+    previous: Option<&Zone>,
+    keys: &[ZoneKey],
+    config: &SignConfig,
+    now: u64,
+) -> Result<(ZoneBuilder, usize, usize), SignError> {
     let entries = plan(zone);
     let mut made = signer_records(zone, &entries, keys, config)?;
     made.extend(config.serial.map(|serial| soa_with_serial(zone, serial)));
@@ -249,9 +266,7 @@ pub fn sign_zone_after(
         .builder
         .into_inner()
         .expect("no signing thread panicked");
-    // Everything is in the builder: what the plan borrowed goes first.
-    drop((entries, made));
-    build(builder, signatures, reused)
+    Ok((builder, signatures, reused))
 }
 
 /// `zone` served unsigned: its DNSKEY, RRSIG, NSEC, NSEC3 and NSEC3PARAM

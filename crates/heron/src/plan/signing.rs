@@ -1,6 +1,7 @@
 //! Zones Heron signs: their keys in the key directory (made when there
 //! are none), and the signing of a zone as loaded from its file.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
@@ -45,16 +46,17 @@ pub fn zones_due(
 /// `previous` is the version served now: its signatures over RRsets that
 /// did not change are kept (unless due for refresh), and a new signing of
 /// the same serial takes the next one, so that secondaries see the change.
-pub fn sign_loaded(
-    zone: &Zone,
+pub fn sign_loaded<Z: Borrow<Zone>>(
+    zone: Z,
     previous: Option<&Zone>,
     signing: &Signing,
 ) -> Result<Zone, Vec<String>> {
     let started = Instant::now();
-    let origin = zone.origin();
+    let origin = zone.borrow().origin().clone();
+    let origin = &origin;
     let now = heron_proto::time::unix_now();
     let policy = &signing.policy;
-    let max_ttl = key_state::zone_max_ttl(zone);
+    let max_ttl = key_state::zone_max_ttl(zone.borrow());
     max_ttls().insert(origin.to_lowercase(), max_ttl);
     let mut step = key_state::step(origin, policy, &signing.key_directory, max_ttl, now)
         .map_err(|e| vec![format!("zone '{origin}': keys: {e}")])?;
@@ -223,44 +225,78 @@ fn apex_soa(zone: &Zone) -> Option<DiffRecord> {
     })
 }
 
-/// The zone signed as `step` says, and its serial kept.
-fn sign_step(
-    zone: &Zone,
+/// The zone to sign: the one given, or a version of it made here (its
+/// CDS and CDNSKEY, or without a ZONEMD the policy makes none of).
+enum ToSign<Z> {
+    Given(Z),
+    Made(Zone),
+}
+
+impl<Z: Borrow<Zone>> Borrow<Zone> for ToSign<Z> {
+    fn borrow(&self) -> &Zone {
+        match self {
+            ToSign::Given(zone) => zone.borrow(),
+            ToSign::Made(zone) => zone,
+        }
+    }
+}
+
+impl<Z: Borrow<Zone>> ToSign<Z> {
+    /// `made` from this zone if there is one (this one then dropped).
+    fn or_made(self, made: Option<Zone>) -> ToSign<Z> {
+        made.map_or(self, ToSign::Made)
+    }
+
+    fn get(&self) -> &Zone {
+        self.borrow()
+    }
+}
+
+/// The zone signed as `step` says, and its serial kept. A zone given by
+/// value is dropped during the signing, before the signed zone is packed.
+fn sign_step<Z: Borrow<Zone>>(
+    zone: Z,
     previous: Option<&Zone>,
     signing: &Signing,
     step: &key_state::Step,
     now: u64,
 ) -> Result<heron_dnssec::sign::Signed, Vec<String>> {
-    let origin = zone.origin();
+    let origin = zone.borrow().origin().clone();
     let policy = &signing.policy;
-    let with_cds = key_state::with_cds(zone, step, policy.cds_ttl)
-        .map_err(|e| vec![format!("zone '{origin}': {e}")])?;
-    let zone = with_cds.as_ref().unwrap_or(zone);
+    let failed = |e: String| vec![format!("zone '{origin}': {e}")];
+    let with_cds = key_state::with_cds(zone.borrow(), step, policy.cds_ttl).map_err(failed)?;
+    let zone = ToSign::Given(zone).or_made(with_cds);
     let without = (policy.zonemd.is_none())
-        .then(|| without_zonemd(zone))
+        .then(|| without_zonemd(zone.get()))
         .transpose()
-        .map_err(|e| vec![format!("zone '{origin}': {e}")])?
+        .map_err(failed)?
         .flatten();
-    let zone = without.as_ref().unwrap_or(zone);
+    let zone = zone.or_made(without);
     let mut config = policy.sign_config();
     // After a restart the version served last is gone; its serial is kept.
     let served = previous
         .map(Zone::serial)
-        .or_else(|| read_served_serial(&signing.key_directory, origin));
-    config.serial = next_serial(zone.serial(), served);
+        .or_else(|| read_served_serial(&signing.key_directory, &origin));
+    config.serial = next_serial(zone.get().serial(), served);
     // A zone gone insecure has no key left: it is served unsigned.
     let unsigned = policy.insecure && step.keys.is_empty();
     let signed = match (policy.zonemd, unsigned) {
-        (Some(alg), true) => heron_dnssec::zonemd::unsigned_with_zonemd(zone, config.serial, alg),
-        (None, true) => heron_dnssec::sign::unsigned_zone(zone, config.serial),
-        (Some(alg), false) => {
-            heron_dnssec::zonemd::sign_with_zonemd(zone, previous, &step.keys, &config, now, alg)
+        (Some(alg), true) => {
+            heron_dnssec::zonemd::unsigned_with_zonemd(zone.get(), config.serial, alg)
         }
+        (None, true) => heron_dnssec::sign::unsigned_zone(zone.get(), config.serial),
+        (Some(alg), false) => heron_dnssec::zonemd::sign_with_zonemd(
+            zone.get(),
+            previous,
+            &step.keys,
+            &config,
+            now,
+            alg,
+        ),
         (None, false) => sign_zone_after(zone, previous, &step.keys, &config, now),
     }
-    .map_err(|e| vec![format!("zone '{origin}': cannot sign: {e}")])?;
-    write_served_serial(&signing.key_directory, origin, signed.zone.serial())
-        .map_err(|e| vec![format!("zone '{origin}': {e}")])?;
+    .map_err(|e| failed(format!("cannot sign: {e}")))?;
+    write_served_serial(&signing.key_directory, &origin, signed.zone.serial()).map_err(failed)?;
     Ok(signed)
 }
 
@@ -363,7 +399,7 @@ mod tests {
             }),
             key_directory: keys.clone(),
         };
-        let first = sign_loaded(&load(), None, &signing).unwrap();
+        let first = sign_loaded(load(), None, &signing).unwrap();
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&keys), 0o700);
         let files: Vec<_> = fs::read_dir(&keys).unwrap().flatten().collect();
@@ -381,7 +417,7 @@ mod tests {
             all.sort();
             all
         };
-        let second = sign_loaded(&load(), Some(&first), &signing).unwrap();
+        let second = sign_loaded(load(), Some(&first), &signing).unwrap();
         assert_eq!(dnskeys(&first), dnskeys(&second), "the same keys");
         assert_eq!(
             fs::read_dir(&keys).unwrap().count(),
@@ -391,7 +427,7 @@ mod tests {
         assert_eq!(mode(&keys.join("k.test.keys.json")), 0o600);
         assert_eq!((first.serial(), second.serial()), (7, 8));
         // A restart (no version served) goes on from the serial kept.
-        let third = sign_loaded(&load(), None, &signing).unwrap();
+        let third = sign_loaded(load(), None, &signing).unwrap();
         assert_eq!(third.serial(), 9);
         assert_eq!(
             fs::read_dir(&keys).unwrap().count(),
@@ -411,7 +447,7 @@ mod tests {
             policy: Arc::new(Policy::default()),
             key_directory: dir.path().join("keys"),
         };
-        let signed = sign_loaded(&load(), None, &signing).unwrap();
+        let signed = sign_loaded(load(), None, &signing).unwrap();
         let text = ZONE.replace("hm 7 ", "hm 8 ") + "www 300 IN A 192.0.2.80\n";
         let origin = Name::parse("k.test").unwrap();
         let loaded = heron_zone::load_zone_str(&text, "t", &origin).unwrap().zone;
@@ -473,7 +509,7 @@ mod tests {
             policy: Arc::new(Policy::default()),
             key_directory: dir.path().to_path_buf(),
         };
-        let errors = sign_loaded(&load(), None, &signing).unwrap_err();
+        let errors = sign_loaded(load(), None, &signing).unwrap_err();
         assert!(errors[0].contains("heron-key"), "{errors:?}");
     }
 }

@@ -692,6 +692,10 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
         Some(old) => reload_zone_text(old, &file.text, &spec.file, read),
         None => load_zone_text(&file.text, &spec.file, &spec.origin, read),
     };
+    // The text goes before any signing: a signed zone's peak holds the
+    // zone, unsigned and signed, and no more.
+    let stamp = Stamp::from_metadata(&file.metadata);
+    drop(file);
     let loaded =
         result.map_err(|problems| problems.iter().map(|p| p.to_string()).collect::<Vec<_>>())?;
     loaded
@@ -700,7 +704,7 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
         .for_each(|w| tracing::warn!(target: LOG_TARGET, "{w}"));
     crate::plan::zonemd::check(&loaded.zone).map_err(|why| vec![why])?;
     let zone = match &spec.signing {
-        Some(signing) => sign_reloaded(&loaded.zone, previous.map(|p| &**p), signing)?,
+        Some(signing) => sign_reloaded(loaded.zone, previous.map(|p| &**p), signing)?,
         None => loaded.zone,
     };
     let new_bytes = previous.map_or(zone.heap_bytes(), |old| zone.unshared_bytes(old));
@@ -716,21 +720,21 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
         "{}",
         if previous.is_some() { "zone reloaded" } else { "zone loaded" }
     );
-    Ok((zone, Stamp::from_metadata(&file.metadata)))
+    Ok((zone, stamp))
 }
 
 /// A signed zone's file, read again: signed by its change from the
 /// version served when that can be done (the cost follows the change),
 /// else whole, keeping the served version's signatures where nothing
-/// changed.
+/// changed. `loaded` is dropped once a whole signing no longer needs it.
 fn sign_reloaded(
-    loaded: &Zone,
+    loaded: Zone,
     previous: Option<&Zone>,
     signing: &crate::config::dnssec::Signing,
 ) -> Result<Zone, Vec<String>> {
     use crate::plan::signing::{change_from_signed, sign_by_change, sign_loaded};
     let by_change = previous.and_then(|signed| {
-        let change = change_from_signed(signed, loaded, signing)?;
+        let change = change_from_signed(signed, &loaded, signing)?;
         sign_by_change(signed, change, signing)
     });
     by_change.unwrap_or_else(|| sign_loaded(loaded, previous, signing))

@@ -163,7 +163,7 @@ impl SignedSecondaries {
         };
         let signed = signed
             .unwrap_or_else(|| {
-                sign_loaded(unsigned, before.as_deref(), &signing).map_err(|e| e.join("; "))
+                sign_loaded(&**unsigned, before.as_deref(), &signing).map_err(|e| e.join("; "))
             })
             .map(Arc::new);
         Some(
@@ -213,7 +213,7 @@ impl SignedSecondaries {
                 continue;
             };
             let served = next.get(origin).cloned().or_else(|| entry.signed.clone());
-            match sign_loaded(&unsigned, served.as_deref(), &signing) {
+            match sign_loaded(&*unsigned, served.as_deref(), &signing) {
                 Ok(signed) => {
                     let signed = Arc::new(signed);
                     entry.signed = Some(signed.clone());
