@@ -251,8 +251,8 @@ fn sign_into_builder(
         nsec_ttl: (config.denial == Denial::Nsec).then(|| zone.negative_ttl()),
     };
     let mut builder = ZoneBuilder::new(zone.origin().clone(), zone.class());
+    reserve_signed(&mut builder, zone, &entries, &made, &context);
     add_unsigned(&mut builder, zone, &made, context.soa_replaced);
-    reserve_signed(&mut builder, &entries, &made, &context);
     let work = Work {
         entries: &entries,
         made: &made,
@@ -399,17 +399,31 @@ fn signed_source() -> Arc<Path> {
     Arc::from(Path::new("(signed)"))
 }
 
-/// Room in the builder for what signing adds, so that its log is not
-/// copied as it grows (a copy is the log twice, for a moment).
-fn reserve_signed(builder: &mut ZoneBuilder, entries: &[Entry], made: &[OwnedRRset], c: &Context) {
+/// Room in the builder for the zone's records and what signing adds, so
+/// that its log is not copied as it grows (a copy is the log twice, for a
+/// moment).
+fn reserve_signed(
+    builder: &mut ZoneBuilder,
+    zone: &Zone,
+    entries: &[Entry],
+    made: &[OwnedRRset],
+    c: &Context,
+) {
     // A record in the log: owner, type, kind, TTL, RDATA length, RDATA.
     let record = |owner: usize, rdata: usize| 1 + owner + 9 + rdata;
+    let (mut records, mut bytes) = (0, 0);
+    for node in zone.nodes() {
+        let owner = node.owner_wire().len();
+        for rdata in node.data().flat_map(|set| set.rdatas()) {
+            records += 1;
+            bytes += record(owner, rdata.len());
+        }
+    }
     let sig_rdata: usize = (c.keys.iter())
         .filter(|k| k.signs_zone)
         .map(|k| 18 + c.signer.len() + k.key.signature_len())
         .sum();
     let signers = c.keys.iter().filter(|k| k.signs_zone).count();
-    let (mut records, mut bytes) = (0, 0);
     for entry in entries {
         let owner = entry.node.owner_wire().len();
         let mut sets = entry.signed_rrsets().count();

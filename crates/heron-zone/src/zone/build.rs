@@ -112,6 +112,7 @@ impl Entry {
 
 /// The record an entry points at, in its group's log (`logs` has one
 /// log, or [`LOG_GROUPS`]).
+#[inline]
 fn read<'l>(logs: &'l [Vec<u8>], e: &Entry) -> Logged<'l> {
     read_logged(&logs[shard_of(e.hash, logs.len())], e.at)
 }
