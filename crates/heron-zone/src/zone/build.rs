@@ -609,7 +609,7 @@ fn group_by_shard(mut entries: Vec<Entry>, shards: usize) -> (Vec<Entry>, Vec<us
             grouped[next[shard]] = *e;
             next[shard] += 1;
         }
-        freed.add(bucket.capacity() * size_of::<Entry>());
+        freed.drop_vec(bucket);
     }
     (grouped, bounds)
 }
@@ -626,6 +626,13 @@ const GROUPING_BLOCK: usize = 1 << 15;
 struct Freed(usize);
 
 impl Freed {
+    /// Frees `v` first, so that a hand-back it brings about returns it too.
+    fn drop_vec<T>(&mut self, v: Vec<T>) {
+        let bytes = v.capacity() * size_of::<T>();
+        drop(v);
+        self.add(bytes);
+    }
+
     fn add(&mut self, bytes: usize) {
         self.0 += bytes;
         if self.0 >= RELEASE_AFTER_BYTES {
@@ -1016,7 +1023,7 @@ impl<'a> Plan<'a> {
             // Handed back as it goes, the log shrinks as the zone grows.
             for g in (unit..held.len()).step_by(units) {
                 if g != apex_group {
-                    freed.add(std::mem::take(&mut held[g]).capacity());
+                    freed.drop_vec(std::mem::take(&mut held[g]));
                 }
             }
         }
