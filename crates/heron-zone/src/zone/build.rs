@@ -80,12 +80,21 @@ const LOG_GROUPS: usize = 64;
 struct Entry {
     /// Of the lower-cased owner.
     hash: u64,
-    /// Offset in the log.
-    at: usize,
+    /// Offset in its group's log, each below [`MAX_LOG_BYTES`].
+    at: u32,
     line: u32,
     /// Index into `files`, and [`DEEP`].
     file_and_depth: u32,
+    /// The record's type (for a signature the type covered) and kind, as
+    /// logged: what orders an owner's records, read without the log.
+    rtype: u16,
+    kind: u8,
 }
+
+/// Most bytes one log (of one group, once grouped) holds: offsets are
+/// 32 bits, so that an entry with the sort's keys stays 24 octets. With
+/// [`LOG_GROUPS`] groups that is a zone of about 256 GiB.
+const MAX_LOG_BYTES: usize = u32::MAX as usize;
 
 /// The owner is below a child of the apex: it has a parent that may need
 /// an empty non-terminal. Known when the record is read, so that finding
@@ -108,13 +117,22 @@ impl Entry {
     fn names_target(&self) -> bool {
         self.file_and_depth & NAMES_TARGET != 0
     }
+
+    /// The order within a shard: owner hash, type, kind, then as read.
+    #[inline]
+    fn order(&self) -> u128 {
+        (self.hash as u128) << 64
+            | (self.rtype as u128) << 40
+            | (self.kind as u128) << 32
+            | self.at as u128
+    }
 }
 
 /// The record an entry points at, in its group's log (`logs` has one
 /// log, or [`LOG_GROUPS`]).
 #[inline]
 fn read<'l>(logs: &'l [Vec<u8>], e: &Entry) -> Logged<'l> {
-    read_logged(&logs[shard_of(e.hash, logs.len())], e.at)
+    read_logged(&logs[shard_of(e.hash, logs.len())], e.at as usize)
 }
 
 /// Bytes a record takes in the log.
@@ -176,6 +194,8 @@ pub struct ZoneBuilder {
     /// Log size at which it splits: [`GROUPED_LOG_BYTES`] (tests set
     /// others, to build one zone both ways).
     group_from: usize,
+    /// Most bytes of one log: [`MAX_LOG_BYTES`] (tests set less).
+    log_limit: usize,
     entries: Vec<Entry>,
     files: Vec<Arc<Path>>,
     problems: Vec<Problem>,
@@ -192,6 +212,7 @@ impl ZoneBuilder {
             hasher: DefaultHashBuilder::default(),
             logs: vec![Vec::new()],
             group_from: GROUPED_LOG_BYTES,
+            log_limit: MAX_LOG_BYTES,
             entries: Vec::new(),
             files: Vec::new(),
             problems: Vec::new(),
@@ -238,8 +259,9 @@ impl ZoneBuilder {
         for e in &mut self.entries {
             let len = logged_len(&read(&old, e));
             let log = &mut logs[shard_of(e.hash, LOG_GROUPS)];
-            let at = log.len();
-            log.extend_from_slice(&old[0][e.at..e.at + len]);
+            let at = log.len() as u32;
+            let from = e.at as usize;
+            log.extend_from_slice(&old[0][from..from + len]);
             e.at = at;
         }
         self.logs = logs;
@@ -255,6 +277,7 @@ impl ZoneBuilder {
             hasher: self.hasher.clone(),
             logs: vec![Vec::new(); self.logs.len()],
             group_from: self.group_from,
+            log_limit: self.log_limit,
             ..ZoneBuilder::new(self.origin.clone(), self.class)
         }
     }
@@ -275,7 +298,16 @@ impl ZoneBuilder {
                 }
             }
         }
-        let shifts: Vec<usize> = self.logs.iter().map(Vec::len).collect();
+        let joined = self
+            .logs
+            .iter()
+            .zip(&other.logs)
+            .map(|(a, b)| a.len() + b.len());
+        if joined.max().unwrap_or(0) > self.log_limit {
+            self.problems.push(too_large());
+            return;
+        }
+        let shifts: Vec<u32> = self.logs.iter().map(|log| log.len() as u32).collect();
         let files: Vec<u32> = other.files.iter().map(|f| self.file_index(f)).collect();
         let flags = DEEP | NAMES_TARGET;
         let moved = other.entries.into_iter().map(|e| Entry {
@@ -368,13 +400,25 @@ impl ZoneBuilder {
         let hash = self.hasher.hash_one(lower.as_wire());
         let group = shard_of(hash, self.logs.len());
         let log = &mut self.logs[group];
+        if log.len() > self.log_limit {
+            if !self
+                .problems
+                .iter()
+                .any(|p| p.message == too_large().message)
+            {
+                self.problems.push(too_large());
+            }
+            return;
+        }
         self.entries.push(Entry {
             hash,
-            at: log.len(),
+            at: log.len() as u32,
             line: from.1,
             file_and_depth: from.0
                 | if deep { DEEP } else { 0 }
                 | if names_target { NAMES_TARGET } else { 0 },
+            rtype: rtype.0,
+            kind,
         });
         log_record(log, owner, rtype, kind, ttl, rdata);
         if self.logs.len() == 1 && self.logs[0].len() >= self.group_from {
@@ -388,10 +432,9 @@ impl ZoneBuilder {
         let shards = (self.entries.len() / RECORDS_PER_SHARD)
             .max(1)
             .next_power_of_two();
-        self.sort_entries(shards);
-        let mut drafts = self.drafts();
+        let mut drafts = self.sort_entries(shards);
         if self.add_empty_non_terminals(&drafts, shards) {
-            drafts = self.drafts();
+            drafts = self.sort_entries(shards);
         }
         let mut problems = std::mem::take(&mut self.problems);
         let children = std::mem::take(&mut self.children);
@@ -467,53 +510,60 @@ impl ZoneBuilder {
     }
 
     /// Orders entries by shard, owner hash, owner, type, kind, and then as
-    /// read (so RRsets keep the zone file's order): first into their
-    /// shards, then each shard by itself, small enough to sort in cache.
-    /// One sort of the whole log took 40% of building a 2M-record zone.
-    /// Within a shard the hash alone settles most places (a sort by an
-    /// integer key, inlined); only runs of one hash, mostly one owner's
-    /// records, are sorted again reading the log.
-    fn sort_entries(&mut self, shards: usize) {
+    /// read (so RRsets keep the zone file's order), and returns the runs
+    /// of entries with one owner: first into their shards, then each shard
+    /// by itself, small enough to sort in cache. One sort of the whole log
+    /// took 40% of building a 2M-record zone.
+    /// Within a shard one integer key settles the order without reading
+    /// the log (an owner's records are adjacent once sorted by its hash);
+    /// reading it for every run of one hash was 5% of signing a zone. The
+    /// log is read once per entry of such a run, to find the rare hash
+    /// that two owners share.
+    fn sort_entries(&mut self, shards: usize) -> Vec<Draft> {
         let (mut entries, bounds) = group_by_shard(std::mem::take(&mut self.entries), shards);
+        let mut drafts = Vec::new();
         for shard in bounds.windows(2) {
+            let mut start = shard[0];
             let shard = &mut entries[shard[0]..shard[1]];
-            shard.sort_unstable_by_key(|e| e.hash);
+            shard.sort_unstable_by_key(Entry::order);
             for run in shard.chunk_by_mut(|a, b| a.hash == b.hash) {
-                if run.len() > 1 {
-                    run.sort_unstable_by(|a, b| {
-                        let (x, y) = (self.logged(a), self.logged(b));
-                        cmp_ignore_case(x.owner, y.owner)
-                            .then((x.rtype, x.kind).cmp(&(y.rtype, y.kind)))
-                            .then(a.at.cmp(&b.at))
-                    });
-                }
+                self.owner_drafts(run, start, &mut drafts);
+                start += run.len();
             }
         }
         self.entries = entries;
+        drafts
     }
 
-    /// Runs of entries with one owner.
-    fn drafts(&self) -> Vec<Draft> {
-        let mut drafts: Vec<Draft> = Vec::new();
-        let mut prev: Option<&Entry> = None;
-        for (i, e) in self.entries.iter().enumerate() {
-            let same = prev.is_some_and(|p| {
-                p.hash == e.hash
-                    && self
-                        .logged(p)
-                        .owner
-                        .eq_ignore_ascii_case(self.logged(e).owner)
-            });
-            match drafts.last_mut() {
-                Some(d) if same => d.len += 1,
-                _ => drafts.push(Draft {
-                    start: i as u32,
-                    len: 1,
-                }),
+    /// The drafts of `run`, entries of one owner hash from entry `start`:
+    /// one, unless owners share the hash; the run is then ordered by owner.
+    fn owner_drafts(&self, run: &mut [Entry], start: usize, drafts: &mut Vec<Draft>) {
+        let owner = |e: &Entry| self.logged(e).owner;
+        let one_owner = match run {
+            [first, rest @ ..] => {
+                let first = owner(first);
+                rest.iter().all(|e| owner(e).eq_ignore_ascii_case(first))
             }
-            prev = Some(e);
+            [] => true,
+        };
+        if one_owner {
+            drafts.push(Draft {
+                start: start as u32,
+                len: run.len() as u32,
+            });
+            return;
         }
-        drafts
+        run.sort_unstable_by(|a, b| {
+            cmp_ignore_case(owner(a), owner(b)).then(a.order().cmp(&b.order()))
+        });
+        let mut start = start;
+        for same in run.chunk_by(|a, b| owner(a).eq_ignore_ascii_case(owner(b))) {
+            drafts.push(Draft {
+                start: start as u32,
+                len: same.len() as u32,
+            });
+            start += same.len();
+        }
     }
 
     /// Gives every missing ancestor between an owner and the apex an
@@ -559,7 +609,6 @@ impl ZoneBuilder {
         for name in &missing {
             self.push(name, RType(0), EMPTY, 0, &[], (0, 0));
         }
-        self.sort_entries(shards);
         true
     }
 }
@@ -705,6 +754,15 @@ pub(super) fn refusal(origin: &Name, class: Class, rec: &Record) -> Option<Probl
         location: Some(rec.location.clone()),
         message,
     })
+}
+
+/// A builder given more than [`MAX_LOG_BYTES`] in one log group.
+fn too_large() -> Problem {
+    Problem {
+        severity: Severity::Error,
+        location: None,
+        message: "the zone is too large to build: a log group passed 4 GiB".to_string(),
+    }
 }
 
 /// Where a problem is, for reporting in file and line order.
@@ -1072,7 +1130,7 @@ impl<'a> Plan<'a> {
         let mut logged = 0;
         for (i, e) in entries.iter().enumerate() {
             if let Some(ahead) = entries.get(i + LOG_PREFETCH_AHEAD) {
-                prefetch(&logs[shard_of(ahead.hash, logs.len())][ahead.at..]);
+                prefetch(&logs[shard_of(ahead.hash, logs.len())][ahead.at as usize..]);
             }
             logged += logged_len(&read(logs, e));
         }
@@ -1510,6 +1568,89 @@ mod tests {
     }
 
     #[test]
+    fn owners_sharing_a_hash_still_get_a_node_each() {
+        let origin = Name::parse("collide.test.").unwrap();
+        let mut b = ZoneBuilder::new(origin.clone(), Class::IN);
+        let text = "@ 3600 SOA ns hostmaster 1 3600 600 86400 300\n\
+                    @ NS ns\nns A 192.0.2.1\n\
+                    a TXT one\nb A 192.0.2.2\na A 192.0.2.3\nB TXT two\na TXT three\n";
+        let opts = ReadOptions::new(origin);
+        let errors = read_file_text(text.as_bytes(), Path::new("c.zone"), &opts, &mut |r| {
+            b.add(r)
+        });
+        assert!(errors.is_empty(), "{errors:?}");
+        // Give the owners a and b one hash, as a collision would.
+        let name = |e: &Entry, b: &ZoneBuilder| b.logged(e).owner.to_ascii_lowercase();
+        let a_hash = b
+            .entries
+            .iter()
+            .find(|e| name(e, &b) == b"\x01a\x07collide\x04test\x00")
+            .unwrap()
+            .hash;
+        for i in 0..b.entries.len() {
+            if name(&b.entries[i], &b) == b"\x01b\x07collide\x04test\x00" {
+                b.entries[i].hash = a_hash;
+            }
+        }
+        let drafts = b.sort_entries(1);
+        let owners: Vec<Vec<(Vec<u8>, u16)>> = drafts
+            .iter()
+            .map(|d| {
+                let run = &b.entries[d.start as usize..(d.start + d.len) as usize];
+                run.iter().map(|e| (name(e, &b), e.rtype)).collect()
+            })
+            .collect();
+        let a: Vec<_> = owners
+            .iter()
+            .filter(|o| o[0].0.starts_with(b"\x01a"))
+            .collect();
+        let bs: Vec<_> = owners
+            .iter()
+            .filter(|o| o[0].0.starts_with(b"\x01b"))
+            .collect();
+        let types = |o: &Vec<(Vec<u8>, u16)>| o.iter().map(|(_, t)| *t).collect::<Vec<_>>();
+        // One draft per owner, all its records, by type then as read.
+        assert_eq!((a.len(), bs.len()), (1, 1));
+        assert_eq!(types(a[0]), vec![1, 16, 16]);
+        assert_eq!(types(bs[0]), vec![1, 16]);
+        assert!(
+            a[0].iter()
+                .chain(bs[0].iter())
+                .all(|(o, _)| o == &a[0][0].0 || o == &bs[0][0].0)
+        );
+        assert_eq!(
+            drafts.iter().map(|d| d.len as usize).sum::<usize>(),
+            b.entries.len()
+        );
+    }
+
+    #[test]
+    fn a_log_group_past_its_offsets_refuses_the_zone() {
+        let origin = Name::parse("big.test.").unwrap();
+        let mut b = ZoneBuilder::new(origin.clone(), Class::IN);
+        let file: Arc<Path> = Arc::from(Path::new("z"));
+        // The limit as if the log had grown to what an offset holds.
+        b.log_limit = 40;
+        b.add_wire(origin.as_wire(), (RType::TXT, 60), b"\x01x", (&file, 1));
+        b.add_wire(origin.as_wire(), (RType::TXT, 60), b"\x01x", (&file, 1));
+        assert_eq!(b.entries.len(), 2, "up to the limit, records are taken");
+        for _ in 0..2 {
+            b.add_wire(origin.as_wire(), (RType::TXT, 60), b"\x01y", (&file, 2));
+        }
+        assert_eq!(b.entries.len(), 2, "records past the limit are not taken");
+        let Err(errors) = b.build() else {
+            panic!("a zone past the limit was built")
+        };
+        assert_eq!(
+            errors
+                .iter()
+                .filter(|p| p.message.contains("too large"))
+                .count(),
+            1
+        );
+    }
+
+    #[test]
     fn grouping_by_shard_keeps_every_entry_and_puts_it_home() {
         // Past one block of the bucketed copy too, and past LOG_GROUPS shards.
         for (n, shards) in [
@@ -1523,7 +1664,7 @@ mod tests {
             let entries: Vec<Entry> = (0..n as u64)
                 .map(|i| Entry {
                     hash: i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & !(0x10 << 32),
-                    at: i as usize,
+                    at: i as u32,
                     ..Entry::default()
                 })
                 .collect();
@@ -1536,9 +1677,9 @@ mod tests {
                 let home = entries[range[0]..range[1]].iter();
                 assert!(home.clone().all(|e| shard_of(e.hash, shards) == shard));
             }
-            let mut seen: Vec<usize> = entries.iter().map(|e| e.at).collect();
+            let mut seen: Vec<u32> = entries.iter().map(|e| e.at).collect();
             seen.sort_unstable();
-            assert_eq!(seen, (0..n).collect::<Vec<_>>());
+            assert_eq!(seen, (0..n as u32).collect::<Vec<_>>());
         }
     }
 }
