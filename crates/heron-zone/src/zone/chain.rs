@@ -11,7 +11,7 @@
 use std::cmp::Ordering;
 
 use heron_proto::RType;
-use heron_proto::name::{Name, lowercase_wire};
+use heron_proto::name::Name;
 
 use super::canonical::{Position, order_key};
 use super::node::Moves;
@@ -297,14 +297,19 @@ impl DenialChain {
             let Some(set) = node.rrset(rtype) else {
                 continue;
             };
+            // Compared where they lie: a copy of each was most of this
+            // check's time on a signed zone of 200,000 names.
             let rdata = set.first_rdata();
-            let (says, is) = match &chain.kind {
+            let says = match &chain.kind {
                 ChainKind::Nsec => {
-                    let Some(mut named) = nsec_next(&rdata) else {
+                    let Some(named) = nsec_next(&rdata) else {
                         continue;
                     };
-                    lowercase_wire(&mut named);
-                    (named, next.key().to_vec())
+                    // Length octets are below any ASCII letter.
+                    if named.eq_ignore_ascii_case(next.key()) {
+                        continue;
+                    }
+                    named.to_ascii_lowercase()
                 }
                 ChainKind::Nsec3(params) => {
                     let made = set.rdatas().find(|rd| params.made(rd));
@@ -313,15 +318,13 @@ impl DenialChain {
                     };
                     let mut label = [0u8; LABEL_LEN];
                     base32hex_lower(&hash, &mut label);
-                    (
-                        label.to_vec(),
-                        next.key()[1..1 + next.key()[0] as usize].to_vec(),
-                    )
+                    if label[..] == next.key()[1..1 + next.key()[0] as usize] {
+                        continue;
+                    }
+                    label.to_vec()
                 }
             };
-            if says != is {
-                breaks.push((node.owner(), says, next.owner()));
-            }
+            breaks.push((node.owner(), says, next.owner()));
         }
         let mut out = Vec::new();
         let name = |wire: &[u8]| match &chain.kind {
@@ -368,13 +371,13 @@ impl ChainKind {
 }
 
 /// The next domain name of NSEC RDATA (RFC 4034 4.1), in wire form.
-fn nsec_next(rdata: &[u8]) -> Option<Vec<u8>> {
+fn nsec_next(rdata: &[u8]) -> Option<&[u8]> {
     let mut at = 0;
     loop {
         let len = *rdata.get(at)? as usize;
         at += 1 + len;
         if len == 0 {
-            return rdata.get(..at).map(<[u8]>::to_vec);
+            return rdata.get(..at);
         }
     }
 }
