@@ -519,19 +519,61 @@ impl ZoneBuilder {
     /// reading it for every run of one hash was 5% of signing a zone. The
     /// log is read once per entry of such a run, to find the rare hash
     /// that two owners share.
+    /// Shards are sorted on every core for large zones.
     fn sort_entries(&mut self, shards: usize) -> Vec<Draft> {
         let (mut entries, bounds) = group_by_shard(std::mem::take(&mut self.entries), shards);
+        let threads = match entries.len() > PARALLEL_RECORDS {
+            true => crate::cores().clamp(1, shards),
+            false => 1,
+        };
+        // Each thread a run of whole shards, about as many entries each.
+        let mut pieces: Vec<(usize, &mut [Entry])> = Vec::with_capacity(threads);
+        let mut rest = &mut entries[..];
+        let mut taken = 0;
+        for t in 1..=threads {
+            let aim = bounds[shards] * t / threads;
+            let end = bounds[bounds.partition_point(|&b| b < aim).min(shards)];
+            let (piece, after) = std::mem::take(&mut rest).split_at_mut(end - taken);
+            pieces.push((taken, piece));
+            (rest, taken) = (after, end);
+        }
+        let this = &*self;
+        let bounds = &bounds;
+        let drafts = match threads {
+            1 => pieces
+                .into_iter()
+                .flat_map(|(from, piece)| this.sort_shards(from, piece, bounds))
+                .collect(),
+            _ => std::thread::scope(|scope| {
+                let handles: Vec<_> = (pieces.into_iter())
+                    .map(|(from, piece)| scope.spawn(move || this.sort_shards(from, piece, bounds)))
+                    .collect();
+                (handles.into_iter())
+                    .flat_map(|h| h.join().expect("sorting does not panic"))
+                    .collect()
+            }),
+        };
+        self.entries = entries;
+        drafts
+    }
+
+    /// Sorts the shards of `piece`, the entries from entry `from` on, whole
+    /// shards of `bounds`; their drafts.
+    fn sort_shards(&self, from: usize, piece: &mut [Entry], bounds: &[usize]) -> Vec<Draft> {
         let mut drafts = Vec::new();
-        for shard in bounds.windows(2) {
+        let first = bounds.partition_point(|&b| b < from);
+        for shard in bounds[first..].windows(2) {
+            if shard[1] > from + piece.len() {
+                break;
+            }
             let mut start = shard[0];
-            let shard = &mut entries[shard[0]..shard[1]];
+            let shard = &mut piece[shard[0] - from..shard[1] - from];
             shard.sort_unstable_by_key(Entry::order);
             for run in shard.chunk_by_mut(|a, b| a.hash == b.hash) {
                 self.owner_drafts(run, start, &mut drafts);
                 start += run.len();
             }
         }
-        self.entries = entries;
         drafts
     }
 
