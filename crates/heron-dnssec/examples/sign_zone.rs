@@ -7,7 +7,9 @@
 //! (the signatures over RRsets that did not change kept) and that is what
 //! OUT gets; the CPU seconds of each step are printed.
 
+use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::{Mutex, mpsc};
 use std::time::Instant;
 
 use heron_dnssec::keys::{Algorithm, KeyRole, SigningKey};
@@ -15,6 +17,7 @@ use heron_dnssec::sign::{Denial, SignConfig, Signed, ZoneKey, sign_zone_after};
 use heron_proto::Name;
 use heron_proto::rdata::format_text;
 use heron_zone::Zone;
+use heron_zone::zone::Node;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -74,11 +77,56 @@ fn main() {
 
 /// Writes `zone` as text to `path`; the octets of its records in wire
 /// form, uncompressed (owner, type, class, TTL, RDATA length, RDATA).
+/// Blocks of nodes are formatted on every core and written in order (on
+/// one thread the text took a tenth of signing 200,000 records).
 fn write_text(zone: &Zone, path: &str) -> usize {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("OUT"));
-    let mut line = String::new();
-    let mut wire = 0;
-    for node in zone.nodes_in_canonical_order() {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (jobs, next_job) = mpsc::sync_channel::<(usize, Vec<Node>)>(2 * threads);
+    let next_job = Mutex::new(next_job);
+    let (done, formatted) = mpsc::sync_channel::<(usize, Vec<u8>, usize)>(2 * threads);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let (next_job, done) = (&next_job, done.clone());
+            scope.spawn(move || {
+                while let Ok((seq, nodes)) = next_job.lock().expect("a job").recv() {
+                    let (text, wire) = format_nodes(&nodes);
+                    done.send((seq, text, wire)).expect("the writer waits");
+                }
+            });
+        }
+        drop(done);
+        let writer = scope.spawn(move || {
+            let (mut wire, mut waiting, mut next) = (0, BTreeMap::new(), 0);
+            for (seq, text, octets) in formatted {
+                waiting.insert(seq, (text, octets));
+                while let Some((text, octets)) = waiting.remove(&next) {
+                    out.write_all(&text).expect("write");
+                    (wire, next) = (wire + octets, next + 1);
+                }
+            }
+            out.flush().expect("write");
+            wire
+        });
+        let mut nodes = zone.nodes_in_canonical_order().peekable();
+        let mut seq = 0;
+        while nodes.peek().is_some() {
+            let block: Vec<Node> = nodes.by_ref().take(NODES_PER_BLOCK).collect();
+            jobs.send((seq, block)).expect("a formatter waits");
+            seq += 1;
+        }
+        drop(jobs);
+        writer.join().expect("written")
+    })
+}
+
+/// Nodes formatted at a time.
+const NODES_PER_BLOCK: usize = 2048;
+
+/// The text of `nodes`' records, and their octets in wire form.
+fn format_nodes(nodes: &[Node]) -> (Vec<u8>, usize) {
+    let (mut text, mut wire, mut line) = (Vec::new(), 0, String::new());
+    for node in nodes {
         let owner = node.owner().to_string();
         let owner_len = node.owner_wire().len();
         for rrset in node.rrsets() {
@@ -93,13 +141,12 @@ fn write_text(zone: &Zone, path: &str) -> usize {
                     wire += owner_len + 10 + rdata.len();
                     line.clear();
                     format_text(rtype, &rdata, &mut line);
-                    writeln!(out, "{owner} {ttl} IN {rtype} {line}").expect("write");
+                    writeln!(text, "{owner} {ttl} IN {rtype} {line}").expect("in memory");
                 }
             }
         }
     }
-    out.flush().expect("write");
-    wire
+    (text, wire)
 }
 
 /// CPU seconds (user and system) this process has used, from
