@@ -10,6 +10,7 @@
 # running knotd (CPU seconds of knotd across `knotc -b zone-reload`).
 #   scripts/bench-signing.sh RECORDS [RUNS] [THREADS]
 #   HERON_ONLY=1: Heron alone.  TOOLS="heron knot ldns bind": which.
+#   ZONE_OUT=FILE: keep a copy of the generated zone there.
 # Needs: cargo build --release -p heron-dnssec --example sign_zone;
 # packages ldnsutils, bind9-utils, knot, knot-dnssecutils, time.
 set -eu
@@ -48,6 +49,7 @@ with open(path, "w") as f:
             written += 1
         i += 1
 PY
+[ -z "${ZONE_OUT:-}" ] || cp "$zone" "$ZONE_OUT"
 # The zone with serial 2 and the first N A RRsets of `h` names changed.
 changed() {
     awk -v n="$1" '/ SOA / { sub(/hostmaster 1 /, "hostmaster 2 ") }
