@@ -7,6 +7,9 @@
 //! as it is. Most zones have few targets (the apex's name servers, glue of
 //! delegations), and each is copied once however many records name it.
 
+use std::hash::BuildHasher;
+
+use hashbrown::DefaultHashBuilder;
 use heron_proto::RType;
 use heron_proto::encoded::Signatures;
 
@@ -25,10 +28,16 @@ struct AddressSet {
 }
 
 /// Targets by lower-cased name, each with its address RRsets as the
-/// zone's own lookup reported them.
+/// zone's own lookup reported them. Sorted by a hash of the name, which a
+/// search reads from one array: packing asks once per NS, MX and SRV
+/// record, and a binary search of 200,000 names themselves (a TLD's glue)
+/// was a fifth of loading the zone.
 #[derive(Default)]
 pub(super) struct Targets {
-    /// Sorted, no repeats.
+    hasher: DefaultHashBuilder,
+    /// Of each name, ascending.
+    hashes: Vec<u64>,
+    /// Beside `hashes`, no repeats.
     names: Vec<Box<[u8]>>,
     /// Beside `names`: None where the zone has no such name.
     found: Vec<Option<Vec<AddressSet>>>,
@@ -41,8 +50,14 @@ impl Targets {
         mut names: Vec<Box<[u8]>>,
         addresses: impl Fn(&[u8], Emit) -> bool,
     ) -> Targets {
-        names.sort_unstable();
-        names.dedup();
+        let hasher = DefaultHashBuilder::default();
+        let mut keyed: Vec<(u64, Box<[u8]>)> = (names.drain(..))
+            .map(|name| (hasher.hash_one(&name[..]), name))
+            .collect();
+        drop(names);
+        keyed.sort_unstable();
+        keyed.dedup();
+        let (hashes, names): (Vec<u64>, Vec<Box<[u8]>>) = keyed.into_iter().unzip();
         let found = names.iter().map(|name| {
             let mut sets = Vec::new();
             let found = addresses(name, &mut |(rtype, ttl, rdatas), (sig_ttl, sigs)| {
@@ -57,11 +72,25 @@ impl Targets {
             found.then_some(sets)
         });
         let found = found.collect();
-        Targets { names, found }
+        Targets {
+            hasher,
+            hashes,
+            names,
+            found,
+        }
     }
 
     fn get(&self, lower: &[u8]) -> Option<&[AddressSet]> {
-        let at = self.names.binary_search_by(|n| (**n).cmp(lower)).ok()?;
+        let hash = self.hasher.hash_one(lower);
+        let first = self.hashes.partition_point(|&h| h < hash);
+        let same = self.hashes[first..]
+            .iter()
+            .take_while(|&&h| h == hash)
+            .count();
+        let at = first
+            + self.names[first..first + same]
+                .iter()
+                .position(|n| **n == *lower)?;
         self.found[at].as_deref()
     }
 
