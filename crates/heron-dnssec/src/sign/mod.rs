@@ -251,8 +251,13 @@ fn sign_into_builder(
         nsec_ttl: (config.denial == Denial::Nsec).then(|| zone.negative_ttl()),
     };
     let mut builder = ZoneBuilder::new(zone.origin().clone(), zone.class());
-    reserve_signed(&mut builder, zone, &entries, &made, &context);
     add_unsigned(&mut builder, zone, &made, context.soa_replaced);
+    // After the unsigned records, for their room and the signatures'
+    // again (the part not used is never touched). Measured at 200,000
+    // records, the server's peak (jemalloc): reserved before them 2.56x
+    // the signed wire size, after them for the signatures alone 2.54x,
+    // this 2.33x; sign_zone's (glibc) 1.94x, 1.97x here.
+    reserve_signed(&mut builder, zone, &entries, &made, &context);
     let work = Work {
         entries: &entries,
         made: &made,
