@@ -47,14 +47,13 @@ impl Targets {
     /// Looks each of `names` (lower-cased; any order, repeats allowed)
     /// up with `addresses` (the zone's lookup, while its log is whole).
     pub(super) fn gather(
-        mut names: Vec<Box<[u8]>>,
+        names: Vec<Box<[u8]>>,
         addresses: impl Fn(&[u8], Emit) -> bool,
     ) -> Targets {
         let hasher = DefaultHashBuilder::default();
-        let mut keyed: Vec<(u64, Box<[u8]>)> = (names.drain(..))
+        let mut keyed: Vec<(u64, Box<[u8]>)> = (names.into_iter())
             .map(|name| (hasher.hash_one(&name[..]), name))
             .collect();
-        drop(names);
         keyed.sort_unstable();
         keyed.dedup();
         let (hashes, names): (Vec<u64>, Vec<Box<[u8]>>) = keyed.into_iter().unzip();
