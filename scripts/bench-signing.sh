@@ -11,6 +11,11 @@
 #   scripts/bench-signing.sh RECORDS [RUNS] [THREADS]
 #   HERON_ONLY=1: Heron alone.  TOOLS="heron knot ldns bind": which.
 #   ZONE_OUT=FILE: keep a copy of the generated zone there.
+#   ZONE_IN=FILE ORIGIN=NAME: sign that zone instead of a generated one
+#   (RECORDS is then only a label; no re-signing unless CHANGES is set,
+#   and the changes assume the generated zone's `h` names).
+#   REPEAT=K: each run is K signings back to back, its seconds divided
+#   by K (for zones signed in milliseconds; time(1) counts in 10 ms).
 # Needs: cargo build --release -p heron-dnssec --example sign_zone;
 # packages ldnsutils, bind9-utils, knot, knot-dnssecutils, time.
 set -eu
@@ -29,11 +34,13 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-origin=bench.test.
+origin=${ORIGIN:-bench.test.}
 zone="$work/zone"
+[ -z "${ZONE_IN:-}" ] || changes=${CHANGES-}
 cores="0-$((threads - 1))"
 # One name in ten is a delegation (NS and a glue A), the rest hold an A;
 # records counted as written.
+if [ -n "${ZONE_IN:-}" ]; then cp "$ZONE_IN" "$zone"; else
 python3 - "$records" "$zone" <<'PY'
 import sys
 n, path = int(sys.argv[1]), sys.argv[2]
@@ -49,6 +56,7 @@ with open(path, "w") as f:
             written += 1
         i += 1
 PY
+fi
 [ -z "${ZONE_OUT:-}" ] || cp "$zone" "$ZONE_OUT"
 # The zone with serial 2 and the first N A RRsets of `h` names changed.
 changed() {
@@ -85,12 +93,14 @@ CONF
 }
 knot_conf 53000 "$zone" > knot/knot.conf
 keymgr -c knot/knot.conf "$origin" generate algorithm=13 ksk=yes zsk=yes > /dev/null
-# "wall cpu rss_kib" of one run of the command.
+repeat=${REPEAT:-1}
+# "wall cpu rss_kib" of one run of the command (REPEAT times over).
 measure() {
-    /usr/bin/time -v "$@" > /dev/null 2> time.txt || { cat time.txt >&2; exit 1; }
-    awk -F': ' '/Elapsed \(wall/ { n = split($2, t, ":"); w = 0; for (i = 1; i <= n; i++) w = w * 60 + t[i] }
+    /usr/bin/time -v sh -c 'n=$1; shift; while [ "$n" -gt 0 ]; do "$@" || exit 1; n=$((n - 1)); done' \
+        sh "$repeat" "$@" > /dev/null 2> time.txt || { cat time.txt >&2; exit 1; }
+    awk -F': ' -v k="$repeat" '/Elapsed \(wall/ { n = split($2, t, ":"); w = 0; for (i = 1; i <= n; i++) w = w * 60 + t[i] }
         /User time/ { u = $2 } /System time/ { s = $2 } /Maximum resident/ { r = $2 }
-        END { printf "%.2f %.2f %d\n", w, u + s, r }' time.txt
+        END { f = k > 1 ? "%.4f %.4f %d\n" : "%.2f %.2f %d\n"; printf f, w / k, (u + s) / k, r }' time.txt
 }
 median() { sort -n | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }'; }
 run() {
@@ -106,7 +116,8 @@ echo "# $records records, $threads threads, median of $runs: tool wall_s cpu_s p
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 if has heron; then
     run heron taskset -c "$cores" "$heron" "$origin" "$zone" heron.signed 13 nsec
-    grep 'signed zone' time.txt
+    grep -m1 'signed zone' time.txt
+    echo "signatures: $(awk '$4 == "RRSIG"' heron.signed | wc -l), records: $(grep -cv '^;' heron.signed)"
 fi
 has knot && run "kzonesign-threads$threads" taskset -c "$cores" kzonesign -c knot/knot.conf -o knot/out "$origin"
 has ldns && run ldns-signzone taskset -c "$cores" ldns-signzone -f ldns.signed "$zone" "$(cat ldns.key)"
