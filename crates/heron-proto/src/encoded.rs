@@ -4,15 +4,20 @@
 //! zone answers has a question name that ends in the apex too, so the apex
 //! always sits in the question, at `12 + qname length - apex length`. An
 //! [`EncodedRRset`] holds its records with each RDATA name that may be
-//! compressed already compressed against the apex (or a suffix of it), the
-//! pointers left to patch. Answering is then a copy of the records, an
-//! owner per record, and a few two-byte patches: no compression search.
+//! compressed already compressed, the pointers left to patch: against the
+//! apex (or a suffix of it), the RRset's owner, or a name earlier in the
+//! same RRset, whichever shares the longest suffix (as NSD and Knot
+//! compress a referral's NS targets). Answering is then a copy of the
+//! records, an owner per record, and a few two-byte patches: no
+//! compression search.
 //!
 //! Owner names are written per response ([`Owner`]), because the same RRset
 //! is owned by the query name (a pointer to offset 12), a wildcard's
 //! expansion, or a name elsewhere in the message.
 
 use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::ops::Range;
 
 use crate::rdata;
 use crate::types::{Class, RType};
@@ -34,38 +39,154 @@ enum PatchTo {
     /// The apex position plus `delta`: the start of a suffix of the apex
     /// (a name in RDATA).
     Apex(u8),
+    /// The owner as written: a name in RDATA that ends in the owner.
+    OwnerName,
+    /// A suffix of a name earlier in the RRset, at this offset of the
+    /// record bytes (below [`MAX_EARLIER`]).
+    Earlier(u16),
 }
 
 /// Octets a patch takes in a packed RRset: `at` (little-endian, so one
-/// load), the kind, the delta.
+/// load), the kind in the low two bits of the third octet, and an argument
+/// in the rest: 14 bits, the high six above the kind.
 const PATCH_LEN: usize = 4;
-/// Patch kinds as packed: the index into `[owner, apex]` at write time.
+/// Patch kinds as packed: the index into `[owner, apex, owner, first
+/// record]` at write time, the argument added to it.
 const TO_OWNER: u8 = 0;
 const TO_APEX: u8 = 1;
+const TO_OWNER_NAME: u8 = 2;
+const TO_EARLIER: u8 = 3;
+/// Earlier names are pointed to only in the first 16 KiB of an RRset's
+/// record bytes (the argument's 14 bits).
+const MAX_EARLIER: usize = 1 << 14;
 
 impl Patch {
     fn pack(self, out: &mut Vec<u8>) {
+        let (kind, arg) = match self.to {
+            PatchTo::Owner => (TO_OWNER, 0),
+            PatchTo::Apex(delta) => (TO_APEX, delta as u16),
+            PatchTo::OwnerName => (TO_OWNER_NAME, 0),
+            PatchTo::Earlier(at) => (TO_EARLIER, at),
+        };
         out.extend_from_slice(&self.at.to_le_bytes());
-        match self.to {
-            PatchTo::Owner => out.extend_from_slice(&[TO_OWNER, 0]),
-            PatchTo::Apex(delta) => out.extend_from_slice(&[TO_APEX, delta]),
-        }
+        out.extend_from_slice(&[kind | ((arg >> 8) << 2) as u8, arg as u8]);
     }
 
     fn unpack(p: &[u8]) -> Patch {
         let at = u16::from_le_bytes([p[0], p[1]]);
-        let to = match p[2] {
+        let arg = ((p[2] >> 2) as u16) << 8 | p[3] as u16;
+        let to = match p[2] & 3 {
             TO_OWNER => PatchTo::Owner,
-            _ => PatchTo::Apex(p[3]),
+            TO_APEX => PatchTo::Apex(arg as u8),
+            TO_OWNER_NAME => PatchTo::OwnerName,
+            _ => PatchTo::Earlier(arg),
         };
         Patch { at, to }
     }
 
-    /// The apex suffix this patch points to, if it is a name in RDATA.
-    fn delta(self) -> Option<u8> {
+    /// How a name in RDATA ends here; None for a record's owner.
+    fn tail(self) -> Option<Tail> {
         match self.to {
-            PatchTo::Apex(delta) => Some(delta),
             PatchTo::Owner => None,
+            PatchTo::Apex(delta) => Some(Tail::Apex(delta)),
+            PatchTo::OwnerName => Some(Tail::Owner),
+            PatchTo::Earlier(at) => Some(Tail::Earlier(at as usize)),
+        }
+    }
+}
+
+/// What the pointer that ends a name in RDATA stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tail {
+    /// The apex from this octet of it on.
+    Apex(u8),
+    /// The RRset's owner.
+    Owner,
+    /// The name at this offset of the record bytes (which may itself end
+    /// in a pointer).
+    Earlier(usize),
+}
+
+/// How a name in RDATA ends once earlier names are followed.
+enum End {
+    Root,
+    Apex(u8),
+    Owner,
+}
+
+/// Where names read back from packed records go.
+trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// Names read back into a message being written.
+struct WriterSink<'w, 'b> {
+    w: &'w mut Writer<'b>,
+    /// Something did not fit.
+    full: bool,
+}
+
+impl WriterSink<'_, '_> {
+    fn pointer(&mut self, target: u16) {
+        self.put(&(0xC000 | target).to_be_bytes());
+    }
+}
+
+impl Sink for WriterSink<'_, '_> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.full = self.full || self.w.raw_bytes(bytes).is_err();
+    }
+}
+
+/// A name read back on the stack (what does not fit a name is dropped).
+struct StackName {
+    buf: [u8; crate::name::MAX_NAME_LEN + 2],
+    len: usize,
+}
+
+impl Default for StackName {
+    fn default() -> Self {
+        StackName {
+            buf: [0; crate::name::MAX_NAME_LEN + 2],
+            len: 0,
+        }
+    }
+}
+
+impl StackName {
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl Sink for StackName {
+    fn put(&mut self, bytes: &[u8]) {
+        let n = bytes.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+        self.len += n;
+    }
+}
+
+/// The names an RRset's RDATA names were compressed against, to read them
+/// back: the lower-cased apex and owner.
+#[derive(Clone, Copy, Debug)]
+pub struct Names<'a> {
+    pub apex: &'a [u8],
+    pub owner: &'a [u8],
+}
+
+impl Names<'_> {
+    fn end(&self, end: End) -> &[u8] {
+        match end {
+            End::Root => &[0],
+            End::Apex(delta) => &self.apex[delta as usize..],
+            End::Owner => self.owner,
         }
     }
 }
@@ -83,11 +204,11 @@ pub struct EncodedRRset {
 }
 
 impl EncodedRRset {
-    /// Encodes records of one type and TTL for a zone whose apex is `apex`
-    /// (lower-cased wire form). RDATA is uncompressed wire form.
-    pub fn new(rtype: RType, ttl: u32, rdatas: &[&[u8]], apex: &[u8]) -> EncodedRRset {
+    /// Encodes records of one type and TTL, owned by `names.owner` in the
+    /// zone whose apex is `names.apex`. RDATA is uncompressed wire form.
+    pub fn new(rtype: RType, ttl: u32, rdatas: &[&[u8]], names: Names) -> EncodedRRset {
         let mut packed = Vec::new();
-        pack_rrset(rtype, ttl, rdatas, apex, &mut packed);
+        pack_rrset(rtype, ttl, rdatas, names, &mut packed);
         EncodedRRset {
             packed: packed.into(),
         }
@@ -125,10 +246,13 @@ impl EncodedRRset {
 /// after the first preceded by a two-octet owner pointer to patch (to the
 /// first record's owner), so the whole RRset is one copy and one loop
 /// over the patches. No records: nothing is appended.
-pub fn pack_rrset(rtype: RType, ttl: u32, rdatas: &[&[u8]], apex: &[u8], out: &mut Vec<u8>) {
+pub fn pack_rrset(rtype: RType, ttl: u32, rdatas: &[&[u8]], names: Names, out: &mut Vec<u8>) {
     if rdatas.is_empty() {
         return;
     }
+    // Names are remembered for later ones only where there are any.
+    let two_names = matches!(rtype, RType::SOA | RType::MINFO);
+    let mut packer = NamePacker::new(names, rdatas.len() > 1 || two_names);
     // Compression only shortens names, so this is enough for every record
     // (fixed fields, RDATA, and an owner pointer after the first).
     const FIXED: usize = 2 + 2 + 4 + 2 + 2;
@@ -147,7 +271,7 @@ pub fn pack_rrset(rtype: RType, ttl: u32, rdatas: &[&[u8]], apex: &[u8], out: &m
         bytes.extend_from_slice(&ttl.to_be_bytes());
         let len_at = bytes.len();
         bytes.extend_from_slice(&[0, 0]);
-        encode_rdata(rtype, rd, apex, &mut bytes, &mut patches);
+        packer.rdata(rtype, rd, &mut bytes, &mut patches);
         let rdlen = (bytes.len() - len_at - 2) as u16;
         bytes[len_at..len_at + 2].copy_from_slice(&rdlen.to_be_bytes());
     }
@@ -267,15 +391,36 @@ impl<'a> EncodedRef<'a> {
         self.patches.chunks_exact(PATCH_LEN).map(Patch::unpack)
     }
 
-    /// The pointers to the apex in RDATA names, with where they point.
-    fn apex_patches(self) -> impl Iterator<Item = (usize, u8)> + 'a {
+    /// The pointers that end names in RDATA, with what they stand for.
+    fn name_tails(self) -> impl Iterator<Item = (usize, Tail)> + 'a {
         self.patches()
-            .filter_map(|p| p.delta().map(|d| (p.at as usize, d)))
+            .filter_map(|p| p.tail().map(|t| (p.at as usize, t)))
     }
 
-    /// Names in RDATA compressed against the apex.
+    /// Names in RDATA compressed (each ends in one pointer).
     pub fn patch_count(&self) -> usize {
-        self.apex_patches().count()
+        self.name_tails().count()
+    }
+
+    /// Whether some name in RDATA points to a name earlier in the RRset.
+    fn points_to_earlier(self) -> bool {
+        self.name_tails()
+            .any(|(_, t)| matches!(t, Tail::Earlier(_)))
+    }
+
+    /// The patch at `at` of the record bytes (patches are in order).
+    fn patch_at(self, at: usize) -> Option<Patch> {
+        let (mut low, mut high) = (0, self.patches.len() / PATCH_LEN);
+        while low < high {
+            let mid = (low + high) / 2;
+            let patch = Patch::unpack(&self.patches[mid * PATCH_LEN..]);
+            match (patch.at as usize).cmp(&at) {
+                Ordering::Less => low = mid + 1,
+                Ordering::Greater => high = mid,
+                Ordering::Equal => return Some(patch),
+            }
+        }
+        None
     }
 
     /// Where each record's TYPE field is in the record bytes.
@@ -290,57 +435,88 @@ impl<'a> EncodedRef<'a> {
         })
     }
 
-    /// Each record's RDATA, uncompressed (the apex suffixes written out
-    /// from `apex`, the lower-cased apex the RRset was encoded for).
-    pub fn rdatas(self, apex: &'a [u8]) -> impl Iterator<Item = Cow<'a, [u8]>> + 'a {
-        let this = self;
+    /// The RDATA of the record whose TYPE field is at `start`.
+    fn rdata_range(self, start: usize) -> Range<usize> {
+        let rdata_at = start + 10;
+        rdata_at..rdata_at + u16_at(self.bytes, start + 8) as usize
+    }
+
+    /// Whether the RDATA in `range` holds a pointer to patch.
+    fn has_tails_in(self, range: &Range<usize>) -> bool {
+        self.name_tails().any(|(at, _)| range.contains(&at))
+    }
+
+    /// Each record's RDATA, uncompressed (the pointers' names written out
+    /// from `names`, the lower-cased apex and owner the RRset was encoded
+    /// for).
+    pub fn rdatas(self, names: Names<'a>) -> impl Iterator<Item = Cow<'a, [u8]>> + 'a {
         self.starts().map(move |start| {
-            let rdata_at = start + 10;
-            let end = rdata_at + u16_at(this.bytes, start + 8) as usize;
-            let mut inside = this
-                .apex_patches()
-                .filter(|(at, _)| (rdata_at..end).contains(at))
-                .peekable();
-            if inside.peek().is_none() {
-                return Cow::Borrowed(&this.bytes[rdata_at..end]);
+            let range = self.rdata_range(start);
+            if !self.has_tails_in(&range) {
+                return Cow::Borrowed(&self.bytes[range]);
             }
-            let mut out = Vec::with_capacity(end - rdata_at + apex.len());
-            let mut done = rdata_at;
-            for (at, delta) in inside {
-                out.extend_from_slice(&this.bytes[done..at]);
-                out.extend_from_slice(&apex[delta as usize..]);
-                done = at + 2;
-            }
-            out.extend_from_slice(&this.bytes[done..end]);
+            let mut out = Vec::with_capacity(range.len() + names.apex.len() + names.owner.len());
+            self.expand_rdata(range, &mut out, &|end, out: &mut Vec<u8>| {
+                out.put(names.end(end))
+            });
             Cow::Owned(out)
         })
     }
 
     /// The first record's RDATA, a name (CNAME), uncompressed into `out`
     /// without allocating.
-    pub fn first_name(self, apex: &[u8], out: &mut crate::name::NameBuf) {
-        let mut buf = [0u8; crate::name::MAX_NAME_LEN + 2];
+    pub fn first_name(self, names: Names, out: &mut crate::name::NameBuf) {
         let Some(start) = self.starts().next() else {
             return;
         };
-        let rdata_at = start + 10;
-        let end = rdata_at + u16_at(self.bytes, start + 8) as usize;
-        let rdata = &self.bytes[rdata_at..end];
-        let name = match self
-            .apex_patches()
-            .find(|(at, _)| (rdata_at..end).contains(at))
-        {
-            Some((at, delta)) => {
-                let head = &self.bytes[rdata_at..at];
-                let tail = &apex[delta as usize..];
-                let len = (head.len() + tail.len()).min(buf.len());
-                buf[..head.len()].copy_from_slice(head);
-                buf[head.len()..len].copy_from_slice(&tail[..len - head.len()]);
-                &buf[..len]
+        let mut name = StackName::default();
+        self.expand_rdata(
+            self.rdata_range(start),
+            &mut name,
+            &|end, out: &mut StackName| out.put(names.end(end)),
+        );
+        out.set(name.bytes());
+    }
+
+    /// Puts the RDATA in `range` into `out` with each pointer that ends a
+    /// name replaced: names earlier in the RRset by their labels (followed
+    /// to their own ends), and each end by what `end` puts for it.
+    fn expand_rdata<S: Sink>(self, range: Range<usize>, out: &mut S, end: &impl Fn(End, &mut S)) {
+        let mut done = range.start;
+        for (at, tail) in self.name_tails().filter(|(at, _)| range.contains(at)) {
+            out.put(&self.bytes[done..at]);
+            let last = match tail {
+                Tail::Apex(delta) => End::Apex(delta),
+                Tail::Owner => End::Owner,
+                Tail::Earlier(earlier) => self.follow(earlier, at, out),
+            };
+            end(last, out);
+            done = at + 2;
+        }
+        out.put(&self.bytes[done..range.end]);
+    }
+
+    /// Puts the labels of the name at `at` (before `from`, where it is
+    /// pointed to) into `out`, following its pointers to names still
+    /// earlier; how it ends.
+    fn follow(self, mut at: usize, mut from: usize, out: &mut impl Sink) -> End {
+        while at < from {
+            let start = at;
+            while self.bytes[at] != 0 && self.bytes[at] & 0xC0 != 0xC0 {
+                at += 1 + self.bytes[at] as usize;
             }
-            None => rdata,
-        };
-        out.set(name);
+            out.put(&self.bytes[start..at]);
+            if self.bytes[at] == 0 {
+                return End::Root;
+            }
+            match self.patch_at(at).and_then(Patch::tail) {
+                Some(Tail::Apex(delta)) => return End::Apex(delta),
+                Some(Tail::Owner) => return End::Owner,
+                Some(Tail::Earlier(earlier)) => (at, from) = (earlier, at),
+                None => break,
+            }
+        }
+        End::Root // not as `pack_rrset` writes: end the name
     }
 
     /// Writes the RRset into the current section of `w` whole, or nothing.
@@ -378,21 +554,24 @@ impl<'a> EncodedRef<'a> {
         }
         let owner_at = write_owner(w, owner, apex_pos)?;
         let base = w.len();
-        if owner_at as usize > MAX_POINTER {
+        let beyond = base + self.bytes.len() > MAX_POINTER + 1;
+        if owner_at as usize > MAX_POINTER || (beyond && self.points_to_earlier()) {
             // Past 16 KiB (a large TCP or transfer message): later records
-            // cannot point to the owner, so each writes it again.
+            // cannot point to the owner, nor names to names in the records,
+            // so each record writes its owner and those names again.
             return self.write_each(w, owner, apex_pos, owner_at);
         }
         w.raw_bytes(self.bytes)?;
-        // One pass over the packed patches: the kind indexes the target.
-        let targets = [owner_at, apex_pos];
+        // One pass over the packed patches: the kind indexes the target,
+        // the argument is added to it.
+        let targets = [owner_at, apex_pos, owner_at, base as u16];
         let mut records = 1;
         let written = w.written_mut(base);
         for p in self.patches.chunks_exact(PATCH_LEN) {
             let at = u16::from_le_bytes([p[0], p[1]]) as usize;
-            let kind = p[2] & 1;
-            put_pointer(written, at, targets[kind as usize] + p[3] as u16);
-            records += (kind == TO_OWNER) as u16;
+            let arg = ((p[2] >> 2) as u16) << 8 | p[3] as u16;
+            put_pointer(written, at, targets[(p[2] & 3) as usize] + arg);
+            records += (p[2] == TO_OWNER) as u16;
         }
         w.count_records(records);
         Ok(Written {
@@ -417,13 +596,13 @@ impl<'a> EncodedRef<'a> {
             if start > 0 {
                 write_owner(w, owner, apex_pos)?;
             }
-            let end = start + 10 + u16_at(self.bytes, start + 8) as usize;
-            let base = w.len();
-            w.raw_bytes(&self.bytes[start..end])?;
-            for (at, delta) in self.apex_patches() {
-                if (start..end).contains(&at) {
-                    w.patch_pointer(base + at - start, apex_pos + delta as u16);
-                }
+            let range = self.rdata_range(start);
+            let apex_only = !self
+                .name_tails()
+                .any(|(at, t)| range.contains(&at) && !matches!(t, Tail::Apex(_)));
+            match apex_only {
+                true => self.copy_record(w, start..range.end, apex_pos)?,
+                false => self.write_expanded(w, start, (owner, owner_at), apex_pos)?,
             }
             records += 1;
         }
@@ -433,6 +612,51 @@ impl<'a> EncodedRef<'a> {
             first_rdata: first_bytes + 10,
             first_bytes,
         })
+    }
+
+    /// Copies the record in `range` whose names point only to the apex.
+    fn copy_record(&self, w: &mut Writer, range: Range<usize>, apex_pos: u16) -> Result<(), Full> {
+        let base = w.len();
+        w.raw_bytes(&self.bytes[range.clone()])?;
+        for (at, tail) in self.name_tails().filter(|(at, _)| range.contains(at)) {
+            if let Tail::Apex(delta) = tail {
+                w.patch_pointer(base + at - range.start, apex_pos + delta as u16);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the record whose TYPE field is at `start` with the names in
+    /// its RDATA that point to the owner or to earlier names written out:
+    /// the owner's labels when no pointer reaches it, the earlier names'
+    /// labels always (this record's layout is not the packed one).
+    fn write_expanded(
+        &self,
+        w: &mut Writer,
+        start: usize,
+        (owner, owner_at): (Owner, u16),
+        apex_pos: u16,
+    ) -> Result<(), Full> {
+        w.raw_bytes(&self.bytes[start..start + 8])?;
+        let len_at = w.len();
+        w.raw_bytes(&[0, 0])?;
+        let end = |last: End, out: &mut WriterSink| match (last, owner) {
+            (End::Root, _) => out.put(&[0]),
+            (End::Apex(delta), _) => out.pointer(apex_pos + delta as u16),
+            (End::Owner, Owner::BelowApex(name, apex_len)) if owner_at as usize > MAX_POINTER => {
+                out.put(&name[..name.len() - apex_len]);
+                out.pointer(apex_pos);
+            }
+            (End::Owner, _) => out.pointer(owner_at),
+        };
+        let mut sink = WriterSink { w, full: false };
+        self.expand_rdata(self.rdata_range(start), &mut sink, &end);
+        if sink.full {
+            return Err(Full);
+        }
+        let rdlen = (w.len() - len_at - 2) as u16;
+        w.written_mut(len_at)[..2].copy_from_slice(&rdlen.to_be_bytes());
+        Ok(())
     }
 
     /// Where a name at byte `offset` of record `k` lands relative to the
@@ -755,39 +979,109 @@ fn write_owner(w: &mut Writer, owner: Owner, apex_pos: u16) -> Result<u16, Full>
     }
 }
 
-/// Appends RDATA, compressing the names that may be compressed against the
-/// apex and recording the pointers to patch.
-fn encode_rdata(rtype: RType, rd: &[u8], apex: &[u8], out: &mut Vec<u8>, patches: &mut Vec<Patch>) {
-    if !rtype.rdata_names_compressible() {
-        out.extend_from_slice(rd);
-        return;
-    }
-    let (offsets, n) = rdata::compressible_name_offsets(rtype, rd);
-    let mut done = 0;
-    for &off in &offsets[..n] {
-        let Some(len) = crate::name::uncompressed_len(&rd[off..], 0).ok() else {
-            break;
-        };
-        out.extend_from_slice(&rd[done..off]);
-        encode_name(&rd[off..off + len], apex, out, patches);
-        done = off + len;
-    }
-    out.extend_from_slice(&rd[done..]);
+/// Compresses the names in an RRset's RDATA as [`pack_rrset`] writes it.
+struct NamePacker<'a> {
+    apex: &'a [u8],
+    /// None for a wildcard: its records are written under the query name.
+    owner: Option<&'a [u8]>,
+    /// Names written so far: (name, where it starts in the record bytes,
+    /// octets of it written as labels before its pointer).
+    earlier: Vec<(&'a [u8], usize, usize)>,
+    /// How many names to remember: none for an RRset of one name.
+    remember: usize,
 }
 
-/// Writes a name as its labels up to the longest suffix it shares with the
-/// apex, then a pointer (patched per response) to that suffix.
-fn encode_name(name: &[u8], apex: &[u8], out: &mut Vec<u8>, patches: &mut Vec<Patch>) {
-    let Some((name_at, apex_at)) = shared_suffix(name, apex) else {
-        out.extend_from_slice(name);
-        return;
-    };
-    out.extend_from_slice(&name[..name_at]);
-    patches.push(Patch {
-        at: out.len() as u16,
-        to: PatchTo::Apex(apex_at as u8),
-    });
-    out.extend_from_slice(&[0xC0, 0]);
+/// Names an RRset's later names are compared with, at most: enough for
+/// the NS RRsets of real zones (13 root servers share one suffix), and a
+/// bound on the work of a large RRset (each name against each remembered).
+const MAX_EARLIER_NAMES: usize = 16;
+
+impl<'a> NamePacker<'a> {
+    fn new(names: Names<'a>, more_names: bool) -> NamePacker<'a> {
+        let wildcard = names.owner.starts_with(&[1, b'*']);
+        NamePacker {
+            apex: names.apex,
+            owner: (!wildcard).then_some(names.owner),
+            earlier: Vec::new(),
+            remember: if more_names { MAX_EARLIER_NAMES } else { 0 },
+        }
+    }
+
+    fn remember(&mut self, name: &'a [u8], at: usize, literal: usize) {
+        if self.earlier.len() < self.remember {
+            self.earlier.push((name, at, literal));
+        }
+    }
+
+    /// Appends RDATA, compressing the names that may be compressed and
+    /// recording the pointers to patch.
+    fn rdata(&mut self, rtype: RType, rd: &'a [u8], out: &mut Vec<u8>, patches: &mut Vec<Patch>) {
+        if !rtype.rdata_names_compressible() {
+            out.extend_from_slice(rd);
+            return;
+        }
+        let (offsets, n) = rdata::compressible_name_offsets(rtype, rd);
+        let mut done = 0;
+        for &off in &offsets[..n] {
+            let Some(len) = crate::name::uncompressed_len(&rd[off..], 0).ok() else {
+                break;
+            };
+            out.extend_from_slice(&rd[done..off]);
+            self.name(&rd[off..off + len], out, patches);
+            done = off + len;
+        }
+        out.extend_from_slice(&rd[done..]);
+    }
+
+    /// Writes a name as its labels up to the longest suffix it shares with
+    /// the apex, the owner or a name before it, then a pointer (patched
+    /// per response) to that suffix.
+    fn name(&mut self, name: &'a [u8], out: &mut Vec<u8>, patches: &mut Vec<Patch>) {
+        let at = out.len();
+        let Some((literal, to)) = self.longest_suffix(name) else {
+            out.extend_from_slice(name);
+            self.remember(name, at, name.len() - 1);
+            return;
+        };
+        out.extend_from_slice(&name[..literal]);
+        patches.push(Patch {
+            at: out.len() as u16,
+            to,
+        });
+        out.extend_from_slice(&[0xC0, 0]);
+        self.remember(name, at, literal);
+    }
+
+    /// Where the longest suffix of `name` that can be pointed to starts,
+    /// and where it points. On a tie the apex, then the owner: they need
+    /// nothing else in the RRset to read back.
+    fn longest_suffix(&self, name: &[u8]) -> Option<(usize, PatchTo)> {
+        let apex = shared_suffix(name, self.apex).map(|(n, a)| (n, PatchTo::Apex(a as u8)));
+        let owner = self.owner.and_then(|owner| {
+            let n = suffix_start(name, owner.len())?;
+            (n < name.len() - 1 && name[n..].eq_ignore_ascii_case(owner))
+                .then_some((n, PatchTo::OwnerName))
+        });
+        let earlier = self.earlier.iter().filter_map(|&(prior, at, literal)| {
+            let (n, m) = shared_suffix(name, prior)?;
+            (m < literal && at + m < MAX_EARLIER).then_some((n, PatchTo::Earlier((at + m) as u16)))
+        });
+        // min_by_key keeps the first of equals.
+        apex.into_iter()
+            .chain(owner)
+            .chain(earlier)
+            .min_by_key(|&(n, _)| n)
+    }
+}
+
+/// Where the label-aligned suffix of `name` that is `len` octets long
+/// starts, if there is one.
+fn suffix_start(name: &[u8], len: usize) -> Option<usize> {
+    let mut at = 0;
+    while name.len() - at > len && name[at] != 0 {
+        at += 1 + name[at] as usize;
+    }
+    (name.len().checked_sub(at) == Some(len)).then_some(at)
 }
 
 /// The longest non-root label-aligned suffix shared by `name` and `apex`
@@ -821,6 +1115,11 @@ mod tests {
         Name::parse(s).unwrap().as_wire().to_vec()
     }
 
+    /// An RRset owned by the apex.
+    fn at_apex(apex: &[u8]) -> Names<'_> {
+        Names { apex, owner: apex }
+    }
+
     /// A response to `qname` with `set` written under `owner`.
     fn respond(qname: &str, apex: &str, set: &EncodedRRset, owner: Owner) -> Message {
         let mut buf = Vec::new();
@@ -838,7 +1137,7 @@ mod tests {
         let apex = wire("example.test");
         let ns1 = wire("ns1.example.test");
         let ext = wire("ns.other.net");
-        let set = EncodedRRset::new(RType::NS, 300, &[&ns1, &ext], &apex);
+        let set = EncodedRRset::new(RType::NS, 300, &[&ns1, &ext], at_apex(&apex));
         assert_eq!(
             set.view().patch_count(),
             1,
@@ -864,7 +1163,7 @@ mod tests {
             vec![0; 20],
         ]
         .concat();
-        let set = EncodedRRset::new(RType::SOA, 60, &[&soa], &apex);
+        let set = EncodedRRset::new(RType::SOA, 60, &[&soa], at_apex(&apex));
         assert_eq!(set.view().patch_count(), 2);
         let owner = wire("a.b.example.test");
         let m = respond(
@@ -882,10 +1181,10 @@ mod tests {
     fn names_sharing_only_part_of_the_apex() {
         let apex = wire("example.test");
         let mx = [vec![0, 10], wire("mail.other.test")].concat();
-        let set = EncodedRRset::new(RType::MX, 60, &[&mx], &apex);
+        let set = EncodedRRset::new(RType::MX, 60, &[&mx], at_apex(&apex));
         assert_eq!(
-            set.view().apex_patches().next().unwrap().1,
-            8,
+            set.view().name_tails().next().unwrap().1,
+            Tail::Apex(8),
             "points at 'test' inside the apex"
         );
         let m = respond("example.test", "example.test", &set, Owner::At(12));
@@ -909,7 +1208,7 @@ mod tests {
     fn uncompressible_types_are_copied() {
         let apex = wire("example.test");
         let srv = [vec![0, 1, 0, 2, 0, 3], wire("sip.example.test")].concat();
-        let set = EncodedRRset::new(RType::SRV, 60, &[&srv], &apex);
+        let set = EncodedRRset::new(RType::SRV, 60, &[&srv], at_apex(&apex));
         assert!(set.view().patch_count() == 0);
         let m = respond("_sip.example.test", "example.test", &set, Owner::At(12));
         assert_eq!(m.answers[0].rdata, srv);
@@ -920,7 +1219,7 @@ mod tests {
     fn referral_parts() -> (EncodedRRset, AdditionalBlock) {
         let apex = wire("example.test");
         let (ns1, ns2) = (wire("ns1.sub.example.test"), wire("ns2.example.test"));
-        let ns = EncodedRRset::new(RType::NS, 300, &[&ns1, &ns2], &apex);
+        let ns = EncodedRRset::new(RType::NS, 300, &[&ns1, &ns2], at_apex(&apex));
         let mut block = AdditionalBlock::default();
         let (a1, a2): (&[u8], &[u8]) = (&[192, 0, 2, 1], &[192, 0, 2, 2]);
         block.push(
@@ -1009,7 +1308,7 @@ mod tests {
         let apex = wire("example.test");
         let mx1 = [vec![0, 10], wire("mail.example.test")].concat();
         let mx2 = [vec![0, 20], wire("bare.example.test")].concat();
-        let mx = EncodedRRset::new(RType::MX, 300, &[&mx1, &mx2], &apex);
+        let mx = EncodedRRset::new(RType::MX, 300, &[&mx1, &mx2], at_apex(&apex));
         let (a, aaaa, a2): (&[u8], &[u8], &[u8]) = (&[192, 0, 2, 1], &[0x20; 16], &[192, 0, 2, 2]);
         let (sig_a, sig_aaaa) = (rrsig(RType::A), rrsig(RType::AAAA));
         let mut block = AdditionalBlock::default();
@@ -1117,17 +1416,215 @@ mod tests {
         }
         assert_eq!(seen, [0, 1, 2, 3, 4].into());
     }
+    /// Writes `set`, owned by `owner`, after `padding` octets of records
+    /// into a message for `qname` (apex example.test), the owner a pointer
+    /// into the question when `qname` ends in it; parses it back.
+    fn written_at(
+        set: &EncodedRRset,
+        qname: &str,
+        owner: &str,
+        padding: usize,
+    ) -> (Message, usize) {
+        let apex = wire("example.test");
+        let (q, owner) = (wire(qname), wire(owner));
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf, 65535);
+        w.question(&q, RType::NS, Class::IN);
+        let apex_pos = (12 + q.len() - apex.len()) as u16;
+        // Records of 100 octets of RDATA and one of the rest: each takes
+        // 12 octets more.
+        let (pad, rest) = (vec![0u8; 100], vec![0u8; padding % 100]);
+        let mut pads = vec![&pad[..]; padding / 100];
+        if !rest.is_empty() {
+            pads.push(&rest);
+        }
+        let before = EncodedRRset::new(RType::NULL, 0, &pads, at_apex(&apex));
+        before.write(&mut w, Owner::At(12), apex_pos).unwrap();
+        let at = w.len();
+        let in_question = q.ends_with(&owner) && padding == 0;
+        let written_owner = match in_question {
+            true => Owner::At((12 + q.len() - owner.len()) as u16),
+            false => Owner::BelowApex(&owner, apex.len()),
+        };
+        set.write(&mut w, written_owner, apex_pos).unwrap();
+        let len = w.finish(1, 0x8400, 1);
+        (Message::parse(&buf[..len]).unwrap(), len - at)
+    }
+
+    #[test]
+    fn referral_targets_point_to_the_owner_and_to_earlier_targets() {
+        let apex = wire("example.test");
+        let owner = wire("sub.example.test");
+        let targets = [
+            wire("ns1.sub.example.test"),
+            wire("ns2.SUB.example.test"),
+            wire("ns.other.net"),
+            wire("ns2.Other.NET"),
+        ];
+        let rdatas: Vec<&[u8]> = targets.iter().map(|t| &t[..]).collect();
+        let names = Names {
+            apex: &apex,
+            owner: &owner,
+        };
+        let set = EncodedRRset::new(RType::NS, 300, &rdatas, names);
+        let tails: Vec<Tail> = set.view().name_tails().map(|(_, t)| t).collect();
+        assert_eq!(tails[..3], [Tail::Owner, Tail::Owner, Tail::Earlier(49)]);
+        let (m, octets) = written_at(&set, "www.sub.example.test", "sub.example.test", 0);
+        let text: Vec<String> = m.answers.iter().map(|r| r.to_string()).collect();
+        assert_eq!(
+            text,
+            [
+                "sub.example.test. 300 IN NS ns1.sub.example.test.",
+                "sub.example.test. 300 IN NS ns2.sub.example.test.",
+                "sub.example.test. 300 IN NS ns.other.net.",
+                "sub.example.test. 300 IN NS ns2.other.net.",
+            ]
+        );
+        // Owner pointer, then per record 10 octets and the RDATA:
+        // ns1+pointer, ns2+pointer, ns.other.net, ns2+pointer; 3 owner
+        // pointers.
+        assert_eq!(octets, 2 + 4 * 10 + 6 + 6 + 14 + 6 + 3 * 2);
+        // Read back as stored, each name whole (lower-cased where a
+        // pointer stood).
+        let back: Vec<Vec<u8>> = set.view().rdatas(names).map(|r| r.into_owned()).collect();
+        let lower = |t: &Vec<u8>| t.to_ascii_lowercase();
+        assert_eq!(
+            back.iter().map(lower).collect::<Vec<_>>(),
+            targets.iter().map(lower).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn names_round_trip_near_and_past_the_reach_of_pointers() {
+        let apex = wire("example.test");
+        let owner = wire("a.sub.example.test");
+        let names = Names {
+            apex: &apex,
+            owner: &owner,
+        };
+        let soa = [
+            wire("ns.other.net"),
+            wire("hostmaster.ns.other.net"),
+            vec![0; 20],
+        ]
+        .concat();
+        let cases: [(RType, Vec<Vec<u8>>); 3] = [
+            (
+                RType::NS,
+                [
+                    "x.a.sub.example.test",
+                    "ns.far.org",
+                    "y.ns.far.org",
+                    "ns.far.org",
+                    "b.sub.example.test",
+                ]
+                .map(wire)
+                .to_vec(),
+            ),
+            (
+                RType::MX,
+                ["mail.a.sub.example.test", "mx.far.org", "mx2.far.org"]
+                    .map(|n| [vec![0, 10], wire(n)].concat())
+                    .to_vec(),
+            ),
+            (RType::SOA, vec![soa]),
+        ];
+        for (rtype, rdatas) in &cases {
+            let refs: Vec<&[u8]> = rdatas.iter().map(|r| &r[..]).collect();
+            let set = EncodedRRset::new(*rtype, 300, &refs, names);
+            let back: Vec<Vec<u8>> = set.view().rdatas(names).map(|r| r.into_owned()).collect();
+            assert_eq!(&back, rdatas, "{rtype} read back");
+            // In the question's reach, straddling 16 KiB at every offset,
+            // and past it.
+            let straddling = (14_400..14_700).step_by(3);
+            for padding in [0, 100, 20_000].into_iter().chain(straddling) {
+                let (m, _) =
+                    written_at(&set, "q.a.sub.example.test", "a.sub.example.test", padding);
+                let got: Vec<&Vec<u8>> = m
+                    .answers
+                    .iter()
+                    .filter(|r| r.rtype == *rtype)
+                    .map(|r| &r.rdata)
+                    .collect();
+                assert_eq!(
+                    got,
+                    rdatas.iter().collect::<Vec<_>>(),
+                    "{rtype} after {padding}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_rrset_of_more_names_than_are_remembered_reads_back_whole() {
+        let apex = wire("example.test");
+        let mut targets: Vec<Vec<u8>> = (0..40).map(|k| wire(&format!("ns.p{k}.net"))).collect();
+        targets.extend((0..40).map(|k| wire(&format!("x.p{k}.net"))));
+        let rdatas: Vec<&[u8]> = targets.iter().map(|t| &t[..]).collect();
+        let set = EncodedRRset::new(RType::NS, 60, &rdatas, at_apex(&apex));
+        let earlier = set
+            .view()
+            .name_tails()
+            .filter(|(_, t)| matches!(t, Tail::Earlier(_)));
+        // Every later name shares at least "net" with the first; past the
+        // 16 names remembered, "x.pK.net" finds only that.
+        assert_eq!(earlier.count(), 79);
+        let back: Vec<Vec<u8>> = set
+            .view()
+            .rdatas(at_apex(&apex))
+            .map(|r| r.into_owned())
+            .collect();
+        assert_eq!(back, targets);
+        let (m, _) = written_at(&set, "example.test", "example.test", 0);
+        let got: Vec<&Vec<u8>> = m.answers.iter().map(|r| &r.rdata).collect();
+        assert_eq!(got, targets.iter().collect::<Vec<_>>());
+    }
+
+    /// A CNAME at `owner` to `target`, answered for `qname`: how its
+    /// target is compressed; the target reads back whole either way.
+    fn cname_tail(owner: &str, target: &str, qname: &str) -> Tail {
+        let (apex, owner, target) = (wire("example.test"), wire(owner), wire(target));
+        let names = Names {
+            apex: &apex,
+            owner: &owner,
+        };
+        let set = EncodedRRset::new(RType::CNAME, 60, &[&target], names);
+        let m = respond(qname, "example.test", &set, Owner::At(12));
+        assert_eq!(m.answers[0].rdata, target);
+        let mut first = crate::name::NameBuf::new();
+        set.view().first_name(names, &mut first);
+        assert_eq!(first.as_wire(), &target[..]);
+        set.view().name_tails().next().unwrap().1
+    }
+
+    #[test]
+    fn a_name_below_the_owner_points_to_it_unless_a_wildcard_owns_it() {
+        let below = cname_tail(
+            "www.sub.example.test",
+            "web.www.sub.example.test",
+            "www.sub.example.test",
+        );
+        assert_eq!(below, Tail::Owner);
+        // A wildcard's records are written under the query name.
+        let wildcard = cname_tail(
+            "*.w.example.test",
+            "host.*.w.example.test",
+            "foo.w.example.test",
+        );
+        assert_eq!(wildcard, Tail::Apex(0));
+    }
+
     #[test]
     fn owners_past_the_reach_of_pointers_are_written_per_record() {
         let apex = wire("example.test");
         let (ns1, ns2) = (wire("ns1.example.test"), wire("ns.other.net"));
-        let set = EncodedRRset::new(RType::NS, 300, &[&ns1, &ns2, &ns1], &apex);
+        let set = EncodedRRset::new(RType::NS, 300, &[&ns1, &ns2, &ns1], at_apex(&apex));
         let mut buf = Vec::new();
         let mut w = Writer::new(&mut buf, 65535);
         w.question(&apex, RType::AXFR, Class::IN);
         // 20 KB of padding records first.
         let pad = [0u8; 1000];
-        let pad = EncodedRRset::new(RType::NULL, 0, &[&pad[..]; 20], &apex);
+        let pad = EncodedRRset::new(RType::NULL, 0, &[&pad[..]; 20], at_apex(&apex));
         pad.write(&mut w, Owner::At(12), 12).unwrap();
         let owner = wire("a.B.example.test");
         let written = set
@@ -1161,7 +1658,7 @@ mod tests {
         w.question(&apex, RType::SOA, Class::IN);
         let pad = vec![0u8; 1000];
         let pads = vec![&pad[..]; padding / 1000];
-        let before = EncodedRRset::new(RType::NULL, 0, &pads, &apex);
+        let before = EncodedRRset::new(RType::NULL, 0, &pads, at_apex(&apex));
         before.write(&mut w, Owner::At(12), 12).unwrap();
         let owner = wire("a.B.example.test");
         set.view()
@@ -1178,7 +1675,7 @@ mod tests {
     fn a_capped_ttl_is_written_on_every_record_near_and_far() {
         let apex = wire("example.test");
         let (ns1, ns2) = (wire("ns1.example.test"), wire("ns.other.net"));
-        let set = EncodedRRset::new(RType::NS, 300, &[&ns1, &ns2, &ns1], &apex);
+        let set = EncodedRRset::new(RType::NS, 300, &[&ns1, &ns2, &ns1], at_apex(&apex));
         let want = |ttl: u32| {
             [
                 format!("a.B.example.test. {ttl} IN NS ns1.example.test."),
@@ -1197,7 +1694,7 @@ mod tests {
     fn an_rrset_that_does_not_fit_is_not_written() {
         let apex = wire("example.test");
         let big = vec![200u8; 201];
-        let set = EncodedRRset::new(RType::TXT, 60, &[&big, &big, &big], &apex);
+        let set = EncodedRRset::new(RType::TXT, 60, &[&big, &big, &big], at_apex(&apex));
         let mut buf = Vec::new();
         let mut w = Writer::new(&mut buf, 512);
         w.question(&apex, RType::TXT, Class::IN);

@@ -570,7 +570,7 @@ impl<'a> Responder<'a> {
                     self.defer_proof(zone, lower, Denial::Wildcard { source: node });
                 }
                 let name = target.insert(NameBuf::new());
-                c.encoded().first_name(zone.origin().as_wire(), name);
+                c.first_name(name);
                 let at = u16::try_from(written.first_rdata)
                     .ok()
                     .filter(|&p| p <= 0x3FFF);

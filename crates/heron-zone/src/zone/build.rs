@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashSet};
-use heron_proto::encoded::{AdditionalBlock, EncodedRRset, Signatures, pack_rrset};
+use heron_proto::encoded::{AdditionalBlock, EncodedRRset, Names, Signatures, pack_rrset};
 use heron_proto::name::{NameBuf, lowercase_wire, suffixes};
 use heron_proto::rdata;
 use heron_proto::{Class, Name, RType};
@@ -1452,13 +1452,14 @@ pub(super) fn write_node<'n, 'a>(
     block: impl Fn(&SetParts) -> AdditionalBlock,
 ) -> Result<(), &'n SetParts<'a>> {
     let mut w = NodeWriter::begin(arena, key, node.owner, is_cut);
+    let names = Names { apex, owner: key };
     for set in node.sets() {
         let block = block(set);
         w.rrset(
             set.rtype,
             [
-                &mut |out| pack_rrset(set.rtype, set.ttl, &set.rdatas, apex, out),
-                &mut |out| pack_rrset(RType::RRSIG, set.sig_ttl, &set.sigs, apex, out),
+                &mut |out| pack_rrset(set.rtype, set.ttl, &set.rdatas, names, out),
+                &mut |out| pack_rrset(RType::RRSIG, set.sig_ttl, &set.sigs, names, out),
                 &mut |out| block.pack(out),
             ],
         )
@@ -1489,7 +1490,11 @@ pub(super) fn additional_block(
             RType::SRV => 6,
             _ => 0,
         };
-    let encoded = EncodedRRset::new(set.rtype, set.ttl, &set.rdatas, apex);
+    let names = Names {
+        apex,
+        owner: owner.as_wire(),
+    };
+    let encoded = EncodedRRset::new(set.rtype, set.ttl, &set.rdatas, names);
     let mut seen: Vec<Box<[u8]>> = Vec::new();
     for (k, rd) in set.rdatas.iter().enumerate() {
         let Some(target) = rdata::names_for_additional(set.rtype, rd) else {

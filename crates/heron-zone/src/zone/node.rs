@@ -21,7 +21,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use heron_proto::encoded::{AdditionalRef, EncodedRef, MAX_PACKED};
+use heron_proto::encoded::{AdditionalRef, EncodedRef, MAX_PACKED, Names};
 use heron_proto::{Name, RType};
 
 use super::table::NodeTable;
@@ -139,7 +139,7 @@ fn set_end(bytes: &[u8], at: usize) -> usize {
 
 /// A view of the RRset whose header is at `at`, and where it ends.
 #[inline]
-fn set_at<'a>(bytes: &'a [u8], at: usize, apex: &'a [u8]) -> (RRset<'a>, usize) {
+fn set_at<'a>(bytes: &'a [u8], at: usize, names: Names<'a>) -> (RRset<'a>, usize) {
     let [records, sigs, additional] = set_lens(bytes, at);
     let start = at + SET_HEADER;
     let (sig_at, add_at) = (start + records, start + records + sigs);
@@ -149,7 +149,7 @@ fn set_at<'a>(bytes: &'a [u8], at: usize, apex: &'a [u8]) -> (RRset<'a>, usize) 
         records: &bytes[start..sig_at],
         sigs: &bytes[sig_at..add_at],
         additional: &bytes[add_at..end],
-        apex,
+        names,
     };
     (set, end)
 }
@@ -247,6 +247,14 @@ impl<'a> Node<'a> {
         &self.bytes[1..1 + self.key_len()]
     }
 
+    /// What the names in this node's RDATA are stored relative to.
+    fn names(&self) -> Names<'a> {
+        Names {
+            apex: self.apex,
+            owner: self.key(),
+        }
+    }
+
     /// The owner in wire form as the zone wrote it (case preserved).
     pub fn owner_wire(&self) -> &'a [u8] {
         if self.flags() & CASED == 0 {
@@ -275,11 +283,11 @@ impl<'a> Node<'a> {
     /// signatures.
     pub fn rrsets(&self) -> impl Iterator<Item = RRset<'a>> + use<'a> {
         let bytes = self.bytes;
-        let apex = self.apex;
+        let names = self.names();
         let count = bytes[self.sets_at()];
         let mut at = self.sets_at() + 1;
         (0..count).map(move |_| {
-            let (set, end) = set_at(bytes, at, apex);
+            let (set, end) = set_at(bytes, at, names);
             at = end;
             set
         })
@@ -333,7 +341,7 @@ impl<'a> Node<'a> {
                     records: &bytes[start..sig_at],
                     sigs: &bytes[sig_at..add_at],
                     additional: &bytes[add_at..add_at + additional],
-                    apex: self.apex,
+                    names: self.names(),
                 });
             }
             at += SET_HEADER + records + sigs + additional;
@@ -366,7 +374,7 @@ impl<'a> Node<'a> {
             records: &bytes[start..sig_at],
             sigs: &bytes[sig_at..add_at],
             additional: &bytes[add_at..add_at + additional],
-            apex: self.apex,
+            names: self.names(),
         }
     }
 
@@ -400,7 +408,8 @@ pub struct RRset<'a> {
     records: &'a [u8],
     sigs: &'a [u8],
     additional: &'a [u8],
-    apex: &'a [u8],
+    /// The apex and owner, lower-cased: RDATA names may point to them.
+    names: Names<'a>,
 }
 
 impl<'a> RRset<'a> {
@@ -433,7 +442,13 @@ impl<'a> RRset<'a> {
 
     /// Each record's RDATA in uncompressed wire form.
     pub fn rdatas(&self) -> impl Iterator<Item = Cow<'a, [u8]>> + use<'a> {
-        self.encoded().rdatas(self.apex)
+        self.encoded().rdatas(self.names)
+    }
+
+    /// The first record's RDATA, a name (CNAME), uncompressed into `out`
+    /// without allocating.
+    pub fn first_name(&self, out: &mut heron_proto::name::NameBuf) {
+        self.encoded().first_name(self.names, out)
     }
 
     /// The first record's RDATA (an RRset with records has one).
@@ -447,7 +462,7 @@ impl<'a> RRset<'a> {
 
     /// Each RRSIG's RDATA.
     pub fn sigs(&self) -> impl Iterator<Item = Cow<'a, [u8]>> + use<'a> {
-        self.encoded_sigs().rdatas(self.apex)
+        self.encoded_sigs().rdatas(self.names)
     }
 
     pub fn has_sigs(&self) -> bool {
