@@ -139,7 +139,7 @@ fn set_end(bytes: &[u8], at: usize) -> usize {
 
 /// A view of the RRset whose header is at `at`, and where it ends.
 #[inline]
-fn set_at<'a>(bytes: &'a [u8], at: usize, names: Names<'a>) -> (RRset<'a>, usize) {
+fn set_at<'a>(bytes: &'a [u8], at: usize, node: Node<'a>) -> (RRset<'a>, usize) {
     let [records, sigs, additional] = set_lens(bytes, at);
     let start = at + SET_HEADER;
     let (sig_at, add_at) = (start + records, start + records + sigs);
@@ -149,7 +149,7 @@ fn set_at<'a>(bytes: &'a [u8], at: usize, names: Names<'a>) -> (RRset<'a>, usize
         records: &bytes[start..sig_at],
         sigs: &bytes[sig_at..add_at],
         additional: &bytes[add_at..end],
-        names,
+        node,
     };
     (set, end)
 }
@@ -283,11 +283,11 @@ impl<'a> Node<'a> {
     /// signatures.
     pub fn rrsets(&self) -> impl Iterator<Item = RRset<'a>> + use<'a> {
         let bytes = self.bytes;
-        let names = self.names();
+        let node = *self;
         let count = bytes[self.sets_at()];
         let mut at = self.sets_at() + 1;
         (0..count).map(move |_| {
-            let (set, end) = set_at(bytes, at, names);
+            let (set, end) = set_at(bytes, at, node);
             at = end;
             set
         })
@@ -341,7 +341,7 @@ impl<'a> Node<'a> {
                     records: &bytes[start..sig_at],
                     sigs: &bytes[sig_at..add_at],
                     additional: &bytes[add_at..add_at + additional],
-                    names: self.names(),
+                    node: *self,
                 });
             }
             at += SET_HEADER + records + sigs + additional;
@@ -374,7 +374,7 @@ impl<'a> Node<'a> {
             records: &bytes[start..sig_at],
             sigs: &bytes[sig_at..add_at],
             additional: &bytes[add_at..add_at + additional],
-            names: self.names(),
+            node: *self,
         }
     }
 
@@ -408,8 +408,9 @@ pub struct RRset<'a> {
     records: &'a [u8],
     sigs: &'a [u8],
     additional: &'a [u8],
-    /// The apex and owner, lower-cased: RDATA names may point to them.
-    names: Names<'a>,
+    /// Its node, whose owner and apex RDATA names may point to (read
+    /// only when RDATA is: a copy of two slices on every lookup).
+    node: Node<'a>,
 }
 
 impl<'a> RRset<'a> {
@@ -442,13 +443,13 @@ impl<'a> RRset<'a> {
 
     /// Each record's RDATA in uncompressed wire form.
     pub fn rdatas(&self) -> impl Iterator<Item = Cow<'a, [u8]>> + use<'a> {
-        self.encoded().rdatas(self.names)
+        self.encoded().rdatas(self.node.names())
     }
 
     /// The first record's RDATA, a name (CNAME), uncompressed into `out`
     /// without allocating.
     pub fn first_name(&self, out: &mut heron_proto::name::NameBuf) {
-        self.encoded().first_name(self.names, out)
+        self.encoded().first_name(self.node.names(), out)
     }
 
     /// The first record's RDATA (an RRset with records has one).
@@ -462,7 +463,7 @@ impl<'a> RRset<'a> {
 
     /// Each RRSIG's RDATA.
     pub fn sigs(&self) -> impl Iterator<Item = Cow<'a, [u8]>> + use<'a> {
-        self.encoded_sigs().rdatas(self.names)
+        self.encoded_sigs().rdatas(self.node.names())
     }
 
     pub fn has_sigs(&self) -> bool {
