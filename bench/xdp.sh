@@ -7,9 +7,10 @@
 # dnsperf inside the namespace pinned to CPU 0, a fixed offered rate.
 # Prints, per trial: answered queries, server CPU µs per answered query
 # (utime+stime of the server's process from /proc/PID/stat over the
-# window), whole-machine CPU µs per answered query (/proc/stat, everything
-# but idle and iowait), and the server's context switches per query (all
-# its threads, voluntary + involuntary).
+# window), whole-machine CPU µs per answered query (the time outside the
+# CPUs' idle states, from cpuidle; /proc/stat's tick-sampled busy time
+# beside it, and instead where there is no cpuidle), and the server's
+# context switches per query (all its threads, voluntary + involuntary).
 #
 #   bench/xdp.sh [RATE] [SECONDS] [TRIALS]      (defaults 50000 10 3)
 #
@@ -157,7 +158,22 @@ stop() { # $1: heron|knot
 
 proc_cpu() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
 proc_user() { awk '{print $14}' "/proc/$SERVER_PID/stat"; }
-machine_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
+# Busy µs of the whole machine so far (only differences mean anything):
+# where the CPUs report idle states, the time outside them (cpuidle keeps
+# their residency in µs: exact, and each wake's entry and exit counts);
+# else /proc/stat's busy time, which the scheduler tick samples (at HZ 250
+# a 20k q/s load's short bursts are misread by half, trial to trial).
+machine_busy() {
+    local cpus
+    cpus=$(ls -d /sys/devices/system/cpu/cpu[0-9]*/cpuidle 2> /dev/null | wc -l)
+    if [ "$cpus" -gt 0 ]; then
+        cat /sys/devices/system/cpu/cpu[0-9]*/cpuidle/state*/time \
+            | awk -v now="$(date +%s%N)" -v n="$cpus" '{ i += $1 } END { printf "%.0f\n", now / 1000 * n - i }'
+    else
+        machine_ticks_us
+    fi
+}
+machine_ticks_us() { awk -v hz="$hz" '/^cpu /{printf "%.0f\n", ($2+$3+$4+$7+$8+$9) * 1e6 / hz}' /proc/stat; }
 switches() {
     cat /proc/"$SERVER_PID"/task/*/status 2>/dev/null \
         | awk '/^(non)?voluntary_ctxt_switches/{n += $2} END {print n}'
@@ -187,10 +203,10 @@ trial() { # $1: heron|knot  $2: xdp|sockets
         watcher=$!
     fi
     sleep 0.5
-    p0=$(proc_cpu); m0=$(machine_busy); s0=$(switches); u0=$(proc_user); w0=$(wakes)
+    p0=$(proc_cpu); m0=$(machine_busy); t0=$(machine_ticks_us); s0=$(switches); u0=$(proc_user); w0=$(wakes)
     ip netns exec "$NS" taskset -c "$GEN_CPU" dnsperf -s 198.51.100.1 -p "$PORT" \
         -d "$WORK/queries" -l "$SECONDS_" -Q "$RATE" -c 4 -q 1000 > "$WORK/dnsperf" 2>&1
-    p1=$(proc_cpu); m1=$(machine_busy); s1=$(switches); u1=$(proc_user); w1=$(wakes)
+    p1=$(proc_cpu); m1=$(machine_busy); t1=$(machine_ticks_us); s1=$(switches); u1=$(proc_user); w1=$(wakes)
     if [ -n "$watcher" ]; then kill -INT "$watcher"; wait "$watcher" 2>/dev/null || true; fi
     # Which CPUs the server's threads were allowed (the cpuset holds).
     local cpus
@@ -198,10 +214,10 @@ trial() { # $1: heron|knot  $2: xdp|sockets
     stop "$1"
     grep -i 'xdp' "$WORK/log" | sed 's/^/    # /' >&2 || true
     answered=$(awk '/Queries completed:/{print $3}' "$WORK/dnsperf")
-    awk -v s="$name" -v a="$answered" -v p=$((p1 - p0)) -v m=$((m1 - m0)) -v hz="$hz" \
+    awk -v s="$name" -v a="$answered" -v p=$((p1 - p0)) -v m=$((m1 - m0)) -v hz="$hz" -v t=$((t1 - t0)) \
         -v cs=$((s1 - s0)) -v cpus="$cpus" -v u=$((u1 - u0)) -v w=$((w1 - w0)) 'BEGIN {
-        printf "%-14s answered %8d  server %6.2f us/q (user %4.2f)  machine %6.2f us/q  switches %5.3f/q  wakes %5.3f/q  cpus %s\n",
-            s, a, p * 1e6 / hz / a, u * 1e6 / hz / a, m * 1e6 / hz / a, cs / a, w / a, cpus }'
+        printf "%-14s answered %8d  server %6.2f us/q (user %4.2f)  machine %6.2f us/q (ticks %6.2f)  switches %5.3f/q  wakes %5.3f/q  cpus %s\n",
+            s, a, p * 1e6 / hz / a, u * 1e6 / hz / a, m / a, t / a, cs / a, w / a, cpus }'
     if [ "$COUNT" = 1 ]; then
         # The perf window (0.5 s idle before, the stop after) adds a few
         # idle wakes: counts are per answered query of the dnsperf window.

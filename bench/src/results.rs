@@ -383,8 +383,9 @@ pub struct CostTrial {
     /// The same from utime + stime (/proc/PID/stat, clock ticks).
     #[serde(default)]
     pub server_ticks_cpu_s: f64,
-    /// Busy time of every CPU (/proc/stat: user, nice, system, irq,
-    /// softirq) over the window.
+    /// Busy time of every CPU over the window: the time outside their
+    /// idle states (cpuidle), else /proc/stat's user, nice, system, irq
+    /// and softirq (`sys::machine_busy_seconds`).
     pub machine_cpu_s: f64,
     /// The generator's own CPU time (its thread or process).
     pub generator_cpu_s: f64,

@@ -6,7 +6,9 @@
 //! workload run at once and are loaded in turns, the order rotated each
 //! round, so a drift of the machine falls on all of them alike. A trial's
 //! server CPU is the run time of every process and thread of the server
-//! (/proc: what utime + stime split, in ns; the ticks beside it), the whole machine's busy time (/proc/stat) beside it so that
+//! (/proc: what utime + stime split, in ns; the ticks beside it), the
+//! whole machine's busy time (outside the CPUs' idle states, from cpuidle;
+//! else /proc/stat) beside it so that
 //! work moved into softirq or another thread is not hidden, and the
 //! generator's own CPU time, to show it was not the bottleneck.
 
@@ -796,9 +798,10 @@ fn common_max(
 
 /// Share of the machine busy over half a second with no load of ours.
 fn idle_busy_share() -> f64 {
-    let (m0, t0) = (sys::machine_busy_seconds(), Instant::now());
+    // Ticks: an idle CPU's idle period would count as busy until it ends.
+    let (m0, t0) = (sys::machine_busy_ticks_seconds(), Instant::now());
     std::thread::sleep(std::time::Duration::from_millis(500));
-    (sys::machine_busy_seconds() - m0)
+    (sys::machine_busy_ticks_seconds() - m0)
         / t0.elapsed().as_secs_f64()
         / heron_sys::cpu::online_cpus() as f64
 }
