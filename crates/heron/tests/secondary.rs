@@ -745,6 +745,12 @@ fn an_expired_zone_answers_servfail_until_its_primary_returns() {
         "never expired: {}",
         heron.log()
     );
+    // The line may reach the log just after the first SERVFAIL.
+    assert!(
+        heron.wait_for_log("zone expired"),
+        "no line: {}",
+        heron.log()
+    );
     let log = heron.log();
     let expired = log.lines().find(|l| l.contains("zone expired")).unwrap();
     assert!(
