@@ -49,14 +49,19 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(target.as_wire(), &rdatas[0][..]);
     }
     let padding = *pad as usize * 90;
-    assert_eq!(written(&set, rtype, &owner, padding), rdatas, "after {padding} octets");
+    assert_eq!(
+        written(&set, rtype, &owner, padding),
+        rdatas,
+        "after {padding} octets"
+    );
 });
 
 /// The RDATA of `rtype`'s records in a response to a query for a name at
 /// or below `owner`, `set` written after `padding` octets of records.
 fn written(set: &EncodedRRset, rtype: RType, owner: &[u8], padding: usize) -> Vec<Vec<u8>> {
     // A wildcard's records are written under the query name.
-    let qname = match owner.starts_with(b"\x01*") {
+    let wildcard = owner.starts_with(b"\x01*");
+    let qname = match wildcard {
         true => [b"\x01q", &owner[2..]].concat(),
         false => [b"\x01q", owner].concat(),
     };
@@ -64,18 +69,23 @@ fn written(set: &EncodedRRset, rtype: RType, owner: &[u8], padding: usize) -> Ve
     let mut buf = Vec::new();
     let mut w = Writer::new(&mut buf, 65535);
     w.question(&qname, rtype, Class::IN);
-    let pad = vec![0u8; 100];
-    let pads = vec![&pad[..]; padding / 112];
+    // Records of 100 octets of RDATA and one of the rest (each 12 more):
+    // the RRset starts at any offset.
+    let (pad, rest) = (vec![0u8; 100], vec![0u8; padding % 112]);
+    let mut pads = vec![&pad[..]; padding / 112];
+    pads.push(&rest);
     let names = Names {
         apex: APEX,
         owner: APEX,
     };
     let before = EncodedRRset::new(RType::NULL, 0, &pads, names);
     before.write(&mut w, Owner::At(12), apex_pos).unwrap();
-    let at = match owner.starts_with(b"\x01*") || padding > 0 {
-        true if owner.starts_with(b"\x01*") => Owner::At(12),
-        true => Owner::BelowApex(owner, APEX.len()),
-        false => Owner::At(12 + 2),
+    let at = if wildcard {
+        Owner::At(12)
+    } else if padding > 0 {
+        Owner::BelowApex(owner, APEX.len())
+    } else {
+        Owner::At(12 + 2) // the owner after the question's first label
     };
     set.write(&mut w, at, apex_pos).unwrap();
     let len = w.finish(1, 0x8400, 1);

@@ -1057,11 +1057,12 @@ impl<'a> NamePacker<'a> {
     /// nothing else in the RRset to read back.
     fn longest_suffix(&self, name: &[u8]) -> Option<(usize, PatchTo)> {
         let apex = shared_suffix(name, self.apex).map(|(n, a)| (n, PatchTo::Apex(a as u8)));
-        let owner = self.owner.and_then(|owner| {
-            let n = suffix_start(name, owner.len())?;
-            (n < name.len() - 1 && name[n..].eq_ignore_ascii_case(owner))
-                .then_some((n, PatchTo::OwnerName))
-        });
+        // The owner only whole: where it is written (labels, or a pointer
+        // to a name that may itself end in one) only its start is sure.
+        let owner = (self.owner)
+            .and_then(|owner| shared_suffix(name, owner))
+            .filter(|&(_, m)| m == 0)
+            .map(|(n, _)| (n, PatchTo::OwnerName));
         let earlier = self.earlier.iter().filter_map(|&(prior, at, literal)| {
             let (n, m) = shared_suffix(name, prior)?;
             (m < literal && at + m < MAX_EARLIER).then_some((n, PatchTo::Earlier((at + m) as u16)))
@@ -1072,16 +1073,6 @@ impl<'a> NamePacker<'a> {
             .chain(earlier)
             .min_by_key(|&(n, _)| n)
     }
-}
-
-/// Where the label-aligned suffix of `name` that is `len` octets long
-/// starts, if there is one.
-fn suffix_start(name: &[u8], len: usize) -> Option<usize> {
-    let mut at = 0;
-    while name.len() - at > len && name[at] != 0 {
-        at += 1 + name[at] as usize;
-    }
-    (name.len().checked_sub(at) == Some(len)).then_some(at)
 }
 
 /// The longest non-root label-aligned suffix shared by `name` and `apex`
