@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::ops::Range;
 
-use crate::rdata;
+use crate::rdata::{self, RdataPiece};
 use crate::types::{Class, RType};
 use crate::writer::{Full, MAX_POINTER, Writer, put_pointer};
 
@@ -1020,17 +1020,12 @@ impl<'a> NamePacker<'a> {
             out.extend_from_slice(rd);
             return;
         }
-        let (offsets, n) = rdata::compressible_name_offsets(rtype, rd);
-        let mut done = 0;
-        for &off in &offsets[..n] {
-            let Some(len) = crate::name::uncompressed_len(&rd[off..], 0).ok() else {
-                break;
-            };
-            out.extend_from_slice(&rd[done..off]);
-            self.name(&rd[off..off + len], out, patches);
-            done = off + len;
+        for piece in rdata::compressible_pieces(rtype, rd) {
+            match piece {
+                RdataPiece::Octets(octets) => out.extend_from_slice(octets),
+                RdataPiece::Name(name) => self.name(name, out, patches),
+            }
         }
-        out.extend_from_slice(&rd[done..]);
     }
 
     /// Writes a name as its labels up to the longest suffix it shares with

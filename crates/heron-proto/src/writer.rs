@@ -6,7 +6,7 @@
 //! a whole RRset that does not fit.
 
 use crate::message::{HEADER_LEN, Header, flags, response_flags};
-use crate::rdata;
+use crate::rdata::{self, RdataPiece};
 use crate::types::Rcode;
 use crate::types::{Class, RType};
 
@@ -248,17 +248,12 @@ impl<'a> Writer<'a> {
             self.buf.extend_from_slice(rdata);
             return;
         }
-        let (offsets, n) = rdata::compressible_name_offsets(rtype, rdata);
-        let mut done = 0;
-        for &off in &offsets[..n] {
-            let Some(len) = crate::name::uncompressed_len(&rdata[off..], 0).ok() else {
-                break;
-            };
-            self.buf.extend_from_slice(&rdata[done..off]);
-            self.write_name(&rdata[off..off + len], true);
-            done = off + len;
+        for piece in rdata::compressible_pieces(rtype, rdata) {
+            match piece {
+                RdataPiece::Octets(octets) => self.buf.extend_from_slice(octets),
+                RdataPiece::Name(name) => self.write_name(name, true),
+            }
         }
-        self.buf.extend_from_slice(&rdata[done..]);
     }
 
     /// Writes an uncompressed wire name, replacing its longest known suffix

@@ -354,6 +354,35 @@ pub fn compressible_name_offsets(rtype: RType, rdata: &[u8]) -> ([usize; 2], usi
     }
 }
 
+/// A piece of RDATA as a compressing writer sees it: octets to copy, or a
+/// whole uncompressed name it may compress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RdataPiece<'a> {
+    Octets(&'a [u8]),
+    Name(&'a [u8]),
+}
+
+/// `rdata` cut at its compressible names ([`compressible_name_offsets`]):
+/// octets and names in order, every octet once. The one shape of every
+/// writer that compresses RDATA names.
+pub fn compressible_pieces(rtype: RType, rdata: &[u8]) -> impl Iterator<Item = RdataPiece<'_>> {
+    let (offsets, n) = compressible_name_offsets(rtype, rdata);
+    let names = offsets.into_iter().take(n).map(move |off| {
+        // Found by the scan; a name not found would go out as octets.
+        (off, off + name_len(rdata, off).unwrap_or(0))
+    });
+    let mut done = 0;
+    names
+        .chain([(rdata.len(), rdata.len())])
+        .flat_map(move |(start, end)| {
+            let octets = &rdata[done..start];
+            done = end;
+            let octets = (!octets.is_empty()).then_some(RdataPiece::Octets(octets));
+            let name = (start < end).then(|| RdataPiece::Name(&rdata[start..end]));
+            octets.into_iter().chain(name)
+        })
+}
+
 /// Length of the uncompressed name at `wire[pos..]`, without allocating.
 fn name_len(wire: &[u8], pos: usize) -> Option<usize> {
     let mut i = pos;

@@ -1183,6 +1183,32 @@ fn name_offsets_for_compression() {
     assert_eq!(compressible_name_offsets(RType::MX, b"\x00").1, 0);
 }
 
+#[test]
+fn rdata_cut_into_octets_and_compressible_names() {
+    use RdataPiece::{Name, Octets};
+    fn pieces(t: RType, rd: &[u8]) -> Vec<RdataPiece<'_>> {
+        compressible_pieces(t, rd).collect()
+    }
+    let soa = parse(RType::SOA, "ns hm 1 2 3 4 5").unwrap();
+    assert_eq!(
+        pieces(RType::SOA, &soa),
+        [Name(&soa[..16]), Name(&soa[16..32]), Octets(&soa[32..])]
+    );
+    let mx = parse(RType::MX, "10 mail").unwrap();
+    assert_eq!(pieces(RType::MX, &mx), [Octets(&mx[..2]), Name(&mx[2..])]);
+    let ns = parse(RType::NS, "ns1").unwrap();
+    assert_eq!(pieces(RType::NS, &ns), [Name(&ns[..])]);
+    // Types whose names are never compressed, and malformed RDATA: octets.
+    let srv = parse(RType::SRV, "0 0 0 x").unwrap();
+    assert_eq!(pieces(RType::SRV, &srv), [Octets(&srv[..])]);
+    assert_eq!(
+        pieces(RType::SOA, b"\x02ns\x00\x05"),
+        [Octets(b"\x02ns\x00\x05")]
+    );
+    assert_eq!(pieces(RType::MX, b"\x00"), [Octets(b"\x00")]);
+    assert_eq!(pieces(RType::NS, b""), []);
+}
+
 fn name_wire() -> impl Strategy<Value = Vec<u8>> {
     let label = prop::collection::vec(any::<u8>(), 1..12);
     prop::collection::vec(label, 0..4).prop_map(|labels| {
@@ -1323,6 +1349,11 @@ proptest! {
         }
         let _ = names_for_additional(rtype, &bytes);
         let _ = compressible_name_offsets(rtype, &bytes);
+        // Every octet once, in order, whatever the bytes.
+        let joined: Vec<u8> = compressible_pieces(rtype, &bytes)
+            .flat_map(|p| match p { RdataPiece::Octets(o) | RdataPiece::Name(o) => o.to_vec() })
+            .collect();
+        prop_assert_eq!(joined, bytes);
     }
 }
 
