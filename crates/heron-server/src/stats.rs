@@ -104,6 +104,9 @@ pub const LATENCY_BOUNDS_US: [u64; 10] = [
     10, 50, 100, 250, 500, 1_000, 5_000, 25_000, 100_000, 1_000_000,
 ];
 
+/// How a TLS handshake went: a new session, or one resumed (a ticket).
+pub const HANDSHAKE_KINDS: [&str; 2] = ["full", "resumed"];
+
 /// Why a TCP or TLS connection was closed at accept.
 pub const CONNECTION_LIMITS: [&str; 3] = ["total", "per_client", "blackhole"];
 
@@ -176,6 +179,7 @@ pub struct Cells {
     latency_us: HistogramCells<LATENCY_BUCKETS>,
     accepted: [Cell; TRANSPORTS.len()],
     refused_connections: [Cell; CONNECTION_LIMITS.len()],
+    handshakes: [Cell; HANDSHAKE_KINDS.len()],
 }
 
 impl Default for Cells {
@@ -187,6 +191,7 @@ impl Default for Cells {
             latency_us: HistogramCells::default(),
             accepted: std::array::from_fn(|_| Cell::default()),
             refused_connections: std::array::from_fn(|_| Cell::default()),
+            handshakes: std::array::from_fn(|_| Cell::default()),
         }
     }
 }
@@ -224,6 +229,11 @@ impl Cells {
         self.accepted[via as usize].add(1);
     }
 
+    /// A TLS handshake completed, a session resumed or not.
+    pub fn handshake(&self, resumed: bool) {
+        self.handshakes[usize::from(resumed)].add(1);
+    }
+
     /// A connection closed at accept because of `limit`.
     pub fn refused(&self, limit: Limit) {
         self.refused_connections[limit as usize].add(1);
@@ -241,6 +251,7 @@ impl Cells {
         add(&mut totals.responses, &self.responses);
         add(&mut totals.accepted, &self.accepted);
         add(&mut totals.refused_connections, &self.refused_connections);
+        add(&mut totals.handshakes, &self.handshakes);
         totals.response_bytes.add(&self.response_bytes.read());
         totals.latency_us.add(&self.latency_us.read());
     }
@@ -313,6 +324,8 @@ pub struct Totals {
     pub accepted: [u64; TRANSPORTS.len()],
     /// Connections closed at accept, by [`CONNECTION_LIMITS`].
     pub refused_connections: [u64; CONNECTION_LIMITS.len()],
+    /// TLS handshakes completed, by [`HANDSHAKE_KINDS`].
+    pub handshakes: [u64; HANDSHAKE_KINDS.len()],
 }
 
 impl Default for Totals {
@@ -324,6 +337,7 @@ impl Default for Totals {
             latency_us: Histogram::default(),
             accepted: [0; TRANSPORTS.len()],
             refused_connections: [0; CONNECTION_LIMITS.len()],
+            handshakes: [0; HANDSHAKE_KINDS.len()],
         }
     }
 }
@@ -347,6 +361,7 @@ impl Totals {
             &base.refused_connections,
             &mut out.refused_connections,
         );
+        sub(&self.handshakes, &base.handshakes, &mut out.handshakes);
         out.response_bytes = self.response_bytes.minus(&base.response_bytes);
         out.latency_us = self.latency_us.minus(&base.latency_us);
         out
@@ -507,13 +522,20 @@ mod tests {
         stats.with_thread_cells(|c| c.accepted(Via::Tcp));
         stats.with_thread_cells(|c| c.accepted(Via::Tls));
         let other = stats.clone();
-        std::thread::spawn(move || other.with_thread_cells(|c| c.refused(Limit::PerClient)))
-            .join()
-            .unwrap();
+        std::thread::spawn(move || {
+            other.with_thread_cells(|c| c.refused(Limit::PerClient));
+            other.with_thread_cells(|c| c.handshake(true));
+        })
+        .join()
+        .unwrap();
+        stats.with_thread_cells(|c| c.handshake(false));
+        stats.with_thread_cells(|c| c.handshake(true));
         assert_eq!(stats.workers.lock().unwrap().len(), 2);
         let totals = stats.totals();
         assert_eq!(totals.accepted, [0, 1, 1, 0]);
         assert_eq!(totals.refused_connections, [0, 1, 0]);
+        assert_eq!(totals.handshakes, [1, 2]);
+        assert_eq!(totals.minus(&totals).handshakes, [0, 0]);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //!
 //! TLS 1.2 and 1.3 with rustls's ring provider. The ALPN protocol "dot" is
 //! offered, as RFC 9103 asks of XoT; clients that offer no ALPN
-//! are served too (RFC 7858 predates it).
+//! are served too (RFC 7858 predates it). Sessions resume by stateless
+//! tickets (RFC 8446 section 4.6.1).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -36,6 +37,12 @@ pub fn server_config(chain_pem: &[u8], key_pem: &[u8]) -> Result<Arc<ServerConfi
         .with_single_cert(chain, key)
         .map_err(|e| format!("certificate and key: {e}"))?;
     config.alpn_protocols = vec![ALPN_DOT.to_vec()];
+    // Resumption by stateless tickets (keys in memory, rotated every 6
+    // hours): a returning client skips the certificate and its signature,
+    // and the server holds nothing per session. Without them rustls keeps
+    // 256 sessions, too few for many clients.
+    config.ticketer =
+        rustls::crypto::ring::Ticketer::new().map_err(|e| format!("session tickets: {e}"))?;
     Ok(Arc::new(config))
 }
 
@@ -84,6 +91,7 @@ mod tests {
         let key = cert.signing_key.serialize_pem();
         let config = server_config(chain.as_bytes(), key.as_bytes()).unwrap();
         assert_eq!(config.alpn_protocols, vec![b"dot".to_vec()]);
+        assert!(config.ticketer.enabled(), "sessions resumed by tickets");
     }
 
     #[test]

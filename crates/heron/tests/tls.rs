@@ -55,6 +55,12 @@ fn certificate(tag: &str) -> (CertDir, PathBuf, PathBuf) {
 /// Heron serving edge.test over UDP/TCP and over TLS, transfers allowed
 /// to 127.0.0.1, TCP idle timeout 2 s; and the TLS listener's address.
 fn heron_with_tls(chain: &Path, key: &Path) -> (ServerProcess, SocketAddr) {
+    heron_with_tls_and(chain, key, "")
+}
+
+/// [`heron_with_tls`] with `extra` after `[tcp]`'s settings (more of them,
+/// then maybe other sections).
+fn heron_with_tls_and(chain: &Path, key: &Path, extra: &str) -> (ServerProcess, SocketAddr) {
     let zone = edge_zone();
     let tls_port = free_port();
     let server = ServerProcess::heron_with_config(&heron(), ORIGIN, |port| {
@@ -62,7 +68,7 @@ fn heron_with_tls(chain: &Path, key: &Path) -> (ServerProcess, SocketAddr) {
             "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
              [tls]\nlisten = [\"127.0.0.1:{tls_port}\"]\n\
              certificate = \"{}\"\nkey = \"{}\"\n\
-             [tcp]\nidle-timeout = 2\n\
+             [tcp]\nidle-timeout = 2\n{extra}\
              [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n",
             chain.display(),
             key.display(),
@@ -337,4 +343,107 @@ fn a_bad_tls_configuration_stops_the_server_with_the_reason() {
         assert!(!out.status.success(), "{text}");
         assert!(stderr.contains(expected), "{text}\n{stderr}");
     }
+}
+
+/// A client that comes back resumes its session with a ticket from its
+/// first connection (no certificate or signature again), on the event
+/// loop and on the runtime's tasks alike, and the metrics say so.
+#[test]
+fn a_returning_client_resumes_its_session_with_a_ticket() {
+    use rustls::HandshakeKind::{Full, Resumed};
+
+    let (_dir, chain, key) = certificate("resume");
+    for event_loop in [true, false] {
+        let metrics = free_port();
+        let extra =
+            format!("event-loop = {event_loop}\n[metrics]\nlisten = \"127.0.0.1:{metrics}\"\n");
+        let (_server, tls) = heron_with_tls_and(&chain, &key, &extra);
+        let config = trusting(&chain);
+        let kinds: Vec<_> = (0..3).map(|_| one_query_over_tls(&config, tls)).collect();
+        assert_eq!(kinds, [Full, Resumed, Resumed], "event loop: {event_loop}");
+        let text = scrape(SocketAddr::from(([127, 0, 0, 1], metrics)));
+        for line in [
+            "heron_tls_handshakes_total{kind=\"full\"} 1",
+            "heron_tls_handshakes_total{kind=\"resumed\"} 2",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+        }
+    }
+}
+
+/// More clients than a server-side session cache holds (rustls keeps 256)
+/// all resume: the session is in the ticket the client holds, not in the
+/// server's memory.
+#[test]
+fn every_one_of_many_clients_resumes() {
+    let (_dir, chain, key) = certificate("many");
+    let (_server, tls) = heron_with_tls(&chain, &key);
+    let clients: Vec<_> = (0..300).map(|_| trusting(&chain)).collect();
+    for config in &clients {
+        one_query_over_tls(config, tls);
+    }
+    let resumed = clients
+        .iter()
+        .filter(|config| one_query_over_tls(config, tls) == rustls::HandshakeKind::Resumed)
+        .count();
+    assert_eq!(resumed, clients.len());
+}
+
+/// A rustls client that trusts the certificate in `chain` and keeps
+/// sessions to resume (rustls's default store).
+fn trusting(chain: &Path) -> std::sync::Arc<rustls::ClientConfig> {
+    use rustls::pki_types::{CertificateDer, pem::PemObject};
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_file(chain).unwrap())
+        .unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    std::sync::Arc::new(config)
+}
+
+/// Asks for the zone's SOA on a new connection and checks the answer;
+/// how the handshake went.
+fn one_query_over_tls(
+    config: &std::sync::Arc<rustls::ClientConfig>,
+    to: SocketAddr,
+) -> rustls::HandshakeKind {
+    use std::io::Write;
+    let name = "localhost".try_into().unwrap();
+    let tls = rustls::ClientConnection::new(config.clone(), name).unwrap();
+    let tcp = TcpStream::connect(to).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    tcp.set_nodelay(true).unwrap(); // the query not held behind Finished
+    let mut conn = rustls::StreamOwned::new(tls, tcp);
+    let origin = heron_proto::Name::parse(ORIGIN).unwrap();
+    let query = heron_testkit::build_query(&origin, heron_proto::RType::SOA, &Default::default());
+    conn.write_all(&(query.len() as u16).to_be_bytes()).unwrap();
+    conn.write_all(&query).unwrap();
+    conn.flush().unwrap();
+    let mut len = [0u8; 2];
+    conn.read_exact(&mut len).unwrap();
+    let mut answer = vec![0u8; u16::from_be_bytes(len) as usize];
+    conn.read_exact(&mut answer).unwrap();
+    let answer = heron_proto::message::Message::parse(&answer).unwrap();
+    assert_eq!(answer.answers.len(), 1);
+    conn.conn.send_close_notify();
+    let _ = conn.flush();
+    conn.conn.handshake_kind().expect("a finished handshake")
+}
+
+/// The metrics endpoint's text.
+fn scrape(to: SocketAddr) -> String {
+    use std::io::Write;
+    let mut stream = TcpStream::connect(to).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut text = String::new();
+    let _ = stream.read_to_string(&mut text);
+    text
 }

@@ -19,6 +19,7 @@ pub(super) async fn tls_connection(
     let mut stream = timeout(shared.idle, tls.accept(stream))
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
+    count_handshake(stream.get_ref().1, &shared);
     let mut partial = Unanswered::default();
     let (mut ended, mut drained) = (false, true);
     let stop = shutdown.changed();
@@ -87,4 +88,10 @@ pub(super) fn read_now<S: AsyncRead + Unpin>(
         Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
         Poll::Pending => Poll::Pending,
     }
+}
+
+/// Counts a completed handshake as a new session or a resumed one.
+pub(super) fn count_handshake(tls: &rustls::ServerConnection, shared: &Shared) {
+    let resumed = tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+    (shared.service.stats).with_thread_cells(|c| c.handshake(resumed));
 }

@@ -198,6 +198,7 @@ impl Conn {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
             Err(e) => return Err(e),
         }
+        let was_handshaking = tls.is_handshaking();
         let state = match tls.process_new_packets() {
             Ok(state) => state,
             Err(e) => {
@@ -205,6 +206,9 @@ impl Conn {
                 return Err(io::Error::new(io::ErrorKind::InvalidData, e));
             }
         };
+        if was_handshaking && !tls.is_handshaking() {
+            count_handshake(tls, &cx.shared);
+        }
         self.eof |= state.peer_has_closed();
         if state.plaintext_bytes_to_read() == 0 {
             return Ok(());

@@ -18,7 +18,8 @@ use heron_server::processor::Refusal;
 use heron_server::processor::tap::TapTotals;
 use heron_server::rrl::RrlCounters;
 use heron_server::stats::{
-    CONNECTION_LIMITS, LATENCY_BOUNDS_US, RCODES, SIZE_BOUNDS, TRANSPORTS, Totals, qtype_label,
+    CONNECTION_LIMITS, HANDSHAKE_KINDS, LATENCY_BOUNDS_US, RCODES, SIZE_BOUNDS, TRANSPORTS, Totals,
+    qtype_label,
 };
 use heron_xfr::stats::ZoneCounts;
 use prometheus_client::collector::Collector;
@@ -420,6 +421,13 @@ impl Snapshot {
             "heron_tcp_connections_refused",
             "TCP and TLS connections closed at accept, by the limit reached",
             refused.map(|(l, n)| (label("limit", l), n)),
+        )?;
+        let handshakes = HANDSHAKE_KINDS.iter().zip(t.handshakes);
+        counters(
+            e,
+            "heron_tls_handshakes",
+            "TLS handshakes completed, a new session (full) or a resumed one",
+            handshakes.map(|(k, n)| (label("kind", k), n)),
         )?;
         let reasons = Refusal::KIND_NAMES.iter().zip(self.refusals);
         counters(
