@@ -13,7 +13,7 @@ fn report_zone(file: &Path, origin: &Name) -> bool {
     match load_zone_file(file, origin) {
         Ok(loaded) => {
             print_problems(&loaded.warnings);
-            println!(
+            outln!(
                 "{}: zone {} OK: serial {}, {} records",
                 file.display(),
                 origin,
@@ -24,7 +24,7 @@ fn report_zone(file: &Path, origin: &Name) -> bool {
         }
         Err(problems) => {
             print_problems(&problems);
-            println!("{}: zone {} has errors", file.display(), origin);
+            outln!("{}: zone {} has errors", file.display(), origin);
             false
         }
     }
@@ -32,7 +32,7 @@ fn report_zone(file: &Path, origin: &Name) -> bool {
 
 fn print_problems(problems: &[Problem]) {
     for p in problems {
-        println!("{p}");
+        outln!("{p}");
     }
 }
 
@@ -51,7 +51,7 @@ pub fn config(file: &Path) -> ExitCode {
     let settings = match config::load(file) {
         Ok(s) => s,
         Err(errors) => {
-            errors.iter().for_each(|e| println!("{e}"));
+            errors.iter().for_each(|e| outln!("{e}"));
             return ExitCode::FAILURE;
         }
     };
@@ -60,21 +60,21 @@ pub fn config(file: &Path) -> ExitCode {
         .warnings
         .iter()
         .chain(&missing_xdp_interfaces(&settings.server))
-        .for_each(|w| println!("warning: {w}"));
+        .for_each(|w| outln!("warning: {w}"));
     let mut ok = true;
     for refused in crate::plan::key_state::unsigned_with_ds_at_start(&settings, file) {
-        println!("{}: error: {refused}", file.display());
+        outln!("{}: error: {refused}", file.display());
         ok = false;
     }
     if let Some(problem) = dnstap_file_problem(settings.dnstap.as_ref()) {
-        println!("{}: error: {problem}", file.display());
+        outln!("{}: error: {problem}", file.display());
         ok = false;
     }
     for spec in &settings.zones {
         ok &= report_zone(&spec.file, &spec.origin);
     }
     if ok {
-        println!("{}: OK, {} zones", file.display(), settings.zones.len());
+        outln!("{}: OK, {} zones", file.display(), settings.zones.len());
     }
     exit(ok)
 }

@@ -31,7 +31,7 @@ pub fn print(shell: Shell, mut command: clap::Command) -> ExitCode {
         Shell::Fish => script.push_str(&FISH.replace("ZONE_COMMANDS", ZONE_COMMANDS)),
         _ => {}
     }
-    print!("{script}");
+    out!("{script}");
     ExitCode::SUCCESS
 }
 
@@ -52,7 +52,7 @@ pub fn zones(target: &ControlArgs) -> ExitCode {
         .unwrap_or_default();
     zones.sort();
     zones.dedup();
-    zones.iter().for_each(|z| println!("{z}"));
+    zones.iter().for_each(|z| outln!("{z}"));
     ExitCode::SUCCESS
 }
 

@@ -268,7 +268,7 @@ pub fn run(config: Option<&Path>) -> ExitCode {
         ),
     };
     let results = checks(read_proc_sys, open_files_limit(), &needs);
-    print!("{}", report(&results, &needs, &source));
+    out!("{}", report(&results, &needs, &source));
     if results.iter().any(|c| c.verdict == Verdict::Fix) {
         ExitCode::FAILURE
     } else {

@@ -26,7 +26,7 @@ pub enum KeyFormat {
 pub fn run(name: &str, algorithm: &str, format: KeyFormat) -> ExitCode {
     match new_key(name, algorithm) {
         Ok(key) => {
-            print!("{}", key.formatted(format));
+            out!("{}", key.formatted(format));
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -77,7 +77,7 @@ pub fn run(args: KeymgrArgs) -> ExitCode {
     };
     match result {
         Ok(output) => {
-            print!("{output}");
+            out!("{output}");
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -1,5 +1,7 @@
 //! `heron`: the authoritative DNS server's command line.
 
+#[macro_use]
+mod stdout;
 mod background;
 mod check;
 mod compare;

@@ -1181,3 +1181,19 @@ fn completions_offer_zone_names_to_ctl() {
     );
     assert_eq!(fish(&format!("heron ctl -c {config_path} refresh ")), both);
 }
+
+/// Output piped into a reader that has gone (`| head -1`) ends the command
+/// quietly: no panic, no backtrace, success, as `--help` does.
+#[test]
+fn output_to_a_closed_pipe_ends_the_command_quietly() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let done = std::process::Command::new(heron())
+        .args(["completions", "bash"])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{:?}: {stderr}", done.status);
+    assert!(stderr.is_empty(), "{stderr}");
+}

@@ -174,7 +174,7 @@ pub fn run(args: CompareArgs) -> ExitCode {
         args.against,
         tally.probes as f64 / seconds.max(0.001),
     );
-    print!("{}", tally.render(&heading));
+    out!("{}", tally.render(&heading));
     if tally.difference_kinds() == 0 {
         ExitCode::SUCCESS
     } else {

@@ -282,7 +282,7 @@ pub fn run(args: CtlArgs) -> ExitCode {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string(&response).expect("serializes"));
+        outln!("{}", serde_json::to_string(&response).expect("serializes"));
     } else {
         print_human(&args.command, &response);
     }
@@ -337,13 +337,13 @@ fn is_running(pid: u64) -> bool {
 fn print_human(command: &CtlCommand, response: &Response) {
     let status = if response.ok { "ok" } else { "error" };
     if response.message.is_empty() {
-        println!("{status}");
+        outln!("{status}");
     } else {
-        println!("{status}: {}", response.message);
+        outln!("{status}: {}", response.message);
     }
-    response.errors.iter().for_each(|e| println!("{e}"));
+    response.errors.iter().for_each(|e| outln!("{e}"));
     if let CtlCommand::Notify { .. } = command {
-        print!("{}", notify_table(&response.data));
+        out!("{}", notify_table(&response.data));
     }
     // A zone-status of some unknown zones still shows the known ones.
     let partial = matches!(command, CtlCommand::ZoneStatus { .. }) && response.data.is_array();
@@ -351,15 +351,15 @@ fn print_human(command: &CtlCommand, response: &Response) {
         return;
     }
     match command {
-        CtlCommand::Status => print!("{}", status_table(&response.data)),
+        CtlCommand::Status => out!("{}", status_table(&response.data)),
         CtlCommand::ZoneStatus { .. } => {
-            print!("{}", zone_table(&response.data));
-            print!("{}", secondary_table(&response.data));
-            print!("{}", dnssec_lines(&response.data));
+            out!("{}", zone_table(&response.data));
+            out!("{}", secondary_table(&response.data));
+            out!("{}", dnssec_lines(&response.data));
         }
-        CtlCommand::Keys { .. } => print!("{}", keys_table(&response.data)),
+        CtlCommand::Keys { .. } => out!("{}", keys_table(&response.data)),
 
-        CtlCommand::Stats { .. } => print!("{}", stats_table(&response.data)),
+        CtlCommand::Stats { .. } => out!("{}", stats_table(&response.data)),
         _ => {}
     }
 }
