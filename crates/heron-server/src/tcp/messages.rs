@@ -120,16 +120,24 @@ pub(super) async fn respond<S: AsyncWrite + Unpin>(
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))?
 }
 
-/// Writes `bytes` within `limit`, so that a client that stops reading
-/// cannot hold its task forever.
+/// Writes `bytes`, each part within `limit` of the one before, so that a
+/// client that stops reading cannot hold its task forever and one that
+/// reads slowly but steadily gets all of it.
 pub(super) async fn write_all<S: AsyncWrite + Unpin>(
     stream: &mut S,
-    bytes: &[u8],
+    mut bytes: &[u8],
     limit: Duration,
 ) -> io::Result<()> {
-    timeout(limit, stream.write_all(bytes))
-        .await
-        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))?
+    while !bytes.is_empty() {
+        let written = timeout(limit, stream.write(bytes))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))??;
+        if written == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        bytes = &bytes[written..];
+    }
+    Ok(())
 }
 
 /// Waits for an UPDATE's answer, up to [`UPDATE_WAIT`], and writes it;

@@ -338,3 +338,27 @@ fn secondaries_are_held_to_the_total_limit_only() {
         "the total limit holds for all"
     );
 }
+
+/// A write waits for the client `limit` from its last read, not in all:
+/// a reader that takes 64 KB every 100 ms gets a megabyte though that
+/// lasts many times the limit.
+#[tokio::test]
+async fn a_slow_but_steady_reader_is_written_all_it_asked_for() {
+    use std::io::Read;
+    let (mut client, mut server) = connected_pair().await;
+    SockRef::from(&server).set_send_buffer_size(4096).unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut taken = 0;
+        let mut chunk = vec![0; 64 * 1024];
+        while taken < 1 << 20 {
+            std::thread::sleep(Duration::from_millis(100));
+            taken += client.read(&mut chunk).unwrap();
+        }
+        taken
+    });
+    let limit = Duration::from_millis(300);
+    write_all(&mut server, &vec![7; 1 << 20], limit)
+        .await
+        .unwrap();
+    assert_eq!(reader.join().unwrap(), 1 << 20);
+}

@@ -13,8 +13,9 @@ pub(super) struct Conn {
     partial: Unanswered,
     /// Framed answers the socket (or TLS) has not taken yet.
     out: Vec<u8>,
-    /// When `out` began to wait for the socket: a client that takes
-    /// nothing for the idle timeout is closed.
+    /// Since when `out` has waited for the socket without the client
+    /// taking any of it: a client that takes nothing for the idle timeout
+    /// is closed.
     out_since: Option<Instant>,
     /// A transfer or UPDATE answer being made on the runtime; reading
     /// waits until it is written, as on the runtime's connections.
@@ -232,12 +233,17 @@ impl Conn {
     /// Writes `out` (through TLS when there is TLS); true when all of it
     /// is written, false when the socket is full.
     fn flush(&mut self, now: Instant) -> io::Result<bool> {
+        let waiting = self.out.len();
         let flushed = match &mut self.tls {
             None => write_plain(&self.stream, &mut self.out)?,
             Some(tls) => write_tls(&self.stream, tls, &mut self.out)?,
         };
         if !flushed {
-            self.out_since.get_or_insert(now);
+            // The idle timeout runs from the client's last read: one that
+            // reads slowly but steadily gets every answer.
+            if self.out.len() < waiting || self.out_since.is_none() {
+                self.out_since = Some(now);
+            }
         } else {
             self.out_since = None;
             if self.out.capacity() > 0 {
@@ -317,5 +323,56 @@ fn write_tls(
         if out.is_empty() || tls.is_handshaking() {
             return Ok(out.is_empty());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// A connection whose socket holds little, and the client's end.
+    fn small_socket() -> (Conn, std::net::TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, peer) = listener.accept().unwrap();
+        socket2::SockRef::from(&server)
+            .set_send_buffer_size(4096)
+            .unwrap();
+        server.set_nonblocking(true).unwrap();
+        let limiter = ConnectionLimiter::new(TcpLimits::default(), Vec::new());
+        let slot = limiter.admit_or_why(peer.ip()).unwrap();
+        let conn = Conn::new(
+            TcpStream::from_std(server),
+            peer,
+            None,
+            slot,
+            Instant::now(),
+        );
+        (conn, client)
+    }
+
+    /// The wait for a client to take its answers runs from the last time
+    /// it took any, not from when they began to wait: a slow reader keeps
+    /// its connection, one that stops reading does not.
+    #[test]
+    fn the_write_wait_runs_from_the_clients_last_read() {
+        let (mut conn, mut client) = small_socket();
+        conn.out = vec![7; 1 << 20];
+        let start = Instant::now();
+        assert!(!conn.flush(start).unwrap());
+        std::thread::sleep(Duration::from_millis(100)); // what is in flight lands
+        let settled = start + Duration::from_secs(1);
+        conn.flush(settled).unwrap();
+        let since = conn.out_since.expect("answers waiting");
+        // Nothing read: the wait keeps its start.
+        assert!(!conn.flush(settled + Duration::from_secs(1)).unwrap());
+        assert_eq!(conn.out_since, Some(since));
+        // The client reads: the wait starts again.
+        client.read_exact(&mut [0; 64 * 1024]).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let read_at = settled + Duration::from_secs(2);
+        assert!(!conn.flush(read_at).unwrap());
+        assert_eq!(conn.out_since, Some(read_at));
     }
 }
