@@ -75,6 +75,27 @@ impl Peer<'_> {
         }
     }
 
+    /// The port alone, or None for a family other than IPv4 and IPv6:
+    /// enough to refuse port 0, which no client sends from.
+    #[inline]
+    pub fn port(&self) -> Option<u16> {
+        let len = self.len as usize;
+        let storage: *const libc::sockaddr_storage = self.storage;
+        match self.storage.ss_family as libc::c_int {
+            libc::AF_INET if len >= mem::size_of::<libc::sockaddr_in>() => {
+                // SAFETY: as in `to_std`, for sockaddr_in.
+                let sin: &libc::sockaddr_in = unsafe { &*storage.cast() };
+                Some(u16::from_be(sin.sin_port))
+            }
+            libc::AF_INET6 if len >= mem::size_of::<libc::sockaddr_in6>() => {
+                // SAFETY: as in `to_std`, for sockaddr_in6.
+                let sin6: &libc::sockaddr_in6 = unsafe { &*storage.cast() };
+                Some(u16::from_be(sin6.sin6_port))
+            }
+            _ => None,
+        }
+    }
+
     /// The address, or None for a family other than IPv4 and IPv6.
     pub fn to_std(&self) -> Option<SocketAddr> {
         let len = self.len as usize;
@@ -562,6 +583,7 @@ mod tests {
             .collect();
         assert!((0..n).all(|i| rx.peer(i).to_std() == Some(client.local_addr().unwrap())));
         assert!((0..n).all(|i| rx.peer(i).ip() == Some(client.local_addr().unwrap().ip())));
+        assert!((0..n).all(|i| rx.peer(i).port() == Some(client.local_addr().unwrap().port())));
         let mut tx = Sender::with_capacity(8);
         let mut loaded = tx.load((0..n).map(|i| (&replies[i][..], Some(rx.peer(i)))));
         assert_eq!(loaded.len(), 2);
@@ -611,6 +633,7 @@ mod tests {
         receive_all(&mut rx, &server, 1);
         assert_eq!(rx.peer(0).to_std(), Some(client.local_addr().unwrap()));
         assert_eq!(rx.peer(0).ip(), Some(client.local_addr().unwrap().ip()));
+        assert_eq!(rx.peer(0).port(), Some(client.local_addr().unwrap().port()));
     }
 
     #[test]
@@ -623,6 +646,7 @@ mod tests {
             len: full,
         };
         assert_eq!((unspecified.ip(), unspecified.to_std()), (None, None));
+        assert_eq!(unspecified.port(), None);
         storage.ss_family = libc::AF_INET as libc::sa_family_t;
         let short = Peer {
             storage: &storage,
@@ -641,6 +665,7 @@ mod tests {
             len: full,
         };
         assert_eq!(v6.ip(), Some(IpAddr::from([0u8; 16])));
+        assert_eq!(v6.port(), Some(0));
     }
 
     #[test]

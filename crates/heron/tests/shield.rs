@@ -269,3 +269,46 @@ fn started_as_root_on_a_low_port_it_drops_to_the_user() {
     let over_tcp = tcp_response(addr, "127.0.0.1", "edge.test").expect("a TCP answer");
     assert_eq!(Message::parse(&over_tcp).unwrap().rcode(), Rcode::NOERROR);
 }
+
+/// Forged queries from source port 0 (a raw socket's) get no answer and
+/// leave the UDP path as it was: replies sent there made the kernel refuse
+/// a segmented send, which a worker took for a path limit and stopped
+/// batching replies until restarted.
+#[test]
+fn forged_queries_from_port_0_are_dropped() {
+    if !heron_sys::process::is_root() {
+        eprintln!("SKIPPED: forging a source port needs a raw socket (root)");
+        return;
+    }
+    let server = ServerProcess::heron(&heron(), &[("edge.test", edge_zone())]);
+    let raw = socket2::Socket::new(
+        socket2::Domain::IPV4,
+        socket2::Type::RAW,
+        Some(socket2::Protocol::UDP),
+    )
+    .unwrap();
+    let query = build_query(
+        &Name::parse("www.edge.test").unwrap(),
+        RType::A,
+        &QueryOpts::default(),
+    );
+    // A UDP header from port 0 (checksum 0: none, allowed over IPv4).
+    let mut datagram = vec![0, 0];
+    datagram.extend_from_slice(&server.addr().port().to_be_bytes());
+    datagram.extend_from_slice(&((8 + query.len()) as u16).to_be_bytes());
+    datagram.extend_from_slice(&[0, 0]);
+    datagram.extend_from_slice(&query);
+    let to = SocketAddr::new(server.addr().ip(), 0);
+    for _ in 0..64 {
+        raw.send_to(&datagram, &to.into()).unwrap();
+    }
+    // Still answering, and nothing on the UDP path changed.
+    let answered = udp_rcode(server.addr(), "127.0.0.1", "www.edge.test");
+    assert_eq!(answered, Some(Rcode::NOERROR), "after the forged queries");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !server.log().contains("segmentation offload refused"),
+        "{}",
+        server.log()
+    );
+}

@@ -195,7 +195,14 @@ impl Datagrams for Received<'_> {
 
     #[inline(always)]
     fn datagram(&mut self, i: usize) -> Option<(&[u8], Self::Peer<'_>, &mut Vec<u8>)> {
-        Some(self.batch.datagram(i))
+        let (query, peer, response) = self.batch.datagram(i);
+        // No client sends from port 0: the source is forged, no reply can
+        // reach it, and the kernel's refusal of one sent there must not be
+        // taken for a path limit (as the XDP path's parse, dropped).
+        match peer.port() {
+            Some(0) => None,
+            _ => Some((query, peer, response)),
+        }
     }
 
     #[inline(always)]
