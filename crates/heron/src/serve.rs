@@ -224,22 +224,22 @@ fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &Settings) -> 
 }
 
 /// Where the signed zones' copies go, and the copies of the versions
-/// that differ from those kept before the restart written now.
+/// served now written: every signed zone but one served as kept before
+/// the restart (a first start writes them all).
 fn keep_signed_copies(
     transfers: &Transfers,
     files: &ZoneFiles,
     catalog: &Catalog,
     signed_before: &[Arc<Zone>],
 ) {
-    transfers.signed_copies.set(files.signed_copies());
-    let signed_now: Vec<Arc<Zone>> = (signed_before.iter())
-        .filter_map(|before| {
-            catalog
-                .get(before.origin())
-                .filter(|z| !Arc::ptr_eq(z, before))
-        })
+    let copies = files.signed_copies();
+    let kept = |zone: &Arc<Zone>| signed_before.iter().any(|before| Arc::ptr_eq(zone, before));
+    let signed_now: Vec<Arc<Zone>> = (copies.iter())
+        .filter_map(|(origin, _)| catalog.get(origin))
+        .filter(|zone| !kept(zone))
         .cloned()
         .collect();
+    transfers.signed_copies.set(copies);
     transfers.signed_copies.keep(&signed_now);
 }
 

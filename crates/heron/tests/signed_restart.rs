@@ -169,6 +169,38 @@ fn a_restart_keeps_the_signatures_the_updates_and_the_ixfr_history() {
     verify(&again);
 }
 
+/// A zone signed at its first start and never changed is kept too: the
+/// first restart keeps every signature and answers an IXFR from the
+/// serial served before it incrementally.
+#[test]
+fn a_zone_only_loaded_is_kept_for_the_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path());
+    let addr = server.addr();
+    let serial = zone_serial(addr, ZONE).unwrap();
+    let before = signed_axfr(addr, ZONE);
+    server.terminate();
+    assert!(
+        dir.path().join("rst.zone.signed").exists(),
+        "{}",
+        server.log()
+    );
+
+    let server = start(dir.path());
+    let addr = server.addr();
+    assert_eq!(
+        zone_serial(addr, ZONE),
+        Some(serial + 1),
+        "{}",
+        server.log()
+    );
+    let after = signed_axfr(addr, ZONE);
+    assert_eq!(new_signatures(&before, &after), 0, "{}", server.log());
+    verify(&after);
+    let step = ixfr_records(addr, serial);
+    assert!(step.len() < 10, "one step, the SOA's: {step:#?}");
+}
+
 /// `text` with one character of the `www` A record's signature changed,
 /// still valid base64: the file loads, the signature is wrong.
 fn garble_a_signature(text: &str) -> String {
