@@ -532,10 +532,20 @@ pub fn with_cds(
     })
 }
 
-/// The largest TTL of the zone's records.
+/// The largest TTL of the zone's records, but those the signer makes
+/// (DNSKEY, RRSIG, NSEC, NSEC3, NSEC3PARAM, CDS, CDNSKEY: their TTLs
+/// come from the policy, which times the rollovers by them apart). So
+/// the zone as loaded and its signed copy kept for a restart give one
+/// figure, and a restart does not move the keys' next events.
 pub fn zone_max_ttl(zone: &heron_zone::Zone) -> u32 {
+    let from_signer = |t: RType| {
+        heron_dnssec::sign::SIGNER_TYPES.contains(&t) || matches!(t, RType::CDS | RType::CDNSKEY)
+    };
     zone.nodes()
-        .flat_map(|node| node.data().map(|set| set.ttl()).collect::<Vec<_>>())
+        .flat_map(|node| {
+            let sets = node.data().filter(|set| !from_signer(set.rtype));
+            sets.map(|set| set.ttl()).collect::<Vec<_>>()
+        })
         .max()
         .unwrap_or(0)
 }
@@ -711,6 +721,18 @@ mod tests {
         let with_event = read_state(dir.path(), "k.test.").unwrap();
         undo(&mut moved);
         assert_eq!(read_state(dir.path(), "k.test.").unwrap(), with_event);
+    }
+
+    /// The signed copy a restart reads and the zone file give one figure.
+    #[test]
+    fn the_zones_largest_ttl_leaves_out_what_the_signer_makes() {
+        let text = "@ 30 IN SOA ns hm 7 2 3 4 5\n@ 30 IN NS ns\nns 60 IN A 192.0.2.1\n\
+                    @ 3600 IN DNSKEY 257 3 13 AAAA\n@ 7200 IN CDNSKEY 257 3 13 AAAA\n\
+                    @ 86400 IN NSEC ns.k.test. SOA NS RRSIG NSEC DNSKEY\n";
+        let zone = heron_zone::load_zone_str(text, "t", &origin())
+            .unwrap()
+            .zone;
+        assert_eq!(zone_max_ttl(&zone), 60);
     }
 
     #[test]
