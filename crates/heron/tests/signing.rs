@@ -292,6 +292,45 @@ fn a_reload_signs_only_what_changed() {
     verify_with_tools(&SignedZone::from_text(ORIGIN, &text), true);
 }
 
+/// A policy edited in the configuration takes effect at the reload, not
+/// at the zone's next signing for some other reason: a new NSEC3 salt
+/// makes a new chain, and the zone still passes both checkers.
+#[test]
+fn a_policy_changed_in_the_configuration_is_applied_by_a_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = "denial = \"nsec3\"\nnsec3-salt = \"01\"";
+    let server = serve_signed(policy, &dir.path().join("keys"));
+    let salt = || {
+        let text = axfr(&server);
+        let param = text
+            .lines()
+            .find(|l| l.contains("NSEC3PARAM"))
+            .map(str::to_string);
+        param.and_then(|l| l.split_whitespace().last().map(str::to_string))
+    };
+    assert_eq!(salt().as_deref(), Some("01"));
+    let config = server.dir().join("heron.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("nsec3-salt = \"01\"", "nsec3-salt = \"02\""),
+    )
+    .unwrap();
+    server.reload();
+    let mut now = salt();
+    for _ in 0..100 {
+        if now.as_deref() == Some("02") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        now = salt();
+    }
+    assert_eq!(now.as_deref(), Some("02"), "{}", server.log());
+    let text = axfr(&server);
+    assert!(!text.contains(" NSEC3 1 0 0 01 "), "the old chain is gone");
+    verify_with_tools(&SignedZone::from_text(ORIGIN, &text), true);
+}
+
 /// A zone whose keys are in a `key-directory` of its own, its DS asked
 /// of the parent (CDS published), then its `dnssec-policy` removed while
 /// the server is stopped: `check-config` and a start refuse it (served

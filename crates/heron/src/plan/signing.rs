@@ -65,6 +65,7 @@ pub fn sign_loaded<Z: Borrow<Zone>>(
         key_state::undo(&mut step);
     }
     let signed = signed?;
+    signed_under().insert(origin.to_lowercase(), signing.clone());
     if policy.insecure && step.keys.is_empty() {
         tracing::info!(
             zone = %origin,
@@ -98,6 +99,21 @@ fn max_ttls() -> std::sync::MutexGuard<'static, HashMap<Name, u32>> {
     map.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The settings each signed zone (lower-cased origin) was last signed
+/// whole under: a change signed by itself only extends a version signed
+/// under the same policy (a new salt, NSEC to NSEC3, a ZONEMD asked for
+/// take a whole signing).
+fn signed_under() -> std::sync::MutexGuard<'static, HashMap<Name, Signing>> {
+    static SIGNED_UNDER: OnceLock<Mutex<HashMap<Name, Signing>>> = OnceLock::new();
+    let map = SIGNED_UNDER.get_or_init(Default::default);
+    map.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether the zone's version served was signed whole under `signing`.
+pub fn last_signed_under(origin: &Name, signing: &Signing) -> bool {
+    signed_under().get(&origin.to_lowercase()) == Some(signing)
+}
+
 /// `updated`, the signed zone `served` with `change` applied
 /// (`diff(served, updated)`: a batch of dynamic updates), signed again
 /// incrementally ([`heron_dnssec::sign::sign_change`]): only the RRsets
@@ -106,7 +122,8 @@ fn max_ttls() -> std::sync::MutexGuard<'static, HashMap<Name, u32>> {
 /// signer's own change, from `updated` to the version signed. None when
 /// the change needs a whole signing ([`sign_loaded`]): keys moved on,
 /// a delegation added or removed, a policy with ZONEMD (its digest
-/// covers the whole zone; an incremental ZONEMD would be called here).
+/// covers the whole zone; an incremental ZONEMD would be called here),
+/// settings changed since the last whole signing.
 pub fn sign_change(
     served: &Zone,
     updated: &Zone,
@@ -119,7 +136,7 @@ pub fn sign_change(
     // A ZONEMD added by an update under a policy that makes none: the
     // whole signing drops it (`without_zonemd`), it is not signed.
     let zonemd_added = (change.added.iter()).any(|r| r.rtype == heron_proto::RType::ZONEMD);
-    if policy.zonemd.is_some() || zonemd_added {
+    if policy.zonemd.is_some() || zonemd_added || !last_signed_under(origin, signing) {
         return Ok(None);
     }
     let now = heron_proto::time::unix_now();

@@ -410,9 +410,11 @@ impl ZoneFiles {
             .map(|e| (e.spec.origin.to_lowercase(), e))
             .collect();
         for spec in specs {
+            // Another file, or other signing settings: read (and signed)
+            // again, as a changed file is.
             let kept = before
                 .remove(&spec.origin.to_lowercase())
-                .filter(|e| e.spec.file == spec.file);
+                .filter(|e| e.spec.file == spec.file && e.spec.signing == spec.signing);
             let (loaded, loaded_at) = kept.map_or((None, None), |e| (e.loaded, e.loaded_at));
             self.entries.push(Entry {
                 spec: spec.clone(),
@@ -724,7 +726,8 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
 }
 
 /// A signed zone's file, read again: signed by its change from the
-/// version served when that can be done (the cost follows the change),
+/// version served when that can be done (the cost follows the change;
+/// not after the zone's signing settings changed),
 /// else whole, keeping the served version's signatures where nothing
 /// changed. `loaded` is dropped once a whole signing no longer needs it.
 fn sign_reloaded(
@@ -732,8 +735,11 @@ fn sign_reloaded(
     previous: Option<&Zone>,
     signing: &crate::config::dnssec::Signing,
 ) -> Result<Zone, Vec<String>> {
-    use crate::plan::signing::{change_from_signed, sign_by_change, sign_loaded};
-    let by_change = previous.and_then(|signed| {
+    use crate::plan::signing::{
+        change_from_signed, last_signed_under, sign_by_change, sign_loaded,
+    };
+    let same_settings = last_signed_under(loaded.origin(), signing);
+    let by_change = previous.filter(|_| same_settings).and_then(|signed| {
         let change = change_from_signed(signed, &loaded, signing)?;
         sign_by_change(signed, change, signing)
     });
