@@ -17,6 +17,7 @@ mod servers;
 mod stats;
 mod suite;
 mod sys;
+mod tls_conn;
 mod tls_floor;
 mod workloads;
 mod xdp_reflector;
@@ -142,6 +143,31 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         workers: usize,
     },
+    /// New DNS-over-TLS connections at a fixed rate, each a handshake
+    /// (resumed with a ticket, or with --no-resume a new session every
+    /// time), some queries one after another, and a close; prints the
+    /// connections made and resumed, answers and failures.
+    TlsConnect {
+        #[arg(long)]
+        target: SocketAddr,
+        /// dnsperf-format query file.
+        #[arg(long)]
+        queries: PathBuf,
+        /// New connections a second.
+        #[arg(long, default_value_t = 1000.0)]
+        rate: f64,
+        /// Seconds (at most 600).
+        #[arg(long, default_value_t = 5.0)]
+        duration: f64,
+        #[arg(long, default_value_t = 1)]
+        queries_per_conn: usize,
+        /// Every handshake a new session.
+        #[arg(long)]
+        no_resume: bool,
+        /// Client threads, one connection at a time each.
+        #[arg(long, default_value_t = 8)]
+        threads: usize,
+    },
     /// Echo every UDP datagram to PORT on INTERFACE with QR set, through
     /// Heron's AF_XDP worker loop: the floor of the XDP path.
     XdpReflector {
@@ -265,6 +291,37 @@ fn main() -> ExitCode {
             workers,
         } => tls_floor::run(listen, &cert, &key, workers)
             .map_err(|e| format!("TLS floor on {listen}: {e}")),
+        Cmd::TlsConnect {
+            target,
+            queries,
+            rate,
+            duration,
+            queries_per_conn,
+            no_resume,
+            threads,
+        } => {
+            let opts = tls_conn::TlsConnOpts {
+                target,
+                rate,
+                duration: Duration::from_secs_f64(duration.clamp(0.0, 600.0)),
+                queries_per_conn,
+                resume: !no_resume,
+                threads,
+            };
+            blast::QuerySet::load(&queries)
+                .and_then(|set| tls_conn::run(&set, &opts).map_err(|e| e.to_string()))
+                .map(|r| {
+                    println!(
+                        "{} connections ({:.0}/s), {} resumed, {} answered, {} failed; client CPU {:.2} s",
+                        r.connections,
+                        r.offered_cps(),
+                        r.resumed,
+                        r.answered,
+                        r.failed,
+                        r.cpu_s
+                    )
+                })
+        }
         Cmd::XdpReflector { listen } => xdp_reflector::run(&listen.interface, listen.port)
             .map_err(|e| format!("XDP reflector on {}@{}: {e}", listen.interface, listen.port)),
         Cmd::Run(args) => (*args)

@@ -356,6 +356,11 @@ pub struct CostCell {
     /// DoT: queries per connection before a new one (0: no limit).
     #[serde(default)]
     pub queries_per_conn: usize,
+    /// DoT from our own client (`tls_conn`): sessions resumed with a
+    /// ticket (true) or every handshake a new session (false); None:
+    /// dnsperf, which decides itself.
+    #[serde(default)]
+    pub tls_resume: Option<bool>,
     pub servers: Vec<CostServer>,
 }
 
@@ -397,6 +402,11 @@ pub struct CostTrial {
     /// connections: their handshakes), 0 where the window is the run.
     #[serde(default)]
     pub warmup_s: f64,
+    /// DoT from our own client: connections made, and those resumed.
+    #[serde(default)]
+    pub tls_connections: u64,
+    #[serde(default)]
+    pub tls_resumed: u64,
 }
 
 impl CostTrial {

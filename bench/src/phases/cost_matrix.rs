@@ -83,6 +83,10 @@ pub struct Plan {
 /// Connections of the DoT connection-cost cells.
 pub const DOT_CONN_COST_CONNECTIONS: usize = 100;
 
+/// Threads of our own DoT client, each with one connection at a time:
+/// enough to keep 2,000 new connections a second going on loopback.
+pub const OWN_TLS_CLIENTS: usize = 16;
+
 /// New connections per second in the DoT connection-cost cells: 2,000
 /// with a new connection every query or every 10 queries alike.
 const DOT_CONN_COSTS: [(usize, f64); 2] = [(1, 2e3), (10, 20e3)];
@@ -201,6 +205,9 @@ struct Load<'a> {
     /// DNS over TLS to the server's TLS listener, with this many queries
     /// per connection (0: no limit).
     dot: Option<usize>,
+    /// DoT connections from our own client (`tls_conn`), sessions
+    /// resumed or not; None: dnsperf's.
+    tls_resume: Option<bool>,
     /// CPUs of dnsperf (None: unpinned).
     gen_cpus: Option<String>,
     /// The server's address on a veth pair and the namespace of its other
@@ -369,6 +376,7 @@ fn udp_rows(
             tcp: None,
             shape,
             dot: None,
+            tls_resume: None,
             gen_cpus: gen_cpus(ctx, workers),
             via: None,
         };
@@ -418,6 +426,7 @@ fn tcp_rows(
             tcp: Some((connections, in_flight)),
             shape: ClientShape::FourSockets,
             dot: None,
+            tls_resume: None,
             gen_cpus: gen_cpus(ctx, workers),
             via: None,
         };
@@ -491,9 +500,21 @@ fn dot_rows(
         .dot_conn_costs
         .iter()
         .map(|&(queries, rate)| ((DOT_CONN_COST_CONNECTIONS, 1), queries, rate));
-    for ((connections, in_flight), queries_per_conn, rate) in open.chain(per_conn) {
+    // The cost of a connection again from our own client, whose sessions
+    // are resumed with a ticket or never, as the cell says.
+    let own = (plan.dot_conn_costs.iter())
+        .flat_map(|&(queries, rate)| [false, true].map(|resume| (queries, rate, Some(resume))))
+        .map(|(queries, rate, resume)| ((OWN_TLS_CLIENTS, 1), queries, rate, resume));
+    let dnsperf = open
+        .chain(per_conn)
+        .map(|(shape, queries, rate)| (shape, queries, rate, None));
+    for ((connections, in_flight), queries_per_conn, rate, tls_resume) in dnsperf.chain(own) {
+        let generator = match tls_resume {
+            Some(_) => Generator::Blast,
+            None => Generator::Dnsperf,
+        };
         let load = Load {
-            generator: Generator::Dnsperf,
+            generator,
             rate,
             seconds: plan.trial_s.max(2.0),
             set: &set,
@@ -501,18 +522,20 @@ fn dot_rows(
             tcp: Some((connections, in_flight)),
             shape: ClientShape::FourSockets,
             dot: Some(queries_per_conn),
+            tls_resume,
             gen_cpus: gen_cpus(ctx, workers),
             via: None,
         };
         let cell = CostCell {
             transport: "dot".into(),
             workload: w.id.clone(),
-            generator: "dnsperf".into(),
+            generator: generator.name().into(),
             rate,
             connections,
             in_flight,
             workers,
             queries_per_conn,
+            tls_resume,
             ..CostCell::default()
         };
         if let Err(e) = record_cell(ctx, (&servers, &cols), &load, plan.trials, cell, m, save) {
@@ -595,6 +618,7 @@ fn trial(ctx: &Ctx, server: &Server, load: &Load) -> Result<CostTrial, String> {
     let ticks0 = server.proc_cpu_seconds();
     let t0 = Instant::now();
     let mut t = match load.generator {
+        Generator::Blast if load.tls_resume.is_some() => own_tls_trial(ctx, server, load)?,
         Generator::Blast => {
             let g0 = sys::thread_cpu_seconds();
             let r = match load.tcp {
@@ -647,6 +671,33 @@ fn trial(ctx: &Ctx, server: &Server, load: &Load) -> Result<CostTrial, String> {
     t.server_ticks_cpu_s = server.proc_cpu_seconds() - ticks0;
     t.machine_cpu_s = sys::machine_busy_seconds() - m0;
     Ok(t)
+}
+
+/// A window of new DoT connections from our own client (`tls_conn`):
+/// `load.rate` queries a second, `load.dot` on each connection.
+fn own_tls_trial(ctx: &Ctx, server: &Server, load: &Load) -> Result<CostTrial, String> {
+    let per_conn = load.dot.unwrap_or(1).max(1);
+    let opts = crate::tls_conn::TlsConnOpts {
+        target: server.tls_addr.ok_or("no TLS listener")?,
+        rate: load.rate / per_conn as f64,
+        duration: Duration::from_secs_f64(load.seconds),
+        queries_per_conn: per_conn,
+        resume: load.tls_resume.unwrap_or(true),
+        threads: load.tcp.map_or(OWN_TLS_CLIENTS, |(clients, _)| clients),
+    };
+    let r = ctx.as_generator(|| crate::tls_conn::run(load.set, &opts));
+    let r = r.map_err(|e| format!("DoT connections: {e}"))?;
+    let asked = (r.connections + r.failed) * per_conn as u64;
+    Ok(CostTrial {
+        offered_qps: r.offered_cps() * per_conn as f64,
+        answered_qps: r.answered as f64 / r.run_s.max(1e-9),
+        answered: r.answered,
+        loss_pct: 100.0 * asked.saturating_sub(r.answered) as f64 / asked.max(1) as f64,
+        generator_cpu_s: r.cpu_s,
+        tls_connections: r.connections,
+        tls_resumed: r.resumed,
+        ..CostTrial::default()
+    })
 }
 
 /// The server's and the machine's counters at one moment.
@@ -810,8 +861,11 @@ fn say_cell(ctx: &Ctx, cell: &CostCell) {
     let shape = match cell.transport.as_str() {
         "tcp" => format!("{} conns × {}", cell.connections, cell.in_flight),
         "dot" => format!(
-            "{} conns × {}, {} per conn",
-            cell.connections, cell.in_flight, cell.queries_per_conn
+            "{} conns × {}, {} per conn{}",
+            cell.connections,
+            cell.in_flight,
+            cell.queries_per_conn,
+            resumption(cell.tls_resume)
         ),
         _ => format!("{} {}", cell.workload, cell.shape),
     };
@@ -820,7 +874,18 @@ fn say_cell(ctx: &Ctx, cell: &CostCell) {
         .iter()
         .map(|s| {
             let us: Vec<f64> = s.trials.iter().map(CostTrial::server_us).collect();
-            format!("{} {:.2}", s.name, crate::stats::Spread::of(&us).median)
+            let (made, resumed) = (s.trials.iter()).fold((0, 0), |(m, r), t| {
+                (m + t.tls_connections, r + t.tls_resumed)
+            });
+            let share = match made {
+                0 => String::new(),
+                _ => format!(" ({resumed} of {made} resumed)"),
+            };
+            format!(
+                "{} {:.2}{share}",
+                s.name,
+                crate::stats::Spread::of(&us).median
+            )
         })
         .collect();
     ctx.say(&format!(
@@ -830,6 +895,15 @@ fn say_cell(ctx: &Ctx, cell: &CostCell) {
         cell.rate,
         costs.join(", ")
     ));
+}
+
+/// How a DoT cell's sessions go: ours resumed or not, dnsperf's its own.
+pub(crate) fn resumption(resume: Option<bool>) -> &'static str {
+    match resume {
+        Some(true) => ", our client, sessions resumed",
+        Some(false) => ", our client, no resumption",
+        None => "",
+    }
 }
 
 /// The XDP table's columns: name, server, and UDP over AF_XDP or sockets.
@@ -878,6 +952,7 @@ fn xdp_rows(
             tcp: None,
             shape: ClientShape::FourSockets,
             dot: None,
+            tls_resume: None,
             gen_cpus: gen_cpus(ctx, workers),
             via: Some((IpAddr::V4(addr), net.namespace.clone())),
         };

@@ -460,7 +460,8 @@ fn doctor(ctx: &Ctx, server: &Server) -> String {
     }
 }
 
-fn client_config() -> ClientConfig {
+/// A client that accepts the suite's self-signed certificates.
+pub(crate) fn client_config() -> ClientConfig {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

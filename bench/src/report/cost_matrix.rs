@@ -219,8 +219,10 @@ fn clients(c: &CostCell) -> String {
     match c.transport.as_str() {
         "tcp" => format!("{} conns × {} in flight", c.connections, c.in_flight),
         "dot" if c.queries_per_conn > 0 => format!(
-            "{} conns, a new one every {} queries",
-            c.connections, c.queries_per_conn
+            "{} conns, a new one every {} queries{}",
+            c.connections,
+            c.queries_per_conn,
+            crate::phases::cost_matrix::resumption(c.tls_resume)
         ),
         "dot" => format!("{} conns × {} in flight", c.connections, c.in_flight),
         "udp" if c.shape.is_empty() => "four-sockets".into(),
