@@ -103,17 +103,40 @@ pub fn execute(path: &Path, command: &KeymgrCommand, now: UnixTime) -> Result<St
     };
     let policy = state.policy.clone().unwrap_or_else(placeholder_policy);
     let mut machine = Rollover::new(policy, state.keys.clone());
-    machine.handle(event, now).map_err(|e| e.to_string())?;
+    machine
+        .handle(event.clone(), now)
+        .map_err(|e| e.to_string())?;
     let changed = ZoneKeys {
         keys: machine.keys().to_vec(),
         ..state
     };
     changed.save(path).map_err(|e| e.to_string())?;
-    Ok(match command {
-        KeymgrCommand::Roll { key } => format!("key {key} rolls over at the next step\n"),
-        KeymgrCommand::Delete { key } => format!("key {key} deleted from the state file\n"),
+    Ok(match (command, &event) {
+        (KeymgrCommand::Roll { key }, _) => format!("key {key} rolls over at the next step\n"),
+        (KeymgrCommand::Delete { key }, Event::Forget(id)) => remove_key_file(path, key, id)?,
         _ => "the parent's DS is recorded as matching the CDS records\n".to_string(),
     })
+}
+
+/// Removes the private key file of `id`, a key the state file no longer
+/// has, from the key directory (beside the state file at `path`); what
+/// was done, for `key` as the operator named it.
+fn remove_key_file(path: &Path, key: &str, id: &str) -> Result<String, String> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let file = dir.join(format!("{id}{}", crate::plan::key_state::KEY_SUFFIX));
+    match std::fs::remove_file(&file) {
+        Ok(()) => Ok(format!(
+            "key {key} deleted from the state file, and its file {} removed\n",
+            file.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(format!(
+            "key {key} deleted from the state file (it had no file)\n"
+        )),
+        Err(e) => Err(format!(
+            "key {key} deleted from the state file, but its file {} is still there: {e}",
+            file.display()
+        )),
+    }
 }
 
 /// The key named by id or by tag (which must then be unambiguous).
@@ -240,6 +263,33 @@ mod tests {
         assert_eq!(busy, Err("key k22 is still in use".to_string()));
         let unknown = execute(&path, &KeymgrCommand::Roll { key: "33".into() }, NOW);
         assert_eq!(unknown, Err("no key 33".to_string()));
+    }
+
+    /// A retired key no cache holds any more leaves the state file and
+    /// takes its private key file with it; other keys' files stay.
+    #[test]
+    fn deleting_a_retired_key_removes_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = zone_file(dir.path());
+        let mut state = ZoneKeys::load(&path).unwrap();
+        let mut gone = Key::new("k33".into(), 33, 13, Role::Zsk, NOW);
+        gone.goal = heron_dnssec::rollover::Goal::Hidden;
+        state.keys.push(gone);
+        state.save(&path).unwrap();
+        let file = |id: &str| dir.path().join(format!("{id}.heron-key"));
+        for id in ["k22", "k33"] {
+            std::fs::write(file(id), "secret").unwrap();
+        }
+        let said = execute(&path, &KeymgrCommand::Delete { key: "33".into() }, NOW).unwrap();
+        assert!(said.contains("removed"), "{said}");
+        assert!(!file("k33").exists() && file("k22").exists());
+        let ids: Vec<String> = ZoneKeys::load(&path)
+            .unwrap()
+            .keys
+            .into_iter()
+            .map(|k| k.id)
+            .collect();
+        assert_eq!(ids, ["k11", "k22"]);
     }
 
     #[test]
