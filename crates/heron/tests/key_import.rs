@@ -527,6 +527,13 @@ fn bad_bind_keys_are_refused_with_a_clear_message_and_nothing_written() {
         std::fs::remove_file(d.join(format!("{p384}.{ext}"))).unwrap();
     }
 
+    // An RSA key smaller than ring signs with, refused in words.
+    let small = keygen(d, ORIGIN, &["-a", "RSASHA256", "-b", "1024"]);
+    refused(d, "too small (RSA keys need at least 2,048 bits)");
+    for ext in ["key", "private"] {
+        std::fs::remove_file(d.join(format!("{small}.{ext}"))).unwrap();
+    }
+
     // Other zones' keys in the folder are left alone; the good key imports.
     keygen(d, "other.test.", &["-a", "ECDSAP256SHA256"]);
     let keys = tempfile::tempdir().unwrap();
@@ -550,7 +557,10 @@ fn bad_bind_keys_are_refused_with_a_clear_message_and_nothing_written() {
 
     // No key of the zone at all.
     let empty = tempfile::tempdir().unwrap();
-    refused(empty.path(), "no key of moved.test.");
+    refused(
+        empty.path(),
+        "no key of moved.test. (no Kmoved.test.+ALG+TAG.key file)",
+    );
 }
 
 #[test]

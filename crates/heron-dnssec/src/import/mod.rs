@@ -153,6 +153,15 @@ pub fn public_key_of(algorithm: u8, pkcs8: &[u8]) -> Result<Vec<u8>, ImportError
         "InconsistentComponents" => {
             ImportError("the private key does not match the public key".into())
         }
+        "TooSmall" => ImportError(
+            "the private key is refused: too small (RSA keys need at least 2,048 bits)".into(),
+        ),
+        "TooLarge" => ImportError(
+            "the private key is refused: too large (RSA keys of at most 8,192 bits)".into(),
+        ),
+        "InvalidEncoding" | "InvalidComponent" => {
+            ImportError(format!("the private key is refused: not a valid key ({e})"))
+        }
         _ => ImportError(format!("the private key is refused: {e}")),
     };
     match algorithm {

@@ -120,7 +120,7 @@ fn bind_keys(dir: &Path, zone: &str) -> Result<Vec<Found>, String> {
     if stems.is_empty() {
         let bare = zone.trim_end_matches('.');
         return Err(format!(
-            "{}: no key of {zone} (no K{bare}+ALG+TAG.key file)",
+            "{}: no key of {zone} (no K{bare}.+ALG+TAG.key file)",
             dir.display()
         ));
     }
@@ -433,7 +433,11 @@ fn describe(key: &rollover::Key) -> String {
         return "retired (Heron will not sign with it)".into();
     }
     if key.is_active() {
-        return "active: published, signing, in use at the parent".into();
+        // A ZSK has no DS: only a KSK or CSK is in use at the parent.
+        return match key.role {
+            rollover::Role::Zsk => "active: published, signing".into(),
+            _ => "active: published, signing, in use at the parent".into(),
+        };
     }
     let state = |s: State| format!("{s:?}").to_lowercase();
     format!(
