@@ -109,24 +109,41 @@ fn state_name(state: State) -> &'static str {
     }
 }
 
-impl std::fmt::Display for NextEvent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl NextEvent {
+    /// What happens next, without when (`at`, for a table that has a
+    /// column for the time).
+    pub fn what(&self) -> String {
         match self {
-            NextEvent::Record { kind, to, at } => {
+            NextEvent::Record { kind, to, .. } => {
                 let what = match kind {
                     RecordKind::Dnskey => "DNSKEY",
                     RecordKind::ZoneRrsig => "RRSIGs",
                     RecordKind::Ds => "DS",
                 };
-                write!(f, "{what} {} at {at}", state_name(*to))
+                format!("{what} {}", state_name(*to))
             }
-            NextEvent::Parent { add: true } => f.write_str("waits for the parent to add its DS"),
-            NextEvent::Parent { add: false } => {
-                f.write_str("waits for the parent to remove its DS")
-            }
-            NextEvent::Rollover { at } => write!(f, "rollover at {at}"),
-            NextEvent::OtherKeys => f.write_str("waits for another key's step"),
-            NextEvent::None => f.write_str("-"),
+            NextEvent::Parent { add: true } => "waits for the parent to add its DS".into(),
+            NextEvent::Parent { add: false } => "waits for the parent to remove its DS".into(),
+            NextEvent::Rollover { .. } => "rollover".into(),
+            NextEvent::OtherKeys => "waits for another key's step".into(),
+            NextEvent::None => "-".into(),
+        }
+    }
+
+    /// When it happens, if it is timed.
+    pub fn at(&self) -> Option<UnixTime> {
+        match self {
+            NextEvent::Record { at, .. } | NextEvent::Rollover { at } => Some(*at),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for NextEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.at() {
+            Some(at) => write!(f, "{} at {at}", self.what()),
+            None => f.write_str(&self.what()),
         }
     }
 }

@@ -532,11 +532,17 @@ fn status_lists_each_keys_next_event() {
     };
     assert_eq!(new.next, expected);
     assert_eq!(new.next.to_string(), format!("DNSKEY omnipresent at {at}"));
+    // A table with a column for the time takes the two apart.
+    assert_eq!(
+        (new.next.what(), new.next.at()),
+        ("DNSKEY omnipresent".into(), Some(at))
+    );
     let old = status.iter().find(|s| s.role == Role::Zsk).unwrap();
     assert_eq!(
         (old.goal, old.next.clone()),
         (Goal::Hidden, NextEvent::OtherKeys)
     );
+    assert_eq!(old.next.at(), None);
 }
 
 /// Keys another signer had in place (as `import` makes them) keep

@@ -3,7 +3,7 @@
 //! operator's word that the parent's DS RRset changed as the zone's CDS
 //! asks (for parents that cannot be queried).
 
-use heron_dnssec::rollover::{NextEvent, State};
+use heron_dnssec::rollover::State;
 use heron_proto::Name;
 use serde_json::{Value, json};
 
@@ -19,14 +19,6 @@ fn state_name(state: State) -> &'static str {
         State::Rumoured => "rumoured",
         State::Omnipresent => "omnipresent",
         State::Unretentive => "unretentive",
-    }
-}
-
-/// When the next event is, if it has a time.
-fn next_at(next: &NextEvent) -> Option<u64> {
-    match next {
-        NextEvent::Record { at, .. } | NextEvent::Rollover { at } => Some(*at),
-        _ => None,
     }
 }
 
@@ -65,8 +57,8 @@ impl Controller {
                     "dnskey": state_name(status.dnskey),
                     "rrsig": status.zone_rrsig.map(state_name),
                     "ds": status.ds.map(state_name),
-                    "next": status.next.to_string(),
-                    "next_at": next_at(&status.next),
+                    "next": status.next.what(),
+                    "next_at": status.next.at(),
                 })
             })
             .collect();
