@@ -299,12 +299,10 @@ fn apply_batch(batch: Vec<Update>, catalog: &SharedCatalog, xfr: &Transfers) -> 
             working.insert(origin, w);
         }
     }
-    for (update, outcome) in batch.iter().zip(&outcomes) {
-        outcome.log(update);
-    }
     let rcodes = outcomes.iter().map(|o| o.rcode);
     let mut answered: Vec<(Update, Rcode)> = batch.into_iter().zip(rcodes).collect();
     sign_updated(&mut working, &served, &mut answered, xfr);
+    log_answers(&answered, outcomes);
     let unchanged = |answered| Done {
         answered,
         changed: Vec::new(),
@@ -352,6 +350,18 @@ fn apply_batch(batch: Vec<Update>, catalog: &SharedCatalog, xfr: &Transfers) -> 
         answered,
         changed,
         synced,
+    }
+}
+
+/// Logs each update with its answer, the one a failed signing made of it
+/// if so (that failure's ERROR line says why).
+fn log_answers(answered: &[(Update, Rcode)], outcomes: Vec<Outcome>) {
+    for ((update, rcode), mut outcome) in answered.iter().zip(outcomes) {
+        if *rcode != outcome.rcode {
+            outcome.rcode = *rcode;
+            outcome.why = "the zone could not be signed".into();
+        }
+        outcome.log(update);
     }
 }
 
