@@ -224,7 +224,9 @@ fn check_config_refuses_bad_policies() {
         format!(
             "[[dnssec-policy]]\nname = \"p\"\nalgorithm = \"rsasha1\"\nsignature-refresh = \"30d\"\n\
              [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\ndnssec-policy = \"p\"\n\
-             [[zone]]\norigin = \"other.test.\"\nfile = \"{}\"\ndnssec-policy = \"missing\"\n",
+             [[zone]]\norigin = \"other.test.\"\nfile = \"{}\"\ndnssec-policy = \"missing\"\n\
+             [[zone]]\norigin = \"third.test.\"\nfile = \"{}\"\ndnssec-policy = \"default\"\n",
+            zone_file().display(),
             zone_file().display(),
             zone_file().display()
         ),
@@ -244,6 +246,11 @@ fn check_config_refuses_bad_policies() {
         "dnssec-policy 'missing' is not defined",
     ] {
         assert!(said.contains(needle), "{needle}: {said}");
+    }
+    // The broken policy's errors say it all: no "not defined" for the
+    // zone naming it, nor for one naming a built-in policy.
+    for needle in ["'p' is not defined", "'default' is not defined"] {
+        assert!(!said.contains(needle), "{needle}: {said}");
     }
 }
 

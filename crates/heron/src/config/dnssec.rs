@@ -274,8 +274,9 @@ fn salt(text: &str) -> Result<Vec<u8>, String> {
 }
 
 /// The policies by name, `default` and `insecure` built in unless the
-/// file defines them.
-pub fn policies(entries: &[PolicyEntry]) -> Result<HashMap<String, Arc<Policy>>, Vec<String>> {
+/// file defines them: those that are right, and what is wrong with the
+/// others (so that a zone naming a built-in one is not refused for them).
+pub fn policies_and_errors(entries: &[PolicyEntry]) -> (HashMap<String, Arc<Policy>>, Vec<String>) {
     let mut out = HashMap::from([
         ("default".to_string(), Arc::new(Policy::default())),
         (
@@ -303,11 +304,7 @@ pub fn policies(entries: &[PolicyEntry]) -> Result<HashMap<String, Arc<Policy>>,
             ),
         }
     }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(errors)
-    }
+    (out, errors)
 }
 
 /// A zone's signing from its `dnssec-policy` and `key-directory`
@@ -377,6 +374,14 @@ pub fn check_imported_keys(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The policies, or every error if any.
+    fn policies(entries: &[PolicyEntry]) -> Result<HashMap<String, Arc<Policy>>, Vec<String>> {
+        match policies_and_errors(entries) {
+            (out, errors) if errors.is_empty() => Ok(out),
+            (_, errors) => Err(errors),
+        }
+    }
 
     fn entry(toml_text: &str) -> PolicyEntry {
         toml::from_str(toml_text).unwrap()

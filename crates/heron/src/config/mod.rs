@@ -993,8 +993,15 @@ fn read_zones(
     base: &Path,
     problems: &mut Problems,
 ) -> (Zones, Vec<Name>, Vec<CatalogConfig>) {
-    let policies = problems.or(dnssec::policies(&file.dnssec_policies), HashMap::new());
+    let (policies, errors) = dnssec::policies_and_errors(&file.dnssec_policies);
+    errors.into_iter().for_each(|e| problems.add(e));
     let policies_by_name = &policies;
+    // A zone naming a policy whose section has errors: those errors say
+    // it, not a "not defined" for each zone.
+    let broken = |name: Option<&str>| {
+        name.is_some_and(|n| !policies.contains_key(n))
+            && (file.dnssec_policies.iter()).any(|p| Some(p.name.as_str()) == name)
+    };
     let mut zones = Zones::default();
     let mut single_zones = Vec::with_capacity(file.zones.len());
     for entry in &file.zones {
@@ -1008,6 +1015,7 @@ fn read_zones(
                 }
                 zones.add(spec, &settings)
             }
+            Err(_) if broken(entry.dnssec_policy.as_deref()) => {}
             Err(e) => problems.add(format!("zone '{}': {e}", entry.origin)),
         }
     }
@@ -1019,7 +1027,9 @@ fn read_zones(
             base,
         );
         let added = signing.and_then(|signing| zones.add_group(group, keys, base, signing));
-        if let Err(e) = added {
+        if let Err(e) = added
+            && !broken(group.dnssec_policy.as_deref())
+        {
             problems.add(format!("[[zone-group]]: {e}"));
         }
     }
