@@ -100,7 +100,7 @@ check crates/heron-xfr/src "update journal catalog_zone timers primary secondary
 # The binary: what the configuration says, what it means, the running
 # server, what operators drive it with, and the entry points above all.
 check crates/heron/src "config plan runtime control serve,check,doctor,keygen,keymgr,man,completions,import,compare" \
-    "background memory notify logging privileges process_start"
+    "background memory notify logging privileges process_start stdout"
 
 # No two files of these crates import each other, directly or round a
 # circle (a folder's mod.rs and its own parts excepted).
