@@ -36,9 +36,16 @@ fn zone_file() -> PathBuf {
 }
 
 /// Heron serving edge.test. under `policy` (the lines of a
-/// `[[dnssec-policy]]` named "p"; empty: the built-in `default`).
+/// `[[dnssec-policy]]` named "p"; empty: the built-in `default`), from a
+/// copy of the zone file beside `key_directory`: the signed copy kept for
+/// a restart (`FILE.signed`) is the test's own.
 fn serve_signed(policy: &str, key_directory: &Path) -> ServerProcess {
-    serve_signed_file(policy, key_directory, &zone_file())
+    let file = key_directory.with_file_name("edge.test.zone");
+    if !file.exists() {
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::copy(zone_file(), &file).unwrap();
+    }
+    serve_signed_file(policy, key_directory, &file)
 }
 
 fn serve_signed_file(policy: &str, key_directory: &Path, file: &Path) -> ServerProcess {
