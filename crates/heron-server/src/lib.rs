@@ -27,6 +27,7 @@
 pub mod datagram;
 pub mod dnstap;
 pub mod http;
+pub mod ports;
 pub mod processor;
 pub mod rrl;
 pub mod service;

@@ -683,6 +683,7 @@ fn start_transports(
     service: &Arc<Service>,
     transfers: &Transfers,
 ) -> Result<Transports, String> {
+    warn_of_shared_ports(server);
     let stop = Arc::new(AtomicBool::new(false));
     let (shutdown, shutdown_rx) = watch::channel(false);
     let limiter =
@@ -746,6 +747,33 @@ fn start_transports(
         shutdown,
         loops,
     })
+}
+
+/// Says so when another process already listens where this server is to:
+/// both bind with `SO_REUSEPORT`, so the kernel would share the queries
+/// between them without an error (a second server started by mistake).
+/// Not refused: starting the new server before stopping the old one is a
+/// way to restart without dropping a query.
+fn warn_of_shared_ports(server: &ServerConfig) {
+    use heron_server::ports::{Transport, held_elsewhere};
+    let tls = server.tls.iter().flat_map(|t| t.listen.iter());
+    let udp = server.listen.iter().map(|&a| (a, Transport::Udp));
+    let tcp = server
+        .listen
+        .iter()
+        .chain(tls)
+        .map(|&a| (a, Transport::Tcp));
+    for (addr, transport) in udp.chain(tcp).filter(|&(a, t)| held_elsewhere(a, t)) {
+        let name = match transport {
+            Transport::Udp => "UDP",
+            Transport::Tcp => "TCP",
+        };
+        tracing::warn!(
+            "{name} {addr} is already bound by another process: the kernel shares its \
+             {name} traffic between that process and this server (SO_REUSEPORT); stop the \
+             other one unless it is being replaced by this one"
+        );
+    }
 }
 
 /// TCP and TLS on one event loop per worker, each with its own listening

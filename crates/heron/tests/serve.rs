@@ -1535,3 +1535,26 @@ fn check_config_lists_every_problem_in_one_run() {
         assert!(text.contains(problem), "{problem} in:\n{text}");
     }
 }
+
+/// A second server started where one already listens (both with
+/// SO_REUSEPORT, so the kernel would share the queries silently) says so
+/// in its log, for UDP and TCP; the first one, started alone, does not.
+#[test]
+fn a_second_server_on_a_busy_port_says_it_shares_the_traffic() {
+    let config = |port: u16| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n",
+            data(EDGE).display()
+        )
+    };
+    let first = ServerProcess::heron_with_config(&heron(), "edge.test", config);
+    let port = first.addr().port();
+    let second = ServerProcess::heron_on_port(&heron(), port, "edge.test", &config(port))
+        .unwrap_or_else(|log| panic!("did not start:\n{log}"));
+    for transport in ["UDP", "TCP"] {
+        let line = format!("{transport} 127.0.0.1:{port} is already bound by another process");
+        assert!(second.wait_for_log(&line), "{}", second.log());
+    }
+    assert!(!first.log().contains("already bound"), "{}", first.log());
+}

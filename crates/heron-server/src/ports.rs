@@ -1,0 +1,68 @@
+//! Whether a port Heron is about to listen on is held by another process.
+//! Heron binds its listening sockets with `SO_REUSEPORT` (one per worker),
+//! so a second server on the same address and port, run by the same user
+//! with the option too (a second Heron, NSD, Knot), binds without error
+//! and the kernel shares the queries between the two.
+
+use std::io;
+use std::net::SocketAddr;
+
+use socket2::{Domain, Socket, Type};
+
+/// UDP or TCP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Udp,
+    Tcp,
+}
+
+/// Whether some socket already holds `addr` for `transport`: a bind
+/// without `SO_REUSEPORT` fails then, whoever holds it. Call it before
+/// this process binds `addr` itself. Port 0 (any free port) is never held.
+pub fn held_elsewhere(addr: SocketAddr, transport: Transport) -> bool {
+    if addr.port() == 0 {
+        return false;
+    }
+    let kind = match transport {
+        Transport::Udp => Type::DGRAM,
+        Transport::Tcp => Type::STREAM,
+    };
+    let Ok(socket) = Socket::new(Domain::for_address(addr), kind, None) else {
+        return false;
+    };
+    // As the listeners are bound: IPv6 alone, and for TCP a connection
+    // of an earlier run waiting out TIME_WAIT holds nothing.
+    if addr.is_ipv6() {
+        let _ = socket.set_only_v6(true);
+    }
+    if transport == Transport::Tcp {
+        let _ = socket.set_reuse_address(true);
+    }
+    matches!(socket.bind(&addr.into()), Err(e) if e.kind() == io::ErrorKind::AddrInUse)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared_udp(addr: SocketAddr) -> std::net::UdpSocket {
+        crate::udp::bind_reuseport(addr).unwrap()
+    }
+
+    #[test]
+    fn a_port_another_socket_holds_is_found_and_a_free_one_is_not() {
+        let udp = shared_udp("127.0.0.1:0".parse().unwrap());
+        let taken = udp.local_addr().unwrap();
+        assert!(held_elsewhere(taken, Transport::Udp));
+        let tcp = crate::tcp::event_loop::bind_shared("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listening = tcp.local_addr().unwrap();
+        assert!(held_elsewhere(listening, Transport::Tcp));
+        drop((udp, tcp));
+        assert!(!held_elsewhere(taken, Transport::Udp));
+        assert!(!held_elsewhere(listening, Transport::Tcp));
+        assert!(!held_elsewhere(
+            "127.0.0.1:0".parse().unwrap(),
+            Transport::Udp
+        ));
+    }
+}
