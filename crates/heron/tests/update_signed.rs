@@ -33,20 +33,29 @@ fn zone_text() -> String {
 }
 
 fn start(dir: &Path, policy: &str) -> ServerProcess {
+    start_with(dir, policy, "")
+}
+
+/// [`start`], with a control socket at `dir/control.sock` and `zone_extra`
+/// in the zone's section.
+fn start_with(dir: &Path, policy: &str, zone_extra: &str) -> ServerProcess {
     let file = dir.join("sup.zone");
     if !file.exists() {
         std::fs::write(&file, zone_text()).unwrap();
     }
     let keys = dir.join("keys");
+    let socket = dir.join("control.sock");
     let policy = policy.to_string();
+    let zone_extra = zone_extra.to_string();
     ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
         format!(
-            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
              [[key]]\nname = \"ops\"\nsecret = \"{SECRET}\"\n\
              [[dnssec-policy]]\nname = \"p\"\n{policy}\n\
              [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n\
              allow-update = [\"key ops zonesub ANY\"]\n\
-             dnssec-policy = \"p\"\nkey-directory = \"{}\"\n",
+             dnssec-policy = \"p\"\nkey-directory = \"{}\"\n{zone_extra}\n",
+            socket.display(),
             file.display(),
             keys.display()
         )
@@ -400,4 +409,97 @@ fn updates_to_a_zonemd_zone_keep_a_zonemd_that_verifies() {
     let text = axfr(server.addr());
     assert!(text.contains("new.sup.test."), "{text}");
     zonemd_verifies(dir.path(), &text, "after a restart");
+}
+
+/// Runs `heron ctl ARGS` on the server started in `dir`: success, output.
+fn ctl(dir: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(heron())
+        .arg("ctl")
+        .arg("--socket")
+        .arg(dir.join("control.sock"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&[&out.stdout[..], &out.stderr[..]].concat()).into_owned();
+    (out.status.success(), text)
+}
+
+/// What the server signs is not in the zone's file: true if `text` has
+/// a record of a type the signer makes.
+fn has_signer_records(text: &str) -> bool {
+    let types = [
+        "RRSIG",
+        "NSEC",
+        "NSEC3",
+        "NSEC3PARAM",
+        "DNSKEY",
+        "CDS",
+        "CDNSKEY",
+        "ZONEMD",
+    ];
+    text.lines()
+        .any(|l| (l.split_whitespace().nth(3)).is_some_and(|t| types.contains(&t)))
+}
+
+/// The zone file of a zone Heron signs stays the zone's own data: the
+/// updated zone is written back (`zonefile-sync`) and frozen (`heron ctl
+/// freeze`) without signatures, keys, the chain or the ZONEMD; the file
+/// edited by hand during the freeze is taken at `thaw` and signed, its
+/// ZONEMD made anew; updates go on after.
+#[test]
+fn the_file_of_a_signed_zone_is_written_unsigned_and_an_edit_is_signed_at_thaw() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = "denial = \"nsec3\"\nzonemd = \"sha384\"";
+    let server = start_with(dir.path(), policy, "zonefile-sync = 0");
+    let addr = server.addr();
+    let file = dir.path().join("sup.zone");
+    assert_eq!(
+        nsupdate(addr, STEPS[0].commands),
+        "NOERROR",
+        "{}",
+        server.log()
+    );
+    let written_back = || std::fs::read_to_string(&file).unwrap();
+    assert!(
+        eventually(|| written_back().contains("new.sup.test.")),
+        "{}",
+        server.log()
+    );
+    assert!(!has_signer_records(&written_back()), "{}", written_back());
+    // Frozen: written as served, unsigned; edited by hand.
+    let (ok, said) = ctl(dir.path(), &["freeze", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    let frozen = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        frozen.contains("new.sup.test.") && !has_signer_records(&frozen),
+        "{frozen}"
+    );
+    std::fs::write(
+        &file,
+        format!("{frozen}byhand.sup.test. 300 IN A 192.0.2.90\n"),
+    )
+    .unwrap();
+    let (ok, said) = ctl(dir.path(), &["thaw", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    let text = axfr(addr);
+    assert!(
+        text.contains("byhand.sup.test.") && text.contains("new.sup.test."),
+        "{}",
+        server.log()
+    );
+    zonemd_verifies(dir.path(), &text, "after the thaw");
+    let byhand = Step {
+        commands: "",
+        name: "byhand",
+        now: Now::Answer("A"),
+        rrsets: 1,
+    };
+    check_valid(addr, &text, &byhand, true);
+    assert_eq!(
+        nsupdate(addr, "update add later.sup.test 300 A 192.0.2.91"),
+        "NOERROR"
+    );
+    let after = axfr(addr);
+    assert!(after.contains("later.sup.test."), "{}", server.log());
+    zonemd_verifies(dir.path(), &after, "an update after the thaw");
 }

@@ -35,22 +35,47 @@ pub fn which_exist(files: &[&Path]) -> Vec<bool> {
 /// synced, so that after a crash `path` holds either the old file or the
 /// whole new one.
 pub fn write_zone_file(zone: &Zone, path: &Path) -> io::Result<()> {
-    write_file(zone, path, true)
+    write_file(zone, path, Form::Sealed)
 }
 
 /// [`write_zone_file`] without the seal: for a file an operator edits
 /// (a zone written back after dynamic updates), where a seal's digest
 /// would go stale at the first edit and say nothing.
 pub fn write_plain_zone_file(zone: &Zone, path: &Path) -> io::Result<()> {
-    write_file(zone, path, false)
+    write_file(zone, path, Form::Plain(&|_| false))
 }
 
-fn write_file(zone: &Zone, path: &Path, sealed: bool) -> io::Result<()> {
+/// [`write_plain_zone_file`] of a zone a signer made, without what the
+/// signer makes: the RRSIGs and the types `from_signer` names. The file
+/// an operator edits of a zone the server signs holds the zone's own
+/// data only: the signer makes the rest again when it is read, and a
+/// stale signature, key or digest in it could outlive the signing.
+pub fn write_unsigned_zone_file(
+    zone: &Zone,
+    path: &Path,
+    from_signer: fn(RType) -> bool,
+) -> io::Result<()> {
+    write_file(
+        zone,
+        path,
+        Form::Plain(&|t| t == RType::RRSIG || from_signer(t)),
+    )
+}
+
+/// How a zone is written: sealed with every record, or plain with the
+/// types the function names left out.
+#[derive(Clone, Copy)]
+enum Form<'f> {
+    Sealed,
+    Plain(&'f dyn Fn(RType) -> bool),
+}
+
+fn write_file(zone: &Zone, path: &Path, form: Form) -> io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
     let tmp = tmp_path(path);
-    let result = write_synced(zone, &tmp, sealed).and_then(|()| std::fs::rename(&tmp, path));
+    let result = write_synced(zone, &tmp, form).and_then(|()| std::fs::rename(&tmp, path));
     if let Err(e) = result {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
@@ -58,13 +83,13 @@ fn write_file(zone: &Zone, path: &Path, sealed: bool) -> io::Result<()> {
     sync_dir(path)
 }
 
-fn write_synced(zone: &Zone, tmp: &Path, sealed: bool) -> io::Result<()> {
+fn write_synced(zone: &Zone, tmp: &Path, form: Form) -> io::Result<()> {
     let mut out = BufWriter::new(File::create(tmp)?);
-    match sealed {
-        true => write_zone(zone, &mut out)?,
-        false => {
+    match form {
+        Form::Sealed => write_zone(zone, &mut out)?,
+        Form::Plain(left_out) => {
             writeln!(out, "{}", first_line(zone))?;
-            write_records(zone, &mut out)?;
+            write_records(zone, &mut out, left_out)?;
         }
     }
     let file = out.into_inner().map_err(|e| e.into_error())?;
@@ -79,14 +104,20 @@ fn sync_dir(path: &Path) -> io::Result<()> {
 /// The zone as master-file text, sealed ([`seal`]): a copy the disk
 /// garbled is not read back as the zone.
 pub fn write_zone(zone: &Zone, out: &mut impl Write) -> io::Result<()> {
-    seal::write_sealed(out, &first_line(zone), |out| write_records(zone, out))
+    seal::write_sealed(out, &first_line(zone), |out| {
+        write_records(zone, out, &|_| false)
+    })
 }
 
 fn first_line(zone: &Zone) -> String {
     format!("; zone {} serial {}", zone.origin(), zone.serial())
 }
 
-fn write_records(zone: &Zone, out: &mut dyn Write) -> io::Result<()> {
+fn write_records(
+    zone: &Zone,
+    out: &mut dyn Write,
+    left_out: &dyn Fn(RType) -> bool,
+) -> io::Result<()> {
     writeln!(out, "$ORIGIN {}", zone.origin())?;
     let soa = zone.soa();
     write_record(out, zone.apex(), RType::SOA, soa.ttl(), &soa.first_rdata())?;
@@ -95,10 +126,14 @@ fn write_records(zone: &Zone, out: &mut dyn Write) -> io::Result<()> {
     for node in nodes {
         let at_apex = node.id() == apex;
         for set in node.rrsets() {
-            if !(at_apex && set.rtype == RType::SOA) {
+            let written_first = at_apex && set.rtype == RType::SOA;
+            if !written_first && !left_out(set.rtype) {
                 for rd in set.rdatas() {
                     write_record(out, node, set.rtype, set.ttl(), &rd)?;
                 }
+            }
+            if left_out(RType::RRSIG) {
+                continue;
             }
             for rd in set.sigs() {
                 write_record(out, node, RType::RRSIG, set.sig_ttl(), &rd)?;
@@ -140,5 +175,45 @@ mod tests {
         assert_eq!(which_exist(&files), expected);
         assert_eq!(expected.iter().filter(|&&e| e).count(), 15);
         assert!(which_exist(&[]).is_empty());
+    }
+
+    /// The unsigned form keeps the zone's own data, delegation DS and
+    /// glue included, and leaves out every signature and what the
+    /// function names; the file reads back as a zone.
+    #[test]
+    fn an_unsigned_file_holds_the_data_without_the_signers_records() {
+        let origin = heron_proto::Name::parse("w.test").unwrap();
+        let text = "$ORIGIN w.test.\n$TTL 60\n@ SOA ns h 7 2 3 4 5\n@ NS ns\n\
+            @ DNSKEY 257 3 13 AQID\n@ NSEC w.test. SOA NS DNSKEY NSEC RRSIG\n\
+            @ RRSIG SOA 13 2 60 20300101000000 20200101000000 1 w.test. AQID\n\
+            @ ZONEMD 7 1 1 000102030405060708090a0b0c0d0e0f000102030405060708090a0b0c0d0e0f000102030405060708090a0b0c0d0e0f\n\
+            ns A 192.0.2.1\nns RRSIG A 13 2 60 20300101000000 20200101000000 1 w.test. AQID\n\
+            sub NS ns.sub\nsub DS 1 13 2 000102030405060708090a0b0c0d0e0f000102030405060708090a0b0c0d0e0f\nns.sub A 192.0.2.2\n";
+        let zone = heron_zone::load_zone_str(text, "w.zone", &origin)
+            .unwrap()
+            .zone;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.zone");
+        let from_signer = |t| matches!(t, RType::DNSKEY | RType::NSEC | RType::ZONEMD);
+        write_unsigned_zone_file(&zone, &path, from_signer).unwrap();
+        let written = std::fs::read_to_string(&path).unwrap();
+        for gone in ["DNSKEY", "NSEC", "RRSIG", "ZONEMD"] {
+            assert!(!written.contains(gone), "{gone}: {written}");
+        }
+        for kept in [
+            "SOA",
+            "ns.w.test. 60 IN A",
+            "sub.w.test. 60 IN DS",
+            "ns.sub.w.test.",
+        ] {
+            assert!(written.contains(kept), "{kept}: {written}");
+        }
+        let back = heron_zone::load_zone_file(&path, &origin).unwrap().zone;
+        assert_eq!(back.serial(), 7);
+        assert_eq!(back.record_count(), 6, "{written}");
+        // The plain form keeps everything.
+        write_plain_zone_file(&zone, &path).unwrap();
+        let plain = std::fs::read_to_string(&path).unwrap();
+        assert!(plain.contains("RRSIG") && plain.contains("DNSKEY") && plain.contains("ZONEMD"));
     }
 }

@@ -276,7 +276,9 @@ impl Controller {
             return Response::refused(format!("{zone} is frozen already"));
         }
         let serial = served.serial();
-        if let Err(e) = crate::runtime::update::write_now(served, file.clone()).await {
+        let signed_here = self.transfers.signings.get(zone).is_some();
+        let written = crate::runtime::update::write_now(served, file.clone(), signed_here).await;
+        if let Err(e) = written {
             self.transfers.frozen.thaw(&zone.to_lowercase());
             let why = format!("{zone} not frozen: cannot write {}: {e}", file.display());
             return Response::error(why);

@@ -22,7 +22,7 @@ use heron_server::service::unix_now;
 use heron_server::update::{Update, UpdateSender, queue};
 use heron_xfr::journal::files::steps_after;
 use heron_xfr::primary::ZonePolicy;
-use heron_xfr::secondary::store::write_plain_zone_file;
+use heron_xfr::secondary::store::{write_plain_zone_file, write_unsigned_zone_file};
 use heron_xfr::update::{
     Applied, Change, Finished, Pending, Requester, UpdateMessage, parse, process,
 };
@@ -154,8 +154,9 @@ async fn write_back_due(
         };
         let path = path.clone();
         let (file, serial) = (path.clone(), zone.serial());
+        let signed_here = transfers.signings.get(&origin).is_some();
         let written =
-            tokio::task::spawn_blocking(move || write_plain_zone_file(&zone, &path)).await;
+            tokio::task::spawn_blocking(move || write_editable(&zone, &path, signed_here)).await;
         match written {
             Ok(Ok(())) => tracing::info!(
                 zone = %origin,
@@ -248,11 +249,29 @@ impl Frozen {
     }
 }
 
-/// Writes `zone` to `file` now (synced, then renamed over the old).
-pub(crate) async fn write_now(zone: Arc<Zone>, file: std::path::PathBuf) -> std::io::Result<()> {
-    tokio::task::spawn_blocking(move || write_plain_zone_file(&zone, &file))
+/// Writes `zone` to `file` now (synced, then renamed over the old);
+/// `signed_here`: see [`write_editable`].
+pub(crate) async fn write_now(
+    zone: Arc<Zone>,
+    file: std::path::PathBuf,
+    signed_here: bool,
+) -> std::io::Result<()> {
+    tokio::task::spawn_blocking(move || write_editable(&zone, &file, signed_here))
         .await
         .unwrap_or_else(|_| Err(std::io::Error::other("the writer failed")))
+}
+
+/// Writes `zone` to its zone file for an operator to edit. A zone this
+/// server signs (`signed_here`) is written without what the signer makes
+/// (RRSIG, NSEC, NSEC3, NSEC3PARAM, DNSKEY, CDS, CDNSKEY, ZONEMD), as its
+/// file was: the signer makes them again when the file is read, and a
+/// stale ZONEMD would refuse the edited file, a stale key or signature
+/// outlive a policy that is taken away.
+fn write_editable(zone: &Zone, file: &std::path::Path, signed_here: bool) -> std::io::Result<()> {
+    match signed_here {
+        true => write_unsigned_zone_file(zone, file, heron_xfr::update::is_dnssec_type),
+        false => write_plain_zone_file(zone, file),
+    }
 }
 
 /// One zone's share of a batch: its newest version and the steps to it.
