@@ -474,7 +474,8 @@ fn carry_on(primary: Primary, catalog: &Catalog, signed_before: &[Arc<Zone>]) ->
 /// The built-in example zone, if nothing else is configured, and every
 /// configured zone that loads; one that fails is reported and skipped.
 /// The signed zones are signed again from `signed_before`, the versions
-/// kept before the restart (one whose file fails is not served).
+/// kept before the restart; one whose file fails to load or to sign
+/// serves its kept version, as a reload keeps the version served.
 fn load_catalog(use_example: bool, files: &mut ZoneFiles, signed_before: &[Arc<Zone>]) -> Catalog {
     let mut catalog = Catalog::new();
     signed_before
@@ -488,15 +489,7 @@ fn load_catalog(use_example: bool, files: &mut ZoneFiles, signed_before: &[Arc<Z
         catalog.insert(loaded.zone);
     }
     let started = Instant::now();
-    let (mut catalog, outcome) = files.load_changed(&catalog);
-    for before in signed_before {
-        if catalog
-            .get(before.origin())
-            .is_some_and(|z| Arc::ptr_eq(z, before))
-        {
-            catalog.remove(before.origin());
-        }
-    }
+    let (catalog, outcome) = files.load_changed(&catalog);
     let records: usize = catalog.zones().map(|z| z.record_count()).sum();
     tracing::info!(
         "{} zones loaded ({} records) in {} ms; {} failed",

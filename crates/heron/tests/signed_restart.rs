@@ -220,3 +220,53 @@ fn unsealed(text: &str) -> String {
     assert!(lines.remove(1).starts_with("; sealed"));
     lines.join("\n") + "\n"
 }
+
+/// A signed zone whose file fails to load at a restart (an edit made
+/// while the server was down broke it) serves the signed version kept
+/// before the restart, updates included, as a reload keeps the version
+/// served, and says so; once the file is mended it loads again.
+#[test]
+fn a_zone_whose_file_breaks_while_down_serves_its_kept_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path());
+    let addr = server.addr();
+    assert!(nsupdate(addr, "update add upd.rst.test 300 A 192.0.2.77"));
+    let serial = zone_serial(addr, ZONE).unwrap();
+    let before = signed_axfr(addr, ZONE);
+    server.terminate();
+
+    let file = dir.path().join("rst.zone");
+    let good = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{good}broken A 192.0.2.300\n")).unwrap();
+    let mut server = start(dir.path());
+    let addr = server.addr();
+    assert!(
+        server.wait_for_log("kept before the restart"),
+        "{}",
+        server.log()
+    );
+    assert_eq!(zone_serial(addr, ZONE), Some(serial), "{}", server.log());
+    let kept = signed_axfr(addr, ZONE);
+    assert!(kept.contains("upd.rst.test."), "the update stays");
+    assert_eq!(new_signatures(&before, &kept), 0);
+    verify(&kept);
+    // Updates go on from it.
+    assert!(nsupdate(addr, "update add upd2.rst.test 300 A 192.0.2.78"));
+    assert_eq!(zone_serial(addr, ZONE), Some(serial + 1));
+    server.terminate();
+
+    // Mended: the restart signs the file, the updates carried over.
+    std::fs::write(&file, &good).unwrap();
+    let server = start(dir.path());
+    let addr = server.addr();
+    assert_eq!(
+        zone_serial(addr, ZONE),
+        Some(serial + 2),
+        "{}",
+        server.log()
+    );
+    let mended = signed_axfr(addr, ZONE);
+    assert!(mended.contains("upd.rst.test.") && mended.contains("upd2.rst.test."));
+    assert!(!server.log().contains("not loaded"), "{}", server.log());
+    verify(&mended);
+}

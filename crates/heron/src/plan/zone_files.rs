@@ -530,7 +530,8 @@ impl ZoneFiles {
                     problems
                         .into_iter()
                         .for_each(|p| outcome.zone_error(spec, p));
-                    outcome.zone_error(spec, what_is_kept(spec, &next));
+                    let never_loaded = self.entries[i].loaded_at.is_none();
+                    outcome.zone_error(spec, what_is_kept(spec, &next, never_loaded));
                     outcome.failed += 1;
                 }
             }
@@ -746,15 +747,21 @@ fn sign_reloaded(
     by_change.unwrap_or_else(|| sign_loaded(loaded, previous, signing))
 }
 
-/// What becomes of a zone whose file failed to load.
-fn what_is_kept(spec: &ZoneSpec, catalog: &Catalog) -> String {
-    if catalog.get(&spec.origin).is_some() {
-        format!(
+/// What becomes of a zone whose file failed to load. One whose file
+/// never loaded, served all the same, is a signed zone's version kept
+/// before the restart (`FILE.signed`).
+fn what_is_kept(spec: &ZoneSpec, catalog: &Catalog, never_loaded: bool) -> String {
+    match catalog.get(&spec.origin) {
+        Some(kept) if never_loaded => format!(
+            "zone {} not loaded; the signed version kept before the restart (serial {}) is served until its file is",
+            spec.origin,
+            kept.serial()
+        ),
+        Some(_) => format!(
             "zone {} not reloaded; the previous version is still served",
             spec.origin
-        )
-    } else {
-        format!("zone {} not loaded; it will not be served", spec.origin)
+        ),
+        None => format!("zone {} not loaded; it will not be served", spec.origin),
     }
 }
 

@@ -297,6 +297,11 @@ pub(crate) fn carry_journals(
             continue;
         };
         let before = signed_before.iter().find(|z| z.origin() == origin);
+        if before.is_some_and(|before| Arc::ptr_eq(before, &zone)) {
+            // Its file did not load: the kept version is served, brought
+            // forward by the journal already (`bring_forward`).
+            continue;
+        }
         match carry_one((&zone, before.map(|z| &**z)), path, signing) {
             Ok(Some(next)) => catalog.insert(next),
             Ok(None) => {}
