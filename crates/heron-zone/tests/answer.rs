@@ -523,6 +523,24 @@ fn opcodes_and_malformed_queries() {
     assert_eq!(got, Answered::Drop);
 }
 
+/// A meta type as QTYPE (OPT, TSIG, TKEY, MAILA, MAILB, the rest of 128
+/// to 250) is answered as NSD and Knot answer it: from the zone, where
+/// no RRset has it (NODATA, NXDOMAIN, a referral), never FORMERR.
+#[test]
+fn meta_qtypes_are_answered_from_the_zone() {
+    let meta = [41, 128, 200, 249, 250, 253, 254].map(RType);
+    for qtype in meta {
+        let m = ask(q("mail.example.test", qtype));
+        assert_eq!((m.rcode(), aa(&m)), (Rcode::NOERROR, true), "{qtype}");
+        assert!(m.answers.is_empty(), "{qtype}");
+        assert_eq!(m.authority[0].rtype, RType::SOA, "{qtype}");
+        let m = ask(q("nowhere.example.test", qtype));
+        assert_eq!(m.rcode(), Rcode::NXDOMAIN, "{qtype}");
+        let m = ask(q("x.sub.example.test", qtype));
+        assert!(!aa(&m) && m.authority.iter().all(|r| r.rtype == RType::NS));
+    }
+}
+
 #[test]
 fn transfers_and_notify_are_left_to_the_query_pipeline() {
     let cat = catalog();

@@ -397,11 +397,13 @@ impl<'a> Responder<'a> {
             self.rcode = Rcode::NOTIMP;
             return;
         }
-        match q.qtype {
-            RType::AXFR | RType::IXFR => return self.rcode = Rcode::REFUSED,
-            RType::MAILA | RType::MAILB => return self.rcode = Rcode::NOTIMP,
-            t if t.is_meta() && t != RType::ANY => return self.rcode = Rcode::FORMERR,
-            _ => {}
+        // Other meta types (OPT, TSIG, TKEY, MAILA, MAILB, 128 to 250)
+        // are looked up as any type is, and found nowhere: NODATA or
+        // NXDOMAIN with the SOA, a referral below a cut, as NSD and Knot
+        // answer them.
+        if matches!(q.qtype, RType::AXFR | RType::IXFR) {
+            self.rcode = Rcode::REFUSED;
+            return;
         }
         match q.qclass {
             Class::IN => self.answer_in(served),
