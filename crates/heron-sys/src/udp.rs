@@ -8,7 +8,8 @@
 //! one [`Sender::load`]. In a steady state neither allocates.
 //!
 //! The invariants that make the system calls sound:
-//! * every receive `iovec` and `msg_name` points into a heap buffer the
+//! * every receive `iovec` (a slot, and its spill area when it has one)
+//!   and `msg_name` points into a heap buffer the
 //!   [`Receiver`] owns, allocated once and never resized, so moving the
 //!   `Receiver` does not move what the pointers point to; no `&mut` to
 //!   those buffers is made after the pointers are taken;
@@ -128,6 +129,7 @@ impl Peer<'_> {
 
 fn message_header(
     iov: *mut libc::iovec,
+    iovlen: usize,
     name: *mut libc::c_void,
     namelen: libc::socklen_t,
 ) -> libc::mmsghdr {
@@ -137,7 +139,7 @@ fn message_header(
     header.msg_hdr.msg_name = name;
     header.msg_hdr.msg_namelen = namelen;
     header.msg_hdr.msg_iov = iov;
-    header.msg_hdr.msg_iovlen = 1;
+    header.msg_hdr.msg_iovlen = iovlen as _;
     header
 }
 
@@ -148,6 +150,14 @@ pub struct Receiver {
     size: usize,
     /// `capacity` buffers of `size` bytes, back to back.
     buffers: Vec<u8>,
+    /// Each slot's spill area, back to back: where the kernel writes what
+    /// a datagram has past `size` bytes ([`Receiver::with_spill`]). Zeroed
+    /// by the allocator and touched only by a datagram that long, so it
+    /// costs address space, not memory, and the slots stay as dense.
+    spill: Vec<u8>,
+    spill_size: usize,
+    /// A datagram longer than `size`, its slot and spill joined.
+    joined: Vec<Vec<u8>>,
     lens: Vec<usize>,
     truncated: Vec<bool>,
     /// Written by the kernel only: never borrowed mutably once the
@@ -161,11 +171,24 @@ pub struct Receiver {
 impl Receiver {
     /// Buffers for `capacity` datagrams of up to `size` bytes each.
     pub fn new(capacity: usize, size: usize) -> Receiver {
-        assert!(capacity > 0 && size > 0);
+        Receiver::with_spill(capacity, size, size)
+    }
+
+    /// Buffers for `capacity` datagrams of up to `largest` bytes each, of
+    /// which the first `size` go to a slot of `size` bytes and the rest,
+    /// for the rare datagram that has more, to a spill area of its own
+    /// that the allocator hands out untouched: the slots stay as dense
+    /// as [`Receiver::new`] makes them.
+    pub fn with_spill(capacity: usize, size: usize, largest: usize) -> Receiver {
+        assert!(capacity > 0 && size > 0 && largest >= size);
+        let spill_size = largest - size;
         let mut receiver = Receiver {
             capacity,
             size,
             buffers: vec![0; capacity * size],
+            spill: vec![0; capacity * spill_size],
+            spill_size,
+            joined: vec![Vec::new(); capacity],
             lens: vec![0; capacity],
             truncated: vec![false; capacity],
             // SAFETY: sockaddr_storage is plain old data; all zeroes is a
@@ -178,17 +201,27 @@ impl Receiver {
         // One header per slot, pointing at its buffer and its address.
         // Built once: those buffers are never reallocated.
         let base = receiver.buffers.as_mut_ptr();
+        let spill = receiver.spill.as_mut_ptr();
+        let per_slot = if spill_size > 0 { 2 } else { 1 };
+        receiver.iovecs.reserve_exact(capacity * per_slot);
         for i in 0..capacity {
             receiver.iovecs.push(libc::iovec {
                 iov_base: base.wrapping_add(i * size).cast(),
                 iov_len: size,
             });
+            if spill_size > 0 {
+                receiver.iovecs.push(libc::iovec {
+                    iov_base: spill.wrapping_add(i * spill_size).cast(),
+                    iov_len: spill_size,
+                });
+            }
         }
         let iovecs = receiver.iovecs.as_mut_ptr();
         let peers = receiver.peers.as_mut_ptr();
         for i in 0..capacity {
             receiver.headers.push(message_header(
-                iovecs.wrapping_add(i),
+                iovecs.wrapping_add(i * per_slot),
+                per_slot,
                 peers.wrapping_add(i).cast(),
                 ADDRESS_LEN,
             ));
@@ -235,15 +268,34 @@ impl Receiver {
             self.lens[i] = header.msg_len as usize;
             self.truncated[i] = header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
             self.peer_lens[i] = header.msg_hdr.msg_namelen;
+            if self.lens[i] > self.size {
+                self.join(i);
+            }
         }
         Ok(n)
     }
 
-    /// The `i`th datagram of the last receive (cut to the buffer size).
+    /// Puts slot `i`'s datagram, longer than its slot, in one piece.
+    #[cold]
+    fn join(&mut self, i: usize) {
+        let slot = &self.buffers[i * self.size..(i + 1) * self.size];
+        let spilt = self.lens[i] - self.size;
+        let spill = &self.spill[i * self.spill_size..i * self.spill_size + spilt];
+        let joined = &mut self.joined[i];
+        joined.clear();
+        joined.extend_from_slice(slot);
+        joined.extend_from_slice(spill);
+    }
+
+    /// The `i`th datagram of the last receive (cut to the buffers' size).
     #[inline]
     pub fn datagram(&self, i: usize) -> &[u8] {
+        let len = self.lens[i];
+        if len > self.size {
+            return &self.joined[i];
+        }
         let start = i * self.size;
-        &self.buffers[start..start + self.lens[i]]
+        &self.buffers[start..start + len]
     }
 
     /// Whether the `i`th datagram was longer than its buffer.
@@ -390,7 +442,7 @@ impl Sender {
             // The iovec pointer is filled in below, once `iovecs` stops
             // growing.
             self.headers
-                .push(message_header(ptr::null_mut(), name, len));
+                .push(message_header(ptr::null_mut(), 1, name, len));
             self.messages.push(Message {
                 first: k,
                 count: 1,
@@ -604,6 +656,39 @@ mod tests {
         let mut rx = Receiver::new(4, 16);
         let got = receive_all(&mut rx, &server, 2);
         assert_eq!(got, vec![(vec![7u8; 16], true), (vec![8u8; 16], false)]);
+    }
+
+    /// Datagrams longer than a slot come whole from the spill area, in a
+    /// batch with short ones, up to the largest size; past it they are
+    /// cut there and flagged.
+    #[test]
+    fn a_long_datagram_spills_whole_beside_short_ones() {
+        let (server, client) = pair("127.0.0.1:0");
+        let to = server.local_addr().unwrap();
+        let long: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+        let longest: Vec<u8> = (0..9000u32).map(|i| (i % 251) as u8).collect();
+        client.send_to(b"short", to).unwrap();
+        client.send_to(&long, to).unwrap();
+        client.send_to(&long[..4096], to).unwrap();
+        client.send_to(&longest, to).unwrap();
+        client.send_to(b"after", to).unwrap();
+        let mut rx = Receiver::with_spill(8, 4096, 8192);
+        let got = receive_all(&mut rx, &server, 5);
+        let want = vec![
+            (b"short".to_vec(), false),
+            (long.clone(), false),
+            (long[..4096].to_vec(), false),
+            (longest[..8192].to_vec(), true),
+            (b"after".to_vec(), false),
+        ];
+        assert_eq!(got, want);
+        // A slot that held a long one holds a short one next.
+        client.send_to(b"x", to).unwrap();
+        client.send_to(b"yy", to).unwrap();
+        assert_eq!(
+            receive_all(&mut rx, &server, 2),
+            vec![(b"x".to_vec(), false), (b"yy".to_vec(), false)]
+        );
     }
 
     #[test]

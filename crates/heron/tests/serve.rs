@@ -467,6 +467,40 @@ fn malformed_packets_get_formerr_or_silence_and_the_server_lives_on() {
     assert_answers(server.addr());
 }
 
+/// A query for www.edge.test A whose OPT carries `pad` octets of EDNS
+/// padding (RFC 7830): a long query that is well formed.
+fn padded_query(pad: usize) -> Vec<u8> {
+    let mut q = vec![0x5A, 0xD0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+    q.extend_from_slice(b"\x03www\x04edge\x04test\x00\x00\x01\x00\x01");
+    q.extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0]);
+    q.extend_from_slice(&((pad + 4) as u16).to_be_bytes());
+    q.extend_from_slice(&[0, 12]);
+    q.extend_from_slice(&(pad as u16).to_be_bytes());
+    q.resize(q.len() + pad, 0);
+    q
+}
+
+/// Queries past 4 KiB over UDP (EDNS padding, up to the largest datagram)
+/// are answered as NSD and Knot answer them, not cut and refused; one
+/// that long and malformed is still FORMERR.
+#[test]
+fn long_udp_queries_are_read_whole() {
+    let server = ServerProcess::heron(&heron(), &[("edge.test", data(EDGE))]);
+    let largest = 65_507 - padded_query(0).len();
+    for pad in [4000, 4100, 9000, 30_000, largest] {
+        let query = padded_query(pad);
+        let r = udp_exchange(server.addr(), &query).unwrap_or_else(|| panic!("{pad}: no answer"));
+        let m = parse(&r);
+        assert_eq!((m.header.id, m.rcode()), (0x5AD0, Rcode::NOERROR), "{pad}");
+        assert_eq!(m.answers.len(), 1, "{pad}");
+    }
+    let mut garbled = padded_query(9000);
+    garbled.push(0xFF);
+    let r = udp_exchange(server.addr(), &garbled).expect("an answer");
+    assert_eq!(parse(&r).rcode(), Rcode::FORMERR);
+    assert_answers(server.addr());
+}
+
 fn limits_server(idle: u64, per_client: usize) -> ServerProcess {
     limits_server_with(idle, per_client, "", "")
 }

@@ -45,9 +45,16 @@ pub struct Batch {
 impl Batch {
     /// Buffers for `capacity` datagrams of up to `query_size` bytes each.
     pub fn new(capacity: usize, query_size: usize) -> Batch {
+        Batch::with_spill(capacity, query_size, query_size)
+    }
+
+    /// Buffers for `capacity` datagrams of up to `largest` bytes each,
+    /// slots of `query_size` bytes and the rest spilt aside
+    /// ([`Receiver::with_spill`]).
+    pub fn with_spill(capacity: usize, query_size: usize, largest: usize) -> Batch {
         assert!(capacity > 0 && query_size > 0);
         Batch {
-            received: Receiver::new(capacity, query_size),
+            received: Receiver::with_spill(capacity, query_size, largest),
             responses: (0..capacity).map(|_| Vec::with_capacity(4096)).collect(),
             to_send: Vec::with_capacity(capacity),
             sender: Sender::with_capacity(capacity),
