@@ -98,8 +98,11 @@ struct Peer {
     by_ixfr: std::sync::Mutex<BTreeSet<u32>>,
 }
 
+/// Marks where a child's policy lines end and its zone's lines begin.
+const ZONE_LINES: &str = "# the zone's lines\n";
+
 /// Heron serving the child on `port` from `base` under the policy
-/// `lines`, telling the secondaries on `notify` of each version; and its
+/// `lines` (then, after [`ZONE_LINES`], lines of the zone's own), telling the secondaries on `notify` of each version; and its
 /// metrics endpoint. With `hidden`, the child is that primary's
 /// secondary, transferred unsigned and signed here.
 fn start_child(
@@ -116,6 +119,8 @@ fn start_child(
     let notify: Vec<String> = (notify.iter())
         .map(|p| format!("\"127.0.0.1:{p}\""))
         .collect();
+    // What follows ZONE_LINES in `lines` belongs to the zone's section.
+    let (lines, zone_lines) = lines.split_once(ZONE_LINES).unwrap_or((lines, ""));
     let source = match hidden {
         None => format!("file = \"{b}/child.zone\"\n"),
         Some(primary) => format!("file = \"{b}/kept/child.zone\"\nprimaries = [\"{primary}\"]\n"),
@@ -126,7 +131,7 @@ fn start_child(
          [[dnssec-policy]]\nname = \"child\"\n{lines}\n\
          [[zone]]\norigin = \"{CHILD}\"\n{source}\
          allow-transfer = [\"127.0.0.1\"]\nnotify = [{}]\n\
-         dnssec-policy = \"child\"\nkey-directory = \"{b}/child-keys\"\n",
+         dnssec-policy = \"child\"\nkey-directory = \"{b}/child-keys\"\n{zone_lines}",
         notify.join(", ")
     );
     let server = ServerProcess::heron_on_port(&heron(), port, CHILD, &config)
@@ -203,7 +208,10 @@ impl Setup {
             true => format!("parent-servers = [\"{}\"]\n", parent.addr()),
             false => String::new(),
         };
-        let child_config = format!("{FAST}{child_policy}\n{parents}");
+        let (child_policy, zone_lines) = child_policy
+            .split_once(ZONE_LINES)
+            .unwrap_or((child_policy, ""));
+        let child_config = format!("{FAST}{child_policy}\n{parents}{ZONE_LINES}{zone_lines}");
         let port = heron_testkit::free_port();
         let peer_ports = [heron_testkit::free_port(), heron_testkit::free_port()];
         let hidden = behind_primary.then(|| start_hidden_primary(&base, port));
@@ -741,6 +749,34 @@ fn zsk_pre_publication_roll_validates_at_every_step() {
     // A ZSK's steps change a few RRsets each (but its signature swap):
     // they leave as IXFRs of the change.
     assert!(setup.incremental.get() >= 3, "{}", setup.incremental.get());
+}
+
+/// The same roll of a zone that takes dynamic updates: the version
+/// served (an update in it, not in the file) is kept at each of the
+/// rollover driver's reloads and signed again for each step, which
+/// reaches it with the update; every step validates.
+#[test]
+fn zsk_roll_of_a_zone_taking_updates_validates_at_every_step() {
+    const SECRET: &str = "q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k=";
+    let policy = format!(
+        "keys = \"ksk-zsk\"\nzsk-lifetime = \"14s\"\n{ZONE_LINES}\
+         allow-update = [\"key ops zonesub ANY\"]\n[[key]]\nname = \"ops\"\nsecret = \"{SECRET}\"\n"
+    );
+    let mut setup = Setup::start(&policy, true);
+    let child = setup.server.addr();
+    let update = format!("update add upd.{CHILD} 2 TXT \"kept\"");
+    let out = heron_testkit::tools::nsupdate(child, ("ops", SECRET), CHILD, &update);
+    assert!(out.status.success(), "{out:?}\n{}", setup.server.log());
+    let mut phases = Vec::new();
+    publish_first_ds(&mut setup, &mut phases);
+    let rolled = setup.run_until(Duration::from_secs(60), &mut phases, |s| {
+        rolled(&role_keys(s, "zsk"))
+    });
+    assert!(rolled, "{:?}\n{}", setup.phase(), setup.server.log());
+    setup.validate();
+    assert!(phases.len() >= 4, "{phases:#?}");
+    let text = setup.kdig_at(&setup.server, &[CHILD, "AXFR"]);
+    assert!(text.contains(&format!("upd.{CHILD}")), "{text}");
 }
 
 /// A TCP front for `delv`, which asks one server: each query goes to the

@@ -503,3 +503,58 @@ fn the_file_of_a_signed_zone_is_written_unsigned_and_an_edit_is_signed_at_thaw()
     assert!(after.contains("later.sup.test."), "{}", server.log());
     zonemd_verifies(dir.path(), &after, "an update after the thaw");
 }
+
+/// A reload of a signed zone that takes updates keeps the version served
+/// and signs nothing for its file (whose edit is reported, not taken):
+/// no signing thrown away, no serial logged that is never served. A
+/// policy changed by a reload reaches the version served, its updates
+/// with it (key steps: `rollover.rs`, a zone taking updates).
+#[test]
+fn a_reload_keeps_the_updated_zone_and_brings_it_a_policy_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), "");
+    let addr = server.addr();
+    assert_eq!(
+        nsupdate(addr, STEPS[0].commands),
+        "NOERROR",
+        "{}",
+        server.log()
+    );
+    let serial = zone_serial(addr, ZONE).unwrap();
+    let signings =
+        |log: &str| log.matches("zone signed").count() + log.matches("change signed").count();
+    let reloads = |log: &str| log.matches("reload done").count();
+    let before = signings(&server.log());
+    let file = dir.path().join("sup.zone");
+    let edited = std::fs::read_to_string(&file).unwrap() + "edited A 192.0.2.99\n";
+    std::fs::write(&file, edited).unwrap();
+    server.reload();
+    assert!(
+        eventually(|| reloads(&server.log()) == 1),
+        "{}",
+        server.log()
+    );
+    assert!(
+        server.log().contains("heron ctl freeze"),
+        "{}",
+        server.log()
+    );
+    assert_eq!(zone_serial(addr, ZONE), Some(serial));
+    assert_eq!(signings(&server.log()), before, "{}", server.log());
+
+    let toml = server.dir().join("heron.toml");
+    let nsec3 = std::fs::read_to_string(&toml)
+        .unwrap()
+        .replace("name = \"p\"\n", "name = \"p\"\ndenial = \"nsec3\"\n");
+    std::fs::write(&toml, nsec3).unwrap();
+    server.reload();
+    assert!(
+        eventually(|| axfr(addr).contains("NSEC3PARAM")),
+        "{}",
+        server.log()
+    );
+    let text = axfr(addr);
+    assert!(text.contains("new.sup.test.") && !text.contains("edited.sup.test."));
+    assert!(zone_serial(addr, ZONE).unwrap() > serial);
+    check_valid(addr, &text, &STEPS[0], true);
+}

@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use heron_dnssec::sign::sign_zone_after;
-use heron_proto::Name;
+use heron_proto::{Name, RType};
 use heron_xfr::update::is_dnssec_type;
 use heron_zone::Zone;
 use heron_zone::diff::{DiffRecord, ZoneDiff};
@@ -112,6 +112,62 @@ fn signed_under() -> std::sync::MutexGuard<'static, HashMap<Name, Signing>> {
 /// Whether the zone's version served was signed whole under `signing`.
 pub fn last_signed_under(origin: &Name, signing: &Signing) -> bool {
     signed_under().get(&origin.to_lowercase()) == Some(signing)
+}
+
+/// Whether the keys' step now (their state moved on as a signing moves
+/// it) publishes, signs or announces to the parent other than `served`
+/// shows: its DNSKEY RRset, the keys whose signatures cover its SOA and
+/// its DNSKEY RRset, its CDS and CDNSKEY. A version kept served (a signed
+/// zone that takes updates, at a reload) is signed again when they do, so
+/// that a rollover's step or `heron keymgr` change reaches it.
+pub fn keys_moved(served: &Zone, signing: &Signing) -> Result<bool, Vec<String>> {
+    let origin = served.origin();
+    let policy = &signing.policy;
+    let max_ttl = max_ttls().get(&origin.to_lowercase()).copied();
+    let max_ttl = max_ttl.unwrap_or_else(|| key_state::zone_max_ttl(served));
+    let now = heron_proto::time::unix_now();
+    let step = key_state::step(origin, policy, &signing.key_directory, max_ttl, now)
+        .map_err(|e| vec![format!("zone '{origin}': keys: {e}")])?;
+    let apex = served.apex();
+    let sorted = |mut v: Vec<Vec<u8>>| {
+        v.sort();
+        v
+    };
+    let published = (step.keys.iter().filter(|k| k.published)).map(|k| k.dnskey.clone());
+    let held = apex
+        .rrset(RType::DNSKEY)
+        .map(|set| set.rdatas().map(|r| r.to_vec()).collect());
+    if sorted(published.collect()) != sorted(held.unwrap_or_default()) {
+        return Ok(true);
+    }
+    let signers = |rtype: RType| -> Vec<u16> {
+        let sigs = apex
+            .rrset(rtype)
+            .map(|set| set.sigs().map(|r| r.to_vec()).collect::<Vec<_>>());
+        let mut tags: Vec<u16> = (sigs.unwrap_or_default().iter())
+            .filter_map(|rdata| Some(u16::from_be_bytes(rdata.get(16..18)?.try_into().ok()?)))
+            .collect();
+        tags.sort();
+        tags.dedup();
+        tags
+    };
+    let tags = |pick: fn(&heron_dnssec::sign::ZoneKey) -> bool| {
+        let mut tags: Vec<u16> = step
+            .keys
+            .iter()
+            .filter(|k| pick(k))
+            .map(|k| k.tag)
+            .collect();
+        tags.sort();
+        tags.dedup();
+        tags
+    };
+    let moved = signers(RType::SOA) != tags(|k| k.signs_zone)
+        || signers(RType::DNSKEY) != tags(|k| k.signs_keys)
+        || key_state::with_cds(served, &step, policy.cds_ttl)
+            .map_err(|e| vec![format!("zone '{origin}': {e}")])?
+            .is_some();
+    Ok(moved)
 }
 
 /// `updated`, the signed zone `served` with `change` applied

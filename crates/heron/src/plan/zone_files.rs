@@ -488,17 +488,20 @@ impl ZoneFiles {
     /// fails keeps its version from `current`, if it has one; its problems
     /// are logged.
     pub fn load_changed(&mut self, current: &Catalog) -> (Catalog, Outcome) {
-        self.load_selected(current, None, false)
+        self.load_selected(current, None, false, &HashSet::new())
     }
 
     /// [`ZoneFiles::load_changed`] for the zones in `only` (all when
     /// None); with `force`, their files are read whether they look
-    /// changed or not.
+    /// changed or not. The signed zones in `held` (lower-cased origins:
+    /// those that take updates, not frozen) keep the version `current`
+    /// serves ([`hold_served`]): their files are read, not signed.
     pub fn load_selected(
         &mut self,
         current: &Catalog,
         only: Option<&HashSet<Name>>,
         force: bool,
+        held: &HashSet<Name>,
     ) -> (Catalog, Outcome) {
         let mut outcome = Outcome::default();
         let mut todo = Vec::new();
@@ -514,14 +517,32 @@ impl ZoneFiles {
                 todo.push(i);
             }
         }
+        let holding = |&i: &usize| {
+            let spec = &self.entries[i].spec;
+            let served = current.get(&spec.origin);
+            let signing = spec.signing.as_deref();
+            Some((served?, signing?)).filter(|_| held.contains(&spec.origin.to_lowercase()))
+        };
+        let (kept, todo): (Vec<usize>, Vec<usize>) =
+            todo.into_iter().partition(|i| holding(i).is_some());
+        let kept_results: Vec<Held> = (kept.iter())
+            .map(|i| {
+                let (served, signing) = holding(i).expect("partitioned so");
+                hold_served(&self.entries[*i].spec, served, signing)
+            })
+            .collect();
         let specs: Vec<&ZoneSpec> = todo.iter().map(|&i| &self.entries[i].spec).collect();
-        let results = load_parallel(&specs, current);
+        let loaded = load_parallel(&specs, current).into_iter();
+        let results = loaded.map(|l| l.map(|(zone, stamp)| (Some(zone), stamp)));
         let mut next = current.clone();
-        for (i, zone) in todo.into_iter().zip(results) {
+        let all = (todo.into_iter().zip(results)).chain(kept.into_iter().zip(kept_results));
+        for (i, zone) in all {
             let spec = &self.entries[i].spec;
             match zone {
                 Ok((zone, stamp)) => {
-                    next.insert(zone);
+                    if let Some(zone) = zone {
+                        next.insert(zone);
+                    }
                     self.entries[i].loaded = stamp;
                     self.entries[i].loaded_at = Some(SystemTime::now());
                     outcome.loaded += 1;
@@ -745,6 +766,55 @@ fn sign_reloaded(
         sign_by_change(signed, change, signing)
     });
     by_change.unwrap_or_else(|| sign_loaded(loaded, previous, signing))
+}
+
+/// A held zone's file read again: the zone to serve instead of the one
+/// served (None: that one stays), the file's stamp; or its problems.
+type Held = Result<(Option<Zone>, Option<Stamp>), Vec<String>>;
+
+/// A signed zone that takes updates, its file changed: the version
+/// `served` stays, for its updates are in it and not in the file (whose
+/// edits are taken between `heron ctl freeze` and `thaw`; one is
+/// reported), signed whole again only if its signing settings changed
+/// or its keys moved on (a rollover's step: the rollover driver reloads
+/// the zone for it).
+/// The file is read, not signed: a signing thrown away would cost as
+/// much as the zone is large and move its serial.
+fn hold_served(
+    spec: &ZoneSpec,
+    served: &Arc<Zone>,
+    signing: &crate::config::dnssec::Signing,
+) -> Held {
+    use crate::plan::signing::{keys_moved, last_signed_under, sign_loaded};
+    let file = ZoneFileText::read(&spec.file)
+        .map_err(|e| vec![format!("{}: error: {}", e.location, e.message)])?;
+    let stamp = Stamp::from_metadata(&file.metadata);
+    let loaded = load_zone_text(&file.text, &spec.file, &spec.origin, None)
+        .map_err(|problems| problems.iter().map(|p| p.to_string()).collect::<Vec<_>>())?;
+    warn_if_edited(served, &loaded.zone);
+    if last_signed_under(&spec.origin, signing) && !keys_moved(served, signing)? {
+        return Ok((None, stamp));
+    }
+    let resigned = sign_loaded(&**served, Some(served), signing)?;
+    Ok((Some(resigned), stamp))
+}
+
+/// Says so when `file` has records other than `served`'s, or lacks
+/// some (leaving out what a signer makes and the SOA): edits to the file
+/// of a signed zone that takes updates, which the zone served does not
+/// take.
+pub(crate) fn warn_if_edited(served: &Zone, file: &Zone) {
+    let signer = |r: &heron_zone::diff::DiffRecord| {
+        r.rtype == heron_proto::RType::SOA || heron_xfr::update::is_dnssec_type(r.rtype)
+    };
+    let edits = heron_zone::diff::diff(served, file);
+    if edits.deleted.iter().chain(&edits.added).any(|r| !signer(r)) {
+        tracing::warn!(
+            zone = %served.origin(),
+            "zone {}: the zone file differs from the updated zone served; it takes updates and is signed, so its file is read only after `heron ctl freeze` (edit, then `heron ctl thaw`); the zone served stays",
+            served.origin()
+        );
+    }
 }
 
 /// What becomes of a zone whose file failed to load. One whose file

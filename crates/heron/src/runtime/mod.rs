@@ -207,8 +207,9 @@ fn rebuild(
         Ok(None) => Reconfiguration::default(),
         Err(errors) => return (Outcome::config_errors(errors), Vec::new(), Duration::ZERO),
     };
+    let held = update::held_signed(&current, xfr);
     let (mut next, mut outcome) =
-        files.load_selected(&current, selection.zones.as_ref(), selection.force);
+        files.load_selected(&current, selection.zones.as_ref(), selection.force, &held);
     (
         outcome.added,
         outcome.changed,
@@ -235,7 +236,7 @@ fn rebuild(
             .iter()
             .for_each(|zone| running.keep_signed(zone, None));
     }
-    update::keep_updates(&current, &mut next, xfr);
+    update::keep_updates(&current, &mut next, xfr, &held);
     remove_zones(xfr, &mut next, &config.removed);
     outcome.removed = config.removed;
     if let Some(e) = config.dnstap_failed {

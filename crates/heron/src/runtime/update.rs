@@ -11,7 +11,7 @@
 //! journal's steps after its file's serial: every update answered is
 //! served again after a restart.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -708,11 +708,17 @@ fn report_replay_failure(origin: &Name, path: &std::path::Path, problems: &[hero
 ///
 /// A frozen zone's file was written from the version served (`heron ctl
 /// freeze`): it is taken as edited, its serial moved on if the edit left
-/// it as it was.
-pub(crate) fn keep_updates(current: &Catalog, next: &mut Catalog, xfr: &Transfers) {
+/// it as it was. The zones `held` ([`held_signed`]) were kept already.
+pub(crate) fn keep_updates(
+    current: &Catalog,
+    next: &mut Catalog,
+    xfr: &Transfers,
+    held: &HashSet<Name>,
+) {
     let (primary, frozen) = (&*xfr.primary, &xfr.frozen);
     let reread: Vec<(Arc<Zone>, Arc<Zone>)> = next
         .zones()
+        .filter(|new| !held.contains(&new.origin().to_lowercase()))
         .filter_map(|new| {
             let old = current.get(new.origin())?;
             (!Arc::ptr_eq(old, new)).then(|| (old.clone(), new.clone()))
@@ -747,6 +753,23 @@ pub(crate) fn keep_updates(current: &Catalog, next: &mut Catalog, xfr: &Transfer
     }
 }
 
+/// The signed zones that take updates and are not frozen, among those
+/// `current` serves (lower-cased origins): a reload keeps the version
+/// served ([`crate::plan::zone_files::ZoneFiles::load_selected`]).
+pub(crate) fn held_signed(current: &Catalog, xfr: &Transfers) -> HashSet<Name> {
+    (current.zones())
+        .map(|zone| zone.origin())
+        .filter(|origin| {
+            xfr.signings.get(origin).is_some() && !xfr.frozen.contains(&origin.to_lowercase())
+        })
+        .filter(|origin| {
+            let policy = xfr.primary.policy(origin);
+            policy.takes_updates() && policy.journal_path().is_some()
+        })
+        .map(|origin| origin.to_lowercase())
+        .collect()
+}
+
 /// A signed zone that takes updates keeps the version served (its
 /// signatures refreshed when due): its file is taken only between
 /// `heron ctl freeze` and `thaw`, since signing the file again cannot
@@ -756,16 +779,8 @@ fn keep_signed(
     new: &Zone,
     signing: &crate::config::dnssec::Signing,
 ) -> Result<Option<Zone>, String> {
-    let signer = |r: &heron_zone::diff::DiffRecord| {
-        r.rtype == heron_proto::RType::SOA || heron_xfr::update::is_dnssec_type(r.rtype)
-    };
+    crate::plan::zone_files::warn_if_edited(old, new);
     let edits = heron_zone::diff::diff(old, new);
-    if edits.deleted.iter().chain(&edits.added).any(|r| !signer(r)) {
-        tracing::warn!(
-            "zone {}: the zone file differs from the updated zone served; it takes updates and is signed, so its file is read only after `heron ctl freeze` (edit, then `heron ctl thaw`); the zone served stays",
-            old.origin()
-        );
-    }
     // New keys (a rollover's step) or chain parameters: signed again.
     let keys_changed = (edits.deleted.iter().chain(&edits.added)).any(|r| {
         use heron_proto::RType;
