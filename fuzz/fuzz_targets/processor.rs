@@ -17,7 +17,9 @@ use std::sync::{Arc, OnceLock};
 use arc_swap::ArcSwap;
 use heron_proto::message::{Header, Message, flags, parse_query};
 use heron_proto::tsig::{self, Algorithm, Key, ResponseVerifier, TsigError};
+use heron_proto::cookie::CookieSettings;
 use heron_proto::{Name, RType, Rcode};
+use heron_server::processor::cookies::Cookies;
 use heron_server::processor::{Outcome, Processor, Request, Transport};
 use heron_xfr::acl::{Acl, Rule};
 use heron_xfr::primary::{Primary, ZonePolicy};
@@ -73,7 +75,12 @@ fn processor() -> &'static Processor {
             max_udp_payload: MAX_UDP as u16,
             ..AnswerConfig::default()
         };
-        Processor::new(catalog, config, primary, keys()).with_secondaries([n("sec.test")])
+        // Cookies on, as by default: COOKIE options, and queries with no
+        // question asking for a server cookie (RFC 7873 5.4), reach it.
+        let cookies = Cookies::new(&CookieSettings::default(), [7; 16], NOW, MAX_UDP as u16);
+        Processor::new(catalog, config, primary, keys())
+            .with_secondaries([n("sec.test")])
+            .with_cookies(cookies)
     })
 }
 
@@ -101,6 +108,10 @@ fuzz_target!(|data: &[u8]| {
             if transport == Transport::Udp {
                 assert!(out.len() <= MAX_UDP, "{} octets over UDP", out.len());
             }
+        }
+        // A dynamic update, for the update task: its answer is well formed.
+        Outcome::Update(request) => {
+            check_message(bytes, &request.response(Rcode::REFUSED, NOW));
         }
         Outcome::Transfer(mut transfer) => {
             assert_ne!(transport, Transport::Udp, "no transfer over UDP");
