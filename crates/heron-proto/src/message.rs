@@ -189,7 +189,9 @@ pub enum QueryError {
 }
 
 /// Reads a query: header, exactly one question, and the records after it
-/// (checked for well-formedness; OPT extracted).
+/// (checked for well-formedness; OPT extracted). Or no question and an
+/// OPT record: a query for a server cookie (RFC 7873 5.4), whose
+/// `question` is empty ([`Query::has_question`]).
 pub fn parse_query(msg: &[u8]) -> Result<Query, QueryError> {
     let mut q = Query::new();
     parse_query_into(msg, &mut q)?;
@@ -204,6 +206,9 @@ pub fn parse_query_into(msg: &[u8], q: &mut Query) -> Result<(), QueryError> {
         return Err(QueryError::Drop);
     }
     let formerr = QueryError::FormErr;
+    if header.qdcount == 0 && header.arcount > 0 {
+        return parse_question_less(msg, header, q);
+    }
     if header.qdcount != 1 {
         return Err(formerr(ParseError::QuestionCount(header.qdcount)));
     }
@@ -230,7 +235,34 @@ pub fn parse_query_into(msg: &[u8], q: &mut Query) -> Result<(), QueryError> {
     Ok(())
 }
 
+/// A query without a question: well formed only with an OPT record (RFC
+/// 7873 5.4). Its name is the root, its type and class 0, its question
+/// empty.
+#[cold]
+fn parse_question_less(msg: &[u8], header: Header, q: &mut Query) -> Result<(), QueryError> {
+    let trailer = scan_records(msg, HEADER_LEN, &header).map_err(QueryError::FormErr)?;
+    if trailer.edns.is_none() {
+        return Err(QueryError::FormErr(ParseError::QuestionCount(0)));
+    }
+    q.header = header;
+    q.qname_lower.set(&[0]);
+    q.qname_starts = LabelStarts::default();
+    q.qname = HEADER_LEN..HEADER_LEN;
+    q.qtype = RType(0);
+    q.qclass = Class(0);
+    q.question = HEADER_LEN..HEADER_LEN;
+    q.edns = trailer.edns;
+    q.tsig = trailer.tsig;
+    Ok(())
+}
+
 impl Query {
+    /// False for a query for a server cookie alone (RFC 7873 5.4).
+    #[inline]
+    pub fn has_question(&self) -> bool {
+        !self.question.is_empty()
+    }
+
     pub fn new() -> Query {
         Query {
             header: Header::default(),
@@ -536,6 +568,33 @@ mod tests {
         m[count_at + 1] += 1;
         m.extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0x80, 0, 0, 0]);
         m
+    }
+
+    /// RFC 7873 5.4: no question and an OPT record (with a COOKIE
+    /// option, for the processor to judge) is a query; no question
+    /// without one, or with a broken record, is FORMERR.
+    #[test]
+    fn a_question_less_query_needs_an_opt_record() {
+        let header = vec![0x12, 0x34, 0x01, 0x00, 0, 0, 0, 0, 0, 0, 0, 1];
+        let mut m = header.clone();
+        m.extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0, 0, 12, 0, 10, 0, 8]);
+        m.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        let q = parse_query(&m).unwrap();
+        assert!(!q.has_question());
+        assert_eq!((q.qtype, q.qname_lower.as_wire()), (RType(0), &[0u8][..]));
+        assert!(q.edns.is_some());
+        let mut bare = header.clone();
+        bare[11] = 0;
+        assert!(matches!(parse_query(&bare), Err(QueryError::FormErr(_))));
+        let mut not_opt = header.clone();
+        not_opt.extend_from_slice(&[0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4, 1, 2, 3, 4]);
+        assert!(matches!(parse_query(&not_opt), Err(QueryError::FormErr(_))));
+        assert!(matches!(
+            parse_query(&m[..m.len() - 3]),
+            Err(QueryError::FormErr(_))
+        ));
+        let plain = query(b"\x03www\x00", 1);
+        assert!(parse_query(&plain).unwrap().has_question());
     }
 
     #[test]

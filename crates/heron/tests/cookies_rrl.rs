@@ -154,6 +154,68 @@ fn a_wrong_server_cookie_gets_badcookie_when_required_and_an_answer_when_not() {
     assert!(!out.contains("COOKIE:"), "{out}");
 }
 
+/// `dig +header-only` against `server` with `args`: a query with no
+/// question (RFC 7873 5.4 when it carries a cookie).
+fn ask_header_only(server: SocketAddr, args: &[&str]) -> String {
+    let out = Command::new("dig")
+        .arg(format!("@{}", server.ip()))
+        .args(["-p", &server.port().to_string(), "+tries=1", "+time=2"])
+        .arg("+header-only")
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A query with a client cookie and no question gets NOERROR and a server
+/// cookie (RFC 7873 5.4; `dig +header-only +cookie`, how operators check a
+/// server's cookies), over UDP and TCP, even when cookies are required;
+/// the cookie is accepted back. Without a cookie, without EDNS or with
+/// cookies off it is FORMERR, as before.
+#[test]
+fn a_query_without_a_question_gets_a_server_cookie() {
+    let lenient = start("");
+    for transport in ["+notcp", "+tcp"] {
+        let out = ask_header_only(lenient.addr(), &["+cookie", transport]);
+        assert_eq!(statuses(&out), ["NOERROR"], "{out}");
+        assert!(out.contains("QUERY: 0, ANSWER: 0"), "{out}");
+        assert_server_cookie(&cookie(&out));
+    }
+    let strict = start(&required(OLD_SECRET));
+    let out = ask_header_only(strict.addr(), &["+cookie", "+nobadcookie"]);
+    assert_eq!(statuses(&out), ["NOERROR"], "{out}");
+    let given = cookie(&out);
+    assert_server_cookie(&given);
+    let back = ask(
+        "dig",
+        strict.addr(),
+        &[&format!("+cookie={given}"), "+nobadcookie"],
+    );
+    assert_eq!(statuses(&back), ["NOERROR"], "{back}");
+    // A wrong server cookie, cookies required: BADCOOKIE and a fresh one.
+    let wrong = "0102030405060708010000006b044db20fec16627a01e3eb";
+    let out = ask_header_only(
+        strict.addr(),
+        &[&format!("+cookie={wrong}"), "+nobadcookie"],
+    );
+    assert_eq!(statuses(&out), [BADCOOKIE], "{out}");
+    assert_ne!(cookie(&out), wrong);
+    for args in [&["+nocookie"][..], &["+noedns"]] {
+        let out = ask_header_only(lenient.addr(), args);
+        assert_eq!(statuses(&out), ["FORMERR"], "{args:?}: {out}");
+    }
+    let off = start("[cookies]\nenabled = false\n");
+    let out = ask_header_only(off.addr(), &["+cookie", "+nobadcookie"]);
+    assert_eq!(statuses(&out), ["FORMERR"], "{out}");
+    assert_answers_www(&lenient);
+}
+
+/// The server answers a plain query still.
+fn assert_answers_www(server: &ServerProcess) {
+    let out = ask("dig", server.addr(), &[]);
+    assert_eq!(statuses(&out), ["NOERROR"], "{out}");
+}
+
 #[test]
 fn instances_sharing_a_secret_accept_each_others_cookies_and_rotation_the_old_one() {
     let first = start(&required(OLD_SECRET));

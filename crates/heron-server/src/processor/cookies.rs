@@ -107,13 +107,25 @@ impl Cookies {
         udp: bool,
         out: &mut Vec<u8>,
     ) -> Step {
+        self.check_requiring(q, question, (client, now, udp), self.require, out)
+    }
+
+    /// [`Cookies::check`], cookies required or not as `require` says.
+    fn check_requiring(
+        &self,
+        q: &Query,
+        question: &[u8],
+        (client, now, udp): (IpAddr, u64, bool),
+        require: bool,
+        out: &mut Vec<u8>,
+    ) -> Step {
         let Some(edns) = q.edns else {
             return Step::Ignore;
         };
         let option = &edns.options.cookie;
         let outcome = self
             .secrets
-            .evaluate(option, client, now as u32, self.require, udp);
+            .evaluate(option, client, now as u32, require, udp);
         let pending = |rrl_exempt| match (option, outcome.server_cookie) {
             (CookieOption::Present(c), Some(server)) => Some(Pending {
                 client: *c.client(),
@@ -148,6 +160,33 @@ impl Cookies {
                 }
                 Step::Answered
             }
+        }
+    }
+
+    /// Answers `q`, a query with a COOKIE option and no question (RFC 7873
+    /// 5.4): NOERROR with the COOKIE option and a server cookie, or what
+    /// [`Cookies::check`] answers instead (FORMERR, BADCOOKIE). A client
+    /// cookie alone asks for a server cookie: NOERROR even when cookies
+    /// are required (5.4: it SHALL be).
+    pub fn server_cookie_only(
+        &self,
+        q: &Query,
+        client: IpAddr,
+        now: u64,
+        udp: bool,
+        out: &mut Vec<u8>,
+    ) {
+        let option = q.edns.map(|e| e.options.cookie);
+        let sent_server_cookie =
+            matches!(option, Some(CookieOption::Present(c)) if c.server().is_some());
+        let require = self.require && sent_server_cookie;
+        match self.check_requiring(q, &[], (client, now, udp), require, out) {
+            Step::Answer(pending) => {
+                self.error(q, &[], Rcode::NOERROR, out);
+                pending.append(out);
+            }
+            Step::Answered => {}
+            Step::Ignore => self.error(q, &[], Rcode::FORMERR, out),
         }
     }
 

@@ -678,6 +678,9 @@ impl Processor {
         out: &mut Vec<u8>,
         events: &mut Vec<Event>,
     ) -> Outcome {
+        if !q.has_question() {
+            return self.question_less(req, q, out);
+        }
         let catalog = self.catalog.load();
         let admission = acl::admit(self, &catalog, req, q);
         let mut d = Deferred {
@@ -720,6 +723,23 @@ impl Processor {
             size::fit(&self.config, &d, out);
         }
         outcome
+    }
+
+    /// A query without a question (RFC 7873 5.4): with cookies on, a
+    /// QUERY with a COOKIE option gets its server cookie (NOERROR, or
+    /// BADCOOKIE and FORMERR as a cookie check decides); anything else
+    /// FORMERR, as before cookies.
+    #[cold]
+    fn question_less(&self, req: &Request, q: &Query, out: &mut Vec<u8>) -> Outcome {
+        let asks_cookie = q.header.opcode() == heron_proto::Opcode::QUERY && q.tsig.is_none();
+        match (&self.cookies, asks_cookie) {
+            (Some(cookies), true) if cookies::has_cookie(q) => {
+                let udp = req.transport == Transport::Udp;
+                cookies.server_cookie_only(q, req.peer.ip(), req.now, udp, out);
+            }
+            _ => heron_proto::writer::header_response(out, &q.header, &[], Rcode::FORMERR, false),
+        }
+        Outcome::Response
     }
 
     /// The answer, transfer or NOTIFY layer, as `acl` admitted.

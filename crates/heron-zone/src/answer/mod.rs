@@ -215,9 +215,11 @@ pub fn answer_prepared(
     }
 }
 
-/// Whether a query is for the query pipeline rather than the engine alone.
+/// Whether a query is for the query pipeline rather than the engine alone
+/// (a question-less query for a server cookie too).
 pub fn is_deferred(q: &Query) -> bool {
     q.tsig.is_some()
+        || !q.has_question()
         || q.header.opcode() == Opcode::NOTIFY
         || q.header.opcode() == Opcode::UPDATE
         || matches!(q.qtype, RType::AXFR | RType::IXFR)
