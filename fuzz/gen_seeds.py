@@ -186,6 +186,9 @@ def main():
     ]:
         write("cookie", label, struct.pack(">IBH", 1559731985, switches, age) + rdata)
     # processor: the peers and the key of fuzz_targets/processor.rs
+    def cookie_option(length):
+        return struct.pack(">HH", 10, length) + bytes(range(1, length + 1))
+
     udp, tcp, tls = 0, 1, 2
     keyed, open_, notifier, stranger = 0 << 2, 1 << 2, 2 << 2, 3 << 2
     sha256 = TSIG_ALGS[3]
@@ -228,6 +231,9 @@ def main():
         ("axfr-udp-signed", udp | keyed, signed(query("edge.test", TYPES["AXFR"], flags=0, edns=opt()))),
         ("class-any", udp | stranger, query("www.edge.test", TYPES["A"], qclass=255, edns=opt())),
         ("class-any-signed", tcp | keyed, signed(query("nx.edge.test", TYPES["A"], qclass=255))),
+        # RFC 7873 5.4: no question, a client cookie; and one with a server cookie too.
+        ("cookie-only", udp | stranger, header(0x1234, 0, qd=0, ar=1) + opt(options=cookie_option(8))),
+        ("cookie-only-tcp", tcp | stranger, header(0x1234, 0, qd=0, ar=1) + opt(options=cookie_option(24))),
     ]
     for label, pick, m in cases:
         write("processor", label, bytes([pick]) + m)
