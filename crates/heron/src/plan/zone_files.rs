@@ -700,8 +700,7 @@ fn progress_text(progress: &LoadProgress, zones: usize) -> String {
 /// problems if it has errors (warnings are logged).
 fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgress) -> Loaded {
     let started = Instant::now();
-    let file = ZoneFileText::read(&spec.file)
-        .map_err(|e| vec![format!("{}: error: {}", e.location, e.message)])?;
+    let file = read_text(spec)?;
     if spec.kept {
         heron_xfr::secondary::seal::check(&file.text)
             .map_err(|why| vec![format!("{}: {why}", spec.file.display())])?;
@@ -768,6 +767,12 @@ fn sign_reloaded(
     by_change.unwrap_or_else(|| sign_loaded(loaded, previous, signing))
 }
 
+/// The text of `spec`'s file, or why it cannot be read.
+fn read_text(spec: &ZoneSpec) -> Result<ZoneFileText, Vec<String>> {
+    ZoneFileText::read(&spec.file)
+        .map_err(|e| vec![format!("{}: error: {}", e.location, e.message)])
+}
+
 /// A held zone's file read again: the zone to serve instead of the one
 /// served (None: that one stays), the file's stamp; or its problems.
 type Held = Result<(Option<Zone>, Option<Stamp>), Vec<String>>;
@@ -786,8 +791,7 @@ fn hold_served(
     signing: &crate::config::dnssec::Signing,
 ) -> Held {
     use crate::plan::signing::{keys_moved, last_signed_under, sign_loaded};
-    let file = ZoneFileText::read(&spec.file)
-        .map_err(|e| vec![format!("{}: error: {}", e.location, e.message)])?;
+    let file = read_text(spec)?;
     let stamp = Stamp::from_metadata(&file.metadata);
     let loaded = load_zone_text(&file.text, &spec.file, &spec.origin, None)
         .map_err(|problems| problems.iter().map(|p| p.to_string()).collect::<Vec<_>>())?;
@@ -822,7 +826,7 @@ pub(crate) fn warn_if_edited(served: &Zone, file: &Zone) {
 /// before the restart (`FILE.signed`).
 fn what_is_kept(spec: &ZoneSpec, catalog: &Catalog, never_loaded: bool) -> String {
     match catalog.get(&spec.origin) {
-        Some(kept) if never_loaded => format!(
+        Some(kept) if never_loaded && spec.signing.is_some() => format!(
             "zone {} not loaded; the signed version kept before the restart (serial {}) is served until its file is",
             spec.origin,
             kept.serial()

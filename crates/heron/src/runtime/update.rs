@@ -757,16 +757,15 @@ pub(crate) fn keep_updates(
 /// `current` serves (lower-cased origins): a reload keeps the version
 /// served ([`crate::plan::zone_files::ZoneFiles::load_selected`]).
 pub(crate) fn held_signed(current: &Catalog, xfr: &Transfers) -> HashSet<Name> {
-    (current.zones())
-        .map(|zone| zone.origin())
+    // The signed zones are few: looked at alone, not every zone served.
+    (xfr.signings.origins().into_iter())
+        .filter(|origin| !xfr.frozen.contains(origin))
         .filter(|origin| {
-            xfr.signings.get(origin).is_some() && !xfr.frozen.contains(&origin.to_lowercase())
+            current.get(origin).is_some_and(|zone| {
+                let policy = xfr.primary.policy(zone.origin());
+                policy.takes_updates() && policy.journal_path().is_some()
+            })
         })
-        .filter(|origin| {
-            let policy = xfr.primary.policy(origin);
-            policy.takes_updates() && policy.journal_path().is_some()
-        })
-        .map(|origin| origin.to_lowercase())
         .collect()
 }
 

@@ -50,6 +50,12 @@ impl Signings {
         *self.0.write().unwrap_or_else(|e| e.into_inner()) = map;
     }
 
+    /// The zones signed here, lower-cased.
+    pub(crate) fn origins(&self) -> Vec<Name> {
+        let map = self.0.read().unwrap_or_else(|e| e.into_inner());
+        map.keys().cloned().collect()
+    }
+
     pub(crate) fn get(&self, origin: &Name) -> Option<Arc<Signing>> {
         let map = self.0.read().unwrap_or_else(|e| e.into_inner());
         map.get(&origin.to_lowercase()).cloned()
