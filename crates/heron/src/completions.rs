@@ -18,7 +18,7 @@ const DEFAULT_CONFIG: &str = "/etc/heron/heron.toml";
 /// How long a completion waits for the server.
 const ASK_WITHIN: Duration = Duration::from_secs(1);
 /// The `heron ctl` commands whose arguments are zones.
-const ZONE_COMMANDS: &str = "zone-status reload retransfer refresh notify keys ds-seen";
+const ZONE_COMMANDS: &str = "zone-status reload retransfer refresh notify keys roll ds-seen";
 
 /// Prints the completion script for `shell`, with zone names for bash and
 /// fish.

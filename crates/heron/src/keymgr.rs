@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use heron_dnssec::rollover::state_file::{ZoneKeys, file_name};
-use heron_dnssec::rollover::{Event, Key, Rollover, UnixTime};
+use heron_dnssec::rollover::{Event, Rollover, UnixTime};
+
+use crate::plan::key_state::{find_key, keys_to_roll};
 
 pub mod import;
 
@@ -32,7 +34,8 @@ pub enum KeymgrCommand {
     /// DNSKEY, RRSIGs and DS, and each key's next event.
     List,
     /// Start a key's rollover at the next step, before its lifetime ends
-    /// (KEY: its id or key tag).
+    /// (KEY: its id or key tag, or ksk, zsk or csk for the key of that
+    /// role). With the server running, `heron ctl roll` does it at once.
     Roll { key: String },
     /// Delete a retired key that no cache holds any more.
     Delete { key: String },
@@ -93,27 +96,33 @@ pub fn execute(path: &Path, command: &KeymgrCommand, now: UnixTime) -> Result<St
     if *command == KeymgrCommand::List {
         return Ok(list(&state, now));
     }
-    let event = match command {
-        KeymgrCommand::Roll { key } => Event::Roll(find(&state.keys, key)?.id.clone()),
-        KeymgrCommand::Delete { key } => Event::Forget(find(&state.keys, key)?.id.clone()),
-        KeymgrCommand::DsSeen => Event::DsSeen,
+    let events = match command {
+        KeymgrCommand::Roll { key } => (keys_to_roll(&state.keys, key)?.into_iter())
+            .map(Event::Roll)
+            .collect(),
+        KeymgrCommand::Delete { key } => {
+            vec![Event::Forget(find_key(&state.keys, key)?.id.clone())]
+        }
+        KeymgrCommand::DsSeen => vec![Event::DsSeen],
         KeymgrCommand::List | KeymgrCommand::Import { .. } => {
             return Err("import is run by `run`, with the key directory".into());
         }
     };
     let policy = state.policy.clone().unwrap_or_else(placeholder_policy);
     let mut machine = Rollover::new(policy, state.keys.clone());
-    machine
-        .handle(event.clone(), now)
-        .map_err(|e| e.to_string())?;
+    for event in &events {
+        machine
+            .handle(event.clone(), now)
+            .map_err(|e| e.to_string())?;
+    }
     let changed = ZoneKeys {
         keys: machine.keys().to_vec(),
         ..state
     };
     changed.save(path).map_err(|e| e.to_string())?;
-    Ok(match (command, &event) {
+    Ok(match (command, events.first()) {
         (KeymgrCommand::Roll { key }, _) => format!("key {key} rolls over at the next step\n"),
-        (KeymgrCommand::Delete { key }, Event::Forget(id)) => remove_key_file(path, key, id)?,
+        (KeymgrCommand::Delete { key }, Some(Event::Forget(id))) => remove_key_file(path, key, id)?,
         _ => "the parent's DS is recorded as matching the CDS records\n".to_string(),
     })
 }
@@ -136,20 +145,6 @@ fn remove_key_file(path: &Path, key: &str, id: &str) -> Result<String, String> {
             "key {key} deleted from the state file, but its file {} is still there: {e}",
             file.display()
         )),
-    }
-}
-
-/// The key named by id or by tag (which must then be unambiguous).
-fn find<'a>(keys: &'a [Key], name: &str) -> Result<&'a Key, String> {
-    if let Some(key) = keys.iter().find(|k| k.id == name) {
-        return Ok(key);
-    }
-    let tag: Option<u16> = name.parse().ok();
-    let mut by_tag = keys.iter().filter(|k| Some(k.tag) == tag);
-    match (by_tag.next(), by_tag.next()) {
-        (Some(key), None) => Ok(key),
-        (Some(_), Some(_)) => Err(format!("several keys have tag {name}: name one by its id")),
-        _ => Err(format!("no key {name}")),
     }
 }
 
@@ -196,7 +191,7 @@ fn list(state: &ZoneKeys, now: UnixTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use heron_dnssec::rollover::{KskMethod, Policy, Role, State};
+    use heron_dnssec::rollover::{Key, KskMethod, Policy, Role, State};
 
     fn policy() -> Policy {
         Policy {
@@ -263,6 +258,33 @@ mod tests {
         assert_eq!(busy, Err("key k22 is still in use".to_string()));
         let unknown = execute(&path, &KeymgrCommand::Roll { key: "33".into() }, NOW);
         assert_eq!(unknown, Err("no key 33".to_string()));
+    }
+
+    /// A roll names a key by id or tag, or a role: its key in use. A
+    /// role the zone has no key of, or a key already retiring, is refused
+    /// and the file stays as it was.
+    #[test]
+    fn roll_takes_a_role_and_refuses_a_retiring_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = zone_file(dir.path());
+        let roll = |key: &str| execute(&path, &KeymgrCommand::Roll { key: key.into() }, NOW);
+        roll("KSK").unwrap();
+        let keys = ZoneKeys::load(&path).unwrap().keys;
+        assert!(keys[0].roll_requested && !keys[1].roll_requested);
+        assert_eq!(roll("csk"), Err("the zone has no csk in use".to_string()));
+        let mut state = ZoneKeys::load(&path).unwrap();
+        let mut old = Key::new("k44".into(), 44, 13, Role::Zsk, NOW);
+        old.goal = heron_dnssec::rollover::Goal::Hidden;
+        state.keys.insert(0, old);
+        state.save(&path).unwrap();
+        assert_eq!(roll("44"), Err("key 44 is already retiring".to_string()));
+        roll("zsk").unwrap();
+        let keys = ZoneKeys::load(&path).unwrap().keys;
+        let requested: Vec<&str> = (keys.iter())
+            .filter(|k| k.roll_requested)
+            .map(|k| k.id.as_str())
+            .collect();
+        assert_eq!(requested, ["k11", "k22"], "the retiring zsk is not asked");
     }
 
     /// A retired key no cache holds any more leaves the state file and

@@ -779,6 +779,43 @@ fn zsk_roll_of_a_zone_taking_updates_validates_at_every_step() {
     assert!(text.contains(&format!("upd.{CHILD}")), "{text}");
 }
 
+/// A ZSK rolled by hand long before its lifetime ends (`heron ctl roll
+/// ZONE zsk`, as `knotc zone-key-rollover` and `rndc dnssec -rollover`
+/// do) starts at once with no reload and goes through every
+/// pre-publication step; each validates. The KSK stays. A name that is
+/// no key, or a role the zone has no key of, is refused.
+#[test]
+fn a_roll_asked_by_hand_starts_at_once_and_validates_at_every_step() {
+    let mut setup = Setup::start("keys = \"ksk-zsk\"\n", true);
+    let mut phases = Vec::new();
+    publish_first_ds(&mut setup, &mut phases);
+    let settled = setup.run_until(Duration::from_secs(20), &mut phases, |s| {
+        role_keys(s, "ksk").iter().any(is_active) && role_keys(s, "zsk").iter().any(is_active)
+    });
+    assert!(settled, "{:?}\n{}", setup.phase(), setup.server.log());
+    let (ok, said) = setup.ctl(&setup.server, &["roll", CHILD, "csk"]);
+    assert!(!ok && said.contains("no csk in use"), "{said}");
+    let (ok, said) = setup.ctl(&setup.server, &["roll", CHILD, "65536"]);
+    assert!(!ok && said.contains("no key 65536"), "{said}");
+    let zsk = role_keys(&setup, "zsk")[0]["tag"].as_u64().unwrap();
+    let (ok, said) = setup.ctl(&setup.server, &["roll", CHILD, "zsk"]);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains(&format!(
+            "key {zsk} (zsk) rolls over: its successor is made and published now"
+        )),
+        "{said}"
+    );
+    let rolled = setup.run_until(Duration::from_secs(45), &mut phases, |s| {
+        rolled(&role_keys(s, "zsk"))
+    });
+    assert!(rolled, "{:?}\n{}", setup.phase(), setup.server.log());
+    setup.validate();
+    assert!(phases.len() >= 4, "{phases:#?}");
+    assert_eq!(role_keys(&setup, "ksk").len(), 1, "the KSK stays");
+    assert!(setup.server.log().contains("heron ctl roll"));
+}
+
 /// A TCP front for `delv`, which asks one server: each query goes to the
 /// server of its zone, the child's DS to the parent (the child's server
 /// has only the child's side of the cut). A thread per connection; it

@@ -23,7 +23,7 @@ use crate::plan::zone_files::ZoneFiles;
 use crate::runtime::{Selection, Transfers, reload};
 
 /// The commands this server answers, for the error that names them.
-const KNOWN: &str = "status, zone-status, reload, reconfigure, retransfer, refresh, notify, stats, dnstap-reopen, freeze, thaw, keys, ds-seen, stop";
+const KNOWN: &str = "status, zone-status, reload, reconfigure, retransfer, refresh, notify, stats, dnstap-reopen, freeze, thaw, keys, roll, ds-seen, stop";
 
 /// What the commands see of the running server.
 pub(crate) struct Controller {
@@ -77,6 +77,10 @@ impl Controller {
                 [zone] if request.command == "keys" => self.keys(zone).await,
                 [zone] => self.ds_seen(zone).await,
                 _ => Response::refused(format!("{} takes one zone", request.command)),
+            },
+            "roll" => match (zones.as_slice(), request.key) {
+                ([zone], Some(key)) => self.roll(zone, key).await,
+                _ => Response::refused("roll takes one zone and a key (id, tag, ksk, zsk or csk)"),
             },
             "stats" => self.stats(request.reset),
             "dnstap-reopen" => self.dnstap_reopen().await,

@@ -120,6 +120,18 @@ pub enum CtlCommand {
         /// The signed zone.
         zone: String,
     },
+    /// Roll a key over now, before its lifetime ends: its successor is
+    /// made and published at once (while a rollover of that role is under
+    /// way, once that one is done), and the rollover goes on as the
+    /// policy's timings say. KEY: the key's tag or id, or ksk, zsk or csk
+    /// for the zone's key of that role (as `knotc zone-key-rollover` and
+    /// `rndc dnssec -rollover` do).
+    Roll {
+        /// The signed zone.
+        zone: String,
+        /// The key: its tag or id, or ksk, zsk or csk.
+        key: String,
+    },
     /// Say that the parent now publishes the DS records the zone's
     /// CDS/CDNSKEY ask for (or no longer publishes those withdrawn), for
     /// parents the server cannot query (`parent-servers`): the waiting
@@ -164,6 +176,10 @@ impl CtlCommand {
             },
             CtlCommand::DnstapReopen => Request::new("dnstap-reopen"),
             CtlCommand::Keys { zone } => one_zone("keys", zone),
+            CtlCommand::Roll { zone, key } => Request {
+                key: Some(key.clone()),
+                ..one_zone("roll", zone)
+            },
             CtlCommand::DsSeen { zone } => one_zone("ds-seen", zone),
             CtlCommand::Stop => Request::new("stop"),
         }

@@ -1,7 +1,10 @@
-//! `heron ctl keys ZONE` and `heron ctl ds-seen ZONE`: a signed zone's
-//! DNSSEC keys with their RFC 7583 states and next event, and the
-//! operator's word that the parent's DS RRset changed as the zone's CDS
-//! asks (for parents that cannot be queried).
+//! `heron ctl keys ZONE`, `heron ctl roll ZONE KEY` and `heron ctl
+//! ds-seen ZONE`: a signed zone's DNSSEC keys with their RFC 7583 states
+//! and next event, a rollover asked by hand, and the operator's word that
+//! the parent's DS RRset changed as the zone's CDS asks (for parents that
+//! cannot be queried).
+
+use std::path::PathBuf;
 
 use heron_dnssec::rollover::State;
 use heron_proto::Name;
@@ -73,9 +76,26 @@ impl Controller {
         Response::ok(message, Value::Array(rows))
     }
 
+    /// Starts the rollover of the key `key` names (or of every key of a
+    /// role): the rollover driver signs the zone's next step at once.
+    pub(crate) async fn roll(&self, zone: &Name, key: String) -> Response {
+        self.edit_keys(zone, move |dir, origin| rollover::roll(dir, origin, &key))
+            .await
+    }
+
     /// Records that the parent now publishes (or no longer publishes) the
     /// DS the zone's CDS asks for; the zone's keys move on at once.
     pub(crate) async fn ds_seen(&self, zone: &Name) -> Response {
+        self.edit_keys(zone, rollover::ds_seen).await
+    }
+
+    /// Runs `edit` on the key directory of `zone`, a zone this server
+    /// signs, off the runtime; what it says is the answer.
+    async fn edit_keys(
+        &self,
+        zone: &Name,
+        edit: impl FnOnce(PathBuf, &Name) -> Result<String, String> + Send + 'static,
+    ) -> Response {
         let found = {
             let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
             rollover::policy_of(&files, zone)
@@ -84,7 +104,7 @@ impl Controller {
             return Response::refused(format!("{zone} is not a zone this server signs"));
         };
         let origin = zone.clone();
-        match tokio::task::spawn_blocking(move || rollover::ds_seen(dir, &origin)).await {
+        match tokio::task::spawn_blocking(move || edit(dir, &origin)).await {
             Ok(Ok(said)) => Response::ok(said, json!({ "zone": zone.to_string() })),
             Ok(Err(e)) => Response::error(e),
             Err(e) => Response::error(e.to_string()),

@@ -53,6 +53,9 @@ pub struct Request {
     /// `stats --reset`: set the counters back to zero.
     #[serde(default)]
     pub reset: bool,
+    /// `roll ZONE KEY`: the key (id, tag or role).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 impl Request {
@@ -63,6 +66,7 @@ impl Request {
             zones: Vec::new(),
             force: false,
             reset: false,
+            key: None,
         }
     }
 }

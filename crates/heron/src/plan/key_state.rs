@@ -21,7 +21,7 @@ use heron_dnssec::keys::{KeyFile, KeyRole, MAX_KEY_FILE};
 use heron_dnssec::policy::Policy;
 use heron_dnssec::rollover::state_file::{ZoneKeys, file_name};
 use heron_dnssec::rollover::{
-    Event, Key, KeyRequest, Plan, RecordKind, Role, Rollover, State, UnixTime,
+    Event, Goal, Key, KeyRequest, Plan, RecordKind, Role, Rollover, State, UnixTime,
 };
 use heron_dnssec::sign::ZoneKey;
 use heron_proto::{Name, RType};
@@ -141,6 +141,48 @@ pub fn handle_event(dir: &Path, zone: &str, event: Event, now: UnixTime) -> Resu
         ..state
     };
     changed.save(&path).map_err(|e| e.to_string())
+}
+
+/// The key `name` names: its id, or its tag (which must then be
+/// unambiguous).
+pub fn find_key<'a>(keys: &'a [Key], name: &str) -> Result<&'a Key, String> {
+    if let Some(key) = keys.iter().find(|k| k.id == name) {
+        return Ok(key);
+    }
+    let tag: Option<u16> = name.parse().ok();
+    let mut by_tag = keys.iter().filter(|k| Some(k.tag) == tag);
+    match (by_tag.next(), by_tag.next()) {
+        (Some(key), None) => Ok(key),
+        (Some(_), Some(_)) => Err(format!("several keys have tag {name}: name one by its id")),
+        _ => Err(format!("no key {name}")),
+    }
+}
+
+/// The ids of the keys a roll of `name` asks to replace: the key of that
+/// id or tag, or every key of a role (`ksk`, `zsk`, `csk`) in use or
+/// coming into use. A key already retiring has nothing left to roll.
+pub fn keys_to_roll(keys: &[Key], name: &str) -> Result<Vec<String>, String> {
+    let role = match name.to_ascii_lowercase().as_str() {
+        "ksk" => Some(Role::Ksk),
+        "zsk" => Some(Role::Zsk),
+        "csk" => Some(Role::Csk),
+        _ => None,
+    };
+    let Some(role) = role else {
+        let key = find_key(keys, name)?;
+        if key.goal == Goal::Hidden {
+            return Err(format!("key {name} is already retiring"));
+        }
+        return Ok(vec![key.id.clone()]);
+    };
+    let ids: Vec<String> = (keys.iter())
+        .filter(|k| k.role == role && k.goal == Goal::Omnipresent)
+        .map(|k| k.id.clone())
+        .collect();
+    if ids.is_empty() {
+        return Err(format!("the zone has no {name} in use"));
+    }
+    Ok(ids)
 }
 
 /// Why `origin`, signed with its keys in `dir`, may not lose its

@@ -548,6 +548,42 @@ pub(crate) fn ds_seen(dir: PathBuf, origin: &Name) -> Result<String, String> {
     Ok(said.join("; "))
 }
 
+/// `heron ctl roll ZONE KEY`: the key named (id or tag), or every key of
+/// a role (`ksk`, `zsk`, `csk`), rolls over: its successor is made and
+/// published at once, or, while a rollover of that role is under way,
+/// once that one is done. What the operator is told.
+pub(crate) fn roll(dir: PathBuf, origin: &Name, name: &str) -> Result<String, String> {
+    let zone = key_state::zone_text(origin);
+    let state = key_state::read_state(&dir, &zone)?
+        .ok_or_else(|| format!("{zone} has no key state file yet"))?;
+    let Some(policy) = state.policy.clone() else {
+        return Err(format!("{zone}: no policy recorded yet"));
+    };
+    let ids = key_state::keys_to_roll(&state.keys, name)?;
+    let now = heron_proto::time::unix_now();
+    for id in &ids {
+        key_state::handle_event(&dir, &zone, Event::Roll(id.clone()), now)?;
+    }
+    reloaded(Some(&HashSet::from([origin.to_lowercase()])));
+    wake();
+    let rolled: Vec<String> = (state.keys.iter())
+        .filter(|k| ids.contains(&k.id))
+        .map(|k| format!("key {} ({:?})", k.tag, k.role).to_ascii_lowercase())
+        .collect();
+    let after = key_state::read_state(&dir, &zone)?.map_or(Vec::new(), |s| s.keys);
+    let starts_now = !heron_dnssec::rollover::Rollover::new(policy, after)
+        .advance(now)
+        .generate
+        .is_empty();
+    let when = match starts_now {
+        true => "its successor is made and published now",
+        false => "once the rollover under way is done",
+    };
+    let said = format!("{} rolls over: {when}", rolled.join(", "));
+    tracing::info!(zone = %origin, "DNSSEC: heron ctl roll: {said}");
+    Ok(said)
+}
+
 /// The configured policy of a signed zone, for `heron ctl keys`.
 pub(crate) fn policy_of(files: &ZoneFiles, origin: &Name) -> Option<(Arc<Policy>, PathBuf)> {
     files
