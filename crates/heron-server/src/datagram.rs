@@ -249,6 +249,9 @@ impl<'a> Layers<'a> {
             }
             Plain::Deferred => {
                 let q = prepared.query(i);
+                if !q.has_question() {
+                    return self.question_less(q, query, peer.address(), response);
+                }
                 Pending::done(self.deferred(q, query, peer.address(), response, events))
             }
             Plain::Answered {
@@ -321,6 +324,35 @@ impl<'a> Layers<'a> {
             self.tap(query, || peer.address(), response, send);
         }
         send
+    }
+
+    /// A query with no question (RFC 7873 5.4): the processor answers it
+    /// with a server cookie (or FORMERR), which anyone can ask for from a
+    /// spoofed source, so it is rate limited as an error is (by the
+    /// client's prefix alone) and logged after RRL, as an answer is.
+    #[cold]
+    #[inline(never)]
+    fn question_less(
+        &self,
+        q: &Query,
+        query: &[u8],
+        address: Option<SocketAddr>,
+        response: &mut Vec<u8>,
+    ) -> Pending {
+        let Some(address) = address else {
+            return Pending::DONE_DROP;
+        };
+        let processor = &self.service.processor;
+        let request = udp_request(query, address);
+        let outcome = processor.process_parsed(&request, q, response, &mut Vec::new());
+        let send = matches!(outcome, Outcome::Response);
+        Pending {
+            send,
+            limitable: send,
+            charge: None,
+            summary: Summary::PLAIN,
+            tapped: false,
+        }
     }
 
     /// TSIG, NOTIFY, IXFR: the processor's other layers, which need the

@@ -444,25 +444,66 @@ fn limited_errors_with_an_extended_rcode_are_dropped_never_slipped() {
         ("127.0.0.3", badvers, "BADVERS", 16),
     ];
     for (from, query, what, rcode) in cases {
-        let started = std::time::Instant::now();
-        let mut received = 0;
-        flood_udp_each(
-            from.parse().unwrap(),
-            server.addr(),
-            400,
-            |_| query.clone(),
-            |r| {
-                received += 1;
-                let message = heron_proto::message::Message::parse(r)
-                    .unwrap_or_else(|e| panic!("{what}: {e:?} in {r:?}"));
-                assert_eq!(message.rcode().0, rcode, "{what}, OPT kept: {r:?}");
-                assert_eq!(r[2] & 0x02, 0, "{what} not truncated");
-            },
-        );
-        let seconds = started.elapsed().as_secs() as usize + 1;
-        assert!(
-            (rate..=rate + rate * seconds).contains(&received),
-            "{what}: {received} of 400 sent in < {seconds} s"
-        );
+        assert_dropped_past(rate, &server, from, &query, (what, rcode));
     }
+}
+
+/// 400 copies of `query` from `from` are answered `rcode` at `rate` a
+/// second (with a burst of one second), none truncated: the rest dropped.
+fn assert_dropped_past(
+    rate: usize,
+    server: &ServerProcess,
+    from: &str,
+    query: &[u8],
+    (what, rcode): (&str, u16),
+) {
+    let started = std::time::Instant::now();
+    let mut received = 0;
+    flood_udp_each(
+        from.parse().unwrap(),
+        server.addr(),
+        400,
+        |_| query.to_vec(),
+        |r| {
+            received += 1;
+            let message = heron_proto::message::Message::parse(r)
+                .unwrap_or_else(|e| panic!("{what}: {e:?} in {r:?}"));
+            assert_eq!(message.rcode().0, rcode, "{what}, OPT kept: {r:?}");
+            assert_eq!(r[2] & 0x02, 0, "{what} not truncated");
+        },
+    );
+    let seconds = started.elapsed().as_secs() as usize + 1;
+    assert!(
+        (rate..=rate + rate * seconds).contains(&received),
+        "{what}: {received} of 400 sent in < {seconds} s"
+    );
+}
+
+/// A query with no question and a client cookie, as RFC 7873 5.4 has a
+/// client ask for a server cookie.
+fn question_less_query(cookie: &[u8; 8]) -> Vec<u8> {
+    let mut query = vec![0x51, 0x51, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+    // OPT: root owner, type 41, payload 1232, no extended flags.
+    query.extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0, 0, 12, 0, 10, 0, 8]);
+    query.extend_from_slice(cookie);
+    query
+}
+
+/// A server cookie is answered to a question-less query from any source,
+/// a spoofed one too, and the answer is larger than the query: a flood of
+/// them is rate limited as errors are, by the client's prefix, and never
+/// slipped. A plain query from another client is still answered.
+#[test]
+fn question_less_cookie_queries_are_rate_limited_as_errors() {
+    let rate = 5;
+    let server = start(&format!(
+        "[rrl]\nresponses-per-second = 1000\nerrors-per-second = {rate}\nslip = 1\n\
+         ipv4-prefix-length = 32\n"
+    ));
+    let query = question_less_query(&[9; 8]);
+    let answer = query_udp(server.addr(), &query);
+    assert_eq!(answer[3] & 0xF, 0, "a server cookie: {answer:?}");
+    assert!(answer.len() > query.len(), "{answer:?}");
+    assert_dropped_past(rate, &server, "127.0.0.5", &query, ("server cookie", 0));
+    assert!(ask_once(server.addr(), "127.0.0.6"));
 }
