@@ -15,6 +15,7 @@ use heron_dnssec::rollover::{Event, Rollover, UnixTime};
 
 use crate::plan::key_state::{find_key, keys_to_roll};
 
+pub mod generate;
 pub mod import;
 
 #[derive(clap::Args, Debug)]
@@ -36,7 +37,24 @@ pub enum KeymgrCommand {
     /// Start a key's rollover at the next step, before its lifetime ends
     /// (KEY: its id or key tag, or ksk, zsk or csk for the key of that
     /// role). With the server running, `heron ctl roll` does it at once.
+    /// (Alias retire: the key retires once its successor is in place.)
+    #[command(visible_alias = "retire")]
     Roll { key: String },
+    /// Make a new key now (file mode 0600) and enter it in the state file
+    /// as the zone's next key of its role: before the zone is first signed
+    /// its first key, afterwards the key in use of that role rolls over to
+    /// it at the zone's next signing. Prints its tag, file and, for a KSK
+    /// or CSK, the DS record for the parent. Refused while a rollover of
+    /// that role is under way.
+    Generate {
+        /// csk, ksk or zsk (default: csk, unless the zone has a KSK and a ZSK).
+        #[arg(long, value_enum)]
+        role: Option<generate::RoleArg>,
+        /// ecdsap256sha256 or ed25519 (default: the zone's policy's, else
+        /// that of its keys, else ecdsap256sha256).
+        #[arg(long)]
+        algorithm: Option<String>,
+    },
     /// Delete a retired key that no cache holds any more.
     Delete { key: String },
     /// The parent now publishes the DS records the CDS/CDNSKEY records
@@ -76,6 +94,9 @@ pub fn run(args: KeymgrArgs) -> ExitCode {
             knot_list.as_deref(),
             now,
         ),
+        KeymgrCommand::Generate { role, algorithm } => {
+            generate::generate(&args.key_dir, &args.zone, *role, algorithm.as_deref(), now)
+        }
         command => execute(&path, command, now),
     };
     match result {
@@ -104,8 +125,8 @@ pub fn execute(path: &Path, command: &KeymgrCommand, now: UnixTime) -> Result<St
             vec![Event::Forget(find_key(&state.keys, key)?.id.clone())]
         }
         KeymgrCommand::DsSeen => vec![Event::DsSeen],
-        KeymgrCommand::List | KeymgrCommand::Import { .. } => {
-            return Err("import is run by `run`, with the key directory".into());
+        KeymgrCommand::List | KeymgrCommand::Import { .. } | KeymgrCommand::Generate { .. } => {
+            return Err("import and generate are run by `run`, with the key directory".into());
         }
     };
     let policy = state.policy.clone().unwrap_or_else(placeholder_policy);
@@ -150,7 +171,7 @@ fn remove_key_file(path: &Path, key: &str, id: &str) -> Result<String, String> {
 
 /// Events the offline commands apply need no timings; only `list`
 /// computes times, and it says so when the file has no policy.
-fn placeholder_policy() -> heron_dnssec::rollover::Policy {
+pub(crate) fn placeholder_policy() -> heron_dnssec::rollover::Policy {
     heron_dnssec::rollover::Policy {
         algorithm: 13,
         csk: false,
@@ -192,6 +213,7 @@ fn list(state: &ZoneKeys, now: UnixTime) -> String {
 mod tests {
     use super::*;
     use heron_dnssec::rollover::{Key, KskMethod, Policy, Role, State};
+    use std::os::unix::fs::PermissionsExt;
 
     fn policy() -> Policy {
         Policy {
@@ -285,6 +307,73 @@ mod tests {
             .map(|k| k.id.as_str())
             .collect();
         assert_eq!(requested, ["k11", "k22"], "the retiring zsk is not asked");
+    }
+
+    /// A key generated for a zone never signed is its first CSK, with its
+    /// DS printed for the parent; a second waits for the first to settle.
+    #[test]
+    fn generate_makes_a_first_csk_and_prints_its_ds() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = dir.path().join("keys");
+        let said = generate::generate(&keys, "New.Test", None, None, NOW).unwrap();
+        let state = ZoneKeys::load(&keys.join("new.test.keys.json")).unwrap();
+        let [key] = &state.keys[..] else {
+            panic!("{state:?}")
+        };
+        assert_eq!((key.role, key.algorithm), (Role::Csk, 13));
+        assert!(said.contains(&format!("key {} (CSK, algorithm 13) generated", key.tag)));
+        assert!(
+            said.contains(&format!("new.test. IN DS {} 13 2 ", key.tag)),
+            "{said}"
+        );
+        let file = keys.join(format!("{}.heron-key", key.id));
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let again = generate::generate(&keys, "new.test.", None, None, NOW);
+        assert!(again.unwrap_err().contains("under way"));
+        let rsa = generate::generate(&keys, "other.test.", None, Some("rsasha256"), NOW);
+        assert!(rsa.unwrap_err().contains("ecdsap256sha256 or ed25519"));
+    }
+
+    /// In a zone with a KSK and a ZSK the role is named, and must be one
+    /// of those; a new ZSK takes over from the one in use by rollover,
+    /// while the KSK, still waiting for its DS, cannot be replaced yet.
+    #[test]
+    fn generate_names_a_role_of_the_policy_and_rolls_to_the_new_key() {
+        use generate::RoleArg;
+        let dir = tempfile::tempdir().unwrap();
+        let path = zone_file(dir.path());
+        let run =
+            |role, algorithm| generate::generate(dir.path(), "example.com", role, algorithm, NOW);
+        assert!(run(None, None).unwrap_err().contains("name the role"));
+        assert!(
+            run(Some(RoleArg::Csk), None)
+                .unwrap_err()
+                .contains("would not be used")
+        );
+        assert!(
+            run(Some(RoleArg::Ksk), None)
+                .unwrap_err()
+                .contains("under way (key 11)")
+        );
+        let said = run(Some(RoleArg::Zsk), None).unwrap();
+        assert!(said.contains("key 22 rolls over to it"), "{said}");
+        assert!(!said.contains(" IN DS "), "a ZSK has no DS: {said}");
+        let state = ZoneKeys::load(&path).unwrap();
+        assert_eq!(state.keys.len(), 3);
+        let mut machine = Rollover::new(policy(), state.keys);
+        machine.advance(NOW);
+        let keys = machine.keys();
+        assert_eq!(
+            keys[1].goal,
+            heron_dnssec::rollover::Goal::Hidden,
+            "k22 retires"
+        );
+        assert_eq!(
+            keys[2].dnskey.state,
+            State::Rumoured,
+            "the new ZSK is published"
+        );
     }
 
     /// A retired key no cache holds any more leaves the state file and

@@ -709,6 +709,11 @@ fn rolled(keys: &[Value]) -> bool {
     keys.len() >= 2 && is_removed(&keys[0]) && keys[1]["active"].is_u64()
 }
 
+/// The first of `keys` is gone and the second is in place now.
+fn took_over(keys: &[Value]) -> bool {
+    keys.len() >= 2 && is_removed(&keys[0]) && is_active(&keys[1])
+}
+
 /// Waits for the child's first CDS and puts it at the parent as DS;
 /// returns the DS set.
 fn publish_first_ds(setup: &mut Setup, phases: &mut Vec<BTreeSet<String>>) -> Vec<String> {
@@ -722,17 +727,25 @@ fn publish_first_ds(setup: &mut Setup, phases: &mut Vec<BTreeSet<String>>) -> Ve
     cds
 }
 
-/// A ZSK rolls by pre-publication, the parent's DS found by querying the
-/// parent's server; every step validates.
-#[test]
-fn zsk_pre_publication_roll_validates_at_every_step() {
-    let mut setup = Setup::start("keys = \"ksk-zsk\"\nzsk-lifetime = \"14s\"\n", true);
+/// The child signed under `policy` with its first DS at the parent, once
+/// its KSK is in place; the phases seen on the way.
+fn start_with_ksk_in_place(policy: &str) -> (Setup, Vec<BTreeSet<String>>) {
+    let mut setup = Setup::start(policy, true);
     let mut phases = Vec::new();
     publish_first_ds(&mut setup, &mut phases);
     let ksk_active = setup.run_until(Duration::from_secs(20), &mut phases, |s| {
         role_keys(s, "ksk").iter().any(is_active)
     });
     assert!(ksk_active, "{:?}\n{}", setup.phase(), setup.server.log());
+    (setup, phases)
+}
+
+/// A ZSK rolls by pre-publication, the parent's DS found by querying the
+/// parent's server; every step validates.
+#[test]
+fn zsk_pre_publication_roll_validates_at_every_step() {
+    let policy = "keys = \"ksk-zsk\"\nzsk-lifetime = \"14s\"\n";
+    let (mut setup, mut phases) = start_with_ksk_in_place(policy);
     let rolled = setup.run_until(Duration::from_secs(45), &mut phases, |s| {
         rolled(&role_keys(s, "zsk"))
     });
@@ -786,11 +799,9 @@ fn zsk_roll_of_a_zone_taking_updates_validates_at_every_step() {
 /// no key, or a role the zone has no key of, is refused.
 #[test]
 fn a_roll_asked_by_hand_starts_at_once_and_validates_at_every_step() {
-    let mut setup = Setup::start("keys = \"ksk-zsk\"\n", true);
-    let mut phases = Vec::new();
-    publish_first_ds(&mut setup, &mut phases);
+    let (mut setup, mut phases) = start_with_ksk_in_place("keys = \"ksk-zsk\"\n");
     let settled = setup.run_until(Duration::from_secs(20), &mut phases, |s| {
-        role_keys(s, "ksk").iter().any(is_active) && role_keys(s, "zsk").iter().any(is_active)
+        role_keys(s, "zsk").iter().any(is_active)
     });
     assert!(settled, "{:?}\n{}", setup.phase(), setup.server.log());
     let (ok, said) = setup.ctl(&setup.server, &["roll", CHILD, "csk"]);
@@ -814,6 +825,40 @@ fn a_roll_asked_by_hand_starts_at_once_and_validates_at_every_step() {
     assert!(phases.len() >= 4, "{phases:#?}");
     assert_eq!(role_keys(&setup, "ksk").len(), 1, "the KSK stays");
     assert!(setup.server.log().contains("heron ctl roll"));
+}
+
+/// A KSK made by hand while the server runs (`heron keymgr generate
+/// --role ksk`, then `heron ctl reload`) is the one the zone rolls to:
+/// the double-signature steps follow, the parent's DS becomes the one
+/// `generate` printed, and every step validates.
+#[test]
+fn a_ksk_generated_by_hand_is_rolled_in_and_its_printed_ds_ends_at_the_parent() {
+    let (mut setup, mut phases) = start_with_ksk_in_place("keys = \"ksk-zsk\"\n");
+    let out = Command::new(heron())
+        .args(["keymgr", "-d"])
+        .arg(setup.dir.path().join("child-keys"))
+        .args([CHILD, "generate", "--role", "ksk"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ds_line = said.lines().find(|l| l.contains(" IN DS ")).expect("a DS");
+    let printed_ds = ds_line.split(" IN DS ").nth(1).unwrap().to_string();
+    let (ok, reloaded) = setup.ctl(&setup.server, &["reload", CHILD]);
+    assert!(ok, "{reloaded}");
+    setup.follow_cds = true;
+    let rolled = setup.run_until(Duration::from_secs(55), &mut phases, |s| {
+        took_over(&role_keys(s, "ksk"))
+    });
+    assert!(rolled, "{:?}\n{}", setup.phase(), setup.server.log());
+    setup.validate();
+    let squeeze = |text: &str| text.split_whitespace().collect::<String>().to_uppercase();
+    assert_eq!(setup.parent_ds.len(), 1, "{:?}", setup.parent_ds);
+    assert_eq!(squeeze(&setup.parent_ds[0]), squeeze(&printed_ds));
 }
 
 /// A TCP front for `delv`, which asks one server: each query goes to the
@@ -962,8 +1007,7 @@ fn ksk_double_signature_roll_follows_the_parent() {
     publish_first_ds(&mut setup, &mut phases);
     setup.follow_cds = true;
     let rolled = setup.run_until(Duration::from_secs(55), &mut phases, |s| {
-        let ksks = role_keys(s, "ksk");
-        ksks.len() >= 2 && is_removed(&ksks[0]) && is_active(&ksks[1])
+        took_over(&role_keys(s, "ksk"))
     });
     assert!(rolled, "{:?}\n{}", setup.phase(), setup.server.log());
     setup.validate();
@@ -987,8 +1031,7 @@ fn csk_roll_validates_at_every_step() {
     publish_first_ds(&mut setup, &mut phases);
     setup.follow_cds = true;
     let rolled = setup.run_until(Duration::from_secs(55), &mut phases, |s| {
-        let csks = role_keys(s, "csk");
-        csks.len() >= 2 && is_removed(&csks[0]) && is_active(&csks[1])
+        took_over(&role_keys(s, "csk"))
     });
     assert!(rolled, "{:?}\n{}", setup.phase(), setup.server.log());
     setup.validate();
@@ -1031,10 +1074,7 @@ fn ds_seen_ends_the_wait_and_double_ds_rolls() {
     // The roll: each time the zone waits for the parent, the parent is
     // given what the CDS asks, and ds-seen says so (twice: the new DS in,
     // then the old one out).
-    let done = |s: &Setup| {
-        let ksks = role_keys(s, "ksk");
-        ksks.len() >= 2 && is_removed(&ksks[0]) && is_active(&ksks[1])
-    };
+    let done = |s: &Setup| took_over(&role_keys(s, "ksk"));
     let mut told = 0;
     for _ in 0..10 {
         let next = setup.run_until(Duration::from_secs(40), &mut phases, |s| {

@@ -451,7 +451,7 @@ const GENERATE_TRIES: usize = 8;
 
 /// A new key as the plan asks, written owner-only (0600) and never over
 /// another file; the machine's record of it.
-fn generate(dir: &Path, zone: &str, request: KeyRequest, now: UnixTime) -> Result<Key, String> {
+pub fn generate(dir: &Path, zone: &str, request: KeyRequest, now: UnixTime) -> Result<Key, String> {
     let algorithm = heron_dnssec::keys::Algorithm::from_number(request.algorithm)
         .ok_or_else(|| format!("algorithm {} cannot be generated", request.algorithm))?;
     let role = file_role(request.role);
