@@ -490,11 +490,13 @@ fn load_catalog(use_example: bool, files: &mut ZoneFiles, signed_before: &[Arc<Z
     }
     let started = Instant::now();
     let (catalog, outcome) = files.load_changed(&catalog);
-    let records: usize = catalog.zones().map(|z| z.record_count()).sum();
+    // Served counts the kept signed copies of zones whose file failed too.
+    let (served, records) = catalog
+        .zones()
+        .fold((0, 0), |(n, r), z| (n + 1, r + z.record_count()));
     tracing::info!(
-        "{} zones loaded ({} records) in {} ms; {} failed",
+        "{} zones loaded in {} ms; {} failed; serving {served} zones ({records} records)",
         outcome.loaded,
-        records,
         started.elapsed().as_millis(),
         outcome.failed
     );
