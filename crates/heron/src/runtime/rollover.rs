@@ -559,6 +559,11 @@ pub(crate) fn roll(dir: PathBuf, origin: &Name, name: &str) -> Result<String, St
     let Some(policy) = state.policy.clone() else {
         return Err(format!("{zone}: no policy recorded yet"));
     };
+    if policy.insecure {
+        return Err(format!(
+            "{zone} is going insecure: its keys are retiring, none rolls"
+        ));
+    }
     let ids = key_state::keys_to_roll(&state.keys, name)?;
     let now = heron_proto::time::unix_now();
     for id in &ids {
@@ -771,5 +776,29 @@ mod tests {
             parents.due(&zone, "remove 1", 1030),
             "another wait starts afresh"
         );
+    }
+
+    /// `heron ctl roll` of a zone going insecure is refused (its keys are
+    /// all retiring) and the state file is left as it was.
+    #[test]
+    fn no_key_rolls_in_a_zone_going_insecure() {
+        use heron_dnssec::rollover::state_file::ZoneKeys;
+        use heron_dnssec::rollover::{Key, Role};
+        let dir = tempfile::tempdir().unwrap();
+        let zone = name("going.test.");
+        let mut policy = Policy::default().rollover_policy(3600);
+        let key = Key::new("k1".into(), 1, 13, Role::Csk, 1000);
+        let path = key_state::state_path(dir.path(), "going.test.");
+        let mut state = ZoneKeys::new("going.test.", vec![key]);
+        state.policy = Some(policy.clone());
+        state.save(&path).unwrap();
+        let said = roll(dir.path().to_path_buf(), &zone, "csk").unwrap();
+        assert!(said.contains("key 1 (csk) rolls over"), "{said}");
+        policy.insecure = true;
+        state.policy = Some(policy);
+        state.save(&path).unwrap();
+        let refused = roll(dir.path().to_path_buf(), &zone, "csk").unwrap_err();
+        assert!(refused.contains("going insecure"), "{refused}");
+        assert_eq!(ZoneKeys::load(&path).unwrap(), state);
     }
 }
