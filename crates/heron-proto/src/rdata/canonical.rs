@@ -71,6 +71,19 @@ pub fn canonical_rdata(rtype: RType, rdata: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
+/// Whether two RDATAs of `rtype` are the same record: equal in canonical
+/// form, so that the names in them (and nothing else: a preference, a
+/// port, a serial) compare without case (RFC 4034 6.2 and 6.3, RFC 4343).
+pub fn rdata_equal(rtype: RType, a: &[u8], b: &[u8]) -> bool {
+    if a == b {
+        return true;
+    }
+    // Case never changes a name's length.
+    a.len() == b.len()
+        && lowercases_names(rtype)
+        && canonical_rdata(rtype, a) == canonical_rdata(rtype, b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +110,32 @@ mod tests {
         assert_eq!(&lower[..13], &wire("ns1.example.")[..]);
         assert_eq!(&lower[13..26], &wire("host.master.")[..]);
         assert_eq!(&lower[26..], &soa[26..], "numbers untouched");
+    }
+
+    /// Only the names compare without case: an MX preference of 65 ('A')
+    /// is not one of 97 ('a'), nor an SRV port or an SOA serial.
+    #[test]
+    fn records_equal_in_their_names_case_alone() {
+        let mx = |pref: u16, name: &str| [&pref.to_be_bytes()[..], &wire(name)].concat();
+        assert!(rdata_equal(
+            RType::MX,
+            &mx(10, "Mail.Example."),
+            &mx(10, "mail.example.")
+        ));
+        assert!(!rdata_equal(RType::MX, &mx(65, "a."), &mx(97, "a.")));
+        let srv = |port: u16| [&[0, 0, 0, 0][..], &port.to_be_bytes(), &wire("t.")].concat();
+        assert!(!rdata_equal(RType::SRV, &srv(80), &srv(112)));
+        let soa =
+            |serial: u8| [wire("a."), wire("b."), vec![0, 0, 0, serial], vec![0; 16]].concat();
+        assert!(!rdata_equal(RType::SOA, &soa(0x41), &soa(0x61)));
+        let txt = b"\x05HeLLo".to_vec();
+        assert!(!rdata_equal(RType::TXT, &txt, b"\x05hello"));
+        let nsec = |next: &str| [wire(next), vec![0, 1, 0x40]].concat();
+        assert!(!rdata_equal(
+            RType::NSEC,
+            &nsec("A.example."),
+            &nsec("a.example.")
+        ));
     }
 
     #[test]

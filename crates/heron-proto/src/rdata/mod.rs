@@ -24,7 +24,7 @@ mod schema;
 mod svcb;
 mod time;
 
-pub use canonical::{canonical_rdata, lowercases_names};
+pub use canonical::{canonical_rdata, lowercases_names, rdata_equal};
 pub use decompress::rdata_uncompressed;
 pub use time::civil_from_days;
 mod wire;
@@ -167,6 +167,15 @@ fn check_record(rtype: RType, pieces: &[&[u8]]) -> Result<(), TextError> {
                 _ => None,
             };
             check_digest_len(rtype, pieces[2][0], want, pieces[3].len())
+        }
+        RType::SSHFP => {
+            // As BIND reads it off the wire: a wrong length is FORMERR.
+            let want = match pieces[1][0] {
+                1 => Some((20, "SHA-1")),
+                2 => Some((32, "SHA-256")),
+                _ => None,
+            };
+            check_digest_len(rtype, pieces[1][0], want, pieces[2].len())
         }
         RType::ZONEMD => {
             // Lengths are known only in scheme SIMPLE (1); a record of an

@@ -702,6 +702,16 @@ fn field_errors_name_the_problem() {
             "SSHFP algorithm '256' is out of range 0-255",
         ),
         (
+            RType::SSHFP,
+            "4 2 abcd",
+            "SSHFP digest type 2 (SHA-256) needs a 32-octet digest, not 2 octets",
+        ),
+        (
+            RType::SSHFP,
+            "1 1 123456789abcdef67890123456789abcdef6789000",
+            "SSHFP digest type 1 (SHA-1) needs a 20-octet digest, not 21 octets",
+        ),
+        (
             RType::TLSA,
             "3 1 1",
             "missing field: certificate association data",

@@ -164,6 +164,9 @@ impl<'z> Edit<'z> {
         if rtype == RType::SOA {
             return self.add_soa(owner, ttl, rdata, apex);
         }
+        if apex && rtype == RType::DS {
+            return; // the parent's, not the zone's (RFC 4035 2.4), as BIND
+        }
         let node = self.node(owner);
         let others = |n: &WorkNode| {
             n.after

@@ -245,7 +245,8 @@ fn change(raw: Raw, zone: &Name, zclass: Class) -> Result<Change, Rejected> {
     in_zone(&owner, zone)?;
     let c = match class {
         c if c == zclass => {
-            if rtype.is_meta() {
+            // Type 0 is reserved (RFC 6895 3.1): no record has it.
+            if rtype.is_meta() || rtype.0 == 0 {
                 return Err(formerr(format!("update {owner}: type {rtype}")));
             }
             if rdata.is_empty() && !accepts_empty_rdata(rtype) {
@@ -254,7 +255,9 @@ fn change(raw: Raw, zone: &Name, zclass: Class) -> Result<Change, Rejected> {
             Change::Add {
                 owner,
                 rtype,
-                ttl,
+                // RFC 2181 8: a TTL with its top bit set is taken as zero,
+                // as a transfer's is; zone files cannot hold it.
+                ttl: if ttl > MAX_TTL { 0 } else { ttl },
                 rdata,
             }
         }
@@ -278,6 +281,9 @@ fn change(raw: Raw, zone: &Name, zclass: Class) -> Result<Change, Rejected> {
     };
     Ok(c)
 }
+
+/// The largest TTL (RFC 2181 8).
+const MAX_TTL: u32 = i32::MAX as u32;
 
 /// Types whose RDATA may be empty (RFC 3597 types with no fields, NULL).
 fn accepts_empty_rdata(rtype: RType) -> bool {

@@ -165,12 +165,4 @@ pub fn describe(who: Requester) -> String {
     }
 }
 
-/// Whether two RDATAs are the same record: names in RDATA compare
-/// without case for the types whose RDATA names are domain names.
-pub(crate) fn rdata_equal(rtype: RType, a: &[u8], b: &[u8]) -> bool {
-    if rtype.rdata_names_compressible() || rtype == RType::SRV || rtype == RType::DNAME {
-        a.eq_ignore_ascii_case(b)
-    } else {
-        a == b
-    }
-}
+pub(crate) use heron_proto::rdata::rdata_equal;

@@ -389,6 +389,98 @@ fn add_to_an_rrset_takes_the_new_ttl_for_all() {
     assert_eq!((d.deleted.len(), d.added.len()), (2, 3));
 }
 
+/// Records that differ in a number only are two records, however their
+/// bytes compare without case (65 is 'A', 97 is 'a'); names in them
+/// compare without case.
+#[test]
+fn records_differing_in_a_number_are_kept_apart_and_names_compare_without_case() {
+    let mx = |pref: u16, target: &str| [&pref.to_be_bytes()[..], name(target).as_wire()].concat();
+    let srv = |port: u16| {
+        [
+            &[0, 0, 0, 0][..],
+            &port.to_be_bytes(),
+            name("ns.u.test").as_wire(),
+        ]
+        .concat()
+    };
+    let b = Builder::new()
+        .add("m.u.test", RType::MX, &mx(65, "ns.u.test"))
+        .add("m.u.test", RType::MX, &mx(97, "ns.u.test"))
+        .add("m.u.test", RType::MX, &mx(97, "NS.u.test"))
+        .add("s.u.test", RType::SRV, &srv(80))
+        .add("s.u.test", RType::SRV, &srv(112));
+    let (z, _) = after(&b);
+    assert_eq!(rdatas(&z, "m.u.test", RType::MX).len(), 2);
+    assert_eq!(rdatas(&z, "s.u.test", RType::SRV).len(), 2);
+    let delete = Builder::new().update("m.u.test", RType::MX, NONE, 0, &mx(97, "ns.u.test"));
+    let settings = everyone();
+    let Ok(Applied::Changed(left, _)) = run_with(&z, &delete, &settings) else {
+        panic!("the delete applies")
+    };
+    assert_eq!(rdatas(&left, "m.u.test", RType::MX), [mx(65, "ns.u.test")]);
+    let asks_97 = Builder::new().prereq("m.u.test", RType::MX, IN, &mx(97, "ns.u.test"));
+    assert!(matches!(run_with(&left, &asks_97, &settings), Err(r) if r.rcode == Rcode::NXRRSET));
+}
+
+/// A TTL with its top bit set is taken as zero (RFC 2181 8), as BIND
+/// takes it: a zone file could not hold it.
+#[test]
+fn a_ttl_past_2_31_is_taken_as_zero() {
+    let b = Builder::new().update("big.u.test", RType::A, IN, u32::MAX, &WWW_A);
+    let (z, _) = after(&b);
+    let key = name("big.u.test");
+    assert_eq!(
+        z.node(key.as_wire())
+            .unwrap()
+            .rrset(RType::A)
+            .unwrap()
+            .ttl(),
+        0
+    );
+    let b = Builder::new().update("big.u.test", RType::A, IN, 0x7FFF_FFFF, &WWW_A);
+    let (z, _) = after(&b);
+    assert_eq!(
+        z.node(key.as_wire())
+            .unwrap()
+            .rrset(RType::A)
+            .unwrap()
+            .ttl(),
+        0x7FFF_FFFF
+    );
+}
+
+/// Type 0 is reserved, and an SSHFP whose fingerprint is not its type's
+/// length is malformed (BIND refuses both off the wire, so a secondary
+/// of it could not transfer the zone): FORMERR.
+#[test]
+fn reserved_and_malformed_records_are_formerr() {
+    let b = Builder::new().add("t0.u.test", RType(0), &[1]);
+    assert_eq!(rcode(&b), Rcode::FORMERR);
+    let b = Builder::new().add("f.u.test", RType::SSHFP, &[1, 2, 0xab, 0xcd]);
+    assert_eq!(rcode(&b), Rcode::FORMERR);
+    let good = [&[1u8, 2][..], &[0xab; 32]].concat();
+    let (z, _) = after(&Builder::new().add("f.u.test", RType::SSHFP, &good));
+    assert_eq!(rdatas(&z, "f.u.test", RType::SSHFP), [good]);
+}
+
+/// A DS at the apex is the parent's (RFC 4035 2.4): ignored, as BIND
+/// ignores it; a DS at a delegation is taken.
+#[test]
+fn a_ds_at_the_apex_is_ignored() {
+    let ds = [&[0x30, 0x39, 13, 2][..], &[0xab; 32]].concat();
+    let b = Builder::new().add("u.test", RType::DS, &ds);
+    assert!(matches!(
+        run_with(&zone(""), &b, &everyone()),
+        Ok(Applied::Unchanged)
+    ));
+    let cut = zone("sub NS ns.elsewhere.test.\n");
+    let b = Builder::new().add("sub.u.test", RType::DS, &ds);
+    let Ok(Applied::Changed(z, _)) = run_with(&cut, &b, &everyone()) else {
+        panic!("a DS at a delegation is added")
+    };
+    assert_eq!(rdatas(&z, "sub.u.test", RType::DS), [ds]);
+}
+
 #[test]
 fn adding_a_record_present_changes_nothing() {
     let b = Builder::new().add("www.u.test", RType::TXT, &txt("hello"));

@@ -1528,14 +1528,7 @@ pub(super) fn negative_ttl(apex_node: &NodeParts) -> u32 {
     soa.ttl.min(soa_field(soa.rdatas[0], 4))
 }
 
-/// RDATA equality: names in well-known types compare case-insensitively.
-pub(super) fn rdata_equal(rtype: RType, a: &[u8], b: &[u8]) -> bool {
-    if rtype.rdata_names_compressible() || rtype == RType::SRV || rtype == RType::DNAME {
-        a.eq_ignore_ascii_case(b)
-    } else {
-        a == b
-    }
-}
+pub(super) use heron_proto::rdata::rdata_equal;
 
 #[cfg(test)]
 mod tests {
@@ -1588,6 +1581,23 @@ mod tests {
         };
         assert_eq!(referrers(&one), referrers(&grouped));
         assert_eq!(one_warnings, grouped_warnings);
+    }
+
+    /// A zone file's records that differ in a number only are two records
+    /// (an MX preference of 65 is 'A', 97 is 'a'); the same record with
+    /// its name in another case is one.
+    #[test]
+    fn records_differing_in_a_number_only_are_both_kept() {
+        let text = "$ORIGIN m.test.\n$TTL 300\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n\
+                    @ MX 65 ns\n@ MX 97 ns\n@ MX 97 NS\n_sip._tcp SRV 0 0 80 ns\n_sip._tcp SRV 0 0 112 ns\n";
+        let (zone, _) = built(text, "m.test.", usize::MAX, &DefaultHashBuilder::default());
+        let count = |owner: &str, rtype| {
+            let owner = Name::parse(owner).unwrap();
+            let node = zone.node(owner.as_wire()).unwrap();
+            node.rrset(rtype).unwrap().rdatas().count()
+        };
+        assert_eq!(count("m.test.", RType::MX), 2);
+        assert_eq!(count("_sip._tcp.m.test.", RType::SRV), 2);
     }
 
     #[test]
