@@ -200,7 +200,7 @@ fn kind_of<'z>(zone: &'z Zone, lower: &Name) -> Option<Entry<'z>> {
     } else if node.is_empty() {
         Kind::EmptyNonTerminal
     } else if node.data().all(|s| from_signer(s.rtype)) {
-        return None;
+        super::plan::signer_only(zone, lower.as_wire())?
     } else {
         Kind::Data
     };

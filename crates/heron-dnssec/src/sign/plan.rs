@@ -71,6 +71,13 @@ impl<'z> Entry<'z> {
 }
 
 /// The names the signer sees, in canonical order, apex first.
+/// A node holding only what the signer replaces (an old NSEC3, say) is no
+/// name of the zone's, unless names lie below it: then it is an empty
+/// non-terminal, which needs an NSEC3 of its own (RFC 5155 7.1).
+pub(super) fn signer_only(zone: &Zone, key: &[u8]) -> Option<Kind> {
+    zone.has_children(key).then_some(Kind::EmptyNonTerminal)
+}
+
 pub fn plan(zone: &Zone) -> Vec<Entry<'_>> {
     let mut entries = Vec::with_capacity(zone.node_count());
     // The last delegation or DNAME owner: its descendants, which follow
@@ -92,8 +99,10 @@ pub fn plan(zone: &Zone) -> Vec<Entry<'_>> {
         } else if node.is_empty() {
             Kind::EmptyNonTerminal
         } else if node.data().all(|s| from_signer(s.rtype)) {
-            // Only what the signer replaces (an old NSEC3, say): gone.
-            continue;
+            match signer_only(zone, key) {
+                Some(kind) => kind,
+                None => continue,
+            }
         } else {
             Kind::Data
         };

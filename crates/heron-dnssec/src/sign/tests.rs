@@ -685,3 +685,33 @@ fn hostile_changes_sign_as_a_whole_signing_would() {
     hostile_batches_agree(nsec3(false));
     hostile_batches_agree(nsec3(true));
 }
+
+/// A name added below an NSEC3's hashed owner makes that owner an empty
+/// non-terminal, which needs an NSEC3 of its own (RFC 5155 7.1), as a
+/// whole signing gives it: an update of a client could add one.
+#[test]
+fn a_name_below_a_hashed_owner_gets_its_empty_non_terminal() {
+    let keys = csk(Algorithm::EcdsaP256Sha256);
+    let config = config(nsec3(false));
+    let served = sign_zone(&zone(ZONE, "example."), &keys, &config, NOW)
+        .unwrap()
+        .zone;
+    let hashed = (served.nodes())
+        .find(|n| n.rrset(RType::NSEC3).is_some())
+        .map(|n| n.owner().to_string())
+        .expect("an NSEC3");
+    let below: &'static str = Box::leak(format!("x.{hashed}").into_boxed_str());
+    let updated = changed(&served, &[Op::Add(below, RType::A, vec![192, 0, 2, 9])]);
+    let change = diff(&served, &updated);
+    let whole = sign_zone_after(&updated, Some(&served), &keys, &config, NOW).unwrap();
+    let (signed, _) = sign_change(&served, &updated, &change, &keys, &config, NOW)
+        .unwrap()
+        .expect("signed incrementally");
+    assert_eq!(shape(&signed.zone), shape(&whole.zone));
+    let links = |z: &Zone| z.signed_chain_len().expect("a chain");
+    assert_eq!(
+        links(&signed.zone),
+        links(&served) + 2,
+        "the new name and its parent"
+    );
+}

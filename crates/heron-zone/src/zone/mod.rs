@@ -327,6 +327,12 @@ impl Zone {
         self.origin_labels as usize
     }
 
+    /// Whether a node lies below the name `lower` (lower-cased, in wire
+    /// form) other than the apex.
+    pub fn has_children(&self, lower: &[u8]) -> bool {
+        (self.links.as_ref()).is_some_and(|links| links.children.contains_key(lower))
+    }
+
     /// Whether the apex holds a DNAME (read without the apex node).
     pub fn apex_has_dname(&self) -> bool {
         self.apex_dname
