@@ -620,6 +620,58 @@ fn clients_that_never_complete_a_message_are_closed() {
     );
 }
 
+/// A zero-length message ends the connection, but the queries before it
+/// in the same read are answered first (as NSD does); they used to be
+/// counted as answered and thrown away.
+#[test]
+fn queries_before_a_zero_length_message_are_answered_before_the_close() {
+    for event_loop in ["true", "false"] {
+        let server = limits_server_with(10, 100, &format!("event-loop = {event_loop}\n"), "");
+        let mut conn = TcpStream::connect(server.addr()).unwrap();
+        let query = soa_query();
+        let framed = [&(query.len() as u16).to_be_bytes()[..], &query].concat();
+        conn.write_all(&[&framed[..], &framed, &[0, 0]].concat())
+            .unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut got = Vec::new();
+        let _ = conn.read_to_end(&mut got);
+        let mut answers = 0;
+        while got.len() >= 2 {
+            let len = u16::from_be_bytes([got[0], got[1]]) as usize;
+            assert!(
+                got.len() >= 2 + len,
+                "event-loop = {event_loop}: a cut answer"
+            );
+            assert_eq!(parse(&got[2..2 + len]).rcode(), Rcode::NOERROR);
+            got.drain(..2 + len);
+            answers += 1;
+        }
+        assert_eq!(answers, 2, "event-loop = {event_loop}");
+    }
+}
+
+/// An urgent (out-of-band) byte now and then is no DNS message: it used
+/// to restart the idle timeout on every wake, so a few hosts sending one
+/// a second held every TCP slot. Now the connection is closed once idle,
+/// on the event loop and on the runtime's tasks alike.
+#[test]
+fn urgent_bytes_do_not_keep_an_idle_connection_open() {
+    for event_loop in ["true", "false"] {
+        let server = limits_server_with(1, 100, &format!("event-loop = {event_loop}\n"), "");
+        let mut conn = TcpStream::connect(server.addr()).unwrap();
+        assert!(answers_on(&mut conn, &soa_query()));
+        let give_up = Instant::now() + Duration::from_secs(15);
+        let mut closed = false;
+        while !closed && Instant::now() < give_up {
+            let urgent = socket2::SockRef::from(&conn).send_out_of_band(b"!");
+            std::thread::sleep(Duration::from_millis(300));
+            closed = urgent.is_err() || closed_by_server(&mut conn);
+        }
+        assert!(closed, "event-loop = {event_loop}: still open after 15 s");
+    }
+}
+
 #[test]
 fn idle_tcp_connections_are_closed() {
     let server = limits_server(1, 100);

@@ -391,6 +391,47 @@ fn every_one_of_many_clients_resumes() {
 
 /// A rustls client that trusts the certificate in `chain` and keeps
 /// sessions to resume (rustls's default store).
+/// A query sealed into one TLS record and sent a byte at a time: TLS
+/// bytes that make no plaintext yet are a message begun, so the
+/// connection is closed at the message timeout, however often bytes come
+/// (they used to restart the idle timeout, and 200 such clients held
+/// every TCP and TLS slot). On the event loop and on the runtime's tasks.
+#[test]
+fn a_tls_record_trickled_a_byte_at_a_time_is_closed_at_the_message_timeout() {
+    let (_dir, chain, key) = certificate("trickle");
+    for event_loop in ["true", "false"] {
+        let extra = format!("message-timeout = 1\nevent-loop = {event_loop}\n");
+        let (_server, tls_addr) = heron_with_tls_and(&chain, &key, &extra);
+        let name = "localhost".try_into().unwrap();
+        let mut tls = rustls::ClientConnection::new(trusting(&chain), name).unwrap();
+        let mut tcp = TcpStream::connect(tls_addr).unwrap();
+        while tls.is_handshaking() {
+            tls.complete_io(&mut tcp).unwrap();
+        }
+        let origin = heron_proto::Name::parse(ORIGIN).unwrap();
+        let query =
+            heron_testkit::build_query(&origin, heron_proto::RType::SOA, &Default::default());
+        let framed = [&(query.len() as u16).to_be_bytes()[..], &query].concat();
+        std::io::Write::write_all(&mut tls.writer(), &framed).unwrap();
+        let mut record = Vec::new();
+        tls.write_tls(&mut record).unwrap();
+        let started = Instant::now();
+        let mut sent = 0;
+        while sent + 1 < record.len() && started.elapsed() < Duration::from_secs(20) {
+            if std::io::Write::write_all(&mut tcp, &record[sent..sent + 1]).is_err() {
+                break; // closed
+            }
+            sent += 1;
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        assert!(
+            sent + 1 < record.len(),
+            "event-loop = {event_loop}: the connection took {sent} of {} bytes",
+            record.len()
+        );
+    }
+}
+
 fn trusting(chain: &Path) -> std::sync::Arc<rustls::ClientConfig> {
     use rustls::pki_types::{CertificateDer, pem::PemObject};
     let mut roots = rustls::RootCertStore::empty();

@@ -11,7 +11,7 @@ pub(super) async fn connection(
     set_nodelay(&stream, &shared)?;
     // Only what is not answered is kept between reads: an idle connection
     // holds no buffers at all.
-    let mut partial = Unanswered::default();
+    let mut partial = Unanswered::new(Instant::now(), shared.idle);
     let from = (peer, Transport::Tcp, stream.local_addr().ok());
     let stop = shutdown.changed();
     let timer = tokio::time::sleep(shared.idle);
@@ -22,8 +22,9 @@ pub(super) async fn connection(
             let mut replies = Replies::new();
             take_input(&[], &mut partial, &mut replies, from, &shared)?;
             respond_plain(&mut stream, replies, peer, &shared).await?;
+            partial.touch(Instant::now(), shared.idle);
         }
-        let deadline = partial.deadline_or_idle(shared.idle);
+        let deadline = partial.deadline();
         if !wait_readable(&stream, deadline, timer.as_mut(), stop.as_mut()).await? {
             return Ok(()); // idle, a message not completed in time, or shutdown
         }
@@ -38,7 +39,11 @@ pub(super) async fn connection(
         match read {
             None => continue, // readiness was stale
             Some(0) => return Ok(()),
-            Some(_) => respond_plain(&mut stream, replies, peer, &shared).await?,
+            Some(_) => {
+                respond_plain(&mut stream, replies, peer, &shared).await?;
+                // Between messages, idle counts from the answers written.
+                partial.touch(Instant::now(), shared.idle);
+            }
         }
     }
 }

@@ -21,7 +21,8 @@ pub(super) fn take_input(
         let input = std::mem::take(kept);
         answer_and_keep_rest(&input, kept, replies, from, service)?
     };
-    partial.restart_deadline(consumed > 0, shared.message_timeout);
+    let timeouts = (shared.idle, shared.message_timeout);
+    partial.restart_deadline(consumed > 0, timeouts, Instant::now());
     Ok(())
 }
 
@@ -63,12 +64,20 @@ pub(super) fn give_back(mut framed: Vec<u8>) {
 }
 
 /// What a connection has read and not answered: the start of a message,
-/// or whole messages the cap on queued answers held back.
-#[derive(Default)]
+/// or whole messages the cap on queued answers held back; and until when
+/// it may wait for more.
 pub(super) struct Unanswered {
     pub(super) bytes: Vec<u8>,
-    /// When the first message in `bytes` must be complete.
-    pub(super) deadline: Option<Instant>,
+    /// When to give up: within a message, its deadline (from its first
+    /// byte); between messages, the idle timeout from the connection's
+    /// last progress (opened or its TLS handshake done, a message's bytes
+    /// taken, answers written). A wake that brings no byte of a message
+    /// (an urgent byte, TLS bytes that make no plaintext) moves neither.
+    until: Instant,
+    /// Whether `until` is a message's deadline: a message has begun, in
+    /// `bytes` or in TLS bytes that made no plaintext yet (a client
+    /// trickling a TLS record held its slot forever).
+    in_message: bool,
 }
 
 impl Unanswered {
@@ -78,20 +87,55 @@ impl Unanswered {
         bytes.len() >= 2 && bytes.len() - 2 >= u16::from_be_bytes([bytes[0], bytes[1]]) as usize
     }
 
-    /// Until when to wait for more data: the idle timeout from now between
-    /// messages, the message's deadline within one. A byte now and then
-    /// does not keep a connection open.
-    pub(super) fn deadline_or_idle(&self, idle: Duration) -> Instant {
-        self.deadline.unwrap_or_else(|| Instant::now() + idle)
+    /// Nothing read yet, on a connection opened at `now`.
+    pub(super) fn new(now: Instant, idle: Duration) -> Unanswered {
+        Unanswered {
+            bytes: Vec::new(),
+            until: now + idle,
+            in_message: false,
+        }
     }
 
-    /// After input was taken: a message begun since a message was
-    /// `answered` gets a new deadline; one still incomplete keeps its own.
-    pub(super) fn restart_deadline(&mut self, answered: bool, message_timeout: Duration) {
+    /// Until when to wait for more data.
+    pub(super) fn deadline(&self) -> Instant {
+        self.until
+    }
+
+    /// Whether a message has begun and not been answered.
+    #[cfg(test)]
+    pub(super) fn in_message(&self) -> bool {
+        self.in_message
+    }
+
+    /// After input was taken at `now`: between messages the idle timeout
+    /// starts again; a message begun since a message was `answered` gets
+    /// a new deadline; one still incomplete keeps its own.
+    pub(super) fn restart_deadline(
+        &mut self,
+        answered: bool,
+        (idle, message): (Duration, Duration),
+        now: Instant,
+    ) {
         if self.bytes.is_empty() {
-            self.deadline = None;
-        } else if answered || self.deadline.is_none() {
-            self.deadline = Some(Instant::now() + message_timeout);
+            (self.until, self.in_message) = (now + idle, false);
+        } else if answered || !self.in_message {
+            (self.until, self.in_message) = (now + message, true);
+        }
+    }
+
+    /// The client took its answers at `now`: between messages, the idle
+    /// timeout counts from here.
+    pub(super) fn touch(&mut self, now: Instant, idle: Duration) {
+        if !self.in_message {
+            self.until = now + idle;
+        }
+    }
+
+    /// TLS took bytes at `now` that made no plaintext: a message has
+    /// begun, unless one already had.
+    pub(super) fn sealed_bytes(&mut self, now: Instant, message: Duration) {
+        if !self.in_message {
+            (self.until, self.in_message) = (now + message, true);
         }
     }
 }
@@ -298,6 +342,9 @@ pub(super) fn answer_complete_messages(
     {
         let len = u16::from_be_bytes([input[at], input[at + 1]]) as usize;
         if len == 0 {
+            if at > 0 {
+                break; // the messages before it are answered first
+            }
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 "zero-length message",

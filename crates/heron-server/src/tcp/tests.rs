@@ -138,29 +138,52 @@ fn memory_is_released_once_after_a_peak_has_passed() {
 
 #[test]
 fn a_message_deadline_is_kept_while_the_message_grows() {
-    let timeout = Duration::from_secs(5);
-    let mut partial = Unanswered::default();
-    let idle = Duration::from_secs(10);
-    let before = Instant::now();
-    assert!(
-        partial.deadline_or_idle(idle) >= before + idle,
-        "between messages: the idle timeout from now"
-    );
+    let (idle, message) = (Duration::from_secs(10), Duration::from_secs(5));
+    let timeouts = (idle, message);
+    let opened = Instant::now();
+    let mut partial = Unanswered::new(opened, idle);
+    assert_eq!(partial.deadline(), opened + idle, "between messages: idle");
+    let now = opened + Duration::from_secs(1);
     partial.bytes = vec![0, 40, 1];
-    partial.restart_deadline(false, timeout);
-    let first = partial.deadline.expect("a message has begun");
+    partial.restart_deadline(false, timeouts, now);
+    assert!(partial.in_message());
+    let first = partial.deadline();
+    assert_eq!(first, now + message);
     partial.bytes.push(2);
-    partial.restart_deadline(false, timeout);
-    assert_eq!(partial.deadline, Some(first), "more bytes do not extend it");
-    assert_eq!(partial.deadline_or_idle(idle), first);
-    partial.restart_deadline(true, timeout);
-    assert!(
-        partial.deadline >= Some(first),
-        "a new message, a new deadline"
-    );
+    partial.restart_deadline(false, timeouts, now + Duration::from_secs(1));
+    assert_eq!(partial.deadline(), first, "more bytes do not extend it");
+    partial.restart_deadline(true, timeouts, now + Duration::from_secs(2));
+    assert!(partial.deadline() > first, "a new message, a new deadline");
     partial.bytes.clear();
-    partial.restart_deadline(true, timeout);
-    assert_eq!(partial.deadline, None, "between messages: idle timeout");
+    partial.restart_deadline(true, timeouts, now + Duration::from_secs(3));
+    assert!(!partial.in_message());
+    let idle_from = now + Duration::from_secs(3) + idle;
+    assert_eq!(partial.deadline(), idle_from, "between messages: idle");
+}
+
+/// Only progress moves the idle timeout: a wake that took no byte of a
+/// message leaves it where it was. TLS bytes that made no plaintext are
+/// a message begun, under the message timeout, until plaintext ends it.
+#[test]
+fn only_progress_moves_the_idle_timeout() {
+    let (idle, message) = (Duration::from_secs(10), Duration::from_secs(5));
+    let opened = Instant::now();
+    let mut partial = Unanswered::new(opened, idle);
+    let answers_taken = opened + Duration::from_secs(1);
+    partial.touch(answers_taken, idle);
+    assert_eq!(partial.deadline(), answers_taken + idle);
+    let sealed_at = opened + Duration::from_secs(2);
+    partial.sealed_bytes(sealed_at, message);
+    partial.sealed_bytes(sealed_at + Duration::from_secs(1), message);
+    partial.touch(sealed_at + Duration::from_secs(2), idle);
+    assert_eq!(
+        partial.deadline(),
+        sealed_at + message,
+        "a message is under way"
+    );
+    let answered = opened + Duration::from_secs(4);
+    partial.restart_deadline(true, (idle, message), answered);
+    assert_eq!(partial.deadline(), answered + idle);
 }
 
 /// Both ends of a loopback connection: the client's (blocking) and

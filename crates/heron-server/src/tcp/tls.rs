@@ -20,8 +20,11 @@ pub(super) async fn tls_connection(
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
     count_handshake(stream.get_ref().1, &shared);
-    let mut partial = Unanswered::default();
+    let mut partial = Unanswered::new(Instant::now(), shared.idle);
     let (mut ended, mut drained) = (false, true);
+    // Whether the socket woke the loop: a wake that makes no plaintext
+    // brought TLS bytes of a message begun.
+    let mut woken = false;
     let stop = shutdown.changed();
     let timer = tokio::time::sleep(shared.idle);
     tokio::pin!(stop, timer);
@@ -37,7 +40,7 @@ pub(super) async fn tls_connection(
             // A client that keeps sending is answered every few reads, or
             // sooner once the answers reach the cap.
             with_read_buffer(|chunk| {
-                for _ in 0..READS_PER_ROUND {
+                for round in 0..READS_PER_ROUND {
                     drained = false;
                     match read_now(&mut stream, chunk) {
                         Poll::Ready(Ok(0)) => ended = true,
@@ -49,14 +52,26 @@ pub(super) async fn tls_connection(
                             continue;
                         }
                         Poll::Ready(Err(e)) => return Err(e),
-                        Poll::Pending => drained = true,
+                        Poll::Pending => {
+                            drained = true;
+                            if round == 0 && woken {
+                                // Woken by bytes that made no plaintext.
+                                partial.sealed_bytes(Instant::now(), shared.message_timeout);
+                            }
+                        }
                     }
                     break;
                 }
                 Ok(())
             })?;
         }
+        woken = false;
+        let answered = !replies.framed.is_empty() || !replies.transfers.is_empty();
         respond(&mut stream, replies, peer, &shared).await?;
+        if answered {
+            // Between messages, idle counts from the answers written.
+            partial.touch(Instant::now(), shared.idle);
+        }
         if ended {
             break;
         }
@@ -64,10 +79,11 @@ pub(super) async fn tls_connection(
             // Plaintext may still wait in TLS: read again before waiting.
             continue;
         }
-        let deadline = partial.deadline_or_idle(shared.idle);
+        let deadline = partial.deadline();
         if !wait_readable(stream.get_ref().0, deadline, timer.as_mut(), stop.as_mut()).await? {
             break; // idle, a message not completed in time, or shutdown
         }
+        woken = true;
     }
     // Our close_notify, best effort: the client may be gone.
     let _ = timeout(shared.idle, stream.shutdown()).await;

@@ -690,12 +690,23 @@ fn default_event_loop() -> bool {
 fn default_idle() -> u64 {
     TcpLimits::default().idle_timeout.as_secs()
 }
-/// Errors in `[tcp]`: prefix lengths an address cannot have, a message
-/// deadline of zero (every message would be late).
+/// The longest `[tcp]` timeout, in seconds (a day): a deadline that far
+/// is still a time the clock can say.
+const MAX_TCP_TIMEOUT: u64 = 86_400;
+
+/// Errors in `[tcp]`: prefix lengths an address cannot have, a timeout of
+/// zero (every connection or message would be late) or past a day.
 fn check_tcp(tcp: &TcpSection) -> Vec<String> {
     let mut errors = Vec::new();
-    if tcp.message_timeout == 0 {
-        errors.push("[tcp] message-timeout must be at least 1".to_string());
+    for (key, seconds) in [
+        ("idle-timeout", tcp.idle_timeout),
+        ("message-timeout", tcp.message_timeout),
+    ] {
+        if !(1..=MAX_TCP_TIMEOUT).contains(&seconds) {
+            errors.push(format!(
+                "[tcp] {key} must be 1 to {MAX_TCP_TIMEOUT} seconds, not {seconds}"
+            ));
+        }
     }
     if tcp.ipv4_client_prefix > 32 {
         let got = tcp.ipv4_client_prefix;
@@ -2196,9 +2207,27 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(errors.len(), 3, "{errors:?}");
-        assert!(errors[0].ends_with("[tcp] message-timeout must be at least 1"));
+        assert!(errors[0].ends_with("[tcp] message-timeout must be 1 to 86400 seconds, not 0"));
         assert!(errors[1].ends_with("[tcp] ipv4-client-prefix 33 is above 32"));
         assert!(errors[2].ends_with("[tcp] ipv6-client-prefix 129 is above 128"));
+    }
+
+    /// A timeout of zero closed every connection before its first query;
+    /// one near 2^64 seconds overflowed the clock and killed the TCP
+    /// threads. Both are refused, at and past each end.
+    #[test]
+    fn tcp_timeouts_are_one_second_to_a_day() {
+        for key in ["idle-timeout", "message-timeout"] {
+            for ok in [1, 86_400] {
+                let fine = parse(&format!("[tcp]\n{key} = {ok}\n"));
+                assert!(fine.is_ok(), "{key} = {ok}: {fine:?}");
+            }
+            for bad in [0, 86_401, u64::MAX] {
+                let errors = parse(&format!("[tcp]\n{key} = {bad}\n")).unwrap_err();
+                let said = format!("[tcp] {key} must be 1 to 86400 seconds, not {bad}");
+                assert!(errors.iter().any(|e| e.ends_with(&said)), "{errors:?}");
+            }
+        }
     }
 
     #[test]

@@ -50,14 +50,14 @@ impl Conn {
         peer: SocketAddr,
         tls: Option<Box<ServerConnection>>,
         slot: Slot,
-        now: Instant,
+        (now, idle): (Instant, Duration),
     ) -> Conn {
         Conn {
             local: stream.local_addr().ok(),
             stream,
             peer,
             tls,
-            partial: Unanswered::default(),
+            partial: Unanswered::new(now, idle),
             out: Vec::new(),
             out_since: None,
             later: None,
@@ -80,7 +80,7 @@ impl Conn {
 
     fn progress(&mut self, cx: &LoopContext) -> io::Result<Next> {
         for _ in 0..READS_PER_ROUND {
-            if !self.flush(cx.now)? {
+            if !self.flush(cx.now, cx.shared.idle)? {
                 return Ok(Next::Wait); // the client has not taken the last
             }
             if let Some(pipe) = &self.later {
@@ -89,6 +89,7 @@ impl Conn {
                     Taken::Nothing => return Ok(Next::Wait),
                     Taken::Finished => {
                         self.later = None;
+                        self.partial.touch(cx.now, cx.shared.idle);
                         // Reads waited for it; events may have come since.
                         self.may_read = true;
                     }
@@ -124,6 +125,25 @@ impl Conn {
         (self.peer, transport, self.local)
     }
 
+    /// At its deadline, for a connection whose answers wait for the
+    /// client: whether the client took some since (the kernel wakes a
+    /// writer only once a third of the send buffer is free, so a client
+    /// reading slowly but steadily may take answers with no event). If it
+    /// did, the deadline moves on.
+    pub(super) fn still_taking(&mut self, cx: &LoopContext) -> bool {
+        let Some(since) = self.out_since else {
+            return false;
+        };
+        let took = match self.flush(cx.now, cx.shared.idle) {
+            Ok(all) => all || self.out_since != Some(since),
+            Err(_) => false,
+        };
+        if took {
+            self.deadline.at = self.deadline_now(cx);
+        }
+        took
+    }
+
     /// When to give up on the connection, given what it waits for.
     fn deadline_now(&self, cx: &LoopContext) -> Option<Instant> {
         let idle = cx.shared.idle;
@@ -136,7 +156,7 @@ impl Conn {
         if self.tls.as_ref().is_some_and(|t| t.is_handshaking()) {
             return Some(self.opened + idle);
         }
-        Some(self.partial.deadline.unwrap_or(cx.now + idle))
+        Some(self.partial.deadline())
     }
 
     /// Adds what answering asked to write; a transfer or UPDATE is handed
@@ -189,16 +209,22 @@ impl Conn {
             stream: &self.stream,
             drained: false,
         };
-        match tls.read_tls(&mut socket) {
-            Ok(0) => self.eof = true,
-            Ok(_) => self.may_read = !socket.drained || self.read_closed,
+        let took = match tls.read_tls(&mut socket) {
+            Ok(0) => {
+                self.eof = true;
+                false
+            }
+            Ok(_) => {
+                self.may_read = !socket.drained || self.read_closed;
+                true
+            }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 self.may_read = false;
                 return Ok(());
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
             Err(e) => return Err(e),
-        }
+        };
         let was_handshaking = tls.is_handshaking();
         let state = match tls.process_new_packets() {
             Ok(state) => state,
@@ -209,9 +235,13 @@ impl Conn {
         };
         if was_handshaking && !tls.is_handshaking() {
             count_handshake(tls, &cx.shared);
+            self.partial.touch(cx.now, cx.shared.idle);
         }
         self.eof |= state.peer_has_closed();
         if state.plaintext_bytes_to_read() == 0 {
+            if took && !was_handshaking {
+                self.partial.sealed_bytes(cx.now, cx.shared.message_timeout);
+            }
             return Ok(());
         }
         let mut replies = Replies::new();
@@ -232,7 +262,7 @@ impl Conn {
 
     /// Writes `out` (through TLS when there is TLS); true when all of it
     /// is written, false when the socket is full.
-    fn flush(&mut self, now: Instant) -> io::Result<bool> {
+    fn flush(&mut self, now: Instant, idle: Duration) -> io::Result<bool> {
         let waiting = self.out.len();
         let flushed = match &mut self.tls {
             None => write_plain(&self.stream, &mut self.out)?,
@@ -245,7 +275,9 @@ impl Conn {
                 self.out_since = Some(now);
             }
         } else {
-            self.out_since = None;
+            if self.out_since.take().is_some() || waiting > 0 {
+                self.partial.touch(now, idle); // the client took its answers
+            }
             if self.out.capacity() > 0 {
                 give_back(std::mem::take(&mut self.out));
             }
@@ -347,7 +379,7 @@ mod tests {
             peer,
             None,
             slot,
-            Instant::now(),
+            (Instant::now(), Duration::from_secs(10)),
         );
         (conn, client)
     }
@@ -360,19 +392,23 @@ mod tests {
         let (mut conn, mut client) = small_socket();
         conn.out = vec![7; 1 << 20];
         let start = Instant::now();
-        assert!(!conn.flush(start).unwrap());
+        assert!(!conn.flush(start, Duration::from_secs(10)).unwrap());
         std::thread::sleep(Duration::from_millis(100)); // what is in flight lands
         let settled = start + Duration::from_secs(1);
-        conn.flush(settled).unwrap();
+        conn.flush(settled, Duration::from_secs(10)).unwrap();
         let since = conn.out_since.expect("answers waiting");
         // Nothing read: the wait keeps its start.
-        assert!(!conn.flush(settled + Duration::from_secs(1)).unwrap());
+        assert!(
+            !conn
+                .flush(settled + Duration::from_secs(1), Duration::from_secs(10))
+                .unwrap()
+        );
         assert_eq!(conn.out_since, Some(since));
         // The client reads: the wait starts again.
         client.read_exact(&mut [0; 64 * 1024]).unwrap();
         std::thread::sleep(Duration::from_millis(100));
         let read_at = settled + Duration::from_secs(2);
-        assert!(!conn.flush(read_at).unwrap());
+        assert!(!conn.flush(read_at, Duration::from_secs(10)).unwrap());
         assert_eq!(conn.out_since, Some(read_at));
     }
 }

@@ -402,6 +402,12 @@ impl Worker {
                 continue;
             };
             if self.timers.fire(at, key, &mut conn.deadline, now) {
+                if conn.still_taking(&self.cx) {
+                    // A slow reader took some of its answers: more time.
+                    self.timers.arm(key, &mut conn.deadline);
+                    self.again.push(key);
+                    continue;
+                }
                 // Idle, a message or a write not done in time.
                 self.close(key, Ok(()));
             }
@@ -482,7 +488,13 @@ impl Worker {
             return tracing::warn!("TCP connection from {peer} dropped: {e}");
         }
         let entry = &mut self.entries[slot_index];
-        entry.conn = Some(Box::new(Conn::new(stream, peer, tls, slot, self.cx.now)));
+        entry.conn = Some(Box::new(Conn::new(
+            stream,
+            peer,
+            tls,
+            slot,
+            (self.cx.now, self.cx.shared.idle),
+        )));
         let key = Key {
             slot: slot_index,
             generation: entry.generation,
