@@ -25,8 +25,9 @@ const STOP_POLL: Duration = Duration::from_millis(200);
 /// Serves until SIGTERM or SIGINT, `workers` threads.
 pub fn run(listen: SocketAddr, cert: &Path, key: &Path, workers: usize) -> io::Result<()> {
     heron_sys::process::set_on_termination(&STOP)?;
-    let config =
-        heron_server::tls::server_config_from_files(cert, key).map_err(io::Error::other)?;
+    let config = heron_server::tls::server_config_from_files(cert, key)
+        .map_err(io::Error::other)?
+        .0;
     let mut threads = Vec::new();
     for i in 0..workers.max(1) {
         let listener = bind(listen)?;
@@ -202,7 +203,8 @@ impl Conn {
 /// TLS clients; it serves until the test process ends.
 #[cfg(test)]
 pub(crate) fn spawn_for_test(cert: &Path, key: &Path) -> SocketAddr {
-    let config = heron_server::tls::server_config_from_files(cert, key).expect("test TLS files");
+    let (config, _) =
+        heron_server::tls::server_config_from_files(cert, key).expect("test TLS files");
     let listener = bind(SocketAddr::from(([127, 0, 0, 1], 0))).expect("bind");
     let addr = listener.local_addr().expect("local address");
     std::thread::spawn(move || serve(listener, config));

@@ -109,4 +109,7 @@ pub struct ServerConfig {
 pub struct TlsListen {
     pub listen: Vec<SocketAddr>,
     pub settings: Arc<rustls::ServerConfig>,
+    /// Where `settings` takes its certificate from: a reload puts a
+    /// renewed one there.
+    pub certificate: Arc<tls::CertificateSlot>,
 }

@@ -10,18 +10,54 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
 
 pub use tokio_rustls::TlsAcceptor;
 
 /// The ALPN protocol of DNS over TLS (RFC 9103).
 pub const ALPN_DOT: &[u8] = b"dot";
 
+/// The certificate and key a TLS listener presents, replaced while it
+/// serves: a reload reads the files again, so a certificate renewed in
+/// place is taken without a restart (connections open keep theirs).
+#[derive(Debug)]
+pub struct CertificateSlot(ArcSwap<CertifiedKey>);
+
+impl CertificateSlot {
+    /// Takes the certificate `other` holds, if it is another one (a new
+    /// chain); whether it did.
+    pub fn take_from(&self, other: &CertificateSlot) -> bool {
+        let new = other.0.load_full();
+        if new.cert == self.0.load().cert {
+            return false;
+        }
+        self.0.store(new);
+        true
+    }
+}
+
+impl ResolvesServerCert for CertificateSlot {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.load_full())
+    }
+}
+
 /// Server settings from a PEM certificate chain (the server's certificate
 /// first) and a PEM private key (PKCS#8, PKCS#1 or SEC1).
 pub fn server_config(chain_pem: &[u8], key_pem: &[u8]) -> Result<Arc<ServerConfig>, String> {
+    server_config_with_slot(chain_pem, key_pem).map(|(config, _)| config)
+}
+
+/// [`server_config`], and the slot its certificate is presented from.
+pub fn server_config_with_slot(
+    chain_pem: &[u8],
+    key_pem: &[u8],
+) -> Result<(Arc<ServerConfig>, Arc<CertificateSlot>), String> {
     let chain = CertificateDer::pem_slice_iter(chain_pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("certificate: {e}"))?;
@@ -30,12 +66,14 @@ pub fn server_config(chain_pem: &[u8], key_pem: &[u8]) -> Result<Arc<ServerConfi
     }
     let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| format!("key: {e}"))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let certified = CertifiedKey::from_der(chain, key, &provider)
+        .map_err(|e| format!("certificate and key: {e}"))?;
+    let slot = Arc::new(CertificateSlot(ArcSwap::from_pointee(certified)));
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .map_err(|e| format!("certificate and key: {e}"))?;
+        .with_cert_resolver(slot.clone());
     config.alpn_protocols = vec![ALPN_DOT.to_vec()];
     // Resumption by stateless tickets (keys in memory, rotated every 6
     // hours): a returning client skips the certificate and its signature,
@@ -43,14 +81,17 @@ pub fn server_config(chain_pem: &[u8], key_pem: &[u8]) -> Result<Arc<ServerConfi
     // 256 sessions, too few for many clients.
     config.ticketer =
         rustls::crypto::ring::Ticketer::new().map_err(|e| format!("session tickets: {e}"))?;
-    Ok(Arc::new(config))
+    Ok((Arc::new(config), slot))
 }
 
-/// [`server_config`] from files; errors name the file.
-pub fn server_config_from_files(chain: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
+/// [`server_config_with_slot`] from files; errors name the file.
+pub fn server_config_from_files(
+    chain: &Path,
+    key: &Path,
+) -> Result<(Arc<ServerConfig>, Arc<CertificateSlot>), String> {
     let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
     let (chain_pem, key_pem) = (read(chain)?, read(key)?);
-    server_config(&chain_pem, &key_pem).map_err(|e| {
+    server_config_with_slot(&chain_pem, &key_pem).map_err(|e| {
         let (chain, key) = (chain.display(), key.display());
         match e.split_once(':').map(|(what, _)| what) {
             Some("key") => format!("{key}: {e}"),
@@ -92,6 +133,24 @@ mod tests {
         let config = server_config(chain.as_bytes(), key.as_bytes()).unwrap();
         assert_eq!(config.alpn_protocols, vec![b"dot".to_vec()]);
         assert!(config.ticketer.enabled(), "sessions resumed by tickets");
+    }
+
+    /// A slot takes another certificate, and says so; the same one again
+    /// changes nothing.
+    #[test]
+    fn a_slot_takes_a_renewed_certificate() {
+        let pair = || {
+            let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+            let (chain, key) = (cert.cert.pem(), cert.signing_key.serialize_pem());
+            server_config_with_slot(chain.as_bytes(), key.as_bytes()).unwrap()
+        };
+        let ((_, running), (_, same_again), (_, renewed)) = (pair(), pair(), pair());
+        let first = running.0.load_full();
+        assert!(!running.take_from(&running));
+        assert!(running.take_from(&renewed));
+        assert_eq!(running.0.load().cert, renewed.0.load().cert);
+        assert_ne!(running.0.load().cert, first.cert);
+        assert!(running.take_from(&same_again));
     }
 
     #[test]

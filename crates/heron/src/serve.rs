@@ -134,7 +134,8 @@ fn start(args: ServeArgs) -> Result<(), String> {
         notify_tx,
         query_log.tap(),
     );
-    let transfers = new_transfers(&runtime, &keys, &query_log, primary);
+    let mut transfers = new_transfers(&runtime, &keys, &query_log, primary);
+    transfers.tls_certificate = settings.server.tls.as_ref().map(|t| t.certificate.clone());
     transfers.signings.set(signed);
     keep_signed_copies(&transfers, &files, &catalog, &signed_before);
     transfers
@@ -180,6 +181,7 @@ fn new_transfers(
         signings: Default::default(),
         signed_secondaries: Default::default(),
         signed_copies: Default::default(),
+        tls_certificate: None,
     }
 }
 

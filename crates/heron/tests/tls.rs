@@ -432,6 +432,57 @@ fn a_tls_record_trickled_a_byte_at_a_time_is_closed_at_the_message_timeout() {
     }
 }
 
+/// Whether a TLS handshake with `to` succeeds for a client trusting only
+/// the certificate in `chain`.
+fn handshake_trusting(chain: &Path, to: SocketAddr) -> bool {
+    let name = "localhost".try_into().unwrap();
+    let mut tls = rustls::ClientConnection::new(trusting(chain), name).unwrap();
+    let mut tcp = TcpStream::connect(to).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    while tls.is_handshaking() {
+        if tls.complete_io(&mut tcp).is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+/// A certificate renewed in place (as certbot renews one) is presented to
+/// new connections after a reload, with no restart; the reload says so. A
+/// reload with the same files changes nothing.
+#[test]
+fn a_reload_presents_a_certificate_renewed_in_place() {
+    let (_dir, chain, key) = certificate("renew");
+    let (_dir2, new_chain, new_key) = certificate("renewed");
+    let (server, tls_addr) = heron_with_tls(&chain, &key);
+    assert!(handshake_trusting(&chain, tls_addr));
+    let old_chain = std::fs::read(&chain).unwrap();
+    std::fs::copy(&new_chain, &chain).unwrap();
+    std::fs::copy(&new_key, &key).unwrap();
+    server.reload();
+    let renewed = heron_testkit::eventually_within(Duration::from_secs(10), || {
+        handshake_trusting(&new_chain, tls_addr)
+    });
+    assert!(renewed, "{}", server.log());
+    let old = std::env::temp_dir().join(format!("heron-tls-old-{}.pem", std::process::id()));
+    std::fs::write(&old, old_chain).unwrap();
+    assert!(!handshake_trusting(&old, tls_addr), "the old one is gone");
+    let _ = std::fs::remove_file(&old);
+    let said = "TLS: the certificate read again is another one";
+    assert_eq!(server.log().matches(said).count(), 1, "{}", server.log());
+    server.reload();
+    let second_done = heron_testkit::eventually_within(Duration::from_secs(10), || {
+        server.log().matches("reload done").count() >= 2
+    });
+    assert!(second_done, "{}", server.log());
+    assert!(handshake_trusting(&new_chain, tls_addr));
+    assert_eq!(
+        server.log().matches(said).count(),
+        1,
+        "the same files again"
+    );
+}
+
 fn trusting(chain: &Path) -> std::sync::Arc<rustls::ClientConfig> {
     use rustls::pki_types::{CertificateDer, pem::PemObject};
     let mut roots = rustls::RootCertStore::empty();

@@ -357,11 +357,13 @@ impl TlsSection {
         if self.listen.is_empty() {
             return Err("[tls] listen is empty".into());
         }
-        let settings = tls::server_config_from_files(&base.join(chain), &base.join(key))
-            .map_err(|e| format!("[tls]: {e}"))?;
+        let (settings, certificate) =
+            tls::server_config_from_files(&base.join(chain), &base.join(key))
+                .map_err(|e| format!("[tls]: {e}"))?;
         Ok(Some(TlsListen {
             listen: self.listen.clone(),
             settings,
+            certificate,
         }))
     }
 }
@@ -1368,7 +1370,8 @@ impl RestartOnly {
             ),
         );
         parts.add("[tcp]", &file.tcp);
-        parts.add("[tls]", &file.tls);
+        // The certificate and key are read again at each reload.
+        parts.add("[tls] listen", &file.tls.listen);
         parts.add("[xdp]", &file.xdp);
         parts.add("[rrl]", &file.rrl);
         parts.add("[cookies]", &file.cookies);

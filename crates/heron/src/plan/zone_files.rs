@@ -112,6 +112,9 @@ pub struct Reconfigured {
     pub applied: Vec<&'static str>,
     /// Parts of the file that changed but wait for a restart.
     pub left_for_restart: Vec<&'static str>,
+    /// The TLS certificate as its files hold it now, for the listeners to
+    /// take if it was renewed.
+    pub tls_certificate: Option<Arc<heron_server::tls::CertificateSlot>>,
 }
 
 /// What one load or reload did.
@@ -378,6 +381,7 @@ impl ZoneFiles {
             keys: settings.keys,
             log: settings.log,
             left_for_restart,
+            tls_certificate: settings.server.tls.map(|t| t.certificate),
         }))
     }
 

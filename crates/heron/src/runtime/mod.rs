@@ -60,6 +60,9 @@ pub(crate) struct Transfers {
     /// The signed versions of the primary zones Heron signs, kept for a
     /// restart to carry on from.
     pub(crate) signed_copies: signed_copies::SignedCopies,
+    /// Where the TLS listeners take their certificate from: a reload
+    /// puts a renewed one there.
+    pub(crate) tls_certificate: Option<Arc<heron_server::tls::CertificateSlot>>,
 }
 
 impl Transfers {
@@ -292,6 +295,13 @@ fn reconfigure(xfr: &Transfers, new: Reconfigured, files: &ZoneFiles) -> Reconfi
     xfr.primary.set_policies(new.policies);
     let dnstap_failed =
         (xfr.query_log.apply(new.dnstap).err()).map(|e| format!("[dnstap] not applied: {e}"));
+    let mut applied = new.applied;
+    if let (Some(running), Some(read)) = (&xfr.tls_certificate, &new.tls_certificate)
+        && running.take_from(read)
+    {
+        tracing::info!("TLS: the certificate read again is another one: new connections get it");
+        applied.push("[tls] certificate");
+    }
     Reconfiguration {
         dnstap_failed,
         removed: new.removed,
@@ -302,7 +312,7 @@ fn reconfigure(xfr: &Transfers, new: Reconfigured, files: &ZoneFiles) -> Reconfi
             changed,
             changed_secondaries,
             new.left_for_restart,
-            new.applied,
+            applied,
         ),
     }
 }
