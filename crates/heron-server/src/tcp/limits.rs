@@ -182,7 +182,7 @@ impl AcceptFailures {
         let advice = if e.raw_os_error() == Some(libc::EMFILE)
             || e.raw_os_error() == Some(libc::ENFILE)
         {
-            "; connections already open are still served and new ones wait;              raise the open-files limit (see `heron doctor`)"
+            "; connections already open are still served and new ones wait; raise the open-files limit (see `heron doctor`)"
         } else {
             ""
         };

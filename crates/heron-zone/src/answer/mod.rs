@@ -561,6 +561,8 @@ impl<'a> Responder<'a> {
         // is the answer (as NSD and Knot give it); anything else follows.
         let cname = match node.has_cname() && qtype != RType::ANY {
             true if node.rrset(qtype).is_some() => None,
+            // The CNAME's signatures are there to answer (RFC 4034 3).
+            true if qtype == RType::RRSIG && node.data().any(|s| s.has_sigs()) => None,
             true => node.rrset(RType::CNAME),
             false => None,
         };
@@ -633,6 +635,9 @@ impl<'a> Responder<'a> {
         if qtype == RType::ANY {
             return self.answer_any(zone, matched, owner, lower);
         }
+        if qtype == RType::RRSIG {
+            return self.answer_rrsig(zone, matched, owner, lower);
+        }
         match matched.node.rrset(qtype) {
             Some(set) => {
                 let written = self.rrset(Section::Answer, owner, set)?;
@@ -663,6 +668,32 @@ impl<'a> Responder<'a> {
             }
         }
         self.prove_expansion(zone, matched, lower)
+    }
+
+    /// QTYPE RRSIG, as NSD, Knot and BIND answer it: the signatures of
+    /// every RRset at the name, with or without DO; NODATA where there
+    /// are none (an unsigned zone).
+    fn answer_rrsig(
+        &mut self,
+        zone: &'a Zone,
+        matched: Matched<'a>,
+        owner: Owner,
+        lower: &[u8],
+    ) -> Result<(), Full> {
+        let mut owner = owner;
+        let mut signed = false;
+        self.w.section(Section::Answer);
+        for set in matched.node.data().filter(|s| s.has_sigs()) {
+            let written = set
+                .encoded_sigs()
+                .write(&mut self.w, owner, self.apex_pos)?;
+            owner = written.next_owner(owner);
+            signed = true;
+        }
+        match signed {
+            true => self.prove_expansion(zone, matched, lower),
+            false => self.no_data(zone, matched, lower),
+        }
     }
 
     /// NODATA: the negative SOA, and in a signed zone the proof that the
