@@ -3,14 +3,27 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use heron_dnssec::zonemd::Verdict;
 use heron_proto::Name;
-use heron_zone::{Problem, load_zone_file};
+use heron_zone::{Problem, Severity, load_zone_file};
 
 use crate::config;
 
-/// Prints each problem of one zone; true if it loads.
+/// Prints each problem of one zone; true if it loads, and its ZONEMD (if
+/// it has one Heron can check) matches, as `heron serve` requires.
 fn report_zone(file: &Path, origin: &Name) -> bool {
-    match load_zone_file(file, origin) {
+    let loaded =
+        load_zone_file(file, origin).and_then(|loaded| {
+            match heron_dnssec::zonemd::verify(&loaded.zone) {
+                Verdict::Failed(why) => Err(vec![Problem {
+                    severity: Severity::Error,
+                    location: None,
+                    message: format!("ZONEMD verification failed: {why}"),
+                }]),
+                _ => Ok(loaded),
+            }
+        });
+    match loaded {
         Ok(loaded) => {
             print_problems(&loaded.warnings);
             outln!(

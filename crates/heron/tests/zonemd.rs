@@ -107,6 +107,36 @@ fn a_reload_whose_zonemd_does_not_match_is_refused_and_counted() {
     assert_eq!(zonemd_failures(metrics).as_deref(), Some("1"));
 }
 
+/// `heron check-zone` and `heron check-config` refuse a zone whose ZONEMD
+/// does not match, as `heron serve` does (they said OK, and the server
+/// then refused to serve the zone), and pass one whose ZONEMD matches.
+#[test]
+fn the_check_commands_refuse_a_zonemd_that_does_not_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let zone = dir.path().join("md.test.zone");
+    write_zone_with_zonemd(dir.path(), &zone, 1, "192.0.2.1");
+    let config = dir.path().join("heron.toml");
+    let text = format!(
+        "[[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n",
+        zone.display()
+    );
+    std::fs::write(&config, text).unwrap();
+    let run = |args: &[&std::ffi::OsStr]| Command::new(heron()).args(args).output().unwrap();
+    let check_zone = || run(&["check-zone".as_ref(), zone.as_os_str(), ORIGIN.as_ref()]);
+    let check_config = || run(&["check-config".as_ref(), config.as_os_str()]);
+    assert!(check_zone().status.success());
+    assert!(check_config().status.success());
+    let tampered = std::fs::read_to_string(&zone)
+        .unwrap()
+        .replace("192.0.2.1", "192.0.2.66");
+    std::fs::write(&zone, tampered).unwrap();
+    for out in [check_zone(), check_config()] {
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(!out.status.success(), "{said}");
+        assert!(said.contains("ZONEMD verification failed"), "{said}");
+    }
+}
+
 /// The zone as `kdig` transfers it out by AXFR.
 fn axfr_text(server: &ServerProcess, origin: &str) -> String {
     let addr = server.addr();
