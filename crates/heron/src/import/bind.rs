@@ -478,7 +478,9 @@ impl Interpreter<'_> {
         match (word, e.arg(1)) {
             ("any", None) => plain(anywhere(None)),
             ("none", None) => plain(Vec::new()),
-            ("key", Some(key)) if self.keys.contains(key) => plain(anywhere(Some(key))),
+            ("key", Some(key)) if super::defined_key(&self.keys, key).is_some() => plain(anywhere(
+                super::defined_key(&self.keys, key).map(String::as_str),
+            )),
             ("localhost", None) => {
                 self.say_once("localhost", e.loc(), &format!("{what} {{ localhost; }}"), "BIND's localhost is every address of this host; written as 127.0.0.0/8 and ::1");
                 plain(vec![rule("127.0.0.0/8", None), rule("::1", None)])
@@ -550,10 +552,19 @@ impl Interpreter<'_> {
         let port = word_after(&e.words, "port")
             .and_then(|p| p.parse().ok())
             .unwrap_or(port);
-        let key = word_after(&e.words, "key")
+        let named = word_after(&e.words, "key")
             .map(str::to_string)
-            .or_else(|| self.server_keys.get(&ip).cloned())
-            .filter(|k| self.keys.contains(k));
+            .or_else(|| self.server_keys.get(&ip).cloned());
+        let key = named.map(|k| match super::defined_key(&self.keys, &k) {
+            Some(defined) => defined.clone(),
+            None => {
+                // Written as named: check-config then says the key is
+                // missing, rather than the peer going unsigned.
+                let why = "key not defined in this configuration: written as named, define it";
+                self.out.untranslated(e.loc(), format!("{ip} key {k}"), why);
+                k
+            }
+        });
         let mut peer = Peer::plain(SocketAddr::new(ip, port), key);
         if let Some(tls) = word_after(&e.words, "tls") {
             let checked = self.tls.get(tls).and_then(|t| {
@@ -1142,6 +1153,37 @@ mod tests {
          \x20 also-notify port 5300 { 192.0.2.7 key xfr.test; };\n  update-policy local;\n};\n\
          zone \"example.net\" IN { type slave; masters { upstream; }; file \"sec/net\"; };\n\
          zone \".\" { type hint; file \"root.hints\"; };\n";
+
+    /// Key names are domain names to BIND: `K` and `k.` are the key `k`,
+    /// in primaries, also-notify, server blocks and acls alike. A key that
+    /// is not defined is written as named with a line (check-config then
+    /// fails), never dropped to leave the peer unsigned.
+    #[test]
+    fn key_names_match_without_case_or_final_dot_and_none_is_dropped() {
+        let text = format!(
+            "key \"k\" {{ algorithm hmac-sha256; secret \"{SECRET}\"; }};\n\
+             server 127.0.0.7 {{ keys {{ k.; }}; }};\n\
+             zone \"a.test\" {{ type secondary; file \"a\";\n\
+             \x20 primaries {{ 127.0.0.1 key K; 127.0.0.7; 127.0.0.9 key nokey; }}; }};\n\
+             zone \"b.test\" {{ type primary; file \"b\"; allow-transfer {{ key K.; }};\n\
+             \x20 also-notify {{ 127.0.0.8 key K; }}; }};\n"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_files(dir.path(), &[("named.conf", &text)]);
+        let got = parse(&path).unwrap();
+        let a = &got.zones[0];
+        let primaries: Vec<String> = a.primaries.iter().map(Peer::heron).collect();
+        assert_eq!(
+            primaries,
+            ["127.0.0.1 key k", "127.0.0.7 key k", "127.0.0.9 key nokey"]
+        );
+        let b = &got.zones[1];
+        assert_eq!(b.notify[0].heron(), "127.0.0.8 key k");
+        let acl: Vec<String> = b.allow_transfer.iter().map(Rule::heron).collect();
+        assert_eq!(acl, ["0.0.0.0/0 key k", "::/0 key k"]);
+        let said: Vec<&str> = got.notes.iter().map(|n| n.setting.as_str()).collect();
+        assert!(said.contains(&"127.0.0.9 key nokey"), "{said:?}");
+    }
 
     #[test]
     fn options_zones_keys_acls_and_primaries_lists_are_translated() {

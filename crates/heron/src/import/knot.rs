@@ -149,7 +149,9 @@ impl Interpreter {
         let Some(field) = field else { return Ok(None) };
         match field.values.as_slice() {
             [] => Ok(None),
-            [key] if self.keys.contains(key) => Ok(Some(key.clone())),
+            [key] if super::defined_key(&self.keys, key).is_some() => {
+                Ok(super::defined_key(&self.keys, key).cloned())
+            }
             [key] => Err(ImportError::at(
                 &field.loc,
                 format!("key {key} is not defined"),
@@ -203,6 +205,49 @@ impl Interpreter {
             );
         }
         Ok(peers)
+    }
+}
+
+/// A Knot zone `file` template filled in for the zone `name` (lower
+/// case, no final dot): `%s` the name, `%c[N]` and `%c[N-M]` its
+/// characters from the left, `%l[N]` its labels from the right, `%%` a
+/// percent sign. None for anything else.
+fn knot_file_name(template: &str, name: &str) -> Option<String> {
+    let (mut out, mut rest) = (String::new(), template);
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at + 1..];
+        let (kind, after) = (rest.chars().next()?, rest.get(1..)?);
+        rest = after;
+        match kind {
+            's' => out.push_str(name),
+            '%' => out.push('%'),
+            'c' | 'l' => {
+                let (range, after) = after.strip_prefix('[')?.split_once(']')?;
+                rest = after;
+                out.push_str(&knot_part(kind, range, name)?);
+            }
+            _ => return None,
+        }
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// `%c[range]` or `%l[N]` of `name`.
+fn knot_part(kind: char, range: &str, name: &str) -> Option<String> {
+    let (first, last) = match range.split_once('-') {
+        Some((a, b)) if kind == 'c' => (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?),
+        _ => {
+            let n = range.parse::<usize>().ok()?;
+            (n, n)
+        }
+    };
+    match kind {
+        'c' => name
+            .get(first..=last.min(name.len().checked_sub(1)?))
+            .map(str::to_string),
+        _ => name.rsplit('.').nth(first).map(str::to_string),
     }
 }
 
@@ -697,14 +742,26 @@ impl Interpreter {
         }
     }
 
-    /// Knot's zone file: `file` (default `%s.zone`) in `storage`.
-    fn zone_file(&self, item: &Item, origin: &str) -> PathBuf {
+    /// Knot's zone file: `file` (default `%s.zone`) in `storage`, its
+    /// placeholders filled in as Knot fills them; one Heron does not know
+    /// is left as written, with a line.
+    fn zone_file(&mut self, item: &Item, origin: &str) -> PathBuf {
         let name = if origin == "." {
             "root".to_string()
         } else {
             origin.to_ascii_lowercase()
         };
-        let file = item.value("file").unwrap_or("%s.zone").replace("%s", &name);
+        let template = item.value("file").unwrap_or("%s.zone");
+        let file = match knot_file_name(template, &name) {
+            Some(file) => file,
+            None => {
+                let loc = item.get("file").map_or(&item.loc, |f| &f.loc);
+                let setting = format!("zone {origin}: file: {template}");
+                let advice = "a placeholder Heron does not fill in: write the zone's file by hand";
+                self.out.untranslated(loc, setting, advice);
+                template.replace("%s", &name)
+            }
+        };
         let storage = item.value("storage").unwrap_or("/var/lib/knot");
         resolve(Path::new(storage), &file)
     }
@@ -931,6 +988,43 @@ mod tests {
     const ZONES: &str = "zone:\n  - domain: example.com.\n    notify: secondary\n    acl: [transfer, deny-one]\n\
                          \x20 - domain: example.net\n    master: primary\n    acl: notify\n\
                          \x20 - domain: signed.test\n    dnssec-signing: on\n";
+
+    /// Knot's file placeholders, as Knot 3.2 fills them in (checked with
+    /// knotd: `%c[0-1]/%s` is `ab/abc.test`, `%l[1]-%l[0].zone` is
+    /// `xyz-test.zone`); one Heron does not know is None.
+    #[test]
+    fn zone_file_placeholders_are_filled_in_as_knot_does() {
+        assert_eq!(
+            knot_file_name("%c[0-1]/%s", "abc.test").as_deref(),
+            Some("ab/abc.test")
+        );
+        assert_eq!(
+            knot_file_name("%l[1]-%l[0].zone", "xyz.test").as_deref(),
+            Some("xyz-test.zone")
+        );
+        assert_eq!(knot_file_name("%c[2]%%", "abc.test").as_deref(), Some("c%"));
+        for unknown in ["%x.zone", "%c[9]", "%l[5]", "%c[1", "%", "%c[a]"] {
+            assert_eq!(knot_file_name(unknown, "abc.test"), None, "{unknown}");
+        }
+    }
+
+    /// Key names are domain names to Knot: a remote's `key: K.` is the
+    /// key `k` (Knot 3.2 transfers with it); an unknown key is an error.
+    #[test]
+    fn key_names_match_without_case_or_final_dot() {
+        let text = "key:\n  - id: k\n    algorithm: hmac-sha256\n    secret: c2VjcmV0c2VjcmV0\n\
+                    remote:\n  - id: p\n    address: 127.0.0.1@5300\n    key: K.\n\
+                    zone:\n  - domain: a.test\n    master: p\n";
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_files(dir.path(), &[("knot.conf", text)]);
+        let got = parse(&path).unwrap();
+        let primaries: Vec<String> = got.zones[0].primaries.iter().map(Peer::heron).collect();
+        assert_eq!(primaries, ["127.0.0.1:5300 key k"]);
+        let unknown = text.replace("key: K.", "key: other");
+        std::fs::write(&path, unknown).unwrap();
+        let err = parse(&path).unwrap_err().to_string();
+        assert!(err.contains("key other is not defined"), "{err}");
+    }
 
     #[test]
     fn servers_keys_remotes_acls_templates_and_zones_are_translated() {

@@ -73,6 +73,18 @@ const ALGORITHMS: &[&str] = &[
 /// Each key's algorithm as heron.toml spells it (BIND's
 /// `HMAC-MD5.SIG-ALG.REG.INT` is `hmac-md5`); one Heron lacks is an
 /// error, since the zones that name the key could not be translated.
+/// The key of `keys` (names as defined) that `name` refers to: key names
+/// are domain names to BIND and Knot, so case and a final dot do not
+/// matter (`K.` is `k`).
+pub(crate) fn defined_key<'k>(
+    keys: impl IntoIterator<Item = &'k String>,
+    name: &str,
+) -> Option<&'k String> {
+    let bare = |n: &str| n.trim_end_matches('.').to_ascii_lowercase();
+    let wanted = bare(name);
+    keys.into_iter().find(|k| bare(k) == wanted)
+}
+
 fn tsig_algorithms(config: &mut Imported) -> Result<(), ImportError> {
     for key in &mut config.keys {
         let name = key.algorithm.to_ascii_lowercase();
