@@ -279,6 +279,17 @@ fn members(
         let coo = match coos.get(&id).map(Vec::as_slice) {
             None => None,
             Some([one]) => match Name::from_wire(one) {
+                // Handing a zone to the catalog that lists it is no move:
+                // taken as one, it ceded the zone to nobody (RFC 9432 5.6).
+                Ok(to) if to.to_lowercase() == catalog.to_lowercase() => {
+                    problems.push(property_problem(
+                        catalog,
+                        "coo",
+                        &id,
+                        "PTR names this catalog",
+                    ));
+                    continue;
+                }
                 Ok(to) => Some(to),
                 Err(_) => {
                     problems.push(property_problem(catalog, "coo", &id, "PTR unreadable"));

@@ -561,18 +561,25 @@ fn reconfigure(server: &ServerProcess, socket: &Path, config: &str) -> String {
 /// members served; one whose template changes keeps its members (not
 /// transferred again) under the new ACL; one taken out takes its members
 /// with it (REFUSED, kept copies deleted).
-#[test]
-fn catalogs_come_change_and_go_with_a_reload() {
-    let dir = work_dir("reconfigure");
-    let (catalog_file, files) = producer_files(&dir);
-    let members = [("a", "a.test", None), ("b", "b.test", Some("blue"))];
-    std::fs::write(&catalog_file, catalog_text(1, &members)).unwrap();
+/// A Heron primary of the catalog (listing `members`) and every zone, in
+/// `dir`; the port its consumer is to take, and the catalog's file.
+fn primary_listing(dir: &Path, members: &[Listed]) -> (ServerProcess, u16, PathBuf) {
+    let (catalog_file, files) = producer_files(dir);
+    std::fs::write(&catalog_file, catalog_text(1, members)).unwrap();
     let consumer_port = free_port();
     let consumer_addr = SocketAddr::from(([127, 0, 0, 1], consumer_port));
     let port = free_port();
     let primary_config = heron_primary_config(port, &files, consumer_addr);
     let primary = ServerProcess::heron_on_port(&heron(), port, CATALOG, &primary_config)
         .unwrap_or_else(|log| panic!("Heron primary did not start: {log}"));
+    (primary, consumer_port, catalog_file)
+}
+
+#[test]
+fn catalogs_come_change_and_go_with_a_reload() {
+    let dir = work_dir("reconfigure");
+    let members = [("a", "a.test", None), ("b", "b.test", Some("blue"))];
+    let (primary, consumer_port, _) = primary_listing(&dir, &members);
     // The consumer starts with a zone of its own and no catalog.
     let own = dir.join("own.test.zone");
     std::fs::write(&own, member_text("own.test")).unwrap();
@@ -624,6 +631,49 @@ fn catalogs_come_change_and_go_with_a_reload() {
         "the kept copies of the catalog and its members are deleted"
     );
     assert_eq!(zone_serial(consumer.addr(), "own.test"), Some(1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A member moved to a template with a folder of its own (a group
+/// change) takes its kept copy along: the copy is written there from the
+/// version served, and none is left in the old folder to come back stale
+/// when the zone is listed again. Removed, it leaves no file anywhere.
+#[test]
+fn a_member_moved_to_another_templates_folder_takes_its_copy_along() {
+    let dir = work_dir("regroup");
+    let (primary, consumer_port, catalog_file) = primary_listing(&dir, &[("a", "a.test", None)]);
+    let blue = dir.join("kept").join("blue");
+    let config = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG]).replace(
+        "[catalog.group.blue]\n",
+        &format!(
+            "[catalog.group.blue]\nmembers-dir = \"{}\"\n",
+            blue.display()
+        ),
+    );
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
+        .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
+    let (old, new) = (
+        dir.join("kept/members/a.test.zone"),
+        blue.join("a.test.zone"),
+    );
+    assert!(eventually(|| old.exists()), "{}", consumer.log());
+    std::fs::write(
+        &catalog_file,
+        catalog_text(2, &[("a", "a.test", Some("blue"))]),
+    )
+    .unwrap();
+    primary.reload();
+    let moved = eventually(|| new.exists() && !old.exists());
+    assert!(moved, "{}", consumer.log());
+    assert_serves_exactly(&consumer, &["a.test"], "moved to blue");
+    std::fs::write(&catalog_file, catalog_text(3, &[])).unwrap();
+    primary.reload();
+    assert_serves_exactly(&consumer, &[], "removed");
+    assert!(
+        eventually(|| !new.exists() && !old.exists()),
+        "{}",
+        consumer.log()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

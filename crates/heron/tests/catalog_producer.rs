@@ -305,6 +305,17 @@ fn the_catalog_keeps_its_serial_across_restarts_and_idle_reloads_and_goes_when_u
         .unwrap_or_else(|log| panic!("Heron did not restart: {log}"));
     assert_eq!(zone_serial(heron.addr(), CATALOG), Some(first));
 
+    // A member leaves: a new version, and the reload says so.
+    let fewer = alone_config(port, &work, &members[..1], "");
+    std::fs::write(heron.dir().join("heron.toml"), &fewer).unwrap();
+    heron.reload();
+    let said = format!("generated catalogs changed: {CATALOG}");
+    assert!(heron.wait_for_log(&said), "{}", heron.log());
+    std::fs::write(heron.dir().join("heron.toml"), &text).unwrap();
+    heron.reload();
+    let back = eventually_within(STEP_DEADLINE, || heron.log().matches(&said).count() == 2);
+    assert!(back, "{}", heron.log());
+
     // No longer configured as a catalog: no longer served.
     let catalog_block = format!("origin = \"{CATALOG}\"");
     let without: Vec<&str> = (text.split("[[zone]]\n"))

@@ -145,6 +145,9 @@ fn malformed_properties_reject_the_catalog() {
             "coo.a1.zones PTR x.test.\ncoo.a1.zones PTR y.test.",
             "coo.a1.zones.cat.test",
         ),
+        // Handed to the catalog that lists it: ceded to nobody, so after
+        // a restart the zone was refused for good.
+        ("coo.a1.zones PTR CAT.test.", "coo.a1.zones.cat.test"),
     ] {
         let problems = catalog(&format!("a1.zones PTR one.test.\n{body}\n")).unwrap_err();
         assert_eq!(problems.len(), 1, "{body}");

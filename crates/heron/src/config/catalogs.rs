@@ -133,6 +133,19 @@ impl Catalogs {
             .map(|(i, c)| (c.origin.to_lowercase(), i))
             .collect();
         let mut errors = Vec::new();
+        if of_all.len() > 1 {
+            // A zone listed by two catalogs without a coo is claimed twice.
+            let names: Vec<String> = of_all
+                .iter()
+                .map(|&i| catalogs[i].origin.to_string())
+                .collect();
+            errors.push(format!(
+                "catalogs {} all have catalog-members = \"all\": one at most may",
+                names.join(", ")
+            ));
+        }
+        // Zones naming a catalog belong to that one alone.
+        let named_anywhere: HashSet<Name> = members.iter().map(|(z, _)| z.to_lowercase()).collect();
         for (zone, membership) in members {
             let Some(&i) = index.get(&membership.catalog.to_lowercase()) else {
                 errors.push(format!(
@@ -149,13 +162,10 @@ impl Catalogs {
         }
         for i in of_all {
             let catalog = &mut catalogs[i];
-            let named: HashSet<Name> = (catalog.members.iter())
-                .map(|m| m.zone.to_lowercase())
-                .collect();
             let others = primaries
                 .iter()
                 .map(|zone| (zone, zone.to_lowercase()))
-                .filter(|(_, key)| !named.contains(key) && !index.contains_key(key));
+                .filter(|(_, key)| !named_anywhere.contains(key) && !index.contains_key(key));
             let others: Vec<Wanted> = others
                 .map(|(zone, _)| Wanted {
                     zone: zone.clone(),

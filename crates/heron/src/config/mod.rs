@@ -2023,7 +2023,8 @@ mod tests {
              [[zone]]\norigin = \"a.test\"\nfile = \"a\"\n\
              [[zone]]\norigin = \"b.test\"\nfile = \"b\"\ncatalog-member = \"all.invalid\"\n\
              catalog-group = \"x\"\n\
-             [[zone]]\norigin = \"s.test\"\nfile = \"s\"\nprimaries = [\"192.0.2.1\"]\n",
+             [[zone]]\norigin = \"s.test\"\nfile = \"s\"\nprimaries = [\"192.0.2.1\"]\n\
+             [[zone]]\norigin = \"c.test\"\nfile = \"c\"\ncatalog-member = \"named.invalid\"\n",
         )
         .unwrap();
         let listed = |i: usize| -> Vec<(String, Option<String>)> {
@@ -2038,7 +2039,25 @@ mod tests {
                 ("a.test.".to_string(), None)
             ]
         );
-        assert!(listed(1).is_empty());
+        // c.test names the other catalog: in that one alone.
+        assert_eq!(listed(1), [("c.test.".to_string(), None)]);
+    }
+
+    /// Two catalogs of every zone would each claim every zone, with no
+    /// coo: refused.
+    #[test]
+    fn one_catalog_at_most_lists_all_zones() {
+        let all = |origin: &str| {
+            format!(
+                "[[zone]]\norigin = \"{origin}\"\nfile = \"{origin}\"\ncatalog = \"generate\"\n\
+                 catalog-members = \"all\"\n"
+            )
+        };
+        let errors = parse(&format!("{}{}", all("one.invalid"), all("two.invalid"))).unwrap_err();
+        assert!(
+            errors.iter().any(|e| e.contains("one at most may")),
+            "{errors:?}"
+        );
     }
 
     #[test]

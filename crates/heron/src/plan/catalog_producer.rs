@@ -53,10 +53,11 @@ pub fn update_at_start(
 }
 
 /// Puts in `next` a new version of every catalog whose members are not
-/// those `next` serves, and writes it to the catalog's file. The caller
-/// journals and announces what changed, as for any zone.
-pub fn update(catalogs: &[GeneratedCatalog], next: &mut Catalog) {
+/// those `next` serves, and writes it to the catalog's file; which those
+/// were. The caller journals and announces what changed, as for any zone.
+pub fn update(catalogs: &[GeneratedCatalog], next: &mut Catalog) -> Vec<heron_proto::Name> {
     let now = unix_now();
+    let mut changed = Vec::new();
     for generated in catalogs {
         let current = next.get(&generated.origin).map(|zone| &**zone);
         let Generated::New { zone, text } =
@@ -78,7 +79,9 @@ pub fn update(catalogs: &[GeneratedCatalog], next: &mut Catalog) {
             );
         }
         next.insert(zone);
+        changed.push(generated.origin.clone());
     }
+    changed
 }
 
 /// Writes `text` to a new file beside `path`, syncs it and renames it

@@ -142,6 +142,8 @@ pub struct Outcome {
     pub settings_failed: bool,
     /// Secondary zones added, removed and re-pointed.
     pub secondaries: SecondaryChanges,
+    /// Catalogs Heron generates whose members changed: a new version.
+    pub generated: Vec<Name>,
     /// The configuration file had errors: nothing was changed.
     pub config_failed: bool,
     /// What went wrong, as logged: file, line and problem, then what
@@ -195,6 +197,7 @@ impl Outcome {
             ("catalogs added", &secondaries.catalogs_added),
             ("catalogs removed", &secondaries.catalogs_removed),
             ("catalogs changed", &secondaries.catalogs_changed),
+            ("generated catalogs changed", &self.generated),
         ];
         let mut parts: Vec<String> = (lists.iter())
             .filter(|(_, zones)| !zones.is_empty())

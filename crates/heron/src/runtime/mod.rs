@@ -252,7 +252,7 @@ fn rebuild(
     }
     // After the removals: a zone that became a catalog is replaced.
     if let Some(catalogs) = &config.catalogs {
-        catalog_producer::update(catalogs, &mut next);
+        outcome.generated = catalog_producer::update(catalogs, &mut next);
     }
     // Journal first, then swap: an IXFR for the new serial must find
     // its step; then notify, once the new version is served.

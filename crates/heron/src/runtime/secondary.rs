@@ -450,7 +450,7 @@ impl Running {
                     let running = running.clone();
                     self.leave_catalog(&running, "configured by hand", primary);
                     changes.repointed.push(zone.origin.clone());
-                    self.repoint(zone, next);
+                    self.repoint(zone, next, false);
                 }
                 None => {
                     changes.added.push(zone.origin.clone());
@@ -579,7 +579,14 @@ impl Running {
                     // nothing to ask anew.
                     let running = self.zones.get(&OwnOrigin, &member.origin);
                     if !running.is_some_and(|running| same_zone(running, &member)) {
-                        self.repoint(member, next);
+                        // Another template's folder: the copy moves there
+                        // (written from the version served), none is left
+                        // behind to come back stale.
+                        let old = running.map(|r| r.kept_path().into_owned());
+                        let moved = old.filter(|old| **old != *member.kept_path());
+                        let rewrite = moved.is_some();
+                        to_delete.extend(moved);
+                        self.repoint(member, next, rewrite);
                     }
                 }
                 Step::Forget(origin) => {
@@ -624,13 +631,17 @@ impl Running {
     }
 
     /// Gives a running zone other primaries or another file: it starts
-    /// again from the version served, and asks the primaries at once.
-    fn repoint(&mut self, zone: SecondaryZone, next: &Catalog) {
+    /// again from the version served (written to its kept file at once
+    /// if `rewrite`: the file moved), and asks the primaries at once.
+    fn repoint(&mut self, zone: SecondaryZone, next: &Catalog, rewrite: bool) {
         let zone = Arc::new(zone);
         let origin = zone.origin.to_lowercase();
         let _ = self.commands.send(Command::Remove(zone.origin.clone()));
         self.log_change(&zone, ZoneChange::Repointed);
         let serving = self.signed.start_from(&origin, next.get(&origin));
+        if let (true, Some(version)) = (rewrite, &serving) {
+            self.keeper.write(&zone, version.clone(), None);
+        }
         let _ = self.commands.send(Command::Add(zone.clone(), serving));
         // The new primaries are asked at once, not at the next refresh.
         let _ = (self.commands).send(Command::CheckSoon(zone.origin.clone()));
