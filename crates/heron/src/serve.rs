@@ -94,6 +94,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
         journals,
         signed,
         signed_before,
+        replayed,
     } = load_zones(use_example, &mut files, &settings);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
@@ -136,6 +137,9 @@ fn start(args: ServeArgs) -> Result<(), String> {
     );
     let mut transfers = new_transfers(&runtime, &keys, &query_log, primary);
     transfers.tls_certificate = settings.server.tls.as_ref().map(|t| t.certificate.clone());
+    replayed
+        .iter()
+        .for_each(|origin| transfers.unwritten.mark(origin));
     transfers.signings.set(signed);
     keep_signed_copies(&transfers, &files, &catalog, &signed_before);
     transfers
@@ -181,6 +185,7 @@ fn new_transfers(
         signings: Default::default(),
         signed_secondaries: Default::default(),
         signed_copies: Default::default(),
+        unwritten: Default::default(),
         tls_certificate: None,
     }
 }
@@ -193,6 +198,8 @@ struct Loaded {
     signed: Vec<(Name, Arc<crate::config::dnssec::Signing>)>,
     /// The signed versions served before the restart (`FILE.signed`).
     signed_before: Vec<Arc<Zone>>,
+    /// The zones whose journals' updates were applied to their files.
+    replayed: Vec<Name>,
 }
 
 /// Loads the zone files, the signed versions kept before the restart
@@ -209,7 +216,8 @@ fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &Settings) -> 
     let (mut catalog, journals) =
         load_catalog_and_find_journals(use_example, files, settings, &signed_before);
     let signed = files.signed_files();
-    crate::runtime::update::replay_journals(&mut catalog, &settings.policies, &signed);
+    let replayed =
+        crate::runtime::update::replay_journals(&mut catalog, &settings.policies, &signed);
     crate::runtime::update_signed::carry_journals(
         &mut catalog,
         &settings.policies,
@@ -222,6 +230,7 @@ fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &Settings) -> 
         journals,
         signed,
         signed_before,
+        replayed,
     }
 }
 

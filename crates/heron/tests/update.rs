@@ -643,6 +643,50 @@ fn a_reload_of_an_edited_file_merges_or_keeps_the_updates() {
     assert!(restarted.log().contains("kept as"), "{}", restarted.log());
 }
 
+/// A zone that takes updates but has had none since its file was read
+/// takes an edit of its file with a new serial, as any zone does (it was
+/// refused as if updates were missing from the file, while the reload
+/// said it had succeeded). With an update the file lacks, the same edit
+/// is not taken, and the reload says it failed (exit 1).
+#[test]
+fn a_file_edit_is_taken_unless_updates_are_missing_from_it() {
+    let file = zone_file("edit-no-updates");
+    let socket = file.parent().unwrap().join("control.sock");
+    let (f, sock) = (file.clone(), socket.clone());
+    let server = ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
+        config(port, &f, "zonefile-sync = \"never\"").replacen(
+            "workers = 1\n",
+            &format!("workers = 1\ncontrol = \"{}\"\n", sock.display()),
+            1,
+        )
+    });
+    let addr = server.addr();
+    let edit = |serial: u32, address: &str| {
+        let text = zone_text()
+            .replace("hostmaster 1 ", &format!("hostmaster {serial} "))
+            .replace("192.0.2.10", address);
+        std::fs::write(&file, text).unwrap();
+        ctl(&socket, &["reload", ZONE])
+    };
+    let (ok, said) = edit(2, "192.0.2.12");
+    assert!(ok, "{said}\n{}", server.log());
+    assert_eq!(zone_serial(addr, ZONE), Some(2), "{}", server.log());
+    let www = a(addr, "www.upd.test");
+    assert!(www.iter().any(|r| r.ends_with("192.0.2.12")), "{www:?}");
+    let got = send(
+        Client::Nsupdate,
+        addr,
+        Some("ops"),
+        false,
+        "update add new.upd.test 60 A 192.0.2.99",
+    );
+    assert_eq!(got, "NOERROR");
+    let (ok, said) = edit(50, "192.0.2.50");
+    assert!(!ok && said.contains("1 failed"), "{said}");
+    assert_eq!(zone_serial(addr, ZONE), Some(3), "the updated zone stays");
+    assert_eq!(a(addr, "new.upd.test").len(), 1);
+}
+
 /// An UPDATE adding `name` A and TXT together, unsigned.
 fn pair_update(id: u16, name: &str) -> Vec<u8> {
     let mut m = update_message(id, name, [192, 0, 2, (id % 250) as u8]);

@@ -281,7 +281,11 @@ impl Controller {
         }
         let serial = served.serial();
         let signed_here = self.transfers.signings.get(zone).is_some();
+        let version = served.clone();
         let written = crate::runtime::update::write_now(served, file.clone(), signed_here).await;
+        if written.is_ok() {
+            crate::runtime::update::written_back(&self.transfers, &self.catalog, &version);
+        }
         if let Err(e) = written {
             self.transfers.frozen.thaw(&zone.to_lowercase());
             let why = format!("{zone} not frozen: cannot write {}: {e}", file.display());

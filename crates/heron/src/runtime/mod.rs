@@ -60,6 +60,8 @@ pub(crate) struct Transfers {
     /// The signed versions of the primary zones Heron signs, kept for a
     /// restart to carry on from.
     pub(crate) signed_copies: signed_copies::SignedCopies,
+    /// Zones whose served version holds updates their file does not.
+    pub(crate) unwritten: update::Unwritten,
     /// Where the TLS listeners take their certificate from: a reload
     /// puts a renewed one there.
     pub(crate) tls_certificate: Option<Arc<heron_server::tls::CertificateSlot>>,
@@ -239,7 +241,9 @@ fn rebuild(
             .iter()
             .for_each(|zone| running.keep_signed(zone, None));
     }
-    update::keep_updates(&current, &mut next, xfr, &held);
+    let not_taken = update::keep_updates(&current, &mut next, xfr, &held);
+    outcome.failed += not_taken.len();
+    outcome.errors.extend(not_taken);
     remove_zones(xfr, &mut next, &config.removed);
     outcome.removed = config.removed;
     if let Some(e) = config.dnstap_failed {

@@ -155,14 +155,18 @@ async fn write_back_due(
         let path = path.clone();
         let (file, serial) = (path.clone(), zone.serial());
         let signed_here = transfers.signings.get(&origin).is_some();
+        let version = zone.clone();
         let written =
             tokio::task::spawn_blocking(move || write_editable(&zone, &path, signed_here)).await;
         match written {
-            Ok(Ok(())) => tracing::info!(
-                zone = %origin,
-                "zone {origin}: written back to {} (serial {serial})",
-                file.display()
-            ),
+            Ok(Ok(())) => {
+                written_back(transfers, catalog, &version);
+                tracing::info!(
+                    zone = %origin,
+                    "zone {origin}: written back to {} (serial {serial})",
+                    file.display()
+                )
+            }
             failed => {
                 let why = match failed {
                     Ok(Err(e)) => e.to_string(),
@@ -176,6 +180,20 @@ async fn write_back_due(
                 due.insert(origin, now + Duration::from_secs(60));
             }
         }
+    }
+}
+
+/// `version` was written to its zone's file: the file holds what is
+/// served, unless an update made another version since (checked under
+/// the lock updates take to store theirs).
+pub(crate) fn written_back(xfr: &Transfers, catalog: &SharedCatalog, version: &Arc<Zone>) {
+    let _writing = xfr.catalog_writer.lock().unwrap_or_else(|e| e.into_inner());
+    let served = catalog.load();
+    if served
+        .get(version.origin())
+        .is_some_and(|z| Arc::ptr_eq(z, version))
+    {
+        xfr.unwritten.written(version.origin());
     }
 }
 
@@ -246,6 +264,34 @@ impl Frozen {
 
     pub(crate) fn contains(&self, origin: &Name) -> bool {
         self.lock().contains(origin)
+    }
+}
+
+/// Zones whose served version holds updates their file does not
+/// (lower-cased): a reload merges their file with the journal's updates.
+/// The file of any other zone is what it serves, and a reload takes it
+/// as it takes any zone file (an edit with a new serial was refused, as
+/// if updates were missing from it, when none had come).
+#[derive(Default)]
+pub(crate) struct Unwritten(std::sync::Mutex<HashSet<Name>>);
+
+impl Unwritten {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<Name>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `origin` took updates its file does not hold.
+    pub(crate) fn mark(&self, origin: &Name) {
+        self.lock().insert(origin.to_lowercase());
+    }
+
+    /// `origin`'s file holds what it serves now.
+    pub(crate) fn written(&self, origin: &Name) {
+        self.lock().remove(&origin.to_lowercase());
+    }
+
+    pub(crate) fn contains(&self, origin: &Name) -> bool {
+        self.lock().contains(&origin.to_lowercase())
     }
 }
 
@@ -364,6 +410,7 @@ fn apply_batch(batch: Vec<Update>, catalog: &SharedCatalog, xfr: &Transfers) -> 
     let changed: Vec<Arc<Zone>> = working.into_values().map(|w| w.zone).collect();
     changed.iter().for_each(|z| next.insert_shared(z.clone()));
     catalog.store(Arc::new(next));
+    changed.iter().for_each(|z| xfr.unwritten.mark(z.origin()));
     xfr.signed_copies.keep(&changed);
     Done {
         answered,
@@ -641,13 +688,14 @@ fn log(
 
 /// Applies to each zone that takes updates the steps its journal holds
 /// after the serial its file was loaded at (the updates since the file
-/// was written). A journal that does not lead on from the file is
-/// reported and left alone.
+/// was written); the zones that had some. A journal that does not lead on
+/// from the file is reported and left alone.
 pub(crate) fn replay_journals(
     catalog: &mut Catalog,
     policies: &HashMap<Name, ZonePolicy>,
     signed: &[(Name, Arc<crate::config::dnssec::Signing>)],
-) {
+) -> Vec<Name> {
+    let mut replayed = Vec::new();
     let is_signed = |origin: &Name| signed.iter().any(|(o, _)| o == origin);
     let updated = policies.iter().filter(|(_, p)| p.takes_updates());
     // Heron's signed zones: carried over by `update_signed` instead.
@@ -684,7 +732,9 @@ pub(crate) fn replay_journals(
             next.serial()
         );
         catalog.insert(next);
+        replayed.push(origin.clone());
     }
+    replayed
 }
 
 fn report_replay_failure(origin: &Name, path: &std::path::Path, problems: &[heron_zone::Problem]) {
@@ -714,7 +764,8 @@ pub(crate) fn keep_updates(
     next: &mut Catalog,
     xfr: &Transfers,
     held: &HashSet<Name>,
-) {
+) -> Vec<String> {
+    let mut failed = Vec::new();
     let (primary, frozen) = (&*xfr.primary, &xfr.frozen);
     let reread: Vec<(Arc<Zone>, Arc<Zone>)> = next
         .zones()
@@ -733,6 +784,8 @@ pub(crate) fn keep_updates(
         let merged = match (frozen.contains(old.origin()), signing) {
             (true, _) => edited(&old, &new, &policy),
             (false, Some(signing)) => keep_signed(&old, &new, &signing),
+            // Nothing but the file's: taken as any zone file is.
+            (false, None) if !xfr.unwritten.contains(old.origin()) => continue,
             (false, None) => merge(&old, &new, path, &policy),
         };
         match merged {
@@ -741,16 +794,19 @@ pub(crate) fn keep_updates(
             // version served stays, its history with it.
             Ok(None) => next.insert_shared(old),
             Err(why) => {
-                tracing::error!(
+                let said = format!(
                     "zone {}: the zone file was read again, but {why}: the updated zone (serial {}) stays served and the file is not used; put the updates in the file (or remove {}) and reload",
                     old.origin(),
                     old.serial(),
                     path.display()
                 );
+                tracing::error!("{said}");
+                failed.push(said);
                 next.insert_shared(old);
             }
         }
     }
+    failed
 }
 
 /// The signed zones that take updates and are not frozen, among those
