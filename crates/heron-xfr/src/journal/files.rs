@@ -332,6 +332,9 @@ pub fn steps_after(path: &Path, origin: &Name, served: u32) -> Result<Vec<ZoneDi
         newest = Some(to);
     }
     match newest {
+        // The history ends where the file is: nothing to apply, though
+        // it may have passed this serial before.
+        Some(n) if n == served => Ok(Vec::new()),
         Some(n) if n != served && steps.is_empty() => Err(format!(
             "it ends at serial {n} and has no step from serial {served}, the zone file's"
         )),
@@ -488,6 +491,16 @@ mod tests {
         );
         let e = steps_after(&path, &origin, 9).unwrap_err();
         assert!(e.contains("no step from serial 9"), "{e}");
+        // Round again to the file's serial (RFC 1982): nothing to apply,
+        // though serial 2 was passed before.
+        let round = vec![step(1, 2), step(2, 3), step(3, 1), step(1, 2)];
+        let again = dir.path().join("round.jnl");
+        file::write_file(&again, &origin, &round).unwrap();
+        assert!(steps_after(&again, &origin, 2).unwrap().is_empty());
+        let after: Vec<u32> = (steps_after(&again, &origin, 1).unwrap().iter())
+            .map(|s| serial_of(&s.new_soa))
+            .collect();
+        assert_eq!(after, [2], "from the newest step at serial 1");
         let e = steps_after(&path, &Name::parse("x.test").unwrap(), 1).unwrap_err();
         assert!(e.contains("journal of w.test"), "{e}");
         // A torn last entry (a crash while it was written): the steps

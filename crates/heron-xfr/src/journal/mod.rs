@@ -64,6 +64,9 @@ impl Journal {
 
     /// The steps that lead from `serial` to `current`, in order, or None
     /// if the journal does not reach back that far or does not end there.
+    /// A serial the history passed more than once (serials go round, RFC
+    /// 1982) leads on from its newest step: the client holds what came
+    /// before.
     pub fn chain(&self, serial: u32, current: u32) -> Option<Vec<Arc<ZoneDiff>>> {
         if self.newest_serial() != Some(current) {
             return None;
@@ -71,7 +74,7 @@ impl Journal {
         let start = self
             .diffs
             .iter()
-            .position(|d| serial_of(&d.old_soa) == serial)?;
+            .rposition(|d| serial_of(&d.old_soa) == serial)?;
         Some(self.diffs.range(start..).cloned().collect())
     }
 
@@ -200,6 +203,26 @@ mod tests {
             j.chain(1, 7).is_none(),
             "the journal must end at the zone's serial"
         );
+    }
+
+    /// Serials go round (RFC 1982): a serial the history passed twice
+    /// leads on from its newest step, so a client at it gets only what it
+    /// lacks, and the current serial is never an SOA in the middle.
+    #[test]
+    fn a_serial_passed_twice_leads_on_from_its_newest_step() {
+        let mut j = Journal::new(DEFAULT_MAX_BYTES);
+        for (from, to) in [
+            (1, 2),
+            (2, 2_147_483_649),
+            (2_147_483_649, 0),
+            (0, 1),
+            (1, 2),
+        ] {
+            j.record(step(from, to, 1));
+        }
+        assert_eq!(j.len(), 5);
+        assert_eq!(serials(&j.chain(1, 2).unwrap()), [(1, 2)]);
+        assert_eq!(serials(&j.chain(0, 2).unwrap()), [(0, 1), (1, 2)]);
     }
 
     #[test]
