@@ -527,7 +527,12 @@ impl Connections {
             .await
             .map_err(|_| ClientError::Timeout)
             .and_then(|connected| connected.map_err(ClientError::Io))
-            .map_err(|e| self.unreachable(up, e))?;
+            .map_err(|e| match &e {
+                // A certificate that is not for the zone's name: the
+                // zone's failure, not the primary's.
+                ClientError::Io(io) if super::tls::is_zone_setting_error(io) => e,
+                _ => self.unreachable(up, e),
+            })?;
         self.opened
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok((stream, turn))

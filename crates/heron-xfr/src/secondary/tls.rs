@@ -123,6 +123,17 @@ impl TlsClients {
     }
 }
 
+/// Whether a failed connect says something of the zone's own settings
+/// (the name its primary's certificate must carry) rather than of the
+/// primary: such a failure is the zone's, and the address is not left
+/// alone for the other zones it serves.
+pub fn is_zone_setting_error(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::InvalidInput
+        || (e.get_ref())
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            .is_some_and(|e| matches!(e, rustls::Error::InvalidCertificate(_)))
+}
+
 impl std::fmt::Debug for TlsClients {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TlsClients")
@@ -220,6 +231,23 @@ impl AsyncWrite for Stream {
 
 #[cfg(test)]
 mod tests {
+
+    /// A certificate not for the zone's name is the zone's failure; a
+    /// primary that cannot be reached is the address's.
+    #[test]
+    fn certificate_errors_are_the_zones_not_the_primarys() {
+        let not_for_name =
+            rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName);
+        let e = io::Error::new(io::ErrorKind::InvalidData, not_for_name);
+        assert!(is_zone_setting_error(&e));
+        let name = io::Error::new(io::ErrorKind::InvalidInput, "not a DNS name");
+        assert!(is_zone_setting_error(&name));
+        let alert = io::Error::new(io::ErrorKind::InvalidData, rustls::Error::DecryptError);
+        assert!(!is_zone_setting_error(&alert));
+        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
+        assert!(!is_zone_setting_error(&refused));
+    }
+
     use super::*;
 
     #[test]
