@@ -404,6 +404,19 @@ fn stop(mut server: ServerProcess) -> String {
     server.log()
 }
 
+/// A file whose serial went back is served (as NSD and Knot serve it)
+/// with a warning that says secondaries keep the newer serial; it used to
+/// pass in silence, only the history dropped.
+#[test]
+fn a_serial_that_goes_back_is_warned_of() {
+    let file = temp_zone("back", &zone_text(1, ""));
+    let server = start_heron(&file, "allow-transfer = [\"127.0.0.1\"]");
+    reload_to(&server, &file, 3);
+    reload_to(&server, &file, 2);
+    let said = "serial went back from 3 to 2: secondaries keep the newer serial";
+    assert!(server.wait_for_log(said), "{}", server.log());
+}
+
 #[test]
 fn ixfr_history_survives_a_restart() {
     let file = temp_zone("journal", &zone_text(1, ""));

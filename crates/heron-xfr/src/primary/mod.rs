@@ -306,6 +306,13 @@ impl Primary {
                 new.origin(),
                 new.serial()
             );
+        } else {
+            tracing::warn!(
+                "zone {}: serial went back from {} to {}: secondaries keep the newer serial and will not see this version; IXFR history starts over",
+                new.origin(),
+                old.serial(),
+                new.serial()
+            );
         }
         self.update_history(new.origin(), History::clear);
         false
