@@ -473,7 +473,7 @@ impl Connections {
         let mut attempt = self
             .run(&mut stream, turn, &query, key.as_ref(), &mut on_message)
             .await;
-        if reused && matches!(attempt, Err(Attempt::BeforeAnswer(_))) {
+        if reused && matches!(attempt, Err(Attempt::BeforeAnswer(_) | Attempt::Stale(_))) {
             let turn;
             (stream, turn) = self.connect(up).await?;
             attempt = self
@@ -492,7 +492,7 @@ impl Connections {
                 self.give_back(route(up), stream);
                 Ok(())
             }
-            Err(Attempt::During(e)) => {
+            Err(Attempt::During(e) | Attempt::Stale(e)) => {
                 self.health.answered(up.addr);
                 Err(e)
             }
@@ -576,14 +576,16 @@ impl Connections {
                 Err(e) if first => return Err(Attempt::BeforeAnswer(e)),
                 Err(e) => return Err(Attempt::During(e)),
             };
-            first = false;
+            let was_first = std::mem::replace(&mut first, false);
             drop(turn.take());
             let header = Header::read(&msg)
                 .ok_or_else(|| Attempt::During(ClientError::BadAnswer("short message".into())))?;
             if header.id != id || !header.has(flags::QR) {
-                return Err(Attempt::During(ClientError::BadAnswer(
-                    "answer with a wrong ID".into(),
-                )));
+                let e = ClientError::BadAnswer("answer with a wrong ID".into());
+                return Err(match was_first {
+                    true => Attempt::Stale(e),
+                    false => Attempt::During(e),
+                });
             }
             if let Some(v) = verifier.as_mut() {
                 v.verify(&msg, unix_now())
@@ -654,9 +656,12 @@ fn serial_in_answer(answer: &[u8], origin: &Name) -> Result<(u32, Option<u32>), 
 }
 
 /// How an attempt on one connection failed: before any answer (a pooled
-/// connection the primary closed: worth one retry) or during it.
+/// connection the primary closed: worth one retry), with a first message
+/// that is not the answer (on a pooled connection, what a primary sent
+/// after the end of the last transfer: worth one retry too), or during it.
 enum Attempt {
     BeforeAnswer(ClientError),
+    Stale(ClientError),
     During(ClientError),
 }
 
@@ -741,6 +746,71 @@ mod tests {
         };
         assert_eq!(from("127.0.0.2"), 2 * origins.len());
         assert_eq!(from("127.0.0.3"), 2 * origins.len());
+    }
+
+    /// An AXFR answer to `query` (whose question is kept): SOA, NS, SOA
+    /// of `t.test`, with the message ID `id`.
+    fn axfr_answer(query: &[u8], id: u16) -> Vec<u8> {
+        let question_end = 12 + query[12..].iter().position(|&b| b == 0).unwrap() + 5;
+        let mut m = id.to_be_bytes().to_vec();
+        m.extend_from_slice(&[0x84, 0, 0, 1, 0, 3, 0, 0, 0, 0]);
+        m.extend_from_slice(&query[12..question_end]);
+        let origin = Name::parse("t.test").unwrap();
+        let ns = Name::parse("ns.t.test").unwrap();
+        let soa = [
+            ns.as_wire(),
+            ns.as_wire(),
+            &[0, 0, 0, 7, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0],
+        ]
+        .concat();
+        for (rtype, rdata) in [(6u16, &soa[..]), (2, ns.as_wire()), (6, &soa[..])] {
+            m.extend_from_slice(origin.as_wire());
+            m.extend_from_slice(&rtype.to_be_bytes());
+            m.extend_from_slice(&[0, 1, 0, 0, 0, 60]);
+            m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+            m.extend_from_slice(rdata);
+        }
+        [&(m.len() as u16).to_be_bytes()[..], &m].concat()
+    }
+
+    /// A primary that sends a message more after the end of the first
+    /// transfer on each connection: the next transfer on that pooled
+    /// connection would read it first. It is taken for stale, and the
+    /// transfer goes again on a new connection.
+    #[tokio::test]
+    async fn a_message_left_after_a_transfer_sends_the_next_one_to_a_new_connection() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut first = true;
+                    loop {
+                        let mut len = [0u8; 2];
+                        if conn.read_exact(&mut len).await.is_err() {
+                            return;
+                        }
+                        let mut query = vec![0u8; u16::from_be_bytes(len) as usize];
+                        conn.read_exact(&mut query).await.unwrap();
+                        let id = u16::from_be_bytes([query[0], query[1]]);
+                        let mut out = axfr_answer(&query, id);
+                        if std::mem::replace(&mut first, false) {
+                            out.extend(axfr_answer(&query, id.wrapping_add(1)));
+                        }
+                        conn.write_all(&out).await.unwrap();
+                    }
+                });
+            }
+        });
+        let conns = pool_of_32();
+        let up = plain_upstream(addr);
+        let origin = Name::parse("t.test").unwrap();
+        for _ in 0..2 {
+            let got = conns.transfer(&up, &origin, Request::Axfr).await;
+            assert!(matches!(got, Ok((Outcome::Full(_), _))), "{:?}", got.err());
+        }
+        assert_eq!(conns.opened(), 2, "the stale connection was left");
     }
 
     /// A primary at `addr` over plain TCP, without a key.
