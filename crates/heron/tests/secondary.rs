@@ -614,6 +614,85 @@ fn heron_is_a_secondary_of_heron_over_tls() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// Two zones from one TLS primary, one naming the wrong name for its
+/// certificate: that zone takes nothing and says why, and the other keeps
+/// refreshing from the same address (the certificate failure used to put
+/// the primary's address in back-off, every zone on it refused).
+#[test]
+fn a_wrong_tls_name_for_one_zone_leaves_the_primary_up_for_the_others() {
+    let dir = work_dir("xot-two");
+    let zone_file = dir.join("primary.zone");
+    std::fs::write(&zone_file, zone_text(1, "")).unwrap();
+    let other_file = dir.join("other.zone");
+    std::fs::write(
+        &other_file,
+        "@ 300 SOA ns h 1 3600 600 86400 60\n@ 300 NS ns\nns 300 A 192.0.2.1\n",
+    )
+    .unwrap();
+    let (chain, key) = write_certificate(&dir);
+    let [primary_port, tls_port, port] = [(); 3].map(|_| free_port());
+    let config = format!(
+        "[server]\nlisten = [\"127.0.0.1:{primary_port}\"]\nworkers = 1\n{}\
+         [tls]\nlisten = [\"127.0.0.1:{tls_port}\"]\ncertificate = \"{}\"\nkey = \"{}\"\n\
+         [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n\
+         allow-transfer = [\"127.0.0.1 key {KEY}\"]\nnotify = [\"127.0.0.1:{port} key {KEY}\"]\n\
+         [[zone]]\norigin = \"other.test\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1 key {KEY}\"]\n",
+        key_block(SECRET),
+        chain.display(),
+        key.display(),
+        zone_file.display(),
+        other_file.display()
+    );
+    let primary = start(primary_port, &config);
+    let secondary_config = xot_secondary_config(
+        port,
+        tls_port,
+        &dir.join("good.kept"),
+        "tls localhost",
+        &chain,
+    ) + &format!(
+        "[[zone]]\norigin = \"other.test\"\nfile = \"{}\"\n\
+             primaries = [\"127.0.0.1:{tls_port} key {KEY} tls wrong.name\"]\n",
+        dir.join("other.kept").display()
+    );
+    let socket = dir.join("ctl.sock");
+    let secondary_config = secondary_config.replacen(
+        "workers = 1\n",
+        &format!("workers = 1\ncontrol = \"{}\"\n", socket.display()),
+        1,
+    );
+    let secondary = start(port, &secondary_config);
+    assert_eq!(soa_serial(secondary.addr()), Some(1));
+    let refresh = |zone: &str| {
+        let out = std::process::Command::new(heron())
+            .args(["ctl", "--socket"])
+            .arg(&socket)
+            .args(["refresh", zone])
+            .output()
+            .unwrap();
+        let said =
+            String::from_utf8_lossy(&[&out.stdout[..], &out.stderr[..]].concat()).into_owned();
+        (out.status.success(), said)
+    };
+    let (ok, said) = refresh("other.test");
+    assert!(
+        !ok && said.contains("certificate not valid for name"),
+        "{said}"
+    );
+    // At once after that failure: the primary is not left alone.
+    let (ok, said) = refresh(ORIGIN);
+    assert!(ok, "{said}\n{}", secondary.log());
+    std::fs::write(&zone_file, edited_zone()).unwrap();
+    primary.reload();
+    assert!(
+        eventually(|| soa_serial(secondary.addr()) == Some(2)),
+        "{}",
+        secondary.log()
+    );
+    drop((secondary, primary));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// Runs `heron serve` with `config` (written to `path`) until its log
 /// shows `what` or 20 s pass; returns the log.
 fn run_until_logged(config: &str, path: &Path, what: &str) -> String {
