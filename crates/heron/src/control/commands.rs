@@ -284,7 +284,7 @@ impl Controller {
         let version = served.clone();
         let written = crate::runtime::update::write_now(served, file.clone(), signed_here).await;
         if written.is_ok() {
-            crate::runtime::update::written_back(&self.transfers, &self.catalog, &version);
+            self.transfers.unwritten.written(&self.catalog, &version);
         }
         if let Err(e) = written {
             self.transfers.frozen.thaw(&zone.to_lowercase());

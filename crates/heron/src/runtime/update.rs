@@ -160,7 +160,7 @@ async fn write_back_due(
             tokio::task::spawn_blocking(move || write_editable(&zone, &path, signed_here)).await;
         match written {
             Ok(Ok(())) => {
-                written_back(transfers, catalog, &version);
+                transfers.unwritten.written(catalog, &version);
                 tracing::info!(
                     zone = %origin,
                     "zone {origin}: written back to {} (serial {serial})",
@@ -180,20 +180,6 @@ async fn write_back_due(
                 due.insert(origin, now + Duration::from_secs(60));
             }
         }
-    }
-}
-
-/// `version` was written to its zone's file: the file holds what is
-/// served, unless an update made another version since (checked under
-/// the lock updates take to store theirs).
-pub(crate) fn written_back(xfr: &Transfers, catalog: &SharedCatalog, version: &Arc<Zone>) {
-    let _writing = xfr.catalog_writer.lock().unwrap_or_else(|e| e.into_inner());
-    let served = catalog.load();
-    if served
-        .get(version.origin())
-        .is_some_and(|z| Arc::ptr_eq(z, version))
-    {
-        xfr.unwritten.written(version.origin());
     }
 }
 
@@ -285,9 +271,20 @@ impl Unwritten {
         self.lock().insert(origin.to_lowercase());
     }
 
-    /// `origin`'s file holds what it serves now.
-    pub(crate) fn written(&self, origin: &Name) {
-        self.lock().remove(&origin.to_lowercase());
+    /// `version` was written to its zone's file: the file holds what is
+    /// served, unless an update stored another version since. Looked at
+    /// under this set's lock, which an update takes to mark its zone after
+    /// storing its version, so neither misses the other (and no reload's
+    /// catalog lock is waited for on the runtime).
+    pub(crate) fn written(&self, catalog: &SharedCatalog, version: &Arc<Zone>) {
+        let mut unwritten = self.lock();
+        let served = catalog.load();
+        if served
+            .get(version.origin())
+            .is_some_and(|z| Arc::ptr_eq(z, version))
+        {
+            unwritten.remove(&version.origin().to_lowercase());
+        }
     }
 
     pub(crate) fn contains(&self, origin: &Name) -> bool {
