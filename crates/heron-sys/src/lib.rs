@@ -15,6 +15,7 @@
 //! * [`sched`]: scheduling policy, nice value, timer slack.
 //! * [`memory`]: the server's allocator (jemalloc) and handing its free
 //!   pages back, huge pages (`MADV_COLLAPSE`).
+//! * [`files`]: advisory file locks (`flock`).
 //! * [`process`]: signals, resource limits, namespaces, clock ticks.
 //! * [`socket`]: socket options the standard library lacks.
 //! * [`privileges`]: user and group lookup, dropping root.
@@ -26,6 +27,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod cpu;
+pub mod files;
 pub mod memory;
 pub mod packet;
 pub mod prefetch;

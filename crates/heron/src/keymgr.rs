@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use heron_dnssec::rollover::state_file::{ZoneKeys, file_name};
 use heron_dnssec::rollover::{Event, Rollover, UnixTime};
 
-use crate::plan::key_state::{find_key, keys_to_roll};
+use crate::plan::key_state::{self, Hold, find_key, keys_to_roll};
 
 pub mod generate;
 pub mod import;
@@ -81,6 +81,18 @@ pub enum KeymgrCommand {
 pub fn run(args: KeymgrArgs) -> ExitCode {
     let path = args.key_dir.join(file_name(&args.zone));
     let now = heron_proto::time::unix_now();
+    // A server signing from the same directory holds it shared while it
+    // changes a state file: the edit below waits for that, and it for us.
+    let _alone = match args.command {
+        KeymgrCommand::List => None,
+        _ => match key_state::lock_directory(&args.key_dir, Hold::Alone) {
+            Ok(held) => held,
+            Err(e) => {
+                eprintln!("heron keymgr: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
     let result = match &args.command {
         KeymgrCommand::Import {
             from,

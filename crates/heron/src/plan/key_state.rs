@@ -7,7 +7,10 @@
 //! Every read-change-write of a state file holds that file's lock
 //! ([`file_lock`]), so the signing (on a load thread) and the rollover
 //! driver (parent checks, `heron ctl ds-seen`) never drop each other's
-//! change, while the zones of a load are signed in parallel.
+//! change, while the zones of a load are signed in parallel. It also
+//! holds the key directory shared ([`lock_directory`]), which `heron
+//! keymgr` run beside the server holds alone: neither drops the other's
+//! change either.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, OpenOptions};
@@ -25,6 +28,7 @@ use heron_dnssec::rollover::{
 };
 use heron_dnssec::sign::ZoneKey;
 use heron_proto::{Name, RType};
+use heron_sys::files::LockKind;
 
 /// The lock of one state file, made at its first use (one per signed
 /// zone, kept while the process runs).
@@ -32,6 +36,32 @@ pub fn file_lock(path: &Path) -> Arc<Mutex<()>> {
     static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
     let mut all = (LOCKS.get_or_init(Default::default).lock()).unwrap_or_else(|e| e.into_inner());
     all.entry(path.to_path_buf()).or_default().clone()
+}
+
+/// How a key directory is held: shared by the server's threads, alone
+/// by `heron keymgr`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Hold {
+    Shared,
+    Alone,
+}
+
+/// An advisory lock (flock) on the key directory `dir`, held until the
+/// returned file is dropped; it waits for a holder that excludes it.
+/// None when there is no directory yet (nobody can be writing in it).
+pub fn lock_directory(dir: &Path, hold: Hold) -> Result<Option<fs::File>, String> {
+    let folder = match fs::File::open(dir) {
+        Ok(folder) => folder,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    };
+    let kind = match hold {
+        Hold::Shared => LockKind::Shared,
+        Hold::Alone => LockKind::Exclusive,
+    };
+    heron_sys::files::lock(&folder, kind)
+        .map_err(|e| format!("cannot lock {}: {e}", dir.display()))?;
+    Ok(Some(folder))
 }
 
 /// Suffix of Heron's key files in a key directory.
@@ -73,6 +103,7 @@ pub fn step(
     let path = state_path(dir, &zone);
     let lock = file_lock(&path);
     let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+    let _shared = lock_directory(dir, Hold::Shared)?;
     let existed = path.exists();
     let state = load_or_adopt(&path, dir, &zone, policy, now)?;
     let rollover_policy = policy.rollover_policy(zone_max_ttl);
@@ -116,6 +147,10 @@ pub fn undo(step: &mut Step) {
     };
     let lock = file_lock(&undo.path);
     let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = undo.path.parent().unwrap_or(Path::new("."));
+    let Ok(_shared) = lock_directory(dir, Hold::Shared) else {
+        return;
+    };
     if ZoneKeys::load(&undo.path).ok().as_ref() != Some(&undo.written) {
         return;
     }
@@ -130,6 +165,7 @@ pub fn handle_event(dir: &Path, zone: &str, event: Event, now: UnixTime) -> Resu
     let path = state_path(dir, zone);
     let lock = file_lock(&path);
     let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+    let _shared = lock_directory(dir, Hold::Shared)?;
     let state = ZoneKeys::load(&path).map_err(|e| e.to_string())?;
     let Some(policy) = state.policy.clone() else {
         return Err(format!("{}: no policy recorded yet", path.display()));
@@ -742,6 +778,34 @@ mod tests {
 
     fn step_at(dir: &tempfile::TempDir, now: UnixTime) -> Step {
         step(&origin(), &split(), dir.path(), 300, now).unwrap()
+    }
+
+    /// `heron keymgr` holds the key directory alone while it edits a
+    /// state file: the server's change waits for it, so neither is lost.
+    #[test]
+    fn a_state_change_waits_for_keymgr_holding_the_directory() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        step_at(&dir, 1000);
+        let keymgr = lock_directory(dir.path(), Hold::Alone).unwrap().unwrap();
+        let changed = Arc::new(AtomicBool::new(false));
+        let server = {
+            let (path, changed) = (dir.path().to_path_buf(), changed.clone());
+            std::thread::spawn(move || {
+                handle_event(&path, "k.test.", Event::DsSeen, 2000).unwrap();
+                changed.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(!changed.load(Ordering::SeqCst), "waits while keymgr edits");
+        drop(keymgr);
+        server.join().unwrap();
+        assert!(changed.load(Ordering::SeqCst));
+        let shared = lock_directory(dir.path(), Hold::Shared).unwrap();
+        assert!(shared.is_some(), "the server's threads share it");
+        assert!(lock_directory(dir.path(), Hold::Shared).unwrap().is_some());
+        let missing = dir.path().join("none");
+        assert!(lock_directory(&missing, Hold::Alone).unwrap().is_none());
     }
 
     #[test]
