@@ -698,10 +698,15 @@ impl Processor {
                     // The zone and the peer as fields too, for logs read
                     // as JSON; the failure displays as "error (key NAME)".
                     let (qname, peer) = (q.qname_lower.to_name(), req.peer);
+                    let kind = request_kind(q);
+                    let why = match refusal {
+                        Refusal::TsigReplay => "answered once already (BADTIME)".to_string(),
+                        _ => failure.to_string(),
+                    };
                     tracing::warn!(
                         zone = %qname,
                         %peer,
-                        "{refusal} for a query from {peer} for {qname}: {failure}{}",
+                        "{refusal} for {kind} from {peer} for {qname}: {why}{}",
                         due.tail()
                     );
                 }
@@ -799,6 +804,19 @@ impl Processor {
             prohibited(d, out);
         }
         events.push(Event::Refused(refusal));
+    }
+}
+
+/// What the request is, for a log line: "a query", "an AXFR", ...
+fn request_kind(q: &Query) -> &'static str {
+    use heron_proto::{Opcode, RType};
+    match (q.header.opcode(), q.qtype) {
+        (Opcode::QUERY, RType::AXFR) => "an AXFR",
+        (Opcode::QUERY, RType::IXFR) => "an IXFR",
+        (Opcode::QUERY, _) => "a query",
+        (Opcode::NOTIFY, _) => "a NOTIFY",
+        (Opcode::UPDATE, _) => "an UPDATE",
+        _ => "a request",
     }
 }
 

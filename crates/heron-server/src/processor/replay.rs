@@ -9,13 +9,18 @@
 //! window only.
 //!
 //! Here each request is remembered by its key, MAC and Time Signed, and
-//! by the address it came from. A transfer request (AXFR, IXFR) is
-//! answered once: a secondary signs every attempt afresh, and a copy is
-//! the one request that gives its sender a zone. Any other copy from the
-//! address that sent the original is a retransmission (dig and kdig
-//! resend the same signed bytes when a UDP answer is lost) and is
-//! answered again: its answer goes where the first one went. A copy from
-//! another address gets the BADTIME that 5.2.3 asks for.
+//! by the address it came from. The MAC counts by its first octets only,
+//! as many as the shortest truncation accepted (RFC 8945 5.2.2.1): a copy
+//! with its MAC cut shorter is the same request. A transfer request
+//! (AXFR, IXFR) is answered once: a secondary signs every attempt afresh,
+//! and a copy is the one request that gives its sender a zone. So is an
+//! UPDATE: a copy applied again would undo the changes made since (a
+//! client whose answer was lost gets BADTIME for its resend, and asks
+//! anew). Any other copy from the address that sent the original is a
+//! retransmission (dig and kdig resend the same signed bytes when a UDP
+//! answer is lost) and is answered again: its answer goes where the
+//! first one went. A copy from another address gets the BADTIME that
+//! 5.2.3 asks for.
 //!
 //! Memory is bounded whatever the senders do: a fixed number of entries,
 //! the oldest evicted first. An entry is kept no longer than its request's
@@ -33,8 +38,8 @@ use heron_proto::tsig::Verified;
 /// Entries kept by default: at 24 bytes each plus the map, about 5 MB.
 pub const DEFAULT_CAPACITY: usize = 1 << 16;
 
-/// A request as remembered: 128 bits of keyed hash over key name, MAC
-/// and Time Signed (the keys are random per process, so a sender cannot
+/// A request as remembered: 128 bits of keyed hash over key name, the
+/// MAC's first octets and Time Signed (the keys are random per process, so a sender cannot
 /// aim a collision at another's request).
 type Fingerprint = u128;
 
@@ -50,7 +55,7 @@ pub enum Seen {
     /// Not seen before (now remembered).
     First,
     /// A copy from the address that sent it first, of a request that is
-    /// not a transfer: answered again.
+    /// not answered once: answered again.
     Retransmission,
     /// A copy to refuse.
     Replay,
@@ -81,10 +86,10 @@ impl ReplayCache {
     }
 
     /// Remembers the verified request from `from`, and says whether it
-    /// was seen before and how. `transfer`: an AXFR or IXFR request, which
-    /// is answered once whoever sends it again. `now`: the request's
+    /// was seen before and how. `once`: a request answered once whoever
+    /// sends it again (a transfer, an UPDATE). `now`: the request's
     /// clock, in seconds.
-    pub fn check(&self, v: &Verified, from: IpAddr, transfer: bool, now: u64) -> Seen {
+    pub fn check(&self, v: &Verified, from: IpAddr, once: bool, now: u64) -> Seen {
         let fp = self.fingerprint(v);
         let expires = v.time_signed.saturating_add(u64::from(v.fudge));
         // A panic elsewhere while holding the lock leaves the entries
@@ -94,7 +99,7 @@ impl ReplayCache {
             e.evict_oldest();
         }
         if let Some(&first) = e.seen.get(&fp) {
-            return if first == from && !transfer {
+            return if first == from && !once {
                 Seen::Retransmission
             } else {
                 Seen::Replay
@@ -122,7 +127,9 @@ impl ReplayCache {
     }
 
     fn fingerprint(&self, v: &Verified) -> Fingerprint {
-        let request = (v.key.name.as_wire(), &v.mac, v.time_signed);
+        // Every MAC accepted is at least this long.
+        let kept = v.mac.len().min(v.key.algorithm.min_mac_len());
+        let request = (v.key.name.as_wire(), &v.mac[..kept], v.time_signed);
         let [a, b] = self.hashers.each_ref().map(|h| h.hash_one(request));
         (u128::from(a) << 64) | u128::from(b)
     }

@@ -115,8 +115,14 @@ fn with_soa(mut m: Vec<u8>, count_at: usize, serial: u32) -> Vec<u8> {
     m
 }
 
-fn signed(mut m: Vec<u8>, key: &Key) -> (Vec<u8>, Vec<u8>) {
-    let mac = tsig::sign_request(&mut m, key, NOW, tsig::DEFAULT_FUDGE);
+fn signed(m: Vec<u8>, key: &Key) -> (Vec<u8>, Vec<u8>) {
+    signed_at(m, key, NOW)
+}
+
+/// `m` signed at `at`: a request of its own, not a copy of one signed at
+/// another second.
+fn signed_at(mut m: Vec<u8>, key: &Key, at: u64) -> (Vec<u8>, Vec<u8>) {
+    let mac = tsig::sign_request(&mut m, key, at, tsig::DEFAULT_FUDGE);
     (m, mac)
 }
 
@@ -567,6 +573,50 @@ fn a_signed_request_replayed_is_answered_once() {
     }
 }
 
+/// `m`, signed by `key` with a MAC of `full` octets and no other data,
+/// with its MAC cut to its first `keep` octets (RFC 8945 5.2.2.1).
+fn with_mac_cut(m: &[u8], key: &Key, full: usize, keep: usize) -> Vec<u8> {
+    // The TSIG RDATA ends: MAC size, MAC, original ID, error, other len.
+    let mac_at = m.len() - 6 - full;
+    let rdata_len = key.algorithm.name().as_wire().len() + 10 + full + 6;
+    let rdlength_at = m.len() - rdata_len - 2;
+    let mut cut = m[..mac_at + keep].to_vec();
+    cut.extend_from_slice(&m[mac_at + full..]);
+    cut[mac_at - 2..mac_at].copy_from_slice(&(keep as u16).to_be_bytes());
+    let shorter = (rdata_len - (full - keep)) as u16;
+    cut[rdlength_at..rdlength_at + 2].copy_from_slice(&shorter.to_be_bytes());
+    cut
+}
+
+/// A copy whose MAC is cut shorter (still as long as 5.2.2.1 allows) is
+/// the same request, not a new one: a replay, refused.
+#[test]
+fn a_copy_with_its_mac_cut_shorter_is_a_replay() {
+    let p = processor();
+    let (axfr, _) = signed(query("p.test", RType::AXFR, Opcode::QUERY), &key());
+    let (outcome, _, _) = process(&p, &axfr, "127.0.0.2", Transport::Tcp);
+    assert!(matches!(outcome, Outcome::Transfer(_)), "{outcome:?}");
+    for keep in [31, 24, 16] {
+        let cut = with_mac_cut(&axfr, &key(), 32, keep);
+        for from in ["127.0.0.2", "192.0.2.9"] {
+            let (m, _, events) = response(process(&p, &cut, from, Transport::Tcp));
+            assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOTAUTH, 0), "{keep}");
+            assert_eq!(events, [Event::Refused(Refusal::TsigReplay)]);
+        }
+    }
+    // The cut itself is valid: a request first seen with a cut MAC is
+    // answered (and then its full copy is the replay).
+    let (fresh, _) = signed_at(query("p.test", RType::AXFR, Opcode::QUERY), &key(), NOW + 1);
+    let cut = with_mac_cut(&fresh, &key(), 32, 16);
+    let (outcome, _, events) = process(&p, &cut, "127.0.0.2", Transport::Tcp);
+    assert!(
+        matches!(outcome, Outcome::Transfer(_)),
+        "{outcome:?} {events:?}"
+    );
+    let (m, _, _) = response(process(&p, &fresh, "127.0.0.2", Transport::Tcp));
+    assert_eq!(m.rcode(), Rcode::NOTAUTH);
+}
+
 #[test]
 fn a_signed_query_retransmitted_by_its_sender_is_answered_again() {
     let p = processor();
@@ -924,8 +974,8 @@ fn update_processor() -> Processor {
 #[test]
 fn a_signed_update_for_a_zone_that_takes_updates_goes_to_the_update_task() {
     let p = update_processor();
-    let (bytes, mac) = signed(query("p.test", RType::SOA, Opcode::UPDATE), &key());
-    for transport in [Transport::Udp, Transport::Tcp, Transport::Tls] {
+    for (at, transport) in (NOW..).zip([Transport::Udp, Transport::Tcp, Transport::Tls]) {
+        let (bytes, mac) = signed_at(query("p.test", RType::SOA, Opcode::UPDATE), &key(), at);
         let (outcome, out, _) = process(&p, &bytes, "192.0.2.9", transport);
         let Outcome::Update(request) = outcome else {
             panic!("{outcome:?}");
@@ -941,6 +991,23 @@ fn a_signed_update_for_a_zone_that_takes_updates_goes_to_the_update_task() {
         assert_eq!((m.header.id, m.rcode()), (0x4242, Rcode::NXRRSET));
         let mut verifier = ResponseVerifier::new(&key(), mac.clone());
         assert!(verifier.verify(&answer, NOW).is_ok());
+    }
+}
+
+/// An UPDATE is applied once: a copy, even from its sender, would undo
+/// what changed since (add, delete, then the add replayed).
+#[test]
+fn a_signed_update_copied_from_its_sender_is_refused() {
+    let p = update_processor();
+    let (bytes, mac) = signed(query("p.test", RType::SOA, Opcode::UPDATE), &key());
+    let (outcome, _, _) = process(&p, &bytes, "192.0.2.9", Transport::Udp);
+    assert!(matches!(outcome, Outcome::Update(_)), "{outcome:?}");
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let (m, out, events) = response(process(&p, &bytes, "192.0.2.9", transport));
+        assert_eq!(m.rcode(), Rcode::NOTAUTH);
+        let verified = ResponseVerifier::new(&key(), mac.clone()).verify(&out, NOW);
+        assert_eq!(verified, Err(TsigError::BadTime), "signed, with the error");
+        assert_eq!(events, [Event::Refused(Refusal::TsigReplay)]);
     }
 }
 
@@ -983,8 +1050,13 @@ fn updates_past_the_queue_bound_are_answered_servfail_at_once() {
     use crate::service::Service;
     use crate::update::{QUEUE_LEN, Reply, queue};
     let p = update_processor();
-    let (bytes, _) = signed(query("p.test", RType::SOA, Opcode::UPDATE), &key());
+    let ids = std::cell::Cell::new(0u16);
     let admitted = || {
+        // Each UPDATE a request of its own (its own ID): a copy would be
+        // a replay.
+        let mut update = query("p.test", RType::SOA, Opcode::UPDATE);
+        update[..2].copy_from_slice(&ids.replace(ids.get() + 1).to_be_bytes());
+        let (bytes, _) = signed(update, &key());
         let (outcome, _, _) = process(&p, &bytes, "192.0.2.9", Transport::Tcp);
         match outcome {
             Outcome::Update(request) => request,

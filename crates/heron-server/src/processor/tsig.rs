@@ -4,8 +4,8 @@
 //! seen already is answered again when it is a retransmission and
 //! refused when it is a replay ([`super::replay`]).
 
-use heron_proto::RType;
 use heron_proto::tsig::{self, Key, TsigError, TsigFailure, Verified};
+use heron_proto::{Opcode, RType};
 
 use super::replay::{ReplayCache, Seen};
 use super::{Deferred, Refusal};
@@ -18,10 +18,12 @@ pub(super) fn verify(
     d: &Deferred,
 ) -> Result<Option<Verified>, (TsigFailure, Refusal)> {
     let at = d.q.tsig.as_ref().map(|r| r.start);
-    let transfer = matches!(d.q.qtype, RType::AXFR | RType::IXFR);
+    // A copy of these must not hand out a zone or change one again.
+    let once =
+        matches!(d.q.qtype, RType::AXFR | RType::IXFR) || d.q.header.opcode() == Opcode::UPDATE;
     let from = d.req.peer.ip().to_canonical();
     match tsig::verify_request_at(d.req.bytes, at, keys, d.req.now) {
-        Ok(Some(v)) if replays.check(&v, from, transfer, d.req.now) == Seen::Replay => {
+        Ok(Some(v)) if replays.check(&v, from, once, d.req.now) == Seen::Replay => {
             Err((replayed(&v), Refusal::TsigReplay))
         }
         Ok(signed) => Ok(signed),
