@@ -71,7 +71,23 @@ impl FromStr for Prefix {
                 .filter(|&l| l <= max)
                 .ok_or_else(|| format!("`{s}`: prefix length must be 0 to {max}"))?,
         };
-        Ok(Prefix { addr, len })
+        Ok(mapped_as_ipv4(Prefix { addr, len }))
+    }
+}
+
+/// A prefix of IPv4-mapped addresses (`::ffff:192.0.2.0/120`) as the IPv4
+/// prefix it covers: clients are matched as IPv4 ([`canonical`]), so as
+/// written it would match none of them.
+fn mapped_as_ipv4(p: Prefix) -> Prefix {
+    match p.addr {
+        IpAddr::V6(v6) if p.len >= 96 => match v6.to_ipv4_mapped() {
+            Some(v4) => Prefix {
+                addr: IpAddr::V4(v4),
+                len: p.len - 96,
+            },
+            None => p,
+        },
+        _ => p,
     }
 }
 
@@ -114,6 +130,25 @@ mod tests {
     fn mapped_ipv4_clients_match_ipv4_prefixes() {
         let p: Prefix = "127.0.0.0/8".parse().unwrap();
         assert!(p.contains(ip("::ffff:127.0.0.5")));
+    }
+
+    /// An operator who writes an IPv4 address in its mapped form means
+    /// that IPv4 address (as clients on a dual-stack socket are seen).
+    #[test]
+    fn mapped_ipv4_prefixes_match_their_ipv4_clients() {
+        let host: Prefix = "::ffff:127.0.0.1".parse().unwrap();
+        assert!(host.contains(ip("127.0.0.1")));
+        assert!(host.contains(ip("::ffff:127.0.0.1")));
+        assert!(!host.contains(ip("127.0.0.2")));
+        assert_eq!(host.to_string(), "127.0.0.1/32");
+        let net: Prefix = "::ffff:192.0.2.0/120".parse().unwrap();
+        assert!(net.contains(ip("192.0.2.77")));
+        assert!(!net.contains(ip("192.0.3.1")));
+        let all: Prefix = "::ffff:0:0/96".parse().unwrap();
+        assert!(all.contains(ip("203.0.113.9")));
+        assert!(!all.contains(ip("2001:db8::1")));
+        let v6: Prefix = "::/0".parse().unwrap();
+        assert!(v6.contains(ip("2001:db8::1")));
     }
 
     #[test]
