@@ -428,7 +428,7 @@ fn log_outcome(origin: &Name, addr: SocketAddr, outcome: &Outcome) {
             tracing::warn!("NOTIFY for {origin} to {addr} answered {rcode}")
         }
         Outcome::NoAnswer => tracing::warn!(
-            "NOTIFY for {origin} to {addr}: no answer after {TRIES} tries; it will refresh on its own timer"
+            "NOTIFY for {origin} to {addr}: no valid answer after {TRIES} tries; it will refresh on its own timer"
         ),
         Outcome::Failed(why) => tracing::warn!("NOTIFY for {origin} to {addr} failed: {why}"),
         Outcome::ZoneRemoved => {

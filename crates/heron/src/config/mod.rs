@@ -859,7 +859,8 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         path,
         errors: Vec::new(),
     };
-    let keys = problems.or(keys(&file.keys), Vec::new());
+    let (keys, key_errors) = keys(&file.keys);
+    problems.extend(key_errors);
     let (zones, single_zones, mut consumed) = read_zones(&file, &keys, base, &mut problems);
     let Zones {
         mut zones,
@@ -1727,11 +1728,20 @@ fn upstream(item: &str, keys: &[Key]) -> Result<Upstream, String> {
     })
 }
 
-/// The TSIG keys, each name once, each secret valid base64.
-fn keys(entries: &[KeyEntry]) -> Result<Vec<Key>, Vec<String>> {
+/// The TSIG keys, each name once, each secret valid base64; and what is
+/// wrong with the others. The valid ones are kept either way, so that an
+/// ACL naming one is not also reported.
+fn keys(entries: &[KeyEntry]) -> (Vec<Key>, Vec<String>) {
     let mut keys: Vec<Key> = Vec::new();
     let mut errors = Vec::new();
     for e in entries {
+        if e.name.contains(char::is_whitespace) {
+            errors.push(format!(
+                "key '{}': a name with blanks cannot be named in an ACL or `primaries` (they split on blanks)",
+                e.name
+            ));
+            continue;
+        }
         let Some(algorithm) = Algorithm::from_text(&e.algorithm) else {
             errors.push(format!(
                 "key '{}': unknown algorithm '{}' (hmac-sha256, hmac-sha384, hmac-sha512, hmac-sha224, hmac-sha1 or hmac-md5)",
@@ -1747,11 +1757,7 @@ fn keys(entries: &[KeyEntry]) -> Result<Vec<Key>, Vec<String>> {
             Err(why) => errors.push(format!("key '{}': {why}", e.name)),
         }
     }
-    if errors.is_empty() {
-        Ok(keys)
-    } else {
-        Err(errors)
-    }
+    (keys, errors)
 }
 
 /// A zone's ACLs and notify targets; every key named must be defined. A
@@ -2700,6 +2706,25 @@ udp-coalesce-us = 1001
             let err = parse(&text).unwrap_err();
             assert!(err.iter().any(|e| e.contains(want)), "{text}: {err:?}");
         }
+    }
+
+    /// A key defined twice is one error, not also an ACL naming a key
+    /// "not defined"; a name with blanks could never be named at all.
+    #[test]
+    fn a_key_defined_twice_is_reported_once() {
+        let twice = "[[key]]\nname = \"k\"\nsecret = \"AAAA\"\n\
+                     [[key]]\nname = \"K.\"\nsecret = \"AAAA\"\n\
+                     [[zone]]\norigin = \"a.test\"\nfile = \"a\"\n\
+                     allow-transfer = [\"10.0.0.0/8 key k\"]\n";
+        let err = parse(twice).unwrap_err();
+        assert_eq!(err.len(), 1, "{err:?}");
+        assert!(
+            err[0].contains("key 'K.' is defined more than once"),
+            "{err:?}"
+        );
+        let blanks = "[[key]]\nname = \"my key\"\nsecret = \"AAAA\"\n";
+        let err = parse(blanks).unwrap_err();
+        assert!(err[0].contains("blanks"), "{err:?}");
     }
 
     #[test]
