@@ -42,6 +42,7 @@ mod plan;
 mod rules;
 pub mod state_file;
 mod status;
+pub mod waits;
 
 #[cfg(test)]
 mod chain_check;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::waits::HeldWaits;
 use super::{Key, Policy};
 
 /// The version written; a file of another version is refused, not guessed at.
@@ -33,6 +34,10 @@ pub struct ZoneKeys {
     /// (`heron keymgr`) compute the same next events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<Policy>,
+    /// The waits the zone was last served under, and those lowered since
+    /// that are still waited for (`waits::effective_policy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waits: Option<HeldWaits>,
 }
 
 /// The state file's name for a zone in the key directory: the zone's name
@@ -89,6 +94,7 @@ impl ZoneKeys {
             zone: zone.to_string(),
             keys,
             policy: None,
+            waits: None,
         }
     }
 

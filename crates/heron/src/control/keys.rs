@@ -46,7 +46,7 @@ impl Controller {
         };
         let now = heron_proto::time::unix_now();
         let machine = heron_dnssec::rollover::Rollover::new(
-            current_policy(&policy, state.policy.as_ref()),
+            current_policy(&policy, &state, now),
             state.keys.clone(),
         );
         let rows: Vec<Value> = (state.keys.iter().zip(machine.status(now)))

@@ -23,6 +23,7 @@ use heron_dnssec::ds::{CDNSKEY_DELETE, CDS_DELETE, DigestType, cdnskey_rdata, ds
 use heron_dnssec::keys::{KeyFile, KeyRole, MAX_KEY_FILE};
 use heron_dnssec::policy::Policy;
 use heron_dnssec::rollover::state_file::{ZoneKeys, file_name};
+use heron_dnssec::rollover::waits::effective_policy;
 use heron_dnssec::rollover::{
     Event, Goal, Key, KeyRequest, Plan, RecordKind, Role, Rollover, State, UnixTime,
 };
@@ -106,13 +107,18 @@ pub fn step(
     let _shared = lock_directory(dir, Hold::Shared)?;
     let existed = path.exists();
     let state = load_or_adopt(&path, dir, &zone, policy, now)?;
-    let rollover_policy = policy.rollover_policy(zone_max_ttl);
+    // A TTL or delay lowered still counts at its old value while what was
+    // served under it can be cached.
+    let configured = policy.rollover_policy(zone_max_ttl);
+    let (rollover_policy, waits) =
+        effective_policy(configured, state.waits, state.policy.as_ref(), now);
     let mut machine = Rollover::new(rollover_policy.clone(), state.keys.clone());
     let plan = machine.advance_generating(now, |request| generate(dir, &zone, request, now))?;
     // Every key file the step needs is read before anything is written.
     let mut step = publish(origin, dir, machine.keys(), plan)?;
     let saved = ZoneKeys {
         policy: Some(rollover_policy),
+        waits: Some(waits),
         ..ZoneKeys::new(&zone, machine.keys().to_vec())
     };
     // Unchanged (a reload of a settled zone), the file is not rewritten.
@@ -806,6 +812,26 @@ mod tests {
         assert!(lock_directory(dir.path(), Hold::Shared).unwrap().is_some());
         let missing = dir.path().join("none");
         assert!(lock_directory(&missing, Hold::Alone).unwrap().is_none());
+    }
+
+    /// The zone's largest TTL lowered from 300 to 30 mid-rollover: the
+    /// keys' waits stay at 300 while records served under it may be
+    /// cached (a validator holding them would otherwise go bogus).
+    #[test]
+    fn a_lowered_ttl_keeps_its_old_wait_while_caches_may_hold_it() {
+        let dir = tempfile::tempdir().unwrap();
+        step_at(&dir, 1000);
+        let waited = |d: &tempfile::TempDir| {
+            let state = read_state(d.path(), "k.test.").unwrap().unwrap();
+            state.policy.unwrap().max_zone_ttl
+        };
+        step(&origin(), &split(), dir.path(), 30, 2000).unwrap();
+        assert_eq!(waited(&dir), 300);
+        step(&origin(), &split(), dir.path(), 30, 2000 + 300).unwrap();
+        assert_eq!(waited(&dir), 300);
+        // Long after (the parent's DS TTL and every delay passed too).
+        step(&origin(), &split(), dir.path(), 30, 2000 + 10 * 86400).unwrap();
+        assert_eq!(waited(&dir), 30);
     }
 
     #[test]

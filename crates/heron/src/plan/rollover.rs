@@ -5,6 +5,7 @@
 
 use heron_dnssec::ds::seen_at_every_server;
 use heron_dnssec::rollover::state_file::ZoneKeys;
+use heron_dnssec::rollover::waits::effective_policy;
 use heron_dnssec::rollover::{ParentWait, Policy, Rollover, UnixTime};
 use heron_proto::message::{Header, Message};
 use heron_proto::{Name, RType};
@@ -33,14 +34,20 @@ pub fn outlook(state: &ZoneKeys, policy: Policy, now: UnixTime) -> Outlook {
     }
 }
 
-/// The policy a zone's keys run under now: the configured one, with the
-/// zone's largest TTL as the last signing recorded it.
+/// The policy a zone's keys run under at `now`: the configured one, with
+/// the zone's largest TTL as the last signing served it, and any wait
+/// lowered since still at its old value while the state file holds it
+/// (as the signing's step computes it).
 pub fn current_policy(
     configured: &heron_dnssec::policy::Policy,
-    recorded: Option<&Policy>,
+    state: &ZoneKeys,
+    now: UnixTime,
 ) -> Policy {
-    let max_ttl = recorded.map_or(0, |p| p.max_zone_ttl);
-    configured.rollover_policy(u32::try_from(max_ttl).unwrap_or(u32::MAX))
+    let served = (state.waits.map(|w| w.last.max_zone_ttl))
+        .or(state.policy.as_ref().map(|p| p.max_zone_ttl))
+        .unwrap_or(0);
+    let policy = configured.rollover_policy(u32::try_from(served).unwrap_or(u32::MAX));
+    effective_policy(policy, state.waits, state.policy.as_ref(), now).0
 }
 
 /// A DS query for `zone`, without recursion desired, with EDNS (1232

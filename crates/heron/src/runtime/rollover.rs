@@ -116,7 +116,7 @@ fn survey(signed: Vec<(Name, Arc<Signing>)>, now: UnixTime) -> Vec<Surveyed> {
             let zone = key_state::zone_text(&origin);
             let (outlook, error) = match key_state::read_state(&signing.key_directory, &zone) {
                 Ok(Some(state)) => {
-                    let policy = current_policy(&signing.policy, state.policy.as_ref());
+                    let policy = current_policy(&signing.policy, &state, now);
                     let seen = crate::plan::rollover::outlook(&state, policy, now);
                     (Some(seen), None)
                 }
