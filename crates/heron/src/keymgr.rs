@@ -368,6 +368,12 @@ mod tests {
                 .unwrap_err()
                 .contains("under way (key 11)")
         );
+        // Another algorithm than the policy's would never be published.
+        assert!(
+            run(Some(RoleArg::Zsk), Some("ed25519"))
+                .unwrap_err()
+                .contains("change the policy's `algorithm`")
+        );
         let said = run(Some(RoleArg::Zsk), None).unwrap();
         assert!(said.contains("key 22 rolls over to it"), "{said}");
         assert!(!said.contains(" IN DS "), "a ZSK has no DS: {said}");

@@ -57,6 +57,16 @@ pub fn generate(
             .number(),
         None => algorithm_in_use(&state),
     };
+    // A key of another algorithm is never published by the policy's
+    // rollovers (they roll algorithms only when the policy's changes):
+    // it would sign unpublished, and its roll never end.
+    if let Some(policy) = state.policy.as_ref().filter(|p| p.algorithm != algorithm) {
+        return Err(format!(
+            "the zone's policy signs with algorithm {}: to move to algorithm {algorithm}, \
+             change the policy's `algorithm` (an algorithm rollover follows)",
+            policy.algorithm
+        ));
+    }
     if let Some(busy) = rolling(&state.keys, role) {
         return Err(format!(
             "a rollover of the zone's {} is under way (key {}): generate once it is done",

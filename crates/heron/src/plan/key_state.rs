@@ -113,9 +113,17 @@ pub fn step(
     let (rollover_policy, waits) =
         effective_policy(configured, state.waits, state.policy.as_ref(), now);
     let mut machine = Rollover::new(rollover_policy.clone(), state.keys.clone());
-    let plan = machine.advance_generating(now, |request| generate(dir, &zone, request, now))?;
+    // The keys this step makes: their files go again if the step fails,
+    // so that no private key is left that no state file names.
+    let mut made = Vec::new();
+    let mut step = (machine.advance_generating(now, |request| {
+        let key = generate(dir, &zone, request, now)?;
+        made.push(key.id.clone());
+        Ok(key)
+    }))
     // Every key file the step needs is read before anything is written.
-    let mut step = publish(origin, dir, machine.keys(), plan)?;
+    .and_then(|plan| publish(origin, dir, machine.keys(), plan))
+    .inspect_err(|_| remove_key_files(dir, &made))?;
     let saved = ZoneKeys {
         policy: Some(rollover_policy),
         waits: Some(waits),
@@ -123,15 +131,28 @@ pub fn step(
     };
     // Unchanged (a reload of a settled zone), the file is not rewritten.
     if !existed || saved != state {
-        saved.save(&path).map_err(|e| e.to_string())?;
+        (saved.save(&path).map_err(|e| e.to_string()))
+            .inspect_err(|_| remove_key_files(dir, &made))?;
         log_changes(&zone, &state.keys, machine.keys());
         step.undo = Some(Undo {
             path,
             before: state,
             written: saved,
+            made,
         });
     }
     Ok(step)
+}
+
+/// Removes the key files of `ids`, made by a step that did not happen.
+fn remove_key_files(dir: &Path, ids: &[String]) {
+    for id in ids {
+        let path = dir.join(format!("{id}{KEY_SUFFIX}"));
+        match fs::remove_file(&path) {
+            Ok(()) => tracing::info!(file = %path.display(), "DNSSEC key removed: its step failed"),
+            Err(e) => tracing::warn!("cannot remove {}: {e}", path.display()),
+        }
+    }
 }
 
 /// What a step wrote, to take back if the signing it was for fails:
@@ -143,6 +164,8 @@ pub struct Undo {
     /// served, and must not be taken up as if they had been).
     before: ZoneKeys,
     written: ZoneKeys,
+    /// The ids of the keys the step made (not in `before`).
+    made: Vec<String>,
 }
 
 /// Puts the state file back as it was before `step`, unless it changed
@@ -160,8 +183,9 @@ pub fn undo(step: &mut Step) {
     if ZoneKeys::load(&undo.path).ok().as_ref() != Some(&undo.written) {
         return;
     }
-    if let Err(e) = undo.before.save(&undo.path) {
-        tracing::warn!("cannot put back {}: {e}", undo.path.display());
+    match undo.before.save(&undo.path) {
+        Ok(()) => remove_key_files(dir, &undo.made),
+        Err(e) => tracing::warn!("cannot put back {}: {e}", undo.path.display()),
     }
 }
 
@@ -543,6 +567,9 @@ pub fn ensure_private_directory(dir: &Path) -> Result<(), String> {
             .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
     }
     let meta = fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !meta.is_dir() {
+        return Err(format!("key directory {} is not a directory", dir.display()));
+    }
     if meta.permissions().mode() & 0o077 != 0 {
         tracing::warn!(
             "key directory {} can be read by others than its owner (chmod 700 it)",
@@ -832,6 +859,33 @@ mod tests {
         // Long after (the parent's DS TTL and every delay passed too).
         step(&origin(), &split(), dir.path(), 30, 2000 + 10 * 86400).unwrap();
         assert_eq!(waited(&dir), 30);
+    }
+
+    /// A step that fails (the ZSK in use lost its file) leaves no key it
+    /// made behind: no private key file that no state file names.
+    #[test]
+    fn a_failed_step_removes_the_keys_it_made() {
+        let dir = tempfile::tempdir().unwrap();
+        for settled in [1000, 100_000, 200_000, 300_000] {
+            step_at(&dir, settled);
+        }
+        let key_files = || -> Vec<String> {
+            let names = fs::read_dir(dir.path()).unwrap().flatten();
+            (names.map(|e| e.file_name().to_string_lossy().into_owned()))
+                .filter(|n| n.ends_with(KEY_SUFFIX))
+                .collect()
+        };
+        let zsk = key_files().into_iter().find(|n| n.contains("zsk")).unwrap();
+        fs::remove_file(dir.path().join(&zsk)).unwrap();
+        let short = Policy {
+            zsk_lifetime: 100,
+            ..split()
+        };
+        for later in [1_000_000, 1_000_002] {
+            let before = key_files().len();
+            assert!(step(&origin(), &short, dir.path(), 300, later).is_err());
+            assert_eq!(key_files().len(), before, "{:?}", key_files());
+        }
     }
 
     #[test]
