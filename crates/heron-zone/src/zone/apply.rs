@@ -649,7 +649,7 @@ impl<'z> Edit<'z> {
         );
         if let Err(set) = written {
             errors.push(format!(
-                "{owner} {}: the RRset is larger than 64 KiB",
+                "{owner} {}: the RRset is too large to store (more than 64 KiB as kept: at most 3,276 A records)",
                 set.rtype
             ));
         }
