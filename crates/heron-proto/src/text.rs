@@ -24,10 +24,33 @@ impl<'a> Token<'a> {
         Token { raw, quoted: true }
     }
 
-    /// The raw text, lossily as UTF-8 (for error messages).
+    /// The raw text as an error message shows it ([`shown`]).
     pub fn lossy(&self) -> String {
-        String::from_utf8_lossy(self.raw).into_owned()
+        shown(self.raw)
     }
+}
+
+/// Octets of text shown in an error message at most.
+pub const SHOWN_MAX: usize = 64;
+
+/// `raw` as an error message (and so a log line or a terminal) shows it:
+/// lossily as UTF-8, control characters as `\DDD` (an escape sequence in
+/// a zone file must not reach the operator's terminal raw), and cut after
+/// [`SHOWN_MAX`] octets with `...` (one token of a damaged file can be
+/// hundreds of megabytes).
+pub fn shown(raw: &[u8]) -> String {
+    let cut = &raw[..raw.len().min(SHOWN_MAX)];
+    let mut out = String::with_capacity(cut.len() + 3);
+    for c in String::from_utf8_lossy(cut).chars() {
+        match c {
+            c if c.is_control() => out.push_str(&format!("\\{:03}", c as u32 & 0xFF)),
+            c => out.push(c),
+        }
+    }
+    if raw.len() > SHOWN_MAX {
+        out.push_str("...");
+    }
+    out
 }
 
 /// An error in presentation-format text; the zone reader adds file and line.
@@ -99,6 +122,17 @@ pub fn push_char_string(out: &mut String, bytes: &[u8]) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn error_text_is_escaped_and_cut() {
+        assert_eq!(shown(b"www"), "www");
+        assert_eq!(shown(b"a\x1b[31mRED"), "a\\027[31mRED");
+        assert_eq!(shown(b"\0\x07"), "\\000\\007");
+        let long = shown(&vec![0u8; 1_000_000]);
+        assert_eq!(long.len(), SHOWN_MAX * 4 + 3, "{}", &long[..20]);
+        assert!(long.ends_with("..."));
+    }
+
     use super::*;
 
     #[test]

@@ -1284,7 +1284,10 @@ impl<'a> Plan<'a> {
         );
         if let Err(set) = written {
             let owner = Name::from_wire(node.owner).expect("read as a name");
-            let msg = format!("{owner} {}: the RRset is too large to store (more than 64 KiB as kept: at most 3,276 A records)", set.rtype);
+            let msg = format!(
+                "{owner} {}: the RRset is too large to store (more than 64 KiB as kept: at most 3,276 A records)",
+                set.rtype
+            );
             self.problem(&mut out.problems, set.first, Severity::Error, msg);
         }
         node.records

@@ -228,7 +228,7 @@ fn nibbles(mut value: u64, mut width: usize, upper: bool, out: &mut Vec<u8>) {
 }
 
 fn lossy(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    heron_proto::text::shown(b)
 }
 
 impl Reader<'_> {

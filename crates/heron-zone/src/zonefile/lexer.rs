@@ -253,7 +253,7 @@ impl<'a> Lexer<'a> {
 }
 
 fn lossy(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    heron_proto::text::shown(b)
 }
 
 fn unterminated(raw: &[u8], where_: &str) -> String {

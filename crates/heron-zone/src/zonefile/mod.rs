@@ -363,6 +363,10 @@ fn read_str_with(
 /// tests.
 type RdataParser = fn(RType, &[Token], Option<&Name>, &mut Vec<u8>) -> Result<(), TextError>;
 
+/// Errors reported of one file (one piece of it, when read in pieces) at
+/// most; reading stops after them. BIND and Knot stop at the first.
+pub const MAX_ERRORS: usize = 100;
+
 /// State shared by the whole read, across `$INCLUDE`s.
 struct Reader<'r> {
     opts: &'r ReadOptions,
@@ -446,13 +450,26 @@ impl<'r> Reader<'r> {
     }
 
     fn error(&mut self, ctx: &FileCtx, line: u32, message: impl Into<String>) {
+        if self.errors.len() > MAX_ERRORS {
+            return;
+        }
+        let message = match self.errors.len() == MAX_ERRORS {
+            true => format!("more than {MAX_ERRORS} errors: the rest of the file is not read"),
+            false => message.into(),
+        };
         self.errors.push(ZoneFileError {
             location: Location {
                 file: ctx.file.clone(),
                 line,
             },
-            message: message.into(),
+            message,
         });
+    }
+
+    /// Whether reading stops: past [`MAX_ERRORS`], more of a file that is
+    /// not a zone file would only cost memory, time and log lines.
+    fn gave_up(&self) -> bool {
+        self.errors.len() > MAX_ERRORS
     }
 
     fn read_text(&mut self, text: &[u8], ctx: &mut FileCtx) {
@@ -463,6 +480,9 @@ impl<'r> Reader<'r> {
         let mut tokens: Vec<Token> = Vec::with_capacity(32);
         let mut counted = lexer.position().0;
         while let Some(entry) = lexer.next_entry(&mut tokens) {
+            if self.gave_up() {
+                break;
+            }
             self.count_progress(&mut counted, lexer.position().0, PROGRESS_STEP);
             if !entry.errors.is_empty() {
                 for (line, msg) in entry.errors {

@@ -404,8 +404,8 @@ fn generate_errors() {
             "8: $GENERATE: class 'CH' does not match the zone's class 'IN'",
             "9: $GENERATE: too few fields; expected '$GENERATE start-stop[/step] lhs [ttl] [class] type rhs'",
             &format!(
-                "10: $GENERATE: for 1: bad owner name '{}11': label longer than 63 octets",
-                "0".repeat(69)
+                "10: $GENERATE: for 1: bad owner name '{}...': label longer than 63 octets",
+                "0".repeat(64)
             ),
             "11: $GENERATE: for 1: A: missing field: data",
         ]
@@ -503,5 +503,20 @@ fn missing_top_file() {
         errs[0]
             .to_string()
             .ends_with("no-such.zone:0: cannot read zone file: No such file or directory")
+    );
+}
+
+/// A file that is not a zone file stops being read after `MAX_ERRORS`
+/// errors: its memory, time and log lines stay bounded (BIND and Knot stop
+/// at the first).
+#[test]
+fn reading_stops_after_the_most_errors() {
+    let mut text = String::from("$TTL 1\n@ SOA ns h 1 2 3 4 5\n");
+    text.push_str(&"x\n".repeat(10 * MAX_ERRORS));
+    let e = errs_of(&text);
+    assert_eq!(e.len(), MAX_ERRORS + 1, "{:?}", &e[..3]);
+    assert!(
+        e[MAX_ERRORS].contains("the rest of the file is not read"),
+        "{e:?}"
     );
 }

@@ -568,7 +568,10 @@ pub fn ensure_private_directory(dir: &Path) -> Result<(), String> {
     }
     let meta = fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if !meta.is_dir() {
-        return Err(format!("key directory {} is not a directory", dir.display()));
+        return Err(format!(
+            "key directory {} is not a directory",
+            dir.display()
+        ));
     }
     if meta.permissions().mode() & 0o077 != 0 {
         tracing::warn!(
