@@ -137,9 +137,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
     );
     let mut transfers = new_transfers(&runtime, &keys, &query_log, primary);
     transfers.tls_certificate = settings.server.tls.as_ref().map(|t| t.certificate.clone());
-    replayed
-        .iter()
-        .for_each(|origin| transfers.unwritten.mark(origin));
+    mark_replayed(&transfers, &replayed);
     transfers.signings.set(signed);
     keep_signed_copies(&transfers, &files, &catalog, &signed_before);
     transfers
@@ -161,6 +159,15 @@ fn start(args: ServeArgs) -> Result<(), String> {
         secondaries,
     };
     runtime.block_on(serve(settings.server, process, prepared))
+}
+
+/// The zones whose journal was replayed at the start: their files lack
+/// its updates, which the journal keeps until they are written back.
+fn mark_replayed(transfers: &Transfers, replayed: &[(Name, u32)]) {
+    for (origin, file_serial) in replayed {
+        transfers.unwritten.mark(origin);
+        transfers.primary.pin_history(origin, Some(*file_serial));
+    }
 }
 
 /// What transfers, NOTIFY and the zones' changes share; its NOTIFY
@@ -199,7 +206,7 @@ struct Loaded {
     /// The signed versions served before the restart (`FILE.signed`).
     signed_before: Vec<Arc<Zone>>,
     /// The zones whose journals' updates were applied to their files.
-    replayed: Vec<Name>,
+    replayed: Vec<(Name, u32)>,
 }
 
 /// Loads the zone files, the signed versions kept before the restart

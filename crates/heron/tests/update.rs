@@ -776,6 +776,109 @@ fn updates_answered_survive_kill_9_and_none_is_half_applied() {
     );
 }
 
+/// A small file system of the test's own (tmpfs), unmounted when dropped.
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    /// None, with the reason printed, where mounting needs a root this
+    /// test does not have.
+    fn mount(tag: &str) -> Option<SmallDisk> {
+        let dir = zone_file(tag).parent().unwrap().to_path_buf();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+            .arg(&dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("skipped: cannot mount a tmpfs (needs root)");
+            return None;
+        }
+        std::fs::write(dir.join("upd.zone"), zone_text()).unwrap();
+        Some(SmallDisk(dir))
+    }
+
+    /// Fills the disk; the filler file, to remove for room again.
+    fn fill(&self) -> PathBuf {
+        use std::io::Write;
+        let filler = self.0.join("filler");
+        let mut out = std::fs::File::create(&filler).unwrap();
+        while out.write_all(&[0; 4096]).is_ok() {}
+        let _ = out.write_all(&[0; 64]);
+        filler
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The disk fills while updates come: the update whose journal write
+/// fails is answered SERVFAIL and never served, and every update answered
+/// before it and after (once there is room) is served after a restart.
+/// (The failed write once removed the whole journal: a restart served the
+/// zone file alone.)
+#[test]
+fn updates_answered_around_a_full_disk_survive_a_restart() {
+    let Some(disk) = SmallDisk::mount("full") else {
+        return;
+    };
+    let file = disk.0.join("upd.zone");
+    let start_open = |file: &Path| {
+        let f = file.to_path_buf();
+        ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
+            config(port, &f, "").replace(ADDRESS_RULE, "127.0.0.1 zonesub A TXT")
+        })
+    };
+    let mut server = start_open(&file);
+    let addr = server.addr();
+    // An A and a TXT of 17 strings of 255 octets: each journal entry
+    // needs a page of its own, which a full tmpfs has not.
+    let update = |id: u16| {
+        let name = format!("f{id}.upd.test");
+        let mut m = update_message(id, &name, [192, 0, 2, id as u8]);
+        m[9] = 2;
+        m.extend_from_slice(heron_proto::Name::parse(&name).unwrap().as_wire());
+        let rdata: Vec<u8> = (0..17)
+            .flat_map(|_| [&[255u8][..], &[b'x'; 255]].concat())
+            .collect();
+        m.extend_from_slice(&[0, 16, 0, 1, 0, 0, 0, 60]);
+        m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        m.extend_from_slice(&rdata);
+        tcp_update(addr, &m)
+    };
+    assert_eq!((update(1), update(2)), (Some(0), Some(0)));
+    let filler = disk.fill();
+    assert_eq!(
+        update(3),
+        Some(2),
+        "SERVFAIL on a full disk\n{}",
+        server.log()
+    );
+    assert!(a(addr, "f3.upd.test").is_empty(), "not served");
+    std::fs::remove_file(filler).unwrap();
+    assert_eq!(
+        (update(4), update(5)),
+        (Some(0), Some(0)),
+        "{}",
+        server.log()
+    );
+    server.terminate();
+    let restarted = start_open(&file);
+    for id in [1, 2, 4, 5] {
+        let name = format!("f{id}.upd.test");
+        assert_eq!(
+            a(restarted.addr(), &name).len(),
+            1,
+            "{name} lost\n{}",
+            restarted.log()
+        );
+    }
+    assert!(a(restarted.addr(), "f3.upd.test").is_empty());
+}
+
 /// `zonefile-sync = 0`: the updated zone is written back to its file at
 /// once; the file alone (its journal gone) then serves the update.
 #[test]
@@ -803,6 +906,34 @@ fn zonefile_sync_writes_the_updated_zone_back_to_its_file() {
     let restarted = start(&file, "zonefile-sync = 0");
     assert_eq!(zone_serial(restarted.addr(), ZONE), Some(2));
     assert_eq!(a(restarted.addr(), "synced.upd.test").len(), 1);
+}
+
+/// Updates replayed from the journal at a start are written back to the
+/// zone file by `zonefile-sync` like new ones (before, only a later
+/// update scheduled it, and the journal alone held them however long).
+#[test]
+fn updates_replayed_at_a_start_are_written_back() {
+    let file = zone_file("replayed");
+    let mut server = start(&file, "zonefile-sync = 3600");
+    let got = send(
+        Client::Knsupdate,
+        server.addr(),
+        Some("ops"),
+        false,
+        "update add replayed.upd.test 60 A 192.0.2.91",
+    );
+    assert_eq!(got, "NOERROR");
+    server.kill();
+    let written = || std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(!written().contains("replayed.upd.test."));
+    let restarted = start(&file, "zonefile-sync = 0");
+    assert_eq!(a(restarted.addr(), "replayed.upd.test").len(), 1);
+    assert!(
+        eventually(|| written().contains("replayed.upd.test.")),
+        "{}\n{}",
+        written(),
+        restarted.log()
+    );
 }
 
 fn ctl(socket: &Path, args: &[&str]) -> (bool, String) {

@@ -402,6 +402,21 @@ pub fn append(path: &Path, origin: &Name, diffs: &[Arc<ZoneDiff>]) -> io::Result
     Ok(was > 0)
 }
 
+/// Cuts the journal file at `path` back to its header and `entries`
+/// octets of entries (what a failed batch appended goes); no file: done.
+/// Not synced. Cutting needs no room, so it works on a full disk.
+pub fn truncate(path: &Path, origin: &Name, entries: u64) -> io::Result<()> {
+    let file = match OpenOptions::new().write(true).open(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        opened => opened?,
+    };
+    let len = header(origin).len() as u64 + entries;
+    if file.metadata()?.len() > len {
+        file.set_len(len)?;
+    }
+    Ok(())
+}
+
 /// Writes a whole journal file, the header then `diffs`, to `path` (a
 /// temporary file that the caller syncs and renames).
 pub fn write_file(path: &Path, origin: &Name, diffs: &[Arc<ZoneDiff>]) -> io::Result<()> {
@@ -561,6 +576,9 @@ pub fn restore(
 pub enum FileChange {
     Append(Arc<ZoneDiff>),
     Replace(Vec<Arc<ZoneDiff>>),
+    /// Cut back to this many octets of entries (after the header): the
+    /// steps appended after them were never served.
+    Truncate(u64),
 }
 
 /// The length of the entries in a zone's journal file, which follows its
@@ -575,20 +593,34 @@ pub struct FileSize {
 impl FileSize {
     /// What the file must do after `journal.record(step)` returned
     /// `continued`.
+    /// `may_compact`: the journal holds every step the file must keep
+    /// (those not yet in the zone file), so it may replace the file.
     pub fn recorded(
         &mut self,
         journal: &Journal,
         step: &Arc<ZoneDiff>,
         continued: bool,
+        may_compact: bool,
     ) -> FileChange {
         if !continued || journal.is_empty() {
             return self.replace(journal);
         }
         self.entries += entry_len(step);
-        if self.needs_compaction(journal) {
+        if may_compact && self.needs_compaction(journal) {
             return self.replace(journal);
         }
         FileChange::Append(step.clone())
+    }
+
+    /// The octets of entries the file holds now.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// The file cut back to `entries` octets of entries.
+    pub fn truncated(&mut self, entries: u64) -> FileChange {
+        self.entries = entries;
+        FileChange::Truncate(entries)
     }
 
     /// What the file must do after the journal was cleared: go.

@@ -34,6 +34,14 @@ use crate::disk::{self, tmp_path};
 pub(crate) struct History {
     pub(crate) journal: Journal,
     file: Option<FileSize>,
+    /// The serial of the zone file while the steps after it are in the
+    /// journal file alone (dynamic updates not yet written back): the
+    /// file is not compacted past them, whatever the journal in memory
+    /// still keeps.
+    pinned: Option<u32>,
+    /// Where the batch under way began: the file's entries, whether the
+    /// file was replaced since (see [`History::take_back`]).
+    batch: Option<(u64, bool)>,
 }
 
 impl History {
@@ -41,6 +49,8 @@ impl History {
         History {
             journal: Journal::new(max_bytes),
             file: in_file.then(FileSize::default),
+            pinned: None,
+            batch: None,
         }
     }
 
@@ -48,14 +58,53 @@ impl History {
     pub(crate) fn record(&mut self, step: ZoneDiff) -> Option<FileChange> {
         let step = Arc::new(step);
         let continued = self.journal.record(step.clone());
+        let may_compact = self
+            .pinned
+            .is_none_or(|serial| self.journal.holds_steps_from(serial));
         let size = self.file.as_mut()?;
-        Some(size.recorded(&self.journal, &step, continued))
+        let change = size.recorded(&self.journal, &step, continued, may_compact);
+        if let (Some((_, replaced)), FileChange::Replace(_)) = (&mut self.batch, &change) {
+            *replaced = true;
+        }
+        Some(change)
     }
 
     /// Forgets every step; returns what its file must do.
     pub(crate) fn clear(&mut self) -> Option<FileChange> {
         self.journal.clear();
         Some(self.file.as_mut()?.cleared())
+    }
+
+    /// The zone file holds serial `serial` and the journal the steps after
+    /// it (None: the zone file holds what is served).
+    pub(crate) fn pin(&mut self, serial: Option<u32>) {
+        self.pinned = serial;
+    }
+
+    /// Whether the file has grown past its bound because it may not be
+    /// compacted yet: the zone should be written back soon.
+    pub(crate) fn wants_write_back(&self) -> bool {
+        self.pinned.is_some() && self.file.is_some_and(|f| f.needs_compaction(&self.journal))
+    }
+
+    /// A batch of steps begins (see [`History::take_back`]).
+    pub(crate) fn begin_batch(&mut self) {
+        self.batch = self.file.map(|f| (f.entries(), false));
+    }
+
+    /// The batch's `steps` newest steps never reached the disk and were
+    /// never served: they leave the journal, and the file goes back to
+    /// what it held before the batch (cut back; or, if the batch replaced
+    /// it, written again from the journal, which then held every step
+    /// the file must keep). The steps answered before stay.
+    pub(crate) fn take_back(&mut self, steps: usize) -> Option<FileChange> {
+        self.journal.forget_newest(steps);
+        let batch = self.batch.take();
+        let size = self.file.as_mut()?;
+        Some(match batch {
+            Some((entries, false)) => size.truncated(entries),
+            _ => size.replace(&self.journal),
+        })
     }
 }
 
@@ -68,15 +117,32 @@ enum Message {
 /// Hands changes to the thread that writes the journal files.
 pub(crate) struct JournalWriter {
     messages: Sender<Message>,
-    /// Files not written, since the start.
-    failures: Arc<AtomicU64>,
+    failures: Arc<Failures>,
+}
+
+/// Files not written, since the start: in all, and by zone.
+#[derive(Default)]
+struct Failures {
+    total: AtomicU64,
+    by_zone: std::sync::Mutex<HashMap<Name, u64>>,
+}
+
+impl Failures {
+    fn count(&self, origins: &[&Name]) {
+        let mut by_zone = self.by_zone.lock().unwrap_or_else(|e| e.into_inner());
+        for origin in origins {
+            *by_zone.entry(origin.to_lowercase()).or_default() += 1;
+        }
+        drop(by_zone);
+        (self.total).fetch_add(origins.len() as u64, Ordering::Release);
+    }
 }
 
 impl JournalWriter {
     /// Starts the writer thread; it ends when the writer is dropped.
     pub(crate) fn start() -> io::Result<JournalWriter> {
         let (messages, queue) = channel();
-        let failures = Arc::new(AtomicU64::new(0));
+        let failures = Arc::new(Failures::default());
         let counted = failures.clone();
         std::thread::Builder::new()
             .name("journal-files".into())
@@ -84,10 +150,17 @@ impl JournalWriter {
         Ok(JournalWriter { messages, failures })
     }
 
-    /// Files not written since the start: a caller that must know its
-    /// change is on disk compares this before and after a flush.
+    /// Files not written since the start.
     pub(crate) fn failures(&self) -> u64 {
-        self.failures.load(Ordering::Acquire)
+        self.failures.total.load(Ordering::Acquire)
+    }
+
+    /// Times the journal file of `origin` was not written since the
+    /// start: a caller that must know its change is on disk compares this
+    /// before and after a flush (another zone's failure is not its own).
+    pub(crate) fn failures_of(&self, origin: &Name) -> u64 {
+        let by_zone = (self.failures.by_zone.lock()).unwrap_or_else(|e| e.into_inner());
+        by_zone.get(&origin.to_lowercase()).copied().unwrap_or(0)
     }
 
     pub(crate) fn change(&self, path: &Path, origin: &Name, change: FileChange) {
@@ -107,6 +180,8 @@ impl JournalWriter {
 /// or not; then these steps appended.
 struct Pending {
     origin: Name,
+    /// Cut back first to this many octets of entries.
+    truncate: Option<u64>,
     replace: Option<Vec<Arc<ZoneDiff>>>,
     appends: Vec<Arc<ZoneDiff>>,
 }
@@ -119,11 +194,17 @@ impl Pending {
                 self.replace = Some(steps);
                 self.appends.clear();
             }
+            // A cut follows a flush that failed: nothing of this file
+            // waits before it.
+            FileChange::Truncate(entries) => {
+                self.truncate = Some(entries);
+                self.appends.clear();
+            }
         }
     }
 }
 
-fn run(queue: Receiver<Message>, failures: &AtomicU64) {
+fn run(queue: Receiver<Message>, failures: &Failures) {
     while let Ok(first) = queue.recv() {
         let mut batch: HashMap<PathBuf, Pending> = HashMap::new();
         let mut flushes = Vec::new();
@@ -133,6 +214,7 @@ fn run(queue: Receiver<Message>, failures: &AtomicU64) {
                     .entry(path)
                     .or_insert_with(|| Pending {
                         origin,
+                        truncate: None,
                         replace: None,
                         appends: Vec::new(),
                     })
@@ -140,8 +222,7 @@ fn run(queue: Receiver<Message>, failures: &AtomicU64) {
                 Message::Flush(done) => flushes.push(done),
             }
         }
-        let failed = commit(&batch);
-        failures.fetch_add(failed as u64, Ordering::Release);
+        failures.count(&commit(&batch));
         for done in flushes {
             let _ = done.send(());
         }
@@ -153,22 +234,22 @@ fn run(queue: Receiver<Message>, failures: &AtomicU64) {
 const FAILURES_LOGGED: usize = 10;
 
 /// Writes every file of the batch, then makes them durable together;
-/// returns how many could not be written.
-fn commit(batch: &HashMap<PathBuf, Pending>) -> usize {
+/// returns the zones whose file could not be written.
+fn commit(batch: &HashMap<PathBuf, Pending>) -> Vec<&Name> {
     let mut renamed: Vec<&Path> = Vec::new();
     let mut written: Vec<&Path> = Vec::new();
     let mut appended: Vec<&Path> = Vec::new();
-    let mut failed = 0;
+    let mut failed = Vec::new();
     for (path, pending) in batch {
         match write_one(path, pending) {
             Ok(Written::ToRename) => renamed.push(path),
             Ok(Written::InPlace) => written.push(path),
             Ok(Written::Appended) => appended.push(path),
             Err(e) => {
-                failed += 1;
-                if failed <= FAILURES_LOGGED {
+                failed.push(&pending.origin);
+                if failed.len() <= FAILURES_LOGGED {
                     tracing::error!(
-                        "zone {}: journal file {} not written: {e}; its IXFR history will start over at the next restart",
+                        "zone {}: journal file {} not written: {e}",
                         pending.origin,
                         path.display()
                     );
@@ -176,15 +257,16 @@ fn commit(batch: &HashMap<PathBuf, Pending>) -> usize {
             }
         }
     }
-    if failed > FAILURES_LOGGED {
+    if failed.len() > FAILURES_LOGGED {
         tracing::error!(
             "{} more journal files not written",
-            failed - FAILURES_LOGGED
+            failed.len() - FAILURES_LOGGED
         );
     }
     let files = renamed.len() + written.len() + appended.len();
     if files > 0 && !disk::install(&renamed, &written, &appended) {
-        failed += files;
+        let unsynced = [renamed, written, appended].concat();
+        failed.extend(unsynced.iter().map(|path| &batch[*path].origin));
     }
     failed
 }
@@ -201,9 +283,16 @@ enum Written {
 fn write_one(path: &Path, pending: &Pending) -> io::Result<Written> {
     let Pending {
         origin,
+        truncate,
         replace,
         appends,
     } = pending;
+    if let (Some(entries), None) = (truncate, replace) {
+        file::truncate(path, origin, *entries)?;
+        if appends.is_empty() {
+            return Ok(Written::Appended);
+        }
+    }
     match replace {
         None => file::append(path, origin, appends).map(|existed| match existed {
             true => Written::Appended,
@@ -448,6 +537,8 @@ fn restore_one(
     Some(History {
         journal,
         file: Some(size),
+        pinned: None,
+        batch: None,
     })
 }
 
@@ -558,5 +649,86 @@ mod tests {
         writer.change(&bad, &origin, FileChange::Replace(Vec::new()));
         assert!(writer.flush(Duration::from_secs(10)));
         assert!(!good.exists());
+    }
+
+    /// A failure is counted for the zone whose file it was, not for every
+    /// zone of the batch: another zone's updates are not refused for it.
+    #[test]
+    fn failures_are_counted_by_zone() {
+        let dir = tempfile::tempdir().unwrap();
+        let not_a_folder = dir.path().join("file");
+        std::fs::write(&not_a_folder, "x").unwrap();
+        let (bad, good) = (not_a_folder.join("b.jnl"), dir.path().join("g.jnl"));
+        let (b, g) = (
+            Name::parse("B.test").unwrap(),
+            Name::parse("g.test").unwrap(),
+        );
+        let writer = JournalWriter::start().unwrap();
+        writer.change(&bad, &b, FileChange::Append(step(1, 2)));
+        writer.change(&good, &g, FileChange::Append(step(1, 2)));
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert_eq!(writer.failures_of(&Name::parse("b.test").unwrap()), 1);
+        assert_eq!((writer.failures_of(&g), writer.failures()), (0, 1));
+    }
+
+    /// What a file with `history`'s changes applied holds, read back.
+    fn apply(path: &Path, origin: &Name, change: Option<FileChange>) {
+        let writer = JournalWriter::start().unwrap();
+        writer.change(path, origin, change.expect("a file"));
+        assert!(writer.flush(Duration::from_secs(10)));
+    }
+
+    /// A pinned history (the zone file lacks its steps) never compacts
+    /// its file past them, however small the bound; once unpinned it
+    /// does. Past its bound it asks for the zone to be written back.
+    #[test]
+    fn a_pinned_file_keeps_every_step_the_zone_file_lacks() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, origin) = (dir.path().join("p.jnl"), Name::parse("w.test").unwrap());
+        let mut history = History::new(3 * file::entry_len(&step(1, 2)) as usize, true);
+        history.pin(Some(1));
+        for serial in 1..=20 {
+            let change = history.record((*step(serial, serial + 1)).clone());
+            apply(&path, &origin, change);
+        }
+        let kept = all_steps(&path, &origin).unwrap();
+        assert_eq!(kept.len(), 20, "every step from serial 1");
+        assert!(history.wants_write_back());
+        history.pin(None);
+        let change = history.record((*step(21, 22)).clone());
+        assert!(matches!(change, Some(FileChange::Replace(_))), "{change:?}");
+        assert!(!history.wants_write_back());
+    }
+
+    /// A batch whose journal write failed is taken back: its steps leave
+    /// the journal and the file, the steps answered before stay.
+    #[test]
+    fn a_batch_taken_back_leaves_the_steps_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, origin) = (dir.path().join("t.jnl"), Name::parse("w.test").unwrap());
+        let mut history = History::new(1 << 20, true);
+        for serial in 1..=3 {
+            apply(
+                &path,
+                &origin,
+                history.record((*step(serial, serial + 1)).clone()),
+            );
+        }
+        history.begin_batch();
+        for serial in 4..=5 {
+            apply(
+                &path,
+                &origin,
+                history.record((*step(serial, serial + 1)).clone()),
+            );
+        }
+        apply(&path, &origin, history.take_back(2));
+        assert_eq!(history.journal.newest_serial(), Some(4));
+        let kept = all_steps(&path, &origin).unwrap();
+        assert_eq!(kept.len(), 3, "the steps answered before");
+        // The next step goes on from the version served.
+        apply(&path, &origin, history.record((*step(4, 5)).clone()));
+        let restored = file::restore(&path, &origin, 5, 1 << 20).unwrap();
+        assert_eq!(restored.journal.len(), 4);
     }
 }

@@ -83,6 +83,25 @@ impl Journal {
         self.bytes = 0;
     }
 
+    /// Forgets the newest `steps` steps (a version never served: its
+    /// journal write failed).
+    pub fn forget_newest(&mut self, steps: usize) {
+        for _ in 0..steps {
+            let Some(newest) = self.diffs.pop_back() else {
+                break;
+            };
+            self.bytes -= diff_size(&newest);
+        }
+    }
+
+    /// Whether the steps from `serial` on are all kept (or `serial` is
+    /// the newest): a file rewritten from the journal loses none of them.
+    pub fn holds_steps_from(&self, serial: u32) -> bool {
+        self.is_empty()
+            || self.newest_serial() == Some(serial)
+            || self.diffs.iter().any(|d| serial_of(&d.old_soa) == serial)
+    }
+
     pub fn len(&self) -> usize {
         self.diffs.len()
     }

@@ -259,16 +259,55 @@ impl Primary {
         self.record(origin, steps);
     }
 
-    /// Forgets a zone's history (its journal file too): after a journal
-    /// write failed, so that no step the zone never served stays.
+    /// Forgets a zone's history (its journal file too).
     pub fn restart_history(&self, origin: &Name) {
         self.update_history(origin, History::clear);
+    }
+
+    /// A batch of steps of `origin` begins: [`Primary::take_back`] can
+    /// undo it.
+    pub fn begin_batch(&self, origin: &Name) {
+        self.update_history(origin, |history| {
+            history.begin_batch();
+            None
+        });
+    }
+
+    /// The `steps` newest steps of `origin` (its batch's) did not reach
+    /// the disk and were never served: they leave the journal and its file,
+    /// which keeps the steps answered before.
+    pub fn take_back(&self, origin: &Name, steps: usize) {
+        self.update_history(origin, |history| history.take_back(steps));
+    }
+
+    /// The zone file of `origin` holds serial `serial`, and the journal
+    /// the steps after it that it lacks (None: the file holds what is
+    /// served): the journal file keeps them until then.
+    pub fn pin_history(&self, origin: &Name, serial: Option<u32>) {
+        self.update_history(origin, |history| {
+            history.pin(serial);
+            None
+        });
+    }
+
+    /// Whether the zone should be written back to its file now: its
+    /// journal file passed its bound and may not drop the steps the zone
+    /// file lacks.
+    pub fn wants_write_back(&self, origin: &Name) -> bool {
+        let journals = self.journals.lock().unwrap();
+        (journals.get(&origin.to_lowercase())).is_some_and(History::wants_write_back)
     }
 
     /// Journal file writes that have failed since the start (0 without
     /// journal files).
     pub fn journal_failures(&self) -> u64 {
         self.files.as_ref().map_or(0, |w| w.failures())
+    }
+
+    /// Writes of the journal file of `origin` that have failed since the
+    /// start.
+    pub fn journal_failures_of(&self, origin: &Name) -> u64 {
+        self.files.as_ref().map_or(0, |w| w.failures_of(origin))
     }
 
     /// Whether journal changes go to files (else they stay in memory).

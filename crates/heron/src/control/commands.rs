@@ -284,7 +284,8 @@ impl Controller {
         let version = served.clone();
         let written = crate::runtime::update::write_now(served, file.clone(), signed_here).await;
         if written.is_ok() {
-            self.transfers.unwritten.written(&self.catalog, &version);
+            let primary = &self.transfers.primary;
+            (self.transfers.unwritten).written(&self.catalog, &version, primary);
         }
         if let Err(e) = written {
             self.transfers.frozen.thaw(&zone.to_lowercase());

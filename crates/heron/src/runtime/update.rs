@@ -69,8 +69,15 @@ async fn run(
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let forwarder = update_forward::Forwarder::default();
-    // Zones to write back to their files, and when.
+    // Zones to write back to their files, and when: first those whose
+    // journal was replayed at the start (their files lack its updates).
     let mut write_back: HashMap<Name, Instant> = HashMap::new();
+    for origin in transfers.unwritten.origins() {
+        let policy = transfers.primary.policy(&origin);
+        if let Some((_, after)) = &policy.update.write_back {
+            write_back.insert(origin, Instant::now() + *after);
+        }
+    }
     let mut gather = Gather::default();
     loop {
         let next_write = write_back.values().min().copied();
@@ -121,9 +128,14 @@ async fn run(
             let policy = transfers.primary.policy(zone.origin());
             if let Some((_, after)) = &policy.update.write_back {
                 let origin = zone.origin().clone();
-                write_back
-                    .entry(origin)
-                    .or_insert_with(|| Instant::now() + *after);
+                // A journal file past its bound keeps growing until the
+                // zone file holds what it alone holds: written now.
+                let at = match transfers.primary.wants_write_back(&origin) {
+                    true => Instant::now(),
+                    false => Instant::now() + *after,
+                };
+                let due = write_back.entry(origin).or_insert(at);
+                *due = (*due).min(at);
             }
         }
     }
@@ -160,7 +172,9 @@ async fn write_back_due(
             tokio::task::spawn_blocking(move || write_editable(&zone, &path, signed_here)).await;
         match written {
             Ok(Ok(())) => {
-                transfers.unwritten.written(catalog, &version);
+                transfers
+                    .unwritten
+                    .written(catalog, &version, &transfers.primary);
                 tracing::info!(
                     zone = %origin,
                     "zone {origin}: written back to {} (serial {serial})",
@@ -276,19 +290,32 @@ impl Unwritten {
     /// under this set's lock, which an update takes to mark its zone after
     /// storing its version, so neither misses the other (and no reload's
     /// catalog lock is waited for on the runtime).
-    pub(crate) fn written(&self, catalog: &SharedCatalog, version: &Arc<Zone>) {
+    /// The journal file keeps the steps after the serial written, and no
+    /// older ones need it any more (`primary`'s pin).
+    pub(crate) fn written(
+        &self,
+        catalog: &SharedCatalog,
+        version: &Arc<Zone>,
+        primary: &heron_xfr::primary::Primary,
+    ) {
         let mut unwritten = self.lock();
         let served = catalog.load();
-        if served
-            .get(version.origin())
-            .is_some_and(|z| Arc::ptr_eq(z, version))
-        {
-            unwritten.remove(&version.origin().to_lowercase());
+        let origin = version.origin();
+        if served.get(origin).is_some_and(|z| Arc::ptr_eq(z, version)) {
+            unwritten.remove(&origin.to_lowercase());
+            primary.pin_history(origin, None);
+        } else if unwritten.contains(&origin.to_lowercase()) {
+            primary.pin_history(origin, Some(version.serial()));
         }
     }
 
     pub(crate) fn contains(&self, origin: &Name) -> bool {
         self.lock().contains(&origin.to_lowercase())
+    }
+
+    /// The zones marked now (lower-cased).
+    pub(crate) fn origins(&self) -> Vec<Name> {
+        self.lock().iter().cloned().collect()
     }
 }
 
@@ -364,51 +391,22 @@ fn apply_batch(batch: Vec<Update>, catalog: &SharedCatalog, xfr: &Transfers) -> 
     let rcodes = outcomes.iter().map(|o| o.rcode);
     let mut answered: Vec<(Update, Rcode)> = batch.into_iter().zip(rcodes).collect();
     sign_updated(&mut working, &served, &mut answered, xfr);
-    log_answers(&answered, outcomes);
-    let unchanged = |answered| Done {
-        answered,
-        changed: Vec::new(),
-        synced: Duration::ZERO,
-    };
-    if working.is_empty() {
-        return unchanged(answered);
-    }
-    let primary = &xfr.primary;
-    let failures = primary.journal_failures();
-    for (origin, w) in &mut working {
-        primary.zone_updated(origin, std::mem::take(&mut w.steps));
-    }
-    let applied = started.elapsed();
-    let durable = primary.flush_journal_files(SYNC_WAIT) && primary.journal_failures() == failures;
-    let synced = started.elapsed() - applied;
-    tracing::debug!(
-        "update batch: {} updates, {} zones changed, applied in {} µs, journal synced in {} µs",
-        answered.len(),
-        working.len(),
-        applied.as_micros(),
-        synced.as_micros()
-    );
-    if !durable {
-        tracing::error!(
-            "the journal of {} updated zones could not be written: their updates are answered SERVFAIL",
-            working.len()
-        );
-        for origin in working.keys() {
-            primary.restart_history(origin);
+    let (failed, synced) = journal_batch(&mut working, &served, xfr, started);
+    for (update, rcode) in &mut answered {
+        if failed.contains(&update.request.origin) {
+            *rcode = Rcode::SERVFAIL;
         }
-        for (update, rcode) in &mut answered {
-            if working.contains_key(&update.request.origin) {
-                *rcode = Rcode::SERVFAIL;
-            }
-        }
-        return unchanged(answered);
     }
+    log_answers(&answered, outcomes, &failed);
+    working.retain(|origin, _| !failed.contains(origin));
     let mut next = (*served).clone();
     let changed: Vec<Arc<Zone>> = working.into_values().map(|w| w.zone).collect();
-    changed.iter().for_each(|z| next.insert_shared(z.clone()));
-    catalog.store(Arc::new(next));
-    changed.iter().for_each(|z| xfr.unwritten.mark(z.origin()));
-    xfr.signed_copies.keep(&changed);
+    if !changed.is_empty() {
+        changed.iter().for_each(|z| next.insert_shared(z.clone()));
+        catalog.store(Arc::new(next));
+        changed.iter().for_each(|z| xfr.unwritten.mark(z.origin()));
+        xfr.signed_copies.keep(&changed);
+    }
     Done {
         answered,
         changed,
@@ -416,13 +414,75 @@ fn apply_batch(batch: Vec<Update>, catalog: &SharedCatalog, xfr: &Transfers) -> 
     }
 }
 
+/// Records each zone's steps in its journal and waits for them to be on
+/// disk; returns the zones whose journal file could not be written (and
+/// how long the sync took). Their steps are taken back, from the journal
+/// and its file, and their updates are not served: the steps answered
+/// before stay, so nothing answered is lost at a restart. Another zone's
+/// failure is not theirs. A zone whose file held what was served until
+/// now has its history pinned at that file's serial, so that the journal
+/// file keeps every step the zone file lacks.
+fn journal_batch(
+    working: &mut HashMap<Name, Working>,
+    served: &Catalog,
+    xfr: &Transfers,
+    started: Instant,
+) -> (HashSet<Name>, Duration) {
+    let primary = &xfr.primary;
+    let mut batches = Vec::with_capacity(working.len());
+    for (origin, w) in working.iter_mut() {
+        let newly_unwritten = !xfr.unwritten.contains(origin);
+        primary.begin_batch(origin);
+        if newly_unwritten {
+            primary.pin_history(origin, served.get(origin).map(|z| z.serial()));
+        }
+        let steps = std::mem::take(&mut w.steps);
+        let failures = primary.journal_failures_of(origin);
+        batches.push((origin.clone(), steps.len(), failures, newly_unwritten));
+        primary.zone_updated(origin, steps);
+    }
+    if batches.is_empty() {
+        return (HashSet::new(), Duration::ZERO);
+    }
+    let applied = started.elapsed();
+    let flushed = primary.flush_journal_files(SYNC_WAIT);
+    let synced = started.elapsed() - applied;
+    tracing::debug!(
+        "update batch: {} zones changed, applied in {} µs, journal synced in {} µs",
+        batches.len(),
+        applied.as_micros(),
+        synced.as_micros()
+    );
+    let mut failed = HashSet::new();
+    for (origin, steps, failures, newly_unwritten) in batches {
+        if flushed && primary.journal_failures_of(&origin) == failures {
+            continue;
+        }
+        primary.take_back(&origin, steps);
+        if newly_unwritten {
+            primary.pin_history(&origin, None);
+        }
+        failed.insert(origin);
+    }
+    if !failed.is_empty() {
+        tracing::error!(
+            "the journal of {} updated zones could not be written: their updates are answered SERVFAIL, and those answered before are kept",
+            failed.len()
+        );
+    }
+    (failed, synced)
+}
+
 /// Logs each update with its answer, the one a failed signing made of it
 /// if so (that failure's ERROR line says why).
-fn log_answers(answered: &[(Update, Rcode)], outcomes: Vec<Outcome>) {
+fn log_answers(answered: &[(Update, Rcode)], outcomes: Vec<Outcome>, unjournaled: &HashSet<Name>) {
     for ((update, rcode), mut outcome) in answered.iter().zip(outcomes) {
         if *rcode != outcome.rcode {
             outcome.rcode = *rcode;
-            outcome.why = "the zone could not be signed".into();
+            outcome.why = match unjournaled.contains(&update.request.origin) {
+                true => "its journal could not be written".into(),
+                false => "the zone could not be signed".into(),
+            };
         }
         outcome.log(update);
     }
@@ -691,7 +751,7 @@ pub(crate) fn replay_journals(
     catalog: &mut Catalog,
     policies: &HashMap<Name, ZonePolicy>,
     signed: &[(Name, Arc<crate::config::dnssec::Signing>)],
-) -> Vec<Name> {
+) -> Vec<(Name, u32)> {
     let mut replayed = Vec::new();
     let is_signed = |origin: &Name| signed.iter().any(|(o, _)| o == origin);
     let updated = policies.iter().filter(|(_, p)| p.takes_updates());
@@ -728,8 +788,9 @@ pub(crate) fn replay_journals(
             zone.serial(),
             next.serial()
         );
+        let file_serial = zone.serial();
         catalog.insert(next);
-        replayed.push(origin.clone());
+        replayed.push((origin.clone(), file_serial));
     }
     replayed
 }
@@ -781,8 +842,22 @@ pub(crate) fn keep_updates(
         let merged = match (frozen.contains(old.origin()), signing) {
             (true, _) => edited(&old, &new, &policy),
             (false, Some(signing)) => keep_signed(&old, &new, &signing),
-            // Nothing but the file's: taken as any zone file is.
-            (false, None) if !xfr.unwritten.contains(old.origin()) => continue,
+            // Nothing but the file's: taken as any zone file is, unless
+            // it is older than what is served (it was read before a
+            // write-back of updates that came meanwhile): never a step
+            // back that drops updates answered.
+            (false, None) if !xfr.unwritten.contains(old.origin()) => {
+                if !heron_xfr::serial::is_newer(old.serial(), new.serial()) {
+                    continue;
+                }
+                tracing::warn!(
+                    "zone {}: the zone file read (serial {}) is older than the version served (serial {}), which holds updates: the served version stays",
+                    old.origin(),
+                    new.serial(),
+                    old.serial()
+                );
+                Ok(None)
+            }
             (false, None) => merge(&old, &new, path, &policy),
         };
         match merged {

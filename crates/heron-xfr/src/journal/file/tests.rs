@@ -351,6 +351,7 @@ fn apply(path: &Path, change: FileChange) {
             let _ = std::fs::remove_file(path);
         }
         FileChange::Replace(diffs) => write_file(path, &origin(), &diffs).unwrap(),
+        FileChange::Truncate(entries) => truncate(path, &origin(), entries).unwrap(),
     }
 }
 
@@ -367,7 +368,7 @@ fn compaction_keeps_exactly_the_bounded_history() {
     for serial in 1..=100 {
         let d = Arc::new(step(serial, serial + 1, 10));
         let continued = journal.record(d.clone());
-        let change = size.recorded(&journal, &d, continued);
+        let change = size.recorded(&journal, &d, continued, true);
         compactions += matches!(change, FileChange::Replace(ref v) if v.len() > 1) as u32;
         apply(&path, change);
         let len = std::fs::metadata(&path).unwrap().len();
@@ -394,11 +395,11 @@ fn a_restart_or_a_step_too_large_replaces_the_file() {
     let mut record = |d: ZoneDiff| {
         let d = Arc::new(d);
         let continued = journal.record(d.clone());
-        size.recorded(&journal, &d, continued)
+        size.recorded(&journal, &d, continued, true)
     };
     let replaced = |c: &FileChange| match c {
         FileChange::Replace(v) => serials(v.iter()),
-        FileChange::Append(_) => panic!("{c:?}"),
+        FileChange::Append(_) | FileChange::Truncate(_) => panic!("{c:?}"),
     };
     assert_eq!(replaced(&record(step(1, 2, 1))), [(1, 2)], "a new history");
     assert!(matches!(record(step(2, 3, 1)), FileChange::Append(_)));
