@@ -226,7 +226,7 @@ fn failing_commands_exit_non_zero_with_the_reason() {
         "{out}"
     );
     let (code, out, _) = ctl(&f.socket, &["reload", "nope.test"]);
-    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(code, Some(4), "refused, as for any unknown zone: {out}");
     assert!(out.contains("unknown zone nope.test."), "{out}");
 
     f.write_zone("a", &zone_text(2, "bad A 192.0.2.300\n"));

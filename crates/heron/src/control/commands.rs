@@ -415,9 +415,10 @@ impl Controller {
             Selection { zones: None, force }
         } else {
             if let Err(errors) = self.reloadable(&zones) {
+                // Refused without trying, as for any unknown zone (exit 4).
                 return Response {
                     errors,
-                    ..Response::error("nothing reloaded")
+                    ..Response::refused("nothing reloaded")
                 };
             }
             Selection {

@@ -38,7 +38,7 @@ pub enum CtlCommand {
     /// secondary zones also when it was last transferred, the next
     /// refresh and the expiry, the last error, and per primary whether
     /// it answered, its back-off, its last error and TSIG key.
-    /// Exits 1 if a zone named is not configured.
+    /// Exits 4 if a zone named is not configured (the others are shown).
     ZoneStatus {
         /// The zones to show (default: all).
         zones: Vec<String>,
