@@ -45,7 +45,7 @@ pub const MAX_ENTRY_BYTES: u32 = 64 << 20;
 const _: () = assert!(super::DEFAULT_MAX_BYTES <= MAX_ENTRY_BYTES as usize);
 
 /// Length and checksum in front of each entry body.
-const ENTRY_HEAD: usize = 8;
+pub(crate) const ENTRY_HEAD: usize = 8;
 /// The smallest record: a root owner, type, TTL and RDATA length.
 const RECORD_MIN: usize = 1 + 2 + 4 + 2;
 

@@ -512,10 +512,20 @@ fn restore_one(
         }
     };
     if let Some(damage) = &restored.damage {
-        tracing::warn!(
-            "zone {origin}: journal file {}: {damage} (a crash while it was written?); cut off there",
-            path.display()
-        );
+        match is_torn_tail(path, damage) {
+            true => tracing::warn!(
+                "zone {origin}: journal file {}: {damage} (a crash while it was written?); cut off there",
+                path.display()
+            ),
+            // Not what a crash leaves: what follows may be worth saving.
+            false => {
+                let copy = damaged_copy(path);
+                tracing::error!(
+                    "zone {origin}: journal file {}: {damage}, and entries follow it: the file is damaged; the steps before it are kept, the file is cut there, and its whole copy is {copy}",
+                    path.display()
+                );
+            }
+        }
         let cut = std::fs::File::options()
             .write(true)
             .open(path)
@@ -540,6 +550,39 @@ fn restore_one(
         pinned: None,
         batch: None,
     })
+}
+
+/// Whether `damage` is what a crash during an append leaves: the file
+/// ends inside the entry, or the damaged entry is the last one, or
+/// nothing but zeros follows (a file system that extended the file
+/// before the data reached it).
+fn is_torn_tail(path: &Path, damage: &file::Damage) -> bool {
+    if damage.what == file::DamageKind::Torn {
+        return true;
+    }
+    let Ok(bytes) = std::fs::read(path) else {
+        return true;
+    };
+    let rest = bytes.get(damage.offset as usize..).unwrap_or_default();
+    if rest.iter().all(|&b| b == 0) {
+        return true;
+    }
+    let declared = rest.get(..4).map_or(0, |l| {
+        u32::from_be_bytes(l.try_into().expect("4 octets")) as usize
+    });
+    file::ENTRY_HEAD + declared >= rest.len()
+}
+
+/// Copies the damaged file at `path` beside it (`.damaged`); what to
+/// tell the operator of the copy.
+fn damaged_copy(path: &Path) -> String {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".damaged");
+    let copy = PathBuf::from(name);
+    match std::fs::copy(path, &copy) {
+        Ok(_) => copy.display().to_string(),
+        Err(e) => format!("not made ({e})"),
+    }
 }
 
 #[cfg(test)]
@@ -698,6 +741,44 @@ mod tests {
         let change = history.record((*step(21, 22)).clone());
         assert!(matches!(change, Some(FileChange::Replace(_))), "{change:?}");
         assert!(!history.wants_write_back());
+    }
+
+    /// A damaged entry followed by good ones is not a crash's torn tail:
+    /// the file is copied aside before it is cut (the entries after the
+    /// damage could be recovered by hand); a torn tail is only cut.
+    #[test]
+    fn damage_before_good_entries_is_copied_aside_before_the_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let origin = Name::parse("w.test").unwrap();
+        let zone = load_zone_str("$TTL 60\n@ SOA ns h 5 2 3 4 5\n@ NS ns\n", "w", &origin)
+            .unwrap()
+            .zone;
+        let writer = JournalWriter::start().unwrap();
+        let steps: Vec<Arc<ZoneDiff>> = (1..5).map(|n| step(n, n + 1)).collect();
+        for (name, flip_from_end) in [("first.jnl", None), ("torn.jnl", Some(()))] {
+            let path = dir.path().join(name);
+            writer.change(&path, &origin, FileChange::Replace(steps.clone()));
+            assert!(writer.flush(Duration::from_secs(10)));
+            let mut bytes = std::fs::read(&path).unwrap();
+            match flip_from_end {
+                // The first entry's body, right after the header.
+                None => {
+                    let at = file::header(&origin).len() + file::ENTRY_HEAD + 3;
+                    bytes[at] ^= 0xFF;
+                }
+                Some(()) => {
+                    let last = bytes.len() - 3;
+                    bytes[last] ^= 0xFF;
+                }
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            restore_one(&zone, &path, 1 << 20, &writer);
+            let copy = dir.path().join(format!("{name}.damaged"));
+            assert_eq!(copy.exists(), flip_from_end.is_none(), "{name}");
+            if copy.exists() {
+                assert_eq!(std::fs::read(&copy).unwrap(), bytes, "the whole file");
+            }
+        }
     }
 
     /// A batch whose journal write failed is taken back: its steps leave
