@@ -4,7 +4,8 @@
 //! Streams file ends with STOP, after which readers read nothing: its
 //! STOP is cut off and the data frames follow on, so the file stays one
 //! stream that `dnstap-read` reads whole. A file cut short by a crash is
-//! continued after its last whole frame. A file that is not a Frame
+//! continued after its last whole frame, and so is one whose end is
+//! zeros (a crash after the file system extended it). A file that is not a Frame
 //! Streams file of dnstap is left as it is and the open fails: the path
 //! likely names the wrong file.
 
@@ -92,10 +93,16 @@ fn continue_at(file: &mut File, len: u64) -> io::Result<u64> {
                 }
                 let mut kind = [0u8; 4];
                 if control_len < 4 || read_whole(&mut reader, &mut kind)? < 4 {
-                    return Err(foreign("a control frame too short"));
+                    // Zeros to the end: a file system that extended the
+                    // file before a crash let the data reach it.
+                    return match zeros_from(&mut reader, at)? {
+                        true => Ok(at),
+                        false => Err(foreign("a control frame too short")),
+                    };
                 }
                 if u32::from_be_bytes(kind) == ControlType::Stop as u32 {
-                    if at + 8 + control_len != len {
+                    let after = at + 8 + control_len;
+                    if after != len && !zeros_from(&mut reader, after)? {
                         return Err(foreign("bytes after its STOP"));
                     }
                     return Ok(at);
@@ -113,6 +120,19 @@ fn continue_at(file: &mut File, len: u64) -> io::Result<u64> {
             }
         };
         at += frame_len;
+    }
+}
+
+/// Whether everything from `offset` to the end is zeros.
+fn zeros_from(reader: &mut (impl Read + Seek), offset: u64) -> io::Result<bool> {
+    reader.seek(SeekFrom::Start(offset))?;
+    let mut chunk = [0u8; 4096];
+    loop {
+        match reader.read(&mut chunk)? {
+            0 => return Ok(true),
+            n if chunk[..n].iter().any(|&b| b != 0) => return Ok(false),
+            _ => {}
+        }
     }
 }
 

@@ -425,6 +425,15 @@ fn a_file_cut_short_is_continued_after_its_last_whole_frame() {
     std::fs::write(&path, &whole[..whole.len() - 12]).unwrap();
     write_session(&path, &[Transport::Tcp]);
     assert_eq!(dnstap_read(&path).len(), 6);
+    // Zeros where the STOP was, or after it (what a power loss can leave):
+    // cut off, and the file continued.
+    for tail in [&whole[..whole.len() - 12], &whole[..]] {
+        let mut zeroed = tail.to_vec();
+        zeroed.extend_from_slice(&[0; 4096]);
+        std::fs::write(&path, &zeroed).unwrap();
+        write_session(&path, &[Transport::Tcp]);
+        assert_eq!(dnstap_read(&path).len(), 6);
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
