@@ -613,3 +613,48 @@ fn the_startup_notify_comes_once_transfers_are_taken() {
     drop(server);
     std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
 }
+
+/// A reload reads again a zone file whose `$INCLUDE`d file changed,
+/// though the file itself did not (its stamp alone said "unchanged").
+#[test]
+fn a_reload_sees_an_edit_of_an_included_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, included) = (dir.path().join("inc.zone"), dir.path().join("hosts.inc"));
+    std::fs::write(
+        &file,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n$INCLUDE hosts.inc\n",
+    )
+    .unwrap();
+    std::fs::write(&included, "www A 192.0.2.10\n").unwrap();
+    let socket = dir.path().join("ctl.sock");
+    let (f, s) = (file.clone(), socket.clone());
+    let server = ServerProcess::heron_with_config(&heron(), "inc.test", move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\ncontrol = \"{}\"\n\
+             [[zone]]\norigin = \"inc.test\"\nfile = \"{}\"\n",
+            s.display(),
+            f.display()
+        )
+    });
+    let www = || answer(server.addr(), "www.inc.test", RType::A);
+    assert_eq!(www().len(), 1);
+    assert!(www()[0].contains("192.0.2.10"), "{:?}", www());
+    std::fs::write(&included, "www A 192.0.2.20\n").unwrap();
+    let out = std::process::Command::new(heron())
+        .args(["ctl", "--control"])
+        .arg(&socket)
+        .arg("reload")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        www()[0].contains("192.0.2.20"),
+        "{:?}\n{}",
+        www(),
+        server.log()
+    );
+}

@@ -29,6 +29,9 @@ pub(crate) struct Stamp {
     modified: SystemTime,
     len: u64,
     inode: u64,
+    /// The file has `$INCLUDE`s, whose changes its stamp does not show:
+    /// a reload reads it again whatever the stamp says.
+    includes: bool,
 }
 
 impl Stamp {
@@ -42,8 +45,32 @@ impl Stamp {
             modified: meta.modified().ok()?,
             len: meta.len(),
             inode: meta.ino(),
+            includes: false,
         })
     }
+
+    /// Whether a reload may skip the file loaded with this stamp: it is
+    /// as it was, and includes no other file.
+    fn unchanged_at(self, path: &Path) -> bool {
+        !self.includes && Stamp::of(path) == Some(self)
+    }
+}
+
+/// Whether zone file text has an `$INCLUDE` (a cheap look, from each
+/// `$`: a comment or a string holding the word only costs a reload a
+/// reread).
+fn has_include(text: &[u8]) -> bool {
+    let mut rest = text;
+    while let Some(at) = rest.iter().position(|&b| b == b'$') {
+        rest = &rest[at + 1..];
+        if rest
+            .get(..7)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"include"))
+        {
+            return true;
+        }
+    }
+    false
 }
 
 struct Entry {
@@ -518,7 +545,11 @@ impl ZoneFiles {
             }
             // A file never loaded is read without looking first: its stamp
             // comes from the open file.
-            if !force && entry.loaded.is_some() && Stamp::of(&entry.spec.file) == entry.loaded {
+            if !force
+                && entry
+                    .loaded
+                    .is_some_and(|l| l.unchanged_at(&entry.spec.file))
+            {
                 outcome.unchanged += 1;
             } else {
                 todo.push(i);
@@ -724,7 +755,10 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
     };
     // The text goes before any signing: a signed zone's peak holds the
     // zone, unsigned and signed, and no more.
-    let stamp = Stamp::from_metadata(&file.metadata);
+    let stamp = Stamp::from_metadata(&file.metadata).map(|stamp| Stamp {
+        includes: has_include(&file.text),
+        ..stamp
+    });
     drop(file);
     let loaded =
         result.map_err(|problems| problems.iter().map(|p| p.to_string()).collect::<Vec<_>>())?;
