@@ -76,7 +76,16 @@ pub fn parse(toks: &[Token], out: &mut Vec<u8>) -> Result<(), TextError> {
         if params.iter().any(|(k, _)| *k == key) {
             return Err(err(format!("duplicate SvcParam key '{}'", key_name(key))));
         }
-        params.push((key, encode_value(key, value)?));
+        // `keyNNNNN=` gives the value in wire form, known key or not
+        // (RFC 9460 2.1), as BIND and Knot read it.
+        let generic = key_text
+            .get(..3)
+            .is_some_and(|p| p.eq_ignore_ascii_case(b"key"));
+        let wire = match generic {
+            true => wire_value(key, value.unwrap_or_default())?,
+            false => encode_value(key, value)?,
+        };
+        params.push((key, wire));
     }
     params.sort_by_key(|(k, _)| *k);
     for (key, value) in &params {
@@ -122,6 +131,41 @@ fn split_param<'a>(
         ))
     })?;
     Ok((key, Some(value)))
+}
+
+/// A value given in wire form, checked to be well formed for its key
+/// where the key is known.
+fn wire_value(key: u16, v: Vec<u8>) -> Result<Vec<u8>, TextError> {
+    let well_formed = match key {
+        MANDATORY => !v.is_empty() && v.len() % 2 == 0,
+        ALPN => alpn_ids_well_formed(&v),
+        NO_DEFAULT_ALPN | OHTTP => v.is_empty(),
+        PORT => v.len() == 2,
+        IPV4HINT => !v.is_empty() && v.len() % 4 == 0,
+        IPV6HINT => !v.is_empty() && v.len() % 16 == 0,
+        _ => true,
+    };
+    match well_formed {
+        true => Ok(v),
+        false => Err(err(format!(
+            "key{key}: a value in wire form not well formed for {}",
+            key_name(key)
+        ))),
+    }
+}
+
+/// Whether `v` is one or more length-prefixed, non-empty ALPN ids.
+fn alpn_ids_well_formed(mut v: &[u8]) -> bool {
+    if v.is_empty() {
+        return false;
+    }
+    while let Some((&len, rest)) = v.split_first() {
+        if len == 0 || rest.len() < len as usize {
+            return false;
+        }
+        v = &rest[len as usize..];
+    }
+    true
 }
 
 /// The wire value of one parameter from its (unescaped) text value.

@@ -451,6 +451,13 @@ const CASES: &[(RType, &str, &str, &str)] = &[
         "00010000010003026833000200000003000220fb000500040045fe0d000700082f717b3f646e737d00080000fde80000",
         "1 . alpn=\"h3\" no-default-alpn port=8443 ech=AEX+DQ== dohpath=\"/q{?dns}\" ohttp key65000",
     ),
+    // keyNNNNN gives the wire form, for known keys too (RFC 9460 2.1).
+    (
+        RType::SVCB,
+        "1 . key1=\\002h2 key3=\\000\\053",
+        "00010000010003026832000300020035",
+        "1 . alpn=\"h2\" port=53",
+    ),
     (
         RType::NID,
         "10 0014:4fff:ff20:ee64",
@@ -909,6 +916,14 @@ fn svcb_rfc9460_failure_cases() {
         (
             "1 foo.example.com. key65535",
             "SvcParam key65535 is reserved and cannot be used",
+        ),
+        (
+            "1 foo.example.com. key1=h2",
+            "key1: a value in wire form not well formed for alpn",
+        ),
+        (
+            "1 foo.example.com. key3=\\000",
+            "key3: a value in wire form not well formed for port",
         ),
         (
             "1 foo.example.com. foo=bar",
