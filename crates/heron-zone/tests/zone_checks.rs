@@ -204,3 +204,17 @@ fn zone_wide_problems_name_the_file_and_an_in_zone_name_server_needs_an_address(
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An apex DNAME redirects every name below the apex, its name server's
+/// too: BIND, NSD and Knot refuse such a zone, and so does Heron (it
+/// loaded it, then redirected the server's address while handing it out
+/// as additional data). A name server outside the zone is fine.
+#[test]
+fn an_apex_dname_with_a_name_server_below_it_is_an_error() {
+    let errs = problems("@ DNAME example.net.\n").unwrap_err();
+    let p = one(&errs, Severity::Error);
+    assert!(p.message.contains("below the apex DNAME"), "{p}");
+    let outside = "$ORIGIN example.test.\n$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n\
+                   @ NS ns.example.net.\n@ DNAME example.net.\n";
+    assert!(load_zone_str(outside, "checks.zone", &origin()).is_ok());
+}

@@ -631,6 +631,7 @@ impl<'z> Edit<'z> {
             if parts.set(RType::NS).is_none() {
                 errors.push(format!("no NS records at the zone apex {owner}"));
             }
+            errors.extend(super::build::below_apex_dname(&parts, &owner));
         }
         let addresses = |lower: &[u8], emit: Emit| self.addresses(lower, emit);
         let mut bytes = Vec::new();

@@ -1313,6 +1313,9 @@ impl<'a> Plan<'a> {
             self.problem(problems, None, Severity::Error, msg);
             return;
         };
+        for msg in below_apex_dname(apex, origin) {
+            self.problem(problems, ns.first, Severity::Error, msg);
+        }
         // A name server named inside the zone is found through this zone
         // alone: without an address here nobody reaches it.
         for target in ns.rdatas.iter().filter_map(|t| Name::from_wire(t).ok()) {
@@ -1446,6 +1449,21 @@ pub(super) fn in_zone_targets(node: &NodeParts, apex: &[u8]) -> Vec<Box<[u8]>> {
 
 /// Appends a node to `arena`; `block` gives each RRset's additional
 /// block. On an RRset too large to store, that RRset comes back.
+/// The name servers of the apex `apex` (of zone `origin`) named below an
+/// apex DNAME, which redirects them: none could be reached (BIND, NSD and
+/// Knot refuse such a zone too). One error each.
+pub(super) fn below_apex_dname(apex: &NodeParts, origin: &Name) -> Vec<String> {
+    let (Some(_), Some(ns)) = (apex.set(RType::DNAME), apex.set(RType::NS)) else {
+        return Vec::new();
+    };
+    (ns.rdatas.iter().filter_map(|t| Name::from_wire(t).ok()))
+        .filter(|target| target.is_subdomain_of(origin) && target != origin)
+        .map(|target| {
+            format!("name server {target} of {origin} is below the apex DNAME, which redirects it")
+        })
+        .collect()
+}
+
 pub(super) fn write_node<'n, 'a>(
     arena: &mut Vec<u8>,
     node: &'n NodeParts<'a>,
