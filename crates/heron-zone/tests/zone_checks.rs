@@ -218,3 +218,20 @@ fn an_apex_dname_with_a_name_server_below_it_is_an_error() {
                    @ NS ns.example.net.\n@ DNAME example.net.\n";
     assert!(load_zone_str(outside, "checks.zone", &origin()).is_ok());
 }
+
+/// A zone with thousands of the same warning reports the first 100 and
+/// how many more: a primary's zone of delegations without glue must not
+/// write a log line per record at each transfer and start.
+#[test]
+fn warnings_past_the_most_reported_are_counted_not_listed() {
+    let body: String = (0..500).map(|i| format!("d{i} NS ns.d{i}\n")).collect();
+    let warnings = problems(&body).unwrap();
+    assert_eq!(
+        warnings.len(),
+        heron_zone::MAX_PROBLEMS + 1,
+        "{:?}",
+        &warnings[..2]
+    );
+    let last = warnings.last().unwrap();
+    assert_eq!(last.message, "400 more warnings not shown");
+}

@@ -467,6 +467,7 @@ impl ZoneBuilder {
         let apex_node = zone.find(zone.apex.as_wire(), &logs);
         let apex = apex_node.map(|d| zone.parts(d, &logs)).unwrap_or_default();
         zone.check_apex(&apex, &logs, &mut problems);
+        keep_first_problems(&mut problems);
         if problems.iter().any(|p| p.severity == Severity::Error) {
             return Err(problems);
         }
@@ -1449,6 +1450,30 @@ pub(super) fn in_zone_targets(node: &NodeParts, apex: &[u8]) -> Vec<Box<[u8]>> {
 
 /// Appends a node to `arena`; `block` gives each RRset's additional
 /// block. On an RRset too large to store, that RRset comes back.
+/// Problems of one severity reported of a zone at most: a zone of 20,000
+/// delegations without glue (a primary's, received by transfer) would
+/// otherwise log 20,000 lines at each transfer and each start.
+pub const MAX_PROBLEMS: usize = 100;
+
+/// Keeps the first [`MAX_PROBLEMS`] errors and warnings, and says how
+/// many more of each there were.
+fn keep_first_problems(problems: &mut Vec<Problem>) {
+    for (severity, word) in [(Severity::Error, "errors"), (Severity::Warning, "warnings")] {
+        let mut seen = 0;
+        problems.retain(|p| {
+            seen += usize::from(p.severity == severity);
+            p.severity != severity || seen <= MAX_PROBLEMS
+        });
+        if seen > MAX_PROBLEMS {
+            problems.push(Problem {
+                severity,
+                location: None,
+                message: format!("{} more {word} not shown", seen - MAX_PROBLEMS),
+            });
+        }
+    }
+}
+
 /// The name servers of the apex `apex` (of zone `origin`) named below an
 /// apex DNAME, which redirects them: none could be reached (BIND, NSD and
 /// Knot refuse such a zone too). One error each.

@@ -36,7 +36,7 @@ use crate::prefetch::{prefetch, prefetch_lines, prefetch_next_line};
 use crate::zonefile::{
     self, Location, ReadOptions, Record, ZoneFileError, ZoneFileText, read_file_text,
 };
-pub use build::ZoneBuilder;
+pub use build::{MAX_PROBLEMS, ZoneBuilder};
 pub use canonical::CanonicalNodes;
 use chain::DenialChain;
 use node::Shard;
