@@ -206,6 +206,17 @@ pub struct Connections {
     health: PrimaryHealth,
     /// Turns to connect, by primary ([`CONNECTS_PER_PRIMARY`]).
     connecting: Mutex<HashMap<SocketAddr, Arc<Semaphore>>>,
+    /// Each primary's share of `slots` ([`per_primary`]), with the share
+    /// it was made for: one slow primary leaves the others slots.
+    shares: Mutex<HashMap<SocketAddr, (usize, Arc<Semaphore>)>>,
+}
+
+/// The slots one primary may hold of `concurrency`: all but a quarter,
+/// so that a primary that answers slowly (or drips a transfer for an
+/// hour) never holds every SOA check and transfer of the other
+/// primaries' zones; at least one.
+pub fn per_primary(concurrency: usize) -> usize {
+    (concurrency - concurrency / 4).max(1)
 }
 
 impl Connections {
@@ -222,6 +233,7 @@ impl Connections {
             opened: Default::default(),
             health: PrimaryHealth::default(),
             connecting: Mutex::default(),
+            shares: Mutex::default(),
             tls: ArcSwap::from_pointee(TlsClients::new(None).expect("no CA to read")),
         }
     }
@@ -318,6 +330,7 @@ impl Connections {
         up: &Upstream,
         origin: &Name,
     ) -> Result<(u32, Option<u32>), ClientError> {
+        let _share = self.share_of(up.addr).await?;
         let _slot = self
             .slots
             .acquire()
@@ -457,6 +470,7 @@ impl Connections {
         query: Vec<u8>,
         mut on_message: impl FnMut(&[u8]) -> Result<bool, ClientError>,
     ) -> Result<(), ClientError> {
+        let _share = self.share_of(up.addr).await?;
         let _slot = self
             .slots
             .acquire()
@@ -536,6 +550,25 @@ impl Connections {
         self.opened
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok((stream, turn))
+    }
+
+    /// A turn within the share of slots of the primary at `addr`, taken
+    /// before a slot: waiting for it holds no slot another primary needs.
+    async fn share_of(&self, addr: SocketAddr) -> Result<OwnedSemaphorePermit, ClientError> {
+        let share = per_primary(self.concurrency.load(Ordering::Relaxed));
+        let gate = {
+            let mut shares = self.shares.lock().unwrap_or_else(|e| e.into_inner());
+            let entry = shares
+                .entry(addr)
+                .or_insert_with(|| (share, Arc::new(Semaphore::new(share))));
+            // A reload changed `concurrency`: a new share from now on
+            // (exchanges under way finish in the old one).
+            if entry.0 != share {
+                *entry = (share, Arc::new(Semaphore::new(share)));
+            }
+            entry.1.clone()
+        };
+        gate.acquire_owned().await.map_err(|_| ClientError::Timeout)
     }
 
     /// The turns to connect to the primary at `addr`.
@@ -672,6 +705,31 @@ mod tests {
     /// SOA checks of many zones and their transfers, from a source
     /// address: every request comes from it, over a few pooled
     /// connections (the checks share one line).
+    /// One primary holds at most its share of the slots: the SOA checks
+    /// and transfers of another primary's zones still get theirs.
+    #[tokio::test]
+    async fn one_primary_leaves_the_others_a_share_of_the_slots() {
+        assert_eq!(
+            (per_primary(32), per_primary(4), per_primary(1)),
+            (24, 3, 1)
+        );
+        let conns = Connections::new(Arc::default(), 4, Duration::from_secs(10));
+        let slow: SocketAddr = "192.0.2.1:53".parse().unwrap();
+        let other: SocketAddr = "192.0.2.2:53".parse().unwrap();
+        let mut held = Vec::new();
+        for _ in 0..3 {
+            held.push(conns.share_of(slow).await.unwrap());
+        }
+        let wait = Duration::from_millis(100);
+        assert!(
+            timeout(wait, conns.share_of(slow)).await.is_err(),
+            "a fourth turn of the same primary waits"
+        );
+        assert!(timeout(wait, conns.share_of(other)).await.is_ok());
+        held.pop();
+        assert!(timeout(wait, conns.share_of(slow)).await.is_ok());
+    }
+
     /// A reload's `[secondary]`: more slots at once, fewer as those in
     /// flight end; the timeout and limits for the next exchange.
     #[tokio::test]
