@@ -34,7 +34,8 @@
 //!   A NOTIFY that announces a serial newer than the one served, while
 //!   the zone's checks succeed, is a change to fetch, not part of a
 //!   storm: its check starts at once (or as soon as the one in flight
-//!   ends), whatever the interval says.
+//!   ends), whatever the interval says; unless the last announcement
+//!   proved false, then until a check finds a newer serial again.
 //!   A NOTIFY does not end a primary's back-off, nor a zone's.
 //!
 //! Every zone's next wake-up sits in one queue ordered by (when, zone),
@@ -259,8 +260,8 @@ struct ZoneState {
     next_check: Stamp,
     /// Set while serving.
     expire_at: Option<Stamp>,
-    /// Checks failed in a row.
-    failures: u32,
+    /// Checks failed in a row (u16: the state fits 48 octets).
+    failures: u16,
     /// A NOTIFY came that no check has answered yet.
     /// `Some(true)` if one of them announced a serial newer than the one
     /// served then.
@@ -270,6 +271,14 @@ struct ZoneState {
     /// An operator asked for a check (a full transfer if true) that
     /// starts when the one in flight ends.
     forced: Option<bool>,
+    /// A NOTIFY announced a newer serial that no check has looked for.
+    news_pending: bool,
+    /// The last check looked for a newer serial a NOTIFY announced and
+    /// the primary did not have it: announcements are not believed (not
+    /// checked at once) until a check finds a newer serial again, so a
+    /// flood of NOTIFYs with ever higher serials is checked at the pace
+    /// of a storm.
+    news_denied: bool,
 }
 
 /// The version served, as [`Version`] in whole seconds (the SOA's fields
@@ -373,7 +382,7 @@ impl Timers {
             serial: z.serving.map(|v| v.serial),
             next_check: (!self.checks.contains_key(&zone)).then(|| instant(z.next_check)),
             expire_at: z.expire_at.map(instant),
-            failures: z.failures,
+            failures: u32::from(z.failures),
         })
     }
 
@@ -491,6 +500,8 @@ impl Timers {
             notified: None,
             notify_check_at: None,
             forced: None,
+            news_pending: false,
+            news_denied: false,
         };
         match kept {
             Some((version, age)) if age < version.timers.expire => {
@@ -536,7 +547,10 @@ impl Timers {
         // Only while checks succeed: a failing primary is not asked
         // again at the pace of the NOTIFYs that name it.
         let serving = z.serving.filter(|_| z.failures == 0);
-        let news = serial.is_some_and(|s| serving.is_some_and(|v| serial::is_newer(s, v.serial)));
+        let announced =
+            serial.is_some_and(|s| serving.is_some_and(|v| serial::is_newer(s, v.serial)));
+        z.news_pending |= announced;
+        let news = announced && !z.news_denied;
         if self.checks.contains_key(&zone) {
             z.notified = Some(news || z.notified == Some(true));
             return;
@@ -616,7 +630,16 @@ impl Timers {
         out: &mut Vec<Action>,
     ) {
         let check = self.checks[&zone];
-        match self.state_mut(zone).serving {
+        let z = self.state_mut(zone);
+        let looked_for_news = std::mem::take(&mut z.news_pending);
+        let newer = z
+            .serving
+            .is_none_or(|have| serial::is_newer(serial, have.serial));
+        z.news_denied = match newer {
+            true => false,
+            false => looked_for_news || z.news_denied,
+        };
+        match z.serving {
             Some(have) if !serial::is_newer(serial, have.serial) => {
                 self.succeeded(now, zone, expire, out)
             }
@@ -681,7 +704,7 @@ impl Timers {
             .primaries_back
             .filter(|_| check.all_left_alone)
             .map(|t| t.saturating_duration_since(now));
-        z.next_check = now + retry_delay(z.failures, back, cap, jitter);
+        z.next_check = now + retry_delay(u32::from(z.failures), back, cap, jitter);
         self.check_ended(now, zone, out);
     }
 
@@ -719,7 +742,7 @@ impl Timers {
             z.notified = None;
             self.start_check_of(now, zone, full, out);
         } else if let Some(news) = z.notified.take() {
-            let news = news && z.failures == 0;
+            let news = news && z.failures == 0 && !z.news_denied;
             self.notify_check(now, zone, news, out);
         }
         self.schedule(zone);
