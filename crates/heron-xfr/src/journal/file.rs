@@ -565,6 +565,7 @@ pub fn restore(
         damage,
         size: FileSize {
             entries: reader.good_len() - header_len,
+            rewrite: false,
         },
     })
 }
@@ -588,6 +589,8 @@ pub enum FileChange {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct FileSize {
     entries: u64,
+    /// A write may have failed: the next step rewrites the file whole.
+    rewrite: bool,
 }
 
 impl FileSize {
@@ -602,7 +605,7 @@ impl FileSize {
         continued: bool,
         may_compact: bool,
     ) -> FileChange {
-        if !continued || journal.is_empty() {
+        if !continued || journal.is_empty() || std::mem::take(&mut self.rewrite) {
             return self.replace(journal);
         }
         self.entries += entry_len(step);
@@ -610,6 +613,11 @@ impl FileSize {
             return self.replace(journal);
         }
         FileChange::Append(step.clone())
+    }
+
+    /// The next step rewrites the file whole (a write of it failed).
+    pub fn rewrite_next(&mut self) {
+        self.rewrite = true;
     }
 
     /// The octets of entries the file holds now.

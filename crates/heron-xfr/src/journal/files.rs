@@ -42,6 +42,12 @@ pub(crate) struct History {
     /// Where the batch under way began: the file's entries, whether the
     /// file was replaced since (see [`History::take_back`]).
     batch: Option<(u64, bool)>,
+    /// Failed writes of the file known so far: one more means a step may
+    /// be missing from it, and it is written again whole.
+    failures_seen: u64,
+    /// The file was written again whole, from a journal that lacked steps
+    /// the zone file lacks too: the zone should be written back.
+    short: bool,
 }
 
 impl History {
@@ -51,6 +57,20 @@ impl History {
             file: in_file.then(FileSize::default),
             pinned: None,
             batch: None,
+            failures_seen: 0,
+            short: false,
+        }
+    }
+
+    /// The writes of the file that have failed so far (`failures`): if
+    /// one failed since, the next step rewrites the file whole, so that
+    /// no step it missed leaves a hole that a restart would refuse.
+    pub(crate) fn failures_now(&mut self, failures: u64) {
+        if failures != self.failures_seen {
+            self.failures_seen = failures;
+            if let Some(size) = self.file.as_mut() {
+                size.rewrite_next();
+            }
         }
     }
 
@@ -58,11 +78,14 @@ impl History {
     pub(crate) fn record(&mut self, step: ZoneDiff) -> Option<FileChange> {
         let step = Arc::new(step);
         let continued = self.journal.record(step.clone());
-        let may_compact = self
+        let holds_pinned = self
             .pinned
             .is_none_or(|serial| self.journal.holds_steps_from(serial));
         let size = self.file.as_mut()?;
-        let change = size.recorded(&self.journal, &step, continued, may_compact);
+        let change = size.recorded(&self.journal, &step, continued, holds_pinned);
+        if matches!(change, FileChange::Replace(_)) && !holds_pinned {
+            self.short = true;
+        }
         if let (Some((_, replaced)), FileChange::Replace(_)) = (&mut self.batch, &change) {
             *replaced = true;
         }
@@ -79,12 +102,15 @@ impl History {
     /// it (None: the zone file holds what is served).
     pub(crate) fn pin(&mut self, serial: Option<u32>) {
         self.pinned = serial;
+        self.short = false;
     }
 
     /// Whether the file has grown past its bound because it may not be
-    /// compacted yet: the zone should be written back soon.
+    /// compacted yet, or was rewritten without steps the zone file lacks:
+    /// the zone should be written back soon.
     pub(crate) fn wants_write_back(&self) -> bool {
-        self.pinned.is_some() && self.file.is_some_and(|f| f.needs_compaction(&self.journal))
+        self.pinned.is_some()
+            && (self.short || self.file.is_some_and(|f| f.needs_compaction(&self.journal)))
     }
 
     /// A batch of steps begins (see [`History::take_back`]).
@@ -97,7 +123,8 @@ impl History {
     /// what it held before the batch (cut back; or, if the batch replaced
     /// it, written again from the journal, which then held every step
     /// the file must keep). The steps answered before stay.
-    pub(crate) fn take_back(&mut self, steps: usize) -> Option<FileChange> {
+    pub(crate) fn take_back(&mut self, steps: usize, failures: u64) -> Option<FileChange> {
+        self.failures_seen = failures;
         self.journal.forget_newest(steps);
         let batch = self.batch.take();
         let size = self.file.as_mut()?;
@@ -449,7 +476,6 @@ const FILES_PER_THREAD: usize = 256;
 pub(crate) fn restore(
     zones: &[(&Zone, &Path)],
     max_bytes: usize,
-    writer: &JournalWriter,
 ) -> (HashMap<Name, History>, Restored) {
     let threads = heron_zone::cores()
         .min(zones.len().div_ceil(FILES_PER_THREAD))
@@ -461,7 +487,7 @@ pub(crate) fn restore(
             .map(|part| {
                 s.spawn(move || {
                     let each = |(zone, path): &(&Zone, &Path)| {
-                        let history = restore_one(zone, path, max_bytes, writer);
+                        let history = restore_one(zone, path, max_bytes);
                         (zone.origin().to_lowercase(), history)
                     };
                     part.iter().map(each).collect::<Vec<_>>()
@@ -484,12 +510,7 @@ pub(crate) fn restore(
     (histories, summary)
 }
 
-fn restore_one(
-    zone: &Zone,
-    path: &Path,
-    max_bytes: usize,
-    writer: &JournalWriter,
-) -> Option<History> {
+fn restore_one(zone: &Zone, path: &Path, max_bytes: usize) -> Option<History> {
     let origin = zone.origin();
     let restored = match file::restore(path, origin, zone.serial(), max_bytes) {
         Ok(restored) => restored,
@@ -540,15 +561,17 @@ fn restore_one(
         journal.len(),
         path.display()
     );
-    let mut size = restored.size;
-    if size.needs_compaction(&journal) {
-        writer.change(path, origin, size.replace(&journal));
-    }
+    // Not compacted here: until the zone's updates are pinned (after the
+    // restore), the journal in memory may lack steps only the file holds.
+    // The next step recorded compacts it when it may.
+    let size = restored.size;
     Some(History {
         journal,
         file: Some(size),
         pinned: None,
         batch: None,
+        failures_seen: 0,
+        short: false,
     })
 }
 
@@ -772,13 +795,40 @@ mod tests {
                 }
             }
             std::fs::write(&path, &bytes).unwrap();
-            restore_one(&zone, &path, 1 << 20, &writer);
+            restore_one(&zone, &path, 1 << 20);
             let copy = dir.path().join(format!("{name}.damaged"));
             assert_eq!(copy.exists(), flip_from_end.is_none(), "{name}");
             if copy.exists() {
                 assert_eq!(std::fs::read(&copy).unwrap(), bytes, "the whole file");
             }
         }
+    }
+
+    /// A write of the file failed outside an update (a reload's step, a
+    /// transfer's): the next step rewrites the file whole, so the step it
+    /// missed leaves no hole that a restart would refuse.
+    #[test]
+    fn a_failed_write_makes_the_next_step_rewrite_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, origin) = (dir.path().join("h.jnl"), Name::parse("w.test").unwrap());
+        let mut history = History::new(1 << 20, true);
+        apply(&path, &origin, history.record((*step(1, 2)).clone()));
+        // The step 2 -> 3 never reached the file.
+        let lost = history.record((*step(2, 3)).clone());
+        assert!(matches!(lost, Some(FileChange::Append(_))));
+        history.failures_now(1);
+        let next = history.record((*step(3, 4)).clone());
+        assert!(
+            matches!(&next, Some(FileChange::Replace(v)) if v.len() == 3),
+            "{next:?}"
+        );
+        apply(&path, &origin, next);
+        let restored = file::restore(&path, &origin, 4, 1 << 20).unwrap();
+        assert_eq!(restored.journal.len(), 3, "the whole chain");
+        // Once only: the step after appends again.
+        history.failures_now(1);
+        let after = history.record((*step(4, 5)).clone());
+        assert!(matches!(after, Some(FileChange::Append(_))));
     }
 
     /// A batch whose journal write failed is taken back: its steps leave
@@ -803,7 +853,7 @@ mod tests {
                 history.record((*step(serial, serial + 1)).clone()),
             );
         }
-        apply(&path, &origin, history.take_back(2));
+        apply(&path, &origin, history.take_back(2, 0));
         assert_eq!(history.journal.newest_serial(), Some(4));
         let kept = all_steps(&path, &origin).unwrap();
         assert_eq!(kept.len(), 3, "the steps answered before");

@@ -159,7 +159,7 @@ impl Primary {
             .files()
             .filter_map(|(origin, path)| Some((served(origin)?, path)))
             .collect();
-        let (histories, found) = journal_files::restore(&zones, self.journal_max_bytes, &writer);
+        let (histories, found) = journal_files::restore(&zones, self.journal_max_bytes);
         if found.files > 0 {
             tracing::info!(
                 "{} journal files read in {} ms: {} kept, {} started over",
@@ -277,7 +277,10 @@ impl Primary {
     /// the disk and were never served: they leave the journal and its file,
     /// which keeps the steps answered before.
     pub fn take_back(&self, origin: &Name, steps: usize) {
-        self.update_history(origin, |history| history.take_back(steps));
+        // The failure is the batch's, which the file is cut back for: the
+        // next step need not rewrite it whole.
+        let failures = self.journal_failures_of(origin);
+        self.update_history(origin, |history| history.take_back(steps, failures));
     }
 
     /// The zone file of `origin` holds serial `serial`, and the journal
@@ -358,7 +361,9 @@ impl Primary {
     }
 
     fn record(&self, origin: &Name, steps: impl IntoIterator<Item = ZoneDiff>) {
+        let failures = self.journal_failures_of(origin);
         self.update_history(origin, |history| {
+            history.failures_now(failures);
             steps
                 .into_iter()
                 .filter_map(|s| history.record(s))

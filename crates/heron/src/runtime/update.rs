@@ -75,7 +75,8 @@ async fn run(
     for origin in transfers.unwritten.origins() {
         let policy = transfers.primary.policy(&origin);
         if let Some((_, after)) = &policy.update.write_back {
-            write_back.insert(origin, Instant::now() + *after);
+            let at = write_back_at(&transfers, &origin, *after);
+            write_back.insert(origin, at);
         }
     }
     let mut gather = Gather::default();
@@ -128,16 +129,21 @@ async fn run(
             let policy = transfers.primary.policy(zone.origin());
             if let Some((_, after)) = &policy.update.write_back {
                 let origin = zone.origin().clone();
-                // A journal file past its bound keeps growing until the
-                // zone file holds what it alone holds: written now.
-                let at = match transfers.primary.wants_write_back(&origin) {
-                    true => Instant::now(),
-                    false => Instant::now() + *after,
-                };
+                let at = write_back_at(&transfers, &origin, *after);
                 let due = write_back.entry(origin).or_insert(at);
                 *due = (*due).min(at);
             }
         }
+    }
+}
+
+/// When to write `origin` back: `after` from now, or now if its journal
+/// file is past its bound (it keeps growing until the zone file holds
+/// what it alone holds).
+fn write_back_at(transfers: &Transfers, origin: &Name, after: Duration) -> Instant {
+    match transfers.primary.wants_write_back(origin) {
+        true => Instant::now(),
+        false => Instant::now() + after,
     }
 }
 

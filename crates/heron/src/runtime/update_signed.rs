@@ -311,7 +311,19 @@ pub(crate) fn carry_journals(
         match carry_one((&zone, before.map(|z| &**z)), path, signing) {
             Ok(Some(next)) => catalog.insert(next),
             Ok(None) => {}
-            Err(why) => {
+            // Not the updates' fault (a full disk, a signing that failed):
+            // the version kept before the restart holds them, and is
+            // served; the journal stays for the next start.
+            Err(Carry::Failed(why)) if before.is_some() => {
+                let before = before.expect("a kept version").clone();
+                tracing::error!(
+                    "zone {origin}: the updates in {} cannot be carried over to the zone file now: {why}; the version kept before the restart (serial {}) is served, the journal kept for the next start",
+                    path.display(),
+                    before.serial()
+                );
+                catalog.insert_shared(before);
+            }
+            Err(Carry::Unapplied(why) | Carry::Failed(why)) => {
                 let kept = set_aside(path);
                 tracing::error!(
                     "zone {origin}: the updates in {} cannot be carried over to the zone file: {why}; the zone file is served, the journal kept as {kept}",
@@ -322,26 +334,36 @@ pub(crate) fn carry_journals(
     }
 }
 
+/// Why a signed zone's journal was not carried over.
+#[derive(Debug)]
+enum Carry {
+    /// Its steps do not apply to the zone file.
+    Unapplied(String),
+    /// Something else failed: reading, signing, writing.
+    Failed(String),
+}
+
 fn carry_one(
     (zone, before): (&Zone, Option<&Zone>),
     journal: &Path,
     signing: &Signing,
-) -> Result<Option<Zone>, String> {
+) -> Result<Option<Zone>, Carry> {
     let origin = zone.origin();
     let carried_file = carried_path(journal);
-    let mut steps = all_steps(&carried_file, origin)?;
-    steps.extend(all_steps(journal, origin)?);
+    let mut steps = all_steps(&carried_file, origin).map_err(Carry::Failed)?;
+    steps.extend(all_steps(journal, origin).map_err(Carry::Failed)?);
     if steps.is_empty() {
         return Ok(None);
     }
-    let Some(carried) = carry(zone, &steps)? else {
+    let Some(carried) = carry(zone, &steps).map_err(Carry::Unapplied)? else {
         return Ok(None);
     };
     let previous = before.unwrap_or(zone);
-    let signed = sign_loaded(&carried, Some(previous), signing).map_err(|e| e.join("; "))?;
+    let signed =
+        sign_loaded(&carried, Some(previous), signing).map_err(|e| Carry::Failed(e.join("; ")))?;
     let step = Arc::new(diff(zone, &signed));
     write_synced(&carried_file, origin, step)
-        .map_err(|e| format!("cannot write {}: {e}", carried_file.display()))?;
+        .map_err(|e| Carry::Failed(format!("cannot write {}: {e}", carried_file.display())))?;
     tracing::info!(
         "zone {origin}: the updates of {} steps from {} carried over to the zone file, serial {}",
         steps.len(),
@@ -570,6 +592,32 @@ mod signing_tests {
                 "{len}"
             );
         }
+    }
+
+    /// A carry that cannot be written (a full disk) is a failure of its
+    /// own, not "the updates do not apply": the start then serves the
+    /// version kept before the restart instead of setting the journal
+    /// aside.
+    #[test]
+    fn a_carry_that_cannot_be_written_is_not_taken_for_updates_that_do_not_apply() {
+        let dir = tempfile::tempdir().unwrap();
+        let signing = signing(dir.path(), Denial::Nsec);
+        let origin = Name::parse("s.test").unwrap();
+        let zone = heron_zone::load_zone_str(ZONE, "t", &origin).unwrap().zone;
+        let served = sign_loaded(&zone, None, &signing).unwrap();
+        let change = Change::Add {
+            owner: Name::parse("kept.s.test").unwrap(),
+            rtype: RType::A,
+            ttl: 300,
+            rdata: vec![192, 0, 2, 9],
+        };
+        let (_, step) = sign_update(&served, &updated(&served, change), None, &signing).unwrap();
+        let journal = dir.path().join("s.zone.jnl");
+        write_file(&journal, &origin, &[Arc::new(step)]).unwrap();
+        // `.carried` cannot be written: a folder stands where it goes.
+        std::fs::create_dir(carried_path(&journal)).unwrap();
+        let failed = carry_one((&served, None), &journal, &signing);
+        assert!(matches!(failed, Err(Carry::Failed(_))), "{failed:?}");
     }
 
     /// A signed copy written before the last batches of updates (paced,
