@@ -563,13 +563,10 @@ mod signing_tests {
         rdata[1 + 1 + 2 + 1 + 1 + 20..].to_vec()
     }
 
-    /// A journal file cut short in its header (`kill -9` while a new one
-    /// was created; found by `tests/update_kills.rs`) holds nothing: the
-    /// steps `.carried` holds are still carried over, not set aside.
-    #[test]
-    fn carried_steps_survive_a_journal_cut_short_in_its_header() {
-        let dir = tempfile::tempdir().unwrap();
-        let signing = signing(dir.path(), Denial::Nsec);
+    /// A zone signed in `dir`, its name, and the signed step of one update
+    /// (kept.s.test A) to it.
+    fn signed_with_one_update(dir: &Path) -> (Signing, Name, Zone, ZoneDiff) {
+        let signing = signing(dir, Denial::Nsec);
         let origin = Name::parse("s.test").unwrap();
         let zone = heron_zone::load_zone_str(ZONE, "t", &origin).unwrap().zone;
         let served = sign_loaded(&zone, None, &signing).unwrap();
@@ -580,6 +577,16 @@ mod signing_tests {
             rdata: vec![192, 0, 2, 9],
         };
         let (_, step) = sign_update(&served, &updated(&served, change), None, &signing).unwrap();
+        (signing, origin, served, step)
+    }
+
+    /// A journal file cut short in its header (`kill -9` while a new one
+    /// was created; found by `tests/update_kills.rs`) holds nothing: the
+    /// steps `.carried` holds are still carried over, not set aside.
+    #[test]
+    fn carried_steps_survive_a_journal_cut_short_in_its_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let (signing, origin, served, step) = signed_with_one_update(dir.path());
         let journal = dir.path().join("s.zone.jnl");
         write_file(&carried_path(&journal), &origin, &[Arc::new(step)]).unwrap();
         let header = heron_xfr::journal::file::header(&origin);
@@ -601,17 +608,7 @@ mod signing_tests {
     #[test]
     fn a_carry_that_cannot_be_written_is_not_taken_for_updates_that_do_not_apply() {
         let dir = tempfile::tempdir().unwrap();
-        let signing = signing(dir.path(), Denial::Nsec);
-        let origin = Name::parse("s.test").unwrap();
-        let zone = heron_zone::load_zone_str(ZONE, "t", &origin).unwrap().zone;
-        let served = sign_loaded(&zone, None, &signing).unwrap();
-        let change = Change::Add {
-            owner: Name::parse("kept.s.test").unwrap(),
-            rtype: RType::A,
-            ttl: 300,
-            rdata: vec![192, 0, 2, 9],
-        };
-        let (_, step) = sign_update(&served, &updated(&served, change), None, &signing).unwrap();
+        let (signing, origin, served, step) = signed_with_one_update(dir.path());
         let journal = dir.path().join("s.zone.jnl");
         write_file(&journal, &origin, &[Arc::new(step)]).unwrap();
         // `.carried` cannot be written: a folder stands where it goes.
