@@ -1197,3 +1197,39 @@ fn output_to_a_closed_pipe_ends_the_command_quietly() {
     assert!(done.status.success(), "{:?}: {stderr}", done.status);
     assert!(stderr.is_empty(), "{stderr}");
 }
+
+/// A zone whose file does not load is listed by `zone-status` all the
+/// same, not served, with the reason; one whose reload failed keeps its
+/// version served and shows the reason too.
+#[test]
+fn zone_status_lists_a_zone_that_failed_to_load_with_why() {
+    let f = Fixture::start();
+    let config = f.server.dir().join("heron.toml");
+    let broken = f.dir.path().join("c.zone");
+    std::fs::write(&broken, zone_text(1, "bad A 192.0.2.300\n")).unwrap();
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "[[zone]]\norigin = \"c.test\"\nfile = \"{}\"\n",
+        broken.display()
+    ));
+    std::fs::write(&config, text).unwrap();
+    let _ = ctl(&f.socket, &["reconfigure"]);
+    f.write_zone("a", &zone_text(2, "bad A 192.0.2.300\n"));
+    let _ = ctl(&f.socket, &["reload", "a.test"]);
+    let status = ctl_json(&f.socket, &["zone-status"]);
+    let row = |zone: &str| {
+        let rows = status.as_array().unwrap_or_else(|| panic!("{status}"));
+        (rows.iter().find(|r| r["zone"] == zone)).cloned()
+    };
+    let c = row("c.test.").unwrap_or_else(|| panic!("c.test listed: {status}"));
+    assert_eq!(c["served"], false, "{c}");
+    assert!(c["last_error"].to_string().contains("c.zone:5:"), "{c}");
+    let a = row("a.test.").unwrap();
+    assert_eq!(
+        (a["served"].clone(), a["serial"].clone()),
+        (true.into(), 1.into())
+    );
+    assert!(a["last_error"].to_string().contains("a.zone:5:"), "{a}");
+    let b = row("b.test.").unwrap();
+    assert!(b.get("last_error").is_none_or(Value::is_null), "{b}");
+}

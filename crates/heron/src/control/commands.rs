@@ -161,6 +161,8 @@ impl Controller {
             let served = catalog.zones().map(|z| z.origin().to_lowercase());
             let mut all: HashSet<Name> = served.collect();
             all.extend(self.secondaries.load_full().iter().cloned());
+            // A zone whose file never loaded is not served, but is there.
+            all.extend(files.origins().map(Name::to_lowercase));
             all.into_iter().collect()
         } else {
             asked.to_vec()
@@ -189,6 +191,9 @@ impl Controller {
                 "served": zone.is_some(),
                 "loaded_at": loaded.flatten().map(unix_seconds),
             });
+            if let Some(why) = files.last_error(&origin) {
+                row["last_error"] = json!(why);
+            }
             crate::runtime::rollover::zone_status_fields(&mut row, &origin);
             if let Some(report) = report_of.get(&origin) {
                 secondary_fields(&mut row, report);

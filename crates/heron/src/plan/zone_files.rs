@@ -79,6 +79,8 @@ struct Entry {
     loaded: Option<Stamp>,
     /// When the last load that succeeded was done.
     loaded_at: Option<SystemTime>,
+    /// Why the last load failed, if it did (its first problem).
+    last_error: Option<String>,
 }
 
 /// The configured zone files and the state each was loaded in.
@@ -299,6 +301,7 @@ impl ZoneFiles {
                 spec: spec.clone(),
                 loaded: None,
                 loaded_at: None,
+                last_error: None,
             })
             .collect();
         ZoneFiles {
@@ -449,11 +452,14 @@ impl ZoneFiles {
             let kept = before
                 .remove(&spec.origin.to_lowercase())
                 .filter(|e| e.spec.file == spec.file && e.spec.signing == spec.signing);
-            let (loaded, loaded_at) = kept.map_or((None, None), |e| (e.loaded, e.loaded_at));
+            let (loaded, loaded_at, last_error) = kept.map_or((None, None, None), |e| {
+                (e.loaded, e.loaded_at, e.last_error)
+            });
             self.entries.push(Entry {
                 spec: spec.clone(),
                 loaded,
                 loaded_at,
+                last_error,
             });
         }
         self.index = index_of(&self.entries);
@@ -504,17 +510,28 @@ impl ZoneFiles {
         self.catalogs.contains(origin)
     }
 
-    /// Whether `origin` (lower-cased) is loaded from a file, and when it
-    /// last loaded: `Some(None)` for a zone whose file never loaded.
     /// The zone file of `origin`, if it is a zone loaded from one.
     pub fn file_of(&self, origin: &Name) -> Option<std::path::PathBuf> {
         let entry = self.entries.iter().find(|e| e.spec.origin == *origin)?;
         Some(entry.spec.file.clone())
     }
 
+    /// Whether `origin` (lower-cased) is loaded from a file, and when it
+    /// last loaded: `Some(None)` for a zone whose file never loaded.
     pub fn loaded_at(&self, origin: &Name) -> Option<Option<SystemTime>> {
         let &at = self.index.get(origin)?;
         Some(self.entries[at].loaded_at)
+    }
+
+    /// Why the last load of `origin`'s file failed, if it did.
+    pub fn last_error(&self, origin: &Name) -> Option<&str> {
+        let &at = self.index.get(origin)?;
+        self.entries[at].last_error.as_deref()
+    }
+
+    /// The zones loaded from files, as configured (served or not).
+    pub fn origins(&self) -> impl Iterator<Item = &Name> {
+        self.entries.iter().map(|e| &e.spec.origin)
     }
 
     /// A catalog like `current` with every zone whose file changed since it
@@ -583,15 +600,18 @@ impl ZoneFiles {
                     }
                     self.entries[i].loaded = stamp;
                     self.entries[i].loaded_at = Some(SystemTime::now());
+                    self.entries[i].last_error = None;
                     outcome.loaded += 1;
                 }
                 Err(problems) => {
+                    let first = problems.first().cloned();
                     problems
                         .into_iter()
                         .for_each(|p| outcome.zone_error(spec, p));
                     let never_loaded = self.entries[i].loaded_at.is_none();
                     outcome.zone_error(spec, what_is_kept(spec, &next, never_loaded));
                     outcome.failed += 1;
+                    self.entries[i].last_error = first;
                 }
             }
         }
