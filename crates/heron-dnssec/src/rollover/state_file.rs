@@ -152,10 +152,14 @@ impl ZoneKeys {
             .mode(0o600)
             .open(&temporary)
             .map_err(io)?;
-        file.write_all(self.to_text().as_bytes()).map_err(io)?;
-        file.sync_all().map_err(io)?;
+        let written = (file.write_all(self.to_text().as_bytes()))
+            .and_then(|()| file.sync_all())
+            .and_then(|()| fs::rename(&temporary, path));
         drop(file);
-        fs::rename(&temporary, path).map_err(io)?;
+        // A full disk leaves no half-written temporary behind.
+        written
+            .inspect_err(|_| drop(fs::remove_file(&temporary)))
+            .map_err(io)?;
         File::open(folder).and_then(|d| d.sync_all()).map_err(io)
     }
 }

@@ -888,6 +888,9 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     ));
     problems.extend(check_tcp(&file.tcp));
     problems.extend(check_server(&file.server));
+    let control = file.server.control.as_ref().map(|p| base.join(p));
+    problems.extend(control.as_deref().and_then(control_path_problem));
+    warnings.extend(control.as_deref().and_then(control_folder_missing));
     // The processor holds the zones' query ACLs from its start.
     restart_only.add_hashed("zones' allow-query", &query_acl_lines(&query_acls));
     let shield = server_shield(&file.server, &keys, query_acls).unwrap_or_else(|e| {
@@ -904,7 +907,6 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         let unwritable = unwritable_folders(&file.server, base, &secondaries, &policies, run_as);
         warnings.extend(unwritable.map(|w| format!("{}: {w}", path.display())));
     }
-    let control = file.server.control.as_ref().map(|p| base.join(p));
     mark_used(&mut consumed, &zones, &policies, control.as_deref());
     let signed_secondaries = keep_zones_loaded_from_files(&mut zones, &secondaries, &generated);
     Ok(Settings {
@@ -1069,6 +1071,33 @@ fn read_zones(
 }
 
 /// `[server]`'s limits, one row each.
+/// The most octets of a Unix socket's path (`sun_path` less its NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// A control socket path no Unix socket can have.
+fn control_path_problem(control: &Path) -> Option<String> {
+    let len = control.as_os_str().len();
+    (len > MAX_SOCKET_PATH).then(|| {
+        format!(
+            "[server] control {}: {len} octets, and a Unix socket's path holds at most {MAX_SOCKET_PATH}",
+            control.display()
+        )
+    })
+}
+
+/// A control socket whose folder does not exist (yet: systemd's
+/// RuntimeDirectory makes it at the start): said, not refused.
+fn control_folder_missing(control: &Path) -> Option<String> {
+    let folder = control.parent().filter(|f| !f.as_os_str().is_empty())?;
+    (!folder.is_dir()).then(|| {
+        format!(
+            "[server] control {}: its folder {} does not exist; the server cannot start until it does",
+            control.display(),
+            folder.display()
+        )
+    })
+}
+
 fn check_server(server: &ServerSection) -> Vec<String> {
     let rules = [
         (
@@ -2706,6 +2735,23 @@ udp-coalesce-us = 1001
             let err = parse(&text).unwrap_err();
             assert!(err.iter().any(|e| e.contains(want)), "{text}: {err:?}");
         }
+    }
+
+    /// A control socket path no Unix socket can have is an error at the
+    /// check (serve failed on it after check-config said OK); one in a
+    /// folder that does not exist yet is a warning.
+    #[test]
+    fn a_control_socket_path_too_long_is_an_error() {
+        let long = format!("/run/{}/heron.sock", "d".repeat(100));
+        let err = parse(&format!("[server]\ncontrol = \"{long}\"\n")).unwrap_err();
+        assert!(err.iter().any(|e| e.contains("at most 107")), "{err:?}");
+        let missing = "[server]\ncontrol = \"/nonexistent-heron/ctl.sock\"\n";
+        let s = parse(missing).unwrap();
+        assert!(
+            s.warnings.iter().any(|w| w.contains("does not exist")),
+            "{:?}",
+            s.warnings
+        );
     }
 
     /// A key defined twice is one error, not also an ACL naming a key
