@@ -29,9 +29,10 @@ impl Controller {
     /// Each key of `zone` as its state file records it, with its next
     /// event under the zone's configured policy.
     pub(crate) async fn keys(&self, zone: &Name) -> Response {
-        let found = {
+        let (found, failed) = {
             let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-            rollover::policy_of(&files, zone)
+            let failed = files.last_error(&zone.to_lowercase()).map(String::from);
+            (rollover::policy_of(&files, zone), failed)
         };
         let Some((policy, dir)) = found else {
             return Response::refused(format!("{zone} is not a zone this server signs"));
@@ -69,10 +70,16 @@ impl Controller {
             .unwrap_or_else(|e| e.into_inner())
             .get(&key_state::zone_text(zone))
             .and_then(|s| s.waiting.clone());
-        let message = match &waiting {
+        let mut message = match &waiting {
             Some(w) => format!("{} keys; {w}", rows.len()),
             None => format!("{} keys", rows.len()),
         };
+        // A step that cannot be signed does not happen: its time passes.
+        if let Some(why) = failed {
+            message.push_str(&format!(
+                "; the last signing failed, so the next event waits: {why}"
+            ));
+        }
         Response::ok(message, Value::Array(rows))
     }
 
