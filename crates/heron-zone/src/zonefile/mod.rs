@@ -686,6 +686,10 @@ fn record_type(tok: &Token) -> Result<RType, String> {
             tok.lossy()
         ));
     }
+    // Type 0 is reserved (RFC 6895 3.1), as BIND and NSD hold it.
+    if rtype.0 == 0 {
+        return Err(format!("record type '{}' (0) is reserved", tok.lossy()));
+    }
     Ok(rtype)
 }
 

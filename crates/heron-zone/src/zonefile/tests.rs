@@ -520,3 +520,10 @@ fn reading_stops_after_the_most_errors() {
         "{e:?}"
     );
 }
+
+/// Type 0 is reserved: refused in a zone file, as BIND and NSD refuse it.
+#[test]
+fn type_zero_is_refused() {
+    let e = errs_of("$TTL 1\nx TYPE0 \\# 0\n");
+    assert_eq!(e, ["2: record type 'TYPE0' (0) is reserved"], "{e:?}");
+}
