@@ -935,11 +935,11 @@ fn svcb_rfc9460_failure_cases() {
         ),
         (
             "0 foo.example.com. port=53",
-            "SVCB: priority 0 (AliasMode) records take no SvcParams",
+            "priority 0 (AliasMode) records take no SvcParams",
         ),
         (
             "1 foo.example.com. no-default-alpn",
-            "SVCB: no-default-alpn requires an alpn SvcParam",
+            "no-default-alpn requires an alpn SvcParam",
         ),
         ("1", "missing field: target"),
     ];
