@@ -679,6 +679,13 @@ fn serial_in_answer(answer: &[u8], origin: &Name) -> Result<(u32, Option<u32>), 
             m.rcode()
         )));
     }
+    // A server that does not hold the zone (a cache, a forwarder, a
+    // primary that lost it) answers without AA: its serial says nothing.
+    if !m.header.has(flags::AA) {
+        return Err(ClientError::BadAnswer(
+            "a non-authoritative answer (no AA) to the SOA query".into(),
+        ));
+    }
     let serial = m
         .answers
         .iter()
@@ -702,9 +709,32 @@ enum Attempt {
 mod tests {
     use super::*;
 
-    /// SOA checks of many zones and their transfers, from a source
-    /// address: every request comes from it, over a few pooled
-    /// connections (the checks share one line).
+    /// An SOA answer without AA (a server that does not hold the zone)
+    /// gives no serial to act on; with AA it does.
+    #[test]
+    fn a_non_authoritative_soa_answer_is_refused() {
+        let origin = Name::parse("z.test").unwrap();
+        let answer = |flags: u16| {
+            let mut m = vec![0x12, 0x34];
+            m.extend_from_slice(&flags.to_be_bytes());
+            m.extend_from_slice(&[0, 1, 0, 1, 0, 0, 0, 0]);
+            m.extend_from_slice(origin.as_wire());
+            m.extend_from_slice(&[0, 6, 0, 1]);
+            m.extend_from_slice(&[0xC0, 12, 0, 6, 0, 1, 0, 0, 0, 60]);
+            let rdata = [&[0u8][..], &[0], &7u32.to_be_bytes(), &[0; 16]].concat();
+            m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+            m.extend_from_slice(&rdata);
+            m
+        };
+        let (qr, aa) = (0x8000, 0x0400);
+        assert_eq!(serial_in_answer(&answer(qr | aa), &origin).unwrap().0, 7);
+        let refused = serial_in_answer(&answer(qr), &origin);
+        assert!(
+            matches!(&refused, Err(ClientError::BadAnswer(why)) if why.contains("no AA")),
+            "{refused:?}"
+        );
+    }
+
     /// One primary holds at most its share of the slots: the SOA checks
     /// and transfers of another primary's zones still get theirs.
     #[tokio::test]
@@ -767,6 +797,9 @@ mod tests {
         assert_eq!(conns.slots.available_permits(), 1, "never below one");
     }
 
+    /// SOA checks of many zones and their transfers, from a source
+    /// address: every request comes from it, over a few pooled
+    /// connections (the checks share one line).
     #[tokio::test]
     async fn checks_and_transfers_come_from_the_source_address_over_pooled_connections() {
         let origins: Vec<String> = (0..200).map(|i| format!("z{i}.test")).collect();
