@@ -14,6 +14,9 @@ use crate::config::dnstap::Dnstap;
 pub struct QueryLog {
     tap: Arc<Tap>,
     running: Mutex<Option<(Arc<Writer>, Dnstap)>>,
+    /// Writers being ended on threads of their own, with their output: a
+    /// new writer on the same file waits for the old one's last frames.
+    ending: Mutex<Vec<(dnstap::Output, std::thread::JoinHandle<()>)>>,
 }
 
 impl QueryLog {
@@ -23,6 +26,7 @@ impl QueryLog {
         let log = QueryLog {
             tap: Arc::new(Tap::off()),
             running: Mutex::new(None),
+            ending: Mutex::new(Vec::new()),
         };
         if let Some(settings) = settings {
             let writer = start_writer(&settings)?;
@@ -55,8 +59,8 @@ impl QueryLog {
         }
         let Some(new) = new else {
             self.tap.set(None);
-            if let Some((old, _)) = running.take() {
-                end(old);
+            if let Some((old, settings)) = running.take() {
+                self.end(old, &settings);
             }
             tracing::info!("dnstap: off");
             return Ok(true);
@@ -76,12 +80,44 @@ impl QueryLog {
             self.tap.set(None);
             old.finish();
         }
+        // A writer ended earlier on this output (turned off, moved away
+        // and back) may still be writing its last frames: they go first.
+        self.wait_for_ending(&new.writer.output);
         let writer = start_writer(&new)?;
         self.tap.set(Some(tap_settings(&new, &writer)));
-        if let Some((old, _)) = running.replace((writer, new)) {
-            end(old);
+        if let Some((old, settings)) = running.replace((writer, new)) {
+            self.end(old, &settings);
         }
         Ok(true)
+    }
+
+    /// Ends a writer no longer fed, on a thread of its own: its flush may
+    /// take up to [`dnstap::FLUSH_BUDGET`] and a reload need not wait.
+    fn end(&self, writer: Arc<Writer>, settings: &Dnstap) {
+        let ended = std::thread::Builder::new()
+            .name("dnstap-end".into())
+            .spawn(move || writer.finish());
+        match ended {
+            Ok(thread) => {
+                let mut ending = self.ending.lock().unwrap_or_else(|e| e.into_inner());
+                ending.retain(|(_, t)| !t.is_finished());
+                ending.push((settings.writer.output.clone(), thread));
+            }
+            Err(e) => tracing::warn!("dnstap: no thread to end the old writer: {e}"),
+        }
+    }
+
+    /// Waits for the writers being ended on `output`.
+    fn wait_for_ending(&self, output: &dnstap::Output) {
+        let mut ending = self.ending.lock().unwrap_or_else(|e| e.into_inner());
+        let (same, others): (Vec<_>, Vec<_>) = std::mem::take(&mut *ending)
+            .into_iter()
+            .partition(|(o, _)| o == output);
+        *ending = others;
+        drop(ending);
+        for (_, thread) in same {
+            let _ = thread.join();
+        }
     }
 
     /// Turns the layer off and ends the writer (at shutdown); what it
@@ -101,17 +137,6 @@ impl QueryLog {
 fn dnstap_totals(writer: &Writer) -> heron_server::processor::tap::TapTotals {
     use heron_server::processor::tap::TapSink;
     writer.totals()
-}
-
-/// Ends a writer no longer fed, on a thread of its own: its flush may
-/// take up to [`dnstap::FLUSH_BUDGET`] and a reload need not wait.
-fn end(writer: Arc<Writer>) {
-    let ended = std::thread::Builder::new()
-        .name("dnstap-end".into())
-        .spawn(move || writer.finish());
-    if let Err(e) = ended {
-        tracing::warn!("dnstap: no thread to end the old writer: {e}");
-    }
 }
 
 fn tap_settings(d: &Dnstap, writer: &Arc<Writer>) -> TapSettings {
