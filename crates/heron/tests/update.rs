@@ -987,6 +987,25 @@ fn freeze_and_thaw_let_the_file_be_edited_without_losing_updates() {
     assert_eq!(zone_serial(addr, ZONE), Some(3));
     assert_eq!(add("after.upd.test"), "NOERROR");
     assert_eq!(zone_serial(addr, ZONE), Some(4));
+    // An edit that does not load: the zone stays frozen, so no update
+    // (and no write-back of it) replaces the edit in the file.
+    let (ok, _) = ctl(&socket, &["freeze", ZONE]);
+    assert!(ok);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let edited = format!(
+        "{text}kept.upd.test. 60 IN A 192.0.2.72
+bad.upd.test. 60 IN AAAA 192.0.2.25
+"
+    );
+    std::fs::write(&file, &edited).unwrap();
+    let (ok, said) = ctl(&socket, &["thaw", ZONE]);
+    assert!(!ok && said.contains("stays frozen"), "{said}");
+    assert_eq!(add("refused.upd.test"), "REFUSED");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        edited,
+        "the edit stays"
+    );
 }
 
 /// `allow-update` in a `[[zone-group]]`: each zone's own rules (`{zone}`

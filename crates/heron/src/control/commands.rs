@@ -314,6 +314,18 @@ impl Controller {
             return Response::refused(format!("{zone} is not frozen"));
         }
         let reloaded = self.reload(vec![zone.clone()], true).await;
+        // An edit that did not load stays in the file: taking updates
+        // again would have the next write-back replace it with the zone
+        // served (BIND keeps such a zone frozen too).
+        if !reloaded.ok {
+            return Response {
+                message: format!(
+                    "{zone} stays frozen: its file did not load, and updates would have it written over; fix it and thaw again; {}",
+                    reloaded.message
+                ),
+                ..reloaded
+            };
+        }
         self.transfers.frozen.thaw(&zone.to_lowercase());
         tracing::info!(zone = %zone, "zone {zone} thawed: updates taken again");
         Response {
