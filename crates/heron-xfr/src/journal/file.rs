@@ -605,7 +605,14 @@ impl FileSize {
         continued: bool,
         may_compact: bool,
     ) -> FileChange {
-        if !continued || journal.is_empty() || std::mem::take(&mut self.rewrite) {
+        if !continued {
+            return self.replace(journal);
+        }
+        // A step too large for the journal in memory, or a write that
+        // failed, rewrites the file from the journal: only if that loses
+        // nothing the zone file lacks. Otherwise the step is appended and
+        // a rewrite stays due (the zone's write-back makes it possible).
+        if may_compact && (journal.is_empty() || std::mem::take(&mut self.rewrite)) {
             return self.replace(journal);
         }
         self.entries += entry_len(step);
@@ -613,6 +620,11 @@ impl FileSize {
             return self.replace(journal);
         }
         FileChange::Append(step.clone())
+    }
+
+    /// Whether a rewrite is due that could not be made yet.
+    pub fn rewrite_due(&self) -> bool {
+        self.rewrite
     }
 
     /// The next step rewrites the file whole (a write of it failed).

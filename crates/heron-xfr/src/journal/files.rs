@@ -83,7 +83,9 @@ impl History {
             .is_none_or(|serial| self.journal.holds_steps_from(serial));
         let size = self.file.as_mut()?;
         let change = size.recorded(&self.journal, &step, continued, holds_pinned);
-        if matches!(change, FileChange::Replace(_)) && !holds_pinned {
+        // A hole the file cannot be rewritten around until the zone file
+        // holds the steps only the journal file has: written back soon.
+        if size.rewrite_due() || (matches!(change, FileChange::Replace(_)) && !holds_pinned) {
             self.short = true;
         }
         if let (Some((_, replaced)), FileChange::Replace(_)) = (&mut self.batch, &change) {
@@ -129,7 +131,12 @@ impl History {
         let batch = self.batch.take();
         let size = self.file.as_mut()?;
         Some(match batch {
-            Some((entries, false)) => size.truncated(entries),
+            Some((entries, false)) => {
+                // Another step may have failed to reach the file in the
+                // same writer batch (a reload's): rewritten at the next.
+                size.rewrite_next();
+                size.truncated(entries)
+            }
             _ => size.replace(&self.journal),
         })
     }
@@ -829,6 +836,36 @@ mod tests {
         history.failures_now(1);
         let after = history.record((*step(4, 5)).clone());
         assert!(matches!(after, Some(FileChange::Append(_))));
+    }
+
+    /// A step too large for the journal in memory (a hand edit merged by
+    /// a reload) emptied the journal, and the file was replaced by that
+    /// emptiness: the updates the zone file lacked were gone. Pinned, the
+    /// step is appended and the zone asked to be written back.
+    #[test]
+    fn a_step_too_large_keeps_the_steps_the_zone_file_lacks() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, origin) = (dir.path().join("l.jnl"), Name::parse("w.test").unwrap());
+        let mut history = History::new(2 * file::entry_len(&step(1, 2)) as usize, true);
+        history.pin(Some(1));
+        for serial in 1..=2 {
+            apply(
+                &path,
+                &origin,
+                history.record((*step(serial, serial + 1)).clone()),
+            );
+        }
+        let zone = |serial: u32, extra: usize| {
+            let mut text = format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\n");
+            (0..extra).for_each(|i| text.push_str(&format!("h{i} A 192.0.2.1\n")));
+            load_zone_str(&text, "w", &origin).unwrap().zone
+        };
+        let large = diff(&zone(3, 0), &zone(4, 500));
+        let change = history.record(large);
+        assert!(matches!(change, Some(FileChange::Append(_))), "{change:?}");
+        apply(&path, &origin, change);
+        assert_eq!(all_steps(&path, &origin).unwrap().len(), 3);
+        assert!(history.wants_write_back());
     }
 
     /// A batch whose journal write failed is taken back: its steps leave

@@ -96,9 +96,9 @@ impl Journal {
 
     /// Whether the steps from `serial` on are all kept (or `serial` is
     /// the newest): a file rewritten from the journal loses none of them.
+    /// An empty journal holds none (its steps were too large to keep).
     pub fn holds_steps_from(&self, serial: u32) -> bool {
-        self.is_empty()
-            || self.newest_serial() == Some(serial)
+        self.newest_serial() == Some(serial)
             || self.diffs.iter().any(|d| serial_of(&d.old_soa) == serial)
     }
 
