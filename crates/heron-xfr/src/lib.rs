@@ -19,7 +19,7 @@
 
 pub mod acl;
 pub mod catalog_zone;
-mod disk;
+pub mod disk;
 mod growth;
 pub mod journal;
 pub mod keys;

@@ -606,9 +606,7 @@ fn is_torn_tail(path: &Path, damage: &file::Damage) -> bool {
 /// Copies the damaged file at `path` beside it (`.damaged`); what to
 /// tell the operator of the copy.
 fn damaged_copy(path: &Path) -> String {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".damaged");
-    let copy = PathBuf::from(name);
+    let copy = disk::unused_name(path, ".damaged");
     match std::fs::copy(path, &copy) {
         Ok(_) => copy.display().to_string(),
         Err(e) => format!("not made ({e})"),

@@ -377,9 +377,7 @@ fn carry_one(
 /// history starts over) without losing it: `FILE.jnl.unapplied`, for
 /// the operator to recover the updates from. Returns where it went.
 pub(crate) fn set_aside(path: &std::path::Path) -> String {
-    let mut kept = path.as_os_str().to_owned();
-    kept.push(".unapplied");
-    let kept = std::path::PathBuf::from(kept);
+    let kept = heron_xfr::disk::unused_name(path, ".unapplied");
     match std::fs::rename(path, &kept) {
         Ok(()) => kept.display().to_string(),
         Err(e) => format!("{} (it could not be moved: {e})", path.display()),
