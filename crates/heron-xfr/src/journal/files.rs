@@ -521,6 +521,13 @@ fn restore_one(zone: &Zone, path: &Path, max_bytes: usize) -> Option<History> {
     let origin = zone.origin();
     let restored = match file::restore(path, origin, zone.serial(), max_bytes) {
         Ok(restored) => restored,
+        // Set aside since it was found (its updates did not apply): said
+        // then, nothing more to say.
+        Err(StartOver::Unreadable(file::HeaderError::Io(e)))
+            if e.kind() == io::ErrorKind::NotFound =>
+        {
+            return None;
+        }
         Err(why) => {
             let say = format!(
                 "zone {origin}: journal file {} not used: {why}; its IXFR history starts over",
