@@ -651,15 +651,7 @@ fn a_reload_of_an_edited_file_merges_or_keeps_the_updates() {
 #[test]
 fn a_file_edit_is_taken_unless_updates_are_missing_from_it() {
     let file = zone_file("edit-no-updates");
-    let socket = file.parent().unwrap().join("control.sock");
-    let (f, sock) = (file.clone(), socket.clone());
-    let server = ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
-        config(port, &f, "zonefile-sync = \"never\"").replacen(
-            "workers = 1\n",
-            &format!("workers = 1\ncontrol = \"{}\"\n", sock.display()),
-            1,
-        )
-    });
+    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
     let addr = server.addr();
     let edit = |serial: u32, address: &str| {
         let text = zone_text()
@@ -936,6 +928,21 @@ fn updates_replayed_at_a_start_are_written_back() {
     );
 }
 
+/// A server of the zone in `file` with `zone_lines`, and its control
+/// socket (beside the file).
+fn start_with_control(file: &Path, zone_lines: &str) -> (ServerProcess, PathBuf) {
+    let socket = file.parent().unwrap().join("control.sock");
+    let (f, sock, lines) = (file.to_path_buf(), socket.clone(), zone_lines.to_string());
+    let server = ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
+        config(port, &f, &lines).replacen(
+            "workers = 1\n",
+            &format!("workers = 1\ncontrol = \"{}\"\n", sock.display()),
+            1,
+        )
+    });
+    (server, socket)
+}
+
 fn ctl(socket: &Path, args: &[&str]) -> (bool, String) {
     let out = Command::new(heron())
         .arg("ctl")
@@ -954,16 +961,7 @@ fn ctl(socket: &Path, args: &[&str]) -> (bool, String) {
 #[test]
 fn freeze_and_thaw_let_the_file_be_edited_without_losing_updates() {
     let file = zone_file("freeze");
-    let socket = file.parent().unwrap().join("control.sock");
-    let f = file.clone();
-    let sock = socket.clone();
-    let server = ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
-        config(port, &f, "zonefile-sync = \"never\"").replacen(
-            "workers = 1\n",
-            &format!("workers = 1\ncontrol = \"{}\"\n", sock.display()),
-            1,
-        )
-    });
+    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
     let addr = server.addr();
     let add = |name: &str| {
         let commands = format!("update add {name} 60 A 192.0.2.70");
@@ -1006,6 +1004,51 @@ bad.upd.test. 60 IN AAAA 192.0.2.25
         edited,
         "the edit stays"
     );
+}
+
+/// A zone taken out of the configuration and put back (or whose file
+/// loads only at a later reload) takes up its journal as a start does:
+/// its updates are served, and the next update goes on from them
+/// (before, it was served from its file alone and its first change wrote
+/// the journal over).
+#[test]
+fn a_zone_configured_again_takes_up_its_journal() {
+    let file = zone_file("readded");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
+    let addr = server.addr();
+    let add = |name: &str| {
+        let command = format!("update add {name} 60 A 192.0.2.80");
+        send(Client::Knsupdate, addr, Some("ops"), false, &command)
+    };
+    assert_eq!(
+        (add("one.upd.test"), add("two.upd.test")),
+        ("NOERROR".into(), "NOERROR".into())
+    );
+    let config = server.dir().join("heron.toml");
+    let with = std::fs::read_to_string(&config).unwrap();
+    let at = with.find("[[zone]]").unwrap();
+    std::fs::write(&config, &with[..at]).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok, "{said}");
+    assert!(a(addr, "one.upd.test").is_empty(), "removed");
+    std::fs::write(&config, &with).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok, "{said}");
+    assert_eq!(a(addr, "one.upd.test").len(), 1, "{}", server.log());
+    assert_eq!(a(addr, "two.upd.test").len(), 1);
+    assert_eq!(zone_serial(addr, ZONE), Some(3));
+    assert_eq!(add("three.upd.test"), "NOERROR");
+    assert_eq!(zone_serial(addr, ZONE), Some(4));
+    drop(server);
+    let restarted = start(&file, "zonefile-sync = \"never\"");
+    for name in ["one.upd.test", "two.upd.test", "three.upd.test"] {
+        assert_eq!(
+            a(restarted.addr(), name).len(),
+            1,
+            "{name}\n{}",
+            restarted.log()
+        );
+    }
 }
 
 /// `allow-update` in a `[[zone-group]]`: each zone's own rules (`{zone}`

@@ -107,6 +107,11 @@ impl History {
         self.short = false;
     }
 
+    /// The zone file's serial the history is pinned at, if it is.
+    pub(crate) fn pinned(&self) -> Option<u32> {
+        self.pinned
+    }
+
     /// Whether the file has grown past its bound because it may not be
     /// compacted yet, or was rewritten without steps the zone file lacks:
     /// the zone should be written back soon.

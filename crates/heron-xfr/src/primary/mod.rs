@@ -173,6 +173,30 @@ impl Primary {
         self.files = Some(writer);
     }
 
+    /// Reads back the journal file of `zone` (served now, a zone that was
+    /// not served before: configured again, or its file loaded at last),
+    /// as a start does; a file that does not end at its serial goes, as
+    /// at a start. Nothing when journals are not kept in files.
+    pub fn restore_journal(&self, zone: &Zone) {
+        let policy = self.policy(zone.origin());
+        let (Some(_), Some(path)) = (&self.files, policy.journal_path()) else {
+            return;
+        };
+        if !path.exists() {
+            return;
+        }
+        let (mut histories, _) = journal_files::restore(&[(zone, path)], self.journal_max_bytes);
+        let origin = zone.origin().to_lowercase();
+        if let Some(history) = histories.remove(&origin) {
+            let mut journals = self.journals.lock().unwrap();
+            // Pinned already if its updates were replayed: kept.
+            let pinned = journals.remove(&origin).and_then(|h| h.pinned());
+            let mut history = history;
+            history.pin(pinned);
+            journals.insert(origin, history);
+        }
+    }
+
     /// Waits, up to `wait`, until every journal change so far is on disk
     /// (at shutdown). Returns whether it got there.
     pub fn flush_journal_files(&self, wait: Duration) -> bool {

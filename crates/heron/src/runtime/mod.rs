@@ -242,6 +242,7 @@ fn rebuild(
             .for_each(|zone| running.keep_signed(zone, None));
     }
     let not_taken = update::keep_updates(&current, &mut next, xfr, &held);
+    update::replay_added(&current, &mut next, xfr);
     outcome.failed += not_taken.len();
     outcome.errors.extend(not_taken);
     remove_zones(xfr, &mut next, &config.removed);

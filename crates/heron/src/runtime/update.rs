@@ -766,39 +766,82 @@ pub(crate) fn replay_journals(
         let (Some(path), Some(zone)) = (policy.journal_path(), catalog.get(origin)) else {
             continue;
         };
-        let steps = match steps_after(path, zone.origin(), zone.serial()) {
-            Ok(steps) if steps.is_empty() => continue,
-            Ok(steps) => steps,
-            Err(why) => {
-                let kept = update_signed::set_aside(path);
-                tracing::error!(
-                    "zone {origin}: the updates in {} cannot be applied to the zone file (serial {}): {why}; the zone file is served, the journal kept as {kept}",
-                    path.display(),
-                    zone.serial()
-                );
-                continue;
-            }
-        };
-        // One version for all the steps (each checked as applied alone).
-        let next = match zone.apply_steps(&steps) {
-            Ok(next) => next,
-            Err((_, problems)) => {
-                report_replay_failure(origin, path, &problems);
-                continue;
-            }
-        };
-        tracing::info!(
-            "zone {origin}: {} updates from {} applied, serial {} -> {}",
-            steps.len(),
-            path.display(),
-            zone.serial(),
-            next.serial()
-        );
-        let file_serial = zone.serial();
-        catalog.insert(next);
-        replayed.push((origin.clone(), file_serial));
+        if let Some(next) = replay_one(zone, path) {
+            let file_serial = zone.serial();
+            catalog.insert(next);
+            replayed.push((origin.clone(), file_serial));
+        }
     }
     replayed
+}
+
+/// `zone` as loaded from its file, with the steps of its journal at
+/// `path` after the file's serial applied (one version for them all, each
+/// checked as applied alone); None when there are none, or when they do
+/// not apply (the journal is then set aside, with an error).
+fn replay_one(zone: &Zone, path: &std::path::Path) -> Option<Zone> {
+    let origin = zone.origin();
+    let steps = match steps_after(path, origin, zone.serial()) {
+        Ok(steps) if steps.is_empty() => return None,
+        Ok(steps) => steps,
+        Err(why) => {
+            let kept = update_signed::set_aside(path);
+            tracing::error!(
+                "zone {origin}: the updates in {} cannot be applied to the zone file (serial {}): {why}; the zone file is served, the journal kept as {kept}",
+                path.display(),
+                zone.serial()
+            );
+            return None;
+        }
+    };
+    let next = match zone.apply_steps(&steps) {
+        Ok(next) => next,
+        Err((_, problems)) => {
+            report_replay_failure(origin, path, &problems);
+            return None;
+        }
+    };
+    tracing::info!(
+        "zone {origin}: {} updates from {} applied, serial {} -> {}",
+        steps.len(),
+        path.display(),
+        zone.serial(),
+        next.serial()
+    );
+    Some(next)
+}
+
+/// After a reload: a zone served now that was not before (configured
+/// again, or its file loaded at last) takes up its journal as a start
+/// does, its updates applied and its history read back, instead of the
+/// journal being written over by its first change.
+pub(crate) fn replay_added(current: &Catalog, next: &mut Catalog, xfr: &Transfers) {
+    let added: Vec<Arc<Zone>> = (next.zones())
+        .filter(|z| current.get(z.origin()).is_none())
+        .cloned()
+        .collect();
+    for zone in added {
+        let origin = zone.origin();
+        let policy = xfr.primary.policy(origin);
+        let Some(path) = policy.journal_path().filter(|_| policy.takes_updates()) else {
+            continue;
+        };
+        // Heron's signed zones carry their journal by content, at a start.
+        if xfr.signings.get(origin).is_some() || !path.exists() {
+            continue;
+        }
+        let served = match replay_one(&zone, path) {
+            Some(replayed) => {
+                let replayed = Arc::new(replayed);
+                next.insert_shared(replayed.clone());
+                xfr.unwritten.mark(origin);
+                xfr.primary.pin_history(origin, Some(zone.serial()));
+                replayed
+            }
+            None => zone.clone(),
+        };
+        xfr.primary.restore_journal(&served);
+    }
 }
 
 fn report_replay_failure(origin: &Name, path: &std::path::Path, problems: &[heron_zone::Problem]) {
