@@ -921,6 +921,9 @@ fn finish_writing(
     if !transfers.signed_copies.flush(Duration::from_secs(10)) {
         tracing::warn!("signed copies of zones not all written within 10 s");
     }
+    // A journal file a failed write left a step short of is written
+    // again whole now, if the disk has room again (else it was said).
+    transfers.primary.heal_journal_files();
     if !transfers
         .primary
         .flush_journal_files(Duration::from_secs(10))

@@ -627,6 +627,11 @@ impl FileSize {
         self.rewrite
     }
 
+    /// The rewrite due is made (by [`FileSize::replace`] next).
+    pub fn rewrite_done(&mut self) {
+        self.rewrite = false;
+    }
+
     /// The next step rewrites the file whole (a write of it failed).
     pub fn rewrite_next(&mut self) {
         self.rewrite = true;

@@ -107,6 +107,17 @@ impl History {
         self.short = false;
     }
 
+    /// The whole file again from the journal, if a rewrite is due and
+    /// the journal holds every step the file must keep.
+    pub(crate) fn heal(&mut self) -> Option<FileChange> {
+        let holds_pinned = (self.pinned).is_none_or(|s| self.journal.holds_steps_from(s));
+        let size = self.file.as_mut()?;
+        (size.rewrite_due() && holds_pinned && !self.journal.is_empty()).then(|| {
+            size.rewrite_done();
+            size.replace(&self.journal)
+        })
+    }
+
     /// The zone file's serial the history is pinned at, if it is.
     pub(crate) fn pinned(&self) -> Option<u32> {
         self.pinned
@@ -876,6 +887,30 @@ mod tests {
         apply(&path, &origin, change);
         assert_eq!(all_steps(&path, &origin).unwrap().len(), 3);
         assert!(history.wants_write_back());
+    }
+
+    /// A write that failed with no step after it (a thaw's merge, then a
+    /// stop) is healed at shutdown: the file written whole again, when
+    /// the journal holds every step it must keep; not when it does not.
+    #[test]
+    fn a_failed_write_with_no_step_after_it_is_healed_at_shutdown() {
+        let mut history = History::new(1 << 20, true);
+        for serial in 1..=3 {
+            history.record((*step(serial, serial + 1)).clone());
+        }
+        assert!(history.heal().is_none(), "nothing failed");
+        history.failures_now(1);
+        let healed = history.heal();
+        assert!(
+            matches!(&healed, Some(FileChange::Replace(v)) if v.len() == 3),
+            "{healed:?}"
+        );
+        assert!(history.heal().is_none(), "once");
+        // Pinned at a serial the journal no longer holds: left for the
+        // zone's write-back.
+        history.pin(Some(0));
+        history.failures_now(2);
+        assert!(history.heal().is_none());
     }
 
     /// A batch whose journal write failed is taken back: its steps leave

@@ -197,6 +197,23 @@ impl Primary {
         }
     }
 
+    /// Writes again whole each journal file a failed write left short of
+    /// a step, where the journal in memory holds every step it must keep
+    /// (at shutdown: otherwise no later step would heal it).
+    pub fn heal_journal_files(&self) {
+        let Some(writer) = &self.files else {
+            return;
+        };
+        let mut journals = self.journals.lock().unwrap();
+        for (origin, history) in journals.iter_mut() {
+            history.failures_now(writer.failures_of(origin));
+            let policy = self.policy(origin);
+            if let (Some(path), Some(change)) = (policy.journal_path(), history.heal()) {
+                writer.change(path, origin, change);
+            }
+        }
+    }
+
     /// Waits, up to `wait`, until every journal change so far is on disk
     /// (at shutdown). Returns whether it got there.
     pub fn flush_journal_files(&self, wait: Duration) -> bool {
