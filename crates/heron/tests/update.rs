@@ -1006,6 +1006,41 @@ bad.upd.test. 60 IN AAAA 192.0.2.25
     );
 }
 
+/// A write-back due when the zone is frozen waits for the thaw: the file
+/// is the operator's meanwhile (before, the timer set by the last update
+/// fired during the freeze and replaced the edit being made).
+#[test]
+fn no_write_back_replaces_an_edit_while_frozen() {
+    let file = zone_file("frozen-sync");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = 1");
+    let command = "update add early.upd.test 60 A 192.0.2.81";
+    let got = send(
+        Client::Knsupdate,
+        server.addr(),
+        Some("ops"),
+        false,
+        command,
+    );
+    assert_eq!(got, "NOERROR");
+    let (ok, said) = ctl(&socket, &["freeze", ZONE]);
+    assert!(ok, "{said}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let edited = format!("{text}byhand.upd.test. 60 IN A 192.0.2.82\n");
+    std::fs::write(&file, &edited).unwrap();
+    // Past the write-back's time (1 s after the update).
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        edited,
+        "{}",
+        server.log()
+    );
+    let (ok, said) = ctl(&socket, &["thaw", ZONE]);
+    assert!(ok, "{said}");
+    assert_eq!(a(server.addr(), "byhand.upd.test").len(), 1);
+    assert_eq!(a(server.addr(), "early.upd.test").len(), 1);
+}
+
 /// A zone taken out of the configuration and put back (or whose file
 /// loads only at a later reload) takes up its journal as a start does:
 /// its updates are served, and the next update goes on from them

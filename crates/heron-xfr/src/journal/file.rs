@@ -605,7 +605,11 @@ impl FileSize {
         continued: bool,
         may_compact: bool,
     ) -> FileChange {
-        if !continued {
+        // A step that does not go on from the journal in memory starts the
+        // history over, unless the file holds steps the zone file lacks:
+        // the journal in memory may just not have kept them (a step too
+        // large), and the file goes on from them.
+        if !continued && may_compact {
             return self.replace(journal);
         }
         // A step too large for the journal in memory, or a write that

@@ -544,6 +544,22 @@ fn restore_one(zone: &Zone, path: &Path, max_bytes: usize) -> Option<History> {
         {
             return None;
         }
+        // A step missing inside the history (a write that failed): the
+        // steps after the hole may be updates the zone file lacks, which
+        // no restart can replay now; kept for recovery by hand.
+        Err(why @ StartOver::Gap { .. }) => {
+            let kept = disk::unused_name(path, ".unapplied");
+            let moved = std::fs::rename(path, &kept);
+            tracing::error!(
+                "zone {origin}: journal file {} not used: {why}; its IXFR history starts over, and the file is kept as {}{}",
+                path.display(),
+                kept.display(),
+                moved
+                    .err()
+                    .map_or(String::new(), |e| format!(" (not moved: {e})"))
+            );
+            return None;
+        }
         Err(why) => {
             let say = format!(
                 "zone {origin}: journal file {} not used: {why}; its IXFR history starts over",
@@ -887,6 +903,12 @@ mod tests {
         apply(&path, &origin, change);
         assert_eq!(all_steps(&path, &origin).unwrap().len(), 3);
         assert!(history.wants_write_back());
+        // The journal in memory now holds nothing to go on from: the next
+        // step still goes on from the file, not over it.
+        let next = history.record((*step(4, 5)).clone());
+        assert!(matches!(next, Some(FileChange::Append(_))), "{next:?}");
+        apply(&path, &origin, next);
+        assert_eq!(all_steps(&path, &origin).unwrap().len(), 4);
     }
 
     /// A write that failed with no step after it (a thaw's merge, then a

@@ -163,6 +163,11 @@ async fn write_back_due(
         .collect();
     for origin in ready {
         due.remove(&origin);
+        // Frozen: the file is the operator's until the thaw (which loads
+        // it); a write-back now would replace the edit being made.
+        if transfers.frozen.contains(&origin.to_lowercase()) {
+            continue;
+        }
         let policy = transfers.primary.policy(&origin);
         let (Some((path, _)), Some(zone)) = (
             &policy.update.write_back,
