@@ -169,10 +169,46 @@ fn by_folder<'i, T>(items: &'i [T], path_of: &impl Fn(&T) -> &Path) -> Vec<(&'i 
     folders
 }
 
+/// `path` with `suffix` added, or, if a file is there already (a copy an
+/// earlier failure set aside, not yet recovered), with `.1`, `.2`, ...
+/// after it: a copy kept for the operator is never written over.
+pub fn unused_name(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    let first = PathBuf::from(&name);
+    if !first.exists() {
+        return first;
+    }
+    (1..1000u32)
+        .map(|n| {
+            let mut numbered = name.clone();
+            numbered.push(format!(".{n}"));
+            PathBuf::from(numbered)
+        })
+        .find(|p| !p.exists())
+        .unwrap_or(first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn a_copy_set_aside_earlier_is_never_written_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("z.jnl");
+        let first = unused_name(&journal, ".unapplied");
+        assert_eq!(first, dir.path().join("z.jnl.unapplied"));
+        std::fs::write(&first, "x").unwrap();
+        let second = unused_name(&journal, ".unapplied");
+        assert_eq!(second, dir.path().join("z.jnl.unapplied.1"));
+        std::fs::write(&second, "y").unwrap();
+        assert_eq!(
+            unused_name(&journal, ".unapplied"),
+            dir.path().join("z.jnl.unapplied.2")
+        );
+    }
 
     #[test]
     fn existing_files_are_found_whether_their_folder_is_listed_or_not() {
@@ -200,46 +236,5 @@ mod tests {
         std::fs::write(many.join("not-asked.jnl"), "x").unwrap();
         let found: HashSet<PathBuf> = keep_existing(asked, |p| p).into_iter().collect();
         assert_eq!(found, present);
-    }
-}
-
-/// `path` with `suffix` added, or, if a file is there already (a copy an
-/// earlier failure set aside, not yet recovered), with `.1`, `.2`, ...
-/// after it: a copy kept for the operator is never written over.
-pub fn unused_name(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    let first = PathBuf::from(&name);
-    if !first.exists() {
-        return first;
-    }
-    (1..1000u32)
-        .map(|n| {
-            let mut numbered = name.clone();
-            numbered.push(format!(".{n}"));
-            PathBuf::from(numbered)
-        })
-        .find(|p| !p.exists())
-        .unwrap_or(first)
-}
-
-#[cfg(test)]
-mod unused_name_tests {
-    use super::*;
-
-    #[test]
-    fn a_copy_set_aside_earlier_is_never_written_over() {
-        let dir = tempfile::tempdir().unwrap();
-        let journal = dir.path().join("z.jnl");
-        let first = unused_name(&journal, ".unapplied");
-        assert_eq!(first, dir.path().join("z.jnl.unapplied"));
-        std::fs::write(&first, "x").unwrap();
-        let second = unused_name(&journal, ".unapplied");
-        assert_eq!(second, dir.path().join("z.jnl.unapplied.1"));
-        std::fs::write(&second, "y").unwrap();
-        assert_eq!(
-            unused_name(&journal, ".unapplied"),
-            dir.path().join("z.jnl.unapplied.2")
-        );
     }
 }

@@ -640,7 +640,7 @@ fn a_reload_sees_an_edit_of_an_included_file() {
     assert_eq!(www().len(), 1);
     assert!(www()[0].contains("192.0.2.10"), "{:?}", www());
     std::fs::write(&included, "www A 192.0.2.20\n").unwrap();
-    let out = std::process::Command::new(heron())
+    let out = Command::new(heron())
         .args(["ctl", "--control"])
         .arg(&socket)
         .arg("reload")
