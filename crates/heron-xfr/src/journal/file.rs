@@ -575,7 +575,12 @@ pub fn restore(
 /// file goes).
 #[derive(Debug, Clone)]
 pub enum FileChange {
-    Append(Arc<ZoneDiff>),
+    /// One step appended after `at` octets of entries (where the file is
+    /// cut back to before the step is written again after a failure).
+    Append {
+        step: Arc<ZoneDiff>,
+        at: u64,
+    },
     Replace(Vec<Arc<ZoneDiff>>),
     /// Cut back to this many octets of entries (after the header): the
     /// steps appended after them were never served.
@@ -619,11 +624,15 @@ impl FileSize {
         if may_compact && (journal.is_empty() || std::mem::take(&mut self.rewrite)) {
             return self.replace(journal);
         }
+        let at = self.entries;
         self.entries += entry_len(step);
         if may_compact && self.needs_compaction(journal) {
             return self.replace(journal);
         }
-        FileChange::Append(step.clone())
+        FileChange::Append {
+            step: step.clone(),
+            at,
+        }
     }
 
     /// Whether a rewrite is due that could not be made yet.

@@ -13,7 +13,7 @@
 //! served ([`restore`]); one that does not fit is logged and removed, and
 //! that zone's history starts over.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -227,52 +227,112 @@ impl JournalWriter {
 }
 
 /// What a batch does to one file: replaced by some steps (none: removed),
-/// or not; then these steps appended.
+/// or not; then these steps appended. A write that fails is kept and
+/// tried again, before anything sent after it ([`RETRY_AFTER`]): a step
+/// a reload or a transfer served is never left out of the file while the
+/// ones after it go in, a hole that a restart would refuse.
 struct Pending {
     origin: Name,
     /// Cut back first to this many octets of entries.
     truncate: Option<u64>,
     replace: Option<Vec<Arc<ZoneDiff>>>,
-    appends: Vec<Arc<ZoneDiff>>,
+    /// The steps, each with the octets of entries before it.
+    appends: Vec<(Arc<ZoneDiff>, u64)>,
+    /// Holds a change sent since the last try (its failure is counted:
+    /// the update that sent it must not be answered NOERROR).
+    fresh: bool,
+    /// Failed tries so far.
+    tries: u32,
 }
 
 impl Pending {
+    fn new(origin: Name) -> Pending {
+        Pending {
+            origin,
+            truncate: None,
+            replace: None,
+            appends: Vec::new(),
+            fresh: false,
+            tries: 0,
+        }
+    }
+
     fn add(&mut self, change: FileChange) {
+        self.fresh = true;
         match change {
-            FileChange::Append(step) => self.appends.push(step),
+            FileChange::Append { step, at } => self.appends.push((step, at)),
             FileChange::Replace(steps) => {
                 self.replace = Some(steps);
                 self.appends.clear();
             }
-            // A cut follows a flush that failed: nothing of this file
-            // waits before it.
+            // The steps at and after the cut were never served (a batch of
+            // updates whose sync failed): those still waiting go too.
             FileChange::Truncate(entries) => {
-                self.truncate = Some(entries);
-                self.appends.clear();
+                self.appends.retain(|(_, at)| *at < entries);
+                if self.replace.is_none() && self.appends.is_empty() {
+                    self.truncate = Some(entries);
+                }
             }
         }
     }
+
+    /// After a failed try: kept to be tried again, the file first cut
+    /// back to where its first step begins (a torn or unsynced write of
+    /// it goes before it is written again).
+    fn failed(mut self) -> Pending {
+        if let (None, Some((_, at))) = (&self.replace, self.appends.first()) {
+            self.truncate = Some(self.truncate.map_or(*at, |t| t.min(*at)));
+        }
+        self.fresh = false;
+        self.tries += 1;
+        self
+    }
 }
 
+/// How long a file whose write failed waits before it is tried again,
+/// if nothing else is sent for it first.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
 fn run(queue: Receiver<Message>, failures: &Failures) {
-    while let Ok(first) = queue.recv() {
-        let mut batch: HashMap<PathBuf, Pending> = HashMap::new();
+    let mut failed: HashMap<PathBuf, Pending> = HashMap::new();
+    loop {
+        let first = match failed.is_empty() {
+            true => queue.recv().ok(),
+            false => match queue.recv_timeout(RETRY_AFTER) {
+                Ok(message) => Some(message),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+            },
+        };
+        if first.is_none() && failed.is_empty() {
+            return;
+        }
+        let mut batch = std::mem::take(&mut failed);
         let mut flushes = Vec::new();
-        for message in std::iter::once(first).chain(queue.try_iter()) {
+        for message in first.into_iter().chain(queue.try_iter()) {
             match message {
                 Message::Change(path, origin, change) => batch
                     .entry(path)
-                    .or_insert_with(|| Pending {
-                        origin,
-                        truncate: None,
-                        replace: None,
-                        appends: Vec::new(),
-                    })
+                    .or_insert_with(|| Pending::new(origin))
                     .add(change),
                 Message::Flush(done) => flushes.push(done),
             }
         }
-        failures.count(&commit(&batch));
+        let not_written: HashSet<PathBuf> = commit(&batch).into_iter().cloned().collect();
+        let fresh = (not_written.iter()).filter_map(|path| batch.get(path).filter(|p| p.fresh));
+        failures.count(&fresh.map(|p| &p.origin).collect::<Vec<_>>());
+        for (path, pending) in batch {
+            if not_written.contains(&path) {
+                failed.insert(path, pending.failed());
+            } else if pending.tries > 0 {
+                tracing::info!(
+                    "zone {}: journal file {} written after {} failed tries",
+                    pending.origin,
+                    path.display(),
+                    pending.tries
+                );
+            }
+        }
         for done in flushes {
             let _ = done.send(());
         }
@@ -281,42 +341,50 @@ fn run(queue: Receiver<Message>, failures: &Failures) {
 
 /// Failures logged one by one in a batch; the rest are counted (a
 /// read-only folder of 100,000 zones would otherwise log 100,000 lines).
+/// A file tried again is not logged again until it is written.
 const FAILURES_LOGGED: usize = 10;
 
 /// Writes every file of the batch, then makes them durable together;
-/// returns the zones whose file could not be written.
-fn commit(batch: &HashMap<PathBuf, Pending>) -> Vec<&Name> {
+/// returns the files that could not be written.
+fn commit(batch: &HashMap<PathBuf, Pending>) -> Vec<&PathBuf> {
     let mut renamed: Vec<&Path> = Vec::new();
     let mut written: Vec<&Path> = Vec::new();
     let mut appended: Vec<&Path> = Vec::new();
     let mut failed = Vec::new();
+    let mut logged = 0;
     for (path, pending) in batch {
         match write_one(path, pending) {
             Ok(Written::ToRename) => renamed.push(path),
             Ok(Written::InPlace) => written.push(path),
             Ok(Written::Appended) => appended.push(path),
             Err(e) => {
-                failed.push(&pending.origin);
-                if failed.len() <= FAILURES_LOGGED {
+                failed.push(path);
+                if pending.tries > 0 {
+                    continue;
+                }
+                logged += 1;
+                if logged <= FAILURES_LOGGED {
                     tracing::error!(
-                        "zone {}: journal file {} not written: {e}",
+                        "zone {}: journal file {} not written: {e}; tried again every {} s",
                         pending.origin,
-                        path.display()
+                        path.display(),
+                        RETRY_AFTER.as_secs()
                     );
                 }
             }
         }
     }
-    if failed.len() > FAILURES_LOGGED {
+    if logged > FAILURES_LOGGED {
         tracing::error!(
             "{} more journal files not written",
-            failed.len() - FAILURES_LOGGED
+            logged - FAILURES_LOGGED
         );
     }
     let files = renamed.len() + written.len() + appended.len();
     if files > 0 && !disk::install(&renamed, &written, &appended) {
         let unsynced = [renamed, written, appended].concat();
-        failed.extend(unsynced.iter().map(|path| &batch[*path].origin));
+        let paths = batch.keys().filter(|p| unsynced.contains(&p.as_path()));
+        failed.extend(paths);
     }
     failed
 }
@@ -336,7 +404,9 @@ fn write_one(path: &Path, pending: &Pending) -> io::Result<Written> {
         truncate,
         replace,
         appends,
+        ..
     } = pending;
+    let appends: Vec<Arc<ZoneDiff>> = appends.iter().map(|(step, _)| step.clone()).collect();
     if let (Some(entries), None) = (truncate, replace) {
         file::truncate(path, origin, *entries)?;
         if appends.is_empty() {
@@ -344,7 +414,7 @@ fn write_one(path: &Path, pending: &Pending) -> io::Result<Written> {
         }
     }
     match replace {
-        None => file::append(path, origin, appends).map(|existed| match existed {
+        None => file::append(path, origin, &appends).map(|existed| match existed {
             true => Written::Appended,
             false => Written::InPlace,
         }),
@@ -352,7 +422,7 @@ fn write_one(path: &Path, pending: &Pending) -> io::Result<Written> {
             remove(path).map(|()| Written::InPlace)
         }
         Some(steps) => {
-            let all: Vec<Arc<ZoneDiff>> = steps.iter().chain(appends).cloned().collect();
+            let all: Vec<Arc<ZoneDiff>> = steps.iter().chain(&appends).cloned().collect();
             match file::create_file(path, origin, &all) {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     write_to_rename(path, origin, &all)
@@ -748,7 +818,7 @@ mod tests {
         let writer = JournalWriter::start().unwrap();
         for path in [&bad, &good] {
             writer.change(path, &origin, FileChange::Replace(vec![step(1, 2)]));
-            writer.change(path, &origin, FileChange::Append(step(2, 3)));
+            writer.change(path, &origin, appended(step(2, 3), 0));
         }
         assert!(writer.flush(Duration::from_secs(10)));
         assert!(!bad.exists());
@@ -774,11 +844,81 @@ mod tests {
             Name::parse("g.test").unwrap(),
         );
         let writer = JournalWriter::start().unwrap();
-        writer.change(&bad, &b, FileChange::Append(step(1, 2)));
-        writer.change(&good, &g, FileChange::Append(step(1, 2)));
+        writer.change(&bad, &b, appended(step(1, 2), 0));
+        writer.change(&good, &g, appended(step(1, 2), 0));
         assert!(writer.flush(Duration::from_secs(10)));
         assert_eq!(writer.failures_of(&Name::parse("b.test").unwrap()), 1);
         assert_eq!((writer.failures_of(&g), writer.failures()), (0, 1));
+    }
+
+    fn appended(step: Arc<ZoneDiff>, at: u64) -> FileChange {
+        FileChange::Append { step, at }
+    }
+
+    /// The serials of the steps in the journal file at `path`.
+    fn steps_in(path: &Path, origin: &Name) -> Vec<(u32, u32)> {
+        let steps = all_steps(path, origin).unwrap();
+        (steps.iter())
+            .map(|d| (serial_of(&d.old_soa), serial_of(&d.new_soa)))
+            .collect()
+    }
+
+    /// A journal file in a folder under `dir` not made yet (its writes
+    /// fail until it is), its zone, and a writer.
+    fn folder_not_there_yet(dir: &Path, name: &str) -> (PathBuf, PathBuf, Name, JournalWriter) {
+        let folder = dir.join(name);
+        let path = folder.join("w.jnl");
+        let origin = Name::parse("w.test").unwrap();
+        (folder, path, origin, JournalWriter::start().unwrap())
+    }
+
+    /// A step whose write failed (a served reload's, say) is written
+    /// before the steps sent after it, and on its own once the disk takes
+    /// it again: the file never has a hole that a restart refuses.
+    #[test]
+    fn a_failed_step_is_written_again_before_the_steps_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (folder, path, origin, writer) = folder_not_there_yet(dir.path(), "later");
+        let (one, two) = (step(1, 2), step(2, 3));
+        let after_one = file::entry_len(&one);
+        writer.change(&path, &origin, appended(one, 0));
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert_eq!(writer.failures_of(&origin), 1, "no folder yet");
+        std::fs::create_dir(&folder).unwrap();
+        writer.change(&path, &origin, appended(two, after_one));
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert_eq!(steps_in(&path, &origin), [(1, 2), (2, 3)]);
+        assert_eq!(writer.failures_of(&origin), 1, "written at the retry");
+
+        // With nothing sent after it, the step goes in on its own.
+        let (later, path, _, _) = folder_not_there_yet(dir.path(), "later2");
+        writer.change(&path, &origin, appended(step(1, 2), 0));
+        assert!(writer.flush(Duration::from_secs(10)));
+        std::fs::create_dir(&later).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !path.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert_eq!(steps_in(&path, &origin), [(1, 2)]);
+    }
+
+    /// A cut (a batch of updates whose sync failed) drops the steps at
+    /// and after it that still wait, and keeps those before it.
+    #[test]
+    fn a_cut_drops_the_waiting_steps_after_it_and_keeps_those_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let (folder, path, origin, writer) = folder_not_there_yet(dir.path(), "later");
+        let (one, two) = (step(1, 2), step(2, 3));
+        let after_one = file::entry_len(&one);
+        writer.change(&path, &origin, appended(one, 0));
+        writer.change(&path, &origin, appended(two, after_one));
+        assert!(writer.flush(Duration::from_secs(10)));
+        writer.change(&path, &origin, FileChange::Truncate(after_one));
+        std::fs::create_dir(&folder).unwrap();
+        writer.change(&path, &origin, appended(step(2, 4), after_one));
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert_eq!(steps_in(&path, &origin), [(1, 2), (2, 4)]);
     }
 
     /// What a file with `history`'s changes applied holds, read back.
@@ -859,7 +999,7 @@ mod tests {
         apply(&path, &origin, history.record((*step(1, 2)).clone()));
         // The step 2 -> 3 never reached the file.
         let lost = history.record((*step(2, 3)).clone());
-        assert!(matches!(lost, Some(FileChange::Append(_))));
+        assert!(matches!(lost, Some(FileChange::Append { .. })));
         history.failures_now(1);
         let next = history.record((*step(3, 4)).clone());
         assert!(
@@ -872,7 +1012,7 @@ mod tests {
         // Once only: the step after appends again.
         history.failures_now(1);
         let after = history.record((*step(4, 5)).clone());
-        assert!(matches!(after, Some(FileChange::Append(_))));
+        assert!(matches!(after, Some(FileChange::Append { .. })));
     }
 
     /// A step too large for the journal in memory (a hand edit merged by
@@ -899,14 +1039,17 @@ mod tests {
         };
         let large = diff(&zone(3, 0), &zone(4, 500));
         let change = history.record(large);
-        assert!(matches!(change, Some(FileChange::Append(_))), "{change:?}");
+        assert!(
+            matches!(change, Some(FileChange::Append { .. })),
+            "{change:?}"
+        );
         apply(&path, &origin, change);
         assert_eq!(all_steps(&path, &origin).unwrap().len(), 3);
         assert!(history.wants_write_back());
         // The journal in memory now holds nothing to go on from: the next
         // step still goes on from the file, not over it.
         let next = history.record((*step(4, 5)).clone());
-        assert!(matches!(next, Some(FileChange::Append(_))), "{next:?}");
+        assert!(matches!(next, Some(FileChange::Append { .. })), "{next:?}");
         apply(&path, &origin, next);
         assert_eq!(all_steps(&path, &origin).unwrap().len(), 4);
     }

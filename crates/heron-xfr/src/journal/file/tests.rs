@@ -344,8 +344,8 @@ fn a_torn_tail_that_hides_the_served_serial_is_a_mismatch() {
 /// batching and syncs.
 fn apply(path: &Path, change: FileChange) {
     match change {
-        FileChange::Append(d) => {
-            append(path, &origin(), &[d]).unwrap();
+        FileChange::Append { step, .. } => {
+            append(path, &origin(), &[step]).unwrap();
         }
         FileChange::Replace(diffs) if diffs.is_empty() => {
             let _ = std::fs::remove_file(path);
@@ -399,10 +399,10 @@ fn a_restart_or_a_step_too_large_replaces_the_file() {
     };
     let replaced = |c: &FileChange| match c {
         FileChange::Replace(v) => serials(v.iter()),
-        FileChange::Append(_) | FileChange::Truncate(_) => panic!("{c:?}"),
+        FileChange::Append { .. } | FileChange::Truncate(_) => panic!("{c:?}"),
     };
     assert_eq!(replaced(&record(step(1, 2, 1))), [(1, 2)], "a new history");
-    assert!(matches!(record(step(2, 3, 1)), FileChange::Append(_)));
+    assert!(matches!(record(step(2, 3, 1)), FileChange::Append { .. }));
     assert_eq!(replaced(&record(step(7, 8, 1))), [(7, 8)], "a gap");
     assert_eq!(replaced(&record(step(8, 9, 100))), [], "too large to keep");
     assert!(matches!(size.cleared(), FileChange::Replace(v) if v.is_empty()));
