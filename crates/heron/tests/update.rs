@@ -1006,6 +1006,87 @@ bad.upd.test. 60 IN AAAA 192.0.2.25
     );
 }
 
+/// The SOA serial written in the zone file at `file`.
+fn file_serial(file: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let soa = text
+        .lines()
+        .find(|l| l.split_whitespace().any(|w| w == "SOA"))?;
+    let fields: Vec<&str> = soa.split_whitespace().collect();
+    let at = fields.iter().position(|w| *w == "SOA")?;
+    fields.get(at + 3)?.parse().ok()
+}
+
+/// A thaw whose edit kept the file's serial writes the next serial to
+/// the file before serving it: a crash right after (its journal step not
+/// yet on disk, or no room for it) serves the edit under that serial
+/// again, never under the old one, which the next update would reuse
+/// for other content.
+#[test]
+fn a_thawed_edit_keeps_its_new_serial_through_a_crash() {
+    let file = zone_file("thaw-crash");
+    let (mut server, socket) = start_with_control(&file, "zonefile-sync = 3600");
+    let addr = server.addr();
+    let got = send(
+        Client::Knsupdate,
+        addr,
+        Some("ops"),
+        false,
+        "update add before.upd.test 60 A 192.0.2.73",
+    );
+    assert_eq!(got, "NOERROR");
+    let (ok, said) = ctl(&socket, &["freeze", ZONE]);
+    assert!(ok, "{said}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        format!("{text}byhand.upd.test. 60 IN A 192.0.2.74\n"),
+    )
+    .unwrap();
+    let (ok, said) = ctl(&socket, &["thaw", ZONE]);
+    assert!(ok, "{said}");
+    assert_eq!(zone_serial(addr, ZONE), Some(3));
+    assert_eq!(file_serial(&file), Some(3), "{}", server.log());
+    server.kill();
+    let restarted = start(&file, "zonefile-sync = 3600");
+    assert_eq!(zone_serial(restarted.addr(), ZONE), Some(3));
+    for name in ["before.upd.test", "byhand.upd.test"] {
+        assert_eq!(a(restarted.addr(), name).len(), 1, "{name}");
+    }
+}
+
+/// A zone whose `allow-update` a reconfigure removes while its file lacks
+/// updates is written back at once: nothing replays a journal of a zone
+/// that takes no updates, so its file alone is the zone from the next
+/// start (before, the updates answered were gone then, with nothing said).
+#[test]
+fn a_zone_that_stops_taking_updates_is_written_back_at_once() {
+    let file = zone_file("no-more-updates");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = 3600");
+    let got = send(
+        Client::Knsupdate,
+        server.addr(),
+        Some("ops"),
+        false,
+        "update add leaving.upd.test 60 A 192.0.2.75",
+    );
+    assert_eq!(got, "NOERROR");
+    let written = || std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(!written().contains("leaving.upd.test."));
+    let config = server.dir().join("heron.toml");
+    let with = std::fs::read_to_string(&config).unwrap();
+    let without: String = (with.lines())
+        .filter(|l| !l.starts_with("allow-update") && !l.starts_with("zonefile-sync"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&config, without).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok, "{said}");
+    assert!(written().contains("leaving.upd.test."), "{}", server.log());
+    assert_eq!(file_serial(&file), Some(2));
+    assert_eq!(a(server.addr(), "leaving.upd.test").len(), 1);
+}
+
 /// A write-back due when the zone is frozen waits for the thaw: the file
 /// is the operator's meanwhile (before, the timer set by the last update
 /// fired during the freeze and replaced the edit being made).

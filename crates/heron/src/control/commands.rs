@@ -314,13 +314,14 @@ impl Controller {
             return Response::refused(format!("{zone} is not frozen"));
         }
         let reloaded = self.reload(vec![zone.clone()], true).await;
-        // An edit that did not load stays in the file: taking updates
-        // again would have the next write-back replace it with the zone
-        // served (BIND keeps such a zone frozen too).
+        // An edit that did not load (or whose next serial could not be
+        // written) stays in the file: taking updates again would have the
+        // next write-back replace it with the zone served (BIND keeps such
+        // a zone frozen too).
         if !reloaded.ok {
             return Response {
                 message: format!(
-                    "{zone} stays frozen: its file did not load, and updates would have it written over; fix it and thaw again; {}",
+                    "{zone} stays frozen: its edited file was not taken, and updates would have it written over; fix what the errors say and thaw again; {}",
                     reloaded.message
                 ),
                 ..reloaded

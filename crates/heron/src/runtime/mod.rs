@@ -14,6 +14,7 @@ pub(crate) mod update_forward;
 pub(crate) mod update_signed;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -208,7 +209,7 @@ fn rebuild(
         Some(_) => Ok(None),
     };
     let config = match reread {
-        Ok(Some(new)) => reconfigure(xfr, new, &files),
+        Ok(Some(new)) => reconfigure(catalog, xfr, new, &files),
         Ok(None) => Reconfiguration::default(),
         Err(errors) => return (Outcome::config_errors(errors), Vec::new(), Duration::ZERO),
     };
@@ -232,8 +233,7 @@ fn rebuild(
         let changes = running.reconfigure(wanted, consumed, &mut next, &xfr.primary, configured);
         outcome.secondaries = changes;
     }
-    xfr.signings.set(files.signed_files());
-    xfr.signed_copies.set(files.signed_copies());
+    let frozen = signing_and_frozen(xfr, &files);
     drop(files);
     let signed = (xfr.signed_secondaries).resign(&mut next, selection.zones.as_ref(), &resigned);
     if let Some(running) = xfr.secondaries.lock().unwrap().as_ref() {
@@ -241,7 +241,7 @@ fn rebuild(
             .iter()
             .for_each(|zone| running.keep_signed(zone, None));
     }
-    let not_taken = update::keep_updates(&current, &mut next, xfr, &held);
+    let not_taken = update::keep_updates(&current, &mut next, xfr, &held, &frozen);
     update::replay_added(&current, &mut next, xfr);
     outcome.failed += not_taken.len();
     outcome.errors.extend(not_taken);
@@ -273,6 +273,17 @@ fn rebuild(
     (outcome, changed, swap)
 }
 
+/// Takes from the zone files which zones are signed here and which keep
+/// signed copies; returns the files of the zones frozen now, which a
+/// thaw may write.
+fn signing_and_frozen(xfr: &Transfers, files: &ZoneFiles) -> HashMap<Name, PathBuf> {
+    xfr.signings.set(files.signed_files());
+    xfr.signed_copies.set(files.signed_copies());
+    (xfr.frozen.origins().into_iter())
+        .filter_map(|origin| Some((origin.clone(), files.file_of(&origin)?)))
+        .collect()
+}
+
 /// Zones no longer configured: no longer served, their history and
 /// NOTIFY targets forgotten.
 fn remove_zones(xfr: &Transfers, next: &mut Catalog, removed: &[Name]) {
@@ -287,7 +298,13 @@ fn remove_zones(xfr: &Transfers, next: &mut Catalog, removed: &[Name]) {
 /// Applies what a new configuration says to the running server at once
 /// (log levels, keys, transfer policies) and returns the rest for the
 /// reload to carry out.
-fn reconfigure(xfr: &Transfers, new: Reconfigured, files: &ZoneFiles) -> Reconfiguration {
+fn reconfigure(
+    catalog: &SharedCatalog,
+    xfr: &Transfers,
+    new: Reconfigured,
+    files: &ZoneFiles,
+) -> Reconfiguration {
+    update::write_back_leaving(catalog, xfr, &new.policies);
     new.left_for_restart.iter().for_each(|part| {
         tracing::warn!("{part} changed in the configuration: it takes effect at the next restart")
     });

@@ -276,6 +276,11 @@ impl Frozen {
     pub(crate) fn contains(&self, origin: &Name) -> bool {
         self.lock().contains(origin)
     }
+
+    /// The zones frozen now (lower-cased).
+    pub(crate) fn origins(&self) -> Vec<Name> {
+        self.lock().iter().cloned().collect()
+    }
 }
 
 /// Zones whose served version holds updates their file does not
@@ -327,6 +332,51 @@ impl Unwritten {
     /// The zones marked now (lower-cased).
     pub(crate) fn origins(&self) -> Vec<Name> {
         self.lock().iter().cloned().collect()
+    }
+}
+
+/// Before a new configuration takes effect: a zone that no longer takes
+/// updates (`allow-update` removed) while its file lacks some is written
+/// back now, since nothing would replay its journal at the next start
+/// (its file alone is then the zone). Under `zonefile-sync = "never"`
+/// the file is left alone, as promised, and the operator told.
+pub(crate) fn write_back_leaving(
+    catalog: &SharedCatalog,
+    xfr: &Transfers,
+    policies: &HashMap<Name, ZonePolicy>,
+) {
+    let configured = xfr.primary.policies();
+    for origin in xfr.unwritten.origins() {
+        let Some(old) = configured.get(&origin) else {
+            continue; // a catalog member: its policy is set apart
+        };
+        if policies.get(&origin).is_some_and(|p| p.takes_updates()) {
+            continue;
+        }
+        let Some(zone) = catalog.load().get(&origin).cloned() else {
+            continue;
+        };
+        let Some((path, _)) = &old.update.write_back else {
+            tracing::warn!(
+                "zone {origin}: no longer takes updates, and its file lacks those answered (zonefile-sync = \"never\"): from the next start it serves its file alone"
+            );
+            continue;
+        };
+        let signed_here = xfr.signings.get(&origin).is_some();
+        match write_editable(&zone, path, signed_here) {
+            Ok(()) => {
+                xfr.unwritten.written(catalog, &zone, &xfr.primary);
+                tracing::info!(
+                    "zone {origin}: no longer takes updates: written back to {} (serial {})",
+                    path.display(),
+                    zone.serial()
+                );
+            }
+            Err(e) => tracing::error!(
+                "zone {origin}: no longer takes updates, but cannot be written back to {}: {e}; from the next start it serves its file alone",
+                path.display()
+            ),
+        }
     }
 }
 
@@ -876,6 +926,7 @@ pub(crate) fn keep_updates(
     next: &mut Catalog,
     xfr: &Transfers,
     held: &HashSet<Name>,
+    frozen_files: &HashMap<Name, std::path::PathBuf>,
 ) -> Vec<String> {
     let mut failed = Vec::new();
     let (primary, frozen) = (&*xfr.primary, &xfr.frozen);
@@ -893,8 +944,12 @@ pub(crate) fn keep_updates(
             continue;
         };
         let signing = xfr.signings.get(old.origin());
+        let signed_here = signing.is_some();
         let merged = match (frozen.contains(old.origin()), signing) {
-            (true, _) => edited(&old, &new, &policy),
+            (true, _) => edited(&old, &new, &policy).and_then(|thawed| {
+                let file = frozen_files.get(old.origin());
+                written_first(thawed, &new, file, signed_here)
+            }),
             (false, Some(signing)) => keep_signed(&old, &new, &signing),
             // Nothing but the file's: taken as any zone file is, unless
             // it is older than what is served (it was read before a
@@ -919,6 +974,16 @@ pub(crate) fn keep_updates(
             // The file holds what is served (written back, say): the
             // version served stays, its history with it.
             Ok(None) => next.insert_shared(old),
+            Err(why) if frozen.contains(old.origin()) => {
+                let said = format!(
+                    "zone {}: the edited zone file was read, but {why}: the version served (serial {}) stays, and the zone stays frozen",
+                    old.origin(),
+                    old.serial(),
+                );
+                tracing::error!("{said}");
+                failed.push(said);
+                next.insert_shared(old);
+            }
             Err(why) => {
                 let said = format!(
                     "zone {}: the zone file was read again, but {why}: the updated zone (serial {}) stays served and the file is not used; put the updates in the file (or remove {}) and reload",
@@ -1029,6 +1094,35 @@ fn edited(old: &Zone, new: &Zone, policy: &ZonePolicy) -> Result<Option<Zone>, S
         ));
     }
     bump(old, new, policy).map(Some)
+}
+
+/// A thawed zone whose edit kept the file's serial is served with the
+/// next one: that version goes to the file before it is served, so that
+/// no restart (however soon, and even if its journal step never reached
+/// the disk) serves the edit under the old serial, which the next update
+/// would then reuse for other content (also under `zonefile-sync =
+/// "never"`: the freeze wrote the file too). Not written: the zone stays
+/// frozen, the edit in its file.
+fn written_first(
+    thawed: Option<Zone>,
+    file_read: &Zone,
+    file: Option<&std::path::PathBuf>,
+    signed_here: bool,
+) -> Result<Option<Zone>, String> {
+    let (Some(zone), Some(path)) = (&thawed, file) else {
+        return Ok(thawed);
+    };
+    if zone.serial() == file_read.serial() {
+        return Ok(thawed);
+    }
+    write_editable(zone, path, signed_here).map_err(|e| {
+        format!(
+            "its next serial {} cannot be written to {}: {e}",
+            zone.serial(),
+            path.display()
+        )
+    })?;
+    Ok(thawed)
 }
 
 /// `zone` with the serial after `old`'s, by the zone's policy.
