@@ -47,8 +47,14 @@ pub enum Hold {
     Alone,
 }
 
+/// How long the server waits for a key directory that `heron keymgr`
+/// holds: a keymgr stopped (^Z, SIGSTOP) while holding it must not stall
+/// the signing, reloads and updates that wait behind it for ever.
+const SHARED_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// An advisory lock (flock) on the key directory `dir`, held until the
-/// returned file is dropped; it waits for a holder that excludes it.
+/// returned file is dropped; it waits for a holder that excludes it (the
+/// server, [`Hold::Shared`], for [`SHARED_WAIT`] at most, then fails).
 /// None when there is no directory yet (nobody can be writing in it).
 pub fn lock_directory(dir: &Path, hold: Hold) -> Result<Option<fs::File>, String> {
     let folder = match fs::File::open(dir) {
@@ -56,13 +62,39 @@ pub fn lock_directory(dir: &Path, hold: Hold) -> Result<Option<fs::File>, String
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{}: {e}", dir.display())),
     };
-    let kind = match hold {
-        Hold::Shared => LockKind::Shared,
-        Hold::Alone => LockKind::Exclusive,
+    let locked = match hold {
+        Hold::Shared => lock_within(&folder, LockKind::Shared, SHARED_WAIT),
+        Hold::Alone => heron_sys::files::lock(&folder, LockKind::Exclusive).map(|()| true),
     };
-    heron_sys::files::lock(&folder, kind)
-        .map_err(|e| format!("cannot lock {}: {e}", dir.display()))?;
-    Ok(Some(folder))
+    match locked {
+        Ok(true) => Ok(Some(folder)),
+        Ok(false) => Err(format!(
+            "{} is held by another process (heron keymgr?) for over {} s; tried again later",
+            dir.display(),
+            SHARED_WAIT.as_secs()
+        )),
+        Err(e) => Err(format!("cannot lock {}: {e}", dir.display())),
+    }
+}
+
+/// Takes the lock within `wait`; false if it is still held by then.
+fn lock_within(
+    folder: &fs::File,
+    kind: LockKind,
+    wait: std::time::Duration,
+) -> std::io::Result<bool> {
+    let deadline = std::time::Instant::now() + wait;
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        if heron_sys::files::try_lock(folder, kind)? {
+            return Ok(true);
+        }
+        if std::time::Instant::now() >= deadline {
+            return Ok(false);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(50));
+    }
 }
 
 /// Suffix of Heron's key files in a key directory.
@@ -842,6 +874,20 @@ mod tests {
         assert!(lock_directory(dir.path(), Hold::Shared).unwrap().is_some());
         let missing = dir.path().join("none");
         assert!(lock_directory(&missing, Hold::Alone).unwrap().is_none());
+    }
+
+    /// A keymgr stopped while it holds the key directory (^Z) makes the
+    /// server's signing fail after a bounded wait, not hang: the reloads
+    /// and updates queued behind a signing would hang with it.
+    #[test]
+    fn the_server_waits_for_a_stopped_keymgr_only_so_long() {
+        let dir = tempfile::tempdir().unwrap();
+        let keymgr = lock_directory(dir.path(), Hold::Alone).unwrap().unwrap();
+        let folder = fs::File::open(dir.path()).unwrap();
+        let wait = std::time::Duration::from_millis(100);
+        assert!(!lock_within(&folder, LockKind::Shared, wait).unwrap());
+        drop(keymgr);
+        assert!(lock_within(&folder, LockKind::Shared, wait).unwrap());
     }
 
     /// The zone's largest TTL lowered from 300 to 30 mid-rollover: the
