@@ -419,3 +419,74 @@ fn a_policy_removed_while_stopped_is_refused_with_keys_in_a_directory_of_their_o
     }
     assert!(refused, "the start must be refused");
 }
+
+/// `dig +dnssec +norec` for `name`/`qtype`: the answer's status and its
+/// authority section's records, one per line.
+fn dig_authority(server: &ServerProcess, name: &str, qtype: &str) -> (String, Vec<String>) {
+    let addr = server.addr();
+    let out = Command::new("dig")
+        .arg(format!("@{}", addr.ip()))
+        .args(["-p", &addr.port().to_string(), name, qtype])
+        .args(["+dnssec", "+norec", "+noall", "+comments", "+authority"])
+        .output()
+        .expect("dig runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let status = (text.split("status: ").nth(1))
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or("none")
+        .to_string();
+    let records = (text.lines())
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .map(str::to_string)
+        .collect();
+    (status, records)
+}
+
+/// Chains through wildcard CNAMEs, with DO: a NSEC or NSEC3 record that
+/// two steps of the chain prove is written once (RFC 2181 5; before, the
+/// wildcard CNAME's proof was written again after the last step's). A
+/// query for an NSEC3 owner name is answered as a name that does not
+/// exist (RFC 5155 7.2.8; before, NOERROR with the NSEC3 as the answer,
+/// which BIND's validator calls a format error).
+#[test]
+fn proofs_are_written_once_and_nsec3_owners_do_not_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("edge.test.zone");
+    let text = std::fs::read_to_string(zone_file()).unwrap();
+    // *.wcn's NSEC (to wcname) covers wcna too; foo.w2 is synthesized.
+    let extra = "*.wcn CNAME wcna\n*.c2 CNAME foo.w2\n*.w2 A 192.0.2.99\n";
+    std::fs::write(&file, format!("{text}{extra}")).unwrap();
+    for policy in ["", "denial = \"nsec3\""] {
+        let keys = dir.path().join(format!("keys{}", policy.len()));
+        let server = serve_signed_file(policy, &keys, &file);
+        for (name, status) in [
+            ("x.wcn.edge.test.", "NXDOMAIN"),
+            ("d.c2.edge.test.", "NOERROR"),
+            ("x.cnamewild.edge.test.", "NOERROR"),
+        ] {
+            let (got, records) = dig_authority(&server, name, "A");
+            assert_eq!(got, status, "{policy} {name}");
+            let mut unique = records.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(
+                unique.len(),
+                records.len(),
+                "{policy} {name}:\n{records:#?}"
+            );
+        }
+        let Some(owner) = (axfr(&server).lines())
+            .find(|l| l.contains("\tNSEC3\t"))
+            .and_then(|l| l.split_whitespace().next())
+            .map(str::to_string)
+        else {
+            continue; // NSEC
+        };
+        for qtype in ["NSEC3", "A", "ANY"] {
+            let (got, _) = dig_authority(&server, &owner, qtype);
+            assert_eq!(got, "NXDOMAIN", "{owner} {qtype}");
+            let below = format!("x.{owner}");
+            assert_eq!(dig_authority(&server, &below, qtype).0, "NXDOMAIN");
+        }
+    }
+}

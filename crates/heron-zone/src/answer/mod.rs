@@ -755,6 +755,12 @@ impl<'a> Responder<'a> {
 
     /// One NSEC or NSEC3 RRset of a proof, and its RRSIGs.
     fn write_proof_record(&mut self, zone: &Zone, node: Node, set: RRset) -> Result<(), Full> {
+        if let Some(deferred) = self.deferred_proofs.as_mut() {
+            let same = deferred
+                .iter_mut()
+                .filter(|kept| kept.is_some_and(|k| k.id() == node.id()));
+            same.for_each(|kept| *kept = None);
+        }
         let owner = Owner::BelowApex(node.owner_wire(), zone.origin().wire_len());
         self.rrset(Section::Authority, owner, set).map(|_| ())
     }
@@ -768,9 +774,16 @@ impl<'a> Responder<'a> {
             let deferred = self
                 .deferred_proofs
                 .get_or_insert_with(|| Box::new([None; MAX_CHAIN]));
-            let free = deferred.iter_mut().filter(|slot| slot.is_none());
-            for (slot, (node, _)) in free.zip(proof.records()) {
-                *slot = Some(node);
+            // A record two steps prove (or the last step's proof, which
+            // `write_proof_record` takes out) is written once (RFC 2181 5).
+            for (node, _) in proof.records() {
+                if deferred.iter().flatten().any(|kept| kept.id() == node.id()) {
+                    continue;
+                }
+                match deferred.iter_mut().find(|slot| slot.is_none()) {
+                    Some(slot) => *slot = Some(node),
+                    None => break,
+                }
             }
         }
     }
@@ -956,7 +969,12 @@ fn find<'z>(
         let off = off as usize;
         let name = &lower[off..];
         let hash = hash.take().unwrap_or_else(|| zone.hash(name));
-        let Some(node) = zone.node_below_apex(name, hash) else {
+        // An NSEC3 owner is found as a name that does not exist (RFC
+        // 5155 7.2.8), and so is every name below it.
+        let Some(node) = zone
+            .node_below_apex(name, hash)
+            .filter(|n| !n.is_nsec3_only())
+        else {
             return wildcard(zone, encloser.unwrap_or_else(|| zone.apex()));
         };
         let exact = off == 0;

@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! u8 key length, key (lower-cased owner, wire form)
-//! u8 flags (CUT, CASED), [the owner as written, if CASED]
+//! u8 flags (CUT, CASED, HAS_CNAME, HAS_DNAME, NSEC3_ONLY), [the owner as written, if CASED]
 //! u8 RRset count, then per RRset, in type order:
 //!     u16 type, u16 records length, u16 signatures length,
 //!     u16 additional length, then those three packed blobs
@@ -34,6 +34,9 @@ const CASED: u8 = 2;
 /// so answered without walking the RRsets.
 const HAS_CNAME: u8 = 4;
 const HAS_DNAME: u8 = 8;
+/// The node holds an NSEC3 RRset and nothing else: a hashed owner, which
+/// a query must find as if it did not exist (RFC 5155 7.2.8).
+const NSEC3_ONLY: u8 = 16;
 /// Octets of an RRset's header: type and three lengths.
 const SET_HEADER: usize = 8;
 
@@ -211,6 +214,10 @@ impl<'a> NodeWriter<'a> {
             RType::DNAME if has_records => HAS_DNAME,
             _ => 0,
         };
+        match rtype == RType::NSEC3 && self.out[self.count_at] == 1 {
+            true => self.out[self.flags_at] |= NSEC3_ONLY,
+            false => self.out[self.flags_at] &= !NSEC3_ONLY,
+        }
         Ok(())
     }
 }
@@ -298,6 +305,13 @@ impl<'a> Node<'a> {
     #[inline]
     pub fn has_cname(&self) -> bool {
         self.flags() & HAS_CNAME != 0
+    }
+
+    /// Whether the node holds an NSEC3 RRset and nothing else: a lookup
+    /// passes over it as over a name that does not exist.
+    #[inline]
+    pub fn is_nsec3_only(&self) -> bool {
+        self.flags() & NSEC3_ONLY != 0
     }
 
     /// Whether the node holds a DNAME, as [`Node::has_cname`].
