@@ -260,14 +260,44 @@ fn owner_in_question<'q>(owner: Option<&[u8]>, qname: &'q [u8]) -> &'q [u8] {
 }
 
 /// Cuts a response to its header and the first `question` octets after
-/// it, with TC set and no records: the client retries over TCP.
+/// it, with TC set and no records but its OPT record, if it had one (RFC
+/// 6891 6.1.1: the client's EDNS, cookie and DO are answered as NSD and
+/// Knot answer them): the client retries over TCP.
 fn slip(response: &mut Vec<u8>, question: usize) {
+    let opt = opt_record(response, HEADER_LEN + question).map(|at| response[at].to_vec());
     response.truncate(HEADER_LEN + question);
     response[2] |= (flags::TC >> 8) as u8;
     if question == 0 {
         response[4..6].fill(0);
     }
     response[6..HEADER_LEN].fill(0);
+    if let Some(opt) = opt {
+        response.extend_from_slice(&opt);
+        response[11] = 1;
+    }
+}
+
+/// Where the OPT record of `response` lies (its records start at
+/// `records`), if it has one: the additional record of type 41 whose
+/// owner is the root.
+fn opt_record(response: &[u8], records: usize) -> Option<std::ops::Range<usize>> {
+    let count = |at: usize| u16::from_be_bytes([response[at], response[at + 1]]) as usize;
+    let (before, additional) = (count(6) + count(8), count(10));
+    let mut at = records;
+    for index in 0..before + additional {
+        let (owner_end, _) = heron_proto::name::skip_compressed(response, at).ok()?;
+        let fixed = response.get(owner_end..owner_end + 10)?;
+        let rtype = u16::from_be_bytes([fixed[0], fixed[1]]);
+        let end = owner_end + 10 + u16::from_be_bytes([fixed[8], fixed[9]]) as usize;
+        if end > response.len() {
+            return None;
+        }
+        if index >= before && rtype == 41 && response[at] == 0 {
+            return Some(at..end);
+        }
+        at = end;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -554,6 +584,40 @@ mod tests {
         let mut formerr = vec![0x12, 0x34, 0x80, 1, 0, 0, 0, 0, 0, 0, 0, 0];
         slip(&mut formerr, 0);
         assert_eq!(formerr, [0x12, 0x34, 0x82, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
+    }
+
+    /// A slipped response keeps its OPT record, the client's COOKIE and
+    /// DO answered in it (RFC 6891 6.1.1), and nothing else.
+    #[test]
+    fn a_slipped_response_keeps_its_opt_record() {
+        let (msg, q) = query(NAME);
+        let mut out = Vec::new();
+        let mut w = Writer::new(&mut out, 65535);
+        w.question_raw(&msg[q.question.clone()]);
+        w.section(Section::Answer);
+        let mut answer = vec![0xC0, 12];
+        answer.extend_from_slice(&[0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1]);
+        w.raw_record(&answer).unwrap();
+        w.section(Section::Additional);
+        let glue = [0xC0, 14, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 2];
+        w.raw_record(&glue).unwrap();
+        // OPT: root owner, 1232 octets, DO, an 8-octet client cookie.
+        let mut opt = vec![0, 0, 41, 0x04, 0xD0, 0, 0, 0x80, 0, 0, 12, 0, 10, 0, 8];
+        opt.extend_from_slice(b"ABCDEFGH");
+        w.raw_record(&opt).unwrap();
+        w.finish(0x1234, 0x8000 | flags::AA, 1);
+        slip(&mut out, q.question.len());
+        assert_eq!(&out[4..12], &[0, 1, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(&out[HEADER_LEN + q.question.len()..], &opt[..]);
+        assert_eq!(out[2] & 0x02, 0x02, "TC");
+        // A response cut short or without OPT: header and question only.
+        let (msg, q) = query(NAME);
+        let mut plain = response(&msg, &q, 0, true, 0, &[0xC0, 12]);
+        let whole = plain.len();
+        plain[11] = 1; // an additional record the message does not hold
+        slip(&mut plain, q.question.len());
+        assert!(whole > plain.len());
+        assert_eq!(plain.len(), HEADER_LEN + q.question.len());
     }
 
     /// example. with two wildcards and a real name beside one of them.
