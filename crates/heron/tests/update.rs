@@ -590,7 +590,8 @@ fn an_update_over_tls_is_answered_and_served() {
 }
 
 /// A reload that finds the zone file edited keeps the updates: merged
-/// when the edit kept the serial, refused (the updated zone stays
+/// when the edit kept the serial (the merged version written to the file
+/// before it is served), refused (the updated zone stays
 /// served, an error says why) when the file's serial no longer leads to
 /// the updates.
 #[test]
@@ -621,6 +622,11 @@ fn a_reload_of_an_edited_file_merges_or_keeps_the_updates() {
         Some(3),
         "the edit has a serial of its own"
     );
+    // Written to the file before it was served: no crash or full disk
+    // (its journal step not written) brings serial 2 back with the edit.
+    assert_eq!(file_serial(&file), Some(3), "{}", server.log());
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("handmade.upd.test.") && text.contains("dyn1.upd.test."));
     // Edited with a new serial that the updates do not lead on from.
     let bumped = edited.replace("hostmaster 1 ", "hostmaster 100 ") + "other A 192.0.2.63\n";
     std::fs::write(&file, bumped).unwrap();

@@ -967,7 +967,10 @@ pub(crate) fn keep_updates(
                 );
                 Ok(None)
             }
-            (false, None) => merge(&old, &new, path, &policy),
+            (false, None) => merge(&old, &new, path, &policy).and_then(|merged| {
+                let file = policy.update.write_back.as_ref().map(|(file, _)| file);
+                written_first(merged, &new, file, false)
+            }),
         };
         match merged {
             Ok(Some(merged)) => next.insert(merged),
@@ -1096,13 +1099,15 @@ fn edited(old: &Zone, new: &Zone, policy: &ZonePolicy) -> Result<Option<Zone>, S
     bump(old, new, policy).map(Some)
 }
 
-/// A thawed zone whose edit kept the file's serial is served with the
-/// next one: that version goes to the file before it is served, so that
-/// no restart (however soon, and even if its journal step never reached
-/// the disk) serves the edit under the old serial, which the next update
-/// would then reuse for other content (also under `zonefile-sync =
-/// "never"`: the freeze wrote the file too). Not written: the zone stays
-/// frozen, the edit in its file.
+/// A thawed zone whose edit kept the file's serial, or a reloaded one
+/// whose edit merged with its updates, is served with the next serial:
+/// that version goes to the file before it is served, so that no restart
+/// (however soon, and even if its journal step never reached the disk)
+/// serves the edit under the old serial, which the next update would
+/// then reuse for other content. Thawed, also under `zonefile-sync =
+/// "never"` (the freeze wrote the file too); merged, not then (the file
+/// is left alone, the journal holds the step). Not written: the version
+/// served stays (and a thawed zone stays frozen), the edit in its file.
 fn written_first(
     thawed: Option<Zone>,
     file_read: &Zone,
