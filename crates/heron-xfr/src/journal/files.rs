@@ -160,6 +160,10 @@ impl History {
 
 enum Message {
     Change(PathBuf, Name, FileChange),
+    /// The zone is no longer served: a change of its file still waiting
+    /// to be tried again goes (it would land in a file a new zone of that
+    /// name may use).
+    Forget(Name),
     /// Answered once everything sent before is on disk.
     Flush(Sender<()>),
 }
@@ -216,6 +220,11 @@ impl JournalWriter {
     pub(crate) fn change(&self, path: &Path, origin: &Name, change: FileChange) {
         let message = Message::Change(path.to_path_buf(), origin.clone(), change);
         let _ = self.messages.send(message);
+    }
+
+    /// `origin` is no longer served: see [`Message::Forget`].
+    pub(crate) fn forget(&self, origin: &Name) {
+        let _ = self.messages.send(Message::Forget(origin.clone()));
     }
 
     /// Waits, up to `wait`, until everything sent so far is on disk.
@@ -315,6 +324,7 @@ fn run(queue: Receiver<Message>, failures: &Failures) {
                     .entry(path)
                     .or_insert_with(|| Pending::new(origin))
                     .add(change),
+                Message::Forget(origin) => batch.retain(|_, p| p.origin != origin),
                 Message::Flush(done) => flushes.push(done),
             }
         }
@@ -614,10 +624,12 @@ fn restore_one(zone: &Zone, path: &Path, max_bytes: usize) -> Option<History> {
         {
             return None;
         }
-        // A step missing inside the history (a write that failed): the
-        // steps after the hole may be updates the zone file lacks, which
-        // no restart can replay now; kept for recovery by hand.
-        Err(why @ StartOver::Gap { .. }) => {
+        // A step missing inside the history (a write that failed), or a
+        // history past the zone file's serial (updates the file lacks, of
+        // a zone whose `allow-update` went while it was down): the steps
+        // may be updates no restart can replay now; kept for recovery by
+        // hand.
+        Err(why) if may_hold_updates(&why) => {
             let kept = disk::unused_name(path, ".unapplied");
             let moved = std::fs::rename(path, &kept);
             tracing::error!(
@@ -710,6 +722,16 @@ fn is_torn_tail(path: &Path, damage: &file::Damage) -> bool {
         u32::from_be_bytes(l.try_into().expect("4 octets")) as usize
     });
     file::ENTRY_HEAD + declared >= rest.len()
+}
+
+/// Whether a journal not used may hold updates the zone file lacks: one
+/// with a step missing inside it, or one ending past the file's serial.
+fn may_hold_updates(why: &StartOver) -> bool {
+    match why {
+        StartOver::Gap { .. } => true,
+        StartOver::Mismatch { newest, served, .. } => crate::serial::is_newer(*newest, *served),
+        _ => false,
+    }
 }
 
 /// Copies the damaged file at `path` beside it (`.damaged`); what to
@@ -903,6 +925,22 @@ mod tests {
         assert_eq!(steps_in(&path, &origin), [(1, 2)]);
     }
 
+    /// A zone no longer served leaves no failed write behind to be tried
+    /// again: it would land in a file a new zone of that name may use.
+    #[test]
+    fn a_zone_forgotten_has_its_failed_write_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (folder, path, origin, writer) = folder_not_there_yet(dir.path(), "later");
+        writer.change(&path, &origin, appended(step(1, 2), 0));
+        assert!(writer.flush(Duration::from_secs(10)));
+        writer.forget(&Name::parse("W.test").unwrap());
+        std::fs::create_dir(&folder).unwrap();
+        // Past the time of the next try.
+        std::thread::sleep(RETRY_AFTER + Duration::from_millis(500));
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert!(!path.exists());
+    }
+
     /// A cut (a batch of updates whose sync failed) drops the steps at
     /// and after it that still wait, and keeps those before it.
     #[test]
@@ -986,6 +1024,36 @@ mod tests {
                 assert_eq!(std::fs::read(&copy).unwrap(), bytes, "the whole file");
             }
         }
+    }
+
+    /// At a start, a journal past the zone file's serial (updates of a
+    /// zone whose `allow-update` went while the server was down) is kept
+    /// aside, not removed; one behind it (the file edited with a new
+    /// serial) is removed, its history over.
+    #[test]
+    fn a_journal_past_the_zone_file_is_kept_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let origin = Name::parse("w.test").unwrap();
+        let zone_at = |serial: u32| {
+            let text = format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\n");
+            load_zone_str(&text, "w", &origin).unwrap().zone
+        };
+        let writer = JournalWriter::start().unwrap();
+        let (ahead, behind) = (dir.path().join("ahead.jnl"), dir.path().join("behind.jnl"));
+        for path in [&ahead, &behind] {
+            writer.change(
+                path,
+                &origin,
+                FileChange::Replace(vec![step(1, 2), step(2, 3)]),
+            );
+        }
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert!(restore_one(&zone_at(2), &ahead, 1 << 20).is_none());
+        assert!(!ahead.exists());
+        assert!(dir.path().join("ahead.jnl.unapplied").exists());
+        assert!(restore_one(&zone_at(7), &behind, 1 << 20).is_none());
+        assert!(!behind.exists());
+        assert!(!dir.path().join("behind.jnl.unapplied").exists());
     }
 
     /// A write of the file failed outside an update (a reload's step, a

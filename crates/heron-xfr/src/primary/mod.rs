@@ -258,6 +258,9 @@ impl Primary {
     /// zone configured again later starts its history afresh.
     pub fn forget(&self, origin: &Name) {
         self.journals.lock().unwrap().remove(&origin.to_lowercase());
+        if let Some(writer) = &self.files {
+            writer.forget(origin);
+        }
     }
 
     /// Records a new version of a zone: its diff goes to the journal when

@@ -301,10 +301,10 @@ fn remove_zones(xfr: &Transfers, next: &mut Catalog, removed: &[Name]) {
 fn reconfigure(
     catalog: &SharedCatalog,
     xfr: &Transfers,
-    new: Reconfigured,
+    mut new: Reconfigured,
     files: &ZoneFiles,
 ) -> Reconfiguration {
-    update::write_back_leaving(catalog, xfr, &new.policies);
+    update::write_back_leaving(catalog, xfr, &mut new.policies);
     new.left_for_restart.iter().for_each(|part| {
         tracing::warn!("{part} changed in the configuration: it takes effect at the next restart")
     });

@@ -336,29 +336,36 @@ impl Unwritten {
 }
 
 /// Before a new configuration takes effect: a zone that no longer takes
-/// updates (`allow-update` removed) while its file lacks some is written
-/// back now, since nothing would replay its journal at the next start
-/// (its file alone is then the zone). Under `zonefile-sync = "never"`
-/// the file is left alone, as promised, and the operator told.
+/// updates (`allow-update` removed, or the zone removed) while its file
+/// lacks some is written back now, since nothing would replay its journal
+/// at the next start (its file alone is then the zone). One that cannot
+/// be written keeps its update settings (`policies` changed back) until
+/// a later reconfigure can write it. Under `zonefile-sync = "never"` the
+/// file is left alone, as promised, and the operator told.
 pub(crate) fn write_back_leaving(
     catalog: &SharedCatalog,
     xfr: &Transfers,
-    policies: &HashMap<Name, ZonePolicy>,
+    policies: &mut HashMap<Name, ZonePolicy>,
 ) {
     let configured = xfr.primary.policies();
     for origin in xfr.unwritten.origins() {
         let Some(old) = configured.get(&origin) else {
             continue; // a catalog member: its policy is set apart
         };
-        if policies.get(&origin).is_some_and(|p| p.takes_updates()) {
+        let new = policies.get_mut(&origin);
+        if new.as_ref().is_some_and(|p| p.takes_updates()) {
             continue;
         }
         let Some(zone) = catalog.load().get(&origin).cloned() else {
             continue;
         };
+        let leaving = match new.is_some() {
+            true => "no longer takes updates",
+            false => "no longer configured",
+        };
         let Some((path, _)) = &old.update.write_back else {
             tracing::warn!(
-                "zone {origin}: no longer takes updates, and its file lacks those answered (zonefile-sync = \"never\"): from the next start it serves its file alone"
+                "zone {origin}: {leaving}, and its file lacks the updates answered (zonefile-sync = \"never\"): only its journal holds them"
             );
             continue;
         };
@@ -367,15 +374,20 @@ pub(crate) fn write_back_leaving(
             Ok(()) => {
                 xfr.unwritten.written(catalog, &zone, &xfr.primary);
                 tracing::info!(
-                    "zone {origin}: no longer takes updates: written back to {} (serial {})",
+                    "zone {origin}: {leaving}: written back to {} (serial {})",
                     path.display(),
                     zone.serial()
                 );
             }
-            Err(e) => tracing::error!(
-                "zone {origin}: no longer takes updates, but cannot be written back to {}: {e}; from the next start it serves its file alone",
-                path.display()
-            ),
+            Err(e) => {
+                tracing::error!(
+                    "zone {origin}: {leaving}, but cannot be written back to {}: {e}; its update settings stay until it can be",
+                    path.display()
+                );
+                if let Some(new) = new {
+                    new.update = old.update.clone();
+                }
+            }
         }
     }
 }
@@ -977,23 +989,8 @@ pub(crate) fn keep_updates(
             // The file holds what is served (written back, say): the
             // version served stays, its history with it.
             Ok(None) => next.insert_shared(old),
-            Err(why) if frozen.contains(old.origin()) => {
-                let said = format!(
-                    "zone {}: the edited zone file was read, but {why}: the version served (serial {}) stays, and the zone stays frozen",
-                    old.origin(),
-                    old.serial(),
-                );
-                tracing::error!("{said}");
-                failed.push(said);
-                next.insert_shared(old);
-            }
             Err(why) => {
-                let said = format!(
-                    "zone {}: the zone file was read again, but {why}: the updated zone (serial {}) stays served and the file is not used; put the updates in the file (or remove {}) and reload",
-                    old.origin(),
-                    old.serial(),
-                    path.display()
-                );
+                let said = file_not_taken(&old, path, &why, frozen.contains(old.origin()));
                 tracing::error!("{said}");
                 failed.push(said);
                 next.insert_shared(old);
@@ -1001,6 +998,20 @@ pub(crate) fn keep_updates(
         }
     }
     failed
+}
+
+/// What to tell the operator of a zone file a reload did not take.
+fn file_not_taken(old: &Zone, journal: &std::path::Path, why: &str, frozen: bool) -> String {
+    let (origin, serial) = (old.origin(), old.serial());
+    match frozen {
+        true => format!(
+            "zone {origin}: the edited zone file was read, but {why}: the version served (serial {serial}) stays, and the zone stays frozen"
+        ),
+        false => format!(
+            "zone {origin}: the zone file was read again, but {why}: the updated zone (serial {serial}) stays served and the file is not used; put the updates in the file (or remove {}) and reload",
+            journal.display()
+        ),
+    }
 }
 
 /// The signed zones that take updates and are not frozen, among those
