@@ -926,9 +926,11 @@ fn finish_writing(
     transfers.primary.heal_journal_files();
     if !transfers
         .primary
-        .flush_journal_files(Duration::from_secs(10))
+        .flush_all_journal_files(Duration::from_secs(10))
     {
-        tracing::warn!("journal files not all written within 10 s");
+        tracing::error!(
+            "journal files not all written (see the errors above): a restart may serve zones without their last changes"
+        );
     }
 }
 

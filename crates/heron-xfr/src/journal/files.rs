@@ -164,8 +164,9 @@ enum Message {
     /// to be tried again goes (it would land in a file a new zone of that
     /// name may use).
     Forget(Name),
-    /// Answered once everything sent before is on disk.
-    Flush(Sender<()>),
+    /// Answered once everything sent before was tried: whether no file
+    /// is left waiting to be tried again.
+    Flush(Sender<bool>),
 }
 
 /// Hands changes to the thread that writes the journal files.
@@ -227,11 +228,22 @@ impl JournalWriter {
         let _ = self.messages.send(Message::Forget(origin.clone()));
     }
 
-    /// Waits, up to `wait`, until everything sent so far is on disk.
+    /// Waits, up to `wait`, until everything sent so far was written or
+    /// failed (a failure is counted: [`JournalWriter::failures_of`]).
     pub(crate) fn flush(&self, wait: Duration) -> bool {
+        self.flush_telling(wait).is_some()
+    }
+
+    /// [`JournalWriter::flush`], and whether every file is written (none
+    /// waits to be tried again): what a shutdown must know.
+    pub(crate) fn flush_all(&self, wait: Duration) -> bool {
+        self.flush_telling(wait) == Some(true)
+    }
+
+    fn flush_telling(&self, wait: Duration) -> Option<bool> {
         let (done, flushed) = channel();
         let _ = self.messages.send(Message::Flush(done));
-        flushed.recv_timeout(wait).is_ok()
+        flushed.recv_timeout(wait).ok()
     }
 }
 
@@ -344,7 +356,7 @@ fn run(queue: Receiver<Message>, failures: &Failures) {
             }
         }
         for done in flushes {
-            let _ = done.send(());
+            let _ = done.send(failed.is_empty());
         }
     }
 }
@@ -906,9 +918,13 @@ mod tests {
         writer.change(&path, &origin, appended(one, 0));
         assert!(writer.flush(Duration::from_secs(10)));
         assert_eq!(writer.failures_of(&origin), 1, "no folder yet");
+        assert!(
+            !writer.flush_all(Duration::from_secs(10)),
+            "a shutdown is told"
+        );
         std::fs::create_dir(&folder).unwrap();
         writer.change(&path, &origin, appended(two, after_one));
-        assert!(writer.flush(Duration::from_secs(10)));
+        assert!(writer.flush_all(Duration::from_secs(10)));
         assert_eq!(steps_in(&path, &origin), [(1, 2), (2, 3)]);
         assert_eq!(writer.failures_of(&origin), 1, "written at the retry");
 

@@ -220,6 +220,12 @@ impl Primary {
         self.files.as_ref().is_none_or(|w| w.flush(wait))
     }
 
+    /// [`Primary::flush_journal_files`], at shutdown: false too when a
+    /// file whose write failed is still not written.
+    pub fn flush_all_journal_files(&self, wait: Duration) -> bool {
+        self.files.as_ref().is_none_or(|w| w.flush_all(wait))
+    }
+
     pub fn policy(&self, origin: &Name) -> Arc<ZonePolicy> {
         // Names hash and compare ignoring case: no lower-cased copy.
         let policies = self.policies();
