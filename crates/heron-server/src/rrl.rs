@@ -149,6 +149,24 @@ pub enum Response<'a> {
     Error,
 }
 
+impl std::fmt::Display for Response<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = |wire: &[u8]| {
+            heron_proto::Name::from_wire(wire).map_or_else(|_| "?".into(), |n| n.to_string())
+        };
+        match *self {
+            Response::Positive { name: n, qtype: 0 } => write!(f, "NODATA answers for {}", name(n)),
+            Response::Positive { name: n, qtype } => {
+                let rtype = heron_proto::RType(qtype);
+                write!(f, "answers for {} {rtype}", name(n))
+            }
+            Response::NxDomain { zone } => write!(f, "NXDOMAIN answers in {}", name(zone)),
+            Response::Referral { delegation } => write!(f, "referrals to {}", name(delegation)),
+            Response::Error => write!(f, "error answers"),
+        }
+    }
+}
+
 /// The class of a response, each with its own rate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -308,6 +326,26 @@ pub struct Rrl {
 }
 
 impl Rrl {
+    /// The log line of a limited response: what, to which prefix, and
+    /// whether it is limited or would be (`log-only`).
+    pub fn describe(&self, client: IpAddr, response: Response) -> String {
+        let prefix = match client {
+            IpAddr::V4(a) => {
+                let net = std::net::Ipv4Addr::from(u32::from(a) & self.ipv4_mask);
+                format!("{net}/{}", self.ipv4_mask.count_ones())
+            }
+            IpAddr::V6(a) => {
+                let net = std::net::Ipv6Addr::from(u128::from(a) & self.ipv6_mask);
+                format!("{net}/{}", self.ipv6_mask.count_ones())
+            }
+        };
+        let verb = match self.log_only {
+            true => "log-only, would be rate limiting",
+            false => "rate limiting",
+        };
+        format!("{verb} {response} to {prefix} (client {client})")
+    }
+
     /// A table for `settings`, its hash keyed with `seed` (random in
     /// production, so that nobody can aim collisions at a bucket).
     pub fn new(settings: &RrlSettings, seed: u64) -> Result<Rrl, String> {
@@ -754,6 +792,41 @@ mod tests {
             let seen = flood(&mut rrl, "192.0.2.1", response, 0, 0, 70_000);
             assert_eq!(seen, [5, 69_995, 0], "{response:?}");
         }
+    }
+
+    #[test]
+    fn the_log_line_says_what_is_limited_to_which_prefix() {
+        let rrl = Rrl::new(&RrlSettings::default(), 1).unwrap();
+        let client: IpAddr = "127.0.120.7".parse().unwrap();
+        let www = b"\x03www\x07example\x04test\x00";
+        let said = |r: &Rrl, response| r.describe(client, response);
+        assert_eq!(
+            said(
+                &rrl,
+                Response::Positive {
+                    name: www,
+                    qtype: 1
+                }
+            ),
+            "rate limiting answers for www.example.test. A to 127.0.120.0/24 (client 127.0.120.7)"
+        );
+        let nodata = Response::Positive {
+            name: www,
+            qtype: 0,
+        };
+        assert!(
+            said(&rrl, nodata).starts_with("rate limiting NODATA answers for www.example.test. ")
+        );
+        let log_only = RrlSettings {
+            log_only: true,
+            ..RrlSettings::default()
+        };
+        let rrl = Rrl::new(&log_only, 1).unwrap();
+        let v6: IpAddr = "2001:db8:1:2ff::1".parse().unwrap();
+        assert_eq!(
+            rrl.describe(v6, Response::NxDomain { zone: &www[4..] }),
+            "log-only, would be rate limiting NXDOMAIN answers in example.test. to 2001:db8:1:200::/56 (client 2001:db8:1:2ff::1)"
+        );
     }
 
     #[test]

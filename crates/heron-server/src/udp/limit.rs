@@ -129,7 +129,7 @@ impl Limiter {
         if verdict.action == Action::Send && !verdict.log {
             return true;
         }
-        limited(verdict, client(), (q, plain, summary), response)
+        limited(&self.rrl, verdict, client(), (q, plain, summary), response)
     }
 
     /// Adds what this worker limited since the last call to `totals`.
@@ -164,6 +164,7 @@ static LIMITED_LOG: std::sync::LazyLock<LogLimiter<1>> =
 #[cold]
 #[inline(never)]
 fn limited(
+    rrl: &Rrl,
     verdict: Verdict,
     client: Option<IpAddr>,
     (q, plain, summary): (&Query, bool, Summary),
@@ -171,12 +172,10 @@ fn limited(
 ) -> bool {
     if verdict.log
         && let (Some(key), Some(client)) = (classify(response, q, plain, summary), client)
+        && let Some(due) = LIMITED_LOG.admit(0, heron_proto::time::unix_now())
     {
-        let class = Response::from(key);
-        if let Some(due) = LIMITED_LOG.admit(0, heron_proto::time::unix_now()) {
-            let tail = due.tail();
-            tracing::info!("rate limiting {class:?} responses to {client} and its prefix{tail}");
-        }
+        let said = rrl.describe(client, Response::from(key));
+        tracing::info!("{said}{}", due.tail());
     }
     match verdict.action {
         Action::Send => true,
