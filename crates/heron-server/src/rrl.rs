@@ -221,6 +221,8 @@ impl<'a> From<Key<'a>> for Response<'a> {
 pub struct Charge {
     index: u32,
     class: Class,
+    /// [`Bucket::owner`] of the key.
+    owner: u8,
 }
 
 /// What to do with the response.
@@ -266,7 +268,12 @@ struct Bucket {
     /// bucket never used holds [`FULL`].
     balance: u32,
     /// Limited responses since the last one slipped or sent (below 10).
-    slip_count: u16,
+    slip_count: u8,
+    /// Eight bits of the hash of the key the bucket counts for (beside
+    /// those of its index): a key that lands on a bucket another holds
+    /// takes it over, fresh, rather than share its rate (which would
+    /// limit two clients each under it). 1 in 256 colliding keys share.
+    owner: u8,
     /// The second (plus one, modulo 65,535) a log line was last asked
     /// for; 0: never.
     logged_at: u16,
@@ -284,6 +291,7 @@ const EMPTY: Bucket = Bucket {
     balance: FULL,
     stamp: 0,
     slip_count: 0,
+    owner: 0,
     logged_at: 0,
 };
 
@@ -405,12 +413,15 @@ impl Rrl {
         if self.limits[class as usize].rate == 0 || self.is_exempt(client) {
             return None;
         }
-        let index = self.hash(client, class as u8, qtype, name) as usize & self.mask;
+        let hash = self.hash(client, class as u8, qtype, name);
+        let index = hash as usize & self.mask;
         heron_sys::prefetch::prefetch(&self.table[index..]);
         Some(Charge {
             // The table has at most MAX_TABLE_SIZE buckets: fits.
             index: index as u32,
             class,
+            // Bits the index never uses (the table is far below 2^56).
+            owner: (hash >> 56) as u8,
         })
     }
 
@@ -425,7 +436,14 @@ impl Rrl {
     pub fn debit(&mut self, charge: Charge, now_ms: u64) -> Verdict {
         let index = charge.index as usize & self.mask;
         let limit = self.limits[charge.class as usize];
-        if !debit(&mut self.table[index], limit, now_ms) {
+        let bucket = &mut self.table[index];
+        if bucket.owner != charge.owner {
+            *bucket = Bucket {
+                owner: charge.owner,
+                ..EMPTY
+            };
+        }
+        if !debit(bucket, limit, now_ms) {
             return Verdict::SEND;
         }
         self.limited(index, charge.class, now_ms)
@@ -451,7 +469,7 @@ impl Rrl {
             Action::Slip
         } else {
             // Counted only towards a slip to come: never past `slip`.
-            bucket.slip_count += u16::from(may_slip);
+            bucket.slip_count += u8::from(may_slip);
             self.counters.dropped += 1;
             Action::Drop
         };
@@ -668,6 +686,38 @@ mod tests {
             }
         }
         assert!(rrl.counters.dropped > 900);
+    }
+
+    /// In a table of one bucket every key collides: clients each under
+    /// the rate are not limited for their sum (a key takes a bucket over
+    /// from another), and a flood is still limited.
+    #[test]
+    fn keys_that_share_a_bucket_do_not_share_a_rate() {
+        let mut rrl = rrl(RrlSettings {
+            table_size: 1,
+            ..five_a_second()
+        });
+        // 300 prefixes, each once a second: 300 a second on one bucket.
+        let owner = |rrl: &Rrl, i: u64| {
+            let client = ip(&format!("10.{}.{}.1", i / 256, i % 256));
+            (client, rrl.locate(client, WWW).unwrap().owner)
+        };
+        let clients: Vec<(IpAddr, u8)> = (0..300).map(|i| owner(&rrl, i)).collect();
+        let mut limited = 0;
+        for second in 0..5u64 {
+            for (i, (client, _)) in clients.iter().enumerate() {
+                let now = second * 1000 + i as u64 * 3;
+                limited += u32::from(rrl.check(*client, WWW, now).action != Action::Send);
+            }
+        }
+        // Only neighbours that share an owner's eight bits share the rate.
+        let shared = clients.windows(2).filter(|w| w[0].1 == w[1].1).count();
+        assert!(
+            limited as usize <= 5 * shared,
+            "{limited} limited, {shared} shared"
+        );
+        let [_, dropped, slipped] = flood(&mut rrl, "192.0.2.1", WWW, 10_000, 10, 300);
+        assert!(dropped + slipped > 200, "a flood is still limited");
     }
 
     #[test]
