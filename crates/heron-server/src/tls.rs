@@ -53,6 +53,22 @@ pub fn server_config(chain_pem: &[u8], key_pem: &[u8]) -> Result<Arc<ServerConfi
     server_config_with_slot(chain_pem, key_pem).map(|(config, _)| config)
 }
 
+/// What to tell the operator of a key file that gave no key.
+fn key_error(key_pem: &[u8], e: rustls::pki_types::pem::Error) -> String {
+    let text = String::from_utf8_lossy(key_pem);
+    if text.contains("ENCRYPTED PRIVATE KEY") || text.contains("Proc-Type: 4,ENCRYPTED") {
+        return "key: the private key is encrypted (a passphrase), which Heron cannot read: \
+                write it unencrypted, owner-only (openssl pkey -in KEY -out KEY.plain)"
+            .into();
+    }
+    match e {
+        rustls::pki_types::pem::Error::NoItemsFound => {
+            "key: no PRIVATE KEY block (PKCS#8, PKCS#1 or SEC1) in the file".into()
+        }
+        e => format!("key: {e}"),
+    }
+}
+
 /// [`server_config`], and the slot its certificate is presented from.
 pub fn server_config_with_slot(
     chain_pem: &[u8],
@@ -64,10 +80,14 @@ pub fn server_config_with_slot(
     if chain.is_empty() {
         return Err("certificate: no CERTIFICATE block".into());
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| format!("key: {e}"))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| key_error(key_pem, e))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let certified = CertifiedKey::from_der(chain, key, &provider)
-        .map_err(|e| format!("certificate and key: {e}"))?;
+    let certified = CertifiedKey::from_der(chain, key, &provider).map_err(|e| match e {
+        rustls::Error::InconsistentKeys(_) => {
+            "certificate and key: the certificate's public key is not the private key's (a key of another certificate?)".to_string()
+        }
+        e => format!("certificate and key: {e}"),
+    })?;
     let slot = Arc::new(CertificateSlot(ArcSwap::from_pointee(certified)));
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -151,6 +171,25 @@ mod tests {
         assert_eq!(running.0.load().cert, renewed.0.load().cert);
         assert_ne!(running.0.load().cert, first.cert);
         assert!(running.take_from(&same_again));
+    }
+
+    /// An encrypted key, and a key of another certificate, are said as
+    /// such (they were "no items found" and rustls's debug text).
+    #[test]
+    fn key_mistakes_are_said_plainly() {
+        let one = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let other = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let chain = one.cert.pem();
+        let mismatch = server_config(
+            chain.as_bytes(),
+            other.signing_key.serialize_pem().as_bytes(),
+        );
+        assert!(mismatch.unwrap_err().contains("is not the private key's"));
+        let encrypted = b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIBvTBXBgkqhkiG9w0BBQ0w\n-----END ENCRYPTED PRIVATE KEY-----\n";
+        let err = server_config(chain.as_bytes(), encrypted).unwrap_err();
+        assert!(err.contains("encrypted"), "{err}");
+        let err = server_config(chain.as_bytes(), b"nothing").unwrap_err();
+        assert!(err.contains("no PRIVATE KEY block"), "{err}");
     }
 
     #[test]
