@@ -610,6 +610,11 @@ impl ZoneFiles {
                         .for_each(|p| outcome.zone_error(spec, p));
                     let never_loaded = self.entries[i].loaded_at.is_none();
                     outcome.zone_error(spec, what_is_kept(spec, &next, never_loaded));
+                    // Configured, with nothing to serve: SERVFAIL, as NSD,
+                    // Knot and BIND answer, not REFUSED (not ours).
+                    if next.get(&spec.origin).is_none() {
+                        next.expire(&spec.origin);
+                    }
                     outcome.failed += 1;
                     self.entries[i].last_error = first;
                 }
