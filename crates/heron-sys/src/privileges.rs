@@ -81,15 +81,49 @@ fn not_found(what: &str, name: &CStr) -> io::Error {
     )
 }
 
-/// Becomes `ids` in every thread: supplementary groups set to the one
-/// group, then the group, then the user (in that order: after `setuid`
-/// the others are no longer allowed). A root process that changes all
-/// its uids to a non-zero one loses every capability (capabilities(7),
-/// "Effect of user ID changes on capabilities"), which is then checked:
-/// getting root back must fail.
-pub fn drop_to(ids: Ids) -> io::Result<()> {
-    let groups = [ids.gid as libc::gid_t];
-    // SAFETY: `groups` holds the one entry the count says, valid for the
+/// Most supplementary groups asked for (the kernel's NGROUPS_MAX).
+const MAX_GROUPS: usize = 65_536;
+
+/// The groups the user called `name` belongs to in the system's group
+/// database, `gid` among them: what `initgroups(3)` would give the user
+/// (NSD, BIND's `named -u` and systemd's `User=` all do), so that a file
+/// readable through a group (a TLS key of group `ssl-cert`) stays
+/// readable after the drop.
+pub fn groups_of(name: &str, gid: u32) -> io::Result<Vec<u32>> {
+    let name = c_name(name)?;
+    let mut groups: Vec<libc::gid_t> = vec![0; 32];
+    loop {
+        let mut count = groups.len() as libc::c_int;
+        // SAFETY: `name` is NUL-terminated; `groups` is valid for writes
+        // of `count` entries and `count` for one write, for the call.
+        let found =
+            unsafe { libc::getgrouplist(name.as_ptr(), gid, groups.as_mut_ptr(), &mut count) };
+        if found >= 0 {
+            groups.truncate((count.max(0) as usize).min(groups.len()));
+            return Ok(groups);
+        }
+        // Too few entries: `count` says how many there are.
+        let wanted = (count.max(0) as usize).max(groups.len() * 2);
+        if wanted > MAX_GROUPS {
+            return Err(io::Error::other("the user is in too many groups"));
+        }
+        groups.resize(wanted, 0);
+    }
+}
+
+/// Becomes `ids` in every thread: supplementary groups set to `groups`
+/// ([`groups_of`]; the group alone when empty), then the group, then the
+/// user (in that order: after `setuid` the others are no longer
+/// allowed). A root process that changes all its uids to a non-zero one
+/// loses every capability (capabilities(7), "Effect of user ID changes on
+/// capabilities"), which is then checked: getting root back must fail.
+pub fn drop_to(ids: Ids, groups: &[u32]) -> io::Result<()> {
+    let alone = [ids.gid as libc::gid_t];
+    let groups = match groups.is_empty() {
+        true => &alone[..],
+        false => groups,
+    };
+    // SAFETY: `groups` holds the entries the count says, valid for the
     // call.
     check(unsafe { libc::setgroups(groups.len(), groups.as_ptr()) })?;
     // SAFETY: plain system calls on integers.
@@ -127,5 +161,14 @@ mod tests {
         assert_eq!(missing.kind(), io::ErrorKind::NotFound);
         assert!(group("no-such-group-heron").is_err());
         assert!(user("a\0b").is_err());
+    }
+
+    #[test]
+    fn a_users_groups_hold_the_group_asked_for() {
+        let groups = groups_of("root", 0).unwrap();
+        assert!(groups.contains(&0), "{groups:?}");
+        // A group the user is not a member of is added, as initgroups does.
+        assert!(groups_of("root", 4_000_000).unwrap().contains(&4_000_000));
+        assert!(groups_of("a\0b", 0).is_err());
     }
 }

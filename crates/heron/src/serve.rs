@@ -949,13 +949,22 @@ fn give_up_privileges(run_as: Option<&RunAs>) -> Result<(), String> {
 /// Becomes `[server] user` (and `group`) in every thread, keeping no
 /// capability. Not being root is fine: then only the same user is allowed.
 fn drop_privileges(run_as: &RunAs) -> Result<(), String> {
-    heron_sys::privileges::drop_to(run_as.ids)
-        .map_err(|e| format!("cannot become user '{}': {e}", run_as.user))?;
+    let (user, ids) = (&run_as.user, run_as.ids);
+    // The user's own groups too, as initgroups(3) gives them (NSD, BIND,
+    // systemd's User=): a file readable through a group stays readable.
+    let groups = heron_sys::privileges::groups_of(user, ids.gid).unwrap_or_else(|e| {
+        tracing::warn!(
+            "the groups of user {user}: {e}; only group {} kept",
+            ids.gid
+        );
+        Vec::new()
+    });
+    heron_sys::privileges::drop_to(ids, &groups)
+        .map_err(|e| format!("cannot become user '{user}': {e}"))?;
     tracing::info!(
-        "running as user {} (uid {}, gid {})",
-        run_as.user,
-        run_as.ids.uid,
-        run_as.ids.gid
+        "running as user {user} (uid {}, gid {}, groups {groups:?})",
+        ids.uid,
+        ids.gid
     );
     Ok(())
 }
