@@ -112,4 +112,6 @@ pub struct TlsListen {
     /// Where `settings` takes its certificate from: a reload puts a
     /// renewed one there.
     pub certificate: Arc<tls::CertificateSlot>,
+    /// The certificate and key files, which a reload reads again.
+    pub files: Vec<std::path::PathBuf>,
 }

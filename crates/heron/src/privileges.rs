@@ -45,6 +45,33 @@ pub fn unwritable_folders<'a>(files: impl IntoIterator<Item = &'a Path>, ids: Id
         .collect()
 }
 
+/// Unreadable files said one by one; the rest are counted.
+const UNREADABLE_SAID: usize = 10;
+
+/// Warnings for the `files` this process (once it dropped root) cannot
+/// open: the start read them as root, but a reload reads them again as
+/// the user and would fail on each.
+pub fn unreadable(files: &[std::path::PathBuf], user: &str) -> Vec<String> {
+    let failed: Vec<(&Path, std::io::Error)> = (files.iter())
+        .filter_map(|f| std::fs::File::open(f).err().map(|e| (f.as_path(), e)))
+        .collect();
+    let mut said: Vec<String> = (failed.iter().take(UNREADABLE_SAID))
+        .map(|(file, e)| {
+            format!(
+                "{}: {e} as user {user}: it was read at the start, as root, but a reload reads it again as {user} and would fail; let {user} read it",
+                file.display()
+            )
+        })
+        .collect();
+    if failed.len() > UNREADABLE_SAID {
+        said.push(format!(
+            "{} more files user {user} cannot read",
+            failed.len() - UNREADABLE_SAID
+        ));
+    }
+    said
+}
+
 /// Whether the owner, group or other write bit of `folder` lets `ids`
 /// write it (a folder that does not exist yet does not).
 fn writable_by(folder: &Path, ids: Ids) -> bool {

@@ -648,6 +648,10 @@ async fn serve(
     let metrics = bind_metrics(process.metrics.as_ref())?;
     // Every socket is bound (the control socket first of all).
     give_up_privileges(process.run_as.as_ref())?;
+    if let Some(run_as) = &process.run_as {
+        let tls_files = server.tls.iter().flat_map(|t| t.files.iter().cloned());
+        warn_of_unreadable(files.files_read_again(), tls_files, &run_as.user);
+    }
     transfers.notify(&every_zone);
     // The zones as loaded: not held past here, or a reload could not free them.
     drop(every_zone);
@@ -943,6 +947,29 @@ fn give_up_privileges(run_as: Option<&RunAs>) -> Result<(), String> {
     match run_as {
         Some(run_as) => drop_privileges(run_as),
         None => Ok(()),
+    }
+}
+
+/// Warns, from a thread of its own (100,000 zone files take a while to
+/// open), of each file a reload reads again that the user cannot.
+fn warn_of_unreadable(
+    zone_files: Vec<PathBuf>,
+    tls_files: impl Iterator<Item = PathBuf>,
+    user: &str,
+) {
+    let (files, user): (Vec<PathBuf>, String) = (
+        zone_files.into_iter().chain(tls_files).collect(),
+        user.into(),
+    );
+    let checked = std::thread::Builder::new()
+        .name("readable".into())
+        .spawn(move || {
+            for warning in crate::privileges::unreadable(&files, &user) {
+                tracing::warn!("{warning}");
+            }
+        });
+    if let Err(e) = checked {
+        tracing::debug!("files not checked for the user: {e}");
     }
 }
 

@@ -1590,6 +1590,40 @@ fn a_reload_as_an_unprivileged_user_finishes_while_the_cores_are_busy() {
     );
 }
 
+/// A zone file only root can read loads at the start (still root), but
+/// every reload as `[server] user` would fail on it: the start says so,
+/// naming the file, rather than leaving it to the first reload.
+#[test]
+fn files_the_user_cannot_read_are_named_at_the_start() {
+    use std::os::unix::fs::PermissionsExt;
+    if !heron_sys::process::is_root() {
+        eprintln!("SKIPPED: becoming another user needs root; run the tests as root");
+        return;
+    }
+    let dir = tempdir("unreadable-as-user");
+    let file = dir.join("secret.zone");
+    std::fs::write(
+        &file,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let server = ServerProcess::heron_with_config(&heron(), "secret.test", |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nuser = \"nobody\"\n\
+             [[zone]]\norigin = \"secret.test\"\nfile = \"{}\"\n",
+            file.display()
+        )
+    });
+    assert_eq!(soa_serial(server.addr(), "secret.test"), Some(1));
+    assert!(
+        server.wait_for_log("as user nobody: it was read at the start"),
+        "{}",
+        server.log()
+    );
+    assert!(server.log().contains("secret.zone: Permission denied"));
+}
+
 /// Issue 44: check-config reported one TOML error a run. Problems in
 /// several sections (unknown keys, values of the wrong type, a bad
 /// `[[zone]]` among good ones) and the checks after parsing (timers,

@@ -357,13 +357,14 @@ impl TlsSection {
         if self.listen.is_empty() {
             return Err("[tls] listen is empty".into());
         }
-        let (settings, certificate) =
-            tls::server_config_from_files(&base.join(chain), &base.join(key))
-                .map_err(|e| format!("[tls]: {e}"))?;
+        let files = vec![base.join(chain), base.join(key)];
+        let (settings, certificate) = tls::server_config_from_files(&files[0], &files[1])
+            .map_err(|e| format!("[tls]: {e}"))?;
         Ok(Some(TlsListen {
             listen: self.listen.clone(),
             settings,
             certificate,
+            files,
         }))
     }
 }

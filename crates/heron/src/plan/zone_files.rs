@@ -511,6 +511,15 @@ impl ZoneFiles {
     }
 
     /// The zone file of `origin`, if it is a zone loaded from one.
+    /// The files a reload reads again: the configuration file, if any,
+    /// and every zone's file.
+    pub fn files_read_again(&self) -> Vec<PathBuf> {
+        let config = self.config.iter().map(|c| c.path.clone());
+        config
+            .chain(self.entries.iter().map(|e| e.spec.file.clone()))
+            .collect()
+    }
+
     pub fn file_of(&self, origin: &Name) -> Option<std::path::PathBuf> {
         let entry = self.entries.iter().find(|e| e.spec.origin == *origin)?;
         Some(entry.spec.file.clone())
