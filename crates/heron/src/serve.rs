@@ -647,11 +647,7 @@ async fn serve(
     let mut transports = start_transports(&server, &service, &transfers)?;
     let metrics = bind_metrics(process.metrics.as_ref())?;
     // Every socket is bound (the control socket first of all).
-    give_up_privileges(process.run_as.as_ref())?;
-    if let Some(run_as) = &process.run_as {
-        let tls_files = server.tls.iter().flat_map(|t| t.files.iter().cloned());
-        warn_of_unreadable(files.files_read_again(), tls_files, &run_as.user);
-    }
+    give_up_privileges(process.run_as.as_ref(), &server, &files)?;
     transfers.notify(&every_zone);
     // The zones as loaded: not held past here, or a reload could not free them.
     drop(every_zone);
@@ -940,14 +936,23 @@ fn finish_writing(
 
 /// Once every socket is bound. While still privileged: the limit that
 /// lets a reload kept from idle CPU be raised once no capability is left.
-fn give_up_privileges(run_as: Option<&RunAs>) -> Result<(), String> {
+/// Then each file a reload reads again (`files`', `server`'s TLS
+/// certificate and key) that the user cannot read is warned of.
+fn give_up_privileges(
+    run_as: Option<&RunAs>,
+    server: &ServerConfig,
+    files: &ZoneFiles,
+) -> Result<(), String> {
     if !background::allow_the_raise() {
         tracing::debug!("RLIMIT_NICE stays below 10: background work will not go idle");
     }
-    match run_as {
-        Some(run_as) => drop_privileges(run_as),
-        None => Ok(()),
-    }
+    let Some(run_as) = run_as else {
+        return Ok(());
+    };
+    drop_privileges(run_as)?;
+    let tls_files = server.tls.iter().flat_map(|t| t.files.iter().cloned());
+    warn_of_unreadable(files.files_read_again(), tls_files, &run_as.user);
+    Ok(())
 }
 
 /// Warns, from a thread of its own (100,000 zone files take a while to
