@@ -204,13 +204,19 @@ pub fn write_reply(frame: &mut [u8], query: &Datagram, payload: &[u8]) -> Option
     frame[udp_at + 6..udp_at + 8].fill(0);
     frame[at..end].copy_from_slice(payload);
     let ip = ETH;
+    // Not the query's ECN or DSCP bits, nor its flow label: a reply
+    // that echoed CE would signal congestion falsely (RFC 3168), and one
+    // that echoed DSCP would let a client pick the reply's class; the
+    // kernel's replies, and Knot's, carry zero.
     let pseudo = if query.is_ipv6() {
+        frame[ip..ip + 4].copy_from_slice(&[0x60, 0, 0, 0]);
         swap(frame, ip + 8..ip + 24, ip + 24..ip + 40);
         frame[ip + 4..ip + 6].copy_from_slice(&udp_len.to_be_bytes());
         frame[ip + 7] = TTL;
         sum(&frame[ip + 8..ip + 40], 17 + u32::from(udp_len))
     } else {
         swap(frame, ip + 12..ip + 16, ip + 16..ip + 20);
+        frame[ip + 1] = 0;
         let total = (IP4 as u16 + udp_len).to_be_bytes();
         frame[ip + 2..ip + 4].copy_from_slice(&total);
         // Don't fragment, like the kernel's replies under the path MTU.

@@ -7,6 +7,7 @@
 //!
 //! ```c
 //! if (data + 42 > data_end) return XDP_PASS;       // Ethernet+IPv4+UDP
+//! if (data_end > data + 1792) return XDP_PASS;     // past a UMEM frame
 //! if (eth->proto == htons(ETH_P_IP)) {
 //!     if (ip->version_ihl != 0x45) return XDP_PASS;  // options: kernel
 //!     if (ip->protocol != IPPROTO_UDP) return XDP_PASS;
@@ -263,6 +264,11 @@ pub fn assemble(ports: &[u16], maps: MapFds, miss: u32) -> io::Result<Vec<u64>> 
     a.load32(R2, R1, MD_DATA);
     a.load32(R3, R1, MD_DATA_END);
     a.need(ETH_IP4_UDP);
+    // Longer than a UMEM frame takes (an interface MTU above 1778): the
+    // kernel's socket answers it.
+    a.mov_reg(R4, R2);
+    a.add_imm(R4, super::socket::MAX_FRAME_IN as i32);
+    a.jgt_reg(R3, R4, Label::Pass);
     a.load16(R5, R2, ETH_PROTO);
     a.jeq_imm(R5, net16(0x0800), Label::Ipv4);
     a.jne_imm(R5, net16(0x86dd), Label::Pass);

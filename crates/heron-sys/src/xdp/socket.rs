@@ -16,6 +16,10 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 /// Bytes per UMEM frame: one Ethernet frame of the usual MTU, with the
 /// kernel's headroom (`XDP_PACKET_HEADROOM`, 256) in front.
 pub const FRAME_SIZE: u32 = 2048;
+/// The longest frame a UMEM frame takes in, after the kernel's headroom:
+/// the program passes longer ones to the kernel (an AF_XDP socket would
+/// drop them, unanswered and uncounted).
+pub const MAX_FRAME_IN: u32 = FRAME_SIZE - 256;
 /// Frames per socket: the fill ring's and the TX ring's worth, so that
 /// the fill ring can be kept full while replies are in flight.
 const FRAMES: u32 = 2 * RING_SIZE;

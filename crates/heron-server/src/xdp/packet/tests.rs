@@ -274,7 +274,11 @@ fn the_ipv4_header_checksum_matches_a_known_value() {
 
 #[test]
 fn replies_go_back_with_right_lengths_and_checksums() {
-    for (query, v6) in [(query4(b"question"), false), (query6(b"question"), true)] {
+    // The query's ECN (CE) and DSCP bits, and an IPv6 flow label, set:
+    // the replies carry none of them.
+    let marked4 = seal(changed(&query4(b"question"), 14 + 1, &[0xb7]));
+    let marked6 = changed(&query6(b"question"), 14, &[0x6b, 0x7a, 0xbc, 0xde]);
+    for (query, v6) in [(marked4, false), (marked6, true)] {
         let d = read(&query).unwrap();
         let mut f = query.clone();
         f.resize(2048, 0);
@@ -293,12 +297,18 @@ fn replies_go_back_with_right_lengths_and_checksums() {
             assert_eq!(&ip[8..24], &query[14 + 24..14 + 40], "from the server");
             assert_eq!(&ip[24..40], &query[14 + 8..14 + 24], "to the client");
             assert_eq!(be16(ip, 4), 8 + answer.len());
+            assert_eq!(
+                &ip[0..4],
+                &[0x60, 0, 0, 0],
+                "no traffic class or flow label"
+            );
             sum(&ip[8..40], 17 + (8 + answer.len()) as u32)
         } else {
             assert_eq!(&ip[12..16], &[198, 51, 100, 1]);
             assert_eq!(&ip[16..20], &[198, 51, 100, 2]);
             assert_eq!(be16(ip, 2), 28 + answer.len());
             assert!(verifies(&ip[..20], 0), "IPv4 header checksum");
+            assert_eq!(ip[1], 0, "no DSCP or ECN");
             sum(&ip[12..20], 17 + (8 + answer.len()) as u32)
         };
         assert!(verifies(udp, pseudo), "UDP checksum");
