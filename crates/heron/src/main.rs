@@ -59,7 +59,7 @@ enum Command {
     },
     /// Check a configuration file and every zone it names.
     CheckConfig { file: PathBuf },
-    /// Control a running server over its control socket: status, zones,
+    /// Control a running server over its control socket: status, zone status,
     /// reload, stop. Every command waits for the result and exits 0 if it
     /// was done, 1 if it was tried and failed (with the reason), 2 on a
     /// usage error, 3 if the server cannot be reached or does not answer

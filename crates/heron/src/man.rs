@@ -9,13 +9,19 @@ use std::path::Path;
 use clap_mangen::Man;
 
 /// Writes heron.1, a page per subcommand (heron-serve.1, heron-ctl-status.1,
-/// ...) and heron.toml.5 into `dir`.
+/// ...) and heron.toml.5 into `dir`; heron.toml.5 into `man5` beside it
+/// when `dir` is a `man1` folder, where `man 5 heron.toml` looks.
 pub fn write_pages(cmd: clap::Command, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut cmd = cmd.disable_help_subcommand(true);
     cmd.build();
     write_command(cmd, dir)?;
-    std::fs::write(dir.join("heron.toml.5"), CONFIG_PAGE)
+    let section_5 = match (dir.file_name(), dir.parent()) {
+        (Some(name), Some(parent)) if name == "man1" => parent.join("man5"),
+        _ => dir.to_path_buf(),
+    };
+    std::fs::create_dir_all(&section_5)?;
+    std::fs::write(section_5.join("heron.toml.5"), CONFIG_PAGE)
 }
 
 fn write_command(cmd: clap::Command, dir: &Path) -> std::io::Result<()> {
@@ -38,7 +44,8 @@ fn write_command(cmd: clap::Command, dir: &Path) -> std::io::Result<()> {
 fn extra_sections(name: &str) -> String {
     let exit = match name {
         n if n == "heron-ctl" || n.starts_with("heron-ctl-") || n == "heron-reload" => CTL_EXIT,
-        "heron-check-zone" | "heron-check-config" | "heron-doctor" => CHECK_EXIT,
+        "heron-check-zone" | "heron-check-config" => CHECK_EXIT,
+        "heron-doctor" => DOCTOR_EXIT,
         "heron-import" => IMPORT_EXIT,
         "heron-compare" => COMPARE_EXIT,
         _ => PLAIN_EXIT,
@@ -59,6 +66,9 @@ const PLAIN_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\ndone\n.TP\n1\nfailed (the rea
 
 const CHECK_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\nno errors (warnings may be printed)\n\
     .TP\n1\nerrors, each printed with its file and line\n.TP\n2\na usage error\n";
+
+const DOCTOR_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\nnothing to fix (notes may be printed)\n\
+    .TP\n1\nsomething to fix, each printed with what to do\n.TP\n2\na usage error\n";
 
 const IMPORT_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\nthe file was written; settings that could not be translated \
     are listed on stderr, each with its file and line, and are warnings\n\

@@ -436,6 +436,33 @@ fn man_pages_render_for_heron_and_each_subcommand() {
     }
 }
 
+/// Installed as operations.md says, into a `man1` folder: heron.toml.5
+/// goes to `man5` beside it, where `man 5 heron.toml` finds it.
+#[test]
+fn man_into_a_man1_folder_puts_the_configuration_page_in_man5() {
+    let dir = TempDir::new("man-sections");
+    let status = (Command::new(heron()).arg("man").arg(dir.0.join("man1")))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(dir.0.join("man1/heron.1").exists());
+    assert!(dir.0.join("man5/heron.toml.5").exists());
+    assert!(!dir.0.join("man1/heron.toml.5").exists());
+    let out = Command::new("man")
+        .arg("-M")
+        .arg(&dir.0)
+        .args(["5", "heron.toml"])
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "80")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn man_fails_on_a_directory_it_cannot_create() {
     let dir = TempDir::new("man-bad");
