@@ -94,7 +94,7 @@ pub fn many_zone_queries(seed: u64, zones_count: usize, count: usize) -> Vec<Que
 /// share is a whole number of queries.
 pub fn mix40_queries(seed: u64, count: usize) -> Vec<Query> {
     assert!(
-        count % 1000 == 0 && count > 0,
+        count.is_multiple_of(1000) && count > 0,
         "the 40% mix needs a multiple of 1000 queries"
     );
     let mut rng = Rng::new(seed ^ 0x0A44);

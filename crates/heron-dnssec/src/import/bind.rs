@@ -229,14 +229,14 @@ pub fn read(path: &Path) -> Result<BindKey, ImportError> {
     let file_name = Path::new(stem)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned());
-    if let Some((_, algorithm, tag)) = file_name.as_deref().and_then(name_parts) {
-        if (algorithm, tag) != (key.key.algorithm, key.key.tag()) {
-            return error(format!(
-                "{stem}: the file name says algorithm {algorithm} tag {tag}, the key is algorithm {} tag {}",
-                key.key.algorithm,
-                key.key.tag()
-            ));
-        }
+    if let Some((_, algorithm, tag)) = file_name.as_deref().and_then(name_parts)
+        && (algorithm, tag) != (key.key.algorithm, key.key.tag())
+    {
+        return error(format!(
+            "{stem}: the file name says algorithm {algorithm} tag {tag}, the key is algorithm {} tag {}",
+            key.key.algorithm,
+            key.key.tag()
+        ));
     }
     Ok(key)
 }

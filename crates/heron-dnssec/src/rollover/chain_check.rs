@@ -164,10 +164,11 @@ impl Harness {
             .pending_parent
             .as_ref()
             .is_some_and(|(_, w)| *w == wanted);
-        if wanted != self.parent_ds && !pending_same {
-            if let Some(lag) = self.parent_lag {
-                self.pending_parent = Some((self.now + lag, wanted));
-            }
+        if wanted != self.parent_ds
+            && !pending_same
+            && let Some(lag) = self.parent_lag
+        {
+            self.pending_parent = Some((self.now + lag, wanted));
         }
     }
 

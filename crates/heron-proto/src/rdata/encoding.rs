@@ -12,7 +12,7 @@ pub fn hex_encode(data: &[u8], out: &mut String) {
 
 /// Decodes hex digits (either case); `None` on a bad digit or an odd count.
 pub fn hex_decode(text: &[u8]) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     text.chunks(2)
@@ -52,7 +52,7 @@ fn base64_value(c: u8) -> Option<u32> {
 /// Decodes padded base64; `None` unless the length is a multiple of four
 /// with `=` only as the final padding.
 pub fn base64_decode(text: &[u8]) -> Option<Vec<u8>> {
-    if text.len() % 4 != 0 {
+    if !text.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(text.len() / 4 * 3);

@@ -137,12 +137,12 @@ fn split_param<'a>(
 /// where the key is known.
 fn wire_value(key: u16, v: Vec<u8>) -> Result<Vec<u8>, TextError> {
     let well_formed = match key {
-        MANDATORY => !v.is_empty() && v.len() % 2 == 0,
+        MANDATORY => !v.is_empty() && v.len().is_multiple_of(2),
         ALPN => alpn_ids_well_formed(&v),
         NO_DEFAULT_ALPN | OHTTP => v.is_empty(),
         PORT => v.len() == 2,
-        IPV4HINT => !v.is_empty() && v.len() % 4 == 0,
-        IPV6HINT => !v.is_empty() && v.len() % 16 == 0,
+        IPV4HINT => !v.is_empty() && v.len().is_multiple_of(4),
+        IPV6HINT => !v.is_empty() && v.len().is_multiple_of(16),
         _ => true,
     };
     match well_formed {
@@ -328,8 +328,8 @@ fn check_value(key: u16, v: &[u8]) -> Result<(), String> {
         ALPN => check_alpn(v),
         NO_DEFAULT_ALPN | OHTTP => v.is_empty(),
         PORT => v.len() == 2,
-        IPV4HINT => !v.is_empty() && v.len() % 4 == 0,
-        IPV6HINT => !v.is_empty() && v.len() % 16 == 0,
+        IPV4HINT => !v.is_empty() && v.len().is_multiple_of(4),
+        IPV6HINT => !v.is_empty() && v.len().is_multiple_of(16),
         INVALID => return Err("key65535 is reserved".into()),
         _ => true,
     };
@@ -346,7 +346,7 @@ fn check_mandatory_list(v: &[u8]) -> bool {
         .map(|p| u16::from_be_bytes([p[0], *p.get(1).unwrap_or(&0)]))
         .collect();
     !v.is_empty()
-        && v.len() % 2 == 0
+        && v.len().is_multiple_of(2)
         && keys[0] != MANDATORY
         && keys.windows(2).all(|w| w[0] < w[1])
 }

@@ -416,10 +416,10 @@ impl Sink {
         let same =
             |a: std::fs::Metadata, b: std::fs::Metadata| a.dev() == b.dev() && a.ino() == b.ino();
         let ours = file.get_ref().metadata();
-        if let (Ok(ours), Ok(there)) = (ours, std::fs::metadata(&*path)) {
-            if same(ours, there) {
-                return;
-            }
+        if let (Ok(ours), Ok(there)) = (ours, std::fs::metadata(&*path))
+            && same(ours, there)
+        {
+            return;
         }
         // The new file first: should it fail, the old one is written on
         // rather than ended.

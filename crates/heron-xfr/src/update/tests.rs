@@ -800,10 +800,10 @@ fn mutated_and_random_messages_never_panic() {
                 msg = (0..len).map(|_| rng.next() as u8).collect();
             }
         }
-        if let Ok(update) = parse(&msg) {
-            if process(&z, &update, &everyone(), who, 0).is_ok() {
-                accepted += 1;
-            }
+        if let Ok(update) = parse(&msg)
+            && process(&z, &update, &everyone(), who, 0).is_ok()
+        {
+            accepted += 1;
         }
     }
     // The mutations leave some updates whole, which must still work.

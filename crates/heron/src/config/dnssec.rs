@@ -261,7 +261,7 @@ fn salt(text: &str) -> Result<Vec<u8>, String> {
     }
     let bytes = text.as_bytes();
     let hex = |c: u8| (c as char).to_digit(16);
-    if bytes.len() % 2 != 0 {
+    if !bytes.len().is_multiple_of(2) {
         return Err(format!(
             "nsec3-salt '{text}': an even number of hex digits, or \"-\""
         ));

@@ -1348,7 +1348,7 @@ fn nsid(server: &ServerSection) -> Result<Vec<u8>, String> {
 /// Pairs of hex digits; None for anything else.
 fn decode_hex(text: &str) -> Option<Vec<u8>> {
     let digits = text.as_bytes();
-    if digits.len() % 2 != 0 || !digits.iter().all(u8::is_ascii_hexdigit) {
+    if !digits.len().is_multiple_of(2) || !digits.iter().all(u8::is_ascii_hexdigit) {
         return None;
     }
     digits

@@ -131,10 +131,10 @@ impl Paths {
             .folders
             .entry(dir.as_os_str().to_owned())
             .or_insert_with(|| Folder::read(dir));
-        if folder.links.contains(name) {
-            if let Ok(target) = std::fs::canonicalize(&path) {
-                return target;
-            }
+        if folder.links.contains(name)
+            && let Ok(target) = std::fs::canonicalize(&path)
+        {
+            return target;
         }
         folder.canonical.join(name)
     }

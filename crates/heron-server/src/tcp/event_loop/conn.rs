@@ -287,11 +287,11 @@ impl Conn {
 
     /// The end of a connection: TLS says close_notify, best effort.
     pub(super) fn close(mut self) {
-        if let Some(tls) = &mut self.tls {
-            if !tls.is_handshaking() {
-                tls.send_close_notify();
-                let _ = tls.write_tls(&mut &self.stream);
-            }
+        if let Some(tls) = &mut self.tls
+            && !tls.is_handshaking()
+        {
+            tls.send_close_notify();
+            let _ = tls.write_tls(&mut &self.stream);
         }
         if let Some(pipe) = self.later.take() {
             pipe.abandon();

@@ -266,11 +266,11 @@ impl Worker {
         let mut events = Events::with_capacity(1024);
         while !stop.load(Ordering::Relaxed) {
             let wait = self.wait_for();
-            if let Err(e) = self.poll.poll(&mut events, wait) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    tracing::error!("TCP event loop: {e}");
-                    break;
-                }
+            if let Err(e) = self.poll.poll(&mut events, wait)
+                && e.kind() != io::ErrorKind::Interrupted
+            {
+                tracing::error!("TCP event loop: {e}");
+                break;
             }
             wakes.fetch_add(1, Ordering::Relaxed);
             self.cx.now = Instant::now();
