@@ -36,7 +36,7 @@ pub fn unwritable_folders<'a>(files: impl IntoIterator<Item = &'a Path>, ids: Id
         .map(|folder| {
             format!(
                 "{} is not writable by uid {} (the [server] user): the files Heron writes \
-                 there after dropping root (kept copies, journals, the control socket) would \
+                 there after dropping root (kept copies, journals, signed copies, keys, the control socket) would \
                  fail; make the folder belong to that user",
                 folder.display(),
                 ids.uid

@@ -1624,6 +1624,38 @@ fn files_the_user_cannot_read_are_named_at_the_start() {
     assert!(server.log().contains("secret.zone: Permission denied"));
 }
 
+/// A zone Heron signs writes its keys and its signed copy after the
+/// server dropped root: check-config warns when `[server] user` cannot
+/// write their folders (they were made as root, and every reload then
+/// failed on them, with check-config saying OK).
+#[test]
+fn check_config_warns_of_key_and_signed_copy_folders_the_user_cannot_write() {
+    let dir = tempdir("check-config-signing-as-user");
+    let zone = dir.join("signed.test.zone");
+    std::fs::write(
+        &zone,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n",
+    )
+    .unwrap();
+    let config = dir.join("heron.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:5300\"]\nuser = \"nobody\"\n\
+             [[zone]]\norigin = \"signed.test\"\nfile = \"{}\"\ndnssec-policy = \"default\"\n\
+             key-directory = \"{}\"\n",
+            zone.display(),
+            dir.join("keys").display()
+        ),
+    )
+    .unwrap();
+    let (ok, text) = run(&["check-config", config.to_str().unwrap()]);
+    assert!(ok, "warnings only: {text}");
+    let folder = format!("{} is not writable", dir.display());
+    let keys = format!("{} is not writable", dir.join("keys").display());
+    assert!(text.contains(&folder) && text.contains(&keys), "{text}");
+}
+
 /// Issue 44: check-config reported one TOML error a run. Problems in
 /// several sections (unknown keys, values of the wrong type, a bad
 /// `[[zone]]` among good ones) and the checks after parsing (timers,

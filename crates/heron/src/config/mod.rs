@@ -881,12 +881,8 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         .map(|w| format!("{}: {w}", path.display()))
         .collect();
     problems.extend(check_unique_origins(&zones));
-    problems.extend(check_shared_files(
-        &zones,
-        &secondaries,
-        &generated,
-        &policies,
-    ));
+    let shared = check_shared_files(&zones, &secondaries, &generated, &policies);
+    problems.extend(shared);
     problems.extend(check_tcp(&file.tcp));
     problems.extend(check_server(&file.server));
     let control = file.server.control.as_ref().map(|p| base.join(p));
@@ -905,7 +901,8 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         return Err(problems.errors);
     }
     if let Some(run_as) = &shield.run_as {
-        let unwritable = unwritable_folders(&file.server, base, &secondaries, &policies, run_as);
+        let by = (&secondaries[..], &policies, &zones[..]);
+        let unwritable = unwritable_folders(&file.server, base, by, run_as);
         warnings.extend(unwritable.map(|w| format!("{}: {w}", path.display())));
     }
     mark_used(&mut consumed, &zones, &policies, control.as_deref());
@@ -1185,18 +1182,30 @@ fn xot_problems(xot: &Option<TlsClients>, secondaries: &[SecondaryZone]) -> Vec<
 }
 
 /// Warnings for folders `[server] user` could not write to: kept copies,
-/// journals, the control socket.
+/// journals, the control socket, and for zones Heron signs their key
+/// directories and signed copies (`FILE.signed`, beside the zone file).
 fn unwritable_folders<'a>(
     server: &ServerSection,
     base: &Path,
-    secondaries: &'a [SecondaryZone],
-    policies: &'a HashMap<Name, ZonePolicy>,
+    (secondaries, policies, zones): (
+        &'a [SecondaryZone],
+        &'a HashMap<Name, ZonePolicy>,
+        &'a [ZoneSpec],
+    ),
     run_as: &RunAs,
 ) -> impl Iterator<Item = String> + use<'a> {
     let control = server.control.as_ref().map(|p| base.join(p));
     let kept: Vec<_> = secondaries.iter().map(|z| z.kept_path()).collect();
+    let signed: Vec<PathBuf> = (zones.iter())
+        .filter_map(|z| Some((&z.file, z.signing.as_ref()?)))
+        .flat_map(|(file, signing)| {
+            let copy = PathBuf::from(format!("{}.signed", file.display()));
+            [copy, signing.key_directory.join("state")]
+        })
+        .collect();
     let written = (kept.iter().map(|p| &**p))
         .chain(policies.values().filter_map(|p| p.journal_file.as_deref()))
+        .chain(signed.iter().map(|p| p.as_path()))
         .chain(control.as_deref());
     privileges::unwritable_folders(written, run_as.ids).into_iter()
 }
