@@ -969,12 +969,12 @@ fn find<'z>(
         let off = off as usize;
         let name = &lower[off..];
         let hash = hash.take().unwrap_or_else(|| zone.hash(name));
-        // An NSEC3 owner is found as a name that does not exist (RFC
-        // 5155 7.2.8), and so is every name below it.
-        let Some(node) = zone
-            .node_below_apex(name, hash)
-            .filter(|n| !n.is_nsec3_only())
-        else {
+        // An NSEC3 owner with no names below it is found as a name that
+        // does not exist (RFC 5155 7.2.8), and so is every name below it;
+        // one with names below it is an empty non-terminal (asked only of
+        // NSEC3 owners: the children's table is not read otherwise).
+        let hashed_only = |n: &Node| n.is_nsec3_only() && !zone.has_children(n.key());
+        let Some(node) = zone.node_below_apex(name, hash).filter(|n| !hashed_only(n)) else {
             return wildcard(zone, encloser.unwrap_or_else(|| zone.apex()));
         };
         let exact = off == 0;
