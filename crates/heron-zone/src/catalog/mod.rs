@@ -128,6 +128,25 @@ impl Catalog {
         self.note_only_zone();
     }
 
+    /// `zone` answers for `lower_qname`, unless the name is in a zone
+    /// below it that expired or whose file failed: then SERVFAIL, as NSD,
+    /// Knot and BIND answer (the parent's NXDOMAIN or referral would be
+    /// cached for the whole subtree). One test while nothing expired.
+    #[inline]
+    fn zone_or_expired<'c>(&'c self, zone: &'c Zone, lower_qname: &[u8]) -> Served<'c> {
+        match self.expired.is_empty() || !self.expired_below(zone, lower_qname) {
+            true => Served::Zone(zone),
+            false => Served::Expired,
+        }
+    }
+
+    #[cold]
+    fn expired_below(&self, zone: &Zone, lower_qname: &[u8]) -> bool {
+        let origin_len = zone.origin().as_wire().len();
+        (suffixes(lower_qname).take_while(|s| s.len() > origin_len))
+            .any(|s| self.expired.contains(s))
+    }
+
     /// Whether `lower_qname` is in a zone that expired.
     pub fn is_expired(&self, lower_qname: &[u8]) -> bool {
         !self.expired.is_empty() && suffixes(lower_qname).any(|s| self.expired.contains(s))
@@ -283,7 +302,7 @@ impl Catalog {
             if labels <= starts.labels()
                 && &lower_qname[starts.suffix(labels)..] == zone.origin().as_wire()
             {
-                return Served::Zone(zone);
+                return self.zone_or_expired(zone, lower_qname);
             }
         }
         self.served_from(
@@ -303,7 +322,7 @@ impl Catalog {
         first: Option<Candidate>,
     ) -> Served<'_> {
         match self.find_from(lower_qname, starts, first) {
-            Some(zone) => Served::Zone(zone),
+            Some(zone) => self.zone_or_expired(zone, lower_qname),
             None if self.is_expired(lower_qname) => Served::Expired,
             None => Served::NotServed,
         }
@@ -325,7 +344,9 @@ impl Catalog {
             return self.served_from(lower_qname, starts, None);
         };
         match likely {
-            Some(zone) if zone.origin().as_wire() == &lower_qname[c.start..] => Served::Zone(zone),
+            Some(zone) if zone.origin().as_wire() == &lower_qname[c.start..] => {
+                self.zone_or_expired(zone, lower_qname)
+            }
             Some(_) => self.served_from(lower_qname, starts, first),
             None => {
                 let below = self.candidate_below(lower_qname, starts, c.labels as usize);
@@ -383,6 +404,30 @@ mod tests {
         c.insert_shared(Arc::new(zone("a.test")));
         assert!(c.find(&lower("www.a.test")).is_some());
         assert!(!c.is_expired(&lower("www.a.test")));
+    }
+
+    /// A zone below a served one that expired (or whose file failed)
+    /// answers SERVFAIL, not the parent's NXDOMAIN or referral.
+    #[test]
+    fn an_expired_zone_below_a_served_one_is_servfail() {
+        let mut c = Catalog::new();
+        c.insert(zone("example.test"));
+        c.expire(&Name::parse("sub.example.test").unwrap());
+        for name in ["www.sub.example.test", "sub.example.test"] {
+            assert!(matches!(c.served(&lower(name)), Served::Expired), "{name}");
+        }
+        let parent = c.served(&lower("www.example.test"));
+        assert!(matches!(parent, Served::Zone(z) if z.origin().to_string() == "example.test."));
+        c.insert(zone("other.test"));
+        assert!(matches!(
+            c.served(&lower("a.sub.example.test")),
+            Served::Expired
+        ));
+        c.insert(zone("sub.example.test"));
+        assert!(matches!(
+            c.served(&lower("www.sub.example.test")),
+            Served::Zone(_)
+        ));
     }
 
     #[test]
@@ -471,6 +516,14 @@ mod tests {
             format!("{}.", text.join("."))
         }
 
+        /// The label count of the served origin `q` is in, if any.
+        fn served_origin(origins: &[Vec<u8>], expired: &[Vec<u8>], q: &[u8]) -> Option<usize> {
+            (origins.iter())
+                .filter(|o| !expired.contains(o) && o.len() <= q.len() && q.ends_with(o))
+                .map(|o| o.len())
+                .max()
+        }
+
         /// Names of up to 5 labels from a small alphabet, so that origins
         /// and query names share suffixes often.
         fn labels() -> impl Strategy<Value = Vec<u8>> {
@@ -502,18 +555,24 @@ mod tests {
                     let got = c.find(&lower(&name_of(q))).map(|z| z.origin().to_string());
                     prop_assert_eq!(&got, &want);
                     // `served`, which with one zone compares its origin
-                    // instead: the same zone, else SERVFAIL under an
+                    // instead: the same zone, unless an expired zone below
+                    // it holds the name (SERVFAIL), else SERVFAIL under an
                     // expired one, else REFUSED.
-                    let in_expired = expired.iter().any(|e| e.len() <= q.len() && q.ends_with(e));
+                    let deepest_expired = (expired.iter())
+                        .filter(|e| e.len() <= q.len() && q.ends_with(e))
+                        .map(|e| e.len())
+                        .max();
                     let served = match c.served(&lower(&name_of(q))) {
                         Served::Zone(z) => z.origin().to_string(),
                         Served::Expired => "expired".into(),
                         Served::NotServed => "not served".into(),
                     };
-                    let expected = match (want, in_expired) {
+                    let zone_depth = served_origin(&origins, &expired, q);
+                    let expected = match (want, deepest_expired) {
+                        (Some(_), Some(e)) if Some(e) > zone_depth => "expired".into(),
                         (Some(origin), _) => origin,
-                        (None, true) => "expired".into(),
-                        (None, false) => "not served".into(),
+                        (None, Some(_)) => "expired".into(),
+                        (None, None) => "not served".into(),
                     };
                     prop_assert_eq!(served, expected);
                 }
