@@ -21,7 +21,11 @@ pub fn resolve(user: &str, group: Option<&str>) -> Result<Ids, String> {
 /// `ids` can not write: the server writes kept copies of secondary zones,
 /// journals and its control socket there after it dropped root (by
 /// renaming a new file into place, which needs the folder, not the file).
-pub fn unwritable_folders<'a>(files: impl IntoIterator<Item = &'a Path>, ids: Ids) -> Vec<String> {
+pub fn unwritable_folders<'a>(
+    files: impl IntoIterator<Item = &'a Path>,
+    ids: Ids,
+    groups: &[u32],
+) -> Vec<String> {
     let folders: BTreeSet<&Path> = files
         .into_iter()
         .map(|f| {
@@ -32,7 +36,7 @@ pub fn unwritable_folders<'a>(files: impl IntoIterator<Item = &'a Path>, ids: Id
         .collect();
     folders
         .into_iter()
-        .filter(|folder| !writable_by(folder, ids))
+        .filter(|folder| !writable_by(folder, ids, groups))
         .map(|folder| {
             format!(
                 "{} is not writable by uid {} (the [server] user): the files Heron writes \
@@ -52,8 +56,10 @@ const UNREADABLE_SAID: usize = 10;
 /// open: the start read them as root, but a reload reads them again as
 /// the user and would fail on each.
 pub fn unreadable(files: &[std::path::PathBuf], user: &str) -> Vec<String> {
+    // A file not there failed at the start too, and was said then.
     let failed: Vec<(&Path, std::io::Error)> = (files.iter())
         .filter_map(|f| std::fs::File::open(f).err().map(|e| (f.as_path(), e)))
+        .filter(|(_, e)| e.kind() != std::io::ErrorKind::NotFound)
         .collect();
     let mut said: Vec<String> = (failed.iter().take(UNREADABLE_SAID))
         .map(|(file, e)| {
@@ -73,15 +79,24 @@ pub fn unreadable(files: &[std::path::PathBuf], user: &str) -> Vec<String> {
 }
 
 /// Whether the owner, group or other write bit of `folder` lets `ids`
-/// write it (a folder that does not exist yet does not).
-fn writable_by(folder: &Path, ids: Ids) -> bool {
+/// (with its supplementary `groups`) write it, as the kernel decides: the
+/// owner's bits for the owner, else the group's for a member, else the
+/// others'. A folder that does not exist yet is not writable.
+fn writable_by(folder: &Path, ids: Ids, groups: &[u32]) -> bool {
     let Ok(meta) = std::fs::metadata(folder) else {
         return false;
     };
     let mode = meta.mode();
-    (meta.uid() == ids.uid && mode & 0o200 != 0)
-        || (meta.gid() == ids.gid && mode & 0o020 != 0)
-        || mode & 0o002 != 0
+    if ids.uid == 0 {
+        return true;
+    }
+    if meta.uid() == ids.uid {
+        return mode & 0o200 != 0;
+    }
+    if meta.gid() == ids.gid || groups.contains(&meta.gid()) {
+        return mode & 0o020 != 0;
+    }
+    mode & 0o002 != 0
 }
 
 #[cfg(test)]
@@ -107,16 +122,30 @@ mod tests {
             closed.join("b.zone"),
             closed.join("b.zone.jnl"),
         ];
-        let warnings = unwritable_folders(files.iter().map(|f| f.as_path()), stranger);
+        let warnings = unwritable_folders(files.iter().map(|f| f.as_path()), stranger, &[]);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains(&closed.display().to_string()));
         let missing = dir.join("missing/c.zone");
-        assert_eq!(unwritable_folders([missing.as_path()], stranger).len(), 1);
+        assert_eq!(
+            unwritable_folders([missing.as_path()], stranger, &[]).len(),
+            1
+        );
         let owner = Ids {
             uid: std::fs::metadata(&closed).unwrap().uid(),
             gid: 4_000_000,
         };
-        assert!(unwritable_folders(files.iter().map(|f| f.as_path()), owner).is_empty());
+        assert!(unwritable_folders(files.iter().map(|f| f.as_path()), owner, &[]).is_empty());
+        // A member of the folder's group, by a supplementary group: the
+        // group's write bit is what counts.
+        let group = std::fs::metadata(&closed).unwrap().gid();
+        let shared = dir.join("shared");
+        std::fs::create_dir_all(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o2770)).unwrap();
+        let in_shared = [shared.join("d.zone")];
+        let by = |groups: &[u32]| {
+            unwritable_folders(in_shared.iter().map(|f| f.as_path()), stranger, groups).len()
+        };
+        assert_eq!((by(&[]), by(&[group])), (1, 0));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

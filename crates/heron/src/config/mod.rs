@@ -1207,7 +1207,8 @@ fn unwritable_folders<'a>(
         .chain(policies.values().filter_map(|p| p.journal_file.as_deref()))
         .chain(signed.iter().map(|p| p.as_path()))
         .chain(control.as_deref());
-    privileges::unwritable_folders(written, run_as.ids).into_iter()
+    let groups = heron_sys::privileges::groups_of(&run_as.user, run_as.ids.gid).unwrap_or_default();
+    privileges::unwritable_folders(written, run_as.ids, &groups).into_iter()
 }
 
 /// What the transports are given.
