@@ -49,7 +49,30 @@ pub fn unwritable_folders<'a>(
         .collect()
 }
 
-/// Unreadable files said one by one; the rest are counted.
+/// Hands the key directories the start made or wrote as root (a signed
+/// zone's first signing: its keys, state and serial files) to the user
+/// about to run the server, so that every later signing, as that user,
+/// can read and write them (BIND and Knot sign as the user from the
+/// start). Only what root owns is handed over; symbolic links are not
+/// followed. Failures are said, not fatal.
+pub fn hand_over_key_directories<'a>(dirs: impl IntoIterator<Item = &'a Path>, ids: Ids) {
+    let mut seen = BTreeSet::new();
+    for dir in dirs.into_iter().filter(|d| seen.insert(*d)) {
+        let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+        let paths = std::iter::once(dir.to_path_buf()).chain(entries.map(|e| e.path()));
+        for path in paths {
+            let root_owned = std::fs::symlink_metadata(&path).is_ok_and(|m| m.uid() == 0);
+            if !root_owned {
+                continue;
+            }
+            if let Err(e) = std::os::unix::fs::lchown(&path, Some(ids.uid), Some(ids.gid)) {
+                tracing::warn!("cannot hand {} to uid {}: {e}", path.display(), ids.uid);
+            }
+        }
+    }
+}
+
+/// Unreadable files said one by one; the rest are counted./// Unreadable files said one by one; the rest are counted.
 const UNREADABLE_SAID: usize = 10;
 
 /// Warnings for the `files` this process (once it dropped root) cannot

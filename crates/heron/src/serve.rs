@@ -949,6 +949,12 @@ fn give_up_privileges(
     let Some(run_as) = run_as else {
         return Ok(());
     };
+    if heron_sys::process::is_root() {
+        let signed = files.signed_zones();
+        let signed = signed.iter().chain(files.signed_secondaries());
+        let dirs = signed.map(|(_, s)| s.key_directory.as_path());
+        crate::privileges::hand_over_key_directories(dirs, run_as.ids);
+    }
     drop_privileges(run_as)?;
     let tls_files = server.tls.iter().flat_map(|t| t.files.iter().cloned());
     warn_of_unreadable(files.files_read_again(), tls_files, &run_as.user);

@@ -1624,6 +1624,63 @@ fn files_the_user_cannot_read_are_named_at_the_start() {
     assert!(server.log().contains("secret.zone: Permission denied"));
 }
 
+/// A signed zone's first signing runs as root, before the drop to
+/// `[server] user`: the keys and state it makes are handed to the user,
+/// so that a reload (signing as the user) can read them (it failed on
+/// them with Permission denied for ever).
+#[test]
+fn a_signed_zone_reloads_as_the_user_after_its_first_signing_as_root() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if !heron_sys::process::is_root() {
+        eprintln!("SKIPPED: becoming another user needs root; run the tests as root");
+        return;
+    }
+    let nobody = heron_sys::privileges::user("nobody").unwrap();
+    let dir = tempdir("signed-as-user");
+    let keys = dir.join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    for folder in [&dir, &keys] {
+        std::os::unix::fs::chown(folder, Some(nobody.uid), Some(nobody.gid)).unwrap();
+    }
+    std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let zone = dir.join("s.test.zone");
+    let text = |serial: u32, extra: &str| {
+        format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n{extra}")
+    };
+    std::fs::write(&zone, text(1, "")).unwrap();
+    let (z, k) = (zone.clone(), keys.clone());
+    let server = ServerProcess::heron_with_config(&heron(), "s.test", move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nuser = \"nobody\"\n\
+             [[zone]]\norigin = \"s.test\"\nfile = \"{}\"\ndnssec-policy = \"default\"\n\
+             key-directory = \"{}\"\n",
+            z.display(),
+            k.display()
+        )
+    });
+    assert!(
+        server.wait_for_log("running as user nobody"),
+        "{}",
+        server.log()
+    );
+    for entry in std::fs::read_dir(&keys).unwrap().flatten() {
+        let owner = entry.metadata().unwrap().uid();
+        assert_eq!(owner, nobody.uid, "{}", entry.path().display());
+    }
+    std::fs::write(&zone, text(2, "new A 192.0.2.2\n")).unwrap();
+    server.reload();
+    assert!(
+        eventually(|| soa_serial(server.addr(), "s.test") == Some(2)),
+        "{}",
+        server.log()
+    );
+    assert!(
+        !server.log().contains("Permission denied"),
+        "{}",
+        server.log()
+    );
+}
+
 /// A zone Heron signs writes its keys and its signed copy after the
 /// server dropped root: check-config warns when `[server] user` cannot
 /// write their folders (they were made as root, and every reload then
