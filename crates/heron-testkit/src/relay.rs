@@ -25,12 +25,25 @@ pub struct Relay {
 /// How often the loops look at the stop flag.
 const POLL: Duration = Duration::from_millis(50);
 
+/// A UDP socket on a free port and a TCP listener on the same port: the
+/// port the kernel picks for UDP may be taken for TCP by another test,
+/// so a few ports are tried.
+fn bind_pair() -> (UdpSocket, TcpListener) {
+    for _ in 0..20 {
+        let udp = UdpSocket::bind("127.0.0.1:0").expect("bind the relay's UDP socket");
+        let addr = udp.local_addr().expect("its address");
+        if let Ok(tcp) = TcpListener::bind(addr) {
+            return (udp, tcp);
+        }
+    }
+    panic!("no port free for both UDP and TCP in 20 tries");
+}
+
 impl Relay {
     /// Relays to `upstream`, each response passed through `rewrite`.
     pub fn start(upstream: SocketAddr, rewrite: Rewrite) -> Relay {
-        let udp = UdpSocket::bind("127.0.0.1:0").expect("bind the relay's UDP socket");
+        let (udp, tcp) = bind_pair();
         let addr = udp.local_addr().expect("its address");
-        let tcp = TcpListener::bind(addr).expect("bind the relay's TCP socket on the same port");
         udp.set_read_timeout(Some(POLL)).expect("a read timeout");
         tcp.set_nonblocking(true).expect("a non-blocking listener");
         let stop = Arc::new(AtomicBool::new(false));
