@@ -468,7 +468,9 @@ fn primary(
         // A signed zone's journal ends at the version signed before.
         let before = signed_before.iter().find(|z| z.origin() == origin);
         let served = before.map(|zone| &**zone).or(served);
-        served.or_else(|| kept_copies.get_or_init(index).get(origin).copied())
+        let own = served.map(|zone| (zone, false));
+        let kept_copy = || kept_copies.get_or_init(index).get(origin).copied();
+        own.or_else(|| Some((kept_copy()?, true)))
     });
     primary
 }

@@ -394,6 +394,66 @@ fn a_restarted_secondary_still_serves_ixfr_of_what_it_received() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A secondary killed after it journalled a transfer but before its kept
+/// copy was written comes back with a journal past that copy. The
+/// primary holds those versions, so the journal is a cache: it starts
+/// over quietly (nothing kept aside, no error) and the next change comes
+/// by IXFR as usual.
+#[test]
+fn a_journal_past_a_secondarys_kept_copy_starts_over_quietly() {
+    let HeronPrimary {
+        dir,
+        zone_file,
+        primary,
+        secondary_port,
+    } = HeronPrimary::start("ahead");
+    let kept = dir.join("xfr.kept");
+    let config = secondary_config(secondary_port, primary.addr(), &kept, "")
+        + "allow-transfer = [\"127.0.0.1\"]\n";
+    let mut heron = start(secondary_port, &config);
+    let change = |serial: u32, name: &str| {
+        let text = zone_text(serial, &format!("{name} A 192.0.2.{serial}\n"));
+        std::fs::write(&zone_file, text).unwrap();
+        primary.reload();
+    };
+    assert!(eventually(|| kept_serial(&kept) == Some(1)));
+    change(2, "two");
+    assert!(eventually(|| kept_serial(&kept) == Some(2)));
+    let copy_at_2 = std::fs::read(&kept).unwrap();
+    change(3, "three");
+    assert!(
+        eventually(|| kept_serial(&kept) == Some(3)),
+        "{}",
+        heron.log()
+    );
+    assert!(heron.terminate().is_some_and(|s| s.success()));
+    // What a kill between the journal write and the kept copy leaves.
+    std::fs::write(&kept, copy_at_2).unwrap();
+
+    let heron = start(secondary_port, &config);
+    assert_eq!(soa_serial(heron.addr()), Some(2), "{}", heron.log());
+    change(4, "four");
+    assert!(
+        eventually(|| soa_serial(heron.addr()) == Some(4)),
+        "{}",
+        heron.log()
+    );
+    let log = heron.log();
+    assert!(
+        !log.contains("ERROR") && !log.contains("unapplied"),
+        "{log}"
+    );
+    let names = std::fs::read_dir(&dir).unwrap().flatten();
+    let aside: Vec<_> = (names.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.contains("unapplied"))
+        .collect();
+    assert!(aside.is_empty(), "{aside:?}");
+    let out = kdig(heron.addr(), &[ORIGIN, "IXFR=2"]);
+    assert_eq!(soa_serials(&out.stdout), [4, 2, 3, 3, 4, 4], "{log}");
+    drop((heron, primary));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// A kept copy the disk garbled (one address changed, the file still a
 /// zone file) is not served after a restart: its seal does not hold, so
 /// the zone is transferred anew and answers as the primary does.

@@ -584,14 +584,22 @@ pub(crate) struct Restored {
 /// Files one thread reads back, at least, before another is started.
 const FILES_PER_THREAD: usize = 256;
 
+/// A zone served at a start, whose journal file is read back.
+#[derive(Clone, Copy)]
+pub(crate) struct Served<'a> {
+    pub(crate) zone: &'a Zone,
+    pub(crate) journal: &'a Path,
+    /// A secondary's kept copy: its primary holds every version the
+    /// journal may hold past it, so such a journal is only a cache.
+    pub(crate) refetchable: bool,
+}
+
 /// Reads back the journal file of each zone in `zones` (served now, with
 /// its journal file, which exists), on every core. A file that does not
-/// end at the serial served, or cannot be read, is logged and removed; a
-/// torn last entry is cut off. Returns each zone's history restored.
-pub(crate) fn restore(
-    zones: &[(&Zone, &Path)],
-    max_bytes: usize,
-) -> (HashMap<Name, History>, Restored) {
+/// end at the serial served, or cannot be read, is logged and removed
+/// (kept aside when it may hold updates found nowhere else); a torn last
+/// entry is cut off. Returns each zone's history restored.
+pub(crate) fn restore(zones: &[Served], max_bytes: usize) -> (HashMap<Name, History>, Restored) {
     let threads = heron_zone::cores()
         .min(zones.len().div_ceil(FILES_PER_THREAD))
         .max(1);
@@ -601,9 +609,9 @@ pub(crate) fn restore(
             .chunks(share)
             .map(|part| {
                 s.spawn(move || {
-                    let each = |(zone, path): &(&Zone, &Path)| {
-                        let history = restore_one(zone, path, max_bytes);
-                        (zone.origin().to_lowercase(), history)
+                    let each = |served: &Served| {
+                        let history = restore_one(served, max_bytes);
+                        (served.zone.origin().to_lowercase(), history)
                     };
                     part.iter().map(each).collect::<Vec<_>>()
                 })
@@ -625,12 +633,12 @@ pub(crate) fn restore(
     (histories, summary)
 }
 
-fn restore_one(zone: &Zone, path: &Path, max_bytes: usize) -> Option<History> {
+fn restore_one(served: &Served, max_bytes: usize) -> Option<History> {
+    let (zone, path) = (served.zone, served.journal);
     let origin = zone.origin();
     let restored = match file::restore(path, origin, zone.serial(), max_bytes) {
         Ok(restored) => restored,
-        // Set aside since it was found (its updates did not apply): said
-        // then, nothing more to say.
+        // Set aside since it was found (its updates did not apply): said.
         Err(StartOver::Unreadable(file::HeaderError::Io(e)))
             if e.kind() == io::ErrorKind::NotFound =>
         {
@@ -640,18 +648,9 @@ fn restore_one(zone: &Zone, path: &Path, max_bytes: usize) -> Option<History> {
         // history past the zone file's serial (updates the file lacks, of
         // a zone whose `allow-update` went while it was down): the steps
         // may be updates no restart can replay now; kept for recovery by
-        // hand.
-        Err(why) if may_hold_updates(&why) => {
-            let kept = disk::unused_name(path, ".unapplied");
-            let moved = std::fs::rename(path, &kept);
-            tracing::error!(
-                "zone {origin}: journal file {} not used: {why}; its IXFR history starts over, and the file is kept as {}{}",
-                path.display(),
-                kept.display(),
-                moved
-                    .err()
-                    .map_or(String::new(), |e| format!(" (not moved: {e})"))
-            );
+        // hand. A secondary's primary holds them: it transfers them again.
+        Err(why) if may_hold_updates(&why) && !served.refetchable => {
+            keep_aside(origin, path, &why);
             return None;
         }
         Err(why) => {
@@ -713,6 +712,21 @@ fn restore_one(zone: &Zone, path: &Path, max_bytes: usize) -> Option<History> {
         failures_seen: 0,
         short: false,
     })
+}
+
+/// Moves the journal file at `path`, not used for `why`, to
+/// `FILE.unapplied` (or the first such name free), with an error.
+fn keep_aside(origin: &Name, path: &Path, why: &StartOver) {
+    let kept = disk::unused_name(path, ".unapplied");
+    let moved = std::fs::rename(path, &kept);
+    tracing::error!(
+        "zone {origin}: journal file {} not used: {why}; its IXFR history starts over, and the file is kept as {}{}",
+        path.display(),
+        kept.display(),
+        moved
+            .err()
+            .map_or(String::new(), |e| format!(" (not moved: {e})"))
+    );
 }
 
 /// Whether `damage` is what a crash during an append leaves: the file
@@ -1033,7 +1047,7 @@ mod tests {
                 }
             }
             std::fs::write(&path, &bytes).unwrap();
-            restore_one(&zone, &path, 1 << 20);
+            restore_one(&own(&zone, &path), 1 << 20);
             let copy = dir.path().join(format!("{name}.damaged"));
             assert_eq!(copy.exists(), flip_from_end.is_none(), "{name}");
             if copy.exists() {
@@ -1045,7 +1059,8 @@ mod tests {
     /// At a start, a journal past the zone file's serial (updates of a
     /// zone whose `allow-update` went while the server was down) is kept
     /// aside, not removed; one behind it (the file edited with a new
-    /// serial) is removed, its history over.
+    /// serial) is removed, its history over. A secondary's journal past
+    /// its kept copy is removed: its primary holds those steps.
     #[test]
     fn a_journal_past_the_zone_file_is_kept_aside() {
         let dir = tempfile::tempdir().unwrap();
@@ -1056,7 +1071,8 @@ mod tests {
         };
         let writer = JournalWriter::start().unwrap();
         let (ahead, behind) = (dir.path().join("ahead.jnl"), dir.path().join("behind.jnl"));
-        for path in [&ahead, &behind] {
+        let copy_ahead = dir.path().join("copy.jnl");
+        for path in [&ahead, &behind, &copy_ahead] {
             writer.change(
                 path,
                 &origin,
@@ -1064,12 +1080,29 @@ mod tests {
             );
         }
         assert!(writer.flush(Duration::from_secs(10)));
-        assert!(restore_one(&zone_at(2), &ahead, 1 << 20).is_none());
+        assert!(restore_one(&own(&zone_at(2), &ahead), 1 << 20).is_none());
         assert!(!ahead.exists());
         assert!(dir.path().join("ahead.jnl.unapplied").exists());
-        assert!(restore_one(&zone_at(7), &behind, 1 << 20).is_none());
+        assert!(restore_one(&own(&zone_at(7), &behind), 1 << 20).is_none());
         assert!(!behind.exists());
         assert!(!dir.path().join("behind.jnl.unapplied").exists());
+        let at_2 = zone_at(2);
+        let kept_copy = Served {
+            refetchable: true,
+            ..own(&at_2, &copy_ahead)
+        };
+        assert!(restore_one(&kept_copy, 1 << 20).is_none());
+        assert!(!copy_ahead.exists());
+        assert!(!dir.path().join("copy.jnl.unapplied").exists());
+    }
+
+    /// `zone`, served from its own file, with its journal at `journal`.
+    fn own<'a>(zone: &'a Zone, journal: &'a Path) -> Served<'a> {
+        Served {
+            zone,
+            journal,
+            refetchable: false,
+        }
     }
 
     /// A write of the file failed outside an update (a reload's step, a

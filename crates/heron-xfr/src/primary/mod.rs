@@ -135,12 +135,13 @@ impl Primary {
     /// From now on keeps the journals of zones with a journal file in
     /// those files. `found` are the files that exist ([`journal_files::find`],
     /// which may run while the zones load); each is read back for its zone
-    /// as `served` finds it at startup. The file of a zone not served now
-    /// is left as it is until the zone records a step.
+    /// as `served` finds it at startup, with whether that is a
+    /// secondary's kept copy. The file of a zone not served now is left as
+    /// it is until the zone records a step.
     pub fn open_journal_files<'z>(
         &mut self,
         found: journal_files::Found,
-        served: impl Fn(&Name) -> Option<&'z Zone>,
+        served: impl Fn(&Name) -> Option<(&'z Zone, bool)>,
     ) {
         if !self.policies().values().any(|p| p.journal_path().is_some()) {
             return;
@@ -155,9 +156,16 @@ impl Primary {
             }
         };
         let started = Instant::now();
-        let zones: Vec<(&Zone, &Path)> = found
+        let zones: Vec<journal_files::Served> = found
             .files()
-            .filter_map(|(origin, path)| Some((served(origin)?, path)))
+            .filter_map(|(origin, journal)| {
+                let (zone, refetchable) = served(origin)?;
+                Some(journal_files::Served {
+                    zone,
+                    journal,
+                    refetchable,
+                })
+            })
             .collect();
         let (histories, found) = journal_files::restore(&zones, self.journal_max_bytes);
         if found.files > 0 {
@@ -185,7 +193,12 @@ impl Primary {
         if !path.exists() {
             return;
         }
-        let (mut histories, _) = journal_files::restore(&[(zone, path)], self.journal_max_bytes);
+        let served = journal_files::Served {
+            zone,
+            journal: path,
+            refetchable: false,
+        };
+        let (mut histories, _) = journal_files::restore(&[served], self.journal_max_bytes);
         let origin = zone.origin().to_lowercase();
         if let Some(history) = histories.remove(&origin) {
             let mut journals = self.journals.lock().unwrap();
@@ -553,7 +566,9 @@ mod tests {
     fn restarted(file: &Path, zone: &Zone) -> Primary {
         let mut p = primary_journaling_to(Some(file));
         let found = find_journal_files(&p);
-        p.open_journal_files(found, |origin| (origin == zone.origin()).then_some(zone));
+        p.open_journal_files(found, |origin| {
+            (origin == zone.origin()).then_some((zone, false))
+        });
         p
     }
 
@@ -699,7 +714,7 @@ mod tests {
             journal::DEFAULT_MAX_BYTES,
         );
         let (v1, v2) = (zone(1, ""), zone(2, "a A 192.0.2.9\n"));
-        p.open_journal_files(find_journal_files(&p), |_| Some(&v1));
+        p.open_journal_files(find_journal_files(&p), |_| Some((&v1, false)));
         assert!(p.files.is_none(), "no writer thread");
         assert!(p.zone_changed(&v1, &v2));
         flushed(p);
