@@ -578,6 +578,7 @@ pub fn load_zone_text(
 ) -> Result<Loaded, Vec<Problem>> {
     let mut opts = ReadOptions::new(origin.clone());
     opts.progress = progress.cloned();
+    opts.notes = Some(Arc::default());
     let mut builder = ZoneBuilder::new(origin.clone(), Class::IN);
     let threads = crate::cores();
     if text.len() >= PARALLEL_TEXT && read_in_pieces(text, path, &opts, threads, &mut builder) {
@@ -585,7 +586,28 @@ pub fn load_zone_text(
     }
     builder.reserve_for_text(text.len());
     let errors = read_file_text(text, path, &opts, &mut |rec| builder.add(rec));
-    in_file(finish_load(builder, errors), path)
+    in_file(with_notes(finish_load(builder, errors), &opts), path)
+}
+
+/// `loaded` with the notes of the read by `opts` among its warnings.
+fn with_notes(
+    mut loaded: Result<Loaded, Vec<Problem>>,
+    opts: &ReadOptions,
+) -> Result<Loaded, Vec<Problem>> {
+    let Some(notes) = &opts.notes else {
+        return loaded;
+    };
+    let notes = std::mem::take(&mut *notes.lock().unwrap_or_else(|e| e.into_inner()));
+    let problems = match &mut loaded {
+        Ok(loaded) => &mut loaded.warnings,
+        Err(problems) => problems,
+    };
+    let warnings = notes.into_iter().map(|note| Problem {
+        severity: Severity::Warning,
+        ..syntax_problem(note)
+    });
+    problems.splice(0..0, warnings);
+    loaded
 }
 
 /// `loaded` with its problems of the zone as a whole (no SOA, say) placed
@@ -724,13 +746,14 @@ fn finish_load(builder: ZoneBuilder, errors: Vec<ZoneFileError>) -> Result<Loade
 /// Reads and checks a zone from text in memory (`name` is used as the file
 /// name in messages).
 pub fn load_zone_str(text: &str, name: &str, origin: &Name) -> Result<Loaded, Vec<Problem>> {
-    let opts = ReadOptions::new(origin.clone());
+    let mut opts = ReadOptions::new(origin.clone());
+    opts.notes = Some(Arc::default());
     let mut builder = ZoneBuilder::new(origin.clone(), Class::IN);
     let path = Path::new(name);
     let errors = crate::zonefile::read_str(text, path, Path::new("."), &opts, &mut |rec| {
         builder.add(rec)
     });
-    finish_load(builder, errors)
+    with_notes(finish_load(builder, errors), &opts)
 }
 
 #[cfg(test)]
@@ -757,6 +780,44 @@ mod tests {
             zone.expire_left(0),
             Some(u32::MAX),
             "past 2106: the most u32 holds"
+        );
+    }
+
+    /// A BIND-era zone file with no `$TTL` and no TTLs loads as BIND
+    /// loads it: the SOA and every record after it take the SOA MINIMUM,
+    /// with one warning; an explicit TTL still carries on to the records
+    /// after it (RFC 1035 5.1); a record before the SOA has none to take.
+    #[test]
+    fn a_file_with_no_ttl_takes_the_soa_minimum_as_bind_does() {
+        let origin = Name::parse("t.test").unwrap();
+        let text = "@ IN SOA ns h 1 2 3 4 300\n@ IN NS ns\nns IN A 192.0.2.1\n\
+                    www 60 IN A 192.0.2.2\nmail IN A 192.0.2.3\n";
+        let loaded = load_zone_str(text, "t.zone", &origin).unwrap_or_else(|p| panic!("{p:?}"));
+        let ttl = |name: &str, rtype: RType| {
+            let owner = Name::parse(name).unwrap().to_lowercase();
+            let node = loaded.zone.node(owner.as_wire()).unwrap();
+            node.rrset(rtype).unwrap().ttl()
+        };
+        assert_eq!(ttl("t.test", RType::SOA), 300);
+        assert_eq!(ttl("t.test", RType::NS), 300);
+        assert_eq!(ttl("ns.t.test", RType::A), 300);
+        assert_eq!(ttl("www.t.test", RType::A), 60);
+        assert_eq!(ttl("mail.t.test", RType::A), 60, "the last explicit TTL");
+        let warnings: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("t.zone:1: warning: no TTL given and no $TTL")
+                && warnings[0].contains("SOA MINIMUM, 300"),
+            "{warnings:?}"
+        );
+        let before = "ns IN A 192.0.2.1\n@ IN SOA ns h 1 2 3 4 300\n@ IN NS ns\n";
+        let Err(problems) = load_zone_str(before, "b.zone", &origin) else {
+            panic!("loaded with a record before the SOA and no TTL");
+        };
+        let said: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        assert!(
+            said.contains(&"b.zone:1: error: no TTL given and no $TTL".to_string()),
+            "{said:?}"
         );
     }
 

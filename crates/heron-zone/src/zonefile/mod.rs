@@ -17,13 +17,13 @@ pub(crate) use self::split::{Piece, split};
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use heron_proto::text::{TextError, Token};
 use heron_proto::{Class, Name, RType};
 
-use self::directives::parse_ttl;
+use self::directives::{MAX_TTL, parse_ttl};
 use self::lexer::Lexer;
 
 /// One resource record read from a zone file.
@@ -86,6 +86,9 @@ pub struct ReadOptions {
     pub progress: Option<Arc<AtomicU64>>,
     /// Most octets one load reads, the file and its `$INCLUDE`s together.
     pub max_size: u64,
+    /// Where to put what is worth a warning but loads: a file with no
+    /// `$TTL` and no TTL, whose records take the SOA MINIMUM, as BIND's.
+    pub notes: Option<Arc<Mutex<Vec<ZoneFileError>>>>,
 }
 
 /// The default of [`max_load_size`]: above the zone files of the largest
@@ -123,6 +126,7 @@ impl ReadOptions {
             max_generate: 65536,
             progress: None,
             max_size: max_load_size(),
+            notes: None,
         }
     }
 }
@@ -378,6 +382,10 @@ struct Reader<'r> {
     dollar_ttl: Option<u32>,
     /// The last explicit TTL (RFC 1035 5.1), used when there is no `$TTL`.
     last_ttl: Option<u32>,
+    /// The SOA's MINIMUM, when the SOA came with no TTL, no `$TTL` and no
+    /// TTL before it: what records with none take then (BIND's rule;
+    /// NSD and Knot take 3600). Said once, in [`ReadOptions::notes`].
+    soa_minimum: Option<u32>,
     /// The files being read, outermost first: canonical path (when known)
     /// and the name used in locations.
     open_files: Vec<(Option<PathBuf>, Arc<Path>)>,
@@ -423,6 +431,7 @@ impl<'r> Reader<'r> {
             errors: Vec::new(),
             dollar_ttl: opts.default_ttl,
             last_ttl: None,
+            soa_minimum: None,
             open_files: Vec::new(),
             rdata: Vec::with_capacity(512),
             top_path: None,
@@ -594,7 +603,9 @@ impl<'r> Reader<'r> {
             Err(msg) => return self.error(ctx, line, msg),
         };
         let ttl = match self.resolve_ttl(&tc) {
-            Ok(v) => v,
+            Ok(v) => Some(v),
+            // Its own MINIMUM, once its RDATA is read.
+            Err(_) if rtype == RType::SOA => None,
             Err(msg) => return self.error(ctx, line, msg),
         };
         self.rdata.clear();
@@ -603,6 +614,7 @@ impl<'r> Reader<'r> {
         {
             return self.error(ctx, line, format!("{rtype}: {e}"));
         }
+        let ttl = ttl.unwrap_or_else(|| self.ttl_from_soa(ctx, line));
         let owner = ctx.owner.take().expect("set above");
         let record = self.emit(ctx, owner, (rtype, ttl), line);
         ctx.owner = Some(record);
@@ -669,9 +681,38 @@ impl<'r> Reader<'r> {
             None => self
                 .dollar_ttl
                 .or(self.last_ttl)
+                .or(self.soa_minimum)
                 .ok_or_else(|| "no TTL given and no $TTL".to_string())?,
         };
         Ok(ttl)
+    }
+
+    /// The TTL of an SOA read with none given and none in force: its
+    /// MINIMUM (the last 4 octets of its RDATA in `self.rdata`), taken
+    /// from now on by records with none, as BIND does; said once.
+    fn ttl_from_soa(&mut self, ctx: &FileCtx, line: u32) -> u32 {
+        let tail = self.rdata.len().saturating_sub(4);
+        let minimum = (self.rdata.get(tail..))
+            .and_then(|m| <[u8; 4]>::try_from(m).ok())
+            .map_or(0, u32::from_be_bytes)
+            .min(MAX_TTL);
+        if self.soa_minimum.is_none() {
+            let message = format!(
+                "no TTL given and no $TTL: records without a TTL take the SOA MINIMUM, {minimum}, as in BIND (NSD and Knot would take 3600); set $TTL to say which"
+            );
+            let note = ZoneFileError {
+                location: Location {
+                    file: ctx.file.clone(),
+                    line,
+                },
+                message,
+            };
+            if let Some(notes) = &self.opts.notes {
+                notes.lock().unwrap_or_else(|e| e.into_inner()).push(note);
+            }
+        }
+        self.soa_minimum = Some(minimum);
+        minimum
     }
 }
 
