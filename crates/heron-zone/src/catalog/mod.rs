@@ -53,6 +53,10 @@ pub struct Catalog {
     /// answer SERVFAIL, not REFUSED (RFC 1034 4.3.5). Consulted only when
     /// no zone matched, so it costs the query path nothing.
     expired: ShardedSet<Arc<[u8]>>,
+    /// Bit n set when an expired origin has (or had) n labels: a suffix
+    /// of another count is not looked up, so one zone whose file failed
+    /// costs the other zones' queries a mask test, not a hash a query.
+    expired_label_counts: u128,
     /// The zone, when there is exactly one (a root or TLD server's case):
     /// a name is in it or in none, which a comparison with its origin
     /// tells without hashing.
@@ -124,6 +128,7 @@ impl Catalog {
         let key: Arc<[u8]> = origin.to_lowercase().as_wire().into();
         let hash = self.hasher.hash_one(&*key);
         self.zones.remove(hash, |z| z.origin().as_wire() == &*key);
+        self.expired_label_counts |= 1u128 << (origin.label_count() & 127);
         self.expired.insert(key);
         self.note_only_zone();
     }
@@ -134,7 +139,9 @@ impl Catalog {
     /// cached for the whole subtree). One test while nothing expired.
     #[inline]
     fn zone_or_expired<'c>(&'c self, zone: &'c Zone, lower_qname: &[u8]) -> Served<'c> {
-        match self.expired.is_empty() || !self.expired_below(zone, lower_qname) {
+        // Most often none expired, else none deeper than the zone found.
+        let none_deeper = || self.expired_label_counts >> (zone.origin_labels() + 1).min(127) == 0;
+        match self.expired.is_empty() || none_deeper() || !self.expired_below(zone, lower_qname) {
             true => Served::Zone(zone),
             false => Served::Expired,
         }
@@ -142,14 +149,30 @@ impl Catalog {
 
     #[cold]
     fn expired_below(&self, zone: &Zone, lower_qname: &[u8]) -> bool {
-        let origin_len = zone.origin().as_wire().len();
-        (suffixes(lower_qname).take_while(|s| s.len() > origin_len))
-            .any(|s| self.expired.contains(s))
+        self.expired_suffix(lower_qname, zone.origin_labels() + 1)
     }
 
     /// Whether `lower_qname` is in a zone that expired.
     pub fn is_expired(&self, lower_qname: &[u8]) -> bool {
-        !self.expired.is_empty() && suffixes(lower_qname).any(|s| self.expired.contains(s))
+        !self.expired.is_empty() && self.expired_suffix(lower_qname, 0)
+    }
+
+    /// Whether a suffix of `lower_qname` of at least `fewest` labels is an
+    /// expired origin; only suffixes of a label count some expired origin
+    /// has are looked up.
+    fn expired_suffix(&self, lower_qname: &[u8], fewest: usize) -> bool {
+        let mut labels = suffixes(lower_qname).count().saturating_sub(1);
+        for suffix in suffixes(lower_qname) {
+            if labels < fewest {
+                return false;
+            }
+            let counted = self.expired_label_counts & (1u128 << (labels & 127)) != 0;
+            if counted && self.expired.contains(suffix) {
+                return true;
+            }
+            labels = labels.saturating_sub(1);
+        }
+        false
     }
 
     pub fn get(&self, origin: &Name) -> Option<&Arc<Zone>> {
@@ -428,6 +451,31 @@ mod tests {
             c.served(&lower("www.sub.example.test")),
             Served::Zone(_)
         ));
+    }
+
+    /// Expired origins of several depths (the root among them) are each
+    /// found below a served zone and outside every zone; a name of a
+    /// depth no expired origin has is never one of them.
+    #[test]
+    fn expired_zones_of_every_depth_are_found() {
+        let mut c = Catalog::new();
+        c.insert(zone("example.test"));
+        c.insert(zone("z.test"));
+        for origin in ["deep.sub.example.test", "gone.test"] {
+            c.expire(&Name::parse(origin).unwrap());
+        }
+        let expired = |c: &Catalog, name: &str| matches!(c.served(&lower(name)), Served::Expired);
+        assert!(expired(&c, "a.b.deep.sub.example.test"));
+        assert!(expired(&c, "deep.sub.example.test"));
+        assert!(expired(&c, "www.gone.test"));
+        assert!(expired(&c, "gone.test"));
+        assert!(!expired(&c, "sub.example.test"));
+        assert!(!expired(&c, "other.sub.example.test"));
+        assert!(!expired(&c, "www.z.test"));
+        assert!(!c.is_expired(&lower("gone.other")));
+        c.expire(&Name::root());
+        assert!(c.is_expired(&lower("anything.else")));
+        assert!(!expired(&c, "www.example.test"), "served zones answer");
     }
 
     #[test]
