@@ -821,6 +821,34 @@ mod tests {
         );
     }
 
+    /// TTLs past 2^31-1 (up to 2^32-1) load, served as 0 as BIND serves
+    /// them (RFC 2181 8), with one warning for the file; past 2^32-1 is
+    /// an error.
+    #[test]
+    fn ttls_with_the_top_bit_set_are_served_as_zero() {
+        let origin = Name::parse("t.test").unwrap();
+        let text = "$TTL 2147483648\n@ SOA ns h 1 2 3 4 300\n@ NS ns\n\
+                    ns 4294967295 A 192.0.2.1\nwww 2147483647 A 192.0.2.2\n";
+        let loaded = load_zone_str(text, "t.zone", &origin).unwrap_or_else(|p| panic!("{p:?}"));
+        let ttl = |name: &str, rtype: RType| {
+            let owner = Name::parse(name).unwrap().to_lowercase();
+            let node = loaded.zone.node(owner.as_wire()).unwrap();
+            node.rrset(rtype).unwrap().ttl()
+        };
+        assert_eq!(ttl("t.test", RType::SOA), 0);
+        assert_eq!(ttl("ns.t.test", RType::A), 0);
+        assert_eq!(ttl("www.t.test", RType::A), 2_147_483_647);
+        let warnings: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
+        assert_eq!(
+            warnings,
+            [
+                "t.zone:1: warning: TTL 2147483648 is past 2^31-1: served as 0 (RFC 2181 8), as BIND loads it; so is every such TTL after it"
+            ]
+        );
+        let past = "$TTL 60\n@ SOA ns h 1 2 3 4 300\n@ NS ns\nns 4294967296 A 192.0.2.1\n";
+        assert!(load_zone_str(past, "p.zone", &origin).is_err());
+    }
+
     #[test]
     fn a_zone_with_its_reference_count_fits_128_octets() {
         // An `Arc<Zone>` is one allocation per zone: 100,000 small zones

@@ -11,6 +11,13 @@ use super::{FileCtx, Reader, Refused, io_message, parent_dir, read_regular};
 /// Largest TTL (RFC 2181 section 8).
 pub(crate) const MAX_TTL: u32 = 0x7FFF_FFFF;
 
+/// The TTL a record read with `ttl` is served with: a value with its top
+/// bit set is 0 (RFC 2181 8), as BIND loads it (Knot serves it as it is,
+/// which resolvers then take as 0).
+pub(crate) fn served_ttl(ttl: u32) -> u32 {
+    if ttl > MAX_TTL { 0 } else { ttl }
+}
+
 const DIRECTIVES: [&[u8]; 4] = [b"$ORIGIN", b"$TTL", b"$INCLUDE", b"$GENERATE"];
 
 /// Whether `raw` names a directive this reader knows.
@@ -20,7 +27,8 @@ pub(crate) fn is_directive(raw: &[u8]) -> bool {
 
 /// Parses a TTL: plain seconds (`3600`) or numbers with units `w`, `d`, `h`,
 /// `m`, `s` in any case (`1h30m`, `2W`), as BIND accepts them. A number
-/// without a unit is allowed only on its own. At most 2^31-1.
+/// without a unit is allowed only on its own. At most 2^32-1: one past
+/// 2^31-1 is read, and served as 0 ([`served_ttl`]).
 pub(crate) fn parse_ttl(raw: &[u8]) -> Result<u32, String> {
     if raw.is_empty() {
         return Err("empty TTL".into());
@@ -74,8 +82,8 @@ pub(crate) fn parse_ttl(raw: &[u8]) -> Result<u32, String> {
             .checked_mul(mult)
             .and_then(|v| v.checked_add(total))
             .unwrap_or(u64::MAX);
-        if total > MAX_TTL as u64 {
-            return Err(format!("larger than the maximum TTL {MAX_TTL} (2^31-1)"));
+        if total > u64::from(u32::MAX) {
+            return Err(format!("larger than {} (2^32-1)", u32::MAX));
         }
     }
     Ok(total as u32)
@@ -139,7 +147,7 @@ impl Reader<'_> {
             );
         }
         match parse_ttl(tok.raw) {
-            Ok(t) => self.dollar_ttl = Some(t),
+            Ok(t) => self.dollar_ttl = Some(self.in_range(ctx, line, t)),
             Err(e) => self.error(ctx, line, format!("$TTL: bad TTL '{}': {e}", tok.lossy())),
         }
     }
@@ -275,9 +283,14 @@ mod tests {
     fn bad_ttls() {
         let err = |s: &str| parse_ttl(s.as_bytes()).unwrap_err();
         assert!(err("1x").contains("unknown unit 'x'"));
-        assert!(err("2147483648").contains("larger than"));
+        assert_eq!(parse_ttl(b"2147483648"), Ok(1 << 31));
+        assert_eq!(parse_ttl(b"4294967295"), Ok(u32::MAX));
+        assert!(err("4294967296").contains("larger than 4294967295"));
         assert!(err("99999999999999999999999").contains("larger than"));
-        assert!(err("3551w").contains("larger than"));
+        assert!(err("7102w").contains("larger than"));
+        assert_eq!(served_ttl(MAX_TTL), MAX_TTL);
+        assert_eq!(served_ttl(MAX_TTL + 1), 0);
+        assert_eq!(served_ttl(u32::MAX), 0);
         assert!(err("1h30").contains("number '30' has no unit"));
         assert!(err("h").contains("expected a number"));
         assert!(err("1hh").contains("expected a number"));

@@ -309,7 +309,7 @@ impl Reader<'_> {
                 ),
             );
         }
-        let ttl = match self.resolve_ttl(&tc) {
+        let ttl = match self.resolve_ttl(ctx, line, &tc) {
             Ok(v) => v,
             Err(e) => return self.error(ctx, line, format!("$GENERATE: {e}")),
         };

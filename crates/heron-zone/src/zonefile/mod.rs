@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use heron_proto::text::{TextError, Token};
 use heron_proto::{Class, Name, RType};
 
-use self::directives::{MAX_TTL, parse_ttl};
+use self::directives::{MAX_TTL, parse_ttl, served_ttl};
 use self::lexer::Lexer;
 
 /// One resource record read from a zone file.
@@ -386,6 +386,8 @@ struct Reader<'r> {
     /// TTL before it: what records with none take then (BIND's rule;
     /// NSD and Knot take 3600). Said once, in [`ReadOptions::notes`].
     soa_minimum: Option<u32>,
+    /// Whether a TTL past 2^31-1 was said ([`Reader::in_range`]).
+    noted_top_bit_ttl: bool,
     /// The files being read, outermost first: canonical path (when known)
     /// and the name used in locations.
     open_files: Vec<(Option<PathBuf>, Arc<Path>)>,
@@ -432,6 +434,7 @@ impl<'r> Reader<'r> {
             dollar_ttl: opts.default_ttl,
             last_ttl: None,
             soa_minimum: None,
+            noted_top_bit_ttl: false,
             open_files: Vec::new(),
             rdata: Vec::with_capacity(512),
             top_path: None,
@@ -602,7 +605,7 @@ impl<'r> Reader<'r> {
             Ok(t) => t,
             Err(msg) => return self.error(ctx, line, msg),
         };
-        let ttl = match self.resolve_ttl(&tc) {
+        let ttl = match self.resolve_ttl(ctx, line, &tc) {
             Ok(v) => Some(v),
             // Its own MINIMUM, once its RDATA is read.
             Err(_) if rtype == RType::SOA => None,
@@ -672,9 +675,10 @@ impl<'r> Reader<'r> {
 
     /// Works out the TTL of a record (explicit; else `$TTL`; else the last
     /// explicit TTL). The class has been checked by [`Reader::ttl_class`].
-    fn resolve_ttl(&mut self, tc: &TtlClass) -> Result<u32, String> {
+    fn resolve_ttl(&mut self, ctx: &FileCtx, line: u32, tc: &TtlClass) -> Result<u32, String> {
         let ttl = match tc.ttl {
             Some(t) => {
+                let t = self.in_range(ctx, line, t);
                 self.last_ttl = Some(t);
                 t
             }
@@ -700,19 +704,38 @@ impl<'r> Reader<'r> {
             let message = format!(
                 "no TTL given and no $TTL: records without a TTL take the SOA MINIMUM, {minimum}, as in BIND (NSD and Knot would take 3600); set $TTL to say which"
             );
-            let note = ZoneFileError {
-                location: Location {
-                    file: ctx.file.clone(),
-                    line,
-                },
-                message,
-            };
-            if let Some(notes) = &self.opts.notes {
-                notes.lock().unwrap_or_else(|e| e.into_inner()).push(note);
-            }
+            self.note(ctx, line, message);
         }
         self.soa_minimum = Some(minimum);
         minimum
+    }
+
+    /// `ttl` as served ([`served_ttl`]): one past 2^31-1 is 0, said for
+    /// the first such TTL of the read (a file may hold millions).
+    fn in_range(&mut self, ctx: &FileCtx, line: u32, ttl: u32) -> u32 {
+        let served = served_ttl(ttl);
+        if served != ttl && !self.noted_top_bit_ttl {
+            self.noted_top_bit_ttl = true;
+            let message = format!(
+                "TTL {ttl} is past 2^31-1: served as 0 (RFC 2181 8), as BIND loads it; so is every such TTL after it"
+            );
+            self.note(ctx, line, message);
+        }
+        served
+    }
+
+    /// Puts `message`, about `line`, among [`ReadOptions::notes`].
+    fn note(&self, ctx: &FileCtx, line: u32, message: String) {
+        let note = ZoneFileError {
+            location: Location {
+                file: ctx.file.clone(),
+                line,
+            },
+            message,
+        };
+        if let Some(notes) = &self.opts.notes {
+            notes.lock().unwrap_or_else(|e| e.into_inner()).push(note);
+        }
     }
 }
 

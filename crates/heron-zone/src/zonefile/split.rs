@@ -16,7 +16,7 @@
 
 use heron_proto::Name;
 
-use super::directives::parse_ttl;
+use super::directives::{parse_ttl, served_ttl};
 use super::lexer::Lexer;
 
 /// Where a piece starts, and the state the text before it leaves.
@@ -139,7 +139,7 @@ impl Scan<'_> {
         if name.eq_ignore_ascii_case(b"$ORIGIN") {
             state.origin = Name::from_text(value.raw, Some(&state.origin)).ok()?;
         } else if name.eq_ignore_ascii_case(b"$TTL") {
-            state.dollar_ttl = Some(parse_ttl(value.raw).ok()?);
+            state.dollar_ttl = Some(served_ttl(parse_ttl(value.raw).ok()?));
         } else if !name.eq_ignore_ascii_case(b"$GENERATE") {
             return None;
         }

@@ -240,7 +240,7 @@ fn record_errors() {
             "6: missing record type after owner 'e'",
             "7: class 'ANY' does not match the zone's class 'IN'",
             "8: record type 'AXFR' is a query or meta type and cannot be in a zone file",
-            "9: bad TTL '99999999999': larger than the maximum TTL 2147483647 (2^31-1)",
+            "9: bad TTL '99999999999': larger than 4294967295 (2^32-1)",
             "10: A: missing field: data",
         ]
     );
