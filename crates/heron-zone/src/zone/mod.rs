@@ -783,6 +783,13 @@ mod tests {
         );
     }
 
+    /// The TTL `zone` serves `name`'s `rtype` RRset with.
+    fn ttl_of(zone: &Zone, name: &str, rtype: RType) -> u32 {
+        let owner = Name::parse(name).unwrap().to_lowercase();
+        let node = zone.node(owner.as_wire()).unwrap();
+        node.rrset(rtype).unwrap().ttl()
+    }
+
     /// A BIND-era zone file with no `$TTL` and no TTLs loads as BIND
     /// loads it: the SOA and every record after it take the SOA MINIMUM,
     /// with one warning; an explicit TTL still carries on to the records
@@ -793,11 +800,7 @@ mod tests {
         let text = "@ IN SOA ns h 1 2 3 4 300\n@ IN NS ns\nns IN A 192.0.2.1\n\
                     www 60 IN A 192.0.2.2\nmail IN A 192.0.2.3\n";
         let loaded = load_zone_str(text, "t.zone", &origin).unwrap_or_else(|p| panic!("{p:?}"));
-        let ttl = |name: &str, rtype: RType| {
-            let owner = Name::parse(name).unwrap().to_lowercase();
-            let node = loaded.zone.node(owner.as_wire()).unwrap();
-            node.rrset(rtype).unwrap().ttl()
-        };
+        let ttl = |name: &str, rtype: RType| ttl_of(&loaded.zone, name, rtype);
         assert_eq!(ttl("t.test", RType::SOA), 300);
         assert_eq!(ttl("t.test", RType::NS), 300);
         assert_eq!(ttl("ns.t.test", RType::A), 300);
@@ -830,11 +833,7 @@ mod tests {
         let text = "$TTL 2147483648\n@ SOA ns h 1 2 3 4 300\n@ NS ns\n\
                     ns 4294967295 A 192.0.2.1\nwww 2147483647 A 192.0.2.2\n";
         let loaded = load_zone_str(text, "t.zone", &origin).unwrap_or_else(|p| panic!("{p:?}"));
-        let ttl = |name: &str, rtype: RType| {
-            let owner = Name::parse(name).unwrap().to_lowercase();
-            let node = loaded.zone.node(owner.as_wire()).unwrap();
-            node.rrset(rtype).unwrap().ttl()
-        };
+        let ttl = |name: &str, rtype: RType| ttl_of(&loaded.zone, name, rtype);
         assert_eq!(ttl("t.test", RType::SOA), 0);
         assert_eq!(ttl("ns.t.test", RType::A), 0);
         assert_eq!(ttl("www.t.test", RType::A), 2_147_483_647);
