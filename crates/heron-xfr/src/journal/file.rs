@@ -384,6 +384,29 @@ fn take<'b>(body: &'b [u8], at: &mut usize, n: usize) -> Result<&'b [u8], &'stat
     Ok(bytes)
 }
 
+/// Whether the file at `path` holds something other than a Heron journal
+/// (another server's, such as BIND's `FILE.jnl`): such a file is never
+/// written over, cut or removed. No file, an empty one or the start of a
+/// torn header is Heron's to write.
+pub fn holds_other_data(path: &Path) -> io::Result<bool> {
+    let mut file = match File::open(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        opened => opened?,
+    };
+    let mut start = [0; MAGIC.len()];
+    let mut read = 0;
+    while read < start.len() {
+        match file.read(&mut start[read..])? {
+            0 => break,
+            n => read += n,
+        }
+    }
+    Ok(start[..read] != MAGIC[..read])
+}
+
+/// Why a journal file is left alone: what to tell the operator.
+pub const OTHER_DATA: &str = "it holds no Heron journal (another server's, such as BIND's?) and is left as it is: move it away, or give the zone another `journal` path";
+
 /// Appends `diffs` to the journal file at `path`, with the header first
 /// if the file is new or empty. Not synced: the caller syncs many files
 /// at once. A failed write is cut off again, so the file stays readable.

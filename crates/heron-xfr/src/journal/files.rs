@@ -428,6 +428,9 @@ fn write_one(path: &Path, pending: &Pending) -> io::Result<Written> {
         appends,
         ..
     } = pending;
+    if file::holds_other_data(path)? {
+        return Err(io::Error::other(file::OTHER_DATA));
+    }
     let appends: Vec<Arc<ZoneDiff>> = appends.iter().map(|(step, _)| step.clone()).collect();
     if let (Some(entries), None) = (truncate, replace) {
         file::truncate(path, origin, *entries)?;
@@ -653,21 +656,16 @@ fn restore_one(served: &Served, max_bytes: usize) -> Option<History> {
             keep_aside(origin, path, &why);
             return None;
         }
+        // Another server's journal (a move from BIND): not Heron's to
+        // remove; its writes fail until it is moved, so updates are
+        // refused rather than answered and lost.
+        Err(StartOver::Unreadable(file::HeaderError::Magic)) => {
+            let (at, why) = (path.display(), file::OTHER_DATA);
+            tracing::error!("zone {origin}: journal file {at} not used: {why}");
+            return None;
+        }
         Err(why) => {
-            let say = format!(
-                "zone {origin}: journal file {} not used: {why}; its IXFR history starts over",
-                path.display()
-            );
-            match why {
-                StartOver::Mismatch { damage: None, .. } => tracing::info!("{say}"),
-                StartOver::Unreadable(file::HeaderError::Short) => {
-                    tracing::warn!("{say} (a crash while it was created?)");
-                }
-                _ => tracing::warn!("{say}"),
-            }
-            if let Err(e) = remove(path) {
-                tracing::warn!("zone {origin}: cannot remove {}: {e}", path.display());
-            }
+            start_over(origin, path, &why);
             return None;
         }
     };
@@ -712,6 +710,25 @@ fn restore_one(served: &Served, max_bytes: usize) -> Option<History> {
         failures_seen: 0,
         short: false,
     })
+}
+
+/// Removes the journal file at `path`, not used for `why`: the zone's
+/// IXFR history starts over.
+fn start_over(origin: &Name, path: &Path, why: &StartOver) {
+    let say = format!(
+        "zone {origin}: journal file {} not used: {why}; its IXFR history starts over",
+        path.display()
+    );
+    match why {
+        StartOver::Mismatch { damage: None, .. } => tracing::info!("{say}"),
+        StartOver::Unreadable(file::HeaderError::Short) => {
+            tracing::warn!("{say} (a crash while it was created?)");
+        }
+        _ => tracing::warn!("{say}"),
+    }
+    if let Err(e) = remove(path) {
+        tracing::warn!("zone {origin}: cannot remove {}: {e}", path.display());
+    }
 }
 
 /// Moves the journal file at `path`, not used for `why`, to
@@ -1094,6 +1111,47 @@ mod tests {
         assert!(restore_one(&kept_copy, 1 << 20).is_none());
         assert!(!copy_ahead.exists());
         assert!(!dir.path().join("copy.jnl.unapplied").exists());
+    }
+
+    /// Another server's journal at the zone's journal path (BIND's
+    /// `FILE.jnl`, a move in progress) is never removed, cut or written
+    /// over: the start leaves it, and every write to it fails (so an
+    /// update is refused, not answered and lost).
+    #[test]
+    fn another_servers_journal_is_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let origin = Name::parse("w.test").unwrap();
+        let zone = load_zone_str("$TTL 60\n@ SOA ns h 2 2 3 4 5\n@ NS ns\n", "w", &origin)
+            .unwrap()
+            .zone;
+        let path = dir.path().join("w.zone.jnl");
+        let bind: Vec<u8> = b";BIND LOG V9.2\n".iter().copied().chain([0; 64]).collect();
+        std::fs::write(&path, &bind).unwrap();
+        assert!(file::holds_other_data(&path).unwrap());
+        assert!(restore_one(&own(&zone, &path), 1 << 20).is_none());
+        assert_eq!(std::fs::read(&path).unwrap(), bind, "left at the start");
+        let writer = JournalWriter::start().unwrap();
+        for change in [
+            FileChange::Append {
+                step: step(2, 3),
+                at: 0,
+            },
+            FileChange::Replace(vec![step(2, 3)]),
+            FileChange::Replace(Vec::new()),
+            FileChange::Truncate(0),
+        ] {
+            writer.change(&path, &origin, change);
+            assert!(writer.flush(Duration::from_secs(10)));
+            assert_eq!(std::fs::read(&path).unwrap(), bind, "left by the writer");
+        }
+        assert!(writer.failures_of(&origin) > 0);
+        writer.forget(&origin);
+        let ours = dir.path().join("ours.jnl");
+        for contents in [&b""[..], &file::MAGIC[..3]] {
+            std::fs::write(&ours, contents).unwrap();
+            assert!(!file::holds_other_data(&ours).unwrap());
+        }
+        assert!(!file::holds_other_data(&dir.path().join("none")).unwrap());
     }
 
     /// `zone`, served from its own file, with its journal at `journal`.

@@ -377,6 +377,11 @@ fn carry_one(
 /// history starts over) without losing it: `FILE.jnl.unapplied`, for
 /// the operator to recover the updates from. Returns where it went.
 pub(crate) fn set_aside(path: &std::path::Path) -> String {
+    use heron_xfr::journal::file::{OTHER_DATA, holds_other_data};
+    // Another server's journal is not Heron's to move.
+    if holds_other_data(path).unwrap_or(true) {
+        return format!("{} ({OTHER_DATA})", path.display());
+    }
     let kept = heron_xfr::disk::unused_name(path, ".unapplied");
     match std::fs::rename(path, &kept) {
         Ok(()) => kept.display().to_string(),
