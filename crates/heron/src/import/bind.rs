@@ -40,7 +40,9 @@ struct Interpreter<'a> {
     tls: HashMap<String, &'a Statement>,
     keys: HashSet<String>,
     /// `server ADDRESS { keys { NAME; }; }`: the key for that peer.
-    server_keys: HashMap<IpAddr, String>,
+    /// `server PREFIX { keys { K; }; }`: the most specific prefix holding
+    /// a peer's address gives its key, as in BIND.
+    server_keys: Vec<(Prefix, String)>,
     directory: PathBuf,
     /// `catalog-zones` entries: catalog name and default primaries.
     catalogs: HashMap<String, Option<&'a Statement>>,
@@ -84,7 +86,7 @@ impl<'a> Interpreter<'a> {
             primaries: HashMap::new(),
             tls: HashMap::new(),
             keys: HashSet::new(),
-            server_keys: HashMap::new(),
+            server_keys: Vec::new(),
             directory: PathBuf::from("."),
             catalogs: HashMap::new(),
             said: HashSet::new(),
@@ -166,15 +168,13 @@ impl<'a> Interpreter<'a> {
     }
 
     fn server(&mut self, s: &'a Statement) {
-        let ip = s
-            .arg(1)
-            .and_then(|a| a.split('/').next())
-            .and_then(|a| a.parse::<IpAddr>().ok());
+        let prefix = s.arg(1).and_then(|a| a.parse::<Prefix>().ok());
         for child in s.children() {
-            match (child.name(), ip) {
-                ("keys", Some(ip)) => {
+            match (child.name(), prefix) {
+                ("keys", Some(prefix)) => {
                     if let Some(key) = child.children().first().map(Statement::name) {
-                        self.server_keys.insert(ip, key.to_string());
+                        self.server_keys.retain(|(p, _)| *p != prefix);
+                        self.server_keys.push((prefix, key.to_string()));
                     }
                 }
                 _ => self.out.untranslated(
@@ -548,13 +548,19 @@ impl Interpreter<'_> {
         out
     }
 
+    /// The key of the most specific `server` prefix holding `ip`.
+    fn server_key(&self, ip: IpAddr) -> Option<String> {
+        let holding = self.server_keys.iter().filter(|(p, _)| p.contains(ip));
+        holding.max_by_key(|(p, _)| p.len).map(|(_, k)| k.clone())
+    }
+
     fn peer(&mut self, e: &Statement, ip: IpAddr, port: u16) -> Peer {
         let port = word_after(&e.words, "port")
             .and_then(|p| p.parse().ok())
             .unwrap_or(port);
         let named = word_after(&e.words, "key")
             .map(str::to_string)
-            .or_else(|| self.server_keys.get(&ip).cloned());
+            .or_else(|| self.server_key(ip));
         let key = named.map(|k| match super::defined_key(&self.keys, &k) {
             Some(defined) => defined.clone(),
             None => {
@@ -798,6 +804,29 @@ const ZONE_NOT_NEEDED: &[(&str, &str)] = &[
 impl<'a> Interpreter<'a> {
     /// The zone's own setting, else the one its view gives its zones,
     /// else the one `options` gives every zone.
+    /// What a catalog's member zones take from the view and `options`,
+    /// as BIND gives them: who may transfer them, whom they notify.
+    fn member_access(&mut self) -> (Vec<Rule>, Vec<Peer>) {
+        let above = |name: &str| {
+            (self.view.and_then(|v| v.child(name)))
+                .or_else(|| self.options.and_then(|o| o.child(name)))
+        };
+        let (transfer, notify, also) = (
+            above("allow-transfer"),
+            above("notify"),
+            above("also-notify"),
+        );
+        let allow_transfer = transfer
+            .map(|l| self.aml(l, "allow-transfer"))
+            .unwrap_or_default();
+        let notifies = notify.and_then(|n| n.arg(1)) != Some("no");
+        let notify = match also.filter(|_| notifies) {
+            Some(list) => self.peers(list, 53, 0),
+            None => Vec::new(),
+        };
+        (allow_transfer, notify)
+    }
+
     fn inherited(&self, zone: &'a Statement, name: &str) -> Option<&'a Statement> {
         zone.child(name)
             .or_else(|| self.view.and_then(|v| v.child(name)))
@@ -890,13 +919,14 @@ impl<'a> Interpreter<'a> {
         match catalog {
             Some(defaults) if !zone.primaries.is_empty() => {
                 let member_primaries = defaults.map(|d| self.peers(d, 53, 0)).unwrap_or_default();
+                let (member_allow_transfer, member_notify) = self.member_access();
                 self.out.catalogs.push(CatalogConsumer {
                     zone: zone.origin,
                     primaries: zone.primaries,
                     allow_transfer: zone.allow_transfer,
                     member_primaries,
-                    member_allow_transfer: Vec::new(),
-                    member_notify: Vec::new(),
+                    member_allow_transfer,
+                    member_notify,
                 });
             }
             _ => self.out.zones.push(zone),
@@ -1351,6 +1381,38 @@ mod tests {
                 .iter()
                 .any(|n| n.setting.contains("dnssec-policy default") && n.loc.line == 3)
         );
+    }
+
+    /// What a migration from a real BIND server meets: `controls` with
+    /// two blocks in one statement (the rndc form) reads; a `server`
+    /// prefix gives its key to every peer inside it, the most specific
+    /// one winning; catalog members get the transfer and notify settings
+    /// of `options`, as BIND gives them.
+    #[test]
+    fn controls_server_prefixes_and_catalog_members_translate() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "key \"rndc-key\" {{ algorithm hmac-sha256; secret \"{SECRET}\"; }};\n\
+             controls {{ inet 127.0.0.1 port 953 allow {{ 127.0.0.1; }} keys {{ \"rndc-key\"; }}; }};\n\
+             key \"wide\" {{ algorithm hmac-sha256; secret \"{SECRET}\"; }};\n\
+             key \"narrow\" {{ algorithm hmac-sha256; secret \"{SECRET}\"; }};\n\
+             server 10.0.0.0/8 {{ keys {{ wide; }}; }};\n\
+             server 10.2.0.0/16 {{ keys {{ narrow; }}; }};\n\
+             options {{ allow-transfer {{ 192.0.2.2; }}; also-notify {{ 192.0.2.3; }};\n\
+             \x20 catalog-zones {{ zone \"cat.test\" default-primaries {{ 192.0.2.1; }}; }}; }};\n\
+             zone \"cat.test\" {{ type secondary; primaries {{ 192.0.2.1; }}; }};\n\
+             zone \"s.test\" {{ type secondary; file \"s\"; primaries {{ 10.2.3.4; 10.9.9.9; }};\n\
+             \x20 also-notify {{ 10.1.1.1; }}; }};\n"
+        );
+        let got = parse(&write_files(dir.path(), &[("named.conf", &text)])).unwrap();
+        let zone = &got.zones[0];
+        let primaries: Vec<String> = zone.primaries.iter().map(Peer::heron).collect();
+        assert_eq!(primaries, ["10.2.3.4 key narrow", "10.9.9.9 key wide"]);
+        assert_eq!(zone.notify[0].heron(), "10.1.1.1 key wide");
+        let catalog = &got.catalogs[0];
+        let acl: Vec<String> = catalog.member_allow_transfer.iter().map(Rule::heron).collect();
+        assert_eq!(acl, ["192.0.2.2"]);
+        assert_eq!(catalog.member_notify[0].heron(), "192.0.2.3");
     }
 
     #[test]

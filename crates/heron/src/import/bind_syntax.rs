@@ -26,6 +26,9 @@ pub struct Statement {
     pub words: Vec<String>,
     pub block: Option<Vec<Statement>>,
     pub after: Vec<String>,
+    /// Blocks after the first (`controls`' `inet ... allow { } keys { };`),
+    /// read so that the file reads; no statement translated uses them.
+    pub more_blocks: Vec<Vec<Statement>>,
     pub loc: Option<Loc>,
 }
 
@@ -237,7 +240,7 @@ fn statement(
             Token::Word(w) if statement.block.is_none() => statement.words.push(w.clone()),
             Token::Word(w) => statement.after.push(w.clone()),
             Token::End => return Ok(statement),
-            Token::Open if statement.block.is_none() => {
+            Token::Open => {
                 if depth + 1 > MAX_NESTING {
                     return Err(ImportError::at(
                         loc,
@@ -251,9 +254,11 @@ fn statement(
                         return Err(ImportError::at(loc, "this '{' is not closed"));
                     }
                 }
-                statement.block = Some(inner);
+                match statement.block {
+                    None => statement.block = Some(inner),
+                    Some(_) => statement.more_blocks.push(inner),
+                }
             }
-            Token::Open => return Err(ImportError::at(loc, "a second '{' block in one statement")),
             Token::Close => {
                 return Err(ImportError::at(
                     loc,

@@ -180,6 +180,11 @@ impl std::str::FromStr for Prefix {
 }
 
 impl Prefix {
+    /// Whether `addr` is in it.
+    pub fn contains(&self, addr: IpAddr) -> bool {
+        self.addr.is_ipv4() == addr.is_ipv4() && mask(addr, self.len) == self.addr
+    }
+
     /// Whether some address is in both.
     pub fn overlaps(&self, other: &Prefix) -> bool {
         let len = self.len.min(other.len);
