@@ -1410,7 +1410,11 @@ mod tests {
         assert_eq!(primaries, ["10.2.3.4 key narrow", "10.9.9.9 key wide"]);
         assert_eq!(zone.notify[0].heron(), "10.1.1.1 key wide");
         let catalog = &got.catalogs[0];
-        let acl: Vec<String> = catalog.member_allow_transfer.iter().map(Rule::heron).collect();
+        let acl: Vec<String> = catalog
+            .member_allow_transfer
+            .iter()
+            .map(Rule::heron)
+            .collect();
         assert_eq!(acl, ["192.0.2.2"]);
         assert_eq!(catalog.member_notify[0].heron(), "192.0.2.3");
     }

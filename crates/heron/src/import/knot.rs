@@ -767,10 +767,12 @@ impl Interpreter {
     }
 
     fn modules(&mut self, item: &Item) {
-        let modules = item
-            .get("module")
-            .map(|f| f.values.clone())
-            .unwrap_or_default();
+        // `global-module` (in a template, Knot's documented rate limit
+        // setup) applies to every query, as Heron's [rrl] does.
+        let fields = ["module", "global-module"].map(|key| item.get(key));
+        let modules: Vec<String> = (fields.iter().flatten())
+            .flat_map(|f| f.values.iter().cloned())
+            .collect();
         let rrl = modules
             .iter()
             .find_map(|m| m.strip_prefix("mod-rrl"))
@@ -785,7 +787,7 @@ impl Interpreter {
             None => self.zones_without_rrl += 1,
         }
         if let Some(field) = item.get("module") {
-            for m in modules.iter().filter(|m| !m.starts_with("mod-rrl")) {
+            for m in field.values.iter().filter(|m| !m.starts_with("mod-rrl")) {
                 self.out
                     .untranslated(&field.loc, format!("module {m}"), module_advice(m));
             }
@@ -892,6 +894,10 @@ impl Interpreter {
 
     fn zone_note(&mut self, f: &Field, origin: &str) {
         if ZONE_READ.contains(&f.key.as_str()) {
+            return;
+        }
+        // Read by `modules`: mod-rrl becomes [rrl].
+        if f.key == "global-module" && f.values.iter().all(|m| m.starts_with("mod-rrl")) {
             return;
         }
         let setting = format!("zone {origin}: {} {}", f.key, f.values.join(" "));
@@ -1087,6 +1093,24 @@ mod tests {
         assert!(got.zones[0].catalog_generate);
         assert_eq!(got.zones[1].catalog_member.as_deref(), Some("gen.test"));
         assert_eq!(got.zones[1].catalog_group.as_deref(), Some("gold"));
+    }
+
+    /// Knot's documented whole-server rate limit, `global-module` in the
+    /// default template, becomes [rrl], with no line saying it was not.
+    #[test]
+    fn a_global_rrl_module_becomes_rrl() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "mod-rrl:\n  - id: rrl1\n    rate-limit: 20\n    slip: 3\n\
+                    template:\n  - id: default\n    storage: /var/lib/knot\n    global-module: mod-rrl/rrl1\n\
+                    zone:\n  - domain: a.test\n  - domain: b.test\n";
+        let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();
+        let rrl = got.rrl.expect("[rrl] written");
+        assert_eq!((rrl.responses_per_second, rrl.slip), (Some(20), Some(3)));
+        let said: Vec<&str> = got.notes.iter().map(|n| n.setting.as_str()).collect();
+        assert!(
+            !said.iter().any(|s| s.contains("global-module")),
+            "{said:?}"
+        );
     }
 
     #[test]

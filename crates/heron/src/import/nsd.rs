@@ -535,21 +535,27 @@ impl Interpreter {
 
     fn tls(&mut self, settings: &[&Setting], listen: &[SocketAddr]) -> Result<(), ImportError> {
         let find = |key: &str| settings.iter().rev().find(|s| s.key == key).copied();
-        let (Some(port), Some(key), Some(pem)) = (
-            find("tls-port"),
-            find("tls-service-key"),
-            find("tls-service-pem"),
-        ) else {
+        let (Some(key), Some(pem)) = (find("tls-service-key"), find("tls-service-pem")) else {
             return Ok(());
         };
-        let port: u16 = number(port)?;
+        // NSD's default TLS port.
+        let port: u16 = find("tls-port").map_or(Ok(853), number)?;
+        // NSD answers TLS on its ip-addresses that carry the TLS port,
+        // and nowhere else; those are not plain DNS listeners.
         let mut on: Vec<SocketAddr> = listen
             .iter()
-            .map(|a| SocketAddr::new(a.ip(), port))
+            .filter(|a| a.port() == port)
+            .copied()
             .collect();
         on.dedup();
-        // NSD answers TLS on its ip-addresses that carry the TLS port;
-        // those are not plain DNS listeners.
+        if on.is_empty() {
+            let why = format!(
+                "no ip-address carries the TLS port {port}, so NSD serves no DNS over TLS: no [tls] written"
+            );
+            self.out
+                .not_needed(&key.loc, "server: tls-service-key", why);
+            return Ok(());
+        }
         self.out.listen.retain(|a| a.port() != port);
         if self.out.listen.is_empty() {
             self.out.listen = wildcard(53, true, true);
@@ -1158,6 +1164,36 @@ mod tests {
         );
         assert_eq!(tls.certificate, Path::new("/etc/nsd/chain.pem"));
         assert_eq!(got.listen, ["192.0.2.53:53".parse::<SocketAddr>().unwrap()]);
+    }
+
+    /// Without `tls-port`, NSD serves TLS on 853, where an ip-address
+    /// carries it; with no ip-address on the TLS port it serves none, and
+    /// no [tls] is written for it.
+    #[test]
+    fn tls_goes_only_where_nsd_serves_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = " tls-service-key: /etc/nsd/key.pem\n tls-service-pem: /etc/nsd/chain.pem\n";
+        let default_port =
+            format!("server:\n ip-address: 127.0.0.1@5300\n ip-address: 127.0.0.1@853\n{keys}");
+        let got = parse(&write_files(dir.path(), &[("nsd.conf", &default_port)])).unwrap();
+        let tls = got.tls.expect("[tls] on 853");
+        assert_eq!(tls.listen, ["127.0.0.1:853".parse::<SocketAddr>().unwrap()]);
+        assert_eq!(
+            got.listen,
+            ["127.0.0.1:5300".parse::<SocketAddr>().unwrap()]
+        );
+        let nowhere = format!("server:\n ip-address: 127.0.0.1@5300\n tls-port: 5301\n{keys}");
+        let got = parse(&write_files(dir.path(), &[("nsd.conf", &nowhere)])).unwrap();
+        assert!(got.tls.is_none());
+        assert_eq!(
+            got.listen,
+            ["127.0.0.1:5300".parse::<SocketAddr>().unwrap()]
+        );
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.advice.contains("serves no DNS over TLS"))
+        );
     }
 
     #[test]
