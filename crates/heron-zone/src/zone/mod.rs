@@ -791,9 +791,10 @@ mod tests {
     }
 
     /// A BIND-era zone file with no `$TTL` and no TTLs loads as BIND
-    /// loads it: the SOA and every record after it take the SOA MINIMUM,
-    /// with one warning; an explicit TTL still carries on to the records
-    /// after it (RFC 1035 5.1); a record before the SOA has none to take.
+    /// loads it: the SOA MINIMUM acts as `$TTL` from the SOA on (so an
+    /// explicit TTL does not carry on to the records after it), with one
+    /// warning; a record before the SOA has none to take; a MINIMUM past
+    /// 2^31-1 is 0.
     #[test]
     fn a_file_with_no_ttl_takes_the_soa_minimum_as_bind_does() {
         let origin = Name::parse("t.test").unwrap();
@@ -805,14 +806,17 @@ mod tests {
         assert_eq!(ttl("t.test", RType::NS), 300);
         assert_eq!(ttl("ns.t.test", RType::A), 300);
         assert_eq!(ttl("www.t.test", RType::A), 60);
-        assert_eq!(ttl("mail.t.test", RType::A), 60, "the last explicit TTL");
+        assert_eq!(ttl("mail.t.test", RType::A), 300, "the MINIMUM, as a $TTL");
         let warnings: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(
             warnings[0].starts_with("t.zone:1: warning: no TTL given and no $TTL")
-                && warnings[0].contains("SOA MINIMUM, 300"),
+                && warnings[0].contains("SOA MINIMUM, 300, acts as $TTL"),
             "{warnings:?}"
         );
+        let huge = "@ IN SOA ns h 1 2 3 4 4294967295\n@ IN NS ns\n";
+        let loaded = load_zone_str(huge, "h.zone", &origin).unwrap_or_else(|p| panic!("{p:?}"));
+        assert_eq!(ttl_of(&loaded.zone, "t.test", RType::NS), 0);
         let before = "ns IN A 192.0.2.1\n@ IN SOA ns h 1 2 3 4 300\n@ IN NS ns\n";
         let Err(problems) = load_zone_str(before, "b.zone", &origin) else {
             panic!("loaded with a record before the SOA and no TTL");

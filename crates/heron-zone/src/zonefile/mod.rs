@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use heron_proto::text::{TextError, Token};
 use heron_proto::{Class, Name, RType};
 
-use self::directives::{MAX_TTL, parse_ttl, served_ttl};
+use self::directives::{parse_ttl, served_ttl};
 use self::lexer::Lexer;
 
 /// One resource record read from a zone file.
@@ -382,10 +382,6 @@ struct Reader<'r> {
     dollar_ttl: Option<u32>,
     /// The last explicit TTL (RFC 1035 5.1), used when there is no `$TTL`.
     last_ttl: Option<u32>,
-    /// The SOA's MINIMUM, when the SOA came with no TTL, no `$TTL` and no
-    /// TTL before it: what records with none take then (BIND's rule;
-    /// NSD and Knot take 3600). Said once, in [`ReadOptions::notes`].
-    soa_minimum: Option<u32>,
     /// Whether a TTL past 2^31-1 was said ([`Reader::in_range`]).
     noted_top_bit_ttl: bool,
     /// The files being read, outermost first: canonical path (when known)
@@ -433,7 +429,6 @@ impl<'r> Reader<'r> {
             errors: Vec::new(),
             dollar_ttl: opts.default_ttl,
             last_ttl: None,
-            soa_minimum: None,
             noted_top_bit_ttl: false,
             open_files: Vec::new(),
             rdata: Vec::with_capacity(512),
@@ -685,28 +680,27 @@ impl<'r> Reader<'r> {
             None => self
                 .dollar_ttl
                 .or(self.last_ttl)
-                .or(self.soa_minimum)
                 .ok_or_else(|| "no TTL given and no $TTL".to_string())?,
         };
         Ok(ttl)
     }
 
     /// The TTL of an SOA read with none given and none in force: its
-    /// MINIMUM (the last 4 octets of its RDATA in `self.rdata`), taken
-    /// from now on by records with none, as BIND does; said once.
+    /// MINIMUM (the last 4 octets of its RDATA in `self.rdata`), which
+    /// acts as `$TTL` from now on, as in BIND ([`ReadOptions::notes`]
+    /// says so).
     fn ttl_from_soa(&mut self, ctx: &FileCtx, line: u32) -> u32 {
         let tail = self.rdata.len().saturating_sub(4);
         let minimum = (self.rdata.get(tail..))
             .and_then(|m| <[u8; 4]>::try_from(m).ok())
-            .map_or(0, u32::from_be_bytes)
-            .min(MAX_TTL);
-        if self.soa_minimum.is_none() {
-            let message = format!(
-                "no TTL given and no $TTL: records without a TTL take the SOA MINIMUM, {minimum}, as in BIND (NSD and Knot would take 3600); set $TTL to say which"
-            );
-            self.note(ctx, line, message);
-        }
-        self.soa_minimum = Some(minimum);
+            .map_or(0, u32::from_be_bytes);
+        let minimum = served_ttl(minimum);
+        let message = format!(
+            "no TTL given and no $TTL: the SOA MINIMUM, {minimum}, acts as $TTL from here, as in BIND (NSD and Knot would take 3600); set $TTL to say which"
+        );
+        self.note(ctx, line, message);
+        // BIND's rule: as if `$TTL MINIMUM` stood here.
+        self.dollar_ttl = Some(minimum);
         minimum
     }
 
