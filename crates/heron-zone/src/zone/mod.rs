@@ -852,6 +852,35 @@ mod tests {
         assert!(load_zone_str(past, "p.zone", &origin).is_err());
     }
 
+    /// A quoted `$GENERATE` rhs with `\"` in it makes what BIND makes: the
+    /// escaped quotes become quote marks, so the TXT is one string.
+    #[test]
+    fn a_generated_txt_with_escaped_quotes_is_one_string_as_in_bind() {
+        let origin = Name::parse("t.test").unwrap();
+        let text = "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\n\
+                    $GENERATE 1-2 host$ TXT \"\\\"v=spf1 ip4:10.0.0.$ -all\\\"\"\n\
+                    $GENERATE 1-1 esc$ TXT \"a\\\\b\\$\"\n";
+        let loaded = load_zone_str(text, "t.zone", &origin).unwrap_or_else(|p| panic!("{p:?}"));
+        let txt = |name: &str| {
+            let owner = Name::parse(name).unwrap().to_lowercase();
+            let node = loaded.zone.node(owner.as_wire()).unwrap();
+            node.rrset(RType::TXT)
+                .unwrap()
+                .rdatas()
+                .next()
+                .unwrap()
+                .to_vec()
+        };
+        let one = b"v=spf1 ip4:10.0.0.2 -all";
+        let wire: Vec<u8> = [one.len() as u8]
+            .into_iter()
+            .chain(one.iter().copied())
+            .collect();
+        assert_eq!(txt("host2.t.test"), wire);
+        // Other escapes stay escapes: a backslash, a dollar.
+        assert_eq!(txt("esc1.t.test"), b"\x04a\\b$");
+    }
+
     #[test]
     fn a_zone_with_its_reference_count_fits_128_octets() {
         // An `Arc<Zone>` is one allocation per zone: 100,000 small zones

@@ -17,6 +17,28 @@ use heron_proto::text::Token;
 use super::lexer::Lexer;
 use super::{FileCtx, Reader, record_type};
 
+/// A quoted rhs with each `\"` made a plain `"` (other escapes kept), as
+/// BIND's lexer reads a quoted field: `"\"v=spf1 $ -all\""` then reads
+/// again as one quoted string, not three strings with quotes in them.
+fn unescape_quotes(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut bytes = raw.iter();
+    while let Some(&b) = bytes.next() {
+        match (b, bytes.clone().next()) {
+            (b'\\', Some(&b'"')) => {
+                out.push(b'"');
+                bytes.next();
+            }
+            (b'\\', Some(&next)) => {
+                out.extend([b, next]);
+                bytes.next();
+            }
+            _ => out.push(b),
+        }
+    }
+    out
+}
+
 /// Widest `${...}` field accepted (a name is at most 255 octets anyway).
 const MAX_WIDTH: usize = 255;
 
@@ -287,7 +309,11 @@ impl Reader<'_> {
                 ),
             );
         }
-        let rhs = match Template::compile(rhs_tok.raw) {
+        let rhs_raw = match rhs_tok.quoted {
+            true => unescape_quotes(rhs_tok.raw),
+            false => rhs_tok.raw.to_vec(),
+        };
+        let rhs = match Template::compile(&rhs_raw) {
             Ok(t) => t,
             Err(e) => {
                 return self.error(
