@@ -195,7 +195,15 @@ impl Reader<'_> {
         let canonical = match std::fs::canonicalize(&path) {
             Ok(c) => c,
             Err(e) => {
-                return self.error(ctx, line, format!("$INCLUDE '{shown}': {}", io_message(&e)));
+                // Say where it was looked for: BIND looks from its
+                // `directory`, NSD from its working folder.
+                let relative = match Path::new(&fname).is_relative() {
+                    true => ", a path taken from the including file's folder",
+                    false => "",
+                };
+                let why = io_message(&e);
+                let msg = format!("$INCLUDE '{shown}': {}: {why}{relative}", path.display());
+                return self.error(ctx, line, msg);
             }
         };
         if let Some(top) = self.top_path.take() {
