@@ -141,6 +141,49 @@ struct Pending {
     zone: Option<Arc<Zone>>,
     date: Option<SystemTime>,
     delete: bool,
+    /// A file of no zone's own (`FILE.signed`, a consumed catalog): one
+    /// Heron did not write there is never written over or removed.
+    derived: bool,
+}
+
+/// Whether `path` holds a file Heron did not write, which `p` would
+/// write over: said once a path (a signed zone's copy is written again
+/// and again; the writer is one thread).
+fn is_another_file(path: &Path, p: &Pending) -> bool {
+    thread_local! {
+        static SAID: std::cell::RefCell<std::collections::HashSet<PathBuf>> = Default::default();
+    }
+    if !holds_another_file(path) {
+        return false;
+    }
+    if SAID.with(|said| said.borrow_mut().insert(path.to_path_buf())) {
+        let origin = p.zone.as_ref().map(|z| z.origin().to_string());
+        tracing::error!(
+            "zone {}: {} holds a file Heron did not write (BIND's inline-signing copy?): left as it is; move it away for Heron to keep its copy there",
+            origin.as_deref().unwrap_or("-"),
+            path.display()
+        );
+    }
+    true
+}
+
+/// Whether the file at `path` is there and not one Heron wrote (its
+/// copies start `; zone `): BIND's inline-signing `FILE.signed`, in raw
+/// or text form, when a zone moves from BIND.
+fn holds_another_file(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok(mut file) = File::open(path) else {
+        return false;
+    };
+    let mut start = [0; 7];
+    let mut read = 0;
+    while read < start.len() {
+        match file.read(&mut start[read..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read += n,
+        }
+    }
+    read > 0 && start[..read] != b"; zone "[..read]
 }
 
 /// The most entries one batch takes from the queue. A batch holds a path
@@ -245,7 +288,7 @@ fn run(queue: Receiver<Op>, max_batch: usize) {
         }
         let paced_now = paced.take_due(closing || !flushes.is_empty());
         for (path, version) in paced_now {
-            batch.insert(path, written(version, None));
+            batch.insert(path, derived(written(version, None)));
         }
         let started = Instant::now();
         commit(batch);
@@ -256,6 +299,13 @@ fn run(queue: Receiver<Op>, max_batch: usize) {
         if closing {
             return;
         }
+    }
+}
+
+fn derived(pending: Pending) -> Pending {
+    Pending {
+        derived: true,
+        ..pending
     }
 }
 
@@ -281,12 +331,12 @@ fn take(
         Op::WriteAt(path_and_version) => {
             let (path, version) = *path_and_version;
             paced.superseded(&path, false);
-            batch.insert(path, written(version, None));
+            batch.insert(path, derived(written(version, None)));
         }
         Op::WriteAtPaced(path_and_version) => {
             let (path, version) = *path_and_version;
             if paced.admit(&path, &version) {
-                batch.insert(path, written(version, None));
+                batch.insert(path, derived(written(version, None)));
             }
         }
         Op::Date(zone, at) => {
@@ -317,6 +367,8 @@ fn commit(batch: HashMap<PathBuf, Pending>) {
         // An error shows on the files themselves.
         let _ = std::fs::create_dir_all(dir);
     }
+    let mut batch = batch;
+    batch.retain(|path, p| !(p.derived && is_another_file(path, p)));
     let written: Vec<&Path> = batch
         .iter()
         .filter_map(|(path, p)| Some((path, p.zone.as_ref()?, p.date)))
@@ -566,6 +618,31 @@ mod tests {
         }
         assert!(wait_for(|| serial_in(&path) == Some(5)));
         assert!(!tmp_path(&path).exists());
+    }
+
+    /// BIND's inline-signing copy at a signed zone's `FILE.signed` (raw
+    /// or text) is never written over; a copy Heron wrote, or none, is.
+    #[test]
+    fn another_servers_signed_copy_is_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let keeper = Keeper::start().unwrap();
+        let raw = [0u8, 0, 0, 2, 0, 0, 0, 0, 9, 9];
+        let text = b"; File written on Thu Nov 26 10:00:00 2026\n$ORIGIN .\n".to_vec();
+        for (name, bind) in [("raw", raw.to_vec()), ("text", text)] {
+            let path = dir.path().join(format!("{name}.zone.signed"));
+            std::fs::write(&path, &bind).unwrap();
+            keeper.write_at_paced(path.clone(), zone(1));
+            keeper.write_at(path.clone(), zone(2));
+            assert!(keeper.flush(Duration::from_secs(10)));
+            assert_eq!(std::fs::read(&path).unwrap(), bind, "{name}");
+            assert!(!tmp_path(&path).exists());
+        }
+        let ours = dir.path().join("ours.zone.signed");
+        keeper.write_at(ours.clone(), zone(1));
+        assert!(keeper.flush(Duration::from_secs(10)));
+        keeper.write_at(ours.clone(), zone(2));
+        assert!(keeper.flush(Duration::from_secs(10)));
+        assert_eq!(serial_in(&ours), Some(2));
     }
 
     /// A paced file written (serial 1), and serial 2 queued after it
