@@ -78,13 +78,10 @@ pub fn parse(
         Bitmap => bitmap::parse(f.rest(), out)?,
         CaaTag => parse_caa_tag(f.next("tag")?, out)?,
         CaaValue => out.extend(unescaped(f.next("value")?, "CAA value")?),
-        UriTarget => {
-            let target = unescaped(f.next("target")?, "URI target")?;
-            if target.is_empty() {
-                return Err(err("URI target must not be empty".into()));
-            }
-            out.extend(target);
-        }
+        // RFC 7553 4.5 asks a non-empty target, but BIND, NSD and Knot
+        // all load and serve an empty one: a secondary of theirs must take
+        // the zone, not refuse it whole for one record.
+        UriTarget => out.extend(unescaped(f.next("target")?, "URI target")?),
         SvcParams => svcb::parse(f.rest(), out)?,
         Loc => loc::parse(f, out)?,
     }
@@ -242,7 +239,9 @@ pub fn read<'a>(field: Field, w: &mut Wire<'a>) -> Result<&'a [u8], TextError> {
         CaaValue => {
             w.rest();
         }
-        UriTarget => nonempty_rest(w, "URI target")?,
+        UriTarget => {
+            w.rest();
+        }
         SvcParams => svcb::read(w).map(|_| ())?,
         Loc => loc::read(w).map(|_| ())?,
     }

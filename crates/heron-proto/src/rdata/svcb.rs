@@ -363,13 +363,12 @@ fn check_alpn(v: &[u8]) -> bool {
     !v.is_empty()
 }
 
-/// Rules for zone files that received data need not follow: AliasMode
-/// (priority 0) carries no SvcParams, and no-default-alpn needs alpn.
-pub fn check_text(priority: u16, params: &[u8]) -> Result<(), TextError> {
+/// Rules for zone files that received data need not follow:
+/// no-default-alpn needs alpn (BIND refuses it too). AliasMode (priority
+/// 0) SvcParams are let through: RFC 9460 2.4.2 has recipients ignore
+/// them, and BIND, NSD and Knot load them.
+pub fn check_text(_priority: u16, params: &[u8]) -> Result<(), TextError> {
     let pairs = pairs(params);
-    if priority == 0 && !pairs.is_empty() {
-        return Err(err("priority 0 (AliasMode) records take no SvcParams"));
-    }
     let has = |key| pairs.iter().any(|(k, _)| *k == key);
     if has(NO_DEFAULT_ALPN) && !has(ALPN) {
         return Err(err("no-default-alpn requires an alpn SvcParam"));
