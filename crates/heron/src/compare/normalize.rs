@@ -55,7 +55,12 @@ impl Response {
                 pos = next;
                 if record.rtype != RType::OPT {
                     let ttl = if ignore_ttl { 0 } else { record.ttl };
-                    sections[section].push(Record { ttl, ..record });
+                    let rdata = signed_by(record.rtype, record.rdata);
+                    sections[section].push(Record {
+                        ttl,
+                        rdata,
+                        ..record
+                    });
                     continue;
                 }
                 if section != 2 || opt.is_some() || !record.name.is_root() {
@@ -85,6 +90,29 @@ impl Response {
     pub fn has(&self, flag: u16) -> bool {
         self.flags & flag != 0
     }
+}
+
+/// An RRSIG's RDATA reduced to what two servers signing with the same
+/// keys agree on: type covered, algorithm, labels, original TTL, key tag
+/// and signer (lower-cased). Its validity dates and signature go: each
+/// server signs on its own schedule, and ECDSA and Ed25519 signatures
+/// differ at every signing. Other RDATA is kept as it is.
+fn signed_by(rtype: RType, rdata: Vec<u8>) -> Vec<u8> {
+    const DATES: std::ops::Range<usize> = 8..16;
+    if rtype != RType::RRSIG || rdata.len() < 18 {
+        return rdata;
+    }
+    let Ok((signer, _)) = Name::read(&rdata, 18) else {
+        return rdata;
+    };
+    // The dates zeroed and a one-octet signature kept in their places,
+    // so that a difference still reads as an RRSIG in the report.
+    let mut kept = rdata[..DATES.start].to_vec();
+    kept.extend_from_slice(&[0; DATES.end - DATES.start]);
+    kept.extend_from_slice(&rdata[DATES.end..18]);
+    kept.extend_from_slice(signer.to_lowercase().as_wire());
+    kept.push(0);
+    kept
 }
 
 /// What records sort and compare by.
@@ -156,6 +184,35 @@ mod tests {
             m.extend_from_slice(&[0, 0]);
         }
         m
+    }
+
+    /// Two servers signing with the same key agree on an RRSIG's type
+    /// covered, algorithm, labels, original TTL, key tag and signer; its
+    /// dates and signature differ at each signing and are not compared.
+    /// Another key tag, or another signer, is a difference.
+    #[test]
+    fn rrsigs_of_the_same_key_match_whatever_their_dates_and_signature() {
+        let rrsig = |dates: u8, tag: u8, signer: &str, sig: u8| {
+            let mut r = vec![0, 1, 13, 3, 0, 0, 0, 60];
+            r.extend([dates; 8]);
+            r.extend([0, tag]);
+            r.extend_from_slice(Name::parse(signer).unwrap().as_wire());
+            r.extend([sig; 64]);
+            r
+        };
+        let parsed = |rdata: Vec<u8>| {
+            let msg = response(1, &[("www.n.test", 46, 60, &rdata)], None);
+            Response::parse(&msg, false).unwrap()
+        };
+        let here = parsed(rrsig(1, 7, "n.test", 1));
+        assert_eq!(here, parsed(rrsig(2, 7, "N.test", 2)));
+        assert_ne!(here, parsed(rrsig(1, 8, "n.test", 1)), "another key");
+        assert_ne!(here, parsed(rrsig(1, 7, "m.test", 1)), "another signer");
+        let shown = here.sections[0][0].to_string();
+        assert!(
+            shown.contains(" RRSIG A 13 3 60 ") && shown.contains(" 7 n.test. "),
+            "{shown}"
+        );
     }
 
     #[test]
