@@ -189,16 +189,24 @@ fn load(args: &CompareArgs) -> Result<(Vec<Arc<Zone>>, AnswerConfig), Vec<String
     if let Some(path) = &args.config {
         let settings = config::load(path)?;
         heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
-        if !settings.secondaries.is_empty() {
+        let given = |origin: &heron_proto::Name| args.zone.iter().any(|z| &z.origin == origin);
+        let left_out = (settings.secondaries.iter())
+            .filter(|z| !given(&z.origin))
+            .count();
+        if left_out > 0 {
             eprintln!(
-                "note: {} secondary zones left out (no zone file to read): add each with --zone ORIGIN=FILE",
-                settings.secondaries.len()
+                "note: {left_out} secondary zones left out (no zone file to read): add each with --zone ORIGIN=FILE"
             );
         }
         if !settings.catalogs.is_empty() {
             eprintln!(
                 "note: the members of {} catalogs consumed left out (no zone file to read): add each with --zone ORIGIN=FILE",
                 settings.catalogs.len()
+            );
+        }
+        if settings.server.rrl.is_some() && args.server.is_some() {
+            eprintln!(
+                "note: [rrl] is on: at compare's pace, answers to one address are slipped (TC) or dropped once past the rate, and show as tc-flag and flags differences; exempt the address compare asks from ([rrl] exempt), on the old server too"
             );
         }
         specs = settings.zones;
