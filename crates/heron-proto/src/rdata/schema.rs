@@ -123,7 +123,9 @@ pub fn fields(rtype: RType) -> Option<&'static [Field]> {
             Base64("signature"),
         ],
         RType::NSEC => &[DomainName("next domain name"), Bitmap],
-        RType::DNSKEY | RType::CDNSKEY => DNSKEY,
+        // KEY (RFC 2535, RFC 3445) is laid out as DNSKEY is; BIND, NSD and
+        // Knot read it in this text form.
+        RType::DNSKEY | RType::CDNSKEY | RType::KEY => DNSKEY,
         RType::DHCID => &[Base64("DHCID data")],
         RType::NSEC3 => &[
             U8("hash algorithm"),

@@ -336,6 +336,12 @@ const CASES: &[(RType, &str, &str, &str)] = &[
     ),
     (RType::CDNSKEY, "0 3 0 AA==", "0000030000", "0 3 0 AA=="),
     (
+        RType::KEY,
+        "512 3 13 AQID",
+        "0200030d010203",
+        "512 3 13 AQID",
+    ),
+    (
         RType::DHCID,
         "( AAIBY2/AuCccgoJbsaxcQc9TUapptP69lOjxfNuVAA2kjEA= )",
         "000201636fc0b8271c82825bb1ac5c41cf5351aa69b4febd94e8f17cdb95000da48c40",
