@@ -111,9 +111,7 @@ fn decimal_fraction(raw: &[u8], frac: usize) -> Option<i64> {
     if fraction.len() > frac || (!fraction.is_empty() && !digits_ok(fraction)) {
         return None;
     }
-    if raw.ends_with(b".") {
-        return None;
-    }
+    // A trailing dot ("23.", "10.m") is read as BIND and Knot read it.
     for k in 0..frac {
         v = v * 10 + fraction.get(k).map_or(0, |d| (d - b'0') as i64);
     }
@@ -223,7 +221,7 @@ mod tests {
         assert_eq!(decimal_fraction(b"23.5", 3), Some(23_500));
         assert_eq!(decimal_fraction(b"07", 3), Some(7_000));
         assert_eq!(decimal_fraction(b"1.2345", 3), None);
-        assert_eq!(decimal_fraction(b"1.", 3), None);
+        assert_eq!(decimal_fraction(b"1.", 3), Some(1_000), "as BIND and Knot");
         assert_eq!(decimal_fraction(b".5", 3), None);
         assert_eq!(meters(b"-2.5m", true), Some(-250));
         assert_eq!(meters(b"-2.5m", false), None);

@@ -206,6 +206,13 @@ const CASES: &[(RType, &str, &str, &str)] = &[
         "0033161389172dd070be15f000988d20",
         "42 21 54.000 N 71 6 18.000 W -24.00m 30m 10000m 10m",
     ),
+    // Trailing dots, as BIND and Knot read them.
+    (
+        RType::LOC,
+        "42 21 54. N 71 06 18 W -24.m 30.m",
+        "0033161389172dd070be15f000988d20",
+        "42 21 54.000 N 71 6 18.000 W -24.00m 30m 10000m 10m",
+    ),
     (
         RType::LOC,
         "42 21 43.952 N 71 5 6.344 W -24m 1m 200m",
