@@ -433,6 +433,14 @@ impl Interpreter<'_> {
     /// negated element and the rest is reported (narrower, never wider).
     fn aml(&mut self, list: &Statement, what: &str) -> Vec<Rule> {
         let matched = self.aml_elements(list.children(), what, 0);
+        if matched.stopped && matched.rules.is_empty() {
+            // `{ !192.0.2.66; any; }`: more than narrower, nothing is left.
+            self.out.untranslated(
+                list.loc(),
+                format!("{what} (as translated: empty)"),
+                "nothing of this list is left, so Heron refuses every request it governs                  (an allow-query so cut answers no query at all): list the allowed addresses,                  or put the denied ones in [server] blackhole",
+            );
+        }
         let mut rules = matched.rules;
         rules.dedup();
         rules
@@ -1050,7 +1058,13 @@ impl<'a> Interpreter<'a> {
                     .map_or(self.directory.clone(), |d| resolve(&self.directory, d));
                 let advice = key_import_advice(origin, name, "bind", &dir.to_string_lossy());
                 let setting = format!("zone {origin}: {}", p.summary());
-                self.out.step_to_do(p.loc(), setting, advice);
+                self.out.step_to_do(p.loc(), setting.clone(), advice);
+                // BIND serves its signed version at a serial of its own.
+                let serial = format!(
+                    "raise the serial in the zone file above the one BIND serves (dig @BIND {origin} SOA) before Heron takes over: Heron signs at the file's serial, and secondaries holding BIND's higher one would not transfer from Heron"
+                );
+                self.out
+                    .step_to_do(p.loc(), format!("{setting} (serial)"), serial);
                 return;
             }
         }
@@ -1417,6 +1431,26 @@ mod tests {
             .collect();
         assert_eq!(acl, ["192.0.2.2"]);
         assert_eq!(catalog.member_notify[0].heron(), "192.0.2.3");
+    }
+
+    /// A list cut at its first negated element to nothing says that it
+    /// now refuses everything, not only that nobody gains access.
+    #[test]
+    fn a_list_cut_to_nothing_says_everything_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "options { allow-query { !192.0.2.66; any; }; };\n\
+                    zone \"a.test\" { type primary; file \"a\"; allow-transfer { 192.0.2.1; !192.0.2.2; }; };\n";
+        let got = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap();
+        let empty: Vec<&str> = (got.notes.iter())
+            .filter(|n| n.setting.ends_with("(as translated: empty)"))
+            .map(|n| n.setting.as_str())
+            .collect();
+        assert_eq!(
+            empty,
+            ["allow-query (as translated: empty)"],
+            "{:?}",
+            got.notes
+        );
     }
 
     #[test]
