@@ -656,10 +656,10 @@ fn restore_one(served: &Served, max_bytes: usize) -> Option<History> {
             keep_aside(origin, path, &why);
             return None;
         }
-        // Another server's journal (a move from BIND): not Heron's to
-        // remove; its writes fail until it is moved, so updates are
-        // refused rather than answered and lost.
-        Err(StartOver::Unreadable(file::HeaderError::Magic)) => {
+        // Another server's journal (a move from BIND), however short: not
+        // Heron's to remove; its writes fail until it is moved, so updates
+        // are refused rather than answered and lost.
+        Err(_) if file::holds_other_data(path).unwrap_or(true) => {
             let (at, why) = (path.display(), file::OTHER_DATA);
             tracing::error!("zone {origin}: journal file {at} not used: {why}");
             return None;
@@ -1125,6 +1125,11 @@ mod tests {
             .unwrap()
             .zone;
         let path = dir.path().join("w.zone.jnl");
+        for short in [&b"keepme\n"[..], b"HERONJNX"] {
+            std::fs::write(&path, short).unwrap();
+            assert!(restore_one(&own(&zone, &path), 1 << 20).is_none());
+            assert_eq!(std::fs::read(&path).unwrap(), short, "a short one left");
+        }
         let bind: Vec<u8> = b";BIND LOG V9.2\n".iter().copied().chain([0; 64]).collect();
         std::fs::write(&path, &bind).unwrap();
         assert!(file::holds_other_data(&path).unwrap());

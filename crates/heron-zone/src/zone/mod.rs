@@ -582,7 +582,7 @@ pub fn load_zone_text(
     let mut builder = ZoneBuilder::new(origin.clone(), Class::IN);
     let threads = crate::cores();
     if text.len() >= PARALLEL_TEXT && read_in_pieces(text, path, &opts, threads, &mut builder) {
-        return in_file(finish_load(builder, Vec::new()), path);
+        return in_file(with_notes(finish_load(builder, Vec::new()), &opts), path);
     }
     builder.reserve_for_text(text.len());
     let errors = read_file_text(text, path, &opts, &mut |rec| builder.add(rec));
@@ -692,10 +692,16 @@ pub fn reload_zone_text(
 ) -> Result<Loaded, Vec<Problem>> {
     let mut opts = ReadOptions::new(old.origin.clone());
     opts.progress = progress.cloned();
+    opts.notes = Some(Arc::default());
     let read = |sink: &mut dyn FnMut(&Record)| read_file_text(text, path, &opts, sink);
-    settle_reread(reread::reread(old, read), || {
-        load_zone_text(text, path, &old.origin, progress)
-    })
+    let reread = reread::reread(old, read);
+    // Loaded in full, the load says its own notes.
+    let in_full = matches!(reread, reread::Reread::LoadInFull);
+    let settled = settle_reread(reread, || load_zone_text(text, path, &old.origin, progress));
+    match in_full {
+        true => settled,
+        false => in_file(with_notes(settled, &opts), path),
+    }
 }
 
 /// [`reload_zone_file`] from text in memory.
@@ -850,6 +856,26 @@ mod tests {
         );
         let past = "$TTL 60\n@ SOA ns h 1 2 3 4 300\n@ NS ns\nns 4294967296 A 192.0.2.1\n";
         assert!(load_zone_str(past, "p.zone", &origin).is_err());
+        // Read in pieces on every core, or again at a reload: said too.
+        let mut big = String::from("$TTL 2147483648\n@ SOA ns h 1 2 3 4 300\n@ NS ns\n");
+        let mut i = 0;
+        while big.len() < PARALLEL_TEXT + 4096 {
+            big.push_str(&format!("h{i} A 192.0.2.{}\n", i % 250));
+            i += 1;
+        }
+        let path = Path::new("big.zone");
+        let said = |loaded: &Loaded| {
+            loaded
+                .warnings
+                .iter()
+                .filter(|w| w.message.contains("past 2^31-1"))
+                .count()
+        };
+        let loaded = load_zone_text(big.as_bytes(), path, &origin, None).unwrap();
+        assert_eq!(said(&loaded), 1);
+        big.push_str("new A 192.0.2.1\n");
+        let again = reload_zone_text(&loaded.zone, big.as_bytes(), path, None).unwrap();
+        assert_eq!(said(&again), 1);
     }
 
     /// A quoted `$GENERATE` rhs with `\"` in it makes what BIND makes: the
