@@ -1217,3 +1217,54 @@ fn a_zone_group_takes_updates_by_its_rules_for_each_zone() {
         );
     }
 }
+
+/// A second `heron serve` of the same configuration, started by mistake
+/// while the first runs, reads back and changes nothing: the running
+/// server's journal stays as it is (here one a start would set aside,
+/// the file having been edited past it), and it says why it stopped.
+#[test]
+fn a_second_start_by_mistake_leaves_the_running_servers_files_alone() {
+    let file = zone_file("second");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
+    let got = send(
+        Client::Knsupdate,
+        server.addr(),
+        Some("ops"),
+        false,
+        "update add second.upd.test 60 A 192.0.2.92",
+    );
+    assert_eq!(got, "NOERROR");
+    let edited = zone_text().replacen(" 1 ", " 10 ", 1);
+    assert_ne!(edited, zone_text());
+    std::fs::write(&file, edited).unwrap();
+    let dir = file.parent().unwrap();
+    let listing = || {
+        let mut names: Vec<String> = (std::fs::read_dir(dir).unwrap().flatten())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let journal = dir.join("upd.zone.jnl");
+    let (before, bytes) = (listing(), std::fs::read(&journal).unwrap());
+    let second = dir.join("second.toml");
+    let text = config(free_port(), &file, "zonefile-sync = \"never\"").replacen(
+        "workers = 1\n",
+        &format!("workers = 1\ncontrol = \"{}\"\n", socket.display()),
+        1,
+    );
+    std::fs::write(&second, text).unwrap();
+    let out = Command::new(heron())
+        .args(["serve", "--config"])
+        .arg(&second)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("another server answers on it"), "{said}");
+    assert!(!said.contains("journal"), "{said}");
+    std::fs::remove_file(&second).unwrap();
+    assert_eq!(listing(), before);
+    assert_eq!(std::fs::read(&journal).unwrap(), bytes);
+    assert_eq!(a(server.addr(), "second.upd.test").len(), 1);
+}

@@ -136,6 +136,20 @@ impl Response {
     }
 }
 
+/// Whether a running server answers on the control socket at `path`:
+/// asked before a start reads back journals and signed copies, which
+/// that server owns, so that a second start by mistake leaves them be.
+pub fn in_use(path: &Path) -> Option<String> {
+    std::os::unix::net::UnixStream::connect(path)
+        .is_ok()
+        .then(|| {
+            format!(
+                "control socket {}: another server answers on it; nothing was read or changed",
+                path.display()
+            )
+        })
+}
+
 /// Binds the control socket at `path`: a socket file left by a server
 /// that is gone is replaced; one that a running server answers on is an
 /// error, not taken over; anything else there (a data file, a folder, a
