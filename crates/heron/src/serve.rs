@@ -84,10 +84,6 @@ pub fn run(args: ServeArgs) -> ExitCode {
 /// stop. An error already logged comes back empty.
 fn start(args: ServeArgs) -> Result<(), String> {
     let mut settings = read_settings(&args)?;
-    // Before any journal or kept copy is read back: those are its files.
-    if let Some(taken) = settings.control.as_deref().and_then(control::in_use) {
-        return Err(taken);
-    }
     heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
     let use_example = args.config.is_none()
         && settings.zones.is_empty()
@@ -411,6 +407,10 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
     }
     if settings.control.is_none() {
         settings.control = control_in_runtime_directory();
+    }
+    // Before any journal or kept copy is read back: those are its files.
+    if let Some(taken) = settings.control.as_deref().and_then(control::in_use) {
+        return Err(vec![taken]);
     }
     if !args.listen.is_empty() {
         settings.server.listen = args.listen.clone();
