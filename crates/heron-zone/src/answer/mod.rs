@@ -243,8 +243,8 @@ pub fn answer_parsed(
 }
 
 /// The zone that answers `q`, given the zone its name is `served` from:
-/// that zone, except for a DS query at a zone's apex when a zone above it
-/// is served here too. The DS RRset is the parent's data (RFC 4035
+/// that zone, except for a DS query at a zone's apex (served, or expired)
+/// when a zone above it is served here too. The DS RRset is the parent's data (RFC 4035
 /// 3.1.4.1), so the parent answers it, as NSD, Knot and BIND do; a server
 /// of the child alone answers from the child (NODATA).
 #[inline(always)]
@@ -255,6 +255,14 @@ pub(crate) fn for_question<'c>(catalog: &'c Catalog, q: &Query, served: Served<'
         {
             let name = q.qname_lower.as_wire();
             match catalog.zone_above(name, &q.qname_starts, zone) {
+                Some(parent) => Served::Zone(parent),
+                None => served,
+            }
+        }
+        // The child expired: its parent's DS is still served, as BIND does.
+        Served::Expired if q.qtype == RType::DS => {
+            let name = q.qname_lower.as_wire();
+            match catalog.parent_of_expired(name, &q.qname_starts) {
                 Some(parent) => Served::Zone(parent),
                 None => served,
             }

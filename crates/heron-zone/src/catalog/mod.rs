@@ -240,6 +240,26 @@ impl Catalog {
         self.find_from(lower_qname, starts, first)
     }
 
+    /// For a DS query at the apex of a zone that expired (or was never
+    /// transferred): the served zone above it that holds the DS, the
+    /// parent's data (RFC 4035 3.1.4.1), unless a zone between them
+    /// expired too. None: the query stays SERVFAIL.
+    pub(crate) fn parent_of_expired(
+        &self,
+        lower_qname: &[u8],
+        starts: &LabelStarts,
+    ) -> Option<&Zone> {
+        let labels = starts.labels();
+        if labels == 0 || !self.expired.contains(lower_qname) {
+            return None;
+        }
+        let first = self.candidate_below(lower_qname, starts, labels);
+        let parent = self.find_from(lower_qname, starts, first)?;
+        let above = &lower_qname[starts.suffix(labels - 1)..];
+        let between = self.expired_suffix(above, parent.origin_labels() + 1);
+        (!between).then_some(parent)
+    }
+
     /// The first origin [`Catalog::find`] tries for `lower_qname`, whose
     /// labels start at `starts`.
     #[inline]
@@ -476,6 +496,30 @@ mod tests {
         c.expire(&Name::root());
         assert!(c.is_expired(&lower("anything.else")));
         assert!(!expired(&c, "www.example.test"), "served zones answer");
+    }
+
+    /// A DS query at an expired child's apex goes to the served parent,
+    /// unless a zone between them expired too.
+    #[test]
+    fn the_parent_of_an_expired_zone_holds_its_ds() {
+        let mut c = Catalog::new();
+        c.insert(zone("x.test"));
+        c.expire(&Name::parse("sub.x.test").unwrap());
+        let parent = |c: &Catalog, name: &str| {
+            let wire = lower(name);
+            let starts = LabelStarts::of(&wire);
+            c.parent_of_expired(&wire, &starts)
+                .map(|z| z.origin().to_string())
+        };
+        assert_eq!(parent(&c, "sub.x.test").as_deref(), Some("x.test."));
+        assert_eq!(parent(&c, "www.sub.x.test"), None, "not an expired apex");
+        assert_eq!(parent(&c, "x.test"), None);
+        c.expire(&Name::parse("b.x.test").unwrap());
+        c.expire(&Name::parse("a.b.x.test").unwrap());
+        assert_eq!(parent(&c, "a.b.x.test"), None, "its parent expired too");
+        assert_eq!(parent(&c, "b.x.test").as_deref(), Some("x.test."));
+        c.expire(&Name::parse("lone.test").unwrap());
+        assert_eq!(parent(&c, "lone.test"), None, "no parent served");
     }
 
     #[test]
