@@ -355,13 +355,36 @@ fn same_records(a: &[&Record], b: &[&Record], with_ttl: bool) -> bool {
 }
 
 fn records_text(records: &[&Record]) -> String {
-    let text: Vec<String> = records.iter().map(|r| r.to_string()).collect();
+    let text: Vec<String> = records.iter().map(|r| record_text(r)).collect();
     let joined = text.join("; ");
     if joined.chars().count() > 300 {
         format!("{}…", joined.chars().take(300).collect::<String>())
     } else {
         joined
     }
+}
+
+/// A record as a report shows it: an RRSIG by what it is compared by
+/// (its dates and signature were set aside when it was read), so that
+/// none reads as if a server had sent dates of 1970.
+fn record_text(r: &Record) -> String {
+    let d = &r.rdata;
+    if r.rtype != RType::RRSIG || d.len() < 19 {
+        return r.to_string();
+    }
+    let signer = Name::from_wire(&d[18..d.len() - 1]).map_or("?".into(), |n| n.to_string());
+    format!(
+        "{} {} {} RRSIG {} alg {} labels {} original TTL {} key {} signer {} (dates and signature not compared)",
+        r.name,
+        r.ttl,
+        r.class,
+        RType(u16::from_be_bytes([d[0], d[1]])),
+        d[2],
+        d[3],
+        u32::from_be_bytes([d[4], d[5], d[6], d[7]]),
+        u16::from_be_bytes([d[16], d[17]]),
+        signer
+    )
 }
 
 /// Sets aside, from both responses, what the module's list allows to
@@ -607,6 +630,27 @@ fn drop_differing(
 mod tests {
     use super::*;
     use heron_proto::message::{HEADER_LEN, Header};
+
+    /// An RRSIG read for comparing is shown by what it is compared by.
+    #[test]
+    fn an_rrsig_is_shown_by_what_is_compared() {
+        let mut rdata = vec![0, 1, 13, 3, 0, 0, 0, 60];
+        rdata.extend([0; 8]);
+        rdata.extend([0, 7]);
+        rdata.extend_from_slice(Name::parse("n.test").unwrap().as_wire());
+        rdata.push(0);
+        let r = Record {
+            name: Name::parse("www.n.test").unwrap(),
+            rtype: RType::RRSIG,
+            class: heron_proto::Class::IN,
+            ttl: 60,
+            rdata,
+        };
+        assert_eq!(
+            record_text(&r),
+            "www.n.test. 60 IN RRSIG A alg 13 labels 3 original TTL 60 key 7 signer n.test. (dates and signature not compared)"
+        );
+    }
 
     struct Msg {
         flags: u16,
