@@ -49,9 +49,11 @@ impl<const N: usize> LogLimiter<N> {
     /// `lines` per reason per `interval` seconds (at least one).
     pub fn with_lines(interval: u64, lines: u64) -> LogLimiter<N> {
         LogLimiter {
+            // `written` starts full: a thread that sees the first line's
+            // time before its writer has reset the count is not one more.
             reasons: std::array::from_fn(|_| Reason {
                 logged_at: AtomicU64::new(NEVER),
-                written: AtomicU64::new(0),
+                written: AtomicU64::new(lines.max(1)),
                 suppressed: AtomicU64::new(0),
             }),
             interval,
