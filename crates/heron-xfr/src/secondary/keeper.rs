@@ -170,7 +170,7 @@ fn is_another_file(path: &Path, p: &Pending) -> bool {
 /// Whether the file at `path` is there and not one Heron wrote (its
 /// copies start `; zone `): BIND's inline-signing `FILE.signed`, in raw
 /// or text form, when a zone moves from BIND.
-fn holds_another_file(path: &Path) -> bool {
+pub fn holds_another_file(path: &Path) -> bool {
     use std::io::Read;
     let Ok(mut file) = File::open(path) else {
         return false;

@@ -62,11 +62,15 @@ pub(crate) fn load(zones: &[(Name, PathBuf)]) -> Vec<Zone> {
         .filter_map(|(spec, loaded)| match loaded {
             Ok((zone, _)) => Some(zone),
             Err(problems) => {
+                // BIND's inline-signing copy (raw form reads as garbage).
+                let why = match heron_xfr::secondary::keeper::holds_another_file(&spec.file) {
+                    true => "not a copy Heron wrote: another server's, such as BIND's inline-signing copy; left as it is",
+                    false => problems.first().map_or("", |p| p.as_str()),
+                };
                 tracing::warn!(
                     zone = %spec.origin,
-                    "signed copy {} not used ({}): the zone is signed afresh",
+                    "signed copy {} not used ({why}): the zone is signed afresh",
                     spec.file.display(),
-                    problems.first().map_or("", |p| p.as_str())
                 );
                 None
             }
