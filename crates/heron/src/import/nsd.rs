@@ -717,6 +717,13 @@ impl Interpreter {
             }
         }
         self.finish_blocked(&mut zone, &settings);
+        if !zone.primaries.is_empty() && zone.allow_notify.is_empty() {
+            self.out.untranslated(
+                &section.loc,
+                format!("zone: {origin}: no allow-notify"),
+                "NSD refuses every NOTIFY for this zone (it refreshes on its timer); Heron takes                  NOTIFY from the zone's primaries, so a change reaches it at once",
+            );
+        }
         match catalog_role.as_deref() {
             Some("consumer") => return self.consumer(zone, member_pattern, &section.loc),
             Some("producer") => zone.catalog_generate = true,
@@ -797,7 +804,7 @@ impl Interpreter {
         zone.primaries.push(peer.clone());
         // NSD takes NOTIFY from the primaries only if allow-notify says
         // so; Heron from the primaries by default (and from the list
-        // when one is given).
+        // when one is given): said with the zone.
         Ok(())
     }
 
@@ -1194,6 +1201,21 @@ mod tests {
                 .iter()
                 .any(|n| n.advice.contains("serves no DNS over TLS"))
         );
+    }
+
+    /// A secondary zone without allow-notify: NSD refuses its NOTIFYs,
+    /// Heron takes them from the primaries; the import says so.
+    #[test]
+    fn a_secondary_without_allow_notify_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "zone:\n name: a.test\n request-xfr: 192.0.2.1 NOKEY\n\
+                    zone:\n name: b.test\n request-xfr: 192.0.2.1 NOKEY\n allow-notify: 192.0.2.1 NOKEY\n";
+        let got = parse(&write_files(dir.path(), &[("nsd.conf", text)])).unwrap();
+        let said: Vec<&str> = (got.notes.iter())
+            .filter(|n| n.setting.ends_with("no allow-notify"))
+            .map(|n| n.setting.as_str())
+            .collect();
+        assert_eq!(said, ["zone: a.test: no allow-notify"]);
     }
 
     #[test]
