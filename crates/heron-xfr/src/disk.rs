@@ -14,6 +14,22 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
+/// Whether the file at `path` is there and starts otherwise than
+/// `prefix`, the start of every file of its kind Heron writes: then
+/// another server's (BIND's `FILE.jnl` or `FILE.signed`), which Heron
+/// never writes over, cuts or removes. No file, an empty one, or one cut
+/// short within `prefix` (a crash while it was created) is Heron's.
+pub(crate) fn starts_otherwise(path: &Path, prefix: &[u8]) -> io::Result<bool> {
+    use std::io::Read;
+    let file = match File::open(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        opened => opened?,
+    };
+    let mut start = Vec::with_capacity(prefix.len());
+    file.take(prefix.len() as u64).read_to_end(&mut start)?;
+    Ok(start[..] != prefix[..start.len()])
+}
+
 /// Where a new version of `path` is written before it replaces it.
 pub(crate) fn tmp_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();

@@ -72,7 +72,7 @@ pub fn hand_over_key_directories<'a>(dirs: impl IntoIterator<Item = &'a Path>, i
     }
 }
 
-/// Unreadable files said one by one; the rest are counted./// Unreadable files said one by one; the rest are counted.
+/// Unreadable files said one by one; the rest are counted.
 const UNREADABLE_SAID: usize = 10;
 
 /// Warnings for the `files` this process (once it dropped root) cannot

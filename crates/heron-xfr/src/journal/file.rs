@@ -386,22 +386,9 @@ fn take<'b>(body: &'b [u8], at: &mut usize, n: usize) -> Result<&'b [u8], &'stat
 
 /// Whether the file at `path` holds something other than a Heron journal
 /// (another server's, such as BIND's `FILE.jnl`): such a file is never
-/// written over, cut or removed. No file, an empty one or the start of a
-/// torn header is Heron's to write.
+/// written over, cut or removed ([`crate::disk::starts_otherwise`]).
 pub fn holds_other_data(path: &Path) -> io::Result<bool> {
-    let mut file = match File::open(path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-        opened => opened?,
-    };
-    let mut start = [0; MAGIC.len()];
-    let mut read = 0;
-    while read < start.len() {
-        match file.read(&mut start[read..])? {
-            0 => break,
-            n => read += n,
-        }
-    }
-    Ok(start[..read] != MAGIC[..read])
+    crate::disk::starts_otherwise(path, MAGIC)
 }
 
 /// Why a journal file is left alone: what to tell the operator.

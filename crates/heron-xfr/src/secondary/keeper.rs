@@ -169,21 +169,10 @@ fn is_another_file(path: &Path, p: &Pending) -> bool {
 
 /// Whether the file at `path` is there and not one Heron wrote (its
 /// copies start `; zone `): BIND's inline-signing `FILE.signed`, in raw
-/// or text form, when a zone moves from BIND.
+/// or text form, when a zone moves from BIND. One that cannot be read is
+/// not taken for another's: writing it fails and says why.
 pub fn holds_another_file(path: &Path) -> bool {
-    use std::io::Read;
-    let Ok(mut file) = File::open(path) else {
-        return false;
-    };
-    let mut start = [0; 7];
-    let mut read = 0;
-    while read < start.len() {
-        match file.read(&mut start[read..]) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => read += n,
-        }
-    }
-    read > 0 && start[..read] != b"; zone "[..read]
+    disk::starts_otherwise(path, b"; zone ").unwrap_or(false)
 }
 
 /// The most entries one batch takes from the queue. A batch holds a path

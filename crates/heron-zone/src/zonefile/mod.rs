@@ -86,8 +86,10 @@ pub struct ReadOptions {
     pub progress: Option<Arc<AtomicU64>>,
     /// Most octets one load reads, the file and its `$INCLUDE`s together.
     pub max_size: u64,
-    /// Where to put what is worth a warning but loads: a file with no
-    /// `$TTL` and no TTL, whose records take the SOA MINIMUM, as BIND's.
+    /// Where to put what is worth a warning but loads, each said once a
+    /// reader (a file read in pieces has one reader a piece): the SOA
+    /// MINIMUM taken as `$TTL` in a file with neither, as BIND does, and
+    /// a TTL past 2^31-1 served as 0.
     pub notes: Option<Arc<Mutex<Vec<ZoneFileError>>>>,
 }
 

@@ -26,9 +26,6 @@ pub struct Statement {
     pub words: Vec<String>,
     pub block: Option<Vec<Statement>>,
     pub after: Vec<String>,
-    /// Blocks after the first (`controls`' `inet ... allow { } keys { };`),
-    /// read so that the file reads; no statement translated uses them.
-    pub more_blocks: Vec<Vec<Statement>>,
     pub loc: Option<Loc>,
 }
 
@@ -254,9 +251,11 @@ fn statement(
                         return Err(ImportError::at(loc, "this '{' is not closed"));
                     }
                 }
-                match statement.block {
-                    None => statement.block = Some(inner),
-                    Some(_) => statement.more_blocks.push(inner),
+                // Blocks after the first (`controls`' `inet ... allow { }
+                // keys { };`) are read so that the file reads; no
+                // statement translated needs them.
+                if statement.block.is_none() {
+                    statement.block = Some(inner);
                 }
             }
             Token::Close => {
