@@ -641,9 +641,9 @@ impl<'z> Edit<'z> {
             key,
             is_cut,
             self.apex,
-            |set| match set.rtype {
+            |set, encoded| match set.rtype {
                 RType::NS | RType::MX | RType::SRV => {
-                    additional_block(set, &owner, is_cut, self.apex, &addresses)
+                    additional_block(set, encoded, &owner, is_cut, &addresses)
                 }
                 _ => AdditionalBlock::default(),
             },

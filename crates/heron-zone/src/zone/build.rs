@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashSet};
-use heron_proto::encoded::{AdditionalBlock, EncodedRRset, Names, Signatures, pack_rrset};
-use heron_proto::name::{NameBuf, lowercase_wire, suffixes};
+use heron_proto::encoded::{AdditionalBlock, EncodedRef, Names, Signatures, pack_rrset};
+use heron_proto::name::{NameBuf, ends_with_name, lowercase_wire, suffixes};
 use heron_proto::rdata;
 use heron_proto::{Class, Name, RType};
 
@@ -639,18 +639,26 @@ impl ZoneBuilder {
         {
             let owner = self.logged(&self.entries[d.start as usize]).owner;
             let mut name = owner;
+            let mut lower = NameBuf::new();
             loop {
                 let parent = &name[1 + name[0] as usize..];
                 if parent.len() <= origin_len {
                     break;
                 }
-                let mut lower: Box<[u8]> = parent.into();
-                lowercase_wire(&mut lower);
-                let known = lookup.find(&lower).is_some() || missing.contains(&lower);
-                if !known {
-                    missing.insert(lower.clone());
+                lower.set(parent);
+                lower.make_lowercase();
+                // A parent met before is known, and so are its own: most
+                // owners share theirs with siblings.
+                if let Some(count) = children.get_mut(lower.as_wire()) {
+                    *count += 1;
+                    break;
                 }
-                *children.entry(lower).or_insert(0) += 1;
+                let key: Box<[u8]> = lower.as_wire().into();
+                let known = lookup.find(&key).is_some();
+                if !known {
+                    missing.insert(key.clone());
+                }
+                children.insert(key, 1);
                 if known {
                     break;
                 }
@@ -956,6 +964,11 @@ impl<'a> NodeParts<'a> {
     }
 }
 
+/// A node read for another's sake (a target's addresses, a glue check),
+/// its buffers reused from one read to the next: reading each into a new
+/// one was two to four allocations per NS record.
+type Scratch<'l> = std::cell::RefCell<NodeParts<'l>>;
+
 /// (in-zone target, node whose additional section holds its addresses).
 type Referral = (Box<[u8]>, Box<[u8]>);
 
@@ -1165,11 +1178,12 @@ impl<'a> Plan<'a> {
         let drafts = &self.drafts[bounds[0]..bounds[1]];
         let mut arena = Vec::with_capacity(self.arena_estimate(drafts, logs));
         let mut table = NodeTable::with_capacity(drafts.len());
+        let lookups = Scratch::default();
         for &d in drafts {
             let at = arena.len();
             let hash = self.b.entries[d.start as usize].hash;
             self.collect(d, scratch, logs);
-            out.records += self.pack_node(scratch, &mut arena, logs, out);
+            out.records += self.pack_node(scratch, &mut arena, logs, &lookups, out);
             table.insert_unique(hash, at as u32);
         }
         Arc::new(Shard {
@@ -1213,31 +1227,43 @@ impl<'a> Plan<'a> {
                 }
             }
         }
-        Targets::gather(names, |lower, emit| self.addresses(lower, emit, logs))
+        let lookups = Scratch::default();
+        Targets::gather(names, |lower, emit| {
+            self.addresses(lower, emit, logs, &lookups)
+        })
     }
 
     /// The addresses (A, then AAAA) the zone holds for a lower-cased name,
     /// each with its RRSIGs unless glue; false if there is no such name.
-    fn addresses(&self, lower: &[u8], emit: Emit, logs: &[Vec<u8>]) -> bool {
-        self.find(lower, logs)
-            .map(|d| self.parts(d, logs))
-            .is_some_and(|t| {
-                for rtype in [RType::A, RType::AAAA] {
-                    if let Some(set) = t.set(rtype) {
-                        let glue = !set.sigs.is_empty() && self.at_or_below_cut(lower, logs);
-                        emit((rtype, set.ttl, &set.rdatas), signatures(set, glue));
-                    }
-                }
-                true
-            })
+    fn addresses<'l>(
+        &self,
+        lower: &[u8],
+        emit: Emit,
+        logs: &'l [Vec<u8>],
+        lookups: &Scratch<'l>,
+    ) -> bool {
+        let Some(d) = self.find(lower, logs) else {
+            return false;
+        };
+        let mut target = lookups.borrow_mut();
+        self.collect(d, &mut target, logs);
+        for rtype in [RType::A, RType::AAAA] {
+            if let Some(set) = target.set(rtype) {
+                let glue = !set.sigs.is_empty() && self.at_or_below_cut(lower, logs);
+                emit((rtype, set.ttl, &set.rdatas), signatures(set, glue));
+            }
+        }
+        true
     }
 
     /// Checks one node and appends it to `arena`; returns its record count.
-    fn pack_node(
+    /// `lookups` is for reading the nodes it names.
+    fn pack_node<'l>(
         &self,
         node: &NodeParts,
         arena: &mut Vec<u8>,
-        logs: &[Vec<u8>],
+        logs: &'l [Vec<u8>],
+        lookups: &Scratch<'l>,
         out: &mut Packed,
     ) -> usize {
         let mut key = NameBuf::new();
@@ -1262,7 +1288,7 @@ impl<'a> Plan<'a> {
                 self.problem(&mut out.problems, at, Severity::Error, msg);
             }
             if is_cut {
-                self.check_glue(node, owner, logs, &mut out.problems);
+                self.check_glue(node, owner, logs, lookups, &mut out.problems);
             }
             for target in in_zone_targets(node, apex) {
                 out.referrers.push((target, key.as_wire().into()));
@@ -1270,19 +1296,20 @@ impl<'a> Plan<'a> {
         }
         let addresses = |lower: &[u8], emit: Emit| match &self.targets {
             Some(targets) => targets.addresses(lower, emit),
-            None => self.addresses(lower, emit, logs),
+            None => self.addresses(lower, emit, logs, lookups),
         };
-        let written = write_node(
-            arena,
-            node,
-            key.as_wire(),
-            is_cut,
-            apex,
-            |set| match &owner {
-                Some(owner) => additional_block(set, owner, is_cut, apex, &addresses),
-                None => AdditionalBlock::default(),
-            },
-        );
+        let written =
+            write_node(
+                arena,
+                node,
+                key.as_wire(),
+                is_cut,
+                apex,
+                |set, encoded| match &owner {
+                    Some(owner) => additional_block(set, encoded, owner, is_cut, &addresses),
+                    None => AdditionalBlock::default(),
+                },
+            );
         if let Err(set) = written {
             let owner = Name::from_wire(node.owner).expect("read as a name");
             let msg = format!(
@@ -1319,8 +1346,10 @@ impl<'a> Plan<'a> {
         }
         // A name server named inside the zone is found through this zone
         // alone: without an address here nobody reaches it.
+        let lookups = Scratch::default();
         for target in ns.rdatas.iter().filter_map(|t| Name::from_wire(t).ok()) {
-            if target.is_subdomain_of(origin) && !self.has_address(&target, logs) {
+            let in_zone = target.is_subdomain_of(origin);
+            if in_zone && !self.has_address(target.as_wire(), logs, &lookups) {
                 let msg = format!(
                     "name server {target} of {origin} is in the zone but has no address (A/AAAA)"
                 );
@@ -1339,37 +1368,38 @@ impl<'a> Plan<'a> {
         })
     }
 
-    /// Whether the zone holds an A or AAAA record for `name`, an NS
-    /// target.
-    fn has_address(&self, name: &Name, logs: &[Vec<u8>]) -> bool {
-        let lower = name.to_lowercase();
+    /// Whether the zone holds an A or AAAA record for `name` (wire, any
+    /// case), an NS target.
+    fn has_address<'l>(&self, name: &[u8], logs: &'l [Vec<u8>], lookups: &Scratch<'l>) -> bool {
+        let mut lower = NameBuf::new();
+        lower.set(name);
+        lower.make_lowercase();
         if let Some(targets) = &self.targets {
             return targets.has_address(lower.as_wire());
         }
-        self.find(lower.as_wire(), logs).is_some_and(|t| {
-            let t = self.parts(t, logs);
-            t.set(RType::A).is_some() || t.set(RType::AAAA).is_some()
+        self.find(lower.as_wire(), logs).is_some_and(|d| {
+            let mut target = lookups.borrow_mut();
+            self.collect(d, &mut target, logs);
+            target.set(RType::A).is_some() || target.set(RType::AAAA).is_some()
         })
     }
 
     /// An NS target at or below a delegation of this zone needs an address
     /// here, or nobody can reach that name server.
-    fn check_glue(
+    fn check_glue<'l>(
         &self,
         node: &NodeParts,
         cut: &Name,
-        logs: &[Vec<u8>],
+        logs: &'l [Vec<u8>],
+        lookups: &Scratch<'l>,
         problems: &mut Vec<Problem>,
     ) {
         let ns = node.set(RType::NS).expect("a cut has NS");
-        for target in &ns.rdatas {
-            let Ok(target) = Name::from_wire(target) else {
-                continue;
-            };
-            if !target.is_subdomain_of(cut) {
+        for &target in &ns.rdatas {
+            if !ends_with_name(target, cut.as_wire()) || self.has_address(target, logs, lookups) {
                 continue;
             }
-            if !self.has_address(&target, logs) {
+            if let Ok(target) = Name::from_wire(target) {
                 let msg = format!("delegation {cut} to {target} has no glue address (A/AAAA)");
                 self.problem(problems, ns.first, Severity::Warning, msg);
             }
@@ -1495,18 +1525,26 @@ pub(super) fn write_node<'n, 'a>(
     key: &[u8],
     is_cut: bool,
     apex: &[u8],
-    block: impl Fn(&SetParts) -> AdditionalBlock,
+    block: impl Fn(&SetParts, EncodedRef) -> AdditionalBlock,
 ) -> Result<(), &'n SetParts<'a>> {
     let mut w = NodeWriter::begin(arena, key, node.owner, is_cut);
     let names = Names { apex, owner: key };
     for set in node.sets() {
-        let block = block(set);
+        // Where the RRset went: its block reads the targets' places there.
+        let packed = std::cell::Cell::new(0..0);
         w.rrset(
             set.rtype,
             [
-                &mut |out| pack_rrset(set.rtype, set.ttl, &set.rdatas, names, out),
+                &mut |out| {
+                    let start = out.len();
+                    pack_rrset(set.rtype, set.ttl, &set.rdatas, names, out);
+                    packed.set(start..out.len());
+                },
                 &mut |out| pack_rrset(RType::RRSIG, set.sig_ttl, &set.sigs, names, out),
-                &mut |out| block.pack(out),
+                &mut |out| {
+                    let block = block(set, EncodedRef::new(&out[packed.take()]));
+                    block.pack(out)
+                },
             ],
         )
         .map_err(|_| set)?;
@@ -1516,12 +1554,13 @@ pub(super) fn write_node<'n, 'a>(
 
 /// For NS, MX and SRV: the addresses of the targets the zone holds
 /// (glue below a delegation included), encoded for responses.
+/// `encoded` is the RRset as packed (the targets' places in it);
 /// `addresses` looks a lower-cased target up in the zone.
 pub(super) fn additional_block(
     set: &SetParts,
+    encoded: EncodedRef,
     owner: &Name,
     is_cut: bool,
-    apex: &[u8],
     addresses: &dyn Fn(&[u8], Emit) -> bool,
 ) -> AdditionalBlock {
     let mut block = AdditionalBlock::default();
@@ -1536,11 +1575,6 @@ pub(super) fn additional_block(
             RType::SRV => 6,
             _ => 0,
         };
-    let names = Names {
-        apex,
-        owner: owner.as_wire(),
-    };
-    let encoded = EncodedRRset::new(set.rtype, set.ttl, &set.rdatas, names);
     let mut seen: Vec<Box<[u8]>> = Vec::new();
     for (k, rd) in set.rdatas.iter().enumerate() {
         let Some(target) = rdata::names_for_additional(set.rtype, rd) else {
