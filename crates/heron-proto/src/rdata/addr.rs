@@ -1,6 +1,7 @@
 //! Addresses: IPv4, IPv6, EUI-48/64 (RFC 7043) and ILNP 64-bit values
 //! (RFC 6742).
 
+use std::fmt::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::text::{TextError, Token};
@@ -24,14 +25,14 @@ pub fn parse_ipv6(tok: &Token) -> Result<[u8; 16], TextError> {
 /// Dotted quad.
 pub fn format_ipv4(b: &[u8], out: &mut String) {
     let a = Ipv4Addr::new(b[0], b[1], b[2], b[3]);
-    out.push_str(&a.to_string());
+    write!(out, "{a}").expect("a string takes any text");
 }
 
 /// RFC 5952 canonical text: lower case, the longest run of two or more zero
 /// groups compressed, IPv4-mapped addresses as `::ffff:a.b.c.d`.
 pub fn format_ipv6(b: &[u8], out: &mut String) {
     let octets: [u8; 16] = b.try_into().expect("16 octets");
-    out.push_str(&Ipv6Addr::from(octets).to_string());
+    write!(out, "{}", Ipv6Addr::from(octets)).expect("a string takes any text");
 }
 
 /// `xx-xx-...` with exactly `N` groups of two hex digits.

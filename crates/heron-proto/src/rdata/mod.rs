@@ -224,30 +224,39 @@ fn check_text(rtype: RType, rdata: &[u8]) -> Result<(), TextError> {
 
 /// Writes uncompressed wire RDATA in presentation form. Unknown types, and
 /// RDATA that does not parse as its type, are written in RFC 3597 form.
+/// Appended to `out` in place: a string per record was a tenth of writing
+/// a zone out as text.
 pub fn format_text(rtype: RType, rdata: &[u8], out: &mut String) {
-    match format_known(rtype, rdata) {
-        Some(text) => out.push_str(&text),
-        None => format_generic(rdata, out),
+    if !format_known(rtype, rdata, out) {
+        format_generic(rdata, out);
     }
 }
 
-fn format_known(rtype: RType, rdata: &[u8]) -> Option<String> {
-    let schema = schema::fields(rtype)?;
-    let pieces = split(rtype, rdata).ok()?;
-    check_text(rtype, rdata).ok()?;
-    let mut s = String::with_capacity(rdata.len() * 2);
+/// Appends the fields of a type with a schema; false (and `out` as it
+/// was) when the type has none or the RDATA does not parse as it.
+fn format_known(rtype: RType, rdata: &[u8], out: &mut String) -> bool {
+    let Some(schema) = schema::fields(rtype) else {
+        return false;
+    };
+    let Ok(pieces) = split(rtype, rdata) else {
+        return false;
+    };
+    if check_text(rtype, rdata).is_err() {
+        return false;
+    }
+    let start = out.len();
     for (&field, &piece) in schema.iter().zip(pieces.iter()) {
-        let mark = s.len();
-        if mark > 0 {
-            s.push(' ');
+        let mark = out.len();
+        if mark > start {
+            out.push(' ');
         }
-        let body = s.len();
-        field::format(field, piece, &mut s);
-        if s.len() == body {
-            s.truncate(mark);
+        let body = out.len();
+        field::format(field, piece, out);
+        if out.len() == body {
+            out.truncate(mark);
         }
     }
-    Some(s)
+    true
 }
 
 /// The RFC 3597 generic form `\# LEN HEX`.

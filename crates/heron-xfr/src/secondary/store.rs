@@ -11,9 +11,9 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use heron_proto::{RType, rdata};
+use heron_proto::RType;
 use heron_zone::Zone;
-use heron_zone::zone::Node;
+use heron_zone::zone::LineWriter;
 
 use crate::disk::{folder, keep_existing, tmp_path};
 use crate::secondary::seal;
@@ -119,41 +119,28 @@ fn write_records(
     left_out: &dyn Fn(RType) -> bool,
 ) -> io::Result<()> {
     writeln!(out, "$ORIGIN {}", zone.origin())?;
+    let (mut lines, mut text) = (LineWriter::new(), Vec::new());
     let soa = zone.soa();
-    write_record(out, zone.apex(), RType::SOA, soa.ttl(), &soa.first_rdata())?;
-    let nodes = zone.nodes_in_canonical_order();
+    lines.start(&zone.apex());
+    lines.record(&mut text, RType::SOA, soa.ttl(), &soa.first_rdata());
     let apex = zone.apex().id();
-    for node in nodes {
-        let at_apex = node.id() == apex;
-        for set in node.rrsets() {
-            let written_first = at_apex && set.rtype == RType::SOA;
-            if !written_first && !left_out(set.rtype) {
-                for rd in set.rdatas() {
-                    write_record(out, node, set.rtype, set.ttl(), &rd)?;
-                }
-            }
-            if left_out(RType::RRSIG) {
-                continue;
-            }
-            for rd in set.sigs() {
-                write_record(out, node, RType::RRSIG, set.sig_ttl(), &rd)?;
-            }
+    // The SOA is written first: the apex's is left out where it falls.
+    let apex_left_out = |t: RType| t == RType::SOA || left_out(t);
+    for node in zone.nodes_in_canonical_order() {
+        match node.id() == apex {
+            true => lines.node(&mut text, &node, &apex_left_out),
+            false => lines.node(&mut text, &node, left_out),
+        }
+        if text.len() >= FLUSH_AT {
+            out.write_all(&text)?;
+            text.clear();
         }
     }
-    Ok(())
+    out.write_all(&text)
 }
 
-fn write_record(
-    out: &mut dyn Write,
-    node: Node,
-    rtype: RType,
-    ttl: u32,
-    rd: &[u8],
-) -> io::Result<()> {
-    let mut text = String::new();
-    rdata::format_text(rtype, rd, &mut text);
-    writeln!(out, "{} {ttl} IN {rtype} {text}", node.owner())
-}
+/// Octets of lines gathered before they are written.
+const FLUSH_AT: usize = 64 << 10;
 
 #[cfg(test)]
 mod tests {

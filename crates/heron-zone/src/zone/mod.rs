@@ -14,6 +14,7 @@ mod build;
 mod canonical;
 pub(crate) mod chain;
 pub mod diff;
+mod lines;
 mod node;
 pub(crate) mod nsec3;
 mod nsec3_owners;
@@ -39,6 +40,7 @@ use crate::zonefile::{
 pub use build::{MAX_PROBLEMS, ZoneBuilder};
 pub use canonical::CanonicalNodes;
 use chain::DenialChain;
+pub use lines::LineWriter;
 use node::Shard;
 pub use node::{Node, RRset};
 
@@ -585,7 +587,9 @@ pub fn load_zone_text(
         return in_file(with_notes(finish_load(builder, Vec::new()), &opts), path);
     }
     builder.reserve_for_text(text.len());
+    let t = std::time::Instant::now();
     let errors = read_file_text(text, path, &opts, &mut |rec| builder.add(rec));
+    eprintln!("T parse {:?}", t.elapsed());
     in_file(with_notes(finish_load(builder, errors), &opts), path)
 }
 
