@@ -18,6 +18,10 @@ use heron_proto::{Name, RType};
 use heron_zone::Zone;
 use heron_zone::zone::{LineWriter, Node};
 
+/// The allocator the server runs on, so that the figures are the server's.
+#[global_allocator]
+static ALLOCATOR: heron_sys::memory::ServerAllocator = heron_sys::memory::ServerAllocator;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
