@@ -715,3 +715,19 @@ fn a_name_below_a_hashed_owner_gets_its_empty_non_terminal() {
         "the new name and its parent"
     );
 }
+
+/// A small zone is cut into enough batches to keep every thread busy to
+/// the end; a large one into batches of the full size.
+#[test]
+fn batches_shrink_for_small_zones_only() {
+    let threads = heron_zone::cores();
+    assert_eq!(entries_per_batch(0), MIN_ENTRIES_PER_BATCH);
+    assert_eq!(entries_per_batch(5), MIN_ENTRIES_PER_BATCH);
+    let root_like: usize = 3_000;
+    let batches = root_like.div_ceil(entries_per_batch(root_like));
+    assert!(
+        batches >= threads.min(8) * BATCHES_PER_THREAD / 2,
+        "{batches}"
+    );
+    assert_eq!(entries_per_batch(2_000_000), ENTRIES_PER_BATCH);
+}
