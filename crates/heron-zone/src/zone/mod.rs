@@ -587,9 +587,7 @@ pub fn load_zone_text(
         return in_file(with_notes(finish_load(builder, Vec::new()), &opts), path);
     }
     builder.reserve_for_text(text.len());
-    let t = std::time::Instant::now();
     let errors = read_file_text(text, path, &opts, &mut |rec| builder.add(rec));
-    eprintln!("T parse {:?}", t.elapsed());
     in_file(with_notes(finish_load(builder, errors), &opts), path)
 }
 
