@@ -788,12 +788,30 @@ fn write_labels(out: &mut String, wire: &[u8]) {
     let mut i = 0;
     while i < wire.len() && wire[i] != 0 {
         let len = wire[i] as usize;
-        for &b in &wire[i + 1..i + 1 + len] {
-            push_escaped_name_byte(out, b);
+        let label = &wire[i + 1..i + 1 + len];
+        // Most labels need no escape: copied whole, not a byte at a time.
+        match std::str::from_utf8(label) {
+            Ok(plain) if label.iter().all(|&b| !needs_escape(b)) => out.push_str(plain),
+            _ => label.iter().for_each(|&b| push_escaped_name_byte(out, b)),
         }
         out.push('.');
         i += 1 + len;
     }
+}
+
+/// Appends the uncompressed wire name `wire` in presentation form (`.`
+/// for the root), without making a [`Name`] of it.
+pub fn push_name_text(out: &mut String, wire: &[u8]) {
+    match wire.first() {
+        None | Some(0) => out.push('.'),
+        Some(_) => write_labels(out, wire),
+    }
+}
+
+/// Whether a label byte is written escaped.
+fn needs_escape(b: u8) -> bool {
+    matches!(b, b'.' | b';' | b'(' | b')' | b'"' | b'\\' | b'@' | b'$')
+        || !(0x21..=0x7E).contains(&b)
 }
 
 /// Appends one label byte in presentation form.
@@ -813,11 +831,8 @@ pub fn push_escaped_name_byte(out: &mut String, b: u8) {
 
 impl fmt::Display for Name {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_root() {
-            return f.write_str(".");
-        }
         let mut s = String::with_capacity(self.wire.len() + 4);
-        write_labels(&mut s, &self.wire);
+        push_name_text(&mut s, &self.wire);
         f.write_str(&s)
     }
 }
@@ -947,6 +962,24 @@ mod tests {
 
     fn n(s: &str) -> Name {
         Name::parse(s).unwrap()
+    }
+
+    /// Every byte value in a label is written as `Display` always wrote
+    /// it, one byte at a time; plain labels beside escaped ones.
+    #[test]
+    fn name_text_escapes_exactly_the_bytes_that_need_it() {
+        for b in 0..=255u8 {
+            let wire = [1, b, 3, b'a', b'-', b'z', 0];
+            let mut one_by_one = String::new();
+            push_escaped_name_byte(&mut one_by_one, b);
+            let mut out = String::new();
+            push_name_text(&mut out, &wire);
+            assert_eq!(out, format!("{one_by_one}.a-z."), "byte {b}");
+            assert_eq!(Name::parse(&out).unwrap().as_wire(), &wire);
+        }
+        let mut root = String::new();
+        push_name_text(&mut root, &[0]);
+        assert_eq!(root, ".");
     }
 
     #[test]

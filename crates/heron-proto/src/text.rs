@@ -6,6 +6,27 @@
 
 use std::fmt;
 
+/// The decimal digits of `n`, written at the end of `buf`: for text
+/// written at every record (TTLs, RDATA numbers) without a string each.
+pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
+    }
+}
+
+/// Appends `n` in decimal.
+pub fn push_decimal(out: &mut String, n: u64) {
+    let mut buf = [0; 20];
+    let digits = decimal(n, &mut buf);
+    out.push_str(std::str::from_utf8(digits).expect("ASCII digits"));
+}
+
 /// One whitespace-separated field of an entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Token<'a> {

@@ -7,8 +7,8 @@ use super::fields::{Fields, decimal, joined, missing};
 use super::schema::{ALGORITHMS, CERT_TYPES, Field};
 use super::wire::Wire;
 use super::{addr, bitmap, loc, svcb, time};
-use crate::name::Name;
-use crate::text::{TextError, Token, char_string, push_char_string, unescape};
+use crate::name::{Name, push_name_text};
+use crate::text::{TextError, Token, char_string, push_char_string, push_decimal, unescape};
 use crate::types::RType;
 
 fn err(msg: String) -> TextError {
@@ -260,14 +260,20 @@ pub fn format(field: Field, b: &[u8], out: &mut String) {
     use Field::*;
     let num = |b: &[u8]| b.iter().fold(0u64, |acc, &x| acc << 8 | x as u64);
     match field {
-        U8(_) | U16(_) | U32(_) | Period(_) | Algorithm => out.push_str(&num(b).to_string()),
+        U8(_) | U16(_) | U32(_) | Period(_) | Algorithm => push_decimal(out, num(b)),
         SigTime(_) => time::format_sig_time(num(b) as u32, out),
         CertType => match CERT_TYPES.iter().find(|(_, v)| *v as u64 == num(b)) {
             Some((name, _)) => out.push_str(name),
-            None => out.push_str(&num(b).to_string()),
+            None => push_decimal(out, num(b)),
         },
-        TypeCovered => out.push_str(&RType(num(b) as u16).to_string()),
-        DomainName(_) => out.push_str(&Name::from_wire(b).expect("checked name").to_string()),
+        TypeCovered => match RType(num(b) as u16).mnemonic() {
+            Some(m) => out.push_str(m),
+            None => {
+                out.push_str("TYPE");
+                push_decimal(out, num(b));
+            }
+        },
+        DomainName(_) => push_name_text(out, b),
         CharString(_) => push_char_string(out, &b[1..]),
         CharStrings => format_strings(b, out),
         Ipv4(_) => addr::format_ipv4(b, out),

@@ -5,7 +5,9 @@
 //! the owner per record, was most of writing a signed zone out.
 
 use heron_proto::RType;
+use heron_proto::name::push_name_text;
 use heron_proto::rdata::format_text;
+use heron_proto::text::decimal;
 
 use super::Node;
 
@@ -24,9 +26,8 @@ impl LineWriter {
 
     /// Takes `node`'s owner for the lines that follow.
     pub fn start(&mut self, node: &Node) {
-        use std::fmt::Write;
         self.owner.clear();
-        write!(self.owner, "{}", node.owner()).expect("a string takes any text");
+        push_name_text(&mut self.owner, node.owner_wire());
     }
 
     /// Appends one line of the node last started.
@@ -69,18 +70,8 @@ impl LineWriter {
 }
 
 /// Appends `n` in decimal.
-fn push_decimal(out: &mut Vec<u8>, mut n: u32) {
-    let mut digits = [0u8; 10];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
+fn push_decimal(out: &mut Vec<u8>, n: u32) {
+    out.extend_from_slice(decimal(n.into(), &mut [0; 20]));
 }
 
 #[cfg(test)]
