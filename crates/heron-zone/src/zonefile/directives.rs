@@ -126,7 +126,11 @@ impl Reader<'_> {
             );
         }
         match Name::from_text(tok.raw, Some(&ctx.origin)) {
-            Ok(n) => ctx.origin = n,
+            Ok(n) => {
+                ctx.origin = n;
+                // A relative owner written again now names another name.
+                ctx.owner_text.clear();
+            }
             Err(e) => self.error(
                 ctx,
                 line,
@@ -261,6 +265,7 @@ impl Reader<'_> {
             origin,
             owner: None,
             owner_bad: false,
+            owner_text: Vec::new(),
         };
         self.read_text(&text, &mut inner);
         self.open_files.pop();

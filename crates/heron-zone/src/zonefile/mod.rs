@@ -312,6 +312,7 @@ pub(crate) fn read_piece(
         origin: piece.origin.clone(),
         owner: None,
         owner_bad: false,
+        owner_text: Vec::new(),
     };
     let text = &text[..end];
     let lexer = match piece.start {
@@ -410,6 +411,11 @@ struct FileCtx {
     /// Whether the last owner written was bad (then entries that reuse it are
     /// skipped without a second error).
     owner_bad: bool,
+    /// The text `owner` was read from, under the current origin (empty
+    /// when none): the next line that writes the same owner takes it as
+    /// it is, not read again (a name made per line was a tenth of reading
+    /// a zone whose owners hold an A and an AAAA each).
+    owner_text: Vec<u8>,
 }
 
 /// TTL and class fields found before the type.
@@ -453,6 +459,7 @@ impl<'r> Reader<'r> {
             origin: self.opts.origin.clone(),
             owner: None,
             owner_bad: false,
+            owner_text: Vec::new(),
         };
         self.read_text(text, &mut ctx);
         self.open_files.pop();
@@ -501,6 +508,7 @@ impl<'r> Reader<'r> {
                 // reuse it are read correctly.
                 let first = tokens.first().filter(|t| t.raw.first() != Some(&b'$'));
                 if let (Some(first), false) = (first, entry.leading_ws) {
+                    ctx.owner_text.clear();
                     match Name::from_text(first.raw, Some(&ctx.origin)) {
                         Ok(n) => {
                             ctx.owner = Some(n);
@@ -566,11 +574,15 @@ impl<'r> Reader<'r> {
                     return;
                 }
             }
+        } else if ctx.owner.is_some() && first.raw == ctx.owner_text.as_slice() {
+            &tokens[1..]
         } else {
+            ctx.owner_text.clear();
             match Name::from_text(first.raw, Some(&ctx.origin)) {
                 Ok(n) => {
                     ctx.owner = Some(n);
                     ctx.owner_bad = false;
+                    ctx.owner_text.extend_from_slice(first.raw);
                     &tokens[1..]
                 }
                 Err(e) => {

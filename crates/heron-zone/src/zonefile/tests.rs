@@ -172,6 +172,35 @@ fn origin_directive() {
     );
 }
 
+/// An owner written again as the same text is the same name, unless a
+/// $ORIGIN between the two lines makes the text name another; a blank
+/// owner still takes the last one.
+#[test]
+fn an_owner_written_again_follows_the_origin() {
+    let got = ok("$TTL 1\n\
+         www A 1\n\
+         www A 2\n\
+         $ORIGIN sub\n\
+         www A 3\n\
+         \x20 A 4\n\
+         www A 5\n\
+         @ A 6\n\
+         $ORIGIN example.com.\n\
+         @ A 7\n");
+    assert_eq!(
+        got,
+        [
+            r("www.example.com.", 1, "A", "1"),
+            r("www.example.com.", 1, "A", "2"),
+            r("www.sub.example.com.", 1, "A", "3"),
+            r("www.sub.example.com.", 1, "A", "4"),
+            r("www.sub.example.com.", 1, "A", "5"),
+            r("sub.example.com.", 1, "A", "6"),
+            r("example.com.", 1, "A", "7"),
+        ]
+    );
+}
+
 #[test]
 fn type_and_class_mnemonics() {
     let (recs, errs) = read("$TTL 1\na TYPE65280 \\# 0\nb CLASS1 type1 x\nc MX 10 mx\n");
