@@ -731,3 +731,15 @@ fn batches_shrink_for_small_zones_only() {
     );
     assert_eq!(entries_per_batch(2_000_000), ENTRIES_PER_BATCH);
 }
+
+/// A zone of a few names is signed on the calling thread (starting one
+/// cost more than its signatures); a larger one on every core.
+#[test]
+fn only_zones_worth_a_thread_start_one() {
+    assert_eq!(signing_threads(0, 0), 1);
+    assert_eq!(signing_threads(5, 2), 1);
+    assert_eq!(signing_threads(MIN_ENTRIES_PER_THREAD, 4), 1);
+    let cores = heron_zone::cores();
+    assert_eq!(signing_threads(3_000, 32), cores.min(32));
+    assert_eq!(signing_threads(3_000, 1), 1);
+}
