@@ -250,7 +250,8 @@ fn sign_into_builder(
         soa_replaced: made.iter().any(|m| m.rtype == RType::SOA),
         nsec_ttl: (config.denial == Denial::Nsec).then(|| zone.negative_ttl()),
     };
-    let mut builder = ZoneBuilder::new(zone.origin().clone(), zone.class());
+    // The unsigned zone's warnings were said when it was loaded.
+    let mut builder = ZoneBuilder::new(zone.origin().clone(), zone.class()).without_warnings();
     add_unsigned(&mut builder, zone, &made, context.soa_replaced);
     // After the unsigned records, for their room and the signatures'
     // again (the part not used is never touched). Measured at 200,000

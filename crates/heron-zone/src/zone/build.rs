@@ -202,6 +202,9 @@ pub struct ZoneBuilder {
     /// Children of each node below the apex that has any (see
     /// `Zone::children`), counted while finding empty non-terminals.
     children: HashMap<Box<[u8]>, u32>,
+    /// Whether the checks that only warn run (see
+    /// [`ZoneBuilder::without_warnings`]).
+    warn: bool,
 }
 
 impl ZoneBuilder {
@@ -217,7 +220,17 @@ impl ZoneBuilder {
             files: Vec::new(),
             problems: Vec::new(),
             children: HashMap::new(),
+            warn: true,
         }
+    }
+
+    /// Skips the checks that can only warn (glue of delegations, TTLs
+    /// within an RRset, the denial chain): for a zone made from one whose
+    /// warnings were said when it was loaded (the signer's), where they
+    /// were a tenth of the build. Errors are still found.
+    pub fn without_warnings(mut self) -> ZoneBuilder {
+        self.warn = false;
+        self
     }
 
     /// Makes room for the records of a zone file of `text_len` bytes, so
@@ -278,6 +291,7 @@ impl ZoneBuilder {
             logs: vec![Vec::new(); self.logs.len()],
             group_from: self.group_from,
             log_limit: self.log_limit,
+            warn: self.warn,
             ..ZoneBuilder::new(self.origin.clone(), self.class)
         }
     }
@@ -507,7 +521,10 @@ impl ZoneBuilder {
         }
         .find_soa();
         built_zone.chain = DenialChain::of(&built_zone).map(Box::new);
-        let chain_problems = DenialChain::problems(&built_zone, built_zone.chain.as_deref());
+        let chain_problems = match self.warn {
+            true => DenialChain::problems(&built_zone, built_zone.chain.as_deref()),
+            false => Vec::new(),
+        };
         problems.extend(chain_problems.into_iter().map(|message| Problem {
             severity: Severity::Warning,
             location: None,
@@ -1290,7 +1307,12 @@ impl<'a> Plan<'a> {
         key.make_lowercase();
         let is_apex = key.as_wire() == self.apex.as_wire();
         out.wildcards |= is_wildcard(key.as_wire());
-        for &(at, ttl, first, rtype) in &node.ttl_differs {
+        let ttl_differs = if self.b.warn {
+            &node.ttl_differs[..]
+        } else {
+            &[]
+        };
+        for &(at, ttl, first, rtype) in ttl_differs {
             let msg = format!(
                 "TTL {ttl} differs from the TTL {first} of the {rtype} RRset; using {first}"
             );
@@ -1306,7 +1328,7 @@ impl<'a> Plan<'a> {
             for (at, msg) in node_errors(node, owner, is_apex) {
                 self.problem(&mut out.problems, at, Severity::Error, msg);
             }
-            if is_cut {
+            if is_cut && self.b.warn {
                 self.check_glue(node, owner, logs, lookups, &mut out.problems);
             }
             for target in in_zone_targets(node, apex) {
@@ -1656,6 +1678,38 @@ mod tests {
         let mut warnings: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
         warnings.sort();
         (zone, warnings)
+    }
+
+    /// A builder without warnings finds errors still, and builds the same
+    /// zone as one with them.
+    #[test]
+    fn a_builder_without_warnings_still_refuses_errors() {
+        let origin = Name::parse("w.test").unwrap();
+        let build = |text: &str, warn: bool| {
+            let mut b = ZoneBuilder::new(origin.clone(), Class::IN);
+            if !warn {
+                b = b.without_warnings();
+            }
+            let opts = ReadOptions::new(origin.clone());
+            read_file_text(text.as_bytes(), Path::new("w"), &opts, &mut |r| b.add(r));
+            b.build()
+        };
+        let glueless = "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n\
+            sub NS ns.sub\nx A 192.0.2.2\nx 30 A 192.0.2.3\n";
+        let (with, warnings) = build(glueless, true).unwrap();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        let (without, none) = build(glueless, false).unwrap();
+        assert!(none.is_empty(), "{none:?}");
+        assert!(crate::diff::diff(&with, &without).is_empty());
+        let broken = "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n\
+            c CNAME x\nc A 192.0.2.4\n";
+        let errors = build(broken, false).expect_err("refused");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.to_string().contains("CNAME beside")),
+            "{errors:?}"
+        );
     }
 
     /// Built both ways, the zone is the same to the byte: each shard's
