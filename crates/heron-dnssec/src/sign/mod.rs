@@ -258,7 +258,7 @@ fn sign_into_builder(
     // records, the server's peak (jemalloc): reserved before them 2.56x
     // the signed wire size, after them for the signatures alone 2.54x,
     // this 2.33x; sign_zone's (glibc) 1.94x, 1.97x here.
-    reserve_signed(&mut builder, zone, &entries, &made, &context);
+    reserve_signed(&mut builder, &entries, &made, &context);
     let work = Work {
         per_batch: entries_per_batch(entries.len()),
         entries: &entries,
@@ -409,23 +409,13 @@ fn signed_source() -> Arc<Path> {
 /// Room in the builder for the zone's records and what signing adds, so
 /// that its log is not copied as it grows (a copy is the log twice, for a
 /// moment).
-fn reserve_signed(
-    builder: &mut ZoneBuilder,
-    zone: &Zone,
-    entries: &[Entry],
-    made: &[OwnedRRset],
-    c: &Context,
-) {
+fn reserve_signed(builder: &mut ZoneBuilder, entries: &[Entry], made: &[OwnedRRset], c: &Context) {
     // A record in the log: owner, type, kind, TTL, RDATA length, RDATA.
     let record = |owner: usize, rdata: usize| 1 + owner + 9 + rdata;
-    let (mut records, mut bytes) = (0, 0);
-    for node in zone.nodes() {
-        let owner = node.owner_wire().len();
-        for rdata in node.data().flat_map(|set| set.rdatas()) {
-            records += 1;
-            bytes += record(owner, rdata.len());
-        }
-    }
+    // The unsigned records' room again, as the log holds them: counted
+    // from the zone, record by record, it took 0.4 ms of signing the
+    // root-like zone.
+    let (mut records, mut bytes) = builder.size();
     let sig_rdata: usize = (c.keys.iter())
         .filter(|k| k.signs_zone)
         .map(|k| 18 + c.signer.len() + k.key.signature_len())

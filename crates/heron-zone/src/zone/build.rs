@@ -356,6 +356,11 @@ impl ZoneBuilder {
         });
     }
 
+    /// The records added so far, and the octets the log holds of them.
+    pub fn size(&self) -> (usize, usize) {
+        (self.entries.len(), self.log_bytes())
+    }
+
     fn log_bytes(&self) -> usize {
         self.logs.iter().map(Vec::len).sum()
     }
