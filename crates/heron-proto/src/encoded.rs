@@ -744,6 +744,19 @@ const BLOCK_HEADER: usize = 6;
 pub type Signatures<'s> = (u32, &'s [&'s [u8]]);
 
 impl AdditionalBlock {
+    /// A block with room for the addresses of `targets` names (an A and an
+    /// AAAA record each), so that filling it does not grow each vector
+    /// four or five times (a tenth of a referral zone's build).
+    pub fn for_targets(targets: usize) -> AdditionalBlock {
+        // An A record with its owner pointer is 18 octets, an AAAA 30.
+        AdditionalBlock {
+            bytes: Vec::with_capacity(targets * 48),
+            groups: Vec::with_capacity(targets * 2),
+            owners: Vec::with_capacity(targets * 2),
+            ..AdditionalBlock::default()
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.groups.is_empty()
     }

@@ -1609,10 +1609,10 @@ pub(super) fn additional_block(
     is_cut: bool,
     addresses: &dyn Fn(&[u8], Emit) -> bool,
 ) -> AdditionalBlock {
-    let mut block = AdditionalBlock::default();
     if !matches!(set.rtype, RType::NS | RType::MX | RType::SRV) || set.rdatas.is_empty() {
-        return block;
+        return AdditionalBlock::default();
     }
+    let mut block = AdditionalBlock::for_targets(set.rdatas.len().min(MAX_ADDITIONAL_TARGETS));
     // The target name's offset in a record: past TYPE CLASS TTL RDLENGTH
     // (10 octets) and the RDATA's leading numbers.
     let name_offset = 10
