@@ -267,6 +267,12 @@ pub fn pack_rrset(rtype: RType, ttl: u32, rdatas: &[&[u8]], names: Names, out: &
             p.pack(out);
         }
         out.extend_from_slice(bytes);
+        // An RRset too large to keep (a zone may hold one before it is
+        // refused) leaves no buffer of its size behind.
+        if bytes.capacity() > SCRATCH_KEPT {
+            *bytes = Vec::new();
+            *patches = Vec::new();
+        }
     });
 }
 
@@ -275,6 +281,10 @@ thread_local! {
     /// each were about a twentieth of building a zone.
     static PACK_SCRATCH: std::cell::RefCell<(Vec<u8>, Vec<Patch>)> = Default::default();
 }
+
+/// Most octets of [`PACK_SCRATCH`] kept between RRsets: the largest RRset
+/// a zone stores.
+const SCRATCH_KEPT: usize = MAX_PACKED + 1;
 
 /// The records of [`pack_rrset`] into `bytes`, the pointers to patch into
 /// `patches`.
@@ -1470,6 +1480,26 @@ mod tests {
         set.write(&mut w, written_owner, apex_pos).unwrap();
         let len = w.finish(1, 0x8400, 1);
         (Message::parse(&buf[..len]).unwrap(), len - at)
+    }
+
+    /// A huge RRset packs whole and leaves no buffer of its size behind
+    /// on the thread; the next RRset packs as before.
+    #[test]
+    fn a_huge_rrset_leaves_no_large_buffer_behind() {
+        let names = Names {
+            apex: b"\x01t\x00",
+            owner: b"\x01a\x01t\x00",
+        };
+        let rdatas: Vec<[u8; 4]> = (0..20_000u32).map(|i| i.to_be_bytes()).collect();
+        let rdatas: Vec<&[u8]> = rdatas.iter().map(|r| &r[..]).collect();
+        let mut out = Vec::new();
+        pack_rrset(RType::A, 60, &rdatas, names, &mut out);
+        assert_eq!(EncodedRef::new(&out).len(), 20_000);
+        let kept = PACK_SCRATCH.with_borrow(|(bytes, _)| bytes.capacity());
+        assert!(kept <= SCRATCH_KEPT, "{kept}");
+        let mut small = Vec::new();
+        pack_rrset(RType::A, 60, &rdatas[..2], names, &mut small);
+        assert_eq!(EncodedRef::new(&small).len(), 2);
     }
 
     #[test]
