@@ -844,8 +844,6 @@ pub(super) fn refusal(origin: &Name, class: Class, rec: &Record) -> Option<Probl
     })
 }
 
-/// Where each shard's drafts start, and last their end: `shards + 1`
-/// indexes into `drafts`, in one pass (drafts are in shard order).
 /// Each draft's owner hash, in the drafts' order: a search reads them
 /// from one array, not each from its entry (a cache miss a step; the
 /// search was 8% of loading the root-like zone).
@@ -855,6 +853,8 @@ fn draft_hashes(entries: &[Entry], drafts: &[Draft]) -> Vec<u64> {
         .collect()
 }
 
+/// Where each shard's drafts start, and last their end: `shards + 1`
+/// indexes into `drafts`, in one pass (drafts are in shard order).
 fn draft_starts(entries: &[Entry], drafts: &[Draft], shards: usize) -> Vec<usize> {
     let mut starts = Vec::with_capacity(shards + 1);
     for (i, d) in drafts.iter().enumerate() {
@@ -1344,18 +1344,11 @@ impl<'a> Plan<'a> {
             Some(targets) => targets.addresses(lower, emit),
             None => self.addresses(lower, emit, logs, lookups),
         };
-        let written =
-            write_node(
-                arena,
-                node,
-                key.as_wire(),
-                is_cut,
-                apex,
-                |set, encoded| match &owner {
-                    Some(owner) => additional_block(set, encoded, owner, is_cut, &addresses),
-                    None => AdditionalBlock::default(),
-                },
-            );
+        let block = |set: &SetParts, encoded: EncodedRef| match &owner {
+            Some(owner) => additional_block(set, encoded, owner, is_cut, &addresses),
+            None => AdditionalBlock::default(),
+        };
+        let written = write_node(arena, node, key.as_wire(), is_cut, apex, block);
         if let Err(set) = written {
             let owner = Name::from_wire(node.owner).expect("read as a name");
             let msg = format!(
