@@ -790,9 +790,10 @@ fn write_labels(out: &mut String, wire: &[u8]) {
         let len = wire[i] as usize;
         let label = &wire[i + 1..i + 1 + len];
         // Most labels need no escape: copied whole, not a byte at a time.
-        match std::str::from_utf8(label) {
-            Ok(plain) if label.iter().all(|&b| !needs_escape(b)) => out.push_str(plain),
-            _ => label.iter().for_each(|&b| push_escaped_name_byte(out, b)),
+        if label.iter().all(|&b| !needs_escape(b)) {
+            out.push_str(std::str::from_utf8(label).expect("printable ASCII"));
+        } else {
+            label.iter().for_each(|&b| push_escaped_name_byte(out, b));
         }
         out.push('.');
         i += 1 + len;
@@ -810,14 +811,19 @@ pub fn push_name_text(out: &mut String, wire: &[u8]) {
 
 /// Whether a label byte is written escaped.
 fn needs_escape(b: u8) -> bool {
+    is_special(b) || !(0x21..=0x7E).contains(&b)
+}
+
+/// A printable byte that a label escapes as `\c`: it means something in a
+/// zone file.
+fn is_special(b: u8) -> bool {
     matches!(b, b'.' | b';' | b'(' | b')' | b'"' | b'\\' | b'@' | b'$')
-        || !(0x21..=0x7E).contains(&b)
 }
 
 /// Appends one label byte in presentation form.
 pub fn push_escaped_name_byte(out: &mut String, b: u8) {
     match b {
-        b'.' | b';' | b'(' | b')' | b'"' | b'\\' | b'@' | b'$' => {
+        b if is_special(b) => {
             out.push('\\');
             out.push(b as char);
         }
