@@ -743,3 +743,53 @@ fn only_zones_worth_a_thread_start_one() {
     assert_eq!(signing_threads(3_000, 32), cores.min(32));
     assert_eq!(signing_threads(3_000, 1), 1);
 }
+
+/// Every record of a zone: (owner, type, RDATAs, RRSIG RDATAs), sorted.
+type Dump = Vec<(Vec<u8>, RType, Vec<Vec<u8>>, Vec<Vec<u8>>)>;
+
+fn dump(z: &Zone) -> Dump {
+    let mut out: Dump = (z.nodes())
+        .flat_map(|n| {
+            n.rrsets().map(move |s| {
+                let rdatas = s.rdatas().map(|r| r.to_vec()).collect();
+                let sigs = s.sigs().map(|r| r.to_vec()).collect();
+                (n.key().to_vec(), s.rtype, rdatas, sigs)
+            })
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// With two threads, the other thread signs while this one fills the
+/// builder, and its batches wait beside it: every one of them must reach
+/// the signed zone. Ed25519 signs deterministically, so the zone must be
+/// the one a single thread makes, signature for signature.
+#[test]
+fn batches_signed_while_the_builder_fills_all_reach_the_zone() {
+    let z = zone(&many_names("", &[]), "example.");
+    let keys = csk(Algorithm::Ed25519);
+    let (cfg, source) = (config(Denial::Nsec), (None, &keys[..]));
+    let one_thread: RunBatches = &|work, fill| work.sign_on(1, fill);
+    let (alone, made, _) = sign_into_builder_by(&z, source, &cfg, NOW, one_thread).unwrap();
+    let waits: RunBatches = &|work, fill| {
+        work.sign_on(2, &mut |builder| {
+            // Not a timing bound: the wait only ends a test that would
+            // otherwise hang if the other thread never ran.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while work.next.load(Ordering::Relaxed) < 4 && std::time::Instant::now() < deadline {
+                std::thread::yield_now();
+            }
+            assert!(
+                work.next.load(Ordering::Relaxed) >= 4,
+                "the other thread signed"
+            );
+            fill(builder)
+        })
+    };
+    let (beside, made_beside, _) = sign_into_builder_by(&z, source, &cfg, NOW, waits).unwrap();
+    assert!(made > 1000, "{made}");
+    assert_eq!(made_beside, made);
+    let build = |b: ZoneBuilder| build(b, 0, 0).unwrap().zone;
+    assert_eq!(dump(&build(beside)), dump(&build(alone)));
+}

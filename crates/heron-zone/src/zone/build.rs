@@ -282,8 +282,9 @@ impl ZoneBuilder {
 
     /// An empty builder for the same zone whose records can later be
     /// [`ZoneBuilder::append`]ed to this one: a piece of a large file is
-    /// read on a thread of its own into one.
-    pub(crate) fn sibling(&self) -> ZoneBuilder {
+    /// read on a thread of its own into one, and a signing thread keeps
+    /// its signatures in one while another fills this builder.
+    pub fn sibling(&self) -> ZoneBuilder {
         ZoneBuilder {
             origin: self.origin.clone(),
             class: self.class,
@@ -296,14 +297,14 @@ impl ZoneBuilder {
         }
     }
 
-    #[cfg(test)]
-    pub(crate) fn is_empty(&self) -> bool {
+    /// Whether nothing was added (no record, no problem).
+    pub fn is_empty(&self) -> bool {
         self.entries.is_empty() && self.logs.iter().all(Vec::is_empty) && self.problems.is_empty()
     }
 
     /// Adds the records (and problems) of a [`ZoneBuilder::sibling`] after
     /// this one's, as if they had been added here in that order.
-    pub(crate) fn append(&mut self, mut other: ZoneBuilder) {
+    pub fn append(&mut self, mut other: ZoneBuilder) {
         let both = self.log_bytes() + other.log_bytes();
         if self.logs.len() != other.logs.len() || both >= self.group_from {
             for b in [&mut *self, &mut other] {
