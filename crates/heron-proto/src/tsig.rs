@@ -54,6 +54,11 @@ use crate::types::{Class, RType, Rcode};
 /// 10 recommends 300).
 pub const DEFAULT_FUDGE: u16 = 300;
 
+/// Most clock difference, in seconds, accepted from a signed message
+/// whatever fudge it gives: a signer naming 65,535 would otherwise keep a
+/// captured copy valid, and in the replay cache, for 18 hours.
+pub const MAX_ACCEPTED_FUDGE: u16 = DEFAULT_FUDGE;
+
 /// How many unsigned messages a client accepts between two signed ones of a
 /// stream (RFC 8945 5.3.1).
 pub const MAX_UNSIGNED_RUN: usize = 99;
@@ -385,9 +390,14 @@ impl TsigRecord {
         }
     }
 
-    /// Whether `now` lies within Time Signed ± Fudge.
+    /// Whether `now` lies within Time Signed ± Fudge, the fudge at most
+    /// [`MAX_ACCEPTED_FUDGE`].
     fn in_time(&self, now: u64) -> bool {
-        (now & TIME_MASK).abs_diff(self.time_signed) <= u64::from(self.fudge)
+        (now & TIME_MASK).abs_diff(self.time_signed) <= u64::from(self.accepted_fudge())
+    }
+
+    fn accepted_fudge(&self) -> u16 {
+        self.fudge.min(MAX_ACCEPTED_FUDGE)
     }
 }
 
@@ -553,8 +563,9 @@ pub struct Verified {
     /// response's digest starts with it.
     pub mac: Vec<u8>,
     pub time_signed: u64,
-    /// The request's fudge: after `time_signed + fudge` the time check
-    /// refuses it, so a replay cache need not remember it longer.
+    /// The request's fudge, at most [`MAX_ACCEPTED_FUDGE`]: after
+    /// `time_signed + fudge` the time check refuses it, so a replay cache
+    /// need not remember it longer.
     pub fudge: u16,
 }
 
@@ -664,9 +675,9 @@ fn verify_found<K: KeyRing + ?Sized>(
     }
     Ok(Verified {
         key: key.clone(),
+        fudge: tsig.accepted_fudge(),
         mac: tsig.mac,
         time_signed: tsig.time_signed,
-        fudge: tsig.fudge,
     })
 }
 

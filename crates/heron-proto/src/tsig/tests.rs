@@ -356,6 +356,24 @@ fn time_outside_fudge_is_badtime_with_a_signed_answer() {
     assert!(find(&resp).unwrap().unwrap().mac.is_empty());
 }
 
+/// A signer's own fudge counts up to 300 s, not past it: with 65,535 a
+/// copy captured 18 hours ago would still verify.
+#[test]
+fn a_fudge_past_300_seconds_is_held_to_300() {
+    let k = key(Algorithm::HmacSha256);
+    let ring = vec![k.clone()];
+    for (fudge, window) in [(65_535, 300), (1_200, 300), (300, 300), (60, 60)] {
+        let mut q = query();
+        sign_request(&mut q, &k, NOW, fudge);
+        let verified = verify_request(&q, &ring, NOW + window).expect("within");
+        let verified = verified.expect("signed");
+        assert_eq!(verified.fudge, window as u16, "what the replay cache keeps");
+        for late in [NOW + window + 1, NOW - window - 1] {
+            assert_eq!(verify_err(&q, &ring, late).error, TsigError::BadTime);
+        }
+    }
+}
+
 #[test]
 fn client_rejects_a_response_outside_the_fudge() {
     let k = key(Algorithm::HmacSha256);

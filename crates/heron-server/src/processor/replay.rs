@@ -22,11 +22,15 @@
 //! first one went. A copy from another address gets the BADTIME that
 //! 5.2.3 asks for.
 //!
-//! Memory is bounded whatever the senders do: a fixed number of entries,
-//! the oldest evicted first. An entry is kept no longer than its request's
-//! Time Signed plus fudge, after which the time check refuses the copy
-//! anyway. Only requests whose MAC verified get here, so filling the
-//! cache takes a key's secret.
+//! Memory is bounded whatever the senders do: a fixed number of entries
+//! in all. An entry is kept no longer than its request's Time Signed plus
+//! fudge (at most 300 s), after which the time check refuses the copy
+//! anyway. Only requests whose MAC verified get here, so filling the cache
+//! takes a key's secret; entries are kept per key, and when the cache is
+//! full the oldest entry of the key holding the most goes. So the holder
+//! of one key (a transfer key, say) cannot flush another key's requests
+//! (a captured UPDATE) out by signing many of its own: it only ever
+//! evicts its own, which it could as well sign anew.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, RandomState};
@@ -61,7 +65,16 @@ pub enum Seen {
     Replay,
 }
 
+#[derive(Default)]
 struct Entries {
+    /// By key name (wire form): the requests signed with that key.
+    by_key: HashMap<Box<[u8]>, KeyEntries>,
+    /// Entries of every key.
+    total: usize,
+}
+
+#[derive(Default)]
+struct KeyEntries {
     /// Each request remembered, with the address that sent it first.
     seen: HashMap<Fingerprint, IpAddr>,
     /// In arrival order: (fingerprint, the second after which the time
@@ -74,14 +87,10 @@ impl ReplayCache {
     /// grows with the signed requests that come, not before: a server
     /// with no TSIG traffic holds none of its 5 MB.
     pub fn new(capacity: usize) -> ReplayCache {
-        let capacity = capacity.max(1);
         ReplayCache {
-            inner: Mutex::new(Entries {
-                seen: HashMap::new(),
-                order: VecDeque::new(),
-            }),
+            inner: Mutex::new(Entries::default()),
             hashers: [RandomState::new(), RandomState::new()],
-            capacity,
+            capacity: capacity.max(1),
         }
     }
 
@@ -92,34 +101,35 @@ impl ReplayCache {
     pub fn check(&self, v: &Verified, from: IpAddr, once: bool, now: u64) -> Seen {
         let fp = self.fingerprint(v);
         let expires = v.time_signed.saturating_add(u64::from(v.fudge));
+        let key = v.key.name.as_wire();
         // A panic elsewhere while holding the lock leaves the entries
         // consistent: each step below completes or does not start.
         let mut e = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        while e.order.front().is_some_and(|&(_, until)| until < now) {
-            e.evict_oldest();
+        if let Some(k) = e.by_key.get_mut(key) {
+            let gone = k.expire(now);
+            if let Some(&first) = k.seen.get(&fp) {
+                e.total -= gone;
+                return if first == from && !once {
+                    Seen::Retransmission
+                } else {
+                    Seen::Replay
+                };
+            }
+            e.total -= gone;
         }
-        if let Some(&first) = e.seen.get(&fp) {
-            return if first == from && !once {
-                Seen::Retransmission
-            } else {
-                Seen::Replay
-            };
+        if e.total >= self.capacity {
+            e.make_room(now, self.capacity);
         }
-        if e.order.len() == self.capacity {
-            e.evict_oldest();
-        }
-        e.seen.insert(fp, from);
-        e.order.push_back((fp, expires));
+        let k = e.by_key.entry(key.into()).or_default();
+        k.seen.insert(fp, from);
+        k.order.push_back((fp, expires));
+        e.total += 1;
         Seen::First
     }
 
     /// Requests remembered now.
     pub fn len(&self) -> usize {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .order
-            .len()
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).total
     }
 
     pub fn is_empty(&self) -> bool {
@@ -136,10 +146,37 @@ impl ReplayCache {
 }
 
 impl Entries {
-    fn evict_oldest(&mut self) {
-        if let Some((fp, _)) = self.order.pop_front() {
-            self.seen.remove(&fp);
+    /// Frees one place: first what the time check refuses anyway, then
+    /// the oldest entry of the key with the most.
+    fn make_room(&mut self, now: u64, capacity: usize) {
+        let expired: usize = self.by_key.values_mut().map(|k| k.expire(now)).sum();
+        self.total -= expired;
+        if self.total >= capacity {
+            let heaviest = self.by_key.values_mut().max_by_key(|k| k.order.len());
+            if heaviest.is_some_and(|k| k.evict_oldest()) {
+                self.total -= 1;
+            }
         }
+        self.by_key.retain(|_, k| !k.order.is_empty());
+    }
+}
+
+impl KeyEntries {
+    /// Drops the entries past their time; returns how many.
+    fn expire(&mut self, now: u64) -> usize {
+        let before = self.order.len();
+        while self.order.front().is_some_and(|&(_, until)| until < now) {
+            self.evict_oldest();
+        }
+        before - self.order.len()
+    }
+
+    fn evict_oldest(&mut self) -> bool {
+        let Some((fp, _)) = self.order.pop_front() else {
+            return false;
+        };
+        self.seen.remove(&fp);
+        true
     }
 }
 
@@ -226,7 +263,8 @@ mod tests {
         }
         assert_eq!(cache.len(), capacity);
         let e = cache.inner.lock().unwrap();
-        assert!(e.seen.capacity() < 4 * capacity, "{}", e.seen.capacity());
+        let seen = e.by_key.values().map(|k| k.seen.capacity()).sum::<usize>();
+        assert!(seen < 4 * capacity, "{seen}");
     }
 
     #[test]
@@ -234,7 +272,9 @@ mod tests {
         let cache = ReplayCache::new(DEFAULT_CAPACITY);
         let room = |c: &ReplayCache| {
             let e = c.inner.lock().unwrap();
-            (e.seen.capacity(), e.order.capacity())
+            let keys = e.by_key.values();
+            let seen = keys.clone().map(|k| k.seen.capacity()).sum::<usize>();
+            (seen, keys.map(|k| k.order.capacity()).sum::<usize>())
         };
         assert_eq!(room(&cache), (0, 0));
         assert!(first(&cache, &request("k.", 1, 100), 100));
@@ -254,5 +294,36 @@ mod tests {
         assert_eq!(cache.len(), 11);
         first(&cache, &request("k", 101, NOW + 301), NOW + 301);
         assert_eq!(cache.len(), 2);
+    }
+
+    /// The attack: a captured UPDATE signed with one key must stay
+    /// refused while another key's holder floods the cache with signed
+    /// queries of its own, past its size.
+    #[test]
+    fn one_key_cannot_flush_another_keys_requests() {
+        let capacity = 1000;
+        let cache = ReplayCache::new(capacity);
+        let update = request("update-key", 7, NOW);
+        assert!(first(&cache, &update, NOW));
+        for mac in 0..(3 * capacity as u32) {
+            let query = request("transfer-key", mac, NOW);
+            assert_eq!(cache.check(&query, ELSEWHERE, false, NOW), Seen::First);
+        }
+        assert_eq!(cache.len(), capacity);
+        assert_eq!(cache.check(&update, ELSEWHERE, true, NOW + 1), Seen::Replay);
+        // Past its time it goes when room is needed: the time check
+        // refuses it then.
+        let later = NOW + 301;
+        for mac in 0..capacity as u32 {
+            cache.check(
+                &request("transfer-key", mac, later),
+                ELSEWHERE,
+                false,
+                later,
+            );
+        }
+        assert_eq!(cache.len(), capacity);
+        let e = cache.inner.lock().unwrap();
+        assert!(!e.by_key.contains_key(update.key.name.as_wire()));
     }
 }
