@@ -12,7 +12,7 @@ use heron_zone::diff::{DiffRecord, ZoneDiff};
 use super::message::Change;
 use super::rdata_equal;
 use super::serial::SerialPolicy;
-use super::view::{NodeNow, Set, Sigs, View};
+use super::view::{NodeNow, Set, Sigs, View, record_changes};
 
 /// A name the changes reach: its RRsets as served and as changed.
 struct WorkNode {
@@ -242,8 +242,7 @@ impl<'z> Edit<'z> {
         for node in self.nodes.values() {
             let before = records(&node.owner, &node.before);
             let after = records(&node.owner, &node.after);
-            deleted.extend(before.iter().filter(|r| !after.contains(r)).cloned());
-            added.extend(after.iter().filter(|r| !before.contains(r)).cloned());
+            record_changes(before, after, &mut deleted, &mut added);
             deleted.extend(node.signatures_of_removed_sets());
         }
         if deleted.is_empty() && added.is_empty() && self.new_soa.is_none() {

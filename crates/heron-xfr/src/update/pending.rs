@@ -20,7 +20,7 @@ use heron_zone::{Problem, Zone};
 
 use super::message::{Rejected, UpdateMessage};
 use super::rules::Requester;
-use super::view::{NodeNow, Set, View};
+use super::view::{NodeNow, Set, View, record_changes};
 use super::{UpdateSettings, edit_of};
 
 /// A zone with some updates applied and no version made yet.
@@ -101,9 +101,7 @@ impl Pending {
                 .base
                 .node_now(key)
                 .map_or_else(Vec::new, |n| n.records());
-            let after = now.records();
-            deleted.extend(before.iter().filter(|r| !after.contains(r)).cloned());
-            added.extend(after.into_iter().filter(|r| !before.contains(r)));
+            record_changes(before, now.records(), &mut deleted, &mut added);
         }
         deleted.sort();
         added.sort();
@@ -137,6 +135,26 @@ impl View for Pending {
 
     fn soa_record(&self) -> DiffRecord {
         self.soa.clone()
+    }
+
+    fn has_rrset(&self, key: &[u8], rtype: RType) -> bool {
+        if rtype == RType::SOA && key == self.base.origin().as_wire() {
+            return true;
+        }
+        match self.nodes.get(key) {
+            Some(node) => node.sets.iter().any(|s| s.rtype == rtype),
+            None => self.base.has_rrset(key, rtype),
+        }
+    }
+
+    fn has_data(&self, key: &[u8]) -> bool {
+        if key == self.base.origin().as_wire() {
+            return true; // its SOA
+        }
+        match self.nodes.get(key) {
+            Some(node) => node.sets.iter().any(|s| !super::is_dnssec_type(s.rtype)),
+            None => self.base.has_data(key),
+        }
     }
 
     fn node_now(&self, key: &[u8]) -> Option<NodeNow> {

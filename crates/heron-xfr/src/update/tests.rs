@@ -1007,3 +1007,106 @@ fn a_batch_run_together_comes_to_what_its_updates_one_by_one_do() {
         "{together} batches together, {broken} broken"
     );
 }
+
+/// A zone that counts the names whose records an update copied out.
+struct Counting {
+    zone: Zone,
+    copied: std::cell::Cell<usize>,
+}
+
+impl view::View for Counting {
+    fn origin(&self) -> &Name {
+        self.zone.origin()
+    }
+    fn class(&self) -> Class {
+        self.zone.class()
+    }
+    fn soa_record(&self) -> heron_zone::diff::DiffRecord {
+        self.zone.soa_record()
+    }
+    fn has_rrset(&self, key: &[u8], rtype: RType) -> bool {
+        self.zone.has_rrset(key, rtype)
+    }
+    fn has_data(&self, key: &[u8]) -> bool {
+        self.zone.has_data(key)
+    }
+    fn node_now(&self, key: &[u8]) -> Option<view::NodeNow> {
+        self.copied.set(self.copied.get() + 1);
+        self.zone.node_now(key)
+    }
+}
+
+/// The attack: thousands of "RRset exists" prerequisites naming an RRset
+/// of thousands of records took 10 s of the update task, each copying
+/// the RRset. The kinds that ask only whether a set or a name is there
+/// copy nothing now; the value-dependent kind copies each RRset once.
+#[test]
+fn prerequisites_copy_no_rrset_to_ask_whether_it_is_there() {
+    let big: String = (0..3000)
+        .map(|i| format!("big A 10.0.{}.{}\n", i / 250, i % 250))
+        .collect();
+    let zone = Counting {
+        zone: zone(&big),
+        copied: std::cell::Cell::new(0),
+    };
+    let owner = name("big.u.test");
+    let mut asked: Vec<Prerequisite> = Vec::new();
+    for _ in 0..1000 {
+        asked.push(Prerequisite::RrsetExists(owner.clone(), RType::A));
+        asked.push(Prerequisite::RrsetAbsent(owner.clone(), RType::MX));
+        asked.push(Prerequisite::NameInUse(owner.clone()));
+        asked.push(Prerequisite::NameNotInUse(name("free.u.test")));
+    }
+    assert!(prereq::check(&zone, &asked).is_ok());
+    assert_eq!(zone.copied.get(), 0);
+    let whole: Vec<Prerequisite> = (0..3000u32)
+        .map(|i| {
+            let address = vec![10, 0, (i / 250) as u8, (i % 250) as u8];
+            Prerequisite::RrsetEquals(owner.clone(), RType::A, address)
+        })
+        .collect();
+    assert!(prereq::check(&zone, &whole).is_ok());
+    assert_eq!(zone.copied.get(), 1, "the RRset copied once");
+    let mut one_off = whole.clone();
+    one_off.pop();
+    assert_eq!(
+        prereq::check(&zone, &one_off).unwrap_err().rcode,
+        Rcode::NXRRSET
+    );
+}
+
+/// The merged difference of two names' records is the pairwise one.
+#[test]
+fn record_changes_are_those_of_a_pairwise_comparison() {
+    use heron_zone::diff::DiffRecord;
+    let record = |i: u8| DiffRecord {
+        owner: name("x.u.test"),
+        rtype: RType::A,
+        ttl: 300,
+        rdata: vec![192, 0, 2, i],
+    };
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..200 {
+        let before: Vec<DiffRecord> = (0..20).filter(|_| rng.below(2) == 0).map(record).collect();
+        let after: Vec<DiffRecord> = (0..20)
+            .filter(|_| rng.below(2) == 0)
+            .rev()
+            .map(record)
+            .collect();
+        let mut want_deleted: Vec<_> = before
+            .iter()
+            .filter(|r| !after.contains(r))
+            .cloned()
+            .collect();
+        let mut want_added: Vec<_> = after
+            .iter()
+            .filter(|r| !before.contains(r))
+            .cloned()
+            .collect();
+        let (mut deleted, mut added) = (Vec::new(), Vec::new());
+        view::record_changes(before, after, &mut deleted, &mut added);
+        want_deleted.sort();
+        want_added.sort();
+        assert_eq!((deleted, added), (want_deleted, want_added));
+    }
+}

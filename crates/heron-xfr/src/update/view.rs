@@ -6,6 +6,7 @@
 use heron_proto::{Class, Name, RType};
 use heron_zone::Zone;
 use heron_zone::diff::DiffRecord;
+use heron_zone::zone::RRset;
 
 /// One RRset of a name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,6 +64,17 @@ pub(crate) trait View {
         heron_proto::rdata::soa_serial(&self.soa_record().rdata).unwrap_or(0)
     }
 
+    /// Whether the name (lower-cased wire form) has an RRset of `rtype`;
+    /// no record is copied, so a prerequisite costs the same whatever the
+    /// RRset's size.
+    fn has_rrset(&self, key: &[u8], rtype: RType) -> bool;
+
+    /// Whether the name owns a record other than the signer's (an empty
+    /// non-terminal does not, nor a name of a signed zone left with only
+    /// the signer's records, as an update's deletion leaves it until the
+    /// zone is signed again).
+    fn has_data(&self, key: &[u8]) -> bool;
+
     /// The records of `owner`'s RRset of `rtype` (empty if none).
     fn rrset_records(&self, owner: &Name, rtype: RType) -> Vec<Vec<u8>> {
         let key = owner.to_lowercase();
@@ -95,6 +107,16 @@ impl View for Zone {
         Zone::serial(self)
     }
 
+    fn has_rrset(&self, key: &[u8], rtype: RType) -> bool {
+        self.node(key)
+            .is_some_and(|n| n.data().any(|s| s.rtype == rtype))
+    }
+
+    fn has_data(&self, key: &[u8]) -> bool {
+        let data = |s: RRset| !super::is_dnssec_type(s.rtype);
+        self.node(key).is_some_and(|n| n.data().any(data))
+    }
+
     fn node_now(&self, key: &[u8]) -> Option<NodeNow> {
         let node = self.node(key)?;
         let sigs = (node.data())
@@ -117,5 +139,32 @@ impl View for Zone {
             sets,
             sigs,
         })
+    }
+}
+
+/// Adds to `deleted` the records of `before` not in `after` and to
+/// `added` those of `after` not in `before`: sorted and merged, so that a
+/// name of thousands of records costs no pairwise comparison.
+pub(crate) fn record_changes(
+    mut before: Vec<DiffRecord>,
+    mut after: Vec<DiffRecord>,
+    deleted: &mut Vec<DiffRecord>,
+    added: &mut Vec<DiffRecord>,
+) {
+    before.sort_unstable();
+    after.sort_unstable();
+    let (mut old, mut new) = (before.into_iter().peekable(), after.into_iter().peekable());
+    loop {
+        match (old.peek(), new.peek()) {
+            (Some(o), Some(n)) if o == n => {
+                old.next();
+                new.next();
+            }
+            (Some(o), Some(n)) if o < n => deleted.extend(old.next()),
+            (Some(_), Some(_)) => added.extend(new.next()),
+            (Some(_), None) => deleted.extend(old.next()),
+            (None, Some(_)) => added.extend(new.next()),
+            (None, None) => return,
+        }
     }
 }
