@@ -64,6 +64,8 @@ pub enum KeymgrCommand {
     /// with them (the DS at the parent stays valid, no rollover): each key
     /// becomes a Heron key file (mode 0600) and an entry of the state file
     /// with its role and states. Prints what it imported, never a private key.
+    /// Refused while the key directory has other keys of the zone in use
+    /// (Heron's own): import before Heron first signs the zone.
     Import {
         /// The signer the keys come from.
         #[arg(long, value_enum)]

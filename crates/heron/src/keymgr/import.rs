@@ -357,12 +357,14 @@ fn write_keys(
     mut found: Vec<Found>,
     now: UnixTime,
 ) -> Result<String, String> {
-    ensure_private_directory(key_dir)?;
     let state_path = key_dir.join(file_name(zone));
-    let mut state = match state_path.exists() {
-        true => ZoneKeys::load(&state_path).map_err(|e| e.to_string())?,
-        false => ZoneKeys::new(zone, Vec::new()),
+    let recorded = match state_path.exists() {
+        true => Some(ZoneKeys::load(&state_path).map_err(|e| e.to_string())?),
+        false => None,
     };
+    refuse_keys_in_use(key_dir, zone, recorded.as_ref(), &found)?;
+    let mut state = recorded.unwrap_or_else(|| ZoneKeys::new(zone, Vec::new()));
+    ensure_private_directory(key_dir)?;
     found.sort_by_key(|f| succession(f, now));
     let mut out = String::new();
     let mut planned = Vec::new();
@@ -399,29 +401,83 @@ fn write_keys(
     Ok(out)
 }
 
-/// Key files of the zone that the state file does not record (keys Heron
-/// made before the import): the signer would take them if newer.
-fn others_warning(key_dir: &Path, zone: &str, state: &ZoneKeys) -> String {
+/// Refuses the import while Heron has keys of the zone in use that the
+/// old signer did not have. Import moves keys without a rollover: taken
+/// in beside Heron's, they would sign at once in the version that first
+/// publishes them and Heron's would go, so resolvers holding the old
+/// DNSKEY RRset (or the parent's DS) would fail to validate.
+fn refuse_keys_in_use(
+    key_dir: &Path,
+    zone: &str,
+    state: Option<&ZoneKeys>,
+    found: &[Found],
+) -> Result<(), String> {
+    let imported = |tag: u16, algorithm: u8| {
+        (found.iter()).any(|f| f.key.tag() == tag && f.key.algorithm == algorithm)
+    };
+    let in_use: Vec<String> = match state {
+        Some(state) => (state.keys.iter())
+            .filter(|k| !k.is_gone() && !imported(k.tag, k.algorithm))
+            .map(|k| k.id.clone())
+            .collect(),
+        // No state file: the next signing takes the key files up as in use.
+        None => (zone_key_ids(key_dir, zone).into_iter())
+            .filter(|id| !tag_and_algorithm(id).is_some_and(|(t, a)| imported(t, a)))
+            .collect(),
+    };
+    if in_use.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{dir} already has keys of {zone} in use ({ids}): importing would replace them at \
+         once, and resolvers holding their DNSKEY RRset would fail to validate. Import into an \
+         empty key directory, before Heron first signs the zone; if these keys were never \
+         served, stop the server and remove {state} and their {KEY_SUFFIX} files from {dir} \
+         first. A zone Heron already serves signed keeps its keys.",
+        dir = key_dir.display(),
+        ids = in_use.join(", "),
+        state = file_name(zone),
+    ))
+}
+
+/// The ids (file names less [`KEY_SUFFIX`]) of the zone's key files in
+/// `key_dir`, sorted.
+fn zone_key_ids(key_dir: &Path, zone: &str) -> Vec<String> {
     let bare = zone.trim_end_matches('.');
     let prefix = format!("K{}+", if bare.is_empty() { "." } else { bare });
     let Ok(entries) = fs::read_dir(key_dir) else {
-        return String::new();
+        return Vec::new();
     };
-    let mut others: Vec<String> = entries
+    let mut ids: Vec<String> = entries
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|name| name.starts_with(&prefix))
         .filter_map(|name| Some(name.strip_suffix(KEY_SUFFIX)?.to_string()))
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// The tag and algorithm a key id `K<zone>+<alg>+<tag>.<role>` names.
+fn tag_and_algorithm(id: &str) -> Option<(u16, u8)> {
+    let (stem, _role) = id.rsplit_once('.')?;
+    let (_, algorithm, tag) = bind::name_parts(stem)?;
+    Some((tag, algorithm))
+}
+
+/// Key files of the zone that the state file does not record: the signer
+/// does not use them (only a missing state file has them taken up).
+fn others_warning(key_dir: &Path, zone: &str, state: &ZoneKeys) -> String {
+    let others: Vec<String> = (zone_key_ids(key_dir, zone).into_iter())
         .filter(|id| !state.keys.iter().any(|k| &k.id == id))
         .collect();
     if others.is_empty() {
         return String::new();
     }
-    others.sort();
     format!(
-        "warning: {} also holds keys of {zone} the old signer did not have ({}): Heron signs \
-         with the newest key of each role, so remove them (server stopped) to sign with the \
-         imported ones\n",
+        "warning: {} also holds key files of {zone} its state file does not record ({}): \
+         Heron does not sign with them; remove them (server stopped) so that they are never \
+         taken up\n",
         key_dir.display(),
         others.join(", ")
     )
@@ -655,12 +711,94 @@ mod tests {
         assert_eq!(goal(&machine, new_tag), Goal::Omnipresent);
     }
 
-    #[test]
-    fn keys_heron_made_before_the_import_are_warned_about() {
-        let dir = tempfile::tempdir().unwrap();
+    /// A key Heron made, as its state file records it: `served` its
+    /// records in caches, else retired and gone from them.
+    fn heron_key(dir: &Path, served: bool) -> rollover::Key {
         let (own, key) = KeyFile::generate(ZONE, KeyRole::Csk, Algorithm::Ed25519, NOW).unwrap();
-        fs::write(dir.path().join(own.file_name(&key)), own.to_text()).unwrap();
+        let name = own.file_name(&key);
+        fs::write(dir.join(&name), own.to_text()).unwrap();
+        let id = name.trim_end_matches(KEY_SUFFIX).to_string();
+        let tag = heron_dnssec::sign::ZoneKey::new(key, KeyRole::Csk).tag;
+        let mut entry = rollover::Key::new(id, tag, 15, Role::Csk, NOW - 1000);
+        let state = if served {
+            State::Omnipresent
+        } else {
+            State::Hidden
+        };
+        for record in [&mut entry.dnskey, &mut entry.zone_rrsig, &mut entry.ds] {
+            record.state = state;
+        }
+        if !served {
+            entry.goal = Goal::Hidden;
+        }
+        entry
+    }
+
+    /// The key directory's files and the state file's text.
+    fn snapshot(dir: &Path) -> (Vec<String>, String) {
+        let mut names: Vec<String> = (fs::read_dir(dir).unwrap())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let state = fs::read_to_string(dir.join(file_name(ZONE))).unwrap_or_default();
+        (names, state)
+    }
+
+    /// Import moves a zone to Heron without a rollover: keys taken in
+    /// beside those Heron signs with would replace them at once (new
+    /// DNSKEYs signing in the version that first publishes them, the old
+    /// key gone while resolvers hold it), so the import is refused.
+    #[test]
+    fn keys_heron_signs_with_are_never_replaced_by_an_import() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = heron_key(dir.path(), true);
+        let own_id = own.id.clone();
+        let path = dir.path().join(file_name(ZONE));
+        ZoneKeys::new(ZONE, vec![own]).save(&path).unwrap();
+        let before = snapshot(dir.path());
+        let error = write_keys(dir.path(), ZONE, vec![found(257)], NOW).unwrap_err();
+        assert!(error.contains(&own_id), "{error}");
+        assert!(error.contains("empty key directory"), "{error}");
+        assert_eq!(snapshot(dir.path()), before, "nothing is written");
+    }
+
+    /// Without a state file the next signing takes the zone's key files
+    /// up as in use: they refuse the import the same way.
+    #[test]
+    fn key_files_heron_made_without_a_state_file_refuse_the_import() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = heron_key(dir.path(), true);
+        let before = snapshot(dir.path());
+        let error = write_keys(dir.path(), ZONE, vec![found(257)], NOW).unwrap_err();
+        assert!(error.contains(&own.id), "{error}");
+        assert_eq!(snapshot(dir.path()), before, "nothing is written");
+    }
+
+    /// A key that retired and left every cache is no longer in use: it
+    /// does not stand in the way, and stays recorded as it was.
+    #[test]
+    fn a_retired_key_gone_from_caches_does_not_refuse_the_import() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = heron_key(dir.path(), false);
+        let path = dir.path().join(file_name(ZONE));
+        ZoneKeys::new(ZONE, vec![gone.clone()]).save(&path).unwrap();
         let out = write_keys(dir.path(), ZONE, vec![found(257)], NOW).unwrap();
-        assert!(out.contains("warning:") && out.contains("+015+"), "{out}");
+        assert!(out.contains("active"), "{out}");
+        let state = ZoneKeys::load(&path).unwrap();
+        assert_eq!(state.keys.len(), 2);
+        assert_eq!(state.keys[0], gone);
+    }
+
+    /// Key files the state file does not record are not signed with
+    /// (only a missing state file takes them up): a warning names them.
+    #[test]
+    fn key_files_the_state_file_does_not_record_are_warned_about() {
+        let dir = tempfile::tempdir().unwrap();
+        ZoneKeys::new(ZONE, Vec::new())
+            .save(&dir.path().join(file_name(ZONE)))
+            .unwrap();
+        let stray = heron_key(dir.path(), true);
+        let out = write_keys(dir.path(), ZONE, vec![found(257)], NOW).unwrap();
+        assert!(out.contains("warning:") && out.contains(&stray.id), "{out}");
     }
 }
