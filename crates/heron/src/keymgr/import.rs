@@ -164,16 +164,24 @@ fn guess_roles(found: &mut [Found]) {
 }
 
 fn knot_keys(kasp: &Path, zone: &str, list_file: Option<&Path>) -> Result<Vec<Found>, String> {
+    check_knot_folder(kasp, list_file.is_none())?;
     let json = match list_file {
         Some(file) => read_bounded(file)?,
         None => run_keymgr(kasp, zone)?,
     };
-    let metas = knot::parse_list(&json).map_err(|e| e.to_string())?;
+    // keymgr prints nothing at all for a zone the database does not know.
+    let metas = match json.trim().is_empty() {
+        true => Vec::new(),
+        false => knot::parse_list(&json).map_err(|e| e.to_string())?,
+    };
     if metas.is_empty() {
-        return Err(format!(
-            "{}: Knot's KASP database has no key of {zone}",
-            kasp.display()
-        ));
+        return Err(match list_file {
+            Some(file) => format!("{} lists no keys for {zone}", file.display()),
+            None => format!(
+                "the Knot key database in {} has no keys for {zone}",
+                kasp.display()
+            ),
+        });
     }
     if metas.len() > MAX_KEYS {
         return Err(format!("more than {MAX_KEYS} keys of {zone} in the list"));
@@ -200,6 +208,25 @@ fn knot_keys(kasp: &Path, zone: &str, list_file: Option<&Path>) -> Result<Vec<Fo
         });
     }
     Ok(found)
+}
+
+/// The KASP folder (the PEM files are read from its `keys/`), and its
+/// database when keymgr is to read it: keymgr makes a new database
+/// wherever it is pointed, and the source must only be read.
+fn check_knot_folder(kasp: &Path, needs_database: bool) -> Result<(), String> {
+    let shown = kasp.display();
+    match fs::metadata(kasp) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("{shown} does not exist"));
+        }
+        Err(e) => return Err(format!("{shown}: {e}")),
+        Ok(meta) if !meta.is_dir() => return Err(format!("{shown} is not a directory")),
+        Ok(_) => {}
+    }
+    if needs_database && !kasp.join("data.mdb").is_file() {
+        return Err(format!("{shown} is not a Knot key database (no data.mdb)"));
+    }
+    Ok(())
 }
 
 /// Knot keeps the keys' metadata in LMDB: its own keymgr prints it.
@@ -800,5 +827,81 @@ mod tests {
         let stray = heron_key(dir.path(), true);
         let out = write_keys(dir.path(), ZONE, vec![found(257)], NOW).unwrap();
         assert!(out.contains("warning:") && out.contains(&stray.id), "{out}");
+    }
+
+    /// The folder's files, recursively, as paths below it.
+    fn tree(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            out.extend(tree(&path));
+            out.push(path.strip_prefix(dir).unwrap().to_path_buf());
+        }
+        out.sort();
+        out
+    }
+
+    /// Knot's keymgr would make a key database wherever it is pointed:
+    /// a folder that is not one (BIND's key files, a path that does not
+    /// exist) is refused before it runs, and left as it was.
+    #[test]
+    fn a_folder_that_is_not_a_knot_key_database_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = dir.path().join("keys");
+        let bind = dir.path().join("bind");
+        fs::create_dir(&bind).unwrap();
+        fs::write(bind.join("Kfr.test.+013+01234.key"), "").unwrap();
+        let error = import(&keys, "fr.test", KeySource::Knot, &bind, None, NOW).unwrap_err();
+        let expected = format!(
+            "{} is not a Knot key database (no data.mdb)",
+            bind.display()
+        );
+        assert_eq!(error, expected);
+        assert_eq!(tree(&bind), [PathBuf::from("Kfr.test.+013+01234.key")]);
+        let missing = dir.path().join("missing");
+        let error = import(&keys, "fr.test", KeySource::Knot, &missing, None, NOW).unwrap_err();
+        assert!(error.contains("does not exist"), "{error}");
+        assert!(!missing.exists() && !keys.exists());
+    }
+
+    /// Whether Knot's keymgr runs here; tests that need it skip otherwise.
+    fn knot_keymgr_installed() -> bool {
+        let ran = std::process::Command::new("keymgr").arg("-V").output();
+        let installed = ran.is_ok_and(|out| out.status.success());
+        if !installed {
+            eprintln!("skipped: Knot's keymgr is not installed");
+        }
+        installed
+    }
+
+    #[test]
+    fn a_knot_key_database_without_the_zone_says_it_has_no_keys_for_it() {
+        if !knot_keymgr_installed() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let kasp = dir.path().join("kasp");
+        fs::create_dir(&kasp).unwrap();
+        let made = std::process::Command::new("keymgr")
+            .arg("-D")
+            .arg(&kasp)
+            .args([
+                "other.test",
+                "generate",
+                "algorithm=13",
+                "ksk=yes",
+                "zsk=yes",
+            ])
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{made:?}");
+        let keys = dir.path().join("keys");
+        let error = import(&keys, "fr.test", KeySource::Knot, &kasp, None, NOW).unwrap_err();
+        let expected = format!(
+            "the Knot key database in {} has no keys for fr.test.",
+            kasp.display()
+        );
+        assert_eq!(error, expected);
+        assert!(!keys.exists());
     }
 }
