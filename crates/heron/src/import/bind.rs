@@ -11,7 +11,7 @@ use super::model::{
     CatalogConsumer, Imported, Peer, Prefix, Rrl, Rule, TlsListener, TsigKey, UPDATE_ADVICE, Zone,
     key_import_advice, signing_advice,
 };
-use super::signing::PolicyBuilder;
+use super::signing::{BIND_DURATIONS, PolicyBuilder};
 use super::source::{ImportError, Loc, resolve};
 
 /// Lists named within lists (an `acl` naming another, a primaries list
@@ -1101,21 +1101,15 @@ impl<'a> Interpreter<'a> {
             }
         }
         for c in s.children() {
-            let value = c.arg(1).unwrap_or("");
-            match c.name() {
-                "keys" => {}
-                "nsec3param" => p.nsec3(
+            let heron_key = BIND_DURATIONS.iter().find(|(bind, _)| *bind == c.name());
+            match (c.name(), heron_key) {
+                ("keys", _) => {}
+                ("nsec3param", _) => p.nsec3(
                     word_after(&c.words, "iterations"),
                     word_after(&c.words, "optout") == Some("yes"),
                     word_after(&c.words, "salt-length"),
                 ),
-                "dnskey-ttl" => p.duration("dnskey-ttl", "dnskey-ttl", value),
-                "signatures-validity" => {
-                    p.duration("signature-validity", "signatures-validity", value)
-                }
-                "signatures-refresh" => {
-                    p.duration("signature-refresh", "signatures-refresh", value)
-                }
+                (bind, Some((_, heron))) => p.duration(heron, bind, c.arg(1).unwrap_or("")),
                 _ => p.untranslated_setting(c.summary()),
             }
         }

@@ -1,7 +1,8 @@
 //! The signing policies of BIND (`dnssec-policy NAME { ... }`) and Knot
 //! (`policy:` items) as Heron `[[dnssec-policy]]`s: algorithm, CSK or
 //! KSK+ZSK, lifetimes, NSEC or NSEC3, signature validity and refresh,
-//! DNSKEY TTL. A setting with no Heron equivalent is returned as a note
+//! DNSKEY TTL, rollover timing (TTLs, propagation delays, retire safety).
+//! A setting with no Heron equivalent is returned as a note
 //! (setting, advice) for the listing.
 
 use heron_dnssec::keys::Algorithm;
@@ -15,6 +16,27 @@ use super::model::SigningPolicy;
 const DEFAULT_VALIDITY: u32 = 14 * 86_400;
 const DEFAULT_REFRESH: u32 = 5 * 86_400;
 const DEFAULT_JITTER: u32 = 5 * 86_400;
+
+/// BIND `dnssec-policy` durations, each with the Heron policy key that
+/// means the same (BIND's `publish-safety` has none).
+pub const BIND_DURATIONS: &[(&str, &str)] = &[
+    ("dnskey-ttl", "dnskey-ttl"),
+    ("signatures-validity", "signature-validity"),
+    ("signatures-refresh", "signature-refresh"),
+    ("max-zone-ttl", "max-zone-ttl"),
+    ("zone-propagation-delay", "propagation-delay"),
+    ("parent-ds-ttl", "parent-ds-ttl"),
+    ("parent-propagation-delay", "parent-propagation-delay"),
+    ("retire-safety", "retire-safety"),
+];
+
+/// Knot `policy:` durations translated only when set (Heron's value
+/// applies otherwise), each with its Heron policy key.
+const KNOT_DURATIONS: &[(&str, &str)] = &[
+    ("dnskey-ttl", "dnskey-ttl"),
+    ("propagation-delay", "propagation-delay"),
+    ("zone-max-ttl", "max-zone-ttl"),
+];
 
 /// A policy being built, with what could not be carried over.
 #[derive(Default)]
@@ -71,9 +93,11 @@ impl PolicyBuilder {
         );
     }
 
-    /// A duration setting (`unlimited`/`0` leaves Heron's "never").
+    /// A duration setting. `unlimited`/`0` leaves Heron's default: a
+    /// lifetime's "never", or for `max-zone-ttl` the zone's largest TTL.
     pub fn duration(&mut self, key: &str, source: &str, text: &str) {
-        if matches!(text, "unlimited" | "0") && key.ends_with("lifetime") {
+        let unbounded = key.ends_with("lifetime") || key == "max-zone-ttl";
+        if matches!(text, "unlimited" | "0") && unbounded {
             return;
         }
         let Some(seconds) = seconds(text) else {
@@ -197,8 +221,10 @@ pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String
         "rrsig-refresh",
         value("rrsig-refresh").unwrap_or("7d"),
     );
-    if let Some(ttl) = value("dnskey-ttl") {
-        p.duration("dnskey-ttl", "dnskey-ttl", ttl);
+    for (knot, heron) in KNOT_DURATIONS {
+        if let Some(text) = value(knot) {
+            p.duration(heron, knot, text);
+        }
     }
     if value("nsec3").is_some_and(knot_on) {
         let opt_out = value("nsec3-opt-out").is_some_and(knot_on);
@@ -215,6 +241,8 @@ pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String
         "rrsig-lifetime",
         "rrsig-refresh",
         "dnskey-ttl",
+        "propagation-delay",
+        "zone-max-ttl",
         "nsec3",
         "nsec3-opt-out",
         "nsec3-salt-length",
@@ -402,5 +430,57 @@ mod tests {
                 .iter()
                 .any(|n| n.setting.contains("ksk-submission parent"))
         );
+    }
+
+    /// BIND's rollover timing has Heron keys of its own: each is written
+    /// in seconds (BIND's TTL-style, ISO 8601 and plain seconds read),
+    /// and only what Heron lacks (`publish-safety`) is listed.
+    #[test]
+    fn bind_rollover_timing_is_translated_in_seconds() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "dnssec-policy \"timed\" {\n  max-zone-ttl 2h;\n  \
+                    zone-propagation-delay PT5M;\n  parent-ds-ttl 1d;\n  \
+                    parent-propagation-delay 3600;\n  retire-safety P1D;\n  \
+                    publish-safety 1h;\n};\n";
+        let path = super::super::testutil::write_files(dir.path(), &[("named.conf", text)]);
+        let got = super::super::bind::parse(&path).unwrap();
+        let timed = &got.policies[0];
+        assert_eq!(setting(timed, "max-zone-ttl"), Some("7200"));
+        assert_eq!(setting(timed, "propagation-delay"), Some("300"));
+        assert_eq!(setting(timed, "parent-ds-ttl"), Some("86400"));
+        assert_eq!(setting(timed, "parent-propagation-delay"), Some("3600"));
+        assert_eq!(setting(timed, "retire-safety"), Some("86400"));
+        let listed: Vec<&str> = (got.notes.iter())
+            .map(|n| n.setting.as_str())
+            .filter(|s| s.starts_with("dnssec-policy"))
+            .collect();
+        assert_eq!(listed, ["dnssec-policy timed: publish-safety 1h"]);
+    }
+
+    /// BIND's `max-zone-ttl unlimited` (or 0) leaves Heron's default,
+    /// the zone's own largest TTL.
+    #[test]
+    fn an_unlimited_bind_max_zone_ttl_leaves_the_zones_own() {
+        let mut p = PolicyBuilder::new("p");
+        p.duration("max-zone-ttl", "max-zone-ttl", "unlimited");
+        p.duration("max-zone-ttl", "max-zone-ttl", "0");
+        let (policy, notes) = p.finish();
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(setting(&policy, "max-zone-ttl"), None);
+    }
+
+    #[test]
+    fn knot_rollover_timing_is_translated_in_seconds() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "policy:\n  - id: timed\n    propagation-delay: 2h\n    \
+                    zone-max-ttl: 86400\n    delete-delay: 1d\n";
+        let path = super::super::testutil::write_files(dir.path(), &[("knot.conf", text)]);
+        let got = super::super::knot::parse(&path).unwrap();
+        let timed = got.policies.iter().find(|p| p.name == "timed").unwrap();
+        assert_eq!(setting(timed, "propagation-delay"), Some("7200"));
+        assert_eq!(setting(timed, "max-zone-ttl"), Some("86400"));
+        let listed = |needle: &str| got.notes.iter().any(|n| n.setting.contains(needle));
+        assert!(!listed("propagation-delay") && !listed("zone-max-ttl"));
+        assert!(listed("delete-delay 1d"));
     }
 }
