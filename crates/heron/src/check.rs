@@ -75,7 +75,9 @@ pub fn config(file: &Path) -> ExitCode {
         .chain(&missing_xdp_interfaces(&settings.server))
         .for_each(|w| outln!("warning: {w}"));
     let mut ok = true;
-    for refused in crate::plan::key_state::unsigned_with_ds_at_start(&settings, file) {
+    let refused = crate::plan::key_state::unsigned_with_ds_at_start(&settings, file);
+    let moved = crate::plan::key_state::moved_keys_at_start(&settings, file);
+    for refused in refused.into_iter().chain(moved) {
         outln!("{}: error: {refused}", file.display());
         ok = false;
     }

@@ -361,7 +361,8 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
     let mut settings = match &args.config {
         Some(path) => {
             let settings = config::load(path)?;
-            let refused = crate::plan::key_state::unsigned_with_ds_at_start(&settings, path);
+            let mut refused = crate::plan::key_state::unsigned_with_ds_at_start(&settings, path);
+            refused.extend(crate::plan::key_state::moved_keys_at_start(&settings, path));
             if !refused.is_empty() {
                 return Err(refused);
             }

@@ -1356,6 +1356,12 @@ fn going_insecure_through_the_policy_never_fails_validation() {
     );
     assert!(setup.server.log().contains("would fail validation"));
     setup.validate();
+    // Nor may its keys be left behind by another key-directory: the
+    // signer would make new ones and sign with them at once.
+    let (ok, said) =
+        setup.reconfigure_child(|_| original.replace("/child-keys\"", "/child-keys-elsewhere\""));
+    assert!(!ok && said.contains("key-directory changed"), "{said}");
+    setup.validate();
     let (ok, said) = setup.reconfigure_child(|_| {
         original.replace("name = \"child\"\n", "name = \"child\"\ninsecure = true\n")
     });

@@ -32,19 +32,59 @@ pub fn default_key_directory(config: &Path) -> PathBuf {
 /// The zones of `settings` Heron signs, each with its file (zone file or
 /// kept copy) and key directory.
 fn signed_zones(settings: &Settings) -> Vec<(PathBuf, &Path)> {
+    signed_zones_by_origin(settings)
+        .into_iter()
+        .map(|(_, file, keys)| (file, keys))
+        .collect()
+}
+
+fn signed_zones_by_origin(settings: &Settings) -> Vec<(&Name, PathBuf, &Path)> {
     let kept: HashMap<Name, &SecondaryZone> = (settings.secondaries.iter())
         .map(|z| (z.origin.to_lowercase(), z))
         .collect();
-    let primaries = (settings.zones.iter())
-        .filter_map(|z| Some((z.file.clone(), &*z.signing.as_ref()?.key_directory)));
+    let primaries = (settings.zones.iter()).filter_map(|z| {
+        let keys = &*z.signing.as_ref()?.key_directory;
+        Some((&z.origin, z.file.clone(), keys))
+    });
     let secondaries = settings
         .signed_secondaries
         .iter()
         .filter_map(|(origin, s)| {
             let zone = kept.get(&origin.to_lowercase())?;
-            Some((zone.kept_path().into_owned(), &*s.key_directory))
+            Some((origin, zone.kept_path().into_owned(), &*s.key_directory))
         });
     primaries.chain(secondaries).collect()
+}
+
+/// Each zone Heron signs whose keys were last in another directory than
+/// its `key-directory` now: (origin, where they were, where they are
+/// looked for). Where they were is what the note beside its file says,
+/// or without a note the default directory. Read before the notes are
+/// written again.
+pub fn previous_key_directories<'s>(
+    settings: &'s Settings,
+    config: &Path,
+) -> Vec<(&'s Name, PathBuf, &'s Path)> {
+    let default = default_key_directory(config);
+    let zones = signed_zones_by_origin(settings);
+    let notes: Vec<PathBuf> = zones.iter().map(|(_, file, _)| note_path(file)).collect();
+    let exist = which_exist(&notes.iter().map(|p| &**p).collect::<Vec<_>>());
+    let noted = |note: &Path| {
+        let text = fs::read_to_string(note).ok()?;
+        text.lines()
+            .next()
+            .filter(|l| !l.is_empty())
+            .map(PathBuf::from)
+    };
+    (zones.into_iter().zip(&notes).zip(exist))
+        .filter_map(|(((origin, _, keys), note), exists)| {
+            let was = exists
+                .then(|| noted(note))
+                .flatten()
+                .unwrap_or_else(|| default.clone());
+            (!same_directory(&was, keys)).then_some((origin, was, keys))
+        })
+        .collect()
 }
 
 /// Notes where the keys of each zone signed in `settings` are, if not in

@@ -300,8 +300,7 @@ pub fn unsigning_refused(origin: &Name, dir: &Path) -> Option<String> {
             return None;
         }
     };
-    let secure = (state.keys.iter()).any(|k| k.role.signs_keys() && k.ds.state != State::Hidden);
-    secure.then(|| {
+    may_have_ds(&state).then(|| {
         format!(
             "zone '{zone}': dnssec-policy removed while the parent may still hold its DS: \
              served unsigned, it would fail validation. Set dnssec-policy = \"insecure\" \
@@ -309,6 +308,51 @@ pub fn unsigning_refused(origin: &Name, dir: &Path) -> Option<String> {
              (docs/operations.md, \"Unsigning a zone\")"
         )
     })
+}
+
+/// Whether a DS of the zone may be at the parent or in caches: a key
+/// that signs keys whose DS is not gone.
+fn may_have_ds(state: &ZoneKeys) -> bool {
+    (state.keys.iter()).any(|k| k.role.signs_keys() && k.ds.state != State::Hidden)
+}
+
+/// Why the keys of `origin` may not move from `old` to `new` (another
+/// `key-directory`): `old`'s state file says a DS of the zone may be at
+/// the parent, and `new` holds no state of the zone, so the signer would
+/// make new keys and sign with them at once, and every validator would
+/// find the zone bogus. None when the directories are one, when `new`
+/// already holds the zone's state (the keys were moved with it), or when
+/// no DS of the old keys may be out.
+pub fn key_move_refused(origin: &Name, old: &Path, new: &Path) -> Option<String> {
+    let zone = zone_text(origin);
+    let absolute = |d: &Path| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf());
+    if absolute(old) == absolute(new) || state_path(new, &zone).exists() {
+        return None;
+    }
+    let state = read_state(old, &zone).ok()??;
+    may_have_ds(&state).then(|| {
+        format!(
+            "zone '{zone}': key-directory changed from {} to {}, which holds none of its \
+             keys, while the parent may hold the DS of those in {}: signed with new keys \
+             the zone would fail validation. Move the zone's key files and {} into {} \
+             first, or keep the key-directory",
+            old.display(),
+            new.display(),
+            old.display(),
+            file_name(&zone),
+            new.display()
+        )
+    })
+}
+
+/// [`key_move_refused`] at a start, for a `key-directory` changed while
+/// the server was stopped: each zone Heron signs against where its keys
+/// were (the note beside its file, or the default directory).
+pub fn moved_keys_at_start(settings: &crate::config::Settings, config: &Path) -> Vec<String> {
+    let moved = crate::plan::key_notes::previous_key_directories(settings, config);
+    (moved.into_iter())
+        .filter_map(|(origin, old, new)| key_move_refused(origin, &old, new))
+        .collect()
 }
 
 /// [`unsigning_refused`] at a start, for a `dnssec-policy` removed while
@@ -842,6 +886,58 @@ mod tests {
         let settings = crate::config::load(&config).unwrap();
         crate::plan::key_notes::note_key_directories(&settings, &config);
         assert!(!note.exists(), "keys in the default directory need no note");
+    }
+
+    /// The black-box finding: a signed zone given another, empty
+    /// `key-directory` got new keys and was signed with them at once, its
+    /// DS at the parent naming keys no longer served. Refused at a start
+    /// (and so in check-config) while that DS may be out, in either
+    /// direction; allowed once the keys are moved along, and before any
+    /// DS was asked for.
+    #[test]
+    fn keys_are_not_left_behind_by_a_new_key_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("heron.toml");
+        fs::write(dir.path().join("k.zone"), ZONE).unwrap();
+        let zone =
+            "[[zone]]\norigin = \"k.test\"\nfile = \"k.zone\"\ndnssec-policy = \"default\"\n";
+        let elsewhere = format!("{zone}key-directory = \"elsewhere\"\n");
+        let (keys, other) = (dir.path().join("keys"), dir.path().join("elsewhere"));
+        let start = |text: &str| {
+            fs::write(&config, text).unwrap();
+            let settings = crate::config::load(&config).unwrap();
+            let refused = moved_keys_at_start(&settings, &config);
+            crate::plan::key_notes::note_key_directories(&settings, &config);
+            refused
+        };
+        assert!(start(zone).is_empty(), "no keys anywhere");
+        step(&origin(), &split(), &keys, 300, 1000).unwrap();
+        assert!(start(&elsewhere).is_empty(), "no DS asked for yet");
+        fs::remove_dir_all(&other).ok();
+        fs::remove_file(dir.path().join("k.zone.key-directory")).ok();
+        step(&origin(), &split(), &keys, 300, 1000 + 300 + 3600).unwrap();
+        let refused = start(&elsewhere);
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(
+            refused[0].contains("zone 'k.test.': key-directory changed"),
+            "{}",
+            refused[0]
+        );
+        assert!(refused[0].contains("k.test.keys.json"), "{}", refused[0]);
+        // Moved along with their state: taken.
+        fs::create_dir_all(&other).unwrap();
+        for entry in fs::read_dir(&keys).unwrap() {
+            let path = entry.unwrap().path();
+            fs::rename(&path, other.join(path.file_name().unwrap())).unwrap();
+        }
+        assert!(start(&elsewhere).is_empty());
+        // And back to the default directory, now empty: refused again.
+        let back = start(zone);
+        assert_eq!(back.len(), 1, "{back:?}");
+        assert!(
+            key_move_refused(&origin(), &other, &other).is_none(),
+            "one directory"
+        );
     }
 
     fn step_at(dir: &tempfile::TempDir, now: UnixTime) -> Step {

@@ -352,7 +352,8 @@ impl ZoneFiles {
         let left_for_restart = settings.restart_only.changed_since(&source.restart_only);
         let applied = settings.live.changed_since(&source.live);
         settings.zones.extend(source.extra_zones.iter().cloned());
-        let refused = self.unsigning_refused(&settings.zones);
+        let mut refused = self.unsigning_refused(&settings.zones);
+        refused.extend(self.key_moves_refused(&settings));
         if !refused.is_empty() {
             return Err(refused);
         }
@@ -433,6 +434,33 @@ impl ZoneFiles {
                 crate::plan::key_state::unsigning_refused(&e.spec.origin, &signing.key_directory)
             })
             .collect()
+    }
+
+    /// Zones Heron signs now and still signs in `settings` whose
+    /// `key-directory` changed to one without their keys while their DS
+    /// may be at the parent: each refused with why
+    /// (`key_state::key_move_refused`).
+    fn key_moves_refused(&self, settings: &crate::config::Settings) -> Vec<String> {
+        let now: HashMap<Name, &Path> = (self.entries.iter())
+            .filter_map(|e| {
+                Some((
+                    e.spec.origin.to_lowercase(),
+                    &*e.spec.signing.as_ref()?.key_directory,
+                ))
+            })
+            .chain(
+                (self.signed_secondaries.iter())
+                    .map(|(o, s)| (o.to_lowercase(), &*s.key_directory)),
+            )
+            .collect();
+        let next = (settings.zones.iter())
+            .filter_map(|z| Some((&z.origin, &*z.signing.as_ref()?.key_directory)))
+            .chain((settings.signed_secondaries.iter()).map(|(o, s)| (o, &*s.key_directory)));
+        next.filter_map(|(origin, new)| {
+            let old = now.get(&origin.to_lowercase())?;
+            crate::plan::key_state::key_move_refused(origin, old, new)
+        })
+        .collect()
     }
 
     /// Takes the zone list of a configuration read again: zones still
