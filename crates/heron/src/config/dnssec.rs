@@ -287,6 +287,10 @@ pub fn policies_and_errors(entries: &[PolicyEntry]) -> (HashMap<String, Arc<Poli
     let mut errors = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for entry in entries {
+        if entry.name.trim().is_empty() {
+            errors.push("[[dnssec-policy]] with an empty name: zones name it by its name".into());
+            continue;
+        }
         if !seen.insert(entry.name.as_str()) {
             errors.push(format!(
                 "[[dnssec-policy]] '{}' is defined twice",
@@ -523,6 +527,10 @@ mod tests {
                 errors.iter().any(|e| e.contains(needle)),
                 "{text}: {errors:?}"
             );
+        }
+        for name in ["", "  "] {
+            let errors = policies(&[entry(&format!("name = \"{name}\""))]).unwrap_err();
+            assert!(errors[0].contains("empty name"), "{errors:?}");
         }
         let many: Vec<String> = (1..=MAX_PARENT_SERVERS + 1)
             .map(|i| format!("\"192.0.2.{i}\""))

@@ -93,12 +93,13 @@ fn check_section<'i>(
         "zone-group" => return each_entry::<ZoneGroup>(value, text, errors),
         "key" => return each_entry::<KeyEntry>(value, text, errors),
         "catalog" => return each_entry::<CatalogEntry>(value, text, errors),
+        "dnssec-policy" => return each_entry::<dnssec::PolicyEntry>(value, text, errors),
         unknown => {
             let line = line_of(text, value.span().start);
             errors.push(format!(
                 "line {line}: unknown section or key '{unknown}': expected server, tcp, tls, \
-                 zone, zone-group, key, secondary, catalog, xdp, xfr, rrl, cookies, dnstap, \
-                 metrics or log"
+                 zone, zone-group, key, secondary, catalog, dnssec-policy, xdp, xfr, rrl, \
+                 cookies, dnstap, metrics or log"
             ));
             false
         }
@@ -181,6 +182,22 @@ mod tests {
     }
 
     /// A syntax error stops the reading: what follows cannot be trusted.
+    /// A typo or a bad value in a `[[dnssec-policy]]` is named with its
+    /// line and key, as in `[[zone]]`; the section was called unknown.
+    #[test]
+    fn a_problem_in_a_dnssec_policy_names_its_key() {
+        let text = "[[dnssec-policy]]\nname = \"p\"\nalgoritm = \"ed25519\"\n\
+                    [[dnssec-policy]]\nname = \"q\"\nnsec3-iterations = -1\n\
+                    [[dnssec-policy]]\nname = \"fine\"\n";
+        let found = problems(text);
+        let errors = found.errors.join("\n---\n");
+        assert_eq!(found.errors.len(), 2, "{errors}");
+        for needle in ["line 3", "`algoritm`", "line 6", "-1"] {
+            assert!(errors.contains(needle), "{needle} in {errors}");
+        }
+        assert!(!errors.contains("unknown section"), "{errors}");
+    }
+
     #[test]
     fn a_syntax_error_is_the_one_error() {
         let found = problems("[server]\nlisten = [\n[tcp]\nnosuch = 1\n");
