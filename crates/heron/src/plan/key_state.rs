@@ -583,8 +583,24 @@ fn read_key_file(path: &Path) -> Result<KeyFile, String> {
     if meta.len() > MAX_KEY_FILE as u64 {
         return Err(format!("{}: not a key file (too long)", path.display()));
     }
+    if meta.permissions().mode() & 0o077 != 0 && first_warning_for(path) {
+        tracing::warn!(
+            "key file {} holds a private key and can be read by others than its owner \
+             (chmod 600 it)",
+            path.display()
+        );
+    }
     let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     KeyFile::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Whether `path` was not warned about before in this process: a key
+/// file is read at every signing of its zone, and said once is enough.
+/// The set holds at most the key files the configuration leads to.
+fn first_warning_for(path: &Path) -> bool {
+    static WARNED: std::sync::Mutex<Option<HashSet<PathBuf>>> = std::sync::Mutex::new(None);
+    let mut warned = WARNED.lock().unwrap_or_else(|p| p.into_inner());
+    warned.get_or_insert_default().insert(path.to_path_buf())
 }
 
 /// Tries to make a key whose file name (zone, algorithm, tag, role) is
@@ -938,6 +954,23 @@ mod tests {
             key_move_refused(&origin(), &other, &other).is_none(),
             "one directory"
         );
+    }
+
+    /// A key file others can read is said once, however often it is
+    /// read (black-box finding: only the folder was checked).
+    #[test]
+    fn a_key_file_others_can_read_is_warned_about_once() {
+        let dir = tempfile::tempdir().unwrap();
+        step(&origin(), &split(), dir.path(), 300, 1000).unwrap();
+        let (id, _) = read_key_files(dir.path(), "k.test.").unwrap().remove(0);
+        let path = dir.path().join(format!("{id}{KEY_SUFFIX}"));
+        assert!(first_warning_for(&path), "owner-only: not said yet");
+        let other = dir.path().join("other.heron-key");
+        fs::copy(&path, &other).unwrap();
+        fs::set_permissions(&other, fs::Permissions::from_mode(0o644)).unwrap();
+        read_key_file(&other).unwrap();
+        assert!(!first_warning_for(&other), "said at the first read");
+        read_key_file(&other).unwrap();
     }
 
     fn step_at(dir: &tempfile::TempDir, now: UnixTime) -> Step {

@@ -337,6 +337,16 @@ fn sign_step<Z: Borrow<Zone>>(
     let origin = zone.borrow().origin().clone();
     let policy = &signing.policy;
     let failed = |e: String| vec![format!("zone '{origin}': {e}")];
+    let foreign = foreign_dnskeys(zone.borrow(), &step.keys);
+    if foreign > 0 {
+        tracing::warn!(
+            zone = %origin,
+            foreign,
+            "the zone as read has DNSKEY records of keys Heron does not hold: its DNSKEY, \
+             RRSIG and NSEC records are replaced by Heron's; if the parent's DS names those \
+             keys, import them first (heron keymgr import)"
+        );
+    }
     let with_cds = key_state::with_cds(zone.borrow(), step, policy.cds_ttl).map_err(failed)?;
     let zone = ToSign::Given(zone).or_made(with_cds);
     let without = (policy.zonemd.is_none())
@@ -371,6 +381,16 @@ fn sign_step<Z: Borrow<Zone>>(
     .map_err(|e| failed(format!("cannot sign: {e}")))?;
     write_served_serial(&signing.key_directory, &origin, signed.zone.serial()).map_err(failed)?;
     Ok(signed)
+}
+
+/// The apex DNSKEY records of `zone` that are none of `keys`: a zone file
+/// signed by another signer, whose records signing replaces.
+fn foreign_dnskeys(zone: &Zone, keys: &[heron_dnssec::sign::ZoneKey]) -> usize {
+    let Some(set) = zone.apex().rrset(RType::DNSKEY) else {
+        return 0;
+    };
+    let ours = |rdata: &[u8]| keys.iter().any(|k| k.dnskey == rdata);
+    set.rdatas().filter(|r| !ours(r)).count()
 }
 
 /// `zone` without its apex ZONEMD RRset, for a policy that makes none
@@ -459,6 +479,30 @@ mod tests {
         heron_zone::load_zone_str(ZONE, "t", &Name::parse("k.test").unwrap())
             .unwrap()
             .zone
+    }
+
+    /// A file signed by another signer is told apart from one holding
+    /// Heron's own DNSKEYs (black-box finding: its records were dropped
+    /// without a word).
+    #[test]
+    fn dnskeys_heron_does_not_hold_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let signing = Signing {
+            policy: Arc::new(Policy::default()),
+            key_directory: dir.path().join("keys"),
+        };
+        let signed = sign_loaded(load(), None, &signing).unwrap();
+        let step = key_state::step(
+            &Name::parse("k.test").unwrap(),
+            &signing.policy,
+            &signing.key_directory,
+            300,
+            heron_proto::time::unix_now(),
+        )
+        .unwrap();
+        assert_eq!(foreign_dnskeys(&load(), &step.keys), 0, "none at all");
+        assert_eq!(foreign_dnskeys(&signed, &step.keys), 0, "Heron's own");
+        assert_eq!(foreign_dnskeys(&signed, &[]), 1, "another signer's");
     }
 
     #[test]
