@@ -218,7 +218,19 @@ fn list(state: &ZoneKeys, now: UnixTime) -> String {
     };
     let machine = Rollover::new(policy, state.keys.clone());
     for (key, status) in state.keys.iter().zip(machine.status(now)) {
-        out.push_str(&format!("{status}  id={}\n", key.id));
+        // The states as the status writes them; the next event's time as
+        // `heron ctl keys` writes it (a date, not Unix seconds).
+        let line = status.to_string();
+        let states = line.split(" next:").next().unwrap_or(&line);
+        let next = match status.next.at() {
+            Some(at) => format!(
+                "{} at {}",
+                status.next.what(),
+                crate::control::ctl::format_time(at)
+            ),
+            None => status.next.what(),
+        };
+        out.push_str(&format!("{states} next: {next}  id={}\n", key.id));
     }
     out
 }
@@ -277,7 +289,9 @@ mod tests {
             out.contains("zsk active   dnskey=omnipresent rrsig=omnipresent"),
             "{out}"
         );
-        assert!(out.contains("next: rollover at"), "{out}");
+        // A date, as `heron ctl keys` writes it, not Unix seconds.
+        assert!(out.contains("next: rollover at 2027-"), "{out}");
+        assert!(out.contains("Z  id="), "{out}");
     }
 
     #[test]

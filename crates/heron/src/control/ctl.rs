@@ -609,7 +609,7 @@ fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
 }
 
 /// Seconds since the epoch as UTC `YYYY-MM-DD HH:MM:SS`.
-fn format_time(seconds: u64) -> String {
+pub(crate) fn format_time(seconds: u64) -> String {
     let (days, rest) = (seconds / 86_400, seconds % 86_400);
     let (year, month, day) = heron_proto::rdata::civil_from_days(days as i64);
     format!(
