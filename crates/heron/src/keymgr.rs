@@ -357,8 +357,10 @@ mod tests {
         let file = keys.join(format!("{}.heron-key", key.id));
         let mode = std::fs::metadata(&file).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
-        let again = generate::generate(&keys, "new.test.", None, None, NOW);
-        assert!(again.unwrap_err().contains("under way"));
+        // Before the zone's first signing there is no rollover to wait for.
+        let again = generate::generate(&keys, "new.test.", None, None, NOW).unwrap_err();
+        assert!(again.contains("waiting for its first signing"), "{again}");
+        assert!(!again.contains("rollover"), "{again}");
         let rsa = generate::generate(&keys, "other.test.", None, Some("rsasha256"), NOW);
         assert!(rsa.unwrap_err().contains("ecdsap256sha256 or ed25519"));
     }

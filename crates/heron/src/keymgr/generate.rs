@@ -68,11 +68,21 @@ pub fn generate(
         ));
     }
     if let Some(busy) = rolling(&state.keys, role) {
-        return Err(format!(
-            "a rollover of the zone's {} is under way (key {}): generate once it is done",
-            role_name(role),
-            busy.tag
-        ));
+        // Before the first signing there is no rollover: the key made
+        // first is simply waiting to be published.
+        return Err(match state.policy {
+            None => format!(
+                "the zone already has a {} (key {}) waiting for its first signing: \
+                 delete it first to make another",
+                role_name(role),
+                busy.tag
+            ),
+            Some(_) => format!(
+                "a rollover of the zone's {} is under way (key {}): generate once it is done",
+                role_name(role),
+                busy.tag
+            ),
+        });
     }
     key_state::ensure_private_directory(key_dir)?;
     let key = key_state::generate(key_dir, &zone, KeyRequest { role, algorithm }, now)?;
