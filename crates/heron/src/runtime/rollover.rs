@@ -238,6 +238,7 @@ pub(crate) async fn drive(
         let mut due: HashSet<Name> = HashSet::new();
         let mut wanted: HashSet<Name> = HashSet::new();
         let mut next: Option<UnixTime> = None;
+        let mut parent_moved: HashSet<Name> = HashSet::new();
         for &zone in &zones {
             let Some(outlook) = &zone.outlook else {
                 continue;
@@ -256,9 +257,10 @@ pub(crate) async fn drive(
                 && check_parent(&mut parents, zone, wait, now).await
             {
                 due.insert(zone.origin.to_lowercase());
+                parent_moved.insert(zone.origin.to_lowercase());
             }
         }
-        record(&zones);
+        record(&zones, &parent_moved);
         parents.next.retain(|origin, _| {
             zones.iter().any(|z| {
                 z.origin == *origin && z.outlook.as_ref().is_some_and(|o| o.parent.is_some())
@@ -479,8 +481,19 @@ async fn ask_one(zone: &Name, server: SocketAddr) -> Result<Vec<Vec<u8>>, String
 }
 
 /// Keeps each zone's status, logging a line when what it waits for changes.
-fn record(zones: &[&Surveyed]) {
+/// A zone in `parent_moved` has just seen its parent's DS change: what it
+/// was surveyed waiting for is over, and is neither kept nor said (the
+/// next round, after its signing, says what it waits for then).
+fn record(zones: &[&Surveyed], parent_moved: &HashSet<Name>) {
     let mut all = statuses().lock().unwrap_or_else(|e| e.into_inner());
+    record_into(&mut all, zones, parent_moved);
+}
+
+fn record_into(
+    all: &mut HashMap<String, ZoneRollover>,
+    zones: &[&Surveyed],
+    parent_moved: &HashSet<Name>,
+) {
     let mut seen = HashSet::new();
     for &zone in zones {
         let key = key_state::zone_text(&zone.origin);
@@ -492,6 +505,10 @@ fn record(zones: &[&Surveyed]) {
             tracing::warn!(zone = %zone.origin, "DNSSEC keys: {e}");
         }
         status.error = zone.error.clone();
+        status.next = zone.outlook.as_ref().and_then(|o| o.next);
+        if parent_moved.contains(&zone.origin.to_lowercase()) {
+            continue;
+        }
         let waiting = zone.outlook.as_ref().and_then(|o| o.parent.as_ref());
         let message = waiting.map(|w| w.message.replace("ZONE", key.trim_end_matches('.')));
         if message != status.waiting {
@@ -504,7 +521,6 @@ fn record(zones: &[&Surveyed]) {
             }
         }
         status.waiting = message;
-        status.next = zone.outlook.as_ref().and_then(|o| o.next);
     }
     all.retain(|zone, _| seen.contains(zone));
 }
@@ -630,6 +646,41 @@ mod tests {
             }),
             error: None,
         }
+    }
+
+    /// Black-box finding: a parent check that saw the DS logged "every
+    /// parent server shows the DS change", then the wait it had just
+    /// ended ("waiting for the parent: add the DS") from the survey made
+    /// before it. A zone whose parent check moved its keys keeps neither.
+    #[test]
+    fn a_wait_the_parent_check_just_ended_is_not_recorded() {
+        let signing = Arc::new(Signing {
+            policy: Arc::new(Policy::default()),
+            key_directory: PathBuf::from("/k"),
+        });
+        let origin = name("parent-moved.test.");
+        let mut zone = surveyed(&origin, &signing, Some(77));
+        zone.outlook.as_mut().unwrap().parent = Some(heron_dnssec::rollover::ParentWait {
+            add: Vec::new(),
+            remove: Vec::new(),
+            message: "waiting for the parent: add the DS".into(),
+        });
+        let mut all = HashMap::new();
+        let status = |all: &HashMap<String, ZoneRollover>| {
+            (all.get("parent-moved.test.")).map(|s| (s.waiting.clone(), s.next))
+        };
+        record_into(&mut all, &[&zone], &HashSet::from([origin.to_lowercase()]));
+        assert_eq!(
+            status(&all),
+            Some((None, Some(77))),
+            "the ended wait is not kept"
+        );
+        record_into(&mut all, &[&zone], &HashSet::new());
+        let (waiting, _) = status(&all).unwrap();
+        assert!(
+            waiting.is_some_and(|w| w.contains("add the DS")),
+            "kept when it holds"
+        );
     }
 
     #[test]
