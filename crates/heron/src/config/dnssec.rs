@@ -95,6 +95,11 @@ impl PolicyEntry {
             }
         }
         match self.keys.as_deref() {
+            None | Some("csk") if self.zsk_lifetime.is_some() => errors.push(
+                "zsk-lifetime: a CSK policy has no ZSK; its CSK rolls by ksk-lifetime \
+                 (as Knot's single-type-signing)"
+                    .into(),
+            ),
             None | Some("csk") => {}
             Some("ksk-zsk") => p.keys = KeySet::KskZsk,
             Some(k) => errors.push(format!("keys '{k}': expected \"csk\" or \"ksk-zsk\"")),
@@ -519,6 +524,11 @@ mod tests {
             (
                 "keys = \"ksk-zsk\"\nzsk-lifetime = \"1h\"\nmax-zone-ttl = \"1d\"",
                 "ZSK lifetime (3600s) is shorter than one rollover",
+            ),
+            ("zsk-lifetime = \"30d\"", "a CSK policy has no ZSK"),
+            (
+                "keys = \"csk\"\nzsk-lifetime = \"30d\"",
+                "rolls by ksk-lifetime",
             ),
         ] {
             let e = entry(&format!("name = \"p\"\n{text}"));

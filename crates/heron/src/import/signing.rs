@@ -205,15 +205,20 @@ pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String
     let mut p = PolicyBuilder::new(id);
     let value = |key: &str| item.value(key);
     p.algorithm(value("algorithm").unwrap_or("ecdsap256sha256"));
-    p.csk(value("single-type-signing").is_some_and(knot_on));
+    let csk = value("single-type-signing").is_some_and(knot_on);
+    p.csk(csk);
     if let Some(l) = value("ksk-lifetime") {
         p.duration("ksk-lifetime", "ksk-lifetime", l);
     }
-    p.duration(
-        "zsk-lifetime",
-        "zsk-lifetime",
-        value("zsk-lifetime").unwrap_or("30d"),
-    );
+    match (csk, value("zsk-lifetime")) {
+        // Knot rolls a CSK by ksk-lifetime and ignores zsk-lifetime.
+        (true, Some(l)) => p.untranslated(
+            format!("zsk-lifetime {l}"),
+            "Knot ignores it with single-type-signing: the CSK rolls by ksk-lifetime",
+        ),
+        (true, None) => {}
+        (false, l) => p.duration("zsk-lifetime", "zsk-lifetime", l.unwrap_or("30d")),
+    }
     let validity = value("rrsig-lifetime").unwrap_or("14d");
     p.duration("signature-validity", "rrsig-lifetime", validity);
     p.duration(
@@ -482,5 +487,28 @@ mod tests {
         let listed = |needle: &str| got.notes.iter().any(|n| n.setting.contains(needle));
         assert!(!listed("propagation-delay") && !listed("zone-max-ttl"));
         assert!(listed("delete-delay 1d"));
+    }
+
+    /// Knot rolls a CSK by ksk-lifetime and ignores zsk-lifetime; Heron
+    /// refuses a zsk-lifetime in a CSK policy, so it is not written.
+    #[test]
+    fn a_knot_csk_policy_gets_no_zsk_lifetime() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "policy:\n  - id: plain\n    single-type-signing: on\n    ksk-lifetime: 90d\n\
+                    \n  - id: said\n    single-type-signing: on\n    zsk-lifetime: 10d\n";
+        let path = super::super::testutil::write_files(dir.path(), &[("knot.conf", text)]);
+        let got = super::super::knot::parse(&path).unwrap();
+        for name in ["plain", "said"] {
+            let p = got.policies.iter().find(|p| p.name == name).unwrap();
+            assert_eq!(setting(p, "zsk-lifetime"), None, "{name}");
+            assert_eq!(setting(p, "keys"), Some("\"csk\""), "{name}");
+        }
+        let plain = got.policies.iter().find(|p| p.name == "plain").unwrap();
+        assert_eq!(setting(plain, "ksk-lifetime"), Some("7776000"));
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.setting.contains("zsk-lifetime 10d"))
+        );
     }
 }
