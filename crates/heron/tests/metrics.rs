@@ -615,11 +615,21 @@ fn a_secondary_zones_health_is_exported_from_the_start_kept_copy_included() {
     let dir = tempfile::tempdir().unwrap();
     let edge = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/differential/edge.test.zone");
     let (port, metrics) = (free_port(), SocketAddr::from(([127, 0, 0, 1], free_port())));
+    // A primary whose file never loads (black-box finding: it had no
+    // series at all, so the alert on heron_zone_served could not fire).
+    let broken = dir.path().join("broken.test.zone");
+    std::fs::write(
+        &broken,
+        "@ 60 SOA ns1 h 1 2 3 4 5\n@ 60 NS ns1\nns1 60 A 1.2.3\n",
+    )
+    .unwrap();
     let config = format!(
         "[server]\nlisten = [\"127.0.0.1:{port}\"]\n[metrics]\nlisten = \"{metrics}\"\n\
          [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n\
+         [[zone]]\norigin = \"broken.test\"\nfile = \"{}\"\n\
          [[zone]]\norigin = \"xfr.test\"\nfile = \"{}\"\nprimaries = [\"{}\"]\n",
         edge.display(),
+        broken.display(),
         dir.path().join("xfr.test.zone").display(),
         primary.addr()
     );
@@ -658,6 +668,12 @@ fn a_secondary_zones_health_is_exported_from_the_start_kept_copy_included() {
     assert_eq!(of(&first, "heron_zone_served"), Some(1.0));
     let edge_served = format!("heron_zone_served{{zone=\"{ORIGIN}.\"}}");
     assert_eq!(first.get(&edge_served), Some(&1.0), "primaries too");
+    let broken_served = "heron_zone_served{zone=\"broken.test.\"}";
+    assert_eq!(
+        first.get(broken_served),
+        Some(&0.0),
+        "a file that never loaded"
+    );
     assert_eq!(
         first.get(&format!(
             "heron_zone_secondary_check_failures{{zone=\"{ORIGIN}.\"}}"

@@ -370,6 +370,7 @@ fn print_human(command: &CtlCommand, response: &Response) {
         CtlCommand::Status => out!("{}", status_table(&response.data)),
         CtlCommand::ZoneStatus { .. } => {
             out!("{}", zone_table(&response.data));
+            out!("{}", error_lines(&response.data));
             out!("{}", secondary_table(&response.data));
             out!("{}", dnssec_lines(&response.data));
         }
@@ -442,6 +443,18 @@ fn zone_table(data: &Value) -> String {
         })
         .unwrap_or_default();
     table(&["ZONE", "ROLE", "SERIAL", "LOADED"], &rows)
+}
+
+/// Why a zone's last load or transfer failed, one line per zone: a zone
+/// whose file never loaded shows no serial, and this says why.
+fn error_lines(data: &Value) -> String {
+    let zones = data.as_array().map(Vec::as_slice).unwrap_or_default();
+    let failed = zones
+        .iter()
+        .filter_map(|z| Some((z, z["last_error"].as_str()?)));
+    failed
+        .map(|(z, why)| format!("{}: last error: {why}\n", text_of(&z["zone"])))
+        .collect()
 }
 
 /// What a signed zone's rollover waits for, one line per zone waiting.
@@ -629,6 +642,22 @@ mod tests {
         assert_eq!(format_time(0), "1970-01-01 00:00:00Z");
         assert_eq!(format_time(951_782_400), "2000-02-29 00:00:00Z");
         assert_eq!(format_time(1_795_000_000), "2026-11-18 11:06:40Z");
+    }
+
+    /// Black-box finding: a zone whose file never loaded showed "-" and
+    /// nothing else; why is said under the table now.
+    #[test]
+    fn zone_status_says_why_a_zone_failed() {
+        let data = serde_json::json!([
+            {"zone": "bad.test.", "role": "primary", "serial": null,
+             "last_error": "bad.test.zone:3: bad IPv4 address"},
+            {"zone": "good.test.", "role": "primary", "serial": 7},
+        ]);
+        let lines = error_lines(&data);
+        assert_eq!(
+            lines,
+            "bad.test.: last error: bad.test.zone:3: bad IPv4 address\n"
+        );
     }
 
     #[test]
