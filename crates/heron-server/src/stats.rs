@@ -76,8 +76,9 @@ pub fn qtype_bucket(qtype: u16) -> usize {
         .map_or(QTYPE_OTHER, |&b| b as usize)
 }
 
-/// The RCODE names of the header's four bits, as labelled.
-pub const RCODES: [&str; 16] = [
+/// The RCODE names as labelled: the header's four bits, then the
+/// extended RCODEs of an OPT record a server sends (RFC 6891, 7873).
+pub const RCODES: [&str; 24] = [
     "NOERROR",
     "FORMERR",
     "SERVFAIL",
@@ -94,7 +95,43 @@ pub const RCODES: [&str; 16] = [
     "RCODE13",
     "RCODE14",
     "RCODE15",
+    "BADVERS",
+    "BADKEY",
+    "BADTIME",
+    "BADMODE",
+    "BADNAME",
+    "BADALG",
+    "BADTRUNC",
+    "BADCOOKIE",
 ];
+
+/// The response's RCODE as [`RCODES`] indexes it. Its OPT record is read
+/// only for a response that could carry an extended RCODE (BADVERS,
+/// BADCOOKIE: header RCODE 0 or 7, no answer and no authority, an
+/// additional record), so an answer costs a few header reads.
+fn rcode_index(message: &[u8]) -> usize {
+    let low = usize::from(message[3] & 0xF);
+    let count = |at: usize| u16::from_be_bytes([message[at], message[at + 1]]);
+    if !matches!(low, 0 | 7) || count(6) != 0 || count(8) != 0 || count(10) == 0 {
+        return low;
+    }
+    let index = opt_extended_rcode(message).map_or(low, |high| usize::from(high) << 4 | low);
+    if index < RCODES.len() { index } else { low }
+}
+
+/// The extended RCODE byte of an OPT record that is the first additional
+/// record after one question.
+fn opt_extended_rcode(message: &[u8]) -> Option<u8> {
+    if u16::from_be_bytes([message[4], message[5]]) != 1 {
+        return None;
+    }
+    let (after_name, _) = heron_proto::name::skip_compressed(message, 12).ok()?;
+    let owner = after_name + 4; // the question's type and class
+    // OPT's owner is the root: one zero octet, then TYPE 41, CLASS, TTL.
+    let record = message.get(owner..owner + 5)?;
+    (record[0] == 0 && record[1..3] == 41u16.to_be_bytes()).then_some(())?;
+    message.get(owner + 5).copied()
+}
 
 /// Upper bounds (bytes) of the response size histogram's buckets; the
 /// last bucket is everything larger.
@@ -206,10 +243,8 @@ impl Cells {
     /// A response about to be sent: its RCODE (from the header) and size.
     /// Anything shorter than a header is not a response and not counted.
     pub fn response(&self, message: &[u8]) {
-        if let Some(&flags) = message.get(3)
-            && message.len() >= 12
-        {
-            self.responses[usize::from(flags & 0xF)].add(1);
+        if message.len() >= 12 {
+            self.responses[rcode_index(message)].add(1);
             let size = message.len() as u64;
             self.response_bytes.observe(&SIZE_BOUNDS, size, 1);
         }
@@ -482,13 +517,27 @@ mod tests {
         response[3] = 3; // NXDOMAIN
         a.response(&response);
         a.response(&[0; 11]); // not a response
+        // BADVERS and BADCOOKIE: 0 and 7 in the header, 1 in the OPT's
+        // extended RCODE (black-box finding: counted as NOERROR and
+        // YXRRSET). A NODATA answer (0, with authority) stays NOERROR.
+        let opt = |low: u8, ns: u8| {
+            let mut m = vec![0x12, 0x34, 0x81, low, 0, 1, 0, 0, 0, ns, 0, 1];
+            m.extend_from_slice(b"\x01a\x00\x00\x01\x00\x01"); // a. A IN
+            m.extend_from_slice(&[0, 0, 41, 4, 208, 1, 0, 0, 0, 0, 0]);
+            m
+        };
+        b.response(&opt(0, 0));
+        b.response(&opt(7, 0));
+        b.response(&opt(0, 1)[..]);
         let totals = stats.totals();
         assert_eq!(totals.queries[Via::Udp as usize][qtype_bucket(1)], 2);
         assert_eq!(totals.queries[Via::Tls as usize][QTYPE_OTHER], 1);
         assert_eq!(totals.responses[3], 1);
-        assert_eq!(totals.responses.iter().sum::<u64>(), 1);
-        assert_eq!(totals.response_bytes.count(), 1);
-        assert_eq!(totals.response_bytes.sum, 100);
+        let named = |name: &str| totals.responses[RCODES.iter().position(|r| *r == name).unwrap()];
+        assert_eq!((named("BADVERS"), named("BADCOOKIE")), (1, 1));
+        assert_eq!((named("NOERROR"), named("YXRRSET")), (1, 0));
+        assert_eq!(totals.responses.iter().sum::<u64>(), 4);
+        assert_eq!(totals.response_bytes.count(), 4);
 
         assert_eq!(stats.since_reset(true).queries_via(Via::Udp), 2);
         a.query(Via::Udp, Some(28));
