@@ -83,6 +83,8 @@ struct Shared {
     reopen: AtomicBool,
     /// Reopens done, for [`Writer::reopen_and_wait`].
     reopened: AtomicU64,
+    /// Why the last reopen could not start a new file (None: it did).
+    reopen_failed: std::sync::Mutex<Option<String>>,
     /// When the writer must be done, set by [`Writer::finish`].
     flush_by: OnceLock<Instant>,
 }
@@ -147,20 +149,28 @@ impl Writer {
     }
 
     /// [`Writer::reopen`], and waits (at most `within`) until it is done:
-    /// whether it was. For `heron ctl dnstap-reopen`, which logrotate's
-    /// `postrotate` runs and which must not return before the new file is
-    /// there.
-    pub fn reopen_and_wait(&self, within: Duration) -> bool {
+    /// Ok once the new file is there, else why not (the writer then goes
+    /// on in the moved file). For `heron ctl dnstap-reopen`, which
+    /// logrotate's `postrotate` runs and which must neither return before
+    /// the new file is there nor say it is when it is not.
+    pub fn reopen_and_wait(&self, within: Duration) -> Result<(), String> {
         let before = self.shared.reopened.load(Ordering::Acquire);
         self.reopen();
         let give_up = Instant::now() + within;
         while Instant::now() < give_up {
             if self.shared.reopened.load(Ordering::Acquire) != before {
-                return true;
+                let failed = self.shared.reopen_failed.lock();
+                return match failed.unwrap_or_else(|p| p.into_inner()).clone() {
+                    Some(why) => Err(why),
+                    None => Ok(()),
+                };
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        false
+        Err(format!(
+            "the dnstap writer did not reopen its file within {} s",
+            within.as_secs()
+        ))
     }
 
     /// Whether the log goes to a file (which [`Writer::reopen`] reopens).
@@ -314,7 +324,12 @@ impl Drain {
                 std::thread::sleep(DRAIN_EVERY);
             }
             if self.shared.reopen.swap(false, Ordering::Relaxed) {
-                self.sink.reopen(self.shared.io_deadline());
+                let outcome = self.sink.reopen(self.shared.io_deadline()).err();
+                *self
+                    .shared
+                    .reopen_failed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = outcome;
                 self.shared.reopened.fetch_add(1, Ordering::Release);
             }
             let messages = match self.unsent.1 {
@@ -407,11 +422,12 @@ impl Sink {
 
     /// A file moved away (rotated) ended, and one opened at its path (a
     /// new one, or one put there, continued). A file still at its path is
-    /// written on.
-    fn reopen(&mut self, until: Instant) {
+    /// written on. Err: no new file could be started (the moved one is
+    /// written on), and why.
+    fn reopen(&mut self, until: Instant) -> Result<(), String> {
         use std::os::unix::fs::MetadataExt;
         let Sink::File(file, path) = self else {
-            return;
+            return Ok(());
         };
         let same =
             |a: std::fs::Metadata, b: std::fs::Metadata| a.dev() == b.dev() && a.ino() == b.ino();
@@ -419,7 +435,7 @@ impl Sink {
         if let (Ok(ours), Ok(there)) = (ours, std::fs::metadata(&*path))
             && same(ours, there)
         {
-            return;
+            return Ok(());
         }
         // The new file first: should it fail, the old one is written on
         // rather than ended.
@@ -428,11 +444,16 @@ impl Sink {
                 let path = path.clone();
                 self.close(until);
                 *self = Sink::File(new, path);
+                Ok(())
             }
-            Err(e) => tracing::warn!(
-                "dnstap: cannot start {} again: {e}; writing on in the moved file",
-                path.display()
-            ),
+            Err(e) => {
+                let why = format!(
+                    "cannot start {} again: {e}; writing on in the moved file",
+                    path.display()
+                );
+                tracing::warn!("dnstap: {why}");
+                Err(why)
+            }
         }
     }
 

@@ -371,6 +371,34 @@ fn a_rotated_file_is_ended_and_a_new_one_started_at_its_path() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Black-box finding: `heron ctl dnstap-reopen` said "reopened" when no
+/// new file could be started (a folder at the path), and logrotate would
+/// then compress the file still being written. The wait says why now;
+/// the moved file is written on; once the path is free, a reopen works.
+#[test]
+fn a_reopen_that_cannot_start_a_new_file_says_why() {
+    let dir = tempfile_dir("reopen-fails");
+    let path = dir.join("queries.dnstap");
+    let writer = Writer::start(settings(Output::File(path.clone()))).unwrap();
+    assert_eq!(
+        writer.reopen_and_wait(Duration::from_secs(5)),
+        Ok(()),
+        "not moved"
+    );
+    std::fs::rename(&path, dir.join("queries.dnstap.1")).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    let failed = writer.reopen_and_wait(Duration::from_secs(5)).unwrap_err();
+    assert!(
+        failed.contains("cannot start") && failed.contains("moved file"),
+        "{failed}"
+    );
+    std::fs::remove_dir(&path).unwrap();
+    assert_eq!(writer.reopen_and_wait(Duration::from_secs(5)), Ok(()));
+    assert!(path.is_file());
+    writer.finish();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Lines `dnstap-read` prints for `file` (it must read it whole).
 fn dnstap_read(file: &std::path::Path) -> Vec<String> {
     let out = Command::new(DNSTAP_READ).arg(file).output().unwrap();

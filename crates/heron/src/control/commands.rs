@@ -107,10 +107,10 @@ impl Controller {
             writer.reopen_and_wait(std::time::Duration::from_secs(5))
         })
         .await
-        .unwrap_or(false);
+        .unwrap_or_else(|e| Err(e.to_string()));
         match done {
-            true => Response::ok("dnstap file reopened", json!({})),
-            false => Response::error("the dnstap writer did not reopen its file within 5 s"),
+            Ok(()) => Response::ok("dnstap file reopened", json!({})),
+            Err(why) => Response::error(why),
         }
     }
 
