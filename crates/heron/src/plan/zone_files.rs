@@ -796,6 +796,19 @@ fn progress_text(progress: &LoadProgress, zones: usize) -> String {
     )
 }
 
+/// The errors of a zone that did not load, as text; its warnings are
+/// logged as warnings here, not carried with the errors (logged at ERROR,
+/// where operators alert, and the first one taken for the zone's error).
+fn errors_said_apart(problems: Vec<heron_zone::Problem>) -> Vec<String> {
+    use heron_zone::Severity;
+    let (errors, warnings): (Vec<_>, Vec<_>) =
+        (problems.into_iter()).partition(|p| p.severity == Severity::Error);
+    warnings
+        .iter()
+        .for_each(|w| tracing::warn!(target: LOG_TARGET, "{w}"));
+    errors.iter().map(ToString::to_string).collect()
+}
+
 /// Loads one zone, as a change to `previous` if there is one; the
 /// problems if it has errors (warnings are logged).
 fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgress) -> Loaded {
@@ -822,8 +835,7 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
         ..stamp
     });
     drop(file);
-    let loaded =
-        result.map_err(|problems| problems.iter().map(|p| p.to_string()).collect::<Vec<_>>())?;
+    let loaded = result.map_err(errors_said_apart)?;
     loaded
         .warnings
         .iter()
@@ -896,8 +908,8 @@ fn hold_served(
     use crate::plan::signing::{keys_moved, last_signed_under, sign_loaded};
     let file = read_text(spec)?;
     let stamp = Stamp::from_metadata(&file.metadata);
-    let loaded = load_zone_text(&file.text, &spec.file, &spec.origin, None)
-        .map_err(|problems| problems.iter().map(|p| p.to_string()).collect::<Vec<_>>())?;
+    let loaded =
+        load_zone_text(&file.text, &spec.file, &spec.origin, None).map_err(errors_said_apart)?;
     warn_if_edited(served, &loaded.zone);
     if last_signed_under(&spec.origin, signing) && !keys_moved(served, signing)? {
         return Ok((None, stamp));
@@ -1007,6 +1019,33 @@ mod tests {
         assert!(files.loaded_at(&name("a.test")).unwrap().is_some());
         assert_eq!(files.loaded_at(&name("b.test")), None);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Black-box finding: a zone that failed to load had its warnings
+    /// logged at ERROR beside its errors, and a warning could be taken
+    /// as the zone's error. Only errors are the zone's errors now.
+    #[test]
+    fn a_failed_zones_errors_leave_its_warnings_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bad.zone");
+        let text = "$TTL 60\n@ SOA ns1 h 1 2 3 4 5\n@ NS ns1\nns1 A 1.2.3\n";
+        std::fs::write(&file, text).unwrap();
+        let spec = ZoneSpec {
+            origin: Name::parse("bad.test").unwrap(),
+            file,
+            signing: None,
+            kept: false,
+        };
+        let mut files = ZoneFiles::new(std::slice::from_ref(&spec));
+        let (_, out) = files.load_changed(&Catalog::new());
+        assert_eq!(out.failed, 1);
+        assert!(
+            out.errors.iter().all(|e| !e.contains("warning:")),
+            "{:?}",
+            out.errors
+        );
+        let why = files.last_error(&spec.origin).unwrap();
+        assert!(why.contains("error:") && why.contains(":4:"), "{why}");
     }
 
     #[test]
