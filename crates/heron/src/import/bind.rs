@@ -729,7 +729,9 @@ impl<'a> Interpreter<'a> {
                 ("responses-per-second", Some(n)) => rrl.responses_per_second = Some(n),
                 ("nxdomains-per-second", Some(n)) => rrl.nxdomains_per_second = Some(n),
                 ("errors-per-second", Some(n)) => rrl.errors_per_second = Some(n),
-                ("window", Some(n)) => rrl.window = Some(n),
+                // BIND's window is the span its rates are counted over;
+                // Heron's `window` is how often a limited bucket is logged.
+                ("window", _) => self.out.untranslated(c.loc(), format!("rate-limit: {}", c.summary()), "BIND counts its rates over this window; Heron's [rrl] counts per second with its own decay, and its `window` is the interval between log lines about one limited bucket, so it is not carried over"),
                 ("slip", Some(n)) => rrl.slip = Some(n),
                 ("ipv4-prefix-length", Some(n)) => rrl.ipv4_prefix_length = u8::try_from(n).ok(),
                 ("ipv6-prefix-length", Some(n)) => rrl.ipv6_prefix_length = u8::try_from(n).ok(),
@@ -1177,7 +1179,7 @@ mod tests {
              options {{\n  directory \"/srv/bind\";\n  listen-on port 5353 {{ 127.0.0.1; }};\n\
              \x20 listen-on-v6 {{ none; }};\n  recursion no;\n  version \"v\";\n  pid-file \"x.pid\";\n\
              \x20 allow-transfer {{ none; }};\n  notify explicit;\n\
-             \x20 rate-limit {{ responses-per-second 10; slip 3; exempt-clients {{ 192.0.2.0/24; }}; }};\n}};\n\
+             \x20 rate-limit {{ responses-per-second 10; slip 3; window 5; exempt-clients {{ 192.0.2.0/24; }}; }};\n}};\n\
              key \"xfr.test\" {{ algorithm hmac-sha256; secret \"{SECRET}\"; }};\n\
              acl secondaries {{ 192.0.2.0/24; key xfr.test; }};\n\
              primaries upstream port 5300 {{ 198.51.100.1 key xfr.test; 198.51.100.2; }};\n\
@@ -1239,6 +1241,9 @@ mod tests {
         let rrl = got.rrl.as_ref().unwrap();
         assert_eq!((rrl.responses_per_second, rrl.slip), (Some(10), Some(3)));
         assert_eq!(rrl.exempt, ["192.0.2.0/24".parse().unwrap()]);
+        // BIND's window is not Heron's (how often a bucket is logged).
+        assert_eq!(rrl.window, None);
+        assert!(got.notes.iter().any(|n| n.setting.contains("window 5")));
         let com = &got.zones[0];
         assert_eq!(
             com.file.as_deref(),
