@@ -14,8 +14,8 @@
 
 use std::cell::Cell;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwapOption;
 use std::time::{Duration, Instant, SystemTime};
@@ -105,6 +105,10 @@ pub struct Tap {
     queries: AtomicBool,
     responses: AtomicBool,
     sink: ArcSwapOption<Sink>,
+    /// What the sinks replaced or turned off had written and dropped when
+    /// they left, so that the totals only grow across reloads. (What an
+    /// old writer still flushes after that is not counted.)
+    retired: Mutex<(u64, u64)>,
 }
 
 /// What a [`Tap`] is set to: one query in `every`, its query message if
@@ -146,6 +150,7 @@ impl Tap {
             queries: AtomicBool::new(false),
             responses: AtomicBool::new(false),
             sink: ArcSwapOption::empty(),
+            retired: Mutex::new((0, 0)),
         }
     }
 
@@ -154,14 +159,31 @@ impl Tap {
     pub fn set(&self, settings: Option<TapSettings>) {
         let Some(settings) = settings else {
             self.on.store(false, Ordering::Relaxed);
-            self.sink.store(None);
+            self.retire(self.sink.swap(None), None);
             return;
         };
         self.every.store(settings.every.max(1), Ordering::Relaxed);
         self.queries.store(settings.queries, Ordering::Relaxed);
         self.responses.store(settings.responses, Ordering::Relaxed);
-        self.sink.store(Some(Arc::new(Sink(settings.sink))));
+        let next = settings.sink.clone();
+        let old = self.sink.swap(Some(Arc::new(Sink(settings.sink))));
+        self.retire(old, Some(&next));
         self.on.store(true, Ordering::Release);
+    }
+
+    /// Keeps the counts of a sink that leaves (not when `next` is the same
+    /// sink, with new settings: its counts go on in it).
+    fn retire(&self, old: Option<Arc<Sink>>, next: Option<&Arc<dyn TapSink>>) {
+        let Some(old) = old else { return };
+        let same =
+            |next: &Arc<dyn TapSink>| std::ptr::addr_eq(Arc::as_ptr(next), Arc::as_ptr(&old.0));
+        if next.is_some_and(same) {
+            return;
+        }
+        let t = old.0.totals();
+        let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        retired.0 += t.written;
+        retired.1 += t.dropped;
     }
 
     /// Whether the layer logs anything.
@@ -224,9 +246,17 @@ impl Tap {
         });
     }
 
-    /// The sink's counters (zero while off).
+    /// The counters since the start, over every sink it had; what is
+    /// queued is the sink's now (zero while off).
     pub fn totals(&self) -> TapTotals {
-        (self.sink.load().as_ref()).map_or_else(TapTotals::default, |sink| sink.0.totals())
+        let now =
+            (self.sink.load().as_ref()).map_or_else(TapTotals::default, |sink| sink.0.totals());
+        let (written, dropped) = *self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        TapTotals {
+            written: now.written + written,
+            dropped: now.dropped + dropped,
+            ..now
+        }
     }
 }
 
@@ -271,6 +301,48 @@ pub(crate) mod tests {
         assert!(!tap.is_on());
         assert_eq!((0..100).filter(|_| tap.sample()).count(), 0);
         assert_eq!(tap.totals(), TapTotals::default());
+    }
+
+    /// A sink that says it wrote `.0` and dropped `.1`.
+    struct Counted(u64, u64);
+
+    impl TapSink for Counted {
+        fn offer(&self, _: Exchange) {}
+        fn totals(&self) -> TapTotals {
+            TapTotals {
+                written: self.0,
+                dropped: self.1,
+                queued: 1,
+                queued_bytes: 10,
+            }
+        }
+    }
+
+    /// Black-box finding: heron_dnstap_messages_total fell to 0 when a
+    /// reload started a new writer. The counts of sinks that left are
+    /// kept; a sink set again with new settings is not counted twice.
+    #[test]
+    fn totals_only_grow_across_sinks() {
+        let settings = |sink: &Arc<Counted>| TapSettings {
+            every: 1,
+            queries: true,
+            responses: true,
+            sink: sink.clone(),
+        };
+        let (first, second) = (Arc::new(Counted(5, 1)), Arc::new(Counted(2, 0)));
+        let tap = Tap::new(1, true, true, first.clone());
+        assert_eq!((tap.totals().written, tap.totals().dropped), (5, 1));
+        tap.set(Some(settings(&second)));
+        assert_eq!((tap.totals().written, tap.totals().dropped), (7, 1));
+        tap.set(Some(TapSettings {
+            every: 4,
+            ..settings(&second)
+        }));
+        assert_eq!(tap.totals().written, 7, "the same sink, new settings");
+        assert_eq!(tap.totals().queued, 1, "queued is the sink's now");
+        tap.set(None);
+        let off = tap.totals();
+        assert_eq!((off.written, off.dropped, off.queued), (7, 1, 0));
     }
 
     #[test]
