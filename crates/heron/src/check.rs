@@ -81,7 +81,10 @@ pub fn config(file: &Path) -> ExitCode {
         outln!("{}: error: {refused}", file.display());
         ok = false;
     }
-    if let Some(problem) = dnstap_file_problem(settings.dnstap.as_ref()) {
+    let problems = dnstap_file_problem(settings.dnstap.as_ref())
+        .into_iter()
+        .chain(settings.control.as_deref().and_then(control_socket_problem));
+    for problem in problems {
         outln!("{}: error: {problem}", file.display());
         ok = false;
     }
@@ -108,6 +111,21 @@ fn missing_xdp_interfaces(server: &heron_server::ServerConfig) -> Vec<String> {
         .filter_map(|name| heron_sys::xdp::Interface::find(name).err())
         .map(|e| format!("[xdp] listen: {e} on this machine: `heron serve` here would not start"))
         .collect()
+}
+
+/// Something other than a socket where the control socket goes (a
+/// folder, a file, a link): `heron serve` refuses to start over it and
+/// never replaces it, so check-config says so too.
+fn control_socket_problem(path: &Path) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let found = std::fs::symlink_metadata(path).ok()?;
+    (!found.file_type().is_socket()).then(|| {
+        format!(
+            "[server] control {}: something that is not a socket is there; heron serve \
+             would not start (it never replaces it): remove it or choose another path",
+            path.display()
+        )
+    })
 }
 
 /// Why `heron serve` could not create the `[dnstap] file`, if it could

@@ -339,6 +339,33 @@ fn check_config_rejects_a_log_level_it_does_not_know() {
     assert!(said.contains("chatty"), "{said}");
 }
 
+/// Black-box finding: a folder where the control socket goes passed
+/// check-config, and heron serve then refused to start. Both say so now;
+/// a stale socket file there is fine (serve replaces it).
+#[test]
+fn check_config_says_what_blocks_the_control_socket() {
+    let dir = TempDir::new("check-control");
+    let path = dir.0.join("heron.toml");
+    fs::write(&path, "[server]\ncontrol = \"ctl\"\n").unwrap();
+    fs::create_dir(dir.0.join("ctl")).unwrap();
+    let check = || {
+        let out = Command::new(heron())
+            .arg("check-config")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
+        (out.status.success(), said.into_owned())
+    };
+    let (ok, said) = check();
+    assert!(!ok && said.contains("not a socket"), "{said}");
+    fs::remove_dir(dir.0.join("ctl")).unwrap();
+    let stale = std::os::unix::net::UnixListener::bind(dir.0.join("ctl")).unwrap();
+    drop(stale);
+    let (ok, said) = check();
+    assert!(ok, "{said}");
+}
+
 const SUBCOMMANDS: [&str; 9] = [
     "serve",
     "check-zone",
