@@ -732,7 +732,9 @@ fn start_transports(
                 tcp::bind(addr).map_err(|e| format!("cannot listen on TCP {addr}: {e}"))?;
             tasks.push(spawn_stream(listener, None));
         }
-        tracing::info!("answering on {addr} (UDP and TCP)");
+        if !own_loops {
+            tracing::info!("answering on {addr} (UDP and TCP)");
+        }
     }
     // After the sockets: a server that cannot listen fails before it
     // attaches anything to an interface.
@@ -750,6 +752,10 @@ fn start_transports(
         true => Some(start_tcp_loops(server, service, &limiter)?),
         false => None,
     };
+    // Said once both sockets of an address are bound.
+    if own_loops {
+        (server.listen.iter()).for_each(|addr| tracing::info!("answering on {addr} (UDP and TCP)"));
+    }
     for (addr, acceptor) in tls_listeners(server) {
         if !own_loops {
             let listener =

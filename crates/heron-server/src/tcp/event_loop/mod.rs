@@ -121,7 +121,9 @@ pub fn start(
 fn bind_all(listen: &[Listen], workers: usize) -> io::Result<Vec<Vec<std::net::TcpListener>>> {
     let mut sockets: Vec<Vec<std::net::TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
     for spec in listen {
-        let first = bind_shared(spec.addr)?;
+        // The address in the error: a start that fails says which one.
+        let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", spec.addr));
+        let first = bind_shared(spec.addr).map_err(named)?;
         let addr = first.local_addr()?;
         sockets[0].push(first);
         for worker in sockets.iter_mut().skip(1) {

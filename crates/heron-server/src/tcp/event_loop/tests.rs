@@ -239,3 +239,17 @@ fn the_loops_wake_once_per_query_and_not_while_idle() {
         );
     });
 }
+
+/// Black-box finding: a port taken by another program failed the start
+/// with "cannot listen on TCP: Address already in use", no address.
+#[test]
+fn a_taken_address_is_named_when_binding_fails() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let listen = [Listen { addr, tls: None }];
+    let error = bind_all(&listen, 2).unwrap_err();
+    assert!(
+        error.to_string().starts_with(&format!("{addr}: ")),
+        "{error}"
+    );
+}
