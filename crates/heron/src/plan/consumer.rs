@@ -263,6 +263,21 @@ impl Consumers {
         if consumer.consumed == Some(zone.serial()) {
             return None;
         }
+        // A version older than the one taken is not a change to take: a
+        // kept copy left behind the consumed version by a stop between
+        // the two writes would otherwise undo the members taken since.
+        if let Some(taken) = consumer.consumed
+            && heron_xfr::serial::is_newer(taken, zone.serial())
+        {
+            tracing::warn!(
+                catalog = %zone.origin(),
+                "catalog zone {} serial {} is older than serial {taken}, whose members are \
+                 kept: not taken",
+                zone.origin(),
+                zone.serial()
+            );
+            return None;
+        }
         let changes = match consumer.read(zone, diffs, by_hand) {
             Ok(changes) => changes,
             Err(problems) => {
@@ -810,6 +825,27 @@ mod tests {
             unreachable!()
         };
         assert!(!gold.allow_transfer.is_empty(), "the gold template's ACL");
+    }
+
+    /// Black-box finding: a stop between writing the consumed version and
+    /// the kept copy left the copy one serial behind; at the restart the
+    /// older copy was taken as a change, and the members added since went.
+    #[test]
+    fn a_version_older_than_the_one_taken_changes_nothing() {
+        let mut consumers = Consumers::new(vec![config("cat.test", false)]);
+        let newer = version("cat.test", 58, "a.zones PTR a.test.\nb.zones PTR b.test.\n");
+        consumers.consume(&newer, None, |_| false).unwrap();
+        let older = version("cat.test", 57, "a.zones PTR a.test.\n");
+        assert!(consumers.consume(&older, None, |_| false).is_none());
+        let members = consumers.catalogs[&n("cat.test")].members.members().len();
+        assert_eq!(members, 2, "b.test stays");
+        // Across the serial wrap, a later version is still taken.
+        let wrapped = version(
+            "cat.test",
+            58u32.wrapping_add(1 << 30),
+            "a.zones PTR a.test.\n",
+        );
+        assert!(consumers.consume(&wrapped, None, |_| false).is_some());
     }
 
     #[test]
