@@ -1413,6 +1413,33 @@ fn a_reload_adds_removes_and_repoints_secondary_zones() {
         "{}",
         heron.log()
     );
+
+    // Given another file (black-box finding: nothing was written there
+    // until the next serial, and a restart before it answered SERVFAIL):
+    // the version served is written there at once, the old copy goes.
+    let (old_copy, new_copy) = (
+        setup.dir.join(format!("{first}.kept")),
+        setup.dir.join(format!("{first}.moved")),
+    );
+    assert!(
+        eventually(|| kept_serial(&old_copy) == Some(7)),
+        "{}",
+        heron.log()
+    );
+    let moved = repointed.replace("{zone}.kept", "{zone}.moved");
+    assert_ne!(moved, repointed);
+    std::fs::write(&config, &moved).unwrap();
+    heron.reload();
+    assert!(
+        eventually(|| kept_serial(&new_copy) == Some(7)),
+        "{}",
+        heron.log()
+    );
+    assert!(
+        eventually(|| !old_copy.exists()),
+        "the old copy is not left behind"
+    );
+    assert_eq!(zone_serial(sec, first), Some(7), "still served");
 }
 
 /// With `keep-removed = true` a removed zone's kept copy stays on disk.

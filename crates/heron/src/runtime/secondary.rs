@@ -450,7 +450,15 @@ impl Running {
                     let running = running.clone();
                     self.leave_catalog(&running, "configured by hand", primary);
                     changes.repointed.push(zone.origin.clone());
-                    self.repoint(zone, next, false);
+                    // Another file: the copy is written there from the
+                    // version served, and none is left behind (a restart
+                    // before the next transfer found nothing at the new
+                    // path and answered SERVFAIL).
+                    let moved = Some(running.kept_path().into_owned())
+                        .filter(|old| **old != *zone.kept_path());
+                    let rewrite = moved.is_some();
+                    to_delete.extend(moved);
+                    self.repoint(zone, next, rewrite);
                 }
                 None => {
                     changes.added.push(zone.origin.clone());
