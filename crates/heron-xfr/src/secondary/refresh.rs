@@ -15,7 +15,7 @@
 //! at once; its modification time records the last successful check, so
 //! the timers survive a restart.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -214,6 +214,10 @@ struct Driver {
     /// is not held up behind a wave of 100,000 refreshes.
     urgent: VecDeque<Action>,
     in_flight: usize,
+    /// The exchanges in flight, by zone: a zone removed (or re-pointed)
+    /// stops its own, rather than letting a transfer nobody will serve run
+    /// on, hold its memory and log that it landed.
+    running: HashMap<ZoneId, Vec<(CheckId, tokio::task::AbortHandle)>>,
     /// Ids of removed zones, given to the next zones added: a catalog
     /// whose members come and go would otherwise grow `zones` and the
     /// timers' tables with every member it ever had. A result or a queued
@@ -369,6 +373,7 @@ impl Driver {
             waiting: VecDeque::new(),
             urgent: VecDeque::new(),
             in_flight: 0,
+            running: HashMap::new(),
             free: Vec::new(),
             done: mpsc::unbounded_channel(),
             actions: Vec::new(),
@@ -498,6 +503,7 @@ impl Driver {
 
     /// Drops the zone `id` names, its id free for the next zone added.
     fn forget(&mut self, id: ZoneId) {
+        self.stop_exchanges(id);
         self.zones[id.0 as usize] = None;
         self.handle(Event::Removed(id));
         self.free.push(id);
@@ -626,7 +632,7 @@ impl Driver {
             let is_soa = matches!(action, Action::CheckSoa { .. });
             let (ctx, done) = (self.ctx.clone(), self.done.0.clone());
             self.in_flight += 1;
-            tokio::spawn(async move {
+            let task = tokio::spawn(async move {
                 let result = if is_soa {
                     let serial = ctx.conns.soa_serial(&up, &origin).await;
                     Exchanged::Serial(serial.map_err(|e| failure(&origin, &up, "", e)))
@@ -647,19 +653,48 @@ impl Driver {
                     result,
                 });
             });
+            let running = self.running.entry(zone).or_default();
+            running.push((check, task.abort_handle()));
         }
+    }
+
+    /// Stops the exchanges of a zone removed; they count as ended now.
+    fn stop_exchanges(&mut self, zone: ZoneId) {
+        for (_, task) in self.running.remove(&zone).unwrap_or_default() {
+            task.abort();
+            self.in_flight -= 1;
+        }
+    }
+
+    /// Whether the exchange `check` of `zone` was still counted in flight
+    /// (not stopped with its zone), and now no longer is.
+    fn exchange_ended(&mut self, zone: ZoneId, check: CheckId) -> bool {
+        let Some(running) = self.running.get_mut(&zone) else {
+            return false;
+        };
+        let Some(at) = running.iter().position(|(c, _)| *c == check) else {
+            return false;
+        };
+        running.swap_remove(at);
+        if running.is_empty() {
+            self.running.remove(&zone);
+        }
+        true
     }
 
     /// An exchange ended: what it brought is served and kept, and the
     /// timers hear of it.
     fn finished(&mut self, done: Done) {
-        self.in_flight -= 1;
         let Done {
             zone,
             check,
             primary,
             result,
         } = done;
+        if !self.exchange_ended(zone, check) {
+            return; // stopped with its zone, and counted then
+        }
+        self.in_flight -= 1;
         if !self.timers.waits_for(zone, check) {
             return; // the zone was removed meanwhile
         }
@@ -1324,6 +1359,32 @@ mod tests {
         driver.await.unwrap();
         assert_eq!(primary.seen().len(), queries);
         assert_eq!(published(), [1, 2]);
+    }
+
+    /// Black-box finding: a transfer whose zone a reload removed (or
+    /// re-pointed) ran to its end, held its memory and logged that it
+    /// landed. Removed, the zone stops it: the driver, ending, waits for
+    /// no exchange (the primary holds this one for a minute; the
+    /// connection's own timeout is 10 s).
+    #[tokio::test]
+    async fn a_removed_zone_stops_its_transfer() {
+        let dir = tempfile::tempdir().unwrap();
+        let primary = FakePrimary::start(&["t.test"], 1);
+        primary.set_hold(Duration::from_secs(60));
+        let recorder = Arc::new(Recorder::default());
+        let zone = secondary(&dir.path().join("kept"), primary.addr());
+        let (commands, received) = mpsc::unbounded_channel();
+        let driver = tokio::spawn(run(vec![(zone, None)], context(recorder.clone()), received));
+        until(|| primary.seen().iter().any(|s| s.qtype == RType::AXFR)).await;
+        let removed = Name::parse("t.test").unwrap();
+        commands.send(Command::Remove(removed)).unwrap();
+        drop(commands);
+        let ended = tokio::time::timeout(Duration::from_secs(8), driver).await;
+        assert!(
+            ended.is_ok(),
+            "the driver waited for the removed zone's transfer"
+        );
+        assert!(recorder.published.lock().unwrap().is_empty());
     }
 
     async fn inbound_of(commands: &mpsc::UnboundedSender<Command>) -> crate::stats::ZoneCounts {
