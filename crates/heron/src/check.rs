@@ -92,7 +92,14 @@ pub fn config(file: &Path) -> ExitCode {
         ok &= report_zone(&spec.file, &spec.origin);
     }
     if ok {
-        outln!("{}: OK, {} zones", file.display(), settings.zones.len());
+        let (files, secondaries) = (settings.zones.len(), settings.secondaries.len());
+        match secondaries {
+            0 => outln!("{}: OK, {files} zones", file.display()),
+            _ => outln!(
+                "{}: OK, {files} zones and {secondaries} secondary zones",
+                file.display()
+            ),
+        }
     }
     exit(ok)
 }

@@ -363,7 +363,16 @@ fn check_config_says_what_blocks_the_control_socket() {
     let stale = std::os::unix::net::UnixListener::bind(dir.0.join("ctl")).unwrap();
     drop(stale);
     let (ok, said) = check();
-    assert!(ok, "{said}");
+    assert!(ok && said.contains("OK, 0 zones\n"), "{said}");
+    // Secondary zones are counted too (they said "0 zones").
+    let secondary =
+        "[[zone]]\norigin = \"s.test\"\nfile = \"s.zone\"\nprimaries = [\"127.0.0.1:53\"]\n";
+    fs::write(&path, secondary).unwrap();
+    let (ok, said) = check();
+    assert!(
+        ok && said.contains("OK, 0 zones and 1 secondary zones"),
+        "{said}"
+    );
 }
 
 const SUBCOMMANDS: [&str; 9] = [
