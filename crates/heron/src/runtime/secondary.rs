@@ -455,7 +455,7 @@ impl Running {
                     // before the next transfer found nothing at the new
                     // path and answered SERVFAIL).
                     let moved = Some(running.kept_path().into_owned())
-                        .filter(|old| **old != *zone.kept_path());
+                        .filter(|old| !same_file(old, &zone.kept_path()));
                     let rewrite = moved.is_some();
                     to_delete.extend(moved);
                     self.repoint(zone, next, rewrite);
@@ -737,6 +737,18 @@ impl Running {
 
 /// Whether `running` is kept fresh as `wanted` asks: same primaries,
 /// file and catalog.
+/// Whether two paths name one file: the same file if both exist, else
+/// the same absolute path (`./a` and `a` alike). A copy "moved" to where
+/// it already is must not be deleted after it is written.
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(a), Ok(b)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        return (a.dev(), a.ino()) == (b.dev(), b.ino());
+    }
+    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    absolute(a) == absolute(b)
+}
+
 fn same_zone(running: &SecondaryZone, wanted: &SecondaryZone) -> bool {
     format!("{running:?}") == format!("{wanted:?}")
 }
@@ -1079,6 +1091,21 @@ mod tests {
     /// A member removed while the keeper is busy (here: stuck until the
     /// test lets it go) is removed at once, the catalog change after it
     /// is applied too, and the copy of it that was queued never lands.
+    /// A file written two ways is one file: the copy is not moved onto
+    /// itself and then deleted.
+    #[test]
+    fn a_path_written_another_way_is_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("z.zone");
+        let dotted = dir.path().join(".").join("z.zone");
+        assert!(same_file(&file, &dotted), "neither exists yet");
+        std::fs::write(&file, "").unwrap();
+        let linked = dir.path().join("link.zone");
+        std::os::unix::fs::symlink(&file, &linked).unwrap();
+        assert!(same_file(&file, &linked) && same_file(&file, &dotted));
+        assert!(!same_file(&file, &dir.path().join("other.zone")));
+    }
+
     #[test]
     fn a_member_removed_while_its_copy_is_queued_does_not_wait_for_the_keeper() {
         let dir = tempfile::tempdir().unwrap();
