@@ -65,6 +65,10 @@ pub fn config(file: &Path) -> ExitCode {
         Ok(s) => s,
         Err(errors) => {
             errors.iter().for_each(|e| outln!("{e}"));
+            // The zone files too, so that one run says every problem.
+            for (origin, zone_file) in primary_zone_files(file) {
+                report_zone(&zone_file, &origin);
+            }
             return ExitCode::FAILURE;
         }
     };
@@ -102,6 +106,28 @@ pub fn config(file: &Path) -> ExitCode {
         }
     }
     exit(ok)
+}
+
+/// The files of the `[[zone]]` entries that name an origin and a file
+/// and no primaries (a secondary's file is its kept copy), read from the
+/// text alone: a configuration with errors elsewhere still has its zone
+/// files checked. Nothing when the text is not TOML.
+fn primary_zone_files(config: &Path) -> Vec<(Name, std::path::PathBuf)> {
+    let Ok(text) = std::fs::read_to_string(config) else {
+        return Vec::new();
+    };
+    let Ok(table) = toml::from_str::<toml::Table>(&text) else {
+        return Vec::new();
+    };
+    let base = config.parent().unwrap_or(Path::new("."));
+    let entries = table.get("zone").and_then(toml::Value::as_array);
+    (entries.into_iter().flatten())
+        .filter_map(|entry| {
+            let entry = entry.as_table().filter(|e| !e.contains_key("primaries"))?;
+            let origin = Name::parse(entry.get("origin")?.as_str()?).ok()?;
+            Some((origin, base.join(entry.get("file")?.as_str()?)))
+        })
+        .collect()
 }
 
 /// `[xdp]` interfaces this machine does not have: `heron serve` would stop

@@ -375,6 +375,35 @@ fn check_config_says_what_blocks_the_control_socket() {
     );
 }
 
+/// Black-box finding: with any configuration error, check-config said
+/// nothing of the zone files; one run says every problem now.
+#[test]
+fn check_config_checks_zone_files_beside_configuration_errors() {
+    let dir = TempDir::new("check-both");
+    let path = dir.0.join("heron.toml");
+    fs::write(
+        dir.0.join("b.zone"),
+        "$ORIGIN b.test.\n@ 60 SOA ns h 1 2 3 4 5\n@ 60 NS ns\nns 60 A 1.2.3\n",
+    )
+    .unwrap();
+    let text = "[rrl]\nslip = 50\n[[zone]]\norigin = \"b.test\"\nfile = \"b.zone\"\n\
+                [[zone]]\norigin = \"s.test\"\nfile = \"s.zone\"\nprimaries = [\"127.0.0.1:53\"]\n";
+    fs::write(&path, text).unwrap();
+    let out = Command::new(heron())
+        .arg("check-config")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("slip"), "{said}");
+    assert!(said.contains("bad IPv4 address '1.2.3'"), "{said}");
+    assert!(
+        !said.contains("s.test"),
+        "a secondary's file is its kept copy: {said}"
+    );
+}
+
 const SUBCOMMANDS: [&str; 9] = [
     "serve",
     "check-zone",
