@@ -324,18 +324,24 @@ fn heron_log_takes_precedence_over_the_files_levels() {
     assert!(has_message(&lines, "answering on"), "{log}");
 }
 
+/// `heron check-config PATH`: whether it passed, and all it said.
+fn check_config(path: &std::path::Path) -> (bool, String) {
+    let out = Command::new(heron())
+        .arg("check-config")
+        .arg(path)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
+    (out.status.success(), said.into_owned())
+}
+
 #[test]
 fn check_config_rejects_a_log_level_it_does_not_know() {
     let dir = TempDir::new("check");
     let path = dir.0.join("heron.toml");
     fs::write(&path, "[log]\nlevel = \"chatty\"\n").unwrap();
-    let out = Command::new(heron())
-        .arg("check-config")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{said}");
+    let (ok, said) = check_config(&path);
+    assert!(!ok, "{said}");
     assert!(said.contains("chatty"), "{said}");
 }
 
@@ -348,15 +354,7 @@ fn check_config_says_what_blocks_the_control_socket() {
     let path = dir.0.join("heron.toml");
     fs::write(&path, "[server]\ncontrol = \"ctl\"\n").unwrap();
     fs::create_dir(dir.0.join("ctl")).unwrap();
-    let check = || {
-        let out = Command::new(heron())
-            .arg("check-config")
-            .arg(&path)
-            .output()
-            .unwrap();
-        let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
-        (out.status.success(), said.into_owned())
-    };
+    let check = || check_config(&path);
     let (ok, said) = check();
     assert!(!ok && said.contains("not a socket"), "{said}");
     fs::remove_dir(dir.0.join("ctl")).unwrap();
@@ -389,13 +387,8 @@ fn check_config_checks_zone_files_beside_configuration_errors() {
     let text = "[rrl]\nslip = 50\n[[zone]]\norigin = \"b.test\"\nfile = \"b.zone\"\n\
                 [[zone]]\norigin = \"s.test\"\nfile = \"s.zone\"\nprimaries = [\"127.0.0.1:53\"]\n";
     fs::write(&path, text).unwrap();
-    let out = Command::new(heron())
-        .arg("check-config")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{said}");
+    let (ok, said) = check_config(&path);
+    assert!(!ok, "{said}");
     assert!(said.contains("slip"), "{said}");
     assert!(said.contains("bad IPv4 address '1.2.3'"), "{said}");
     assert!(
