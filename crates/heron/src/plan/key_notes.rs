@@ -140,7 +140,8 @@ fn absolute(dir: &Path) -> PathBuf {
     std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
-fn same_directory(a: &Path, b: &Path) -> bool {
+/// Whether two paths name one directory (`./keys` and `keys` alike).
+pub fn same_directory(a: &Path, b: &Path) -> bool {
     absolute(a) == absolute(b)
 }
 

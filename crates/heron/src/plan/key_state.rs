@@ -325,8 +325,8 @@ fn may_have_ds(state: &ZoneKeys) -> bool {
 /// no DS of the old keys may be out.
 pub fn key_move_refused(origin: &Name, old: &Path, new: &Path) -> Option<String> {
     let zone = zone_text(origin);
-    let absolute = |d: &Path| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf());
-    if absolute(old) == absolute(new) || state_path(new, &zone).exists() {
+    let same = crate::plan::key_notes::same_directory(old, new);
+    if same || state_path(new, &zone).exists() {
         return None;
     }
     let state = read_state(old, &zone).ok()??;
