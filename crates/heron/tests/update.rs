@@ -940,13 +940,18 @@ fn start_with_control(file: &Path, zone_lines: &str) -> (ServerProcess, PathBuf)
     let socket = file.parent().unwrap().join("control.sock");
     let (f, sock, lines) = (file.to_path_buf(), socket.clone(), zone_lines.to_string());
     let server = ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
-        config(port, &f, &lines).replacen(
-            "workers = 1\n",
-            &format!("workers = 1\ncontrol = \"{}\"\n", sock.display()),
-            1,
-        )
+        control_config(port, &f, &lines, &sock)
     });
     (server, socket)
+}
+
+/// [`config`] with a control socket.
+fn control_config(port: u16, file: &Path, zone_lines: &str, socket: &Path) -> String {
+    config(port, file, zone_lines).replacen(
+        "workers = 1\n",
+        &format!("workers = 1\ncontrol = \"{}\"\n", socket.display()),
+        1,
+    )
 }
 
 fn ctl(socket: &Path, args: &[&str]) -> (bool, String) {
@@ -1171,6 +1176,39 @@ fn a_zone_configured_again_takes_up_its_journal() {
             restarted.log()
         );
     }
+}
+
+/// `allow-update` given by a reload to a server that kept no journal file
+/// (no zone could be transferred or updated at its start): updates are
+/// taken at once and kept across a restart. Before, they were answered
+/// SERVFAIL until a restart.
+#[test]
+fn allow_update_added_by_a_reload_takes_updates_at_once() {
+    let file = zone_file("added-by-reload");
+    let socket = file.parent().unwrap().join("control.sock");
+    let lines = "zonefile-sync = \"never\"";
+    let with = |port: u16| control_config(port, &file, lines, &socket);
+    let without = |port: u16| -> String {
+        (with(port).lines())
+            .filter(|l| !l.starts_with("allow-update") && !l.starts_with("zonefile-sync"))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let server = ServerProcess::heron_with_config(&heron(), ZONE, without);
+    let addr = server.addr();
+    let add = || {
+        let command = "update add late.upd.test 60 A 192.0.2.81";
+        send(Client::Knsupdate, addr, Some("ops"), false, command)
+    };
+    assert_eq!(add(), "NOTIMP", "{}", server.log());
+    std::fs::write(server.dir().join("heron.toml"), with(addr.port())).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok, "{said}");
+    assert_eq!(add(), "NOERROR", "{}", server.log());
+    assert_eq!(a(addr, "late.upd.test").len(), 1);
+    drop(server);
+    let again = start(&file, lines);
+    assert_eq!(a(again.addr(), "late.upd.test").len(), 1, "{}", again.log());
 }
 
 /// `allow-update` in a `[[zone-group]]`: each zone's own rules (`{zone}`

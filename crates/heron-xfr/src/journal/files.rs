@@ -94,6 +94,18 @@ impl History {
         Some(change)
     }
 
+    /// From now on kept in a file too, if it was not: the file is written
+    /// with the steps kept so far.
+    pub(crate) fn keep_in_file(&mut self) -> Option<FileChange> {
+        if self.file.is_some() {
+            return None;
+        }
+        let mut size = FileSize::default();
+        let change = size.replace(&self.journal);
+        self.file = Some(size);
+        Some(change)
+    }
+
     /// Forgets every step; returns what its file must do.
     pub(crate) fn clear(&mut self) -> Option<FileChange> {
         self.journal.clear();

@@ -9,7 +9,7 @@ pub mod transfer;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use heron_proto::Name;
@@ -116,8 +116,9 @@ pub struct Primary {
     closed: Arc<ZonePolicy>,
     journals: Mutex<HashMap<Name, History>>,
     journal_max_bytes: usize,
-    /// Writes the journal files, once they are opened.
-    files: Option<JournalWriter>,
+    /// Writes the journal files, once they are opened: at the start, or
+    /// at the first reload that gives a zone a journal file.
+    files: OnceLock<JournalWriter>,
 }
 
 impl Primary {
@@ -128,7 +129,7 @@ impl Primary {
             closed: Arc::default(),
             journals: Mutex::new(HashMap::new()),
             journal_max_bytes,
-            files: None,
+            files: OnceLock::new(),
         }
     }
 
@@ -143,18 +144,9 @@ impl Primary {
         found: journal_files::Found,
         served: impl Fn(&Name) -> Option<(&'z Zone, bool)>,
     ) {
-        if !self.policies().values().any(|p| p.journal_path().is_some()) {
+        if !self.start_journal_writer() {
             return;
         }
-        let writer = match JournalWriter::start() {
-            Ok(writer) => writer,
-            Err(e) => {
-                tracing::error!(
-                    "cannot start the thread that writes journal files: {e}; journals stay in memory"
-                );
-                return;
-            }
-        };
         let started = Instant::now();
         let zones: Vec<journal_files::Served> = found
             .files()
@@ -178,7 +170,27 @@ impl Primary {
             );
         }
         *self.journals.get_mut().unwrap() = histories;
-        self.files = Some(writer);
+    }
+
+    /// Starts the thread that writes journal files if some zone's policy
+    /// has one and it is not running yet; whether it runs.
+    fn start_journal_writer(&self) -> bool {
+        if self.files.get().is_some() {
+            return true;
+        }
+        if !self.policies().values().any(|p| p.journal_path().is_some()) {
+            return false;
+        }
+        match JournalWriter::start() {
+            Ok(writer) => self.files.get_or_init(|| writer),
+            Err(e) => {
+                tracing::error!(
+                    "cannot start the thread that writes journal files: {e}; journals stay in memory"
+                );
+                return false;
+            }
+        };
+        true
     }
 
     /// Reads back the journal file of `zone` (served now, a zone that was
@@ -187,7 +199,7 @@ impl Primary {
     /// at a start. Nothing when journals are not kept in files.
     pub fn restore_journal(&self, zone: &Zone) {
         let policy = self.policy(zone.origin());
-        let (Some(_), Some(path)) = (&self.files, policy.journal_path()) else {
+        let (Some(_), Some(path)) = (self.files.get(), policy.journal_path()) else {
             return;
         };
         if !path.exists() {
@@ -214,7 +226,7 @@ impl Primary {
     /// a step, where the journal in memory holds every step it must keep
     /// (at shutdown: otherwise no later step would heal it).
     pub fn heal_journal_files(&self) {
-        let Some(writer) = &self.files else {
+        let Some(writer) = self.files.get() else {
             return;
         };
         let mut journals = self.journals.lock().unwrap();
@@ -230,13 +242,13 @@ impl Primary {
     /// Waits, up to `wait`, until every journal change so far is on disk
     /// (at shutdown). Returns whether it got there.
     pub fn flush_journal_files(&self, wait: Duration) -> bool {
-        self.files.as_ref().is_none_or(|w| w.flush(wait))
+        self.files.get().is_none_or(|w| w.flush(wait))
     }
 
     /// [`Primary::flush_journal_files`], at shutdown: false too when a
     /// file whose write failed is still not written.
     pub fn flush_all_journal_files(&self, wait: Duration) -> bool {
-        self.files.as_ref().is_none_or(|w| w.flush_all(wait))
+        self.files.get().is_none_or(|w| w.flush_all(wait))
     }
 
     pub fn policy(&self, origin: &Name) -> Arc<ZonePolicy> {
@@ -266,18 +278,19 @@ impl Primary {
 
     /// Replaces every zone's policy (the configuration was read again):
     /// transfers, NOTIFYs and journal steps from now on follow `policies`.
-    /// A journal already kept in memory stays; a zone whose journal file
-    /// is new keeps its journal in memory until the next restart if no
-    /// journal file was open before.
+    /// A journal already kept in memory stays, and goes to the zone's
+    /// journal file, if it now has one, with its next step; the thread
+    /// that writes journal files starts if it was not running.
     pub fn set_policies(&self, policies: HashMap<Name, ZonePolicy>) {
         *self.policies.write().unwrap() = by_lowercase_origin(policies);
+        self.start_journal_writer();
     }
 
     /// Drops the in-memory journal of a zone no longer served, so that a
     /// zone configured again later starts its history afresh.
     pub fn forget(&self, origin: &Name) {
         self.journals.lock().unwrap().remove(&origin.to_lowercase());
-        if let Some(writer) = &self.files {
+        if let Some(writer) = self.files.get() {
             writer.forget(origin);
         }
     }
@@ -367,18 +380,18 @@ impl Primary {
     /// Journal file writes that have failed since the start (0 without
     /// journal files).
     pub fn journal_failures(&self) -> u64 {
-        self.files.as_ref().map_or(0, |w| w.failures())
+        self.files.get().map_or(0, |w| w.failures())
     }
 
     /// Writes of the journal file of `origin` that have failed since the
     /// start.
     pub fn journal_failures_of(&self, origin: &Name) -> u64 {
-        self.files.as_ref().map_or(0, |w| w.failures_of(origin))
+        self.files.get().map_or(0, |w| w.failures_of(origin))
     }
 
     /// Whether journal changes go to files (else they stay in memory).
     pub fn has_journal_files(&self) -> bool {
-        self.files.is_some()
+        self.files.get().is_some()
     }
 
     /// Records a new version received by IXFR, whose steps are known
@@ -442,16 +455,17 @@ impl Primary {
         update: impl FnOnce(&mut History) -> C,
     ) {
         let policy = self.policy(origin);
-        let path = self.files.as_ref().and(policy.journal_path());
+        let path = self.files.get().and(policy.journal_path());
         let mut journals = self.journals.lock().unwrap();
         let history = journals
             .entry(origin.to_lowercase())
             .or_insert_with(|| History::new(self.journal_max_bytes, path.is_some()));
+        // A history kept in memory until a reload gave it a file: the
+        // file gets every step kept so far, then the new ones.
+        let first = path.and_then(|_| history.keep_in_file());
         let changes = update(history);
-        if let (Some(writer), Some(path)) = (&self.files, path) {
-            changes
-                .into_iter()
-                .for_each(|c| writer.change(path, origin, c));
+        if let (Some(writer), Some(path)) = (self.files.get(), path) {
+            (first.into_iter().chain(changes)).for_each(|c| writer.change(path, origin, c));
         }
     }
 
@@ -610,6 +624,27 @@ mod tests {
         assert_eq!(steps_planned(&p, &v[3], 1), Some(3));
     }
 
+    /// A reload gives a zone whose history was kept in memory a journal
+    /// file: the writer starts, and the file gets the steps kept so far
+    /// with the next one, so that a restart offers all of them.
+    #[test]
+    fn a_journal_file_given_by_a_reload_gets_the_history_kept_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.zone.jnl");
+        let v: Vec<Zone> = (1..=3).map(|s| zone(s, &hosts(10 + s as usize))).collect();
+        let mut p = open_primary();
+        p.open_journal_files(find_journal_files(&p), |_| Some((&v[0], false)));
+        assert!(!p.has_journal_files());
+        assert!(p.zone_changed(&v[0], &v[1]));
+        let origin = Name::parse("p.test").unwrap();
+        p.set_policies(HashMap::from([(origin, open_policy(Some(&file)))]));
+        assert!(p.has_journal_files());
+        assert!(p.zone_changed(&v[1], &v[2]));
+        flushed(p);
+        let p = restarted(&file, &v[2]);
+        assert_eq!(steps_planned(&p, &v[2], 1), Some(2));
+    }
+
     #[test]
     fn a_journal_behind_the_served_zone_starts_over() {
         let (_dir, file, v) = journaled_1_to_3(5);
@@ -715,7 +750,7 @@ mod tests {
         );
         let (v1, v2) = (zone(1, ""), zone(2, "a A 192.0.2.9\n"));
         p.open_journal_files(find_journal_files(&p), |_| Some((&v1, false)));
-        assert!(p.files.is_none(), "no writer thread");
+        assert!(p.files.get().is_none(), "no writer thread");
         assert!(p.zone_changed(&v1, &v2));
         flushed(p);
         assert!(!file.exists());

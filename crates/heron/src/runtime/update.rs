@@ -640,8 +640,8 @@ fn admit(update: &Update, served: &Catalog, xfr: &Transfers) -> Outcome {
     }
     if policy.journal_path().is_none() || !xfr.primary.has_journal_files() {
         // Answered only once on disk: without a journal file, never.
-        let why = "the zone's journal is not kept in a file (allow-update added by a reload \
-                   takes effect at the next restart; zones sharing a zone file keep none)";
+        let why = "the zone's journal is not kept in a file (zones sharing a zone file keep \
+                   none; or the journal writer could not start)";
         return Outcome::answered(Rcode::SERVFAIL, why);
     }
     if xfr.frozen.contains(origin) {
