@@ -30,12 +30,15 @@ pub const BIND_DURATIONS: &[(&str, &str)] = &[
     ("retire-safety", "retire-safety"),
 ];
 
-/// Knot `policy:` durations translated only when set (Heron's value
-/// applies otherwise), each with its Heron policy key.
-const KNOT_DURATIONS: &[(&str, &str)] = &[
-    ("dnskey-ttl", "dnskey-ttl"),
-    ("propagation-delay", "propagation-delay"),
-    ("zone-max-ttl", "max-zone-ttl"),
+/// Knot `policy:` durations, each with its Heron policy key and Knot's
+/// default where it differs from Heron's (None: translated only when set,
+/// Heron's value applying otherwise).
+const KNOT_DURATIONS: &[(&str, &str, Option<&str>)] = &[
+    ("dnskey-ttl", "dnskey-ttl", None),
+    // Knot waits 1h at each rollover step where Heron waits 5m: a zone
+    // moved keeps Knot's pace unless its policy said otherwise.
+    ("propagation-delay", "propagation-delay", Some("1h")),
+    ("zone-max-ttl", "max-zone-ttl", None),
 ];
 
 /// A policy being built, with what could not be carried over.
@@ -226,10 +229,17 @@ pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String
         "rrsig-refresh",
         value("rrsig-refresh").unwrap_or("7d"),
     );
-    for (knot, heron) in KNOT_DURATIONS {
-        if let Some(text) = value(knot) {
+    for (knot, heron, knot_default) in KNOT_DURATIONS {
+        if let Some(text) = value(knot).or(*knot_default) {
             p.duration(heron, knot, text);
         }
+    }
+    if value("dnskey-ttl").is_none() {
+        p.untranslated(
+            "dnskey-ttl (Knot's default: the zone's SOA TTL)",
+            "Heron's DNSKEY TTL is 1h unless the policy sets dnskey-ttl: set it to the SOA TTL \
+             to keep Knot's",
+        );
     }
     if value("nsec3").is_some_and(knot_on) {
         let opt_out = value("nsec3-opt-out").is_some_and(knot_on);
@@ -487,6 +497,25 @@ mod tests {
         let listed = |needle: &str| got.notes.iter().any(|n| n.setting.contains(needle));
         assert!(!listed("propagation-delay") && !listed("zone-max-ttl"));
         assert!(listed("delete-delay 1d"));
+    }
+
+    /// Knot's own defaults where Heron's differ: a rollover step waits
+    /// Knot's 1h of propagation delay, and the DNSKEY TTL it took from the
+    /// SOA is listed for the operator to set.
+    #[test]
+    fn a_knot_policy_that_says_nothing_keeps_knots_timing() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "policy:\n  - id: plain\n    algorithm: ecdsap256sha256\n";
+        let path = super::super::testutil::write_files(dir.path(), &[("knot.conf", text)]);
+        let got = super::super::knot::parse(&path).unwrap();
+        let plain = got.policies.iter().find(|p| p.name == "plain").unwrap();
+        assert_eq!(setting(plain, "propagation-delay"), Some("3600"));
+        assert_eq!(setting(plain, "dnskey-ttl"), None);
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.setting.starts_with("policy plain: dnskey-ttl"))
+        );
     }
 
     /// Knot rolls a CSK by ksk-lifetime and ignores zsk-lifetime; Heron
