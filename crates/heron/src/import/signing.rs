@@ -190,7 +190,8 @@ pub fn seconds(text: &str) -> Option<u32> {
 
 /// Knot's default policy (`dnssec-signing: on` without `dnssec-policy`):
 /// ECDSA P-256, a KSK and a ZSK rolled every 30 days, NSEC, signatures
-/// valid 14 days and refreshed 7 days before they expire.
+/// valid 14 days and refreshed 7 days before they expire, 1h of
+/// propagation delay.
 pub fn knot_default() -> SigningPolicy {
     let mut p = PolicyBuilder::new("knot-default");
     p.algorithm("ecdsap256sha256");
@@ -198,6 +199,7 @@ pub fn knot_default() -> SigningPolicy {
     p.duration("zsk-lifetime", "zsk-lifetime", "30d");
     p.duration("signature-validity", "rrsig-lifetime", "14d");
     p.duration("signature-refresh", "rrsig-refresh", "7d");
+    p.duration("propagation-delay", "propagation-delay", "1h");
     p.finish().0
 }
 
@@ -421,6 +423,7 @@ mod tests {
             .unwrap();
         assert_eq!(setting(default, "keys"), Some("\"ksk-zsk\""));
         assert_eq!(setting(default, "signature-refresh"), Some("604800"));
+        assert_eq!(setting(default, "propagation-delay"), Some("3600"));
         let policy_of = |o: &str| {
             got.zones
                 .iter()
