@@ -709,6 +709,8 @@ impl Interpreter {
                 "request-xfr" => self.request_xfr(s, &mut zone)?,
                 "provide-xfr" => zone.allow_transfer.extend(self.acl(s)?),
                 "allow-notify" => zone.allow_notify.extend(self.acl(s)?),
+                // Listed at all, it allows only what it lists.
+                "allow-query" => (zone.allow_query.get_or_insert_default()).extend(self.acl(s)?),
                 "notify" => zone.notify.extend(self.notify(s)?),
                 "catalog" => catalog_role = first(s)?,
                 "catalog-member-pattern" => member_pattern = first(s)?,
@@ -854,9 +856,11 @@ impl Interpreter {
 
     /// Leaves out the allows a BLOCKED entry outranks.
     fn finish_blocked(&mut self, zone: &mut Zone, settings: &[Setting]) {
+        let mut query = zone.allow_query.take();
         for (key, list) in [
             ("provide-xfr", &mut zone.allow_transfer),
             ("allow-notify", &mut zone.allow_notify),
+            ("allow-query", query.get_or_insert_default()),
         ] {
             let blocked: Vec<(Prefix, &Setting)> = settings
                 .iter()
@@ -883,6 +887,8 @@ impl Interpreter {
                 ),
             );
         }
+        let listed = settings.iter().any(|s| s.key == "allow-query");
+        zone.allow_query = query.filter(|_| listed);
     }
 
     fn notify(&mut self, s: &Setting) -> Result<Vec<Peer>, ImportError> {
@@ -1121,6 +1127,34 @@ mod tests {
             got.notes
                 .iter()
                 .any(|n| n.loc.line == 6 && n.setting.contains("BLOCKED"))
+        );
+    }
+
+    /// NSD's zone `allow-query` admits only what it lists (a key where
+    /// it names one), BLOCKED entries cut out; a zone without it admits
+    /// everyone.
+    #[test]
+    fn allow_query_becomes_the_zones_allow_query() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "key:\n name: q.key\n algorithm: hmac-sha256\n secret: \"c2VjcmV0\"\n\
+                    zone:\n name: a.test\n zonefile: a.zone\n allow-query: 127.0.0.0/30 NOKEY\n\
+                    \x20allow-query: 192.0.2.0/24 q.key\n allow-query: 198.51.100.0/24 NOKEY\n\
+                    \x20allow-query: 198.51.100.7 BLOCKED\n\
+                    zone:\n name: b.test\n zonefile: b.zone\n allow-query: 192.0.2.1 BLOCKED\n\
+                    zone:\n name: c.test\n zonefile: c.zone\n";
+        let got = parse(&write_files(dir.path(), &[("nsd.conf", text)])).unwrap();
+        let query = |origin: &str| -> Option<Vec<String>> {
+            let zone = got.zones.iter().find(|z| z.origin == origin).unwrap();
+            (zone.allow_query.as_ref()).map(|rules| rules.iter().map(Rule::heron).collect())
+        };
+        let a = query("a.test").unwrap();
+        assert_eq!(a, ["127.0.0.0/30", "192.0.2.0/24 key q.key"]);
+        assert_eq!(query("b.test"), Some(Vec::new()), "BLOCKED alone: nobody");
+        assert_eq!(query("c.test"), None, "everyone");
+        assert!(
+            !got.notes
+                .iter()
+                .any(|n| n.setting.contains("allow-query: 127"))
         );
     }
 
