@@ -172,7 +172,9 @@ impl<'a> Interpreter<'a> {
         for child in s.children() {
             match (child.name(), prefix) {
                 ("keys", Some(prefix)) => {
-                    if let Some(key) = child.children().first().map(Statement::name) {
+                    // `keys { NAME; };` or, as the ARM writes it, `keys NAME;`.
+                    let key = (child.children().first().map(Statement::name)).or(child.arg(1));
+                    if let Some(key) = key {
                         self.server_keys.retain(|(p, _)| *p != prefix);
                         self.server_keys.push((prefix, key.to_string()));
                     }
@@ -1398,8 +1400,8 @@ mod tests {
 
     /// What a migration from a real BIND server meets: `controls` with
     /// two blocks in one statement (the rndc form) reads; a `server`
-    /// prefix gives its key to every peer inside it, the most specific
-    /// one winning; catalog members get the transfer and notify settings
+    /// prefix gives its key (`keys { K; }` or the ARM's `keys K;`) to
+    /// every peer inside it, the most specific one winning; catalog members get the transfer and notify settings
     /// of `options`, as BIND gives them.
     #[test]
     fn controls_server_prefixes_and_catalog_members_translate() {
@@ -1410,7 +1412,7 @@ mod tests {
              key \"wide\" {{ algorithm hmac-sha256; secret \"{SECRET}\"; }};\n\
              key \"narrow\" {{ algorithm hmac-sha256; secret \"{SECRET}\"; }};\n\
              server 10.0.0.0/8 {{ keys {{ wide; }}; }};\n\
-             server 10.2.0.0/16 {{ keys {{ narrow; }}; }};\n\
+             server 10.2.0.0/16 {{ keys narrow; }};\n\
              options {{ allow-transfer {{ 192.0.2.2; }}; also-notify {{ 192.0.2.3; }};\n\
              \x20 catalog-zones {{ zone \"cat.test\" default-primaries {{ 192.0.2.1; }}; }}; }};\n\
              zone \"cat.test\" {{ type secondary; primaries {{ 192.0.2.1; }}; }};\n\
