@@ -434,6 +434,17 @@ impl Interpreter<'_> {
     /// heron.toml has no negation, so the list is read up to its first
     /// negated element and the rest is reported (narrower, never wider).
     fn aml(&mut self, list: &Statement, what: &str) -> Vec<Rule> {
+        if list.words.len() > 1 {
+            // `allow-transfer port 853 transport tls { ... }`: Heron cannot
+            // tell transports apart, so the list would allow more.
+            self.out.untranslated(
+                list.loc(),
+                list.summary(),
+                "Heron cannot limit it to a port or transport: left out, so nobody is allowed; \
+                 list the addresses to allow over every transport",
+            );
+            return Vec::new();
+        }
         let matched = self.aml_elements(list.children(), what, 0);
         if matched.stopped && matched.rules.is_empty() {
             // `{ !192.0.2.66; any; }`: more than narrower, nothing is left.
@@ -1432,6 +1443,23 @@ mod tests {
             .collect();
         assert_eq!(acl, ["192.0.2.2"]);
         assert_eq!(catalog.member_notify[0].heron(), "192.0.2.3");
+    }
+
+    /// `allow-transfer port 853 transport tls { any; }`: BIND refuses
+    /// a plain TCP transfer, and Heron cannot tell transports apart, so
+    /// the list allows nobody and is listed (never wider).
+    #[test]
+    fn a_list_limited_to_a_transport_allows_nobody() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "zone \"t.test\" { type primary; file \"t\";\n\
+                    \x20 allow-transfer port 853 transport tls { any; }; };\n";
+        let got = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap();
+        assert!(got.zones[0].allow_transfer.is_empty());
+        let said = got
+            .notes
+            .iter()
+            .find(|n| n.setting.contains("transport tls"));
+        assert_eq!(said.map(|n| n.loc.line), Some(2));
     }
 
     /// A list cut at its first negated element to nothing says that it
