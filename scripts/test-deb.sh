@@ -107,8 +107,13 @@ check "the conffile kept" test -f "$root/etc/heron/heron.toml"
 check "the user kept" grep -q '^heron:' "$root/etc/passwd"
 
 echo "purge:"
+# An operator's key in the documented place: no purge may take it.
+mkdir -p "$root/var/lib/heron/keys"
+echo "Private-key-format: v1.3" > "$root/var/lib/heron/keys/Kexample.com.+013+12345.private"
 dpkg_root -P heron
 check "purged: $(status)" test -z "$(status)"
+check "the operator's key kept" test -f "$root/var/lib/heron/keys/Kexample.com.+013+12345.private"
+rm -r "$root/var/lib/heron"
 check "the conffiles gone" test ! -e "$root/etc/heron"
 check "the user gone" sh -c "! grep -q '^heron:' '$root/etc/passwd'"
 check "the group gone" sh -c "! grep -q '^heron:' '$root/etc/group'"
