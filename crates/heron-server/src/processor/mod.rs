@@ -742,7 +742,14 @@ impl Processor {
                 let udp = req.transport == Transport::Udp;
                 cookies.server_cookie_only(q, req.peer.ip(), req.now, udp, out);
             }
-            _ => heron_proto::writer::header_response(out, &q.header, &[], Rcode::FORMERR, false),
+            _ => {
+                heron_proto::writer::header_response(out, &q.header, &[], Rcode::FORMERR, false);
+                if let Some(edns) = q.edns {
+                    // RFC 6891 6.1.1; without it, clients retry without EDNS.
+                    let opt = opt_record(self.config.max_udp_payload, 0, edns.do_bit);
+                    options::push_additional(out, &opt);
+                }
+            }
         }
         Outcome::Response
     }
@@ -756,6 +763,12 @@ impl Processor {
         out: &mut Vec<u8>,
         events: &mut Vec<Event>,
     ) -> Outcome {
+        if d.q.edns.is_some_and(|e| e.version > 0) {
+            // RFC 6891 6.1.3, before any other answer: transfers, NOTIFY
+            // and UPDATE too (the engine says it for queries).
+            d.header_response(Rcode::BADVERS, false, out);
+            return Outcome::Response;
+        }
         let result = match admission {
             Admission::Query => {
                 answer::signed(catalog, &self.config, d, out);
@@ -766,8 +779,8 @@ impl Processor {
             }
             Admission::Refuse(refusal) => Err(refusal),
             Admission::Transfer(zone) => {
-                let expire = options::expire_record(self, catalog, d);
-                transfer::start(&self.primary, d, zone, expire, out)
+                let opt = options::transfer_opt(self, catalog, d);
+                transfer::start(&self.primary, d, zone, opt, out)
             }
             Admission::Notify(origin) => {
                 notify::accept(d, origin, &self.notify_log, out, events);

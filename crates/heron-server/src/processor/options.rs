@@ -48,28 +48,48 @@ pub(super) fn append(
     }
 }
 
-/// Octets of the OPT record [`expire_record`] makes.
+/// Octets of an OPT record holding EXPIRE, the largest [`transfer_opt`]
+/// makes.
 pub(super) const EXPIRE_RECORD_LEN: usize = OPT_LEN + OPTION_HEADER_LEN + 4;
 
-/// An OPT record holding EXPIRE for a transfer request that asked for it
-/// (RFC 7314 3), to end the transfer's first message: the transfer's
-/// writer makes no OPT record of its own. None if not asked, or no value
-/// is known.
-pub(super) fn expire_record(
-    p: &Processor,
-    catalog: &Catalog,
-    d: &Deferred,
-) -> Option<[u8; EXPIRE_RECORD_LEN]> {
-    let edns = d.q.edns.filter(|e| e.options.expire)?;
-    let seconds = expire(p, catalog, d.req.now, d.q)?;
-    let mut record = [0u8; EXPIRE_RECORD_LEN];
-    record[..OPT_LEN].copy_from_slice(&opt_record(p.config.max_udp_payload, 0, edns.do_bit));
-    let rdlength = (OPTION_HEADER_LEN + 4) as u16;
-    record[OPT_LEN - 2..OPT_LEN].copy_from_slice(&rdlength.to_be_bytes());
-    record[OPT_LEN..OPT_LEN + 2].copy_from_slice(&code::EXPIRE.to_be_bytes());
-    record[OPT_LEN + 2..OPT_LEN + 4].copy_from_slice(&4u16.to_be_bytes());
-    record[OPT_LEN + 4..].copy_from_slice(&seconds.to_be_bytes());
-    Some(record)
+/// The OPT record that ends a transfer's first message (or the SOA a
+/// UDP IXFR gets): the transfer's writer makes none of its own.
+#[derive(Clone, Copy)]
+pub struct TransferOpt {
+    bytes: [u8; EXPIRE_RECORD_LEN],
+    len: usize,
+}
+
+impl TransferOpt {
+    pub(super) fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// For a transfer request with EDNS, its response's OPT record (RFC 6891
+/// 6.1.1), holding EXPIRE when asked for and known (RFC 7314 3); None
+/// without EDNS.
+pub(super) fn transfer_opt(p: &Processor, catalog: &Catalog, d: &Deferred) -> Option<TransferOpt> {
+    let edns = d.q.edns?;
+    let mut opt = TransferOpt {
+        bytes: [0u8; EXPIRE_RECORD_LEN],
+        len: OPT_LEN,
+    };
+    opt.bytes[..OPT_LEN].copy_from_slice(&opt_record(p.config.max_udp_payload, 0, edns.do_bit));
+    let seconds = edns
+        .options
+        .expire
+        .then(|| expire(p, catalog, d.req.now, d.q));
+    if let Some(seconds) = seconds.flatten() {
+        let rdlength = (OPTION_HEADER_LEN + 4) as u16;
+        let record = &mut opt.bytes;
+        record[OPT_LEN - 2..OPT_LEN].copy_from_slice(&rdlength.to_be_bytes());
+        record[OPT_LEN..OPT_LEN + 2].copy_from_slice(&code::EXPIRE.to_be_bytes());
+        record[OPT_LEN + 2..OPT_LEN + 4].copy_from_slice(&4u16.to_be_bytes());
+        record[OPT_LEN + 4..].copy_from_slice(&seconds.to_be_bytes());
+        opt.len = EXPIRE_RECORD_LEN;
+    }
+    Some(opt)
 }
 
 /// Appends `record` to the additional section of the message in `out`

@@ -292,6 +292,71 @@ fn a_refused_transfer_echoes_opt_and_is_not_authoritative() {
     assert!(m.edns.is_none());
 }
 
+/// `m` with an OPT record of EDNS version `version`.
+fn with_edns_version(mut m: Vec<u8>, version: u8) -> Vec<u8> {
+    let mut opt = heron_proto::edns::opt_record(1232, 0, false);
+    opt[6] = version; // root owner, type, class, then extended rcode, version
+    m[11] += 1;
+    m.extend_from_slice(&opt);
+    m
+}
+
+/// RFC 6891 6.1.3: a version we do not implement is BADVERS whatever the
+/// request (NSD, Knot and BIND say so for transfers and NOTIFY too), and
+/// before the ACL: a transfer allowed does not start.
+#[test]
+fn an_unknown_edns_version_is_badvers_for_transfers_and_notify() {
+    let p = processor();
+    let axfr = query("p.test", RType::AXFR, Opcode::QUERY);
+    let ixfr = with_soa(query("p.test", RType::IXFR, Opcode::QUERY), 8, 6);
+    let notify = with_soa(query("s.test", RType::SOA, Opcode::NOTIFY), 6, 2);
+    let cases = [
+        (axfr.clone(), "127.0.0.3", Transport::Tcp),
+        (axfr, "192.0.2.9", Transport::Udp),
+        (ixfr.clone(), "127.0.0.3", Transport::Tcp),
+        (ixfr, "127.0.0.3", Transport::Udp),
+        (notify, "127.0.0.4", Transport::Udp),
+    ];
+    for (bytes, from, transport) in cases {
+        let q = with_edns_version(bytes, 1);
+        let (m, _, events) = response(process(&p, &q, from, transport));
+        assert_eq!(m.rcode(), Rcode::BADVERS, "from {from} over {transport:?}");
+        assert_eq!(m.edns.map(|e| e.version), Some(0));
+        assert!(events.is_empty(), "{events:?}");
+    }
+}
+
+/// A transfer asked with EDNS gets an OPT record in its first message
+/// (RFC 6891 6.1.1), as NSD, Knot and BIND send; a question-less query
+/// with EDNS gets one with its FORMERR, so that clients do not retry
+/// without EDNS.
+#[test]
+fn edns_in_is_edns_out_for_transfers_and_formerr() {
+    let p = processor();
+    let axfr = with_bare_opt(query("p.test", RType::AXFR, Opcode::QUERY), false);
+    let (outcome, _, _) = process(&p, &axfr, "127.0.0.3", Transport::Tcp);
+    let Outcome::Transfer(mut transfer) = outcome else {
+        panic!("{outcome:?}");
+    };
+    let mut messages = transfer.messages();
+    let mut out = Vec::new();
+    assert!(messages.next(&mut out, NOW).unwrap());
+    assert!(Message::parse(&out).unwrap().edns.is_some());
+    let mut bare = query("p.test", RType::A, Opcode::QUERY);
+    bare.truncate(12);
+    bare[5] = 0; // no question
+    let (m, _, _) = response(process(
+        &p,
+        &with_bare_opt(bare.clone(), true),
+        "192.0.2.9",
+        Transport::Udp,
+    ));
+    assert_eq!(m.rcode(), Rcode::FORMERR);
+    assert!(m.edns.is_some_and(|e| e.do_bit));
+    let (m, _, _) = response(process(&p, &bare, "192.0.2.9", Transport::Udp));
+    assert_eq!((m.rcode(), m.edns.is_none()), (Rcode::FORMERR, true));
+}
+
 #[test]
 fn every_error_to_a_signed_valid_request_is_signed() {
     let p = processor();
@@ -434,6 +499,10 @@ fn ixfr_over_udp_gets_the_soa_alone() {
     // Over TCP, an IXFR needs the client's SOA.
     let bare = query("p.test", RType::IXFR, Opcode::QUERY);
     let (m, _, events) = response(process(&p, &bare, "127.0.0.3", Transport::Tcp));
+    assert_eq!(m.rcode(), Rcode::FORMERR);
+    assert_eq!(events, [Event::Refused(Refusal::IxfrWithoutSoa)]);
+    // So does it over UDP (RFC 1995 3), as NSD, Knot and BIND say.
+    let (m, _, events) = response(process(&p, &bare, "127.0.0.3", Transport::Udp));
     assert_eq!(m.rcode(), Rcode::FORMERR);
     assert_eq!(events, [Event::Refused(Refusal::IxfrWithoutSoa)]);
     // And is up to date with our serial: the SOA alone, as a stream.
@@ -796,7 +865,8 @@ fn a_transfer_asked_for_expire_tells_it_in_its_first_message() {
             records += Message::parse(&out).unwrap().answers.len();
         }
         assert!(seen.len() > 1);
-        let first = asked.then_some(Some(86_400));
+        // An OPT in the first message either way (RFC 6891 6.1.1).
+        let first = Some(asked.then_some(86_400));
         assert_eq!(seen[0], first, "asked: {asked}");
         assert!(seen[1..].iter().all(Option::is_none), "{seen:?}");
         assert_eq!(

@@ -16,7 +16,7 @@ use heron_xfr::primary::transfer::{
 use heron_xfr::primary::{Primary, TransferPlan};
 use heron_zone::Zone;
 
-use super::options::{EXPIRE_RECORD_LEN, push_additional};
+use super::options::{TransferOpt, push_additional};
 use super::parse::soa_serial_in;
 use super::{Deferred, Outcome, Refusal, Transport};
 
@@ -35,12 +35,10 @@ pub struct Transfer {
     reserve: usize,
     signer: Option<ResponseSigner>,
     incremental: bool,
-    /// The OPT record with EXPIRE that ends the first message, if the
-    /// request asked for it.
-    expire: Option<ExpireRecord>,
+    /// The OPT record (with EXPIRE if asked) that ends the first
+    /// message, if the request had EDNS.
+    opt: Option<TransferOpt>,
 }
-
-type ExpireRecord = [u8; EXPIRE_RECORD_LEN];
 
 impl std::fmt::Debug for Transfer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -78,7 +76,7 @@ impl Transfer {
             question,
             reserve,
             signer,
-            expire,
+            opt,
             ..
         } = self;
         let source = match plan {
@@ -98,7 +96,7 @@ impl Transfer {
         Messages {
             source,
             signer: signer.as_mut(),
-            expire: *expire,
+            opt: *opt,
             messages: 0,
             records: 0,
         }
@@ -109,7 +107,7 @@ impl Transfer {
 pub struct Messages<'t> {
     source: Source<'t>,
     signer: Option<&'t mut ResponseSigner>,
-    expire: Option<ExpireRecord>,
+    opt: Option<TransferOpt>,
     messages: usize,
     records: usize,
 }
@@ -150,8 +148,8 @@ impl Messages<'_> {
             return Ok(false);
         }
         self.records += Header::read(out).map_or(0, |h| usize::from(h.ancount));
-        if let Some(record) = self.expire.take() {
-            push_additional(out, &record);
+        if let Some(opt) = self.opt.take() {
+            push_additional(out, opt.as_bytes());
         }
         if let Some(signer) = self.signer.as_mut() {
             signer.sign(out, now);
@@ -171,25 +169,26 @@ pub(super) fn start(
     primary: &Primary,
     d: &Deferred,
     zone: Arc<Zone>,
-    expire: Option<ExpireRecord>,
+    opt: Option<TransferOpt>,
     out: &mut Vec<u8>,
 ) -> Result<Outcome, Refusal> {
-    // Each message leaves room for the EXPIRE record, as for TSIG's.
-    let reserve = d.tsig_room() + expire.map_or(0, |r| r.len());
-    if d.req.transport == Transport::Udp {
-        ixfr_over_udp(d, &zone, reserve, out);
-        if let Some(record) = expire {
-            push_additional(out, &record);
-        }
-        return Ok(Outcome::Response);
-    }
+    // Each message leaves room for the OPT record, as for TSIG's.
+    let reserve = d.tsig_room() + opt.map_or(0, |o| o.as_bytes().len());
     let incremental = d.q.qtype == RType::IXFR;
     let client_serial = if incremental {
+        // RFC 1995 3: over UDP too, an IXFR without it is malformed.
         let serial = soa_serial_in(d.req.bytes, |m| &m.authority);
         Some(serial.ok_or(Refusal::IxfrWithoutSoa)?)
     } else {
         None
     };
+    if d.req.transport == Transport::Udp {
+        ixfr_over_udp(d, &zone, reserve, out);
+        if let Some(opt) = opt {
+            push_additional(out, opt.as_bytes());
+        }
+        return Ok(Outcome::Response);
+    }
     let plan = primary.plan(&zone, client_serial);
     Ok(Outcome::Transfer(Box::new(Transfer {
         zone,
@@ -199,7 +198,7 @@ pub(super) fn start(
         reserve,
         signer: d.signed.as_ref().map(ResponseSigner::new),
         incremental,
-        expire,
+        opt,
     })))
 }
 
