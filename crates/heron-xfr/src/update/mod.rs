@@ -112,7 +112,9 @@ fn edit_of(
 
 /// RFC 2136 3.3 and RFC 3007: every change must be allowed, and none may
 /// touch the records the signer keeps. A deletion of a whole name needs
-/// each type the name holds allowed.
+/// each type the name holds allowed; of a name that holds nothing, a rule
+/// for the name (the "delete, then add" of DHCP servers and external-dns
+/// on a new name, which BIND allows).
 fn check_permissions(
     zone: &dyn View,
     update: &UpdateMessage,
@@ -130,7 +132,15 @@ fn check_permissions(
             Change::DeleteName(_) => types_at(zone, owner),
             _ => vec![rtype],
         };
-        if let Some(denied) = types.iter().find(|t| !policy.allows(who, owner, **t)) {
+        let allowed = |t: &RType| match types.is_empty() {
+            true => policy.allows_name(who, owner),
+            false => policy.allows(who, owner, *t),
+        };
+        if types.is_empty() && !allowed(&RType::ANY) {
+            let why = format!("{owner}: not allowed for {}", describe(who));
+            return Err(reject(Rcode::REFUSED, why));
+        }
+        if let Some(denied) = types.iter().find(|t| !allowed(t)) {
             let why = format!("{owner} {denied}: not allowed for {}", describe(who));
             return Err(reject(Rcode::REFUSED, why));
         }
@@ -138,23 +148,17 @@ fn check_permissions(
     Ok(())
 }
 
-/// The types `owner` holds (the signer's left out); ANY if none.
+/// The types `owner` holds (the signer's left out).
 fn types_at(zone: &dyn View, owner: &Name) -> Vec<RType> {
     let key = owner.to_lowercase();
-    let held: Vec<RType> = zone
-        .node_now(key.as_wire())
+    zone.node_now(key.as_wire())
         .map(|n| {
             (n.sets.iter())
                 .map(|s| s.rtype)
                 .filter(|t| !is_dnssec_type(*t))
                 .collect()
         })
-        .unwrap_or_default();
-    if held.is_empty() {
-        vec![RType::ANY]
-    } else {
-        held
-    }
+        .unwrap_or_default()
 }
 
 /// Who asked, for a refusal's reason.

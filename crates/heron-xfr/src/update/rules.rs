@@ -84,6 +84,11 @@ impl UpdatePolicy {
             .iter()
             .any(|r| r.is_for(who) && r.covers_name(who, owner) && r.covers_type(rtype))
     }
+
+    /// Whether some rule lets `who` change `owner`, of any type.
+    pub fn allows_name(&self, who: Requester, owner: &Name) -> bool {
+        (self.rules.iter()).any(|r| r.is_for(who) && r.covers_name(who, owner))
+    }
 }
 
 impl UpdateRule {

@@ -716,6 +716,22 @@ fn rules_refuse_what_they_do_not_allow() {
         run(Builder::new().update("www.u.test", RType::ANY, ANY, 0, &[])),
         refused
     );
+    // A name that holds nothing yet: deleting it, then adding to it, is
+    // allowed to a rule for the name (BIND's answer), not to others.
+    let recreate = |owner: &str| {
+        Builder::new()
+            .update(owner, RType::ANY, ANY, 0, &[])
+            .add(owner, RType::A, &[10, 0, 0, 2])
+    };
+    let rule = UpdateRule::parse("key k subdomain hosts.u.test A", &name(ORIGIN)).unwrap();
+    let new_name = UpdateSettings {
+        policy: UpdatePolicy::new(vec![rule]),
+        ..UpdateSettings::default()
+    };
+    let run_new = |b: Builder| run_with(&zone(""), &b, &new_name).map(|_| ());
+    assert!(run_new(recreate("pc1.hosts.u.test")).is_ok());
+    let elsewhere = run_new(recreate("pc1.other.u.test")).map_err(|e| e.rcode);
+    assert_eq!(elsewhere, refused);
     // One change not allowed refuses the whole update.
     let mixed = Builder::new()
         .add("www.u.test", RType::A, &[10, 0, 0, 1])
