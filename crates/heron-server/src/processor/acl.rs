@@ -80,7 +80,8 @@ pub(super) fn admit(p: &Processor, catalog: &Catalog, req: &Request, q: &Query) 
     }
 }
 
-/// An UPDATE: one for a secondary zone is forwarded to its primary if
+/// An UPDATE: one whose zone section is not of type SOA is FORMERR (RFC
+/// 2136 3.1.1, as Knot and BIND); one for a secondary zone is forwarded to its primary if
 /// its `allow-update-forwarding` allows the sender (REFUSED if not, the
 /// engine's NOTIMP if the list is empty); one for a zone we do not serve
 /// is NOTAUTH (RFC 2136 3.1.2); a zone without `allow-update` answers as
@@ -93,6 +94,9 @@ fn admit_update(
     key: Option<&Name>,
     q: &Query,
 ) -> Admission {
+    if q.qtype != RType::SOA {
+        return Admission::Refuse(Refusal::UpdateZoneNotSoa);
+    }
     let origin = q.qname_lower.to_name();
     if p.secondaries.load().contains(&origin) {
         // RFC 2136 6: the primary decides; we only say who may ask it.

@@ -192,6 +192,9 @@ pub enum Refusal {
     UpdateNotServed,
     /// An UPDATE from a sender no `allow-update` rule is for (REFUSED).
     UpdateDenied,
+    /// An UPDATE whose zone section's type is not SOA (FORMERR, RFC 2136
+    /// 3.1.1), whatever the zone.
+    UpdateZoneNotSoa,
 }
 
 /// Whether `q` asked for an EDNS option [`Processor::add_options`] may
@@ -252,7 +255,7 @@ impl Plain {
 
 impl Refusal {
     /// How many kinds there are, for counters indexed by [`Refusal::kind`].
-    pub const KINDS: usize = 11;
+    pub const KINDS: usize = 12;
 
     /// A name for each kind, in the order of [`Refusal::kind`].
     pub const KIND_NAMES: [&'static str; Refusal::KINDS] = [
@@ -267,6 +270,7 @@ impl Refusal {
         "tsig-replay",
         "update-not-served",
         "update-denied",
+        "update-zone-not-soa",
     ];
 
     /// A number below [`Refusal::KINDS`], one per variant (the reason a
@@ -284,6 +288,7 @@ impl Refusal {
             Refusal::TsigReplay => 8,
             Refusal::UpdateNotServed => 9,
             Refusal::UpdateDenied => 10,
+            Refusal::UpdateZoneNotSoa => 11,
         }
     }
 
@@ -306,7 +311,7 @@ impl Refusal {
             | Refusal::ZoneNotServed
             | Refusal::UpdateNotServed
             | Refusal::NotSecondary => Rcode::NOTAUTH,
-            Refusal::IxfrWithoutSoa => Rcode::FORMERR,
+            Refusal::IxfrWithoutSoa | Refusal::UpdateZoneNotSoa => Rcode::FORMERR,
             // As NSD and Knot: AXFR needs a stream (RFC 5936 4.2).
             Refusal::AxfrOverUdp => Rcode::NOTIMP,
             Refusal::TransferDenied(_)
@@ -331,6 +336,9 @@ impl fmt::Display for Refusal {
             Refusal::QueryDenied(why) => write!(f, "query ({why})"),
             Refusal::UpdateNotServed => f.write_str("UPDATE of a zone not served"),
             Refusal::UpdateDenied => f.write_str("UPDATE (no allow-update rule for the sender)"),
+            Refusal::UpdateZoneNotSoa => {
+                f.write_str("UPDATE whose zone section is not of type SOA")
+            }
         }
     }
 }

@@ -1095,6 +1095,13 @@ fn updates_not_taken_are_answered_at_once() {
     // A zone not served.
     let (rcode, _) = answer(&query("nowhere.test", RType::SOA, Opcode::UPDATE));
     assert_eq!(rcode, Rcode::NOTAUTH);
+    // A zone section not of type SOA: FORMERR first (RFC 2136 3.1.1),
+    // as Knot and BIND, whatever the zone.
+    for zone in ["p.test", "c.test", "nowhere.test"] {
+        let (rcode, events) = answer(&query(zone, RType::A, Opcode::UPDATE));
+        assert_eq!(rcode, Rcode::FORMERR, "{zone}");
+        assert_eq!(events, [Event::Refused(Refusal::UpdateZoneNotSoa)]);
+    }
     // A zone without allow-update: NOTIMP, signed or not, as before.
     let (rcode, _) = answer(&query("c.test", RType::SOA, Opcode::UPDATE));
     assert_eq!(rcode, Rcode::NOTIMP);
