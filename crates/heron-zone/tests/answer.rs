@@ -603,6 +603,10 @@ fn chaos_identity_answers_only_when_configured() {
         m.answers[0].to_string(),
         r#"version.bind. 0 CH TXT "heron test""#
     );
+    // Another type: REFUSED, as NSD and Knot answer.
+    query.qtype = RType::A;
+    let (m, _) = ask_with(&cat, &cfg, &query);
+    assert_eq!((m.rcode(), m.header.has(flags::AA)), (Rcode::REFUSED, false));
 }
 
 #[test]

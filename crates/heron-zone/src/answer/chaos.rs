@@ -9,7 +9,8 @@ use super::Responder;
 impl Responder<'_> {
     /// CH TXT `version.bind`/`version.server` and `id.server`/
     /// `hostname.bind` (RFC 4892), from [`AnswerConfig`](super::AnswerConfig); REFUSED for
-    /// any other name, or when the configuration has no text for it.
+    /// any other name or type (as NSD and Knot: a NODATA would have no
+    /// SOA to be cached by), or when the configuration has no text for it.
     pub(super) fn answer_chaos(&mut self) {
         let text = match self.q.qname_lower.as_wire() {
             b"\x07version\x04bind\x00" | b"\x07version\x06server\x00" => &self.config.version,
@@ -21,7 +22,7 @@ impl Responder<'_> {
             return;
         };
         if !matches!(self.q.qtype, RType::TXT | RType::ANY) {
-            self.aa = true;
+            self.rcode = Rcode::REFUSED;
             return;
         }
         let mut rd = Vec::with_capacity(text.len() + 1);
