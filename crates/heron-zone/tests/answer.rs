@@ -606,7 +606,10 @@ fn chaos_identity_answers_only_when_configured() {
     // Another type: REFUSED, as NSD and Knot answer.
     query.qtype = RType::A;
     let (m, _) = ask_with(&cat, &cfg, &query);
-    assert_eq!((m.rcode(), m.header.has(flags::AA)), (Rcode::REFUSED, false));
+    assert_eq!(
+        (m.rcode(), m.header.has(flags::AA)),
+        (Rcode::REFUSED, false)
+    );
 }
 
 #[test]

@@ -13,7 +13,6 @@ const IPV4HINT: u16 = 4;
 const ECH: u16 = 5;
 const IPV6HINT: u16 = 6;
 const OHTTP: u16 = 8;
-const INVALID: u16 = 65535;
 
 const NAMES: [&str; 9] = [
     "mandatory",
@@ -58,10 +57,10 @@ fn key_number(text: &[u8]) -> Result<u16, TextError> {
         .filter(|p| p.eq_ignore_ascii_case(b"key"))
         .map(|_| &text[3..])
         .ok_or_else(bad)?;
+    // key65535 is "reserved (invalid key)" in the registry, but no rule
+    // refuses it: BIND, Knot and NSD load it, and a secondary refusing
+    // it would refuse its whole zone.
     let key = super::fields::decimal(digits, 65535).map_err(|_| bad())? as u16;
-    if key == INVALID {
-        return Err(err("SvcParam key65535 is reserved and cannot be used"));
-    }
     Ok(key)
 }
 
@@ -330,7 +329,6 @@ fn check_value(key: u16, v: &[u8]) -> Result<(), String> {
         PORT => v.len() == 2,
         IPV4HINT => !v.is_empty() && v.len().is_multiple_of(4),
         IPV6HINT => !v.is_empty() && v.len().is_multiple_of(16),
-        INVALID => return Err("key65535 is reserved".into()),
         _ => true,
     };
     if ok {
