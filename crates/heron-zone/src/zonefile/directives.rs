@@ -259,12 +259,14 @@ impl Reader<'_> {
         self.text_read += text.len() as u64;
         let file: Arc<Path> = Arc::from(path.as_path());
         self.open_files.push((Some(canonical), file.clone()));
+        // A blank-led first line reuses the owner before the `$INCLUDE`
+        // (RFC 1035 5.1, as BIND and NSD read it).
         let mut inner = FileCtx {
             file,
             dir: parent_dir(&path),
             origin,
-            owner: None,
-            owner_bad: false,
+            owner: ctx.owner.clone(),
+            owner_bad: ctx.owner_bad,
             owner_text: Vec::new(),
         };
         self.read_text(&text, &mut inner);

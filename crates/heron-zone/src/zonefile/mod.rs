@@ -117,6 +117,14 @@ pub fn set_max_load_size(octets: u64) {
 /// enough for a report every second, rarely enough to cost nothing.
 pub const PROGRESS_STEP: usize = 256 << 10;
 
+/// `$INCLUDE`s nested at most this deep (BIND, NSD and Knot load 10;
+/// the bound keeps a chain of files from being read without end).
+pub const MAX_INCLUDE_DEPTH: usize = 20;
+
+/// Records one `$GENERATE` line may make: a typo in a range (`0-10000000`)
+/// is an error, not gigabytes of records.
+pub const MAX_GENERATE: usize = 1 << 20;
+
 impl ReadOptions {
     /// Options for a zone of class IN at `origin`, with the default limits.
     pub fn new(origin: Name) -> ReadOptions {
@@ -124,8 +132,8 @@ impl ReadOptions {
             origin,
             class: Class::IN,
             default_ttl: None,
-            max_include_depth: 8,
-            max_generate: 65536,
+            max_include_depth: MAX_INCLUDE_DEPTH,
+            max_generate: MAX_GENERATE,
             progress: None,
             max_size: max_load_size(),
             notes: None,
@@ -569,7 +577,7 @@ impl<'r> Reader<'r> {
                         ctx,
                         line,
                         "no owner name: the line starts with a blank, which reuses the previous \
-                         owner, but there is no previous owner in this file",
+                         owner, but there is no previous owner",
                     );
                     return;
                 }
