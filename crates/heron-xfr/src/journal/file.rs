@@ -490,6 +490,14 @@ pub enum StartOver {
         served: u32,
         damage: Option<Damage>,
     },
+    /// It ends at the serial served, but the zone does not hold its last
+    /// change (`record`, added and missing, or deleted and still there):
+    /// a zone file edited and given the journal's serial while the server
+    /// was down, without the updates the journal holds.
+    NotInZone {
+        served: u32,
+        record: String,
+    },
 }
 
 impl fmt::Display for StartOver {
@@ -515,6 +523,12 @@ impl fmt::Display for StartOver {
                     None => Ok(()),
                 }
             }
+            StartOver::NotInZone { served, record } => write!(
+                f,
+                "it ends at serial {served}, the zone's, but the zone does not hold its last \
+                 change ({record}): was the zone file edited and given that serial while the \
+                 server was down? Its changes are not served"
+            ),
         }
     }
 }

@@ -23,8 +23,11 @@ use std::time::Duration;
 
 use crate::journal::file::{self, FileChange, FileSize, StartOver};
 use crate::journal::{Journal, serial_of};
+use crate::update::is_dnssec_type;
 use heron_proto::Name;
+use heron_proto::rdata::rdata_equal;
 use heron_zone::Zone;
+use heron_zone::diff::DiffRecord;
 use heron_zone::diff::ZoneDiff;
 
 use crate::disk::{self, tmp_path};
@@ -651,7 +654,8 @@ pub(crate) fn restore(zones: &[Served], max_bytes: usize) -> (HashMap<Name, Hist
 fn restore_one(served: &Served, max_bytes: usize) -> Option<History> {
     let (zone, path) = (served.zone, served.journal);
     let origin = zone.origin();
-    let restored = match file::restore(path, origin, zone.serial(), max_bytes) {
+    let read = file::restore(path, origin, zone.serial(), max_bytes);
+    let restored = match read.and_then(|r| holds_last_change(zone, r)) {
         Ok(restored) => restored,
         // Set aside since it was found (its updates did not apply): said.
         Err(StartOver::Unreadable(file::HeaderError::Io(e)))
@@ -783,10 +787,57 @@ fn is_torn_tail(path: &Path, damage: &file::Damage) -> bool {
 /// with a step missing inside it, or one ending past the file's serial.
 fn may_hold_updates(why: &StartOver) -> bool {
     match why {
-        StartOver::Gap { .. } => true,
+        StartOver::Gap { .. } | StartOver::NotInZone { .. } => true,
         StartOver::Mismatch { newest, served, .. } => crate::serial::is_newer(*newest, *served),
         _ => false,
     }
+}
+
+/// `restored`, if the zone holds the last change of its history (a
+/// history that only ends at the zone's serial may belong to another
+/// version with that serial). The signer's records are left out: a zone
+/// signed here carries its journal by content.
+fn holds_last_change(zone: &Zone, restored: file::Restored) -> Result<file::Restored, StartOver> {
+    let Some(last) = restored.journal.diffs().last() else {
+        return Ok(restored);
+    };
+    let signers = |r: &&DiffRecord| !is_dnssec_type(r.rtype);
+    let added = |r: &DiffRecord| (last.added.iter()).any(|a| same_record(a, r));
+    let missing = (last.added.iter().filter(signers)).find(|r| !in_zone(zone, r));
+    let kept = (last.deleted.iter().filter(signers)).find(|r| !added(r) && in_zone(zone, r));
+    let Some((record, how)) = missing
+        .map(|r| (r, "added"))
+        .or(kept.map(|r| (r, "deleted")))
+    else {
+        return Ok(restored);
+    };
+    let record = format!(
+        "{} {} {how} at serial {}",
+        record.owner,
+        record.rtype,
+        serial_of(&last.new_soa)
+    );
+    Err(StartOver::NotInZone {
+        served: zone.serial(),
+        record,
+    })
+}
+
+fn same_record(a: &DiffRecord, b: &DiffRecord) -> bool {
+    a.rtype == b.rtype && a.owner == b.owner && rdata_equal(a.rtype, &a.rdata, &b.rdata)
+}
+
+/// Whether `zone` holds `record`'s RDATA at its owner (whatever its TTL).
+fn in_zone(zone: &Zone, record: &DiffRecord) -> bool {
+    let owner = record.owner.to_lowercase();
+    let Some(set) = zone
+        .node(owner.as_wire())
+        .and_then(|n| n.rrset(record.rtype))
+    else {
+        return false;
+    };
+    set.rdatas()
+        .any(|rd| rdata_equal(record.rtype, &rd, &record.rdata))
 }
 
 /// Copies the damaged file at `path` beside it (`.damaged`); what to
@@ -1123,6 +1174,43 @@ mod tests {
         assert!(restore_one(&kept_copy, 1 << 20).is_none());
         assert!(!copy_ahead.exists());
         assert!(!dir.path().join("copy.jnl.unapplied").exists());
+    }
+
+    /// A journal that ends at the zone's serial but whose last change the
+    /// zone lacks (the file edited and given the journal's serial while
+    /// the server was down, its updates left out) is not taken as the
+    /// zone's history: kept aside, with its updates, for a primary; gone
+    /// for a secondary's kept copy, whose primary holds them.
+    #[test]
+    fn a_journal_whose_last_change_the_zone_lacks_is_not_its_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let origin = Name::parse("w.test").unwrap();
+        let zone_at = |serial: u32, ns: u32| {
+            let text =
+                format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.{ns}\n");
+            load_zone_str(&text, "w", &origin).unwrap().zone
+        };
+        let writer = JournalWriter::start().unwrap();
+        let paths: Vec<PathBuf> = ["same", "edited", "copy"]
+            .iter()
+            .map(|name| dir.path().join(format!("{name}.jnl")))
+            .collect();
+        for path in &paths {
+            let steps = vec![step(1, 2), step(2, 3)];
+            writer.change(path, &origin, FileChange::Replace(steps));
+        }
+        assert!(writer.flush(Duration::from_secs(10)));
+        let kept = restore_one(&own(&zone_at(3, 3), &paths[0]), 1 << 20);
+        assert_eq!(kept.map(|h| h.journal.len()), Some(2));
+        let edited = zone_at(3, 9);
+        assert!(restore_one(&own(&edited, &paths[1]), 1 << 20).is_none());
+        assert!(dir.path().join("edited.jnl.unapplied").exists());
+        let copy = Served {
+            refetchable: true,
+            ..own(&edited, &paths[2])
+        };
+        assert!(restore_one(&copy, 1 << 20).is_none());
+        assert!(!paths[2].exists() && !dir.path().join("copy.jnl.unapplied").exists());
     }
 
     /// Another server's journal at the zone's journal path (BIND's
