@@ -392,7 +392,7 @@ pub fn holds_other_data(path: &Path) -> io::Result<bool> {
 }
 
 /// Why a journal file is left alone: what to tell the operator.
-pub const OTHER_DATA: &str = "it holds no Heron journal (another server's, such as BIND's?) and is left as it is: move it away, or give the zone another `journal` path";
+pub const OTHER_DATA: &str = "it holds no Heron journal (another server's, such as BIND's?) and is left as it is: move it away (the zone's journal is its `file` with `.jnl` after it)";
 
 /// Appends `diffs` to the journal file at `path`, with the header first
 /// if the file is new or empty. Not synced: the caller syncs many files
