@@ -629,13 +629,17 @@ fn a_reload_of_an_edited_file_merges_or_keeps_the_updates() {
     assert!(text.contains("handmade.upd.test.") && text.contains("dyn1.upd.test."));
     // Edited with a new serial that the updates do not lead on from.
     let bumped = edited.replace("hostmaster 1 ", "hostmaster 100 ") + "other A 192.0.2.63\n";
-    std::fs::write(&file, bumped).unwrap();
+    std::fs::write(&file, &bumped).unwrap();
     server.reload();
     assert!(
         eventually(|| server.log().contains("stays served")),
         "{}",
         server.log()
     );
+    // The next write-back replaces the file: the edit is kept beside it.
+    let rejected = file.with_extension("zone.rejected");
+    let kept_edit = std::fs::read_to_string(&rejected).unwrap_or_default();
+    assert_eq!(kept_edit, bumped, "{}", server.log());
     assert_eq!(zone_serial(addr, ZONE), Some(3));
     assert_eq!(a(addr, "dyn1.upd.test").len(), 1);
     assert!(a(addr, "other.upd.test").is_empty());
