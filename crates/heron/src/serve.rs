@@ -95,6 +95,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
         signed,
         signed_before,
         replayed,
+        carried,
     } = load_zones(use_example, &mut files, &settings);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
@@ -138,6 +139,10 @@ fn start(args: ServeArgs) -> Result<(), String> {
     let mut transfers = new_transfers(&runtime, &keys, &query_log, primary);
     transfers.tls_certificate = settings.server.tls.as_ref().map(|t| t.certificate.clone());
     mark_replayed(&transfers, &replayed);
+    // Signed zones: their journal is carried by content, not pinned.
+    carried
+        .iter()
+        .for_each(|origin| transfers.unwritten.mark(origin));
     transfers.signings.set(signed);
     keep_signed_copies(&transfers, &files, &catalog, &signed_before);
     transfers
@@ -207,6 +212,8 @@ struct Loaded {
     signed_before: Vec<Arc<Zone>>,
     /// The zones whose journals' updates were applied to their files.
     replayed: Vec<(Name, u32)>,
+    /// The signed zones served with updates their files lack.
+    carried: Vec<Name>,
 }
 
 /// Loads the zone files, the signed versions kept before the restart
@@ -225,7 +232,7 @@ fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &Settings) -> 
     let signed = files.signed_files();
     let replayed =
         crate::runtime::update::replay_journals(&mut catalog, &settings.policies, &signed);
-    crate::runtime::update_signed::carry_journals(
+    let carried = crate::runtime::update_signed::carry_journals(
         &mut catalog,
         &settings.policies,
         &signed,
@@ -238,6 +245,7 @@ fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &Settings) -> 
         signed,
         signed_before,
         replayed,
+        carried,
     }
 }
 

@@ -357,6 +357,38 @@ fn signed_updates_answered_survive_kill_9() {
     verify_with_tools(&SignedZone::from_text(ZONE, &text), true);
 }
 
+/// Updates a restart carried over to a signed zone (its file lacking
+/// them) are written back to the file at `zonefile-sync`, as an unsigned
+/// zone's replayed updates are; before, only the next update did it.
+#[test]
+fn updates_carried_over_a_restart_are_written_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = "denial = \"nsec3\"";
+    let mut server = start_with(dir.path(), policy, "zonefile-sync = 3600");
+    let added = nsupdate(
+        server.addr(),
+        "update add carried.sup.test 300 A 192.0.2.77",
+    );
+    assert_eq!(added, "NOERROR", "{}", server.log());
+    server.kill();
+    let file = dir.path().join("sup.zone");
+    assert!(
+        !std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("carried.sup.test.")
+    );
+    let restarted = start_with(dir.path(), policy, "zonefile-sync = 1");
+    let written = || {
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("carried.sup.test.")
+    };
+    assert!(eventually(written), "{}", restarted.log());
+    assert!(!has_signer_records(
+        &std::fs::read_to_string(&file).unwrap()
+    ));
+}
+
 /// `ldns-verify-zone -ZZ` of a zone as transferred: signed, and its
 /// ZONEMD present and matching the zone.
 fn zonemd_verifies(dir: &Path, text: &str, what: &str) {

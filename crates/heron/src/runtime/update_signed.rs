@@ -287,13 +287,15 @@ fn carry(zone: &Zone, steps: &[ZoneDiff]) -> Result<Option<Zone>, String> {
 /// The zone is signed again from the version kept before the restart
 /// (`signed_before`, `FILE.signed`) if there is one: the RRsets the
 /// updates made keep their signatures, and the serial moves one past
-/// that version's, not two.
+/// that version's, not two. Returns the zones served with updates their
+/// file lacks, to be written back.
 pub(crate) fn carry_journals(
     catalog: &mut Catalog,
     policies: &HashMap<Name, ZonePolicy>,
     signed: &[(Name, Arc<Signing>)],
     signed_before: &[Arc<Zone>],
-) {
+) -> Vec<Name> {
+    let mut unwritten = Vec::new();
     for (origin, signing) in signed {
         let policy = policies.get(origin).filter(|p| p.takes_updates());
         let (Some(path), Some(zone)) = (
@@ -309,7 +311,10 @@ pub(crate) fn carry_journals(
             continue;
         }
         match carry_one((&zone, before.map(|z| &**z)), path, signing) {
-            Ok(Some(next)) => catalog.insert(next),
+            Ok(Some(next)) => {
+                catalog.insert(next);
+                unwritten.push(origin.clone());
+            }
             Ok(None) => {}
             // Not the updates' fault (a full disk, a signing that failed):
             // the version kept before the restart holds them, and is
@@ -322,6 +327,7 @@ pub(crate) fn carry_journals(
                     before.serial()
                 );
                 catalog.insert_shared(before);
+                unwritten.push(origin.clone());
             }
             Err(Carry::Unapplied(why) | Carry::Failed(why)) => {
                 let kept = set_aside(path);
@@ -332,6 +338,7 @@ pub(crate) fn carry_journals(
             }
         }
     }
+    unwritten
 }
 
 /// Why a signed zone's journal was not carried over.
