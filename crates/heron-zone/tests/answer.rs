@@ -586,6 +586,28 @@ fn any_is_minimal_over_udp_and_full_over_tcp() {
     assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 0));
 }
 
+/// Over UDP, the one RRset of an ANY answer is not the name's NSEC
+/// where it holds another (a type numbered after NSEC's 47, say).
+#[test]
+fn any_over_udp_answers_data_before_the_nsec() {
+    let origin = Name::parse("s.test").unwrap();
+    let text = "$ORIGIN s.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n\
+                h TYPE65280 \\# 1 2a\nh NSEC ns.s.test. NSEC TYPE65280\n\
+                only NSEC ns.s.test. NSEC\n";
+    let mut cat = Catalog::new();
+    cat.insert(load_zone_str(text, "s.zone", &origin).unwrap().zone);
+    let (m, _) = ask_with(&cat, &AnswerConfig::default(), &q("h.s.test", RType::ANY));
+    let types: Vec<u16> = m.answers.iter().map(|r| r.rtype.0).collect();
+    assert_eq!(types, [65280]);
+    let (m, _) = ask_with(
+        &cat,
+        &AnswerConfig::default(),
+        &q("only.s.test", RType::ANY),
+    );
+    let types: Vec<RType> = m.answers.iter().map(|r| r.rtype).collect();
+    assert_eq!(types, [RType::NSEC], "nothing else there");
+}
+
 #[test]
 fn chaos_identity_answers_only_when_configured() {
     let mut query = q("version.bind", RType::TXT);

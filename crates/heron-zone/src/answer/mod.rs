@@ -656,7 +656,8 @@ impl<'a> Responder<'a> {
         }
     }
 
-    /// RFC 8482: over UDP one RRset of the name; over TCP all of them.
+    /// RFC 8482: over UDP one RRset of the name (not its NSEC, of no use
+    /// to the asker, where it holds another); over TCP all of them.
     fn answer_any(
         &mut self,
         zone: &'a Zone,
@@ -667,13 +668,20 @@ impl<'a> Responder<'a> {
         if matched.node.is_empty() {
             return self.no_data(zone, matched, lower);
         }
+        if self.transport == Transport::Udp {
+            let mut sets = matched.node.data();
+            let first = sets.next().expect("not empty");
+            let set = match first.rtype {
+                RType::NSEC => sets.next().unwrap_or(first),
+                _ => first,
+            };
+            self.rrset(Section::Answer, owner, set)?;
+            return self.prove_expansion(zone, matched, lower);
+        }
         let mut owner = owner;
         for set in matched.node.data() {
             let written = self.rrset(Section::Answer, owner, set)?;
             owner = written.next_owner(owner);
-            if self.transport == Transport::Udp {
-                break;
-            }
         }
         self.prove_expansion(zone, matched, lower)
     }
