@@ -592,7 +592,7 @@ const BROKEN: &[(&str, &str, u32, &str)] = &[
         "generate_too_many.zone",
         "generate_too_many.zone",
         3,
-        "$GENERATE: range '0-70000' makes 70001 records, more than the limit of 65536",
+        "$GENERATE: range '0-1100000' makes 1100001 records, more than the limit of 1048576",
     ),
     (
         "generate_bad_modifier.zone",
