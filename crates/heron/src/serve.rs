@@ -138,11 +138,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
     );
     let mut transfers = new_transfers(&runtime, &keys, &query_log, primary);
     transfers.tls_certificate = settings.server.tls.as_ref().map(|t| t.certificate.clone());
-    mark_replayed(&transfers, &replayed);
-    // Signed zones: their journal is carried by content, not pinned.
-    carried
-        .iter()
-        .for_each(|origin| transfers.unwritten.mark(origin));
+    mark_replayed(&transfers, &replayed, &carried);
     transfers.signings.set(signed);
     keep_signed_copies(&transfers, &files, &catalog, &signed_before);
     transfers
@@ -167,12 +163,17 @@ fn start(args: ServeArgs) -> Result<(), String> {
 }
 
 /// The zones whose journal was replayed at the start: their files lack
-/// its updates, which the journal keeps until they are written back.
-fn mark_replayed(transfers: &Transfers, replayed: &[(Name, u32)]) {
+/// its updates, which the journal keeps until they are written back. The
+/// signed zones `carried` lack them too; their journal is carried by
+/// content, not pinned.
+fn mark_replayed(transfers: &Transfers, replayed: &[(Name, u32)], carried: &[Name]) {
     for (origin, file_serial) in replayed {
         transfers.unwritten.mark(origin);
         transfers.primary.pin_history(origin, Some(*file_serial));
     }
+    carried
+        .iter()
+        .for_each(|origin| transfers.unwritten.mark(origin));
 }
 
 /// What transfers, NOTIFY and the zones' changes share; its NOTIFY

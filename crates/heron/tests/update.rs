@@ -938,6 +938,38 @@ fn updates_replayed_at_a_start_are_written_back() {
     );
 }
 
+/// A zone file edited while the server was down, its serial left as it
+/// was, with updates in the journal past it: the edit and the updates are
+/// served with a serial of their own, not the journal's last (which
+/// secondaries hold already without the edit).
+#[test]
+fn a_file_edited_while_down_gets_a_serial_past_the_updates() {
+    let file = zone_file("edited-while-down");
+    let mut server = start(&file, "zonefile-sync = 3600");
+    for name in ["u1", "u2"] {
+        let command = format!("update add {name}.upd.test 60 A 192.0.2.92");
+        let got = send(
+            Client::Knsupdate,
+            server.addr(),
+            Some("ops"),
+            false,
+            &command,
+        );
+        assert_eq!(got, "NOERROR");
+    }
+    assert_eq!(zone_serial(server.addr(), ZONE), Some(3));
+    server.kill();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let edited = format!("{}handmade A 192.0.2.93\n", zone_text());
+    std::fs::write(&file, edited).unwrap();
+    let restarted = start(&file, "zonefile-sync = 3600");
+    let addr = restarted.addr();
+    for name in ["u1.upd.test", "u2.upd.test", "handmade.upd.test"] {
+        assert_eq!(a(addr, name).len(), 1, "{name}\n{}", restarted.log());
+    }
+    assert_eq!(zone_serial(addr, ZONE), Some(4), "{}", restarted.log());
+}
+
 /// A server of the zone in `file` with `zone_lines`, and its control
 /// socket (beside the file).
 fn start_with_control(file: &Path, zone_lines: &str) -> (ServerProcess, PathBuf) {

@@ -833,7 +833,7 @@ pub(crate) fn replay_journals(
         let (Some(path), Some(zone)) = (policy.journal_path(), catalog.get(origin)) else {
             continue;
         };
-        if let Some(next) = replay_one(zone, path) {
+        if let Some(next) = replay_one(zone, path, policy) {
             let file_serial = zone.serial();
             catalog.insert(next);
             replayed.push((origin.clone(), file_serial));
@@ -845,8 +845,11 @@ pub(crate) fn replay_journals(
 /// `zone` as loaded from its file, with the steps of its journal at
 /// `path` after the file's serial applied (one version for them all, each
 /// checked as applied alone); None when there are none, or when they do
-/// not apply (the journal is then set aside, with an error).
-fn replay_one(zone: &Zone, path: &std::path::Path) -> Option<Zone> {
+/// not apply (the journal is then set aside, with an error). A file
+/// changed after the journal's last write was edited while the server was
+/// down, its serial left as it was: the version gets the next serial,
+/// since secondaries hold the journal's last serial without the edit.
+fn replay_one(zone: &Zone, path: &std::path::Path, policy: &ZonePolicy) -> Option<Zone> {
     let origin = zone.origin();
     let steps = match steps_after(path, origin, zone.serial()) {
         Ok(steps) if steps.is_empty() => return None,
@@ -875,7 +878,38 @@ fn replay_one(zone: &Zone, path: &std::path::Path) -> Option<Zone> {
         zone.serial(),
         next.serial()
     );
-    Some(next)
+    if !edited_after(path) {
+        return Some(next);
+    }
+    match bump(&next, &next, policy) {
+        Ok(bumped) => {
+            tracing::warn!(
+                "zone {origin}: the zone file changed after the journal's last update, its serial left at {}: the edit and the updates are served with serial {}",
+                zone.serial(),
+                bumped.serial()
+            );
+            Some(bumped)
+        }
+        Err(why) => {
+            tracing::warn!(
+                "zone {origin}: the zone file changed after the journal's last update, but {why}"
+            );
+            Some(next)
+        }
+    }
+}
+
+/// Whether the zone file of the journal at `journal` (`FILE.jnl`) was
+/// written after it.
+fn edited_after(journal: &std::path::Path) -> bool {
+    let Some(file) = journal.to_str().and_then(|j| j.strip_suffix(".jnl")) else {
+        return false;
+    };
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    match (modified(std::path::Path::new(file)), modified(journal)) {
+        (Some(file), Some(journal)) => file > journal,
+        _ => false,
+    }
 }
 
 /// After a reload: a zone served now that was not before (configured
@@ -897,7 +931,7 @@ pub(crate) fn replay_added(current: &Catalog, next: &mut Catalog, xfr: &Transfer
         if xfr.signings.get(origin).is_some() || !path.exists() {
             continue;
         }
-        let served = match replay_one(&zone, path) {
+        let served = match replay_one(&zone, path, &policy) {
             Some(replayed) => {
                 let replayed = Arc::new(replayed);
                 next.insert_shared(replayed.clone());
