@@ -80,8 +80,9 @@ fn read_file(
     Ok(())
 }
 
-/// Words of the text with their lines: `#` starts a comment outside
-/// quotes; a quoted word may hold spaces.
+/// Words of the text with their lines: `#` starts a comment at the
+/// start of a word only (NSD reads `b#c.zone` as one word); a quoted word
+/// may hold spaces.
 fn words(text: &str, file: &Arc<Path>) -> Result<Vec<(String, bool, Loc)>, ImportError> {
     let mut out = Vec::new();
     for (index, line) in text.lines().enumerate() {
@@ -116,7 +117,7 @@ fn words(text: &str, file: &Arc<Path>) -> Result<Vec<(String, bool, Loc)>, Impor
             } else {
                 let mut word = String::new();
                 while let Some(&d) = chars.peek() {
-                    if d.is_whitespace() || d == '#' {
+                    if d.is_whitespace() {
                         break;
                     }
                     word.push(d);
@@ -1156,6 +1157,16 @@ mod tests {
                 .iter()
                 .any(|n| n.setting.contains("allow-query: 127"))
         );
+    }
+
+    /// NSD starts a comment only where a word starts: `b#c.zone` is a
+    /// file name (nsd-checkconf prints it whole).
+    #[test]
+    fn a_hash_inside_a_word_is_part_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "zone:\n name: b.test\n zonefile: /z/b#c.zone # said\n #whole line\n";
+        let got = parse(&write_files(dir.path(), &[("nsd.conf", text)])).unwrap();
+        assert_eq!(got.zones[0].file.as_deref(), Some(Path::new("/z/b#c.zone")));
     }
 
     #[test]
