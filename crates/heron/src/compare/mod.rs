@@ -28,7 +28,8 @@ use clap::Args;
 use heron_server::processor::Processor;
 use heron_xfr::journal::DEFAULT_MAX_BYTES;
 use heron_xfr::primary::Primary;
-use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_file};
+use heron_zone::zonefile::ZoneFileText;
+use heron_zone::{AnswerConfig, Catalog, Zone, load_zone_text};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::{self, ZoneSpec};
@@ -50,7 +51,9 @@ pub struct CompareArgs {
     /// secondary ones have no file to read and are left out).
     #[arg(long, short)]
     config: Option<PathBuf>,
-    /// A zone to compare as ORIGIN=FILE (repeatable). Added to the file's zones.
+    /// A zone to compare as ORIGIN=FILE (repeatable). Added to the file's
+    /// zones. A TSIG record in the file (the end of `dig -y ... AXFR`
+    /// output) is skipped.
     #[arg(long, value_name = "ORIGIN=FILE", value_parser = config::parse_zone_arg)]
     zone: Vec<ZoneSpec>,
     /// A running Heron to ask, ADDR[:PORT]. By default Heron answers in
@@ -221,10 +224,10 @@ fn load(args: &CompareArgs) -> Result<(Vec<Arc<Zone>>, AnswerConfig), Vec<String
     let mut zones = Vec::new();
     let mut errors = Vec::new();
     for spec in &specs {
-        match load_zone_file(&spec.file, &spec.origin) {
-            Ok(loaded) => zones.push(Arc::new(loaded.zone)),
+        match load_zone(spec) {
+            Ok(zone) => zones.push(Arc::new(zone)),
             Err(problems) => {
-                errors.extend(problems.iter().map(|p| p.to_string()));
+                errors.extend(problems);
                 errors.push(format!(
                     "{}: zone {} does not load",
                     spec.file.display(),
@@ -238,6 +241,45 @@ fn load(args: &CompareArgs) -> Result<(Vec<Arc<Zone>>, AnswerConfig), Vec<String
     } else {
         Err(errors)
     }
+}
+
+/// The zone of `spec`, its TSIG pseudo-records left out: the output of
+/// `dig -y ... AXFR` (or `kdig -y`), which migrating.md suggests for a
+/// secondary's copy, ends with the TSIG that signed the transfer.
+fn load_zone(spec: &ZoneSpec) -> Result<Zone, Vec<String>> {
+    let file = ZoneFileText::read(&spec.file).map_err(|e| vec![e.to_string()])?;
+    let text = without_tsig(&file.text);
+    match load_zone_text(&text, &spec.file, &spec.origin, None) {
+        Ok(loaded) => Ok(loaded.zone),
+        Err(problems) => Err(problems.iter().map(|p| p.to_string()).collect()),
+    }
+}
+
+/// `text` with each line that is a TSIG pseudo-record (`NAME TTL ANY
+/// TSIG ...`, as dig and kdig print it) made empty, so that the other
+/// lines keep their numbers; `text` itself when there is none.
+fn without_tsig(text: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let is_tsig = |line: &[u8]| {
+        let words: Vec<&[u8]> = (line.split(|b| b.is_ascii_whitespace()))
+            .filter(|w| !w.is_empty())
+            .take(4)
+            .collect();
+        (words.windows(2).skip(1))
+            .any(|w| w[0].eq_ignore_ascii_case(b"ANY") && w[1].eq_ignore_ascii_case(b"TSIG"))
+    };
+    if !text.split(|&b| b == b'\n').any(is_tsig) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = Vec::with_capacity(text.len());
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        if !is_tsig(line) {
+            out.extend_from_slice(line);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn remote(addr: SocketAddr, args: &CompareArgs) -> Remote {
@@ -348,6 +390,30 @@ fn progress_bar(len: usize) -> Option<ProgressBar> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `dig -y` and `kdig -y` end an AXFR with the TSIG that signed it
+    /// (class ANY): left out, and the zone loads; another record of class
+    /// ANY is still an error.
+    #[test]
+    fn a_signed_transfers_tsig_records_are_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let axfr = "; <<>> DiG <<>> -y hmac-sha256:k:... example.net AXFR\n\
+                    example.net.\t300\tIN\tSOA\tns1.example.com. h.example.net. 1 3600 600 86400 60\n\
+                    example.net.\t300\tIN\tNS\tns1.example.com.\n\
+                    example.net.\t300\tIN\tSOA\tns1.example.com. h.example.net. 1 3600 600 86400 60\n\
+                    xfr-key.\t0\tANY\tTSIG\thmac-sha256. 1795791329 300 32 awDUl67Up2D4W1eTxXbq1Yv6qA2PxRs30tLWyly1Ex0= 58339 NOERROR 0 \n\
+                    ;; XFR size: 4 records\n";
+        let spec = |text: &str| {
+            let file = dir.path().join("raw.axfr");
+            std::fs::write(&file, text).unwrap();
+            config::parse_zone_arg(&format!("example.net={}", file.display())).unwrap()
+        };
+        let zone = load_zone(&spec(axfr)).unwrap();
+        assert_eq!(zone.record_count(), 2);
+        let other = axfr.replace("ANY\tTSIG", "ANY\tTXT");
+        let error = load_zone(&spec(&other)).unwrap_err();
+        assert!(error[0].contains(":5: error: class 'ANY'"), "{error:?}");
+    }
 
     #[test]
     fn servers_take_a_default_port() {
