@@ -842,7 +842,11 @@ impl<'a> Interpreter<'a> {
         let allow_transfer = transfer
             .map(|l| self.aml(l, "allow-transfer"))
             .unwrap_or_default();
-        let notifies = notify.and_then(|n| n.arg(1)) != Some("no");
+        // Members are secondaries: `primary-only` sends them no NOTIFY.
+        let notifies = !matches!(
+            notify.and_then(|n| n.arg(1)),
+            Some("no" | "primary-only" | "master-only")
+        );
         let notify = match also.filter(|_| notifies) {
             Some(list) => self.peers(list, 53, 0),
             None => Vec::new(),
@@ -1027,21 +1031,28 @@ impl<'a> Interpreter<'a> {
                 });
             }
         }
-        let notify = self
-            .inherited(s, "notify")
-            .and_then(|n| n.arg(1))
-            .unwrap_or("yes");
-        if notify != "no" {
-            if let Some(list) = self.inherited(s, "also-notify") {
-                zone.notify = self.peers(list, 53, 0);
-            }
-            let primary = zone.file.is_some();
-            if notify == "yes" && primary {
-                let loc = self
-                    .inherited(s, "notify")
-                    .map_or_else(|| self.root.clone(), |n| n.loc().clone());
-                self.say_once("notify", &loc, "notify yes (BIND's default)", "BIND also notifies the name servers in each zone's NS records; Heron notifies only the also-notify addresses. Add them to notify if they are secondaries");
-            }
+        self.zone_notify(s, zone);
+    }
+
+    /// The zone's NOTIFY targets: `also-notify` unless `notify no`, or
+    /// `notify primary-only` (`master-only`) on a secondary, which BIND
+    /// sends none from. `yes` and `primary-only` also notify the NS
+    /// records' servers, which Heron does not: listed once.
+    fn zone_notify(&mut self, s: &'a Statement, zone: &mut Zone) {
+        let setting = self.inherited(s, "notify");
+        let notify = setting.and_then(|n| n.arg(1)).unwrap_or("yes");
+        let primary = zone.file.is_some();
+        let primaries_only = matches!(notify, "primary-only" | "master-only");
+        if notify == "no" || (primaries_only && !primary) {
+            return;
+        }
+        if let Some(list) = self.inherited(s, "also-notify") {
+            zone.notify = self.peers(list, 53, 0);
+        }
+        if (notify == "yes" || primaries_only) && primary {
+            let loc = setting.map_or_else(|| self.root.clone(), |n| n.loc().clone());
+            let said = setting.map_or("notify yes (BIND's default)".into(), |n| n.summary());
+            self.say_once("notify", &loc, &said, "BIND also notifies the name servers in each zone's NS records; Heron notifies only the also-notify addresses. Add them to notify if they are secondaries");
         }
     }
 
@@ -1460,6 +1471,35 @@ mod tests {
             .iter()
             .find(|n| n.setting.contains("transport tls"));
         assert_eq!(said.map(|n| n.loc.line), Some(2));
+    }
+
+    /// `notify primary-only` (`master-only`): BIND notifies from primary
+    /// zones only, the NS records' servers too (listed, as for `yes`);
+    /// secondaries and catalog members get no notify targets.
+    #[test]
+    fn notify_primary_only_gives_secondaries_no_targets() {
+        for word in ["primary-only", "master-only"] {
+            let dir = tempfile::tempdir().unwrap();
+            let text = format!(
+                "options {{ notify {word}; also-notify {{ 192.0.2.30 port 5300; }};\n\
+                 \x20 catalog-zones {{ zone \"cat.test\" default-primaries {{ 192.0.2.1; }}; }}; }};\n\
+                 zone \"p.test\" {{ type primary; file \"p\"; }};\n\
+                 zone \"s.test\" {{ type secondary; primaries {{ 192.0.2.1; }}; }};\n\
+                 zone \"cat.test\" {{ type secondary; primaries {{ 192.0.2.1; }}; }};\n"
+            );
+            let got = parse(&write_files(dir.path(), &[("named.conf", &text)])).unwrap();
+            let targets = |o: &str| {
+                let zone = got.zones.iter().find(|z| z.origin == o).unwrap();
+                zone.notify.iter().map(Peer::heron).collect::<Vec<_>>()
+            };
+            assert_eq!(targets("p.test"), ["192.0.2.30:5300"], "{word}");
+            assert!(targets("s.test").is_empty(), "{word}");
+            assert!(got.catalogs[0].member_notify.is_empty(), "{word}");
+            let listed = (got.notes.iter())
+                .find(|n| n.setting == format!("notify {word}"))
+                .unwrap_or_else(|| panic!("{word}: {:?}", got.notes));
+            assert!(listed.advice.contains("NS records"), "{word}");
+        }
     }
 
     /// A list cut at its first negated element to nothing says that it
