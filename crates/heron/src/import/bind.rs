@@ -396,28 +396,45 @@ impl Interpreter<'_> {
                 }
             }
         }
+        let server_id = get("server-id").filter(|id| !matches!(id.arg(1), Some("none") | None));
         match get("hostname").and_then(|v| v.arg(1)) {
             Some("none") => {}
             Some(text) => self.out.identity = Some(text.to_string()),
-            None => {
+            None if server_id.is_none() => {
                 if let Some(loc) = &loc {
                     self.out.untranslated(loc, "hostname (BIND's default: the host name)", "Heron answers hostname.bind and id.server REFUSED unless [server] identity is set");
                 }
             }
+            None => {}
         }
-        if let Some(id) = get("server-id") {
-            match id.arg(1) {
-                Some("none") | None => {}
-                Some("hostname") => self.out.untranslated(
-                    id.loc(),
-                    id.summary(),
-                    "write the host name as [server] nsid",
-                ),
-                Some(text) => {
-                    self.out.nsid_hex = Some(text.bytes().map(|b| format!("{b:02x}")).collect())
-                }
-            }
+        if let Some(id) = server_id {
+            self.server_id(id, get("hostname"));
         }
+    }
+
+    /// `server-id`: what BIND answers id.server and NSID with. Heron
+    /// answers id.server with [server] identity, which answers
+    /// hostname.bind too: identity takes the server-id, and where BIND's
+    /// hostname.bind said something else that is listed.
+    fn server_id(&mut self, id: &Statement, hostname: Option<&Statement>) {
+        let Some(text) = id.arg(1).filter(|t| *t != "hostname") else {
+            let advice = "BIND answers id.server and NSID with the host name: write it as [server] identity and nsid";
+            self.out.untranslated(id.loc(), id.summary(), advice);
+            return;
+        };
+        self.out.nsid_hex = Some(text.bytes().map(|b| format!("{b:02x}")).collect());
+        self.out.identity = Some(text.to_string());
+        let hostname_said = match hostname.and_then(|h| h.arg(1)) {
+            Some(h) if h == text => return,
+            Some("none") => "REFUSED (hostname none)".to_string(),
+            Some(h) => format!("\"{h}\""),
+            None => "the host name (BIND's default)".to_string(),
+        };
+        let advice = format!(
+            "written as [server] identity = \"{text}\", what Heron answers id.server with; \
+             Heron answers hostname.bind with it too, where BIND answers {hostname_said}"
+        );
+        self.out.untranslated(id.loc(), id.summary(), advice);
     }
 }
 
@@ -1471,6 +1488,37 @@ mod tests {
             .iter()
             .find(|n| n.setting.contains("transport tls"));
         assert_eq!(said.map(|n| n.loc.line), Some(2));
+    }
+
+    /// `server-id` is what BIND answers id.server with: Heron answers it
+    /// with identity, so identity takes it (and NSID), and the
+    /// hostname.bind answer that then differs is listed.
+    #[test]
+    fn server_id_becomes_the_identity_id_server_answers_with() {
+        let cases = [
+            (
+                "hostname \"ns3.example\"; server-id \"ns3-id\";",
+                "\"ns3.example\"",
+            ),
+            ("server-id \"ns3-id\";", "the host name"),
+            ("hostname none; server-id \"ns3-id\";", "REFUSED"),
+        ];
+        for (options, hostname_said) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let text = format!("options {{ {options} }};\n");
+            let got = parse(&write_files(dir.path(), &[("named.conf", &text)])).unwrap();
+            assert_eq!(got.identity.as_deref(), Some("ns3-id"), "{options}");
+            assert_eq!(got.nsid_hex.as_deref(), Some("6e73332d6964"), "{options}");
+            let listed = (got.notes.iter())
+                .find(|n| n.setting.starts_with("server-id"))
+                .unwrap_or_else(|| panic!("{options}: {:?}", got.notes));
+            assert!(listed.advice.contains(hostname_said), "{}", listed.advice);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let same = "options { hostname \"a\"; server-id \"a\"; };\n";
+        let got = parse(&write_files(dir.path(), &[("named.conf", same)])).unwrap();
+        assert_eq!(got.identity.as_deref(), Some("a"));
+        assert!(!got.notes.iter().any(|n| n.setting.starts_with("server-id")));
     }
 
     /// `notify primary-only` (`master-only`): BIND notifies from primary
