@@ -468,7 +468,9 @@ impl Interpreter<'_> {
             self.out.untranslated(
                 list.loc(),
                 format!("{what} (as translated: empty)"),
-                "nothing of this list is left, so Heron refuses every request it governs                  (an allow-query so cut answers no query at all): list the allowed addresses,                  or put the denied ones in [server] blackhole",
+                "nothing of this list is left, so Heron refuses every request it governs \
+                 (an allow-query so cut answers no query at all): list the allowed addresses, \
+                 or put the denied ones in [server] blackhole",
             );
         }
         let mut rules = matched.rules;

@@ -361,18 +361,20 @@ impl Interpreter {
 
     fn server_note(&mut self, field: &Field, key: &str) {
         let setting = format!("server: {key} {}", field.values.join(" "));
-        let not_needed = [
-            "rundir",
-            "user",
-            "pidfile",
-            "background-workers",
-            "udp-workers",
-            "tcp-workers",
-            "async-start",
-            "socket-affinity",
-            "udp-max-payload-ipv4",
-            "udp-max-payload-ipv6",
-        ];
+        let not_needed = match key {
+            "rundir" | "pidfile" => Some("Heron needs no run folder or pid file"),
+            "background-workers" | "udp-workers" | "tcp-workers" => {
+                Some("Heron runs one worker per core; see [server] workers")
+            }
+            "socket-affinity" => {
+                Some("each Heron worker has its own SO_REUSEPORT socket; see [server] workers")
+            }
+            _ => None,
+        };
+        if let Some(advice) = not_needed {
+            self.out.not_needed(&field.loc, setting, advice);
+            return;
+        }
         let advice = match key {
             "udp-max-payload" => "set [server] max-udp-payload",
             "tcp-max-clients" => "set [tcp] max-connections",
@@ -384,10 +386,10 @@ impl Interpreter {
             "listen-quic" => "Heron has no DNS over QUIC listener",
             "edns-client-subnet" => "Heron ignores ECS",
             "user" => "set [server] user (the Debian package's unit starts Heron as `heron`)",
-            _ if not_needed.contains(&key) => {
-                self.out.not_needed(&field.loc, setting, "Heron sizes workers per core and needs no run folder or pid file; see [server] workers and user");
-                return;
+            "udp-max-payload-ipv4" | "udp-max-payload-ipv6" => {
+                "set [server] max-udp-payload (one size for both families)"
             }
+            "async-start" => "Heron answers once the zones are loaded",
             _ => "no Heron equivalent: check whether the behaviour matters",
         };
         self.out.untranslated(&field.loc, setting, advice);

@@ -144,11 +144,22 @@ fn finish(config: &mut Imported) {
     for (loc, setting, advice) in notes {
         config.untranslated(&loc, setting, advice);
     }
+    dedup_notes(&mut config.notes);
     if config.listen.is_empty() {
         config
             .listen
             .push("127.0.0.1:53".parse().expect("an address"));
     }
+}
+
+/// Each note once: a setting that every zone inherits (an `options`
+/// list cut, a pattern's BLOCKED entries) is said once, not per zone.
+fn dedup_notes(notes: &mut Vec<model::Note>) {
+    let mut seen = HashSet::new();
+    notes.retain(|n| {
+        let line = (n.loc.file.clone(), n.loc.line);
+        seen.insert((line, n.kind, n.setting.clone(), n.advice.clone()))
+    });
 }
 
 /// `--tls-listen`: the DoT addresses written instead of the old
@@ -336,7 +347,63 @@ fn summary(imported: &Imported, output: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::redacted;
+    use super::testutil::write_files;
+    use super::{From, import, redacted};
+
+    /// What `heron import` lists for `text` read as `from`: "setting: advice".
+    fn listed(from: From, name: &str, text: &str) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let got = import(from, &write_files(dir.path(), &[(name, text)])).unwrap();
+        (got.notes.iter())
+            .map(|n| {
+                format!(
+                    "{}:{}: {}: {}",
+                    n.loc.file.display(),
+                    n.loc.line,
+                    n.setting,
+                    n.advice
+                )
+            })
+            .collect()
+    }
+
+    /// A setting every zone inherits is listed once, not once per zone;
+    /// no message has runs of spaces; each piece of advice is about its
+    /// own setting.
+    #[test]
+    fn notes_are_said_once_each_in_plain_words_of_their_own() {
+        let bind = "options { allow-transfer { 192.0.2.0/24; !192.0.2.5; any; };\n\
+                    allow-query { !192.0.2.66; any; }; };\n\
+                    zone \"a.test\" { type primary; file \"a\"; };\n\
+                    zone \"b.test\" { type primary; file \"b\"; };\n";
+        let nsd = "server:\n round-robin: yes\n refuse-any: yes\n\
+                   pattern:\n name: p\n provide-xfr: 192.0.2.0/24 NOKEY\n provide-xfr: 192.0.2.5 BLOCKED\n\
+                   zone:\n name: a.test\n zonefile: a\n include-pattern: p\n\
+                   zone:\n name: b.test\n zonefile: b\n include-pattern: p\n\
+                   zone:\n name: c.test\n request-xfr: 192.0.2.1 NOKEY\n";
+        let knot = "server:\n    udp-workers: 4\n    rundir: /run/knot\n";
+        let notes = [
+            listed(From::Bind, "named.conf", bind),
+            listed(From::Nsd, "nsd.conf", nsd),
+            listed(From::Knot, "knot.conf", knot),
+        ]
+        .concat();
+        let mut seen = std::collections::HashSet::new();
+        for note in &notes {
+            assert!(seen.insert(note), "said twice: {note}");
+            assert!(!note.contains("  "), "runs of spaces: {note}");
+        }
+        let advice = |needle: &str| {
+            let found = notes.iter().find(|n| n.contains(needle));
+            found
+                .unwrap_or_else(|| panic!("{needle}: {notes:#?}"))
+                .clone()
+        };
+        assert!(!advice("round-robin").contains("ANY"));
+        assert!(advice("refuse-any").contains("ANY"));
+        assert!(!advice("udp-workers").contains("pid file"));
+        assert!(advice("rundir").contains("run folder"));
+    }
 
     #[test]
     fn secrets_in_untranslated_settings_are_not_shown() {

@@ -59,7 +59,7 @@ pub struct Note {
     pub advice: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NoteKind {
     /// Behaviour may differ: read the advice.
     Untranslated,

@@ -618,8 +618,17 @@ impl Interpreter {
             }
             "tls-cert-bundle" => "set [secondary] tls-ca for primaries reached over TLS",
             "outgoing-interface" => "set [xfr] source",
-            "refuse-any" | "minimal-responses" | "round-robin" => {
-                "Heron answers ANY and orders RRsets its own way; compare the answers"
+            "refuse-any" => {
+                "Heron answers ANY over UDP with one RRset of the name (RFC 8482) and over TCP \
+                 with all of them; compare the answers"
+            }
+            "minimal-responses" => {
+                "Heron answers minimally (no NS records or addresses added to positive answers), \
+                 as NSD does with minimal-responses: yes"
+            }
+            "round-robin" => {
+                "Heron serves an RRset's records in the same order every time (no rotation); \
+                 compare the answers if clients rely on it"
             }
             _ => "no Heron equivalent: check whether the behaviour matters",
         };
@@ -724,7 +733,8 @@ impl Interpreter {
             self.out.untranslated(
                 &section.loc,
                 format!("zone: {origin}: no allow-notify"),
-                "NSD refuses every NOTIFY for this zone (it refreshes on its timer); Heron takes                  NOTIFY from the zone's primaries, so a change reaches it at once",
+                "NSD refuses every NOTIFY for this zone (it refreshes on its timer); Heron takes \
+                 NOTIFY from the zone's primaries, so a change reaches it at once",
             );
         }
         match catalog_role.as_deref() {
