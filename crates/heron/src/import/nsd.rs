@@ -47,7 +47,15 @@ pub fn parse(path: &Path) -> Result<Imported, ImportError> {
     let mut settings = Vec::new();
     read_file(&mut reader, path, None, &mut settings)?;
     let sections = sections(settings)?;
-    Interpreter::default().run(&sections)
+    let root = Loc {
+        file: Arc::from(path),
+        line: 1,
+    };
+    let interpreter = Interpreter {
+        root: Some(root),
+        ..Interpreter::default()
+    };
+    interpreter.run(&sections)
 }
 
 fn read_file(
@@ -253,6 +261,9 @@ struct Interpreter {
     patterns: HashMap<String, Vec<Setting>>,
     tls_auth: HashMap<String, String>,
     zonesdir: Option<PathBuf>,
+    /// The file's first line: where NSD's defaults are listed when no
+    /// `server:` clause sets anything.
+    root: Option<Loc>,
 }
 
 impl Interpreter {
@@ -439,10 +450,10 @@ impl Interpreter {
             self.zonesdir = first(s)?.map(PathBuf::from);
         }
         if find("minimal-responses").is_none()
-            && let Some(s) = settings.first()
+            && let Some(loc) = self.defaults_loc(settings)
         {
             self.out.untranslated(
-                &s.loc,
+                &loc,
                 "minimal-responses: no (the default)",
                 "NSD adds the zone's NS records (and their addresses) to positive answers; Heron \
                  answers minimally, as NSD does with minimal-responses: yes",
@@ -457,9 +468,18 @@ impl Interpreter {
         Ok(())
     }
 
+    /// Where NSD's defaults are listed: the `server:` clause's first
+    /// setting, or the file's first line when there is none.
+    fn defaults_loc(&self, settings: &[&Setting]) -> Option<Loc> {
+        settings
+            .first()
+            .map(|s| s.loc.clone())
+            .or(self.root.clone())
+    }
+
     fn identity_and_version(&mut self, settings: &[&Setting]) -> Result<(), ImportError> {
         let find = |key: &str| settings.iter().rev().find(|s| s.key == key).copied();
-        let loc = settings.first().map(|s| s.loc.clone());
+        let loc = self.defaults_loc(settings);
         match (find("version"), find("hide-version").is_some_and(yes)) {
             (_, true) => {}
             (Some(s), false) => self.out.version = first(s)?,
@@ -522,10 +542,10 @@ impl Interpreter {
             rrl.ipv6_prefix_length = Some(number::<u8>(s)?);
         }
         if find("rrl-ratelimit").is_none()
-            && let Some(s) = settings.first()
+            && let Some(loc) = self.defaults_loc(settings)
         {
             self.out.untranslated(
-                &s.loc,
+                &loc,
                 "rrl-ratelimit: 200 (NSD's default, built with --enable-ratelimit)",
                 "written as [rrl] responses-per-second = 200; remove [rrl] to answer without limits",
             );
@@ -1260,6 +1280,31 @@ mod tests {
 
     /// A secondary zone without allow-notify: NSD refuses its NOTIFYs,
     /// Heron takes them from the primaries; the import says so.
+    /// NSD's defaults apply without a `server:` clause too, and are
+    /// listed as when one is there.
+    #[test]
+    fn defaults_are_listed_without_a_server_clause() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "zone:\n name: a.test\n zonefile: /z/a.zone\n";
+        let got = parse(&write_files(dir.path(), &[("nsd.conf", text)])).unwrap();
+        let listed: Vec<&str> = (got.notes.iter())
+            .filter(|n| n.loc.line == 1)
+            .map(|n| n.setting.as_str())
+            .collect();
+        for default in [
+            "minimal-responses",
+            "hide-version",
+            "hide-identity",
+            "rrl-ratelimit",
+        ] {
+            assert!(
+                listed.iter().any(|s| s.starts_with(default)),
+                "{default}: {listed:?}"
+            );
+        }
+        assert!(got.rrl.is_some());
+    }
+
     #[test]
     fn a_secondary_without_allow_notify_is_said() {
         let dir = tempfile::tempdir().unwrap();
