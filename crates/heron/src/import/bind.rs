@@ -994,6 +994,9 @@ impl<'a> Interpreter<'a> {
                     return false;
                 };
                 zone.file = Some(resolve(&self.directory, file));
+                if zone.file.as_ref().is_some_and(|f| f.is_relative()) {
+                    self.relative_directory();
+                }
                 self.primary_format(s, origin);
             }
             "slave" | "secondary" => {
@@ -1073,6 +1076,21 @@ impl<'a> Interpreter<'a> {
             let said = setting.map_or("notify yes (BIND's default)".into(), |n| n.summary());
             self.say_once("notify", &loc, &said, "BIND also notifies the name servers in each zone's NS records; Heron notifies only the also-notify addresses. Add them to notify if they are secondaries");
         }
+    }
+
+    /// Zone files named from named's working directory (no `directory`,
+    /// or a relative one): heron.toml reads a relative path from its own
+    /// folder, so the zones' files are listed once to be written in full.
+    fn relative_directory(&mut self) {
+        let set = self.options.and_then(|o| o.child("directory"));
+        let (loc, setting) = match set {
+            Some(d) => (d.loc().clone(), d.summary()),
+            None => (self.root.clone(), "directory (not set)".to_string()),
+        };
+        let advice = "named reads relative zone file names from its working directory (where \
+             it was started, then `directory`); heron.toml reads them from its own folder: the \
+             zones' `file` paths were written relative, make them full paths";
+        self.say_once("directory", &loc, &setting, advice);
     }
 
     fn primary_format(&mut self, s: &Statement, origin: &str) {
@@ -1521,6 +1539,31 @@ mod tests {
         let got = parse(&write_files(dir.path(), &[("named.conf", same)])).unwrap();
         assert_eq!(got.identity.as_deref(), Some("a"));
         assert!(!got.notes.iter().any(|n| n.setting.starts_with("server-id")));
+    }
+
+    /// Without `directory`, or with a relative one, named reads zone
+    /// files from its working directory, unknown here: listed once.
+    #[test]
+    fn relative_zone_files_are_listed() {
+        let cases = [
+            ("", "directory (not set)"),
+            ("options { directory \"rel/dir\"; };\n", "directory rel/dir"),
+        ];
+        for (options, setting) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let text = format!(
+                "{options}zone \"a.test\" {{ type primary; file \"a\"; }};\n\
+                 zone \"b.test\" {{ type primary; file \"b\"; }};\n"
+            );
+            let got = parse(&write_files(dir.path(), &[("named.conf", &text)])).unwrap();
+            let listed = (got.notes.iter()).filter(|n| n.setting == setting).count();
+            assert_eq!(listed, 1, "{setting}: {:?}", got.notes);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let text =
+            "options { directory \"/srv\"; };\nzone \"a.test\" { type primary; file \"a\"; };\n";
+        let got = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap();
+        assert!(!got.notes.iter().any(|n| n.setting.starts_with("directory")));
     }
 
     /// `notify primary-only` (`master-only`): BIND notifies from primary
