@@ -855,6 +855,9 @@ impl Interpreter {
                 let default = signing::knot_default();
                 if !self.out.policies.iter().any(|p| p.name == default.name) {
                     self.out.policies.push(default);
+                    let (setting, advice) = signing::knot_cds_note("rollover (Knot's default)");
+                    let setting = format!("knot-default: {setting}");
+                    self.out.untranslated(&f.loc, setting, advice);
                 }
                 "knot-default".to_string()
             }
@@ -868,7 +871,16 @@ impl Interpreter {
         let kasp = self.kasp_dir.to_string_lossy().into_owned();
         let advice = key_import_advice(&origin, &name, "knot", &kasp);
         zone.dnssec_policy = Some(name);
-        self.out.step_to_do(&f.loc, setting, advice);
+        self.out.step_to_do(&f.loc, setting.clone(), advice);
+        let policy = item.value("serial-policy").unwrap_or("increment");
+        let serial = format!(
+            "raise the serial in the zone file above the one Knot serves (dig @KNOT {origin} SOA) \
+             before Heron takes over: Knot's serial-policy ({policy}) raises the serial it serves \
+             at each signing, Heron signs at the file's serial, and secondaries holding Knot's \
+             higher one would not transfer from Heron"
+        );
+        self.out
+            .step_to_do(&f.loc, format!("{setting} (serial)"), serial);
     }
 
     /// Every `policy:` item as a `[[dnssec-policy]]`, and where the KASP

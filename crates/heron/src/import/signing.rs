@@ -203,6 +203,18 @@ pub fn knot_default() -> SigningPolicy {
     p.finish().0
 }
 
+/// The note for Knot's `cds-cdnskey-publish` (`value` as Knot has it)
+/// when it is not `always`: Heron has no such setting.
+pub fn knot_cds_note(value: &str) -> (String, String) {
+    (
+        format!("cds-cdnskey-publish {value}"),
+        "Knot publishes CDS and CDNSKEY as this says (with rollover, only while a KSK rollover \
+         waits for the parent); Heron publishes them always, for the keys in every cache, and \
+         has no setting for it: a parent that scans for CDS (RFC 7344, RFC 8078) reads them"
+            .to_string(),
+    )
+}
+
 /// A Knot `policy:` item, Knot's defaults where it says nothing (ECDSA
 /// P-256, a KSK and a ZSK, ZSKs rolled every 30 days, signatures valid 14
 /// days and refreshed 7 days before they expire, NSEC).
@@ -243,6 +255,11 @@ pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String
              to keep Knot's",
         );
     }
+    match value("cds-cdnskey-publish") {
+        Some("always") => {}
+        Some(other) => p.notes.push(knot_cds_note(other)),
+        None => p.notes.push(knot_cds_note("rollover (Knot's default)")),
+    }
     if value("nsec3").is_some_and(knot_on) {
         let opt_out = value("nsec3-opt-out").is_some_and(knot_on);
         // Knot's default salt is 8 octets, new every 30 days; Heron's none.
@@ -264,6 +281,7 @@ pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String
         "nsec3-opt-out",
         "nsec3-salt-length",
         "nsec3-iterations",
+        "cds-cdnskey-publish",
     ];
     for f in item
         .fields
@@ -518,6 +536,45 @@ mod tests {
             got.notes
                 .iter()
                 .any(|n| n.setting.starts_with("policy plain: dnskey-ttl"))
+        );
+    }
+
+    /// A zone Knot signs is served at Knot's serial, raised at each
+    /// signing (serial-policy increment by default): the to-do says to
+    /// raise the file's, as for BIND. Knot publishes CDS/CDNSKEY only
+    /// during a KSK rollover by default, Heron always: listed, unless the
+    /// policy says `always`.
+    #[test]
+    fn knot_signed_zones_get_the_serial_step_and_the_cds_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "policy:\n  - id: quiet\n\
+                    \x20 - id: loud\n    cds-cdnskey-publish: always\n\
+                    zone:\n  - domain: a.test\n    dnssec-signing: on\n    dnssec-policy: quiet\n\
+                    \x20 - domain: b.test\n    dnssec-signing: on\n    serial-policy: unixtime\n\
+                    \x20 - domain: c.test\n    dnssec-signing: on\n    dnssec-policy: loud\n";
+        let path = super::super::testutil::write_files(dir.path(), &[("knot.conf", text)]);
+        let got = super::super::knot::parse(&path).unwrap();
+        let to_do = |origin: &str| {
+            let setting = format!("zone {origin}: dnssec-signing on (serial)");
+            let note = got.notes.iter().find(|n| n.setting == setting);
+            note.filter(|n| n.kind == super::super::model::NoteKind::ToDo)
+                .unwrap_or_else(|| panic!("{origin}: {:?}", got.notes))
+                .advice
+                .clone()
+        };
+        assert!(to_do("a.test").contains("serial-policy (increment)"));
+        assert!(to_do("b.test").contains("serial-policy (unixtime)"));
+        to_do("c.test");
+        let cds: Vec<&str> = (got.notes.iter())
+            .filter(|n| n.setting.contains("cds-cdnskey-publish"))
+            .map(|n| n.setting.as_str())
+            .collect();
+        assert_eq!(
+            cds,
+            [
+                "policy quiet: cds-cdnskey-publish rollover (Knot's default)",
+                "knot-default: cds-cdnskey-publish rollover (Knot's default)"
+            ]
         );
     }
 
