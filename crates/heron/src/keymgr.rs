@@ -77,6 +77,10 @@ pub enum KeymgrCommand {
         /// for when Knot's keymgr is not installed here.
         #[arg(long, value_name = "FILE")]
         knot_list: Option<PathBuf>,
+        /// Knot: the folder of the keys' PEM files when they are not in
+        /// KASPDIR/keys (a `keystore` with `backend: pem` and `config: DIR`).
+        #[arg(long, value_name = "DIR")]
+        keystore: Option<PathBuf>,
     },
 }
 
@@ -100,14 +104,14 @@ pub fn run(args: KeymgrArgs) -> ExitCode {
             from,
             dir,
             knot_list,
-        } => import::import(
-            &args.key_dir,
-            &args.zone,
-            *from,
-            dir,
-            knot_list.as_deref(),
-            now,
-        ),
+            keystore,
+        } => {
+            let knot = import::KnotFiles {
+                list: knot_list.as_deref(),
+                keystore: keystore.as_deref(),
+            };
+            import::import(&args.key_dir, &args.zone, *from, dir, knot, now)
+        }
         KeymgrCommand::Generate { role, algorithm } => {
             generate::generate(&args.key_dir, &args.zone, *role, algorithm.as_deref(), now)
         }

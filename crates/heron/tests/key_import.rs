@@ -344,6 +344,39 @@ fn a_zone_signed_by_knot_moves_with_its_keys() {
 }
 
 /// `dnssec-keygen` in `dir` for `zone`; the key's file stem.
+/// Knot keeping the keys' PEM files in a keystore of their own, outside
+/// the KASP database: the command `heron import` lists names the folder
+/// (`--keystore`), and run as listed it brings the keys.
+#[test]
+fn a_zone_signed_by_knot_from_a_keystore_of_its_own_moves_with_its_keys() {
+    let port = free_port();
+    let conf = |dir: &Path| {
+        let pem = dir.join("pem");
+        std::fs::create_dir_all(&pem).unwrap();
+        let keystore = format!(
+            "keystore:\n  - id: ks\n    backend: pem\n    config: \"{}\"\npolicy:\n",
+            pem.display()
+        );
+        let policy = "keystore: ks\n";
+        knot_signing_conf(dir, port, ZONE, policy).replacen("policy:\n", &keystore, 1)
+    };
+    let mut knotd = ServerProcess::peer_with_config(ServerKind::Knot, port, ORIGIN, conf)
+        .expect("knotd starts");
+    assert!(wait_signed(knotd.addr()), "knotd signs the zone");
+    let old_tags = dnskey_tags(knotd.addr());
+    let old = SignedZone::from_text(ORIGIN, &axfr(knotd.addr()));
+    knotd.terminate();
+    let pems = std::fs::read_dir(knotd.dir().join("pem")).unwrap().count();
+    assert_eq!(pems, 2, "the keys are in the keystore");
+    migrate(
+        "knot",
+        &knotd.dir().join("knot.conf"),
+        port,
+        &old,
+        &old_tags,
+    );
+}
+
 fn keygen(dir: &Path, zone: &str, args: &[&str]) -> String {
     let mut all = vec!["-K", dir.to_str().unwrap()];
     all.extend_from_slice(args);

@@ -166,10 +166,16 @@ pub fn read_kasp(
 
 /// The key `meta` names, read from `kasp_dir/keys/ID.pem`.
 pub fn read_key(kasp_dir: &Path, meta: &KnotKeyMeta) -> Result<ImportedKey, ImportError> {
+    read_key_in(&kasp_dir.join("keys"), meta)
+}
+
+/// The key `meta` names, read from `pem_dir/ID.pem`: a keystore's folder
+/// (`keystore: backend: pem, config: DIR`), KASPDIR/keys by default.
+pub fn read_key_in(pem_dir: &Path, meta: &KnotKeyMeta) -> Result<ImportedKey, ImportError> {
     if meta.id.contains(['/', '.']) || meta.id.is_empty() {
         return error(format!("`{}` is not a key id", meta.id));
     }
-    let path = kasp_dir.join("keys").join(format!("{}.pem", meta.id));
+    let path = pem_dir.join(format!("{}.pem", meta.id));
     let failed = |e: std::io::Error| ImportError(format!("{}: {e}", path.display()));
     let size = std::fs::metadata(&path).map_err(failed)?.len();
     if size > super::bind::MAX_FILE_SIZE {

@@ -42,6 +42,9 @@ struct Interpreter {
     template_notes: std::collections::HashSet<(PathBuf, u32)>,
     /// Knot's KASP database (`database: kasp-db`, default `storage/keys`).
     kasp_dir: PathBuf,
+    /// `keystore:` items by id, and the keystore each policy names.
+    keystores: HashMap<String, Item>,
+    policy_keystores: HashMap<String, String>,
 }
 
 /// Sections Heron needs nothing for.
@@ -77,6 +80,8 @@ impl Interpreter {
             zones_without_rrl: 0,
             template_notes: std::collections::HashSet::new(),
             kasp_dir: PathBuf::new(),
+            keystores: HashMap::new(),
+            policy_keystores: HashMap::new(),
         };
         for section in sections.iter().filter(|s| s.name == "key") {
             for item in &section.items {
@@ -94,6 +99,7 @@ impl Interpreter {
                     "acl" => drop(it.acls.insert(id, item.clone())),
                     "template" => drop(it.templates.insert(id, item.clone())),
                     "mod-rrl" => drop(it.rrl_modules.insert(id, item.clone())),
+                    "keystore" => drop(it.keystores.insert(id, item.clone())),
                     _ => {}
                 }
             }
@@ -281,7 +287,14 @@ impl Interpreter {
                 }
                 "server" | "key" | "remote" | "remotes" | "acl" | "template" | "mod-rrl" => {}
                 "policy" => {}
-                "keystore" | "submission" | "dnskey-sync" => self.out.untranslated(
+                "keystore" => self.out.not_needed(
+                    &section.loc,
+                    "keystore:",
+                    "Heron keeps its keys in the zone's key-directory; keys in PEM files are \
+                     imported with the keymgr command listed for each signed zone (with \
+                     --keystore naming the folder), those in PKCS #11 tokens are listed",
+                ),
+                "submission" | "dnskey-sync" => self.out.untranslated(
                     &section.loc,
                     format!("{}:", section.name),
                     signing_advice("Knot"),
@@ -850,8 +863,12 @@ impl Interpreter {
         };
         let origin = zone.origin.clone();
         let setting = format!("zone {origin}: dnssec-signing on");
-        let name = match item.value("dnssec-policy") {
-            None | Some("default") => {
+        let policy = item.value("dnssec-policy").filter(|p| *p != "default");
+        let Some(folder) = self.key_folder(policy, &f.loc, &origin) else {
+            return;
+        };
+        let name = match policy {
+            None => {
                 let default = signing::knot_default();
                 if !self.out.policies.iter().any(|p| p.name == default.name) {
                     self.out.policies.push(default);
@@ -868,8 +885,7 @@ impl Interpreter {
                 return;
             }
         };
-        let kasp = self.kasp_dir.to_string_lossy().into_owned();
-        let advice = key_import_advice(&origin, &name, "knot", &kasp);
+        let advice = key_import_advice(&origin, &name, "knot", &folder);
         zone.dnssec_policy = Some(name);
         self.out.step_to_do(&f.loc, setting.clone(), advice);
         let policy = item.value("serial-policy").unwrap_or("increment");
@@ -881,6 +897,32 @@ impl Interpreter {
         );
         self.out
             .step_to_do(&f.loc, format!("{setting} (serial)"), serial);
+    }
+
+    /// The folder arguments of the keymgr command that imports the keys
+    /// of the keystore `policy` names (`default` for Knot's own policy or
+    /// one naming none): the KASP database, and `--keystore DIR` when its
+    /// PEM files are not in the database's `keys`. None, listed, for keys
+    /// in a PKCS #11 token, which cannot be imported.
+    fn key_folder(&mut self, policy: Option<&str>, loc: &Loc, origin: &str) -> Option<String> {
+        let id = policy.and_then(|p| self.policy_keystores.get(p).cloned());
+        let keystore = self.keystores.get(id.as_deref().unwrap_or("default"));
+        let backend = keystore.and_then(|k| k.value("backend")).unwrap_or("pem");
+        let config = keystore.and_then(|k| k.value("config")).unwrap_or("keys");
+        if backend != "pem" {
+            let setting = format!("zone {origin}: keystore backend {backend}");
+            let advice = "Heron signs with key files and cannot take keys out of a PKCS #11 token: \
+                 roll to keys Heron makes (a KSK rollover, with the DS at the parent), or keep \
+                 Knot as a hidden signer and make Heron its secondary";
+            self.out.untranslated(loc, setting, advice);
+            return None;
+        }
+        let pem = resolve(&self.kasp_dir, config);
+        let mut folder = self.kasp_dir.display().to_string();
+        if pem != self.kasp_dir.join("keys") {
+            folder.push_str(&format!(" --keystore {}", pem.display()));
+        }
+        Some(folder)
     }
 
     /// Every `policy:` item as a `[[dnssec-policy]]`, and where the KASP
@@ -897,6 +939,9 @@ impl Interpreter {
             let Some(id) = item.value("id") else {
                 continue;
             };
+            if let Some(keystore) = item.value("keystore") {
+                (self.policy_keystores).insert(id.to_string(), keystore.to_string());
+            }
             let (policy, notes) = signing::knot_policy(id, item);
             for (setting, advice) in notes {
                 let setting = format!("policy {id}: {setting}");

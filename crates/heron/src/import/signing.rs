@@ -282,6 +282,8 @@ pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String
         "nsec3-salt-length",
         "nsec3-iterations",
         "cds-cdnskey-publish",
+        // Where the keys are: read by the importer for the keymgr command.
+        "keystore",
     ];
     for f in item
         .fields
@@ -576,6 +578,46 @@ mod tests {
                 "knot-default: cds-cdnskey-publish rollover (Knot's default)"
             ]
         );
+    }
+
+    /// Keys in a PEM keystore of their own are imported from its folder
+    /// (`--keystore`, relative to the KASP database like Knot reads it);
+    /// the default keystore needs no option; keys in a PKCS #11 token
+    /// cannot be imported and are listed.
+    #[test]
+    fn knot_keystores_give_the_key_import_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "database:\n  storage: /var/lib/knot\n\
+                    keystore:\n  - id: ks\n    backend: pem\n    config: /srv/pem\n\
+                    \x20 - id: rel\n    config: other\n\
+                    \x20 - id: hsm\n    backend: pkcs11\n    config: \"pkcs11:token=x /usr/lib/p.so\"\n\
+                    policy:\n  - id: a\n    keystore: ks\n  - id: b\n    keystore: rel\n\
+                    \x20 - id: c\n    keystore: hsm\n\
+                    zone:\n  - domain: a.test\n    dnssec-signing: on\n    dnssec-policy: a\n\
+                    \x20 - domain: b.test\n    dnssec-signing: on\n    dnssec-policy: b\n\
+                    \x20 - domain: c.test\n    dnssec-signing: on\n    dnssec-policy: c\n\
+                    \x20 - domain: d.test\n    dnssec-signing: on\n";
+        let path = super::super::testutil::write_files(dir.path(), &[("knot.conf", text)]);
+        let got = super::super::knot::parse(&path).unwrap();
+        let advice = |needle: &str| got.notes.iter().any(|n| n.advice.contains(needle));
+        assert!(advice(
+            "heron keymgr -d keys a.test import --from knot /var/lib/knot/keys --keystore /srv/pem`"
+        ));
+        assert!(advice(
+            "heron keymgr -d keys b.test import --from knot /var/lib/knot/keys --keystore /var/lib/knot/keys/other`"
+        ));
+        assert!(advice(
+            "heron keymgr -d keys d.test import --from knot /var/lib/knot/keys`"
+        ));
+        assert!(!advice("keymgr -d keys c.test"));
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.setting == "zone c.test: keystore backend pkcs11")
+        );
+        assert!(!got.notes.iter().any(|n| n.setting.contains("keystore ks")));
+        let c = got.zones.iter().find(|z| z.origin == "c.test").unwrap();
+        assert_eq!(c.dnssec_policy, None);
     }
 
     /// Knot rolls a CSK by ksk-lifetime and ignores zsk-lifetime; Heron

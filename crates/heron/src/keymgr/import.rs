@@ -36,7 +36,7 @@ const KEY_SUFFIX: &str = ".heron-key";
 pub enum KeySource {
     /// BIND: a directory of `K<zone>+<alg>+<tag>.key`/`.private` (and `.state`) files.
     Bind,
-    /// Knot: the KASP database directory (with `keys/*.pem`).
+    /// Knot: the KASP database directory (with `keys/*.pem`, or see --keystore).
     Knot,
 }
 
@@ -50,22 +50,35 @@ struct Found {
     source: String,
 }
 
+/// Where Knot's keys are besides its KASP database: `--knot-list` and
+/// `--keystore`.
+#[derive(Clone, Copy, Default)]
+pub struct KnotFiles<'a> {
+    /// What `keymgr -D KASPDIR ZONE list -j` printed, instead of running it.
+    pub list: Option<&'a Path>,
+    /// The folder of the PEM files, instead of KASPDIR/keys.
+    pub keystore: Option<&'a Path>,
+}
+
 /// Imports the keys of `zone` from `dir` into `key_dir`; what to print.
 pub fn import(
     key_dir: &Path,
     zone: &str,
     from: KeySource,
     dir: &Path,
-    knot_list: Option<&Path>,
+    knot: KnotFiles,
     now: UnixTime,
 ) -> Result<String, String> {
     let zone = zone_name(zone)?;
-    if from == KeySource::Bind && knot_list.is_some() {
+    if from == KeySource::Bind && knot.list.is_some() {
         return Err("--knot-list is for --from knot".into());
+    }
+    if from == KeySource::Bind && knot.keystore.is_some() {
+        return Err("--keystore is for --from knot".into());
     }
     let found = match from {
         KeySource::Bind => bind_keys(dir, &zone)?,
-        KeySource::Knot => knot_keys(dir, &zone, knot_list)?,
+        KeySource::Knot => knot_keys(dir, &zone, knot)?,
     };
     write_keys(key_dir, &zone, found, now)
 }
@@ -163,8 +176,12 @@ fn guess_roles(found: &mut [Found]) {
     }
 }
 
-fn knot_keys(kasp: &Path, zone: &str, list_file: Option<&Path>) -> Result<Vec<Found>, String> {
+fn knot_keys(kasp: &Path, zone: &str, files: KnotFiles) -> Result<Vec<Found>, String> {
+    let list_file = files.list;
     check_knot_folder(kasp, list_file.is_none())?;
+    let pem_dir = files
+        .keystore
+        .map_or_else(|| kasp.join("keys"), Path::to_path_buf);
     let json = match list_file {
         Some(file) => read_bounded(file)?,
         None => run_keymgr(kasp, zone)?,
@@ -194,7 +211,7 @@ fn knot_keys(kasp: &Path, zone: &str, list_file: Option<&Path>) -> Result<Vec<Fo
                 meta.id, meta.zone
             ));
         }
-        let key = knot::read_key(kasp, &meta).map_err(|e| e.to_string())?;
+        let key = knot::read_key_in(&pem_dir, &meta).map_err(|e| e.to_string())?;
         let role = match (meta.ksk, meta.zsk) {
             (true, true) => Role::Csk,
             (true, false) => Role::Ksk,
@@ -662,10 +679,20 @@ mod tests {
     #[test]
     fn a_knot_list_with_bind_keys_is_a_usage_error() {
         let dir = tempfile::tempdir().unwrap();
-        let list = Some(Path::new("keys.json"));
+        let list = KnotFiles {
+            list: Some(Path::new("keys.json")),
+            keystore: None,
+        };
         let error = import(dir.path(), ZONE, KeySource::Bind, dir.path(), list, NOW);
         assert_eq!(error, Err("--knot-list is for --from knot".to_string()));
-        let error = import(dir.path(), "a..b", KeySource::Bind, dir.path(), None, NOW);
+        let keystore = KnotFiles {
+            list: None,
+            keystore: Some(Path::new("pem")),
+        };
+        let error = import(dir.path(), ZONE, KeySource::Bind, dir.path(), keystore, NOW);
+        assert_eq!(error, Err("--keystore is for --from knot".to_string()));
+        let none = KnotFiles::default();
+        let error = import(dir.path(), "a..b", KeySource::Bind, dir.path(), none, NOW);
         assert!(error.unwrap_err().starts_with("zone 'a..b'"));
     }
 
@@ -851,7 +878,15 @@ mod tests {
         let bind = dir.path().join("bind");
         fs::create_dir(&bind).unwrap();
         fs::write(bind.join("Kfr.test.+013+01234.key"), "").unwrap();
-        let error = import(&keys, "fr.test", KeySource::Knot, &bind, None, NOW).unwrap_err();
+        let error = import(
+            &keys,
+            "fr.test",
+            KeySource::Knot,
+            &bind,
+            KnotFiles::default(),
+            NOW,
+        )
+        .unwrap_err();
         let expected = format!(
             "{} is not a Knot key database (no data.mdb)",
             bind.display()
@@ -859,7 +894,15 @@ mod tests {
         assert_eq!(error, expected);
         assert_eq!(tree(&bind), [PathBuf::from("Kfr.test.+013+01234.key")]);
         let missing = dir.path().join("missing");
-        let error = import(&keys, "fr.test", KeySource::Knot, &missing, None, NOW).unwrap_err();
+        let error = import(
+            &keys,
+            "fr.test",
+            KeySource::Knot,
+            &missing,
+            KnotFiles::default(),
+            NOW,
+        )
+        .unwrap_err();
         assert!(error.contains("does not exist"), "{error}");
         assert!(!missing.exists() && !keys.exists());
     }
@@ -896,7 +939,15 @@ mod tests {
             .unwrap();
         assert!(made.status.success(), "{made:?}");
         let keys = dir.path().join("keys");
-        let error = import(&keys, "fr.test", KeySource::Knot, &kasp, None, NOW).unwrap_err();
+        let error = import(
+            &keys,
+            "fr.test",
+            KeySource::Knot,
+            &kasp,
+            KnotFiles::default(),
+            NOW,
+        )
+        .unwrap_err();
         let expected = format!(
             "the Knot key database in {} has no keys for fr.test.",
             kasp.display()
