@@ -73,7 +73,9 @@ const DOCTOR_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\nnothing to fix (notes may be
 const IMPORT_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\nthe file was written; settings that could not be translated \
     are listed on stderr, each with its file and line, and are warnings\n\
     .TP\n1\nan error: the configuration could not be read (its file and line are printed), \
-    the output exists (see \\-\\-force), or the file written does not load\n.TP\n2\na usage error\n";
+    the output exists (see \\-\\-force), the file written does not load, or what it says could not be \
+    written on stderr (a full disk, a reader that went away; the file is not written when its listing \
+    could not be)\n.TP\n2\na usage error\n";
 
 const IMPORT_EXAMPLES: &str = ".SH EXAMPLES\n.nf\nheron import \\-\\-from nsd /etc/nsd/nsd.conf \\-o /etc/heron/heron.toml\n\
     heron import \\-\\-from knot /etc/knot/knot.conf \\-\\-listen 127.0.0.1:5300    # beside the old server\n\

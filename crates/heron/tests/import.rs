@@ -649,6 +649,37 @@ fn a_broken_configuration_is_an_error_and_nothing_is_written() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "# mine\n");
 }
 
+/// A listing that cannot be written (stderr on a full disk, or a reader
+/// that went away) stops the import with 1, not a panic's 101, and
+/// nothing is written: heron.toml is not left without its listing seen.
+#[test]
+fn an_unwritable_stderr_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("named.conf");
+    std::fs::write(&conf, "options { directory \"/tmp\"; };\n").unwrap();
+    let out = dir.path().join("heron.toml");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let result = Command::new(heron())
+        .args(["import", "--from", "bind", conf.to_str().unwrap(), "-o"])
+        .arg(&out)
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert_eq!(result.status.code(), Some(1));
+    assert!(!out.exists());
+    let mut closed = Command::new(heron())
+        .args(["import", "--from", "bind", conf.to_str().unwrap(), "-o"])
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(closed.stderr.take());
+    assert_eq!(closed.wait().unwrap().code(), Some(1));
+}
+
 /// `--listen` writes other addresses than the old server's (to run
 /// Heron beside it), and the manual page and completions know the
 /// subcommand.

@@ -18,6 +18,7 @@ mod testutil;
 pub mod writer;
 
 use std::collections::HashSet;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -202,30 +203,63 @@ pub struct Options {
 
 /// `heron import`: exit 0 when the file was written (whatever was listed
 /// as not translated), 1 on an error (nothing usable written), 2 on a
-/// usage error (clap's).
+/// usage error (clap's). What it says goes to stderr; when stderr cannot
+/// be written (a full disk, a reader that went away) it stops with 1,
+/// before the file is written if the listing could not be shown.
 pub fn run(options: &Options) -> ExitCode {
-    let Options {
-        from,
-        file,
-        output,
-        force,
-        listen,
-        tls_listen,
-    } = options;
-    let (from, force) = (*from, *force);
-    let mut imported = match import(from, file) {
+    match run_to(options, &mut std::io::stderr().lock()) {
+        Ok(code) => code,
+        Err(_) => ExitCode::FAILURE,
+    }
+}
+
+/// [`run`], saying what it does on `err`; an error when `err` fails.
+fn run_to(options: &Options, err: &mut dyn Write) -> std::io::Result<ExitCode> {
+    let mut imported = match import(options.from, &options.file) {
         Ok(i) => i,
         Err(e) => {
-            eprintln!("{e}");
-            eprintln!("nothing written");
-            return ExitCode::FAILURE;
+            writeln!(err, "{e}\nnothing written")?;
+            return Ok(ExitCode::FAILURE);
         }
     };
+    let header = match header(options, &mut imported, err)? {
+        Ok(header) => header,
+        Err(why) => {
+            writeln!(err, "{why}\nnothing written")?;
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    print_notes(&imported, err)?;
+    if let Err(why) = write_output(options, &imported, &header) {
+        writeln!(err, "{why}")?;
+        return Ok(ExitCode::FAILURE);
+    }
+    let output = &options.output;
+    if let Err(errors) = crate::config::load(output) {
+        for e in errors {
+            writeln!(err, "{e}")?;
+        }
+        let said = "written, but Heron cannot read it as it is: fix the lines above";
+        writeln!(err, "{}: {said}", output.display())?;
+        return Ok(ExitCode::FAILURE);
+    }
+    writeln!(err, "{}", summary(&imported, output))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The written file's header, `--listen` and `--tls-listen` applied to
+/// `imported`; Err(why) when `--tls-listen` has nothing to replace.
+fn header(
+    options: &Options,
+    imported: &mut Imported,
+    err: &mut dyn Write,
+) -> std::io::Result<Result<String, String>> {
+    let (listen, tls_listen) = (&options.listen, &options.tls_listen);
     let mut header = format!(
         "Written by `heron import --from {} {}`.\nSettings it could not translate were listed \
          when it ran; check with `heron check-config`.",
-        from.name(),
-        file.display()
+        options.from.name(),
+        options.file.display()
     );
     if !listen.is_empty() {
         let old: Vec<String> = imported.listen.iter().map(|a| format!("\"{a}\"")).collect();
@@ -236,54 +270,43 @@ pub fn run(options: &Options) -> ExitCode {
         imported.listen = listen.clone();
     }
     if !listen.is_empty() && tls_listen.is_empty() && imported.tls.is_some() {
-        eprintln!(
+        writeln!(
+            err,
             "note: [tls] listen keeps the old server's DNS-over-TLS addresses: give --tls-listen \
              too to run Heron beside it"
-        );
+        )?;
     }
-    if let Err(why) = replace_tls_listen(&mut imported, tls_listen, &mut header) {
-        eprintln!("{why}");
-        eprintln!("nothing written");
-        return ExitCode::FAILURE;
-    }
-    print_notes(&imported);
-    let text = writer::write_toml(&imported, &header);
-    if let Err(e) = writer::write_file(output, &text, !imported.keys.is_empty(), force) {
+    Ok(replace_tls_listen(imported, tls_listen, &mut header).map(|()| header))
+}
+
+/// Writes heron.toml, and the folder of secondaries' kept copies and
+/// generated catalogs when it names one (Heron creates a secondary's
+/// folder, not a generated catalog's); Err(what to say) when it cannot.
+fn write_output(options: &Options, imported: &Imported, header: &str) -> Result<(), String> {
+    let output = &options.output;
+    let text = writer::write_toml(imported, header);
+    let secrets = !imported.keys.is_empty();
+    if let Err(e) = writer::write_file(output, &text, secrets, options.force) {
         let hint = if e.kind() == std::io::ErrorKind::AlreadyExists {
             " (give --force to replace it)"
         } else {
             ""
         };
-        eprintln!("{}: cannot write: {e}{hint}", output.display());
-        return ExitCode::FAILURE;
+        return Err(format!("{}: cannot write: {e}{hint}", output.display()));
     }
-    // Heron creates a secondary's folder, not a generated catalog's:
-    // make the one the written file names.
     let uses_folder =
         !imported.catalogs.is_empty() || imported.zones.iter().any(|z| z.file.is_none());
     if uses_folder {
-        let folder = output
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(writer::SECONDARY_DIR);
+        let parent = output.parent().unwrap_or(Path::new("."));
+        let folder = parent.join(writer::SECONDARY_DIR);
         if let Err(e) = std::fs::create_dir_all(&folder) {
-            eprintln!("{}: cannot create: {e}", folder.display());
-            return ExitCode::FAILURE;
+            return Err(format!("{}: cannot create: {e}", folder.display()));
         }
     }
-    if let Err(errors) = crate::config::load(output) {
-        errors.iter().for_each(|e| eprintln!("{e}"));
-        eprintln!(
-            "{}: written, but Heron cannot read it as it is: fix the lines above",
-            output.display()
-        );
-        return ExitCode::FAILURE;
-    }
-    eprintln!("{}", summary(&imported, output));
-    ExitCode::SUCCESS
+    Ok(())
 }
 
-fn print_notes(imported: &Imported) {
+fn print_notes(imported: &Imported, err: &mut dyn Write) -> std::io::Result<()> {
     for kind in [NoteKind::ToDo, NoteKind::Untranslated, NoteKind::NotNeeded] {
         for note in imported.notes.iter().filter(|n| n.kind == kind) {
             let label = match kind {
@@ -291,14 +314,11 @@ fn print_notes(imported: &Imported) {
                 NoteKind::Untranslated => "not translated",
                 NoteKind::NotNeeded => "not needed",
             };
-            eprintln!(
-                "{}: {label}: {}: {}",
-                note.loc,
-                redacted(&note.setting),
-                note.advice
-            );
+            let setting = redacted(&note.setting);
+            writeln!(err, "{}: {label}: {setting}: {}", note.loc, note.advice)?;
         }
     }
+    Ok(())
 }
 
 /// A setting as it may be printed: the values after any word naming a
