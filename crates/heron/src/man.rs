@@ -83,7 +83,9 @@ const IMPORT_EXAMPLES: &str = ".SH EXAMPLES\n.nf\nheron import \\-\\-from nsd /e
     heron check\\-config heron.toml\n.fi\n";
 const COMPARE_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\nno differences (tolerated ones may be listed)\n\
     .TP\n1\ndifferences, grouped by kind, each with an example\n\
-    .TP\n2\nan error: a usage error, a zone that does not load, or a server that answered none of the first queries\n";
+    .TP\n2\nan error: a usage error, a zone that does not load, a server (the old one, or the Heron \
+    \\-\\-server names) that answered none of the first queries, or output that could not be written \
+    (a full disk, a reader that went away)\n";
 
 const COMPARE_EXAMPLES: &str = ".SH EXAMPLES\n.nf\nheron compare \\-\\-against 127.0.0.1:53 \\-\\-config /etc/heron/heron.toml\n\
     heron compare \\-\\-against 192.0.2.53 \\-\\-zone example.com=example.com.zone \\-\\-server 127.0.0.1:5300\n.fi\n";

@@ -85,6 +85,45 @@ fn an_unreachable_server_and_a_bad_zone_are_errors() {
     assert!(text.contains("does not load"), "{text}");
 }
 
+/// What the manual page promises for errors, with the old server
+/// answering: a `--server` Heron that answers none of the first queries,
+/// a report that cannot be written (a full disk) and a stderr that cannot
+/// be written all exit 2, none with a panic's 101.
+#[test]
+fn a_silent_heron_and_unwritable_output_are_errors() {
+    let nsd = ServerProcess::nsd(&[(ORIGIN, zone_file())]);
+    let nobody = format!("127.0.0.1:{}", heron_testkit::free_port());
+    let quick = ["--timeout", "20", "--tries", "1"];
+    let (code, text) = compare(
+        nsd.addr(),
+        &zone_file(),
+        &[&quick[..], &["--server", &nobody]].concat(),
+    );
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains(&format!("{nobody} answered none")), "{text}");
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let command = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_heron"));
+        c.args(["compare", "--against", &nsd.addr().to_string(), "--zone"])
+            .arg(format!("{ORIGIN}={}", zone_file().display()));
+        c
+    };
+    let out = command().stdout(full()).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = command().stderr(full()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
 /// Each seed: how the peer's copy of the zone is edited, and what the
 /// report must then say.
 struct Seed {

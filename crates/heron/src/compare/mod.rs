@@ -8,7 +8,8 @@
 //! * [`report`]: the tally and its printout.
 //!
 //! Exit status: 0 no differences, 1 some, 2 an error (bad arguments, a
-//! zone that does not load, a server that answers nothing).
+//! zone that does not load, a server that answers nothing, output that
+//! cannot be written).
 
 mod classify;
 mod exchange;
@@ -16,7 +17,7 @@ mod normalize;
 mod probes;
 mod report;
 
-use std::io::IsTerminal;
+use std::io::{self, IsTerminal, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -112,17 +113,32 @@ fn parse_server(text: &str) -> Result<SocketAddr, String> {
     Ok(SocketAddr::new(ip, 53))
 }
 
+/// Exit status of an error: bad arguments, a zone that does not load, a
+/// server that answers nothing, output that cannot be written.
+const ERROR: u8 = 2;
+
 pub fn run(args: CompareArgs) -> ExitCode {
+    let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
+    match run_to(&args, &mut stdout.lock(), &mut stderr.lock()) {
+        Ok(code) => code,
+        // Nothing more can be said: stderr may be what failed.
+        Err(_) => ExitCode::from(ERROR),
+    }
+}
+
+/// [`run`], the report on `out` and the rest on `err`; an error when
+/// either cannot be written.
+fn run_to(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<ExitCode> {
     if args.tries == 0 || args.window == 0 || args.sockets == 0 {
-        eprintln!("--tries, --window and --sockets must be at least 1");
-        return ExitCode::from(2);
+        writeln!(err, "--tries, --window and --sockets must be at least 1")?;
+        return Ok(ExitCode::from(ERROR));
     }
     let started = Instant::now();
-    let (zones, answer) = match load(&args) {
+    let (zones, answer) = match load(args, err)? {
         Ok(loaded) => loaded,
         Err(errors) => {
-            errors.iter().for_each(|e| eprintln!("{e}"));
-            return ExitCode::from(2);
+            errors.iter().try_for_each(|e| writeln!(err, "{e}"))?;
+            return Ok(ExitCode::from(ERROR));
         }
     };
     let mut random = Random::new(args.seed);
@@ -131,95 +147,109 @@ pub fn run(args: CompareArgs) -> ExitCode {
         probes::for_zone(zone, args.sample, &mut random, &mut probes);
     }
     let records: usize = zones.iter().map(|z| z.record_count()).sum();
-    eprintln!(
-        "{} zones ({records} records) loaded, {} probes, in {} ms",
-        zones.len(),
-        probes.len(),
-        started.elapsed().as_millis()
-    );
+    let took = started.elapsed().as_millis();
+    let loaded = format!("{} zones ({records} records) loaded", zones.len());
+    writeln!(err, "{loaded}, {} probes, in {took} ms", probes.len())?;
     let heron = match args.server {
-        Some(addr) => Heron::Remote(remote(addr, &args)),
+        Some(addr) => Heron::Remote(remote(addr, args)),
         None => Heron::InProcess(Arc::new(in_process(zones, answer))),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let (tally, seconds) = match ask_and_compare(args, probes, &heron) {
+        Ok(done) => done,
+        Err(e) => {
+            writeln!(err, "{e}")?;
+            return Ok(ExitCode::from(ERROR));
+        }
+    };
+    write!(out, "{}", tally.render(&heading(args, &tally, seconds)))?;
+    out.flush()?;
+    match tally.difference_kinds() {
+        0 => Ok(ExitCode::SUCCESS),
+        _ => Ok(ExitCode::FAILURE),
+    }
+}
+
+/// Every probe asked of both servers, the answers compared; and the
+/// seconds the asking took.
+fn ask_and_compare(
+    args: &CompareArgs,
+    probes: Vec<Probe>,
+    heron: &Heron,
+) -> Result<(Tally, f64), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("cannot start the runtime: {e}");
-            return ExitCode::from(2);
-        }
-    };
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let options = Options {
         ignore_ttl: args.ignore_ttl,
         strict: args.strict,
         examples: args.examples,
     };
-    let old = remote(args.against, &args);
+    let old = remote(args.against, args);
     let asked = Instant::now();
-    let tally = match runtime.block_on(compare_all(Arc::new(probes), &old, &heron, options)) {
-        Ok(tally) => tally,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
-    let seconds = asked.elapsed().as_secs_f64();
+    let tally = runtime.block_on(compare_all(Arc::new(probes), &old, heron, options))?;
+    Ok((tally, asked.elapsed().as_secs_f64()))
+}
+
+/// The report's first line.
+fn heading(args: &CompareArgs, tally: &Tally, seconds: f64) -> String {
     let heron_name = match args.server {
         Some(addr) => format!("Heron at {addr}"),
         None => "Heron (in this process)".into(),
     };
-    let heading = format!(
+    format!(
         "heron compare: {} queries to {} (old) and {heron_name} in {seconds:.1} s ({:.0} probes/s)",
         tally.probes,
         args.against,
         tally.probes as f64 / seconds.max(0.001),
-    );
-    out!("{}", tally.render(&heading));
-    if tally.difference_kinds() == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    )
 }
 
 /// The zones to compare, and the answer settings of the configuration.
-fn load(args: &CompareArgs) -> Result<(Vec<Arc<Zone>>, AnswerConfig), Vec<String>> {
+/// The outer error: `err` could not be written.
+type Loaded = Result<(Vec<Arc<Zone>>, AnswerConfig), Vec<String>>;
+
+fn load(args: &CompareArgs, err: &mut dyn Write) -> io::Result<Loaded> {
     let mut specs = Vec::new();
     let mut answer = AnswerConfig::default();
     if let Some(path) = &args.config {
-        let settings = config::load(path)?;
+        let settings = match config::load(path) {
+            Ok(settings) => settings,
+            Err(errors) => return Ok(Err(errors)),
+        };
         heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
         let given = |origin: &heron_proto::Name| args.zone.iter().any(|z| &z.origin == origin);
         let left_out = (settings.secondaries.iter())
             .filter(|z| !given(&z.origin))
             .count();
         if left_out > 0 {
-            eprintln!(
+            writeln!(
+                err,
                 "note: {left_out} secondary zones left out (no zone file to read): add each with --zone ORIGIN=FILE"
-            );
+            )?;
         }
         if !settings.catalogs.is_empty() {
-            eprintln!(
+            writeln!(
+                err,
                 "note: the members of {} catalogs consumed left out (no zone file to read): add each with --zone ORIGIN=FILE",
                 settings.catalogs.len()
-            );
+            )?;
         }
         if settings.server.rrl.is_some() && args.server.is_some() {
-            eprintln!(
+            writeln!(
+                err,
                 "note: [rrl] is on: at compare's pace, answers to one address are slipped (TC) or dropped once past the rate, and show as tc-flag and flags differences; exempt the address compare asks from ([rrl] exempt), on the old server too"
-            );
+            )?;
         }
         specs = settings.zones;
         answer = settings.server.answer;
     }
     specs.extend(args.zone.iter().cloned());
     if specs.is_empty() {
-        return Err(vec![
+        return Ok(Err(vec![
             "no zones to compare: give --config or --zone ORIGIN=FILE".into(),
-        ]);
+        ]));
     }
     let mut zones = Vec::new();
     let mut errors = Vec::new();
@@ -237,9 +267,9 @@ fn load(args: &CompareArgs) -> Result<(Vec<Arc<Zone>>, AnswerConfig), Vec<String
         }
     }
     if errors.is_empty() {
-        Ok((zones, answer))
+        Ok(Ok((zones, answer)))
     } else {
-        Err(errors)
+        Ok(Err(errors))
     }
 }
 
@@ -324,12 +354,11 @@ async fn compare_all(
         let chunk: Arc<Vec<Probe>> =
             Arc::new(probes[start..(start + CHUNK).min(probes.len())].to_vec());
         let (old_got, heron_got) = ask_both(&chunk, old, heron).await?;
-        if start == 0 && old_got.iter().all(|g| matches!(g, Got::NoAnswer)) {
-            return Err(format!(
-                "{} answered none of {} queries: is it running there?",
-                old.addr,
-                old_got.len()
-            ));
+        if start == 0 {
+            answered_some(&old_got, old.addr)?;
+            if let Heron::Remote(remote) = heron {
+                answered_some(&heron_got, remote.addr)?;
+            }
         }
         if let Some(done) = comparing.take() {
             tally.merge(done.await.map_err(|e| e.to_string())?, options);
@@ -349,6 +378,17 @@ async fn compare_all(
         bar.finish_and_clear();
     }
     Ok(tally)
+}
+
+/// An error when the first chunk got no answer at all from `addr`.
+fn answered_some(got: &[Got], addr: SocketAddr) -> Result<(), String> {
+    if got.iter().all(|g| matches!(g, Got::NoAnswer)) {
+        let len = got.len();
+        return Err(format!(
+            "{addr} answered none of {len} queries: is it running there?"
+        ));
+    }
+    Ok(())
 }
 
 async fn ask_both(
