@@ -344,6 +344,20 @@ fn take(
     }
 }
 
+/// "PATH: why" for a copy that could not be written: when its folder
+/// could not be made, that error (a permission) rather than the write's
+/// (which is only "No such file or directory").
+fn why_not_kept(path: &Path, error: &io::Error, unmade: &HashMap<PathBuf, io::Error>) -> String {
+    let shown = path.display();
+    match path.parent().and_then(|d| Some((d, unmade.get(d)?))) {
+        Some((dir, made)) => format!(
+            "{shown}: the folder {} could not be created: {made}",
+            dir.display()
+        ),
+        None => format!("{shown}: {error}"),
+    }
+}
+
 /// Writes every zone of the batch, then applies the dates (those of a
 /// zone written here travel with its file).
 fn commit(batch: HashMap<PathBuf, Pending>) {
@@ -352,9 +366,12 @@ fn commit(batch: HashMap<PathBuf, Pending>) {
         .filter(|(_, p)| p.zone.is_some())
         .filter_map(|(path, _)| path.parent().filter(|d| !d.as_os_str().is_empty()))
         .collect();
+    // Said with the files that were to go there.
+    let mut unmade: HashMap<PathBuf, io::Error> = HashMap::new();
     for dir in folders {
-        // An error shows on the files themselves.
-        let _ = std::fs::create_dir_all(dir);
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            unmade.insert(dir.to_path_buf(), e);
+        }
     }
     let mut batch = batch;
     batch.retain(|path, p| !(p.derived && is_another_file(path, p)));
@@ -364,11 +381,8 @@ fn commit(batch: HashMap<PathBuf, Pending>) {
         .filter(|(path, zone, date)| match write_tmp(zone, path, *date) {
             Ok(()) => true,
             Err(e) => {
-                tracing::error!(
-                    "zone {}: cannot keep a copy in {}: {e}",
-                    zone.origin(),
-                    path.display()
-                );
+                let why = why_not_kept(path, &e, &unmade);
+                tracing::error!("zone {}: cannot keep a copy in {why}", zone.origin());
                 let _ = std::fs::remove_file(tmp_path(path));
                 false
             }
@@ -578,6 +592,25 @@ mod tests {
         keeper.write(&kept(&path), zone(3), None);
         assert!(keeper.flush(Duration::from_secs(10)));
         assert_eq!(serial_in(&path), Some(3));
+    }
+
+    /// A copy whose folder could not be made says why the folder could
+    /// not be (a permission), not only that the file has no folder.
+    #[test]
+    fn a_copy_whose_folder_could_not_be_made_says_why() {
+        let path = Path::new("/etc/heron/secondary/k.zone");
+        let missing = io::Error::from(io::ErrorKind::NotFound);
+        let mut unmade = HashMap::new();
+        let said = why_not_kept(path, &missing, &unmade);
+        assert_eq!(said, format!("{}: {missing}", path.display()));
+        let denied = io::Error::from_raw_os_error(13); // EACCES
+        unmade.insert(PathBuf::from("/etc/heron/secondary"), denied);
+        let said = why_not_kept(path, &missing, &unmade);
+        assert_eq!(
+            said,
+            "/etc/heron/secondary/k.zone: the folder /etc/heron/secondary could not be \
+             created: Permission denied (os error 13)"
+        );
     }
 
     #[test]
