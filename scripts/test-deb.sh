@@ -45,7 +45,8 @@ for path in ./usr/bin/heron ./etc/heron/heron.toml ./etc/heron/heron.test.zone \
     ./usr/share/bash-completion/completions/heron ./usr/share/zsh/vendor-completions/_heron \
     ./usr/share/fish/vendor_completions.d/heron.fish ./usr/share/doc/heron/copyright \
     ./usr/share/doc/heron/examples/dnstap.toml ./usr/share/doc/heron/examples/metrics.toml \
-    ./usr/share/doc/heron/examples/heron-alerts.yml ./usr/share/doc/heron/configuration.md; do
+    ./usr/share/doc/heron/examples/heron-alerts.yml ./usr/share/doc/heron/configuration.md \
+    ./usr/share/doc/heron/migrating.md ./usr/share/doc/heron/heron-xdp.conf; do
     grep -q " $path\$" <<<"$contents" || fail "$path missing from the package"
 done
 conffiles="$(dpkg-deb --ctrl-tarfile "$deb" | tar -xOf - ./conffiles)"
