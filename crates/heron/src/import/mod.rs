@@ -229,6 +229,7 @@ fn run_to(options: &Options, err: &mut dyn Write) -> std::io::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
+    unit_notes(&mut imported, options);
     print_notes(&imported, err)?;
     if let Err(why) = write_output(options, &imported, &header) {
         writeln!(err, "{why}")?;
@@ -277,6 +278,64 @@ fn header(
         )?;
     }
     Ok(replace_tls_listen(imported, tls_listen, &mut header).map(|()| header))
+}
+
+/// Folders the shipped systemd unit (docs/heron.service) lets Heron write
+/// in: ReadWritePaths, StateDirectory, RuntimeDirectory, LogsDirectory.
+const UNIT_WRITABLE: &[&str] = &["/var/lib/heron", "/run/heron", "/var/log/heron"];
+
+/// Whether the shipped unit keeps `dir` read-only (ProtectSystem=strict
+/// makes the whole system so). Temporary and home folders are left out:
+/// the unit hides them anyway, and a configuration there is a trial.
+fn read_only_under_unit(dir: &Path) -> bool {
+    let trial = ["/tmp", "/var/tmp", "/home", "/root"];
+    dir.is_absolute()
+        && !UNIT_WRITABLE.iter().any(|w| dir.starts_with(w))
+        && !trial.iter().any(|t| dir.starts_with(t))
+}
+
+/// Lists the folders Heron is to write in that the shipped systemd unit
+/// keeps read-only: secondaries' kept copies (and generated catalogs)
+/// beside heron.toml, and the journals beside primary zones' files.
+fn unit_notes(imported: &mut Imported, options: &Options) {
+    let output = std::path::absolute(&options.output).unwrap_or(options.output.clone());
+    let root = source::Loc {
+        file: std::sync::Arc::from(options.file.as_path()),
+        line: 1,
+    };
+    let advice = |what: &str| {
+        format!(
+            "the shipped systemd unit keeps this folder read-only (ProtectSystem=strict; it \
+             writes in /var/lib/heron only): {what}, or give the folder to the unit with a \
+             drop-in (ReadWritePaths=)"
+        )
+    };
+    let kept = !imported.catalogs.is_empty() || imported.zones.iter().any(|z| z.file.is_none());
+    let folder = output
+        .parent()
+        .unwrap_or(Path::new("/"))
+        .join(writer::SECONDARY_DIR);
+    if kept && read_only_under_unit(&folder) {
+        let setting = format!("kept copies of secondary zones in {}", folder.display());
+        let what = "write heron.toml under /var/lib/heron, or set these zones' `file` there";
+        imported.untranslated(&root, setting, advice(what));
+    }
+    let mut journals: std::collections::BTreeMap<PathBuf, usize> = Default::default();
+    for zone in imported
+        .zones
+        .iter()
+        .filter(|z| !z.allow_transfer.is_empty() && !z.journal_off)
+    {
+        let dir = zone.file.as_deref().and_then(Path::parent);
+        if let Some(dir) = dir.filter(|d| read_only_under_unit(d)) {
+            *journals.entry(dir.to_path_buf()).or_default() += 1;
+        }
+    }
+    for (dir, zones) in journals {
+        let setting = format!("journals (FILE.jnl) of {zones} zones in {}", dir.display());
+        let what = "move the zone files under /var/lib/heron, or set `journal = false`";
+        imported.untranslated(&root, setting, advice(what));
+    }
 }
 
 /// Writes heron.toml, and the folder of secondaries' kept copies and
@@ -385,6 +444,46 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// What the shipped systemd unit keeps read-only is listed: the kept
+    /// copies beside a heron.toml under /etc, journals beside zone files
+    /// under /etc; nothing for a trial in /tmp or files in /var/lib/heron.
+    #[test]
+    fn folders_the_unit_keeps_read_only_are_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "zone:\n name: a.test\n zonefile: /etc/nsd/a.zone\n provide-xfr: 192.0.2.2 NOKEY\n\
+                    zone:\n name: b.test\n zonefile: /var/lib/heron/b.zone\n provide-xfr: 192.0.2.2 NOKEY\n\
+                    zone:\n name: s.test\n request-xfr: 192.0.2.1 NOKEY\n";
+        let conf = write_files(dir.path(), &[("nsd.conf", text)]);
+        let listed = |output: &str| {
+            let mut imported = import(From::Nsd, &conf).unwrap();
+            let options = super::Options {
+                from: From::Nsd,
+                file: conf.clone(),
+                output: output.into(),
+                force: false,
+                listen: Vec::new(),
+                tls_listen: Vec::new(),
+            };
+            super::unit_notes(&mut imported, &options);
+            let notes = imported
+                .notes
+                .iter()
+                .filter(|n| n.advice.contains("read-only"));
+            notes.map(|n| n.setting.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            listed("/etc/heron/heron.toml"),
+            [
+                "kept copies of secondary zones in /etc/heron/secondary",
+                "journals (FILE.jnl) of 1 zones in /etc/nsd"
+            ]
+        );
+        assert_eq!(
+            listed("/var/lib/heron/heron.toml"),
+            ["journals (FILE.jnl) of 1 zones in /etc/nsd"]
+        );
     }
 
     /// A setting every zone inherits is listed once, not once per zone;
