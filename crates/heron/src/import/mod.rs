@@ -238,7 +238,7 @@ fn run_to(options: &Options, err: &mut dyn Write) -> std::io::Result<ExitCode> {
     let output = &options.output;
     if let Err(errors) = crate::config::load(output) {
         for e in errors {
-            writeln!(err, "{e}")?;
+            writeln!(err, "{}", source::shown(&e))?;
         }
         let said = "written, but Heron cannot read it as it is: fix the lines above";
         writeln!(err, "{}: {said}", output.display())?;
@@ -374,6 +374,7 @@ fn print_notes(imported: &Imported, err: &mut dyn Write) -> std::io::Result<()> 
                 NoteKind::NotNeeded => "not needed",
             };
             let setting = redacted(&note.setting);
+            let setting = source::shown(&setting);
             writeln!(err, "{}: {label}: {setting}: {}", note.loc, note.advice)?;
         }
     }

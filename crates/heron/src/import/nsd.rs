@@ -91,8 +91,11 @@ fn read_file(
 /// Words of the text with their lines: `#` starts a comment at the
 /// start of a word only (NSD reads `b#c.zone` as one word); a quoted word
 /// may hold spaces.
-fn words(text: &str, file: &Arc<Path>) -> Result<Vec<(String, bool, Loc)>, ImportError> {
-    let mut out = Vec::new();
+fn words(
+    text: &str,
+    file: &Arc<Path>,
+    mut out: impl FnMut(String, bool, Loc) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
     for (index, line) in text.lines().enumerate() {
         let loc = Loc {
             file: file.clone(),
@@ -121,7 +124,7 @@ fn words(text: &str, file: &Arc<Path>) -> Result<Vec<(String, bool, Loc)>, Impor
                         "a quoted string is not closed on its line",
                     ));
                 }
-                out.push((word, true, loc.clone()));
+                out(word, true, loc.clone())?;
             } else {
                 let mut word = String::new();
                 while let Some(&d) = chars.peek() {
@@ -131,12 +134,17 @@ fn words(text: &str, file: &Arc<Path>) -> Result<Vec<(String, bool, Loc)>, Impor
                     word.push(d);
                     chars.next();
                 }
-                out.push((word, false, loc.clone()));
+                out(word, false, loc.clone())?;
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
+
+/// Values one setting may have: NSD's take at most three
+/// (`request-xfr: AXFR ADDRESS KEY`). A file of words with no keyword
+/// is refused as it is read, not once all its words are held.
+const MAX_VALUES: usize = 64;
 
 fn is_keyword(word: &str) -> bool {
     let Some(name) = word.strip_suffix(':') else {
@@ -149,7 +157,7 @@ fn is_keyword(word: &str) -> bool {
 
 fn settings_of(text: &str, file: &Arc<Path>) -> Result<Vec<Setting>, ImportError> {
     let mut out: Vec<Setting> = Vec::new();
-    for (word, quoted, loc) in words(text, file)? {
+    words(text, file, |word, quoted, loc| {
         if !quoted && is_keyword(&word) {
             out.push(Setting {
                 key: word.trim_end_matches(':').to_ascii_lowercase(),
@@ -157,11 +165,16 @@ fn settings_of(text: &str, file: &Arc<Path>) -> Result<Vec<Setting>, ImportError
                 loc,
             });
         } else if let Some(last) = out.last_mut() {
+            if last.values.len() == MAX_VALUES {
+                let said = format!("{}: more than {MAX_VALUES} values", last.key);
+                return Err(ImportError::at(&loc, said));
+            }
             last.values.push(word);
         } else {
             return Err(ImportError::at(&loc, "a value before any keyword"));
         }
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -1197,6 +1210,22 @@ mod tests {
         let text = "zone:\n name: b.test\n zonefile: /z/b#c.zone # said\n #whole line\n";
         let got = parse(&write_files(dir.path(), &[("nsd.conf", text)])).unwrap();
         assert_eq!(got.zones[0].file.as_deref(), Some(Path::new("/z/b#c.zone")));
+    }
+
+    /// Words without a keyword are refused as they are read: a file of
+    /// them costs the words of one setting, not 55 octets per octet.
+    #[test]
+    fn a_setting_with_too_many_values_is_refused_as_it_is_read() {
+        let file: Arc<Path> = Arc::from(Path::new("nsd.conf"));
+        let text = format!("server:\n  {}\n", "a ".repeat(1_000_000));
+        let mut read = 0;
+        let counted = words(&text, &file, |_, _, _| {
+            read += 1;
+            Ok(())
+        });
+        assert!(counted.is_ok() && read == 1_000_001);
+        let error = settings_of(&text, &file).unwrap_err();
+        assert!(error.message.contains("more than 64 values"), "{error}");
     }
 
     #[test]

@@ -52,11 +52,38 @@ impl ImportError {
 
 impl fmt::Display for ImportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = shown(&self.message);
         match &self.loc {
-            Some(loc) => write!(f, "{loc}: error: {}", self.message),
-            None => write!(f, "error: {}", self.message),
+            Some(loc) => write!(f, "{loc}: error: {message}"),
+            None => write!(f, "error: {message}"),
         }
     }
+}
+
+/// Characters of a word a message echoes, as zone-file errors cut theirs.
+const SHOWN_WORD: usize = 64;
+/// Characters of a path a message echoes (PATH_MAX).
+const SHOWN_PATH: usize = 4096;
+
+/// `text` as a message shows it: each word (between spaces) of the input
+/// it echoes cut to [`SHOWN_WORD`] characters and `...`, a path to
+/// [`SHOWN_PATH`], so that a hostile or mistaken token (a 50 MB quoted
+/// string) is not echoed whole.
+pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    let limit = |w: &str| match w.contains('/') {
+        true => SHOWN_PATH,
+        false => SHOWN_WORD,
+    };
+    if text.split(' ').all(|w| w.len() <= limit(w)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let words = text
+        .split(' ')
+        .map(|w| match w.char_indices().nth(limit(w)) {
+            Some((cut, _)) => format!("{}...", &w[..cut]),
+            None => w.to_string(),
+        });
+    std::borrow::Cow::Owned(words.collect::<Vec<_>>().join(" "))
 }
 
 /// The files read so far, and the chain of includes being read.
@@ -253,6 +280,22 @@ pub fn resolve(base: &Path, path: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An echoed token is cut to 64 characters, a path to 4096; the rest
+    /// of the message is kept.
+    #[test]
+    fn long_words_are_cut_in_messages() {
+        let long = "a".repeat(1_000_000);
+        let error = ImportError::plain(format!("zone '{long}': bad"));
+        let said = error.to_string();
+        assert_eq!(said, format!("error: zone '{}... bad", "a".repeat(63)));
+        let path = format!("/{}", "p".repeat(200));
+        assert_eq!(
+            shown(&format!("cannot read {path}")),
+            format!("cannot read {path}")
+        );
+        assert_eq!(shown("short words stay"), "short words stay");
+    }
 
     #[test]
     fn globs_match_as_the_shell_does() {
