@@ -368,13 +368,8 @@ fn a_zone_signed_by_knot_from_a_keystore_of_its_own_moves_with_its_keys() {
     knotd.terminate();
     let pems = std::fs::read_dir(knotd.dir().join("pem")).unwrap().count();
     assert_eq!(pems, 2, "the keys are in the keystore");
-    migrate(
-        "knot",
-        &knotd.dir().join("knot.conf"),
-        port,
-        &old,
-        &old_tags,
-    );
+    let conf = knotd.dir().join("knot.conf");
+    migrate("knot", &conf, port, &old, &old_tags);
 }
 
 fn keygen(dir: &Path, zone: &str, args: &[&str]) -> String {
