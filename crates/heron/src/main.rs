@@ -133,7 +133,9 @@ enum Command {
     /// Ask the server Heron replaces and Heron the same questions about
     /// the same zones (every owner and type, plus NXDOMAIN, NODATA,
     /// wildcard, delegation, DO, TCP and EDNS-size probes) and report every
-    /// difference by kind. Exits 0 if none, 1 if some, 2 on an error.
+    /// difference by kind; the owners and types only the old server's copy
+    /// holds are found by its AXFR, where it allows one. Exits 0 if none, 1
+    /// if some, 2 on an error.
     Compare(compare::CompareArgs),
     /// Write the manual pages (heron.1, and heron-serve.1 and so on for
     /// each subcommand) into DIR.

@@ -180,6 +180,39 @@ fn seeded_differences_are_each_found_and_reported() {
     }
 }
 
+/// A name only the old server serves (a record added there and not in
+/// Heron's copy) is found through the old server's AXFR, where it allows
+/// one; where it does not, the report says such names were not looked for.
+#[test]
+fn a_name_only_the_old_server_serves_is_found_by_its_axfr() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer_zone = edited_zone(dir.path(), |text| {
+        format!("{text}onlyold.edge.test. 300 IN A 192.0.2.99\n")
+    });
+    let old = ServerProcess::heron_with_config(
+        std::path::Path::new(env!("CARGO_BIN_EXE_heron")),
+        ORIGIN,
+        |port| {
+            format!(
+                "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n[[zone]]\norigin = \"{ORIGIN}\"\n\
+                 file = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n",
+                peer_zone.display()
+            )
+        },
+    );
+    let (code, text) = compare(old.addr(), &zone_file(), &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("1 owner and type pairs only the old server's"),
+        "{text}"
+    );
+    assert!(text.contains("onlyold.edge.test"), "{text}");
+    let nsd = ServerProcess::nsd(&[(ORIGIN, zone_file())]);
+    let (code, text) = compare(nsd.addr(), &zone_file(), &[]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("are not looked for"), "{text}");
+}
+
 /// Clears AA in every response about `www.edge.test`.
 #[allow(clippy::ptr_arg)] // the relay's Rewrite may also resize a response
 fn clear_aa_for_www(response: &mut Vec<u8>) {

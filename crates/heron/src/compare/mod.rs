@@ -14,6 +14,7 @@
 mod classify;
 mod exchange;
 mod normalize;
+mod old_names;
 mod probes;
 mod report;
 
@@ -146,6 +147,7 @@ fn run_to(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> io::R
     for zone in &zones {
         probes::for_zone(zone, args.sample, &mut random, &mut probes);
     }
+    add_old_only(args, &zones, &mut probes, err)?;
     let records: usize = zones.iter().map(|z| z.record_count()).sum();
     let took = started.elapsed().as_millis();
     let loaded = format!("{} zones ({records} records) loaded", zones.len());
@@ -167,6 +169,45 @@ fn run_to(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> io::R
         0 => Ok(ExitCode::SUCCESS),
         _ => Ok(ExitCode::FAILURE),
     }
+}
+
+/// Probes for what only the old server's copies hold, from their AXFR.
+/// The first transfer that fails ends the search, said once: an old
+/// server that refuses one refuses them all, and each try costs a
+/// connection.
+fn add_old_only(
+    args: &CompareArgs,
+    zones: &[Arc<Zone>],
+    probes: &mut Vec<Probe>,
+    err: &mut dyn Write,
+) -> io::Result<()> {
+    let timeout = Duration::from_millis(args.timeout * 4);
+    let mut found = 0;
+    for zone in zones {
+        match old_names::only_old(args.against, zone, timeout) {
+            Ok(names) => {
+                found += names.len();
+                probes.extend(names.into_iter().map(|(qname, qtype)| Probe {
+                    qname,
+                    qtype,
+                    variant: probes::Variant::Udp1232,
+                    kind: probes::Kind::OldOnly,
+                }));
+            }
+            Err(why) => {
+                return writeln!(
+                    err,
+                    "names only the old server serves are not looked for: its AXFR of {} failed ({why}); \
+                     let this host transfer the zones from it to have them compared",
+                    zone.origin()
+                );
+            }
+        }
+    }
+    writeln!(
+        err,
+        "{found} owner and type pairs only the old server's copies hold, asked too"
+    )
 }
 
 /// Every probe asked of both servers, the answers compared; and the

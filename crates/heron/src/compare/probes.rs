@@ -84,6 +84,8 @@ pub enum Kind {
     Wildcard,
     /// A name below a delegation (a referral with glue), or DS at the cut.
     Delegation,
+    /// An owner and type only the old server's copy holds (its AXFR).
+    OldOnly,
 }
 
 impl fmt::Display for Kind {
@@ -95,6 +97,7 @@ impl fmt::Display for Kind {
             Kind::Nxdomain => "nxdomain",
             Kind::Wildcard => "wildcard",
             Kind::Delegation => "delegation",
+            Kind::OldOnly => "only the old server's",
         })
     }
 }

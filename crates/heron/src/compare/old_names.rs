@@ -1,0 +1,178 @@
+//! What only the old server serves: its copy of a zone, by AXFR, against
+//! Heron's. The probes come from Heron's zones, so a name only the old
+//! server holds (a file edited there and not here, a record added by an
+//! update) would never be asked; its owners and types are asked too when
+//! the old server allows the transfer, and the report says when it does
+//! not.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use heron_proto::message::{HEADER_LEN, Header, Message};
+use heron_proto::{Class, Name, RType, Rcode};
+use heron_zone::Zone;
+
+/// Records read from one transfer at most: a bound on what a server that
+/// never ends its AXFR can make us hold.
+const MAX_RECORDS: usize = 10_000_000;
+
+/// How long a whole transfer may take.
+const MAX_TIME: Duration = Duration::from_secs(300);
+
+/// The owners and types the old server's copy of `zone` holds that Heron's
+/// lacks (RRSIG and NSEC3 left out: they are asked with the data they
+/// cover, and nobody asks an NSEC3 owner); an error saying why when the
+/// transfer cannot be had.
+pub fn only_old(
+    server: SocketAddr,
+    zone: &Zone,
+    timeout: Duration,
+) -> Result<Vec<(Name, RType)>, String> {
+    let held = transferred(server, zone.origin(), timeout)?;
+    let missing = held.into_iter().filter(|(owner, rtype)| {
+        let lower = owner.to_lowercase();
+        let node = zone.node(lower.as_wire());
+        !node.is_some_and(|n| n.rrset(*rtype).is_some_and(|s| s.has_records()))
+    });
+    Ok(missing.collect())
+}
+
+/// The owners and types of `origin` as `server` transfers it.
+fn transferred(
+    server: SocketAddr,
+    origin: &Name,
+    timeout: Duration,
+) -> Result<BTreeSet<(Name, RType)>, String> {
+    let mut stream = TcpStream::connect_timeout(&server, timeout).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(timeout.max(Duration::from_secs(5))))
+        .map_err(|e| e.to_string())?;
+    stream
+        .write_all(&axfr_query(origin))
+        .map_err(|e| e.to_string())?;
+    let (started, mut held, mut soas, mut records) = (Instant::now(), BTreeSet::new(), 0, 0);
+    while soas < 2 {
+        if started.elapsed() > MAX_TIME || records > MAX_RECORDS {
+            return Err("the transfer did not end within its bounds".into());
+        }
+        let message = read_message(&mut stream)?;
+        let rcode = message.rcode();
+        if rcode != Rcode::NOERROR {
+            return Err(format!("the transfer was answered {rcode}"));
+        }
+        if message.answers.is_empty() {
+            return Err("a transfer message without records".into());
+        }
+        for record in message.answers {
+            records += 1;
+            soas += usize::from(record.rtype == RType::SOA);
+            if !matches!(record.rtype, RType::RRSIG | RType::NSEC3) {
+                held.insert((record.name, record.rtype));
+            }
+        }
+    }
+    Ok(held)
+}
+
+/// An AXFR query for `origin`, framed for TCP.
+fn axfr_query(origin: &Name) -> Vec<u8> {
+    let header = Header {
+        id: 0x4843,
+        flags: 0,
+        qdcount: 1,
+        ancount: 0,
+        nscount: 0,
+        arcount: 0,
+    };
+    let mut message = vec![0u8; HEADER_LEN];
+    header.write(&mut message);
+    message.extend_from_slice(origin.as_wire());
+    message.extend_from_slice(&RType::AXFR.0.to_be_bytes());
+    message.extend_from_slice(&Class::IN.0.to_be_bytes());
+    let mut framed = (message.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&message);
+    framed
+}
+
+fn read_message(stream: &mut TcpStream) -> Result<Message, String> {
+    let mut length = [0u8; 2];
+    stream
+        .read_exact(&mut length)
+        .map_err(|e| format!("reading the transfer: {e}"))?;
+    let mut message = vec![0u8; u16::from_be_bytes(length) as usize];
+    stream
+        .read_exact(&mut message)
+        .map_err(|e| format!("reading the transfer: {e}"))?;
+    Message::parse(&message).map_err(|e| format!("a transfer message that does not parse: {e:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn zone(body: &str) -> Zone {
+        let text = format!(
+            "$ORIGIN o.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n{body}"
+        );
+        heron_zone::load_zone_str(&text, "o", &Name::parse("o.test").unwrap())
+            .unwrap()
+            .zone
+    }
+
+    /// A one-shot primary on loopback that answers the first AXFR with
+    /// `zone`'s records, in one message, and the address it listens on.
+    fn primary(zone: Zone) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut length = [0u8; 2];
+            stream.read_exact(&mut length).unwrap();
+            let mut query = vec![0u8; u16::from_be_bytes(length) as usize];
+            stream.read_exact(&mut query).unwrap();
+            let mut reply = Vec::new();
+            let mut w = heron_proto::writer::Writer::new(&mut reply, u16::MAX as usize);
+            w.question(zone.origin().as_wire(), RType::AXFR, Class::IN);
+            let soa = zone.soa().first_rdata().into_owned();
+            let apex = zone.origin().as_wire();
+            w.record(apex, RType::SOA, Class::IN, 60, &soa).unwrap();
+            for node in zone.nodes() {
+                for set in node.data().filter(|s| s.rtype != RType::SOA) {
+                    for rdata in set.rdatas() {
+                        let owner = node.owner();
+                        w.record(owner.as_wire(), set.rtype, Class::IN, 60, &rdata)
+                            .unwrap();
+                    }
+                }
+            }
+            w.record(apex, RType::SOA, Class::IN, 60, &soa).unwrap();
+            w.finish(0x4843, 0x8400, 1);
+            stream
+                .write_all(&(reply.len() as u16).to_be_bytes())
+                .unwrap();
+            stream.write_all(&reply).unwrap();
+        });
+        addr
+    }
+
+    #[test]
+    fn names_only_the_old_server_holds_are_found() {
+        let old = primary(zone("old A 192.0.2.2\nboth TXT \"x\"\nboth MX 10 ns\n"));
+        let ours = zone("both TXT \"x\"\nours A 192.0.2.3\n");
+        let mut found = only_old(old, &ours, Duration::from_secs(5)).unwrap();
+        found.sort();
+        let said: Vec<String> = found.iter().map(|(n, t)| format!("{n} {t}")).collect();
+        assert_eq!(said, ["both.o.test. MX", "old.o.test. A"]);
+    }
+
+    #[test]
+    fn a_refused_or_absent_transfer_is_an_error() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        assert!(only_old(addr, &zone(""), Duration::from_millis(500)).is_err());
+    }
+}
