@@ -941,7 +941,7 @@ fn updates_replayed_at_a_start_are_written_back() {
 /// A zone file edited while the server was down, its serial left as it
 /// was, with updates in the journal past it: the edit and the updates are
 /// served with a serial of their own, not the journal's last (which
-/// secondaries hold already without the edit).
+/// secondaries hold already without the edit), written to the file first.
 #[test]
 fn a_file_edited_while_down_gets_a_serial_past_the_updates() {
     let file = zone_file("edited-while-down");
@@ -962,12 +962,21 @@ fn a_file_edited_while_down_gets_a_serial_past_the_updates() {
     std::thread::sleep(std::time::Duration::from_millis(20));
     let edited = format!("{}handmade A 192.0.2.93\n", zone_text());
     std::fs::write(&file, edited).unwrap();
-    let restarted = start(&file, "zonefile-sync = 3600");
+    let mut restarted = start(&file, "zonefile-sync = 3600");
     let addr = restarted.addr();
     for name in ["u1.upd.test", "u2.upd.test", "handmade.upd.test"] {
         assert_eq!(a(addr, name).len(), 1, "{name}\n{}", restarted.log());
     }
     assert_eq!(zone_serial(addr, ZONE), Some(4), "{}", restarted.log());
+    // Written to the file before it was served: the journal, which ends
+    // at 3, starts over, and a crash now loses nothing.
+    assert_eq!(file_serial(&file), Some(4));
+    restarted.kill();
+    let again = start(&file, "zonefile-sync = 3600");
+    for name in ["u1.upd.test", "u2.upd.test", "handmade.upd.test"] {
+        assert_eq!(a(again.addr(), name).len(), 1, "{name}\n{}", again.log());
+    }
+    assert_eq!(zone_serial(again.addr(), ZONE), Some(4), "{}", again.log());
 }
 
 /// A server of the zone in `file` with `zone_lines`, and its control

@@ -881,10 +881,10 @@ fn replay_one(zone: &Zone, path: &std::path::Path, policy: &ZonePolicy) -> Optio
     if !edited_after(path) {
         return Some(next);
     }
-    match bump(&next, &next, policy) {
+    match bumped_and_written(&next, policy) {
         Ok(bumped) => {
             tracing::warn!(
-                "zone {origin}: the zone file changed after the journal's last update, its serial left at {}: the edit and the updates are served with serial {}",
+                "zone {origin}: the zone file changed after the journal's last update, its serial left at {}: the edit and the updates are served with serial {}, written to the file",
                 zone.serial(),
                 bumped.serial()
             );
@@ -892,11 +892,29 @@ fn replay_one(zone: &Zone, path: &std::path::Path, policy: &ZonePolicy) -> Optio
         }
         Err(why) => {
             tracing::warn!(
-                "zone {origin}: the zone file changed after the journal's last update, but {why}"
+                "zone {origin}: the zone file changed after the journal's last update, but {why}: served with serial {}, which secondaries may hold without the edit",
+                next.serial()
             );
             Some(next)
         }
     }
+}
+
+/// `zone` with the next serial, written to its file first, so that the
+/// journal (which ends before that serial and so starts over) is no
+/// longer needed for the updates it held.
+fn bumped_and_written(zone: &Zone, policy: &ZonePolicy) -> Result<Zone, String> {
+    let Some((file, _)) = &policy.update.write_back else {
+        return Err("zonefile-sync is \"never\", so no new serial can be written to it".into());
+    };
+    let bumped = bump(zone, zone, policy)?;
+    write_editable(&bumped, file, false).map_err(|e| {
+        format!(
+            "its next serial cannot be written to {}: {e}",
+            file.display()
+        )
+    })?;
+    Ok(bumped)
 }
 
 /// Whether the zone file of the journal at `journal` (`FILE.jnl`) was
