@@ -166,7 +166,10 @@ impl QueryPolicy {
         let zone_acl = if self.zone_allow_query.is_empty() {
             None
         } else {
-            match catalog.served_name(q.qname_lower.as_wire(), &q.qname_starts) {
+            // The zone the answer comes from: a DS at a child's apex is
+            // the parent's data, and the parent's list judges it.
+            let served = catalog.served_name(q.qname_lower.as_wire(), &q.qname_starts);
+            match heron_zone::answer::for_question(catalog, q, served) {
                 Served::Zone(zone) => self.zone_allow_query.get(zone.origin()),
                 Served::Expired | Served::NotServed => None,
             }

@@ -761,6 +761,55 @@ fn with_query_policy(p: Processor) -> Processor {
     })
 }
 
+/// A parent, p2.test, with a DS for its child c.p2.test, both served;
+/// `allow-query` only 10/8 for `restricted`, everyone else for the other.
+fn parent_and_child(restricted: &str) -> Processor {
+    let parent = "$ORIGIN p2.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n\
+                  c NS ns.c\nns.c A 192.0.2.2\nc DS 12345 13 2 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
+    let child = "$ORIGIN c.p2.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.2\n";
+    let mut catalog = Catalog::new();
+    for (text, origin) in [(parent, "p2.test"), (child, "c.p2.test")] {
+        catalog.insert(load_zone_str(text, origin, &n(origin)).unwrap().zone);
+    }
+    let ten = Acl::new(vec![Rule {
+        prefix: "10.0.0.0/8".parse().unwrap(),
+        key: None,
+    }]);
+    let primary = Arc::new(Primary::new(HashMap::new(), 1 << 20));
+    let catalog = Arc::new(ArcSwap::from_pointee(catalog));
+    Processor::new(catalog, AnswerConfig::default(), primary, Arc::new(vec![])).with_query_policy(
+        QueryPolicy {
+            blackhole: Vec::new(),
+            allow_query: None,
+            zone_allow_query: HashMap::from([(n(restricted), ten)]),
+        },
+    )
+}
+
+/// A DS query at a child's apex is answered from the parent (its data),
+/// so the parent's `allow-query` judges it, as BIND does: a client the
+/// parent refuses gets nothing of the parent's through the child's name,
+/// and one the parent allows gets the DS whatever the child's list says.
+#[test]
+fn a_ds_query_is_judged_by_the_parents_allow_query() {
+    let ds = query("c.p2.test", RType::DS, Opcode::QUERY);
+    let p = parent_and_child("p2.test");
+    let (m, _, _) = response(process(&p, &ds, "192.0.2.9", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::REFUSED, "the parent refuses");
+    let (m, _, _) = response(process(&p, &ds, "10.0.0.1", Transport::Udp));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+    let p = parent_and_child("c.p2.test");
+    let (m, _, _) = response(process(&p, &ds, "192.0.2.9", Transport::Udp));
+    assert_eq!(
+        (m.rcode(), m.answers.len()),
+        (Rcode::NOERROR, 1),
+        "the parent allows"
+    );
+    let soa = query("c.p2.test", RType::SOA, Opcode::QUERY);
+    let (m, _, _) = response(process(&p, &soa, "192.0.2.9", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::REFUSED, "the child's own data");
+}
+
 #[test]
 fn allow_query_refuses_with_prohibited_and_honours_keys() {
     let p = with_query_policy(processor());

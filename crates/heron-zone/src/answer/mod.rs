@@ -248,7 +248,7 @@ pub fn answer_parsed(
 /// 3.1.4.1), so the parent answers it, as NSD, Knot and BIND do; a server
 /// of the child alone answers from the child (NODATA).
 #[inline(always)]
-pub(crate) fn for_question<'c>(catalog: &'c Catalog, q: &Query, served: Served<'c>) -> Served<'c> {
+pub fn for_question<'c>(catalog: &'c Catalog, q: &Query, served: Served<'c>) -> Served<'c> {
     match served {
         Served::Zone(zone)
             if q.qtype == RType::DS && zone.origin_labels() == q.qname_starts.labels() =>
