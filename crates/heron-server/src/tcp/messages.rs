@@ -131,6 +131,12 @@ impl Unanswered {
         }
     }
 
+    /// The TLS handshake finished at `now`: the message it was (its
+    /// first bytes started the message timeout) is over.
+    pub(super) fn handshake_done(&mut self, now: Instant, idle: Duration) {
+        (self.until, self.in_message) = (now + idle, false);
+    }
+
     /// TLS took bytes at `now` that made no plaintext: a message has
     /// begun, unless one already had.
     pub(super) fn sealed_bytes(&mut self, now: Instant, message: Duration) {

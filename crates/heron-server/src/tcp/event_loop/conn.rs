@@ -154,7 +154,9 @@ impl Conn {
             return None; // the runtime's task bounds its own waits
         }
         if self.tls.as_ref().is_some_and(|t| t.is_handshaking()) {
-            return Some(self.opened + idle);
+            // The whole handshake within the idle timeout; once its first
+            // bytes came, within the message timeout of them too.
+            return Some((self.opened + idle).min(self.partial.deadline()));
         }
         Some(self.partial.deadline())
     }
@@ -235,11 +237,14 @@ impl Conn {
         };
         if was_handshaking && !tls.is_handshaking() {
             count_handshake(tls, &cx.shared);
-            self.partial.touch(cx.now, cx.shared.idle);
+            self.partial.handshake_done(cx.now, cx.shared.idle);
         }
         self.eof |= state.peer_has_closed();
         if state.plaintext_bytes_to_read() == 0 {
-            if took && !was_handshaking {
+            // A handshake under way is a message too: once its first bytes
+            // came, it has the message timeout to finish (a ClientHello
+            // trickled in held a slot for the whole idle timeout).
+            if took && (tls.is_handshaking() || !was_handshaking) {
                 self.partial.sealed_bytes(cx.now, cx.shared.message_timeout);
             }
             return Ok(());
