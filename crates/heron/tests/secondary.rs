@@ -674,6 +674,69 @@ fn heron_is_a_secondary_of_heron_over_tls() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `[secondary] tls-ca` changed by a reload applies to the next
+/// transfer: TLS connections checked against the old trust are not
+/// reused (`heron ctl retransfer` succeeded on a pooled one for as long
+/// as the pool kept it).
+#[test]
+fn a_tls_ca_changed_by_a_reload_applies_to_pooled_connections_too() {
+    let dir = work_dir("xot-new-ca");
+    let zone_file = dir.join("primary.zone");
+    std::fs::write(&zone_file, zone_text(1, "")).unwrap();
+    let (chain, key) = write_certificate(&dir);
+    let other_dir = dir.join("other");
+    std::fs::create_dir_all(&other_dir).unwrap();
+    let (other_chain, _) = write_certificate(&other_dir);
+    let [primary_port, tls_port, port] = [(); 3].map(|_| free_port());
+    let config = format!(
+        "[server]\nlisten = [\"127.0.0.1:{primary_port}\"]\nworkers = 1\n{}\
+         [tls]\nlisten = [\"127.0.0.1:{tls_port}\"]\ncertificate = \"{}\"\nkey = \"{}\"\n\
+         [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n\
+         allow-transfer = [\"127.0.0.1 key {KEY}\"]\nnotify = [\"127.0.0.1:{port} key {KEY}\"]\n",
+        key_block(SECRET),
+        chain.display(),
+        key.display(),
+        zone_file.display()
+    );
+    let primary = start(primary_port, &config);
+    let kept = dir.join("kept.zone");
+    let socket = dir.join("control.sock");
+    let secondary_config = xot_secondary_config(port, tls_port, &kept, "tls localhost", &chain)
+        .replacen(
+            "workers = 1\n",
+            &format!("workers = 1\ncontrol = \"{}\"\n", socket.display()),
+            1,
+        );
+    let secondary = start(port, &secondary_config);
+    assert_eq!(soa_serial(secondary.addr()), Some(1));
+    let distrusting = secondary_config.replace(
+        &chain.display().to_string(),
+        &other_chain.display().to_string(),
+    );
+    std::fs::write(secondary.dir().join("heron.toml"), distrusting).unwrap();
+    secondary.reload();
+    assert!(
+        eventually(|| secondary.log().contains("reload done")),
+        "{}",
+        secondary.log()
+    );
+    // A retransfer goes straight to the transfer, on a pooled connection
+    // if there is one.
+    let retransfer = std::process::Command::new(heron())
+        .args(["ctl", "--socket"])
+        .arg(&socket)
+        .args(["retransfer", ORIGIN])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&retransfer.stdout);
+    assert!(!retransfer.status.success(), "{said}\n{}", secondary.log());
+    assert!(said.contains("invalid peer certificate"), "{said}");
+    let transfers = secondary.log().matches("zone transferred in").count();
+    assert_eq!(transfers, 1, "{}", secondary.log());
+    drop((secondary, primary));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// Two zones from one TLS primary, one naming the wrong name for its
 /// certificate: that zone takes nothing and says why, and the other keeps
 /// refreshing from the same address (the certificate failure used to put

@@ -191,6 +191,10 @@ pub struct Connections {
     idle: Mutex<HashMap<Route, Vec<Stream>>>,
     /// Replaced by a reload that reads another `tls-ca`.
     tls: ArcSwap<TlsClients>,
+    /// Counts the reloads that replaced `tls`: a TLS connection made or
+    /// taken before one is not pooled again, since it was checked against
+    /// the trust the reload replaced.
+    trust_generation: AtomicU64,
     slots: Arc<Semaphore>,
     /// How many `slots` there are meant to be (a reload changes it).
     concurrency: AtomicUsize,
@@ -235,6 +239,7 @@ impl Connections {
             connecting: Mutex::default(),
             shares: Mutex::default(),
             tls: ArcSwap::from_pointee(TlsClients::new(None).expect("no CA to read")),
+            trust_generation: AtomicU64::new(0),
         }
     }
 
@@ -259,6 +264,7 @@ impl Connections {
     /// Fewer exchanges at once take effect as those in flight end.
     pub fn reconfigure(&self, settings: Reconfigured) {
         self.tls.store(Arc::new(settings.tls));
+        self.forget_tls_connections();
         *self
             .transfer_limits
             .lock()
@@ -478,6 +484,7 @@ impl Connections {
             .map_err(|_| ClientError::Timeout)?;
         self.admit(up)?;
         let key = self.key_for(up)?;
+        let trust = self.trust_generation.load(Ordering::Acquire);
         let pooled = self.take_idle(route(up));
         let reused = pooled.is_some();
         let (mut stream, turn) = match pooled {
@@ -503,7 +510,11 @@ impl Connections {
         match attempt {
             Ok(()) => {
                 self.health.answered(up.addr);
-                self.give_back(route(up), stream);
+                let trusted =
+                    up.tls.is_none() || trust == self.trust_generation.load(Ordering::Acquire);
+                if trusted {
+                    self.give_back(route(up), stream);
+                }
                 Ok(())
             }
             Err(Attempt::During(e) | Attempt::Stale(e)) => {
@@ -647,6 +658,18 @@ impl Connections {
             .await
             .map_err(|_| ClientError::Timeout)?
             .map_err(ClientError::Io)
+    }
+
+    /// TLS connections made under the trust a reload replaced go: the
+    /// idle ones and the SOA lines now, those in use when they end.
+    fn forget_tls_connections(&self) {
+        self.trust_generation.fetch_add(1, Ordering::AcqRel);
+        let tls = |route: &Route| route.1.is_some();
+        self.idle.lock().unwrap().retain(|route, _| !tls(route));
+        self.soa_lines
+            .lock()
+            .unwrap()
+            .retain(|route, _| !tls(route));
     }
 
     fn take_idle(&self, addr: Route) -> Option<Stream> {
