@@ -594,6 +594,45 @@ impl Interpreter<'_> {
         holding.max_by_key(|(p, _)| p.len).map(|(_, k)| k.clone())
     }
 
+    /// A primary reached over TLS by the `tls NAME` block: checked against
+    /// its `ca-file` for its `remote-hostname`, or (as BIND checks it
+    /// without one) for its address; unchecked (opportunistic) without a
+    /// `ca-file`. What Heron cannot do alike is listed: client
+    /// certificates, protocols and ciphers, a second CA file.
+    fn client_tls(&mut self, e: &Statement, name: &str, ip: IpAddr) -> Option<String> {
+        let block = self.tls.get(name).copied()?;
+        for setting in [
+            "cert-file",
+            "key-file",
+            "protocols",
+            "ciphers",
+            "cipher-suites",
+        ] {
+            if let Some(c) = block.child(setting) {
+                let what = format!("tls {name}: {}", c.summary());
+                let why = "Heron's XoT client has no client certificate and uses rustls's protocols \
+                           and ciphers (TLS 1.2 and 1.3): check that the primary accepts it";
+                self.out.untranslated(c.loc(), what, why);
+            }
+        }
+        let ca = block.child("ca-file").and_then(|c| c.arg(1))?;
+        let ca = resolve(&self.directory, ca);
+        match &self.out.tls_ca {
+            Some(first) if *first != ca => {
+                let what = format!("tls {name}: ca-file {}", ca.display());
+                let why = format!(
+                    "Heron has one [secondary] tls-ca ({}): put both CAs in that file, or this \
+                     primary's certificate is refused",
+                    first.display()
+                );
+                self.out.untranslated(e.loc(), what, why);
+            }
+            _ => self.out.tls_ca = Some(ca),
+        }
+        let host = block.child("remote-hostname").and_then(|c| c.arg(1));
+        Some(host.map_or_else(|| ip.to_string(), str::to_string))
+    }
+
     fn peer(&mut self, e: &Statement, ip: IpAddr, port: u16) -> Peer {
         let port = word_after(&e.words, "port")
             .and_then(|p| p.parse().ok())
@@ -613,17 +652,7 @@ impl Interpreter<'_> {
         });
         let mut peer = Peer::plain(SocketAddr::new(ip, port), key);
         if let Some(tls) = word_after(&e.words, "tls") {
-            let checked = self.tls.get(tls).and_then(|t| {
-                let ca = t.child("ca-file").and_then(|c| c.arg(1))?;
-                let host = t.child("remote-hostname").and_then(|c| c.arg(1))?;
-                Some((ca.to_string(), host.to_string()))
-            });
-            if let Some((ca, host)) = checked {
-                self.out.tls_ca = Some(resolve(&self.directory, &ca));
-                peer.tls = Some(Some(host));
-            } else {
-                peer.tls = Some(None);
-            }
+            peer.tls = Some(self.client_tls(e, tls, ip));
             if word_after(&e.words, "port").is_none() && port == 53 {
                 peer.addr.set_port(853);
             }
@@ -1668,6 +1697,32 @@ mod tests {
                 .iter()
                 .any(|n| n.loc.line == 4 && n.advice.contains("HTTPS"))
         );
+    }
+
+    /// A primary's `tls` block with a `ca-file` and no `remote-hostname`
+    /// is checked by BIND against the primary's address: so by Heron too,
+    /// not left unchecked. Client certificates, protocols and a second CA
+    /// file are listed.
+    #[test]
+    fn a_tls_block_without_a_remote_hostname_is_checked_for_the_address() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "tls byip { ca-file \"/ca/one.pem\"; };\n\
+                    tls mutual { ca-file \"/ca/two.pem\"; remote-hostname \"ns2.example\";\n\
+                    \x20 cert-file \"me.pem\"; key-file \"me.key\"; protocols { TLSv1.3; }; };\n\
+                    zone \"s.test\" { type secondary; primaries { 192.0.2.1 tls byip; 192.0.2.2 tls mutual; }; };\n";
+        let got = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap();
+        let primaries: Vec<String> = got.zones[0].primaries.iter().map(Peer::heron).collect();
+        assert_eq!(
+            primaries,
+            [
+                "192.0.2.1:853 tls 192.0.2.1",
+                "192.0.2.2:853 tls ns2.example"
+            ]
+        );
+        assert_eq!(got.tls_ca.as_deref(), Some(Path::new("/ca/one.pem")));
+        let listed = |needle: &str| got.notes.iter().any(|n| n.setting.contains(needle));
+        assert!(listed("cert-file") && listed("key-file") && listed("protocols"));
+        assert!(listed("ca-file /ca/two.pem"), "{:?}", got.notes);
     }
 
     #[test]
