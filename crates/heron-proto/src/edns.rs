@@ -26,6 +26,8 @@ pub mod code {
     pub const NSID: u16 = 3;
     /// Zone expiry timer (RFC 7314).
     pub const EXPIRE: u16 = 9;
+    /// Padding (RFC 7830).
+    pub const PADDING: u16 = 12;
     /// DNS cookies (RFC 7873).
     pub const COOKIE: u16 = 10;
     /// Extended DNS errors (RFC 8914).
@@ -51,6 +53,9 @@ pub struct EdnsOptions {
     /// The seconds an EXPIRE option of four octets carried: a response's
     /// (a query's option is empty).
     pub expire_seconds: Option<u32>,
+    /// A Padding option was present: over an encrypted transport the
+    /// response is padded too (RFC 7830 4).
+    pub padding: bool,
 }
 
 /// The first COOKIE option of the record (RFC 7873 5.2 processes only
@@ -134,6 +139,7 @@ fn parse_options(rdata: &[u8]) -> Result<EdnsOptions, &'static str> {
                 };
             }
             code::NSID => options.nsid = true,
+            code::PADDING => options.padding = true,
             code::EXPIRE => {
                 options.expire = true;
                 options.expire_seconds = data.try_into().ok().map(u32::from_be_bytes);
@@ -240,6 +246,22 @@ impl<'a> OptionWriter<'a> {
     /// EXPIRE: seconds until the zone expires (RFC 7314 2).
     pub fn expire(&mut self, seconds: u32) -> Result<(), Full> {
         self.option(code::EXPIRE, &[&seconds.to_be_bytes()])
+    }
+
+    /// Padding (RFC 7830) that brings the message, with `reserve` octets
+    /// still to come (a TSIG record), to a multiple of `block` octets
+    /// (RFC 8467 4.1: 468 for responses); as much as fits the limit.
+    pub fn pad_to(&mut self, block: usize, reserve: usize) -> Result<(), Full> {
+        let unpadded = self.msg.len() + OPTION_HEADER_LEN + reserve;
+        let wanted = (block - unpadded % block) % block;
+        let room = self
+            .limit
+            .saturating_sub(self.msg.len() + OPTION_HEADER_LEN + reserve);
+        const ZEROS: [u8; 512] = [0; 512];
+        self.option(
+            code::PADDING,
+            &[&ZEROS[..wanted.min(room).min(ZEROS.len())]],
+        )
     }
 
     /// Extended DNS Error: INFO-CODE and optional UTF-8 EXTRA-TEXT

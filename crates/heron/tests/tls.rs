@@ -129,6 +129,15 @@ fn kdig_and_dig_get_the_same_answers_over_tls_as_over_tcp() {
         assert!(dig.contains(&format!("status: {status}")), "{dig}");
         assert!(dig.contains("(TLS)"), "dig used TLS:\n{dig}");
     }
+    // kdig pads its query over TLS (RFC 8467): the answer is padded too,
+    // to a multiple of 468 octets (RFC 7830 4).
+    let padded = kdig(tls, &["+tls", "+padding"], "www.edge.test", "A");
+    assert!(padded.contains("PADDING"), "{padded}");
+    let size = padded.lines().find_map(|l| {
+        let (_, after) = l.split_once("Received ")?;
+        after.split_whitespace().next()?.parse::<usize>().ok()
+    });
+    assert_eq!(size.map(|s| s % 468), Some(0), "{padded}");
     // A name the certificate does not carry fails the strict check.
     let wrong = ["+tls", ca.as_str(), "+tls-hostname=other.example"];
     let out = run_dig_with(DigTool::Kdig, tls, "edge.test", "SOA", &wrong);

@@ -671,6 +671,7 @@ impl Processor {
             }
             if let (true, Some(r), Some(q)) = (send && asks && step != Step::Answered, &req, q) {
                 options::append(self, catalog, r, q, 0, out);
+                options::pad(r, q, 0, out);
             }
         }
         layers
@@ -732,6 +733,7 @@ impl Processor {
             if let Step::Answer(cookie) = step {
                 cookie.append(out);
             }
+            options::pad(req, q, d.tsig_room(), out);
             sign::response(&d, out);
             size::fit(&self.config, &d, out);
         }

@@ -14,7 +14,25 @@ use super::{Deferred, Processor, Request, Transport};
 /// Whether `q` asked for an option this layer may add.
 #[inline]
 pub(super) fn asked(q: &Query) -> bool {
-    q.edns.is_some_and(|e| e.options.nsid || e.options.expire)
+    q.edns
+        .is_some_and(|e| e.options.nsid || e.options.expire || e.options.padding)
+}
+
+/// Block size padded responses are brought to (RFC 8467 4.1).
+pub(super) const RESPONSE_PADDING_BLOCK: usize = 468;
+
+/// Pads the response in `out` (which ends with its OPT record, a COOKIE
+/// in it already) to a multiple of [`RESPONSE_PADDING_BLOCK`] octets,
+/// `reserve` (TSIG) included, when the query was padded and came over TLS
+/// (RFC 7830 4: a responder MUST pad then; over TCP and UDP padding hides
+/// nothing, and a UDP answer must stay small).
+pub(super) fn pad(req: &Request, q: &Query, reserve: usize, out: &mut Vec<u8>) {
+    if req.transport != Transport::Tls || !q.edns.is_some_and(|e| e.options.padding) {
+        return;
+    }
+    if let Some(mut w) = OptionWriter::ending(out, u16::MAX as usize) {
+        let _ = w.pad_to(RESPONSE_PADDING_BLOCK, reserve);
+    }
 }
 
 /// Appends what `q` asked for to `out`, which must end with the OPT

@@ -868,6 +868,42 @@ fn blackholed_addresses_get_nothing_on_any_transport() {
     assert!(!empty.screens(), "an empty policy is not held");
 }
 
+/// A padded query over TLS gets a padded answer, a multiple of 468
+/// octets (RFC 7830 4, RFC 8467 4.1), its TSIG included when signed; over
+/// UDP and TCP padding hides nothing and none is added.
+#[test]
+fn a_padded_query_over_tls_gets_a_padded_answer() {
+    let p = processor();
+    let padded = with_opt(
+        query("ns.p.test", RType::A, Opcode::QUERY),
+        &[(12, &[0; 20])],
+    );
+    let (m, out, _) = response(process(&p, &padded, "192.0.2.9", Transport::Tls));
+    assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
+    assert_eq!(out.len() % 468, 0, "{}", out.len());
+    assert!(options_of(&out).iter().any(|(code, _)| *code == 12));
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let (_, out, _) = response(process(&p, &padded, "192.0.2.9", transport));
+        assert!(
+            !options_of(&out).iter().any(|(code, _)| *code == 12),
+            "{transport:?}"
+        );
+    }
+    let plain = with_opt(query("ns.p.test", RType::A, Opcode::QUERY), &[]);
+    let (_, out, _) = response(process(&p, &plain, "192.0.2.9", Transport::Tls));
+    assert!(options_of(&out).is_empty(), "not asked");
+    let (signed_query, mac) = signed(padded, &key());
+    let (m, out, _) = response(process(&p, &signed_query, "127.0.0.3", Transport::Tls));
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert_eq!(out.len() % 468, 0, "{}", out.len());
+    let mut verifier = ResponseVerifier::new(&key(), mac);
+    assert_eq!(
+        verifier.verify(&out, NOW),
+        Ok(()),
+        "signed after the padding"
+    );
+}
+
 #[test]
 fn nsid_and_expire_are_added_when_asked() {
     let p = processor().with_nsid(b"ns7".to_vec());
