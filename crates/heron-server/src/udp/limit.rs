@@ -619,12 +619,14 @@ mod tests {
         assert_eq!(plain.len(), HEADER_LEN + q.question.len());
     }
 
-    /// example. with two wildcards and a real name beside one of them.
+    /// example. with two wildcards, a real name beside one of them, and a
+    /// DNAME.
     fn wildcards() -> &'static Catalog {
         static CATALOG: OnceLock<Catalog> = OnceLock::new();
         CATALOG.get_or_init(|| {
             let text = "$TTL 300\n@ SOA ns hostmaster 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n\
-                        *.w TXT \"w\"\n*.v TXT \"v\"\nh.w TXT \"real\"\n";
+                        *.w TXT \"w\"\n*.v TXT \"v\"\nh.w TXT \"real\"\n\
+                        alias DNAME example.net.\n";
             let origin = Name::parse("example.").unwrap();
             let mut catalog = Catalog::new();
             catalog.insert(load_zone_str(text, "t", &origin).unwrap().zone);
@@ -711,6 +713,10 @@ mod tests {
         // Another wildcard, and a real name beside the first: their own.
         assert_eq!(sent(&mut (0..5).map(|i| format!("r{i}.v.example."))), 5);
         assert_eq!(sent(&mut (0..5).map(|_| "h.w.example.".to_string())), 5);
+        // Names below a DNAME: one bucket, its owner's (a flood of random
+        // names under it was never limited).
+        let below = sent(&mut (0..50).map(|i| format!("r{i}.alias.example.")));
+        assert_eq!(below, 5);
     }
 
     #[test]

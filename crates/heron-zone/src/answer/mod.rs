@@ -89,8 +89,8 @@ pub enum Answered {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     /// Where, in the query name, the closest encloser of the wildcard the
-    /// name matched starts (the wildcard is `*.` and that encloser); 0:
-    /// the name was not answered from a wildcard. A later step of a
+    /// name matched starts (the wildcard is `*.` and that encloser), or
+    /// the owner of the DNAME it is below; 0: neither. A later step of a
     /// CNAME chain does not count: the query name is what varies.
     wildcard_at: u8,
     /// The rcode is above 15: its upper bits are in the OPT record.
@@ -524,6 +524,10 @@ impl<'a> Responder<'a> {
                 self.prove(zone, lower, denial).map(|_| Next::Done)
             }
             Found::Dname(node) if !followed.contains(&node.id()) => {
+                if first {
+                    // Every name below it gets this answer: about its owner.
+                    self.wildcard_at = (lower.len() - node.owner_wire().len()) as u8;
+                }
                 self.dname(zone, node, name, target)
             }
             Found::Dname(_) => Ok(Next::Done), // a DNAME loop
