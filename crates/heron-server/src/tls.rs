@@ -86,7 +86,10 @@ pub fn server_config_with_slot(
         rustls::Error::InconsistentKeys(_) => {
             "certificate and key: the certificate's public key is not the private key's (a key of another certificate?)".to_string()
         }
-        e => format!("certificate and key: {e}"),
+        e => format!(
+            "certificate and key: {e} (Heron takes ECDSA P-256 and P-384, Ed25519 and RSA keys; \
+             not P-521)"
+        ),
     })?;
     let slot = Arc::new(CertificateSlot(ArcSwap::from_pointee(certified)));
     let mut config = ServerConfig::builder_with_provider(provider)
@@ -190,6 +193,11 @@ mod tests {
         assert!(err.contains("encrypted"), "{err}");
         let err = server_config(chain.as_bytes(), b"nothing").unwrap_err();
         assert!(err.contains("no PRIVATE KEY block"), "{err}");
+        // A P-521 key (openssl genpkey ... ec_paramgen_curve:P-521): what
+        // is taken instead is said.
+        let p521 = "-----BEGIN PRIVATE KEY-----\nMIHuAgEAMBAGByqGSM49AgEGBSuBBAAjBIHWMIHTAgEBBEIBkAky24A/nByeuN05\nEuExawww97+yCO+HZqF1U+9OXD1TKf3Nk0Tb26WV8yniE3QuYh86d4tCJ25koX47\nnQhs/QuhgYkDgYYABAC6FIBu1Z2Yqd+/HJj7bdL9rMQSZEx6e2YIKMGfU9tTepVK\nNstJIYdBDOaJ/6h8BqWOcOWgPrCrWx/2cmj+U2c89QCQ6SnUDQddsMFr5vXCX6Fc\nHW+v5vbFhLjpieEyHsetXgYQNyqrAO1lH9n5BlNNN9N7MBbTDOcuCFNTJAERYkFk\nfQ==\n-----END PRIVATE KEY-----\n";
+        let err = server_config(chain.as_bytes(), p521.as_bytes()).unwrap_err();
+        assert!(err.contains("not P-521"), "{err}");
     }
 
     #[test]
