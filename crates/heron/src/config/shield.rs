@@ -106,6 +106,10 @@ impl CookiesSection {
         if settings.previous_secret.is_some() && self.secret.is_none() {
             errors.push("[cookies] previous-secret needs secret".to_string());
         }
+        if settings.require && !settings.enabled {
+            let why = "[cookies] require = true with enabled = false: nothing would be required";
+            errors.push(why.to_string());
+        }
         if errors.is_empty() {
             Ok(settings)
         } else {
@@ -196,6 +200,7 @@ mod tests {
             "secret = \"é00102030405060708090a0b0c0d0e0\"",
             "previous-secret = \"000102030405060708090a0b0c0d0e0f\"",
             "required = true",
+            "enabled = false\nrequire = true",
         ] {
             assert!(cookies(bad).is_err(), "{bad}");
         }
