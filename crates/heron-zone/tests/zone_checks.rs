@@ -146,6 +146,12 @@ fn differing_ttls_in_an_rrset_use_the_first() {
     assert!(p.message.contains("TTL 600 differs"), "{p}");
     let www = loaded.zone.node(b"\x03www\x07example\x04test\x00").unwrap();
     assert_eq!(www.rrset(heron_proto::RType::A).unwrap().ttl(), 300);
+    // A duplicate record of another TTL is said too (BIND and NSD warn).
+    let text = format!("{HEAD}www 300 A 192.0.2.2\nwww 600 A 192.0.2.2\n");
+    let loaded = load_zone_str(&text, "checks.zone", &origin()).unwrap();
+    let p = one(&loaded.warnings, Severity::Warning);
+    assert!(p.message.contains("TTL 600 differs"), "{p}");
+    assert_eq!(line_of(p), 7);
 }
 
 #[test]

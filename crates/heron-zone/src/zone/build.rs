@@ -1107,6 +1107,11 @@ impl<'a> Plan<'a> {
                 _ => (&mut set.rdatas, false),
             };
             if list.iter().any(|r| rdata_equal(rec.rtype, r, rec.rdata)) {
+                // A duplicate of another TTL is said, as BIND and NSD do.
+                if !is_sig && rec.ttl != set.ttl {
+                    node.ttl_differs
+                        .push(((e.file(), e.line), rec.ttl, set.ttl, rec.rtype));
+                }
                 continue;
             }
             if list.is_empty() {
