@@ -12,17 +12,20 @@ use crate::config;
 /// Prints each problem of one zone; true if it loads, and its ZONEMD (if
 /// it has one Heron can check) matches, as `heron serve` requires.
 fn report_zone(file: &Path, origin: &Name) -> bool {
-    let loaded =
-        load_zone_file(file, origin).and_then(|loaded| {
-            match heron_dnssec::zonemd::verify(&loaded.zone) {
-                Verdict::Failed(why) => Err(vec![Problem {
-                    severity: Severity::Error,
-                    location: None,
-                    message: format!("ZONEMD verification failed: {why}"),
-                }]),
-                _ => Ok(loaded),
-            }
-        });
+    let loaded = load_zone_file(file, origin).and_then(|loaded| {
+        match heron_dnssec::zonemd::verify(&loaded.zone) {
+            Verdict::Failed(why) => Err(vec![Problem {
+                severity: Severity::Error,
+                // The file as a whole: the digest is over all of it.
+                location: Some(heron_zone::zonefile::Location {
+                    file: file.into(),
+                    line: 0,
+                }),
+                message: format!("ZONEMD verification failed: {why}"),
+            }]),
+            _ => Ok(loaded),
+        }
+    });
     match loaded {
         Ok(loaded) => {
             print_problems(&loaded.warnings);

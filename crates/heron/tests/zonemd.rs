@@ -135,6 +135,10 @@ fn the_check_commands_refuse_a_zonemd_that_does_not_match() {
         assert!(!out.status.success(), "{said}");
         assert!(said.contains("ZONEMD verification failed"), "{said}");
     }
+    // The error names the file, as every other check-zone error does.
+    let said = String::from_utf8_lossy(&check_zone().stdout).into_owned();
+    let named = format!("{}:0: error: ZONEMD verification failed", zone.display());
+    assert!(said.contains(&named), "{said}");
 }
 
 /// The zone as `kdig` transfers it out by AXFR.
