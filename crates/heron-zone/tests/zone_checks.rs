@@ -85,23 +85,6 @@ fn cname_beside_other_data_is_an_error() {
     );
 }
 
-/// Data below a DNAME is never served: an error, as NSD and Knot make it
-/// (RFC 6672 2.4). The DNAME's own name may hold other data, and a DNAME
-/// at the apex with names below it is left to its own check.
-#[test]
-fn data_below_a_dname_is_an_error() {
-    let errs =
-        problems("dn DNAME target.example.\ndn A 192.0.2.3\nx.y.dn A 192.0.2.4\n").unwrap_err();
-    let p = one(&errs, Severity::Error);
-    assert!(
-        p.message
-            .starts_with("x.y.dn.example.test.: below the DNAME at dn.example.test."),
-        "{p}"
-    );
-    assert_eq!(line_of(p), 8);
-    assert!(problems("dn DNAME target.example.\ndn A 192.0.2.3\nx.other A 192.0.2.4\n").is_ok());
-}
-
 #[test]
 fn two_cnames_at_one_name_are_an_error() {
     let errs = problems("www CNAME ns\nwww CNAME mail\n").unwrap_err();

@@ -205,9 +205,6 @@ pub struct ZoneBuilder {
     /// Whether the checks that only warn run (see
     /// [`ZoneBuilder::without_warnings`]).
     warn: bool,
-    /// Whether a DNAME was added below the apex: only then are names
-    /// looked for below one (no cost to the zones that have none).
-    inner_dnames: bool,
 }
 
 impl ZoneBuilder {
@@ -224,7 +221,6 @@ impl ZoneBuilder {
             problems: Vec::new(),
             children: HashMap::new(),
             warn: true,
-            inner_dnames: false,
         }
     }
 
@@ -309,7 +305,6 @@ impl ZoneBuilder {
     /// Adds the records (and problems) of a [`ZoneBuilder::sibling`] after
     /// this one's, as if they had been added here in that order.
     pub fn append(&mut self, mut other: ZoneBuilder) {
-        self.inner_dnames |= other.inner_dnames;
         let both = self.log_bytes() + other.log_bytes();
         if self.logs.len() != other.logs.len() || both >= self.group_from {
             for b in [&mut *self, &mut other] {
@@ -435,7 +430,6 @@ impl ZoneBuilder {
         let parent_len = owner.len() - owner.first().map_or(0, |&l| 1 + l as usize);
         let deep = parent_len > self.origin.wire_len();
         let names_target = kind == DATA && matches!(rtype, RType::NS | RType::MX | RType::SRV);
-        self.inner_dnames |= rtype == RType::DNAME && lower.as_wire() != self.origin.as_wire();
         debug_assert!(from.0 < NAMES_TARGET, "file indexes stay below the flags");
         let hash = self.hasher.hash_one(lower.as_wire());
         let group = shard_of(hash, self.logs.len());
@@ -1336,9 +1330,6 @@ impl<'a> Plan<'a> {
             self.problem(&mut out.problems, Some(at), Severity::Warning, msg);
         }
         let is_cut = !is_apex && node.set(RType::NS).is_some();
-        if self.b.inner_dnames {
-            self.check_occluded(node, key.as_wire(), logs, &mut out.problems);
-        }
         // Most nodes (addresses, text) need no name object: no allocation.
         let owner = node
             .needs_owner_name()
@@ -1414,19 +1405,6 @@ impl<'a> Plan<'a> {
 
     /// Whether a lower-cased name in the zone is a delegation or below
     /// one: its data there is glue, not the zone's (RFC 4035 2.2).
-    /// The DNAME owner strictly above `lower` (lower-cased) and below the
-    /// apex, if there is one: `lower` is occluded (RFC 6672 2.4).
-    fn dname_above<'s>(&self, lower: &'s [u8], logs: &[Vec<u8>]) -> Option<&'s [u8]> {
-        let apex_len = self.apex.wire_len();
-        suffixes(lower)
-            .skip(1)
-            .take_while(|s| s.len() > apex_len)
-            .find(|s| {
-                self.find(s, logs)
-                    .is_some_and(|d| self.parts(d, logs).set(RType::DNAME).is_some())
-            })
-    }
-
     fn at_or_below_cut(&self, lower: &[u8], logs: &[Vec<u8>]) -> bool {
         let apex_len = self.apex.wire_len();
         suffixes(lower).take_while(|s| s.len() > apex_len).any(|s| {
@@ -1449,31 +1427,6 @@ impl<'a> Plan<'a> {
             self.collect(d, &mut target, logs);
             target.set(RType::A).is_some() || target.set(RType::AAAA).is_some()
         })
-    }
-
-    /// Data below a DNAME is never served: an error, as NSD and Knot make
-    /// it (RFC 6672 2.4: such records MUST NOT exist).
-    fn check_occluded(
-        &self,
-        node: &NodeParts,
-        lower: &[u8],
-        logs: &[Vec<u8>],
-        problems: &mut Vec<Problem>,
-    ) {
-        let Some(first) = node.sets().iter().find(|s| !s.rdatas.is_empty()) else {
-            return;
-        };
-        let Some(dname) = self.dname_above(lower, logs) else {
-            return;
-        };
-        let text = |wire: &[u8]| Name::from_wire(wire).map_or(String::new(), |n| n.to_string());
-        let msg = format!(
-            "{}: below the DNAME at {}, which redirects every name under it: never served \
-             (RFC 6672 2.4); remove it or the DNAME",
-            text(lower),
-            text(dname)
-        );
-        self.problem(problems, first.first, Severity::Error, msg);
     }
 
     /// An NS target at or below a delegation of this zone needs an address
