@@ -253,10 +253,12 @@ impl<'a> OptionWriter<'a> {
     /// (RFC 8467 4.1: 468 for responses); as much as fits the limit.
     pub fn pad_to(&mut self, block: usize, reserve: usize) -> Result<(), Full> {
         let unpadded = self.msg.len() + OPTION_HEADER_LEN + reserve;
+        if unpadded > self.limit {
+            // Not even an empty option fits beside what is still to come.
+            return Err(Full);
+        }
         let wanted = (block - unpadded % block) % block;
-        let room = self
-            .limit
-            .saturating_sub(self.msg.len() + OPTION_HEADER_LEN + reserve);
+        let room = self.limit - unpadded;
         const ZEROS: [u8; 512] = [0; 512];
         self.option(
             code::PADDING,
@@ -433,6 +435,28 @@ mod tests {
         w.nsid(&big).unwrap();
         assert_eq!(w.expire(0), Err(Full));
         assert_eq!(msg.len(), OPT_LEN + u16::MAX as usize);
+    }
+
+    /// Padding brings the message and what is still to come (a TSIG
+    /// record) to a multiple of the block, within the limit: near it, as
+    /// much as fits; past it, none at all, not even the option's header
+    /// (which overflowed a 65,535-octet TCP message, its length prefix
+    /// wrapping).
+    #[test]
+    fn padding_fills_the_block_and_never_passes_the_limit() {
+        let mut msg = response(20);
+        let len = msg.len();
+        let mut w = OptionWriter::after_bare_opt(&mut msg, 1000).unwrap();
+        w.pad_to(468, 30).unwrap();
+        assert_eq!((msg.len() + 30) % 468, 0);
+        let mut msg = response(20);
+        let mut w = OptionWriter::after_bare_opt(&mut msg, len + 4 + 30 + 10).unwrap();
+        w.pad_to(468, 30).unwrap();
+        assert_eq!(msg.len() + 30, len + 4 + 30 + 10, "as much as fits");
+        let mut msg = response(20);
+        let mut w = OptionWriter::after_bare_opt(&mut msg, len + 4 + 29).unwrap();
+        assert_eq!(w.pad_to(468, 30), Err(Full));
+        assert_eq!(msg.len(), len, "nothing written");
     }
 
     #[test]
