@@ -979,6 +979,49 @@ fn a_file_edited_while_down_gets_a_serial_past_the_updates() {
     assert_eq!(zone_serial(again.addr(), ZONE), Some(4), "{}", again.log());
 }
 
+/// The documented edit while down: updates written back, the server
+/// stopped, the file edited with a higher serial. The file is served, and
+/// the journal (whose updates the file holds) starts over quietly: no
+/// error and no `.unapplied` copy to recover by hand.
+#[test]
+fn a_file_edited_with_a_new_serial_after_its_write_back_is_taken_quietly() {
+    let file = zone_file("edited-after-write-back");
+    let mut server = start(&file, "zonefile-sync = 0");
+    let command = "update add kept.upd.test 60 A 192.0.2.94";
+    let got = send(
+        Client::Knsupdate,
+        server.addr(),
+        Some("ops"),
+        false,
+        command,
+    );
+    assert_eq!(got, "NOERROR");
+    let written = || std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(
+        eventually(|| written().contains("kept.upd.test.")),
+        "{}",
+        server.log()
+    );
+    server.terminate();
+    let serial = file_serial(&file).unwrap();
+    let edited = written().replacen(&format!(" {serial} "), &format!(" {} ", serial + 1), 1)
+        + "handmade.upd.test. 60 IN A 192.0.2.95\n";
+    std::fs::write(&file, edited).unwrap();
+    let restarted = start(&file, "zonefile-sync = 0");
+    let addr = restarted.addr();
+    assert_eq!(
+        zone_serial(addr, ZONE),
+        Some(serial + 1),
+        "{}",
+        restarted.log()
+    );
+    for name in ["kept.upd.test", "handmade.upd.test"] {
+        assert_eq!(a(addr, name).len(), 1, "{name}\n{}", restarted.log());
+    }
+    assert!(!restarted.log().contains("ERROR"), "{}", restarted.log());
+    assert!(!file.with_extension("zone.jnl.unapplied").exists());
+}
+
 /// A server of the zone in `file` with `zone_lines`, and its control
 /// socket (beside the file).
 fn start_with_control(file: &Path, zone_lines: &str) -> (ServerProcess, PathBuf) {

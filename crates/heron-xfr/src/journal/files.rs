@@ -801,26 +801,31 @@ fn holds_last_change(zone: &Zone, restored: file::Restored) -> Result<file::Rest
     let Some(last) = restored.journal.diffs().last() else {
         return Ok(restored);
     };
+    match change_not_in(zone, last) {
+        None => Ok(restored),
+        Some(record) => Err(StartOver::NotInZone {
+            served: zone.serial(),
+            record,
+        }),
+    }
+}
+
+/// A record of `step` that `zone` does not agree with, said as text: one
+/// it added that the zone lacks, or one it deleted that the zone holds
+/// (the signer's records left out); None if the zone holds the change.
+pub fn change_not_in(zone: &Zone, step: &ZoneDiff) -> Option<String> {
     let signers = |r: &&DiffRecord| !is_dnssec_type(r.rtype);
-    let added = |r: &DiffRecord| (last.added.iter()).any(|a| same_record(a, r));
-    let missing = (last.added.iter().filter(signers)).find(|r| !in_zone(zone, r));
-    let kept = (last.deleted.iter().filter(signers)).find(|r| !added(r) && in_zone(zone, r));
-    let Some((record, how)) = missing
+    let added = |r: &DiffRecord| (step.added.iter()).any(|a| same_record(a, r));
+    let missing = (step.added.iter().filter(signers)).find(|r| !in_zone(zone, r));
+    let kept = (step.deleted.iter().filter(signers)).find(|r| !added(r) && in_zone(zone, r));
+    let (record, how) = missing
         .map(|r| (r, "added"))
-        .or(kept.map(|r| (r, "deleted")))
-    else {
-        return Ok(restored);
-    };
-    let record = format!(
-        "{} {} {how} at serial {}",
-        record.owner,
-        record.rtype,
-        serial_of(&last.new_soa)
-    );
-    Err(StartOver::NotInZone {
-        served: zone.serial(),
-        record,
-    })
+        .or(kept.map(|r| (r, "deleted")))?;
+    let serial = serial_of(&step.new_soa);
+    Some(format!(
+        "{} {} {how} at serial {serial}",
+        record.owner, record.rtype
+    ))
 }
 
 fn same_record(a: &DiffRecord, b: &DiffRecord) -> bool {

@@ -854,6 +854,7 @@ fn replay_one(zone: &Zone, path: &std::path::Path, policy: &ZonePolicy) -> Optio
     let steps = match steps_after(path, origin, zone.serial()) {
         Ok(steps) if steps.is_empty() => return None,
         Ok(steps) => steps,
+        Err(_) if file_holds_the_journal(zone, path) => return None,
         Err(why) => {
             let kept = update_signed::set_aside(path);
             tracing::error!(
@@ -915,6 +916,23 @@ fn bumped_and_written(zone: &Zone, policy: &ZonePolicy) -> Result<Zone, String> 
         )
     })?;
     Ok(bumped)
+}
+
+/// Whether the zone file, at a serial past the journal's last, holds what
+/// the journal's steps changed, all of them together: written back, then
+/// edited with a new serial while the server was down (as the docs ask).
+/// Its history then starts over, said at info when it is read back, with
+/// no updates to recover.
+fn file_holds_the_journal(zone: &Zone, journal: &std::path::Path) -> bool {
+    let Ok(steps) = heron_xfr::journal::files::all_steps(journal, zone.origin()) else {
+        return false;
+    };
+    let Some(net) = steps.into_iter().reduce(heron_zone::diff::ZoneDiff::then) else {
+        return true;
+    };
+    let ends = heron_xfr::journal::serial_of(&net.new_soa);
+    heron_xfr::serial::is_newer(zone.serial(), ends)
+        && heron_xfr::journal::files::change_not_in(zone, &net).is_none()
 }
 
 /// Whether the zone file of the journal at `journal` (`FILE.jnl`) was
