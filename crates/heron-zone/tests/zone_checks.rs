@@ -85,6 +85,23 @@ fn cname_beside_other_data_is_an_error() {
     );
 }
 
+/// Names below a DNAME are never served: the zone loads (as BIND loads
+/// it; UPDATE and IXFR may make such a zone) with a warning naming the
+/// DNAME. Data at the DNAME's own name, and its siblings, are fine.
+#[test]
+fn names_below_a_dname_are_warned_about() {
+    let loaded =
+        problems("dn DNAME target.example.\ndn A 192.0.2.3\nx.y.dn A 192.0.2.4\n").unwrap();
+    let p = one(&loaded, Severity::Warning);
+    assert!(
+        p.message
+            .starts_with("dn.example.test.: DNAME with names below it"),
+        "{p}"
+    );
+    let fine = problems("dn DNAME target.example.\ndn A 192.0.2.3\nx.other A 192.0.2.4\n").unwrap();
+    assert!(fine.is_empty(), "{fine:?}");
+}
+
 #[test]
 fn two_cnames_at_one_name_are_an_error() {
     let errs = problems("www CNAME ns\nwww CNAME mail\n").unwrap_err();

@@ -205,6 +205,9 @@ pub struct ZoneBuilder {
     /// Whether the checks that only warn run (see
     /// [`ZoneBuilder::without_warnings`]).
     warn: bool,
+    /// Whether a DNAME was added below the apex: only then is the built
+    /// zone looked at for names below one.
+    inner_dnames: bool,
 }
 
 impl ZoneBuilder {
@@ -221,6 +224,7 @@ impl ZoneBuilder {
             problems: Vec::new(),
             children: HashMap::new(),
             warn: true,
+            inner_dnames: false,
         }
     }
 
@@ -305,6 +309,7 @@ impl ZoneBuilder {
     /// Adds the records (and problems) of a [`ZoneBuilder::sibling`] after
     /// this one's, as if they had been added here in that order.
     pub fn append(&mut self, mut other: ZoneBuilder) {
+        self.inner_dnames |= other.inner_dnames;
         let both = self.log_bytes() + other.log_bytes();
         if self.logs.len() != other.logs.len() || both >= self.group_from {
             for b in [&mut *self, &mut other] {
@@ -430,6 +435,7 @@ impl ZoneBuilder {
         let parent_len = owner.len() - owner.first().map_or(0, |&l| 1 + l as usize);
         let deep = parent_len > self.origin.wire_len();
         let names_target = kind == DATA && matches!(rtype, RType::NS | RType::MX | RType::SRV);
+        self.inner_dnames |= rtype == RType::DNAME && parent_len >= self.origin.wire_len();
         debug_assert!(from.0 < NAMES_TARGET, "file indexes stay below the flags");
         let hash = self.hasher.hash_one(lower.as_wire());
         let group = shard_of(hash, self.logs.len());
@@ -536,6 +542,9 @@ impl ZoneBuilder {
             location: None,
             message,
         }));
+        if self.warn && self.inner_dnames {
+            problems.extend(occluding_dnames(&built_zone));
+        }
         Ok((built_zone, problems))
     }
 
@@ -1460,6 +1469,33 @@ pub(super) fn signatures<'s>(set: &'s SetParts, glue: bool) -> Signatures<'s> {
         true => (0, &[]),
         false => (set.sig_ttl, &set.sigs),
     }
+}
+
+/// A warning for each DNAME below the apex with names below it: those are
+/// never served (RFC 6672 2.4; NSD and Knot refuse such a zone, BIND loads
+/// it as Heron does). Looked at in the built zone, whose packing is done.
+fn occluding_dnames(zone: &Zone) -> Vec<Problem> {
+    let apex = zone.origin().as_wire();
+    let mut lower = NameBuf::new();
+    let mut out = Vec::new();
+    for node in zone.nodes().filter(|n| n.has_dname()) {
+        lower.set(node.owner_wire());
+        lower.make_lowercase();
+        if lower.as_wire() == apex || !zone.has_children(lower.as_wire()) {
+            continue;
+        }
+        let message = format!(
+            "{}: DNAME with names below it, which are never served (RFC 6672 2.4; NSD and \
+             Knot refuse the zone): remove them or the DNAME",
+            node.owner()
+        );
+        out.push(Problem {
+            severity: Severity::Warning,
+            location: None,
+            message,
+        });
+    }
+    out
 }
 
 /// Errors in one node's data: SOA away from the apex, a CNAME beside other
