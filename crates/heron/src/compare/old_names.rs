@@ -30,7 +30,7 @@ pub fn only_old(
     zone: &Zone,
     timeout: Duration,
 ) -> Result<Vec<(Name, RType)>, String> {
-    let held = transferred(server, zone.origin(), timeout)?;
+    let held = transferred(server, zone.origin(), timeout, MAX_TIME)?;
     let missing = held.into_iter().filter(|(owner, rtype)| {
         let lower = owner.to_lowercase();
         let node = zone.node(lower.as_wire());
@@ -39,25 +39,27 @@ pub fn only_old(
     Ok(missing.collect())
 }
 
-/// The owners and types of `origin` as `server` transfers it.
+/// The owners and types of `origin` as `server` transfers it, within
+/// `max_time` in all.
 fn transferred(
     server: SocketAddr,
     origin: &Name,
     timeout: Duration,
+    max_time: Duration,
 ) -> Result<BTreeSet<(Name, RType)>, String> {
     let mut stream = TcpStream::connect_timeout(&server, timeout).map_err(|e| e.to_string())?;
     stream
-        .set_read_timeout(Some(timeout.max(Duration::from_secs(5))))
-        .map_err(|e| e.to_string())?;
-    stream
         .write_all(&axfr_query(origin))
         .map_err(|e| e.to_string())?;
-    let (started, mut held, mut soas, mut records) = (Instant::now(), BTreeSet::new(), 0, 0);
+    // The whole transfer by one deadline: a server trickling bytes does
+    // not hold compare up a read timeout at a time.
+    let deadline = Instant::now() + max_time;
+    let (mut held, mut soas, mut records) = (BTreeSet::new(), 0, 0);
     while soas < 2 {
-        if started.elapsed() > MAX_TIME || records > MAX_RECORDS {
+        if records > MAX_RECORDS {
             return Err("the transfer did not end within its bounds".into());
         }
-        let message = read_message(&mut stream)?;
+        let message = read_message(&mut stream, deadline)?;
         let rcode = message.rcode();
         if rcode != Rcode::NOERROR {
             return Err(format!("the transfer was answered {rcode}"));
@@ -96,16 +98,33 @@ fn axfr_query(origin: &Name) -> Vec<u8> {
     framed
 }
 
-fn read_message(stream: &mut TcpStream) -> Result<Message, String> {
+fn read_message(stream: &mut TcpStream, deadline: Instant) -> Result<Message, String> {
     let mut length = [0u8; 2];
-    stream
-        .read_exact(&mut length)
-        .map_err(|e| format!("reading the transfer: {e}"))?;
+    read_by(stream, &mut length, deadline)?;
     let mut message = vec![0u8; u16::from_be_bytes(length) as usize];
-    stream
-        .read_exact(&mut message)
-        .map_err(|e| format!("reading the transfer: {e}"))?;
+    read_by(stream, &mut message, deadline)?;
     Message::parse(&message).map_err(|e| format!("a transfer message that does not parse: {e:?}"))
+}
+
+/// Fills `buf` from `stream` before `deadline`, however the bytes come.
+fn read_by(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Result<(), String> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err("the transfer did not end within its bounds".into());
+        }
+        stream
+            .set_read_timeout(Some(left))
+            .map_err(|e| e.to_string())?;
+        match stream.read(&mut buf[filled..]) {
+            Ok(0) => return Err("reading the transfer: the connection closed".into()),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("reading the transfer: {e}")),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -166,6 +185,35 @@ mod tests {
         found.sort();
         let said: Vec<String> = found.iter().map(|(n, t)| format!("{n} {t}")).collect();
         assert_eq!(said, ["both.o.test. MX", "old.o.test. A"]);
+    }
+
+    /// A server that trickles its transfer a byte at a time is given up
+    /// at the transfer's deadline, not one read timeout after another.
+    #[test]
+    fn a_trickled_transfer_ends_at_its_deadline() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            // A message of 65,535 octets announced, then a byte at a time.
+            let _ = stream.write_all(&[0xFF, 0xFF]);
+            for _ in 0..100 {
+                if stream.write_all(&[0]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let origin = Name::parse("o.test").unwrap();
+        let started = Instant::now();
+        let max = Duration::from_millis(400);
+        let got = transferred(addr, &origin, Duration::from_secs(1), max);
+        assert!(got.is_err());
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]
