@@ -30,6 +30,8 @@ pub mod code {
     pub const PADDING: u16 = 12;
     /// DNS cookies (RFC 7873).
     pub const COOKIE: u16 = 10;
+    /// TCP idle timeout a server signals (RFC 7828).
+    pub const TCP_KEEPALIVE: u16 = 11;
     /// Extended DNS errors (RFC 8914).
     pub const EXTENDED_ERROR: u16 = 15;
 }
@@ -56,6 +58,10 @@ pub struct EdnsOptions {
     /// A Padding option was present: over an encrypted transport the
     /// response is padded too (RFC 7830 4).
     pub padding: bool,
+    /// An edns-tcp-keepalive option was present: over TCP and TLS the
+    /// response says how long the connection may stay idle (RFC 7828
+    /// 3.3.2); over UDP it is ignored (3.3.1).
+    pub tcp_keepalive: bool,
 }
 
 /// The first COOKIE option of the record (RFC 7873 5.2 processes only
@@ -140,6 +146,7 @@ fn parse_options(rdata: &[u8]) -> Result<EdnsOptions, &'static str> {
             }
             code::NSID => options.nsid = true,
             code::PADDING => options.padding = true,
+            code::TCP_KEEPALIVE => options.tcp_keepalive = true,
             code::EXPIRE => {
                 options.expire = true;
                 options.expire_seconds = data.try_into().ok().map(u32::from_be_bytes);
@@ -246,6 +253,12 @@ impl<'a> OptionWriter<'a> {
     /// EXPIRE: seconds until the zone expires (RFC 7314 2).
     pub fn expire(&mut self, seconds: u32) -> Result<(), Full> {
         self.option(code::EXPIRE, &[&seconds.to_be_bytes()])
+    }
+
+    /// edns-tcp-keepalive: the idle timeout in units of 100 ms (RFC 7828
+    /// 3.1).
+    pub fn tcp_keepalive(&mut self, tenths: u16) -> Result<(), Full> {
+        self.option(code::TCP_KEEPALIVE, &[&tenths.to_be_bytes()])
     }
 
     /// Padding (RFC 7830) that brings the message, with `reserve` octets
@@ -360,6 +373,19 @@ mod tests {
         assert!(read.nsid && read.expire);
         assert_eq!(read.expire_seconds, None, "a query's empty EXPIRE");
         assert_eq!(super::tests::read(&[(65001, b"")]), EdnsOptions::default());
+    }
+
+    #[test]
+    fn a_keepalive_option_is_seen_with_or_without_a_timeout() {
+        // RFC 7828 3.2.1: clients send it empty; BIND answers one that
+        // carries a value too, and so do we.
+        for data in [&b""[..], &[0, 100], &[1]] {
+            assert!(
+                read(&[(code::TCP_KEEPALIVE, data)]).tcp_keepalive,
+                "{data:?}"
+            );
+        }
+        assert!(!read(&[(code::PADDING, b"")]).tcp_keepalive);
     }
 
     #[test]

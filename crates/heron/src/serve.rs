@@ -546,6 +546,8 @@ struct Queries {
     notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
     query_policy: QueryPolicy,
     nsid: Vec<u8>,
+    /// What edns-tcp-keepalive answers carry ([tcp] waits for a restart).
+    tcp_idle_timeout: std::time::Duration,
     cookies: heron_proto::cookie::CookieSettings,
     /// The query log's layer (off unless `[dnstap]` turns it on).
     tap: Arc<Tap>,
@@ -566,6 +568,7 @@ impl Queries {
             notify_in: Some(notify_in),
             query_policy: settings.shield.query_policy.clone(),
             nsid: settings.shield.nsid.clone(),
+            tcp_idle_timeout: settings.server.tcp.idle_timeout,
             cookies: settings.cookies.clone(),
             tap,
         }
@@ -583,6 +586,7 @@ impl Queries {
             .with_shared_secondaries(self.secondaries)
             .with_query_policy(self.query_policy)
             .with_nsid(self.nsid)
+            .with_tcp_idle_timeout(self.tcp_idle_timeout)
             .with_cookies(cookies)
             .with_shared_tap(self.tap);
         Service::new(processor, self.notify_in)

@@ -145,6 +145,33 @@ fn kdig_and_dig_get_the_same_answers_over_tls_as_over_tcp() {
     assert!(!text.contains("status: NOERROR"), "{text}");
 }
 
+/// `dig +keepalive` asks for edns-tcp-keepalive (RFC 7828): over TCP and
+/// TLS the answer tells the idle timeout, on both TCP paths; over UDP it
+/// says nothing.
+#[test]
+fn dig_is_told_the_idle_timeout_over_tcp_and_tls_only() {
+    let (_dir, chain, key) = certificate("keepalive");
+    for event_loop in [true, false] {
+        let extra = format!("idle-timeout = 7\nevent-loop = {event_loop}\n");
+        let (server, tls) = heron_with_tls_and(&chain, &key, &extra);
+        for (to, how) in [(server.addr(), "+tcp"), (tls, "+tls")] {
+            let out = run_dig_with(DigTool::Dig, to, "www.edge.test", "A", &[how, "+keepalive"]);
+            let out = out.expect_success();
+            assert!(out.contains("TCP KEEPALIVE: 7.0 secs"), "{how}:\n{out}");
+        }
+        let udp = run_dig_with(
+            DigTool::Dig,
+            server.addr(),
+            "www.edge.test",
+            "A",
+            &["+keepalive"],
+        );
+        let udp = udp.expect_success();
+        assert!(udp.contains("status: NOERROR"), "{udp}");
+        assert!(!udp.contains("KEEPALIVE"), "{udp}");
+    }
+}
+
 #[test]
 fn axfr_over_tls_carries_the_zone_as_over_tcp() {
     let (_dir, chain, key) = certificate("axfr");

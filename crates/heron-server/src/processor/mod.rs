@@ -364,10 +364,19 @@ pub struct Processor {
     query_policy: Option<Box<QueryPolicy>>,
     /// This server's NSID (RFC 5001), if configured.
     nsid: Option<Box<[u8]>>,
+    /// The TCP idle timeout in 100 ms units, as edns-tcp-keepalive
+    /// tells it (RFC 7828).
+    tcp_keepalive: u16,
     /// None when cookies are disabled.
     cookies: Option<Cookies>,
     /// The query log (dnstap); None, or a [`Tap`] that is off: off.
     tap: Option<Arc<Tap>>,
+}
+
+/// `idle` in the 100 ms units of edns-tcp-keepalive, at most its 16 bits
+/// (6,553.5 s; the idle timeout may be a day).
+fn keepalive_tenths(idle: std::time::Duration) -> u16 {
+    (idle.as_millis() / 100).min(u16::MAX as u128) as u16
 }
 
 /// A set of lower-cased origins that is replaced whole while read; a new
@@ -429,6 +438,7 @@ impl Processor {
             notify_log: LogLimiter::with_lines(LOG_INTERVAL, notify::LINES),
             query_policy: None,
             nsid: None,
+            tcp_keepalive: keepalive_tenths(crate::TcpLimits::default().idle_timeout),
             cookies: None,
             tap: None,
         }
@@ -443,6 +453,13 @@ impl Processor {
     /// The NSID this server answers with (none if empty).
     pub fn with_nsid(mut self, nsid: Vec<u8>) -> Processor {
         self.nsid = (!nsid.is_empty()).then(|| nsid.into_boxed_slice());
+        self
+    }
+
+    /// The idle timeout of TCP and TLS connections, which the answers
+    /// to a query with edns-tcp-keepalive carry.
+    pub fn with_tcp_idle_timeout(mut self, idle: std::time::Duration) -> Processor {
+        self.tcp_keepalive = keepalive_tenths(idle);
         self
     }
 

@@ -1,8 +1,9 @@
 //! Layer 5b: EDNS options a query asked for, appended to the OPT record
 //! that ends its response, before `sign`: NSID (RFC 5001) when the
 //! server has an identifier, EXPIRE (RFC 7314) on an SOA answer or the
-//! first message of a transfer from a zone we serve. A query that asked
-//! for neither pays one test of two flags the parser set.
+//! first message of a transfer from a zone we serve, the TCP idle
+//! timeout (RFC 7828) over TCP and TLS. A query that asked for none pays
+//! one test of the flags the parser set.
 
 use heron_proto::RType;
 use heron_proto::edns::{OPT_LEN, OPTION_HEADER_LEN, OptionWriter, code, opt_record};
@@ -14,8 +15,10 @@ use super::{Deferred, Processor, Request, Transport};
 /// Whether `q` asked for an option this layer may add.
 #[inline]
 pub(super) fn asked(q: &Query) -> bool {
-    q.edns
-        .is_some_and(|e| e.options.nsid || e.options.expire || e.options.padding)
+    q.edns.is_some_and(|e| {
+        let o = e.options;
+        o.nsid || o.expire || o.padding || o.tcp_keepalive
+    })
 }
 
 /// Block size padded responses are brought to (RFC 8467 4.1).
@@ -63,6 +66,9 @@ pub(super) fn append(
         && let Some(seconds) = expire(p, catalog, req.now, q)
     {
         let _ = w.expire(seconds);
+    }
+    if edns.options.tcp_keepalive && req.transport != Transport::Udp {
+        let _ = w.tcp_keepalive(p.tcp_keepalive);
     }
 }
 

@@ -925,6 +925,31 @@ fn nsid_and_expire_are_added_when_asked() {
 }
 
 #[test]
+fn a_keepalive_query_over_tcp_or_tls_is_told_the_idle_timeout() {
+    let p = processor().with_tcp_idle_timeout(std::time::Duration::from_secs(30));
+    let asked = &[(11u16, &b""[..])];
+    for name in ["ns.p.test", "nothing.p.test", "outside.test"] {
+        let q = with_opt(query(name, RType::A, Opcode::QUERY), asked);
+        for transport in [Transport::Tcp, Transport::Tls] {
+            let (_, out, _) = response(process(&p, &q, "192.0.2.1", transport));
+            // RFC 7828 3.1: 100 ms units.
+            assert_eq!(
+                options_of(&out),
+                [(11, 300u16.to_be_bytes().to_vec())],
+                "{name}"
+            );
+        }
+        // Never over UDP (RFC 7828 3.3.2).
+        let (_, out, _) = response(process(&p, &q, "192.0.2.1", Transport::Udp));
+        assert!(options_of(&out).is_empty(), "{name}");
+    }
+    let day = processor().with_tcp_idle_timeout(std::time::Duration::from_secs(86_400));
+    let q = with_opt(query("ns.p.test", RType::A, Opcode::QUERY), asked);
+    let (_, out, _) = response(process(&day, &q, "192.0.2.1", Transport::Tcp));
+    assert_eq!(options_of(&out), [(11, u16::MAX.to_be_bytes().to_vec())]);
+}
+
+#[test]
 fn a_transfer_asked_for_expire_tells_it_in_its_first_message() {
     let p = processor();
     let expire_of = |out: &[u8]| {
