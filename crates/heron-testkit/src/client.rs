@@ -11,7 +11,7 @@ use heron_proto::{Class, Name, Opcode, RType};
 /// How long to wait for a response (per UDP try, per TCP read).
 pub const TIMEOUT: Duration = Duration::from_secs(2);
 /// UDP tries in all (the first and one retry).
-const UDP_TRIES: u32 = 2;
+pub const UDP_TRIES: u32 = 2;
 
 /// The OPT record of a query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

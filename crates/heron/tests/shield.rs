@@ -38,6 +38,11 @@ fn open_zone(dir: &Path) -> PathBuf {
 /// Allowed: 127.0.0.1 and 127.0.0.3 server-wide; open.test: 127.0.0.1,
 /// 127.0.0.2, and 127.0.0.5 signed with `nokey`. Blackholed: 127.0.0.4.
 fn acl_server() -> ServerProcess {
+    acl_server_and_socket().0
+}
+
+/// [`acl_server`] and its control socket.
+fn acl_server_and_socket() -> (ServerProcess, PathBuf) {
     // A folder per server: the tests run at once, and one rewriting the
     // zone file while another server read it left that one without
     // open.test (REFUSED where NOERROR was due).
@@ -46,21 +51,38 @@ fn acl_server() -> ServerProcess {
     let dir = std::env::temp_dir().join(format!("heron-shield-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let open = open_zone(&dir);
-    ServerProcess::heron_with_config(&heron(), "edge.test", |port| {
+    let socket = dir.join("control.sock");
+    let server = ServerProcess::heron_with_config(&heron(), "edge.test", |port| {
         format!(
             "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
              allow-query = [\"127.0.0.1\", \"127.0.0.3\"]\n\
              blackhole = [\"127.0.0.4\"]\n\
              nsid = \"heron-ns1\"\n\
+             control = \"{}\"\n\
              [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n\
              [[zone]]\norigin = \"open.test\"\nfile = \"{}\"\n\
              allow-transfer = [\"127.0.0.1\"]\n\
              allow-query = [\"127.0.0.5/32 key nokey\", \"127.0.0.1\", \"127.0.0.2\"]\n\
              [[key]]\nname = \"nokey\"\nalgorithm = \"hmac-sha256\"\nsecret = \"c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0\"\n",
+            socket.display(),
             edge_zone().display(),
             open.display()
         )
-    })
+    });
+    (server, socket)
+}
+
+/// `heron ctl stats --json` on `socket`: the server's refusals.
+fn refusals(socket: &Path) -> serde_json::Value {
+    let out = std::process::Command::new(heron())
+        .args(["ctl", "--control"])
+        .arg(socket)
+        .args(["stats", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let response: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    response["data"]["refused"].clone()
 }
 
 fn ip(s: &str) -> IpAddr {
@@ -103,7 +125,7 @@ fn tcp_response(server: SocketAddr, from: &str, name: &str) -> Option<Vec<u8>> {
 
 #[test]
 fn allow_query_refuses_with_prohibited_and_blackhole_gets_nothing() {
-    let server = acl_server();
+    let (server, socket) = acl_server_and_socket();
     let addr = server.addr();
     // Allowed, refused, and over TCP the same.
     assert_eq!(
@@ -135,9 +157,13 @@ fn allow_query_refuses_with_prohibited_and_blackhole_gets_nothing() {
         udp_rcode(addr, "127.0.0.2", "elsewhere.example"),
         Some(Rcode::REFUSED)
     );
-    // Blackholed: no answer on either transport.
+    // Blackholed: no answer on either transport; each datagram and
+    // each connection counted.
     assert_eq!(udp_rcode(addr, "127.0.0.4", "open.test"), None);
     assert!(tcp_response(addr, "127.0.0.4", "open.test").is_none());
+    // Each datagram: the client sent its query UDP_TRIES times.
+    let sent = heron_testkit::client::UDP_TRIES;
+    assert_eq!(refusals(&socket)["blackhole"], sent);
     // dig and kdig both see Extended DNS Error 18.
     let dig = run_dig_with(DigTool::Dig, addr, "edge.test", "SOA", &["-b", "127.0.0.2"]);
     let out = dig.expect_success();

@@ -195,6 +195,9 @@ pub enum Refusal {
     /// An UPDATE whose zone section's type is not SOA (FORMERR, RFC 2136
     /// 3.1.1), whatever the zone.
     UpdateZoneNotSoa,
+    /// A datagram from a `blackhole` address: dropped, never answered
+    /// (TCP counts those at accept, as connections refused).
+    Blackholed,
 }
 
 /// Whether `q` asked for an EDNS option [`Processor::add_options`] may
@@ -255,7 +258,7 @@ impl Plain {
 
 impl Refusal {
     /// How many kinds there are, for counters indexed by [`Refusal::kind`].
-    pub const KINDS: usize = 12;
+    pub const KINDS: usize = 13;
 
     /// A name for each kind, in the order of [`Refusal::kind`].
     pub const KIND_NAMES: [&'static str; Refusal::KINDS] = [
@@ -271,6 +274,7 @@ impl Refusal {
         "update-not-served",
         "update-denied",
         "update-zone-not-soa",
+        "blackhole",
     ];
 
     /// A number below [`Refusal::KINDS`], one per variant (the reason a
@@ -289,6 +293,7 @@ impl Refusal {
             Refusal::UpdateNotServed => 9,
             Refusal::UpdateDenied => 10,
             Refusal::UpdateZoneNotSoa => 11,
+            Refusal::Blackholed => 12,
         }
     }
 
@@ -318,6 +323,8 @@ impl Refusal {
             | Refusal::NotifyDenied(_)
             | Refusal::QueryDenied(_)
             | Refusal::UpdateDenied => Rcode::REFUSED,
+            // Never sent: a blackholed request gets no response.
+            Refusal::Blackholed => Rcode::REFUSED,
         }
     }
 }
@@ -339,6 +346,7 @@ impl fmt::Display for Refusal {
             Refusal::UpdateZoneNotSoa => {
                 f.write_str("UPDATE whose zone section is not of type SOA")
             }
+            Refusal::Blackholed => f.write_str("request from a blackholed address"),
         }
     }
 }
@@ -491,6 +499,7 @@ impl Processor {
             return Screened::Pass;
         };
         if policy.blackholes(req.peer.ip()) {
+            events.push(Event::Refused(Refusal::Blackholed));
             return Screened::Drop;
         }
         let Some(q) = q.filter(|q| !is_deferred(q)) else {
@@ -586,6 +595,10 @@ impl Processor {
     /// events are appended to `events`.
     pub fn process(&self, req: &Request, out: &mut Vec<u8>, events: &mut Vec<Event>) -> Outcome {
         if self.blackholes(req.peer.ip()) {
+            if req.transport == Transport::Udp {
+                // TCP and TLS count these at accept, once a connection.
+                events.push(Event::Refused(Refusal::Blackholed));
+            }
             return Outcome::Nothing;
         }
         let outcome = self.respond(req, out, events);
