@@ -171,6 +171,35 @@ pub fn opt_record(udp_size: u16, rcode: u16, do_bit: bool) -> [u8; OPT_LEN] {
 
 /// Wire length of the OPT record [`opt_record`] makes.
 pub const OPT_LEN: usize = 11;
+
+/// Extended DNS Error INFO-CODEs the server gives (RFC 8914 4).
+pub mod ede {
+    /// 18: a policy refuses the client (`allow-query`).
+    pub const PROHIBITED: u16 = 18;
+    /// 20: a name in no zone the server serves (RFC 8914 4.21).
+    pub const NOT_AUTHORITATIVE: u16 = 20;
+}
+
+/// Wire length of [`opt_record_with_error`]'s record.
+pub const OPT_WITH_ERROR_LEN: usize = OPT_LEN + OPTION_HEADER_LEN + 2;
+
+/// [`opt_record`] holding one Extended DNS Error option with `info_code`
+/// and no text.
+pub fn opt_record_with_error(
+    udp_size: u16,
+    rcode: u16,
+    do_bit: bool,
+    info_code: u16,
+) -> [u8; OPT_WITH_ERROR_LEN] {
+    let mut out = [0u8; OPT_WITH_ERROR_LEN];
+    out[..OPT_LEN].copy_from_slice(&opt_record(udp_size, rcode, do_bit));
+    let rdlength = (OPTION_HEADER_LEN + 2) as u16;
+    out[OPT_RDLENGTH_AT..OPT_LEN].copy_from_slice(&rdlength.to_be_bytes());
+    out[OPT_LEN..OPT_LEN + 2].copy_from_slice(&code::EXTENDED_ERROR.to_be_bytes());
+    out[OPT_LEN + 2..OPT_LEN + 4].copy_from_slice(&2u16.to_be_bytes());
+    out[OPT_LEN + 4..].copy_from_slice(&info_code.to_be_bytes());
+    out
+}
 /// Where RDLENGTH sits in an OPT record (root owner, type, class, TTL).
 const OPT_RDLENGTH_AT: usize = 9;
 /// Octets an option takes besides its data.
@@ -373,6 +402,20 @@ mod tests {
         assert!(read.nsid && read.expire);
         assert_eq!(read.expire_seconds, None, "a query's empty EXPIRE");
         assert_eq!(super::tests::read(&[(65001, b"")]), EdnsOptions::default());
+    }
+
+    #[test]
+    fn an_opt_record_with_an_error_reads_back_as_one() {
+        let record = opt_record_with_error(1232, 5, true, ede::NOT_AUTHORITATIVE);
+        let rdata = &record[OPT_LEN..];
+        assert_eq!(
+            u16::from_be_bytes([record[9], record[10]]) as usize,
+            rdata.len()
+        );
+        assert_eq!(rdata, [0, 15, 0, 2, 0, 20]);
+        let edns = parse_opt(1232, u32::from_be_bytes([0, 0, 0x80, 0]), rdata).unwrap();
+        assert_eq!(edns.options, EdnsOptions::default(), "EDE is not a query's");
+        assert_eq!(record[..9], opt_record(1232, 5, true)[..9]);
     }
 
     #[test]

@@ -498,6 +498,36 @@ fn names_outside_every_zone_are_refused() {
     assert_eq!(m.questions.len(), 1);
 }
 
+/// With EDNS the refusal says why: Extended DNS Error 20, Not
+/// Authoritative (RFC 8914 4.21), as NSD and Knot answer; nothing else
+/// carries it.
+#[test]
+fn a_refusal_for_a_name_outside_every_zone_says_not_authoritative() {
+    const EDE_20: [u8; 6] = [0, 15, 0, 2, 0, 20];
+    let (cat, cfg) = (catalog(), AnswerConfig::default());
+    for query in [
+        q("example.org", RType::A).edns(1232, 0, false),
+        q("example.org", RType::A).edns(4096, 0, true).tcp(),
+    ] {
+        let (m, out) = ask_with(&cat, &cfg, &query);
+        assert_eq!(m.rcode(), Rcode::REFUSED);
+        assert!(out.ends_with(&EDE_20), "{out:?}");
+        assert_eq!(m.edns.map(|e| e.do_bit), query.edns.map(|e| e.2));
+    }
+    let (m, out) = ask_with(&cat, &cfg, &q("example.org", RType::A));
+    assert!(
+        m.edns.is_none() && !out.ends_with(&EDE_20),
+        "no EDNS, no OPT"
+    );
+    for other in [
+        q("example.test", RType::A).edns(1232, 0, false),
+        q("nx.example.test", RType::A).edns(1232, 0, false),
+    ] {
+        let (_, out) = ask_with(&cat, &cfg, &other);
+        assert!(out.ends_with(&[0, 0]), "an OPT with no option: {out:?}");
+    }
+}
+
 #[test]
 fn opcodes_and_malformed_queries() {
     let mut query = q("example.test", RType::A);

@@ -877,11 +877,10 @@ fn request_kind(q: &Query) -> &'static str {
 /// `Deferred::header_response` ended a refusal with, for a query that
 /// had EDNS.
 fn prohibited(d: &Deferred, out: &mut Vec<u8>) {
-    const PROHIBITED: u16 = 18;
     if d.q.edns.is_none() {
         return;
     }
     if let Some(mut w) = OptionWriter::after_bare_opt(out, u16::MAX as usize) {
-        let _ = w.extended_error(PROHIBITED, "");
+        let _ = w.extended_error(heron_proto::edns::ede::PROHIBITED, "");
     }
 }

@@ -302,6 +302,9 @@ struct Responder<'a> {
     dnssec: bool,
     /// [`Summary::wildcard_at`]: set when the query name matched a wildcard.
     wildcard_at: u8,
+    /// REFUSED because no zone holds the name: the OPT record says so
+    /// with Extended DNS Error 20, as NSD and Knot do (RFC 8914 4.21).
+    not_authoritative: bool,
     /// The addresses to add for the NS/MX/SRV RRset written, and where
     /// that RRset was written (their owners point into it).
     additional: Option<(AdditionalRef<'a>, Written)>,
@@ -389,6 +392,7 @@ impl<'a> Responder<'a> {
             tc: false,
             dnssec: q.edns.is_some_and(|e| e.do_bit),
             wildcard_at: 0,
+            not_authoritative: false,
             additional: None,
             deferred_proofs: ManuallyDrop::new(None),
         }
@@ -438,7 +442,10 @@ impl<'a> Responder<'a> {
         let zone = match served {
             Served::Zone(zone) => zone,
             Served::Expired => return self.rcode = Rcode::SERVFAIL,
-            Served::NotServed => return self.rcode = Rcode::REFUSED,
+            Served::NotServed => {
+                self.not_authoritative = true;
+                return self.rcode = Rcode::REFUSED;
+            }
         };
         self.aa = true;
         let apex_len = zone.origin().wire_len();
@@ -937,10 +944,18 @@ impl<'a> Responder<'a> {
             flags |= flags::TC;
         }
         if self.q.edns.is_some() {
-            let opt = edns::opt_record(self.config.max_udp_payload, self.rcode.0, self.dnssec);
+            let (size, rcode) = (self.config.max_udp_payload, self.rcode.0);
             self.w.set_limit(u16::MAX as usize);
             self.w.section(Section::Additional);
-            self.w.raw_record(&opt).expect("room was reserved");
+            let written = match self.not_authoritative {
+                false => self
+                    .w
+                    .raw_record(&edns::opt_record(size, rcode, self.dnssec)),
+                true => self
+                    .w
+                    .raw_record(&not_authoritative_opt(size, rcode, self.dnssec)),
+            };
+            written.expect("room was reserved");
         }
         self.w.finish(self.q.header.id, flags, 1);
         Summary {
@@ -948,6 +963,14 @@ impl<'a> Responder<'a> {
             extended_rcode: self.rcode.0 > 0xF,
         }
     }
+}
+
+/// The OPT record of a REFUSED for a name in no zone: kept out of line,
+/// off the path of every other answer.
+#[cold]
+#[inline(never)]
+fn not_authoritative_opt(size: u16, rcode: u16, dnssec: bool) -> [u8; edns::OPT_WITH_ERROR_LEN] {
+    edns::opt_record_with_error(size, rcode, dnssec, edns::ede::NOT_AUTHORITATIVE)
 }
 
 /// How to write an owner: a pointer to where it already is, or its labels
