@@ -1105,6 +1105,59 @@ bad.upd.test. 60 IN AAAA 192.0.2.25
     );
 }
 
+/// `heron ctl flush`, as `rndc sync`: under `zonefile-sync = "never"`
+/// the updates are written to the file on demand, updates go on being
+/// taken, and a restart finds the file and its journal agree.
+#[test]
+fn flush_writes_the_updates_to_the_file_on_demand() {
+    let file = zone_file("flush");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
+    let add = |addr, name: &str| {
+        let commands = format!("update add {name} 60 A 192.0.2.80");
+        send(Client::Nsupdate, addr, Some("ops"), false, &commands)
+    };
+    let (ok, said) = ctl(&socket, &["flush"]);
+    assert!(ok && said.contains("nothing to write"), "{said}");
+    assert_eq!(add(server.addr(), "flushed.upd.test"), "NOERROR");
+    assert!(
+        !std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("flushed.upd.test")
+    );
+    let (ok, said) = ctl(&socket, &["flush"]);
+    assert!(
+        ok && said.contains("(serial 2)"),
+        "{said}\n{}",
+        server.log()
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("flushed.upd.test."), "{text}");
+    assert_eq!(file_serial(&file), Some(2));
+    let (ok, said) = ctl(&socket, &["flush", ZONE]);
+    assert!(ok && said.contains("holds what is served"), "{said}");
+    assert_eq!(add(server.addr(), "later.upd.test"), "NOERROR");
+    let out = Command::new(heron())
+        .args(["ctl", "--socket"])
+        .arg(&socket)
+        .args(["flush", ZONE, "nosuch.test"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert!(
+        !std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("later.upd.test")
+    );
+    drop(server);
+    // The journal holds the update after the flush; the file the rest.
+    let (server, _) = start_with_control(&file, "zonefile-sync = \"never\"");
+    for name in ["flushed.upd.test", "later.upd.test"] {
+        assert_eq!(a(server.addr(), name).len(), 1, "{name}\n{}", server.log());
+    }
+    assert_eq!(zone_serial(server.addr(), ZONE), Some(3));
+    assert!(!server.log().contains("unapplied"), "{}", server.log());
+}
+
 /// The SOA serial written in the zone file at `file`.
 fn file_serial(file: &Path) -> Option<u32> {
     let text = std::fs::read_to_string(file).ok()?;

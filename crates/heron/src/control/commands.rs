@@ -23,7 +23,19 @@ use crate::plan::zone_files::ZoneFiles;
 use crate::runtime::{Selection, Transfers, reload};
 
 /// The commands this server answers, for the error that names them.
-const KNOWN: &str = "status, zone-status, reload, reconfigure, retransfer, refresh, notify, stats, dnstap-reopen, freeze, thaw, keys, roll, ds-seen, stop";
+const KNOWN: &str = "status, zone-status, reload, reconfigure, retransfer, refresh, notify, stats, dnstap-reopen, freeze, thaw, flush, keys, roll, ds-seen, stop";
+
+/// What `flush` did with one zone.
+enum Flushed {
+    NotServed,
+    /// Its file holds every update it answered: nothing written.
+    HoldsAll,
+    Written {
+        file: std::path::PathBuf,
+        serial: u32,
+    },
+    Failed(String),
+}
 
 /// What the commands see of the running server.
 pub(crate) struct Controller {
@@ -73,6 +85,7 @@ impl Controller {
                 [zone] => self.thaw(zone).await,
                 _ => Response::refused(format!("{} takes one zone", request.command)),
             },
+            "flush" => self.flush(zones).await,
             "keys" | "ds-seen" => match zones.as_slice() {
                 [zone] if request.command == "keys" => self.keys(zone).await,
                 [zone] => self.ds_seen(zone).await,
@@ -305,6 +318,73 @@ impl Controller {
             ),
             json!({ "zone": zone.to_string(), "serial": serial, "file": shown.to_string() }),
         )
+    }
+
+    /// Writes `zones` (none named: every zone whose file lacks updates)
+    /// to their files as served now; updates go on being taken.
+    async fn flush(&self, zones: Vec<Name>) -> Response {
+        let catalog = self.catalog.load();
+        if let Some(zone) = zones.iter().find(|z| catalog.get(z).is_none()) {
+            // Nothing written when one named is wrong.
+            return Response::refused(format!("{zone} is not a zone of this server"));
+        }
+        let targets = match zones.is_empty() {
+            true => self.transfers.unwritten.origins(),
+            false => zones,
+        };
+        let (mut lines, mut errors, mut rows) = (Vec::new(), Vec::new(), Vec::new());
+        for zone in &targets {
+            match self.flush_one(zone).await {
+                Flushed::NotServed => {
+                    return Response::refused(format!("{zone} is not a zone of this server"));
+                }
+                Flushed::Failed(why) => errors.push(why),
+                Flushed::Written { file, serial } => {
+                    lines.push(format!(
+                        "{zone} written to {} (serial {serial})",
+                        file.display()
+                    ));
+                    rows.push(json!({ "zone": zone.to_string(), "file": file.display().to_string(), "serial": serial }));
+                }
+                Flushed::HoldsAll => lines.push(format!("{zone}: its file holds what is served")),
+            }
+        }
+        let message = match lines.is_empty() && errors.is_empty() {
+            true => "no zone's file lacks updates: nothing to write".to_string(),
+            false => lines.join("; "),
+        };
+        let data = json!({ "written": rows });
+        match errors.is_empty() {
+            true => Response::ok(message, data),
+            false => Response {
+                errors,
+                data,
+                ..Response::error(message)
+            },
+        }
+    }
+
+    /// Writes `zone` to its file if the file lacks updates it answered.
+    async fn flush_one(&self, zone: &Name) -> Flushed {
+        let file = (self.files.lock().unwrap_or_else(|e| e.into_inner())).file_of(zone);
+        let (Some(file), Some(served)) = (file, self.catalog.load().get(zone).cloned()) else {
+            return Flushed::NotServed;
+        };
+        if !self.transfers.unwritten.contains(zone) {
+            return Flushed::HoldsAll;
+        }
+        let signed_here = self.transfers.signings.get(zone).is_some();
+        let serial = served.serial();
+        let version = served.clone();
+        match crate::runtime::update::write_now(served, file.clone(), signed_here).await {
+            Ok(()) => {
+                let primary = &self.transfers.primary;
+                (self.transfers.unwritten).written(&self.catalog, &version, primary);
+                tracing::info!(zone = %zone, "zone {zone} flushed: written to {} (serial {serial})", file.display());
+                Flushed::Written { file, serial }
+            }
+            Err(e) => Flushed::Failed(format!("{zone}: cannot write {}: {e}", file.display())),
+        }
     }
 
     /// Reads `zone`'s file again (its edits merged, the serial moved on)

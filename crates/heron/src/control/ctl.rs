@@ -101,6 +101,16 @@ pub enum CtlCommand {
         /// The frozen zone.
         zone: String,
     },
+    /// Write zones whose files lack the dynamic updates they answered to
+    /// their files now (as `rndc sync` and `knotc zone-flush` do): for a
+    /// backup, or under `zonefile-sync = "never"`. Updates go on being
+    /// taken. Exits 1 if a file could not be written, 4 if a zone named
+    /// is not served.
+    Flush {
+        /// The zones to write (default: every zone whose file lacks
+        /// updates).
+        zones: Vec<String>,
+    },
     /// The server's counters: requests refused by reason (bad TSIG,
     /// transfer or NOTIFY not allowed, ...) and TCP connections open.
     Stats {
@@ -170,6 +180,10 @@ impl CtlCommand {
             CtlCommand::Notify { zone } => one_zone("notify", zone),
             CtlCommand::Freeze { zone } => one_zone("freeze", zone),
             CtlCommand::Thaw { zone } => one_zone("thaw", zone),
+            CtlCommand::Flush { zones } => Request {
+                zones: zones.clone(),
+                ..Request::new("flush")
+            },
             CtlCommand::Stats { reset } => Request {
                 reset: *reset,
                 ..Request::new("stats")
