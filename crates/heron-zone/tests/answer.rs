@@ -731,3 +731,61 @@ fn nsec_asked_at_a_cname_is_answered_from_that_name() {
     assert_eq!(m.rcode(), Rcode::NXDOMAIN);
     assert_eq!(m.answers[0].rtype, RType::CNAME);
 }
+
+/// A zone with DNAMEs that chains pass more than once, and a CNAME.
+fn chains_catalog() -> Catalog {
+    let text = "$ORIGIN r.test.\n$TTL 300\n@ SOA ns1 h 1 7200 3600 1209600 300\n@ NS ns1\n\
+                ns1 A 192.0.2.1\ncn CNAME ns1\nrdn DNAME rtgt.r.test.\n\
+                a.rtgt CNAME b.rdn.r.test.\nb.rtgt A 192.0.2.77\n\
+                c.rtgt CNAME d.rdn.r.test.\nself DNAME r.test.\n\
+                la DNAME lb.r.test.\nlb DNAME la.r.test.\n";
+    let origin = Name::parse("r.test").unwrap();
+    let loaded = load_zone_str(text, "r.zone", &origin).unwrap();
+    let mut c = Catalog::new();
+    c.insert(loaded.zone);
+    c
+}
+
+/// RFC 1034 4.3.2, RFC 6672: a chain goes on while its names differ,
+/// through one DNAME as often as it leads there (NSD, Knot and BIND all
+/// finish these); only a name met again ends it.
+#[test]
+fn a_chain_may_pass_one_dname_twice_and_ends_only_at_a_name_met_again() {
+    let (cat, cfg) = (chains_catalog(), AnswerConfig::default());
+    let ask = |name: &str| ask_with(&cat, &cfg, &q(name, RType::A).tcp()).0;
+    // a.rdn -> a.rtgt CNAME b.rdn -> b.rtgt A.
+    let m = ask("a.rdn.r.test");
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert!(
+        texts(&m.answers).contains(&"b.rtgt.r.test. 300 in a 192.0.2.77".to_string()),
+        "{:?}",
+        texts(&m.answers)
+    );
+    // c.rdn -> c.rtgt CNAME d.rdn -> d.rtgt: no such name.
+    for name in ["c.rdn.r.test", "x.self.self.r.test"] {
+        let m = ask(name);
+        assert_eq!(m.rcode(), Rcode::NXDOMAIN, "{name}");
+        assert_eq!(m.authority.len(), 1, "{name}: the SOA");
+    }
+    // x.la -> x.lb -> x.la: a loop, ended where the name comes again.
+    let m = ask("x.la.r.test");
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert_eq!(m.answers.len(), 4, "{:?}", texts(&m.answers));
+}
+
+/// NSEC and RRSIG may stand beside a CNAME (RFC 2181 10.1, RFC 4035
+/// 2.5): asked for at a CNAME, they are answered there (NODATA here), not
+/// by the CNAME, as Knot and BIND answer; a resolver takes a CNAME
+/// answer for them as an error.
+#[test]
+fn nsec_and_rrsig_queries_at_a_cname_are_not_followed() {
+    let (cat, cfg) = (chains_catalog(), AnswerConfig::default());
+    for qtype in [RType::NSEC, RType::RRSIG] {
+        let m = ask_with(&cat, &cfg, &q("cn.r.test", qtype)).0;
+        assert_eq!(m.rcode(), Rcode::NOERROR, "{qtype}");
+        assert!(m.answers.is_empty(), "{qtype}: {:?}", texts(&m.answers));
+        assert_eq!(texts(&m.authority).len(), 1, "{qtype}: NODATA's SOA");
+    }
+    let m = ask_with(&cat, &cfg, &q("cn.r.test", RType::A)).0;
+    assert_eq!(m.answers.len(), 2, "another type follows the CNAME");
+}

@@ -475,8 +475,12 @@ impl<'a> Responder<'a> {
         if let Next::Done = next {
             return Ok(()); // no chain: most answers
         }
-        // Nodes whose CNAME or DNAME was followed: meeting one again is a loop.
+        // Nodes whose CNAME or DNAME was followed: meeting a CNAME again
+        // is a loop. Names looked up: looking one up again is a loop
+        // (through DNAMEs too), by a hash of its lower-cased form.
         let mut followed = [0usize; MAX_CHAIN];
+        let mut looked_up = [0u64; MAX_CHAIN + 1];
+        looked_up[0] = name_hash(lower.0);
         for hop in 0..MAX_CHAIN {
             let Next::Follow { node, at } = next else {
                 return Ok(());
@@ -488,6 +492,11 @@ impl<'a> Responder<'a> {
             if !in_zone(zone, lower.as_wire()) {
                 return Ok(());
             }
+            let hash = name_hash(lower.as_wire());
+            if looked_up[..=hop].contains(&hash) {
+                return Ok(()); // a loop
+            }
+            looked_up[hop + 1] = hash;
             let starts = LabelStarts::of(lower.as_wire());
             let lower = (lower.as_wire(), starts.as_slice());
             next = self.step(
@@ -530,14 +539,15 @@ impl<'a> Responder<'a> {
                 let denial = Denial::NxDomain { encloser };
                 self.prove(zone, lower, denial).map(|_| Next::Done)
             }
-            Found::Dname(node) if !followed.contains(&node.id()) => {
+            // One DNAME may rewrite several names of a chain (a CNAME
+            // back below it): only a name met again is a loop (`resolve`).
+            Found::Dname(node) => {
                 if first {
                     // Every name below it gets this answer: about its owner.
                     self.wildcard_at = (lower.len() - node.owner_wire().len()) as u8;
                 }
                 self.dname(zone, node, name, target)
             }
-            Found::Dname(_) => Ok(Next::Done), // a DNAME loop
             Found::Exact(node) => self.at_node(zone, node, here, lower, followed, false, target),
             Found::Wildcard(node) => {
                 if first {
@@ -577,11 +587,13 @@ impl<'a> Responder<'a> {
         // a call.
         // Beside a CNAME only the CNAME's own NSEC and signatures may be
         // (RFC 2181 10.1, RFC 4035 2.5): an RRset asked for that is there
-        // is the answer (as NSD and Knot give it); anything else follows.
+        // is the answer (as NSD and Knot give it), and a query for those
+        // two types is answered here even when they are not (NODATA, as
+        // Knot and BIND: a resolver takes a CNAME for them as an error);
+        // anything else follows.
         let cname = match node.has_cname() && qtype != RType::ANY {
             true if node.rrset(qtype).is_some() => None,
-            // The CNAME's signatures are there to answer (RFC 4034 3).
-            true if qtype == RType::RRSIG && node.data().any(|s| s.has_sigs()) => None,
+            true if matches!(qtype, RType::NSEC | RType::RRSIG) => None,
             true => node.rrset(RType::CNAME),
             false => None,
         };
@@ -963,6 +975,14 @@ impl<'a> Responder<'a> {
             extended_rcode: self.rcode.0 > 0xF,
         }
     }
+}
+
+/// FNV-1a of a lower-cased wire name: what a chain's loop check keeps
+/// of each name it looked up.
+fn name_hash(lower: &[u8]) -> u64 {
+    lower.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// The OPT record of a REFUSED for a name in no zone: kept out of line,
