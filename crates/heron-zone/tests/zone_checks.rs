@@ -102,6 +102,29 @@ fn names_below_a_dname_are_warned_about() {
     assert!(fine.is_empty(), "{fine:?}");
 }
 
+/// BIND refuses a zone with a DS at its apex and NSD hides it; such a
+/// DS is the parent's, pasted into the child: warned about, and still
+/// loaded (as Knot loads it).
+#[test]
+fn a_ds_at_the_apex_is_warned_about() {
+    let loaded = problems(
+        "@ DS 12345 13 2 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n",
+    )
+    .unwrap();
+    let p = one(&loaded, Severity::Warning);
+    assert!(
+        p.message
+            .starts_with("example.test.: DS at the zone's apex"),
+        "{p}"
+    );
+    let below = problems("sub NS ns.other.example.\nsub DS 12345 13 2 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n")
+        .unwrap();
+    assert!(
+        below.is_empty(),
+        "a DS at a delegation is where it belongs: {below:?}"
+    );
+}
+
 #[test]
 fn two_cnames_at_one_name_are_an_error() {
     let errs = problems("www CNAME ns\nwww CNAME mail\n").unwrap_err();

@@ -1081,6 +1081,20 @@ impl<'a> Plan<'a> {
         });
     }
 
+    /// A DS at the apex is the parent's record, put in the child by
+    /// mistake: resolvers ask the parent for it, so it is served to no one
+    /// who needs it (RFC 4035 2.4; BIND refuses such a zone, NSD hides it).
+    fn apex_ds_warning(&self, node: &NodeParts, problems: &mut Vec<Problem>) {
+        if let Some(ds) = node.set(RType::DS) {
+            let msg = format!(
+                "{}: DS at the zone's apex; a DS belongs in the parent zone, which resolvers \
+                 ask for it: move it there",
+                self.apex
+            );
+            self.problem(problems, ds.first, Severity::Warning, msg);
+        }
+    }
+
     /// Collects a node's records, duplicates dropped (RFC 2181 5), each
     /// RRset keeping its first TTL (RFC 2181 5.2).
     fn parts<'l>(&self, d: Draft, logs: &'l [Vec<u8>]) -> NodeParts<'l> {
@@ -1337,6 +1351,9 @@ impl<'a> Plan<'a> {
                 "TTL {ttl} differs from the TTL {first} of the {rtype} RRset; using {first}"
             );
             self.problem(&mut out.problems, Some(at), Severity::Warning, msg);
+        }
+        if is_apex && self.b.warn {
+            self.apex_ds_warning(node, &mut out.problems);
         }
         let is_cut = !is_apex && node.set(RType::NS).is_some();
         // Most nodes (addresses, text) need no name object: no allocation.
