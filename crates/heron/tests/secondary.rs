@@ -1005,6 +1005,32 @@ fn edns_expire_is_the_soa_expire_on_the_primary_and_counts_down_on_the_secondary
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `[secondary] min-expire` bounds what a primary tells by EDNS EXPIRE
+/// too: Heron, Knot and BIND primaries tell their SOA's expire, and a
+/// zone whose SOA says seconds expired seconds into an outage whatever
+/// the floor said.
+#[test]
+fn min_expire_bounds_the_expire_a_primary_tells() {
+    let dir = work_dir("min-expire-edns");
+    let zone_file = dir.join("primary.zone");
+    // refresh 1 s, retry 1 s, expire 5 s.
+    let text = zone_text(1, "").replace("1 3600 600 86400 60", "1 1 1 5 60");
+    std::fs::write(&zone_file, text).unwrap();
+    let (primary_port, secondary_port) = (free_port(), free_port());
+    let primary = start(
+        primary_port,
+        &primary_config(primary_port, &zone_file, secondary_port),
+    );
+    assert_eq!(expire_of(primary.addr()), Some(5), "the primary tells it");
+    let bounds = "[secondary]\nmin-refresh = 1\nmin-retry = 1\nmin-expire = 600\n";
+    let config = secondary_config(secondary_port, primary.addr(), &dir.join("k"), bounds);
+    let heron = start(secondary_port, &config);
+    let left = expire_of(heron.addr()).expect("the secondary tells EXPIRE");
+    assert!((590..=600).contains(&left), "{left}\n{}", heron.log());
+    drop((heron, primary));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// RFC 7314: a secondary of a secondary expires with its primary's copy.
 /// The second secondary transfers some seconds after the first: were it
 /// to count the SOA's expire from its own transfer, it would outlive the

@@ -712,11 +712,17 @@ impl Driver {
             }
         }
         self.note_exchange(zone, primary, failed);
+        // `min-expire` bounds what a primary tells too: a primary's SOA of
+        // a minute, told as EDNS EXPIRE, expired the zone a minute into an
+        // outage however the floor was set.
+        let min_expire =
+            u32::try_from(self.ctx.bounds.get().min_expire.as_secs()).unwrap_or(u32::MAX);
+        let floored = |expire: Option<u32>| expire.map(|s| s.max(min_expire));
         match result {
             Exchanged::Serial(answer) => self.handle(Event::SoaChecked {
                 zone,
                 check,
-                primary_expire: answer.as_ref().ok().and_then(|&(_, expire)| expire),
+                primary_expire: floored(answer.as_ref().ok().and_then(|&(_, expire)| expire)),
                 result: answer.map(|(serial, _)| serial).map_err(|f| f.failure),
             }),
             Exchanged::Transfer(transfer, _) => {
@@ -734,7 +740,7 @@ impl Driver {
                     zone,
                     check,
                     result,
-                    primary_expire,
+                    primary_expire: floored(primary_expire),
                 });
                 // Not dated by the timers (they always date a new version).
                 self.keep_unkept(None);
