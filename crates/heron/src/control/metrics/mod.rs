@@ -61,6 +61,9 @@ struct SecondaryHealth {
     failures: u32,
     /// The serial a primary last said it has.
     primary_serial: Option<u32>,
+    /// The serial of the version transferred in, as the primary numbers
+    /// it (a zone Heron signs serves a serial of its own).
+    transferred_serial: Option<u32>,
 }
 
 /// What one scrape exports, read at once.
@@ -197,6 +200,7 @@ async fn zone_rows(controller: &Controller) -> Vec<ZoneRow> {
             expire_at: report.expire_at.map(unix_seconds),
             failures: report.failures,
             primary_serial: report.primary_serial,
+            transferred_serial: report.serial,
         };
         health.insert(origin, zone_health);
     }
@@ -538,19 +542,27 @@ fn encode_secondary_health(
         });
         family(e, name, help, MetricType::Gauge, rows)?;
     }
-    let primary_serials = healths().filter_map(|(zone, h)| {
-        Some((
-            vec![("zone", zone)],
-            ConstGauge::new(i64::from(h.primary_serial?)),
-        ))
-    });
-    family(
-        e,
-        "heron_zone_secondary_primary_serial",
-        "The serial a primary last said it has (ahead of heron_zone_serial while a newer version is not in yet)",
-        MetricType::Gauge,
-        primary_serials,
-    )?;
+    let serials = [
+        (
+            "heron_zone_secondary_primary_serial",
+            "The serial a primary last said it has (ahead of heron_zone_secondary_transferred_serial while a newer version is not in yet)",
+            (|h: &SecondaryHealth| h.primary_serial) as fn(&SecondaryHealth) -> Option<u32>,
+        ),
+        (
+            "heron_zone_secondary_transferred_serial",
+            "The serial of the version last transferred in, as the primary numbers it (heron_zone_serial, unless Heron signs the zone with a serial of its own)",
+            |h: &SecondaryHealth| h.transferred_serial,
+        ),
+    ];
+    for (name, help, serial) in serials {
+        let rows = healths().filter_map(|(zone, h)| {
+            Some((
+                vec![("zone", zone)],
+                ConstGauge::new(i64::from(serial(&h)?)),
+            ))
+        });
+        family(e, name, help, MetricType::Gauge, rows)?;
+    }
     let failures =
         healths().map(|(zone, h)| (vec![("zone", zone)], ConstGauge::new(i64::from(h.failures))));
     family(
