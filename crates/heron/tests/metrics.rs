@@ -665,7 +665,10 @@ fn a_secondary_zones_health_is_exported_from_the_start_kept_copy_included() {
     assert!(of(&first, "heron_zone_secondary_expiry_timestamp_seconds").unwrap() > now());
     assert_eq!(of(&first, "heron_zone_secondary_check_failures"), Some(0.0));
     assert_eq!(of(&first, "heron_zone_secondary_primary_serial"), Some(7.0));
-    assert_eq!(of(&first, "heron_zone_secondary_transferred_serial"), Some(7.0));
+    assert_eq!(
+        of(&first, "heron_zone_secondary_transferred_serial"),
+        Some(7.0)
+    );
     assert_eq!(of(&first, "heron_zone_served"), Some(1.0));
     let edge_served = format!("heron_zone_served{{zone=\"{ORIGIN}.\"}}");
     assert_eq!(first.get(&edge_served), Some(&1.0), "primaries too");

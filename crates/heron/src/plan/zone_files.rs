@@ -209,10 +209,19 @@ impl Outcome {
     /// zone added, removed or changed by name, or "no change"; then the
     /// parts that wait for a restart.
     pub fn configuration_changes(&self) -> String {
+        // A reload of thousands of zones made one line of 170 KB, which
+        // journald splits (48 KiB): the first few are named, the rest
+        // counted (each is logged on its own line besides).
+        const NAMED: usize = 10;
         let names = |zones: &[Name]| {
             let mut names: Vec<String> = zones.iter().map(|z| z.to_string()).collect();
             names.sort();
-            names.join(" ")
+            let more = names.len().saturating_sub(NAMED);
+            names.truncate(NAMED);
+            match more {
+                0 => names.join(" "),
+                _ => format!("{} and {more} more", names.join(" ")),
+            }
         };
         let secondaries = &self.secondaries;
         let lists = [
@@ -973,6 +982,24 @@ pub struct SecondaryChanges {
 mod tests {
     use super::*;
     use heron_proto::Name;
+
+    #[test]
+    fn the_reload_summary_names_ten_zones_a_list_and_counts_the_rest() {
+        let zones = |n: usize| (0..n).map(|i| Name::parse(&format!("z{i:05}.test")).unwrap());
+        let outcome = Outcome {
+            added: zones(10_000).collect(),
+            removed: zones(3).collect(),
+            ..Outcome::default()
+        };
+        let line = outcome.configuration_changes();
+        assert!(line.len() < 400, "{} octets: {line}", line.len());
+        assert!(line.contains("z00009.test. and 9990 more"), "{line}");
+        assert!(!line.contains("z00010.test."), "{line}");
+        assert!(
+            line.ends_with("removed: z00000.test. z00001.test. z00002.test."),
+            "{line}"
+        );
+    }
 
     fn zone_text(serial: u32, extra: &str) -> String {
         format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n{extra}")
