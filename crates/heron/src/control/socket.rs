@@ -17,6 +17,7 @@ use std::future::Future;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -481,8 +482,12 @@ async fn read_line(stream: &mut UnixStream) -> io::Result<String> {
 
 /// Why a request got no response.
 pub enum Unanswered {
-    /// Nothing within the wait.
+    /// Nothing within the wait, the request not even taken.
     TimedOut,
+    /// The request was written and no result came within the wait: the
+    /// server may still be carrying it out (or be wedged: a socket takes
+    /// a request into its buffer either way).
+    NoResultYet,
     /// Cannot connect, or the exchange broke.
     Unreachable(io::Error),
     /// Something came back that is not a response.
@@ -500,6 +505,16 @@ impl Unanswered {
                  --timeout waits longer)",
                 wait.as_secs_f64()
             ),
+            Unanswered::NoResultYet => format!(
+                "control socket {shown}: request sent, no result within {} s: the server may \
+                 still be carrying it out (a transfer or a reload can take longer; its log says \
+                 how it went), or it does not answer; --timeout waits longer",
+                wait.as_secs_f64()
+            ),
+            Unanswered::Unreachable(e) if e.kind() == io::ErrorKind::PermissionDenied => format!(
+                "control socket {shown}: {e}: only the server's user (and root) may use it; run \
+                 heron ctl as that user"
+            ),
             Unanswered::Unreachable(e) => format!(
                 "control socket {shown}: {e} (is heron serve running with this control socket?)"
             ),
@@ -514,7 +529,9 @@ impl Unanswered {
 /// waiting at most `wait` in all.
 pub fn ask(path: &Path, request: &Request, wait: Duration) -> Result<Response, Unanswered> {
     let line = serde_json::to_string(request).expect("a request serializes");
-    let text = exchange_within(path, &line, wait).map_err(|e| match e.kind() {
+    let sent = Arc::new(AtomicBool::new(false));
+    let text = exchange_within(path, &line, wait, sent.clone()).map_err(|e| match e.kind() {
+        io::ErrorKind::TimedOut if sent.load(Ordering::Acquire) => Unanswered::NoResultYet,
         io::ErrorKind::TimedOut => Unanswered::TimedOut,
         _ => Unanswered::Unreachable(e),
     })?;
@@ -525,19 +542,33 @@ pub fn ask(path: &Path, request: &Request, wait: Duration) -> Result<Response, U
 /// does not accept blocks once its backlog is full, and a read from one
 /// that does not answer blocks forever. The exchange runs on a thread of
 /// its own, left behind when the time is up (the process ends soon after).
-fn exchange_within(path: &Path, command: &str, wait: Duration) -> io::Result<String> {
+/// `sent` is set once the request is written.
+fn exchange_within(
+    path: &Path,
+    command: &str,
+    wait: Duration,
+    sent: Arc<AtomicBool>,
+) -> io::Result<String> {
     let (done, outcome) = std::sync::mpsc::channel();
     let (path, command) = (path.to_path_buf(), command.to_string());
-    std::thread::spawn(move || done.send(exchange(&path, &command)));
+    std::thread::spawn(move || done.send(exchange_noting(&path, &command, &sent)));
     outcome
         .recv_timeout(wait)
         .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
 }
 
+/// One request and its response, with no bound on the wait.
+#[cfg(test)]
 fn exchange(path: &Path, command: &str) -> io::Result<String> {
+    exchange_noting(path, command, &AtomicBool::new(false))
+}
+
+/// [`exchange`], setting `sent` once the request is written.
+fn exchange_noting(path: &Path, command: &str, sent: &AtomicBool) -> io::Result<String> {
     use std::io::{Read, Write};
     let mut stream = std::os::unix::net::UnixStream::connect(path)?;
     stream.write_all(format!("{command}\n").as_bytes())?;
+    sent.store(true, Ordering::Release);
     let mut reply = String::new();
     stream.read_to_string(&mut reply)?;
     Ok(reply)
@@ -557,6 +588,27 @@ mod tests {
 
     fn socket_path(tag: &str) -> PathBuf {
         std::env::temp_dir().join(format!("heron-control-{tag}-{}", std::process::id()))
+    }
+
+    #[test]
+    fn a_request_sent_without_a_result_is_not_called_unreachable() {
+        let path = socket_path("no-result");
+        let _ = std::fs::remove_file(&path);
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let wait = Duration::from_millis(300);
+        let Err(why) = ask(&path, &Request::new("status"), wait) else {
+            panic!("nobody answers");
+        };
+        let said = why.explain(&path, wait);
+        assert!(
+            said.contains("request sent, no result within 0.3 s"),
+            "{said}"
+        );
+        std::fs::remove_file(&path).unwrap();
+        let denied = Unanswered::Unreachable(io::ErrorKind::PermissionDenied.into());
+        let said = denied.explain(&path, wait);
+        assert!(said.contains("only the server's user"), "{said}");
+        assert!(!said.contains("is heron serve running"), "{said}");
     }
 
     /// Runs a control socket whose `reload` says `ok: reloaded`, and whose
@@ -856,6 +908,7 @@ mod tests {
                 &asked,
                 "reload",
                 Duration::from_millis(300),
+                Arc::default(),
             ));
         });
         // Fails rather than hangs when the wait is not bounded.
