@@ -678,6 +678,18 @@ fn a_secondary_zones_health_is_exported_from_the_start_kept_copy_included() {
         Some(&0.0),
         "a file that never loaded"
     );
+    let failed = |zone: &str| {
+        first
+            .get(&format!("heron_zone_file_load_failed{{zone=\"{zone}\"}}"))
+            .copied()
+    };
+    assert_eq!(failed("broken.test."), Some(1.0), "its load failed");
+    assert_eq!(failed(&format!("{ORIGIN}.")), Some(0.0));
+    assert_eq!(
+        failed("xfr.test."),
+        None,
+        "a secondary zone has no file to load"
+    );
     assert_eq!(
         first.get(&format!(
             "heron_zone_secondary_check_failures{{zone=\"{ORIGIN}.\"}}"

@@ -48,6 +48,8 @@ struct ZoneRow {
     counts: ZoneCounts,
     /// A secondary zone's health, from the refresh driver.
     health: Option<SecondaryHealth>,
+    /// A zone from a file: whether its last load of the file failed.
+    file_failed: Option<bool>,
 }
 
 /// What an operator alerts on for a secondary zone.
@@ -231,6 +233,8 @@ async fn zone_rows(controller: &Controller) -> Vec<ZoneRow> {
                 loaded_at: loaded_at.map(unix_seconds),
                 counts: counts.get(&origin).cloned().unwrap_or_default(),
                 health: health.get(&origin).copied(),
+                file_failed: (!secondary && files.file_of(&origin).is_some())
+                    .then(|| files.last_error(&origin).is_some()),
             }
         })
         .collect()
@@ -619,6 +623,16 @@ fn encode_zones(e: &mut DescriptorEncoder, zones: &[ZoneRow]) -> Result<(), std:
         MetricType::Gauge,
         served,
     )?;
+    let file_failed = zones
+        .iter()
+        .filter_map(|z| Some((zone(z), ConstGauge::new(i64::from(z.file_failed?)))));
+    family(
+        e,
+        "heron_zone_file_load_failed",
+        "1 while the last load of the zone's file failed (a version served is older than the file; heron ctl zone-status says why), 0 after one that worked; zones from files only",
+        MetricType::Gauge,
+        file_failed,
+    )?;
     encode_secondary_health(e, zones)?;
     encode_zone_traffic(e, zones)
 }
@@ -738,6 +752,7 @@ mod tests {
                     ..ZoneCounts::default()
                 },
                 health: None,
+                file_failed: Some(false),
             }]),
             kernel: kernel::read(),
             process: process::ProcessStats {
