@@ -134,12 +134,21 @@ impl Controller {
         let served_secondaries = (secondaries.iter())
             .filter(|o| catalog.get(o).is_some())
             .count();
+        // Served or not: a failed load leaves an older version or none.
+        let file_failed = {
+            let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+            files
+                .origins()
+                .filter(|o| files.last_error(o).is_some())
+                .count()
+        };
         let data = json!({
             "version": env!("CARGO_PKG_VERSION"),
             "pid": std::process::id(),
             "uptime_seconds": crate::process_start::started().elapsed().as_secs(),
             "zones": {
                 "primary": catalog.len() - served_secondaries,
+                "primary_file_failed": file_failed,
                 "secondary": secondary,
                 "secondary_served": served_secondaries,
             },

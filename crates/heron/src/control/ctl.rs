@@ -46,7 +46,8 @@ pub enum CtlCommand {
     /// Re-read changed zone files (and, with no zone named, the
     /// configuration's zone list), and wait until they are served.
     /// Exits 1 if a zone failed to load (its previous version keeps
-    /// serving) or a zone named has no file.
+    /// serving), 4 if a zone named has no file to read (unknown, or a
+    /// secondary zone: nothing is reloaded then).
     Reload {
         /// The zones to re-read (default: all).
         zones: Vec<String>,
@@ -414,7 +415,7 @@ fn status_table(data: &Value) -> String {
         ("version", text(&data["version"])),
         ("pid", text(&data["pid"])),
         ("uptime", format!("{} s", text(&data["uptime_seconds"]))),
-        ("primary zones", text(&zones["primary"])),
+        ("primary zones", primary_zones(zones)),
         (
             "secondary zones",
             format!(
@@ -429,6 +430,18 @@ fn status_table(data: &Value) -> String {
         ("xdp", state(&data["xdp"])),
     ];
     rows.iter().map(|(k, v)| format!("{k:<16} {v}\n")).collect()
+}
+
+/// The primary zones served, and those whose file failed to load (an
+/// older version served, or none), which `zone-status` explains.
+fn primary_zones(zones: &serde_json::Value) -> String {
+    let served = text_of(&zones["primary"]);
+    match zones["primary_file_failed"].as_u64() {
+        Some(failed) if failed > 0 => {
+            format!("{served} served; {failed} whose file failed to load (see zone-status)")
+        }
+        _ => served,
+    }
 }
 
 fn text_of(v: &Value) -> String {
@@ -672,6 +685,22 @@ mod tests {
             lines,
             "bad.test.: last error: bad.test.zone:3: bad IPv4 address\n"
         );
+    }
+
+    /// Black-box finding: a primary zone whose file failed to load was
+    /// left out of the count on-call reads first.
+    #[test]
+    fn status_counts_primary_zones_whose_file_failed() {
+        let zones = |failed: u64| {
+            serde_json::json!({"zones": {"primary": 5, "primary_file_failed": failed,
+                "secondary": 0, "secondary_served": 0}})
+        };
+        let table = status_table(&zones(1));
+        assert!(
+            table.contains("primary zones    5 served; 1 whose file failed to load"),
+            "{table}"
+        );
+        assert!(status_table(&zones(0)).contains("primary zones    5\n"));
     }
 
     #[test]
