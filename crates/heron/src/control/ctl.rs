@@ -480,7 +480,15 @@ fn error_lines(data: &Value) -> String {
         .iter()
         .filter_map(|z| Some((z, z["last_error"].as_str()?)));
     failed
-        .map(|(z, why)| format!("{}: last error: {why}\n", text_of(&z["zone"])))
+        .map(|(z, why)| match z["failures"].as_u64() {
+            // A secondary zone whose checks work again keeps its last
+            // error for the record: said as past, not as its state.
+            Some(0) => format!(
+                "{}: checks work again; the last error was: {why}\n",
+                text_of(&z["zone"])
+            ),
+            _ => format!("{}: last error: {why}\n", text_of(&z["zone"])),
+        })
         .collect()
 }
 
@@ -684,6 +692,23 @@ mod tests {
         assert_eq!(
             lines,
             "bad.test.: last error: bad.test.zone:3: bad IPv4 address\n"
+        );
+    }
+
+    /// Black-box finding: a secondary zone back to health still showed
+    /// its last error as if it were its state.
+    #[test]
+    fn a_recovered_secondary_zones_last_error_is_said_as_past() {
+        let data = serde_json::json!([
+            {"zone": "ok.test.", "role": "secondary", "failures": 0,
+             "last_error": "192.0.2.1:53: refused"},
+            {"zone": "down.test.", "role": "secondary", "failures": 3,
+             "last_error": "192.0.2.1:53: refused"},
+        ]);
+        assert_eq!(
+            error_lines(&data),
+            "ok.test.: checks work again; the last error was: 192.0.2.1:53: refused\n\
+             down.test.: last error: 192.0.2.1:53: refused\n"
         );
     }
 
