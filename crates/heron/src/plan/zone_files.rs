@@ -698,6 +698,10 @@ struct LoadProgress {
 /// Results are in the order of `specs`. A load that takes long says how
 /// far it got (see [`report_progress`]).
 pub(crate) fn load_parallel(specs: &[&ZoneSpec], previous: &Catalog) -> Vec<Loaded> {
+    if specs.is_empty() {
+        // Nothing to say: systemd was told "0 of 0 zones" between batches.
+        return Vec::new();
+    }
     let threads = heron_zone::cores().min(specs.len().max(1));
     let next = AtomicUsize::new(0);
     let progress = LoadProgress::default();
@@ -798,10 +802,16 @@ fn progress_text(progress: &LoadProgress, zones: usize) -> String {
     } else {
         ""
     };
+    // Below 10 MB in kB: thousands of small files read 0 MB of 0 MB.
+    let (shift, unit) = if opened < 10 << 20 {
+        (10, "kB")
+    } else {
+        (20, "MB")
+    };
     format!(
-        "{done} of {zones} zones, {} MB of {} MB read{building}",
-        read.min(opened) >> 20,
-        opened >> 20
+        "{done} of {zones} zones, {} {unit} of {} {unit} read{building}",
+        read.min(opened) >> shift,
+        opened >> shift
     )
 }
 
@@ -1156,14 +1166,29 @@ mod tests {
         assert_eq!(bar_position(&progress, 100), (12, 100));
         assert_eq!(
             progress_text(&progress, 100),
-            "12 of 100 zones, 3 MB of 5 MB read"
+            "12 of 100 zones, 3072 kB of 5120 kB read"
         );
         // A reload that falls back to a full load reads a file twice.
         progress.read.store(9 << 20, Ordering::Relaxed);
         progress.zones_done.store(0, Ordering::Relaxed);
         assert_eq!(
             progress_text(&progress, 1),
-            "0 of 1 zones, 5 MB of 5 MB read, building"
+            "0 of 1 zones, 5120 kB of 5120 kB read, building"
+        );
+        // Large loads in MB; thousands of small files not as 0 MB.
+        progress.opened.store(50 << 20, Ordering::Relaxed);
+        progress.read.store(30 << 20, Ordering::Relaxed);
+        progress.zones_done.store(12, Ordering::Relaxed);
+        assert_eq!(
+            progress_text(&progress, 100),
+            "12 of 100 zones, 30 MB of 50 MB read"
+        );
+        progress.opened.store(442 * 260, Ordering::Relaxed);
+        progress.read.store(442 * 260, Ordering::Relaxed);
+        progress.zones_done.store(442, Ordering::Relaxed);
+        assert_eq!(
+            progress_text(&progress, 100_000),
+            "442 of 100000 zones, 112 kB of 112 kB read"
         );
     }
 
