@@ -364,6 +364,31 @@ fn a_zones_failure_and_its_recovery_are_logged() {
     assert!(logged(&secondary, &works, 10), "{}", secondary.log());
 }
 
+/// A primary that answers its serial but fails every transfer: no
+/// "works again" between the failures (the answer alone is no recovery),
+/// one once a transfer comes in.
+#[test]
+fn a_primary_whose_transfers_fail_is_not_said_to_work_again_until_one_does() {
+    let primary = heron_testkit::FakePrimary::start(&["tf.test"], 1);
+    primary.set_timers(1, 1, 600);
+    let secondary = start(&format!(
+        "[secondary]\nmin-refresh = 1\nmin-retry = 1\nmax-transfer-records = 6\n\
+         [[zone]]\norigin = \"tf.test\"\nfile = \"tf.test.zone\"\nprimaries = [\"{}\"]\n",
+        primary.addr()
+    ));
+    assert!(logged(&secondary, "to serial 1", 30), "{}", secondary.log());
+    primary.set_serial(2);
+    primary.set_padding(20); // past max-transfer-records: refused
+    // The timers retry (SOA, then the transfer) for a while.
+    std::thread::sleep(Duration::from_secs(8));
+    let works = format!("refresh from {} works again", primary.addr());
+    assert!(secondary.log().contains("failed"), "{}", secondary.log());
+    assert!(!secondary.log().contains(&works), "{}", secondary.log());
+    primary.set_padding(0);
+    assert!(logged(&secondary, "to serial 2", 30), "{}", secondary.log());
+    assert!(logged(&secondary, &works, 10), "{}", secondary.log());
+}
+
 /// Zones transferred together expire together when their primary goes:
 /// 2,000 zones whose SOA expire is 3 s write a few "zone expired" lines
 /// and an error that counts the rest, every zone accounted for.

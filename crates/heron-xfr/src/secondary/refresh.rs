@@ -554,8 +554,8 @@ impl Driver {
                 };
                 ctx.publisher.expire(&entry.zone.origin);
                 entry.current = None;
-                let zone = entry.zone.clone();
-                self.log_expired(&zone);
+                let (zone, why) = (entry.zone.clone(), entry.last_error().cloned());
+                self.log_expired(&zone, why);
             }
             Action::DateKept { zone, ago } => {
                 let at = SystemTime::now() - ago;
@@ -711,7 +711,12 @@ impl Driver {
                 entry.primary_serial = *serial;
             }
         }
-        self.note_exchange(zone, primary, failed);
+        // An answer that leads to a transfer is noted with the transfer:
+        // a primary that answers SOA queries and fails every transfer
+        // logged "works again" before each failure.
+        if !self.transfer_follows(zone, &result) {
+            self.note_exchange(zone, primary, failed);
+        }
         // `min-expire` bounds what a primary tells too: a primary's SOA of
         // a minute, told as EDNS EXPIRE, expired the zone a minute into an
         // outage however the floor was set.
@@ -747,6 +752,16 @@ impl Driver {
             }
         }
         self.answer_waiters(zone);
+    }
+
+    /// Whether `result` is a serial newer than the one served, which the
+    /// timers answer with a transfer from the same primary.
+    fn transfer_follows(&self, zone: ZoneId, result: &Exchanged) -> bool {
+        let Exchanged::Serial(Ok((serial, _))) = result else {
+            return false;
+        };
+        let served = self.timers.view(zone).and_then(|v| v.serial);
+        served.is_none_or(|have| crate::serial::is_newer(*serial, have))
     }
 
     /// Remembers how the exchange with primary number `primary` went,
@@ -825,8 +840,10 @@ impl Driver {
         }
     }
 
-    /// `zone` expired: its line, within its first primary's bounds.
-    fn log_expired(&mut self, zone: &SecondaryZone) {
+    /// `zone` expired: its line, within its first primary's bounds, with
+    /// why the last exchange failed (`why`): a primary that answers but
+    /// whose transfers fail expires the zone too.
+    fn log_expired(&mut self, zone: &SecondaryZone, why: Option<String>) {
         let Some(first) = zone.primaries.first() else {
             return;
         };
@@ -839,7 +856,8 @@ impl Driver {
                 zone = %zone.origin,
                 catalog = zone.catalog.as_ref().map(tracing::field::display),
                 peer = %primaries.collect::<Vec<_>>().join(" "),
-                "zone expired: no answer from any primary; answering SERVFAIL"
+                "zone expired: no check succeeded within its expire interval (last error: {}); answering SERVFAIL",
+                why.as_deref().unwrap_or("none")
             );
         }
     }
