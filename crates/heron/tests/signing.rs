@@ -306,6 +306,54 @@ fn a_reload_signs_only_what_changed() {
     verify_with_tools(&SignedZone::from_text(ORIGIN, &text), true);
 }
 
+/// Black-box finding: names and RRsets deleted from the file of a zone
+/// signed here kept their RRSIGs after a reload signed the change (only a
+/// whole signing dropped them): a name gone from an NSEC zone stayed in
+/// the zone with a broken chain (bogus), from an NSEC3 zone as an empty
+/// non-terminal (a validated NODATA for a name that does not exist).
+#[test]
+fn a_reload_that_deletes_records_drops_their_signatures() {
+    for policy in ["", "denial = \"nsec3\""] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("edge.test.zone");
+        std::fs::copy(zone_file(), &file).unwrap();
+        let server = serve_signed_file(policy, &dir.path().join("keys"), &file);
+        let before = axfr(&server);
+        let text = std::fs::read_to_string(&file).unwrap();
+        let gone = ["txt ", "*.mxonly ", "www             AAAA", "a.b.c.ent "];
+        let kept: Vec<&str> = (text.lines())
+            .filter(|l| !gone.iter().any(|g| l.starts_with(g)))
+            .collect();
+        let edited = kept.join("\n").replace("2024010101", "2024010102") + "\n";
+        assert_eq!(text.lines().count() - kept.len(), gone.len(), "{policy}");
+        std::fs::write(&file, edited).unwrap();
+        server.reload();
+        assert!(server.wait_for_log("change signed"), "{}", server.log());
+        let holds = |zone: &str, name: &str| zone.lines().any(|l| l.starts_with(name));
+        let mut after = axfr(&server);
+        for _ in 0..100 {
+            if !holds(&after, "txt.edge.test.") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            after = axfr(&server);
+        }
+        assert!(holds(&before, "txt.edge.test.") && holds(&before, "a.b.c.ent.edge.test."));
+        for name in [
+            "txt.edge.test.",
+            "*.mxonly.edge.test.",
+            "a.b.c.ent.edge.test.",
+        ] {
+            assert!(!holds(&after, name), "{policy}: {name} left\n{after}");
+        }
+        let www_aaaa = after
+            .lines()
+            .any(|l| l.starts_with("www.edge.test.") && l.contains("RRSIG\tAAAA"));
+        assert!(!www_aaaa, "{policy}: the RRSIG over www AAAA left\n{after}");
+        verify_with_tools(&SignedZone::from_text(ORIGIN, &after), true);
+    }
+}
+
 /// A policy edited in the configuration takes effect at the reload, not
 /// at the zone's next signing for some other reason: a new NSEC3 salt
 /// makes a new chain, and the zone still passes both checkers.

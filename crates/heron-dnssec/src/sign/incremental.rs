@@ -51,6 +51,18 @@ pub fn sign_change(
     let Some(touched) = touched(updated, change) else {
         return Ok(None);
     };
+    // A change read from a file or an IXFR deletes records and leaves
+    // their signatures, which would keep deleted names in the zone and
+    // the chain: they go first, and are part of the signer's change.
+    let orphans = orphan_signatures(updated, &touched);
+    let cleaned;
+    let updated = match orphans.is_empty() {
+        true => updated,
+        false => {
+            cleaned = without(updated, &orphans)?;
+            &cleaned
+        }
+    };
     let mut edit = Edit::new(updated);
     for (owner, types) in &touched {
         types.iter().for_each(|t| edit.resign(owner, *t));
@@ -73,7 +85,52 @@ pub fn sign_change(
         soa_replaced: false,
         nsec_ttl: None,
     };
-    edit.finish(updated, new_soa, &context).map(Some)
+    let (signed, mut step) = edit.finish(updated, new_soa, &context)?;
+    if !orphans.is_empty() {
+        step.deleted.extend(orphans);
+        step.deleted.sort();
+    }
+    Ok(Some((signed, step)))
+}
+
+/// The signatures over RRsets of `touched` types that hold no records
+/// in `updated` any more.
+fn orphan_signatures(updated: &Zone, touched: &BTreeMap<Name, BTreeSet<RType>>) -> Vec<DiffRecord> {
+    let mut out = Vec::new();
+    for (owner, types) in touched {
+        let Some(node) = updated.node(owner.as_wire()) else {
+            continue;
+        };
+        let emptied = node
+            .rrsets()
+            .filter(|s| !s.has_records() && types.contains(&s.rtype));
+        for set in emptied {
+            let sigs = set.sigs().map(|s| s.into_owned());
+            let ttl = set.sig_ttl();
+            out.extend(sigs.map(|s| record(node.owner_wire(), RType::RRSIG, ttl, s)));
+        }
+    }
+    out
+}
+
+/// `zone` without `deleted`, its SOA as it is.
+fn without(zone: &Zone, deleted: &[DiffRecord]) -> Result<Zone, SignError> {
+    let soa = zone.soa();
+    let apex = zone.apex().owner_wire();
+    let same = record(apex, RType::SOA, soa.ttl(), soa.first_rdata().into_owned());
+    let diff = ZoneDiff {
+        old_soa: same.clone(),
+        new_soa: same,
+        deleted: deleted.to_vec(),
+        added: Vec::new(),
+    };
+    zone.apply(&diff).map_err(|problems| {
+        let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        SignError(format!(
+            "stale signatures do not come off: {}",
+            text.join("; ")
+        ))
+    })
 }
 
 /// Whether `updated` is signed as `keys` and `config` would sign it: the
