@@ -39,6 +39,18 @@ pub struct Header {
 }
 
 impl Header {
+    /// The RCODE for a message of this header that cannot be read as a
+    /// query: NOTIMP for an opcode the server does not implement (a DSO
+    /// message has no question, RFC 8490 5.1.1; NSD, Knot and BIND answer
+    /// NOTIMP whatever the body), FORMERR for QUERY, NOTIFY and UPDATE.
+    pub fn unreadable_rcode(&self) -> crate::Rcode {
+        match self.opcode() {
+            crate::Opcode::QUERY | crate::Opcode::NOTIFY | crate::Opcode::UPDATE => {
+                crate::Rcode::FORMERR
+            }
+            _ => crate::Rcode::NOTIMP,
+        }
+    }
     pub fn read(msg: &[u8]) -> Option<Header> {
         if msg.len() < HEADER_LEN {
             return None;

@@ -57,6 +57,11 @@ pub(super) fn admit(p: &Processor, catalog: &Catalog, req: &Request, q: &Query) 
     if q.header.opcode() == Opcode::UPDATE {
         return admit_update(p, catalog, ip, key.as_ref(), q);
     }
+    if q.header.opcode() != Opcode::QUERY {
+        // The engine's NOTIMP, with the opcode echoed (as NSD, Knot and
+        // BIND): a transfer asked with another opcode is no transfer.
+        return Admission::Query;
+    }
     match q.qtype {
         RType::AXFR if req.transport == Transport::Udp => Admission::Refuse(Refusal::AxfrOverUdp),
         RType::AXFR | RType::IXFR => {

@@ -783,7 +783,8 @@ impl Processor {
                 cookies.server_cookie_only(q, req.peer.ip(), req.now, udp, out);
             }
             _ => {
-                heron_proto::writer::header_response(out, &q.header, &[], Rcode::FORMERR, false);
+                let rcode = q.header.unreadable_rcode();
+                heron_proto::writer::header_response(out, &q.header, &[], rcode, false);
                 if let Some(edns) = q.edns {
                     // RFC 6891 6.1.1; without it, clients retry without EDNS.
                     let opt = opt_record(self.config.max_udp_payload, 0, edns.do_bit);

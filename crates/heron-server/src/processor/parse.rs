@@ -6,7 +6,7 @@ use std::cell::RefCell;
 
 use heron_proto::message::{Header, Message, Query, QueryError, Record, parse_query_into};
 use heron_proto::writer::header_response;
-use heron_proto::{RType, Rcode, rdata};
+use heron_proto::{RType, rdata};
 
 use super::Outcome;
 
@@ -29,7 +29,7 @@ pub(super) fn with_query(
         Err(QueryError::Drop) => Outcome::Nothing,
         Err(QueryError::FormErr(_)) => {
             let header = Header::read(bytes).expect("FormErr implies a header");
-            header_response(out, &header, &[], Rcode::FORMERR, false);
+            header_response(out, &header, &[], header.unreadable_rcode(), false);
             Outcome::Response
         }
     })

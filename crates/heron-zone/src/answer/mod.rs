@@ -203,7 +203,7 @@ pub fn answer_prepared(
         PreparedKind::Deferred => (Answered::Deferred, Summary::PLAIN),
         PreparedKind::FormErr => {
             let header = Header::read(query).expect("FormErr implies a header");
-            write_error(out, &header, Rcode::FORMERR);
+            write_error(out, &header, header.unreadable_rcode());
             (Answered::Response, Summary::PLAIN)
         }
         PreparedKind::Query(served) => {
