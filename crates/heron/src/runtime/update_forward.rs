@@ -13,6 +13,7 @@
 //! [`MAX_OUTSTANDING`] forwards wait at once (more are answered SERVFAIL
 //! at once), each for [`FORWARD_TIMEOUT`] at most (then SERVFAIL).
 
+use heron_server::processor::log_limit::{LOG_INTERVAL, LogLimiter};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -70,7 +71,7 @@ impl Forwarder {
         };
         let Ok(slot) = self.slots.clone().try_acquire_owned() else {
             let why = format!("{MAX_OUTSTANDING} forwarded updates are waiting already");
-            return give_up(update, xfr, &why);
+            return give_up_as(update, xfr, ALL_SLOTS_TAKEN, &why);
         };
         let xfr = xfr.clone();
         tokio::spawn(async move {
@@ -236,10 +237,28 @@ fn relay(update: Update, answer: Vec<u8>, primary: SocketAddr, xfr: &Transfers) 
     update.answer(answer);
 }
 
+/// Lines of forwarded UPDATEs given up, per [`LOG_INTERVAL`]: a client
+/// that may forward sends as many as it likes (10,000 made as many lines
+/// with the primary down); the rest are counted in the next line.
+/// Two reasons: all slots taken, and the rest (no primary, no answer).
+static GIVE_UP_LOG: std::sync::LazyLock<LogLimiter<2>> =
+    std::sync::LazyLock::new(|| LogLimiter::with_lines(LOG_INTERVAL, GIVE_UP_LINES));
+const GIVE_UP_LINES: u64 = 5;
+/// The log reasons of [`GIVE_UP_LOG`].
+const ALL_SLOTS_TAKEN: usize = 0;
+const NOT_DELIVERED: usize = 1;
+
 fn give_up(update: Update, xfr: &Transfers, why: &str) {
+    give_up_as(update, xfr, NOT_DELIVERED, why)
+}
+
+fn give_up_as(update: Update, xfr: &Transfers, reason: usize, why: &str) {
     let (zone, peer) = (&update.request.origin, update.request.peer);
     let key = update.request.key().map_or("-".into(), |k| k.to_string());
-    tracing::warn!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: not forwarded to its primary ({why}): SERVFAIL");
+    if let Some(due) = GIVE_UP_LOG.admit(reason, heron_proto::time::unix_now()) {
+        let more = due.tail();
+        tracing::warn!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: not forwarded to its primary ({why}): SERVFAIL{more}");
+    }
     xfr.zone_stats.update(zone, Rcode::SERVFAIL.0);
     update.answer_rcode(Rcode::SERVFAIL);
 }
