@@ -12,7 +12,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use heron_proto::message::Query;
-use heron_proto::{Name, Opcode, RType};
+use heron_proto::{Class, Name, Opcode, RType};
 use heron_xfr::acl::{Acl, Denied, Prefix};
 use heron_xfr::update::Requester;
 use heron_zone::{Catalog, Served, Zone};
@@ -41,7 +41,9 @@ pub(super) fn admit(p: &Processor, catalog: &Catalog, req: &Request, q: &Query) 
     let ip = req.peer.ip();
     if q.header.opcode() == Opcode::NOTIFY {
         let origin = q.qname_lower.to_name();
-        if !p.secondaries.load().contains(&origin) {
+        // Secondary zones are of class IN: a NOTIFY of another class is
+        // about no zone of ours (RFC 1996 3.2).
+        if q.qclass != Class::IN || !p.secondaries.load().contains(&origin) {
             return Admission::Refuse(Refusal::NotSecondary);
         }
         return match p

@@ -584,6 +584,16 @@ fn notify_for_a_zone_we_are_not_secondary_for_is_notauth() {
     assert_eq!(m.rcode(), Rcode::NOTAUTH);
     assert!(!Header::read(&out).unwrap().has(flags::AA));
     assert_eq!(events, [Event::Refused(Refusal::NotSecondary)]);
+    // A zone we are secondary for, in another class (CH, ANY): no zone
+    // of ours, no check of the primary (black-box finding).
+    for class in [3u8, 255] {
+        let mut other = with_soa(query("s.test", RType::SOA, Opcode::NOTIFY), 6, 9);
+        let at = 12 + n("s.test").as_wire().len() + 3;
+        other[at] = class;
+        let (m, _, events) = response(process(&p, &other, "127.0.0.4", Transport::Udp));
+        assert_eq!(m.rcode(), Rcode::NOTAUTH, "class {class}");
+        assert_eq!(events, [Event::Refused(Refusal::NotSecondary)]);
+    }
 }
 
 #[test]
