@@ -634,39 +634,53 @@ impl ZoneFiles {
             .collect();
         let specs: Vec<&ZoneSpec> = todo.iter().map(|&i| &self.entries[i].spec).collect();
         let loaded = load_parallel(&specs, current).into_iter();
-        let results = loaded.map(|l| l.map(|(zone, stamp)| (Some(zone), stamp)));
+        let results = loaded.map(|l| l.map(|(zone, stamp)| (Some(zone), stamp, None)));
         let mut next = current.clone();
         let all = (todo.into_iter().zip(results)).chain(kept.into_iter().zip(kept_results));
         for (i, zone) in all {
-            let spec = &self.entries[i].spec;
-            match zone {
-                Ok((zone, stamp)) => {
-                    if let Some(zone) = zone {
-                        next.insert(zone);
-                    }
-                    self.entries[i].loaded = stamp;
-                    self.entries[i].loaded_at = Some(SystemTime::now());
-                    self.entries[i].last_error = None;
-                    outcome.loaded += 1;
-                }
-                Err(problems) => {
-                    let first = problems.first().cloned();
-                    problems
-                        .into_iter()
-                        .for_each(|p| outcome.zone_error(spec, p));
-                    let never_loaded = self.entries[i].loaded_at.is_none();
-                    outcome.zone_error(spec, what_is_kept(spec, &next, never_loaded));
-                    // Configured, with nothing to serve: SERVFAIL, as NSD,
-                    // Knot and BIND answer, not REFUSED (not ours).
-                    if next.get(&spec.origin).is_none() {
-                        next.expire(&spec.origin);
-                    }
-                    outcome.failed += 1;
-                    self.entries[i].last_error = first;
-                }
-            }
+            self.settle(i, zone, &mut next, &mut outcome);
         }
         (next, outcome)
+    }
+
+    /// What a zone's load or hold came to: served, counted, its error
+    /// kept for zone-status.
+    fn settle(&mut self, i: usize, zone: Held, next: &mut Catalog, outcome: &mut Outcome) {
+        match zone {
+            Ok((zone, stamp, edit_held)) => {
+                if let Some(zone) = zone {
+                    next.insert(zone);
+                }
+                self.entries[i].loaded = stamp;
+                self.entries[i].loaded_at = Some(SystemTime::now());
+                // An edit not taken is the reload's failure, said
+                // until the file is taken (freeze, thaw) or put back.
+                match &edit_held {
+                    None => outcome.loaded += 1,
+                    Some(why) => {
+                        outcome.zone_error(&self.entries[i].spec, why.clone());
+                        outcome.failed += 1;
+                    }
+                }
+                self.entries[i].last_error = edit_held;
+            }
+            Err(problems) => {
+                let spec = &self.entries[i].spec;
+                let first = problems.first().cloned();
+                problems
+                    .into_iter()
+                    .for_each(|p| outcome.zone_error(spec, p));
+                let never_loaded = self.entries[i].loaded_at.is_none();
+                outcome.zone_error(spec, what_is_kept(spec, next, never_loaded));
+                // Configured, with nothing to serve: SERVFAIL, as NSD,
+                // Knot and BIND answer, not REFUSED (not ours).
+                if next.get(&spec.origin).is_none() {
+                    next.expire(&spec.origin);
+                }
+                outcome.failed += 1;
+                self.entries[i].last_error = first;
+            }
+        }
     }
 }
 
@@ -908,8 +922,9 @@ fn read_text(spec: &ZoneSpec) -> Result<ZoneFileText, Vec<String>> {
 }
 
 /// A held zone's file read again: the zone to serve instead of the one
-/// served (None: that one stays), the file's stamp; or its problems.
-type Held = Result<(Option<Zone>, Option<Stamp>), Vec<String>>;
+/// served (None: that one stays), the file's stamp, and what was edited
+/// in the file and not taken; or its problems.
+type Held = Result<(Option<Zone>, Option<Stamp>, Option<String>), Vec<String>>;
 
 /// A signed zone that takes updates, its file changed: the version
 /// `served` stays, for its updates are in it and not in the file (whose
@@ -929,12 +944,12 @@ fn hold_served(
     let stamp = Stamp::from_metadata(&file.metadata);
     let loaded =
         load_zone_text(&file.text, &spec.file, &spec.origin, None).map_err(errors_said_apart)?;
-    warn_if_edited(served, &loaded.zone);
+    let edit_held = edited_message(served, &loaded.zone);
     if last_signed_under(&spec.origin, signing) && !keys_moved(served, signing)? {
-        return Ok((None, stamp));
+        return Ok((None, stamp, edit_held));
     }
     let resigned = sign_loaded(&**served, Some(served), signing)?;
-    Ok((Some(resigned), stamp))
+    Ok((Some(resigned), stamp, edit_held))
 }
 
 /// Says so when `file` has records other than `served`'s, or lacks
@@ -942,17 +957,23 @@ fn hold_served(
 /// of a signed zone that takes updates, which the zone served does not
 /// take.
 pub(crate) fn warn_if_edited(served: &Zone, file: &Zone) {
+    if let Some(message) = edited_message(served, file) {
+        tracing::warn!(zone = %served.origin(), "{message}");
+    }
+}
+
+/// What to say of `file` when it has records other than `served`'s, or
+/// lacks some, leaving out what a signer makes and the SOA.
+fn edited_message(served: &Zone, file: &Zone) -> Option<String> {
     let signer = |r: &heron_zone::diff::DiffRecord| {
         r.rtype == heron_proto::RType::SOA || heron_xfr::update::is_dnssec_type(r.rtype)
     };
     let edits = heron_zone::diff::diff(served, file);
-    if edits.deleted.iter().chain(&edits.added).any(|r| !signer(r)) {
-        tracing::warn!(
-            zone = %served.origin(),
-            "zone {}: the zone file differs from the updated zone served; it takes updates and is signed, so its file is read only after `heron ctl freeze` (edit, then `heron ctl thaw`); the zone served stays",
-            served.origin()
-        );
-    }
+    let edited = edits.deleted.iter().chain(&edits.added).any(|r| !signer(r));
+    edited.then(|| format!(
+        "zone {}: the zone file differs from the updated zone served; it takes updates and is signed, so its file is read only after `heron ctl freeze` (edit, then `heron ctl thaw`); the zone served stays",
+        served.origin()
+    ))
 }
 
 /// What becomes of a zone whose file failed to load. One whose file
