@@ -29,7 +29,8 @@ use heron_proto::tsig::{self, Algorithm, Key};
 use heron_proto::{Name, RType, Rcode};
 use heron_testkit::{
     DigTool, FakePrimary, IxfrAnswer, Primary, QueryOpts, ServerKind, ServerProcess, TlsServe,
-    build_query, free_port, kdig_expire, run_dig_with, try_query_udp, try_query_udp_from,
+    build_query, eventually_within, free_port, kdig_expire, run_dig_with, try_query_udp,
+    try_query_udp_from,
 };
 use heron_xfr::primary::notify::notify_message;
 use xfr_common::*;
@@ -1166,6 +1167,36 @@ fn an_ixfr_refused_or_broken_falls_back_to_axfr_and_says_so() {
         let expected = [RType::AXFR, RType::IXFR, RType::AXFR];
         assert_eq!(transfers, expected, "{ixfr:?}");
     }
+}
+
+/// A primary whose serial went back (restored from a backup): the check
+/// fails with the reason, the zone expires on time, then takes the
+/// primary's version, as BIND, Knot and NSD do. It counted as a good
+/// check and the zone stayed at a serial no primary had, forever.
+#[test]
+fn a_primary_whose_serial_went_back_lets_the_zone_expire_then_gives_its_version() {
+    let setup = FakeSetup::new("serial-back", 1);
+    let primary = &setup.primary;
+    primary.set_timers(1, 1, 6);
+    primary.set_serial(20);
+    let bounds = "min-refresh = 1\nmin-retry = 1\nmin-expire = 1\n";
+    let heron = setup.secondary(bounds, "");
+    let sec = heron.addr();
+    assert!(eventually(|| setup.all_at(sec, 20)), "{}", heron.log());
+    primary.set_serial(10);
+    let said = format!("{}: its serial 10 is older than ours, 20", primary.addr());
+    assert!(heron.wait_for_log(&said), "{}", heron.log());
+    let zone = &setup.zones[0];
+    let expired_first = eventually_within(Duration::from_secs(20), || {
+        rcode(sec, &format!("www.{zone}")) == Some(Rcode::SERVFAIL) || setup.all_at(sec, 10)
+    });
+    assert!(expired_first, "{}", heron.log());
+    assert!(
+        eventually_within(Duration::from_secs(20), || setup.all_at(sec, 10)),
+        "{}",
+        heron.log()
+    );
+    assert!(heron.log().contains("zone expired"), "{}", heron.log());
 }
 
 /// An IXFR that adds records the zone holds already is taken (they change

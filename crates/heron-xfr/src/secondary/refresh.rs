@@ -698,6 +698,7 @@ impl Driver {
         if !self.timers.waits_for(zone, check) {
             return; // the zone was removed meanwhile
         }
+        let result = self.older_serial_fails(zone, primary, result);
         let failed = match &result {
             Exchanged::Serial(Err(failed)) | Exchanged::Transfer(Err(failed), _) => Some(failed),
             _ => None,
@@ -752,6 +753,34 @@ impl Driver {
             }
         }
         self.answer_waiters(zone);
+    }
+
+    /// A primary whose serial is older than ours (RFC 1982: restored from
+    /// a backup, its zone rebuilt) fails the check, as at BIND, Knot and
+    /// NSD: the next primary is asked, and with none newer the zone
+    /// expires on time, then takes the primary's version. It counted as
+    /// a good check, the zone kept alive forever at a serial no primary
+    /// had, and nothing said so.
+    fn older_serial_fails(&self, zone: ZoneId, primary: usize, result: Exchanged) -> Exchanged {
+        let Exchanged::Serial(Ok((serial, _))) = &result else {
+            return result;
+        };
+        let have = self.timers.view(zone).and_then(|v| v.serial);
+        let addr = (self.zones.get(zone.0 as usize))
+            .and_then(Option::as_ref)
+            .and_then(|e| e.zone.primaries.get(primary))
+            .map(|p| p.addr);
+        match (have, addr) {
+            (Some(have), Some(addr)) if crate::serial::is_newer(have, *serial) => {
+                let detail = format!("its serial {serial} is older than ours, {have}");
+                Exchanged::Serial(Err(Failed {
+                    failure: Failure::Failed,
+                    reason: format!("{addr}: {detail}"),
+                    detail,
+                }))
+            }
+            _ => result,
+        }
     }
 
     /// Whether `result` is a serial newer than the one served, which the
