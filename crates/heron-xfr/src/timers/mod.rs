@@ -100,6 +100,10 @@ pub struct ZoneId(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckId(u64);
 
+/// The longest wait between failed checks of a zone that serves nothing
+/// yet (its first transfer): a NOTIFY from the primary asks at once.
+pub const FIRST_TRANSFER_MAX_WAIT: Duration = Duration::from_secs(120);
+
 /// A zone's refresh, retry and expire intervals, within the bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SoaTimers {
@@ -699,7 +703,12 @@ impl Timers {
         let check = self.end_check(zone).expect("a check is in flight");
         let z = self.state_mut(zone);
         z.failures = z.failures.saturating_add(1);
-        let cap = z.serving.map_or(min_retry, |v| v.timers().retry);
+        // A zone serving nothing has no SOA retry: the wait doubles up to
+        // FIRST_TRANSFER_MAX_WAIT (a catalog's members listed before their
+        // primary has them were asked every 5 s, a connection each).
+        let cap = z
+            .serving
+            .map_or(min_retry.max(FIRST_TRANSFER_MAX_WAIT), |v| v.timers().retry);
         let back = check
             .primaries_back
             .filter(|_| check.all_left_alone)
