@@ -178,6 +178,14 @@ pub struct Key {
     secret: Vec<u8>,
 }
 
+impl Key {
+    /// The same name, algorithm and secret: a configuration read again
+    /// that left the key as it was.
+    pub fn same_as(&self, other: &Key) -> bool {
+        self.name == other.name && self.algorithm == other.algorithm && self.secret == other.secret
+    }
+}
+
 /// Why a key from a configuration could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyError {

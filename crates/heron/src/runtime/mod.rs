@@ -311,6 +311,9 @@ fn reconfigure(
     let (changed, changed_secondaries) = settings_changed(xfr, &new, files);
     crate::logging::apply_levels(&new.log);
     // The keys first: the policies that follow may name new ones.
+    let running = xfr.keys.load();
+    let keys_changed = running.len() != new.keys.len()
+        || !(running.iter()).all(|k| new.keys.iter().any(|n| n.same_as(k)));
     xfr.keys.replace(Arc::new(new.keys));
     // Before the new zones are served: their transfers and
     // NOTIFYs follow the settings they came with.
@@ -318,6 +321,9 @@ fn reconfigure(
     let dnstap_failed =
         (xfr.query_log.apply(new.dnstap).err()).map(|e| format!("[dnstap] not applied: {e}"));
     let mut applied = new.applied;
+    if keys_changed {
+        applied.push("[[key]]");
+    }
     if let (Some(running), Some(read)) = (&xfr.tls_certificate, &new.tls_certificate)
         && running.take_from(read)
     {
