@@ -178,7 +178,12 @@ impl Primary {
         if self.files.get().is_some() {
             return true;
         }
-        if !self.policies().values().any(|p| p.journal_path().is_some()) {
+        let configured = self.policies().values().any(|p| p.journal_path().is_some());
+        let members = || {
+            let members = self.member_policies.read().unwrap();
+            members.values().any(|p| p.journal_path().is_some())
+        };
+        if !configured && !members() {
             return false;
         }
         match JournalWriter::start() {
@@ -264,11 +269,18 @@ impl Primary {
     /// Sets (or with None, drops) the policy of a catalog member zone
     /// (the members of one template share one).
     pub fn set_member_policy(&self, origin: &Name, policy: Option<Arc<ZonePolicy>>) {
+        let journal = policy.as_ref().is_some_and(|p| p.journal_path().is_some());
         let mut members = self.member_policies.write().unwrap();
         match policy {
             Some(policy) => members.insert(origin.to_lowercase(), policy),
             None => members.remove(&origin.to_lowercase()),
         };
+        drop(members);
+        // A member's journal file is written as a configured zone's is,
+        // though no configured zone keeps one.
+        if journal {
+            self.start_journal_writer();
+        }
     }
 
     /// Every zone's policy as configured now.
