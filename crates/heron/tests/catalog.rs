@@ -248,7 +248,12 @@ fn consume_from(kind: ServerKind) {
     // A member that may be transferred keeps its history in its journal
     // file, though no configured zone keeps one (black-box finding: the
     // history stayed in memory and every restart lost it).
-    let a_file = files.iter().find(|(o, _)| o == "a.test.").unwrap().1.clone();
+    let a_file = files
+        .iter()
+        .find(|(o, _)| o == "a.test.")
+        .unwrap()
+        .1
+        .clone();
     let bumped = member_text("a.test").replace(" 1 3600", " 2 3600") + "new A 192.0.2.81\n";
     std::fs::write(&a_file, bumped).unwrap();
     primary.reload();
@@ -522,6 +527,17 @@ fn a_member_configured_by_hand_later_wins_and_the_others_survive_a_restart() {
     );
     assert_eq!(zone_serial(addr, "b.test"), Some(77));
     assert!(consumer.log().contains("configured by hand now"));
+
+    // The hand's zone taken out again: the catalog, which still lists
+    // b.test, has it back at once (black-box finding: REFUSED until a
+    // restart, whatever the catalog's next versions).
+    reconfigure(&consumer, &socket, &config);
+    assert!(
+        eventually(|| zone_serial(addr, "b.test") == Some(2)),
+        "{}",
+        consumer.log()
+    );
+    assert_eq!(catalog_of(&socket, "b.test.").as_deref(), Some("cat.test."));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

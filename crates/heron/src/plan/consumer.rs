@@ -162,6 +162,50 @@ impl Consumers {
         out
     }
 
+    /// Zones some consumed catalog lists that no catalog owns and the
+    /// configuration does not name by hand (`configured`), each to the
+    /// first catalog by name that lists it: the catalog that owned it
+    /// was taken out of the configuration (its members were ceded by the
+    /// others, before or across a restart), or a zone configured by hand
+    /// in its place was. A zone some catalog lists is served while any
+    /// does.
+    pub fn adopt_orphans(&mut self, configured: impl Fn(&Name) -> bool) -> Vec<Step> {
+        let mut catalogs: Vec<Name> = self.catalogs.keys().cloned().collect();
+        catalogs.sort();
+        let mut steps = Vec::new();
+        for catalog in catalogs {
+            let listed: Vec<Member> = (self.catalogs.get(&catalog))
+                .map(|c| c.members.members().values().cloned().collect())
+                .unwrap_or_default();
+            for member in listed {
+                let zone = member.zone.to_lowercase();
+                if self.owner.contains_key(&zone) || configured(&zone) {
+                    continue;
+                }
+                // One left out for its template (said when it was) stays so.
+                let config = &self.catalogs[&catalog].config;
+                let template = config.template(member.group());
+                if template.is_none_or(|t| t.file_in_use(&member.zone).is_some()) {
+                    continue;
+                }
+                let Some((made, policy)) = self.made(&catalog, &member) else {
+                    continue;
+                };
+                tracing::info!(
+                    zone = %member.zone,
+                    catalog = %catalog,
+                    "zone {} is a member of catalog {catalog} again: no other catalog or zone \
+                     of the configuration has it",
+                    member.zone
+                );
+                self.cede(&catalog, &zone, false);
+                self.owner.insert(zone, catalog.clone());
+                steps.push(Step::Add(made, policy));
+            }
+        }
+        steps
+    }
+
     /// The member zones (lower-cased) catalog `catalog` owns, in order.
     fn owned_by(&self, catalog: &Name) -> Vec<Name> {
         let mut zones: Vec<Name> = (self.owner.iter())
@@ -1142,6 +1186,50 @@ mod tests {
             .find(|(z, _)| z.origin == n("z.test"))
             .unwrap();
         assert_eq!(z.0.catalog, Some(n("a-cat.test")));
+    }
+
+    /// Black-box finding: the catalog owning a zone that another catalog
+    /// lists (and so ceded) was taken out of the configuration, by a
+    /// reload or while stopped: the zone was never served again. The
+    /// other catalog adopts it.
+    #[test]
+    fn a_zone_whose_owning_catalog_is_unconfigured_goes_to_another_listing_it() {
+        let both = || vec![config("a-cat.test", false), config("z-cat.test", false)];
+        let mut consumers = Consumers::new(both());
+        let a1 = version("a-cat.test", 1, "m.zones PTR z.test.\n");
+        let z1 = version("z-cat.test", 1, "k.zones PTR z.test.\n");
+        consumers.consume(&a1, None, |_| false).unwrap();
+        assert!(consumers.consume(&z1, None, |_| false).unwrap().is_empty());
+        let ceded = consumers.changed_ceded();
+        assert_eq!(ceded, [(n("z-cat.test"), vec![n("z.test")])]);
+        // By a reload: removed with its owner, then adopted.
+        let out = consumers.reconfigure(vec![config("z-cat.test", false)]);
+        assert_eq!(summary(&out.steps), [step("remove", "z.test.", None, 0)]);
+        let adopted = consumers.adopt_orphans(|_| false);
+        assert_eq!(
+            summary(&adopted),
+            [step("add", "z.test.", Some("z-cat.test."), 1)]
+        );
+        assert!(consumers.adopt_orphans(|_| false).is_empty(), "once");
+        // While stopped: the ceded list read back names an owner gone.
+        let mut restarted = Consumers::new(vec![config("z-cat.test", false)]);
+        restarted.restore_ceded(&n("z-cat.test"), [n("z.test")]);
+        let kept = HashMap::from([(n("z-cat.test"), &z1)]);
+        assert!(
+            restarted
+                .start(|c| kept.get(c).map(|z| &***z), |_| false)
+                .is_empty()
+        );
+        let adopted = restarted.adopt_orphans(|_| false);
+        assert_eq!(
+            summary(&adopted),
+            [step("add", "z.test.", Some("z-cat.test."), 1)]
+        );
+        // A zone configured by hand is left to the hand.
+        let mut by_hand = Consumers::new(vec![config("z-cat.test", false)]);
+        by_hand.restore_ceded(&n("z-cat.test"), [n("z.test")]);
+        by_hand.start(|c| kept.get(c).map(|z| &***z), |_| false);
+        assert!(by_hand.adopt_orphans(|z| *z == n("z.test")).is_empty());
     }
 
     #[test]

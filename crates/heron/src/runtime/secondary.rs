@@ -156,10 +156,15 @@ pub fn members_at_start(
         }
     }
     let configured: HashSet<Name> = zones.iter().map(|z| z.origin.to_lowercase()).collect();
-    let members = consumers.start(
-        |catalog| kept_of.get(catalog).copied(),
-        |zone| configured.contains(&zone.to_lowercase()) || served.get(zone).is_some(),
-    );
+    let by_hand =
+        |zone: &Name| configured.contains(&zone.to_lowercase()) || served.get(zone).is_some();
+    let mut members = consumers.start(|catalog| kept_of.get(catalog).copied(), by_hand);
+    // Ceded before the stop to a catalog no longer configured.
+    let orphans = consumers.adopt_orphans(by_hand).into_iter();
+    members.extend(orphans.filter_map(|step| match step {
+        Step::Add(member, policy) => Some((member, policy)),
+        _ => None,
+    }));
     let (members, policies): (Vec<SecondaryZone>, Vec<Arc<ZonePolicy>>) =
         members.into_iter().unzip();
     if !members.is_empty() {
@@ -468,6 +473,8 @@ impl Running {
         }
         self.delete_files(&to_delete);
         self.start_zones(added, next, &to_delete);
+        // Members whose catalog, or whose zone configured by hand, went.
+        self.adopt_orphans(next, primary);
         // A catalog added whose zone is served already (it was a
         // secondary zone before): its members now.
         for catalog in &changes.catalogs_added {
@@ -489,6 +496,23 @@ impl Running {
                 self.consume(&zone, None, next, primary);
             }
         }
+        self.adopt_orphans(next, primary);
+    }
+
+    /// Members whose catalog, or whose zone configured by hand, went
+    /// ([`Consumers::adopt_orphans`]): started, each in its catalog.
+    fn adopt_orphans(&mut self, next: &mut Catalog, primary: &Primary) {
+        let zones = &self.zones;
+        let configured = |z: &Name| zones.get(&OwnOrigin, z).is_some() || next.get(z).is_some();
+        let orphans = self.consumers.adopt_orphans(configured);
+        if orphans.is_empty() {
+            return;
+        }
+        let (adopted, to_delete) = self.take_steps(orphans, next, primary);
+        self.write_ceded();
+        self.delete_files(&to_delete);
+        self.start_zones(adopted, next, &to_delete);
+        self.publish_origins();
     }
 
     /// A catalog member configured by hand now (`how`) no longer follows
