@@ -42,8 +42,10 @@ impl Update {
         matches!(self.reply, Reply::Datagram(_))
     }
 
-    /// Sends `response` to the client (a client gone is no error).
+    /// Sends `response` to the client (a client gone is no error), and
+    /// logs the exchange to the query log.
     pub fn answer(self, response: Vec<u8>) {
+        self.request.log_answer(&response);
         match self.reply {
             Reply::Datagram(socket) => {
                 if let Err(e) = socket.send_to(&response, self.request.peer) {

@@ -151,6 +151,66 @@ fn a_file_holds_every_query_and_response_over_udp_and_tcp() {
     }
 }
 
+/// Black-box finding: an UPDATE over UDP was not logged at all, over TCP
+/// without its response. Each is logged with its answer now, over both.
+#[test]
+fn updates_are_logged_with_their_answers_over_udp_and_tcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("updates.dnstap");
+    let zone = dir.path().join("upd.test.zone");
+    std::fs::write(
+        &zone,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n",
+    )
+    .unwrap();
+    let (zone, dnstap) = (zone.display().to_string(), file.display().to_string());
+    let mut server = ServerProcess::heron_with_config(&heron(), "upd.test", move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [[zone]]\norigin = \"upd.test\"\nfile = \"{zone}\"\n\
+             allow-update = [\"127.0.0.1 zonesub ANY\"]\n[dnstap]\nfile = \"{dnstap}\"\n"
+        )
+    });
+    for (name, tcp) in [("udp", false), ("tcp", true)] {
+        let mut nsupdate = Command::new("/usr/bin/nsupdate");
+        if tcp {
+            nsupdate.arg("-v");
+        }
+        let mut child = nsupdate
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let commands = format!(
+            "server 127.0.0.1 {}\nzone upd.test\nupdate add {name}.upd.test 60 A 192.0.2.9\nsend\n",
+            server.addr().port()
+        );
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(commands.as_bytes())
+            .unwrap();
+        assert!(child.wait().unwrap().success(), "{name}: {}", server.log());
+    }
+    assert!(server.terminate().is_some_and(|s| s.success()));
+    let yaml = dnstap_read(&["-y"], &file);
+    for (kind, protocol) in [
+        ("AUTH_QUERY", "UDP"),
+        ("AUTH_RESPONSE", "UDP"),
+        ("AUTH_QUERY", "TCP"),
+        ("AUTH_RESPONSE", "TCP"),
+    ] {
+        let found = (yaml.split("\n---")).any(|m| {
+            m.contains(&format!("type: {kind}"))
+                && m.contains(&format!("socket_protocol: {protocol}"))
+                && m.contains("opcode: UPDATE")
+                && m.contains("query_zone: upd.test.")
+        });
+        assert!(found, "{kind} over {protocol}:\n{yaml}");
+    }
+}
+
 #[test]
 fn one_query_in_n_is_logged_with_its_response() {
     let dir = tempfile::tempdir().unwrap();

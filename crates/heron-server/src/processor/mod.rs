@@ -602,7 +602,10 @@ impl Processor {
             return Outcome::Nothing;
         }
         let outcome = self.respond(req, out, events);
+        // An UPDATE is logged with its answer, by the update task.
+        let later = matches!(outcome, Outcome::Update(_));
         if let Some(tap) = &self.tap
+            && !later
             && tap.sample()
         {
             let response = matches!(outcome, Outcome::Response).then_some(&out[..]);
@@ -827,8 +830,12 @@ impl Processor {
                 notify::accept(d, origin, &self.notify_log, out, events);
                 return Outcome::Response;
             }
-            Admission::Update(origin) => return update::hand_off(d, origin, false),
-            Admission::Forward(origin) => return update::hand_off(d, origin, true),
+            Admission::Update(origin) => {
+                return update::hand_off(d, origin, false, self.tap.clone());
+            }
+            Admission::Forward(origin) => {
+                return update::hand_off(d, origin, true, self.tap.clone());
+            }
         };
         result.unwrap_or_else(|refusal| {
             self.refuse(d, refusal, out, events);

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwapOption;
 use std::time::{Duration, Instant, SystemTime};
 
+use heron_proto::Name;
 use heron_proto::message::parse_query;
 use heron_zone::catalog::Catalog;
 
@@ -88,6 +89,16 @@ pub struct Seen<'a> {
     pub catalog: &'a Catalog,
 }
 
+/// Who asked what, when, over which transport: [`Seen`] without the
+/// catalog, for an exchange whose zone is known (an UPDATE's).
+#[derive(Clone, Copy, Debug)]
+pub struct Exchanged {
+    pub transport: Transport,
+    pub peer: SocketAddr,
+    pub local: Option<SocketAddr>,
+    pub received: Instant,
+}
+
 /// The apex (wire form) of the zone in `catalog` that answers `query`.
 fn zone_of(catalog: &Catalog, query: &[u8]) -> Option<Box<[u8]>> {
     let q = parse_query(query).ok()?;
@@ -109,6 +120,14 @@ pub struct Tap {
     /// they left, so that the totals only grow across reloads. (What an
     /// old writer still flushes after that is not counted.)
     retired: Mutex<(u64, u64)>,
+}
+
+impl std::fmt::Debug for Tap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tap")
+            .field("on", &self.is_on())
+            .finish_non_exhaustive()
+    }
 }
 
 /// What a [`Tap`] is set to: one query in `every`, its query message if
@@ -215,6 +234,31 @@ impl Tap {
     /// Hands a copy of a sampled exchange to the sink: `response` is None
     /// when nothing was sent back (dropped, or a transfer's stream).
     pub fn record(&self, seen: Seen<'_>, query: &[u8], response: Option<&[u8]>) {
+        let exchange = Exchanged {
+            transport: seen.transport,
+            peer: seen.peer,
+            local: seen.local,
+            received: seen.received,
+        };
+        self.offer(exchange, || zone_of(seen.catalog, query), query, response);
+    }
+
+    /// An UPDATE and the answer the update task sent for it, sampled now
+    /// (the request was not logged when it came: its answer comes later).
+    pub fn record_update(&self, exchange: Exchanged, zone: &Name, query: &[u8], response: &[u8]) {
+        if self.sample() {
+            let zone = || Some(zone.as_wire().into());
+            self.offer(exchange, zone, query, Some(response));
+        }
+    }
+
+    fn offer(
+        &self,
+        seen: Exchanged,
+        zone: impl FnOnce() -> Option<Box<[u8]>>,
+        query: &[u8],
+        response: Option<&[u8]>,
+    ) {
         let Some(sink) = self.sink.load_full() else {
             return;
         };
@@ -224,7 +268,7 @@ impl Tap {
         if !queries && response.is_none() {
             return;
         }
-        let zone = zone_of(seen.catalog, query);
+        let zone = zone();
         let query: Box<[u8]> = if queries {
             query.into()
         } else {

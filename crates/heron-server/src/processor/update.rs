@@ -14,6 +14,9 @@ use heron_proto::tsig::{ResponseSigner, Verified};
 use heron_proto::writer::header_response;
 use heron_proto::{Name, Rcode};
 
+use std::sync::Arc;
+
+use super::tap::{Exchanged, Tap};
 use super::{Deferred, Outcome, Transport};
 
 /// An admitted UPDATE on its way to the update task.
@@ -42,6 +45,11 @@ pub struct UpdateRequest {
     /// without one), at most the server's. A forwarded answer larger is
     /// not sent.
     pub udp_limit: usize,
+    /// The query log, when on: the request and its answer are logged
+    /// when the answer is sent ([`UpdateRequest::log_answer`]).
+    tap: Option<Arc<Tap>>,
+    /// The address it came to, when the transport knows it (dnstap).
+    local: Option<SocketAddr>,
 }
 
 impl UpdateRequest {
@@ -86,9 +94,32 @@ impl UpdateRequest {
     }
 }
 
+impl UpdateRequest {
+    /// Logs the request with `answer` to the query log, if it is on and
+    /// samples this exchange: as the transport logs a query it answers.
+    pub fn log_answer(&self, answer: &[u8]) {
+        let Some(tap) = self.tap.as_deref().filter(|t| t.is_on()) else {
+            return;
+        };
+        let exchange = Exchanged {
+            transport: self.transport,
+            peer: self.peer,
+            local: self.local,
+            received: self.received,
+        };
+        tap.record_update(exchange, &self.origin, &self.message, answer);
+    }
+}
+
 /// The request, for the transport to hand to the update task (which
-/// forwards it to the zone's primary if `forward`).
-pub(super) fn hand_off(d: &Deferred, origin: Name, forward: bool) -> Outcome {
+/// forwards it to the zone's primary if `forward`); `tap` logs it once
+/// answered.
+pub(super) fn hand_off(
+    d: &Deferred,
+    origin: Name,
+    forward: bool,
+    tap: Option<Arc<Tap>>,
+) -> Outcome {
     Outcome::Update(Box::new(UpdateRequest {
         origin,
         message: d.req.bytes.to_vec(),
@@ -106,5 +137,7 @@ pub(super) fn hand_off(d: &Deferred, origin: Name, forward: bool) -> Outcome {
                 e.udp_size.clamp(512, d.config.max_udp_payload.max(512))
             })
             .into(),
+        tap,
+        local: d.req.local,
     }))
 }
