@@ -250,6 +250,14 @@ fn updates_stay_valid(policy: &str, csk: bool, chain_type: &str) {
         "{}",
         server.log()
     );
+    // The server's own write of the file, updates after it, a reload:
+    // no edit of the operator's, no failure (regression hunt finding).
+    let (ok, said) = ctl(dir.path(), &["flush", ZONE]);
+    assert!(ok, "{said}");
+    let add = "update add after-flush.sup.test 300 TXT \"x\"";
+    assert_eq!(nsupdate(addr, add), "NOERROR");
+    let (ok, said) = ctl(dir.path(), &["reload", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
     // A reload of its edited file keeps the updated zone (the file is
     // read only between freeze and thaw) and says the file differs.
     let file = dir.path().join("sup.zone");

@@ -56,6 +56,27 @@ impl Stamp {
     }
 }
 
+/// The zone files this server wrote itself (a write-back of updates,
+/// `flush`, `freeze`), each with its stamp once written: a reload that
+/// finds one as it was is no edit of the operator's. One entry a zone
+/// file at most.
+static WRITTEN_BY_SERVER: std::sync::LazyLock<Mutex<HashMap<PathBuf, Stamp>>> =
+    std::sync::LazyLock::new(Mutex::default);
+
+/// Notes that the server just wrote `path` itself.
+pub(crate) fn note_written_by_server(path: &Path) {
+    if let Some(stamp) = Stamp::of(path) {
+        let mut written = WRITTEN_BY_SERVER.lock().unwrap_or_else(|e| e.into_inner());
+        written.insert(path.to_path_buf(), stamp);
+    }
+}
+
+/// Whether `path` is as the server last wrote it.
+fn written_by_server(path: &Path) -> bool {
+    let written = WRITTEN_BY_SERVER.lock().unwrap_or_else(|e| e.into_inner());
+    written.get(path).is_some_and(|stamp| stamp.unchanged_at(path))
+}
+
 /// Whether zone file text has an `$INCLUDE` (a cheap look, from each
 /// `$`: a comment or a string holding the word only costs a reload a
 /// reread).
@@ -944,7 +965,11 @@ fn hold_served(
     let stamp = Stamp::from_metadata(&file.metadata);
     let loaded =
         load_zone_text(&file.text, &spec.file, &spec.origin, None).map_err(errors_said_apart)?;
-    let edit_held = edited_message(served, &loaded.zone);
+    // The server's own write-back, older than updates since: no edit.
+    let edit_held = match written_by_server(&spec.file) {
+        true => None,
+        false => edited_message(served, &loaded.zone),
+    };
     if last_signed_under(&spec.origin, signing) && !keys_moved(served, signing)? {
         return Ok((None, stamp, edit_held));
     }

@@ -414,7 +414,10 @@ fn write_editable(zone: &Zone, file: &std::path::Path, signed_here: bool) -> std
     match signed_here {
         true => write_unsigned_zone_file(zone, file, heron_xfr::update::is_dnssec_type),
         false => write_plain_zone_file(zone, file),
-    }
+    }?;
+    // A reload that finds this file is to know it as ours, not an edit.
+    crate::plan::zone_files::note_written_by_server(file);
+    Ok(())
 }
 
 /// One zone's share of a batch: its newest version and the steps to it.
