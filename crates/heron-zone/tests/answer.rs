@@ -753,9 +753,12 @@ fn chains_catalog() -> Catalog {
 fn a_chain_may_pass_one_dname_twice_and_ends_only_at_a_name_met_again() {
     let (cat, cfg) = (chains_catalog(), AnswerConfig::default());
     let ask = |name: &str| ask_with(&cat, &cfg, &q(name, RType::A).tcp()).0;
-    // a.rdn -> a.rtgt CNAME b.rdn -> b.rtgt A.
+    // a.rdn -> a.rtgt CNAME b.rdn -> b.rtgt A; the DNAME once (RFC 2181
+    // 5), two synthesized CNAMEs.
     let m = ask("a.rdn.r.test");
     assert_eq!(m.rcode(), Rcode::NOERROR);
+    let dnames = m.answers.iter().filter(|r| r.rtype == RType::DNAME).count();
+    assert_eq!((dnames, m.answers.len()), (1, 5), "{:?}", texts(&m.answers));
     assert!(
         texts(&m.answers).contains(&"b.rtgt.r.test. 300 in a 192.0.2.77".to_string()),
         "{:?}",

@@ -546,7 +546,10 @@ impl<'a> Responder<'a> {
                     // Every name below it gets this answer: about its owner.
                     self.wildcard_at = (lower.len() - node.owner_wire().len()) as u8;
                 }
-                self.dname(zone, node, name, target)
+                // Passed before in this chain: its RRset is in the answer
+                // already (RFC 2181 5: no duplicates), only the CNAME is new.
+                let again = followed.contains(&node.id());
+                self.dname(zone, node, name, again, target)
             }
             Found::Exact(node) => self.at_node(zone, node, here, lower, followed, false, target),
             Found::Wildcard(node) => {
@@ -630,11 +633,14 @@ impl<'a> Responder<'a> {
         zone: &'a Zone,
         node: Node<'a>,
         name: &[u8],
+        written: bool,
         next: &mut Target,
     ) -> Result<Next, Full> {
         let dname = node.rrset(RType::DNAME).expect("found by DNAME");
-        let dname_owner = owner_of(zone, node.owner_wire(), None);
-        self.rrset(Section::Answer, dname_owner, dname)?;
+        if !written {
+            let dname_owner = owner_of(zone, node.owner_wire(), None);
+            self.rrset(Section::Answer, dname_owner, dname)?;
+        }
         let Some(target) = dname_target(name, node, &dname.first_rdata()) else {
             self.rcode = Rcode(6); // YXDOMAIN (RFC 6672 2.2)
             return Ok(Next::Done);

@@ -74,7 +74,9 @@ pub(crate) fn note_written_by_server(path: &Path) {
 /// Whether `path` is as the server last wrote it.
 fn written_by_server(path: &Path) -> bool {
     let written = WRITTEN_BY_SERVER.lock().unwrap_or_else(|e| e.into_inner());
-    written.get(path).is_some_and(|stamp| stamp.unchanged_at(path))
+    written
+        .get(path)
+        .is_some_and(|stamp| stamp.unchanged_at(path))
 }
 
 /// Whether zone file text has an `$INCLUDE` (a cheap look, from each
