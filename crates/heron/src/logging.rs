@@ -149,18 +149,25 @@ pub fn init(section: &LogSection) {
 
 /// Applies `section`'s levels from now on (a reload read the file again);
 /// `HERON_LOG`, when set, still wins. The format stays as started.
-pub fn apply_levels(section: &LogSection) {
+/// Returns whether the levels changed.
+pub fn apply_levels(section: &LogSection) -> bool {
     let Some(levels) = LEVELS.get() else {
-        return;
+        return false;
     };
     let filter = section.filter();
     let before = levels.with_current(|f| f.to_string()).unwrap_or_default();
     if filter.to_string() == before {
-        return;
+        return false;
     }
     match levels.reload(filter) {
-        Ok(()) => tracing::info!("log levels now {}", section.directives()),
-        Err(e) => tracing::warn!("log levels not changed: {e}"),
+        Ok(()) => {
+            tracing::info!("log levels now {}", section.directives());
+            true
+        }
+        Err(e) => {
+            tracing::warn!("log levels not changed: {e}");
+            false
+        }
     }
 }
 

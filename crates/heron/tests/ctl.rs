@@ -716,6 +716,14 @@ fn reconfigure_adds_and_removes_primary_and_secondary_zones_and_reports_it() {
     std::fs::write(server.dir().join("heron.toml"), &config).unwrap();
     let (_, out, _) = ctl(&socket, &["reconfigure"]);
     assert_eq!(out, "ok: applied: [[key]]\n", "removed");
+    // Log levels too (they were applied and said "no change").
+    let quieter = format!("{config}[log]\nlevel = \"warn\"\n");
+    std::fs::write(server.dir().join("heron.toml"), &quieter).unwrap();
+    let (_, out, _) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(out, "ok: applied: [log] levels\n");
+    std::fs::write(server.dir().join("heron.toml"), &config).unwrap();
+    let (_, out, _) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(out, "ok: applied: [log] levels\n", "back");
 
     // Listeners and workers wait for a restart, and say so.
     let more_workers = config.replace("workers = 1", "workers = 2");

@@ -309,7 +309,7 @@ fn reconfigure(
         tracing::warn!("{part} changed in the configuration: it takes effect at the next restart")
     });
     let (changed, changed_secondaries) = settings_changed(xfr, &new, files);
-    crate::logging::apply_levels(&new.log);
+    let levels_changed = crate::logging::apply_levels(&new.log);
     // The keys first: the policies that follow may name new ones.
     let running = xfr.keys.load();
     let keys_changed = running.len() != new.keys.len()
@@ -323,6 +323,9 @@ fn reconfigure(
     let mut applied = new.applied;
     if keys_changed {
         applied.push("[[key]]");
+    }
+    if levels_changed {
+        applied.push("[log] levels");
     }
     if let (Some(running), Some(read)) = (&xfr.tls_certificate, &new.tls_certificate)
         && running.take_from(read)
