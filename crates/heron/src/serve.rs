@@ -696,9 +696,11 @@ async fn serve(
     transports
         .tasks
         .extend(serve_control(control, &controller, &shutdown));
+    let left_over = log_left_over(service.clone(), shutdown.clone());
     transports
         .tasks
         .extend(serve_metrics(metrics, controller, shutdown));
+    transports.tasks.push(left_over);
     wait_for_signals(&catalog, &files, &transfers, &stop_asked).await;
     tracing::info!("shutting down");
     notify::stopping();
@@ -855,6 +857,25 @@ async fn stop_transports(mut transports: Transports) {
         drop(xdp);
         tracing::info!("XDP programs detached");
     }
+}
+
+/// Every log interval, says what refusal bursts that stopped left out of
+/// the log ([`heron_server::processor::Processor::log_left_over`]).
+fn log_left_over(
+    service: Arc<Service>,
+    mut shutdown: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    use heron_server::processor::log_limit::LOG_INTERVAL;
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(LOG_INTERVAL));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => service.processor.log_left_over(heron_proto::time::unix_now()),
+                _ = shutdown.changed() => return,
+            }
+        }
+    })
 }
 
 /// The metrics endpoint's socket, if `[metrics]` is on.

@@ -96,6 +96,37 @@ impl<const N: usize> LogLimiter<N> {
     }
 }
 
+impl<const N: usize> LogLimiter<N> {
+    /// For each reason whose last line is an interval old or more and
+    /// that left lines out since: how many and since when, as the line
+    /// that opens its next interval would say. The interval opens now, so
+    /// they are told once; a burst that stopped is not left untold.
+    pub fn left_over(&self, now: u64) -> Vec<(usize, Due)> {
+        let mut out = Vec::new();
+        for (reason, r) in self.reasons.iter().enumerate() {
+            let last = r.logged_at.load(Ordering::Relaxed);
+            let old = last != NEVER && now.wrapping_sub(last) >= self.interval;
+            if !old || r.suppressed.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            // As `admit` does: one caller wins the interval's opening.
+            let won = r
+                .logged_at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed);
+            if won.is_err() {
+                continue;
+            }
+            r.written.store(self.lines, Ordering::Relaxed);
+            let suppressed = r.suppressed.swap(0, Ordering::Relaxed);
+            if suppressed > 0 {
+                let since = now.wrapping_sub(last);
+                out.push((reason, Due { suppressed, since }));
+            }
+        }
+        out
+    }
+}
+
 impl Due {
     /// What to add to the line: nothing, or how many more were left out.
     pub fn tail(self) -> String {
@@ -109,6 +140,32 @@ impl Due {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_burst_that_stopped_is_told_once_an_interval_later() {
+        let limiter = LogLimiter::<2>::new(LOG_INTERVAL);
+        let t = 1_000;
+        assert!(limiter.admit(0, t).is_some());
+        for _ in 0..19 {
+            assert!(limiter.admit(0, t + 1).is_none());
+        }
+        assert!(limiter.left_over(t + 5).is_empty(), "within the interval");
+        let told = limiter.left_over(t + LOG_INTERVAL);
+        assert_eq!(
+            told,
+            [(
+                0,
+                Due {
+                    suppressed: 19,
+                    since: LOG_INTERVAL
+                }
+            )]
+        );
+        assert!(limiter.left_over(t + 3 * LOG_INTERVAL).is_empty(), "once");
+        // The interval it opened holds no free line: the next admit waits.
+        assert!(limiter.admit(0, t + LOG_INTERVAL + 1).is_none());
+        assert!(limiter.admit(1, t + 1).is_some(), "other reasons untouched");
+    }
 
     #[test]
     fn one_line_per_reason_per_interval_with_the_count_left_out() {

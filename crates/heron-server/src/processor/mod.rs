@@ -843,6 +843,32 @@ impl Processor {
         })
     }
 
+    /// Says, once an interval has passed, how many refusals (and
+    /// accepted NOTIFYs) of each reason a burst that stopped left out of
+    /// the log: their count otherwise waited for the reason's next line,
+    /// which may never come. For a task to call every few seconds.
+    pub fn log_left_over(&self, now: u64) {
+        for (reason, due) in self.log.left_over(now) {
+            let what = match reason {
+                r if r < Refusal::KINDS => Refusal::KIND_NAMES[r],
+                r if r == Refusal::KINDS => "transfer-denied (key)",
+                _ => "notify-denied (key)",
+            };
+            tracing::warn!(
+                "{} more requests refused ({what}) in the last {} s, not logged one by one",
+                due.suppressed,
+                due.since
+            );
+        }
+        for (_, due) in self.notify_log.left_over(now) {
+            tracing::info!(
+                "{} more NOTIFYs accepted in the last {} s, not logged one by one",
+                due.suppressed,
+                due.since
+            );
+        }
+    }
+
     /// Writes the error response a refusal gets, logs and counts it.
     fn refuse(&self, d: &Deferred, refusal: Refusal, out: &mut Vec<u8>, events: &mut Vec<Event>) {
         let rcode = refusal.rcode();
