@@ -3,7 +3,7 @@
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -359,10 +359,7 @@ fn settle_once_answering(catalog: &SharedCatalog) {
 /// `heron`, so `/run/heron`), the control socket `control.sock` there
 /// when the configuration names none: where `heron ctl` looks by default.
 fn control_in_runtime_directory() -> Option<PathBuf> {
-    let dirs = std::env::var_os("RUNTIME_DIRECTORY")?;
-    // Colon-separated when the unit names several.
-    let first = dirs.to_str()?.split(':').next().filter(|d| !d.is_empty())?;
-    Some(Path::new(first).join("control.sock"))
+    crate::control::ctl::runtime_directory_socket()
 }
 
 /// The configuration file (if any) with the command line laid over it.

@@ -1256,3 +1256,47 @@ fn zone_status_lists_a_zone_that_failed_to_load_with_why() {
     let b = row("b.test.").unwrap();
     assert!(b.get("last_error").is_none_or(Value::is_null), "{b}");
 }
+
+/// Under the shipped unit (RuntimeDirectory=heron) with no `[server]
+/// control`, the server's socket is `$RUNTIME_DIRECTORY/control.sock`;
+/// `heron reload --config`, as the unit's ExecReload runs it (in the
+/// same environment), finds it there. It exited 2 ("[server] control is
+/// not set"), so `systemctl reload` failed (black-box finding).
+#[test]
+fn reload_with_a_configuration_naming_no_socket_finds_the_units_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().join("run");
+    std::fs::create_dir_all(&runtime).unwrap();
+    let port = heron_testkit::process::free_port();
+    let zone = dir.path().join("r.test.zone");
+    std::fs::write(&zone, zone_text(1, "")).unwrap();
+    let config = dir.path().join("heron.toml");
+    let text = format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+         [[zone]]\norigin = \"r.test\"\nfile = \"{}\"\n",
+        zone.display()
+    );
+    std::fs::write(&config, text).unwrap();
+    let mut server = Command::new(heron())
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("RUNTIME_DIRECTORY", &runtime)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let socket = runtime.join("control.sock");
+    let up = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        socket.exists()
+    });
+    let reload = Command::new(heron())
+        .args(["reload", "--config"])
+        .arg(&config)
+        .env("RUNTIME_DIRECTORY", &runtime)
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(up, "no socket at {}", socket.display());
+    assert!(reload.status.success(), "{reload:?}");
+}

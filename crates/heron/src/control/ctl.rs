@@ -271,10 +271,25 @@ pub fn socket_of_config(config: &Path) -> Result<PathBuf, String> {
     let control = file
         .get("server")
         .and_then(|server| server.get("control"))
-        .and_then(|control| control.as_str())
-        .ok_or_else(|| format!("{}: [server] control is not set", config.display()))?;
+        .and_then(|control| control.as_str());
+    let Some(control) = control else {
+        // Where the server puts it then: under its unit, `control.sock`
+        // in the runtime directory (the unit's ExecReload runs with the
+        // same RUNTIME_DIRECTORY), else the default.
+        return Ok(runtime_directory_socket().unwrap_or_else(default_socket));
+    };
     let base = config.parent().unwrap_or(Path::new("."));
     Ok(base.join(control))
+}
+
+/// `control.sock` in the first of systemd's `RUNTIME_DIRECTORY`, if set:
+/// where `heron serve` puts its socket under a unit when the
+/// configuration names none.
+pub fn runtime_directory_socket() -> Option<PathBuf> {
+    let dirs = std::env::var_os("RUNTIME_DIRECTORY")?;
+    // Colon-separated when the unit names several.
+    let first = dirs.to_str()?.split(':').next().filter(|d| !d.is_empty())?;
+    Some(Path::new(first).join("control.sock"))
 }
 
 fn one_zone(command: &str, zone: &str) -> Request {
