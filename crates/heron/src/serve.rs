@@ -122,9 +122,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
         (&signed_kept, &kept, &signed_before),
     );
     let primary = Arc::new(carry_on(primary, &catalog, &signed_before));
-    for (origin, policy) in members {
-        primary.set_member_policy(&origin, Some(policy));
-    }
+    set_member_policies(&primary, members, &settings.secondaries, &kept);
     let catalog =
         catalog_producer::update_at_start(&settings.generated_catalogs, catalog, &primary);
     let keys = SharedKeys::new(Arc::new(std::mem::take(&mut settings.keys)));
@@ -456,6 +454,31 @@ fn load_catalog_and_find_journals(
     })
 }
 
+/// The catalog members' policies, known only once the catalogs' kept
+/// copies are read; their journals are read back against their `kept`
+/// copies (aligned with `secondaries`) as the configured zones' were.
+fn set_member_policies(
+    primary: &Primary,
+    members: Vec<(Name, Arc<ZonePolicy>)>,
+    secondaries: &[heron_xfr::secondary::refresh::SecondaryZone],
+    kept: &[Option<Zone>],
+) {
+    let with_journal = members.iter().any(|(_, p)| p.journal_path().is_some());
+    let kept_of: HashMap<&Name, &Zone> = match with_journal {
+        true => (secondaries.iter().zip(kept))
+            .filter_map(|(z, k)| Some((&z.origin, k.as_ref()?)))
+            .collect(),
+        false => HashMap::new(),
+    };
+    for (origin, policy) in members {
+        let journal = policy.journal_path().is_some();
+        primary.set_member_policy(&origin, Some(policy));
+        if let Some(zone) = kept_of.get(&origin).filter(|_| journal) {
+            primary.restore_kept_journal(zone);
+        }
+    }
+}
+
 /// The primary side, with the journal files `found` read back for the
 /// zones served now: those of `catalog` and the secondaries' `kept` copies.
 fn primary(
@@ -690,14 +713,12 @@ async fn serve(
         connections: transports.limiter.clone(),
     });
     let shutdown = transports.shutdown.subscribe();
-    transports
-        .tasks
-        .extend(serve_control(control, &controller, &shutdown));
-    let left_over = log_left_over(service.clone(), shutdown.clone());
-    transports
-        .tasks
-        .extend(serve_metrics(metrics, controller, shutdown));
-    transports.tasks.push(left_over);
+    let tasks = [
+        serve_control(control, &controller, &shutdown),
+        Some(log_left_over(service.clone(), shutdown.clone())),
+        serve_metrics(metrics, controller, shutdown),
+    ];
+    transports.tasks.extend(tasks.into_iter().flatten());
     wait_for_signals(&catalog, &files, &transfers, &stop_asked).await;
     tracing::info!("shutting down");
     notify::stopping();

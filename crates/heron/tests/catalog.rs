@@ -332,6 +332,31 @@ fn consume_from(kind: ServerKind) {
         rcode(consumer.addr(), "a.test", RType::AXFR),
         Some(Rcode::NOERROR)
     );
+    // Its journal was read back: IXFR from serial 1 is the step, not the
+    // whole zone (the history used to start over at each restart).
+    let addr = consumer.addr();
+    let out = Command::new("/usr/bin/kdig")
+        .arg(format!("@{}", addr.ip()))
+        .args([
+            "-p",
+            &addr.port().to_string(),
+            "a.test",
+            "IXFR=1",
+            "+nocomments",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let serial_one = text
+        .lines()
+        .filter(|l| l.contains("\tSOA\t") && l.contains(" 1 3600 "))
+        .count();
+    assert_eq!(
+        serial_one,
+        1,
+        "an IXFR step from serial 1:\n{text}\n{}",
+        consumer.log()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

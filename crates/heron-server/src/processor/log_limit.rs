@@ -99,8 +99,9 @@ impl<const N: usize> LogLimiter<N> {
 impl<const N: usize> LogLimiter<N> {
     /// For each reason whose last line is an interval old or more and
     /// that left lines out since: how many and since when, as the line
-    /// that opens its next interval would say. The interval opens now, so
-    /// they are told once; a burst that stopped is not left untold.
+    /// that opens its next interval would say. The interval opens now
+    /// (with its lines free), so they are told once; a burst that stopped
+    /// is not left untold.
     pub fn left_over(&self, now: u64) -> Vec<(usize, Due)> {
         let mut out = Vec::new();
         for (reason, r) in self.reasons.iter().enumerate() {
@@ -116,7 +117,9 @@ impl<const N: usize> LogLimiter<N> {
             if won.is_err() {
                 continue;
             }
-            r.written.store(self.lines, Ordering::Relaxed);
+            // The summary is no line of the reason's: the new interval
+            // keeps its lines for what comes.
+            r.written.store(0, Ordering::Relaxed);
             let suppressed = r.suppressed.swap(0, Ordering::Relaxed);
             if suppressed > 0 {
                 let since = now.wrapping_sub(last);
@@ -162,8 +165,9 @@ mod tests {
             )]
         );
         assert!(limiter.left_over(t + 3 * LOG_INTERVAL).is_empty(), "once");
-        // The interval it opened holds no free line: the next admit waits.
-        assert!(limiter.admit(0, t + LOG_INTERVAL + 1).is_none());
+        // The interval it opened keeps its line for what comes next.
+        assert!(limiter.admit(0, t + LOG_INTERVAL + 1).is_some());
+        assert!(limiter.admit(0, t + LOG_INTERVAL + 2).is_none());
         assert!(limiter.admit(1, t + 1).is_some(), "other reasons untouched");
     }
 

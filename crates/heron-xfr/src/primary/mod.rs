@@ -203,6 +203,18 @@ impl Primary {
     /// as a start does; a file that does not end at its serial goes, as
     /// at a start. Nothing when journals are not kept in files.
     pub fn restore_journal(&self, zone: &Zone) {
+        self.restore_journal_of(zone, false);
+    }
+
+    /// [`Primary::restore_journal`] for a secondary's kept copy (a
+    /// catalog member's at start): its primary holds every version the
+    /// journal may hold past it, so a file that does not fit is only a
+    /// cache that goes, never one set aside.
+    pub fn restore_kept_journal(&self, zone: &Zone) {
+        self.restore_journal_of(zone, true);
+    }
+
+    fn restore_journal_of(&self, zone: &Zone, refetchable: bool) {
         let policy = self.policy(zone.origin());
         let (Some(_), Some(path)) = (self.files.get(), policy.journal_path()) else {
             return;
@@ -213,7 +225,7 @@ impl Primary {
         let served = journal_files::Served {
             zone,
             journal: path,
-            refetchable: false,
+            refetchable,
         };
         let (mut histories, _) = journal_files::restore(&[served], self.journal_max_bytes);
         let origin = zone.origin().to_lowercase();
