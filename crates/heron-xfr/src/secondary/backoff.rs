@@ -76,6 +76,12 @@ impl PrimaryHealth {
         state.until
     }
 
+    /// Whether `addr` failed and has not answered since: down for every
+    /// zone, whichever last tried it.
+    pub fn is_down(&self, addr: SocketAddr) -> bool {
+        self.down.lock().unwrap().contains_key(&addr)
+    }
+
     /// `addr` answered: its zones may try it at once.
     pub fn answered(&self, addr: SocketAddr) {
         let mut down = self.down.lock().unwrap();

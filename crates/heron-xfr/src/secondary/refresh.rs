@@ -935,11 +935,15 @@ impl Driver {
             let primaries = (entry.zone.primaries.iter().enumerate())
                 .map(|(i, up)| {
                     let seen = entry.seen(i);
+                    // A primary down is down for each of its zones, not
+                    // only for those that tried it since (black-box
+                    // finding: one primary, "yes" and "no" at once).
+                    let down = self.ctx.conns.health().is_down(up.addr);
                     PrimaryReport {
                         addr: up.addr,
                         source: up.source,
                         key: up.key.clone(),
-                        reachable: seen.reachable,
+                        reachable: if down { Some(false) } else { seen.reachable },
                         backoff_until: seen.backoff_until.filter(|&t| t > now).map(at),
                         last_error: seen.last_error,
                     }
@@ -1371,6 +1375,14 @@ mod tests {
         // A primary the zone does not have is ignored.
         driver.note_exchange(zone, 2, Some(&down));
         assert_eq!(driver.report()[0].primaries.len(), 2);
+        // The first primary failed for another zone since: down for this
+        // one too, until it answers.
+        let first = driver.report()[0].primaries[0].addr;
+        let health = driver.ctx.conns.health();
+        health.failed(first, tokio::time::Instant::now(), "refused");
+        assert_eq!(reachable(&driver), [Some(false), Some(true)]);
+        driver.ctx.conns.health().answered(first);
+        assert_eq!(reachable(&driver), [Some(true), Some(true)]);
     }
 
     fn notify() -> Command {
