@@ -212,6 +212,7 @@ const LATENCY_BUCKETS: usize = LATENCY_BOUNDS_US.len() + 1;
 pub struct Cells {
     queries: [[Cell; QTYPE_BUCKETS]; TRANSPORTS.len()],
     responses: [Cell; RCODES.len()],
+    truncated: Cell,
     response_bytes: HistogramCells<SIZE_BUCKETS>,
     latency_us: HistogramCells<LATENCY_BUCKETS>,
     accepted: [Cell; TRANSPORTS.len()],
@@ -224,6 +225,7 @@ impl Default for Cells {
         Cells {
             queries: std::array::from_fn(|_| std::array::from_fn(|_| Cell::default())),
             responses: std::array::from_fn(|_| Cell::default()),
+            truncated: Cell::default(),
             response_bytes: HistogramCells::default(),
             latency_us: HistogramCells::default(),
             accepted: std::array::from_fn(|_| Cell::default()),
@@ -245,6 +247,9 @@ impl Cells {
     pub fn response(&self, message: &[u8]) {
         if message.len() >= 12 {
             self.responses[rcode_index(message)].add(1);
+            if message[2] & 0x02 != 0 {
+                self.truncated.add(1); // TC: the client asks again over TCP
+            }
             let size = message.len() as u64;
             self.response_bytes.observe(&SIZE_BOUNDS, size, 1);
         }
@@ -284,6 +289,7 @@ impl Cells {
             into.iter_mut().zip(from).for_each(|(i, c)| *i += c.get());
         };
         add(&mut totals.responses, &self.responses);
+        totals.truncated += self.truncated.get();
         add(&mut totals.accepted, &self.accepted);
         add(&mut totals.refused_connections, &self.refused_connections);
         add(&mut totals.handshakes, &self.handshakes);
@@ -351,6 +357,8 @@ pub struct Totals {
     pub queries: [[u64; QTYPE_BUCKETS]; TRANSPORTS.len()],
     /// By RCODE ([`RCODES`]).
     pub responses: [u64; RCODES.len()],
+    /// Responses sent with the TC bit.
+    pub truncated: u64,
     /// Response sizes in bytes ([`SIZE_BOUNDS`]).
     pub response_bytes: Histogram<SIZE_BUCKETS>,
     /// From receive to send, microseconds ([`LATENCY_BOUNDS_US`]).
@@ -368,6 +376,7 @@ impl Default for Totals {
         Totals {
             queries: [[0; QTYPE_BUCKETS]; TRANSPORTS.len()],
             responses: [0; RCODES.len()],
+            truncated: 0,
             response_bytes: Histogram::default(),
             latency_us: Histogram::default(),
             accepted: [0; TRANSPORTS.len()],
@@ -390,6 +399,7 @@ impl Totals {
             sub(&self.queries[t], &base.queries[t], &mut out.queries[t]);
         }
         sub(&self.responses, &base.responses, &mut out.responses);
+        out.truncated = self.truncated.wrapping_sub(base.truncated);
         sub(&self.accepted, &base.accepted, &mut out.accepted);
         sub(
             &self.refused_connections,

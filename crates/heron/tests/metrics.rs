@@ -219,6 +219,22 @@ fn counters_move_by_exactly_the_queries_sent() {
     assert_eq!(ctl_moved("queries", "tcp"), 4);
     assert_eq!(ctl_moved("queries", "tls"), 2);
     assert_eq!(ctl_moved("responses", "REFUSED"), 2);
+    assert_eq!(moved("heron_responses_truncated_total"), 0.0);
+
+    // An answer too large for a client without EDNS goes out truncated:
+    // counted, in the metrics and ctl stats (black-box finding: TC was
+    // counted nowhere, where NSD and BIND count it).
+    let big = query(&format!("bigtxt.{ORIGIN}"), RType::TXT);
+    let answer = query_udp(addr, &big);
+    assert_ne!(answer[2] & 0x02, 0, "TC");
+    let later = f.settled_scrape();
+    assert_eq!(
+        crate::moved(&after, &later, "heron_responses_truncated_total"),
+        1.0
+    );
+    let truncated = f.ctl_stats()["responses_truncated"].as_u64().unwrap();
+    let before_truncated = ctl_before["responses_truncated"].as_u64().unwrap();
+    assert_eq!(truncated - before_truncated, 1);
 
     // The kernel's drop counters and the process's memory are there.
     for name in [

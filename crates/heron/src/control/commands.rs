@@ -494,6 +494,7 @@ impl Controller {
             "queries": queries,
             "queries_by_type": by_type,
             "responses": responses,
+            "responses_truncated": totals.truncated,
             "tcp_connections_open": self.connections.open_connections(),
             "tcp_connections_accepted": accepted,
             "tcp_connections_refused": refused,

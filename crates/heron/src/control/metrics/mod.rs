@@ -392,6 +392,13 @@ impl Snapshot {
             "Responses sent, by RCODE (the header's four bits)",
             rcodes.map(|(r, n)| (label("rcode", r), n)),
         )?;
+        let truncated = e.encode_descriptor(
+            "heron_responses_truncated",
+            "Responses sent with the TC bit: too large for the client's UDP size (the client asks again over TCP), RRL slips included",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(t.truncated).encode(truncated)?;
         histogram(
             e,
             "heron_response_size_bytes",
