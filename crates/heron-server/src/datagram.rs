@@ -370,7 +370,14 @@ impl<'a> Layers<'a> {
             return false;
         };
         let processor = &self.service.processor;
-        let outcome = processor.process_parsed(&udp_request(query, address), q, response, events);
+        // Our address and the batch's time: an UPDATE is logged to
+        // dnstap by the update task, from the request.
+        let request = Request {
+            local: self.local,
+            received: self.received,
+            ..udp_request(query, address)
+        };
+        let outcome = processor.process_parsed(&request, q, response, events);
         self.service.dispatch(events);
         let outcome = match outcome {
             Outcome::Update(request) => match self.reply_socket {

@@ -206,6 +206,7 @@ fn updates_are_logged_with_their_answers_over_udp_and_tcp() {
                 && m.contains(&format!("socket_protocol: {protocol}"))
                 && m.contains("opcode: UPDATE")
                 && m.contains("query_zone: upd.test.")
+                && m.contains("response_address: \"127.0.0.1\"")
         });
         assert!(found, "{kind} over {protocol}:\n{yaml}");
     }
