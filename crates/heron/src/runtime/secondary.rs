@@ -165,6 +165,17 @@ pub fn members_at_start(
         Step::Add(member, policy) => Some((member, policy)),
         _ => None,
     }));
+    // What that changed of the catalogs' ceded lists, kept now: a later
+    // restart gives each zone to the same catalog.
+    for (catalog, ceded) in consumers.changed_ceded() {
+        let Some(zone) = zones.iter().find(|z| z.origin.to_lowercase() == catalog) else {
+            continue;
+        };
+        let file = ceded_copy(&zone.kept_path());
+        if let Err(e) = crate::plan::consumer::write_ceded(&file, &ceded) {
+            tracing::warn!("cannot keep {}: {e}", file.display());
+        }
+    }
     let (members, policies): (Vec<SecondaryZone>, Vec<Arc<ZonePolicy>>) =
         members.into_iter().unzip();
     if !members.is_empty() {
@@ -511,7 +522,13 @@ impl Running {
         let (adopted, to_delete) = self.take_steps(orphans, next, primary);
         self.write_ceded();
         self.delete_files(&to_delete);
-        self.start_zones(adopted, next, &to_delete);
+        // Transferred afresh: a file at a member's path is not taken as
+        // its copy (it may be a hand zone's, just let go), nor deleted.
+        let fresh: Vec<std::path::PathBuf> = (adopted.iter())
+            .map(|z| z.kept_path().into_owned())
+            .chain(to_delete)
+            .collect();
+        self.start_zones(adopted, next, &fresh);
         self.publish_origins();
     }
 
