@@ -356,6 +356,12 @@ fn sign_step<Z: Borrow<Zone>>(
         .flatten();
     let zone = zone.or_made(without);
     let mut config = policy.sign_config();
+    // Signatures are looked at once an hour: those that would come due
+    // before the next look are made anew now, or a `signature-refresh`
+    // under an hour let them expire before the next signing (black-box
+    // finding: RRSIGs expired while served).
+    let check = REFRESH_CHECK.as_secs() as u32;
+    config.refresh = config.refresh.saturating_add(check);
     // After a restart the version served last is gone; its serial is kept.
     let served = previous
         .map(Zone::serial)
