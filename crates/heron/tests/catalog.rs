@@ -566,6 +566,39 @@ fn a_member_configured_by_hand_later_wins_and_the_others_survive_a_restart() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Taken over by hand from its own kept file (an operator moving a member
+/// to a file where it already sits): the hand's zone is served at once
+/// (regression hunt finding: REFUSED until a restart).
+#[test]
+fn a_member_configured_by_hand_from_its_kept_file_is_served() {
+    let dir = work_dir("by-hand-same-file");
+    let (_primary, consumer_port, config) = primary_of_a_and_b(&dir);
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
+        .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));
+    let addr = consumer.addr();
+    assert!(eventually(|| zone_serial(addr, "b.test") == Some(1)));
+    let kept = dir.join("kept").join("members").join("b.test.zone");
+    assert!(eventually(|| kept.exists()), "{}", consumer.log());
+    std::fs::write(&kept, member_text("b.test").replace(" 1 3600", " 77 3600")).unwrap();
+    let by_hand = format!(
+        "{config}[[zone]]\norigin = \"b.test\"\nfile = \"{}\"\n",
+        kept.display()
+    );
+    let socket = dir.join("ctl.sock");
+    reconfigure(&consumer, &socket, &by_hand);
+    assert!(
+        eventually(|| zone_serial(addr, "b.test") == Some(77)),
+        "{}",
+        consumer.log()
+    );
+    assert_eq!(
+        zone_serial(addr, "a.test"),
+        Some(1),
+        "the other member stays"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The other order: a catalog lists a zone already configured by hand,
 /// so its version is rejected (nothing of it served); once a reload takes
 /// the hand's zone out, the version served is read again and its members

@@ -435,7 +435,8 @@ impl Running {
             catalogs_changed: reconsumed.changed,
             ..SecondaryChanges::default()
         };
-        let (mut added, mut to_delete) = self.take_steps(reconsumed.steps, next, primary);
+        let (mut added, mut to_delete) =
+            self.take_steps(reconsumed.steps, next, primary, &from_files);
         let mut wanted: HashMap<Name, SecondaryZone> = wanted
             .into_iter()
             .map(|z| (z.origin.to_lowercase(), z))
@@ -519,7 +520,7 @@ impl Running {
         if orphans.is_empty() {
             return;
         }
-        let (adopted, to_delete) = self.take_steps(orphans, next, primary);
+        let (adopted, to_delete) = self.take_steps(orphans, next, primary, &|_| false);
         self.write_ceded();
         self.delete_files(&to_delete);
         // Transferred afresh: a file at a member's path is not taken as
@@ -574,7 +575,7 @@ impl Running {
         if steps.is_empty() {
             return;
         }
-        let (added, to_delete) = self.take_steps(steps, next, primary);
+        let (added, to_delete) = self.take_steps(steps, next, primary, &|_| false);
         // Before the added zones look for their kept copies: a reset
         // zone's must be gone.
         self.delete_files(&to_delete);
@@ -601,12 +602,14 @@ impl Running {
 
     /// Carries out what catalogs ask of their members, but for starting
     /// the zones to add and deleting the files of those removed or reset:
-    /// returns both.
+    /// returns both. `from_files` says which zones a reload loaded from
+    /// files (a member forgotten for one keeps it served).
     fn take_steps(
         &mut self,
         steps: Vec<Step>,
         next: &mut Catalog,
         primary: &Primary,
+        from_files: &dyn Fn(&Name) -> bool,
     ) -> (Vec<SecondaryZone>, Vec<std::path::PathBuf>) {
         let (mut added, mut to_delete) = (Vec::new(), Vec::new());
         for step in steps {
@@ -639,7 +642,10 @@ impl Running {
                     }
                 }
                 Step::Forget(origin) => {
-                    self.stop(&origin.to_lowercase(), next, primary, |_| false);
+                    // Its kept file is now a configured zone's, maybe its
+                    // own by hand: that zone, just loaded, stays served
+                    // (regression hunt finding: REFUSED until a restart).
+                    self.stop(&origin.to_lowercase(), next, primary, from_files);
                     primary.set_member_policy(&origin, None);
                 }
                 Step::Reset(member, policy) => {
