@@ -477,10 +477,10 @@ impl<'a> Responder<'a> {
         }
         // Nodes whose CNAME or DNAME was followed: meeting a CNAME again
         // is a loop. Names looked up: looking one up again is a loop
-        // (through DNAMEs too), by a hash of its lower-cased form.
+        // (through DNAMEs too), by the zone's hash of its lower-cased form.
         let mut followed = [0usize; MAX_CHAIN];
         let mut looked_up = [0u64; MAX_CHAIN + 1];
-        looked_up[0] = name_hash(lower.0);
+        looked_up[0] = zone.hash(lower.0);
         for hop in 0..MAX_CHAIN {
             let Next::Follow { node, at } = next else {
                 return Ok(());
@@ -492,7 +492,7 @@ impl<'a> Responder<'a> {
             if !in_zone(zone, lower.as_wire()) {
                 return Ok(());
             }
-            let hash = name_hash(lower.as_wire());
+            let hash = zone.hash(lower.as_wire());
             if looked_up[..=hop].contains(&hash) {
                 return Ok(()); // a loop
             }
@@ -981,14 +981,6 @@ impl<'a> Responder<'a> {
             extended_rcode: self.rcode.0 > 0xF,
         }
     }
-}
-
-/// FNV-1a of a lower-cased wire name: what a chain's loop check keeps
-/// of each name it looked up.
-fn name_hash(lower: &[u8]) -> u64 {
-    lower.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 /// The OPT record of a REFUSED for a name in no zone: kept out of line,

@@ -174,14 +174,15 @@ impl Consumers {
         catalogs.sort();
         let mut steps = Vec::new();
         for catalog in catalogs {
-            let listed: Vec<Member> = (self.catalogs.get(&catalog))
-                .map(|c| c.members.members().values().cloned().collect())
-                .unwrap_or_default();
-            for member in listed {
+            // Every reload looks: only the few orphans are copied out of a
+            // catalog that may list 100,000 members.
+            let orphans: Vec<Member> = (self.catalogs.get(&catalog).into_iter())
+                .flat_map(|c| c.members.members().iter())
+                .filter(|(zone, _)| !self.owner.contains_key(*zone) && !configured(zone))
+                .map(|(_, member)| member.clone())
+                .collect();
+            for member in orphans {
                 let zone = member.zone.to_lowercase();
-                if self.owner.contains_key(&zone) || configured(&zone) {
-                    continue;
-                }
                 // One left out for its template (said when it was) stays so.
                 let config = &self.catalogs[&catalog].config;
                 let template = config.template(member.group());

@@ -535,43 +535,33 @@ fn encode_secondary_health(
             .iter()
             .filter_map(|z| Some((z.zone.clone(), z.health?)))
     };
-    let times = [
+    // Each a gauge per secondary zone, when known.
+    type Of = fn(&SecondaryHealth) -> Option<i64>;
+    let gauges: [(&str, &str, Of); 4] = [
         (
             "heron_zone_secondary_last_check_timestamp_seconds",
             "When a primary last answered a check of the secondary zone (its serial, or a transfer); after a restart, the kept copy's date until the next, Unix time",
-            (|h: &SecondaryHealth| h.checked_at) as fn(&SecondaryHealth) -> Option<u64>,
+            |h| h.checked_at.map(|t| t as i64),
         ),
         (
             "heron_zone_secondary_expiry_timestamp_seconds",
             "When the secondary zone expires (answers SERVFAIL) unless a check succeeds first, Unix time",
-            |h: &SecondaryHealth| h.expire_at,
+            |h| h.expire_at.map(|t| t as i64),
         ),
-    ];
-    for (name, help, time) in times {
-        let rows = healths().filter_map(|(zone, h)| {
-            Some((vec![("zone", zone)], ConstGauge::new(time(&h)? as i64)))
-        });
-        family(e, name, help, MetricType::Gauge, rows)?;
-    }
-    let serials = [
         (
             "heron_zone_secondary_primary_serial",
             "The serial a primary last said it has (ahead of heron_zone_secondary_transferred_serial while a newer version is not in yet)",
-            (|h: &SecondaryHealth| h.primary_serial) as fn(&SecondaryHealth) -> Option<u32>,
+            |h| h.primary_serial.map(i64::from),
         ),
         (
             "heron_zone_secondary_transferred_serial",
             "The serial of the version last transferred in, as the primary numbers it (heron_zone_serial, unless Heron signs the zone with a serial of its own)",
-            |h: &SecondaryHealth| h.transferred_serial,
+            |h| h.transferred_serial.map(i64::from),
         ),
     ];
-    for (name, help, serial) in serials {
-        let rows = healths().filter_map(|(zone, h)| {
-            Some((
-                vec![("zone", zone)],
-                ConstGauge::new(i64::from(serial(&h)?)),
-            ))
-        });
+    for (name, help, value) in gauges {
+        let rows = healths()
+            .filter_map(|(zone, h)| Some((vec![("zone", zone)], ConstGauge::new(value(&h)?))));
         family(e, name, help, MetricType::Gauge, rows)?;
     }
     let failures =
