@@ -114,7 +114,18 @@ impl Policy {
     }
 }
 
+/// Seconds between the server's looks for signatures due for refresh:
+/// each look makes anew those due before the next one.
+pub const SIGNATURE_LOOK: u32 = 3600;
+
 impl Policy {
+    /// Seconds the shortest-lived new signature is valid: the validity
+    /// less the most the jitter takes in.
+    fn shortest_signature_life(&self) -> u32 {
+        self.signature_validity
+            .saturating_sub(self.signature_jitter)
+    }
+
     /// What is wrong with the policy, each a sentence naming the key.
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -136,6 +147,16 @@ impl Policy {
         if self.signature_jitter >= after_refresh.max(1) {
             out.push(
                 "signature-jitter must be below signature-validity less signature-refresh".into(),
+            );
+        } else if self.shortest_signature_life() <= self.signature_refresh + SIGNATURE_LOOK {
+            // Signatures due before the next look are made anew at each
+            // look: a signature living no longer than that is made anew
+            // every hour, and so is every other one of the zone.
+            out.push(
+                "signature-validity less signature-jitter must be more than an hour longer \
+                 than signature-refresh (signatures are looked at hourly; shorter, every \
+                 signature is made anew at every look)"
+                    .into(),
             );
         }
         let rollover = self.rollover_policy(self.max_zone_ttl.unwrap_or(0));
@@ -267,6 +288,13 @@ mod tests {
                 signature_validity: 60,
                 ..base.clone()
             },
+            // Every signature would come due at each hourly look.
+            Policy {
+                signature_validity: 3 * 3600,
+                signature_refresh: 3600,
+                signature_jitter: 3600,
+                ..base.clone()
+            },
             Policy {
                 denial: Denial::Nsec3 {
                     iterations: MAX_NSEC3_ITERATIONS + 1,
@@ -287,6 +315,13 @@ mod tests {
         for policy in cases {
             assert!(!policy.problems().is_empty(), "{policy:?}");
         }
+        let shortest_life_at_limit = Policy {
+            signature_validity: 3 * 3600,
+            signature_refresh: 3600,
+            signature_jitter: 3599,
+            ..base.clone()
+        };
+        assert!(shortest_life_at_limit.problems().is_empty());
         let at_limit = Policy {
             denial: Denial::Nsec3 {
                 iterations: MAX_NSEC3_ITERATIONS,

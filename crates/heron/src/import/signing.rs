@@ -136,11 +136,13 @@ impl PolicyBuilder {
     }
 
     /// The policy, its signature jitter narrowed when the validity less
-    /// the refresh leaves less than Heron's default.
+    /// the refresh and the hour between looks leaves less than Heron's
+    /// default.
     pub fn finish(mut self) -> (SigningPolicy, Vec<(String, String)>) {
         let validity = self.validity.unwrap_or(DEFAULT_VALIDITY);
         let refresh = self.refresh.unwrap_or(DEFAULT_REFRESH);
-        let room = validity.saturating_sub(refresh);
+        let room =
+            (validity.saturating_sub(refresh)).saturating_sub(heron_dnssec::policy::SIGNATURE_LOOK);
         if room <= DEFAULT_JITTER {
             self.set("signature-jitter", (room / 2).to_string());
         }
@@ -339,9 +341,25 @@ mod tests {
         assert!(
             policy
                 .settings
-                .contains(&("signature-jitter".into(), "86400".into())),
+                .contains(&("signature-jitter".into(), "84600".into())),
             "{policy:?}"
         );
+    }
+
+    #[test]
+    fn a_narrowed_jitter_leaves_a_policy_heron_takes() {
+        let mut p = PolicyBuilder::new("p");
+        p.duration("signature-validity", "signatures-validity", "3h");
+        p.duration("signature-refresh", "signatures-refresh", "1h");
+        let (policy, _) = p.finish();
+        assert_eq!(setting(&policy, "signature-jitter"), Some("1800"));
+        let text: String = (policy.settings.iter())
+            .map(|(k, v)| format!("{k} = {v}\n"))
+            .collect();
+        let entry: crate::config::dnssec::PolicyEntry =
+            toml::from_str(&format!("name = \"p\"\n{text}")).unwrap();
+        let (_, errors) = crate::config::dnssec::policies_and_errors(&[entry]);
+        assert!(errors.is_empty(), "{errors:?}");
     }
 
     #[test]
@@ -387,7 +405,7 @@ mod tests {
         assert_eq!(setting(edge, "ksk-lifetime"), None);
         assert_eq!(setting(edge, "denial"), Some("\"nsec3\""));
         assert_eq!(setting(edge, "nsec3-opt-out"), Some("true"));
-        assert_eq!(setting(edge, "signature-jitter"), Some("86400"));
+        assert_eq!(setting(edge, "signature-jitter"), Some("84600"));
         let policy_of = |o: &str| {
             got.zones
                 .iter()

@@ -19,7 +19,8 @@ use crate::plan::key_state;
 
 /// How often the server looks for signed zones with signatures due for
 /// refresh (each is re-signed then, keeping the signatures not due).
-pub const REFRESH_CHECK: std::time::Duration = std::time::Duration::from_secs(3600);
+pub const REFRESH_CHECK: std::time::Duration =
+    std::time::Duration::from_secs(heron_dnssec::policy::SIGNATURE_LOOK as u64);
 
 /// Of the `signed` zones (`ZoneFiles::signed_zones`), those (lower-cased)
 /// with a signature due for refresh before the next check.
