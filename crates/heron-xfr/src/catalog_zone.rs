@@ -575,15 +575,15 @@ impl MemberSet {
 /// The problems of `members` against the configuration: zones configured
 /// by hand, kept files the configuration uses (`file_in_use` gives the
 /// file, if so), and groups without a template.
-pub fn check(
+pub fn check<'m>(
     catalog: &Name,
-    members: &Members,
+    members: impl IntoIterator<Item = &'m Member>,
     configured_by_hand: impl Fn(&Name) -> bool,
     file_in_use: impl Fn(&Member) -> Option<String>,
     has_template: impl Fn(Option<&str>) -> bool,
 ) -> Vec<Problem> {
     let mut problems = Vec::new();
-    for member in members.values() {
+    for member in members {
         let owner = member_owner(catalog, &member.id);
         if configured_by_hand(&member.zone) {
             problems.push(Problem::ConfiguredByHand {

@@ -218,7 +218,7 @@ fn members_configured_by_hand_kept_over_a_file_in_use_or_without_a_template_are_
     let in_use = |m: &Member| (m.zone == n("victim.test")).then(|| "/m/victim.test.zone".into());
     let problems = check(
         &n(CATALOG),
-        &list,
+        list.values(),
         |zone| zone.eq(&n("hand.test")),
         in_use,
         |group| matches!(group, None | Some("gold")),

@@ -627,7 +627,7 @@ impl Consumer {
             Some(_) => self.config.max_members,
             None => usize::MAX,
         };
-        let check = |members: &catalog_zone::Members| match &by_hand {
+        let check = |members: &mut dyn Iterator<Item = &Member>| match &by_hand {
             Some(by_hand) => {
                 catalog_zone::check(catalog, members, by_hand, file_in_use, has_template)
             }
@@ -638,7 +638,23 @@ impl Consumer {
                 let listed = catalog_zone::parse_members(zone, &ids)?;
                 let mut problems = self.members.clashes(catalog, &ids, &listed);
                 problems.extend(self.members.over(catalog, &ids, &listed, max));
-                problems.extend(check(&listed));
+                problems.extend(check(&mut listed.values()));
+                // The members the steps leave alone are still listed: one
+                // configured by hand since rejects the version, as a full
+                // transfer of it is rejected. (A reload that takes a
+                // member's file or template forgets the member.)
+                if let Some(by_hand) = &by_hand {
+                    let untouched =
+                        (self.members.members().values()).filter(|m| !ids.contains(&m.id[..]));
+                    let no_file = |_: &Member| None;
+                    problems.extend(catalog_zone::check(
+                        catalog,
+                        untouched,
+                        by_hand,
+                        no_file,
+                        |_| true,
+                    ));
+                }
                 match problems.is_empty() {
                     true => Ok(self.members.update(&ids, listed)),
                     false => Err(problems),
@@ -646,7 +662,7 @@ impl Consumer {
             }
             None => {
                 let members = catalog_zone::parse_zone_at_most(zone, max)?;
-                let problems = check(&members);
+                let problems = check(&mut members.values());
                 match problems.is_empty() {
                     true => Ok(self.members.replace(members)),
                     false => Err(problems),
@@ -891,6 +907,38 @@ mod tests {
             "a.zones PTR a.test.\n",
         );
         assert!(consumers.consume(&wrapped, None, |_| false).is_some());
+    }
+
+    /// A member taken over by hand while the catalog still lists it: the
+    /// next version is rejected whether it comes whole or as an IXFR
+    /// that touches other members only (an IXFR was taken: black-box
+    /// finding).
+    #[test]
+    fn a_member_taken_by_hand_rejects_the_next_version_by_ixfr_and_by_axfr() {
+        let by_hand = |z: &Name| z.eq(&n("hand.test"));
+        let v1 = version(
+            "cat.test",
+            1,
+            "a.zones PTR a.test.\nh.zones PTR hand.test.\n",
+        );
+        let v2 = version(
+            "cat.test",
+            2,
+            "a.zones PTR a.test.\nh.zones PTR hand.test.\nb.zones PTR b.test.\n",
+        );
+        for by_ixfr in [true, false] {
+            let mut consumers = Consumers::new(vec![config("cat.test", false)]);
+            assert_eq!(consumers.consume(&v1, None, |_| false).unwrap().len(), 2);
+            consumers.disown(&n("hand.test"));
+            let steps = [heron_zone::diff::diff(&v1, &v2)];
+            let diffs = by_ixfr.then_some(&steps[..]);
+            assert!(
+                consumers.consume(&v2, diffs, by_hand).is_none(),
+                "by IXFR: {by_ixfr}"
+            );
+            let why = consumers.rejection(&n("cat.test")).expect("a reason");
+            assert!(why.contains("hand.test"), "{why}");
+        }
     }
 
     #[test]
