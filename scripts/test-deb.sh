@@ -114,8 +114,15 @@ echo "Private-key-format: v1.3" > "$root/var/lib/heron/keys/Kexample.com.+013+12
 dpkg_root -P heron
 check "purged: $(status)" test -z "$(status)"
 check "the operator's key kept" test -f "$root/var/lib/heron/keys/Kexample.com.+013+12345.private"
+# Its owner's number is not freed for another user to take.
+check "the user kept with the key" grep -q '^heron:' "$root/etc/passwd"
+check "the group kept with the key" grep -q '^heron:' "$root/etc/group"
 rm -r "$root/var/lib/heron"
 check "the conffiles gone" test ! -e "$root/etc/heron"
+echo "install and purge again, nothing left in /var/lib/heron:"
+dpkg_root -i "$deb"
+check "one heron user after a reinstall" test "$(grep -c '^heron:' "$root/etc/passwd")" = 1
+dpkg_root -P heron
 check "the user gone" sh -c "! grep -q '^heron:' '$root/etc/passwd'"
 check "the group gone" sh -c "! grep -q '^heron:' '$root/etc/group'"
 check "the unit's links gone" test ! -e "$root/etc/systemd/system/multi-user.target.wants/heron.service"

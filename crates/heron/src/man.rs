@@ -156,7 +156,13 @@ refresh bounds, transfer concurrency and limits; source addresses of outgoing qu
 a TSIG key: name, algorithm, secret (\fBheron keygen\fR makes one)
 .TP
 [[zone]], [[zone\-group]]
-a zone from a file (a primary), or kept from its primaries (a secondary); allow\-transfer, allow\-notify, notify
+a zone from a file (a primary), or kept from its primaries (a secondary); allow\-transfer, allow\-notify, notify;
+dynamic update (allow\-update, and allow\-update\-forwarding on a secondary); signing (dnssec\-policy);
+a generated catalog (catalog = "generate")
+.TP
+[[dnssec\-policy]]
+how Heron signs a zone itself: algorithm, keys and their lifetimes, signature validity and refresh, NSEC or NSEC3,
+the parent's DS (\fBheron keymgr\fR and \fBheron ctl keys\fR manage the keys)
 .TP
 [[catalog]]
 a catalog zone (RFC 9432) whose members become secondary zones

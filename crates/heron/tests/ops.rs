@@ -477,6 +477,8 @@ fn man_pages_render_for_heron_and_each_subcommand() {
         "[server]",
         "[[zone]]",
         "[[catalog]]",
+        "[[dnssec-policy]]",
+        "allow-update",
         "[dnstap]",
         "EXAMPLES",
     ] {
