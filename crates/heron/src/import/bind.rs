@@ -153,10 +153,21 @@ impl<'a> Interpreter<'a> {
             .and_then(|a| a.arg(1))
             .unwrap_or("hmac-md5")
             .to_ascii_lowercase();
-        let secret = s
-            .child("secret")
+        let secret = s.child("secret");
+        if secret.is_some_and(|secret| secret.arg(2).is_some()) {
+            // As named-checkconf; the value is never shown.
+            let said = format!("key {name}: secret takes one value (not shown)");
+            return Err(ImportError::at(s.loc(), said));
+        }
+        let secret = secret
             .and_then(|a| a.arg(1))
             .ok_or_else(|| ImportError::at(s.loc(), format!("key {name}: no secret")))?;
+        for child in s.children() {
+            if !matches!(child.name(), "algorithm" | "secret") {
+                let setting = format!("key {name}: {}", child.summary());
+                (self.out).untranslated(child.loc(), setting, "not a key setting Heron knows");
+            }
+        }
         self.keys.insert(name.to_string());
         self.out.keys.push(TsigKey {
             name: name.to_string(),
@@ -1656,6 +1667,11 @@ mod tests {
             ("include \"missing.conf\";\n", 1, "cannot read"),
             ("\n\ninclude \"named.conf\";\n", 3, "include loop"),
             ("key \"k\" { algorithm hmac-sha256; };\n", 1, "no secret"),
+            (
+                "key \"k\" { algorithm hmac-sha256; secret \"c2VjcmV0\" extra; };\n",
+                1,
+                "secret takes one value (not shown)",
+            ),
             (&"a { ".repeat(40), 1, "nested more than"),
         ];
         for (text, line, needle) in cases {
@@ -1723,6 +1739,29 @@ mod tests {
         let listed = |needle: &str| got.notes.iter().any(|n| n.setting.contains(needle));
         assert!(listed("cert-file") && listed("key-file") && listed("protocols"));
         assert!(listed("ca-file /ca/two.pem"), "{:?}", got.notes);
+    }
+
+    /// A malformed key never prints its secret; a statement Heron does
+    /// not know in a key is listed, not dropped (black-box findings).
+    #[test]
+    fn key_blocks_are_read_strictly_and_never_show_the_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = "q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k=";
+        for text in [
+            format!("key \"k\" {{\n algorithm hmac-sha256;\n secret \"{secret}\"\n}};\n"),
+            format!("key \"k\" {{ algorithm hmac-sha256; secret \"{secret}\" extra; }};\n"),
+        ] {
+            let err = parse(&write_files(dir.path(), &[("named.conf", &text)])).unwrap_err();
+            assert!(!err.to_string().contains(&secret[..8]), "{err}");
+        }
+        let text =
+            format!("key \"k\" {{ algorithm hmac-sha256; secret \"{secret}\"; foo bar; }};\n");
+        let got = parse(&write_files(dir.path(), &[("named.conf", &text)])).unwrap();
+        assert!(
+            got.notes.iter().any(|n| n.setting == "key k: foo bar"),
+            "{:?}",
+            got.notes
+        );
     }
 
     #[test]

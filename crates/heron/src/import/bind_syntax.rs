@@ -54,9 +54,11 @@ impl Statement {
         self.children().iter().rev().find(|c| c.name() == name)
     }
 
-    /// The text as written, shortened, for notes.
+    /// The statement as a note or an error may show it: a secret's value left out
+    /// (a malformed `secret` statement must not print the key), at most
+    /// 80 characters.
     pub fn summary(&self) -> String {
-        let mut text = self.words.join(" ");
+        let mut text = super::redacted(&self.words.join(" "));
         if self.block.is_some() {
             text.push_str(" { ... }");
         }

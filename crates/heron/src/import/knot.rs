@@ -352,24 +352,47 @@ impl Interpreter {
                     });
                     tls.listen.extend(addrs()?);
                 }
-                "identity" => self.out.identity = field.values.first().cloned(),
-                "version" => self.out.version = field.values.first().cloned(),
-                "nsid" => {
-                    self.out.nsid_hex = field
-                        .values
-                        .first()
-                        .map(|v| v.bytes().map(|b| format!("{b:02x}")).collect())
+                // An empty value turns the answer off, as Heron's unset.
+                "identity" => {
+                    self.out.identity = field.values.first().cloned().filter(|v| !v.is_empty())
                 }
+                "version" => {
+                    self.out.version = field.values.first().cloned().filter(|v| !v.is_empty())
+                }
+                "nsid" => self.out.nsid_hex = field.values.first().map(|v| nsid_hex(v)),
                 "automatic-acl" => self.automatic_acl = field.values.first().is_some_and(|v| on(v)),
                 "cert-file" | "key-file" => {}
                 key => self.server_note(field, key),
             }
         }
+        self.identity_defaults(items);
         if self.out.listen.is_empty() {
             let loc = items.first().map_or(self.root.clone(), |i| i.loc.clone());
             self.out.untranslated(&loc, "server: listen (not set)", "Knot answers on no address without listen; written as 127.0.0.1:53: set [server] listen");
         }
         Ok(())
+    }
+
+    /// Knot answers version.bind with its version and id.server with the
+    /// host name unless told otherwise; Heron answers them only when told
+    /// what to say.
+    fn identity_defaults(&mut self, items: &[&Item]) {
+        let set = |key: &str| items.iter().any(|i| i.get(key).is_some());
+        let loc = items.first().map_or(self.root.clone(), |i| i.loc.clone());
+        if !set("version") {
+            self.out.untranslated(
+                &loc,
+                "server: version (Knot's default: its version)",
+                "Heron answers version.bind REFUSED unless [server] version is set",
+            );
+        }
+        if !set("identity") {
+            self.out.untranslated(
+                &loc,
+                "server: identity (Knot's default: the host name)",
+                "Heron answers id.server and hostname.bind REFUSED unless [server] identity is set",
+            );
+        }
     }
 
     fn server_note(&mut self, field: &Field, key: &str) {
@@ -1026,6 +1049,23 @@ impl Interpreter {
     }
 }
 
+/// Knot's `nsid`: a hex string after `0x`, else text; as hex digits.
+fn nsid_hex(value: &str) -> String {
+    let hex = value
+        .strip_prefix("0x")
+        .or_else(|| value.strip_prefix("0X"));
+    match hex {
+        Some(digits)
+            if !digits.is_empty()
+                && digits.len() % 2 == 0
+                && digits.bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            digits.to_ascii_lowercase()
+        }
+        _ => value.bytes().map(|b| format!("{b:02x}")).collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1092,6 +1132,19 @@ mod tests {
     }
 
     #[test]
+    fn nsid_is_read_as_hex_after_0x_and_as_text_otherwise() {
+        assert_eq!(nsid_hex("0x6e7331"), "6e7331");
+        assert_eq!(nsid_hex("0X6E7331"), "6e7331");
+        assert_eq!(nsid_hex("ns1"), "6e7331");
+        assert_eq!(nsid_hex("0xnot"), "30786e6f74", "not hex: text");
+        let dir = tempfile::tempdir().unwrap();
+        let text = "server:\n  listen: 127.0.0.1@53\n  nsid: 0x6e7331\n  version: \"\"\n";
+        let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();
+        assert_eq!(got.nsid_hex.as_deref(), Some("6e7331"));
+        assert_eq!(got.version, None, "empty: no answer, as unset in Heron");
+    }
+
+    #[test]
     fn servers_keys_remotes_acls_templates_and_zones_are_translated() {
         let dir = tempfile::tempdir().unwrap();
         let path = write_files(dir.path(), &[("knot.conf", &conf()), ("zones.conf", ZONES)]);
@@ -1104,6 +1157,10 @@ mod tests {
             ]
         );
         assert_eq!(got.identity.as_deref(), Some("ns1"));
+        // Knot's own version answer, unset here, is listed; the identity set is not.
+        let listed = |needle: &str| got.notes.iter().any(|n| n.setting.contains(needle));
+        assert!(listed("server: version (Knot's default"), "{:?}", got.notes);
+        assert!(!listed("server: identity"), "{:?}", got.notes);
         assert_eq!(got.rrl.as_ref().unwrap().responses_per_second, Some(50));
         let com = &got.zones[0];
         assert_eq!(
@@ -1184,6 +1241,12 @@ mod tests {
             ("include: missing.conf\n", 1, "cannot read"),
             ("\ninclude: knot.conf\n", 2, "include loop"),
             ("key:\n  - id: k\n", 2, "no secret"),
+            // A malformed secret line is an error that does not show it.
+            (
+                "key:\n  - id: k\n    secret:c2VjcmV0c2VjcmV0\n",
+                3,
+                "found 'secret: (not shown)'",
+            ),
             (
                 "remote:\n  - id: r\n    address: 192.0.2.1\n    key: nokey\n",
                 4,

@@ -196,8 +196,11 @@ fn split_key<'l>(line: &'l str, loc: &Loc) -> Result<(&'l str, &'l str), ImportE
     }
 }
 
+/// `text` as an error may show it: a secret's value left out (a
+/// malformed `secret:VALUE` line must not print the key), at most 60
+/// characters.
 fn shorten(text: &str) -> String {
-    text.chars().take(60).collect()
+    super::redacted(text).chars().take(60).collect()
 }
 
 /// The line without its comment: `#` outside quotes.

@@ -382,15 +382,20 @@ fn print_notes(imported: &Imported, err: &mut dyn Write) -> std::io::Result<()> 
 }
 
 /// A setting as it may be printed: the values after any word naming a
-/// secret (`cookie-secret`, `secret`, `secret-file`...) are not shown.
-fn redacted(setting: &str) -> String {
+/// secret (`cookie-secret`, `secret`, `secret-file`...) are not shown,
+/// nor a value joined to it (`secret:VALUE`, `secret=VALUE`).
+pub(crate) fn redacted(setting: &str) -> String {
     let mut out = Vec::new();
     for word in setting.split(' ') {
-        out.push(word);
-        if word.to_ascii_lowercase().contains("secret") {
-            out.push("(not shown)");
-            break;
-        }
+        let lower = word.to_ascii_lowercase();
+        let Some(at) = lower.find("secret") else {
+            out.push(word);
+            continue;
+        };
+        let joined = word[at..].find([':', '=']).map(|sep| at + sep + 1);
+        out.push(joined.map_or(word, |end| &word[..end]));
+        out.push("(not shown)");
+        break;
     }
     out.join(" ")
 }
@@ -536,5 +541,7 @@ mod tests {
             "server: cookie-secret: (not shown)"
         );
         assert_eq!(redacted("zone a: notify yes"), "zone a: notify yes");
+        assert_eq!(redacted("secret:c2VjcmV0"), "secret: (not shown)");
+        assert_eq!(redacted("secret \"c2VjcmV0\""), "secret (not shown)");
     }
 }
