@@ -146,7 +146,9 @@ impl BindState {
         out.ds_gone = self
             .ds_removed
             .filter(|_| out.ds.state == State::Unretentive);
-        out.active = out.is_active().then_some(now);
+        // Its lifetime counts from when BIND made it active.
+        let activated = key.times.activate.filter(|&at| at <= now).unwrap_or(now);
+        out.active = out.is_active().then_some(activated);
         out.removed = out.is_gone().then(|| self.removed.unwrap_or(now));
         out
     }

@@ -107,7 +107,9 @@ impl ImportedKey {
                 record.since = now;
             }
             key.published = self.times.publish;
-            key.active = Some(now);
+            // Its lifetime counts from when the old signer made it active,
+            // so that rollovers keep that signer's pace.
+            key.active = Some(self.times.activate.unwrap_or(now).min(now));
         } else if reached(self.times.inactive) {
             // The old signer retired it: it stays retired. Until its
             // delete time its DNSKEY is still published (caches may hold

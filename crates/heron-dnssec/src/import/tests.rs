@@ -136,6 +136,9 @@ fn bind_timing_metadata_is_read() {
     assert_eq!(early.dnskey.state, crate::rollover::State::Hidden);
     let late = key.to_rollover_key(id.clone(), key.role(false), 1_900_000_000);
     assert!(late.is_active());
+    // Its lifetime counts from the old signer's Activate, not from the
+    // import: a ZSK is rolled when that signer would have rolled it.
+    assert_eq!(late.active, Some(1_893_542_400));
     // Past its Inactive time the old signer had retired it: it stays so,
     // its signatures leaving caches from then, its DNSKEY published
     // until they are gone (at most until Delete), then gone.
