@@ -42,7 +42,7 @@ struct Interpreter<'a> {
     /// `server ADDRESS { keys { NAME; }; }`: the key for that peer.
     /// `server PREFIX { keys { K; }; }`: the most specific prefix holding
     /// a peer's address gives its key, as in BIND.
-    server_keys: Vec<(Prefix, String)>,
+    server_keys: Vec<(Prefix, Option<String>)>,
     directory: PathBuf,
     /// `catalog-zones` entries: catalog name and default primaries.
     catalogs: HashMap<String, Option<&'a Statement>>,
@@ -180,6 +180,13 @@ impl<'a> Interpreter<'a> {
 
     fn server(&mut self, s: &'a Statement) {
         let prefix = s.arg(1).and_then(|a| a.parse::<Prefix>().ok());
+        if let Some(prefix) = prefix {
+            // named uses the most specific block alone: one without keys
+            // means no key for its addresses, whatever a wider one says.
+            if !self.server_keys.iter().any(|(p, _)| *p == prefix) {
+                self.server_keys.push((prefix, None));
+            }
+        }
         for child in s.children() {
             match (child.name(), prefix) {
                 ("keys", Some(prefix)) => {
@@ -187,7 +194,7 @@ impl<'a> Interpreter<'a> {
                     let key = (child.children().first().map(Statement::name)).or(child.arg(1));
                     if let Some(key) = key {
                         self.server_keys.retain(|(p, _)| *p != prefix);
-                        self.server_keys.push((prefix, key.to_string()));
+                        self.server_keys.push((prefix, Some(key.to_string())));
                     }
                 }
                 _ => self.out.untranslated(
@@ -599,10 +606,11 @@ impl Interpreter<'_> {
         out
     }
 
-    /// The key of the most specific `server` prefix holding `ip`.
+    /// The key of the most specific `server` prefix holding `ip`, if
+    /// that block has one.
     fn server_key(&self, ip: IpAddr) -> Option<String> {
         let holding = self.server_keys.iter().filter(|(p, _)| p.contains(ip));
-        holding.max_by_key(|(p, _)| p.len).map(|(_, k)| k.clone())
+        holding.max_by_key(|(p, _)| p.len).and_then(|(_, k)| k.clone())
     }
 
     /// A primary reached over TLS by the `tls NAME` block: checked against
@@ -1079,19 +1087,16 @@ impl<'a> Interpreter<'a> {
         if let Some(list) = s.child("allow-query") {
             zone.allow_query = Some(self.aml(list, "allow-query"));
         }
-        if let Some(list) = self.inherited(s, "allow-notify") {
-            // BIND takes NOTIFY from these besides the primaries; Heron's
-            // list replaces its default (the primaries), so both go in.
-            zone.allow_notify = self.aml(list, "allow-notify");
-            for p in &zone.primaries {
-                zone.allow_notify.push(Rule {
-                    prefix: Prefix {
-                        addr: p.addr.ip(),
-                        len: if p.addr.is_ipv4() { 32 } else { 128 },
-                    },
-                    key: p.key.clone(),
-                });
-            }
+        // BIND takes NOTIFY from the primaries' addresses, signed or not,
+        // besides its allow-notify list; Heron's list replaces its default
+        // (the primaries with their keys), so both go in, the primaries
+        // without their keys (a BIND primary's also-notify often has none).
+        let explicit = self.inherited(s, "allow-notify");
+        let keyed_primary = zone.primaries.iter().any(|p| p.key.is_some());
+        if explicit.is_some() || keyed_primary {
+            zone.allow_notify = explicit.map_or(Vec::new(), |l| self.aml(l, "allow-notify"));
+            zone.allow_notify
+                .extend(zone.primaries.iter().map(primary_address));
         }
         self.zone_notify(s, zone);
     }
@@ -1263,6 +1268,16 @@ impl<'a> Interpreter<'a> {
             _ => "no Heron equivalent: check whether the behaviour matters",
         };
         self.out.untranslated(c.loc(), setting, advice);
+    }
+}
+
+/// A primary's address as an ACL entry, with no key.
+fn primary_address(primary: &Peer) -> Rule {
+    let addr = primary.addr.ip();
+    let len = if addr.is_ipv4() { 32 } else { 128 };
+    Rule {
+        prefix: Prefix { addr, len },
+        key: None,
     }
 }
 
@@ -1512,6 +1527,7 @@ mod tests {
              key \"narrow\" {{ algorithm hmac-sha256; secret \"{SECRET}\"; }};\n\
              server 10.0.0.0/8 {{ keys {{ wide; }}; }};\n\
              server 10.2.0.0/16 {{ keys narrow; }};\n\
+             server 10.9.9.9 {{ edns yes; }};\n\
              options {{ allow-transfer {{ 192.0.2.2; }}; also-notify {{ 192.0.2.3; }};\n\
              \x20 catalog-zones {{ zone \"cat.test\" default-primaries {{ 192.0.2.1; }}; }}; }};\n\
              zone \"cat.test\" {{ type secondary; primaries {{ 192.0.2.1; }}; }};\n\
@@ -1521,7 +1537,8 @@ mod tests {
         let got = parse(&write_files(dir.path(), &[("named.conf", &text)])).unwrap();
         let zone = &got.zones[0];
         let primaries: Vec<String> = zone.primaries.iter().map(Peer::heron).collect();
-        assert_eq!(primaries, ["10.2.3.4 key narrow", "10.9.9.9 key wide"]);
+        // named uses the most specific block alone: 10.9.9.9's has no key.
+        assert_eq!(primaries, ["10.2.3.4 key narrow", "10.9.9.9"]);
         assert_eq!(zone.notify[0].heron(), "10.1.1.1 key wide");
         let catalog = &got.catalogs[0];
         let acl: Vec<String> = catalog
@@ -1762,6 +1779,28 @@ mod tests {
             "{:?}",
             got.notes
         );
+    }
+
+    /// BIND takes NOTIFY from a primary's address whether or not it is
+    /// signed, though transfers use the primary's key (black-box finding:
+    /// Heron's default refused such NOTIFYs after an import).
+    #[test]
+    fn notifies_from_keyed_primaries_are_allowed_unsigned_as_bind_allows_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "key \"k\" {{ algorithm hmac-sha256; secret \"{SECRET}\"; }};\n\
+             zone \"a.test\" {{ type secondary; primaries {{ 192.0.2.1 key k; }}; file \"a\"; }};\n\
+             zone \"b.test\" {{ type secondary; primaries {{ 192.0.2.1 key k; }}; file \"b\";\n\
+             \x20 allow-notify {{ 198.51.100.9; }}; }};\n\
+             zone \"c.test\" {{ type secondary; primaries {{ 192.0.2.1; }}; file \"c\"; }};\n"
+        );
+        let got = parse(&write_files(dir.path(), &[("named.conf", &text)])).unwrap();
+        let notify = |i: usize| -> Vec<String> {
+            got.zones[i].allow_notify.iter().map(Rule::heron).collect()
+        };
+        assert_eq!(notify(0), ["192.0.2.1"]);
+        assert_eq!(notify(1), ["198.51.100.9", "192.0.2.1"]);
+        assert!(notify(2).is_empty(), "Heron's default: the primaries");
     }
 
     #[test]
