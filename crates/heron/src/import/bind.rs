@@ -610,7 +610,9 @@ impl Interpreter<'_> {
     /// that block has one.
     fn server_key(&self, ip: IpAddr) -> Option<String> {
         let holding = self.server_keys.iter().filter(|(p, _)| p.contains(ip));
-        holding.max_by_key(|(p, _)| p.len).and_then(|(_, k)| k.clone())
+        holding
+            .max_by_key(|(p, _)| p.len)
+            .and_then(|(_, k)| k.clone())
     }
 
     /// A primary reached over TLS by the `tls NAME` block: checked against

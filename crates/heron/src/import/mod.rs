@@ -129,7 +129,10 @@ fn finish(config: &mut Imported) {
     for zone in &mut config.zones {
         let Some(file) = &zone.file else { continue };
         let journal = PathBuf::from(format!("{}.jnl", file.display()));
-        if !zone.allow_transfer.is_empty() && journal.exists() {
+        // Heron's own journal (Heron ran beside the old server on its
+        // files, and the import runs again) is Heron's to keep.
+        let others = heron_xfr::journal::file::holds_other_data(&journal).unwrap_or(true);
+        if !zone.allow_transfer.is_empty() && journal.exists() && others {
             zone.journal_off = true;
             if let Some(loc) = &zone.loc {
                 notes.push((
@@ -229,6 +232,17 @@ fn run_to(options: &Options, err: &mut dyn Write) -> std::io::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
+    if let Some(source) = source_at_output(options, &imported) {
+        let why = format!(
+            "{}: is {}, which the old server reads: heron.toml goes elsewhere (the old \
+             configuration is the way back)",
+            options.output.display(),
+            source.display()
+        );
+        writeln!(err, "{why}\nnothing written")?;
+        return Ok(ExitCode::FAILURE);
+    }
+    let new_output = !options.output.exists();
     unit_notes(&mut imported, options);
     print_notes(&imported, err)?;
     if let Err(why) = write_output(options, &imported, &header) {
@@ -245,7 +259,30 @@ fn run_to(options: &Options, err: &mut dyn Write) -> std::io::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     writeln!(err, "{}", summary(&imported, output))?;
+    if new_output && !imported.keys.is_empty() {
+        writeln!(
+            err,
+            "{}: holds TSIG secrets, so it was made readable by its owner only; the shipped \
+             systemd unit runs as the heron user: `chgrp heron {0} && chmod 640 {0}` before \
+             it serves from this file",
+            output.display()
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The old server's file that `--output` names, if it names one: its
+/// configuration, an included file that a note came from, or a zone file.
+/// Never written over, `--force` or not.
+fn source_at_output(options: &Options, imported: &Imported) -> Option<PathBuf> {
+    let output = std::fs::canonicalize(&options.output).ok()?;
+    let notes = imported.notes.iter().map(|n| n.loc.file.as_ref());
+    let zones = imported.zones.iter().filter_map(|z| z.file.as_deref());
+    std::iter::once(options.file.as_path())
+        .chain(notes)
+        .chain(zones)
+        .find(|source| std::fs::canonicalize(source).is_ok_and(|s| s == output))
+        .map(Path::to_path_buf)
 }
 
 /// The written file's header, `--listen` and `--tls-listen` applied to
@@ -490,6 +527,63 @@ mod tests {
             listed("/var/lib/heron/heron.toml"),
             ["journals (FILE.jnl) of 1 zones in /etc/nsd"]
         );
+    }
+
+    /// The old server's journal beside a zone file turns Heron's journal
+    /// off, not to replace it; Heron's own, left by a Heron run beside the
+    /// old server, does not (black-box finding: a second import did).
+    #[test]
+    fn only_another_servers_journal_turns_the_journal_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let zone = |name: &str| dir.path().join(format!("{name}.zone"));
+        let text = format!(
+            "zone:\n name: a.test\n zonefile: {}\n provide-xfr: 192.0.2.2 NOKEY\n\
+             zone:\n name: b.test\n zonefile: {}\n provide-xfr: 192.0.2.2 NOKEY\n",
+            zone("a").display(),
+            zone("b").display()
+        );
+        std::fs::write(
+            dir.path().join("a.zone.jnl"),
+            b"\x00\x00\x00\x00BIND journal",
+        )
+        .unwrap();
+        let mut ours = heron_xfr::journal::file::MAGIC.to_vec();
+        ours.extend_from_slice(&[0; 8]);
+        std::fs::write(dir.path().join("b.zone.jnl"), ours).unwrap();
+        let conf = write_files(dir.path(), &[("nsd.conf", &text)]);
+        let got = import(From::Nsd, &conf).unwrap();
+        let off: Vec<bool> = got.zones.iter().map(|z| z.journal_off).collect();
+        assert_eq!(off, [true, false]);
+    }
+
+    /// `-o` naming the old server's configuration is refused even with
+    /// `--force`; a new file holding secrets says how the unit reads it.
+    #[test]
+    fn the_old_configuration_is_never_written_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "key \"k\" { algorithm hmac-sha256; secret \"c2VjcmV0c2VjcmV0\"; };\n\
+                    options { listen-on port 5300 { 127.0.0.1; }; };\n";
+        let conf = write_files(dir.path(), &[("named.conf", text)]);
+        let run = |output: &std::path::Path| {
+            let options = super::Options {
+                from: From::Bind,
+                file: conf.clone(),
+                output: output.into(),
+                force: true,
+                listen: Vec::new(),
+                tls_listen: Vec::new(),
+            };
+            let mut err = Vec::new();
+            let code = super::run_to(&options, &mut err).unwrap();
+            (code, String::from_utf8(err).unwrap())
+        };
+        let (code, said) = run(&conf);
+        assert_eq!(code, std::process::ExitCode::FAILURE, "{said}");
+        assert!(said.contains("which the old server reads"), "{said}");
+        assert_eq!(std::fs::read_to_string(&conf).unwrap(), text);
+        let (code, said) = run(&dir.path().join("heron.toml"));
+        assert_eq!(code, std::process::ExitCode::SUCCESS, "{said}");
+        assert!(said.contains("chgrp heron"), "{said}");
     }
 
     /// A setting every zone inherits is listed once, not once per zone;
