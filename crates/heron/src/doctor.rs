@@ -302,13 +302,17 @@ fn report(results: &[Check], needs: &Needs, source: &str) -> String {
             out.push_str(&format!("     fix: {fix}\n"));
         }
     }
-    let to_fix = results.iter().filter(|c| c.verdict == Verdict::Fix).count();
-    if to_fix == 0 {
-        out.push_str("Nothing to fix.\n");
-    } else {
-        out.push_str(&format!(
+    let fixes = || results.iter().filter(|c| c.verdict == Verdict::Fix);
+    let to_fix = fixes().count();
+    // Only kernel settings go in sysctl.d; the open-files limit is the
+    // process's own (the unit's LimitNOFILE=).
+    let sysctls = fixes().any(|c| c.setting.contains('.'));
+    match (to_fix, sysctls) {
+        (0, _) => out.push_str("Nothing to fix.\n"),
+        (_, true) => out.push_str(&format!(
             "{to_fix} to fix. Make sysctl settings last in /etc/sysctl.d/90-heron.conf.\n"
-        ));
+        )),
+        (_, false) => out.push_str(&format!("{to_fix} to fix.\n")),
     }
     out
 }
@@ -409,6 +413,9 @@ mod tests {
             .unwrap();
         assert_eq!(files.verdict, Verdict::Fix);
         assert!(files.why.contains("≥ 101024"), "{}", files.why);
+        // Only the process's limit to fix: no word of sysctl.d.
+        let text = report(&results, &many, "heron.toml");
+        assert!(text.ends_with("\n1 to fix.\n"), "{text}");
     }
 
     #[test]

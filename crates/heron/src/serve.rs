@@ -946,9 +946,11 @@ fn serve_metrics(
     )))
 }
 
+/// `zones` counts every zone served now, the secondaries with a kept copy
+/// among them; `secondary_zones` every secondary, served yet or not.
 fn log_ready(zones: usize, secondary_zones: usize, workers: usize) {
     tracing::info!(
-        "ready: serving {zones} zones and {secondary_zones} secondary zones with {workers} worker{}, {} ms after start",
+        "ready: serving {zones} zones ({secondary_zones} secondary zones configured) with {workers} worker{}, {} ms after start",
         if workers == 1 { "" } else { "s" },
         crate::process_start::started().elapsed().as_millis()
     );

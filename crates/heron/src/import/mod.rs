@@ -556,6 +556,21 @@ mod tests {
         assert_eq!(off, [true, false]);
     }
 
+    /// A default written out is listed at its own line.
+    #[test]
+    fn a_default_written_out_is_listed_at_its_line() {
+        let notes = listed(
+            From::Nsd,
+            "nsd.conf",
+            "server:\n ip-address: 127.0.0.1\n hide-version: no\n",
+        );
+        let line = notes.iter().find(|n| n.contains("hide-version: no"));
+        assert!(
+            line.is_some_and(|l| l.contains("nsd.conf:3: ")),
+            "{notes:?}"
+        );
+    }
+
     /// `-o` naming the old server's configuration is refused even with
     /// `--force`; a new file holding secrets says how the unit reads it.
     #[test]

@@ -493,11 +493,13 @@ impl Interpreter {
     fn identity_and_version(&mut self, settings: &[&Setting]) -> Result<(), ImportError> {
         let find = |key: &str| settings.iter().rev().find(|s| s.key == key).copied();
         let loc = self.defaults_loc(settings);
+        // Listed at the line that says so, when one does.
+        let said_at = |key: &str| find(key).map(|s| s.loc.clone()).or(loc.clone());
         match (find("version"), find("hide-version").is_some_and(yes)) {
             (_, true) => {}
             (Some(s), false) => self.out.version = first(s)?,
             (None, false) => {
-                if let Some(loc) = &loc {
+                if let Some(loc) = &said_at("hide-version") {
                     self.out.untranslated(
                         loc,
                         "hide-version: no (the default)",
@@ -511,7 +513,7 @@ impl Interpreter {
             (_, true) => {}
             (Some(s), false) => self.out.identity = first(s)?,
             (None, false) => {
-                if let Some(loc) = &loc {
+                if let Some(loc) = &said_at("hide-identity") {
                     self.out.untranslated(
                         loc,
                         "hide-identity: no (the default)",
