@@ -732,6 +732,46 @@ fn nsec_asked_at_a_cname_is_answered_from_that_name() {
     assert_eq!(m.answers[0].rtype, RType::CNAME);
 }
 
+/// The NSEC of a NODATA answer, owned by the query name, is a pointer to
+/// the question, as NSD and Knot write it; a covering NSEC owned by an
+/// ancestor of the query name points into the question too.
+#[test]
+fn proof_owners_in_the_question_are_pointers_to_it() {
+    const SIGNED: &str = include_str!("data/signed/proofs.test.nsec.zone");
+    let origin = Name::parse("proofs.test").unwrap();
+    let loaded = load_zone_str(SIGNED, "proofs.test.nsec.zone", &origin).expect("fixture loads");
+    let mut cat = Catalog::new();
+    cat.insert(loaded.zone);
+    let cfg = AnswerConfig::default();
+    // NODATA at www: the owner is the question, written as a pointer to 12.
+    let query = q("WWW.proofs.test", RType::AAAA).edns(1232, 0, true);
+    let (m, raw) = ask_with(&cat, &cfg, &query);
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert!(
+        raw.windows(4).any(|w| w == [0xC0, 0x0C, 0x00, 0x2F]),
+        "an NSEC owned by a pointer to the question"
+    );
+    let nsec = m.authority.iter().find(|r| r.rtype == RType::NSEC).unwrap();
+    assert_eq!(
+        nsec.name.to_string(),
+        "WWW.proofs.test.",
+        "the question's name, as sent"
+    );
+    // NXDOMAIN below www: www's NSEC covers the name; it points to "www"
+    // in the question (offset 12 + the first label's 2 octets).
+    let (m, raw) = ask_with(
+        &cat,
+        &cfg,
+        &q("a.www.proofs.test", RType::A).edns(1232, 0, true),
+    );
+    assert_eq!(m.rcode(), Rcode::NXDOMAIN);
+    assert!(
+        raw.windows(4).any(|w| w == [0xC0, 14, 0x00, 0x2F]),
+        "{:?}",
+        texts(&m.authority)
+    );
+}
+
 /// A zone with DNAMEs that chains pass more than once, and a CNAME.
 fn chains_catalog() -> Catalog {
     let text = "$ORIGIN r.test.\n$TTL 300\n@ SOA ns1 h 1 7200 3600 1209600 300\n@ NS ns1\n\

@@ -806,7 +806,14 @@ impl<'a> Responder<'a> {
                 .filter(|kept| kept.is_some_and(|k| k.id() == node.id()));
             same.for_each(|kept| *kept = None);
         }
-        let owner = Owner::BelowApex(node.owner_wire(), zone.origin().wire_len());
+        // The NSEC of a NODATA answer is owned by the query name, and a
+        // covering one often by an ancestor of it: a pointer into the
+        // question then, as NSD and Knot compress it (answers were up to
+        // 14 octets longer, and truncated where theirs fit).
+        let owner = match suffix_at(self.qname, node.owner_wire()) {
+            Some(at) => Owner::At((HEADER_LEN + at) as u16),
+            None => Owner::BelowApex(node.owner_wire(), zone.origin().wire_len()),
+        };
         self.rrset(Section::Authority, owner, set).map(|_| ())
     }
 
@@ -989,6 +996,19 @@ impl<'a> Responder<'a> {
 #[inline(never)]
 fn not_authoritative_opt(size: u16, rcode: u16, dnssec: bool) -> [u8; edns::OPT_WITH_ERROR_LEN] {
     edns::opt_record_with_error(size, rcode, dnssec, edns::ede::NOT_AUTHORITATIVE)
+}
+
+/// Where in `name` (an uncompressed wire name) `suffix` starts as its
+/// last labels, compared without regard to ASCII case.
+fn suffix_at(name: &[u8], suffix: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while at < name.len() && name.len() - at >= suffix.len() {
+        if name.len() - at == suffix.len() {
+            return name[at..].eq_ignore_ascii_case(suffix).then_some(at);
+        }
+        at += 1 + name[at] as usize;
+    }
+    None
 }
 
 /// How to write an owner: a pointer to where it already is, or its labels
