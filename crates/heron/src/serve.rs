@@ -706,6 +706,7 @@ async fn serve(
         xdp_listeners: (server.xdp.iter().flat_map(|x| &x.listen))
             .map(|l| format!("{}@{}", l.interface, l.port))
             .collect(),
+        xdp_lost: (transports.xdp.as_ref()).map_or_else(Arc::default, |x| x.lost.clone()),
         workers: server.workers,
         stop: stop_asked.clone(),
         refresh: refresh_commands,

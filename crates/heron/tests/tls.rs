@@ -61,6 +61,16 @@ fn heron_with_tls(chain: &Path, key: &Path) -> (ServerProcess, SocketAddr) {
 /// [`heron_with_tls`] with `extra` after `[tcp]`'s settings (more of them,
 /// then maybe other sections).
 fn heron_with_tls_and(chain: &Path, key: &Path, extra: &str) -> (ServerProcess, SocketAddr) {
+    heron_with_tls_server_and(chain, key, "", extra)
+}
+
+/// [`heron_with_tls_and`] with `server` lines in `[server]` too.
+fn heron_with_tls_server_and(
+    chain: &Path,
+    key: &Path,
+    server: &str,
+    extra: &str,
+) -> (ServerProcess, SocketAddr) {
     let zone = edge_zone();
     let tls_port = free_port();
     // `extra` may set its own idle timeout.
@@ -70,7 +80,7 @@ fn heron_with_tls_and(chain: &Path, key: &Path, extra: &str) -> (ServerProcess, 
     };
     let server = ServerProcess::heron_with_config(&heron(), ORIGIN, |port| {
         format!(
-            "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\n{server}\
              [tls]\nlisten = [\"127.0.0.1:{tls_port}\"]\n\
              certificate = \"{}\"\nkey = \"{}\"\n\
              [tcp]\n{idle}{extra}\
@@ -524,12 +534,21 @@ fn handshake_trusting(chain: &Path, to: SocketAddr) -> bool {
 fn a_reload_presents_a_certificate_renewed_in_place() {
     let (_dir, chain, key) = certificate("renew");
     let (_dir2, new_chain, new_key) = certificate("renewed");
-    let (server, tls_addr) = heron_with_tls(&chain, &key);
+    let socket = std::env::temp_dir().join(format!("heron-tls-ctl-{}.sock", std::process::id()));
+    let control = format!("control = \"{}\"\n", socket.display());
+    let (server, tls_addr) = heron_with_tls_server_and(&chain, &key, &control, "");
     assert!(handshake_trusting(&chain, tls_addr));
     let old_chain = std::fs::read(&chain).unwrap();
     std::fs::copy(&new_chain, &chain).unwrap();
     std::fs::copy(&new_key, &key).unwrap();
-    server.reload();
+    // `heron reload`, as a deploy hook runs it, says what it applied.
+    let out = std::process::Command::new(heron())
+        .args(["reload", "--socket"])
+        .arg(&socket)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("applied: [tls] certificate"), "{said}");
     let renewed = heron_testkit::eventually_within(Duration::from_secs(10), || {
         handshake_trusting(&new_chain, tls_addr)
     });

@@ -517,6 +517,48 @@ fn an_address_added_while_serving_is_answered_over_xdp_until_removed() {
     }
 }
 
+/// An interface deleted while served is said to be lost, and never
+/// taken as attached again when one of that name comes back (black-box
+/// finding: "now for" was logged for the new interface, which had no
+/// program attached).
+#[test]
+fn an_interface_deleted_while_served_is_said_lost() {
+    if skip_without_xdp() {
+        return;
+    }
+    let net = VethNamespace::new("d").unwrap();
+    let server = start_over_xdp(&net, "");
+    let before = server.log().matches(": now for {").count();
+    let del = std::process::Command::new("ip")
+        .args(["link", "del", &net.outside])
+        .status()
+        .unwrap();
+    assert!(del.success());
+    let limit = std::time::Duration::from_secs(10);
+    let said = || server.log().contains("the interface was deleted");
+    assert!(
+        heron_testkit::eventually_within(limit, said),
+        "{}",
+        server.log()
+    );
+    // Made again under the name, with an address: not attached, not said to be.
+    let again = std::process::Command::new("ip")
+        .args(["link", "add", &net.outside, "type", "veth", "peer", "name"])
+        .arg(format!("{}p", net.outside))
+        .status()
+        .unwrap();
+    assert!(again.success());
+    net.outside_address(true, "198.51.100.9/24").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(
+        server.log().matches(": now for {").count(),
+        before,
+        "{}",
+        server.log()
+    );
+    assert!(!net.has_xdp());
+}
+
 /// The capabilities a systemd file's `AmbientCapabilities=` lines grant,
 /// as setpriv takes them (`bpf,net_admin`).
 fn ambient_capabilities(file: &str) -> Vec<String> {

@@ -86,6 +86,10 @@ pub struct XdpConfig {
 pub struct XdpService {
     pub threads: Vec<JoinHandle<()>>,
     pub attached: Vec<Attached>,
+    /// The interfaces XDP answers on no more: deleted while served (an
+    /// interface made again under the name is another one, with nothing
+    /// attached). For `heron ctl status`.
+    pub lost: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 /// Attaches the XDP program to each configured interface and starts the
@@ -103,6 +107,7 @@ pub fn start(
     let mut started = XdpService {
         threads: Vec::new(),
         attached: Vec::new(),
+        lost: Arc::default(),
     };
     // Open before the addresses are read, so that no change is missed.
     let watch = AddressWatch::open()?;
@@ -176,9 +181,10 @@ pub fn start(
         }
         started.attached.push(attached);
     }
+    let lost = started.lost.clone();
     let thread = std::thread::Builder::new()
         .name("xdp-addresses".into())
-        .spawn(move || watch_addresses(watch, destinations, &host, &stop))?;
+        .spawn(move || watch_addresses(watch, destinations, &host, &lost, &stop))?;
     started.threads.push(thread);
     Ok(started)
 }
@@ -200,6 +206,7 @@ fn watch_addresses(
     watch: AddressWatch,
     mut interfaces: Vec<Destinations>,
     host: &ArcSwap<packet::HostAddresses>,
+    lost: &std::sync::Mutex<Vec<String>>,
     stop: &AtomicBool,
 ) {
     let poll = Duration::from_millis(SHUTDOWN_POLL_MS as u64);
@@ -210,6 +217,7 @@ fn watch_addresses(
                 if let Err(e) = refresh_addresses(&mut interfaces, host) {
                     tracing::warn!("XDP: cannot read the host's addresses again: {e}");
                 }
+                interfaces.retain(|d| still_there(d, lost));
             }
             Err(e) => {
                 tracing::warn!("XDP: watching the host's addresses failed: {e}");
@@ -219,6 +227,9 @@ fn watch_addresses(
     }
 }
 
+/// Reads the host's addresses again for the workers and each interface's
+/// program. An interface that fails is said and the others go on; one
+/// deleted is marked lost (its name emptied) for [`still_there`].
 fn refresh_addresses(
     interfaces: &mut [Destinations],
     host: &ArcSwap<packet::HostAddresses>,
@@ -226,15 +237,46 @@ fn refresh_addresses(
     let all = heron_sys::xdp::local::host_addresses()?;
     host.store(Arc::new(host_addresses(&all)));
     for destinations in interfaces {
-        if destinations.refresh(&all)? {
-            tracing::info!(
-                "XDP on {}: now for {:?}",
+        let before = destinations.interface().to_string();
+        match destinations.refresh(&all) {
+            Ok(true) => tracing::info!(
+                "XDP on {}: now for {:?}{}",
                 destinations.interface(),
-                destinations.addresses()
-            );
+                destinations.addresses(),
+                renamed(&before, destinations.interface())
+            ),
+            Ok(false) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                tracing::error!(
+                    "XDP on {before}: the interface was deleted: XDP answers on it no more; an \
+                     interface made again under that name is not attached until heron restarts \
+                     (UDP on it goes to the kernel's sockets, if [server] listen has them)"
+                );
+                destinations.mark_lost();
+            }
+            Err(e) => tracing::warn!("XDP on {before}: cannot read its addresses again: {e}"),
         }
     }
     Ok(())
+}
+
+/// ", renamed from OLD" when the interface's name changed.
+fn renamed(before: &str, now: &str) -> String {
+    match before == now {
+        true => String::new(),
+        false => format!(", renamed from {before}"),
+    }
+}
+
+/// Whether `destinations` is still watched; a lost one goes to `lost`.
+fn still_there(destinations: &Destinations, lost: &std::sync::Mutex<Vec<String>>) -> bool {
+    let Some(name) = destinations.lost_name() else {
+        return true;
+    };
+    lost.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(name.to_string());
+    false
 }
 
 /// The answer settings over XDP: UDP responses no larger than a frame

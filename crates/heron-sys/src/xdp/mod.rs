@@ -54,6 +54,18 @@ fn read_number(path: PathBuf) -> io::Result<u32> {
         .map_err(|_| io::Error::other(format!("{}: not a number: {text:?}", path.display())))
 }
 
+/// The name of the interface with kernel index `index`, if there is one.
+fn name_of_index(index: u32) -> io::Result<Option<String>> {
+    for entry in std::fs::read_dir("/sys/class/net")? {
+        let entry = entry?;
+        // An interface going away meanwhile is not the one looked for.
+        if read_number(entry.path().join("ifindex")).is_ok_and(|i| i == index) {
+            return Ok(Some(entry.file_name().to_string_lossy().into_owned()));
+        }
+    }
+    Ok(None)
+}
+
 impl Interface {
     /// Looks the interface up; NotFound if there is none of that name.
     pub fn find(name: &str) -> io::Result<Interface> {
@@ -87,6 +99,12 @@ pub const MAX_ADDRESSES: u32 = 1024;
 /// what changed.
 pub struct Destinations {
     interface: String,
+    /// The kernel's index of the interface the program is attached to:
+    /// followed through a rename; another interface made under the old
+    /// name has another index and holds no program of ours.
+    index: u32,
+    /// Found gone ([`Destinations::mark_lost`]).
+    lost: bool,
     own_mac: bpf::Map,
     own_addresses: bpf::Map,
     mac: Option<[u8; 6]>,
@@ -94,9 +112,11 @@ pub struct Destinations {
 }
 
 impl Destinations {
-    fn create(interface: &str) -> io::Result<Destinations> {
+    fn create(interface: &str, index: u32) -> io::Result<Destinations> {
         Ok(Destinations {
             interface: interface.to_string(),
+            index,
+            lost: false,
             own_mac: bpf::Map::array(program::MAC_VALUE_LEN, 1, "heron_own_mac")?,
             own_addresses: bpf::Map::hash(
                 program::ADDRESS_KEY_LEN,
@@ -113,6 +133,8 @@ impl Destinations {
     pub fn try_clone(&self) -> io::Result<Destinations> {
         Ok(Destinations {
             interface: self.interface.clone(),
+            index: self.index,
+            lost: self.lost,
             own_mac: self.own_mac.try_clone()?,
             own_addresses: self.own_addresses.try_clone()?,
             mac: self.mac,
@@ -125,6 +147,17 @@ impl Destinations {
         &self.interface
     }
 
+    /// Notes that the interface is gone ([`Destinations::refresh`] found
+    /// no interface of its index): [`Destinations::lost_name`] says so.
+    pub fn mark_lost(&mut self) {
+        self.lost = true;
+    }
+
+    /// The interface's name, if it was found gone.
+    pub fn lost_name(&self) -> Option<&str> {
+        self.lost.then_some(self.interface.as_str())
+    }
+
     /// The addresses the program takes as the interface's now.
     pub fn addresses(&self) -> &BTreeSet<IpAddr> {
         &self.addresses
@@ -132,9 +165,25 @@ impl Destinations {
 
     /// Makes the maps hold the interface's MAC (read now) and its
     /// addresses among `host`'s; true if anything changed.
+    ///
+    /// The interface is found by its index: renamed, it is followed (its
+    /// new name is [`Destinations::interface`] from then on); deleted,
+    /// this fails with [`io::ErrorKind::NotFound`], and an interface made
+    /// again under its name is not it.
     pub fn refresh(&mut self, host: &[local::HostAddress]) -> io::Result<bool> {
+        let Some(name) = name_of_index(self.index)? else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "interface {} (index {}) is gone",
+                    self.interface, self.index
+                ),
+            ));
+        };
+        let renamed = name != self.interface;
+        self.interface = name;
         let mac = local::mac_address(&self.interface)?;
-        let mut changed = false;
+        let mut changed = renamed;
         if self.mac != Some(mac) {
             self.own_mac
                 .set(&0u32.to_ne_bytes(), &program::mac_value(mac))?;
@@ -182,7 +231,8 @@ impl Attached {
     /// generic).
     pub fn attach(interface: &Interface, ports: &[u16], mode: Mode) -> io::Result<Attached> {
         let map = bpf::create_xskmap(interface.rx_queues).map_err(explain)?;
-        let mut destinations = Destinations::create(&interface.name).map_err(explain)?;
+        let mut destinations =
+            Destinations::create(&interface.name, interface.index).map_err(explain)?;
         destinations.refresh(&local::host_addresses()?)?;
         let maps = program::MapFds {
             xsks: map.as_fd().as_raw_fd(),

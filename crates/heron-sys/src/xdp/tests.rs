@@ -69,7 +69,7 @@ fn the_program_takes_udp_to_our_ports_and_addresses_and_passes_the_rest() {
         return;
     }
     let map = bpf::create_xskmap(1).unwrap();
-    let own = Destinations::create("test").unwrap();
+    let own = Destinations::create("test", 0).unwrap();
     own.own_mac
         .set(&0u32.to_ne_bytes(), &mac_value(OUR_MAC))
         .unwrap();
@@ -144,4 +144,13 @@ fn a_missing_interface_is_named_in_the_error() {
     assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
     assert!(err.to_string().contains("heron-no-such0"), "{err}");
     assert!(Interface::find("../lo").is_err());
+}
+
+/// An attached interface is followed by its index: the loopback's is
+/// found under its name, an index no interface has is none.
+#[test]
+fn interfaces_are_found_by_index() {
+    let lo = Interface::find("lo").expect("a loopback");
+    assert_eq!(name_of_index(lo.index).unwrap().as_deref(), Some("lo"));
+    assert_eq!(name_of_index(u32::MAX).unwrap(), None);
 }

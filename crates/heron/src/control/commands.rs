@@ -48,6 +48,8 @@ pub(crate) struct Controller {
     pub(crate) tls_listeners: Vec<SocketAddr>,
     /// `[xdp] listen` entries attached, as INTERFACE@PORT.
     pub(crate) xdp_listeners: Vec<String>,
+    /// Interfaces XDP answers on no more (deleted while served).
+    pub(crate) xdp_lost: Arc<std::sync::Mutex<Vec<String>>>,
     pub(crate) workers: usize,
     /// Woken by `stop`: the server shuts down as on SIGTERM.
     pub(crate) stop: Arc<tokio::sync::Notify>,
@@ -161,6 +163,7 @@ impl Controller {
             "xdp": {
                 "enabled": !self.xdp_listeners.is_empty(),
                 "listeners": self.xdp_listeners,
+                "lost": *self.xdp_lost.lock().unwrap_or_else(|e| e.into_inner()),
             },
         });
         Response::ok("running", data)
@@ -543,7 +546,12 @@ impl Controller {
             selection,
         )
         .await;
-        let summary = format!("reloaded in {} ms: {}", took.as_millis(), outcome.summary());
+        let mut summary = format!("reloaded in {} ms: {}", took.as_millis(), outcome.summary());
+        // What a whole reload applied besides zones (a renewed TLS
+        // certificate, keys, levels): a deploy hook runs `heron reload`.
+        if !outcome.applied.is_empty() {
+            summary.push_str(&format!("; applied: {}", outcome.applied.join(", ")));
+        }
         let data = json!({
             "loaded": outcome.loaded,
             "unchanged": outcome.unchanged,

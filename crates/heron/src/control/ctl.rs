@@ -420,8 +420,14 @@ fn status_table(data: &Value) -> String {
     };
     let zones = &data["zones"];
     let state = |part: &Value| {
+        let lost = match part["lost"].as_array() {
+            Some(lost) if !lost.is_empty() => {
+                format!("; LOST on {} (interface deleted)", text(&part["lost"]))
+            }
+            _ => String::new(),
+        };
         if part["enabled"] == Value::Bool(true) {
-            format!("on ({})", text(&part["listeners"]))
+            format!("on ({}){lost}", text(&part["listeners"]))
         } else {
             "off".into()
         }
