@@ -1588,6 +1588,50 @@ fn keep_removed_keeps_the_copy_of_a_removed_secondary_zone() {
     assert_eq!(kept_serial(&kept), Some(1), "kept");
 }
 
+/// A secondary made a primary of its kept copy (the same `file`, no
+/// `primaries`), as an operator promotes one whose primary is lost: the
+/// file is kept, served, and served again after a restart (black-box
+/// finding: the reload deleted it as a removed secondary's copy).
+#[test]
+fn a_secondary_promoted_to_primary_keeps_its_file() {
+    let setup = FakeSetup::new("promote", 1);
+    let zone = &setup.zones[0];
+    let heron = setup.secondary("", "");
+    let sec = heron.addr();
+    let kept = setup.dir.join(format!("{zone}.kept"));
+    assert!(
+        eventually(|| kept_serial(&kept) == Some(1)),
+        "{}",
+        heron.log()
+    );
+    let config = heron.dir().join("heron.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let group = &text[text.find("[[zone-group]]").unwrap()..];
+    let promoted = format!(
+        "{}[[zone]]\norigin = \"{zone}\"\nfile = \"{}\"\n",
+        &text[..text.find("[[zone-group]]").unwrap()],
+        kept.display()
+    );
+    assert!(group.contains("primaries"));
+    std::fs::write(&config, &promoted).unwrap();
+    heron.reload();
+    assert!(
+        eventually(|| heron.log().contains("reload done")),
+        "{}",
+        heron.log()
+    );
+    assert_eq!(
+        kept_serial(&kept),
+        Some(1),
+        "the file is kept: {}",
+        heron.log()
+    );
+    assert_eq!(zone_serial(sec, zone), Some(1), "served");
+    drop(heron);
+    let again = start_serving(sec.port(), "ready.test", &promoted);
+    assert_eq!(zone_serial(again.addr(), zone), Some(1), "{}", again.log());
+}
+
 /// Source addresses (issue 27): a primary whose ACL allows only
 /// 127.0.0.2 gives the zone to a secondary with `[xfr] source =
 /// "127.0.0.2"` and refuses one without it; its NOTIFYs leave from

@@ -455,8 +455,13 @@ impl Running {
             let origin = zone.origin.to_lowercase();
             self.leave_catalog(&zone, "loaded from a file", primary);
             changes.removed.push(zone.origin.clone());
+            // A zone still configured, now from a file (a secondary made
+            // a primary): its kept copy is often that very file, and is
+            // the latest data besides; only a zone gone loses its files
+            // (black-box finding: promoting a secondary deleted its file).
+            let promoted = from_files(&origin);
             let file = self.stop(&origin, next, primary, &from_files);
-            if let Some(file) = file.filter(|_| !self.keep_removed) {
+            if let Some(file) = file.filter(|_| !self.keep_removed && !promoted) {
                 to_delete.push(file);
             }
         }
