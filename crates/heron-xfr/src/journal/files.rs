@@ -815,9 +815,21 @@ fn holds_last_change(zone: &Zone, restored: file::Restored) -> Result<file::Rest
 /// (the signer's records left out); None if the zone holds the change.
 pub fn change_not_in(zone: &Zone, step: &ZoneDiff) -> Option<String> {
     let signers = |r: &&DiffRecord| !is_dnssec_type(r.rtype);
-    let added = |r: &DiffRecord| (step.added.iter()).any(|a| same_record(a, r));
+    // The added records by owner and type, so that a deleted record is
+    // compared with those of its RRset only: a scan of every added record
+    // per deleted one took 91 s at a start with a 200,000-change step.
+    let mut by_rrset: std::collections::HashMap<(Vec<u8>, heron_proto::RType), Vec<&DiffRecord>> =
+        std::collections::HashMap::new();
+    for a in &step.added {
+        let key = (a.owner.to_lowercase().as_wire().to_vec(), a.rtype);
+        by_rrset.entry(key).or_default().push(a);
+    }
+    let added = |r: &DiffRecord| {
+        let key = (r.owner.to_lowercase().as_wire().to_vec(), r.rtype);
+        (by_rrset.get(&key)).is_some_and(|set| set.iter().any(|a| same_record(a, r)))
+    };
     let missing = (step.added.iter().filter(signers)).find(|r| !in_zone(zone, r));
-    let kept = (step.deleted.iter().filter(signers)).find(|r| !added(r) && in_zone(zone, r));
+    let kept = (step.deleted.iter().filter(signers)).find(|r| in_zone(zone, r) && !added(r));
     let (record, how) = missing
         .map(|r| (r, "added"))
         .or(kept.map(|r| (r, "deleted")))?;
@@ -870,6 +882,29 @@ mod tests {
                 .zone
         };
         Arc::new(diff(&zone(from), &zone(to)))
+    }
+
+    /// A step is held by a zone when its additions are there and its
+    /// deletions gone, a deletion added back (a TTL changed) counting as
+    /// there; checked per RRset, so a step of many changes is read in
+    /// linear time (a 200,000-change step took 91 s at a start).
+    #[test]
+    fn a_zone_holds_a_step_whose_deletions_are_gone_or_added_back() {
+        let text = |ttl: u32, last: usize| {
+            let mut t = String::from("$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n");
+            for i in 0..last {
+                t.push_str(&format!("h{i} {ttl} A 10.0.{}.{}\n", i / 250, i % 250));
+            }
+            t
+        };
+        let origin = Name::parse("w.test").unwrap();
+        let load = |t: &str| load_zone_str(t, "w", &origin).unwrap().zone;
+        let (old, new) = (load(&text(60, 20_000)), load(&text(120, 10_000)));
+        let step = diff(&old, &new);
+        assert!(step.deleted.len() >= 20_000 && step.added.len() >= 10_000);
+        assert_eq!(change_not_in(&new, &step), None);
+        let said = change_not_in(&old, &step).expect("the old zone does not hold it");
+        assert!(said.contains("at serial"), "{said}");
     }
 
     #[test]
