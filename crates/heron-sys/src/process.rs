@@ -66,6 +66,33 @@ pub fn set_on_termination(flag: &'static AtomicBool) -> io::Result<()> {
     Ok(())
 }
 
+/// Raised by a SIGHUP that came while [`hold_hangups`] held them.
+static HANGUP_HELD: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn note_hangup(_: libc::c_int) {
+    HANGUP_HELD.store(true, Ordering::Relaxed);
+}
+
+/// From now on a SIGHUP is noted instead of ending the process (its
+/// default), until a handler of the caller's own replaces this one: a
+/// server loading its zones is not killed by a reload asked too early
+/// (NSD and Knot survive it), and [`hangup_held`] says one came.
+pub fn hold_hangups() -> io::Result<()> {
+    let handler = note_hangup as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler is an `extern "C" fn(c_int)` that lives for the
+    // program's life and does only async-signal-safe work (an atomic
+    // store to a static).
+    if unsafe { libc::signal(libc::SIGHUP, handler) } == libc::SIG_ERR {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether a SIGHUP came while [`hold_hangups`] held them; clears it.
+pub fn hangup_held() -> bool {
+    HANGUP_HELD.swap(false, Ordering::Relaxed)
+}
+
 /// The soft and hard limits on open files of this process.
 pub fn open_files_limit() -> (Option<u64>, Option<u64>) {
     limit(Resource::Nofile)
@@ -203,6 +230,19 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
         }
         assert!(STOP.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn a_held_hangup_is_noted_not_fatal() {
+        hold_hangups().unwrap();
+        assert!(!hangup_held());
+        signal_process(std::process::id(), Signal::HUP).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !HANGUP_HELD.load(Ordering::Relaxed) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(hangup_held(), "noted");
+        assert!(!hangup_held(), "and cleared");
     }
 
     #[test]

@@ -83,6 +83,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
 /// Reads the settings, loads the zones and serves them until told to
 /// stop. An error already logged comes back empty.
 fn start(args: ServeArgs) -> Result<(), String> {
+    // A SIGHUP while the zones load (a reload asked too early, a deploy
+    // hook) must not kill the server: noted, and done once it serves.
+    if let Err(e) = heron_sys::process::hold_hangups() {
+        tracing::warn!("cannot hold SIGHUP while starting: {e}");
+    }
     let mut settings = read_settings(&args)?;
     heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
     let use_example = args.config.is_none()
@@ -1098,6 +1103,16 @@ async fn wait_for_signals(
     let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
     // Only now: a service manager may send SIGTERM or SIGHUP at once.
     notify::ready();
+    if heron_sys::process::hangup_held() {
+        reload(
+            catalog,
+            files,
+            transfers,
+            "SIGHUP while starting",
+            Selection::default(),
+        )
+        .await;
+    }
     // Signed zones' key rollovers, until the server stops.
     let (c, f, t) = (catalog.clone(), files.clone(), transfers.clone());
     let _rollovers = AbortOnDrop(tokio::spawn(crate::runtime::rollover::drive(c, f, t)));

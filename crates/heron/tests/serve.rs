@@ -1126,6 +1126,48 @@ fn reloads_swap_whole_versions_under_queries() {
     }
 }
 
+/// A SIGHUP while the zones load does not kill the server (its default
+/// action did: exit 129); the reload it asks for is done once it serves.
+#[test]
+fn a_sighup_while_loading_is_held_and_done_once_serving() {
+    let dir = tempdir("hup-early");
+    let file = dir.join("big.zone");
+    let mut text = String::from("$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n");
+    for i in 0..300_000 {
+        text.push_str(&format!(
+            "h{i} A 10.{}.{}.{}\n",
+            i >> 16,
+            (i >> 8) & 255,
+            i & 255
+        ));
+    }
+    std::fs::write(&file, text).unwrap();
+    let port = heron_testkit::free_port();
+    let log = dir.join("log");
+    let mut child = Command::new(heron())
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--zone"])
+        .arg(format!("big.test={}", file.display()))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // Told once the configuration is read, before the zone's load (about
+    // a second for this zone in a debug build).
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(eventually(|| read_log().contains("configuration read")));
+    let hup = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status();
+    assert!(hup.unwrap().success());
+    let reloaded = eventually_within(Duration::from_secs(60), || {
+        read_log().contains("reload done")
+    });
+    let alive = child.try_wait().unwrap().is_none();
+    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    let _ = child.wait();
+    assert!(alive && reloaded, "{}", read_log());
+}
+
 #[test]
 fn sighup_reloads_changed_zones_and_keeps_the_old_one_on_errors() {
     let dir = tempdir("reload");
