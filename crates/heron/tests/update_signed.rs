@@ -250,6 +250,12 @@ fn updates_stay_valid(policy: &str, csk: bool, chain_type: &str) {
         "{}",
         server.log()
     );
+    // Read again by force (as a rollover's step reads it), the file not
+    // touched since it was loaded, updates taken since: no edit
+    // (black-box finding: a false ERROR and a failed reload until the
+    // next write-back).
+    let (ok, said) = ctl(dir.path(), &["reload", "--force", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
     // The server's own write of the file, updates after it, a reload:
     // no edit of the operator's, no failure (regression hunt finding).
     let (ok, said) = ctl(dir.path(), &["flush", ZONE]);

@@ -652,7 +652,12 @@ impl ZoneFiles {
         let kept_results: Vec<Held> = (kept.iter())
             .map(|i| {
                 let (served, signing) = holding(i).expect("partitioned so");
-                hold_served(&self.entries[*i].spec, served, signing)
+                let entry = &self.entries[*i];
+                // Read again by force (a rollover's step) but not touched
+                // since it was loaded or written: no edit, whatever
+                // updates the zone served took since.
+                let untouched = (entry.loaded).is_some_and(|l| l.unchanged_at(&entry.spec.file));
+                hold_served(&entry.spec, served, signing, untouched)
             })
             .collect();
         let specs: Vec<&ZoneSpec> = todo.iter().map(|&i| &self.entries[i].spec).collect();
@@ -961,6 +966,7 @@ fn hold_served(
     spec: &ZoneSpec,
     served: &Arc<Zone>,
     signing: &crate::config::dnssec::Signing,
+    untouched: bool,
 ) -> Held {
     use crate::plan::signing::{keys_moved, last_signed_under, sign_loaded};
     let file = read_text(spec)?;
@@ -968,7 +974,7 @@ fn hold_served(
     let loaded =
         load_zone_text(&file.text, &spec.file, &spec.origin, None).map_err(errors_said_apart)?;
     // The server's own write-back, older than updates since: no edit.
-    let edit_held = match written_by_server(&spec.file) {
+    let edit_held = match untouched || written_by_server(&spec.file) {
         true => None,
         false => edited_message(served, &loaded.zone),
     };
