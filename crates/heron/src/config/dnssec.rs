@@ -130,7 +130,17 @@ impl PolicyEntry {
             ));
         }
         // RSA/SHA-256 is signed only with imported keys: whether the zone
-        // has them is checked per zone ([`check_imported_keys`]).
+        // has them is checked per zone ([`check_imported_keys`]). Such
+        // keys cannot be rolled (a rollover makes a key of the policy's
+        // algorithm): a lifetime would stop the zone's signing when it
+        // ends (black-box finding).
+        if !p.algorithm.can_generate() && (p.ksk_lifetime > 0 || p.zsk_lifetime > 0) {
+            errors.push(format!(
+                "ksk-lifetime and zsk-lifetime: Heron generates no {} keys to roll the imported \
+                 ones to; leave them out, or roll to another algorithm (change `algorithm`)",
+                p.algorithm
+            ));
+        }
         let generated = Policy {
             algorithm: Algorithm::EcdsaP256Sha256,
             ..p.clone()
@@ -580,6 +590,13 @@ mod tests {
         std::fs::write(dir.path().join("Kold.test+008+00003.ksk.heron-key"), "").unwrap();
         assert_eq!(check_imported_keys(&origin, Some(&signing)), Ok(()));
         assert_eq!(check_imported_keys(&origin, None), Ok(()));
+        // Imported RSA keys cannot be rolled: a lifetime is refused.
+        let rolled = entry("name = \"rsa\"\nalgorithm = \"rsasha256\"\nksk-lifetime = \"30d\"");
+        let errors = self::policies(&[rolled]).unwrap_err();
+        assert!(
+            errors[0].contains("generates no RSASHA256 keys"),
+            "{errors:?}"
+        );
     }
 
     #[test]

@@ -86,6 +86,20 @@ impl Controller {
     /// Starts the rollover of the key `key` names (or of every key of a
     /// role): the rollover driver signs the zone's next step at once.
     pub(crate) async fn roll(&self, zone: &Name, key: String) -> Response {
+        let policy = {
+            let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+            rollover::policy_of(&files, zone).map(|(policy, _)| policy)
+        };
+        // A rollover makes a key of the policy's algorithm: one Heron
+        // cannot make (imported RSA) would stop the zone's signing at its
+        // first step (black-box finding).
+        if let Some(policy) = policy.filter(|p| !p.algorithm.can_generate()) {
+            return Response::error(format!(
+                "{zone}: Heron generates no {} keys to roll to; to replace the imported keys, \
+                 roll to another algorithm by changing the policy's `algorithm`",
+                policy.algorithm
+            ));
+        }
         self.edit_keys(zone, move |dir, origin| rollover::roll(dir, origin, &key))
             .await
     }
