@@ -408,7 +408,24 @@ pub fn read_state(dir: &Path, zone: &str) -> Result<Option<ZoneKeys>, String> {
     }
     let lock = file_lock(&path);
     let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
-    ZoneKeys::load(&path).map(Some).map_err(|e| e.to_string())
+    let state = ZoneKeys::load(&path).map_err(|e| e.to_string())?;
+    of_zone(state, zone, &path).map(Some)
+}
+
+/// `state` if it is `zone`'s: a state file of another zone (copied or
+/// moved by hand) would sign the zone with that zone's keys (black-box
+/// finding).
+fn of_zone(state: ZoneKeys, zone: &str, path: &Path) -> Result<ZoneKeys, String> {
+    let plain = |name: &str| name.trim_end_matches('.').to_ascii_lowercase();
+    match plain(&state.zone) == plain(zone) {
+        true => Ok(state),
+        false => Err(format!(
+            "{}: the key state file of zone {}, not of {zone}: put this zone's back, or move it \
+             away for its key files to be taken up",
+            path.display(),
+            state.zone
+        )),
+    }
 }
 
 /// The recorded state, or for a zone signed before it had one, its key
@@ -425,17 +442,37 @@ fn load_or_adopt(
     now: UnixTime,
 ) -> Result<ZoneKeys, String> {
     if path.exists() {
-        return ZoneKeys::load(path).map_err(|e| e.to_string());
+        let state = ZoneKeys::load(path).map_err(|e| e.to_string())?;
+        return of_zone(state, zone, path);
     }
     let mut files = read_key_files(dir, zone)?;
     files.retain(|(_, f)| f.algorithm == policy.algorithm);
     files.sort_by_key(|(_, f)| std::cmp::Reverse(f.created));
+    // Two keys of a role: the state file that said which one is in use
+    // is gone (a rollover was under way). The newest taken alone dropped
+    // the key caches and the parent trust, and the zone went bogus
+    // (black-box finding): refused, the version served stays.
+    for role in [KeyRole::Ksk, KeyRole::Zsk, KeyRole::Csk] {
+        let of_role: Vec<&str> = (files.iter())
+            .filter(|(_, f)| f.role == role)
+            .map(|(id, _)| id.as_str())
+            .collect();
+        if of_role.len() > 1 {
+            return Err(format!(
+                "the key state file {} is missing and the key directory holds {} {} keys \
+                 ({}): which are in use cannot be told; put the state file back (from a \
+                 backup), or move the keys not in use out of {}",
+                path.display(),
+                of_role.len(),
+                role.name(),
+                of_role.join(", "),
+                dir.display()
+            ));
+        }
+    }
     let mut keys: Vec<Key> = Vec::new();
     for (id, file) in files {
         let role = machine_role(file.role);
-        if keys.iter().any(|k| k.role == role) {
-            continue;
-        }
         let key = file.signing_key().map_err(|e| format!("{id}: {e}"))?;
         let tag = ZoneKey::new(key, file.role).tag;
         let mut adopted = Key::new(id, tag, file.algorithm.number(), role, file.created);
@@ -797,6 +834,49 @@ mod tests {
         assert_eq!(later.cds.len(), 1);
         assert_eq!(later.cdnskey.len(), 1);
         undo(&mut step);
+    }
+
+    /// A state file lost during a rollover (two ZSK files): which key is
+    /// in use cannot be told, and the step is refused rather than taking
+    /// the newest alone (black-box finding: the zone went bogus).
+    #[test]
+    fn a_state_file_lost_during_a_rollover_is_not_guessed() {
+        let dir = tempfile::tempdir().unwrap();
+        let rolling = Policy {
+            zsk_lifetime: 100,
+            ..split()
+        };
+        let zsks = || {
+            let files = read_key_files(dir.path(), "k.test.").unwrap();
+            files.iter().filter(|(_, f)| f.role == KeyRole::Zsk).count()
+        };
+        let mut now = 1000;
+        while zsks() < 2 && now < 100_000 {
+            step(&origin(), &rolling, dir.path(), 300, now).unwrap();
+            now += 600;
+        }
+        assert_eq!(zsks(), 2, "a rollover under way");
+        fs::remove_file(state_path(dir.path(), "k.test.")).unwrap();
+        let Err(refused) = step(&origin(), &rolling, dir.path(), 300, now) else {
+            panic!("a step with two ZSKs and no state file");
+        };
+        assert!(
+            refused.contains("state file") && refused.contains("2 zsk keys"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn a_state_file_of_another_zone_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        step_at(&dir, 1000);
+        let path = state_path(dir.path(), "k.test.");
+        let text = fs::read_to_string(&path).unwrap();
+        fs::write(&path, text.replace("\"k.test.\"", "\"other.test.\"")).unwrap();
+        let Err(refused) = step(&origin(), &split(), dir.path(), 300, 2000) else {
+            panic!("another zone's state taken");
+        };
+        assert!(refused.contains("of zone other.test."), "{refused}");
     }
 
     /// Key files without a state file, taken up under `insecure`: the
