@@ -20,10 +20,17 @@ pub struct BindKey {
     /// The DNSKEY record's owner, as written.
     pub zone: String,
     pub key: ImportedKey,
+    /// The DNSKEY record's TTL, when the file gives one (dnssec-policy
+    /// writes the TTL it serves the key with).
+    pub ttl: Option<u32>,
 }
 
-/// The DNSKEY record of a `.key` file: owner, flags, algorithm, public key.
-fn parse_public(text: &str) -> Result<(String, u16, u8, Vec<u8>), ImportError> {
+/// The DNSKEY record of a `.key` file: owner, flags, algorithm, public
+/// key, and its TTL if written.
+type PublicKey = (String, u16, u8, Vec<u8>, Option<u32>);
+
+/// The DNSKEY record of a `.key` file.
+fn parse_public(text: &str) -> Result<PublicKey, ImportError> {
     let body: String = text
         .lines()
         .map(|line| line.split(';').next().unwrap_or(""))
@@ -49,7 +56,9 @@ fn parse_public(text: &str) -> Result<(String, u16, u8, Vec<u8>), ImportError> {
     let algorithm = u8::try_from(number(at + 3, "algorithm")?)
         .map_err(|_| ImportError("DNSKEY algorithm out of range".into()))?;
     let public = base64_field("the DNSKEY public key", &tokens[at + 4..].concat())?;
-    Ok((tokens[0].to_string(), flags, algorithm, public))
+    // Between the owner and the type: the TTL and the class, each optional.
+    let ttl = tokens[1..at].iter().find_map(|t| t.parse::<u32>().ok());
+    Ok((tokens[0].to_string(), flags, algorithm, public, ttl))
 }
 
 fn base64_field(what: &str, text: &str) -> Result<Vec<u8>, ImportError> {
@@ -172,7 +181,7 @@ fn pkcs8(fields: &[(&str, &str)], algorithm: u8, public: &[u8]) -> Result<Vec<u8
 
 /// A key from the texts of its `.key` and `.private` files.
 pub fn parse(key_text: &str, private_text: &str) -> Result<BindKey, ImportError> {
-    let (zone, flags, algorithm, public_key) = parse_public(key_text)?;
+    let (zone, flags, algorithm, public_key, ttl) = parse_public(key_text)?;
     let fields = private_fields(private_text)?;
     let private_algorithm = field(&fields, "Algorithm")?
         .split_whitespace()
@@ -189,7 +198,7 @@ pub fn parse(key_text: &str, private_text: &str) -> Result<BindKey, ImportError>
         times: times(&fields)?,
     };
     key.check_pair()?;
-    Ok(BindKey { zone, key })
+    Ok(BindKey { zone, key, ttl })
 }
 
 /// The zone, algorithm and key tag a `K<zone>+<alg>+<tag>` name gives.

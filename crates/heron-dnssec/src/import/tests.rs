@@ -625,3 +625,15 @@ fn bind_p256_scalars_of_other_lengths_import() {
         "too long is left to fail"
     );
 }
+
+/// A `.key` file's DNSKEY TTL (dnssec-policy writes the one it serves)
+/// is read when written, and none otherwise.
+#[test]
+fn a_bind_key_files_ttl_is_read_when_written() {
+    let seed = private("PrivateKey: 0wmP81IgLnY0PPY2tJKfjBlBpQxuclohs/R6rgoEY3c=\n");
+    assert_eq!(bind::parse(KEY, &seed).unwrap().ttl, None);
+    let with_ttl = KEY.replace("example.com. IN", "example.com. 120 IN");
+    assert_eq!(bind::parse(&with_ttl, &seed).unwrap().ttl, Some(120));
+    let class_first = KEY.replace("example.com. IN", "example.com. IN 300");
+    assert_eq!(bind::parse(&class_first, &seed).unwrap().ttl, Some(300));
+}

@@ -153,6 +153,24 @@ mod tests {
         assert_eq!((raised.dnskey_ttl, raised.max_zone_ttl), (90, 40));
     }
 
+    /// Keys imported with the DNSKEY TTL the old signer served (all else
+    /// unknown, 0): that TTL counts until its RRset can have left caches.
+    #[test]
+    fn an_imported_dnskey_ttl_is_waited_for_from_the_first_step() {
+        let imported = HeldWaits {
+            last: Waits {
+                dnskey_ttl: 120,
+                ..Waits::default()
+            },
+            held: Waits::default(),
+            until: 0,
+        };
+        let (first, kept) = effective_policy(policy(30, 40), Some(imported), None, 1000);
+        assert_eq!((first.dnskey_ttl, kept.until), (120, 1120));
+        let (after, _) = effective_policy(policy(30, 40), Some(kept), None, 1120);
+        assert_eq!(after, policy(30, 40));
+    }
+
     #[test]
     fn a_state_file_from_before_takes_its_recorded_policy_as_last_served() {
         let recorded = policy(60, 40);

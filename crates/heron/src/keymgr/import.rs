@@ -43,6 +43,8 @@ pub enum KeySource {
 /// One key of the old signer, checked, before anything is written.
 struct Found {
     key: ImportedKey,
+    /// The TTL the old signer served its DNSKEY with, if its files say.
+    dnskey_ttl: Option<u32>,
     role: Role,
     /// BIND's own states for the key (dnssec-policy), if it kept them.
     state: Option<BindState>,
@@ -158,6 +160,7 @@ fn bind_keys(dir: &Path, zone: &str) -> Result<Vec<Found>, String> {
         let role = state.as_ref().map_or(Role::Zsk, |s| s.role);
         found.push(Found {
             key: key.key,
+            dnskey_ttl: key.ttl,
             role,
             state,
             source: shown,
@@ -219,6 +222,7 @@ fn knot_keys(kasp: &Path, zone: &str, files: KnotFiles) -> Result<Vec<Found>, St
         };
         found.push(Found {
             key,
+            dnskey_ttl: None,
             role,
             state: None,
             source: format!("Knot key {}", meta.id),
@@ -439,10 +443,45 @@ fn write_keys(
         ));
         state.keys.push(p.entry);
     }
+    out.push_str(&hold_served_ttl(&mut state, &found));
     state.save(&state_path).map_err(|e| e.to_string())?;
     out.push_str(&advice(&found, now));
     out.push_str(&others_warning(key_dir, zone, &state));
     Ok(out)
+}
+
+/// The DNSKEY TTL taken for an old signer whose files do not say it
+/// (Knot's keys, BIND's without a TTL): a day, so that no cache can still
+/// hold the DNSKEY RRset it served when a rollover counts it gone.
+const UNKNOWN_DNSKEY_TTL: u32 = 86_400;
+
+/// Records in the state file the DNSKEY TTL the old signer served its
+/// keys with, as the waits the zone was last served under: while caches
+/// may hold that RRset, Heron's rollovers wait by it, whatever the
+/// policy's `dnskey-ttl` (black-box finding: a ZSK rollover under way at
+/// the import dropped the old signatures after Heron's 30 s while
+/// resolvers held BIND's 120 s RRset: bogus). What to tell the operator.
+fn hold_served_ttl(state: &mut ZoneKeys, found: &[Found]) -> String {
+    use heron_dnssec::rollover::waits::{HeldWaits, Waits};
+    let said = found.iter().filter_map(|f| f.dnskey_ttl).max();
+    let ttl = said.unwrap_or(UNKNOWN_DNSKEY_TTL);
+    let mut waits = state.waits.unwrap_or(HeldWaits {
+        last: Waits::default(),
+        held: Waits::default(),
+        until: 0,
+    });
+    waits.last.dnskey_ttl = waits.last.dnskey_ttl.max(u64::from(ttl));
+    state.waits = Some(waits);
+    match said {
+        Some(_) => format!(
+            "the old signer served its DNSKEY RRset with TTL {ttl}: Heron's rollovers wait by it \
+             (or by the policy's dnskey-ttl if longer) until that RRset can have left caches\n"
+        ),
+        None => format!(
+            "the old signer's files do not say the TTL of its DNSKEY RRset: Heron's rollovers \
+             wait by {ttl} s (a day) until that RRset can have left caches\n"
+        ),
+    }
 }
 
 /// Refuses the import while Heron has keys of the zone in use that the
@@ -633,6 +672,7 @@ mod tests {
         };
         Found {
             key,
+            dnskey_ttl: Some(120),
             role: Role::Csk,
             state: None,
             source: "test".into(),
@@ -647,6 +687,7 @@ mod tests {
         let tag = key.key.tag();
         let again = Found {
             key: key.key.clone(),
+            dnskey_ttl: None,
             role: key.role,
             state: None,
             source: "again".into(),
@@ -656,6 +697,11 @@ mod tests {
             out.contains(&format!("csk {tag} (algorithm 13): active")),
             "{out}"
         );
+        // The TTL the old signer served the DNSKEY RRset with is what
+        // rollovers wait by while caches may hold it.
+        let state = ZoneKeys::load(&keys.join(file_name(ZONE))).unwrap();
+        assert_eq!(state.waits.map(|w| w.last.dnskey_ttl), Some(120));
+        assert!(out.contains("TTL 120"), "{out}");
         assert!(!out.contains("warning"), "{out}");
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&keys), 0o700);
@@ -747,6 +793,7 @@ mod tests {
         };
         let copy = |f: &Found| Found {
             key: f.key.clone(),
+            dnskey_ttl: None,
             role: f.role,
             state: None,
             source: String::new(),
