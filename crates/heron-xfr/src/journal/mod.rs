@@ -63,19 +63,21 @@ impl Journal {
     }
 
     /// The steps that lead from `serial` to `current`, in order, or None
-    /// if the journal does not reach back that far or does not end there.
-    /// A serial the history passed more than once (serials go round, RFC
-    /// 1982) leads on from its newest step: the client holds what came
-    /// before.
+    /// if the journal does not reach back that far or does not reach
+    /// `current`. A serial the history passed more than once (serials go
+    /// round, RFC 1982) leads on from its newest step: the client holds
+    /// what came before. Steps past `current` are left out: an update's
+    /// step is journaled just before its version is served, and an IXFR
+    /// of the version served then is still a chain (black-box finding:
+    /// such IXFRs were answered with the whole zone).
     pub fn chain(&self, serial: u32, current: u32) -> Option<Vec<Arc<ZoneDiff>>> {
-        if self.newest_serial() != Some(current) {
-            return None;
-        }
         let start = self
             .diffs
             .iter()
             .rposition(|d| serial_of(&d.old_soa) == serial)?;
-        Some(self.diffs.range(start..).cloned().collect())
+        let steps = self.diffs.range(start..);
+        let to_current = steps.clone().position(|d| serial_of(&d.new_soa) == current)?;
+        Some(steps.take(to_current + 1).cloned().collect())
     }
 
     pub fn clear(&mut self) {
@@ -220,8 +222,12 @@ mod tests {
         assert!(j.chain(0, 6).is_none(), "older than the history");
         assert!(
             j.chain(1, 7).is_none(),
-            "the journal must end at the zone's serial"
+            "the journal must reach the zone's serial"
         );
+        // The version served is 5 while the step to 6 is journaled before
+        // it is served: the chain stops at 5 (not the whole zone).
+        assert_eq!(serials(&j.chain(1, 5).unwrap()), [(1, 2), (2, 5)]);
+        assert!(j.chain(5, 5).is_none(), "nothing leads from 5 to 5");
     }
 
     /// Serials go round (RFC 1982): a serial the history passed twice
