@@ -43,7 +43,7 @@ pub fn settle(catalog: &Catalog) {
 
 /// Returns free heap pages to the kernel (glibc `malloc_trim`). A no-op
 /// where the C library has no such call.
-fn release_free_memory() {
+pub fn release_free_memory() {
     heron_sys::memory::release_free_heap();
 }
 

@@ -118,6 +118,21 @@ impl Transfers {
     }
 }
 
+/// How long after a reload the heap is given back once more: the old
+/// versions' last holders (queries and transfers in flight, the NOTIFYs
+/// of the changed zones) let go after the swap's own give-back, and an
+/// allocator arena no thread uses then never returns its pages (black-box
+/// finding: 75 MB before a reload of 50,000 zones, 123 MB after, until
+/// the next reload).
+const RELEASE_AFTER_RELOAD: Duration = Duration::from_secs(2);
+
+fn release_later() {
+    tokio::spawn(async {
+        tokio::time::sleep(RELEASE_AFTER_RELOAD).await;
+        crate::background::run("release-memory", memory::release_free_memory).await;
+    });
+}
+
 /// Reads the configuration file again (if the server has one) for its
 /// zones and their transfer settings, re-reads changed and new zone files
 /// on a background thread (below the query workers' priority), and swaps
@@ -147,6 +162,8 @@ pub(crate) async fn reload(
     let work = background::run("reload", move || rebuild(&catalog, &files, &xfr, selection));
     let (outcome, changed, swap) = work.await;
     transfers.notify(&changed);
+    drop(changed);
+    release_later();
     let took = started.elapsed();
     let changes = match whole && !outcome.config_failed {
         true => format!(" ({})", outcome.configuration_changes()),
