@@ -551,6 +551,11 @@ fn a_secondary_zone_added_by_reload_is_shown_and_refreshed_on_demand() {
     let config = secondary_config(dir.path(), &socket, port, &one);
     let server = ServerProcess::heron_on_port(&heron(), port, "ready.test", &config).unwrap();
     row_when(&socket, "s.test", |r| r["serial"] == 1);
+    // A secondary has nothing to flush, and is a zone of this server
+    // (black-box finding: flush said it was not).
+    let (code, out, _) = ctl(&socket, &["flush", "s.test"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("written at each transfer"), "{out}");
     let (_, out, _) = ctl(&socket, &["refresh", "t.test"]);
     assert!(
         out.contains("t.test. is not a zone of this server"),

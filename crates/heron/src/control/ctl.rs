@@ -259,14 +259,22 @@ pub fn default_socket() -> PathBuf {
 pub fn socket_of_config(config: &Path) -> Result<PathBuf, String> {
     let text = std::fs::read_to_string(config)
         .map_err(|e| format!("{}: cannot read: {e}", config.display()))?;
-    let Ok(file) = text.parse::<toml::Table>() else {
-        let fallback = default_socket();
-        eprintln!(
-            "{}: not readable as TOML; trying the control socket {}",
-            config.display(),
-            fallback.display()
-        );
-        return Ok(fallback);
+    let file = match text.parse::<toml::Table>() {
+        Ok(file) => file,
+        Err(e) => {
+            let fallback = default_socket();
+            // The parser's own words, on one line: what to fix.
+            let why = e.message().lines().next().unwrap_or("").to_string();
+            let line = e.span().map(|s| text[..s.start].lines().count().max(1));
+            eprintln!(
+                "{}{}: not readable as TOML ({why}); trying the control socket {} (give \
+                 --control PATH to reach a server elsewhere)",
+                config.display(),
+                line.map_or(String::new(), |l| format!(":{l}")),
+                fallback.display()
+            );
+            return Ok(fallback);
+        }
     };
     let control = file
         .get("server")
