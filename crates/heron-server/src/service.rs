@@ -78,11 +78,9 @@ impl Service {
             let update = match e {
                 TrySendError::Full(u) | TrySendError::Closed(u) => u,
             };
-            tracing::debug!(
-                "UPDATE of {} from {}: the update queue is full; answered SERVFAIL",
-                update.request.origin,
-                update.request.peer
-            );
+            let refusal = crate::processor::Refusal::UpdateQueueFull;
+            self.refusals[refusal.kind()].fetch_add(1, Ordering::Relaxed);
+            (self.processor).log_update_queue_full(&update.request.origin, update.request.peer);
             update.answer_rcode(Rcode::SERVFAIL);
         }
     }

@@ -198,6 +198,8 @@ pub enum Refusal {
     /// A datagram from a `blackhole` address: dropped, never answered
     /// (TCP counts those at accept, as connections refused).
     Blackholed,
+    /// An admitted UPDATE the update queue had no room for (SERVFAIL).
+    UpdateQueueFull,
 }
 
 /// Whether `q` asked for an EDNS option [`Processor::add_options`] may
@@ -258,7 +260,7 @@ impl Plain {
 
 impl Refusal {
     /// How many kinds there are, for counters indexed by [`Refusal::kind`].
-    pub const KINDS: usize = 13;
+    pub const KINDS: usize = 14;
 
     /// A name for each kind, in the order of [`Refusal::kind`].
     pub const KIND_NAMES: [&'static str; Refusal::KINDS] = [
@@ -275,6 +277,7 @@ impl Refusal {
         "update-denied",
         "update-zone-not-soa",
         "blackhole",
+        "update-queue-full",
     ];
 
     /// A number below [`Refusal::KINDS`], one per variant (the reason a
@@ -294,6 +297,7 @@ impl Refusal {
             Refusal::UpdateDenied => 10,
             Refusal::UpdateZoneNotSoa => 11,
             Refusal::Blackholed => 12,
+            Refusal::UpdateQueueFull => 13,
         }
     }
 
@@ -325,6 +329,7 @@ impl Refusal {
             | Refusal::UpdateDenied => Rcode::REFUSED,
             // Never sent: a blackholed request gets no response.
             Refusal::Blackholed => Rcode::REFUSED,
+            Refusal::UpdateQueueFull => Rcode::SERVFAIL,
         }
     }
 }
@@ -347,6 +352,7 @@ impl fmt::Display for Refusal {
                 f.write_str("UPDATE whose zone section is not of type SOA")
             }
             Refusal::Blackholed => f.write_str("request from a blackholed address"),
+            Refusal::UpdateQueueFull => f.write_str("UPDATE with the update queue full"),
         }
     }
 }
@@ -426,6 +432,24 @@ impl Deferred<'_> {
 }
 
 impl Processor {
+    /// Says (rate limited, as other refusals) that an admitted UPDATE
+    /// found the update queue full and was answered SERVFAIL: a flood
+    /// of updates must not fail others' unseen (black-box finding).
+    pub fn log_update_queue_full(&self, origin: &Name, peer: SocketAddr) {
+        let refusal = Refusal::UpdateQueueFull;
+        let now = heron_proto::time::unix_now();
+        if let Some(due) = self.log.admit(refusal.log_reason(), now) {
+            tracing::warn!(
+                zone = %origin,
+                %peer,
+                "{refusal} from {peer} for {origin}: answered SERVFAIL (at most {} updates \
+                 wait at once){}",
+                crate::update::QUEUE_LEN,
+                due.tail()
+            );
+        }
+    }
+
     /// A processor answering from `catalog` with `config`, transfers and
     /// NOTIFY policies from `primary`, TSIG keys `keys`, secondary for
     /// nothing (see [`Processor::with_secondaries`]).

@@ -1312,6 +1312,8 @@ fn updates_past_the_queue_bound_are_answered_servfail_at_once() {
     service.submit_update(admitted(), Reply::Stream(tx));
     let answer = rx.try_recv().expect("answered at once");
     assert_eq!(Message::parse(&answer).unwrap().rcode(), Rcode::SERVFAIL);
+    // Counted where an operator looks (black-box finding: no counter).
+    assert_eq!(service.refusals(Refusal::UpdateQueueFull), 1);
 }
 
 /// A secondary zone forwards the UPDATEs its `allow-update-forwarding`
