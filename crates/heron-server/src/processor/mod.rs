@@ -200,6 +200,9 @@ pub enum Refusal {
     Blackholed,
     /// An admitted UPDATE the update queue had no room for (SERVFAIL).
     UpdateQueueFull,
+    /// A signed UPDATE sent again by its sender: not answered (the
+    /// first one's answer is on its way, or was lost).
+    UpdateResent,
 }
 
 /// Whether `q` asked for an EDNS option [`Processor::add_options`] may
@@ -260,7 +263,7 @@ impl Plain {
 
 impl Refusal {
     /// How many kinds there are, for counters indexed by [`Refusal::kind`].
-    pub const KINDS: usize = 14;
+    pub const KINDS: usize = 15;
 
     /// A name for each kind, in the order of [`Refusal::kind`].
     pub const KIND_NAMES: [&'static str; Refusal::KINDS] = [
@@ -278,6 +281,7 @@ impl Refusal {
         "update-zone-not-soa",
         "blackhole",
         "update-queue-full",
+        "update-resent",
     ];
 
     /// A number below [`Refusal::KINDS`], one per variant (the reason a
@@ -298,6 +302,7 @@ impl Refusal {
             Refusal::UpdateZoneNotSoa => 11,
             Refusal::Blackholed => 12,
             Refusal::UpdateQueueFull => 13,
+            Refusal::UpdateResent => 14,
         }
     }
 
@@ -330,6 +335,8 @@ impl Refusal {
             // Never sent: a blackholed request gets no response.
             Refusal::Blackholed => Rcode::REFUSED,
             Refusal::UpdateQueueFull => Rcode::SERVFAIL,
+            // Never sent: a resent UPDATE gets no response of its own.
+            Refusal::UpdateResent => Rcode::REFUSED,
         }
     }
 }
@@ -353,6 +360,7 @@ impl fmt::Display for Refusal {
             }
             Refusal::Blackholed => f.write_str("request from a blackholed address"),
             Refusal::UpdateQueueFull => f.write_str("UPDATE with the update queue full"),
+            Refusal::UpdateResent => f.write_str("UPDATE sent again"),
         }
     }
 }
@@ -758,6 +766,11 @@ impl Processor {
         let keys = self.keys.load();
         match tsig::verify(&keys, &self.replays, &d) {
             Ok(signed) => d.signed = signed,
+            Err((_, Refusal::UpdateResent)) => {
+                tracing::debug!(peer = %req.peer, "a signed UPDATE sent again: not answered");
+                events.push(Event::Refused(Refusal::UpdateResent));
+                return Outcome::Nothing;
+            }
             Err((failure, refusal)) => {
                 tsig::error_response(&keys, &d, &failure, out);
                 if let Some(due) = self.log.admit(refusal.log_reason(), req.now) {

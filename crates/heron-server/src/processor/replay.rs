@@ -61,6 +61,9 @@ pub enum Seen {
     /// A copy from the address that sent it first, of a request that is
     /// not answered once: answered again.
     Retransmission,
+    /// A copy from the address that sent it first, of a request answered
+    /// once (an UPDATE resent over UDP while its answer is on its way).
+    Resent,
     /// A copy to refuse.
     Replay,
 }
@@ -109,10 +112,10 @@ impl ReplayCache {
             let gone = k.expire(now);
             if let Some(&first) = k.seen.get(&fp) {
                 e.total -= gone;
-                return if first == from && !once {
-                    Seen::Retransmission
-                } else {
-                    Seen::Replay
+                return match (first == from, once) {
+                    (true, false) => Seen::Retransmission,
+                    (true, true) => Seen::Resent,
+                    (false, _) => Seen::Replay,
                 };
             }
             e.total -= gone;
@@ -233,10 +236,11 @@ mod tests {
             assert_eq!(again, Seen::Retransmission);
         }
         assert_eq!(cache.check(&query, ELSEWHERE, false, NOW), Seen::Replay);
-        // A transfer request is answered once, even to its sender.
+        // A transfer request is answered once, even to its sender (whose
+        // copy the caller refuses, or leaves unanswered for an UPDATE).
         let axfr = request("k", 2, NOW);
         assert_eq!(cache.check(&axfr, SECONDARY, true, NOW), Seen::First);
-        assert_eq!(cache.check(&axfr, SECONDARY, true, NOW), Seen::Replay);
+        assert_eq!(cache.check(&axfr, SECONDARY, true, NOW), Seen::Resent);
         assert_eq!(cache.check(&axfr, ELSEWHERE, true, NOW), Seen::Replay);
         assert_eq!(cache.len(), 2, "a copy is not remembered twice");
     }

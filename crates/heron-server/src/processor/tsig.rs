@@ -22,11 +22,18 @@ pub(super) fn verify(
     let once =
         matches!(d.q.qtype, RType::AXFR | RType::IXFR) || d.q.header.opcode() == Opcode::UPDATE;
     let from = d.req.peer.ip().to_canonical();
+    let update = d.q.header.opcode() == Opcode::UPDATE;
     match tsig::verify_request_at(d.req.bytes, at, keys, d.req.now) {
-        Ok(Some(v)) if replays.check(&v, from, once, d.req.now) == Seen::Replay => {
-            Err((replayed(&v), Refusal::TsigReplay))
-        }
-        Ok(signed) => Ok(signed),
+        Ok(Some(v)) => match replays.check(&v, from, once, d.req.now) {
+            Seen::First | Seen::Retransmission => Ok(Some(v)),
+            // nsupdate resends an UPDATE over UDP after 3 s; the first is
+            // still being applied, or its answer was lost: not applied
+            // again, and not told BADTIME, which it takes for a clock
+            // error though the update is applied (black-box finding).
+            Seen::Resent if update => Err((replayed(&v), Refusal::UpdateResent)),
+            Seen::Resent | Seen::Replay => Err((replayed(&v), Refusal::TsigReplay)),
+        },
+        Ok(None) => Ok(None),
         Err(failure) => Err((failure, Refusal::Tsig)),
     }
 }
