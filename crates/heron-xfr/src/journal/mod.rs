@@ -76,7 +76,9 @@ impl Journal {
             .iter()
             .rposition(|d| serial_of(&d.old_soa) == serial)?;
         let steps = self.diffs.range(start..);
-        let to_current = steps.clone().position(|d| serial_of(&d.new_soa) == current)?;
+        let to_current = steps
+            .clone()
+            .position(|d| serial_of(&d.new_soa) == current)?;
         Some(steps.take(to_current + 1).cloned().collect())
     }
 

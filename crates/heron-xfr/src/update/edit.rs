@@ -133,6 +133,27 @@ impl<'z> Edit<'z> {
         owner == self.zone.origin()
     }
 
+    /// A DS stands only at a delegation (RFC 4035 2.4): one added at a
+    /// name with no NS once the whole update is applied is ignored, as
+    /// BIND ignores it, and a delegation whose NS the update deleted
+    /// loses its DS with it. A validator takes a DS as a signed zone cut,
+    /// so such a DS made the name and all below it bogus (black-box
+    /// finding). Judged on the result, so an update adding a delegation's
+    /// DS before its NS is taken.
+    fn keep_ds_at_delegations(&mut self) {
+        let origin = self.zone.origin().to_lowercase();
+        for node in self.nodes.values_mut() {
+            let had = |rtype| node.before.iter().any(|s| s.rtype == rtype);
+            // Only what this update did: a DS it brought, or an NS it took.
+            let touched = !had(RType::DS) || had(RType::NS);
+            let apex = node.owner.to_lowercase() == origin;
+            let orphan = node.set(RType::DS).is_some() && node.set(RType::NS).is_none();
+            if orphan && touched && !apex {
+                node.remove(|rtype| rtype != RType::DS);
+            }
+        }
+    }
+
     /// Applies one change of the update section.
     pub(crate) fn change(&mut self, change: &Change) {
         let apex = self.is_apex(change.owner());
@@ -236,7 +257,12 @@ impl<'z> Edit<'z> {
     /// added, and the SOA with the serial `policy` gives (or the one the
     /// client sent); with the names it reached as it leaves them. None
     /// when the changes change nothing.
-    pub(crate) fn finish(self, policy: SerialPolicy, now: u64) -> Option<(ZoneDiff, Vec<NodeNow>)> {
+    pub(crate) fn finish(
+        mut self,
+        policy: SerialPolicy,
+        now: u64,
+    ) -> Option<(ZoneDiff, Vec<NodeNow>)> {
+        self.keep_ds_at_delegations();
         let mut deleted = Vec::new();
         let mut added = Vec::new();
         for node in self.nodes.values() {

@@ -470,6 +470,38 @@ fn a_ds_at_the_apex_is_ignored() {
     assert_eq!(rdatas(&z, "sub.u.test", RType::DS), [ds]);
 }
 
+/// A DS stands only at a delegation (RFC 4035 2.4; a validator takes it
+/// for a signed cut): one at a name without NS is ignored, as BIND does;
+/// one given with its delegation's NS in the same update, in either
+/// order, is taken; a delegation whose NS is deleted loses its DS.
+#[test]
+fn a_ds_stands_only_at_a_delegation() {
+    let ds = [&[0x30, 0x39, 13, 2][..], &[0xab; 32]].concat();
+    let b = Builder::new().add("www.u.test", RType::DS, &ds);
+    assert!(matches!(
+        run_with(&zone(""), &b, &everyone()),
+        Ok(Applied::Unchanged)
+    ));
+    let ns = name("ns.elsewhere.test").as_wire().to_vec();
+    let b = (Builder::new().add("new.u.test", RType::DS, &ds)).add("new.u.test", RType::NS, &ns);
+    let (z, _) = after(&b);
+    assert_eq!(rdatas(&z, "new.u.test", RType::DS), std::slice::from_ref(&ds));
+    let cut = zone(&format!(
+        "sub NS ns.elsewhere.test.
+sub DS 12345 13 2 {}
+",
+        "AB".repeat(32)
+    ));
+    let b = Builder::new().update("sub.u.test", RType::NS, 255, 0, &[]);
+    let Ok(Applied::Changed(z, _)) = run_with(&cut, &b, &everyone()) else {
+        panic!("the NS deleted")
+    };
+    assert!(
+        rdatas(&z, "sub.u.test", RType::DS).is_empty(),
+        "gone with the NS"
+    );
+}
+
 #[test]
 fn adding_a_record_present_changes_nothing() {
     let b = Builder::new().add("www.u.test", RType::TXT, &txt("hello"));
