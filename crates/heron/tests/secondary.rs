@@ -1588,6 +1588,35 @@ fn keep_removed_keeps_the_copy_of_a_removed_secondary_zone() {
     assert_eq!(kept_serial(&kept), Some(1), "kept");
 }
 
+/// A restarted secondary answers from its kept copies from its first
+/// answer on: none of its zones is SERVFAIL while they are handed over
+/// (black-box finding: 75% of queries at once with 100,000 zones).
+#[test]
+fn a_restarted_secondary_serves_every_kept_copy_from_its_first_answer() {
+    let setup = FakeSetup::new("kept-at-once", 2000);
+    let heron = setup.secondary("", "");
+    let (addr, config) = (heron.addr(), heron.dir().join("heron.toml"));
+    let config = std::fs::read_to_string(config).unwrap();
+    let kept = |z: &String| kept_serial(&setup.dir.join(format!("{z}.kept"))) == Some(1);
+    assert!(
+        eventually(|| setup.zones.iter().all(kept)),
+        "{}",
+        heron.log()
+    );
+    drop(heron);
+    let again = start_serving(addr.port(), "ready.test", &config);
+    let servfail: Vec<&String> = (setup.zones.iter())
+        .filter(|z| rcode(addr, z) != Some(Rcode::NOERROR))
+        .collect();
+    assert!(
+        servfail.is_empty(),
+        "{} not served: {:?}",
+        servfail.len(),
+        &servfail[..servfail.len().min(5)]
+    );
+    drop(again);
+}
+
 /// A secondary made a primary of its kept copy (the same `file`, no
 /// `primaries`), as an operator promotes one whose primary is lost: the
 /// file is kept, served, and served again after a restart (black-box

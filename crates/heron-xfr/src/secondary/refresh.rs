@@ -95,6 +95,10 @@ pub trait Publisher: Send + Sync + 'static {
     fn accepts(&self, _zone: &Zone) -> Result<(), String> {
         Ok(())
     }
+    /// Every zone given at the start is published or expired (its kept
+    /// copy, if any, handed over): what a server waits for before it
+    /// says it is ready.
+    fn started(&self) {}
 }
 
 /// What the driver works with.
@@ -174,6 +178,7 @@ pub async fn run(
     for (zone, kept) in zones {
         driver.add(zone, kept);
     }
+    driver.ctx.publisher.started();
     let mut open = true;
     loop {
         driver.launch();

@@ -485,7 +485,10 @@ fn a_ds_stands_only_at_a_delegation() {
     let ns = name("ns.elsewhere.test").as_wire().to_vec();
     let b = (Builder::new().add("new.u.test", RType::DS, &ds)).add("new.u.test", RType::NS, &ns);
     let (z, _) = after(&b);
-    assert_eq!(rdatas(&z, "new.u.test", RType::DS), std::slice::from_ref(&ds));
+    assert_eq!(
+        rdatas(&z, "new.u.test", RType::DS),
+        std::slice::from_ref(&ds)
+    );
     let cut = zone(&format!(
         "sub NS ns.elsewhere.test.
 sub DS 12345 13 2 {}

@@ -211,12 +211,16 @@ const SETTLE_AFTER_RECORDS: usize = 10_000;
 /// `transfers`; `origins` is the set of secondary zones the query
 /// processor takes NOTIFYs for. Returns the zones' keeper and the refresh
 /// task's commands (also the control socket's way to it).
+/// Told once every kept copy given at the start is served (or found
+/// expired): the server waits for it before it answers.
+pub type Started = tokio::sync::oneshot::Receiver<()>;
+
 pub fn start(
     secondaries: Secondaries,
     origins: SharedOrigins,
     catalog: &SharedCatalog,
     transfers: &Arc<Transfers>,
-) -> Option<(Keeper, mpsc::UnboundedSender<Command>)> {
+) -> Option<(Keeper, mpsc::UnboundedSender<Command>, Started)> {
     let Secondaries {
         zones,
         connections,
@@ -233,6 +237,7 @@ pub fn start(
     let kept_fresh: ShardedSet<Name> = zones.iter().map(|z| z.origin.to_lowercase()).collect();
     origins.store(Arc::new(kept_fresh.clone()));
     let (changes, received) = mpsc::unbounded_channel();
+    let (started_tx, started) = tokio::sync::oneshot::channel();
     let runtime = tokio::runtime::Handle::current();
     let (catalog, xfr, served) = (catalog.clone(), transfers.clone(), origins.clone());
     std::thread::Builder::new()
@@ -244,7 +249,10 @@ pub fn start(
         .expect("a thread can be started");
     let ctx = Arc::new(Context {
         conns: connections,
-        publisher: Arc::new(CatalogPublisher { changes }),
+        publisher: Arc::new(CatalogPublisher {
+            changes,
+            started: std::sync::Mutex::new(Some(started_tx)),
+        }),
         keeper: keeper.clone(),
         bounds: refresh::SharedBounds::new(bounds),
     });
@@ -279,7 +287,7 @@ pub fn start(
             let _ = notify_commands.send(Command::Notify { origin, serial });
         }
     });
-    Some((keeper, commands))
+    Some((keeper, commands, started))
 }
 
 /// The thread that writes kept copies. They are written when the workers
@@ -455,10 +463,8 @@ impl Running {
             let origin = zone.origin.to_lowercase();
             self.leave_catalog(&zone, "loaded from a file", primary);
             changes.removed.push(zone.origin.clone());
-            // A zone still configured, now from a file (a secondary made
-            // a primary): its kept copy is often that very file, and is
-            // the latest data besides; only a zone gone loses its files
-            // (black-box finding: promoting a secondary deleted its file).
+            // Still configured, from a file (a secondary made a primary,
+            // its copy often that file): its files stay (black-box finding).
             let promoted = from_files(&origin);
             let file = self.stop(&origin, next, primary, &from_files);
             if let Some(file) = file.filter(|_| !self.keep_removed && !promoted) {
@@ -833,6 +839,9 @@ fn delete_kept(file: &std::path::Path, told: bool) {
 enum Change {
     Publish(Arc<Zone>, Option<Vec<ZoneDiff>>),
     Expire(Name),
+    /// Every kept copy given at the start was handed over before this:
+    /// told once they are served.
+    Started(tokio::sync::oneshot::Sender<()>),
 }
 
 impl Change {
@@ -844,7 +853,7 @@ impl Change {
                 let steps = diffs.iter().map(|d| d.deleted.len() + d.added.len());
                 steps.sum()
             }
-            Change::Expire(_) => 0,
+            Change::Expire(_) | Change::Started(_) => 0,
         }
     }
 }
@@ -852,6 +861,8 @@ impl Change {
 /// Hands what the refresh task receives to `apply_changes`.
 struct CatalogPublisher {
     changes: mpsc::UnboundedSender<Change>,
+    /// Told once the kept copies given at the start are served.
+    started: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
 }
 
 impl Publisher for CatalogPublisher {
@@ -865,6 +876,17 @@ impl Publisher for CatalogPublisher {
 
     fn accepts(&self, zone: &Zone) -> Result<(), String> {
         crate::plan::zonemd::check(zone)
+    }
+
+    fn started(&self) {
+        let told = self
+            .started
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(told) = told {
+            let _ = self.changes.send(Change::Started(told));
+        }
     }
 }
 
@@ -897,8 +919,16 @@ fn apply_changes(
             batch.push(more);
         }
         unsettled += batch.iter().map(Change::records).sum::<usize>();
+        let (told, batch): (Vec<Change>, Vec<Change>) = batch
+            .into_iter()
+            .partition(|c| matches!(c, Change::Started(_)));
         let changed = apply(batch, catalog, xfr, served);
         pacer.rebuilt(started, Instant::now());
+        for change in told {
+            if let Change::Started(told) = change {
+                let _ = told.send(());
+            }
+        }
         xfr.notify(&changed);
         if changes.is_empty() && unsettled >= SETTLE_AFTER_RECORDS {
             // A burst (a cold start, a large zone) is over: the transfers'
@@ -1031,6 +1061,7 @@ fn apply(
         let origin = match &change {
             Change::Publish(zone, _) => zone.origin(),
             Change::Expire(origin) => origin,
+            Change::Started(_) => continue,
         };
         if !served.contains(origin) {
             continue;
@@ -1064,6 +1095,7 @@ fn apply(
                 }
             }
             Change::Expire(origin) => next.expire(&origin),
+            Change::Started(_) => {}
         }
     }
     if let Some(running) = secondaries.as_mut() {
@@ -1128,6 +1160,7 @@ mod tests {
                 conns: Connections::new(Arc::default(), 1, Duration::from_secs(1)),
                 publisher: Arc::new(CatalogPublisher {
                     changes: mpsc::unbounded_channel().0,
+                    started: Default::default(),
                 }),
                 keeper: keeper.clone(),
                 bounds: refresh::SharedBounds::new(TimerBounds::default()),
