@@ -257,10 +257,84 @@ impl Paced {
     }
 }
 
+/// How long after a failed write of a kept copy it is tried again.
+pub const RETRY_WRITE: Duration = Duration::from_secs(1);
+
+/// Copies whose write failed (a full or read-only disk), tried again
+/// every [`RETRY_WRITE`] until written or replaced by a newer write or a
+/// delete: a copy never written left the zone's older one for the next
+/// start to serve (black-box finding).
+#[derive(Default)]
+struct Failed {
+    copies: HashMap<PathBuf, (Pending, u32)>,
+    retry_at: Option<Instant>,
+}
+
+impl Failed {
+    /// How long until the failed copies are tried again.
+    fn wait(&self) -> Option<Duration> {
+        (self.retry_at).map(|at| at.saturating_duration_since(Instant::now()))
+    }
+
+    /// Puts the failed copies in `batch` when their turn has come (or the
+    /// keeper is closing), unless the batch writes or deletes their file
+    /// anew.
+    fn retry_into(&mut self, batch: &mut HashMap<PathBuf, Pending>, closing: bool) {
+        let due = closing || self.retry_at.is_some_and(|at| at <= Instant::now());
+        if !due {
+            return;
+        }
+        for (path, (pending, _)) in self.copies.iter_mut() {
+            match batch.get_mut(path) {
+                None => {
+                    batch.insert(path.clone(), std::mem::take(pending));
+                }
+                // Only dated since (a refresh check): written, with that date.
+                Some(queued) if queued.zone.is_none() && !queued.delete => {
+                    queued.zone = pending.zone.take();
+                    queued.derived = pending.derived;
+                }
+                Some(_) => {}
+            }
+        }
+        self.retry_at = None;
+    }
+
+    /// After a commit of the files `committed`: a retry or a newer write
+    /// that landed ends the file's retries, one that failed (again) is
+    /// kept with one try more.
+    fn after(&mut self, committed: &[PathBuf], failed_now: Vec<(PathBuf, Pending)>) {
+        let mut tried: HashMap<&PathBuf, u32> = HashMap::new();
+        for path in committed {
+            if let Some((_, tries)) = self.copies.remove(path) {
+                tried.insert(path, tries);
+            }
+        }
+        let failed_paths: Vec<PathBuf> = failed_now.iter().map(|(p, _)| p.clone()).collect();
+        for (path, pending) in failed_now {
+            let tries = tried.get(&path).copied().unwrap_or(0) + 1;
+            self.copies.insert(path, (pending, tries));
+        }
+        for (path, tries) in tried {
+            if !failed_paths.contains(path) {
+                tracing::info!("{}: written after {tries} failed tries", path.display());
+            }
+        }
+        if !self.copies.is_empty() && self.retry_at.is_none() {
+            self.retry_at = Some(Instant::now() + RETRY_WRITE);
+        }
+    }
+}
+
 fn run(queue: Receiver<Op>, max_batch: usize) {
     let mut paced = Paced::default();
+    let mut failed = Failed::default();
     loop {
-        let first = match paced.wait() {
+        let wait = match (paced.wait(), failed.wait()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let first = match wait {
             None => queue.recv().map_err(|_| RecvTimeoutError::Disconnected),
             Some(wait) => queue.recv_timeout(wait),
         };
@@ -279,8 +353,14 @@ fn run(queue: Receiver<Op>, max_batch: usize) {
         for (path, version) in paced_now {
             batch.insert(path, derived(written(version, None)));
         }
+        failed.retry_into(&mut batch, closing);
+        // A file written or deleted anew ends its retries; a date alone does not.
+        let committed: Vec<PathBuf> = (batch.iter())
+            .filter(|(_, p)| p.zone.is_some() || p.delete)
+            .map(|(path, _)| path.clone())
+            .collect();
         let started = Instant::now();
-        commit(batch);
+        failed.after(&committed, commit(batch));
         paced.written(started.elapsed());
         for done in flushes {
             let _ = done.send(());
@@ -359,8 +439,9 @@ fn why_not_kept(path: &Path, error: &io::Error, unmade: &HashMap<PathBuf, io::Er
 }
 
 /// Writes every zone of the batch, then applies the dates (those of a
-/// zone written here travel with its file).
-fn commit(batch: HashMap<PathBuf, Pending>) {
+/// zone written here travel with its file). Returns the writes that
+/// failed, to try again.
+fn commit(batch: HashMap<PathBuf, Pending>) -> Vec<(PathBuf, Pending)> {
     let folders: BTreeSet<&Path> = batch
         .iter()
         .filter(|(_, p)| p.zone.is_some())
@@ -375,6 +456,7 @@ fn commit(batch: HashMap<PathBuf, Pending>) {
     }
     let mut batch = batch;
     batch.retain(|path, p| !(p.derived && is_another_file(path, p)));
+    let mut failed = Vec::new();
     let written: Vec<&Path> = batch
         .iter()
         .filter_map(|(path, p)| Some((path, p.zone.as_ref()?, p.date)))
@@ -382,8 +464,13 @@ fn commit(batch: HashMap<PathBuf, Pending>) {
             Ok(()) => true,
             Err(e) => {
                 let why = why_not_kept(path, &e, &unmade);
-                tracing::error!("zone {}: cannot keep a copy in {why}", zone.origin());
+                tracing::error!(
+                    "zone {}: cannot keep a copy in {why}; tried again every {} s",
+                    zone.origin(),
+                    RETRY_WRITE.as_secs()
+                );
                 let _ = std::fs::remove_file(tmp_path(path));
+                failed.push((*path).clone());
                 false
             }
         })
@@ -392,6 +479,10 @@ fn commit(batch: HashMap<PathBuf, Pending>) {
     if !written.is_empty() {
         let _ = disk::install(&written, &[], &[]);
     }
+    let mut batch = batch;
+    let failed: Vec<(PathBuf, Pending)> = (failed.into_iter())
+        .filter_map(|path| batch.remove_entry(&path))
+        .collect();
     for (path, p) in &batch {
         if let (None, Some(at)) = (&p.zone, p.date) {
             set_mtime(path, at);
@@ -405,6 +496,7 @@ fn commit(batch: HashMap<PathBuf, Pending>) {
             }
         }
     }
+    failed
 }
 
 /// Writes `zone` to the temporary file beside `path`, dated `date` if
@@ -625,6 +717,39 @@ mod tests {
         keeper.write(&kept(&good), zone(2), None);
         assert!(wait_for(|| serial_in(&good) == Some(2)));
         assert!(!bad.exists() && !tmp_path(&bad).exists());
+    }
+
+    /// A copy that could not be written (its folder unmade: a full or
+    /// read-only disk alike) is tried again until it lands, once the
+    /// cause is gone; a newer write of the file replaces the retry.
+    #[test]
+    fn a_failed_write_is_tried_again_until_it_lands() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("sub");
+        std::fs::write(&blocker, "not a folder yet").unwrap();
+        let keeper = Keeper::start().unwrap();
+        let path: Arc<Path> = blocker.join("k.zone").into();
+        keeper.write(&kept(&path), zone(7), None);
+        assert!(keeper.flush(Duration::from_secs(10)));
+        assert_eq!(serial_in(&path), None);
+        // A refresh check's date for it meanwhile does not end the retries.
+        keeper.date(&kept(&path), SystemTime::now());
+        assert!(keeper.flush(Duration::from_secs(10)));
+        std::fs::remove_file(&blocker).unwrap();
+        assert!(
+            wait_for(|| serial_in(&path) == Some(7)),
+            "written once it could be"
+        );
+        // Failing again, then replaced by a newer version: that one lands.
+        let other: Arc<Path> = dir.path().join("b/k.zone").into();
+        std::fs::write(dir.path().join("b"), "").unwrap();
+        keeper.write(&kept(&other), zone(1), None);
+        assert!(keeper.flush(Duration::from_secs(10)));
+        keeper.write(&kept(&other), zone(2), None);
+        std::fs::remove_file(dir.path().join("b")).unwrap();
+        assert!(wait_for(|| serial_in(&other) == Some(2)));
+        std::thread::sleep(RETRY_WRITE * 2);
+        assert_eq!(serial_in(&other), Some(2), "no older retry over it");
     }
 
     #[test]
