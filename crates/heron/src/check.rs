@@ -80,6 +80,7 @@ pub fn config(file: &Path) -> ExitCode {
         .warnings
         .iter()
         .chain(&missing_xdp_interfaces(&settings.server))
+        .chain(&xdp_ports_without_tcp(&settings.server))
         .for_each(|w| outln!("warning: {w}"));
     let mut ok = true;
     let refused = crate::plan::key_state::unsigned_with_ds_at_start(&settings, file);
@@ -146,6 +147,33 @@ fn missing_xdp_interfaces(server: &heron_server::ServerConfig) -> Vec<String> {
         .into_iter()
         .filter_map(|name| heron_sys::xdp::Interface::find(name).err())
         .map(|e| format!("[xdp] listen: {e} on this machine: `heron serve` here would not start"))
+        .collect()
+}
+
+/// XDP answers UDP only: an answer too long for it is truncated, and the
+/// client asks again over TCP on the same port, which a `[server] listen`
+/// address must take (an IPv6-only `[::]` takes no IPv4). Said for each
+/// XDP port no listen address of a matching family has (black-box
+/// finding: truncated answers sent clients where nothing listened).
+fn xdp_ports_without_tcp(server: &heron_server::ServerConfig) -> Vec<String> {
+    let Some(xdp) = &server.xdp else {
+        return Vec::new();
+    };
+    let ports: std::collections::BTreeSet<u16> = xdp.listen.iter().map(|l| l.port).collect();
+    let takes_ipv4 = |a: &std::net::SocketAddr| a.is_ipv4();
+    (ports.into_iter())
+        .filter(|port| {
+            !server
+                .listen
+                .iter()
+                .any(|a| a.port() == *port && takes_ipv4(a))
+        })
+        .map(|port| {
+            format!(
+                "[xdp] port {port}: no [server] listen IPv4 address on port {port}, so TCP \
+                 there (where clients ask again after a truncated answer) is not served"
+            )
+        })
         .collect()
 }
 

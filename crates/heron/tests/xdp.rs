@@ -230,6 +230,36 @@ fn a_missing_interface_is_a_clear_error() {
     );
 }
 
+/// check-config says when an XDP port has no TCP listener for the
+/// clients a truncated answer sends there (an IPv6-only `[::]` counts
+/// as none for IPv4).
+#[test]
+fn check_config_warns_of_an_xdp_port_without_tcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("heron.toml");
+    let check = |listen: &str| {
+        std::fs::write(
+            &config,
+            format!(
+                "[server]\nlisten = [{listen}]\n[xdp]\nlisten = [\"lo@5353\"]\n\
+                 [[zone]]\norigin = \"edge.test.\"\nfile = \"{}\"\n",
+                zone_file().display()
+            ),
+        )
+        .unwrap();
+        let out = Command::new(heron())
+            .arg("check-config")
+            .arg(&config)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let warned = "no [server] listen IPv4 address on port 5353";
+    assert!(check("\"127.0.0.1:5300\"").contains(warned));
+    assert!(check("\"[::]:5353\"").contains(warned));
+    assert!(!check("\"0.0.0.0:5353\"").contains(warned));
+}
+
 /// A query for www.edge.test. A with DNS ID `id`.
 fn query_bytes(id: u16) -> Vec<u8> {
     let mut q = id.to_be_bytes().to_vec();

@@ -308,7 +308,7 @@ impl XskSocket {
             flags: 0,
             tx_metadata_len: 0,
         };
-        setsockopt(fd.as_fd(), libc::XDP_UMEM_REG, &reg)?;
+        setsockopt(fd.as_fd(), libc::XDP_UMEM_REG, &reg).map_err(locked_memory_hint)?;
         for ring in [
             libc::XDP_UMEM_FILL_RING,
             libc::XDP_UMEM_COMPLETION_RING,
@@ -608,4 +608,34 @@ pub fn pause(sockets: &[XskSocket], pause: std::time::Duration) -> io::Result<()
         }
     }
     Ok(())
+}
+
+/// The UMEM counts against the locked-memory limit: past it the kernel
+/// says only ENOBUFS (or ENOMEM), which tells an operator nothing.
+fn locked_memory_hint(e: io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(libc::ENOBUFS) | Some(libc::ENOMEM) => io::Error::new(
+            e.kind(),
+            format!(
+                "{e} (registering {} KiB of packet memory per queue: the locked-memory limit \
+                 is too small; raise it, LimitMEMLOCK= in the unit or ulimit -l, or run with \
+                 CAP_IPC_LOCK)",
+                (FRAMES * FRAME_SIZE) / 1024
+            ),
+        ),
+        _ => e,
+    }
+}
+
+#[cfg(test)]
+mod hint_tests {
+    use super::*;
+
+    #[test]
+    fn a_umem_past_the_locked_memory_limit_is_explained() {
+        let said = locked_memory_hint(io::Error::from_raw_os_error(libc::ENOBUFS)).to_string();
+        assert!(said.contains("LimitMEMLOCK="), "{said}");
+        let other = locked_memory_hint(io::Error::from_raw_os_error(libc::EINVAL));
+        assert_eq!(other.raw_os_error(), Some(libc::EINVAL), "others unchanged");
+    }
 }
