@@ -273,6 +273,9 @@ fn updates_stay_valid(policy: &str, csk: bool, chain_type: &str) {
     // finding: it said ok, exit 0), and the zone's status keeps why.
     let (ok, said) = ctl(dir.path(), &["reload", ZONE]);
     assert!(!ok && said.contains("heron ctl freeze"), "{said}");
+    // The edit is kept aside: the next write-back replaces the file.
+    let rejected = std::fs::read_to_string(dir.path().join("sup.zone.rejected")).unwrap();
+    assert!(rejected.contains("edited A 192.0.2.99"), "{rejected}");
     let (_, status) = ctl(dir.path(), &["zone-status", ZONE]);
     assert!(status.contains("the zone file differs"), "{status}");
     let kept = axfr(addr);

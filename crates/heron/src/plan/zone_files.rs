@@ -976,13 +976,35 @@ fn hold_served(
     // The server's own write-back, older than updates since: no edit.
     let edit_held = match untouched || written_by_server(&spec.file) {
         true => None,
-        false => edited_message(served, &loaded.zone),
+        // The next write-back replaces the file: the edit is kept aside,
+        // as for an unsigned zone (black-box finding: it was lost).
+        false => edited_message(served, &loaded.zone).map(|said| said + &keep_rejected(&spec.file)),
     };
     if last_signed_under(&spec.origin, signing) && !keys_moved(served, signing)? {
         return Ok((None, stamp, edit_held));
     }
     let resigned = sign_loaded(&**served, Some(served), signing)?;
     Ok((Some(resigned), stamp, edit_held))
+}
+
+/// Copies the edited zone file a reload did not take to `FILE.rejected`
+/// (the newest such edit), since the next write-back replaces `file`
+/// with the version served; what to add to the error.
+pub(crate) fn keep_rejected(file: &std::path::Path) -> String {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".rejected");
+    let kept = std::path::PathBuf::from(name);
+    match std::fs::copy(file, &kept) {
+        Ok(_) => format!(
+            "; the edited file is kept as {} (the next write-back replaces {} with the version served)",
+            kept.display(),
+            file.display()
+        ),
+        Err(e) => format!(
+            "; the edited file could not be kept as {}: {e}",
+            kept.display()
+        ),
+    }
 }
 
 /// Says so when `file` has records other than `served`'s, or lacks

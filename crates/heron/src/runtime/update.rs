@@ -1066,7 +1066,7 @@ pub(crate) fn keep_updates(
                 let is_frozen = frozen.contains(old.origin());
                 let mut said = file_not_taken(&old, path, &why, is_frozen);
                 if !is_frozen && let Some((file, _)) = &policy.update.write_back {
-                    said.push_str(&keep_rejected(file));
+                    said.push_str(&crate::plan::zone_files::keep_rejected(file));
                 }
                 tracing::error!("{said}");
                 failed.push(said);
@@ -1075,26 +1075,6 @@ pub(crate) fn keep_updates(
         }
     }
     failed
-}
-
-/// Copies the edited zone file a reload did not take to `FILE.rejected`
-/// (the newest such edit), since the next write-back replaces `file`
-/// with the version served; what to add to the error.
-fn keep_rejected(file: &std::path::Path) -> String {
-    let mut name = file.as_os_str().to_owned();
-    name.push(".rejected");
-    let kept = std::path::PathBuf::from(name);
-    match std::fs::copy(file, &kept) {
-        Ok(_) => format!(
-            "; the edited file is kept as {} (the next write-back replaces {} with the version served)",
-            kept.display(),
-            file.display()
-        ),
-        Err(e) => format!(
-            "; the edited file could not be kept as {}: {e}",
-            kept.display()
-        ),
-    }
 }
 
 /// What to tell the operator of a zone file a reload did not take.
