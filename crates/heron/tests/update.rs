@@ -910,6 +910,38 @@ fn zonefile_sync_writes_the_updated_zone_back_to_its_file() {
     assert_eq!(a(restarted.addr(), "synced.upd.test").len(), 1);
 }
 
+/// A reload after the server's own write-back finds no change: the file
+/// is not read again (black-box finding: each reload re-read it, replayed
+/// the journal over it and logged the file's older serial).
+#[test]
+fn a_reload_after_a_write_back_reads_nothing() {
+    let file = zone_file("sync-reload");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = 0");
+    let add = |name: &str| {
+        let command = format!("update add {name}.upd.test 60 A 192.0.2.91");
+        send(
+            Client::Knsupdate,
+            server.addr(),
+            Some("ops"),
+            false,
+            &command,
+        )
+    };
+    assert_eq!(add("w1"), "NOERROR");
+    let written = || std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(
+        eventually(|| written().contains("w1.upd.test.")),
+        "{}",
+        server.log()
+    );
+    let (ok, said) = ctl(&socket, &["reload"]);
+    assert!(
+        ok && said.contains("0 zones re-read"),
+        "{said}\n{}",
+        server.log()
+    );
+}
+
 /// Updates replayed from the journal at a start are written back to the
 /// zone file by `zonefile-sync` like new ones (before, only a later
 /// update scheduled it, and the journal alone held them however long).
