@@ -81,6 +81,11 @@ pub enum KeymgrCommand {
         /// KASPDIR/keys (a `keystore` with `backend: pem` and `config: DIR`).
         #[arg(long, value_name = "DIR")]
         keystore: Option<PathBuf>,
+        /// The TTL, in seconds, the old signer serves its DNSKEY RRset
+        /// with: rollovers wait by it until that RRset can have left
+        /// caches. BIND's .key files give it; otherwise a day is taken.
+        #[arg(long, value_name = "SECONDS")]
+        dnskey_ttl: Option<u32>,
     },
 }
 
@@ -105,12 +110,19 @@ pub fn run(args: KeymgrArgs) -> ExitCode {
             dir,
             knot_list,
             keystore,
+            dnskey_ttl,
         } => {
             let knot = import::KnotFiles {
                 list: knot_list.as_deref(),
                 keystore: keystore.as_deref(),
             };
-            import::import(&args.key_dir, &args.zone, *from, dir, knot, now)
+            let source = import::Source {
+                from: *from,
+                dir,
+                knot,
+                dnskey_ttl: *dnskey_ttl,
+            };
+            import::import(&args.key_dir, &args.zone, source, now)
         }
         KeymgrCommand::Generate { role, algorithm } => {
             generate::generate(&args.key_dir, &args.zone, *role, algorithm.as_deref(), now)

@@ -63,25 +63,36 @@ pub struct KnotFiles<'a> {
 }
 
 /// Imports the keys of `zone` from `dir` into `key_dir`; what to print.
-pub fn import(
-    key_dir: &Path,
-    zone: &str,
-    from: KeySource,
-    dir: &Path,
-    knot: KnotFiles,
-    now: UnixTime,
-) -> Result<String, String> {
+/// Where the keys come from: the signer, its folder, Knot's extras, and
+/// the DNSKEY TTL it serves if the operator gives it.
+pub struct Source<'a> {
+    pub from: KeySource,
+    pub dir: &'a Path,
+    pub knot: KnotFiles<'a>,
+    pub dnskey_ttl: Option<u32>,
+}
+
+pub fn import(key_dir: &Path, zone: &str, source: Source, now: UnixTime) -> Result<String, String> {
     let zone = zone_name(zone)?;
+    let Source {
+        from,
+        dir,
+        knot,
+        dnskey_ttl,
+    } = source;
     if from == KeySource::Bind && knot.list.is_some() {
         return Err("--knot-list is for --from knot".into());
     }
     if from == KeySource::Bind && knot.keystore.is_some() {
         return Err("--keystore is for --from knot".into());
     }
-    let found = match from {
+    let mut found = match from {
         KeySource::Bind => bind_keys(dir, &zone)?,
         KeySource::Knot => knot_keys(dir, &zone, knot)?,
     };
+    if dnskey_ttl.is_some() {
+        found.iter_mut().for_each(|f| f.dnskey_ttl = dnskey_ttl);
+    }
     write_keys(key_dir, &zone, found, now)
 }
 
@@ -479,7 +490,8 @@ fn hold_served_ttl(state: &mut ZoneKeys, found: &[Found]) -> String {
         ),
         None => format!(
             "the old signer's files do not say the TTL of its DNSKEY RRset: Heron's rollovers \
-             wait by {ttl} s (a day) until that RRset can have left caches\n"
+             wait by {ttl} s (a day) until that RRset can have left caches (give \
+             --dnskey-ttl SECONDS to say it)\n"
         ),
     }
 }
@@ -648,6 +660,24 @@ fn write_private(path: &Path, text: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn bind_source<'a>(dir: &'a Path, knot: KnotFiles<'a>) -> Source<'a> {
+        Source {
+            from: KeySource::Bind,
+            dir,
+            knot,
+            dnskey_ttl: None,
+        }
+    }
+
+    fn knot_source(dir: &Path) -> Source<'_> {
+        Source {
+            from: KeySource::Knot,
+            dir,
+            knot: KnotFiles::default(),
+            dnskey_ttl: None,
+        }
+    }
     use heron_dnssec::import::{KeyTimes, public_key_of};
     use std::os::unix::fs::PermissionsExt;
 
@@ -729,16 +759,16 @@ mod tests {
             list: Some(Path::new("keys.json")),
             keystore: None,
         };
-        let error = import(dir.path(), ZONE, KeySource::Bind, dir.path(), list, NOW);
+        let error = import(dir.path(), ZONE, bind_source(dir.path(), list), NOW);
         assert_eq!(error, Err("--knot-list is for --from knot".to_string()));
         let keystore = KnotFiles {
             list: None,
             keystore: Some(Path::new("pem")),
         };
-        let error = import(dir.path(), ZONE, KeySource::Bind, dir.path(), keystore, NOW);
+        let error = import(dir.path(), ZONE, bind_source(dir.path(), keystore), NOW);
         assert_eq!(error, Err("--keystore is for --from knot".to_string()));
         let none = KnotFiles::default();
-        let error = import(dir.path(), "a..b", KeySource::Bind, dir.path(), none, NOW);
+        let error = import(dir.path(), "a..b", bind_source(dir.path(), none), NOW);
         assert!(error.unwrap_err().starts_with("zone 'a..b'"));
     }
 
@@ -925,15 +955,7 @@ mod tests {
         let bind = dir.path().join("bind");
         fs::create_dir(&bind).unwrap();
         fs::write(bind.join("Kfr.test.+013+01234.key"), "").unwrap();
-        let error = import(
-            &keys,
-            "fr.test",
-            KeySource::Knot,
-            &bind,
-            KnotFiles::default(),
-            NOW,
-        )
-        .unwrap_err();
+        let error = import(&keys, "fr.test", knot_source(&bind), NOW).unwrap_err();
         let expected = format!(
             "{} is not a Knot key database (no data.mdb)",
             bind.display()
@@ -941,15 +963,7 @@ mod tests {
         assert_eq!(error, expected);
         assert_eq!(tree(&bind), [PathBuf::from("Kfr.test.+013+01234.key")]);
         let missing = dir.path().join("missing");
-        let error = import(
-            &keys,
-            "fr.test",
-            KeySource::Knot,
-            &missing,
-            KnotFiles::default(),
-            NOW,
-        )
-        .unwrap_err();
+        let error = import(&keys, "fr.test", knot_source(&missing), NOW).unwrap_err();
         assert!(error.contains("does not exist"), "{error}");
         assert!(!missing.exists() && !keys.exists());
     }
@@ -986,15 +1000,7 @@ mod tests {
             .unwrap();
         assert!(made.status.success(), "{made:?}");
         let keys = dir.path().join("keys");
-        let error = import(
-            &keys,
-            "fr.test",
-            KeySource::Knot,
-            &kasp,
-            KnotFiles::default(),
-            NOW,
-        )
-        .unwrap_err();
+        let error = import(&keys, "fr.test", knot_source(&kasp), NOW).unwrap_err();
         let expected = format!(
             "the Knot key database in {} has no keys for fr.test.",
             kasp.display()
