@@ -702,7 +702,9 @@ pub fn ensure_private_directory(dir: &Path) -> Result<(), String> {
             dir.display()
         ));
     }
-    if meta.permissions().mode() & 0o077 != 0 {
+    // Said once a process, as for key files: the directory is looked at
+    // at every signing (black-box finding: 95 lines in 30 minutes).
+    if meta.permissions().mode() & 0o077 != 0 && first_warning_for(dir) {
         tracing::warn!(
             "key directory {} can be read by others than its owner (chmod 700 it)",
             dir.display()
