@@ -446,30 +446,9 @@ fn load_or_adopt(
         return of_zone(state, zone, path);
     }
     let mut files = read_key_files(dir, zone)?;
+    refuse_a_rollover_under_way(&files, path, dir)?;
     files.retain(|(_, f)| f.algorithm == policy.algorithm);
     files.sort_by_key(|(_, f)| std::cmp::Reverse(f.created));
-    // Two keys of a role: the state file that said which one is in use
-    // is gone (a rollover was under way). The newest taken alone dropped
-    // the key caches and the parent trust, and the zone went bogus
-    // (black-box finding): refused, the version served stays.
-    for role in [KeyRole::Ksk, KeyRole::Zsk, KeyRole::Csk] {
-        let of_role: Vec<&str> = (files.iter())
-            .filter(|(_, f)| f.role == role)
-            .map(|(id, _)| id.as_str())
-            .collect();
-        if of_role.len() > 1 {
-            return Err(format!(
-                "the key state file {} is missing and the key directory holds {} {} keys \
-                 ({}): which are in use cannot be told; put the state file back (from a \
-                 backup), or move the keys not in use out of {}",
-                path.display(),
-                of_role.len(),
-                role.name(),
-                of_role.join(", "),
-                dir.display()
-            ));
-        }
-    }
     let mut keys: Vec<Key> = Vec::new();
     for (id, file) in files {
         let role = machine_role(file.role);
@@ -498,6 +477,41 @@ fn load_or_adopt(
         );
     }
     Ok(ZoneKeys::new(zone, keys))
+}
+
+/// Key files of one role twice, whatever their algorithms (an algorithm
+/// rollover's keys too), and no state file: the file that said which are
+/// in use is gone (a rollover was under way). The newest taken alone
+/// dropped the key caches and the parent trust, and the zone went bogus
+/// (black-box findings): refused, the version served stays.
+fn refuse_a_rollover_under_way(
+    files: &[(String, KeyFile)],
+    path: &Path,
+    dir: &Path,
+) -> Result<(), String> {
+    let signs_keys = |r: KeyRole| matches!(r, KeyRole::Ksk | KeyRole::Csk);
+    let signs_zone = |r: KeyRole| matches!(r, KeyRole::Zsk | KeyRole::Csk);
+    for (what, of) in [
+        ("KSK or CSK", &signs_keys as &dyn Fn(KeyRole) -> bool),
+        ("ZSK or CSK", &signs_zone),
+    ] {
+        let ids: Vec<&str> = (files.iter())
+            .filter(|(_, f)| of(f.role))
+            .map(|(id, _)| id.as_str())
+            .collect();
+        if ids.len() > 1 {
+            return Err(format!(
+                "the key state file {} is missing and the key directory holds {} keys that \
+                 sign as a {what} ({}): which are in use cannot be told; put the state file \
+                 back (from a backup), or move the keys not in use out of {}",
+                path.display(),
+                ids.len(),
+                ids.join(", "),
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn machine_role(role: KeyRole) -> Role {
@@ -863,9 +877,33 @@ mod tests {
             panic!("a step with two ZSKs and no state file");
         };
         assert!(
-            refused.contains("state file") && refused.contains("2 zsk keys"),
+            refused.contains("state file") && refused.contains("2 keys that sign as a ZSK"),
             "{refused}"
         );
+    }
+
+    /// The same during an algorithm rollover: the old algorithm's key,
+    /// whose DS is at the parent, is not dropped for the new one's
+    /// (regression hunt finding: only the policy's algorithm was counted).
+    #[test]
+    fn a_state_file_lost_during_an_algorithm_rollover_is_not_guessed() {
+        let dir = tempfile::tempdir().unwrap();
+        step(&origin(), &split(), dir.path(), 300, 1000).unwrap();
+        // The new algorithm's KSK made (as an algorithm rollover makes it).
+        let request = heron_dnssec::rollover::KeyRequest {
+            role: Role::Ksk,
+            algorithm: heron_dnssec::keys::Algorithm::Ed25519.number(),
+        };
+        generate(dir.path(), "k.test.", request, 2000).unwrap();
+        let ed25519 = Policy {
+            algorithm: heron_dnssec::keys::Algorithm::Ed25519,
+            ..split()
+        };
+        fs::remove_file(state_path(dir.path(), "k.test.")).unwrap();
+        let Err(refused) = step(&origin(), &ed25519, dir.path(), 300, 3000) else {
+            panic!("the new algorithm's keys taken alone");
+        };
+        assert!(refused.contains("sign as a KSK or CSK"), "{refused}");
     }
 
     #[test]
