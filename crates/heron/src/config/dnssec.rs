@@ -371,15 +371,41 @@ pub fn check_imported_keys(
         algorithm.number()
     );
     let dir = &signing.key_directory;
-    let has_key = std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries.flatten().any(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name.starts_with(&prefix) && name.ends_with(".heron-key")
-        })
+    let roles: Vec<String> = std::fs::read_dir(dir).map_or(Vec::new(), |entries| {
+        (entries.flatten())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(&prefix))
+            .filter_map(|name| {
+                Some(
+                    name.strip_suffix(".heron-key")?
+                        .rsplit('.')
+                        .next()?
+                        .to_string(),
+                )
+            })
+            .collect()
     });
-    match has_key {
-        true => Ok(()),
-        false => Err(format!(
+    // The policy's key set must be made of the imported keys: a role
+    // they lack would need an RSA key made, which stops every signing
+    // (regression hunt finding: keys = "csk" over an imported KSK/ZSK).
+    let wanted: &[&str] = match signing.policy.keys {
+        heron_dnssec::policy::KeySet::Csk => &["csk"],
+        heron_dnssec::policy::KeySet::KskZsk => &["ksk", "zsk"],
+    };
+    let lacking: Vec<&str> = (wanted.iter().copied())
+        .filter(|w| !roles.iter().any(|r| r == w))
+        .collect();
+    match (roles.is_empty(), lacking.is_empty()) {
+        (false, true) => Ok(()),
+        (false, false) => Err(format!(
+            "dnssec-policy '{}' signs with {algorithm}, which Heron does not generate, and its \
+             keys need a {} key that {} does not hold for {zone}: set `keys` to what was \
+             imported, or roll to another algorithm",
+            signing.policy.name,
+            lacking.join(" and a ").to_uppercase(),
+            dir.display()
+        )),
+        (true, _) => Err(format!(
             "dnssec-policy '{}' signs with {algorithm}, which Heron does not generate: \
              {} holds no imported {algorithm} key of {zone} (import them first: \
              heron keymgr -d {} {zone} import --from bind|knot DIR)",
@@ -588,6 +614,10 @@ mod tests {
         std::fs::write(dir.path().join("Kother.test+008+00002.ksk.heron-key"), "").unwrap();
         assert!(check_imported_keys(&origin, Some(&signing)).is_err());
         std::fs::write(dir.path().join("Kold.test+008+00003.ksk.heron-key"), "").unwrap();
+        // A CSK policy over an imported KSK would need an RSA CSK made.
+        let lacking = check_imported_keys(&origin, Some(&signing)).unwrap_err();
+        assert!(lacking.contains("need a CSK key"), "{lacking}");
+        std::fs::write(dir.path().join("Kold.test+008+00004.csk.heron-key"), "").unwrap();
         assert_eq!(check_imported_keys(&origin, Some(&signing)), Ok(()));
         assert_eq!(check_imported_keys(&origin, None), Ok(()));
         // Imported RSA keys cannot be rolled: a lifetime is refused.
