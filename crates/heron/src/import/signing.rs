@@ -61,8 +61,14 @@ impl PolicyBuilder {
         }
     }
 
+    /// Sets `key`, replacing a value set before (a key given twice is a
+    /// TOML error).
     fn set(&mut self, key: &str, value: String) {
-        self.policy.settings.push((key.to_string(), value));
+        let settings = &mut self.policy.settings;
+        match settings.iter_mut().find(|(k, _)| k == key) {
+            Some((_, v)) => *v = value,
+            None => settings.push((key.to_string(), value)),
+        }
     }
 
     fn untranslated(&mut self, setting: impl Into<String>, advice: impl Into<String>) {
@@ -140,7 +146,23 @@ impl PolicyBuilder {
     /// default.
     pub fn finish(mut self) -> (SigningPolicy, Vec<(String, String)>) {
         let validity = self.validity.unwrap_or(DEFAULT_VALIDITY);
-        let refresh = self.refresh.unwrap_or(DEFAULT_REFRESH);
+        let mut refresh = self.refresh.unwrap_or(DEFAULT_REFRESH);
+        // Signatures are looked at hourly: a refresh that leaves less than
+        // that (and some room to spread them) before expiry is lowered,
+        // or the policy would not load (regression hunt finding: BIND's
+        // 2h validity, 90m refresh).
+        let most = validity.saturating_sub(heron_dnssec::policy::SIGNATURE_LOOK + REFRESH_ROOM);
+        if refresh > most && most > 0 {
+            self.untranslated(
+                format!("signature refresh {refresh} s"),
+                format!(
+                    "lowered to {most} s: Heron looks at signatures hourly, and re-makes those \
+                     due before its next look"
+                ),
+            );
+            refresh = most;
+            self.set("signature-refresh", refresh.to_string());
+        }
         let room =
             (validity.saturating_sub(refresh)).saturating_sub(heron_dnssec::policy::SIGNATURE_LOOK);
         if room <= DEFAULT_JITTER {
@@ -149,6 +171,10 @@ impl PolicyBuilder {
         (self.policy, self.notes)
     }
 }
+
+/// Room kept between a lowered refresh and the hourly look, for the
+/// jitter to spread signatures in.
+const REFRESH_ROOM: u32 = 600;
 
 /// Seconds of a BIND or Knot duration: `3600`, `14d`, `1h30m`, or ISO 8601
 /// (`P1Y`, `P30D`, `PT1H`; a year 365 days, a month 30).
@@ -344,6 +370,26 @@ mod tests {
                 .contains(&("signature-jitter".into(), "84600".into())),
             "{policy:?}"
         );
+    }
+
+    #[test]
+    fn a_refresh_too_close_to_expiry_is_lowered_and_said() {
+        let mut p = PolicyBuilder::new("p");
+        p.duration("signature-validity", "signatures-validity", "2h");
+        p.duration("signature-refresh", "signatures-refresh", "90m");
+        let (policy, notes) = p.finish();
+        assert_eq!(setting(&policy, "signature-refresh"), Some("3000"));
+        assert!(
+            notes.iter().any(|(_, advice)| advice.contains("hourly")),
+            "{notes:?}"
+        );
+        let text: String = (policy.settings.iter())
+            .map(|(k, v)| format!("{k} = {v}\n"))
+            .collect();
+        let entry: crate::config::dnssec::PolicyEntry =
+            toml::from_str(&format!("name = \"p\"\n{text}")).unwrap();
+        let (_, errors) = crate::config::dnssec::policies_and_errors(&[entry]);
+        assert!(errors.is_empty(), "{errors:?}");
     }
 
     #[test]
