@@ -736,6 +736,10 @@ fn reconfigure_adds_and_removes_primary_and_secondary_zones_and_reports_it() {
     let (code, out, _) = ctl(&socket, &["reconfigure"]);
     assert_eq!(code, Some(0), "{out}");
     assert_eq!(out, "ok: no change; needs restart: [server] workers\n");
+    // `heron reload` (a whole reload, as the unit's reload runs it) says so too.
+    let (code, out, _) = ctl(&socket, &["reload"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("needs restart: [server] workers"), "{out}");
 
     // A file with errors changes nothing, and says where it is wrong.
     let broken = format!("{more_workers}[[zone]]\norigin = \"r.test\"\nnot-a-key = 1\n");

@@ -373,7 +373,7 @@ fn knot_configuration_imports_and_answers_the_same() {
         let d = dir.display();
         let p = f.primary.addr().port();
         format!(
-            "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{port}\n    background-workers: 1\n    udp-workers: 1\n    tcp-workers: 1\n    version: \"\"\n    identity: \"\"\n\
+            "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{port}\n    background-workers: 1\n    udp-workers: 1\n    tcp-workers: 1\n    version: \"\"\n    identity: \"\"\n    nsid: \"\"\n\
              log:\n  - target: stderr\n    any: info\n\
              database:\n    storage: \"{d}\"\n    journal-db-max-size: 16M\n    kasp-db-max-size: 16M\n    timer-db-max-size: 16M\n    catalog-db-max-size: 16M\n\
              key:\n  - id: {KEY}\n    algorithm: hmac-sha256\n    secret: {SECRET}\n\

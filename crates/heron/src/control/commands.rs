@@ -560,6 +560,10 @@ impl Controller {
         if !outcome.applied.is_empty() {
             summary.push_str(&format!("; applied: {}", outcome.applied.join(", ")));
         }
+        if !outcome.needs_restart.is_empty() {
+            let parts = outcome.needs_restart.join(", ");
+            summary.push_str(&format!("; needs restart: {parts}"));
+        }
         let data = json!({
             "loaded": outcome.loaded,
             "unchanged": outcome.unchanged,

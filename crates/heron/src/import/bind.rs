@@ -148,11 +148,17 @@ impl<'a> Interpreter<'a> {
         let name = s
             .arg(1)
             .ok_or_else(|| ImportError::at(s.loc(), "key without a name"))?;
+        // named requires both, once each.
         let algorithm = s
             .child("algorithm")
             .and_then(|a| a.arg(1))
-            .unwrap_or("hmac-md5")
+            .ok_or_else(|| ImportError::at(s.loc(), format!("key {name}: no algorithm")))?
             .to_ascii_lowercase();
+        let secrets = s.children().iter().filter(|c| c.name() == "secret").count();
+        if secrets > 1 {
+            let said = format!("key {name}: secret given {secrets} times (not shown)");
+            return Err(ImportError::at(s.loc(), said));
+        }
         let secret = s.child("secret");
         if secret.is_some_and(|secret| secret.arg(2).is_some()) {
             // As named-checkconf; the value is never shown.
@@ -1691,6 +1697,12 @@ mod tests {
                 1,
                 "secret takes one value (not shown)",
             ),
+            ("key \"k\" { secret \"c2VjcmV0\"; };\n", 1, "no algorithm"),
+            (
+                "key \"k\" { algorithm hmac-sha256; secret \"c2VjcmV0\"; secret \"c2VjcmV1\"; };\n",
+                1,
+                "secret given 2 times (not shown)",
+            ),
             (&"a { ".repeat(40), 1, "nested more than"),
         ];
         for (text, line, needle) in cases {
@@ -1773,6 +1785,15 @@ mod tests {
             let err = parse(&write_files(dir.path(), &[("named.conf", &text)])).unwrap_err();
             assert!(!err.to_string().contains(&secret[..8]), "{err}");
         }
+        // The secret written as the algorithm, and the other way round.
+        let swapped = format!("key \"k\" {{ algorithm \"{secret}\"; secret \"hmac-sha256\"; }};\n");
+        let path = write_files(dir.path(), &[("named.conf", &swapped)]);
+        let err = crate::import::import(crate::import::From::Bind, &path).unwrap_err();
+        let lower = secret.to_ascii_lowercase();
+        assert!(
+            !err.to_string().to_ascii_lowercase().contains(&lower[..8]),
+            "{err}"
+        );
         let text =
             format!("key \"k\" {{ algorithm hmac-sha256; secret \"{secret}\"; foo bar; }};\n");
         let got = parse(&write_files(dir.path(), &[("named.conf", &text)])).unwrap();

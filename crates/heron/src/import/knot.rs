@@ -359,7 +359,12 @@ impl Interpreter {
                 "version" => {
                     self.out.version = field.values.first().cloned().filter(|v| !v.is_empty())
                 }
-                "nsid" => self.out.nsid_hex = field.values.first().map(|v| nsid_hex(v)),
+                // Empty: no NSID, as Heron's unset.
+                "nsid" => {
+                    self.out.nsid_hex = (field.values.first())
+                        .filter(|v| !v.is_empty())
+                        .map(|v| nsid_hex(v))
+                }
                 "automatic-acl" => self.automatic_acl = field.values.first().is_some_and(|v| on(v)),
                 "cert-file" | "key-file" => {}
                 key => self.server_note(field, key),
@@ -384,6 +389,13 @@ impl Interpreter {
                 &loc,
                 "server: version (Knot's default: its version)",
                 "Heron answers version.bind REFUSED unless [server] version is set",
+            );
+        }
+        if !set("nsid") {
+            self.out.untranslated(
+                &loc,
+                "server: nsid (Knot's default: the host name)",
+                "Heron sends no NSID unless [server] nsid (or nsid-hex) is set",
             );
         }
         if !set("identity") {
@@ -1142,6 +1154,9 @@ mod tests {
         let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();
         assert_eq!(got.nsid_hex.as_deref(), Some("6e7331"));
         assert_eq!(got.version, None, "empty: no answer, as unset in Heron");
+        let text = "server:\n  listen: 127.0.0.1@53\n  nsid: \"\"\n";
+        let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();
+        assert_eq!(got.nsid_hex, None, "empty: no NSID");
     }
 
     #[test]

@@ -93,12 +93,19 @@ fn tsig_algorithms(config: &mut Imported) -> Result<(), ImportError> {
             .trim_end_matches('.')
             .trim_end_matches(".sig-alg.reg.int");
         if !ALGORITHMS.contains(&name) {
+            // An algorithm name is short and plain: anything else may be
+            // the secret written in its place, and is not shown.
+            let plain = key.algorithm.len() <= 32
+                && (key.algorithm.chars()).all(|c| c.is_ascii_alphanumeric() || "-._".contains(c));
+            let shown = match plain {
+                true => key.algorithm.as_str(),
+                false => "(not shown: it is not an algorithm name; the secret in its place?)",
+            };
             return Err(ImportError::at(
                 &key.loc,
                 format!(
-                    "key {}: algorithm {} is not one Heron has ({})",
+                    "key {}: algorithm {shown} is not one Heron has ({})",
                     key.name,
-                    key.algorithm,
                     ALGORITHMS.join(", ")
                 ),
             ));
