@@ -1039,7 +1039,7 @@ fn edited_message(served: &Zone, file: &Zone) -> Option<String> {
 fn what_is_kept(spec: &ZoneSpec, catalog: &Catalog, never_loaded: bool) -> String {
     match catalog.get(&spec.origin) {
         Some(kept) if never_loaded && spec.signing.is_some() => format!(
-            "zone {} not loaded; the signed version kept before the restart (serial {}) is served until its file is",
+            "zone {} not loaded; the signed version kept before the restart (serial {}) is served until its file loads",
             spec.origin,
             kept.serial()
         ),
