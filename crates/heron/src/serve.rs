@@ -702,6 +702,7 @@ async fn serve(
     // Every socket is bound (the control socket first of all).
     give_up_privileges(process.run_as.as_ref(), &server, &files)?;
     transfers.notify(&every_zone);
+    notify_kept_secondaries(&catalog, &secondary_origins, &transfers);
     // The zones as loaded: not held past here, or a reload could not free them.
     drop(every_zone);
     log_ready(catalog.load().len(), secondary_zones, server.workers);
@@ -741,6 +742,24 @@ async fn serve(
     }
     finish_writing(&process.query_log, keeper, &transfers);
     Ok(())
+}
+
+/// Tells the secondaries of our secondary zones (signed here, or served
+/// on) of the versions served before we listened: the kept copies are
+/// served before the listeners open ([`start_secondaries`]), so the
+/// NOTIFYs of their publishing (a signed one re-signed at start, say)
+/// reached secondaries that could not transfer yet.
+fn notify_kept_secondaries(
+    catalog: &SharedCatalog,
+    origins: &SharedOrigins,
+    transfers: &Transfers,
+) {
+    let origins = origins.load();
+    let served: Vec<Arc<Zone>> = (catalog.load().zones())
+        .filter(|zone| origins.contains(&zone.origin().to_lowercase()))
+        .cloned()
+        .collect();
+    transfers.notify(&served);
 }
 
 /// The XDP listeners as `heron ctl status` names them, and the
