@@ -701,10 +701,7 @@ async fn serve(
     let metrics = bind_metrics(process.metrics.as_ref())?;
     // Every socket is bound (the control socket first of all).
     give_up_privileges(process.run_as.as_ref(), &server, &files)?;
-    transfers.notify(&every_zone);
-    notify_kept_secondaries(&catalog, &secondary_origins, &transfers);
-    // The zones as loaded: not held past here, or a reload could not free them.
-    drop(every_zone);
+    notify_at_start(every_zone, &catalog, &secondary_origins, &transfers);
     log_ready(catalog.load().len(), secondary_zones, server.workers);
     settle_once_answering(&catalog);
     let files = Arc::new(std::sync::Mutex::new(files));
@@ -744,16 +741,21 @@ async fn serve(
     Ok(())
 }
 
-/// Tells the secondaries of our secondary zones (signed here, or served
-/// on) of the versions served before we listened: the kept copies are
-/// served before the listeners open ([`start_secondaries`]), so the
-/// NOTIFYs of their publishing (a signed one re-signed at start, say)
-/// reached secondaries that could not transfer yet.
-fn notify_kept_secondaries(
+/// Once listening, tells our secondaries of every zone loaded (they may
+/// have missed changes while we were down; `every_zone` is not held past
+/// here, or a reload could not free it), and of the secondary zones
+/// served before we listened: their kept copies are served before the
+/// listeners open ([`start_secondaries`]), so the NOTIFYs of their
+/// publishing (a signed one re-signed at start, say) reached secondaries
+/// that could not transfer yet.
+fn notify_at_start(
+    every_zone: Vec<Arc<Zone>>,
     catalog: &SharedCatalog,
     origins: &SharedOrigins,
     transfers: &Transfers,
 ) {
+    transfers.notify(&every_zone);
+    drop(every_zone);
     let origins = origins.load();
     let served: Vec<Arc<Zone>> = (catalog.load().zones())
         .filter(|zone| origins.contains(&zone.origin().to_lowercase()))
