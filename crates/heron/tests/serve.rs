@@ -887,7 +887,10 @@ fn check_config_warns_of_an_xdp_interface_this_machine_lacks() {
     let with_interface = |name: &str| {
         std::fs::write(
             &config,
-            format!("[xdp]\nlisten = [\"{name}@53\", \"{name}@5353\"]\n"),
+            format!(
+                "[server]\nlisten = [\"127.0.0.1:53\", \"127.0.0.1:5353\"]\n\
+                 [xdp]\nlisten = [\"{name}@53\", \"{name}@5353\"]\n"
+            ),
         )
         .unwrap();
         run(&["check-config", config.to_str().unwrap()])
