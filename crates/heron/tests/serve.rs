@@ -1093,6 +1093,10 @@ fn reloads_swap_whole_versions_under_queries() {
                 // Bounded like every load loop; ids wrap (UDP answers
                 // come back long before an id is reused).
                 for n in 0u32..2_000_000 {
+                    // Read before the query: one asked once the last
+                    // version is served sees it (a query in flight across
+                    // `done` may still have got the one before).
+                    let finishing = done.load(std::sync::atomic::Ordering::Relaxed);
                     let q = query("a.s.test", RType::TXT, n as u16);
                     let response = match tcp {
                         true => try_query_tcp(addr, &q),
@@ -1101,7 +1105,7 @@ fn reloads_swap_whole_versions_under_queries() {
                     let v = version_of(&response.expect("an answer"));
                     assert!(v >= last, "version {v} answered after version {last}");
                     (last, _) = (v, seen.insert(v));
-                    if done.load(std::sync::atomic::Ordering::Relaxed) {
+                    if finishing {
                         break;
                     }
                 }
