@@ -260,6 +260,13 @@ impl Paced {
 /// How long after a failed write of a kept copy it is tried again.
 pub const RETRY_WRITE: Duration = Duration::from_secs(1);
 
+/// Commits between two reminders that copies still fail (a minute of
+/// retries when nothing else is written).
+const REMINDER_ROUNDS: u32 = 60;
+
+/// A write that failed: the file, what was to be written, and why.
+type Failure = ((PathBuf, Pending), String);
+
 /// Copies whose write failed (a full or read-only disk), tried again
 /// every [`RETRY_WRITE`] until written or replaced by a newer write or a
 /// delete: a copy never written left the zone's older one for the next
@@ -268,6 +275,8 @@ pub const RETRY_WRITE: Duration = Duration::from_secs(1);
 struct Failed {
     copies: HashMap<PathBuf, (Pending, u32)>,
     retry_at: Option<Instant>,
+    /// Commits in a row with some copy failing, for the reminder.
+    rounds: u32,
 }
 
 impl Failed {
@@ -303,22 +312,36 @@ impl Failed {
     /// After a commit of the files `committed`: a retry or a newer write
     /// that landed ends the file's retries, one that failed (again) is
     /// kept with one try more.
-    fn after(&mut self, committed: &[PathBuf], failed_now: Vec<(PathBuf, Pending)>) {
+    /// Said: each copy's first failure, then one line a minute while any
+    /// still fail (a full disk under 2,000 zones must not log 2,000 lines
+    /// a second), and each that lands after failing.
+    fn after(&mut self, committed: &[PathBuf], failed_now: Vec<Failure>) {
         let mut tried: HashMap<&PathBuf, u32> = HashMap::new();
         for path in committed {
             if let Some((_, tries)) = self.copies.remove(path) {
                 tried.insert(path, tries);
             }
         }
-        let failed_paths: Vec<PathBuf> = failed_now.iter().map(|(p, _)| p.clone()).collect();
-        for (path, pending) in failed_now {
-            let tries = tried.get(&path).copied().unwrap_or(0) + 1;
+        for ((path, pending), why) in failed_now {
+            let tries = tried.remove(&path).unwrap_or(0) + 1;
+            if tries == 1 {
+                tracing::error!(
+                    "{why}; cannot keep a copy, tried again every {} s",
+                    RETRY_WRITE.as_secs()
+                );
+            }
             self.copies.insert(path, (pending, tries));
         }
         for (path, tries) in tried {
-            if !failed_paths.contains(path) {
-                tracing::info!("{}: written after {tries} failed tries", path.display());
-            }
+            tracing::info!("{}: written after {tries} failed tries", path.display());
+        }
+        self.rounds = match self.copies.is_empty() {
+            true => 0,
+            false => self.rounds + 1,
+        };
+        if self.rounds > 0 && self.rounds.is_multiple_of(REMINDER_ROUNDS) {
+            let still = self.copies.len();
+            tracing::warn!("{still} kept copies still cannot be written; tried again every second");
         }
         if !self.copies.is_empty() && self.retry_at.is_none() {
             self.retry_at = Some(Instant::now() + RETRY_WRITE);
@@ -441,7 +464,7 @@ fn why_not_kept(path: &Path, error: &io::Error, unmade: &HashMap<PathBuf, io::Er
 /// Writes every zone of the batch, then applies the dates (those of a
 /// zone written here travel with its file). Returns the writes that
 /// failed, to try again.
-fn commit(batch: HashMap<PathBuf, Pending>) -> Vec<(PathBuf, Pending)> {
+fn commit(batch: HashMap<PathBuf, Pending>) -> Vec<Failure> {
     let folders: BTreeSet<&Path> = batch
         .iter()
         .filter(|(_, p)| p.zone.is_some())
@@ -464,13 +487,8 @@ fn commit(batch: HashMap<PathBuf, Pending>) -> Vec<(PathBuf, Pending)> {
             Ok(()) => true,
             Err(e) => {
                 let why = why_not_kept(path, &e, &unmade);
-                tracing::error!(
-                    "zone {}: cannot keep a copy in {why}; tried again every {} s",
-                    zone.origin(),
-                    RETRY_WRITE.as_secs()
-                );
                 let _ = std::fs::remove_file(tmp_path(path));
-                failed.push((*path).clone());
+                failed.push(((*path).clone(), format!("zone {}: {why}", zone.origin())));
                 false
             }
         })
@@ -480,8 +498,8 @@ fn commit(batch: HashMap<PathBuf, Pending>) -> Vec<(PathBuf, Pending)> {
         let _ = disk::install(&written, &[], &[]);
     }
     let mut batch = batch;
-    let failed: Vec<(PathBuf, Pending)> = (failed.into_iter())
-        .filter_map(|path| batch.remove_entry(&path))
+    let failed: Vec<Failure> = (failed.into_iter())
+        .filter_map(|(path, why)| Some((batch.remove_entry(&path)?, why)))
         .collect();
     for (path, p) in &batch {
         if let (None, Some(at)) = (&p.zone, p.date) {
