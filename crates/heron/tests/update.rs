@@ -942,6 +942,56 @@ fn a_reload_after_a_write_back_reads_nothing() {
     );
 }
 
+/// A zone whose file the server wrote back is still read again when its
+/// settings change: a `dnssec-policy` added by reconfigure signs it, and
+/// a zone taken out and put back serves again (regression of the change
+/// above: both were "unchanged", the zone stayed unsigned or REFUSED).
+#[test]
+fn a_written_back_zone_is_read_again_when_its_settings_change() {
+    let file = zone_file("sync-policy");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = 0");
+    let got = send(
+        Client::Knsupdate,
+        server.addr(),
+        Some("ops"),
+        false,
+        "update add w2.upd.test 60 A 192.0.2.92",
+    );
+    assert_eq!(got, "NOERROR");
+    let written = || std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(
+        eventually(|| written().contains("w2.upd.test.")),
+        "{}",
+        server.log()
+    );
+    let config = server.dir().join("heron.toml");
+    let unsigned = std::fs::read_to_string(&config).unwrap();
+    let keys = server.dir().join("keys");
+    let signed = format!(
+        "{unsigned}dnssec-policy = \"default\"\nkey-directory = \"{}\"\n",
+        keys.display()
+    );
+    std::fs::write(&config, &signed).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
+    let dnskeys = || answer(server.addr(), ZONE, RType::DNSKEY);
+    assert!(
+        eventually(|| !dnskeys().is_empty()),
+        "{said}\n{}",
+        server.log()
+    );
+
+    // Out of the configuration, and back.
+    let zone_at = signed.find("[[zone]]").unwrap();
+    std::fs::write(&config, &signed[..zone_at]).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok, "{said}");
+    std::fs::write(&config, &signed).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok, "{said}");
+    assert_eq!(a(server.addr(), "w2.upd.test").len(), 1, "{}", server.log());
+}
+
 /// Updates replayed from the journal at a start are written back to the
 /// zone file by `zonefile-sync` like new ones (before, only a later
 /// update scheduled it, and the journal alone held them however long).

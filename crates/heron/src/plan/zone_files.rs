@@ -633,11 +633,14 @@ impl ZoneFiles {
             // comes from the open file.
             // The server's own write-back since is no change either: read
             // again, it replayed the journal over it and logged the file's
-            // older serial (black-box finding: 3.3 s a reload).
+            // older serial (black-box finding: 3.3 s a reload). Only for a
+            // zone loaded under its settings: one added again, or whose
+            // signing changed, is read (and signed) whoever wrote its file.
             let file = &entry.spec.file;
-            if !force
-                && (entry.loaded.is_some_and(|l| l.unchanged_at(file)) || written_by_server(file))
-            {
+            let unchanged = entry
+                .loaded
+                .is_some_and(|l| l.unchanged_at(file) || written_by_server(file));
+            if !force && unchanged {
                 outcome.unchanged += 1;
             } else {
                 todo.push(i);
