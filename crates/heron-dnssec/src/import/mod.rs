@@ -184,12 +184,28 @@ pub fn public_key_of(algorithm: u8, pkcs8: &[u8]) -> Result<Vec<u8>, ImportError
         }
         RSASHA256 => {
             let pair = signature::RsaKeyPair::from_pkcs8(pkcs8).map_err(refused)?;
+            rsa_signs(&pair)?;
             rsa_dnskey_form(pair.public_key().as_ref())
         }
         other => error(format!(
             "algorithm {other} is not one Heron signs with (8, 13, 15)"
         )),
     }
+}
+
+/// Refuses an RSA key that loads but cannot sign: ring checks each
+/// signature it makes, and one CRT number damaged (a character of a
+/// `.private` file's `Exponent1`) passes the load and fails every
+/// signature, which would stop the zone's signing after the import.
+fn rsa_signs(pair: &signature::RsaKeyPair) -> Result<(), ImportError> {
+    let rng = ring::rand::SystemRandom::new();
+    let mut probe = vec![0; pair.public().modulus_len()];
+    pair.sign(&signature::RSA_PKCS1_SHA256, &rng, b"probe", &mut probe)
+        .map_err(|_| {
+            ImportError(
+                "the private key is refused: its numbers do not agree (it cannot sign)".into(),
+            )
+        })
 }
 
 /// RFC 3110 2: exponent length (one octet, or zero and two), exponent,

@@ -249,6 +249,29 @@ fn malformed_bind_files_give_clear_errors() {
     assert_eq!(key.tag(), 27280);
 }
 
+/// An RSA key whose CRT numbers do not agree loads in ring and then fails
+/// every signature; the import refuses it (found by the key_files fuzz
+/// target: one character of `Exponent1` changed).
+#[test]
+fn an_rsa_key_that_cannot_sign_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let stem = bind_keygen(dir.path(), &["-a", "RSASHA256", "-b", "2048"]);
+    let key_text = std::fs::read_to_string(dir.path().join(format!("{stem}.key"))).unwrap();
+    let private = std::fs::read_to_string(dir.path().join(format!("{stem}.private"))).unwrap();
+    assert!(bind::parse(&key_text, &private).is_ok());
+    let line = private
+        .lines()
+        .find(|l| l.starts_with("Exponent1: "))
+        .unwrap();
+    // A character in the middle of the base64, changed to another.
+    let mut damaged_line = line.as_bytes().to_vec();
+    let at = line.len() / 2;
+    damaged_line[at] = if damaged_line[at] == b'A' { b'B' } else { b'A' };
+    let damaged = private.replace(line, std::str::from_utf8(&damaged_line).unwrap());
+    let error = bind::parse(&key_text, &damaged).unwrap_err().0;
+    assert!(error.contains("cannot sign"), "{error}");
+}
+
 #[test]
 fn bind_file_names_must_match_the_key() {
     let dir = tempfile::tempdir().unwrap();
