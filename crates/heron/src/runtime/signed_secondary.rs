@@ -108,6 +108,16 @@ impl SignedSecondaries {
         signings.get(&origin.to_lowercase()).cloned()
     }
 
+    /// Whether `origin` is signed here and has no signed version yet (its
+    /// first signing makes every signature).
+    pub(crate) fn signs_anew(&self, origin: &Name) -> bool {
+        if self.signing(origin).is_none() {
+            return false;
+        }
+        let versions = self.versions.lock().unwrap_or_else(|e| e.into_inner());
+        (versions.get(&origin.to_lowercase())).is_none_or(|v| v.signed.is_none())
+    }
+
     /// Takes the signed versions a restart found kept (`FILE.signed`):
     /// the first signing keeps their signatures and serial line.
     pub(crate) fn restore(&self, kept: impl IntoIterator<Item = Zone>) {
