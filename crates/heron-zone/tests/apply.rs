@@ -128,6 +128,46 @@ fn a_small_change_copies_only_the_shards_it_touches() {
     assert!(next.node(&lower("h7.p.test")).is_some());
 }
 
+/// A zone grown by changes from a few records (one shard) is built again
+/// with more shards as it grows (20,000 records: 64 shards): a later
+/// one-name change copies two of them, not all of it (black-box finding: a zone grown by UPDATE
+/// to 240,000 records copied all of them at each update).
+#[test]
+fn a_zone_grown_by_changes_is_resharded_as_it_grows() {
+    let mut grown = zone(1, &["www A 192.0.2.1"]);
+    let mut lines = vec!["www A 192.0.2.1".to_string()];
+    for step in 0..40 {
+        let added: Vec<DiffRecord> = (0..500)
+            .map(|i| {
+                let n = step * 500 + i;
+                lines.push(format!("g{n} A 10.0.{}.{}", n >> 8, n & 255));
+                record(
+                    &format!("g{n}.p.test"),
+                    RType::A,
+                    &[10, 0, (n >> 8) as u8, n as u8],
+                )
+            })
+            .collect();
+        grown = grown.apply(&change(&grown, Vec::new(), added)).unwrap();
+    }
+    let one = vec![record("last.p.test", RType::A, &[10, 9, 9, 9])];
+    let next = grown.apply(&change(&grown, Vec::new(), one)).unwrap();
+    let copied = next.unshared_bytes(&grown);
+    assert!(
+        copied * 8 < next.heap_bytes(),
+        "{copied} of {} bytes copied for one name",
+        next.heap_bytes()
+    );
+    lines.push("last A 10.9.9.9".into());
+    let loaded = load(next.serial(), &lines).unwrap();
+    assert!(
+        diff(&next, &loaded).is_empty(),
+        "{:?}",
+        diff(&next, &loaded)
+    );
+    assert!(next.node(&lower("g19999.p.test")).is_some());
+}
+
 #[test]
 fn changes_that_break_the_zone_are_refused() {
     let z = zone(1, &["www A 192.0.2.2"]);

@@ -50,7 +50,7 @@ const EMPTY: u8 = 2;
 /// and 4,539 signed updates/s. The 2,000,000-record zone loaded in
 /// 1.3-1.4 s and 158 MB RSS at 256, 1.6-1.9 s and 188-195 MB at 1,024;
 /// CPU per query on it and on the root-like zone the same within noise.
-const RECORDS_PER_SHARD: usize = 256;
+pub(super) const RECORDS_PER_SHARD: usize = 256;
 
 /// Zones with more records than this are packed on every core.
 const PARALLEL_RECORDS: usize = 50_000;
