@@ -18,6 +18,12 @@
 * xdp_packet: two octets of reply length, then an Ethernet frame of a UDP
   query with its checksums right: IPv4 and IPv6, IPv4 without a UDP
   checksum, and each with the UDP checksum left to offload.
+* update: a settings octet (updates in the batch, permissions, serial
+  policy, whether signed by k.edge.test.), then each update's length, its
+  prerequisite and update counts, and its records: adds, deletions of a
+  record, an RRset and a name, each prerequisite kind (RFC 2136 2.4), a
+  CNAME beside data, an apex NS removed, a batch whose second update
+  depends on the first.
 
 Files named regress-* are inputs that once failed; they are kept as they are.
 """
@@ -102,11 +108,18 @@ def rdata_cases():
         yield m.group(1), TYPES[m.group(1)], bytes.fromhex(m.group(2))
 
 
+GENERATED = ["rdata", "query", "message", "tsig", "cookie", "processor", "xdp_packet", "dnstap_frame", "http_request",
+             "update", "zonefile"]
+
+
 def main():
     # Inputs that once failed (regress-*) are kept; the rest is regenerated.
-    for f in SEEDS.glob("*/*"):
-        if not f.name.startswith("regress-"):
-            f.unlink()
+    # Only in the folders written here: others are written by tests or by
+    # hand (catalog_zone, journal_file, key_files, ...).
+    for target in GENERATED:
+        for f in SEEDS.glob(f"{target}/*"):
+            if not f.name.startswith("regress-"):
+                f.unlink()
 
     # rdata
     cases = list(rdata_cases())
@@ -314,6 +327,48 @@ def main():
         ("udp6-offloaded", 100, udp_frame(*v6, udp_sum="offload")),
     ]:
         write("xdp_packet", label, struct.pack(">H", reply_len) + frame)
+
+    # update: see fuzz_targets/update.rs
+    def rr(owner, rtype, rclass=1, ttl=300, rdata=b""):
+        return name(owner) + struct.pack(">HHIH", TYPES[rtype] if isinstance(rtype, str) else rtype,
+                                         rclass, ttl, len(rdata)) + rdata
+
+    def piece(prereqs, updates):
+        body = bytes([len(prereqs), len(updates)]) + b"".join(prereqs) + b"".join(updates)
+        return struct.pack(">H", len(body)) + body
+
+    a = lambda *o: bytes(o)
+    ANY_, NONE_ = 255, 254
+    for label, switches, pieces in [
+        ("add-a", 0, [piece([], [rr("new.edge.test", "A", rdata=a(192, 0, 2, 9))])]),
+        ("add-txt-two", 0, [piece([], [rr("new.edge.test", "TXT", rdata=b"\x02hi"),
+                                       rr("new.edge.test", "TXT", rdata=b"\x03hey")])]),
+        ("delete-record", 0, [piece([], [rr("www.edge.test", "A", NONE_, 0, a(192, 0, 2, 80))])]),
+        ("delete-rrset", 0, [piece([], [rr("mail.edge.test", "AAAA", ANY_, 0)])]),
+        ("delete-name", 0, [piece([], [rr("sip.edge.test", ANY_, ANY_, 0)])]),
+        ("delete-apex-ns", 0, [piece([], [rr("edge.test", "NS", ANY_, 0)])]),
+        ("cname-beside-data", 0, [piece([], [rr("www.edge.test", "CNAME", rdata=name("mail.edge.test"))])]),
+        ("prereq-yxdomain", 0, [piece([rr("www.edge.test", ANY_, ANY_, 0)],
+                                      [rr("www.edge.test", "TXT", rdata=b"\x01x")])]),
+        ("prereq-nxdomain", 0, [piece([rr("free.edge.test", ANY_, NONE_, 0)],
+                                      [rr("free.edge.test", "A", rdata=a(192, 0, 2, 7))])]),
+        ("prereq-yxrrset", 0, [piece([rr("www.edge.test", "A", ANY_, 0)],
+                                     [rr("www.edge.test", "A", ANY_, 0)])]),
+        ("prereq-nxrrset", 0, [piece([rr("www.edge.test", "TXT", NONE_, 0)],
+                                     [rr("www.edge.test", "TXT", rdata=b"\x01y")])]),
+        ("prereq-value", 0, [piece([rr("www.edge.test", "A", 1, 0, a(192, 0, 2, 80))],
+                                   [rr("www.edge.test", "A", NONE_, 0, a(192, 0, 2, 80))])]),
+        ("batch-depends", 1, [piece([], [rr("b.edge.test", "A", rdata=a(192, 0, 2, 11))]),
+                              piece([rr("b.edge.test", "A", ANY_, 0)],
+                                    [rr("b.edge.test", ANY_, ANY_, 0)])]),
+        ("batch-four", 3, [piece([], [rr(f"n{i}.edge.test", "A", rdata=a(192, 0, 2, i))]) for i in range(4)]),
+        ("keyed-www", (1 << 2) | 0x40, [piece([], [rr("x.www.edge.test", "AAAA", rdata=bytes(16))])]),
+        ("keyed-self", (2 << 2) | 0x40, [piece([], [rr("k.edge.test", "TXT", rdata=b"\x01k")])]),
+        ("wildcard-rule", 3 << 2, [piece([], [rr("z.wild.edge.test", "CNAME", rdata=name("www.edge.test"))])]),
+        ("unix-serial", 1 << 4, [piece([], [rr("t.edge.test", "A", rdata=a(192, 0, 2, 1))])]),
+        ("date-serial", 2 << 4, [piece([], [rr("t.edge.test", "A", rdata=a(192, 0, 2, 1))])]),
+    ]:
+        write("update", label, bytes([switches]) + b"".join(pieces))
 
     # zonefile
     for d in ["crates/heron-zone/tests/data", "crates/heron/tests/data"]:
