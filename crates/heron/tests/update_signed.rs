@@ -264,9 +264,18 @@ fn updates_stay_valid(policy: &str, csk: bool, chain_type: &str) {
     assert_eq!(nsupdate(addr, add), "NOERROR");
     let (ok, said) = ctl(dir.path(), &["reload", ZONE]);
     assert!(ok, "{said}\n{}", server.log());
+    // The same text written again (touch, a deploy tool), an update not
+    // yet written back: no edit (regression hunt: a failed reload and an
+    // unedited FILE.rejected).
+    let file = dir.path().join("sup.zone");
+    let text = std::fs::read(&file).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&file, &text).unwrap();
+    let (ok, said) = ctl(dir.path(), &["reload", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert!(!dir.path().join("sup.zone.rejected").exists());
     // A reload of its edited file keeps the updated zone (the file is
     // read only between freeze and thaw) and says the file differs.
-    let file = dir.path().join("sup.zone");
     let edited = std::fs::read_to_string(&file).unwrap() + "edited A 192.0.2.99\n";
     std::fs::write(&file, edited).unwrap();
     // Named, the reload says it did not take the file (black-box

@@ -71,6 +71,31 @@ pub(crate) fn note_written_by_server(path: &Path) {
     }
 }
 
+/// A digest of each signed zone's file as the server last read or wrote
+/// it: a file whose stamp changed but whose text did not (`touch`, a
+/// deploy tool writing the same text) is no edit. By stamp alone, a
+/// signed zone taking updates called it one, failed the reload and kept
+/// an unedited `FILE.rejected` (regression hunt).
+static KNOWN_TEXT: std::sync::LazyLock<Mutex<HashMap<PathBuf, u64>>> =
+    std::sync::LazyLock::new(Mutex::default);
+
+fn text_digest(text: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(text)
+}
+
+/// Notes `text` as the text of `path` that the server read or wrote.
+pub(crate) fn note_known_text(path: &Path, text: &[u8]) {
+    let mut known = KNOWN_TEXT.lock().unwrap_or_else(|e| e.into_inner());
+    known.insert(path.to_path_buf(), text_digest(text));
+}
+
+/// Whether `text` is the text of `path` the server last read or wrote.
+fn is_known_text(path: &Path, text: &[u8]) -> bool {
+    let known = KNOWN_TEXT.lock().unwrap_or_else(|e| e.into_inner());
+    known.get(path) == Some(&text_digest(text))
+}
+
 /// Whether `path` is as the server last wrote it.
 fn written_by_server(path: &Path) -> bool {
     let written = WRITTEN_BY_SERVER.lock().unwrap_or_else(|e| e.into_inner());
@@ -900,6 +925,9 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
         includes: has_include(&file.text),
         ..stamp
     });
+    if spec.signing.is_some() && result.is_ok() {
+        note_known_text(&spec.file, &file.text);
+    }
     drop(file);
     let loaded = result.map_err(errors_said_apart)?;
     loaded
@@ -979,7 +1007,8 @@ fn hold_served(
     let loaded =
         load_zone_text(&file.text, &spec.file, &spec.origin, None).map_err(errors_said_apart)?;
     // The server's own write-back, older than updates since: no edit.
-    let edit_held = match untouched || written_by_server(&spec.file) {
+    let same = untouched || written_by_server(&spec.file) || is_known_text(&spec.file, &file.text);
+    let edit_held = match same {
         true => None,
         // The next write-back replaces the file: the edit is kept aside,
         // as for an unsigned zone (black-box finding: it was lost).

@@ -415,8 +415,13 @@ fn write_editable(zone: &Zone, file: &std::path::Path, signed_here: bool) -> std
         true => write_unsigned_zone_file(zone, file, heron_xfr::update::is_dnssec_type),
         false => write_plain_zone_file(zone, file),
     }?;
-    // A reload that finds this file is to know it as ours, not an edit.
+    // A reload that finds this file is to know it as ours, not an edit;
+    // a signed zone's by its text too, whatever its stamp becomes.
     crate::plan::zone_files::note_written_by_server(file);
+    if signed_here {
+        let text = std::fs::read(file)?;
+        crate::plan::zone_files::note_known_text(file, &text);
+    }
     Ok(())
 }
 
