@@ -83,7 +83,8 @@ pub enum KeymgrCommand {
         keystore: Option<PathBuf>,
         /// The TTL, in seconds, the old signer serves its DNSKEY RRset
         /// with: rollovers wait by it until that RRset can have left
-        /// caches. BIND's .key files give it; otherwise a day is taken.
+        /// caches. BIND's .key files give it (the longer of the two is
+        /// kept); otherwise a day is taken.
         #[arg(long, value_name = "SECONDS")]
         dnskey_ttl: Option<u32>,
     },

@@ -359,11 +359,12 @@ impl Interpreter {
                 "version" => {
                     self.out.version = field.values.first().cloned().filter(|v| !v.is_empty())
                 }
-                // Empty: no NSID, as Heron's unset.
+                // Empty (`""`, or `0x` with no digits): no NSID, as
+                // Heron's unset; Knot sends none for either.
                 "nsid" => {
                     self.out.nsid_hex = (field.values.first())
-                        .filter(|v| !v.is_empty())
                         .map(|v| nsid_hex(v))
+                        .filter(|hex| !hex.is_empty())
                 }
                 "automatic-acl" => self.automatic_acl = field.values.first().is_some_and(|v| on(v)),
                 "cert-file" | "key-file" => {}
@@ -1061,17 +1062,14 @@ impl Interpreter {
     }
 }
 
-/// Knot's `nsid`: a hex string after `0x`, else text; as hex digits.
+/// Knot's `nsid`: a hex string after `0x`, else text; as hex digits
+/// (none for `0x` alone, which Knot takes as no NSID).
 fn nsid_hex(value: &str) -> String {
     let hex = value
         .strip_prefix("0x")
         .or_else(|| value.strip_prefix("0X"));
     match hex {
-        Some(digits)
-            if !digits.is_empty()
-                && digits.len() % 2 == 0
-                && digits.bytes().all(|b| b.is_ascii_hexdigit()) =>
-        {
+        Some(digits) if digits.len() % 2 == 0 && digits.bytes().all(|b| b.is_ascii_hexdigit()) => {
             digits.to_ascii_lowercase()
         }
         _ => value.bytes().map(|b| format!("{b:02x}")).collect(),
@@ -1149,6 +1147,7 @@ mod tests {
         assert_eq!(nsid_hex("0X6E7331"), "6e7331");
         assert_eq!(nsid_hex("ns1"), "6e7331");
         assert_eq!(nsid_hex("0xnot"), "30786e6f74", "not hex: text");
+        assert_eq!(nsid_hex("0x"), "", "no digits: no NSID, as Knot");
         let dir = tempfile::tempdir().unwrap();
         let text = "server:\n  listen: 127.0.0.1@53\n  nsid: 0x6e7331\n  version: \"\"\n";
         let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();

@@ -90,10 +90,17 @@ pub fn import(key_dir: &Path, zone: &str, source: Source, now: UnixTime) -> Resu
         KeySource::Bind => bind_keys(dir, &zone)?,
         KeySource::Knot => knot_keys(dir, &zone, knot)?,
     };
-    if dnskey_ttl.is_some() {
-        found.iter_mut().for_each(|f| f.dnskey_ttl = dnskey_ttl);
-    }
+    take_given_dnskey_ttl(&mut found, dnskey_ttl);
     write_keys(key_dir, &zone, found, now)
+}
+
+/// `--dnskey-ttl` for each key: the longer of the one given and the one
+/// its files say (a BIND .key file's TTL), since waiting too little for
+/// the old DNSKEY RRset leaves a bogus window (it replaced the file's).
+fn take_given_dnskey_ttl(found: &mut [Found], given: Option<u32>) {
+    found
+        .iter_mut()
+        .for_each(|f| f.dnskey_ttl = f.dnskey_ttl.max(given));
 }
 
 /// The zone in the form Heron's key files hold: lower case, final dot.
@@ -750,6 +757,18 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    #[test]
+    fn a_given_dnskey_ttl_never_shortens_the_one_the_files_say() {
+        let mut keys = vec![found(257)];
+        take_given_dnskey_ttl(&mut keys, Some(60));
+        assert_eq!(keys[0].dnskey_ttl, Some(120), "the .key file's, longer");
+        take_given_dnskey_ttl(&mut keys, Some(300));
+        assert_eq!(keys[0].dnskey_ttl, Some(300));
+        keys[0].dnskey_ttl = None;
+        take_given_dnskey_ttl(&mut keys, Some(60));
+        assert_eq!(keys[0].dnskey_ttl, Some(60), "the files say none");
     }
 
     #[test]
