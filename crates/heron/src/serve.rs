@@ -1063,6 +1063,14 @@ fn finish_writing(
     {
         tracing::warn!("kept copies of secondary zones not all written within 10 s");
     }
+    let failing = heron_xfr::secondary::keeper::failing_copies();
+    if let Some((first, why)) = failing.first() {
+        tracing::error!(
+            "{} kept copies of secondary zones not written ({}: {why}): a restart serves their older copies",
+            failing.len(),
+            first.display()
+        );
+    }
     if !transfers.signed_copies.flush(Duration::from_secs(10)) {
         tracing::warn!("signed copies of zones not all written within 10 s");
     }

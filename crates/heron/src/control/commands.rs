@@ -25,6 +25,14 @@ use crate::runtime::{Selection, Transfers, reload};
 /// The commands this server answers, for the error that names them.
 const KNOWN: &str = "status, zone-status, reload, reconfigure, retransfer, refresh, notify, stats, dnstap-reopen, freeze, thaw, flush, keys, roll, ds-seen, stop";
 
+/// The kept copies of secondary zones that cannot be written now (a full
+/// or read-only disk; tried again every second), as `flush` errors.
+fn failing_kept_copies() -> Vec<String> {
+    (heron_xfr::secondary::keeper::failing_copies().into_iter())
+        .map(|(path, why)| format!("kept copy {} not written: {why}", path.display()))
+        .collect()
+}
+
 /// What `flush` did with one zone.
 enum Flushed {
     NotServed,
@@ -340,11 +348,19 @@ impl Controller {
             // Nothing written when one named is wrong.
             return Response::refused(format!("{zone} is not a zone of this server"));
         }
-        let targets = match zones.is_empty() {
+        let secondaries = self.secondaries.load();
+        let names_secondary = zones
+            .iter()
+            .any(|z| secondaries.contains(&z.to_lowercase()));
+        let all = zones.is_empty();
+        let targets = match all {
             true => self.transfers.unwritten.origins(),
             false => zones,
         };
         let (mut lines, mut errors, mut rows) = (Vec::new(), Vec::new(), Vec::new());
+        if all || names_secondary {
+            errors.extend(failing_kept_copies());
+        }
         for zone in &targets {
             match self.flush_one(zone).await {
                 // Served, with no zone file of its own: a secondary's
@@ -369,9 +385,10 @@ impl Controller {
                 Flushed::HoldsAll => lines.push(format!("{zone}: its file holds what is served")),
             }
         }
-        let message = match lines.is_empty() && errors.is_empty() {
-            true => "no zone's file lacks updates: nothing to write".to_string(),
-            false => lines.join("; "),
+        let message = match (lines.is_empty(), errors.is_empty()) {
+            (true, true) => "no zone's file lacks updates: nothing to write".to_string(),
+            (true, false) => "not written".to_string(),
+            (false, _) => lines.join("; "),
         };
         let data = json!({ "written": rows });
         match errors.is_empty() {
