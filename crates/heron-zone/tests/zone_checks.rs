@@ -98,6 +98,8 @@ fn names_below_a_dname_are_warned_about() {
             .starts_with("dn.example.test.: DNAME with names below it"),
         "{p}"
     );
+    // On the DNAME's line, not 0 (black-box finding).
+    assert_eq!(line_of(p), HEAD.lines().count() as u32 + 1, "{p}");
     let fine = problems("dn DNAME target.example.\ndn A 192.0.2.3\nx.other A 192.0.2.4\n").unwrap();
     assert!(fine.is_empty(), "{fine:?}");
 }

@@ -543,7 +543,12 @@ impl ZoneBuilder {
             message,
         }));
         if self.warn && self.inner_dnames {
-            problems.extend(occluding_dnames(&built_zone));
+            let mut occluding = occluding_dnames(&built_zone);
+            occluding.iter_mut().for_each(|(owner, problem)| {
+                let hash = built_zone.hasher.hash_one(&**owner);
+                problem.location = dname_location(&self.entries, &self.files, hash);
+            });
+            problems.extend(occluding.into_iter().map(|(_, p)| p));
         }
         Ok((built_zone, problems))
     }
@@ -1488,10 +1493,21 @@ pub(super) fn signatures<'s>(set: &'s SetParts, glue: bool) -> Signatures<'s> {
     }
 }
 
+/// Where the DNAME record of the owner hashed to `hash` (of its
+/// lower-cased wire form) was read.
+fn dname_location(entries: &[Entry], files: &[Arc<Path>], hash: u64) -> Option<Location> {
+    let entry = (entries.iter()).find(|e| e.hash == hash && e.rtype == RType::DNAME.0)?;
+    Some(Location {
+        file: files.get(entry.file() as usize)?.clone(),
+        line: entry.line,
+    })
+}
+
 /// A warning for each DNAME below the apex with names below it: those are
 /// never served (RFC 6672 2.4; NSD and Knot refuse such a zone, BIND loads
-/// it as Heron does). Looked at in the built zone, whose packing is done.
-fn occluding_dnames(zone: &Zone) -> Vec<Problem> {
+/// it as Heron does). Looked at in the built zone, whose packing is done;
+/// each with the DNAME's owner, lower-cased, to find its line by.
+fn occluding_dnames(zone: &Zone) -> Vec<(Vec<u8>, Problem)> {
     let apex = zone.origin().as_wire();
     let mut lower = NameBuf::new();
     let mut out = Vec::new();
@@ -1506,11 +1522,12 @@ fn occluding_dnames(zone: &Zone) -> Vec<Problem> {
              Knot refuse the zone): remove them or the DNAME",
             node.owner()
         );
-        out.push(Problem {
+        let problem = Problem {
             severity: Severity::Warning,
             location: None,
             message,
-        });
+        };
+        out.push((lower.as_wire().to_vec(), problem));
     }
     out
 }
