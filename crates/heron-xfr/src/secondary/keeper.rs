@@ -48,6 +48,9 @@ enum Op {
     Delete(Box<Path>),
     /// Answered once everything queued before is on disk (rare: boxed).
     Flush(Box<Sender<()>>),
+    /// Drops the writes of the file queued before, and its retries: the
+    /// file is no longer a copy of ours (its zone became a primary).
+    Forget(Box<Path>),
 }
 
 /// Hands kept copies to the writer thread. Cloning shares the thread.
@@ -123,6 +126,15 @@ impl Keeper {
     /// would come back). Nobody waits for it.
     pub fn delete(&self, path: &Path) {
         let _ = self.ops.send(Op::Delete(path.into()));
+    }
+
+    /// Stops writing `path`: what was queued for it and not yet written,
+    /// and the retries of a failed write, are dropped. For a secondary
+    /// made a primary of its own copy: the file is the primary's now, and
+    /// a retry landing later (a disk full at the promotion) wrote the
+    /// secondary's older version over it (regression hunt).
+    pub fn forget(&self, path: &Path) {
+        let _ = self.ops.send(Op::Forget(path.into()));
     }
 
     /// Waits, up to `wait`, until everything queued so far is on disk (at
@@ -295,6 +307,15 @@ struct Failed {
 }
 
 impl Failed {
+    /// Ends the retries of `path`.
+    fn forget(&mut self, path: &Path) {
+        if self.copies.remove(path).is_some() {
+            let mut failing = FAILING.lock().unwrap_or_else(|e| e.into_inner());
+            failing.remove(path);
+            tracing::info!("{}: no longer a kept copy: not written", path.display());
+        }
+    }
+
     /// How long until the failed copies are tried again.
     fn wait(&self) -> Option<Duration> {
         (self.retry_at).map(|at| at.saturating_duration_since(Instant::now()))
@@ -388,6 +409,11 @@ fn run(queue: Receiver<Op>, max_batch: usize) {
         let mut flushes = Vec::new();
         let more = queue.try_iter().take(max_batch - 1);
         for op in first.into_iter().chain(more) {
+            if let Op::Forget(path) = &op {
+                batch.remove(&**path);
+                failed.forget(path);
+                continue;
+            }
             take(op, &mut batch, &mut flushes, &mut paced);
         }
         let paced_now = paced.take_due(closing || !flushes.is_empty());
@@ -462,6 +488,7 @@ fn take(
             batch.insert(path.into(), gone);
         }
         Op::Flush(done) => flushes.push(*done),
+        Op::Forget(_) => {}
     }
 }
 
@@ -780,6 +807,23 @@ mod tests {
             "written once it could be"
         );
         assert!(wait_for(|| !failing(&path)), "{:?}", failing_copies());
+        // Failing, then forgotten (its zone became a primary): never written.
+        let promoted: Arc<Path> = dir.path().join("p/k.zone").into();
+        std::fs::write(dir.path().join("p"), "").unwrap();
+        keeper.write(&kept(&promoted), zone(3), None);
+        assert!(keeper.flush(Duration::from_secs(10)));
+        assert!(failing(&promoted));
+        keeper.forget(&promoted);
+        assert!(keeper.flush(Duration::from_secs(10)));
+        assert!(!failing(&promoted), "{:?}", failing_copies());
+        std::fs::remove_file(dir.path().join("p")).unwrap();
+        std::fs::create_dir(dir.path().join("p")).unwrap();
+        std::thread::sleep(RETRY_WRITE * 2);
+        assert_eq!(
+            serial_in(&promoted),
+            None,
+            "no retry after it was forgotten"
+        );
         // Failing again, then replaced by a newer version: that one lands.
         let other: Arc<Path> = dir.path().join("b/k.zone").into();
         std::fs::write(dir.path().join("b"), "").unwrap();

@@ -467,6 +467,10 @@ impl Running {
             // its copy often that file): its files stay (black-box finding).
             let promoted = from_files(&origin);
             let file = self.stop(&origin, next, primary, &from_files);
+            if let (true, Some(file)) = (promoted, &file) {
+                // The primary's file now: no write of the old role lands.
+                self.keeper.forget(file);
+            }
             if let Some(file) = file.filter(|_| !self.keep_removed && !promoted) {
                 to_delete.push(file);
             }
