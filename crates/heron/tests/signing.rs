@@ -393,6 +393,60 @@ fn a_policy_changed_in_the_configuration_is_applied_by_a_reload() {
     verify_with_tools(&SignedZone::from_text(ORIGIN, &text), true);
 }
 
+/// A policy taken away (the file's older serial served unsigned) and put
+/// back: the signed zone's serial goes on from the newest served before,
+/// kept beside the keys, so that secondaries take it (black-box finding:
+/// it went on from the file's, below what they held).
+#[test]
+fn a_policy_put_back_signs_above_every_serial_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_signed("", &dir.path().join("keys"));
+    let serial = || {
+        let addr = server.addr();
+        let out = Command::new("kdig")
+            .args([&format!("@{}", addr.ip()), "-p", &addr.port().to_string()])
+            .args([ORIGIN, "SOA", "+short"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.split_whitespace()
+            .nth(2)
+            .and_then(|s| s.parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    let eventually = |ok: &dyn Fn() -> bool| {
+        (0..200).any(|_| {
+            ok() || {
+                std::thread::sleep(Duration::from_millis(50));
+                false
+            }
+        })
+    };
+    let file = dir.path().join("edge.test.zone");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}added A 192.0.2.77\n")).unwrap();
+    server.reload();
+    let first = 2024010101;
+    assert!(eventually(&|| serial() == first + 1), "{}", server.log());
+    let config = server.dir().join("heron.toml");
+    let signed = std::fs::read_to_string(&config).unwrap();
+    let unsigned: String = (signed.lines())
+        .filter(|l| !l.starts_with("dnssec-policy") && !l.starts_with("key-directory"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&config, unsigned).unwrap();
+    server.reload();
+    assert!(eventually(&|| serial() == first), "{}", server.log());
+    std::fs::write(&config, signed).unwrap();
+    server.reload();
+    assert!(
+        eventually(&|| serial() == first + 2),
+        "{} {}",
+        serial(),
+        server.log()
+    );
+}
+
 /// A zone whose keys are in a `key-directory` of its own, its DS asked
 /// of the parent (CDS published), then its `dnssec-policy` removed while
 /// the server is stopped: `check-config` and a start refuse it (served

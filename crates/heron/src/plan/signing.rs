@@ -364,9 +364,12 @@ fn sign_step<Z: Borrow<Zone>>(
     let check = REFRESH_CHECK.as_secs() as u32;
     config.refresh = config.refresh.saturating_add(check);
     // After a restart the version served last is gone; its serial is kept.
-    let served = previous
-        .map(Zone::serial)
-        .or_else(|| read_served_serial(&signing.key_directory, &origin));
+    // The newer of the two: a zone served unsigned for a while (its policy
+    // taken away, the file's older serial served) and signed again went
+    // on from that older serial, below what secondaries held (black-box
+    // finding: they kept the old version).
+    let kept = read_served_serial(&signing.key_directory, &origin);
+    let served = newer_serial(previous.map(Zone::serial), kept);
     config.serial = next_serial(zone.get().serial(), served);
     // A zone gone insecure has no key left: it is served unsigned.
     let unsigned = policy.insecure && step.keys.is_empty();
@@ -466,6 +469,14 @@ fn write_served_serial(dir: &Path, origin: &Name, serial: u32) -> Result<(), Str
 
 /// The serial of a new signing: the file's, unless the version served
 /// has it or a later one (serial arithmetic, RFC 1982), then one past.
+/// The newer of two serials (RFC 1982), either of which may be unknown.
+fn newer_serial(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+    match (a, b) {
+        (Some(a), Some(b)) if b.wrapping_sub(a) as i32 > 0 => Some(b),
+        (a, b) => a.or(b),
+    }
+}
+
 fn next_serial(file: u32, served: Option<u32>) -> Option<u32> {
     let served = served?;
     let ahead = file.wrapping_sub(served) as i32 > 0;
