@@ -276,6 +276,16 @@ fn updates_stay_valid(policy: &str, csk: bool, chain_type: &str) {
     assert!(!dir.path().join("sup.zone.rejected").exists());
     // A reload of its edited file keeps the updated zone (the file is
     // read only between freeze and thaw) and says the file differs.
+    let zone_row = || {
+        let (_, status) = ctl(dir.path(), &["zone-status", ZONE]);
+        status
+            .lines()
+            .find(|l| l.starts_with(ZONE))
+            .map(str::to_string)
+    };
+    let loaded_before = zone_row();
+    // LOADED is shown to the second: a reload after this one shows.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
     let edited = std::fs::read_to_string(&file).unwrap() + "edited A 192.0.2.99\n";
     std::fs::write(&file, edited).unwrap();
     // Named, the reload says it did not take the file (black-box
@@ -287,6 +297,8 @@ fn updates_stay_valid(policy: &str, csk: bool, chain_type: &str) {
     assert!(rejected.contains("edited A 192.0.2.99"), "{rejected}");
     let (_, status) = ctl(dir.path(), &["zone-status", ZONE]);
     assert!(status.contains("the zone file differs"), "{status}");
+    // Nothing was loaded: LOADED stays (black-box finding: it moved).
+    assert_eq!(zone_row(), loaded_before, "{status}");
     let kept = axfr(addr);
     assert!(kept.contains("new.sup.test.") && !kept.contains("old.sup.test."));
     assert!(!kept.contains("edited.sup.test."), "the file is not taken");

@@ -710,7 +710,11 @@ impl ZoneFiles {
                     next.insert(zone);
                 }
                 self.entries[i].loaded = stamp;
-                self.entries[i].loaded_at = Some(SystemTime::now());
+                // An edit not taken loaded nothing: LOADED and its metric
+                // stay at the last load (black-box finding: they moved).
+                if edit_held.is_none() {
+                    self.entries[i].loaded_at = Some(SystemTime::now());
+                }
                 // An edit not taken is the reload's failure, said
                 // until the file is taken (freeze, thaw) or put back.
                 match &edit_held {
