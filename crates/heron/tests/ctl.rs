@@ -556,6 +556,9 @@ fn a_secondary_zone_added_by_reload_is_shown_and_refreshed_on_demand() {
     let (code, out, _) = ctl(&socket, &["flush", "s.test"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("written at each transfer"), "{out}");
+    // Nor is it frozen as an unknown zone (black-box finding).
+    let (_, out, _) = ctl(&socket, &["freeze", "s.test"]);
+    assert!(out.contains("is a secondary zone"), "{out}");
     let (_, out, _) = ctl(&socket, &["refresh", "t.test"]);
     assert!(
         out.contains("t.test. is not a zone of this server"),

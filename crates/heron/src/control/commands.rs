@@ -309,6 +309,13 @@ impl Controller {
             .unwrap_or_else(|e| e.into_inner())
             .file_of(zone);
         let (Some(file), Some(served)) = (file, self.catalog.load().get(zone).cloned()) else {
+            // Served, no file of its own (black-box finding: a secondary
+            // was called "not a zone of this server").
+            if self.secondaries.load().contains(&zone.to_lowercase()) {
+                return Response::refused(format!(
+                    "{zone} is a secondary zone: it takes no updates here, its primary's are transferred in"
+                ));
+            }
             return Response::refused(format!("{zone} is not a zone of this server"));
         };
         if !policy.takes_updates() {
