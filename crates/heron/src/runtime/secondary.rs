@@ -460,20 +460,9 @@ impl Running {
             .cloned()
             .collect();
         for zone in gone {
-            let origin = zone.origin.to_lowercase();
             self.leave_catalog(&zone, "loaded from a file", primary);
             changes.removed.push(zone.origin.clone());
-            // Still configured, from a file (a secondary made a primary,
-            // its copy often that file): its files stay (black-box finding).
-            let promoted = from_files(&origin);
-            let file = self.stop(&origin, next, primary, &from_files);
-            if let (true, Some(file)) = (promoted, &file) {
-                // The primary's file now: no write of the old role lands.
-                self.keeper.forget(file);
-            }
-            if let Some(file) = file.filter(|_| !self.keep_removed && !promoted) {
-                to_delete.push(file);
-            }
+            to_delete.extend(self.stop_gone(&zone, next, primary, &from_files));
         }
         for (origin, zone) in wanted.drain() {
             match self.zones.get(&OwnOrigin, &origin) {
@@ -511,6 +500,26 @@ impl Running {
         }
         self.publish_origins();
         changes
+    }
+
+    /// Stops a zone no longer a secondary here; its kept copy to delete,
+    /// if any. One still configured, from a file (a secondary made a
+    /// primary, its copy often that file) keeps its files (black-box
+    /// finding), and no write of its old role lands on them.
+    fn stop_gone(
+        &mut self,
+        zone: &SecondaryZone,
+        next: &mut Catalog,
+        primary: &Primary,
+        from_files: &impl Fn(&Name) -> bool,
+    ) -> Option<std::path::PathBuf> {
+        let origin = zone.origin.to_lowercase();
+        let promoted = from_files(&origin);
+        let file = self.stop(&origin, next, primary, from_files)?;
+        if promoted {
+            self.keeper.forget(&file);
+        }
+        Some(file).filter(|_| !self.keep_removed && !promoted)
     }
 
     /// Reads again the version served of each consumed catalog that has
