@@ -499,6 +499,41 @@ fn primary_of_a_and_b(dir: &Path) -> (ServerProcess, u16, String) {
     (primary, consumer_port, config)
 }
 
+/// A consumer restarted after its catalog changed while it was down (the
+/// NOTIFY lost) checks the catalog at once: the member taken out goes,
+/// without waiting for the catalog's refresh, an hour here (black-box
+/// finding; Knot checks at start).
+#[test]
+fn a_restarted_consumer_checks_its_catalog_at_once() {
+    let dir = work_dir("check-at-start");
+    let (primary, consumer_port, config) = primary_of_a_and_b(&dir);
+    let mut consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
+        .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));
+    let addr = consumer.addr();
+    assert!(
+        eventually(|| serves_exactly(addr, &["a.test", "b.test"])),
+        "{}",
+        consumer.log()
+    );
+    consumer.terminate();
+    let catalog = dir.join(format!("{CATALOG}.zone"));
+    std::fs::write(&catalog, catalog_text(2, &[("a", "a.test", None)])).unwrap();
+    primary.reload();
+    assert!(
+        eventually(|| zone_serial(primary.addr(), CATALOG) == Some(2)),
+        "{}",
+        primary.log()
+    );
+    let again = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
+        .unwrap_or_else(|log| panic!("Heron did not restart: {log}"));
+    assert!(
+        eventually(|| serves_exactly(again.addr(), &["a.test"])),
+        "{}",
+        again.log()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A careless operator: a member zone of a catalog is configured by hand
 /// with a zone file of its own, and `heron ctl reconfigure` run. The
 /// file's zone is served from then on, not overwritten by the member's

@@ -231,6 +231,7 @@ pub fn start(
         consumers,
     } = secondaries;
     let keeper = start_keeper()?;
+    let catalogs = consumed_catalogs(&zones, &consumers);
     let mut unavailable = (*catalog.load_full()).clone();
     zones.iter().for_each(|z| unavailable.expire(&z.origin));
     catalog.store(Arc::new(unavailable));
@@ -281,6 +282,9 @@ pub fn start(
         signed: transfers.signed_secondaries.clone(),
     });
     tokio::spawn(refresh::run(zones.collect(), ctx, received));
+    for origin in catalogs {
+        let _ = commands.send(Command::CheckSoon(origin));
+    }
     let notify_commands = commands.clone();
     tokio::spawn(async move {
         while let Some(NotifyReceived { origin, serial, .. }) = notifies.recv().await {
@@ -288,6 +292,17 @@ pub fn start(
         }
     });
     Some((keeper, commands, started))
+}
+
+/// The secondary zones that are consumed catalogs. They are checked at
+/// once at the start: members added or removed while the server was down
+/// waited for the catalog's refresh, up to an hour (black-box finding;
+/// Knot checks at start).
+fn consumed_catalogs(zones: &[SecondaryZone], consumers: &Consumers) -> Vec<Name> {
+    (zones.iter())
+        .filter(|z| consumers.is_catalog(&z.origin.to_lowercase()))
+        .map(|z| z.origin.clone())
+        .collect()
 }
 
 /// The thread that writes kept copies. They are written when the workers
