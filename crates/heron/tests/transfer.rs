@@ -417,6 +417,40 @@ fn a_serial_that_goes_back_is_warned_of() {
     assert!(server.wait_for_log(said), "{}", server.log());
 }
 
+/// A zone taken out of the configuration and put back takes up its IXFR
+/// history, as a start does (black-box finding: IXFR got the whole zone).
+#[test]
+fn ixfr_history_survives_a_zone_taken_out_and_put_back() {
+    let file = temp_zone("journal-back", &zone_text(1, ""));
+    let server = start_heron(&file, "allow-transfer = [\"127.0.0.1\"]");
+    reload_to(&server, &file, 2);
+    reload_to(&server, &file, 3);
+    let config = server.dir().join("heron.toml");
+    let with = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, &with[..with.find("[[zone]]").unwrap()]).unwrap();
+    server.reload();
+    assert!(
+        eventually(|| soa_serial(server.addr()).is_none()),
+        "{}",
+        server.log()
+    );
+    std::fs::write(&config, &with).unwrap();
+    server.reload();
+    assert!(
+        eventually(|| soa_serial(server.addr()) == Some(3)),
+        "{}",
+        server.log()
+    );
+    let out = kdig(server.addr(), &[ORIGIN, "IXFR=1"]);
+    assert_eq!(
+        soa_serials(&out.stdout),
+        [3, 1, 2, 2, 3, 3],
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        server.log()
+    );
+}
+
 #[test]
 fn ixfr_history_survives_a_restart() {
     let file = temp_zone("journal", &zone_text(1, ""));

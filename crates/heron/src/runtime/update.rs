@@ -968,11 +968,18 @@ pub(crate) fn replay_added(current: &Catalog, next: &mut Catalog, xfr: &Transfer
     for zone in added {
         let origin = zone.origin();
         let policy = xfr.primary.policy(origin);
-        let Some(path) = policy.journal_path().filter(|_| policy.takes_updates()) else {
+        let Some(path) = policy.journal_path() else {
             continue;
         };
         // Heron's signed zones carry their journal by content, at a start.
         if xfr.signings.get(origin).is_some() || !path.exists() {
+            continue;
+        }
+        // One taking no updates takes up its IXFR history, as at a start
+        // (black-box finding: put back, it answered IXFR with the whole
+        // zone).
+        if !policy.takes_updates() {
+            xfr.primary.restore_journal(&zone);
             continue;
         }
         let served = match replay_one(&zone, path, &policy) {
