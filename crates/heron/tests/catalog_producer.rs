@@ -333,3 +333,21 @@ fn the_catalog_keeps_its_serial_across_restarts_and_idle_reloads_and_goes_when_u
     drop(heron);
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// `check-config` counts the generated catalog among the zones, as `heron
+/// ctl status` does (black-box finding: one fewer).
+#[test]
+fn check_config_counts_the_generated_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    write_zones(dir.path());
+    let file = dir.path().join("heron.toml");
+    std::fs::write(&file, config(5300, 5301, dir.path(), &[member(ZONES[0])])).unwrap();
+    let out = std::process::Command::new(heron())
+        .arg("check-config")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    let zones = ZONES.len() + 1;
+    assert!(said.contains(&format!("OK, {zones} zones")), "{said}");
+}
