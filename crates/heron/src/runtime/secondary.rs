@@ -854,9 +854,11 @@ fn delete_kept(file: &std::path::Path, told: bool) {
     for path in paths {
         match std::fs::remove_file(path) {
             Ok(()) if told => {
-                tracing::info!(file = %path.display(), "deleted: its zone is removed")
+                tracing::info!(file = %path.display(), "deleted: no longer a kept copy (its zone removed, or kept at another path)")
             }
-            Ok(()) => tracing::debug!(file = %path.display(), "deleted: its zone is removed"),
+            Ok(()) => {
+                tracing::debug!(file = %path.display(), "deleted: no longer a kept copy (its zone removed, or kept at another path)")
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => tracing::warn!("cannot delete {}: {e}", path.display()),
         }
