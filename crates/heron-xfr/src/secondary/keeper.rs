@@ -286,6 +286,14 @@ type Failure = ((PathBuf, Pending), String);
 static FAILING: std::sync::LazyLock<std::sync::Mutex<HashMap<PathBuf, String>>> =
     std::sync::LazyLock::new(Default::default);
 
+/// Why a kept copy of `origin` cannot be written now, if one cannot.
+pub fn failing_copy_of(origin: &heron_proto::Name) -> Option<String> {
+    let said = format!("zone {origin}: ");
+    let failing = FAILING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut of_zone = failing.values().filter(|why| why.starts_with(&said));
+    of_zone.next().map(|why| why[said.len()..].to_string())
+}
+
 /// The kept copies that cannot be written now, and why, by path.
 pub fn failing_copies() -> Vec<(PathBuf, String)> {
     let failing = FAILING.lock().unwrap_or_else(|e| e.into_inner());
@@ -798,6 +806,8 @@ mod tests {
         // Said as failing (for ctl flush and the shutdown) until written.
         let failing = |p: &Path| failing_copies().iter().any(|(f, _)| f == p);
         assert!(failing(&path), "{:?}", failing_copies());
+        let origin = heron_proto::Name::parse("k.test").unwrap();
+        assert!(failing_copy_of(&origin).is_some(), "{:?}", failing_copies());
         // A refresh check's date for it meanwhile does not end the retries.
         keeper.date(&kept(&path), SystemTime::now());
         assert!(keeper.flush(Duration::from_secs(10)));

@@ -739,7 +739,12 @@ fn secondary_fields(row: &mut Value, report: &ZoneReport) {
         "next_refresh": report.next_check.map(unix_seconds),
         "expire_at": report.expire_at.map(unix_seconds),
         "failures": report.failures,
-        "last_error": report.last_error,
+        // A kept copy the disk refuses is the operator's error too: a
+        // restart would serve the older copy (regression hunt).
+        "last_error": report.last_error.clone().or_else(|| {
+            heron_xfr::secondary::keeper::failing_copy_of(&report.origin)
+                .map(|why| format!("kept copy not written (tried again every second): {why}"))
+        }),
         "primaries": primaries,
     });
     if let (Value::Object(row), Value::Object(fields)) = (row, fields) {
