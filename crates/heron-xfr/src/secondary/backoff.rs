@@ -11,8 +11,14 @@
 //! connection attempted, until the window ends. So when a primary of
 //! 100,000 zones goes down, at most the exchanges already under way in
 //! each window reach it, not every zone's retry; and its zones wait for it
-//! together. An answer from it ends the window; a NOTIFY from its address
-//! does not (NOTIFYs are cheap to send, even spoofed).
+//! together. An answer from it ends the window. A NOTIFY from its address
+//! does not (NOTIFYs are cheap to send, even spoofed), but the check the
+//! NOTIFY asks for is let through as a probe (`client::PROBE`), at most
+//! one a [`PROBE_EVERY`] per primary: a primary
+//! that restarted and NOTIFYs is asked at once, as Knot and BIND ask it,
+//! instead of at the end of a window of up to a minute (black-box
+//! finding), and spoofed NOTIFYs reach a primary that is down once a
+//! second at most, whatever the number of its zones.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -21,6 +27,9 @@ use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
 
 use crate::timers::backoff::{FIRST_RETRY, PRIMARY_MAX_BACKOFF, exponential, jitter};
+
+/// Fewest time between two probes a primary's NOTIFYs let through.
+pub const PROBE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The primaries that failed lately, and until when each is left alone.
 #[derive(Default)]
@@ -34,6 +43,8 @@ struct Down {
     until: Instant,
     /// Why it failed last: the checks it turns away say so.
     cause: Arc<str>,
+    /// When a NOTIFY from it last let a check through (a probe).
+    last_probe: Option<Instant>,
 }
 
 /// Why a primary is not tried now: until when, and how it last failed.
@@ -55,6 +66,22 @@ impl PrimaryHealth {
         }
     }
 
+    /// A NOTIFY came from `addr`'s address: whether the check it asks for
+    /// goes to it as a probe although it is left alone (none when it is
+    /// not, nor when a probe went less than [`PROBE_EVERY`] ago).
+    pub fn notified(&self, addr: SocketAddr, now: Instant) -> bool {
+        let mut down = self.down.lock().unwrap();
+        match down.get_mut(&addr) {
+            Some(down)
+                if now < down.until && down.last_probe.is_none_or(|at| now >= at + PROBE_EVERY) =>
+            {
+                down.last_probe = Some(now);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// `addr` could not be reached (`cause`: how): it is left alone until
     /// the returned instant. Failures of exchanges that were already under
     /// way when its window opened do not lengthen it again.
@@ -64,6 +91,7 @@ impl PrimaryHealth {
             failures: 0,
             until: now,
             cause: cause.into(),
+            last_probe: None,
         });
         if *state.cause != *cause {
             state.cause = cause.into();
@@ -102,6 +130,24 @@ mod tests {
 
     fn addr(s: &str) -> SocketAddr {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_notify_grants_one_probe_a_second() {
+        let health = PrimaryHealth::default();
+        let (a, b) = (addr("192.0.2.1:53"), addr("192.0.2.2:53"));
+        let t0 = Instant::now();
+        health.failed(a, t0, "timed out");
+        health.failed(a, t0 + secs(2), "timed out");
+        let now = t0 + secs(3);
+        assert!(health.notified(a, now), "a probe");
+        assert!(!health.notified(b, now), "not left alone: no probe needed");
+        assert!(
+            health.admit(a, now).is_err(),
+            "others are still turned away"
+        );
+        assert!(!health.notified(a, now + secs(1) / 2), "one a second");
+        assert!(health.notified(a, now + PROBE_EVERY));
     }
 
     #[test]

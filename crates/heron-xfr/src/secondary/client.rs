@@ -184,6 +184,14 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+tokio::task_local! {
+    /// Set for an exchange that a NOTIFY from its primary asked for while
+    /// that primary is left alone after failing: it is tried all the
+    /// same (its SOA query and its connection), one a second at most
+    /// (`backoff::PrimaryHealth::notified`).
+    pub static PROBE: bool;
+}
+
 /// The pool of connections to primaries, shared by every secondary zone.
 pub struct Connections {
     /// One pipelined line per primary for SOA checks.
@@ -315,8 +323,12 @@ impl Connections {
         &self.health
     }
 
-    /// Fails at once if `up` is left alone after failing.
+    /// Fails at once if `up` is left alone after failing, unless this is
+    /// a probe ([`PROBE`]).
     fn admit(&self, up: &Upstream) -> Result<(), ClientError> {
+        if PROBE.try_with(|probe| *probe).unwrap_or(false) {
+            return Ok(());
+        }
         self.health
             .admit(up.addr, Instant::now())
             .map_err(ClientError::PrimaryDown)

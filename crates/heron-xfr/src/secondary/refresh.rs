@@ -15,7 +15,7 @@
 //! at once; its modification time records the last successful check, so
 //! the timers survive a restart.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -25,7 +25,7 @@ use heron_zone::Zone;
 use heron_zone::diff::ZoneDiff;
 use tokio::sync::{mpsc, oneshot};
 
-use super::client::{ClientError, Connections, Upstream};
+use super::client::{ClientError, Connections, PROBE, Upstream};
 use super::keeper::Keeper;
 use super::primary_log::{Event as LogEvent, Level, PrimaryLog, Summary};
 use super::receive::{Outcome, Request};
@@ -131,8 +131,12 @@ impl SharedBounds {
 /// What the driver is told while it runs.
 #[derive(Debug)]
 pub enum Command {
-    /// A NOTIFY for `origin` passed its checks.
-    Notify { origin: Name, serial: Option<u32> },
+    /// A NOTIFY for `origin` passed its checks; sent from `from`.
+    Notify {
+        origin: Name,
+        serial: Option<u32>,
+        from: Option<std::net::IpAddr>,
+    },
     /// Check `origin` soon, as a NOTIFY would make it (its primaries
     /// changed, say); not counted as a NOTIFY.
     CheckSoon(Name),
@@ -236,6 +240,9 @@ struct Driver {
     unkept: Option<(ZoneId, Arc<Zone>)>,
     /// Lines about failures and recoveries, bounded per primary.
     log: PrimaryLog,
+    /// Zones whose next exchange is a probe of a primary left alone: a
+    /// NOTIFY from it asked for it (`client::PROBE`).
+    probes: HashSet<ZoneId>,
 }
 
 /// The ids of the driver's zones by origin ([`OriginIndex`]): 4 octets
@@ -384,6 +391,7 @@ impl Driver {
             actions: Vec::new(),
             unkept: None,
             log: PrimaryLog::default(),
+            probes: HashSet::new(),
         }
     }
 
@@ -407,9 +415,25 @@ impl Driver {
 
     fn command(&mut self, command: Command) {
         match command {
-            Command::Notify { origin, serial } => {
+            Command::Notify {
+                origin,
+                serial,
+                from,
+            } => {
                 if let Some(&zone) = self.ids.get(&Entries(&self.zones), &origin) {
-                    self.entry(zone).expect("listed").inbound.notify();
+                    let ctx = self.ctx.clone();
+                    let entry = self.entry(zone).expect("listed");
+                    entry.inbound.notify();
+                    // From one of its primaries: that one is asked even if
+                    // left alone after failing (one probe a second).
+                    let now = tokio::time::Instant::now();
+                    let health = ctx.conns.health();
+                    let probe = (entry.zone.primaries.iter())
+                        .filter(|up| Some(up.addr.ip()) == from)
+                        .any(|up| health.notified(up.addr, now));
+                    if probe {
+                        self.probes.insert(zone);
+                    }
                     self.handle(Event::Notify { zone, serial });
                 }
             }
@@ -509,6 +533,7 @@ impl Driver {
     /// Drops the zone `id` names, its id free for the next zone added.
     fn forget(&mut self, id: ZoneId) {
         self.stop_exchanges(id);
+        self.probes.remove(&id);
         self.zones[id.0 as usize] = None;
         self.handle(Event::Removed(id));
         self.free.push(id);
@@ -636,8 +661,9 @@ impl Driver {
             };
             let is_soa = matches!(action, Action::CheckSoa { .. });
             let (ctx, done) = (self.ctx.clone(), self.done.0.clone());
+            let probe = self.probes.remove(&zone);
             self.in_flight += 1;
-            let task = tokio::spawn(async move {
+            let task = tokio::spawn(PROBE.scope(probe, async move {
                 let result = if is_soa {
                     let serial = ctx.conns.soa_serial(&up, &origin).await;
                     Exchanged::Serial(serial.map_err(|e| failure(&origin, &up, "", e)))
@@ -657,7 +683,7 @@ impl Driver {
                     primary,
                     result,
                 });
-            });
+            }));
             let running = self.running.entry(zone).or_default();
             running.push((check, task.abort_handle()));
         }
@@ -1394,6 +1420,7 @@ mod tests {
         Command::Notify {
             origin: Name::parse("T.test").unwrap(),
             serial: None,
+            from: None,
         }
     }
 
@@ -1429,6 +1456,49 @@ mod tests {
         driver.await.unwrap();
         assert_eq!(primary.seen().len(), queries);
         assert_eq!(published(), [1, 2]);
+    }
+
+    /// A primary left alone after failing (a long outage) that NOTIFYs is
+    /// asked at once, as Knot and BIND ask it (black-box finding: up to a
+    /// minute later); a NOTIFY from another address lets nothing through.
+    #[tokio::test]
+    async fn a_notify_from_a_primary_left_alone_is_answered_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let primary = FakePrimary::start(&["t.test"], 1);
+        let recorder = Arc::new(Recorder::default());
+        let zone = secondary(&dir.path().join("kept"), primary.addr());
+        let ctx = context(recorder.clone());
+        let (commands, received) = mpsc::unbounded_channel();
+        let driver = tokio::spawn(run(vec![(zone, None)], ctx.clone(), received));
+        let published = || recorder.published.lock().unwrap().clone();
+        until(|| published() == [1]).await;
+        let (health, now) = (ctx.conns.health(), tokio::time::Instant::now());
+        for outage in 0..8 {
+            health.failed(
+                primary.addr(),
+                now + Duration::from_secs(100 * outage),
+                "timed out",
+            );
+        }
+        primary.set_serial(2);
+        let notify_from = |from| Command::Notify {
+            origin: Name::parse("t.test").unwrap(),
+            serial: None,
+            from,
+        };
+        commands
+            .send(notify_from(Some("192.0.2.7".parse().unwrap())))
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(published(), [1], "left alone");
+        // The check it asks for waits for NOTIFY_CHECK_INTERVAL after the
+        // one before; it goes all the same.
+        commands
+            .send(notify_from(Some(primary.addr().ip())))
+            .unwrap();
+        until(|| published() == [1, 2]).await;
+        drop(commands);
+        driver.await.unwrap();
     }
 
     /// Black-box finding: a transfer whose zone a reload removed (or

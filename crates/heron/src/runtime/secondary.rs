@@ -287,8 +287,18 @@ pub fn start(
     }
     let notify_commands = commands.clone();
     tokio::spawn(async move {
-        while let Some(NotifyReceived { origin, serial, .. }) = notifies.recv().await {
-            let _ = notify_commands.send(Command::Notify { origin, serial });
+        while let Some(NotifyReceived {
+            origin,
+            serial,
+            from,
+        }) = notifies.recv().await
+        {
+            let from = Some(from.ip());
+            let _ = notify_commands.send(Command::Notify {
+                origin,
+                serial,
+                from,
+            });
         }
     });
     Some((keeper, commands, started))
