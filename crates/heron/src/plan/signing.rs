@@ -364,12 +364,17 @@ fn sign_step<Z: Borrow<Zone>>(
     let check = REFRESH_CHECK.as_secs() as u32;
     config.refresh = config.refresh.saturating_add(check);
     // After a restart the version served last is gone; its serial is kept.
-    // The newer of the two: a zone served unsigned for a while (its policy
-    // taken away, the file's older serial served) and signed again went
-    // on from that older serial, below what secondaries held (black-box
+    // A zone served unsigned meanwhile (its policy taken away, the file's
+    // older serial served) goes on from the newer of the two: from the
+    // unsigned one it went below what secondaries held (black-box
     // finding: they kept the old version).
-    let kept = read_served_serial(&signing.key_directory, &origin);
-    let served = newer_serial(previous.map(Zone::serial), kept);
+    let served = match previous {
+        Some(signed) if signed.apex().rrset(RType::DNSKEY).is_some() => Some(signed.serial()),
+        unsigned => newer_serial(
+            unsigned.map(Zone::serial),
+            read_served_serial(&signing.key_directory, &origin),
+        ),
+    };
     config.serial = next_serial(zone.get().serial(), served);
     // A zone gone insecure has no key left: it is served unsigned.
     let unsigned = policy.insecure && step.keys.is_empty();
