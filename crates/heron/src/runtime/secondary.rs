@@ -224,7 +224,7 @@ pub fn start(
     let Secondaries {
         zones,
         connections,
-        mut notifies,
+        notifies,
         bounds,
         kept,
         keep_removed,
@@ -285,23 +285,25 @@ pub fn start(
     for origin in catalogs {
         let _ = commands.send(Command::CheckSoon(origin));
     }
-    let notify_commands = commands.clone();
+    forward_notifies(notifies, commands.clone());
+    Some((keeper, commands, started))
+}
+
+/// Hands the NOTIFYs the query processor took to the refresh task, with
+/// the address each came from.
+fn forward_notifies(
+    mut notifies: mpsc::UnboundedReceiver<NotifyReceived>,
+    commands: mpsc::UnboundedSender<Command>,
+) {
     tokio::spawn(async move {
-        while let Some(NotifyReceived {
-            origin,
-            serial,
-            from,
-        }) = notifies.recv().await
-        {
-            let from = Some(from.ip());
-            let _ = notify_commands.send(Command::Notify {
-                origin,
-                serial,
-                from,
+        while let Some(received) = notifies.recv().await {
+            let _ = commands.send(Command::Notify {
+                origin: received.origin,
+                serial: received.serial,
+                from: Some(received.from.ip()),
             });
         }
     });
-    Some((keeper, commands, started))
 }
 
 /// The secondary zones that are consumed catalogs. They are checked at
