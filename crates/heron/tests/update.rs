@@ -1321,6 +1321,49 @@ fn a_zone_that_stops_taking_updates_is_written_back_at_once() {
     assert_eq!(a(server.addr(), "leaving.upd.test").len(), 1);
 }
 
+/// A dynamic zone whose updates are only in its journal, taken out of the
+/// configuration and put back without `allow-update`: the journal is left
+/// as it is, and the updates are served again once `allow-update` is back
+/// (regression hunt: the journal was set aside as `.unapplied`).
+#[test]
+fn updates_not_written_back_outlive_the_zone_put_back_without_updates() {
+    let file = zone_file("put-back");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
+    let command = "update add kept.upd.test 60 A 192.0.2.76";
+    let got = send(
+        Client::Knsupdate,
+        server.addr(),
+        Some("ops"),
+        false,
+        command,
+    );
+    assert_eq!(got, "NOERROR");
+    let config = server.dir().join("heron.toml");
+    let with = std::fs::read_to_string(&config).unwrap();
+    let zone_at = with.find("[[zone]]").unwrap();
+    let reconfigure = |text: &str| {
+        std::fs::write(&config, text).unwrap();
+        let (ok, said) = ctl(&socket, &["reconfigure"]);
+        assert!(ok, "{said}\n{}", server.log());
+    };
+    reconfigure(&with[..zone_at]);
+    let no_updates: String = (with.lines())
+        .filter(|l| !l.starts_with("allow-update") && !l.starts_with("zonefile-sync"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    // Transfers allowed: the zone keeps an IXFR history of its own.
+    reconfigure(&format!("{no_updates}allow-transfer = [\"127.0.0.1\"]\n"));
+    let journal = file.with_extension("zone.jnl");
+    assert!(journal.exists(), "{}", server.log());
+    reconfigure(&with[..zone_at]);
+    reconfigure(&with);
+    assert!(
+        eventually(|| a(server.addr(), "kept.upd.test").len() == 1),
+        "{}",
+        server.log()
+    );
+}
+
 /// A write-back due when the zone is frozen waits for the thaw: the file
 /// is the operator's meanwhile (before, the timer set by the last update
 /// fired during the freeze and replaced the edit being made).

@@ -975,11 +975,17 @@ pub(crate) fn replay_added(current: &Catalog, next: &mut Catalog, xfr: &Transfer
         if xfr.signings.get(origin).is_some() || !path.exists() {
             continue;
         }
-        // One taking no updates takes up its IXFR history, as at a start
-        // (black-box finding: put back, it answered IXFR with the whole
-        // zone).
+        // One taking no updates takes up its IXFR history when it ends at
+        // the serial served, as at a start (black-box finding: put back,
+        // it answered IXFR with the whole zone). A journal with steps past
+        // it (updates not written back, the zone put back without
+        // `allow-update`) is left as it is, for the updates to be taken up
+        // when `allow-update` is back (regression hunt: it was set aside).
         if !policy.takes_updates() {
-            xfr.primary.restore_journal(&zone);
+            let fits = heron_xfr::journal::files::steps_after(path, origin, zone.serial());
+            if fits.is_ok_and(|steps| steps.is_empty()) {
+                xfr.primary.restore_journal(&zone);
+            }
             continue;
         }
         let served = match replay_one(&zone, path, &policy) {
