@@ -26,11 +26,23 @@ use crate::runtime::{Selection, Transfers, reload};
 const KNOWN: &str = "status, zone-status, reload, reconfigure, retransfer, refresh, notify, stats, dnstap-reopen, freeze, thaw, flush, keys, roll, ds-seen, stop";
 
 /// The kept copies of secondary zones that cannot be written now (a full
-/// or read-only disk; tried again every second), as `flush` errors.
-fn failing_kept_copies() -> Vec<String> {
-    (heron_xfr::secondary::keeper::failing_copies().into_iter())
-        .map(|(path, why)| format!("kept copy {} not written: {why}", path.display()))
-        .collect()
+/// or read-only disk; tried again every second), of `zones` (every zone's
+/// when none is named), as `flush` errors.
+fn failing_kept_copies(zones: &[Name]) -> Vec<String> {
+    use heron_xfr::secondary::keeper::{failing_copies, failing_copy_of};
+    match zones.is_empty() {
+        true => (failing_copies().into_iter())
+            .map(|(path, why)| format!("kept copy {} not written: {why}", path.display()))
+            .collect(),
+        false => (zones.iter())
+            .filter_map(|z| {
+                Some(format!(
+                    "{z}: kept copy not written: {}",
+                    failing_copy_of(z)?
+                ))
+            })
+            .collect(),
+    }
 }
 
 /// What `flush` did with one zone.
@@ -355,19 +367,14 @@ impl Controller {
             // Nothing written when one named is wrong.
             return Response::refused(format!("{zone} is not a zone of this server"));
         }
-        let secondaries = self.secondaries.load();
-        let names_secondary = zones
-            .iter()
-            .any(|z| secondaries.contains(&z.to_lowercase()));
-        let all = zones.is_empty();
-        let targets = match all {
+        // Kept copies that cannot be written: every one, or those of the
+        // zones named (not another zone's; regression hunt).
+        let failing = failing_kept_copies(&zones);
+        let targets = match zones.is_empty() {
             true => self.transfers.unwritten.origins(),
             false => zones,
         };
-        let (mut lines, mut errors, mut rows) = (Vec::new(), Vec::new(), Vec::new());
-        if all || names_secondary {
-            errors.extend(failing_kept_copies());
-        }
+        let (mut lines, mut errors, mut rows) = (Vec::new(), failing, Vec::new());
         for zone in &targets {
             match self.flush_one(zone).await {
                 // Served, with no zone file of its own: a secondary's
@@ -739,12 +746,10 @@ fn secondary_fields(row: &mut Value, report: &ZoneReport) {
         "next_refresh": report.next_check.map(unix_seconds),
         "expire_at": report.expire_at.map(unix_seconds),
         "failures": report.failures,
-        // A kept copy the disk refuses is the operator's error too: a
-        // restart would serve the older copy (regression hunt).
-        "last_error": report.last_error.clone().or_else(|| {
-            heron_xfr::secondary::keeper::failing_copy_of(&report.origin)
-                .map(|why| format!("kept copy not written (tried again every second): {why}"))
-        }),
+        "last_error": report.last_error,
+        // A kept copy the disk refuses: a restart would serve the older
+        // copy (regression hunt: zone-status said nothing).
+        "kept_copy_error": heron_xfr::secondary::keeper::failing_copy_of(&report.origin),
         "primaries": primaries,
     });
     if let (Value::Object(row), Value::Object(fields)) = (row, fields) {

@@ -518,6 +518,13 @@ fn error_lines(data: &Value) -> String {
             ),
             _ => format!("{}: last error: {why}\n", text_of(&z["zone"])),
         })
+        .chain(zones.iter().filter_map(|z| {
+            let why = z["kept_copy_error"].as_str()?;
+            Some(format!(
+                "{}: kept copy not written (tried again every second): {why}\n",
+                text_of(&z["zone"])
+            ))
+        }))
         .collect()
 }
 
@@ -721,6 +728,20 @@ mod tests {
         assert_eq!(
             lines,
             "bad.test.: last error: bad.test.zone:3: bad IPv4 address\n"
+        );
+    }
+
+    /// A kept copy the disk refuses is said as the zone's state, whether
+    /// its checks work or not (regression hunt: said as past).
+    #[test]
+    fn a_kept_copy_not_written_is_said_as_now() {
+        let data = serde_json::json!([
+            {"zone": "full.test.", "role": "secondary", "failures": 0,
+             "kept_copy_error": "/d/full.zone: No space left on device"},
+        ]);
+        assert_eq!(
+            error_lines(&data),
+            "full.test.: kept copy not written (tried again every second): /d/full.zone: No space left on device\n"
         );
     }
 
