@@ -632,3 +632,38 @@ fn a_reload_keeps_the_updated_zone_and_brings_it_a_policy_change() {
     assert!(zone_serial(addr, ZONE).unwrap() > serial);
     check_valid(addr, &text, &STEPS[0], true);
 }
+
+/// A signed zone taking updates whose `dnssec-policy` is taken away while
+/// its file lacks updates: the updates stay, served unsigned at the next
+/// serial (regression hunt: the file was served and the updates lost,
+/// the journal's signed steps not taken by the unsigned file).
+#[test]
+fn updates_not_written_back_outlive_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_with(dir.path(), "", "zonefile-sync = 600");
+    let addr = server.addr();
+    assert_eq!(
+        nsupdate(addr, "update add pending.sup.test 300 TXT \"kept\""),
+        "NOERROR"
+    );
+    let signed_serial = zone_serial(addr, ZONE).unwrap();
+    let config = server.dir().join("heron.toml");
+    let signed = std::fs::read_to_string(&config).unwrap();
+    let unsigned: String = (signed.lines())
+        .filter(|l| !l.starts_with("dnssec-policy") && !l.starts_with("key-directory"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&config, unsigned).unwrap();
+    let (ok, said) = ctl(dir.path(), &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
+    let kept = kdig(addr, &["pending.sup.test", "TXT", "+short"]);
+    assert!(
+        String::from_utf8_lossy(&kept.stdout).contains("kept"),
+        "{}",
+        server.log()
+    );
+    let axfr = String::from_utf8_lossy(&kdig(addr, &[ZONE, "AXFR"]).stdout).into_owned();
+    assert!(!axfr.contains("RRSIG"), "{axfr}");
+    let serial = zone_serial(addr, ZONE).unwrap();
+    assert!(serial > signed_serial, "{serial} after {signed_serial}");
+}

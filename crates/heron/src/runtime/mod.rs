@@ -321,7 +321,10 @@ fn reconfigure(
     mut new: Reconfigured,
     files: &ZoneFiles,
 ) -> Reconfiguration {
-    update::write_back_leaving(catalog, xfr, &mut new.policies);
+    let signed_now: std::collections::HashSet<Name> = (files.signed_files().into_iter())
+        .map(|(origin, _)| origin.to_lowercase())
+        .collect();
+    update::write_back_leaving(catalog, xfr, &mut new.policies, &signed_now);
     new.left_for_restart.iter().for_each(|part| {
         tracing::warn!("{part} changed in the configuration: it takes effect at the next restart")
     });

@@ -338,14 +338,19 @@ impl Unwritten {
 /// Before a new configuration takes effect: a zone that no longer takes
 /// updates (`allow-update` removed, or the zone removed) while its file
 /// lacks some is written back now, since nothing would replay its journal
-/// at the next start (its file alone is then the zone). One that cannot
-/// be written keeps its update settings (`policies` changed back) until
-/// a later reconfigure can write it. Under `zonefile-sync = "never"` the
-/// file is left alone, as promised, and the operator told.
+/// at the next start (its file alone is then the zone). So is one signed
+/// here that no longer is (its `dnssec-policy` removed, `signed_now`
+/// those still signed): its journal's steps are signed ones, which its
+/// file read unsigned does not take (regression hunt: its updates were
+/// lost). One that cannot be written keeps its update settings
+/// (`policies` changed back) until a later reconfigure can write it.
+/// Under `zonefile-sync = "never"` the file is left alone, as promised,
+/// and the operator told.
 pub(crate) fn write_back_leaving(
     catalog: &SharedCatalog,
     xfr: &Transfers,
     policies: &mut HashMap<Name, ZonePolicy>,
+    signed_now: &HashSet<Name>,
 ) {
     let configured = xfr.primary.policies();
     for origin in xfr.unwritten.origins() {
@@ -353,15 +358,18 @@ pub(crate) fn write_back_leaving(
             continue; // a catalog member: its policy is set apart
         };
         let new = policies.get_mut(&origin);
-        if new.as_ref().is_some_and(|p| p.takes_updates()) {
+        let unsigned_now =
+            xfr.signings.get(&origin).is_some() && !signed_now.contains(&origin.to_lowercase());
+        if new.as_ref().is_some_and(|p| p.takes_updates()) && !unsigned_now {
             continue;
         }
         let Some(zone) = catalog.load().get(&origin).cloned() else {
             continue;
         };
-        let leaving = match new.is_some() {
-            true => "no longer takes updates",
-            false => "no longer configured",
+        let leaving = match (new.as_ref().map(|p| p.takes_updates()), unsigned_now) {
+            (Some(true), _) => "no longer signed here",
+            (Some(false), _) => "no longer takes updates",
+            (None, _) => "no longer configured",
         };
         let Some((path, _)) = &old.update.write_back else {
             tracing::warn!(
@@ -370,7 +378,12 @@ pub(crate) fn write_back_leaving(
             continue;
         };
         let signed_here = xfr.signings.get(&origin).is_some();
-        match write_editable(&zone, path, signed_here) {
+        let written = match unsigned_now {
+            // Its next serial: the secondaries hold the signed one.
+            true => unsigned_next(&zone).and_then(|next| write_editable(&next, path, true)),
+            false => write_editable(&zone, path, signed_here),
+        };
+        match written {
             Ok(()) => {
                 xfr.unwritten.written(catalog, &zone, &xfr.primary);
                 tracing::info!(
@@ -390,6 +403,15 @@ pub(crate) fn write_back_leaving(
             }
         }
     }
+}
+
+/// `zone` without what a signer made, at its next serial: the file of a
+/// zone no longer signed here, which its secondaries take as newer.
+fn unsigned_next(zone: &Zone) -> std::io::Result<Zone> {
+    let serial = zone.serial().wrapping_add(1);
+    heron_dnssec::sign::unsigned_zone(zone, Some(serial))
+        .map(|signed| signed.zone)
+        .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// Writes `zone` to `file` now (synced, then renamed over the old);
