@@ -63,6 +63,9 @@ struct Shared {
     /// The address of every zone's name server.
     address: Mutex<[u8; 4]>,
     ixfr: Mutex<IxfrAnswer>,
+    /// The serial SOA queries are told, if not the zone's (a primary
+    /// whose SOA and transfers disagree).
+    soa_serial: Mutex<Option<u32>>,
     one_answer: AtomicBool,
     hold: Mutex<Duration>,
     hang_up: AtomicBool,
@@ -89,6 +92,7 @@ impl FakePrimary {
             timers: Mutex::new([3600, 600, 86400]),
             address: Mutex::new([192, 0, 2, 1]),
             ixfr: Mutex::new(IxfrAnswer::Axfr),
+            soa_serial: Mutex::new(None),
             one_answer: AtomicBool::new(false),
             hold: Mutex::new(Duration::ZERO),
             hang_up: AtomicBool::new(false),
@@ -130,6 +134,11 @@ impl FakePrimary {
     /// at first): the content changes, the serial need not.
     pub fn set_address(&self, address: [u8; 4]) {
         *self.shared.address.lock().unwrap() = address;
+    }
+
+    /// The serial SOA queries are told from now on (None: the zone's).
+    pub fn set_soa_serial(&self, serial: Option<u32>) {
+        *self.shared.soa_serial.lock().unwrap() = serial;
     }
 
     pub fn set_ixfr(&self, answer: IxfrAnswer) {
@@ -221,7 +230,10 @@ fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             zone: zone.clone(),
             from,
         });
-        let serial = shared.serials.lock().unwrap().get(&zone).copied();
+        let mut serial = shared.serials.lock().unwrap().get(&zone).copied();
+        if query.qtype == RType::SOA && serial.is_some() {
+            serial = shared.soa_serial.lock().unwrap().or(serial);
+        }
         let timers = *shared.timers.lock().unwrap();
         let address = *shared.address.lock().unwrap();
         let answer = match (serial, query.qtype) {

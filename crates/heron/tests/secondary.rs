@@ -1124,6 +1124,32 @@ impl Drop for FakeSetup {
     }
 }
 
+/// A primary whose SOA says a newer serial but whose zone is older (its
+/// IXFR refused, its AXFR older than the version served) does not roll
+/// the zone back: the check fails and the zone is kept, as BIND keeps it
+/// (black-box finding: the older zone was installed).
+#[test]
+fn an_older_zone_behind_a_newer_soa_is_not_taken() {
+    let setup = FakeSetup::new("older-behind-soa", 1);
+    let primary = &setup.primary;
+    primary.set_serial(40);
+    let heron = setup.secondary("", "");
+    let sec = heron.addr();
+    assert!(eventually(|| setup.all_at(sec, 40)), "{}", heron.log());
+    primary.set_ixfr(IxfrAnswer::Refused);
+    primary.set_serial(2);
+    primary.set_soa_serial(Some(60));
+    let zone = &setup.zones[0];
+    assert_eq!(notify_from(LOCALHOST, sec, zone, None), Rcode::NOERROR);
+    let refused = "its serial 2 is not newer than the 40 served";
+    assert!(
+        eventually(|| heron.log().contains(refused)),
+        "{}",
+        heron.log()
+    );
+    assert_eq!(zone_serial(sec, zone), Some(40), "{}", heron.log());
+}
+
 /// A primary whose IXFR answer is refused, or broken, makes the
 /// secondary say so and fall back to AXFR, which brings the new serial.
 #[test]

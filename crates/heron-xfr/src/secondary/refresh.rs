@@ -1088,18 +1088,23 @@ async fn transfer(
 ) -> Result<(Outcome, Option<u32>), Failed> {
     let started = std::time::Instant::now();
     let ((outcome, expire), kind) = match have {
-        Some(have) => match conns.transfer(up, origin, Request::Ixfr { have }).await {
-            Ok(got) => (got, "IXFR"),
-            Err(e) => {
-                tracing::warn!(
-                    zone = %origin,
-                    peer = %up.addr,
-                    "zone {origin}: IXFR from {} failed ({e}); trying AXFR",
-                    up.addr
-                );
-                (axfr(conns, up, origin).await?, "AXFR")
+        Some(have) => {
+            let served = have.serial();
+            match conns.transfer(up, origin, Request::Ixfr { have }).await {
+                Ok(got) => (got, "IXFR"),
+                Err(e) => {
+                    tracing::warn!(
+                        zone = %origin,
+                        peer = %up.addr,
+                        "zone {origin}: IXFR from {} failed ({e}); trying AXFR",
+                        up.addr
+                    );
+                    let got = axfr(conns, up, origin).await?;
+                    newer_than(&got.0, served).map_err(|e| failure(origin, up, "AXFR: ", e))?;
+                    (got, "AXFR")
+                }
             }
-        },
+        }
         None => (axfr(conns, up, origin).await?, "AXFR"),
     };
     if let Outcome::Full(new) | Outcome::Incremental { zone: new, .. } = &outcome {
@@ -1134,6 +1139,22 @@ async fn transfer(
         );
     }
     Ok((outcome, expire))
+}
+
+/// An AXFR taken after a failed IXFR must be newer than the version
+/// served: a primary whose SOA said newer and whose zone is older would
+/// roll the zone back (black-box finding; BIND keeps its version too).
+/// Only `heron ctl retransfer` takes an older one.
+fn newer_than(outcome: &Outcome, served: u32) -> Result<(), ClientError> {
+    match outcome {
+        Outcome::Full(new) if !crate::serial::is_newer(new.serial(), served) => {
+            Err(ClientError::BadAnswer(format!(
+                "its serial {} is not newer than the {served} served; the zone is kept",
+                new.serial()
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 async fn axfr(
