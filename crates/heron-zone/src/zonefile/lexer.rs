@@ -28,6 +28,12 @@ pub(crate) struct Lexer<'a> {
     line: u32,
 }
 
+/// A carriage return not followed by a line feed is no line end here
+/// (Knot refuses it too; BIND and NSD take it as one): read as a blank, it
+/// joined two records into one, unsaid (black-box finding).
+const LONE_CR: &str = "a carriage return (CR) not followed by a line feed: \
+    convert the file to LF or CR LF line ends";
+
 /// Bytes that end an unquoted token.
 fn is_delimiter(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b';' | b'(' | b')' | b'"')
@@ -90,6 +96,10 @@ impl<'a> Lexer<'a> {
                 return Some(entry);
             };
             match c {
+                b'\r' if self.buf.get(self.pos + 1) != Some(&b'\n') => {
+                    entry.errors.push((self.line, LONE_CR.into()));
+                    self.pos += 1;
+                }
                 b' ' | b'\t' | b'\r' => self.pos += 1,
                 b'\n' => {
                     self.pos += 1;
@@ -100,10 +110,21 @@ impl<'a> Lexer<'a> {
                     }
                 }
                 b';' => {
-                    self.pos = match self.buf[self.pos..].iter().position(|&b| b == b'\n') {
+                    let end = match self.buf[self.pos..].iter().position(|&b| b == b'\n') {
                         Some(off) => self.pos + off,
                         None => self.buf.len(),
                     };
+                    // A comment up to a CR alone would take the next
+                    // line with it, unsaid.
+                    let comment = &self.buf[self.pos..end];
+                    if comment
+                        .iter()
+                        .rposition(|&b| b == b'\r')
+                        .is_some_and(|at| at + 1 < comment.len())
+                    {
+                        entry.errors.push((self.line, LONE_CR.into()));
+                    }
+                    self.pos = end;
                 }
                 b'(' => {
                     self.pos += 1;
@@ -320,6 +341,24 @@ mod tests {
             [false, true, true]
         );
         assert_eq!(e[2].0, 3);
+    }
+
+    /// A CR alone, between tokens or ending a comment, is an error, not a
+    /// blank that joins two records (black-box finding: `x A ...` became
+    /// more TXT strings of the record before it).
+    #[test]
+    fn a_carriage_return_alone_is_refused() {
+        for text in [
+            "t TXT \"a\"\rx A 192.0.2.9\n",
+            "t TXT \"a\" ; note\rx A 192.0.2.9\n",
+        ] {
+            let mut lexer = Lexer::new(text.as_bytes());
+            let entry = lexer.next_entry(&mut Vec::new()).unwrap();
+            assert_eq!(entry.errors.len(), 1, "{text:?}");
+            assert!(entry.errors[0].1.contains("carriage return"), "{text:?}");
+        }
+        let mut lexer = Lexer::new(b"t TXT \"a\r\" ; a comment\r\n");
+        assert!(lexer.next_entry(&mut Vec::new()).unwrap().errors.is_empty());
     }
 
     #[test]
