@@ -15,7 +15,7 @@ use heron_proto::Name;
 use heron_proto::text::Token;
 
 use super::lexer::Lexer;
-use super::{FileCtx, Reader, record_type};
+use super::{FileCtx, MAX_GENERATE_TEXT, Reader, record_type};
 
 /// A quoted rhs with each `\"` made a plain `"` (other escapes kept), as
 /// BIND's lexer reads a quoted field: `"\"v=spf1 $ -all\""` then reads
@@ -335,6 +335,18 @@ impl Reader<'_> {
                 ),
             );
         }
+        if self.generated.0 + count > self.opts.max_generate as u64 {
+            return self.error(
+                ctx,
+                line,
+                format!(
+                    "$GENERATE: this line's {count} records and the {} made before it are more \
+                     than the limit of {} for a zone file",
+                    self.generated.0, self.opts.max_generate
+                ),
+            );
+        }
+        self.generated.0 += count;
         let ttl = match self.resolve_ttl(ctx, line, &tc) {
             Ok(v) => v,
             Err(e) => return self.error(ctx, line, format!("$GENERATE: {e}")),
@@ -365,6 +377,14 @@ impl Reader<'_> {
                         .map_err(|e| format!("{rtype}: {e}"))?;
                     Ok(owner)
                 });
+            self.generated.1 += (lhs_buf.len() + rhs_buf.len()) as u64;
+            if self.generated.1 > MAX_GENERATE_TEXT {
+                let why = format!(
+                    "$GENERATE: the file's lines make more than {} MiB of text in all",
+                    MAX_GENERATE_TEXT >> 20
+                );
+                return self.error(ctx, line, why);
+            }
             match result {
                 Ok(owner) => {
                     self.emit(ctx, owner, (rtype, ttl), line);

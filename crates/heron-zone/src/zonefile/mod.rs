@@ -121,9 +121,15 @@ pub const PROGRESS_STEP: usize = 256 << 10;
 /// the bound keeps a chain of files from being read without end).
 pub const MAX_INCLUDE_DEPTH: usize = 20;
 
-/// Records one `$GENERATE` line may make: a typo in a range (`0-10000000`)
-/// is an error, not gigabytes of records.
+/// Records one `$GENERATE` line may make, and all of a file's together: a
+/// typo in a range (`0-10000000`) is an error, not gigabytes of records,
+/// and so are many lines (black-box finding: 500 lines of 65,536 records
+/// each, an 18 KB file, took the server's memory).
 pub const MAX_GENERATE: usize = 1 << 20;
+
+/// Octets of text (owner and RDATA) a file's `$GENERATE` lines may make in
+/// all: one line with a 10 KB RDATA would otherwise make gigabytes.
+pub const MAX_GENERATE_TEXT: u64 = 256 << 20;
 
 impl ReadOptions {
     /// Options for a zone of class IN at `origin`, with the default limits.
@@ -405,6 +411,9 @@ struct Reader<'r> {
     /// Octets of text read so far, `$INCLUDE`s included, against
     /// [`ReadOptions::max_size`].
     text_read: u64,
+    /// Records and octets of text `$GENERATE` made so far, against
+    /// [`ReadOptions::max_generate`] and [`MAX_GENERATE_TEXT`].
+    generated: (u64, u64),
 }
 
 /// State of one file being read; `$ORIGIN` and the current owner are scoped
@@ -450,6 +459,7 @@ impl<'r> Reader<'r> {
             rdata: Vec::with_capacity(512),
             top_path: None,
             text_read: 0,
+            generated: (0, 0),
         }
     }
 

@@ -8,7 +8,7 @@
 //! is outside parentheses, its line names an owner (a blank-led line would
 //! need the previous owner), and a `$TTL` is in force (without one an
 //! entry's TTL defaults to the previous entry's, which only reading that
-//! entry tells). A file with `$INCLUDE` is not cut.
+//! entry tells). A file with `$INCLUDE` or `$GENERATE` is not cut.
 //!
 //! The pass agrees with the lexer on every file the lexer reads without
 //! errors; where a file has errors the pieces may not, so a caller reads
@@ -124,8 +124,9 @@ impl Scan<'_> {
     }
 
     /// Reads the directive entry at `pos` with the real lexer and applies
-    /// `$ORIGIN` and `$TTL` to `state`. None for `$INCLUDE` or anything it
-    /// cannot read.
+    /// `$ORIGIN` and `$TTL` to `state`. None for `$INCLUDE`, `$GENERATE`
+    /// (its limits count the whole file's lines) or anything it cannot
+    /// read.
     fn directive(&mut self, state: &mut Piece) -> Option<()> {
         let mut lexer = Lexer::resuming(self.text, self.pos, self.line);
         let mut tokens = Vec::new();
@@ -140,7 +141,8 @@ impl Scan<'_> {
             state.origin = Name::from_text(value.raw, Some(&state.origin)).ok()?;
         } else if name.eq_ignore_ascii_case(b"$TTL") {
             state.dollar_ttl = Some(served_ttl(parse_ttl(value.raw).ok()?));
-        } else if !name.eq_ignore_ascii_case(b"$GENERATE") {
+        } else {
+            // `$INCLUDE`, and `$GENERATE`: its limits are the whole file's.
             return None;
         }
         Some(())
