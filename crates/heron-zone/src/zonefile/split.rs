@@ -224,6 +224,9 @@ mod tests {
         assert_eq!(pieces(&with_ttl, 2).map(|p| p.len()), Some(2));
         let include = format!("$TTL 60\n{lines}$INCLUDE other.zone\n{lines}");
         assert_eq!(pieces(&include, 2), None);
+        // $GENERATE's limits count the whole file's lines: read whole.
+        let generate = format!("$TTL 60\n{lines}$GENERATE 1-2 g$ A 192.0.2.$\n{lines}");
+        assert_eq!(pieces(&generate, 2), None);
         assert_eq!(pieces(&format!("$TTL bad\n{lines}"), 2), None);
     }
 
