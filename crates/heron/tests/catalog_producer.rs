@@ -351,3 +351,33 @@ fn check_config_counts_the_generated_catalog() {
     let zones = ZONES.len() + 1;
     assert!(said.contains(&format!("OK, {zones} zones")), "{said}");
 }
+
+/// `heron ctl flush` and `freeze` of the generated catalog say what it is
+/// (black-box finding: "not a zone of this server").
+#[test]
+fn flush_and_freeze_know_the_generated_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    write_zones(dir.path());
+    let socket = dir.path().join("ctl.sock");
+    let port = free_port();
+    let text = config(port, free_port(), dir.path(), &[member(ZONES[0])]).replacen(
+        "workers = 1\n",
+        &format!("workers = 1\ncontrol = \"{}\"\n", socket.display()),
+        1,
+    );
+    let _heron = ServerProcess::heron_on_port(&heron(), port, CATALOG, &text)
+        .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
+    let ctl = |args: &[&str]| {
+        let out = std::process::Command::new(heron())
+            .args(["ctl", "--socket"])
+            .arg(&socket)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&[&out.stdout[..], &out.stderr[..]].concat()).into_owned()
+    };
+    let said = ctl(&["flush", CATALOG]);
+    assert!(said.contains("a catalog generated here"), "{said}");
+    let said = ctl(&["freeze", CATALOG]);
+    assert!(said.contains("a catalog generated here"), "{said}");
+}

@@ -328,6 +328,11 @@ impl Controller {
                     "{zone} is a secondary zone: it takes no updates here, its primary's are transferred in"
                 ));
             }
+            if self.generates(zone) {
+                return Response::refused(format!(
+                    "{zone} is a catalog generated here: it takes no updates, the configuration makes it"
+                ));
+            }
             return Response::refused(format!("{zone} is not a zone of this server"));
         };
         if !policy.takes_updates() {
@@ -385,6 +390,9 @@ impl Controller {
                         "{zone}: a secondary zone, its kept copy is written at each transfer"
                     ))
                 }
+                Flushed::NotServed if self.generates(zone) => lines.push(format!(
+                    "{zone}: a catalog generated here, written at each change"
+                )),
                 Flushed::NotServed => {
                     return Response::refused(format!("{zone} is not a zone of this server"));
                 }
@@ -413,6 +421,12 @@ impl Controller {
                 ..Response::error(message)
             },
         }
+    }
+
+    /// Whether `zone` is a catalog generated here.
+    fn generates(&self, zone: &Name) -> bool {
+        let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        files.generates(&zone.to_lowercase())
     }
 
     /// Writes `zone` to its file if the file lacks updates it answered.
