@@ -283,3 +283,23 @@ fn warnings_past_the_most_reported_are_counted_not_listed() {
     let last = warnings.last().unwrap();
     assert_eq!(last.message, "400 more warnings not shown");
 }
+
+/// Two RRSIGs that differ only in the case of the signer's name are one
+/// record (RFC 4034 6.2), as NSD, Knot and BIND keep one (black-box
+/// finding: both were kept and served).
+#[test]
+fn rrsigs_differing_in_the_signers_case_are_one() {
+    let sig = "www RRSIG A 13 3 300 20300101000000 20200101000000 12345 example.test. \
+               Zm9vYmFyZm9vYmFyZm9vYmFyZm9vYmFyZm9vYmFyZm9vYmFyZm9vYmFyZm9vYmFy\n";
+    let upper = sig.replace("12345 example.test.", "12345 EXAMPLE.test.");
+    let body = format!("www A 192.0.2.7\n{sig}{upper}");
+    let text = format!("{HEAD}{body}");
+    let zone = heron_zone::load_zone_str(&text, "checks.zone", &origin())
+        .unwrap()
+        .zone;
+    let once = format!("{HEAD}www A 192.0.2.7\n{sig}");
+    let single = heron_zone::load_zone_str(&once, "checks.zone", &origin())
+        .unwrap()
+        .zone;
+    assert_eq!(zone.record_count(), single.record_count());
+}

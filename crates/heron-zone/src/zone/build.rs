@@ -1128,7 +1128,10 @@ impl<'a> Plan<'a> {
                 SIG => (&mut set.sigs, true),
                 _ => (&mut set.rdatas, false),
             };
-            if list.iter().any(|r| rdata_equal(rec.rtype, r, rec.rdata)) {
+            // A signature's entry carries the type it covers; it compares
+            // as RRSIG (its signer's name without case, RFC 4034 6.2).
+            let as_type = if is_sig { RType::RRSIG } else { rec.rtype };
+            if list.iter().any(|r| rdata_equal(as_type, r, rec.rdata)) {
                 // A duplicate of another TTL is said, as BIND and NSD do.
                 if !is_sig && rec.ttl != set.ttl {
                     node.ttl_differs
