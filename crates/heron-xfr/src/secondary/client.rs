@@ -325,7 +325,7 @@ impl Connections {
 
     /// Fails at once if `up` is left alone after failing, unless this is
     /// a probe ([`PROBE`]).
-    fn admit(&self, up: &Upstream) -> Result<(), ClientError> {
+    pub fn admit(&self, up: &Upstream) -> Result<(), ClientError> {
         if PROBE.try_with(|probe| *probe).unwrap_or(false) {
             return Ok(());
         }

@@ -1092,6 +1092,19 @@ async fn transfer(
             let served = have.serial();
             match conns.transfer(up, origin, Request::Ixfr { have }).await {
                 Ok(got) => (got, "IXFR"),
+                // The IXFR's failure left the primary alone (its connection
+                // closed, no answer in time): no AXFR now, and the check
+                // fails with the IXFR's error (black-box finding: "trying
+                // AXFR" was logged, no AXFR sent, no error shown).
+                Err(e) if conns.admit(up).is_err() => {
+                    tracing::warn!(
+                        zone = %origin,
+                        peer = %up.addr,
+                        "zone {origin}: IXFR from {} failed ({e}); no AXFR until it answers again",
+                        up.addr
+                    );
+                    return Err(failure(origin, up, "IXFR: ", e));
+                }
                 Err(e) => {
                     tracing::warn!(
                         zone = %origin,
