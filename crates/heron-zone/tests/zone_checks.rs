@@ -303,3 +303,22 @@ fn rrsigs_differing_in_the_signers_case_are_one() {
         .zone;
     assert_eq!(zone.record_count(), single.record_count());
 }
+
+/// A record without a TTL and no `$TTL` takes the last TTL given (as
+/// BIND); NSD and Knot take 3600, so it is said, once (black-box finding:
+/// unsaid).
+#[test]
+fn the_last_ttl_standing_in_for_a_missing_ttl_is_said_once() {
+    let text = "$ORIGIN example.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\nns 120 A 192.0.2.1\n\
+                www A 192.0.2.2\nmail A 192.0.2.3\n";
+    let loaded = heron_zone::load_zone_str(text, "checks.zone", &origin()).unwrap();
+    let said: Vec<String> = (loaded.warnings.iter())
+        .filter(|w| w.message.contains("the last TTL given"))
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", loaded.warnings);
+    assert!(
+        said[0].contains("checks.zone:5") && said[0].contains("120"),
+        "{said:?}"
+    );
+}
