@@ -1312,3 +1312,35 @@ fn reload_with_a_configuration_naming_no_socket_finds_the_units_one() {
     assert!(up, "no socket at {}", socket.display());
     assert!(reload.status.success(), "{reload:?}");
 }
+
+/// `heron ctl retransfer` answers once the version it brought is served:
+/// a query right after it sees the new serial (black-box finding: with
+/// 20,000 records it answered before, and queries got the old serial).
+#[test]
+fn retransfer_answers_once_the_new_version_is_served() {
+    use heron_proto::{Name, RType};
+    use heron_testkit::{FakePrimary, QueryOpts, build_query, query_udp};
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    let primary = FakePrimary::start(&["big.test"], 1);
+    let port = heron_testkit::process::free_port();
+    let secondaries = [("big.test", primary.addr().to_string())];
+    let config = secondary_config(dir.path(), &socket, port, &secondaries);
+    let server = ServerProcess::heron_on_port(&heron(), port, "ready.test", &config).unwrap();
+    row_when(&socket, "big.test", |r| r["serial"] == 1);
+    let query = build_query(
+        &Name::parse("big.test").unwrap(),
+        RType::SOA,
+        &QueryOpts::default(),
+    );
+    for serial in 2..5u32 {
+        primary.set_padding(60_000);
+        primary.set_serial(serial);
+        let (code, out, err) = ctl(&socket, &["retransfer", "big.test"]);
+        assert_eq!(code, Some(0), "{out}{err}");
+        let answer = query_udp(server.addr(), &query);
+        let message = heron_proto::message::Message::parse(&answer).unwrap();
+        let served = message.answers[0].rdata[message.answers[0].rdata.len() - 20..][..4].to_vec();
+        assert_eq!(served, serial.to_be_bytes(), "{out}");
+    }
+}

@@ -99,6 +99,11 @@ pub trait Publisher: Send + Sync + 'static {
     /// copy, if any, handed over): what a server waits for before it
     /// says it is ready.
     fn started(&self) {}
+    /// Calls `done` once what was published before is served (at once
+    /// when publishing serves at once).
+    fn served(&self, done: Box<dyn FnOnce() + Send>) {
+        done()
+    }
 }
 
 /// What the driver works with.
@@ -949,9 +954,14 @@ impl Driver {
         } else {
             Err((rare.last_error.clone()).unwrap_or_else(|| "no primary to ask".into()))
         };
-        for waiter in rare.waiters.drain(..) {
-            let _ = waiter.send(result.clone());
-        }
+        let waiters: Vec<_> = rare.waiters.drain(..).collect();
+        // Once served: a large zone was said transferred before a query
+        // could see it (black-box finding).
+        self.ctx.publisher.served(Box::new(move || {
+            for waiter in waiters {
+                let _ = waiter.send(result.clone());
+            }
+        }));
     }
 
     fn report(&self) -> Vec<ZoneReport> {

@@ -884,6 +884,8 @@ enum Change {
     /// Every kept copy given at the start was handed over before this:
     /// told once they are served.
     Started(tokio::sync::oneshot::Sender<()>),
+    /// Called once what was handed over before it is served.
+    Served(Box<dyn FnOnce() + Send>),
 }
 
 impl Change {
@@ -895,7 +897,7 @@ impl Change {
                 let steps = diffs.iter().map(|d| d.deleted.len() + d.added.len());
                 steps.sum()
             }
-            Change::Expire(_) | Change::Started(_) => 0,
+            Change::Expire(_) | Change::Started(_) | Change::Served(_) => 0,
         }
     }
 }
@@ -918,6 +920,10 @@ impl Publisher for CatalogPublisher {
 
     fn accepts(&self, zone: &Zone) -> Result<(), String> {
         crate::plan::zonemd::check(zone)
+    }
+
+    fn served(&self, done: Box<dyn FnOnce() + Send>) {
+        let _ = self.changes.send(Change::Served(done));
     }
 
     fn started(&self) {
@@ -969,7 +975,7 @@ fn apply_changes(
         unsettled += batch.iter().map(Change::records).sum::<usize>();
         let (told, mut batch): (Vec<Change>, Vec<Change>) = batch
             .into_iter()
-            .partition(|c| matches!(c, Change::Started(_)));
+            .partition(|c| matches!(c, Change::Started(_) | Change::Served(_)));
         if let Some(held) = held_for_start.as_mut() {
             let signed: Vec<Change>;
             (signed, batch) = batch.into_iter().partition(|c| is_signed_anew(c, xfr));
@@ -978,9 +984,13 @@ fn apply_changes(
         let mut changed = apply(batch, catalog, xfr, served);
         pacer.rebuilt(started, Instant::now());
         for change in told {
-            if let Change::Started(told) = change {
-                let _ = told.send(());
-            }
+            let Change::Started(told) = change else {
+                if let Change::Served(done) = change {
+                    done();
+                }
+                continue;
+            };
+            let _ = told.send(());
             let held = held_for_start.take().unwrap_or_default();
             if !held.is_empty() {
                 changed.extend(apply(held, catalog, xfr, served));
@@ -1005,7 +1015,7 @@ fn is_signed_anew(change: &Change, xfr: &Transfers) -> bool {
     let origin = match change {
         Change::Publish(zone, _) => zone.origin(),
         Change::Expire(origin) => origin,
-        Change::Started(_) => return false,
+        Change::Started(_) | Change::Served(_) => return false,
     };
     xfr.signed_secondaries.signs_anew(origin)
 }
@@ -1129,7 +1139,7 @@ fn apply(
         let origin = match &change {
             Change::Publish(zone, _) => zone.origin(),
             Change::Expire(origin) => origin,
-            Change::Started(_) => continue,
+            Change::Started(_) | Change::Served(_) => continue,
         };
         if !served.contains(origin) {
             continue;
@@ -1163,7 +1173,7 @@ fn apply(
                 }
             }
             Change::Expire(origin) => next.expire(&origin),
-            Change::Started(_) => {}
+            Change::Started(_) | Change::Served(_) => {}
         }
     }
     if let Some(running) = secondaries.as_mut() {
