@@ -667,3 +667,44 @@ fn updates_not_written_back_outlive_the_policy() {
     let serial = zone_serial(addr, ZONE).unwrap();
     assert!(serial > signed_serial, "{serial} after {signed_serial}");
 }
+
+/// The same under `zonefile-sync = "never"`, where the file may not be
+/// written: the zone stays signed, with its updates, until `heron ctl
+/// flush` writes them; the next reload then serves it unsigned with them
+/// (regression hunt: the file was served, the updates lost).
+#[test]
+fn a_policy_taken_away_waits_for_the_file_under_never() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_with(dir.path(), "", "zonefile-sync = \"never\"");
+    let addr = server.addr();
+    assert_eq!(
+        nsupdate(addr, "update add pending.sup.test 300 TXT \"kept\""),
+        "NOERROR"
+    );
+    let config = server.dir().join("heron.toml");
+    let signed = std::fs::read_to_string(&config).unwrap();
+    let unsigned: String = (signed.lines())
+        .filter(|l| !l.starts_with("dnssec-policy") && !l.starts_with("key-directory"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&config, unsigned).unwrap();
+    let _ = ctl(dir.path(), &["reconfigure"]);
+    let pending = || {
+        let out = kdig(addr, &["pending.sup.test", "TXT", "+short"]);
+        String::from_utf8_lossy(&out.stdout).contains("kept")
+    };
+    let axfr = || String::from_utf8_lossy(&kdig(addr, &[ZONE, "AXFR"]).stdout).into_owned();
+    assert!(pending(), "{}", server.log());
+    assert!(axfr().contains("RRSIG"), "still signed: {}", server.log());
+    assert!(
+        server.log().contains("it stays signed until"),
+        "{}",
+        server.log()
+    );
+    let (ok, said) = ctl(dir.path(), &["flush", ZONE]);
+    assert!(ok, "{said}");
+    let (ok, said) = ctl(dir.path(), &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert!(eventually(|| !axfr().contains("RRSIG")), "{}", server.log());
+    assert!(pending(), "{}", server.log());
+}

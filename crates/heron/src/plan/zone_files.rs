@@ -551,6 +551,16 @@ impl ZoneFiles {
         before.into_values().map(|e| e.spec.origin).collect()
     }
 
+    /// `origin` stays signed with `signing` although the configuration
+    /// read took its policy away: its file lacks updates the signed zone
+    /// holds, and could not be written (`runtime::update::write_back_leaving`).
+    /// Its entry is as it was, loaded: the reload keeps the zone served.
+    pub fn keep_signing(&mut self, origin: &Name, signing: Arc<crate::config::dnssec::Signing>) {
+        if let Some(&at) = self.index.get(&origin.to_lowercase()) {
+            self.entries[at].spec.signing = Some(signing);
+        }
+    }
+
     /// Whether the server has a configuration file to read again.
     /// The zones Heron signs, with how: those loaded from files and the
     /// secondary zones signed here.

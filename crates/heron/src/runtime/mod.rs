@@ -226,7 +226,7 @@ fn rebuild(
         Some(_) => Ok(None),
     };
     let config = match reread {
-        Ok(Some(new)) => reconfigure(catalog, xfr, new, &files),
+        Ok(Some(new)) => reconfigure(catalog, xfr, new, &mut files),
         Ok(None) => Reconfiguration::default(),
         Err(errors) => return (Outcome::config_errors(errors), Vec::new(), Duration::ZERO),
     };
@@ -319,12 +319,16 @@ fn reconfigure(
     catalog: &SharedCatalog,
     xfr: &Transfers,
     mut new: Reconfigured,
-    files: &ZoneFiles,
+    files: &mut ZoneFiles,
 ) -> Reconfiguration {
     let signed_now: std::collections::HashSet<Name> = (files.signed_files().into_iter())
         .map(|(origin, _)| origin.to_lowercase())
         .collect();
-    update::write_back_leaving(catalog, xfr, &mut new.policies, &signed_now);
+    for origin in update::write_back_leaving(catalog, xfr, &mut new.policies, &signed_now) {
+        if let Some(signing) = xfr.signings.get(&origin) {
+            files.keep_signing(&origin, signing);
+        }
+    }
     new.left_for_restart.iter().for_each(|part| {
         tracing::warn!("{part} changed in the configuration: it takes effect at the next restart")
     });

@@ -351,7 +351,9 @@ pub(crate) fn write_back_leaving(
     xfr: &Transfers,
     policies: &mut HashMap<Name, ZonePolicy>,
     signed_now: &HashSet<Name>,
-) {
+) -> Vec<Name> {
+    // Zones whose signing stays until their file holds their updates.
+    let mut still_signed = Vec::new();
     let configured = xfr.primary.policies();
     for origin in xfr.unwritten.origins() {
         let Some(old) = configured.get(&origin) else {
@@ -372,6 +374,15 @@ pub(crate) fn write_back_leaving(
             (None, _) => "no longer configured",
         };
         let Some((path, _)) = &old.update.write_back else {
+            if unsigned_now {
+                // Read unsigned, the file would be served without them,
+                // and the signed journal set aside (regression hunt).
+                tracing::error!(
+                    "zone {origin}: {leaving}, but its file lacks the updates answered (zonefile-sync = \"never\"): it stays signed until they are in it (heron ctl flush {origin}, then reload)"
+                );
+                still_signed.push(origin);
+                continue;
+            }
             tracing::warn!(
                 "zone {origin}: {leaving}, and its file lacks the updates answered (zonefile-sync = \"never\"): only its journal holds them"
             );
@@ -392,6 +403,13 @@ pub(crate) fn write_back_leaving(
                     zone.serial()
                 );
             }
+            Err(e) if unsigned_now => {
+                tracing::error!(
+                    "zone {origin}: {leaving}, but cannot be written back to {}: {e}; it stays signed until it can be",
+                    path.display()
+                );
+                still_signed.push(origin);
+            }
             Err(e) => {
                 tracing::error!(
                     "zone {origin}: {leaving}, but cannot be written back to {}: {e}; its update settings stay until it can be",
@@ -403,6 +421,7 @@ pub(crate) fn write_back_leaving(
             }
         }
     }
+    still_signed
 }
 
 /// `zone` without what a signer made, at its next serial: the file of a
