@@ -10,8 +10,8 @@
 //! signed again with the client's key. An answer that is no DNS message
 //! to the request, or one past the client's UDP limit, is not relayed.
 //! Bounded: at most
-//! [`MAX_OUTSTANDING`] forwards wait at once, [`MAX_PER_ZONE`] of one
-//! zone (more are answered SERVFAIL at once), each for
+//! [`MAX_OUTSTANDING`] forwards wait at once, [`MAX_PER_PRIMARY`] for one
+//! primary (more are answered SERVFAIL at once), each for
 //! [`FORWARD_TIMEOUT`] at most (then SERVFAIL).
 
 use heron_server::processor::log_limit::{LOG_INTERVAL, LogLimiter};
@@ -36,56 +36,60 @@ use crate::runtime::Transfers;
 pub(crate) const MAX_OUTSTANDING: usize = 64;
 /// How long a forward waits for its answer, every primary tried.
 pub(crate) const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
-/// Forwards of one zone waiting at most: a zone whose primary hangs held
-/// every slot, and forwarding failed for every other zone (black-box
-/// finding).
-pub(crate) const MAX_PER_ZONE: usize = MAX_OUTSTANDING / 4;
+/// Forwards waiting for one primary (the first a zone asks) at most: a
+/// primary that hangs held every slot, and forwarding failed for every
+/// other zone (black-box finding; by zone, four zones of that primary
+/// still took them all).
+pub(crate) const MAX_PER_PRIMARY: usize = MAX_OUTSTANDING / 4;
 
 /// The forwards in flight.
 pub(crate) struct Forwarder {
     slots: Arc<Semaphore>,
-    /// Forwards waiting, by zone (lower-cased): at most
+    /// Forwards waiting, by the first primary asked: at most
     /// [`MAX_OUTSTANDING`] entries.
-    per_zone: Arc<Mutex<std::collections::HashMap<Name, usize>>>,
+    per_primary: Arc<Mutex<std::collections::HashMap<SocketAddr, usize>>>,
 }
 
 impl Default for Forwarder {
     fn default() -> Self {
         Forwarder {
             slots: Arc::new(Semaphore::new(MAX_OUTSTANDING)),
-            per_zone: Arc::default(),
+            per_primary: Arc::default(),
         }
     }
 }
 
-/// A zone's share of the forwards waiting, given back when dropped.
-struct ZoneShare {
-    per_zone: Arc<Mutex<std::collections::HashMap<Name, usize>>>,
-    zone: Name,
+/// A primary's share of the forwards waiting, given back when dropped.
+struct PrimaryShare {
+    per_primary: Arc<Mutex<std::collections::HashMap<SocketAddr, usize>>>,
+    primary: SocketAddr,
 }
 
-impl ZoneShare {
-    /// One more forward of `zone`, unless it has [`MAX_PER_ZONE`] waiting.
-    fn take(forwarder: &Forwarder, zone: &Name) -> Option<ZoneShare> {
-        let zone = zone.to_lowercase();
-        let mut waiting = forwarder.per_zone.lock().unwrap_or_else(|e| e.into_inner());
-        let count = waiting.entry(zone.clone()).or_default();
-        if *count >= MAX_PER_ZONE {
+impl PrimaryShare {
+    /// One more forward to `primary`, unless it has [`MAX_PER_PRIMARY`]
+    /// waiting.
+    fn take(forwarder: &Forwarder, primary: SocketAddr) -> Option<PrimaryShare> {
+        let mut waiting = (forwarder.per_primary.lock()).unwrap_or_else(|e| e.into_inner());
+        let count = waiting.entry(primary).or_default();
+        if *count >= MAX_PER_PRIMARY {
             return None;
         }
         *count += 1;
-        let per_zone = forwarder.per_zone.clone();
-        Some(ZoneShare { per_zone, zone })
+        let per_primary = forwarder.per_primary.clone();
+        Some(PrimaryShare {
+            per_primary,
+            primary,
+        })
     }
 }
 
-impl Drop for ZoneShare {
+impl Drop for PrimaryShare {
     fn drop(&mut self) {
-        let mut waiting = self.per_zone.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = waiting.get_mut(&self.zone) {
+        let mut waiting = self.per_primary.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = waiting.get_mut(&self.primary) {
             *count -= 1;
             if *count == 0 {
-                waiting.remove(&self.zone);
+                waiting.remove(&self.primary);
             }
         }
     }
@@ -111,8 +115,10 @@ impl Forwarder {
             Ok(key) => key,
             Err(why) => return give_up(update, xfr, &why),
         };
-        let Some(share) = ZoneShare::take(self, &origin) else {
-            let why = format!("{MAX_PER_ZONE} forwarded updates of {origin} are waiting already");
+        let first = targets[0].addr;
+        let Some(share) = PrimaryShare::take(self, first) else {
+            let why =
+                format!("{MAX_PER_PRIMARY} forwarded updates for {first} are waiting already");
             return give_up_as(update, xfr, ALL_SLOTS_TAKEN, &why);
         };
         let Ok(slot) = self.slots.clone().try_acquire_owned() else {
@@ -313,31 +319,30 @@ fn give_up_as(update: Update, xfr: &Transfers, reason: usize, why: &str) {
 mod tests {
     use super::*;
 
-    /// One zone holds at most its share of the waiting forwards; another
-    /// zone still gets its own, and a share given back is free again.
+    /// One primary holds at most its share of the forwards, whatever its
+    /// zones; another primary still gets its own, and a share given back
+    /// is free again.
     #[test]
-    fn a_zone_takes_at_most_its_share_of_the_forwards() {
+    fn a_primary_takes_at_most_its_share_of_the_forwards() {
         let forwarder = Forwarder::default();
-        let (hung, other) = (
-            Name::parse("hung.test").unwrap(),
-            Name::parse("Other.test").unwrap(),
-        );
-        let mut held: Vec<ZoneShare> = (0..MAX_PER_ZONE)
-            .map(|_| ZoneShare::take(&forwarder, &hung).expect("within its share"))
+        let hung: SocketAddr = "192.0.2.1:53".parse().unwrap();
+        let other: SocketAddr = "192.0.2.2:53".parse().unwrap();
+        let mut held: Vec<PrimaryShare> = (0..MAX_PER_PRIMARY)
+            .map(|_| PrimaryShare::take(&forwarder, hung).expect("within its share"))
             .collect();
-        assert!(ZoneShare::take(&forwarder, &Name::parse("HUNG.test").unwrap()).is_none());
+        assert!(PrimaryShare::take(&forwarder, hung).is_none());
         assert!(
-            ZoneShare::take(&forwarder, &other).is_some(),
-            "another zone"
+            PrimaryShare::take(&forwarder, other).is_some(),
+            "another primary"
         );
         held.pop();
         assert!(
-            ZoneShare::take(&forwarder, &hung).is_some(),
+            PrimaryShare::take(&forwarder, hung).is_some(),
             "one given back"
         );
         drop(held);
         assert!(
-            forwarder.per_zone.lock().unwrap().is_empty(),
+            forwarder.per_primary.lock().unwrap().is_empty(),
             "no entry left"
         );
     }
