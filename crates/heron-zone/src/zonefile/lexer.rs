@@ -117,11 +117,9 @@ impl<'a> Lexer<'a> {
                     // A comment up to a CR alone would take the next
                     // line with it, unsaid.
                     let comment = &self.buf[self.pos..end];
-                    if comment
-                        .iter()
-                        .rposition(|&b| b == b'\r')
-                        .is_some_and(|at| at + 1 < comment.len())
-                    {
+                    // Any CR but one just before the LF that ends it.
+                    let inner = &comment[..comment.len().saturating_sub(1)];
+                    if inner.contains(&b'\r') {
                         entry.errors.push((self.line, LONE_CR.into()));
                     }
                     self.pos = end;
@@ -349,6 +347,7 @@ mod tests {
     #[test]
     fn a_carriage_return_alone_is_refused() {
         for text in [
+            "t TXT \"a\" ; note\rx A 192.0.2.9\r\n",
             "t TXT \"a\"\rx A 192.0.2.9\n",
             "t TXT \"a\" ; note\rx A 192.0.2.9\n",
         ] {
