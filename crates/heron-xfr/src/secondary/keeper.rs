@@ -359,18 +359,19 @@ impl Failed {
     /// Said: each copy's first failure, then one line a minute while any
     /// still fail (a full disk under 2,000 zones must not log 2,000 lines
     /// a second), and each that lands after failing.
-    fn after(&mut self, committed: &[PathBuf], failed_now: Vec<Failure>) {
-        let mut tried: HashMap<&PathBuf, u32> = HashMap::new();
+    /// `committed` says of each file whether it was deleted.
+    fn after(&mut self, committed: &[(PathBuf, bool)], failed_now: Vec<Failure>) {
+        let mut tried: HashMap<&PathBuf, (u32, bool)> = HashMap::new();
         let mut failing = FAILING.lock().unwrap_or_else(|e| e.into_inner());
-        for path in committed {
+        for (path, deleted) in committed {
             if let Some((_, tries)) = self.copies.remove(path) {
-                tried.insert(path, tries);
+                tried.insert(path, (tries, *deleted));
                 failing.remove(path);
             }
         }
         for ((path, pending), why) in failed_now {
             failing.insert(path.clone(), why.clone());
-            let tries = tried.remove(&path).unwrap_or(0) + 1;
+            let tries = tried.remove(&path).map_or(0, |(tries, _)| tries) + 1;
             if tries == 1 {
                 tracing::error!(
                     "{why}; cannot keep a copy, tried again every {} s",
@@ -379,8 +380,16 @@ impl Failed {
             }
             self.copies.insert(path, (pending, tries));
         }
-        for (path, tries) in tried {
-            tracing::info!("{}: written after {tries} failed tries", path.display());
+        for (path, (tries, deleted)) in tried {
+            match deleted {
+                // Its zone went (or moved) while its copy failed: no
+                // longer tried (regression hunt: said as written).
+                true => tracing::info!(
+                    "{}: no longer kept after {tries} failed tries: its zone no longer keeps a copy there",
+                    path.display()
+                ),
+                false => tracing::info!("{}: written after {tries} failed tries", path.display()),
+            }
         }
         self.rounds = match self.copies.is_empty() {
             true => 0,
@@ -430,9 +439,9 @@ fn run(queue: Receiver<Op>, max_batch: usize) {
         }
         failed.retry_into(&mut batch, closing);
         // A file written or deleted anew ends its retries; a date alone does not.
-        let committed: Vec<PathBuf> = (batch.iter())
+        let committed: Vec<(PathBuf, bool)> = (batch.iter())
             .filter(|(_, p)| p.zone.is_some() || p.delete)
-            .map(|(path, _)| path.clone())
+            .map(|(path, p)| (path.clone(), p.delete))
             .collect();
         let started = Instant::now();
         failed.after(&committed, commit(batch));
