@@ -647,13 +647,7 @@ fn updates_not_written_back_outlive_the_policy() {
         "NOERROR"
     );
     let signed_serial = zone_serial(addr, ZONE).unwrap();
-    let config = server.dir().join("heron.toml");
-    let signed = std::fs::read_to_string(&config).unwrap();
-    let unsigned: String = (signed.lines())
-        .filter(|l| !l.starts_with("dnssec-policy") && !l.starts_with("key-directory"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    std::fs::write(&config, unsigned).unwrap();
+    take_the_policy_away(&server);
     let (ok, said) = ctl(dir.path(), &["reconfigure"]);
     assert!(ok, "{said}\n{}", server.log());
     let kept = kdig(addr, &["pending.sup.test", "TXT", "+short"]);
@@ -681,13 +675,7 @@ fn a_policy_taken_away_waits_for_the_file_under_never() {
         nsupdate(addr, "update add pending.sup.test 300 TXT \"kept\""),
         "NOERROR"
     );
-    let config = server.dir().join("heron.toml");
-    let signed = std::fs::read_to_string(&config).unwrap();
-    let unsigned: String = (signed.lines())
-        .filter(|l| !l.starts_with("dnssec-policy") && !l.starts_with("key-directory"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    std::fs::write(&config, unsigned).unwrap();
+    take_the_policy_away(&server);
     let _ = ctl(dir.path(), &["reconfigure"]);
     let pending = || {
         let out = kdig(addr, &["pending.sup.test", "TXT", "+short"]);
@@ -707,4 +695,16 @@ fn a_policy_taken_away_waits_for_the_file_under_never() {
     assert!(ok, "{said}\n{}", server.log());
     assert!(eventually(|| !axfr().contains("RRSIG")), "{}", server.log());
     assert!(pending(), "{}", server.log());
+}
+
+/// Writes `server`'s configuration without the zone's `dnssec-policy`
+/// (and its key directory).
+fn take_the_policy_away(server: &ServerProcess) {
+    let config = server.dir().join("heron.toml");
+    let signed = std::fs::read_to_string(&config).unwrap();
+    let unsigned: String = (signed.lines())
+        .filter(|l| !l.starts_with("dnssec-policy") && !l.starts_with("key-directory"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&config, unsigned).unwrap();
 }

@@ -283,21 +283,33 @@ type Failure = ((PathBuf, Pending), String);
 /// and the shutdown say (they said all was written while a full disk
 /// kept a copy from landing; regression hunt). The server runs one
 /// keeper.
-static FAILING: std::sync::LazyLock<std::sync::Mutex<HashMap<PathBuf, String>>> =
+static FAILING: std::sync::LazyLock<std::sync::Mutex<HashMap<PathBuf, FailingCopy>>> =
     std::sync::LazyLock::new(Default::default);
+
+/// A copy whose last write failed: its zone (lower-cased), if it has one
+/// of its own, and why.
+#[derive(Clone)]
+struct FailingCopy {
+    zone: Option<heron_proto::Name>,
+    why: String,
+}
 
 /// Why a kept copy of `origin` cannot be written now, if one cannot.
 pub fn failing_copy_of(origin: &heron_proto::Name) -> Option<String> {
-    let said = format!("zone {origin}: ");
+    let origin = origin.to_lowercase();
     let failing = FAILING.lock().unwrap_or_else(|e| e.into_inner());
-    let mut of_zone = failing.values().filter(|why| why.starts_with(&said));
-    of_zone.next().map(|why| why[said.len()..].to_string())
+    let mut of_zone = failing
+        .values()
+        .filter(|f| f.zone.as_ref() == Some(&origin));
+    of_zone.next().map(|f| f.why.clone())
 }
 
 /// The kept copies that cannot be written now, and why, by path.
 pub fn failing_copies() -> Vec<(PathBuf, String)> {
     let failing = FAILING.lock().unwrap_or_else(|e| e.into_inner());
-    let mut all: Vec<(PathBuf, String)> = failing.clone().into_iter().collect();
+    let mut all: Vec<(PathBuf, String)> = (failing.iter())
+        .map(|(path, f)| (path.clone(), f.why.clone()))
+        .collect();
     all.sort();
     all
 }
@@ -370,7 +382,12 @@ impl Failed {
             }
         }
         for ((path, pending), why) in failed_now {
-            failing.insert(path.clone(), why.clone());
+            let zone = pending.zone.as_ref().map(|z| z.origin().to_lowercase());
+            let copy = FailingCopy {
+                zone,
+                why: why.clone(),
+            };
+            failing.insert(path.clone(), copy);
             let tries = tried.remove(&path).map_or(0, |(tries, _)| tries) + 1;
             if tries == 1 {
                 tracing::error!(

@@ -544,10 +544,18 @@ impl ZoneBuilder {
         }));
         if self.warn && self.inner_dnames {
             let mut occluding = occluding_dnames(&built_zone);
-            occluding.iter_mut().for_each(|(owner, problem)| {
-                let hash = built_zone.hasher.hash_one(&**owner);
-                problem.location = dname_location(&self.entries, &self.files, hash);
-            });
+            if !occluding.is_empty() {
+                // One pass over the entries, whatever the DNAMEs' number.
+                let dnames: HashMap<u64, &Entry> = (self.entries.iter())
+                    .filter(|e| e.rtype == RType::DNAME.0)
+                    .map(|e| (e.hash, e))
+                    .collect();
+                occluding.iter_mut().for_each(|(owner, problem)| {
+                    let hash = built_zone.hasher.hash_one(&**owner);
+                    let entry = dnames.get(&hash);
+                    problem.location = entry.and_then(|e| dname_location(e, &self.files));
+                });
+            }
             problems.extend(occluding.into_iter().map(|(_, p)| p));
         }
         Ok((built_zone, problems))
@@ -1496,10 +1504,8 @@ pub(super) fn signatures<'s>(set: &'s SetParts, glue: bool) -> Signatures<'s> {
     }
 }
 
-/// Where the DNAME record of the owner hashed to `hash` (of its
-/// lower-cased wire form) was read.
-fn dname_location(entries: &[Entry], files: &[Arc<Path>], hash: u64) -> Option<Location> {
-    let entry = (entries.iter()).find(|e| e.hash == hash && e.rtype == RType::DNAME.0)?;
+/// Where the DNAME record of `entry` was read.
+fn dname_location(entry: &Entry, files: &[Arc<Path>]) -> Option<Location> {
     Some(Location {
         file: files.get(entry.file() as usize)?.clone(),
         line: entry.line,

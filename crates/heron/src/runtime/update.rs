@@ -368,10 +368,10 @@ pub(crate) fn write_back_leaving(
         let Some(zone) = catalog.load().get(&origin).cloned() else {
             continue;
         };
-        let leaving = match (new.as_ref().map(|p| p.takes_updates()), unsigned_now) {
-            (Some(true), _) => "no longer signed here",
-            (Some(false), _) => "no longer takes updates",
-            (None, _) => "no longer configured",
+        let leaving = match new.as_ref().map(|p| p.takes_updates()) {
+            Some(true) => "no longer signed here",
+            Some(false) => "no longer takes updates",
+            None => "no longer configured",
         };
         let Some((path, _)) = &old.update.write_back else {
             if unsigned_now {
@@ -459,8 +459,8 @@ fn write_editable(zone: &Zone, file: &std::path::Path, signed_here: bool) -> std
     // A reload that finds this file is to know it as ours, not an edit;
     // a signed zone's by its text too, whatever its stamp becomes.
     crate::plan::zone_files::note_written_by_server(file);
-    if signed_here {
-        let text = std::fs::read(file)?;
+    // (Not read back: the next reload reads it as an edit, no worse.)
+    if let (true, Ok(text)) = (signed_here, std::fs::read(file)) {
         crate::plan::zone_files::note_known_text(file, &text);
     }
     Ok(())
