@@ -10,8 +10,8 @@ use super::wire::Wire;
 use crate::types::RType;
 
 /// Whether RFC 4034 6.2 (less NSEC, RFC 6840 5.1) lower-cases the names in
-/// this type's RDATA. SIG, PX, NXT and A6 are listed too, but Heron only
-/// holds them as opaque RDATA.
+/// this type's RDATA. NXT and A6 are listed too, but Heron only holds
+/// them as opaque RDATA.
 pub fn lowercases_names(rtype: RType) -> bool {
     matches!(
         rtype,
@@ -34,6 +34,8 @@ pub fn lowercases_names(rtype: RType) -> bool {
             | RType::SRV
             | RType::DNAME
             | RType::RRSIG
+            | RType::SIG
+            | RType::PX
     )
 }
 

@@ -6,12 +6,12 @@ use super::encoding::{hex_decode, hex_encode};
 use super::fields::{Fields, decimal, joined, missing};
 use super::schema::{ALGORITHMS, CERT_TYPES, Field};
 use super::wire::Wire;
-use super::{addr, bitmap, loc, svcb, time};
+use super::{addr, bitmap, loc, rare, svcb, time};
 use crate::name::{Name, push_name_text};
 use crate::text::{TextError, Token, char_string, push_char_string, push_decimal, unescape};
 use crate::types::RType;
 
-fn err(msg: String) -> TextError {
+pub(super) fn err(msg: String) -> TextError {
     TextError::new(msg)
 }
 
@@ -84,6 +84,12 @@ pub fn parse(
         UriTarget => out.extend(unescaped(f.next("target")?, "URI target")?),
         SvcParams => svcb::parse(f.rest(), out)?,
         Loc => loc::parse(f, out)?,
+        OptCharString(what) => {
+            if f.peek().is_some() {
+                push_counted(out, &string_field(f.next(what)?, rtype, what)?);
+            }
+        }
+        Apl | IpsecKey | AmtRelay | Hip | Wks | Nsap => rare::parse(field, f, origin, out)?,
     }
     Ok(())
 }
@@ -244,6 +250,13 @@ pub fn read<'a>(field: Field, w: &mut Wire<'a>) -> Result<&'a [u8], TextError> {
         }
         SvcParams => svcb::read(w).map(|_| ())?,
         Loc => loc::read(w).map(|_| ())?,
+        OptCharString(what) => {
+            if !w.is_done() {
+                w.counted(what)?;
+            }
+        }
+        Apl | IpsecKey | AmtRelay | Hip | Wks => rare::read(field, w)?,
+        Nsap => nonempty_rest(w, "NSAP address")?,
     }
     Ok(w.since(start))
 }
@@ -290,6 +303,9 @@ pub fn format(field: Field, b: &[u8], out: &mut String) {
         CaaValue | UriTarget => push_char_string(out, b),
         SvcParams => svcb::format(b, out),
         Loc => loc::format(b, out),
+        OptCharString(_) if b.is_empty() => {}
+        OptCharString(_) => push_char_string(out, &b[1..]),
+        Apl | IpsecKey | AmtRelay | Hip | Wks | Nsap => rare::format(field, b, out),
     }
 }
 

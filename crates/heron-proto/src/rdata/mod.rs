@@ -10,7 +10,9 @@
 //! TXT, RP, AFSDB, RT, AAAA, LOC, SRV, NAPTR, KX, CERT, DNAME, DS, SSHFP,
 //! RRSIG, NSEC, DNSKEY, DHCID, NSEC3, NSEC3PARAM, TLSA, SMIMEA, CDS,
 //! CDNSKEY, OPENPGPKEY, CSYNC, ZONEMD, SVCB, HTTPS, SPF, NID, L32, L64, LP,
-//! EUI48, EUI64, URI, CAA, TA, DLV.
+//! EUI48, EUI64, URI, CAA, TA, DLV, and the rarer WKS, X25, ISDN, NSAP,
+//! SIG, PX, APL, IPSECKEY, HIP, AVC and AMTRELAY. Not: NULL (no text
+//! form), NXT, A6, DOA and the types nobody assigned a form to.
 
 mod addr;
 mod bitmap;
@@ -20,6 +22,7 @@ mod encoding;
 mod field;
 mod fields;
 mod loc;
+mod rare;
 mod schema;
 mod svcb;
 mod time;
@@ -218,6 +221,9 @@ fn check_text(rtype: RType, rdata: &[u8]) -> Result<(), TextError> {
         let priority = u16::from_be_bytes([pieces[0][0], pieces[0][1]]);
         // The zone reader names the type before the message.
         return svcb::check_text(priority, pieces[2]);
+    }
+    if !rare::has_text_form(rtype, rdata) {
+        return Err(TextError::new(format!("{rtype} RDATA with no text form")));
     }
     Ok(())
 }

@@ -48,6 +48,17 @@ pub enum Field {
     SvcParams,
     /// All of LOC.
     Loc,
+    /// A character-string that may be left out (ISDN's subaddress).
+    OptCharString(&'static str),
+    /// All of APL, IPSECKEY, AMTRELAY and HIP (`rare`).
+    Apl,
+    IpsecKey,
+    AmtRelay,
+    Hip,
+    /// WKS protocol and services bitmap.
+    Wks,
+    /// An NSAP address: `0x` and hex in text.
+    Nsap,
 }
 
 /// The fields of a supported type; `None` for types only handled in the
@@ -111,7 +122,7 @@ pub fn fields(rtype: RType) -> Option<&'static [Field]> {
         RType::CERT => &[CertType, U16("key tag"), Algorithm, Base64("certificate")],
         RType::DS | RType::CDS | RType::TA | RType::DLV => DS,
         RType::SSHFP => &[U8("algorithm"), U8("fingerprint type"), Hex("fingerprint")],
-        RType::RRSIG => &[
+        RType::RRSIG | RType::SIG => &[
             TypeCovered,
             Algorithm,
             U8("labels"),
@@ -154,6 +165,20 @@ pub fn fields(rtype: RType) -> Option<&'static [Field]> {
         RType::EUI64 => &[Eui64],
         RType::URI => &[U16("priority"), U16("weight"), UriTarget],
         RType::CAA => &[U8("flags"), CaaTag, CaaValue],
+        RType::AVC => &[CharStrings],
+        RType::WKS => &[Ipv4("address"), Wks],
+        RType::X25 => &[CharString("PSDN address")],
+        RType::ISDN => &[CharString("ISDN address"), OptCharString("subaddress")],
+        RType::NSAP => &[Nsap],
+        RType::PX => &[
+            U16("preference"),
+            DomainName("MAP822"),
+            DomainName("MAPX400"),
+        ],
+        RType::APL => &[Apl],
+        RType::IPSECKEY => &[IpsecKey],
+        RType::AMTRELAY => &[AmtRelay],
+        RType::HIP => &[Hip],
         _ => return None,
     })
 }

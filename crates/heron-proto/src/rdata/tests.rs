@@ -523,6 +523,124 @@ const CASES: &[(RType, &str, &str, &str)] = &[
         "128 tbs \"Unknown\"",
     ),
     (RType::CAA, "0 iodef \"\"", "0005696f646566", "0 iodef \"\""),
+    (
+        RType::WKS,
+        "192.0.2.1 TCP smtp 80",
+        "c0000201060000004000000000000080",
+        "192.0.2.1 6 25 80",
+    ),
+    (RType::WKS, "192.0.2.1 17", "c000020111", "192.0.2.1 17"),
+    (
+        RType::X25,
+        "311061700956",
+        "0c333131303631373030393536",
+        "\"311061700956\"",
+    ),
+    (
+        RType::ISDN,
+        "150862028003217 004",
+        "0f31353038363230323830303332313703303034",
+        "\"150862028003217\" \"004\"",
+    ),
+    (
+        RType::ISDN,
+        "\"150862028003217\"",
+        "0f313530383632303238303033323137",
+        "\"150862028003217\"",
+    ),
+    (
+        RType::NSAP,
+        "0x47.0005.80.005a00.0000.0001.e133.ffffff000161.00",
+        "47000580005a0000000001e133ffffff00016100",
+        "0x47000580005A0000000001E133FFFFFF00016100",
+    ),
+    (
+        RType::PX,
+        "10 net2.it. PRMD-net2.ADMD-p400.C-it.",
+        "000a046e657432026974000950524d442d6e6574320941444d442d7034303004432d697400",
+        "10 net2.it. PRMD-net2.ADMD-p400.C-it.",
+    ),
+    (
+        RType::APL,
+        "1:192.168.32.0/21 !1:192.168.38.0/28",
+        "00011503c0a82000011c83c0a826",
+        "1:192.168.32.0/21 !1:192.168.38.0/28",
+    ),
+    (
+        RType::APL,
+        "1:224.0.0.0/4 2:FF00:0:0:0:0:0:0:0/8",
+        "00010401e000020801ff",
+        "1:224.0.0.0/4 2:ff00::/8",
+    ),
+    (RType::APL, "1:0.0.0.0/0", "00010000", "1:0.0.0.0/0"),
+    (RType::APL, "", "", ""),
+    (
+        RType::IPSECKEY,
+        "10 1 2 192.0.2.38 AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ==",
+        "0a0102c0000226010351537986ed35533b6064478eeeb27b5bd74dae149b6e81ba3a0521af82ab7801",
+        "10 1 2 192.0.2.38 AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ==",
+    ),
+    (
+        RType::IPSECKEY,
+        "10 0 2 . AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ==",
+        "0a0002010351537986ed35533b6064478eeeb27b5bd74dae149b6e81ba3a0521af82ab7801",
+        "10 0 2 . AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ==",
+    ),
+    (
+        RType::IPSECKEY,
+        "10 3 2 MyGateway AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ==",
+        "0a0302094d7947617465776179076578616d706c6503636f6d00010351537986ed35533b6064478eeeb27b5bd74dae149b6e81ba3a0521af82ab7801",
+        "10 3 2 MyGateway.example.com. AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ==",
+    ),
+    (
+        RType::IPSECKEY,
+        "10 2 2 2001:0DB8:0:8002::2000:1 AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ==",
+        "0a020220010db8000080020000000020000001010351537986ed35533b6064478eeeb27b5bd74dae149b6e81ba3a0521af82ab7801",
+        "10 2 2 2001:db8:0:8002::2000:1 AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ==",
+    ),
+    (
+        RType::IPSECKEY,
+        "10 1 2 192.0.2.3",
+        "0a0102c0000203",
+        "10 1 2 192.0.2.3",
+    ),
+    (
+        RType::AMTRELAY,
+        "10 0 1 203.0.113.15",
+        "0a01cb00710f",
+        "10 0 1 203.0.113.15",
+    ),
+    (
+        RType::AMTRELAY,
+        "10 1 3 amtrelays",
+        "0a8309616d7472656c617973076578616d706c6503636f6d00",
+        "10 1 3 amtrelays.example.com.",
+    ),
+    (RType::AMTRELAY, "128 0 0 .", "8000", "128 0 0 ."),
+    (
+        RType::AMTRELAY,
+        "10 0 2 2001:db8::15",
+        "0a0220010db8000000000000000000000015",
+        "10 0 2 2001:db8::15",
+    ),
+    (
+        RType::HIP,
+        "2 200100107B1A74DF365639CC39F1D578 AwEAAbdxyhNuSutc5EMzxTs9LBPCIkOFH8cIvM4p9+LrV4e19WzK00+CI6zBCQTdtWsuxKbWIy87UOoJTwkUs7lBu+Upr1gsNrut79ryra+bSRGQb1slImA8YVJyuIDsj7kwzG7jnERNqnWxZ48AWkskmdHaVDP4BcelrTI3rMXdXF5D rvs.example.com. Rvs2",
+        "10020084200100107b1a74df365639cc39f1d57803010001b771ca136e4aeb5ce44333c53b3d2c13c22243851fc708bcce29f7e2eb5787b5f56ccad34f8223acc10904ddb56b2ec4a6d6232f3b50ea094f0914b3b941bbe529af582c36bbadefdaf2adaf9b4911906f5b2522603c615272b880ec8fb930cc6ee39c444daa75b1678f005a4b2499d1da5433f805c7a5ad3237acc5dd5c5e4303727673076578616d706c6503636f6d000452767332076578616d706c6503636f6d00",
+        "2 200100107B1A74DF365639CC39F1D578 AwEAAbdxyhNuSutc5EMzxTs9LBPCIkOFH8cIvM4p9+LrV4e19WzK00+CI6zBCQTdtWsuxKbWIy87UOoJTwkUs7lBu+Upr1gsNrut79ryra+bSRGQb1slImA8YVJyuIDsj7kwzG7jnERNqnWxZ48AWkskmdHaVDP4BcelrTI3rMXdXF5D rvs.example.com. Rvs2.example.com.",
+    ),
+    (
+        RType::AVC,
+        "\"app-name:WebEx\" \"app-class:OAM\"",
+        "0e6170702d6e616d653a57656245780d6170702d636c6173733a4f414d",
+        "\"app-name:WebEx\" \"app-class:OAM\"",
+    ),
+    (
+        RType::SIG,
+        "TYPE65534 13 2 1d 1048354263 1045762263 2642 . AAAA",
+        "fffe0d02000151803e7c9dd73e5510d70a5200000000",
+        "TYPE65534 13 2 86400 20030322173103 20030220173103 2642 . AAAA",
+    ),
 ];
 
 #[test]
@@ -599,8 +717,8 @@ fn generic_form() {
         r"TYPE65280 RDATA must be written in RFC 3597 generic form: \# <length> <hex>"
     );
     assert_eq!(
-        parse_err(RType::WKS, "1.2.3.4 6 25"),
-        r"WKS RDATA must be written in RFC 3597 generic form: \# <length> <hex>"
+        parse_err(RType::A6, "0 2001:db8::1"),
+        r"A6 RDATA must be written in RFC 3597 generic form: \# <length> <hex>"
     );
     // A quoted \# is an ordinary character-string.
     assert_eq!(parse(RType::TXT, r#""\#""#).unwrap(), b"\x01#");
@@ -718,6 +836,78 @@ fn field_errors_name_the_problem() {
             "1 0 65536 -",
             "NSEC3PARAM iterations '65536' is out of range 0-65535",
         ),
+        (
+            RType::APL,
+            "1:192.168.0.0/33",
+            "bad APL item '1:192.168.0.0/33': expected [!]1:IPV4/PREFIX or [!]2:IPV6/PREFIX",
+        ),
+        (
+            RType::APL,
+            "3:192.168.0.0/8",
+            "bad APL item '3:192.168.0.0/8': expected [!]1:IPV4/PREFIX or [!]2:IPV6/PREFIX",
+        ),
+        (
+            RType::APL,
+            "1:192.168.0/16",
+            "bad APL item '1:192.168.0/16': expected [!]1:IPV4/PREFIX or [!]2:IPV6/PREFIX",
+        ),
+        (
+            RType::IPSECKEY,
+            "10 4 2 . AQ==",
+            "IPSECKEY gateway type '4' is out of range 0-3",
+        ),
+        (
+            RType::IPSECKEY,
+            "10 0 2 192.0.2.1",
+            "gateway '192.0.2.1' with gateway type 0: expected '.'",
+        ),
+        (
+            RType::IPSECKEY,
+            "10 1 2 gw.example. AQ==",
+            "bad IPv4 address 'gw.example.'",
+        ),
+        (RType::IPSECKEY, "10 1 2", "missing field: gateway"),
+        (
+            RType::AMTRELAY,
+            "10 2 1 192.0.2.1",
+            "AMTRELAY discovery optional bit '2' is out of range 0-1",
+        ),
+        (
+            RType::AMTRELAY,
+            "10 0 2 192.0.2.1",
+            "bad IPv6 address '192.0.2.1'",
+        ),
+        (
+            RType::HIP,
+            "2 xyz AQ==",
+            "bad HIP HIT 'xyz': expected 1-255 octets in hex",
+        ),
+        (
+            RType::HIP,
+            "2 2001 ***",
+            "bad base64 in HIP public key: '***'",
+        ),
+        (
+            RType::WKS,
+            "192.0.2.1 tcp nosuchservice",
+            "unknown WKS service 'nosuchservice': use its port number",
+        ),
+        (
+            RType::WKS,
+            "192.0.2.1 sctp 25",
+            "WKS protocol 'sctp' is not a number",
+        ),
+        (
+            RType::WKS,
+            "192.0.2.1 6 65536",
+            "unknown WKS service '65536': use its port number",
+        ),
+        (
+            RType::NSAP,
+            "47.0005",
+            "bad NSAP '47.0005': expected 0x and hex digits",
+        ),
+        (RType::ISDN, "1 2 3", "unexpected extra field '3'"),
         (
             RType::SSHFP,
             "256 1 00",
@@ -1387,6 +1577,38 @@ proptest! {
             .flat_map(|p| match p { RdataPiece::Octets(o) | RdataPiece::Name(o) => o.to_vec() })
             .collect();
         prop_assert_eq!(joined, bytes);
+    }
+}
+
+/// Wire forms the text cannot say (APL of another family, addresses and
+/// WKS bitmaps ending in zero octets) are kept and written generically;
+/// structures that do not hold are refused.
+#[test]
+fn rare_types_off_the_wire() {
+    for (rtype, wire) in [
+        (RType::APL, "00030801ff"),
+        (RType::APL, "0001180300a800"),
+        (RType::WKS, "c00002010600"),
+    ] {
+        let w = unhex(wire);
+        assert_eq!(read(rtype, &w, 0, w.len()).unwrap(), w, "{rtype} {wire}");
+        assert!(text(rtype, &w).starts_with("\\# "), "{rtype} {wire}");
+    }
+    for (rtype, wire) in [
+        (RType::APL, "0001210100"),
+        (RType::APL, "000108050102030405"),
+        (RType::APL, "000108"),
+        (RType::IPSECKEY, "0a0402"),
+        (RType::IPSECKEY, "0a0102c00002"),
+        (RType::AMTRELAY, "0a04"),
+        (RType::HIP, "00020001aa"),
+        (RType::HIP, "01020000aa"),
+        (RType::HIP, "01020001aabb03"),
+        (RType::NSAP, ""),
+    ] {
+        let w = unhex(wire);
+        assert!(read(rtype, &w, 0, w.len()).is_err(), "{rtype} {wire}");
+        assert!(text(rtype, &w).starts_with("\\# "), "{rtype} {wire}");
     }
 }
 
