@@ -243,6 +243,8 @@ pub struct Receiver {
     state: State,
     /// The EDNS EXPIRE of the first message (RFC 7314), in seconds.
     primary_expire: Option<u32>,
+    /// Records outside the zone, left out, and the first of them.
+    outside: (u64, Option<String>),
 }
 
 impl Receiver {
@@ -263,6 +265,7 @@ impl Receiver {
             limits: TransferLimits::default(),
             state: State::Start,
             primary_expire: None,
+            outside: (0, None),
         }
     }
 
@@ -285,8 +288,10 @@ impl Receiver {
 
     /// One response message, already TSIG-verified by the caller. Checks
     /// QR, the opcode, RCODE NOERROR (else [`XfrError::Rcode`]), TC, the
-    /// question if present, and that every answer record is of class IN
-    /// and inside the zone. Returns Ok(true) when the transfer is complete:
+    /// question if present, and that every answer record is of class IN.
+    /// Records outside the zone are left out (BIND and Knot do the same:
+    /// some primaries send glue of other zones), said once by
+    /// [`Receiver::finish`]. Returns Ok(true) when the transfer is complete:
     /// the caller stops reading and calls [`Receiver::finish`].
     ///
     /// After an error the receiver stays failed: later calls return it.
@@ -381,12 +386,10 @@ impl Receiver {
             )));
         }
         if !ends_with_name(rec.name, self.origin.as_wire()) {
-            return Err(malformed(format!(
-                "record {line}: {} {} is outside the zone {}",
-                name(),
-                rec.rtype,
-                self.origin
-            )));
+            self.outside.0 += 1;
+            let first = || format!("record {line}: {} {}", name(), rec.rtype);
+            self.outside.1.get_or_insert_with(first);
+            return Ok(());
         }
         if rec.rtype.is_meta() {
             return Err(malformed(format!(
@@ -590,6 +593,13 @@ impl Receiver {
     /// The new version of the zone, once [`Receiver::feed`] said the
     /// transfer is complete; [`XfrError::NotComplete`] before.
     pub fn finish(self) -> Result<Outcome, XfrError> {
+        if let (count @ 1.., Some(first)) = &self.outside {
+            tracing::warn!(
+                "zone {}: {count} records outside the zone left out of the {} ({first}, ...)",
+                self.origin,
+                self.source.display()
+            );
+        }
         match self.state {
             State::Done(Done::UpToDate) => Ok(Outcome::UpToDate),
             State::Done(Done::Axfr(builder)) => build(builder).map(Outcome::Full),
