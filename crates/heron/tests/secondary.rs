@@ -1206,12 +1206,31 @@ fn a_primary_whose_serial_went_back_lets_the_zone_expire_then_gives_its_version(
     primary.set_timers(1, 1, 6);
     primary.set_serial(20);
     let bounds = "min-refresh = 1\nmin-retry = 1\nmin-expire = 1\n";
-    let heron = setup.secondary(bounds, "");
+    let (port, socket) = (free_port(), setup.dir.join("heron.sock"));
+    let control = format!("workers = 1\ncontrol = \"{}\"\n", socket.display());
+    let config = setup
+        .config(port, bounds)
+        .replacen("workers = 1\n", &control, 1);
+    let heron = start_serving(port, "ready.test", &config);
     let sec = heron.addr();
     assert!(eventually(|| setup.all_at(sec, 20)), "{}", heron.log());
     primary.set_serial(10);
     let said = format!("{}: its serial 10 is older than ours, 20", primary.addr());
     assert!(heron.wait_for_log(&said), "{}", heron.log());
+    // Shown as up, with the serial it said (black-box finding: "down",
+    // and the metric kept ours).
+    let status = std::process::Command::new(xfr_common::heron())
+        .args(["ctl", "--socket"])
+        .arg(&socket)
+        .args(["zone-status", &setup.zones[0], "--json"])
+        .output()
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let row = &status["data"][0];
+    assert_eq!(row["primary_serial"], 10, "{status}");
+    assert_eq!(row["primaries"][0]["reachable"], true, "{status}");
+    let error = row["primaries"][0]["last_error"].as_str().unwrap_or("");
+    assert!(error.contains("older than ours"), "{status}");
     let zone = &setup.zones[0];
     let expired_first = eventually_within(Duration::from_secs(20), || {
         rcode(sec, &format!("www.{zone}")) == Some(Rcode::SERVFAIL) || setup.all_at(sec, 10)

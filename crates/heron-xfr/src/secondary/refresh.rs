@@ -371,6 +371,8 @@ struct Failed {
     failure: Failure,
     reason: String,
     detail: String,
+    /// The primary answered (its answer would not do): it is up.
+    answered: bool,
 }
 
 /// What an exchange brought, with the EDNS EXPIRE the primary told.
@@ -734,6 +736,11 @@ impl Driver {
         if !self.timers.waits_for(zone, check) {
             return; // the zone was removed meanwhile
         }
+        // The serial a primary said is shown even when older than ours:
+        // "restored from an old backup" is what the operator looks for.
+        if let (Exchanged::Serial(Ok((serial, _))), Some(entry)) = (&result, self.entry(zone)) {
+            entry.primary_serial = *serial;
+        }
         let result = self.older_serial_fails(zone, primary, result);
         let failed = match &result {
             Exchanged::Serial(Err(failed)) | Exchanged::Transfer(Err(failed), _) => Some(failed),
@@ -744,9 +751,6 @@ impl Driver {
         }
         if let (None, Some(entry)) = (failed, self.entry(zone)) {
             entry.checked_at = UnixSeconds::of(SystemTime::now());
-            if let Exchanged::Serial(Ok((serial, _))) = &result {
-                entry.primary_serial = *serial;
-            }
         }
         // An answer that leads to a transfer is noted with the transfer:
         // a primary that answers SOA queries and fails every transfer
@@ -813,6 +817,7 @@ impl Driver {
                     failure: Failure::Failed,
                     reason: format!("{addr}: {detail}"),
                     detail,
+                    answered: true,
                 }))
             }
             _ => result,
@@ -859,8 +864,10 @@ impl Driver {
                     failure: Failure::LeftAlone { until },
                     ..
                 }) => seen.backoff_until = Some(*until),
-                Some(Failed { reason, .. }) => {
-                    seen.reachable = Some(false);
+                Some(Failed {
+                    reason, answered, ..
+                }) => {
+                    seen.reachable = Some(*answered);
                     seen.backoff_until = None;
                     seen.last_error = Some(reason.clone());
                 }
@@ -1213,6 +1220,7 @@ fn failure(origin: &Name, up: &Upstream, step: &str, e: ClientError) -> Failed {
         failure,
         reason: format!("{}: {detail}", up.addr),
         detail,
+        answered: false,
     }
 }
 
@@ -1432,6 +1440,7 @@ mod tests {
             failure: Failure::Failed,
             reason: "192.0.2.2:53: refused".into(),
             detail: "refused".into(),
+            answered: false,
         };
         driver.note_exchange(zone, 1, Some(&down));
         assert_eq!(reachable(&driver), [Some(true), Some(false)]);
