@@ -52,6 +52,9 @@ pub struct Writer<'a> {
     pending_question: Option<(usize, usize)>,
     /// How many of the first targets are the question's (never rolled back).
     question_targets: usize,
+    /// Names point only at names of the same case: a transfer carries the
+    /// zone's spelling (a consumer names a catalog member after it).
+    exact_case: bool,
 }
 
 /// Writes a pointer to `target` into the two bytes at `at`.
@@ -76,7 +79,15 @@ impl<'a> Writer<'a> {
             ntargets: 0,
             pending_question: None,
             question_targets: 0,
+            exact_case: false,
         }
+    }
+
+    /// Compresses a name only against names written in the same case
+    /// (zone transfers, as BIND writes them); answers to queries point at
+    /// any case, as every server's do.
+    pub fn preserve_case(&mut self) {
+        self.exact_case = true;
     }
 
     /// Lowers or raises the size limit (e.g. to keep room for OPT).
@@ -301,14 +312,14 @@ impl<'a> Writer<'a> {
         (0..self.ntargets)
             .filter(|&k| self.target_lens[k] == len)
             .map(|k| self.targets[k])
-            .find(|&t| name_at_equals(self.buf, t as usize, suffix))
+            .find(|&t| name_at_equals(self.buf, t as usize, suffix, self.exact_case))
     }
 }
 
 /// Whether the (possibly compressed) name in `msg` at `pos` equals the
-/// uncompressed `name`, ignoring ASCII case. `msg` was written by us, so its
-/// pointers are valid and point backwards.
-fn name_at_equals(msg: &[u8], mut pos: usize, name: &[u8]) -> bool {
+/// uncompressed `name`, ignoring ASCII case unless `exact_case`. `msg` was
+/// written by us, so its pointers are valid and point backwards.
+fn name_at_equals(msg: &[u8], mut pos: usize, name: &[u8], exact_case: bool) -> bool {
     let mut i = 0;
     loop {
         let len = msg[pos];
@@ -323,7 +334,12 @@ fn name_at_equals(msg: &[u8], mut pos: usize, name: &[u8]) -> bool {
         if len == 0 {
             return true;
         }
-        if !msg[pos + 1..pos + 1 + len].eq_ignore_ascii_case(&name[i + 1..i + 1 + len]) {
+        let (written, wanted) = (&msg[pos + 1..pos + 1 + len], &name[i + 1..i + 1 + len]);
+        let same = match exact_case {
+            true => written == wanted,
+            false => written.eq_ignore_ascii_case(wanted),
+        };
+        if !same {
             return false;
         }
         pos += 1 + len;

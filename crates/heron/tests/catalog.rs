@@ -534,6 +534,61 @@ fn a_restarted_consumer_checks_its_catalog_at_once() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A member's kept copy is found whatever case the catalog's versions
+/// spell its name in (an IXFR's compression can change it): the file is
+/// named after the name in lower case, and a restart with the primary
+/// down serves the member from it (black-box finding: `b.ZONE.zone` was
+/// kept, the next version said `b.zone`, and the member answered SERVFAIL
+/// after a restart).
+#[test]
+fn a_member_spelt_in_another_case_keeps_its_copy() {
+    let dir = work_dir("member-case");
+    let catalog = dir.join(format!("{CATALOG}.zone"));
+    std::fs::write(&catalog, catalog_text(1, &[("b", "B.Test", None)])).unwrap();
+    for zone in ["a.test", "b.test"] {
+        std::fs::write(dir.join(format!("{zone}.zone")), member_text(zone)).unwrap();
+    }
+    let (mut primary, consumer_port) =
+        heron_primary_of(&dir, &[CATALOG, "a.test", "b.test"], CATALOG);
+    let config = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG]);
+    let mut consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
+        .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));
+    let addr = consumer.addr();
+    assert!(
+        eventually(|| serves_exactly(addr, &["b.test"])),
+        "{}",
+        consumer.log()
+    );
+    let members = dir.join("kept").join("members");
+    assert!(members.join("b.test.zone").exists(), "{}", consumer.log());
+    let listed = [("b", "b.TEST", None), ("a", "a.test", None)];
+    std::fs::write(&catalog, catalog_text(2, &listed)).unwrap();
+    primary.reload();
+    let both = &["a.test", "b.test"];
+    assert!(
+        eventually(|| serves_exactly(addr, both)),
+        "{}",
+        consumer.log()
+    );
+    consumer.terminate();
+    primary.terminate();
+    let again = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
+        .unwrap_or_else(|log| panic!("Heron did not restart: {log}"));
+    let www = |zone: &str| rcode(again.addr(), &format!("www.{zone}"), RType::A);
+    assert!(
+        eventually(|| www("b.test") == Some(Rcode::NOERROR)),
+        "{}",
+        again.log()
+    );
+    let mut files: Vec<String> = std::fs::read_dir(&members)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["a.test.zone", "b.test.zone"], "one file each");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A careless operator: a member zone of a catalog is configured by hand
 /// with a zone file of its own, and `heron ctl reconfigure` run. The
 /// file's zone is served from then on, not overwritten by the member's

@@ -255,6 +255,7 @@ impl Packer {
             return Ok(false);
         }
         let mut w = Writer::new(out, MAX_MESSAGE - self.reserve);
+        w.preserve_case();
         let qdcount = if self.first {
             w.question_raw(&self.question);
             1
@@ -393,6 +394,30 @@ mod tests {
                 .iter()
                 .any(|t| t.starts_with("Host3999.x.test. 60 IN A"))
         );
+    }
+
+    /// Names in a transfer keep the case they have in the zone: a name is
+    /// compressed only against one written in the same case (a consumer
+    /// named a catalog member `aaa.TEST.` after `CAPS.TEST.` before it).
+    #[test]
+    fn packed_names_keep_their_case() {
+        let wire = |text: &str| Name::parse(text).unwrap().as_wire().to_vec();
+        let (owner, caps, lower) = (wire("a.zones.x.test"), wire("CAPS.TEST"), wire("aaa.test"));
+        let ptr = |target: &[u8]| XfrRecord {
+            owner: &owner,
+            rtype: RType::PTR,
+            ttl: 0,
+            rdata: target.to_vec().into(),
+        };
+        let messages = pack([ptr(&caps), ptr(&lower)].into_iter(), 0);
+        let targets: Vec<String> = (messages[0].answers.iter())
+            .map(|r| {
+                let mut text = String::new();
+                heron_proto::rdata::format_text(r.rtype, &r.rdata, &mut text);
+                text
+            })
+            .collect();
+        assert_eq!(targets, ["CAPS.TEST.", "aaa.test."]);
     }
 
     #[test]

@@ -145,15 +145,19 @@ impl Template {
     pub fn file_in_use(&self, zone: &Name) -> Option<PathBuf> {
         use std::ops::Bound;
         use std::os::unix::ffi::OsStrExt;
-        let file = self.kept.path(zone);
+        let file = self.kept.path(&zone.to_lowercase());
         let name = file.file_name()?.as_bytes();
         let range = (Bound::Included(name), Bound::Unbounded);
         let used = self.in_use.0.range::<[u8], _>(range).next()?;
         used.starts_with(name).then(|| file.into_owned())
     }
 
-    /// Member zone `zone` of `catalog` as this template makes it.
+    /// Member zone `zone` of `catalog` as this template makes it. Its
+    /// name is lower-cased: the catalog's versions may spell it in other
+    /// cases (an IXFR's compression can), and its kept copy must be found
+    /// under one file name whatever the last version said.
     pub fn member(&self, zone: &Name, catalog: &Name) -> (SecondaryZone, Arc<ZonePolicy>) {
+        let zone = &zone.to_lowercase();
         let mut policy = self.policy.clone();
         if self.keep_journal && !policy.allow_transfer.is_empty() {
             let file = self.kept.path(zone);
