@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use heron_proto::message::{Header, flags, random_id};
 use heron_proto::time::unix_now;
-use heron_proto::tsig::{self, Key, KeyRing, ResponseVerifier};
+use heron_proto::tsig::{self, Key, KeyRing, ResponseVerifier, TsigError};
 use heron_proto::writer::Writer;
 use heron_proto::{Class, Name, Opcode, RType, Rcode};
 use tokio::net::UdpSocket;
@@ -231,13 +231,31 @@ impl Driver {
                 .verify(reply, unix_now())
                 .and_then(|_| verifier.finish())
             {
-                tracing::warn!("NOTIFY answer from {from} failed TSIG: {e}");
-                return;
+                return self.failed_tsig(pending, reply, from, e);
             }
         }
         let rcode = Rcode(header.rcode());
         self.machine
             .answered(Instant::now(), pending, rcode, &mut self.actions);
+    }
+
+    /// An answer to a signed NOTIFY whose TSIG does not verify. One that
+    /// carries the target's own TSIG error (it does not know our key, or
+    /// the MAC or time did not hold there) ends the NOTIFY, with that
+    /// error: sending again cannot help, and the operator must mend the
+    /// key (Knot and BIND stop too). Any other is not an answer.
+    fn failed_tsig(&mut self, pending: PendingId, reply: &[u8], from: SocketAddr, e: TsigError) {
+        let origin = self.machine.origin_of(pending).map(Name::to_string);
+        let origin = origin.unwrap_or_default();
+        match tsig::find(reply) {
+            Ok(Some(t)) if t.error != 0 => {
+                let rcode = Rcode(Header::read(reply).map_or(0, |h| h.rcode()));
+                let why = format!("answered {rcode}: {e}");
+                self.machine
+                    .failed(Instant::now(), pending, why, &mut self.actions);
+            }
+            _ => tracing::warn!("NOTIFY for {origin}: answer from {from} failed TSIG: {e}"),
+        }
     }
 
     /// Nothing listens at `target` (an ICMP port unreachable): its
@@ -636,6 +654,98 @@ mod tests {
             matches!(&outcomes[..], [(a, Outcome::Failed(why))] if *a == addr && why.contains("unreachable")),
             "{outcomes:?}"
         );
+    }
+
+    fn key(name: &str) -> Key {
+        let name = Name::parse(name).unwrap();
+        Key::new(name, tsig::Algorithm::HmacSha256, vec![7; 32])
+    }
+
+    /// A fake secondary knowing `keys`: answers each of `count` signed
+    /// NOTIFYs as a server does, signed with the request's key or, for a
+    /// key it does not know, NOTAUTH with the TSIG error unsigned; the
+    /// keys of the NOTIFYs it saw.
+    async fn keyed_secondary(socket: UdpSocket, keys: Vec<Key>, count: usize) -> Vec<String> {
+        let mut buf = [0u8; 512];
+        let mut seen = Vec::new();
+        while seen.len() < count {
+            let (n, from) = socket.recv_from(&mut buf).await.unwrap();
+            let query = &buf[..n];
+            let tsig_at = tsig::find(query).unwrap().expect("signed").start;
+            let mut reply = query[..tsig_at].to_vec();
+            reply[2] |= 0x80;
+            reply[10..12].copy_from_slice(&[0, 0]);
+            match tsig::verify_request(query, &keys, unix_now()) {
+                Ok(Some(verified)) => {
+                    seen.push(verified.key.name.to_string());
+                    tsig::ResponseSigner::new(&verified).sign(&mut reply, unix_now());
+                }
+                Ok(None) => panic!("unsigned"),
+                Err(failure) => {
+                    seen.push(format!("refused: {}", failure.error));
+                    reply[3] = (reply[3] & 0xF0) | Rcode::NOTAUTH.0 as u8;
+                    tsig::error_response_tsig(&mut reply, &failure, &keys, unix_now());
+                }
+            }
+            socket.send_to(&reply, from).await.unwrap();
+        }
+        seen
+    }
+
+    /// A secondary that does not know our key answers NOTAUTH with
+    /// BADKEY: the NOTIFY ends at once with that error, not after every
+    /// retry as "no answer" (black-box finding; Knot and BIND stop too).
+    #[tokio::test]
+    async fn a_target_refusing_our_key_ends_the_notify_with_its_error() {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        let fake = tokio::spawn(keyed_secondary(socket, vec![key("other")], 1));
+        let keys = SharedKeys::new(Arc::new(vec![key("ours")]));
+        let notifier = Notifier::spawn(keys, Duration::from_millis(200), Arc::default());
+        let signed = NotifyTarget {
+            key: Some(Name::parse("ours").unwrap()),
+            ..target(addr)
+        };
+        let outcomes = notifier
+            .notify_and_wait(&Name::parse("n.test").unwrap(), soa(), &[signed])
+            .await;
+        assert!(
+            matches!(&outcomes[..], [(_, Outcome::Failed(why))] if why.contains("NOTAUTH") && why.contains("BADKEY")),
+            "{outcomes:?}"
+        );
+        assert_eq!(fake.await.unwrap().len(), 1, "sent once");
+    }
+
+    /// One address told with two keys (a secondary whose views are
+    /// chosen by the key) gets both NOTIFYs, and each is reported
+    /// (black-box finding: the second replaced the first).
+    #[tokio::test]
+    async fn one_address_with_two_keys_gets_two_notifies() {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        let both = vec![key("one"), key("two")];
+        let fake = tokio::spawn(keyed_secondary(socket, both.clone(), 2));
+        let notifier = Notifier::spawn(
+            SharedKeys::new(Arc::new(both)),
+            FIRST_TIMEOUT,
+            Arc::default(),
+        );
+        let with = |name: &str| NotifyTarget {
+            key: Some(Name::parse(name).unwrap()),
+            ..target(addr)
+        };
+        let outcomes = notifier
+            .notify_and_wait(
+                &Name::parse("n.test").unwrap(),
+                soa(),
+                &[with("one"), with("two")],
+            )
+            .await;
+        let acknowledged = (addr, Outcome::Answered(Rcode::NOERROR));
+        assert_eq!(outcomes, [acknowledged.clone(), acknowledged]);
+        let mut seen = fake.await.unwrap();
+        seen.sort();
+        assert_eq!(seen, ["one.", "two."]);
     }
 
     #[tokio::test]

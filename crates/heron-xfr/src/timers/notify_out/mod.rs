@@ -10,7 +10,7 @@
 //!
 //! The rules:
 //!
-//! * One NOTIFY per (zone, target) is pending at a time. A new serial for
+//! * One NOTIFY per (zone, target, key) is pending at a time. A new serial for
 //!   a zone supersedes what is pending for it: the retries of the old
 //!   serial stop, and the new one is sent (at once if the old one was
 //!   already sent) with a fresh count of tries.
@@ -90,6 +90,9 @@ pub enum NotifyAction {
     },
 }
 
+/// A pending NOTIFY's place: lower-cased origin, address, key.
+type TargetKey = (Name, SocketAddr, Option<Name>);
+
 /// A source of message IDs: numbers spread evenly over `u16`.
 pub type MessageIds = Box<dyn FnMut() -> u16 + Send>;
 
@@ -97,8 +100,10 @@ pub type MessageIds = Box<dyn FnMut() -> u16 + Send>;
 pub struct NotifyOut {
     slots: Vec<Option<Pending>>,
     free: Vec<PendingId>,
-    /// By lower-cased origin and target address.
-    by_target: HashMap<(Name, SocketAddr), PendingId>,
+    /// By lower-cased origin, target address and key: one address may be
+    /// told twice, with two keys (a secondary whose views are chosen by
+    /// the key, as BIND's are).
+    by_target: HashMap<TargetKey, PendingId>,
     /// The last message sent to each address, by its ID: answers are
     /// matched by (address, ID).
     by_message: HashMap<(SocketAddr, u16), PendingId>,
@@ -169,7 +174,7 @@ impl NotifyOut {
         let lower = origin.to_lowercase();
         let mut ids = Vec::with_capacity(targets.len());
         for target in targets {
-            let key = (lower.clone(), target.addr);
+            let key = (lower.clone(), target.addr, target.key.clone());
             let id = match self.by_target.get(&key) {
                 Some(&id) => {
                     self.supersede(now, id, soa, target, out);
@@ -228,10 +233,15 @@ impl NotifyOut {
         }
     }
 
+    /// The zone of a pending NOTIFY.
+    pub fn origin_of(&self, pending: PendingId) -> Option<&Name> {
+        self.slot(pending).map(|p| &p.origin)
+    }
+
     /// The NOTIFYs waiting for an answer from `target`, of any zone.
     pub fn pending_to(&self, target: SocketAddr) -> Vec<PendingId> {
         (self.by_target.iter())
-            .filter(|((_, to), _)| *to == target)
+            .filter(|((_, to, _), _)| *to == target)
             .map(|(_, &id)| id)
             .collect()
     }
@@ -242,7 +252,7 @@ impl NotifyOut {
         let gone: Vec<PendingId> = self
             .by_target
             .iter()
-            .filter(|((zone, _), _)| *zone == lower)
+            .filter(|((zone, _, _), _)| *zone == lower)
             .map(|(_, &id)| id)
             .collect();
         for id in gone {
@@ -378,7 +388,8 @@ impl NotifyOut {
             None => self.waiting.retain(|&w| w != id),
         }
         let lower = pending.origin.to_lowercase();
-        self.by_target.remove(&(lower, pending.target.addr));
+        let key = (lower, pending.target.addr, pending.target.key.clone());
+        self.by_target.remove(&key);
         self.free.push(id);
         out.push(NotifyAction::Finished {
             pending: id,
