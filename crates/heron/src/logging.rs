@@ -86,11 +86,46 @@ impl LogSection {
 
     /// `HERON_LOG` if it is set and valid, else the file's levels.
     fn filter(&self) -> EnvFilter {
-        EnvFilter::try_from_env(ENV).unwrap_or_else(|_| {
-            // Targets are free text: one the filter cannot read is
-            // dropped rather than stopping the server.
-            EnvFilter::builder().parse_lossy(self.directives())
+        env_directives()
+            .and_then(|text| EnvFilter::try_new(text).ok())
+            .unwrap_or_else(|| {
+                // Targets are free text: one the filter cannot read is
+                // dropped rather than stopping the server.
+                EnvFilter::builder().parse_lossy(self.directives())
+            })
+    }
+}
+
+/// `HERON_LOG` when it is set and every directive in it is a level or
+/// `TARGET=LEVEL`. The filter's own syntax reads anything: `warning`
+/// (a target of that name) or an empty value turned every line off,
+/// errors included, where the docs promise an invalid value is ignored.
+fn env_directives() -> Option<String> {
+    std::env::var(ENV)
+        .ok()
+        .filter(|text| valid_directives(text))
+}
+
+fn valid_directives(text: &str) -> bool {
+    // `LevelFilter` reads "" as error: a level must be named.
+    let is_level =
+        |level: &str| !level.trim().is_empty() && LevelFilter::from_str(level.trim()).is_ok();
+    let mut directives = text.split(',').map(str::trim).peekable();
+    directives.peek().is_some()
+        && directives.all(|d| match d.rsplit_once('=') {
+            Some((target, level)) => !target.trim().is_empty() && is_level(level),
+            None => is_level(d),
         })
+}
+
+/// A line for a `HERON_LOG` that is set but was not used.
+fn warn_if_env_ignored() {
+    if let Ok(text) = std::env::var(ENV)
+        && !valid_directives(&text)
+    {
+        tracing::warn!(
+            "{ENV}={text:?} ignored: expected a level (off, error, warn, info, debug, trace) or TARGET=LEVEL, comma-separated; the configuration's levels apply"
+        );
     }
 }
 
@@ -145,6 +180,7 @@ pub fn init(section: &LogSection) {
             registry.with(layer).init()
         }
     }
+    warn_if_env_ignored();
 }
 
 /// Applies `section`'s levels from now on (a reload read the file again);
@@ -237,6 +273,32 @@ mod tests {
 
     fn parse(text: &str) -> Result<LogSection, String> {
         toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// What `HERON_LOG` may say; anything else is ignored (black-box
+    /// finding: `warning` and an empty value silenced every line).
+    #[test]
+    fn heron_log_takes_levels_and_target_levels_only() {
+        for good in [
+            "debug",
+            "WARN",
+            "warn,heron_xfr=debug",
+            " info , heron=trace",
+            "off",
+        ] {
+            assert!(valid_directives(good), "{good}");
+        }
+        for bad in [
+            "",
+            "warning",
+            "err",
+            "info,",
+            "heron_xfr=loud",
+            "=debug",
+            "x y",
+        ] {
+            assert!(!valid_directives(bad), "{bad}");
+        }
     }
 
     #[test]
