@@ -443,7 +443,10 @@ fn coo_hands_a_member_from_one_catalog_to_another() {
     assert_eq!(catalog_of(&socket, "z.test.").as_deref(), Some("old.test."));
 
     // Handed over by the old catalog's coo: the new catalog's listing
-    // takes it, with its template.
+    // takes it, with its template, and its data is transferred afresh
+    // (RFC 9432 5.6: a migrated zone's state is reset; black-box finding:
+    // the old primary's version was kept).
+    assert_eq!(axfrs(&consumer.log(), "z.test"), 1, "{}", consumer.log());
     write(
         "old.test",
         2,
@@ -454,6 +457,11 @@ fn coo_hands_a_member_from_one_catalog_to_another() {
     assert!(eventually(
         || rcode(consumer.addr(), "z.test", RType::AXFR) == Some(Rcode::NOERROR)
     ));
+    assert!(
+        eventually(|| axfrs(&consumer.log(), "z.test") == 2),
+        "{}",
+        consumer.log()
+    );
 
     // The old catalog drops it: still served.
     write("old.test", 3, "");
@@ -560,7 +568,8 @@ fn a_member_spelt_in_another_case_keeps_its_copy() {
         consumer.log()
     );
     let members = dir.join("kept").join("members");
-    assert!(members.join("b.test.zone").exists(), "{}", consumer.log());
+    let kept = || members.join("b.test.zone").exists();
+    assert!(eventually(kept), "{}", consumer.log());
     let listed = [("b", "b.TEST", None), ("a", "a.test", None)];
     std::fs::write(&catalog, catalog_text(2, &listed)).unwrap();
     primary.reload();

@@ -50,6 +50,12 @@ pub(super) fn membership(
             group.len()
         ));
     }
+    // RFC 9432 4.4.2: the group property holds no whitespace.
+    if let Some(group) = group.filter(|g| g.chars().any(char::is_whitespace)) {
+        return Err(format!(
+            "catalog-group {group:?} holds whitespace, which a catalog's group property must not (RFC 9432 4.4.2)"
+        ));
+    }
     Ok(Some(Membership {
         catalog,
         group: group.map(str::to_string),

@@ -2144,6 +2144,12 @@ mod tests {
                 "1 to 255 octets, not 0",
             ),
             (
+                format!(
+                    "{catalog}[[zone]]\norigin = \"a.test\"\nfile = \"a\"\ncatalog-member = \"cat.test\"\ncatalog-group = \"gold plus\"\n"
+                ),
+                "holds whitespace",
+            ),
+            (
                 "[[zone]]\norigin = \"a.test\"\nfile = \"a\"\ncatalog-members = \"all\"\n".into(),
                 "catalog-members needs catalog",
             ),

@@ -454,7 +454,11 @@ impl Consumers {
     }
 
     /// Catalog `to` takes `member` (as it lists it) from catalog `from`
-    /// (`why`: for the log).
+    /// (`why`: for the log). Its data is dropped and transferred afresh
+    /// from `to`'s primaries (RFC 9432 5.6: a migrated zone's state is
+    /// reset; 4.1: a member dropped by its catalog loses its data), as
+    /// BIND does: kept, another primary's version was served until it
+    /// expired (black-box finding).
     fn take_over(&mut self, from: &Name, to: &Name, member: &Member, why: &str) -> Option<Step> {
         tracing::info!(
             zone = %member.zone,
@@ -468,7 +472,7 @@ impl Consumers {
             (self.catalogs.get(from)).is_some_and(|c| c.members.members().contains_key(&zone));
         self.cede(from, &zone, still_listed);
         self.owner.insert(zone, to.clone());
-        self.made(to, member).map(|(z, p)| Step::Repoint(z, p))
+        self.made(to, member).map(|(z, p)| Step::Reset(z, p))
     }
 
     /// Records whether `catalog` lists `zone` (lower-cased) while another
@@ -533,10 +537,9 @@ impl Consumers {
             tracing::warn!(
                 zone = %member.zone,
                 catalog = %catalog,
-                "catalog {catalog} lists {} with no member template for its group now \
-                 ({:?}): not served",
+                "catalog {catalog} lists {} with no member template for its group now ({})",
                 member.zone,
-                member.group()
+                member.group().map_or("no group".into(), |g| format!("group {g:?}"))
             );
             return None;
         };
@@ -1020,7 +1023,7 @@ mod tests {
         let steps = ixfr(&mut consumers, &new1, &new2).unwrap();
         assert_eq!(
             summary(&steps),
-            [step("repoint", "z.test.", Some("new.test."), 1)]
+            [step("reset", "z.test.", Some("new.test."), 1)]
         );
         // The old catalog drops it: it stays, owned by the new one.
         let old3 = version("old.test", 3, "n.zones PTR y.test.\n");
@@ -1055,7 +1058,7 @@ mod tests {
         let steps = ixfr(&mut consumers, &a1, &a2).unwrap();
         assert_eq!(
             summary(&steps),
-            [step("repoint", "z.test.", Some("b-cat.test."), 2)]
+            [step("reset", "z.test.", Some("b-cat.test."), 2)]
         );
         assert_eq!(consumers.changed_ceded(), [(n("b-cat.test"), vec![])]);
         // Then that one drops it: the next one takes it.
@@ -1063,7 +1066,7 @@ mod tests {
         let steps = ixfr(&mut consumers, &b1, &b2).unwrap();
         assert_eq!(
             summary(&steps),
-            [step("repoint", "z.test.", Some("c-cat.test."), 1)]
+            [step("reset", "z.test.", Some("c-cat.test."), 1)]
         );
         // The last listing goes: the zone goes.
         let c2 = version("c-cat.test", 2, "");
@@ -1096,7 +1099,7 @@ mod tests {
         let steps = ixfr(&mut consumers, &old1, &old2).unwrap();
         assert_eq!(
             summary(&steps),
-            [step("repoint", "z.test.", Some("new.test."), 2)]
+            [step("reset", "z.test.", Some("new.test."), 2)]
         );
         let old3 = version("old.test", 3, "");
         assert!(ixfr(&mut consumers, &old2, &old3).unwrap().is_empty());
@@ -1221,7 +1224,7 @@ mod tests {
         let steps = ixfr(&mut consumers, &z1, &z2).unwrap();
         assert_eq!(
             summary(&steps),
-            [step("repoint", "z.test.", Some("a-cat.test."), 1)]
+            [step("reset", "z.test.", Some("a-cat.test."), 1)]
         );
         let ceded = consumers.changed_ceded();
         let expected = [
