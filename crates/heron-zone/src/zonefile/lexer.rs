@@ -34,6 +34,17 @@ pub(crate) struct Lexer<'a> {
 const LONE_CR: &str = "a carriage return (CR) not followed by a line feed: \
     convert the file to LF or CR LF line ends";
 
+/// Whether what follows a CR up to the next LF (or the end of the file)
+/// is blanks: that CR ends a line as BIND and NSD read it and as Heron
+/// does, so it is no lone CR (a file ending in CR, or in CR and spaces
+/// before the LF, loads).
+fn ends_line(after: &[u8]) -> bool {
+    after
+        .iter()
+        .take_while(|&&b| b != b'\n')
+        .all(|b| matches!(b, b' ' | b'\t' | b'\r'))
+}
+
 /// Bytes that end an unquoted token.
 fn is_delimiter(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b';' | b'(' | b')' | b'"')
@@ -96,7 +107,7 @@ impl<'a> Lexer<'a> {
                 return Some(entry);
             };
             match c {
-                b'\r' if self.buf.get(self.pos + 1) != Some(&b'\n') => {
+                b'\r' if !ends_line(&self.buf[self.pos + 1..]) => {
                     entry.errors.push((self.line, LONE_CR.into()));
                     self.pos += 1;
                 }
@@ -117,9 +128,10 @@ impl<'a> Lexer<'a> {
                     // A comment up to a CR alone would take the next
                     // line with it, unsaid.
                     let comment = &self.buf[self.pos..end];
-                    // Any CR but one just before the LF that ends it.
-                    let inner = &comment[..comment.len().saturating_sub(1)];
-                    if inner.contains(&b'\r') {
+                    // Any CR but those only blanks follow to the LF.
+                    let lone = (comment.iter().enumerate())
+                        .any(|(i, &b)| b == b'\r' && !ends_line(&comment[i + 1..]));
+                    if lone {
                         entry.errors.push((self.line, LONE_CR.into()));
                     }
                     self.pos = end;
@@ -358,6 +370,22 @@ mod tests {
         }
         let mut lexer = Lexer::new(b"t TXT \"a\r\" ; a comment\r\n");
         assert!(lexer.next_entry(&mut Vec::new()).unwrap().errors.is_empty());
+        // Blanks alone after the CR: it ends the line as BIND and NSD read
+        // it (regression hunt: such files stopped loading).
+        for text in [
+            "t TXT \"a\"\r",
+            "t TXT \"a\"\r  \t\n",
+            "t TXT \"a\" ; note\r \n",
+            "t TXT \"a\" ; note\r",
+            "t TXT \"a\"\r\r\n",
+        ] {
+            let mut lexer = Lexer::new(text.as_bytes());
+            let mut tokens = Vec::new();
+            let entry = lexer.next_entry(&mut tokens).unwrap();
+            assert!(entry.errors.is_empty(), "{text:?}: {:?}", entry.errors);
+            assert_eq!(tokens.len(), 3, "{text:?}");
+            assert!(lexer.next_entry(&mut Vec::new()).is_none(), "{text:?}");
+        }
     }
 
     #[test]
