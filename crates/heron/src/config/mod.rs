@@ -897,6 +897,12 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     problems.extend(file.secondary.check());
     let sections = read_sections(&file, base, &mut problems);
     problems.extend(xot_problems(&sections.xot, &secondaries));
+    let metrics_listen = sections.metrics.as_ref().map(|m| m.listen);
+    problems.extend(listen_conflicts(
+        &file.server.listen,
+        &file.tls.listen,
+        metrics_listen,
+    ));
     if !problems.errors.is_empty() {
         return Err(problems.errors);
     }
@@ -1133,6 +1139,47 @@ fn check_server(server: &ServerSection) -> Vec<String> {
 
 /// The sections read on their own: XDP, RRL, cookies, dnstap, TLS, the
 /// transfer clients' TLS, metrics.
+/// Addresses two listeners would both bind, which `heron serve` fails on
+/// at its start (black-box finding: check-config passed them, and under
+/// `Restart=on-failure` the unit looped): a `[server] listen` address
+/// twice, one in `[tls] listen` too, or the `[metrics]` port on a DNS
+/// address (TCP both). A wildcard address covers the specific ones of its
+/// family on the same port.
+fn listen_conflicts(
+    server: &[SocketAddr],
+    tls: &[SocketAddr],
+    metrics: Option<SocketAddr>,
+) -> Vec<String> {
+    let overlap = |a: &SocketAddr, b: &SocketAddr| {
+        a.port() == b.port()
+            && a.is_ipv4() == b.is_ipv4()
+            && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
+    };
+    let mut problems = Vec::new();
+    for (i, a) in server.iter().enumerate() {
+        if server[..i].contains(a) {
+            problems.push(format!("[server] listen names {a} twice"));
+        }
+    }
+    for t in tls {
+        if let Some(s) = server.iter().find(|s| overlap(s, t)) {
+            problems.push(format!(
+                "[tls] listen {t} is also [server] listen {s}: TCP could not bind both"
+            ));
+        }
+    }
+    let dns = server
+        .iter()
+        .map(|a| ("[server]", a))
+        .chain(tls.iter().map(|a| ("[tls]", a)));
+    for (section, a) in dns {
+        if let Some(m) = metrics.filter(|m| overlap(m, a)) {
+            problems.push(format!("[metrics] listen {m} is also {section} listen {a}"));
+        }
+    }
+    problems
+}
+
 fn read_sections(file: &ConfigFile, base: &Path, problems: &mut Problems) -> Sections {
     let xdp = problems.or(file.xdp.config(), None);
     let rrl = problems.or(
@@ -2809,6 +2856,37 @@ udp-coalesce-us = 1001
             parse_zone_arg("example.com=f.zone").unwrap().origin,
             Name::parse("example.com").unwrap()
         );
+    }
+
+    /// Listeners that would collide at the start are refused by the check
+    /// (black-box finding: check-config passed, serve exited 1).
+    #[test]
+    fn listeners_that_would_collide_are_refused() {
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let (dns, other) = (a("127.0.0.1:53"), a("127.0.0.2:53"));
+        assert!(
+            listen_conflicts(
+                &[dns, other],
+                &[a("127.0.0.1:853")],
+                Some(a("127.0.0.1:9153"))
+            )
+            .is_empty()
+        );
+        assert!(
+            listen_conflicts(&[dns], &[], Some(a("[::1]:53"))).is_empty(),
+            "other family"
+        );
+        let said = |server: &[SocketAddr], tls: &[SocketAddr], m: Option<&str>| {
+            listen_conflicts(server, tls, m.map(a)).join("; ")
+        };
+        assert!(said(&[dns, dns], &[], None).contains("names 127.0.0.1:53 twice"));
+        assert!(said(&[dns], &[a("0.0.0.0:53")], None).contains("[tls] listen 0.0.0.0:53 is also"));
+        assert!(said(&[dns], &[], Some("127.0.0.1:53")).contains("[metrics] listen 127.0.0.1:53"));
+        assert!(said(&[a("0.0.0.0:53")], &[], Some("127.0.0.1:53")).contains("[metrics]"));
+        let whole = parse(
+            "[server]\nlisten = [\"127.0.0.1:5300\"]\n[metrics]\nlisten = \"127.0.0.1:5300\"\n",
+        );
+        assert!(whole.unwrap_err().join("; ").contains("[metrics] listen"));
     }
 
     #[test]
