@@ -883,8 +883,6 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     problems.extend(check_unique_origins(&zones));
     let shared = check_shared_files(&zones, &secondaries, &generated, &policies);
     problems.extend(shared);
-    problems.extend(check_tcp(&file.tcp));
-    problems.extend(check_server(&file.server));
     let control = file.server.control.as_ref().map(|p| base.join(p));
     problems.extend(control.as_deref().and_then(control_path_problem));
     warnings.extend(control.as_deref().and_then(control_folder_missing));
@@ -896,13 +894,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     });
     problems.extend(file.secondary.check());
     let sections = read_sections(&file, base, &mut problems);
-    problems.extend(xot_problems(&sections.xot, &secondaries));
-    let metrics_listen = sections.metrics.as_ref().map(|m| m.listen);
-    problems.extend(listen_conflicts(
-        &file.server.listen,
-        &file.tls.listen,
-        metrics_listen,
-    ));
+    problems.extend(server_problems(&file, &sections, &secondaries));
     if !problems.errors.is_empty() {
         return Err(problems.errors);
     }
@@ -1139,6 +1131,24 @@ fn check_server(server: &ServerSection) -> Vec<String> {
 
 /// The sections read on their own: XDP, RRL, cookies, dnstap, TLS, the
 /// transfer clients' TLS, metrics.
+/// What is wrong in `[server]`, `[tcp]`, the listeners and XoT.
+fn server_problems(
+    file: &ConfigFile,
+    sections: &Sections,
+    secondaries: &[SecondaryZone],
+) -> Vec<String> {
+    let metrics_listen = sections.metrics.as_ref().map(|m| m.listen);
+    let mut problems = check_tcp(&file.tcp);
+    problems.extend(check_server(&file.server));
+    problems.extend(xot_problems(&sections.xot, secondaries));
+    problems.extend(listen_conflicts(
+        &file.server.listen,
+        &file.tls.listen,
+        metrics_listen,
+    ));
+    problems
+}
+
 /// Addresses two listeners would both bind, which `heron serve` fails on
 /// at its start (black-box finding: check-config passed them, and under
 /// `Restart=on-failure` the unit looped): a `[server] listen` address
