@@ -46,6 +46,7 @@ impl Update {
     /// logs the exchange to the query log.
     pub fn answer(self, response: Vec<u8>) {
         self.request.log_answer(&response);
+        self.request.keep_answer(&response);
         match self.reply {
             Reply::Datagram(socket) => {
                 if let Err(e) = socket.send_to(&response, self.request.peer) {

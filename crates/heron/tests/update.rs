@@ -1572,3 +1572,44 @@ fn a_second_start_by_mistake_leaves_the_running_servers_files_alone() {
     assert_eq!(std::fs::read(&journal).unwrap(), bytes);
     assert_eq!(a(server.addr(), "second.upd.test").len(), 1);
 }
+
+/// A signed UPDATE whose answer is lost over UDP: the client sends the
+/// same bytes again, and gets the same answer, the update applied once
+/// (black-box finding: the copy went unanswered, so nsupdate and
+/// knsupdate reported a failure for an update that was made; BIND and
+/// Knot answer it). A copy from another address is still refused.
+#[test]
+fn a_signed_update_sent_again_after_a_lost_answer_gets_that_answer() {
+    use heron_proto::tsig::{self, Algorithm, Key};
+    let file = zone_file("resent");
+    let server = start(&file, "");
+    let key = Key::from_base64("ops", Algorithm::HmacSha256, SECRET).unwrap();
+    let mut message = update_message(0x5151, &format!("resent.{ZONE}"), [192, 0, 2, 51]);
+    let now = heron_proto::time::unix_now();
+    tsig::sign_request(&mut message, &key, now, tsig::DEFAULT_FUDGE);
+    let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    client
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let exchange = || {
+        client.send_to(&message, server.addr()).unwrap();
+        let mut buf = [0u8; 1024];
+        let (n, _) = client.recv_from(&mut buf).expect("an answer");
+        buf[..n].to_vec()
+    };
+    let first = exchange();
+    assert_eq!(first[3] & 0x0f, 0, "NOERROR: {first:?}");
+    let again = exchange();
+    assert_eq!(again, first, "the same answer, as if the first was lost");
+    let served = a(server.addr(), &format!("resent.{ZONE}"));
+    assert_eq!(served, [format!("resent.{ZONE}. 60 IN A 192.0.2.51")]);
+    assert_eq!(zone_serial(server.addr(), ZONE), Some(2), "applied once");
+    let elsewhere = std::net::UdpSocket::bind("127.0.0.2:0").unwrap();
+    elsewhere
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    elsewhere.send_to(&message, server.addr()).unwrap();
+    let mut buf = [0u8; 1024];
+    let (n, _) = elsewhere.recv_from(&mut buf).expect("an answer");
+    assert_eq!(buf[3] & 0x0f, 9, "NOTAUTH (BADTIME): {:?}", &buf[..n]);
+}

@@ -68,6 +68,7 @@ mod notify;
 mod options;
 mod parse;
 pub mod replay;
+mod resent;
 mod sign;
 mod size;
 pub mod tap;
@@ -377,6 +378,8 @@ pub struct Processor {
     secondaries: SharedOrigins,
     /// Signed requests answered already, to refuse their copies.
     replays: ReplayCache,
+    /// Answers to signed UPDATEs, for their senders' copies.
+    update_answers: Arc<resent::UpdateAnswers>,
     /// One warning per kind of refusal per [`LOG_INTERVAL`].
     log: LogLimiter<{ Refusal::LOG_REASONS }>,
     /// The first [`notify::LINES`] NOTIFYs accepted per [`LOG_INTERVAL`]
@@ -474,6 +477,7 @@ impl Processor {
             primary,
             secondaries: SharedOrigins::default(),
             replays: ReplayCache::new(replay::DEFAULT_CAPACITY),
+            update_answers: Arc::default(),
             log: LogLimiter::new(LOG_INTERVAL),
             notify_log: LogLimiter::with_lines(LOG_INTERVAL, notify::LINES),
             query_policy: None,
@@ -766,10 +770,18 @@ impl Processor {
         let keys = self.keys.load();
         match tsig::verify(&keys, &self.replays, &d) {
             Ok(signed) => d.signed = signed,
-            Err((_, Refusal::UpdateResent)) => {
-                tracing::debug!(peer = %req.peer, "a signed UPDATE sent again: not answered");
+            Err((failure, Refusal::UpdateResent)) => {
                 events.push(Event::Refused(Refusal::UpdateResent));
-                return Outcome::Nothing;
+                let request = self.replays.fingerprint_of(&failure);
+                let from = req.peer.ip().to_canonical();
+                let Some(answer) = self.update_answers.answer(request, from, req.now) else {
+                    tracing::debug!(peer = %req.peer, "a signed UPDATE sent again before its answer");
+                    return Outcome::Nothing;
+                };
+                tracing::debug!(peer = %req.peer, "a signed UPDATE sent again: answered again");
+                out.clear();
+                out.extend_from_slice(&answer);
+                return Outcome::Response;
             }
             Err((failure, refusal)) => {
                 tsig::error_response(&keys, &d, &failure, out);
@@ -836,6 +848,16 @@ impl Processor {
     }
 
     /// The answer, transfer or NOTIFY layer, as `acl` admitted.
+    /// Where a signed UPDATE's answer is kept for its sender's copies.
+    fn kept_answer(&self, d: &Deferred) -> Option<update::KeepAnswer> {
+        let v = d.signed.as_ref()?;
+        Some(update::KeepAnswer {
+            answers: self.update_answers.clone(),
+            request: self.replays.fingerprint(v),
+            until: v.time_signed.saturating_add(u64::from(v.fudge)),
+        })
+    }
+
     fn act(
         &self,
         catalog: &Catalog,
@@ -868,10 +890,10 @@ impl Processor {
                 return Outcome::Response;
             }
             Admission::Update(origin) => {
-                return update::hand_off(d, origin, false, self.tap.clone());
+                return update::hand_off(d, origin, false, self.tap.clone(), self.kept_answer(d));
             }
             Admission::Forward(origin) => {
-                return update::hand_off(d, origin, true, self.tap.clone());
+                return update::hand_off(d, origin, true, self.tap.clone(), self.kept_answer(d));
             }
         };
         result.unwrap_or_else(|refusal| {

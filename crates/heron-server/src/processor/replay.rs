@@ -37,7 +37,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::net::IpAddr;
 use std::sync::Mutex;
 
-use heron_proto::tsig::Verified;
+use heron_proto::tsig::{Algorithm, TsigFailure, Verified};
 
 /// Entries kept by default: at 24 bytes each plus the map, about 5 MB.
 pub const DEFAULT_CAPACITY: usize = 1 << 16;
@@ -45,7 +45,7 @@ pub const DEFAULT_CAPACITY: usize = 1 << 16;
 /// A request as remembered: 128 bits of keyed hash over key name, the
 /// MAC's first octets and Time Signed (the keys are random per process, so a sender cannot
 /// aim a collision at another's request).
-type Fingerprint = u128;
+pub type Fingerprint = u128;
 
 pub struct ReplayCache {
     inner: Mutex<Entries>,
@@ -139,10 +139,34 @@ impl ReplayCache {
         self.len() == 0
     }
 
-    fn fingerprint(&self, v: &Verified) -> Fingerprint {
+    /// What a verified request is remembered by.
+    pub fn fingerprint(&self, v: &Verified) -> Fingerprint {
+        self.fingerprint_parts(v.key.name.as_wire(), &v.mac, v.key.algorithm, v.time_signed)
+    }
+
+    /// [`ReplayCache::fingerprint`] of the request a copy refused by
+    /// [`Seen::Resent`] or [`Seen::Replay`] was (its refusal keeps the
+    /// key, algorithm, MAC and time); 0 for one that keeps less.
+    pub fn fingerprint_of(&self, refused: &TsigFailure) -> Fingerprint {
+        let algorithm = refused.algorithm.as_ref().and_then(Algorithm::from_name);
+        match (&refused.key_name, algorithm, &refused.request_mac) {
+            (Some(key), Some(algorithm), Some(mac)) => {
+                self.fingerprint_parts(key.as_wire(), mac, algorithm, refused.time_signed)
+            }
+            _ => 0,
+        }
+    }
+
+    fn fingerprint_parts(
+        &self,
+        key: &[u8],
+        mac: &[u8],
+        algorithm: Algorithm,
+        time: u64,
+    ) -> Fingerprint {
         // Every MAC accepted is at least this long.
-        let kept = v.mac.len().min(v.key.algorithm.min_mac_len());
-        let request = (v.key.name.as_wire(), &v.mac[..kept], v.time_signed);
+        let kept = mac.len().min(algorithm.min_mac_len());
+        let request = (key, &mac[..kept], time);
         let [a, b] = self.hashers.each_ref().map(|h| h.hash_one(request));
         (u128::from(a) << 64) | u128::from(b)
     }

@@ -16,6 +16,8 @@ use heron_proto::{Name, Rcode};
 
 use std::sync::Arc;
 
+use super::replay::Fingerprint;
+use super::resent::UpdateAnswers;
 use super::tap::{Exchanged, Tap};
 use super::{Deferred, Outcome, Transport};
 
@@ -48,6 +50,8 @@ pub struct UpdateRequest {
     /// The query log, when on: the request and its answer are logged
     /// when the answer is sent ([`UpdateRequest::log_answer`]).
     tap: Option<Arc<Tap>>,
+    /// Where a signed request's answer is kept for its sender's copies.
+    keep: Option<KeepAnswer>,
     /// The address it came to, when the transport knows it (dnstap).
     local: Option<SocketAddr>,
 }
@@ -94,7 +98,29 @@ impl UpdateRequest {
     }
 }
 
+/// Where and how long a signed UPDATE's answer is kept ([`super::resent`]).
+#[derive(Clone)]
+pub(super) struct KeepAnswer {
+    pub answers: Arc<UpdateAnswers>,
+    pub request: Fingerprint,
+    pub until: u64,
+}
+
+impl std::fmt::Debug for KeepAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeepAnswer")
+    }
+}
+
 impl UpdateRequest {
+    /// Keeps `answer` for the sender's copies of a signed request.
+    pub fn keep_answer(&self, answer: &[u8]) {
+        if let Some(k) = &self.keep {
+            let from = self.peer.ip().to_canonical();
+            k.answers.keep(k.request, from, answer, k.until);
+        }
+    }
+
     /// Logs the request with `answer` to the query log, if it is on and
     /// samples this exchange: as the transport logs a query it answers.
     pub fn log_answer(&self, answer: &[u8]) {
@@ -119,6 +145,7 @@ pub(super) fn hand_off(
     origin: Name,
     forward: bool,
     tap: Option<Arc<Tap>>,
+    keep: Option<KeepAnswer>,
 ) -> Outcome {
     Outcome::Update(Box::new(UpdateRequest {
         origin,
@@ -138,6 +165,7 @@ pub(super) fn hand_off(
             })
             .into(),
         tap,
+        keep,
         local: d.req.local,
     }))
 }
