@@ -130,6 +130,17 @@ fn assert_serves_exactly(consumer: &ServerProcess, wanted: &[&str], step: &str) 
     );
 }
 
+/// The metrics endpoint's answer to `GET /metrics`.
+fn scrape(metrics: SocketAddr) -> String {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(metrics).unwrap();
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut body = String::new();
+    conn.read_to_string(&mut body).unwrap();
+    body
+}
+
 /// How many times the log says `zone` came by AXFR.
 fn axfrs(log: &str, zone: &str) -> usize {
     log.lines()
@@ -206,10 +217,14 @@ fn consume_from(kind: ServerKind) {
         }
         other => panic!("no catalog producer test for {other}"),
     };
+    let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let config = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG]);
+    let config = format!("{config}[metrics]\nlisten = \"{metrics}\"\n");
     let mut consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
         .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));
     assert_serves_exactly(&consumer, &["a.test", "b.test", "c.test"], "start");
+    let rejected_gauge = format!("heron_catalog_rejected{{zone=\"{CATALOG}.\"}}");
+    assert!(scrape(metrics).contains(&format!("{rejected_gauge} 0")));
     // Not in group "blue": nobody may transfer it.
     assert_eq!(
         rcode(consumer.addr(), "a.test", RType::AXFR),
@@ -311,6 +326,10 @@ fn consume_from(kind: ServerKind) {
             .is_some_and(|e| e.contains("the zone is already a member as d.zones.cat.test.")),
         "{cat_row}"
     );
+    // Said as its state, not as a past error (black-box finding: "checks
+    // work again" while no member could be added or removed).
+    assert_eq!(cat_row["catalog_rejected"], true, "{cat_row}");
+    assert!(scrape(metrics).contains(&format!("{rejected_gauge} 1")));
     let catalog = Some(CATALOG.to_string() + ".");
     assert_eq!(
         catalogs_named(&status),

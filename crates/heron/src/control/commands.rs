@@ -244,6 +244,7 @@ impl Controller {
                 secondary_fields(&mut row, report);
                 if let Some(why) = rejections.get(&origin) {
                     row["last_error"] = json!(why);
+                    row["catalog_rejected"] = json!(true);
                 }
             }
             rows.push(row);

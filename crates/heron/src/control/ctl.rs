@@ -510,6 +510,11 @@ fn error_lines(data: &Value) -> String {
         .filter_map(|z| Some((z, z["last_error"].as_str()?)));
     failed
         .map(|(z, why)| match z["failures"].as_u64() {
+            // Transferred well, but its version is not taken: a state.
+            _ if z["catalog_rejected"] == Value::Bool(true) => format!(
+                "{}: catalog version not taken, members unchanged: {why}\n",
+                text_of(&z["zone"])
+            ),
             // A secondary zone whose checks work again keeps its last
             // error for the record: said as past, not as its state.
             Some(0) => format!(
@@ -754,11 +759,14 @@ mod tests {
              "last_error": "192.0.2.1:53: refused"},
             {"zone": "down.test.", "role": "secondary", "failures": 3,
              "last_error": "192.0.2.1:53: refused"},
+            {"zone": "cat.test.", "role": "secondary", "failures": 0,
+             "catalog_rejected": true, "last_error": "serial 6 rejected: bad"},
         ]);
         assert_eq!(
             error_lines(&data),
             "ok.test.: checks work again; the last error was: 192.0.2.1:53: refused\n\
-             down.test.: last error: 192.0.2.1:53: refused\n"
+             down.test.: last error: 192.0.2.1:53: refused\n\
+             cat.test.: catalog version not taken, members unchanged: serial 6 rejected: bad\n"
         );
     }
 

@@ -411,6 +411,11 @@ impl ZoneChange {
 pub const MEMBER_LINES: u64 = 5;
 
 impl Running {
+    /// The catalog zones consumed.
+    pub fn consumed_catalogs(&self) -> impl Iterator<Item = Name> {
+        self.consumers.names().into_iter()
+    }
+
     /// The consumed catalogs whose newest version was rejected, and why.
     pub fn catalog_rejections(&self) -> Vec<(Name, String)> {
         (self.consumers.names().into_iter())

@@ -10,7 +10,7 @@ pub mod kernel;
 mod process;
 mod zone_failures;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use heron_proto::Name;
@@ -50,6 +50,8 @@ struct ZoneRow {
     health: Option<SecondaryHealth>,
     /// A zone from a file: whether its last load of the file failed.
     file_failed: Option<bool>,
+    /// A consumed catalog zone: whether its newest version is rejected.
+    catalog_rejected: Option<bool>,
 }
 
 /// What an operator alerts on for a secondary zone.
@@ -206,6 +208,7 @@ async fn zone_rows(controller: &Controller) -> Vec<ZoneRow> {
         };
         health.insert(origin, zone_health);
     }
+    let rejected = catalog_rejections(controller);
     let catalog = controller.catalog.load();
     let secondaries = controller.secondaries.load_full();
     let files = controller.files.lock().unwrap_or_else(|e| e.into_inner());
@@ -235,7 +238,29 @@ async fn zone_rows(controller: &Controller) -> Vec<ZoneRow> {
                 health: health.get(&origin).copied(),
                 file_failed: (!secondary && files.file_of(&origin).is_some())
                     .then(|| files.last_error(&origin).is_some()),
+                catalog_rejected: rejected.get(&origin).copied(),
             }
+        })
+        .collect()
+}
+
+/// Each consumed catalog zone, and whether its newest version is
+/// rejected now.
+fn catalog_rejections(controller: &Controller) -> HashMap<Name, bool> {
+    let running = controller.transfers.secondaries.lock();
+    let running = running.unwrap_or_else(|e| e.into_inner());
+    let Some(running) = running.as_ref() else {
+        return HashMap::new();
+    };
+    let rejected: HashSet<Name> = (running.catalog_rejections().into_iter())
+        .map(|(origin, _)| origin.to_lowercase())
+        .collect();
+    (running.consumed_catalogs())
+        .map(|origin| {
+            (
+                origin.to_lowercase(),
+                rejected.contains(&origin.to_lowercase()),
+            )
         })
         .collect()
 }
@@ -630,6 +655,16 @@ fn encode_zones(e: &mut DescriptorEncoder, zones: &[ZoneRow]) -> Result<(), std:
         MetricType::Gauge,
         file_failed,
     )?;
+    let rejected = zones
+        .iter()
+        .filter_map(|z| Some((zone(z), ConstGauge::new(i64::from(z.catalog_rejected?)))));
+    family(
+        e,
+        "heron_catalog_rejected",
+        "1 while the newest version of a consumed catalog zone is rejected (no member is added or removed until a version is taken; heron ctl zone-status says why), 0 otherwise; consumed catalogs only",
+        MetricType::Gauge,
+        rejected,
+    )?;
     encode_secondary_health(e, zones)?;
     encode_zone_traffic(e, zones)
 }
@@ -750,6 +785,7 @@ mod tests {
                 },
                 health: None,
                 file_failed: Some(false),
+                catalog_rejected: None,
             }]),
             kernel: kernel::read(),
             process: process::ProcessStats {
