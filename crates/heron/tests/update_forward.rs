@@ -533,3 +533,52 @@ fn a_primarys_garbage_wrong_id_or_oversized_answer_is_not_relayed() {
     assert!(log.contains("no primary answered"), "{log}");
     assert!(log.contains("past the client's UDP limit of 512"), "{log}");
 }
+
+/// A secondary of two primaries, the first of which takes connections
+/// and never answers: a forwarded UPDATE goes on to the second in time
+/// (black-box finding: the first took the whole wait, SERVFAIL; BIND
+/// goes on to the second).
+#[test]
+fn an_update_goes_on_to_the_second_primary_when_the_first_hangs() {
+    let dir = dir("second");
+    let file = dir.join("fwd.zone");
+    std::fs::write(&file, zone_text(ZONE)).unwrap();
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let hung = silent.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = silent.accept() {
+            held.push(conn);
+            if held.len() > 64 {
+                return;
+            }
+        }
+    });
+    let primary = ServerProcess::heron_with_config(&heron(), ZONE, |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n{}\
+             [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\n\
+             allow-update = [\"key ops zonesub ANY\"]\n\
+             allow-transfer = [\"127.0.0.1 key ops\"]\n",
+            keys(),
+            file.display()
+        )
+    });
+    let config = secondary_config(0, &dir, hung, "\"127.0.0.1 key ops\"").replace(
+        &format!("primaries = [\"{hung} key ops\"]"),
+        &format!(
+            "primaries = [\"{hung} key ops\", \"{} key ops\"]",
+            primary.addr()
+        ),
+    );
+    let secondary = ServerProcess::heron_with_config(&heron(), "local.test", |port| {
+        config.replace("127.0.0.1:0\"]", &format!("127.0.0.1:{port}\"]"))
+    });
+    let add = format!("update add second.{ZONE} 60 A 192.0.2.77");
+    let said = send("nsupdate", secondary.addr(), Some(("ops", SECRET)), &add);
+    assert_eq!(said, "NOERROR", "{}", secondary.log());
+    assert_eq!(
+        answer(primary.addr(), &format!("second.{ZONE}"), RType::A).len(),
+        1
+    );
+}

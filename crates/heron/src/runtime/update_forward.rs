@@ -237,9 +237,21 @@ fn bad_signature(update: Update, xfr: &Transfers, primary: SocketAddr, key: &Nam
 
 /// The first answer to `message` from `primaries`, in order, and who
 /// gave it.
+/// Each primary in turn; all but the last get an equal part of
+/// [`FORWARD_TIMEOUT`], so that one that hangs leaves the next time to
+/// answer (black-box finding: the first took it all; BIND goes on to the
+/// second). The caller bounds the whole.
 async fn ask_primaries(primaries: &[Upstream], message: &[u8]) -> Option<(Vec<u8>, SocketAddr)> {
-    for primary in primaries {
-        match exchange(primary, message).await {
+    let each = FORWARD_TIMEOUT / u32::try_from(primaries.len()).unwrap_or(u32::MAX).max(1);
+    for (i, primary) in primaries.iter().enumerate() {
+        let last = i + 1 == primaries.len();
+        let attempt = exchange(primary, message);
+        let answered = match last {
+            true => attempt.await,
+            false => (tokio::time::timeout(each, attempt).await)
+                .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into())),
+        };
+        match answered {
             Ok(answer) if answers(&answer, message) => return Some((answer, primary.addr)),
             Ok(_) => tracing::debug!("forwarded UPDATE: {} answered something else", primary.addr),
             Err(e) => tracing::debug!("forwarded UPDATE: {}: {e}", primary.addr),
