@@ -933,6 +933,17 @@ fn ctl_finds_the_socket_while_the_configuration_has_errors() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("not readable as TOML"));
+    // One typo in a file that names its socket: that socket, read off the
+    // [server] lines (black-box finding: "cannot be reached").
+    let typo = format!("[server]\ncontrol = \"{socket}\"\nworkers = 1\n[log]\nlevel = \n");
+    std::fs::write(&config, typo).unwrap();
+    let out = status(&config, Some(Path::new("/nonexistent/heron.sock")));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("trying the control socket {socket}")),
+        "{said}"
+    );
 }
 
 /// With no `--control` or `--config`, `heron ctl` asks the socket

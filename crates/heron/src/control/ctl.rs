@@ -262,7 +262,12 @@ pub fn socket_of_config(config: &Path) -> Result<PathBuf, String> {
     let file = match text.parse::<toml::Table>() {
         Ok(file) => file,
         Err(e) => {
-            let fallback = default_socket();
+            // One typo anywhere (the edit being reloaded) must not lose
+            // the server: its socket read off the `[server]` lines.
+            let base = config.parent().unwrap_or(Path::new("."));
+            let fallback = control_by_lines(&text)
+                .map(|c| base.join(c))
+                .unwrap_or_else(default_socket);
             // The parser's own words, on one line: what to fix.
             let why = e.message().lines().next().unwrap_or("").to_string();
             let line = e.span().map(|s| text[..s.start].lines().count().max(1));
@@ -288,6 +293,28 @@ pub fn socket_of_config(config: &Path) -> Result<PathBuf, String> {
     };
     let base = config.parent().unwrap_or(Path::new("."));
     Ok(base.join(control))
+}
+
+/// `[server] control = "PATH"` read line by line, for a file the TOML
+/// parser refuses (black-box finding: a typo elsewhere in the file made
+/// `heron reload --config` say the server could not be reached).
+fn control_by_lines(text: &str) -> Option<String> {
+    let mut in_server = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_server = line.trim_end_matches(|c: char| c == ' ' || c == '#') == "[server]";
+            continue;
+        }
+        let Some(value) = line.strip_prefix("control") else {
+            continue;
+        };
+        let value = value.trim_start().strip_prefix('=').map(str::trim);
+        let quoted = value.and_then(|v| v.strip_prefix('"')?.split('"').next());
+        if let (true, Some(path)) = (in_server, quoted) {
+            return Some(path.to_string());
+        }
+    }
+    None
 }
 
 /// `control.sock` in the first of systemd's `RUNTIME_DIRECTORY`, if set:
