@@ -302,7 +302,7 @@ fn control_by_lines(text: &str) -> Option<String> {
     let mut in_server = false;
     for line in text.lines().map(str::trim) {
         if line.starts_with('[') {
-            in_server = line.trim_end_matches(|c: char| c == ' ' || c == '#') == "[server]";
+            in_server = line.split('#').next().map(str::trim) == Some("[server]");
             continue;
         }
         let Some(value) = line.strip_prefix("control") else {
