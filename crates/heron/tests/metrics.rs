@@ -995,3 +995,48 @@ fn the_dashboards_queries_evaluate_against_a_live_scrape() {
         "{serial:?}"
     );
 }
+
+/// With `zone-metrics = false` (a server of very many zones) no zone has
+/// series of its own, but the zones in each state an operator acts on
+/// are counted, so that its alerts still fire (black-box finding: every
+/// zone alert went silent).
+#[test]
+fn zones_in_trouble_are_counted_without_zone_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, metrics) = (free_port(), SocketAddr::from(([127, 0, 0, 1], free_port())));
+    let good = dir.path().join("good.test.zone");
+    std::fs::write(
+        &good,
+        "@ 60 SOA ns1 h 1 2 3 4 5\n@ 60 NS ns1\nns1 60 A 192.0.2.1\n",
+    )
+    .unwrap();
+    let broken = dir.path().join("broken.test.zone");
+    std::fs::write(
+        &broken,
+        "@ 60 SOA ns1 h 1 2 3 4 5\n@ 60 NS ns1\nns1 60 A 1.2.3\n",
+    )
+    .unwrap();
+    let config = format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\n[metrics]\nlisten = \"{metrics}\"\nzone-metrics = false\n\
+         [[zone]]\norigin = \"good.test\"\nfile = \"{}\"\n\
+         [[zone]]\norigin = \"broken.test\"\nfile = \"{}\"\n",
+        good.display(),
+        broken.display()
+    );
+    let _server = ServerProcess::heron_on_port(&heron(), port, "good.test", &config).unwrap();
+    let answer = http(metrics, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let body = answer.split_once("\r\n\r\n").expect("a body").1;
+    assert!(
+        !body.contains("heron_zone_served"),
+        "no per-zone series:\n{body}"
+    );
+    let at = samples(body);
+    let state = |s: &str| {
+        at.get(&format!("heron_zones_unhealthy{{state=\"{s}\"}}"))
+            .copied()
+    };
+    assert_eq!(state("not_served"), Some(1.0), "{body}");
+    assert_eq!(state("file_load_failed"), Some(1.0), "{body}");
+    assert_eq!(state("checks_failing"), Some(0.0), "{body}");
+    assert_eq!(state("catalog_rejected"), Some(0.0), "{body}");
+}

@@ -70,6 +70,60 @@ struct SecondaryHealth {
     transferred_serial: Option<u32>,
 }
 
+/// The zones in each state an operator alerts on, counted: what
+/// `heron_zones_unhealthy` says with or without the per-zone series.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct ZonesHealth {
+    /// Configured and not answered from (a secondary before its first
+    /// transfer or expired, a zone file that never loaded).
+    not_served: u64,
+    /// Zones from files whose last load failed.
+    file_load_failed: u64,
+    /// Secondary zones whose last three checks or more failed.
+    checks_failing: u64,
+    /// Secondary zones failing checks that expire within a day.
+    expiring: u64,
+    /// Consumed catalogs whose newest version is rejected.
+    catalog_rejected: u64,
+}
+
+impl ZonesHealth {
+    fn of(rows: &[ZoneRow], now: u64) -> ZonesHealth {
+        let count = |f: &dyn Fn(&ZoneRow) -> bool| rows.iter().filter(|r| f(r)).count() as u64;
+        let failing = |r: &ZoneRow, at_least: u32| r.health.is_some_and(|h| h.failures >= at_least);
+        ZonesHealth {
+            not_served: count(&|r| r.serial.is_none()),
+            file_load_failed: count(&|r| r.file_failed == Some(true)),
+            checks_failing: count(&|r| failing(r, 3)),
+            expiring: count(&|r| {
+                failing(r, 1)
+                    && r.health
+                        .and_then(|h| h.expire_at)
+                        .is_some_and(|t| t < now + 86_400)
+            }),
+            catalog_rejected: count(&|r| r.catalog_rejected == Some(true)),
+        }
+    }
+
+    fn encode(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let states = [
+            ("not_served", self.not_served),
+            ("file_load_failed", self.file_load_failed),
+            ("checks_failing", self.checks_failing),
+            ("expiring_within_a_day", self.expiring),
+            ("catalog_rejected", self.catalog_rejected),
+        ];
+        let rows = states.map(|(state, n)| (label("state", state), ConstGauge::new(n as i64)));
+        family(
+            e,
+            "heron_zones_unhealthy",
+            "Zones in each state an operator acts on, counted (with or without zone-metrics): not_served, file_load_failed, checks_failing (three or more in a row), expiring_within_a_day (while checks fail), catalog_rejected",
+            MetricType::Gauge,
+            rows,
+        )
+    }
+}
+
 /// What one scrape exports, read at once.
 #[derive(Debug)]
 struct Snapshot {
@@ -80,6 +134,7 @@ struct Snapshot {
     dnstap: Option<TapTotals>,
     connections_open: usize,
     zones: Option<Vec<ZoneRow>>,
+    health: ZonesHealth,
     kernel: Vec<(&'static kernel::KernelCounter, Option<u64>)>,
     process: process::ProcessStats,
 }
@@ -100,10 +155,12 @@ pub(crate) async fn scrape(
 
 /// The OpenMetrics body of a scrape.
 async fn snapshot(controller: &Controller, zone_metrics: bool) -> String {
-    let zones = match zone_metrics {
-        true => Some(zone_rows(controller).await),
-        false => None,
-    };
+    // Counted whether or not each zone's series go out: the alerts of a
+    // server of very many zones need them most (black-box finding:
+    // `zone-metrics = false` silenced every zone alert).
+    let rows = zone_rows(controller).await;
+    let health = ZonesHealth::of(&rows, unix_seconds(SystemTime::now()));
+    let zones = zone_metrics.then_some(rows);
     let service = &controller.service;
     let snapshot = Snapshot {
         totals: service.stats.totals(),
@@ -112,6 +169,7 @@ async fn snapshot(controller: &Controller, zone_metrics: bool) -> String {
         dnstap: service.processor.tap().map(|tap| tap.totals()),
         connections_open: controller.connections.open_connections(),
         zones,
+        health,
         kernel: kernel::read(),
         process: process::read(),
     };
@@ -380,6 +438,7 @@ impl Collector for Snapshot {
         let e = &mut encoder;
         self.encode_queries(e)?;
         self.encode_connections_and_refusals(e)?;
+        self.health.encode(e)?;
         if let Some(zones) = &self.zones {
             encode_zones(e, zones)?;
         }
@@ -787,12 +846,55 @@ mod tests {
                 file_failed: Some(false),
                 catalog_rejected: None,
             }]),
+            health: ZonesHealth::default(),
             kernel: kernel::read(),
             process: process::ProcessStats {
                 resident_bytes: Some(4096),
                 ..process::ProcessStats::default()
             },
         }
+    }
+
+    /// Each zone counts in each state it is in; a secondary failing its
+    /// checks counts as expiring only within a day of its expiry.
+    #[test]
+    fn zones_are_counted_by_state() {
+        let now = 1_000_000;
+        let row = |serial: Option<u32>, failures: u32, expire_at: Option<u64>| ZoneRow {
+            zone: "z.test.".into(),
+            role: "secondary",
+            serial,
+            loaded_at: None,
+            counts: ZoneCounts::default(),
+            health: Some(SecondaryHealth {
+                failures,
+                expire_at,
+                ..SecondaryHealth::default()
+            }),
+            file_failed: None,
+            catalog_rejected: None,
+        };
+        let rows = [
+            row(Some(1), 0, Some(now + 10)),
+            row(Some(1), 3, Some(now + 3600)),
+            row(Some(1), 1, Some(now + 2 * 86_400)),
+            row(None, 5, Some(now - 1)),
+            ZoneRow {
+                file_failed: Some(true),
+                catalog_rejected: Some(true),
+                health: None,
+                ..row(Some(1), 0, None)
+            },
+        ];
+        let health = ZonesHealth::of(&rows, now);
+        let want = ZonesHealth {
+            not_served: 1,
+            file_load_failed: 1,
+            checks_failing: 2,
+            expiring: 2,
+            catalog_rejected: 1,
+        };
+        assert_eq!(health, want);
     }
 
     #[test]
