@@ -138,6 +138,8 @@ struct Driver {
     signed: HashMap<PendingId, (Key, Vec<u8>)>,
     waiters: Vec<Waiter>,
     actions: Vec<NotifyAction>,
+    /// Warnings about NOTIFYs that did not end well, bounded per target.
+    outcome_lines: OutcomeLines,
 }
 
 impl Driver {
@@ -157,6 +159,7 @@ impl Driver {
             signed: HashMap::new(),
             waiters: Vec::new(),
             actions: Vec::new(),
+            outcome_lines: OutcomeLines::default(),
         }
     }
 
@@ -361,7 +364,9 @@ impl Driver {
         outcome: Outcome,
     ) {
         self.signed.remove(&pending);
-        log_outcome(origin, target, &outcome);
+        if self.outcome_lines.admit(target, &outcome, Instant::now()) {
+            log_outcome(origin, target, &outcome, self.outcome_lines.untold(target));
+        }
         if outcome != Outcome::ZoneRemoved {
             let acknowledged = outcome == Outcome::Answered(Rcode::NOERROR);
             self.stats.notify_out(origin, acknowledged);
@@ -437,18 +442,65 @@ async fn read_replies(socket: Arc<UdpSocket>, target: SocketAddr, replies: mpsc:
     }
 }
 
-fn log_outcome(origin: &Name, addr: SocketAddr, outcome: &Outcome) {
+/// Warnings about NOTIFYs that did not end well are the first
+/// [`OUTCOME_LINES`] per target in each [`OUTCOME_WINDOW`]; the rest are
+/// counted, and the next line told says how many: adding 1,000 members
+/// to a catalog gave 1,000 lines "answered NOTAUTH" per secondary that
+/// had not read the catalog yet (black-box finding).
+#[derive(Default)]
+struct OutcomeLines(HashMap<SocketAddr, (Instant, u32, u64)>);
+
+const OUTCOME_LINES: u32 = 5;
+const OUTCOME_WINDOW: Duration = Duration::from_secs(10);
+
+impl OutcomeLines {
+    /// Whether `outcome` to `target` gets its line now.
+    fn admit(&mut self, target: SocketAddr, outcome: &Outcome, now: Instant) -> bool {
+        if matches!(
+            outcome,
+            Outcome::Answered(Rcode::NOERROR) | Outcome::ZoneRemoved
+        ) {
+            return true; // debug lines only
+        }
+        let (opened, written, _) = self.0.entry(target).or_insert((now, 0, 0));
+        if now.duration_since(*opened) >= OUTCOME_WINDOW {
+            (*opened, *written) = (now, 0);
+        }
+        *written += 1;
+        let told = *written <= OUTCOME_LINES;
+        if !told {
+            self.0.get_mut(&target).expect("just set").2 += 1;
+        }
+        told
+    }
+
+    /// The warnings about `target` not told since its last line told, now
+    /// told with it (and forgotten).
+    fn untold(&mut self, target: SocketAddr) -> u64 {
+        self.0
+            .get_mut(&target)
+            .map_or(0, |(_, _, untold)| std::mem::take(untold))
+    }
+}
+
+fn log_outcome(origin: &Name, addr: SocketAddr, outcome: &Outcome, untold: u64) {
+    let more = match untold {
+        0 => String::new(),
+        n => format!(" ({n} more such lines about {addr} left out before this one)"),
+    };
     match outcome {
         Outcome::Answered(Rcode::NOERROR) => {
             tracing::debug!("NOTIFY for {origin} to {addr} acknowledged")
         }
         Outcome::Answered(rcode) => {
-            tracing::warn!("NOTIFY for {origin} to {addr} answered {rcode}")
+            tracing::warn!("NOTIFY for {origin} to {addr} answered {rcode}{more}")
         }
         Outcome::NoAnswer => tracing::warn!(
-            "NOTIFY for {origin} to {addr}: no valid answer after {TRIES} tries; it will refresh on its own timer"
+            "NOTIFY for {origin} to {addr}: no valid answer after {TRIES} tries; it will refresh on its own timer{more}"
         ),
-        Outcome::Failed(why) => tracing::warn!("NOTIFY for {origin} to {addr} failed: {why}"),
+        Outcome::Failed(why) => {
+            tracing::warn!("NOTIFY for {origin} to {addr} failed: {why}{more}")
+        }
         Outcome::ZoneRemoved => {
             tracing::debug!("NOTIFY for {origin} to {addr} dropped: the zone was removed")
         }
@@ -475,6 +527,30 @@ mod tests {
         let mut rdata = b"\x02ns\x00\x01h\x00".to_vec();
         rdata.extend_from_slice(&[0, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]);
         (60, rdata)
+    }
+
+    /// A thousand NOTIFYs answered NOTAUTH by one target give five lines
+    /// per window, the next one told counting those left out; another
+    /// target has lines of its own, and acknowledgements are not counted.
+    #[test]
+    fn warnings_about_one_target_are_bounded_per_window() {
+        let mut lines = OutcomeLines::default();
+        let (a, b): (SocketAddr, SocketAddr) = (
+            "192.0.2.1:53".parse().unwrap(),
+            "192.0.2.2:53".parse().unwrap(),
+        );
+        let notauth = Outcome::Answered(Rcode::NOTAUTH);
+        let start = Instant::now();
+        let told = (0..1000)
+            .filter(|_| lines.admit(a, &notauth, start))
+            .count();
+        assert_eq!(told, OUTCOME_LINES as usize);
+        assert!(lines.admit(b, &notauth, start), "another target");
+        assert!(lines.admit(a, &Outcome::Answered(Rcode::NOERROR), start));
+        let later = start + OUTCOME_WINDOW;
+        assert!(lines.admit(a, &notauth, later), "a new window");
+        assert_eq!(lines.untold(a), 995, "told with the next line");
+        assert_eq!(lines.untold(a), 0, "once");
     }
 
     #[test]
