@@ -586,7 +586,16 @@ fn commit(batch: HashMap<PathBuf, Pending>) -> Vec<Failure> {
         }
         if p.delete {
             match std::fs::remove_file(path) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                // None can be there (a name too long, a file for a
+                // folder on the way): nothing to delete, nothing to say.
+                Err(e)
+                    if !matches!(
+                        e.kind(),
+                        io::ErrorKind::NotFound
+                            | io::ErrorKind::NotADirectory
+                            | io::ErrorKind::InvalidFilename
+                    ) =>
+                {
                     tracing::warn!("cannot delete {}: {e}", path.display())
                 }
                 _ => {}

@@ -876,10 +876,19 @@ fn delete_kept(file: &std::path::Path, told: bool) {
             Ok(()) => {
                 tracing::debug!(file = %path.display(), "deleted: no longer a kept copy (its zone removed, or kept at another path)")
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            // No such file can be there: none to delete (black-box
+            // findings: warnings for a `.consumed` a member never has,
+            // under a name too long, or past a file that is no folder).
+            Err(e) if cannot_exist(&e) => {}
             Err(e) => tracing::warn!("cannot delete {}: {e}", path.display()),
         }
     }
+}
+
+/// Whether `e`, from removing a file, says no file is at its path.
+fn cannot_exist(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{InvalidFilename, NotADirectory, NotFound};
+    matches!(e.kind(), NotFound | NotADirectory | InvalidFilename)
 }
 
 /// A change to the catalog from the refresh task.
@@ -1194,6 +1203,22 @@ fn apply(
 #[cfg(test)]
 mod tests {
     use std::process::Command;
+
+    /// Paths at which no file can be are no failure to delete: a name too
+    /// long, a file where a folder would be (black-box findings).
+    #[test]
+    fn paths_where_no_file_can_be_are_not_failures_to_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.zone");
+        std::fs::write(&file, "x").unwrap();
+        let long = dir.path().join("x".repeat(300));
+        for path in [file.join("below"), long, dir.path().join("absent")] {
+            let e = std::fs::remove_file(&path).unwrap_err();
+            assert!(super::cannot_exist(&e), "{}: {e}", path.display());
+        }
+        let busy = std::fs::remove_file(dir.path()).unwrap_err();
+        assert!(!super::cannot_exist(&busy), "a folder is there: {busy}");
+    }
 
     use super::*;
 
