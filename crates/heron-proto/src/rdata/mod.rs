@@ -77,7 +77,7 @@ fn parse_into(
     let start = out.len();
     if tokens.first().is_some_and(|t| !t.quoted && t.raw == b"\\#") {
         parse_generic(&tokens[1..], out)?;
-        if schema::fields(rtype).is_some() {
+        if schema::fields(rtype).is_some() && !rare::kept_as_sent(rtype) {
             split(rtype, &out[start..])
                 .map_err(|e| TextError::new(format!("\\# data is not valid {rtype} RDATA: {e}")))?;
         }
@@ -305,6 +305,11 @@ pub fn read_wire(
         .map_err(|e| TextError::new(format!("malformed {rtype} RDATA: {e}")));
     if result.is_err() {
         out.truncate(begin);
+        // Their names are never compressed: copied as they came.
+        if rare::kept_as_sent(rtype) {
+            out.extend_from_slice(&msg[start..end]);
+            return Ok(());
+        }
     }
     result
 }

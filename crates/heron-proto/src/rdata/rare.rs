@@ -16,6 +16,29 @@ use crate::name::{Name, push_name_text};
 use crate::text::{TextError, Token, push_decimal};
 use crate::types::RType;
 
+/// The types given a text form here after releases that held them as
+/// opaque RDATA, as BIND and NSD take what they cannot check (an AMTRELAY
+/// of a relay type not assigned yet, say): RDATA of theirs that does not
+/// hold as the type's fields is kept as it came, in the generic form,
+/// never refused (regression hunt: a zone, a transfer or a kept copy that
+/// loaded before failed whole).
+pub fn kept_as_sent(rtype: RType) -> bool {
+    matches!(
+        rtype,
+        RType::WKS
+            | RType::X25
+            | RType::ISDN
+            | RType::NSAP
+            | RType::PX
+            | RType::APL
+            | RType::IPSECKEY
+            | RType::HIP
+            | RType::AMTRELAY
+            | RType::AVC
+            | RType::SIG
+    )
+}
+
 /// Reads one of this module's fields from text.
 pub fn parse(
     field: Field,
