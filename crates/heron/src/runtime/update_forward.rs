@@ -10,9 +10,9 @@
 //! signed again with the client's key. An answer that is no DNS message
 //! to the request, or one past the client's UDP limit, is not relayed.
 //! Bounded: at most
-//! [`MAX_OUTSTANDING`] forwards wait at once, past [`PRIMARY_SHARE`] for
-//! one primary only while half are free (more are answered SERVFAIL at
-//! once), each for
+//! [`MAX_OUTSTANDING`] forwards wait at once, shared between primaries
+//! as [`Waiting::admits`] says (more are answered SERVFAIL at once), each
+//! for
 //! [`FORWARD_TIMEOUT`] at most (then SERVFAIL).
 
 use heron_server::processor::log_limit::{LOG_INTERVAL, LogLimiter};
@@ -37,13 +37,16 @@ use crate::runtime::Transfers;
 pub(crate) const MAX_OUTSTANDING: usize = 256;
 /// How long a forward waits for its answer, every primary tried.
 pub(crate) const FORWARD_TIMEOUT: Duration = Duration::from_secs(5);
-/// Forwards one primary (the first a zone asks) is sure of: a primary
-/// that hangs held every slot, and forwarding failed for every other zone
-/// (black-box finding). Past its share a primary takes slots only while
-/// fewer than half of all are taken: one primary alone (the usual hidden
-/// primary) has half the pool, not a quarter (regression hunt: a slow but
-/// working primary got SERVFAILs at the 17th forward), and three that
-/// hang still leave a working one its share.
+/// Forwards one primary (the first a zone asks) is sure of while any
+/// slot is free: a primary that hangs held every slot, and forwarding
+/// failed for every other zone (black-box finding).
+pub(crate) const PRIMARY_SURE: usize = 16;
+/// Forwards one primary takes while more than this many slots are free;
+/// past it a primary takes slots only while fewer than half are taken.
+/// So one primary alone (the usual hidden primary) has half the pool,
+/// not a quarter (regression hunt: a slow but working primary got
+/// SERVFAILs at the 17th forward), and however many primaries hang, a
+/// working one still has its sure share until six hang at once.
 pub(crate) const PRIMARY_SHARE: usize = MAX_OUTSTANDING / 4;
 
 /// The forwards in flight.
@@ -62,7 +65,10 @@ struct Waiting {
 impl Waiting {
     /// Whether one more forward to a primary with `count` waiting may wait.
     fn admits(&self, count: usize) -> bool {
-        count < PRIMARY_SHARE || self.total < MAX_OUTSTANDING / 2
+        let free = MAX_OUTSTANDING - self.total;
+        (count < PRIMARY_SURE && free > 0)
+            || (count < PRIMARY_SHARE && free > PRIMARY_SHARE)
+            || self.total < MAX_OUTSTANDING / 2
     }
 }
 
@@ -347,32 +353,45 @@ mod tests {
     use super::*;
 
     /// A primary alone takes half of all the forwards; past its share it
-    /// takes no more once half are taken, so others (working primaries
-    /// beside hung ones) still get theirs; a share given back is free
+    /// takes no more once half are taken, and past its sure part none
+    /// while only a share is free: however many primaries hang (five
+    /// here), a working one still gets its sure part (regression hunt:
+    /// three hung ones took every slot). A share given back is free
     /// again, and nothing is left over.
     #[test]
-    fn a_primary_takes_half_alone_and_leaves_the_others_their_share() {
+    fn hung_primaries_leave_a_working_one_its_sure_part() {
         let forwarder = Forwarder::default();
         let primary = |n: u8| SocketAddr::from(([192, 0, 2, n], 53));
         let take = |p: SocketAddr| PrimaryShare::take(&forwarder, p);
-        let mut held: Vec<PrimaryShare> = (0..MAX_OUTSTANDING / 2)
-            .map(|_| take(primary(1)).expect("half the pool"))
-            .collect();
-        assert!(take(primary(1)).is_none(), "half taken, past its share");
-        for other in 2..=3 {
-            for _ in 0..PRIMARY_SHARE {
-                held.push(take(primary(other)).expect("within its share"));
-            }
-            assert!(take(primary(other)).is_none(), "past its share");
-        }
-        assert_eq!(held.len(), MAX_OUTSTANDING, "every slot in use");
+        let fill = |p: SocketAddr| std::iter::from_fn(|| take(p)).collect::<Vec<_>>();
+        let mut held = fill(primary(1));
+        assert_eq!(held.len(), MAX_OUTSTANDING / 2, "half the pool alone");
+        let second = fill(primary(2));
+        assert_eq!(
+            second.len(),
+            PRIMARY_SHARE,
+            "its share while a share is free"
+        );
+        let others: Vec<Vec<PrimaryShare>> = (3..=5).map(|n| fill(primary(n))).collect();
+        let sizes: Vec<usize> = others.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [PRIMARY_SURE; 3], "their sure part");
+        let working = fill(primary(9));
+        assert_eq!(
+            working.len(),
+            PRIMARY_SURE,
+            "a working one still gets its own"
+        );
         held.truncate(MAX_OUTSTANDING / 2 - 1);
-        assert!(take(primary(1)).is_some(), "one given back");
-        drop(held);
-        let waiting = forwarder.waiting.lock().unwrap();
         assert!(
-            waiting.by_primary.is_empty() && waiting.total == 0,
-            "no entry left"
+            take(primary(1)).is_none(),
+            "none past half while others wait"
+        );
+        drop((held, second, working));
+        let waiting = forwarder.waiting.lock().unwrap();
+        assert_eq!(
+            waiting.by_primary.len(),
+            3,
+            "the fills dropped gave theirs back"
         );
     }
 
