@@ -1153,8 +1153,8 @@ fn server_problems(
 /// at its start (black-box finding: check-config passed them, and under
 /// `Restart=on-failure` the unit looped): a `[server] listen` address
 /// twice, one in `[tls] listen` too, or the `[metrics]` port on a DNS
-/// address (TCP both). A wildcard address covers the specific ones of its
-/// family on the same port.
+/// address (TCP both; for metrics, which binds without SO_REUSEPORT, a
+/// wildcard address covers the specific ones of its family on its port).
 fn listen_conflicts(
     server: &[SocketAddr],
     tls: &[SocketAddr],
@@ -1171,8 +1171,10 @@ fn listen_conflicts(
             problems.push(format!("[server] listen names {a} twice"));
         }
     }
+    // DNS and DoT sockets share ports by SO_REUSEPORT: only the same
+    // address twice collides (0.0.0.0:P beside 127.0.0.1:P works).
     for t in tls {
-        if let Some(s) = server.iter().find(|s| overlap(s, t)) {
+        if let Some(s) = server.iter().find(|s| *s == t) {
             problems.push(format!(
                 "[tls] listen {t} is also [server] listen {s}: TCP could not bind both"
             ));
@@ -2890,7 +2892,9 @@ udp-coalesce-us = 1001
             listen_conflicts(server, tls, m.map(a)).join("; ")
         };
         assert!(said(&[dns, dns], &[], None).contains("names 127.0.0.1:53 twice"));
-        assert!(said(&[dns], &[a("0.0.0.0:53")], None).contains("[tls] listen 0.0.0.0:53 is also"));
+        assert!(said(&[dns], &[dns], None).contains("[tls] listen 127.0.0.1:53 is also"));
+        // A wildcard beside a specific address: both bind (regression hunt).
+        assert_eq!(said(&[a("0.0.0.0:53")], &[dns], None), "");
         assert!(said(&[dns], &[], Some("127.0.0.1:53")).contains("[metrics] listen 127.0.0.1:53"));
         assert!(said(&[a("0.0.0.0:53")], &[], Some("127.0.0.1:53")).contains("[metrics]"));
         let whole = parse(
