@@ -561,6 +561,38 @@ fn a_restarted_consumer_checks_its_catalog_at_once() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The copy a build before kept under a member's spelling is taken up,
+/// served at once with the primary down (regression hunt: after the
+/// upgrade it was found no more, the member answered SERVFAIL, and the
+/// old file stayed behind).
+#[test]
+fn a_member_kept_under_its_spelling_by_a_build_before_is_taken_up() {
+    let dir = work_dir("member-spelt");
+    let catalog = dir.join(format!("{CATALOG}.zone"));
+    std::fs::write(&catalog, catalog_text(1, &[("b", "B.Example", None)])).unwrap();
+    let members = dir.join("kept").join("members");
+    std::fs::create_dir_all(&members).unwrap();
+    std::fs::write(members.join("B.Example.zone"), member_text("b.example")).unwrap();
+    // A primary that has the catalog only: the member's copy is the one.
+    let (primary, consumer_port) = heron_primary_of(&dir, &[CATALOG], CATALOG);
+    let config = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG]);
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
+        .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));
+    let served = || zone_serial(consumer.addr(), "b.example") == Some(1);
+    assert!(eventually(served), "{}", consumer.log());
+    assert!(
+        members.join("b.example.zone").exists(),
+        "{}",
+        consumer.log()
+    );
+    assert!(
+        !members.join("B.Example.zone").exists(),
+        "{}",
+        consumer.log()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A member's kept copy is found whatever case the catalog's versions
 /// spell its name in (an IXFR's compression can change it): the file is
 /// named after the name in lower case, and a restart with the primary
@@ -578,6 +610,7 @@ fn a_member_spelt_in_another_case_keeps_its_copy() {
     let (mut primary, consumer_port) =
         heron_primary_of(&dir, &[CATALOG, "a.test", "b.test"], CATALOG);
     let config = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG]);
+    let members = dir.join("kept").join("members");
     let mut consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
         .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));
     let addr = consumer.addr();
@@ -586,7 +619,6 @@ fn a_member_spelt_in_another_case_keeps_its_copy() {
         "{}",
         consumer.log()
     );
-    let members = dir.join("kept").join("members");
     let kept = || members.join("b.test.zone").exists();
     assert!(eventually(kept), "{}", consumer.log());
     let listed = [("b", "b.TEST", None), ("a", "a.test", None)];

@@ -152,12 +152,40 @@ impl Template {
         used.starts_with(name).then(|| file.into_owned())
     }
 
+    /// The kept copy (and journal) a build before named after the
+    /// member's spelling, renamed to the lower-cased name's, unless that
+    /// one is there already (regression hunt: after the upgrade a member
+    /// kept as `B.test.zone` answered SERVFAIL with its primary down, and
+    /// the old file stayed behind).
+    fn take_up_spelt_files(&self, spelt: &Name, zone: &Name) {
+        let (old, new) = (self.kept.path(spelt), self.kept.path(zone));
+        let journals = (journal_file::path_for(&old), journal_file::path_for(&new));
+        for (from, to) in [(old.as_ref(), new.as_ref()), (&journals.0, &journals.1)] {
+            if from != to && from.exists() && !to.exists() {
+                match std::fs::rename(from, to) {
+                    Ok(()) => tracing::info!(
+                        "kept copy {} is {} now: members are named in lower case",
+                        from.display(),
+                        to.display()
+                    ),
+                    Err(e) => {
+                        tracing::warn!("cannot rename {} to {}: {e}", from.display(), to.display())
+                    }
+                }
+            }
+        }
+    }
+
     /// Member zone `zone` of `catalog` as this template makes it. Its
     /// name is lower-cased: the catalog's versions may spell it in other
     /// cases (an IXFR's compression can), and its kept copy must be found
     /// under one file name whatever the last version said.
     pub fn member(&self, zone: &Name, catalog: &Name) -> (SecondaryZone, Arc<ZonePolicy>) {
+        let spelt = zone;
         let zone = &zone.to_lowercase();
+        if spelt.as_wire() != zone.as_wire() {
+            self.take_up_spelt_files(spelt, zone);
+        }
         let mut policy = self.policy.clone();
         if self.keep_journal && !policy.allow_transfer.is_empty() {
             let file = self.kept.path(zone);
