@@ -195,9 +195,14 @@ impl Driver {
             Command::Notify {
                 origin,
                 soa,
-                targets,
+                mut targets,
                 done,
             } => {
+                // A target listed twice (same address and key) is told
+                // once: the second superseded the first, whose waiter
+                // then never heard (regression hunt: ctl notify hung).
+                let mut seen = std::collections::HashSet::new();
+                targets.retain(|t| seen.insert((t.addr, t.key.clone())));
                 let ids = self
                     .machine
                     .notify(now, &origin, &soa, &targets, &mut self.actions);
@@ -766,6 +771,25 @@ mod tests {
             socket.send_to(&reply, from).await.unwrap();
         }
         seen
+    }
+
+    /// The same target listed twice is told once, and the wait for the
+    /// answers ends (regression hunt: ctl notify hung until its timeout).
+    #[tokio::test]
+    async fn a_target_listed_twice_is_told_once() {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        let fake = tokio::spawn(secondary(socket, 0));
+        let notifier = Notifier::start_with(Arc::new(Vec::new()), Duration::from_millis(200));
+        let outcomes = notifier
+            .notify_and_wait(
+                &Name::parse("n.test").unwrap(),
+                soa(),
+                &[target(addr), target(addr)],
+            )
+            .await;
+        assert_eq!(outcomes, [(addr, Outcome::Answered(Rcode::NOERROR))]);
+        assert_eq!(fake.await.unwrap(), 1);
     }
 
     /// A secondary that does not know our key answers NOTAUTH with
