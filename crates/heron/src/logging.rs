@@ -118,12 +118,13 @@ fn valid_directives(text: &str) -> bool {
         })
 }
 
-/// A line for a `HERON_LOG` that is set but was not used.
-fn warn_if_env_ignored() {
+/// A line for a `HERON_LOG` that is set but was not used, at error so
+/// that `level = "error"` does not hide it (regression hunt).
+fn say_if_env_ignored() {
     if let Ok(text) = std::env::var(ENV)
         && !valid_directives(&text)
     {
-        tracing::warn!(
+        tracing::error!(
             "{ENV}={text:?} ignored: expected a level (off, error, warn, info, debug, trace) or TARGET=LEVEL, comma-separated; the configuration's levels apply"
         );
     }
@@ -180,7 +181,7 @@ pub fn init(section: &LogSection) {
             registry.with(layer).init()
         }
     }
-    warn_if_env_ignored();
+    say_if_env_ignored();
 }
 
 /// Applies `section`'s levels from now on (a reload read the file again);
