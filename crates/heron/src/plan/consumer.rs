@@ -579,8 +579,17 @@ impl Consumers {
                 continue;
             };
             for step in self.take(zone, None, None).unwrap_or_default() {
-                let Step::Add(member, policy) = step else {
-                    continue;
+                let (member, policy) = match step {
+                    Step::Add(member, policy) => (member, policy),
+                    // A later catalog takes over a member an earlier one
+                    // listed (its coo names it): the member is the later
+                    // one's (regression hunt: the hand-over was dropped,
+                    // and the zone went back to the old catalog's primary).
+                    Step::Reset(member, policy) | Step::Repoint(member, policy) => {
+                        members.retain(|(m, _): &(SecondaryZone, _)| m.origin != member.origin);
+                        (member, policy)
+                    }
+                    _ => continue,
                 };
                 if configured(&member.origin) {
                     tracing::warn!(
@@ -1162,6 +1171,36 @@ mod tests {
                 step("add", "b.test.", cat, 2)
             ]
         );
+    }
+
+    /// Started from kept versions where the first catalog by name lists
+    /// z.test with a coo naming the second, which lists it too: the
+    /// second owns it (regression hunt: the hand-over made at the start
+    /// was dropped, and the zone followed the first catalog's primary).
+    #[test]
+    fn a_coo_holds_when_started_from_the_kept_versions() {
+        let configs = || vec![config("a-cat.test", false), config("z-cat.test", true)];
+        let a1 = version(
+            "a-cat.test",
+            1,
+            "m.zones PTR z.test.\ncoo.m.zones PTR z-cat.test.\n",
+        );
+        let z1 = version(
+            "z-cat.test",
+            1,
+            "k.zones PTR z.test.\ngroup.k.zones TXT \"gold\"\n",
+        );
+        let kept = HashMap::from([(n("a-cat.test"), &a1), (n("z-cat.test"), &z1)]);
+        let started = Consumers::new(configs()).start(|c| kept.get(c).map(|z| &***z), |_| false);
+        let owners: Vec<(String, Option<String>)> = (started.iter())
+            .map(|(z, _)| {
+                (
+                    z.origin.to_string(),
+                    z.catalog.as_ref().map(|c| c.to_string()),
+                )
+            })
+            .collect();
+        assert_eq!(owners, [("z.test.".into(), Some("z-cat.test.".into()))]);
     }
 
     /// Two catalogs list z.test; the one that listed it first owns it,
