@@ -3,17 +3,13 @@
 
 use super::encoding::{base32hex_decode, base32hex_encode, base64_decode, base64_encode};
 use super::encoding::{hex_decode, hex_encode};
-use super::fields::{Fields, decimal, joined, missing};
+use super::fields::{Fields, decimal, err, joined, missing};
 use super::schema::{ALGORITHMS, CERT_TYPES, Field};
 use super::wire::Wire;
 use super::{addr, bitmap, loc, rare, svcb, time};
 use crate::name::{Name, push_name_text};
 use crate::text::{TextError, Token, char_string, push_char_string, push_decimal, unescape};
 use crate::types::RType;
-
-pub(super) fn err(msg: String) -> TextError {
-    TextError::new(msg)
-}
 
 /// Reads one field from the tokens, appending its wire form.
 pub fn parse(

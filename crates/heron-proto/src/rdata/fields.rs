@@ -63,6 +63,11 @@ impl<'t, 'a> Fields<'t, 'a> {
     }
 }
 
+/// An error of a field's text or wire form.
+pub fn err(msg: String) -> TextError {
+    TextError::new(msg)
+}
+
 pub fn missing(what: &str) -> TextError {
     TextError::new(format!("missing field: {what}"))
 }

@@ -8,8 +8,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::addr;
 use super::encoding::{base64_decode, base64_encode, hex_decode, hex_encode};
-use super::field::err;
-use super::fields::{Fields, decimal, joined};
+use super::fields::{Fields, decimal, err, joined};
 use super::schema::Field;
 use super::wire::Wire;
 use crate::name::{Name, push_name_text};
