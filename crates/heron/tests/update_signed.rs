@@ -708,3 +708,70 @@ fn take_the_policy_away(server: &ServerProcess) {
         .collect();
     std::fs::write(&config, unsigned).unwrap();
 }
+
+/// [`start_with`] with the zone's `dnssec-policy` taken away: the same
+/// server restarted on `dir` once its policy was removed.
+fn start_unsigned(dir: &Path, zone_extra: &str) -> ServerProcess {
+    let socket = dir.join("control.sock");
+    let file = dir.join("sup.zone");
+    let zone_extra = zone_extra.to_string();
+    ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
+             [[key]]\nname = \"ops\"\nsecret = \"{SECRET}\"\n\
+             [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n\
+             allow-update = [\"key ops zonesub ANY\"]\n{zone_extra}\n",
+            socket.display(),
+            file.display()
+        )
+    })
+}
+
+/// A zone kept signed after its policy was taken away under `"never"`
+/// keeps its updates at a restart: its journal's signed steps are
+/// carried over to the file's zone without the signer's records, served
+/// unsigned past the last signed serial, and the next restart still has
+/// them (black-box finding: the journal was set aside, the updates lost).
+#[test]
+fn a_zone_kept_signed_without_its_policy_keeps_its_updates_at_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let never = "zonefile-sync = \"never\"";
+    let mut server = start_with(dir.path(), "", never);
+    let addr = server.addr();
+    assert_eq!(
+        nsupdate(addr, "update add a1.sup.test 300 TXT \"kept1\""),
+        "NOERROR"
+    );
+    take_the_policy_away(&server);
+    let _ = ctl(dir.path(), &["reconfigure"]);
+    assert_eq!(
+        nsupdate(addr, "update add a2.sup.test 300 TXT \"kept2\""),
+        "NOERROR"
+    );
+    let signed_serial = zone_serial(addr, ZONE).unwrap();
+    server.kill();
+    let has = |addr: SocketAddr, name: &str, text: &str| {
+        let out = kdig(addr, &[name, "TXT", "+short"]);
+        String::from_utf8_lossy(&out.stdout).contains(text)
+    };
+    let mut restarted = start_unsigned(dir.path(), never);
+    let addr = restarted.addr();
+    assert!(has(addr, "a1.sup.test", "kept1"), "{}", restarted.log());
+    assert!(has(addr, "a2.sup.test", "kept2"), "{}", restarted.log());
+    let axfr = String::from_utf8_lossy(&kdig(addr, &[ZONE, "AXFR"]).stdout).into_owned();
+    assert!(!axfr.contains("RRSIG"), "{axfr}");
+    let serial = zone_serial(addr, ZONE).unwrap();
+    assert!(serial > signed_serial, "{serial} after {signed_serial}");
+    assert_eq!(
+        nsupdate(addr, "update add a3.sup.test 300 TXT \"kept3\""),
+        "NOERROR"
+    );
+    restarted.kill();
+    let again = start_unsigned(dir.path(), never);
+    let addr = again.addr();
+    for (name, text) in [("a1", "kept1"), ("a2", "kept2"), ("a3", "kept3")] {
+        let name = format!("{name}.{ZONE}");
+        assert!(has(addr, &name, text), "{name}: {}", again.log());
+    }
+    assert!(zone_serial(addr, ZONE).unwrap() > serial, "{}", again.log());
+}

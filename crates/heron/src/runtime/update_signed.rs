@@ -380,6 +380,91 @@ fn carry_one(
     Ok(Some(signed))
 }
 
+/// At a start, a zone no longer signed here whose journal holds the
+/// signed steps it was served with (its `dnssec-policy` taken away while
+/// its file lacked updates): what they changed (and what an earlier start
+/// carried), the signer's records left out, carried over to the zone as
+/// read from its file, at a serial past the journal's last, which its
+/// secondaries may hold. The journal is written over (synced) with the
+/// one step from the file to that version, so that the next start
+/// replays it as any unsigned zone's. None when the journal holds no
+/// signatures: it is no signed zone's.
+pub(crate) fn carry_unsigned(
+    zone: &Zone,
+    journal: &Path,
+    policy: &ZonePolicy,
+) -> Option<Result<Zone, String>> {
+    let origin = zone.origin();
+    let carried_file = carried_path(journal);
+    let mut steps = all_steps(&carried_file, origin).ok()?;
+    steps.extend(all_steps(journal, origin).ok()?);
+    let signed = |step: &ZoneDiff| {
+        let mut records = step.added.iter().chain(&step.deleted);
+        records.any(|r| r.rtype == RType::RRSIG)
+    };
+    if !steps.iter().any(signed) {
+        return None;
+    }
+    Some(carry_unsigned_steps(zone, journal, &steps, policy))
+}
+
+/// [`carry_unsigned`] of the journal's `steps`.
+fn carry_unsigned_steps(
+    zone: &Zone,
+    journal: &Path,
+    steps: &[ZoneDiff],
+    policy: &ZonePolicy,
+) -> Result<Zone, String> {
+    use heron_xfr::journal::serial_of;
+    let origin = zone.origin();
+    let carried = carry(zone, steps)?;
+    let from = carried.as_ref().unwrap_or(zone);
+    let last = steps
+        .last()
+        .map_or(zone.serial(), |s| serial_of(&s.new_soa));
+    let newest = match heron_xfr::serial::is_newer(zone.serial(), last) {
+        true => zone.serial(),
+        false => last,
+    };
+    let mut step = diff(from, from);
+    let serial = policy
+        .update
+        .serial
+        .next(newest, heron_proto::time::unix_now());
+    step.new_soa = soa_with_serial(from, serial);
+    let next = (from.apply(&step)).map_err(|_| "the new serial cannot be set".to_string())?;
+    write_synced(journal, origin, Arc::new(diff(zone, &next)))
+        .map_err(|e| format!("cannot write {}: {e}", journal.display()))?;
+    match std::fs::remove_file(carried_path(journal)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => tracing::warn!(
+            "zone {origin}: cannot delete {}: {e}",
+            carried_path(journal).display()
+        ),
+        _ => {}
+    }
+    tracing::warn!(
+        "zone {origin}: no longer signed here: the updates of {} signed steps from {} carried over to the zone file without the signer's records, served unsigned with serial {} (the journal's last was {last})",
+        steps.len(),
+        journal.display(),
+        next.serial()
+    );
+    Ok(next)
+}
+
+/// The zone's SOA record with `serial`.
+pub(crate) fn soa_with_serial(zone: &Zone, serial: u32) -> heron_zone::diff::DiffRecord {
+    let mut soa = heron_zone::diff::diff(zone, zone).new_soa;
+    let rdata = &mut soa.rdata;
+    let names = heron_proto::name::skip_compressed(rdata, 0)
+        .and_then(|(end, _)| heron_proto::name::skip_compressed(rdata, end));
+    if let Ok((at, _)) = names
+        && let Some(field) = rdata.get_mut(at..at + 4)
+    {
+        field.copy_from_slice(&serial.to_be_bytes());
+    }
+    soa
+}
+
 /// Moves a journal whose updates were not applied out of the way (the
 /// history starts over) without losing it: `FILE.jnl.unapplied`, for
 /// the operator to recover the updates from. Returns where it went.
