@@ -775,3 +775,41 @@ fn a_zone_kept_signed_without_its_policy_keeps_its_updates_at_a_restart() {
     }
     assert!(zone_serial(addr, ZONE).unwrap() > serial, "{}", again.log());
 }
+
+/// Under `"never"`, a signed zone that loses both its policy and
+/// `allow-update` while its file lacks updates keeps them: it stays
+/// signed, its update settings as before, until `heron ctl flush` puts
+/// them in its file; the next reconfigure serves that file unsigned
+/// (black-box finding: the file was read at once, the updates lost).
+#[test]
+fn a_zone_losing_its_policy_and_allow_update_under_never_keeps_its_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_with(dir.path(), "", "zonefile-sync = \"never\"");
+    let addr = server.addr();
+    assert_eq!(
+        nsupdate(addr, "update add pending.sup.test 300 TXT \"kept\""),
+        "NOERROR"
+    );
+    take_the_policy_away(&server);
+    let config = server.dir().join("heron.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text: String = (text.lines())
+        .filter(|l| !l.starts_with("allow-update") && !l.starts_with("zonefile-sync"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&config, text).unwrap();
+    let _ = ctl(dir.path(), &["reconfigure"]);
+    let pending = || {
+        let out = kdig(addr, &["pending.sup.test", "TXT", "+short"]);
+        String::from_utf8_lossy(&out.stdout).contains("kept")
+    };
+    let axfr = || String::from_utf8_lossy(&kdig(addr, &[ZONE, "AXFR"]).stdout).into_owned();
+    assert!(pending(), "{}", server.log());
+    assert!(axfr().contains("RRSIG"), "still signed: {}", server.log());
+    let (ok, said) = ctl(dir.path(), &["flush", ZONE]);
+    assert!(ok, "{said}");
+    let (ok, said) = ctl(dir.path(), &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert!(eventually(|| !axfr().contains("RRSIG")), "{}", server.log());
+    assert!(pending(), "{}", server.log());
+}

@@ -375,11 +375,7 @@ pub(crate) fn write_back_leaving(
         };
         let Some((path, _)) = &old.update.write_back else {
             if unsigned_now {
-                // Read unsigned, the file would be served without them,
-                // and the signed journal set aside (regression hunt).
-                tracing::error!(
-                    "zone {origin}: {leaving}, but its file lacks the updates answered (zonefile-sync = \"never\"): it stays signed until they are in it (heron ctl flush {origin}, then reload)"
-                );
+                keep_signed_under_never(&origin, leaving, old, new);
                 still_signed.push(origin);
                 continue;
             }
@@ -422,6 +418,30 @@ pub(crate) fn write_back_leaving(
         }
     }
     still_signed
+}
+
+/// A zone signed here losing its policy under `zonefile-sync = "never"`
+/// while its file lacks updates: read unsigned, the file would be served
+/// without them, and the signed journal set aside (regression hunt), so
+/// it stays signed; its update settings stay too (`new` changed back),
+/// since a zone that takes none is read from its file (black-box
+/// finding: its updates were lost so).
+fn keep_signed_under_never(
+    origin: &Name,
+    leaving: &str,
+    old: &ZonePolicy,
+    new: Option<&mut ZonePolicy>,
+) {
+    let and_updates = match new {
+        Some(new) if !new.takes_updates() => {
+            new.update = old.update.clone();
+            ", taking updates as before,"
+        }
+        _ => "",
+    };
+    tracing::error!(
+        "zone {origin}: {leaving}, but its file lacks the updates answered (zonefile-sync = \"never\"): it stays signed{and_updates} until they are in it (heron ctl flush {origin}, then reload)"
+    );
 }
 
 /// `zone` without what a signer made, at its next serial: the file of a
