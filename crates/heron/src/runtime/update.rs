@@ -374,7 +374,7 @@ pub(crate) fn write_back_leaving(
             None => "no longer configured",
         };
         let Some((path, _)) = &old.update.write_back else {
-            if unsigned_now {
+            if unsigned_now && new.is_some() {
                 keep_signed_under_never(&origin, leaving, old, new);
                 still_signed.push(origin);
                 continue;
@@ -1074,8 +1074,18 @@ pub(crate) fn replay_added(current: &Catalog, next: &mut Catalog, xfr: &Transfer
         let Some(path) = policy.journal_path() else {
             continue;
         };
-        // Heron's signed zones carry their journal by content, at a start.
-        if xfr.signings.get(origin).is_some() || !path.exists() {
+        if !path.exists() {
+            continue;
+        }
+        // Heron's signed zones carry their journal by content.
+        if let Some(signing) = xfr.signings.get(origin) {
+            let carried = policy
+                .takes_updates()
+                .then(|| update_signed::carry_added(&zone, path, &signing));
+            if let Some(carried) = carried.flatten() {
+                next.insert(carried);
+                xfr.unwritten.mark(origin);
+            }
             continue;
         }
         // One taking no updates takes up its IXFR history when it ends at

@@ -341,6 +341,28 @@ pub(crate) fn carry_journals(
     unwritten
 }
 
+/// After a reload: a signed zone served again that was not before (put
+/// back in the configuration, or its file loaded at last), `zone` as
+/// signed from its file, takes up its journal as a start does
+/// ([`carry_journals`]): what it (and what a start carried) changed is
+/// carried over and signed, kept in `FILE.jnl.carried`, before the first
+/// update starts the journal over (black-box finding: its updates were
+/// lost so). None when there is nothing to carry, or it failed (said).
+pub(crate) fn carry_added(zone: &Zone, journal: &Path, signing: &Signing) -> Option<Zone> {
+    let origin = zone.origin();
+    match carry_one((zone, None), journal, signing) {
+        Ok(carried) => carried,
+        Err(Carry::Unapplied(why) | Carry::Failed(why)) => {
+            let kept = set_aside(journal);
+            tracing::error!(
+                "zone {origin}: the updates in {} cannot be carried over to the zone file: {why}; the zone file is served, the journal kept as {kept}",
+                journal.display()
+            );
+            None
+        }
+    }
+}
+
 /// Why a signed zone's journal was not carried over.
 #[derive(Debug)]
 enum Carry {
