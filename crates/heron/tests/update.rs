@@ -1444,6 +1444,44 @@ fn a_zone_configured_again_takes_up_its_journal() {
     }
 }
 
+/// A zone whose file is moved (copied to a new path, `file` pointed at
+/// it, then a reconfigure) while the file lacks updates takes its journal
+/// along: the copy is taken with the updates, and they and the next ones
+/// are served after a restart, under `"never"` and with a write-back
+/// pending (black-box finding: the copy was refused as an edit, a new
+/// journal started from the zone served, and the restart served the file
+/// alone).
+#[test]
+fn a_zone_whose_file_moves_keeps_its_updates() {
+    for sync in ["zonefile-sync = \"never\"", "zonefile-sync = 600"] {
+        let file = zone_file("moved");
+        let (server, socket) = start_with_control(&file, sync);
+        let addr = server.addr();
+        let add = |name: &str| {
+            let command = format!("update add {name} 60 A 192.0.2.80");
+            send(Client::Knsupdate, addr, Some("ops"), false, &command)
+        };
+        assert_eq!(add("one.upd.test"), "NOERROR");
+        let moved = file.with_file_name("moved.zone");
+        std::fs::copy(&file, &moved).unwrap();
+        let config = server.dir().join("heron.toml");
+        let text = std::fs::read_to_string(&config).unwrap();
+        let text = text.replace(&file.display().to_string(), &moved.display().to_string());
+        std::fs::write(&config, text).unwrap();
+        let (ok, said) = ctl(&socket, &["reconfigure"]);
+        assert!(ok, "{sync}: {said}\n{}", server.log());
+        assert_eq!(a(addr, "one.upd.test").len(), 1, "{}", server.log());
+        assert_eq!(add("two.upd.test"), "NOERROR");
+        drop(server);
+        let restarted = start(&moved, sync);
+        for name in ["one.upd.test", "two.upd.test"] {
+            let found = a(restarted.addr(), name);
+            assert_eq!(found.len(), 1, "{sync}: {name}\n{}", restarted.log());
+        }
+        assert_eq!(zone_serial(restarted.addr(), ZONE), Some(3), "{sync}");
+    }
+}
+
 /// `allow-update` given by a reload to a server that kept no journal file
 /// (no zone could be transferred or updated at its start): updates are
 /// taken at once and kept across a restart. Before, they were answered

@@ -324,6 +324,7 @@ fn reconfigure(
     let signed_now: std::collections::HashSet<Name> = (files.signed_files().into_iter())
         .map(|(origin, _)| origin.to_lowercase())
         .collect();
+    update::move_journals(xfr, &new.policies);
     for origin in update::write_back_leaving(catalog, xfr, &mut new.policies, &signed_now) {
         if let Some(signing) = xfr.signings.get(&origin) {
             files.keep_signing(&origin, signing);

@@ -335,6 +335,61 @@ impl Unwritten {
     }
 }
 
+/// Before a new configuration takes effect: a zone whose file moved
+/// (another `file`) while that file lacks updates takes its journal
+/// along (`FILE.jnl`, and a signed zone's `FILE.jnl.carried`), so that
+/// the file at its new path (a copy of the old) and the journal still
+/// make up the zone served, at the reload and at a restart (black-box
+/// finding: the new file was read alone, a new journal started from the
+/// zone served, and the updates lost at the next start). A journal at
+/// the new path already is left as it is.
+pub(crate) fn move_journals(xfr: &Transfers, policies: &HashMap<Name, ZonePolicy>) {
+    let configured = xfr.primary.policies();
+    for origin in xfr.unwritten.origins() {
+        let (Some(old), Some(new)) = (configured.get(&origin), policies.get(&origin)) else {
+            continue;
+        };
+        let (Some(from), Some(to)) = (old.journal_path(), new.journal_path()) else {
+            continue;
+        };
+        if from == to || !from.exists() || to.exists() {
+            continue;
+        }
+        let carried = update_signed::carried_path;
+        for (from, to) in [
+            (from.to_path_buf(), to.to_path_buf()),
+            (carried(from), carried(to)),
+        ] {
+            if !from.exists() {
+                continue;
+            }
+            match move_file(&from, &to) {
+                Ok(()) => tracing::info!(
+                    "zone {origin}: its file moved: {} moved to {}",
+                    from.display(),
+                    to.display()
+                ),
+                Err(e) => tracing::error!(
+                    "zone {origin}: its file moved, but {} cannot be moved to {}: {e}; a restart may serve the new file without the updates it lacks",
+                    from.display(),
+                    to.display()
+                ),
+            }
+        }
+    }
+}
+
+/// Moves the file `from` to `to`: renamed, or copied (synced) and
+/// removed when it is on another file system.
+fn move_file(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    if std::fs::rename(from, to).is_ok() {
+        return Ok(());
+    }
+    std::fs::copy(from, to)?;
+    std::fs::File::open(to)?.sync_all()?;
+    std::fs::remove_file(from)
+}
+
 /// Before a new configuration takes effect: a zone that no longer takes
 /// updates (`allow-update` removed, or the zone removed) while its file
 /// lacks some is written back now, since nothing would replay its journal

@@ -157,7 +157,7 @@ fn bring_one_forward(copy: Arc<Zone>, path: &Path) -> Arc<Zone> {
 }
 
 /// Where what a restart carried over is kept, beside the journal.
-fn carried_path(journal: &Path) -> PathBuf {
+pub(crate) fn carried_path(journal: &Path) -> PathBuf {
     let mut path = journal.as_os_str().to_owned();
     path.push(".carried");
     PathBuf::from(path)
