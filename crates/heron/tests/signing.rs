@@ -393,12 +393,15 @@ fn a_policy_changed_in_the_configuration_is_applied_by_a_reload() {
     verify_with_tools(&SignedZone::from_text(ORIGIN, &text), true);
 }
 
-/// A policy taken away (the file's older serial served unsigned) and put
-/// back: the signed zone's serial goes on from the newest served before,
-/// kept beside the keys, so that secondaries take it (black-box finding:
-/// it went on from the file's, below what they held).
+/// A policy taken away and put back: each version goes on from the
+/// newest serial served before, so that secondaries take it. Taken away,
+/// the file (its serial below the signed version's) is served unsigned at
+/// the serial after the signed one's (black-box finding: the file's
+/// serial was served, and secondaries kept the signed zone); put back,
+/// the signed zone goes on from the newest served, kept beside the keys
+/// (black-box finding: it went on from the file's, below what they held).
 #[test]
-fn a_policy_put_back_signs_above_every_serial_served() {
+fn a_policy_taken_away_and_put_back_serves_above_every_serial_served() {
     let dir = tempfile::tempdir().unwrap();
     let server = serve_signed("", &dir.path().join("keys"));
     let serial = || {
@@ -436,11 +439,18 @@ fn a_policy_put_back_signs_above_every_serial_served() {
         .collect();
     std::fs::write(&config, unsigned).unwrap();
     server.reload();
-    assert!(eventually(&|| serial() == first), "{}", server.log());
+    assert!(eventually(&|| serial() == first + 2), "{}", server.log());
+    let addr = server.addr();
+    let keys = Command::new("kdig")
+        .args([&format!("@{}", addr.ip()), "-p", &addr.port().to_string()])
+        .args([ORIGIN, "DNSKEY", "+short"])
+        .output()
+        .unwrap();
+    assert!(keys.status.success() && keys.stdout.is_empty(), "unsigned");
     std::fs::write(&config, signed).unwrap();
     server.reload();
     assert!(
-        eventually(&|| serial() == first + 2),
+        eventually(&|| serial() == first + 3),
         "{} {}",
         serial(),
         server.log()

@@ -110,6 +110,12 @@ fn signed_under() -> std::sync::MutexGuard<'static, HashMap<Name, Signing>> {
     map.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Whether the zone was signed here (whole, under some policy) since the
+/// start.
+pub fn signed_here_before(origin: &Name) -> bool {
+    signed_under().contains_key(&origin.to_lowercase())
+}
+
 /// Whether the zone's version served was signed whole under `signing`.
 pub fn last_signed_under(origin: &Name, signing: &Signing) -> bool {
     signed_under().get(&origin.to_lowercase()) == Some(signing)

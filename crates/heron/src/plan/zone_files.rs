@@ -951,7 +951,7 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
     crate::plan::zonemd::check(&loaded.zone).map_err(|why| vec![why])?;
     let zone = match &spec.signing {
         Some(signing) => sign_reloaded(loaded.zone, previous.map(|p| &**p), signing)?,
-        None => loaded.zone,
+        None => past_the_signed(loaded.zone, previous.map(|p| &**p)),
     };
     let new_bytes = previous.map_or(zone.heap_bytes(), |old| zone.unshared_bytes(old));
     // One line per zone: the zone as a field, for logs read as JSON.
@@ -988,6 +988,36 @@ fn sign_reloaded(
         sign_by_change(signed, change, signing)
     });
     by_change.unwrap_or_else(|| sign_loaded(loaded, previous, signing))
+}
+
+/// A zone signed here until its policy was taken away, read unsigned
+/// from its file: served with the serial after the signed version's when
+/// the file's is not newer, since the secondaries hold that version and
+/// take only a newer serial (black-box finding: the file's serial, the
+/// same or older, was served, and the secondaries kept the signed zone).
+fn past_the_signed(zone: Zone, previous: Option<&Zone>) -> Zone {
+    let signed = |z: &Zone| z.apex().rrset(heron_proto::RType::DNSKEY).is_some();
+    let Some(old) = previous.filter(|old| {
+        crate::plan::signing::signed_here_before(old.origin()) && signed(old) && !signed(&zone)
+    }) else {
+        return zone;
+    };
+    if heron_xfr::serial::is_newer(zone.serial(), old.serial()) {
+        return zone;
+    }
+    let serial = old.serial().wrapping_add(1);
+    match heron_dnssec::sign::unsigned_zone(&zone, Some(serial)) {
+        Ok(next) => {
+            tracing::info!(
+                "zone {}: no longer signed here: served unsigned with serial {serial}, after the signed version's {} (its file says {})",
+                zone.origin(),
+                old.serial(),
+                zone.serial()
+            );
+            next.zone
+        }
+        Err(_) => zone,
+    }
 }
 
 /// The text of `spec`'s file, or why it cannot be read.
