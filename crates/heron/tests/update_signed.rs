@@ -664,7 +664,8 @@ fn updates_not_written_back_outlive_the_policy() {
 
 /// The same under `zonefile-sync = "never"`, where the file may not be
 /// written: the zone stays signed, with its updates, until `heron ctl
-/// flush` writes them; the next reload then serves it unsigned with them
+/// flush` writes them; the next reload then serves it unsigned with them,
+/// past the signed serial the flush wrote, and so does a restart
 /// (regression hunt: the file was served, the updates lost).
 #[test]
 fn a_policy_taken_away_waits_for_the_file_under_never() {
@@ -691,10 +692,28 @@ fn a_policy_taken_away_waits_for_the_file_under_never() {
     );
     let (ok, said) = ctl(dir.path(), &["flush", ZONE]);
     assert!(ok, "{said}");
+    let signed_serial = zone_serial(addr, ZONE).unwrap();
     let (ok, said) = ctl(dir.path(), &["reconfigure"]);
     assert!(ok, "{said}\n{}", server.log());
     assert!(eventually(|| !axfr().contains("RRSIG")), "{}", server.log());
     assert!(pending(), "{}", server.log());
+    // The file flushed holds the signed serial: served unsigned, the zone
+    // goes past it, or its secondaries keep the signed version
+    // (black-box finding: the same serial was served).
+    let serial = zone_serial(addr, ZONE).unwrap();
+    assert!(serial > signed_serial, "{serial} after {signed_serial}");
+    // And so does a restart, which reads the file flushed again.
+    drop(server);
+    let restarted = start_unsigned(dir.path(), "zonefile-sync = \"never\"");
+    let addr = restarted.addr();
+    let out = kdig(addr, &["pending.sup.test", "TXT", "+short"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("kept"));
+    let again = zone_serial(addr, ZONE).unwrap();
+    assert!(
+        again >= serial,
+        "{again} after {serial}\n{}",
+        restarted.log()
+    );
 }
 
 /// Writes `server`'s configuration without the zone's `dnssec-policy`
