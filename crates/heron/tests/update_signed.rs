@@ -660,6 +660,11 @@ fn updates_not_written_back_outlive_the_policy() {
     assert!(!axfr.contains("RRSIG"), "{axfr}");
     let serial = zone_serial(addr, ZONE).unwrap();
     assert!(serial > signed_serial, "{serial} after {signed_serial}");
+    let said = format!(
+        "written back to {} (serial {serial})",
+        dir.path().join("sup.zone").display()
+    );
+    assert!(server.log().contains(&said), "{said}\n{}", server.log());
 }
 
 /// The same under `zonefile-sync = "never"`, where the file may not be

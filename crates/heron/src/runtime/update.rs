@@ -442,16 +442,18 @@ pub(crate) fn write_back_leaving(
         let signed_here = xfr.signings.get(&origin).is_some();
         let written = match unsigned_now {
             // Its next serial: the secondaries hold the signed one.
-            true => unsigned_next(&zone).and_then(|next| write_editable(&next, path, true)),
-            false => write_editable(&zone, path, signed_here),
+            true => unsigned_next(&zone)
+                .and_then(|next| write_editable(&next, path, true).map(|()| next.serial())),
+            false => write_editable(&zone, path, signed_here).map(|()| zone.serial()),
         };
         match written {
-            Ok(()) => {
+            Ok(serial) => {
                 xfr.unwritten.written(catalog, &zone, &xfr.primary);
+                // The serial written, which the file is served at next
+                // (black-box finding: the signed version's was said).
                 tracing::info!(
-                    "zone {origin}: {leaving}: written back to {} (serial {})",
-                    path.display(),
-                    zone.serial()
+                    "zone {origin}: {leaving}: written back to {} (serial {serial})",
+                    path.display()
                 );
             }
             Err(e) if unsigned_now => {
