@@ -497,7 +497,7 @@ fn keep_signed_under_never(
         _ => "",
     };
     tracing::error!(
-        "zone {origin}: {leaving}, but its file lacks the updates answered (zonefile-sync = \"never\"): it stays signed{and_updates} until they are in it (heron ctl flush {origin}, then reload)"
+        "zone {origin}: {leaving}, but its file lacks the updates answered (zonefile-sync = \"never\"): it stays signed{and_updates} until they are in it (heron ctl flush {origin}, then heron ctl reconfigure)"
     );
 }
 
