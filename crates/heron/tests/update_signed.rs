@@ -913,7 +913,9 @@ fn a_signed_zone_whose_file_moves_keeps_its_updates() {
     let text = std::fs::read_to_string(&config).unwrap();
     let text = text.replace(&file.display().to_string(), &moved.display().to_string());
     std::fs::write(&config, &text).unwrap();
-    let _ = ctl(dir.path(), &["reconfigure"]);
+    // The copy is no edit (black-box finding: refused as one).
+    let (ok, said) = ctl(dir.path(), &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
     assert_eq!(
         nsupdate(addr, "update add a2.sup.test 300 TXT \"kept2\""),
         "NOERROR"

@@ -90,6 +90,15 @@ pub(crate) fn note_known_text(path: &Path, text: &[u8]) {
     known.insert(path.to_path_buf(), text_digest(text));
 }
 
+/// The file at `from` moved to `to` (its zone's `file` changed): the text
+/// known at `from` is known at `to`, so that a copy of it is no edit.
+pub(crate) fn known_text_moved(from: &Path, to: &Path) {
+    let mut known = KNOWN_TEXT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&digest) = known.get(from) {
+        known.insert(to.to_path_buf(), digest);
+    }
+}
+
 /// Whether `text` is the text of `path` the server last read or wrote.
 fn is_known_text(path: &Path, text: &[u8]) -> bool {
     let known = KNOWN_TEXT.lock().unwrap_or_else(|e| e.into_inner());

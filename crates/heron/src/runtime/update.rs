@@ -355,6 +355,9 @@ pub(crate) fn move_journals(xfr: &Transfers, policies: &HashMap<Name, ZonePolicy
         if from == to || !from.exists() || to.exists() {
             continue;
         }
+        let file_of = |journal: &std::path::Path| journal.with_extension("");
+        // A copy of the file moved is no edit of a signed zone's file.
+        crate::plan::zone_files::known_text_moved(&file_of(from), &file_of(to));
         let carried = update_signed::carried_path;
         for (from, to) in [
             (from.to_path_buf(), to.to_path_buf()),
