@@ -465,7 +465,7 @@ fn carry_unsigned_steps(
         _ => {}
     }
     tracing::warn!(
-        "zone {origin}: no longer signed here: the updates of {} signed steps from {} carried over to the zone file without the signer's records, served unsigned with serial {} (the journal's last was {last})",
+        "zone {origin}: no longer signed here: what the {} steps in {} (signed ones among them) changed is carried over to the zone file without the signer's records, served unsigned with serial {} (the journal's last was {last})",
         steps.len(),
         journal.display(),
         next.serial()
