@@ -1482,6 +1482,37 @@ fn a_zone_whose_file_moves_keeps_its_updates() {
     }
 }
 
+/// A reload that reads a dynamic zone's edited file but does not take it
+/// (its serial changed, so the updates do not apply) loaded nothing: the
+/// zone's LOADED stays (black-box finding:
+/// LOADED moved for an unsigned zone, as it no longer did for a signed
+/// one).
+#[test]
+fn a_file_not_taken_leaves_loaded_as_it_was() {
+    let file = zone_file("not-taken");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = 600");
+    let addr = server.addr();
+    let command = "update add one.upd.test 60 A 192.0.2.80";
+    let added = send(Client::Knsupdate, addr, Some("ops"), false, command);
+    assert_eq!(added, "NOERROR");
+    let zone_row = || {
+        let (_, status) = ctl(&socket, &["zone-status", ZONE]);
+        status
+            .lines()
+            .find(|l| l.starts_with(ZONE))
+            .map(str::to_string)
+    };
+    let loaded_before = zone_row();
+    // LOADED is shown to the second: a reload after this one shows.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("hostmaster 1 ", "hostmaster 5 ")).unwrap();
+    let (ok, said) = ctl(&socket, &["reload"]);
+    assert!(!ok && said.contains("the file is not used"), "{said}");
+    assert_eq!(zone_row(), loaded_before, "{}", server.log());
+    assert_eq!(a(addr, "one.upd.test").len(), 1);
+}
+
 /// `allow-update` given by a reload to a server that kept no journal file
 /// (no zone could be transferred or updated at its start): updates are
 /// taken at once and kept across a restart. Before, they were answered

@@ -570,6 +570,15 @@ impl ZoneFiles {
         }
     }
 
+    /// A reload read `origin`'s file but did not take it (its updates
+    /// kept, `runtime::update::keep_updates`): it loaded nothing, so its
+    /// LOADED is `loaded_at` again.
+    pub fn file_not_taken(&mut self, origin: &Name, loaded_at: Option<SystemTime>) {
+        if let Some(&at) = self.index.get(&origin.to_lowercase()) {
+            self.entries[at].loaded_at = loaded_at;
+        }
+    }
+
     /// Whether the server has a configuration file to read again.
     /// The zones Heron signs, with how: those loaded from files and the
     /// secondary zones signed here.

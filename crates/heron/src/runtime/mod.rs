@@ -212,13 +212,13 @@ struct Reconfiguration {
 /// zones to NOTIFY and how long the swap took.
 fn rebuild(
     catalog: &SharedCatalog,
-    files: &Mutex<ZoneFiles>,
+    shared_files: &Mutex<ZoneFiles>,
     xfr: &Transfers,
     selection: Selection,
 ) -> (Outcome, Vec<Arc<Zone>>, Duration) {
     let _writing = xfr.catalog_writer.lock().unwrap();
     let current = catalog.load_full();
-    let mut files = files.lock().unwrap();
+    let mut files = shared_files.lock().unwrap();
     // Named zones are re-read alone; the configuration waits for a
     // whole reload.
     let reread = match selection.zones {
@@ -231,6 +231,7 @@ fn rebuild(
         Err(errors) => return (Outcome::config_errors(errors), Vec::new(), Duration::ZERO),
     };
     let held = update::held_signed(&current, xfr);
+    let loaded_before = update::loaded_at(xfr, &files);
     let (mut next, mut outcome) =
         files.load_selected(&current, selection.zones.as_ref(), selection.force, &held);
     (
@@ -260,8 +261,7 @@ fn rebuild(
     }
     let not_taken = update::keep_updates(&current, &mut next, xfr, &held, &frozen);
     update::replay_added(&current, &mut next, xfr);
-    outcome.failed += not_taken.len();
-    outcome.errors.extend(not_taken);
+    update::files_not_taken(not_taken, &loaded_before, shared_files, &mut outcome);
     remove_zones(xfr, &mut next, &config.removed);
     outcome.removed = config.removed;
     if let Some(e) = config.dnstap_failed {

@@ -1202,7 +1202,7 @@ pub(crate) fn keep_updates(
     xfr: &Transfers,
     held: &HashSet<Name>,
     frozen_files: &HashMap<Name, std::path::PathBuf>,
-) -> Vec<String> {
+) -> Vec<(Name, String)> {
     let mut failed = Vec::new();
     let (primary, frozen) = (&*xfr.primary, &xfr.frozen);
     let reread: Vec<(Arc<Zone>, Arc<Zone>)> = next
@@ -1259,12 +1259,48 @@ pub(crate) fn keep_updates(
                     said.push_str(&crate::plan::zone_files::keep_rejected(file));
                 }
                 tracing::error!("{said}");
-                failed.push(said);
+                failed.push((old.origin().clone(), said));
                 next.insert_shared(old);
             }
         }
     }
     failed
+}
+
+/// When the zones whose file a reload may not take (those holding
+/// updates their file lacks, and the frozen ones) were last loaded, by
+/// lower-cased origin: [`keep_updates`] refusing the file loaded nothing.
+pub(crate) fn loaded_at(
+    xfr: &Transfers,
+    files: &crate::plan::zone_files::ZoneFiles,
+) -> HashMap<Name, Option<std::time::SystemTime>> {
+    (xfr.unwritten.origins().into_iter())
+        .chain(xfr.frozen.origins())
+        .filter_map(|origin| Some((origin.to_lowercase(), files.loaded_at(&origin)?)))
+        .collect()
+}
+
+/// The zone files [`keep_updates`] did not take: the reload's failures,
+/// and their zones' LOADED as it was before the reload (`loaded_before`)
+/// (black-box finding: LOADED moved though nothing was loaded, as it no
+/// longer did for a signed zone).
+pub(crate) fn files_not_taken(
+    not_taken: Vec<(Name, String)>,
+    loaded_before: &HashMap<Name, Option<std::time::SystemTime>>,
+    files: &std::sync::Mutex<crate::plan::zone_files::ZoneFiles>,
+    outcome: &mut crate::plan::zone_files::Outcome,
+) {
+    if not_taken.is_empty() {
+        return;
+    }
+    let mut files = files.lock().unwrap_or_else(|e| e.into_inner());
+    for (origin, why) in not_taken {
+        if let Some(at) = loaded_before.get(&origin.to_lowercase()) {
+            files.file_not_taken(&origin, *at);
+        }
+        outcome.failed += 1;
+        outcome.errors.push(why);
+    }
 }
 
 /// What to tell the operator of a zone file a reload did not take.
