@@ -634,8 +634,10 @@ impl ZoneFiles {
     }
 
     pub fn file_of(&self, origin: &Name) -> Option<std::path::PathBuf> {
-        let entry = self.entries.iter().find(|e| e.spec.origin == *origin)?;
-        Some(entry.spec.file.clone())
+        // Looked up, not searched: a scrape asks for every zone's (100,000
+        // zones took 35 s a scrape).
+        let &at = self.index.get(origin)?;
+        Some(self.entries[at].spec.file.clone())
     }
 
     /// Whether `origin` (lower-cased) is loaded from a file, and when it
