@@ -1206,11 +1206,8 @@ fn a_primary_whose_serial_went_back_lets_the_zone_expire_then_gives_its_version(
     primary.set_timers(1, 1, 6);
     primary.set_serial(20);
     let bounds = "min-refresh = 1\nmin-retry = 1\nmin-expire = 1\n";
-    let (port, socket) = (free_port(), setup.dir.join("heron.sock"));
-    let control = format!("workers = 1\ncontrol = \"{}\"\n", socket.display());
-    let config = setup
-        .config(port, bounds)
-        .replacen("workers = 1\n", &control, 1);
+    let port = free_port();
+    let (config, socket) = with_control(&setup, port, bounds);
     let heron = start_serving(port, "ready.test", &config);
     let sec = heron.addr();
     assert!(eventually(|| setup.all_at(sec, 20)), "{}", heron.log());
@@ -1219,18 +1216,11 @@ fn a_primary_whose_serial_went_back_lets_the_zone_expire_then_gives_its_version(
     assert!(heron.wait_for_log(&said), "{}", heron.log());
     // Shown as up, with the serial it said (black-box finding: "down",
     // and the metric kept ours).
-    let status = std::process::Command::new(xfr_common::heron())
-        .args(["ctl", "--socket"])
-        .arg(&socket)
-        .args(["zone-status", &setup.zones[0], "--json"])
-        .output()
-        .unwrap();
-    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
-    let row = &status["data"][0];
-    assert_eq!(row["primary_serial"], 10, "{status}");
-    assert_eq!(row["primaries"][0]["reachable"], true, "{status}");
+    let row = zone_status(&socket, &setup.zones[0]);
+    assert_eq!(row["primary_serial"], 10, "{row}");
+    assert_eq!(row["primaries"][0]["reachable"], true, "{row}");
     let error = row["primaries"][0]["last_error"].as_str().unwrap_or("");
-    assert!(error.contains("older than ours"), "{status}");
+    assert!(error.contains("older than ours"), "{row}");
     let zone = &setup.zones[0];
     let expired_first = eventually_within(Duration::from_secs(20), || {
         rcode(sec, &format!("www.{zone}")) == Some(Rcode::SERVFAIL) || setup.all_at(sec, 10)
@@ -1335,6 +1325,55 @@ fn a_restarted_secondary_resumes_its_timers_from_the_kept_copy() {
         due.duration_since(after[0].at).unwrap_or_default()
     );
     assert!(after.iter().all(|s| s.qtype == RType::SOA), "{after:?}");
+}
+
+/// `heron ctl zone-status ZONE --json` through `socket`: the zone's row.
+fn zone_status(socket: &Path, zone: &str) -> serde_json::Value {
+    let status = std::process::Command::new(xfr_common::heron())
+        .args(["ctl", "--socket"])
+        .arg(socket)
+        .args(["zone-status", zone, "--json"])
+        .output()
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    status["data"][0].clone()
+}
+
+/// [`FakeSetup::config`] with a control socket in the setup's folder.
+fn with_control(setup: &FakeSetup, port: u16, settings: &str) -> (String, PathBuf) {
+    let socket = setup.dir.join("heron.sock");
+    let control = format!("workers = 1\ncontrol = \"{}\"\n", socket.display());
+    let config = setup
+        .config(port, settings)
+        .replacen("workers = 1\n", &control, 1);
+    (config, socket)
+}
+
+/// A restarted secondary shows when its kept copy was transferred, not
+/// the kept file's date: that date is moved back (to count the expiry
+/// from the last good check, or a refresh interval back once a newer
+/// serial is seen), and zone-status showed transfers that never happened
+/// (black-box finding).
+#[test]
+fn a_restarted_secondary_shows_when_it_transferred_not_the_files_date() {
+    let setup = FakeSetup::new("transferred-at", 1);
+    let zone = &setup.zones[0];
+    let port = free_port();
+    let (config, socket) = with_control(&setup, port, "");
+    let before = unix_now();
+    let mut heron = start_serving(port, "ready.test", &config);
+    let kept = setup.dir.join(format!("{zone}.kept"));
+    assert!(eventually(|| kept.exists()), "{}", heron.log());
+    heron.terminate();
+
+    let dated = SystemTime::now() - Duration::from_secs(3000);
+    let file = std::fs::File::options().append(true).open(&kept).unwrap();
+    file.set_modified(dated).unwrap();
+    let heron = start_serving(port, "ready.test", &config);
+    assert_eq!(zone_serial(heron.addr(), zone), Some(1));
+    let row = zone_status(&socket, zone);
+    let transferred = row["transferred_at"].as_u64().expect("a time");
+    assert!(transferred >= before, "{row} {}", heron.log());
 }
 
 /// 200 zones from one primary: transferred, then all changed and

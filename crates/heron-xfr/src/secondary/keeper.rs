@@ -606,7 +606,9 @@ fn commit(batch: HashMap<PathBuf, Pending>) -> Vec<Failure> {
 }
 
 /// Writes `zone` to the temporary file beside `path`, dated `date` if
-/// given (a rename keeps the date).
+/// given (a rename keeps the date, and the making time a restart shows as
+/// the transfer's: a failed write's temporary file is deleted, so each is
+/// made anew).
 fn write_tmp(zone: &Zone, path: &Path, date: Option<SystemTime>) -> io::Result<()> {
     let mut out = BufWriter::new(File::create(tmp_path(path))?);
     write_zone(zone, &mut out)?;

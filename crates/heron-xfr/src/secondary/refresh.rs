@@ -488,13 +488,17 @@ impl Driver {
     }
 
     /// Starts keeping `zone` fresh; its kept copy's age is its file's
-    /// (the date of its last good check: the file is dated at each).
+    /// (the date of its last good check: the file is dated at each), and
+    /// it was transferred when its file was made (each transfer writes a
+    /// new file; the date moves, the making time does not).
     fn add(&mut self, zone: Arc<SecondaryZone>, kept: Option<Arc<Zone>>) {
-        let kept_at = kept.as_ref().and_then(|_| {
-            std::fs::metadata(zone.kept_path())
-                .and_then(|m| m.modified())
-                .ok()
-        });
+        let meta = kept
+            .as_ref()
+            .and_then(|_| std::fs::metadata(zone.kept_path()).ok());
+        let kept_at = meta.as_ref().and_then(|m| m.modified().ok());
+        let made_at = meta.as_ref().and_then(|m| m.created().ok());
+        // Where the file system keeps no making time: the date, as before.
+        let transferred_at = made_at.filter(|&t| t <= SystemTime::now()).or(kept_at);
         let kept_event = kept.as_ref().map(|kept| {
             let age = kept_at
                 .and_then(|t| SystemTime::now().duration_since(t).ok())
@@ -507,7 +511,7 @@ impl Driver {
         let entry = Entry {
             zone,
             current: kept,
-            transferred_at: kept_at,
+            transferred_at: transferred_at.and_then(UnixSeconds::of),
             checked_at: kept_at,
             primary_serial: kept_serial,
             first_reachable: None,

@@ -20,7 +20,8 @@
 //! * After a successful check the next one is a refresh interval on, and
 //!   the zone expires an expire interval on. Before a transfer, the kept
 //!   file is dated one refresh interval back, so that a restart before it
-//!   completes checks again at once.
+//!   completes checks again at once; or further back, to the last
+//!   successful check, so that a restart never moves the expiry on.
 //! * A failed check is retried after a wait that doubles up to the SOA
 //!   retry interval, with jitter, and not before its primaries, if they are
 //!   all left alone after failing, may be tried again
@@ -232,7 +233,9 @@ pub enum Action {
     /// Stop serving the zone (SERVFAIL): no successful check for its
     /// expire interval.
     Expire(ZoneId),
-    /// Date the kept copy: its last successful check was `ago` before now.
+    /// Date the kept copy `ago` back: to its last successful check (its
+    /// expiry counts from there), or, once a newer serial is seen, also at
+    /// least a refresh interval back.
     DateKept { zone: ZoneId, ago: Duration },
 }
 
@@ -650,10 +653,16 @@ impl Timers {
             serving => {
                 if let Some(have) = serving {
                     // Should we stop before this transfer completes, a
-                    // restart must not wait out the refresh interval.
+                    // restart must not wait out the refresh interval; nor
+                    // count the expire interval from later than the last
+                    // successful check (restarts of a secondary whose
+                    // transfers fail pushed its expiry on each time).
+                    let timers = have.timers();
+                    let left = z.expire_at.map(|at| at.saturating_duration_since(now));
+                    let refreshed_ago = timers.expire.saturating_sub(left.unwrap_or_default());
                     out.push(Action::DateKept {
                         zone,
-                        ago: have.timers().refresh,
+                        ago: timers.refresh.max(refreshed_ago),
                     });
                 }
                 out.push(Action::Transfer {

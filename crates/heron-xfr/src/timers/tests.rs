@@ -265,6 +265,31 @@ fn a_restart_resumes_the_timers_from_the_kept_copys_age() {
 }
 
 #[test]
+fn restarts_of_a_secondary_whose_transfers_fail_keep_its_expiry() {
+    // The primary has serial 2; every transfer fails. The file is dated
+    // back to the last successful check, not to a refresh interval
+    // before the last check: a restart counted the expiry from there, and
+    // restarts made often kept the zone served for ever.
+    let mut clock = Clock::new(0);
+    clock.add(1, Some((version(1), secs(0))));
+    for _ in 0..20 {
+        let (check, _) = exchange(&clock.fire());
+        let since_success = clock.now - clock.start;
+        let actions = clock.soa(check, Ok(2));
+        assert_eq!(actions[0], dated(secs(7200).max(since_success)));
+        let (check, _) = exchange(&actions);
+        assert!(clock.transferred(check, Err(Failure::Failed)).is_empty());
+    }
+    let since_success = clock.now - clock.start;
+    assert!(since_success > secs(7200));
+    // A restart now: checked at once, expiring when it would have.
+    let (left, mut restarted) = (clock.expires_in(), Clock::new(0));
+    restarted.add(1, Some((version(1), since_success)));
+    assert_eq!(restarted.wait(), secs(0));
+    assert_eq!(restarted.expires_in(), left);
+}
+
+#[test]
 fn a_zone_without_a_kept_copy_is_transferred_at_once() {
     let mut clock = Clock::new(0);
     assert!(clock.add(1, None).is_empty());
