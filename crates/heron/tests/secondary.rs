@@ -1548,6 +1548,40 @@ fn a_transfer_past_its_limit_is_dropped_and_the_old_version_kept() {
     assert!(heron.is_running());
 }
 
+/// A primary that answered is shown up when the transfer fails for a
+/// reason of ours: past our `max-transfer-records`, or a key it does not
+/// sign with. The last error says why. Shown `UP no`, "reachable": false,
+/// it sent the operator looking for a network fault (black-box finding).
+#[test]
+fn a_primary_that_answered_is_up_when_the_transfer_fails_for_our_reasons() {
+    let setup = FakeSetup::new("answered-limit", 1);
+    setup.primary.set_padding(100);
+    let port = free_port();
+    let (config, socket) = with_control(&setup, port, "max-transfer-records = 50");
+    let heron = start_serving(port, "ready.test", &config);
+    let said = "more than 50 records (max-transfer-records)";
+    assert!(heron.wait_for_log(said), "{}", heron.log());
+    let row = zone_status(&socket, &setup.zones[0]);
+    assert_eq!(row["primaries"][0]["reachable"], true, "{row}");
+    let error = row["primaries"][0]["last_error"].as_str().unwrap_or("");
+    assert!(error.contains(said), "{row}");
+    drop(heron);
+
+    // The fake primary knows no key: its answers come unsigned.
+    let setup = FakeSetup::new("answered-key", 1);
+    let port = free_port();
+    let (config, socket) = with_control(&setup, port, "");
+    let addr = setup.primary.addr();
+    let config = config.replace(&format!("\"{addr}\"]"), &format!("\"{addr} key {KEY}\"]"));
+    let config = config + &key_block(SECRET);
+    let heron = start_serving(port, "ready.test", &config);
+    assert!(heron.wait_for_log("TSIG"), "{}", heron.log());
+    let row = zone_status(&socket, &setup.zones[0]);
+    assert_eq!(row["primaries"][0]["reachable"], true, "{row}");
+    let error = row["primaries"][0]["last_error"].as_str().unwrap_or("");
+    assert!(error.contains("TSIG"), "{row}");
+}
+
 /// Secondary zones come and go with a reload: one added to the file is
 /// transferred and answered, the others untouched; removed, it answers
 /// REFUSED and its kept copy is deleted; re-pointed to another primary,

@@ -137,6 +137,24 @@ fn unverified(answer: &[u8], e: TsigError) -> ClientError {
     }
 }
 
+impl ClientError {
+    /// Whether the primary answered (what it answered would not do, or
+    /// would not do for us: a limit of ours, a key it does not know): it
+    /// is up, and the error says why the exchange failed all the same.
+    pub fn primary_answered(&self) -> bool {
+        match self {
+            ClientError::Tsig(_)
+            | ClientError::Transfer(_)
+            | ClientError::BadAnswer(_)
+            | ClientError::Answered { .. } => true,
+            ClientError::Io(_)
+            | ClientError::Timeout
+            | ClientError::NoKey(_)
+            | ClientError::PrimaryDown(_) => false,
+        }
+    }
+}
+
 impl fmt::Display for ClientError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -373,7 +391,8 @@ impl Connections {
                 // A line the primary closed while idle: once more, anew.
                 Err(LineError::Closed) if attempt == 0 => continue,
                 Err(LineError::Closed) => {
-                    let closed = ClientError::BadAnswer("connection closed".into());
+                    let closed = io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed");
+                    let closed = ClientError::Io(closed);
                     return Err(self.unreachable(up, closed));
                 }
                 Err(LineError::Io(e)) => return Err(self.unreachable(up, ClientError::Io(e))),

@@ -847,7 +847,10 @@ impl Driver {
         if primary >= entry.zone.primaries.len() {
             return;
         }
-        let was_down = entry.seen(primary).reachable == Some(false);
+        // Failing, whether it answered or not (a transfer past our
+        // limit): its next success is said.
+        let seen = entry.seen(primary);
+        let was_down = seen.reachable == Some(false) || seen.last_error.is_some();
         let (origin, addr) = (
             entry.zone.origin.clone(),
             entry.zone.primaries[primary].addr,
@@ -1204,6 +1207,7 @@ async fn axfr(
 
 /// What the timers need to know of `e`, and why (the driver logs it).
 fn failure(origin: &Name, up: &Upstream, step: &str, e: ClientError) -> Failed {
+    let answered = e.primary_answered();
     let (failure, detail) = match e {
         ClientError::PrimaryDown(left) => {
             tracing::debug!("zone {origin}: {} left alone for now", up.addr);
@@ -1224,7 +1228,7 @@ fn failure(origin: &Name, up: &Upstream, step: &str, e: ClientError) -> Failed {
         failure,
         reason: format!("{}: {detail}", up.addr),
         detail,
-        answered: false,
+        answered,
     }
 }
 
