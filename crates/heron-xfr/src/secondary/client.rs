@@ -206,7 +206,8 @@ tokio::task_local! {
     /// Set for an exchange that a NOTIFY from its primary asked for while
     /// that primary is left alone after failing: it is tried all the
     /// same (its SOA query and its connection), one a second at most
-    /// (`backoff::PrimaryHealth::notified`).
+    /// (`backoff::PrimaryHealth::notified`); and for the exchanges of a
+    /// check an operator waits for (`heron ctl refresh`, `retransfer`).
     pub static PROBE: bool;
 }
 

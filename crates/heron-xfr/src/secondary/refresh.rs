@@ -156,8 +156,11 @@ pub enum Command {
     Report(oneshot::Sender<Vec<ZoneReport>>),
     /// Check `origin` now, with a full transfer if `full`, and say how it
     /// went once it is done; `Err` at once if it is not a secondary zone.
-    /// With `force`, its primaries are tried even if left alone after
-    /// failing (an operator who has just fixed one need not wait).
+    /// Its exchanges are probes ([`PROBE`]), as a NOTIFY's is: a
+    /// primary left alone after failing is asked all the same (the
+    /// operator has just restarted it, say), and its answer ends its
+    /// back-off for all its zones. With `force`, every primary of the
+    /// zone has its back-off ended first.
     CheckNow {
         origin: Name,
         full: bool,
@@ -670,9 +673,14 @@ impl Driver {
                 } => entry.current.clone(),
                 _ => None,
             };
+            // An operator waits for this check (`heron ctl refresh`,
+            // `retransfer`): each primary is asked, not refused unsent
+            // with the error of one that may be back by now (black-box
+            // finding: "left alone" for up to 60 s after it was).
+            let asked = entry.rare.as_ref().is_some_and(|r| !r.waiters.is_empty());
             let is_soa = matches!(action, Action::CheckSoa { .. });
             let (ctx, done) = (self.ctx.clone(), self.done.0.clone());
-            let probe = self.probes.remove(&zone);
+            let probe = self.probes.remove(&zone) || asked;
             self.in_flight += 1;
             let task = tokio::spawn(PROBE.scope(probe, async move {
                 let result = if is_soa {
@@ -993,13 +1001,18 @@ impl Driver {
                     // A primary down is down for each of its zones, not
                     // only for those that tried it since (black-box
                     // finding: one primary, "yes" and "no" at once).
-                    let down = self.ctx.conns.health().is_down(up.addr);
+                    let health = self.ctx.conns.health();
+                    let down = health.is_down(up.addr);
+                    // Its window, too, which a probe that failed (an
+                    // operator's command, a NOTIFY) leaves as it was.
+                    let window = health.admit(up.addr, tokio::time::Instant::now()).err();
+                    let window = window.map(|left| left.until.into_std());
                     PrimaryReport {
                         addr: up.addr,
                         source: up.source,
                         key: up.key.clone(),
                         reachable: if down { Some(false) } else { seen.reachable },
-                        backoff_until: seen.backoff_until.filter(|&t| t > now).map(at),
+                        backoff_until: (seen.backoff_until.filter(|&t| t > now)).or(window).map(at),
                         last_error: seen.last_error,
                     }
                 })

@@ -68,8 +68,9 @@ pub enum CtlCommand {
     Retransfer {
         /// The secondary zone.
         zone: String,
-        /// Ask its primaries even if they are left alone after failing
-        /// (one just fixed need not wait out its back-off).
+        /// End the back-off of each of its primaries first, for their
+        /// other zones too (without it, a primary left alone after
+        /// failing is asked all the same, as a NOTIFY from it would be).
         #[arg(long)]
         force: bool,
     },
