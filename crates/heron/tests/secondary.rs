@@ -1376,6 +1376,42 @@ fn a_restarted_secondary_shows_when_it_transferred_not_the_files_date() {
     assert!(transferred >= before, "{row} {}", heron.log());
 }
 
+/// A secondary whose primary answers a newer serial but fails every
+/// transfer keeps its expiry across a restart: it counts from the last
+/// good check, not from the kept file's date one refresh interval before
+/// the last check, which moved it on at each restart and kept stale data
+/// served for ever (black-box finding).
+#[test]
+fn a_restart_keeps_the_expiry_of_a_zone_whose_transfers_fail() {
+    let setup = FakeSetup::new("restart-expiry", 1);
+    let (primary, zone) = (&setup.primary, &setup.zones[0]);
+    primary.set_timers(1, 1, 600);
+    let port = free_port();
+    let bounds = "min-refresh = 1\nmin-retry = 1\nmax-transfer-records = 50\n";
+    let (config, socket) = with_control(&setup, port, bounds);
+    let mut heron = start_serving(port, "ready.test", &config);
+    assert!(
+        eventually(|| setup.all_at(heron.addr(), 1)),
+        "{}",
+        heron.log()
+    );
+    let expiry = || zone_status(&socket, zone)["expire_at"].as_u64();
+    let before = expiry().expect("an expiry");
+    primary.set_padding(100);
+    primary.set_serial(2);
+    // Checks that see serial 2, each transfer failing (IXFR, then AXFR),
+    // for several refresh intervals.
+    let failed = |log: &str| log.matches("(max-transfer-records)").count();
+    let failing = eventually(|| failed(&heron.log()) >= 12);
+    assert!(failing, "{}", heron.log());
+    heron.terminate();
+    let heron = start_serving(port, "ready.test", &config);
+    assert_eq!(zone_serial(heron.addr(), zone), Some(1));
+    // Files are dated to the second.
+    let after = expiry().expect("an expiry");
+    assert!(after <= before + 1, "{before} -> {after}: {}", heron.log());
+}
+
 /// 200 zones from one primary: transferred, then all changed and
 /// announced, so checked and transferred again, over no more connections
 /// than the concurrency bound plus the one for SOA checks.
