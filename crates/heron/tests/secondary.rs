@@ -1404,6 +1404,19 @@ fn a_restart_keeps_the_expiry_of_a_zone_whose_transfers_fail() {
     let failed = |log: &str| log.matches("(max-transfer-records)").count();
     let failing = eventually(|| failed(&heron.log()) >= 12);
     assert!(failing, "{}", heron.log());
+    // `refresh` says the zone was checked (black-box finding: "not
+    // checked", although the primary answered its serial).
+    let refresh = std::process::Command::new(xfr_common::heron())
+        .args(["ctl", "--socket"])
+        .arg(&socket)
+        .args(["refresh", zone])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refresh.stdout);
+    assert!(
+        said.contains("checked, but serial 2 not transferred") && said.contains("records"),
+        "{said}"
+    );
     heron.terminate();
     let heron = start_serving(port, "ready.test", &config);
     assert_eq!(zone_serial(heron.addr(), zone), Some(1));

@@ -81,7 +81,22 @@ pub struct PrimaryReport {
 
 /// How a check an operator asked for ended: the serial served after it,
 /// or why it failed.
-pub type CheckResult = Result<Option<u32>, String>;
+pub type CheckResult = Result<Option<u32>, CheckFailed>;
+
+/// Why a check an operator asked for failed.
+#[derive(Clone, Debug)]
+pub struct CheckFailed {
+    pub why: String,
+    /// The newer serial a primary answered, whose transfer failed: the
+    /// zone was checked, not brought up to date.
+    pub newer: Option<u32>,
+}
+
+impl CheckFailed {
+    pub fn because(why: String) -> CheckFailed {
+        CheckFailed { why, newer: None }
+    }
+}
 
 /// Where new versions go: the server's catalog and journal.
 pub trait Publisher: Send + Sync + 'static {
@@ -313,6 +328,8 @@ struct Rare {
     primaries: Vec<PrimarySeen>,
     /// Operators waiting for the check in flight (or the next) to end.
     waiters: Vec<oneshot::Sender<CheckResult>>,
+    /// The newer serial a primary answered in the check they wait for.
+    newer: Option<u32>,
 }
 
 impl Entry {
@@ -468,7 +485,8 @@ impl Driver {
                 done,
             } => {
                 let Some(&zone) = self.ids.get(&Entries(&self.zones), &origin) else {
-                    let _ = done.send(Err(format!("{origin} is not a secondary zone")));
+                    let why = format!("{origin} is not a secondary zone");
+                    let _ = done.send(Err(CheckFailed::because(why)));
                     return;
                 };
                 if force {
@@ -769,6 +787,12 @@ impl Driver {
         // logged "works again" before each failure.
         if !self.transfer_follows(zone, &result) {
             self.note_exchange(zone, primary, failed);
+        } else if let (Exchanged::Serial(Ok((serial, _))), Some(entry)) =
+            (&result, self.entry(zone))
+            && let Some(rare) = entry.rare.as_mut().filter(|r| !r.waiters.is_empty())
+        {
+            // Said to those waiting should its transfer fail.
+            rare.newer = Some(*serial);
         }
         // `min-expire` bounds what a primary tells too: a primary's SOA of
         // a minute, told as EDNS EXPIRE, expired the zone a minute into an
@@ -971,10 +995,14 @@ impl Driver {
         let Some(rare) = entry.rare.as_mut().filter(|r| !r.waiters.is_empty()) else {
             return;
         };
+        let newer = rare.newer.take();
         let result = if view.failures == 0 {
             Ok(view.serial)
         } else {
-            Err((rare.last_error.clone()).unwrap_or_else(|| "no primary to ask".into()))
+            Err(CheckFailed {
+                why: (rare.last_error.clone()).unwrap_or_else(|| "no primary to ask".into()),
+                newer,
+            })
         };
         let waiters: Vec<_> = rare.waiters.drain(..).collect();
         // Once served: a large zone was said transferred before a query

@@ -15,7 +15,7 @@ use heron_server::tcp::ConnectionLimiter;
 use serde_json::{Value, json};
 
 use heron_xfr::primary::notify::Outcome as NotifyOutcome;
-use heron_xfr::secondary::refresh::{CheckResult, Command, ZoneReport};
+use heron_xfr::secondary::refresh::{CheckFailed, CheckResult, Command, ZoneReport};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::control::socket::{Request, Response};
@@ -294,9 +294,10 @@ impl Controller {
             return Response::error("the refresh task has stopped");
         }
         let what = if full { "transferred" } else { "checked" };
-        let result: CheckResult = result
-            .await
-            .unwrap_or_else(|_| Err(format!("{zone} was removed meanwhile")));
+        let result: CheckResult = result.await.unwrap_or_else(|_| {
+            let why = format!("{zone} was removed meanwhile");
+            Err(CheckFailed::because(why))
+        });
         match result {
             Ok(serial) => Response::ok(
                 format!(
@@ -305,10 +306,19 @@ impl Controller {
                 ),
                 json!({ "zone": zone.to_string(), "serial": serial }),
             ),
-            Err(why) => Response {
-                errors: vec![why],
-                ..Response::error(format!("{zone}: not {what}"))
-            },
+            Err(failed) => {
+                let said = match failed.newer {
+                    // The primary answered: checked, not brought in.
+                    Some(serial) if !full => {
+                        format!("{zone}: checked, but serial {serial} not transferred")
+                    }
+                    _ => format!("{zone}: not {what}"),
+                };
+                Response {
+                    errors: vec![failed.why],
+                    ..Response::error(said)
+                }
+            }
         }
     }
 
