@@ -35,7 +35,8 @@ pub enum Step {
     Remove(Name),
     /// Follow another template, keeping its data.
     Repoint(SecondaryZone, Arc<ZonePolicy>),
-    /// Drop its data and transfer it afresh (its unique ID changed).
+    /// Drop its data and transfer it afresh (its unique ID changed, or
+    /// another catalog took it over).
     Reset(SecondaryZone, Arc<ZonePolicy>),
     /// Stop, leaving its files: the configuration uses its kept file for
     /// something else now.

@@ -399,7 +399,7 @@ impl ZoneChange {
             ZoneChange::Removed => "secondary zone removed: no longer transferred",
             ZoneChange::Repointed => "secondary zone re-pointed",
             ZoneChange::Reset => {
-                "member zone reset: its unique ID changed; dropped and transferred afresh"
+                "member zone reset (its unique ID changed, or a coo or its owner dropping it gave it to another catalog): dropped and transferred afresh"
             }
         }
     }
