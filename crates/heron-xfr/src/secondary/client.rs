@@ -457,7 +457,8 @@ impl Connections {
             }
         };
         let limits = self.transfer_limits();
-        let mut receiver = Receiver::new(origin.clone(), request).with_limits(limits);
+        let mut receiver =
+            (Receiver::new(origin.clone(), request).with_primary(up.addr)).with_limits(limits);
         // From the first message: waiting for a connection slot or the
         // primary's first answer is bounded elsewhere. With a read timeout
         // on each message, the whole takes at most max_time plus one.
