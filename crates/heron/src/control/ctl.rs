@@ -681,6 +681,11 @@ fn stats_table(data: &Value) -> String {
             rows.push([format!("{title} {name}"), text_of(n)]);
         }
     }
+    // operations.md promises it; only the JSON had it (black-box finding).
+    if !data["responses_truncated"].is_null() {
+        let truncated = text_of(&data["responses_truncated"]);
+        rows.push(["responses truncated".into(), truncated]);
+    }
     rows.push([
         "tcp connections open".into(),
         text_of(&data["tcp_connections_open"]),
@@ -780,6 +785,21 @@ mod tests {
 
     /// Black-box finding: a secondary zone back to health still showed
     /// its last error as if it were its state.
+    /// The table says what the JSON says of truncated responses (black-box
+    /// finding: only the JSON had it, though operations.md names it).
+    #[test]
+    fn the_stats_table_counts_truncated_responses() {
+        let data = serde_json::json!({"responses": {"NOERROR": 9}, "responses_truncated": 2,
+            "tcp_connections_open": 0});
+        let table = stats_table(&data);
+        let row = table.lines().find(|l| l.starts_with("responses truncated"));
+        assert_eq!(
+            row.map(|r| r.split_whitespace().last()),
+            Some(Some("2")),
+            "{table}"
+        );
+    }
+
     #[test]
     fn a_recovered_secondary_zones_last_error_is_said_as_past() {
         let data = serde_json::json!([
