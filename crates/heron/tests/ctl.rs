@@ -273,6 +273,18 @@ fn status_says_what_runs_and_stop_stops_the_server() {
     let (code, _, err) = ctl(&f.socket, &["status"]);
     assert_eq!(code, Some(3), "unreachable");
     assert!(err.contains("is heron serve running"), "{err}");
+    // With --json, a document on stdout too, for the script reading it.
+    let (code, out, _) = ctl(&f.socket, &["status", "--json"]);
+    assert_eq!(code, Some(3), "unreachable");
+    let said: Value = serde_json::from_str(&out).expect("a JSON document");
+    assert_eq!(said["ok"], Value::Bool(false), "{out}");
+    assert!(
+        said["message"]
+            .as_str()
+            .unwrap()
+            .contains("is heron serve running"),
+        "{out}"
+    );
     let bad_usage = Command::new(heron())
         .args(["ctl", "--no-such-flag"])
         .output()

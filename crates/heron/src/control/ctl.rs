@@ -348,7 +348,14 @@ pub fn run(args: CtlArgs) -> ExitCode {
     let response = match control::ask(&path, &args.command.request(), wait) {
         Ok(response) => response,
         Err(why) => {
-            eprintln!("{}", why.explain(&path, wait));
+            let said = why.explain(&path, wait);
+            eprintln!("{said}");
+            // A script reading the JSON gets a document too (black-box
+            // finding: stdout was empty).
+            if args.json {
+                let response = Response::error(said);
+                outln!("{}", serde_json::to_string(&response).expect("serializes"));
+            }
             return ExitCode::from(exit::UNREACHABLE);
         }
     };
