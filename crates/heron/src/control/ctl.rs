@@ -630,7 +630,7 @@ fn secondary_table(data: &Value) -> String {
                 text_of(&z["catalog"]),
                 time_of(&z["transferred_at"]),
                 time_of(&z["next_refresh"]),
-                time_of(&z["expire_at"]),
+                expires_of(z),
             ];
             let [zone, catalog, transferred, refresh, expire] = if i == 0 {
                 zone_cells
@@ -671,6 +671,17 @@ fn secondary_table(data: &Value) -> String {
         "LAST ERROR",
     ];
     format!("\n{}", table(&header, &rows))
+}
+
+/// A secondary zone's EXPIRES cell: when, or `expired` for one that was
+/// transferred and is not answered from any more (black-box finding: it
+/// showed `-`, as for a zone never transferred).
+fn expires_of(z: &Value) -> String {
+    let expired = z["served"] == Value::Bool(false) && !z["transferred_at"].is_null();
+    match (z["expire_at"].is_null(), expired) {
+        (true, true) => "expired".into(),
+        _ => time_of(&z["expire_at"]),
+    }
 }
 
 fn stats_table(data: &Value) -> String {
@@ -792,6 +803,15 @@ mod tests {
 
     /// Black-box finding: a secondary zone back to health still showed
     /// its last error as if it were its state.
+    #[test]
+    fn an_expired_zone_says_so() {
+        let expired = serde_json::json!({"served": false, "transferred_at": 1_700_000_000u64,
+            "expire_at": null});
+        assert_eq!(expires_of(&expired), "expired");
+        let never = serde_json::json!({"served": false, "transferred_at": null, "expire_at": null});
+        assert_eq!(expires_of(&never), "-");
+    }
+
     /// The table says what the JSON says of truncated responses (black-box
     /// finding: only the JSON had it, though operations.md names it).
     #[test]
