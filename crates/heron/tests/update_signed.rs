@@ -839,6 +839,58 @@ fn a_zone_losing_its_policy_and_allow_update_under_never_keeps_its_updates() {
     assert!(pending(), "{}", server.log());
 }
 
+/// The same for a zone that keeps no other setting of its own (no
+/// `allow-transfer`): it had no policy entry left, was taken for a zone
+/// no longer configured, and served unsigned without the update
+/// (regression hunt).
+#[test]
+fn a_zone_of_no_other_setting_losing_its_policy_and_allow_update_under_never_keeps_its_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_with(dir.path(), "", "zonefile-sync = \"never\"");
+    let addr = server.addr();
+    let config = server.dir().join("heron.toml");
+    let without = |gone: &[&str]| {
+        let text = std::fs::read_to_string(&config).unwrap();
+        let text: String = (text.lines())
+            .filter(|l| !gone.iter().any(|g| l.starts_with(g)))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(&config, text).unwrap();
+        ctl(dir.path(), &["reconfigure"])
+    };
+    let (ok, said) = without(&["allow-transfer"]);
+    assert!(ok, "{said}");
+    assert_eq!(
+        nsupdate(addr, "update add pending.sup.test 300 TXT \"kept\""),
+        "NOERROR"
+    );
+    let (ok, said) = without(&[
+        "allow-update",
+        "zonefile-sync",
+        "dnssec-policy = ",
+        "key-directory",
+    ]);
+    assert!(ok, "{said}");
+    let pending = || {
+        let out = kdig(addr, &["pending.sup.test", "TXT", "+short"]);
+        String::from_utf8_lossy(&out.stdout).contains("kept")
+    };
+    let signed = || !kdig(addr, &[ZONE, "DNSKEY", "+short"]).stdout.is_empty();
+    assert!(pending(), "{}", server.log());
+    assert!(signed(), "still signed: {}", server.log());
+    assert!(
+        !server.log().contains("no longer configured"),
+        "{}",
+        server.log()
+    );
+    let (ok, said) = ctl(dir.path(), &["flush", ZONE]);
+    assert!(ok, "{said}");
+    let (ok, said) = ctl(dir.path(), &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert!(eventually(|| !signed()), "{}", server.log());
+    assert!(pending(), "{}", server.log());
+}
+
 /// A signed zone under `"never"` taken out of the configuration and put
 /// back by reconfigures takes up its journal, as a restart does: the
 /// update answered before is served again, signed, and survives the next

@@ -325,7 +325,8 @@ fn reconfigure(
         .map(|(origin, _)| origin.to_lowercase())
         .collect();
     update::move_journals(xfr, &new.policies);
-    for origin in update::write_back_leaving(catalog, xfr, &mut new.policies, &signed_now) {
+    let leaving = (&signed_now, &new.removed[..]);
+    for origin in update::write_back_leaving(catalog, xfr, &mut new.policies, leaving) {
         if let Some(signing) = xfr.signings.get(&origin) {
             files.keep_signing(&origin, signing);
         }

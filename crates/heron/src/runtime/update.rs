@@ -408,7 +408,7 @@ pub(crate) fn write_back_leaving(
     catalog: &SharedCatalog,
     xfr: &Transfers,
     policies: &mut HashMap<Name, ZonePolicy>,
-    signed_now: &HashSet<Name>,
+    (signed_now, removed): (&HashSet<Name>, &[Name]),
 ) -> Vec<Name> {
     // Zones whose signing stays until their file holds their updates.
     let mut still_signed = Vec::new();
@@ -417,7 +417,7 @@ pub(crate) fn write_back_leaving(
         let Some(old) = configured.get(&origin) else {
             continue; // a catalog member: its policy is set apart
         };
-        let new = policies.get_mut(&origin);
+        let new = still_configured(policies, &origin, old, removed);
         let unsigned_now =
             xfr.signings.get(&origin).is_some() && !signed_now.contains(&origin.to_lowercase());
         if new.as_ref().is_some_and(|p| p.takes_updates()) && !unsigned_now {
@@ -486,6 +486,26 @@ pub(crate) fn write_back_leaving(
 /// it stays signed; its update settings stay too (`new` changed back),
 /// since a zone that takes none is read from its file (black-box
 /// finding: its updates were lost so).
+/// The new policy of `origin`, None if the zone is `removed`. A zone
+/// still configured but with no setting of its own has no entry: it gets
+/// the default one, its journal where it was (regression hunt: taken for
+/// a zone removed, it was served unsigned without its updates).
+fn still_configured<'p>(
+    policies: &'p mut HashMap<Name, ZonePolicy>,
+    origin: &Name,
+    old: &ZonePolicy,
+    removed: &[Name],
+) -> Option<&'p mut ZonePolicy> {
+    if removed.contains(origin) {
+        return policies.get_mut(origin);
+    }
+    let entry = policies.entry(origin.clone());
+    Some(entry.or_insert_with(|| ZonePolicy {
+        journal_file: old.journal_file.clone(),
+        ..ZonePolicy::default()
+    }))
+}
+
 fn keep_signed_under_never(
     origin: &Name,
     leaving: &str,
@@ -495,6 +515,8 @@ fn keep_signed_under_never(
     let and_updates = match new {
         Some(new) if !new.takes_updates() => {
             new.update = old.update.clone();
+            // Its updates go on being journaled where they were.
+            new.journal_file = new.journal_file.take().or(old.journal_file.clone());
             ", taking updates as before,"
         }
         _ => "",
