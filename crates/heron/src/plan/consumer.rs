@@ -574,7 +574,10 @@ impl Consumers {
     ) -> Vec<(SecondaryZone, Arc<ZonePolicy>)> {
         let mut catalogs: Vec<Name> = self.catalogs.keys().cloned().collect();
         catalogs.sort();
-        let mut members = Vec::new();
+        // Each member once, where the latest step left it: by origin, not
+        // searched (a catalog of 100,000 members handed over at start).
+        let mut members: Vec<Option<(SecondaryZone, Arc<ZonePolicy>)>> = Vec::new();
+        let mut at: HashMap<Name, usize> = HashMap::new();
         for catalog in catalogs {
             let Some(zone) = kept(&catalog) else {
                 continue;
@@ -587,7 +590,9 @@ impl Consumers {
                     // one's (regression hunt: the hand-over was dropped,
                     // and the zone went back to the old catalog's primary).
                     Step::Reset(member, policy) | Step::Repoint(member, policy) => {
-                        members.retain(|(m, _): &(SecondaryZone, _)| m.origin != member.origin);
+                        if let Some(earlier) = at.remove(&member.origin.to_lowercase()) {
+                            members[earlier] = None;
+                        }
                         (member, policy)
                     }
                     _ => continue,
@@ -603,10 +608,11 @@ impl Consumers {
                     self.disown(&member.origin.to_lowercase());
                     continue;
                 }
-                members.push((member, policy));
+                at.insert(member.origin.to_lowercase(), members.len());
+                members.push(Some((member, policy)));
             }
         }
-        members
+        members.into_iter().flatten().collect()
     }
 }
 
