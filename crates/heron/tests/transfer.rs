@@ -692,3 +692,38 @@ fn a_reload_sees_an_edit_of_an_included_file() {
         server.log()
     );
 }
+
+/// A secondary that goes away in the middle of an AXFR leaves a warning
+/// that names the zone, the peer and how far it got: the transfer used to
+/// end with no line at all, only a whole one was said.
+#[test]
+fn a_transfer_the_peer_abandons_is_logged() {
+    use std::io::{Read, Write};
+    let mut text = zone_text(1, "");
+    for i in 0..40_000 {
+        text.push_str(&format!("big{i} TXT \"{:0>200}\"\n", i));
+    }
+    let file = temp_zone("abandoned", &text);
+    let server = start_heron(&file, "allow-transfer = [\"127.0.0.1\"]");
+    let mut query = build_query(
+        &Name::parse(ORIGIN).unwrap(),
+        RType::AXFR,
+        &QueryOpts::default(),
+    );
+    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
+    framed.append(&mut query);
+    let mut client = std::net::TcpStream::connect(server.addr()).unwrap();
+    client.write_all(&framed).unwrap();
+    let mut first = [0u8; 512];
+    client.read_exact(&mut first).unwrap();
+    // Unread data at close makes the kernel send a reset.
+    drop(client);
+    assert!(
+        server.wait_for_log("AXFR of xfr.test. serial 1 to 127.0.0.1"),
+        "{}",
+        server.log()
+    );
+    let log = server.log();
+    assert!(log.contains("not finished"), "{log}");
+    assert!(log.contains(" messages made"), "{log}");
+}

@@ -257,8 +257,22 @@ pub(super) async fn send_transfer<S: AsyncWrite + Unpin>(
     }
     .await;
     (shared.service.zones).transfer_out(zone.origin(), started.elapsed(), sent.is_ok());
-    sent?;
-    let (sent, records) = messages.made();
+    let (made, records) = messages.made();
+    if let Err(e) = sent {
+        // The secondary has only part of the zone: say so, as a transfer
+        // sent whole is said (the peer's transfers are bounded by its ACL
+        // and the transfer slots, so these lines are too).
+        tracing::warn!(
+            zone = %zone.origin(),
+            %peer,
+            "{kind} of {} serial {} to {peer} not finished: {e} ({records} records in {made} messages made, {} ms)",
+            zone.origin(),
+            zone.serial(),
+            started.elapsed().as_millis()
+        );
+        return Err(e);
+    }
+    let sent = made;
     tracing::info!(
         zone = %zone.origin(),
         %peer,
