@@ -1478,6 +1478,29 @@ fn transfers_in_flight_never_exceed_the_concurrency_bound() {
     );
 }
 
+/// `[secondary] concurrency` lowered by a reload: the reload applies it
+/// and the next reload still works (black-box finding: the reload's
+/// thread panicked, and every reload after it, until a restart).
+#[test]
+fn a_reload_lowering_the_concurrency_leaves_reloads_working() {
+    let file = temp_zone("fewer-slots", &zone_text(1, ""));
+    let port = free_port();
+    let config = primary_config(port, &file, free_port());
+    let heron = start(port, &config);
+    let path = heron.dir().join("heron.toml");
+    std::fs::write(&path, format!("{config}[secondary]\nconcurrency = 3\n")).unwrap();
+    heron.reload();
+    assert!(heron.wait_for_log("reload done"), "{}", heron.log());
+    std::fs::write(&file, zone_text(2, "")).unwrap();
+    heron.reload();
+    assert!(
+        eventually(|| soa_serial(heron.addr()) == Some(2)),
+        "{}",
+        heron.log()
+    );
+    assert!(!heron.log().contains("panicked"), "{}", heron.log());
+}
+
 /// NOTIFY is taken only from the addresses allowed: by default the
 /// primaries', else those of `allow-notify`. Others are refused and logged.
 #[test]

@@ -159,7 +159,13 @@ pub(crate) async fn reload(
     rollover::reloaded(selection.zones.as_ref());
     let (catalog, files, xfr) = (catalog.clone(), files.clone(), transfers.clone());
     let started = Instant::now();
-    let work = background::run("reload", move || rebuild(&catalog, &files, &xfr, selection));
+    // The reload's thread is in the runtime, so that what it changes may
+    // start tasks (a lower `[secondary] concurrency` did, and panicked).
+    let runtime = tokio::runtime::Handle::current();
+    let work = background::run("reload", move || {
+        let _in_runtime = runtime.enter();
+        rebuild(&catalog, &files, &xfr, selection)
+    });
     let (outcome, changed, swap) = work.await;
     transfers.notify(&changed);
     drop(changed);
@@ -216,9 +222,11 @@ fn rebuild(
     xfr: &Transfers,
     selection: Selection,
 ) -> (Outcome, Vec<Arc<Zone>>, Duration) {
-    let _writing = xfr.catalog_writer.lock().unwrap();
+    // A reload that panicked leaves these poisoned: the next one still
+    // runs (the catalog served was swapped whole or not at all).
+    let _writing = (xfr.catalog_writer.lock()).unwrap_or_else(|e| e.into_inner());
     let current = catalog.load_full();
-    let mut files = shared_files.lock().unwrap();
+    let mut files = shared_files.lock().unwrap_or_else(|e| e.into_inner());
     // Named zones are re-read alone; the configuration waits for a
     // whole reload.
     let reread = match selection.zones {
