@@ -380,6 +380,7 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
                 return Err(refused);
             }
             crate::plan::key_notes::note_key_directories(&settings, path);
+            crate::plan::signing::find_unsigned_served(&settings, path);
             settings
         }
         None => Settings {

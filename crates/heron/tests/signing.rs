@@ -457,6 +457,79 @@ fn a_policy_taken_away_and_put_back_serves_above_every_serial_served() {
     );
 }
 
+/// A policy taken away, then the server restarted and the file edited:
+/// the serial served never goes back below what secondaries hold. A
+/// restart serves the same serial for the same file (black-box finding:
+/// it served the file's own, older one), and an edit whose serial is still
+/// below gets the next one, on every later reload too.
+#[test]
+fn a_zone_unsigned_keeps_its_serial_past_the_signed_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_signed("", &dir.path().join("keys"));
+    let first = 2024010101;
+    assert!(
+        eventually(|| soa_serial(&server) == first),
+        "{}",
+        server.log()
+    );
+    let config = server.dir().join("heron.toml");
+    let unsigned: String = (std::fs::read_to_string(&config).unwrap().lines())
+        .filter(|l| !l.starts_with("dnssec-policy") && !l.starts_with("key-directory"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&config, &unsigned).unwrap();
+    server.reload();
+    assert!(
+        eventually(|| soa_serial(&server) == first + 1),
+        "{}",
+        server.log()
+    );
+    drop(server);
+    let restart = || {
+        let text = unsigned.clone();
+        ServerProcess::heron_with_config(&heron(), ORIGIN, move |port| {
+            let listen = text.lines().find(|l| l.starts_with("listen")).unwrap();
+            text.replace(listen, &format!("listen = [\"127.0.0.1:{port}\"]"))
+        })
+    };
+    let server = restart();
+    assert_eq!(soa_serial(&server), first + 1, "{}", server.log());
+    let file = dir.path().join("edge.test.zone");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let edited = text.replacen(&first.to_string(), &(first + 1).to_string(), 1);
+    std::fs::write(&file, format!("{edited}added A 192.0.2.77\n")).unwrap();
+    server.reload();
+    assert!(
+        eventually(|| soa_serial(&server) == first + 2),
+        "{}",
+        server.log()
+    );
+    drop(server);
+    let server = restart();
+    assert_eq!(soa_serial(&server), first + 2, "{}", server.log());
+    let added = short_answer(&server, &format!("added.{ORIGIN}"), "A");
+    assert_eq!(added.trim(), "192.0.2.77");
+}
+
+fn soa_serial(server: &ServerProcess) -> u32 {
+    (short_answer(server, ORIGIN, "SOA")
+        .split_whitespace()
+        .nth(2))
+    .and_then(|s| s.parse::<u32>().ok())
+    .unwrap_or(0)
+}
+
+/// `kdig +short` of `name` and `rtype` from `server`.
+fn short_answer(server: &ServerProcess, name: &str, rtype: &str) -> String {
+    let addr = server.addr();
+    let out = Command::new("kdig")
+        .args([&format!("@{}", addr.ip()), "-p", &addr.port().to_string()])
+        .args([name, rtype, "+short"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// A zone whose keys are in a `key-directory` of its own, its DS asked
 /// of the parent (CDS published), then its `dnssec-policy` removed while
 /// the server is stopped: `check-config` and a start refuse it (served
@@ -608,4 +681,14 @@ fn proofs_are_written_once_and_nsec3_owners_do_not_exist() {
             assert_eq!(dig_authority(&server, &below, qtype).0, "NXDOMAIN");
         }
     }
+}
+
+/// Whether `ok` holds within 10 s.
+fn eventually(ok: impl Fn() -> bool) -> bool {
+    (0..200).any(|_| {
+        ok() || {
+            std::thread::sleep(Duration::from_millis(50));
+            false
+        }
+    })
 }

@@ -464,8 +464,105 @@ fn served_serial_path(dir: &Path, origin: &Name) -> std::path::PathBuf {
 }
 
 fn read_served_serial(dir: &Path, origin: &Name) -> Option<u32> {
+    read_served(dir, origin).map(|kept| kept.served)
+}
+
+/// The serial last served, and for a zone served unsigned past it the
+/// file serial it was served for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServedSerial {
+    pub served: u32,
+    pub file: Option<u32>,
+}
+
+/// The kept serial: its first line, and a second `file N` line when the
+/// zone was served unsigned (a signing writes the first line only).
+fn read_served(dir: &Path, origin: &Name) -> Option<ServedSerial> {
     let text = fs::read_to_string(served_serial_path(dir, origin)).ok()?;
-    text.get(..text.len().min(16))?.trim().parse().ok()
+    let mut lines = text.get(..text.len().min(64))?.lines();
+    let served = lines.next()?.trim().parse().ok()?;
+    let file = (lines.next())
+        .and_then(|l| l.trim().strip_prefix("file "))
+        .and_then(|n| n.trim().parse().ok());
+    Some(ServedSerial { served, file })
+}
+
+/// Zones served unsigned that were signed here, and take no updates,
+/// each with the directory its served serial is kept in (the key
+/// directory it had): found at the start and at each reconfigure.
+fn unsigned_served() -> std::sync::MutexGuard<'static, HashMap<Name, std::path::PathBuf>> {
+    static UNSIGNED: OnceLock<Mutex<HashMap<Name, std::path::PathBuf>>> = OnceLock::new();
+    let map = UNSIGNED.get_or_init(Default::default);
+    map.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Finds, among the zones of `settings` served unsigned from a zone file
+/// that take no updates (their journal carries their serial), those with
+/// a serial kept from when they were signed here: in the default key
+/// directory, or the one noted beside the file. Each directory is listed
+/// once, not asked zone by zone.
+pub fn find_unsigned_served(settings: &crate::config::Settings, config: &Path) {
+    use crate::plan::key_notes;
+    let takes_updates =
+        |origin: &Name| (settings.policies.get(origin)).is_some_and(|p| p.takes_updates());
+    let unsigned: Vec<(&Name, std::path::PathBuf)> = (settings.zones.iter())
+        .filter(|z| z.signing.is_none() && !takes_updates(&z.origin))
+        .map(|z| (&z.origin, z.file.clone()))
+        .collect();
+    let mut by_directory: HashMap<std::path::PathBuf, Vec<&Name>> = HashMap::new();
+    let noted = key_notes::noted(unsigned.clone());
+    let noted_origins: std::collections::HashSet<&Name> = noted.iter().map(|(o, _)| *o).collect();
+    for (origin, dir) in noted {
+        by_directory.entry(dir).or_default().push(origin);
+    }
+    let default = key_notes::default_key_directory(config);
+    (by_directory.entry(default).or_default()).extend(
+        unsigned
+            .iter()
+            .map(|(o, _)| *o)
+            .filter(|o| !noted_origins.contains(o)),
+    );
+    let mut found = HashMap::new();
+    for (dir, origins) in by_directory {
+        let Ok(listing) = fs::read_dir(&dir) else {
+            continue;
+        };
+        let names: std::collections::HashSet<std::ffi::OsString> =
+            listing.filter_map(|e| Some(e.ok()?.file_name())).collect();
+        for origin in origins {
+            let path = served_serial_path(&dir, origin);
+            if path.file_name().is_some_and(|n| names.contains(n)) {
+                found.insert(origin.to_lowercase(), dir.clone());
+            }
+        }
+    }
+    *unsigned_served() = found;
+}
+
+/// For a zone signed here before and served unsigned now from a file
+/// whose serial is not past the one last served: the serial to serve,
+/// since secondaries take only a newer one (the same serial for the same
+/// file serial, as after a restart; one past for a file changed since),
+/// kept for the next start. None: serve the file's own.
+pub fn unsigned_serial_past_the_signed(origin: &Name, file_serial: u32) -> Option<u32> {
+    let dir = unsigned_served().get(&origin.to_lowercase()).cloned()?;
+    let kept = read_served(&dir, origin)?;
+    if heron_xfr::serial::is_newer(file_serial, kept.served) {
+        return None;
+    }
+    if kept.file == Some(file_serial) {
+        return (kept.served != file_serial).then_some(kept.served);
+    }
+    let serial = kept.served.wrapping_add(1);
+    let path = served_serial_path(&dir, origin);
+    let tmp = path.with_extension("heron-serial.tmp");
+    let written = fs::write(&tmp, format!("{serial}\nfile {file_serial}\n"))
+        .and_then(|()| fs::rename(&tmp, &path));
+    if let Err(e) = written {
+        // Served all the same: this serial is past every one served.
+        tracing::warn!(zone = %origin, "cannot keep the serial served in {}: {e}; a restart may serve an older one", path.display());
+    }
+    Some(serial)
 }
 
 /// Written to a temporary file and renamed: a crash leaves the old or the

@@ -424,6 +424,7 @@ impl ZoneFiles {
             return Err(refused);
         }
         crate::plan::key_notes::note_key_directories(&settings, &source.path);
+        crate::plan::signing::find_unsigned_served(&settings, &source.path);
         let specs = std::mem::take(&mut settings.zones);
         let before: HashMap<Name, PathBuf> = (self.entries.iter())
             .map(|e| (e.spec.origin.to_lowercase(), e.spec.file.clone()))
@@ -1016,22 +1017,30 @@ fn sign_reloaded(
 /// take only a newer serial (black-box finding: the file's serial, the
 /// same or older, was served, and the secondaries kept the signed zone).
 fn past_the_signed(zone: Zone, previous: Option<&Zone>) -> Zone {
+    use crate::plan::signing;
     let signed = |z: &Zone| z.apex().rrset(heron_proto::RType::DNSKEY).is_some();
-    let Some(old) = previous.filter(|old| {
-        crate::plan::signing::signed_here_before(old.origin()) && signed(old) && !signed(&zone)
-    }) else {
-        return zone;
-    };
-    if heron_xfr::serial::is_newer(zone.serial(), old.serial()) {
+    if signed(&zone) {
         return zone;
     }
-    let serial = old.serial().wrapping_add(1);
+    // A zone that takes no updates: its kept serial, across restarts and
+    // every later reload (finding: a restart served the file's, older).
+    let kept = signing::unsigned_serial_past_the_signed(zone.origin(), zone.serial());
+    // A dynamic zone, as it leaves its policy (its journal then carries
+    // the serial on).
+    let left = || {
+        let old =
+            previous.filter(|old| signing::signed_here_before(old.origin()) && signed(old))?;
+        let newer = heron_xfr::serial::is_newer(zone.serial(), old.serial());
+        (!newer).then(|| old.serial().wrapping_add(1))
+    };
+    let Some(serial) = kept.or_else(left) else {
+        return zone;
+    };
     match heron_dnssec::sign::unsigned_zone(&zone, Some(serial)) {
         Ok(next) => {
             tracing::info!(
-                "zone {}: no longer signed here: served unsigned with serial {serial}, after the signed version's {} (its file says {})",
+                "zone {}: no longer signed here: served unsigned with serial {serial}, past the signed versions' (its file says {})",
                 zone.origin(),
-                old.serial(),
                 zone.serial()
             );
             next.zone
