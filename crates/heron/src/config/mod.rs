@@ -669,6 +669,9 @@ fn default_listen() -> Vec<SocketAddr> {
 }
 /// A millisecond: longer would hold answers longer than a network hop.
 const MAX_UDP_COALESCE_US: u64 = 1_000;
+/// 65,535 less the IPv4 and UDP headers: an answer past it is never sent
+/// (black-box finding: no TC, the client only timed out).
+const MAX_UDP_PAYLOAD: u16 = 65_507;
 /// Off: on a quiet machine pacing measured dearer than not pacing
 /// (heron_server::udp::coalesce).
 /// `udp-segmentation` when the file does not say.
@@ -1104,6 +1107,14 @@ fn check_server(server: &ServerSection) -> Vec<String> {
             server.max_udp_payload < 512,
             format!(
                 "[server] max-udp-payload {} is below the minimum of 512",
+                server.max_udp_payload
+            ),
+        ),
+        (
+            server.max_udp_payload > MAX_UDP_PAYLOAD,
+            format!(
+                "[server] max-udp-payload {} is above {MAX_UDP_PAYLOAD}, the most one UDP \
+                 datagram over IPv4 carries: a larger answer could not be sent at all",
                 server.max_udp_payload
             ),
         ),
@@ -2368,6 +2379,17 @@ mod tests {
         let s = parse("[server]\nudp-segmentation = false\n").unwrap();
         assert!(!s.server.udp_segmentation);
         assert!(parse("[server]\nudp-segmentation = 1\n").is_err());
+    }
+
+    #[test]
+    fn max_udp_payload_is_bounded_by_what_a_datagram_carries() {
+        let s = parse("[server]\nmax-udp-payload = 65507\n").unwrap();
+        assert_eq!(s.server.answer.max_udp_payload, 65_507);
+        let err = parse("[server]\nmax-udp-payload = 65508\n").unwrap_err();
+        assert!(
+            err[0].contains("max-udp-payload 65508 is above 65507"),
+            "{err:?}"
+        );
     }
 
     #[test]
