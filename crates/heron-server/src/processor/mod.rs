@@ -844,6 +844,7 @@ impl Processor {
                 }
             }
         }
+        options::append_to_question_less(self, req, q, out);
         Outcome::Response
     }
 

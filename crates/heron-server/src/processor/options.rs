@@ -1,6 +1,7 @@
 //! Layer 5b: EDNS options a query asked for, appended to the OPT record
 //! that ends its response, before `sign`: NSID (RFC 5001) when the
-//! server has an identifier, EXPIRE (RFC 7314) on an SOA answer or the
+//! server has an identifier (on every answer, transfers and answers to
+//! question-less queries too), EXPIRE (RFC 7314) on an SOA answer or the
 //! first message of a transfer from a zone we serve, the TCP idle
 //! timeout (RFC 7828) over TCP and TLS. A query that asked for none pays
 //! one test of the flags the parser set.
@@ -50,6 +51,29 @@ pub(super) fn append(
     out: &mut Vec<u8>,
 ) {
     let Some(edns) = q.edns else { return };
+    let seconds = (edns.options.expire)
+        .then(|| expire(p, catalog, req.now, q))
+        .flatten();
+    append_with(p, req, q, reserve, seconds, out);
+}
+
+/// What a query without a question asked for (NSID, the TCP idle
+/// timeout; no EXPIRE without a zone), then padding: its answer (a
+/// server cookie, FORMERR) carries them as every other answer does.
+pub(super) fn append_to_question_less(p: &Processor, req: &Request, q: &Query, out: &mut Vec<u8>) {
+    append_with(p, req, q, 0, None, out);
+    pad(req, q, 0, out);
+}
+
+fn append_with(
+    p: &Processor,
+    req: &Request,
+    q: &Query,
+    reserve: usize,
+    expire_seconds: Option<u32>,
+    out: &mut Vec<u8>,
+) {
+    let Some(edns) = q.edns else { return };
     let limit = match req.transport {
         Transport::Udp => super::size::limit(&p.config, q),
         Transport::Tcp | Transport::Tls => u16::MAX as usize,
@@ -62,9 +86,7 @@ pub(super) fn append(
     {
         let _ = w.nsid(id);
     }
-    if edns.options.expire
-        && let Some(seconds) = expire(p, catalog, req.now, q)
-    {
+    if let Some(seconds) = expire_seconds {
         let _ = w.expire(seconds);
     }
     if edns.options.tcp_keepalive && req.transport != Transport::Udp {
@@ -72,48 +94,56 @@ pub(super) fn append(
     }
 }
 
-/// Octets of an OPT record holding EXPIRE, the largest [`transfer_opt`]
-/// makes.
-pub(super) const EXPIRE_RECORD_LEN: usize = OPT_LEN + OPTION_HEADER_LEN + 4;
-
 /// The OPT record that ends a transfer's first message (or the SOA a
 /// UDP IXFR gets): the transfer's writer makes none of its own.
-#[derive(Clone, Copy)]
+#[derive(Clone, Debug)]
 pub struct TransferOpt {
-    bytes: [u8; EXPIRE_RECORD_LEN],
-    len: usize,
+    bytes: Vec<u8>,
 }
 
 impl TransferOpt {
     pub(super) fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
+        &self.bytes
     }
 }
 
 /// For a transfer request with EDNS, its response's OPT record (RFC 6891
-/// 6.1.1), holding EXPIRE when asked for and known (RFC 7314 3); None
-/// without EDNS.
+/// 6.1.1), holding NSID (RFC 5001: as NSD, Knot and BIND give it) and
+/// EXPIRE (RFC 7314 3) when asked for and known; None without EDNS.
+/// Over UDP the NSID is left out where the SOA answer would not fit the
+/// client's size with it.
 pub(super) fn transfer_opt(p: &Processor, catalog: &Catalog, d: &Deferred) -> Option<TransferOpt> {
     let edns = d.q.edns?;
-    let mut opt = TransferOpt {
-        bytes: [0u8; EXPIRE_RECORD_LEN],
-        len: OPT_LEN,
-    };
-    opt.bytes[..OPT_LEN].copy_from_slice(&opt_record(p.config.max_udp_payload, 0, edns.do_bit));
-    let seconds = edns
-        .options
-        .expire
-        .then(|| expire(p, catalog, d.req.now, d.q));
-    if let Some(seconds) = seconds.flatten() {
-        let rdlength = (OPTION_HEADER_LEN + 4) as u16;
-        let record = &mut opt.bytes;
-        record[OPT_LEN - 2..OPT_LEN].copy_from_slice(&rdlength.to_be_bytes());
-        record[OPT_LEN..OPT_LEN + 2].copy_from_slice(&code::EXPIRE.to_be_bytes());
-        record[OPT_LEN + 2..OPT_LEN + 4].copy_from_slice(&4u16.to_be_bytes());
-        record[OPT_LEN + 4..].copy_from_slice(&seconds.to_be_bytes());
-        opt.len = EXPIRE_RECORD_LEN;
+    let mut bytes = opt_record(p.config.max_udp_payload, 0, edns.do_bit).to_vec();
+    let nsid = (p.nsid.as_deref()).filter(|id| {
+        let udp_room = super::size::limit(&p.config, d.q).saturating_sub(UDP_SOA_ANSWER_ROOM);
+        edns.options.nsid
+            && (d.req.transport != Transport::Udp || id.len() + OPTION_HEADER_LEN <= udp_room)
+    });
+    if let Some(id) = nsid {
+        push_option(&mut bytes, code::NSID, id);
     }
-    Some(opt)
+    let seconds = (edns.options.expire)
+        .then(|| expire(p, catalog, d.req.now, d.q))
+        .flatten();
+    if let Some(seconds) = seconds {
+        push_option(&mut bytes, code::EXPIRE, &seconds.to_be_bytes());
+    }
+    Some(TransferOpt { bytes })
+}
+
+/// Room a UDP IXFR's SOA answer may take besides its OPT's options: the
+/// header, a question and an SOA of long names, and the OPT and TSIG
+/// records' fixed parts.
+const UDP_SOA_ANSWER_ROOM: usize = 512;
+
+/// Appends one option to the OPT record `opt`, raising its RDLENGTH.
+fn push_option(opt: &mut Vec<u8>, option: u16, data: &[u8]) {
+    opt.extend_from_slice(&option.to_be_bytes());
+    opt.extend_from_slice(&(data.len() as u16).to_be_bytes());
+    opt.extend_from_slice(data);
+    let rdlength = (opt.len() - OPT_LEN) as u16;
+    opt[OPT_LEN - 2..OPT_LEN].copy_from_slice(&rdlength.to_be_bytes());
 }
 
 /// Appends `record` to the additional section of the message in `out`

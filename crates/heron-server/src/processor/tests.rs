@@ -973,6 +973,51 @@ fn nsid_and_expire_are_added_when_asked() {
     assert!(options_of(&out).is_empty());
 }
 
+/// NSID in transfers and in answers to question-less queries, as NSD,
+/// Knot and BIND give it (black-box finding: only query answers had it),
+/// and padding for the question-less over TLS (RFC 7830 3).
+#[test]
+fn nsid_is_given_with_transfers_and_question_less_answers() {
+    let p = with_cookies(false).with_nsid(b"ns7".to_vec());
+    let asked = &[(3u16, &b""[..]), (9, b"")];
+    let axfr = with_opt(query("p.test", RType::AXFR, Opcode::QUERY), asked);
+    let (outcome, _, _) = process(&p, &axfr, "127.0.0.3", Transport::Tcp);
+    let Outcome::Transfer(mut transfer) = outcome else {
+        panic!("{outcome:?}");
+    };
+    let mut messages = transfer.messages();
+    let mut out = Vec::new();
+    assert!(messages.next(&mut out, NOW).unwrap());
+    let expire = 86400u32.to_be_bytes().to_vec();
+    assert_eq!(options_of(&out), [(3, b"ns7".to_vec()), (9, expire)]);
+    let ixfr = with_opt(
+        with_soa(query("p.test", RType::IXFR, Opcode::QUERY), 8, 6),
+        &[(3, b"")],
+    );
+    let (m, out, _) = response(process(&p, &ixfr, "127.0.0.3", Transport::Udp));
+    assert_eq!(m.answers.len(), 1);
+    assert_eq!(options_of(&out), [(3, b"ns7".to_vec())]);
+    // No question: a server cookie, or FORMERR, with the NSID; padded
+    // over TLS.
+    let mut bare = query("p.test", RType::A, Opcode::QUERY);
+    bare.truncate(12);
+    bare[5] = 0;
+    let cookie_and_nsid = with_opt(bare.clone(), &[(10, &[7; 8]), (3, b""), (12, b"")]);
+    let (m, out, _) = response(process(&p, &cookie_and_nsid, "192.0.2.9", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert!(
+        options_of(&out).contains(&(3, b"ns7".to_vec())),
+        "{:?}",
+        options_of(&out)
+    );
+    let (_, out, _) = response(process(&p, &cookie_and_nsid, "192.0.2.9", Transport::Tls));
+    assert_eq!(out.len() % 468, 0, "{}", out.len());
+    let nsid_only = with_opt(bare, &[(3, b"")]);
+    let (m, out, _) = response(process(&p, &nsid_only, "192.0.2.9", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::FORMERR);
+    assert_eq!(options_of(&out), [(3, b"ns7".to_vec())]);
+}
+
 #[test]
 fn a_keepalive_query_over_tcp_or_tls_is_told_the_idle_timeout() {
     let p = processor().with_tcp_idle_timeout(std::time::Duration::from_secs(30));

@@ -96,7 +96,7 @@ impl Transfer {
         Messages {
             source,
             signer: signer.as_mut(),
-            opt: *opt,
+            opt: opt.clone(),
             messages: 0,
             records: 0,
         }
@@ -173,7 +173,7 @@ pub(super) fn start(
     out: &mut Vec<u8>,
 ) -> Result<Outcome, Refusal> {
     // Each message leaves room for the OPT record, as for TSIG's.
-    let reserve = d.tsig_room() + opt.map_or(0, |o| o.as_bytes().len());
+    let reserve = d.tsig_room() + opt.as_ref().map_or(0, |o| o.as_bytes().len());
     let incremental = d.q.qtype == RType::IXFR;
     let client_serial = if incremental {
         // RFC 1995 3: over UDP too, an IXFR without it is malformed.
