@@ -206,6 +206,18 @@ pub enum Refusal {
     UpdateResent,
 }
 
+/// Whether a cookie check may answer `q`: not a request of an EDNS
+/// version we do not speak (RFC 6891 6.1.3: BADVERS, whose options are
+/// not ours to judge) nor of an opcode we do not implement (NOTIMP), as
+/// BIND answers them under `require-server-cookie`.
+#[inline]
+fn cookies_apply(q: &Query) -> bool {
+    use heron_proto::Opcode;
+    let opcode = q.header.opcode();
+    q.edns.is_some_and(|e| e.version == 0)
+        && (opcode == Opcode::QUERY || opcode == Opcode::NOTIFY || opcode == Opcode::UPDATE)
+}
+
 /// Whether `q` asked for an EDNS option [`Processor::add_options`] may
 /// add: a path that answers through the engine itself calls that only then.
 #[inline]
@@ -567,7 +579,7 @@ impl Processor {
     #[inline(always)]
     fn cookie_step(&self, req: &Request, q: &Query, out: &mut Vec<u8>) -> Step {
         match &self.cookies {
-            Some(cookies) if cookies::has_cookie(q) => {
+            Some(cookies) if cookies::has_cookie(q) && cookies_apply(q) => {
                 let question = &req.bytes[q.question.clone()];
                 let udp = req.transport == Transport::Udp;
                 cookies.check(q, question, req.peer.ip(), req.now, udp, out)
@@ -738,8 +750,11 @@ impl Processor {
             if let Step::Answer(cookie) = step {
                 cookie.append(out);
             }
-            if let (true, Some(r), Some(q)) = (send && asks && step != Step::Answered, &req, q) {
-                options::append(self, catalog, r, q, 0, out);
+            if let (true, Some(r), Some(q)) = (send && asks, &req, q) {
+                match step {
+                    Step::Answered => options::append_to_error(self, r, q, out),
+                    _ => options::append(self, catalog, r, q, 0, out),
+                }
                 options::pad(r, q, 0, out);
             }
         }
@@ -807,6 +822,7 @@ impl Processor {
         }
         let step = self.cookie_step(req, q, out);
         let outcome = if step == Step::Answered {
+            options::append_to_error(self, req, q, out);
             Outcome::Response
         } else {
             self.act(&catalog, &d, admission, out, events)
@@ -844,7 +860,8 @@ impl Processor {
                 }
             }
         }
-        options::append_to_question_less(self, req, q, out);
+        options::append_to_error(self, req, q, out);
+        options::pad(req, q, 0, out);
         Outcome::Response
     }
 

@@ -57,12 +57,12 @@ pub(super) fn append(
     append_with(p, req, q, reserve, seconds, out);
 }
 
-/// What a query without a question asked for (NSID, the TCP idle
-/// timeout; no EXPIRE without a zone), then padding: its answer (a
-/// server cookie, FORMERR) carries them as every other answer does.
-pub(super) fn append_to_question_less(p: &Processor, req: &Request, q: &Query, out: &mut Vec<u8>) {
+/// What `q` asked for but EXPIRE (NSID, the TCP idle timeout), for an
+/// answer that is no zone's: to a query without a question (a server
+/// cookie, FORMERR) or a cookie check's error (BADCOOKIE, FORMERR), which
+/// carry them as every other answer does.
+pub(super) fn append_to_error(p: &Processor, req: &Request, q: &Query, out: &mut Vec<u8>) {
     append_with(p, req, q, 0, None, out);
-    pad(req, q, 0, out);
 }
 
 fn append_with(

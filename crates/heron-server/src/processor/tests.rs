@@ -1148,6 +1148,34 @@ fn response_cookie(out: &[u8]) -> Option<&[u8]> {
     (tail[..4] == [0, 10, 0, 24]).then_some(&tail[4..])
 }
 
+/// Cookies required: an EDNS version we do not speak is BADVERS and an
+/// opcode we do not implement NOTIMP before any cookie check (RFC 6891
+/// 6.1.3), and a BADCOOKIE answer carries the NSID asked for, as BIND's
+/// (black-box finding AN-6: BADCOOKIE came first, without the NSID).
+#[test]
+fn required_cookies_leave_badvers_and_notimp_first_and_keep_the_nsid() {
+    let p = with_cookies(true).with_nsid(b"ns7".to_vec());
+    let client = [1, 2, 3, 4, 5, 6, 7, 8];
+    let plain = query("ns.p.test", RType::A, Opcode::QUERY);
+    let mut version_one = with_cookie(plain.clone(), &client);
+    version_one[plain.len() + 6] = 1;
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let (m, _, _) = response(process(&p, &version_one, "192.0.2.9", transport));
+        assert_eq!(m.rcode(), Rcode::BADVERS, "{transport:?}");
+    }
+    let status = with_cookie(query("ns.p.test", RType::A, Opcode(2)), &client);
+    let (m, _, _) = response(process(&p, &status, "192.0.2.9", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::NOTIMP);
+    let with_nsid = with_opt(plain, &[(10, &client), (3, b"")]);
+    let (m, out, _) = response(process(&p, &with_nsid, "192.0.2.9", Transport::Udp));
+    assert_eq!(m.header.rcode(), 7, "BADCOOKIE");
+    assert!(
+        options_of(&out).contains(&(3, b"ns7".to_vec())),
+        "{:?}",
+        options_of(&out)
+    );
+}
+
 #[test]
 fn a_client_cookie_gets_a_server_cookie_that_is_then_accepted() {
     let p = with_cookies(true);
