@@ -616,6 +616,35 @@ fn any_is_minimal_over_udp_and_full_over_tcp() {
     assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 0));
 }
 
+/// Over TCP, ANY at a name whose RRsets together pass 64 KiB is answered
+/// with those that fit, not an empty answer with TC, which gives a TCP
+/// asker nowhere to retry (black-box finding; NSD and Knot answer a
+/// subset, as RFC 8482 allows).
+#[test]
+fn any_over_tcp_answers_the_rrsets_that_fit_in_one_message() {
+    let origin = Name::parse("s.test").unwrap();
+    let mut text = String::from("$ORIGIN s.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\n");
+    let string = "x".repeat(250);
+    for i in 0..240 {
+        text.push_str(&format!("big TXT \"{i:03}{string}\"\n"));
+    }
+    for i in 0..2000u32 {
+        text.push_str(&format!("big AAAA 2001:db8::{:x}:{:x}\n", i >> 8, i & 0xff));
+    }
+    let mut cat = Catalog::new();
+    cat.insert(load_zone_str(&text, "s.zone", &origin).unwrap().zone);
+    let (m, out) = ask_with(
+        &cat,
+        &AnswerConfig::default(),
+        &q("big.s.test", RType::ANY).tcp(),
+    );
+    assert!(!m.header.has(flags::TC), "{} octets", out.len());
+    let types: std::collections::BTreeSet<RType> = m.answers.iter().map(|r| r.rtype).collect();
+    assert_eq!(types.len(), 1, "{types:?}");
+    let count = m.answers.len();
+    assert!(count == 240 || count == 2000, "whole RRsets only: {count}");
+}
+
 /// Over UDP, the one RRset of an ANY answer is not the name's NSEC
 /// where it holds another (a type numbered after NSEC's 47, say).
 #[test]

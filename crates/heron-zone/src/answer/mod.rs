@@ -686,7 +686,10 @@ impl<'a> Responder<'a> {
     }
 
     /// RFC 8482: over UDP one RRset of the name (not its NSEC, of no use
-    /// to the asker, where it holds another); over TCP all of them.
+    /// to the asker, where it holds another); over TCP all of them, or
+    /// those that fit in one message when all do not (there is no larger
+    /// message to retry in: an empty answer with TC left the asker
+    /// nothing, where NSD and Knot answer a subset).
     fn answer_any(
         &mut self,
         zone: &'a Zone,
@@ -707,10 +710,21 @@ impl<'a> Responder<'a> {
             self.rrset(Section::Answer, owner, set)?;
             return self.prove_expansion(zone, matched, lower);
         }
-        let mut owner = owner;
+        let (mut owner, mut answered) = (owner, false);
         for set in matched.node.data() {
-            let written = self.rrset(Section::Answer, owner, set)?;
-            owner = written.next_owner(owner);
+            let mark = self.w.mark();
+            match self.rrset(Section::Answer, owner, set) {
+                Ok(written) => {
+                    owner = written.next_owner(owner);
+                    answered = true;
+                }
+                // Its records, or its signatures, did not fit: the whole
+                // RRset is left out.
+                Err(Full) => self.w.rollback(mark),
+            }
+        }
+        if !answered {
+            return Err(Full);
         }
         self.prove_expansion(zone, matched, lower)
     }
