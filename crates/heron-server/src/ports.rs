@@ -41,6 +41,31 @@ pub fn held_elsewhere(addr: SocketAddr, transport: Transport) -> bool {
     matches!(socket.bind(&addr.into()), Err(e) if e.kind() == io::ErrorKind::AddrInUse)
 }
 
+/// Whether what holds `addr` ([`held_elsewhere`]) is a socket this
+/// process's listeners would share it with (`SO_REUSEPORT` on both, the
+/// same user): then the kernel splits the traffic between the two. Not
+/// so for anything else (a client's connection from that port, another
+/// user's server): the listeners' own bind then fails and says so.
+pub fn shared_with_another(addr: SocketAddr, transport: Transport) -> bool {
+    if !held_elsewhere(addr, transport) {
+        return false;
+    }
+    let kind = match transport {
+        Transport::Udp => Type::DGRAM,
+        Transport::Tcp => Type::STREAM,
+    };
+    let Ok(socket) = Socket::new(Domain::for_address(addr), kind, None) else {
+        return false;
+    };
+    if addr.is_ipv6() {
+        let _ = socket.set_only_v6(true);
+    }
+    if transport == Transport::Tcp {
+        let _ = socket.set_reuse_address(true);
+    }
+    socket.set_reuse_port(true).is_ok() && socket.bind(&addr.into()).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,6 +82,8 @@ mod tests {
         let tcp = crate::tcp::event_loop::bind_shared("127.0.0.1:0".parse().unwrap()).unwrap();
         let listening = tcp.local_addr().unwrap();
         assert!(held_elsewhere(listening, Transport::Tcp));
+        assert!(shared_with_another(taken, Transport::Udp));
+        assert!(shared_with_another(listening, Transport::Tcp));
         drop((udp, tcp));
         assert!(!held_elsewhere(taken, Transport::Udp));
         assert!(!held_elsewhere(listening, Transport::Tcp));
@@ -64,5 +91,21 @@ mod tests {
             "127.0.0.1:0".parse().unwrap(),
             Transport::Udp
         ));
+    }
+
+    /// A client's connection from a port holds it, but no listener of
+    /// ours could share it: no warning of shared traffic (black-box
+    /// finding: one was given, then the bind failed).
+    #[test]
+    fn a_port_a_connection_holds_is_not_shared() {
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(server.local_addr().unwrap()).unwrap();
+        let from = client.local_addr().unwrap();
+        assert!(held_elsewhere(from, Transport::Tcp));
+        assert!(!shared_with_another(from, Transport::Tcp));
+        let plain = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let bound = plain.local_addr().unwrap();
+        assert!(held_elsewhere(bound, Transport::Udp));
+        assert!(!shared_with_another(bound, Transport::Udp));
     }
 }

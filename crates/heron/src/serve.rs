@@ -893,7 +893,7 @@ fn start_transports(
 /// Not refused: starting the new server before stopping the old one is a
 /// way to restart without dropping a query.
 fn warn_of_shared_ports(server: &ServerConfig) {
-    use heron_server::ports::{Transport, held_elsewhere};
+    use heron_server::ports::{Transport, shared_with_another};
     let tls = server.tls.iter().flat_map(|t| t.listen.iter());
     let udp = server.listen.iter().map(|&a| (a, Transport::Udp));
     let tcp = server
@@ -901,7 +901,7 @@ fn warn_of_shared_ports(server: &ServerConfig) {
         .iter()
         .chain(tls)
         .map(|&a| (a, Transport::Tcp));
-    for (addr, transport) in udp.chain(tcp).filter(|&(a, t)| held_elsewhere(a, t)) {
+    for (addr, transport) in udp.chain(tcp).filter(|&(a, t)| shared_with_another(a, t)) {
         let name = match transport {
             Transport::Udp => "UDP",
             Transport::Tcp => "TCP",
