@@ -727,3 +727,72 @@ fn a_transfer_the_peer_abandons_is_logged() {
     assert!(log.contains("not finished"), "{log}");
     assert!(log.contains(" messages made"), "{log}");
 }
+
+/// A secondary on a slow link reads an AXFR slowly but steadily: it gets
+/// the whole zone, though the transfer lasts many idle timeouts
+/// (`[tcp] idle-timeout` counts from the client's last read). Black-box
+/// finding: the transfer was cut after the timeout, the kernel's send
+/// buffer having grown so large that the reader freed too little of it
+/// within the timeout to wake the server.
+#[test]
+fn a_slow_but_steady_secondary_gets_the_whole_transfer() {
+    use std::io::{Read, Write};
+    let mut text = zone_text(1, "");
+    for i in 0..30_000 {
+        text.push_str(&format!("big{i} TXT \"{:0>200}\"\n", i));
+    }
+    let file = temp_zone("steady", &text);
+    let server = start_heron_with(
+        &file,
+        "allow-transfer = [\"127.0.0.1\"]",
+        "[tcp]\nidle-timeout = 1\n",
+    );
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(64 * 1024).unwrap();
+    socket.connect(&server.addr().into()).unwrap();
+    let mut client: std::net::TcpStream = socket.into();
+    let mut query = build_query(
+        &Name::parse(ORIGIN).unwrap(),
+        RType::AXFR,
+        &QueryOpts::default(),
+    );
+    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
+    framed.append(&mut query);
+    client.write_all(&framed).unwrap();
+    client
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut received = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    // About 1 MB/s: the 6.6 MB transfer lasts several timeouts, and more
+    // than the kernel's send buffer holds waits for the reader.
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        match client.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => received.extend_from_slice(&chunk[..n]),
+        }
+        if received.len() > 20_000_000 {
+            break;
+        }
+    }
+    let mut soas = 0;
+    let mut at = 0;
+    while at + 2 <= received.len() {
+        let len = u16::from_be_bytes([received[at], received[at + 1]]) as usize;
+        let Some(message) = received.get(at + 2..at + 2 + len) else {
+            break;
+        };
+        let m = Message::parse(message).unwrap();
+        soas += m.answers.iter().filter(|r| r.rtype == RType::SOA).count();
+        at += 2 + len;
+    }
+    assert_eq!(
+        soas,
+        2,
+        "the whole zone: {} octets; {}",
+        received.len(),
+        server.log()
+    );
+    assert!(!server.log().contains("not finished"), "{}", server.log());
+}
