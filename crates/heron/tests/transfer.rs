@@ -699,21 +699,10 @@ fn a_reload_sees_an_edit_of_an_included_file() {
 #[test]
 fn a_transfer_the_peer_abandons_is_logged() {
     use std::io::{Read, Write};
-    let mut text = zone_text(1, "");
-    for i in 0..40_000 {
-        text.push_str(&format!("big{i} TXT \"{:0>200}\"\n", i));
-    }
-    let file = temp_zone("abandoned", &text);
+    let file = temp_zone("abandoned", &zone_with_big_txts(40_000));
     let server = start_heron(&file, "allow-transfer = [\"127.0.0.1\"]");
-    let mut query = build_query(
-        &Name::parse(ORIGIN).unwrap(),
-        RType::AXFR,
-        &QueryOpts::default(),
-    );
-    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
-    framed.append(&mut query);
     let mut client = std::net::TcpStream::connect(server.addr()).unwrap();
-    client.write_all(&framed).unwrap();
+    client.write_all(&framed_axfr()).unwrap();
     let mut first = [0u8; 512];
     client.read_exact(&mut first).unwrap();
     // Unread data at close makes the kernel send a reset.
@@ -737,11 +726,7 @@ fn a_transfer_the_peer_abandons_is_logged() {
 #[test]
 fn a_slow_but_steady_secondary_gets_the_whole_transfer() {
     use std::io::{Read, Write};
-    let mut text = zone_text(1, "");
-    for i in 0..30_000 {
-        text.push_str(&format!("big{i} TXT \"{:0>200}\"\n", i));
-    }
-    let file = temp_zone("steady", &text);
+    let file = temp_zone("steady", &zone_with_big_txts(30_000));
     let server = start_heron_with(
         &file,
         "allow-transfer = [\"127.0.0.1\"]",
@@ -751,14 +736,7 @@ fn a_slow_but_steady_secondary_gets_the_whole_transfer() {
     socket.set_recv_buffer_size(64 * 1024).unwrap();
     socket.connect(&server.addr().into()).unwrap();
     let mut client: std::net::TcpStream = socket.into();
-    let mut query = build_query(
-        &Name::parse(ORIGIN).unwrap(),
-        RType::AXFR,
-        &QueryOpts::default(),
-    );
-    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
-    framed.append(&mut query);
-    client.write_all(&framed).unwrap();
+    client.write_all(&framed_axfr()).unwrap();
     client
         .set_read_timeout(Some(std::time::Duration::from_secs(5)))
         .unwrap();
@@ -795,4 +773,22 @@ fn a_slow_but_steady_secondary_gets_the_whole_transfer() {
         server.log()
     );
     assert!(!server.log().contains("not finished"), "{}", server.log());
+}
+
+/// The test zone with `count` TXT records of 200 octets more.
+fn zone_with_big_txts(count: usize) -> String {
+    let mut text = zone_text(1, "");
+    for i in 0..count {
+        text.push_str(&format!("big{i} TXT \"{:0>200}\"\n", i));
+    }
+    text
+}
+
+/// An AXFR request for the test zone, framed for TCP.
+fn framed_axfr() -> Vec<u8> {
+    let origin = Name::parse(ORIGIN).unwrap();
+    let mut query = build_query(&origin, RType::AXFR, &QueryOpts::default());
+    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
+    framed.append(&mut query);
+    framed
 }
