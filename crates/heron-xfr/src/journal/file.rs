@@ -489,6 +489,10 @@ pub enum StartOver {
         newest: u32,
         served: u32,
         damage: Option<Damage>,
+        /// A step of the history starts at the serial served: what
+        /// follows it are changes the zone lacks, however far its serials
+        /// run (past 2^31, they compare as older: RFC 1982).
+        past_served: bool,
     },
     /// It ends at the serial served, but the zone does not hold its last
     /// change (`record`, added and missing, or deleted and still there):
@@ -513,6 +517,7 @@ impl fmt::Display for StartOver {
                 newest,
                 served,
                 damage,
+                ..
             } => {
                 write!(
                     f,
@@ -557,7 +562,7 @@ pub fn restore(
     }
     let header_len = reader.good_len();
     let mut journal = Journal::new(max_bytes);
-    let mut newest = None;
+    let (mut newest, mut past_served) = (None, false);
     for diff in &mut reader {
         // Each step names its zone in its SOAs: a file two zones wrote
         // to never gives one of them the other's records.
@@ -573,6 +578,7 @@ pub fn restore(
             return Err(StartOver::Gap { newest, next_from });
         }
         newest = Some(to);
+        past_served |= from == served;
         journal.record(diff);
     }
     let damage = reader.damage().cloned();
@@ -581,6 +587,7 @@ pub fn restore(
             newest,
             served,
             damage,
+            past_served,
         });
     }
     Ok(Restored {

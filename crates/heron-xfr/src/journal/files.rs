@@ -668,7 +668,7 @@ fn restore_one(served: &Served, max_bytes: usize) -> Option<History> {
         // a zone whose `allow-update` went while it was down): the steps
         // may be updates no restart can replay now; kept for recovery by
         // hand. A secondary's primary holds them: it transfers them again.
-        Err(why) if may_hold_updates(&why) && !served.refetchable => {
+        Err(why) if may_hold_updates(&why, path) && !served.refetchable => {
             keep_aside(origin, path, &why);
             return None;
         }
@@ -784,11 +784,23 @@ fn is_torn_tail(path: &Path, damage: &file::Damage) -> bool {
 }
 
 /// Whether a journal not used may hold updates the zone file lacks: one
-/// with a step missing inside it, or one ending past the file's serial.
-fn may_hold_updates(why: &StartOver) -> bool {
+/// with a step missing inside it, one that goes on past the file's
+/// serial, or one whose reading stopped at damage with entries after it
+/// (black-box findings: the last two were removed when the damage came
+/// before the file's serial, or the serials ran past 2^31).
+fn may_hold_updates(why: &StartOver, path: &Path) -> bool {
     match why {
         StartOver::Gap { .. } | StartOver::NotInZone { .. } => true,
-        StartOver::Mismatch { newest, served, .. } => crate::serial::is_newer(*newest, *served),
+        StartOver::Mismatch {
+            newest,
+            served,
+            damage,
+            past_served,
+        } => {
+            *past_served
+                || crate::serial::is_newer(*newest, *served)
+                || damage.as_ref().is_some_and(|d| !is_torn_tail(path, d))
+        }
         _ => false,
     }
 }
@@ -1214,6 +1226,47 @@ mod tests {
         assert!(restore_one(&kept_copy, 1 << 20).is_none());
         assert!(!copy_ahead.exists());
         assert!(!dir.path().join("copy.jnl.unapplied").exists());
+    }
+
+    /// Black-box findings: a journal whose reading stopped at damage
+    /// before the zone file's serial, with entries after it, and one whose
+    /// steps go on past the file's serial for more than 2^31 (their end
+    /// compares as older, RFC 1982), were removed with the updates they
+    /// held. Both are kept aside.
+    #[test]
+    fn a_journal_with_steps_past_the_file_beyond_damage_or_a_serial_wrap_is_kept_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let origin = Name::parse("w.test").unwrap();
+        let zone_at = |serial: u32| {
+            let text = format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\n");
+            load_zone_str(&text, "w", &origin).unwrap().zone
+        };
+        let writer = JournalWriter::start().unwrap();
+        let damaged = dir.path().join("damaged.jnl");
+        let steps: Vec<Arc<ZoneDiff>> = (1..6).map(|n| step(n, n + 1)).collect();
+        writer.change(&damaged, &origin, FileChange::Replace(steps));
+        let wrapped = dir.path().join("wrapped.jnl");
+        let at = |serial: u32, host: u32| {
+            let text =
+                format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.{host}\n");
+            load_zone_str(&text, "w", &origin).unwrap().zone
+        };
+        let far = 3u32 + (1 << 31) + 5;
+        let jumps: Vec<Arc<ZoneDiff>> = [(2, 3, 2), (3, far, 3), (far, far.wrapping_add(9), 4)]
+            .into_iter()
+            .map(|(from, to, host)| Arc::new(diff(&at(from, host), &at(to, host + 1))))
+            .collect();
+        writer.change(&wrapped, &origin, FileChange::Replace(jumps));
+        assert!(writer.flush(Duration::from_secs(10)));
+        // The second entry (2 to 3) damaged; the file is at serial 3.
+        let mut bytes = std::fs::read(&damaged).unwrap();
+        let second = file::header(&origin).len() + file::entry_len(&step(1, 2)) as usize;
+        bytes[second + file::ENTRY_HEAD + 3] ^= 0xFF;
+        std::fs::write(&damaged, &bytes).unwrap();
+        assert!(restore_one(&own(&zone_at(3), &damaged), 1 << 20).is_none());
+        assert!(dir.path().join("damaged.jnl.unapplied").exists());
+        assert!(restore_one(&own(&zone_at(2), &wrapped), 1 << 20).is_none());
+        assert!(dir.path().join("wrapped.jnl.unapplied").exists());
     }
 
     /// A journal that ends at the zone's serial but whose last change the

@@ -286,7 +286,8 @@ fn a_history_that_does_not_end_at_the_served_serial_is_discarded() {
             StartOver::Mismatch {
                 newest: 4,
                 served: 5,
-                damage: None
+                damage: None,
+                past_served: false,
             }
         ),
         "{err:?}"
