@@ -561,6 +561,53 @@ fn a_restarted_consumer_checks_its_catalog_at_once() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A member the catalog lists again finds a copy of its old version in
+/// the members' folder (a crash after its removal left it): it is not
+/// served, the member is transferred at once, as a new member is
+/// (black-box finding: the stale copy was served until the refresh, and
+/// such copies were never cleaned up).
+#[test]
+fn a_member_listed_again_does_not_serve_a_copy_left_behind() {
+    let dir = work_dir("left-behind");
+    let (primary, consumer_port, config) = primary_of_a_and_b(&dir);
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
+        .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));
+    let addr = consumer.addr();
+    let b_kept = dir.join("kept").join("members").join("b.test.zone");
+    assert!(
+        eventually(|| serves_exactly(addr, &["a.test", "b.test"]) && b_kept.exists()),
+        "{}",
+        consumer.log()
+    );
+    let old_copy = std::fs::read(&b_kept).unwrap();
+    let catalog = dir.join(format!("{CATALOG}.zone"));
+    std::fs::write(&catalog, catalog_text(2, &[("a", "a.test", None)])).unwrap();
+    primary.reload();
+    assert!(eventually(
+        || serves_exactly(addr, &["a.test"]) && !b_kept.exists()
+    ));
+    std::fs::write(&b_kept, old_copy).unwrap();
+    let b = member_text("b.test").replace("hostmaster 1 ", "hostmaster 2 ");
+    std::fs::write(dir.join("b.test.zone"), b).unwrap();
+    let both = [("a", "a.test", None), ("b", "b.test", None)];
+    std::fs::write(&catalog, catalog_text(3, &both)).unwrap();
+    primary.reload();
+    assert!(
+        eventually(|| zone_serial(addr, "b.test") == Some(2)),
+        "{:?}\n{}",
+        zone_serial(addr, "b.test"),
+        consumer.log()
+    );
+    assert!(
+        !consumer
+            .log()
+            .contains("serving kept serial 1 zone=b.test."),
+        "{}",
+        consumer.log()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The copy a build before kept under a member's spelling is taken up,
 /// served at once with the primary down (regression hunt: after the
 /// upgrade it was found no more, the member answered SERVFAIL, and the

@@ -106,6 +106,12 @@ impl Consumers {
         self.catalogs.contains_key(origin)
     }
 
+    /// Whether a version of the catalog `origin` (lower-cased) was taken:
+    /// the members a later version adds are new ones then.
+    pub fn has_consumed(&self, origin: &Name) -> bool {
+        (self.catalogs.get(origin)).is_some_and(|c| c.consumed.is_some())
+    }
+
     /// The consumed catalogs (lower-cased), sorted.
     pub fn names(&self) -> Vec<Name> {
         let mut names: Vec<Name> = self.catalogs.keys().cloned().collect();

@@ -222,8 +222,7 @@ fn rebuild(
     xfr: &Transfers,
     selection: Selection,
 ) -> (Outcome, Vec<Arc<Zone>>, Duration) {
-    // A reload that panicked leaves these poisoned: the next one still
-    // runs (the catalog served was swapped whole or not at all).
+    // Poisoned by a reload that panicked: the next one still runs.
     let _writing = (xfr.catalog_writer.lock()).unwrap_or_else(|e| e.into_inner());
     let current = catalog.load_full();
     let mut files = shared_files.lock().unwrap_or_else(|e| e.into_inner());

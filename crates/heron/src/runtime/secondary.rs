@@ -620,6 +620,7 @@ impl Running {
         }
         let zones = &self.zones;
         let configured = |z: &Name| zones.get(&OwnOrigin, z).is_some() || next.get(z).is_some();
+        let had_a_version = self.consumers.has_consumed(&zone.origin().to_lowercase());
         let Some(steps) = self.consumers.consume(zone, diffs, configured) else {
             return;
         };
@@ -631,7 +632,15 @@ impl Running {
         if steps.is_empty() {
             return;
         }
-        let (added, to_delete) = self.take_steps(steps, next, primary, &|_| false);
+        let (added, mut to_delete) = self.take_steps(steps, next, primary, &|_| false);
+        // A member a later version adds starts afresh (SERVFAIL until its
+        // first transfer): a copy at its path is one a crash left behind
+        // after its removal, not to be served (black-box finding: it was,
+        // until the member's refresh). The first version taken (no copy
+        // of the catalog kept) takes up the members' copies.
+        if had_a_version {
+            to_delete.extend(added.iter().map(|z| z.kept_path().into_owned()));
+        }
         // Before the added zones look for their kept copies: a reset
         // zone's must be gone.
         self.delete_files(&to_delete);
