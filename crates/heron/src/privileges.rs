@@ -62,13 +62,18 @@ pub fn hand_over_key_directories<'a>(dirs: impl IntoIterator<Item = &'a Path>, i
         let paths = std::iter::once(dir.to_path_buf()).chain(entries.map(|e| e.path()));
         for path in paths {
             let root_owned = std::fs::symlink_metadata(&path).is_ok_and(|m| m.uid() == 0);
-            if !root_owned {
-                continue;
-            }
-            if let Err(e) = std::os::unix::fs::lchown(&path, Some(ids.uid), Some(ids.gid)) {
-                tracing::warn!("cannot hand {} to uid {}: {e}", path.display(), ids.uid);
+            if root_owned {
+                hand_over(&path, ids);
             }
         }
+    }
+}
+
+/// Hands `path` (made by root) to the user about to run the server; a
+/// failure is said, not fatal.
+pub fn hand_over(path: &Path, ids: Ids) {
+    if let Err(e) = std::os::unix::fs::lchown(path, Some(ids.uid), Some(ids.gid)) {
+        tracing::warn!("cannot hand {} to uid {}: {e}", path.display(), ids.uid);
     }
 }
 

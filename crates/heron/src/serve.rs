@@ -3,7 +3,7 @@
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -701,7 +701,12 @@ async fn serve(
     let mut transports = start_transports(&server, &service, &transfers)?;
     let metrics = bind_metrics(process.metrics.as_ref())?;
     // Every socket is bound (the control socket first of all).
-    give_up_privileges(process.run_as.as_ref(), &server, &files)?;
+    give_up_privileges(
+        process.run_as.as_ref(),
+        &server,
+        &files,
+        process.control_socket.as_deref(),
+    )?;
     notify_at_start(every_zone, &catalog, &secondary_origins, &transfers);
     log_ready(catalog.load().len(), secondary_zones, server.workers);
     settle_once_answering(&catalog);
@@ -1096,6 +1101,7 @@ fn give_up_privileges(
     run_as: Option<&RunAs>,
     server: &ServerConfig,
     files: &ZoneFiles,
+    control_socket: Option<&Path>,
 ) -> Result<(), String> {
     if !background::allow_the_raise() {
         tracing::debug!("RLIMIT_NICE stays below 10: background work will not go idle");
@@ -1108,6 +1114,11 @@ fn give_up_privileges(
         let signed = signed.iter().chain(files.signed_secondaries());
         let dirs = signed.map(|(_, s)| s.key_directory.as_path());
         crate::privileges::hand_over_key_directories(dirs, run_as.ids);
+        // Bound as root: the server's user may use it (`heron ctl` as that
+        // user, as the docs say; black-box finding: only root could).
+        if let Some(socket) = control_socket {
+            crate::privileges::hand_over(socket, run_as.ids);
+        }
     }
     drop_privileges(run_as)?;
     let tls_files = server.tls.iter().flat_map(|t| t.files.iter().cloned());
