@@ -15,7 +15,7 @@ use clap::Args;
 use heron_proto::Name;
 use heron_server::processor::cookies::{self, Cookies};
 use heron_server::processor::tap::Tap;
-use heron_server::processor::{NotifyReceived, Processor, QueryPolicy, SharedOrigins};
+use heron_server::processor::{NotifyReceived, Processor, SharedOrigins, SharedQueryPolicy};
 use heron_server::service::{Service, unix_now};
 use heron_server::{ServerConfig, SharedCatalog, TcpLimits, tcp, tls, udp};
 use heron_xfr::journal::DEFAULT_MAX_BYTES;
@@ -145,6 +145,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
     );
     let mut transfers = new_transfers(&runtime, &keys, &query_log, primary);
     transfers.tls_certificate = settings.server.tls.as_ref().map(|t| t.certificate.clone());
+    transfers.query_policy = queries.query_policy.clone();
     mark_replayed(&transfers, &replayed, &carried);
     transfers.signings.set(signed);
     keep_signed_copies(&transfers, &files, &catalog, &signed_before);
@@ -207,6 +208,7 @@ fn new_transfers(
         signed_copies: Default::default(),
         unwritten: Default::default(),
         tls_certificate: None,
+        query_policy: Default::default(),
     }
 }
 
@@ -574,7 +576,8 @@ struct Queries {
     /// Zones we are secondary for: NOTIFY is accepted for these.
     secondaries: SharedOrigins,
     notify_in: Option<mpsc::UnboundedSender<NotifyReceived>>,
-    query_policy: QueryPolicy,
+    /// Shared with the reload, which replaces it.
+    query_policy: Arc<SharedQueryPolicy>,
     nsid: Vec<u8>,
     /// What edns-tcp-keepalive answers carry ([tcp] waits for a restart).
     tcp_idle_timeout: std::time::Duration,
@@ -596,7 +599,7 @@ impl Queries {
             keys,
             secondaries: SharedOrigins::default(),
             notify_in: Some(notify_in),
-            query_policy: settings.shield.query_policy.clone(),
+            query_policy: SharedQueryPolicy::new(settings.shield.query_policy.clone()),
             nsid: settings.shield.nsid.clone(),
             tcp_idle_timeout: settings.server.tcp.idle_timeout,
             cookies: settings.cookies.clone(),
@@ -614,7 +617,7 @@ impl Queries {
         let processor = Processor::new(catalog, config, self.primary, Arc::default())
             .with_keys(self.keys)
             .with_shared_secondaries(self.secondaries)
-            .with_query_policy(self.query_policy)
+            .with_shared_query_policy(self.query_policy)
             .with_nsid(self.nsid)
             .with_tcp_idle_timeout(self.tcp_idle_timeout)
             .with_cookies(cookies)

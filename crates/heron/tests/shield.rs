@@ -338,3 +338,90 @@ fn forged_queries_from_port_0_are_dropped() {
         server.log()
     );
 }
+
+/// The configuration of [`query_acls_apply_at_a_reload`]: open.test
+/// (127.0.0.1 and 127.0.0.6 by its own list), edge.test (the server's
+/// list), and `more` after them.
+fn reload_acl_config(port: u16, socket: &Path, dir: &Path, server: &str, more: &str) -> String {
+    format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\ncontrol = \"{}\"\n{server}\n\
+         [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n\
+         [[zone]]\norigin = \"open.test\"\nfile = \"{}\"\n{more}",
+        socket.display(),
+        edge_zone().display(),
+        open_zone(dir).display(),
+    )
+}
+
+/// Black-box finding AJ-2: a zone a reload added with an `allow-query`
+/// was answered to everyone until a restart (the reload said "needs
+/// restart"), and so were a changed zone list and a new `[server]`
+/// list. A reload now screens with them as a fresh start would.
+#[test]
+fn query_acls_apply_at_a_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("control.sock");
+    let port = heron_testkit::process::free_port();
+    let own_list = "allow-query = [\"127.0.0.1\", \"127.0.0.6\"]\n";
+    let config = reload_acl_config(port, &socket, dir.path(), "", own_list);
+    let server = ServerProcess::heron_on_port(&heron(), port, "open.test", &config).unwrap();
+    let addr = server.addr();
+    assert_eq!(
+        udp_rcode(addr, "127.0.0.6", "open.test"),
+        Some(Rcode::NOERROR)
+    );
+    assert_eq!(
+        udp_rcode(addr, "127.0.0.2", "edge.test"),
+        Some(Rcode::NOERROR)
+    );
+    let d = dir.path().join("d.test.zone");
+    std::fs::write(
+        &d,
+        "$ORIGIN d.test.\n$TTL 300\n@ IN SOA ns1 host 1 7200 3600 86400 300\n@ IN NS ns1\n\
+         ns1 IN A 192.0.2.1\nwww IN A 192.0.2.80\n",
+    )
+    .unwrap();
+    // A server-wide list, open.test without its own, d.test added with one.
+    let added = format!(
+        "[[zone]]\norigin = \"d.test\"\nfile = \"{}\"\nallow-query = [\"127.0.0.5\"]\n",
+        d.display()
+    );
+    let server_list = "allow-query = [\"127.0.0.1\", \"127.0.0.3\"]";
+    let config = reload_acl_config(port, &socket, dir.path(), server_list, &added);
+    std::fs::write(server.dir().join("heron.toml"), config).unwrap();
+    let out = std::process::Command::new(heron())
+        .args(["ctl", "--socket"])
+        .arg(&socket)
+        .arg("reconfigure")
+        .output()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !answer.contains("needs restart")
+            && answer.contains("zones' allow-query")
+            && answer.contains("[server] allow-query, blackhole"),
+        "the lists applied, nothing waits for a restart: {answer}"
+    );
+    // d.test only to 127.0.0.5, as its list says; dig sees EDE 18.
+    assert_eq!(udp_rcode(addr, "127.0.0.5", "d.test"), Some(Rcode::NOERROR));
+    let dig = run_dig_with(DigTool::Dig, addr, "www.d.test", "A", &["-b", "127.0.0.2"]);
+    let out = dig.expect_success();
+    assert!(
+        out.contains("status: REFUSED") && out.contains("EDE: 18 (Prohibited)"),
+        "{dig}"
+    );
+    // open.test falls to the server-wide list, which edge.test follows.
+    assert_eq!(
+        udp_rcode(addr, "127.0.0.6", "open.test"),
+        Some(Rcode::REFUSED)
+    );
+    assert_eq!(
+        udp_rcode(addr, "127.0.0.2", "edge.test"),
+        Some(Rcode::REFUSED)
+    );
+    assert_eq!(
+        udp_rcode(addr, "127.0.0.3", "open.test"),
+        Some(Rcode::NOERROR)
+    );
+}

@@ -10,6 +10,9 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arc_swap::ArcSwapOption;
 
 use heron_proto::message::Query;
 use heron_proto::{Class, Name, Opcode, RType};
@@ -77,7 +80,7 @@ pub(super) fn admit(p: &Processor, catalog: &Catalog, req: &Request, q: &Query) 
                 Err(why) => Admission::Refuse(Refusal::TransferDenied(why)),
             }
         }
-        _ => match &p.query_policy {
+        _ => match &*p.query_policy.load() {
             Some(policy) => match policy.check_query(catalog, ip, key.as_ref(), q) {
                 Ok(()) => Admission::Query,
                 Err(why) => Admission::Refuse(Refusal::QueryDenied(why)),
@@ -134,10 +137,48 @@ fn claimed_key(bytes: &[u8], q: &Query) -> Option<Name> {
     Name::read(bytes, at).ok().map(|(name, _)| name)
 }
 
+/// The query policy of a running server, replaced whole by a reload
+/// (before the zones it adds are served: a zone's `allow-query` holds
+/// from its first answer). Queries in flight keep the one they loaded.
+#[derive(Debug, Default)]
+pub struct SharedQueryPolicy {
+    /// Whether a policy is held: the fast path's one relaxed load. It is
+    /// set before the catalog that needs it is stored, and a worker loads
+    /// the catalog first, so a zone served with a list is screened.
+    held: AtomicBool,
+    policy: ArcSwapOption<QueryPolicy>,
+}
+
+impl SharedQueryPolicy {
+    pub fn new(policy: QueryPolicy) -> Arc<SharedQueryPolicy> {
+        let shared = Arc::new(SharedQueryPolicy::default());
+        shared.replace(policy);
+        shared
+    }
+
+    /// From now on, `policy` (an empty one is not held).
+    pub fn replace(&self, policy: QueryPolicy) {
+        let held = !policy.is_empty();
+        self.policy.store(held.then(|| Arc::new(policy)));
+        self.held.store(held, Ordering::Release);
+    }
+
+    /// Whether anything is configured.
+    #[inline]
+    pub fn held(&self) -> bool {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// The policy now, if any.
+    pub fn load(&self) -> arc_swap::Guard<Option<Arc<QueryPolicy>>> {
+        self.policy.load()
+    }
+}
+
 /// Who may query, and who gets nothing at all (`[server] allow-query`,
 /// `[[zone]] allow-query`, `[server] blackhole`). The processor holds
 /// one only when something is configured, so the fast path pays a single
-/// branch when nothing is.
+/// branch when nothing is; a reload replaces it ([`SharedQueryPolicy`]).
 #[derive(Clone, Debug, Default)]
 pub struct QueryPolicy {
     /// Prefixes whose queries are dropped on every transport.

@@ -96,7 +96,7 @@ use heron_zone::{AnswerConfig, Answered, Catalog, Summary, is_deferred};
 
 use crate::SharedCatalog;
 use acl::Admission;
-pub use acl::QueryPolicy;
+pub use acl::{QueryPolicy, SharedQueryPolicy};
 use cookies::{Cookies, Step};
 use log_limit::{LOG_INTERVAL, LogLimiter};
 use replay::ReplayCache;
@@ -397,8 +397,9 @@ pub struct Processor {
     /// The first [`notify::LINES`] NOTIFYs accepted per [`LOG_INTERVAL`]
     /// get a line; the rest are counted in the next one.
     notify_log: LogLimiter<1>,
-    /// Held only when something is configured (the fast path's branch).
-    query_policy: Option<Box<QueryPolicy>>,
+    /// Held only when something is configured (the fast path's branch);
+    /// shared with the reload that replaces it.
+    query_policy: Arc<SharedQueryPolicy>,
     /// This server's NSID (RFC 5001), if configured.
     nsid: Option<Box<[u8]>>,
     /// The TCP idle timeout in 100 ms units, as edns-tcp-keepalive
@@ -492,7 +493,7 @@ impl Processor {
             update_answers: Arc::default(),
             log: LogLimiter::new(LOG_INTERVAL),
             notify_log: LogLimiter::with_lines(LOG_INTERVAL, notify::LINES),
-            query_policy: None,
+            query_policy: Arc::default(),
             nsid: None,
             tcp_keepalive: keepalive_tenths(crate::TcpLimits::default().idle_timeout),
             cookies: None,
@@ -501,8 +502,14 @@ impl Processor {
     }
 
     /// Query ACLs and blackhole; an empty policy is not kept.
-    pub fn with_query_policy(mut self, policy: QueryPolicy) -> Processor {
-        self.query_policy = (!policy.is_empty()).then(|| Box::new(policy));
+    pub fn with_query_policy(self, policy: QueryPolicy) -> Processor {
+        self.with_shared_query_policy(SharedQueryPolicy::new(policy))
+    }
+
+    /// Query ACLs and blackhole as `policy` holds them, which a reload
+    /// replaces.
+    pub fn with_shared_query_policy(mut self, policy: Arc<SharedQueryPolicy>) -> Processor {
+        self.query_policy = policy;
         self
     }
 
@@ -523,12 +530,12 @@ impl Processor {
     /// a fast path takes when no query ACL or blackhole is configured.
     #[inline]
     pub fn screens(&self) -> bool {
-        self.query_policy.is_some()
+        self.query_policy.held()
     }
 
     /// Whether a connection or datagram from `ip` is to be ignored.
     pub fn blackholes(&self, ip: std::net::IpAddr) -> bool {
-        self.query_policy.as_ref().is_some_and(|p| p.blackholes(ip))
+        self.screens() && (self.query_policy.load().as_ref()).is_some_and(|p| p.blackholes(ip))
     }
 
     /// The `acl` layer for a query the engine would answer, from a path
@@ -543,7 +550,8 @@ impl Processor {
         out: &mut Vec<u8>,
         events: &mut Vec<Event>,
     ) -> Screened {
-        let Some(policy) = &self.query_policy else {
+        let policy = self.query_policy.load();
+        let Some(policy) = &*policy else {
             return Screened::Pass;
         };
         if policy.blackholes(req.peer.ip()) {

@@ -857,8 +857,8 @@ struct Sections {
 }
 
 fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec<String>> {
-    let mut restart_only = RestartOnly::of_sections(&file);
-    let live = RestartOnly::of_live_sections(&file);
+    let restart_only = RestartOnly::of_sections(&file);
+    let mut live = RestartOnly::of_live_sections(&file);
     let mut problems = Problems {
         path,
         errors: Vec::new(),
@@ -889,8 +889,8 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     let control = file.server.control.as_ref().map(|p| base.join(p));
     problems.extend(control.as_deref().and_then(control_path_problem));
     warnings.extend(control.as_deref().and_then(control_folder_missing));
-    // The processor holds the zones' query ACLs from its start.
-    restart_only.add_hashed("zones' allow-query", &query_acl_lines(&query_acls));
+    // A reload replaces the processor's query ACLs.
+    live.add_hashed("zones' allow-query", &query_acl_lines(&query_acls));
     let shield = server_shield(&file.server, &keys, query_acls).unwrap_or_else(|e| {
         problems.extend(e.into_iter().map(|e| format!("[server] {e}")));
         Shield::default()
@@ -1461,8 +1461,9 @@ impl RestartOnly {
             identity,
             nsid,
             nsid_hex,
-            allow_query,
-            blackhole,
+            // A reload applies these (of_live_sections).
+            allow_query: _,
+            blackhole: _,
             max_zone_file_size,
         } = &file.server;
         parts.add("[server] listen", listen);
@@ -1477,7 +1478,6 @@ impl RestartOnly {
                 (udp_coalesce_us, udp_segmentation),
                 (max_udp_payload, max_zone_file_size),
                 (version, identity, nsid, nsid_hex),
-                (allow_query, blackhole),
             ),
         );
         parts.add("[tcp]", &file.tcp);
@@ -1497,6 +1497,11 @@ impl RestartOnly {
         let mut parts = RestartOnly::default();
         parts.add("[secondary]", &file.secondary);
         parts.add("[dnstap]", &file.dnstap);
+        let server = &file.server;
+        parts.add(
+            "[server] allow-query, blackhole",
+            &(&server.allow_query, &server.blackhole),
+        );
         parts
     }
 

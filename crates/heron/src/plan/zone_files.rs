@@ -196,6 +196,9 @@ pub struct Reconfigured {
     pub dnstap: Option<crate::config::dnstap::Dnstap>,
     /// Sections applied whole that changed (`[secondary]`, `[dnstap]`).
     pub applied: Vec<&'static str>,
+    /// The query ACLs and blackhole (`allow-query`, `blackhole`): the
+    /// processor screens with them from before the zones are served.
+    pub query_policy: heron_server::processor::QueryPolicy,
     /// Parts of the file that changed but wait for a restart.
     pub left_for_restart: Vec<&'static str>,
     /// The TLS certificate as its files hold it now, for the listeners to
@@ -472,6 +475,7 @@ impl ZoneFiles {
             xot: settings.xot,
             dnstap: settings.dnstap,
             applied,
+            query_policy: std::mem::take(&mut settings.shield.query_policy),
             policies: settings.policies,
             removed,
             added,

@@ -66,6 +66,9 @@ pub(crate) struct Transfers {
     /// Where the TLS listeners take their certificate from: a reload
     /// puts a renewed one there.
     pub(crate) tls_certificate: Option<Arc<heron_server::tls::CertificateSlot>>,
+    /// The query ACLs and blackhole the query processor screens with: a
+    /// reload replaces them before it serves the zones it adds.
+    pub(crate) query_policy: Arc<heron_server::processor::SharedQueryPolicy>,
 }
 
 impl Transfers {
@@ -351,6 +354,9 @@ fn reconfigure(
     // Before the new zones are served: their transfers and
     // NOTIFYs follow the settings they came with.
     xfr.primary.set_policies(new.policies);
+    // So are their query ACLs: a zone added with a list is never open.
+    let query_policy = std::mem::take(&mut new.query_policy);
+    xfr.query_policy.replace(query_policy);
     let dnstap_failed =
         (xfr.query_log.apply(new.dnstap).err()).map(|e| format!("[dnstap] not applied: {e}"));
     let mut applied = new.applied;
