@@ -33,8 +33,8 @@ pub use relay::Relay;
 pub use secondary::{Secondary, TsigSpec, XotTrust};
 pub use signer::{Chain, SignedZone, Validation};
 pub use tools::{
-    DigOutput, DigTool, ToolQuery, check_dig_output, check_with_dig_and_kdig, kdig_expire, run_dig,
-    run_dig_with,
+    DigOutput, DigTool, ToolQuery, check_dig_output, check_with_dig_and_kdig, heron_reconfigure,
+    kdig_expire, run_dig, run_dig_with,
 };
 
 /// What to tell someone whose machine lacks a peer server or tool.

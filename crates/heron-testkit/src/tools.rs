@@ -290,6 +290,19 @@ pub fn nsupdate(
     child.wait_with_output().expect("nsupdate ends")
 }
 
+/// `heron ctl --socket SOCKET reconfigure`, with the `heron` binary:
+/// whether it exited 0, and what it printed (stdout, then stderr).
+pub fn heron_reconfigure(heron: &Path, socket: &Path) -> (bool, String) {
+    let out = Command::new(heron)
+        .args(["ctl", "--socket"])
+        .arg(socket)
+        .arg("reconfigure")
+        .output()
+        .expect("heron ctl runs");
+    let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text.into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

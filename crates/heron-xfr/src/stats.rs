@@ -122,6 +122,13 @@ impl ZoneStats {
         });
     }
 
+    /// Drops `origin`'s counts: the zone is no longer configured, and its
+    /// series leave the metrics (a zone configured again counts afresh).
+    pub fn forget(&self, origin: &Name) {
+        let mut table = self.outbound.lock().unwrap_or_else(|e| e.into_inner());
+        table.remove(&origin.to_lowercase());
+    }
+
     /// Every zone's outbound counts, sorted by origin.
     pub fn snapshot(&self) -> Vec<(Name, ZoneCounts)> {
         let table = self.outbound.lock().unwrap_or_else(|e| e.into_inner());
@@ -147,6 +154,19 @@ impl ZoneStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forgotten_zone_has_no_counts() {
+        let stats = ZoneStats::default();
+        let a = Name::parse("A.test").unwrap();
+        stats.transfer_out(&a, Duration::from_millis(5), true);
+        stats.notify_out(&Name::parse("b.test").unwrap(), true);
+        stats.forget(&Name::parse("a.TEST").unwrap());
+        let left: Vec<String> = (stats.snapshot().into_iter())
+            .map(|(origin, _)| origin.to_string())
+            .collect();
+        assert_eq!(left, ["b.test."]);
+    }
 
     #[test]
     fn updates_are_counted_per_zone_and_rcode() {

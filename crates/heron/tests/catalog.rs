@@ -863,8 +863,11 @@ fn catalogs_come_change_and_go_with_a_reload() {
     // The consumer starts with a zone of its own and no catalog.
     let own = dir.join("own.test.zone");
     std::fs::write(&own, member_text("own.test")).unwrap();
+    // With a metrics endpoint, whose series the members leave with
+    // their catalog.
+    let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let own_zone = format!(
-        "[[zone]]\norigin = \"own.test\"\nfile = \"{}\"\n",
+        "[[zone]]\norigin = \"own.test\"\nfile = \"{}\"\n[metrics]\nlisten = \"{metrics}\"\n",
         own.display()
     );
     let without = consumer_config(consumer_port, primary.addr(), &dir, &[]) + &own_zone;
@@ -889,6 +892,11 @@ fn catalogs_come_change_and_go_with_a_reload() {
     assert!(out.contains("catalogs changed: cat.test."), "{out}");
     assert_eq!(transfer("a.test"), Some(Rcode::NOERROR));
     assert_serves_exactly(&consumer, &["a.test", "b.test"], "catalog changed");
+    assert!(
+        scrape(metrics).contains("heron_zone_info{zone=\"a.test.\",role=\"secondary\"} 1"),
+        "{}",
+        scrape(metrics)
+    );
     assert_eq!(
         axfrs(&consumer.log(), "a.test"),
         before,
@@ -911,6 +919,17 @@ fn catalogs_come_change_and_go_with_a_reload() {
         "the kept copies of the catalog and its members are deleted"
     );
     assert_eq!(zone_serial(consumer.addr(), "own.test"), Some(1));
+    // Black-box finding AJ-5: the members transferred out stayed in the
+    // metrics, as primaries not served, counted as such.
+    let after = scrape(metrics);
+    assert!(
+        !after.contains("zone=\"a.test.\"") && !after.contains("zone=\"b.test.\""),
+        "{after}"
+    );
+    assert!(
+        after.contains("heron_zones_unhealthy{state=\"not_served\"} 0"),
+        "{after}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

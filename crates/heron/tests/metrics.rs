@@ -1040,3 +1040,65 @@ fn zones_in_trouble_are_counted_without_zone_metrics() {
     assert_eq!(state("checks_failing"), Some(0.0), "{body}");
     assert_eq!(state("catalog_rejected"), Some(0.0), "{body}");
 }
+
+/// Black-box finding AJ-5: a zone removed by a reload after it was
+/// transferred out stayed in the metrics, as a primary not served, and
+/// counted in `heron_zones_unhealthy{state="not_served"}`: the shipped
+/// alerts fired for a zone the operator removed. Once removed, its
+/// series are gone, as on a fresh start.
+#[test]
+fn a_zone_removed_by_a_reload_leaves_the_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, metrics) = (free_port(), SocketAddr::from(([127, 0, 0, 1], free_port())));
+    let socket = dir.path().join("heron.sock");
+    let zone = |origin: &str| {
+        let path = dir.path().join(format!("{origin}.zone"));
+        std::fs::write(
+            &path,
+            "@ 60 SOA ns1 h 1 2 3 4 5\n@ 60 NS ns1\nns1 60 A 192.0.2.1\n",
+        )
+        .unwrap();
+        format!(
+            "[[zone]]\norigin = \"{origin}\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n",
+            path.display()
+        )
+    };
+    let head = format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\ncontrol = \"{}\"\n\
+         [metrics]\nlisten = \"{metrics}\"\n{}",
+        socket.display(),
+        zone("a.test")
+    );
+    let config = format!("{head}{}", zone("j.test"));
+    let server = ServerProcess::heron_on_port(&heron(), port, "j.test", &config).unwrap();
+    let axfr = run_dig_with(DigTool::Dig, server.addr(), "j.test", "AXFR", &[]);
+    assert_eq!(
+        axfr.expect_success().matches("\tSOA\t").count(),
+        2,
+        "{axfr}"
+    );
+    let scrape = || {
+        let answer = http(metrics, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        answer.split_once("\r\n\r\n").expect("a body").1.to_string()
+    };
+    let before = scrape();
+    assert!(
+        before.contains("heron_zone_info{zone=\"j.test.\",role=\"primary\"} 1"),
+        "{before}"
+    );
+    std::fs::write(server.dir().join("heron.toml"), &head).unwrap();
+    let (ok, answer) = heron_testkit::heron_reconfigure(&heron(), &socket);
+    assert!(
+        ok && answer.contains("primary zones removed: j.test."),
+        "{answer}"
+    );
+    let after = scrape();
+    assert!(!after.contains("zone=\"j.test.\""), "{after}");
+    assert!(after.contains("zone=\"a.test.\""), "{after}");
+    let at = samples(&after);
+    assert_eq!(
+        at.get("heron_zones_unhealthy{state=\"not_served\"}"),
+        Some(&0.0),
+        "{after}"
+    );
+}

@@ -389,14 +389,8 @@ fn query_acls_apply_at_a_reload() {
     let server_list = "allow-query = [\"127.0.0.1\", \"127.0.0.3\"]";
     let config = reload_acl_config(port, &socket, dir.path(), server_list, &added);
     std::fs::write(server.dir().join("heron.toml"), config).unwrap();
-    let out = std::process::Command::new(heron())
-        .args(["ctl", "--socket"])
-        .arg(&socket)
-        .arg("reconfigure")
-        .output()
-        .unwrap();
-    let answer = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{out:?}");
+    let (ok, answer) = heron_testkit::heron_reconfigure(&heron(), &socket);
+    assert!(ok, "{answer}");
     assert!(
         !answer.contains("needs restart")
             && answer.contains("zones' allow-query")

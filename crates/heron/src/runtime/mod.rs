@@ -311,12 +311,13 @@ fn signing_and_frozen(xfr: &Transfers, files: &ZoneFiles) -> HashMap<Name, PathB
         .collect()
 }
 
-/// Zones no longer configured: no longer served, their history and
-/// NOTIFY targets forgotten.
+/// Zones no longer configured: no longer served, their history, NOTIFY
+/// targets and counts (their metrics series) forgotten.
 fn remove_zones(xfr: &Transfers, next: &mut Catalog, removed: &[Name]) {
     for origin in removed {
         next.remove(origin);
         xfr.primary.forget(origin);
+        xfr.zone_stats.forget(origin);
         xfr.notifier.zone_removed(origin);
         tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
     }

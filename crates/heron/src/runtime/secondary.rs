@@ -280,6 +280,7 @@ pub fn start(
         consumers,
         member_log: LogLimiter::with_lines(LOG_INTERVAL, MEMBER_LINES),
         signed: transfers.signed_secondaries.clone(),
+        zone_stats: transfers.zone_stats.clone(),
     });
     tokio::spawn(refresh::run(zones.collect(), ctx, received));
     for origin in catalogs {
@@ -361,6 +362,8 @@ pub struct Running {
     /// The secondary zones signed here: they start from their unsigned
     /// version, not the (signed) one served.
     signed: Arc<SignedSecondaries>,
+    /// The zones' transfer counts: a zone stopped leaves the metrics.
+    zone_stats: Arc<heron_xfr::stats::ZoneStats>,
 }
 
 impl Running {
@@ -745,6 +748,7 @@ impl Running {
         if !from_files(origin) {
             next.remove(origin);
             primary.forget(origin);
+            self.zone_stats.forget(origin);
         }
         self.log_change(&zone, ZoneChange::Removed);
         Some(zone.kept_path().into_owned())
@@ -1287,6 +1291,7 @@ mod tests {
             consumers: Consumers::new(vec![config]),
             member_log: LogLimiter::with_lines(LOG_INTERVAL, MEMBER_LINES),
             signed: Default::default(),
+            zone_stats: Default::default(),
         }
     }
 
