@@ -653,6 +653,47 @@ fn config_with(
     config
 }
 
+/// Black-box finding AJ-4: a zone turned from primary into secondary by
+/// a reload (its kept copy at a path with no file yet) took the version
+/// its file served for a kept copy: no transfer until a refresh later,
+/// and a primary's serial below the file's never replaced it. It keeps
+/// answering from its file until its first transfer, which is asked at
+/// once and taken whatever its serial, as a fresh start's.
+#[test]
+fn a_primary_zone_turned_secondary_takes_its_primarys_zone_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    // The file says serial 3, the primary 1.
+    let upstream = heron_testkit::FakePrimary::start(&["f.test"], 1);
+    let port = heron_testkit::process::free_port();
+    let both = ["f.test", "g.test"];
+    let config = config_with(dir.path(), &socket, port, &both, &[]);
+    let server = ServerProcess::heron_on_port(&heron(), port, "f.test", &config).unwrap();
+    let addr = server.addr();
+    assert_eq!(heron_testkit::client::soa_serial(addr, "f.test"), Some(3));
+    // g.test's primary does not answer.
+    let nobody = format!("127.0.0.1:{}", heron_testkit::process::free_port());
+    let at = [("f.test", upstream.addr().to_string()), ("g.test", nobody)];
+    let config = config_with(dir.path(), &socket, port, &[], &at);
+    std::fs::write(server.dir().join("heron.toml"), &config).unwrap();
+    let (code, out, err) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("secondary zones added: f.test. g.test."),
+        "{out}"
+    );
+    row_when(&socket, "f.test", |r| r["serial"] == 1);
+    assert_eq!(heron_testkit::client::soa_serial(addr, "f.test"), Some(1));
+    // Until its first transfer, a zone keeps answering from its file.
+    assert_eq!(heron_testkit::client::soa_serial(addr, "g.test"), Some(3));
+    let kept = dir.path().join("f.test.kept");
+    let limit = std::time::Duration::from_secs(10);
+    assert!(
+        heron_testkit::eventually_within(limit, || kept.exists()),
+        "the transfer is kept at the new file"
+    );
+}
+
 #[test]
 fn reconfigure_adds_and_removes_primary_and_secondary_zones_and_reports_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -774,9 +774,14 @@ impl Running {
     }
 
     /// Starts new zones, from their kept copies (unless their file is
-    /// among `deleted`: a reset zone's copy may not be gone yet) or the
-    /// versions served; those with neither answer SERVFAIL until their
-    /// first transfer.
+    /// among `deleted`: a reset zone's copy may not be gone yet); those
+    /// without answer SERVFAIL until their first transfer, asked at once,
+    /// unless a version is served already (a zone turned from primary
+    /// into secondary serves its file's until then). That version was not
+    /// received from these primaries: the first transfer replaces it
+    /// whatever its serial, as a fresh start's would (black-box finding:
+    /// it was taken for a kept copy, checked a refresh later, and a lower
+    /// serial of the primary's never replaced it).
     fn start_zones(
         &mut self,
         added: Vec<SecondaryZone>,
@@ -790,9 +795,10 @@ impl Running {
             let zone = Arc::new(zone);
             let start = kept
                 .map(Arc::new)
-                .or_else(|| self.signed.start_from(&zone.origin, next.get(&zone.origin)));
-            // A zone signed here starts from its unsigned version: the
-            // signed one it may have served stays until its transfer.
+                .or_else(|| self.signed.start_from(&zone.origin, None));
+            // A zone signed here starts from its unsigned version, if it
+            // received one: the signed one it may have served stays until
+            // its transfer.
             if start.is_none() && next.get(&zone.origin).is_none() {
                 next.expire(&zone.origin);
             }
