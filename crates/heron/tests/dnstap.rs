@@ -478,8 +478,8 @@ fn reconfigure_turns_dnstap_on_moves_it_and_turns_it_off() {
 }
 
 /// A `[dnstap] file` a reload cannot open (here: a file that is not
-/// dnstap) fails the reload with the reason, and the log goes on where it
-/// was.
+/// dnstap) fails the reload with the reason, not said to be applied, and
+/// the log goes on where it was.
 #[test]
 fn a_dnstap_file_a_reload_cannot_open_leaves_the_log_where_it_was() {
     let dir = tempfile::tempdir().unwrap();
@@ -497,6 +497,9 @@ fn a_dnstap_file_a_reload_cannot_open_leaves_the_log_where_it_was() {
     let (code, said) = ctl(dir.path(), &["reconfigure"]);
     assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("[dnstap] not applied"), "{said}");
+    // Black-box finding AJ-6: it also said `applied: [dnstap]`.
+    assert_eq!(said.matches("[dnstap]").count(), 1, "{said}");
+    assert!(said.contains("the rest of the configuration was"), "{said}");
     assert!(said.contains("not a dnstap file"), "{said}");
     ask_udp(&server, "still.tap.test");
     assert!(server.terminate().is_some_and(|s| s.success()));

@@ -322,11 +322,13 @@ impl Outcome {
         self.failed == 0 && !self.config_failed && !self.settings_failed
     }
 
-    /// A section of the configuration could not be applied: said, and the
-    /// reload fails (the rest of it was applied).
-    pub fn settings_failed(&mut self, message: String) {
-        self.settings_failed = true;
-        self.error(message);
+    /// A section of the configuration could not be applied (if `failed`
+    /// says why): said, and the reload fails (the rest of it was applied).
+    pub fn settings_failed(&mut self, failed: Option<String>) {
+        if let Some(message) = failed {
+            self.settings_failed = true;
+            self.error(message);
+        }
     }
 
     /// What a configuration file with `errors` leaves: nothing changed.
