@@ -3,7 +3,7 @@
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -704,12 +704,7 @@ async fn serve(
     let mut transports = start_transports(&server, &service, &transfers)?;
     let metrics = bind_metrics(process.metrics.as_ref())?;
     // Every socket is bound (the control socket first of all).
-    give_up_privileges(
-        process.run_as.as_ref(),
-        &server,
-        &files,
-        process.control_socket.as_deref(),
-    )?;
+    give_up_privileges(&process, &server, &files)?;
     notify_at_start(every_zone, &catalog, &secondary_origins, &transfers);
     log_ready(catalog.load().len(), secondary_zones, server.workers);
     settle_once_answering(&catalog);
@@ -1101,11 +1096,11 @@ fn finish_writing(
 /// Then each file a reload reads again (`files`', `server`'s TLS
 /// certificate and key) that the user cannot read is warned of.
 fn give_up_privileges(
-    run_as: Option<&RunAs>,
+    process: &ProcessSettings,
     server: &ServerConfig,
     files: &ZoneFiles,
-    control_socket: Option<&Path>,
 ) -> Result<(), String> {
+    let (run_as, control_socket) = (process.run_as.as_ref(), process.control_socket.as_deref());
     if !background::allow_the_raise() {
         tracing::debug!("RLIMIT_NICE stays below 10: background work will not go idle");
     }
