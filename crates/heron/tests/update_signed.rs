@@ -986,3 +986,25 @@ fn a_signed_zone_whose_file_moves_keeps_its_updates() {
     assert!(zone_serial(addr, ZONE).unwrap() > serial);
     verify_with_tools(&SignedZone::from_text(ZONE, &text), true);
 }
+
+/// A zone whose policy has gone insecure (every key retired, served
+/// unsigned) still takes updates, served unsigned as the docs say
+/// (black-box finding: each was answered SERVFAIL, "no KSK or CSK").
+#[test]
+fn an_insecure_zone_takes_updates_unsigned() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), "insecure = true");
+    let addr = server.addr();
+    let unsigned_axfr = || {
+        let out = kdig(addr, &[ZONE, "AXFR", "+nocomments", "+nostats"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(!unsigned_axfr().contains("RRSIG"), "served unsigned");
+    let said = nsupdate(addr, &format!("update add new.{ZONE}. 300 A 192.0.2.99\n"));
+    assert_eq!(said, "NOERROR", "{}", server.log());
+    let text = unsigned_axfr();
+    assert!(
+        text.contains("192.0.2.99") && !text.contains("RRSIG"),
+        "{text}"
+    );
+}

@@ -199,7 +199,11 @@ pub fn sign_change(
     // A ZONEMD added by an update under a policy that makes none: the
     // whole signing drops it (`without_zonemd`), it is not signed.
     let zonemd_added = (change.added.iter()).any(|r| r.rtype == heron_proto::RType::ZONEMD);
-    if policy.zonemd.is_some() || zonemd_added || !last_signed_under(origin, signing) {
+    // A zone served unsigned (gone insecure, every key retired): the
+    // whole signing serves it so (black-box finding: its updates found
+    // no key to sign with and were answered SERVFAIL).
+    let unsigned = served.apex().rrset(RType::DNSKEY).is_none();
+    if policy.zonemd.is_some() || zonemd_added || unsigned || !last_signed_under(origin, signing) {
         return Ok(None);
     }
     let now = heron_proto::time::unix_now();
