@@ -605,6 +605,53 @@ fn a_policy_removed_while_stopped_is_refused_with_keys_in_a_directory_of_their_o
     assert!(refused, "the start must be refused");
 }
 
+/// A signed zone whose DS was asked of the parent, taken out by one
+/// reload and put back without its policy by the next: the second reload
+/// is refused as a start with that configuration is, and the zone is not
+/// served unsigned (black-box finding AM-32: it was, bogus to
+/// validators holding the DS).
+#[test]
+fn a_signed_zone_put_back_unsigned_by_a_later_reload_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("back.zone");
+    let zone = format!(
+        "$ORIGIN {ORIGIN}\n$TTL 1\n@ SOA ns hostmaster 1 3600 600 86400 1\n@ NS ns\nns A 192.0.2.1\n"
+    );
+    std::fs::write(&file, zone).unwrap();
+    let keys = dir.path().join("keys");
+    let fast = "propagation-delay = \"1s\"\ndnskey-ttl = \"1s\"\nretire-safety = \"1s\"";
+    let server = serve_signed_file(fast, &keys, &file);
+    let cds = || short_answer(&server, ORIGIN, "CDS");
+    let cds_published =
+        heron_testkit::eventually_within(Duration::from_secs(30), || !cds().trim().is_empty());
+    assert!(cds_published, "{}", server.log());
+    let config_path = server.dir().join("heron.toml");
+    let signed = std::fs::read_to_string(&config_path).unwrap();
+    let zone_at = signed.find("[[zone]]").unwrap();
+    std::fs::write(&config_path, &signed[..zone_at]).unwrap();
+    server.reload();
+    assert!(
+        eventually(|| short_answer(&server, ORIGIN, "SOA").trim().is_empty()),
+        "{}",
+        server.log()
+    );
+    let unsigned: String = (signed.lines())
+        .filter(|l| !l.starts_with("dnssec-policy =") && !l.starts_with("key-directory ="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&config_path, unsigned).unwrap();
+    server.reload();
+    assert!(
+        server.wait_for_log("dnssec-policy removed while the parent may still hold its DS"),
+        "{}",
+        server.log()
+    );
+    assert!(
+        short_answer(&server, ORIGIN, "SOA").trim().is_empty(),
+        "not served"
+    );
+}
+
 /// `dig +dnssec +norec` for `name`/`qtype`: the answer's status and its
 /// authority section's records, one per line.
 fn dig_authority(server: &ServerProcess, name: &str, qtype: &str) -> (String, Vec<String>) {

@@ -349,8 +349,18 @@ pub fn key_move_refused(origin: &Name, old: &Path, new: &Path) -> Option<String>
 /// the server was stopped: each zone Heron signs against where its keys
 /// were (the note beside its file, or the default directory).
 pub fn moved_keys_at_start(settings: &crate::config::Settings, config: &Path) -> Vec<String> {
+    moved_keys_among(settings, config, &|_| true)
+}
+
+/// [`moved_keys_at_start`] for the zones `among` says.
+pub fn moved_keys_among(
+    settings: &crate::config::Settings,
+    config: &Path,
+    among: &dyn Fn(&Name) -> bool,
+) -> Vec<String> {
     let moved = crate::plan::key_notes::previous_key_directories(settings, config);
     (moved.into_iter())
+        .filter(|(origin, _, _)| among(origin))
         .filter_map(|(origin, old, new)| key_move_refused(origin, &old, new))
         .collect()
 }
@@ -362,8 +372,18 @@ pub fn moved_keys_at_start(settings: &crate::config::Settings, config: &Path) ->
 /// `key-directory` of its own, where the note beside the zone's file
 /// says (`key_notes`).
 pub fn unsigned_with_ds_at_start(settings: &crate::config::Settings, config: &Path) -> Vec<String> {
+    unsigned_with_ds_among(settings, config, &|_| true)
+}
+
+/// [`unsigned_with_ds_at_start`] for the zones `among` says.
+pub fn unsigned_with_ds_among(
+    settings: &crate::config::Settings,
+    config: &Path,
+    among: &dyn Fn(&Name) -> bool,
+) -> Vec<String> {
     use crate::plan::key_notes;
-    let unsigned = key_notes::unsigned_zones(settings);
+    let mut unsigned = key_notes::unsigned_zones(settings);
+    unsigned.retain(|(origin, _)| among(origin));
     let default = key_notes::default_key_directory(config);
     let mut refused = unsigned_with_ds(unsigned.iter().map(|(origin, _)| *origin), &default);
     // Each directory the notes name is listed once, for all its zones.

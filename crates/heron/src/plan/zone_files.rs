@@ -424,7 +424,7 @@ impl ZoneFiles {
         let applied = settings.live.changed_since(&source.live);
         settings.zones.extend(source.extra_zones.iter().cloned());
         let mut refused = self.unsigning_refused(&settings.zones);
-        refused.extend(self.key_moves_refused(&settings));
+        refused.extend(self.keys_refused(&settings, &source.path));
         if !refused.is_empty() {
             return Err(refused);
         }
@@ -507,6 +507,40 @@ impl ZoneFiles {
                 crate::plan::key_state::unsigning_refused(&e.spec.origin, &signing.key_directory)
             })
             .collect()
+    }
+
+    /// The key moves refused ([`ZoneFiles::key_moves_refused`]), and what
+    /// a start with `settings` would refuse (a zone served unsigned while
+    /// its state file says a DS may be at the parent; keys left in another
+    /// directory) for the zones the checks of zones signed now do not
+    /// judge (black-box finding: a signed zone taken out by one reload and
+    /// put back unsigned, or given another key-directory, by the next, or
+    /// turned into a plain secondary, was served bogus).
+    fn keys_refused(&self, settings: &crate::config::Settings, config: &Path) -> Vec<String> {
+        use crate::plan::key_state;
+        let signed_now: HashSet<Name> = (self.entries.iter())
+            .filter(|e| e.spec.signing.is_some())
+            .map(|e| e.spec.origin.to_lowercase())
+            .chain(
+                self.signed_secondaries
+                    .iter()
+                    .map(|(o, _)| o.to_lowercase()),
+            )
+            .collect();
+        let primary_now: HashSet<Name> = (settings.zones.iter())
+            .map(|z| z.origin.to_lowercase())
+            .collect();
+        // Judged above: a zone signed now, a primary in `settings` too.
+        let judged = |o: &Name| {
+            let o = o.to_lowercase();
+            signed_now.contains(&o) && primary_now.contains(&o)
+        };
+        let among = |o: &Name| !judged(o);
+        let mut refused = self.key_moves_refused(settings);
+        refused.extend(key_state::unsigned_with_ds_among(settings, config, &among));
+        let moved_among = |o: &Name| !signed_now.contains(&o.to_lowercase());
+        refused.extend(key_state::moved_keys_among(settings, config, &moved_among));
+        refused
     }
 
     /// Zones Heron signs now and still signs in `settings` whose
