@@ -1006,5 +1006,77 @@ fn an_insecure_zone_takes_updates_unsigned() {
     assert!(
         text.contains("192.0.2.99") && !text.contains("RRSIG"),
         "{text}"
+
+/// A signed zone served at serial S after updates, restarted with its
+/// signed copy older than S (written paced, before the updates) and its
+/// journal `damaged` (lost, as a restore of the file and keys alone
+/// leaves it, or its last entry torn): it serves a serial past S, the
+/// one kept in the key directory, not one past the copy's, which its
+/// secondaries holding S would ignore (black-box finding AK-1: 301
+/// served, then 203; or 301 again without the last update).
+fn the_serial_goes_on_past_the_one_served(damage: impl FnOnce(&Path)) {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = "denial = \"nsec3\"";
+    let mut server = start_with(dir.path(), policy, "zonefile-sync = 3600");
+    let copy = dir.path().join("sup.zone.signed");
+    assert!(eventually(|| copy.exists()), "{}", server.log());
+    let copy_at_start = std::fs::read(&copy).unwrap();
+    for i in 0..3 {
+        let added = nsupdate(
+            server.addr(),
+            &format!("update add u{i}.{ZONE} 300 A 192.0.2.7"),
+        );
+        assert_eq!(added, "NOERROR", "{}", server.log());
+    }
+    let served = zone_serial(server.addr(), ZONE).unwrap();
+    server.kill();
+    std::fs::write(&copy, copy_at_start).unwrap();
+    damage(&dir.path().join("sup.zone.jnl"));
+    let restarted = start_with(dir.path(), policy, "zonefile-sync = 3600");
+    let serial = zone_serial(restarted.addr(), ZONE).unwrap();
+    assert!(
+        serial.wrapping_sub(served) as i32 > 0,
+        "serial {serial} after {served}\n{}",
+        restarted.log()
+    );
+    let text = axfr(restarted.addr());
+    verify_with_tools(&SignedZone::from_text(ZONE, &text), true);
+    let kept = std::fs::read_to_string(dir.path().join("keys/sup.test.heron-serial")).unwrap();
+    assert_eq!(kept.trim(), serial.to_string());
+}
+
+#[test]
+fn the_serial_goes_on_past_the_one_served_without_the_journal() {
+    the_serial_goes_on_past_the_one_served(|journal| std::fs::remove_file(journal).unwrap());
+}
+
+#[test]
+fn the_serial_goes_on_past_the_one_served_with_the_journal_torn() {
+    the_serial_goes_on_past_the_one_served(|journal| {
+        let len = std::fs::metadata(journal).unwrap().len();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(journal)
+            .unwrap();
+        file.set_len(len - 7).unwrap();
+    });
+}
+
+/// A kept serial that cannot be read is said, naming its file (black-box
+/// finding AK-2: a garbage or empty one was passed over in silence).
+#[test]
+fn an_unreadable_kept_serial_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = "denial = \"nsec3\"";
+    let mut server = start(dir.path(), policy);
+    let kept = dir.path().join("keys/sup.test.heron-serial");
+    assert!(eventually(|| kept.exists()), "{}", server.log());
+    server.terminate();
+    std::fs::write(&kept, "xyz\n").unwrap();
+    let restarted = start(dir.path(), policy);
+    assert!(
+        restarted.wait_for_log("sup.test.heron-serial, cannot be read"),
+        "{}",
+        restarted.log()
     );
 }

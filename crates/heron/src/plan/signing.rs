@@ -378,8 +378,15 @@ fn sign_step<Z: Borrow<Zone>>(
     // older serial served) goes on from the newer of the two: from the
     // unsigned one it went below what secondaries held (black-box
     // finding: they kept the old version).
+    // The version served before may have been lost, or be older than the
+    // last served (a journal lost or cut short): the serial kept then is
+    // passed all the same (black-box finding: 301 served, 203 after a
+    // restart without the journal).
     let served = match previous {
-        Some(signed) if signed.apex().rrset(RType::DNSKEY).is_some() => Some(signed.serial()),
+        Some(signed) if signed.apex().rrset(RType::DNSKEY).is_some() => newer_serial(
+            Some(signed.serial()),
+            served_serial_at_start(&signing.key_directory, &origin),
+        ),
         unsigned => newer_serial(
             unsigned.map(Zone::serial),
             read_served_serial(&signing.key_directory, &origin),
@@ -471,6 +478,18 @@ fn read_served_serial(dir: &Path, origin: &Name) -> Option<u32> {
     read_served(dir, origin).map(|kept| kept.served)
 }
 
+/// The serial kept in `dir` for `origin` as the first signing of this
+/// run read it: the one served before the start. Read once, so that the
+/// signings of a start (the file, then its journal's updates carried
+/// over) take one serial past it, not one each; later signings go on
+/// from the version served, which is past it.
+fn served_serial_at_start(dir: &Path, origin: &Name) -> Option<u32> {
+    static AT_START: OnceLock<Mutex<HashMap<std::path::PathBuf, Option<u32>>>> = OnceLock::new();
+    let map = AT_START.get_or_init(Default::default);
+    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    *(map.entry(served_serial_path(dir, origin))).or_insert_with(|| read_served_serial(dir, origin))
+}
+
 /// The serial last served, and for a zone served unsigned past it the
 /// file serial it was served for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -482,13 +501,32 @@ pub struct ServedSerial {
 /// The kept serial: its first line, and a second `file N` line when the
 /// zone was served unsigned (a signing writes the first line only).
 fn read_served(dir: &Path, origin: &Name) -> Option<ServedSerial> {
-    let text = fs::read_to_string(served_serial_path(dir, origin)).ok()?;
-    let mut lines = text.get(..text.len().min(64))?.lines();
-    let served = lines.next()?.trim().parse().ok()?;
+    let path = served_serial_path(dir, origin);
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => return unreadable_serial(origin, &path, &e.to_string()),
+    };
+    let mut lines = text.get(..text.len().min(64)).unwrap_or("").lines();
+    let Some(served) = lines.next().and_then(|l| l.trim().parse().ok()) else {
+        return unreadable_serial(origin, &path, "no serial on its first line");
+    };
     let file = (lines.next())
         .and_then(|l| l.trim().strip_prefix("file "))
         .and_then(|n| n.trim().parse().ok());
     Some(ServedSerial { served, file })
+}
+
+/// A kept serial that cannot be read is said (black-box finding: a
+/// garbage or empty one was passed over in silence), and not used: the
+/// serial may then go back to the file's or the signed copy's.
+fn unreadable_serial(origin: &Name, path: &Path, why: &str) -> Option<ServedSerial> {
+    tracing::warn!(
+        zone = %origin,
+        "the serial last served, kept in {}, cannot be read ({why}): not used, so the serial served may go back",
+        path.display()
+    );
+    None
 }
 
 /// Zones served unsigned that were signed here, and take no updates,
