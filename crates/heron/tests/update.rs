@@ -917,16 +917,7 @@ fn zonefile_sync_writes_the_updated_zone_back_to_its_file() {
 fn a_reload_after_a_write_back_reads_nothing() {
     let file = zone_file("sync-reload");
     let (server, socket) = start_with_control(&file, "zonefile-sync = 0");
-    let add = |name: &str| {
-        let command = format!("update add {name}.upd.test 60 A 192.0.2.91");
-        send(
-            Client::Knsupdate,
-            server.addr(),
-            Some("ops"),
-            false,
-            &command,
-        )
-    };
+    let add = |name: &str| add_a(server.addr(), name);
     assert_eq!(add("w1"), "NOERROR");
     let written = || std::fs::read_to_string(&file).unwrap_or_default();
     assert!(
@@ -1681,4 +1672,112 @@ fn a_signed_update_sent_again_after_a_lost_answer_gets_that_answer() {
     let mut buf = [0u8; 1024];
     let (n, _) = elsewhere.recv_from(&mut buf).expect("an answer");
     assert_eq!(buf[3] & 0x0f, 9, "NOTAUTH (BADTIME): {:?}", &buf[..n]);
+}
+
+/// Adds an A record at `name` (under the zone) with the key `ops`, by
+/// knsupdate over UDP; the rcode.
+fn add_a(server: SocketAddr, name: &str) -> String {
+    let command = format!("update add {name}.upd.test 60 A 192.0.2.91");
+    send(Client::Knsupdate, server, Some("ops"), false, &command)
+}
+
+/// `heron_zones_unhealthy{state}` as a scrape of `metrics` says it.
+fn unhealthy(metrics: SocketAddr, state: &str) -> Option<f64> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(metrics).unwrap();
+    stream.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut body = String::new();
+    stream.read_to_string(&mut body).unwrap();
+    let series = format!("heron_zones_unhealthy{{state=\"{state}\"}} ");
+    let line = body.lines().find_map(|l| l.strip_prefix(series.as_str()))?;
+    line.trim().parse().ok()
+}
+
+/// A primary zone whose journal file or zone file the disk refuses (here
+/// a folder in its place; a full disk does the same) says so in
+/// `zone-status` (table and JSON) and counts in
+/// `heron_zones_unhealthy{state="write_failing"}`, until a write works
+/// again (black-box finding AK-3: every update was answered SERVFAIL
+/// while the zone looked healthy).
+#[test]
+fn a_journal_or_zone_file_not_written_is_shown_until_written() {
+    let file = zone_file("unwritable");
+    let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let socket = file.parent().unwrap().join("control.sock");
+    let (f, sock) = (file.clone(), socket.clone());
+    let server = ServerProcess::heron_with_config(&heron(), ZONE, move |port| {
+        let config = control_config(port, &f, "zonefile-sync = 0", &sock);
+        format!("[metrics]\nlisten = \"{metrics}\"\n{config}")
+    });
+    let add = |name: &str| add_a(server.addr(), name);
+    let status = || {
+        let (ok, text) = ctl(&socket, &["zone-status", "--json"]);
+        assert!(ok, "{text}");
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        json["data"][0].clone()
+    };
+    // Said in the JSON (`field`, naming `path`), the table and the
+    // metric while it lasts.
+    let shown = |field: &str, path: &Path, line: &str| {
+        let why = || status()[field].as_str().map(str::to_string);
+        let path = path.display().to_string();
+        let named = eventually(|| why().is_some_and(|w| w.contains(&path)));
+        assert!(named, "{:?}\n{}", status(), server.log());
+        let table = ctl(&socket, &["zone-status"]).1;
+        assert!(table.contains(&format!("upd.test.: {line}")), "{table}");
+        assert_eq!(unhealthy(metrics, "write_failing"), Some(1.0));
+    };
+    let gone = |field: &str| {
+        assert!(
+            eventually(|| status().get(field).is_none()),
+            "{:?}",
+            status()
+        );
+        assert_eq!(unhealthy(metrics, "write_failing"), Some(0.0));
+    };
+    assert_eq!(add("before"), "NOERROR");
+    assert_eq!(unhealthy(metrics, "write_failing"), Some(0.0));
+    let journal = file.with_extension("zone.jnl");
+    std::fs::remove_file(&journal).unwrap();
+    std::fs::create_dir(&journal).unwrap();
+    assert_eq!(add("refused"), "SERVFAIL", "{}", server.log());
+    shown("journal_error", &journal, "journal not written");
+    std::fs::remove_dir(&journal).unwrap();
+    gone("journal_error");
+    // The zone file now: its write-back fails, the update is answered.
+    std::fs::remove_file(&file).unwrap();
+    std::fs::create_dir(&file).unwrap();
+    assert_eq!(add("after"), "NOERROR", "{}", server.log());
+    shown("write_back_error", &file, "zone file not written back");
+    std::fs::remove_dir(&file).unwrap();
+    let (flushed, text) = ctl(&socket, &["flush", ZONE]);
+    assert!(flushed, "{text}");
+    gone("write_back_error");
+}
+
+/// Updates refused because their journal cannot be written (a full disk;
+/// here a folder in its place) are logged a line in 10 s, not a line
+/// each, nor an ERROR each for their batch (black-box finding AK-4: 600
+/// updates a second made as many ERROR and WARN lines, to the disk that
+/// was full).
+#[test]
+fn updates_refused_for_their_journal_are_logged_a_few_lines() {
+    const REFUSED: usize = 8;
+    let file = zone_file("unwritable-log");
+    let server = start(&file, "");
+    let add = |name: &str| add_a(server.addr(), name);
+    assert_eq!(add("before"), "NOERROR");
+    let journal = file.with_extension("zone.jnl");
+    std::fs::remove_file(&journal).unwrap();
+    std::fs::create_dir(&journal).unwrap();
+    for i in 0..REFUSED {
+        assert_eq!(add(&format!("r{i}")), "SERVFAIL", "{}", server.log());
+    }
+    let log = server.log();
+    let lines = |what: &str| log.lines().filter(|l| l.contains(what)).count();
+    let batches = lines("updated zones could not be written");
+    let updates = lines("SERVFAIL (its journal could not be written");
+    // One a 10 s interval: two if the updates straddle one.
+    assert!((1..=2).contains(&batches), "{batches} lines\n{log}");
+    assert!((1..=2).contains(&updates), "{updates} lines\n{log}");
 }

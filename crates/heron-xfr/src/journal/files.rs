@@ -13,7 +13,7 @@
 //! served ([`restore`]); one that does not fit is logged and removed, and
 //! that zone's history starts over.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -190,11 +190,13 @@ pub(crate) struct JournalWriter {
     failures: Arc<Failures>,
 }
 
-/// Files not written, since the start: in all, and by zone.
+/// Files not written, since the start: in all, and by zone; and why
+/// each zone's is not written now (until it is written again).
 #[derive(Default)]
 struct Failures {
     total: AtomicU64,
     by_zone: std::sync::Mutex<HashMap<Name, u64>>,
+    failing: std::sync::Mutex<HashMap<Name, String>>,
 }
 
 impl Failures {
@@ -205,6 +207,10 @@ impl Failures {
         }
         drop(by_zone);
         (self.total).fetch_add(origins.len() as u64, Ordering::Release);
+    }
+
+    fn failing(&self) -> std::sync::MutexGuard<'_, HashMap<Name, String>> {
+        self.failing.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -231,6 +237,12 @@ impl JournalWriter {
     pub(crate) fn failures_of(&self, origin: &Name) -> u64 {
         let by_zone = (self.failures.by_zone.lock()).unwrap_or_else(|e| e.into_inner());
         by_zone.get(&origin.to_lowercase()).copied().unwrap_or(0)
+    }
+
+    /// Why the journal file of `origin` is not written now (its write
+    /// failed and waits to be tried again), if it is not.
+    pub(crate) fn failing_of(&self, origin: &Name) -> Option<String> {
+        self.failures.failing().get(&origin.to_lowercase()).cloned()
     }
 
     pub(crate) fn change(&self, path: &Path, origin: &Name, change: FileChange) {
@@ -351,17 +363,30 @@ fn run(queue: Receiver<Message>, failures: &Failures) {
                     .entry(path)
                     .or_insert_with(|| Pending::new(origin))
                     .add(change),
-                Message::Forget(origin) => batch.retain(|_, p| p.origin != origin),
+                Message::Forget(origin) => {
+                    batch.retain(|_, p| p.origin != origin);
+                    failures.failing().remove(&origin.to_lowercase());
+                }
                 Message::Flush(done) => flushes.push(done),
             }
         }
-        let not_written: HashSet<PathBuf> = commit(&batch).into_iter().cloned().collect();
-        let fresh = (not_written.iter()).filter_map(|path| batch.get(path).filter(|p| p.fresh));
+        let not_written: HashMap<PathBuf, String> = (commit(&batch).into_iter())
+            .map(|(path, why)| (path.clone(), why))
+            .collect();
+        let fresh = (not_written.keys()).filter_map(|path| batch.get(path).filter(|p| p.fresh));
         failures.count(&fresh.map(|p| &p.origin).collect::<Vec<_>>());
         for (path, pending) in batch {
-            if not_written.contains(&path) {
+            let mut failing = failures.failing();
+            if let Some(why) = not_written.get(&path) {
+                let why = format!("{}: {why}", path.display());
+                failing.insert(pending.origin.to_lowercase(), why);
+                drop(failing);
                 failed.insert(path, pending.failed());
-            } else if pending.tries > 0 {
+                continue;
+            }
+            failing.remove(&pending.origin.to_lowercase());
+            drop(failing);
+            if pending.tries > 0 {
                 tracing::info!(
                     "zone {}: journal file {} written after {} failed tries",
                     pending.origin,
@@ -382,8 +407,8 @@ fn run(queue: Receiver<Message>, failures: &Failures) {
 const FAILURES_LOGGED: usize = 10;
 
 /// Writes every file of the batch, then makes them durable together;
-/// returns the files that could not be written.
-fn commit(batch: &HashMap<PathBuf, Pending>) -> Vec<&PathBuf> {
+/// returns the files that could not be written, and why.
+fn commit(batch: &HashMap<PathBuf, Pending>) -> Vec<(&PathBuf, String)> {
     let mut renamed: Vec<&Path> = Vec::new();
     let mut written: Vec<&Path> = Vec::new();
     let mut appended: Vec<&Path> = Vec::new();
@@ -395,7 +420,7 @@ fn commit(batch: &HashMap<PathBuf, Pending>) -> Vec<&PathBuf> {
             Ok(Written::InPlace) => written.push(path),
             Ok(Written::Appended) => appended.push(path),
             Err(e) => {
-                failed.push(path);
+                failed.push((path, e.to_string()));
                 if pending.tries > 0 {
                     continue;
                 }
@@ -421,7 +446,7 @@ fn commit(batch: &HashMap<PathBuf, Pending>) -> Vec<&PathBuf> {
     if files > 0 && !disk::install(&renamed, &written, &appended) {
         let unsynced = [renamed, written, appended].concat();
         let paths = batch.keys().filter(|p| unsynced.contains(&p.as_path()));
-        failed.extend(paths);
+        failed.extend(paths.map(|p| (p, "not synced to the disk".to_string())));
     }
     failed
 }
@@ -450,7 +475,9 @@ fn write_one(path: &Path, pending: &Pending) -> io::Result<Written> {
     if let (Some(entries), None) = (truncate, replace) {
         file::truncate(path, origin, *entries)?;
         if appends.is_empty() {
-            return Ok(Written::Appended);
+            // A file gone meanwhile had nothing to cut, and has nothing to
+            // sync (as appended, its sync failed at every try, for good).
+            return Ok(Written::InPlace);
         }
     }
     match replace {

@@ -413,6 +413,12 @@ impl Primary {
         self.files.get().map_or(0, |w| w.failures_of(origin))
     }
 
+    /// Why the journal file of `origin` is not written now (a full or
+    /// read-only disk; tried again every second), if it is not.
+    pub fn journal_error_of(&self, origin: &Name) -> Option<String> {
+        self.files.get().and_then(|w| w.failing_of(origin))
+    }
+
     /// Whether journal changes go to files (else they stay in memory).
     pub fn has_journal_files(&self) -> bool {
         self.files.get().is_some()

@@ -239,6 +239,7 @@ impl Controller {
             if let Some(why) = files.last_error(&origin) {
                 row["last_error"] = json!(why);
             }
+            self.write_error_fields(&mut row, &origin);
             crate::runtime::rollover::zone_status_fields(&mut row, &origin);
             if let Some(report) = report_of.get(&origin) {
                 secondary_fields(&mut row, report);
@@ -258,6 +259,19 @@ impl Controller {
             };
         }
         Response::ok(format!("{} zones", rows.len()), Value::Array(rows))
+    }
+
+    /// A zone's journal file or zone file that cannot be written now (a
+    /// full or read-only disk), as `kept_copy_error` is a secondary's
+    /// kept copy: its updates are answered SERVFAIL meanwhile (black-box
+    /// finding: zone-status said nothing).
+    fn write_error_fields(&self, row: &mut Value, origin: &Name) {
+        if let Some(why) = self.transfers.primary.journal_error_of(origin) {
+            row["journal_error"] = json!(why);
+        }
+        if let Some(why) = self.transfers.unwritten.write_error(origin) {
+            row["write_back_error"] = json!(why);
+        }
     }
 
     /// What the refresh task says of every secondary zone (none if there

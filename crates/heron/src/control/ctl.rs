@@ -558,12 +558,25 @@ fn error_lines(data: &Value) -> String {
             ),
             _ => format!("{}: last error: {why}\n", text_of(&z["zone"])),
         })
-        .chain(zones.iter().filter_map(|z| {
-            let why = z["kept_copy_error"].as_str()?;
-            Some(format!(
-                "{}: kept copy not written (tried again every second): {why}\n",
-                text_of(&z["zone"])
-            ))
+        .chain(zones.iter().flat_map(|z| {
+            let said = [
+                (
+                    "kept_copy_error",
+                    "kept copy not written (tried again every second)",
+                ),
+                (
+                    "journal_error",
+                    "journal not written, updates answered SERVFAIL (tried again every second)",
+                ),
+                (
+                    "write_back_error",
+                    "zone file not written back (tried again every minute)",
+                ),
+            ];
+            said.into_iter().filter_map(|(field, what)| {
+                let why = z[field].as_str()?;
+                Some(format!("{}: {what}: {why}\n", text_of(&z["zone"])))
+            })
         }))
         .collect()
 }

@@ -52,6 +52,9 @@ struct ZoneRow {
     file_failed: Option<bool>,
     /// A consumed catalog zone: whether its newest version is rejected.
     catalog_rejected: Option<bool>,
+    /// Its journal file, zone file (write-back) or kept copy cannot be
+    /// written now (a full or read-only disk).
+    write_failing: bool,
 }
 
 /// What an operator alerts on for a secondary zone.
@@ -85,6 +88,8 @@ struct ZonesHealth {
     expiring: u64,
     /// Consumed catalogs whose newest version is rejected.
     catalog_rejected: u64,
+    /// Zones whose journal file, zone file or kept copy cannot be written.
+    write_failing: u64,
 }
 
 impl ZonesHealth {
@@ -102,6 +107,7 @@ impl ZonesHealth {
                         .is_some_and(|t| t < now + 86_400)
             }),
             catalog_rejected: count(&|r| r.catalog_rejected == Some(true)),
+            write_failing: count(&|r| r.write_failing),
         }
     }
 
@@ -112,12 +118,13 @@ impl ZonesHealth {
             ("checks_failing", self.checks_failing),
             ("expiring_within_a_day", self.expiring),
             ("catalog_rejected", self.catalog_rejected),
+            ("write_failing", self.write_failing),
         ];
         let rows = states.map(|(state, n)| (label("state", state), ConstGauge::new(n as i64)));
         family(
             e,
             "heron_zones_unhealthy",
-            "Zones in each state an operator acts on, counted (with or without zone-metrics): not_served, file_load_failed, checks_failing (three or more in a row), expiring_within_a_day (while checks fail), catalog_rejected",
+            "Zones in each state an operator acts on, counted (with or without zone-metrics): not_served, file_load_failed, checks_failing (three or more in a row), expiring_within_a_day (while checks fail), catalog_rejected, write_failing (its journal, zone file or kept copy cannot be written: a full or read-only disk)",
             MetricType::Gauge,
             rows,
         )
@@ -299,9 +306,20 @@ async fn zone_rows(controller: &Controller) -> Vec<ZoneRow> {
                 file_failed: (!secondary && files.file_of(&origin).is_some())
                     .then(|| files.last_error(&origin).is_some()),
                 catalog_rejected: rejected.get(&origin).copied(),
+                write_failing: write_failing(controller, &origin),
             }
         })
         .collect()
+}
+
+/// Whether a file of `origin` cannot be written now: its journal, its
+/// zone file (updates written back) or its kept copy (black-box finding:
+/// a full disk refused every update, and no metric said so).
+fn write_failing(controller: &Controller, origin: &Name) -> bool {
+    let transfers = &controller.transfers;
+    transfers.primary.journal_error_of(origin).is_some()
+        || transfers.unwritten.write_error(origin).is_some()
+        || heron_xfr::secondary::keeper::failing_copy_of(origin).is_some()
 }
 
 /// Each consumed catalog zone, and whether its newest version is
@@ -847,6 +865,7 @@ mod tests {
                 health: None,
                 file_failed: Some(false),
                 catalog_rejected: None,
+                write_failing: false,
             }]),
             health: ZonesHealth::default(),
             kernel: kernel::read(),
@@ -875,6 +894,7 @@ mod tests {
             }),
             file_failed: None,
             catalog_rejected: None,
+            write_failing: false,
         };
         let rows = [
             row(Some(1), 0, Some(now + 10)),
@@ -887,6 +907,10 @@ mod tests {
                 health: None,
                 ..row(Some(1), 0, None)
             },
+            ZoneRow {
+                write_failing: true,
+                ..row(Some(1), 0, None)
+            },
         ];
         let health = ZonesHealth::of(&rows, now);
         let want = ZonesHealth {
@@ -895,6 +919,7 @@ mod tests {
             checks_failing: 2,
             expiring: 2,
             catalog_rejected: 1,
+            write_failing: 1,
         };
         assert_eq!(health, want);
     }
