@@ -248,6 +248,7 @@ fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &Settings) -> 
         &signed,
         &signed_before,
     );
+    signed_copies::past_the_served_serial(&mut catalog, &signed, &signed_before);
     catalog_producer::insert_kept(&settings.generated_catalogs, &mut catalog);
     Loaded {
         catalog,

@@ -1050,15 +1050,30 @@ fn the_serial_goes_on_past_the_one_served_without_the_journal() {
     the_serial_goes_on_past_the_one_served(|journal| std::fs::remove_file(journal).unwrap());
 }
 
+/// The journal's last entry torn, as a crash while it was written leaves it.
+fn tear(journal: &Path) {
+    let len = std::fs::metadata(journal).unwrap().len();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(journal)
+        .unwrap();
+    file.set_len(len - 7).unwrap();
+}
+
 #[test]
 fn the_serial_goes_on_past_the_one_served_with_the_journal_torn() {
+    the_serial_goes_on_past_the_one_served(tear);
+}
+
+/// The zone file broken too: the signed copy brought forward by the
+/// journal is served, signed again past the serial served.
+#[test]
+fn the_serial_goes_on_past_the_one_served_with_the_journal_torn_and_the_file_broken() {
     the_serial_goes_on_past_the_one_served(|journal| {
-        let len = std::fs::metadata(journal).unwrap().len();
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .open(journal)
-            .unwrap();
-        file.set_len(len - 7).unwrap();
+        tear(journal);
+        let file = journal.with_extension("");
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, text + "broken A 192.0.2\n").unwrap();
     });
 }
 

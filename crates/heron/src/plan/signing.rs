@@ -478,6 +478,12 @@ fn read_served_serial(dir: &Path, origin: &Name) -> Option<u32> {
     read_served(dir, origin).map(|kept| kept.served)
 }
 
+/// The serial last served of `origin`, signed under `signing`, as kept
+/// before this start ([`served_serial_at_start`]).
+pub fn served_before_start(signing: &Signing, origin: &Name) -> Option<u32> {
+    served_serial_at_start(&signing.key_directory, origin)
+}
+
 /// The serial kept in `dir` for `origin` as the first signing of this
 /// run read it: the one served before the start. Read once, so that the
 /// signings of a start (the file, then its journal's updates carried

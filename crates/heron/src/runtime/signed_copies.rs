@@ -78,6 +78,48 @@ pub(crate) fn load(zones: &[(Name, PathBuf)]) -> Vec<Zone> {
         .collect()
 }
 
+/// At a start, each signed zone served as kept before the restart (its
+/// file did not load: `FILE.signed` brought forward by the journal) whose
+/// serial is older than the one last served (`ZONE.heron-serial`: the
+/// journal was lost or cut short after the copy) is signed again, past
+/// that serial: secondaries holding it would take nothing older, nor
+/// another version at it (black-box finding AK-1). The step from the
+/// kept version is journalled as any start's (`serve::carry_on`).
+pub(crate) fn past_the_served_serial(
+    catalog: &mut heron_zone::Catalog,
+    signed: &[(Name, Arc<crate::config::dnssec::Signing>)],
+    signed_before: &[Arc<Zone>],
+) {
+    use crate::plan::signing::{served_before_start, sign_loaded};
+    for (origin, signing) in signed {
+        let Some(before) = signed_before.iter().find(|z| z.origin() == origin) else {
+            continue;
+        };
+        let served_as_kept = catalog.get(origin).is_some_and(|z| Arc::ptr_eq(z, before));
+        let Some(last) = served_before_start(signing, origin).filter(|_| served_as_kept) else {
+            continue;
+        };
+        if !heron_xfr::serial::is_newer(last, before.serial()) {
+            continue;
+        }
+        match sign_loaded(&**before, Some(before), signing) {
+            Ok(zone) => {
+                tracing::warn!(
+                    "zone {origin}: its signed copy, brought forward by its journal, is at serial {} but serial {last} was served (the journal was lost or cut short): signed again with serial {}",
+                    before.serial(),
+                    zone.serial()
+                );
+                catalog.insert(zone);
+            }
+            Err(e) => tracing::error!(
+                "zone {origin}: its signed copy is at serial {} but serial {last} was served, and it cannot be signed again: {}; served as it is",
+                before.serial(),
+                e.join("; ")
+            ),
+        }
+    }
+}
+
 /// The signed copies of the primary zones Heron signs: where each goes,
 /// and the thread that writes them (started at the first write).
 #[derive(Default)]
