@@ -1006,6 +1006,8 @@ fn an_insecure_zone_takes_updates_unsigned() {
     assert!(
         text.contains("192.0.2.99") && !text.contains("RRSIG"),
         "{text}"
+    );
+}
 
 /// A signed zone served at serial S after updates, restarted with its
 /// signed copy older than S (written paced, before the updates) and its
