@@ -105,7 +105,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
         signed_before,
         replayed,
         carried,
-    } = load_zones(use_example, &mut files, &settings);
+    } = load_zones(use_example, &mut files, &mut settings);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
         .enable_all()
@@ -228,17 +228,23 @@ struct Loaded {
 
 /// Loads the zone files, the signed versions kept before the restart
 /// being the previous versions of the first signing (and where the
-/// journals end); replays the journals, carries the signed zones'
-/// updates, and adds the generated catalogs' kept files.
-fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &Settings) -> Loaded {
+/// journals end); replays the journals (those of zones that take no
+/// updates but hold some too), carries the signed zones' updates, and
+/// adds the generated catalogs' kept files.
+fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &mut Settings) -> Loaded {
     let signed_before: Vec<Arc<Zone>> = (signed_copies::load(&files.signed_copies()))
         .into_iter()
         .map(Arc::new)
         .collect();
     let signed_before =
         crate::runtime::update_signed::bring_forward(signed_before, &settings.policies);
-    let (mut catalog, journals) =
+    let (mut catalog, mut journals) =
         load_catalog_and_find_journals(use_example, files, settings, &signed_before);
+    // Before the replay: a zone that takes no updates may hold some.
+    let held =
+        crate::runtime::update::hold_journals(&catalog, &settings.zones, &mut settings.policies);
+    held.iter()
+        .for_each(|(origin, path)| journals.add(origin, path));
     let signed = files.signed_files();
     let replayed =
         crate::runtime::update::replay_journals(&mut catalog, &settings.policies, &signed);

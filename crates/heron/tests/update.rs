@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use heron_proto::RType;
 use heron_testkit::{Secondary, ServerKind, ServerProcess, TsigSpec, free_port};
-use xfr_common::{answer, eventually, heron, zone_serial};
+use xfr_common::{answer, config_without, eventually, heron, restarted, zone_serial};
 
 const ZONE: &str = "upd.test";
 const SECRET: &str = "q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k=";
@@ -1299,12 +1299,7 @@ fn a_zone_that_stops_taking_updates_is_written_back_at_once() {
     let written = || std::fs::read_to_string(&file).unwrap_or_default();
     assert!(!written().contains("leaving.upd.test."));
     let config = server.dir().join("heron.toml");
-    let with = std::fs::read_to_string(&config).unwrap();
-    let without: String = (with.lines())
-        .filter(|l| !l.starts_with("allow-update") && !l.starts_with("zonefile-sync"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    std::fs::write(&config, without).unwrap();
+    config_without(&config, &["allow-update", "zonefile-sync"]);
     let (ok, said) = ctl(&socket, &["reconfigure"]);
     assert!(ok, "{said}");
     assert!(written().contains("leaving.upd.test."), "{}", server.log());
@@ -1353,6 +1348,83 @@ fn updates_not_written_back_outlive_the_zone_put_back_without_updates() {
         "{}",
         server.log()
     );
+}
+
+/// A zone under `zonefile-sync = "never"` whose `allow-update` a
+/// reconfigure removes while only its journal holds an update answered:
+/// the reconfigure says what it keeps (not a bare "ok"), the update stays
+/// served though no more are taken, and a restart on that configuration
+/// replays the journal, with an error saying how to write the updates to
+/// the file; `heron ctl flush` writes them (black-box finding: the
+/// restart served the file alone, the update gone without a word, or the
+/// journal set aside as `.unapplied` when the zone allowed transfers).
+fn updates_outlive_allow_update_removed_and_a_restart(tag: &str, zone_lines: &str) {
+    let file = zone_file(tag);
+    let lines = format!("zonefile-sync = \"never\"\n{zone_lines}");
+    let (server, socket) = start_with_control(&file, &lines);
+    let got = send(
+        Client::Nsupdate,
+        server.addr(),
+        Some("ops"),
+        false,
+        "update add held.upd.test 60 A 192.0.2.77",
+    );
+    assert_eq!(got, "NOERROR");
+    let config = server.dir().join("heron.toml");
+    config_without(&config, &["allow-update", "zonefile-sync"]);
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    let advice = format!("until they are in the file (heron ctl flush {ZONE}.)");
+    assert!(!ok && said.contains(&advice), "{said}\n{}", server.log());
+    assert_eq!(a(server.addr(), "held.upd.test").len(), 1);
+    let more = "update add more.upd.test 60 A 192.0.2.78";
+    let got = send(Client::Nsupdate, server.addr(), Some("ops"), false, more);
+    assert_eq!(got, "NOTIMP");
+    let server = restarted(server, ZONE);
+    let addr = server.addr();
+    assert_eq!(a(addr, "held.upd.test").len(), 1, "{}", server.log());
+    assert_eq!(zone_serial(addr, ZONE), Some(2), "{}", server.log());
+    let said = format!("lacks the updates its journal {}.jnl holds", file.display());
+    assert!(server.log().contains(&said), "{}", server.log());
+    assert!(server.log().contains(&advice), "{}", server.log());
+    assert!(!file.with_extension("zone.jnl.unapplied").exists());
+    assert_eq!(
+        send(Client::Nsupdate, addr, Some("ops"), false, more),
+        "NOTIMP"
+    );
+    let (ok, said) = ctl(&socket, &["flush", ZONE]);
+    assert!(
+        ok && said.contains("(serial 2)"),
+        "{said}\n{}",
+        server.log()
+    );
+    assert_eq!(file_serial(&file), Some(2));
+    // Flushed: the file alone is the zone, and nothing is held.
+    let server = restarted(server, ZONE);
+    assert_eq!(
+        a(server.addr(), "held.upd.test").len(),
+        1,
+        "{}",
+        server.log()
+    );
+    assert!(!server.log().contains("ERROR"), "{}", server.log());
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
+}
+
+/// [`updates_outlive_allow_update_removed_and_a_restart`] for a zone of
+/// no other setting: with no journal of its own left, the restart did
+/// not even look at its journal file.
+#[test]
+fn updates_of_a_zone_of_no_other_setting_outlive_allow_update_removed() {
+    updates_outlive_allow_update_removed_and_a_restart("held-alone", "");
+}
+
+/// [`updates_outlive_allow_update_removed_and_a_restart`] for a zone that
+/// allows transfers (a journal of its own): the restart set it aside.
+#[test]
+fn updates_of_a_zone_allowing_transfers_outlive_allow_update_removed() {
+    let transfers = "allow-transfer = [\"127.0.0.1\"]";
+    updates_outlive_allow_update_removed_and_a_restart("held-xfr", transfers);
 }
 
 /// A write-back due when the zone is frozen waits for the thaw: the file

@@ -384,6 +384,48 @@ fn take<'b>(body: &'b [u8], at: &mut usize, n: usize) -> Result<&'b [u8], &'stat
     Ok(bytes)
 }
 
+/// The serial the journal file at `path` (of zone `origin`) ends at: the
+/// new SOA of its last entry, the entries before it skipped by their
+/// lengths, not decoded (a start asks this of every journal of a zone
+/// that takes no updates). A last entry cut short or damaged is passed
+/// over, as reading the file back cuts it off. None when the file is
+/// absent, holds no entry, or is no journal of `origin`.
+pub fn last_serial(path: &Path, origin: &Name) -> Option<u32> {
+    use std::io::{Seek, SeekFrom};
+    let file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut input = BufReader::new(file);
+    let header = JournalReader::new(&mut input, len).ok()?;
+    if header.origin() != origin {
+        return None;
+    }
+    let mut at = header.good;
+    let mut starts = Vec::new();
+    while len - at >= ENTRY_HEAD as u64 {
+        let mut head = [0; ENTRY_HEAD];
+        input.seek(SeekFrom::Start(at)).ok()?;
+        input.read_exact(&mut head).ok()?;
+        let body = u64::from(u32::from_be_bytes(head[..4].try_into().expect("4 octets")));
+        if body > u64::from(MAX_ENTRY_BYTES) || body > len - at - ENTRY_HEAD as u64 {
+            break;
+        }
+        starts.push(at);
+        at += ENTRY_HEAD as u64 + body;
+    }
+    // The last entry that reads back whole.
+    starts.iter().rev().find_map(|&start| {
+        input.seek(SeekFrom::Start(start)).ok()?;
+        let mut entry = JournalReader {
+            input: &mut input,
+            origin: origin.clone(),
+            good: start,
+            len,
+            damage: None,
+        };
+        entry.next().map(|step| serial_of(&step.new_soa))
+    })
+}
+
 /// Whether the file at `path` holds something other than a Heron journal
 /// (another server's, such as BIND's `FILE.jnl`): such a file is never
 /// written over, cut or removed ([`crate::disk::starts_otherwise`]).

@@ -525,6 +525,15 @@ impl Found {
     pub(crate) fn files(&self) -> impl Iterator<Item = (&Name, &Path)> {
         self.0.iter().map(|(origin, path)| (origin, path.as_path()))
     }
+
+    /// The journal file at `path` of `origin`, found otherwise (a zone
+    /// that takes no updates, whose journal holds updates), unless it is
+    /// listed already.
+    pub fn add(&mut self, origin: &Name, path: &Path) {
+        if !self.0.iter().any(|(o, p)| o == origin && p == path) {
+            self.0.push((origin.clone(), path.to_path_buf()));
+        }
+    }
 }
 
 /// Looks for the journal `files` of zones (origin, path): one listing of
@@ -944,6 +953,39 @@ mod tests {
         assert_eq!(change_not_in(&new, &step), None);
         let said = change_not_in(&old, &step).expect("the old zone does not hold it");
         assert!(said.contains("at serial"), "{said}");
+    }
+
+    /// The serial a journal ends at, read from its last entry alone: a
+    /// torn or damaged last entry is passed over; another zone's journal,
+    /// or none, has none.
+    #[test]
+    fn a_journal_ends_at_its_last_good_entrys_serial() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.jnl");
+        let origin = Name::parse("w.test").unwrap();
+        assert_eq!(file::last_serial(&path, &origin), None, "no file");
+        file::write_file(&path, &origin, &[]).unwrap();
+        assert_eq!(file::last_serial(&path, &origin), None, "no entry");
+        file::write_file(&path, &origin, &[step(1, 2), step(2, 3), step(3, 7)]).unwrap();
+        assert_eq!(file::last_serial(&path, &origin), Some(7));
+        let other = Name::parse("x.test").unwrap();
+        assert_eq!(file::last_serial(&path, &other), None);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(
+            file::last_serial(&path, &origin),
+            Some(3),
+            "a damaged last entry"
+        );
+        bytes.truncate(last - 2);
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(
+            file::last_serial(&path, &origin),
+            Some(3),
+            "a torn last entry"
+        );
     }
 
     #[test]

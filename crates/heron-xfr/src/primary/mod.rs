@@ -39,14 +39,19 @@ pub struct ZonePolicy {
     /// Who may change the zone by dynamic update, and how its serial
     /// moves on (nobody by default).
     pub update: UpdateSettings,
+    /// The zone takes no updates now, but its journal holds updates its
+    /// file lacks (answered before `allow-update` went, under
+    /// `zonefile-sync = "never"`): the journal stays its journal, kept
+    /// and replayed at a start, until the zone is written to its file.
+    pub holds_updates: bool,
 }
 
 impl ZonePolicy {
     /// Whether the zone keeps a history of its versions: someone may
     /// transfer it (by IXFR) or update it (the journal is what keeps the
-    /// updates across restarts).
+    /// updates across restarts), or its journal holds updates.
     pub fn keeps_history(&self) -> bool {
-        !self.allow_transfer.is_empty() || self.takes_updates()
+        !self.allow_transfer.is_empty() || self.takes_updates() || self.holds_updates
     }
 
     /// Whether someone may update the zone.

@@ -1914,6 +1914,8 @@ fn zone_policy(
         journal_file: None,
         // A `[[zone]]`'s own, set from its `allow-update`.
         update: Default::default(),
+        // Found at a start, kept by a reconfigure: never configured.
+        holds_updates: false,
     })
 }
 

@@ -587,6 +587,16 @@ pub fn find_unsigned_served(settings: &crate::config::Settings, config: &Path) {
     *unsigned_served() = found;
 }
 
+/// The serial of the file of a zone signed here before that is served
+/// unsigned at `served`, a serial kept past the signed versions'
+/// ([`unsigned_serial_past_the_signed`]); None when it is served at its
+/// file's own.
+pub fn file_serial_of_served(origin: &Name, served: u32) -> Option<u32> {
+    let dir = unsigned_served().get(&origin.to_lowercase()).cloned()?;
+    let kept = read_served(&dir, origin)?;
+    kept.file.filter(|_| kept.served == served)
+}
+
 /// For a zone signed here before and served unsigned now from a file
 /// whose serial is not past the one last served: the serial to serve,
 /// since secondaries take only a newer one (the same serial for the same

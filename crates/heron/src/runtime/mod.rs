@@ -213,6 +213,9 @@ struct Reconfiguration {
     listed: Listed,
     /// Why `[dnstap]` could not be applied, if it could not.
     dnstap_failed: Option<String>,
+    /// The zones whose new settings wait for their updates to be in their
+    /// file (`zonefile-sync = "never"`): what each keeps meanwhile.
+    held: Vec<String>,
 }
 
 /// The reload's work, off the runtime: the configuration read again (for
@@ -274,7 +277,7 @@ fn rebuild(
     update::files_not_taken(not_taken, &loaded_before, shared_files, &mut outcome);
     remove_zones(xfr, &mut next, &config.removed);
     outcome.removed = config.removed;
-    outcome.settings_failed(config.dnstap_failed);
+    not_applied(&mut outcome, config.dnstap_failed, config.held);
     // After the removals: a catalog rejected for a zone configured by
     // hand is taken once the hand lets go of it.
     if let (Some(_), Some(running)) = (&config.catalogs, xfr.secondaries.lock().unwrap().as_mut()) {
@@ -296,6 +299,13 @@ fn rebuild(
     drop(current);
     memory::settle(&catalog.load_full());
     (outcome, changed, swap)
+}
+
+/// What a reload's configuration could not apply: `[dnstap]` (`dnstap`),
+/// and the zones `held` by their updates (the answer says so, not a bare
+/// "ok"); the reload fails.
+fn not_applied(outcome: &mut Outcome, dnstap: Option<String>, held: Vec<String>) {
+    (dnstap.into_iter().chain(held)).for_each(|e| outcome.settings_failed(Some(e)));
 }
 
 /// Takes from the zone files which zones are signed here and which keep
@@ -335,7 +345,8 @@ fn reconfigure(
         .collect();
     update::move_journals(xfr, &new.policies);
     let leaving = (&signed_now, &new.removed[..]);
-    for origin in update::write_back_leaving(catalog, xfr, &mut new.policies, leaving) {
+    let (still_signed, held) = update::write_back_leaving(catalog, xfr, &mut new.policies, leaving);
+    for origin in still_signed {
         if let Some(signing) = xfr.signings.get(&origin) {
             files.keep_signing(&origin, signing);
         }
@@ -377,6 +388,7 @@ fn reconfigure(
     }
     Reconfiguration {
         dnstap_failed,
+        held,
         removed: new.removed,
         secondaries: Some((new.secondaries, new.consumed, (new.secondary, new.xot))),
         catalogs: Some(new.catalogs),

@@ -425,16 +425,19 @@ fn move_file(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()
 /// file read unsigned does not take (regression hunt: its updates were
 /// lost). One that cannot be written keeps its update settings
 /// (`policies` changed back) until a later reconfigure can write it.
-/// Under `zonefile-sync = "never"` the file is left alone, as promised,
-/// and the operator told.
+/// Under `zonefile-sync = "never"` the file is left alone, as promised:
+/// such a zone still configured keeps what it needs until `heron ctl
+/// flush` has written it ([`hold_under_never`]), said in the returned
+/// lines, which the reload's answer gives.
 pub(crate) fn write_back_leaving(
     catalog: &SharedCatalog,
     xfr: &Transfers,
     policies: &mut HashMap<Name, ZonePolicy>,
     (signed_now, removed): (&HashSet<Name>, &[Name]),
-) -> Vec<Name> {
+) -> (Vec<Name>, Vec<String>) {
     // Zones whose signing stays until their file holds their updates.
     let mut still_signed = Vec::new();
+    let mut held = Vec::new();
     let configured = xfr.primary.policies();
     for origin in xfr.unwritten.origins() {
         let Some(old) = configured.get(&origin) else {
@@ -451,18 +454,20 @@ pub(crate) fn write_back_leaving(
         };
         let leaving = match new.as_ref().map(|p| p.takes_updates()) {
             Some(true) => "no longer signed here",
+            Some(false) if !old.takes_updates() => "takes no updates",
             Some(false) => "no longer takes updates",
             None => "no longer configured",
         };
         let Some((path, _)) = &old.update.write_back else {
-            if unsigned_now && new.is_some() {
-                keep_signed_under_never(&origin, leaving, old, new);
-                still_signed.push(origin);
-                continue;
+            let signed_here = xfr.signings.get(&origin).is_some();
+            match hold_under_never(&origin, (leaving, unsigned_now, signed_here), old, new) {
+                Some(said) if unsigned_now => {
+                    still_signed.push(origin);
+                    held.push(said);
+                }
+                Some(said) => held.push(said),
+                None => {}
             }
-            tracing::warn!(
-                "zone {origin}: {leaving}, and its file lacks the updates answered (zonefile-sync = \"never\"): only its journal holds them"
-            );
             continue;
         };
         let signed_here = xfr.signings.get(&origin).is_some();
@@ -500,15 +505,48 @@ pub(crate) fn write_back_leaving(
             }
         }
     }
-    still_signed
+    (still_signed, held)
 }
 
-/// A zone signed here losing its policy under `zonefile-sync = "never"`
-/// while its file lacks updates: read unsigned, the file would be served
-/// without them, and the signed journal set aside (regression hunt), so
-/// it stays signed; its update settings stay too (`new` changed back),
-/// since a zone that takes none is read from its file (black-box
-/// finding: its updates were lost so).
+/// A zone whose file lacks updates, and that no longer takes them (or
+/// is no longer signed here) under `zonefile-sync = "never"`: a zone
+/// signed here losing its policy stays signed ([`keep_signed_under_never`]);
+/// an unsigned zone still configured keeps its journal (`new` holds its
+/// updates, [`ZonePolicy::holds_updates`]), so that the updates stay
+/// served, at a reload and a restart, until `heron ctl flush` writes
+/// them (black-box finding: a restart served its file alone, the updates
+/// gone). What was kept is said, for the reload's answer; a zone no
+/// longer configured (or still signed, its journal of signed steps) is
+/// warned of only.
+fn hold_under_never(
+    origin: &Name,
+    (leaving, unsigned_now, signed_here): (&str, bool, bool),
+    old: &ZonePolicy,
+    new: Option<&mut ZonePolicy>,
+) -> Option<String> {
+    match new {
+        Some(new) if unsigned_now => Some(keep_signed_under_never(origin, leaving, old, Some(new))),
+        Some(new) if !signed_here => {
+            new.holds_updates = true;
+            new.journal_file = new.journal_file.take().or(old.journal_file.clone());
+            let journal = new
+                .journal_file
+                .as_deref()
+                .unwrap_or(std::path::Path::new("?"));
+            Some(format!(
+                "zone {origin}: {leaving}, but its file lacks the updates answered (zonefile-sync = \"never\"): they stay served, and its journal {} is kept (replayed at a restart), until they are in the file (heron ctl flush {origin})",
+                journal.display()
+            ))
+        }
+        _ => {
+            tracing::warn!(
+                "zone {origin}: {leaving}, and its file lacks the updates answered (zonefile-sync = \"never\"): only its journal holds them"
+            );
+            None
+        }
+    }
+}
+
 /// The new policy of `origin`, None if the zone is `removed`. A zone
 /// still configured but with no setting of its own has no entry: it gets
 /// the default one, its journal where it was (regression hunt: taken for
@@ -529,12 +567,18 @@ fn still_configured<'p>(
     }))
 }
 
+/// A zone signed here losing its policy under `zonefile-sync = "never"`
+/// while its file lacks updates: read unsigned, the file would be served
+/// without them, and the signed journal set aside (regression hunt), so
+/// it stays signed; its update settings stay too (`new` changed back),
+/// since a zone that takes none is read from its file (black-box
+/// finding: its updates were lost so). Returns what to say.
 fn keep_signed_under_never(
     origin: &Name,
     leaving: &str,
     old: &ZonePolicy,
     new: Option<&mut ZonePolicy>,
-) {
+) -> String {
     let and_updates = match new {
         Some(new) if !new.takes_updates() => {
             new.update = old.update.clone();
@@ -544,9 +588,9 @@ fn keep_signed_under_never(
         }
         _ => "",
     };
-    tracing::error!(
+    format!(
         "zone {origin}: {leaving}, but its file lacks the updates answered (zonefile-sync = \"never\"): it stays signed{and_updates} until they are in it (heron ctl flush {origin}, then heron ctl reconfigure)"
-    );
+    )
 }
 
 /// `zone` without what a signer made, at its next serial: the file of a
@@ -1022,7 +1066,7 @@ pub(crate) fn replay_journals(
 ) -> Vec<(Name, u32)> {
     let mut replayed = Vec::new();
     let is_signed = |origin: &Name| signed.iter().any(|(o, _)| o == origin);
-    let updated = policies.iter().filter(|(_, p)| p.takes_updates());
+    let updated = (policies.iter()).filter(|(_, p)| p.takes_updates() || p.holds_updates);
     // Heron's signed zones: carried over by `update_signed` instead.
     for (origin, policy) in updated.filter(|(o, _)| !is_signed(o)) {
         let (Some(path), Some(zone)) = (policy.journal_path(), catalog.get(origin)) else {
@@ -1030,11 +1074,89 @@ pub(crate) fn replay_journals(
         };
         if let Some(next) = replay_one(zone, path, policy) {
             let file_serial = zone.serial();
+            if !policy.takes_updates() {
+                tracing::error!(
+                    "zone {origin}: it takes no updates, but its file lacks the updates its journal {} holds (answered before allow-update went, under zonefile-sync = \"never\"): they are served (serial {}), and the journal kept, until they are in the file (heron ctl flush {origin})",
+                    path.display(),
+                    next.serial()
+                );
+            }
             catalog.insert(next);
             replayed.push((origin.clone(), file_serial));
         }
     }
     replayed
+}
+
+/// At a start, the zones configured that take no updates now, whose
+/// journal file (the one configured, or `FILE.jnl`) ends past the serial
+/// their file was loaded at: updates answered while they took them
+/// (`allow-update` taken away under `zonefile-sync = "never"`), which
+/// their journal alone holds. Each keeps its journal
+/// ([`ZonePolicy::holds_updates`], in `policies`), so that it is
+/// replayed ([`replay_journals`]) and kept until the zone is written to
+/// its file (black-box finding: the file alone was served, the updates
+/// gone without a word). The journals' folders are listed once, not
+/// asked zone by zone; each zone held and its journal is returned.
+/// Heron's signed zones are left out: their journals' serials are not
+/// their files'.
+pub(crate) fn hold_journals(
+    catalog: &Catalog,
+    zones: &[crate::config::ZoneSpec],
+    policies: &mut HashMap<Name, ZonePolicy>,
+) -> Vec<(Name, std::path::PathBuf)> {
+    use heron_xfr::journal::file::path_for;
+    let takes_updates = |o: &Name| policies.get(o).is_some_and(|p| p.takes_updates());
+    let candidates: Vec<(&Name, std::path::PathBuf)> = (zones.iter())
+        .filter(|z| z.signing.is_none() && !z.kept && !takes_updates(&z.origin))
+        .map(|z| {
+            let configured = policies.get(&z.origin).and_then(|p| p.journal_file.clone());
+            (&z.origin, configured.unwrap_or_else(|| path_for(&z.file)))
+        })
+        .collect();
+    let paths: Vec<&std::path::Path> = candidates.iter().map(|(_, p)| p.as_path()).collect();
+    let exist = heron_xfr::secondary::store::which_exist(&paths);
+    let found: Vec<(&Name, &std::path::Path)> = (candidates.iter().zip(exist))
+        .filter(|(_, exists)| *exists)
+        .map(|((origin, path), _)| (*origin, path.as_path()))
+        .collect();
+    // Read on every core, as the journals are read back after.
+    let threads = heron_zone::cores().min(found.len().div_ceil(256)).max(1);
+    let share = found.len().div_ceil(threads).max(1);
+    let held: Vec<(Name, std::path::PathBuf)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (found.chunks(share))
+            .map(|part| {
+                s.spawn(move || {
+                    (part.iter())
+                        .filter(|(origin, path)| ends_past_the_file(catalog, origin, path))
+                        .map(|(origin, path)| ((*origin).clone(), path.to_path_buf()))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let done = workers.into_iter().map(|w| w.join().unwrap_or_default());
+        done.flatten().collect()
+    });
+    for (origin, path) in &held {
+        let policy = policies.entry(origin.clone()).or_default();
+        policy.holds_updates = true;
+        policy.journal_file = Some(path.clone());
+    }
+    held
+}
+
+/// Whether the journal at `path` of zone `origin` (as `catalog` serves
+/// it, loaded from its file) ends past its file's serial.
+fn ends_past_the_file(catalog: &Catalog, origin: &Name, path: &std::path::Path) -> bool {
+    let last = heron_xfr::journal::file::last_serial(path, origin);
+    let (Some(zone), Some(last)) = (catalog.get(origin), last) else {
+        return false;
+    };
+    // Served past the signed versions it had, its file's own serial is
+    // what the journal went on from.
+    let file = crate::plan::signing::file_serial_of_served(origin, zone.serial());
+    let file = file.unwrap_or(zone.serial());
+    heron_xfr::serial::is_newer(last, file) && last != zone.serial()
 }
 
 /// `zone` as loaded from its file, with the steps of its journal at
@@ -1281,7 +1403,8 @@ pub(crate) fn keep_updates(
         .collect();
     for (old, new) in reread {
         let policy = primary.policy(old.origin());
-        let Some(path) = policy.journal_path().filter(|_| policy.takes_updates()) else {
+        let updated = policy.takes_updates() || policy.holds_updates;
+        let Some(path) = policy.journal_path().filter(|_| updated) else {
             continue;
         };
         let signing = xfr.signings.get(old.origin());

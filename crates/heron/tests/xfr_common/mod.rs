@@ -148,3 +148,29 @@ pub fn soa_serials(stdout: &[u8]) -> Vec<u32> {
         })
         .collect()
 }
+
+/// Writes the configuration file `config` again without its lines that
+/// start with one of `gone`.
+pub fn config_without(config: &std::path::Path, gone: &[&str]) {
+    let text = std::fs::read_to_string(config).unwrap();
+    let text: String = (text.lines())
+        .filter(|l| !gone.iter().any(|g| l.starts_with(g)))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(config, text).unwrap();
+}
+
+/// `server` (of zone `origin`) killed and started again on its
+/// configuration file as it is now, on a fresh port (its control socket
+/// where it was).
+pub fn restarted(
+    mut server: heron_testkit::ServerProcess,
+    origin: &str,
+) -> heron_testkit::ServerProcess {
+    let text = std::fs::read_to_string(server.dir().join("heron.toml")).unwrap();
+    let old = format!("127.0.0.1:{}", server.addr().port());
+    server.kill();
+    heron_testkit::ServerProcess::heron_with_config(&heron(), origin, move |port| {
+        text.replace(&old, &format!("127.0.0.1:{port}"))
+    })
+}
