@@ -1157,3 +1157,33 @@ fn an_unreadable_kept_serial_is_said() {
         restarted.log()
     );
 }
+
+/// A zone Heron signs that loses `allow-update` (its policy kept) under
+/// `"never"` while its file lacks updates: the reconfigure says the
+/// journal is kept and that only a flush keeps them over a restart (not a
+/// bare "ok"), a reload keeps them served, and after `heron ctl flush`
+/// a restart serves them (black-box finding: nothing said, a restart
+/// served the file without them).
+#[test]
+fn a_signed_zone_losing_allow_update_under_never_says_to_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_with(dir.path(), "", "zonefile-sync = \"never\"");
+    let addr = server.addr();
+    let add = "update add pending.sup.test 300 TXT \"kept\"";
+    assert_eq!(nsupdate(addr, add), "NOERROR");
+    let (ok, said) = reconfigure_without(&server, dir.path(), &["allow-update", "zonefile-sync"]);
+    let advice = format!(
+        "which serves its file without them), until they are in the file (heron ctl flush {ZONE}.)"
+    );
+    assert!(!ok && said.contains(&advice), "{said}");
+    let kept = |addr| {
+        let out = kdig(addr, &["pending.sup.test", "TXT", "+short"]);
+        String::from_utf8_lossy(&out.stdout).contains("kept")
+    };
+    let (_, said) = ctl(dir.path(), &["reload", "--force", ZONE]);
+    assert!(kept(addr), "{said}\n{}", server.log());
+    let (ok, said) = ctl(dir.path(), &["flush", ZONE]);
+    assert!(ok, "{said}");
+    let server = restarted(server, ZONE);
+    assert!(kept(server.addr()), "{}", server.log());
+}

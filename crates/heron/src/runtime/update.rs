@@ -511,13 +511,13 @@ pub(crate) fn write_back_leaving(
 /// A zone whose file lacks updates, and that no longer takes them (or
 /// is no longer signed here) under `zonefile-sync = "never"`: a zone
 /// signed here losing its policy stays signed ([`keep_signed_under_never`]);
-/// an unsigned zone still configured keeps its journal (`new` holds its
+/// another zone still configured keeps its journal (`new` holds its
 /// updates, [`ZonePolicy::holds_updates`]), so that the updates stay
-/// served, at a reload and a restart, until `heron ctl flush` writes
-/// them (black-box finding: a restart served its file alone, the updates
-/// gone). What was kept is said, for the reload's answer; a zone no
-/// longer configured (or still signed, its journal of signed steps) is
-/// warned of only.
+/// served, at a reload and (unsigned) a restart, until `heron ctl flush`
+/// writes them (black-box finding: a restart served its file alone, the
+/// updates gone; nothing said of a signed zone's). What was kept is
+/// said, for the reload's answer; a zone no longer configured is warned
+/// of only.
 fn hold_under_never(
     origin: &Name,
     (leaving, unsigned_now, signed_here): (&str, bool, bool),
@@ -526,15 +526,21 @@ fn hold_under_never(
 ) -> Option<String> {
     match new {
         Some(new) if unsigned_now => Some(keep_signed_under_never(origin, leaving, old, Some(new))),
-        Some(new) if !signed_here => {
+        Some(new) => {
             new.holds_updates = true;
             new.journal_file = new.journal_file.take().or(old.journal_file.clone());
             let journal = new
                 .journal_file
                 .as_deref()
                 .unwrap_or(std::path::Path::new("?"));
+            // A start cannot tell a signed zone's updates from its
+            // file's edits: only a flush keeps them then.
+            let restart = match signed_here {
+                true => "not replayed at a restart, which serves its file without them",
+                false => "replayed at a restart",
+            };
             Some(format!(
-                "zone {origin}: {leaving}, but its file lacks the updates answered (zonefile-sync = \"never\"): they stay served, and its journal {} is kept (replayed at a restart), until they are in the file (heron ctl flush {origin})",
+                "zone {origin}: {leaving}, but its file lacks the updates answered (zonefile-sync = \"never\"): they stay served, and its journal {} is kept ({restart}), until they are in the file (heron ctl flush {origin})",
                 journal.display()
             ))
         }
@@ -1506,8 +1512,8 @@ fn file_not_taken(old: &Zone, journal: &std::path::Path, why: &str, frozen: bool
     }
 }
 
-/// The signed zones that take updates and are not frozen, among those
-/// `current` serves (lower-cased origins): a reload keeps the version
+/// The signed zones that take updates (or hold some) and are not frozen,
+/// among those `current` serves (lower-cased origins): a reload keeps the version
 /// served ([`crate::plan::zone_files::ZoneFiles::load_selected`]).
 pub(crate) fn held_signed(current: &Catalog, xfr: &Transfers) -> HashSet<Name> {
     // The signed zones are few: looked at alone, not every zone served.
@@ -1516,7 +1522,8 @@ pub(crate) fn held_signed(current: &Catalog, xfr: &Transfers) -> HashSet<Name> {
         .filter(|origin| {
             current.get(origin).is_some_and(|zone| {
                 let policy = xfr.primary.policy(zone.origin());
-                policy.takes_updates() && policy.journal_path().is_some()
+                let updated = policy.takes_updates() || policy.holds_updates;
+                updated && policy.journal_path().is_some()
             })
         })
         .collect()
