@@ -397,6 +397,58 @@ fn check_config_checks_zone_files_beside_configuration_errors() {
     );
 }
 
+/// Black-box findings AM-7 and AM-8: two zones whose files collide once
+/// Heron writes them (a zone taking updates written back over the other
+/// one's file; two signed zones' one `FILE.signed`; a kept copy named as
+/// a signed zone's signed copy) passed check-config, and one zone's file
+/// was lost at the next restart. check-config refuses them, naming the
+/// path and both zones; zones that only read one file still pass.
+#[test]
+fn check_config_refuses_zones_that_would_write_one_file() {
+    let dir = TempDir::new("check-shared");
+    let path = dir.0.join("heron.toml");
+    // Relative names only: any zone may read it.
+    let parked = "@ 60 SOA ns h 1 2 3 4 5\n@ 60 NS ns\nns 60 A 192.0.2.1\n";
+    fs::write(dir.0.join("z.zone"), parked).unwrap();
+    let zone = |origin: &str, file: &str, more: &str| {
+        format!("[[zone]]\norigin = \"{origin}\"\nfile = \"{file}\"\n{more}\n")
+    };
+    let update = "allow-update = [\"127.0.0.1 zonesub ANY\"]\nzonefile-sync = 1";
+    let signed = "dnssec-policy = \"default\"";
+    let cases = [
+        (
+            zone("s.test", "z.zone", "") + &zone("t.test", "z.zone", update),
+            "z.zone is used by zone s.test. (zone file) and zone t.test. (zone file (written back after updates))",
+        ),
+        (
+            zone("s.test", "z.zone", signed) + &zone("t.test", "z.zone", signed),
+            "z.zone.signed is used by zone s.test. (signed copy (written by every signing)) and zone t.test. (signed copy",
+        ),
+        (
+            zone("s.test", "z.zone", signed)
+                + &zone("k.test", "z.zone.signed", "primaries = [\"127.0.0.1:53\"]"),
+            "z.zone.signed is used by zone",
+        ),
+    ];
+    for (text, want) in cases {
+        fs::write(&path, &text).unwrap();
+        let (ok, said) = check_config(&path);
+        assert!(!ok, "{text}: {said}");
+        assert!(
+            said.contains(want) && said.contains("give each its own file"),
+            "{text}: {said}"
+        );
+    }
+    // Parked domains: zones that only read one file.
+    fs::write(
+        &path,
+        zone("s.test", "z.zone", "") + &zone("t.test", "z.zone", signed),
+    )
+    .unwrap();
+    let (ok, said) = check_config(&path);
+    assert!(ok, "{said}");
+}
+
 const SUBCOMMANDS: [&str; 9] = [
     "serve",
     "check-zone",

@@ -62,6 +62,7 @@
 //! allow-transfer = ["192.0.2.0/24"]
 //! ```
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -96,7 +97,7 @@ pub mod dnssec;
 pub mod dnstap;
 mod every_error;
 pub mod metrics;
-mod shared_files;
+pub(crate) mod shared_files;
 mod shield;
 mod sources;
 
@@ -1982,7 +1983,8 @@ pub fn parse_zone_arg(arg: &str) -> Result<ZoneSpec, String> {
     zone_spec(origin, Path::new(file))
 }
 
-/// A file that a zone writes (a secondary's kept copy, a journal) and
+/// A file that a zone writes (a secondary's kept copy, a journal, the
+/// file of a zone taking updates, the files beside it Heron keeps) and
 /// another zone also uses, or one zone in two ways: see [`shared_files`].
 fn check_shared_files(
     zones: &[ZoneSpec],
@@ -1993,21 +1995,49 @@ fn check_shared_files(
     use shared_files::Use;
     let kept: HashSet<&Name> = secondaries.iter().map(|s| &s.origin).collect();
     let generated: HashSet<&Name> = catalogs.iter().map(|c| &c.origin).collect();
-    let files = zones.iter().map(|z| {
+    let files = zones.iter().flat_map(|z| {
+        let policy = policies.get(&z.origin);
+        let updated = policy.is_some_and(|p| p.takes_updates());
         let what = if kept.contains(&z.origin) {
             Use::KeptCopy
         } else if generated.contains(&z.origin) {
             Use::GeneratedCatalog
+        } else if updated {
+            Use::UpdatedZoneFile
         } else {
             Use::ZoneFile
         };
-        (&z.origin, what, z.file.as_path())
+        let journal = policy.and_then(|p| p.journal_file.as_deref());
+        let own = std::iter::once((&z.origin, what, Cow::Borrowed(z.file.as_path())));
+        own.chain(files_beside(z, updated, journal))
     });
     let journals = policies.iter().filter_map(|(origin, policy)| {
         let file = policy.journal_file.as_deref()?;
-        Some((origin, Use::Journal, file))
+        Some((origin, Use::Journal, Cow::Borrowed(file)))
     });
     shared_files::conflicts(files.chain(journals))
+}
+
+/// The files Heron writes beside a zone's file (or kept copy), `updated`
+/// if the zone takes updates, `journal` its journal file if it has one.
+fn files_beside<'a>(
+    zone: &'a ZoneSpec,
+    updated: bool,
+    journal: Option<&'a Path>,
+) -> impl Iterator<Item = shared_files::FileUse<'a>> {
+    use shared_files::{CARRIED, KEY_NOTE, REJECTED, SIGNED_COPY, Use, beside};
+    let signed = zone.signing.is_some();
+    let file = zone.file.as_path();
+    let signed_files = [(Use::SignedCopy, SIGNED_COPY), (Use::KeyNote, KEY_NOTE)]
+        .into_iter()
+        .filter(move |_| signed)
+        .map(move |(what, suffix)| (what, beside(file, suffix)));
+    let carried = journal
+        .filter(|_| signed)
+        .map(|journal| (Use::Carried, beside(journal, CARRIED)));
+    let rejected = updated.then(|| (Use::Rejected, beside(file, REJECTED)));
+    (signed_files.chain(carried).chain(rejected))
+        .map(move |(what, path)| (&zone.origin, what, Cow::Owned(path)))
 }
 
 fn check_unique_origins(zones: &[ZoneSpec]) -> Vec<String> {
@@ -3214,6 +3244,7 @@ udp-coalesce-us = 1001
         let secondary =
             |origin: &str, file: &str| zone(origin, file, "primaries = [\"192.0.2.1\"]");
         let transfer = "allow-transfer = [\"::1\"]";
+        let signed = "dnssec-policy = \"default\"";
         let cases = [
             (
                 // The finding: a secondary kept in a primary zone's file.
@@ -3237,6 +3268,28 @@ udp-coalesce-us = 1001
                     + &zone("p.test", "g.test", ""),
                 "/etc/heron/g.test is used by",
             ),
+            (
+                // AM-7: the zone taking updates is written back over the
+                // other zone's file.
+                zone("s.test", "z.zone", "")
+                    + &zone("t.test", "z.zone", "allow-update = [\"127.0.0.1 zonesub ANY\"]"),
+                "/etc/heron/z.zone is used by zone s.test. (zone file) and zone t.test. \
+                 (zone file (written back after updates))",
+            ),
+            (
+                // AM-8: signed zones sharing a file would share its
+                // signed copy.
+                zone("s.test", "z.zone", signed) + &zone("t.test", "z.zone", signed),
+                "/etc/heron/z.zone.signed is used by zone s.test. (signed copy",
+            ),
+            (
+                zone("s.test", "z.zone", signed) + &secondary("k.test", "z.zone.signed"),
+                "zone k.test. (kept copy",
+            ),
+            (
+                zone("s.test", "z.zone", signed) + &zone("k.test", "z.zone.key-directory", ""),
+                "(key directory note",
+            ),
         ];
         for (text, want) in cases {
             let errors = parse(&text).unwrap_err();
@@ -3251,7 +3304,10 @@ udp-coalesce-us = 1001
         let fine = zone("a.test", "same.zone", "")
             + &zone("b.test", "same.zone", "")
             + &secondary("s.test", "s.zone")
-            + &zone("j.test", "j.zone", transfer);
+            + &zone("j.test", "j.zone", transfer)
+            // A signed zone and an unsigned one may share a file too.
+            + &zone("u.test", "signed.zone", "")
+            + &zone("v.test", "signed.zone", signed);
         parse(&fine).unwrap();
     }
 

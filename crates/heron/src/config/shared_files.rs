@@ -1,9 +1,12 @@
 //! Files that two zones, or a zone and a journal, would both use. Zones
 //! that read one zone file are fine (parked domains); but a secondary's
-//! kept copy and a journal are written to, so a file that is one of those
-//! and anything else besides is a mistake: a transfer would overwrite
-//! another zone's source, or a journal append to a zone file.
+//! kept copy, a journal, the zone file of a zone taking updates (written
+//! back) and the files Heron keeps beside a zone's file (`FILE.signed`,
+//! ...) are written to, so a file that is one of those and anything else
+//! besides is a mistake: a transfer would overwrite another zone's
+//! source, or a journal append to a zone file.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::OsString;
 use std::fmt;
@@ -16,12 +19,44 @@ use heron_proto::Name;
 pub enum Use {
     /// Read: a primary zone's source.
     ZoneFile,
+    /// Read, and written back after updates: the source of a primary
+    /// zone that takes updates.
+    UpdatedZoneFile,
     /// Written by each transfer: a secondary zone's copy.
     KeptCopy,
     /// Appended to: a zone's IXFR history.
     Journal,
     /// Written by every change: a catalog zone Heron generates.
     GeneratedCatalog,
+    /// Written by every signing: a signed zone's signed copy
+    /// ([`SIGNED_COPY`]).
+    SignedCopy,
+    /// Written by the signing: where a signed zone's keys are
+    /// ([`KEY_NOTE`]).
+    KeyNote,
+    /// Written at a restart: the updates a signed zone carried over
+    /// ([`CARRIED`], beside its journal).
+    Carried,
+    /// Written by a reload that does not take an edit of the file of a
+    /// zone taking updates ([`REJECTED`]).
+    Rejected,
+}
+
+/// Beside a signed zone's file (or kept copy): its signed version.
+pub const SIGNED_COPY: &str = ".signed";
+/// Beside a signed zone's file: the key directory its keys are in.
+pub const KEY_NOTE: &str = ".key-directory";
+/// Beside a signed zone's journal: what a restart carried over.
+pub const CARRIED: &str = ".carried";
+/// Beside a zone's file: its edit a reload did not take.
+pub const REJECTED: &str = ".rejected";
+
+/// The file named as `file` with `suffix` added (`FILE.signed`): where
+/// Heron keeps what it writes for a zone beside its file.
+pub fn beside(file: &Path, suffix: &str) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
 }
 
 impl Use {
@@ -34,24 +69,32 @@ impl fmt::Display for Use {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Use::ZoneFile => "zone file",
+            Use::UpdatedZoneFile => "zone file (written back after updates)",
             Use::KeptCopy => "kept copy (rewritten by every transfer)",
             Use::Journal => "journal (written by every change)",
             Use::GeneratedCatalog => "generated catalog (written by every change)",
+            Use::SignedCopy => "signed copy (written by every signing)",
+            Use::KeyNote => "key directory note (written by the signing)",
+            Use::Carried => "updates carried over (written at a restart)",
+            Use::Rejected => "rejected edit (written by a reload)",
         })
     }
 }
 
+/// A zone, what it does with a file, and the file.
+pub type FileUse<'a> = (&'a Name, Use, Cow<'a, Path>);
+
 /// One error per file that a zone writes and something else uses too,
 /// naming the zones, the path and what to do. Paths are compared as
 /// [`Paths::key`] resolves them.
-pub fn conflicts<'a>(uses: impl IntoIterator<Item = (&'a Name, Use, &'a Path)>) -> Vec<String> {
+pub fn conflicts<'a>(uses: impl IntoIterator<Item = FileUse<'a>>) -> Vec<String> {
     let mut paths = Paths::default();
     // Keyed by the octets: hashing a Path walks its components, which cost
     // more than the rest of the check for 100,000 zones.
-    let mut by_file: HashMap<OsString, Vec<(&Name, Use, &Path)>> = HashMap::new();
+    let mut by_file: HashMap<OsString, Vec<FileUse>> = HashMap::new();
     for (zone, what, path) in uses {
         by_file
-            .entry(paths.key(path).into_os_string())
+            .entry(paths.key(&path).into_os_string())
             .or_default()
             .push((zone, what, path));
     }

@@ -18,9 +18,8 @@ use crate::config::Settings;
 
 /// The note beside `file`.
 pub fn note_path(file: &Path) -> PathBuf {
-    let mut path = file.as_os_str().to_owned();
-    path.push(".key-directory");
-    PathBuf::from(path)
+    use crate::config::shared_files::{KEY_NOTE, beside};
+    beside(file, KEY_NOTE)
 }
 
 /// The key directory a zone gets without a `key-directory`: `keys`

@@ -1138,9 +1138,8 @@ fn hold_served(
 /// (the newest such edit), since the next write-back replaces `file`
 /// with the version served; what to add to the error.
 pub(crate) fn keep_rejected(file: &std::path::Path) -> String {
-    let mut name = file.as_os_str().to_owned();
-    name.push(".rejected");
-    let kept = std::path::PathBuf::from(name);
+    use crate::config::shared_files::{REJECTED, beside};
+    let kept = beside(file, REJECTED);
     match std::fs::copy(file, &kept) {
         Ok(_) => format!(
             "; the edited file is kept as {} (the next write-back replaces {} with the version served)",

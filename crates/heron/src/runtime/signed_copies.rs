@@ -34,9 +34,8 @@ use crate::plan::zone_files::load_parallel;
 /// Where the signed version of the zone whose file (or kept copy) is
 /// `file` is kept.
 pub(crate) fn signed_copy(file: &Path) -> PathBuf {
-    let mut path = file.as_os_str().to_owned();
-    path.push(".signed");
-    PathBuf::from(path)
+    use crate::config::shared_files::{SIGNED_COPY, beside};
+    beside(file, SIGNED_COPY)
 }
 
 /// Reads the signed copies of `zones` (origin, zone file) that exist,

@@ -158,9 +158,8 @@ fn bring_one_forward(copy: Arc<Zone>, path: &Path) -> Arc<Zone> {
 
 /// Where what a restart carried over is kept, beside the journal.
 pub(crate) fn carried_path(journal: &Path) -> PathBuf {
-    let mut path = journal.as_os_str().to_owned();
-    path.push(".carried");
-    PathBuf::from(path)
+    use crate::config::shared_files::{CARRIED, beside};
+    beside(journal, CARRIED)
 }
 
 /// A record as an update changes it: owner lower-cased, type, RDATA
