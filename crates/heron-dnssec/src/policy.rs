@@ -114,6 +114,14 @@ impl Policy {
     }
 }
 
+/// The longest `signature-validity`, and `inception-offset`: 3660 days,
+/// BIND's bound. An RRSIG's expiration and inception are 32-bit times
+/// compared in serial arithmetic (RFC 4034 3.1.5): 2^31 s (68 years)
+/// or more from one to the other wraps, and the expiration reads as
+/// before the inception (every signature bogus); the two together stay
+/// below 20 years.
+pub const MAX_SIGNATURE_VALIDITY: u32 = 3660 * DAY;
+
 /// Seconds between the server's looks for signatures due for refresh:
 /// each look makes anew those due before the next one.
 pub const SIGNATURE_LOOK: u32 = 3600;
@@ -137,6 +145,18 @@ impl Policy {
         }
         if self.signature_validity < 2 * 3600 {
             out.push("signature-validity must be at least 2h".into());
+        }
+        for (key, seconds) in [
+            ("signature-validity", self.signature_validity),
+            ("inception-offset", self.inception_offset),
+        ] {
+            if seconds > MAX_SIGNATURE_VALIDITY {
+                out.push(format!(
+                    "{key} must be at most 3660d (10 years), not {}d: an RRSIG's expiration \
+                     must stay less than 68 years past its inception (RFC 4034 3.1.5)",
+                    seconds / DAY
+                ));
+            }
         }
         let after_refresh = self
             .signature_validity
@@ -288,6 +308,15 @@ mod tests {
                 signature_validity: 60,
                 ..base.clone()
             },
+            // Black-box finding AM-1: "3650w" wrapped every expiration.
+            Policy {
+                signature_validity: 3650 * 7 * DAY,
+                ..base.clone()
+            },
+            Policy {
+                inception_offset: MAX_SIGNATURE_VALIDITY + 1,
+                ..base.clone()
+            },
             // Every signature would come due at each hourly look.
             Policy {
                 signature_validity: 3 * 3600,
@@ -322,6 +351,12 @@ mod tests {
             ..base.clone()
         };
         assert!(shortest_life_at_limit.problems().is_empty());
+        let longest = Policy {
+            signature_validity: MAX_SIGNATURE_VALIDITY,
+            inception_offset: MAX_SIGNATURE_VALIDITY,
+            ..base.clone()
+        };
+        assert!(longest.problems().is_empty(), "{:?}", longest.problems());
         let at_limit = Policy {
             denial: Denial::Nsec3 {
                 iterations: MAX_NSEC3_ITERATIONS,

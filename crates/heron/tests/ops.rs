@@ -449,6 +449,26 @@ fn check_config_refuses_zones_that_would_write_one_file() {
     assert!(ok, "{said}");
 }
 
+/// Black-box findings: values check-config passed though the server
+/// could not work with them. Each is refused now, with what is wrong.
+#[test]
+fn check_config_refuses_settings_that_cannot_work() {
+    let dir = TempDir::new("check-bounds");
+    let path = dir.0.join("heron.toml");
+    let cases = [
+        // AM-1: every RRSIG expiration wrapped past 2^32 s.
+        (
+            "[[dnssec-policy]]\nname = \"p\"\nsignature-validity = \"3650w\"\n",
+            "signature-validity must be at most 3660d",
+        ),
+    ];
+    for (text, want) in cases {
+        fs::write(&path, text).unwrap();
+        let (ok, said) = check_config(&path);
+        assert!(!ok && said.contains(want), "{text}: {said}");
+    }
+}
+
 const SUBCOMMANDS: [&str; 9] = [
     "serve",
     "check-zone",
