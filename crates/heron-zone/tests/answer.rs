@@ -693,6 +693,26 @@ fn chaos_identity_answers_only_when_configured() {
     );
 }
 
+/// Black-box finding AL-1: `version = ""` was answered with a TXT of no
+/// character-string (RDLENGTH 0), a malformed message dig rejects. An
+/// empty text hides the name as no text does: REFUSED.
+#[test]
+fn chaos_names_with_an_empty_text_are_refused() {
+    let cat = catalog();
+    let cfg = AnswerConfig {
+        version: Some(String::new()),
+        identity: Some(String::new()),
+        ..AnswerConfig::default()
+    };
+    for name in ["version.bind", "id.server", "hostname.bind"] {
+        let mut query = q(name, RType::TXT);
+        query.qclass = 3;
+        let (m, _) = ask_with(&cat, &cfg, &query);
+        assert_eq!(m.rcode(), Rcode::REFUSED, "{name}");
+        assert!(m.answers.is_empty(), "{name}");
+    }
+}
+
 #[test]
 fn edns_is_echoed_and_negotiated() {
     let m = ask(q("example.test", RType::A).edns(4096, 0, true));

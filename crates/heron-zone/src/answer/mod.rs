@@ -46,9 +46,11 @@ pub struct AnswerConfig {
     /// Largest UDP response we send, whatever the client offers (RFC 6891
     /// 6.2.5; 1232 avoids IP fragmentation on common paths).
     pub max_udp_payload: u16,
-    /// Answer for CH TXT `version.bind` / `version.server`; REFUSED if None.
+    /// Answer for CH TXT `version.bind` / `version.server`; REFUSED if
+    /// None or empty.
     pub version: Option<String>,
-    /// Answer for CH TXT `id.server` / `hostname.bind`; REFUSED if None.
+    /// Answer for CH TXT `id.server` / `hostname.bind`; REFUSED if None or
+    /// empty.
     pub identity: Option<String>,
 }
 
