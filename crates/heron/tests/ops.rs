@@ -461,6 +461,15 @@ fn check_config_refuses_settings_that_cannot_work() {
             "[[dnssec-policy]]\nname = \"p\"\nsignature-validity = \"3650w\"\n",
             "signature-validity must be at most 3660d",
         ),
+        // AL-2: every TCP and TLS connection was closed on accept.
+        (
+            "[tcp]\nmax-connections = 0\n",
+            "[tcp] max-connections must be at least 1",
+        ),
+        (
+            "[tcp]\nmax-connections-per-client = 0\n",
+            "[tcp] max-connections-per-client must be at least 1",
+        ),
     ];
     for (text, want) in cases {
         fs::write(&path, text).unwrap();

@@ -702,9 +702,21 @@ fn default_idle() -> u64 {
 const MAX_TCP_TIMEOUT: u64 = 86_400;
 
 /// Errors in `[tcp]`: prefix lengths an address cannot have, a timeout of
-/// zero (every connection or message would be late) or past a day.
+/// zero (every connection or message would be late) or past a day, a
+/// connection limit of zero (every connection, TLS too, closed on accept).
 fn check_tcp(tcp: &TcpSection) -> Vec<String> {
     let mut errors = Vec::new();
+    for (key, limit) in [
+        ("max-connections", tcp.max_connections),
+        ("max-connections-per-client", tcp.max_connections_per_client),
+    ] {
+        if limit == 0 {
+            errors.push(format!(
+                "[tcp] {key} must be at least 1, not 0: every TCP and TLS connection \
+                 would be closed on accept"
+            ));
+        }
+    }
     for (key, seconds) in [
         ("idle-timeout", tcp.idle_timeout),
         ("message-timeout", tcp.message_timeout),
@@ -2408,6 +2420,19 @@ mod tests {
                 let said = format!("[tcp] {key} must be 1 to 86400 seconds, not {bad}");
                 assert!(errors.iter().any(|e| e.ends_with(&said)), "{errors:?}");
             }
+        }
+    }
+
+    /// Black-box finding AL-2: a limit of 0 passed and closed every TCP
+    /// (and TLS) connection on accept.
+    #[test]
+    fn tcp_connection_limits_are_at_least_one() {
+        for key in ["max-connections", "max-connections-per-client"] {
+            let fine = parse(&format!("[tcp]\n{key} = 1\n"));
+            assert!(fine.is_ok(), "{key} = 1: {fine:?}");
+            let errors = parse(&format!("[tcp]\n{key} = 0\n")).unwrap_err();
+            let said = format!("[tcp] {key} must be at least 1, not 0");
+            assert!(errors.iter().any(|e| e.contains(&said)), "{errors:?}");
         }
     }
 
