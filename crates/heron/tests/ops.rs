@@ -470,6 +470,11 @@ fn check_config_refuses_settings_that_cannot_work() {
             "[tcp]\nmax-connections-per-client = 0\n",
             "[tcp] max-connections-per-client must be at least 1",
         ),
+        // AL-4: serve bound the address twice.
+        (
+            "[tls]\nlisten = [\"127.0.0.1:8530\", \"127.0.0.1:8530\"]\ncertificate = \"c.pem\"\nkey = \"k.pem\"\n",
+            "[tls] listen names 127.0.0.1:8530 twice",
+        ),
     ];
     for (text, want) in cases {
         fs::write(&path, text).unwrap();

@@ -1176,7 +1176,8 @@ fn server_problems(
 /// Addresses two listeners would both bind, which `heron serve` fails on
 /// at its start (black-box finding: check-config passed them, and under
 /// `Restart=on-failure` the unit looped): a `[server] listen` address
-/// twice, one in `[tls] listen` too, or the `[metrics]` port on a DNS
+/// twice, a `[tls] listen` one twice (bound twice by SO_REUSEPORT, each
+/// socket taking half the connections: AL-4), one in `[tls] listen` too, or the `[metrics]` port on a DNS
 /// address (TCP both; for metrics, which binds without SO_REUSEPORT, a
 /// wildcard address covers the specific ones of its family on its port).
 fn listen_conflicts(
@@ -1190,9 +1191,11 @@ fn listen_conflicts(
             && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
     };
     let mut problems = Vec::new();
-    for (i, a) in server.iter().enumerate() {
-        if server[..i].contains(a) {
-            problems.push(format!("[server] listen names {a} twice"));
+    for (section, list) in [("[server]", server), ("[tls]", tls)] {
+        for (i, a) in list.iter().enumerate() {
+            if list[..i].contains(a) {
+                problems.push(format!("{section} listen names {a} twice"));
+            }
         }
     }
     // DNS and DoT sockets share ports by SO_REUSEPORT: only the same
@@ -2976,6 +2979,11 @@ udp-coalesce-us = 1001
             listen_conflicts(server, tls, m.map(a)).join("; ")
         };
         assert!(said(&[dns, dns], &[], None).contains("names 127.0.0.1:53 twice"));
+        let dot = a("127.0.0.1:853");
+        assert_eq!(
+            said(&[dns], &[dot, dot], None),
+            "[tls] listen names 127.0.0.1:853 twice"
+        );
         assert!(said(&[dns], &[dns], None).contains("[tls] listen 127.0.0.1:53 is also"));
         // A wildcard beside a specific address: both bind (regression hunt).
         assert_eq!(said(&[a("0.0.0.0:53")], &[dns], None), "");
