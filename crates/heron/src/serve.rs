@@ -448,6 +448,10 @@ fn settings(args: &ServeArgs) -> Result<Settings, Vec<String>> {
     if !args.cpu_affinity.is_empty() {
         settings.server.cpu_affinity = args.cpu_affinity.clone();
     }
+    let repeated = config::command_line_problems(&settings, &args.zone, &args.listen);
+    if !repeated.is_empty() {
+        return Err(repeated);
+    }
     settings.zones.extend(args.zone.iter().cloned());
     Ok(settings)
 }

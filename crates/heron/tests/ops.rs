@@ -483,6 +483,94 @@ fn check_config_refuses_settings_that_cannot_work() {
     }
 }
 
+/// `heron serve ARGS` in `dir`, which should refuse to start: its exit
+/// status and stderr (None if it was still running after 20 s: killed).
+fn serve_refused(dir: &Path, args: &[String]) -> Option<(ExitStatus, String)> {
+    let stderr = dir.join("serve.err");
+    let mut child = Command::new(heron())
+        .arg("serve")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    heron_testkit::eventually_within(Duration::from_secs(20), || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    Some((status?, fs::read_to_string(&stderr).unwrap()))
+}
+
+/// Black-box finding AL-6: `heron serve --zone` took a zone the
+/// configuration file has, or one given twice, silently (the last one
+/// won); a `--listen` address given twice was bound twice. Each is
+/// refused now, naming the zone or address, as the same mistake in the
+/// file is.
+#[test]
+fn serve_refuses_a_zone_or_address_given_twice() {
+    let dir = TempDir::new("serve-twice");
+    fs::write(
+        dir.0.join("a.zone"),
+        "@ 60 SOA ns h 1 2 3 4 5\n@ 60 NS ns\nns 60 A 192.0.2.1\n",
+    )
+    .unwrap();
+    fs::copy(dir.0.join("a.zone"), dir.0.join("b.zone")).unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    fs::write(
+        dir.0.join("heron.toml"),
+        format!(
+            "[server]\nlisten = [\"{listen}\"]\n[[zone]]\norigin = \"z.test\"\nfile = \"a.zone\"\n"
+        ),
+    )
+    .unwrap();
+    let args = |more: &[&str]| -> Vec<String> { more.iter().map(|s| s.to_string()).collect() };
+    let cases = [
+        (
+            args(&[
+                "--listen",
+                &listen,
+                "--zone",
+                "z.test=a.zone",
+                "--zone",
+                "Z.test=b.zone",
+            ]),
+            "--zone Z.test.=b.zone: zone Z.test. is configured more than once".to_string(),
+        ),
+        (
+            args(&["--config", "heron.toml", "--zone", "z.test=b.zone"]),
+            "--zone z.test.=b.zone: zone z.test. is configured more than once".to_string(),
+        ),
+        (
+            args(&[
+                "--listen",
+                &listen,
+                "--listen",
+                &listen,
+                "--zone",
+                "z.test=a.zone",
+            ]),
+            format!("--listen names {listen} twice"),
+        ),
+    ];
+    for (args, want) in cases {
+        let refused = serve_refused(&dir.0, &args);
+        let Some((status, said)) = refused else {
+            panic!("{args:?}: still serving after 20 s");
+        };
+        assert!(
+            !status.success() && said.contains(&want),
+            "{args:?}: {status}: {said}"
+        );
+    }
+}
+
 const SUBCOMMANDS: [&str; 9] = [
     "serve",
     "check-zone",

@@ -2055,6 +2055,39 @@ fn files_beside<'a>(
         .map(move |(what, path)| (&zone.origin, what, Cow::Owned(path)))
 }
 
+/// What is wrong with the zones `heron serve --zone` adds to those of
+/// `settings` (black-box finding AL-6: a zone the file has, or one
+/// given twice, was taken silently, the last one winning) and with its
+/// `--listen` addresses (one given twice): each a sentence.
+pub fn command_line_problems(
+    settings: &Settings,
+    added: &[ZoneSpec],
+    listen: &[SocketAddr],
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    if !added.is_empty() {
+        let mut seen: HashSet<&Name> = (settings.zones.iter().map(|z| &z.origin))
+            .chain(settings.secondaries.iter().map(|z| &z.origin))
+            .chain(settings.generated_catalogs.iter().map(|c| &c.origin))
+            .collect();
+        problems.extend(added.iter().filter(|z| !seen.insert(&z.origin)).map(|z| {
+            format!(
+                "--zone {}={}: zone {} is configured more than once (in the \
+                 configuration file, or by --zone twice)",
+                z.origin,
+                z.file.display(),
+                z.origin
+            )
+        }));
+    }
+    for (i, a) in listen.iter().enumerate() {
+        if listen[..i].contains(a) {
+            problems.push(format!("--listen names {a} twice"));
+        }
+    }
+    problems
+}
+
 fn check_unique_origins(zones: &[ZoneSpec]) -> Vec<String> {
     let mut seen = HashSet::with_capacity(zones.len());
     zones
@@ -2949,6 +2982,30 @@ udp-coalesce-us = 1001
         assert!(err[0].contains("more than once"), "{err:?}");
         let err = parse("[server]\nmax-udp-payload = 100\nworkers = 0\n").unwrap_err();
         assert_eq!(err.len(), 2, "{err:?}");
+        // AL-6: a --zone the file has (a secondary too), or given twice.
+        let file = parse(
+            "[[zone]]\norigin = \"a.test\"\nfile = \"a\"\n\
+             [[zone]]\norigin = \"s.test\"\nfile = \"s\"\nprimaries = [\"192.0.2.1\"]\n",
+        )
+        .unwrap();
+        let added = |args: &[&str]| -> Vec<ZoneSpec> {
+            args.iter().map(|a| parse_zone_arg(a).unwrap()).collect()
+        };
+        let none: &[SocketAddr] = &[];
+        assert!(command_line_problems(&file, &added(&["b.test=b", "c.test=b"]), none).is_empty());
+        for twice in [&["A.test=x"][..], &["s.test=x"], &["b.test=b", "b.TEST=c"]] {
+            let problems = command_line_problems(&file, &added(twice), none);
+            assert_eq!(problems.len(), 1, "{twice:?}: {problems:?}");
+            assert!(
+                problems[0].contains("is configured more than once"),
+                "{problems:?}"
+            );
+        }
+        let listen: SocketAddr = "127.0.0.1:53".parse().unwrap();
+        assert_eq!(
+            command_line_problems(&file, &[], &[listen, listen]),
+            ["--listen names 127.0.0.1:53 twice"]
+        );
         assert!(parse_zone_arg("example.com").is_err());
         assert!(parse_zone_arg("exa..mple=f").is_err());
         assert_eq!(

@@ -410,7 +410,8 @@ impl ZoneFiles {
     /// Reads the configuration file again, if the server has one, and
     /// takes its zone list ([`ZoneFiles::reconfigure`]): new zones are
     /// read at the next [`ZoneFiles::load_changed`]. A file with errors
-    /// changes nothing and returns them.
+    /// (a zone `heron serve --zone` added among them now) changes nothing
+    /// and returns them.
     pub fn reread_config(&mut self) -> Result<Option<Reconfigured>, Vec<String>> {
         let Some(source) = &self.config else {
             return Ok(None);
@@ -422,8 +423,9 @@ impl ZoneFiles {
             .for_each(|w| tracing::warn!(target: LOG_TARGET, "{w}"));
         let left_for_restart = settings.restart_only.changed_since(&source.restart_only);
         let applied = settings.live.changed_since(&source.live);
+        let mut refused = crate::config::command_line_problems(&settings, &source.extra_zones, &[]);
         settings.zones.extend(source.extra_zones.iter().cloned());
-        let mut refused = self.unsigning_refused(&settings.zones);
+        refused.extend(self.unsigning_refused(&settings.zones));
         refused.extend(self.keys_refused(&settings, &source.path));
         if !refused.is_empty() {
             return Err(refused);
@@ -1340,6 +1342,37 @@ mod tests {
         let (catalog, out) = files.load_changed(&Catalog::new());
         assert_eq!((out.loaded, catalog.len()), (1, 1), "only the primary zone");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// AL-6: a reload that finds in the file a zone `heron serve --zone`
+    /// added is refused, not taken with one of the two winning.
+    #[test]
+    fn a_reload_refuses_a_zone_the_command_line_added_too() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("p.zone"), zone_text(1, "")).unwrap();
+        let config = dir.path().join("heron.toml");
+        std::fs::write(
+            &config,
+            "[[zone]]\norigin = \"p.test\"\nfile = \"p.zone\"\n",
+        )
+        .unwrap();
+        let added = crate::config::zone_spec("P.test", &dir.path().join("other.zone")).unwrap();
+        let mut files = ZoneFiles::new(&[]).with_config(ConfigSource {
+            path: config,
+            extra_zones: vec![added],
+            restart_only: RestartOnly::default(),
+            live: RestartOnly::default(),
+        });
+        let Err(errors) = files.reread_config() else {
+            panic!("taken");
+        };
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("zone P.test. is configured more than once")),
+            "{errors:?}"
+        );
+        assert!(!files.configures(&Name::parse("p.test").unwrap()));
     }
 
     #[test]
