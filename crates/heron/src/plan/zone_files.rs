@@ -425,7 +425,6 @@ impl ZoneFiles {
         let applied = settings.live.changed_since(&source.live);
         let mut refused = crate::config::command_line_problems(&settings, &source.extra_zones, &[]);
         settings.zones.extend(source.extra_zones.iter().cloned());
-        refused.extend(self.unsigning_refused(&settings.zones));
         refused.extend(self.keys_refused(&settings, &source.path));
         if !refused.is_empty() {
             return Err(refused);
@@ -511,7 +510,8 @@ impl ZoneFiles {
             .collect()
     }
 
-    /// The key moves refused ([`ZoneFiles::key_moves_refused`]), and what
+    /// The unsignings and key moves refused ([`ZoneFiles::unsigning_refused`],
+    /// [`ZoneFiles::key_moves_refused`]), and what
     /// a start with `settings` would refuse (a zone served unsigned while
     /// its state file says a DS may be at the parent; keys left in another
     /// directory) for the zones the checks of zones signed now do not
@@ -538,7 +538,8 @@ impl ZoneFiles {
             signed_now.contains(&o) && primary_now.contains(&o)
         };
         let among = |o: &Name| !judged(o);
-        let mut refused = self.key_moves_refused(settings);
+        let mut refused = self.unsigning_refused(&settings.zones);
+        refused.extend(self.key_moves_refused(settings));
         refused.extend(key_state::unsigned_with_ds_among(settings, config, &among));
         let moved_among = |o: &Name| !signed_now.contains(&o.to_lowercase());
         refused.extend(key_state::moved_keys_among(settings, config, &moved_among));
