@@ -792,3 +792,20 @@ fn framed_axfr() -> Vec<u8> {
     framed.append(&mut query);
     framed
 }
+
+/// `[log] targets`: transfers sent are logged under `heron_xfr`, as the
+/// docs say, so that target alone shows them (black-box finding: they
+/// were under `heron_server`, and such a filter hid them).
+#[test]
+fn transfers_sent_are_logged_under_heron_xfr() {
+    let file = temp_zone("target", &zone_text(1, ""));
+    let log = "[log]\nlevel = \"warn\"\ntargets = { \"heron_xfr\" = \"info\" }\n";
+    let server = start_heron_with(&file, "allow-transfer = [\"127.0.0.1\"]", log);
+    let out = kdig(server.addr(), &[ORIGIN, "AXFR"]);
+    assert_eq!(records(&out.stdout).len(), RECORDS + 1);
+    assert!(
+        server.wait_for_log("AXFR of xfr.test. serial 1"),
+        "{}",
+        server.log()
+    );
+}

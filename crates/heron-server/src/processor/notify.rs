@@ -26,7 +26,10 @@ pub(super) fn accept(
 ) {
     let serial = soa_serial_in(d.req.bytes, |m: &Message| &m.answers);
     if let Some(due) = log.admit(0, d.req.now) {
+        // With the transfers it asks for, under `heron_xfr`, as `[log]
+        // targets` documents.
         tracing::info!(
+            target: "heron_xfr::notify",
             zone = %origin,
             peer = %d.req.peer,
             "NOTIFY for {origin} from {} (serial {}){}",

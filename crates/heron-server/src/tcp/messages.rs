@@ -225,6 +225,10 @@ pub(super) async fn send_transfers<S: AsyncWrite + Unpin>(
     Ok(())
 }
 
+/// The log target of transfers sent: with those received, under
+/// `heron_xfr`, as `[log] targets` documents.
+pub(crate) const XFR_LOG: &str = "heron_xfr::out";
+
 /// Pulls the messages of a transfer one at a time and writes each as it
 /// is made, so the transfer holds one message in memory; logs it.
 pub(super) async fn send_transfer<S: AsyncWrite + Unpin>(
@@ -263,6 +267,7 @@ pub(super) async fn send_transfer<S: AsyncWrite + Unpin>(
         // sent whole is said (the peer's transfers are bounded by its ACL
         // and the transfer slots, so these lines are too).
         tracing::warn!(
+            target: XFR_LOG,
             zone = %zone.origin(),
             %peer,
             "{kind} of {} serial {} to {peer} not finished: {e} ({records} records in {made} messages made, {} ms)",
@@ -274,6 +279,7 @@ pub(super) async fn send_transfer<S: AsyncWrite + Unpin>(
     }
     let sent = made;
     tracing::info!(
+        target: XFR_LOG,
         zone = %zone.origin(),
         %peer,
         "{kind} of {} serial {} to {peer}: {records} records in {sent} messages, {} ms",
