@@ -1018,6 +1018,30 @@ fn nsid_is_given_with_transfers_and_question_less_answers() {
     assert_eq!(options_of(&out), [(3, b"ns7".to_vec())]);
 }
 
+/// Transfers copy the request's RD bit into every message, as their
+/// other answers do and NSD and Knot do (RFC 5936 2.2.1 recommends it).
+#[test]
+fn transfers_copy_the_rd_bit() {
+    let p = processor();
+    for rd in [true, false] {
+        let mut axfr = query("p.test", RType::AXFR, Opcode::QUERY);
+        axfr[2] |= u8::from(rd);
+        let (outcome, _, _) = process(&p, &axfr, "127.0.0.3", Transport::Tcp);
+        let Outcome::Transfer(mut transfer) = outcome else {
+            panic!("{outcome:?}");
+        };
+        let mut messages = transfer.messages();
+        let mut out = Vec::new();
+        while messages.next(&mut out, NOW).unwrap() {
+            assert_eq!(Message::parse(&out).unwrap().header.has(flags::RD), rd);
+        }
+        let mut ixfr = with_soa(query("p.test", RType::IXFR, Opcode::QUERY), 8, 6);
+        ixfr[2] |= u8::from(rd);
+        let (m, _, _) = response(process(&p, &ixfr, "127.0.0.3", Transport::Udp));
+        assert_eq!(m.header.has(flags::RD), rd);
+    }
+}
+
 #[test]
 fn a_keepalive_query_over_tcp_or_tls_is_told_the_idle_timeout() {
     let p = processor().with_tcp_idle_timeout(std::time::Duration::from_secs(30));

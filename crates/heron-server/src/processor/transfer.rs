@@ -8,7 +8,7 @@ use std::iter::{Peekable, once};
 use std::sync::Arc;
 
 use heron_proto::RType;
-use heron_proto::message::Header;
+use heron_proto::message::{Header, flags};
 use heron_proto::tsig::ResponseSigner;
 use heron_xfr::primary::transfer::{
     AxfrWriter, Packer, RecordTooLarge, XfrRecord, ixfr_records, soa_record,
@@ -38,6 +38,9 @@ pub struct Transfer {
     /// The OPT record (with EXPIRE if asked) that ends the first
     /// message, if the request had EDNS.
     opt: Option<TransferOpt>,
+    /// The request's RD bit, copied into every message (RFC 5936 2.2.1
+    /// recommends it; NSD and Knot do).
+    rd: bool,
 }
 
 impl std::fmt::Debug for Transfer {
@@ -77,6 +80,7 @@ impl Transfer {
             reserve,
             signer,
             opt,
+            rd,
             ..
         } = self;
         let source = match plan {
@@ -97,6 +101,7 @@ impl Transfer {
             source,
             signer: signer.as_mut(),
             opt: opt.clone(),
+            rd: *rd,
             messages: 0,
             records: 0,
         }
@@ -108,6 +113,7 @@ pub struct Messages<'t> {
     source: Source<'t>,
     signer: Option<&'t mut ResponseSigner>,
     opt: Option<TransferOpt>,
+    rd: bool,
     messages: usize,
     records: usize,
 }
@@ -148,6 +154,7 @@ impl Messages<'_> {
             return Ok(false);
         }
         self.records += Header::read(out).map_or(0, |h| usize::from(h.ancount));
+        copy_rd(self.rd, out);
         if let Some(opt) = self.opt.take() {
             push_additional(out, opt.as_bytes());
         }
@@ -182,8 +189,10 @@ pub(super) fn start(
     } else {
         None
     };
+    let rd = d.q.header.has(flags::RD);
     if d.req.transport == Transport::Udp {
         ixfr_over_udp(d, &zone, reserve, out);
+        copy_rd(rd, out);
         if let Some(opt) = opt {
             push_additional(out, opt.as_bytes());
         }
@@ -199,7 +208,15 @@ pub(super) fn start(
         signer: d.signed.as_ref().map(ResponseSigner::new),
         incremental,
         opt,
+        rd,
     })))
+}
+
+/// Sets RD in the message `out` when the request had it.
+fn copy_rd(rd: bool, out: &mut [u8]) {
+    if let (true, Some(byte)) = (rd, out.get_mut(2)) {
+        *byte |= (flags::RD >> 8) as u8;
+    }
 }
 
 /// RFC 1995 2: over UDP the answer is our SOA alone.
