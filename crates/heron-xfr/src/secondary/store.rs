@@ -75,7 +75,10 @@ fn write_file(zone: &Zone, path: &Path, form: Form) -> io::Result<()> {
         std::fs::create_dir_all(dir)?;
     }
     let tmp = tmp_path(path);
-    let result = write_synced(zone, &tmp, form).and_then(|()| std::fs::rename(&tmp, path));
+    let kept = matches!(form, Form::Plain(_)).then(|| std::fs::metadata(path).ok());
+    let result = write_synced(zone, &tmp, form)
+        .and_then(|()| keep_attributes(kept.flatten(), &tmp))
+        .and_then(|()| std::fs::rename(&tmp, path));
     if let Err(e) = result {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
@@ -94,6 +97,20 @@ fn write_synced(zone: &Zone, tmp: &Path, form: Form) -> io::Result<()> {
     }
     let file = out.into_inner().map_err(|e| e.into_error())?;
     file.sync_all()
+}
+
+/// An operator's zone file written back keeps the mode, owner and group
+/// it had (`old`: its metadata, if it was there): black-box finding, a
+/// file kept from other users (640 root:daemon) became world-readable
+/// (644 root:root) at the first update. Only root may give a file away:
+/// where that fails the file stays ours, with the old mode.
+fn keep_attributes(old: Option<std::fs::Metadata>, tmp: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(old) = old else {
+        return Ok(());
+    };
+    let _ = std::os::unix::fs::chown(tmp, Some(old.uid()), Some(old.gid()));
+    std::fs::set_permissions(tmp, old.permissions())
 }
 
 /// Makes the rename durable.
@@ -162,6 +179,36 @@ mod tests {
         assert_eq!(which_exist(&files), expected);
         assert_eq!(expected.iter().filter(|&&e| e).count(), 15);
         assert!(which_exist(&[]).is_empty());
+    }
+
+    /// A zone file written back keeps the mode, and (as root) the owner
+    /// and group, it had; a kept copy is ours (black-box finding: 640
+    /// root:daemon became 644 root:root at the first update).
+    #[test]
+    fn a_written_back_file_keeps_its_mode_owner_and_group() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let origin = heron_proto::Name::parse("w.test").unwrap();
+        let text = "$ORIGIN w.test.\n$TTL 60\n@ SOA ns h 7 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n";
+        let zone = heron_zone::load_zone_str(text, "w.zone", &origin)
+            .unwrap()
+            .zone;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.zone");
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        // Only root may give a file away.
+        let root = std::os::unix::fs::chown(&path, Some(0), Some(1)).is_ok();
+        write_plain_zone_file(&zone, &path).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o640);
+        if root {
+            assert_eq!((meta.uid(), meta.gid()), (0, 1));
+        }
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("192.0.2.1")
+        );
     }
 
     /// The unsigned form keeps the zone's own data, delegation DS and
