@@ -161,6 +161,15 @@ pub fn execute(path: &Path, command: &KeymgrCommand, now: UnixTime) -> Result<St
         }
     };
     let policy = state.policy.clone().unwrap_or_else(placeholder_policy);
+    // As `heron ctl ds-seen`: a zone that waits for no parent has nothing
+    // to record (black-box finding: success was said, nothing recorded).
+    if *command == KeymgrCommand::DsSeen
+        && crate::plan::rollover::outlook(&state, policy.clone(), now)
+            .parent
+            .is_none()
+    {
+        return Err(format!("{} is not waiting for the parent", state.zone));
+    }
     let mut machine = Rollover::new(policy, state.keys.clone());
     for event in &events {
         machine
@@ -325,6 +334,25 @@ mod tests {
         assert_eq!(busy, Err("key k22 is still in use".to_string()));
         let unknown = execute(&path, &KeymgrCommand::Roll { key: "33".into() }, NOW);
         assert_eq!(unknown, Err("no key 33".to_string()));
+    }
+
+    /// As `heron ctl ds-seen`: a zone that waits for no parent is told
+    /// so, with a failure, and nothing is recorded (black-box finding:
+    /// success was said).
+    #[test]
+    fn ds_seen_for_a_zone_waiting_for_no_parent_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = ZoneKeys::new("example.com.", Vec::new());
+        state.policy = Some(policy());
+        let path = dir.path().join(file_name("example.com."));
+        state.save(&path).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let said = execute(&path, &KeymgrCommand::DsSeen, NOW);
+        assert_eq!(
+            said,
+            Err("example.com. is not waiting for the parent".to_string())
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), before);
     }
 
     /// A roll names a key by id or tag, or a role: its key in use. A
