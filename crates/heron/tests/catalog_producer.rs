@@ -334,22 +334,58 @@ fn the_catalog_keeps_its_serial_across_restarts_and_idle_reloads_and_goes_when_u
     let _ = std::fs::remove_dir_all(&work);
 }
 
-/// `check-config` counts the generated catalog among the zones, as `heron
-/// ctl status` does (black-box finding: one fewer).
-#[test]
-fn check_config_counts_the_generated_catalog() {
-    let dir = tempfile::tempdir().unwrap();
-    write_zones(dir.path());
-    let file = dir.path().join("heron.toml");
-    std::fs::write(&file, config(5300, 5301, dir.path(), &[member(ZONES[0])])).unwrap();
+/// `heron check-config` of `text`, written in `dir`: whether it passed,
+/// and what it said.
+fn check_config(dir: &Path, text: &str) -> (bool, String) {
+    let file = dir.join("check.toml");
+    std::fs::write(&file, text).unwrap();
     let out = std::process::Command::new(heron())
         .arg("check-config")
         .arg(&file)
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), said.into_owned())
+}
+
+/// `check-config` counts the generated catalog among the zones, as `heron
+/// ctl status` does (black-box finding: one fewer).
+#[test]
+fn check_config_counts_the_generated_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    write_zones(dir.path());
+    let (_, said) = check_config(
+        dir.path(),
+        &config(5300, 5301, dir.path(), &[member(ZONES[0])]),
+    );
     let zones = ZONES.len() + 1;
     assert!(said.contains(&format!("OK, {zones} zones")), "{said}");
+}
+
+/// A configuration of Heron with a control socket, its zones written in
+/// `dir`: its port, the socket and the text.
+fn controlled(dir: &Path) -> (u16, PathBuf, String) {
+    write_zones(dir);
+    let socket = dir.join("ctl.sock");
+    let port = free_port();
+    let text = config(port, free_port(), dir, &[member(ZONES[0])]).replacen(
+        "workers = 1\n",
+        &format!("workers = 1\ncontrol = \"{}\"\n", socket.display()),
+        1,
+    );
+    (port, socket, text)
+}
+
+/// `heron ctl ARGS`: whether it succeeded, and what it said.
+fn ctl(socket: &Path, args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(heron())
+        .args(["ctl", "--socket"])
+        .arg(socket)
+        .args(args)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&[&out.stdout[..], &out.stderr[..]].concat()).into_owned();
+    (out.status.success(), said)
 }
 
 /// `heron ctl flush` and `freeze` of the generated catalog say what it is
@@ -357,27 +393,53 @@ fn check_config_counts_the_generated_catalog() {
 #[test]
 fn flush_and_freeze_know_the_generated_catalog() {
     let dir = tempfile::tempdir().unwrap();
-    write_zones(dir.path());
-    let socket = dir.path().join("ctl.sock");
-    let port = free_port();
-    let text = config(port, free_port(), dir.path(), &[member(ZONES[0])]).replacen(
-        "workers = 1\n",
-        &format!("workers = 1\ncontrol = \"{}\"\n", socket.display()),
-        1,
-    );
+    let (port, socket, text) = controlled(dir.path());
     let _heron = ServerProcess::heron_on_port(&heron(), port, CATALOG, &text)
         .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
-    let ctl = |args: &[&str]| {
-        let out = std::process::Command::new(heron())
-            .args(["ctl", "--socket"])
-            .arg(&socket)
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&[&out.stdout[..], &out.stderr[..]].concat()).into_owned()
-    };
+    let ctl = |args: &[&str]| ctl(&socket, args).1;
     let said = ctl(&["flush", CATALOG]);
     assert!(said.contains("a catalog generated here"), "{said}");
     let said = ctl(&["freeze", CATALOG]);
     assert!(said.contains("a catalog generated here"), "{said}");
+}
+
+/// `text` with `extra` added to the generated catalog's `[[zone]]`.
+fn catalog_with(text: &str, extra: &str) -> String {
+    let line = "catalog = \"generate\"\n";
+    text.replacen(line, &format!("{line}{extra}"), 1)
+}
+
+/// A generated catalog takes no updates and is not signed: Heron rebuilds
+/// it from the configuration, so an update would be acknowledged and then
+/// dropped at the next reload, and a policy was ignored. check-config
+/// refuses both, and so does a reload (black-box finding: both accepted).
+#[test]
+fn a_generated_catalog_refuses_allow_update_and_dnssec_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, socket, text) = controlled(dir.path());
+    let check = |text: &str| check_config(dir.path(), text);
+    let update = catalog_with(&text, "allow-update = [\"127.0.0.1 zonesub ANY\"]\n");
+    let signed = catalog_with(&text, "dnssec-policy = \"default\"\n");
+    let (ok, said) = check(&update);
+    assert!(
+        !ok && said.contains("a generated catalog takes no updates"),
+        "{said}"
+    );
+    let (ok, said) = check(&signed);
+    assert!(
+        !ok && said.contains("a generated catalog is not signed"),
+        "{said}"
+    );
+
+    let heron = ServerProcess::heron_on_port(&heron(), port, CATALOG, &text)
+        .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
+    let serial = zone_serial(heron.addr(), CATALOG).expect("the catalog is served");
+    std::fs::write(heron.dir().join("heron.toml"), &update).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("a generated catalog takes no updates"),
+        "{said}"
+    );
+    assert_eq!(zone_serial(heron.addr(), CATALOG), Some(serial));
 }

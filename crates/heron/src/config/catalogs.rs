@@ -91,6 +91,15 @@ pub(super) fn generated(
         Some("generate") if settings.catalog_member.is_some() => {
             Err("a generated catalog cannot itself be a catalog-member".into())
         }
+        // Heron writes every version from the configuration: an update
+        // would be dropped at the next one, a signature never made.
+        Some("generate") if !entry.allow_update.is_empty() || !entry.allow_update_forwarding.is_empty() => Err(
+            "a generated catalog takes no updates (allow-update, allow-update-forwarding): Heron rebuilds it from the configuration, and would drop what an update added"
+                .into(),
+        ),
+        Some("generate") if entry.dnssec_policy.is_some() => Err(
+            "a generated catalog is not signed: it cannot have dnssec-policy".into(),
+        ),
         Some("generate") if !has_room(&spec.origin) => Err(
             "the name is too long for a catalog: group.<unique-id>.zones.<catalog> must fit in 255 octets"
                 .into(),
