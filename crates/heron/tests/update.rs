@@ -1231,6 +1231,39 @@ fn flush_writes_the_updates_to_the_file_on_demand() {
     assert!(!server.log().contains("unapplied"), "{}", server.log());
 }
 
+/// A zone file removed while the zone is frozen: the thaw cannot read
+/// it and the zone stays frozen; `flush` writes the zone as served to it
+/// (as `rndc sync` does), and the thaw then takes it (black-box finding:
+/// flush said "its file holds what is served" and wrote nothing).
+#[test]
+fn flush_writes_a_zone_file_that_is_gone() {
+    let file = zone_file("flushgone");
+    let (server, socket) = start_with_control(&file, "");
+    let addr = server.addr();
+    let commands = "update add kept.upd.test 60 A 192.0.2.81";
+    assert_eq!(
+        send(Client::Nsupdate, addr, Some("ops"), false, commands),
+        "NOERROR"
+    );
+    let (ok, said) = ctl(&socket, &["freeze", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    std::fs::remove_file(&file).unwrap();
+    let (ok, said) = ctl(&socket, &["thaw", ZONE]);
+    assert!(!ok && said.contains("stays frozen"), "{said}");
+    let (ok, said) = ctl(&socket, &["flush", ZONE]);
+    assert!(
+        ok && said.contains("written to"),
+        "{said}\n{}",
+        server.log()
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("kept.upd.test."), "{text}");
+    assert_eq!(file_serial(&file), Some(2));
+    let (ok, said) = ctl(&socket, &["thaw", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert_eq!(a(addr, "kept.upd.test").len(), 1, "{}", server.log());
+}
+
 /// The SOA serial written in the zone file at `file`.
 fn file_serial(file: &Path) -> Option<u32> {
     let text = std::fs::read_to_string(file).ok()?;

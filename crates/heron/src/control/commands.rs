@@ -454,13 +454,16 @@ impl Controller {
         files.generates(&zone.to_lowercase())
     }
 
-    /// Writes `zone` to its file if the file lacks updates it answered.
+    /// Writes `zone` to its file if the file lacks updates it answered,
+    /// or is gone (removed while the zone was frozen, say: black-box
+    /// finding, it was said to hold what is served).
     async fn flush_one(&self, zone: &Name) -> Flushed {
         let file = (self.files.lock().unwrap_or_else(|e| e.into_inner())).file_of(zone);
         let (Some(file), Some(served)) = (file, self.catalog.load().get(zone).cloned()) else {
             return Flushed::NotServed;
         };
-        if !self.transfers.unwritten.contains(zone) {
+        let gone = matches!(std::fs::symlink_metadata(&file), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+        if !gone && !self.transfers.unwritten.contains(zone) {
             return Flushed::HoldsAll;
         }
         let signed_here = self.transfers.signings.get(zone).is_some();
