@@ -20,7 +20,7 @@ use std::path::Path;
 use heron_testkit::{Primary, Secondary, ServerKind, ServerProcess, SignedZone, free_port};
 use std::time::Duration;
 use xfr_common::{
-    eventually, eventually_within, heron, kdig, signatures, signed_axfr, zone_serial,
+    eventually, eventually_within, heron, kdig, scrape, signatures, signed_axfr, zone_serial,
 };
 
 const ZONE: &str = "bitw.test";
@@ -334,6 +334,69 @@ fn a_reload_signs_again_from_the_version_received() {
         "no transfer: {}",
         heron.log()
     );
+}
+
+/// A version received that cannot be signed (its key file moved away):
+/// the older version stays served, and zone-status (table and JSON) and
+/// the metrics say so until a version is signed again (black-box
+/// finding: only a log line did, zone-status showed no error).
+#[test]
+fn a_version_received_that_cannot_be_signed_is_the_zones_last_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("primary.zone");
+    std::fs::write(&file, zone_text(1, "")).unwrap();
+    let heron_port = free_port();
+    let primary = knot_primary(&file, heron_port);
+    let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let config = heron_config(heron_port, primary.addr(), free_port(), dir.path(), "")
+        .replace("workers = 1\n", "workers = 1\ncontrol = \"control.sock\"\n")
+        + &format!("[metrics]\nlisten = \"{metrics}\"\n");
+    let heron = start_heron(heron_port, &config);
+    let addr = heron.addr();
+    assert!(eventually(|| kdig(addr, &[ZONE, "DNSKEY", "+short"])
+        .stdout
+        .len()
+        > 10));
+    let failed = "heron_zones_unhealthy{state=\"file_load_failed\"}";
+    assert!(scrape(metrics).contains(&format!("{failed} 0")));
+    // The key file moved away; the key state file stays.
+    let keys = dir.path().join("keys");
+    let key = std::fs::read_dir(&keys).unwrap().map(|e| e.unwrap().path());
+    let key: Vec<_> = key
+        .filter(|p| p.to_string_lossy().ends_with(".heron-key"))
+        .collect();
+    assert_eq!(key.len(), 1, "{key:?}");
+    let away = dir.path().join("away.heron-key");
+    std::fs::rename(&key[0], &away).unwrap();
+
+    std::fs::write(&file, zone_text(2, "new A 192.0.2.50\n")).unwrap();
+    primary.reload();
+    let refused = heron.wait_for_log("cannot sign the version received");
+    assert!(refused, "{}", heron.log());
+    assert!(!axfr(addr).contains("new.bitw.test."), "the older version");
+    let json = ctl(&heron, &["zone-status", ZONE, "--json"]);
+    assert!(json.contains("\"signing_failed\":true"), "{json}");
+    assert!(json.contains("cannot sign the version received"), "{json}");
+    let table = ctl(&heron, &["zone-status", ZONE]);
+    assert!(
+        table.contains("the version received is not served"),
+        "{table}"
+    );
+    assert!(scrape(metrics).contains(&format!("{failed} 1")));
+
+    // The key back, the next version received is signed whole (the
+    // change missed with it) and served: the error is gone.
+    std::fs::rename(&away, &key[0]).unwrap();
+    let third = "new A 192.0.2.50\nthird A 192.0.2.51\n";
+    std::fs::write(&file, zone_text(3, third)).unwrap();
+    primary.reload();
+    assert!(eventually(|| axfr(addr).contains("third.bitw.test.")));
+    let served = axfr(addr);
+    assert!(served.contains("new.bitw.test."), "{served}");
+    check_valid(addr, &served, "new", true);
+    let json = ctl(&heron, &["zone-status", ZONE, "--json"]);
+    assert!(!json.contains("signing_failed"), "{json}");
+    assert!(scrape(metrics).contains(&format!("{failed} 0")));
 }
 
 /// The rollover driver moves a signed secondary zone's keys on: its

@@ -130,17 +130,6 @@ fn assert_serves_exactly(consumer: &ServerProcess, wanted: &[&str], step: &str) 
     );
 }
 
-/// The metrics endpoint's answer to `GET /metrics`.
-fn scrape(metrics: SocketAddr) -> String {
-    use std::io::{Read, Write};
-    let mut conn = std::net::TcpStream::connect(metrics).unwrap();
-    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut body = String::new();
-    conn.read_to_string(&mut body).unwrap();
-    body
-}
-
 /// How many times the log says `zone` came by AXFR.
 fn axfrs(log: &str, zone: &str) -> usize {
     log.lines()

@@ -248,6 +248,12 @@ impl Controller {
                     row["catalog_rejected"] = json!(true);
                 }
             }
+            // A version received that could not be signed: the one served
+            // is older (black-box finding: zone-status said nothing).
+            if let Some(why) = self.transfers.signed_secondaries.failure(&origin) {
+                row["last_error"] = json!(format!("cannot sign the version received: {why}"));
+                row["signing_failed"] = json!(true);
+            }
             rows.push(row);
         }
         if !unknown.is_empty() {

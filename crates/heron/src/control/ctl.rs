@@ -550,6 +550,11 @@ fn error_lines(data: &Value) -> String {
                 "{}: catalog version not taken, members unchanged: {why}\n",
                 text_of(&z["zone"])
             ),
+            // Transferred well, but not signed: an older version served.
+            _ if z["signing_failed"] == Value::Bool(true) => format!(
+                "{}: the version received is not served: {why}\n",
+                text_of(&z["zone"])
+            ),
             // A secondary zone whose checks work again keeps its last
             // error for the record: said as past, not as its state.
             Some(0) => format!(

@@ -41,6 +41,9 @@ struct Versions {
     /// The last version signed from it (what is served, or what a
     /// restart found kept).
     signed: Option<Arc<Zone>>,
+    /// Why `unsigned` could not be signed (`signed` is of an older
+    /// version), until a version is signed again.
+    failed: Option<String>,
 }
 
 /// `next`, received after `previous` (both unsigned), signed by the
@@ -108,6 +111,14 @@ impl SignedSecondaries {
         signings.get(&origin.to_lowercase()).cloned()
     }
 
+    /// Why the last version of `origin` received (or signed again at a
+    /// reload) could not be signed: the version served is older (black-box
+    /// finding: only the log said so). None once a version is signed.
+    pub(crate) fn failure(&self, origin: &Name) -> Option<String> {
+        let versions = self.versions.lock().unwrap_or_else(|e| e.into_inner());
+        versions.get(&origin.to_lowercase())?.failed.clone()
+    }
+
     /// Whether `origin` is signed here and has no signed version yet (its
     /// first signing makes every signature).
     pub(crate) fn signs_anew(&self, origin: &Name) -> bool {
@@ -166,7 +177,10 @@ impl SignedSecondaries {
         let previous = entry.unsigned.replace(unsigned.clone());
         let before = served.cloned().or_else(|| entry.signed.clone());
         let signed = match (&previous, &before) {
-            (Some(previous), Some(signed)) => {
+            // After a version that was not signed, the one served is not
+            // `previous`'s: its change alone would leave the one missed
+            // out, so the whole version is signed.
+            (Some(previous), Some(signed)) if entry.failed.is_none() => {
                 sign_change_received(previous, unsigned, signed, &signing)
             }
             _ => None,
@@ -176,6 +190,7 @@ impl SignedSecondaries {
                 sign_loaded(&**unsigned, before.as_deref(), &signing).map_err(|e| e.join("; "))
             })
             .map(Arc::new);
+        entry.failed = signed.as_ref().err().cloned();
         Some(
             signed
                 .inspect(|signed| entry.signed = Some(signed.clone()))
@@ -227,14 +242,18 @@ impl SignedSecondaries {
                 Ok(signed) => {
                     let signed = Arc::new(signed);
                     entry.signed = Some(signed.clone());
+                    entry.failed = None;
                     next.insert_shared(signed.clone());
                     signed_now.push(signed);
                 }
-                Err(e) => tracing::error!(
-                    zone = %origin,
-                    "cannot sign again: {}; the version served stays",
-                    e.join("; ")
-                ),
+                Err(e) => {
+                    let why = e.join("; ");
+                    tracing::error!(
+                        zone = %origin,
+                        "cannot sign again: {why}; the version served stays"
+                    );
+                    entry.failed = Some(why);
+                }
             }
         }
         versions.retain(|origin, _| self.signing(origin).is_some());

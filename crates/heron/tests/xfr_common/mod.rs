@@ -174,3 +174,14 @@ pub fn restarted(
         text.replace(&old, &format!("127.0.0.1:{port}"))
     })
 }
+
+/// The metrics endpoint's answer to `GET /metrics`.
+pub fn scrape(metrics: SocketAddr) -> String {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(metrics).unwrap();
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut body = String::new();
+    conn.read_to_string(&mut body).unwrap();
+    body
+}
