@@ -215,10 +215,12 @@ fn a_transferred_version_whose_zonemd_does_not_match_is_refused_and_counted() {
     // Knot does not check ZONEMD unless told to: it serves what it is given.
     let primary = spec.start(ServerKind::Knot);
     let kept = dir.path().join("kept.zone");
+    let socket = dir.path().join("control.sock");
     let config = format!(
-        "[server]\nlisten = [\"127.0.0.1:{heron_port}\"]\nworkers = 1\n\
+        "[server]\nlisten = [\"127.0.0.1:{heron_port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
          [metrics]\nlisten = \"127.0.0.1:{metrics_port}\"\n\
          [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\nprimaries = [\"{}\"]\n",
+        socket.display(),
         kept.display(),
         primary.addr()
     );
@@ -243,6 +245,35 @@ fn a_transferred_version_whose_zonemd_does_not_match_is_refused_and_counted() {
         zonemd_failures(metrics).is_some_and(|n| n != "0")
     });
     assert!(counted, "{}", metrics_text(metrics));
+    // A failed transfer, said as one (black-box finding: "transferred
+    // in", no error in zone-status, "no primary to ask" from refresh).
+    let log = secondary.log();
+    assert!(!log.contains("to serial 2"), "not said transferred: {log}");
+    let failed_in =
+        format!("heron_zone_transfer_failures_total{{zone=\"{ORIGIN}.\",direction=\"in\"}} ");
+    let text = metrics_text(metrics);
+    let line = text.lines().find(|l| l.starts_with(&failed_in));
+    assert!(line.is_some_and(|l| !l.ends_with(" 0")), "{text}");
+    let ctl = |args: &[&str]| {
+        let out = Command::new(heron())
+            .args(["ctl", "--socket"])
+            .arg(&socket)
+            .args(args)
+            .output()
+            .unwrap();
+        let said =
+            String::from_utf8_lossy(&[&out.stdout[..], &out.stderr[..]].concat()).into_owned();
+        (out.status.success(), said)
+    };
+    let (ok, said) = ctl(&["refresh", ORIGIN]);
+    assert!(!ok && said.contains("ZONEMD verification failed"), "{said}");
+    assert!(!said.contains("no primary to ask"), "{said}");
+    let (_, status) = ctl(&["zone-status", ORIGIN, "--json"]);
+    let errors = status.matches("ZONEMD verification failed").count();
+    assert!(
+        errors >= 2,
+        "the zone's and the primary's last error: {status}"
+    );
 
     write_zone_with_zonemd(dir.path(), &file, 3, "192.0.2.3");
     primary.reload();

@@ -709,6 +709,7 @@ impl Driver {
                         up: &up,
                         origin: &origin,
                         catalog: catalog.as_ref(),
+                        publisher: &*ctx.publisher,
                     };
                     let started = Instant::now();
                     let result = transfer(&ctx.conns, to, have).await;
@@ -810,9 +811,6 @@ impl Driver {
             Exchanged::Transfer(transfer, _) => {
                 let (result, primary_expire) = match transfer {
                     Ok((Outcome::UpToDate, expire)) => (Ok(Transfer::UpToDate), expire),
-                    Ok((outcome, _)) if !self.accepts(zone, &outcome) => {
-                        (Err(Failure::Failed), None)
-                    }
                     Ok((outcome, expire)) => {
                         (Ok(Transfer::Received(self.received(zone, outcome))), expire)
                     }
@@ -1063,24 +1061,6 @@ impl Driver {
         reports
     }
 
-    /// Whether the publisher takes what a transfer brought; a refusal is
-    /// logged and the transfer counts as failed (retried as one).
-    fn accepts(&mut self, zone: ZoneId, outcome: &Outcome) -> bool {
-        let (Outcome::Full(new) | Outcome::Incremental { zone: new, .. }) = outcome else {
-            return true;
-        };
-        let Err(why) = self.ctx.publisher.accepts(new) else {
-            return true;
-        };
-        let origin = self.entry(zone).map(|e| e.zone.origin.clone());
-        tracing::error!(
-            zone = origin.as_ref().map(tracing::field::display),
-            serial = new.serial(),
-            "{why}; the transferred version is refused and the previous one still served"
-        );
-        false
-    }
-
     /// Serves and keeps what a transfer brought.
     fn received(&mut self, zone: ZoneId, outcome: Outcome) -> Version {
         let ctx = self.ctx.clone();
@@ -1115,13 +1095,14 @@ impl Driver {
     }
 }
 
-/// A zone to transfer, from which primary, and the catalog it is a
-/// member of (for the log).
+/// A zone to transfer, from which primary, the catalog it is a member
+/// of (for the log), and what is to take the version received.
 #[derive(Clone, Copy)]
 struct Target<'a> {
     up: &'a Upstream,
     origin: &'a Name,
     catalog: Option<&'a Name>,
+    publisher: &'a dyn Publisher,
 }
 
 fn write_summary(summary: Option<Summary>) {
@@ -1148,6 +1129,7 @@ async fn transfer(
         up,
         origin,
         catalog,
+        publisher,
     }: Target<'_>,
     have: Option<Arc<Zone>>,
 ) -> Result<(Outcome, Option<u32>), Failed> {
@@ -1185,6 +1167,7 @@ async fn transfer(
         }
         None => (axfr(conns, up, origin).await?, "AXFR"),
     };
+    refuse_unaccepted(&outcome, origin, up, publisher)?;
     if let Outcome::Full(new) | Outcome::Incremental { zone: new, .. } = &outcome {
         tracing::info!(
             zone = %origin,
@@ -1217,6 +1200,38 @@ async fn transfer(
         );
     }
     Ok((outcome, expire))
+}
+
+/// A version received that the publisher refuses (its ZONEMD does not
+/// match, say) fails the transfer, the primary's error and the reason a
+/// waiting `heron ctl refresh` is given, and is retried as a failed one
+/// (black-box finding: it was logged "transferred in", counted as a
+/// transfer that worked, and zone-status showed no error).
+fn refuse_unaccepted(
+    outcome: &Outcome,
+    origin: &Name,
+    up: &Upstream,
+    publisher: &dyn Publisher,
+) -> Result<(), Failed> {
+    let (Outcome::Full(new) | Outcome::Incremental { zone: new, .. }) = outcome else {
+        return Ok(());
+    };
+    let Err(why) = publisher.accepts(new) else {
+        return Ok(());
+    };
+    tracing::error!(
+        zone = %origin,
+        peer = %up.addr,
+        serial = new.serial(),
+        "{why}; the transferred version is refused and the previous one still served"
+    );
+    let detail = format!("refused: {why}");
+    Err(Failed {
+        failure: Failure::Failed,
+        reason: format!("{}: {detail}", up.addr),
+        detail,
+        answered: true,
+    })
 }
 
 /// An AXFR taken after a failed IXFR must be newer than the version
