@@ -26,6 +26,16 @@ impl Prefix {
             _ => false,
         }
     }
+
+    /// Whether the prefix is of IPv4 addresses.
+    pub fn is_ipv4(&self) -> bool {
+        self.addr.is_ipv4()
+    }
+
+    /// The prefix length: 32 or 128 for one address.
+    pub fn bits(&self) -> u8 {
+        self.len
+    }
 }
 
 /// An IPv4-mapped IPv6 address (from a dual-stack socket) as IPv4.

@@ -209,6 +209,7 @@ fn new_transfers(
         unwritten: Default::default(),
         tls_certificate: None,
         query_policy: Default::default(),
+        connections: Default::default(),
     }
 }
 
@@ -834,6 +835,8 @@ fn start_transports(
     let (shutdown, shutdown_rx) = watch::channel(false);
     let limiter =
         tcp::ConnectionLimiter::new(server.tcp.clone(), transfers.primary.transfer_clients());
+    // A reload gives it the secondaries it reads.
+    let _ = transfers.connections.set(limiter.clone());
     let spawn_stream = |listener, tls| {
         tokio::spawn(tcp::serve(
             listener,

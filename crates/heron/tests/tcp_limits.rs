@@ -414,3 +414,48 @@ fn ipv6_clients_of_one_prefix_share_the_per_client_limit() {
         assert!(admitted, "a freed slot admits another address of the /64");
     });
 }
+
+/// `count` connections from `source`, and how many of them are answered.
+fn answered_from(source: &str, server: SocketAddr, count: usize) -> (Vec<TcpStream>, usize) {
+    let mut conns: Vec<TcpStream> = (0..count).map(|_| connect_from(source, server)).collect();
+    let answered = conns
+        .iter_mut()
+        .map(|conn| answers_on(conn, &soa_query()))
+        .filter(|&answered| answered)
+        .count();
+    (conns, answered)
+}
+
+/// `max-connections-per-client` does not hold for the secondaries an
+/// `allow-transfer` rule names by address, but an open rule (`0.0.0.0/0`)
+/// names everyone and exempts nobody (black-box AL-13); the rules a
+/// reload reads decide from then on (AL-14).
+#[test]
+fn only_the_secondaries_the_running_rules_name_pass_the_per_client_limit() {
+    let dir = scratch_dir("exempt");
+    let zone = wide_zone(dir.path());
+    let config = move |port: u16, rules: &str| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
+             [tcp]\nidle-timeout = 30\nmax-connections-per-client = 2\n\
+             [[zone]]\norigin = \"wide.test\"\nfile = \"{}\"\nallow-transfer = [{rules}]\n",
+            zone.display()
+        )
+    };
+    let server = ServerProcess::heron_with_config(&heron(), "wide.test", |port| {
+        config(port, "\"0.0.0.0/0\", \"127.0.0.5\"")
+    });
+    let addr = server.addr();
+    let (_anyone, answered) = answered_from("127.0.0.66", addr, 4);
+    assert_eq!(answered, 2, "an open rule exempts nobody");
+    let (_secondary, answered) = answered_from("127.0.0.5", addr, 4);
+    assert_eq!(answered, 4, "a secondary named by address is exempt");
+    let path = server.dir().join("heron.toml");
+    std::fs::write(&path, config(addr.port(), "\"127.0.0.6\"")).unwrap();
+    server.reload();
+    assert!(server.wait_for_log("reload done"), "{}", server.log());
+    let (_new, answered) = answered_from("127.0.0.6", addr, 4);
+    assert_eq!(answered, 4, "a secondary the reload adds is exempt");
+    let (_old, answered) = answered_from("127.0.0.5", addr, 1);
+    assert_eq!(answered, 0, "one the reload removes is held to the limit");
+}

@@ -3,14 +3,17 @@
 
 use super::*;
 
+use arc_swap::ArcSwap;
+
 /// Counts open connections in total and per client, a client being an
 /// address cut to its configured prefix (`ipv4-client-prefix`,
 /// `ipv6-client-prefix`: one host with a /64 is one client).
 pub struct ConnectionLimiter {
     pub(super) limits: TcpLimits,
     /// Addresses the per-client limit does not apply to: the secondaries
-    /// of some zone (NSD's opens up to 128 transfer connections at once).
-    pub(super) unlimited: Vec<Prefix>,
+    /// of some zone (NSD's opens up to 128 transfer connections at once),
+    /// replaced when a reload changes them ([`ConnectionLimiter::set_unlimited`]).
+    pub(super) unlimited: ArcSwap<Vec<Prefix>>,
     pub(super) open: Mutex<Open>,
 }
 
@@ -48,9 +51,16 @@ impl ConnectionLimiter {
     pub fn new(limits: TcpLimits, unlimited: Vec<Prefix>) -> Arc<ConnectionLimiter> {
         Arc::new(ConnectionLimiter {
             limits,
-            unlimited,
+            unlimited: ArcSwap::from_pointee(unlimited),
             open: Mutex::new(Open::default()),
         })
+    }
+
+    /// The addresses the per-client limit no longer applies to from now
+    /// on (the secondaries of the configuration read again); connections
+    /// open stay open.
+    pub fn set_unlimited(&self, unlimited: Vec<Prefix>) {
+        self.unlimited.store(Arc::new(unlimited));
     }
 
     /// A slot for a new connection from `ip`, or None if a limit is reached.
@@ -67,7 +77,7 @@ impl ConnectionLimiter {
         }
         let per_client = open.per_client.entry(client).or_insert(0);
         if *per_client >= self.limits.max_connections_per_client
-            && !self.unlimited.iter().any(|p| p.contains(ip))
+            && !self.unlimited.load().iter().any(|p| p.contains(ip))
         {
             return Err(Limit::PerClient);
         }

@@ -362,6 +362,20 @@ fn secondaries_are_held_to_the_total_limit_only() {
     );
 }
 
+#[test]
+fn secondaries_set_anew_are_exempt_from_then_on() {
+    let limits = TcpLimits {
+        max_connections_per_client: 1,
+        ..TcpLimits::default()
+    };
+    let limiter = ConnectionLimiter::new(limits, vec!["192.0.2.7".parse().unwrap()]);
+    let (old, new): (IpAddr, IpAddr) = ("192.0.2.7".parse().unwrap(), "192.0.2.8".parse().unwrap());
+    limiter.set_unlimited(vec!["192.0.2.8".parse().unwrap()]);
+    let _held = (limiter.admit(old).unwrap(), limiter.admit(new).unwrap());
+    assert!(limiter.admit(old).is_none(), "no longer exempt");
+    assert!(limiter.admit(new).is_some(), "exempt now");
+}
+
 /// A write waits for the client `limit` from its last read, not in all:
 /// a reader that takes 64 KB every 100 ms gets a megabyte though that
 /// lasts many times the limit.

@@ -108,6 +108,23 @@ fn by_lowercase_origin(policies: HashMap<Name, ZonePolicy>) -> Policies {
     Arc::new(by_origin)
 }
 
+/// The widest IPv4 prefix of an `allow-transfer` rule whose addresses
+/// are taken for secondaries (exempt from the per-client connection
+/// limit): a /24, the smallest network routed on the Internet.
+pub const SECONDARIES_IPV4_BITS: u8 = 24;
+/// The same for IPv6: a /48, one site.
+pub const SECONDARIES_IPV6_BITS: u8 = 48;
+
+/// Whether a keyless `allow-transfer` prefix names secondaries (one site's
+/// network at most) rather than everyone in a wide network.
+pub fn names_secondaries(prefix: &Prefix) -> bool {
+    let widest = match prefix.is_ipv4() {
+        true => SECONDARIES_IPV4_BITS,
+        false => SECONDARIES_IPV6_BITS,
+    };
+    prefix.bits() >= widest
+}
+
 /// Transfer policies and journals of every zone this server is primary for.
 pub struct Primary {
     /// By lower-cased origin; replaced whole when the configuration is
@@ -509,13 +526,17 @@ impl Primary {
     /// open many connections at once. A rule that wants a key is left out:
     /// an unsigned client inside its prefix is not known to be a secondary,
     /// and `0.0.0.0/0 key K` would otherwise lift the per-client limit for
-    /// everyone.
+    /// everyone. A prefix wider than a site's network
+    /// ([`names_secondaries`]) is left out too: `0.0.0.0/0` (open AXFR)
+    /// names everyone, not secondaries, and would let one client take
+    /// every connection.
     pub fn transfer_clients(&self) -> Vec<Prefix> {
         let mut all: Vec<Prefix> = Vec::new();
         for prefix in self
             .policies()
             .values()
             .flat_map(|p| p.allow_transfer.keyless_prefixes())
+            .filter(names_secondaries)
         {
             if !all.contains(&prefix) {
                 all.push(prefix);
@@ -823,6 +844,36 @@ mod tests {
             .collect();
         got.sort();
         assert_eq!(got, ["192.0.2.0/24"], "rules that want a key exempt nobody");
+    }
+
+    #[test]
+    fn prefixes_wider_than_a_site_are_no_transfer_clients() {
+        let rules = [
+            "0.0.0.0/0",
+            "10.0.0.0/8",
+            "198.51.0.0/23",
+            "::/0",
+            "2001:db8::/47",
+        ];
+        let rules = (rules
+            .iter()
+            .chain(&["203.0.113.0/24", "2001:db8::/48", "::1"]))
+        .map(|p| crate::acl::Rule {
+            prefix: p.parse().unwrap(),
+            key: None,
+        })
+        .collect();
+        let policy = ZonePolicy {
+            allow_transfer: Acl::new(rules),
+            ..ZonePolicy::default()
+        };
+        let policies = HashMap::from([(Name::parse("a.test").unwrap(), policy)]);
+        let got: Vec<String> = Primary::new(policies, 1024)
+            .transfer_clients()
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        assert_eq!(got, ["203.0.113.0/24", "2001:db8::/48", "::1/128"]);
     }
 
     #[test]

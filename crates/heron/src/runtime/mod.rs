@@ -69,6 +69,9 @@ pub(crate) struct Transfers {
     /// The query ACLs and blackhole the query processor screens with: a
     /// reload replaces them before it serves the zones it adds.
     pub(crate) query_policy: Arc<heron_server::processor::SharedQueryPolicy>,
+    /// The TCP connection limiter, once the listeners are up: a reload
+    /// gives it the secondaries exempt from the per-client limit.
+    pub(crate) connections: std::sync::OnceLock<Arc<heron_server::tcp::ConnectionLimiter>>,
 }
 
 impl Transfers {
@@ -364,6 +367,9 @@ fn reconfigure(
     // Before the new zones are served: their transfers and
     // NOTIFYs follow the settings they came with.
     xfr.primary.set_policies(new.policies);
+    if let Some(limiter) = xfr.connections.get() {
+        limiter.set_unlimited(xfr.primary.transfer_clients());
+    }
     // So are their query ACLs: a zone added with a list is never open.
     let query_policy = std::mem::take(&mut new.query_policy);
     xfr.query_policy.replace(query_policy);
