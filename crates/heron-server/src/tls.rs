@@ -112,7 +112,7 @@ pub fn server_config_from_files(
     chain: &Path,
     key: &Path,
 ) -> Result<(Arc<ServerConfig>, Arc<CertificateSlot>), String> {
-    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let read = heron_sys::files::read_settings_file;
     let (chain_pem, key_pem) = (read(chain)?, read(key)?);
     server_config_with_slot(&chain_pem, &key_pem).map_err(|e| {
         let (chain, key) = (chain.display(), key.display());

@@ -15,7 +15,8 @@
 //! * [`sched`]: scheduling policy, nice value, timer slack.
 //! * [`memory`]: the server's allocator (jemalloc) and handing its free
 //!   pages back, huge pages (`MADV_COLLAPSE`).
-//! * [`files`]: advisory file locks (`flock`).
+//! * [`files`]: advisory file locks (`flock`), reading a regular file of
+//!   bounded size (a FIFO or `/dev/zero` refused before a byte is read).
 //! * [`process`]: signals, resource limits, namespaces, clock ticks.
 //! * [`socket`]: socket options the standard library lacks.
 //! * [`privileges`]: user and group lookup, dropping root.

@@ -120,7 +120,7 @@ pub fn config(file: &Path) -> ExitCode {
 /// text alone: a configuration with errors elsewhere still has its zone
 /// files checked. Nothing when the text is not TOML.
 fn primary_zone_files(config: &Path) -> Vec<(Name, std::path::PathBuf)> {
-    let Ok(text) = std::fs::read_to_string(config) else {
+    let Ok(text) = heron_sys::files::read_settings_text(config) else {
         return Vec::new();
     };
     let Ok(table) = toml::from_str::<toml::Table>(&text) else {

@@ -140,7 +140,7 @@ pub fn section_of(path: &Path) -> LogSection {
         #[serde(default)]
         log: Option<toml::Value>,
     }
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Ok(text) = heron_sys::files::read_settings_text(path) else {
         return LogSection::default();
     };
     toml::from_str::<OnlyLog>(&text)

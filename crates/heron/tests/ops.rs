@@ -483,6 +483,79 @@ fn check_config_refuses_settings_that_cannot_work() {
     }
 }
 
+/// How `child` exited, or None if it was still running after 20 s
+/// (killed then).
+fn exited_within_20s(child: &mut Child) -> Option<ExitStatus> {
+    let mut status = None;
+    heron_testkit::eventually_within(Duration::from_secs(20), || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    status
+}
+
+/// `heron check-config PATH` given 20 s: whether it passed and all it
+/// said, or None if it was still running (killed).
+fn check_config_within(path: &Path) -> Option<(bool, String)> {
+    let out = path.with_extension("out");
+    let mut child = Command::new(heron())
+        .arg("check-config")
+        .arg(path)
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&out).unwrap())
+        .stderr(Stdio::from(fs::File::create(&out).unwrap()))
+        .spawn()
+        .unwrap();
+    let status = exited_within_20s(&mut child);
+    Some((status?.success(), fs::read_to_string(&out).unwrap()))
+}
+
+/// Black-box finding AL-15: `/dev/zero` or a FIFO given as the
+/// configuration file, a TLS certificate, key or CA was read without end
+/// (or waited for a writer), and `[dnstap] file = "/dev/zero"` passed.
+/// Each is refused now with what it is, before a byte is read.
+#[test]
+fn check_config_refuses_files_that_are_not_regular_files() {
+    let dir = TempDir::new("check-regular");
+    let fifo = dir.0.join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    fs::write(dir.0.join("k.pem"), "").unwrap();
+    let (zero, fifo) = (
+        "a character device, not a regular file",
+        "a FIFO (named pipe), not a regular file",
+    );
+    let (said, _) = check_config_within(Path::new("/dev/zero"))
+        .map(|(ok, said)| (said, ok))
+        .expect("ends");
+    assert!(said.contains(&format!("/dev/zero is {zero}")), "{said}");
+    let path = dir.0.join("heron.toml");
+    let tls = "[tls]\nlisten = [\"127.0.0.1:8530\"]\n";
+    let cases = [
+        (
+            format!("{tls}certificate = \"/dev/zero\"\nkey = \"k.pem\"\n"),
+            zero,
+        ),
+        (
+            format!("{tls}certificate = \"k.pem\"\nkey = \"fifo\"\n"),
+            fifo,
+        ),
+        ("[secondary]\ntls-ca = \"/dev/zero\"\n".to_string(), zero),
+        ("[dnstap]\nfile = \"/dev/zero\"\n".to_string(), zero),
+        ("[dnstap]\nfile = \"fifo\"\n".to_string(), fifo),
+    ];
+    for (text, want) in cases {
+        fs::write(&path, &text).unwrap();
+        let (ok, said) =
+            check_config_within(&path).unwrap_or_else(|| panic!("{text}: still running"));
+        assert!(!ok && said.contains(want), "{text}: {said}");
+    }
+}
+
 /// `heron serve ARGS` in `dir`, which should refuse to start: its exit
 /// status and stderr (None if it was still running after 20 s: killed).
 fn serve_refused(dir: &Path, args: &[String]) -> Option<(ExitStatus, String)> {
@@ -496,15 +569,7 @@ fn serve_refused(dir: &Path, args: &[String]) -> Option<(ExitStatus, String)> {
         .stderr(fs::File::create(&stderr).unwrap())
         .spawn()
         .unwrap();
-    let mut status = None;
-    heron_testkit::eventually_within(Duration::from_secs(20), || {
-        status = child.try_wait().unwrap();
-        status.is_some()
-    });
-    if status.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    let status = exited_within_20s(&mut child);
     Some((status?, fs::read_to_string(&stderr).unwrap()))
 }
 

@@ -197,38 +197,18 @@ impl ZoneFileText {
 }
 
 /// The text of the regular file at `path`, and the file as it was when
-/// opened, if it holds at most `max` octets. Anything else is refused
-/// before a byte is read: a FIFO or a device (`/dev/zero`) has no end to
-/// read to, and a directory no text. The open does not block (a FIFO with
-/// no writer would wait forever), and the type checked is that of the file
-/// opened, not of the path, which may change in between.
+/// opened, if it holds at most `max` octets; anything else refused before
+/// a byte is read ([`heron_sys::files::read_regular`]).
 pub(crate) fn read_regular(path: &Path, max: u64) -> Result<(Vec<u8>, std::fs::Metadata), Refused> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(Refused::io)?;
-    let metadata = file.metadata().map_err(Refused::io)?;
-    if !metadata.is_file() {
-        return Err(Refused::Other(format!(
-            "{} is {}, not a regular file: only a regular file is read as a zone file",
-            path.display(),
-            file_kind(&metadata)
-        )));
-    }
-    if metadata.len() > max {
-        return Err(Refused::TooLarge(metadata.len()));
-    }
-    // Read for the size `fstat` gave, without a last read to see the
-    // end: a file that grows meanwhile has a newer modification time than
-    // `metadata`, so the next reload reads it again.
-    let mut text = Vec::with_capacity(metadata.len() as usize);
-    file.take(metadata.len())
-        .read_to_end(&mut text)
-        .map_err(Refused::io)?;
-    Ok((text, metadata))
+    use heron_sys::files::Refused as Why;
+    heron_sys::files::read_regular(path, max).map_err(|why| match why {
+        Why::TooLarge(size) => Refused::TooLarge(size),
+        Why::NotRegular(kind) => Refused::Other(format!(
+            "{} is {kind}, not a regular file: only a regular file is read as a zone file",
+            path.display()
+        )),
+        Why::Io(e) => Refused::io(e),
+    })
 }
 
 /// Why [`read_regular`] read nothing.
@@ -242,25 +222,6 @@ pub(crate) enum Refused {
 impl Refused {
     fn io(e: std::io::Error) -> Refused {
         Refused::Other(io_message(&e))
-    }
-}
-
-/// What a file that is not a regular one is, for a person.
-fn file_kind(metadata: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let kind = metadata.file_type();
-    if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else if kind.is_block_device() {
-        "a block device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else {
-        "a file of an unknown kind"
     }
 }
 

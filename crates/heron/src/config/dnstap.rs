@@ -54,6 +54,20 @@ fn default_queue_bytes() -> usize {
     16 << 20
 }
 
+/// Why `file` cannot be the query log: it exists and is not a regular
+/// file (`/dev/zero` would swallow every message, a FIFO block the
+/// server until something reads it).
+fn not_a_log_file(file: &Path) -> Option<String> {
+    let metadata = std::fs::metadata(file).ok()?;
+    (!metadata.is_file()).then(|| {
+        format!(
+            "[dnstap] file: {} is {}, not a regular file",
+            file.display(),
+            heron_sys::files::file_kind(&metadata)
+        )
+    })
+}
+
 /// The query log, read and checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dnstap {
@@ -69,7 +83,10 @@ impl DnstapSection {
         let mut errors = Vec::new();
         let output = match (&self.socket, &self.file) {
             (Some(socket), None) => Some(Output::Socket(base.join(socket))),
-            (None, Some(file)) => Some(Output::File(base.join(file))),
+            (None, Some(file)) => {
+                errors.extend(not_a_log_file(&base.join(file)));
+                Some(Output::File(base.join(file)))
+            }
             _ => {
                 errors.push("[dnstap] needs either 'socket' or 'file' (one of them)".into());
                 None
@@ -175,6 +192,16 @@ mod tests {
             (&b"ns1"[..], &b"v"[..])
         );
         assert_eq!((d.writer.queue_messages, d.writer.queue_bytes), (5, 65536));
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_regular_file_is_refused() {
+        let errors = read("file = \"/dev/zero\"").unwrap_err();
+        assert_eq!(
+            errors,
+            ["[dnstap] file: /dev/zero is a character device, not a regular file"]
+        );
+        assert!(read("file = \"/tmp\"").unwrap_err()[0].contains("is a directory"));
     }
 
     #[test]

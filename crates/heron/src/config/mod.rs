@@ -273,7 +273,7 @@ impl SecondarySection {
             None => None,
             Some(file) => {
                 let file = base.join(file);
-                let pem = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+                let pem = heron_sys::files::read_settings_file(&file)?;
                 Some((file, pem))
             }
         };
@@ -814,8 +814,7 @@ pub struct Settings {
 /// Reads and checks a configuration file. Errors name the file and say what
 /// is wrong (TOML errors carry line and column).
 pub fn load(path: &Path) -> Result<Settings, Vec<String>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| vec![format!("{}: cannot read: {e}", path.display())])?;
+    let text = heron_sys::files::read_settings_text(path).map_err(|e| vec![e])?;
     let base = path.parent().unwrap_or(Path::new("."));
     match every_error::parse(&text) {
         Ok(file) => from_file(file, base, path),

@@ -258,8 +258,7 @@ pub fn default_socket() -> PathBuf {
 /// running server; a file that is not TOML at all falls back to
 /// [`default_socket`], said on stderr.
 pub fn socket_of_config(config: &Path) -> Result<PathBuf, String> {
-    let text = std::fs::read_to_string(config)
-        .map_err(|e| format!("{}: cannot read: {e}", config.display()))?;
+    let text = heron_sys::files::read_settings_text(config)?;
     let file = match text.parse::<toml::Table>() {
         Ok(file) => file,
         Err(e) => {
