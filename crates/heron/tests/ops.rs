@@ -475,6 +475,19 @@ fn check_config_refuses_settings_that_cannot_work() {
             "[tls]\nlisten = [\"127.0.0.1:8530\", \"127.0.0.1:8530\"]\ncertificate = \"c.pem\"\nkey = \"k.pem\"\n",
             "[tls] listen names 127.0.0.1:8530 twice",
         ),
+        // AL-12: port 0 gave each socket another random port.
+        (
+            "[server]\nlisten = [\"127.0.0.1:0\"]\n",
+            "[server] listen 127.0.0.1:0: the port must be 1 to 65535",
+        ),
+        (
+            "[tls]\nlisten = [\"[::1]:0\"]\ncertificate = \"c.pem\"\nkey = \"k.pem\"\n",
+            "[tls] listen [::1]:0: the port must be 1 to 65535",
+        ),
+        (
+            "[metrics]\nlisten = \"127.0.0.1:0\"\n",
+            "[metrics] listen 127.0.0.1:0: the port must be 1 to 65535",
+        ),
     ];
     for (text, want) in cases {
         fs::write(&path, text).unwrap();
@@ -622,6 +635,11 @@ fn serve_refuses_a_zone_or_address_given_twice() {
                 "z.test=a.zone",
             ]),
             format!("--listen names {listen} twice"),
+        ),
+        // AL-12: each socket bound another random port.
+        (
+            args(&["--listen", "127.0.0.1:0", "--zone", "z.test=a.zone"]),
+            "--listen 127.0.0.1:0: the port must be 1 to 65535".to_string(),
         ),
     ];
     for (args, want) in cases {

@@ -1172,7 +1172,15 @@ fn server_problems(
     problems
 }
 
-/// Addresses two listeners would both bind, which `heron serve` fails on
+/// A listen address of port 0 (AL-12): each socket (one per worker) would
+/// get another random port, and nobody could know where the server
+/// answers. As `[xdp] listen`, the port must be 1 to 65535.
+fn port_zero(key: &str, addr: &SocketAddr) -> Option<String> {
+    (addr.port() == 0).then(|| format!("{key} {addr}: the port must be 1 to 65535"))
+}
+
+/// Addresses listeners cannot use: port 0 ([`port_zero`]), and those
+/// two listeners would both bind, which `heron serve` fails on
 /// at its start (black-box finding: check-config passed them, and under
 /// `Restart=on-failure` the unit looped): a `[server] listen` address
 /// twice, a `[tls] listen` one twice (bound twice by SO_REUSEPORT, each
@@ -1190,6 +1198,11 @@ fn listen_conflicts(
             && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
     };
     let mut problems = Vec::new();
+    let metrics_listen = metrics.iter().map(|a| ("[metrics]", a));
+    let every = (server.iter().map(|a| ("[server]", a)))
+        .chain(tls.iter().map(|a| ("[tls]", a)))
+        .chain(metrics_listen);
+    problems.extend(every.filter_map(|(section, a)| port_zero(&format!("{section} listen"), a)));
     for (section, list) in [("[server]", server), ("[tls]", tls)] {
         for (i, a) in list.iter().enumerate() {
             if list[..i].contains(a) {
@@ -2057,7 +2070,7 @@ fn files_beside<'a>(
 /// What is wrong with the zones `heron serve --zone` adds to those of
 /// `settings` (black-box finding AL-6: a zone the file has, or one
 /// given twice, was taken silently, the last one winning) and with its
-/// `--listen` addresses (one given twice): each a sentence.
+/// `--listen` addresses (one given twice, or of port 0): each a sentence.
 pub fn command_line_problems(
     settings: &Settings,
     added: &[ZoneSpec],
@@ -2083,6 +2096,7 @@ pub fn command_line_problems(
         if listen[..i].contains(a) {
             problems.push(format!("--listen names {a} twice"));
         }
+        problems.extend(port_zero("--listen", a));
     }
     problems
 }
@@ -3044,6 +3058,12 @@ udp-coalesce-us = 1001
         // A wildcard beside a specific address: both bind (regression hunt).
         assert_eq!(said(&[a("0.0.0.0:53")], &[dns], None), "");
         assert!(said(&[dns], &[], Some("127.0.0.1:53")).contains("[metrics] listen 127.0.0.1:53"));
+        let zero = a("127.0.0.1:0");
+        assert_eq!(
+            said(&[zero], &[], Some("[::1]:0")),
+            "[server] listen 127.0.0.1:0: the port must be 1 to 65535; \
+             [metrics] listen [::1]:0: the port must be 1 to 65535"
+        );
         assert!(said(&[a("0.0.0.0:53")], &[], Some("127.0.0.1:53")).contains("[metrics]"));
         let whole = parse(
             "[server]\nlisten = [\"127.0.0.1:5300\"]\n[metrics]\nlisten = \"127.0.0.1:5300\"\n",
