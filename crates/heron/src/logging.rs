@@ -35,7 +35,30 @@ pub struct LogSection {
     pub level: Level,
     /// A level per target: a crate or module path, e.g. `heron_xfr` or
     /// `heron_xfr::secondary`.
+    #[serde(deserialize_with = "module_paths")]
     pub targets: BTreeMap<String, Level>,
+}
+
+/// `targets`, each key a module path (`heron_xfr::secondary`). The keys
+/// go into the filter's text as they are: `"heron=trace,x"` was read as
+/// two directives and changed the level of all of `heron` (AL-5).
+fn module_paths<'de, D: serde::Deserializer<'de>>(
+    de: D,
+) -> Result<BTreeMap<String, Level>, D::Error> {
+    let targets = BTreeMap::<String, Level>::deserialize(de)?;
+    match targets.keys().find(|t| !is_module_path(t)) {
+        Some(bad) => Err(serde::de::Error::custom(format!(
+            "log target {bad:?}: expected a crate or module path such as heron_xfr or heron_xfr::secondary"
+        ))),
+        None => Ok(targets),
+    }
+}
+
+/// Whether `text` is `NAME(::NAME)*`, each name of ASCII letters, digits
+/// and underscores.
+fn is_module_path(text: &str) -> bool {
+    text.split("::")
+        .all(|name| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -84,9 +107,20 @@ impl LogSection {
             .collect()
     }
 
+    /// `HERON_LOG`'s directives `text`, after the file's `level` when they
+    /// name targets only: `HERON_LOG=heron_xfr=debug` otherwise turned
+    /// every other target off, errors included (AL-11).
+    fn under_env(&self, text: String) -> String {
+        match text.split(',').any(|d| !d.contains('=')) {
+            true => text,
+            false => format!("{},{text}", self.level),
+        }
+    }
+
     /// `HERON_LOG` if it is set and valid, else the file's levels.
     fn filter(&self) -> EnvFilter {
         env_directives()
+            .map(|text| self.under_env(text))
             .and_then(|text| EnvFilter::try_new(text).ok())
             .unwrap_or_else(|| {
                 // Targets are free text: one the filter cannot read is
@@ -300,6 +334,41 @@ mod tests {
         ] {
             assert!(!valid_directives(bad), "{bad}");
         }
+    }
+
+    /// Black-box AL-5: a target key was spliced into the filter as it
+    /// was, so `"heron=trace,x"` set `heron` to trace.
+    #[test]
+    fn targets_must_be_module_paths() {
+        let with = |key: &str| parse(&format!("[targets]\n{key:?} = \"warn\"\n"));
+        for good in ["heron", "heron_xfr::secondary", "a1::b_2"] {
+            assert!(with(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "heron=trace,x",
+            "",
+            "a=b,c",
+            "heron::",
+            "::heron",
+            "he ron",
+            "a:b",
+        ] {
+            let said = with(bad).unwrap_err();
+            assert!(
+                said.contains("expected a crate or module path"),
+                "{bad}: {said}"
+            );
+        }
+    }
+
+    /// Black-box AL-11: `HERON_LOG` naming targets only silenced the rest.
+    #[test]
+    fn heron_log_of_targets_only_keeps_the_files_level() {
+        let section = parse("level = \"warn\"\n").unwrap();
+        let under = |text: &str| section.under_env(text.to_string());
+        assert_eq!(under("heron_xfr=debug"), "warn,heron_xfr=debug");
+        assert_eq!(under("error,heron_xfr=debug"), "error,heron_xfr=debug");
+        assert_eq!(under("debug"), "debug");
     }
 
     #[test]

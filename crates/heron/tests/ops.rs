@@ -324,6 +324,18 @@ fn heron_log_takes_precedence_over_the_files_levels() {
     assert!(has_message(&lines, "answering on"), "{log}");
 }
 
+/// Black-box finding AL-11: `HERON_LOG=heron_xfr=debug` (targets and no
+/// level for the rest) turned every other target off, errors included.
+/// The rest keeps the configured level (info here).
+#[test]
+fn heron_log_of_targets_only_keeps_the_level_for_the_rest() {
+    let server = Served::start(None, Some("heron_xfr=debug"));
+    server.until_ready();
+    let (status, log) = server.stop();
+    assert!(status.success(), "{status}: {log}");
+    assert!(log.contains("answering on"), "{log}");
+}
+
 /// `heron check-config PATH`: whether it passed, and all it said.
 fn check_config(path: &std::path::Path) -> (bool, String) {
     let out = Command::new(heron())
@@ -474,6 +486,11 @@ fn check_config_refuses_settings_that_cannot_work() {
         (
             "[tls]\nlisten = [\"127.0.0.1:8530\", \"127.0.0.1:8530\"]\ncertificate = \"c.pem\"\nkey = \"k.pem\"\n",
             "[tls] listen names 127.0.0.1:8530 twice",
+        ),
+        // AL-5: a key read as two directives (heron=trace and x=error).
+        (
+            "[log]\ntargets = { \"heron=trace,x\" = \"error\" }\n",
+            "log target \"heron=trace,x\": expected a crate or module path",
         ),
         // AL-12: port 0 gave each socket another random port.
         (
