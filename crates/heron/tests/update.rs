@@ -1460,6 +1460,73 @@ fn updates_of_a_zone_allowing_transfers_outlive_allow_update_removed() {
     updates_outlive_allow_update_removed_and_a_restart("held-xfr", transfers);
 }
 
+/// A zone holding updates its file lacks (its `allow-update` removed under
+/// "never") whose file is edited with a new serial while it is down: the
+/// journal that does not lead on from the new file is set aside with an
+/// error, as for a zone that takes updates (regression hunt: it was
+/// ignored, the answered update no longer served, without a word).
+#[test]
+fn a_held_zone_whose_file_is_edited_past_its_journal_sets_the_journal_aside() {
+    let file = zone_file("held-edited");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
+    let add = "update add held.upd.test 60 A 192.0.2.77";
+    let got = send(Client::Nsupdate, server.addr(), Some("ops"), false, add);
+    assert_eq!(got, "NOERROR");
+    config_without(
+        &server.dir().join("heron.toml"),
+        &["allow-update", "zonefile-sync"],
+    );
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(!ok, "{said}");
+    let edited = zone_text().replace("hostmaster 1 ", "hostmaster 3 ");
+    std::fs::write(&file, format!("{edited}byhand A 192.0.2.90\n")).unwrap();
+    let server = restarted(server, ZONE);
+    assert_eq!(
+        zone_serial(server.addr(), ZONE),
+        Some(3),
+        "{}",
+        server.log()
+    );
+    assert!(
+        server.log().contains("cannot be applied to the zone file"),
+        "{}",
+        server.log()
+    );
+    assert!(
+        file.with_extension("zone.jnl.unapplied").exists(),
+        "{}",
+        server.log()
+    );
+}
+
+/// A zone holding updates (its `allow-update` removed under "never")
+/// whose file another zone now reads: `heron ctl flush`, which the hold
+/// says to run, does not write the file with this zone's records
+/// (regression hunt: it did, and the other zone was lost at its next
+/// load).
+#[test]
+fn a_flush_does_not_write_a_file_another_zone_reads() {
+    let file = zone_file("held-shared");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
+    let add = "update add held.upd.test 60 A 192.0.2.77";
+    let got = send(Client::Nsupdate, server.addr(), Some("ops"), false, add);
+    assert_eq!(got, "NOERROR");
+    let config = server.dir().join("heron.toml");
+    config_without(&config, &["allow-update", "zonefile-sync"]);
+    let text = std::fs::read_to_string(&config).unwrap();
+    let other = format!(
+        "[[zone]]\norigin = \"other.test\"\nfile = \"{}\"\n",
+        file.display()
+    );
+    std::fs::write(&config, format!("{text}\n{other}")).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(!ok, "{said}");
+    let before = std::fs::read_to_string(&file).unwrap();
+    let (ok, said) = ctl(&socket, &["flush", ZONE]);
+    assert!(!ok && said.contains("other.test. is read from"), "{said}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+}
+
 /// A write-back due when the zone is frozen waits for the thaw: the file
 /// is the operator's meanwhile (before, the timer set by the last update
 /// fired during the freeze and replaced the edit being made).

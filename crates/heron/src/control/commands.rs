@@ -464,13 +464,26 @@ impl Controller {
     /// or is gone (removed while the zone was frozen, say: black-box
     /// finding, it was said to hold what is served).
     async fn flush_one(&self, zone: &Name) -> Flushed {
-        let file = (self.files.lock().unwrap_or_else(|e| e.into_inner())).file_of(zone);
+        let (file, sharing) = {
+            let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+            (files.file_of(zone), files.sharing_the_file_of(zone))
+        };
         let (Some(file), Some(served)) = (file, self.catalog.load().get(zone).cloned()) else {
             return Flushed::NotServed;
         };
+
         let gone = matches!(std::fs::symlink_metadata(&file), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
         if !gone && !self.transfers.unwritten.contains(zone) {
             return Flushed::HoldsAll;
+        }
+        // Another zone reads that file: written with this zone's records,
+        // it would lose the other at its next load (regression hunt: a
+        // zone holding updates, told to flush, did so).
+        if let Some(other) = sharing.first() {
+            return Flushed::Failed(format!(
+                "{zone}: not written: zone {other} is read from {} too, which this zone's records would replace; give {zone} a file of its own",
+                file.display()
+            ));
         }
         let signed_here = self.transfers.signings.get(zone).is_some();
         let serial = served.serial();

@@ -677,6 +677,19 @@ impl ZoneFiles {
             .collect()
     }
 
+    /// The other zones read from the same file as `origin` (a scan: asked
+    /// by a flush, not per query).
+    pub fn sharing_the_file_of(&self, origin: &Name) -> Vec<Name> {
+        let Some(file) = self.file_of(origin) else {
+            return Vec::new();
+        };
+        let origin = origin.to_lowercase();
+        (self.entries.iter())
+            .filter(|e| e.spec.file == file && e.spec.origin.to_lowercase() != origin)
+            .map(|e| e.spec.origin.clone())
+            .collect()
+    }
+
     pub fn file_of(&self, origin: &Name) -> Option<std::path::PathBuf> {
         // Looked up, not searched: a scrape asks for every zone's (100,000
         // zones took 35 s a scrape).

@@ -1113,6 +1113,11 @@ pub(crate) fn hold_journals(
 ) -> Vec<(Name, std::path::PathBuf)> {
     use heron_xfr::journal::file::path_for;
     let takes_updates = |o: &Name| policies.get(o).is_some_and(|p| p.takes_updates());
+    let keeping: std::collections::HashSet<Name> = (policies.iter())
+        .filter(|(_, p)| p.keeps_history())
+        .map(|(o, _)| o.to_lowercase())
+        .collect();
+    let policies_keep_history = |o: &Name| keeping.contains(&o.to_lowercase());
     let candidates: Vec<(&Name, std::path::PathBuf)> = (zones.iter())
         .filter(|z| z.signing.is_none() && !z.kept && !takes_updates(&z.origin))
         .map(|z| {
@@ -1134,7 +1139,10 @@ pub(crate) fn hold_journals(
             .map(|part| {
                 s.spawn(move || {
                     (part.iter())
-                        .filter(|(origin, path)| ends_past_the_file(catalog, origin, path))
+                        .filter(|(origin, path)| {
+                            let history = policies_keep_history(origin);
+                            needs_replay(catalog, origin, path, history)
+                        })
                         .map(|(origin, path)| ((*origin).clone(), path.to_path_buf()))
                         .collect::<Vec<_>>()
                 })
@@ -1152,8 +1160,14 @@ pub(crate) fn hold_journals(
 }
 
 /// Whether the journal at `path` of zone `origin` (as `catalog` serves
-/// it, loaded from its file) ends past its file's serial.
-fn ends_past_the_file(catalog: &Catalog, origin: &Name, path: &std::path::Path) -> bool {
+/// it, loaded from its file) is to be replayed: it ends past its file's
+/// serial; or, for a zone that keeps no history of its own (`history`
+/// false: its journal can only hold updates), anywhere but at the file's
+/// serial, a file edited with a new serial while the server was down.
+/// The replay then takes it quietly if the file holds its updates, and
+/// sets it aside with an error if not (regression hunt: such a journal
+/// was ignored, its answered updates not served, without a word).
+fn needs_replay(catalog: &Catalog, origin: &Name, path: &std::path::Path, history: bool) -> bool {
     let last = heron_xfr::journal::file::last_serial(path, origin);
     let (Some(zone), Some(last)) = (catalog.get(origin), last) else {
         return false;
@@ -1162,7 +1176,8 @@ fn ends_past_the_file(catalog: &Catalog, origin: &Name, path: &std::path::Path) 
     // what the journal went on from.
     let file = crate::plan::signing::file_serial_of_served(origin, zone.serial());
     let file = file.unwrap_or(zone.serial());
-    heron_xfr::serial::is_newer(last, file) && last != zone.serial()
+    let past = heron_xfr::serial::is_newer(last, file) && last != zone.serial();
+    past || (!history && last != file && last != zone.serial())
 }
 
 /// `zone` as loaded from its file, with the steps of its journal at
