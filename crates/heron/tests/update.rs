@@ -1527,6 +1527,48 @@ fn a_flush_does_not_write_a_file_another_zone_reads() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
 }
 
+/// A zone that never took updates, keeping an IXFR history: its file
+/// rolled back while the server is down is served as it is, the history
+/// set aside (regression hunt: the history was taken for updates the
+/// file lacked, and the rolled-back record served again).
+#[test]
+fn a_rolled_back_file_of_a_zone_taking_no_updates_is_served() {
+    let file = zone_file("rolled-back");
+    let server = ServerProcess::heron_with_config(&heron(), ZONE, |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n",
+            file.display()
+        )
+    });
+    let edited = zone_text().replace("hostmaster 1 ", "hostmaster 2 ");
+    std::fs::write(&file, format!("{edited}bad A 192.0.2.66\n")).unwrap();
+    server.reload();
+    assert!(
+        eventually(|| zone_serial(server.addr(), ZONE) == Some(2)),
+        "{}",
+        server.log()
+    );
+    std::fs::write(&file, zone_text()).unwrap();
+    let server = restarted(server, ZONE);
+    assert_eq!(
+        zone_serial(server.addr(), ZONE),
+        Some(1),
+        "{}",
+        server.log()
+    );
+    assert!(
+        a(server.addr(), "bad.upd.test").is_empty(),
+        "{}",
+        server.log()
+    );
+    assert!(
+        !server.log().contains("lacks the updates"),
+        "{}",
+        server.log()
+    );
+}
+
 /// A write-back due when the zone is frozen waits for the thaw: the file
 /// is the operator's meanwhile (before, the timer set by the last update
 /// fired during the freeze and replaced the edit being made).

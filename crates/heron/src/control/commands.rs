@@ -492,6 +492,9 @@ impl Controller {
             Ok(()) => {
                 let primary = &self.transfers.primary;
                 (self.transfers.unwritten).written(&self.catalog, &version, primary);
+                let journal = (primary.policy(zone).journal_file.clone())
+                    .unwrap_or_else(|| heron_xfr::journal::file::path_for(&file));
+                crate::runtime::update::unmark_held(&journal);
                 tracing::info!(zone = %zone, "zone {zone} flushed: written to {} (serial {serial})", file.display());
                 Flushed::Written { file, serial }
             }

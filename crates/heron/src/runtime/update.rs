@@ -533,6 +533,7 @@ fn hold_under_never(
                 .journal_file
                 .as_deref()
                 .unwrap_or(std::path::Path::new("?"));
+            mark_held(journal);
             // A start cannot tell a signed zone's updates from its
             // file's edits: only a flush keeps them then.
             let restart = match signed_here {
@@ -551,6 +552,32 @@ fn hold_under_never(
             None
         }
     }
+}
+
+/// Beside a journal that holds updates its zone's file lacks, of a zone
+/// that no longer takes them: what tells a start that the journal of a
+/// zone keeping a history of its own (`allow-transfer`) holds updates,
+/// not file versions (regression hunt: a file rolled back was taken for
+/// a file lacking updates, and the newer history served).
+pub(crate) fn held_marker(journal: &std::path::Path) -> std::path::PathBuf {
+    let mut name = journal.as_os_str().to_owned();
+    name.push(".held");
+    std::path::PathBuf::from(name)
+}
+
+fn mark_held(journal: &std::path::Path) {
+    let marker = held_marker(journal);
+    if let Err(e) = std::fs::write(&marker, "") {
+        tracing::warn!(
+            "cannot write {}: {e}; a restart may take the zone's file for what it serves",
+            marker.display()
+        );
+    }
+}
+
+/// The marker of `journal` gone: its updates are in the file.
+pub(crate) fn unmark_held(journal: &std::path::Path) {
+    let _ = std::fs::remove_file(held_marker(journal));
 }
 
 /// The new policy of `origin`, None if the zone is `removed`. A zone
@@ -1127,9 +1154,17 @@ pub(crate) fn hold_journals(
         .collect();
     let paths: Vec<&std::path::Path> = candidates.iter().map(|(_, p)| p.as_path()).collect();
     let exist = heron_xfr::secondary::store::which_exist(&paths);
-    let found: Vec<(&Name, &std::path::Path)> = (candidates.iter().zip(exist))
-        .filter(|(_, exists)| *exists)
-        .map(|((origin, path), _)| (*origin, path.as_path()))
+    // A zone keeping a history of its own holds updates only if a
+    // reconfigure marked its journal so.
+    let markers: Vec<std::path::PathBuf> =
+        (candidates.iter()).map(|(_, p)| held_marker(p)).collect();
+    let marked = heron_xfr::secondary::store::which_exist(
+        &markers.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
+    );
+    let found: Vec<(&Name, &std::path::Path)> = (candidates.iter().zip(exist).zip(marked))
+        .filter(|((_, exists), _)| *exists)
+        .filter(|(((origin, _), _), marked)| *marked || !policies_keep_history(origin))
+        .map(|(((origin, path), _), _)| (*origin, path.as_path()))
         .collect();
     // Read on every core, as the journals are read back after.
     let threads = heron_zone::cores().min(found.len().div_ceil(256)).max(1);
