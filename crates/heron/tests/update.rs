@@ -1467,8 +1467,20 @@ fn updates_of_a_zone_allowing_transfers_outlive_allow_update_removed() {
 /// ignored, the answered update no longer served, without a word).
 #[test]
 fn a_held_zone_whose_file_is_edited_past_its_journal_sets_the_journal_aside() {
-    let file = zone_file("held-edited");
-    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
+    held_zone_edited_past_its_journal("held-edited", "");
+}
+
+/// [`held_zone_edited_past_its_journal`] for a zone with `allow-transfer`
+/// (a history of its own): its journal was deleted.
+#[test]
+fn a_held_zone_allowing_transfers_edited_past_its_journal_sets_it_aside() {
+    held_zone_edited_past_its_journal("held-edited-xfr", "allow-transfer = [\"127.0.0.1\"]");
+}
+
+fn held_zone_edited_past_its_journal(tag: &str, zone_lines: &str) {
+    let file = zone_file(tag);
+    let lines = format!("zonefile-sync = \"never\"\n{zone_lines}");
+    let (server, socket) = start_with_control(&file, &lines);
     let add = "update add held.upd.test 60 A 192.0.2.77";
     let got = send(Client::Nsupdate, server.addr(), Some("ops"), false, add);
     assert_eq!(got, "NOERROR");

@@ -1174,10 +1174,7 @@ pub(crate) fn hold_journals(
             .map(|part| {
                 s.spawn(move || {
                     (part.iter())
-                        .filter(|(origin, path)| {
-                            let history = policies_keep_history(origin);
-                            needs_replay(catalog, origin, path, history)
-                        })
+                        .filter(|(origin, path)| needs_replay(catalog, origin, path))
                         .map(|(origin, path)| ((*origin).clone(), path.to_path_buf()))
                         .collect::<Vec<_>>()
                 })
@@ -1195,14 +1192,16 @@ pub(crate) fn hold_journals(
 }
 
 /// Whether the journal at `path` of zone `origin` (as `catalog` serves
-/// it, loaded from its file) is to be replayed: it ends past its file's
-/// serial; or, for a zone that keeps no history of its own (`history`
-/// false: its journal can only hold updates), anywhere but at the file's
-/// serial, a file edited with a new serial while the server was down.
-/// The replay then takes it quietly if the file holds its updates, and
-/// sets it aside with an error if not (regression hunt: such a journal
-/// was ignored, its answered updates not served, without a word).
-fn needs_replay(catalog: &Catalog, origin: &Name, path: &std::path::Path, history: bool) -> bool {
+/// it, loaded from its file), one that can only hold updates (its zone
+/// keeps no history of its own, or a reconfigure marked it), is to be
+/// replayed: it ends anywhere but at its file's serial. One ending past
+/// it holds updates the file lacks; before it, the file was edited with
+/// a new serial while the server was down, and the replay takes the
+/// journal quietly if the file holds its updates, and sets it aside with
+/// an error if not (regression hunt: such a journal was ignored, or for a
+/// zone with `allow-transfer` deleted, its answered updates gone without
+/// a word).
+fn needs_replay(catalog: &Catalog, origin: &Name, path: &std::path::Path) -> bool {
     let last = heron_xfr::journal::file::last_serial(path, origin);
     let (Some(zone), Some(last)) = (catalog.get(origin), last) else {
         return false;
@@ -1211,8 +1210,7 @@ fn needs_replay(catalog: &Catalog, origin: &Name, path: &std::path::Path, histor
     // what the journal went on from.
     let file = crate::plan::signing::file_serial_of_served(origin, zone.serial());
     let file = file.unwrap_or(zone.serial());
-    let past = heron_xfr::serial::is_newer(last, file) && last != zone.serial();
-    past || (!history && last != file && last != zone.serial())
+    last != file && last != zone.serial()
 }
 
 /// `zone` as loaded from its file, with the steps of its journal at
