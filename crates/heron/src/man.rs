@@ -68,7 +68,7 @@ const CHECK_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\nno errors (warnings may be pr
     .TP\n1\nerrors, each printed with its file and line\n.TP\n2\na usage error\n";
 
 const DOCTOR_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\nnothing to fix (notes may be printed)\n\
-    .TP\n1\nsomething to fix, each printed with what to do\n.TP\n2\na usage error\n";
+    .TP\n1\nsomething to fix, each printed with what to do\n.TP\n2\na usage error, or a configuration that cannot be read\n";
 
 const IMPORT_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\nthe file was written; settings that could not be translated \
     are listed on stderr, each with its file and line, and are warnings\n\
@@ -92,12 +92,12 @@ const COMPARE_EXAMPLES: &str = ".SH EXAMPLES\n.nf\nheron compare \\-\\-against 1
 
 const CTL_EXIT: &str = ".SH EXIT STATUS\n.TP\n0\ndone\n\
     .TP\n1\ntried and failed, with the reason (a zone that did not load, no primary that answered)\n\
-    .TP\n2\na usage error, or no control socket to be found\n\
-    .TP\n3\nno server answered within \\-\\-timeout\n\
+    .TP\n2\na usage error\n\
+    .TP\n3\nno server answered within \\-\\-timeout (none at the control socket, or no socket there)\n\
     .TP\n4\nrefused without trying (an unknown command or zone, a zone of the other kind, the socket busy)\n";
 
 const FILES: &str = ".SH FILES\n.TP\n/etc/heron/heron.toml\nthe configuration (heron.toml(5))\n\
-    .TP\n/run/heron/control.sock\nthe control socket under the shipped unit (or $HERON_CONTROL)\n\
+    .TP\n/run/heron/control.sock\nthe control socket under the shipped unit (heron ctl also takes $HERON_CONTROL)\n\
     .TP\n/var/lib/heron\nkept copies of secondary zones and journals (*.jnl)\n\
     .TP\n/var/log/heron\na dnstap file, if configured\n";
 
