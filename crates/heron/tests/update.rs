@@ -1581,6 +1581,46 @@ fn a_rolled_back_file_of_a_zone_taking_no_updates_is_served() {
     );
 }
 
+/// A zone holding updates (its `allow-update` removed under "never")
+/// whose file is copied to a new path and pointed at: its journal goes
+/// along, and a restart serves the updates (regression hunt: the journal
+/// stayed at the old name, and the restart served the new file alone).
+#[test]
+fn a_held_zone_whose_file_moves_takes_its_journal_along() {
+    let file = zone_file("held-moved");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
+    let add = "update add held.upd.test 60 A 192.0.2.77";
+    let got = send(Client::Nsupdate, server.addr(), Some("ops"), false, add);
+    assert_eq!(got, "NOERROR");
+    let config = server.dir().join("heron.toml");
+    config_without(&config, &["allow-update", "zonefile-sync"]);
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(!ok, "{said}");
+    let moved = file.with_file_name("moved.zone");
+    std::fs::copy(&file, &moved).unwrap();
+    let text = std::fs::read_to_string(&config).unwrap();
+    let old = format!("\"{}\"", file.display());
+    std::fs::write(
+        &config,
+        text.replace(&old, &format!("\"{}\"", moved.display())),
+    )
+    .unwrap();
+    let _ = ctl(&socket, &["reconfigure"]);
+    assert_eq!(
+        a(server.addr(), "held.upd.test").len(),
+        1,
+        "{}",
+        server.log()
+    );
+    let server = restarted(server, ZONE);
+    assert_eq!(
+        a(server.addr(), "held.upd.test").len(),
+        1,
+        "{}",
+        server.log()
+    );
+}
+
 /// A write-back due when the zone is frozen waits for the thaw: the file
 /// is the operator's meanwhile (before, the timer set by the last update
 /// fired during the freeze and replaced the edit being made).

@@ -346,7 +346,7 @@ fn reconfigure(
     let signed_now: std::collections::HashSet<Name> = (files.signed_files().into_iter())
         .map(|(origin, _)| origin.to_lowercase())
         .collect();
-    update::move_journals(xfr, &new.policies);
+    update::move_journals(xfr, &new.policies, |origin| files.file_of(origin));
     let leaving = (&signed_now, &new.removed[..]);
     let (still_signed, held) = update::write_back_leaving(catalog, xfr, &mut new.policies, leaving);
     for origin in still_signed {

@@ -366,13 +366,27 @@ impl Unwritten {
 /// finding: the new file was read alone, a new journal started from the
 /// zone served, and the updates lost at the next start). A journal at
 /// the new path already is left as it is.
-pub(crate) fn move_journals(xfr: &Transfers, policies: &HashMap<Name, ZonePolicy>) {
+pub(crate) fn move_journals(
+    xfr: &Transfers,
+    policies: &HashMap<Name, ZonePolicy>,
+    file_of: impl Fn(&Name) -> Option<std::path::PathBuf>,
+) {
     let configured = xfr.primary.policies();
     for origin in xfr.unwritten.origins() {
-        let (Some(old), Some(new)) = (configured.get(&origin), policies.get(&origin)) else {
+        let Some(old) = configured.get(&origin) else {
             continue;
         };
-        let (Some(from), Some(to)) = (old.journal_path(), new.journal_path()) else {
+        // A zone holding updates keeps its journal whatever its new
+        // settings say, beside its file (regression hunt: a held zone's
+        // moved file left its journal behind, and a restart served the
+        // new file alone).
+        let to = match (old.holds_updates, policies.get(&origin)) {
+            (false, Some(new)) => new.journal_path().map(|p| p.to_path_buf()),
+            (false, None) => None,
+            (true, new) => (new.and_then(|n| n.journal_file.clone()))
+                .or_else(|| file_of(&origin).map(|f| heron_xfr::journal::file::path_for(&f))),
+        };
+        let (Some(from), Some(to)) = (old.journal_path(), to.as_deref()) else {
             continue;
         };
         if from == to || !from.exists() || to.exists() {
@@ -385,6 +399,7 @@ pub(crate) fn move_journals(xfr: &Transfers, policies: &HashMap<Name, ZonePolicy
         for (from, to) in [
             (from.to_path_buf(), to.to_path_buf()),
             (carried(from), carried(to)),
+            (held_marker(from), held_marker(to)),
         ] {
             if !from.exists() {
                 continue;
