@@ -1477,19 +1477,25 @@ fn a_held_zone_allowing_transfers_edited_past_its_journal_sets_it_aside() {
     held_zone_edited_past_its_journal("held-edited-xfr", "allow-transfer = [\"127.0.0.1\"]");
 }
 
-fn held_zone_edited_past_its_journal(tag: &str, zone_lines: &str) {
+/// A zone that answered an update under `zonefile-sync = "never"` and
+/// then lost `allow-update` (the reconfigure holds the update, and fails
+/// saying so): the zone file, the server and its control socket.
+fn held_zone(tag: &str, zone_lines: &str) -> (PathBuf, ServerProcess, PathBuf) {
     let file = zone_file(tag);
     let lines = format!("zonefile-sync = \"never\"\n{zone_lines}");
     let (server, socket) = start_with_control(&file, &lines);
     let add = "update add held.upd.test 60 A 192.0.2.77";
     let got = send(Client::Nsupdate, server.addr(), Some("ops"), false, add);
     assert_eq!(got, "NOERROR");
-    config_without(
-        &server.dir().join("heron.toml"),
-        &["allow-update", "zonefile-sync"],
-    );
+    let config = server.dir().join("heron.toml");
+    config_without(&config, &["allow-update", "zonefile-sync"]);
     let (ok, said) = ctl(&socket, &["reconfigure"]);
     assert!(!ok, "{said}");
+    (file, server, socket)
+}
+
+fn held_zone_edited_past_its_journal(tag: &str, zone_lines: &str) {
+    let (file, server, _socket) = held_zone(tag, zone_lines);
     let edited = zone_text().replace("hostmaster 1 ", "hostmaster 3 ");
     std::fs::write(&file, format!("{edited}byhand A 192.0.2.90\n")).unwrap();
     let server = restarted(server, ZONE);
@@ -1518,13 +1524,8 @@ fn held_zone_edited_past_its_journal(tag: &str, zone_lines: &str) {
 /// load).
 #[test]
 fn a_flush_does_not_write_a_file_another_zone_reads() {
-    let file = zone_file("held-shared");
-    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
-    let add = "update add held.upd.test 60 A 192.0.2.77";
-    let got = send(Client::Nsupdate, server.addr(), Some("ops"), false, add);
-    assert_eq!(got, "NOERROR");
+    let (file, server, socket) = held_zone("held-shared", "");
     let config = server.dir().join("heron.toml");
-    config_without(&config, &["allow-update", "zonefile-sync"]);
     let text = std::fs::read_to_string(&config).unwrap();
     let other = format!(
         "[[zone]]\norigin = \"other.test\"\nfile = \"{}\"\n",
@@ -1587,15 +1588,8 @@ fn a_rolled_back_file_of_a_zone_taking_no_updates_is_served() {
 /// stayed at the old name, and the restart served the new file alone).
 #[test]
 fn a_held_zone_whose_file_moves_takes_its_journal_along() {
-    let file = zone_file("held-moved");
-    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
-    let add = "update add held.upd.test 60 A 192.0.2.77";
-    let got = send(Client::Nsupdate, server.addr(), Some("ops"), false, add);
-    assert_eq!(got, "NOERROR");
+    let (file, server, socket) = held_zone("held-moved", "");
     let config = server.dir().join("heron.toml");
-    config_without(&config, &["allow-update", "zonefile-sync"]);
-    let (ok, said) = ctl(&socket, &["reconfigure"]);
-    assert!(!ok, "{said}");
     let moved = file.with_file_name("moved.zone");
     std::fs::copy(&file, &moved).unwrap();
     let text = std::fs::read_to_string(&config).unwrap();
