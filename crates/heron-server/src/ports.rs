@@ -20,24 +20,9 @@ pub enum Transport {
 /// without `SO_REUSEPORT` fails then, whoever holds it. Call it before
 /// this process binds `addr` itself. Port 0 (any free port) is never held.
 pub fn held_elsewhere(addr: SocketAddr, transport: Transport) -> bool {
-    if addr.port() == 0 {
-        return false;
-    }
-    let kind = match transport {
-        Transport::Udp => Type::DGRAM,
-        Transport::Tcp => Type::STREAM,
-    };
-    let Ok(socket) = Socket::new(Domain::for_address(addr), kind, None) else {
+    let Some(socket) = probe(addr, transport) else {
         return false;
     };
-    // As the listeners are bound: IPv6 alone, and for TCP a connection
-    // of an earlier run waiting out TIME_WAIT holds nothing.
-    if addr.is_ipv6() {
-        let _ = socket.set_only_v6(true);
-    }
-    if transport == Transport::Tcp {
-        let _ = socket.set_reuse_address(true);
-    }
     matches!(socket.bind(&addr.into()), Err(e) if e.kind() == io::ErrorKind::AddrInUse)
 }
 
@@ -50,20 +35,31 @@ pub fn shared_with_another(addr: SocketAddr, transport: Transport) -> bool {
     if !held_elsewhere(addr, transport) {
         return false;
     }
+    let Some(socket) = probe(addr, transport) else {
+        return false;
+    };
+    socket.set_reuse_port(true).is_ok() && socket.bind(&addr.into()).is_ok()
+}
+
+/// A socket set up as the listeners of `addr` are (IPv6 alone; for TCP
+/// a connection of an earlier run waiting out TIME_WAIT holds nothing),
+/// not bound; None for port 0 or when none can be made.
+fn probe(addr: SocketAddr, transport: Transport) -> Option<Socket> {
+    if addr.port() == 0 {
+        return None;
+    }
     let kind = match transport {
         Transport::Udp => Type::DGRAM,
         Transport::Tcp => Type::STREAM,
     };
-    let Ok(socket) = Socket::new(Domain::for_address(addr), kind, None) else {
-        return false;
-    };
+    let socket = Socket::new(Domain::for_address(addr), kind, None).ok()?;
     if addr.is_ipv6() {
         let _ = socket.set_only_v6(true);
     }
     if transport == Transport::Tcp {
         let _ = socket.set_reuse_address(true);
     }
-    socket.set_reuse_port(true).is_ok() && socket.bind(&addr.into()).is_ok()
+    Some(socket)
 }
 
 #[cfg(test)]

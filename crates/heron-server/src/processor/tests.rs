@@ -360,6 +360,18 @@ fn an_unknown_edns_version_is_badvers_for_transfers_and_notify() {
     }
 }
 
+/// The first message of the transfer `request` (over TCP, from an
+/// address allowed) starts.
+fn first_transfer_message(p: &Processor, request: &[u8]) -> Vec<u8> {
+    let (outcome, _, _) = process(p, request, "127.0.0.3", Transport::Tcp);
+    let Outcome::Transfer(mut transfer) = outcome else {
+        panic!("{outcome:?}");
+    };
+    let mut out = Vec::new();
+    assert!(transfer.messages().next(&mut out, NOW).unwrap());
+    out
+}
+
 /// A transfer asked with EDNS gets an OPT record in its first message
 /// (RFC 6891 6.1.1), as NSD, Knot and BIND send; a question-less query
 /// with EDNS gets one with its FORMERR, so that clients do not retry
@@ -368,13 +380,7 @@ fn an_unknown_edns_version_is_badvers_for_transfers_and_notify() {
 fn edns_in_is_edns_out_for_transfers_and_formerr() {
     let p = processor();
     let axfr = with_bare_opt(query("p.test", RType::AXFR, Opcode::QUERY), false);
-    let (outcome, _, _) = process(&p, &axfr, "127.0.0.3", Transport::Tcp);
-    let Outcome::Transfer(mut transfer) = outcome else {
-        panic!("{outcome:?}");
-    };
-    let mut messages = transfer.messages();
-    let mut out = Vec::new();
-    assert!(messages.next(&mut out, NOW).unwrap());
+    let out = first_transfer_message(&p, &axfr);
     assert!(Message::parse(&out).unwrap().edns.is_some());
     let mut bare = query("p.test", RType::A, Opcode::QUERY);
     bare.truncate(12);
@@ -981,13 +987,7 @@ fn nsid_is_given_with_transfers_and_question_less_answers() {
     let p = with_cookies(false).with_nsid(b"ns7".to_vec());
     let asked = &[(3u16, &b""[..]), (9, b"")];
     let axfr = with_opt(query("p.test", RType::AXFR, Opcode::QUERY), asked);
-    let (outcome, _, _) = process(&p, &axfr, "127.0.0.3", Transport::Tcp);
-    let Outcome::Transfer(mut transfer) = outcome else {
-        panic!("{outcome:?}");
-    };
-    let mut messages = transfer.messages();
-    let mut out = Vec::new();
-    assert!(messages.next(&mut out, NOW).unwrap());
+    let out = first_transfer_message(&p, &axfr);
     let expire = 86400u32.to_be_bytes().to_vec();
     assert_eq!(options_of(&out), [(3, b"ns7".to_vec()), (9, expire)]);
     let ixfr = with_opt(
