@@ -43,6 +43,10 @@ pub struct Policy {
     pub parent_propagation_delay: u32,
     pub parent_ds_ttl: u32,
     pub retire_safety: u32,
+    /// Seconds a retired key stays in the key directory (its file and its
+    /// entry in the state file) once no cache holds any of its records;
+    /// 0: kept for good (BIND's `purge-keys`).
+    pub purge_keys: u32,
     /// The largest TTL of the zone's records, if the operator bounds it;
     /// else each signing takes the zone's own largest TTL.
     pub max_zone_ttl: Option<u32>,
@@ -90,6 +94,7 @@ impl Default for Policy {
             parent_propagation_delay: 3600,
             parent_ds_ttl: DAY,
             retire_safety: 3600,
+            purge_keys: 90 * DAY,
             max_zone_ttl: None,
             ksk_method: crate::rollover::KskMethod::DoubleSignature,
             parent_servers: Vec::new(),

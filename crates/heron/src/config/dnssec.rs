@@ -57,6 +57,8 @@ pub struct PolicyEntry {
     pub parent_propagation_delay: Option<DurationValue>,
     pub parent_ds_ttl: Option<DurationValue>,
     pub retire_safety: Option<DurationValue>,
+    /// How long a retired key gone from every cache is kept; 0: for good.
+    pub purge_keys: Option<DurationValue>,
     pub max_zone_ttl: Option<DurationValue>,
     /// `"double-signature"` (default) or `"double-ds"`.
     pub ksk_method: Option<String>,
@@ -216,6 +218,7 @@ impl PolicyEntry {
             ),
             (&self.parent_ds_ttl, "parent-ds-ttl", &mut p.parent_ds_ttl),
             (&self.retire_safety, "retire-safety", &mut p.retire_safety),
+            (&self.purge_keys, "purge-keys", &mut p.purge_keys),
         ];
         for (value, key, into) in timing {
             duration(value, key, into);

@@ -28,6 +28,8 @@ pub const BIND_DURATIONS: &[(&str, &str)] = &[
     ("parent-ds-ttl", "parent-ds-ttl"),
     ("parent-propagation-delay", "parent-propagation-delay"),
     ("retire-safety", "retire-safety"),
+    // 0 keeps retired keys for good in both.
+    ("purge-keys", "purge-keys"),
 ];
 
 /// Knot `policy:` durations, each with its Heron policy key and Knot's
@@ -122,6 +124,19 @@ impl PolicyBuilder {
             _ => {}
         }
         self.set(key, seconds.to_string());
+    }
+
+    /// Knot deletes a retired key `delete-delay` after it is gone, at once
+    /// when 0 (its default); Heron's `purge-keys = 0` keeps it for good,
+    /// so only a delay is carried (without one, Heron keeps it 90 days).
+    fn knot_delete_delay(&mut self, delay: &str) {
+        if seconds(delay).is_some_and(|s| s > 0) {
+            return self.duration("purge-keys", "delete-delay", delay);
+        }
+        self.untranslated(
+            format!("delete-delay {delay}"),
+            "Knot deletes a retired key at once; Heron keeps it purge-keys long (90 days unless set)",
+        );
     }
 
     pub fn nsec3(&mut self, iterations: Option<&str>, opt_out: bool, salt_length: Option<&str>) {
@@ -276,6 +291,9 @@ pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String
             p.duration(heron, knot, text);
         }
     }
+    if let Some(delay) = value("delete-delay") {
+        p.knot_delete_delay(delay);
+    }
     if value("dnskey-ttl").is_none() {
         p.untranslated(
             "dnskey-ttl (Knot's default: the zone's SOA TTL)",
@@ -310,6 +328,7 @@ pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String
         "nsec3-salt-length",
         "nsec3-iterations",
         "cds-cdnskey-publish",
+        "delete-delay",
         // Where the keys are: read by the importer for the keymgr command.
         "keystore",
     ];
@@ -477,7 +496,8 @@ mod tests {
             "."
         )));
         assert!(advice("heron keymgr -d keys d.test import --from bind"));
-        assert!(got.notes.iter().any(|n| n.setting.contains("purge-keys")));
+        let edge = got.policies.iter().find(|p| p.name == "edge").unwrap();
+        assert_eq!(setting(edge, "purge-keys"), Some("7776000"));
         assert!(
             got.notes
                 .iter()
@@ -582,7 +602,8 @@ mod tests {
         assert_eq!(setting(timed, "max-zone-ttl"), Some("86400"));
         let listed = |needle: &str| got.notes.iter().any(|n| n.setting.contains(needle));
         assert!(!listed("propagation-delay") && !listed("zone-max-ttl"));
-        assert!(listed("delete-delay 1d"));
+        assert_eq!(setting(timed, "purge-keys"), Some("86400"));
+        assert!(!listed("delete-delay"));
     }
 
     /// Knot's own defaults where Heron's differ: a rollover step waits

@@ -156,6 +156,7 @@ pub fn step(
     // Every key file the step needs is read before anything is written.
     .and_then(|plan| publish(origin, dir, machine.keys(), plan))
     .inspect_err(|_| remove_key_files(dir, &made))?;
+    let purged = forget_purged(&mut machine, policy.purge_keys, now);
     let saved = ZoneKeys {
         policy: Some(rollover_policy),
         waits: Some(waits),
@@ -166,14 +167,63 @@ pub fn step(
         (saved.save(&path).map_err(|e| e.to_string()))
             .inspect_err(|_| remove_key_files(dir, &made))?;
         log_changes(&zone, &state.keys, machine.keys());
+        remove_purged(dir, &zone, &state.keys, &purged);
         step.undo = Some(Undo {
             path,
-            before: state,
+            // A key purged stays purged: its file is gone.
+            before: ZoneKeys {
+                keys: (state.keys.into_iter())
+                    .filter(|k| !purged.contains(&k.id))
+                    .collect(),
+                ..state
+            },
             written: saved,
             made,
         });
     }
     Ok(step)
+}
+
+/// The retired keys no cache has held for `purge` seconds (0: never, as
+/// BIND's `purge-keys`), forgotten by `machine`: their ids.
+fn forget_purged(machine: &mut Rollover, purge: u32, now: UnixTime) -> Vec<String> {
+    if purge == 0 {
+        return Vec::new();
+    }
+    let due = |k: &&Key| {
+        k.is_gone() && (k.removed).is_some_and(|at| now >= at.saturating_add(u64::from(purge)))
+    };
+    let ids: Vec<String> = machine
+        .keys()
+        .iter()
+        .filter(due)
+        .map(|k| k.id.clone())
+        .collect();
+    for id in &ids {
+        // A key gone from every cache can always be forgotten.
+        let _ = machine.handle(Event::Forget(id.clone()), now);
+    }
+    ids
+}
+
+/// Deletes the files of the keys `purged` (of the `before` state) once
+/// the state file no longer names them.
+fn remove_purged(dir: &Path, zone: &str, before: &[Key], purged: &[String]) {
+    for key in before.iter().filter(|k| purged.contains(&k.id)) {
+        let path = dir.join(format!("{}{KEY_SUFFIX}", key.id));
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!(zone, "cannot remove {}: {e}", path.display()),
+        }
+        tracing::info!(
+            zone,
+            key = key.tag,
+            role = ?key.role,
+            "DNSSEC key {} purged: retired, and in no cache for the policy's purge-keys",
+            key.tag
+        );
+    }
 }
 
 /// Removes the key files of `ids`, made by a step that did not happen.
@@ -870,6 +920,49 @@ mod tests {
         assert_eq!(later.cds.len(), 1);
         assert_eq!(later.cdnskey.len(), 1);
         undo(&mut step);
+    }
+
+    /// A retired ZSK gone from every cache is kept `purge-keys` long, then
+    /// its file and its entry go (black-box finding: every rollover left a
+    /// private key behind for good); `purge-keys = 0` keeps it.
+    #[test]
+    fn a_retired_key_is_purged_after_purge_keys() {
+        for purge in [0, 5000] {
+            let dir = tempfile::tempdir().unwrap();
+            let rolling = Policy {
+                zsk_lifetime: 3000,
+                purge_keys: purge,
+                ..split()
+            };
+            let first_zsk = |d: &Path| {
+                let state = read_state(d, "k.test.").unwrap().unwrap();
+                state.keys.into_iter().find(|k| k.role == Role::Zsk)
+            };
+            step(&origin(), &rolling, dir.path(), 300, 1000).unwrap();
+            let old = first_zsk(dir.path()).unwrap();
+            let file = dir.path().join(format!("{}{KEY_SUFFIX}", old.id));
+            let mut now = 1000;
+            let removed = loop {
+                now += 600;
+                assert!(now < 1_000_000, "the first ZSK never left");
+                step(&origin(), &rolling, dir.path(), 300, now).unwrap();
+                let state = read_state(dir.path(), "k.test.").unwrap().unwrap();
+                let key = state.keys.iter().find(|k| k.id == old.id).unwrap();
+                if let Some(at) = key.removed {
+                    break at;
+                }
+            };
+            step(&origin(), &rolling, dir.path(), 300, removed + 4999).unwrap();
+            assert!(file.exists(), "kept until purge-keys has passed");
+            step(&origin(), &rolling, dir.path(), 300, removed + 5000).unwrap();
+            let state = read_state(dir.path(), "k.test.").unwrap().unwrap();
+            let listed = state.keys.iter().any(|k| k.id == old.id);
+            assert_eq!(
+                (listed, file.exists()),
+                (purge == 0, purge == 0),
+                "purge-keys {purge}"
+            );
+        }
     }
 
     /// A state file lost during a rollover (two ZSK files): which key is
