@@ -201,6 +201,40 @@ fn a_pipelining_client_that_never_reads_is_closed_by_the_write_bound() {
     );
 }
 
+/// A pipelining client that reads slowly but steadily (a small receive
+/// buffer, 8 KB every quarter second) keeps its connection: the server,
+/// waiting for it to take answers, stops reading its queries, and the
+/// query it had begun to read when it stopped is not charged with that
+/// wait (black-box finding: reset once the message timeout had passed).
+#[test]
+fn a_pipelining_client_reading_steadily_is_not_cut() {
+    let dir = scratch_dir("steady-reader");
+    let zone = wide_zone(dir.path());
+    let server = ServerProcess::heron_with_config(&heron(), "wide.test", |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\n\
+             [tcp]\nidle-timeout = 1\nmessage-timeout = 1\n\
+             [[zone]]\norigin = \"wide.test\"\nfile = \"{}\"\n",
+            zone.display()
+        )
+    });
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(8192).unwrap();
+    socket.connect(&server.addr().into()).unwrap();
+    let mut conn: TcpStream = socket.into();
+    conn.write_all(&wide_queries_of(64 * 1024)).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let (started, mut buf, mut received) = (std::time::Instant::now(), [0u8; 8192], 0);
+    while started.elapsed() < Duration::from_secs(4) {
+        match conn.read(&mut buf) {
+            Ok(0) => panic!("closed after {received} bytes\n{}", server.log()),
+            Ok(n) => received += n,
+            Err(e) => panic!("{e} after {received} bytes\n{}", server.log()),
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
 /// The same over TLS, with 20 connections (it was 2.4 GB).
 #[test]
 fn pipelining_tls_clients_that_never_read_hold_bounded_memory() {

@@ -131,6 +131,16 @@ impl Unanswered {
         }
     }
 
+    /// Reading resumes at `now` after it waited for the client to take
+    /// its answers: a message begun before gets the message timeout from
+    /// here (the rest of it may have been in the socket all along; the
+    /// wait was bounded by the idle timeout on the client's reads).
+    pub(super) fn resumed(&mut self, now: Instant, message: Duration) {
+        if self.in_message {
+            self.until = self.until.max(now + message);
+        }
+    }
+
     /// The TLS handshake finished at `now`: the message it was (its
     /// first bytes started the message timeout) is over.
     pub(super) fn handshake_done(&mut self, now: Instant, idle: Duration) {

@@ -80,7 +80,7 @@ impl Conn {
 
     fn progress(&mut self, cx: &LoopContext) -> io::Result<Next> {
         for _ in 0..READS_PER_ROUND {
-            if !self.flush(cx.now, cx.shared.idle)? {
+            if !self.flush(cx.now, cx.timeouts())? {
                 return Ok(Next::Wait); // the client has not taken the last
             }
             if let Some(pipe) = &self.later {
@@ -135,7 +135,7 @@ impl Conn {
         let Some(since) = self.out_since else {
             return false;
         };
-        let took = match self.flush(cx.now, cx.shared.idle) {
+        let took = match self.flush(cx.now, cx.timeouts()) {
             Ok(all) => all || self.out_since != Some(since),
             Err(_) => false,
         };
@@ -278,7 +278,7 @@ impl Conn {
 
     /// Writes `out` (through TLS when there is TLS); true when all of it
     /// is written, false when the socket is full.
-    fn flush(&mut self, now: Instant, idle: Duration) -> io::Result<bool> {
+    fn flush(&mut self, now: Instant, (idle, message): (Duration, Duration)) -> io::Result<bool> {
         let waiting = self.out.len();
         let flushed = match &mut self.tls {
             None => write_plain(&self.stream, &mut self.out)?,
@@ -291,7 +291,13 @@ impl Conn {
                 self.out_since = Some(now);
             }
         } else {
-            if self.out_since.take().is_some() || waiting > 0 {
+            if self.out_since.take().is_some() {
+                // Reading went on hold while the answers waited: a message
+                // begun before gets its time from now (black-box finding:
+                // a pipelining client reading steadily was cut).
+                self.partial.resumed(now, message);
+            }
+            if waiting > 0 {
                 self.partial.touch(now, idle); // the client took its answers
             }
             if self.out.capacity() > 0 {
@@ -400,6 +406,9 @@ mod tests {
         (conn, client)
     }
 
+    /// Idle and message timeouts.
+    const TIMEOUTS: (Duration, Duration) = (Duration::from_secs(10), Duration::from_secs(5));
+
     /// The wait for a client to take its answers runs from the last time
     /// it took any, not from when they began to wait: a slow reader keeps
     /// its connection, one that stops reading does not.
@@ -408,15 +417,15 @@ mod tests {
         let (mut conn, mut client) = small_socket();
         conn.out = vec![7; 1 << 20];
         let start = Instant::now();
-        assert!(!conn.flush(start, Duration::from_secs(10)).unwrap());
+        assert!(!conn.flush(start, TIMEOUTS).unwrap());
         std::thread::sleep(Duration::from_millis(100)); // what is in flight lands
         let settled = start + Duration::from_secs(1);
-        conn.flush(settled, Duration::from_secs(10)).unwrap();
+        conn.flush(settled, TIMEOUTS).unwrap();
         let since = conn.out_since.expect("answers waiting");
         // Nothing read: the wait keeps its start.
         assert!(
             !conn
-                .flush(settled + Duration::from_secs(1), Duration::from_secs(10))
+                .flush(settled + Duration::from_secs(1), TIMEOUTS)
                 .unwrap()
         );
         assert_eq!(conn.out_since, Some(since));
@@ -424,7 +433,7 @@ mod tests {
         client.read_exact(&mut [0; 64 * 1024]).unwrap();
         std::thread::sleep(Duration::from_millis(100));
         let read_at = settled + Duration::from_secs(2);
-        assert!(!conn.flush(read_at, Duration::from_secs(10)).unwrap());
+        assert!(!conn.flush(read_at, TIMEOUTS).unwrap());
         assert_eq!(conn.out_since, Some(read_at));
     }
 }

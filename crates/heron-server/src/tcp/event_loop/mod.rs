@@ -161,6 +161,11 @@ struct LoopContext {
 }
 
 impl LoopContext {
+    /// The idle and message timeouts.
+    fn timeouts(&self) -> (Duration, Duration) {
+        (self.shared.idle, self.shared.message_timeout)
+    }
+
     /// Starts a task on the runtime that sends `transfers` (and UPDATE
     /// answers) into a pipe this loop writes out.
     fn hand_to_runtime(&self, transfers: Vec<Later>, peer: SocketAddr) -> Arc<Pipe> {
