@@ -900,7 +900,7 @@ fn a_zone_of_no_other_setting_losing_its_policy_and_allow_update_under_never_kee
     let (ok, said) = ctl(dir.path(), &["reconfigure"]);
     assert!(ok, "{said}\n{}", server.log());
     assert!(eventually(|| !signed()), "{}", server.log());
-    assert!(pending(), "{}", server.log());
+    assert!(kept(addr), "{}", server.log());
 }
 
 /// The zone of no other setting kept signed, taking updates, after its
@@ -1167,23 +1167,69 @@ fn an_unreadable_kept_serial_is_said() {
 #[test]
 fn a_signed_zone_losing_allow_update_under_never_says_to_flush() {
     let dir = tempfile::tempdir().unwrap();
-    let server = start_with(dir.path(), "", "zonefile-sync = \"never\"");
+    let (server, ok, said) = held_signed_zone(dir.path());
     let addr = server.addr();
-    let add = "update add pending.sup.test 300 TXT \"kept\"";
-    assert_eq!(nsupdate(addr, add), "NOERROR");
-    let (ok, said) = reconfigure_without(&server, dir.path(), &["allow-update", "zonefile-sync"]);
     let advice = format!(
         "which serves its file without them), until they are in the file (heron ctl flush {ZONE}.)"
     );
     assert!(!ok && said.contains(&advice), "{said}");
-    let kept = |addr| {
-        let out = kdig(addr, &["pending.sup.test", "TXT", "+short"]);
-        String::from_utf8_lossy(&out.stdout).contains("kept")
-    };
     let (_, said) = ctl(dir.path(), &["reload", "--force", ZONE]);
     assert!(kept(addr), "{said}\n{}", server.log());
     let (ok, said) = ctl(dir.path(), &["flush", ZONE]);
     assert!(ok, "{said}");
     let server = restarted(server, ZONE);
     assert!(kept(server.addr()), "{}", server.log());
+}
+
+/// A server of the signed zone under `"never"` that answered an update
+/// (`pending`, [`kept`]) and then lost `allow-update` by a reconfigure
+/// (its control socket in `dir`): whether that reconfigure succeeded, and
+/// what it said.
+fn held_signed_zone(dir: &Path) -> (ServerProcess, bool, String) {
+    let server = start_with(dir, "", "zonefile-sync = \"never\"");
+    let add = "update add pending.sup.test 300 TXT \"kept\"";
+    assert_eq!(nsupdate(server.addr(), add), "NOERROR");
+    let (ok, said) = reconfigure_without(&server, dir, &["allow-update", "zonefile-sync"]);
+    (server, ok, said)
+}
+
+/// Whether `server` serves the update of [`held_signed_zone`].
+fn kept(server: SocketAddr) -> bool {
+    let out = kdig(server, &["pending.sup.test", "TXT", "+short"]);
+    String::from_utf8_lossy(&out.stdout).contains("kept")
+}
+
+/// A signed zone holding updates (its `allow-update` removed under
+/// `"never"`) whose `dnssec-policy` is then removed too: it stays
+/// signed with the updates, taking none, through every reconfigure until
+/// `heron ctl flush`, which writes them to its file; the next
+/// reconfigure serves that file unsigned, the updates in it (regression
+/// hunt AO-3: signed again from its file, the updates no longer served,
+/// and the flush wrote the file without them).
+#[test]
+fn a_held_signed_zone_losing_its_policy_keeps_its_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, ok, said) = held_signed_zone(dir.path());
+    assert!(!ok, "{said}");
+    let addr = server.addr();
+    let signed = || !kdig(addr, &[ZONE, "DNSKEY", "+short"]).stdout.is_empty();
+    for _ in 0..2 {
+        let (ok, said) =
+            reconfigure_without(&server, dir.path(), &["dnssec-policy = ", "key-directory"]);
+        let advice =
+            format!("until they are in it (heron ctl flush {ZONE}., then heron ctl reconfigure)");
+        assert!(!ok && said.contains(&advice), "{said}");
+        assert!(kept(addr), "{said}\n{}", server.log());
+        assert!(signed(), "still signed: {}", server.log());
+    }
+    let more = "update add more.sup.test 300 TXT \"no\"";
+    assert_ne!(nsupdate(addr, more), "NOERROR");
+    let (ok, said) = ctl(dir.path(), &["flush", ZONE]);
+    assert!(ok, "{said}");
+    let file = std::fs::read_to_string(dir.path().join("sup.zone")).unwrap();
+    assert!(file.contains("pending.sup.test."), "{file}");
+    let (ok, said) = ctl(dir.path(), &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert!(eventually(|| !signed()), "{}", server.log());
+    assert!(kept(addr), "{}", server.log());
 }

@@ -620,7 +620,10 @@ fn still_configured<'p>(
 /// without them, and the signed journal set aside (regression hunt), so
 /// it stays signed; its update settings stay too (`new` changed back),
 /// since a zone that takes none is read from its file (black-box
-/// finding: its updates were lost so). Returns what to say.
+/// finding: its updates were lost so). One holding updates already
+/// (`allow-update` gone before) goes on holding them, taking none
+/// (regression hunt AO-3: taken for a plain signed zone, it was signed
+/// again from its file, the updates gone). Returns what to say.
 fn keep_signed_under_never(
     origin: &Name,
     leaving: &str,
@@ -630,9 +633,13 @@ fn keep_signed_under_never(
     let and_updates = match new {
         Some(new) if !new.takes_updates() => {
             new.update = old.update.clone();
+            new.holds_updates = old.holds_updates;
             // Its updates go on being journaled where they were.
             new.journal_file = new.journal_file.take().or(old.journal_file.clone());
-            ", taking updates as before,"
+            match old.takes_updates() {
+                true => ", taking updates as before,",
+                false => ", taking none, its journal kept,",
+            }
         }
         _ => "",
     };
