@@ -1518,6 +1518,30 @@ fn held_zone_edited_past_its_journal(tag: &str, zone_lines: &str) {
 }
 
 /// A zone holding updates (its `allow-update` removed under "never")
+/// given a `dnssec-policy`: served signed with its updates, and a restart
+/// before the flush serves them too, signed, with the hold's error, as
+/// the reconfigure said (regression hunt AO-8: the restart served the
+/// signed file alone, the journal ignored without a word).
+#[test]
+fn a_held_zone_given_a_policy_keeps_its_updates_at_a_restart() {
+    let (_file, server, socket) = held_zone("held-signed", "");
+    let config = server.dir().join("heron.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}dnssec-policy = \"default\"\n")).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(!ok && said.contains("(replayed at a restart)"), "{said}");
+    let signed = |addr| !answer(addr, ZONE, RType::DNSKEY).is_empty();
+    assert!(eventually(|| signed(server.addr())), "{}", server.log());
+    assert_eq!(a(server.addr(), "held.upd.test").len(), 1);
+    let server = restarted(server, ZONE);
+    let addr = server.addr();
+    assert!(signed(addr), "{}", server.log());
+    assert_eq!(a(addr, "held.upd.test").len(), 1, "{}", server.log());
+    let advice = format!("until they are in the file (heron ctl flush {ZONE}.)");
+    assert!(server.log().contains(&advice), "{}", server.log());
+}
+
+/// A zone holding updates (its `allow-update` removed under "never")
 /// whose file another zone now reads: `heron ctl flush`, which the hold
 /// says to run, does not write the file with this zone's records
 /// (regression hunt: it did, and the other zone was lost at its next

@@ -1160,25 +1160,35 @@ fn an_unreadable_kept_serial_is_said() {
 
 /// A zone Heron signs that loses `allow-update` (its policy kept) under
 /// `"never"` while its file lacks updates: the reconfigure says the
-/// journal is kept and that only a flush keeps them over a restart (not a
-/// bare "ok"), a reload keeps them served, and after `heron ctl flush`
-/// a restart serves them (black-box finding: nothing said, a restart
-/// served the file without them).
+/// journal is kept and replayed at a restart (not a bare "ok"), a reload
+/// keeps them served, a restart before the flush serves them, signed,
+/// with an error saying to flush, and after `heron ctl flush` a restart
+/// serves them from the file, with no error (black-box finding: nothing
+/// said, a restart served the file without them; regression hunt AO-9:
+/// a restart before the flush dropped them without a word).
 #[test]
-fn a_signed_zone_losing_allow_update_under_never_says_to_flush() {
+fn a_signed_zone_losing_allow_update_under_never_keeps_its_updates_until_flushed() {
     let dir = tempfile::tempdir().unwrap();
     let (server, ok, said) = held_signed_zone(dir.path());
     let addr = server.addr();
     let advice = format!(
-        "which serves its file without them), until they are in the file (heron ctl flush {ZONE}.)"
+        "is kept (replayed at a restart), until they are in the file (heron ctl flush {ZONE}.)"
     );
     assert!(!ok && said.contains(&advice), "{said}");
     let (_, said) = ctl(dir.path(), &["reload", "--force", ZONE]);
     assert!(kept(addr), "{said}\n{}", server.log());
+    let server = restarted(server, ZONE);
+    assert!(kept(server.addr()), "{}", server.log());
+    let advice = format!("until they are in the file (heron ctl flush {ZONE}.)");
+    assert!(server.log().contains(&advice), "{}", server.log());
+    let more = "update add more.sup.test 300 TXT \"no\"";
+    assert_ne!(nsupdate(server.addr(), more), "NOERROR");
+    verify_with_tools(&SignedZone::from_text(ZONE, &axfr(server.addr())), true);
     let (ok, said) = ctl(dir.path(), &["flush", ZONE]);
     assert!(ok, "{said}");
     let server = restarted(server, ZONE);
     assert!(kept(server.addr()), "{}", server.log());
+    assert!(!server.log().contains("ERROR"), "{}", server.log());
 }
 
 /// A server of the signed zone under `"never"` that answered an update

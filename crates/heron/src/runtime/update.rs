@@ -31,6 +31,7 @@ use heron_zone::diff::ZoneDiff;
 use heron_zone::{Catalog, Zone};
 use tokio::sync::mpsc;
 
+pub(crate) use crate::runtime::update_signed::{held_marker, unmark_held};
 use crate::runtime::{Transfers, update_forward, update_signed};
 
 /// Updates applied in one batch at most (one journal sync for them all).
@@ -474,8 +475,7 @@ pub(crate) fn write_back_leaving(
             None => "no longer configured",
         };
         let Some((path, _)) = &old.update.write_back else {
-            let signed_here = xfr.signings.get(&origin).is_some();
-            match hold_under_never(&origin, (leaving, unsigned_now, signed_here), old, new) {
+            match hold_under_never(&origin, (leaving, unsigned_now), old, new) {
                 Some(said) if unsigned_now => {
                     still_signed.push(origin);
                     held.push(said);
@@ -528,14 +528,14 @@ pub(crate) fn write_back_leaving(
 /// signed here losing its policy stays signed ([`keep_signed_under_never`]);
 /// another zone still configured keeps its journal (`new` holds its
 /// updates, [`ZonePolicy::holds_updates`]), so that the updates stay
-/// served, at a reload and (unsigned) a restart, until `heron ctl flush`
-/// writes them (black-box finding: a restart served its file alone, the
-/// updates gone; nothing said of a signed zone's). What was kept is
+/// served, at a reload and a restart (its journal marked so), until
+/// `heron ctl flush` writes them (black-box finding: a restart served its
+/// file alone, the updates gone; nothing said of a signed zone's). What was kept is
 /// said, for the reload's answer; a zone no longer configured is warned
 /// of only.
 fn hold_under_never(
     origin: &Name,
-    (leaving, unsigned_now, signed_here): (&str, bool, bool),
+    (leaving, unsigned_now): (&str, bool),
     old: &ZonePolicy,
     new: Option<&mut ZonePolicy>,
 ) -> Option<String> {
@@ -548,15 +548,11 @@ fn hold_under_never(
                 .journal_file
                 .as_deref()
                 .unwrap_or(std::path::Path::new("?"));
+            // What tells a start (or a reload serving it again) to take
+            // the journal up, a signed zone's too.
             mark_held(journal);
-            // A start cannot tell a signed zone's updates from its
-            // file's edits: only a flush keeps them then.
-            let restart = match signed_here {
-                true => "not replayed at a restart, which serves its file without them",
-                false => "replayed at a restart",
-            };
             Some(format!(
-                "zone {origin}: {leaving}, but its file lacks the updates answered (zonefile-sync = \"never\"): they stay served, and its journal {} is kept ({restart}), until they are in the file (heron ctl flush {origin})",
+                "zone {origin}: {leaving}, but its file lacks the updates answered (zonefile-sync = \"never\"): they stay served, and its journal {} is kept (replayed at a restart), until they are in the file (heron ctl flush {origin})",
                 journal.display()
             ))
         }
@@ -569,17 +565,6 @@ fn hold_under_never(
     }
 }
 
-/// Beside a journal that holds updates its zone's file lacks, of a zone
-/// that no longer takes them: what tells a start that the journal of a
-/// zone keeping a history of its own (`allow-transfer`) holds updates,
-/// not file versions (regression hunt: a file rolled back was taken for
-/// a file lacking updates, and the newer history served).
-pub(crate) fn held_marker(journal: &std::path::Path) -> std::path::PathBuf {
-    let mut name = journal.as_os_str().to_owned();
-    name.push(".held");
-    std::path::PathBuf::from(name)
-}
-
 fn mark_held(journal: &std::path::Path) {
     let marker = held_marker(journal);
     if let Err(e) = std::fs::write(&marker, "") {
@@ -588,11 +573,6 @@ fn mark_held(journal: &std::path::Path) {
             marker.display()
         );
     }
-}
-
-/// The marker of `journal` gone: its updates are in the file.
-pub(crate) fn unmark_held(journal: &std::path::Path) {
-    let _ = std::fs::remove_file(held_marker(journal));
 }
 
 /// The new policy of `origin`, None if the zone is `removed`. A zone
@@ -1130,11 +1110,7 @@ pub(crate) fn replay_journals(
         if let Some(next) = replay_one(zone, path, policy) {
             let file_serial = zone.serial();
             if !policy.takes_updates() {
-                tracing::error!(
-                    "zone {origin}: it takes no updates, but its file lacks the updates its journal {} holds (answered before allow-update went, under zonefile-sync = \"never\"): they are served (serial {}), and the journal kept, until they are in the file (heron ctl flush {origin})",
-                    path.display(),
-                    next.serial()
-                );
+                update_signed::say_held(origin, path, next.serial());
             }
             catalog.insert(next);
             replayed.push((origin.clone(), file_serial));
@@ -1153,8 +1129,11 @@ pub(crate) fn replay_journals(
 /// its file (black-box finding: the file alone was served, the updates
 /// gone without a word). The journals' folders are listed once, not
 /// asked zone by zone; each zone held and its journal is returned.
-/// Heron's signed zones are left out: their journals' serials are not
-/// their files'.
+/// Heron's signed zones are held only by the mark a reconfigure left
+/// ([`held_marker`]): their journals' serials are not their files', and
+/// their journals are carried over by content
+/// ([`update_signed::carry_journals`]; regression hunt AO-9, AO-8: a
+/// restart served the file alone, the updates dropped without a word).
 pub(crate) fn hold_journals(
     catalog: &Catalog,
     zones: &[crate::config::ZoneSpec],
@@ -1167,26 +1146,30 @@ pub(crate) fn hold_journals(
         .map(|(o, _)| o.to_lowercase())
         .collect();
     let policies_keep_history = |o: &Name| keeping.contains(&o.to_lowercase());
-    let candidates: Vec<(&Name, std::path::PathBuf)> = (zones.iter())
-        .filter(|z| z.signing.is_none() && !z.kept && !takes_updates(&z.origin))
+    let candidates: Vec<(&Name, std::path::PathBuf, bool)> = (zones.iter())
+        .filter(|z| !z.kept && !takes_updates(&z.origin))
         .map(|z| {
             let configured = policies.get(&z.origin).and_then(|p| p.journal_file.clone());
-            (&z.origin, configured.unwrap_or_else(|| path_for(&z.file)))
+            let path = configured.unwrap_or_else(|| path_for(&z.file));
+            (&z.origin, path, z.signing.is_some())
         })
         .collect();
-    let paths: Vec<&std::path::Path> = candidates.iter().map(|(_, p)| p.as_path()).collect();
+    let paths: Vec<&std::path::Path> = candidates.iter().map(|(_, p, _)| p.as_path()).collect();
     let exist = heron_xfr::secondary::store::which_exist(&paths);
-    // A zone keeping a history of its own holds updates only if a
-    // reconfigure marked its journal so.
-    let markers: Vec<std::path::PathBuf> =
-        (candidates.iter()).map(|(_, p)| held_marker(p)).collect();
+    // A zone keeping a history of its own (or signed here) holds updates
+    // only if a reconfigure marked its journal so.
+    let markers: Vec<std::path::PathBuf> = (candidates.iter())
+        .map(|(_, p, _)| held_marker(p))
+        .collect();
     let marked = heron_xfr::secondary::store::which_exist(
         &markers.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
     );
-    let found: Vec<(&Name, &std::path::Path)> = (candidates.iter().zip(exist).zip(marked))
+    let found: Vec<(&Name, &std::path::Path, bool)> = (candidates.iter().zip(exist).zip(marked))
         .filter(|((_, exists), _)| *exists)
-        .filter(|(((origin, _), _), marked)| *marked || !policies_keep_history(origin))
-        .map(|(((origin, path), _), _)| (*origin, path.as_path()))
+        .filter(|(((origin, _, signed), _), marked)| {
+            *marked || (!signed && !policies_keep_history(origin))
+        })
+        .map(|(((origin, path, signed), _), _)| (*origin, path.as_path(), *signed))
         .collect();
     // Read on every core, as the journals are read back after.
     let threads = heron_zone::cores().min(found.len().div_ceil(256)).max(1);
@@ -1196,8 +1179,10 @@ pub(crate) fn hold_journals(
             .map(|part| {
                 s.spawn(move || {
                     (part.iter())
-                        .filter(|(origin, path)| needs_replay(catalog, origin, path))
-                        .map(|(origin, path)| ((*origin).clone(), path.to_path_buf()))
+                        .filter(|(origin, path, signed)| {
+                            *signed || needs_replay(catalog, origin, path)
+                        })
+                        .map(|(origin, path, _)| ((*origin).clone(), path.to_path_buf()))
                         .collect::<Vec<_>>()
                 })
             })

@@ -296,7 +296,10 @@ pub(crate) fn carry_journals(
 ) -> Vec<Name> {
     let mut unwritten = Vec::new();
     for (origin, signing) in signed {
-        let policy = policies.get(origin).filter(|p| p.takes_updates());
+        // One holding updates (`allow-update` gone under "never") too.
+        let policy = policies
+            .get(origin)
+            .filter(|p| p.takes_updates() || p.holds_updates);
         let (Some(path), Some(zone)) = (
             policy.and_then(|p| p.journal_path()),
             catalog.get(origin).cloned(),
@@ -309,11 +312,17 @@ pub(crate) fn carry_journals(
             // forward by the journal already (`bring_forward`).
             continue;
         }
+        let held = policy.is_some_and(|p| !p.takes_updates());
         match carry_one((&zone, before.map(|z| &**z)), path, signing) {
             Ok(Some(next)) => {
+                if held {
+                    say_held(origin, path, next.serial());
+                }
                 catalog.insert(next);
                 unwritten.push(origin.clone());
             }
+            // Its file holds them all: nothing is held any more.
+            Ok(None) if held => unmark_held(path),
             Ok(None) => {}
             // Not the updates' fault (a full disk, a signing that failed):
             // the version kept before the restart holds them, and is
@@ -338,6 +347,33 @@ pub(crate) fn carry_journals(
         }
     }
     unwritten
+}
+
+/// Beside a journal that holds updates its zone's file lacks, of a zone
+/// that no longer takes them: what tells a start that the journal of a
+/// zone keeping a history of its own (`allow-transfer`), or signed here,
+/// holds updates, not file versions or signings (regression hunt: a file
+/// rolled back was taken for a file lacking updates, and the newer
+/// history served).
+pub(crate) fn held_marker(journal: &Path) -> PathBuf {
+    let mut name = journal.as_os_str().to_owned();
+    name.push(".held");
+    PathBuf::from(name)
+}
+
+/// The marker of `journal` gone: its updates are in the file.
+pub(crate) fn unmark_held(journal: &Path) {
+    let _ = std::fs::remove_file(held_marker(journal));
+}
+
+/// At a start (or a reload serving it again), a zone that takes no
+/// updates whose journal at `path` holds updates its file lacks, served
+/// now at `serial`: an error says so, and how to put them in the file.
+pub(crate) fn say_held(origin: &Name, path: &Path, serial: u32) {
+    tracing::error!(
+        "zone {origin}: it takes no updates, but its file lacks the updates its journal {} holds (answered before allow-update went, under zonefile-sync = \"never\"): they are served (serial {serial}), and the journal kept, until they are in the file (heron ctl flush {origin})",
+        path.display()
+    );
 }
 
 /// After a reload: a signed zone served again that was not before (put
