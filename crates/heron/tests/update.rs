@@ -1341,9 +1341,11 @@ fn a_zone_that_stops_taking_updates_is_written_back_at_once() {
 }
 
 /// A dynamic zone whose updates are only in its journal, taken out of the
-/// configuration and put back without `allow-update`: the journal is left
-/// as it is, and the updates are served again once `allow-update` is back
-/// (regression hunt: the journal was set aside as `.unapplied`).
+/// configuration and put back without `allow-update`: the journal is not
+/// set aside, the zone holds the updates (served, the reconfigure failing
+/// with the hold's advice: regression hunt AO-5), and they are served
+/// again once `allow-update` is back (regression hunt: the journal was
+/// set aside as `.unapplied`).
 #[test]
 fn updates_not_written_back_outlive_the_zone_put_back_without_updates() {
     let file = zone_file("put-back");
@@ -1362,20 +1364,23 @@ fn updates_not_written_back_outlive_the_zone_put_back_without_updates() {
     let zone_at = with.find("[[zone]]").unwrap();
     let reconfigure = |text: &str| {
         std::fs::write(&config, text).unwrap();
-        let (ok, said) = ctl(&socket, &["reconfigure"]);
-        assert!(ok, "{said}\n{}", server.log());
+        ctl(&socket, &["reconfigure"])
     };
-    reconfigure(&with[..zone_at]);
+    let (ok, said) = reconfigure(&with[..zone_at]);
+    assert!(ok, "{said}\n{}", server.log());
     let no_updates: String = (with.lines())
         .filter(|l| !l.starts_with("allow-update") && !l.starts_with("zonefile-sync"))
         .map(|l| format!("{l}\n"))
         .collect();
     // Transfers allowed: the zone keeps an IXFR history of its own.
-    reconfigure(&format!("{no_updates}allow-transfer = [\"127.0.0.1\"]\n"));
+    let (ok, said) = reconfigure(&format!("{no_updates}allow-transfer = [\"127.0.0.1\"]\n"));
+    assert!(!ok && said.contains("heron ctl flush"), "{said}");
+    assert_eq!(a(server.addr(), "kept.upd.test").len(), 1);
     let journal = file.with_extension("zone.jnl");
     assert!(journal.exists(), "{}", server.log());
-    reconfigure(&with[..zone_at]);
-    reconfigure(&with);
+    let _ = reconfigure(&with[..zone_at]);
+    let (ok, said) = reconfigure(&with);
+    assert!(ok, "{said}\n{}", server.log());
     assert!(
         eventually(|| a(server.addr(), "kept.upd.test").len() == 1),
         "{}",
@@ -1539,6 +1544,69 @@ fn a_held_zone_given_a_policy_keeps_its_updates_at_a_restart() {
     assert_eq!(a(addr, "held.upd.test").len(), 1, "{}", server.log());
     let advice = format!("until they are in the file (heron ctl flush {ZONE}.)");
     assert!(server.log().contains(&advice), "{}", server.log());
+}
+
+/// A zone holding updates (its `allow-update` removed under "never")
+/// taken out of the configuration and put back: the reconfigure that
+/// puts it back takes up its journal, as a start does, serving the update
+/// and saying to flush (it fails), and a restart serves it too
+/// (regression hunt AO-5: served from its file alone, without a word).
+#[test]
+fn a_held_zone_put_back_holds_its_updates_again() {
+    let (file, server, socket) = held_zone("held-put-back", "");
+    let config = server.dir().join("heron.toml");
+    let held = std::fs::read_to_string(&config).unwrap();
+    let zone_at = held.find("[[zone]]").unwrap();
+    let without = format!("{}{}", &held[..zone_at], other_zone(&file));
+    std::fs::write(&config, without).unwrap();
+    let _ = ctl(&socket, &["reconfigure"]);
+    assert!(eventually(|| a(server.addr(), "held.upd.test").is_empty()));
+    std::fs::write(&config, &held).unwrap();
+    held_again(&server, ctl(&socket, &["reconfigure"]));
+    let more = "update add more.upd.test 60 A 192.0.2.78";
+    let got = send(Client::Nsupdate, server.addr(), Some("ops"), false, more);
+    assert_eq!(got, "NOTIMP");
+    let server = restarted(server, ZONE);
+    let served = a(server.addr(), "held.upd.test");
+    assert_eq!(served.len(), 1, "{}", server.log());
+}
+
+/// A zone holding updates whose file does not load at a start (the
+/// journal not taken up then) and loads at a later reload: the reload
+/// takes up its journal, serving the update, and says so (regression
+/// hunt AO-5: served from its file alone, without a word).
+#[test]
+fn a_held_zone_loaded_at_a_later_reload_holds_its_updates() {
+    let (file, server, socket) = held_zone("held-later", "");
+    let config = server.dir().join("heron.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}{}", other_zone(&file))).unwrap();
+    let good = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{good}broken A 192.0.2\n")).unwrap();
+    let server = restarted(server, "other.test");
+    assert!(a(server.addr(), "held.upd.test").is_empty());
+    std::fs::write(&file, good).unwrap();
+    held_again(&server, ctl(&socket, &["reload", ZONE]));
+}
+
+/// The zone other.test in a file of its own beside `file`: its section.
+fn other_zone(file: &Path) -> String {
+    let other = file.with_file_name("other.zone");
+    std::fs::write(&other, zone_text().replace(ZONE, "other.test")).unwrap();
+    format!(
+        "[[zone]]\norigin = \"other.test\"\nfile = \"{}\"\n",
+        other.display()
+    )
+}
+
+/// The reload that served the zone of [`held_zone`] again (`reloaded`:
+/// whether it succeeded, what it said) held its update: served, and the
+/// reload failed, saying to flush.
+fn held_again(server: &ServerProcess, (ok, said): (bool, String)) {
+    let advice = format!("until they are in the file (heron ctl flush {ZONE}.)");
+    assert!(!ok && said.contains(&advice), "{said}\n{}", server.log());
+    let served = a(server.addr(), "held.upd.test");
+    assert_eq!(served.len(), 1, "{}", server.log());
 }
 
 /// A zone holding updates (its `allow-update` removed under "never")

@@ -332,6 +332,17 @@ impl Primary {
         self.start_journal_writer();
     }
 
+    /// Replaces one configured zone's policy (a zone found holding
+    /// updates when it is served again, say), the others left as they are.
+    pub fn set_policy(&self, origin: &Name, policy: ZonePolicy) {
+        let mut policies = self.policies.write().unwrap();
+        let mut next = (**policies).clone();
+        next.insert(origin.to_lowercase(), Arc::new(policy));
+        *policies = Arc::new(next);
+        drop(policies);
+        self.start_journal_writer();
+    }
+
     /// Drops the in-memory journal of a zone no longer served, so that a
     /// zone configured again later starts its history afresh.
     pub fn forget(&self, origin: &Name) {

@@ -276,11 +276,13 @@ fn rebuild(
             .for_each(|zone| running.keep_signed(zone, None));
     }
     let not_taken = update::keep_updates(&current, &mut next, xfr, &held, &frozen);
-    update::replay_added(&current, &mut next, xfr);
+    let held_again = update::replay_added(&current, &mut next, xfr, shared_files);
     update::files_not_taken(not_taken, &loaded_before, shared_files, &mut outcome);
     remove_zones(xfr, &mut next, &config.removed);
     outcome.removed = config.removed;
-    not_applied(&mut outcome, config.dnstap_failed, config.held);
+    // A zone served again holding updates is said, as a held zone is.
+    let held = [config.held, held_again].concat();
+    not_applied(&mut outcome, config.dnstap_failed, held);
     // After the removals: a catalog rejected for a zone configured by
     // hand is taken once the hand lets go of it.
     if let (Some(_), Some(running)) = (&config.catalogs, xfr.secondaries.lock().unwrap().as_mut()) {

@@ -329,6 +329,10 @@ impl Unwritten {
         if served.get(origin).is_some_and(|z| Arc::ptr_eq(z, version)) {
             unwritten.remove(&origin.to_lowercase());
             primary.pin_history(origin, None);
+            // Its journal holds no update the file lacks any more.
+            if let Some(journal) = &primary.policy(origin).journal_file {
+                unmark_held(journal);
+            }
         } else if unwritten.contains(&origin.to_lowercase()) {
             primary.pin_history(origin, Some(version.serial()));
         }
@@ -557,6 +561,10 @@ fn hold_under_never(
             ))
         }
         _ => {
+            // Configured again, it takes them up (regression hunt AO-5).
+            if let Some(journal) = &old.journal_file {
+                mark_held(journal);
+            }
             tracing::warn!(
                 "zone {origin}: {leaving}, and its file lacks the updates answered (zonefile-sync = \"never\"): only its journal holds them"
             );
@@ -1209,8 +1217,16 @@ pub(crate) fn hold_journals(
 /// zone with `allow-transfer` deleted, its answered updates gone without
 /// a word).
 fn needs_replay(catalog: &Catalog, origin: &Name, path: &std::path::Path) -> bool {
-    let last = heron_xfr::journal::file::last_serial(path, origin);
-    let (Some(zone), Some(last)) = (catalog.get(origin), last) else {
+    catalog
+        .get(origin)
+        .is_some_and(|zone| ends_off_the_file(zone, path))
+}
+
+/// Whether the journal at `path` of `zone` (as loaded from its file)
+/// ends anywhere but at the file's serial (see [`needs_replay`]).
+fn ends_off_the_file(zone: &Zone, path: &std::path::Path) -> bool {
+    let origin = zone.origin();
+    let Some(last) = heron_xfr::journal::file::last_serial(path, origin) else {
         return false;
     };
     // Served past the signed versions it had, its file's own serial is
@@ -1371,57 +1387,116 @@ fn edited_after(journal: &std::path::Path) -> bool {
 /// After a reload: a zone served now that was not before (configured
 /// again, or its file loaded at last) takes up its journal as a start
 /// does, its updates applied and its history read back, instead of the
-/// journal being written over by its first change.
-pub(crate) fn replay_added(current: &Catalog, next: &mut Catalog, xfr: &Transfers) {
+/// journal being written over by its first change. One that takes no
+/// updates but whose journal holds some (as [`hold_journals`] finds at a
+/// start) holds them ([`hold_added`]); what it keeps is returned, for the
+/// reload's answer (regression hunt AO-5: served from its file alone,
+/// the updates dropped without a word). `files`: where each zone's file is.
+pub(crate) fn replay_added(
+    current: &Catalog,
+    next: &mut Catalog,
+    xfr: &Transfers,
+    files: &std::sync::Mutex<crate::plan::zone_files::ZoneFiles>,
+) -> Vec<String> {
+    let file_of = |origin: &Name| (files.lock().unwrap_or_else(|e| e.into_inner())).file_of(origin);
     let added: Vec<Arc<Zone>> = (next.zones())
         .filter(|z| current.get(z.origin()).is_none())
         .cloned()
         .collect();
+    let mut held = Vec::new();
     for zone in added {
         let origin = zone.origin();
         let policy = xfr.primary.policy(origin);
+        let signing = xfr.signings.get(origin);
+        let holding = hold_added(&zone, &policy, signing.is_some(), file_of);
+        let policy = match holding {
+            Some(holding) => {
+                xfr.primary.set_policy(origin, holding);
+                xfr.primary.policy(origin)
+            }
+            None => policy,
+        };
         let Some(path) = policy.journal_path() else {
             continue;
         };
         if !path.exists() {
             continue;
         }
+        let updated = policy.takes_updates() || policy.holds_updates;
         // Heron's signed zones carry their journal by content.
-        if let Some(signing) = xfr.signings.get(origin) {
-            let carried = policy
-                .takes_updates()
-                .then(|| update_signed::carry_added(&zone, path, &signing));
-            if let Some(carried) = carried.flatten() {
-                next.insert(carried);
-                xfr.unwritten.mark(origin);
+        let replayed = match &signing {
+            Some(signing) if updated => update_signed::carry_added(&zone, path, signing),
+            Some(_) => None,
+            None if updated => replay_one(&zone, path, &policy),
+            None => {
+                restore_history(&zone, path, xfr);
+                None
             }
-            continue;
-        }
-        // One taking no updates takes up its IXFR history when it ends at
-        // the serial served, as at a start (black-box finding: put back,
-        // it answered IXFR with the whole zone). A journal with steps past
-        // it (updates not written back, the zone put back without
-        // `allow-update`) is left as it is, for the updates to be taken up
-        // when `allow-update` is back (regression hunt: it was set aside).
-        if !policy.takes_updates() {
-            let fits = heron_xfr::journal::files::steps_after(path, origin, zone.serial());
-            if fits.is_ok_and(|steps| steps.is_empty()) {
+        };
+        let Some(replayed) = replayed.map(Arc::new) else {
+            if signing.is_none() && updated {
                 xfr.primary.restore_journal(&zone);
             }
             continue;
-        }
-        let served = match replay_one(&zone, path, &policy) {
-            Some(replayed) => {
-                let replayed = Arc::new(replayed);
-                next.insert_shared(replayed.clone());
-                xfr.unwritten.mark(origin);
-                xfr.primary.pin_history(origin, Some(zone.serial()));
-                replayed
-            }
-            None => zone.clone(),
         };
-        xfr.primary.restore_journal(&served);
+        next.insert_shared(replayed.clone());
+        xfr.unwritten.mark(origin);
+        if signing.is_none() {
+            xfr.primary.pin_history(origin, Some(zone.serial()));
+            xfr.primary.restore_journal(&replayed);
+        }
+        if !policy.takes_updates() {
+            update_signed::say_held(origin, path, replayed.serial());
+            held.push(format!(
+                "zone {origin}: served again, but its file lacks the updates its journal {} holds (answered before allow-update went, under zonefile-sync = \"never\"): they are served (serial {}), and the journal kept (replayed at a restart), until they are in the file (heron ctl flush {origin})",
+                path.display(),
+                replayed.serial()
+            ));
+        }
     }
+    held
+}
+
+/// A zone taking no updates, and so no IXFR history of its own, takes
+/// up that history when it ends at the serial served, as at a start
+/// (black-box finding: put back, it answered IXFR with the whole zone).
+/// A journal with steps past it (updates not written back, the zone put
+/// back without `allow-update`) is left as it is, for the updates to be
+/// taken up when `allow-update` is back (regression hunt: it was set
+/// aside).
+fn restore_history(zone: &Zone, path: &std::path::Path, xfr: &Transfers) {
+    let fits = heron_xfr::journal::files::steps_after(path, zone.origin(), zone.serial());
+    if fits.is_ok_and(|steps| steps.is_empty()) {
+        xfr.primary.restore_journal(zone);
+    }
+}
+
+/// The policy of `zone`, served again by a reload, when it takes no
+/// updates but its journal holds some, found as at a start
+/// ([`hold_journals`]): the journal marked so by a reconfigure
+/// ([`held_marker`]), or, for an unsigned zone keeping no history of its
+/// own, ending anywhere but at its file's serial. None otherwise.
+fn hold_added(
+    zone: &Zone,
+    policy: &ZonePolicy,
+    signed: bool,
+    file_of: impl Fn(&Name) -> Option<std::path::PathBuf>,
+) -> Option<ZonePolicy> {
+    if policy.takes_updates() || policy.holds_updates {
+        return None;
+    }
+    let origin = zone.origin();
+    let journal = (policy.journal_file.clone())
+        .or_else(|| file_of(origin).map(|f| heron_xfr::journal::file::path_for(&f)))?;
+    let marked = held_marker(&journal).exists();
+    let by_serial = !signed && !policy.keeps_history() && ends_off_the_file(zone, &journal);
+    if !journal.exists() || !(marked || by_serial) {
+        return None;
+    }
+    let mut held = policy.clone();
+    held.holds_updates = true;
+    held.journal_file = Some(journal);
+    Some(held)
 }
 
 fn report_replay_failure(origin: &Name, path: &std::path::Path, first: &str) {
