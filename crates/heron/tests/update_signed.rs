@@ -1243,3 +1243,37 @@ fn a_held_signed_zone_losing_its_policy_keeps_its_updates() {
     assert!(eventually(|| !signed()), "{}", server.log());
     assert!(kept(addr), "{}", server.log());
 }
+
+/// A signed zone holding updates (its `allow-update` removed under
+/// `"never"`) whose file is edited: the reload that refuses the edit, and
+/// `heron ctl freeze` (which refuses such a zone), name the way that
+/// works, and it does: flush, reconfigure, edit again, reload serves the
+/// edit with the update (regression hunt AO-7: the error said to freeze,
+/// which refused "takes no updates").
+#[test]
+fn a_held_signed_zones_edit_is_refused_naming_a_way_that_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, ok, said) = held_signed_zone(dir.path());
+    assert!(!ok, "{said}");
+    let addr = server.addr();
+    let file = dir.path().join("sup.zone");
+    let edited = |text: &str| format!("{text}byhand.sup.test. 300 IN TXT \"edit\"\n");
+    let text = zone_text().replace("hostmaster 1 ", "hostmaster 20 ");
+    std::fs::write(&file, edited(&text)).unwrap();
+    let flush = format!("heron ctl flush {ZONE}.");
+    let (ok, said) = ctl(dir.path(), &["reload", ZONE]);
+    assert!(!ok && said.contains(&flush), "{said}");
+    let (ok, said) = ctl(dir.path(), &["freeze", ZONE]);
+    assert!(!ok && said.contains(&flush), "{said}");
+    let (ok, said) = ctl(dir.path(), &["flush", ZONE]);
+    assert!(ok, "{said}");
+    let (ok, said) = ctl(dir.path(), &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
+    let flushed = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, edited(&flushed)).unwrap();
+    let (ok, said) = ctl(dir.path(), &["reload", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    let out = kdig(addr, &["byhand.sup.test", "TXT", "+short"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("edit"));
+    assert!(kept(addr), "{}", server.log());
+}

@@ -366,6 +366,12 @@ impl Controller {
             }
             return Response::refused(format!("{zone} is not a zone of this server"));
         };
+        if policy.holds_updates {
+            // Its way out is the flush (regression hunt AO-7).
+            return Response::refused(format!(
+                "{zone} takes no updates: it holds updates its file lacks (allow-update removed under zonefile-sync = \"never\"); heron ctl flush {zone} writes them to its file, and after heron ctl reconfigure its file is read again as edited"
+            ));
+        }
         if !policy.takes_updates() {
             return Response::refused(format!("{zone} takes no updates"));
         }

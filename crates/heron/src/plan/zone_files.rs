@@ -1187,9 +1187,11 @@ fn edited_message(served: &Zone, file: &Zone) -> Option<String> {
     };
     let edits = heron_zone::diff::diff(served, file);
     let edited = edits.deleted.iter().chain(&edits.added).any(|r| !signer(r));
+    // A zone holding updates it no longer takes cannot be frozen: its
+    // way is the flush (regression hunt AO-7: only freeze was named).
+    let origin = served.origin();
     edited.then(|| format!(
-        "zone {}: the zone file differs from the updated zone served; it takes updates and is signed, so its file is read only after `heron ctl freeze` (edit, then `heron ctl thaw`); the zone served stays",
-        served.origin()
+        "zone {origin}: the zone file differs from the updated zone served; it is signed and its file lacks updates, so its file is read only after `heron ctl freeze` (edit, then `heron ctl thaw`), or, if it no longer takes updates (allow-update removed under zonefile-sync = \"never\"), once they are in it (heron ctl flush {origin}, then heron ctl reconfigure, then edit it again); the zone served stays"
     ))
 }
 
