@@ -1388,6 +1388,32 @@ fn updates_not_written_back_outlive_the_zone_put_back_without_updates() {
     );
 }
 
+/// A zone under `zonefile-sync = "never"` whose file lacks an update,
+/// its `zonefile-sync` then given a number by a reconfigure: written back
+/// that long after, not at its next update or a restart (regression hunt
+/// AO-10: the file still lacked the update long after).
+#[test]
+fn a_write_back_given_by_a_reconfigure_writes_the_updates_waiting() {
+    let file = zone_file("sync-given");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
+    let add = "update add waiting.upd.test 60 A 192.0.2.79";
+    let got = send(Client::Nsupdate, server.addr(), Some("ops"), false, add);
+    assert_eq!(got, "NOERROR");
+    let config = server.dir().join("heron.toml");
+    config_without(&config, &["zonefile-sync"]);
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}zonefile-sync = 1\n")).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert!(
+        eventually(|| file_serial(&file) == Some(2)),
+        "{}",
+        server.log()
+    );
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("waiting.upd.test."), "{written}");
+}
+
 /// A zone under `zonefile-sync = "never"` whose `allow-update` a
 /// reconfigure removes while only its journal holds an update answered:
 /// the reconfigure says what it keeps (not a bare "ok"), the update stays

@@ -173,6 +173,7 @@ pub(crate) async fn reload(
         rebuild(&catalog, &files, &xfr, selection)
     });
     let (outcome, changed, swap) = work.await;
+    transfers.unwritten.reload_done();
     transfers.notify(&changed);
     drop(changed);
     release_later();

@@ -74,22 +74,20 @@ async fn run(
     // Zones to write back to their files, and when: first those whose
     // journal was replayed at the start (their files lack its updates).
     let mut write_back: HashMap<Name, Instant> = HashMap::new();
-    for origin in transfers.unwritten.origins() {
-        let policy = transfers.primary.policy(&origin);
-        if let Some((_, after)) = &policy.update.write_back {
-            let at = write_back_at(&transfers, &origin, *after);
-            write_back.insert(origin, at);
-        }
-    }
+    schedule_unwritten(&mut write_back, &transfers);
     let mut gather = Gather::default();
     loop {
         let next_write = write_back.values().min().copied();
-        let received = match next_write {
-            Some(at) => tokio::select! {
-                n = updates.recv_many(&mut batch, MAX_BATCH) => Some(n),
-                () = tokio::time::sleep_until(at.into()) => None,
-            },
-            None => Some(updates.recv_many(&mut batch, MAX_BATCH).await),
+        let received = tokio::select! {
+            n = updates.recv_many(&mut batch, MAX_BATCH) => Some(n),
+            () = due_at(next_write) => None,
+            // A reload may give a zone whose file lacks updates a
+            // write-back (regression hunt AO-10: none until its next
+            // update, or a restart).
+            () = transfers.unwritten.reloaded() => {
+                schedule_unwritten(&mut write_back, &transfers);
+                continue;
+            }
         };
         match received {
             Some(0) => return,
@@ -136,6 +134,29 @@ async fn run(
                 *due = (*due).min(at);
             }
         }
+    }
+}
+
+/// Schedules the write-back of each zone whose file lacks updates and
+/// whose settings write it back, unless it is scheduled already: at the
+/// start (those whose journal was replayed), and after a reload.
+fn schedule_unwritten(write_back: &mut HashMap<Name, Instant>, transfers: &Transfers) {
+    for origin in transfers.unwritten.origins() {
+        let policy = transfers.primary.policy(&origin);
+        if let Some((_, after)) = &policy.update.write_back
+            && !write_back.contains_key(&origin)
+        {
+            let at = write_back_at(transfers, &origin, *after);
+            write_back.insert(origin, at);
+        }
+    }
+}
+
+/// Waits until `at`, or forever when there is no time.
+async fn due_at(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -297,6 +318,7 @@ impl Frozen {
 pub(crate) struct Unwritten(
     std::sync::Mutex<HashSet<Name>>,
     std::sync::Mutex<HashMap<Name, String>>,
+    tokio::sync::Notify,
 );
 
 impl Unwritten {
@@ -340,6 +362,18 @@ impl Unwritten {
 
     pub(crate) fn contains(&self, origin: &Name) -> bool {
         self.lock().contains(&origin.to_lowercase())
+    }
+
+    /// A reload is done: the zones' settings (their write-back) may have
+    /// changed, and zones served again may lack updates in their files.
+    pub(crate) fn reload_done(&self) {
+        self.2.notify_one();
+    }
+
+    /// Waits for [`Unwritten::reload_done`] (one that came meanwhile
+    /// counts).
+    async fn reloaded(&self) {
+        self.2.notified().await;
     }
 
     /// The zones marked now (lower-cased).
