@@ -1442,14 +1442,8 @@ pub(crate) fn replay_added(
         let origin = zone.origin();
         let policy = xfr.primary.policy(origin);
         let signing = xfr.signings.get(origin);
-        let holding = hold_added(&zone, &policy, signing.is_some(), file_of);
-        let policy = match holding {
-            Some(holding) => {
-                xfr.primary.set_policy(origin, holding);
-                xfr.primary.policy(origin)
-            }
-            None => policy,
-        };
+        let holding = hold_added(&zone, &policy, signing.is_some(), file_of).map(Arc::new);
+        let policy = holding.clone().unwrap_or(policy);
         let Some(path) = policy.journal_path() else {
             continue;
         };
@@ -1468,11 +1462,17 @@ pub(crate) fn replay_added(
             }
         };
         let Some(replayed) = replayed.map(Arc::new) else {
-            if signing.is_none() && updated {
-                xfr.primary.restore_journal(&zone);
+            // Nothing held after all: as any zone served again.
+            match (&signing, policy.takes_updates()) {
+                (None, true) => xfr.primary.restore_journal(&zone),
+                (None, false) if holding.is_some() => restore_history(&zone, path, xfr),
+                _ => {}
             }
             continue;
         };
+        if let Some(holding) = holding {
+            xfr.primary.set_policy(origin, (*holding).clone());
+        }
         next.insert_shared(replayed.clone());
         xfr.unwritten.mark(origin);
         if signing.is_none() {
