@@ -1313,6 +1313,72 @@ fn a_thawed_edit_keeps_its_new_serial_through_a_crash() {
     }
 }
 
+/// A restart while a zone is frozen, its file edited by hand with the
+/// serial left as it was: the start takes the edit as a thaw would, with
+/// the next serial written to the file first, and the freeze is not kept
+/// (as BIND's and Knot's are not): updates are taken again (black-box
+/// finding AM-33: the edit was served under the old serial, which
+/// secondaries hold without it). A restart with the file as the freeze
+/// wrote it keeps the serial.
+#[test]
+fn a_restart_during_a_freeze_serves_the_edit_with_the_next_serial() {
+    let file = zone_file("freeze-restart");
+    let (server, socket) = start_with_control(&file, "");
+    let got = send(
+        Client::Nsupdate,
+        server.addr(),
+        Some("ops"),
+        false,
+        "update add before.upd.test 60 A 192.0.2.76",
+    );
+    assert_eq!(got, "NOERROR");
+    let (ok, said) = ctl(&socket, &["freeze", ZONE]);
+    assert!(ok, "{said}");
+    // Unedited: the same serial after a restart.
+    let server = restarted(server, ZONE);
+    assert_eq!(
+        zone_serial(server.addr(), ZONE),
+        Some(2),
+        "{}",
+        server.log()
+    );
+    let (ok, said) = ctl(&socket, &["freeze", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        format!("{text}byhand.upd.test. 60 IN A 192.0.2.77\n"),
+    )
+    .unwrap();
+    let server = restarted(server, ZONE);
+    let addr = server.addr();
+    assert_eq!(zone_serial(addr, ZONE), Some(3), "{}", server.log());
+    assert_eq!(file_serial(&file), Some(3), "{}", server.log());
+    for name in ["before.upd.test", "byhand.upd.test"] {
+        assert_eq!(a(addr, name).len(), 1, "{name}\n{}", server.log());
+    }
+    let (ok, said) = ctl(&socket, &["thaw", ZONE]);
+    assert!(!ok && said.contains("is not frozen"), "{said}");
+    let got = send(
+        Client::Nsupdate,
+        addr,
+        Some("ops"),
+        false,
+        "update add after.upd.test 60 A 192.0.2.78",
+    );
+    assert_eq!(got, "NOERROR");
+    assert_eq!(zone_serial(addr, ZONE), Some(4));
+    // Said once, and not again at the next start.
+    let server = restarted(server, ZONE);
+    assert_eq!(
+        zone_serial(server.addr(), ZONE),
+        Some(4),
+        "{}",
+        server.log()
+    );
+    assert!(!server.log().contains("frozen"), "{}", server.log());
+}
+
 /// A zone whose `allow-update` a reconfigure removes while its file lacks
 /// updates is written back at once: nothing replays a journal of a zone
 /// that takes no updates, so its file alone is the zone from the next

@@ -2052,7 +2052,7 @@ fn files_beside<'a>(
     updated: bool,
     journal: Option<&'a Path>,
 ) -> impl Iterator<Item = shared_files::FileUse<'a>> {
-    use shared_files::{CARRIED, KEY_NOTE, REJECTED, SIGNED_COPY, Use, beside};
+    use shared_files::{CARRIED, FROZEN, KEY_NOTE, REJECTED, SIGNED_COPY, Use, beside};
     let signed = zone.signing.is_some();
     let file = zone.file.as_path();
     let signed_files = [(Use::SignedCopy, SIGNED_COPY), (Use::KeyNote, KEY_NOTE)]
@@ -2062,7 +2062,10 @@ fn files_beside<'a>(
     let carried = journal
         .filter(|_| signed)
         .map(|journal| (Use::Carried, beside(journal, CARRIED)));
-    let rejected = updated.then(|| (Use::Rejected, beside(file, REJECTED)));
+    let rejected = [(Use::Rejected, REJECTED), (Use::FreezeMark, FROZEN)]
+        .into_iter()
+        .filter(move |_| updated)
+        .map(move |(what, suffix)| (what, beside(file, suffix)));
     (signed_files.chain(carried).chain(rejected))
         .map(move |(what, path)| (&zone.origin, what, Cow::Owned(path)))
 }

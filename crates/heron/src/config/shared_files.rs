@@ -40,6 +40,8 @@ pub enum Use {
     /// Written by a reload that does not take an edit of the file of a
     /// zone taking updates ([`REJECTED`]).
     Rejected,
+    /// Written by `heron ctl freeze` ([`FROZEN`]).
+    FreezeMark,
 }
 
 /// Beside a signed zone's file (or kept copy): its signed version.
@@ -50,6 +52,9 @@ pub const KEY_NOTE: &str = ".key-directory";
 pub const CARRIED: &str = ".carried";
 /// Beside a zone's file: its edit a reload did not take.
 pub const REJECTED: &str = ".rejected";
+/// Beside a frozen zone's file: the serial and text the freeze wrote
+/// (`heron ctl freeze`, removed by the thaw).
+pub const FROZEN: &str = ".frozen";
 
 /// The file named as `file` with `suffix` added (`FILE.signed`): where
 /// Heron keeps what it writes for a zone beside its file.
@@ -77,6 +82,7 @@ impl fmt::Display for Use {
             Use::KeyNote => "key directory note (written by the signing)",
             Use::Carried => "updates carried over (written at a restart)",
             Use::Rejected => "rejected edit (written by a reload)",
+            Use::FreezeMark => "freeze mark (written by heron ctl freeze)",
         })
     }
 }

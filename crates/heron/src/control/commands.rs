@@ -382,6 +382,16 @@ impl Controller {
         let signed_here = self.transfers.signings.get(zone).is_some();
         let version = served.clone();
         let written = crate::runtime::update::write_now(served, file.clone(), signed_here).await;
+        // Marked, so that a restart before the thaw tells an edit.
+        let marked = file.clone();
+        let written = match written {
+            Ok(()) => tokio::task::spawn_blocking(move || {
+                crate::runtime::freeze_mark::mark(&marked, serial)
+            })
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::other("the writer failed"))),
+            Err(e) => Err(e),
+        };
         if written.is_ok() {
             let primary = &self.transfers.primary;
             (self.transfers.unwritten).written(&self.catalog, &version, primary);
@@ -529,6 +539,10 @@ impl Controller {
             };
         }
         self.transfers.frozen.thaw(&zone.to_lowercase());
+        let file = (self.files.lock().unwrap_or_else(|e| e.into_inner())).file_of(zone);
+        if let Some(file) = file {
+            crate::runtime::freeze_mark::unmark(&file);
+        }
         tracing::info!(zone = %zone, "zone {zone} thawed: updates taken again");
         Response {
             message: format!(

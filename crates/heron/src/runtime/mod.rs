@@ -4,6 +4,7 @@
 //! it. Below the control socket and the metrics endpoint, which read and
 //! drive it; above `plan`, whose decisions it carries out.
 
+pub(crate) mod freeze_mark;
 pub mod query_log;
 pub mod rollover;
 pub mod secondary;

@@ -1378,6 +1378,16 @@ fn bumped_and_written(zone: &Zone, policy: &ZonePolicy) -> Result<Zone, String> 
     let Some((file, _)) = &policy.update.write_back else {
         return Err("zonefile-sync is \"never\", so no new serial can be written to it".into());
     };
+    bumped_into(zone, file, policy)
+}
+
+/// `zone` (unsigned) with the next serial by `policy`, written to `file`
+/// first.
+pub(crate) fn bumped_into(
+    zone: &Zone,
+    file: &std::path::Path,
+    policy: &ZonePolicy,
+) -> Result<Zone, String> {
     let bumped = bump(zone, zone, policy)?;
     write_editable(&bumped, file, false).map_err(|e| {
         format!(
