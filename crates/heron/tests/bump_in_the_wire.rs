@@ -97,6 +97,42 @@ fn primary_of(kind: ServerKind, file: &Path, heron_port: u16) -> ServerProcess {
     primary.start(kind)
 }
 
+/// A Knot primary serving `zone_text(1, "")` from `primary.zone` in a
+/// fresh folder, NOTIFYing Heron on the port returned (with one for a
+/// downstream secondary).
+fn knot_primary_in_a_folder() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    u16,
+    u16,
+    ServerProcess,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("primary.zone");
+    std::fs::write(&file, zone_text(1, "")).unwrap();
+    let (heron_port, down_port) = (free_port(), free_port());
+    let primary = knot_primary(&file, heron_port);
+    (dir, file, heron_port, down_port, primary)
+}
+
+/// The primary's zone file made `text` and reloaded; returns once Heron
+/// serves `name`.
+fn changed_on_the_primary(
+    file: &Path,
+    primary: &ServerProcess,
+    heron: &ServerProcess,
+    text: String,
+    name: &str,
+) {
+    std::fs::write(file, text).unwrap();
+    primary.reload();
+    assert!(
+        eventually(|| axfr(heron.addr()).contains(&format!("{name}.{ZONE}."))),
+        "{}",
+        heron.log()
+    );
+}
+
 fn start_heron(port: u16, config: &str) -> ServerProcess {
     ServerProcess::heron_on_port(&heron(), port, ZONE, config)
         .unwrap_or_else(|log| panic!("Heron did not serve {ZONE}: {log}"))
@@ -222,17 +258,8 @@ fn signs_behind_a_hidden_primary(kind: ServerKind, policy: &str, csk: bool) {
 
     // The signed serial (3) is past the primary's (2): the next change
     // (primary serial 3) is still fetched, and signed past 3.
-    std::fs::write(
-        &file,
-        zone_text(3, "new A 192.0.2.50\nnewer A 192.0.2.51\n"),
-    )
-    .unwrap();
-    primary.reload();
-    assert!(
-        eventually(|| axfr(addr).contains("newer.bitw.test.")),
-        "{}",
-        heron.log()
-    );
+    let newer = "new A 192.0.2.50\nnewer A 192.0.2.51\n";
+    changed_on_the_primary(&file, &primary, &heron, zone_text(3, newer), "newer");
     let signed_4 = zone_serial(addr, ZONE).unwrap();
     assert!(signed_4 > signed_3, "{signed_4} after {signed_3}");
     check_valid(addr, &axfr(addr), "newer", csk);
@@ -281,11 +308,7 @@ fn ctl(server: &ServerProcess, args: &[&str]) -> String {
 /// serves that version unsigned.
 #[test]
 fn a_reload_signs_again_from_the_version_received() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("primary.zone");
-    std::fs::write(&file, zone_text(1, "")).unwrap();
-    let (heron_port, down_port) = (free_port(), free_port());
-    let primary = knot_primary(&file, heron_port);
+    let (dir, _, heron_port, down_port, primary) = knot_primary_in_a_folder();
     let config = |policy: &str| {
         let zone = heron_config(heron_port, primary.addr(), down_port, dir.path(), policy);
         zone.replace("workers = 1\n", "workers = 1\ncontrol = \"control.sock\"\n")
@@ -481,4 +504,50 @@ fn a_secondary_signed_anew_at_a_restart_holds_no_other_zone() {
         log.find("zone signed").unwrap(),
     );
     assert!(ready < signed, "the start waited for the signing:\n{log}");
+}
+
+/// A kill after a new signed version is served but before its signed
+/// copy (`FILE.signed`) is written (here: the copy put back as it was
+/// before): the restart signs past the serial last served, kept in the
+/// key directory, never the same serial again with other signatures,
+/// which secondaries holding the first would never transfer (black-box
+/// finding AK-6: the restart went on from the copy's serial).
+#[test]
+fn a_restart_that_finds_an_older_signed_copy_signs_past_the_serial_served() {
+    let (dir, file, heron_port, down_port, primary) = knot_primary_in_a_folder();
+    let config = heron_config(heron_port, primary.addr(), down_port, dir.path(), "");
+    let mut heron = start_heron(heron_port, &config);
+    let addr = heron.addr();
+    let signed_copy = dir.path().join("kept").join("bitw.zone.signed");
+    assert!(
+        eventually(|| kept_serial(dir.path()) == Some(1) && signed_copy.exists()),
+        "{}",
+        heron.log()
+    );
+    let signed_1 = zone_serial(addr, ZONE).unwrap();
+    assert!(eventually(|| std::fs::read_to_string(&signed_copy)
+        .is_ok_and(|t| t.contains(&format!(" {signed_1} ")))));
+    let old_copy = std::fs::read(&signed_copy).unwrap();
+    let text = zone_text(2, "new A 192.0.2.50\n");
+    changed_on_the_primary(&file, &primary, &heron, text, "new");
+    let signed_2 = zone_serial(addr, ZONE).unwrap();
+    assert!(signed_2 > signed_1);
+    let served_2 = axfr(addr);
+    assert!(eventually(|| kept_serial(dir.path()) == Some(2)));
+    heron.kill();
+    std::fs::write(&signed_copy, &old_copy).unwrap();
+    let heron = start_heron(heron_port, &config);
+    assert!(
+        eventually(|| axfr(addr).contains("new.bitw.test.")),
+        "{}",
+        heron.log()
+    );
+    let signed_3 = zone_serial(addr, ZONE).unwrap();
+    assert!(
+        signed_3 > signed_2,
+        "serial {signed_3} after {signed_2} was served:\n{}",
+        heron.log()
+    );
+    check_valid(addr, &axfr(addr), "new", true);
+    assert_ne!(axfr(addr), served_2);
 }
