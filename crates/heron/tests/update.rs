@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use heron_proto::RType;
 use heron_testkit::{Secondary, ServerKind, ServerProcess, TsigSpec, free_port};
-use xfr_common::{answer, config_without, eventually, heron, restarted, zone_serial};
+use xfr_common::{answer, config_without, eventually, file_serial, heron, restarted, zone_serial};
 
 const ZONE: &str = "upd.test";
 const SECRET: &str = "q0vXAPu5ZZ8NAb8+HTr5VxvpyvGhUTtX5xM0y4ZxZ4k=";
@@ -1262,17 +1262,6 @@ fn flush_writes_a_zone_file_that_is_gone() {
     let (ok, said) = ctl(&socket, &["thaw", ZONE]);
     assert!(ok, "{said}\n{}", server.log());
     assert_eq!(a(addr, "kept.upd.test").len(), 1, "{}", server.log());
-}
-
-/// The SOA serial written in the zone file at `file`.
-fn file_serial(file: &Path) -> Option<u32> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let soa = text
-        .lines()
-        .find(|l| l.split_whitespace().any(|w| w == "SOA"))?;
-    let fields: Vec<&str> = soa.split_whitespace().collect();
-    let at = fields.iter().position(|w| *w == "SOA")?;
-    fields.get(at + 3)?.parse().ok()
 }
 
 /// A thaw whose edit kept the file's serial writes the next serial to

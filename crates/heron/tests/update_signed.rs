@@ -15,7 +15,8 @@ use std::process::Command;
 
 use heron_testkit::{ServerProcess, SignedZone};
 use xfr_common::{
-    config_without, eventually, heron, kdig, restarted, signatures, signed_axfr, zone_serial,
+    config_without, eventually, file_serial, heron, kdig, restarted, serial_in, signatures,
+    signed_axfr, zone_serial,
 };
 
 const ZONE: &str = "sup.test";
@@ -563,6 +564,13 @@ fn the_file_of_a_signed_zone_is_written_unsigned_and_an_edit_is_signed_at_thaw()
         "{}",
         server.log()
     );
+    // The edit left the serial: the next one is written to the file
+    // before it is served (black-box finding AM-5: the file kept the
+    // old one).
+    let served = zone_serial(addr, ZONE);
+    assert_ne!(file_serial(&file), serial_in(&frozen));
+    assert_eq!(file_serial(&file), served, "{}", server.log());
+    assert!(!has_signer_records(&written_back()), "{}", written_back());
     zonemd_verifies(dir.path(), &text, "after the thaw");
     let byhand = Step {
         commands: "",

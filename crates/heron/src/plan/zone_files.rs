@@ -99,6 +99,19 @@ pub(crate) fn known_text_moved(from: &Path, to: &Path) {
     }
 }
 
+/// The serial each signed zone's file said when it was last read: the
+/// version served has a serial of the signer's, which a thaw writes to
+/// the file when the edit left the file's as it was (black-box finding
+/// AM-5: the file kept the old one).
+static FILE_SERIALS: std::sync::LazyLock<Mutex<HashMap<PathBuf, u32>>> =
+    std::sync::LazyLock::new(Mutex::default);
+
+/// The serial a signed zone's file at `path` said when it was last read.
+pub(crate) fn serial_read_from(path: &Path) -> Option<u32> {
+    let serials = FILE_SERIALS.lock().unwrap_or_else(|e| e.into_inner());
+    serials.get(path).copied()
+}
+
 /// Whether `text` is the text of `path` the server last read or wrote.
 fn is_known_text(path: &Path, text: &[u8]) -> bool {
     let known = KNOWN_TEXT.lock().unwrap_or_else(|e| e.into_inner());
@@ -1026,6 +1039,10 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
         .iter()
         .for_each(|w| tracing::warn!(target: LOG_TARGET, "{w}"));
     crate::plan::zonemd::check(&loaded.zone).map_err(|why| vec![why])?;
+    if spec.signing.is_some() {
+        let mut serials = FILE_SERIALS.lock().unwrap_or_else(|e| e.into_inner());
+        serials.insert(spec.file.clone(), loaded.zone.serial());
+    }
     let zone = match &spec.signing {
         Some(signing) => sign_reloaded(loaded.zone, previous.map(|p| &**p), signing)?,
         None => past_the_signed(loaded.zone, previous.map(|p| &**p)),

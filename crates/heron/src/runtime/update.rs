@@ -1801,7 +1801,13 @@ fn written_first(
     let (Some(zone), Some(path)) = (&thawed, file) else {
         return Ok(thawed);
     };
-    if zone.serial() == file_read.serial() {
+    // A signed zone's serial is the signer's: the file's own is the one
+    // it said when read.
+    let file_serial = match signed_here {
+        true => crate::plan::zone_files::serial_read_from(path),
+        false => Some(file_read.serial()),
+    };
+    if file_serial == Some(zone.serial()) {
         return Ok(thawed);
     }
     write_editable(zone, path, signed_here).map_err(|e| {

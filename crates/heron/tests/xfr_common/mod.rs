@@ -185,3 +185,18 @@ pub fn scrape(metrics: SocketAddr) -> String {
     conn.read_to_string(&mut body).unwrap();
     body
 }
+
+/// The SOA serial written in the zone file at `file`.
+pub fn file_serial(file: &std::path::Path) -> Option<u32> {
+    serial_in(&std::fs::read_to_string(file).ok()?)
+}
+
+/// The SOA serial in zone file text (its first SOA line).
+pub fn serial_in(text: &str) -> Option<u32> {
+    let soa = text
+        .lines()
+        .find(|l| l.split_whitespace().any(|w| w == "SOA"))?;
+    let fields: Vec<&str> = soa.split_whitespace().collect();
+    let at = fields.iter().position(|w| *w == "SOA")?;
+    fields.get(at + 3)?.parse().ok()
+}
