@@ -815,6 +815,52 @@ fn reconfigure_adds_and_removes_primary_and_secondary_zones_and_reports_it() {
     }
 }
 
+/// A `dnssec-policy` added to or changed on a primary and a secondary
+/// zone by a reconfigure is said by name (black-box findings AJ-10 and
+/// AM-26: the secondary's said "no change" though it was signed at once,
+/// the primary's "1 changed zone files re-read" though no file changed).
+#[test]
+fn reconfigure_names_the_zones_whose_dnssec_policy_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    let upstream = heron_testkit::FakePrimary::start(&["s.test"], 1);
+    let port = heron_testkit::process::free_port();
+    let at = [("s.test", upstream.addr().to_string())];
+    let config = config_with(dir.path(), &socket, port, &["p.test"], &at);
+    let server = ServerProcess::heron_on_port(&heron(), port, "ready.test", &config).unwrap();
+    row_when(&socket, "s.test", |r| r["serial"] == 1);
+    let signed = |policy: &str| {
+        let zones = config.replace(
+            "[[zone]]\norigin = \"p.test\"",
+            "[[zone]]\norigin = \"p.test\"\ndnssec-policy = \"p\"",
+        );
+        let zones = zones.replace(
+            "[[zone]]\norigin = \"s.test\"",
+            "[[zone]]\norigin = \"s.test\"\ndnssec-policy = \"p\"",
+        );
+        format!("[[dnssec-policy]]\nname = \"p\"\n{policy}\n{zones}")
+    };
+    for policy in ["denial = \"nsec\"", "denial = \"nsec3\""] {
+        std::fs::write(server.dir().join("heron.toml"), signed(policy)).unwrap();
+        let (code, out, err) = ctl(&socket, &["reconfigure"]);
+        assert_eq!(
+            (code, out.as_str()),
+            (Some(0), "ok: dnssec-policy changed: p.test. s.test.\n"),
+            "{policy}: {err}\n{}",
+            server.log()
+        );
+        let data = ctl_json(&socket, &["reconfigure"]);
+        assert_eq!(data["dnssec_policy_changed"], json!([]), "{data}");
+    }
+    std::fs::write(server.dir().join("heron.toml"), signed("")).unwrap();
+    let data = ctl_json(&socket, &["reconfigure"]);
+    assert_eq!(
+        data["dnssec_policy_changed"],
+        json!(["p.test.", "s.test."]),
+        "{data}"
+    );
+}
+
 /// The JSON log lines of `log` whose message contains `text`.
 fn log_lines(log: &str, text: &str) -> Vec<Value> {
     (log.lines())

@@ -736,6 +736,7 @@ impl Controller {
             "added": { "primary": names(&outcome.added), "secondary": names(&secondaries.added) },
             "removed": { "primary": names(&outcome.removed), "secondary": names(&secondaries.removed) },
             "changed": { "primary": names(&outcome.changed), "secondary": secondaries_changed },
+            "dnssec_policy_changed": names(&outcome.resigned),
             "zone_files_read": outcome.loaded,
             "failed": outcome.failed,
             "needs_restart": outcome.needs_restart,

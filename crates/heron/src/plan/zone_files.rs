@@ -126,6 +126,29 @@ fn written_by_server(path: &Path) -> bool {
         .is_some_and(|stamp| stamp.unchanged_at(path))
 }
 
+/// The zones of `specs` not among `entries` (added), and those among
+/// them given another file (refiled) or other signing settings
+/// (resigned).
+fn compared(entries: &[Entry], specs: &[ZoneSpec]) -> (Vec<Name>, Vec<Name>, Vec<Name>) {
+    let before: HashMap<Name, &ZoneSpec> = (entries.iter())
+        .map(|e| (e.spec.origin.to_lowercase(), &e.spec))
+        .collect();
+    let (mut added, mut refiled, mut resigned) = (Vec::new(), Vec::new(), Vec::new());
+    for spec in specs {
+        let Some(old) = before.get(&spec.origin.to_lowercase()) else {
+            added.push(spec.origin.clone());
+            continue;
+        };
+        if old.file != spec.file {
+            refiled.push(spec.origin.clone());
+        }
+        if old.signing != spec.signing {
+            resigned.push(spec.origin.clone());
+        }
+    }
+    (added, refiled, resigned)
+}
+
 /// Whether zone file text has an `$INCLUDE` (a cheap look, from each
 /// `$`: a comment or a string holding the word only costs a reload a
 /// reread).
@@ -191,6 +214,9 @@ pub struct Reconfigured {
     /// Zone files newly configured, and those given another file.
     pub added: Vec<Name>,
     pub refiled: Vec<Name>,
+    /// Zones configured before whose `dnssec-policy` was added, changed
+    /// or removed (their files are read and signed again).
+    pub resigned: Vec<Name>,
     /// The secondary zones configured now (the runtime's `secondary::Running` runs them).
     pub secondaries: Vec<SecondaryZone>,
     /// The catalog zones to generate now.
@@ -234,6 +260,11 @@ pub struct Outcome {
     /// Secondary zones given other transfer settings (ACLs, NOTIFY
     /// targets); those given other primaries are `secondaries.repointed`.
     pub changed_secondaries: Vec<Name>,
+    /// Zones, primary and secondary, whose `dnssec-policy` was added,
+    /// changed or removed (a primary zone's file is read again for it:
+    /// `resigned_files` of those `loaded`).
+    pub resigned: Vec<Name>,
+    pub resigned_files: usize,
     /// Parts of the configuration that changed since the start and wait
     /// for a restart.
     pub needs_restart: Vec<&'static str>,
@@ -305,6 +336,7 @@ impl Outcome {
             ("secondary zones removed", &secondaries.removed),
             ("secondary zones re-pointed", &secondaries.repointed),
             ("secondary zones changed", &self.changed_secondaries),
+            ("dnssec-policy changed", &self.resigned),
             ("catalogs added", &secondaries.catalogs_added),
             ("catalogs removed", &secondaries.catalogs_removed),
             ("catalogs changed", &secondaries.catalogs_changed),
@@ -317,8 +349,10 @@ impl Outcome {
         if !self.applied.is_empty() {
             parts.push(format!("applied: {}", self.applied.join(", ")));
         }
-        if self.loaded > self.added.len() {
-            let files = self.loaded - self.added.len();
+        // Those read for a policy changed are said so already.
+        let files =
+            (self.loaded.saturating_sub(self.added.len())).saturating_sub(self.resigned_files);
+        if files > 0 {
             parts.push(format!("{files} changed zone files re-read"));
         }
         if parts.is_empty() {
@@ -445,17 +479,7 @@ impl ZoneFiles {
         crate::plan::key_notes::note_key_directories(&settings, &source.path);
         crate::plan::signing::find_unsigned_served(&settings, &source.path);
         let specs = std::mem::take(&mut settings.zones);
-        let before: HashMap<Name, PathBuf> = (self.entries.iter())
-            .map(|e| (e.spec.origin.to_lowercase(), e.spec.file.clone()))
-            .collect();
-        let (mut added, mut refiled) = (Vec::new(), Vec::new());
-        for spec in &specs {
-            match before.get(&spec.origin.to_lowercase()) {
-                None => added.push(spec.origin.clone()),
-                Some(file) if *file != spec.file => refiled.push(spec.origin.clone()),
-                Some(_) => {}
-            }
-        }
+        let (added, refiled, resigned) = compared(&self.entries, &specs);
         let secondaries: HashSet<Name> = settings
             .secondaries
             .iter()
@@ -496,6 +520,7 @@ impl ZoneFiles {
             removed,
             added,
             refiled,
+            resigned,
             secondaries: settings.secondaries,
             catalogs: settings.generated_catalogs,
             consumed: settings.catalogs,

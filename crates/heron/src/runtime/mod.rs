@@ -196,18 +196,32 @@ pub(crate) async fn reload(
 }
 
 /// Zones added, primary and secondary zones whose transfer settings
-/// changed, the parts that wait for a restart and the sections applied
-/// whole.
+/// changed, the parts that wait for a restart, the sections applied
+/// whole, and the primary zones whose `dnssec-policy` changed.
 type Listed = (
     Vec<Name>,
     Vec<Name>,
     Vec<Name>,
     Vec<&'static str>,
     Vec<&'static str>,
+    Vec<Name>,
 );
 
 /// `[secondary]` and the TLS trust it names, for the refresh task.
 type SecondarySettings = (crate::config::SecondarySection, TlsClients);
+
+/// What the configuration read again changed, in the reload's outcome.
+fn listed_in(outcome: &mut Outcome, listed: Listed) {
+    (
+        outcome.added,
+        outcome.changed,
+        outcome.changed_secondaries,
+        outcome.needs_restart,
+        outcome.applied,
+        outcome.resigned,
+    ) = listed;
+    outcome.resigned_files = outcome.resigned.len();
+}
 
 /// What a reload's configuration brings besides its zone files.
 #[derive(Default)]
@@ -252,13 +266,7 @@ fn rebuild(
     let loaded_before = update::loaded_at(xfr, &files);
     let (mut next, mut outcome) =
         files.load_selected(&current, selection.zones.as_ref(), selection.force, &held);
-    (
-        outcome.added,
-        outcome.changed,
-        outcome.changed_secondaries,
-        outcome.needs_restart,
-        outcome.applied,
-    ) = config.listed;
+    listed_in(&mut outcome, config.listed);
     let resigned = xfr.signed_secondaries.set(files.signed_secondaries());
     if let (Some((wanted, consumed, (section, xot))), Some(running)) =
         (config.secondaries, xfr.secondaries.lock().unwrap().as_mut())
@@ -268,6 +276,9 @@ fn rebuild(
         let configured = |o: &Name| files.configures(o);
         let changes = running.reconfigure(wanted, consumed, &mut next, &xfr.primary, configured);
         outcome.secondaries = changes;
+        outcome
+            .resigned
+            .extend(secondaries_resigned(&resigned, running, &outcome));
     }
     let frozen = signing_and_frozen(xfr, &files);
     drop(files);
@@ -356,6 +367,7 @@ fn reconfigure(
     for origin in still_signed {
         if let Some(signing) = xfr.signings.get(&origin) {
             files.keep_signing(&origin, signing);
+            new.resigned.retain(|o| *o != origin);
         }
     }
     new.left_for_restart.iter().for_each(|part| {
@@ -408,8 +420,26 @@ fn reconfigure(
             changed_secondaries,
             new.left_for_restart,
             applied,
+            new.resigned,
         ),
     }
+}
+
+/// The secondary zones among `resigned` (whose signing a reload changed)
+/// that ran before and run still: their `dnssec-policy` changed (those
+/// added or removed are said so).
+fn secondaries_resigned(
+    resigned: &std::collections::HashSet<Name>,
+    running: &secondary::Running,
+    outcome: &Outcome,
+) -> Vec<Name> {
+    let changes = &outcome.secondaries;
+    let mut names: Vec<Name> = (resigned.iter())
+        .filter(|o| running.runs(o) && !changes.added.contains(o) && !changes.removed.contains(o))
+        .cloned()
+        .collect();
+    names.sort_by_key(|o| o.to_string());
+    names
 }
 
 /// The zones configured before and now, in the same role, whose
