@@ -1366,6 +1366,31 @@ fn a_restart_during_a_freeze_serves_the_edit_with_the_next_serial() {
         server.log()
     );
     assert!(!server.log().contains("frozen"), "{}", server.log());
+    // A reload during the freeze takes the edit with the next serial (5),
+    // written to the file; an edit after it that leaves that serial is
+    // told at a restart too.
+    let (ok, said) = ctl(&socket, &["freeze", ZONE]);
+    assert!(ok, "{said}");
+    let edit = |name: &str| {
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, format!("{text}{name}. 60 IN A 192.0.2.79\n")).unwrap();
+    };
+    edit("reloaded.upd.test");
+    let (ok, said) = ctl(&socket, &["reload", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert_eq!(zone_serial(server.addr(), ZONE), Some(5));
+    assert_eq!(file_serial(&file), Some(5));
+    edit("later.upd.test");
+    let server = restarted(server, ZONE);
+    assert_eq!(
+        zone_serial(server.addr(), ZONE),
+        Some(6),
+        "{}",
+        server.log()
+    );
+    for name in ["reloaded.upd.test", "later.upd.test"] {
+        assert_eq!(a(server.addr(), name).len(), 1, "{name}");
+    }
 }
 
 /// A zone whose `allow-update` a reconfigure removes while its file lacks

@@ -32,7 +32,7 @@ use heron_zone::{Catalog, Zone};
 use tokio::sync::mpsc;
 
 pub(crate) use crate::runtime::update_signed::{held_marker, unmark_held};
-use crate::runtime::{Transfers, update_forward, update_signed};
+use crate::runtime::{Transfers, freeze_mark, update_forward, update_signed};
 
 /// Updates applied in one batch at most (one journal sync for them all).
 const MAX_BATCH: usize = 512;
@@ -1371,6 +1371,57 @@ fn replay_steps(zone: &Zone, path: &std::path::Path) -> Result<Option<(usize, Zo
     }
 }
 
+/// At a start: each zone that takes updates and was frozen when the
+/// server stopped (its mark beside its file, [`freeze_mark`]) is no
+/// longer frozen. Its file edited with the serial left as the freeze
+/// wrote it (the journal's last serial, which secondaries may hold) gets
+/// the next serial, written to the file before it is served, as a thaw
+/// does (black-box finding AM-33: served under the old serial). The
+/// mark is then removed; kept when the serial cannot be written (said,
+/// and the edit served under the old serial).
+pub(crate) fn thaw_at_start(
+    catalog: &mut Catalog,
+    zones: &[crate::config::ZoneSpec],
+    policies: &HashMap<Name, ZonePolicy>,
+) {
+    let takes_updates = |o: &Name| policies.get(o).is_some_and(|p| p.takes_updates());
+    let candidates: Vec<&crate::config::ZoneSpec> = (zones.iter())
+        .filter(|z| !z.kept && takes_updates(&z.origin))
+        .collect();
+    let files: Vec<&std::path::Path> = candidates.iter().map(|z| z.file.as_path()).collect();
+    let marked = freeze_mark::which_marked(&files);
+    for (spec, _) in candidates.into_iter().zip(marked).filter(|(_, m)| *m) {
+        let Some(zone) = catalog.get(&spec.origin).cloned() else {
+            continue; // not loaded: the mark waits for a start that loads it
+        };
+        let origin = zone.origin();
+        // A signed zone's start signs its file with a serial of its own.
+        if spec.signing.is_some() || !freeze_mark::edited_at(&spec.file, zone.serial()) {
+            tracing::info!(
+                "zone {origin} was frozen when the server stopped: the freeze is not kept, updates are taken"
+            );
+            freeze_mark::unmark(&spec.file);
+            continue;
+        }
+        match bumped_into(&zone, &spec.file, &policies[&spec.origin]) {
+            Ok(bumped) => {
+                tracing::warn!(
+                    "zone {origin} was frozen when the server stopped, its file edited with its serial left at {}: the edit is served with serial {}, written to the file; the freeze is not kept, updates are taken",
+                    zone.serial(),
+                    bumped.serial()
+                );
+                catalog.insert(bumped);
+                freeze_mark::unmark(&spec.file);
+            }
+            Err(why) => tracing::error!(
+                "zone {origin} was frozen when the server stopped, its file edited with its serial left at {}, but {why}: served with serial {}, which secondaries may hold without the edit; the freeze is not kept",
+                zone.serial(),
+                zone.serial()
+            ),
+        }
+    }
+}
+
 /// `zone` with the next serial, written to its file first, so that the
 /// journal (which ends before that serial and so starts over) is no
 /// longer needed for the updates it held.
@@ -1383,11 +1434,7 @@ fn bumped_and_written(zone: &Zone, policy: &ZonePolicy) -> Result<Zone, String> 
 
 /// `zone` (unsigned) with the next serial by `policy`, written to `file`
 /// first.
-pub(crate) fn bumped_into(
-    zone: &Zone,
-    file: &std::path::Path,
-    policy: &ZonePolicy,
-) -> Result<Zone, String> {
+fn bumped_into(zone: &Zone, file: &std::path::Path, policy: &ZonePolicy) -> Result<Zone, String> {
     let bumped = bump(zone, zone, policy)?;
     write_editable(&bumped, file, false).map_err(|e| {
         format!(
@@ -1592,7 +1639,13 @@ pub(crate) fn keep_updates(
         let merged = match (frozen.contains(old.origin()), signing) {
             (true, _) => edited(&old, &new, &policy).and_then(|thawed| {
                 let file = frozen_files.get(old.origin());
-                written_first(thawed, &new, file, signed_here)
+                let taken = written_first(thawed, &new, file, signed_here)?;
+                // Still frozen (a reload): the file as now taken is the
+                // one a restart compares.
+                if let (Some(zone), Some(file)) = (&taken, file) {
+                    freeze_mark::remark(file, zone.serial());
+                }
+                Ok(taken)
             }),
             (false, Some(signing)) => keep_signed(&old, &new, &signing),
             // Nothing but the file's: taken as any zone file is, unless
