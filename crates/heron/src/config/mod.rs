@@ -2062,11 +2062,11 @@ fn files_beside<'a>(
     let carried = journal
         .filter(|_| signed)
         .map(|journal| (Use::Carried, beside(journal, CARRIED)));
-    let rejected = [(Use::Rejected, REJECTED), (Use::FreezeMark, FROZEN)]
+    let updated_files = [(Use::Rejected, REJECTED), (Use::FreezeMark, FROZEN)]
         .into_iter()
         .filter(move |_| updated)
         .map(move |(what, suffix)| (what, beside(file, suffix)));
-    (signed_files.chain(carried).chain(rejected))
+    (signed_files.chain(carried).chain(updated_files))
         .map(move |(what, path)| (&zone.origin, what, Cow::Owned(path)))
 }
 
