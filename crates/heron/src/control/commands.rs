@@ -351,7 +351,7 @@ impl Controller {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .file_of(zone);
-        let (Some(file), Some(served)) = (file, self.catalog.load().get(zone).cloned()) else {
+        let (Some(file), true) = (file, self.catalog.load().get(zone).is_some()) else {
             // Served, no file of its own (black-box finding: a secondary
             // was called "not a zone of this server").
             if self.secondaries.load().contains(&zone.to_lowercase()) {
@@ -375,9 +375,10 @@ impl Controller {
         if !policy.takes_updates() {
             return Response::refused(format!("{zone} takes no updates"));
         }
-        if !self.transfers.frozen.freeze(zone) {
-            return Response::refused(format!("{zone} is frozen already"));
-        }
+        let served = match self.freeze_point(zone).await {
+            Ok(served) => served,
+            Err(why) => return Response::refused(why),
+        };
         let serial = served.serial();
         let signed_here = self.transfers.signings.get(zone).is_some();
         let version = served.clone();
@@ -409,6 +410,30 @@ impl Controller {
             ),
             json!({ "zone": zone.to_string(), "serial": serial, "file": shown.to_string() }),
         )
+    }
+
+    /// Freezes `zone` between update batches (they hold the catalog's
+    /// writer lock from admission to the version served): a batch under
+    /// way when the freeze came is served first, and written with it
+    /// (black-box finding: an update answered as the freeze came was left
+    /// out of the file, and the thaw took it away). The version served
+    /// then, or why not.
+    async fn freeze_point(&self, zone: &Name) -> Result<Arc<heron_zone::Zone>, String> {
+        let (transfers, catalog, zone) =
+            (self.transfers.clone(), self.catalog.clone(), zone.clone());
+        let point = tokio::task::spawn_blocking(move || {
+            let _writing = (transfers.catalog_writer.lock()).unwrap_or_else(|e| e.into_inner());
+            if !transfers.frozen.freeze(&zone) {
+                return Err(format!("{zone} is frozen already"));
+            }
+            catalog.load().get(&zone).cloned().ok_or_else(|| {
+                transfers.frozen.thaw(&zone.to_lowercase());
+                format!("{zone} is not served any more")
+            })
+        });
+        point
+            .await
+            .unwrap_or_else(|_| Err("the freeze failed".into()))
     }
 
     /// Writes `zones` (none named: every zone whose file lacks updates)
