@@ -559,7 +559,10 @@ fn bad_bind_keys_are_refused_with_a_clear_message_and_nothing_written() {
 
     // An RSA key smaller than ring signs with, refused in words.
     let small = keygen(d, ORIGIN, &["-a", "RSASHA256", "-b", "1024"]);
-    refused(d, "too small (RSA keys need at least 2,048 bits)");
+    refused(
+        d,
+        "too small (Heron signs with RSA keys of 2,048 bits or more",
+    );
     for ext in ["key", "private"] {
         std::fs::remove_file(d.join(format!("{small}.{ext}"))).unwrap();
     }

@@ -150,13 +150,17 @@ impl ImportedKey {
 
 /// The DNSKEY-form public key of a PKCS#8 private key, which ring must load.
 pub fn public_key_of(algorithm: u8, pkcs8: &[u8]) -> Result<Vec<u8>, ImportError> {
-    let refused = |e: ring::error::KeyRejected| match e.to_string().as_str() {
+    let refused = |e: ring::error::KeyRejected| {
+        match e.to_string().as_str() {
         // ring checks the public key a PKCS#8 carries against the private one.
         "InconsistentComponents" => {
             ImportError("the private key does not match the public key".into())
         }
         "TooSmall" => ImportError(
-            "the private key is refused: too small (RSA keys need at least 2,048 bits)".into(),
+            "the private key is refused: too small (Heron signs with RSA keys of 2,048 bits or more; \
+             roll this key to one of 2,048 bits at the old signer first: a ZSK rollover leaves the \
+             parent's DS as it is)"
+                .into(),
         ),
         "TooLarge" => ImportError(
             "the private key is refused: too large (RSA keys of at most 8,192 bits)".into(),
@@ -165,6 +169,7 @@ pub fn public_key_of(algorithm: u8, pkcs8: &[u8]) -> Result<Vec<u8>, ImportError
             ImportError(format!("the private key is refused: not a valid key ({e})"))
         }
         _ => ImportError(format!("the private key is refused: {e}")),
+    }
     };
     match algorithm {
         ECDSAP256SHA256 => {
