@@ -51,31 +51,47 @@ pub(crate) fn folder(path: &Path) -> &Path {
 /// renames, creations and removals durable. An append changes no folder,
 /// so a batch that only appends (a dynamic update's journal entry) costs
 /// one sync of its file and none of its folder. If a sync fails nothing
-/// is renamed: the files stay as they were. Returns whether the files
-/// are durable (false: a file or folder could not be synced).
-pub(crate) fn install(renamed: &[&Path], written: &[&Path], appended: &[&Path]) -> bool {
+/// is renamed: the files stay as they were.
+pub(crate) fn install<'p>(
+    renamed: &[&'p Path],
+    written: &[&Path],
+    appended: &[&Path],
+) -> Installed<'p> {
     let changed = renamed.iter().chain(written);
     let folders: BTreeSet<&Path> = changed.map(|p| folder(p)).collect();
     if renamed.len() + written.len() + appended.len() <= SYNC_EACH_UP_TO {
         if !sync_each(renamed, written, appended) {
-            return false;
+            return Installed::NotSynced;
         }
     } else {
         let mut every_folder = folders.clone();
         every_folder.extend(appended.iter().map(|p| folder(p)));
         if !sync_folders(&every_folder) {
-            return false;
+            return Installed::NotSynced;
         }
     }
+    let mut not_renamed = Vec::new();
     for path in renamed {
         if let Err(e) = std::fs::rename(tmp_path(path), path) {
-            tracing::error!("replacing {}: {e}", path.display());
+            not_renamed.push((*path, format!("cannot replace it: {e}")));
         }
     }
     for dir in &folders {
         let _ = File::open(dir).and_then(|d| d.sync_all());
     }
-    true
+    Installed::Synced(not_renamed)
+}
+
+/// What [`install`] did.
+pub(crate) enum Installed<'p> {
+    /// A file or folder could not be synced: nothing was renamed, the
+    /// files are as they were.
+    NotSynced,
+    /// Durable, but for the files that could not be replaced by their
+    /// new version (an immutable file, say), with why: they hold their
+    /// old content (black-box finding: a journal whose replacement
+    /// failed was said to be written, and the updates in it were lost).
+    Synced(Vec<(&'p Path, String)>),
 }
 
 /// Up to this many files are synced one by one; more, with one `syncfs`

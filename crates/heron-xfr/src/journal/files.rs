@@ -51,6 +51,10 @@ pub(crate) struct History {
     /// The file was written again whole, from a journal that lacked steps
     /// the zone file lacks too: the zone should be written back.
     short: bool,
+    /// A serial served with two contents (the zone changed, its serial
+    /// did not): a secondary holding it may hold either, so no IXFR
+    /// starts there.
+    pub(crate) no_chain_from: Option<u32>,
 }
 
 impl History {
@@ -62,6 +66,7 @@ impl History {
             batch: None,
             failures_seen: 0,
             short: false,
+            no_chain_from: None,
         }
     }
 
@@ -112,7 +117,16 @@ impl History {
     /// Forgets every step; returns what its file must do.
     pub(crate) fn clear(&mut self) -> Option<FileChange> {
         self.journal.clear();
+        self.no_chain_from = None;
         Some(self.file.as_mut()?.cleared())
+    }
+
+    /// [`History::clear`] for a zone whose content changed under
+    /// `serial`: no IXFR starts from it afterwards either.
+    pub(crate) fn serial_reused(&mut self, serial: u32) -> Option<FileChange> {
+        let change = self.clear();
+        self.no_chain_from = Some(serial);
+        change
     }
 
     /// The zone file holds serial `serial` and the journal the steps after
@@ -443,10 +457,21 @@ fn commit(batch: &HashMap<PathBuf, Pending>) -> Vec<(&PathBuf, String)> {
         );
     }
     let files = renamed.len() + written.len() + appended.len();
-    if files > 0 && !disk::install(&renamed, &written, &appended) {
-        let unsynced = [renamed, written, appended].concat();
-        let paths = batch.keys().filter(|p| unsynced.contains(&p.as_path()));
-        failed.extend(paths.map(|p| (p, "not synced to the disk".to_string())));
+    if files == 0 {
+        return failed;
+    }
+    match disk::install(&renamed, &written, &appended) {
+        disk::Installed::NotSynced => {
+            let unsynced = [renamed, written, appended].concat();
+            let paths = batch.keys().filter(|p| unsynced.contains(&p.as_path()));
+            failed.extend(paths.map(|p| (p, "not synced to the disk".to_string())));
+        }
+        disk::Installed::Synced(not_renamed) => {
+            for (path, why) in not_renamed {
+                let key = batch.keys().find(|p| p.as_path() == path);
+                failed.extend(key.map(|p| (p, why)));
+            }
+        }
     }
     failed
 }
@@ -761,6 +786,7 @@ fn restore_one(served: &Served, max_bytes: usize) -> Option<History> {
         batch: None,
         failures_seen: 0,
         short: false,
+        no_chain_from: None,
     })
 }
 
@@ -1078,6 +1104,58 @@ mod tests {
         writer.change(&bad, &origin, FileChange::Replace(Vec::new()));
         assert!(writer.flush(Duration::from_secs(10)));
         assert!(!good.exists());
+    }
+
+    /// `chattr +i` on a file until dropped (the tests run as root on a
+    /// file system that has the attribute, as CI does).
+    struct Immutable(PathBuf);
+
+    impl Immutable {
+        fn set(path: &Path) -> Immutable {
+            let status = std::process::Command::new("chattr")
+                .arg("+i")
+                .arg(path)
+                .status();
+            assert!(
+                status.is_ok_and(|s| s.success()),
+                "chattr +i {}",
+                path.display()
+            );
+            Immutable(path.to_path_buf())
+        }
+    }
+
+    impl Drop for Immutable {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("chattr")
+                .arg("-i")
+                .arg(&self.0)
+                .status();
+        }
+    }
+
+    /// A new version that cannot replace the file (an immutable file) is
+    /// a failed write: the updates in it are refused and taken back, not
+    /// said written (black-box finding: answered, then lost at a crash).
+    #[test]
+    fn a_file_that_cannot_be_replaced_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.jnl");
+        let origin = Name::parse("w.test").unwrap();
+        let writer = JournalWriter::start().unwrap();
+        writer.change(&path, &origin, FileChange::Replace(vec![step(1, 2)]));
+        assert!(writer.flush(Duration::from_secs(10)));
+        let _immutable = Immutable::set(&path);
+        writer.change(
+            &path,
+            &origin,
+            FileChange::Replace(vec![step(1, 2), step(2, 3)]),
+        );
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert_eq!(writer.failures_of(&origin), 1);
+        let why = writer.failing_of(&origin).unwrap_or_default();
+        assert!(why.contains("cannot replace it"), "{why}");
+        assert_eq!(steps_in(&path, &origin), [(1, 2)]);
     }
 
     /// A failure is counted for the zone whose file it was, not for every

@@ -483,10 +483,17 @@ impl Primary {
                 return false;
             }
             tracing::warn!(
-                "zone {}: content changed but serial {} did not; secondaries will not see the change",
+                "zone {}: content changed but serial {} did not; secondaries will not see the change until the serial moves on (then those at serial {} get the whole zone)",
                 new.origin(),
+                new.serial(),
                 new.serial()
             );
+            // A secondary at this serial may hold either content: a step
+            // from it would not lead from what it holds (black-box
+            // finding: the fleet stayed apart after the serial moved on).
+            let serial = new.serial();
+            self.update_history(new.origin(), |h| h.serial_reused(serial));
+            return false;
         } else {
             tracing::warn!(
                 "zone {}: serial went back from {} to {}: secondaries keep the newer serial and will not see this version; IXFR history starts over",
@@ -569,6 +576,7 @@ impl Primary {
         let journals = self.journals.lock().unwrap();
         let chain = journals
             .get(&zone.origin().to_lowercase())
+            .filter(|h| h.no_chain_from != Some(client))
             .and_then(|h| h.journal.chain(client, ours));
         match chain {
             // An IXFR longer than the zone itself is better sent whole.
@@ -788,6 +796,24 @@ mod tests {
         let other = zone(2, &hosts(13));
         assert!(!p.zone_changed(&again, &other));
         assert_eq!(steps_planned(&p, &other, 1), None);
+    }
+
+    /// Once a serial was served with two contents, the next serial's step
+    /// does not lead from it: a secondary at that serial may hold the
+    /// first, and gets the whole zone (black-box finding: the fleet
+    /// stayed apart at the new serial). From the new serial on, IXFR.
+    #[test]
+    fn no_ixfr_starts_from_a_serial_served_with_two_contents() {
+        let p = open_primary();
+        let (first, edited) = (zone(2, &hosts(12)), zone(2, &hosts(13)));
+        assert!(!p.zone_changed(&first, &edited));
+        let bumped = zone(3, &hosts(13));
+        assert!(p.zone_changed(&edited, &bumped));
+        assert!(matches!(p.plan(&bumped, Some(2)), TransferPlan::Axfr));
+        let next = zone(4, &hosts(14));
+        assert!(p.zone_changed(&bumped, &next));
+        assert_eq!(steps_planned(&p, &next, 3), Some(1));
+        assert!(matches!(p.plan(&next, Some(2)), TransferPlan::Axfr));
     }
 
     #[test]

@@ -573,8 +573,15 @@ fn commit(batch: HashMap<PathBuf, Pending>) -> Vec<Failure> {
         })
         .map(|(path, _, _)| &**path)
         .collect();
-    if !written.is_empty() {
-        let _ = disk::install(&written, &[], &[]);
+    if let disk::Installed::Synced(not_renamed) = disk::install(&written, &[], &[]) {
+        let why = |path: &Path, e| match batch.get(path).and_then(|p| p.zone.as_ref()) {
+            Some(zone) => format!("zone {}: {e}", zone.origin()),
+            None => e,
+        };
+        let not_kept = not_renamed
+            .into_iter()
+            .map(|(path, e)| (path.to_path_buf(), why(path, e)));
+        failed.extend(not_kept);
     }
     let mut batch = batch;
     let failed: Vec<Failure> = (failed.into_iter())
