@@ -1143,6 +1143,11 @@ fn freeze_and_thaw_let_the_file_be_edited_without_losing_updates() {
     let (ok, said) = ctl(&socket, &["freeze", ZONE]);
     assert!(ok, "{said}\n{}", server.log());
     assert_eq!(add("during.upd.test"), "REFUSED");
+    // zone-status shows the freeze (black-box finding: it did not).
+    let (ok, status) = ctl(&socket, &["zone-status", ZONE]);
+    assert!(ok && status.contains("frozen, updates refused"), "{status}");
+    let (ok, status) = ctl(&socket, &["zone-status", "--json", ZONE]);
+    assert!(ok && status.contains("\"frozen\":true"), "{status}");
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.contains("before.upd.test."), "{text}");
     std::fs::write(

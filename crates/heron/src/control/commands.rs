@@ -240,6 +240,11 @@ impl Controller {
                 row["last_error"] = json!(why);
             }
             self.write_error_fields(&mut row, &origin);
+            // A freeze forgotten after a hand edit refuses every update
+            // (black-box finding: nothing showed it).
+            if self.transfers.frozen.contains(&origin.to_lowercase()) {
+                row["frozen"] = json!(true);
+            }
             crate::runtime::rollover::zone_status_fields(&mut row, &origin);
             if let Some(report) = report_of.get(&origin) {
                 secondary_fields(&mut row, report);

@@ -582,6 +582,15 @@ fn error_lines(data: &Value) -> String {
                 Some(format!("{}: {what}: {why}\n", text_of(&z["zone"])))
             })
         }))
+        .chain(
+            zones
+                .iter()
+                .filter(|z| z["frozen"] == Value::Bool(true))
+                .map(|z| {
+                    let zone = text_of(&z["zone"]);
+                    format!("{zone}: frozen, updates refused (heron ctl thaw {zone})\n")
+                }),
+        )
         .collect()
 }
 
