@@ -7,7 +7,7 @@
 //! are served too (RFC 7858 predates it). Sessions resume by stateless
 //! tickets (RFC 8446 section 4.6.1).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -107,8 +107,60 @@ pub fn server_config_with_slot(
     Ok((Arc::new(config), slot))
 }
 
-/// [`server_config_with_slot`] from files; errors name the file.
+/// [`server_config_with_slot`] from files; errors name the file. Files
+/// unchanged since the last read (the same inode, size and times) are not
+/// read again: a server running as another user may not be able to read
+/// a key only root can, and a reload then failed as a whole, zone files
+/// included (black-box finding); the session ticket keys stay too.
 pub fn server_config_from_files(
+    chain: &Path,
+    key: &Path,
+) -> Result<(Arc<ServerConfig>, Arc<CertificateSlot>), String> {
+    let (Some(chain_stamp), Some(key_stamp)) = (stamp(chain), stamp(key)) else {
+        return read_config_files(chain, key);
+    };
+    let read_as = (
+        chain.to_path_buf(),
+        key.to_path_buf(),
+        [chain_stamp, key_stamp],
+    );
+    let mut last = LAST_READ.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((stamped, read)) = last.as_ref()
+        && *stamped == read_as
+    {
+        return Ok(read.clone());
+    }
+    let read = read_config_files(chain, key)?;
+    *last = Some((read_as, read.clone()));
+    Ok(read)
+}
+
+/// A file's device, inode, size, modification and change times.
+type Stamp = (u64, u64, u64, i64, i64, i64, i64);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    ))
+}
+
+/// The files last read by [`server_config_from_files`], as they were.
+type LastRead = (
+    (PathBuf, PathBuf, [Stamp; 2]),
+    (Arc<ServerConfig>, Arc<CertificateSlot>),
+);
+
+static LAST_READ: std::sync::Mutex<Option<LastRead>> = std::sync::Mutex::new(None);
+
+fn read_config_files(
     chain: &Path,
     key: &Path,
 ) -> Result<(Arc<ServerConfig>, Arc<CertificateSlot>), String> {

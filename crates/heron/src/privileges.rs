@@ -92,7 +92,7 @@ pub fn unreadable(files: &[std::path::PathBuf], user: &str) -> Vec<String> {
     let mut said: Vec<String> = (failed.iter().take(UNREADABLE_SAID))
         .map(|(file, e)| {
             format!(
-                "{}: {e} as user {user}: it was read at the start, as root, but a reload reads it again as {user} and would fail; let {user} read it",
+                "{}: {e} as user {user}: it was read at the start, as root, but a reload reads it again as {user} (a TLS certificate or key once it changed) and would fail; let {user} read it",
                 file.display()
             )
         })

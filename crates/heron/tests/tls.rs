@@ -572,6 +572,48 @@ fn a_reload_presents_a_certificate_renewed_in_place() {
     );
 }
 
+/// Under `[server] user`, a TLS key only root may read (as certbot leaves
+/// privkey.pem) fails no reload while it is unchanged: a zone's edit is
+/// taken (black-box finding: every reload failed, zone files included).
+#[test]
+fn a_key_only_root_reads_fails_no_reload_under_another_user() {
+    use std::os::unix::fs::PermissionsExt;
+    if !heron_sys::process::is_root() {
+        eprintln!("SKIPPED: becoming another user needs root; run the tests as root");
+        return;
+    }
+    let (dir, chain, key) = certificate("root-key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let zone = dir.0.join("k.zone");
+    let text = |serial: u32, extra: &str| {
+        format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n{extra}")
+    };
+    std::fs::write(&zone, text(1, "")).unwrap();
+    let tls_port = free_port();
+    let server = ServerProcess::heron_with_config(&heron(), "k.test", |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nuser = \"nobody\"\n\
+             [tls]\nlisten = [\"127.0.0.1:{tls_port}\"]\ncertificate = \"{}\"\nkey = \"{}\"\n\
+             [[zone]]\norigin = \"k.test\"\nfile = \"{}\"\n",
+            chain.display(),
+            key.display(),
+            zone.display()
+        )
+    });
+    std::fs::write(&zone, text(2, "new A 192.0.2.2\n")).unwrap();
+    server.reload();
+    let taken = heron_testkit::eventually_within(Duration::from_secs(10), || {
+        server.log().contains("reload done")
+    });
+    assert!(taken, "{}", server.log());
+    let answer = kdig(server.addr(), &[], "new.k.test", "A");
+    assert!(answer.contains("192.0.2.2"), "{answer}\n{}", server.log());
+    assert!(handshake_trusting(
+        &chain,
+        SocketAddr::from(([127, 0, 0, 1], tls_port))
+    ));
+}
+
 fn trusting(chain: &Path) -> std::sync::Arc<rustls::ClientConfig> {
     use rustls::pki_types::{CertificateDer, pem::PemObject};
     let mut roots = rustls::RootCertStore::empty();
