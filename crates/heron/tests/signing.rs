@@ -252,6 +252,19 @@ fn keys_are_kept_across_restarts() {
     assert!(second.contains("2024010102 7200"), "{second}");
 }
 
+/// What `heron check-config` says of `config`, which it must refuse.
+fn check_config_refuses(config: &Path) -> String {
+    let out = Command::new(heron())
+        .arg("check-config")
+        .arg(config)
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{said}");
+    said
+}
+
 #[test]
 fn check_config_refuses_bad_policies() {
     let dir = tempfile::tempdir().unwrap();
@@ -269,14 +282,7 @@ fn check_config_refuses_bad_policies() {
         ),
     )
     .unwrap();
-    let out = Command::new(heron())
-        .arg("check-config")
-        .arg(&config)
-        .output()
-        .unwrap();
-    let said =
-        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{said}");
+    let said = check_config_refuses(&config);
     for needle in [
         "algorithm 'rsasha1'",
         "signature-refresh must be",
@@ -289,6 +295,58 @@ fn check_config_refuses_bad_policies() {
     for needle in ["'p' is not defined", "'default' is not defined"] {
         assert!(!said.contains(needle), "{needle}: {said}");
     }
+}
+
+/// check-config refuses what a start would refuse in a zone's key
+/// directory (black-box finding: it said OK, and serve did not sign the
+/// zone): two CSK files and no state file, and a key directory that is a
+/// file.
+#[test]
+fn check_config_refuses_key_directories_serve_would_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    for other in ["a", "b"] {
+        let made = dir.path().join(other);
+        let out = Command::new(heron())
+            .args(["keymgr", "-d"])
+            .arg(&made)
+            .args([ORIGIN, "generate", "--role", "csk"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        std::fs::create_dir_all(&keys).unwrap();
+        for file in std::fs::read_dir(&made).unwrap().flatten() {
+            if file.file_name().to_string_lossy().ends_with(".heron-key") {
+                std::fs::copy(file.path(), keys.join(file.file_name())).unwrap();
+            }
+        }
+    }
+    let not_a_folder = dir.path().join("plain-file");
+    std::fs::write(&not_a_folder, "x").unwrap();
+    let other = dir.path().join("other.zone");
+    std::fs::write(
+        &other,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n",
+    )
+    .unwrap();
+    let config = dir.path().join("heron.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\ndnssec-policy = \"default\"\n\
+             key-directory = \"{}\"\n\
+             [[zone]]\norigin = \"other.test.\"\nfile = \"{}\"\ndnssec-policy = \"default\"\n\
+             key-directory = \"{}\"\n",
+            zone_file().display(),
+            keys.display(),
+            other.display(),
+            not_a_folder.display()
+        ),
+    )
+    .unwrap();
+    let said = check_config_refuses(&config);
+    assert!(said.contains("2 keys that sign as a KSK or CSK"), "{said}");
+    assert!(said.contains("is not a directory"), "{said}");
 }
 
 /// A reload of an edited file signs the change, not the zone: one RRset

@@ -239,12 +239,7 @@ impl Controller {
             if let Some(why) = files.last_error(&origin) {
                 row["last_error"] = json!(why);
             }
-            self.write_error_fields(&mut row, &origin);
-            // A freeze forgotten after a hand edit refuses every update
-            // (black-box finding: nothing showed it).
-            if self.transfers.frozen.contains(&origin.to_lowercase()) {
-                row["frozen"] = json!(true);
-            }
+            self.update_state_fields(&mut row, &origin);
             crate::runtime::rollover::zone_status_fields(&mut row, &origin);
             if let Some(report) = report_of.get(&origin) {
                 secondary_fields(&mut row, report);
@@ -274,9 +269,13 @@ impl Controller {
 
     /// A zone's journal file or zone file that cannot be written now (a
     /// full or read-only disk), as `kept_copy_error` is a secondary's
-    /// kept copy: its updates are answered SERVFAIL meanwhile (black-box
-    /// finding: zone-status said nothing).
-    fn write_error_fields(&self, row: &mut Value, origin: &Name) {
+    /// kept copy: its updates are answered SERVFAIL meanwhile; and a
+    /// freeze, forgotten after a hand edit, that refuses every update
+    /// (black-box findings: zone-status said nothing of either).
+    fn update_state_fields(&self, row: &mut Value, origin: &Name) {
+        if self.transfers.frozen.contains(&origin.to_lowercase()) {
+            row["frozen"] = json!(true);
+        }
         if let Some(why) = self.transfers.primary.journal_error_of(origin) {
             row["journal_error"] = json!(why);
         }

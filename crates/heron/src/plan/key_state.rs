@@ -139,6 +139,13 @@ pub fn step(
     let _shared = lock_directory(dir, Hold::Shared)?;
     let existed = path.exists();
     let state = load_or_adopt(&path, dir, &zone, policy, now)?;
+    if !existed && !state.keys.is_empty() {
+        tracing::info!(
+            zone,
+            keys = state.keys.len(),
+            "DNSSEC keys taken into a new key state file"
+        );
+    }
     // A TTL or delay lowered still counts at its old value while what was
     // served under it can be cached.
     let configured = policy.rollover_policy(zone_max_ttl);
@@ -539,14 +546,38 @@ fn load_or_adopt(
         keys.push(adopted);
     }
     keys.sort_by_key(|k| k.created);
-    if !keys.is_empty() {
-        tracing::info!(
-            zone,
-            keys = keys.len(),
-            "DNSSEC keys taken into a new key state file"
-        );
-    }
     Ok(ZoneKeys::new(zone, keys))
+}
+
+/// What a signing of each zone of `settings` that Heron signs would
+/// refuse in its key directory, for `heron check-config` (black-box
+/// finding: it passed what serve then refused): a key directory that is
+/// not a directory, a state file of another zone or unreadable, or key
+/// files that cannot be taken up without one (two of one role). Read
+/// only: a directory not made yet is made by the first signing.
+pub fn keys_refused(settings: &crate::config::Settings) -> Vec<String> {
+    let now = heron_proto::time::unix_now();
+    let signed = (settings.zones.iter()).filter_map(|z| Some((&z.origin, z.signing.as_ref()?)));
+    let secondaries = (settings.signed_secondaries.iter()).map(|(origin, s)| (origin, s));
+    (signed.chain(secondaries))
+        .filter_map(|(origin, signing)| {
+            let dir = &signing.key_directory;
+            let refused = match fs::metadata(dir) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+                Err(e) => Err(format!("key directory {}: {e}", dir.display())),
+                Ok(m) if !m.is_dir() => Err(format!(
+                    "key directory {} is not a directory",
+                    dir.display()
+                )),
+                Ok(_) => {
+                    let zone = zone_text(origin);
+                    let path = state_path(dir, &zone);
+                    load_or_adopt(&path, dir, &zone, &signing.policy, now).map(|_| ())
+                }
+            };
+            refused.err().map(|e| format!("zone {origin}: keys: {e}"))
+        })
+        .collect()
 }
 
 /// Key files of one role twice, whatever their algorithms (an algorithm
