@@ -199,6 +199,31 @@ fn force_rereads_a_file_that_looks_unchanged() {
     assert!(out.contains("1 zones re-read, 0 unchanged"), "{out}");
 }
 
+/// A reload that serves an edit under the same serial, or a serial gone
+/// back, says so to the operator who ran it, who can still raise it
+/// (black-box finding: a plain ok, the warning only in the server's log).
+#[test]
+fn a_reload_says_when_a_serial_was_left_behind() {
+    let f = Fixture::start();
+    f.write_zone("a", &zone_text(1, "edited A 192.0.2.9\n"));
+    let (code, out, _) = ctl(&f.socket, &["reload", "a.test"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("warning: zone a.test.: content changed but serial 1 did not"),
+        "{out}"
+    );
+    f.write_zone("a", &zone_text(5, ""));
+    let (code, out, _) = ctl(&f.socket, &["reload", "a.test"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains("warning"), "{out}");
+    f.write_zone("a", &zone_text(3, ""));
+    let (code, out, _) = ctl(&f.socket, &["reload", "a.test", "--json"]);
+    assert_eq!(code, Some(0), "{out}");
+    let response: Value = serde_json::from_str(&out).unwrap();
+    let warnings = response["data"]["warnings"].to_string();
+    assert!(warnings.contains("serial went back from 5 to 3"), "{out}");
+}
+
 #[test]
 fn failing_commands_exit_non_zero_with_the_reason() {
     let f = Fixture::start();

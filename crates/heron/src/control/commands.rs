@@ -23,6 +23,9 @@ use crate::plan::zone_files::ZoneFiles;
 use crate::runtime::{Selection, Transfers, reload};
 
 /// The commands this server answers, for the error that names them.
+/// Zones a reload's serial warnings name one by one; the rest are counted.
+const WARNINGS_SAID: usize = 10;
+
 const KNOWN: &str = "status, zone-status, reload, reconfigure, retransfer, refresh, notify, stats, dnstap-reopen, freeze, thaw, flush, keys, roll, ds-seen, stop";
 
 /// The kept copies of secondary zones that cannot be written now (a full
@@ -708,11 +711,21 @@ impl Controller {
             let parts = outcome.needs_restart.join(", ");
             summary.push_str(&format!("; needs restart: {parts}"));
         }
+        for warning in outcome.warnings.iter().take(WARNINGS_SAID) {
+            summary.push_str(&format!("\nwarning: {warning}"));
+        }
+        if outcome.warnings.len() > WARNINGS_SAID {
+            let more = outcome.warnings.len() - WARNINGS_SAID;
+            summary.push_str(&format!(
+                "\nwarning: {more} more zones (in the log and --json)"
+            ));
+        }
         let data = json!({
             "loaded": outcome.loaded,
             "unchanged": outcome.unchanged,
             "failed": outcome.failed,
             "removed": outcome.removed.len(),
+            "warnings": outcome.warnings,
             "milliseconds": took.as_millis() as u64,
         });
         Response {

@@ -245,6 +245,28 @@ pub struct Reconfigured {
     pub tls_certificate: Option<Arc<heron_server::tls::CertificateSlot>>,
 }
 
+/// What a reload that serves `new` after `old` should say of its serial:
+/// content changed under the same serial, or a serial gone back (the
+/// server's log says it too; black-box finding: `heron reload` said a
+/// plain ok). The diff is walked only when the serial stood still.
+fn serial_left_behind(old: &Zone, new: &Zone) -> Option<String> {
+    let (was, now) = (old.serial(), new.serial());
+    if heron_xfr::serial::is_newer(was, now) {
+        return Some(format!(
+            "zone {}: serial went back from {was} to {now}: secondaries keep the newer serial and will not see this version",
+            new.origin()
+        ));
+    }
+    let changed =
+        was == now && !std::ptr::eq(old, new) && !heron_zone::diff::diff(old, new).is_empty();
+    changed.then(|| {
+        format!(
+            "zone {}: content changed but serial {now} did not: secondaries will not see the change until the serial moves on",
+            new.origin()
+        )
+    })
+}
+
 /// What one load or reload did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
@@ -282,6 +304,10 @@ pub struct Outcome {
     /// What went wrong, as logged: file, line and problem, then what
     /// became of the zone.
     pub errors: Vec<String>,
+    /// Zones served whose serial a file edit left behind: content changed
+    /// under the same serial, or a serial gone back. Served all the same;
+    /// said so that the operator can still raise it.
+    pub warnings: Vec<String>,
 }
 
 impl Outcome {
@@ -832,6 +858,10 @@ impl ZoneFiles {
         match zone {
             Ok((zone, stamp, edit_held)) => {
                 if let Some(zone) = zone {
+                    let before = next.get(zone.origin());
+                    outcome
+                        .warnings
+                        .extend(before.and_then(|old| serial_left_behind(old, &zone)));
                     next.insert(zone);
                 }
                 self.entries[i].loaded = stamp;
