@@ -582,6 +582,46 @@ fn an_awkward_knot_configuration_lists_every_untranslatable_setting() {
     );
 }
 
+/// A Knot catalog with one template per group (black-box finding AQ-11)
+/// becomes `[catalog.default]` and `[catalog.group.ID]`, each with its
+/// own primaries and transfer ACL, which check-config takes; the group
+/// whose template signs (AQ-3) is a step to do, listed first.
+#[test]
+fn knot_catalog_templates_become_groups_and_a_signing_one_a_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("knot.conf");
+    let text = "server:\n  listen: 127.0.0.1@5399\n\
+                remote:\n  - id: up\n    address: 192.0.2.1\n  - id: gp\n    address: 192.0.2.7\n\
+                acl:\n  - id: x1\n    address: 127.0.0.1\n    action: transfer\n\
+                \x20 - id: x2\n    address: 127.0.0.2\n    action: transfer\n\
+                template:\n  - id: silver\n    master: up\n    acl: x1\n\
+                \x20 - id: gold\n    master: gp\n    acl: x2\n    dnssec-signing: on\n\
+                zone:\n  - domain: catalog.up\n    master: up\n    catalog-role: interpret\n\
+                \x20   catalog-template: [silver, gold]\n";
+    std::fs::write(&conf, text).unwrap();
+    let (out, stderr) = import_and_check("knot", &conf, dir.path());
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        written.contains(
+            "[catalog.default]\nprimaries = [\"192.0.2.1\"]\nallow-transfer = [\"127.0.0.1\"]\n"
+        ),
+        "{written}"
+    );
+    assert!(
+        written.contains(
+            "[catalog.group.gold]\nprimaries = [\"192.0.2.7\"]\nallow-transfer = [\"127.0.0.2\"]\n"
+        ),
+        "{written}"
+    );
+    let first = stderr.lines().next().unwrap_or("");
+    let step = format!(
+        "{}:22: to do: catalog-template gold: dnssec-signing on: ",
+        conf.display()
+    );
+    assert!(first.starts_with(&step), "{stderr}");
+    assert!(stderr.contains("1 steps to do"), "{stderr}");
+}
+
 /// The configurations the Debian packages install, read where they
 /// are: each imports, and the result passes check-config.
 #[test]

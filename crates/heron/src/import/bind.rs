@@ -1029,6 +1029,7 @@ impl<'a> Interpreter<'a> {
                     member_primaries,
                     member_allow_transfer,
                     member_notify,
+                    groups: Vec::new(),
                 });
             }
             _ => self.out.zones.push(zone),

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use super::knot_syntax::{Field, Item, Section, parse_file};
 use super::model::{
-    CatalogConsumer, Imported, Peer, Prefix, Rrl, Rule, TlsListener, TsigKey, UPDATE_ADVICE, Zone,
-    key_import_advice, parse_at_port, range_prefixes, signing_advice, without_denied,
+    CatalogConsumer, Imported, MemberGroup, Peer, Prefix, Rrl, Rule, TlsListener, TsigKey,
+    UPDATE_ADVICE, Zone, key_import_advice, parse_at_port, range_prefixes, signing_advice,
+    without_denied,
 };
 use super::signing;
 use super::source::{ImportError, Loc, resolve};
@@ -1025,6 +1026,10 @@ impl Interpreter {
         self.out.untranslated(&f.loc, setting, advice);
     }
 
+    /// A catalog Knot interprets: its first `catalog-template` becomes
+    /// `[catalog.default]`, each further one `[catalog.group.ID]`, as
+    /// Knot gives a member the template its `group` property names and
+    /// the first one otherwise.
     fn consumer(&mut self, zone: Zone, item: &Item) -> Result<(), ImportError> {
         let mut catalog = CatalogConsumer {
             zone: zone.origin,
@@ -1033,25 +1038,24 @@ impl Interpreter {
             member_primaries: Vec::new(),
             member_allow_transfer: Vec::new(),
             member_notify: Vec::new(),
+            groups: Vec::new(),
         };
         let templates = item
             .get("catalog-template")
             .map(|f| f.values.clone())
             .unwrap_or_default();
-        if let Some(id) = templates.first() {
-            let template = self.templates.get(id).cloned().unwrap_or(Item {
-                loc: item.loc.clone(),
-                fields: Vec::new(),
-            });
-            catalog.member_primaries =
-                self.peers(template.get("primary").or(template.get("master")));
-            catalog.member_notify = self.peers(template.get("notify"));
-            catalog.member_allow_transfer = self.access(template.get("acl"))?.transfer;
-        }
-        if templates.len() > 1
-            && let Some(f) = item.get("catalog-template")
-        {
-            self.out.untranslated(&f.loc, "catalog-template with several templates", "only the first became [catalog.default]; write [catalog.group.NAME] for the others by hand");
+        let loc = item.get("catalog-template").map_or(&item.loc, |f| &f.loc);
+        let mut seen = std::collections::HashSet::new();
+        let unique = templates.iter().filter(|id| seen.insert(id.as_str()));
+        for (i, id) in unique.enumerate() {
+            let group = self.member_template(id, loc, &catalog.zone)?;
+            if i == 0 {
+                catalog.member_primaries = group.primaries;
+                catalog.member_allow_transfer = group.allow_transfer;
+                catalog.member_notify = group.notify;
+            } else {
+                catalog.groups.push(group);
+            }
         }
         if catalog.primaries.is_empty() {
             self.out.untranslated(&item.loc, format!("zone {}: catalog-role interpret", catalog.zone), "Heron consumes catalogs it transfers from primaries; a catalog from a local file was not imported");
@@ -1059,6 +1063,90 @@ impl Interpreter {
         }
         self.out.catalogs.push(catalog);
         Ok(())
+    }
+
+    /// A `catalog-template` as a consumed catalog's member template: its
+    /// primaries, notify targets and transfer ACL; its other settings are
+    /// listed, signing first (Heron does not sign a catalog's members).
+    fn member_template(
+        &mut self,
+        id: &str,
+        loc: &Loc,
+        catalog: &str,
+    ) -> Result<MemberGroup, ImportError> {
+        let Some(template) = self.templates.get(id).cloned() else {
+            let setting = format!("zone {catalog}: catalog-template {id}");
+            let advice = "no template with this id: its members get no transfer ACL or notify \
+                          targets, and the catalog's primaries";
+            self.out.untranslated(loc, setting, advice);
+            return Ok(MemberGroup {
+                name: id.to_string(),
+                ..MemberGroup::default()
+            });
+        };
+        let primaries = self.peers(template.get("primary").or(template.get("master")));
+        let notify = self.peers(template.get("notify"));
+        let access = self.access(template.get("acl"))?;
+        let (mut allow_transfer, dropped) = without_denied(access.transfer, &access.denied);
+        if dropped > 0 {
+            let setting = format!("catalog-template {id}: acl with deny");
+            self.out.untranslated(&template.loc, setting, format!("heron.toml has no deny entries: {dropped} allow entries that overlap denied addresses were left out; list the allowed addresses without them"));
+        }
+        if self.automatic_acl {
+            allow_transfer.extend(notify.iter().map(|p| Rule {
+                prefix: host_prefix(p.addr.ip()),
+                key: p.key.clone(),
+            }));
+            allow_transfer.dedup();
+        }
+        self.member_template_notes(&template, id, catalog);
+        Ok(MemberGroup {
+            name: id.to_string(),
+            primaries,
+            allow_transfer,
+            notify,
+        })
+    }
+
+    /// The settings of a catalog's member template Heron's `[catalog]`
+    /// templates do not have, each listed once.
+    fn member_template_notes(&mut self, template: &Item, id: &str, catalog: &str) {
+        let signing = template.get("dnssec-signing");
+        if let Some(f) = signing.filter(|f| f.values.first().is_some_and(|v| on(v))) {
+            let setting = format!("catalog-template {id}: dnssec-signing on");
+            let advice = format!(
+                "Knot signs the members of catalog {catalog} that this template applies to; \
+                 Heron does not sign a consumed catalog's members (its [catalog] templates take \
+                 no dnssec-policy), so as written it would serve them unsigned, and with a DS \
+                 at the parent every answer from them would fail validation. Before Heron \
+                 takes over, either keep Knot as their signer and give the template Knot as \
+                 its primaries (Heron then serves Knot's signed copies), or take each zone out \
+                 of the catalog and configure it as a [[zone]] with primaries and a \
+                 dnssec-policy, importing its keys (`heron keymgr -d keys ZONE import --from \
+                 knot {}`)",
+                self.kasp_dir.display()
+            );
+            self.out.step_to_do(&f.loc, setting, advice);
+        }
+        let read = ["id", "master", "primary", "notify", "acl", "dnssec-signing"];
+        for f in template
+            .fields
+            .iter()
+            .filter(|f| !read.contains(&f.key.as_str()))
+        {
+            if !(self.template_notes).insert((f.loc.file.to_path_buf(), f.loc.line)) {
+                continue;
+            }
+            match f.key.as_str() {
+                "module" | "global-module" => {
+                    for m in &f.values {
+                        let setting = format!("catalog-template {id}: {} {m}", f.key);
+                        self.out.untranslated(&f.loc, setting, module_advice(m));
+                    }
+                }
+                _ => self.zone_note(f, &format!("(catalog-template {id})")),
+            }
+        }
     }
 }
 
@@ -1223,6 +1311,82 @@ mod tests {
         assert!(got.zones[0].catalog_generate);
         assert_eq!(got.zones[1].catalog_member.as_deref(), Some("gen.test"));
         assert_eq!(got.zones[1].catalog_group.as_deref(), Some("gold"));
+    }
+
+    /// The notes of `text` read as knot.conf: (kind, setting, advice).
+    fn notes_of(text: &str) -> (Imported, Vec<(NoteKind, String, String)>) {
+        let dir = tempfile::tempdir().unwrap();
+        let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();
+        let notes = (got.notes.iter())
+            .map(|n| (n.kind, n.setting.clone(), n.advice.clone()))
+            .collect();
+        (got, notes)
+    }
+
+    /// A catalog template that signs (black-box finding AQ-3: its members
+    /// were served unsigned without a line) is a step to do, and the
+    /// template's other settings are listed, not dropped.
+    #[test]
+    fn a_signing_catalog_template_is_a_step_to_do() {
+        let text = "remote:\n  - id: p\n    address: 192.0.2.1\n\
+                    template:\n  - id: members\n    master: p\n    dnssec-signing: on\n    \
+                    dnssec-policy: pol\n    answer-rotation: on\n\
+                    policy:\n  - id: pol\n\
+                    zone:\n  - domain: cat.test\n    master: p\n    catalog-role: interpret\n    \
+                    catalog-template: members\n";
+        let (got, notes) = notes_of(text);
+        assert_eq!(got.catalogs.len(), 1);
+        let step = notes.iter().find(|(kind, setting, _)| {
+            *kind == NoteKind::ToDo && setting == "catalog-template members: dnssec-signing on"
+        });
+        let (_, _, advice) = step.unwrap_or_else(|| panic!("{notes:#?}"));
+        assert!(
+            advice.contains("unsigned") && advice.contains("cat.test"),
+            "{advice}"
+        );
+        assert!(
+            notes
+                .iter()
+                .any(|(kind, setting, _)| *kind == NoteKind::Untranslated
+                    && setting.contains("(catalog-template members): answer-rotation")),
+            "{notes:#?}"
+        );
+    }
+
+    /// Knot gives a member the template its `group` names, the first one
+    /// otherwise (black-box finding AQ-11: every member got the first):
+    /// each further template is the group of its id, with its own
+    /// primaries and transfer ACL.
+    #[test]
+    fn each_further_catalog_template_becomes_its_group() {
+        let text = "remote:\n  - id: up\n    address: 192.0.2.1\n  - id: gp\n    address: 192.0.2.7\n\
+                    acl:\n  - id: x1\n    address: 127.0.0.1\n    action: transfer\n\
+                    \x20 - id: x2\n    address: 127.0.0.2\n    action: transfer\n\
+                    template:\n  - id: silver\n    master: up\n    acl: x1\n\
+                    \x20 - id: gold\n    master: gp\n    acl: x2\n\
+                    zone:\n  - domain: cat.test\n    master: up\n    catalog-role: interpret\n    \
+                    catalog-template: [silver, gold, silver]\n";
+        let (got, notes) = notes_of(text);
+        let catalog = &got.catalogs[0];
+        let heron = |rules: &[Rule]| rules.iter().map(Rule::heron).collect::<Vec<_>>();
+        assert_eq!(catalog.member_primaries[0].heron(), "192.0.2.1");
+        assert_eq!(heron(&catalog.member_allow_transfer), ["127.0.0.1"]);
+        assert_eq!(catalog.groups.len(), 1, "{:?}", catalog.groups);
+        let gold = &catalog.groups[0];
+        assert_eq!(gold.name, "gold");
+        assert_eq!(gold.primaries[0].heron(), "192.0.2.7");
+        assert_eq!(heron(&gold.allow_transfer), ["127.0.0.2"]);
+        assert!(
+            !notes
+                .iter()
+                .any(|(_, s, _)| s.contains("several templates")),
+            "{notes:#?}"
+        );
+        let toml = super::super::writer::write_toml(&got, "test");
+        assert!(
+            toml.contains("[catalog.group.gold]\nprimaries = [\"192.0.2.7\"]\nallow-transfer = [\"127.0.0.2\"]\n"),
+            "{toml}"
+        );
     }
 
     /// Knot's documented whole-server rate limit, `global-module` in the

@@ -290,6 +290,19 @@ pub struct CatalogConsumer {
     pub member_primaries: Vec<Peer>,
     pub member_allow_transfer: Vec<Rule>,
     pub member_notify: Vec<Peer>,
+    /// `[catalog.group.NAME]`: the templates of members whose `group`
+    /// property names them (Knot's further `catalog-template`s).
+    pub groups: Vec<MemberGroup>,
+}
+
+/// A consumed catalog's template for the members of one group.
+#[derive(Clone, Debug, Default)]
+pub struct MemberGroup {
+    pub name: String,
+    /// Empty: the catalog's.
+    pub primaries: Vec<Peer>,
+    pub allow_transfer: Vec<Rule>,
+    pub notify: Vec<Peer>,
 }
 
 #[derive(Clone, Debug, Default)]

@@ -997,6 +997,7 @@ impl Interpreter {
             member_primaries: Vec::new(),
             member_allow_transfer: Vec::new(),
             member_notify: Vec::new(),
+            groups: Vec::new(),
         };
         if let Some(name) = member_pattern {
             let pattern = self.patterns.get(&name).cloned().unwrap_or_default();

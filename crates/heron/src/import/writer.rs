@@ -248,6 +248,22 @@ fn catalog_table(out: &mut String, catalog: &CatalogConsumer) {
     peers(out, "primaries", &catalog.member_primaries);
     rules_list(out, "allow-transfer", &catalog.member_allow_transfer);
     peers(out, "notify", &catalog.member_notify);
+    for group in &catalog.groups {
+        let _ = writeln!(out, "\n[catalog.group.{}]", table_key(&group.name));
+        peers(out, "primaries", &group.primaries);
+        rules_list(out, "allow-transfer", &group.allow_transfer);
+        peers(out, "notify", &group.notify);
+    }
+}
+
+/// A TOML table key: bare when it may be, else quoted.
+fn table_key(name: &str) -> String {
+    let bare = !name.is_empty()
+        && (name.bytes()).all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    match bare {
+        true => name.to_string(),
+        false => quote(name),
+    }
 }
 
 /// A file name for a zone's kept copy: its name without the final dot,
