@@ -600,6 +600,20 @@ fn address_prefixes(text: &str) -> Option<Vec<Prefix>> {
     text.parse().ok().map(|p| vec![p])
 }
 
+/// Who a step for a template's setting is about.
+const THE_TEMPLATES: &str = "the primary zones of this template";
+
+/// A setting of a primary zone that makes Knot serve what its file
+/// lacks, listed as a step by [`Interpreter::served_version_steps`].
+fn served_version_step(f: &Field) -> bool {
+    let value = f.values.first().map(String::as_str);
+    match f.key.as_str() {
+        "zonefile-sync" => value == Some("-1"),
+        "zonefile-load" => value == Some("difference-no-serial"),
+        _ => false,
+    }
+}
+
 /// Zone settings Heron needs nothing for.
 const ZONE_NOT_NEEDED: &[(&str, &str)] = &[
     (
@@ -738,7 +752,15 @@ impl Interpreter {
         }
         self.modules(&item);
         self.signing(&item, &mut zone);
+        let role = item.value("catalog-role");
+        let primary = zone.primaries.is_empty() && !matches!(role, Some("interpret" | "generate"));
+        if primary {
+            self.served_version_steps(&item, raw, &zone.origin);
+        }
         for f in &item.fields {
+            if primary && served_version_step(f) {
+                continue;
+            }
             let from_template = !raw.fields.iter().any(|r| r.loc == f.loc);
             if from_template {
                 // Said once for the template, not once per zone.
@@ -772,6 +794,69 @@ impl Interpreter {
         }
         self.out.zones.push(zone);
         Ok(())
+    }
+
+    /// Steps before Heron serves a primary zone's file where Knot serves
+    /// what the file lacks: changes held in its journal only
+    /// (`zonefile-sync: -1`), and serials it makes itself
+    /// (`zonefile-load: difference-no-serial`, a `serial-policy` other
+    /// than `increment`; a zone Knot signs has its serial step already).
+    fn served_version_steps(&mut self, item: &Item, raw: &Item, origin: &str) {
+        let of_template = |f: &Field| !raw.fields.iter().any(|r| r.loc == f.loc);
+        let value = |f: &Field| f.values.join(" ");
+        if let Some(f) = item.get("zonefile-sync").filter(|f| served_version_step(f)) {
+            let (setting, zone, what) = match of_template(f) {
+                true => ("zone (template)".to_string(), None, THE_TEMPLATES),
+                false => (format!("zone {origin}"), Some(origin), "this zone"),
+            };
+            let flush = zone.map_or("knotc zone-flush".into(), |z| {
+                format!("knotc zone-flush {z}")
+            });
+            let advice = format!(
+                "Knot keeps the changes to {what} (dynamic updates, knotc zone-set) in its \
+                 journal only, never in the zone file, which Heron loads. Run `{flush}` \
+                 before Heron takes over (Knot writes the zone as it serves it into the file), \
+                 then check that the file's serial is the one Knot serves (dig @KNOT ZONE SOA)"
+            );
+            self.out.step_to_do(
+                &f.loc,
+                format!("{setting}: zonefile-sync {}", value(f)),
+                advice,
+            );
+        }
+        if item
+            .get("dnssec-signing")
+            .is_some_and(|f| f.values.first().is_some_and(|v| on(v)))
+        {
+            return;
+        }
+        let no_serial = item.get("zonefile-load").filter(|f| served_version_step(f));
+        let policy = item
+            .get("serial-policy")
+            .filter(|f| f.values.first().is_some_and(|v| v != "increment"));
+        let Some(f) = no_serial.or(policy) else {
+            return;
+        };
+        let (setting, zone, what) = match of_template(f) {
+            true => ("zone (template)".to_string(), "ZONE", THE_TEMPLATES),
+            false => (format!("zone {origin}"), origin, "this zone"),
+        };
+        let mut advice = format!(
+            "Knot makes the serial it serves for {what} ({} {}), Heron serves the zone \
+             file's: raise the serial in the file above the one Knot serves (dig @KNOT {zone} \
+             SOA) before Heron takes over, or secondaries holding Knot's higher serial would \
+             not transfer from Heron",
+            f.key,
+            value(f)
+        );
+        if f.key == "zonefile-load" {
+            advice.push_str(
+                "; and from then on raise it at each edit of the file: Heron serves an edit \
+                 that kept the serial (with a warning), but secondaries do not see it",
+            );
+        }
+        let setting = format!("{setting}: {} {} (serial)", f.key, value(f));
+        self.out.step_to_do(&f.loc, setting, advice);
     }
 
     fn apply_access(&mut self, zone: &mut Zone, access: Access, loc: &Loc) {
@@ -1010,7 +1095,11 @@ impl Interpreter {
                     .not_needed(&f.loc, setting, "Heron keeps IXFR history in FILE.jnl");
                 return;
             }
-            "serial-policy" => "Heron serves the serial the file or the primary gives",
+            "serial-policy" => {
+                "Heron serves the serial the file or the primary gives; a zone that takes \
+                 dynamic updates moves it on by its `serial` setting (increment, unixtime, \
+                 dateserial), written with its allow-update rules"
+            }
             "refresh-min-interval"
             | "refresh-max-interval"
             | "retry-min-interval"
@@ -1386,6 +1475,73 @@ mod tests {
         assert!(
             toml.contains("[catalog.group.gold]\nprimaries = [\"192.0.2.7\"]\nallow-transfer = [\"127.0.0.2\"]\n"),
             "{toml}"
+        );
+    }
+
+    /// A primary zone Knot never writes back (`zonefile-sync: -1`) has
+    /// changes in Knot's journal only (black-box finding AQ-6): flushing
+    /// them is a step to do; for a secondary it is not needed.
+    #[test]
+    fn a_primary_zone_knot_does_not_write_back_must_be_flushed() {
+        let text = "remote:\n  - id: p\n    address: 192.0.2.1\n\
+                    template:\n  - id: t\n    zonefile-sync: -1\n\
+                    zone:\n  - domain: a.test\n    zonefile-sync: -1\n\
+                    \x20 - domain: b.test\n    template: t\n\
+                    \x20 - domain: s.test\n    master: p\n    zonefile-sync: -1\n";
+        let (_, notes) = notes_of(text);
+        let said = |kind: NoteKind, setting: &str| {
+            let found = notes.iter().find(|(k, s, _)| *k == kind && s == setting);
+            found.map(|(_, _, advice)| advice.clone())
+        };
+        let a = said(NoteKind::ToDo, "zone a.test: zonefile-sync -1");
+        assert!(
+            a.is_some_and(|a| a.contains("`knotc zone-flush a.test`")),
+            "{notes:#?}"
+        );
+        let b = said(NoteKind::ToDo, "zone (template): zonefile-sync -1");
+        assert!(
+            b.is_some_and(|b| b.contains("`knotc zone-flush`")),
+            "{notes:#?}"
+        );
+        assert!(
+            said(NoteKind::NotNeeded, "zone s.test: zonefile-sync -1").is_some(),
+            "{notes:#?}"
+        );
+        assert!(said(NoteKind::NotNeeded, "zone a.test: zonefile-sync -1").is_none());
+    }
+
+    /// A zone whose served serial Knot makes (black-box finding AQ-10)
+    /// gets the step that raises the file's; one with Knot's default
+    /// (`increment`, the file's serial) does not.
+    #[test]
+    fn a_zone_whose_serial_knot_makes_gets_the_serial_step() {
+        let text = "zone:\n  - domain: a.test\n    zonefile-load: difference-no-serial\n\
+                    \x20   serial-policy: unixtime\n\
+                    \x20 - domain: b.test\n    serial-policy: dateserial\n\
+                    \x20 - domain: c.test\n    serial-policy: increment\n";
+        let (_, notes) = notes_of(text);
+        let step = |origin: &str| {
+            let found = notes.iter().find(|(k, s, _)| {
+                *k == NoteKind::ToDo
+                    && s.starts_with(&format!("zone {origin}:"))
+                    && s.ends_with("(serial)")
+            });
+            found.map(|(_, s, advice)| format!("{s}: {advice}"))
+        };
+        let a = step("a.test").unwrap_or_else(|| panic!("{notes:#?}"));
+        assert!(a.contains("zonefile-load difference-no-serial"), "{a}");
+        assert!(
+            a.contains("dig @KNOT a.test SOA") && a.contains("each edit"),
+            "{a}"
+        );
+        let b = step("b.test").unwrap_or_else(|| panic!("{notes:#?}"));
+        assert!(b.contains("dig @KNOT b.test SOA"), "{b}");
+        assert_eq!(step("c.test"), None, "{notes:#?}");
+        assert!(
+            !notes
+                .iter()
+                .any(|(k, s, _)| *k == NoteKind::NotNeeded && s.contains("difference-no-serial")),
+            "{notes:#?}"
         );
     }
 
