@@ -267,18 +267,7 @@ pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String
     p.algorithm(value("algorithm").unwrap_or("ecdsap256sha256"));
     let csk = value("single-type-signing").is_some_and(knot_on);
     p.csk(csk);
-    if let Some(l) = value("ksk-lifetime") {
-        p.duration("ksk-lifetime", "ksk-lifetime", l);
-    }
-    match (csk, value("zsk-lifetime")) {
-        // Knot rolls a CSK by ksk-lifetime and ignores zsk-lifetime.
-        (true, Some(l)) => p.untranslated(
-            format!("zsk-lifetime {l}"),
-            "Knot ignores it with single-type-signing: the CSK rolls by ksk-lifetime",
-        ),
-        (true, None) => {}
-        (false, l) => p.duration("zsk-lifetime", "zsk-lifetime", l.unwrap_or("30d")),
-    }
+    knot_lifetimes(&mut p, csk, item);
     let validity = value("rrsig-lifetime").unwrap_or("14d");
     p.duration("signature-validity", "rrsig-lifetime", validity);
     p.duration(
@@ -329,6 +318,7 @@ pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String
         "nsec3-iterations",
         "cds-cdnskey-publish",
         "delete-delay",
+        "manual",
         // Where the keys are: read by the importer for the keymgr command.
         "keystore",
     ];
@@ -340,6 +330,34 @@ pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String
         p.untranslated_setting(format!("{} {}", f.key, f.values.join(" ")));
     }
     p.finish()
+}
+
+/// A Knot policy's key lifetimes, Knot's 30-day ZSK where it says none;
+/// none with `manual: on`.
+fn knot_lifetimes(p: &mut PolicyBuilder, csk: bool, item: &Item) {
+    let value = |key: &str| item.value(key);
+    if value("manual").is_some_and(knot_on) {
+        // Knot makes and rolls no key by itself: no lifetimes, Heron's
+        // "never rolled", not Knot's defaults it ignores.
+        return p.untranslated(
+            "manual on",
+            "Knot makes and rolls no key by itself under this policy: the translated policy has \
+             no key lifetimes, so Heron never rolls its keys unless asked (`heron ctl roll ZONE \
+             KEY`); a zone with no key imported still gets keys Heron makes at its first signing",
+        );
+    }
+    if let Some(l) = value("ksk-lifetime") {
+        p.duration("ksk-lifetime", "ksk-lifetime", l);
+    }
+    match (csk, value("zsk-lifetime")) {
+        // Knot rolls a CSK by ksk-lifetime and ignores zsk-lifetime.
+        (true, Some(l)) => p.untranslated(
+            format!("zsk-lifetime {l}"),
+            "Knot ignores it with single-type-signing: the CSK rolls by ksk-lifetime",
+        ),
+        (true, None) => {}
+        (false, l) => p.duration("zsk-lifetime", "zsk-lifetime", l.unwrap_or("30d")),
+    }
 }
 
 fn knot_on(value: &str) -> bool {
@@ -702,6 +720,31 @@ mod tests {
         assert!(!got.notes.iter().any(|n| n.setting.contains("keystore ks")));
         let c = got.zones.iter().find(|z| z.origin == "c.test").unwrap();
         assert_eq!(c.dnssec_policy, None);
+    }
+
+    /// Knot's `manual: on` makes and rolls no key (black-box finding
+    /// AQ-14: it became Knot's 30-day ZSK lifetime, and Heron rolled an
+    /// imported ZSK at its first start): no lifetimes, with a line.
+    #[test]
+    fn a_manual_knot_policy_has_no_key_lifetimes() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "policy:\n  - id: man\n    manual: on\n    algorithm: ecdsap256sha256\n    \
+                    ksk-lifetime: 365d\n\
+                    \x20 - id: auto\n    algorithm: ecdsap256sha256\n";
+        let path = super::super::testutil::write_files(dir.path(), &[("knot.conf", text)]);
+        let got = super::super::knot::parse(&path).unwrap();
+        let man = got.policies.iter().find(|p| p.name == "man").unwrap();
+        assert_eq!(setting(man, "zsk-lifetime"), None, "{man:?}");
+        assert_eq!(setting(man, "ksk-lifetime"), None, "{man:?}");
+        assert_heron_takes(man);
+        let auto = got.policies.iter().find(|p| p.name == "auto").unwrap();
+        assert_eq!(setting(auto, "zsk-lifetime"), Some("2592000"));
+        let said = got
+            .notes
+            .iter()
+            .find(|n| n.setting == "policy man: manual on");
+        let said = said.unwrap_or_else(|| panic!("{:?}", got.notes));
+        assert!(said.advice.contains("never rolls"), "{}", said.advice);
     }
 
     /// Knot rolls a CSK by ksk-lifetime and ignores zsk-lifetime; Heron
