@@ -466,6 +466,89 @@ fn a_zone_signed_by_dnssec_signzone_with_rsa_moves_and_check_config_accepts_rsas
     heron_keeps_the_chain(&old, &old_tags, policy, &keys.path().join("k"));
 }
 
+/// A KSK Knot holds `ready` (published and signing the DNSKEY RRset,
+/// its DS not yet confirmed: black-box finding AQ-2, imported as not yet
+/// published) is imported as published and waiting for its DS: Heron
+/// serves it and its CDS, as Knot did. A key Knot holds public-only
+/// (AQ-13, a bare "No such file" error) is refused by its tag.
+#[test]
+fn a_knot_ksk_waiting_for_its_ds_keeps_its_cds_and_a_public_only_key_is_named() {
+    let kasp = tempfile::tempdir().unwrap();
+    let keymgr = |args: &[&str]| {
+        let mut all = vec!["-D", kasp.path().to_str().unwrap(), ORIGIN];
+        all.extend_from_slice(args);
+        let out = run("keymgr", &all);
+        assert!(out.status.success(), "{}", said(&out));
+        said(&out)
+    };
+    let ready = ["publish=-1d", "ready=-1d", "active=0"];
+    keymgr(&[&["generate", "algorithm=13", "ksk=yes"][..], &ready].concat());
+    keymgr(&[
+        "generate",
+        "algorithm=13",
+        "ksk=no",
+        "publish=-1d",
+        "active=-1d",
+    ]);
+    let list = keymgr(&["list", "-e"]);
+    let tag_of = |line: &str| -> u16 {
+        let tag = line.split("tag=").nth(1).unwrap().split_whitespace().next();
+        tag.unwrap().parse().unwrap()
+    };
+    let ksk = tag_of(list.lines().find(|l| l.contains("ksk=yes")).unwrap());
+    let mut tags: Vec<u16> = list
+        .lines()
+        .filter(|l| l.contains("tag="))
+        .map(tag_of)
+        .collect();
+    tags.sort();
+
+    let (keys, text) = import_keys("knot", kasp.path());
+    let line = text.lines().find(|l| l.starts_with(&format!("ksk {ksk} ")));
+    let line = line.unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("published, signing the DNSKEY RRset, waiting for its DS"),
+        "{text}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let unsigned = dir.path().join("moved.test.zone");
+    std::fs::write(&unsigned, ZONE).unwrap();
+    let heron = serve("keys = \"ksk-zsk\"", keys.path(), &unsigned);
+    assert_eq!(
+        dnskey_tags(heron.addr()),
+        tags,
+        "no key made, none left out"
+    );
+    let port = heron.addr().port().to_string();
+    let cds = run(
+        "/usr/bin/dig",
+        &["@127.0.0.1", "-p", &port, ORIGIN, "CDS", "+short"],
+    );
+    let cds = said(&cds);
+    assert!(
+        cds.starts_with(&format!("{ksk} 13 ")),
+        "the KSK's CDS:\n{cds}"
+    );
+    drop(heron);
+
+    let bind = tempfile::tempdir().unwrap();
+    let stem = keygen(bind.path(), ORIGIN, &["-a", "ECDSAP256SHA256"]);
+    let public = bind.path().join(format!("{stem}.key"));
+    keymgr(&["import-pub", public.to_str().unwrap()]);
+    let other: u16 = stem.rsplit('+').next().unwrap().parse().unwrap();
+    let keys = tempfile::tempdir().unwrap();
+    let out = keymgr_import(
+        keys.path(),
+        "moved.test",
+        &["--from", "knot", kasp.path().to_str().unwrap()],
+    );
+    let (text, left) = (said(&out), listing(keys.path()));
+    assert!(!out.status.success(), "{text}");
+    let named = format!("ZSK {other}, algorithm 13) is public-only");
+    assert!(text.contains(&named), "{text}");
+    assert!(left.is_empty(), "nothing written: {left:?}");
+}
+
 /// The files of `dir`, sorted.
 fn listing(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = match std::fs::read_dir(dir) {

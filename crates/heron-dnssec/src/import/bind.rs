@@ -115,6 +115,7 @@ fn times(fields: &[(&str, &str)]) -> Result<KeyTimes, ImportError> {
         created: time("Created")?,
         publish: time("Publish")?,
         activate: time("Activate")?,
+        ready: None,
         inactive: time("Inactive")?,
         delete: time("Delete")?,
     })

@@ -29,11 +29,16 @@ pub struct KnotKeyMeta {
     #[serde(default)]
     pub publish: u64,
     #[serde(default)]
+    pub ready: u64,
+    #[serde(default)]
     pub active: u64,
     #[serde(default)]
     pub retire: u64,
     #[serde(default)]
     pub remove: u64,
+    /// Imported into Knot without its private key (`keymgr import-pub`).
+    #[serde(default)]
+    pub public_only: bool,
 }
 
 /// The keys `keymgr ZONE list -j` printed.
@@ -136,6 +141,7 @@ pub fn import(pem_text: &str, meta: &KnotKeyMeta) -> Result<ImportedKey, ImportE
             created: time(meta.created),
             publish: time(meta.publish),
             activate: time(meta.active),
+            ready: time(meta.ready),
             inactive: time(meta.retire),
             delete: time(meta.remove),
         },

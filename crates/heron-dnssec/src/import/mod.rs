@@ -36,6 +36,10 @@ pub struct KeyTimes {
     pub created: Option<UnixTime>,
     pub publish: Option<UnixTime>,
     pub activate: Option<UnixTime>,
+    /// Knot's `ready`: a KSK or CSK published and signing (the DNSKEY
+    /// RRset; a CSK the zone too), its DS not yet confirmed at the
+    /// parent (Knot makes it active once it is).
+    pub ready: Option<UnixTime>,
     pub inactive: Option<UnixTime>,
     pub delete: Option<UnixTime>,
 }
@@ -91,7 +95,9 @@ impl ImportedKey {
     /// The key as the rollover machine keeps it. A key the other signer
     /// published and activated before `now` (and did not retire) is taken
     /// as in place: DNSKEY, signatures and DS everywhere, which is what a
-    /// zone that validates before the move has; the others start hidden.
+    /// zone that validates before the move has. A KSK or CSK Knot holds
+    /// `ready` is published and signing, its DS rumoured (the parent not
+    /// yet known to have it); the others start hidden.
     pub fn to_rollover_key(&self, id: String, role: Role, now: UnixTime) -> rollover::Key {
         let created = self.times.created.unwrap_or(now).min(now);
         let mut key = rollover::Key::new(id, self.tag(), self.algorithm, role, created);
@@ -110,6 +116,20 @@ impl ImportedKey {
             // Its lifetime counts from when the old signer made it active,
             // so that rollovers keep that signer's pace.
             key.active = Some(self.times.activate.unwrap_or(now).min(now));
+        } else if role.signs_keys()
+            && reached(self.times.publish)
+            && reached(self.times.ready)
+            && !reached(self.times.inactive)
+        {
+            // Knot's `ready`: published and signing, waiting for the DS.
+            // Heron goes on waiting for it, publishing its CDS/CDNSKEY.
+            let at = |state| Record { state, since: now };
+            key.dnskey = at(State::Omnipresent);
+            if role.signs_zone() {
+                key.zone_rrsig = at(State::Omnipresent);
+            }
+            key.ds = at(State::Rumoured);
+            key.published = self.times.publish;
         } else if reached(self.times.inactive) {
             // The old signer retired it: it stays retired. Until its
             // delete time its DNSKEY is still published (caches may hold

@@ -176,6 +176,66 @@ fn bind_timing_metadata_is_read() {
     assert!(deleted.is_gone());
 }
 
+/// Knot's `ready` KSK or CSK (published and signing, its DS not yet
+/// confirmed; black-box finding AQ-2: imported as not yet published) is
+/// published and signing, its DS rumoured: Heron publishes its CDS and
+/// CDNSKEY and waits for the parent, making no other key.
+#[test]
+fn a_knot_key_ready_for_its_ds_is_published_and_waits_for_it() {
+    use crate::rollover::{Rollover, State};
+    let pem = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIP8jJM9mCUH/sdQiHtfd/4vNJTvLmuLCUTcIDou6U004\n-----END PRIVATE KEY-----\n";
+    let (published, now) = (1_800_000_000, 1_900_000_000);
+    let mut meta = knot::KnotKeyMeta {
+        zone: "example.com.".into(),
+        id: "abc".into(),
+        ksk: true,
+        zsk: false,
+        tag: 0,
+        algorithm: 15,
+        created: 0,
+        publish: published,
+        ready: published,
+        active: 0,
+        retire: 0,
+        remove: 0,
+        public_only: false,
+    };
+    let error = knot::import(pem, &meta).unwrap_err().0;
+    let tag = error.split("its tag is ").nth(1).unwrap();
+    meta.tag = tag.split(',').next().unwrap().parse().unwrap();
+    let key = knot::import(pem, &meta).unwrap();
+    for role in [Role::Ksk, Role::Csk] {
+        let entry = key.to_rollover_key("k".into(), role, now);
+        assert_eq!(entry.dnskey.state, State::Omnipresent, "{role:?}");
+        assert_eq!(entry.ds.state, State::Rumoured, "{role:?}");
+        let signs = if role == Role::Csk {
+            State::Omnipresent
+        } else {
+            State::Hidden
+        };
+        assert_eq!(entry.zone_rrsig.state, signs, "{role:?}");
+        assert_eq!(entry.published, Some(published));
+        let mut policy = crate::policy::Policy::default().rollover_policy(60);
+        (policy.algorithm, policy.csk) = (15, true);
+        let mut machine = Rollover::new(policy, vec![entry]);
+        let plan = machine.advance(now);
+        let tags =
+            |keys: &[crate::rollover::KeyRef]| keys.iter().map(|k| k.tag).collect::<Vec<_>>();
+        assert_eq!(tags(&plan.dnskey), [meta.tag], "{plan:?}");
+        assert_eq!(tags(&plan.key_signers), [meta.tag], "{plan:?}");
+        assert_eq!(tags(&plan.cds), [meta.tag], "{plan:?}");
+        assert!(plan.parent.is_some(), "{plan:?}");
+        if role == Role::Csk {
+            assert_eq!(tags(&plan.zone_signers), [meta.tag], "{plan:?}");
+            assert!(plan.generate.is_empty(), "{plan:?}");
+        }
+    }
+    // Once Knot made it active (the DS seen), it is in place as before.
+    meta.active = published;
+    let key = knot::import(pem, &meta).unwrap();
+    assert!(key.to_rollover_key("k".into(), Role::Ksk, now).is_active());
+}
+
 #[test]
 fn knot_keys_import_with_their_tags_and_sign() {
     let dir = tempfile::tempdir().unwrap();
@@ -310,9 +370,11 @@ fn malformed_knot_input_gives_clear_errors() {
         algorithm: alg,
         created: 0,
         publish: 0,
+        ready: 0,
         active: 0,
         retire: 0,
         remove: 0,
+        public_only: false,
     };
     let pem = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIP8jJM9mCUH/sdQiHtfd/4vNJTvLmuLCUTcIDou6U004\n-----END PRIVATE KEY-----\n";
     let good = knot::import(pem, &meta(15, 0));

@@ -232,6 +232,9 @@ fn knot_keys(kasp: &Path, zone: &str, files: KnotFiles) -> Result<Vec<Found>, St
                 meta.id, meta.zone
             ));
         }
+        if meta.public_only {
+            return Err(public_only(&meta));
+        }
         let key = knot::read_key_in(&pem_dir, &meta).map_err(|e| e.to_string())?;
         let role = match (meta.ksk, meta.zsk) {
             (true, true) => Role::Csk,
@@ -247,6 +250,26 @@ fn knot_keys(kasp: &Path, zone: &str, files: KnotFiles) -> Result<Vec<Found>, St
         });
     }
     Ok(found)
+}
+
+/// Why a key Knot holds without its private half (`keymgr import-pub`)
+/// stops the import.
+fn public_only(meta: &knot::KnotKeyMeta) -> String {
+    let role = match (meta.ksk, meta.zsk) {
+        (true, true) => "CSK",
+        (true, false) => "KSK",
+        _ => "ZSK",
+    };
+    format!(
+        "Knot key {} ({role} {}, algorithm {}) is public-only: Knot publishes its DNSKEY (added \
+         with `keymgr import-pub`, as for another signer's key) but holds no private key, so \
+         there is nothing to import, and Heron publishes only the DNSKEYs of keys it holds: \
+         after the move that DNSKEY would be gone, and signatures the key makes elsewhere (a \
+         multi-signer partner's) would no longer validate. Keep Knot as the signer while the \
+         key is needed; once it is not, remove it from Knot (`keymgr ZONE delete {}`) and import \
+         again. Nothing was written",
+        meta.id, meta.tag, meta.algorithm, meta.id
+    )
 }
 
 /// The KASP folder (the PEM files are read from its `keys/`), and its
@@ -596,6 +619,18 @@ fn describe(key: &rollover::Key) -> String {
             rollover::Role::Zsk => "active: published, signing".into(),
             _ => "active: published, signing, in use at the parent".into(),
         };
+    }
+    if key.dnskey.state == State::Omnipresent && key.ds.state == State::Rumoured {
+        // Knot's `ready`: in place but for the parent's DS.
+        let signs = match key.role {
+            rollover::Role::Csk => "the zone",
+            _ => "the DNSKEY RRset",
+        };
+        return format!(
+            "published, signing {signs}, waiting for its DS at the parent (its CDS and CDNSKEY \
+             are published; `heron ctl ds-seen ZONE` once the parent has the DS, unless the \
+             policy's parent-servers are asked)"
+        );
     }
     let state = |s: State| format!("{s:?}").to_lowercase();
     format!(
