@@ -813,8 +813,8 @@ impl Interpreter {
                 format!("knotc zone-flush {z}")
             });
             let advice = format!(
-                "Knot keeps the changes to {what} (dynamic updates, knotc zone-set) in its \
-                 journal only, never in the zone file, which Heron loads. Run `{flush}` \
+                "Knot keeps the changes to {what} (dynamic updates, knotc zone-set) only in \
+                 its journal and memory, never in the zone file, which Heron loads. Run `{flush}` \
                  before Heron takes over (Knot writes the zone as it serves it into the file), \
                  then check that the file's serial is the one Knot serves (dig @KNOT ZONE SOA)"
             );
