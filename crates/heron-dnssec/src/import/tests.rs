@@ -229,11 +229,68 @@ fn a_knot_key_ready_for_its_ds_is_published_and_waits_for_it() {
             assert_eq!(tags(&plan.zone_signers), [meta.tag], "{plan:?}");
             assert!(plan.generate.is_empty(), "{plan:?}");
         }
+        // The parent's DS seen, the key is in place, as Knot's `active`.
+        machine.handle(crate::rollover::Event::DsSeen, now).unwrap();
+        let plan = machine.advance(now + 30 * 86_400);
+        assert!(machine.keys()[0].is_active(), "{plan:?}");
     }
     // Once Knot made it active (the DS seen), it is in place as before.
     meta.active = published;
     let key = knot::import(pem, &meta).unwrap();
     assert!(key.to_rollover_key("k".into(), Role::Ksk, now).is_active());
+}
+
+/// A Knot CSK rollover caught with the new key `ready` and the old one
+/// in place goes on: both DNSKEYs published and signing the DNSKEY
+/// RRset, the CDS the new key's, no key made; once the parent has the
+/// new DS the new key is in place and the old one retired.
+#[test]
+fn a_knot_rollover_caught_with_the_new_key_ready_goes_on() {
+    use crate::rollover::{Event, Goal, Rollover};
+    let key = |byte: u8, times: KeyTimes| ImportedKey {
+        algorithm: 15,
+        flags: 257,
+        public_key: vec![byte; 32],
+        pkcs8: Vec::new(),
+        times,
+    };
+    let (then, now) = (1_800_000_000, 1_900_000_000);
+    let old = key(
+        1,
+        KeyTimes {
+            publish: Some(then),
+            activate: Some(then),
+            ..KeyTimes::default()
+        },
+    );
+    let new = key(
+        2,
+        KeyTimes {
+            publish: Some(now - 86_400),
+            ready: Some(now - 3600),
+            ..KeyTimes::default()
+        },
+    );
+    let entries = vec![
+        old.to_rollover_key("old".into(), Role::Csk, now),
+        new.to_rollover_key("new".into(), Role::Csk, now),
+    ];
+    let mut policy = crate::policy::Policy::default().rollover_policy(60);
+    (policy.algorithm, policy.csk) = (15, true);
+    let mut machine = Rollover::new(policy, entries);
+    let plan = machine.advance(now);
+    let tags = |keys: &[crate::rollover::KeyRef]| keys.iter().map(|k| k.tag).collect::<Vec<_>>();
+    assert_eq!(tags(&plan.dnskey), [old.tag(), new.tag()], "{plan:?}");
+    assert_eq!(tags(&plan.key_signers), [old.tag(), new.tag()], "{plan:?}");
+    // The new key's DS replaces the old one's at the parent; the old
+    // DNSKEY, signing the DNSKEY RRset, stays until that is done.
+    assert_eq!(tags(&plan.cds), [new.tag()], "{plan:?}");
+    assert!(plan.generate.is_empty(), "{plan:?}");
+    machine.handle(Event::DsSeen, now).unwrap();
+    machine.advance(now + 30 * 86_400);
+    let by_id = |m: &Rollover, id: &str| m.keys().iter().find(|k| k.id == id).unwrap().clone();
+    assert!(by_id(&machine, "new").is_active());
+    assert_eq!(by_id(&machine, "old").goal, Goal::Hidden);
 }
 
 #[test]
