@@ -1028,6 +1028,7 @@ impl<'a> Interpreter<'a> {
                     allow_transfer: zone.allow_transfer,
                     member_primaries,
                     member_allow_transfer,
+                    member_allow_notify: Vec::new(),
                     member_notify,
                     groups: Vec::new(),
                 });

@@ -1126,6 +1126,7 @@ impl Interpreter {
             allow_transfer: zone.allow_transfer,
             member_primaries: Vec::new(),
             member_allow_transfer: Vec::new(),
+            member_allow_notify: Vec::new(),
             member_notify: Vec::new(),
             groups: Vec::new(),
         };
@@ -1141,6 +1142,7 @@ impl Interpreter {
             if i == 0 {
                 catalog.member_primaries = group.primaries;
                 catalog.member_allow_transfer = group.allow_transfer;
+                catalog.member_allow_notify = group.allow_notify;
                 catalog.member_notify = group.notify;
             } else {
                 catalog.groups.push(group);
@@ -1155,7 +1157,8 @@ impl Interpreter {
     }
 
     /// A `catalog-template` as a consumed catalog's member template: its
-    /// primaries, notify targets and transfer ACL; its other settings are
+    /// primaries, notify targets and transfer and notify ACLs (Knot takes
+    /// NOTIFY only from what they allow); its other settings are
     /// listed, signing first (Heron does not sign a catalog's members).
     fn member_template(
         &mut self,
@@ -1177,6 +1180,8 @@ impl Interpreter {
         let notify = self.peers(template.get("notify"));
         let access = self.access(template.get("acl"))?;
         let (mut allow_transfer, dropped) = without_denied(access.transfer, &access.denied);
+        let (allow_notify, dropped_notify) = without_denied(access.notify, &access.denied);
+        let dropped = dropped + dropped_notify;
         if dropped > 0 {
             let setting = format!("catalog-template {id}: acl with deny");
             self.out.untranslated(&template.loc, setting, format!("heron.toml has no deny entries: {dropped} allow entries that overlap denied addresses were left out; list the allowed addresses without them"));
@@ -1193,6 +1198,7 @@ impl Interpreter {
             name: id.to_string(),
             primaries,
             allow_transfer,
+            allow_notify,
             notify,
         })
     }
@@ -1451,8 +1457,9 @@ mod tests {
         let text = "remote:\n  - id: up\n    address: 192.0.2.1\n  - id: gp\n    address: 192.0.2.7\n\
                     acl:\n  - id: x1\n    address: 127.0.0.1\n    action: transfer\n\
                     \x20 - id: x2\n    address: 127.0.0.2\n    action: transfer\n\
+                    \x20 - id: n2\n    address: 192.0.2.7\n    action: notify\n\
                     template:\n  - id: silver\n    master: up\n    acl: x1\n\
-                    \x20 - id: gold\n    master: gp\n    acl: x2\n\
+                    \x20 - id: gold\n    master: gp\n    acl: [x2, n2]\n\
                     zone:\n  - domain: cat.test\n    master: up\n    catalog-role: interpret\n    \
                     catalog-template: [silver, gold, silver]\n";
         let (got, notes) = notes_of(text);
@@ -1465,6 +1472,8 @@ mod tests {
         assert_eq!(gold.name, "gold");
         assert_eq!(gold.primaries[0].heron(), "192.0.2.7");
         assert_eq!(heron(&gold.allow_transfer), ["127.0.0.2"]);
+        assert_eq!(heron(&gold.allow_notify), ["192.0.2.7"]);
+        assert!(catalog.member_allow_notify.is_empty());
         assert!(
             !notes
                 .iter()
@@ -1473,7 +1482,7 @@ mod tests {
         );
         let toml = super::super::writer::write_toml(&got, "test");
         assert!(
-            toml.contains("[catalog.group.gold]\nprimaries = [\"192.0.2.7\"]\nallow-transfer = [\"127.0.0.2\"]\n"),
+            toml.contains("[catalog.group.gold]\nprimaries = [\"192.0.2.7\"]\nallow-transfer = [\"127.0.0.2\"]\nallow-notify = [\"192.0.2.7\"]\n"),
             "{toml}"
         );
     }

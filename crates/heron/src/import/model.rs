@@ -289,6 +289,8 @@ pub struct CatalogConsumer {
     /// The members' primaries when not the catalog's.
     pub member_primaries: Vec<Peer>,
     pub member_allow_transfer: Vec<Rule>,
+    /// Empty: the members' primaries (Heron's default).
+    pub member_allow_notify: Vec<Rule>,
     pub member_notify: Vec<Peer>,
     /// `[catalog.group.NAME]`: the templates of members whose `group`
     /// property names them (Knot's further `catalog-template`s).
@@ -302,6 +304,7 @@ pub struct MemberGroup {
     /// Empty: the catalog's.
     pub primaries: Vec<Peer>,
     pub allow_transfer: Vec<Rule>,
+    pub allow_notify: Vec<Rule>,
     pub notify: Vec<Peer>,
 }
 

@@ -996,6 +996,7 @@ impl Interpreter {
             allow_transfer: zone.allow_transfer,
             member_primaries: Vec::new(),
             member_allow_transfer: Vec::new(),
+            member_allow_notify: Vec::new(),
             member_notify: Vec::new(),
             groups: Vec::new(),
         };

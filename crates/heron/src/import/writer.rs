@@ -247,11 +247,13 @@ fn catalog_table(out: &mut String, catalog: &CatalogConsumer) {
     out.push_str("\n[catalog.default]\n");
     peers(out, "primaries", &catalog.member_primaries);
     rules_list(out, "allow-transfer", &catalog.member_allow_transfer);
+    rules_list(out, "allow-notify", &catalog.member_allow_notify);
     peers(out, "notify", &catalog.member_notify);
     for group in &catalog.groups {
         let _ = writeln!(out, "\n[catalog.group.{}]", table_key(&group.name));
         peers(out, "primaries", &group.primaries);
         rules_list(out, "allow-transfer", &group.allow_transfer);
+        rules_list(out, "allow-notify", &group.allow_notify);
         peers(out, "notify", &group.notify);
     }
 }
