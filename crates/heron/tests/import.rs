@@ -856,3 +856,70 @@ fn tls_listen_needs_an_old_server_with_dns_over_tls() {
         "{text}"
     );
 }
+
+/// Heron run beside BIND on BIND's zone files (migrating.md's step 4)
+/// never takes BIND's journal path (FILE.jnl): a zone file edited and
+/// reloaded by Heron leaves no journal there, and BIND restarted on
+/// its configuration (a rollback) still loads the zone. Black-box
+/// finding AQ-1: Heron's journal there made BIND refuse the zone.
+#[test]
+fn heron_beside_bind_leaves_bind_journal_path_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let zone = dir.path().join("j.test.zone");
+    let journal = dir.path().join("j.test.zone.jnl");
+    let text = EXAMPLE.replace("example.test.", "j.test.");
+    std::fs::write(&zone, &text).unwrap();
+    let named_conf = |d: &Path, port: u16| {
+        let d = d.display();
+        format!(
+            "options {{\n\tdirectory \"{d}\";\n\tpid-file \"{d}/named.pid\";\n\
+             \tsession-keyfile \"{d}/session.key\";\n\tlisten-on port {port} {{ 127.0.0.1; }};\n\
+             \tlisten-on-v6 {{ none; }};\n\trecursion no;\n\tallow-transfer {{ 127.0.0.1; }};\n}};\n\
+             controls {{ }};\nzone \"j.test\" {{\n\ttype primary;\n\tfile \"{}\";\n}};\n",
+            zone.display()
+        )
+    };
+    let port = free_port();
+    let mut bind =
+        ServerProcess::peer_with_config(ServerKind::Bind, port, "j.test", |d| named_conf(d, port))
+            .unwrap_or_else(|log| panic!("BIND did not start:\n{log}"));
+    let out = dir.path().join("heron.toml");
+    let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let (conf, at) = (bind.dir().join("named.conf"), listen.to_string());
+    let files = [conf.to_str().unwrap(), out.to_str().unwrap()];
+    let imported = run(&[
+        "import",
+        "--from=bind",
+        files[0],
+        "-o",
+        files[1],
+        "--listen",
+        &at,
+    ]);
+    let said = String::from_utf8_lossy(&imported.stderr).into_owned();
+    assert!(imported.status.success(), "{said}");
+    assert!(said.contains("to do: journal = false"), "{said}");
+    let toml = std::fs::read_to_string(&out).unwrap();
+    let mut heron = ServerProcess::heron_on_port(&heron(), listen.port(), "j.test", &toml)
+        .unwrap_or_else(|log| panic!("Heron did not start:\n{toml}\n{log}"));
+    std::fs::write(&zone, text.replace("2026112501", "2026112502")).unwrap();
+    heron.reload();
+    assert!(
+        eventually_within(Duration::from_secs(10), || soa_serial(listen, "j.test")
+            == Some(2026112502)),
+        "Heron did not reload:\n{}",
+        heron.log()
+    );
+    heron.terminate();
+    assert!(
+        !journal.exists(),
+        "Heron wrote {}:\n{toml}",
+        journal.display()
+    );
+    bind.terminate();
+    let port = free_port();
+    let again =
+        ServerProcess::peer_with_config(ServerKind::Bind, port, "j.test", |d| named_conf(d, port))
+            .unwrap_or_else(|log| panic!("BIND restarted did not load j.test:\n{log}"));
+    assert_eq!(soa_serial(again.addr(), "j.test"), Some(2026112502));
+}

@@ -1055,6 +1055,7 @@ impl<'a> Interpreter<'a> {
                 if zone.file.as_ref().is_some_and(|f| f.is_relative()) {
                     self.relative_directory();
                 }
+                self.journal_beside_bind(s, zone);
                 self.primary_format(s, origin);
             }
             "slave" | "secondary" => {
@@ -1130,6 +1131,28 @@ impl<'a> Interpreter<'a> {
             let loc = setting.map_or_else(|| self.root.clone(), |n| n.loc().clone());
             let said = setting.map_or("notify yes (BIND's default)".into(), |n| n.summary());
             self.say_once("notify", &loc, &said, "BIND also notifies the name servers in each zone's NS records; Heron notifies only the also-notify addresses. Add them to notify if they are secondaries");
+        }
+    }
+
+    /// A primary zone's journal stays in memory: BIND journals the zone
+    /// in FILE.jnl (updates, `ixfr-from-differences`) at any time, and
+    /// Heron's journal file would be that very path, which BIND, run
+    /// beside Heron or restarted for a rollback, cannot read (it then
+    /// refuses updates and does not load the zone). Said once.
+    fn journal_beside_bind(&mut self, s: &Statement, zone: &mut Zone) {
+        zone.journal_off = true;
+        if self.said.insert("journal") {
+            self.out.step_to_do(
+                s.loc(),
+                "journal = false (every primary zone)",
+                "BIND keeps a primary zone's journal in FILE.jnl, beside its file, which is \
+                 where Heron keeps its own: so that Heron, run beside BIND, never writes a file \
+                 BIND reads (BIND would refuse updates and, restarted, not load the zone), these \
+                 zones keep their IXFR history in memory (a restart of Heron sends secondaries \
+                 one AXFR). Once BIND will not be started again (no rollback), have it write its \
+                 journals into the zone files (rndc sync -clean), move BIND's FILE.jnl files \
+                 away and take out the `journal = false` lines (allow-update needs them out)",
+            );
         }
     }
 
@@ -1660,6 +1683,27 @@ mod tests {
                 .unwrap_or_else(|| panic!("{word}: {:?}", got.notes));
             assert!(listed.advice.contains("NS records"), "{word}");
         }
+    }
+
+    /// Every primary zone keeps its journal in memory, whether others
+    /// may transfer it or not (allow-transfer may be added by hand):
+    /// its FILE.jnl is BIND's. Said once, as a step; secondaries keep
+    /// their journal beside their own copy.
+    #[test]
+    fn primary_zones_leave_bind_journal_path_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "zone \"a.test\" { type primary; file \"/z/a\"; allow-transfer { 192.0.2.1; }; };\n\
+                    zone \"b.test\" { type primary; file \"/z/b\"; };\n\
+                    zone \"s.test\" { type secondary; primaries { 192.0.2.1; }; allow-transfer { 192.0.2.1; }; };\n";
+        let got = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap();
+        let off: Vec<bool> = got.zones.iter().map(|z| z.journal_off).collect();
+        assert_eq!(off, [true, true, false]);
+        let steps = (got.notes.iter())
+            .filter(|n| n.kind == NoteKind::ToDo && n.setting.starts_with("journal = false"))
+            .count();
+        assert_eq!(steps, 1, "{:?}", got.notes);
+        let toml = crate::import::writer::write_toml(&got, "");
+        assert_eq!(toml.matches("journal = false").count(), 2, "{toml}");
     }
 
     /// A list cut at its first negated element to nothing says that it

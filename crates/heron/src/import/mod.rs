@@ -139,7 +139,7 @@ fn finish(config: &mut Imported) {
         // Heron's own journal (Heron ran beside the old server on its
         // files, and the import runs again) is Heron's to keep.
         let others = heron_xfr::journal::file::holds_other_data(&journal).unwrap_or(true);
-        if !zone.allow_transfer.is_empty() && journal.exists() && others {
+        if !zone.journal_off && !zone.allow_transfer.is_empty() && journal.exists() && others {
             zone.journal_off = true;
             if let Some(loc) = &zone.loc {
                 notes.push((

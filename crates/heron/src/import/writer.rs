@@ -210,7 +210,7 @@ fn zone_settings(out: &mut String, zone: &Zone) {
         list(out, "allow-query", rules.iter().map(Rule::heron));
     }
     peers(out, "notify", &zone.notify);
-    if zone.journal_off && !zone.allow_transfer.is_empty() {
+    if zone.journal_off {
         out.push_str("journal = false\n");
     }
     if let Some(catalog) = &zone.catalog_member {
