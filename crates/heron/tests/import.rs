@@ -18,6 +18,7 @@ use heron_proto::{Name, RType};
 use heron_testkit::{
     EdnsOpts, Normalized, QueryOpts, ServerKind, ServerProcess, build_query, diff,
     eventually_within, free_port, normalize, soa_serial, try_query_tcp, try_query_udp,
+    try_query_udp_from,
 };
 
 const SECRET: &str = "aW1wb3J0LXRlc3Qtc2VjcmV0LWltcG9ydC10ZXN0IQ==";
@@ -922,4 +923,59 @@ fn heron_beside_bind_leaves_bind_journal_path_alone() {
         ServerProcess::peer_with_config(ServerKind::Bind, port, "j.test", |d| named_conf(d, port))
             .unwrap_or_else(|log| panic!("BIND restarted did not load j.test:\n{log}"));
     assert_eq!(soa_serial(again.addr(), "j.test"), Some(2026112502));
+}
+
+/// Whether `server` answers an SOA query for `name` sent from `from`.
+fn answered_from(server: SocketAddr, from: [u8; 4], name: &str) -> bool {
+    let query = build_query(
+        &Name::parse(name).unwrap(),
+        RType::SOA,
+        &QueryOpts::default(),
+    );
+    try_query_udp_from(from.into(), server, &query).is_ok()
+}
+
+/// BIND's `blackhole` with a negated element: Heron on the imported file
+/// (on BIND's address, after it) answers and ignores the same clients
+/// as BIND. Black-box finding AQ-7:
+/// the list was cut at the negation, and Heron answered 127.0.0.9,
+/// which BIND ignores.
+#[test]
+fn a_blackhole_with_a_negation_ignores_the_clients_bind_ignores() {
+    let dir = tempfile::tempdir().unwrap();
+    let zone = dir.path().join("b.test.zone");
+    std::fs::write(&zone, EXAMPLE.replace("example.test.", "b.test.")).unwrap();
+    let port = free_port();
+    let bind = ServerProcess::peer_with_config(ServerKind::Bind, port, "b.test", |d| {
+        let d = d.display();
+        format!(
+            "options {{\n\tdirectory \"{d}\";\n\tpid-file \"{d}/named.pid\";\n\
+             \tsession-keyfile \"{d}/session.key\";\n\tlisten-on port {port} {{ 127.0.0.1; }};\n\
+             \tlisten-on-v6 {{ none; }};\n\trecursion no;\n\
+             \tblackhole {{ 10.0.0.0/8; !127.0.0.1; !127.0.0.5; 127.0.0.0/24; }};\n}};\n\
+             controls {{ }};\nzone \"b.test\" {{\n\ttype primary;\n\tfile \"{}\";\n}};\n",
+            zone.display()
+        )
+    })
+    .unwrap_or_else(|log| panic!("BIND did not start:\n{log}"));
+    let clients = [
+        [127, 0, 0, 5],
+        [127, 0, 0, 9],
+        [127, 0, 0, 200],
+        [127, 0, 1, 9],
+    ];
+    let bind_said: Vec<bool> = (clients.iter())
+        .map(|&c| answered_from(bind.addr(), c, "b.test"))
+        .collect();
+    assert_eq!(bind_said, [true, false, false, true]);
+    let (out, said) = import_and_check("bind", &bind.dir().join("named.conf"), dir.path());
+    let toml = std::fs::read_to_string(&out).unwrap();
+    drop(bind);
+    let heron = ServerProcess::heron_on_port(&heron(), port, "b.test", &toml)
+        .unwrap_or_else(|log| panic!("Heron did not start:\n{toml}\n{log}"));
+    let heron_said: Vec<bool> = (clients.iter())
+        .map(|&c| answered_from(heron.addr(), c, "b.test"))
+        .collect();
+    assert_eq!(heron_said, bind_said, "{toml}");
+    assert!(!said.contains("blackhole"), "{said}");
 }

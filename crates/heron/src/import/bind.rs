@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::bind_syntax::{Statement, parse_file};
 use super::model::{
     CatalogConsumer, Imported, Peer, Prefix, Rrl, Rule, TlsListener, TsigKey, UPDATE_ADVICE, Zone,
-    key_import_advice, signing_advice,
+    key_import_advice, signing_advice, without_all,
 };
 use super::signing::{BIND_DURATIONS, PolicyBuilder};
 use super::source::{ImportError, Loc, resolve};
@@ -316,12 +316,8 @@ impl Interpreter<'_> {
             self.out.allow_query = Some(self.aml(list, "allow-query"));
         }
         if let Some(list) = options.child("blackhole") {
-            let rules = self.aml(list, "blackhole");
-            self.out.blackhole = rules
-                .into_iter()
-                .filter(|r| r.key.is_none())
-                .map(|r| r.prefix)
-                .collect();
+            let prefixes = self.deny_elements(list.children(), true, 0);
+            self.out.blackhole = fewest(prefixes);
         }
         if let Some(rate) = options.child("rate-limit") {
             self.rate_limit(rate);
@@ -579,6 +575,69 @@ impl Interpreter<'_> {
         }
     }
 
+    /// `blackhole { ... }` (a deny list) read exactly: BIND takes the
+    /// first element that matches, so a negated element excepts its
+    /// addresses from the elements after it (`{ !127.0.0.5; 127.0.0.0/24; }`
+    /// is 127.0.0.0/24 but 127.0.0.5, written as the prefixes around it).
+    /// `deny`: whether the addresses listed are ignored (false inside a
+    /// negation: they are excepted). A nested list's own negations only
+    /// take addresses out of it, as in BIND. An element that cannot be
+    /// read is listed: as a step to do where Heron would answer addresses
+    /// BIND ignores, as not translated where it ignores more.
+    fn deny_elements(&mut self, elements: &[Statement], deny: bool, depth: usize) -> Vec<Prefix> {
+        let mut excepted: Vec<Prefix> = Vec::new();
+        let mut denied = Vec::new();
+        for e in elements {
+            match negated(e) {
+                Some(inner) => excepted.extend(self.deny_element(&inner, e, !deny, depth)),
+                None => {
+                    for prefix in self.deny_element(e, e, deny, depth) {
+                        denied.extend(without_all(prefix, &excepted));
+                    }
+                }
+            }
+        }
+        denied
+    }
+
+    /// The addresses `e` (`written` as the list has it) matches, for
+    /// [`Self::deny_elements`].
+    fn deny_element(
+        &mut self,
+        e: &Statement,
+        written: &Statement,
+        deny: bool,
+        depth: usize,
+    ) -> Vec<Prefix> {
+        let p = |text: &str| text.parse::<Prefix>().expect("a prefix");
+        if e.block.is_some() && e.words.is_empty() {
+            return self.deny_elements(e.children(), deny, depth + 1);
+        }
+        match (e.name(), e.arg(1)) {
+            ("any", None) => vec![p("0.0.0.0/0"), p("::/0")],
+            // BIND matches blackhole by address alone: no key matches.
+            ("none", None) | ("key", Some(_)) => Vec::new(),
+            ("localhost", None) => {
+                self.say_once("localhost", e.loc(), "blackhole { localhost; }", "BIND's localhost is every address of this host; written as 127.0.0.0/8 and ::1");
+                vec![p("127.0.0.0/8"), p("::1")]
+            }
+            (name, None) if self.acls.contains_key(name) && depth < MAX_LIST_DEPTH => {
+                let acl = self.acls[name];
+                self.deny_elements(acl.children(), deny, depth + 1)
+            }
+            (text, None) if text.parse::<Prefix>().is_ok() => vec![p(text)],
+            _ => {
+                let setting = format!("blackhole {{ {}; }}", written.summary());
+                if deny {
+                    self.out.step_to_do(written.loc(), setting, "BIND ignores the addresses this element names, which Heron cannot name (localnets, geoip, an unknown acl, acls nested too deep): Heron would answer them; add their prefixes to [server] blackhole");
+                } else {
+                    self.out.untranslated(written.loc(), setting, "BIND answers the addresses this element names, which Heron cannot name (localnets, geoip, an unknown acl, acls nested too deep): Heron ignores those of them the elements after it name (nobody gains access); list the addresses to ignore without them");
+                }
+                Vec::new()
+            }
+        }
+    }
+
     /// `primaries`, `also-notify`: addresses with port, key and tls, or
     /// names of primaries lists. `port` after the statement's name is
     /// the list's default.
@@ -695,6 +754,33 @@ impl Interpreter<'_> {
         }
         peer
     }
+}
+
+/// `prefixes` without those another holds, each once.
+fn fewest(mut prefixes: Vec<Prefix>) -> Vec<Prefix> {
+    let all = prefixes.clone();
+    let mut seen = Vec::new();
+    prefixes.retain(|p| {
+        let inside = all.iter().any(|q| q.len < p.len && q.overlaps(p));
+        let again = seen.contains(p);
+        seen.push(*p);
+        !inside && !again
+    });
+    prefixes
+}
+
+/// A negated element (`!ELEMENT`, `! ELEMENT`, `!{ ... }`) without its
+/// `!`; None when it is not negated.
+fn negated(e: &Statement) -> Option<Statement> {
+    let rest = e.name().strip_prefix('!')?;
+    let mut inner = e.clone();
+    match rest {
+        "" => {
+            inner.words.remove(0);
+        }
+        rest => inner.words[0] = rest.to_string(),
+    }
+    Some(inner)
 }
 
 fn word_after<'w>(words: &'w [String], name: &str) -> Option<&'w str> {
@@ -1704,6 +1790,51 @@ mod tests {
         assert_eq!(steps, 1, "{:?}", got.notes);
         let toml = crate::import::writer::write_toml(&got, "");
         assert_eq!(toml.matches("journal = false").count(), 2, "{toml}");
+    }
+
+    /// `blackhole` is a deny list: a negated element excepts its
+    /// addresses from the elements after it, exactly, and is never a cut
+    /// that lets in what BIND ignored (black-box finding AQ-7: 127.0.0.9
+    /// was answered). Negations in a nested acl only take addresses out
+    /// of it; keys match nothing; what cannot be named is a step to do.
+    #[test]
+    fn a_blackhole_with_negations_ignores_what_bind_ignores() {
+        let blackhole = |list: &str| {
+            let dir = tempfile::tempdir().unwrap();
+            let text = format!(
+                "acl x {{ !10.9.0.0/16; 10.8.0.0/15; }};
+options {{ blackhole {{ {list} }}; }};
+"
+            );
+            let got = parse(&write_files(dir.path(), &[("named.conf", &text)])).unwrap();
+            let kept: Vec<String> = got.blackhole.iter().map(Prefix::to_string).collect();
+            let steps: Vec<String> = (got.notes.iter())
+                .filter(|n| n.kind == NoteKind::ToDo)
+                .map(|n| n.setting.clone())
+                .collect();
+            (kept, steps)
+        };
+        let (kept, steps) = blackhole("10.0.0.0/8; !127.0.0.5; 127.0.0.0/24;");
+        assert_eq!(
+            kept,
+            [
+                "10.0.0.0/8",
+                "127.0.0.128/25",
+                "127.0.0.64/26",
+                "127.0.0.32/27",
+                "127.0.0.16/28",
+                "127.0.0.8/29",
+                "127.0.0.0/30",
+                "127.0.0.6/31",
+                "127.0.0.4"
+            ]
+        );
+        assert!(steps.is_empty(), "{steps:?}");
+        let (kept, _) = blackhole("x; !{ 10.10.0.0/16; key k; }; !::1; 10.8.0.0/14; ::/127;");
+        assert_eq!(kept, ["10.8.0.0/15", "10.11.0.0/16", "::"]);
+        let (kept, steps) = blackhole("!192.0.2.1; localnets; 192.0.2.0/31;");
+        assert_eq!(kept, ["192.0.2.0"]);
+        assert_eq!(steps, ["blackhole { localnets; }"]);
     }
 
     /// A list cut at its first negated element to nothing says that it

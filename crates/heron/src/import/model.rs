@@ -190,6 +190,39 @@ impl Prefix {
         let len = self.len.min(other.len);
         self.addr.is_ipv4() == other.addr.is_ipv4() && mask(self.addr, len) == mask(other.addr, len)
     }
+
+    /// Its addresses that are not in `other`, as the fewest prefixes:
+    /// itself when the two do not overlap, none when `other` holds it,
+    /// else, at each length from its own to `other`'s, the half beside
+    /// `other`'s (one prefix a bit: at most 128).
+    pub fn without(&self, other: &Prefix) -> Vec<Prefix> {
+        if !self.overlaps(other) {
+            return vec![*self];
+        }
+        (self.len + 1..=other.len)
+            .map(|len| Prefix {
+                addr: flip(mask(other.addr, len), len - 1),
+                len,
+            })
+            .collect()
+    }
+}
+
+/// `prefix` without every one of `excepted`.
+pub fn without_all(prefix: Prefix, excepted: &[Prefix]) -> Vec<Prefix> {
+    let mut left = vec![prefix];
+    for e in excepted {
+        left = left.iter().flat_map(|p| p.without(e)).collect();
+    }
+    left
+}
+
+/// `addr` with bit `bit` (0: the first) flipped.
+fn flip(addr: IpAddr, bit: u8) -> IpAddr {
+    match addr {
+        IpAddr::V4(a) => IpAddr::V4((u32::from(a) ^ (1 << (31 - bit))).into()),
+        IpAddr::V6(a) => IpAddr::V6((u128::from(a) ^ (1 << (127 - bit))).into()),
+    }
 }
 
 fn mask(addr: IpAddr, len: u8) -> IpAddr {
