@@ -979,3 +979,60 @@ fn a_blackhole_with_a_negation_ignores_the_clients_bind_ignores() {
     assert_eq!(heron_said, bind_said, "{toml}");
     assert!(!said.contains("blackhole"), "{said}");
 }
+
+/// `-o` naming a file the old configuration includes (NSD `include:`,
+/// BIND `include`, Knot `include:`) or a hard link to one of its zone
+/// files is refused, `--force` or not, and the file is left as it was.
+/// Black-box finding AQ-4: both were written over.
+#[test]
+fn included_files_and_hard_links_to_zone_files_are_never_written_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let zone = d.join("a.test.zone");
+    let zone_text = EXAMPLE.replace("example.test.", "a.test.");
+    std::fs::write(&zone, &zone_text).unwrap();
+    let (z, at) = (zone.display(), d.display());
+    let cases = [
+        (
+            "nsd",
+            format!("include: \"{at}/nsd.inc\"\n"),
+            "nsd.inc",
+            format!("zone:\n  name: a.test\n  zonefile: {z}\n"),
+        ),
+        (
+            "bind",
+            format!("include \"{at}/named.inc\";\n"),
+            "named.inc",
+            format!("zone \"a.test\" {{ type primary; file \"{z}\"; }};\n"),
+        ),
+        (
+            "knot",
+            format!("include: {at}/knot.inc\n"),
+            "knot.inc",
+            format!("zone:\n  - domain: a.test\n    file: {z}\n"),
+        ),
+    ];
+    for (from, main_text, inc, inc_text) in cases {
+        let main = d.join(format!("{from}.conf"));
+        std::fs::write(&main, &main_text).unwrap();
+        std::fs::write(d.join(inc), &inc_text).unwrap();
+        let link = d.join(format!("{from}-link.toml"));
+        std::fs::hard_link(&zone, &link).unwrap();
+        for output in [d.join(inc), link] {
+            let files = [main.to_str().unwrap(), output.to_str().unwrap()];
+            let result = run(&[
+                "import", "--from", from, files[0], "-o", files[1], "--force",
+            ]);
+            let said = String::from_utf8_lossy(&result.stderr);
+            assert_eq!(
+                result.status.code(),
+                Some(1),
+                "{from} -o {}: {said}",
+                files[1]
+            );
+            assert!(said.contains("which the old server reads"), "{said}");
+        }
+        assert_eq!(std::fs::read_to_string(d.join(inc)).unwrap(), inc_text);
+        assert_eq!(std::fs::read_to_string(&zone).unwrap(), zone_text);
+    }
+}

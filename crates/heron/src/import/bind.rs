@@ -20,13 +20,14 @@ const MAX_LIST_DEPTH: usize = 16;
 
 /// Reads `path` and everything it includes.
 pub fn parse(path: &Path) -> Result<Imported, ImportError> {
-    let statements = parse_file(path)?;
+    let (statements, files) = parse_file(path)?;
     let root = Loc {
         file: std::sync::Arc::from(path),
         line: 1,
     };
     let mut interpreter = Interpreter::new(&statements, root)?;
     interpreter.run(&statements)?;
+    interpreter.out.sources = files;
     Ok(interpreter.out)
 }
 

@@ -3,7 +3,7 @@
 //! spliced in where it stands. Read into a tree of statements that the
 //! interpreter ([`super::bind`]) walks.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::source::{ImportError, Loc, Reader, expand_include, resolve};
@@ -74,10 +74,12 @@ impl Statement {
     }
 }
 
-/// Reads `path` and every file it includes, as statements.
-pub fn parse_file(path: &Path) -> Result<Vec<Statement>, ImportError> {
+/// Reads `path` and every file it includes, as statements; and the
+/// files read.
+pub fn parse_file(path: &Path) -> Result<(Vec<Statement>, Vec<PathBuf>), ImportError> {
     let mut reader = Reader::default();
-    read(&mut reader, path, None)
+    let statements = read(&mut reader, path, None)?;
+    Ok((statements, reader.into_files()))
 }
 
 fn read(

@@ -17,13 +17,14 @@ use super::source::{ImportError, Loc, resolve};
 
 /// Reads `path` and everything it includes.
 pub fn parse(path: &Path) -> Result<Imported, ImportError> {
-    let sections = parse_file(path)?;
+    let (sections, files) = parse_file(path)?;
     let root = Loc {
         file: std::sync::Arc::from(path),
         line: 1,
     };
     let mut it = Interpreter::new(&sections, root)?;
     it.run(&sections)?;
+    it.out.sources = files;
     Ok(it.out)
 }
 

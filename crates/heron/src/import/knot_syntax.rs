@@ -6,7 +6,7 @@
 //! margin, spliced where it stands. No YAML crate: none reads this
 //! subset with the line of every value, and the subset is small.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::source::{ImportError, Loc, Reader, expand_include, resolve};
@@ -47,12 +47,12 @@ pub struct Section {
     pub items: Vec<Item>,
 }
 
-/// Reads `path` and every file it includes.
-pub fn parse_file(path: &Path) -> Result<Vec<Section>, ImportError> {
+/// Reads `path` and every file it includes; and the files read.
+pub fn parse_file(path: &Path) -> Result<(Vec<Section>, Vec<PathBuf>), ImportError> {
     let mut reader = Reader::default();
     let mut out = Vec::new();
     read(&mut reader, path, None, &mut out)?;
-    Ok(out)
+    Ok((out, reader.into_files()))
 }
 
 fn read(

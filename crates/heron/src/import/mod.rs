@@ -279,16 +279,20 @@ fn run_to(options: &Options, err: &mut dyn Write) -> std::io::Result<ExitCode> {
 }
 
 /// The old server's file that `--output` names, if it names one: its
-/// configuration, an included file that a note came from, or a zone file.
+/// configuration, a file it includes, a zone file, or its TLS
+/// certificate or key, by any name (a symbolic or a hard link too).
 /// Never written over, `--force` or not.
 fn source_at_output(options: &Options, imported: &Imported) -> Option<PathBuf> {
-    let output = std::fs::canonicalize(&options.output).ok()?;
-    let notes = imported.notes.iter().map(|n| n.loc.file.as_ref());
+    use std::os::unix::fs::MetadataExt;
+    let identity = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+    let output = identity(&options.output)?;
     let zones = imported.zones.iter().filter_map(|z| z.file.as_deref());
+    let tls = imported.tls.iter().flat_map(|t| [&t.certificate, &t.key]);
     std::iter::once(options.file.as_path())
-        .chain(notes)
+        .chain(imported.sources.iter().map(PathBuf::as_path))
         .chain(zones)
-        .find(|source| std::fs::canonicalize(source).is_ok_and(|s| s == output))
+        .chain(tls.map(PathBuf::as_path))
+        .find(|source| identity(source) == Some(output))
         .map(Path::to_path_buf)
 }
 

@@ -387,6 +387,9 @@ pub struct Imported {
     /// Signing policies the zones name (Heron's built-in `default` is not here).
     pub policies: Vec<SigningPolicy>,
     pub notes: Vec<Note>,
+    /// Every file of the old server's configuration that was read (its
+    /// includes too): never written over.
+    pub sources: Vec<PathBuf>,
 }
 
 impl Imported {

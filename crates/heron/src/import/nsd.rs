@@ -55,7 +55,9 @@ pub fn parse(path: &Path) -> Result<Imported, ImportError> {
         root: Some(root),
         ..Interpreter::default()
     };
-    interpreter.run(&sections)
+    let mut imported = interpreter.run(&sections)?;
+    imported.sources = reader.into_files();
+    Ok(imported)
 }
 
 fn read_file(

@@ -94,6 +94,8 @@ pub struct Reader {
     files: usize,
     /// Canonical paths of the files being read, outermost first.
     stack: Vec<PathBuf>,
+    /// Canonical paths of every file read, in the order read.
+    read: Vec<PathBuf>,
 }
 
 impl Default for Reader {
@@ -110,6 +112,7 @@ impl Reader {
             bytes: 0,
             files: 0,
             stack: Vec::new(),
+            read: Vec::new(),
         }
     }
 
@@ -155,8 +158,15 @@ impl Reader {
             .map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
         let text = String::from_utf8(bytes)
             .map_err(|_| fail(format!("{} is not UTF-8 text", path.display())))?;
+        self.read.push(canonical.clone());
         self.stack.push(canonical);
         Ok(text)
+    }
+
+    /// Every file read (canonical paths): the old server's configuration,
+    /// never written over.
+    pub fn into_files(self) -> Vec<PathBuf> {
+        self.read
     }
 
     /// Ends the file [`Reader::enter`] began.
