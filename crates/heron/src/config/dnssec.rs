@@ -352,6 +352,10 @@ pub fn zone_signing(
     })))
 }
 
+/// What the error of a zone whose keys are still to be imported says:
+/// `heron import` writes such zones with the import as a step to do.
+pub const NO_IMPORTED_KEY: &str = "holds no imported";
+
 /// A policy of an algorithm Heron does not generate (RSA/SHA-256) needs
 /// the zone's keys imported into its key directory (`heron keymgr ZONE
 /// import`): without one, the zone could not be signed.
@@ -410,7 +414,7 @@ pub fn check_imported_keys(
         )),
         (true, _) => Err(format!(
             "dnssec-policy '{}' signs with {algorithm}, which Heron does not generate: \
-             {} holds no imported {algorithm} key of {zone} (import them first: \
+             {} {NO_IMPORTED_KEY} {algorithm} key of {zone} (import them first: \
              heron keymgr -d {} {zone} import --from bind|knot DIR)",
             signing.policy.name,
             dir.display(),

@@ -50,6 +50,8 @@ pub struct PolicyBuilder {
     pub notes: Vec<(String, String)>,
     validity: Option<u32>,
     refresh: Option<u32>,
+    /// Each lifetime set: its key and the setting as the source wrote it.
+    lifetimes: Vec<(String, String)>,
 }
 
 impl PolicyBuilder {
@@ -121,6 +123,9 @@ impl PolicyBuilder {
         match key {
             "signature-validity" => self.validity = Some(seconds),
             "signature-refresh" => self.refresh = Some(seconds),
+            "ksk-lifetime" | "zsk-lifetime" => {
+                (self.lifetimes).push((key.to_string(), format!("{source} {text}")));
+            }
             _ => {}
         }
         self.set(key, seconds.to_string());
@@ -160,6 +165,7 @@ impl PolicyBuilder {
     /// the refresh and the hour between looks leaves less than Heron's
     /// default.
     pub fn finish(mut self) -> (SigningPolicy, Vec<(String, String)>) {
+        self.no_lifetimes_for_imported_keys();
         let validity = self.validity.unwrap_or(DEFAULT_VALIDITY);
         let mut refresh = self.refresh.unwrap_or(DEFAULT_REFRESH);
         // Signatures are looked at hourly: a refresh that leaves less than
@@ -184,6 +190,32 @@ impl PolicyBuilder {
             self.set("signature-jitter", (room / 2).to_string());
         }
         (self.policy, self.notes)
+    }
+}
+
+impl PolicyBuilder {
+    /// Keys of an algorithm Heron does not make (RSASHA256: imported
+    /// only) are not rolled, and a lifetime with it is refused: the
+    /// lifetimes set are left out and listed (black-box finding AQ-5:
+    /// Knot's default ZSK lifetime made an RSA policy Heron refused).
+    fn no_lifetimes_for_imported_keys(&mut self) {
+        let settings = &mut self.policy.settings;
+        let algorithm = (settings.iter())
+            .find(|(k, _)| k == "algorithm")
+            .and_then(|(_, v)| Algorithm::from_name(v.trim_matches('"')));
+        let Some(algorithm) = algorithm.filter(|a| !a.can_generate()) else {
+            return;
+        };
+        settings.retain(|(k, _)| k != "ksk-lifetime" && k != "zsk-lifetime");
+        for (_, setting) in std::mem::take(&mut self.lifetimes) {
+            self.untranslated(
+                setting,
+                format!(
+                    "Heron makes no {algorithm} keys, so it does not roll the imported ones: \
+                     they stay until an algorithm rollover (set `algorithm` to one Heron makes)"
+                ),
+            );
+        }
     }
 }
 
@@ -745,6 +777,42 @@ mod tests {
             .find(|n| n.setting == "policy man: manual on");
         let said = said.unwrap_or_else(|| panic!("{:?}", got.notes));
         assert!(said.advice.contains("never rolls"), "{}", said.advice);
+    }
+
+    /// An RSASHA256 policy (keys Heron only imports, never makes or
+    /// rolls) gets no lifetime, Knot's default ZSK lifetime included, and
+    /// each lifetime left out is listed: the policy loads. Black-box
+    /// finding AQ-5: the import wrote a policy Heron refused.
+    #[test]
+    fn an_rsa_policy_gets_no_lifetime_and_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let knot = "policy:\n  - id: rsa\n    algorithm: rsasha256\n\
+                    \x20 - id: csk\n    algorithm: rsasha256\n    single-type-signing: on\n    ksk-lifetime: 365d\n";
+        let bind = "dnssec-policy \"rsa\" { keys { ksk lifetime unlimited algorithm rsasha256 2048;\n\
+                    \x20 zsk lifetime 30d algorithm rsasha256 1024; }; };\n";
+        let path = super::super::testutil::write_files(dir.path(), &[("knot.conf", knot)]);
+        let from_knot = super::super::knot::parse(&path).unwrap();
+        let path = super::super::testutil::write_files(dir.path(), &[("named.conf", bind)]);
+        let from_bind = super::super::bind::parse(&path).unwrap();
+        for (got, listed) in [
+            (&from_knot, &["zsk-lifetime 30d", "ksk-lifetime 365d"][..]),
+            (&from_bind, &["zsk lifetime 30d"][..]),
+        ] {
+            for policy in &got.policies {
+                assert_eq!(setting(policy, "algorithm"), Some("\"rsasha256\""));
+                let lifetime = policy
+                    .settings
+                    .iter()
+                    .find(|(k, _)| k.ends_with("lifetime"));
+                assert_eq!(lifetime, None, "{policy:?}");
+                assert_heron_takes(policy);
+            }
+            for setting in listed {
+                let note = got.notes.iter().find(|n| n.setting.ends_with(setting));
+                let note = note.unwrap_or_else(|| panic!("{setting}: {:?}", got.notes));
+                assert!(note.advice.contains("does not roll"), "{}", note.advice);
+            }
+        }
     }
 
     /// Knot rolls a CSK by ksk-lifetime and ignores zsk-lifetime; Heron
