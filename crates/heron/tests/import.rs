@@ -982,7 +982,8 @@ fn a_blackhole_with_a_negation_ignores_the_clients_bind_ignores() {
 
 /// `-o` naming a file the old configuration includes (NSD `include:`,
 /// BIND `include`, Knot `include:`) or a hard link to one of its zone
-/// files is refused, `--force` or not, and the file is left as it was.
+/// files is refused, `--force` or not, and the file is left as it was;
+/// so is a new file that an include pattern would read.
 /// Black-box finding AQ-4: both were written over.
 #[test]
 fn included_files_and_hard_links_to_zone_files_are_never_written_over() {
@@ -1035,6 +1036,17 @@ fn included_files_and_hard_links_to_zone_files_are_never_written_over() {
         assert_eq!(std::fs::read_to_string(d.join(inc)).unwrap(), inc_text);
         assert_eq!(std::fs::read_to_string(&zone).unwrap(), zone_text);
     }
+    // Nor is a new file made where an include pattern would read it.
+    let conf = d.join("glob.conf");
+    std::fs::write(&conf, format!("include: \"{at}/conf.d/*.conf\"\n")).unwrap();
+    std::fs::create_dir(d.join("conf.d")).unwrap();
+    let out = d.join("conf.d/heron.conf");
+    let files = [conf.to_str().unwrap(), out.to_str().unwrap()];
+    let result = run(&["import", "--from", "nsd", files[0], "-o", files[1]]);
+    let said = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{said}");
+    assert!(said.contains("the old server would read it"), "{said}");
+    assert!(!out.exists());
 }
 
 /// An RSASHA256 signing policy (Knot's with its default ZSK lifetime,

@@ -3,10 +3,10 @@
 //! spliced in where it stands. Read into a tree of statements that the
 //! interpreter ([`super::bind`]) walks.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use super::source::{ImportError, Loc, Reader, expand_include, resolve};
+use super::source::{ImportError, Loc, Reader, Sources, resolve};
 
 /// Blocks within blocks.
 const MAX_NESTING: usize = 32;
@@ -76,10 +76,10 @@ impl Statement {
 
 /// Reads `path` and every file it includes, as statements; and the
 /// files read.
-pub fn parse_file(path: &Path) -> Result<(Vec<Statement>, Vec<PathBuf>), ImportError> {
+pub fn parse_file(path: &Path) -> Result<(Vec<Statement>, Sources), ImportError> {
     let mut reader = Reader::default();
     let statements = read(&mut reader, path, None)?;
-    Ok((statements, reader.into_files()))
+    Ok((statements, reader.into_sources()))
 }
 
 fn read(
@@ -307,7 +307,7 @@ fn include(
         return Err(ImportError::at(loc, "include takes one file name"));
     };
     let base = path.parent().unwrap_or(Path::new("/"));
-    let files = expand_include(&resolve(base, name)).map_err(|e| ImportError::at(loc, e))?;
+    let files = (reader.include(&resolve(base, name))).map_err(|e| ImportError::at(loc, e))?;
     let mut out = Vec::new();
     for file in files {
         out.extend(read(reader, &file, Some(loc))?);

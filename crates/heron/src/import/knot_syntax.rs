@@ -6,10 +6,10 @@
 //! margin, spliced where it stands. No YAML crate: none reads this
 //! subset with the line of every value, and the subset is small.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use super::source::{ImportError, Loc, Reader, expand_include, resolve};
+use super::source::{ImportError, Loc, Reader, Sources, resolve};
 
 /// A `key: value` setting.
 #[derive(Clone, Debug)]
@@ -48,11 +48,11 @@ pub struct Section {
 }
 
 /// Reads `path` and every file it includes; and the files read.
-pub fn parse_file(path: &Path) -> Result<(Vec<Section>, Vec<PathBuf>), ImportError> {
+pub fn parse_file(path: &Path) -> Result<(Vec<Section>, Sources), ImportError> {
     let mut reader = Reader::default();
     let mut out = Vec::new();
     read(&mut reader, path, None, &mut out)?;
-    Ok((out, reader.into_files()))
+    Ok((out, reader.into_sources()))
 }
 
 fn read(
@@ -103,7 +103,7 @@ fn top_level(
         let [name] = values.as_slice() else {
             return Err(ImportError::at(loc, "include: takes one file name"));
         };
-        let files = expand_include(&resolve(base, name)).map_err(|e| ImportError::at(loc, e))?;
+        let files = (reader.include(&resolve(base, name))).map_err(|e| ImportError::at(loc, e))?;
         for file in files {
             read(reader, &file, Some(loc), out)?;
         }

@@ -239,12 +239,10 @@ fn run_to(options: &Options, err: &mut dyn Write) -> std::io::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    if let Some(source) = source_at_output(options, &imported) {
+    if let Some(what) = old_servers_at_output(options, &imported) {
         let why = format!(
-            "{}: is {}, which the old server reads: heron.toml goes elsewhere (the old \
-             configuration is the way back)",
+            "{}: {what}: heron.toml goes elsewhere (the old configuration is the way back)",
             options.output.display(),
-            source.display()
         );
         writeln!(err, "{why}\nnothing written")?;
         return Ok(ExitCode::FAILURE);
@@ -297,22 +295,29 @@ fn loads_once_keys_are_imported(output: &Path, err: &mut dyn Write) -> std::io::
     Ok(!wrong)
 }
 
-/// The old server's file that `--output` names, if it names one: its
-/// configuration, a file it includes, a zone file, or its TLS
-/// certificate or key, by any name (a symbolic or a hard link too).
-/// Never written over, `--force` or not.
-fn source_at_output(options: &Options, imported: &Imported) -> Option<PathBuf> {
+/// What `--output` is, when it is the old server's: its configuration,
+/// a file it includes, a zone file, or its TLS certificate or key, by
+/// any name (a symbolic or a hard link too), or a file an include
+/// pattern reads (`include: nsd.conf.d/*.conf`: the old server,
+/// restarted, would read heron.toml). Never written, `--force` or not.
+fn old_servers_at_output(options: &Options, imported: &Imported) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
+    if let Some(glob) = imported.sources.glob_matching(&options.output) {
+        let glob = glob.display();
+        return Some(format!(
+            "the old server would read it as configuration (include {glob})"
+        ));
+    }
     let identity = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
     let output = identity(&options.output)?;
     let zones = imported.zones.iter().filter_map(|z| z.file.as_deref());
     let tls = imported.tls.iter().flat_map(|t| [&t.certificate, &t.key]);
     std::iter::once(options.file.as_path())
-        .chain(imported.sources.iter().map(PathBuf::as_path))
+        .chain(imported.sources.files.iter().map(PathBuf::as_path))
         .chain(zones)
         .chain(tls.map(PathBuf::as_path))
         .find(|source| identity(source) == Some(output))
-        .map(Path::to_path_buf)
+        .map(|source| format!("is {}, which the old server reads", source.display()))
 }
 
 /// The written file's header, `--listen` and `--tls-listen` applied to

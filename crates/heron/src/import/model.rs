@@ -5,7 +5,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
-use super::source::Loc;
+use super::source::{Loc, Sources};
 
 /// What to do about a zone the old server updates dynamically: Heron
 /// takes updates, but its rules are written by hand.
@@ -389,7 +389,7 @@ pub struct Imported {
     pub notes: Vec<Note>,
     /// Every file of the old server's configuration that was read (its
     /// includes too): never written over.
-    pub sources: Vec<PathBuf>,
+    pub sources: Sources,
 }
 
 impl Imported {

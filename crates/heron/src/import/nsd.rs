@@ -12,7 +12,7 @@ use super::model::{
     CatalogConsumer, Imported, Peer, Prefix, Rrl, Rule, TlsListener, TsigKey, Zone, parse_at_port,
     range_prefixes, without_denied,
 };
-use super::source::{ImportError, Loc, Reader, expand_include, resolve};
+use super::source::{ImportError, Loc, Reader, resolve};
 
 /// One `keyword: values` of the file.
 #[derive(Clone, Debug)]
@@ -56,7 +56,7 @@ pub fn parse(path: &Path) -> Result<Imported, ImportError> {
         ..Interpreter::default()
     };
     let mut imported = interpreter.run(&sections)?;
-    imported.sources = reader.into_files();
+    imported.sources = reader.into_sources();
     Ok(imported)
 }
 
@@ -81,7 +81,7 @@ fn read_file(
             ));
         };
         let pattern = resolve(&base, name);
-        let files = expand_include(&pattern).map_err(|e| ImportError::at(&setting.loc, e))?;
+        let files = (reader.include(&pattern)).map_err(|e| ImportError::at(&setting.loc, e))?;
         for file in files {
             read_file(reader, &file, Some(&setting.loc), out)?;
         }

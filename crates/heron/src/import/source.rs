@@ -94,8 +94,35 @@ pub struct Reader {
     files: usize,
     /// Canonical paths of the files being read, outermost first.
     stack: Vec<PathBuf>,
+    /// Every file read, and the include patterns with a wildcard.
+    read: Sources,
+}
+
+/// The files of the old server's configuration: never written over, nor
+/// a new file made where an include pattern would read it.
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
     /// Canonical paths of every file read, in the order read.
-    read: Vec<PathBuf>,
+    pub files: Vec<PathBuf>,
+    /// Include patterns with a wildcard in their file name.
+    pub globs: Vec<PathBuf>,
+}
+
+impl Sources {
+    /// The pattern `path` matches, if one does (`path` need not exist).
+    pub fn glob_matching(&self, path: &Path) -> Option<&Path> {
+        let folder = |p: &Path| {
+            let f = p.parent().filter(|f| !f.as_os_str().is_empty());
+            std::fs::canonicalize(f.unwrap_or(Path::new("."))).ok()
+        };
+        let name = path.file_name()?.to_str()?;
+        let within = folder(path)?;
+        self.globs
+            .iter()
+            .filter(|g| folder(g).as_ref() == Some(&within))
+            .find(|g| (g.file_name().and_then(|n| n.to_str())).is_some_and(|n| glob_match(n, name)))
+            .map(PathBuf::as_path)
+    }
 }
 
 impl Default for Reader {
@@ -112,7 +139,7 @@ impl Reader {
             bytes: 0,
             files: 0,
             stack: Vec::new(),
-            read: Vec::new(),
+            read: Sources::default(),
         }
     }
 
@@ -158,14 +185,23 @@ impl Reader {
             .map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
         let text = String::from_utf8(bytes)
             .map_err(|_| fail(format!("{} is not UTF-8 text", path.display())))?;
-        self.read.push(canonical.clone());
+        self.read.files.push(canonical.clone());
         self.stack.push(canonical);
         Ok(text)
     }
 
-    /// Every file read (canonical paths): the old server's configuration,
-    /// never written over.
-    pub fn into_files(self) -> Vec<PathBuf> {
+    /// The files an include names ([`expand_include`]); a pattern with a
+    /// wildcard is kept in [`Sources::globs`].
+    pub fn include(&mut self, pattern: &Path) -> Result<Vec<PathBuf>, String> {
+        let name = pattern.file_name().and_then(|n| n.to_str());
+        if name.is_some_and(|n| n.contains(['*', '?', '['])) {
+            self.read.globs.push(pattern.to_path_buf());
+        }
+        expand_include(pattern)
+    }
+
+    /// What was read: the old server's configuration, never written over.
+    pub fn into_sources(self) -> Sources {
         self.read
     }
 
