@@ -118,7 +118,8 @@ enum Command {
         /// Where to write heron.toml.
         #[arg(long, short, default_value = "heron.toml")]
         output: PathBuf,
-        /// Replace the output file if it exists.
+        /// Replace the output file if it exists (never one of the old
+        /// server's: its configuration, includes or zone files).
         #[arg(long)]
         force: bool,
         /// Answer on these addresses instead of the old server's
