@@ -85,7 +85,8 @@ pub fn config(file: &Path) -> ExitCode {
     let mut ok = true;
     let refused = crate::plan::key_state::unsigned_with_ds_at_start(&settings, file);
     let moved = crate::plan::key_state::moved_keys_at_start(&settings, file);
-    let keys = crate::plan::key_state::keys_refused(&settings);
+    let (keys, unread) = crate::plan::key_state::keys_refused(&settings);
+    unread.iter().for_each(|w| outln!("warning: {w}"));
     for refused in refused.into_iter().chain(moved).chain(keys) {
         outln!("{}: error: {refused}", file.display());
         ok = false;

@@ -349,6 +349,54 @@ fn check_config_refuses_key_directories_serve_would_refuse() {
     assert!(said.contains("is not a directory"), "{said}");
 }
 
+/// check-config by a user who may not read a zone's key directory (the
+/// server's, 0700) says it was not checked, and passes (regression hunt:
+/// it failed with Permission denied where it said OK before).
+#[test]
+fn check_config_by_a_user_who_cannot_read_the_keys_passes_with_a_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    if !heron_sys::process::is_root() {
+        eprintln!("SKIPPED: becoming another user needs root; run the tests as root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let keys = dir.path().join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let zone = dir.path().join("s.zone");
+    std::fs::write(
+        &zone,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n",
+    )
+    .unwrap();
+    let config = dir.path().join("heron.toml");
+    let text = format!(
+        "[[zone]]\norigin = \"s.test.\"\nfile = \"{}\"\ndnssec-policy = \"default\"\n\
+         key-directory = \"{}\"\n",
+        zone.display(),
+        keys.display()
+    );
+    std::fs::write(&config, text).unwrap();
+    for file in [&zone, &config] {
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(heron())
+        .arg("check-config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("not checked: this user may not read it"),
+        "{said}"
+    );
+}
+
 /// A reload of an edited file signs the change, not the zone: one RRset
 /// added makes at most 3 + 10 new signatures, the serial moves on, and
 /// the zone still passes both checkers.

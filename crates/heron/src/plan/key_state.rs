@@ -554,30 +554,47 @@ fn load_or_adopt(
 /// finding: it passed what serve then refused): a key directory that is
 /// not a directory, a state file of another zone or unreadable, or key
 /// files that cannot be taken up without one (two of one role). Read
-/// only: a directory not made yet is made by the first signing.
-pub fn keys_refused(settings: &crate::config::Settings) -> Vec<String> {
+/// only: a directory not made yet is made by the first signing, and one
+/// the user running the check may not read is not looked at (it is the
+/// server's; regression hunt: the check failed where it said OK before).
+/// (errors, warnings).
+pub fn keys_refused(settings: &crate::config::Settings) -> (Vec<String>, Vec<String>) {
     let now = heron_proto::time::unix_now();
     let signed = (settings.zones.iter()).filter_map(|z| Some((&z.origin, z.signing.as_ref()?)));
     let secondaries = (settings.signed_secondaries.iter()).map(|(origin, s)| (origin, s));
-    (signed.chain(secondaries))
-        .filter_map(|(origin, signing)| {
-            let dir = &signing.key_directory;
-            let refused = match fs::metadata(dir) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-                Err(e) => Err(format!("key directory {}: {e}", dir.display())),
-                Ok(m) if !m.is_dir() => Err(format!(
-                    "key directory {} is not a directory",
-                    dir.display()
-                )),
-                Ok(_) => {
-                    let zone = zone_text(origin);
-                    let path = state_path(dir, &zone);
-                    load_or_adopt(&path, dir, &zone, &signing.policy, now).map(|_| ())
-                }
-            };
-            refused.err().map(|e| format!("zone {origin}: keys: {e}"))
-        })
-        .collect()
+    let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+    for (origin, signing) in signed.chain(secondaries) {
+        let dir = &signing.key_directory;
+        let denied = |e: &std::io::Error| e.kind() == std::io::ErrorKind::PermissionDenied;
+        let refused = match fs::metadata(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) if denied(&e) => Err(None),
+            Err(e) => Err(Some(format!("{}: {e}", dir.display()))),
+            Ok(m) if !m.is_dir() => {
+                let not = format!("key directory {} is not a directory", dir.display());
+                Err(Some(not))
+            }
+            Ok(_) if fs::read_dir(dir).is_err_and(|e| denied(&e)) => Err(None),
+            Ok(_) => {
+                let zone = zone_text(origin);
+                let path = state_path(dir, &zone);
+                let looked = load_or_adopt(&path, dir, &zone, &signing.policy, now);
+                // A state or key file only the server may read.
+                looked
+                    .map(|_| ())
+                    .map_err(|e| (!e.contains("os error 13")).then_some(e))
+            }
+        };
+        match refused {
+            Ok(()) => {}
+            Err(Some(e)) => errors.push(format!("zone {origin}: keys: {e}")),
+            Err(None) => warnings.push(format!(
+                "zone {origin}: key directory {} not checked: this user may not read it",
+                dir.display()
+            )),
+        }
+    }
+    (errors, warnings)
 }
 
 /// Key files of one role twice, whatever their algorithms (an algorithm
