@@ -816,6 +816,25 @@ mod tests {
         assert!(matches!(p.plan(&next, Some(2)), TransferPlan::Axfr));
     }
 
+    /// The same across a restart: the journal file keeps no step from such
+    /// a serial either (regression hunt: read back, it gave IXFR again).
+    #[test]
+    fn no_ixfr_from_a_serial_served_with_two_contents_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.zone.jnl");
+        let (first, edited) = (zone(2, &hosts(12)), zone(2, &hosts(13)));
+        let p = restarted(&file, &first);
+        assert!(!p.zone_changed(&first, &edited));
+        let bumped = zone(3, &hosts(13));
+        assert!(p.zone_changed(&edited, &bumped));
+        let next = zone(4, &hosts(14));
+        assert!(p.zone_changed(&bumped, &next));
+        flushed(p);
+        let p = restarted(&file, &next);
+        assert!(matches!(p.plan(&next, Some(2)), TransferPlan::Axfr));
+        assert_eq!(steps_planned(&p, &next, 3), Some(1));
+    }
+
     #[test]
     fn steps_received_by_ixfr_are_kept_in_the_file() {
         let dir = tempfile::tempdir().unwrap();
