@@ -245,10 +245,23 @@ pub struct Reconfigured {
     pub tls_certificate: Option<Arc<heron_server::tls::CertificateSlot>>,
 }
 
-/// What a reload that serves `new` after `old` should say of its serial:
-/// content changed under the same serial, or a serial gone back (the
-/// server's log says it too; black-box finding: `heron reload` said a
-/// plain ok). The diff is walked only when the serial stood still.
+/// What a reload that serves `next` after `current` should say of the
+/// serials of zones it changed: content changed under the same serial,
+/// or a serial gone back (the server's log says it too; black-box
+/// finding: `heron reload` said a plain ok). Judged on the versions
+/// served, after a frozen zone's edit got its next serial (regression
+/// hunt: a thaw was warned of).
+pub fn serials_left_behind(current: &Catalog, next: &Catalog) -> Vec<String> {
+    (next.zones())
+        .filter_map(|zone| {
+            let old = current.get(zone.origin())?;
+            (!Arc::ptr_eq(old, zone)).then(|| serial_left_behind(old, zone))?
+        })
+        .collect()
+}
+
+/// [`serials_left_behind`] of one zone. The diff is walked only when the
+/// serial stood still.
 fn serial_left_behind(old: &Zone, new: &Zone) -> Option<String> {
     let (was, now) = (old.serial(), new.serial());
     if heron_xfr::serial::is_newer(was, now) {
@@ -858,10 +871,6 @@ impl ZoneFiles {
         match zone {
             Ok((zone, stamp, edit_held)) => {
                 if let Some(zone) = zone {
-                    let before = next.get(zone.origin());
-                    outcome
-                        .warnings
-                        .extend(before.and_then(|old| serial_left_behind(old, &zone)));
                     next.insert(zone);
                 }
                 self.entries[i].loaded = stamp;

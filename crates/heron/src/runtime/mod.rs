@@ -305,6 +305,7 @@ fn rebuild(
     if let Some(catalogs) = &config.catalogs {
         outcome.generated = catalog_producer::update(catalogs, &mut next);
     }
+    outcome.warnings = crate::plan::zone_files::serials_left_behind(&current, &next);
     // Journal first, then swap: an IXFR for the new serial must find
     // its step; then notify, once the new version is served.
     let changed = xfr.journal_changes(&current, &next);
