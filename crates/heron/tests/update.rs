@@ -1450,6 +1450,48 @@ fn a_restart_during_a_freeze_serves_the_edit_with_the_next_serial() {
 /// updates is written back at once: nothing replays a journal of a zone
 /// that takes no updates, so its file alone is the zone from the next
 /// start (before, the updates answered were gone then, with nothing said).
+/// A zone taken out of the configuration during a freeze, its file
+/// edited with the serial left, and put back: served with the next
+/// serial, written to the file, still frozen (regression hunt AR-7: the
+/// edit was served under the frozen serial, which secondaries held
+/// without it).
+#[test]
+fn a_frozen_zone_put_back_by_a_reload_serves_its_edit_with_the_next_serial() {
+    let file = zone_file("freeze-put-back");
+    let (server, socket) = start_with_control(&file, "");
+    let addr = server.addr();
+    let add = |name: &str| {
+        let commands = format!("update add {name} 60 A 192.0.2.80");
+        send(Client::Nsupdate, addr, Some("ops"), false, &commands)
+    };
+    assert_eq!(add("before.upd.test"), "NOERROR");
+    let (ok, said) = ctl(&socket, &["freeze", ZONE]);
+    assert!(ok, "{said}");
+    let config = server.dir().join("heron.toml");
+    let with_zone = std::fs::read_to_string(&config).unwrap();
+    let cut = with_zone.find("[[zone]]").unwrap();
+    std::fs::write(&config, &with_zone[..cut]).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok && said.contains("removed"), "{said}\n{}", server.log());
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        format!("{text}byhand.upd.test. 60 IN A 192.0.2.81\n"),
+    )
+    .unwrap();
+    std::fs::write(&config, &with_zone).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert_eq!(zone_serial(addr, ZONE), Some(3), "{}", server.log());
+    assert_eq!(file_serial(&file), Some(3));
+    assert_eq!(a(addr, "byhand.upd.test").len(), 1, "{}", server.log());
+    assert_eq!(add("during.upd.test"), "REFUSED", "still frozen");
+    let (ok, said) = ctl(&socket, &["thaw", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert_eq!(add("after.upd.test"), "NOERROR");
+    assert_eq!(zone_serial(addr, ZONE), Some(4), "{}", server.log());
+}
+
 #[test]
 fn a_zone_that_stops_taking_updates_is_written_back_at_once() {
     let file = zone_file("no-more-updates");

@@ -281,6 +281,7 @@ fn rebuild(
             .extend(secondaries_resigned(&resigned, running, &outcome));
     }
     let frozen = signing_and_frozen(xfr, &files);
+    let marked = maybe_marked(&current, &next, xfr, &files);
     drop(files);
     let signed = (xfr.signed_secondaries).resign(&mut next, selection.zones.as_ref(), &resigned);
     if let Some(running) = xfr.secondaries.lock().unwrap().as_ref() {
@@ -305,6 +306,7 @@ fn rebuild(
     if let Some(catalogs) = &config.catalogs {
         outcome.generated = catalog_producer::update(catalogs, &mut next);
     }
+    take_frozen_edits(&mut next, marked);
     outcome.warnings = crate::plan::zone_files::serials_left_behind(&current, &next);
     // Journal first, then swap: an IXFR for the new serial must find
     // its step; then notify, once the new version is served.
@@ -337,6 +339,46 @@ fn signing_and_frozen(xfr: &Transfers, files: &ZoneFiles) -> HashMap<Name, PathB
         .filter_map(|origin| Some((origin.clone(), files.file_of(&origin)?)))
         .collect()
 }
+
+/// The zones this reload loads anew whose file may carry a freeze's mark
+/// (see [`update::take_frozen_edits`]): those not frozen, and those frozen
+/// but not served before (taken out and put back during the freeze).
+/// A frozen zone served before is the reload-during-a-freeze's own.
+fn maybe_marked(
+    current: &Catalog,
+    next: &Catalog,
+    xfr: &Transfers,
+    files: &ZoneFiles,
+) -> MaybeMarked {
+    let (mut thawed, mut frozen) = (Vec::new(), Vec::new());
+    for zone in next.zones() {
+        let before = current.get(zone.origin());
+        if before.is_some_and(|old| Arc::ptr_eq(old, zone)) {
+            continue;
+        }
+        let origin = zone.origin().clone();
+        let Some(file) = files.file_of(&origin) else {
+            continue;
+        };
+        let signed = xfr.signings.get(&origin).is_some();
+        let marked = (origin.clone(), file, signed, xfr.primary.policy(&origin));
+        match (xfr.frozen.contains(&origin.to_lowercase()), before) {
+            (false, _) => thawed.push(marked),
+            (true, None) => frozen.push(marked),
+            (true, Some(_)) => {}
+        }
+    }
+    (thawed, frozen)
+}
+
+/// [`update::take_frozen_edits`] of the zones [`maybe_marked`] found: the
+/// frozen ones stay frozen.
+fn take_frozen_edits(next: &mut Catalog, (thawed, frozen): MaybeMarked) {
+    update::take_frozen_edits(next, thawed, false);
+    update::take_frozen_edits(next, frozen, true);
+}
+
+type MaybeMarked = (Vec<update::Marked>, Vec<update::Marked>);
 
 /// Zones no longer configured: no longer served, their history, NOTIFY
 /// targets and counts (their metrics series) forgotten.

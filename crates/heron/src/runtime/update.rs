@@ -1371,50 +1371,82 @@ fn replay_steps(zone: &Zone, path: &std::path::Path) -> Result<Option<(usize, Zo
     }
 }
 
-/// At a start: each zone that takes updates and was frozen when the
-/// server stopped (its mark beside its file, [`freeze_mark`]) is no
-/// longer frozen. Its file edited with the serial left as the freeze
-/// wrote it (the journal's last serial, which secondaries may hold) gets
-/// the next serial, written to the file before it is served, as a thaw
-/// does (black-box finding AM-33: served under the old serial). The
-/// mark is then removed; kept when the serial cannot be written (said,
-/// and the edit served under the old serial).
+/// At a start: each zone that was frozen when the server stopped (its
+/// mark beside its file, [`freeze_mark`]) is no longer frozen. Its file
+/// edited with the serial left as the freeze wrote it (the journal's last
+/// serial, which secondaries may hold) gets the next serial, written to
+/// the file before it is served, as a thaw does (black-box finding AM-33:
+/// served under the old serial). The mark is then removed; kept when the
+/// serial cannot be written (said, and the edit served under the old
+/// serial).
 pub(crate) fn thaw_at_start(
     catalog: &mut Catalog,
     zones: &[crate::config::ZoneSpec],
     policies: &HashMap<Name, ZonePolicy>,
 ) {
-    let takes_updates = |o: &Name| policies.get(o).is_some_and(|p| p.takes_updates());
-    let candidates: Vec<&crate::config::ZoneSpec> = (zones.iter())
-        .filter(|z| !z.kept && takes_updates(&z.origin))
+    let candidates: Vec<Marked> = (zones.iter())
+        .filter(|z| !z.kept)
+        .filter_map(|z| {
+            let policy = Arc::new(policies.get(&z.origin)?.clone());
+            Some((
+                z.origin.clone(),
+                z.file.clone(),
+                z.signing.is_some(),
+                policy,
+            ))
+        })
         .collect();
-    let files: Vec<&std::path::Path> = candidates.iter().map(|z| z.file.as_path()).collect();
+    take_frozen_edits(catalog, candidates, false);
+}
+
+/// A zone that may have been frozen: its origin, file, whether Heron
+/// signs it, its policy.
+pub(crate) type Marked = (Name, std::path::PathBuf, bool, Arc<ZonePolicy>);
+
+/// [`thaw_at_start`] for the zones of `candidates` with a mark beside
+/// their file; `still_frozen`: the zones stay frozen (a reload that loads
+/// a zone frozen before it was taken out and put back), their mark
+/// renewed at the new serial. A zone a reload loads after its start
+/// failed, or puts back, is judged so too (regression hunt AR-7: its edit
+/// was served under the frozen serial).
+pub(crate) fn take_frozen_edits(
+    catalog: &mut Catalog,
+    candidates: Vec<Marked>,
+    still_frozen: bool,
+) {
+    let files: Vec<&std::path::Path> = candidates.iter().map(|c| c.1.as_path()).collect();
     let marked = freeze_mark::which_marked(&files);
-    for (spec, _) in candidates.into_iter().zip(marked).filter(|(_, m)| *m) {
-        let Some(zone) = catalog.get(&spec.origin).cloned() else {
-            continue; // not loaded: the mark waits for a start that loads it
+    for ((origin, file, signed, policy), _) in
+        candidates.into_iter().zip(marked).filter(|(_, m)| *m)
+    {
+        let Some(zone) = catalog.get(&origin).cloned() else {
+            continue; // not loaded: the mark waits for a load
         };
-        let origin = zone.origin();
-        // A signed zone's start signs its file with a serial of its own.
-        if spec.signing.is_some() || !freeze_mark::edited_at(&spec.file, zone.serial()) {
-            tracing::info!(
-                "zone {origin} was frozen when the server stopped: the freeze is not kept, updates are taken"
-            );
-            freeze_mark::unmark(&spec.file);
+        // A signed zone is signed from its file with a serial of its own.
+        if signed || !freeze_mark::edited_at(&file, zone.serial()) {
+            if !still_frozen {
+                tracing::info!(
+                    "zone {origin} was frozen: the freeze is not kept, updates are taken"
+                );
+                freeze_mark::unmark(&file);
+            }
             continue;
         }
-        match bumped_into(&zone, &spec.file, &policies[&spec.origin]) {
+        match bumped_into(&zone, &file, &policy) {
             Ok(bumped) => {
                 tracing::warn!(
-                    "zone {origin} was frozen when the server stopped, its file edited with its serial left at {}: the edit is served with serial {}, written to the file; the freeze is not kept, updates are taken",
+                    "zone {origin}: its file was edited during a freeze with its serial left at {}: the edit is served with serial {}, written to the file",
                     zone.serial(),
                     bumped.serial()
                 );
+                match still_frozen {
+                    true => freeze_mark::remark(&file, bumped.serial()),
+                    false => freeze_mark::unmark(&file),
+                }
                 catalog.insert(bumped);
-                freeze_mark::unmark(&spec.file);
             }
             Err(why) => tracing::error!(
-                "zone {origin} was frozen when the server stopped, its file edited with its serial left at {}, but {why}: served with serial {}, which secondaries may hold without the edit; the freeze is not kept",
+                "zone {origin}: its file was edited during a freeze with its serial left at {}, but {why}: served with serial {}, which secondaries may hold without the edit",
                 zone.serial(),
                 zone.serial()
             ),
