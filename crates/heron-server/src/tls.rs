@@ -116,7 +116,25 @@ pub fn server_config_from_files(
     chain: &Path,
     key: &Path,
 ) -> Result<(Arc<ServerConfig>, Arc<CertificateSlot>), String> {
-    let (Some(chain_stamp), Some(key_stamp)) = (stamp(chain), stamp(key)) else {
+    let mut last = LAST_READ.lock().unwrap_or_else(|e| e.into_inner());
+    let (Ok(chain_stamp), Ok(key_stamp)) = (stamp(chain), stamp(key)) else {
+        let denied =
+            |p: &Path| stamp(p).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
+        // Files this user cannot even look at (certbot's live/ and
+        // archive/ are 0700 root): the ones read before, by root at the
+        // start, are kept (regression hunt: every reload failed).
+        if let Some(((c, k, _), read)) = last.as_ref()
+            && c == chain
+            && k == key
+            && (denied(chain) || denied(key))
+        {
+            tracing::warn!(
+                "TLS: {} and {} cannot be looked at as this user: the certificate read before is kept (a renewed one is taken at a restart)",
+                chain.display(),
+                key.display()
+            );
+            return Ok(read.clone());
+        }
         return read_config_files(chain, key);
     };
     let read_as = (
@@ -124,7 +142,6 @@ pub fn server_config_from_files(
         key.to_path_buf(),
         [chain_stamp, key_stamp],
     );
-    let mut last = LAST_READ.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((stamped, read)) = last.as_ref()
         && *stamped == read_as
     {
@@ -138,10 +155,10 @@ pub fn server_config_from_files(
 /// A file's device, inode, size, modification and change times.
 type Stamp = (u64, u64, u64, i64, i64, i64, i64);
 
-fn stamp(path: &Path) -> Option<Stamp> {
+fn stamp(path: &Path) -> std::io::Result<Stamp> {
     use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path).ok()?;
-    Some((
+    let m = std::fs::metadata(path)?;
+    Ok((
         m.dev(),
         m.ino(),
         m.size(),

@@ -577,13 +577,38 @@ fn a_reload_presents_a_certificate_renewed_in_place() {
 /// taken (black-box finding: every reload failed, zone files included).
 #[test]
 fn a_key_only_root_reads_fails_no_reload_under_another_user() {
+    reload_under_another_user_with_root_only_tls(false);
+}
+
+/// The same with the certificate and key in a folder only root may enter
+/// (certbot's live/ and archive/ are 0700): the user cannot even see
+/// whether they changed, and the ones read at the start are kept
+/// (regression hunt AR-5).
+#[test]
+fn a_certificate_in_a_folder_only_root_enters_fails_no_reload() {
+    reload_under_another_user_with_root_only_tls(true);
+}
+
+fn reload_under_another_user_with_root_only_tls(in_closed_folder: bool) {
     use std::os::unix::fs::PermissionsExt;
     if !heron_sys::process::is_root() {
         eprintln!("SKIPPED: becoming another user needs root; run the tests as root");
         return;
     }
-    let (dir, chain, key) = certificate("root-key");
+    let (dir, chain, key) = certificate(if in_closed_folder { "live" } else { "root-key" });
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (chain, key) = match in_closed_folder {
+        false => (chain, key),
+        true => {
+            let live = dir.0.join("live");
+            std::fs::create_dir(&live).unwrap();
+            let moved = (live.join("fullchain.pem"), live.join("privkey.pem"));
+            std::fs::rename(&chain, &moved.0).unwrap();
+            std::fs::rename(&key, &moved.1).unwrap();
+            std::fs::set_permissions(&live, std::fs::Permissions::from_mode(0o700)).unwrap();
+            moved
+        }
+    };
     let zone = dir.0.join("k.zone");
     let text = |serial: u32, extra: &str| {
         format!("$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n{extra}")
