@@ -249,11 +249,12 @@ fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &mut Settings)
     let signed = files.signed_files();
     let replayed =
         crate::runtime::update::replay_journals(&mut catalog, &settings.policies, &signed);
-    crate::runtime::update::thaw_at_start(&mut catalog, &settings.zones, &settings.policies);
+    let frozen =
+        crate::runtime::update::thaw_at_start(&mut catalog, &settings.zones, &settings.policies);
     let carried = crate::runtime::update_signed::carry_journals(
         &mut catalog,
         &settings.policies,
-        &signed,
+        (&signed, &frozen),
         &signed_before,
     );
     signed_copies::past_the_served_serial(&mut catalog, &signed, &signed_before);

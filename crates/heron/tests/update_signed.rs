@@ -677,6 +677,40 @@ fn updates_not_written_back_outlive_the_policy() {
     assert!(server.log().contains(&said), "{said}\n{}", server.log());
 }
 
+/// A signed zone frozen, a record its updates added deleted from the file
+/// by hand, and the server killed: the start takes the file as edited,
+/// without carrying the journal's updates onto it again (regression hunt
+/// AR-9: the deletion was undone).
+#[test]
+fn a_restart_during_a_freeze_keeps_a_signed_zones_deletions() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start_with(dir.path(), "", "");
+    let addr = server.addr();
+    let answer = |addr, name: &str| {
+        let out = kdig(addr, &[name, "A", "+short"]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(
+        nsupdate(addr, "update add gone.sup.test 300 A 192.0.2.91"),
+        "NOERROR"
+    );
+    assert_eq!(answer(addr, "gone.sup.test"), "192.0.2.91");
+    let (ok, said) = ctl(dir.path(), &["freeze", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    let file = dir.path().join("sup.zone");
+    let frozen = std::fs::read_to_string(&file).unwrap();
+    assert!(frozen.contains("gone.sup.test."), "{frozen}");
+    let edited: String = (frozen.lines())
+        .filter(|l| !l.starts_with("gone.sup.test."))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&file, edited).unwrap();
+    server.kill();
+    let server = start_with(dir.path(), "", "");
+    let addr = server.addr();
+    assert_eq!(answer(addr, "gone.sup.test"), "", "{}", server.log());
+}
+
 /// The same under `zonefile-sync = "never"`, where the file may not be
 /// written: the zone stays signed, with its updates, until `heron ctl
 /// flush` writes them; the next reload then serves it unsigned with them,

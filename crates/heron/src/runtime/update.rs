@@ -1378,12 +1378,12 @@ fn replay_steps(zone: &Zone, path: &std::path::Path) -> Result<Option<(usize, Zo
 /// the file before it is served, as a thaw does (black-box finding AM-33:
 /// served under the old serial). The mark is then removed; kept when the
 /// serial cannot be written (said, and the edit served under the old
-/// serial).
+/// serial). Returns the zones that were frozen (lower-cased).
 pub(crate) fn thaw_at_start(
     catalog: &mut Catalog,
     zones: &[crate::config::ZoneSpec],
     policies: &HashMap<Name, ZonePolicy>,
-) {
+) -> Vec<Name> {
     let candidates: Vec<Marked> = (zones.iter())
         .filter(|z| !z.kept)
         .filter_map(|z| {
@@ -1396,7 +1396,14 @@ pub(crate) fn thaw_at_start(
             ))
         })
         .collect();
+    let files: Vec<&std::path::Path> = candidates.iter().map(|c| c.1.as_path()).collect();
+    let marked = freeze_mark::which_marked(&files);
+    let frozen = (candidates.iter().zip(marked))
+        .filter(|(_, m)| *m)
+        .map(|(c, _)| c.0.to_lowercase())
+        .collect();
     take_frozen_edits(catalog, candidates, false);
+    frozen
 }
 
 /// A zone that may have been frozen: its origin, file, whether Heron

@@ -291,11 +291,20 @@ fn carry(zone: &Zone, steps: &[ZoneDiff]) -> Result<Option<Zone>, String> {
 pub(crate) fn carry_journals(
     catalog: &mut Catalog,
     policies: &HashMap<Name, ZonePolicy>,
-    signed: &[(Name, Arc<Signing>)],
+    (signed, frozen): (&[(Name, Arc<Signing>)], &[Name]),
     signed_before: &[Arc<Zone>],
 ) -> Vec<Name> {
     let mut unwritten = Vec::new();
     for (origin, signing) in signed {
+        if frozen.contains(&origin.to_lowercase()) {
+            // The freeze wrote the zone as served and took no update
+            // after: its file holds the journal's updates, and carrying
+            // them again undid the edit's deletions (regression hunt).
+            tracing::info!(
+                "zone {origin}: frozen when the server stopped: its file holds its journal's updates, taken as it is"
+            );
+            continue;
+        }
         // One holding updates (`allow-update` gone under "never") too.
         let policy = policies
             .get(origin)
