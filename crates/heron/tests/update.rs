@@ -1492,6 +1492,36 @@ fn a_frozen_zone_put_back_by_a_reload_serves_its_edit_with_the_next_serial() {
     assert_eq!(zone_serial(addr, ZONE), Some(4), "{}", server.log());
 }
 
+/// A freeze whose mark cannot be written is refused naming the mark, not
+/// the zone file (regression hunt AR-8); the zone goes on taking updates.
+#[test]
+fn a_freeze_that_cannot_write_its_mark_names_it() {
+    let file = zone_file("freeze-mark");
+    let (server, socket) = start_with_control(&file, "");
+    let mark = file.with_file_name(format!(
+        "{}.frozen",
+        file.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::create_dir(&mark).unwrap();
+    let (ok, said) = ctl(&socket, &["freeze", ZONE]);
+    assert!(
+        !ok && said.contains(".frozen: "),
+        "{said}\n{}",
+        server.log()
+    );
+    let commands = "update add still.upd.test 60 A 192.0.2.82";
+    assert_eq!(
+        send(
+            Client::Nsupdate,
+            server.addr(),
+            Some("ops"),
+            false,
+            commands
+        ),
+        "NOERROR"
+    );
+}
+
 #[test]
 fn a_zone_that_stops_taking_updates_is_written_back_at_once() {
     let file = zone_file("no-more-updates");

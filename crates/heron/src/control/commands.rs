@@ -392,13 +392,17 @@ impl Controller {
         let written = crate::runtime::update::write_now(served, file.clone(), signed_here).await;
         // Marked, so that a restart before the thaw tells an edit.
         let marked = file.clone();
+        // Each error names the file it is about (regression hunt: the
+        // mark's was said to be the zone file's).
         let written = match written {
             Ok(()) => tokio::task::spawn_blocking(move || {
-                crate::runtime::freeze_mark::mark(&marked, serial)
+                let mark = crate::runtime::freeze_mark::mark_of(&marked);
+                (crate::runtime::freeze_mark::mark(&marked, serial))
+                    .map_err(|e| format!("{}: {e}", mark.display()))
             })
             .await
-            .unwrap_or_else(|_| Err(std::io::Error::other("the writer failed"))),
-            Err(e) => Err(e),
+            .unwrap_or_else(|_| Err("the writer failed".into())),
+            Err(e) => Err(format!("{}: {e}", file.display())),
         };
         if written.is_ok() {
             let primary = &self.transfers.primary;
@@ -406,7 +410,7 @@ impl Controller {
         }
         if let Err(e) = written {
             self.transfers.frozen.thaw(&zone.to_lowercase());
-            let why = format!("{zone} not frozen: cannot write {}: {e}", file.display());
+            let why = format!("{zone} not frozen: cannot write {e}");
             return Response::error(why);
         }
         let shown = file.display();

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use crate::config::shared_files::{FROZEN, beside};
 
 /// The mark beside `file`.
-fn mark_of(file: &Path) -> PathBuf {
+pub(crate) fn mark_of(file: &Path) -> PathBuf {
     beside(file, FROZEN)
 }
 
