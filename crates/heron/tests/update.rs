@@ -1730,6 +1730,21 @@ fn held_zone(tag: &str, zone_lines: &str) -> (PathBuf, ServerProcess, PathBuf) {
     (file, server, socket)
 }
 
+/// A held zone's freeze names the flush; once flushed, it says the file
+/// holds the updates and a reconfigure reads it (regression hunt AR-10:
+/// the flush was asked for again).
+#[test]
+fn a_held_zones_freeze_says_what_the_flush_did() {
+    let (_file, server, socket) = held_zone("held-freeze", "");
+    let (ok, said) = ctl(&socket, &["freeze", ZONE]);
+    assert!(!ok && said.contains("heron ctl flush"), "{said}");
+    let (ok, said) = ctl(&socket, &["flush", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    let (ok, said) = ctl(&socket, &["freeze", ZONE]);
+    assert!(!ok && said.contains("its file holds the updates"), "{said}");
+    assert!(!said.contains("heron ctl flush"), "{said}");
+}
+
 fn held_zone_edited_past_its_journal(tag: &str, zone_lines: &str) {
     let (file, server, _socket) = held_zone(tag, zone_lines);
     let edited = zone_text().replace("hostmaster 1 ", "hostmaster 3 ");

@@ -373,6 +373,13 @@ impl Controller {
             }
             return Response::refused(format!("{zone} is not a zone of this server"));
         };
+        if policy.holds_updates && !self.transfers.unwritten.contains(&zone.to_lowercase()) {
+            // Flushed: the file holds them (regression hunt AR-10: the
+            // flush was asked for again).
+            return Response::refused(format!(
+                "{zone} takes no updates: its file holds the updates it answered now; after heron ctl reconfigure its file is read again as edited"
+            ));
+        }
         if policy.holds_updates {
             // Its way out is the flush (regression hunt AO-7).
             return Response::refused(format!(
