@@ -249,7 +249,7 @@ fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &mut Settings)
     let signed = files.signed_files();
     let replayed =
         crate::runtime::update::replay_journals(&mut catalog, &settings.policies, &signed);
-    let frozen =
+    let (frozen, signed_edits) =
         crate::runtime::update::thaw_at_start(&mut catalog, &settings.zones, &settings.policies);
     let carried = crate::runtime::update_signed::carry_journals(
         &mut catalog,
@@ -258,6 +258,7 @@ fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &mut Settings)
         &signed_before,
     );
     signed_copies::past_the_served_serial(&mut catalog, &signed, &signed_before);
+    crate::runtime::update::write_served_serials(&catalog, signed_edits);
     catalog_producer::insert_kept(&settings.generated_catalogs, &mut catalog);
     Loaded {
         catalog,

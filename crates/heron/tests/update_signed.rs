@@ -709,6 +709,11 @@ fn a_restart_during_a_freeze_keeps_a_signed_zones_deletions() {
     let server = start_with(dir.path(), "", "");
     let addr = server.addr();
     assert_eq!(answer(addr, "gone.sup.test"), "", "{}", server.log());
+    // Served with a serial of the signer's: the file gets it, as at a
+    // thaw (regression hunt AR-3: it kept the frozen one).
+    let served = zone_serial(addr, ZONE);
+    assert!(served > Some(1), "{}", server.log());
+    assert_eq!(file_serial(&file), served, "{}", server.log());
 }
 
 /// The same under `zonefile-sync = "never"`, where the file may not be

@@ -374,7 +374,8 @@ fn maybe_marked(
 /// [`update::take_frozen_edits`] of the zones [`maybe_marked`] found: the
 /// frozen ones stay frozen.
 fn take_frozen_edits(next: &mut Catalog, (thawed, frozen): MaybeMarked) {
-    update::take_frozen_edits(next, thawed, false);
+    let signed_edits = update::take_frozen_edits(next, thawed, false);
+    update::write_served_serials(next, signed_edits);
     update::take_frozen_edits(next, frozen, true);
 }
 

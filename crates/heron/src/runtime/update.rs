@@ -1378,12 +1378,13 @@ fn replay_steps(zone: &Zone, path: &std::path::Path) -> Result<Option<(usize, Zo
 /// the file before it is served, as a thaw does (black-box finding AM-33:
 /// served under the old serial). The mark is then removed; kept when the
 /// serial cannot be written (said, and the edit served under the old
-/// serial). Returns the zones that were frozen (lower-cased).
+/// serial). Returns the zones that were frozen (lower-cased), and the
+/// signed ones whose file is to get the serial served once signed.
 pub(crate) fn thaw_at_start(
     catalog: &mut Catalog,
     zones: &[crate::config::ZoneSpec],
     policies: &HashMap<Name, ZonePolicy>,
-) -> Vec<Name> {
+) -> (Vec<Name>, Vec<(Name, std::path::PathBuf)>) {
     let candidates: Vec<Marked> = (zones.iter())
         .filter(|z| !z.kept)
         .filter_map(|z| {
@@ -1402,8 +1403,8 @@ pub(crate) fn thaw_at_start(
         .filter(|(_, m)| *m)
         .map(|(c, _)| c.0.to_lowercase())
         .collect();
-    take_frozen_edits(catalog, candidates, false);
-    frozen
+    let signed_edits = take_frozen_edits(catalog, candidates, false);
+    (frozen, signed_edits)
 }
 
 /// A zone that may have been frozen: its origin, file, whether Heron
@@ -1416,20 +1417,30 @@ pub(crate) type Marked = (Name, std::path::PathBuf, bool, Arc<ZonePolicy>);
 /// renewed at the new serial. A zone a reload loads after its start
 /// failed, or puts back, is judged so too (regression hunt AR-7: its edit
 /// was served under the frozen serial).
+/// Returns the signed zones thawed whose file was edited with its serial
+/// left: their file is to get the serial served, once it is final
+/// ([`write_served_serials`]).
 pub(crate) fn take_frozen_edits(
     catalog: &mut Catalog,
     candidates: Vec<Marked>,
     still_frozen: bool,
-) {
+) -> Vec<(Name, std::path::PathBuf)> {
     let files: Vec<&std::path::Path> = candidates.iter().map(|c| c.1.as_path()).collect();
     let marked = freeze_mark::which_marked(&files);
+    let mut signed_edits = Vec::new();
     for ((origin, file, signed, policy), _) in
         candidates.into_iter().zip(marked).filter(|(_, m)| *m)
     {
         let Some(zone) = catalog.get(&origin).cloned() else {
             continue; // not loaded: the mark waits for a load
         };
-        // A signed zone is signed from its file with a serial of its own.
+        // A signed zone is signed from its file with a serial of its own;
+        // the file keeps the one it had (regression hunt AR-3).
+        let file_serial = crate::plan::zone_files::serial_read_from(&file);
+        if signed && !still_frozen && file_serial.is_some_and(|s| freeze_mark::edited_at(&file, s))
+        {
+            signed_edits.push((origin.clone(), file.clone()));
+        }
         if signed || !freeze_mark::edited_at(&file, zone.serial()) {
             if !still_frozen {
                 tracing::info!(
@@ -1456,6 +1467,29 @@ pub(crate) fn take_frozen_edits(
                 "zone {origin}: its file was edited during a freeze with its serial left at {}, but {why}: served with serial {}, which secondaries may hold without the edit",
                 zone.serial(),
                 zone.serial()
+            ),
+        }
+    }
+    signed_edits
+}
+
+/// Writes to the file of each signed zone of `edited` its version served,
+/// unsigned (as a freeze writes it): the serial served, as a thaw writes
+/// it, so that the operator's next edit starts past it.
+pub(crate) fn write_served_serials(catalog: &Catalog, edited: Vec<(Name, std::path::PathBuf)>) {
+    for (origin, file) in edited {
+        let Some(zone) = catalog.get(&origin) else {
+            continue;
+        };
+        match write_editable(zone, &file, true) {
+            Ok(()) => tracing::info!(
+                "zone {origin}: its file, edited during a freeze, is written with the serial served, {}",
+                zone.serial()
+            ),
+            Err(e) => tracing::warn!(
+                "zone {origin}: the serial served, {}, cannot be written to {}: {e}",
+                zone.serial(),
+                file.display()
             ),
         }
     }
