@@ -1766,6 +1766,9 @@ fn held_zone_edited_past_its_journal(tag: &str, zone_lines: &str) {
         "{}",
         server.log()
     );
+    // No journal left to hold: no mark of a hold either (regression hunt
+    // AR-10: a freeze then named a flush with nothing to flush).
+    assert!(!file.with_extension("zone.jnl.held").exists());
 }
 
 /// A zone holding updates (its `allow-update` removed under "never")

@@ -542,7 +542,13 @@ pub(crate) fn set_aside(path: &std::path::Path) -> String {
     }
     let kept = heron_xfr::disk::unused_name(path, ".unapplied");
     match std::fs::rename(path, &kept) {
-        Ok(()) => kept.display().to_string(),
+        Ok(()) => {
+            // No journal left to hold: a mark of a hold would make a freeze
+            // refuse, naming a flush with nothing to flush (regression
+            // hunt AR-10).
+            unmark_held(path);
+            kept.display().to_string()
+        }
         Err(e) => format!("{} (it could not be moved: {e})", path.display()),
     }
 }
