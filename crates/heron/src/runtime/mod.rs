@@ -306,7 +306,7 @@ fn rebuild(
     if let Some(catalogs) = &config.catalogs {
         outcome.generated = catalog_producer::update(catalogs, &mut next);
     }
-    take_frozen_edits(&mut next, marked);
+    take_frozen_edits(&mut next, marked, xfr);
     outcome.warnings = crate::plan::zone_files::serials_left_behind(&current, &next);
     // Journal first, then swap: an IXFR for the new serial must find
     // its step; then notify, once the new version is served.
@@ -361,7 +361,7 @@ fn maybe_marked(
             continue;
         };
         let signed = xfr.signings.get(&origin).is_some();
-        let marked = (origin.clone(), file, signed, xfr.primary.policy(&origin));
+        let marked = (origin.clone(), file, signed);
         match (xfr.frozen.contains(&origin.to_lowercase()), before) {
             (false, _) => thawed.push(marked),
             (true, None) => frozen.push(marked),
@@ -373,10 +373,11 @@ fn maybe_marked(
 
 /// [`update::take_frozen_edits`] of the zones [`maybe_marked`] found: the
 /// frozen ones stay frozen.
-fn take_frozen_edits(next: &mut Catalog, (thawed, frozen): MaybeMarked) {
-    let signed_edits = update::take_frozen_edits(next, thawed, false);
+fn take_frozen_edits(next: &mut Catalog, (thawed, frozen): MaybeMarked, xfr: &Transfers) {
+    let policy_of = |o: &Name| Some(xfr.primary.policy(o));
+    let (_, signed_edits) = update::take_frozen_edits(next, thawed, &policy_of, false);
     update::write_served_serials(next, signed_edits);
-    update::take_frozen_edits(next, frozen, true);
+    update::take_frozen_edits(next, frozen, &policy_of, true);
 }
 
 type MaybeMarked = (Vec<update::Marked>, Vec<update::Marked>);

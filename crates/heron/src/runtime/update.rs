@@ -1386,30 +1386,22 @@ pub(crate) fn thaw_at_start(
     policies: &HashMap<Name, ZonePolicy>,
 ) -> (Vec<Name>, Vec<(Name, std::path::PathBuf)>) {
     let candidates: Vec<Marked> = (zones.iter())
-        .filter(|z| !z.kept)
-        .filter_map(|z| {
-            let policy = Arc::new(policies.get(&z.origin)?.clone());
-            Some((
-                z.origin.clone(),
-                z.file.clone(),
-                z.signing.is_some(),
-                policy,
-            ))
-        })
+        .filter(|z| !z.kept && policies.contains_key(&z.origin))
+        .map(|z| (z.origin.clone(), z.file.clone(), z.signing.is_some()))
         .collect();
-    let files: Vec<&std::path::Path> = candidates.iter().map(|c| c.1.as_path()).collect();
-    let marked = freeze_mark::which_marked(&files);
-    let frozen = (candidates.iter().zip(marked))
-        .filter(|(_, m)| *m)
-        .map(|(c, _)| c.0.to_lowercase())
-        .collect();
-    let signed_edits = take_frozen_edits(catalog, candidates, false);
-    (frozen, signed_edits)
+    // A policy is copied only for a zone that has a mark (few, if any).
+    let policy_of = |o: &Name| policies.get(o).cloned().map(Arc::new);
+    take_frozen_edits(catalog, candidates, &policy_of, false)
 }
 
 /// A zone that may have been frozen: its origin, file, whether Heron
-/// signs it, its policy.
-pub(crate) type Marked = (Name, std::path::PathBuf, bool, Arc<ZonePolicy>);
+/// signs it.
+pub(crate) type Marked = (Name, std::path::PathBuf, bool);
+
+/// How the zones a freeze's mark concerns come out of it: those that had
+/// one (lower-cased), and the signed ones whose file is to get the serial
+/// served once it is final ([`write_served_serials`]).
+pub(crate) type FrozenEdits = (Vec<Name>, Vec<(Name, std::path::PathBuf)>);
 
 /// [`thaw_at_start`] for the zones of `candidates` with a mark beside
 /// their file; `still_frozen`: the zones stay frozen (a reload that loads
@@ -1417,21 +1409,18 @@ pub(crate) type Marked = (Name, std::path::PathBuf, bool, Arc<ZonePolicy>);
 /// renewed at the new serial. A zone a reload loads after its start
 /// failed, or puts back, is judged so too (regression hunt AR-7: its edit
 /// was served under the frozen serial).
-/// Returns the signed zones thawed whose file was edited with its serial
-/// left: their file is to get the serial served, once it is final
-/// ([`write_served_serials`]).
 pub(crate) fn take_frozen_edits(
     catalog: &mut Catalog,
     candidates: Vec<Marked>,
+    policy_of: &dyn Fn(&Name) -> Option<Arc<ZonePolicy>>,
     still_frozen: bool,
-) -> Vec<(Name, std::path::PathBuf)> {
+) -> FrozenEdits {
     let files: Vec<&std::path::Path> = candidates.iter().map(|c| c.1.as_path()).collect();
     let marked = freeze_mark::which_marked(&files);
-    let mut signed_edits = Vec::new();
-    for ((origin, file, signed, policy), _) in
-        candidates.into_iter().zip(marked).filter(|(_, m)| *m)
-    {
-        let Some(zone) = catalog.get(&origin).cloned() else {
+    let (mut frozen, mut signed_edits) = (Vec::new(), Vec::new());
+    for ((origin, file, signed), _) in candidates.into_iter().zip(marked).filter(|(_, m)| *m) {
+        frozen.push(origin.to_lowercase());
+        let (Some(zone), Some(policy)) = (catalog.get(&origin).cloned(), policy_of(&origin)) else {
             continue; // not loaded: the mark waits for a load
         };
         // A signed zone is signed from its file with a serial of its own;
@@ -1470,7 +1459,7 @@ pub(crate) fn take_frozen_edits(
             ),
         }
     }
-    signed_edits
+    (frozen, signed_edits)
 }
 
 /// Writes to the file of each signed zone of `edited` its version served,
