@@ -422,6 +422,41 @@ fn acme_challenge_added_and_deleted_as_certbot_and_lego_do() {
     }
 }
 
+/// The update's log line says which changes the RFC's rules ignored and
+/// why (black-box finding AP-4: an apex NS deletion and a CNAME beside
+/// other data were logged as made, though the NS stayed and only the MX
+/// was added).
+#[test]
+fn the_log_line_says_which_changes_were_ignored() {
+    let file = zone_file("ignored");
+    let server = start(&file, "");
+    let addr = server.addr();
+    let changes = format!(
+        "update delete {ZONE} NS\nupdate add {ZONE} 300 CNAME x.example.\n\
+         update add {ZONE} 300 MX 20 mx2.{ZONE}."
+    );
+    assert_eq!(
+        send(Client::Nsupdate, addr, Some("ops"), false, &changes),
+        "NOERROR"
+    );
+    assert_eq!(
+        answer(addr, ZONE, RType::NS),
+        [format!("{ZONE}. 300 IN NS ns.{ZONE}.")]
+    );
+    let said = format!(
+        "-{ZONE}. NS (ignored: the apex keeps its SOA and NS) \
+         +{ZONE}. CNAME (ignored: a CNAME does not join other data) +{ZONE}. MX"
+    );
+    assert!(server.wait_for_log(&said), "{}", server.log());
+    let beside = "update add www.upd.test 300 CNAME ns.upd.test.";
+    assert_eq!(
+        send(Client::Nsupdate, addr, Some("ops"), true, beside),
+        "NOERROR"
+    );
+    let said = "(nothing changed) +www.upd.test. CNAME (ignored: a CNAME does not join other data)";
+    assert!(server.wait_for_log(said), "{}", server.log());
+}
+
 /// An update reaches a Knot secondary by NOTIFY and IXFR.
 #[test]
 fn a_knot_secondary_takes_the_update_by_ixfr() {

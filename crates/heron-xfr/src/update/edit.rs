@@ -80,6 +80,33 @@ pub(crate) struct Edit<'z> {
     nodes: BTreeMap<Vec<u8>, WorkNode>,
     /// An SOA the client added with a later serial (RFC 2136 3.4.2.2).
     new_soa: Option<DiffRecord>,
+    /// The changes seen so far.
+    seen: usize,
+    /// The changes the RFC's rules ignored, and why.
+    ignored: Vec<Ignored>,
+    /// The DS records added away from the apex, by place and owner: one
+    /// left at a name with no NS is ignored once the update is applied.
+    ds_added: Vec<(usize, Vec<u8>)>,
+}
+
+/// A change of an update's section that the RFC's rules ignore (RFC 2136
+/// 3.4.2, and a DS away from a delegation): its place in the section and
+/// why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ignored {
+    pub at: usize,
+    pub why: &'static str,
+}
+
+/// Why a deletion of the apex SOA or NS RRset is ignored (3.4.2.3).
+const APEX_KEPT: &str = "the apex keeps its SOA and NS";
+
+/// What an update's changes came to: the step they make, with the names
+/// they reached as they leave them (None if nothing changed), and the
+/// changes the rules ignored.
+pub(crate) struct Edited {
+    pub(crate) step: Option<(ZoneDiff, Vec<NodeNow>)>,
+    pub(crate) ignored: Vec<Ignored>,
 }
 
 /// DNSSEC types the signer keeps: never changed by a client. ZONEMD
@@ -105,6 +132,9 @@ impl<'z> Edit<'z> {
             zone,
             nodes: BTreeMap::new(),
             new_soa: None,
+            seen: 0,
+            ignored: Vec::new(),
+            ds_added: Vec::new(),
         }
     }
 
@@ -142,7 +172,8 @@ impl<'z> Edit<'z> {
     /// DS before its NS is taken.
     fn keep_ds_at_delegations(&mut self) {
         let origin = self.zone.origin().to_lowercase();
-        for node in self.nodes.values_mut() {
+        let mut dropped = Vec::new();
+        for (key, node) in self.nodes.iter_mut() {
             let had = |rtype| node.before.iter().any(|s| s.rtype == rtype);
             // Only what this update did: a DS it brought, or an NS it took.
             let touched = !had(RType::DS) || had(RType::NS);
@@ -150,12 +181,36 @@ impl<'z> Edit<'z> {
             let orphan = node.set(RType::DS).is_some() && node.set(RType::NS).is_none();
             if orphan && touched && !apex {
                 node.remove(|rtype| rtype != RType::DS);
+                dropped.push(key.clone());
             }
+        }
+        let why = "a DS stands only at a delegation";
+        let gone = (self.ds_added.iter()).filter(|(_, owner)| dropped.contains(owner));
+        (self.ignored).extend(gone.map(|&(at, _)| Ignored { at, why }));
+        self.ignored.sort_by_key(|i| i.at);
+    }
+
+    /// Applies the next change of the update section, noting it if the
+    /// RFC's rules ignore it (for the update's log line: an operator
+    /// reading it must not take an ignored change for one made).
+    pub(crate) fn change(&mut self, change: &Change) {
+        let at = self.seen;
+        self.seen += 1;
+        if let Some(why) = self.apply(change) {
+            self.ignored.push(Ignored { at, why });
+        } else if let Change::Add {
+            owner,
+            rtype: RType::DS,
+            ..
+        } = change
+        {
+            self.ds_added
+                .push((at, owner.to_lowercase().as_wire().to_vec()));
         }
     }
 
-    /// Applies one change of the update section.
-    pub(crate) fn change(&mut self, change: &Change) {
+    /// Applies one change; why it is ignored, if it is.
+    fn apply(&mut self, change: &Change) -> Option<&'static str> {
         let apex = self.is_apex(change.owner());
         match change {
             Change::Add {
@@ -165,15 +220,18 @@ impl<'z> Edit<'z> {
                 rdata,
             } => self.add(owner, *rtype, *ttl, rdata, apex),
             Change::DeleteRrset(owner, rtype) => {
-                if !(apex && matches!(*rtype, RType::SOA | RType::NS)) {
-                    let rtype = *rtype;
-                    self.node(owner).remove(|t| t != rtype);
+                if apex && matches!(*rtype, RType::SOA | RType::NS) {
+                    return Some(APEX_KEPT);
                 }
+                let rtype = *rtype;
+                self.node(owner).remove(|t| t != rtype);
+                None
             }
             Change::DeleteName(owner) => {
                 let keep =
                     |t: RType| is_dnssec_type(t) || (apex && matches!(t, RType::SOA | RType::NS));
                 self.node(owner).remove(keep);
+                None
             }
             Change::DeleteRecord(owner, rtype, rdata) => {
                 self.delete_record(owner, *rtype, rdata, apex)
@@ -181,12 +239,20 @@ impl<'z> Edit<'z> {
         }
     }
 
-    fn add(&mut self, owner: &Name, rtype: RType, ttl: u32, rdata: &[u8], apex: bool) {
+    fn add(
+        &mut self,
+        owner: &Name,
+        rtype: RType,
+        ttl: u32,
+        rdata: &[u8],
+        apex: bool,
+    ) -> Option<&'static str> {
         if rtype == RType::SOA {
             return self.add_soa(owner, ttl, rdata, apex);
         }
         if apex && rtype == RType::DS {
-            return; // the parent's, not the zone's (RFC 4035 2.4), as BIND
+            // The parent's, not the zone's (RFC 4035 2.4), as BIND.
+            return Some("a DS at the apex is the parent's");
         }
         let node = self.node(owner);
         let others = |n: &WorkNode| {
@@ -196,15 +262,15 @@ impl<'z> Edit<'z> {
         };
         if rtype == RType::CNAME {
             if others(node) {
-                return; // 3.4.2.2: a CNAME does not join other data
+                return Some("a CNAME does not join other data"); // 3.4.2.2
             }
             let set = node.set_mut(RType::CNAME, ttl);
             set.ttl = ttl;
             set.rdatas = vec![rdata.to_vec()];
-            return;
+            return None;
         }
         if node.set(RType::CNAME).is_some() && !is_dnssec_type(rtype) {
-            return; // nor other data a CNAME
+            return Some("a CNAME's name takes no other data");
         }
         let set = node.set_mut(rtype, ttl);
         // An RRset has one TTL (RFC 2181 5.2): the latest given.
@@ -212,12 +278,19 @@ impl<'z> Edit<'z> {
         if !set.rdatas.iter().any(|r| rdata_equal(rtype, r, rdata)) {
             set.rdatas.push(rdata.to_vec());
         }
+        None
     }
 
     /// An SOA replaces the apex's only if its serial is later (3.4.2.2).
-    fn add_soa(&mut self, owner: &Name, ttl: u32, rdata: &[u8], apex: bool) {
+    fn add_soa(
+        &mut self,
+        owner: &Name,
+        ttl: u32,
+        rdata: &[u8],
+        apex: bool,
+    ) -> Option<&'static str> {
         if !apex {
-            return;
+            return Some("an SOA stands only at the apex");
         }
         let current = self.new_soa.as_ref().map_or(self.zone.serial(), |soa| {
             rdata::soa_serial(&soa.rdata).unwrap_or(0)
@@ -230,39 +303,50 @@ impl<'z> Edit<'z> {
                     ttl,
                     rdata: rdata.to_vec(),
                 });
+                None
             }
-            _ => {}
+            _ => Some("its serial is not later than the zone's"),
         }
     }
 
-    fn delete_record(&mut self, owner: &Name, rtype: RType, rdata: &[u8], apex: bool) {
+    fn delete_record(
+        &mut self,
+        owner: &Name,
+        rtype: RType,
+        rdata: &[u8],
+        apex: bool,
+    ) -> Option<&'static str> {
         if rtype == RType::SOA {
-            return;
+            return Some(APEX_KEPT);
         }
         let node = self.node(owner);
-        let Some(set) = node.after.iter_mut().find(|s| s.rtype == rtype) else {
-            return;
-        };
-        let Some(at) = set.rdatas.iter().position(|r| rdata_equal(rtype, r, rdata)) else {
-            return;
-        };
+        let set = node.after.iter_mut().find(|s| s.rtype == rtype)?;
+        let at = set
+            .rdatas
+            .iter()
+            .position(|r| rdata_equal(rtype, r, rdata))?;
         if apex && rtype == RType::NS && set.rdatas.len() == 1 {
-            return; // the apex keeps its last NS
+            return Some("the apex keeps its last NS");
         }
         set.rdatas.remove(at);
         node.after.retain(|s| !s.rdatas.is_empty());
+        None
     }
 
     /// The change as a diff from the zone served: records deleted and
     /// added, and the SOA with the serial `policy` gives (or the one the
-    /// client sent); with the names it reached as it leaves them. None
-    /// when the changes change nothing.
-    pub(crate) fn finish(
-        mut self,
-        policy: SerialPolicy,
-        now: u64,
-    ) -> Option<(ZoneDiff, Vec<NodeNow>)> {
+    /// client sent); with the names it reached as it leaves them (None
+    /// when the changes change nothing), and the changes ignored.
+    pub(crate) fn finish(mut self, policy: SerialPolicy, now: u64) -> Edited {
         self.keep_ds_at_delegations();
+        let ignored = std::mem::take(&mut self.ignored);
+        Edited {
+            step: self.step(policy, now),
+            ignored,
+        }
+    }
+
+    fn step(self, policy: SerialPolicy, now: u64) -> Option<(ZoneDiff, Vec<NodeNow>)> {
         let mut deleted = Vec::new();
         let mut added = Vec::new();
         for node in self.nodes.values() {

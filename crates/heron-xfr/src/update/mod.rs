@@ -26,14 +26,14 @@ use heron_proto::{Name, RType, Rcode};
 use heron_zone::Zone;
 use heron_zone::diff::ZoneDiff;
 
-pub use edit::is_dnssec_type;
+pub use edit::{Ignored, is_dnssec_type};
 pub use message::{Change, Prerequisite, Rejected, UpdateMessage, parse};
 pub use pending::{Finished, Pending};
 pub use rules::{Requester, UpdatePolicy, UpdateRule};
 pub use serial::SerialPolicy;
 
 use message::reject;
-use view::{NodeNow, View};
+use view::View;
 
 /// A zone's settings for updates.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -74,11 +74,23 @@ pub fn process(
     who: Requester,
     now: u64,
 ) -> Result<Applied, Rejected> {
-    let Some((diff, _)) = edit_of(zone, update, settings, who, now)? else {
-        return Ok(Applied::Unchanged);
+    process_noting(zone, update, settings, who, now).map(|(applied, _)| applied)
+}
+
+/// [`process`], with the changes the RFC's rules ignored.
+pub fn process_noting(
+    zone: &Zone,
+    update: &UpdateMessage,
+    settings: &UpdateSettings,
+    who: Requester,
+    now: u64,
+) -> Result<(Applied, Vec<Ignored>), Rejected> {
+    let edited = edit_of(zone, update, settings, who, now)?;
+    let Some((diff, _)) = edited.step else {
+        return Ok((Applied::Unchanged, edited.ignored));
     };
     match zone.apply(&diff) {
-        Ok(next) => Ok(Applied::Changed(Box::new(next), diff)),
+        Ok(next) => Ok((Applied::Changed(Box::new(next), diff), edited.ignored)),
         Err(problems) => {
             let first = problems.first().map_or("", |p| p.message.as_str());
             Err(reject(
@@ -91,14 +103,15 @@ pub fn process(
 
 /// The zone section, the prerequisites, the permissions and the changes
 /// of one update read against `zone`: the step it makes, with the names
-/// it reached as it leaves them; None if it changes nothing.
+/// it reached as it leaves them (None if it changes nothing), and the
+/// changes ignored.
 fn edit_of(
     zone: &dyn View,
     update: &UpdateMessage,
     settings: &UpdateSettings,
     who: Requester,
     now: u64,
-) -> Result<Option<(ZoneDiff, Vec<NodeNow>)>, Rejected> {
+) -> Result<edit::Edited, Rejected> {
     if &update.zone != zone.origin() || update.class != zone.class() {
         let why = format!("{} {} is not this zone", update.zone, update.class);
         return Err(reject(Rcode::NOTAUTH, why));

@@ -21,7 +21,7 @@ use heron_zone::{Problem, Zone};
 use super::message::{Rejected, UpdateMessage};
 use super::rules::Requester;
 use super::view::{NodeNow, Set, View, record_changes};
-use super::{UpdateSettings, edit_of};
+use super::{Ignored, UpdateSettings, edit_of};
 
 /// A zone with some updates applied and no version made yet.
 pub struct Pending {
@@ -56,8 +56,21 @@ impl Pending {
         who: Requester,
         now: u64,
     ) -> Result<bool, Rejected> {
-        let Some((step, reached)) = edit_of(self, update, settings, who, now)? else {
-            return Ok(false);
+        self.process_noting(update, settings, who, now)
+            .map(|(changed, _)| changed)
+    }
+
+    /// [`Pending::process`], with the changes the RFC's rules ignored.
+    pub fn process_noting(
+        &mut self,
+        update: &UpdateMessage,
+        settings: &UpdateSettings,
+        who: Requester,
+        now: u64,
+    ) -> Result<(bool, Vec<Ignored>), Rejected> {
+        let edited = edit_of(self, update, settings, who, now)?;
+        let Some((step, reached)) = edited.step else {
+            return Ok((false, edited.ignored));
         };
         for node in reached {
             let key = node.owner.to_lowercase().as_wire().to_vec();
@@ -65,7 +78,7 @@ impl Pending {
         }
         self.soa = step.new_soa.clone();
         self.steps.push(step);
-        Ok(true)
+        Ok((true, edited.ignored))
     }
 
     /// The SOA serial the updates so far lead to.

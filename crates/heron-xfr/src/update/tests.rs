@@ -1161,3 +1161,74 @@ fn record_changes_are_those_of_a_pairwise_comparison() {
         assert_eq!((deleted, added), (want_deleted, want_added));
     }
 }
+
+/// The changes the RFC's rules ignore are told, each with its place in
+/// the update section and why, so that the update's log line does not
+/// name them as made (black-box finding AP-4: an apex NS deletion and a
+/// CNAME beside other data were logged as done); the changes made are
+/// not among them.
+#[test]
+fn the_changes_ignored_are_told_with_why() {
+    let soa = |serial: u32| {
+        let mut rdata = name("ns.u.test").as_wire().to_vec();
+        rdata.extend_from_slice(name("h.u.test").as_wire());
+        [serial, 2, 3, 4, 5]
+            .iter()
+            .for_each(|v| rdata.extend_from_slice(&v.to_be_bytes()));
+        rdata
+    };
+    let ds = [&[0, 1, 13, 2][..], &[0xAA; 32]].concat();
+    let b = Builder::new()
+        .update(ORIGIN, RType::NS, ANY, 0, &[]) // 0: apex NS kept
+        .add(ORIGIN, RType::CNAME, name("x.example").as_wire()) // 1: beside SOA, NS
+        .add(ORIGIN, RType::MX, &[0, 20, 2, b'm', b'x', 0]) // 2: made
+        .add("alias.u.test", RType::A, &[192, 0, 2, 9]) // 3: at a CNAME
+        .add(ORIGIN, RType::SOA, &soa(9)) // 4: serial not later than 10
+        .add(ORIGIN, RType::DS, &ds) // 5: the parent's
+        .add("leaf.u.test", RType::DS, &ds) // 6: no delegation
+        .update(ORIGIN, RType::SOA, NONE, 0, &soa(10)) // 7: the SOA stays
+        .update("www.u.test", RType::A, NONE, 0, &[192, 0, 2, 10]); // 8: made
+    let update = parse(&b.bytes()).unwrap();
+    let key = key_k();
+    let who = Requester {
+        ip: "127.0.0.1".parse().unwrap(),
+        key: Some(&key),
+    };
+    let (applied, ignored) =
+        process_noting(&zone(""), &update, &everyone(), who, 1_795_608_000).unwrap();
+    assert!(
+        matches!(applied, Applied::Changed(..)),
+        "the MX and the A deletion are made"
+    );
+    let told: Vec<(usize, &str)> = ignored.iter().map(|i| (i.at, i.why)).collect();
+    assert_eq!(
+        told,
+        vec![
+            (0, "the apex keeps its SOA and NS"),
+            (1, "a CNAME does not join other data"),
+            (3, "a CNAME's name takes no other data"),
+            (4, "its serial is not later than the zone's"),
+            (5, "a DS at the apex is the parent's"),
+            (6, "a DS stands only at a delegation"),
+            (7, "the apex keeps its SOA and NS"),
+        ]
+    );
+    // The apex's last NS, and a batch's second update reading the first's.
+    let zone = zone("");
+    let mut pending = Pending::new(std::sync::Arc::new(zone));
+    let first = Builder::new().update(ORIGIN, RType::NS, NONE, 0, name("ns.u.test").as_wire());
+    let (changed, none) =
+        (pending.process_noting(&parse(&first.bytes()).unwrap(), &everyone(), who, 0)).unwrap();
+    assert!(changed && none.is_empty(), "{none:?}");
+    let last = Builder::new().update(ORIGIN, RType::NS, NONE, 0, name("ns2.u.test").as_wire());
+    let (changed, ignored) =
+        (pending.process_noting(&parse(&last.bytes()).unwrap(), &everyone(), who, 0)).unwrap();
+    assert!(!changed);
+    assert_eq!(
+        ignored,
+        vec![Ignored {
+            at: 0,
+            why: "the apex keeps its last NS"
+        }]
+    );
+}

@@ -25,7 +25,7 @@ use heron_xfr::journal::files::steps_after;
 use heron_xfr::primary::ZonePolicy;
 use heron_xfr::secondary::store::{write_plain_zone_file, write_unsigned_zone_file};
 use heron_xfr::update::{
-    Applied, Change, Finished, Pending, Requester, UpdateMessage, parse, process,
+    Applied, Change, Finished, Ignored, Pending, Requester, UpdateMessage, parse, process_noting,
 };
 use heron_zone::diff::ZoneDiff;
 use heron_zone::{Catalog, Zone};
@@ -906,6 +906,8 @@ struct Outcome {
     message: Option<UpdateMessage>,
     /// Read and waiting for its zone's turn.
     waiting: bool,
+    /// Its changes that the RFC's rules ignored.
+    ignored: Vec<Ignored>,
 }
 
 impl Outcome {
@@ -915,21 +917,23 @@ impl Outcome {
             why: why.into(),
             message: None,
             waiting: false,
+            ignored: Vec::new(),
         }
     }
 
-    fn decide(&mut self, rcode: Rcode, why: String) {
+    fn decide(&mut self, rcode: Rcode, why: String, ignored: Vec<Ignored>) {
         (self.rcode, self.why, self.waiting) = (rcode, why, false);
+        self.ignored = ignored;
     }
 
     fn log(&self, update: &Update) {
         let changes = self.message.as_ref().map_or(&[][..], |m| &m.changes[..]);
+        let (rcode, why) = (self.rcode, &self.why);
         log(
             &update.request,
             requester(update),
-            self.rcode,
-            &self.why,
-            changes,
+            (rcode, why),
+            (changes, &self.ignored),
         );
     }
 }
@@ -974,6 +978,7 @@ fn admit(update: &Update, served: &Catalog, xfr: &Transfers) -> Outcome {
             why: String::new(),
             message: Some(message),
             waiting: true,
+            ignored: Vec::new(),
         },
         Err(e) => Outcome::answered(e.rcode, e.why),
     }
@@ -1003,15 +1008,17 @@ impl ZoneRun<'_> {
             };
             let from = pending.serial();
             let who = requester(&self.batch[at]);
-            let (rcode, why) = match pending.process(message, &policy.update, who, self.now) {
-                Ok(true) => (
+            let run = pending.process_noting(message, &policy.update, who, self.now);
+            let (rcode, why, ignored) = match run {
+                Ok((true, ignored)) => (
                     Rcode::NOERROR,
                     format!("serial {from} -> {}", pending.serial()),
+                    ignored,
                 ),
-                Ok(false) => (Rcode::NOERROR, "nothing changed".to_string()),
-                Err(e) => (e.rcode, e.why),
+                Ok((false, ignored)) => (Rcode::NOERROR, "nothing changed".to_string(), ignored),
+                Err(e) => (e.rcode, e.why, Vec::new()),
             };
-            outcome.decide(rcode, why);
+            outcome.decide(rcode, why, ignored);
         }
         if !pending.is_changed() {
             return None;
@@ -1044,17 +1051,20 @@ impl ZoneRun<'_> {
                 continue;
             };
             let who = requester(&self.batch[at]);
-            let (rcode, why) = match process(&zone, message, &policy.update, who, self.now) {
-                Ok(Applied::Changed(next, step)) => {
+            let run = process_noting(&zone, message, &policy.update, who, self.now);
+            let (rcode, why, ignored) = match run {
+                Ok((Applied::Changed(next, step), ignored)) => {
                     let why = format!("serial {} -> {}", zone.serial(), next.serial());
                     zone = Arc::new(*next);
                     steps.push(step);
-                    (Rcode::NOERROR, why)
+                    (Rcode::NOERROR, why, ignored)
                 }
-                Ok(Applied::Unchanged) => (Rcode::NOERROR, "nothing changed".to_string()),
-                Err(e) => (e.rcode, e.why),
+                Ok((Applied::Unchanged, ignored)) => {
+                    (Rcode::NOERROR, "nothing changed".to_string(), ignored)
+                }
+                Err(e) => (e.rcode, e.why, Vec::new()),
             };
-            outcome.decide(rcode, why);
+            outcome.decide(rcode, why, ignored);
         }
         (!steps.is_empty()).then_some(Working {
             zone,
@@ -1101,22 +1111,25 @@ fn sign_updated(
 }
 
 /// The update's log line (bounded: at most [`CHANGES_LOGGED`] changes
-/// named, names as presentation text, escaped); returns `rcode`.
+/// named, names as presentation text, escaped; a change the RFC's rules
+/// ignored is said to be, with why); returns `rcode`.
 fn log(
     request: &heron_server::processor::UpdateRequest,
     who: Requester,
-    rcode: Rcode,
-    why: &str,
-    changes: &[Change],
+    (rcode, why): (Rcode, &str),
+    (changes, ignored): (&[Change], &[Ignored]),
 ) -> Rcode {
     let mut listed = String::new();
-    for change in changes.iter().take(CHANGES_LOGGED) {
+    for (at, change) in changes.iter().enumerate().take(CHANGES_LOGGED) {
         let _ = match change {
             Change::Add { owner, rtype, .. } => write!(listed, " +{owner} {rtype}"),
             Change::DeleteRrset(owner, rtype) => write!(listed, " -{owner} {rtype}"),
             Change::DeleteName(owner) => write!(listed, " -{owner} ANY"),
             Change::DeleteRecord(owner, rtype, _) => write!(listed, " -{owner} {rtype} (one)"),
         };
+        if let Some(ignored) = ignored.iter().find(|i| i.at == at) {
+            let _ = write!(listed, " (ignored: {})", ignored.why);
+        }
     }
     if changes.len() > CHANGES_LOGGED {
         let _ = write!(listed, " and {} more", changes.len() - CHANGES_LOGGED);
