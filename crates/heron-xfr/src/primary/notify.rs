@@ -136,6 +136,13 @@ struct Driver {
     readers: Vec<JoinHandle<()>>,
     /// The key and request MAC of each signed NOTIFY's last message.
     signed: HashMap<PendingId, (Key, Vec<u8>)>,
+    /// The last answer to a signed NOTIFY that was not taken for want of
+    /// a valid TSIG (its rcode, why): an unsigned answer may be forged,
+    /// so it does not end the NOTIFY, but once the tries are spent the
+    /// outcome says the target did answer (black-box finding AP-6: `heron
+    /// ctl notify` said "no answer" of an NSD that answered NXDOMAIN
+    /// unsigned). One entry per NOTIFY under way.
+    unverified: HashMap<PendingId, (Rcode, String)>,
     waiters: Vec<Waiter>,
     actions: Vec<NotifyAction>,
     /// Warnings about NOTIFYs that did not end well, bounded per target.
@@ -157,6 +164,7 @@ impl Driver {
             replies,
             readers: Vec::new(),
             signed: HashMap::new(),
+            unverified: HashMap::new(),
             waiters: Vec::new(),
             actions: Vec::new(),
             outcome_lines: OutcomeLines::default(),
@@ -262,7 +270,13 @@ impl Driver {
                 self.machine
                     .failed(Instant::now(), pending, why, &mut self.actions);
             }
-            _ => tracing::warn!("NOTIFY for {origin}: answer from {from} failed TSIG: {e}"),
+            _ => {
+                let rcode = Rcode(Header::read(reply).map_or(0, |h| h.rcode()));
+                tracing::debug!(
+                    "NOTIFY for {origin}: answer {rcode} from {from} not taken: its TSIG failed: {e}"
+                );
+                self.unverified.insert(pending, (rcode, e.to_string()));
+            }
         }
     }
 
@@ -270,7 +284,7 @@ impl Driver {
     /// NOTIFYs end now, failed.
     fn unreachable(&mut self, target: SocketAddr) {
         for pending in self.machine.pending_to(target) {
-            let why = "port unreachable: nothing listens for NOTIFY there".to_string();
+            let why = UNREACHABLE.to_string();
             self.machine
                 .failed(Instant::now(), pending, why, &mut self.actions);
         }
@@ -333,6 +347,9 @@ impl Driver {
         let socket = self.socket_for(target)?;
         match socket.send_to(&msg, target.addr).await {
             Ok(_) => Ok(()),
+            // The ICMP of an earlier NOTIFY, told on this send: said as
+            // when it is read (`unreachable`), not in other words.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Err(UNREACHABLE.into()),
             Err(e) => Err(e.to_string()),
         }
     }
@@ -369,6 +386,12 @@ impl Driver {
         outcome: Outcome,
     ) {
         self.signed.remove(&pending);
+        let outcome = match (self.unverified.remove(&pending), outcome) {
+            (Some((rcode, why)), Outcome::NoAnswer) => Outcome::Failed(format!(
+                "no answer with a valid TSIG; answered {rcode} without one ({why}), not taken"
+            )),
+            (_, outcome) => outcome,
+        };
         if self.outcome_lines.admit(target, &outcome, Instant::now()) {
             log_outcome(origin, target, &outcome, self.outcome_lines.untold(target));
         }
@@ -399,6 +422,9 @@ impl Driver {
         }
     }
 }
+
+/// Why a NOTIFY to a closed port failed.
+const UNREACHABLE: &str = "port unreachable: nothing listens for NOTIFY there";
 
 async fn sleep_until(at: Option<Instant>) {
     match at {
@@ -792,6 +818,22 @@ mod tests {
         assert_eq!(fake.await.unwrap(), 1);
     }
 
+    /// The outcome of a NOTIFY signed with key `ours` to `addr`.
+    async fn notify_signed_with_ours(
+        addr: SocketAddr,
+        first_timeout: Duration,
+    ) -> Vec<(SocketAddr, Outcome)> {
+        let keys = SharedKeys::new(Arc::new(vec![key("ours")]));
+        let notifier = Notifier::spawn(keys, first_timeout, Arc::default());
+        let signed = NotifyTarget {
+            key: Some(Name::parse("ours").unwrap()),
+            ..target(addr)
+        };
+        notifier
+            .notify_and_wait(&Name::parse("n.test").unwrap(), soa(), &[signed])
+            .await
+    }
+
     /// A secondary that does not know our key answers NOTAUTH with
     /// BADKEY: the NOTIFY ends at once with that error, not after every
     /// retry as "no answer" (black-box finding; Knot and BIND stop too).
@@ -800,20 +842,41 @@ mod tests {
         let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let addr = socket.local_addr().unwrap();
         let fake = tokio::spawn(keyed_secondary(socket, vec![key("other")], 1));
-        let keys = SharedKeys::new(Arc::new(vec![key("ours")]));
-        let notifier = Notifier::spawn(keys, Duration::from_millis(200), Arc::default());
-        let signed = NotifyTarget {
-            key: Some(Name::parse("ours").unwrap()),
-            ..target(addr)
-        };
-        let outcomes = notifier
-            .notify_and_wait(&Name::parse("n.test").unwrap(), soa(), &[signed])
-            .await;
+        let outcomes = notify_signed_with_ours(addr, Duration::from_millis(200)).await;
         assert!(
             matches!(&outcomes[..], [(_, Outcome::Failed(why))] if why.contains("NOTAUTH") && why.contains("BADKEY")),
             "{outcomes:?}"
         );
         assert_eq!(fake.await.unwrap().len(), 1, "sent once");
+    }
+
+    /// A secondary that does not serve the zone answers our signed
+    /// NOTIFY with NXDOMAIN, unsigned (NSD): the answer may be forged,
+    /// so every try is sent, but the outcome says it answered and why it
+    /// was not taken, not "no answer" (black-box finding AP-6).
+    #[tokio::test]
+    async fn an_unsigned_answer_to_a_signed_notify_is_said_when_the_tries_are_spent() {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        let fake = tokio::spawn(async move {
+            let mut buf = [0u8; 512];
+            for _ in 0..TRIES {
+                let (n, from) = socket.recv_from(&mut buf).await.unwrap();
+                let tsig_at = tsig::find(&buf[..n]).unwrap().expect("signed").start;
+                let mut reply = buf[..tsig_at].to_vec();
+                reply[2] |= 0x80;
+                reply[3] = (reply[3] & 0xF0) | Rcode::NXDOMAIN.0 as u8;
+                reply[10..12].copy_from_slice(&[0, 0]);
+                socket.send_to(&reply, from).await.unwrap();
+            }
+        });
+        let outcomes = notify_signed_with_ours(addr, Duration::from_millis(5)).await;
+        assert!(
+            matches!(&outcomes[..], [(_, Outcome::Failed(why))]
+                if why.contains("answered NXDOMAIN without") && why.contains("not signed")),
+            "{outcomes:?}"
+        );
+        fake.await.unwrap(); // every try was sent
     }
 
     /// One address told with two keys (a secondary whose views are
