@@ -329,6 +329,12 @@ fn check_config_refuses_key_directories_serve_would_refuse() {
         "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n",
     )
     .unwrap();
+    // A link to a folder that is not there (a volume not mounted): serve
+    // cannot make its keys there (black-box finding AS-6).
+    let dangling = dir.path().join("dangling");
+    std::os::unix::fs::symlink(dir.path().join("not-mounted/keys"), &dangling).unwrap();
+    let third = dir.path().join("third.zone");
+    std::fs::copy(&other, &third).unwrap();
     let config = dir.path().join("heron.toml");
     std::fs::write(
         &config,
@@ -336,17 +342,22 @@ fn check_config_refuses_key_directories_serve_would_refuse() {
             "[[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\ndnssec-policy = \"default\"\n\
              key-directory = \"{}\"\n\
              [[zone]]\norigin = \"other.test.\"\nfile = \"{}\"\ndnssec-policy = \"default\"\n\
+             key-directory = \"{}\"\n\
+             [[zone]]\norigin = \"third.test.\"\nfile = \"{}\"\ndnssec-policy = \"default\"\n\
              key-directory = \"{}\"\n",
             zone_file().display(),
             keys.display(),
             other.display(),
-            not_a_folder.display()
+            not_a_folder.display(),
+            third.display(),
+            dangling.display()
         ),
     )
     .unwrap();
     let said = check_config_refuses(&config);
     assert!(said.contains("2 keys that sign as a KSK or CSK"), "{said}");
     assert!(said.contains("is not a directory"), "{said}");
+    assert!(said.contains("which does not exist"), "{said}");
 }
 
 /// check-config by a user who may not read a zone's key directory (the

@@ -524,7 +524,10 @@ fn load_or_adopt(
     }
     let mut files = read_key_files(dir, zone)?;
     refuse_a_rollover_under_way(&files, path, dir)?;
-    files.retain(|(_, f)| f.algorithm == policy.algorithm);
+    // Whatever their algorithm: the keys served, whose DS the parent may
+    // hold; one of another algorithm than the policy's is rolled from
+    // as a changed `algorithm` is (black-box finding AS-7: it was left
+    // out, a key of the policy's made and served alone: bogus at once).
     files.sort_by_key(|(_, f)| std::cmp::Reverse(f.created));
     let mut keys: Vec<Key> = Vec::new();
     for (id, file) in files {
@@ -567,7 +570,16 @@ pub fn keys_refused(settings: &crate::config::Settings) -> (Vec<String>, Vec<Str
         let dir = &signing.key_directory;
         let denied = |e: &std::io::Error| e.kind() == std::io::ErrorKind::PermissionDenied;
         let refused = match fs::metadata(dir) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            // A link to nothing (a volume not mounted) is no folder the
+            // first signing can make (black-box finding AS-6).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match fs::read_link(dir) {
+                Ok(to) => Err(Some(format!(
+                    "key directory {} is a link to {}, which does not exist",
+                    dir.display(),
+                    to.display()
+                ))),
+                Err(_) => continue,
+            },
             Err(e) if denied(&e) => Err(None),
             Err(e) => Err(Some(format!("{}: {e}", dir.display()))),
             Ok(m) if !m.is_dir() => {
@@ -1065,6 +1077,32 @@ mod tests {
             panic!("the new algorithm's keys taken alone");
         };
         assert!(refused.contains("sign as a KSK or CSK"), "{refused}");
+    }
+
+    /// Key files of another algorithm than the policy's and no state
+    /// file (a zone signed before, its policy's algorithm changed with
+    /// the state file lost or never made): the keys are taken up as in
+    /// use and the algorithm rolled, not dropped for a new key served
+    /// alone (black-box finding AS-7: bogus at a parent holding the old
+    /// key's DS).
+    #[test]
+    fn keys_of_another_algorithm_without_a_state_file_are_rolled_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let served = step(&origin(), &split(), dir.path(), 300, 1000).unwrap();
+        fs::remove_file(state_path(dir.path(), "k.test.")).unwrap();
+        let ed25519 = Policy {
+            algorithm: heron_dnssec::keys::Algorithm::Ed25519,
+            ..split()
+        };
+        let next = step(&origin(), &ed25519, dir.path(), 300, 2000).unwrap();
+        let tags = |s: &Step| s.keys.iter().map(|k| k.tag).collect::<Vec<_>>();
+        for tag in tags(&served) {
+            assert!(tags(&next).contains(&tag), "key {tag} still served");
+        }
+        assert!(
+            next.keys.len() > served.keys.len(),
+            "the new algorithm's keys made"
+        );
     }
 
     #[test]
