@@ -114,4 +114,7 @@ pub struct TlsListen {
     pub certificate: Arc<tls::CertificateSlot>,
     /// The certificate and key files, which a reload reads again.
     pub files: Vec<std::path::PathBuf>,
+    /// Why the certificate read before was kept instead of the files'
+    /// (they could not be looked at), for the reload's answer.
+    pub kept: Option<String>,
 }

@@ -116,6 +116,20 @@ pub fn server_config_from_files(
     chain: &Path,
     key: &Path,
 ) -> Result<(Arc<ServerConfig>, Arc<CertificateSlot>), String> {
+    server_config_from_files_noting(chain, key).map(|(config, slot, _)| (config, slot))
+}
+
+/// Why a certificate read before was kept, if it was.
+pub type KeptWarning = Option<String>;
+
+/// [`server_config_from_files`], and the warning when the files could
+/// not be looked at and the certificate read before was kept: a reload's
+/// answer says it, so that the deploy hook running it (certbot's) is not
+/// told all went well (black-box finding AS-5).
+pub fn server_config_from_files_noting(
+    chain: &Path,
+    key: &Path,
+) -> Result<(Arc<ServerConfig>, Arc<CertificateSlot>, KeptWarning), String> {
     let mut last = LAST_READ.lock().unwrap_or_else(|e| e.into_inner());
     let (Ok(chain_stamp), Ok(key_stamp)) = (stamp(chain), stamp(key)) else {
         let denied =
@@ -128,14 +142,15 @@ pub fn server_config_from_files(
             && k == key
             && (denied(chain) || denied(key))
         {
-            tracing::warn!(
+            let kept = format!(
                 "TLS: {} and {} cannot be looked at as this user: the certificate read before is kept (a renewed one is taken at a restart)",
                 chain.display(),
                 key.display()
             );
-            return Ok(read.clone());
+            tracing::warn!("{kept}");
+            return Ok((read.0.clone(), read.1.clone(), Some(kept)));
         }
-        return read_config_files(chain, key);
+        return read_config_files(chain, key).map(|(config, slot)| (config, slot, None));
     };
     let read_as = (
         chain.to_path_buf(),
@@ -145,11 +160,11 @@ pub fn server_config_from_files(
     if let Some((stamped, read)) = last.as_ref()
         && *stamped == read_as
     {
-        return Ok(read.clone());
+        return Ok((read.0.clone(), read.1.clone(), None));
     }
     let read = read_config_files(chain, key)?;
     *last = Some((read_as, read.clone()));
-    Ok(read)
+    Ok((read.0, read.1, None))
 }
 
 /// A file's device, inode, size, modification and change times.

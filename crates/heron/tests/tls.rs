@@ -615,11 +615,13 @@ fn reload_under_another_user_with_root_only_tls(in_closed_folder: bool) {
     };
     std::fs::write(&zone, text(1, "")).unwrap();
     let tls_port = free_port();
+    let socket = dir.0.join("heron.sock");
     let server = ServerProcess::heron_with_config(&heron(), "k.test", |port| {
         format!(
-            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nuser = \"nobody\"\n\
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nuser = \"nobody\"\ncontrol = \"{}\"\n\
              [tls]\nlisten = [\"127.0.0.1:{tls_port}\"]\ncertificate = \"{}\"\nkey = \"{}\"\n\
              [[zone]]\norigin = \"k.test\"\nfile = \"{}\"\n",
+            socket.display(),
             chain.display(),
             key.display(),
             zone.display()
@@ -637,6 +639,23 @@ fn reload_under_another_user_with_root_only_tls(in_closed_folder: bool) {
         &chain,
         SocketAddr::from(([127, 0, 0, 1], tls_port))
     ));
+    if in_closed_folder {
+        // The deploy hook that runs the reload is told the renewal waits
+        // for a restart, not "ok: no change" (black-box finding AS-5).
+        for command in ["reload", "reconfigure"] {
+            let out = std::process::Command::new(heron())
+                .args(["ctl", "--socket"])
+                .arg(&socket)
+                .arg(command)
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                said.contains("\nwarning: TLS: ") && said.contains("taken at a restart"),
+                "{command}: {said}"
+            );
+        }
+    }
 }
 
 fn trusting(chain: &Path) -> std::sync::Arc<rustls::ClientConfig> {

@@ -359,13 +359,15 @@ impl TlsSection {
             return Err("[tls] listen is empty".into());
         }
         let files = vec![base.join(chain), base.join(key)];
-        let (settings, certificate) = tls::server_config_from_files(&files[0], &files[1])
-            .map_err(|e| format!("[tls]: {e}"))?;
+        let (settings, certificate, kept) =
+            tls::server_config_from_files_noting(&files[0], &files[1])
+                .map_err(|e| format!("[tls]: {e}"))?;
         Ok(Some(TlsListen {
             listen: self.listen.clone(),
             settings,
             certificate,
             files,
+            kept,
         }))
     }
 }

@@ -722,15 +722,7 @@ impl Controller {
             let parts = outcome.needs_restart.join(", ");
             summary.push_str(&format!("; needs restart: {parts}"));
         }
-        for warning in outcome.warnings.iter().take(WARNINGS_SAID) {
-            summary.push_str(&format!("\nwarning: {warning}"));
-        }
-        if outcome.warnings.len() > WARNINGS_SAID {
-            let more = outcome.warnings.len() - WARNINGS_SAID;
-            summary.push_str(&format!(
-                "\nwarning: {more} more zones (in the log and --json)"
-            ));
-        }
+        say_warnings(&mut summary, &outcome.warnings);
         let data = json!({
             "loaded": outcome.loaded,
             "unchanged": outcome.unchanged,
@@ -793,12 +785,15 @@ impl Controller {
             "zone_files_read": outcome.loaded,
             "failed": outcome.failed,
             "needs_restart": outcome.needs_restart,
+            "warnings": outcome.warnings,
             "milliseconds": took.as_millis() as u64,
         });
+        let mut said = outcome.configuration_changes();
+        say_warnings(&mut said, &outcome.warnings);
         Response {
             ok: outcome.is_ok(),
             errors: outcome.errors.clone(),
-            ..Response::ok(outcome.configuration_changes(), data)
+            ..Response::ok(said, data)
         }
     }
 
@@ -836,6 +831,18 @@ impl Controller {
         } else {
             Err(errors)
         }
+    }
+}
+
+/// A reload's warnings, a `warning:` line each after `summary` (the
+/// first [`WARNINGS_SAID`]; the rest counted).
+fn say_warnings(summary: &mut String, warnings: &[String]) {
+    for warning in warnings.iter().take(WARNINGS_SAID) {
+        summary.push_str(&format!("\nwarning: {warning}"));
+    }
+    if warnings.len() > WARNINGS_SAID {
+        let more = warnings.len() - WARNINGS_SAID;
+        summary.push_str(&format!("\nwarning: {more} more (in the log and --json)"));
     }
 }
 

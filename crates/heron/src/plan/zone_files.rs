@@ -243,6 +243,9 @@ pub struct Reconfigured {
     /// The TLS certificate as its files hold it now, for the listeners to
     /// take if it was renewed.
     pub tls_certificate: Option<Arc<heron_server::tls::CertificateSlot>>,
+    /// Why the certificate read before was kept (its files could not be
+    /// looked at), for the reload's answer.
+    pub tls_kept: Option<String>,
 }
 
 /// What a reload that serves `next` after `current` should say of the
@@ -566,6 +569,7 @@ impl ZoneFiles {
             keys: settings.keys,
             log: settings.log,
             left_for_restart,
+            tls_kept: settings.server.tls.as_ref().and_then(|t| t.kept.clone()),
             tls_certificate: settings.server.tls.map(|t| t.certificate),
         }))
     }

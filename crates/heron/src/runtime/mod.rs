@@ -33,7 +33,7 @@ use heron_xfr::secondary::tls::TlsClients;
 
 use crate::config::{CatalogConfig, GeneratedCatalog};
 use crate::plan::catalog_producer;
-use crate::plan::zone_files::{Outcome, Reconfigured, ZoneFiles};
+use crate::plan::zone_files::{self, Outcome, Reconfigured, ZoneFiles};
 use crate::{background, memory, notify};
 
 /// The primary side's state.
@@ -235,6 +235,8 @@ struct Reconfiguration {
     /// The zones whose new settings wait for their updates to be in their
     /// file (`zonefile-sync = "never"`): what each keeps meanwhile.
     held: Vec<String>,
+    /// What the reload's answer warns of besides serials.
+    warnings: Vec<String>,
 }
 
 /// The reload's work, off the runtime: the configuration read again (for
@@ -296,7 +298,7 @@ fn rebuild(
     outcome.removed = config.removed;
     // A zone served again holding updates is said, as a held zone is.
     let held = [config.held, held_again].concat();
-    not_applied(&mut outcome, config.dnstap_failed, held);
+    not_applied(&mut outcome, (config.dnstap_failed, config.warnings), held);
     // After the removals: a catalog rejected for a zone configured by
     // hand is taken once the hand lets go of it.
     if let (Some(_), Some(running)) = (&config.catalogs, xfr.secondaries.lock().unwrap().as_mut()) {
@@ -307,7 +309,7 @@ fn rebuild(
         outcome.generated = catalog_producer::update(catalogs, &mut next);
     }
     take_frozen_edits(&mut next, marked, xfr);
-    outcome.warnings = crate::plan::zone_files::serials_left_behind(&current, &next);
+    (outcome.warnings).extend(zone_files::serials_left_behind(&current, &next));
     // Journal first, then swap: an IXFR for the new serial must find
     // its step; then notify, once the new version is served.
     let changed = xfr.journal_changes(&current, &next);
@@ -324,9 +326,15 @@ fn rebuild(
 
 /// What a reload's configuration could not apply: `[dnstap]` (`dnstap`),
 /// and the zones `held` by their updates (the answer says so, not a bare
-/// "ok"); the reload fails.
-fn not_applied(outcome: &mut Outcome, dnstap: Option<String>, held: Vec<String>) {
+/// "ok"); the reload fails. Its `warnings` (a TLS certificate kept) go
+/// with the answer.
+fn not_applied(
+    outcome: &mut Outcome,
+    (dnstap, warnings): (Option<String>, Vec<String>),
+    held: Vec<String>,
+) {
     (dnstap.into_iter().chain(held)).for_each(|e| outcome.settings_failed(Some(e)));
+    outcome.warnings.extend(warnings);
 }
 
 /// Takes from the zone files which zones are signed here and which keep
@@ -456,6 +464,7 @@ fn reconfigure(
     Reconfiguration {
         dnstap_failed,
         held,
+        warnings: new.tls_kept.into_iter().collect(),
         removed: new.removed,
         secondaries: Some((new.secondaries, new.consumed, (new.secondary, new.xot))),
         catalogs: Some(new.catalogs),
