@@ -1390,6 +1390,46 @@ fn a_thawed_edit_keeps_its_new_serial_through_a_crash() {
     }
 }
 
+/// A file named `FILE.frozen` beside the file of a zone that takes no
+/// updates (which cannot be frozen) is no freeze mark: a start leaves
+/// both files alone (black-box finding AS-11: the zone's file was
+/// rewritten with a new serial and the other, another zone's file,
+/// deleted).
+#[test]
+fn a_file_named_as_a_mark_beside_a_zone_without_updates_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.zone");
+    let b = dir.path().join("a.zone.frozen");
+    let text = |origin: &str| {
+        format!(
+            "; kept by hand\n$ORIGIN {origin}.\n$TTL 60\n@ SOA ns h 100 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n"
+        )
+    };
+    std::fs::write(&a, text("a.test")).unwrap();
+    std::fs::write(&b, text("b.test")).unwrap();
+    let config = |port: u16| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [[zone]]\norigin = \"a.test\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n\
+             [[zone]]\norigin = \"b.test\"\nfile = \"{}\"\n",
+            a.display(),
+            b.display()
+        )
+    };
+    let server = ServerProcess::heron_with_config(&heron(), "a.test", config);
+    let server = restarted(server, "a.test");
+    for origin in ["a.test", "b.test"] {
+        assert_eq!(
+            zone_serial(server.addr(), origin),
+            Some(100),
+            "{}",
+            server.log()
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), text("a.test"));
+    assert_eq!(std::fs::read_to_string(&b).unwrap(), text("b.test"));
+}
+
 /// A restart while a zone is frozen, its file edited by hand with the
 /// serial left as it was: the start takes the edit as a thaw would, with
 /// the next serial written to the file first, and the freeze is not kept

@@ -716,6 +716,60 @@ fn a_restart_during_a_freeze_keeps_a_signed_zones_deletions() {
     assert_eq!(file_serial(&file), served, "{}", server.log());
 }
 
+/// A freeze's mark left beside the file after the thaw (brought back by
+/// a restore, here) does not make a start take the zone as frozen: the
+/// updates answered since the thaw, in the journal, are served again
+/// (black-box finding AS-12: they were lost). A mark the thaw cannot
+/// remove keeps the zone frozen, said, rather than taking updates a
+/// start would then lose.
+#[test]
+fn a_mark_left_after_the_thaw_loses_no_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start_with(dir.path(), "", "");
+    let addr = server.addr();
+    let answer = |addr, name: &str| {
+        let out = kdig(addr, &[name, "TXT", "+short"]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(
+        nsupdate(addr, "update add one.sup.test 300 TXT \"one\""),
+        "NOERROR"
+    );
+    let (ok, said) = ctl(dir.path(), &["freeze", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    let mark = dir.path().join("sup.zone.frozen");
+    let kept = std::fs::read(&mark).unwrap();
+    // A mark that cannot be removed (a folder in its place here).
+    std::fs::remove_file(&mark).unwrap();
+    std::fs::create_dir_all(mark.join("inside")).unwrap();
+    let (ok, said) = ctl(dir.path(), &["thaw", ZONE]);
+    assert!(
+        !ok && said.contains("stays frozen") && said.contains("cannot remove"),
+        "{said}"
+    );
+    let refused = nsupdate(addr, "update add no.sup.test 300 TXT \"no\"");
+    assert_eq!(refused, "REFUSED", "still frozen");
+    std::fs::remove_dir_all(&mark).unwrap();
+    let (ok, said) = ctl(dir.path(), &["thaw", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert_eq!(
+        nsupdate(addr, "update add acked.sup.test 300 TXT \"acked\""),
+        "NOERROR"
+    );
+    server.kill();
+    std::fs::write(&mark, kept).unwrap(); // restored from a backup
+    let server = start_with(dir.path(), "", "");
+    let addr = server.addr();
+    assert_eq!(
+        answer(addr, "acked.sup.test"),
+        "\"acked\"",
+        "{}",
+        server.log()
+    );
+    assert_eq!(answer(addr, "one.sup.test"), "\"one\"", "{}", server.log());
+    assert!(!mark.exists(), "the old mark removed");
+}
+
 /// The same under `zonefile-sync = "never"`, where the file may not be
 /// written: the zone stays signed, with its updates, until `heron ctl
 /// flush` writes them; the next reload then serves it unsigned with them,

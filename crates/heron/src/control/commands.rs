@@ -581,11 +581,17 @@ impl Controller {
                 ..reloaded
             };
         }
-        self.transfers.frozen.thaw(&zone.to_lowercase());
+        // The mark goes before updates are taken: one left behind them
+        // would have a start take the zone as frozen then (black-box
+        // finding AS-12).
         let file = (self.files.lock().unwrap_or_else(|e| e.into_inner())).file_of(zone);
-        if let Some(file) = file {
-            crate::runtime::freeze_mark::unmark(&file);
+        let unmarked = file.map_or(Ok(()), |f| crate::runtime::freeze_mark::try_unmark(&f));
+        if let Err(why) = unmarked {
+            return Response::error(format!(
+                "{zone} stays frozen: {why}; remove it and thaw again"
+            ));
         }
+        self.transfers.frozen.thaw(&zone.to_lowercase());
         tracing::info!(zone = %zone, "zone {zone} thawed: updates taken again");
         Response {
             message: format!(

@@ -32,13 +32,34 @@ pub(crate) fn mark(file: &Path, serial: u32) -> std::io::Result<()> {
     use std::io::Write;
     let text = std::fs::read(file)?;
     let mark = mark_of(file);
-    let mut out = std::fs::File::create(&mark)?;
-    let said = format!(
-        "; written by heron ctl freeze, removed by heron ctl thaw: the zone file's serial and digest as frozen\nserial {serial}\nsha256 {}\n",
-        digest(&text)
-    );
+    // Whole or not at all (a crash leaves no half mark, which would not
+    // read as one).
+    let writing = beside(&mark, ".tmp");
+    let mut out = std::fs::File::create(&writing)?;
+    let said = format!("{HEADER}\nserial {serial}\nsha256 {}\n", digest(&text));
     out.write_all(said.as_bytes())?;
-    out.sync_all()
+    out.sync_all()?;
+    std::fs::rename(&writing, &mark)
+}
+
+/// A mark's first line: a file beside a zone's that does not start so is
+/// no mark of ours (another zone's file, say), read as none and never
+/// removed (black-box finding AS-11: it was, and the zone's file
+/// rewritten).
+const HEADER: &str = "; written by heron ctl freeze, removed by heron ctl thaw: the zone file's serial and digest as frozen";
+
+/// The serial the mark beside `file` holds; None if there is no mark, or
+/// the file there is not one (said).
+pub(crate) fn serial_marked(file: &Path) -> Option<u32> {
+    let mark = mark_of(file);
+    let read = read_mark(&mark);
+    if read.is_none() && mark.exists() {
+        tracing::warn!(
+            "{} is not a freeze mark of Heron's: left alone, the zone not taken as frozen",
+            mark.display()
+        );
+    }
+    read.map(|(serial, _)| serial)
 }
 
 /// Marks `file` again, as taken at `serial` while its zone stays frozen
@@ -54,18 +75,25 @@ pub(crate) fn remark(file: &Path, serial: u32) {
 
 /// Removes the mark beside `file`, if any.
 pub(crate) fn unmark(file: &Path) {
+    if let Err(e) = try_unmark(file) {
+        tracing::warn!("{e}; the next start takes the zone file as edited during a freeze");
+    }
+}
+
+/// Removes the mark beside `file`, if any; why not, naming it.
+pub(crate) fn try_unmark(file: &Path) -> Result<(), String> {
     match std::fs::remove_file(mark_of(file)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => tracing::warn!(
-            "cannot remove {}: {e}; the next start takes the zone file as edited during a freeze",
-            mark_of(file).display()
-        ),
-        _ => {}
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("cannot remove {}: {e}", mark_of(file).display()))
+        }
+        _ => Ok(()),
     }
 }
 
 /// The serial and digest a mark holds.
 fn read_mark(mark: &Path) -> Option<(u32, String)> {
     let text = std::fs::read_to_string(mark).ok()?;
+    text.starts_with(HEADER).then_some(())?;
     let field = |key: &str| {
         (text.lines()).find_map(|l| l.strip_prefix(key)?.strip_prefix(' ').map(str::trim))
     };
@@ -80,9 +108,9 @@ pub(crate) fn which_marked(files: &[&Path]) -> Vec<bool> {
 
 /// Whether the marked `file`, its zone loaded at `serial`, was edited
 /// with the serial left as the freeze wrote it: its text is not the
-/// freeze's. A mark that cannot be read counts as such an edit.
+/// freeze's.
 pub(crate) fn edited_at(file: &Path, serial: u32) -> bool {
-    read_mark(&mark_of(file)).is_none_or(|(frozen, sha)| {
+    read_mark(&mark_of(file)).is_some_and(|(frozen, sha)| {
         let text = std::fs::read(file).unwrap_or_default();
         frozen == serial && digest(&text) != sha
     })

@@ -1398,13 +1398,42 @@ pub(crate) fn thaw_at_start(
     zones: &[crate::config::ZoneSpec],
     policies: &HashMap<Name, ZonePolicy>,
 ) -> (Vec<Name>, Vec<(Name, std::path::PathBuf)>) {
+    // Only a zone that takes updates can have been frozen: beside any
+    // other the file is no mark of ours (black-box finding AS-11).
+    let takes_updates = |o: &Name| policies.get(o).is_some_and(|p| p.takes_updates());
     let candidates: Vec<Marked> = (zones.iter())
-        .filter(|z| !z.kept && policies.contains_key(&z.origin))
+        .filter(|z| !z.kept && takes_updates(&z.origin))
         .map(|z| (z.origin.clone(), z.file.clone(), z.signing.is_some()))
+        .filter(|(origin, file, signed)| !(*signed && stale_mark(origin, file, &policies[origin])))
         .collect();
     // A policy is copied only for a zone that has a mark (few, if any).
     let policy_of = |o: &Name| policies.get(o).cloned().map(Arc::new);
     take_frozen_edits(catalog, candidates, &policy_of, false)
+}
+
+/// Whether the mark beside a signed zone's `file` is one its journal
+/// went past: updates were taken after it (a mark the thaw could not
+/// remove, or brought back by a restore). Such a mark is removed, said,
+/// and the zone taken as not frozen, so that its journal's updates are
+/// carried over to its file (black-box finding AS-12: taken as frozen,
+/// the updates answered since the thaw were lost). A journal that does
+/// not reach the mark's serial counts as gone past it: carrying its
+/// updates loses none.
+fn stale_mark(origin: &Name, file: &std::path::Path, policy: &ZonePolicy) -> bool {
+    let (Some(frozen_at), Some(journal)) =
+        (freeze_mark::serial_marked(file), policy.journal_path())
+    else {
+        return false;
+    };
+    let past = steps_after(journal, origin, frozen_at).map_or(true, |steps| !steps.is_empty());
+    if past {
+        tracing::warn!(
+            "zone {origin}: {} says it was frozen at serial {frozen_at}, but its journal holds updates past it: an old mark, removed; the zone is not taken as frozen",
+            freeze_mark::mark_of(file).display()
+        );
+        freeze_mark::unmark(file);
+    }
+    past
 }
 
 /// A zone that may have been frozen: its origin, file, whether Heron
@@ -1432,6 +1461,9 @@ pub(crate) fn take_frozen_edits(
     let marked = freeze_mark::which_marked(&files);
     let (mut frozen, mut signed_edits) = (Vec::new(), Vec::new());
     for ((origin, file, signed), _) in candidates.into_iter().zip(marked).filter(|(_, m)| *m) {
+        if freeze_mark::serial_marked(&file).is_none() {
+            continue; // not a mark of ours: said, and left alone
+        }
         frozen.push(origin.to_lowercase());
         let (Some(zone), Some(policy)) = (catalog.get(&origin).cloned(), policy_of(&origin)) else {
             continue; // not loaded: the mark waits for a load
