@@ -222,6 +222,15 @@ fn a_reload_says_when_a_serial_was_left_behind() {
     let response: Value = serde_json::from_str(&out).unwrap();
     let warnings = response["data"]["warnings"].to_string();
     assert!(warnings.contains("serial went back from 5 to 3"), "{out}");
+    // reconfigure (and so SIGHUP) reads changed zone files too, and says
+    // the same (black-box finding AS-10: it did not).
+    f.write_zone("a", &zone_text(3, "again A 192.0.2.10\n"));
+    let (code, out, _) = ctl(&f.socket, &["reconfigure"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("warning: zone a.test.: content changed but serial 3 did not"),
+        "{out}"
+    );
 }
 
 #[test]
