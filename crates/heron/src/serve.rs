@@ -105,6 +105,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
         signed_before,
         replayed,
         carried,
+        still_frozen,
     } = load_zones(use_example, &mut files, &mut settings);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(settings.server.workers)
@@ -146,7 +147,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
     let mut transfers = new_transfers(&runtime, &keys, &query_log, primary);
     transfers.tls_certificate = settings.server.tls.as_ref().map(|t| t.certificate.clone());
     transfers.query_policy = queries.query_policy.clone();
-    mark_replayed(&transfers, &replayed, &carried);
+    mark_replayed(&transfers, &replayed, (&carried, &still_frozen));
     transfers.signings.set(signed);
     keep_signed_copies(&transfers, &files, &catalog, &signed_before);
     transfers
@@ -173,8 +174,13 @@ fn start(args: ServeArgs) -> Result<(), String> {
 /// The zones whose journal was replayed at the start: their files lack
 /// its updates, which the journal keeps until they are written back. The
 /// signed zones `carried` lack them too; their journal is carried by
-/// content, not pinned.
-fn mark_replayed(transfers: &Transfers, replayed: &[(Name, u32)], carried: &[Name]) {
+/// content, not pinned. The zones `still_frozen` are frozen.
+fn mark_replayed(
+    transfers: &Transfers,
+    replayed: &[(Name, u32)],
+    (carried, still_frozen): (&[Name], &[Name]),
+) {
+    (still_frozen.iter()).for_each(|origin| _ = transfers.frozen.freeze(origin));
     for (origin, file_serial) in replayed {
         transfers.unwritten.mark(origin);
         transfers.primary.pin_history(origin, Some(*file_serial));
@@ -225,6 +231,9 @@ struct Loaded {
     replayed: Vec<(Name, u32)>,
     /// The signed zones served with updates their files lack.
     carried: Vec<Name>,
+    /// The zones frozen when the server stopped whose edited file does
+    /// not load: they stay frozen.
+    still_frozen: Vec<Name>,
 }
 
 /// Loads the zone files, the signed versions kept before the restart
@@ -249,8 +258,18 @@ fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &mut Settings)
     let signed = files.signed_files();
     let replayed =
         crate::runtime::update::replay_journals(&mut catalog, &settings.policies, &signed);
-    let (frozen, signed_edits) =
-        crate::runtime::update::thaw_at_start(&mut catalog, &settings.zones, &settings.policies);
+    let loaded = |o: &Name| {
+        files
+            .loaded_at(&o.to_lowercase())
+            .is_some_and(|at| at.is_some())
+    };
+    let ((mut frozen, signed_edits), still_frozen) = crate::runtime::update::thaw_at_start(
+        &mut catalog,
+        &settings.zones,
+        &settings.policies,
+        &loaded,
+    );
+    frozen.extend(still_frozen.iter().cloned());
     let carried = crate::runtime::update_signed::carry_journals(
         &mut catalog,
         &settings.policies,
@@ -267,6 +286,7 @@ fn load_zones(use_example: bool, files: &mut ZoneFiles, settings: &mut Settings)
         signed_before,
         replayed,
         carried,
+        still_frozen,
     }
 }
 

@@ -677,6 +677,35 @@ fn updates_not_written_back_outlive_the_policy() {
     assert!(server.log().contains(&said), "{said}\n{}", server.log());
 }
 
+/// Takes the zone out of the server's configuration (another zone,
+/// other.test, left in) and reconfigures; the zone's section.
+fn take_out(server: &ServerProcess, dir: &Path) -> String {
+    let config = server.dir().join("heron.toml");
+    let full = std::fs::read_to_string(&config).unwrap();
+    let other = dir.join("other.zone");
+    std::fs::write(&other, zone_text().replace(ZONE, "other.test")).unwrap();
+    let zone_at = full.find("[[zone]]").unwrap();
+    let without = format!(
+        "{}[[zone]]\norigin = \"other.test\"\nfile = \"{}\"\n",
+        &full[..zone_at],
+        other.display()
+    );
+    std::fs::write(&config, without).unwrap();
+    let (ok, said) = ctl(dir, &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
+    full[zone_at..].to_string()
+}
+
+/// Puts `zone_section` back in place of other.test in the configuration
+/// the server runs with now, and reconfigures.
+fn put_back(server: &ServerProcess, dir: &Path, zone_section: &str) -> (bool, String) {
+    let config = server.dir().join("heron.toml");
+    let current = std::fs::read_to_string(&config).unwrap();
+    let head = &current[..current.find("[[zone]]").unwrap()];
+    std::fs::write(&config, format!("{head}{zone_section}")).unwrap();
+    ctl(dir, &["reconfigure"])
+}
+
 /// A signed zone frozen, a record its updates added deleted from the file
 /// by hand, and the server killed: the start takes the file as edited,
 /// without carrying the journal's updates onto it again (regression hunt
@@ -768,6 +797,104 @@ fn a_mark_left_after_the_thaw_loses_no_update() {
     );
     assert_eq!(answer(addr, "one.sup.test"), "\"one\"", "{}", server.log());
     assert!(!mark.exists(), "the old mark removed");
+}
+
+/// A signed zone frozen, a record its updates added deleted from the file
+/// by hand, then taken out of the configuration and put back, with and
+/// without a restart in between: the record stays deleted, in what is
+/// served and in the file (black-box findings AS-2 and AS-9: the journal
+/// was carried over the edit again, and written over the file).
+#[test]
+fn a_frozen_signed_zone_taken_out_and_put_back_keeps_its_deletions() {
+    for restart in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut server = start_with(dir.path(), "", "");
+        let addr = server.addr();
+        for name in ["gone", "kept"] {
+            let add = format!("update add {name}.sup.test 300 TXT \"{name}\"");
+            assert_eq!(nsupdate(addr, &add), "NOERROR");
+        }
+        let (ok, said) = ctl(dir.path(), &["freeze", ZONE]);
+        assert!(ok, "{said}\n{}", server.log());
+        let file = dir.path().join("sup.zone");
+        let frozen = std::fs::read_to_string(&file).unwrap();
+        let edited: String = (frozen.lines())
+            .filter(|l| !l.starts_with("gone.sup.test."))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(&file, edited).unwrap();
+        let zone_section = take_out(&server, dir.path());
+        if restart {
+            server = restarted(server, "other.test");
+        }
+        let (ok, said) = put_back(&server, dir.path(), &zone_section);
+        assert!(ok, "{said}\n{}", server.log());
+        let addr = server.addr();
+        let txt = |name: &str| {
+            let out = kdig(addr, &[name, "TXT", "+short"]);
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        assert_eq!(
+            txt("gone.sup.test"),
+            "",
+            "restart {restart}\n{}",
+            server.log()
+        );
+        assert_eq!(
+            txt("kept.sup.test"),
+            "\"kept\"",
+            "restart {restart}\n{}",
+            server.log()
+        );
+        let on_disk = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            !on_disk.contains("gone.sup.test."),
+            "restart {restart}: {on_disk}"
+        );
+    }
+}
+
+/// A signed zone frozen, its file edited into one that does not load,
+/// and the server killed: the start serves the signed version kept, and
+/// the zone stays frozen (updates refused), so that no write-back
+/// replaces the edit; fixed, the thaw takes it (black-box finding AS-3:
+/// the freeze was dropped and the next write-back wrote over the edit).
+#[test]
+fn a_frozen_signed_zone_whose_edit_does_not_load_stays_frozen_at_a_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start_with(dir.path(), "", "");
+    let addr = server.addr();
+    assert_eq!(
+        nsupdate(addr, "update add a4.sup.test 300 TXT \"a4\""),
+        "NOERROR"
+    );
+    let (ok, said) = ctl(dir.path(), &["freeze", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    let file = dir.path().join("sup.zone");
+    let typo = format!(
+        "{}new.sup.test. 300 IN A 192.0.2.999\n",
+        std::fs::read_to_string(&file).unwrap()
+    );
+    std::fs::write(&file, &typo).unwrap();
+    server.kill();
+    let server = start_with(dir.path(), "", "");
+    let addr = server.addr();
+    let got = nsupdate(addr, "update add a6.sup.test 300 TXT \"a6\"");
+    assert_eq!(got, "REFUSED", "{}", server.log());
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        typo,
+        "the edit stays"
+    );
+    std::fs::write(&file, typo.replace("192.0.2.999", "192.0.2.99")).unwrap();
+    let (ok, said) = ctl(dir.path(), &["thaw", ZONE]);
+    assert!(ok, "{said}\n{}", server.log());
+    let out = kdig(addr, &["new.sup.test", "A", "+short"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "192.0.2.99");
+    assert_eq!(
+        nsupdate(addr, "update add a6.sup.test 300 TXT \"a6\""),
+        "NOERROR"
+    );
 }
 
 /// The same under `zonefile-sync = "never"`, where the file may not be
@@ -1068,21 +1195,8 @@ fn a_signed_zone_put_back_takes_up_its_journal() {
         "NOERROR"
     );
     let serial = zone_serial(addr, ZONE).unwrap();
-    let config = server.dir().join("heron.toml");
-    let full = std::fs::read_to_string(&config).unwrap();
-    let other = dir.path().join("other.zone");
-    std::fs::write(&other, zone_text().replace(ZONE, "other.test")).unwrap();
-    let zone_at = full.find("[[zone]]").unwrap();
-    let without = format!(
-        "{}[[zone]]\norigin = \"other.test\"\nfile = \"{}\"\n",
-        &full[..zone_at],
-        other.display()
-    );
-    std::fs::write(&config, without).unwrap();
-    let (ok, said) = ctl(dir.path(), &["reconfigure"]);
-    assert!(ok, "{said}\n{}", server.log());
-    std::fs::write(&config, &full).unwrap();
-    let (ok, said) = ctl(dir.path(), &["reconfigure"]);
+    let zone_section = take_out(&server, dir.path());
+    let (ok, said) = put_back(&server, dir.path(), &zone_section);
     assert!(ok, "{said}\n{}", server.log());
     let has = |addr: SocketAddr, name: &str, text: &str| {
         let out = kdig(addr, &[name, "TXT", "+short"]);

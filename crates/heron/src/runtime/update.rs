@@ -1392,23 +1392,46 @@ fn replay_steps(zone: &Zone, path: &std::path::Path) -> Result<Option<(usize, Zo
 /// served under the old serial). The mark is then removed; kept when the
 /// serial cannot be written (said, and the edit served under the old
 /// serial). Returns the zones that were frozen (lower-cased), and the
-/// signed ones whose file is to get the serial served once signed.
+/// signed ones whose file is to get the serial served once signed; and
+/// the zones that stay frozen: marked, their file not `loaded` (a signed
+/// zone's kept version is served), so that no update's write-back
+/// replaces the edit that did not load (black-box finding AS-3: the
+/// freeze was dropped and the edit written over).
 pub(crate) fn thaw_at_start(
     catalog: &mut Catalog,
     zones: &[crate::config::ZoneSpec],
     policies: &HashMap<Name, ZonePolicy>,
-) -> (Vec<Name>, Vec<(Name, std::path::PathBuf)>) {
+    loaded: &dyn Fn(&Name) -> bool,
+) -> (FrozenEdits, Vec<Name>) {
     // Only a zone that takes updates can have been frozen: beside any
     // other the file is no mark of ours (black-box finding AS-11).
     let takes_updates = |o: &Name| policies.get(o).is_some_and(|p| p.takes_updates());
-    let candidates: Vec<Marked> = (zones.iter())
+    let (candidates, unloaded): (Vec<Marked>, Vec<Marked>) = (zones.iter())
         .filter(|z| !z.kept && takes_updates(&z.origin))
         .map(|z| (z.origin.clone(), z.file.clone(), z.signing.is_some()))
         .filter(|(origin, file, signed)| !(*signed && stale_mark(origin, file, &policies[origin])))
+        .partition(|(origin, _, _)| loaded(origin));
+    let still_frozen = (unloaded.into_iter())
+        .filter(|(origin, file, _)| catalog.get(origin).is_some() && freeze_mark::serial_marked(file).is_some())
+        .map(|(origin, _, _)| {
+            tracing::warn!(
+                "zone {origin} was frozen and its file, edited, does not load: it stays frozen (updates refused) until the file loads; fix it and run heron ctl thaw {origin}"
+            );
+            origin.to_lowercase()
+        })
         .collect();
     // A policy is copied only for a zone that has a mark (few, if any).
     let policy_of = |o: &Name| policies.get(o).cloned().map(Arc::new);
-    take_frozen_edits(catalog, candidates, &policy_of, false)
+    (
+        take_frozen_edits(catalog, candidates, &policy_of, false),
+        still_frozen,
+    )
+}
+
+/// Whether a freeze's mark is beside a signed zone's `file` and its
+/// journal went no further: the file holds the journal's updates.
+fn frozen_with_journal(origin: &Name, file: &std::path::Path, policy: &ZonePolicy) -> bool {
+    !stale_mark(origin, file, policy) && freeze_mark::serial_marked(file).is_some()
 }
 
 /// Whether the mark beside a signed zone's `file` is one its journal
@@ -1615,8 +1638,15 @@ pub(crate) fn replay_added(
             continue;
         }
         let updated = policy.takes_updates() || policy.holds_updates;
-        // Heron's signed zones carry their journal by content.
+        // A signed zone frozen when it was taken out: its file holds
+        // the journal's updates as the freeze wrote them, and carrying
+        // them again undid the edit's deletions (black-box findings AS-2,
+        // AS-9; the start does the same).
+        let frozen_file =
+            || file_of(origin).is_some_and(|f| frozen_with_journal(origin, &f, &policy));
         let replayed = match &signing {
+            Some(_) if updated && frozen_file() => None,
+            // Heron's signed zones carry their journal by content.
             Some(signing) if updated => update_signed::carry_added(&zone, path, signing),
             Some(_) => None,
             None if updated => replay_one(&zone, path, &policy),
