@@ -849,21 +849,28 @@ impl Processor {
     /// A query without a question (RFC 7873 5.4): with cookies on, a
     /// QUERY with a COOKIE option gets its server cookie (NOERROR, or
     /// BADCOOKIE and FORMERR as a cookie check decides); anything else
-    /// FORMERR, as before cookies.
+    /// FORMERR, as before cookies. An EDNS version above 0 is BADVERS
+    /// before all that (RFC 6891 6.1.3, as Knot and BIND; black-box
+    /// finding AU-3: a cookie's NOERROR told the client version 1 was
+    /// spoken).
     #[cold]
     fn question_less(&self, req: &Request, q: &Query, out: &mut Vec<u8>) -> Outcome {
         let asks_cookie = q.header.opcode() == heron_proto::Opcode::QUERY && q.tsig.is_none();
-        match (&self.cookies, asks_cookie) {
+        let badvers = q.edns.is_some_and(|e| e.version > 0);
+        match (&self.cookies, asks_cookie && !badvers) {
             (Some(cookies), true) if cookies::has_cookie(q) => {
                 let udp = req.transport == Transport::Udp;
                 cookies.server_cookie_only(q, req.peer.ip(), req.now, udp, out);
             }
             _ => {
-                let rcode = q.header.unreadable_rcode();
+                let rcode = match badvers {
+                    true => Rcode::BADVERS,
+                    false => q.header.unreadable_rcode(),
+                };
                 heron_proto::writer::header_response(out, &q.header, &[], rcode, false);
                 if let Some(edns) = q.edns {
                     // RFC 6891 6.1.1; without it, clients retry without EDNS.
-                    let opt = opt_record(self.config.max_udp_payload, 0, edns.do_bit);
+                    let opt = opt_record(self.config.max_udp_payload, rcode.0, edns.do_bit);
                     options::push_additional(out, &opt);
                 }
             }

@@ -1200,6 +1200,38 @@ fn required_cookies_leave_badvers_and_notimp_first_and_keep_the_nsid() {
     );
 }
 
+/// A question-less query of an EDNS version we do not speak is BADVERS
+/// (RFC 6891 6.1.3), with or without a cookie, cookies required or not,
+/// a server cookie good or bad, as Knot and BIND answer (black-box
+/// finding AU-3: NOERROR with a server cookie, BADCOOKIE or FORMERR).
+#[test]
+fn a_question_less_query_of_another_edns_version_is_badvers() {
+    let mut bare = query("p.test", RType::A, Opcode::QUERY);
+    bare.truncate(12);
+    bare[5] = 0;
+    let bad_server_cookie = [[7u8; 8], [9; 8]].concat();
+    for require in [false, true] {
+        let p = with_cookies(require);
+        for options in [
+            &[][..],
+            &[(10u16, &[7u8; 8][..])],
+            &[(10, &bad_server_cookie[..])],
+        ] {
+            let mut asked = with_opt(bare.clone(), options);
+            asked[bare.len() + 6] = 1; // the OPT's version
+            for transport in [Transport::Udp, Transport::Tcp] {
+                let out = process(&p, &asked, "192.0.2.9", transport);
+                let (m, _, _) = response(out);
+                assert_eq!(
+                    m.rcode(),
+                    Rcode::BADVERS,
+                    "require {require} {options:?} {transport:?}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn a_client_cookie_gets_a_server_cookie_that_is_then_accepted() {
     let p = with_cookies(true);
