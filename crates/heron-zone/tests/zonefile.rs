@@ -431,7 +431,7 @@ fn a_zone_file_that_is_not_a_regular_file_is_refused_without_waiting() {
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(
             errors[0].starts_with(&format!(
-                "{}:0: cannot read zone file: {}",
+                "{}: cannot read zone file: {}",
                 path.display(),
                 path.display()
             )),
@@ -489,7 +489,7 @@ fn a_load_reads_up_to_its_size_limit_includes_together() {
     assert_eq!(
         past,
         [format!(
-            "{}:0: zone file of {size} octets, more than max-zone-file-size ({}) allows",
+            "{}: zone file of {size} octets, more than max-zone-file-size ({}) allows",
             top.display(),
             size - 1
         )]
@@ -507,7 +507,7 @@ fn missing_file_is_one_error_at_line_zero() {
     assert_eq!(
         errs[0].to_string(),
         format!(
-            "{}:0: cannot read zone file: No such file or directory",
+            "{}: cannot read zone file: No such file or directory",
             path.display()
         )
     );

@@ -591,7 +591,7 @@ fn missing_top_file() {
     assert!(
         errs[0]
             .to_string()
-            .ends_with("no-such.zone:0: cannot read zone file: No such file or directory")
+            .ends_with("no-such.zone: cannot read zone file: No such file or directory")
     );
 }
 
