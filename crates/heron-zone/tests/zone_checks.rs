@@ -163,6 +163,45 @@ fn missing_glue_is_reported() {
     );
 }
 
+/// What BIND calls illegal and kzonecheck refuses is loaded with a
+/// warning naming the line (black-box finding AT-2): a delegation to a
+/// name server in the zone without an address, NS and MX targets that are
+/// CNAMEs (RFC 2181 10.3), NS owned by a wildcard.
+#[test]
+fn lame_delegations_alias_targets_and_wildcard_ns_are_warned_about() {
+    let cases = [
+        (
+            "sub NS nowhere\n",
+            "sub.example.test. to nowhere.example.test.: the name server is in the zone but has no address",
+            6,
+        ),
+        (
+            "sub NS alias\nalias CNAME ns\n",
+            "sub.example.test. NS alias.example.test.: the target is a CNAME",
+            6,
+        ),
+        (
+            "@ MX 10 mx\nmx CNAME ns\n",
+            "example.test. MX mx.example.test.: the target is a CNAME",
+            6,
+        ),
+        (
+            "*.w NS ns\n",
+            "*.w.example.test. NS: a wildcard owns NS records",
+            6,
+        ),
+    ];
+    for (body, said, line) in cases {
+        let warnings = problems(body).unwrap();
+        let p = one(&warnings, Severity::Warning);
+        assert!(p.message.contains(said), "{body}: {p}");
+        assert_eq!(line_of(p), line, "{body}");
+    }
+    // Targets with addresses, or outside the zone: nothing to say.
+    let fine = "sub NS ns\nsub2 NS ns.elsewhere.org.\n@ MX 10 ns\n@ MX 20 mx.elsewhere.org.\n";
+    assert!(problems(fine).unwrap().is_empty());
+}
+
 #[test]
 fn differing_ttls_in_an_rrset_use_the_first() {
     let text = format!("{HEAD}www 300 A 192.0.2.2\nwww 600 A 192.0.2.3\n");

@@ -1384,6 +1384,9 @@ impl<'a> Plan<'a> {
             if is_cut && self.b.warn {
                 self.check_glue(node, owner, logs, lookups, &mut out.problems);
             }
+            if self.b.warn {
+                self.check_targets(node, owner, (logs, lookups), &mut out.problems);
+            }
             for target in in_zone_targets(node, apex) {
                 out.referrers.push((target, key.as_wire().into()));
             }
@@ -1482,15 +1485,84 @@ impl<'a> Plan<'a> {
         problems: &mut Vec<Problem>,
     ) {
         let ns = node.set(RType::NS).expect("a cut has NS");
+        let apex = self.apex.as_wire();
         for &target in &ns.rdatas {
-            if !ends_with_name(target, cut.as_wire()) || self.has_address(target, logs, lookups) {
+            let below = ends_with_name(target, cut.as_wire());
+            // One in the zone above the cut is the zone's own data: found
+            // here alone, as an apex name server is (black-box finding
+            // AT-2: BIND and kzonecheck say it, Heron said nothing).
+            let in_zone = below || ends_with_name(target, apex);
+            if !in_zone || self.has_address(target, logs, lookups) {
                 continue;
             }
+            if !below && self.is_alias(target, logs, lookups) {
+                continue; // said so by `check_targets`
+            }
             if let Ok(target) = Name::from_wire(target) {
-                let msg = format!("delegation {cut} to {target} has no glue address (A/AAAA)");
+                let msg = match below {
+                    true => format!("delegation {cut} to {target} has no glue address (A/AAAA)"),
+                    false => format!(
+                        "delegation {cut} to {target}: the name server is in the zone but has no address (A/AAAA)"
+                    ),
+                };
                 self.problem(problems, ns.first, Severity::Warning, msg);
             }
         }
+    }
+
+    /// An NS or MX target that is an alias (RFC 2181 10.3: resolvers take
+    /// such a delegation as lame; BIND calls it illegal), and NS records
+    /// owned by a wildcard (BIND refuses them; NSD and Knot answer them
+    /// differently): loaded, with a warning (black-box finding AT-2).
+    fn check_targets<'l>(
+        &self,
+        node: &NodeParts,
+        owner: &Name,
+        (logs, lookups): (&'l [Vec<u8>], &Scratch<'l>),
+        problems: &mut Vec<Problem>,
+    ) {
+        let apex = self.apex.as_wire();
+        for rtype in [RType::NS, RType::MX] {
+            let Some(set) = node.set(rtype) else {
+                continue;
+            };
+            if rtype == RType::NS && owner.as_wire().starts_with(b"\x01*") {
+                let msg = format!(
+                    "{owner} NS: a wildcard owns NS records, which servers answer differently (BIND refuses them)"
+                );
+                self.problem(problems, set.first, Severity::Warning, msg);
+            }
+            for rd in &set.rdatas {
+                let Some(target) = rdata::names_for_additional(rtype, rd) else {
+                    continue;
+                };
+                if ends_with_name(target, apex) && self.is_alias(target, logs, lookups) {
+                    let target = Name::from_wire(target).map_or(String::new(), |t| t.to_string());
+                    let msg = format!(
+                        "{owner} {rtype} {target}: the target is a CNAME (RFC 2181 10.3: it must not be)"
+                    );
+                    self.problem(problems, set.first, Severity::Warning, msg);
+                }
+            }
+        }
+    }
+
+    /// Whether the zone holds a CNAME at `name` (wire, any case). Not
+    /// known when the zone is packed in groups from a targets' index of
+    /// addresses alone (a large zone): false then, and such a target
+    /// without an address is said as one.
+    fn is_alias<'l>(&self, name: &[u8], logs: &'l [Vec<u8>], lookups: &Scratch<'l>) -> bool {
+        if self.targets.is_some() {
+            return false;
+        }
+        let mut lower = NameBuf::new();
+        lower.set(name);
+        lower.make_lowercase();
+        self.find(lower.as_wire(), logs).is_some_and(|d| {
+            let mut target = lookups.borrow_mut();
+            self.collect(d, &mut target, logs);
+            target.set(RType::CNAME).is_some()
+        })
     }
 }
 
