@@ -526,6 +526,49 @@ fn ixfr_history_survives_a_restart() {
     std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
 }
 
+/// A zone changed under the same serial, then stopped or killed before
+/// its serial moves on: at the next serial, a secondary still at the
+/// reused serial (holding either content) gets the whole zone, not a step
+/// made from the second content; from the next serial on, IXFR (black-box
+/// finding AS-4: the mark lived in memory only, and a Knot secondary
+/// holding the first content took the step and stayed apart).
+#[test]
+fn no_ixfr_from_a_serial_served_with_two_contents_across_a_restart() {
+    for kill in [false, true] {
+        let tag = if kill { "reused-kill" } else { "reused-stop" };
+        let file = temp_zone(tag, &zone_text(1, ""));
+        let acl = "allow-transfer = [\"127.0.0.1\"]";
+        let mut server = start_heron(&file, acl);
+        reload_to(&server, &file, 2);
+        std::fs::write(&file, zone_text(2, "other A 192.0.2.97\n")).unwrap();
+        server.reload();
+        let reused = "content changed but serial 2 did not";
+        assert!(server.wait_for_log(reused), "{}", server.log());
+        match kill {
+            true => server.kill(),
+            false => drop(stop(server)),
+        }
+        let server = start_heron(&file, acl);
+        assert_eq!(soa_serial(server.addr()), Some(2), "{}", server.log());
+        reload_to(&server, &file, 3);
+        let out = kdig(server.addr(), &[ORIGIN, "IXFR=2"]);
+        assert_eq!(
+            soa_serials(&out.stdout),
+            [3, 3],
+            "the whole zone (kill: {kill})\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            server.log()
+        );
+        let whole = "IXFR (full zone) of xfr.test. serial 3";
+        assert!(server.wait_for_log(whole), "{}", server.log());
+        reload_to(&server, &file, 4);
+        let out = kdig(server.addr(), &[ORIGIN, "IXFR=3"]);
+        assert_eq!(soa_serials(&out.stdout), [4, 3, 4, 4], "{}", server.log());
+        drop(server);
+        std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
+    }
+}
+
 /// Heron journals a change its secondary (`kind`) has not heard of, is
 /// restarted, and serves the secondary that change by IXFR from the
 /// journal it read back.

@@ -53,7 +53,8 @@ pub(crate) struct History {
     short: bool,
     /// A serial served with two contents (the zone changed, its serial
     /// did not): a secondary holding it may hold either, so no IXFR
-    /// starts there.
+    /// starts there. Kept beside the journal file too
+    /// ([`REUSED_MARK`]), for a restart.
     pub(crate) no_chain_from: Option<u32>,
 }
 
@@ -80,6 +81,14 @@ impl History {
                 size.rewrite_next();
             }
         }
+    }
+
+    /// Takes up the mark beside the journal file `journal`, if it has
+    /// one ([`REUSED_MARK`]): a history that starts without its file
+    /// (none was left) still starts no IXFR from that serial.
+    pub(crate) fn marked_from(mut self, journal: Option<&Path>) -> History {
+        self.no_chain_from = journal.and_then(reused_serial);
+        self
     }
 
     /// Records a step; returns what its file must do.
@@ -122,10 +131,11 @@ impl History {
         Some(change)
     }
 
-    /// Forgets every step; returns what its file must do.
+    /// Forgets every step; returns what its file must do. A serial
+    /// served with two contents stays so: a secondary at it still holds
+    /// either (and a serial that went back may pass it again with a third).
     pub(crate) fn clear(&mut self) -> Option<FileChange> {
         self.journal.clear();
-        self.no_chain_from = None;
         Some(self.file.as_mut()?.cleared())
     }
 
@@ -794,8 +804,51 @@ fn restore_one(served: &Served, max_bytes: usize) -> Option<History> {
         batch: None,
         failures_seen: 0,
         short: false,
-        no_chain_from: None,
+        no_chain_from: reused_serial(path),
     })
+}
+
+/// Beside a zone's journal file (`FILE.jnl.reused`): the last serial the
+/// zone was served with two contents under ([`History::serial_reused`]),
+/// replaced by the next such serial. The journal file, removed when it
+/// happened, cannot say so: without the mark a restart before the serial
+/// moved on forgot it, and a secondary holding the first content took
+/// the next serial's step, made from the second (black-box finding AS-4).
+pub const REUSED_MARK: &str = ".reused";
+
+/// The mark ([`REUSED_MARK`]) beside the journal file `journal`.
+pub fn reused_mark_of(journal: &Path) -> PathBuf {
+    let mut name = journal.as_os_str().to_owned();
+    name.push(REUSED_MARK);
+    PathBuf::from(name)
+}
+
+/// The serial the mark beside `journal` holds, if there is one.
+fn reused_serial(journal: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(reused_mark_of(journal)).ok()?;
+    (text.lines()).find_map(|l| l.strip_prefix("serial ")?.trim().parse().ok())
+}
+
+/// Writes the mark beside `journal`: `serial` was served with two
+/// contents. Synced, then renamed over the mark before, so that a crash
+/// leaves one or the other.
+pub(crate) fn mark_reused(journal: &Path, serial: u32) -> io::Result<()> {
+    use std::io::Write;
+    let mark = reused_mark_of(journal);
+    let tmp = tmp_path(&mark);
+    let text = format!(
+        "; written by Heron: the zone was served with two contents under this serial, so no IXFR starts from it\nserial {serial}\n"
+    );
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    });
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &mark)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    let _ = std::fs::File::open(disk::folder(&mark)).and_then(|d| d.sync_all());
+    Ok(())
 }
 
 /// Removes the journal file at `path`, not used for `why`: the zone's

@@ -493,6 +493,7 @@ impl Primary {
             // finding: the fleet stayed apart after the serial moved on).
             let serial = new.serial();
             self.update_history(new.origin(), |h| h.serial_reused(serial));
+            self.keep_reused_mark(new.origin(), serial);
             return false;
         } else {
             tracing::warn!(
@@ -504,6 +505,24 @@ impl Primary {
         }
         self.update_history(new.origin(), History::clear);
         false
+    }
+
+    /// Writes beside the journal file of `origin`, if it keeps one, that
+    /// `serial` was served with two contents ([`journal_files::REUSED_MARK`]):
+    /// the journal file, removed, cannot tell a restart (black-box
+    /// finding AS-4: after one, the next serial's step was served to
+    /// secondaries holding the first content).
+    fn keep_reused_mark(&self, origin: &Name, serial: u32) {
+        let policy = self.policy(origin);
+        let (Some(_), Some(journal)) = (self.files.get(), policy.journal_path()) else {
+            return;
+        };
+        if let Err(e) = journal_files::mark_reused(journal, serial) {
+            tracing::error!(
+                "zone {origin}: cannot write {}: {e}; a restart before serial {serial} moves on forgets that it was served with two contents, and secondaries at it may then take an IXFR that does not lead from what they hold",
+                journal_files::reused_mark_of(journal).display()
+            );
+        }
     }
 
     fn record(&self, origin: &Name, steps: impl IntoIterator<Item = ZoneDiff>) {
@@ -527,9 +546,9 @@ impl Primary {
         let policy = self.policy(origin);
         let path = self.files.get().and(policy.journal_path());
         let mut journals = self.journals.lock().unwrap();
-        let history = journals
-            .entry(origin.to_lowercase())
-            .or_insert_with(|| History::new(self.journal_max_bytes, path.is_some()));
+        let history = journals.entry(origin.to_lowercase()).or_insert_with(|| {
+            History::new(self.journal_max_bytes, path.is_some()).marked_from(path)
+        });
         // A history kept in memory until a reload gave it a file: the
         // file gets every step kept so far, then the new ones.
         let first = path.and_then(|_| history.keep_in_file());
@@ -816,15 +835,23 @@ mod tests {
         assert!(matches!(p.plan(&next, Some(2)), TransferPlan::Axfr));
     }
 
-    /// The same across a restart: the journal file keeps no step from such
-    /// a serial either (regression hunt: read back, it gave IXFR again).
-    #[test]
-    fn no_ixfr_from_a_serial_served_with_two_contents_after_a_restart() {
+    /// A primary journaling p.test to a new file that served serial 2
+    /// with two contents: its folder, the file, the primary, the second
+    /// content (served now).
+    fn served_twice_at_2() -> (tempfile::TempDir, PathBuf, Primary, Zone) {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("p.zone.jnl");
         let (first, edited) = (zone(2, &hosts(12)), zone(2, &hosts(13)));
         let p = restarted(&file, &first);
         assert!(!p.zone_changed(&first, &edited));
+        (dir, file, p, edited)
+    }
+
+    /// The same across a restart: the journal file keeps no step from such
+    /// a serial either (regression hunt: read back, it gave IXFR again).
+    #[test]
+    fn no_ixfr_from_a_serial_served_with_two_contents_after_a_restart() {
+        let (_dir, file, p, edited) = served_twice_at_2();
         let bumped = zone(3, &hosts(13));
         assert!(p.zone_changed(&edited, &bumped));
         let next = zone(4, &hosts(14));
@@ -833,6 +860,27 @@ mod tests {
         let p = restarted(&file, &next);
         assert!(matches!(p.plan(&next, Some(2)), TransferPlan::Axfr));
         assert_eq!(steps_planned(&p, &next, 3), Some(1));
+    }
+
+    /// The same with a restart before the serial moves on: the journal
+    /// file went, and the mark beside it tells (black-box finding AS-4:
+    /// the next serial's step was served from that serial). A serial that
+    /// goes back keeps the mark: that serial may come again with a third.
+    #[test]
+    fn no_ixfr_from_a_serial_served_with_two_contents_restarted_before_the_next() {
+        let (_dir, file, p, edited) = served_twice_at_2();
+        flushed(p);
+        let p = restarted(&file, &edited);
+        let bumped = zone(3, &hosts(13));
+        assert!(p.zone_changed(&edited, &bumped));
+        assert!(matches!(p.plan(&bumped, Some(2)), TransferPlan::Axfr));
+        // Back to 1, then 2 with a third content, and 3 again.
+        let (back, third) = (zone(1, &hosts(11)), zone(2, &hosts(15)));
+        assert!(!p.zone_changed(&bumped, &back));
+        assert!(p.zone_changed(&back, &third));
+        assert!(p.zone_changed(&third, &bumped));
+        assert!(matches!(p.plan(&bumped, Some(2)), TransferPlan::Axfr));
+        assert_eq!(steps_planned(&p, &bumped, 1), None);
     }
 
     #[test]

@@ -2054,7 +2054,7 @@ fn files_beside<'a>(
     updated: bool,
     journal: Option<&'a Path>,
 ) -> impl Iterator<Item = shared_files::FileUse<'a>> {
-    use shared_files::{CARRIED, FROZEN, KEY_NOTE, REJECTED, SIGNED_COPY, Use, beside};
+    use shared_files::{CARRIED, FROZEN, KEY_NOTE, REJECTED, REUSED, SIGNED_COPY, Use, beside};
     let signed = zone.signing.is_some();
     let file = zone.file.as_path();
     let signed_files = [(Use::SignedCopy, SIGNED_COPY), (Use::KeyNote, KEY_NOTE)]
@@ -2064,12 +2064,16 @@ fn files_beside<'a>(
     let carried = journal
         .filter(|_| signed)
         .map(|journal| (Use::Carried, beside(journal, CARRIED)));
+    let reused = journal.map(|journal| (Use::ReusedMark, beside(journal, REUSED)));
     let updated_files = [(Use::Rejected, REJECTED), (Use::FreezeMark, FROZEN)]
         .into_iter()
         .filter(move |_| updated)
         .map(move |(what, suffix)| (what, beside(file, suffix)));
-    (signed_files.chain(carried).chain(updated_files))
-        .map(move |(what, path)| (&zone.origin, what, Cow::Owned(path)))
+    (signed_files
+        .chain(carried)
+        .chain(reused)
+        .chain(updated_files))
+    .map(move |(what, path)| (&zone.origin, what, Cow::Owned(path)))
 }
 
 /// What is wrong with the zones `heron serve --zone` adds to those of

@@ -42,6 +42,9 @@ pub enum Use {
     Rejected,
     /// Written by `heron ctl freeze` ([`FROZEN`]).
     FreezeMark,
+    /// Written when the zone changes under the same serial ([`REUSED`],
+    /// beside its journal).
+    ReusedMark,
 }
 
 /// Beside a signed zone's file (or kept copy): its signed version.
@@ -55,6 +58,9 @@ pub const REJECTED: &str = ".rejected";
 /// Beside a frozen zone's file: the serial and text the freeze wrote
 /// (`heron ctl freeze`, removed by the thaw).
 pub const FROZEN: &str = ".frozen";
+/// Beside a zone's journal: the serial it was served with two contents
+/// under, from which no IXFR starts.
+pub const REUSED: &str = heron_xfr::journal::files::REUSED_MARK;
 
 /// The file named as `file` with `suffix` added (`FILE.signed`): where
 /// Heron keeps what it writes for a zone beside its file.
@@ -83,6 +89,7 @@ impl fmt::Display for Use {
             Use::Carried => "updates carried over (written at a restart)",
             Use::Rejected => "rejected edit (written by a reload)",
             Use::FreezeMark => "freeze mark (written by heron ctl freeze)",
+            Use::ReusedMark => "reused serial mark (written when the serial did not move)",
         })
     }
 }

@@ -399,7 +399,8 @@ impl Unwritten {
 
 /// Before a new configuration takes effect: a zone whose file moved
 /// (another `file`) while that file lacks updates takes its journal
-/// along (`FILE.jnl`, and a signed zone's `FILE.jnl.carried`), so that
+/// along (`FILE.jnl`, a signed zone's `FILE.jnl.carried`, the marks
+/// `FILE.jnl.held` and `FILE.jnl.reused`), so that
 /// the file at its new path (a copy of the old) and the journal still
 /// make up the zone served, at the reload and at a restart (black-box
 /// finding: the new file was read alone, a new journal started from the
@@ -435,10 +436,12 @@ pub(crate) fn move_journals(
         // A copy of the file moved is no edit of a signed zone's file.
         crate::plan::zone_files::known_text_moved(&file_of(from), &file_of(to));
         let carried = update_signed::carried_path;
+        let reused_mark_of = heron_xfr::journal::files::reused_mark_of;
         for (from, to) in [
             (from.to_path_buf(), to.to_path_buf()),
             (carried(from), carried(to)),
             (held_marker(from), held_marker(to)),
+            (reused_mark_of(from), reused_mark_of(to)),
         ] {
             if !from.exists() {
                 continue;
