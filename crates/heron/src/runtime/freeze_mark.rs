@@ -116,6 +116,15 @@ pub(crate) fn edited_at(file: &Path, serial: u32) -> bool {
     })
 }
 
+/// The serial the freeze wrote the marked `file` at, if its text is no
+/// longer the freeze's (an edit made during the freeze, whatever serial
+/// it left). None without a mark that can be read.
+pub(crate) fn edited_since(file: &Path) -> Option<u32> {
+    let (frozen, sha) = read_mark(&mark_of(file))?;
+    let text = std::fs::read(file).ok()?;
+    (digest(&text) != sha).then_some(frozen)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1165,6 +1165,12 @@ pub(crate) fn replay_journals(
         let (Some(path), Some(zone)) = (policy.journal_path(), catalog.get(origin)) else {
             continue;
         };
+        if journal_of_a_frozen_edit(origin, path) {
+            if let Err(e) = std::fs::remove_file(path) {
+                tracing::warn!("zone {origin}: cannot remove {}: {e}", path.display());
+            }
+            continue;
+        }
         if let Some(next) = replay_one(zone, path, policy) {
             let file_serial = zone.serial();
             if !policy.takes_updates() {
@@ -1339,6 +1345,32 @@ fn replay_one(zone: &Zone, path: &std::path::Path, policy: &ZonePolicy) -> Optio
             Some(next)
         }
     }
+}
+
+/// Whether the journal at `journal` (`FILE.jnl`) of `origin` ends where
+/// a freeze wrote its zone file, which was edited since, during the
+/// freeze (its mark is still there); said. Every update the journal holds
+/// is in the file, the edit is the operator's, and the journal has no
+/// step to it: not replayed nor set aside, its history starts over
+/// (regression hunt AS-1: the edit a reload took left the journal ending
+/// before the zone's serial, which the next start set aside with an
+/// error; an edit that deleted the journal's last change was taken at
+/// once for one made while the server was down).
+fn journal_of_a_frozen_edit(origin: &Name, journal: &std::path::Path) -> bool {
+    let Some(file) = journal.to_str().and_then(|j| j.strip_suffix(".jnl")) else {
+        return false;
+    };
+    let Some(frozen) = freeze_mark::edited_since(std::path::Path::new(file)) else {
+        return false;
+    };
+    if heron_xfr::journal::file::last_serial(journal, origin) != Some(frozen) {
+        return false;
+    }
+    tracing::info!(
+        "zone {origin}: journal file {} not used: its updates are in the zone file, written by a freeze at serial {frozen} and edited since; its IXFR history starts over",
+        journal.display()
+    );
+    true
 }
 
 /// Why a journal's steps were not replayed on a zone file.
@@ -1641,6 +1673,12 @@ pub(crate) fn replay_added(
             continue;
         }
         let updated = policy.takes_updates() || policy.holds_updates;
+        if signing.is_none() && updated && journal_of_a_frozen_edit(origin, path) {
+            xfr.primary.restart_history(origin);
+            // Gone before the edit gets its serial in the file.
+            xfr.primary.flush_journal_files(SYNC_WAIT);
+            continue;
+        }
         // A signed zone frozen when it was taken out: its file holds
         // the journal's updates as the freeze wrote them, and carrying
         // them again undid the edit's deletions (black-box findings AS-2,
