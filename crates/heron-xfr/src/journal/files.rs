@@ -51,11 +51,38 @@ pub(crate) struct History {
     /// The file was written again whole, from a journal that lacked steps
     /// the zone file lacks too: the zone should be written back.
     short: bool,
-    /// A serial served with two contents (the zone changed, its serial
-    /// did not): a secondary holding it may hold either, so no IXFR
-    /// starts there. Kept beside the journal file too
-    /// ([`REUSED_MARK`]), for a restart.
-    pub(crate) no_chain_from: Option<u32>,
+    /// Serials served with two contents (the zone changed, its serial
+    /// did not; or the serial went back and passes them again): a
+    /// secondary holding one may hold either, so no IXFR starts there.
+    /// Kept beside the journal file too ([`REUSED_MARK`]), for a restart.
+    pub(crate) no_chain: Option<Reused>,
+}
+
+/// The serials after `after` up to `upto` (RFC 1982 order): served with
+/// other content before, so no IXFR starts from them. One serial whose
+/// content changed in place is `upto` alone (`after` the one before it);
+/// a serial that went back from `upto` to `after` covers all those it
+/// went back over (black-box finding AV-6: a secondary at the old 505
+/// took the step from the new 505).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reused {
+    pub after: u32,
+    pub upto: u32,
+}
+
+impl Reused {
+    /// `serial` alone.
+    pub fn only(serial: u32) -> Reused {
+        Reused {
+            after: serial.wrapping_sub(1),
+            upto: serial,
+        }
+    }
+
+    pub fn covers(&self, serial: u32) -> bool {
+        use crate::serial::is_newer;
+        serial == self.upto || (is_newer(serial, self.after) && is_newer(self.upto, serial))
+    }
 }
 
 impl History {
@@ -67,7 +94,7 @@ impl History {
             batch: None,
             failures_seen: 0,
             short: false,
-            no_chain_from: None,
+            no_chain: None,
         }
     }
 
@@ -87,7 +114,7 @@ impl History {
     /// one ([`REUSED_MARK`]): a history that starts without its file
     /// (none was left) still starts no IXFR from that serial.
     pub(crate) fn marked_from(mut self, journal: Option<&Path>) -> History {
-        self.no_chain_from = journal.and_then(reused_serial);
+        self.no_chain = journal.and_then(reused_serials);
         self
     }
 
@@ -98,7 +125,7 @@ impl History {
         // serial again after a restart (regression hunt). One the zone
         // file lacks (a dynamic update's) is kept, for the restart.
         let from = super::serial_of(&step.old_soa);
-        if self.pinned.is_none() && self.no_chain_from == Some(from) {
+        if self.pinned.is_none() && self.no_chain.is_some_and(|r| r.covers(from)) {
             return None;
         }
         let step = Arc::new(step);
@@ -139,11 +166,11 @@ impl History {
         Some(self.file.as_mut()?.cleared())
     }
 
-    /// [`History::clear`] for a zone whose content changed under
-    /// `serial`: no IXFR starts from it afterwards either.
-    pub(crate) fn serial_reused(&mut self, serial: u32) -> Option<FileChange> {
+    /// [`History::clear`] for a zone whose content changed under the
+    /// serials `reused`: no IXFR starts from them afterwards either.
+    pub(crate) fn serial_reused(&mut self, reused: Reused) -> Option<FileChange> {
         let change = self.clear();
-        self.no_chain_from = Some(serial);
+        self.no_chain = Some(reused);
         change
     }
 
@@ -804,7 +831,7 @@ fn restore_one(served: &Served, max_bytes: usize) -> Option<History> {
         batch: None,
         failures_seen: 0,
         short: false,
-        no_chain_from: reused_serial(path),
+        no_chain: reused_serials(path),
     })
 }
 
@@ -823,21 +850,26 @@ pub fn reused_mark_of(journal: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The serial the mark beside `journal` holds, if there is one.
-fn reused_serial(journal: &Path) -> Option<u32> {
+/// The serials the mark beside `journal` holds, if there is one: `serial
+/// N` (the last), and `after M` when it covers those after M too.
+fn reused_serials(journal: &Path) -> Option<Reused> {
     let text = std::fs::read_to_string(reused_mark_of(journal)).ok()?;
-    (text.lines()).find_map(|l| l.strip_prefix("serial ")?.trim().parse().ok())
+    let field =
+        |key: &str| (text.lines()).find_map(|l| l.strip_prefix(key)?.trim().parse::<u32>().ok());
+    let upto = field("serial ")?;
+    Some(field("after ").map_or(Reused::only(upto), |after| Reused { after, upto }))
 }
 
 /// Writes the mark beside `journal`: `serial` was served with two
 /// contents. Synced, then renamed over the mark before, so that a crash
 /// leaves one or the other.
-pub(crate) fn mark_reused(journal: &Path, serial: u32) -> io::Result<()> {
+pub(crate) fn mark_reused(journal: &Path, reused: Reused) -> io::Result<()> {
     use std::io::Write;
     let mark = reused_mark_of(journal);
     let tmp = tmp_path(&mark);
+    let Reused { after, upto } = reused;
     let text = format!(
-        "; written by Heron: the zone was served with two contents under this serial, so no IXFR starts from it\nserial {serial}\n"
+        "; written by Heron: the zone was served with two contents under these serials (after the first, up to the last), so no IXFR starts from them\nafter {after}\nserial {upto}\n"
     );
     let written = std::fs::File::create(&tmp).and_then(|mut f| {
         f.write_all(text.as_bytes())?;

@@ -18,7 +18,7 @@ use heron_zone::diff::{ZoneDiff, diff};
 
 use crate::acl::{Acl, Prefix};
 use crate::journal;
-use crate::journal::files::{self as journal_files, History, JournalWriter};
+use crate::journal::files::{self as journal_files, History, JournalWriter, Reused};
 use crate::serial;
 use crate::update::UpdateSettings;
 
@@ -491,20 +491,30 @@ impl Primary {
             // A secondary at this serial may hold either content: a step
             // from it would not lead from what it holds (black-box
             // finding: the fleet stayed apart after the serial moved on).
-            let serial = new.serial();
-            self.update_history(new.origin(), |h| h.serial_reused(serial));
-            self.keep_reused_mark(new.origin(), serial);
+            self.reused(new.origin(), Reused::only(new.serial()));
             return false;
-        } else {
-            tracing::warn!(
-                "zone {}: serial went back from {} to {}: secondaries keep the newer serial and will not see this version; IXFR history starts over",
-                new.origin(),
-                old.serial(),
-                new.serial()
-            );
         }
-        self.update_history(new.origin(), History::clear);
+        tracing::warn!(
+            "zone {}: serial went back from {} to {}: secondaries keep the newer serial and will not see this version; IXFR history starts over",
+            new.origin(),
+            old.serial(),
+            new.serial()
+        );
+        // The serials it went back over come again with other content: a
+        // secondary at one holds the old (black-box finding AV-6).
+        let went_back = Reused {
+            after: new.serial(),
+            upto: old.serial(),
+        };
+        self.reused(new.origin(), went_back);
         false
+    }
+
+    /// The history of `origin` restarted, no IXFR from the serials
+    /// `reused` from now on, and the mark kept for a restart.
+    fn reused(&self, origin: &Name, reused: Reused) {
+        self.update_history(origin, |h| h.serial_reused(reused));
+        self.keep_reused_mark(origin, reused);
     }
 
     /// Writes beside the journal file of `origin`, if it keeps one, that
@@ -512,12 +522,13 @@ impl Primary {
     /// the journal file, removed, cannot tell a restart (black-box
     /// finding AS-4: after one, the next serial's step was served to
     /// secondaries holding the first content).
-    fn keep_reused_mark(&self, origin: &Name, serial: u32) {
+    fn keep_reused_mark(&self, origin: &Name, reused: Reused) {
         let policy = self.policy(origin);
         let (Some(_), Some(journal)) = (self.files.get(), policy.journal_path()) else {
             return;
         };
-        if let Err(e) = journal_files::mark_reused(journal, serial) {
+        if let Err(e) = journal_files::mark_reused(journal, reused) {
+            let serial = reused.upto;
             tracing::error!(
                 "zone {origin}: cannot write {}: {e}; a restart before serial {serial} moves on forgets that it was served with two contents, and secondaries at it may then take an IXFR that does not lead from what they hold",
                 journal_files::reused_mark_of(journal).display()
@@ -595,7 +606,7 @@ impl Primary {
         let journals = self.journals.lock().unwrap();
         let chain = journals
             .get(&zone.origin().to_lowercase())
-            .filter(|h| h.no_chain_from != Some(client))
+            .filter(|h| !h.no_chain.is_some_and(|r| r.covers(client)))
             .and_then(|h| h.journal.chain(client, ours));
         match chain {
             // An IXFR longer than the zone itself is better sent whole.
@@ -881,6 +892,41 @@ mod tests {
         assert!(p.zone_changed(&third, &bumped));
         assert!(matches!(p.plan(&bumped, Some(2)), TransferPlan::Axfr));
         assert_eq!(steps_planned(&p, &bumped, 1), None);
+    }
+
+    /// A serial that went back (505 to 503, a primary restored from a
+    /// backup) passes the serials it went back over again with other
+    /// content: a secondary at one of them holds the old, so no IXFR
+    /// starts from them, across a restart too; from a later serial it
+    /// does (black-box finding AV-6: the new 505's step went to
+    /// secondaries at the old 505).
+    #[test]
+    fn no_ixfr_from_the_serials_a_serial_went_back_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.zone.jnl");
+        let old = zone(505, &hosts(15));
+        let p = restarted(&file, &old);
+        let back = zone(503, &hosts(13));
+        assert!(!p.zone_changed(&old, &back));
+        let again: Vec<Zone> = (504..=506)
+            .map(|s| zone(s, &hosts(s as usize - 480)))
+            .collect();
+        assert!(p.zone_changed(&back, &again[0]));
+        assert!(p.zone_changed(&again[0], &again[1]));
+        assert!(p.zone_changed(&again[1], &again[2]));
+        for from in [504, 505] {
+            assert!(
+                matches!(p.plan(&again[2], Some(from)), TransferPlan::Axfr),
+                "{from}"
+            );
+        }
+        flushed(p);
+        let p = restarted(&file, &again[2]);
+        assert!(matches!(p.plan(&again[2], Some(505)), TransferPlan::Axfr));
+        let next = zone(507, &hosts(40));
+        assert!(p.zone_changed(&again[2], &next));
+        assert_eq!(steps_planned(&p, &next, 506), Some(1));
+        assert!(matches!(p.plan(&next, Some(505)), TransferPlan::Axfr));
     }
 
     #[test]
