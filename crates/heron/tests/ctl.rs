@@ -233,6 +233,34 @@ fn a_reload_says_when_a_serial_was_left_behind() {
     );
 }
 
+/// `notify` of a zone configured but not served now (its file never
+/// loaded; a secondary expired) says so, not that the zone is none of
+/// this server's (black-box finding AV-2).
+#[test]
+fn notify_of_a_zone_not_served_now_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    std::fs::write(dir.path().join("a.zone"), zone_text(1, "")).unwrap();
+    std::fs::write(dir.path().join("c.zone"), "not a zone\n").unwrap();
+    let (d, s) = (dir.path().to_path_buf(), socket.clone());
+    let _server = ServerProcess::heron_with_config(&heron(), "a.test", move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
+             [[zone]]\norigin = \"a.test\"\nfile = \"{}\"\n\
+             [[zone]]\norigin = \"c.test\"\nfile = \"{}\"\nnotify = [\"127.0.0.1:9\"]\n",
+            s.display(),
+            d.join("a.zone").display(),
+            d.join("c.zone").display()
+        )
+    });
+    let (code, out, err) = ctl(&socket, &["notify", "c.test"]);
+    assert_eq!(code, Some(4), "{out}{err}");
+    assert!(out.contains("c.test. is not served now"), "{out}{err}");
+    let (code, out, err) = ctl(&socket, &["notify", "nosuch.test"]);
+    assert_eq!(code, Some(4), "{out}{err}");
+    assert!(out.contains("is not a zone of this server"), "{out}{err}");
+}
+
 #[test]
 fn failing_commands_exit_non_zero_with_the_reason() {
     let f = Fixture::start();

@@ -605,7 +605,7 @@ impl Controller {
     /// Sends NOTIFY for `zone` to its secondaries and waits for each.
     async fn notify(&self, zone: &Name) -> Response {
         let Some(served) = self.catalog.load().get(zone).cloned() else {
-            return Response::refused(format!("{zone} is not a zone of this server"));
+            return Response::refused(self.not_served(zone));
         };
         let outcomes = self.transfers.notify_now(&served).await;
         if outcomes.is_empty() {
@@ -800,6 +800,23 @@ impl Controller {
             ok: outcome.is_ok(),
             errors: outcome.errors.clone(),
             ..Response::ok(said, data)
+        }
+    }
+
+    /// Why `zone` is not served: not configured, or configured and not
+    /// served now (a secondary expired or never transferred, a file that
+    /// never loaded; black-box finding AV-2: an expired zone was said to
+    /// be no zone of this server).
+    fn not_served(&self, zone: &Name) -> String {
+        let configured = self.secondaries.load_full().contains(zone)
+            || (self.files.lock().unwrap_or_else(|e| e.into_inner()))
+                .file_of(zone)
+                .is_some();
+        match configured {
+            true => format!(
+                "{zone} is not served now (expired, or never loaded or transferred; see heron ctl zone-status {zone}): nothing to NOTIFY"
+            ),
+            false => format!("{zone} is not a zone of this server"),
         }
     }
 
