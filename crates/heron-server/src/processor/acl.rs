@@ -72,6 +72,9 @@ pub(super) fn admit(p: &Processor, catalog: &Catalog, req: &Request, q: &Query) 
         RType::AXFR | RType::IXFR => {
             let qname = q.qname_lower.to_name();
             let Some(zone) = catalog.get(&qname).filter(|z| z.class() == q.qclass) else {
+                if catalog.is_expired(q.qname_lower.as_wire()) {
+                    return Admission::Refuse(Refusal::ZoneExpired);
+                }
                 return Admission::Refuse(Refusal::ZoneNotServed);
             };
             let policy = p.primary.policy(zone.origin());

@@ -204,6 +204,11 @@ pub enum Refusal {
     /// A signed UPDATE sent again by its sender: not answered (the
     /// first one's answer is on its way, or was lost).
     UpdateResent,
+    /// A transfer of a secondary zone that expired (SERVFAIL, as its
+    /// queries get and as Knot answers; NOTAUTH sent the downstream
+    /// secondary's operator to its keys and ACLs: black-box finding
+    /// AV-4).
+    ZoneExpired,
 }
 
 /// Whether a cookie check may answer `q`: not a request of an EDNS
@@ -276,7 +281,7 @@ impl Plain {
 
 impl Refusal {
     /// How many kinds there are, for counters indexed by [`Refusal::kind`].
-    pub const KINDS: usize = 15;
+    pub const KINDS: usize = 16;
 
     /// A name for each kind, in the order of [`Refusal::kind`].
     pub const KIND_NAMES: [&'static str; Refusal::KINDS] = [
@@ -295,6 +300,7 @@ impl Refusal {
         "blackhole",
         "update-queue-full",
         "update-resent",
+        "zone-expired",
     ];
 
     /// A number below [`Refusal::KINDS`], one per variant (the reason a
@@ -316,6 +322,7 @@ impl Refusal {
             Refusal::Blackholed => 12,
             Refusal::UpdateQueueFull => 13,
             Refusal::UpdateResent => 14,
+            Refusal::ZoneExpired => 15,
         }
     }
 
@@ -347,7 +354,7 @@ impl Refusal {
             | Refusal::UpdateDenied => Rcode::REFUSED,
             // Never sent: a blackholed request gets no response.
             Refusal::Blackholed => Rcode::REFUSED,
-            Refusal::UpdateQueueFull => Rcode::SERVFAIL,
+            Refusal::UpdateQueueFull | Refusal::ZoneExpired => Rcode::SERVFAIL,
             // Never sent: a resent UPDATE gets no response of its own.
             Refusal::UpdateResent => Rcode::REFUSED,
         }
@@ -374,6 +381,7 @@ impl fmt::Display for Refusal {
             Refusal::Blackholed => f.write_str("request from a blackholed address"),
             Refusal::UpdateQueueFull => f.write_str("UPDATE with the update queue full"),
             Refusal::UpdateResent => f.write_str("UPDATE sent again"),
+            Refusal::ZoneExpired => f.write_str("transfer of a zone that expired"),
         }
     }
 }

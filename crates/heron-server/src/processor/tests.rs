@@ -232,6 +232,30 @@ fn a_bad_signature_gets_notauth_with_the_tsig_error() {
     assert_eq!(verifier.verify(&out, NOW + 1000), Err(TsigError::BadTime));
 }
 
+/// A transfer of a secondary zone that expired is SERVFAIL, as its
+/// queries are and as Knot answers; a zone never served stays NOTAUTH
+/// (black-box finding AV-4: NOTAUTH sent the downstream secondary's
+/// operator to its keys and ACLs).
+#[test]
+fn a_transfer_of_an_expired_zone_is_servfail() {
+    let p = processor();
+    let mut expired = (**p.catalog().load()).clone();
+    expired.remove(&n("s.test"));
+    expired.expire(&n("s.test"));
+    p.catalog().store(Arc::new(expired));
+    for qtype in [RType::AXFR, RType::SOA] {
+        let q = query("s.test", qtype, Opcode::QUERY);
+        let (m, _, events) = response(process(&p, &q, "127.0.0.3", Transport::Tcp));
+        assert_eq!(m.rcode(), Rcode::SERVFAIL, "{qtype}");
+        if qtype == RType::AXFR {
+            assert_eq!(events, [Event::Refused(Refusal::ZoneExpired)]);
+        }
+    }
+    let other = query("other.test", RType::AXFR, Opcode::QUERY);
+    let (m, _, _) = response(process(&p, &other, "127.0.0.3", Transport::Tcp));
+    assert_eq!(m.rcode(), Rcode::NOTAUTH);
+}
+
 #[test]
 fn axfr_is_refused_by_the_acl() {
     let p = processor();
