@@ -327,6 +327,11 @@ fn a_reload_signs_again_from_the_version_received() {
     assert!(said.contains("reloaded"), "{said}");
     let again = zone_serial(addr, ZONE).unwrap();
     assert!(again > first, "{again} after {first}");
+    // A refresh says the primary's serial and the one served apart
+    // (black-box finding AV-8: the primary's read as the one served).
+    let said = ctl(&heron, &["refresh", ZONE]);
+    let both = format!("checked: serial 1 from the primary, served signed as {again}");
+    assert!(said.contains(&both), "{said}");
     check_valid(addr, &axfr(addr), "www", true);
 
     let toml = heron.dir().join("heron.toml");

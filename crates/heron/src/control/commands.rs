@@ -325,13 +325,25 @@ impl Controller {
             let why = format!("{zone} was removed meanwhile");
             Err(CheckFailed::because(why))
         });
+        // A zone signed here serves serials of its own: both are said
+        // (black-box finding AV-8: the primary's read as the one served).
+        let signed_here = (self.files.lock().unwrap_or_else(|e| e.into_inner()))
+            .signed_secondaries()
+            .iter()
+            .any(|(o, _)| o.to_lowercase() == *zone);
+        let served = (self.catalog.load().get(zone).map(|z| z.serial())).filter(|_| signed_here);
         match result {
             Ok(serial) => Response::ok(
-                format!(
-                    "{zone} {what}: serial {}",
-                    serial.map_or("none".into(), |s| s.to_string())
-                ),
-                json!({ "zone": zone.to_string(), "serial": serial }),
+                match (serial, served) {
+                    (Some(s), Some(ours)) if s != ours => format!(
+                        "{zone} {what}: serial {s} from the primary, served signed as {ours}"
+                    ),
+                    _ => format!(
+                        "{zone} {what}: serial {}",
+                        serial.map_or("none".into(), |s| s.to_string())
+                    ),
+                },
+                json!({ "zone": zone.to_string(), "serial": serial, "served_serial": served }),
             ),
             Err(failed) => {
                 let said = match failed.newer {
