@@ -555,4 +555,24 @@ fn a_restart_that_finds_an_older_signed_copy_signs_past_the_serial_served() {
     );
     check_valid(addr, &axfr(addr), "new", true);
     assert_ne!(axfr(addr), served_2);
+    // A copy cut short is said to be signed again from the unsigned copy
+    // kept, not transferred (black-box finding AV-7).
+    let mut heron = heron;
+    heron.kill();
+    let len = std::fs::metadata(&signed_copy).unwrap().len();
+    std::fs::File::options()
+        .write(true)
+        .open(&signed_copy)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let heron = start_heron(heron_port, &config);
+    assert!(
+        eventually(|| zone_serial(addr, ZONE) > Some(signed_3)),
+        "{}",
+        heron.log()
+    );
+    let said = "signed copy unusable; signed again from the unsigned copy kept";
+    assert!(heron.log().contains(said), "{}", heron.log());
+    check_valid(addr, &axfr(addr), "new", true);
 }

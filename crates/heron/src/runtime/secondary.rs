@@ -56,6 +56,11 @@ pub struct Secondaries {
 /// as zone files are at start; one that fails is reported and the zone is
 /// transferred anew.
 pub fn load_kept<Z: Borrow<SecondaryZone>>(zones: &[Z]) -> Vec<Option<Zone>> {
+    load_copies(zones, "kept copy unusable; transferring anew")
+}
+
+/// [`load_kept`], saying of a copy that fails that it is `unusable`.
+fn load_copies<Z: Borrow<SecondaryZone>>(zones: &[Z], unusable: &str) -> Vec<Option<Zone>> {
     let zones: Vec<&SecondaryZone> = zones.iter().map(Borrow::borrow).collect();
     let started = Instant::now();
     let paths: Vec<_> = zones.iter().map(|z| z.kept_path()).collect();
@@ -91,7 +96,7 @@ pub fn load_kept<Z: Borrow<SecondaryZone>>(zones: &[Z]) -> Vec<Option<Zone>> {
                 }
             };
             if zone.is_none() {
-                tracing::error!("zone {}: kept copy unusable; transferring anew", z.origin);
+                tracing::error!("zone {}: {unusable}", z.origin);
             }
             zone
         })
@@ -119,7 +124,15 @@ pub fn load_signed_kept(
             ..z.clone()
         })
         .collect();
-    load_kept(&copies).into_iter().flatten().collect()
+    // The unsigned copy kept is signed again: no transfer (black-box
+    // finding AV-7: "transferring anew" sent the operator to look for
+    // one that never came).
+    let unusable =
+        "signed copy unusable; signed again from the unsigned copy kept, past the serial served";
+    load_copies(&copies, unusable)
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// The member zones of the consumed catalogs' kept copies, added to
