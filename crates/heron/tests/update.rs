@@ -1929,7 +1929,7 @@ fn a_held_zones_freeze_says_what_the_flush_did() {
 }
 
 fn held_zone_edited_past_its_journal(tag: &str, zone_lines: &str) {
-    let (file, server, _socket) = held_zone(tag, zone_lines);
+    let (file, server, socket) = held_zone(tag, zone_lines);
     let edited = zone_text().replace("hostmaster 1 ", "hostmaster 3 ");
     std::fs::write(&file, format!("{edited}byhand A 192.0.2.90\n")).unwrap();
     let server = restarted(server, ZONE);
@@ -1952,6 +1952,10 @@ fn held_zone_edited_past_its_journal(tag: &str, zone_lines: &str) {
     // No journal left to hold: no mark of a hold either (regression hunt
     // AR-10: a freeze then named a flush with nothing to flush).
     assert!(!file.with_extension("zone.jnl.held").exists());
+    // Nor is the file said to hold the updates set aside (black-box
+    // finding AS-8).
+    let (ok, said) = ctl(&socket, &["freeze", ZONE]);
+    assert!(!ok && said.contains("set aside"), "{said}\n{}", server.log());
 }
 
 /// A zone holding updates (its `allow-update` removed under "never")

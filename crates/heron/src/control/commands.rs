@@ -361,6 +361,31 @@ impl Controller {
         }
     }
 
+    /// Why a zone holding updates (`allow-update` removed under
+    /// `zonefile-sync = "never"`) cannot be frozen, and its way out.
+    fn why_a_held_zone_is_not_frozen(&self, zone: &Name, policy: &heron_xfr::primary::ZonePolicy) -> String {
+        if !self.transfers.unwritten.contains(&zone.to_lowercase()) {
+            // Its journal set aside at the start (it did not lead on from
+            // the file): the file does not hold them (black-box finding
+            // AS-8: it was said to).
+            if let Some(journal) = policy.journal_path().filter(|j| !j.exists()) {
+                return format!(
+                    "{zone} takes no updates; the updates its journal held could not be applied to its file at the start and were set aside beside {} (.unapplied)",
+                    journal.display()
+                );
+            }
+            // Flushed: the file holds them (regression hunt AR-10: the
+            // flush was asked for again).
+            return format!(
+                "{zone} takes no updates: its file holds the updates it answered now; after heron ctl reconfigure its file is read again as edited"
+            );
+        }
+        // Its way out is the flush (regression hunt AO-7).
+        format!(
+            "{zone} takes no updates: it holds updates its file lacks (allow-update removed under zonefile-sync = \"never\"); heron ctl flush {zone} writes them to its file, and after heron ctl reconfigure its file is read again as edited"
+        )
+    }
+
     /// Stops `zone`'s updates (refused until thawed) and writes it to its
     /// file as served now, for editing by hand.
     async fn freeze(&self, zone: &Name) -> Response {
@@ -385,18 +410,8 @@ impl Controller {
             }
             return Response::refused(format!("{zone} is not a zone of this server"));
         };
-        if policy.holds_updates && !self.transfers.unwritten.contains(&zone.to_lowercase()) {
-            // Flushed: the file holds them (regression hunt AR-10: the
-            // flush was asked for again).
-            return Response::refused(format!(
-                "{zone} takes no updates: its file holds the updates it answered now; after heron ctl reconfigure its file is read again as edited"
-            ));
-        }
         if policy.holds_updates {
-            // Its way out is the flush (regression hunt AO-7).
-            return Response::refused(format!(
-                "{zone} takes no updates: it holds updates its file lacks (allow-update removed under zonefile-sync = \"never\"); heron ctl flush {zone} writes them to its file, and after heron ctl reconfigure its file is read again as edited"
-            ));
+            return Response::refused(self.why_a_held_zone_is_not_frozen(zone, &policy));
         }
         if !policy.takes_updates() {
             return Response::refused(format!("{zone} takes no updates"));
