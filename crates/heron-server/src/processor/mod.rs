@@ -928,6 +928,7 @@ impl Processor {
             }
             Admission::Notify(origin) => {
                 notify::accept(d, origin, &self.notify_log, out, events);
+                options::append_to_deferred(self, d, out);
                 return Outcome::Response;
             }
             Admission::Update(origin) => {
@@ -990,6 +991,7 @@ impl Processor {
         if let Refusal::QueryDenied(_) = refusal {
             prohibited(d, out);
         }
+        options::append_to_deferred(self, d, out);
         events.push(Event::Refused(refusal));
     }
 }

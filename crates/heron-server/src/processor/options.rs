@@ -65,6 +65,14 @@ pub(super) fn append_to_error(p: &Processor, req: &Request, q: &Query, out: &mut
     append_with(p, req, q, 0, None, out);
 }
 
+/// [`append_to_error`] for a deferred request's answer (a refused or
+/// failed transfer, a NOTIFY's), with room kept for its TSIG: NSID as
+/// NSD, Knot and BIND give it there, and edns-tcp-keepalive as BIND
+/// (black-box finding AU-4: those answers had neither).
+pub(super) fn append_to_deferred(p: &Processor, d: &Deferred, out: &mut Vec<u8>) {
+    append_with(p, d.req, d.q, d.tsig_room(), None, out);
+}
+
 fn append_with(
     p: &Processor,
     req: &Request,
@@ -128,6 +136,11 @@ pub(super) fn transfer_opt(p: &Processor, catalog: &Catalog, d: &Deferred) -> Op
         .flatten();
     if let Some(seconds) = seconds {
         push_option(&mut bytes, code::EXPIRE, &seconds.to_be_bytes());
+    }
+    // A secondary that keeps its transfer connection open (RFC 7766
+    // 6.2.1, RFC 9103) is told how long it may (AU-4).
+    if edns.options.tcp_keepalive && d.req.transport != Transport::Udp {
+        push_option(&mut bytes, code::TCP_KEEPALIVE, &p.tcp_keepalive.to_be_bytes());
     }
     Some(TransferOpt { bytes })
 }

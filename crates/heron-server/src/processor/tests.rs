@@ -1003,6 +1003,33 @@ fn nsid_and_expire_are_added_when_asked() {
     assert!(options_of(&out).is_empty());
 }
 
+/// NSID in refused and failed transfers and in NOTIFY answers, as NSD,
+/// Knot and BIND give it, and edns-tcp-keepalive in transfers over TCP,
+/// as BIND (black-box finding AU-4: neither was there).
+#[test]
+fn refusals_notify_answers_and_transfers_carry_the_options_asked_for() {
+    let p = processor().with_nsid(b"ns7".to_vec());
+    let nsid = (3u16, b"ns7".to_vec());
+    for (qname, qtype, from) in [
+        ("other.test", RType::AXFR, "127.0.0.3"),
+        ("p.test", RType::AXFR, "192.0.2.9"),
+        ("p.test", RType::IXFR, "127.0.0.3"),
+    ] {
+        let q = with_opt(query(qname, qtype, Opcode::QUERY), &[(3, b"")]);
+        let (m, out, _) = response(process(&p, &q, from, Transport::Tcp));
+        assert_ne!(m.rcode(), Rcode::NOERROR, "{qname} {qtype}");
+        assert_eq!(options_of(&out), std::slice::from_ref(&nsid), "{qname} {qtype}");
+    }
+    let notify = with_opt(query("s.test", RType::SOA, Opcode::NOTIFY), &[(3, b"")]);
+    let (m, out, _) = response(process(&p, &notify, "127.0.0.4", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert_eq!(options_of(&out), [nsid]);
+    let axfr = with_opt(query("p.test", RType::AXFR, Opcode::QUERY), &[(11, b"")]);
+    let out = first_transfer_message(&p, &axfr);
+    let (code, _) = &options_of(&out)[0];
+    assert_eq!(*code, 11, "edns-tcp-keepalive");
+}
+
 /// NSID in transfers and in answers to question-less queries, as NSD,
 /// Knot and BIND give it (black-box finding: only query answers had it),
 /// and padding for the question-less over TLS (RFC 7830 3).
