@@ -60,16 +60,22 @@ pub const SHOWN_MAX: usize = 64;
 /// [`SHOWN_MAX`] octets with `...` (one token of a damaged file can be
 /// hundreds of megabytes).
 pub fn shown(raw: &[u8]) -> String {
-    let cut = &raw[..raw.len().min(SHOWN_MAX)];
-    let mut out = String::with_capacity(cut.len() + 3);
-    for c in String::from_utf8_lossy(cut).chars() {
+    let mut out = escaped(&raw[..raw.len().min(SHOWN_MAX)]);
+    if raw.len() > SHOWN_MAX {
+        out.push_str("...");
+    }
+    out
+}
+
+/// `raw` lossily as UTF-8, control characters as `\DDD`, whole: for text
+/// bounded already (a path) that an error shows.
+pub fn escaped(raw: &[u8]) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for c in String::from_utf8_lossy(raw).chars() {
         match c {
             c if c.is_control() => out.push_str(&format!("\\{:03}", c as u32 & 0xFF)),
             c => out.push(c),
         }
-    }
-    if raw.len() > SHOWN_MAX {
-        out.push_str("...");
     }
     out
 }

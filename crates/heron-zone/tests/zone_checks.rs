@@ -361,3 +361,29 @@ fn the_last_ttl_standing_in_for_a_missing_ttl_is_said_once() {
         "{said:?}"
     );
 }
+
+/// Text an error quotes from the file is escaped and cut, whatever the
+/// field: a path of `$INCLUDE` (escaped whole), bad hex and base64, a
+/// TTL (black-box finding AT-5: control bytes reached the terminal raw,
+/// and a field of a megabyte made an error line of a megabyte).
+#[test]
+fn quoted_text_in_errors_is_escaped_and_cut() {
+    let huge = "Z".repeat(1 << 20);
+    let cases = [
+        "$INCLUDE \"\\027]0;owned\\007x.inc\"\n".to_string(),
+        "t TLSA 3 1 1 \u{1b}[2J\n".to_string(),
+        format!("t TLSA 3 1 1 {huge}\n"),
+        format!("t DNSKEY 257 3 13 {huge}!\n"),
+        "t 1h\u{1b} A 192.0.2.1\n".to_string(),
+        format!("t TYPE65000 \\# 2 {huge}\n"),
+        format!("t 1h{huge} A 192.0.2.1\n"),
+    ];
+    for body in cases {
+        let shown = &body[..40.min(body.len())];
+        let errors = problems(&body).expect_err(shown);
+        for e in errors.iter().map(|p| p.to_string()) {
+            assert!(!e.chars().any(|c| c.is_control()), "{e:?}");
+            assert!(e.len() < 600, "{}", &e[..300]);
+        }
+    }
+}

@@ -147,7 +147,7 @@ fn decode_rest(
         err(format!(
             "bad {encoding} in {} {what}: '{}'",
             f.rtype,
-            String::from_utf8_lossy(&text)
+            crate::text::shown(&text)
         ))
     })?;
     if bytes.is_empty() {

@@ -112,7 +112,7 @@ fn parse_generic(tokens: &[Token], out: &mut Vec<u8>) -> Result<(), TextError> {
     let data = encoding::hex_decode(&text).ok_or_else(|| {
         TextError::new(format!(
             "bad hex in \\# data: '{}'",
-            String::from_utf8_lossy(&text)
+            crate::text::shown(&text)
         ))
     })?;
     if data.len() != len {

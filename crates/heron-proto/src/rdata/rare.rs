@@ -271,7 +271,7 @@ fn parse_ipseckey(
     let key = base64_decode(&key).ok_or_else(|| {
         err(format!(
             "bad base64 in IPSECKEY public key: '{}'",
-            String::from_utf8_lossy(&key)
+            crate::text::shown(&key)
         ))
     })?;
     out.extend(key);

@@ -49,7 +49,7 @@ fn key_number(text: &[u8]) -> Result<u16, TextError> {
     let bad = || {
         err(format!(
             "unknown SvcParam key '{}' (use a registered name or keyNNNNN)",
-            String::from_utf8_lossy(text)
+            crate::text::shown(text)
         ))
     };
     let digits = text
@@ -126,7 +126,7 @@ fn split_param<'a>(
     let value = unescape(value).map_err(|e| {
         err(format!(
             "bad value for SvcParam '{}': {e}",
-            String::from_utf8_lossy(key)
+            crate::text::shown(key)
         ))
     })?;
     Ok((key, Some(value)))
@@ -203,8 +203,9 @@ fn encode_value(key: u16, value: Option<Vec<u8>>) -> Result<Vec<u8>, TextError> 
     }
 }
 
+/// `b` as an error message shows it ([`crate::text::shown`]).
 fn lossy(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    crate::text::shown(b)
 }
 
 /// Splits a comma-separated value list; `\` escapes the next octet

@@ -44,7 +44,7 @@ pub(crate) fn parse_ttl(raw: &[u8]) -> Result<u32, String> {
         if start == i {
             return Err(format!(
                 "expected a number at '{}'",
-                String::from_utf8_lossy(&raw[i..])
+                heron_proto::text::shown(&raw[i..])
             ));
         }
         // Digits only, so this fails only on overflow.
@@ -57,7 +57,7 @@ pub(crate) fn parse_ttl(raw: &[u8]) -> Result<u32, String> {
             None => {
                 return Err(format!(
                     "number '{}' has no unit (w, d, h, m or s)",
-                    String::from_utf8_lossy(&raw[start..i])
+                    heron_proto::text::shown(&raw[start..i])
                 ));
             }
             Some(b'w') => 7 * 86400,
@@ -206,7 +206,11 @@ impl Reader<'_> {
                     false => "",
                 };
                 let why = io_message(&e);
-                let msg = format!("$INCLUDE '{shown}': {}: {why}{relative}", path.display());
+                // The path as the name was shown: its text is the file's
+                // (black-box finding AT-5: control bytes reached the
+                // operator's terminal raw).
+                let at = heron_proto::text::escaped(path.as_os_str().as_encoded_bytes());
+                let msg = format!("$INCLUDE '{shown}': {at}: {why}{relative}");
                 return self.error(ctx, line, msg);
             }
         };
