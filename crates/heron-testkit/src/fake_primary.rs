@@ -83,6 +83,12 @@ impl FakePrimary {
     /// Serves `origins`, each at `serial`, on a free port of 127.0.0.1;
     /// SOA timers 3600 600 86400.
     pub fn start(origins: &[&str], serial: u32) -> FakePrimary {
+        FakePrimary::start_on(Ipv4Addr::LOCALHOST, origins, serial)
+    }
+
+    /// [`FakePrimary::start`] on `ip` (a loopback address other than
+    /// 127.0.0.1: a second primary a NOTIFY can come from).
+    pub fn start_on(ip: Ipv4Addr, origins: &[&str], serial: u32) -> FakePrimary {
         let serials = origins
             .iter()
             .map(|o| (Name::parse(o).expect("an origin").to_lowercase(), serial))
@@ -104,7 +110,7 @@ impl FakePrimary {
             most_transfers: AtomicUsize::new(0),
             seen: Mutex::new(Vec::new()),
         });
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("a free port");
+        let listener = TcpListener::bind((ip, 0)).expect("a free port");
         let addr = listener.local_addr().expect("bound");
         let accepting = shared.clone();
         std::thread::spawn(move || accept(listener, accepting));

@@ -1150,6 +1150,41 @@ fn an_older_zone_behind_a_newer_soa_is_not_taken() {
     assert_eq!(zone_serial(sec, zone), Some(40), "{}", heron.log());
 }
 
+/// A NOTIFY from the second primary makes the check ask that primary
+/// first, as BIND and Knot do: it has the serial it announced, where the
+/// first has not yet (black-box finding: only the first was asked, "up to
+/// date", and the zone stayed behind for ever).
+#[test]
+fn a_notify_from_the_second_primary_is_fetched_from_it() {
+    let setup = FakeSetup::new("notify-second", 1);
+    let zone = &setup.zones[0];
+    let second_ip = Ipv4Addr::new(127, 0, 0, 2);
+    let second = FakePrimary::start_on(second_ip, &[zone], 1);
+    let port = free_port();
+    let first = setup.primary.addr();
+    let config = setup.config(port, "").replace(
+        &format!("primaries = [\"{first}\"]"),
+        &format!("primaries = [\"{first}\", \"{}\"]", second.addr()),
+    );
+    let heron = start_serving(port, "ready.test", &config);
+    let sec = heron.addr();
+    assert!(eventually(|| setup.all_at(sec, 1)), "{}", heron.log());
+    second.set_serial(2);
+    assert_eq!(
+        notify_from(IpAddr::V4(second_ip), sec, zone, None),
+        Rcode::NOERROR
+    );
+    assert!(eventually(|| setup.all_at(sec, 2)), "{}", heron.log());
+    assert!(second.count(RType::SOA) >= 1, "{:?}", second.seen());
+    assert!(
+        heron
+            .log()
+            .contains(&format!("from {} to serial 2", second.addr())),
+        "{}",
+        heron.log()
+    );
+}
+
 /// A primary whose IXFR answer is refused, or broken, makes the
 /// secondary say so and fall back to AXFR, which brings the new serial.
 #[test]

@@ -458,16 +458,29 @@ impl Driver {
                     let probe = (entry.zone.primaries.iter())
                         .filter(|up| Some(up.addr.ip()) == from)
                         .any(|up| health.notified(up.addr, now));
+                    // Its check asks that primary first (black-box
+                    // finding: only the first was asked, which had not
+                    // the serial the second announced, for ever).
+                    let primary =
+                        (entry.zone.primaries.iter()).position(|up| Some(up.addr.ip()) == from);
                     if probe {
                         self.probes.insert(zone);
                     }
-                    self.handle(Event::Notify { zone, serial });
+                    self.handle(Event::Notify {
+                        zone,
+                        serial,
+                        primary,
+                    });
                 }
             }
             Command::CheckSoon(origin) => {
                 if let Some(&zone) = self.ids.get(&Entries(&self.zones), &origin) {
-                    let serial = None;
-                    self.handle(Event::Notify { zone, serial });
+                    let (serial, primary) = (None, None);
+                    self.handle(Event::Notify {
+                        zone,
+                        serial,
+                        primary,
+                    });
                 }
             }
             Command::Add(zone, kept) => self.add(zone, kept),

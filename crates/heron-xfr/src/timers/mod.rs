@@ -16,7 +16,10 @@
 //!   the timers survive a restart.
 //! * A check asks the primaries in order for their SOA serial; a newer one
 //!   is transferred (IXFR from the served serial; AXFR when nothing is
-//!   served). The first primary that answers ends the check.
+//!   served). The first primary that answers ends the check. The check
+//!   that answers a NOTIFY from one of the primaries asks that one first,
+//!   then the others in order, as BIND and Knot do: the primary that
+//!   announced a change has it, where the first may not yet.
 //! * After a successful check the next one is a refresh interval on, and
 //!   the zone expires an expire interval on. Before a transfer, the kept
 //!   file is dated one refresh interval back, so that a restart before it
@@ -184,8 +187,13 @@ pub enum Event {
     Removed(ZoneId),
     /// The wake-up time came.
     TimerFired,
-    /// A NOTIFY for the zone, with the serial it carried.
-    Notify { zone: ZoneId, serial: Option<u32> },
+    /// A NOTIFY for the zone, with the serial it carried; from primary
+    /// number `primary` (in the zone's order), if from one of them.
+    Notify {
+        zone: ZoneId,
+        serial: Option<u32>,
+        primary: Option<usize>,
+    },
     /// An operator asks for a check now (`heron ctl refresh`), or, with
     /// `full`, a full transfer now (`heron ctl retransfer`): it starts at
     /// once, or right after the check in flight, whatever the NOTIFY rate
@@ -248,6 +256,10 @@ pub struct Timers {
     /// The checks in flight, by zone: few but during a cold start, and
     /// 24 octets that every zone's state would carry otherwise.
     checks: HashMap<ZoneId, Check>,
+    /// The primary a NOTIFY came from, by zone, when not the first: the
+    /// zone's next check asks it first. Rare, and kept out of the zones'
+    /// state, which fits 48 octets.
+    notified_by: HashMap<ZoneId, u16>,
     queue: Queue,
     /// What the zones' times are counted from.
     epoch: Epoch,
@@ -329,13 +341,28 @@ impl Served {
 #[derive(Clone, Copy, Debug)]
 struct Check {
     id: CheckId,
-    /// The primary asked now.
-    primary: u16,
+    /// How many primaries were asked before the one asked now.
+    step: u16,
+    /// The primary asked first (the one a NOTIFY came from, or the
+    /// first); the others follow in order.
+    first: u16,
     /// The soonest a primary left alone may be tried, if all are.
     primaries_back: Option<Stamp>,
     all_left_alone: bool,
     /// Transfer the whole zone, without asking for the serial first.
     full: bool,
+}
+
+impl Check {
+    /// The primary asked now: `first`, then the others in order.
+    fn primary(self) -> usize {
+        let (step, first) = (usize::from(self.step), usize::from(self.first));
+        match step {
+            0 => first,
+            _ if step <= first => step - 1,
+            _ => step,
+        }
+    }
 }
 
 /// What [`Timers::view`] shows of one zone.
@@ -358,6 +385,7 @@ impl Timers {
         Timers {
             zones: Vec::new(),
             checks: HashMap::new(),
+            notified_by: HashMap::new(),
             queue: Queue::default(),
             epoch: Epoch::default(),
             min_retry,
@@ -412,6 +440,7 @@ impl Timers {
                     *slot = None;
                 }
                 self.end_check(zone);
+                self.notified_by.remove(&zone);
                 self.queue.move_to(zone, None);
             }
             Event::TimerFired => {
@@ -419,7 +448,14 @@ impl Timers {
                     self.wake(now, zone, out);
                 }
             }
-            Event::Notify { zone, serial } => self.notified(now, zone, serial, out),
+            Event::Notify {
+                zone,
+                serial,
+                primary,
+            } => {
+                self.note_notifier(zone, primary);
+                self.notified(now, zone, serial, out)
+            }
             Event::CheckNow { zone, full } => self.check_now(now, zone, full, out),
             Event::SoaChecked {
                 zone,
@@ -528,6 +564,7 @@ impl Timers {
         // A zone added again: what was in flight for it is not awaited.
         self.zones[at] = Some(state);
         self.end_check(zone);
+        self.notified_by.remove(&zone);
         self.schedule(zone);
     }
 
@@ -545,6 +582,23 @@ impl Timers {
             self.start_check(now, zone, out);
         }
         self.schedule(zone);
+    }
+
+    /// Remembers that a NOTIFY for `zone` came from primary number
+    /// `primary`, for its next check to ask first (the latest NOTIFY's).
+    fn note_notifier(&mut self, zone: ZoneId, primary: Option<usize>) {
+        let Some(z) = self.state(zone) else {
+            return;
+        };
+        match primary.and_then(|p| u16::try_from(p).ok()) {
+            Some(p) if p > 0 && p < z.primaries => {
+                self.notified_by.insert(zone, p);
+            }
+            Some(_) => {
+                self.notified_by.remove(&zone);
+            }
+            None => {}
+        }
     }
 
     fn notified(&mut self, now: Stamp, zone: ZoneId, serial: Option<u32>, out: &mut Vec<Action>) {
@@ -611,7 +665,8 @@ impl Timers {
         self.next_check_id += 1;
         let check = Check {
             id,
-            primary: 0,
+            step: 0,
+            first: self.notified_by.remove(&zone).unwrap_or(0),
             primaries_back: None,
             all_left_alone: true,
             full,
@@ -668,7 +723,7 @@ impl Timers {
                 out.push(Action::Transfer {
                     zone,
                     check: check.id,
-                    primary: check.primary as usize,
+                    primary: check.primary(),
                     ixfr_from: serving.map(|v| v.serial),
                 });
             }
@@ -698,8 +753,8 @@ impl Timers {
             }
             None => check.all_left_alone = false,
         }
-        check.primary += 1;
-        if check.primary < z.primaries {
+        check.step += 1;
+        if check.step < z.primaries {
             out.push(ask(zone, z, *check));
         } else {
             self.check_failed(now, zone, out);
@@ -815,7 +870,7 @@ impl PrimaryExpire {
 /// The next step of `check`, with its primary: that primary's SOA
 /// serial, or, with nothing served to compare with, the transfer itself.
 fn ask(zone: ZoneId, z: &ZoneState, check: Check) -> Action {
-    let primary = check.primary as usize;
+    let primary = check.primary();
     let (full, check) = (check.full, check.id);
     match z.serving {
         Some(_) if !full => Action::CheckSoa {

@@ -122,6 +122,7 @@ impl Clock {
         self.handle(Event::Notify {
             zone: Z,
             serial: None,
+            primary: None,
         })
     }
 }
@@ -427,6 +428,40 @@ fn a_failing_primary_makes_way_for_the_next_and_the_check_succeeds() {
 }
 
 #[test]
+fn a_notify_from_a_primary_makes_the_check_ask_it_first_then_the_others() {
+    let mut clock = Clock::new(0);
+    clock.add(3, Some((version(1), secs(0))));
+    let notify_from = |clock: &mut Clock, primary| {
+        clock.handle(Event::Notify {
+            zone: Z,
+            serial: Some(2),
+            primary: Some(primary),
+        })
+    };
+    // From the second: it is asked first, and transferred from.
+    let (check, primary) = exchange(&notify_from(&mut clock, 1));
+    assert_eq!(primary, 1);
+    let from = |a: &Action| matches!(*a, Action::Transfer { primary, .. } if primary == 1);
+    assert!(clock.soa(check, Ok(2)).iter().any(from));
+    clock.transferred(check, Ok(Transfer::Received(version(2))));
+    // From the third, which fails: then the others in order, each once.
+    clock.later(secs(10));
+    let (check, primary) = exchange(&notify_from(&mut clock, 2));
+    assert_eq!(primary, 2);
+    let mut asked = vec![primary];
+    let mut actions = clock.soa(check, Err(Failure::Failed));
+    while let [Action::CheckSoa { primary, .. }] = actions[..] {
+        asked.push(primary);
+        actions = clock.soa(check, Err(Failure::Failed));
+    }
+    assert_eq!(asked, [2, 0, 1]);
+    // The next check, not a NOTIFY's, starts with the first again.
+    let (check, primary) = exchange(&clock.fire());
+    assert_eq!(primary, 0);
+    clock.soa(check, Ok(2));
+}
+
+#[test]
 fn a_zone_expires_without_a_successful_check_and_returns_with_one() {
     let mut clock = Clock::new(0);
     clock.add(1, Some((version(1), secs(0))));
@@ -526,6 +561,7 @@ fn a_notify_announcing_a_newer_serial_is_checked_without_waiting_out_the_interva
         clock.handle(Event::Notify {
             zone: Z,
             serial: Some(serial),
+            primary: None,
         })
     };
     let (check, _) = exchange(&announce(&mut clock, 2));
@@ -654,7 +690,11 @@ fn one_queue_entry_per_zone_however_often_it_moves() {
             let mut actions = Vec::new();
             clock.timers.handle(
                 clock.now,
-                Event::Notify { zone, serial: None },
+                Event::Notify {
+                    zone,
+                    serial: None,
+                    primary: None,
+                },
                 &mut actions,
             );
             let (check, _) = exchange(&actions);
