@@ -4,11 +4,16 @@
 //! with `delv` (bind9-dnsutils) given the zone's key as trust anchor:
 //! positive answers fully validated, NXDOMAIN and NODATA with a validated
 //! proof of denial. Which records those proofs hold is compared with NSD
-//! and Knot in `differential.rs`.
+//! and Knot in `differential.rs`. Signatures over a type their name lacks
+//! (a pre-signed zone edited by hand) answer QTYPE RRSIG as NSD answers.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::Command;
 
-use heron_testkit::{Chain, ServerProcess, SignedZone};
+use heron_proto::message::Message;
+use heron_proto::{Name, RType, Rcode};
+use heron_testkit::{Chain, QueryOpts, ServerProcess, SignedZone, build_query, try_query_udp};
 
 const ORIGIN: &str = "edge.test.";
 
@@ -139,4 +144,74 @@ fn nsec3_answers_validate() {
 #[test]
 fn nsec3_opt_out_answers_validate() {
     validates(Chain::ALL[2]);
+}
+
+/// A pre-signed zone edited by hand: RRsets removed, their RRSIGs left
+/// (at the apex, beside an A at `a`, alone at `b`).
+const ORPHAN_SIGS: &str = "$ORIGIN orphan.test.\n$TTL 3600\n\
+    @ SOA ns1 hostmaster 1 7200 3600 1209600 300\n@ NS ns1\nns1 A 192.0.2.1\n\
+    @ RRSIG MX 8 2 3600 20300101000000 20200101000000 12345 orphan.test. AwEAAbcd\n\
+    a A 192.0.2.2\n\
+    a RRSIG A 8 3 3600 20300101000000 20200101000000 12345 orphan.test. AwEAAbcd\n\
+    a RRSIG TXT 8 3 3600 20300101000000 20200101000000 12345 orphan.test. AwEAAbcd\n\
+    b RRSIG TXT 8 3 3600 20300101000000 20200101000000 12345 orphan.test. AwEAAbcd\n";
+
+/// The rcode and the answer's records (type and RDATA, sorted) of a
+/// QTYPE RRSIG query for `name`.
+fn rrsig_answer(server: SocketAddr, name: &str) -> (Rcode, Vec<(RType, Vec<u8>)>) {
+    let query = build_query(
+        &Name::parse(name).unwrap(),
+        RType::RRSIG,
+        &QueryOpts::default(),
+    );
+    let reply = Message::parse(&try_query_udp(server, &query).unwrap()).unwrap();
+    let rcode = reply.rcode();
+    let mut answers: Vec<_> = reply
+        .answers
+        .into_iter()
+        .map(|r| (r.rtype, r.rdata))
+        .collect();
+    answers.sort();
+    (rcode, answers)
+}
+
+/// RRSIGs over a type their name lacks are answered to QTYPE RRSIG with
+/// the others at the name, as NSD (and Knot and BIND) answer them and
+/// as AXFR serves them (black-box finding: NODATA); `check-zone` warns
+/// of each, with its line.
+#[test]
+fn signatures_over_a_type_the_name_lacks_answer_rrsig_queries_as_nsd() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("orphan.test.zone");
+    std::fs::write(&file, ORPHAN_SIGS).unwrap();
+    let zones = [("orphan.test.", &file)];
+    let heron_bin = PathBuf::from(env!("CARGO_BIN_EXE_heron"));
+    let heron = ServerProcess::heron(&heron_bin, &zones);
+    let nsd = ServerProcess::nsd(&zones);
+    for (name, sigs) in [
+        ("b.orphan.test.", 1),
+        ("orphan.test.", 1),
+        ("a.orphan.test.", 2),
+    ] {
+        let (rcode, answers) = rrsig_answer(heron.addr(), name);
+        assert_eq!((rcode, answers.len()), (Rcode::NOERROR, sigs), "{name}");
+        assert_eq!((rcode, answers), rrsig_answer(nsd.addr(), name), "{name}");
+    }
+    let out = Command::new(&heron_bin)
+        .arg("check-zone")
+        .arg(&file)
+        .arg("orphan.test")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    for (line, owner) in [
+        (6, "orphan.test."),
+        (9, "a.orphan.test."),
+        (10, "b.orphan.test."),
+    ] {
+        let said = format!("orphan.test.zone:{line}: warning: {owner}: RRSIG over ");
+        assert!(text.contains(&said), "{said}: {text}");
+    }
 }

@@ -731,9 +731,10 @@ impl<'a> Responder<'a> {
         self.prove_expansion(zone, matched, lower)
     }
 
-    /// QTYPE RRSIG, as NSD, Knot and BIND answer it: the signatures of
-    /// every RRset at the name, with or without DO; NODATA where there
-    /// are none (an unsigned zone).
+    /// QTYPE RRSIG, as NSD, Knot and BIND answer it: every signature at
+    /// the name, with or without DO, those over a type the name lacks too
+    /// (a pre-signed zone edited by hand: AXFR served them, and a query
+    /// answered NODATA); NODATA where there are none (an unsigned zone).
     fn answer_rrsig(
         &mut self,
         zone: &'a Zone,
@@ -744,7 +745,7 @@ impl<'a> Responder<'a> {
         let mut owner = owner;
         let mut signed = false;
         self.w.section(Section::Answer);
-        for set in matched.node.data().filter(|s| s.has_sigs()) {
+        for set in matched.node.rrsets().filter(|s| s.has_sigs()) {
             let written = set
                 .encoded_sigs()
                 .write(&mut self.w, owner, self.apex_pos)?;

@@ -944,7 +944,8 @@ pub(super) struct SetParts<'a> {
     pub(super) rdatas: Vec<&'a [u8]>,
     pub(super) sig_ttl: u32,
     pub(super) sigs: Vec<&'a [u8]>,
-    /// Where its first record was read.
+    /// Where its first record was read (its first signature's, when it
+    /// holds none).
     pub(super) first: Option<(u32, u32)>,
 }
 
@@ -1108,6 +1109,23 @@ impl<'a> Plan<'a> {
         }
     }
 
+    /// Signatures over a type the name lacks (a pre-signed zone edited by
+    /// hand: an RRset removed, its RRSIG left) sign nothing; they are
+    /// transferred and answered to QTYPE RRSIG, as NSD, Knot and BIND
+    /// serve them, and said, as other dead data is.
+    fn orphan_sigs_warning(&self, node: &NodeParts, problems: &mut Vec<Problem>) {
+        let orphans = |s: &&SetParts| s.rdatas.is_empty() && !s.sigs.is_empty();
+        for set in node.sets().iter().filter(orphans) {
+            let owner = Name::from_wire(node.owner).expect("read as a name");
+            let rtype = set.rtype;
+            let msg = format!(
+                "{owner}: RRSIG over {rtype}, which the name does not have: it signs nothing \
+                 (its RRset removed?); served to RRSIG queries and in transfers"
+            );
+            self.problem(problems, set.first, Severity::Warning, msg);
+        }
+    }
+
     /// Collects a node's records, duplicates dropped (RFC 2181 5), each
     /// RRset keeping its first TTL (RFC 2181 5.2).
     fn parts<'l>(&self, d: Draft, logs: &'l [Vec<u8>]) -> NodeParts<'l> {
@@ -1150,6 +1168,9 @@ impl<'a> Plan<'a> {
             if list.is_empty() {
                 if is_sig {
                     set.sig_ttl = rec.ttl;
+                    // Said for signatures over nothing; the first record,
+                    // when there is one, takes its place.
+                    set.first = set.first.or(Some((e.file(), e.line)));
                 } else {
                     set.ttl = rec.ttl;
                     set.first = Some((e.file(), e.line));
@@ -1370,6 +1391,9 @@ impl<'a> Plan<'a> {
         }
         if is_apex && self.b.warn {
             self.apex_ds_warning(node, &mut out.problems);
+        }
+        if self.b.warn {
+            self.orphan_sigs_warning(node, &mut out.problems);
         }
         let is_cut = !is_apex && node.set(RType::NS).is_some();
         // Most nodes (addresses, text) need no name object: no allocation.
