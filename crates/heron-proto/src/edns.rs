@@ -308,6 +308,23 @@ impl<'a> OptionWriter<'a> {
         )
     }
 
+    /// Keeps the message's first `keep` octets (its header and question)
+    /// and this OPT record with the options written so far: the records
+    /// between go, and the header counts them no more (answer and
+    /// authority sections empty, the OPT the one additional record). For
+    /// a response truncated because what was asked for does not fit (RFC
+    /// 6891 7): the caller sets TC. Nothing is cut if `keep` is past the
+    /// records' start.
+    pub fn keep_only_question(&mut self, keep: usize) {
+        if keep > self.opt_at || keep < 12 {
+            return;
+        }
+        self.msg.drain(keep..self.opt_at);
+        self.opt_at = keep;
+        // ANCOUNT, NSCOUNT, ARCOUNT.
+        self.msg[6..12].copy_from_slice(&[0, 0, 0, 0, 0, 1]);
+    }
+
     /// Extended DNS Error: INFO-CODE and optional UTF-8 EXTRA-TEXT
     /// (RFC 8914 2; empty text is left out).
     pub fn extended_error(&mut self, info_code: u16, text: &str) -> Result<(), Full> {

@@ -1955,7 +1955,11 @@ fn held_zone_edited_past_its_journal(tag: &str, zone_lines: &str) {
     // Nor is the file said to hold the updates set aside (black-box
     // finding AS-8).
     let (ok, said) = ctl(&socket, &["freeze", ZONE]);
-    assert!(!ok && said.contains("set aside"), "{said}\n{}", server.log());
+    assert!(
+        !ok && said.contains("set aside"),
+        "{said}\n{}",
+        server.log()
+    );
 }
 
 /// A zone holding updates (its `allow-update` removed under "never")

@@ -7,8 +7,8 @@
 //! one test of the flags the parser set.
 
 use heron_proto::RType;
-use heron_proto::edns::{OPT_LEN, OPTION_HEADER_LEN, OptionWriter, code, opt_record};
-use heron_proto::message::Query;
+use heron_proto::edns::{OPT_LEN, OptionWriter, code, opt_record};
+use heron_proto::message::{HEADER_LEN, Query, flags};
 use heron_zone::Catalog;
 
 use super::{Deferred, Processor, Request, Transport};
@@ -41,7 +41,12 @@ pub(super) fn pad(req: &Request, q: &Query, reserve: usize, out: &mut Vec<u8>) {
 
 /// Appends what `q` asked for to `out`, which must end with the OPT
 /// record the engine writes (a cookie may be in it already); keeps `reserve` octets of the client's size
-/// free (for TSIG). An option that does not fit is left out.
+/// free (for TSIG). Over UDP, an NSID that does not fit beside the
+/// answer truncates it (TC, the question and the OPT record with the
+/// NSID), as NSD, Knot and BIND answer: the client retries over TCP and
+/// gets both (black-box finding: the NSID was left out, and the client
+/// could not tell "no NSID" from "it did not fit"). Another option that
+/// does not fit is left out.
 pub(super) fn append(
     p: &Processor,
     catalog: &Catalog,
@@ -89,16 +94,24 @@ fn append_with(
     let Some(mut w) = OptionWriter::ending(out, limit.saturating_sub(reserve)) else {
         return;
     };
+    let mut truncated = false;
     if edns.options.nsid
         && let Some(id) = &p.nsid
+        && w.nsid(id).is_err()
+        && req.transport == Transport::Udp
     {
+        w.keep_only_question(HEADER_LEN + q.question.len());
         let _ = w.nsid(id);
+        truncated = true;
     }
     if let Some(seconds) = expire_seconds {
         let _ = w.expire(seconds);
     }
     if edns.options.tcp_keepalive && req.transport != Transport::Udp {
         let _ = w.tcp_keepalive(p.tcp_keepalive);
+    }
+    if truncated {
+        out[2] |= (flags::TC >> 8) as u8;
     }
 }
 
@@ -118,16 +131,14 @@ impl TransferOpt {
 /// For a transfer request with EDNS, its response's OPT record (RFC 6891
 /// 6.1.1), holding NSID (RFC 5001: as NSD, Knot and BIND give it) and
 /// EXPIRE (RFC 7314 3) when asked for and known; None without EDNS.
-/// Over UDP the NSID is left out where the SOA answer would not fit the
-/// client's size with it.
+/// Over UDP the SOA answer with it that does not fit the client's size
+/// is truncated (`size::fit`), as any other: the NSID was left out by a
+/// worst-case guess of the answer's size, from any client offering less
+/// than about 600 octets (black-box finding).
 pub(super) fn transfer_opt(p: &Processor, catalog: &Catalog, d: &Deferred) -> Option<TransferOpt> {
     let edns = d.q.edns?;
     let mut bytes = opt_record(p.config.max_udp_payload, 0, edns.do_bit).to_vec();
-    let nsid = (p.nsid.as_deref()).filter(|id| {
-        let udp_room = super::size::limit(&p.config, d.q).saturating_sub(UDP_SOA_ANSWER_ROOM);
-        edns.options.nsid
-            && (d.req.transport != Transport::Udp || id.len() + OPTION_HEADER_LEN <= udp_room)
-    });
+    let nsid = (p.nsid.as_deref()).filter(|_| edns.options.nsid);
     if let Some(id) = nsid {
         push_option(&mut bytes, code::NSID, id);
     }
@@ -140,15 +151,14 @@ pub(super) fn transfer_opt(p: &Processor, catalog: &Catalog, d: &Deferred) -> Op
     // A secondary that keeps its transfer connection open (RFC 7766
     // 6.2.1, RFC 9103) is told how long it may (AU-4).
     if edns.options.tcp_keepalive && d.req.transport != Transport::Udp {
-        push_option(&mut bytes, code::TCP_KEEPALIVE, &p.tcp_keepalive.to_be_bytes());
+        push_option(
+            &mut bytes,
+            code::TCP_KEEPALIVE,
+            &p.tcp_keepalive.to_be_bytes(),
+        );
     }
     Some(TransferOpt { bytes })
 }
-
-/// Room a UDP IXFR's SOA answer may take besides its OPT's options: the
-/// header, a question and an SOA of long names, and the OPT and TSIG
-/// records' fixed parts.
-const UDP_SOA_ANSWER_ROOM: usize = 512;
 
 /// Appends one option to the OPT record `opt`, raising its RDLENGTH.
 fn push_option(opt: &mut Vec<u8>, option: u16, data: &[u8]) {

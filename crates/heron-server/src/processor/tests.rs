@@ -1018,7 +1018,11 @@ fn refusals_notify_answers_and_transfers_carry_the_options_asked_for() {
         let q = with_opt(query(qname, qtype, Opcode::QUERY), &[(3, b"")]);
         let (m, out, _) = response(process(&p, &q, from, Transport::Tcp));
         assert_ne!(m.rcode(), Rcode::NOERROR, "{qname} {qtype}");
-        assert_eq!(options_of(&out), std::slice::from_ref(&nsid), "{qname} {qtype}");
+        assert_eq!(
+            options_of(&out),
+            std::slice::from_ref(&nsid),
+            "{qname} {qtype}"
+        );
     }
     let notify = with_opt(query("s.test", RType::SOA, Opcode::NOTIFY), &[(3, b"")]);
     let (m, out, _) = response(process(&p, &notify, "127.0.0.4", Transport::Udp));

@@ -363,7 +363,11 @@ impl Controller {
 
     /// Why a zone holding updates (`allow-update` removed under
     /// `zonefile-sync = "never"`) cannot be frozen, and its way out.
-    fn why_a_held_zone_is_not_frozen(&self, zone: &Name, policy: &heron_xfr::primary::ZonePolicy) -> String {
+    fn why_a_held_zone_is_not_frozen(
+        &self,
+        zone: &Name,
+        policy: &heron_xfr::primary::ZonePolicy,
+    ) -> String {
         if !self.transfers.unwritten.contains(&zone.to_lowercase()) {
             // Its journal set aside at the start (it did not lead on from
             // the file): the file does not hold them (black-box finding
