@@ -260,6 +260,12 @@ pub struct Timers {
     /// zone's next check asks it first. Rare, and kept out of the zones'
     /// state, which fits 48 octets.
     notified_by: HashMap<ZoneId, u16>,
+    /// The SOA retry (seconds) of the version a zone served when it
+    /// expired: its failed checks go on at that pace, not at a first
+    /// transfer's (black-box finding AV-3: a primary back after the
+    /// expiry was asked again only about 2 minutes later, SERVFAIL
+    /// meanwhile; Knot asked within its retry). Rare, kept apart too.
+    expired_retry: HashMap<ZoneId, u32>,
     queue: Queue,
     /// What the zones' times are counted from.
     epoch: Epoch,
@@ -386,6 +392,7 @@ impl Timers {
             zones: Vec::new(),
             checks: HashMap::new(),
             notified_by: HashMap::new(),
+            expired_retry: HashMap::new(),
             queue: Queue::default(),
             epoch: Epoch::default(),
             min_retry,
@@ -441,6 +448,7 @@ impl Timers {
                 }
                 self.end_check(zone);
                 self.notified_by.remove(&zone);
+                self.expired_retry.remove(&zone);
                 self.queue.move_to(zone, None);
             }
             Event::TimerFired => {
@@ -477,6 +485,7 @@ impl Timers {
             } if self.waits_for(zone, check) => match result {
                 Ok(Transfer::Received(version)) => {
                     self.state_mut(zone).serving = Some(Served::of(version));
+                    self.expired_retry.remove(&zone);
                     let expire =
                         primary_expire.map_or(PrimaryExpire::Absent, PrimaryExpire::Follow);
                     self.succeeded(now, zone, expire, out)
@@ -565,6 +574,7 @@ impl Timers {
         self.zones[at] = Some(state);
         self.end_check(zone);
         self.notified_by.remove(&zone);
+        self.expired_retry.remove(&zone);
         self.schedule(zone);
     }
 
@@ -574,7 +584,9 @@ impl Timers {
             return;
         };
         if z.expire_at.is_some_and(|at| at <= now) {
-            z.serving = None;
+            if let Some(served) = z.serving.take() {
+                self.expired_retry.insert(zone, served.retry);
+            }
             z.expire_at = None;
             out.push(Action::Expire(zone));
         }
@@ -770,9 +782,11 @@ impl Timers {
         // A zone serving nothing has no SOA retry: the wait doubles up to
         // FIRST_TRANSFER_MAX_WAIT (a catalog's members listed before their
         // primary has them were asked every 5 s, a connection each).
-        let cap = z
-            .serving
-            .map_or(min_retry.max(FIRST_TRANSFER_MAX_WAIT), |v| v.timers().retry);
+        let expired = (self.expired_retry.get(&zone))
+            .map(|&retry| Duration::from_secs(retry.into()).max(min_retry));
+        let z = self.state_mut(zone);
+        let cap = (z.serving.map(|v| v.timers().retry).or(expired))
+            .unwrap_or(min_retry.max(FIRST_TRANSFER_MAX_WAIT));
         let back = check
             .primaries_back
             .filter(|_| check.all_left_alone)

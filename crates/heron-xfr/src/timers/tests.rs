@@ -509,6 +509,32 @@ fn a_zone_expires_without_a_successful_check_and_returns_with_one() {
     }
 }
 
+/// Once a zone expired, its failed checks go on at its SOA retry (20 s
+/// here), not at a first transfer's pace (up to 120 s), so that a
+/// primary back is noticed as soon as before the expiry (black-box
+/// finding AV-3: about 2 minutes of SERVFAIL more; Knot asked within its
+/// retry).
+#[test]
+fn an_expired_zone_is_retried_at_its_soa_retry() {
+    let mut clock = Clock::new(0);
+    clock.add(1, Some((version(1), secs(0))));
+    let mut expired = false;
+    while !expired {
+        let actions = clock.fire();
+        expired = actions.contains(&Action::Expire(Z));
+        if let Some(&Action::CheckSoa { check, .. } | &Action::Transfer { check, .. }) =
+            actions.iter().find(|a| !matches!(a, Action::Expire(_)))
+        {
+            clock.soa(check, Err(Failure::Failed));
+        }
+    }
+    for _ in 0..10 {
+        assert!(clock.wait() <= secs(20), "{:?}", clock.wait());
+        let (check, _) = exchange(&clock.fire());
+        clock.transferred(check, Err(Failure::Failed));
+    }
+}
+
 #[test]
 fn a_notify_storm_makes_a_handful_of_checks() {
     let mut clock = Clock::new(0);
