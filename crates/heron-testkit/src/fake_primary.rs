@@ -36,6 +36,9 @@ pub enum IxfrAnswer {
     /// One step from the asker's serial to ours that adds the NS and the
     /// address records, which the asker holds already.
     ReAdd,
+    /// No answer: the connection is held open, silent, until the asker
+    /// closes it (at most 30 s).
+    Silent,
 }
 
 /// One request the primary read.
@@ -224,6 +227,15 @@ fn accept(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
+/// Holds `stream` open without a word until the other side closes it,
+/// 30 s at most.
+fn hold_silent(mut stream: TcpStream) {
+    use std::io::Read;
+    let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(30)));
+    let mut buf = [0u8; 512];
+    while matches!(stream.read(&mut buf), Ok(n) if n > 0) {}
+}
+
 /// Answers the requests on one connection, in order, until it closes.
 fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
     let from = stream.peer_addr().ok();
@@ -236,6 +248,9 @@ fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             zone: zone.clone(),
             from,
         });
+        if query.qtype == RType::IXFR && *shared.ixfr.lock().unwrap() == IxfrAnswer::Silent {
+            return hold_silent(stream);
+        }
         let mut serial = shared.serials.lock().unwrap().get(&zone).copied();
         if query.qtype == RType::SOA && serial.is_some() {
             serial = shared.soa_serial.lock().unwrap().or(serial);
@@ -250,6 +265,7 @@ fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                 IxfrAnswer::Axfr => Answer::Records(Records::Zone),
                 IxfrAnswer::Refused => Answer::Rcode(Rcode::REFUSED),
                 IxfrAnswer::Broken => Answer::Broken,
+                IxfrAnswer::Silent => unreachable!("held above"),
                 step @ (IxfrAnswer::Step | IxfrAnswer::ReAdd) => match asker_serial(&msg) {
                     Some(from) => Answer::Records(Records::Step {
                         from,

@@ -1155,8 +1155,17 @@ async fn transfer(
                 // The IXFR's failure left the primary alone (its connection
                 // closed, no answer in time): no AXFR now, and the check
                 // fails with the IXFR's error (black-box finding: "trying
-                // AXFR" was logged, no AXFR sent, no error shown).
-                Err(e) if conns.admit(up).is_err() => {
+                // AXFR" was logged, no AXFR sent, no error shown). Asked by
+                // the primary's health itself, not by `admit`, which lets a
+                // probe through: an operator's refresh piled an AXFR on a
+                // primary that did not answer too (black-box finding AV-5;
+                // `heron ctl retransfer` asks for the AXFR).
+                Err(e)
+                    if conns
+                        .health()
+                        .admit(up.addr, tokio::time::Instant::now())
+                        .is_err() =>
+                {
                     tracing::warn!(
                         zone = %origin,
                         peer = %up.addr,
