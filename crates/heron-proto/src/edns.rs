@@ -325,6 +325,31 @@ impl<'a> OptionWriter<'a> {
         self.msg[6..12].copy_from_slice(&[0, 0, 0, 0, 0, 1]);
     }
 
+    /// Removes additional records before the OPT record, the last first,
+    /// until `needed` more octets fit the limit; whether they fit then.
+    /// Only for a message whose additional data is optional (an
+    /// authoritative answer's: RFC 2181 9, as BIND and Knot drop it to
+    /// give an NSID); a referral's glue may be required (RFC 9471).
+    pub fn drop_additional_for(&mut self, needed: usize) -> bool {
+        let fits = |w: &Self| w.msg.len() + needed <= w.limit;
+        let Some(starts) = additional_starts(&self.msg[..self.opt_at], self.msg) else {
+            return fits(self);
+        };
+        let mut kept = starts.len();
+        while !fits_without(self, &starts, kept, needed) && kept > 0 {
+            kept -= 1;
+        }
+        if kept == starts.len() {
+            return fits(self);
+        }
+        let from = starts[kept];
+        self.msg.drain(from..self.opt_at);
+        self.opt_at = from;
+        let arcount = (kept + 1) as u16; // and the OPT record
+        self.msg[10..12].copy_from_slice(&arcount.to_be_bytes());
+        fits(self)
+    }
+
     /// Extended DNS Error: INFO-CODE and optional UTF-8 EXTRA-TEXT
     /// (RFC 8914 2; empty text is left out).
     pub fn extended_error(&mut self, info_code: u16, text: &str) -> Result<(), Full> {
@@ -582,6 +607,36 @@ fn last_record_start(msg: &[u8]) -> Option<usize> {
         at += 10 + rdlen;
     }
     (at == msg.len()).then_some(last).flatten()
+}
+
+/// Whether `w`'s message, its additional records after the first `kept`
+/// of `starts` gone, has room for `needed` more octets.
+fn fits_without(w: &OptionWriter, starts: &[usize], kept: usize, needed: usize) -> bool {
+    let dropped = starts.get(kept).map_or(0, |&from| w.opt_at - from);
+    w.msg.len() - dropped + needed <= w.limit
+}
+
+/// Where each additional record before the OPT record starts (`before`:
+/// the message up to the OPT record; `msg` whole, whose ARCOUNT counts the
+/// OPT record too). None if the message does not read so.
+fn additional_starts(before: &[u8], msg: &[u8]) -> Option<Vec<usize>> {
+    let count = |at: usize| Some(u16::from_be_bytes([*msg.get(at)?, *msg.get(at + 1)?]) as usize);
+    let (questions, earlier) = (count(4)?, count(6)? + count(8)?);
+    let additional = count(10)?.checked_sub(1)?;
+    let mut at = 12;
+    for _ in 0..questions {
+        at = skip_name(before, at)? + 4;
+    }
+    let mut starts = Vec::with_capacity(additional);
+    for i in 0..earlier + additional {
+        if i >= earlier {
+            starts.push(at);
+        }
+        at = skip_name(before, at)?;
+        let rdlen = u16::from_be_bytes([*before.get(at + 8)?, *before.get(at + 9)?]) as usize;
+        at += 10 + rdlen;
+    }
+    (at == before.len()).then_some(starts)
 }
 
 /// The position after the (possibly compressed) name at `at`.

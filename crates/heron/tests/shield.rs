@@ -220,6 +220,9 @@ fn nsid_server(dir: &Path) -> ServerProcess {
     for i in 0..5 {
         text += &format!("t TXT \"{i}{}\"\n", "x".repeat(99));
     }
+    for i in 0..10 {
+        text += &format!("t MX {i} mail{i}\nmail{i} A 192.0.2.{i}\nmail{i} AAAA 2001:db8::{i}\n");
+    }
     std::fs::write(&zone, text).unwrap();
     ServerProcess::heron_with_config(&heron(), "nsid.test", |port| {
         format!(
@@ -258,6 +261,21 @@ fn udp_dig(server: &ServerProcess, qtype: &str, extra: &[&str]) -> (bool, usize,
     let bits = flags.trim_start_matches(";; flags:").split(';').next();
     let tc = bits.unwrap_or("").split_whitespace().any(|f| f == "tc");
     (tc, count("ANSWER: "), out.contains("(\"heron-ns1\")"), size)
+}
+
+/// An answer whose additional records take the room the NSID needs
+/// gives up additional records for it (optional in an authoritative
+/// answer, RFC 2181 9), not its answer, as BIND and Knot do (regression
+/// hunt AX-7: truncated to nothing, TC).
+#[test]
+fn an_nsid_takes_the_room_of_additional_records_not_of_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = nsid_server(dir.path());
+    let (tc, answers, _, whole) = udp_dig(&server, "MX", &["+bufsize=1232", "+nocookie"]);
+    assert_eq!((tc, answers), (false, 10));
+    let short = format!("+bufsize={}", whole + 4);
+    let (tc, answers, nsid, size) = udp_dig(&server, "MX", &["+nsid", "+nocookie", &short]);
+    assert_eq!((tc, answers, nsid), (false, 10, true), "{short}: {size}");
 }
 
 /// Over UDP an answer that fits the client's size, but not with the

@@ -7,7 +7,7 @@
 //! one test of the flags the parser set.
 
 use heron_proto::RType;
-use heron_proto::edns::{OPT_LEN, OptionWriter, code, opt_record};
+use heron_proto::edns::{OPT_LEN, OPTION_HEADER_LEN, OptionWriter, code, opt_record};
 use heron_proto::message::{HEADER_LEN, Query, flags};
 use heron_zone::Catalog;
 
@@ -91,6 +91,10 @@ fn append_with(
         Transport::Udp => super::size::limit(&p.config, q),
         Transport::Tcp | Transport::Tls => u16::MAX as usize,
     };
+    // An authoritative answer's additional data is optional (RFC 2181
+    // 9): dropped to make room for the NSID, as BIND and Knot do
+    // (regression hunt AX-7: TC for an answer that fit).
+    let authoritative = out.get(2).is_some_and(|b| b & (flags::AA >> 8) as u8 != 0);
     let Some(mut w) = OptionWriter::ending(out, limit.saturating_sub(reserve)) else {
         return;
     };
@@ -100,9 +104,12 @@ fn append_with(
         && w.nsid(id).is_err()
         && req.transport == Transport::Udp
     {
-        w.keep_only_question(HEADER_LEN + q.question.len());
+        let needed = OPTION_HEADER_LEN + id.len();
+        if !(authoritative && w.drop_additional_for(needed)) {
+            w.keep_only_question(HEADER_LEN + q.question.len());
+            truncated = true;
+        }
         let _ = w.nsid(id);
-        truncated = true;
     }
     if let Some(seconds) = expire_seconds {
         let _ = w.expire(seconds);
