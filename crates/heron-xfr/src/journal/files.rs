@@ -55,7 +55,34 @@ pub(crate) struct History {
     /// did not; or the serial went back and passes them again): a
     /// secondary holding one may hold either, so no IXFR starts there.
     /// Kept beside the journal file too ([`REUSED_MARK`]), for a restart.
-    pub(crate) no_chain: Option<Reused>,
+    pub(crate) no_chain: NoChain,
+}
+
+/// The serials served with two contents, the last [`NO_CHAIN_KEPT`]
+/// times it happened: a serial that goes back twice must not forget the
+/// first range (regression hunt AW-1: a secondary still at the first
+/// 505 took the step of the third).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NoChain(Vec<Reused>);
+
+/// Ranges of [`NoChain`] kept, the oldest dropped first.
+pub const NO_CHAIN_KEPT: usize = 16;
+
+impl NoChain {
+    pub fn covers(&self, serial: u32) -> bool {
+        self.0.iter().any(|r| r.covers(serial))
+    }
+
+    fn add(&mut self, reused: Reused) {
+        self.0.retain(|r| *r != reused);
+        self.0.push(reused);
+        let over = self.0.len().saturating_sub(NO_CHAIN_KEPT);
+        self.0.drain(..over);
+    }
+
+    pub fn ranges(&self) -> &[Reused] {
+        &self.0
+    }
 }
 
 /// The serials after `after` up to `upto` (RFC 1982 order): served with
@@ -94,7 +121,7 @@ impl History {
             batch: None,
             failures_seen: 0,
             short: false,
-            no_chain: None,
+            no_chain: NoChain::default(),
         }
     }
 
@@ -114,7 +141,7 @@ impl History {
     /// one ([`REUSED_MARK`]): a history that starts without its file
     /// (none was left) still starts no IXFR from that serial.
     pub(crate) fn marked_from(mut self, journal: Option<&Path>) -> History {
-        self.no_chain = journal.and_then(reused_serials);
+        self.no_chain = journal.map(reused_serials).unwrap_or_default();
         self
     }
 
@@ -125,7 +152,7 @@ impl History {
         // serial again after a restart (regression hunt). One the zone
         // file lacks (a dynamic update's) is kept, for the restart.
         let from = super::serial_of(&step.old_soa);
-        if self.pinned.is_none() && self.no_chain.is_some_and(|r| r.covers(from)) {
+        if self.pinned.is_none() && self.no_chain.covers(from) {
             return None;
         }
         let step = Arc::new(step);
@@ -170,7 +197,7 @@ impl History {
     /// serials `reused`: no IXFR starts from them afterwards either.
     pub(crate) fn serial_reused(&mut self, reused: Reused) -> Option<FileChange> {
         let change = self.clear();
-        self.no_chain = Some(reused);
+        self.no_chain.add(reused);
         change
     }
 
@@ -850,27 +877,42 @@ pub fn reused_mark_of(journal: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The serials the mark beside `journal` holds, if there is one: `serial
-/// N` (the last), and `after M` when it covers those after M too.
-fn reused_serials(journal: &Path) -> Option<Reused> {
-    let text = std::fs::read_to_string(reused_mark_of(journal)).ok()?;
+/// The serials the mark beside `journal` holds (none without one): a
+/// `range AFTER UPTO` line each; a mark of one range written before
+/// ranges were kept (`serial N`, and `after M`) is read too.
+fn reused_serials(journal: &Path) -> NoChain {
+    let Ok(text) = std::fs::read_to_string(reused_mark_of(journal)) else {
+        return NoChain::default();
+    };
+    let mut kept = NoChain::default();
+    for line in text.lines() {
+        let mut words = line.strip_prefix("range ").unwrap_or("").split_whitespace();
+        let mut next = || words.next()?.parse::<u32>().ok();
+        if let (Some(after), Some(upto)) = (next(), next()) {
+            kept.add(Reused { after, upto });
+        }
+    }
     let field =
         |key: &str| (text.lines()).find_map(|l| l.strip_prefix(key)?.trim().parse::<u32>().ok());
-    let upto = field("serial ")?;
-    Some(field("after ").map_or(Reused::only(upto), |after| Reused { after, upto }))
+    if let Some(upto) = field("serial ") {
+        kept.add(field("after ").map_or(Reused::only(upto), |after| Reused { after, upto }));
+    }
+    kept
 }
 
 /// Writes the mark beside `journal`: `serial` was served with two
 /// contents. Synced, then renamed over the mark before, so that a crash
 /// leaves one or the other.
-pub(crate) fn mark_reused(journal: &Path, reused: Reused) -> io::Result<()> {
+pub(crate) fn mark_reused(journal: &Path, kept: &NoChain) -> io::Result<()> {
     use std::io::Write;
     let mark = reused_mark_of(journal);
     let tmp = tmp_path(&mark);
-    let Reused { after, upto } = reused;
-    let text = format!(
-        "; written by Heron: the zone was served with two contents under these serials (after the first, up to the last), so no IXFR starts from them\nafter {after}\nserial {upto}\n"
+    let mut text = String::from(
+        "; written by Heron: the zone was served with two contents under the serials of each range (after the first, up to the second), so no IXFR starts from them\n",
     );
+    for Reused { after, upto } in kept.ranges() {
+        text.push_str(&format!("range {after} {upto}\n"));
+    }
     let written = std::fs::File::create(&tmp).and_then(|mut f| {
         f.write_all(text.as_bytes())?;
         f.sync_all()

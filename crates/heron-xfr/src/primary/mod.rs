@@ -514,7 +514,10 @@ impl Primary {
     /// `reused` from now on, and the mark kept for a restart.
     fn reused(&self, origin: &Name, reused: Reused) {
         self.update_history(origin, |h| h.serial_reused(reused));
-        self.keep_reused_mark(origin, reused);
+        let kept = (self.journals.lock().unwrap().get(&origin.to_lowercase()))
+            .map(|h| h.no_chain.clone())
+            .unwrap_or_default();
+        self.keep_reused_mark(origin, &kept, reused.upto);
     }
 
     /// Writes beside the journal file of `origin`, if it keeps one, that
@@ -522,13 +525,12 @@ impl Primary {
     /// the journal file, removed, cannot tell a restart (black-box
     /// finding AS-4: after one, the next serial's step was served to
     /// secondaries holding the first content).
-    fn keep_reused_mark(&self, origin: &Name, reused: Reused) {
+    fn keep_reused_mark(&self, origin: &Name, kept: &journal_files::NoChain, serial: u32) {
         let policy = self.policy(origin);
         let (Some(_), Some(journal)) = (self.files.get(), policy.journal_path()) else {
             return;
         };
-        if let Err(e) = journal_files::mark_reused(journal, reused) {
-            let serial = reused.upto;
+        if let Err(e) = journal_files::mark_reused(journal, kept) {
             tracing::error!(
                 "zone {origin}: cannot write {}: {e}; a restart before serial {serial} moves on forgets that it was served with two contents, and secondaries at it may then take an IXFR that does not lead from what they hold",
                 journal_files::reused_mark_of(journal).display()
@@ -606,7 +608,7 @@ impl Primary {
         let journals = self.journals.lock().unwrap();
         let chain = journals
             .get(&zone.origin().to_lowercase())
-            .filter(|h| !h.no_chain.is_some_and(|r| r.covers(client)))
+            .filter(|h| !h.no_chain.covers(client))
             .and_then(|h| h.journal.chain(client, ours));
         match chain {
             // An IXFR longer than the zone itself is better sent whole.
@@ -927,6 +929,40 @@ mod tests {
         assert!(p.zone_changed(&again[2], &next));
         assert_eq!(steps_planned(&p, &next, 506), Some(1));
         assert!(matches!(p.plan(&next, Some(505)), TransferPlan::Axfr));
+    }
+
+    /// A serial that goes back twice (505 to 503, 504 to 502) keeps both
+    /// ranges: a secondary still at the first 505 gets the whole zone
+    /// after the serial passes 505 a third time, across a restart too
+    /// (regression hunt AW-1: the second range replaced the first).
+    #[test]
+    fn a_serial_that_goes_back_twice_keeps_both_ranges() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.zone.jnl");
+        let first = zone(505, &hosts(15));
+        let p = restarted(&file, &first);
+        let (back, on) = (zone(503, &hosts(13)), zone(504, &hosts(24)));
+        assert!(!p.zone_changed(&first, &back));
+        assert!(p.zone_changed(&back, &on));
+        let again = zone(502, &hosts(32));
+        assert!(!p.zone_changed(&on, &again));
+        let up: Vec<Zone> = (503..=506)
+            .map(|s| zone(s, &hosts(s as usize - 460)))
+            .collect();
+        assert!(p.zone_changed(&again, &up[0]));
+        for pair in up.windows(2) {
+            assert!(p.zone_changed(&pair[0], &pair[1]));
+        }
+        let last = &up[3];
+        for from in [503, 504, 505] {
+            assert!(
+                matches!(p.plan(last, Some(from)), TransferPlan::Axfr),
+                "{from}"
+            );
+        }
+        flushed(p);
+        let p = restarted(&file, last);
+        assert!(matches!(p.plan(last, Some(505)), TransferPlan::Axfr));
     }
 
     #[test]
