@@ -802,6 +802,7 @@ fn restore_one(served: &Served, max_bytes: usize) -> Option<History> {
         // may be updates no restart can replay now; kept for recovery by
         // hand. A secondary's primary holds them: it transfers them again.
         Err(why) if may_hold_updates(&why, path) && !served.refetchable => {
+            mark_went_back(origin, path, &why);
             keep_aside(origin, path, &why);
             return None;
         }
@@ -814,6 +815,7 @@ fn restore_one(served: &Served, max_bytes: usize) -> Option<History> {
             return None;
         }
         Err(why) => {
+            mark_went_back(origin, path, &why);
             start_over(origin, path, &why);
             return None;
         }
@@ -923,6 +925,32 @@ pub(crate) fn mark_reused(journal: &Path, kept: &NoChain) -> io::Result<()> {
     }
     let _ = std::fs::File::open(disk::folder(&mark)).and_then(|d| d.sync_all());
     Ok(())
+}
+
+/// A history that ends past the serial served: the serial went back
+/// across the restart (a zone file edited to a lower serial while frozen,
+/// or while the server was down), and the serials it went back over were
+/// served with other content: no IXFR starts from them, as for a serial
+/// that goes back while running (regression hunt AW-4: a Knot secondary
+/// took IXFR from one of them and diverged).
+fn mark_went_back(origin: &Name, path: &Path, why: &StartOver) {
+    let StartOver::Mismatch { newest, served, .. } = *why else {
+        return;
+    };
+    if !crate::serial::is_newer(newest, served) {
+        return;
+    }
+    let mut kept = reused_serials(path);
+    kept.add(Reused {
+        after: served,
+        upto: newest,
+    });
+    if let Err(e) = mark_reused(path, &kept) {
+        tracing::error!(
+            "zone {origin}: cannot write {}: {e}; secondaries at serials {served} to {newest} may take an IXFR that does not lead from what they hold",
+            reused_mark_of(path).display()
+        );
+    }
 }
 
 /// Removes the journal file at `path`, not used for `why`: the zone's

@@ -965,6 +965,37 @@ mod tests {
         assert!(matches!(p.plan(last, Some(505)), TransferPlan::Axfr));
     }
 
+    /// A restart that finds the zone at a lower serial than its journal's
+    /// last (a file edited down while frozen or while stopped): the
+    /// serials it went back over get no IXFR, as when the serial goes
+    /// back while running (regression hunt AW-4).
+    #[test]
+    fn a_serial_gone_back_across_a_restart_is_marked() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.zone.jnl");
+        let v: Vec<Zone> = (503..=505)
+            .map(|s| zone(s, &hosts(s as usize - 490)))
+            .collect();
+        let p = restarted(&file, &v[0]);
+        assert!(p.zone_changed(&v[0], &v[1]));
+        assert!(p.zone_changed(&v[1], &v[2]));
+        flushed(p);
+        let back = zone(503, &hosts(40));
+        let p = restarted(&file, &back);
+        let up: Vec<Zone> = (504..=506)
+            .map(|s| zone(s, &hosts(s as usize - 460)))
+            .collect();
+        assert!(p.zone_changed(&back, &up[0]));
+        assert!(p.zone_changed(&up[0], &up[1]));
+        assert!(p.zone_changed(&up[1], &up[2]));
+        for from in [504, 505] {
+            assert!(
+                matches!(p.plan(&up[2], Some(from)), TransferPlan::Axfr),
+                "{from}"
+            );
+        }
+    }
+
     #[test]
     fn steps_received_by_ixfr_are_kept_in_the_file() {
         let dir = tempfile::tempdir().unwrap();
