@@ -768,17 +768,28 @@ fn a_mark_left_after_the_thaw_loses_no_update() {
     assert!(ok, "{said}\n{}", server.log());
     let mark = dir.path().join("sup.zone.frozen");
     let kept = std::fs::read(&mark).unwrap();
-    // A mark that cannot be removed (a folder in its place here).
-    std::fs::remove_file(&mark).unwrap();
-    std::fs::create_dir_all(mark.join("inside")).unwrap();
+    // A mark that cannot be removed (immutable: the tests run as root on
+    // a file system that has the attribute, as CI does): the thaw takes
+    // nothing, not even the file's edit (regression hunt AW-2).
+    let serial = zone_serial(addr, ZONE);
+    let file = dir.path().join("sup.zone");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}edit.sup.test. 300 IN TXT \"edit\"\n")).unwrap();
+    let chattr = |flag: &str| {
+        let status = Command::new("chattr").arg(flag).arg(&mark).status();
+        assert!(status.is_ok_and(|s| s.success()), "chattr {flag}");
+    };
+    chattr("+i");
     let (ok, said) = ctl(dir.path(), &["thaw", ZONE]);
+    chattr("-i");
     assert!(
         !ok && said.contains("stays frozen") && said.contains("cannot remove"),
         "{said}"
     );
+    assert_eq!(zone_serial(addr, ZONE), serial, "the edit is not taken");
+    assert_eq!(answer(addr, "edit.sup.test"), "");
     let refused = nsupdate(addr, "update add no.sup.test 300 TXT \"no\"");
     assert_eq!(refused, "REFUSED", "still frozen");
-    std::fs::remove_dir_all(&mark).unwrap();
     let (ok, said) = ctl(dir.path(), &["thaw", ZONE]);
     assert!(ok, "{said}\n{}", server.log());
     assert_eq!(

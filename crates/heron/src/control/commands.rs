@@ -598,7 +598,20 @@ impl Controller {
         if !self.transfers.frozen.contains(&zone.to_lowercase()) {
             return Response::refused(format!("{zone} is not frozen"));
         }
+        use crate::runtime::freeze_mark;
+        let file = (self.files.lock().unwrap_or_else(|e| e.into_inner())).file_of(zone);
+        // The mark moved aside first: one that cannot be is said before
+        // the edit is taken, the zone left as frozen (regression hunt
+        // AW-2: the edit was taken, the mark left at the old serial).
+        if let Err(why) = file.as_deref().map_or(Ok(()), freeze_mark::set_aside) {
+            return Response::error(format!(
+                "{zone} stays frozen, its edit not taken: {why}; make it removable and thaw again"
+            ));
+        }
         let reloaded = self.reload(vec![zone.clone()], true).await;
+        if let Some(file) = &file {
+            freeze_mark::end_thaw(file, reloaded.ok);
+        }
         // An edit that did not load (or whose next serial could not be
         // written) stays in the file: taking updates again would have the
         // next write-back replace it with the zone served (BIND keeps such
@@ -614,9 +627,9 @@ impl Controller {
         }
         // The mark goes before updates are taken: one left behind them
         // would have a start take the zone as frozen then (black-box
-        // finding AS-12).
-        let file = (self.files.lock().unwrap_or_else(|e| e.into_inner())).file_of(zone);
-        let unmarked = file.map_or(Ok(()), |f| crate::runtime::freeze_mark::try_unmark(&f));
+        // finding AS-12); the reload may have renewed it (at the serial
+        // now served, so a zone left frozen by it stays consistent).
+        let unmarked = file.map_or(Ok(()), |f| freeze_mark::try_unmark(&f));
         if let Err(why) = unmarked {
             return Response::error(format!(
                 "{zone} stays frozen: {why}; remove it and thaw again"

@@ -37,9 +37,47 @@ pub(crate) fn mark(file: &Path, serial: u32) -> std::io::Result<()> {
     let writing = beside(&mark, ".tmp");
     let mut out = std::fs::File::create(&writing)?;
     let said = format!("{HEADER}\nserial {serial}\nsha256 {}\n", digest(&text));
-    out.write_all(said.as_bytes())?;
-    out.sync_all()?;
-    std::fs::rename(&writing, &mark)
+    let written = (out.write_all(said.as_bytes()))
+        .and_then(|()| out.sync_all())
+        .and_then(|()| std::fs::rename(&writing, &mark));
+    if written.is_err() {
+        // Not left behind (regression hunt AW-3).
+        let _ = std::fs::remove_file(&writing);
+    }
+    written
+}
+
+/// The mark beside `file` while a thaw takes the file's edit.
+fn thawing(file: &Path) -> PathBuf {
+    beside(&mark_of(file), ".thawing")
+}
+
+/// Moves the mark beside `file` aside for a thaw, before the edit is
+/// taken: one that cannot be moved keeps the zone frozen with nothing
+/// taken (regression hunt AW-2: the edit was taken at a new serial and
+/// the mark left at the old one). Nothing to move is fine.
+pub(crate) fn set_aside(file: &Path) -> Result<(), String> {
+    match std::fs::rename(mark_of(file), thawing(file)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("cannot remove {}: {e}", mark_of(file).display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Puts the mark set aside back (the thaw did not take the edit), or
+/// removes it (it did).
+pub(crate) fn end_thaw(file: &Path, taken: bool) {
+    let result = match taken {
+        true => std::fs::remove_file(thawing(file)),
+        false => std::fs::rename(thawing(file), mark_of(file)),
+    };
+    if let Err(e) = result.or_else(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Ok(()),
+        _ => Err(e),
+    }) {
+        tracing::warn!("{}: {e}", thawing(file).display());
+    }
 }
 
 /// A mark's first line: a file beside a zone's that does not start so is
