@@ -72,10 +72,16 @@ pub(super) fn admit(p: &Processor, catalog: &Catalog, req: &Request, q: &Query) 
         RType::AXFR | RType::IXFR => {
             let qname = q.qname_lower.to_name();
             let Some(zone) = catalog.get(&qname).filter(|z| z.class() == q.qclass) else {
-                if catalog.is_expired(q.qname_lower.as_wire()) {
-                    return Admission::Refuse(Refusal::ZoneExpired);
+                if !catalog.is_expired(q.qname_lower.as_wire()) {
+                    return Admission::Refuse(Refusal::ZoneNotServed);
                 }
-                return Admission::Refuse(Refusal::ZoneNotServed);
+                // Only those who may transfer it learn that it expired
+                // (regression hunt AX-3; Knot refuses the others first).
+                let policy = p.primary.policy(&qname);
+                return match policy.allow_transfer.check(ip, key.as_ref()) {
+                    Ok(()) => Admission::Refuse(Refusal::ZoneExpired),
+                    Err(why) => Admission::Refuse(Refusal::TransferDenied(why)),
+                };
             };
             let policy = p.primary.policy(zone.origin());
             match policy.allow_transfer.check(ip, key.as_ref()) {

@@ -81,6 +81,7 @@ fn processor() -> Processor {
             n("s.test"),
             ZonePolicy {
                 allow_notify: Acl::new(vec![rule("127.0.0.4/32", None)]),
+                allow_transfer: Acl::new(vec![rule("127.0.0.3/32", None)]),
                 ..ZonePolicy::default()
             },
         ),
@@ -254,6 +255,15 @@ fn a_transfer_of_an_expired_zone_is_servfail() {
     let other = query("other.test", RType::AXFR, Opcode::QUERY);
     let (m, _, _) = response(process(&p, &other, "127.0.0.3", Transport::Tcp));
     assert_eq!(m.rcode(), Rcode::NOTAUTH);
+    // Who may not transfer it is refused as before, not told it expired
+    // (regression hunt AX-3).
+    let q = query("s.test", RType::AXFR, Opcode::QUERY);
+    let (m, _, events) = response(process(&p, &q, "192.0.2.9", Transport::Tcp));
+    assert_eq!(m.rcode(), Rcode::REFUSED);
+    assert!(
+        matches!(events[..], [Event::Refused(Refusal::TransferDenied(_))]),
+        "{events:?}"
+    );
 }
 
 #[test]
