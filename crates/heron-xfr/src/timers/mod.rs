@@ -575,6 +575,15 @@ impl Timers {
         self.end_check(zone);
         self.notified_by.remove(&zone);
         self.expired_retry.remove(&zone);
+        // A kept copy that expired while the server was down: retried at
+        // its SOA retry, as one that expired while it ran (regression
+        // hunt AX-9: it backed off as a first transfer).
+        if let Some((version, age)) = kept
+            && age >= version.timers.expire
+        {
+            let retry = Served::of(version).retry;
+            self.expired_retry.insert(zone, retry);
+        }
         self.schedule(zone);
     }
 

@@ -535,6 +535,19 @@ fn an_expired_zone_is_retried_at_its_soa_retry() {
     }
 }
 
+/// The same for a kept copy that expired while the server was down
+/// (regression hunt AX-9).
+#[test]
+fn an_expired_kept_copy_is_retried_at_its_soa_retry() {
+    let mut clock = Clock::new(0);
+    clock.add(1, Some((version(1), secs(90_000))));
+    for _ in 0..10 {
+        let (check, _) = exchange(&clock.fire());
+        clock.transferred(check, Err(Failure::Failed));
+        assert!(clock.wait() <= secs(20), "{:?}", clock.wait());
+    }
+}
+
 #[test]
 fn a_notify_storm_makes_a_handful_of_checks() {
     let mut clock = Clock::new(0);
