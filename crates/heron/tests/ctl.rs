@@ -253,9 +253,14 @@ fn notify_of_a_zone_not_served_now_says_so() {
             d.join("c.zone").display()
         )
     });
-    let (code, out, err) = ctl(&socket, &["notify", "c.test"]);
-    assert_eq!(code, Some(4), "{out}{err}");
-    assert!(out.contains("c.test. is not served now"), "{out}{err}");
+    for command in ["notify", "refresh", "freeze", "flush"] {
+        let (code, out, err) = ctl(&socket, &[command, "c.test"]);
+        assert_eq!(code, Some(4), "{command}: {out}{err}");
+        assert!(
+            out.contains("c.test. is not served now"),
+            "{command}: {out}{err}"
+        );
+    }
     let (code, out, err) = ctl(&socket, &["notify", "nosuch.test"]);
     assert_eq!(code, Some(4), "{out}{err}");
     assert!(out.contains("is not a zone of this server"), "{out}{err}");

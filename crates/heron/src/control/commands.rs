@@ -307,7 +307,7 @@ impl Controller {
         else {
             return Response::refused(match self.catalog.load().get(zone) {
                 Some(_) => format!("{zone} is not a secondary zone: this server is its primary"),
-                None => format!("{zone} is not a zone of this server"),
+                None => self.not_served(zone, "nothing to check"),
             });
         };
         let (done, result) = oneshot::channel();
@@ -412,7 +412,7 @@ impl Controller {
                     "{zone} is a catalog generated here: it takes no updates, the configuration makes it"
                 ));
             }
-            return Response::refused(format!("{zone} is not a zone of this server"));
+            return Response::refused(self.not_served(zone, "nothing to freeze"));
         };
         if policy.holds_updates {
             return Response::refused(self.why_a_held_zone_is_not_frozen(zone, &policy));
@@ -491,7 +491,7 @@ impl Controller {
         let catalog = self.catalog.load();
         if let Some(zone) = zones.iter().find(|z| catalog.get(z).is_none()) {
             // Nothing written when one named is wrong.
-            return Response::refused(format!("{zone} is not a zone of this server"));
+            return Response::refused(self.not_served(zone, "nothing written"));
         }
         // Kept copies that cannot be written: every one, or those of the
         // zones named (not another zone's; regression hunt).
@@ -515,7 +515,7 @@ impl Controller {
                     "{zone}: a catalog generated here, written at each change"
                 )),
                 Flushed::NotServed => {
-                    return Response::refused(format!("{zone} is not a zone of this server"));
+                    return Response::refused(self.not_served(zone, "nothing written"));
                 }
                 Flushed::Failed(why) => errors.push(why),
                 Flushed::Written { file, serial } => {
@@ -649,7 +649,7 @@ impl Controller {
     /// Sends NOTIFY for `zone` to its secondaries and waits for each.
     async fn notify(&self, zone: &Name) -> Response {
         let Some(served) = self.catalog.load().get(zone).cloned() else {
-            return Response::refused(self.not_served(zone));
+            return Response::refused(self.not_served(zone, "nothing to NOTIFY"));
         };
         let outcomes = self.transfers.notify_now(&served).await;
         if outcomes.is_empty() {
@@ -851,14 +851,14 @@ impl Controller {
     /// served now (a secondary expired or never transferred, a file that
     /// never loaded; black-box finding AV-2: an expired zone was said to
     /// be no zone of this server).
-    fn not_served(&self, zone: &Name) -> String {
+    fn not_served(&self, zone: &Name, so: &str) -> String {
         let configured = self.secondaries.load_full().contains(zone)
             || (self.files.lock().unwrap_or_else(|e| e.into_inner()))
                 .file_of(zone)
                 .is_some();
         match configured {
             true => format!(
-                "{zone} is not served now (expired, or never loaded or transferred; see heron ctl zone-status {zone}): nothing to NOTIFY"
+                "{zone} is not served now (expired, or never loaded or transferred; see heron ctl zone-status {zone}): {so}"
             ),
             false => format!("{zone} is not a zone of this server"),
         }
