@@ -455,6 +455,22 @@ fn the_log_line_says_which_changes_were_ignored() {
     );
     let said = "(nothing changed) +www.upd.test. CNAME (ignored: a CNAME does not join other data)";
     assert!(server.wait_for_log(said), "{}", server.log());
+    // Past the changes listed, those ignored are counted (regression
+    // hunt AX-8).
+    let many = format!(
+        "update add a1.{ZONE} 300 A 192.0.2.1\nupdate add a2.{ZONE} 300 A 192.0.2.2\n\
+         update add a3.{ZONE} 300 A 192.0.2.3\nupdate add a4.{ZONE} 300 A 192.0.2.4\n\
+         update delete {ZONE} NS\nupdate delete {ZONE} SOA"
+    );
+    assert_eq!(
+        send(Client::Nsupdate, addr, Some("ops"), true, &many),
+        "NOERROR"
+    );
+    assert!(
+        server.wait_for_log("and 2 more (2 of them ignored)"),
+        "{}",
+        server.log()
+    );
 }
 
 /// An update reaches a Knot secondary by NOTIFY and IXFR.

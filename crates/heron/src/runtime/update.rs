@@ -1136,6 +1136,12 @@ fn log(
     }
     if changes.len() > CHANGES_LOGGED {
         let _ = write!(listed, " and {} more", changes.len() - CHANGES_LOGGED);
+        // Those past the list that were ignored are counted (regression
+        // hunt AX-8: they went unsaid).
+        match ignored.iter().filter(|i| i.at >= CHANGES_LOGGED).count() {
+            0 => {}
+            n => _ = write!(listed, " ({n} of them ignored)"),
+        }
     }
     let key = who.key.map_or("-".to_string(), |k| k.to_string());
     let (zone, peer) = (&request.origin, request.peer);
