@@ -1120,7 +1120,7 @@ impl<'a> Plan<'a> {
             let rtype = set.rtype;
             let msg = format!(
                 "{owner}: RRSIG over {rtype}, which the name does not have: it signs nothing \
-                 (its RRset removed?); served to RRSIG queries and in transfers"
+                 (its RRset removed?); served as it is, unless Heron signs the zone"
             );
             self.problem(problems, set.first, Severity::Warning, msg);
         }
