@@ -197,9 +197,12 @@ fn lame_delegations_alias_targets_and_wildcard_ns_are_warned_about() {
         assert!(p.message.contains(said), "{body}: {p}");
         assert_eq!(line_of(p), line, "{body}");
     }
-    // Targets with addresses, or outside the zone: nothing to say.
-    let fine = "sub NS ns\nsub2 NS ns.elsewhere.org.\n@ MX 10 ns\n@ MX 20 mx.elsewhere.org.\n";
-    assert!(problems(fine).unwrap().is_empty());
+    // Targets with addresses, or outside the zone: nothing to say. Nor
+    // for one a wildcard covers, or one below another delegation
+    // (regression hunt AX-2).
+    let fine = "sub NS ns\nsub2 NS ns.elsewhere.org.\n@ MX 10 ns\n@ MX 20 mx.elsewhere.org.\n\
+                sub3 NS ns.w\n*.w A 192.0.2.5\nsub4 NS ns.other\nother NS ns1.elsewhere.org.\n";
+    assert!(problems(fine).unwrap().is_empty(), "{:?}", problems(fine));
 }
 
 #[test]
