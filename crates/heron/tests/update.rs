@@ -1406,6 +1406,64 @@ fn a_thawed_edit_keeps_its_new_serial_through_a_crash() {
     }
 }
 
+/// A frozen zone's file edited to a lower serial, then restarted: the
+/// serials it went back over were served with other content, and a
+/// secondary at one of them gets the whole zone once the serial passes it
+/// again, not a step (regression hunt AW-4: a Knot secondary took the
+/// step and diverged).
+#[test]
+fn a_frozen_edit_lowering_the_serial_gives_no_ixfr_from_the_serials_passed_again() {
+    let file = zone_file("freeze-lower");
+    let (server, socket) = start_with_control(&file, "allow-transfer = [\"127.0.0.1\"]");
+    for name in ["x", "y"] {
+        let add = format!("update add {name}.upd.test 60 A 192.0.2.70");
+        assert_eq!(
+            send(Client::Nsupdate, server.addr(), Some("ops"), false, &add),
+            "NOERROR"
+        );
+    }
+    assert_eq!(zone_serial(server.addr(), ZONE), Some(3));
+    let (ok, said) = ctl(&socket, &["freeze", ZONE]);
+    assert!(ok, "{said}");
+    let lowered: String = (std::fs::read_to_string(&file).unwrap().lines())
+        .filter(|l| !l.starts_with("x.upd.test."))
+        .map(|l| match l.split_whitespace().position(|w| w == "SOA") {
+            Some(at) => {
+                let mut words: Vec<&str> = l.split_whitespace().collect();
+                words[at + 3] = "2";
+                format!("{}\n", words.join(" "))
+            }
+            None => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(&file, lowered).unwrap();
+    let server = restarted(server, ZONE);
+    let addr = server.addr();
+    assert_eq!(zone_serial(addr, ZONE), Some(2), "{}", server.log());
+    for name in ["w", "v"] {
+        let add = format!("update add {name}.upd.test 60 A 192.0.2.71");
+        assert_eq!(
+            send(Client::Nsupdate, addr, Some("ops"), false, &add),
+            "NOERROR"
+        );
+    }
+    let out = Command::new("kdig")
+        .args(["-p", &addr.port().to_string(), "@127.0.0.1", ZONE, "IXFR=3"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let soas = text
+        .lines()
+        .filter(|l| l.split_whitespace().nth(3) == Some("SOA"))
+        .count();
+    assert_eq!(
+        soas,
+        2,
+        "the whole zone, not a step:\n{text}\n{}",
+        server.log()
+    );
+}
+
 /// A file named `FILE.frozen` beside the file of a zone that takes no
 /// updates (which cannot be frozen) is no freeze mark: a start leaves
 /// both files alone (black-box finding AS-11: the zone's file was

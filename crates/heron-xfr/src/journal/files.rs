@@ -145,6 +145,12 @@ impl History {
         self
     }
 
+    /// Adds the ranges the mark beside `journal` holds now.
+    pub(crate) fn take_marks(&mut self, journal: Option<&Path>) {
+        let marked = journal.map(reused_serials).unwrap_or_default();
+        marked.ranges().iter().for_each(|r| self.no_chain.add(*r));
+    }
+
     /// Records a step; returns what its file must do.
     pub(crate) fn record(&mut self, step: ZoneDiff) -> Option<FileChange> {
         // A step from a serial served with two contents is not kept while
@@ -934,9 +940,16 @@ pub(crate) fn mark_reused(journal: &Path, kept: &NoChain) -> io::Result<()> {
 /// that goes back while running (regression hunt AW-4: a Knot secondary
 /// took IXFR from one of them and diverged).
 fn mark_went_back(origin: &Name, path: &Path, why: &StartOver) {
-    let StartOver::Mismatch { newest, served, .. } = *why else {
-        return;
-    };
+    if let StartOver::Mismatch { newest, served, .. } = *why {
+        mark_serials_gone_back(origin, path, newest, served);
+    }
+}
+
+/// Marks beside the journal file `path` that the serials after `served`
+/// up to `newest` were served with other content, if `newest` is the
+/// newer (the zone's serial went back from it to `served`): no IXFR
+/// starts from them (see [`mark_went_back`]).
+pub fn mark_serials_gone_back(origin: &Name, path: &Path, newest: u32, served: u32) {
     if !crate::serial::is_newer(newest, served) {
         return;
     }

@@ -394,7 +394,19 @@ impl Primary {
 
     /// Forgets a zone's history (its journal file too).
     pub fn restart_history(&self, origin: &Name) {
-        self.update_history(origin, History::clear);
+        // With what the mark beside the journal file says now: a reload
+        // that takes a frozen edit lowering the serial writes it there
+        // (regression hunt AW-4).
+        let policy = self.policy(origin);
+        let path = self
+            .files
+            .get()
+            .and(policy.journal_path())
+            .map(Path::to_path_buf);
+        self.update_history(origin, |h| {
+            h.take_marks(path.as_deref());
+            h.clear()
+        });
     }
 
     /// A batch of steps of `origin` begins: [`Primary::take_back`] can

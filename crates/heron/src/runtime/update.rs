@@ -1171,7 +1171,7 @@ pub(crate) fn replay_journals(
         let (Some(path), Some(zone)) = (policy.journal_path(), catalog.get(origin)) else {
             continue;
         };
-        if journal_of_a_frozen_edit(origin, path) {
+        if journal_of_a_frozen_edit(origin, path, zone.serial()) {
             if let Err(e) = std::fs::remove_file(path) {
                 tracing::warn!("zone {origin}: cannot remove {}: {e}", path.display());
             }
@@ -1362,7 +1362,7 @@ fn replay_one(zone: &Zone, path: &std::path::Path, policy: &ZonePolicy) -> Optio
 /// before the zone's serial, which the next start set aside with an
 /// error; an edit that deleted the journal's last change was taken at
 /// once for one made while the server was down).
-fn journal_of_a_frozen_edit(origin: &Name, journal: &std::path::Path) -> bool {
+fn journal_of_a_frozen_edit(origin: &Name, journal: &std::path::Path, served: u32) -> bool {
     let Some(file) = journal.to_str().and_then(|j| j.strip_suffix(".jnl")) else {
         return false;
     };
@@ -1376,6 +1376,14 @@ fn journal_of_a_frozen_edit(origin: &Name, journal: &std::path::Path) -> bool {
         "zone {origin}: journal file {} not used: its updates are in the zone file, written by a freeze at serial {frozen} and edited since; its IXFR history starts over",
         journal.display()
     );
+    // An edit that lowered the serial: the serials it went back over come
+    // again with other content (regression hunt AW-4).
+    if heron_xfr::serial::is_newer(frozen, served) {
+        tracing::warn!(
+            "zone {origin}: its file, edited during a freeze, went back from serial {frozen} to {served}: secondaries at {frozen} keep it and will not see this version; those past {served} get the whole zone"
+        );
+        heron_xfr::journal::files::mark_serials_gone_back(origin, journal, frozen, served);
+    }
     true
 }
 
@@ -1679,7 +1687,7 @@ pub(crate) fn replay_added(
             continue;
         }
         let updated = policy.takes_updates() || policy.holds_updates;
-        if signing.is_none() && updated && journal_of_a_frozen_edit(origin, path) {
+        if signing.is_none() && updated && journal_of_a_frozen_edit(origin, path, zone.serial()) {
             xfr.primary.restart_history(origin);
             // Gone before the edit gets its serial in the file.
             xfr.primary.flush_journal_files(SYNC_WAIT);
