@@ -574,5 +574,13 @@ fn a_restart_that_finds_an_older_signed_copy_signs_past_the_serial_served() {
     );
     let said = "signed copy unusable; signed again from the unsigned copy kept";
     assert!(heron.log().contains(said), "{}", heron.log());
+    // And what was read is named apart (regression hunt AX-6).
+    assert!(
+        heron
+            .log()
+            .contains("0 signed copies of secondary zones read"),
+        "{}",
+        heron.log()
+    );
     check_valid(addr, &axfr(addr), "new", true);
 }

@@ -56,11 +56,18 @@ pub struct Secondaries {
 /// as zone files are at start; one that fails is reported and the zone is
 /// transferred anew.
 pub fn load_kept<Z: Borrow<SecondaryZone>>(zones: &[Z]) -> Vec<Option<Zone>> {
-    load_copies(zones, "kept copy unusable; transferring anew")
+    load_copies(
+        zones,
+        ("kept copies", "kept copy unusable; transferring anew"),
+    )
 }
 
-/// [`load_kept`], saying of a copy that fails that it is `unusable`.
-fn load_copies<Z: Borrow<SecondaryZone>>(zones: &[Z], unusable: &str) -> Vec<Option<Zone>> {
+/// [`load_kept`], saying what it read (`what`) and of a copy that fails
+/// that it is `unusable`.
+fn load_copies<Z: Borrow<SecondaryZone>>(
+    zones: &[Z],
+    (what, unusable): (&str, &str),
+) -> Vec<Option<Zone>> {
     let zones: Vec<&SecondaryZone> = zones.iter().map(Borrow::borrow).collect();
     let started = Instant::now();
     let paths: Vec<_> = zones.iter().map(|z| z.kept_path()).collect();
@@ -103,7 +110,7 @@ fn load_copies<Z: Borrow<SecondaryZone>>(zones: &[Z], unusable: &str) -> Vec<Opt
         .collect();
     if !specs.is_empty() {
         tracing::info!(
-            "{} kept copies of secondary zones read in {} ms",
+            "{} {what} of secondary zones read in {} ms",
             kept.iter().flatten().count(),
             started.elapsed().as_millis()
         );
@@ -129,7 +136,7 @@ pub fn load_signed_kept(
     // one that never came).
     let unusable =
         "signed copy unusable; signed again from the unsigned copy kept, past the serial served";
-    load_copies(&copies, unusable)
+    load_copies(&copies, ("signed copies", unusable))
         .into_iter()
         .flatten()
         .collect()
