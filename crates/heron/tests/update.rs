@@ -1464,6 +1464,23 @@ fn a_frozen_edit_lowering_the_serial_gives_no_ixfr_from_the_serials_passed_again
     );
 }
 
+/// A freeze does not write over a file of the operator's at the mark's
+/// place (regression hunt AW-5: the start left it alone, the freeze then
+/// replaced it and the thaw removed it).
+#[test]
+fn a_freeze_refuses_to_write_over_a_file_that_is_no_mark() {
+    let file = zone_file("freeze-foreign");
+    let (_server, socket) = start_with_control(&file, "");
+    let other = file.with_extension("zone.frozen");
+    std::fs::write(&other, "the operator's notes\n").unwrap();
+    let (ok, said) = ctl(&socket, &["freeze", ZONE]);
+    assert!(!ok && said.contains("is not Heron's freeze mark"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&other).unwrap(),
+        "the operator's notes\n"
+    );
+}
+
 /// A file named `FILE.frozen` beside the file of a zone that takes no
 /// updates (which cannot be frozen) is no freeze mark: a start leaves
 /// both files alone (black-box finding AS-11: the zone's file was

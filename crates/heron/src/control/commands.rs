@@ -420,6 +420,12 @@ impl Controller {
         if !policy.takes_updates() {
             return Response::refused(format!("{zone} takes no updates"));
         }
+        if let Some(other) = crate::runtime::freeze_mark::foreign(&file) {
+            let other = other.display();
+            let why =
+                format!("{zone} not frozen: {other} is not Heron's freeze mark; move it away");
+            return Response::refused(why);
+        }
         let served = match self.freeze_point(zone).await {
             Ok(served) => served,
             Err(why) => return Response::refused(why),

@@ -86,6 +86,14 @@ pub(crate) fn end_thaw(file: &Path, taken: bool) {
 /// rewritten).
 const HEADER: &str = "; written by heron ctl freeze, removed by heron ctl thaw: the zone file's serial and digest as frozen";
 
+/// The file at the mark's place beside `file` when it is not a mark of
+/// Heron's (an operator's own): a freeze must not write over it, nor a
+/// thaw remove it (regression hunt AW-5).
+pub(crate) fn foreign(file: &Path) -> Option<PathBuf> {
+    let mark = mark_of(file);
+    (std::fs::symlink_metadata(&mark).is_ok() && read_mark(&mark).is_none()).then_some(mark)
+}
+
 /// The serial the mark beside `file` holds; None if there is no mark, or
 /// the file there is not one (said).
 pub(crate) fn serial_marked(file: &Path) -> Option<u32> {
