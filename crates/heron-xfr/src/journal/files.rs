@@ -821,7 +821,12 @@ fn restore_one(served: &Served, max_bytes: usize) -> Option<History> {
             return None;
         }
         Err(why) => {
-            mark_went_back(origin, path, &why);
+            // A secondary's primary sends those versions again, the same
+            // (regression hunt: its kept copy behind its journal lost
+            // IXFR from the serials it took again).
+            if !served.refetchable {
+                mark_went_back(origin, path, &why);
+            }
             start_over(origin, path, &why);
             return None;
         }
