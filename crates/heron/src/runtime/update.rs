@@ -1458,7 +1458,7 @@ pub(crate) fn thaw_at_start(
     let (candidates, unloaded): (Vec<Marked>, Vec<Marked>) = (zones.iter())
         .filter(|z| !z.kept && takes_updates(&z.origin))
         .map(|z| (z.origin.clone(), z.file.clone(), z.signing.is_some()))
-        .filter(|(origin, file, signed)| !(*signed && stale_mark(origin, file, &policies[origin])))
+        .filter(|(o, file, signed)| !(*signed && signed_mark(o, file, &policies[o]) == Some(true)))
         .partition(|(origin, _, _)| loaded(origin));
     let still_frozen = (unloaded.into_iter())
         .filter(|(origin, file, _)| catalog.get(origin).is_some() && freeze_mark::serial_marked(file).is_some())
@@ -1480,22 +1480,21 @@ pub(crate) fn thaw_at_start(
 /// Whether a freeze's mark is beside a signed zone's `file` and its
 /// journal went no further: the file holds the journal's updates.
 fn frozen_with_journal(origin: &Name, file: &std::path::Path, policy: &ZonePolicy) -> bool {
-    !stale_mark(origin, file, policy) && freeze_mark::serial_marked(file).is_some()
+    signed_mark(origin, file, policy) == Some(false)
 }
 
-/// Whether the mark beside a signed zone's `file` is one its journal
-/// went past: updates were taken after it (a mark the thaw could not
-/// remove, or brought back by a restore). Such a mark is removed, said,
-/// and the zone taken as not frozen, so that its journal's updates are
-/// carried over to its file (black-box finding AS-12: taken as frozen,
-/// the updates answered since the thaw were lost). A journal that does
-/// not reach the mark's serial counts as gone past it: carrying its
-/// updates loses none.
-fn stale_mark(origin: &Name, file: &std::path::Path, policy: &ZonePolicy) -> bool {
-    let (Some(frozen_at), Some(journal)) =
-        (freeze_mark::serial_marked(file), policy.journal_path())
-    else {
-        return false;
+/// The mark beside a signed zone's `file`, read once: None without one;
+/// whether its journal went past it: updates were taken after it (a mark
+/// the thaw could not remove, or brought back by a restore). Such a mark
+/// is removed, said, and the zone taken as not frozen, so that its
+/// journal's updates are carried over to its file (black-box finding
+/// AS-12: taken as frozen, the updates answered since the thaw were
+/// lost). A journal that does not reach the mark's serial counts as gone
+/// past it: carrying its updates loses none.
+fn signed_mark(origin: &Name, file: &std::path::Path, policy: &ZonePolicy) -> Option<bool> {
+    let frozen_at = freeze_mark::serial_marked(file)?;
+    let Some(journal) = policy.journal_path() else {
+        return Some(false);
     };
     let past = steps_after(journal, origin, frozen_at).map_or(true, |steps| !steps.is_empty());
     if past {
@@ -1505,7 +1504,7 @@ fn stale_mark(origin: &Name, file: &std::path::Path, policy: &ZonePolicy) -> boo
         );
         freeze_mark::unmark(file);
     }
-    past
+    Some(past)
 }
 
 /// A zone that may have been frozen: its origin, file, whether Heron
