@@ -19,8 +19,9 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use heron_dnssec::dnskey::key_tag;
 use heron_dnssec::ds::{CDNSKEY_DELETE, CDS_DELETE, DigestType, cdnskey_rdata, ds_rdata};
-use heron_dnssec::keys::{KeyFile, KeyRole, MAX_KEY_FILE};
+use heron_dnssec::keys::{KeyFile, KeyRole, MAX_KEY_FILE, SigningKey};
 use heron_dnssec::policy::Policy;
 use heron_dnssec::rollover::state_file::{ZoneKeys, file_name};
 use heron_dnssec::rollover::waits::effective_policy;
@@ -590,7 +591,8 @@ pub fn keys_refused(settings: &crate::config::Settings) -> (Vec<String>, Vec<Str
             Ok(_) => {
                 let zone = zone_text(origin);
                 let path = state_path(dir, &zone);
-                let looked = load_or_adopt(&path, dir, &zone, &signing.policy, now);
+                let looked = load_or_adopt(&path, dir, &zone, &signing.policy, now)
+                    .and_then(|state| check_key_files(dir, &zone, &state));
                 // A state or key file only the server may read.
                 looked
                     .map(|_| ())
@@ -664,12 +666,19 @@ fn file_role(role: Role) -> KeyRole {
 /// CDNSKEY RDATA (SHA-256 DS) of the keys it sends to the parent.
 fn publish(origin: &Name, dir: &Path, keys: &[Key], plan: Plan) -> Result<Step, String> {
     let mut zone_keys = Vec::with_capacity(plan.dnskey.len());
+    let zone = zone_text(origin);
+    let signing_key = |id: &str| -> Result<SigningKey, String> {
+        match keys.iter().find(|k| k.id == id) {
+            Some(key) => Ok(read_key_of(dir, &zone, key)?.1),
+            None => read_key(dir, id)?
+                .signing_key()
+                .map_err(|e| format!("{id}: {e}")),
+        }
+    };
     for listed in &plan.dnskey {
         let key = keys.iter().find(|k| k.id == listed.id);
         let role = key.map_or(Role::Zsk, |k| k.role);
-        let signing = read_key(dir, &listed.id)?
-            .signing_key()
-            .map_err(|e| format!("{}: {e}", listed.id))?;
+        let signing = signing_key(&listed.id)?;
         let signs_keys = plan.key_signers.iter().any(|k| k.id == listed.id);
         let signs_zone = plan.zone_signers.iter().any(|k| k.id == listed.id);
         let planned = ZoneKey::planned(signing, file_role(role), signs_keys, signs_zone);
@@ -683,18 +692,14 @@ fn publish(origin: &Name, dir: &Path, keys: &[Key], plan: Plan) -> Result<Step, 
         }
         let key = keys.iter().find(|k| k.id == signer.id);
         let role = key.map_or(Role::Zsk, |k| k.role);
-        let signing = read_key(dir, &signer.id)?
-            .signing_key()
-            .map_err(|e| format!("{}: {e}", signer.id))?;
+        let signing = signing_key(&signer.id)?;
         zone_keys.push(ZoneKey::unpublished(signing, file_role(role)));
     }
     let (mut cds, mut cdnskey) = (Vec::new(), Vec::new());
     for listed in &plan.cds {
         let role = keys.iter().find(|k| k.id == listed.id).map(|k| k.role);
         let role = file_role(role.unwrap_or(Role::Ksk));
-        let signing = read_key(dir, &listed.id)?
-            .signing_key()
-            .map_err(|e| format!("{}: {e}", listed.id))?;
+        let signing = signing_key(&listed.id)?;
         let dnskey = signing.dnskey_rdata(role.flags());
         cds.extend(ds_rdata(origin, &dnskey, DigestType::Sha256));
         cdnskey.push(cdnskey_rdata(&dnskey));
@@ -740,6 +745,49 @@ fn log_changes(zone: &str, before: &[Key], after: &[Key]) {
 /// The key file of `id` (its file name less [`KEY_SUFFIX`]).
 pub fn read_key(dir: &Path, id: &str) -> Result<KeyFile, String> {
     read_key_file(&dir.join(format!("{id}{KEY_SUFFIX}")))
+}
+
+/// The key file of `key`, checked to be that key: a file replaced by
+/// another key of the zone (a wrong backup restored, two signers' files
+/// mixed up) signed in silence with the other key, and the DNSKEY the
+/// parent's DS names left the zone (black-box finding AY-1): refused
+/// as a file that cannot be read is.
+pub fn read_key_of(dir: &Path, zone: &str, key: &Key) -> Result<(KeyFile, SigningKey), String> {
+    let file = read_key(dir, &key.id)?;
+    let signing = file.signing_key().map_err(|e| format!("{}: {e}", key.id))?;
+    let tag = key_tag(&signing.dnskey_rdata(file.role.flags()));
+    let fits = file
+        .zone
+        .trim_end_matches('.')
+        .eq_ignore_ascii_case(zone.trim_end_matches('.'))
+        && file.algorithm.number() == key.algorithm
+        && file.role == file_role(key.role)
+        && tag == key.tag;
+    if !fits {
+        return Err(format!(
+            "{}: holds a {} key {tag} (algorithm {}) of zone {}, not the {} key {} (algorithm \
+             {}) the key state file names: put that key's file back",
+            dir.join(format!("{}{KEY_SUFFIX}", key.id)).display(),
+            file.role.name(),
+            file.algorithm.number(),
+            file.zone,
+            file_role(key.role).name(),
+            key.tag,
+            key.algorithm
+        ));
+    }
+    Ok((file, signing))
+}
+
+/// Every key the state names whose file is there, checked as
+/// [`read_key_of`] does: what a signing would refuse.
+fn check_key_files(dir: &Path, zone: &str, state: &ZoneKeys) -> Result<(), String> {
+    for key in &state.keys {
+        if dir.join(format!("{}{KEY_SUFFIX}", key.id)).exists() {
+            read_key_of(dir, zone, key)?;
+        }
+    }
+    Ok(())
 }
 
 /// The zone's key files, each with its id.
@@ -980,6 +1028,35 @@ mod tests {
         assert_eq!(later.cds.len(), 1);
         assert_eq!(later.cdnskey.len(), 1);
         undo(&mut step);
+    }
+
+    /// A key file replaced by another key of the zone and role is refused
+    /// at the next signing and by the check, for the KSK and the ZSK: it
+    /// was signed with in silence, the KSK the parent's DS names dropped
+    /// (black-box finding AY-1).
+    #[test]
+    fn a_key_file_holding_another_key_is_refused() {
+        for role in [Role::Ksk, Role::Zsk] {
+            let dir = tempfile::tempdir().unwrap();
+            step(&origin(), &split(), dir.path(), 300, 1000).unwrap();
+            let state = read_state(dir.path(), "k.test.").unwrap().unwrap();
+            let key = state.keys.iter().find(|k| k.role == role).unwrap();
+            let path = dir.path().join(format!("{}{KEY_SUFFIX}", key.id));
+            let algorithm = heron_dnssec::keys::Algorithm::EcdsaP256Sha256;
+            let (other, _) = KeyFile::generate("k.test.", file_role(role), algorithm, 900).unwrap();
+            let right = fs::read_to_string(&path).unwrap();
+            fs::write(&path, other.to_text()).unwrap();
+            let refused = step(&origin(), &split(), dir.path(), 300, 2000)
+                .err()
+                .expect("refused");
+            let names = format!("not the {} key {}", file_role(role).name(), key.tag);
+            assert!(refused.contains(&names), "{refused}");
+            let checked = check_key_files(dir.path(), "k.test.", &state).unwrap_err();
+            assert!(checked.contains(&names), "{checked}");
+            fs::write(&path, right).unwrap();
+            step(&origin(), &split(), dir.path(), 300, 2000).unwrap();
+            check_key_files(dir.path(), "k.test.", &state).unwrap();
+        }
     }
 
     /// A retired ZSK gone from every cache is kept `purge-keys` long, then

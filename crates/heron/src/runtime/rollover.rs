@@ -405,8 +405,7 @@ fn apply_parent(
     };
     let mut dnskeys = Vec::new();
     for key in state.keys.iter().filter(|k| k.role.signs_keys()) {
-        let file = key_state::read_key(dir, &key.id)?;
-        let signing = file.signing_key().map_err(|e| format!("{}: {e}", key.id))?;
+        let (file, signing) = key_state::read_key_of(dir, &zone, key)?;
         dnskeys.push(signing.dnskey_rdata(file.role.flags()));
     }
     let present = keys_at_parent(origin, &dnskeys, removing, answers);
