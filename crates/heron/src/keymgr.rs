@@ -410,6 +410,33 @@ mod tests {
         assert!(rsa.unwrap_err().contains("ecdsap256sha256 or ed25519"));
     }
 
+    /// A zone never signed takes a KSK generated first: its first
+    /// signing under a KSK+ZSK policy publishes that KSK (whose DS the
+    /// parent may have already) and makes only a ZSK beside it, and a
+    /// ZSK may then be made ahead as well (black-box finding AY-2).
+    #[test]
+    fn generate_makes_a_first_ksk_that_the_first_signing_keeps() {
+        use generate::RoleArg;
+        let dir = tempfile::tempdir().unwrap();
+        let keys = dir.path().join("keys");
+        let said = generate::generate(&keys, "new.test.", Some(RoleArg::Ksk), None, NOW).unwrap();
+        assert!(said.contains("(KSK, algorithm 13) generated"), "{said}");
+        assert!(said.contains("new.test. IN DS "), "{said}");
+        let state = ZoneKeys::load(&keys.join("new.test.keys.json")).unwrap();
+        let ksk = state.keys[0].clone();
+        let split = heron_dnssec::policy::Policy {
+            keys: heron_dnssec::policy::KeySet::KskZsk,
+            ..heron_dnssec::policy::Policy::default()
+        };
+        let origin = heron_proto::Name::parse("new.test.").unwrap();
+        crate::plan::key_state::step(&origin, &split, &keys, 300, NOW).unwrap();
+        let state = ZoneKeys::load(&keys.join("new.test.keys.json")).unwrap();
+        let roles: Vec<(Role, u16)> = state.keys.iter().map(|k| (k.role, k.tag)).collect();
+        assert_eq!(roles.len(), 2, "{roles:?}");
+        assert!(roles.contains(&(Role::Ksk, ksk.tag)), "{roles:?}");
+        assert!(roles.iter().any(|(r, _)| *r == Role::Zsk), "{roles:?}");
+    }
+
     /// In a zone with a KSK and a ZSK the role is named, and must be one
     /// of those; a new ZSK takes over from the one in use by rollover,
     /// while the KSK, still waiting for its DS, cannot be replaced yet.

@@ -110,8 +110,15 @@ pub fn generate(
 /// The role asked, if the zone's policy (as its last signing recorded
 /// it) has keys of that role; else the policy's one role (a CSK), or a
 /// CSK for a zone never signed that has no KSK and ZSK. A zone with a
-/// KSK and a ZSK must say which.
+/// KSK and a ZSK must say which. A zone never signed that has no key
+/// yet takes any role asked: the policy is not known here, and a
+/// KSK+ZSK zone gets its KSK's DS to the parent before it goes live
+/// (black-box finding AY-2: only a CSK was made, rolled to a KSK and a
+/// ZSK once its DS was in: two changes at the parent).
 fn choose_role(state: &ZoneKeys, asked: Option<Role>) -> Result<Role, String> {
+    if let (None, true, Some(role)) = (&state.policy, state.keys.is_empty(), asked) {
+        return Ok(role);
+    }
     let split = match &state.policy {
         Some(policy) => !policy.csk,
         None => (state.keys.iter()).any(|k| k.goal == Goal::Omnipresent && k.role != Role::Csk),
