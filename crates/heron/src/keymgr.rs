@@ -132,6 +132,7 @@ pub fn run(args: KeymgrArgs) -> ExitCode {
     };
     match result {
         Ok(output) => {
+            keep_directory_owner(&args.key_dir);
             out!("{output}");
             ExitCode::SUCCESS
         }
@@ -139,6 +140,25 @@ pub fn run(args: KeymgrArgs) -> ExitCode {
             eprintln!("heron keymgr: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Files root made or replaced in a key directory another user owns
+/// (the server's, as it runs as its own user) go to that user: run as
+/// root, as the docs' commands are, a roll left the state file root's
+/// and 0600, and every signing of the running server failed (black-box
+/// finding AY-3). The start as root hands them over the same way.
+fn keep_directory_owner(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(owner) = std::fs::metadata(dir) else {
+        return;
+    };
+    if owner.uid() != 0 {
+        let ids = heron_sys::privileges::Ids {
+            uid: owner.uid(),
+            gid: owner.gid(),
+        };
+        crate::privileges::hand_over_key_directories([dir], ids);
     }
 }
 

@@ -1097,3 +1097,31 @@ fn a_zone_knot_is_rolling_the_zsk_of_moves_and_heron_finishes_the_roll() {
     let (ksk, zsk) = (tag_of(true), tag_of(false));
     heron_finishes_the_zsk_roll(&old, keys.path(), ksk, zsk, new_zsk);
 }
+
+/// Run as root in a key directory the server's user owns, keymgr leaves
+/// every file it makes or replaces to that user: a root-owned 0600 state
+/// file stopped the running server from signing the zone (black-box
+/// finding AY-3).
+#[test]
+fn keymgr_as_root_leaves_the_files_to_the_key_directorys_owner() {
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata("/proc/self").unwrap().uid() != 0 {
+        eprintln!("skipped: not run as root");
+        return;
+    }
+    let keys = tempfile::tempdir().unwrap();
+    let nobody = 65534;
+    std::os::unix::fs::chown(keys.path(), Some(nobody), Some(nobody)).unwrap();
+    let dir = keys.path().to_str().unwrap();
+    for args in [
+        &["keymgr", "-d", dir, "owned.test", "generate"][..],
+        &["keymgr", "-d", dir, "owned.test", "roll", "csk"][..],
+    ] {
+        let out = run(heron().to_str().unwrap(), args);
+        assert!(out.status.success(), "{}", said(&out));
+        for entry in std::fs::read_dir(keys.path()).unwrap() {
+            let meta = entry.unwrap().metadata().unwrap();
+            assert_eq!((meta.uid(), meta.gid()), (nobody, nobody), "{args:?}");
+        }
+    }
+}
