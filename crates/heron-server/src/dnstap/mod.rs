@@ -116,7 +116,7 @@ impl Writer {
     /// error; a socket nobody listens on yet is not (it is retried).
     pub fn start(settings: Settings) -> io::Result<Arc<Writer>> {
         let sink = match &settings.output {
-            Output::File(path) => Sink::File(file::open(path)?, path.clone()),
+            Output::File(path) => Sink::File(FileSink::new(file::open(path)?, path.clone())),
             Output::Socket(path) => Sink::Socket(Connection::new(path.clone())),
         };
         let (queue, receiver) = sync_channel(settings.queue_messages.max(1));
@@ -127,6 +127,7 @@ impl Writer {
             sink,
             frames: Frames::new(settings.identity, settings.version),
             unsent: (Vec::new(), 0),
+            cut: false,
         };
         let thread = std::thread::Builder::new()
             .name("dnstap".into())
@@ -291,10 +292,16 @@ struct Drain {
     shared: Arc<Shared>,
     sink: Sink,
     frames: Frames,
-    /// Frames a write failed to deliver (the reader went away), and the
-    /// messages they hold: written again, whole, on the next connection,
-    /// before anything newer, instead of being lost with it.
+    /// Frames a write failed to deliver (the reader went away, the
+    /// file's disk filled), and the messages they hold: written again
+    /// before anything newer, instead of being lost with it. To a socket
+    /// whole, on the next connection; to a file from where the write
+    /// stopped, so that its frames stay whole and each message is counted
+    /// once.
     unsent: (Vec<u8>, u64),
+    /// `unsent` begins in the middle of a frame the file holds the start
+    /// of: it belongs to that file only.
+    cut: bool,
 }
 
 impl Drain {
@@ -324,7 +331,15 @@ impl Drain {
                 std::thread::sleep(DRAIN_EVERY);
             }
             if self.shared.reopen.swap(false, Ordering::Relaxed) {
-                let outcome = self.sink.reopen(self.shared.io_deadline()).err();
+                let reopened = self.sink.reopen(self.shared.io_deadline());
+                if reopened == Ok(true) && self.cut {
+                    // The rest of a frame the moved file ended in would
+                    // start the new file with half a frame.
+                    let cut = std::mem::take(&mut self.unsent.1);
+                    (self.shared.dropped).fetch_add(cut, Ordering::Relaxed);
+                    self.cut = false;
+                }
+                let outcome = reopened.err();
                 *self
                     .shared
                     .reopen_failed
@@ -344,16 +359,21 @@ impl Drain {
                 continue;
             }
             match self.sink.write(&buffer, self.shared.io_deadline()) {
-                Ok(()) => (self.shared.written).fetch_add(messages, Ordering::Relaxed),
-                // Kept for the next reader; the queue holds the rest. A
-                // file that failed (a full disk) may hold part of it: not
-                // written twice.
-                Err(_) if matches!(self.sink, Sink::Socket(_)) => {
+                Ok(()) => {
+                    self.cut = false;
+                    (self.shared.written).fetch_add(messages, Ordering::Relaxed)
+                }
+                // Kept for the next reader, or for the file from where the
+                // write stopped (a full disk took part of it: black-box
+                // finding BB-8, messages in the file were counted dropped);
+                // the queue holds the rest, and drops what does not fit.
+                Err(delivered) => {
+                    buffer.drain(..delivered);
+                    self.cut |= delivered > 0;
                     std::mem::swap(&mut buffer, &mut self.unsent.0);
                     self.unsent.1 = messages;
                     0
                 }
-                Err(_) => (self.shared.dropped).fetch_add(messages, Ordering::Relaxed),
             };
         }
         let unsent = std::mem::take(&mut self.unsent.1);
@@ -390,8 +410,64 @@ impl Drain {
 
 /// Where the frames are written.
 enum Sink {
-    File(BufWriter<File>, PathBuf),
+    File(FileSink),
     Socket(Connection),
+}
+
+/// A dnstap file, and whether its last write failed (said once per
+/// outage, and its end said too).
+struct FileSink {
+    file: BufWriter<File>,
+    path: PathBuf,
+    failing: bool,
+}
+
+impl FileSink {
+    fn new(file: BufWriter<File>, path: PathBuf) -> FileSink {
+        FileSink {
+            file,
+            path,
+            failing: false,
+        }
+    }
+
+    /// Writes `frames`; Err: the octets of them the file took before it
+    /// failed.
+    fn write(&mut self, frames: &[u8]) -> Result<(), usize> {
+        let written = write_counted(&mut self.file, frames);
+        match (&written, self.failing) {
+            (Ok(()), true) => {
+                tracing::info!("dnstap: {} is written again", self.path.display());
+                self.failing = false;
+            }
+            (Err((_, e)), false) => {
+                tracing::error!(
+                    "dnstap: cannot write {} ({e}); what is cut is written once it can \
+                     be, and what does not fit the queue meanwhile is dropped",
+                    self.path.display()
+                );
+                self.failing = true;
+            }
+            _ => {}
+        }
+        written.map_err(|(delivered, _)| delivered)
+    }
+}
+
+/// Writes `frames` after what `file` buffers; Err: the octets of
+/// `frames` written before the error, and the error.
+fn write_counted(file: &mut BufWriter<File>, frames: &[u8]) -> Result<(), (usize, io::Error)> {
+    file.flush().map_err(|e| (0, e))?;
+    let mut done = 0;
+    while done < frames.len() {
+        match file.get_mut().write(&frames[done..]) {
+            Ok(0) => return Err((done, io::ErrorKind::WriteZero.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err((done, e)),
+        }
+    }
+    Ok(())
 }
 
 impl Sink {
@@ -409,25 +485,24 @@ impl Sink {
         }
     }
 
-    /// Writes `frames`; to a socket, by `until` (a file is not waited on).
-    fn write(&mut self, frames: &[u8], until: Instant) -> io::Result<()> {
+    /// Writes `frames`; to a socket, by `until` (a file is not waited
+    /// on). Err: the octets delivered before the failure (none to a
+    /// socket: a frame cut there is sent again whole, on a new one).
+    fn write(&mut self, frames: &[u8], until: Instant) -> Result<(), usize> {
         match self {
-            Sink::File(f, _) => {
-                f.write_all(frames)?;
-                f.flush()
-            }
-            Sink::Socket(c) => c.write(frames, until),
+            Sink::File(f) => f.write(frames),
+            Sink::Socket(c) => c.write(frames, until).map_err(|_| 0),
         }
     }
 
     /// A file moved away (rotated) ended, and one opened at its path (a
     /// new one, or one put there, continued). A file still at its path is
-    /// written on. Err: no new file could be started (the moved one is
-    /// written on), and why.
-    fn reopen(&mut self, until: Instant) -> Result<(), String> {
+    /// written on. Ok(true): a new file was started. Err: no new file
+    /// could be started (the moved one is written on), and why.
+    fn reopen(&mut self, until: Instant) -> Result<bool, String> {
         use std::os::unix::fs::MetadataExt;
-        let Sink::File(file, path) = self else {
-            return Ok(());
+        let Sink::File(FileSink { file, path, .. }) = self else {
+            return Ok(false);
         };
         let same =
             |a: std::fs::Metadata, b: std::fs::Metadata| a.dev() == b.dev() && a.ino() == b.ino();
@@ -435,7 +510,7 @@ impl Sink {
         if let (Ok(ours), Ok(there)) = (ours, std::fs::metadata(&*path))
             && same(ours, there)
         {
-            return Ok(());
+            return Ok(false);
         }
         // The new file first: should it fail, the old one is written on
         // rather than ended.
@@ -443,8 +518,8 @@ impl Sink {
             Ok(new) => {
                 let path = path.clone();
                 self.close(until);
-                *self = Sink::File(new, path);
-                Ok(())
+                *self = Sink::File(FileSink::new(new, path));
+                Ok(true)
             }
             Err(e) => {
                 let why = format!(
@@ -459,10 +534,10 @@ impl Sink {
 
     fn close(&mut self, until: Instant) {
         match self {
-            Sink::File(f, _) => {
+            Sink::File(FileSink { file, .. }) => {
                 let mut stop = Vec::new();
                 frame::control(ControlType::Stop, None, &mut stop);
-                if let Err(e) = f.write_all(&stop).and_then(|()| f.flush()) {
+                if let Err(e) = file.write_all(&stop).and_then(|()| file.flush()) {
                     tracing::warn!("dnstap: cannot end the file: {e}");
                 }
             }
