@@ -217,6 +217,7 @@ pub struct Cells {
     latency_us: HistogramCells<LATENCY_BUCKETS>,
     accepted: [Cell; TRANSPORTS.len()],
     refused_connections: [Cell; CONNECTION_LIMITS.len()],
+    shed: Cell,
     handshakes: [Cell; HANDSHAKE_KINDS.len()],
 }
 
@@ -230,6 +231,7 @@ impl Default for Cells {
             latency_us: HistogramCells::default(),
             accepted: std::array::from_fn(|_| Cell::default()),
             refused_connections: std::array::from_fn(|_| Cell::default()),
+            shed: Cell::default(),
             handshakes: std::array::from_fn(|_| Cell::default()),
         }
     }
@@ -279,6 +281,11 @@ impl Cells {
         self.refused_connections[limit as usize].add(1);
     }
 
+    /// An idle connection closed to make room for a new one.
+    pub fn shed(&self) {
+        self.shed.add(1);
+    }
+
     fn add_to(&self, totals: &mut Totals) {
         for (t, row) in self.queries.iter().enumerate() {
             for (q, cell) in row.iter().enumerate() {
@@ -292,6 +299,7 @@ impl Cells {
         totals.truncated += self.truncated.get();
         add(&mut totals.accepted, &self.accepted);
         add(&mut totals.refused_connections, &self.refused_connections);
+        totals.shed += self.shed.get();
         add(&mut totals.handshakes, &self.handshakes);
         totals.response_bytes.add(&self.response_bytes.read());
         totals.latency_us.add(&self.latency_us.read());
@@ -367,6 +375,8 @@ pub struct Totals {
     pub accepted: [u64; TRANSPORTS.len()],
     /// Connections closed at accept, by [`CONNECTION_LIMITS`].
     pub refused_connections: [u64; CONNECTION_LIMITS.len()],
+    /// Idle connections closed at the total limit to make room for new ones.
+    pub shed: u64,
     /// TLS handshakes completed, by [`HANDSHAKE_KINDS`].
     pub handshakes: [u64; HANDSHAKE_KINDS.len()],
 }
@@ -381,6 +391,7 @@ impl Default for Totals {
             latency_us: Histogram::default(),
             accepted: [0; TRANSPORTS.len()],
             refused_connections: [0; CONNECTION_LIMITS.len()],
+            shed: 0,
             handshakes: [0; HANDSHAKE_KINDS.len()],
         }
     }
@@ -406,6 +417,7 @@ impl Totals {
             &base.refused_connections,
             &mut out.refused_connections,
         );
+        out.shed = self.shed.wrapping_sub(base.shed);
         sub(&self.handshakes, &base.handshakes, &mut out.handshakes);
         out.response_bytes = self.response_bytes.minus(&base.response_bytes);
         out.latency_us = self.latency_us.minus(&base.latency_us);

@@ -72,16 +72,19 @@ impl ConnectionLimiter {
     pub fn admit_or_why(self: &Arc<Self>, ip: IpAddr) -> Result<Slot, Limit> {
         let client = self.client(ip);
         let mut open = self.open.lock().unwrap();
-        if open.total >= self.limits.max_connections {
-            return Err(Limit::Total);
-        }
-        let per_client = open.per_client.entry(client).or_insert(0);
-        if *per_client >= self.limits.max_connections_per_client
+        // The client's own limit first: a loop makes room at the total
+        // limit by closing an idle connection, never for a client that
+        // would be refused anyway.
+        let per_client = open.per_client.get(&client).copied().unwrap_or(0);
+        if per_client >= self.limits.max_connections_per_client
             && !self.unlimited.load().iter().any(|p| p.contains(ip))
         {
             return Err(Limit::PerClient);
         }
-        *per_client += 1;
+        if open.total >= self.limits.max_connections {
+            return Err(Limit::Total);
+        }
+        *open.per_client.entry(client).or_insert(0) += 1;
         open.total += 1;
         open.peak = open.peak.max(open.total);
         Ok(Slot {

@@ -102,7 +102,6 @@ impl Unanswered {
     }
 
     /// Whether a message has begun and not been answered.
-    #[cfg(test)]
     pub(super) fn in_message(&self) -> bool {
         self.in_message
     }

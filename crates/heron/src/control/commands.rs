@@ -723,6 +723,7 @@ impl Controller {
             "tcp_connections_open": self.connections.open_connections(),
             "tcp_connections_accepted": accepted,
             "tcp_connections_refused": refused,
+            "tcp_idle_connections_shed": totals.shed,
             "reset": reset,
         });
         // Totals since the start: `--reset` leaves them.

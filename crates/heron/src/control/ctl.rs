@@ -734,6 +734,10 @@ fn stats_table(data: &Value) -> String {
         "tcp connections open".into(),
         text_of(&data["tcp_connections_open"]),
     ]);
+    if !data["tcp_idle_connections_shed"].is_null() {
+        let shed = text_of(&data["tcp_idle_connections_shed"]);
+        rows.push(["tcp idle connections shed".into(), shed]);
+    }
     if let Some(dnstap) = data["dnstap"].as_object() {
         for (counter, n) in dnstap {
             rows.push([format!("dnstap {counter}"), text_of(n)]);

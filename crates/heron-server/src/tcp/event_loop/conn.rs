@@ -117,6 +117,18 @@ impl Conn {
         Ok(Next::Again)
     }
 
+    /// Since when the connection has been idle: between messages, with
+    /// nothing to write and no transfer or handshake under way. None:
+    /// it is not.
+    pub(super) fn idle_since(&self) -> Option<Instant> {
+        let busy = !self.partial.bytes.is_empty()
+            || self.partial.in_message()
+            || !self.out.is_empty()
+            || self.later.is_some()
+            || self.tls.as_ref().is_some_and(|t| t.is_handshaking());
+        (!busy).then(|| self.partial.deadline())
+    }
+
     fn from(&self) -> From {
         let transport = match self.tls {
             Some(_) => Transport::Tls,

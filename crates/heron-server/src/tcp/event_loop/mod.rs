@@ -422,6 +422,24 @@ impl Worker {
         self.timers.shrink();
     }
 
+    /// At the total limit, makes room for a new connection by closing the
+    /// one of this loop idle the longest (between messages, nothing to
+    /// write, no handshake under way), as NSD sheds idle connections and
+    /// RFC 7766 6.2.3 suggests: connections kept open by a query now and
+    /// then took every slot, and every new client was refused for as long
+    /// as they liked (black-box finding AZ-1). False: none is idle here.
+    fn shed_longest_idle(&mut self) -> bool {
+        let idle = (self.entries.iter().enumerate())
+            .filter_map(|(slot, e)| Some((slot, e.generation, e.conn.as_ref()?.idle_since()?)));
+        let Some((slot, generation, _)) = idle.min_by_key(|&(.., since)| since) else {
+            return false;
+        };
+        let stats = &self.cx.shared.service.stats;
+        stats.with_thread_cells(|c| c.shed());
+        self.close(Key { slot, generation }, Ok(()));
+        true
+    }
+
     fn close_all(&mut self) {
         for slot in 0..self.entries.len() {
             let generation = self.entries[slot].generation;
@@ -464,7 +482,12 @@ impl Worker {
             stats.with_thread_cells(|c| c.refused(Limit::Blackhole));
             return; // `blackhole`: closed unanswered
         }
-        let slot = match self.limiter.admit_or_why(peer.ip()) {
+        let admitted = match self.limiter.admit_or_why(peer.ip()) {
+            Err(Limit::Total) if self.shed_longest_idle() => self.limiter.admit_or_why(peer.ip()),
+            admitted => admitted,
+        };
+        let stats = &self.cx.shared.service.stats;
+        let slot = match admitted {
             Ok(slot) => slot,
             Err(limit) => {
                 stats.with_thread_cells(|c| c.refused(limit));

@@ -35,6 +35,16 @@ fn with_loops_on(
     limits: TcpLimits,
     f: impl FnOnce(&Loops),
 ) {
+    with_n_loops(2, tls, limits, f)
+}
+
+/// [`with_loops_on`] with `n` loops.
+fn with_n_loops(
+    n: usize,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    limits: TcpLimits,
+    f: impl FnOnce(&Loops),
+) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -46,7 +56,7 @@ fn with_loops_on(
     }];
     let limiter = ConnectionLimiter::new(limits, Vec::new());
     let loops = runtime
-        .block_on(async { start(&listen, 2, service(), limiter) })
+        .block_on(async { start(&listen, n, service(), limiter) })
         .unwrap();
     f(&loops);
     loops.stop();
@@ -78,8 +88,11 @@ fn pipelined_queries_are_all_answered_on_every_connection() {
     });
 }
 
+/// Connections in the middle of a message are busy, not idle: none is
+/// closed to make room, so a connection past the total is.
 #[test]
 fn connections_past_the_total_limit_are_closed_and_slots_come_back() {
+    use std::io::Write;
     let limits = TcpLimits {
         max_connections: 2,
         ..TcpLimits::default()
@@ -87,11 +100,14 @@ fn connections_past_the_total_limit_are_closed_and_slots_come_back() {
     with_loops(limits, |addr| {
         let a = std::net::TcpStream::connect(addr).unwrap();
         let b = std::net::TcpStream::connect(addr).unwrap();
-        // Both are taken before the third (answered once admitted).
+        // Both are taken before the third (answered once admitted), and
+        // each has begun another message.
         for conn in [&a, &b] {
             let mut conn = conn.try_clone().unwrap();
             assert!(heron_testkit::client::answers_on(&mut conn, &query(7)));
+            conn.write_all(&[0, 30, 1]).unwrap();
         }
+        std::thread::sleep(Duration::from_millis(100)); // read by the loops
         let mut c = std::net::TcpStream::connect(addr).unwrap();
         assert!(closed_by_server(&mut c), "the third is closed");
         drop(a);
@@ -252,4 +268,28 @@ fn a_taken_address_is_named_when_binding_fails() {
         error.to_string().starts_with(&format!("{addr}: ")),
         "{error}"
     );
+}
+
+/// At the total limit a new connection is taken in place of the one idle
+/// the longest, which is closed (black-box finding AZ-1: connections kept
+/// open by a query now and then held every slot, and every new client
+/// was refused); the other keeps being answered.
+#[test]
+fn at_the_total_limit_the_longest_idle_connection_makes_room() {
+    let limits = TcpLimits {
+        max_connections: 2,
+        ..TcpLimits::default()
+    };
+    with_n_loops(1, None, limits, |loops| {
+        let addr = loops.bound[0];
+        let mut a = std::net::TcpStream::connect(addr).unwrap();
+        assert!(heron_testkit::client::answers_on(&mut a, &query(1)));
+        std::thread::sleep(Duration::from_millis(50));
+        let mut b = std::net::TcpStream::connect(addr).unwrap();
+        assert!(heron_testkit::client::answers_on(&mut b, &query(2)));
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        assert!(heron_testkit::client::answers_on(&mut c, &query(3)));
+        assert!(closed_by_server(&mut a), "the longest idle made room");
+        assert!(heron_testkit::client::answers_on(&mut b, &query(4)));
+    });
 }

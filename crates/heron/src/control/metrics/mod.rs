@@ -560,6 +560,13 @@ impl Snapshot {
             "TCP and TLS connections closed at accept, by the limit reached",
             refused.map(|(l, n)| (label("limit", l), n)),
         )?;
+        let shed = e.encode_descriptor(
+            "heron_tcp_idle_connections_shed",
+            "Idle TCP and TLS connections closed at max-connections to make room for a new one",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(t.shed).encode(shed)?;
         let handshakes = HANDSHAKE_KINDS.iter().zip(t.handshakes);
         counters(
             e,
