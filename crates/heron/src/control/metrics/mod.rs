@@ -509,7 +509,7 @@ impl Snapshot {
         counters(
             e,
             "heron_responses",
-            "Responses sent, by RCODE (the header's four bits)",
+            "Responses sent, by RCODE with the OPT record's extended bits (BADVERS, BADCOOKIE)",
             rcodes.map(|(r, n)| (label("rcode", r), n)),
         )?;
         let truncated = e.encode_descriptor(
