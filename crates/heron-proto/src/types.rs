@@ -56,6 +56,17 @@ impl RType {
     pub fn rdata_names_compressible(self) -> bool {
         matches!(self.0, 2..=9 | 12 | 14 | 15)
     }
+
+    /// Types whose RDATA names are decompressed when read from a message:
+    /// those above, and those RFC 3597 4 says a receiver SHOULD decompress
+    /// (RP, AFSDB, RT, SIG, PX, NXT, SRV, NAPTR: RFC 2052 mandated
+    /// compression in SRV), with KX and DNAME as BIND and Knot read them
+    /// (black-box finding BA-3: such a record failed an UPDATE and a whole
+    /// zone transfer). Never compressed when written.
+    pub fn rdata_names_decompressed_on_read(self) -> bool {
+        self.rdata_names_compressible()
+            || matches!(self.0, 17 | 18 | 21 | 24 | 26 | 30 | 33 | 35 | 36 | 39)
+    }
 }
 
 impl fmt::Display for RType {

@@ -320,7 +320,7 @@ fn read_fields(
     mut w: Wire,
     out: &mut Vec<u8>,
 ) -> Result<(), TextError> {
-    let compressed = rtype.rdata_names_compressible();
+    let compressed = rtype.rdata_names_decompressed_on_read();
     for &field in schema {
         match field {
             Field::DomainName(what) if compressed => {

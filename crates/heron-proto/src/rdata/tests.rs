@@ -1206,19 +1206,41 @@ fn read_wire_decompresses_only_where_allowed() {
         "ns.example.com. hm.example.com. 0 0 0 0 0"
     );
 
-    // Types outside RFC 3597's list must not be compressed.
+    // Those RFC 3597 4 says a receiver SHOULD decompress (SRV as RFC
+    // 2052 had it), and KX and DNAME, are read as BIND and Knot read them
+    // (black-box finding BA-3).
+    let decompressed: &[(RType, &[u8], &str)] = &[
+        (
+            RType::SRV,
+            b"\x00\x00\x00\x00\x00\x35\xc0\x0c",
+            "0 0 53 example.com.",
+        ),
+        (RType::DNAME, b"\xc0\x0c", "example.com."),
+        (RType::RP, b"\xc0\x0c\x00", "example.com. ."),
+        (RType::AFSDB, b"\x00\x01\xc0\x0c", "1 example.com."),
+        (RType::KX, b"\x00\x01\xc0\x0c", "1 example.com."),
+        (RType::RT, b"\x00\x01\xc0\x0c", "1 example.com."),
+        (
+            RType::NAPTR,
+            b"\x00\x01\x00\x01\x00\x00\x00\xc0\x0c",
+            "1 1 \"\" \"\" \"\" example.com.",
+        ),
+    ];
+    for &(rtype, rdata, shown) in decompressed {
+        let mut msg = msg_with_example_com();
+        let start = msg.len();
+        msg.extend_from_slice(rdata);
+        let out = read(rtype, &msg, start, rdata.len()).unwrap();
+        assert_eq!(text(rtype, &out), shown, "{rtype}");
+    }
+    // The rest must not be compressed.
     let forbidden: &[(RType, &[u8])] = &[
-        (RType::SRV, b"\x00\x00\x00\x00\x00\x35\xc0\x0c"),
-        (RType::DNAME, b"\xc0\x0c"),
         (RType::NSEC, b"\xc0\x0c\x00\x01\x40"),
-        (RType::RP, b"\xc0\x0c\x00"),
-        (RType::AFSDB, b"\x00\x01\xc0\x0c"),
         (RType::SVCB, b"\x00\x01\xc0\x0c"),
         (
             RType::RRSIG,
             b"\x00\x01\x08\x02\x00\x00\x0e\x10\x00\x00\x00\x01\x00\x00\x00\x00\x00\x01\xc0\x0c\xaa",
         ),
-        (RType::NAPTR, b"\x00\x01\x00\x01\x00\x00\x00\xc0\x0c"),
     ];
     for &(rtype, rdata) in forbidden {
         let mut msg = msg_with_example_com();
