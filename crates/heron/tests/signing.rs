@@ -886,3 +886,36 @@ fn eventually(ok: impl Fn() -> bool) -> bool {
         }
     })
 }
+
+/// A signed zone whose file has an `$INCLUDE` is read again at every
+/// reload; read again unchanged, the version served stays, under its
+/// serial (black-box finding AY-4: every reload made a new serial, a
+/// NOTIFY and an IXFR for every secondary). A change in the included
+/// file is a new version.
+#[test]
+fn a_signed_zone_read_again_unchanged_keeps_its_serial() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("edge.test.zone");
+    let include = dir.path().join("inc.txt");
+    let mut text = std::fs::read_to_string(zone_file()).unwrap();
+    text.push_str(&format!("$INCLUDE {}\n", include.display()));
+    std::fs::write(&file, text).unwrap();
+    std::fs::write(&include, "inc 3600 IN A 192.0.2.55\n").unwrap();
+    let server = serve_signed_file("", &dir.path().join("keys"), &file);
+    let first = soa_serial(&server);
+    let reloads = |server: &ServerProcess| server.log().matches("zones re-read").count();
+    let reload = |server: &ServerProcess| {
+        let before = reloads(server);
+        server.reload();
+        assert!(eventually(|| reloads(server) > before), "{}", server.log());
+    };
+    for _ in 0..2 {
+        reload(&server);
+        assert_eq!(soa_serial(&server), first, "{}", server.log());
+    }
+    std::fs::write(&include, "inc 3600 IN A 192.0.2.56\n").unwrap();
+    reload(&server);
+    assert!(soa_serial(&server) != first, "{}", server.log());
+    let inc = short_answer(&server, &format!("inc.{ORIGIN}"), "A");
+    assert_eq!(inc.trim(), "192.0.2.56");
+}

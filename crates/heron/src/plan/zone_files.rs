@@ -860,7 +860,7 @@ impl ZoneFiles {
             .collect();
         let specs: Vec<&ZoneSpec> = todo.iter().map(|&i| &self.entries[i].spec).collect();
         let loaded = load_parallel(&specs, current).into_iter();
-        let results = loaded.map(|l| l.map(|(zone, stamp)| (Some(zone), stamp, None)));
+        let results = loaded.map(|l| l.map(|(zone, stamp)| (zone, stamp, None)));
         let mut next = current.clone();
         let all = (todo.into_iter().zip(results)).chain(kept.into_iter().zip(kept_results));
         for (i, zone) in all {
@@ -921,7 +921,9 @@ const BAR_EVERY: Duration = Duration::from_millis(250);
 
 /// A zone loaded from its file, and the file's stamp when it was opened
 /// (None if the file system gave no modification time).
-pub(crate) type FromFile = (Zone, Option<Stamp>);
+/// The zone is None where the version served stands (a signed zone's
+/// file read again, unchanged).
+pub(crate) type FromFile = (Option<Zone>, Option<Stamp>);
 
 /// A zone loaded from its file, or what is wrong with the file.
 pub(crate) type Loaded = Result<FromFile, Vec<String>>;
@@ -1107,12 +1109,18 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
         .iter()
         .for_each(|w| tracing::warn!(target: LOG_TARGET, "{w}"));
     crate::plan::zonemd::check(&loaded.zone).map_err(|why| vec![why])?;
-    if spec.signing.is_some() {
+    let file_serial_before = spec.signing.as_ref().and_then(|_| {
         let mut serials = FILE_SERIALS.lock().unwrap_or_else(|e| e.into_inner());
-        serials.insert(spec.file.clone(), loaded.zone.serial());
-    }
+        serials.insert(spec.file.clone(), loaded.zone.serial())
+    });
     let zone = match &spec.signing {
-        Some(signing) => sign_reloaded(loaded.zone, previous.map(|p| &**p), signing)?,
+        Some(signing) => {
+            let served = previous.map(|p| &**p);
+            match sign_reloaded(loaded.zone, served, signing, file_serial_before)? {
+                Some(zone) => zone,
+                None => return Ok((None, stamp)),
+            }
+        }
         None => past_the_signed(loaded.zone, previous.map(|p| &**p)),
     };
     let new_bytes = previous.map_or(zone.heap_bytes(), |old| zone.unshared_bytes(old));
@@ -1128,7 +1136,7 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
         "{}",
         if previous.is_some() { "zone reloaded" } else { "zone loaded" }
     );
-    Ok((zone, stamp))
+    Ok((Some(zone), stamp))
 }
 
 /// A signed zone's file, read again: signed by its change from the
@@ -1136,20 +1144,50 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
 /// not after the zone's signing settings changed),
 /// else whole, keeping the served version's signatures where nothing
 /// changed. `loaded` is dropped once a whole signing no longer needs it.
+/// None: the file says what the version served says (read again for an
+/// `$INCLUDE`, say), under the same serial, and the keys did not move:
+/// that version stays, with no new serial (black-box finding AY-4: every
+/// reload made one, and NOTIFY and IXFR to every secondary).
 fn sign_reloaded(
     loaded: Zone,
     previous: Option<&Zone>,
     signing: &crate::config::dnssec::Signing,
-) -> Result<Zone, Vec<String>> {
+    file_serial_before: Option<u32>,
+) -> Result<Option<Zone>, Vec<String>> {
     use crate::plan::signing::{
-        change_from_signed, last_signed_under, sign_by_change, sign_loaded,
+        change_from_signed, keys_moved, last_signed_under, sign_by_change, sign_loaded,
     };
     let same_settings = last_signed_under(loaded.origin(), signing);
-    let by_change = previous.filter(|_| same_settings).and_then(|signed| {
-        let change = change_from_signed(signed, &loaded, signing)?;
-        sign_by_change(signed, change, signing)
-    });
-    by_change.unwrap_or_else(|| sign_loaded(loaded, previous, signing))
+    if let Some(signed) = previous.filter(|_| same_settings)
+        && let Some(change) = change_from_signed(signed, &loaded, signing)
+    {
+        let same_file = file_serial_before == Some(loaded.serial());
+        if same_file && same_content(&change) && !keys_moved(signed, signing)? {
+            return Ok(None);
+        }
+        if let Some(signed) = sign_by_change(signed, change, signing) {
+            return signed.map(Some);
+        }
+    }
+    sign_loaded(loaded, previous, signing).map(Some)
+}
+
+/// Whether a change from the version served to its file read again
+/// changes nothing but the SOA serial (which the signer moved on).
+fn same_content(change: &heron_zone::diff::ZoneDiff) -> bool {
+    let unserialed = |rdata: &[u8]| {
+        let at = rdata.len().saturating_sub(20);
+        let mut rdata = rdata.to_vec();
+        if let Some(serial) = rdata.get_mut(at..at + 4) {
+            serial.fill(0);
+        }
+        rdata
+    };
+    let (old, new) = (&change.old_soa, &change.new_soa);
+    change.added.is_empty()
+        && change.deleted.is_empty()
+        && old.ttl == new.ttl
+        && unserialed(&old.rdata) == unserialed(&new.rdata)
 }
 
 /// A zone signed here until its policy was taken away, read unsigned

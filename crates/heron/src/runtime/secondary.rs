@@ -96,7 +96,7 @@ fn load_copies<Z: Borrow<SecondaryZone>>(
                 return None;
             }
             let zone = match loaded.next()? {
-                Ok((zone, _)) => Some(zone),
+                Ok((zone, _)) => zone,
                 Err(problems) => {
                     problems.iter().for_each(|p| tracing::error!("{p}"));
                     None

@@ -59,7 +59,7 @@ pub(crate) fn load(zones: &[(Name, PathBuf)]) -> Vec<Zone> {
     let loaded = load_parallel(&specs.iter().collect::<Vec<_>>(), &Default::default());
     (specs.iter().zip(loaded))
         .filter_map(|(spec, loaded)| match loaded {
-            Ok((zone, _)) => Some(zone),
+            Ok((zone, _)) => zone,
             Err(problems) => {
                 // BIND's inline-signing copy (raw form reads as garbage).
                 let why = match heron_xfr::secondary::keeper::holds_another_file(&spec.file) {
