@@ -159,10 +159,11 @@ fn unix_now() -> u64 {
 }
 
 /// A signed query for `transport`: each is signed at its own time, as a
-/// copy of one signed request is refused (replay).
+/// copy of one signed request is refused (replay); not before now, as a
+/// request signed before the server started is refused as well.
 fn signed(transport: u64) -> (Vec<u8>, Vec<u8>) {
     let mut q = plain("mail.edge.test", RType::A, 11, Some(EdnsOpts::default()));
-    let mac = tsig::sign_request(&mut q, &key(), unix_now() - transport, 300);
+    let mac = tsig::sign_request(&mut q, &key(), unix_now() + transport, 300);
     (q, mac)
 }
 

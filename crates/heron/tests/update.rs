@@ -2559,6 +2559,30 @@ fn a_signed_update_sent_again_after_a_lost_answer_gets_that_answer() {
     assert_eq!(buf[3] & 0x0f, 9, "NOTAUTH (BADTIME): {:?}", &buf[..n]);
 }
 
+/// A signed UPDATE signed before the server started (captured while the
+/// run before was up) gets BADTIME and is not applied: the run before may
+/// have applied it, and what it saw is gone (black-box finding BA-6: a
+/// replay after a restart was applied again).
+#[test]
+fn a_signed_update_signed_before_the_start_is_refused() {
+    use heron_proto::tsig::{self, Algorithm, Key};
+    let file = zone_file("before-start");
+    let server = start(&file, "");
+    let key = Key::from_base64("ops", Algorithm::HmacSha256, SECRET).unwrap();
+    let mut message = update_message(0x5252, &format!("early.{ZONE}"), [192, 0, 2, 52]);
+    let long_ago = heron_proto::time::unix_now() - 60;
+    tsig::sign_request(&mut message, &key, long_ago, tsig::DEFAULT_FUDGE);
+    let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    client
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    client.send_to(&message, server.addr()).unwrap();
+    let mut buf = [0u8; 1024];
+    let (n, _) = client.recv_from(&mut buf).expect("an answer");
+    assert_eq!(buf[3] & 0x0f, 9, "NOTAUTH (BADTIME): {:?}", &buf[..n]);
+    assert_eq!(zone_serial(server.addr(), ZONE), Some(1), "not applied");
+}
+
 /// Adds an A record at `name` (under the zone) with the key `ops`, by
 /// knsupdate over UDP; the rcode.
 fn add_a(server: SocketAddr, name: &str) -> String {

@@ -509,6 +509,15 @@ impl Processor {
         }
     }
 
+    /// Signed requests count as possibly answered before (refused as
+    /// copies) when signed before `started` (Unix seconds), not before
+    /// the processor was made: for tests of requests signed at a fixed
+    /// time (0: none is).
+    pub fn with_replays_since(mut self, started: u64) -> Processor {
+        self.replays = ReplayCache::since(replay::DEFAULT_CAPACITY, started);
+        self
+    }
+
     /// Query ACLs and blackhole; an empty policy is not kept.
     pub fn with_query_policy(self, policy: QueryPolicy) -> Processor {
         self.with_shared_query_policy(SharedQueryPolicy::new(policy))

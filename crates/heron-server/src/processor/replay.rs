@@ -51,6 +51,12 @@ pub struct ReplayCache {
     inner: Mutex<Entries>,
     hashers: [RandomState; 2],
     capacity: usize,
+    /// Unix seconds when it began remembering: a request signed before
+    /// then may have been answered by an earlier run of the server, whose
+    /// memory is gone, so it is refused as a copy (black-box finding
+    /// BA-6: a captured UPDATE replayed after a restart was applied
+    /// again, a captured AXFR answered again).
+    started: u64,
 }
 
 /// What a signed request is, seen against those answered before.
@@ -90,10 +96,17 @@ impl ReplayCache {
     /// grows with the signed requests that come, not before: a server
     /// with no TSIG traffic holds none of its 5 MB.
     pub fn new(capacity: usize) -> ReplayCache {
+        ReplayCache::since(capacity, heron_proto::time::unix_now())
+    }
+
+    /// [`ReplayCache::new`] that began remembering at `started` (Unix
+    /// seconds; 0 takes every request as seen by it).
+    pub fn since(capacity: usize, started: u64) -> ReplayCache {
         ReplayCache {
             inner: Mutex::new(Entries::default()),
             hashers: [RandomState::new(), RandomState::new()],
             capacity: capacity.max(1),
+            started,
         }
     }
 
@@ -102,6 +115,9 @@ impl ReplayCache {
     /// sends it again (a transfer, an UPDATE). `now`: the request's
     /// clock, in seconds.
     pub fn check(&self, v: &Verified, from: IpAddr, once: bool, now: u64) -> Seen {
+        if v.time_signed < self.started {
+            return Seen::Replay;
+        }
         let fp = self.fingerprint(v);
         let expires = v.time_signed.saturating_add(u64::from(v.fudge));
         let key = v.key.name.as_wire();
@@ -235,7 +251,7 @@ mod tests {
 
     #[test]
     fn a_request_is_answered_once_and_others_still_are() {
-        let cache = ReplayCache::new(DEFAULT_CAPACITY);
+        let cache = ReplayCache::since(DEFAULT_CAPACITY, 0);
         assert!(first(&cache, &request("k", 1, NOW), NOW));
         assert!(!first(&cache, &request("k", 1, NOW), NOW + 1), "replay");
         assert!(first(&cache, &request("k", 2, NOW), NOW + 1), "another MAC");
@@ -252,7 +268,7 @@ mod tests {
 
     #[test]
     fn a_copy_of_a_query_from_its_sender_is_a_retransmission_and_from_elsewhere_a_replay() {
-        let cache = ReplayCache::new(DEFAULT_CAPACITY);
+        let cache = ReplayCache::since(DEFAULT_CAPACITY, 0);
         let query = request("k", 1, NOW);
         assert_eq!(cache.check(&query, SECONDARY, false, NOW), Seen::First);
         for _ in 0..3 {
@@ -272,7 +288,7 @@ mod tests {
     #[test]
     fn at_capacity_the_oldest_goes_and_memory_stays_bounded() {
         let capacity = 1000;
-        let cache = ReplayCache::new(capacity);
+        let cache = ReplayCache::since(capacity, 0);
         for mac in 0..capacity as u32 {
             assert!(first(&cache, &request("k", mac, NOW), NOW));
         }
@@ -297,7 +313,7 @@ mod tests {
 
     #[test]
     fn a_cache_no_signed_request_reached_holds_no_room() {
-        let cache = ReplayCache::new(DEFAULT_CAPACITY);
+        let cache = ReplayCache::since(DEFAULT_CAPACITY, 0);
         let room = |c: &ReplayCache| {
             let e = c.inner.lock().unwrap();
             let keys = e.by_key.values();
@@ -312,7 +328,7 @@ mod tests {
 
     #[test]
     fn entries_past_their_fudge_are_dropped() {
-        let cache = ReplayCache::new(DEFAULT_CAPACITY);
+        let cache = ReplayCache::since(DEFAULT_CAPACITY, 0);
         for mac in 0..10 {
             first(&cache, &request("k", mac, NOW), NOW);
         }
@@ -330,7 +346,7 @@ mod tests {
     #[test]
     fn one_key_cannot_flush_another_keys_requests() {
         let capacity = 1000;
-        let cache = ReplayCache::new(capacity);
+        let cache = ReplayCache::since(capacity, 0);
         let update = request("update-key", 7, NOW);
         assert!(first(&cache, &update, NOW));
         for mac in 0..(3 * capacity as u32) {
@@ -353,5 +369,18 @@ mod tests {
         assert_eq!(cache.len(), capacity);
         let e = cache.inner.lock().unwrap();
         assert!(!e.by_key.contains_key(update.key.name.as_wire()));
+    }
+
+    /// A request signed before the cache began (before a restart) may
+    /// have been answered by the run before: refused as a copy, whoever
+    /// sends it (black-box finding BA-6); one signed since is not.
+    #[test]
+    fn a_request_signed_before_the_start_is_refused() {
+        let cache = ReplayCache::since(DEFAULT_CAPACITY, NOW);
+        let before = request("k", 1, NOW - 1);
+        assert_eq!(cache.check(&before, SECONDARY, true, NOW), Seen::Replay);
+        assert_eq!(cache.check(&before, SECONDARY, false, NOW), Seen::Replay);
+        let since = request("k", 2, NOW);
+        assert_eq!(cache.check(&since, SECONDARY, true, NOW), Seen::First);
     }
 }

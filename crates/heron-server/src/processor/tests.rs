@@ -94,6 +94,7 @@ fn processor() -> Processor {
         primary,
         Arc::new(vec![key()]),
     )
+    .with_replays_since(0)
     .with_secondaries([n("S.test")])
 }
 
@@ -659,7 +660,8 @@ fn a_udp_response_too_large_for_the_client_is_cut_with_tc() {
         AnswerConfig::default(),
         p.primary.clone(),
         Arc::new(vec![long_key.clone()]),
-    );
+    )
+    .with_replays_since(0);
     let ixfr = with_soa(query("p.test", RType::IXFR, Opcode::QUERY), 8, 6);
     let (ixfr, mac) = signed(ixfr, &long_key);
     let (m, out, _) = response(process(&p, &ixfr, "127.0.0.3", Transport::Udp));
@@ -1392,6 +1394,7 @@ fn update_processor() -> Processor {
         primary,
         Arc::new(vec![key()]),
     )
+    .with_replays_since(0)
 }
 
 #[test]
@@ -1560,6 +1563,7 @@ fn updates_for_a_secondary_zone_are_forwarded_when_allowed() {
         primary,
         Arc::new(vec![key()]),
     )
+    .with_replays_since(0)
     .with_secondaries([n("p.test"), n("c.test")]);
     let unsigned = query("p.test", RType::SOA, Opcode::UPDATE);
     let (bytes, mac) = signed(unsigned.clone(), &key());
