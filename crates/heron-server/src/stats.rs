@@ -144,6 +144,30 @@ pub const LATENCY_BOUNDS_US: [u64; 10] = [
 /// How a TLS handshake went: a new session, or one resumed (a ticket).
 pub const HANDSHAKE_KINDS: [&str; 2] = ["full", "resumed"];
 
+/// Why the server closed a TCP or TLS connection it had taken in (on
+/// its event loops): the client closed it, a timeout, a failed TLS
+/// handshake or TLS error, another error (a reset, a malformed message).
+pub const CLOSE_REASONS: [&str; 7] = [
+    "client",
+    "idle_timeout",
+    "message_timeout",
+    "handshake_timeout",
+    "write_timeout",
+    "tls_error",
+    "error",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Closed {
+    Client = 0,
+    IdleTimeout = 1,
+    MessageTimeout = 2,
+    HandshakeTimeout = 3,
+    WriteTimeout = 4,
+    TlsError = 5,
+    Error = 6,
+}
+
 /// Why a TCP or TLS connection was closed at accept.
 pub const CONNECTION_LIMITS: [&str; 3] = ["total", "per_client", "blackhole"];
 
@@ -218,6 +242,7 @@ pub struct Cells {
     accepted: [Cell; TRANSPORTS.len()],
     refused_connections: [Cell; CONNECTION_LIMITS.len()],
     shed: Cell,
+    closed: [Cell; CLOSE_REASONS.len()],
     handshakes: [Cell; HANDSHAKE_KINDS.len()],
 }
 
@@ -232,6 +257,7 @@ impl Default for Cells {
             accepted: std::array::from_fn(|_| Cell::default()),
             refused_connections: std::array::from_fn(|_| Cell::default()),
             shed: Cell::default(),
+            closed: std::array::from_fn(|_| Cell::default()),
             handshakes: std::array::from_fn(|_| Cell::default()),
         }
     }
@@ -286,6 +312,11 @@ impl Cells {
         self.shed.add(1);
     }
 
+    /// A connection taken in ended, for `why`.
+    pub fn closed(&self, why: Closed) {
+        self.closed[why as usize].add(1);
+    }
+
     fn add_to(&self, totals: &mut Totals) {
         for (t, row) in self.queries.iter().enumerate() {
             for (q, cell) in row.iter().enumerate() {
@@ -300,6 +331,7 @@ impl Cells {
         add(&mut totals.accepted, &self.accepted);
         add(&mut totals.refused_connections, &self.refused_connections);
         totals.shed += self.shed.get();
+        add(&mut totals.closed, &self.closed);
         add(&mut totals.handshakes, &self.handshakes);
         totals.response_bytes.add(&self.response_bytes.read());
         totals.latency_us.add(&self.latency_us.read());
@@ -377,6 +409,8 @@ pub struct Totals {
     pub refused_connections: [u64; CONNECTION_LIMITS.len()],
     /// Idle connections closed at the total limit to make room for new ones.
     pub shed: u64,
+    /// Connections taken in that ended, by [`CLOSE_REASONS`].
+    pub closed: [u64; CLOSE_REASONS.len()],
     /// TLS handshakes completed, by [`HANDSHAKE_KINDS`].
     pub handshakes: [u64; HANDSHAKE_KINDS.len()],
 }
@@ -392,6 +426,7 @@ impl Default for Totals {
             accepted: [0; TRANSPORTS.len()],
             refused_connections: [0; CONNECTION_LIMITS.len()],
             shed: 0,
+            closed: [0; CLOSE_REASONS.len()],
             handshakes: [0; HANDSHAKE_KINDS.len()],
         }
     }
@@ -418,6 +453,7 @@ impl Totals {
             &mut out.refused_connections,
         );
         out.shed = self.shed.wrapping_sub(base.shed);
+        sub(&self.closed, &base.closed, &mut out.closed);
         sub(&self.handshakes, &base.handshakes, &mut out.handshakes);
         out.response_bytes = self.response_bytes.minus(&base.response_bytes);
         out.latency_us = self.latency_us.minus(&base.latency_us);

@@ -68,7 +68,7 @@ use heron_proto::prefix::Prefix;
 use crate::TcpLimits;
 use crate::processor::{Event, Outcome, Request, Transfer, Transport};
 use crate::service::{Service, unix_now};
-use crate::stats::{Limit, Via, qtype_of};
+use crate::stats::{Closed, Limit, Via, qtype_of};
 use crate::tls::TlsAcceptor;
 use crate::update::Reply;
 

@@ -10,7 +10,9 @@ use heron_proto::Name;
 use heron_server::SharedCatalog;
 use heron_server::processor::{Refusal, SharedOrigins};
 use heron_server::service::Service;
-use heron_server::stats::{CONNECTION_LIMITS, QTYPE_OTHER, RCODES, TRANSPORTS, qtype_label};
+use heron_server::stats::{
+    CLOSE_REASONS, CONNECTION_LIMITS, QTYPE_OTHER, RCODES, TRANSPORTS, qtype_label,
+};
 use heron_server::tcp::ConnectionLimiter;
 use serde_json::{Value, json};
 
@@ -724,6 +726,7 @@ impl Controller {
             "tcp_connections_accepted": accepted,
             "tcp_connections_refused": refused,
             "tcp_idle_connections_shed": totals.shed,
+            "tcp_connections_closed": named(CLOSE_REASONS.iter().zip(totals.closed), true),
             "reset": reset,
         });
         // Totals since the start: `--reset` leaves them.

@@ -117,6 +117,32 @@ impl Conn {
         Ok(Next::Again)
     }
 
+    /// What a deadline that passed means for this connection: what it
+    /// was waiting for.
+    pub(super) fn timed_out(&self) -> Closed {
+        if self.out_since.is_some() {
+            Closed::WriteTimeout
+        } else if self.tls.as_ref().is_some_and(|t| t.is_handshaking()) {
+            Closed::HandshakeTimeout
+        } else if self.partial.in_message() {
+            Closed::MessageTimeout
+        } else {
+            Closed::IdleTimeout
+        }
+    }
+
+    /// Why a drive that failed with `e` ends the connection.
+    pub(super) fn failed(&self, e: &io::Error) -> Closed {
+        match (e.kind(), &self.tls) {
+            (io::ErrorKind::InvalidData, Some(_))
+                if e.get_ref().is_some_and(|e| e.is::<rustls::Error>()) =>
+            {
+                Closed::TlsError
+            }
+            _ => Closed::Error,
+        }
+    }
+
     /// Since when the connection has been idle: between messages, with
     /// nothing to write and no transfer or handshake under way. None:
     /// it is not.

@@ -352,11 +352,19 @@ impl Worker {
             return;
         };
         let had_pipe = conn.later.is_some();
+        let stats = &cx.shared.service.stats;
         match conn.drive(cx) {
             Ok(Next::Wait) => {}
             Ok(Next::Again) => self.again.push(key),
-            Ok(Next::Close) => return self.close(key, Ok(())),
-            Err(e) => return self.close(key, Err(e)),
+            Ok(Next::Close) => {
+                stats.with_thread_cells(|c| c.closed(Closed::Client));
+                return self.close(key, Ok(()));
+            }
+            Err(e) => {
+                let why = conn.failed(&e);
+                stats.with_thread_cells(|c| c.closed(why));
+                return self.close(key, Err(e));
+            }
         }
         if !had_pipe && conn.later.is_some() {
             self.piped.push(key);
@@ -416,6 +424,9 @@ impl Worker {
                     continue;
                 }
                 // Idle, a message or a write not done in time.
+                let why = conn.timed_out();
+                let stats = &self.cx.shared.service.stats;
+                stats.with_thread_cells(|c| c.closed(why));
                 self.close(key, Ok(()));
             }
         }

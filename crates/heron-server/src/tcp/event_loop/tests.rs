@@ -35,14 +35,15 @@ fn with_loops_on(
     limits: TcpLimits,
     f: impl FnOnce(&Loops),
 ) {
-    with_n_loops(2, tls, limits, f)
+    with_n_loops(2, tls, limits, service(), f)
 }
 
-/// [`with_loops_on`] with `n` loops.
+/// [`with_loops_on`] with `n` loops, answering with `service`.
 fn with_n_loops(
     n: usize,
     tls: Option<Arc<rustls::ServerConfig>>,
     limits: TcpLimits,
+    service: Arc<Service>,
     f: impl FnOnce(&Loops),
 ) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -56,7 +57,7 @@ fn with_n_loops(
     }];
     let limiter = ConnectionLimiter::new(limits, Vec::new());
     let loops = runtime
-        .block_on(async { start(&listen, n, service(), limiter) })
+        .block_on(async { start(&listen, n, service, limiter) })
         .unwrap();
     f(&loops);
     loops.stop();
@@ -129,12 +130,25 @@ fn an_idle_connection_and_a_late_message_are_closed() {
         message_timeout: Duration::from_secs(1),
         ..TcpLimits::default()
     };
-    with_loops(limits, |addr| {
+    let service = service();
+    with_n_loops(2, None, limits, service.clone(), |loops| {
+        let addr = loops.bound[0];
         let mut idle = std::net::TcpStream::connect(addr).unwrap();
         assert!(closed_by_server(&mut idle), "idle");
         let mut slow = std::net::TcpStream::connect(addr).unwrap();
         slow.write_all(&[0, 40, 1, 2]).unwrap(); // a message begun, never ended
         assert!(closed_by_server(&mut slow), "message timeout");
+        let mut done = std::net::TcpStream::connect(addr).unwrap();
+        assert!(heron_testkit::client::answers_on(&mut done, &query(5)));
+        drop(done);
+        // Each close counted by why (black-box finding AZ-4: none was).
+        let closed = |why: Closed| service.stats.totals().closed[why as usize];
+        let counted = heron_testkit::eventually_within(Duration::from_secs(10), || {
+            closed(Closed::Client) == 1
+        });
+        assert!(counted, "the client's close");
+        assert_eq!(closed(Closed::IdleTimeout), 1);
+        assert_eq!(closed(Closed::MessageTimeout), 1);
     });
 }
 
@@ -280,7 +294,7 @@ fn at_the_total_limit_the_longest_idle_connection_makes_room() {
         max_connections: 2,
         ..TcpLimits::default()
     };
-    with_n_loops(1, None, limits, |loops| {
+    with_n_loops(1, None, limits, service(), |loops| {
         let addr = loops.bound[0];
         let mut a = std::net::TcpStream::connect(addr).unwrap();
         assert!(heron_testkit::client::answers_on(&mut a, &query(1)));

@@ -18,8 +18,8 @@ use heron_server::processor::Refusal;
 use heron_server::processor::tap::TapTotals;
 use heron_server::rrl::RrlCounters;
 use heron_server::stats::{
-    CONNECTION_LIMITS, HANDSHAKE_KINDS, LATENCY_BOUNDS_US, RCODES, SIZE_BOUNDS, TRANSPORTS, Totals,
-    qtype_label,
+    CLOSE_REASONS, CONNECTION_LIMITS, HANDSHAKE_KINDS, LATENCY_BOUNDS_US, RCODES, SIZE_BOUNDS,
+    TRANSPORTS, Totals, qtype_label,
 };
 use heron_xfr::stats::ZoneCounts;
 use prometheus_client::collector::Collector;
@@ -567,6 +567,13 @@ impl Snapshot {
             MetricType::Counter,
         )?;
         ConstCounter::new(t.shed).encode(shed)?;
+        let closed = CLOSE_REASONS.iter().zip(t.closed);
+        counters(
+            e,
+            "heron_tcp_connections_closed",
+            "TCP and TLS connections the event loops took in that ended, by why: the client closed, a timeout, a TLS error, another error",
+            closed.map(|(r, n)| (label("reason", r), n)),
+        )?;
         let handshakes = HANDSHAKE_KINDS.iter().zip(t.handshakes);
         counters(
             e,
