@@ -90,7 +90,13 @@ pub fn process_noting(
         return Ok((Applied::Unchanged, edited.ignored));
     };
     match zone.apply(&diff) {
-        Ok(next) => Ok((Applied::Changed(Box::new(next), diff), edited.ignored)),
+        Ok(next) => match what_secondaries_refuse(&next, &diff) {
+            Some(why) => Err(reject(
+                Rcode::REFUSED,
+                format!("the zone would break: {why}"),
+            )),
+            None => Ok((Applied::Changed(Box::new(next), diff), edited.ignored)),
+        },
         Err(problems) => {
             let first = problems.first().map_or("", |p| p.message.as_str());
             Err(reject(
@@ -99,6 +105,53 @@ pub fn process_noting(
             ))
         }
     }
+}
+
+/// What the zone loader warns of and other servers refuse to load or
+/// transfer, made by an update: names below a DNAME (never served, RFC
+/// 6672 2.4; NSD and Knot refuse the zone, and Knot the update) and NS
+/// records at a wildcard (BIND refuses the zone). Taken, a Knot or BIND
+/// secondary stopped at the version before, with no word here
+/// (black-box finding BA-1). Only what the change added is looked at,
+/// in `next`, the version it leads to.
+pub(crate) fn what_secondaries_refuse(next: &Zone, diff: &ZoneDiff) -> Option<String> {
+    let origin = next.origin().as_wire();
+    for added in &diff.added {
+        let owner = added.owner.to_lowercase();
+        let owner = owner.as_wire();
+        if added.rtype == RType::NS && added.owner.is_wildcard() {
+            let why = format!(
+                "NS records at the wildcard {} (BIND refuses such a zone, and its secondaries stop)",
+                added.owner
+            );
+            return Some(why);
+        }
+        let below = match owner == origin {
+            true => next.node_count() > 1,
+            false => next.has_children(owner),
+        };
+        if added.rtype == RType::DNAME && below {
+            let why = format!(
+                "a DNAME at {}, which has names below it (never served, RFC 6672 2.4; NSD and Knot refuse such a zone)",
+                added.owner
+            );
+            return Some(why);
+        }
+        let above = heron_proto::name::suffixes(owner).skip(1);
+        let mut above = above.take_while(|s| s.len() >= origin.len());
+        if let Some(at) = above.find(|s| {
+            next.node(s)
+                .is_some_and(|n| n.rrset(RType::DNAME).is_some())
+        }) {
+            let dname = Name::from_wire(at).map_or_else(|_| "?".into(), |n| n.to_string());
+            let why = format!(
+                "{} is below the DNAME at {dname} (never served, RFC 6672 2.4; NSD and Knot refuse such a zone)",
+                added.owner
+            );
+            return Some(why);
+        }
+    }
+    None
 }
 
 /// The zone section, the prerequisites, the permissions and the changes

@@ -96,6 +96,18 @@ impl Pending {
     /// that breaks the zone, and its problems.
     pub fn finish(self) -> Result<Finished, (usize, Vec<Problem>)> {
         let zone = self.base.apply_steps(&self.steps)?;
+        // What other servers refuse, looked for in the version made: a
+        // step found is run again alone, and refused there.
+        for (at, step) in self.steps.iter().enumerate() {
+            if let Some(why) = super::what_secondaries_refuse(&zone, step) {
+                let problem = Problem {
+                    severity: heron_zone::Severity::Error,
+                    location: None,
+                    message: why,
+                };
+                return Err((at, vec![problem]));
+            }
+        }
         let net = self.net_change();
         Ok(Finished {
             zone,

@@ -624,6 +624,60 @@ fn a_cname_stays_alone() {
     assert_eq!(rdatas(&z, "alias.u.test", RType::CNAME), [target]);
 }
 
+/// What other servers refuse to load or transfer is refused here too:
+/// names below a DNAME (made either way round) and NS at a wildcard; a
+/// DNAME at a leaf is taken (black-box finding BA-1: a Knot or BIND
+/// secondary stopped at the version before).
+#[test]
+fn names_below_a_dname_and_ns_at_a_wildcard_are_refused() {
+    let target = name("example.net").as_wire().to_vec();
+    let ns = name("ns.example.net").as_wire().to_vec();
+    let both =
+        Builder::new()
+            .add("x.dn.u.test", RType::A, &WWW_A)
+            .add("dn.u.test", RType::DNAME, &target);
+    assert_eq!(rcode(&both), Rcode::REFUSED, "a name and a DNAME above it");
+    let over = Builder::new().add("b.c.u.test", RType::DNAME, &target);
+    assert_eq!(rcode(&over), Rcode::REFUSED, "a DNAME over a.b.c");
+    let dname = "dn 300 IN DNAME example.net.\n";
+    let under = Builder::new().add("y.dn.u.test", RType::A, &WWW_A);
+    let refused = run_with(&zone(dname), &under, &everyone());
+    assert!(
+        matches!(refused, Err(r) if r.rcode == Rcode::REFUSED),
+        "below one"
+    );
+    let wild = Builder::new().add("*.w.u.test", RType::NS, &ns);
+    assert_eq!(rcode(&wild), Rcode::REFUSED, "NS at a wildcard");
+    let leaf = Builder::new().add("leaf.u.test", RType::DNAME, &target);
+    assert_eq!(rcode(&leaf), Rcode::NOERROR, "a DNAME at a leaf");
+    let beside = Builder::new().add("dn.u.test", RType::TXT, b"\x02ok");
+    let beside = run_with(&zone(dname), &beside, &everyone());
+    assert!(matches!(beside, Ok(Applied::Changed(..))), "data beside it");
+    // In a batch, the version made is looked at, and the step that made
+    // it so is named: the server runs it again alone, and refuses it.
+    let key = key_k();
+    let who = Requester {
+        ip: "127.0.0.1".parse().unwrap(),
+        key: Some(&key),
+    };
+    let mut pending = Pending::new(std::sync::Arc::new(zone("")));
+    let first = parse(&Builder::new().add("ok.u.test", RType::A, &WWW_A).bytes()).unwrap();
+    let second = parse(&under.bytes()).unwrap();
+    let third = parse(
+        &Builder::new()
+            .add("dn.u.test", RType::DNAME, &target)
+            .bytes(),
+    )
+    .unwrap();
+    for update in [&first, &second, &third] {
+        pending.process(update, &everyone(), who, 0).unwrap();
+    }
+    assert!(
+        matches!(pending.finish(), Err((1, _))),
+        "y.dn, below the DNAME made after"
+    );
+}
+
 #[test]
 fn dnssec_records_are_refused() {
     let deleted = [
