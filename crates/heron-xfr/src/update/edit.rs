@@ -273,6 +273,12 @@ impl<'z> Edit<'z> {
             return Some("a CNAME's name takes no other data");
         }
         let set = node.set_mut(rtype, ttl);
+        if rtype == RType::DNAME {
+            // One DNAME a name (RFC 6672 2.4): a new one replaces it, as a
+            // CNAME does and as BIND does (black-box finding BA-2: the
+            // whole update was refused).
+            set.rdatas.clear();
+        }
         // An RRset has one TTL (RFC 2181 5.2): the latest given.
         set.ttl = ttl;
         if !set.rdatas.iter().any(|r| rdata_equal(rtype, r, rdata)) {
